@@ -34,6 +34,16 @@ func (o *OSFS) path(name string) (string, error) {
 	return filepath.Join(o.Root, filepath.FromSlash(clean)), nil
 }
 
+// entryPath is path for operations on an entry of a directory (remove,
+// rename): the root itself is not such an entry.
+func (o *OSFS) entryPath(name string) (string, error) {
+	p, err := o.path(name)
+	if err == nil && p == filepath.Clean(o.Root) {
+		return "", ErrBadPath
+	}
+	return p, err
+}
+
 // Create implements FS.
 func (o *OSFS) Create(name string) (File, error) {
 	p, err := o.path(name)
@@ -67,7 +77,7 @@ func (o *OSFS) Open(name string) (File, error) {
 
 // Remove implements FS.
 func (o *OSFS) Remove(name string) error {
-	p, err := o.path(name)
+	p, err := o.entryPath(name)
 	if err != nil {
 		return err
 	}
@@ -76,23 +86,20 @@ func (o *OSFS) Remove(name string) error {
 
 // RemoveAll implements FS.
 func (o *OSFS) RemoveAll(name string) error {
-	p, err := o.path(name)
+	p, err := o.entryPath(name)
 	if err != nil {
 		return err
-	}
-	if p == filepath.Clean(o.Root) {
-		return ErrBadPath
 	}
 	return mapOSError(os.RemoveAll(p)) //determinism:ok
 }
 
 // Rename implements FS.
 func (o *OSFS) Rename(oldName, newName string) error {
-	from, err := o.path(oldName)
+	from, err := o.entryPath(oldName)
 	if err != nil {
 		return err
 	}
-	to, err := o.path(newName)
+	to, err := o.entryPath(newName)
 	if err != nil {
 		return err
 	}
@@ -159,9 +166,16 @@ type osFile struct {
 	// end is the file's size as this handle knows it: where the next Write
 	// lands. Invariant: end == the size on disk, as only this handle writes.
 	end int64
+	// closed is set by Close, so that Size, which does not touch the file,
+	// also reports ErrClosed afterwards.
+	closed bool
 }
 
-func (f *osFile) ReadAt(p []byte, off int64) (int, error) { return f.f.ReadAt(p, off) }
+// ReadAt maps errors like every other method; io.EOF passes unchanged.
+func (f *osFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.f.ReadAt(p, off)
+	return n, mapOSError(err)
+}
 
 func (f *osFile) Write(p []byte) (int, error) {
 	n, err := f.f.WriteAt(p, f.end)
@@ -171,7 +185,9 @@ func (f *osFile) Write(p []byte) (int, error) {
 
 func (f *osFile) WriteAt(p []byte, off int64) (int, error) {
 	n, err := f.f.WriteAt(p, off)
-	f.end = max(f.end, off+int64(n))
+	if n > 0 { // an empty write does not extend the file
+		f.end = max(f.end, off+int64(n))
+	}
 	return n, mapOSError(err)
 }
 
@@ -182,10 +198,19 @@ func (f *osFile) Truncate(size int64) error {
 	f.end = size
 	return nil
 }
-func (f *osFile) Sync() error  { return mapOSError(f.f.Sync()) }
-func (f *osFile) Close() error { return mapOSError(f.f.Close()) }
+func (f *osFile) Sync() error { return mapOSError(f.f.Sync()) }
 
-func (f *osFile) Size() (int64, error) { return f.end, nil }
+func (f *osFile) Close() error {
+	f.closed = true
+	return mapOSError(f.f.Close())
+}
+
+func (f *osFile) Size() (int64, error) {
+	if f.closed {
+		return 0, ErrClosed
+	}
+	return f.end, nil
+}
 
 // mapOSError wraps an os error so that errors.Is matches this package's
 // sentinels while keeping the original message.

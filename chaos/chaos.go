@@ -1,0 +1,84 @@
+package chaos
+
+import (
+	"math/rand/v2"
+	"sort"
+)
+
+// state is what the simulator switches on for one run. It is only ever
+// changed between runs, by the simulator's single goroutine; production
+// never changes it.
+var state struct {
+	// marks counts coverage marks reached; nil when not recording.
+	marks map[string]int
+	// rng draws Buggify decisions; nil when fault injection is off.
+	rng *rand.Rand
+	// sites maps a Buggify site to whether it is enabled this run
+	// (decided once per site per run, on its first call).
+	sites map[string]bool
+	// fireProbability is the chance an enabled site fires per call.
+	fireProbability float64
+	// fired counts Buggify firings per site.
+	fired map[string]int
+}
+
+// Reached records that a rare path ran.
+func Reached(mark string) {
+	if state.marks != nil {
+		state.marks[mark]++
+	}
+}
+
+// Buggify reports whether the fault at site should be injected now.
+func Buggify(site string) bool {
+	if state.rng == nil {
+		return false
+	}
+	enabled, seen := state.sites[site]
+	if !seen {
+		enabled = state.rng.IntN(2) == 0
+		state.sites[site] = enabled
+	}
+	if !enabled || state.rng.Float64() >= state.fireProbability {
+		return false
+	}
+	state.fired[site]++
+	return true
+}
+
+// Record switches on coverage-mark recording and, when rng is not nil,
+// fault injection whose enabled sites fire with fireProbability. Call
+// Reset when the run ends.
+func Record(rng *rand.Rand, fireProbability float64) {
+	state.marks = map[string]int{}
+	state.rng = rng
+	state.sites = map[string]bool{}
+	state.fired = map[string]int{}
+	state.fireProbability = fireProbability
+}
+
+// Reset switches everything off.
+func Reset() {
+	state.marks, state.rng, state.sites, state.fired = nil, nil, nil, nil
+}
+
+// Count is a mark or site with how often it was reached or fired.
+type Count struct {
+	Name  string
+	Count int
+}
+
+// Marks returns the marks reached since Record, sorted by name.
+func Marks() []Count { return sorted(state.marks) }
+
+// Fired returns the Buggify sites that fired since Record, sorted by name.
+func Fired() []Count { return sorted(state.fired) }
+
+func sorted(m map[string]int) []Count {
+	out := make([]Count, 0, len(m))
+	for name, count := range m {
+		out = append(out, Count{Name: name, Count: count})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

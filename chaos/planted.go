@@ -1,0 +1,31 @@
+package chaos
+
+// Bug names a planted bug: a deliberate defect that the simulator must
+// catch, to show its checkers can fail.
+type Bug int
+
+const (
+	// BugAckBeforeSync answers a produce 202 before its records are
+	// fsynced.
+	BugAckBeforeSync Bug = iota + 1
+	// BugVisibleBeforeDurable advances the high-watermark (makes records
+	// visible to consumers) before the data is durable.
+	BugVisibleBeforeDurable
+	// BugForgetCommitted loses the committed consumer offset on restart.
+	BugForgetCommitted
+)
+
+// Bugs lists every planted bug, for tests that try each.
+var Bugs = []Bug{BugAckBeforeSync, BugVisibleBeforeDurable, BugForgetCommitted}
+
+func (b Bug) String() string {
+	switch b {
+	case BugAckBeforeSync:
+		return "ack-before-sync"
+	case BugVisibleBeforeDurable:
+		return "visible-before-durable"
+	case BugForgetCommitted:
+		return "forget-committed"
+	}
+	return "unknown-bug"
+}

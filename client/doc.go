@@ -1,0 +1,24 @@
+// Package client is a Go client for the broker's /v1 HTTP API (API.md §1 and
+// the extensions 9–14 listed at the top of API.md).
+//
+// It owns the wire encoding of requests and the decoding of replies, nothing
+// else: no retries, no background work, no state beyond its configuration.
+// A Client is safe for concurrent use by several goroutines because it only
+// reads its configuration after New returns.
+//
+// Inputs: a base URL (a missing scheme means http://), optional Basic auth
+// credentials, an *http.Client and a per-request timeout (default 60 s; a
+// long-poll consume gets its wait added on top).
+//
+// Outputs: typed values that mirror the JSON of API.md field for field, and
+// errors. A reply with a status the route does not expect becomes *Error
+// carrying the status and the server's message from {"error": "..."} (a
+// text/plain body is tolerated). Transport failures are returned wrapped, as
+// they come from net/http. A 204 from consume or replay is not an error: the
+// message is nil.
+//
+// Invariants: every method sends exactly one HTTP request, except AllTopics,
+// which follows keyset pagination and stops with an error if the server's page
+// token does not advance; every reply body read is bounded by
+// replyBytesMax.
+package client

@@ -1,0 +1,238 @@
+package client
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Topic is the topic object of API.md §1.4, plus the partition_stats of
+// §1.7 when it comes from GetTopic.
+type Topic struct {
+	Name                      string `json:"name"`
+	Partitions                int    `json:"partitions"`
+	RetentionMs               int64  `json:"retention_ms"`
+	VisibilityTimeoutMs       int64  `json:"visibility_timeout_ms"`
+	MaxInFlightPerPartition   int    `json:"max_in_flight_per_partition"`
+	MaxAckedAheadPerPartition int    `json:"max_acked_ahead_per_partition"`
+	// CreatedAt is Unix seconds.
+	CreatedAt int64  `json:"created_at"`
+	Owner     string `json:"owner,omitempty"`
+	// Role is "standalone", "parent" or "child"; empty from servers that
+	// omit it.
+	Role          string   `json:"role,omitempty"`
+	Children      []string `json:"children,omitempty"`
+	Parent        string   `json:"parent,omitempty"`
+	AttachEpoch   string   `json:"attach_epoch,omitempty"`
+	FanoutDelayMs int64    `json:"fanout_delay_ms,omitempty"`
+	// PartitionStats is filled by GetTopic only (one entry when a partition
+	// was asked for).
+	PartitionStats []PartitionStats `json:"partition_stats,omitempty"`
+}
+
+// PartitionStats describes one partition (API.md §1.7 and "we differ" 4).
+type PartitionStats struct {
+	Index         int   `json:"index"`
+	Segments      int   `json:"segments"`
+	OldestOffset  int64 `json:"oldest_offset"`
+	NextOffset    int64 `json:"next_offset"`
+	HighWatermark int64 `json:"high_watermark"`
+	SizeBytes     int64 `json:"size_bytes"`
+	// OldestSegmentAt is Unix seconds; 0 when the server omitted it.
+	OldestSegmentAt int64  `json:"oldest_segment_at,omitempty"`
+	OwnerNode       string `json:"owner_node"`
+	// Available is false when the partition's owner is down and the other
+	// counters are unknown. Nil means the server did not say (the
+	// reference server never does), which IsAvailable reads as available.
+	Available *bool `json:"available,omitempty"`
+}
+
+// IsAvailable reports whether the partition's stats are live.
+func (s PartitionStats) IsAvailable() bool {
+	return s.Available == nil || *s.Available
+}
+
+// TopicPage is one page of ListTopics (API.md §1.6).
+type TopicPage struct {
+	Topics []Topic `json:"topics"`
+	// NextPageToken continues the listing; "" means the listing is done.
+	NextPageToken string `json:"next_page_token"`
+}
+
+// CreateTopicRequest is the body of POST /v1/topics (API.md §1.5). Zero
+// fields are omitted so the server applies its defaults.
+type CreateTopicRequest struct {
+	Name                      string          `json:"name"`
+	Partitions                int             `json:"partitions,omitempty"`
+	RetentionMs               int64           `json:"retention_ms,omitempty"`
+	VisibilityTimeoutMs       int64           `json:"visibility_timeout_ms,omitempty"`
+	MaxInFlightPerPartition   int             `json:"max_in_flight_per_partition,omitempty"`
+	MaxAckedAheadPerPartition int             `json:"max_acked_ahead_per_partition,omitempty"`
+	Schema                    json.RawMessage `json:"schema,omitempty"`
+	Parent                    string          `json:"parent,omitempty"`
+	FanoutDelayMs             int64           `json:"fanout_delay_ms,omitempty"`
+}
+
+// AlterTopicRequest is the body of PATCH /v1/topics/{t} (API.md §1.8 and
+// "we differ" 1). Only non-nil fields are sent.
+type AlterTopicRequest struct {
+	Partitions                *int            `json:"partitions,omitempty"`
+	RetentionMs               *int64          `json:"retention_ms,omitempty"`
+	VisibilityTimeoutMs       *int64          `json:"visibility_timeout_ms,omitempty"`
+	MaxInFlightPerPartition   *int            `json:"max_in_flight_per_partition,omitempty"`
+	MaxAckedAheadPerPartition *int            `json:"max_acked_ahead_per_partition,omitempty"`
+	Schema                    json.RawMessage `json:"schema,omitempty"`
+}
+
+// IsEmpty reports whether the request would change nothing.
+func (r AlterTopicRequest) IsEmpty() bool {
+	return r.Partitions == nil && r.RetentionMs == nil && r.VisibilityTimeoutMs == nil &&
+		r.MaxInFlightPerPartition == nil && r.MaxAckedAheadPerPartition == nil && len(r.Schema) == 0
+}
+
+// Placement is where a produced record landed (API.md item 14).
+type Placement struct {
+	Partition int   `json:"partition"`
+	Offset    int64 `json:"offset"`
+}
+
+// BatchResult is the 202 body of a batch produce (API.md items 9 and 14).
+type BatchResult struct {
+	Accepted int `json:"accepted"`
+	// Records lists the placements in request order; empty if the server
+	// does not report them.
+	Records []Placement `json:"records,omitempty"`
+}
+
+// Message is one consumed or replayed record (API.md §1.12, items 3 and 12).
+type Message struct {
+	Topic     string `json:"topic"`
+	Partition int    `json:"partition"`
+	Offset    int64  `json:"offset"`
+	// Key is empty when the record was produced without one.
+	Key string `json:"key,omitempty"`
+	// RawPayload is the "payload" value exactly as the server sent it: the
+	// record itself when it is JSON, a JSON string for other UTF-8 text, a
+	// base64 JSON string when PayloadEncoding is "base64". Use Payload for
+	// the record's bytes.
+	RawPayload      json.RawMessage `json:"payload"`
+	PayloadEncoding string          `json:"payload_encoding,omitempty"`
+	// Timestamp is the commit time in Unix seconds; TimestampMs the same in
+	// milliseconds (0 from servers that do not send it).
+	Timestamp   int64 `json:"timestamp"`
+	TimestampMs int64 `json:"timestamp_ms,omitempty"`
+	// ReceiptHandle is set in queue mode only; replay reads have none.
+	ReceiptHandle string `json:"receipt_handle,omitempty"`
+	// DeliveryCount is 1 on first delivery; 0 from servers without it.
+	DeliveryCount int `json:"delivery_count,omitempty"`
+}
+
+// payloadEncodingBase64 marks a binary payload carried as base64.
+const payloadEncodingBase64 = "base64"
+
+// ErrPayloadEncoding is returned by Payload for an encoding it does not know.
+var ErrPayloadEncoding = errors.New("unknown payload_encoding")
+
+// Payload returns the record's bytes: base64-decoded when PayloadEncoding
+// is "base64", unquoted when the payload is a JSON string, and the raw JSON
+// otherwise.
+func (m Message) Payload() ([]byte, error) {
+	switch m.PayloadEncoding {
+	case payloadEncodingBase64:
+		var encoded string
+		if err := json.Unmarshal(m.RawPayload, &encoded); err != nil {
+			return nil, fmt.Errorf("base64 payload is not a JSON string: %w", err)
+		}
+		return base64.StdEncoding.DecodeString(encoded)
+	case "":
+		return m.textPayload()
+	default:
+		return nil, fmt.Errorf("%w: %q", ErrPayloadEncoding, m.PayloadEncoding)
+	}
+}
+
+func (m Message) textPayload() ([]byte, error) {
+	if len(m.RawPayload) > 0 && m.RawPayload[0] == '"' {
+		var text string
+		if err := json.Unmarshal(m.RawPayload, &text); err != nil {
+			return nil, fmt.Errorf("payload string: %w", err)
+		}
+		return []byte(text), nil
+	}
+	return []byte(m.RawPayload), nil
+}
+
+// IsBinary reports whether the payload travelled base64-encoded.
+func (m Message) IsBinary() bool { return m.PayloadEncoding == payloadEncodingBase64 }
+
+// Time returns the commit time, to the millisecond when the server sends
+// timestamp_ms and to the second otherwise.
+func (m Message) Time() time.Time {
+	if m.TimestampMs != 0 {
+		return time.UnixMilli(m.TimestampMs)
+	}
+	return time.Unix(m.Timestamp, 0)
+}
+
+// AckResult is one entry of a batch ack reply (API.md item 11).
+type AckResult struct {
+	ReceiptHandle string `json:"receipt_handle"`
+	// Status is 204 on success, else the status a single ack would get.
+	Status int `json:"status"`
+	// Error is the message of a failed entry, if the server gives one.
+	Error string `json:"error,omitempty"`
+}
+
+// Member is one entry of GET /v1/cluster/members (API.md §1.16).
+type Member struct {
+	ID              string `json:"id"`
+	Addr            string `json:"addr"`
+	Status          string `json:"status"`
+	Draining        bool   `json:"draining"`
+	OwnedPartitions int    `json:"owned_partitions"`
+	OutboundMoves   int    `json:"outbound_moves"`
+}
+
+// Move is one entry of GET /v1/cluster/moves (API.md §1.16 and item 13).
+type Move struct {
+	Topic     string `json:"topic"`
+	Partition int    `json:"partition"`
+	From      string `json:"from"`
+	To        string `json:"to"`
+	// Phase is catchup, handoff, finalize or flip; empty from the reference.
+	Phase       string `json:"phase,omitempty"`
+	BytesCopied int64  `json:"bytes_copied,omitempty"`
+	BytesTotal  int64  `json:"bytes_total,omitempty"`
+	StartedAtMs int64  `json:"started_at_ms,omitempty"`
+}
+
+// Health is the body of /healthz and /readyz.
+type Health struct {
+	Status string `json:"status"`
+}
+
+// Grant is one permission of a user (API.md §1.2).
+type Grant struct {
+	// Action is produce, consume, create or admin.
+	Action string `json:"action"`
+	// Patterns are topic names or prefixes ending in "*"; none for admin.
+	Patterns []string `json:"patterns,omitempty"`
+}
+
+// User is a user as the users API returns it (API.md §1.15).
+type User struct {
+	Username    string  `json:"username"`
+	Grants      []Grant `json:"grants"`
+	Root        bool    `json:"root"`
+	CreatedAtMs int64   `json:"created_at_ms"`
+	UpdatedAtMs int64   `json:"updated_at_ms"`
+}
+
+// CreateUserRequest is the body of POST /v1/users.
+type CreateUserRequest struct {
+	Username string  `json:"username"`
+	Password string  `json:"password"`
+	Grants   []Grant `json:"grants"`
+}

@@ -1,0 +1,161 @@
+package config
+
+import "time"
+
+// Config is the whole server configuration. Every field is set by
+// Default, possibly overridden by LoadFile, ApplyEnv and the CLI's flags, and
+// then only read. Zero values are not "use the default": Default sets every
+// default explicitly.
+type Config struct {
+	HTTP     HTTP     `json:"http"`
+	Cluster  Cluster  `json:"cluster"`
+	Storage  Storage  `json:"storage"`
+	Topic    Topic    `json:"topic"`
+	Fanout   Fanout   `json:"fanout"`
+	Log      Log      `json:"log"`
+	Security Security `json:"security"`
+}
+
+// HTTP configures the client-facing listener. In the JSON file durations
+// are Go duration strings ("10s"); see json.go for the encoding.
+type HTTP struct {
+	// Addr is the host:port the HTTP API listens on.
+	Addr string
+	// ReadTimeout, WriteTimeout and IdleTimeout are the http.Server
+	// timeouts; each > 0 and ≤ httpTimeoutMax.
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	IdleTimeout  time.Duration
+	// ShutdownGrace is how long a graceful shutdown waits for requests in
+	// flight; ≥ MaxConsumeWait so long polls can finish.
+	ShutdownGrace time.Duration
+	// MaxConsumeWait clamps a consumer's long-poll wait; < WriteTimeout so
+	// the reply is written before the server gives up on the connection.
+	MaxConsumeWait time.Duration
+	// PprofAddr, when non-empty, serves /debug/pprof/* on a separate,
+	// unauthenticated listener.
+	PprofAddr string
+}
+
+// Cluster configures node identity and the node-to-node transport.
+type Cluster struct {
+	// Addr is the host:port of the node-to-node (Raft and peer) listener;
+	// it must not collide with HTTP.Addr.
+	Addr string `json:"addr"`
+	// NodeID names this node; "" means the host name, resolved by the
+	// caller. Required when Peers is set.
+	NodeID string `json:"node_id"`
+	// Peers lists every voter as "id@host:port", this node included; empty
+	// for a single node. At least clusterVotersMin entries when set.
+	Peers []string `json:"peers"`
+	// InitialMembers are the ids that bootstrap the cluster; each must
+	// appear in Peers.
+	InitialMembers []string `json:"initial_members"`
+	// TLSCertFile, TLSKeyFile and TLSCAFile enable mutual TLS on the
+	// node-to-node transport: all three or none.
+	TLSCertFile string `json:"tls_cert_file"`
+	TLSKeyFile  string `json:"tls_key_file"`
+	TLSCAFile   string `json:"tls_ca_file"`
+}
+
+// Storage configures the partition logs.
+type Storage struct {
+	// DataDir holds every partition log and the metastore; non-empty.
+	DataDir string `json:"data_dir"`
+	// Codec is "none" or "zstd".
+	Codec string `json:"codec"`
+	// CompressionLevel is fastest, default, better or best (zstd only).
+	CompressionLevel string `json:"compression_level"`
+	// IdleLogEvictionMs closes a partition log unused this long; 0 disables,
+	// otherwise ≥ idleLogEvictionMsMin.
+	IdleLogEvictionMs int64 `json:"idle_log_eviction_ms"`
+	// SegmentBytes is the size at which a segment is sealed; within
+	// [segmentBytesMin, segmentBytesMax]. Internal in the reference; we
+	// allow it in the file.
+	SegmentBytes int64 `json:"segment_bytes"`
+}
+
+// Topic holds the defaults and limits applied to topics.
+type Topic struct {
+	// DefaultPartitions is used when a create asks for 0 partitions;
+	// within [partitionsMin, MaxPartitions].
+	DefaultPartitions int `json:"default_partitions"`
+	// MaxPartitions is the most partitions a topic may have; within
+	// [partitionsMin, partitionsCeiling].
+	MaxPartitions int `json:"max_partitions"`
+	// DefaultRetentionAgeMs is used when a create asks for 0; 0 keeps
+	// records forever, otherwise ≥ retentionMsMin.
+	DefaultRetentionAgeMs int64 `json:"default_retention_age_ms"`
+	// DefaultVisibilityTimeoutMs is the lease of a consumed message; within
+	// (0, visibilityTimeoutMsMax].
+	DefaultVisibilityTimeoutMs int64 `json:"default_visibility_timeout_ms"`
+	// DefaultMaxInFlightPerPartition and DefaultMaxAckedAheadPerPartition
+	// bound a partition's leases and out-of-order acks; within
+	// (0, perPartitionCapMax].
+	DefaultMaxInFlightPerPartition   int `json:"default_max_in_flight_per_partition"`
+	DefaultMaxAckedAheadPerPartition int `json:"default_max_acked_ahead_per_partition"`
+}
+
+// Fanout bounds the parent-to-child copy of fan-out topics (kept so the
+// reference's keys and variables are accepted).
+type Fanout struct {
+	// MaxBatchRecords and MaxBatchBytes bound one copy batch; both > 0.
+	MaxBatchRecords int   `json:"max_batch_records"`
+	MaxBatchBytes   int64 `json:"max_batch_bytes"`
+	// LingerMs is how long a batch may wait to fill; ≥ 0.
+	LingerMs int64 `json:"linger_ms"`
+}
+
+// Log configures the server's structured log.
+type Log struct {
+	// Level is debug, info, warn or error.
+	Level string `json:"level"`
+	// Format is json or text.
+	Format string `json:"format"`
+}
+
+// Security configures authentication.
+type Security struct {
+	// Enabled requires HTTP Basic auth on every route except health and
+	// metrics.
+	Enabled bool `json:"enabled"`
+	// AdminPassword seeds the root user "admin"; from NARAD_ADMIN_PASSWORD
+	// only. Empty means a random password is generated and logged once.
+	AdminPassword string `json:"-"`
+	// ClusterSecret authenticates peers; from NARAD_CLUSTER_SECRET only.
+	// Required when Enabled and Cluster.Peers is set.
+	ClusterSecret string `json:"-"`
+}
+
+// Default returns the compiled defaults of API.md §3.1.
+func Default() Config {
+	return Config{
+		HTTP: HTTP{
+			Addr:           ":7942",
+			ReadTimeout:    10 * time.Second,
+			WriteTimeout:   30 * time.Second,
+			IdleTimeout:    60 * time.Second,
+			ShutdownGrace:  10 * time.Second,
+			MaxConsumeWait: 10 * time.Second,
+		},
+		Cluster: Cluster{Addr: ":7943"},
+		Storage: Storage{
+			DataDir:           "data",
+			Codec:             "none",
+			CompressionLevel:  "fastest",
+			IdleLogEvictionMs: 30 * 60 * 1000,
+			SegmentBytes:      64 << 20,
+		},
+		Topic: Topic{
+			DefaultPartitions:                3,
+			MaxPartitions:                    108,
+			DefaultRetentionAgeMs:            7 * 24 * 3600 * 1000,
+			DefaultVisibilityTimeoutMs:       30_000,
+			DefaultMaxInFlightPerPartition:   1024,
+			DefaultMaxAckedAheadPerPartition: 1024,
+		},
+		Fanout:   Fanout{MaxBatchRecords: 4096, MaxBatchBytes: 4 << 20, LingerMs: 25},
+		Log:      Log{Level: "info", Format: "json"},
+		Security: Security{Enabled: true},
+	}
+}

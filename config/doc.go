@@ -1,0 +1,25 @@
+// Package config owns the server configuration of API.md §3: its defaults,
+// the JSON file format, the NARAD_* environment variables and the
+// validation rules. The CLI applies command-line flags on top.
+//
+// Layering (each step overrides the previous one): Default() → LoadFile
+// (strict JSON: unknown keys and trailing data are rejected; keys left out
+// keep their defaults) → ApplyEnv → flags (cmd/narad) → Validate, which
+// reports every problem at once.
+//
+// Differences from the reference configuration: besides data_dir, codec,
+// compression_level and idle_log_eviction_ms, the storage section also
+// accepts segment_bytes (the reference rejects it as internal); the other
+// internal storage keys of the reference (fsync, flush_*, sync_*, …) are
+// rejected with a message that says they are internal.
+//
+// Inputs: a file path or bytes, and a getenv function (so tests and the
+// CLI pass their own). Outputs: a Config value and errors; the package keeps
+// no state. Secrets (the admin password and the cluster secret) come only
+// from the environment and never appear in JSON.
+//
+// Invariant: a Config that passed Validate satisfies every rule listed on
+// Validate; durations are Go durations in the file and the environment
+// ("10s", "500ms"); every *Ms / *Bytes field holds the unit its name ends
+// with.
+package config

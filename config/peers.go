@@ -1,0 +1,159 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+)
+
+// ErrPeer marks a cluster peer entry that is not "id@host:port".
+var ErrPeer = errors.New("bad cluster peer")
+
+// Peer is one voter of the cluster.
+type Peer struct {
+	// ID is the node id; it matches nodeIDPattern.
+	ID string
+	// Addr is the peer's node-to-node host:port.
+	Addr string
+}
+
+// ParsePeer parses "id@host:port".
+func ParsePeer(entry string) (Peer, error) {
+	id, addr, found := strings.Cut(entry, "@")
+	if !found {
+		return Peer{}, fmt.Errorf("%w %q: want id@host:port", ErrPeer, entry)
+	}
+	if !nodeIDPattern.MatchString(id) {
+		return Peer{}, fmt.Errorf("%w %q: id must match %s", ErrPeer, entry, nodeIDPattern)
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return Peer{}, fmt.Errorf("%w %q: want id@host:port", ErrPeer, entry)
+	}
+	if err := checkListenAddr(addr); err != nil {
+		return Peer{}, fmt.Errorf("%w %q: %w", ErrPeer, entry, err)
+	}
+	return Peer{ID: id, Addr: addr}, nil
+}
+
+// PeerList parses Peers in order; the first bad entry is the error.
+func (c Cluster) PeerList() ([]Peer, error) {
+	peers := make([]Peer, 0, len(c.Peers))
+	for _, entry := range c.Peers {
+		peer, err := ParsePeer(entry)
+		if err != nil {
+			return nil, err
+		}
+		peers = append(peers, peer)
+	}
+	return peers, nil
+}
+
+func (c Cluster) validate(found *problems) {
+	if c.NodeID != "" && !nodeIDPattern.MatchString(c.NodeID) {
+		found.add("cluster.node_id", "must match %s (got %q)", nodeIDPattern, c.NodeID)
+	}
+	c.validateTLS(found)
+	peers := c.validatePeerEntries(found)
+	c.validateInitialMembers(found, peers)
+	if len(c.Peers) == 0 {
+		return
+	}
+	if c.NodeID == "" {
+		found.add("cluster.node_id", "is required when cluster.peers is set")
+	}
+	if len(c.Peers) < clusterVotersMin || len(c.Peers) > clusterPeersMax {
+		found.add("cluster.peers", "must list between %d and %d voters including this node (got %d)",
+			clusterVotersMin, clusterPeersMax, len(c.Peers))
+	}
+	if c.NodeID != "" {
+		c.validateSelf(found, peers)
+	}
+}
+
+// validatePeerEntries reports malformed and duplicate entries and returns
+// the well-formed ones.
+func (c Cluster) validatePeerEntries(found *problems) []Peer {
+	var peers []Peer
+	seenIDs := map[string]bool{}
+	seenAddrs := map[string]bool{}
+	for _, entry := range c.Peers {
+		peer, err := ParsePeer(entry)
+		if err != nil {
+			found.add("cluster.peers", "%v", err)
+			continue
+		}
+		if seenIDs[peer.ID] {
+			found.add("cluster.peers", "duplicate id %q", peer.ID)
+		}
+		if seenAddrs[peer.Addr] {
+			found.add("cluster.peers", "duplicate address %q", peer.Addr)
+		}
+		seenIDs[peer.ID], seenAddrs[peer.Addr] = true, true
+		peers = append(peers, peer)
+	}
+	return peers
+}
+
+// validateSelf checks that this node is a peer whose address matches
+// cluster.addr (same port; same host unless cluster.addr listens on all
+// interfaces).
+func (c Cluster) validateSelf(found *problems, peers []Peer) {
+	for _, peer := range peers {
+		if peer.ID != c.NodeID {
+			continue
+		}
+		if !selfAddressMatches(c.Addr, peer.Addr) {
+			found.add("cluster.peers", "entry %s@%s does not match cluster.addr %q", peer.ID, peer.Addr, c.Addr)
+		}
+		return
+	}
+	found.add("cluster.peers", "must include this node as %s@<cluster address>", c.NodeID)
+}
+
+func selfAddressMatches(listenAddr, peerAddr string) bool {
+	listenHost, listenPort, err := net.SplitHostPort(listenAddr)
+	if err != nil {
+		return false
+	}
+	peerHost, peerPort, _ := net.SplitHostPort(peerAddr)
+	return listenPort == peerPort && (isWildcardHost(listenHost) || listenHost == peerHost)
+}
+
+func (c Cluster) validateInitialMembers(found *problems, peers []Peer) {
+	seen := map[string]bool{}
+	for _, member := range c.InitialMembers {
+		if !nodeIDPattern.MatchString(member) {
+			found.add("cluster.initial_members", "id %q must match %s", member, nodeIDPattern)
+		}
+		if seen[member] {
+			found.add("cluster.initial_members", "duplicate id %q", member)
+		}
+		seen[member] = true
+		if len(c.Peers) > 0 && !containsPeer(peers, member) {
+			found.add("cluster.initial_members", "id %q is not in cluster.peers", member)
+		}
+	}
+}
+
+func containsPeer(peers []Peer, id string) bool {
+	for _, peer := range peers {
+		if peer.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (c Cluster) validateTLS(found *problems) {
+	set := 0
+	for _, file := range []string{c.TLSCertFile, c.TLSKeyFile, c.TLSCAFile} {
+		if file != "" {
+			set++
+		}
+	}
+	if set != 0 && set != 3 {
+		found.add("cluster.tls_cert_file", "tls_cert_file, tls_key_file and tls_ca_file must be set together (%d of 3 set)", set)
+	}
+}

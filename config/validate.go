@@ -1,0 +1,229 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Limits that Validate enforces. Each is named with its unit last.
+const (
+	// httpTimeoutMax bounds every HTTP timeout: beyond an hour a timeout is
+	// a misconfiguration, not a choice.
+	httpTimeoutMax = time.Hour
+	// clusterVotersMin is the smallest cluster that survives losing a node.
+	clusterVotersMin = 3
+	// clusterPeersMax bounds the peer list.
+	clusterPeersMax = 1000
+	// segmentBytesMin and segmentBytesMax bound a log segment.
+	segmentBytesMin = 4096
+	segmentBytesMax = 1 << 30
+	// idleLogEvictionMsMin is the shortest non-zero idle eviction.
+	idleLogEvictionMsMin = 60_000
+	// partitionsMin is the fewest partitions a topic may have.
+	partitionsMin = 3
+	// partitionsCeiling bounds topic.max_partitions (partition directories
+	// carry five digits).
+	partitionsCeiling = 99_999
+	// retentionMsMin is the shortest non-zero retention (one hour).
+	retentionMsMin = 3_600_000
+	// visibilityTimeoutMsMax is the longest lease (12 hours).
+	visibilityTimeoutMsMax = 12 * 3_600_000
+	// perPartitionCapMax bounds the in-flight and acked-ahead caps, which
+	// size in-memory tables.
+	perPartitionCapMax = 1 << 20
+)
+
+// ErrInvalid is matched (errors.Is) by every problem Validate reports.
+var ErrInvalid = errors.New("invalid configuration")
+
+// nodeIDPattern is the form of a node id (it appears in "id@host:port"
+// lists and in paths).
+var nodeIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+var (
+	codecs            = []string{"none", "zstd"}
+	compressionLevels = []string{"fastest", "default", "better", "best"}
+	logLevels         = []string{"debug", "info", "warn", "error"}
+	logFormats        = []string{"json", "text"}
+)
+
+// Problem is one rule a configuration breaks.
+type Problem struct {
+	// Key is the JSON path of the offending setting, e.g. "http.addr".
+	Key string
+	// Text says what is wrong.
+	Text string
+}
+
+func (p Problem) Error() string { return p.Key + ": " + p.Text }
+
+// Is makes every Problem match ErrInvalid.
+func (p Problem) Is(target error) bool { return target == ErrInvalid }
+
+// problems collects the problems of one Validate call.
+type problems []error
+
+func (p *problems) add(key, format string, args ...any) {
+	*p = append(*p, Problem{Key: key, Text: fmt.Sprintf(format, args...)})
+}
+
+// Validate reports every problem of the configuration at once (joined; one
+// Problem per broken rule), or nil. The rules are those of API.md §3.3
+// plus: data_dir non-empty; retention 0 or ≥ 1 h; partition bounds; caps
+// > 0; segment_bytes ≥ 4096.
+func (c Config) Validate() error {
+	var found problems
+	c.HTTP.validate(&found)
+	c.validateAddresses(&found)
+	c.Cluster.validate(&found)
+	c.validateSecurity(&found)
+	c.Storage.validate(&found)
+	c.Topic.validate(&found)
+	c.Fanout.validate(&found)
+	c.Log.validate(&found)
+	return errors.Join(found...)
+}
+
+func (h HTTP) validate(found *problems) {
+	timeouts := []struct {
+		key   string
+		value time.Duration
+	}{
+		{"http.read_timeout", h.ReadTimeout}, {"http.write_timeout", h.WriteTimeout},
+		{"http.idle_timeout", h.IdleTimeout}, {"http.shutdown_grace", h.ShutdownGrace},
+		{"http.max_consume_wait", h.MaxConsumeWait},
+	}
+	for _, timeout := range timeouts {
+		if timeout.value <= 0 || timeout.value > httpTimeoutMax {
+			found.add(timeout.key, "must be > 0 and ≤ %s (got %s)", httpTimeoutMax, timeout.value)
+		}
+	}
+	if h.MaxConsumeWait >= h.WriteTimeout {
+		found.add("http.max_consume_wait", "must be < http.write_timeout (%s ≥ %s)", h.MaxConsumeWait, h.WriteTimeout)
+	}
+	if h.MaxConsumeWait > h.ShutdownGrace {
+		found.add("http.max_consume_wait", "must be ≤ http.shutdown_grace (%s > %s)", h.MaxConsumeWait, h.ShutdownGrace)
+	}
+}
+
+// validateAddresses checks that every listener address parses and that no
+// two listeners collide.
+func (c Config) validateAddresses(found *problems) {
+	listeners := []struct{ key, addr string }{
+		{"http.addr", c.HTTP.Addr}, {"cluster.addr", c.Cluster.Addr}, {"http.pprof_addr", c.HTTP.PprofAddr},
+	}
+	for i, listener := range listeners {
+		if listener.addr == "" && listener.key == "http.pprof_addr" {
+			continue
+		}
+		if err := checkListenAddr(listener.addr); err != nil {
+			found.add(listener.key, "%v", err)
+			continue
+		}
+		for _, earlier := range listeners[:i] {
+			if earlier.addr != "" && addressesCollide(earlier.addr, listener.addr) {
+				found.add(listener.key, "%q collides with %s %q", listener.addr, earlier.key, earlier.addr)
+			}
+		}
+	}
+}
+
+// checkListenAddr accepts host:port with a numeric port in 1..65535; the
+// host may be empty (all interfaces).
+func checkListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("want host:port, got %q", addr)
+	}
+	number, err := strconv.Atoi(port)
+	if err != nil || number < 1 || number > 65535 {
+		return fmt.Errorf("port of %q must be a number in 1..65535", addr)
+	}
+	return nil
+}
+
+// addressesCollide reports whether two valid listen addresses would bind the
+// same port on a shared interface.
+func addressesCollide(first, second string) bool {
+	firstHost, firstPort, _ := net.SplitHostPort(first)
+	secondHost, secondPort, _ := net.SplitHostPort(second)
+	if firstPort != secondPort {
+		return false
+	}
+	return firstHost == secondHost || isWildcardHost(firstHost) || isWildcardHost(secondHost)
+}
+
+func isWildcardHost(host string) bool {
+	return host == "" || host == "0.0.0.0" || host == "::"
+}
+
+func (c Config) validateSecurity(found *problems) {
+	if c.Security.Enabled && len(c.Cluster.Peers) > 0 && c.Security.ClusterSecret == "" {
+		found.add("security.cluster_secret", "NARAD_CLUSTER_SECRET is required when security is enabled and cluster.peers is set")
+	}
+}
+
+func (s Storage) validate(found *problems) {
+	if s.DataDir == "" {
+		found.add("storage.data_dir", "must not be empty")
+	}
+	checkOneOf(found, "storage.codec", s.Codec, codecs)
+	checkOneOf(found, "storage.compression_level", s.CompressionLevel, compressionLevels)
+	if s.SegmentBytes < segmentBytesMin || s.SegmentBytes > segmentBytesMax {
+		found.add("storage.segment_bytes", "must be in [%d, %d] (got %d)", segmentBytesMin, segmentBytesMax, s.SegmentBytes)
+	}
+	if s.IdleLogEvictionMs != 0 && s.IdleLogEvictionMs < idleLogEvictionMsMin {
+		found.add("storage.idle_log_eviction_ms", "must be 0 (never) or ≥ %d (got %d)", idleLogEvictionMsMin, s.IdleLogEvictionMs)
+	}
+}
+
+func (t Topic) validate(found *problems) {
+	if t.MaxPartitions < partitionsMin || t.MaxPartitions > partitionsCeiling {
+		found.add("topic.max_partitions", "must be in [%d, %d] (got %d)", partitionsMin, partitionsCeiling, t.MaxPartitions)
+	}
+	if t.DefaultPartitions < partitionsMin || t.DefaultPartitions > t.MaxPartitions {
+		found.add("topic.default_partitions", "must be in [%d, topic.max_partitions=%d] (got %d)", partitionsMin, t.MaxPartitions, t.DefaultPartitions)
+	}
+	if t.DefaultRetentionAgeMs != 0 && t.DefaultRetentionAgeMs < retentionMsMin {
+		found.add("topic.default_retention_age_ms", "must be 0 (forever) or ≥ %d (1h) (got %d)", retentionMsMin, t.DefaultRetentionAgeMs)
+	}
+	if t.DefaultVisibilityTimeoutMs <= 0 || t.DefaultVisibilityTimeoutMs > visibilityTimeoutMsMax {
+		found.add("topic.default_visibility_timeout_ms", "must be in [1, %d] (got %d)", visibilityTimeoutMsMax, t.DefaultVisibilityTimeoutMs)
+	}
+	checkCap(found, "topic.default_max_in_flight_per_partition", t.DefaultMaxInFlightPerPartition)
+	checkCap(found, "topic.default_max_acked_ahead_per_partition", t.DefaultMaxAckedAheadPerPartition)
+}
+
+func checkCap(found *problems, key string, value int) {
+	if value <= 0 || value > perPartitionCapMax {
+		found.add(key, "must be in [1, %d] (got %d)", perPartitionCapMax, value)
+	}
+}
+
+func (f Fanout) validate(found *problems) {
+	if f.MaxBatchRecords <= 0 {
+		found.add("fanout.max_batch_records", "must be > 0 (got %d)", f.MaxBatchRecords)
+	}
+	if f.MaxBatchBytes <= 0 {
+		found.add("fanout.max_batch_bytes", "must be > 0 (got %d)", f.MaxBatchBytes)
+	}
+	if f.LingerMs < 0 {
+		found.add("fanout.linger_ms", "must be ≥ 0 (got %d)", f.LingerMs)
+	}
+}
+
+func (l Log) validate(found *problems) {
+	checkOneOf(found, "log.level", l.Level, logLevels)
+	checkOneOf(found, "log.format", l.Format, logFormats)
+}
+
+func checkOneOf(found *problems, key, value string, allowed []string) {
+	if !slices.Contains(allowed, value) {
+		found.add(key, "must be one of %v (got %q)", allowed, value)
+	}
+}

@@ -1,0 +1,20 @@
+// Package fuzz holds the Go native fuzz targets of Narad's decoders and of
+// partition log recovery. It contains only tests: `go test ./fuzz` runs
+// every target over its seed corpus (f.Add) as a plain test, and
+// `go test ./fuzz -fuzz=FuzzRecovery` explores further.
+//
+// Targets and the property each checks:
+//
+//   - FuzzDecodeFrame: any bytes and limit; never panics, and a frame that
+//     decodes is canonical (re-encodes to the same bytes) and within limit.
+//   - FuzzDecodeRecord: any bytes; never panics, and an envelope that
+//     decodes re-encodes to exactly the input (the decoder is strict).
+//   - FuzzRecovery: a log of a few records on the in-memory file system,
+//     damaged by flips and truncations at fuzzed positions of its segment
+//     and hwm files, then reopened. Recovery must not panic; every record
+//     it serves is the one appended at that offset; every offset it cannot
+//     serve is one it reported corrupt; and a second recovery agrees with
+//     the first.
+//
+// The package imports the core and is never imported by it.
+package fuzz

@@ -1,0 +1,84 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+
+	"narad/node"
+)
+
+// backend is what httpapi calls: it passes requests to the loop and waits
+// for their replies. Safe for concurrent use.
+type backend struct {
+	loop *loop
+	// nextID numbers requests; ids are never reused within a process.
+	nextID atomic.Uint64
+	// shuttingDown is set once graceful shutdown starts.
+	shuttingDown atomic.Bool
+}
+
+var errLoopStopped = errors.New("node loop stopped")
+
+// Do implements httpapi.Backend.
+func (b *backend) Do(ctx context.Context, req node.Request) node.Reply {
+	id := node.RequestID(b.nextID.Add(1))
+	replyCh := make(chan node.Reply, 1)
+	if err := b.send(ctx, input{id: id, request: req, reply: replyCh}); err != nil {
+		return node.Reply{ID: id, Err: node.Unavailable("%v", err)}
+	}
+	select {
+	case reply := <-replyCh:
+		return reply
+	case <-ctx.Done():
+		// The loop may still answer; the buffered channel absorbs it.
+		_ = b.send(context.Background(), input{id: id, cancel: true})
+		return node.Reply{ID: id, Err: node.Unavailable("request cancelled: %v", ctx.Err())}
+	case <-b.loop.done:
+		return b.replyAfterStop(id, replyCh)
+	}
+}
+
+// replyAfterStop returns the reply the loop gave before it stopped, if
+// any, else a retryable error.
+func (b *backend) replyAfterStop(id node.RequestID, replyCh chan node.Reply) node.Reply {
+	select {
+	case reply := <-replyCh:
+		return reply
+	default:
+		return node.Reply{ID: id, Err: node.Unavailable("node is shutting down")}
+	}
+}
+
+func (b *backend) send(ctx context.Context, in input) error {
+	select {
+	case b.loop.inbox <- in:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-b.loop.done:
+		if err := b.loop.failure(); err != nil {
+			return err
+		}
+		return errLoopStopped
+	}
+}
+
+// Ready implements httpapi.Backend.
+func (b *backend) Ready() error {
+	if b.shuttingDown.Load() {
+		return errors.New("shutting down")
+	}
+	select {
+	case <-b.loop.done:
+		if err := b.loop.failure(); err != nil {
+			return err
+		}
+		return errLoopStopped
+	default:
+		return nil
+	}
+}
+
+// ShuttingDown implements httpapi.Backend.
+func (b *backend) ShuttingDown() bool { return b.shuttingDown.Load() }

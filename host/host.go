@@ -1,0 +1,190 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"narad/httpapi"
+	"narad/node"
+	"narad/storage"
+)
+
+// Options configures a host. Callers start from DefaultOptions.
+type Options struct {
+	// Node configures the state machine.
+	Node node.Config
+	// DataDir holds the node's files (created if missing).
+	DataDir string
+	// HTTPAddr is where the API listens; port 0 picks a free port.
+	HTTPAddr string
+	// PprofAddr, when set, serves /debug/pprof on a separate listener.
+	PprofAddr string
+	// HTTP server timeouts, and how long graceful shutdown waits.
+	ReadTimeout, WriteTimeout, IdleTimeout, ShutdownGrace time.Duration
+	// Codec bounds request decoding (body sizes, consume wait).
+	Codec httpapi.CodecConfig
+}
+
+// DefaultOptions returns the defaults of API.md §3.1 for a data directory.
+func DefaultOptions(dataDir string) Options {
+	return Options{
+		Node: node.DefaultConfig(), DataDir: dataDir, HTTPAddr: "127.0.0.1:7942",
+		ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
+		IdleTimeout: 60 * time.Second, ShutdownGrace: 10 * time.Second,
+		Codec: httpapi.DefaultCodecConfig(),
+	}
+}
+
+// Host is a running node: its loop, its HTTP server and its metrics.
+type Host struct {
+	opts     Options
+	logger   *slog.Logger
+	loop     *loop
+	backend  *backend
+	server   *http.Server
+	listener net.Listener
+	pprof    *http.Server
+	cancel   context.CancelFunc
+
+	// wg tracks every goroutine the host starts (goFunc).
+	wg      sync.WaitGroup
+	loopErr chan error
+}
+
+// Start recovers the node from its data directory and starts serving.
+func Start(opts Options, logger *slog.Logger) (*Host, error) {
+	begin := time.Now()
+	fs, err := storage.NewOSFS(opts.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("data dir %s: %w", opts.DataDir, err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := NewMetrics(reg, logger)
+	n, err := node.New(opts.Node, fs, time.Now().UnixMilli(), metrics)
+	if err != nil {
+		return nil, err
+	}
+	h := &Host{opts: opts, logger: logger, loopErr: make(chan error, 1)}
+	h.loop = newLoop(n, time.Now, logger, metrics)
+	h.backend = &backend{loop: h.loop}
+	if err := h.listen(reg); err != nil {
+		_ = n.Close()
+		return nil, err
+	}
+	h.startLoop()
+	metrics.bootSeconds.Set(time.Since(begin).Seconds())
+	logger.Info("narad node serving", "node", opts.Node.NodeID, "http", h.Addr(), "data", opts.DataDir)
+	return h, nil
+}
+
+func (h *Host) listen(reg *prometheus.Registry) error {
+	if err := h.opts.Codec.Validate(); err != nil {
+		return fmt.Errorf("codec config: %w", err)
+	}
+	codec := httpapi.NewCodec(h.opts.Codec)
+	listener, err := net.Listen("tcp", h.opts.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", h.opts.HTTPAddr, err)
+	}
+	h.listener = listener
+	h.server = &http.Server{
+		Handler:     httpapi.NewHandler(h.backend, codec, reg, h.logger),
+		ReadTimeout: h.opts.ReadTimeout, WriteTimeout: h.opts.WriteTimeout, IdleTimeout: h.opts.IdleTimeout,
+	}
+	h.goFunc(func() { h.serve(h.server, listener) })
+	return h.listenPprof()
+}
+
+func (h *Host) listenPprof() error {
+	if h.opts.PprofAddr == "" {
+		return nil
+	}
+	listener, err := net.Listen("tcp", h.opts.PprofAddr)
+	if err != nil {
+		return fmt.Errorf("listen on pprof address %s: %w", h.opts.PprofAddr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	h.pprof = &http.Server{Handler: mux}
+	h.goFunc(func() { h.serve(h.pprof, listener) })
+	return nil
+}
+
+func (h *Host) serve(server *http.Server, listener net.Listener) {
+	if err := server.Serve(listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		h.logger.Error("http server failed", "err", err)
+	}
+}
+
+func (h *Host) startLoop() {
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	h.goFunc(func() { h.loopErr <- h.loop.run(ctx) })
+	h.goFunc(func() { h.pollInventory(ctx) })
+}
+
+// pollInventory refreshes the inventory gauges; it asks the loop, which
+// owns the node, through a Stats request-free path: the loop publishes
+// them after each tick.
+func (h *Host) pollInventory(ctx context.Context) {
+	ticker := time.NewTicker(5 * time.Second)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+			h.loop.requestStats()
+		}
+	}
+}
+
+// goFunc starts a goroutine that Shutdown waits for.
+func (h *Host) goFunc(f func()) {
+	h.wg.Go(f)
+}
+
+// Addr is the address the API listens on.
+func (h *Host) Addr() string { return h.listener.Addr().String() }
+
+// Failed returns a channel that yields the loop's error if persisting
+// fails (the node must then restart).
+func (h *Host) Failed() <-chan error { return h.loopErr }
+
+// Shutdown stops the node gracefully: it stops accepting requests,
+// answers parked long polls, lets in-flight requests finish (up to
+// ShutdownGrace), stops the loop and closes the logs.
+func (h *Host) Shutdown() error {
+	h.backend.shuttingDown.Store(true)
+	h.loop.releaseWaiters()
+	ctx, cancel := context.WithTimeout(context.Background(), h.opts.ShutdownGrace)
+	defer cancel()
+	serverErr := h.server.Shutdown(ctx)
+	if h.pprof != nil {
+		_ = h.pprof.Close()
+	}
+	h.cancel()
+	h.wg.Wait()
+	var loopErr error
+	select {
+	case loopErr = <-h.loopErr:
+	default:
+	}
+	closeErr := h.loop.node.Close()
+	h.logger.Info("narad node stopped", "node", h.opts.Node.NodeID)
+	return errors.Join(serverErr, loopErr, closeErr)
+}

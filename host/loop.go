@@ -1,0 +1,196 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"narad/node"
+)
+
+// Bounds of the loop.
+const (
+	// inboxCapacity bounds requests queued for the loop; a full inbox
+	// blocks HTTP handlers (backpressure), never grows.
+	inboxCapacity = 4096
+	// inputsPerRoundMax bounds the inputs handled before a Ready, so a
+	// flood cannot delay the sync round (and replies) without limit.
+	inputsPerRoundMax = 1024
+	// tickIntervalMax is the longest the loop sleeps without a tick.
+	tickIntervalMax = 100 * time.Millisecond
+)
+
+// input is one thing for the loop: a request (reply != nil), a cancel,
+// or a control function run on the loop goroutine (stats, shutdown).
+type input struct {
+	id      node.RequestID
+	request node.Request
+	reply   chan node.Reply // buffered, capacity 1
+	cancel  bool
+	control func(*node.Node)
+}
+
+// loop owns the node. Only run's goroutine touches node and pending.
+type loop struct {
+	node    *node.Node
+	inbox   chan input
+	clock   func() time.Time
+	logger  *slog.Logger
+	metrics *Metrics
+
+	// pending maps a request id to where its reply goes.
+	pending map[node.RequestID]chan node.Reply
+	// failed is set, under failedMu, when persisting failed; the loop has
+	// then stopped and every Do answers 503.
+	failedMu sync.Mutex
+	failed   error
+	done     chan struct{}
+}
+
+func newLoop(n *node.Node, clock func() time.Time, logger *slog.Logger, metrics *Metrics) *loop {
+	return &loop{
+		node: n, inbox: make(chan input, inboxCapacity), clock: clock, logger: logger, metrics: metrics,
+		pending: map[node.RequestID]chan node.Reply{}, done: make(chan struct{}),
+	}
+}
+
+// run is the loop goroutine: it returns when ctx ends (after handling
+// what it holds) or when persisting fails.
+func (l *loop) run(ctx context.Context) error {
+	defer close(l.done)
+	timer := time.NewTimer(tickIntervalMax)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			l.failPending(node.Unavailable("node is shutting down"))
+			return nil
+		case in := <-l.inbox:
+			l.round(in)
+		case <-timer.C:
+			l.round(input{})
+		}
+		if err := l.flush(); err != nil {
+			l.setFailed(err)
+			return err
+		}
+		timer.Reset(l.sleepDuration())
+	}
+}
+
+// round ticks the node and feeds it first plus whatever else is queued.
+func (l *loop) round(first input) {
+	l.node.Tick(l.clock().UnixMilli())
+	l.feed(first)
+	for range inputsPerRoundMax - 1 {
+		select {
+		case in := <-l.inbox:
+			l.feed(in)
+		default:
+			return
+		}
+	}
+}
+
+func (l *loop) feed(in input) {
+	switch {
+	case in.control != nil:
+		in.control(l.node)
+	case in.cancel:
+		delete(l.pending, in.id)
+		l.node.Cancel(in.id)
+	case in.reply != nil:
+		l.pending[in.id] = in.reply
+		l.node.Handle(in.id, in.request)
+	}
+}
+
+// flush handles every Ready: persist, then reply, then advance.
+func (l *loop) flush() error {
+	for l.node.HasReady() {
+		rd := l.node.Ready()
+		if err := l.persist(rd.Syncs); err != nil {
+			l.failPending(node.Unavailable("node storage failed; retry: %v", err))
+			return fmt.Errorf("persist: %w", err)
+		}
+		for _, reply := range rd.Replies {
+			l.deliver(reply)
+		}
+		l.node.Advance(rd)
+	}
+	return nil
+}
+
+// persist runs the Syncs, in parallel when there are several (each
+// touches only its own partition's files).
+func (l *loop) persist(syncs []node.Sync) error {
+	start := l.clock()
+	defer func() {
+		if len(syncs) > 0 {
+			l.metrics.syncRound.Observe(time.Since(start).Seconds())
+		}
+	}()
+	if len(syncs) == 1 {
+		return syncs[0].Run()
+	}
+	errs := make([]error, len(syncs))
+	var wg sync.WaitGroup
+	for i := range syncs {
+		wg.Go(func() { errs[i] = syncs[i].Run() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (l *loop) deliver(reply node.Reply) {
+	ch, ok := l.pending[reply.ID]
+	if !ok {
+		return // cancelled: the client is gone
+	}
+	delete(l.pending, reply.ID)
+	ch <- reply
+}
+
+func (l *loop) failPending(err error) {
+	for id, ch := range l.pending { //determinism:ok host is not the core; order does not matter
+		ch <- node.Reply{ID: id, Err: err}
+		delete(l.pending, id)
+	}
+}
+
+func (l *loop) sleepDuration() time.Duration {
+	untilMs := l.node.NextDeadlineMs() - l.clock().UnixMilli()
+	return min(max(time.Duration(untilMs)*time.Millisecond, time.Millisecond), tickIntervalMax)
+}
+
+func (l *loop) setFailed(err error) {
+	l.failedMu.Lock()
+	defer l.failedMu.Unlock()
+	l.failed = err
+}
+
+func (l *loop) failure() error {
+	l.failedMu.Lock()
+	defer l.failedMu.Unlock()
+	return l.failed
+}
+
+// post hands a control function to the loop; it gives up if the loop has
+// stopped.
+func (l *loop) post(control func(*node.Node)) {
+	select {
+	case l.inbox <- input{control: control}:
+	case <-l.done:
+	}
+}
+
+func (l *loop) requestStats() {
+	l.post(func(n *node.Node) { l.metrics.setInventory(n.Stats()) })
+}
+
+func (l *loop) releaseWaiters() {
+	l.post(func(n *node.Node) { n.ReleaseWaiters() })
+}

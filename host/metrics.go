@@ -1,0 +1,154 @@
+package host
+
+import (
+	"log/slog"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"narad/node"
+)
+
+// Metrics holds the node-level Prometheus metrics (API.md §8) and turns
+// node events into them and into log lines. It implements node.Observer.
+type Metrics struct {
+	logger *slog.Logger
+
+	producedMessages *prometheus.CounterVec
+	producedBytes    *prometheus.CounterVec
+	consumedMessages *prometheus.CounterVec
+	consumedBytes    *prometheus.CounterVec
+	consumePolls     *prometheus.CounterVec
+	consumeEmpty     *prometheus.CounterVec
+	ackRejected      *prometheus.CounterVec
+	ackExtended      *prometheus.CounterVec
+	nacks            *prometheus.CounterVec
+	corruptSkipped   *prometheus.CounterVec
+	consumerDropped  *prometheus.CounterVec
+	retentionBytes   *prometheus.CounterVec
+	retentionRecords *prometheus.CounterVec
+	errors           *prometheus.CounterVec
+	syncRound        prometheus.Histogram
+	bootSeconds      prometheus.Gauge
+	topics           prometheus.Gauge
+	partitions       prometheus.Gauge
+	openLogs         prometheus.Gauge
+	parkedPolls      prometheus.Gauge
+}
+
+// storageBuckets span 100 µs to about 1.6 s.
+var storageBuckets = prometheus.ExponentialBuckets(0.0001, 2, 15)
+
+// NewMetrics registers the node metrics on reg.
+func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
+	tp := []string{"topic", "partition"}
+	m := &Metrics{
+		logger:           logger,
+		producedMessages: counterVec("messages_produced_total", "Records appended at this owner.", tp),
+		producedBytes:    counterVec("bytes_produced_total", "Payload bytes appended at this owner.", tp),
+		consumedMessages: counterVec("messages_consumed_total", "Records delivered (queue and replay).", tp),
+		consumedBytes:    counterVec("bytes_consumed_total", "Payload bytes delivered (queue and replay).", tp),
+		consumePolls:     counterVec("consume_polls_total", "Consume requests answered, by outcome (hit, timeout, cancelled, no_wait).", []string{"topic", "outcome"}),
+		consumeEmpty:     counterVec("consume_empty_total", "Consume requests answered with nothing.", []string{"topic"}),
+		ackRejected:      counterVec("ack_rejected_total", "Acks refused: cap (acked-ahead set full) or stale (410).", []string{"reason"}),
+		ackExtended:      counterVec("ack_extended_total", "Leases extended.", []string{"topic"}),
+		nacks:            counterVec("nack_total", "Leases released for redelivery.", []string{"topic"}),
+		corruptSkipped:   counterVec("consumer_corrupt_skipped_total", "Corrupt records skipped by consumers.", tp),
+		consumerDropped:  counterVec("consumer_dropped_messages", "Unacked records deleted by retention.", tp),
+		retentionBytes:   counterVec("storage_retention_bytes_deleted_total", "Bytes deleted by retention.", tp),
+		retentionRecords: counterVec("storage_retention_messages_deleted_total", "Records deleted by retention.", tp),
+		errors:           counterVec("errors_total", "Operational errors by component and kind.", []string{"component", "kind"}),
+		syncRound: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "narad",
+			Name: "storage_sync_round_duration_seconds", Help: "Time to persist one Ready (all its fsyncs).", Buckets: storageBuckets}),
+		bootSeconds: gauge("boot_duration_seconds", "Time from start to serving."),
+		topics:      gauge("topics_total", "Topics known to this node."),
+		partitions:  gauge("partitions_total", "Partitions of the known topics."),
+		openLogs:    gauge("open_partition_logs", "Partition logs open now."),
+		parkedPolls: gauge("consume_parked_polls", "Long polls waiting now."),
+	}
+	m.register(reg)
+	return m
+}
+
+func (m *Metrics) register(reg prometheus.Registerer) {
+	reg.MustRegister(m.producedMessages, m.producedBytes, m.consumedMessages, m.consumedBytes,
+		m.consumePolls, m.consumeEmpty, m.ackRejected, m.ackExtended, m.nacks, m.corruptSkipped,
+		m.consumerDropped, m.retentionBytes, m.retentionRecords, m.errors, m.syncRound,
+		m.bootSeconds, m.topics, m.partitions, m.openLogs, m.parkedPolls)
+}
+
+func counterVec(name, help string, labels []string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "narad", Name: name, Help: help}, labels)
+}
+
+func gauge(name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "narad", Name: name, Help: help})
+}
+
+// Produced implements node.Observer.
+func (m *Metrics) Produced(topic string, partition int, records int, bytes int64) {
+	p := strconv.Itoa(partition)
+	m.producedMessages.WithLabelValues(topic, p).Add(float64(records))
+	m.producedBytes.WithLabelValues(topic, p).Add(float64(bytes))
+}
+
+// Consumed implements node.Observer.
+func (m *Metrics) Consumed(topic string, partition int, records int, bytes int64) {
+	p := strconv.Itoa(partition)
+	m.consumedMessages.WithLabelValues(topic, p).Add(float64(records))
+	m.consumedBytes.WithLabelValues(topic, p).Add(float64(bytes))
+}
+
+// Acked implements node.Observer.
+func (m *Metrics) Acked(topic string, action node.AckAction, outcome string) {
+	if outcome != "ok" {
+		m.ackRejected.WithLabelValues(outcome).Inc()
+		return
+	}
+	switch action {
+	case node.AckExtend:
+		m.ackExtended.WithLabelValues(topic).Inc()
+	case node.AckNack:
+		m.nacks.WithLabelValues(topic).Inc()
+	}
+}
+
+// ConsumeWait implements node.Observer.
+func (m *Metrics) ConsumeWait(topic, outcome string) {
+	m.consumePolls.WithLabelValues(topic, outcome).Inc()
+	if outcome == "timeout" || outcome == "no_wait" {
+		m.consumeEmpty.WithLabelValues(topic).Inc()
+	}
+}
+
+// CorruptSkipped implements node.Observer.
+func (m *Metrics) CorruptSkipped(topic string, partition int) {
+	m.corruptSkipped.WithLabelValues(topic, strconv.Itoa(partition)).Inc()
+}
+
+// ConsumerDropped implements node.Observer.
+func (m *Metrics) ConsumerDropped(topic string, partition int, records uint64) {
+	m.consumerDropped.WithLabelValues(topic, strconv.Itoa(partition)).Add(float64(records))
+}
+
+// RetentionDeleted implements node.Observer.
+func (m *Metrics) RetentionDeleted(topic string, partition int, bytes int64, records uint64) {
+	p := strconv.Itoa(partition)
+	m.retentionBytes.WithLabelValues(topic, p).Add(float64(bytes))
+	m.retentionRecords.WithLabelValues(topic, p).Add(float64(records))
+}
+
+// Event implements node.Observer: operator-visible events become warnings
+// in the log and a count by kind.
+func (m *Metrics) Event(kind, detail string) {
+	m.errors.WithLabelValues("node", kind).Inc()
+	m.logger.Warn("node event", "kind", kind, "detail", detail)
+}
+
+// setInventory updates the inventory gauges from the node's numbers.
+func (m *Metrics) setInventory(s node.Stats) {
+	m.topics.Set(float64(s.Topics))
+	m.partitions.Set(float64(s.Partitions))
+	m.openLogs.Set(float64(s.OpenLogs))
+	m.parkedPolls.Set(float64(s.ParkedPolls))
+}

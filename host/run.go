@@ -1,0 +1,93 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"narad/config"
+	"narad/node"
+	"narad/storage"
+)
+
+// Run starts a node from a validated configuration and serves until ctx
+// ends (graceful shutdown) or the node fails (an fsync error: the process
+// should exit and be restarted).
+func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
+	opts, err := OptionsFrom(cfg)
+	if err != nil {
+		return err
+	}
+	h, err := Start(opts, logger)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down", "grace", opts.ShutdownGrace)
+		return h.Shutdown()
+	case err := <-h.Failed():
+		logger.Error("node failed; exiting so it restarts from its disk", "err", err)
+		return errors.Join(err, h.Shutdown())
+	}
+}
+
+// OptionsFrom maps the server configuration onto host options, refusing
+// settings this build cannot honour rather than ignoring them.
+func OptionsFrom(cfg config.Config) (Options, error) {
+	if err := unsupported(cfg); err != nil {
+		return Options{}, err
+	}
+	opts := DefaultOptions(cfg.Storage.DataDir)
+	opts.HTTPAddr, opts.PprofAddr = cfg.HTTP.Addr, cfg.HTTP.PprofAddr
+	opts.ReadTimeout, opts.WriteTimeout = cfg.HTTP.ReadTimeout, cfg.HTTP.WriteTimeout
+	opts.IdleTimeout, opts.ShutdownGrace = cfg.HTTP.IdleTimeout, cfg.HTTP.ShutdownGrace
+	opts.Codec.ConsumeWaitMaxMs = cfg.HTTP.MaxConsumeWait.Milliseconds()
+	opts.Node = nodeConfig(cfg)
+	return opts, errors.Join(opts.Node.Validate(), opts.Codec.Validate())
+}
+
+func nodeConfig(cfg config.Config) node.Config {
+	n := node.DefaultConfig()
+	n.NodeID = cfg.Cluster.NodeID
+	if n.NodeID == "" {
+		n.NodeID = hostname()
+	}
+	n.AdvertiseAddr = cfg.HTTP.Addr
+	n.Log = storage.DefaultLogConfig()
+	n.Log.SegmentBytes = cfg.Storage.SegmentBytes
+	n.DefaultPartitions, n.PartitionsMax = cfg.Topic.DefaultPartitions, cfg.Topic.MaxPartitions
+	n.DefaultRetentionMs = cfg.Topic.DefaultRetentionAgeMs
+	n.DefaultVisibilityTimeoutMs = cfg.Topic.DefaultVisibilityTimeoutMs
+	n.DefaultInFlightMax = cfg.Topic.DefaultMaxInFlightPerPartition
+	n.DefaultAckedAheadMax = cfg.Topic.DefaultMaxAckedAheadPerPartition
+	n.ConsumeWaitMaxMs = cfg.HTTP.MaxConsumeWait.Milliseconds()
+	n.IdleLogCloseMs = cfg.Storage.IdleLogEvictionMs
+	return n
+}
+
+// unsupported lists the settings this build refuses, each with what to do.
+func unsupported(cfg config.Config) error {
+	var problems []error
+	if cfg.Security.Enabled {
+		problems = append(problems, errors.New("security.enabled=true is not supported yet (authentication arrives with the users API): "+
+			"set NARAD_SECURITY_ENABLED=false, or use `narad server start --dev`"))
+	}
+	if len(cfg.Cluster.Peers) > 0 {
+		problems = append(problems, fmt.Errorf("cluster.peers is set (%d peers) but this build runs a single node only", len(cfg.Cluster.Peers)))
+	}
+	if cfg.Storage.Codec != "none" {
+		problems = append(problems, fmt.Errorf("storage.codec %q is not supported; use \"none\"", cfg.Storage.Codec))
+	}
+	return errors.Join(problems...)
+}
+
+func hostname() string {
+	name, err := os.Hostname()
+	if err != nil || name == "" {
+		return "node-1"
+	}
+	return name
+}

@@ -1,0 +1,46 @@
+package httpapi
+
+import (
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"narad/node"
+)
+
+func BenchmarkDecodeProduceSingle(b *testing.B) {
+	codec := newTestCodec()
+	payload := strings.Repeat("x", 256)
+	b.ReportAllocs()
+	for b.Loop() {
+		request := httptest.NewRequest("POST", "/v1/topics/orders/produce?key=user-7", strings.NewReader(payload))
+		if _, failed := codec.Decode(request); failed != nil {
+			b.Fatal(failed.Err)
+		}
+	}
+}
+
+func BenchmarkDecodeProduceBatch(b *testing.B) {
+	codec := newTestCodec()
+	body := strings.Repeat(`{"key":"user-7","payload":{"id":7,"name":"`+strings.Repeat("x", 200)+`"}}`+"\n", 1000)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, failed := codec.Decode(batchRequest(body)); failed != nil {
+			b.Fatal(failed.Err)
+		}
+	}
+}
+
+func BenchmarkEncodeConsumeBatch(b *testing.B) {
+	messages := make([]node.Message, node.ConsumeBatchMax)
+	for i := range messages {
+		messages[i] = testMessage
+	}
+	request := node.Consume{Topic: "orders", Partition: node.PartitionNone, Max: node.ConsumeBatchMax}
+	reply := node.Reply{Result: node.ConsumeResult{Messages: messages, Batch: true}}
+	b.ReportAllocs()
+	for b.Loop() {
+		Encode(request, reply)
+	}
+}

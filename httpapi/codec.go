@@ -1,0 +1,155 @@
+package httpapi
+
+import (
+	"bytes"
+	"net/http"
+
+	"narad/node"
+)
+
+// Routes: the http.ServeMux patterns of API.md §1.3 that one node serves.
+// Decoded.Route and the route label of the HTTP metrics carry them.
+const (
+	RouteCreateTopic = "POST /v1/topics"
+	RouteListTopics  = "GET /v1/topics"
+	RouteGetTopic    = "GET /v1/topics/{topic}"
+	RouteAlterTopic  = "PATCH /v1/topics/{topic}"
+	RouteDeleteTopic = "DELETE /v1/topics/{topic}"
+	RouteProduce     = "POST /v1/topics/{topic}/produce"
+	RouteConsume     = "GET /v1/topics/{topic}/consume"
+	RouteAck         = "POST /v1/topics/{topic}/ack"
+	RouteMembers     = "GET /v1/cluster/members"
+	RouteMoves       = "GET /v1/cluster/moves"
+	RouteHealth      = "GET /healthz"
+	RouteReady       = "GET /readyz"
+	RouteMetrics     = "GET /metrics"
+)
+
+// decodeFunc decodes the request of one route.
+type decodeFunc func(c *Codec, r *http.Request) (node.Request, *ErrorResponse)
+
+// routeTable lists every route with its decoder; a nil decoder marks a
+// route the server answers itself (health, readiness, metrics).
+var routeTable = []struct {
+	pattern string
+	decode  decodeFunc
+}{
+	{RouteCreateTopic, decodeCreateTopic},
+	{RouteListTopics, decodeListTopics},
+	{RouteGetTopic, decodeGetTopic},
+	{RouteAlterTopic, decodeAlterTopic},
+	{RouteDeleteTopic, decodeDeleteTopic},
+	{RouteProduce, decodeProduce},
+	{RouteConsume, decodeConsume},
+	{RouteAck, decodeAck},
+	{RouteMembers, decodeListMembers},
+	{RouteMoves, decodeListMoves},
+	{RouteHealth, nil},
+	{RouteReady, nil},
+	{RouteMetrics, nil},
+}
+
+// Codec decodes HTTP requests into node requests. It is safe for
+// concurrent use: nothing in it changes after NewCodec.
+type Codec struct {
+	// config is valid (NewCodec checked it); never changed.
+	config CodecConfig
+	// mux routes every pattern of routeTable to a routeHandler; never
+	// changed after NewCodec.
+	mux *http.ServeMux
+}
+
+// NewCodec builds a codec. cfg must pass Validate; an invalid cfg is a
+// programming error and panics.
+func NewCodec(cfg CodecConfig) *Codec {
+	err := cfg.Validate()
+	assert(err == nil, "invalid codec config: %v", err)
+	codec := &Codec{config: cfg, mux: http.NewServeMux()}
+	for _, route := range routeTable {
+		codec.mux.Handle(route.pattern, routeHandler{codec: codec, decode: route.decode})
+	}
+	return codec
+}
+
+// Decoded is a request that passed decoding. Decode builds it; callers
+// only read it.
+type Decoded struct {
+	// Route is the ServeMux pattern that matched, one of the Route
+	// constants. Decode sets it whenever a route matched, even when the
+	// request then failed to decode.
+	Route string
+	// Request is what to hand the node; nil for RouteHealth, RouteReady
+	// and RouteMetrics.
+	Request node.Request
+}
+
+// Decode routes r and decodes it. It reads r's body. On failure the
+// ErrorResponse holds the exact answer: a JSON error, or what
+// http.ServeMux itself writes for an unknown path (404), a wrong method
+// (405) or an unclean path (redirect).
+func (c *Codec) Decode(r *http.Request) (Decoded, *ErrorResponse) {
+	captured := &capture{header: http.Header{}}
+	c.mux.ServeHTTP(captured, r)
+	if !captured.routed {
+		return Decoded{}, captured.muxAnswer()
+	}
+	return Decoded{Route: captured.route, Request: captured.request}, captured.failure
+}
+
+// route returns the pattern r matches, or "" when none does. It does not
+// read the body.
+func (c *Codec) route(r *http.Request) string {
+	_, pattern := c.mux.Handler(r)
+	return pattern
+}
+
+// routeHandler is the mux handler of one route: it decodes into the
+// capture it is served with.
+type routeHandler struct {
+	codec  *Codec
+	decode decodeFunc // nil: nothing to decode
+}
+
+func (h routeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	captured, ok := w.(*capture)
+	assert(ok, "route handler served with a %T, want the capture of Decode", w)
+	captured.routed = true
+	captured.route = r.Pattern
+	if h.decode != nil {
+		captured.request, captured.failure = h.decode(h.codec, r)
+	}
+}
+
+// capture is the ResponseWriter Decode runs the mux on; each Decode makes
+// its own. A route handler fills routed, route, request and failure; an
+// answer the mux writes itself lands in header, status and body. Nothing
+// changes it after the mux returns.
+type capture struct {
+	header  http.Header
+	status  int // 0 until WriteHeader or Write
+	body    bytes.Buffer
+	routed  bool // a route handler ran
+	route   string
+	request node.Request
+	failure *ErrorResponse
+}
+
+func (c *capture) Header() http.Header { return c.header }
+
+func (c *capture) WriteHeader(status int) {
+	if c.status == 0 {
+		c.status = status
+	}
+}
+
+func (c *capture) Write(data []byte) (int, error) {
+	c.WriteHeader(http.StatusOK)
+	return c.body.Write(data)
+}
+
+// muxAnswer is the answer the mux wrote instead of calling a route.
+func (c *capture) muxAnswer() *ErrorResponse {
+	assert(c.status != 0, "the mux neither routed the request nor answered it")
+	answer := Response{Status: c.status, Header: c.header, Body: c.body.Bytes()}
+	return &ErrorResponse{Response: answer}
+}

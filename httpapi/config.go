@@ -1,0 +1,62 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+
+	"narad/node"
+)
+
+// Defaults of CodecConfig (API.md §1.1, §3.1 and item 9).
+const (
+	defaultConsumeWaitMaxMs    = 10_000
+	defaultJSONBodyBytesMax    = 1 << 20
+	defaultMessageBodyBytesMax = 1 << 20
+	// A batch of node.ProduceBatchBytesMax payload bytes sent as
+	// payload_base64 grows by 4/3 plus the JSON around each record, so the
+	// raw NDJSON cap sits well above the payload cap: the payload cap is the
+	// one a well-formed batch meets first.
+	defaultBatchBodyBytesMax = 16 << 20
+)
+
+// CodecConfig bounds what Decode accepts. Start from DefaultCodecConfig.
+type CodecConfig struct {
+	// ConsumeWaitMaxMs clamps the wait of a consume (http.max_consume_wait).
+	ConsumeWaitMaxMs int64
+	// JSONBodyBytesMax caps the body of a JSON request (create, alter,
+	// batch ack); over it the answer is 413.
+	JSONBodyBytesMax int64
+	// MessageBodyBytesMax caps the body of a single produce and the
+	// payload of each record of a batch produce.
+	MessageBodyBytesMax int64
+	// BatchBodyBytesMax caps the raw NDJSON body of a batch produce.
+	BatchBodyBytesMax int64
+}
+
+// DefaultCodecConfig returns the defaults of API.md.
+func DefaultCodecConfig() CodecConfig {
+	return CodecConfig{
+		ConsumeWaitMaxMs:    defaultConsumeWaitMaxMs,
+		JSONBodyBytesMax:    defaultJSONBodyBytesMax,
+		MessageBodyBytesMax: defaultMessageBodyBytesMax,
+		BatchBodyBytesMax:   defaultBatchBodyBytesMax,
+	}
+}
+
+// Validate reports every problem of the configuration at once.
+func (c CodecConfig) Validate() error {
+	var problems []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			problems = append(problems, fmt.Errorf(format, args...))
+		}
+	}
+	check(c.ConsumeWaitMaxMs >= 0, "consume wait max %d ms is negative", c.ConsumeWaitMaxMs)
+	check(c.JSONBodyBytesMax > 0, "json body bytes max %d must be > 0", c.JSONBodyBytesMax)
+	check(c.MessageBodyBytesMax > 0, "message body bytes max %d must be > 0", c.MessageBodyBytesMax)
+	check(c.MessageBodyBytesMax <= node.ProduceBatchBytesMax,
+		"message body bytes max %d above the batch payload max %d", c.MessageBodyBytesMax, node.ProduceBatchBytesMax)
+	check(c.BatchBodyBytesMax >= node.ProduceBatchBytesMax,
+		"batch body bytes max %d below the batch payload max %d", c.BatchBodyBytesMax, node.ProduceBatchBytesMax)
+	return errors.Join(problems...)
+}

@@ -1,0 +1,212 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"narad/node"
+)
+
+// createTopicBody is the body of POST /v1/topics (API.md §1.5).
+type createTopicBody struct {
+	Name                string          `json:"name"`
+	Partitions          int             `json:"partitions"`
+	RetentionMs         int64           `json:"retention_ms"`
+	VisibilityTimeoutMs int64           `json:"visibility_timeout_ms"`
+	InFlightMax         int             `json:"max_in_flight_per_partition"`
+	AckedAheadMax       int             `json:"max_acked_ahead_per_partition"`
+	Schema              json.RawMessage `json:"schema"`
+	Parent              string          `json:"parent"`
+	FanoutDelayMs       int64           `json:"fanout_delay_ms"`
+	// Owner is accepted and ignored: the owner is the caller, not the body.
+	Owner string `json:"owner"`
+}
+
+func decodeCreateTopic(c *Codec, r *http.Request) (node.Request, *ErrorResponse) {
+	var body createTopicBody
+	if failed := c.readJSONBody(r, &body); failed != nil {
+		return nil, failed
+	}
+	if body.Name == "" {
+		return nil, invalidf("name is required")
+	}
+	if !validTopicName(body.Name) {
+		return nil, failure(errInvalidTopicName)
+	}
+	if failed := rejectUnsupported(body.Schema, body.Parent != "", body.FanoutDelayMs != 0); failed != nil {
+		return nil, failed
+	}
+	request := node.CreateTopic{
+		Name:                body.Name,
+		Partitions:          body.Partitions,
+		RetentionMs:         body.RetentionMs,
+		VisibilityTimeoutMs: body.VisibilityTimeoutMs,
+		InFlightMax:         body.InFlightMax,
+		AckedAheadMax:       body.AckedAheadMax,
+	}
+	if failed := rejectNegative(createFields(request)); failed != nil {
+		return nil, failed
+	}
+	return request, nil
+}
+
+// rejectUnsupported fails on the fields of API.md that this server does
+// not implement yet: a JSON schema and fan-out (parent, delay). Their zero
+// values (absent, null, "", 0) are accepted, since clients send them.
+func rejectUnsupported(schema json.RawMessage, hasParent, hasDelay bool) *ErrorResponse {
+	switch {
+	case len(schema) > 0 && string(schema) != "null":
+		return invalidf("schema is not supported by this server")
+	case hasParent:
+		return invalidf("parent is not supported by this server")
+	case hasDelay:
+		return invalidf("fanout_delay_ms is not supported by this server")
+	}
+	return nil
+}
+
+// namedValue is a numeric body field with its JSON name; set is false for
+// an absent optional field.
+type namedValue struct {
+	name  string
+	value int64
+	set   bool
+}
+
+func createFields(request node.CreateTopic) []namedValue {
+	return []namedValue{
+		{"partitions", int64(request.Partitions), true},
+		{"retention_ms", request.RetentionMs, true},
+		{"visibility_timeout_ms", request.VisibilityTimeoutMs, true},
+		{"max_in_flight_per_partition", int64(request.InFlightMax), true},
+		{"max_acked_ahead_per_partition", int64(request.AckedAheadMax), true},
+	}
+}
+
+// rejectNegative fails on the first set field below zero.
+func rejectNegative(fields []namedValue) *ErrorResponse {
+	for _, field := range fields {
+		if field.set && field.value < 0 {
+			return invalidf("%s must be >= 0", field.name)
+		}
+	}
+	return nil
+}
+
+func decodeListTopics(c *Codec, r *http.Request) (node.Request, *ErrorResponse) {
+	query, failed := parseQuery(r)
+	if failed != nil {
+		return nil, failed
+	}
+	limit, failed := boundedInt(query, "limit", 1, node.TopicsPageMax, node.TopicsPageDefault)
+	if failed != nil {
+		return nil, failed
+	}
+	return node.ListTopics{Limit: limit, PageToken: query.Get("page_token")}, nil
+}
+
+func decodeGetTopic(c *Codec, r *http.Request) (node.Request, *ErrorResponse) {
+	name, failed := pathTopic(r)
+	if failed != nil {
+		return nil, failed
+	}
+	query, failed := parseQuery(r)
+	if failed != nil {
+		return nil, failed
+	}
+	partition, failed := optionalPartition(query)
+	if failed != nil {
+		return nil, failed
+	}
+	return node.GetTopic{Name: name, Partition: partition}, nil
+}
+
+// alterTopicBody is the body of PATCH /v1/topics/{topic} (API.md §1.8 and
+// item 1); an absent or null field is left unchanged.
+type alterTopicBody struct {
+	Partitions          *int            `json:"partitions"`
+	RetentionMs         *int64          `json:"retention_ms"`
+	VisibilityTimeoutMs *int64          `json:"visibility_timeout_ms"`
+	InFlightMax         *int            `json:"max_in_flight_per_partition"`
+	AckedAheadMax       *int            `json:"max_acked_ahead_per_partition"`
+	Schema              json.RawMessage `json:"schema"`
+}
+
+func decodeAlterTopic(c *Codec, r *http.Request) (node.Request, *ErrorResponse) {
+	name, failed := pathTopic(r)
+	if failed != nil {
+		return nil, failed
+	}
+	var body alterTopicBody
+	if failed := c.readJSONBody(r, &body); failed != nil {
+		return nil, failed
+	}
+	if failed := rejectUnsupported(body.Schema, false, false); failed != nil {
+		return nil, failed
+	}
+	request := node.AlterTopic{
+		Name:                name,
+		Partitions:          body.Partitions,
+		RetentionMs:         body.RetentionMs,
+		VisibilityTimeoutMs: body.VisibilityTimeoutMs,
+		InFlightMax:         body.InFlightMax,
+		AckedAheadMax:       body.AckedAheadMax,
+	}
+	fields := alterFields(request)
+	if !anySet(fields) {
+		return nil, failure(ErrAlterNothing)
+	}
+	if failed := rejectNegative(fields); failed != nil {
+		return nil, failed
+	}
+	return request, nil
+}
+
+func alterFields(request node.AlterTopic) []namedValue {
+	return []namedValue{
+		optionalInt("partitions", request.Partitions),
+		optionalInt64("retention_ms", request.RetentionMs),
+		optionalInt64("visibility_timeout_ms", request.VisibilityTimeoutMs),
+		optionalInt("max_in_flight_per_partition", request.InFlightMax),
+		optionalInt("max_acked_ahead_per_partition", request.AckedAheadMax),
+	}
+}
+
+func optionalInt(name string, value *int) namedValue {
+	if value == nil {
+		return namedValue{name: name}
+	}
+	return namedValue{name: name, value: int64(*value), set: true}
+}
+
+func optionalInt64(name string, value *int64) namedValue {
+	if value == nil {
+		return namedValue{name: name}
+	}
+	return namedValue{name: name, value: *value, set: true}
+}
+
+func anySet(fields []namedValue) bool {
+	for _, field := range fields {
+		if field.set {
+			return true
+		}
+	}
+	return false
+}
+
+func decodeDeleteTopic(c *Codec, r *http.Request) (node.Request, *ErrorResponse) {
+	name, failed := pathTopic(r)
+	if failed != nil {
+		return nil, failed
+	}
+	return node.DeleteTopic{Name: name}, nil
+}
+
+func decodeListMembers(c *Codec, r *http.Request) (node.Request, *ErrorResponse) {
+	return node.ListMembers{}, nil
+}
+
+func decodeListMoves(c *Codec, r *http.Request) (node.Request, *ErrorResponse) {
+	return node.ListMoves{}, nil
+}

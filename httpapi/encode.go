@@ -1,0 +1,158 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+
+	"narad/node"
+)
+
+// Encode builds the HTTP answer to req from the node's reply. The reply
+// must follow node/reply.go: a result of the type its request expects,
+// with the shape (single or batch) the request asked for. A reply that
+// does not is a bug in the node and panics.
+func Encode(req node.Request, reply node.Reply) Response {
+	if reply.Err != nil {
+		return errorResponse(reply.Err)
+	}
+	switch request := req.(type) {
+	case node.CreateTopic:
+		return jsonResponse(http.StatusCreated, resultAs[node.TopicInfo](req, reply))
+	case node.AlterTopic:
+		return jsonResponse(http.StatusOK, resultAs[node.TopicInfo](req, reply))
+	case node.ListTopics:
+		return encodeTopicPage(resultAs[node.TopicPage](req, reply))
+	case node.GetTopic:
+		return encodeTopicDetail(resultAs[node.TopicDetail](req, reply))
+	case node.DeleteTopic:
+		assert(reply.Result == nil, "delete topic replied with a %T result, want nil", reply.Result)
+		return noContent()
+	case node.Produce:
+		return encodeProduce(request, resultAs[node.ProduceResult](req, reply))
+	case node.Consume:
+		return encodeConsume(request, resultAs[node.ConsumeResult](req, reply))
+	case node.Replay:
+		return encodeReplay(resultAs[node.ReplayResult](req, reply))
+	case node.Ack:
+		return encodeAck(request, resultAs[node.AckResult](req, reply))
+	case node.ListMembers:
+		return encodeMembers(resultAs[node.MembersResult](req, reply))
+	case node.ListMoves:
+		return encodeMoves(resultAs[node.MovesResult](req, reply))
+	}
+	panic(fmt.Sprintf("httpapi: no encoder for request type %T", req))
+}
+
+// resultAs returns the reply's result as the type req expects.
+func resultAs[T any](req node.Request, reply node.Reply) T {
+	result, ok := reply.Result.(T)
+	assert(ok, "%T replied with a %T result, want %T", req, reply.Result, result)
+	return result
+}
+
+func encodeTopicPage(page node.TopicPage) Response {
+	page.Topics = nonNil(page.Topics)
+	return jsonResponse(http.StatusOK, page)
+}
+
+func encodeTopicDetail(detail node.TopicDetail) Response {
+	detail.PartitionStats = nonNil(detail.PartitionStats)
+	return jsonResponse(http.StatusOK, detail)
+}
+
+// produceBatchBody is the 202 of a batch produce (API.md item 14).
+type produceBatchBody struct {
+	Accepted int              `json:"accepted"`
+	Records  []node.Placement `json:"records"`
+}
+
+func encodeProduce(request node.Produce, result node.ProduceResult) Response {
+	assert(result.Batch == request.Batch, "produce batch %t replied with batch %t", request.Batch, result.Batch)
+	assert(len(result.Records) == len(request.Records),
+		"produce of %d records replied with %d placements", len(request.Records), len(result.Records))
+	if !request.Batch {
+		assert(len(result.Records) == 1, "single produce replied with %d placements", len(result.Records))
+		return jsonResponse(http.StatusAccepted, result.Records[0])
+	}
+	body := produceBatchBody{Accepted: len(result.Records), Records: nonNil(result.Records)}
+	return jsonResponse(http.StatusAccepted, body)
+}
+
+func encodeConsume(request node.Consume, result node.ConsumeResult) Response {
+	batch := request.Max > 0
+	assert(result.Batch == batch, "consume max %d replied with batch %t", request.Max, result.Batch)
+	if batch {
+		assert(len(result.Messages) <= request.Max,
+			"consume max %d replied with %d messages", request.Max, len(result.Messages))
+		return rawJSONResponse(http.StatusOK, appendMessageList(nil, result.Messages))
+	}
+	assert(len(result.Messages) <= 1, "single consume replied with %d messages", len(result.Messages))
+	if len(result.Messages) == 0 {
+		return noContent()
+	}
+	return rawJSONResponse(http.StatusOK, appendMessage(nil, result.Messages[0]))
+}
+
+func encodeReplay(result node.ReplayResult) Response {
+	if result.Message == nil {
+		return noContent()
+	}
+	return rawJSONResponse(http.StatusOK, appendMessage(nil, *result.Message))
+}
+
+// ackItemBody is one element of a batch ack's results (API.md item 11).
+// Error carries the failure message of a status other than 204.
+type ackItemBody struct {
+	ReceiptHandle string `json:"receipt_handle"`
+	Status        int    `json:"status"`
+	Error         string `json:"error,omitempty"`
+}
+
+// ackBatchBody is the 200 of a batch ack.
+type ackBatchBody struct {
+	Results []ackItemBody `json:"results"`
+}
+
+func encodeAck(request node.Ack, result node.AckResult) Response {
+	assert(result.Batch == request.Batch, "ack batch %t replied with batch %t", request.Batch, result.Batch)
+	assert(len(result.Results) == len(request.Handles),
+		"ack of %d handles replied with %d results", len(request.Handles), len(result.Results))
+	if !request.Batch {
+		assert(len(result.Results) == 1, "single ack replied with %d results", len(result.Results))
+		if err := result.Results[0].Err; err != nil {
+			return errorResponse(err)
+		}
+		return noContent()
+	}
+	body := ackBatchBody{Results: make([]ackItemBody, 0, len(result.Results))}
+	for _, item := range result.Results {
+		body.Results = append(body.Results, ackItem(item))
+	}
+	return jsonResponse(http.StatusOK, body)
+}
+
+func ackItem(item node.AckItemResult) ackItemBody {
+	if item.Err == nil {
+		return ackItemBody{ReceiptHandle: item.Handle, Status: http.StatusNoContent}
+	}
+	status := StatusOf(node.CodeOf(item.Err))
+	return ackItemBody{ReceiptHandle: item.Handle, Status: status, Error: item.Err.Error()}
+}
+
+func encodeMembers(result node.MembersResult) Response {
+	result.Members = nonNil(result.Members)
+	return jsonResponse(http.StatusOK, result)
+}
+
+func encodeMoves(result node.MovesResult) Response {
+	result.Moves = nonNil(result.Moves)
+	return jsonResponse(http.StatusOK, result)
+}
+
+// nonNil returns an empty slice for nil so that lists encode as [].
+func nonNil[T any](items []T) []T {
+	if items == nil {
+		return []T{}
+	}
+	return items
+}

@@ -1,0 +1,149 @@
+package httpapi
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// routeUnmatched labels a request no route matched (404, 405).
+const routeUnmatched = "unmatched"
+
+// methodOther labels a request method outside knownMethods, so that
+// clients cannot grow the label set without bound.
+const methodOther = "OTHER"
+
+var knownMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodPatch: true, http.MethodDelete: true, http.MethodOptions: true,
+}
+
+// HTTPMetrics are the narad_http_* series of API.md §8. The collectors are
+// registered once by NewHTTPMetrics and never replaced.
+type HTTPMetrics struct {
+	requests *prometheus.CounterVec   // route, method, status
+	duration *prometheus.HistogramVec // route, method, status
+	bytesIn  *prometheus.CounterVec   // route
+	bytesOut *prometheus.CounterVec   // route
+	inFlight prometheus.Gauge
+}
+
+// NewHTTPMetrics creates the HTTP metrics and registers them with reg. It
+// panics if they are already registered there.
+func NewHTTPMetrics(reg prometheus.Registerer) *HTTPMetrics {
+	labels := []string{"route", "method", "status"}
+	metrics := &HTTPMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "narad", Subsystem: "http", Name: "requests_total",
+			Help: "HTTP requests answered, by route pattern, method and status.",
+		}, labels),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "narad", Subsystem: "http", Name: "request_duration_seconds",
+			Help: "Time from request arrival to the end of the answer.", Buckets: prometheus.DefBuckets,
+		}, labels),
+		bytesIn: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "narad", Subsystem: "http", Name: "request_bytes_in_total",
+			Help: "Request body bytes read, by route pattern.",
+		}, []string{"route"}),
+		bytesOut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "narad", Subsystem: "http", Name: "response_bytes_out_total",
+			Help: "Response body bytes written, by route pattern.",
+		}, []string{"route"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "narad", Subsystem: "http", Name: "requests_in_flight",
+			Help: "HTTP requests being served.",
+		}),
+	}
+	reg.MustRegister(metrics.requests, metrics.duration, metrics.bytesIn, metrics.bytesOut, metrics.inFlight)
+	return metrics
+}
+
+// middleware counts every request served by next. route names the
+// pattern a request matches ("" for none).
+func (m *HTTPMetrics) middleware(route func(*http.Request) string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		m.inFlight.Inc()
+		defer m.inFlight.Dec()
+		routeLabel := route(r)
+		if routeLabel == "" {
+			routeLabel = routeUnmatched
+		}
+		body := &countingReader{reader: r.Body}
+		if r.Body != nil {
+			r = r.WithContext(r.Context()) // a shallow copy: the caller's request stays as it was
+			r.Body = body
+		}
+		recorder := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(recorder, r)
+		m.observe(routeLabel, methodLabel(r.Method), recorder, body.bytes, time.Since(start))
+	})
+}
+
+func (m *HTTPMetrics) observe(route, method string, recorder *statusRecorder, bytesIn int64, elapsed time.Duration) {
+	status := strconv.Itoa(recorder.statusOrOK())
+	m.requests.WithLabelValues(route, method, status).Inc()
+	m.duration.WithLabelValues(route, method, status).Observe(elapsed.Seconds())
+	m.bytesIn.WithLabelValues(route).Add(float64(bytesIn))
+	m.bytesOut.WithLabelValues(route).Add(float64(recorder.bytes))
+}
+
+func methodLabel(method string) string {
+	if knownMethods[method] {
+		return method
+	}
+	return methodOther
+}
+
+// countingReader counts the bytes read through it. It belongs to one
+// request and is used by one goroutine.
+type countingReader struct {
+	reader io.ReadCloser
+	bytes  int64 // bytes returned by Read so far
+}
+
+func (c *countingReader) Read(buffer []byte) (int, error) {
+	n, err := c.reader.Read(buffer)
+	c.bytes += int64(n)
+	return n, err
+}
+
+func (c *countingReader) Close() error { return c.reader.Close() }
+
+// statusRecorder remembers the status and counts the body bytes written.
+// It belongs to one request; only its own methods change the fields.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int   // 0 until the header is written
+	bytes  int64 // body bytes written
+}
+
+func (s *statusRecorder) WriteHeader(status int) {
+	if s.status == 0 {
+		s.status = status
+	}
+	s.ResponseWriter.WriteHeader(status)
+}
+
+func (s *statusRecorder) Write(data []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	n, err := s.ResponseWriter.Write(data)
+	s.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// statusOrOK is the status sent; a handler that wrote nothing sent 200.
+func (s *statusRecorder) statusOrOK() int {
+	if s.status == 0 {
+		return http.StatusOK
+	}
+	return s.status
+}

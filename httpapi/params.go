@@ -1,0 +1,163 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"narad/node"
+)
+
+// errTrailingData: a JSON body holds more than one value.
+var errTrailingData = errors.New("unexpected data after the JSON value")
+
+// parseQuery parses the query string strictly: a malformed pair fails the
+// request instead of being dropped.
+func parseQuery(r *http.Request) (url.Values, *ErrorResponse) {
+	values, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, invalidf("invalid query string: %v", err)
+	}
+	return values, nil
+}
+
+// rejectDuplicates fails when one of names appears more than once.
+func rejectDuplicates(query url.Values, names ...string) *ErrorResponse {
+	for _, name := range names {
+		if len(query[name]) > 1 {
+			return invalidf("duplicate query parameter %q", name)
+		}
+	}
+	return nil
+}
+
+// pathTopic returns the {topic} path value, checked against the topic
+// name rule.
+func pathTopic(r *http.Request) (string, *ErrorResponse) {
+	name := r.PathValue("topic")
+	if !validTopicName(name) {
+		return "", failure(errInvalidTopicName)
+	}
+	return name, nil
+}
+
+// errInvalidTopicName: a name breaks the rule of API.md §1.5. The name is
+// not echoed: it may be long.
+var errInvalidTopicName = node.Invalid(
+	`invalid topic name: want 1 to 255 characters of A-Z a-z 0-9 . _ -, and not "." or ".."`)
+
+// validTopicName reports whether name matches ^[A-Za-z0-9._-]{1,255}$ and
+// is neither "." nor ".." (a topic name becomes a directory name).
+func validTopicName(name string) bool {
+	if len(name) == 0 || len(name) > node.TopicNameBytesMax || name == "." || name == ".." {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if !topicNameByte(name[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func topicNameByte(b byte) bool {
+	return (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9') ||
+		b == '.' || b == '_' || b == '-'
+}
+
+// optionalPartition parses the first "partition" parameter: absent is
+// node.PartitionNone, present must be an integer >= 0.
+func optionalPartition(query url.Values) (int, *ErrorResponse) {
+	if !query.Has("partition") {
+		return node.PartitionNone, nil
+	}
+	partition, err := strconv.Atoi(query.Get("partition"))
+	if err != nil || partition < 0 {
+		return 0, failure(errInvalidPartition)
+	}
+	return partition, nil
+}
+
+// errInvalidPartition: a partition parameter is not an integer >= 0.
+var errInvalidPartition = node.Invalid("invalid partition: want an integer >= 0")
+
+// boundedInt parses the first value of name as an integer in
+// [lowest, highest]; absent gives fallback.
+func boundedInt(query url.Values, name string, lowest, highest, fallback int) (int, *ErrorResponse) {
+	if !query.Has(name) {
+		return fallback, nil
+	}
+	value, err := strconv.Atoi(query.Get(name))
+	if err != nil || value < lowest || value > highest {
+		return 0, invalidf("invalid %s: want an integer from %d to %d", name, lowest, highest)
+	}
+	return value, nil
+}
+
+// readBody reads the whole body, failing with 413 past bytesMax. It reads
+// at most bytesMax+1 bytes.
+func readBody(r *http.Request, bytesMax int64) ([]byte, *ErrorResponse) {
+	if r.Body == nil {
+		return nil, nil
+	}
+	if r.ContentLength > bytesMax {
+		return nil, failure(ErrBodyTooLarge)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, bytesMax+1))
+	if err != nil {
+		return nil, readFailure(err)
+	}
+	if int64(len(body)) > bytesMax {
+		return nil, failure(ErrBodyTooLarge)
+	}
+	return body, nil
+}
+
+// readFailure classifies an error reading a body; a server-side
+// http.MaxBytesReader cap is a 413 as well.
+func readFailure(err error) *ErrorResponse {
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return failure(ErrBodyTooLarge)
+	}
+	return invalidf("could not read request body: %v", err)
+}
+
+// readJSONBody reads a JSON body of at most the codec's JSON cap and
+// decodes it strictly into value.
+func (c *Codec) readJSONBody(r *http.Request, value any) *ErrorResponse {
+	body, failed := readBody(r, c.config.JSONBodyBytesMax)
+	if failed != nil {
+		return failed
+	}
+	if err := decodeStrictJSON(body, value); err != nil {
+		return invalidf("invalid json: %v", err)
+	}
+	return nil
+}
+
+// decodeStrictJSON decodes exactly one JSON value with no unknown fields;
+// whitespace may follow it, nothing else.
+func decodeStrictJSON(data []byte, value any) error {
+	decoder := json.NewDecoder(bytes.NewReader(data))
+	decoder.DisallowUnknownFields()
+	if err := decoder.Decode(value); err != nil {
+		return err
+	}
+	if _, err := decoder.Token(); err != io.EOF {
+		return errTrailingData
+	}
+	return nil
+}
+
+// hasMediaType reports whether r's Content-Type is mediaType, parameters
+// and letter case aside.
+func hasMediaType(r *http.Request, mediaType string) bool {
+	parsed, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && parsed == mediaType
+}

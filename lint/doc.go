@@ -1,0 +1,44 @@
+// Package lint holds the repository's lint rules, run as an ordinary test:
+// `go test ./lint`. It is the mechanical half of STYLE.md items 1-3, 10-12
+// and DESIGN.md §1-2; review does the rest.
+//
+// What it owns: the rules below, the grandfather map of the function-length
+// ratchet (in lint_test.go), and the tests of the rules themselves.
+//
+// Inputs: the Go source of the module whose go.mod is found by walking up
+// from the test's working directory, and for the map-range rule the export
+// data the go command produces for the core's dependencies (`go list
+// -export`). Directories named testdata or vendor, directories whose name
+// starts with "." or "_", and nested modules are not part of the repository
+// for these rules, as for the go command.
+//
+// Outputs: violations, each naming file:line, the rule and what to do
+// instead. The package has no production API; nothing imports it.
+//
+// The rules:
+//
+//  1. Determinism of the core (rule names "go-statement", "clock",
+//     "global-rand", "crypto-rand", "os-import", "os-backdoor",
+//     "dot-import"): every non-test file under node/, meta/, move/ and
+//     storage/ starts no goroutine, reads no wall clock, draws no global
+//     randomness and does no I/O except through storage.FS, whose os
+//     implementation in storage/osfs.go is the one file allowed to import
+//     os and syscall. Import names are resolved per file, so renamed and
+//     shadowed imports are handled; comments and strings never match.
+//  2. Map order ("map-range"): a range over a map, or over maps.Keys,
+//     maps.Values or maps.All, in a core package must carry a reviewed
+//     exemption, `//determinism:ok <reason>`, on its line or the line above.
+//     Map types are found with go/types, once per build configuration the
+//     package has (default tags, and each custom build tag it mentions).
+//  3. The import graph ("import-graph"): storage imports no narad package
+//     but chaos; node, meta and move never import the drivers, harnesses,
+//     client or lint; meta and move never import node; nobody imports cmd;
+//     only tests import sim and fuzz.
+//  4. The function-length ratchet ("function-length"): no function body in
+//     a non-test, non-generated file is longer than functionBodyLinesMax
+//     unless grandfathered, and a grandfathered function may only shrink.
+//
+// Invariants: the rules read the repository and never change it; a file
+// that does not parse, or a core package that does not type-check, is itself
+// reported, because a rule cannot vouch for code it cannot read.
+package lint

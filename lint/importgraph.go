@@ -1,0 +1,75 @@
+package lint
+
+import (
+	"fmt"
+	"go/ast"
+	"strconv"
+)
+
+// harnessComponents are the drivers, harnesses and tools the protocol
+// packages node, meta and move must never depend on.
+var harnessComponents = map[string]bool{
+	"sim": true, "fuzz": true, "host": true, "httpapi": true, "cmd": true,
+	"chaos/soak": true, "client": true, "lint": true,
+}
+
+// protocolComponents are the core components above storage.
+var protocolComponents = map[string]bool{"node": true, "meta": true, "move": true}
+
+// storageImportsAllowed are the components storage may import: itself and
+// the fault sites and coverage marks of chaos.
+var storageImportsAllowed = map[string]bool{"storage": true, "chaos": true}
+
+// checkImportGraph applies rule 3 to the imports of every non-test file.
+// Test files may import anything the go command accepts: a test of node may
+// well drive it through sim.
+func checkImportGraph(repo *repository) []violation {
+	var violations []violation
+	for _, file := range repo.files {
+		if file.isTest {
+			continue
+		}
+		for _, spec := range file.syntax.Imports {
+			if v, found := importViolation(repo, file, spec); found {
+				violations = append(violations, v)
+			}
+		}
+	}
+	return sortViolations(violations)
+}
+
+// importViolation judges one import of a non-test file.
+func importViolation(repo *repository, file *sourceFile, spec *ast.ImportSpec) (violation, bool) {
+	importPath, err := strconv.Unquote(spec.Path.Value)
+	if err != nil {
+		return violation{}, false // the parser accepted it, so it is a valid string literal
+	}
+	dir, isNarad := repo.narad(importPath)
+	if !isNarad {
+		return violation{}, false
+	}
+	reason := forbiddenImport(file.component(), componentOf(dir))
+	name, line := repo.position(spec.Pos())
+	return violation{file: name, line: line, rule: "import-graph",
+		message: fmt.Sprintf("%s imports %s: %s", file.importPath, importPath, reason)}, reason != ""
+}
+
+// forbiddenImport returns why a package of component from may not import a
+// package of component to, or "" if it may (DESIGN.md §2, STYLE.md item 10).
+func forbiddenImport(from, to string) string {
+	switch {
+	case from == to:
+		return ""
+	case to == "cmd":
+		return "nobody imports cmd/...: it is wiring only"
+	case to == "sim" || to == "fuzz":
+		return "only tests import sim and fuzz"
+	case from == "storage" && !storageImportsAllowed[to]:
+		return "storage imports no other narad package except chaos"
+	case protocolComponents[from] && harnessComponents[to]:
+		return "the core never imports the drivers, harnesses, client or lint"
+	case (from == "meta" || from == "move") && to == "node":
+		return "imports point down (node -> move, meta): meta and move never import node"
+	}
+	return ""
+}

@@ -1,0 +1,86 @@
+package node
+
+import (
+	"errors"
+
+	"narad/node/lease"
+)
+
+func (n *Node) ack(r Ack) (any, error) {
+	t, err := n.topic(r.Topic)
+	if err != nil {
+		return nil, err
+	}
+	if len(r.Handles) == 0 || len(r.Handles) > AckBatchHandlesMax {
+		return nil, Invalid("an ack carries 1 to %d receipt handles, got %d", AckBatchHandlesMax, len(r.Handles))
+	}
+	result := AckResult{Results: make([]AckItemResult, len(r.Handles)), Batch: r.Batch}
+	for i, handle := range r.Handles {
+		result.Results[i] = AckItemResult{Handle: handle, Err: n.ackOne(t, handle, r.Action)}
+	}
+	// An ack frees an in-flight slot, a nack releases a record: either may
+	// serve a parked long poll.
+	n.wake(t.info.Name)
+	if !r.Batch {
+		return result, result.Results[0].Err
+	}
+	return result, nil
+}
+
+func (n *Node) ackOne(t *topic, handle string, action AckAction) error {
+	index, offset, nonce, err := lease.ParseHandle(handle)
+	if err != nil {
+		return Invalid("receipt handle is malformed")
+	}
+	if index >= t.info.Partitions {
+		return Gone("receipt handle is stale")
+	}
+	p := n.partitionOf(t, index)
+	log, err := n.openLog(t, p)
+	if err != nil {
+		return Unavailable("partition %d of %s is unavailable: %v", index, t.info.Name, err)
+	}
+	err = n.applyAck(t, p, offset, nonce, action)
+	n.observer.Acked(t.info.Name, action, ackOutcome(err))
+	if err != nil {
+		return err
+	}
+	n.noteCommitted(p, log)
+	return nil
+}
+
+func (n *Node) applyAck(t *topic, p *partition, offset, nonce uint64, action AckAction) error {
+	var err error
+	switch action {
+	case AckCommit:
+		err = p.leases.Ack(offset, nonce, n.nowMs)
+	case AckExtend:
+		_, err = p.leases.Extend(offset, nonce, n.nowMs, t.info.VisibilityTimeoutMs)
+	case AckNack:
+		err = p.leases.Nack(offset, nonce, n.nowMs)
+	default:
+		assert(false, "node: unknown ack action %d", action)
+	}
+	switch {
+	case errors.Is(err, lease.ErrStale):
+		return Gone("receipt handle is stale: the lease expired, was re-reserved or was already acked")
+	case errors.Is(err, lease.ErrAckedAheadFull):
+		return Unavailable("acked-ahead set is full; head of queue may be stuck")
+	case err != nil:
+		return Internal("ack failed: %v", err)
+	}
+	return nil
+}
+
+func ackOutcome(err error) string {
+	switch CodeOf(err) {
+	case CodeGone:
+		return "stale"
+	case CodeUnavailable:
+		return "cap"
+	}
+	if err != nil {
+		return "error"
+	}
+	return "ok"
+}

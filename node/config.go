@@ -1,0 +1,104 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+
+	"narad/storage"
+)
+
+// Fixed bounds of the request surface (API.md). They are part of the
+// contract with clients, so they are constants, not configuration.
+const (
+	TopicNameBytesMax      = 255
+	TopicsPageDefault      = 100
+	TopicsPageMax          = 1000
+	ConsumeBatchMax        = 100     // max of a batch consume
+	ProduceBatchRecordsMax = 1000    // records of one batch produce
+	ProduceBatchBytesMax   = 8 << 20 // payload bytes of one batch produce
+	AckBatchHandlesMax     = 1000    // handles of one batch ack
+	PartitionsMin          = 3       // a topic has at least this many partitions
+	RetentionMsMin         = 3_600_000
+	// retentionForever as a topic's retention keeps records forever; a
+	// topic gets it only from a keep-forever node default.
+	retentionForever = 0
+)
+
+// Config holds a node's settings. Callers start from DefaultConfig and
+// change what they need; Validate reports every problem at once.
+type Config struct {
+	// NodeID names this node in partition stats and membership.
+	NodeID string
+	// AdvertiseAddr is the HTTP address clients reach this node at.
+	AdvertiseAddr string
+	// Log bounds every partition log.
+	Log storage.LogConfig
+
+	// Topic defaults, applied when a create request leaves a field zero.
+	DefaultPartitions          int
+	PartitionsMax              int
+	DefaultRetentionMs         int64
+	DefaultVisibilityTimeoutMs int64
+	DefaultInFlightMax         int
+	DefaultAckedAheadMax       int
+
+	// ConsumeWaitMaxMs clamps a consume's long-poll wait.
+	ConsumeWaitMaxMs int64
+	// WaitersMax bounds the long polls parked at once; past it a consume
+	// that finds nothing answers at once with nothing.
+	WaitersMax int
+	// CommitPersistIntervalMs is how often changed committed consumer
+	// offsets are persisted (a lost update only causes redelivery).
+	CommitPersistIntervalMs int64
+	// RetentionCheckIntervalMs is how often open logs apply retention.
+	RetentionCheckIntervalMs int64
+	// IdleLogCloseMs closes a log unused this long (0: never).
+	IdleLogCloseMs int64
+}
+
+// DefaultConfig returns the defaults of API.md §3.1.
+func DefaultConfig() Config {
+	return Config{
+		NodeID:                     "node-1",
+		Log:                        storage.DefaultLogConfig(),
+		DefaultPartitions:          3,
+		PartitionsMax:              108,
+		DefaultRetentionMs:         7 * 24 * 3_600_000,
+		DefaultVisibilityTimeoutMs: 30_000,
+		DefaultInFlightMax:         1024,
+		DefaultAckedAheadMax:       1024,
+		ConsumeWaitMaxMs:           10_000,
+		WaitersMax:                 10_000,
+		CommitPersistIntervalMs:    100,
+		RetentionCheckIntervalMs:   60_000,
+		IdleLogCloseMs:             1_800_000,
+	}
+}
+
+// Validate reports every problem of the configuration.
+func (c Config) Validate() error {
+	var problems []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			problems = append(problems, fmt.Errorf(format, args...))
+		}
+	}
+	check(c.NodeID != "", "node id must not be empty")
+	check(c.PartitionsMax >= PartitionsMin, "partitions max %d below %d", c.PartitionsMax, PartitionsMin)
+	check(c.DefaultPartitions >= PartitionsMin && c.DefaultPartitions <= c.PartitionsMax,
+		"default partitions %d outside [%d, %d]", c.DefaultPartitions, PartitionsMin, c.PartitionsMax)
+	check(c.DefaultRetentionMs == retentionForever || c.DefaultRetentionMs >= RetentionMsMin,
+		"default retention %d ms must be 0 (keep forever) or at least 1 h", c.DefaultRetentionMs)
+	check(c.DefaultVisibilityTimeoutMs > 0, "default visibility timeout must be > 0")
+	check(c.DefaultInFlightMax > 0, "default max in flight must be > 0")
+	check(c.DefaultAckedAheadMax > 0, "default max acked ahead must be > 0")
+	check(c.ConsumeWaitMaxMs >= 0, "consume wait max must be >= 0")
+	check(c.WaitersMax > 0, "waiters max must be > 0")
+	check(c.CommitPersistIntervalMs > 0, "commit persist interval must be > 0")
+	check(c.RetentionCheckIntervalMs > 0, "retention check interval must be > 0")
+	check(c.IdleLogCloseMs == 0 || c.IdleLogCloseMs >= 60_000, "idle log close must be 0 or >= 60000 ms")
+	if err := c.Log.Validate(); err != nil {
+		problems = append(problems, err)
+	}
+	return errors.Join(problems...)
+}

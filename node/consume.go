@@ -1,0 +1,221 @@
+package node
+
+import (
+	"errors"
+
+	"narad/node/lease"
+	"narad/storage"
+)
+
+// corruptSkipsPerReserveMax bounds how many corrupt records one reserve
+// call skips before it gives up for this round, so a damaged segment
+// cannot stall the loop.
+const corruptSkipsPerReserveMax = 64
+
+func (n *Node) consume(id RequestID, r Consume) {
+	t, err := n.topic(r.Topic)
+	if err != nil {
+		n.reply(id, nil, err)
+		return
+	}
+	if err := checkConsume(t, r); err != nil {
+		n.reply(id, nil, err)
+		return
+	}
+	messages := n.reserve(t, r)
+	switch {
+	case len(messages) > 0:
+		n.observer.ConsumeWait(r.Topic, outcomeOf(r, "hit"))
+		n.reply(id, ConsumeResult{Messages: messages, Batch: r.Max > 0}, nil)
+	case r.WaitMs <= 0 || n.waiters.len() >= n.cfg.WaitersMax:
+		n.observer.ConsumeWait(r.Topic, "no_wait")
+		n.reply(id, ConsumeResult{Messages: []Message{}, Batch: r.Max > 0}, nil)
+	default:
+		wait := min(r.WaitMs, n.cfg.ConsumeWaitMaxMs)
+		n.waiters.add(&waiter{id: id, request: r, deadlineMs: n.nowMs + wait})
+	}
+}
+
+func outcomeOf(r Consume, hit string) string {
+	if r.WaitMs <= 0 {
+		return "no_wait"
+	}
+	return hit
+}
+
+func checkConsume(t *topic, r Consume) error {
+	if r.Partition != PartitionNone && (r.Partition < 0 || r.Partition >= t.info.Partitions) {
+		return Invalid("invalid partition")
+	}
+	if r.Max < 0 || r.Max > ConsumeBatchMax {
+		return Invalid("max must be between 1 and %d", ConsumeBatchMax)
+	}
+	return nil
+}
+
+// reserve reserves up to max(r.Max, 1) messages, starting at the topic's
+// rotating cursor so that partitions are served fairly.
+func (n *Node) reserve(t *topic, r Consume) []Message {
+	want := max(r.Max, 1)
+	var messages []Message
+	for _, index := range n.consumeOrder(t, r.Partition) {
+		p := n.partitionOf(t, index)
+		for len(messages) < want {
+			message, ok := n.reserveOne(t, p)
+			if !ok {
+				break
+			}
+			messages = append(messages, message)
+		}
+		if len(messages) == want {
+			break
+		}
+	}
+	return messages
+}
+
+// consumeOrder lists the partitions a consume looks at, in order, and
+// moves the topic's cursor on.
+func (n *Node) consumeOrder(t *topic, pinned int) []int {
+	if pinned != PartitionNone {
+		return []int{pinned}
+	}
+	count := t.info.Partitions
+	start := t.consumeCursor % count
+	t.consumeCursor = (start + 1) % count
+	order := make([]int, count)
+	for i := range order {
+		order[i] = (start + i) % count
+	}
+	return order
+}
+
+// reserveOne reserves the next available record of p, skipping records
+// that recovery found corrupt and records that retention removed.
+func (n *Node) reserveOne(t *topic, p *partition) (Message, bool) {
+	log, err := n.openLog(t, p)
+	if err != nil {
+		return Message{}, false
+	}
+	for range corruptSkipsPerReserveMax {
+		reservation, ok := p.leases.Reserve(n.nowMs, log.HWM(), t.info.VisibilityTimeoutMs)
+		if !ok {
+			return Message{}, false
+		}
+		record, err := log.Read(reservation.Offset)
+		if err == nil {
+			n.observer.Consumed(t.info.Name, p.key.index, 1, int64(len(record.Payload)))
+			return n.message(t, p, record, reservation), true
+		}
+		n.skipUnreadable(t, p, log, reservation.Offset, err)
+	}
+	return Message{}, false
+}
+
+func (n *Node) skipUnreadable(t *topic, p *partition, log *storage.Log, offset uint64, err error) {
+	switch {
+	case errors.Is(err, storage.ErrCorrupt):
+		n.observer.CorruptSkipped(t.info.Name, p.key.index)
+		p.leases.Skip(offset)
+	case errors.Is(err, storage.ErrAgedOut):
+		if dropped := p.leases.AdvanceTo(log.Oldest()); dropped > 0 {
+			n.observer.ConsumerDropped(t.info.Name, p.key.index, dropped)
+		}
+	default:
+		assert(false, "node: read of reserved offset %d of %s: %v", offset, p.dir, err)
+	}
+	n.noteCommitted(p, log)
+}
+
+func (n *Node) message(t *topic, p *partition, record storage.Record, r lease.Reservation) Message {
+	return Message{
+		Topic: t.info.Name, Partition: p.key.index, Offset: r.Offset,
+		Key: record.Key, Payload: record.Payload, TimestampMs: record.TimeMs,
+		ReceiptHandle: lease.FormatHandle(p.key.index, r.Offset, r.Nonce),
+		DeliveryCount: r.DeliveryCount,
+	}
+}
+
+// noteCommitted copies the lease table's frontier into the log, to be
+// persisted at the next commit-persist tick.
+func (n *Node) noteCommitted(p *partition, log *storage.Log) {
+	if c := p.leases.Committed(); c > log.Committed() {
+		log.SetCommitted(min(c, log.HWM()))
+	}
+}
+
+// wake serves the parked long polls of a topic, oldest first.
+func (n *Node) wake(topicName string) {
+	t, ok := n.catalog.get(topicName)
+	if !ok {
+		return
+	}
+	for _, w := range n.waiters.topic(topicName) {
+		messages := n.reserve(t, w.request)
+		if len(messages) == 0 {
+			continue
+		}
+		n.waiters.remove(w.id)
+		n.observer.ConsumeWait(topicName, "hit")
+		n.reply(w.id, ConsumeResult{Messages: messages, Batch: w.request.Max > 0}, nil)
+	}
+}
+
+// expireWaiters answers the long polls whose wait ran out.
+func (n *Node) expireWaiters() {
+	for _, w := range n.waiters.popExpired(n.nowMs) {
+		n.observer.ConsumeWait(w.request.Topic, "timeout")
+		n.reply(w.id, ConsumeResult{Messages: []Message{}, Batch: w.request.Max > 0}, nil)
+	}
+}
+
+// expireLeases releases reservations past their deadline and wakes the
+// topics that got records back.
+func (n *Node) expireLeases() {
+	var woken []string
+	for _, p := range n.sortedPartitions() {
+		if p.leases == nil {
+			continue
+		}
+		if d, ok := p.leases.NextDeadline(); !ok || d > n.nowMs {
+			continue
+		}
+		if p.leases.Expire(n.nowMs) > 0 && (len(woken) == 0 || woken[len(woken)-1] != p.key.topic) {
+			woken = append(woken, p.key.topic)
+		}
+	}
+	for _, name := range woken {
+		n.wake(name)
+	}
+}
+
+func (n *Node) replay(r Replay) (any, error) {
+	t, err := n.topic(r.Topic)
+	if err != nil {
+		return nil, err
+	}
+	if r.Partition < 0 || r.Partition >= t.info.Partitions {
+		return nil, Invalid("invalid partition")
+	}
+	p := n.partitionOf(t, r.Partition)
+	log, err := n.openLog(t, p)
+	if err != nil {
+		return nil, Unavailable("partition %d of %s is unavailable: %v", r.Partition, r.Topic, err)
+	}
+	record, err := log.Read(r.Offset)
+	switch {
+	case errors.Is(err, storage.ErrBeyondHWM):
+		return ReplayResult{}, nil
+	case errors.Is(err, storage.ErrAgedOut):
+		return nil, Gone("offset %d aged out of retention (oldest retained: %d)", r.Offset, log.Oldest())
+	case errors.Is(err, storage.ErrCorrupt):
+		return nil, Gone("offset %d is unreadable (corrupt record skipped by recovery)", r.Offset)
+	case err != nil:
+		return nil, Internal("replay failed: %v", err)
+	}
+	n.observer.Consumed(t.info.Name, r.Partition, 1, int64(len(record.Payload)))
+	return ReplayResult{Message: &Message{
+		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+		Key: record.Key, Payload: record.Payload, TimestampMs: record.TimeMs,
+	}}, nil
+}

@@ -1,0 +1,283 @@
+package node
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestConsumeReservesThenRedeliversAfterVisibilityTimeout(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders", func(c *CreateTopic) { c.VisibilityTimeoutMs = 1_000 })
+	h.ok(Produce{Topic: "orders", Records: []ProduceRecord{{Key: []byte("k"), Partition: 1, Payload: []byte("hello")}}})
+	first, ok := h.consume("orders")
+	require.True(t, ok)
+	require.Equal(t, "hello", string(first.Payload))
+	require.Equal(t, "k", string(first.Key))
+	require.Equal(t, uint32(1), first.DeliveryCount)
+	require.Equal(t, harnessStartMs, first.TimestampMs)
+	require.Regexp(t, `^1:0:[0-9]+$`, first.ReceiptHandle)
+
+	_, ok = h.consume("orders")
+	require.False(t, ok, "a reserved record is invisible to other consumers")
+	h.tick(999)
+	_, ok = h.consume("orders")
+	require.False(t, ok, "still reserved 1 ms before the deadline")
+	h.tick(1)
+	second, ok := h.consume("orders")
+	require.True(t, ok, "redelivered once the visibility timeout passed")
+	require.Equal(t, uint32(2), second.DeliveryCount)
+	require.NotEqual(t, first.ReceiptHandle, second.ReceiptHandle)
+	require.Equal(t, CodeGone, CodeOf(h.ackHandle("orders", first.ReceiptHandle, AckCommit)), "the lapsed handle is stale")
+	require.NoError(t, h.ackHandle("orders", second.ReceiptHandle, AckCommit))
+	h.tick(5_000)
+	_, ok = h.consume("orders")
+	require.False(t, ok, "an acked record is never delivered again")
+}
+
+func TestAckTwiceIsStale(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	h.produce("orders", 0, "x")
+	m, _ := h.consume("orders")
+	require.NoError(t, h.ackHandle("orders", m.ReceiptHandle, AckCommit))
+	require.Equal(t, CodeGone, CodeOf(h.ackHandle("orders", m.ReceiptHandle, AckCommit)))
+}
+
+func TestNackRedeliversAtOnceAndExtendKeepsTheLease(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders", func(c *CreateTopic) { c.VisibilityTimeoutMs = 1_000 })
+	h.produce("orders", 0, "x")
+	m, _ := h.consume("orders")
+	require.NoError(t, h.ackHandle("orders", m.ReceiptHandle, AckNack))
+	again, ok := h.consume("orders")
+	require.True(t, ok, "a nacked record is available at once")
+	require.Equal(t, uint32(2), again.DeliveryCount)
+
+	h.tick(800)
+	require.NoError(t, h.ackHandle("orders", again.ReceiptHandle, AckExtend))
+	h.tick(800) // 1,600 ms after the reservation, 800 after the extend
+	_, ok = h.consume("orders")
+	require.False(t, ok, "an extended lease outlives its first deadline")
+	require.NoError(t, h.ackHandle("orders", again.ReceiptHandle, AckCommit), "the same handle stays valid after extend")
+}
+
+func TestAckRejectsMalformedAndForeignHandles(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	for _, handle := range []string{"", "abc", "1:2", "1:2:0", "-1:2:3", "1:2:3:4"} {
+		require.Equal(t, CodeInvalid, CodeOf(h.ackHandle("orders", handle, AckCommit)), "handle %q", handle)
+	}
+	require.Equal(t, CodeGone, CodeOf(h.ackHandle("orders", "7:0:12", AckCommit)), "partition out of range")
+	require.Equal(t, CodeGone, CodeOf(h.ackHandle("orders", "0:0:12", AckCommit)), "never reserved")
+	require.Equal(t, CodeNotFound, CodeOf(h.ackHandle("missing", "0:0:12", AckCommit)))
+}
+
+func TestOutOfOrderAcksAdvanceTheFrontierWhenContiguous(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	for i := range 3 {
+		h.produce("orders", 0, fmt.Sprint(i))
+	}
+	var handles []string
+	for range 3 {
+		m, ok := h.consume("orders")
+		require.True(t, ok)
+		handles = append(handles, m.ReceiptHandle)
+	}
+	require.NoError(t, h.ackHandle("orders", handles[2], AckCommit))
+	require.NoError(t, h.ackHandle("orders", handles[1], AckCommit))
+	require.Equal(t, uint64(0), h.stats("orders", 0).Committed, "acks ahead of the frontier are held")
+	require.NoError(t, h.ackHandle("orders", handles[0], AckCommit))
+	require.Equal(t, uint64(3), h.stats("orders", 0).Committed, "the frontier collapses the contiguous run")
+}
+
+func TestInFlightCapLimitsReservations(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders", func(c *CreateTopic) { c.InFlightMax = 2 })
+	for range 4 {
+		h.produce("orders", 0, "x")
+	}
+	a, _ := h.consume("orders")
+	h.consume("orders")
+	_, ok := h.consume("orders")
+	require.False(t, ok, "the in-flight cap stops a third reservation")
+	require.NoError(t, h.ackHandle("orders", a.ReceiptHandle, AckCommit))
+	_, ok = h.consume("orders")
+	require.True(t, ok, "an ack frees a slot")
+}
+
+func TestAckedAheadCapServesOnlyTheFrontier(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders", func(c *CreateTopic) { c.AckedAheadMax = 1; c.VisibilityTimeoutMs = 1_000 })
+	for range 4 {
+		h.produce("orders", 0, "x")
+	}
+	var handles []string
+	for range 3 {
+		m, _ := h.consume("orders")
+		handles = append(handles, m.ReceiptHandle)
+	}
+	require.NoError(t, h.ackHandle("orders", handles[1], AckCommit))
+	require.Equal(t, CodeUnavailable, CodeOf(h.ackHandle("orders", handles[2], AckCommit)), "acked-ahead set full: 503")
+	_, ok := h.consume("orders")
+	require.False(t, ok, "with the set full only the frontier offset may be served, and it is in flight")
+	h.tick(1_000) // every lease lapses; offset 0 becomes available again
+	m, ok := h.consume("orders")
+	require.True(t, ok)
+	require.Equal(t, uint64(0), m.Offset, "the frontier is served first")
+}
+
+func TestBatchConsume(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	for i := range 7 {
+		h.produce("orders", i%3, "x")
+	}
+	result := h.ok(Consume{Topic: "orders", Partition: PartitionNone, Max: 5}).(ConsumeResult)
+	require.Len(t, result.Messages, 5)
+	require.True(t, result.Batch)
+	result = h.ok(Consume{Topic: "orders", Partition: PartitionNone, Max: 5}).(ConsumeResult)
+	require.Len(t, result.Messages, 2)
+	result = h.ok(Consume{Topic: "orders", Partition: PartitionNone, Max: 5}).(ConsumeResult)
+	require.Empty(t, result.Messages)
+	require.NotNil(t, result.Messages, "an empty batch is a list, never null")
+	h.fail(Consume{Topic: "orders", Partition: PartitionNone, Max: 101}, CodeInvalid)
+	h.fail(Consume{Topic: "orders", Partition: 9}, CodeInvalid)
+}
+
+func TestPinnedConsumeReadsOnlyItsPartition(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	h.produce("orders", 2, "two")
+	result := h.ok(Consume{Topic: "orders", Partition: 1}).(ConsumeResult)
+	require.Empty(t, result.Messages)
+	result = h.ok(Consume{Topic: "orders", Partition: 2}).(ConsumeResult)
+	require.Len(t, result.Messages, 1)
+}
+
+func TestLongPollIsWokenByAProduce(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	id := h.send(Consume{Topic: "orders", Partition: PartitionNone, WaitMs: 5_000})
+	require.NotContains(t, h.replies, id, "nothing to deliver: the poll waits")
+	h.tick(1_000)
+	require.NotContains(t, h.replies, id)
+	h.produce("orders", 1, "wake up")
+	reply, ok := h.replies[id]
+	require.True(t, ok, "the produce's sync round wakes the poll")
+	require.Equal(t, "wake up", string(reply.Result.(ConsumeResult).Messages[0].Payload))
+}
+
+func TestLongPollTimesOutEmpty(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	id := h.send(Consume{Topic: "orders", Partition: PartitionNone, WaitMs: 2_000})
+	require.LessOrEqual(t, h.node.NextDeadlineMs(), harnessStartMs+2_000, "the driver learns when to tick next")
+	h.tick(1_999)
+	require.NotContains(t, h.replies, id)
+	h.tick(1)
+	require.Empty(t, h.replies[id].Result.(ConsumeResult).Messages)
+}
+
+func TestLongPollWaitIsClamped(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	id := h.send(Consume{Topic: "orders", Partition: PartitionNone, WaitMs: 3_600_000})
+	h.tick(h.cfg.ConsumeWaitMaxMs)
+	require.Contains(t, h.replies, id, "the wait is clamped to ConsumeWaitMaxMs")
+}
+
+func TestLongPollWokenByLeaseExpiryAndNack(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders", func(c *CreateTopic) { c.VisibilityTimeoutMs = 1_000 })
+	h.produce("orders", 0, "x")
+	m, _ := h.consume("orders")
+	id := h.send(Consume{Topic: "orders", Partition: PartitionNone, WaitMs: 5_000})
+	h.tick(1_000)
+	require.Contains(t, h.replies, id, "an expired lease wakes a waiting poll")
+
+	second := h.replies[id].Result.(ConsumeResult).Messages[0]
+	id2 := h.send(Consume{Topic: "orders", Partition: PartitionNone, WaitMs: 5_000})
+	require.NoError(t, h.ackHandle("orders", second.ReceiptHandle, AckNack))
+	require.Contains(t, h.replies, id2, "a nack wakes a waiting poll")
+	require.Equal(t, m.Offset, h.replies[id2].Result.(ConsumeResult).Messages[0].Offset)
+}
+
+func TestCancelDropsAParkedPoll(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	id := h.send(Consume{Topic: "orders", Partition: PartitionNone, WaitMs: 5_000})
+	h.node.Cancel(id)
+	h.produce("orders", 0, "x")
+	h.tick(10_000)
+	require.NotContains(t, h.replies, id, "a cancelled poll is never answered")
+	_, ok := h.consume("orders")
+	require.True(t, ok, "and it reserved nothing")
+}
+
+func TestReplay(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	h.produce("orders", 0, "first")
+	h.produce("orders", 0, "second")
+	result := h.ok(Replay{Topic: "orders", Partition: 0, Offset: 1}).(ReplayResult)
+	require.Equal(t, "second", string(result.Message.Payload))
+	require.Empty(t, result.Message.ReceiptHandle, "replay reserves nothing")
+	require.Nil(t, h.ok(Replay{Topic: "orders", Partition: 0, Offset: 2}).(ReplayResult).Message, "past the HWM: nothing (204)")
+	h.fail(Replay{Topic: "orders", Partition: 3, Offset: 0}, CodeInvalid)
+	_, ok := h.consume("orders")
+	require.True(t, ok, "replay does not touch queue state")
+}
+
+func TestCommittedOffsetSurvivesRestartAndCrash(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	for range 3 {
+		h.produce("orders", 0, "x")
+	}
+	for range 2 {
+		m, _ := h.consume("orders")
+		require.NoError(t, h.ackHandle("orders", m.ReceiptHandle, AckCommit))
+	}
+	h.tick(h.cfg.CommitPersistIntervalMs) // persists the committed offset
+	h.crash()
+	m, ok := h.consume("orders")
+	require.True(t, ok)
+	require.Equal(t, uint64(2), m.Offset, "acked records persisted before the crash are not redelivered")
+	require.NoError(t, h.ackHandle("orders", m.ReceiptHandle, AckCommit))
+	h.restart() // graceful: Close persists without waiting for the tick
+	_, ok = h.consume("orders")
+	require.False(t, ok)
+}
+
+func TestRedeliveryAfterCrashOfUnackedRecords(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	h.produce("orders", 0, "x")
+	m, _ := h.consume("orders")
+	h.crash()
+	again, ok := h.consume("orders")
+	require.True(t, ok, "a reservation does not survive a crash: the record comes back")
+	require.Equal(t, m.Offset, again.Offset)
+	require.Equal(t, CodeGone, CodeOf(h.ackHandle("orders", m.ReceiptHandle, AckCommit)), "handles of the old incarnation are stale")
+}
+
+func TestRetentionAgesOutOldSegments(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Log.SegmentBytes = 4096
+	h.start()
+	h.createTopic("orders")
+	payload := string(make([]byte, 1000))
+	for range 20 {
+		h.produce("orders", 0, payload)
+	}
+	h.tick(h.cfg.DefaultRetentionMs + h.cfg.RetentionCheckIntervalMs)
+	stats := h.stats("orders", 0)
+	require.Positive(t, stats.OldestOffset, "sealed segments past retention are deleted")
+	h.fail(Replay{Topic: "orders", Partition: 0, Offset: 0}, CodeGone)
+	m, ok := h.consume("orders")
+	require.True(t, ok)
+	require.Equal(t, stats.OldestOffset, m.Offset, "the consumer frontier moves past deleted records")
+}

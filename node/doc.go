@@ -1,0 +1,44 @@
+// Package node is one broker node as a deterministic state machine: the
+// data path (topics, produce, consume, ack, replay) over the partition logs
+// it owns. It starts no goroutines, reads no clock and does no network I/O;
+// disk goes through storage.FS. Two drivers run it: host (production:
+// goroutines, HTTP, wall clock, os files) and sim (one goroutine, simulated
+// clock, network and disk).
+//
+// # The contract
+//
+// Inputs:
+//   - Tick(nowMs): the current time. The node's clock is the last value
+//     ticked; it never goes backwards. Visibility deadlines, long-poll
+//     deadlines, retention and idle-log closing are all driven by ticks.
+//   - Handle(id, request): a client request, decoded by httpapi from HTTP
+//     (the simulator builds the same values through the same decoder). The
+//     id is chosen by the driver and unique among the node's requests.
+//   - Cancel(id): the client went away; a waiting long poll is dropped.
+//   - Step(envelope): a message from a peer node (the cluster adds them).
+//
+// Outputs are gathered in a Ready, taken with Ready() when HasReady()
+// reports true. The driver handles a Ready in this fixed order:
+//
+//  1. Persist: run every Sync of Ready.Syncs (fsyncs of partition logs and
+//     of committed consumer offsets). Syncs of different logs are
+//     independent and may run in parallel; nothing else may touch the node
+//     meanwhile. If any Sync fails, the node instance is finished: the
+//     driver must not deliver this Ready's replies or messages and must
+//     not call Advance; it answers every outstanding request as failed and
+//     restarts the node from its disk (a crash, in the simulator). After a
+//     failed fsync the page cache can no longer be trusted, so recovery
+//     from what is really on disk is the only safe continuation.
+//  2. Send: deliver Ready.Messages to peers and Ready.Replies to clients.
+//     Replies may depend on the Syncs (a produce's 202), which is why they
+//     wait for step 1.
+//  3. Advance(ready): tell the node the Ready was handled. Records made
+//     durable by the Syncs become visible to consumers here, and waiting
+//     long polls are served (their replies appear in the next Ready).
+//
+// Group commit falls out of this: every produce handled since the last
+// Ready shares one sync round per touched log.
+//
+// Determinism: the same inputs in the same order produce the same outputs.
+// Iteration over maps whose order could reach an output is sorted.
+package node

@@ -1,0 +1,151 @@
+package node
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"narad/storage"
+)
+
+// harness drives a node the way a driver does, synchronously, on an
+// in-memory disk: every request is handled and every Ready persisted,
+// answered and advanced before the call returns.
+type harness struct {
+	t       *testing.T
+	cfg     Config
+	fs      *storage.MemFS
+	node    *Node
+	nowMs   int64
+	nextID  RequestID
+	replies map[RequestID]Reply
+	// syncsRun counts Sync.Run calls, for group-commit assertions.
+	syncsRun int
+}
+
+const harnessStartMs int64 = 1_700_000_000_000
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Log.SegmentBytes = 64 << 10
+	h := &harness{t: t, cfg: cfg, fs: storage.NewMemFS(rand.New(rand.NewPCG(1, 2))), nowMs: harnessStartMs, replies: map[RequestID]Reply{}}
+	h.start()
+	return h
+}
+
+func (h *harness) start() {
+	n, err := New(h.cfg, h.fs, h.nowMs, nil)
+	require.NoError(h.t, err)
+	h.node = n
+}
+
+// send hands a request to the node and flushes; it returns the id so the
+// caller can look for a reply that may come later (long polls).
+func (h *harness) send(req Request) RequestID {
+	h.nextID++
+	h.node.Handle(h.nextID, req)
+	h.flush()
+	return h.nextID
+}
+
+// do sends a request that must be answered at once and returns the reply.
+func (h *harness) do(req Request) Reply {
+	h.t.Helper()
+	id := h.send(req)
+	reply, ok := h.replies[id]
+	require.True(h.t, ok, "request %d (%T) got no reply", id, req)
+	return reply
+}
+
+// ok is do for a request that must succeed; it returns the result.
+func (h *harness) ok(req Request) any {
+	h.t.Helper()
+	reply := h.do(req)
+	require.NoError(h.t, reply.Err, "%T", req)
+	return reply.Result
+}
+
+// fail is do for a request that must fail with code.
+func (h *harness) fail(req Request, code Code) *Error {
+	h.t.Helper()
+	reply := h.do(req)
+	require.Error(h.t, reply.Err, "%T must fail", req)
+	e, isError := reply.Err.(*Error)
+	require.True(h.t, isError, "error %v is not *Error", reply.Err)
+	require.Equal(h.t, code, e.Code, "error %q", e.Message)
+	return e
+}
+
+func (h *harness) flush() {
+	for h.node.HasReady() {
+		rd := h.node.Ready()
+		for _, s := range rd.Syncs {
+			require.NoError(h.t, s.Run())
+			h.syncsRun++
+		}
+		for _, r := range rd.Replies {
+			_, dup := h.replies[r.ID]
+			require.False(h.t, dup, "request %d answered twice", r.ID)
+			h.replies[r.ID] = r
+		}
+		h.node.Advance(rd)
+	}
+}
+
+func (h *harness) tick(deltaMs int64) {
+	h.nowMs += deltaMs
+	h.node.Tick(h.nowMs)
+	h.flush()
+}
+
+// crash drops the node and every unsynced write of its disk, then
+// restarts it.
+func (h *harness) crash() {
+	h.fs.Crash()
+	h.start()
+}
+
+// restart closes the node gracefully and starts it again.
+func (h *harness) restart() {
+	require.NoError(h.t, h.node.Close())
+	h.start()
+}
+
+func (h *harness) createTopic(name string, mutate ...func(*CreateTopic)) TopicInfo {
+	h.t.Helper()
+	req := CreateTopic{Name: name}
+	for _, m := range mutate {
+		m(&req)
+	}
+	return h.ok(req).(TopicInfo)
+}
+
+func (h *harness) produce(topicName string, partition int, payload string) Placement {
+	h.t.Helper()
+	result := h.ok(Produce{Topic: topicName, Records: []ProduceRecord{{Partition: partition, Payload: []byte(payload)}}}).(ProduceResult)
+	require.Len(h.t, result.Records, 1)
+	return result.Records[0]
+}
+
+func (h *harness) consume(topicName string) (Message, bool) {
+	h.t.Helper()
+	result := h.ok(Consume{Topic: topicName, Partition: PartitionNone}).(ConsumeResult)
+	if len(result.Messages) == 0 {
+		return Message{}, false
+	}
+	require.Len(h.t, result.Messages, 1)
+	return result.Messages[0], true
+}
+
+func (h *harness) ackHandle(topicName, handle string, action AckAction) error {
+	return h.do(Ack{Topic: topicName, Handles: []string{handle}, Action: action}).Err
+}
+
+func (h *harness) stats(topicName string, partition int) PartitionStats {
+	h.t.Helper()
+	detail := h.ok(GetTopic{Name: topicName, Partition: partition}).(TopicDetail)
+	require.Len(h.t, detail.PartitionStats, 1)
+	return detail.PartitionStats[0]
+}

@@ -1,0 +1,173 @@
+package lease
+
+import (
+	"errors"
+	"math"
+)
+
+var (
+	// ErrStale: the handle does not name a live reservation (it expired,
+	// was re-reserved under a new nonce, was already acked, nacked or
+	// skipped, fell to retention, or belongs to another incarnation).
+	ErrStale = errors.New("lease: receipt handle is stale")
+	// ErrAckedAheadFull: acking this offset above the frontier would exceed
+	// AckedAheadMax; nothing changed and the reservation stays live.
+	ErrAckedAheadFull = errors.New("lease: acked-ahead set is full")
+)
+
+// Reservation is one delivery handed to a consumer.
+type Reservation struct {
+	Offset        uint64
+	Nonce         uint64 // > 0; the handle is live while this nonce is current
+	DeliveryCount uint32 // 1 on first delivery, +1 per redelivery
+	DeadlineMs    int64  // the reservation lapses when nowMs reaches it
+}
+
+// Table is the lease table of one partition. It is not safe for concurrent
+// use; the node's loop owns it. All fields are changed only by the methods
+// named in their comments.
+type Table struct {
+	// cfg holds the caps. Invariant: cfg.Validate() == nil. SetConfig.
+	cfg Config
+	// committed is the frontier: every offset below it is acked or skipped.
+	// Invariant: only grows. Ack, Skip, AdvanceTo.
+	committed uint64
+	// nextUndelivered is the cursor of offsets never delivered. Invariant:
+	// committed <= nextUndelivered <= highWatermarkSeen; it is not acked
+	// ahead; offsets below it and at or above committed are all entries or
+	// acked ahead. Reserve advances it; the frontier pushes it.
+	nextUndelivered uint64
+	// highWatermarkSeen is the largest HWM the table has been told of (by
+	// Reserve, or implied by New, Skip and AdvanceTo). Only grows.
+	highWatermarkSeen uint64
+	// entries are the delivered, unresolved offsets. Invariant: each is in
+	// deadlines (in flight) or released, as its state says, and nowhere
+	// else; len(entries) <= deliveredCeiling. Reserve adds; Ack, Skip,
+	// AdvanceTo remove.
+	entries map[uint64]*entry
+	// deadlines holds the in-flight entries by (deadline, offset).
+	// Invariant: every deadline > lastNowMs after each call taking nowMs.
+	deadlines entryHeap
+	// released holds entries waiting for redelivery, by offset.
+	released entryHeap
+	// ackedAhead holds acked or skipped offsets above the frontier.
+	// Invariant: all > committed, none in entries, len <= ackedAheadCeiling.
+	// Ack and Skip add; the frontier and AdvanceTo remove.
+	ackedAhead map[uint64]struct{}
+	// lastNonce is the last receipt nonce handed out (nonceBase at first).
+	// Reserve advances it, skipping 0.
+	lastNonce uint64
+	// lastNowMs is the latest nowMs seen; math.MinInt64 before any.
+	lastNowMs int64
+	// lapsedUnreported counts reservations that lapsed since the last
+	// Expire call, so Expire reports lapses found lazily by other calls.
+	lapsedUnreported int
+	// deliveredCeiling bounds len(entries): cfg.InFlightMax, or more while
+	// a lowered cap (or a restored snapshot) leaves more entries than that;
+	// it falls back as they resolve. relaxCeilings, SetConfig.
+	deliveredCeiling int
+	// ackedAheadCeiling bounds len(ackedAhead) the same way; Skip raises
+	// it because skips ignore the cap.
+	ackedAheadCeiling int
+}
+
+// New starts a table at a committed frontier. nonceBase makes receipt
+// nonces of this table differ from those of an earlier incarnation of the
+// partition (the node passes something like its start time): nonces handed
+// out are nonceBase+1, nonceBase+2, ..., skipping 0 if the sum wraps, so they
+// are always > 0. cfg must be valid.
+func New(committed uint64, nonceBase uint64, cfg Config) *Table {
+	if err := cfg.Validate(); err != nil {
+		brokenInvariant("config must be valid: %v", err)
+	}
+	return &Table{
+		cfg:               cfg,
+		committed:         committed,
+		nextUndelivered:   committed,
+		highWatermarkSeen: committed,
+		entries:           make(map[uint64]*entry),
+		deadlines:         entryHeap{less: byDeadline},
+		released:          entryHeap{less: byOffset},
+		ackedAhead:        make(map[uint64]struct{}),
+		lastNonce:         nonceBase,
+		lastNowMs:         math.MinInt64,
+		deliveredCeiling:  cfg.InFlightMax,
+		ackedAheadCeiling: cfg.AckedAheadMax,
+	}
+}
+
+// Committed is the frontier: every offset below it is acked or skipped.
+func (t *Table) Committed() uint64 { return t.committed }
+
+// InFlight counts unexpired reservations as of the last call that took
+// nowMs.
+func (t *Table) InFlight() int { return t.deadlines.Len() }
+
+// AckedAhead counts acked or skipped offsets above the frontier.
+func (t *Table) AckedAhead() int { return len(t.ackedAhead) }
+
+// SetConfig changes the caps (a topic alter). It applies to the next calls;
+// lowering a cap below a current count drops nothing, it only stops new
+// reservations (or out-of-order acks) until the count falls below it.
+func (t *Table) SetConfig(cfg Config) {
+	if err := cfg.Validate(); err != nil {
+		brokenInvariant("config must be valid: %v", err)
+	}
+	t.cfg = cfg
+	t.deliveredCeiling = max(cfg.InFlightMax, len(t.entries))
+	t.ackedAheadCeiling = max(cfg.AckedAheadMax, len(t.ackedAhead))
+	t.checkIfEnabled()
+}
+
+// NextDeadline is the earliest deadline of a live reservation, for the
+// node's tick scheduling; ok=false when nothing is in flight.
+func (t *Table) NextDeadline() (deadlineMs int64, ok bool) {
+	if t.deadlines.Len() == 0 {
+		return 0, false
+	}
+	return t.deadlines.top().deadlineMs, true
+}
+
+// Expire releases every reservation whose deadline <= nowMs and returns how
+// many reservations lapsed since the previous Expire call: those released
+// now plus those other calls found lapsed lazily in between. The node wakes
+// long-pollers when it is > 0.
+func (t *Table) Expire(nowMs int64) int {
+	t.observe(nowMs)
+	lapsed := t.lapsedUnreported
+	t.lapsedUnreported = 0
+	t.checkIfEnabled()
+	return lapsed
+}
+
+// observe moves the table's clock to nowMs (never backwards) and releases
+// every reservation that lapsed by then. It returns the table's now.
+func (t *Table) observe(nowMs int64) int64 {
+	t.lastNowMs = max(t.lastNowMs, nowMs)
+	for t.deadlines.Len() > 0 && t.deadlines.top().deadlineMs <= t.lastNowMs {
+		t.release(t.deadlines.popTop())
+		t.lapsedUnreported++
+	}
+	return t.lastNowMs
+}
+
+// release makes an entry just taken out of deadlines available again.
+func (t *Table) release(e *entry) {
+	if e.state != stateInFlight {
+		brokenInvariant("only an in-flight entry is released (offset %d, state %d)", e.offset, e.state)
+	}
+	e.state = stateReleased
+	t.released.add(e)
+}
+
+// noteHighWatermark records that offsets below hwm exist.
+func (t *Table) noteHighWatermark(hwm uint64) {
+	t.highWatermarkSeen = max(t.highWatermarkSeen, hwm)
+}
+
+// relaxCeilings lets the ceilings fall back toward the caps as counts fall
+// below a ceiling raised by SetConfig, RestoreTable or Skip.
+func (t *Table) relaxCeilings() {
+	t.deliveredCeiling = max(t.cfg.InFlightMax, min(t.deliveredCeiling, len(t.entries)))
+	t.ackedAheadCeiling = max(t.cfg.AckedAheadMax, min(t.ackedAheadCeiling, len(t.ackedAhead)))
+}

@@ -1,0 +1,293 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"narad/chaos"
+	"narad/storage"
+)
+
+// Node is one broker node. All methods must be called from one goroutine
+// (the driver's loop); see the package doc for the contract.
+type Node struct {
+	cfg      Config
+	fs       storage.FS
+	store    *storage.Store
+	observer Observer
+
+	// nowMs is the node's clock: the last Tick. Never decreases.
+	nowMs int64
+	// nonceBase separates the receipt nonces of this incarnation from
+	// those of earlier ones: it derives from a persisted start counter.
+	nonceBase uint64
+
+	catalog    *catalog
+	partitions map[partitionKey]*partition
+	waiters    *waiterSet
+
+	// The Ready being gathered. replies hold answers in arrival order;
+	// dirty holds the partitions with unsynced records or offsets;
+	// dependents maps a partition to the indexes in replies that must not
+	// succeed unless that partition's sync round does.
+	replies    []Reply
+	dirty      map[partitionKey]*partition
+	dependents map[partitionKey][]int
+	messages   []Envelope
+
+	// Deadlines of periodic work, in node time.
+	nextCommitPersistMs int64
+	nextRetentionMs     int64
+}
+
+// New recovers a node from its disk at time nowMs. Partition logs open
+// lazily, on first use.
+func New(cfg Config, fs storage.FS, nowMs int64, observer Observer) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("node config: %w", err)
+	}
+	if observer == nil {
+		observer = NopObserver{}
+	}
+	cat, err := loadCatalog(fs)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{
+		cfg: cfg, fs: fs, store: storage.NewStore(fs, cfg.Log), observer: observer,
+		nowMs: nowMs,
+		catalog: cat, partitions: map[partitionKey]*partition{}, waiters: newWaiterSet(),
+		dirty: map[partitionKey]*partition{}, dependents: map[partitionKey][]int{},
+		nextCommitPersistMs: nowMs + cfg.CommitPersistIntervalMs,
+		nextRetentionMs:     nowMs + cfg.RetentionCheckIntervalMs,
+	}
+	if err := n.sweepOrphans(); err != nil {
+		return nil, err
+	}
+	incarnation, err := nextIncarnation(fs)
+	if err != nil {
+		return nil, err
+	}
+	n.nonceBase = incarnation << incarnationNonceShift
+	return n, nil
+}
+
+// Now returns the node's clock in milliseconds.
+func (n *Node) Now() int64 { return n.nowMs }
+
+// Tick advances the node's clock to nowMs (a smaller value is ignored) and
+// runs the work that is due: visibility expiry, long-poll deadlines,
+// committed-offset persistence, retention and idle-log closing.
+func (n *Node) Tick(nowMs int64) {
+	if nowMs <= n.nowMs {
+		return
+	}
+	n.nowMs = nowMs
+	n.expireLeases()
+	n.expireWaiters()
+	if nowMs >= n.nextCommitPersistMs {
+		n.nextCommitPersistMs = nowMs + n.cfg.CommitPersistIntervalMs
+		n.scheduleCommitPersist()
+	}
+	if nowMs >= n.nextRetentionMs {
+		n.nextRetentionMs = nowMs + n.cfg.RetentionCheckIntervalMs
+		n.applyRetention()
+	}
+	if n.cfg.IdleLogCloseMs > 0 {
+		n.closeIdleLogs()
+	}
+}
+
+// NextDeadlineMs returns the earliest node time at which Tick has work to
+// do, so a driver can sleep until then. It is never after the periodic
+// deadlines.
+func (n *Node) NextDeadlineMs() int64 {
+	next := min(n.nextCommitPersistMs, n.nextRetentionMs)
+	if d, ok := n.waiters.nextDeadline(); ok {
+		next = min(next, d)
+	}
+	for _, p := range n.sortedPartitions() {
+		if p.leases == nil {
+			continue
+		}
+		if d, ok := p.leases.NextDeadline(); ok {
+			next = min(next, d)
+		}
+	}
+	return next
+}
+
+// Handle processes one client request. Its reply appears in a later Ready
+// (immediately for most requests; after the sync round for a produce;
+// when records arrive or the wait ends for a long poll).
+func (n *Node) Handle(id RequestID, req Request) {
+	switch r := req.(type) {
+	case CreateTopic:
+		n.answer(id)(n.createTopic(r))
+	case ListTopics:
+		n.answer(id)(n.listTopics(r))
+	case GetTopic:
+		n.answer(id)(n.getTopic(r))
+	case AlterTopic:
+		n.answer(id)(n.alterTopic(r))
+	case DeleteTopic:
+		n.answer(id)(n.deleteTopic(r))
+	case Produce:
+		n.produce(id, r)
+	case Consume:
+		n.consume(id, r)
+	case Replay:
+		n.answer(id)(n.replay(r))
+	case Ack:
+		n.answer(id)(n.ack(r))
+	case ListMembers:
+		n.reply(id, n.listMembers(), nil)
+	case ListMoves:
+		n.reply(id, MovesResult{Moves: []Move{}}, nil)
+	default:
+		n.reply(id, nil, Invalid("unknown request type %T", req))
+	}
+}
+
+// Cancel drops a parked long poll; a request that was already answered or
+// is not parked is unaffected.
+func (n *Node) Cancel(id RequestID) {
+	if n.waiters.remove(id) {
+		n.observer.ConsumeWait("", "cancelled")
+	}
+}
+
+// Step delivers a message from a peer. A single node has no peers yet;
+// the cluster adds message types.
+func (n *Node) Step(env Envelope) error {
+	return fmt.Errorf("node %s: unexpected peer message %T from %s", n.cfg.NodeID, env.Message, env.From)
+}
+
+// HasReady reports whether Ready has anything to hand out.
+func (n *Node) HasReady() bool {
+	return len(n.replies) > 0 || len(n.dirty) > 0 || len(n.messages) > 0
+}
+
+// Ready hands out the gathered outputs. The driver must handle it (see
+// the package doc) and call Advance before calling any other method.
+func (n *Node) Ready() Ready {
+	if chaos.Planted(chaos.BugAckBeforeSync) && len(n.replies) > 0 {
+		return n.readyRepliesFirst()
+	}
+	rd := Ready{Replies: n.replies, Messages: n.messages}
+	for _, p := range n.sortedDirty() {
+		rd.Syncs = append(rd.Syncs, Sync{Dir: p.dir, log: p.log, data: p.log.Dirty(), committed: p.log.CommittedDirty()})
+	}
+	n.replies, n.messages = nil, nil
+	n.dirty = map[partitionKey]*partition{}
+	n.dependents = map[partitionKey][]int{}
+	return rd
+}
+
+// readyRepliesFirst is planted bug BugAckBeforeSync: the replies leave in
+// a Ready of their own, before the sync round that makes them true.
+func (n *Node) readyRepliesFirst() Ready {
+	rd := Ready{Replies: n.replies, Messages: n.messages}
+	n.replies, n.messages = nil, nil
+	n.dependents = map[partitionKey][]int{}
+	return rd
+}
+
+// Advance tells the node that rd was persisted and sent. Records made
+// durable become visible now, so parked long polls of those topics are
+// served (their replies go into the next Ready).
+func (n *Node) Advance(rd Ready) {
+	topics := map[string]bool{}
+	for _, s := range rd.Syncs {
+		assert(!s.log.Dirty() || !s.data, "node: log %s still dirty after its sync round", s.Dir)
+		if s.data {
+			topics[topicOfDir(s.Dir)] = true
+		}
+	}
+	names := make([]string, 0, len(topics))
+	for name := range topics { //determinism:ok collected then sorted
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		n.wake(name)
+	}
+}
+
+// answer returns a function that queues the reply to id, so that a
+// handler's (result, error) pair can be passed straight through.
+func (n *Node) answer(id RequestID) func(any, error) {
+	return func(result any, err error) { n.reply(id, result, err) }
+}
+
+func (n *Node) reply(id RequestID, result any, err error) {
+	if err != nil {
+		n.replies = append(n.replies, Reply{ID: id, Err: err})
+		return
+	}
+	n.replies = append(n.replies, Reply{ID: id, Result: result})
+}
+
+// Close persists every changed committed consumer offset and closes the
+// logs. The driver calls it once, at graceful shutdown, after the last
+// Ready was handled; the node must not be used afterwards.
+func (n *Node) Close() error {
+	var errs []error
+	for _, p := range n.sortedPartitions() {
+		if p.log != nil && p.log.CommittedDirty() {
+			if err := p.log.SyncCommitted(); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", p.dir, err))
+			}
+		}
+	}
+	if err := n.store.CloseAll(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Stats are the node's inventory numbers, for metrics.
+type Stats struct {
+	Topics, Partitions, OpenLogs, ParkedPolls int
+}
+
+// Stats returns the node's inventory numbers.
+func (n *Node) Stats() Stats {
+	s := Stats{Topics: len(n.catalog.names), ParkedPolls: n.waiters.len(), OpenLogs: len(n.store.OpenDirs())}
+	for _, name := range n.catalog.names {
+		t, _ := n.catalog.get(name)
+		s.Partitions += t.info.Partitions
+	}
+	return s
+}
+
+// ReleaseWaiters answers every parked long poll with nothing, at once: the
+// driver calls it when graceful shutdown starts.
+func (n *Node) ReleaseWaiters() {
+	for _, w := range n.waiters.popExpired(maxTimeMs) {
+		n.observer.ConsumeWait(w.request.Topic, "cancelled")
+		n.reply(w.id, ConsumeResult{Messages: []Message{}, Batch: w.request.Max > 0}, nil)
+	}
+}
+
+const maxTimeMs = int64(^uint64(0) >> 1)
+
+// PartitionState is a checker's view of one open partition log.
+type PartitionState struct {
+	Dir       string
+	HWM       uint64
+	Committed uint64
+}
+
+// OpenPartitions reports the state of every open partition log, sorted by
+// topic and partition. The simulator's state checker reads it after every step.
+func (n *Node) OpenPartitions() []PartitionState {
+	var out []PartitionState
+	for _, p := range n.sortedPartitions() {
+		if p.log != nil {
+			out = append(out, PartitionState{Dir: p.dir, HWM: p.log.HWM(), Committed: p.log.Committed()})
+		}
+	}
+	return out
+}

@@ -1,0 +1,29 @@
+package node
+
+// Observer receives the node's countable events: the host turns them into
+// Prometheus metrics and log lines, the simulator into its report. Calls
+// happen on the node's goroutine and must not call back into the node.
+type Observer interface {
+	Produced(topic string, partition int, records int, bytes int64)
+	Consumed(topic string, partition int, records int, bytes int64)
+	Acked(topic string, action AckAction, outcome string)
+	ConsumeWait(topic, outcome string)
+	CorruptSkipped(topic string, partition int)
+	ConsumerDropped(topic string, partition int, records uint64)
+	RetentionDeleted(topic string, partition int, bytes int64, records uint64)
+	// Event reports something an operator should see in the log:
+	// recoveries with truncation or corruption, failed logs.
+	Event(kind, detail string)
+}
+
+// NopObserver ignores every event.
+type NopObserver struct{}
+
+func (NopObserver) Produced(string, int, int, int64)            {}
+func (NopObserver) Consumed(string, int, int, int64)            {}
+func (NopObserver) Acked(string, AckAction, string)             {}
+func (NopObserver) ConsumeWait(string, string)                  {}
+func (NopObserver) CorruptSkipped(string, int)                  {}
+func (NopObserver) ConsumerDropped(string, int, uint64)         {}
+func (NopObserver) RetentionDeleted(string, int, int64, uint64) {}
+func (NopObserver) Event(string, string)                        {}

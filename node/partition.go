@@ -1,0 +1,162 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"narad/node/lease"
+	"narad/storage"
+)
+
+// partitionKey names a partition.
+type partitionKey struct {
+	topic string
+	index int
+}
+
+// partition is the node's state for one partition it owns.
+type partition struct {
+	key partitionKey
+	dir string
+	// log is the open log, or nil while closed (idle, failed, not yet
+	// opened). Only openLog sets it; closeLog and failLog clear it.
+	log *storage.Log
+	// leases is the queue state; created when the log is first opened and
+	// kept while the log is closed for idleness.
+	leases *lease.Table
+}
+
+// PartitionDir is the directory of a partition's log on its owner's disk.
+func PartitionDir(topicName string, index int) string {
+	return fmt.Sprintf("%s/%s/p%05d", topicsDir, topicName, index)
+}
+
+func topicOfDir(dir string) string {
+	parts := strings.Split(dir, "/")
+	assert(len(parts) == 3 && parts[0] == topicsDir, "node: bad partition dir %q", dir)
+	return parts[1]
+}
+
+// partitionOf returns the partition's state, creating it (closed) if new.
+func (n *Node) partitionOf(t *topic, index int) *partition {
+	assert(index >= 0 && index < t.info.Partitions, "node: partition %d of %s out of range", index, t.info.Name)
+	key := partitionKey{t.info.Name, index}
+	p, ok := n.partitions[key]
+	if !ok {
+		p = &partition{key: key, dir: PartitionDir(t.info.Name, index)}
+		n.partitions[key] = p
+	}
+	return p
+}
+
+// openLog returns the partition's log, opening (recovering) it if needed.
+func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
+	log, recovery, err := n.store.Log(p.dir, n.nowMs)
+	if err != nil {
+		n.observer.Event("log-open-failed", fmt.Sprintf("%s: %v", p.dir, err))
+		return nil, err
+	}
+	if p.log != log {
+		n.reportRecovery(p, recovery)
+	}
+	p.log = log
+	if p.leases == nil {
+		p.leases = lease.New(log.Committed(), n.nonceBase, n.leaseConfig(t))
+	}
+	if dropped := p.leases.AdvanceTo(log.Oldest()); dropped > 0 {
+		n.observer.ConsumerDropped(t.info.Name, p.key.index, dropped)
+	}
+	return log, nil
+}
+
+func (n *Node) reportRecovery(p *partition, r storage.Recovery) {
+	if r.TruncatedBytes == 0 && r.CorruptCount == 0 && r.LostAcknowledged == 0 {
+		return
+	}
+	n.observer.Event("log-recovered", fmt.Sprintf("%s: hwm %d, truncated %d bytes, %d corrupt records %v, %d acknowledged records lost",
+		p.dir, r.HWM, r.TruncatedBytes, r.CorruptCount, r.CorruptOffsets, r.LostAcknowledged))
+}
+
+func (n *Node) leaseConfig(t *topic) lease.Config {
+	return lease.Config{InFlightMax: t.info.InFlightMax, AckedAheadMax: t.info.AckedAheadMax}
+}
+
+// failLog handles a storage error of a partition log: the log is dropped
+// (it reopens from disk on next use, recovering what is durable), and
+// every reply that waited for its sync round becomes a retryable error.
+func (n *Node) failLog(p *partition, cause error) {
+	n.observer.Event("log-failed", fmt.Sprintf("%s: %v", p.dir, cause))
+	_ = n.store.Close(p.dir) // the log is failed; its close error adds nothing
+	p.log = nil
+	n.failDependents(p, Unavailable("partition %d of %s: storage failed, retry: %v", p.key.index, p.key.topic, cause))
+}
+
+// failDependents replaces the queued replies that depended on p's sync
+// round with err, and forgets p's pending sync.
+func (n *Node) failDependents(p *partition, err *Error) {
+	for _, i := range n.dependents[p.key] {
+		n.replies[i] = Reply{ID: n.replies[i].ID, Err: err}
+	}
+	delete(n.dependents, p.key)
+	delete(n.dirty, p.key)
+}
+
+// markDirty records that p has unsynced state for the next Ready.
+func (n *Node) markDirty(p *partition) {
+	n.dirty[p.key] = p
+}
+
+func sortKeys(keys []partitionKey) {
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].topic != keys[j].topic {
+			return keys[i].topic < keys[j].topic
+		}
+		return keys[i].index < keys[j].index
+	})
+}
+
+func (n *Node) sortedDirty() []*partition {
+	return sortedValues(n.dirty)
+}
+
+func (n *Node) sortedPartitions() []*partition {
+	return sortedValues(n.partitions)
+}
+
+func sortedValues(m map[partitionKey]*partition) []*partition {
+	keys := make([]partitionKey, 0, len(m))
+	for k := range m { //determinism:ok sorted below
+		keys = append(keys, k)
+	}
+	sortKeys(keys)
+	out := make([]*partition, len(keys))
+	for i, k := range keys {
+		out[i] = m[k]
+	}
+	return out
+}
+
+// sweepOrphans removes topic directories that the catalog does not know
+// (left by a crash in the middle of a delete) and partition directories
+// past a topic's partition count.
+func (n *Node) sweepOrphans() error {
+	names, err := n.fs.List(topicsDir)
+	if errors.Is(err, storage.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list topics: %w", err)
+	}
+	for _, name := range names {
+		if _, ok := n.catalog.get(name); ok {
+			continue
+		}
+		n.observer.Event("orphan-removed", topicsDir+"/"+name)
+		if err := n.fs.RemoveAll(topicsDir + "/" + name); err != nil {
+			return fmt.Errorf("remove orphan topic %s: %w", name, err)
+		}
+	}
+	return nil
+}

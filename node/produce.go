@@ -1,0 +1,110 @@
+package node
+
+import (
+	"errors"
+	"hash/fnv"
+
+	"narad/storage"
+)
+
+// produce appends the records and queues the reply so that it leaves only
+// with the sync round of every touched partition (the driver persists the
+// Ready's Syncs before it sends its Replies).
+func (n *Node) produce(id RequestID, r Produce) {
+	t, placements, err := n.placeRecords(r)
+	if err != nil {
+		n.reply(id, nil, err)
+		return
+	}
+	touched := map[partitionKey]*partition{}
+	for i, rec := range r.Records {
+		p := n.partitionOf(t, placements[i].Partition)
+		offset, err := n.append(t, p, rec)
+		if err != nil {
+			// Records already appended still become durable and visible
+			// with their partitions' next sync round; the client retries
+			// the whole request (at-least-once allows the duplicates).
+			for _, q := range sortedValues(touched) {
+				n.markDirty(q)
+			}
+			n.reply(id, nil, err)
+			return
+		}
+		placements[i].Offset = offset
+		touched[p.key] = p
+	}
+	n.reply(id, ProduceResult{Records: placements, Batch: r.Batch}, nil)
+	replyIndex := len(n.replies) - 1
+	for _, p := range sortedValues(touched) {
+		n.dependents[p.key] = append(n.dependents[p.key], replyIndex)
+		n.markDirty(p)
+	}
+}
+
+// placeRecords validates every record and picks its partition before
+// anything is written, so that bad input changes nothing.
+func (n *Node) placeRecords(r Produce) (*topic, []Placement, error) {
+	t, err := n.topic(r.Topic)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(r.Records) == 0 || len(r.Records) > ProduceBatchRecordsMax {
+		return nil, nil, Invalid("a produce carries 1 to %d records, got %d", ProduceBatchRecordsMax, len(r.Records))
+	}
+	placements := make([]Placement, len(r.Records))
+	var payloadBytes int
+	for i, rec := range r.Records {
+		if err := n.checkRecord(t, rec); err != nil {
+			return nil, nil, err
+		}
+		payloadBytes += len(rec.Payload)
+		placements[i].Partition = n.choosePartition(t, rec)
+	}
+	if payloadBytes > ProduceBatchBytesMax {
+		return nil, nil, TooLarge("request body too large")
+	}
+	return t, placements, nil
+}
+
+func (n *Node) checkRecord(t *topic, rec ProduceRecord) error {
+	if rec.Partition != PartitionNone && (rec.Partition < 0 || rec.Partition >= t.info.Partitions) {
+		return Invalid("invalid partition %d: topic %s has %d partitions", rec.Partition, t.info.Name, t.info.Partitions)
+	}
+	if len(rec.Key)+len(rec.Payload) > n.cfg.Log.RecordBytesMax {
+		return TooLarge("request body too large")
+	}
+	return nil
+}
+
+// choosePartition: an explicit partition, else the FNV-1a hash of the key,
+// else round-robin.
+func (n *Node) choosePartition(t *topic, rec ProduceRecord) int {
+	switch {
+	case rec.Partition != PartitionNone:
+		return rec.Partition
+	case len(rec.Key) > 0:
+		h := fnv.New32a()
+		h.Write(rec.Key)
+		return int(h.Sum32() % uint32(t.info.Partitions))
+	default:
+		t.produceCursor = (t.produceCursor + 1) % t.info.Partitions
+		return t.produceCursor
+	}
+}
+
+func (n *Node) append(t *topic, p *partition, rec ProduceRecord) (uint64, error) {
+	log, err := n.openLog(t, p)
+	if err != nil {
+		return 0, Unavailable("partition %d of %s is unavailable: %v", p.key.index, t.info.Name, err)
+	}
+	offset, err := log.Append(storage.Record{Key: rec.Key, TimeMs: n.nowMs, Payload: rec.Payload})
+	if errors.Is(err, storage.ErrRecordTooLarge) {
+		return 0, TooLarge("request body too large")
+	}
+	if err != nil {
+		n.failLog(p, err)
+		return 0, Unavailable("produce failed: %v", err)
+	}
+	n.observer.Produced(t.info.Name, p.key.index, 1, int64(len(rec.Payload)))
+	return offset, nil
+}

@@ -1,0 +1,97 @@
+package node
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestProduceReplyWaitsForItsSyncRound(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	h.node.Handle(100, Produce{Topic: "orders", Records: []ProduceRecord{{Partition: 0, Payload: []byte("x")}}})
+	rd := h.node.Ready()
+	require.Len(t, rd.Syncs, 1, "the produce needs one sync round")
+	require.True(t, rd.Syncs[0].Data())
+	require.Len(t, rd.Replies, 1, "the reply rides in the same Ready, sent after the syncs")
+	log := h.node.partitions[partitionKey{"orders", 0}].log
+	require.Equal(t, uint64(0), log.HWM(), "nothing is visible before the sync round")
+	require.NoError(t, rd.Syncs[0].Run())
+	require.Equal(t, uint64(1), log.HWM())
+	h.node.Advance(rd)
+	_, ok := h.consume("orders")
+	require.True(t, ok, "visible after the sync round")
+}
+
+func TestProduceGroupCommitSharesOneSyncPerPartition(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	for i := range 10 {
+		h.node.Handle(RequestID(100+i), Produce{Topic: "orders", Records: []ProduceRecord{{Partition: i % 2, Payload: []byte("x")}}})
+	}
+	rd := h.node.Ready()
+	require.Len(t, rd.Syncs, 2, "ten produces on two partitions share two sync rounds")
+	require.Len(t, rd.Replies, 10)
+}
+
+func TestProducePlacement(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	keyed := func(key string) int {
+		result := h.ok(Produce{Topic: "orders", Records: []ProduceRecord{{Key: []byte(key), Partition: PartitionNone, Payload: []byte("v")}}}).(ProduceResult)
+		return result.Records[0].Partition
+	}
+	first := keyed("customer-7")
+	for range 5 {
+		require.Equal(t, first, keyed("customer-7"), "a key always lands on the same partition")
+	}
+	seen := map[int]int{}
+	for range 9 {
+		seen[h.produce("orders", PartitionNone, "keyless").Partition]++
+	}
+	require.Equal(t, map[int]int{0: 3, 1: 3, 2: 3}, seen, "keyless records go round-robin")
+	require.Equal(t, 2, h.produce("orders", 2, "pinned").Partition)
+}
+
+func TestProduceOffsetsAreConsecutive(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	records := make([]ProduceRecord, 5)
+	for i := range records {
+		records[i] = ProduceRecord{Partition: 1, Payload: []byte{byte(i)}}
+	}
+	result := h.ok(Produce{Topic: "orders", Records: records, Batch: true}).(ProduceResult)
+	for i, placement := range result.Records {
+		require.Equal(t, Placement{Partition: 1, Offset: uint64(i)}, placement)
+	}
+	require.True(t, result.Batch)
+}
+
+func TestProduceRejectsBadInputAndWritesNothing(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	good := ProduceRecord{Partition: 0, Payload: []byte("ok")}
+	h.fail(Produce{Topic: "missing", Records: []ProduceRecord{good}}, CodeNotFound)
+	h.fail(Produce{Topic: "orders"}, CodeInvalid)
+	h.fail(Produce{Topic: "orders", Records: []ProduceRecord{good, {Partition: 3, Payload: []byte("x")}}}, CodeInvalid)
+	h.fail(Produce{Topic: "orders", Records: []ProduceRecord{good, {Partition: 0, Payload: make([]byte, h.cfg.Log.RecordBytesMax+1)}}}, CodeTooLarge)
+	h.fail(Produce{Topic: "orders", Records: make([]ProduceRecord, ProduceBatchRecordsMax+1)}, CodeInvalid)
+	require.Equal(t, uint64(0), h.stats("orders", 0).HighWatermark, "a refused batch writes none of its records")
+}
+
+func TestAcknowledgedProduceSurvivesCrash(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	for i := range 20 {
+		h.produce("orders", i%3, "durable")
+	}
+	// A produce whose sync round never ran must not be answered.
+	h.node.Handle(999, Produce{Topic: "orders", Records: []ProduceRecord{{Partition: 0, Payload: []byte("lost")}}})
+	h.crash()
+	total := uint64(0)
+	for p := range 3 {
+		total += h.stats("orders", p).HighWatermark
+	}
+	require.GreaterOrEqual(t, total, uint64(20), "every acknowledged record survives a crash")
+	require.NotContains(t, h.replies, RequestID(999))
+}

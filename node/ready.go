@@ -1,0 +1,49 @@
+package node
+
+import "narad/storage"
+
+// Ready is what the node asks its driver to do, in this order: run the
+// Syncs, then deliver Messages and Replies, then call Advance.
+type Ready struct {
+	Syncs    []Sync
+	Messages []Envelope
+	Replies  []Reply
+}
+
+// Sync is one partition's sync round: its new records (data) and/or its
+// committed consumer offset. Syncs of different partitions are
+// independent; the driver may run them in parallel.
+type Sync struct {
+	// Dir is the partition directory, for traces and logs.
+	Dir       string
+	log       *storage.Log
+	data      bool
+	committed bool
+}
+
+// Run performs the sync round. It touches only this partition's files.
+func (s Sync) Run() error {
+	if s.data {
+		if err := s.log.Sync(); err != nil {
+			return err
+		}
+	}
+	if s.committed {
+		return s.log.SyncCommitted()
+	}
+	return nil
+}
+
+// Data reports whether the round makes appended records durable.
+func (s Sync) Data() bool { return s.data }
+
+// Envelope carries a message between nodes. Message types are added by the
+// cluster; a single node sends none.
+type Envelope struct {
+	From, To string
+	Message  any
+}
+
+// CommittedSync reports whether the round persists the committed consumer
+// offset.
+func (s Sync) CommittedSync() bool { return s.committed }

@@ -1,0 +1,142 @@
+package node
+
+// Reply answers the request with the same ID. Exactly one of Err and
+// Result is meaningful: Err != nil means the request failed (an *Error);
+// otherwise Result holds the request's result type:
+//
+//	CreateTopic, AlterTopic   -> TopicInfo
+//	ListTopics                -> TopicPage
+//	GetTopic                  -> TopicDetail
+//	DeleteTopic               -> nil
+//	Produce                   -> ProduceResult
+//	Consume                   -> ConsumeResult
+//	Replay                    -> ReplayResult
+//	Ack                       -> AckResult
+//	ListMembers               -> MembersResult
+//	ListMoves                 -> MovesResult
+type Reply struct {
+	ID     RequestID
+	Err    error
+	Result any
+}
+
+// TopicInfo is a topic's configuration (API.md §1.4).
+type TopicInfo struct {
+	Name                string `json:"name"`
+	Partitions          int    `json:"partitions"`
+	RetentionMs         int64  `json:"retention_ms"`
+	VisibilityTimeoutMs int64  `json:"visibility_timeout_ms"`
+	InFlightMax         int    `json:"max_in_flight_per_partition"`
+	AckedAheadMax       int    `json:"max_acked_ahead_per_partition"`
+	CreatedAt           int64  `json:"created_at"` // Unix seconds
+	Owner               string `json:"owner,omitempty"`
+}
+
+// TopicPage is one page of a topic listing.
+type TopicPage struct {
+	Topics        []TopicInfo `json:"topics"`
+	NextPageToken string      `json:"next_page_token"`
+}
+
+// PartitionStats describes one partition (API.md §1.7 and item 4).
+type PartitionStats struct {
+	Index           int    `json:"index"`
+	Segments        int    `json:"segments"`
+	OldestOffset    uint64 `json:"oldest_offset"`
+	NextOffset      uint64 `json:"next_offset"`
+	HighWatermark   uint64 `json:"high_watermark"`
+	SizeBytes       int64  `json:"size_bytes"`
+	OldestSegmentAt int64  `json:"oldest_segment_at,omitempty"` // Unix seconds
+	OwnerNode       string `json:"owner_node"`
+	Available       bool   `json:"available"`
+	Committed       uint64 `json:"committed_offset"`
+	InFlight        int    `json:"in_flight"`
+}
+
+// TopicDetail is a topic with its partition stats.
+type TopicDetail struct {
+	TopicInfo
+	PartitionStats []PartitionStats `json:"partition_stats"`
+}
+
+// Placement says where a produced record landed (API.md item 14).
+type Placement struct {
+	Partition int    `json:"partition"`
+	Offset    uint64 `json:"offset"`
+}
+
+// ProduceResult lists the placement of every record, in request order.
+type ProduceResult struct {
+	Records []Placement
+	Batch   bool
+}
+
+// Message is one consumed or replayed record. Key and Payload are the
+// bytes as produced; httpapi chooses their JSON encoding.
+type Message struct {
+	Topic         string
+	Partition     int
+	Offset        uint64
+	Key           []byte // empty: no key
+	Payload       []byte
+	TimestampMs   int64  // commit time at the owner
+	ReceiptHandle string // empty for replay
+	DeliveryCount uint32 // 0 for replay
+}
+
+// ConsumeResult holds the reserved messages (none when the wait expired).
+type ConsumeResult struct {
+	Messages []Message
+	Batch    bool
+}
+
+// ReplayResult holds the record read, or nil when the offset is at or
+// past the high-watermark.
+type ReplayResult struct {
+	Message *Message
+}
+
+// AckItemResult is the outcome of one handle of an ack request: Err nil
+// for success, else an *Error.
+type AckItemResult struct {
+	Handle string
+	Err    error
+}
+
+// AckResult lists the outcome per handle, in request order.
+type AckResult struct {
+	Results []AckItemResult
+	Batch   bool
+}
+
+// Member is one node of the cluster (API.md §1.16).
+type Member struct {
+	ID              string `json:"id"`
+	Addr            string `json:"addr"`
+	Status          string `json:"status"` // "alive" or "dead"
+	Draining        bool   `json:"draining"`
+	OwnedPartitions int    `json:"owned_partitions"`
+	OutboundMoves   int    `json:"outbound_moves"`
+}
+
+// MembersResult lists the members sorted by id.
+type MembersResult struct {
+	Members []Member `json:"members"`
+}
+
+// Move is one partition move in flight (API.md §1.16 and item 13).
+type Move struct {
+	Topic       string `json:"topic"`
+	Partition   int    `json:"partition"`
+	From        string `json:"from"`
+	To          string `json:"to"`
+	Phase       string `json:"phase"`
+	BytesCopied int64  `json:"bytes_copied"`
+	BytesTotal  int64  `json:"bytes_total"`
+	StartedAtMs int64  `json:"started_at_ms"`
+}
+
+// MovesResult lists the moves in flight, sorted by topic and partition.
+type MovesResult struct {
+	Moves []Move `json:"moves"`
+}

@@ -1,0 +1,124 @@
+package node
+
+// RequestID identifies a client request. The driver assigns it; it is
+// unique among the requests of one node instance.
+type RequestID uint64
+
+// Request is one decoded client request. The set of request types is
+// closed: the types below, and nothing else.
+type Request interface{ isRequest() }
+
+// PartitionNone marks an optional partition that was not given.
+const PartitionNone = -1
+
+// CreateTopic creates a topic. Zero numeric fields take the node's
+// defaults; negative ones are invalid.
+type CreateTopic struct {
+	Name                string
+	Partitions          int
+	RetentionMs         int64
+	VisibilityTimeoutMs int64
+	InFlightMax         int // max_in_flight_per_partition
+	AckedAheadMax       int // max_acked_ahead_per_partition
+}
+
+// ListTopics lists topics by name, a page at a time (keyset pagination:
+// PageToken is the last name of the previous page, "" for the first).
+type ListTopics struct {
+	Limit     int // 1..TopicsPageMax; 0 means the default page size
+	PageToken string
+}
+
+// GetTopic describes a topic with its partition stats; Partition limits
+// the stats to one partition (PartitionNone for all).
+type GetTopic struct {
+	Name      string
+	Partition int
+}
+
+// AlterTopic changes a topic; nil fields are left as they are. A zero
+// value restores the node default. At least one field must be set.
+type AlterTopic struct {
+	Name                string
+	Partitions          *int // may only grow
+	RetentionMs         *int64
+	VisibilityTimeoutMs *int64
+	InFlightMax         *int
+	AckedAheadMax       *int
+}
+
+// DeleteTopic deletes a topic and all of its data.
+type DeleteTopic struct {
+	Name string
+}
+
+// ProduceRecord is one record of a produce request.
+type ProduceRecord struct {
+	Key       []byte // empty: the record has no key
+	Partition int    // PartitionNone: chosen by key hash, else round-robin
+	Payload   []byte
+}
+
+// Produce appends records to a topic. The reply comes only after every
+// record is durable. Batch selects the batch reply shape (API.md item 9).
+type Produce struct {
+	Topic   string
+	Records []ProduceRecord
+	Batch   bool
+}
+
+// Consume reserves up to Max records for the topic's visibility timeout.
+// Max 0 asks for the single-message reply shape; 1..ConsumeBatchMax the
+// batch shape (API.md item 10). WaitMs is the long-poll budget.
+type Consume struct {
+	Topic     string
+	Partition int // PartitionNone: any partition
+	Max       int
+	WaitMs    int64
+}
+
+// Replay reads one record at an explicit offset, read-only.
+type Replay struct {
+	Topic     string
+	Partition int
+	Offset    uint64
+}
+
+// AckAction is what an ack request does to a reservation.
+type AckAction int
+
+const (
+	// AckCommit acknowledges the record: it will not be delivered again.
+	AckCommit AckAction = iota
+	// AckExtend renews the reservation for a full visibility timeout.
+	AckExtend
+	// AckNack releases the reservation for immediate redelivery.
+	AckNack
+)
+
+// Ack acknowledges, extends or releases reservations by receipt handle.
+// Batch selects the batch reply shape (API.md item 11).
+type Ack struct {
+	Topic   string
+	Handles []string
+	Action  AckAction
+	Batch   bool
+}
+
+// ListMembers lists the cluster members (one node, until the cluster).
+type ListMembers struct{}
+
+// ListMoves lists the partition moves in flight.
+type ListMoves struct{}
+
+func (CreateTopic) isRequest() {}
+func (ListTopics) isRequest()  {}
+func (GetTopic) isRequest()    {}
+func (AlterTopic) isRequest()  {}
+func (DeleteTopic) isRequest() {}
+func (Produce) isRequest()     {}
+func (Consume) isRequest()     {}
+func (Replay) isRequest()      {}
+func (Ack) isRequest()         {}
+func (ListMembers) isRequest() {}
+func (ListMoves) isRequest()   {}

@@ -1,0 +1,137 @@
+package node
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestCreateTopicAppliesDefaults(t *testing.T) {
+	h := newHarness(t)
+	info := h.createTopic("orders")
+	require.Equal(t, TopicInfo{
+		Name: "orders", Partitions: 3, RetentionMs: h.cfg.DefaultRetentionMs,
+		VisibilityTimeoutMs: 30_000, InFlightMax: 1024, AckedAheadMax: 1024,
+		CreatedAt: harnessStartMs / 1000,
+	}, info)
+}
+
+func TestCreateTopicRejectsBadInputAndChangesNothing(t *testing.T) {
+	h := newHarness(t)
+	cases := []CreateTopic{
+		{Name: ""}, {Name: "."}, {Name: ".."}, {Name: "a/b"}, {Name: string(make([]byte, 256))},
+		{Name: "t", Partitions: 2}, {Name: "t", Partitions: 109}, {Name: "t", Partitions: -1},
+		{Name: "t", RetentionMs: 3_599_999}, {Name: "t", VisibilityTimeoutMs: -5},
+		{Name: "t", InFlightMax: -1}, {Name: "t", AckedAheadMax: -1},
+	}
+	for _, req := range cases {
+		h.fail(req, CodeInvalid)
+	}
+	page := h.ok(ListTopics{}).(TopicPage)
+	require.Empty(t, page.Topics, "a refused create must not create anything")
+}
+
+func TestCreateTopicTwiceConflicts(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	e := h.fail(CreateTopic{Name: "orders"}, CodeConflict)
+	require.Equal(t, "topic already exists", e.Message)
+}
+
+func TestListTopicsKeysetPagination(t *testing.T) {
+	h := newHarness(t)
+	for i := range 5 {
+		h.createTopic(fmt.Sprintf("t%d", i))
+	}
+	first := h.ok(ListTopics{Limit: 2}).(TopicPage)
+	require.Equal(t, []string{"t0", "t1"}, topicNames(first))
+	require.Equal(t, "t1", first.NextPageToken)
+	second := h.ok(ListTopics{Limit: 3, PageToken: first.NextPageToken}).(TopicPage)
+	require.Equal(t, []string{"t2", "t3", "t4"}, topicNames(second))
+	require.Equal(t, "t4", second.NextPageToken, "a full last page still returns a token")
+	last := h.ok(ListTopics{Limit: 3, PageToken: second.NextPageToken}).(TopicPage)
+	require.Empty(t, last.Topics)
+	require.Equal(t, "", last.NextPageToken)
+	h.fail(ListTopics{Limit: 1001}, CodeInvalid)
+	h.fail(ListTopics{Limit: -1}, CodeInvalid)
+}
+
+func topicNames(page TopicPage) []string {
+	var names []string
+	for _, info := range page.Topics {
+		names = append(names, info.Name)
+	}
+	return names
+}
+
+func TestGetTopicReportsPartitionStats(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	h.produce("orders", 1, "a")
+	h.produce("orders", 1, "b")
+	detail := h.ok(GetTopic{Name: "orders", Partition: PartitionNone}).(TopicDetail)
+	require.Len(t, detail.PartitionStats, 3)
+	p1 := detail.PartitionStats[1]
+	require.Equal(t, 1, p1.Index)
+	require.Equal(t, uint64(2), p1.HighWatermark)
+	require.Equal(t, uint64(2), p1.NextOffset)
+	require.True(t, p1.Available)
+	require.Equal(t, h.cfg.NodeID, p1.OwnerNode)
+	require.Positive(t, p1.SizeBytes)
+	h.fail(GetTopic{Name: "orders", Partition: 3}, CodeInvalid)
+	h.fail(GetTopic{Name: "missing", Partition: PartitionNone}, CodeNotFound)
+}
+
+func TestAlterTopic(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	visibility, partitions := int64(5_000), 5
+	info := h.ok(AlterTopic{Name: "orders", VisibilityTimeoutMs: &visibility, Partitions: &partitions}).(TopicInfo)
+	require.Equal(t, int64(5_000), info.VisibilityTimeoutMs, "visibility_timeout_ms is alterable (API.md item 1)")
+	require.Equal(t, 5, info.Partitions)
+	h.produce("orders", 4, "new partition works")
+
+	shrink := 4
+	h.fail(AlterTopic{Name: "orders", Partitions: &shrink}, CodeInvalid)
+	h.fail(AlterTopic{Name: "orders"}, CodeInvalid)
+	short := int64(1000)
+	h.fail(AlterTopic{Name: "orders", RetentionMs: &short}, CodeInvalid)
+	h.fail(AlterTopic{Name: "missing", Partitions: &partitions}, CodeNotFound)
+	detail := h.ok(GetTopic{Name: "orders", Partition: PartitionNone}).(TopicDetail)
+	require.Equal(t, 5, detail.Partitions, "refused alters change nothing")
+
+	zero := int64(0)
+	info = h.ok(AlterTopic{Name: "orders", VisibilityTimeoutMs: &zero}).(TopicInfo)
+	require.Equal(t, h.cfg.DefaultVisibilityTimeoutMs, info.VisibilityTimeoutMs, "zero restores the default")
+}
+
+func TestDeleteTopicRemovesData(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	h.produce("orders", 0, "old")
+	h.ok(DeleteTopic{Name: "orders"})
+	h.fail(GetTopic{Name: "orders", Partition: PartitionNone}, CodeNotFound)
+	h.fail(DeleteTopic{Name: "orders"}, CodeNotFound)
+	h.createTopic("orders")
+	require.Equal(t, uint64(0), h.stats("orders", 0).HighWatermark, "a re-created topic starts empty")
+	_, ok := h.consume("orders")
+	require.False(t, ok)
+}
+
+func TestDeleteTopicAnswersParkedPolls(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	id := h.send(Consume{Topic: "orders", Partition: PartitionNone, WaitMs: 5_000})
+	require.NotContains(t, h.replies, id)
+	h.ok(DeleteTopic{Name: "orders"})
+	require.Equal(t, CodeNotFound, CodeOf(h.replies[id].Err))
+}
+
+func TestTopicsSurviveRestart(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	h.crash()
+	page := h.ok(ListTopics{}).(TopicPage)
+	require.Equal(t, []string{"orders"}, topicNames(page), "a created topic is durable before its 201")
+}

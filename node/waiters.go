@@ -1,0 +1,118 @@
+package node
+
+import "container/heap"
+
+// waiter is a parked long poll.
+type waiter struct {
+	id         RequestID
+	request    Consume
+	deadlineMs int64
+	// heapIndex is the waiter's position in waiterSet.byDeadline.
+	heapIndex int
+}
+
+// waiterSet holds the parked long polls: by id, by topic in arrival order
+// (who is served first), and by deadline (who times out first).
+type waiterSet struct {
+	byID       map[RequestID]*waiter
+	byTopic    map[string][]*waiter
+	byDeadline waiterHeap
+}
+
+func newWaiterSet() *waiterSet {
+	return &waiterSet{byID: map[RequestID]*waiter{}, byTopic: map[string][]*waiter{}}
+}
+
+func (s *waiterSet) len() int { return len(s.byID) }
+
+func (s *waiterSet) add(w *waiter) {
+	assert(s.byID[w.id] == nil, "node: request %d parked twice", w.id)
+	s.byID[w.id] = w
+	s.byTopic[w.request.Topic] = append(s.byTopic[w.request.Topic], w)
+	heap.Push(&s.byDeadline, w)
+}
+
+// remove drops a waiter; it reports whether it was parked.
+func (s *waiterSet) remove(id RequestID) bool {
+	w, ok := s.byID[id]
+	if !ok {
+		return false
+	}
+	delete(s.byID, id)
+	heap.Remove(&s.byDeadline, w.heapIndex)
+	list := s.byTopic[w.request.Topic]
+	for i, other := range list {
+		if other == w {
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(s.byTopic, w.request.Topic)
+	} else {
+		s.byTopic[w.request.Topic] = list
+	}
+	return true
+}
+
+// topic returns a copy of the topic's waiters in arrival order.
+func (s *waiterSet) topic(name string) []*waiter {
+	return append([]*waiter(nil), s.byTopic[name]...)
+}
+
+// removeTopic drops every waiter of a topic and returns their ids in
+// arrival order.
+func (s *waiterSet) removeTopic(name string) []RequestID {
+	var ids []RequestID
+	for _, w := range s.topic(name) {
+		s.remove(w.id)
+		ids = append(ids, w.id)
+	}
+	return ids
+}
+
+// popExpired removes and returns the waiters whose deadline is <= nowMs,
+// earliest first.
+func (s *waiterSet) popExpired(nowMs int64) []*waiter {
+	var out []*waiter
+	for len(s.byDeadline) > 0 && s.byDeadline[0].deadlineMs <= nowMs {
+		w := s.byDeadline[0]
+		s.remove(w.id)
+		out = append(out, w)
+	}
+	return out
+}
+
+func (s *waiterSet) nextDeadline() (int64, bool) {
+	if len(s.byDeadline) == 0 {
+		return 0, false
+	}
+	return s.byDeadline[0].deadlineMs, true
+}
+
+// waiterHeap orders waiters by deadline, then by id so ties are
+// deterministic.
+type waiterHeap []*waiter
+
+func (h waiterHeap) Len() int { return len(h) }
+func (h waiterHeap) Less(i, j int) bool {
+	if h[i].deadlineMs != h[j].deadlineMs {
+		return h[i].deadlineMs < h[j].deadlineMs
+	}
+	return h[i].id < h[j].id
+}
+func (h waiterHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIndex, h[j].heapIndex = i, j
+}
+func (h *waiterHeap) Push(x any) {
+	w := x.(*waiter)
+	w.heapIndex = len(*h)
+	*h = append(*h, w)
+}
+func (h *waiterHeap) Pop() any {
+	old := *h
+	w := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return w
+}

@@ -1,0 +1,141 @@
+package sim
+
+import (
+	"narad/node"
+)
+
+// stateChecker is the omniscient checker that runs after every step: it
+// reads the nodes' partition state (never the clients' view) and compares
+// it with what the sync rounds made durable.
+type stateChecker struct {
+	// durableHWM and durableCommitted are, per node and partition
+	// directory, the high-watermark and committed offset that completed
+	// sync rounds (or a recovery, or a graceful stop) made durable.
+	durableHWM       map[string]uint64
+	durableCommitted map[string]uint64
+	// seen marks partitions already checked in the node's current
+	// incarnation: the first sighting after a start is the recovered state.
+	seen map[string]bool
+	// lastCommitted is the committed offset at the previous step, per
+	// partition, in the current incarnation.
+	lastCommitted map[string]uint64
+}
+
+func newStateChecker() *stateChecker {
+	return &stateChecker{
+		durableHWM: map[string]uint64{}, durableCommitted: map[string]uint64{},
+		seen: map[string]bool{}, lastCommitted: map[string]uint64{},
+	}
+}
+
+func stateKey(n *simNode, dir string) string { return n.id + ":" + dir }
+
+// nodeStarted forgets what was seen in the previous incarnation.
+func (s *stateChecker) nodeStarted(n *simNode) {
+	prefix := n.id + ":"
+	for key := range s.seen { //determinism:ok only deletes
+		if len(key) > len(prefix) && key[:len(prefix)] == prefix {
+			delete(s.seen, key)
+			delete(s.lastCommitted, key)
+		}
+	}
+}
+
+// synced records what a completed sync round made durable.
+func (s *stateChecker) synced(n *simNode, rd node.Ready) {
+	states := partitionStates(n)
+	for _, sync := range rd.Syncs {
+		state, ok := states[sync.Dir]
+		if !ok {
+			continue
+		}
+		key := stateKey(n, sync.Dir)
+		if sync.Data() {
+			s.durableHWM[key] = max(s.durableHWM[key], state.HWM)
+		}
+		if sync.CommittedSync() {
+			s.durableCommitted[key] = max(s.durableCommitted[key], state.Committed)
+		}
+	}
+}
+
+// stopped records what a graceful stop made durable: every committed
+// offset.
+func (s *stateChecker) stopped(n *simNode) {
+	for dir, state := range partitionStates(n) { //determinism:ok only records
+		key := stateKey(n, dir)
+		s.durableCommitted[key] = max(s.durableCommitted[key], state.Committed)
+	}
+}
+
+// replied checks that a produce's records are durable when its 202 leaves.
+func (s *stateChecker) replied(n *simNode, c *call, reply node.Reply) {
+	produce, ok := c.request.(node.Produce)
+	if !ok || reply.Err != nil {
+		return
+	}
+	for _, placement := range reply.Result.(node.ProduceResult).Records {
+		key := stateKey(n, node.PartitionDir(produce.Topic, placement.Partition))
+		if placement.Offset >= s.durableHWM[key] {
+			n.w.fail("durable-before-ack", "%s answered 202 for %s@%d but only %d records are durable",
+				n.id, key, placement.Offset, s.durableHWM[key])
+			return
+		}
+	}
+}
+
+// afterStep checks every open partition of every running node.
+func (s *stateChecker) afterStep(w *World) {
+	for _, n := range w.nodes {
+		if !n.up() || n.persisting {
+			continue
+		}
+		for _, state := range n.node.OpenPartitions() {
+			s.checkPartition(w, n, state)
+		}
+	}
+}
+
+func (s *stateChecker) checkPartition(w *World, n *simNode, state node.PartitionState) {
+	key := stateKey(n, state.Dir)
+	if !s.seen[key] {
+		s.recovered(w, key, state)
+		return
+	}
+	switch {
+	case state.HWM > s.durableHWM[key]:
+		w.fail("visible-is-durable", "%s: high-watermark %d is visible but only %d is durable", key, state.HWM, s.durableHWM[key])
+	case state.HWM < s.durableHWM[key]:
+		w.fail("visible-is-durable", "%s: high-watermark %d fell below the durable %d", key, state.HWM, s.durableHWM[key])
+	case state.Committed > state.HWM:
+		w.fail("committed-below-hwm", "%s: committed %d above high-watermark %d", key, state.Committed, state.HWM)
+	case state.Committed < s.lastCommitted[key]:
+		w.fail("committed-monotonic", "%s: committed went back from %d to %d", key, s.lastCommitted[key], state.Committed)
+	}
+	s.lastCommitted[key] = state.Committed
+}
+
+// recovered checks a partition's first state after a start: recovery may
+// expose records that reached the disk without an acknowledgement, but
+// never hides durable ones or forgets a persisted committed offset.
+func (s *stateChecker) recovered(w *World, key string, state node.PartitionState) {
+	s.seen[key] = true
+	switch {
+	case state.HWM < s.durableHWM[key]:
+		w.fail("recovery", "%s recovered high-watermark %d below the durable %d", key, state.HWM, s.durableHWM[key])
+	case state.Committed < s.durableCommitted[key]:
+		w.fail("recovery", "%s recovered committed offset %d below the persisted %d", key, state.Committed, s.durableCommitted[key])
+	}
+	s.durableHWM[key] = state.HWM
+	s.lastCommitted[key] = state.Committed
+}
+
+func partitionStates(n *simNode) map[string]node.PartitionState {
+	states := map[string]node.PartitionState{}
+	if n.up() {
+		for _, state := range n.node.OpenPartitions() {
+			states[state.Dir] = state
+		}
+	}
+	return states
+}

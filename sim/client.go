@@ -1,0 +1,160 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"narad/httpapi"
+	"narad/node"
+)
+
+// Client timeouts, in simulated milliseconds.
+const (
+	requestTimeoutMs = 2_000
+	// longPollGraceMs is added to a long poll's wait for its timeout.
+	longPollGraceMs = 2_000
+	produceAttemptsMax = 4
+)
+
+type role int
+
+const (
+	roleAdmin role = iota
+	roleProducer
+	roleConsumer
+	roleReplayer
+)
+
+// client is a simulated HTTP client: one request at a time, with timeouts
+// and retries like a real client.
+type client struct {
+	w    *World
+	name string
+	role role
+	// busy is true while the client has work in progress (a request or a
+	// retry scheduled).
+	busy bool
+	// pinnedPartition is a producer's fixed partition (a write storm), or
+	// node.PartitionNone.
+	pinnedPartition int
+	// replay cursors, per partition, for a replayer.
+	cursors []uint64
+	next    int
+	// final is set on the replayer that reads everything at the end.
+	final bool
+	// done is set on the final replayer when it read every partition.
+	done bool
+}
+
+func newClient(w *World, name string, r role) *client {
+	return &client{w: w, name: name, role: r, pinnedPartition: node.PartitionNone}
+}
+
+// call is one HTTP request of a client.
+type call struct {
+	client      *client
+	kind        string
+	httpRequest *http.Request
+	request     node.Request
+	// target is the node the client sent it to.
+	target *simNode
+	// Set by the node when it takes the request.
+	node            *simNode
+	nodeIncarnation int
+	requestID       node.RequestID
+
+	sentMs    int64
+	timeoutMs int64
+	finished  bool
+	// onDone gets the response, or nil when the client timed out.
+	onDone func(response *httpapi.Response)
+}
+
+func (c *call) describe() string {
+	return fmt.Sprintf("%s %s %s", c.client.name, c.kind, c.httpRequest.URL.RequestURI())
+}
+
+func newHTTPRequest(method, target, contentType string, body string) *http.Request {
+	var reader io.Reader
+	if body != "" {
+		reader = strings.NewReader(body)
+	}
+	r := httptest.NewRequest(method, target, reader)
+	if contentType != "" {
+		r.Header.Set("Content-Type", contentType)
+	}
+	return r
+}
+
+// send decodes the request as the server would and puts it on the wire.
+func (cl *client) send(c *call) {
+	c.client, c.sentMs = cl, cl.w.nowMs
+	c.target = cl.w.randomNode(cl.w.workloadRng)
+	request, failure := cl.w.decode(c)
+	if failure != nil {
+		response := failure.Response
+		cl.w.at(1, func() { cl.complete(c, &response) })
+		return
+	}
+	c.request = request
+	cl.w.tracef("%s send %s to %s", cl.name, c.describe(), c.target.id)
+	cl.w.network.toNode(c)
+	timeout := c.timeoutMs
+	if timeout == 0 {
+		timeout = requestTimeoutMs
+	}
+	cl.w.at(timeout, func() { cl.timeout(c) })
+}
+
+func (cl *client) complete(c *call, response *httpapi.Response) {
+	if c.finished {
+		return
+	}
+	c.finished = true
+	cl.w.tracef("%s got %d for %s", cl.name, response.Status, c.kind)
+	c.onDone(response)
+}
+
+func (cl *client) timeout(c *call) {
+	if c.finished {
+		return
+	}
+	c.finished = true
+	cl.w.tracef("%s timeout %s", cl.name, c.describe())
+	cl.w.network.cancel(c)
+	c.onDone(nil)
+}
+
+// later runs f after a think time, if the world still runs.
+func (cl *client) later(delayMs int64, f func()) {
+	cl.w.at(delayMs, func() {
+		if cl.w.phase != phaseDone {
+			f()
+		}
+	})
+}
+
+// createTopic creates the simulated topic, retrying until it exists.
+func (cl *client) createTopic(partitions, visibilityMs int) {
+	body := fmt.Sprintf(`{"name":%q,"partitions":%d,"visibility_timeout_ms":%d}`, cl.w.topic, partitions, visibilityMs)
+	c := &call{kind: "create-topic", httpRequest: newHTTPRequest(http.MethodPost, "/v1/topics", "application/json", body)}
+	c.onDone = func(response *httpapi.Response) {
+		switch {
+		case response != nil && (response.Status == http.StatusCreated || response.Status == http.StatusConflict):
+			cl.w.phase = phaseSafety
+		case response != nil && response.Status < 500:
+			cl.w.fail("client", "create topic answered %d: %s", response.Status, response.Body)
+		default:
+			cl.later(100, func() { cl.createTopic(partitions, visibilityMs) })
+		}
+	}
+	cl.send(c)
+}
+
+// unexpected fails the run for a response no correct server gives.
+func (cl *client) unexpected(c *call, response *httpapi.Response) {
+	cl.w.fail("client", "%s: unexpected %d: %s", c.describe(), response.Status, response.Body)
+}

@@ -1,0 +1,120 @@
+package sim
+
+import (
+	"fmt"
+
+	"narad/node"
+)
+
+// idsMax bounds the message ids of a run ("m" and seven digits).
+const idsMax = 9_999_999
+
+// history records what clients did and saw, for the end-of-run checkers.
+// It never reads the nodes' state: only requests and replies.
+type history struct {
+	nextID int
+	// firstCallMs is when each id was first sent (attempts, in Jepsen's
+	// terms); an id counts once however often it was retried.
+	firstCallMs map[string]int64
+	acked       map[string]bool
+	deliveries  map[string]int
+	// ackedUndelivered counts acked ids not yet delivered to a consumer.
+	ackedUndelivered int
+	lastDeliveryMs   int64
+	// appends holds acknowledged appends by partition; observations holds
+	// every (partition, offset) -> id seen by a consume or a replay.
+	appends      map[int][]appendOp
+	reads        map[int][]readOp
+	observations map[int]map[uint64]string
+	// indefinite counts produces whose outcome is unknown, and of those,
+	// how many were timeouts.
+	indefinite, timeouts int
+	replayReads          int
+}
+
+type appendOp struct {
+	id             string
+	offset         uint64
+	callMs, retMs  int64
+	fromObservation bool
+}
+
+type readOp struct {
+	offset        uint64
+	id            string // "" when the offset was past the high-watermark
+	callMs, retMs int64
+}
+
+func newHistory() *history {
+	return &history{
+		firstCallMs: map[string]int64{}, acked: map[string]bool{}, deliveries: map[string]int{},
+		appends: map[int][]appendOp{}, reads: map[int][]readOp{}, observations: map[int]map[uint64]string{},
+	}
+}
+
+func (h *history) newID() string {
+	h.nextID++
+	assert(h.nextID <= idsMax, "ran out of message ids")
+	return fmt.Sprintf("m%07d", h.nextID)
+}
+
+func (h *history) produceCalled(ids []string, nowMs int64) {
+	for _, id := range ids {
+		if _, ok := h.firstCallMs[id]; !ok {
+			h.firstCallMs[id] = nowMs
+		}
+	}
+}
+
+func (h *history) produceAcked(ids []string, placements []node.Placement, callMs, retMs int64) {
+	if len(placements) != len(ids) {
+		return // the client already failed the run on this reply
+	}
+	for i, id := range ids {
+		if !h.acked[id] {
+			h.acked[id] = true
+			if h.deliveries[id] == 0 {
+				h.ackedUndelivered++
+			}
+		}
+		p := placements[i]
+		h.appends[p.Partition] = append(h.appends[p.Partition], appendOp{id: id, offset: p.Offset, callMs: callMs, retMs: retMs})
+	}
+}
+
+func (h *history) produceIndefinite(nowMs int64, timeout bool) {
+	h.indefinite++
+	if timeout {
+		h.timeouts++
+	}
+}
+
+func (h *history) delivered(id string, partition int, offset uint64, callMs, retMs int64) {
+	h.deliveries[id]++
+	if h.deliveries[id] == 1 && h.acked[id] {
+		h.ackedUndelivered--
+	}
+	h.lastDeliveryMs = retMs
+	h.read(id, partition, offset, callMs, retMs)
+	h.replayReads--
+}
+
+func (h *history) read(id string, partition int, offset uint64, callMs, retMs int64) {
+	h.replayReads++
+	h.reads[partition] = append(h.reads[partition], readOp{offset: offset, id: id, callMs: callMs, retMs: retMs})
+	seen := h.observations[partition]
+	if seen == nil {
+		seen = map[uint64]string{}
+		h.observations[partition] = seen
+	}
+	if _, ok := seen[offset]; !ok {
+		seen[offset] = id
+	}
+}
+
+func (h *history) readEmpty(partition int, offset uint64, callMs, retMs int64) {
+	h.replayReads++
+	h.reads[partition] = append(h.reads[partition], readOp{offset: offset, callMs: callMs, retMs: retMs})
+}
+
+func (h *history) allAckedDelivered() bool { return h.ackedUndelivered == 0 }

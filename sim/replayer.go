@@ -1,0 +1,79 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"narad/httpapi"
+)
+
+// replayNext reads the next offset of the current partition. Past the
+// high-watermark (204) it moves to the next partition. The final replayer
+// reads every partition to its end once and stops.
+func (cl *client) replayNext() {
+	if cl.done {
+		return
+	}
+	partition := cl.next
+	offset := cl.cursors[partition]
+	target := fmt.Sprintf("/v1/topics/%s/consume?partition=%d&offset=%d", cl.w.topic, partition, offset)
+	c := &call{kind: "replay", httpRequest: newHTTPRequest(http.MethodGet, target, "", "")}
+	c.onDone = func(response *httpapi.Response) { cl.replayed(c, partition, offset, response) }
+	cl.send(c)
+}
+
+func (cl *client) replayed(c *call, partition int, offset uint64, response *httpapi.Response) {
+	think := int64(cl.w.workloadRng.IntN(replayThinkMsMax))
+	if cl.final {
+		think = 0
+	}
+	switch {
+	case response == nil || response.Status >= 500:
+		cl.later(50, cl.replayNext)
+		return
+	case response.Status == http.StatusNoContent:
+		cl.w.history.readEmpty(partition, offset, c.sentMs, cl.w.nowMs)
+		cl.nextPartition()
+	case response.Status == http.StatusOK:
+		var m wireMessage
+		id, err := "", json.Unmarshal(response.Body, &m)
+		if err == nil {
+			id, err = m.id()
+		}
+		if err != nil || m.Partition != partition || m.Offset != offset {
+			cl.w.fail("client", "%s: bad replay reply %s (%v)", c.describe(), response.Body, err)
+			return
+		}
+		cl.w.history.read(id, partition, offset, c.sentMs, cl.w.nowMs)
+		cl.cursors[partition]++
+	default:
+		cl.unexpected(c, response)
+		return
+	}
+	if !cl.done {
+		cl.later(think, cl.replayNext)
+	}
+}
+
+func (cl *client) nextPartition() {
+	cl.next = (cl.next + 1) % len(cl.cursors)
+	if cl.final && cl.next == 0 {
+		cl.done = true
+	}
+}
+
+// finalReplay reads every partition from offset 0 to its high-watermark,
+// so that every record in every log is observed: the log checker needs to
+// place records whose produce never got an answer.
+func (w *World) finalReplay() {
+	r := newClient(w, "final", roleReplayer)
+	r.cursors = make([]uint64, w.partitions)
+	r.final = true
+	w.clients = append(w.clients, r)
+	r.replayNext()
+	w.loop(func() bool { return !r.done })
+	if !r.done && w.failure == nil {
+		w.fail("liveness", "the final replay did not finish")
+	}
+}

@@ -1,0 +1,241 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+
+	"narad/httpapi"
+	"narad/node"
+	"narad/storage"
+)
+
+// Disk timing, in simulated milliseconds.
+const (
+	syncLatencyMsMin = 1
+	syncLatencyMsMax = 4
+)
+
+// simNode drives one node: the simulator's side of the node contract.
+type simNode struct {
+	w     *World
+	index int
+	id    string
+	fs    *storage.MemFS
+	// node is nil while the node is down.
+	node *node.Node
+	// incarnation counts starts; events of an earlier incarnation (a sync
+	// completion, a reply) are ignored after a crash.
+	incarnation int
+	// persisting is true between a Ready with syncs and its completion;
+	// inputs then wait in inbox, as they wait in the host's channel.
+	persisting bool
+	inbox      []func()
+	// calls are the client requests this incarnation holds, by id.
+	calls  map[node.RequestID]*call
+	nextID node.RequestID
+	// restartPending is true while a restart is scheduled.
+	restartPending bool
+}
+
+func newSimNode(w *World, index int) *simNode {
+	return &simNode{
+		w: w, index: index, id: fmt.Sprintf("n%d", index+1),
+		fs: storage.NewMemFS(newRand(w.opts.Seed, uint64(100+index))),
+	}
+}
+
+func (n *simNode) up() bool { return n.node != nil }
+
+// start recovers the node from its disk.
+func (n *simNode) start() {
+	cfg := node.DefaultConfig()
+	cfg.NodeID = n.id
+	cfg.Log.SegmentBytes = 16 << 10 // small segments: rolls and retention paths run
+	cfg.ConsumeWaitMaxMs = 10_000
+	created, err := node.New(cfg, n.fs, n.w.nowMs, nil)
+	if err != nil && n.w.phase == phaseSafety {
+		// An injected disk fault can fail a start, as it would a real
+		// process: its supervisor starts it again.
+		n.w.countFault("start-failed")
+		n.fs.Crash()
+		n.scheduleRestart(int64(100 + n.w.faultRng.IntN(1_000)))
+		return
+	}
+	if err != nil {
+		n.w.fail("restart", "%s failed to recover with no fault injected: %v", n.id, err)
+		return
+	}
+	n.node, n.incarnation, n.persisting, n.inbox = created, n.incarnation+1, false, nil
+	n.calls = map[node.RequestID]*call{}
+	n.w.checker.nodeStarted(n)
+	n.w.tracef("%s start incarnation %d", n.id, n.incarnation)
+}
+
+func (n *simNode) scheduleTick() {
+	n.w.at(tickIntervalMs, func() {
+		if n.w.phase == phaseDone {
+			return
+		}
+		n.input(func() { n.node.Tick(n.w.nowMs) })
+		n.scheduleTick()
+	})
+}
+
+// input feeds one input to the node now, or after the sync round in
+// progress, then drives the node.
+func (n *simNode) input(feed func()) {
+	if !n.up() {
+		return
+	}
+	if n.persisting {
+		n.inbox = append(n.inbox, feed)
+		return
+	}
+	n.node.Tick(n.w.nowMs)
+	feed()
+	n.drive()
+}
+
+// receive is a client request arriving at the node.
+func (n *simNode) receive(c *call) {
+	if !n.up() {
+		n.w.tracef("%s down: drops %s", n.id, c.describe())
+		return
+	}
+	n.input(func() {
+		n.nextID++
+		c.node, c.nodeIncarnation, c.requestID = n, n.incarnation, n.nextID
+		n.calls[n.nextID] = c
+		n.w.tracef("%s handle #%d %s", n.id, n.nextID, c.describe())
+		n.node.Handle(n.nextID, c.request)
+	})
+}
+
+// cancel is a client giving up on a request (its connection closed).
+func (n *simNode) cancel(c *call) {
+	if n.up() && c.node == n && c.nodeIncarnation == n.incarnation {
+		n.input(func() {
+			delete(n.calls, c.requestID)
+			n.node.Cancel(c.requestID)
+		})
+	}
+}
+
+// drive handles Readys until the node has nothing to hand out or a sync
+// round is in flight.
+func (n *simNode) drive() {
+	for n.up() && !n.persisting && n.node.HasReady() {
+		rd := n.node.Ready()
+		if len(rd.Syncs) == 0 {
+			n.complete(rd)
+			continue
+		}
+		n.persisting = true
+		incarnation := n.incarnation
+		latency := int64(syncLatencyMsMin + n.w.networkRng.IntN(syncLatencyMsMax-syncLatencyMsMin+1))
+		n.w.at(latency, func() { n.persist(rd, incarnation) })
+	}
+}
+
+// persist completes a sync round: the Syncs run now; a failure is fatal
+// for the node (it crashes and recovers from what is durable).
+func (n *simNode) persist(rd node.Ready, incarnation int) {
+	if incarnation != n.incarnation || !n.up() {
+		return
+	}
+	n.w.maybeFailSync(n)
+	for _, s := range rd.Syncs {
+		if err := s.Run(); err != nil {
+			n.w.tracef("%s sync %s failed: %v", n.id, s.Dir, err)
+			n.crash("sync-failure")
+			return
+		}
+	}
+	n.w.checker.synced(n, rd)
+	n.complete(rd)
+	n.persisting = false
+	inbox := n.inbox
+	n.inbox = nil
+	for _, feed := range inbox {
+		if !n.up() {
+			return
+		}
+		n.node.Tick(n.w.nowMs)
+		feed()
+	}
+	n.drive()
+}
+
+// complete sends a handled Ready's replies and advances the node.
+func (n *simNode) complete(rd node.Ready) {
+	for _, reply := range rd.Replies {
+		n.reply(reply)
+	}
+	n.node.Advance(rd)
+}
+
+func (n *simNode) reply(reply node.Reply) {
+	c, ok := n.calls[reply.ID]
+	if !ok {
+		return // cancelled
+	}
+	delete(n.calls, reply.ID)
+	response := httpapi.Encode(c.request, reply)
+	n.w.checker.replied(n, c, reply)
+	n.w.tracef("%s reply #%d %d", n.id, reply.ID, response.Status)
+	n.w.network.toClient(c, response)
+}
+
+// crash drops the node: unsynced writes are lost (the last may tear),
+// requests in flight are never answered.
+func (n *simNode) crash(kind string) {
+	if !n.up() {
+		return
+	}
+	n.w.countFault(kind)
+	n.fs.Crash()
+	n.node, n.calls, n.inbox, n.persisting = nil, nil, nil, false
+	n.w.tracef("%s crashed (%s)", n.id, kind)
+	n.scheduleRestart(int64(100 + n.w.faultRng.IntN(3_000)))
+}
+
+// stop shuts the node down gracefully: queued work finishes, committed
+// offsets are persisted, logs closed.
+func (n *simNode) stop() {
+	if !n.up() || n.persisting {
+		return // a stop waits for nothing in the simulator: try again later
+	}
+	n.w.countFault("graceful-restart")
+	n.node.ReleaseWaiters()
+	n.drive()
+	if n.persisting {
+		return // the released polls' replies need no sync; a produce might
+	}
+	if err := n.node.Close(); err != nil && !errors.Is(err, storage.ErrClosed) {
+		n.w.fail("graceful-stop", "%s close: %v", n.id, err)
+	}
+	n.w.checker.stopped(n)
+	n.node, n.calls = nil, nil
+	n.scheduleRestart(int64(50 + n.w.faultRng.IntN(500)))
+}
+
+func (n *simNode) scheduleRestart(delayMs int64) {
+	if n.restartPending {
+		return
+	}
+	n.restartPending = true
+	n.w.at(delayMs, func() {
+		n.restartPending = false
+		if !n.up() {
+			n.start()
+		}
+	})
+}
+
+// heal brings the node up and its disk back to health.
+func (n *simNode) heal() {
+	n.fs.ClearFaults()
+	if !n.up() && !n.restartPending {
+		n.start()
+	}
+}

@@ -1,0 +1,146 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"narad/httpapi"
+	"narad/node"
+)
+
+// Workload shape.
+const (
+	producerThinkMsMax = 40
+	batchRecordsMax    = 12
+	consumerThinkMsMax = 30
+	replayThinkMsMax   = 60
+)
+
+// spawnWorkload starts producers, consumers and a replayer. Some seeds
+// pin several producers on partition 0: a write storm on one partition.
+func (w *World) spawnWorkload() {
+	rng := w.workloadRng
+	producers, consumers := 2+rng.IntN(4), 1+rng.IntN(3)
+	storm := rng.IntN(3) == 0
+	for i := range producers {
+		p := newClient(w, fmt.Sprintf("p%d", i+1), roleProducer)
+		if storm && i > 0 {
+			p.pinnedPartition = 0
+		}
+		w.clients = append(w.clients, p)
+		p.later(int64(rng.IntN(50)), p.produceNext)
+	}
+	for i := range consumers {
+		c := newClient(w, fmt.Sprintf("c%d", i+1), roleConsumer)
+		w.clients = append(w.clients, c)
+		c.later(int64(rng.IntN(50)), c.consumeNext)
+	}
+	r := newClient(w, "r1", roleReplayer)
+	r.cursors = make([]uint64, w.partitions)
+	w.clients = append(w.clients, r)
+	r.later(int64(rng.IntN(50)), r.replayNext)
+	w.tracef("workload: %d producers, %d consumers, storm=%v", producers, consumers, storm)
+}
+
+// produceNext sends a new single or batch produce, while the safety phase
+// lasts.
+func (cl *client) produceNext() {
+	if cl.w.phase != phaseSafety {
+		cl.busy = false
+		return
+	}
+	cl.busy = true
+	count := 1
+	if cl.w.workloadRng.IntN(3) == 0 {
+		count = 2 + cl.w.workloadRng.IntN(batchRecordsMax-1)
+	}
+	ids := make([]string, count)
+	for i := range ids {
+		ids[i] = cl.w.history.newID()
+	}
+	cl.produce(ids, count > 1, 1)
+}
+
+func (cl *client) produce(ids []string, batch bool, attempt int) {
+	c := &call{kind: "produce", httpRequest: cl.produceRequest(ids, batch)}
+	cl.w.history.produceCalled(ids, cl.w.nowMs)
+	c.onDone = func(response *httpapi.Response) { cl.produced(c, ids, batch, attempt, response) }
+	cl.send(c)
+}
+
+func (cl *client) produceRequest(ids []string, batch bool) *http.Request {
+	target := "/v1/topics/" + cl.w.topic + "/produce"
+	if !batch {
+		if cl.pinnedPartition != node.PartitionNone {
+			target += fmt.Sprintf("?partition=%d", cl.pinnedPartition)
+		}
+		return newHTTPRequest(http.MethodPost, target, "text/plain", ids[0])
+	}
+	var lines strings.Builder
+	for _, id := range ids {
+		if cl.pinnedPartition != node.PartitionNone {
+			fmt.Fprintf(&lines, "{\"payload\":%q,\"partition\":%d}\n", id, cl.pinnedPartition)
+		} else {
+			fmt.Fprintf(&lines, "{\"payload\":%q}\n", id)
+		}
+	}
+	return newHTTPRequest(http.MethodPost, target, "application/x-ndjson", lines.String())
+}
+
+func (cl *client) produced(c *call, ids []string, batch bool, attempt int, response *httpapi.Response) {
+	switch {
+	case response != nil && response.Status == http.StatusAccepted:
+		cl.w.history.produceAcked(ids, placementsOf(cl, c, response, batch), c.sentMs, cl.w.nowMs)
+	case response != nil && response.Status < 500:
+		cl.unexpected(c, response)
+		return
+	default: // timeout or 5xx: the records may or may not have landed
+		cl.w.history.produceIndefinite(cl.w.nowMs, response == nil)
+		if attempt < produceAttemptsMax {
+			cl.later(int64(10*attempt+cl.w.workloadRng.IntN(50)), func() { cl.produce(ids, batch, attempt+1) })
+			return
+		}
+	}
+	cl.later(int64(cl.w.workloadRng.IntN(producerThinkMsMax)), cl.produceNext)
+}
+
+func placementsOf(cl *client, c *call, response *httpapi.Response, batch bool) []node.Placement {
+	if !batch {
+		var placement node.Placement
+		if err := json.Unmarshal(response.Body, &placement); err != nil {
+			cl.w.fail("client", "bad produce reply %s: %v", response.Body, err)
+		}
+		return []node.Placement{placement}
+	}
+	var result struct {
+		Accepted int              `json:"accepted"`
+		Records  []node.Placement `json:"records"`
+	}
+	if err := json.Unmarshal(response.Body, &result); err != nil || result.Accepted != len(result.Records) {
+		cl.w.fail("client", "bad batch produce reply %s: %v", response.Body, err)
+	}
+	return result.Records
+}
+
+// wireMessage is the consumed-message JSON of API.md §1.12.
+type wireMessage struct {
+	Partition       int             `json:"partition"`
+	Offset          uint64          `json:"offset"`
+	Payload         json.RawMessage `json:"payload"`
+	PayloadEncoding string          `json:"payload_encoding"`
+	ReceiptHandle   string          `json:"receipt_handle"`
+	DeliveryCount   int             `json:"delivery_count"`
+}
+
+// id extracts the message id: every simulated payload is an id, sent as
+// text (single produce) or as a JSON string (batch); both come back as a
+// JSON string.
+func (m wireMessage) id() (string, error) {
+	var id string
+	if err := json.Unmarshal(m.Payload, &id); err != nil {
+		return "", fmt.Errorf("payload %s is not an id: %w", m.Payload, err)
+	}
+	return id, nil
+}

@@ -1,0 +1,254 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"time"
+
+	"narad/chaos"
+	"narad/httpapi"
+	"narad/node"
+)
+
+// Bounds and cadences of a world, in simulated milliseconds.
+const (
+	tickIntervalMs = 10
+	// livenessGraceMs is how long after healing requests may still fail
+	// (a node finishing its restart) before a failure counts against
+	// liveness.
+	livenessGraceMs = 5_000
+	// drainQuietMs ends the drain once every acknowledged record was
+	// consumed and this long passed without a new delivery.
+	drainQuietMs = 3_000
+)
+
+// Options configure one run. Start from DefaultOptions.
+type Options struct {
+	Seed uint64
+	// Nodes in the world (1 until the cluster lands).
+	Nodes int
+	// SafetyMs is the simulated time with faults and load.
+	SafetyMs int64
+	// DrainMsMax bounds the liveness phase; not draining by then fails.
+	DrainMsMax int64
+	// Faults is the fault profile.
+	Faults Profile
+	// Verbose, when set, receives every trace line.
+	Verbose io.Writer
+}
+
+// DefaultOptions returns a run of 30 simulated seconds with every fault.
+func DefaultOptions(seed uint64) Options {
+	return Options{Seed: seed, Nodes: 1, SafetyMs: 30_000, DrainMsMax: 120_000, Faults: ProfileAll}
+}
+
+// World is one simulated run. Everything in it happens on the caller's
+// goroutine, in the order of the event queue.
+type World struct {
+	opts  Options
+	nowMs int64
+	queue eventQueue
+	// Random streams, each derived from the seed, so a new draw in one
+	// (say the workload) does not reshuffle another (the faults).
+	workloadRng, networkRng, faultRng *rand.Rand
+
+	codec   *httpapi.Codec
+	network *network
+	nodes   []*simNode
+	clients []*client
+	topic   string
+	// partitions of the simulated topic; fixed after setup.
+	partitions int
+
+	history  *history
+	checker  *stateChecker
+	trace    *trace
+	faults   map[string]int
+	phase    phase
+	healedMs int64
+	// failure is the first checker failure; the run stops at it.
+	failure *Failure
+	// logOperations and logResult are porcupine's input size and verdict.
+	logOperations int
+	logResult     string
+}
+
+type phase int
+
+const (
+	phaseSetup phase = iota
+	phaseSafety
+	phaseLiveness
+	phaseDone
+)
+
+// Failure says which checker failed and why.
+type Failure struct {
+	Checker string
+	Detail  string
+}
+
+func (f *Failure) Error() string { return f.Checker + ": " + f.Detail }
+
+func newRand(seed uint64, stream uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, stream))
+}
+
+// NewWorld builds the world of a seed.
+func NewWorld(opts Options) *World {
+	w := &World{
+		opts:        opts,
+		workloadRng: newRand(opts.Seed, 1), networkRng: newRand(opts.Seed, 2), faultRng: newRand(opts.Seed, 3),
+		codec:   httpapi.NewCodec(httpapi.DefaultCodecConfig()),
+		history: newHistory(), checker: newStateChecker(), trace: newTrace(opts.Verbose),
+		faults: map[string]int{}, topic: "sim",
+	}
+	w.network = newNetwork(w)
+	for i := range opts.Nodes {
+		w.nodes = append(w.nodes, newSimNode(w, i))
+	}
+	return w
+}
+
+// Run runs the world to the end and checks it.
+func Run(opts Options) Report {
+	start := time.Now() //determinism:ok wall time only reported, never used in the run
+	chaos.Record(nil, 0)
+	defer chaos.Reset()
+	w := NewWorld(opts)
+	w.run()
+	report := w.report()
+	report.WallSeconds = time.Since(start).Seconds()
+	return report
+}
+
+func (w *World) run() {
+	for _, n := range w.nodes {
+		n.start()
+	}
+	w.setup()
+	w.loop(func() bool { return w.phase == phaseSetup })
+	w.startSafety()
+	w.loop(func() bool { return w.nowMs < w.opts.SafetyMs })
+	w.heal()
+	w.loop(func() bool { return !w.drained() && w.nowMs < w.healedMs+w.opts.DrainMsMax })
+	w.finish()
+}
+
+// loop runs events while more() holds and nothing failed.
+func (w *World) loop(more func() bool) {
+	for w.failure == nil && more() && w.queue.len() > 0 {
+		e := w.queue.pop()
+		assert(e.atMs >= w.nowMs, "event at %d before now %d", e.atMs, w.nowMs)
+		w.nowMs = e.atMs
+		e.run()
+		if w.failure == nil {
+			w.checker.afterStep(w)
+		}
+	}
+}
+
+// at schedules run after delayMs.
+func (w *World) at(delayMs int64, run func()) {
+	assert(delayMs >= 0, "negative delay %d", delayMs)
+	w.queue.push(w.nowMs+delayMs, run)
+}
+
+func (w *World) tracef(format string, args ...any) { w.trace.add(w.nowMs, format, args...) }
+
+// fail records the first checker failure.
+func (w *World) fail(checker, format string, args ...any) {
+	if w.failure == nil {
+		w.failure = &Failure{Checker: checker, Detail: fmt.Sprintf(format, args...)}
+		w.tracef("FAIL %s: %s", checker, w.failure.Detail)
+	}
+}
+
+func (w *World) countFault(kind string) {
+	w.faults[kind]++
+	w.tracef("fault %s", kind)
+}
+
+// setup creates the topic through the API, like an operator would.
+func (w *World) setup() {
+	w.partitions = 3 + w.workloadRng.IntN(4)
+	visibilityMs := 1_000 + w.workloadRng.IntN(4_000)
+	admin := newClient(w, "admin", roleAdmin)
+	w.clients = append(w.clients, admin)
+	admin.createTopic(w.partitions, visibilityMs)
+}
+
+func (w *World) startSafety() {
+	w.phase = phaseSafety
+	w.tracef("safety phase: %d partitions, profile %s", w.partitions, w.opts.Faults.Name)
+	w.spawnWorkload()
+	for _, n := range w.nodes {
+		n.scheduleTick()
+	}
+	w.scheduleFault()
+}
+
+// heal ends the safety phase: every node up, faults off, producers
+// stopped; consumers drain.
+func (w *World) heal() {
+	if w.failure != nil {
+		return
+	}
+	w.phase = phaseLiveness
+	w.healedMs = w.nowMs
+	w.network.heal()
+	for _, n := range w.nodes {
+		n.heal()
+	}
+	w.tracef("healed: liveness phase")
+}
+
+func (w *World) drained() bool {
+	if w.nowMs < w.healedMs+livenessGraceMs {
+		return false
+	}
+	return w.history.allAckedDelivered() && w.nowMs-w.history.lastDeliveryMs >= drainQuietMs && w.clientsIdle()
+}
+
+func (w *World) clientsIdle() bool {
+	for _, c := range w.clients {
+		if c.role == roleProducer && c.busy {
+			return false
+		}
+	}
+	return true
+}
+
+// finish stops the world and runs the end-of-run checkers.
+func (w *World) finish() {
+	if w.failure == nil {
+		w.finalReplay()
+	}
+	w.phase = phaseDone
+	if w.failure != nil {
+		return
+	}
+	w.checkAccounting()
+	w.checkLogs()
+}
+
+func (w *World) node(i int) *simNode { return w.nodes[i] }
+
+func (w *World) randomNode(rng *rand.Rand) *simNode { return w.nodes[rng.IntN(len(w.nodes))] }
+
+// codecRequest is shared by clients; requests are decoded on the client's
+// side of the simulated wire (decoding is deterministic and stateless).
+func (w *World) decode(call *call) (node.Request, *httpapi.ErrorResponse) {
+	decoded, failure := w.codec.Decode(call.httpRequest)
+	if failure != nil {
+		return nil, failure
+	}
+	return decoded.Request, nil
+}
+
+func assert(ok bool, format string, args ...any) {
+	if !ok {
+		panic(fmt.Sprintf("sim: invariant broken: "+format, args...))
+	}
+}

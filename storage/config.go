@@ -1,0 +1,93 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Bounds of LogConfig. The upper limits keep every byte position inside a
+// segment representable as a uint32 (the in-memory index), even for a
+// segment that overshoots SegmentBytes by one maximal frame.
+const (
+	// segmentBytesMin is the smallest segment size (as API.md §3.3).
+	segmentBytesMin = 4 << 10
+	// segmentBytesLimit is the largest segment size accepted.
+	segmentBytesLimit = 1 << 30
+	// recordBytesLimit is the largest RecordBytesMax accepted.
+	recordBytesLimit = 64 << 20
+	// frameBytesLimit is the largest FrameBytesMax accepted.
+	frameBytesLimit = recordBytesLimit + recordOverheadBytes + frameHeaderBytes
+	// chunkBytesLimit is the largest ChunkBytesMax accepted.
+	chunkBytesLimit = 64 << 20
+	// writeBufferBytesLimit is the largest WriteBufferBytesMax accepted.
+	writeBufferBytesLimit = 64 << 20
+	// corruptOffsetsReportedLimit is the largest CorruptOffsetsReportedMax.
+	corruptOffsetsReportedLimit = 1 << 20
+	// readFileBytesMax bounds ReadFile, which loads a whole file in memory.
+	readFileBytesMax = 64 << 20
+)
+
+// LogConfig holds every limit of a partition log. Build one with
+// DefaultLogConfig and change fields explicitly; OpenLog refuses a config
+// that fails Validate.
+type LogConfig struct {
+	// SegmentBytes: the active segment rolls when the next frame would take
+	// it past this size (a single frame larger than it gets a segment of its
+	// own). Default 64 MiB, at least 4 KiB, at most 1 GiB.
+	SegmentBytes int64
+	// RecordBytesMax bounds len(Key)+len(Payload) of one record; Append
+	// rejects more with ErrRecordTooLarge. Default 1 MiB.
+	RecordBytesMax int
+	// FrameBytesMax bounds an encoded frame, header included; decoders check
+	// a frame's declared length against it before reading the frame. Must
+	// be at least RecordBytesMax plus the frame and envelope overheads.
+	FrameBytesMax int
+	// ChunkBytesMax bounds one ReadChunk or WriteChunk of a move. Default
+	// 1 MiB.
+	ChunkBytesMax int
+	// CorruptOffsetsReportedMax bounds the list Recovery.CorruptOffsets; the
+	// count Recovery.CorruptCount is always exact. Default 64.
+	CorruptOffsetsReportedMax int
+	// WriteBufferBytesMax bounds the frames Append holds in memory before it
+	// writes them to the active segment file (Sync always writes them
+	// first). Batching writes this way is what lets a sync round of many
+	// small records cost few system calls. Default 1 MiB.
+	WriteBufferBytesMax int
+}
+
+// DefaultLogConfig returns the production limits.
+func DefaultLogConfig() LogConfig {
+	return LogConfig{
+		SegmentBytes:              64 << 20,
+		RecordBytesMax:            1 << 20,
+		FrameBytesMax:             1<<20 + recordOverheadBytes + frameHeaderBytes,
+		ChunkBytesMax:             1 << 20,
+		CorruptOffsetsReportedMax: 64,
+		WriteBufferBytesMax:       1 << 20,
+	}
+}
+
+// Validate reports every problem of the config at once, each wrapping
+// ErrInvalidConfig.
+func (c LogConfig) Validate() error {
+	var problems []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			problems = append(problems, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
+		}
+	}
+	check(c.SegmentBytes >= segmentBytesMin && c.SegmentBytes <= segmentBytesLimit,
+		"SegmentBytes %d not in [%d, %d]", c.SegmentBytes, segmentBytesMin, segmentBytesLimit)
+	check(c.RecordBytesMax >= 1 && c.RecordBytesMax <= recordBytesLimit,
+		"RecordBytesMax %d not in [1, %d]", c.RecordBytesMax, recordBytesLimit)
+	check(c.FrameBytesMax >= c.RecordBytesMax+recordOverheadBytes+frameHeaderBytes,
+		"FrameBytesMax %d below RecordBytesMax %d + overhead %d", c.FrameBytesMax, c.RecordBytesMax, recordOverheadBytes+frameHeaderBytes)
+	check(c.FrameBytesMax <= frameBytesLimit, "FrameBytesMax %d above %d", c.FrameBytesMax, frameBytesLimit)
+	check(c.ChunkBytesMax >= 1 && c.ChunkBytesMax <= chunkBytesLimit,
+		"ChunkBytesMax %d not in [1, %d]", c.ChunkBytesMax, chunkBytesLimit)
+	check(c.CorruptOffsetsReportedMax >= 0 && c.CorruptOffsetsReportedMax <= corruptOffsetsReportedLimit,
+		"CorruptOffsetsReportedMax %d not in [0, %d]", c.CorruptOffsetsReportedMax, corruptOffsetsReportedLimit)
+	check(c.WriteBufferBytesMax >= 1 && c.WriteBufferBytesMax <= writeBufferBytesLimit,
+		"WriteBufferBytesMax %d not in [1, %d]", c.WriteBufferBytesMax, writeBufferBytesLimit)
+	return errors.Join(problems...)
+}

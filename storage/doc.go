@@ -1,0 +1,114 @@
+// Package storage owns the partition log: the files of one partition
+// directory, their format, their recovery after a crash, and the
+// operations the move protocol needs to copy a live partition. It also
+// defines FS, the small file-system interface everything here runs on,
+// with a production implementation (OSFS) and an in-memory twin with a
+// crash model (MemFS) for the simulator and the tests.
+//
+// # Layout
+//
+// One directory per partition (API.md §3.5):
+//
+//	00000000000000000000.log  segments, named by their first offset (20 digits)
+//	hwm                       the persisted high watermark, two checksummed slots
+//	consumer.offset           the committed consumer offset, 8 bytes + CRC32C
+//
+// A segment is a sequence of frames. A frame is a header (magic, envelope
+// length, offset, CRC32C over header and envelope) followed by the record
+// envelope (version, flags, time in ms, key length, key, payload); see
+// frame.go and record.go. Every frame is checked against
+// LogConfig.FrameBytesMax before it is read, and its CRC is verified by
+// recovery and again by every Read: the log never serves unverified bytes.
+//
+// # The sync round, and why an acknowledged record is never hidden
+//
+// Append only buffers and indexes a frame; nothing is visible or durable
+// yet. Log.Sync runs one round, in this order:
+//
+//  1. write the buffered frames, fsync every segment written since the
+//     last round, and fsync the directory if a segment was created;
+//  2. write Next (as it was when the round started) into the older slot
+//     of the hwm file and fsync it;
+//  3. only then raise the visible HWM, so Read and the caller's
+//     acknowledgements see the round.
+//
+// A produce is acknowledged only after the round covering it returned.
+// By then its frame was durable before the HWM that covers it was written
+// (step 1 before step 2), so after any crash the persisted HWM is at least
+// every acknowledged offset + 1 and every frame below it was durable when
+// the HWM was. Recovery never truncates below the persisted HWM (it skips
+// a damaged frame there instead), so every acknowledged record is still
+// readable unless the disk itself lost or damaged it, which recovery
+// reports. Had the HWM been written first, a crash between the two steps
+// would leave a HWM covering torn frames. Each round costs one data fsync
+// per segment written plus one hwm fsync. The hwm file is written in place
+// with two slots used alternately, so a torn slot write leaves the other
+// slot, holding the previous round, intact; recovery takes the highest
+// valid slot.
+//
+// A failed write or fsync on this path latches the log into a failed
+// state (ErrLogFailed): every later call returns the same error, and the
+// node must reopen the log from disk. A failed fsync is never retried.
+//
+// # Recovery (OpenLog)
+//
+// Recovery reads the hwm file and verifies every frame of every segment,
+// in offset order. Offsets must follow each other without gaps.
+//
+//   - Below the persisted HWM every frame was acknowledged and must be
+//     intact. An invalid frame there is corruption in the middle: the
+//     scan resynchronises by searching forward for the next valid frame
+//     with a higher offset (and few enough skipped offsets to fit in the
+//     skipped bytes); the offsets in between are reported
+//     (Recovery.CorruptCount exact, CorruptOffsets bounded) and Read
+//     returns ErrCorrupt for them, forever.
+//   - At or above the persisted HWM, the first invalid frame (or the first
+//     missing offset) is a torn tail: the segment is truncated there and
+//     the later segments are removed, durably.
+//   - Valid frames above the persisted HWM were written but never
+//     acknowledged. Recovery exposes them: the HWM becomes the end of the
+//     valid log, after those segments and the directory are fsynced and
+//     the new HWM is written, so what becomes visible stays visible.
+//     At-least-once delivery allows this; the producer may have retried
+//     them, giving duplicates, never gaps.
+//   - If the persisted HWM is above the recovered end, the difference is
+//     reported as Recovery.LostAcknowledged and the HWM is lowered to the
+//     recovered end (and persisted).
+//
+// The committed consumer offset is then clamped into [Oldest, HWM]; a
+// damaged consumer.offset resets it to Oldest (redelivery, never loss).
+//
+// # Invariants
+//
+//   - Oldest() <= Committed() <= HWM() <= Next(); HWM never decreases while
+//     a log is open, and Committed only moves forward.
+//   - Offsets in [Oldest, HWM) are durable; every one of them reads back
+//     as the record appended there, or as ErrCorrupt if recovery skipped it.
+//   - The in-memory index holds, per segment, the byte position of every
+//     offset (a uint32 each, so Read is one lookup and one ReadAt) and the
+//     newest record time, which retention compares.
+//
+// # Moves
+//
+// Log.Segments and Log.ReadChunk expose only durable bytes below the HWM,
+// cut at a frame boundary, so a destination copying them chunk by chunk
+// (StagedCopy) while the source keeps appending gets a prefix of frames.
+// SetState reproduces the source's HWM and committed offset, VerifyStaged
+// recovers the copy as a log and refuses it if it falls short, and
+// InstallStaged renames it into place (RepairInstall finishes or undoes an
+// install a crash interrupted). DeletePartition removes a directory.
+//
+// # Inputs and outputs
+//
+// Inputs: an FS, directory names, a validated LogConfig, records, and
+// the time as arguments (nowMs); there is no clock, goroutine or global
+// randomness here, and no map order reaches an output. Outputs: files on
+// the FS, and return values: offsets, records, Recovery and
+// RetentionResult reports, and sentinel errors (errors.go). Broken
+// invariants panic through assert; costlier cross-checks (each appended
+// frame decoded back) run when built with -tags invariants.
+//
+// A Log and a Store are used from one goroutine (the node's loop). A Log
+// keeps every segment file of the partition open; Store.CloseIdle bounds
+// how many logs are open at once over time.
+package storage

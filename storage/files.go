@@ -1,0 +1,129 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strconv"
+	"strings"
+)
+
+// Names inside a partition directory (API.md §3.5).
+const (
+	segmentSuffix       = ".log"
+	segmentDigits       = 20
+	hwmFileName         = "hwm"
+	committedFileName   = "consumer.offset"
+	temporarySuffix     = ".tmp"
+	asideSuffix         = ".aside"
+	segmentNameBytesLen = segmentDigits + len(segmentSuffix)
+)
+
+// segmentName is the file name of the segment whose first offset is base:
+// 20 zero-padded decimal digits, so names sort in offset order.
+func segmentName(base uint64) string {
+	return fmt.Sprintf("%0*d%s", segmentDigits, base, segmentSuffix)
+}
+
+// parseSegmentName returns the base offset of a segment file name, and
+// false for any other name.
+func parseSegmentName(name string) (uint64, bool) {
+	if len(name) != segmentNameBytesLen || !strings.HasSuffix(name, segmentSuffix) {
+		return 0, false
+	}
+	digits := name[:segmentDigits]
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	base, err := strconv.ParseUint(digits, 10, 64)
+	return base, err == nil
+}
+
+// parentDir returns the directory holding name ("." at the root).
+func parentDir(name string) string { return path.Dir(name) }
+
+// WriteFileAtomic replaces name with data so that after a crash name holds
+// either its old content or all of data: write a temporary file, Sync it,
+// Rename it over name, then SyncDir the parent so the rename is durable.
+func WriteFileAtomic(fs FS, name string, data []byte) error {
+	temporary := name + temporarySuffix
+	file, err := fs.Create(temporary)
+	if err != nil {
+		return err
+	}
+	if err := writeAndSync(file, data); err != nil {
+		return errors.Join(err, file.Close())
+	}
+	if err := file.Close(); err != nil {
+		return err
+	}
+	if err := fs.Rename(temporary, name); err != nil {
+		return err
+	}
+	return fs.SyncDir(parentDir(name))
+}
+
+// writeAndSync appends all of data to file and makes it durable.
+func writeAndSync(file File, data []byte) error {
+	n, err := file.Write(data)
+	if err != nil {
+		return err
+	}
+	assert(n == len(data), "short write without error: %d of %d bytes", n, len(data))
+	return file.Sync()
+}
+
+// ReadFile returns the whole content of name. Files above readFileBytesMax
+// are refused with ErrFileTooLarge (this helper is for small metadata).
+func ReadFile(fs FS, name string) ([]byte, error) {
+	file, err := fs.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	data, err := readAll(file)
+	return data, errors.Join(err, file.Close())
+}
+
+// readAll reads a whole open file, bounded by readFileBytesMax.
+func readAll(file File) ([]byte, error) {
+	size, err := file.Size()
+	if err != nil {
+		return nil, err
+	}
+	if size > readFileBytesMax {
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrFileTooLarge, size, readFileBytesMax)
+	}
+	data := make([]byte, size)
+	if err := readFull(file, data, 0); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// readFull fills buf from position, treating a short read as an error.
+func readFull(file File, buf []byte, position int64) error {
+	n, err := file.ReadAt(buf, position)
+	if n == len(buf) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("storage: read %d of %d bytes at %d: %w", n, len(buf), position, err)
+}
+
+// DeletePartition removes a partition directory and everything in it, and
+// makes the removal durable. The caller closes any open Log of dir first
+// (Store.Close).
+func DeletePartition(fs FS, dir string) error {
+	if err := fs.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := fs.SyncDir(parentDir(dir)); err != nil && !errors.Is(err, ErrNotExist) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,109 @@
+package storage
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestSegmentNames(t *testing.T) {
+	require.Equal(t, "00000000000000000000.log", segmentName(0))
+	require.Equal(t, "18446744073709551615.log", segmentName(1<<64-1))
+	for _, base := range []uint64{0, 1, 1234567890, 1<<64 - 1} {
+		parsed, ok := parseSegmentName(segmentName(base))
+		require.True(t, ok)
+		require.Equal(t, base, parsed)
+	}
+	for _, name := range []string{"hwm", "consumer.offset", "0000000000000000000a.log", "00000000000000000000.tmp",
+		"0000000000000000000.log", "99999999999999999999.log", "000000000000000000000.log"} {
+		_, ok := parseSegmentName(name)
+		require.False(t, ok, name)
+	}
+}
+
+func TestWriteFileAtomicAndReadFile(t *testing.T) {
+	forEachLogFS(t, func(t *testing.T, fs FS) {
+		require.NoError(t, fs.MkdirAll("meta"))
+		require.NoError(t, WriteFileAtomic(fs, "meta/state", []byte("first")))
+		require.NoError(t, WriteFileAtomic(fs, "meta/state", []byte("second, longer")))
+		data, err := ReadFile(fs, "meta/state")
+		require.NoError(t, err)
+		require.Equal(t, "second, longer", string(data))
+		names, err := fs.List("meta")
+		require.NoError(t, err)
+		require.Equal(t, []string{"state"}, names, "no temporary file left")
+		_, err = ReadFile(fs, "meta/missing")
+		require.ErrorIs(t, err, ErrNotExist)
+	})
+}
+
+// After a crash an atomically replaced file holds the old or the new
+// content, never a mix; once WriteFileAtomic returned, the new one.
+func TestWriteFileAtomicCrash(t *testing.T) {
+	fs := newLogMemFS(1)
+	fs.SetTornWriteProbability(1)
+	require.NoError(t, WriteFileAtomic(fs, "state", []byte("old")))
+	fs.FailNext(FaultRename, errInjectedSync, 1)
+	require.Error(t, WriteFileAtomic(fs, "state", []byte("new")))
+	fs.Crash()
+	data, err := ReadFile(fs, "state")
+	require.NoError(t, err)
+	require.Equal(t, "old", string(data))
+	require.NoError(t, WriteFileAtomic(fs, "state", []byte("new")))
+	fs.Crash()
+	data, err = ReadFile(fs, "state")
+	require.NoError(t, err)
+	require.Equal(t, "new", string(data))
+}
+
+// ReadFile refuses files above its bound instead of loading them.
+func TestReadFileBounded(t *testing.T) {
+	fs := newLogMemFS(2)
+	file, err := fs.Create("big")
+	require.NoError(t, err)
+	require.NoError(t, file.Truncate(readFileBytesMax+1))
+	require.NoError(t, file.Close())
+	_, err = ReadFile(fs, "big")
+	require.ErrorIs(t, err, ErrFileTooLarge)
+}
+
+// The hwm slot encoding: each slot validates only at its own index, and
+// any damaged byte invalidates it.
+func TestHWMSlotEncoding(t *testing.T) {
+	slot := encodeHWMSlot(nil, 1, 12345)
+	require.Len(t, slot, hwmSlotBytes)
+	value, ok := decodeHWMSlot(slot, 1)
+	require.True(t, ok)
+	require.Equal(t, uint64(12345), value)
+	_, ok = decodeHWMSlot(slot, 0)
+	require.False(t, ok, "a slot copied to the other index does not validate")
+	for i := range slot {
+		damaged := append([]byte(nil), slot...)
+		damaged[i] ^= 0x10
+		_, ok := decodeHWMSlot(damaged, 1)
+		require.False(t, ok, "byte %d", i)
+	}
+	state := hwmState{valid: [2]bool{true, true}, values: [2]uint64{7, 9}}
+	highest, ok := state.highest()
+	require.True(t, ok)
+	require.Equal(t, uint64(9), highest)
+	require.Equal(t, 0, state.olderSlot())
+	state.valid[0] = false
+	require.Equal(t, 0, state.olderSlot(), "an invalid slot is overwritten first")
+}
+
+// The committed offset file round-trips and rejects damage.
+func TestCommittedFileEncoding(t *testing.T) {
+	data := encodeCommitted(987654321)
+	offset, ok := decodeCommitted(data)
+	require.True(t, ok)
+	require.Equal(t, uint64(987654321), offset)
+	for i := range data {
+		damaged := append([]byte(nil), data...)
+		damaged[i] ^= 1
+		_, ok := decodeCommitted(damaged)
+		require.False(t, ok, "byte %d", i)
+	}
+	_, ok = decodeCommitted(data[:8])
+	require.False(t, ok)
+}

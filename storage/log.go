@@ -1,0 +1,383 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Log is the partition log of one directory. It is not safe for concurrent
+// use: the node calls it from its single loop. See doc.go for the sync
+// round and the recovery rules.
+type Log struct {
+	// fs, dir and cfg are fixed at OpenLog.
+	fs  FS
+	dir string
+	cfg LogConfig
+
+	// segments are the retained segments in offset order; the last is the
+	// active one, the only one Append writes. Invariant: non-empty while
+	// open; bases strictly increase. Changed by Append (roll) and
+	// ApplyRetention.
+	segments []*segment
+	// pending holds frames appended to the active segment but not yet
+	// written to its file. Invariant: len(pending) ==
+	// active.sizeBytes - active.writtenBytes, and is below
+	// cfg.WriteBufferBytesMax between calls.
+	pending []byte
+	// next is the offset the next Append gets. Invariant: next ==
+	// active.indexedEnd() and next >= hwm. Changed by Append.
+	next uint64
+	// hwm is the visible high watermark: offsets in [Oldest(), hwm) are
+	// readable. Invariant: hwm <= next, hwm <= the durable value in the hwm
+	// file, and hwm never decreases while the log is open. Changed only by
+	// Sync.
+	hwm uint64
+	// hwmFile is the open two-slot hwm file.
+	hwmFile *hwmFile
+	// unsyncedFrom indexes the first segment that may hold bytes not yet
+	// fsynced: every segment before it is durable. Changed by Sync (moves
+	// to the active segment) and ApplyRetention (shifts down).
+	unsyncedFrom int
+	// segmentCreated: a segment file was created since the last sync round,
+	// so the directory must be synced before the hwm covers it.
+	segmentCreated bool
+	// committed is the in-memory committed consumer offset, and
+	// committedSynced the value last made durable. Invariant: Oldest() <=
+	// committed <= hwm, except after ApplyRetention raised Oldest, which
+	// also raises committed. Changed by SetCommitted, SyncCommitted and
+	// ApplyRetention.
+	committed, committedSynced uint64
+	// failure is the first write-path I/O error, wrapped in ErrLogFailed.
+	// Once set it never changes and every later call returns it.
+	failure error
+	// closed is set by Close.
+	closed bool
+}
+
+// LogStats is a snapshot of a log's size and bounds.
+type LogStats struct {
+	Segments  int
+	Oldest    uint64
+	HWM       uint64
+	Next      uint64
+	SizeBytes int64
+	// OldestSegmentTimeMs is the newest record time of the oldest segment
+	// (the time retention compares), or 0 if that segment has no record.
+	OldestSegmentTimeMs int64
+}
+
+// OpenLog opens the partition log in dir, creating dir if it is missing,
+// and recovers it (see doc.go). The Recovery describes what was found.
+func OpenLog(fs FS, dir string, cfg LogConfig) (*Log, Recovery, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, Recovery{}, err
+	}
+	if err := ensureDir(fs, dir); err != nil {
+		return nil, Recovery{}, err
+	}
+	return recoverLog(fs, dir, cfg)
+}
+
+// ensureDir creates dir and its missing ancestors, and makes each new
+// directory entry durable by syncing its parent.
+func ensureDir(fs FS, dir string) error {
+	missing, err := missingDirs(fs, dir)
+	if err != nil || len(missing) == 0 {
+		return err
+	}
+	if err := fs.MkdirAll(dir); err != nil {
+		return err
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := fs.SyncDir(parentDir(missing[i])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// missingDirs returns dir and those of its ancestors that do not exist,
+// innermost first.
+func missingDirs(fs FS, dir string) ([]string, error) {
+	var missing []string
+	for current := dir; current != "." && current != "/"; current = parentDir(current) {
+		info, err := fs.Stat(current)
+		if err == nil && !info.IsDir {
+			return nil, fmt.Errorf("storage: %s is not a directory: %w", current, ErrExist)
+		}
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrNotExist) {
+			return nil, err
+		}
+		missing = append(missing, current)
+	}
+	return missing, nil
+}
+
+// usable returns the error every call of a failed or closed log returns.
+func (l *Log) usable() error {
+	if l.failure != nil {
+		return l.failure
+	}
+	if l.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// fail latches the log into the failed state with the first error and
+// returns the latched error.
+func (l *Log) fail(err error) error {
+	assert(err != nil, "failing log %s with a nil error", l.dir)
+	if l.failure == nil {
+		l.failure = fmt.Errorf("%w: %s: %w", ErrLogFailed, l.dir, err)
+	}
+	return l.failure
+}
+
+// active is the segment Append writes.
+func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
+
+// Dir is the directory of the log.
+func (l *Log) Dir() string { return l.dir }
+
+// HWM is the visible high watermark: offsets in [Oldest(), HWM()) are
+// readable.
+func (l *Log) HWM() uint64 { return l.hwm }
+
+// Next is the offset the next Append gets.
+func (l *Log) Next() uint64 { return l.next }
+
+// Oldest is the first retained offset.
+func (l *Log) Oldest() uint64 { return l.segments[0].base }
+
+// Dirty reports appended records not yet covered by a sync round.
+func (l *Log) Dirty() bool { return l.next > l.hwm }
+
+// Append adds r at offset Next() to the active segment, rolling to a new
+// segment first if the frame would take the active one past SegmentBytes.
+// The record is neither durable nor visible until a Sync round covers it.
+func (l *Log) Append(r Record) (uint64, error) {
+	if err := l.usable(); err != nil {
+		return 0, err
+	}
+	if recordBytes(r) > l.cfg.RecordBytesMax {
+		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrRecordTooLarge, recordBytes(r), l.cfg.RecordBytesMax)
+	}
+	frameBytes := int64(frameHeaderBytes + recordOverheadBytes + recordBytes(r))
+	if l.active().sizeBytes > 0 && l.active().sizeBytes+frameBytes > l.cfg.SegmentBytes {
+		if err := l.roll(); err != nil {
+			return 0, err
+		}
+	}
+	offset := l.next
+	l.appendFrame(offset, r, frameBytes)
+	if len(l.pending) >= l.cfg.WriteBufferBytesMax {
+		return offset, l.flushPending()
+	}
+	return offset, nil
+}
+
+// appendFrame encodes the frame of r into the pending buffer and indexes it.
+func (l *Log) appendFrame(offset uint64, r Record, frameBytes int64) {
+	active := l.active()
+	start := len(l.pending)
+	l.pending = encodeRecordFrame(l.pending, offset, r)
+	assert(int64(len(l.pending)-start) == frameBytes, "frame of offset %d is %d bytes, expected %d", offset, len(l.pending)-start, frameBytes)
+	if invariantsEnabled {
+		checkEncodedFrame(l.pending[start:], offset, r, l.cfg.FrameBytesMax)
+	}
+	active.index(active.sizeBytes, r.TimeMs)
+	active.sizeBytes += frameBytes
+	l.next++
+}
+
+// roll seals the active segment and starts a new one at Next().
+func (l *Log) roll() error {
+	if err := l.flushPending(); err != nil {
+		return err
+	}
+	file, err := l.fs.Create(segmentPath(l.dir, l.next))
+	if err != nil {
+		return l.fail(err)
+	}
+	l.segments = append(l.segments, newSegment(l.next, file))
+	l.segmentCreated = true
+	return nil
+}
+
+// flushPending writes the pending frames to the active segment file.
+func (l *Log) flushPending() error {
+	if len(l.pending) == 0 {
+		return nil
+	}
+	active := l.active()
+	n, err := active.file.Write(l.pending)
+	if err != nil {
+		return l.fail(err)
+	}
+	assert(n == len(l.pending), "short segment write without error: %d of %d bytes", n, len(l.pending))
+	active.writtenBytes += int64(n)
+	assert(active.writtenBytes == active.sizeBytes, "segment %d written %d bytes, size %d", active.base, active.writtenBytes, active.sizeBytes)
+	l.pending = l.pending[:0]
+	return nil
+}
+
+// Sync runs one sync round: write the pending frames, fsync every segment
+// written since the last round (and the directory if a segment was
+// created), THEN persist Next() as the hwm durably, THEN make it the
+// visible HWM. On error the log is failed (see ErrLogFailed).
+func (l *Log) Sync() error {
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if !l.Dirty() {
+		return nil
+	}
+	roundHWM := l.next
+	if err := l.syncSegments(); err != nil {
+		return l.fail(err)
+	}
+	if err := l.hwmFile.write(roundHWM); err != nil {
+		return l.fail(err)
+	}
+	assert(roundHWM > l.hwm && roundHWM <= l.next, "sync round hwm %d not in (%d, %d]", roundHWM, l.hwm, l.next)
+	l.hwm = roundHWM
+	return nil
+}
+
+// syncSegments makes every appended frame and every created segment name
+// durable.
+func (l *Log) syncSegments() error {
+	if err := l.flushPending(); err != nil {
+		return err
+	}
+	for _, s := range l.segments[l.unsyncedFrom:] {
+		if s.syncedBytes == s.sizeBytes {
+			continue
+		}
+		if err := s.file.Sync(); err != nil {
+			return err
+		}
+		s.syncedBytes = s.sizeBytes
+	}
+	l.unsyncedFrom = len(l.segments) - 1
+	if !l.segmentCreated {
+		return nil
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return err
+	}
+	l.segmentCreated = false
+	return nil
+}
+
+// Read returns the record at offset, verified (frame CRC, offset and
+// envelope) on every call. It returns ErrBeyondHWM at or above the HWM,
+// ErrAgedOut below Oldest and ErrCorrupt for a frame recovery skipped or
+// that fails verification now. The record's slices are freshly allocated.
+func (l *Log) Read(offset uint64) (Record, error) {
+	if err := l.usable(); err != nil {
+		return Record{}, err
+	}
+	if offset >= l.hwm {
+		return Record{}, fmt.Errorf("%w: offset %d, hwm %d", ErrBeyondHWM, offset, l.hwm)
+	}
+	if offset < l.Oldest() {
+		return Record{}, fmt.Errorf("%w: offset %d, oldest %d", ErrAgedOut, offset, l.Oldest())
+	}
+	s := l.segmentOf(offset)
+	position, length, ok := s.frameBounds(offset, l.cfg.FrameBytesMax)
+	if !ok {
+		return Record{}, fmt.Errorf("%w: offset %d was skipped by recovery", ErrCorrupt, offset)
+	}
+	assert(position+int64(length) <= s.writtenBytes, "visible offset %d reaches byte %d of segment %d, only %d written",
+		offset, position+int64(length), s.base, s.writtenBytes)
+	buffer := make([]byte, length)
+	if err := readFull(s.file, buffer, position); err != nil {
+		return Record{}, err
+	}
+	return decodeStoredRecord(buffer, offset, l.cfg.FrameBytesMax)
+}
+
+// decodeStoredRecord verifies the frame read for offset and decodes it.
+func decodeStoredRecord(buffer []byte, offset uint64, frameBytesMax int) (Record, error) {
+	frameOffset, envelope, _, err := DecodeFrame(buffer, frameBytesMax)
+	if err != nil {
+		return Record{}, fmt.Errorf("%w: offset %d: %w", ErrCorrupt, offset, err)
+	}
+	if frameOffset != offset {
+		return Record{}, fmt.Errorf("%w: frame at the position of offset %d holds offset %d", ErrCorrupt, offset, frameOffset)
+	}
+	return DecodeRecord(envelope)
+}
+
+// segmentOf returns the segment holding offset, which must be retained.
+func (l *Log) segmentOf(offset uint64) *segment {
+	index := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].base > offset }) - 1
+	assert(index >= 0, "offset %d below the oldest segment %d", offset, l.segments[0].base)
+	return l.segments[index]
+}
+
+// Committed is the in-memory committed consumer offset.
+func (l *Log) Committed() uint64 { return l.committed }
+
+// SetCommitted moves the committed consumer offset forward, in memory
+// only. It must not go backwards nor past the HWM.
+func (l *Log) SetCommitted(offset uint64) {
+	assert(offset >= l.committed, "committed offset of %s moving back from %d to %d", l.dir, l.committed, offset)
+	assert(offset <= l.hwm, "committed offset %d of %s above hwm %d", offset, l.dir, l.hwm)
+	l.committed = offset
+}
+
+// CommittedDirty reports a committed offset not yet made durable.
+func (l *Log) CommittedDirty() bool { return l.committed != l.committedSynced }
+
+// SyncCommitted persists the committed offset by atomic replace. On error
+// the log is failed.
+func (l *Log) SyncCommitted() error {
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if !l.CommittedDirty() {
+		return nil
+	}
+	offset := l.committed
+	if err := writeCommittedFile(l.fs, l.dir, offset); err != nil {
+		return l.fail(err)
+	}
+	l.committedSynced = offset
+	return nil
+}
+
+// Stats returns a snapshot of the log's bounds and size.
+func (l *Log) Stats() LogStats {
+	stats := LogStats{Segments: len(l.segments), Oldest: l.Oldest(), HWM: l.hwm, Next: l.next}
+	for _, s := range l.segments {
+		stats.SizeBytes += s.sizeBytes
+	}
+	if l.segments[0].newestTimeMs != math.MinInt64 {
+		stats.OldestSegmentTimeMs = l.segments[0].newestTimeMs
+	}
+	return stats
+}
+
+// Close closes every file of the log. Frames appended since the last
+// Sync are dropped (they were never acknowledged). Later calls return
+// ErrClosed, or the failure of a failed log.
+func (l *Log) Close() error {
+	if l.closed {
+		return ErrClosed
+	}
+	l.closed = true
+	var errs []error
+	for _, s := range l.segments {
+		errs = append(errs, s.file.Close())
+	}
+	errs = append(errs, l.hwmFile.file.Close())
+	return errors.Join(errs...)
+}

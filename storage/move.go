@@ -1,0 +1,356 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// SegmentInfo describes a segment for the move protocol.
+type SegmentInfo struct {
+	// Base is the segment's first offset.
+	Base uint64
+	// Size is the number of bytes, from the start of the file, that hold
+	// only frames of offsets below the HWM: durable, and a frame boundary.
+	Size int64
+	// Sealed: Size will not change any more (a later segment exists and
+	// starts at or below the HWM).
+	Sealed bool
+}
+
+// Segments lists the segments a move must copy: the first retained one
+// and every one starting below the HWM, in offset order.
+func (l *Log) Segments() []SegmentInfo {
+	var infos []SegmentInfo
+	for i, s := range l.segments {
+		if i > 0 && s.base >= l.hwm {
+			break
+		}
+		sealed := i+1 < len(l.segments) && l.segments[i+1].base <= l.hwm
+		size := s.durableBytesBelow(l.hwm)
+		assert(size <= s.syncedBytes, "segment %d reports %d bytes below hwm %d, only %d durable", s.base, size, l.hwm, s.syncedBytes)
+		infos = append(infos, SegmentInfo{Base: s.base, Size: size, Sealed: sealed})
+	}
+	return infos
+}
+
+// ReadChunk copies into buf the bytes of segment base at position, never
+// past the segment's SegmentInfo.Size and at most ChunkBytesMax. It
+// returns 0 at the end. The bytes are raw frames; the destination
+// verifies them all when it recovers the staged copy (VerifyStaged).
+func (l *Log) ReadChunk(base uint64, position int64, buf []byte) (int, error) {
+	if err := l.usable(); err != nil {
+		return 0, err
+	}
+	s, ok := l.segmentByBase(base)
+	if !ok {
+		return 0, fmt.Errorf("%w: base %d in %s", ErrNoSegment, base, l.dir)
+	}
+	size := s.durableBytesBelow(l.hwm)
+	if position < 0 || position > size {
+		return 0, fmt.Errorf("%w: position %d, segment %d has %d readable bytes", ErrChunkPosition, position, base, size)
+	}
+	n := int(min(int64(len(buf)), int64(l.cfg.ChunkBytesMax), size-position))
+	if err := readFull(s.file, buf[:n], position); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// segmentByBase finds the retained segment starting at base.
+func (l *Log) segmentByBase(base uint64) (*segment, bool) {
+	index := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].base >= base })
+	if index == len(l.segments) || l.segments[index].base != base {
+		return nil, false
+	}
+	return l.segments[index], true
+}
+
+// StagedCopy is a partition directory being built by a move on the
+// destination: segments copied chunk by chunk, then the source's HWM and
+// committed offset. It is not a Log; VerifyStaged recovers it as one.
+type StagedCopy struct {
+	// fs, dir and cfg are fixed at CreateStaged.
+	fs  FS
+	dir string
+	cfg LogConfig
+	// segments are the staged segment files in base order. Changed by
+	// WriteChunk (append-only per segment) and Sync.
+	segments []*stagedSegment
+	// hwm and committed are the state set by SetState; stateDirty until a
+	// Sync wrote them. Invariant: committed <= hwm.
+	hwm, committed uint64
+	stateDirty     bool
+	// segmentCreated: a file was created since the last Sync.
+	segmentCreated bool
+	// failure latches the first I/O error; closed is set by Close.
+	failure error
+	closed  bool
+}
+
+// stagedSegment is one segment file of a staged copy.
+type stagedSegment struct {
+	base uint64
+	file File
+	// sizeBytes is what WriteChunk appended; syncedBytes what Sync made
+	// durable. Invariant: syncedBytes <= sizeBytes.
+	sizeBytes, syncedBytes int64
+}
+
+// CreateStaged starts an empty staged copy in dir, removing whatever dir
+// held before.
+func CreateStaged(fs FS, dir string, cfg LogConfig) (*StagedCopy, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := fs.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	if err := ensureDir(fs, dir); err != nil {
+		return nil, err
+	}
+	return &StagedCopy{fs: fs, dir: dir, cfg: cfg}, nil
+}
+
+// usable returns the error every call of a failed or closed copy returns.
+func (s *StagedCopy) usable() error {
+	if s.failure != nil {
+		return s.failure
+	}
+	if s.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// fail latches the first I/O error of the copy.
+func (s *StagedCopy) fail(err error) error {
+	if s.failure == nil {
+		s.failure = fmt.Errorf("%w: staged %s: %w", ErrLogFailed, s.dir, err)
+	}
+	return s.failure
+}
+
+// WriteChunk appends data to the staged segment base. position must equal
+// the staged segment's current size (0 creates the segment; an empty chunk
+// at 0 creates an empty one), else ErrChunkPosition.
+func (s *StagedCopy) WriteChunk(base uint64, position int64, data []byte) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if len(data) > s.cfg.ChunkBytesMax {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrChunkTooLarge, len(data), s.cfg.ChunkBytesMax)
+	}
+	staged, err := s.segmentFor(base, position)
+	if err != nil {
+		return err
+	}
+	n, err := staged.file.Write(data)
+	if err != nil {
+		return s.fail(err)
+	}
+	assert(n == len(data), "short staged write without error: %d of %d bytes", n, len(data))
+	staged.sizeBytes += int64(n)
+	return nil
+}
+
+// segmentFor returns the staged segment a chunk at position extends,
+// creating it for a chunk at position 0.
+func (s *StagedCopy) segmentFor(base uint64, position int64) (*stagedSegment, error) {
+	index := sort.Search(len(s.segments), func(i int) bool { return s.segments[i].base >= base })
+	if index < len(s.segments) && s.segments[index].base == base {
+		staged := s.segments[index]
+		if position != staged.sizeBytes {
+			return nil, fmt.Errorf("%w: chunk at %d, staged segment %d has %d bytes", ErrChunkPosition, position, base, staged.sizeBytes)
+		}
+		return staged, nil
+	}
+	if position != 0 {
+		return nil, fmt.Errorf("%w: first chunk of segment %d at %d", ErrChunkPosition, base, position)
+	}
+	file, err := s.fs.Create(segmentPath(s.dir, base))
+	if err != nil {
+		return nil, s.fail(err)
+	}
+	staged := &stagedSegment{base: base, file: file}
+	s.segments = append(s.segments[:index], append([]*stagedSegment{staged}, s.segments[index:]...)...)
+	s.segmentCreated = true
+	return staged, nil
+}
+
+// StagedSize is the number of bytes staged for segment base (0 if none):
+// where the next chunk of it must start.
+func (s *StagedCopy) StagedSize(base uint64) int64 {
+	for _, staged := range s.segments {
+		if staged.base == base {
+			return staged.sizeBytes
+		}
+	}
+	return 0
+}
+
+// SetState records the source's HWM and committed consumer offset; Sync
+// writes them.
+func (s *StagedCopy) SetState(hwm, committed uint64) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if committed > hwm {
+		return fmt.Errorf("%w: committed %d above hwm %d", ErrStagedState, committed, hwm)
+	}
+	s.hwm, s.committed, s.stateDirty = hwm, committed, true
+	return nil
+}
+
+// Sync makes the staged segments durable, then the HWM and committed
+// offset (if set), then the directory. On error the copy is failed.
+func (s *StagedCopy) Sync() error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if err := s.syncSegments(); err != nil {
+		return s.fail(err)
+	}
+	if err := s.writeState(); err != nil {
+		return s.fail(err)
+	}
+	if !s.segmentCreated {
+		return nil
+	}
+	if err := s.fs.SyncDir(s.dir); err != nil {
+		return s.fail(err)
+	}
+	s.segmentCreated = false
+	return nil
+}
+
+// syncSegments fsyncs every staged segment with unsynced bytes.
+func (s *StagedCopy) syncSegments() error {
+	for _, staged := range s.segments {
+		if staged.syncedBytes == staged.sizeBytes {
+			continue
+		}
+		if err := staged.file.Sync(); err != nil {
+			return err
+		}
+		staged.syncedBytes = staged.sizeBytes
+	}
+	return nil
+}
+
+// writeState persists the state set by SetState, if it changed.
+func (s *StagedCopy) writeState() error {
+	if !s.stateDirty {
+		return nil
+	}
+	if err := writeHWMFile(s.fs, s.dir, s.hwm); err != nil {
+		return err
+	}
+	if err := writeCommittedFile(s.fs, s.dir, s.committed); err != nil {
+		return err
+	}
+	s.stateDirty = false
+	return nil
+}
+
+// Close closes the staged files. It does not sync.
+func (s *StagedCopy) Close() error {
+	if s.closed {
+		return ErrClosed
+	}
+	s.closed = true
+	var errs []error
+	for _, staged := range s.segments {
+		errs = append(errs, staged.file.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// VerifyStaged recovers the staged copy in dir as a log and checks that it
+// reaches minHWM with no record lost or corrupt below its HWM: otherwise
+// the error wraps ErrStagedBehind (and ErrCorrupt for corruption).
+func VerifyStaged(fs FS, dir string, cfg LogConfig, minHWM uint64) (Recovery, error) {
+	log, recovery, err := OpenLog(fs, dir, cfg)
+	if err != nil {
+		return Recovery{}, err
+	}
+	if err := log.Close(); err != nil {
+		return recovery, err
+	}
+	if recovery.HWM < minHWM || recovery.LostAcknowledged > 0 {
+		return recovery, fmt.Errorf("%w: recovered hwm %d, need %d, lost %d", ErrStagedBehind, recovery.HWM, minHWM, recovery.LostAcknowledged)
+	}
+	if recovery.CorruptCount > 0 {
+		return recovery, fmt.Errorf("%w: %w: %d corrupt offsets, first %v", ErrStagedBehind, ErrCorrupt, recovery.CorruptCount, recovery.CorruptOffsets)
+	}
+	return recovery, nil
+}
+
+// InstallStaged makes the verified staged copy the partition directory
+// finalDir: if finalDir exists it is renamed aside, the staged directory is
+// renamed to finalDir, the parents are synced, and only then the aside
+// copy is removed. A crash in between leaves finalDir or its aside copy;
+// RepairInstall puts that right. The caller closes any open Log of
+// finalDir first.
+func InstallStaged(fs FS, stagedDir, finalDir string) error {
+	aside := finalDir + asideSuffix
+	if err := fs.RemoveAll(aside); err != nil {
+		return err
+	}
+	if err := ensureDir(fs, parentDir(finalDir)); err != nil {
+		return err
+	}
+	if err := renameIfExists(fs, finalDir, aside); err != nil {
+		return err
+	}
+	if err := fs.Rename(stagedDir, finalDir); err != nil {
+		return err
+	}
+	if err := syncParents(fs, stagedDir, finalDir); err != nil {
+		return err
+	}
+	return DeletePartition(fs, aside)
+}
+
+// renameIfExists renames from to to when from exists.
+func renameIfExists(fs FS, from, to string) error {
+	if _, err := fs.Stat(from); errors.Is(err, ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	return fs.Rename(from, to)
+}
+
+// syncParents syncs the parent directories of two paths (once if shared).
+func syncParents(fs FS, first, second string) error {
+	if err := fs.SyncDir(parentDir(second)); err != nil {
+		return err
+	}
+	if parentDir(first) == parentDir(second) {
+		return nil
+	}
+	return fs.SyncDir(parentDir(first))
+}
+
+// RepairInstall finishes or undoes an InstallStaged interrupted by a
+// crash: if finalDir is missing but its aside copy exists, the aside copy
+// is restored (the move did not complete); if both exist the aside copy
+// is removed. Call it before opening finalDir.
+func RepairInstall(fs FS, finalDir string) error {
+	aside := finalDir + asideSuffix
+	if _, err := fs.Stat(aside); errors.Is(err, ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if _, err := fs.Stat(finalDir); err == nil {
+		return DeletePartition(fs, aside)
+	} else if !errors.Is(err, ErrNotExist) {
+		return err
+	}
+	if err := fs.Rename(aside, finalDir); err != nil {
+		return err
+	}
+	return fs.SyncDir(parentDir(finalDir))
+}

@@ -1,0 +1,278 @@
+package storage
+
+import (
+	"path"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// copyPass copies, chunk by chunk, whatever the source has that the staged
+// copy lacks, as the mover's CatchUp does. It returns the bytes copied.
+func copyPass(t *testing.T, source *Log, staged *StagedCopy) int64 {
+	t.Helper()
+	buffer := make([]byte, 4096)
+	var copied int64
+	for _, info := range source.Segments() {
+		position := staged.StagedSize(info.Base)
+		if position == 0 && info.Size == 0 {
+			require.NoError(t, staged.WriteChunk(info.Base, 0, nil))
+		}
+		for position < info.Size {
+			n, err := source.ReadChunk(info.Base, position, buffer)
+			require.NoError(t, err)
+			require.Positive(t, n)
+			require.LessOrEqual(t, n, source.cfg.ChunkBytesMax)
+			require.NoError(t, staged.WriteChunk(info.Base, position, buffer[:n]))
+			position += int64(n)
+			copied += int64(n)
+		}
+	}
+	return copied
+}
+
+// A live log copied pass by pass while records keep arriving, then frozen,
+// drained, verified, installed and reopened holds exactly the source's
+// records, HWM and committed offset.
+func TestMoveCopyWhileAppending(t *testing.T) {
+	forEachLogFS(t, func(t *testing.T, fs FS) {
+		cfg := smallLogConfig()
+		source, _ := openTestLog(t, fs, "src/topics/t/p00000", cfg)
+		staged, err := CreateStaged(fs, "dst/.moves/t-0", cfg)
+		require.NoError(t, err)
+		next := uint64(0)
+		for pass := range 6 {
+			batch := uint64(7 + pass*13)
+			appendTestRecords(t, source, next, next+batch)
+			next += batch
+			require.NoError(t, source.Sync())
+			appendTestRecords(t, source, next, next+3) // unsynced: never copied
+			next += 3
+			copyPass(t, source, staged)
+			require.NoError(t, staged.Sync())
+		}
+		// Freeze: no more appends; drain the tail and reproduce the state.
+		require.NoError(t, source.Sync())
+		source.SetCommitted(17)
+		copyPass(t, source, staged)
+		require.Zero(t, copyPass(t, source, staged), "a second drain finds nothing")
+		require.NoError(t, staged.SetState(source.HWM(), source.Committed()))
+		require.NoError(t, staged.Sync())
+		require.NoError(t, staged.Close())
+
+		recovery, err := VerifyStaged(fs, "dst/.moves/t-0", cfg, source.HWM())
+		require.NoError(t, err)
+		require.Equal(t, source.HWM(), recovery.HWM)
+		require.Equal(t, source.HWM(), recovery.PersistedHWM, "the staged hwm is the source's exact hwm")
+		require.NoError(t, InstallStaged(fs, "dst/.moves/t-0", "dst/topics/t/p00000"))
+		_, err = fs.Stat("dst/.moves/t-0")
+		require.ErrorIs(t, err, ErrNotExist)
+
+		moved, recovery := openTestLog(t, fs, "dst/topics/t/p00000", cfg)
+		require.Equal(t, source.HWM(), moved.HWM())
+		require.Equal(t, uint64(17), moved.Committed())
+		require.Equal(t, source.Stats().Segments, recovery.Segments)
+		requireTestRecords(t, moved, 0, moved.HWM())
+		appendTestRecords(t, moved, moved.Next(), moved.Next()+5)
+		require.NoError(t, moved.Sync())
+		requireTestRecords(t, moved, 0, moved.HWM())
+		require.NoError(t, moved.Close())
+		require.NoError(t, source.Close())
+	})
+}
+
+// A staged copy synced before a crash still verifies afterwards.
+func TestMoveStagedCopySurvivesCrash(t *testing.T) {
+	fs := newLogMemFS(21)
+	cfg := smallLogConfig()
+	source, _ := openTestLog(t, fs, "src", cfg)
+	appendTestRecords(t, source, 0, 90)
+	require.NoError(t, source.Sync())
+	staged, err := CreateStaged(fs, "moves/p", cfg)
+	require.NoError(t, err)
+	copyPass(t, source, staged)
+	require.NoError(t, staged.SetState(source.HWM(), 0))
+	require.NoError(t, staged.Sync())
+	fs.Crash()
+	recovery, err := VerifyStaged(fs, "moves/p", cfg, 90)
+	require.NoError(t, err)
+	require.Equal(t, uint64(90), recovery.HWM)
+}
+
+// Installing over an existing partition directory replaces it whole.
+func TestMoveInstallReplacesExisting(t *testing.T) {
+	forEachLogFS(t, func(t *testing.T, fs FS) {
+		cfg := smallLogConfig()
+		stale, _ := openTestLog(t, fs, "topics/t/p00001", cfg)
+		appendTestRecords(t, stale, 0, 100)
+		require.NoError(t, stale.Sync())
+		require.NoError(t, stale.Close())
+
+		source, _ := openTestLog(t, fs, "src", cfg)
+		appendTestRecords(t, source, 0, 5)
+		require.NoError(t, source.Sync())
+		staged, err := CreateStaged(fs, "moves/t-1", cfg)
+		require.NoError(t, err)
+		copyPass(t, source, staged)
+		require.NoError(t, staged.SetState(5, 5))
+		require.NoError(t, staged.Sync())
+		require.NoError(t, staged.Close())
+		_, err = VerifyStaged(fs, "moves/t-1", cfg, 5)
+		require.NoError(t, err)
+		require.NoError(t, InstallStaged(fs, "moves/t-1", "topics/t/p00001"))
+
+		names, err := fs.List("topics/t")
+		require.NoError(t, err)
+		require.Equal(t, []string{"p00001"}, names, "the aside copy is gone")
+		installed, recovery := openTestLog(t, fs, "topics/t/p00001", cfg)
+		require.Equal(t, uint64(5), recovery.HWM)
+		require.Equal(t, uint64(5), installed.Committed())
+		requireTestRecords(t, installed, 0, 5)
+		require.NoError(t, installed.Close())
+	})
+}
+
+// Segments reports only durable bytes below the HWM, seals a segment once
+// the next one starts at or below the HWM, and ReadChunk never reads past
+// that size.
+func TestMoveSegmentsAndReadChunk(t *testing.T) {
+	log, _ := openTestLog(t, newLogMemFS(22), "p", smallLogConfig())
+	require.Equal(t, []SegmentInfo{{Base: 0}}, log.Segments(), "an empty log still lists its first segment")
+	appendTestRecords(t, log, 0, 50)
+	require.NoError(t, log.Sync())
+	synced := log.Segments()
+	appendTestRecords(t, log, 50, 80)
+	require.Equal(t, synced, log.Segments(), "unsynced appends change nothing a move sees")
+	for i, info := range synced {
+		require.Equal(t, i+1 < len(synced), info.Sealed, "segment %d", info.Base)
+	}
+	last := synced[len(synced)-1]
+	require.Equal(t, log.segmentOf(49).base, last.Base)
+
+	buffer := make([]byte, 10_000)
+	n, err := log.ReadChunk(last.Base, 0, buffer)
+	require.NoError(t, err)
+	require.Equal(t, int(min(last.Size, int64(log.cfg.ChunkBytesMax))), n)
+	n, err = log.ReadChunk(last.Base, last.Size, buffer)
+	require.NoError(t, err)
+	require.Zero(t, n, "the end of the readable bytes")
+	_, err = log.ReadChunk(last.Base, last.Size+1, buffer)
+	require.ErrorIs(t, err, ErrChunkPosition)
+	_, err = log.ReadChunk(last.Base+1, 0, buffer)
+	require.ErrorIs(t, err, ErrNoSegment)
+}
+
+// WriteChunk is append-only per segment and bounded.
+func TestMoveWriteChunkChecks(t *testing.T) {
+	fs := newLogMemFS(23)
+	cfg := smallLogConfig()
+	staged, err := CreateStaged(fs, "moves/p", cfg)
+	require.NoError(t, err)
+	require.ErrorIs(t, staged.WriteChunk(0, 5, []byte("x")), ErrChunkPosition, "a new segment starts at 0")
+	require.NoError(t, staged.WriteChunk(0, 0, []byte("abc")))
+	require.ErrorIs(t, staged.WriteChunk(0, 2, []byte("x")), ErrChunkPosition)
+	require.ErrorIs(t, staged.WriteChunk(0, 4, []byte("x")), ErrChunkPosition)
+	require.NoError(t, staged.WriteChunk(0, 3, []byte("d")))
+	require.Equal(t, int64(4), staged.StagedSize(0))
+	require.ErrorIs(t, staged.WriteChunk(0, 4, make([]byte, cfg.ChunkBytesMax+1)), ErrChunkTooLarge)
+	require.ErrorIs(t, staged.SetState(3, 4), ErrStagedState)
+	require.NoError(t, staged.Close())
+	require.ErrorIs(t, staged.WriteChunk(0, 4, nil), ErrClosed)
+}
+
+// CreateStaged starts from an empty directory even if one was left over.
+func TestMoveCreateStagedRemovesLeftovers(t *testing.T) {
+	fs := newLogMemFS(24)
+	require.NoError(t, fs.MkdirAll("moves/p"))
+	require.NoError(t, WriteFileAtomic(fs, "moves/p/"+segmentName(0), []byte("old")))
+	staged, err := CreateStaged(fs, "moves/p", smallLogConfig())
+	require.NoError(t, err)
+	names, err := fs.List("moves/p")
+	require.NoError(t, err)
+	require.Empty(t, names)
+	require.NoError(t, staged.Close())
+}
+
+// VerifyStaged refuses a copy that recovers below the required HWM, one
+// missing data its own hwm promises, and one with a corrupt record.
+func TestMoveVerifyStagedRefuses(t *testing.T) {
+	forEachLogFS(t, func(t *testing.T, fs FS) {
+		cfg := smallLogConfig()
+		source, _ := openTestLog(t, fs, "src", cfg)
+		appendTestRecords(t, source, 0, 60)
+		require.NoError(t, source.Sync())
+		build := func(dir string, hwm uint64) {
+			staged, err := CreateStaged(fs, dir, cfg)
+			require.NoError(t, err)
+			copyPass(t, source, staged)
+			require.NoError(t, staged.SetState(hwm, 0))
+			require.NoError(t, staged.Sync())
+			require.NoError(t, staged.Close())
+		}
+		build("behind", 60)
+		_, err := VerifyStaged(fs, "behind", cfg, 61)
+		require.ErrorIs(t, err, ErrStagedBehind)
+
+		build("short", 60)
+		last := source.Segments()[len(source.Segments())-1]
+		truncateFile(t, fs, segmentPath("short", last.Base), last.Size-1)
+		_, err = VerifyStaged(fs, "short", cfg, 0)
+		require.ErrorIs(t, err, ErrStagedBehind, "the copy lost data its hwm covers")
+
+		build("corrupt", 60)
+		flipByte(t, fs, segmentPath("corrupt", 0), frameHeaderBytes+1)
+		recovery, err := VerifyStaged(fs, "corrupt", cfg, 60)
+		require.ErrorIs(t, err, ErrStagedBehind)
+		require.ErrorIs(t, err, ErrCorrupt)
+		require.Equal(t, []uint64{0}, recovery.CorruptOffsets)
+		require.NoError(t, source.Close())
+	})
+}
+
+// RepairInstall restores the aside copy when a crash hit between the two
+// renames, and removes it when the install got through.
+func TestMoveRepairInstall(t *testing.T) {
+	forEachLogFS(t, func(t *testing.T, fs FS) {
+		final := "topics/t/p00002"
+		require.NoError(t, fs.MkdirAll(final+asideSuffix))
+		require.NoError(t, WriteFileAtomic(fs, path.Join(final+asideSuffix, "marker"), []byte("old")))
+		require.NoError(t, RepairInstall(fs, final))
+		data, err := ReadFile(fs, path.Join(final, "marker"))
+		require.NoError(t, err)
+		require.Equal(t, "old", string(data), "the aside copy is back")
+
+		require.NoError(t, fs.MkdirAll(final+asideSuffix))
+		require.NoError(t, RepairInstall(fs, final))
+		_, err = fs.Stat(final + asideSuffix)
+		require.ErrorIs(t, err, ErrNotExist, "a finished install loses its aside copy")
+		require.NoError(t, RepairInstall(fs, final), "nothing to repair")
+		_, err = fs.Stat(final)
+		require.NoError(t, err)
+	})
+}
+
+func TestDeletePartition(t *testing.T) {
+	forEachLogFS(t, func(t *testing.T, fs FS) {
+		log, _ := openTestLog(t, fs, "topics/t/p00003", smallLogConfig())
+		appendTestRecords(t, log, 0, 50)
+		require.NoError(t, log.Sync())
+		require.NoError(t, log.Close())
+		require.NoError(t, DeletePartition(fs, "topics/t/p00003"))
+		_, err := fs.Stat("topics/t/p00003")
+		require.ErrorIs(t, err, ErrNotExist)
+		require.NoError(t, DeletePartition(fs, "topics/t/p00003"), "deleting twice is fine")
+	})
+}
+
+// A deleted partition stays deleted after a crash.
+func TestDeletePartitionDurable(t *testing.T) {
+	fs := newLogMemFS(25)
+	log, _ := openTestLog(t, fs, "topics/t/p00003", smallLogConfig())
+	appendTestRecords(t, log, 0, 5)
+	require.NoError(t, log.Sync())
+	require.NoError(t, log.Close())
+	require.NoError(t, DeletePartition(fs, "topics/t/p00003"))
+	fs.Crash()
+	_, err := fs.Stat("topics/t/p00003")
+	require.ErrorIs(t, err, ErrNotExist)
+}

@@ -1,0 +1,467 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"path"
+	"strings"
+)
+
+// Recovery reports what OpenLog found on disk. Every count is exact; only
+// the list CorruptOffsets is bounded (LogConfig.CorruptOffsetsReportedMax).
+type Recovery struct {
+	// Segments is the number of segments after recovery.
+	Segments int
+	// Records is the number of intact records recovered.
+	Records uint64
+	// HWM is the recovered high watermark (the end of the valid log).
+	HWM uint64
+	// PersistedHWM is the highest valid slot of the hwm file (0 if none).
+	PersistedHWM uint64
+	// HWMFileCorrupt: the hwm file exists but no slot is valid.
+	HWMFileCorrupt bool
+	// TruncatedBytes were cut from a torn tail, segments removed after it
+	// included.
+	TruncatedBytes int64
+	// CorruptCount is the number of offsets skipped as corrupt (below the
+	// persisted HWM, or in a gap between valid frames); Read returns
+	// ErrCorrupt for them. CorruptOffsets lists the first of them.
+	CorruptCount   uint64
+	CorruptOffsets []uint64
+	// LostAcknowledged counts offsets below the persisted HWM that are past
+	// the recovered end: acknowledged data the disk did not keep.
+	LostAcknowledged uint64
+	// Committed is the recovered committed consumer offset.
+	Committed uint64
+	// CommittedReset: the consumer.offset file was corrupt, or its value
+	// was above the recovered HWM, so Committed was reset.
+	CommittedReset bool
+}
+
+// recoverer holds the state of one recovery. It is used once.
+type recoverer struct {
+	fs  FS
+	dir string
+	cfg LogConfig
+	// persistedHWM is the highest valid hwm slot (0 if none).
+	persistedHWM uint64
+	hwmState     hwmState
+	// segments are the segments opened so far, in offset order.
+	segments []*segment
+	reader   segmentReader
+	report   Recovery
+}
+
+// recoverLog runs recovery on dir and returns the open log.
+func recoverLog(fs FS, dir string, cfg LogConfig) (*Log, Recovery, error) {
+	r := &recoverer{fs: fs, dir: dir, cfg: cfg}
+	r.reader.windowBytes = 2 * cfg.FrameBytesMax
+	log, err := r.run()
+	if err != nil {
+		for _, s := range r.segments {
+			s.file.Close()
+		}
+		return nil, Recovery{}, err
+	}
+	return log, r.report, nil
+}
+
+// run performs the recovery steps in order.
+func (r *recoverer) run() (*Log, error) {
+	bases, err := r.listSegments()
+	if err != nil {
+		return nil, err
+	}
+	if err := r.readHWM(); err != nil {
+		return nil, err
+	}
+	if err := r.scanSegments(bases); err != nil {
+		return nil, err
+	}
+	if err := r.ensureSegment(); err != nil {
+		return nil, err
+	}
+	return r.buildLog()
+}
+
+// listSegments returns the segment bases of dir in offset order, removing
+// leftover temporary files of interrupted atomic replaces.
+func (r *recoverer) listSegments() ([]uint64, error) {
+	names, err := r.fs.List(r.dir)
+	if err != nil {
+		return nil, err
+	}
+	var bases []uint64
+	for _, name := range names {
+		if strings.HasSuffix(name, temporarySuffix) {
+			if err := r.fs.Remove(path.Join(r.dir, name)); err != nil {
+				return nil, err
+			}
+		}
+		if base, ok := parseSegmentName(name); ok {
+			assert(len(bases) == 0 || bases[len(bases)-1] < base, "segment names of %s listed out of order", r.dir)
+			bases = append(bases, base)
+		}
+	}
+	return bases, nil
+}
+
+// readHWM loads the hwm file.
+func (r *recoverer) readHWM() error {
+	state, err := readHWMState(r.fs, r.dir)
+	if err != nil {
+		return err
+	}
+	highest, anyValid := state.highest()
+	r.hwmState, r.persistedHWM = state, highest
+	r.report.PersistedHWM = highest
+	r.report.HWMFileCorrupt = state.exists && !anyValid
+	return nil
+}
+
+// scanSegments opens and verifies every segment, stopping at a torn tail.
+func (r *recoverer) scanSegments(bases []uint64) error {
+	for i, base := range bases {
+		s, err := r.openSegment(base)
+		if err != nil {
+			return err
+		}
+		nextBase, hasNext := uint64(math.MaxUint64), i+1 < len(bases)
+		if hasNext {
+			nextBase = bases[i+1]
+		}
+		stop, err := r.scanSegment(s, nextBase)
+		if err != nil {
+			return err
+		}
+		tail, err := r.settleSegment(s, stop, nextBase, hasNext)
+		if err != nil || tail {
+			return errors.Join(err, r.removeSegments(bases[i+1:]))
+		}
+	}
+	return nil
+}
+
+// openSegment opens the segment file of base and records it.
+func (r *recoverer) openSegment(base uint64) (*segment, error) {
+	file, err := r.fs.Open(segmentPath(r.dir, base))
+	if err != nil {
+		return nil, err
+	}
+	s := newSegment(base, file)
+	r.segments = append(r.segments, s)
+	size, err := file.Size()
+	if err != nil {
+		return nil, err
+	}
+	s.sizeBytes, s.writtenBytes, s.syncedBytes = size, size, size
+	return s, nil
+}
+
+// scanSegment indexes every valid frame of s, resynchronising past corrupt
+// frames below the persisted HWM. It returns the byte position where the
+// valid content ends: the file size, or the first invalid frame that
+// could not be skipped.
+func (r *recoverer) scanSegment(s *segment, nextBase uint64) (int64, error) {
+	r.reader.reset(s.file, s.sizeBytes)
+	position := int64(0)
+	for position < s.sizeBytes {
+		expected := s.indexedEnd()
+		frame, err := r.frameAt(position)
+		if err != nil {
+			return 0, err
+		}
+		if frame.valid && frame.offset == expected && frame.offset < nextBase {
+			s.index(position, frame.timeMs)
+			position += int64(frame.size)
+			continue
+		}
+		if expected >= r.persistedHWM {
+			return position, nil
+		}
+		candidate, found, err := r.resync(position, expected, nextBase)
+		if err != nil || !found {
+			return position, err
+		}
+		r.reportCorrupt(expected, candidate.offset)
+		s.indexCorrupt(candidate.offset - expected)
+		position = candidate.position
+	}
+	return position, nil
+}
+
+// scannedFrame is one frame as recovery saw it.
+type scannedFrame struct {
+	// valid: the frame decoded and its envelope parsed.
+	valid    bool
+	offset   uint64
+	size     int
+	timeMs   int64
+	position int64
+}
+
+// frameAt decodes the frame at position; an undecodable one is returned
+// with valid false (only read errors are errors).
+func (r *recoverer) frameAt(position int64) (scannedFrame, error) {
+	b, err := r.reader.bytesAt(position, r.cfg.FrameBytesMax)
+	if err != nil {
+		return scannedFrame{}, err
+	}
+	offset, envelope, size, err := DecodeFrame(b, r.cfg.FrameBytesMax)
+	if err != nil {
+		return scannedFrame{position: position}, nil
+	}
+	record, err := DecodeRecord(envelope)
+	if err != nil {
+		return scannedFrame{position: position}, nil
+	}
+	return scannedFrame{valid: true, offset: offset, size: size, timeMs: record.TimeMs, position: position}, nil
+}
+
+// resync searches forward from a corrupt frame at badPosition (which
+// should have held offset expected) for the next valid frame that can
+// follow it: its offset is at least expected, below nextBase, and the
+// offsets it skips could fit in the bytes skipped (each frame takes at
+// least frameBytesMin), which rejects stray frames inside payloads that
+// claim far-away offsets.
+func (r *recoverer) resync(badPosition int64, expected, nextBase uint64) (scannedFrame, bool, error) {
+	for position := badPosition + 1; position < r.reader.fileBytes; {
+		b, err := r.reader.bytesAt(position, r.cfg.FrameBytesMax)
+		if err != nil {
+			return scannedFrame{}, false, err
+		}
+		found := bytes.Index(b, frameMagicBytes)
+		if found < 0 {
+			position += int64(max(1, len(b)-len(frameMagicBytes)+1))
+			continue
+		}
+		position += int64(found)
+		frame, err := r.frameAt(position)
+		if err != nil {
+			return scannedFrame{}, false, err
+		}
+		skippedMax := uint64(position-badPosition) / frameBytesMin
+		if frame.valid && frame.offset >= expected && frame.offset < nextBase && frame.offset-expected <= skippedMax {
+			return frame, true, nil
+		}
+		position++
+	}
+	return scannedFrame{}, false, nil
+}
+
+// settleSegment applies the recovery rules at the end of a segment's
+// scan, given where its valid content stops. It returns true when s ends
+// the log (a torn tail), so later segments must go.
+//
+//   - The last segment is truncated where its valid content stops.
+//   - A segment that stops early, or indexes fewer offsets than it spans
+//     up to the next base, at or above the persisted HWM is a torn tail:
+//     it is truncated and later segments are removed.
+//   - Below the persisted HWM such a gap is corruption in the middle: the
+//     missing offsets are reported and skipped.
+func (r *recoverer) settleSegment(s *segment, stop int64, nextBase uint64, hasNext bool) (bool, error) {
+	end := s.indexedEnd()
+	gap := hasNext && end < nextBase
+	assert(!hasNext || end <= nextBase, "segment %d indexes up to %d, past the next base %d", s.base, end, nextBase)
+	if !hasNext || (end >= r.persistedHWM && (gap || stop < s.sizeBytes)) {
+		return hasNext, r.truncateSegment(s, stop)
+	}
+	if gap {
+		r.reportCorrupt(end, nextBase)
+	}
+	return false, nil
+}
+
+// truncateSegment cuts s at stop, durably.
+func (r *recoverer) truncateSegment(s *segment, stop int64) error {
+	if stop == s.sizeBytes {
+		return nil
+	}
+	assert(stop >= 0 && stop < s.sizeBytes, "truncating segment %d of %d bytes at %d", s.base, s.sizeBytes, stop)
+	if err := s.file.Truncate(stop); err != nil {
+		return err
+	}
+	if err := s.file.Sync(); err != nil {
+		return err
+	}
+	r.report.TruncatedBytes += s.sizeBytes - stop
+	s.sizeBytes, s.writtenBytes, s.syncedBytes = stop, stop, stop
+	return nil
+}
+
+// removeSegments deletes the segment files after a torn tail, durably.
+func (r *recoverer) removeSegments(bases []uint64) error {
+	for _, base := range bases {
+		name := segmentPath(r.dir, base)
+		info, err := r.fs.Stat(name)
+		if err != nil {
+			return err
+		}
+		if err := r.fs.Remove(name); err != nil {
+			return err
+		}
+		r.report.TruncatedBytes += info.Size
+	}
+	if len(bases) == 0 {
+		return nil
+	}
+	return r.fs.SyncDir(r.dir)
+}
+
+// reportCorrupt records the offsets [from, to) as corrupt.
+func (r *recoverer) reportCorrupt(from, to uint64) {
+	assert(from <= to, "corrupt range [%d, %d) reversed", from, to)
+	r.report.CorruptCount += to - from
+	for offset := from; offset < to && len(r.report.CorruptOffsets) < r.cfg.CorruptOffsetsReportedMax; offset++ {
+		r.report.CorruptOffsets = append(r.report.CorruptOffsets, offset)
+	}
+}
+
+// ensureSegment creates the first segment of an empty log.
+func (r *recoverer) ensureSegment() error {
+	if len(r.segments) > 0 {
+		return nil
+	}
+	file, err := r.fs.Create(segmentPath(r.dir, 0))
+	if err != nil {
+		return err
+	}
+	r.segments = append(r.segments, newSegment(0, file))
+	return r.fs.SyncDir(r.dir)
+}
+
+// buildLog settles the hwm and committed offset and returns the open log.
+func (r *recoverer) buildLog() (*Log, error) {
+	last := r.segments[len(r.segments)-1]
+	next := last.indexedEnd()
+	hwmFile, err := r.settleHWM(next)
+	if err != nil {
+		return nil, err
+	}
+	log := &Log{fs: r.fs, dir: r.dir, cfg: r.cfg, segments: r.segments, next: next, hwm: next,
+		hwmFile: hwmFile, unsyncedFrom: len(r.segments) - 1}
+	if err := r.settleCommitted(log); err != nil {
+		hwmFile.file.Close()
+		return nil, err
+	}
+	r.fillReport(log)
+	return log, nil
+}
+
+// settleHWM makes the recovered end the HWM: every valid frame found is
+// exposed, including frames above the persisted HWM that were written but
+// never acknowledged (allowed by at-least-once delivery). Those are made
+// durable first, then the hwm file is rewritten if it differs, so what
+// becomes visible now stays visible after another crash.
+func (r *recoverer) settleHWM(next uint64) (*hwmFile, error) {
+	if r.persistedHWM > next {
+		r.report.LostAcknowledged = r.persistedHWM - next
+	}
+	highest, anyValid := r.hwmState.highest()
+	if r.hwmState.wellFormed && anyValid && highest == next {
+		return openHWMFile(r.fs, r.dir, r.hwmState)
+	}
+	if err := r.syncUnacknowledged(); err != nil {
+		return nil, err
+	}
+	if err := writeHWMFile(r.fs, r.dir, next); err != nil {
+		return nil, err
+	}
+	state := hwmState{exists: true, valid: [hwmSlots]bool{true, true}, values: [hwmSlots]uint64{next, next}, wellFormed: true}
+	return openHWMFile(r.fs, r.dir, state)
+}
+
+// syncUnacknowledged fsyncs every segment holding offsets at or above the
+// persisted HWM, and the directory, before a higher HWM is written.
+func (r *recoverer) syncUnacknowledged() error {
+	for i, s := range r.segments {
+		spanEnd := s.indexedEnd()
+		if i+1 < len(r.segments) {
+			spanEnd = r.segments[i+1].base
+		}
+		if spanEnd <= r.persistedHWM || s.sizeBytes == 0 {
+			continue
+		}
+		if err := s.file.Sync(); err != nil {
+			return err
+		}
+	}
+	return r.fs.SyncDir(r.dir)
+}
+
+// settleCommitted loads the committed consumer offset, clamped into
+// [Oldest, HWM].
+func (r *recoverer) settleCommitted(log *Log) error {
+	state, err := readCommittedState(r.fs, r.dir)
+	if err != nil {
+		return err
+	}
+	committed := max(state.offset, log.Oldest())
+	log.committedSynced = committed
+	if state.exists && !state.valid {
+		committed, log.committedSynced = log.Oldest(), math.MaxUint64
+		r.report.CommittedReset = true
+	}
+	if committed > log.hwm {
+		committed = log.hwm
+		r.report.CommittedReset = true
+	}
+	log.committed = committed
+	return nil
+}
+
+// fillReport copies the final state into the report.
+func (r *recoverer) fillReport(log *Log) {
+	r.report.Segments = len(log.segments)
+	r.report.HWM = log.hwm
+	r.report.Committed = log.committed
+	for _, s := range log.segments {
+		for _, position := range s.positions {
+			if position != positionCorrupt {
+				r.report.Records++
+			}
+		}
+	}
+}
+
+// segmentReader reads a segment file through a bounded window, for
+// recovery's sequential scan. The window is reused across segments.
+type segmentReader struct {
+	// windowBytes bounds the window: twice FrameBytesMax, so any frame
+	// fits in one read.
+	windowBytes int
+	file        File
+	fileBytes   int64
+	// window holds bytes [windowStart, windowStart+len(window)) of file.
+	window      []byte
+	windowStart int64
+	buffer      []byte
+}
+
+// reset points the reader at another file.
+func (r *segmentReader) reset(file File, fileBytes int64) {
+	r.file, r.fileBytes, r.window, r.windowStart = file, fileBytes, nil, 0
+	need := int(min(int64(r.windowBytes), fileBytes))
+	if cap(r.buffer) < need {
+		r.buffer = make([]byte, need)
+	}
+}
+
+// bytesAt returns up to length bytes at position (fewer only at the end of
+// the file). The slice is valid until the next call.
+func (r *segmentReader) bytesAt(position int64, length int) ([]byte, error) {
+	assert(length <= r.windowBytes && position >= 0 && position < r.fileBytes,
+		"read of %d bytes at %d, window %d, file %d", length, position, r.windowBytes, r.fileBytes)
+	end := min(position+int64(length), r.fileBytes)
+	windowEnd := r.windowStart + int64(len(r.window))
+	if position >= r.windowStart && end <= windowEnd {
+		return r.window[position-r.windowStart : end-r.windowStart], nil
+	}
+	n := min(int64(cap(r.buffer)), r.fileBytes-position)
+	if err := readFull(r.file, r.buffer[:n], position); err != nil {
+		return nil, err
+	}
+	r.window, r.windowStart = r.buffer[:n], position
+	return r.window[:end-position], nil
+}

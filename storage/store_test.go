@@ -1,0 +1,82 @@
+package storage
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Store opens logs on demand, returns the same open log on later calls,
+// and reports a Recovery only when it actually opened one.
+func TestStoreOpensOnDemand(t *testing.T) {
+	forEachLogFS(t, func(t *testing.T, fs FS) {
+		store := NewStore(fs, smallLogConfig())
+		log, recovery, err := store.Log("t/p1", 100)
+		require.NoError(t, err)
+		require.Equal(t, 1, recovery.Segments)
+		appendTestRecords(t, log, 0, 5)
+		require.NoError(t, log.Sync())
+		again, recovery, err := store.Log("t/p1", 200)
+		require.NoError(t, err)
+		require.Same(t, log, again)
+		require.Zero(t, recovery)
+		_, _, err = store.Log("t/p0", 200)
+		require.NoError(t, err)
+		require.Equal(t, []string{"t/p0", "t/p1"}, store.OpenDirs())
+
+		require.NoError(t, store.Close("t/p1"))
+		require.NoError(t, store.Close("t/p1"), "closing a closed dir is a no-op")
+		reopened, recovery, err := store.Log("t/p1", 300)
+		require.NoError(t, err)
+		require.NotSame(t, log, reopened)
+		require.Equal(t, uint64(5), recovery.HWM)
+		require.NoError(t, store.CloseAll())
+		require.Empty(t, store.OpenDirs())
+	})
+}
+
+// CloseIdle closes the logs unused for idleMs that have nothing to sync,
+// and reports them sorted.
+func TestStoreCloseIdle(t *testing.T) {
+	store := NewStore(newLogMemFS(1), smallLogConfig())
+	open := func(dir string, nowMs int64) *Log {
+		log, _, err := store.Log(dir, nowMs)
+		require.NoError(t, err)
+		return log
+	}
+	open("c", 0)
+	open("a", 0)
+	dirty := open("b", 0)
+	_, err := dirty.Append(testRecord(0))
+	require.NoError(t, err)
+	committedDirty := open("d", 0)
+	appendTestRecords(t, committedDirty, 0, 2)
+	require.NoError(t, committedDirty.Sync())
+	committedDirty.SetCommitted(1)
+	open("e", 500) // recently used
+
+	closed, err := store.CloseIdle(1_000, 1_000)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a", "c"}, closed)
+	require.Equal(t, []string{"b", "d", "e"}, store.OpenDirs())
+
+	require.NoError(t, dirty.Sync())
+	require.NoError(t, committedDirty.SyncCommitted())
+	closed, err = store.CloseIdle(1_499, 1_000)
+	require.NoError(t, err)
+	require.Equal(t, []string{"b", "d"}, closed)
+	closed, err = store.CloseIdle(1_500, 1_000)
+	require.NoError(t, err)
+	require.Equal(t, []string{"e"}, closed)
+	require.Panics(t, func() { _, _ = store.CloseIdle(0, 0) })
+}
+
+// A log the Store cannot open is reported and not kept.
+func TestStoreOpenFailure(t *testing.T) {
+	fs := newLogMemFS(2)
+	require.NoError(t, WriteFileAtomic(fs, "file", []byte("x")))
+	store := NewStore(fs, smallLogConfig())
+	_, _, err := store.Log("file", 0)
+	require.Error(t, err)
+	require.Empty(t, store.OpenDirs())
+}
