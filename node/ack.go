@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 
+	"narad/chaos"
 	"narad/node/lease"
 )
 
@@ -24,6 +25,7 @@ func (n *Node) ack(r Ack) (any, error) {
 	if !r.Batch {
 		return result, result.Results[0].Err
 	}
+	chaos.Reached("node-batch-ack")
 	return result, nil
 }
 

@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 
+	"narad/chaos"
 	"narad/node/lease"
 	"narad/storage"
 )
@@ -105,6 +106,9 @@ func (n *Node) reserveOne(t *topic, p *partition) (Message, bool) {
 		record, err := log.Read(reservation.Offset)
 		if err == nil {
 			n.observer.Consumed(t.info.Name, p.key.index, 1, int64(len(record.Payload)))
+			if reservation.DeliveryCount > 1 {
+				chaos.Reached("node-redelivery")
+			}
 			return n.message(t, p, record, reservation), true
 		}
 		n.skipUnreadable(t, p, log, reservation.Offset, err)
@@ -115,6 +119,7 @@ func (n *Node) reserveOne(t *topic, p *partition) (Message, bool) {
 func (n *Node) skipUnreadable(t *topic, p *partition, log *storage.Log, offset uint64, err error) {
 	switch {
 	case errors.Is(err, storage.ErrCorrupt):
+		chaos.Reached("node-corrupt-record-skipped")
 		n.observer.CorruptSkipped(t.info.Name, p.key.index)
 		p.leases.Skip(offset)
 	case errors.Is(err, storage.ErrAgedOut):
@@ -156,6 +161,7 @@ func (n *Node) wake(topicName string) {
 			continue
 		}
 		n.waiters.remove(w.id)
+		chaos.Reached("node-long-poll-woken")
 		n.observer.ConsumeWait(topicName, "hit")
 		n.reply(w.id, ConsumeResult{Messages: messages, Batch: w.request.Max > 0}, nil)
 	}
@@ -164,6 +170,7 @@ func (n *Node) wake(topicName string) {
 // expireWaiters answers the long polls whose wait ran out.
 func (n *Node) expireWaiters() {
 	for _, w := range n.waiters.popExpired(n.nowMs) {
+		chaos.Reached("node-long-poll-timed-out")
 		n.observer.ConsumeWait(w.request.Topic, "timeout")
 		n.reply(w.id, ConsumeResult{Messages: []Message{}, Batch: w.request.Max > 0}, nil)
 	}
@@ -180,7 +187,11 @@ func (n *Node) expireLeases() {
 		if d, ok := p.leases.NextDeadline(); !ok || d > n.nowMs {
 			continue
 		}
-		if p.leases.Expire(n.nowMs) > 0 && (len(woken) == 0 || woken[len(woken)-1] != p.key.topic) {
+		expired := p.leases.Expire(n.nowMs)
+		if expired > 0 {
+			chaos.Reached("node-lease-expired")
+		}
+		if expired > 0 && (len(woken) == 0 || woken[len(woken)-1] != p.key.topic) {
 			woken = append(woken, p.key.topic)
 		}
 	}

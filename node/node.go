@@ -56,7 +56,7 @@ func New(cfg Config, fs storage.FS, nowMs int64, observer Observer) (*Node, erro
 	}
 	n := &Node{
 		cfg: cfg, fs: fs, store: storage.NewStore(fs, cfg.Log), observer: observer,
-		nowMs: nowMs,
+		nowMs:   nowMs,
 		catalog: cat, partitions: map[partitionKey]*partition{}, waiters: newWaiterSet(),
 		dirty: map[partitionKey]*partition{}, dependents: map[partitionKey][]int{},
 		nextCommitPersistMs: nowMs + cfg.CommitPersistIntervalMs,

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"narad/chaos"
 	"narad/node/lease"
 	"narad/storage"
 )
@@ -75,6 +76,9 @@ func (n *Node) reportRecovery(p *partition, r storage.Recovery) {
 	if r.TruncatedBytes == 0 && r.CorruptCount == 0 && r.LostAcknowledged == 0 {
 		return
 	}
+	if r.TruncatedBytes > 0 {
+		chaos.Reached("node-recovered-torn-tail")
+	}
 	n.observer.Event("log-recovered", fmt.Sprintf("%s: hwm %d, truncated %d bytes, %d corrupt records %v, %d acknowledged records lost",
 		p.dir, r.HWM, r.TruncatedBytes, r.CorruptCount, r.CorruptOffsets, r.LostAcknowledged))
 }
@@ -87,6 +91,7 @@ func (n *Node) leaseConfig(t *topic) lease.Config {
 // (it reopens from disk on next use, recovering what is durable), and
 // every reply that waited for its sync round becomes a retryable error.
 func (n *Node) failLog(p *partition, cause error) {
+	chaos.Reached("node-log-failed")
 	n.observer.Event("log-failed", fmt.Sprintf("%s: %v", p.dir, cause))
 	_ = n.store.Close(p.dir) // the log is failed; its close error adds nothing
 	p.log = nil

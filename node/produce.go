@@ -4,6 +4,7 @@ import (
 	"errors"
 	"hash/fnv"
 
+	"narad/chaos"
 	"narad/storage"
 )
 
@@ -32,6 +33,9 @@ func (n *Node) produce(id RequestID, r Produce) {
 		}
 		placements[i].Offset = offset
 		touched[p.key] = p
+	}
+	if len(touched) > 1 {
+		chaos.Reached("node-batch-spans-partitions")
 	}
 	n.reply(id, ProduceResult{Records: placements, Batch: r.Batch}, nil)
 	replyIndex := len(n.replies) - 1
@@ -102,6 +106,7 @@ func (n *Node) append(t *topic, p *partition, rec ProduceRecord) (uint64, error)
 		return 0, TooLarge("request body too large")
 	}
 	if err != nil {
+		chaos.Reached("node-append-failed")
 		n.failLog(p, err)
 		return 0, Unavailable("produce failed: %v", err)
 	}

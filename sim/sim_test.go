@@ -44,15 +44,24 @@ func TestSim(t *testing.T) {
 	sweep(t, *seedFlag, *seedsFlag)
 }
 
+// markSweepSeedsMin is the sweep size from which every expected coverage
+// mark must have been reached: a mark never hit shows a blind spot of the
+// workload or the faults.
+const markSweepSeedsMin = 50
+
 func sweep(t *testing.T, first uint64, count int) {
 	var failed, lost, duplicated int
 	var simMs int64
+	marks := map[string]int{}
 	start := time.Now()
 	for seed := first; seed < first+uint64(count); seed++ {
 		report := Run(optionsFromFlags(t, seed))
 		simMs += report.SimMs
 		lost += report.Lost
 		duplicated += report.Duplicated
+		for _, mark := range report.Marks {
+			marks[mark.Name] += mark.Count
+		}
 		if report.Failure != nil {
 			failed++
 			t.Error(report.FailureText())
@@ -60,4 +69,9 @@ func sweep(t *testing.T, first uint64, count int) {
 	}
 	fmt.Printf("sim: seeds=%d failed=%d lost=%d duplicated=%d sim_s=%.0f wall_s=%.1f\n",
 		count, failed, lost, duplicated, float64(simMs)/1000, time.Since(start).Seconds())
+	missing := MissingMarks(marks)
+	fmt.Printf("sim: coverage marks reached %d of %d; never reached: %v\n", len(ExpectedMarks)-len(missing), len(ExpectedMarks), missing)
+	if count >= markSweepSeedsMin && *faultsFlag == "all" && len(missing) > 0 {
+		t.Errorf("coverage marks never reached in %d seeds: %v", count, missing)
+	}
 }

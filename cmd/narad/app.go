@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"narad/client"
+	"narad/config"
+)
+
+// Exit codes of the process.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// app is everything a command may touch outside its arguments. main builds
+// it from the process; tests build one with buffers and a fake environment.
+// All fields are set before the command runs and only read afterwards,
+// except the global flag values, which cobra writes while parsing.
+type app struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	// getenv reads environment variables (NARAD_*, NO_COLOR).
+	getenv func(string) string
+	// stdinIsTerminal allows interactive prompts; stdoutIsTerminal allows
+	// ANSI styling (unless NO_COLOR is set).
+	stdinIsTerminal  bool
+	stdoutIsTerminal bool
+	// location is the time zone message times are shown in.
+	location *time.Location
+	// userConfigDir and userHomeDir locate the contexts file and the dev
+	// data directory (os.UserConfigDir and os.UserHomeDir in production).
+	userConfigDir func() (string, error)
+	userHomeDir   func() (string, error)
+	// runHost starts the server and blocks until ctx ends.
+	runHost func(ctx context.Context, cfg config.Config, logger *slog.Logger) error
+
+	// Global flag values, written by cobra during parsing.
+	serverFlag   string
+	userFlag     string
+	passwordFlag string
+}
+
+// newProcessApp returns the app of the real process.
+func newProcessApp() *app {
+	return &app{
+		stdin:            os.Stdin,
+		stdout:           os.Stdout,
+		stderr:           os.Stderr,
+		getenv:           os.Getenv,
+		stdinIsTerminal:  term.IsTerminal(int(os.Stdin.Fd())),
+		stdoutIsTerminal: term.IsTerminal(int(os.Stdout.Fd())),
+		location:         time.Local,
+		userConfigDir:    os.UserConfigDir,
+		userHomeDir:      os.UserHomeDir,
+		runHost:          runHost,
+	}
+}
+
+// usageError is a mistake in how the command was called: it prints the
+// command's usage and exits 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// usagef returns a usageError with a formatted message.
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// exitCodeError ends the process with a chosen code after printing its
+// message (if any); used by serve for an invalid configuration.
+type exitCodeError struct {
+	code    int
+	message string
+}
+
+func (e exitCodeError) Error() string { return e.message }
+
+// usageArgs wraps a positional-argument check so its failure is a usage
+// error.
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+}
+
+// run executes the command line and returns the exit code.
+func run(ctx context.Context, a *app, args []string) int {
+	root := newRootCommand(a)
+	root.SetArgs(args)
+	command, err := root.ExecuteContextC(ctx)
+	return a.report(command, err)
+}
+
+// report prints err the way API.md §2 says and picks the exit code.
+func (a *app) report(command *cobra.Command, err error) int {
+	var usage usageError
+	var replyError *client.Error
+	var exitCode exitCodeError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &exitCode):
+		if exitCode.message != "" {
+			fmt.Fprintln(a.stderr, exitCode.message)
+		}
+		return exitCode.code
+	case errors.As(err, &usage):
+		fmt.Fprintf(a.stderr, "narad: %v\n", usage.err)
+		if command != nil {
+			fmt.Fprint(a.stderr, command.UsageString())
+		}
+		return exitUsage
+	case errors.As(err, &replyError):
+		fmt.Fprintf(a.stderr, "narad: %v\n", replyError)
+		return exitError
+	default:
+		fmt.Fprintf(a.stderr, "narad: %v\n", err)
+		return exitError
+	}
+}

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"narad/client"
+)
+
+const (
+	// benchWorkersMax bounds the concurrent producers and consumers.
+	benchWorkersMax = 1024
+	// benchConsumeWait is the long-poll wait of the drain; a worker stops
+	// after benchEmptyPollsMax empty polls in a row.
+	benchConsumeWait   = 2 * time.Second
+	benchEmptyPollsMax = 2
+	// benchIdleConnsPerWorker sizes the shared transport's idle pool.
+	benchIdleConnsPerWorker = 2
+)
+
+// benchOptions are the flags of narad bench.
+type benchOptions struct {
+	count          int
+	sizeBytes      int
+	workers        int
+	batch          int
+	consume        bool
+	consumeWorkers int
+	create         bool
+	partitions     int
+	asJSON         bool
+}
+
+func newBenchCommand(a *app) *cobra.Command {
+	var options benchOptions
+	cmd := &cobra.Command{
+		Use:   "bench <topic>",
+		Short: "Measure produce (and consume+ack) throughput and latency",
+		Long: `Produce --count messages of --size bytes from --workers concurrent
+workers, --batch records per request (1: single produce; more: NDJSON batch),
+and report throughput and request latency percentiles. With --consume the
+topic is then drained with consume+ack from --consume-workers workers.`,
+		Example: `  narad bench orders --create
+  narad bench orders --count 100000 --workers 16 --batch 100 --consume
+  narad bench orders --json | jq .produce.messages_per_second`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("consume-workers") {
+				options.consumeWorkers = options.workers
+			}
+			if err := options.check(); err != nil {
+				return err
+			}
+			transport := &http.Transport{Proxy: http.ProxyFromEnvironment,
+				MaxIdleConnsPerHost: benchIdleConnsPerWorker * max(options.workers, options.consumeWorkers)}
+			broker, err := a.newClient(cmd, client.WithHTTPClient(&http.Client{Transport: transport}))
+			if err != nil {
+				return err
+			}
+			defer transport.CloseIdleConnections()
+			return a.bench(cmd.Context(), broker, args[0], options)
+		},
+	}
+	flags := cmd.Flags()
+	flags.IntVar(&options.count, "count", 10000, "messages to produce")
+	flags.IntVar(&options.sizeBytes, "size", 256, "payload size in bytes")
+	flags.IntVar(&options.workers, "workers", 8, "concurrent producers")
+	flags.IntVar(&options.batch, "batch", 1, "records per produce request (1: single produce; >1: NDJSON batch)")
+	flags.BoolVar(&options.consume, "consume", false, "then drain the topic with consume+ack")
+	flags.IntVar(&options.consumeWorkers, "consume-workers", 8, "concurrent consumers (default: --workers)")
+	flags.BoolVar(&options.create, "create", false, "create the topic if it does not exist")
+	flags.IntVar(&options.partitions, "partitions", 0, "partitions of a topic made by --create (0: server default)")
+	flags.BoolVar(&options.asJSON, "json", false, "print the figures as JSON")
+	return cmd
+}
+
+func (o benchOptions) check() error {
+	switch {
+	case o.count < 1:
+		return usagef("--count must be at least 1")
+	case o.sizeBytes < 1 || o.sizeBytes > messageBytesMax:
+		return usagef("--size must be in 1..%d", messageBytesMax)
+	case o.workers < 1 || o.workers > benchWorkersMax || o.consumeWorkers < 1 || o.consumeWorkers > benchWorkersMax:
+		return usagef("--workers and --consume-workers must be in 1..%d", benchWorkersMax)
+	case o.batch < 1 || o.batch > batchRecordsMax:
+		return usagef("--batch must be in 1..%d", batchRecordsMax)
+	case o.partitions < 0:
+		return usagef("--partitions must not be negative")
+	}
+	return nil
+}
+
+func (a *app) bench(ctx context.Context, broker *client.Client, topic string, options benchOptions) error {
+	if options.create {
+		if err := a.ensureTopic(ctx, broker, topic, options.partitions); err != nil {
+			return err
+		}
+	}
+	report := benchReport{Produce: runProduceBench(ctx, broker, topic, options)}
+	if options.consume && report.Produce.OK > 0 && ctx.Err() == nil {
+		consume := runConsumeBench(ctx, broker, topic, options.consumeWorkers, report.Produce.OK)
+		report.Consume = &consume
+	}
+	if err := a.printBenchReport(report, options.asJSON); err != nil {
+		return err
+	}
+	if report.Produce.Failed > 0 {
+		return fmt.Errorf("%d of %d messages failed; first error: %s", report.Produce.Failed, options.count, report.Produce.FirstError)
+	}
+	return nil
+}
+
+// ensureTopic creates the topic unless it exists.
+func (a *app) ensureTopic(ctx context.Context, broker *client.Client, topic string, partitions int) error {
+	_, err := broker.GetTopic(ctx, topic, client.Ptr(0))
+	if !client.IsStatus(err, http.StatusNotFound) {
+		return err
+	}
+	if _, err := broker.CreateTopic(ctx, client.CreateTopicRequest{Name: topic, Partitions: partitions}); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stderr, "created topic %s\n", topic)
+	return nil
+}
+
+// latencyLog collects request latencies from several workers.
+type latencyLog struct {
+	mu        sync.Mutex
+	latencies []time.Duration // guarded by mu
+}
+
+func (l *latencyLog) add(latencies []time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.latencies = append(l.latencies, latencies...)
+}
+
+// runProduceBench sends options.count messages from options.workers
+// workers, options.batch records per request.
+func runProduceBench(ctx context.Context, broker *client.Client, topic string, options benchOptions) phaseFigures {
+	payload := bytes.Repeat([]byte("x"), options.sizeBytes)
+	requests := (options.count + options.batch - 1) / options.batch
+	var nextRequest, okCount, failedCount atomic.Int64
+	var firstError atomic.Value
+	var log latencyLog
+	var workers sync.WaitGroup
+	start := time.Now()
+	for range options.workers {
+		workers.Go(func() {
+			var latencies []time.Duration
+			for index := nextRequest.Add(1) - 1; index < int64(requests); index = nextRequest.Add(1) - 1 {
+				size := min(options.batch, options.count-int(index)*options.batch)
+				began := time.Now()
+				err := produceRecords(ctx, broker, topic, payload, size, options.batch)
+				latencies = append(latencies, time.Since(began))
+				if err != nil {
+					failedCount.Add(int64(size))
+					firstError.CompareAndSwap(nil, err.Error())
+					continue
+				}
+				okCount.Add(int64(size))
+			}
+			log.add(latencies)
+		})
+	}
+	workers.Wait()
+	figures := newPhaseFigures(int(okCount.Load()), time.Since(start), log.latencies)
+	figures.Failed = int(failedCount.Load())
+	if text, found := firstError.Load().(string); found {
+		figures.FirstError = text
+	}
+	return figures
+}
+
+func produceRecords(ctx context.Context, broker *client.Client, topic string, payload []byte, size, batch int) error {
+	if batch <= 1 {
+		_, err := broker.Produce(ctx, topic, payload, client.ProduceOptions{})
+		return err
+	}
+	records := make([]client.BatchRecord, size)
+	for i := range records {
+		records[i] = client.NewBatchRecord(payload, client.ProduceOptions{})
+	}
+	_, err := broker.ProduceBatch(ctx, topic, records)
+	return err
+}
+
+// runConsumeBench drains the topic with consume+ack until target messages
+// were acked or every worker saw benchEmptyPollsMax empty polls in a row.
+func runConsumeBench(ctx context.Context, broker *client.Client, topic string, workerCount, target int) phaseFigures {
+	drainContext, stop := context.WithCancel(ctx)
+	defer stop()
+	var consumed atomic.Int64
+	var log latencyLog
+	var workers sync.WaitGroup
+	start := time.Now()
+	for range workerCount {
+		workers.Go(func() {
+			latencies := drainWorker(drainContext, broker, topic, func() {
+				if consumed.Add(1) >= int64(target) {
+					stop()
+				}
+			})
+			log.add(latencies)
+		})
+	}
+	workers.Wait()
+	return newPhaseFigures(int(consumed.Load()), time.Since(start), log.latencies)
+}
+
+// drainWorker consumes and acks until its context ends or it sees
+// benchEmptyPollsMax empty polls in a row; acked is called per ack.
+func drainWorker(ctx context.Context, broker *client.Client, topic string, acked func()) []time.Duration {
+	var latencies []time.Duration
+	for emptyPolls := 0; emptyPolls < benchEmptyPollsMax && ctx.Err() == nil; {
+		began := time.Now()
+		message, err := broker.Consume(ctx, topic, client.ConsumeOptions{Wait: benchConsumeWait})
+		if err != nil || message == nil {
+			emptyPolls++
+			continue
+		}
+		emptyPolls = 0
+		if err := broker.Ack(context.WithoutCancel(ctx), topic, message.ReceiptHandle); err != nil {
+			continue
+		}
+		latencies = append(latencies, time.Since(began))
+		acked()
+	}
+	return latencies
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// phaseFigures are the measured figures of one bench phase.
+type phaseFigures struct {
+	// OK counts messages that succeeded; Failed those that did not
+	// (produce only).
+	OK     int `json:"ok"`
+	Failed int `json:"failed"`
+	// Seconds is the wall time of the phase.
+	Seconds           float64 `json:"seconds"`
+	MessagesPerSecond float64 `json:"messages_per_second"`
+	// LatencyMs holds p50, p95 and p99 of the request latencies in ms.
+	LatencyMs  latencyPercentiles `json:"latency_ms"`
+	FirstError string             `json:"first_error,omitempty"`
+	elapsed    time.Duration
+	latency    latencyDurations
+}
+
+type latencyPercentiles struct {
+	P50 float64 `json:"p50"`
+	P95 float64 `json:"p95"`
+	P99 float64 `json:"p99"`
+}
+
+type latencyDurations struct{ p50, p95, p99 time.Duration }
+
+// benchReport is what narad bench prints.
+type benchReport struct {
+	Produce phaseFigures  `json:"produce"`
+	Consume *phaseFigures `json:"consume,omitempty"`
+}
+
+func newPhaseFigures(ok int, elapsed time.Duration, latencies []time.Duration) phaseFigures {
+	sorted := slices.Clone(latencies)
+	slices.Sort(sorted)
+	latency := latencyDurations{percentile(sorted, 50), percentile(sorted, 95), percentile(sorted, 99)}
+	figures := phaseFigures{OK: ok, Seconds: elapsed.Seconds(), elapsed: elapsed, latency: latency,
+		LatencyMs: latencyPercentiles{milliseconds(latency.p50), milliseconds(latency.p95), milliseconds(latency.p99)}}
+	if elapsed > 0 {
+		figures.MessagesPerSecond = float64(ok) / elapsed.Seconds()
+	}
+	return figures
+}
+
+// percentile returns the nearest-rank percentile of sorted latencies; 0
+// for none.
+func percentile(sorted []time.Duration, rank float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	index := int(math.Ceil(rank/100*float64(len(sorted)))) - 1
+	return sorted[min(max(index, 0), len(sorted)-1)]
+}
+
+func milliseconds(d time.Duration) float64 {
+	return float64(d) / float64(time.Millisecond)
+}
+
+// formatLatency rounds a latency for people: µs below 1 ms, else 0.01 ms.
+func formatLatency(d time.Duration) string {
+	if d < time.Millisecond {
+		return d.Round(time.Microsecond).String()
+	}
+	return d.Round(10 * time.Microsecond).String()
+}
+
+func (a *app) printBenchReport(report benchReport, asJSON bool) error {
+	if asJSON {
+		return printJSON(a.stdout, report)
+	}
+	produce := report.Produce
+	fmt.Fprintf(a.stdout, "produce: %d ok, %d failed in %s — %.0f msg/s; latency p50=%s p95=%s p99=%s\n",
+		produce.OK, produce.Failed, produce.elapsed.Round(time.Millisecond), produce.MessagesPerSecond,
+		formatLatency(produce.latency.p50), formatLatency(produce.latency.p95), formatLatency(produce.latency.p99))
+	if consume := report.Consume; consume != nil {
+		fmt.Fprintf(a.stdout, "consume+ack: %d in %s — %.0f msg/s; latency p50=%s p99=%s\n",
+			consume.OK, consume.elapsed.Round(time.Millisecond), consume.MessagesPerSecond,
+			formatLatency(consume.latency.p50), formatLatency(consume.latency.p99))
+	}
+	return nil
+}

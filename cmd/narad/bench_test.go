@@ -1,0 +1,153 @@
+package main
+
+import (
+	"encoding/json"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const produceRoute = "POST /v1/topics/orders/produce"
+
+var produceLine = regexp.MustCompile(`^produce: (\d+) ok, (\d+) failed in \S+ — \d+ msg/s; latency p50=\S+ p95=\S+ p99=\S+$`)
+var consumeLine = regexp.MustCompile(`^consume\+ack: (\d+) in \S+ — \d+ msg/s; latency p50=\S+ p99=\S+$`)
+
+func TestBenchProduce(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on(produceRoute, reply{202, `{"partition":0,"offset":1}`})
+	h.againstOK(broker, "bench", "orders", "--count", "20", "--workers", "4", "--size", "32")
+	requests := broker.seen(produceRoute)
+	require.Len(t, requests, 20)
+	assert.Equal(t, strings.Repeat("x", 32), requests[0].Body)
+	match := produceLine.FindStringSubmatch(strings.TrimSpace(h.stdout.String()))
+	require.NotNil(t, match, h.stdout.String())
+	assert.Equal(t, []string{"20", "0"}, match[1:])
+}
+
+func TestBenchBatches(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on(produceRoute, reply{202, `{"accepted":4}`})
+	h.againstOK(broker, "bench", "orders", "--count", "10", "--batch", "4", "--workers", "16", "--size", "8")
+	requests := broker.seen(produceRoute)
+	require.Len(t, requests, 3)
+	var lineCounts []int
+	for _, request := range requests {
+		assert.Equal(t, "application/x-ndjson", request.Header.Get("Content-Type"))
+		lineCounts = append(lineCounts, strings.Count(request.Body, "\n"))
+	}
+	slices.Sort(lineCounts)
+	assert.Equal(t, []int{2, 4, 4}, lineCounts)
+	match := produceLine.FindStringSubmatch(strings.TrimSpace(h.stdout.String()))
+	require.NotNil(t, match, h.stdout.String())
+	assert.Equal(t, "10", match[1])
+}
+
+func TestBenchConsumeDrains(t *testing.T) {
+	h := newHarness(t)
+	messages := []reply{}
+	for range 5 {
+		messages = append(messages, reply{200, textMessage})
+	}
+	broker := newFakeBroker(t).on(produceRoute, reply{202, `{"partition":0,"offset":1}`}).
+		on(consumeRoute, append(messages, reply{204, ""})...).on(ackRoute, reply{204, ""})
+	h.againstOK(broker, "bench", "orders", "--count", "5", "--consume", "--consume-workers", "2")
+	lines := strings.Split(strings.TrimSpace(h.stdout.String()), "\n")
+	require.Len(t, lines, 2, h.stdout.String())
+	match := consumeLine.FindStringSubmatch(lines[1])
+	require.NotNil(t, match, lines[1])
+	assert.Equal(t, "5", match[1])
+	assert.Len(t, broker.seen(ackRoute), 5)
+	for _, request := range broker.seen(consumeRoute) {
+		assert.Equal(t, "wait=2s", request.Query)
+	}
+}
+
+func TestBenchJSON(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on(produceRoute, reply{202, `{"partition":0,"offset":1}`})
+	h.againstOK(broker, "bench", "orders", "--count", "3", "--json")
+	var report struct {
+		Produce struct {
+			OK        int                `json:"ok"`
+			Failed    int                `json:"failed"`
+			Seconds   float64            `json:"seconds"`
+			Rate      float64            `json:"messages_per_second"`
+			LatencyMs map[string]float64 `json:"latency_ms"`
+		} `json:"produce"`
+		Consume *json.RawMessage `json:"consume"`
+	}
+	require.NoError(t, json.Unmarshal(h.stdout.Bytes(), &report), h.stdout.String())
+	assert.Equal(t, 3, report.Produce.OK)
+	assert.Zero(t, report.Produce.Failed)
+	assert.Positive(t, report.Produce.Seconds)
+	assert.Positive(t, report.Produce.Rate)
+	assert.Len(t, report.Produce.LatencyMs, 3)
+	assert.Nil(t, report.Consume, "no consume figures without --consume")
+}
+
+func TestBenchCreatesMissingTopic(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on("GET /v1/topics/orders", reply{404, `{"error":"topic not found"}`}).
+		on("POST /v1/topics", reply{201, ordersJSON}).on(produceRoute, reply{202, ""})
+	h.againstOK(broker, "bench", "orders", "--count", "1", "--create", "--partitions", "6")
+	creates := broker.seen("POST /v1/topics")
+	require.Len(t, creates, 1)
+	assert.JSONEq(t, `{"name":"orders","partitions":6}`, creates[0].Body)
+	assert.Contains(t, h.stderr.String(), "created topic orders\n")
+
+	h.againstOK(broker.on("GET /v1/topics/orders", reply{200, ordersJSON}), "bench", "orders", "--count", "1", "--create")
+	assert.Len(t, broker.seen("POST /v1/topics"), 1, "an existing topic is not created again")
+}
+
+func TestBenchReportsFailures(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on(produceRoute, reply{503, `{"error":"no live partition owner"}`})
+	assert.Equal(t, 1, h.against(broker, "bench", "orders", "--count", "4", "--workers", "2"))
+	match := produceLine.FindStringSubmatch(strings.TrimSpace(h.stdout.String()))
+	require.NotNil(t, match, h.stdout.String())
+	assert.Equal(t, []string{"0", "4"}, match[1:])
+	assert.Equal(t, "narad: 4 of 4 messages failed; first error: http 503: no live partition owner\n", h.stderr.String())
+}
+
+func TestBenchFlagErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"--count", "0"}, {"--size", "0"}, {"--size", "1048577"}, {"--workers", "0"},
+		{"--workers", "1025"}, {"--consume-workers", "0"}, {"--batch", "0"}, {"--batch", "1001"},
+	} {
+		h := newHarness(t)
+		broker := newFakeBroker(t)
+		assert.Equal(t, 2, h.against(broker, append([]string{"bench", "orders"}, args...)...), "%v", args)
+		assert.Empty(t, broker.seen(""))
+	}
+}
+
+func TestBenchReportFormatting(t *testing.T) {
+	var latencies []time.Duration
+	for i := 100; i >= 1; i-- {
+		latencies = append(latencies, time.Duration(i)*time.Millisecond)
+	}
+	produce := newPhaseFigures(1000, 2*time.Second, latencies)
+	produce.Failed = 3
+	consume := newPhaseFigures(990, 1500*time.Millisecond, []time.Duration{800 * time.Microsecond, 1234567 * time.Nanosecond})
+	h := newHarness(t)
+	require.NoError(t, h.app.printBenchReport(benchReport{Produce: produce, Consume: &consume}, false))
+	assert.Equal(t, "produce: 1000 ok, 3 failed in 2s — 500 msg/s; latency p50=50ms p95=95ms p99=99ms\n"+
+		"consume+ack: 990 in 1.5s — 660 msg/s; latency p50=800µs p99=1.23ms\n", h.stdout.String())
+	assert.Equal(t, latencyPercentiles{P50: 50, P95: 95, P99: 99}, produce.LatencyMs)
+}
+
+func TestPercentile(t *testing.T) {
+	assert.Zero(t, percentile(nil, 50))
+	one := []time.Duration{7}
+	assert.Equal(t, time.Duration(7), percentile(one, 1))
+	assert.Equal(t, time.Duration(7), percentile(one, 99))
+	sorted := []time.Duration{1, 2, 3, 4}
+	assert.Equal(t, time.Duration(2), percentile(sorted, 50))
+	assert.Equal(t, time.Duration(4), percentile(sorted, 95))
+	assert.Equal(t, time.Duration(1), percentile(sorted, 0))
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"narad/client"
+)
+
+// movesWatchInterval is how often moves --watch polls.
+const movesWatchInterval = time.Second
+
+func newClusterCommand(a *app) *cobra.Command {
+	return newGroupCommand("cluster", "Inspect the cluster and decommission nodes",
+		newMembersCommand(a), newMovesCommand(a), newDecommissionCommand(a))
+}
+
+func newMembersCommand(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "members",
+		Short:   "List the cluster's members with their partition counts",
+		Example: "  narad cluster members\n  narad cluster members --json",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			broker, err := a.newClient(cmd)
+			if err != nil {
+				return err
+			}
+			members, err := broker.ClusterMembers(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(a.stdout, append([]client.Member{}, members...))
+			}
+			a.printMembers(members)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (a *app) printMembers(members []client.Member) {
+	if len(members) == 0 {
+		fmt.Fprintln(a.stdout, "no members")
+		return
+	}
+	table := newTable(a.stdout)
+	table.row("ID", "ADDR", "STATUS", "DRAINING", "PARTITIONS", "OUTBOUND MOVES")
+	for _, member := range members {
+		draining := "-"
+		if member.Draining {
+			draining = "yes"
+		}
+		table.row(member.ID, member.Addr, member.Status, draining,
+			strconv.Itoa(member.OwnedPartitions), strconv.Itoa(member.OutboundMoves))
+	}
+	table.flush()
+}
+
+func newMovesCommand(a *app) *cobra.Command {
+	var asJSON, watch bool
+	cmd := &cobra.Command{
+		Use:   "moves",
+		Short: "List partition moves in flight",
+		Example: `  narad cluster moves
+  narad cluster moves --watch     # re-poll every second until Ctrl-C`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			broker, err := a.newClient(cmd)
+			if err != nil {
+				return err
+			}
+			if watch {
+				return a.watchMoves(cmd.Context(), broker, asJSON)
+			}
+			return a.showMoves(cmd.Context(), broker, asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&watch, "watch", false, "re-poll every second until interrupted")
+	return cmd
+}
+
+func (a *app) showMoves(ctx context.Context, broker *client.Client, asJSON bool) error {
+	moves, err := broker.ClusterMoves(ctx)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(a.stdout, append([]client.Move{}, moves...))
+	}
+	a.printMoves(moves, time.Now())
+	return nil
+}
+
+// watchMoves polls until ctx ends; an interrupt is a normal end.
+func (a *app) watchMoves(ctx context.Context, broker *client.Client, asJSON bool) error {
+	for {
+		if !asJSON {
+			fmt.Fprintln(a.stdout, a.style().dim(time.Now().In(a.location).Format("15:04:05")))
+		}
+		if err := a.showMoves(ctx, broker, asJSON); err != nil && ctx.Err() == nil {
+			return err
+		}
+		if sleepContext(ctx, movesWatchInterval) != nil {
+			return nil
+		}
+		fmt.Fprintln(a.stdout)
+	}
+}
+
+func (a *app) printMoves(moves []client.Move, now time.Time) {
+	if len(moves) == 0 {
+		fmt.Fprintln(a.stdout, "no moves in flight")
+		return
+	}
+	table := newTable(a.stdout)
+	table.row("TOPIC", "PARTITION", "FROM", "TO", "PHASE", "COPIED", "AGE")
+	for _, move := range moves {
+		table.row(move.Topic, strconv.Itoa(move.Partition), move.From, move.To, dashIfEmpty(move.Phase),
+			moveProgress(move), moveAge(move, now))
+	}
+	table.flush()
+}
+
+func dashIfEmpty(text string) string {
+	if text == "" {
+		return "-"
+	}
+	return text
+}
+
+func moveProgress(move client.Move) string {
+	if move.BytesTotal <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d%%", move.BytesCopied*100/move.BytesTotal)
+}
+
+func moveAge(move client.Move, now time.Time) string {
+	if move.StartedAtMs <= 0 {
+		return "-"
+	}
+	return shortDuration(now.Sub(time.UnixMilli(move.StartedAtMs)).Round(time.Second))
+}
+
+func newDecommissionCommand(a *app) *cobra.Command {
+	var cancel bool
+	cmd := &cobra.Command{
+		Use:   "decommission <node-id>",
+		Short: "Drain a node's partitions away (or --cancel the drain)",
+		Example: `  narad cluster decommission n3
+  narad cluster decommission n3 --cancel`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			broker, err := a.newClient(cmd)
+			if err != nil {
+				return err
+			}
+			if err := broker.Decommission(cmd.Context(), args[0], cancel); err != nil {
+				return err
+			}
+			if cancel {
+				fmt.Fprintf(a.stderr, "decommission of %s cancelled\n", args[0])
+			} else {
+				fmt.Fprintf(a.stderr, "%s is draining (watch with: narad cluster moves --watch)\n", args[0])
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&cancel, "cancel", false, "cancel a decommission in progress")
+	return cmd
+}

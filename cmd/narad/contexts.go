@@ -1,0 +1,263 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+
+	"github.com/spf13/cobra"
+)
+
+const (
+	// contextsFileBytesMax bounds the contexts file we read.
+	contextsFileBytesMax = 1 << 20
+	contextsFileName     = "contexts.json"
+	// contextsFileMode and contextsDirMode keep saved passwords private.
+	contextsFileMode os.FileMode = 0o600
+	contextsDirMode  os.FileMode = 0o700
+)
+
+var contextNamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// savedContext is one named server with optional credentials.
+type savedContext struct {
+	Server   string `json:"server"`
+	User     string `json:"user,omitempty"`
+	Password string `json:"password,omitempty"`
+}
+
+// contextsFile is the JSON content of contexts.json.
+type contextsFile struct {
+	// Current names the selected context; "" or a key of Contexts.
+	Current  string                  `json:"current"`
+	Contexts map[string]savedContext `json:"contexts"`
+}
+
+// contextsPath returns $NARAD_CONFIG_DIR/contexts.json, or
+// <user config dir>/narad/contexts.json.
+func (a *app) contextsPath() (string, error) {
+	if dir := a.getenv("NARAD_CONFIG_DIR"); dir != "" {
+		return filepath.Join(dir, contextsFileName), nil
+	}
+	dir, err := a.userConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("locate the contexts file (set NARAD_CONFIG_DIR): %w", err)
+	}
+	return filepath.Join(dir, "narad", contextsFileName), nil
+}
+
+// loadContexts reads the contexts file; a missing file is an empty one.
+func (a *app) loadContexts() (contextsFile, error) {
+	empty := contextsFile{Contexts: map[string]savedContext{}}
+	path, err := a.contextsPath()
+	if err != nil {
+		return empty, err
+	}
+	data, err := readFileBounded(path, contextsFileBytesMax)
+	if errors.Is(err, os.ErrNotExist) {
+		return empty, nil
+	}
+	if err != nil {
+		return empty, fmt.Errorf("read contexts file: %w", err)
+	}
+	contexts := empty
+	if err := json.Unmarshal(data, &contexts); err != nil {
+		return empty, fmt.Errorf("contexts file %s: %w", path, err)
+	}
+	if contexts.Contexts == nil {
+		contexts.Contexts = map[string]savedContext{}
+	}
+	return contexts, nil
+}
+
+func readFileBounded(path string, limitBytes int64) ([]byte, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	data, err := io.ReadAll(io.LimitReader(file, limitBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limitBytes {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, limitBytes)
+	}
+	return data, nil
+}
+
+// saveContexts writes the contexts file atomically: a private temporary
+// file in the same directory, then a rename.
+func (a *app) saveContexts(contexts contextsFile) error {
+	path, err := a.contextsPath()
+	if err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(contexts, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), contextsDirMode); err != nil {
+		return fmt.Errorf("create contexts directory: %w", err)
+	}
+	temporary, err := os.CreateTemp(filepath.Dir(path), ".contexts-*.json")
+	if err != nil {
+		return fmt.Errorf("write contexts file: %w", err)
+	}
+	defer os.Remove(temporary.Name()) // fails harmlessly after the rename
+	if err := writeAndClose(temporary, append(data, '\n')); err != nil {
+		return fmt.Errorf("write contexts file: %w", err)
+	}
+	return os.Rename(temporary.Name(), path)
+}
+
+func writeAndClose(file *os.File, data []byte) error {
+	if err := file.Chmod(contextsFileMode); err != nil {
+		file.Close()
+		return err
+	}
+	if _, err := file.Write(data); err != nil {
+		file.Close()
+		return err
+	}
+	return file.Close()
+}
+
+func newContextCommand(a *app) *cobra.Command {
+	group := newGroupCommand("ctx", "Manage saved servers (contexts)",
+		newContextAddCommand(a), newContextSelectCommand(a), newContextListCommand(a), newContextRemoveCommand(a))
+	group.Long = `A context is a named server with optional credentials, saved in
+$NARAD_CONFIG_DIR/contexts.json (default: <user config dir>/narad/contexts.json,
+mode 0600). The selected context is used when neither a flag nor NARAD_ADDR,
+NARAD_USER, NARAD_PASS says otherwise.`
+	return group
+}
+
+func newContextAddCommand(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "add <name> --server URL [--user U --password P]",
+		Short: "Save a context (the first one saved becomes current)",
+		Example: `  narad ctx add prod --server http://10.0.0.5:7942 -u admin -p secret
+  narad ctx add local -s http://127.0.0.1:7942`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("server") || a.serverFlag == "" {
+				return usagef("ctx add needs --server")
+			}
+			return a.addContext(args[0], savedContext{Server: a.serverFlag, User: a.userFlag, Password: a.passwordFlag})
+		},
+	}
+}
+
+func (a *app) addContext(name string, saved savedContext) error {
+	if !contextNamePattern.MatchString(name) {
+		return usagef("context name %q must match %s", name, contextNamePattern)
+	}
+	contexts, err := a.loadContexts()
+	if err != nil {
+		return err
+	}
+	contexts.Contexts[name] = saved
+	if contexts.Current == "" {
+		contexts.Current = name
+	}
+	if err := a.saveContexts(contexts); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "context %q saved (current: %s)\n", name, contexts.Current)
+	return nil
+}
+
+func newContextSelectCommand(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:     "select <name>",
+		Short:   "Make a saved context the current one",
+		Example: "  narad ctx select prod",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			contexts, err := a.loadContexts()
+			if err != nil {
+				return err
+			}
+			if _, found := contexts.Contexts[args[0]]; !found {
+				return fmt.Errorf("no context named %q (see narad ctx ls)", args[0])
+			}
+			contexts.Current = args[0]
+			if err := a.saveContexts(contexts); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "current context: %s\n", args[0])
+			return nil
+		},
+	}
+}
+
+func newContextListCommand(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:     "ls",
+		Short:   "List saved contexts; * marks the current one",
+		Example: "  narad ctx ls",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			contexts, err := a.loadContexts()
+			if err != nil {
+				return err
+			}
+			a.printContexts(contexts)
+			return nil
+		},
+	}
+}
+
+func (a *app) printContexts(contexts contextsFile) {
+	if len(contexts.Contexts) == 0 {
+		fmt.Fprintln(a.stdout, "no contexts")
+		return
+	}
+	table := newTable(a.stdout)
+	for _, name := range slices.Sorted(maps.Keys(contexts.Contexts)) {
+		saved := contexts.Contexts[name]
+		marker, user := " ", ""
+		if name == contexts.Current {
+			marker = "*"
+		}
+		if saved.User != "" {
+			user = "user=" + saved.User
+		}
+		table.row(marker, name, saved.Server, user)
+	}
+	table.flush()
+}
+
+func newContextRemoveCommand(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:     "rm <name>",
+		Short:   "Remove a saved context",
+		Example: "  narad ctx rm staging",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			contexts, err := a.loadContexts()
+			if err != nil {
+				return err
+			}
+			if _, found := contexts.Contexts[args[0]]; !found {
+				return fmt.Errorf("no context named %q (see narad ctx ls)", args[0])
+			}
+			delete(contexts.Contexts, args[0])
+			if contexts.Current == args[0] {
+				contexts.Current = ""
+			}
+			if err := a.saveContexts(contexts); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "context %q removed\n", args[0])
+			return nil
+		},
+	}
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"narad/client"
+)
+
+// table prints aligned columns. Every cell takes part in the alignment,
+// and trailing blanks are trimmed from each line.
+type table struct {
+	out    io.Writer
+	buffer bytes.Buffer
+	writer *tabwriter.Writer
+}
+
+func newTable(out io.Writer) *table {
+	t := &table{out: out}
+	t.writer = tabwriter.NewWriter(&t.buffer, 0, 0, 2, ' ', 0)
+	return t
+}
+
+// row adds one line.
+func (t *table) row(cells ...string) {
+	fmt.Fprintln(t.writer, strings.Join(cells, "\t")+"\t")
+}
+
+func (t *table) flush() {
+	_ = t.writer.Flush()
+	for line := range strings.Lines(t.buffer.String()) {
+		fmt.Fprintln(t.out, strings.TrimRight(line, " \n"))
+	}
+	t.buffer.Reset()
+}
+
+// printJSON writes value as indented JSON.
+func printJSON(out io.Writer, value any) error {
+	encoder := json.NewEncoder(out)
+	encoder.SetIndent("", "  ")
+	encoder.SetEscapeHTML(false)
+	return encoder.Encode(value)
+}
+
+// style adds ANSI dim/bold when enabled.
+type style struct{ enabled bool }
+
+// style is on only when stdout is a terminal and NO_COLOR is unset.
+func (a *app) style() style {
+	return style{enabled: a.stdoutIsTerminal && a.getenv("NO_COLOR") == ""}
+}
+
+func (s style) dim(text string) string  { return s.wrap("\x1b[2m", text) }
+func (s style) bold(text string) string { return s.wrap("\x1b[1m", text) }
+
+func (s style) wrap(code, text string) string {
+	if !s.enabled {
+		return text
+	}
+	return code + text + "\x1b[0m"
+}
+
+// messagePrinter writes consumed or replayed messages.
+type messagePrinter struct {
+	out io.Writer
+	// raw prints the payload bytes only, one message per line.
+	raw      bool
+	location *time.Location
+	style    style
+}
+
+func (a *app) newMessagePrinter(raw bool) messagePrinter {
+	return messagePrinter{out: a.stdout, raw: raw, location: a.location, style: a.style()}
+}
+
+// print writes one message as
+//
+//	[p<P> @<offset>] key=<k> HH:MM:SS.mmm <payload>
+//
+// (key= only when the record has a key); binary payloads print
+// "(binary, N bytes)" and a hex dump; raw mode prints the payload bytes.
+func (p messagePrinter) print(message client.Message) error {
+	payload, err := message.Payload()
+	if err != nil {
+		return fmt.Errorf("p%d @%d: %w", message.Partition, message.Offset, err)
+	}
+	if p.raw {
+		_, err := fmt.Fprintf(p.out, "%s\n", payload)
+		return err
+	}
+	var line strings.Builder
+	line.WriteString(p.style.dim(fmt.Sprintf("[p%d @%d]", message.Partition, message.Offset)))
+	if message.Key != "" {
+		line.WriteString(" key=" + p.style.bold(message.Key))
+	}
+	line.WriteString(" " + p.style.dim(message.Time().In(p.location).Format("15:04:05.000")) + " ")
+	if message.IsBinary() {
+		fmt.Fprintf(&line, "(binary, %d bytes)\n%s", len(payload), hex.Dump(payload))
+	} else {
+		line.Write(payload)
+		line.WriteString("\n")
+	}
+	_, err = io.WriteString(p.out, line.String())
+	return err
+}
+
+// shortDuration renders d as a Go duration without zero tails: 168h, 1h30m,
+// 1.5s.
+func shortDuration(d time.Duration) string {
+	text := d.String()
+	if strings.HasSuffix(text, "m0s") {
+		text = strings.TrimSuffix(text, "0s")
+	}
+	if strings.HasSuffix(text, "h0m") {
+		text = strings.TrimSuffix(text, "0m")
+	}
+	return text
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"narad/client"
+)
+
+// peekCursor is the next offset to read in one partition.
+type peekCursor struct {
+	partition int
+	// next is the next offset to read; meaningful only when ready.
+	next int64
+	// ready is false until the partition's stats were available, so the
+	// starting offset is known.
+	ready bool
+}
+
+// peekSession is one run of sub --peek.
+type peekSession struct {
+	app      *app
+	broker   *client.Client
+	topic    string
+	options  subOptions
+	printer  messagePrinter
+	cursors  []peekCursor
+	received int
+}
+
+// peek tails every partition (or one) with replay reads until --max or
+// Ctrl-C. Cursors start at each partition's high watermark, or --from.
+func (a *app) peek(ctx context.Context, broker *client.Client, topic string, options subOptions) error {
+	session := &peekSession{app: a, broker: broker, topic: topic, options: options,
+		printer: a.newMessagePrinter(options.raw)}
+	if err := session.start(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stderr, "peeking at %s (read-only; Ctrl-C to stop)\n", topic)
+	err := session.loop(ctx)
+	fmt.Fprintf(a.stderr, "%d message(s)\n", session.received)
+	if ctx.Err() != nil {
+		return nil // interrupted: a normal end
+	}
+	return err
+}
+
+// start reads the partition stats and places the cursors.
+func (s *peekSession) start(ctx context.Context) error {
+	stats, err := s.partitionStats(ctx)
+	if err != nil {
+		return err
+	}
+	for _, stat := range stats {
+		s.cursors = append(s.cursors, peekCursor{partition: stat.Index})
+	}
+	s.placeCursors(stats)
+	return nil
+}
+
+func (s *peekSession) partitionStats(ctx context.Context) ([]client.PartitionStats, error) {
+	var only *int
+	if s.options.partition >= 0 {
+		only = client.Ptr(s.options.partition)
+	}
+	topic, err := s.broker.GetTopic(ctx, s.topic, only)
+	return topic.PartitionStats, err
+}
+
+// placeCursors readies the cursors whose partitions now report stats.
+func (s *peekSession) placeCursors(stats []client.PartitionStats) {
+	for _, stat := range stats {
+		for i := range s.cursors {
+			cursor := &s.cursors[i]
+			if cursor.partition != stat.Index || cursor.ready || !stat.IsAvailable() {
+				continue
+			}
+			cursor.next, cursor.ready = stat.HighWatermark, true
+			if s.options.fromGiven {
+				cursor.next = s.options.from
+			}
+		}
+	}
+}
+
+// loop sweeps the partitions until --max, Ctrl-C or a lasting error.
+func (s *peekSession) loop(ctx context.Context) error {
+	for ctx.Err() == nil {
+		progressed, err := s.sweep(ctx)
+		if err != nil || s.options.limitReached(s.received) {
+			return err
+		}
+		if progressed {
+			continue
+		}
+		if err := sleepContext(ctx, peekIdleDelay); err != nil {
+			return nil
+		}
+		s.refreshUnready(ctx)
+	}
+	return nil
+}
+
+// sweep reads up to peekReadsPerSweepMax records from each ready partition
+// and reports whether it read any.
+func (s *peekSession) sweep(ctx context.Context) (bool, error) {
+	progressed := false
+	for i := range s.cursors {
+		if !s.cursors[i].ready {
+			continue
+		}
+		read, err := s.readPartition(ctx, &s.cursors[i])
+		progressed = progressed || read > 0
+		if err != nil || s.options.limitReached(s.received) {
+			return progressed, err
+		}
+	}
+	return progressed, nil
+}
+
+// readPartition reads forward from the cursor until the tail (204), the
+// per-sweep bound or --max.
+func (s *peekSession) readPartition(ctx context.Context, cursor *peekCursor) (int, error) {
+	read := 0
+	for read < peekReadsPerSweepMax && !s.options.limitReached(s.received) {
+		message, err := s.broker.Replay(ctx, s.topic, cursor.partition, cursor.next)
+		if err != nil {
+			return read, s.replayFailed(ctx, cursor, err)
+		}
+		if message == nil {
+			return read, nil
+		}
+		if err := s.printer.print(*message); err != nil {
+			return read, err
+		}
+		read++
+		s.received++
+		cursor.next = max(message.Offset, cursor.next) + 1
+	}
+	return read, nil
+}
+
+// replayFailed handles a failed replay read: 410 jumps the cursor forward
+// (to the oldest retained offset, or past an unreadable record); other
+// retryable errors are reported and retried on a later sweep.
+func (s *peekSession) replayFailed(ctx context.Context, cursor *peekCursor, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return nil
+	case client.IsStatus(err, http.StatusGone):
+		cursor.next = oldestAfter(ctx, s.broker, s.topic, cursor.partition, cursor.next)
+		return nil
+	case retryable(err):
+		fmt.Fprintf(s.app.stderr, "replay p%d @%d failed: %v (will retry)\n", cursor.partition, cursor.next, err)
+		return nil
+	default:
+		return err
+	}
+}
+
+// refreshUnready re-reads the stats when some partition had none yet.
+func (s *peekSession) refreshUnready(ctx context.Context) {
+	for _, cursor := range s.cursors {
+		if !cursor.ready {
+			stats, err := s.partitionStats(ctx)
+			if err == nil {
+				s.placeCursors(stats)
+			}
+			return
+		}
+	}
+}

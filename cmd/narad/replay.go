@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/spf13/cobra"
+
+	"narad/client"
+)
+
+// replayOptions are the flags of narad replay.
+type replayOptions struct {
+	partition int
+	from      int64
+	fromGiven bool
+	to        int64
+	toGiven   bool
+	raw       bool
+}
+
+// replayRange is the half-open offset range [from, to) to read.
+type replayRange struct{ from, to int64 }
+
+func newReplayCommand(a *app) *cobra.Command {
+	var options replayOptions
+	cmd := &cobra.Command{
+		Use:   "replay <topic> --partition P [--from A] [--to B]",
+		Short: "Print a partition's records in [from, to) without consuming them",
+		Long: `Read a partition's records in offset order with read-only replay reads.
+--from defaults to the oldest retained offset and --to (exclusive) to the
+high watermark. Records that aged out or cannot be read are skipped; the
+replay stops early at the end of the log.`,
+		Example: `  narad replay orders --partition 0
+  narad replay orders --partition 2 --from 100 --to 200 --raw`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			options.fromGiven = cmd.Flags().Changed("from")
+			options.toGiven = cmd.Flags().Changed("to")
+			if err := options.check(cmd); err != nil {
+				return err
+			}
+			broker, err := a.newClient(cmd)
+			if err != nil {
+				return err
+			}
+			return a.replay(cmd.Context(), broker, args[0], options)
+		},
+	}
+	flags := cmd.Flags()
+	flags.IntVar(&options.partition, "partition", 0, "partition to replay (required)")
+	flags.Int64Var(&options.from, "from", 0, "first offset (default: the oldest retained)")
+	flags.Int64Var(&options.to, "to", 0, "end offset, exclusive (default: the high watermark)")
+	flags.BoolVar(&options.raw, "raw", false, "print only the payload bytes")
+	return cmd
+}
+
+func (o replayOptions) check(cmd *cobra.Command) error {
+	switch {
+	case !cmd.Flags().Changed("partition"):
+		return usagef("replay needs --partition")
+	case o.partition < 0 || o.from < 0 || o.to < 0:
+		return usagef("--partition, --from and --to must not be negative")
+	case o.fromGiven && o.toGiven && o.from > o.to:
+		return usagef("--from %d is past --to %d", o.from, o.to)
+	}
+	return nil
+}
+
+func (a *app) replay(ctx context.Context, broker *client.Client, topic string, options replayOptions) error {
+	bounds, err := replayBounds(ctx, broker, topic, options)
+	if err != nil {
+		return err
+	}
+	printer := a.newMessagePrinter(options.raw)
+	replayed, skipped := 0, 0
+	for offset := bounds.from; offset < bounds.to; {
+		message, err := broker.Replay(ctx, topic, options.partition, offset)
+		if client.IsStatus(err, http.StatusGone) {
+			next := oldestAfter(ctx, broker, topic, options.partition, offset)
+			skipped += int(min(next, bounds.to) - offset)
+			offset = next
+			continue
+		}
+		if err != nil || message == nil {
+			a.printReplaySummary(replayed, skipped, options.partition, bounds)
+			return err
+		}
+		if err := printer.print(*message); err != nil {
+			return err
+		}
+		replayed++
+		offset = max(message.Offset, offset) + 1
+	}
+	a.printReplaySummary(replayed, skipped, options.partition, bounds)
+	return nil
+}
+
+func (a *app) printReplaySummary(replayed, skipped, partition int, bounds replayRange) {
+	fmt.Fprintf(a.stderr, "%d message(s) replayed from p%d [%d, %d)\n", replayed, partition, bounds.from, bounds.to)
+	if skipped > 0 {
+		fmt.Fprintf(a.stderr, "%d offset(s) skipped: aged out of retention or unreadable\n", skipped)
+	}
+}
+
+// replayBounds fills the defaults of --from and --to from the partition's
+// stats.
+func replayBounds(ctx context.Context, broker *client.Client, topic string, options replayOptions) (replayRange, error) {
+	bounds := replayRange{from: options.from, to: options.to}
+	if options.fromGiven && options.toGiven {
+		return bounds, nil
+	}
+	described, err := broker.GetTopic(ctx, topic, client.Ptr(options.partition))
+	if err != nil {
+		return bounds, err
+	}
+	if len(described.PartitionStats) != 1 || !described.PartitionStats[0].IsAvailable() {
+		return bounds, fmt.Errorf("partition %d of %s is unavailable (its owner may be down)", options.partition, topic)
+	}
+	stats := described.PartitionStats[0]
+	if !options.fromGiven {
+		bounds.from = stats.OldestOffset
+	}
+	if !options.toGiven {
+		bounds.to = stats.HighWatermark
+	}
+	return bounds, nil
+}
+
+// oldestAfter returns where to continue after a 410 at offset: the oldest
+// retained offset if it is ahead, else offset+1.
+func oldestAfter(ctx context.Context, broker *client.Client, topic string, partition int, offset int64) int64 {
+	described, err := broker.GetTopic(ctx, topic, client.Ptr(partition))
+	if err == nil && len(described.PartitionStats) == 1 && described.PartitionStats[0].OldestOffset > offset {
+		return described.PartitionStats[0].OldestOffset
+	}
+	return offset + 1
+}

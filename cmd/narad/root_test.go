@@ -1,0 +1,211 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// resolveFor parses args against `narad topic ls` and resolves the
+// connection the command would use.
+func resolveFor(t *testing.T, h *harness, args ...string) connection {
+	t.Helper()
+	root := newRootCommand(h.app)
+	command, rest, err := root.Find([]string{"topic", "ls"})
+	require.NoError(t, err)
+	require.Empty(t, rest)
+	require.NoError(t, command.ParseFlags(args))
+	target, err := h.app.resolveConnection(command)
+	require.NoError(t, err)
+	return target
+}
+
+func writeContexts(t *testing.T, h *harness, contexts contextsFile) {
+	t.Helper()
+	require.NoError(t, h.app.saveContexts(contexts))
+}
+
+func TestConnectionPrecedence(t *testing.T) {
+	selected := contextsFile{Current: "prod", Contexts: map[string]savedContext{
+		"prod": {Server: "http://context:7942", User: "ctx-user", Password: "ctx-pass"},
+	}}
+	cases := []struct {
+		name     string
+		contexts *contextsFile
+		env      map[string]string
+		flags    []string
+		want     connection
+	}{
+		{"default", nil, nil, nil, connection{server: "http://127.0.0.1:7942"}},
+		{"context", &selected, nil, nil, connection{"http://context:7942", "ctx-user", "ctx-pass"}},
+		{"env over context", &selected, map[string]string{"NARAD_ADDR": "http://env:1", "NARAD_USER": "env-user"}, nil,
+			connection{"http://env:1", "env-user", "ctx-pass"}},
+		{"flags over env", &selected, map[string]string{"NARAD_ADDR": "http://env:1", "NARAD_PASS": "env-pass"},
+			[]string{"-s", "http://flag:2", "-u", "flag-user"}, connection{"http://flag:2", "flag-user", "env-pass"}},
+		{"long flags", nil, nil, []string{"--server", "http://flag:3", "--user", "u", "--password", "p"},
+			connection{"http://flag:3", "u", "p"}},
+		{"explicit empty flag wins", &selected, nil, []string{"-p", ""}, connection{"http://context:7942", "ctx-user", ""}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			for name, value := range tc.env {
+				h.env[name] = value
+			}
+			if tc.contexts != nil {
+				writeContexts(t, h, *tc.contexts)
+			}
+			assert.Equal(t, tc.want, resolveFor(t, h, tc.flags...))
+		})
+	}
+}
+
+func TestRequestsGoToTheResolvedServerWithAuth(t *testing.T) {
+	h := newHarness(t)
+	contextBroker := newFakeBroker(t).on("GET /v1/topics", reply{200, `{"topics":[],"next_page_token":""}`})
+	envBroker := newFakeBroker(t).on("GET /v1/topics", reply{200, `{"topics":[],"next_page_token":""}`})
+	writeContexts(t, h, contextsFile{Current: "c", Contexts: map[string]savedContext{
+		"c": {Server: contextBroker.server.URL, User: "alice", Password: "wonder"}}})
+	h.runOK("topic", "ls")
+	require.Len(t, contextBroker.seen(""), 1)
+	user, password, ok := (&http.Request{Header: contextBroker.seen("")[0].Header}).BasicAuth()
+	assert.True(t, ok)
+	assert.Equal(t, "alice", user)
+	assert.Equal(t, "wonder", password)
+
+	h.env["NARAD_ADDR"] = envBroker.server.URL
+	h.runOK("topics", "ls")
+	assert.Len(t, envBroker.seen(""), 1, "NARAD_ADDR beats the context")
+	assert.Len(t, contextBroker.seen(""), 1)
+}
+
+func TestServerErrorsPrintStatusAndMessage(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on("GET /v1/topics/nope", reply{404, `{"error":"topic not found"}`})
+	assert.Equal(t, 1, h.against(broker, "topic", "info", "nope"))
+	assert.Equal(t, "narad: http 404: topic not found\n", h.stderr.String())
+	assert.Empty(t, h.stdout.String())
+}
+
+func TestTransportErrorExitsOne(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t)
+	broker.server.Close()
+	assert.Equal(t, 1, h.against(broker, "topic", "ls"))
+	assert.Contains(t, h.stderr.String(), "narad: ")
+	assert.Contains(t, h.stderr.String(), "connection refused")
+}
+
+func TestUsageErrorsExitTwo(t *testing.T) {
+	cases := [][]string{
+		{"bogus"},
+		{"topic", "bogus"},
+		{"topic", "add"},
+		{"topic", "add", "a", "b"},
+		{"topic", "ls", "--bogus"},
+		{"pub"},
+		{"sub", "t", "--max", "x"},
+		{"cluster", "decommission"},
+	}
+	for _, args := range cases {
+		h := newHarness(t)
+		assert.Equal(t, 2, h.run(args...), "%v", args)
+		assert.Contains(t, h.stderr.String(), "narad: ", "%v", args)
+		assert.Contains(t, h.stderr.String(), "Usage:", "%v", args)
+	}
+}
+
+func TestGroupWithoutSubcommandPrintsHelp(t *testing.T) {
+	h := newHarness(t)
+	h.runOK("topic")
+	assert.Contains(t, h.stdout.String(), "Available Commands:")
+	assert.Contains(t, h.stdout.String(), "edit")
+}
+
+func TestEveryCommandHasHelpWithExample(t *testing.T) {
+	root := newRootCommand(newHarness(t).app)
+	var missing []string
+	var visit func(*cobra.Command)
+	visit = func(command *cobra.Command) {
+		for _, child := range command.Commands() {
+			if child.Runnable() && !child.HasSubCommands() && child.Name() != "help" &&
+				child.Parent().Name() != "completion" && child.Name() != "completion" && child.Example == "" {
+				missing = append(missing, child.CommandPath())
+			}
+			visit(child)
+		}
+	}
+	visit(root)
+	assert.Empty(t, missing, "commands without an example in --help")
+}
+
+func TestContextsLifecycle(t *testing.T) {
+	h := newHarness(t)
+	h.runOK("ctx", "add", "prod", "--server", "http://10.0.0.5:7942", "-u", "admin", "-p", "secret")
+	assert.Equal(t, "context \"prod\" saved (current: prod)\n", h.stdout.String())
+	h.runOK("ctx", "add", "local", "-s", "http://127.0.0.1:7942")
+	assert.Equal(t, "context \"local\" saved (current: prod)\n", h.stdout.String(), "the first context stays current")
+
+	h.runOK("ctx", "ls")
+	assert.Equal(t, "   local  http://127.0.0.1:7942\n*  prod   http://10.0.0.5:7942   user=admin\n", h.stdout.String())
+
+	h.runOK("ctx", "select", "local")
+	assert.Equal(t, "current context: local\n", h.stdout.String())
+	h.runOK("ctx", "rm", "local")
+	h.runOK("ctx", "ls")
+	assert.Equal(t, "   prod  http://10.0.0.5:7942  user=admin\n", h.stdout.String())
+
+	path := filepath.Join(h.configDir, "contexts.json")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var saved contextsFile
+	require.NoError(t, json.Unmarshal(data, &saved))
+	assert.Equal(t, contextsFile{Current: "", Contexts: map[string]savedContext{
+		"prod": {Server: "http://10.0.0.5:7942", User: "admin", Password: "secret"}}}, saved)
+}
+
+func TestContextsFilePermissions(t *testing.T) {
+	h := newHarness(t)
+	h.runOK("ctx", "add", "prod", "-s", "http://x:1")
+	fileInfo, err := os.Stat(filepath.Join(h.configDir, "contexts.json"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fileInfo.Mode().Perm())
+	dirInfo, err := os.Stat(h.configDir)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), dirInfo.Mode().Perm())
+	entries, err := os.ReadDir(h.configDir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "no temporary files left behind")
+}
+
+func TestContextsDefaultLocation(t *testing.T) {
+	h := newHarness(t)
+	delete(h.env, "NARAD_CONFIG_DIR")
+	h.runOK("ctx", "add", "prod", "-s", "http://x:1")
+	_, err := os.Stat(filepath.Join(h.homeDir, ".config", "narad", "contexts.json"))
+	assert.NoError(t, err)
+}
+
+func TestContextsErrors(t *testing.T) {
+	h := newHarness(t)
+	assert.Equal(t, 2, h.run("ctx", "add", "prod"), "--server is required")
+	assert.Contains(t, h.stderr.String(), "ctx add needs --server")
+	assert.Equal(t, 2, h.run("ctx", "add", "bad name", "-s", "http://x:1"))
+	assert.Equal(t, 1, h.run("ctx", "select", "nope"))
+	assert.Contains(t, h.stderr.String(), `no context named "nope"`)
+	assert.Equal(t, 1, h.run("ctx", "rm", "nope"))
+	h.runOK("ctx", "ls")
+	assert.Equal(t, "no contexts\n", h.stdout.String())
+
+	require.NoError(t, os.MkdirAll(h.configDir, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(h.configDir, "contexts.json"), []byte("{broken"), 0o600))
+	assert.Equal(t, 1, h.run("ctx", "ls"))
+	assert.Contains(t, h.stderr.String(), "contexts file")
+	assert.Equal(t, 1, h.run("topic", "ls"), "a broken contexts file stops commands that need a server")
+}

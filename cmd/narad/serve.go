@@ -1,0 +1,216 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"narad/config"
+)
+
+const (
+	// portDefault is the HTTP port of `server start` (API.md §1.1).
+	portDefault = 7942
+	// devDataDirMode keeps the dev data directory private.
+	devDataDirMode os.FileMode = 0o700
+	// devLoopback is where a dev server listens.
+	devLoopback = "127.0.0.1"
+)
+
+// serveOptions are the flags of serve and server start.
+type serveOptions struct {
+	configPath  string
+	port        int
+	addr        string
+	clusterPort int
+	nodeID      string
+	dataDir     string
+	logLevel    string
+	logFormat   string
+	pprofAddr   string
+	dev         bool // server start only
+}
+
+func (o *serveOptions) register(flags *pflag.FlagSet) {
+	flags.StringVar(&o.configPath, "config", "", "JSON configuration file (strict: unknown keys are errors)")
+	flags.IntVar(&o.port, "port", portDefault, "HTTP port (keeps the host of http.addr)")
+	flags.StringVar(&o.addr, "addr", "", "HTTP listen address host:port (default :7942)")
+	flags.IntVar(&o.clusterPort, "cluster-port", 0, "node-to-node port (keeps the host of cluster.addr; default 7943)")
+	flags.StringVar(&o.nodeID, "node-id", "", "this node's id (default: the host name)")
+	flags.StringVar(&o.dataDir, "data-dir", "", "data directory (default: data)")
+	flags.StringVar(&o.logLevel, "log-level", "", "debug, info, warn or error (default info)")
+	flags.StringVar(&o.logFormat, "log-format", "", "json or text (default json)")
+	flags.StringVar(&o.pprofAddr, "pprof-addr", "", "serve /debug/pprof on this host:port (unauthenticated)")
+}
+
+func newServeCommand(a *app) *cobra.Command {
+	var options serveOptions
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run a broker node (production entrypoint)",
+		Long: `Run a broker node. The configuration is layered: defaults, then --config
+FILE, then NARAD_* environment variables, then these flags. An invalid
+configuration prints every problem and exits with status 2.`,
+		Example: `  narad serve --config /etc/narad.json
+  narad serve --addr 0.0.0.0:7942 --data-dir /var/lib/narad
+  NARAD_NODE_ID=n1 NARAD_CLUSTER_PEERS=n1@a:7943,n2@b:7943,n3@c:7943 narad serve`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.serve(cmd, options)
+		},
+	}
+	options.register(cmd.Flags())
+	return cmd
+}
+
+func newServerCommand(a *app) *cobra.Command {
+	var options serveOptions
+	start := &cobra.Command{
+		Use:   "start",
+		Short: "Run a broker node; --dev for a zero-configuration local one",
+		Long: `Run a broker node. With --dev: authentication off, HTTP on
+127.0.0.1:<port>, node-to-node on 127.0.0.1:<port+1> (unless
+NARAD_CLUSTER_ADDR says otherwise), data in ~/.narad/data (or --data-dir),
+text logs. Without --dev it is the same as "narad serve".`,
+		Example: `  narad server start --dev
+  narad server start --dev --port 8000 --data-dir ./narad-data`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.serve(cmd, options)
+		},
+	}
+	options.register(start.Flags())
+	start.Flags().BoolVar(&options.dev, "dev", false, "local development server: loopback only, no auth")
+	return newGroupCommand("server", "Run the broker", start)
+}
+
+// serve builds the configuration, then runs the node until SIGINT/SIGTERM.
+func (a *app) serve(cmd *cobra.Command, options serveOptions) error {
+	cfg, err := a.serverConfig(cmd.Flags(), options)
+	if err != nil {
+		return err
+	}
+	if options.dev {
+		a.printDevBanner(cfg)
+	}
+	return a.runHost(cmd.Context(), cfg, newLogger(a, cfg.Log))
+}
+
+// serverConfig layers defaults → file → environment → (dev) → flags and
+// validates the result. Any problem is an exit-2 error listing them all.
+func (a *app) serverConfig(flags *pflag.FlagSet, options serveOptions) (config.Config, error) {
+	cfg := config.Default()
+	var err error
+	if options.configPath != "" {
+		if cfg, err = config.LoadFile(options.configPath); err != nil {
+			return cfg, invalidConfig(err)
+		}
+	}
+	if err := config.ApplyEnv(&cfg, a.getenv); err != nil {
+		return cfg, invalidConfig(err)
+	}
+	if options.dev {
+		if err := a.applyDev(&cfg, flags, options); err != nil {
+			return cfg, err
+		}
+	}
+	options.apply(&cfg, flags)
+	if err := cfg.Validate(); err != nil {
+		return cfg, invalidConfig(err)
+	}
+	return cfg, nil
+}
+
+// invalidConfig formats every problem of err, one per line, and exits 2.
+func invalidConfig(err error) error {
+	var message strings.Builder
+	message.WriteString("narad: invalid configuration:")
+	for line := range strings.SplitSeq(err.Error(), "\n") {
+		message.WriteString("\n  " + line)
+	}
+	return exitCodeError{code: exitUsage, message: message.String()}
+}
+
+// applyDev sets the --dev settings; explicit flags still win afterwards.
+func (a *app) applyDev(cfg *config.Config, flags *pflag.FlagSet, options serveOptions) error {
+	cfg.Security.Enabled = false
+	cfg.HTTP.Addr = net.JoinHostPort(devLoopback, strconv.Itoa(options.port))
+	if a.getenv("NARAD_CLUSTER_ADDR") == "" {
+		cfg.Cluster.Addr = net.JoinHostPort(devLoopback, strconv.Itoa(options.port+1))
+	}
+	if !flags.Changed("log-format") {
+		cfg.Log.Format = "text"
+	}
+	if flags.Changed("data-dir") {
+		return nil
+	}
+	home, err := a.userHomeDir()
+	if err != nil {
+		return fmt.Errorf("find the home directory for the dev data directory (use --data-dir): %w", err)
+	}
+	cfg.Storage.DataDir = filepath.Join(home, ".narad", "data")
+	return os.MkdirAll(cfg.Storage.DataDir, devDataDirMode)
+}
+
+// apply sets the configuration from the flags that were given.
+func (o serveOptions) apply(cfg *config.Config, flags *pflag.FlagSet) {
+	setIfChanged(flags, "addr", &cfg.HTTP.Addr, o.addr)
+	if flags.Changed("port") {
+		cfg.HTTP.Addr = withPort(cfg.HTTP.Addr, o.port)
+	}
+	if flags.Changed("cluster-port") {
+		cfg.Cluster.Addr = withPort(cfg.Cluster.Addr, o.clusterPort)
+	}
+	setIfChanged(flags, "node-id", &cfg.Cluster.NodeID, o.nodeID)
+	setIfChanged(flags, "data-dir", &cfg.Storage.DataDir, o.dataDir)
+	setIfChanged(flags, "log-level", &cfg.Log.Level, o.logLevel)
+	setIfChanged(flags, "log-format", &cfg.Log.Format, o.logFormat)
+	setIfChanged(flags, "pprof-addr", &cfg.HTTP.PprofAddr, o.pprofAddr)
+}
+
+func setIfChanged(flags *pflag.FlagSet, name string, field *string, value string) {
+	if flags.Changed(name) {
+		*field = value
+	}
+}
+
+// withPort replaces the port of a host:port address, keeping the host.
+func withPort(addr string, port int) string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = ""
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// newLogger returns the server's logger on stderr per the log settings
+// (already validated).
+func newLogger(a *app, settings config.Log) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(settings.Level)); err != nil {
+		level = slog.LevelInfo
+	}
+	options := &slog.HandlerOptions{Level: level}
+	if settings.Format == "text" {
+		return slog.New(slog.NewTextHandler(a.stderr, options))
+	}
+	return slog.New(slog.NewJSONHandler(a.stderr, options))
+}
+
+func (a *app) printDevBanner(cfg config.Config) {
+	_, port, _ := net.SplitHostPort(cfg.HTTP.Addr)
+	fmt.Fprintf(a.stderr, `narad dev server: http://%s (auth off, data in %s)
+try, in another terminal:
+  narad topic add orders
+  narad pub orders hello
+  narad sub orders
+  curl localhost:%s/v1/topics
+`, cfg.HTTP.Addr, cfg.Storage.DataDir, port)
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"narad/config"
+)
+
+func TestServeWithDefaults(t *testing.T) {
+	h := newHarness(t)
+	h.runOK("serve")
+	require.NotNil(t, h.hostConfig)
+	assert.Equal(t, config.Default(), *h.hostConfig)
+}
+
+func TestServeLayersFileEnvironmentAndFlags(t *testing.T) {
+	h := newHarness(t)
+	path := filepath.Join(t.TempDir(), "narad.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"cluster":{"node_id":"from-file"},
+	  "storage":{"data_dir":"/file"},"log":{"level":"debug"}}`), 0o600))
+	h.env["NARAD_LOG_LEVEL"] = "warn"
+	h.env["NARAD_HTTP_ADDR"] = "0.0.0.0:9000"
+	h.env["NARAD_ADMIN_PASSWORD"] = "pw"
+	h.runOK("serve", "--config", path, "--port", "9100", "--data-dir", "/flag", "--log-format", "text",
+		"--cluster-port", "9200", "--pprof-addr", "127.0.0.1:6060")
+	require.NotNil(t, h.hostConfig)
+	cfg := *h.hostConfig
+	assert.Equal(t, "0.0.0.0:9100", cfg.HTTP.Addr, "--port keeps the host from the environment")
+	assert.Equal(t, ":9200", cfg.Cluster.Addr)
+	assert.Equal(t, "from-file", cfg.Cluster.NodeID, "the file beats the defaults")
+	assert.Equal(t, "warn", cfg.Log.Level, "the environment beats the file")
+	assert.Equal(t, "/flag", cfg.Storage.DataDir, "flags beat the file")
+	assert.Equal(t, "text", cfg.Log.Format)
+	assert.Equal(t, "127.0.0.1:6060", cfg.HTTP.PprofAddr)
+	assert.Equal(t, "pw", cfg.Security.AdminPassword)
+	assert.True(t, cfg.Security.Enabled)
+}
+
+func TestServeAddrAndNodeIDFlags(t *testing.T) {
+	h := newHarness(t)
+	h.runOK("serve", "--addr", "10.0.0.1:7000", "--node-id", "n7", "--log-level", "error")
+	assert.Equal(t, "10.0.0.1:7000", h.hostConfig.HTTP.Addr)
+	assert.Equal(t, "n7", h.hostConfig.Cluster.NodeID)
+	assert.Equal(t, "error", h.hostConfig.Log.Level)
+}
+
+func TestServeInvalidConfigReportsEveryProblem(t *testing.T) {
+	h := newHarness(t)
+	h.env["NARAD_TOPIC_DEFAULT_PARTITIONS"] = "1"
+	assert.Equal(t, 2, h.run("serve", "--log-level", "loud", "--data-dir", ""))
+	assert.Nil(t, h.hostConfig, "the host is not started")
+	stderr := h.stderr.String()
+	assert.Contains(t, stderr, "narad: invalid configuration:\n")
+	assert.Contains(t, stderr, "  log.level: must be one of")
+	assert.Contains(t, stderr, "  storage.data_dir: must not be empty")
+	assert.Contains(t, stderr, "  topic.default_partitions: must be in [3,")
+}
+
+func TestServeBadEnvironmentAndFile(t *testing.T) {
+	h := newHarness(t)
+	h.env["NARAD_HTTP_READ_TIMEOUT"] = "soon"
+	assert.Equal(t, 2, h.run("serve"))
+	assert.Contains(t, h.stderr.String(), "NARAD_HTTP_READ_TIMEOUT")
+
+	h = newHarness(t)
+	path := filepath.Join(t.TempDir(), "narad.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"storage":{"fsync":"always"}}`), 0o600))
+	assert.Equal(t, 2, h.run("serve", "--config", path))
+	assert.Contains(t, h.stderr.String(), "storage.fsync is an internal setting")
+	assert.Nil(t, h.hostConfig)
+}
+
+func TestServeHostFailureExitsOne(t *testing.T) {
+	h := newHarness(t)
+	h.app.runHost = func(context.Context, config.Config, *slog.Logger) error {
+		return errors.New("listen tcp :7942: address already in use")
+	}
+	assert.Equal(t, 1, h.run("serve"))
+	assert.Equal(t, "narad: listen tcp :7942: address already in use\n", h.stderr.String())
+}
+
+func TestServerStartDev(t *testing.T) {
+	h := newHarness(t)
+	h.runOK("server", "start", "--dev")
+	require.NotNil(t, h.hostConfig)
+	cfg := *h.hostConfig
+	dataDir := filepath.Join(h.homeDir, ".narad", "data")
+	assert.False(t, cfg.Security.Enabled)
+	assert.Equal(t, "127.0.0.1:7942", cfg.HTTP.Addr)
+	assert.Equal(t, "127.0.0.1:7943", cfg.Cluster.Addr)
+	assert.Equal(t, dataDir, cfg.Storage.DataDir)
+	assert.Equal(t, "text", cfg.Log.Format)
+	assert.DirExists(t, dataDir)
+	for _, hint := range []string{"http://127.0.0.1:7942", "narad topic add orders", "narad pub orders hello",
+		"narad sub orders", "curl localhost:7942/v1/topics"} {
+		assert.Contains(t, h.stderr.String(), hint)
+	}
+}
+
+func TestServerStartDevOptions(t *testing.T) {
+	h := newHarness(t)
+	dataDir := filepath.Join(t.TempDir(), "dev")
+	h.runOK("server", "start", "--dev", "--port", "8000", "--data-dir", dataDir, "--log-format", "json")
+	cfg := *h.hostConfig
+	assert.Equal(t, "127.0.0.1:8000", cfg.HTTP.Addr)
+	assert.Equal(t, "127.0.0.1:8001", cfg.Cluster.Addr)
+	assert.Equal(t, dataDir, cfg.Storage.DataDir)
+	assert.Equal(t, "json", cfg.Log.Format, "an explicit flag beats the dev default")
+	assert.Contains(t, h.stderr.String(), "curl localhost:8000/v1/topics")
+
+	h = newHarness(t)
+	h.env["NARAD_CLUSTER_ADDR"] = "127.0.0.1:9999"
+	h.runOK("server", "start", "--dev")
+	assert.Equal(t, "127.0.0.1:9999", h.hostConfig.Cluster.Addr, "NARAD_CLUSTER_ADDR is kept in dev mode")
+}
+
+func TestServerStartWithoutDevIsServe(t *testing.T) {
+	h := newHarness(t)
+	h.runOK("server", "start", "--port", "8000")
+	cfg := *h.hostConfig
+	assert.Equal(t, ":8000", cfg.HTTP.Addr)
+	assert.True(t, cfg.Security.Enabled)
+	assert.Equal(t, "json", cfg.Log.Format)
+	assert.Empty(t, h.stderr.String(), "no dev banner")
+}
+
+func TestWithPort(t *testing.T) {
+	assert.Equal(t, "0.0.0.0:1", withPort("0.0.0.0:7942", 1))
+	assert.Equal(t, ":2", withPort(":7942", 2))
+	assert.Equal(t, "[::1]:3", withPort("[::1]:7942", 3))
+	assert.Equal(t, ":4", withPort("garbage", 4))
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"narad/client"
+)
+
+const (
+	// waitDefault is the long-poll wait of a queue consume.
+	waitDefault = 10 * time.Second
+	// consumeRetryDelay spaces retries of a failed consume.
+	consumeRetryDelay = time.Second
+	// ackAttemptsMax and ackBackoffStep: attempt n waits n × step first.
+	ackAttemptsMax = 5
+	ackBackoffStep = 200 * time.Millisecond
+	// ackAttemptTimeout bounds one ack attempt; acks run even after Ctrl-C
+	// so a printed message is not redelivered needlessly.
+	ackAttemptTimeout = 5 * time.Second
+	// peekReadsPerSweepMax bounds the replay reads of one partition per
+	// sweep, so one busy partition does not starve the others.
+	peekReadsPerSweepMax = 100
+	// peekIdleDelay is the pause after a sweep that read nothing.
+	peekIdleDelay = 400 * time.Millisecond
+)
+
+// subOptions are the flags of narad sub.
+type subOptions struct {
+	partition int // -1: any partition
+	raw       bool
+	noAck     bool
+	peek      bool
+	from      int64
+	fromGiven bool
+	max       int // 0: no limit
+	wait      time.Duration
+}
+
+func newSubCommand(a *app) *cobra.Command {
+	var options subOptions
+	cmd := &cobra.Command{
+		Use:   "sub <topic>",
+		Short: "Consume messages: a queue consumer, or a read-only tail with --peek",
+		Long: `Consume messages and print them as
+  [p<partition> @<offset>] key=<key> HH:MM:SS.mmm <payload>
+
+By default sub is a queue consumer: each message is leased, printed and then
+acknowledged (retried up to 5 times); with --no-ack the lease lapses and the
+message is delivered again later. With --peek sub reads every partition from
+its tail (or from --from, which needs --partition) without taking leases, so
+other consumers are not affected.`,
+		Example: `  narad sub orders
+  narad sub orders --max 10 --raw > ten.txt
+  narad sub orders --peek
+  narad sub orders --peek --partition 2 --from 0`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			options.fromGiven = cmd.Flags().Changed("from")
+			if err := options.check(); err != nil {
+				return err
+			}
+			broker, err := a.newClient(cmd)
+			if err != nil {
+				return err
+			}
+			if options.peek {
+				return a.peek(cmd.Context(), broker, args[0], options)
+			}
+			return a.consumeQueue(cmd.Context(), broker, args[0], options)
+		},
+	}
+	flags := cmd.Flags()
+	flags.IntVar(&options.partition, "partition", -1, "read only this partition (-1: all)")
+	flags.BoolVar(&options.raw, "raw", false, "print only the payload bytes")
+	flags.BoolVar(&options.noAck, "no-ack", false, "do not acknowledge (messages are redelivered)")
+	flags.BoolVar(&options.peek, "peek", false, "read-only tail with replay reads; takes no leases")
+	flags.Int64Var(&options.from, "from", 0, "with --peek and --partition: start at this offset")
+	flags.IntVar(&options.max, "max", 0, "stop after this many messages (0: run until interrupted)")
+	flags.DurationVar(&options.wait, "wait", waitDefault, "long-poll wait of each consume request")
+	return cmd
+}
+
+func (o subOptions) check() error {
+	switch {
+	case o.fromGiven && !o.peek:
+		return usagef("--from needs --peek (a queue consumer cannot choose offsets)")
+	case o.fromGiven && o.partition < 0:
+		return usagef("--from needs --partition")
+	case o.fromGiven && o.from < 0:
+		return usagef("--from must not be negative")
+	case o.max < 0:
+		return usagef("--max must not be negative")
+	case o.wait < 0:
+		return usagef("--wait must not be negative")
+	case o.partition < -1:
+		return usagef("--partition must be -1 (all) or a partition index")
+	}
+	return nil
+}
+
+func (o subOptions) consumeOptions() client.ConsumeOptions {
+	options := client.ConsumeOptions{Wait: o.wait}
+	if o.partition >= 0 {
+		options.Partition = client.Ptr(o.partition)
+	}
+	return options
+}
+
+// limitReached reports whether --max messages were received.
+func (o subOptions) limitReached(received int) bool {
+	return o.max > 0 && received >= o.max
+}
+
+// retryable reports whether a failed request may succeed if repeated:
+// transport failures, 421, 429 and 5xx.
+func retryable(err error) bool {
+	var replyError *client.Error
+	if !errors.As(err, &replyError) {
+		return true
+	}
+	status := replyError.Status
+	return status >= 500 || status == http.StatusTooManyRequests || status == http.StatusMisdirectedRequest
+}
+
+// consumeQueue leases, prints and acks messages until --max or Ctrl-C.
+func (a *app) consumeQueue(ctx context.Context, broker *client.Client, topic string, options subOptions) error {
+	fmt.Fprintf(a.stderr, "consuming %s (Ctrl-C to stop)\n", topic)
+	printer := a.newMessagePrinter(options.raw)
+	received := 0
+	var failure error
+	for !options.limitReached(received) && ctx.Err() == nil {
+		message, err := broker.Consume(ctx, topic, options.consumeOptions())
+		if err != nil {
+			if failure = a.consumeFailed(ctx, err); failure != nil {
+				break
+			}
+			continue
+		}
+		if message == nil {
+			continue
+		}
+		received++
+		if failure = printer.print(*message); failure != nil {
+			break
+		}
+		if !options.noAck {
+			a.ackWithRetry(ctx, broker, topic, message.ReceiptHandle)
+		}
+	}
+	fmt.Fprintf(a.stderr, "%d message(s)\n", received)
+	return failure
+}
+
+// consumeFailed decides what a failed consume means: nil to go on (after a
+// pause), or the error that ends the consumer.
+func (a *app) consumeFailed(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil // interrupted: the loop ends
+	}
+	if !retryable(err) {
+		return err
+	}
+	fmt.Fprintf(a.stderr, "consume failed: %v (retrying in %s)\n", err, consumeRetryDelay)
+	_ = sleepContext(ctx, consumeRetryDelay)
+	return nil
+}
+
+// ackWithRetry acks with up to ackAttemptsMax attempts. It reports, but
+// does not return, failures: the message will simply be redelivered.
+func (a *app) ackWithRetry(ctx context.Context, broker *client.Client, topic, receiptHandle string) {
+	detached := context.WithoutCancel(ctx)
+	var err error
+	for attempt := 1; attempt <= ackAttemptsMax; attempt++ {
+		attemptContext, cancel := context.WithTimeout(detached, ackAttemptTimeout)
+		err = broker.Ack(attemptContext, topic, receiptHandle)
+		cancel()
+		switch {
+		case err == nil:
+			return
+		case client.IsStatus(err, http.StatusGone):
+			fmt.Fprintln(a.stderr, "lease lapsed before ack (410) — message may redeliver")
+			return
+		case !retryable(err):
+			fmt.Fprintf(a.stderr, "ack failed: %v — message may redeliver\n", err)
+			return
+		}
+		_ = sleepContext(detached, time.Duration(attempt)*ackBackoffStep)
+	}
+	fmt.Fprintf(a.stderr, "ack failed after %d attempts: %v — message may redeliver\n", ackAttemptsMax, err)
+}

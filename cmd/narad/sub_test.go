@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"net/url"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	jsonMessage = `{"topic":"orders","partition":1,"offset":42,"key":"user-7","payload":{"id":7},
+	  "timestamp":1700000000,"timestamp_ms":1700000000123,"receipt_handle":"1:42:3","delivery_count":1}`
+	textMessage = `{"topic":"orders","partition":0,"offset":5,"payload":"hello world",
+	  "timestamp":1700000001,"receipt_handle":"0:5:1"}`
+	binaryMessage = `{"topic":"orders","partition":2,"offset":9,"payload":"AAEC/w==","payload_encoding":"base64",
+	  "timestamp":1700000002,"timestamp_ms":1700000002500,"receipt_handle":"2:9:1"}`
+)
+
+const consumeRoute = "GET /v1/topics/orders/consume"
+const ackRoute = "POST /v1/topics/orders/ack"
+
+func receiptHandles(t *testing.T, requests []seenRequest) []string {
+	t.Helper()
+	var handles []string
+	for _, request := range requests {
+		query, err := url.ParseQuery(request.Query)
+		require.NoError(t, err)
+		handles = append(handles, query.Get("receipt_handle"))
+	}
+	return handles
+}
+
+func TestSubPrintsAndAcks(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).
+		on(consumeRoute, reply{200, jsonMessage}, reply{204, ""}, reply{200, textMessage}).
+		on(ackRoute, reply{204, ""})
+	h.againstOK(broker, "sub", "orders", "--max", "2")
+	assert.Equal(t, "[p1 @42] key=user-7 22:13:20.123 {\"id\":7}\n"+
+		"[p0 @5] 22:13:21.000 hello world\n", h.stdout.String())
+	assert.Equal(t, "consuming orders (Ctrl-C to stop)\n2 message(s)\n", h.stderr.String())
+	consumes := broker.seen(consumeRoute)
+	require.Len(t, consumes, 3)
+	assert.Equal(t, "wait=10s", consumes[0].Query)
+	assert.Equal(t, []string{"1:42:3", "0:5:1"}, receiptHandles(t, broker.seen(ackRoute)))
+}
+
+func TestSubFlagsReachTheRequest(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on(consumeRoute, reply{200, textMessage})
+	h.againstOK(broker, "sub", "orders", "--max", "1", "--partition", "0", "--wait", "500ms", "--no-ack", "--raw")
+	assert.Equal(t, "partition=0&wait=500ms", broker.seen(consumeRoute)[0].Query)
+	assert.Empty(t, broker.seen(ackRoute), "--no-ack sends no ack")
+	assert.Equal(t, "hello world\n", h.stdout.String(), "--raw prints the payload only")
+}
+
+func TestSubBinaryPayload(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on(consumeRoute, reply{200, binaryMessage}).on(ackRoute, reply{204, ""})
+	h.againstOK(broker, "sub", "orders", "--max", "1")
+	want := "[p2 @9] 22:13:22.500 (binary, 4 bytes)\n" + hex.Dump([]byte{0, 1, 2, 0xff})
+	assert.Equal(t, want, h.stdout.String())
+	h.againstOK(broker, "sub", "orders", "--max", "1", "--raw")
+	assert.Equal(t, "\x00\x01\x02\xff\n", h.stdout.String())
+}
+
+func TestSubStyleFollowsTerminalAndNoColor(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on(consumeRoute, reply{200, jsonMessage}).on(ackRoute, reply{204, ""})
+	h.app.stdoutIsTerminal = true
+	h.againstOK(broker, "sub", "orders", "--max", "1")
+	assert.Equal(t, "\x1b[2m[p1 @42]\x1b[0m key=\x1b[1muser-7\x1b[0m \x1b[2m22:13:20.123\x1b[0m {\"id\":7}\n", h.stdout.String())
+	h.env["NO_COLOR"] = "1"
+	h.againstOK(broker, "sub", "orders", "--max", "1")
+	assert.NotContains(t, h.stdout.String(), "\x1b[")
+	h.app.stdoutIsTerminal = false
+	delete(h.env, "NO_COLOR")
+	h.againstOK(broker, "sub", "orders", "--max", "1")
+	assert.NotContains(t, h.stdout.String(), "\x1b[")
+}
+
+func TestSubLapsedLeaseIsReported(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on(consumeRoute, reply{200, jsonMessage}).
+		on(ackRoute, reply{410, `{"error":"receipt handle is stale"}`})
+	h.againstOK(broker, "sub", "orders", "--max", "1")
+	assert.Contains(t, h.stderr.String(), "lease lapsed before ack (410) — message may redeliver\n")
+	assert.Len(t, broker.seen(ackRoute), 1, "a 410 is not retried")
+}
+
+func TestSubRetriesAFailedAck(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on(consumeRoute, reply{200, jsonMessage}).
+		on(ackRoute, reply{503, `{"error":"partition owner is down"}`}, reply{204, ""})
+	h.againstOK(broker, "sub", "orders", "--max", "1")
+	assert.Equal(t, []string{"1:42:3", "1:42:3"}, receiptHandles(t, broker.seen(ackRoute)))
+	assert.NotContains(t, h.stderr.String(), "ack failed")
+}
+
+func TestSubFatalConsumeError(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on(consumeRoute, reply{404, `{"error":"topic not found"}`})
+	assert.Equal(t, 1, h.against(broker, "sub", "orders"))
+	assert.Equal(t, "consuming orders (Ctrl-C to stop)\n0 message(s)\nnarad: http 404: topic not found\n", h.stderr.String())
+	assert.Len(t, broker.seen(consumeRoute), 1, "a 4xx is not retried")
+}
+
+func TestSubRetriesRetryableConsumeErrors(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on(consumeRoute, reply{503, `{"error":"owner down"}`}, reply{200, textMessage}).
+		on(ackRoute, reply{204, ""})
+	h.againstOK(broker, "sub", "orders", "--max", "1")
+	assert.Contains(t, h.stderr.String(), "consume failed: http 503: owner down (retrying in 1s)")
+	assert.Len(t, broker.seen(consumeRoute), 2)
+}
+
+func TestSubFlagErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--from", "3"}, "--from needs --peek"},
+		{[]string{"--from", "3", "--partition", "1"}, "--from needs --peek"},
+		{[]string{"--peek", "--from", "3"}, "--from needs --partition"},
+		{[]string{"--peek", "--partition", "0", "--from", "-1"}, "--from must not be negative"},
+		{[]string{"--max", "-1"}, "--max must not be negative"},
+		{[]string{"--wait", "-1s"}, "--wait must not be negative"},
+	}
+	for _, tc := range cases {
+		h := newHarness(t)
+		broker := newFakeBroker(t)
+		assert.Equal(t, 2, h.against(broker, append([]string{"sub", "orders"}, tc.args...)...), "%v", tc.args)
+		assert.Contains(t, h.stderr.String(), tc.want, "%v", tc.args)
+		assert.Empty(t, broker.seen(""))
+	}
+}
+
+const twoPartitionStats = `{"name":"orders","partitions":2,"partition_stats":[
+  {"index":0,"oldest_offset":0,"next_offset":5,"high_watermark":5,"owner_node":"n1"},
+  {"index":1,"oldest_offset":0,"next_offset":42,"high_watermark":42,"owner_node":"n2"}]}`
+
+func TestSubPeekStartsAtTheTail(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on("GET /v1/topics/orders", reply{200, twoPartitionStats}).
+		on(consumeRoute, reply{204, ""}, reply{200, jsonMessage})
+	h.againstOK(broker, "sub", "orders", "--peek", "--max", "1")
+	reads := broker.seen(consumeRoute)
+	require.GreaterOrEqual(t, len(reads), 2)
+	assert.Equal(t, "offset=5&partition=0", reads[0].Query, "partition 0 starts at its high watermark")
+	assert.Equal(t, "offset=42&partition=1", reads[1].Query, "partition 1 starts at its high watermark")
+	assert.Equal(t, "[p1 @42] key=user-7 22:13:20.123 {\"id\":7}\n", h.stdout.String())
+	assert.Empty(t, broker.seen(ackRoute), "peek takes no leases and sends no acks")
+	assert.Contains(t, h.stderr.String(), "1 message(s)\n")
+}
+
+func TestSubPeekFromOffsetAndSkipsAgedOut(t *testing.T) {
+	h := newHarness(t)
+	stats := `{"name":"orders","partition_stats":[{"index":1,"oldest_offset":41,"high_watermark":43}]}`
+	broker := newFakeBroker(t).on("GET /v1/topics/orders", reply{200, stats}).
+		on(consumeRoute, reply{410, `{"error":"offset 3 aged out of retention (oldest retained: 41)"}`},
+			reply{200, jsonMessage})
+	h.againstOK(broker, "sub", "orders", "--peek", "--partition", "1", "--from", "3", "--max", "1")
+	reads := broker.seen(consumeRoute)
+	require.Len(t, reads, 2)
+	assert.Equal(t, "offset=3&partition=1", reads[0].Query)
+	assert.Equal(t, "offset=41&partition=1", reads[1].Query, "a 410 jumps to the oldest retained offset")
+	for _, request := range broker.seen("GET /v1/topics/orders") {
+		assert.Equal(t, "partition=1", request.Query)
+	}
+}
+
+func TestSubInterruptIsANormalEnd(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	broker := newFakeBroker(t).on(consumeRoute, reply{200, textMessage}, reply{204, ""}).on(ackRoute, reply{204, ""})
+	broker.onRequest = func(count int) {
+		if count == 3 { // consume, ack, then the next consume is interrupted
+			cancel()
+		}
+	}
+	code := h.runContext(ctx, "-s", broker.server.URL, "sub", "orders")
+	assert.Equal(t, 0, code, h.stderr.String())
+	assert.Equal(t, "consuming orders (Ctrl-C to stop)\n1 message(s)\n", h.stderr.String())
+	assert.Equal(t, "[p0 @5] 22:13:21.000 hello world\n", h.stdout.String())
+}

@@ -1,0 +1,280 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"narad/client"
+)
+
+// confirmLineBytesMax bounds the answer read at a [y/N] prompt.
+const confirmLineBytesMax = 256
+
+// errAborted is returned when the user answers no at a prompt.
+var errAborted = errors.New("aborted")
+
+func newTopicCommand(a *app) *cobra.Command {
+	group := newGroupCommand("topic", "Create, list, describe, change and delete topics",
+		newTopicAddCommand(a), newTopicListCommand(a), newTopicInfoCommand(a),
+		newTopicEditCommand(a), newTopicRemoveCommand(a))
+	group.Aliases = []string{"topics"}
+	return group
+}
+
+// topicSettings are the flags shared by topic add and topic edit.
+type topicSettings struct {
+	partitions    int
+	retention     time.Duration
+	visibility    time.Duration
+	maxInFlight   int
+	maxAckedAhead int
+}
+
+func (s *topicSettings) register(flags *pflag.FlagSet, partitionsHelp string) {
+	flags.IntVar(&s.partitions, "partitions", 0, partitionsHelp)
+	flags.DurationVar(&s.retention, "retention", 0, "how long records are kept, e.g. 24h (at least 1h; 0 = server default)")
+	flags.DurationVar(&s.visibility, "visibility", 0, "lease of a consumed message before it is redelivered, e.g. 30s")
+	flags.IntVar(&s.maxInFlight, "max-in-flight", 0, "most unacknowledged messages per partition")
+	flags.IntVar(&s.maxAckedAhead, "max-acked-ahead", 0, "most out-of-order acks held per partition")
+}
+
+func (s topicSettings) check() error {
+	if s.partitions < 0 || s.retention < 0 || s.visibility < 0 || s.maxInFlight < 0 || s.maxAckedAhead < 0 {
+		return usagef("topic settings must not be negative")
+	}
+	return nil
+}
+
+func newTopicAddCommand(a *app) *cobra.Command {
+	var settings topicSettings
+	var parent string
+	var delay time.Duration
+	cmd := &cobra.Command{
+		Use:   "add <name>",
+		Short: "Create a topic and print it as JSON",
+		Example: `  narad topic add orders
+  narad topic add orders --partitions 6 --retention 72h --visibility 1m`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := settings.check(); err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("delay") && parent == "" {
+				return usagef("--delay needs --parent")
+			}
+			request := client.CreateTopicRequest{Name: args[0], Partitions: settings.partitions,
+				RetentionMs: settings.retention.Milliseconds(), VisibilityTimeoutMs: settings.visibility.Milliseconds(),
+				MaxInFlightPerPartition: settings.maxInFlight, MaxAckedAheadPerPartition: settings.maxAckedAhead,
+				Parent: parent, FanoutDelayMs: delay.Milliseconds()}
+			return a.createTopic(cmd, request)
+		},
+	}
+	settings.register(cmd.Flags(), "number of partitions (at least 3; 0 = server default)")
+	cmd.Flags().StringVar(&parent, "parent", "", "attach the new topic as a fan-out child of this topic")
+	cmd.Flags().DurationVar(&delay, "delay", 0, "fan-out delay of a child topic (needs --parent)")
+	return cmd
+}
+
+func (a *app) createTopic(cmd *cobra.Command, request client.CreateTopicRequest) error {
+	broker, err := a.newClient(cmd)
+	if err != nil {
+		return err
+	}
+	topic, err := broker.CreateTopic(cmd.Context(), request)
+	if err != nil {
+		return err
+	}
+	return printJSON(a.stdout, topic)
+}
+
+func newTopicListCommand(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Short:   "List every topic (follows pagination)",
+		Example: "  narad topic ls\n  narad topic ls --json | jq -r '.[].name'",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			broker, err := a.newClient(cmd)
+			if err != nil {
+				return err
+			}
+			topics, err := broker.AllTopics(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(a.stdout, append([]client.Topic{}, topics...))
+			}
+			a.printTopicTable(topics)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the topics as a JSON array")
+	return cmd
+}
+
+func (a *app) printTopicTable(topics []client.Topic) {
+	if len(topics) == 0 {
+		fmt.Fprintln(a.stdout, "no topics")
+		return
+	}
+	table := newTable(a.stdout)
+	table.row("NAME", "PARTITIONS", "RETENTION", "ROLE")
+	for _, topic := range topics {
+		table.row(topic.Name, strconv.Itoa(topic.Partitions), retentionText(topic.RetentionMs), roleText(topic))
+	}
+	table.flush()
+}
+
+func retentionText(retentionMs int64) string {
+	if retentionMs == 0 {
+		return "forever"
+	}
+	return shortDuration(time.Duration(retentionMs) * time.Millisecond)
+}
+
+func roleText(topic client.Topic) string {
+	switch {
+	case topic.Role == "parent":
+		return "parent"
+	case topic.Role == "child" && topic.FanoutDelayMs > 0:
+		delay := shortDuration(time.Duration(topic.FanoutDelayMs) * time.Millisecond)
+		return fmt.Sprintf("child of %s (delay %s)", topic.Parent, delay)
+	case topic.Role == "child":
+		return "child of " + topic.Parent
+	default:
+		return "-"
+	}
+}
+
+func newTopicInfoCommand(a *app) *cobra.Command {
+	var partition int
+	cmd := &cobra.Command{
+		Use:     "info <name>",
+		Short:   "Describe a topic with its partition stats, as JSON",
+		Example: "  narad topic info orders\n  narad topic info orders --partition 2",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			broker, err := a.newClient(cmd)
+			if err != nil {
+				return err
+			}
+			var only *int
+			if cmd.Flags().Changed("partition") {
+				only = &partition
+			}
+			topic, err := broker.GetTopic(cmd.Context(), args[0], only)
+			if err != nil {
+				return err
+			}
+			return printJSON(a.stdout, topic)
+		},
+	}
+	cmd.Flags().IntVar(&partition, "partition", 0, "show only this partition's stats")
+	return cmd
+}
+
+func newTopicEditCommand(a *app) *cobra.Command {
+	var settings topicSettings
+	cmd := &cobra.Command{
+		Use:   "edit <name>",
+		Short: "Change a topic's settings; only the flags given are sent",
+		Example: `  narad topic edit orders --visibility 2m
+  narad topic edit orders --partitions 12 --retention 168h`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := settings.check(); err != nil {
+				return err
+			}
+			request := settings.alterRequest(cmd.Flags())
+			if request.IsEmpty() {
+				return usagef("nothing to change: give at least one of --partitions, --retention, --visibility, --max-in-flight, --max-acked-ahead")
+			}
+			broker, err := a.newClient(cmd)
+			if err != nil {
+				return err
+			}
+			topic, err := broker.AlterTopic(cmd.Context(), args[0], request)
+			if err != nil {
+				return err
+			}
+			return printJSON(a.stdout, topic)
+		},
+	}
+	settings.register(cmd.Flags(), "grow the topic to this many partitions (never shrinks)")
+	return cmd
+}
+
+// alterRequest sets exactly the fields whose flags were given.
+func (s topicSettings) alterRequest(flags *pflag.FlagSet) client.AlterTopicRequest {
+	var request client.AlterTopicRequest
+	if flags.Changed("partitions") {
+		request.Partitions = client.Ptr(s.partitions)
+	}
+	if flags.Changed("retention") {
+		request.RetentionMs = client.Ptr(s.retention.Milliseconds())
+	}
+	if flags.Changed("visibility") {
+		request.VisibilityTimeoutMs = client.Ptr(s.visibility.Milliseconds())
+	}
+	if flags.Changed("max-in-flight") {
+		request.MaxInFlightPerPartition = client.Ptr(s.maxInFlight)
+	}
+	if flags.Changed("max-acked-ahead") {
+		request.MaxAckedAheadPerPartition = client.Ptr(s.maxAckedAhead)
+	}
+	return request
+}
+
+func newTopicRemoveCommand(a *app) *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "rm <name>",
+		Short: "Delete a topic and all its data (asks first unless -f)",
+		Example: `  narad topic rm orders        # asks [y/N] on a terminal
+  narad topic rm orders -f     # scripts: no question`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.confirmDelete(args[0], force); err != nil {
+				return err
+			}
+			broker, err := a.newClient(cmd)
+			if err != nil {
+				return err
+			}
+			if err := broker.DeleteTopic(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "deleted %s\n", args[0])
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "delete without asking")
+	return cmd
+}
+
+// confirmDelete asks [y/N] on a terminal; without a terminal it refuses
+// unless forced.
+func (a *app) confirmDelete(topic string, force bool) error {
+	if force {
+		return nil
+	}
+	if !a.stdinIsTerminal {
+		return usagef("refusing to delete topic %q without --force: stdin is not a terminal", topic)
+	}
+	fmt.Fprintf(a.stderr, "delete topic %q and all its data? [y/N] ", topic)
+	line, _ := bufio.NewReaderSize(a.stdin, confirmLineBytesMax).ReadSlice('\n')
+	answer := strings.ToLower(strings.TrimSpace(string(line)))
+	if answer != "y" && answer != "yes" {
+		return errAborted
+	}
+	return nil
+}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const ordersJSON = `{"name":"orders","partitions":6,"retention_ms":259200000,"visibility_timeout_ms":60000,
+"max_in_flight_per_partition":1024,"max_acked_ahead_per_partition":1024,"created_at":1700000000}`
+
+func TestTopicAddSendsSettingsAndPrintsJSON(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on("POST /v1/topics", reply{201, ordersJSON})
+	h.againstOK(broker, "topic", "add", "orders", "--partitions", "6", "--retention", "72h",
+		"--visibility", "1m", "--max-in-flight", "10", "--max-acked-ahead", "20")
+	requests := broker.seen("POST /v1/topics")
+	require.Len(t, requests, 1)
+	assert.JSONEq(t, `{"name":"orders","partitions":6,"retention_ms":259200000,"visibility_timeout_ms":60000,
+	  "max_in_flight_per_partition":10,"max_acked_ahead_per_partition":20}`, requests[0].Body)
+	assert.JSONEq(t, ordersJSON, h.stdout.String())
+	assert.True(t, strings.HasPrefix(h.stdout.String(), "{\n  \"name\": \"orders\","), "pretty-printed")
+}
+
+func TestTopicAddMinimal(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on("POST /v1/topics", reply{201, ordersJSON})
+	h.againstOK(broker, "topic", "add", "orders")
+	assert.JSONEq(t, `{"name":"orders"}`, broker.seen("")[0].Body)
+}
+
+func TestTopicAddBadInput(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t)
+	assert.Equal(t, 2, h.against(broker, "topic", "add", "orders", "--delay", "1m"))
+	assert.Contains(t, h.stderr.String(), "--delay needs --parent")
+	assert.Equal(t, 2, h.against(broker, "topic", "add", "orders", "--retention", "-1h"))
+	assert.Equal(t, 2, h.against(broker, "topic", "add", "orders", "--retention", "soon"))
+	assert.Empty(t, broker.seen(""), "nothing is sent for bad input")
+}
+
+func TestTopicAddConflict(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on("POST /v1/topics", reply{409, `{"error":"topic already exists"}`})
+	assert.Equal(t, 1, h.against(broker, "topic", "add", "orders"))
+	assert.Equal(t, "narad: http 409: topic already exists\n", h.stderr.String())
+}
+
+func TestTopicListTable(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on("GET /v1/topics",
+		reply{200, `{"topics":[{"name":"audit","partitions":3,"retention_ms":0},
+		  {"name":"events","partitions":12,"retention_ms":604800000,"role":"parent"}],"next_page_token":"events"}`},
+		reply{200, `{"topics":[{"name":"events-late","partitions":12,"retention_ms":5400000,"role":"child",
+		  "parent":"events","fanout_delay_ms":90000},{"name":"events-now","partitions":12,"retention_ms":3600000,
+		  "role":"child","parent":"events"}],"next_page_token":""}`})
+	h.againstOK(broker, "topic", "ls")
+	assert.Equal(t, strings.Join([]string{
+		"NAME         PARTITIONS  RETENTION  ROLE",
+		"audit        3           forever    -",
+		"events       12          168h       parent",
+		"events-late  12          1h30m      child of events (delay 1m30s)",
+		"events-now   12          1h         child of events",
+		""}, "\n"), h.stdout.String())
+	requests := broker.seen("GET /v1/topics")
+	require.Len(t, requests, 2, "pagination is followed")
+	assert.Equal(t, "limit=1000&page_token=events", requests[1].Query)
+}
+
+func TestTopicListEmptyAndJSON(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on("GET /v1/topics", reply{200, `{"topics":[],"next_page_token":""}`})
+	h.againstOK(broker, "topic", "ls")
+	assert.Equal(t, "no topics\n", h.stdout.String())
+	h.againstOK(broker, "topic", "ls", "--json")
+	assert.Equal(t, "[]\n", h.stdout.String())
+
+	broker.on("GET /v1/topics", reply{200, `{"topics":[{"name":"a","partitions":3}],"next_page_token":""}`})
+	h.againstOK(broker, "topic", "ls", "--json")
+	var topics []map[string]any
+	require.NoError(t, json.Unmarshal(h.stdout.Bytes(), &topics))
+	require.Len(t, topics, 1)
+	assert.Equal(t, "a", topics[0]["name"])
+}
+
+func TestTopicInfo(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on("GET /v1/topics/orders", reply{200, `{"name":"orders","partitions":3,
+	  "partition_stats":[{"index":2,"segments":1,"oldest_offset":0,"next_offset":5,"high_watermark":5,
+	  "size_bytes":512,"owner_node":"n1","available":false}]}`})
+	h.againstOK(broker, "topic", "info", "orders", "--partition", "2")
+	assert.Equal(t, "partition=2", broker.seen("")[0].Query)
+	assert.Contains(t, h.stdout.String(), `"available": false`)
+	assert.Contains(t, h.stdout.String(), `"owner_node": "n1"`)
+	h.againstOK(broker, "topic", "info", "orders")
+	assert.Empty(t, broker.seen("")[1].Query)
+}
+
+func TestTopicEditSendsOnlyGivenFlags(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on("PATCH /v1/topics/orders", reply{200, ordersJSON})
+	h.againstOK(broker, "topic", "edit", "orders", "--visibility", "2m")
+	assert.JSONEq(t, `{"visibility_timeout_ms":120000}`, broker.seen("")[0].Body)
+	h.againstOK(broker, "topic", "edit", "orders", "--partitions", "12", "--retention", "0s")
+	assert.JSONEq(t, `{"partitions":12,"retention_ms":0}`, broker.seen("")[1].Body)
+	assert.JSONEq(t, ordersJSON, h.stdout.String())
+}
+
+func TestTopicEditNothingToChange(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t)
+	assert.Equal(t, 2, h.against(broker, "topic", "edit", "orders"))
+	assert.Contains(t, h.stderr.String(), "nothing to change")
+	assert.Empty(t, broker.seen(""))
+}
+
+func TestTopicRemove(t *testing.T) {
+	cases := []struct {
+		name        string
+		args        []string
+		terminal    bool
+		stdin       string
+		wantCode    int
+		wantDeleted bool
+		wantOutput  string
+	}{
+		{"forced", []string{"-f"}, false, "", 0, true, "deleted orders\n"},
+		{"forced long", []string{"--force"}, true, "", 0, true, "deleted orders\n"},
+		{"no terminal refuses", nil, false, "y\n", 2, false, ""},
+		{"terminal yes", nil, true, "y\n", 0, true, "deleted orders\n"},
+		{"terminal YES", nil, true, "YES\n", 0, true, "deleted orders\n"},
+		{"terminal no", nil, true, "n\n", 1, false, ""},
+		{"terminal empty answer", nil, true, "\n", 1, false, ""},
+		{"terminal end of input", nil, true, "", 1, false, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.app.stdinIsTerminal = tc.terminal
+			h.app.stdin = strings.NewReader(tc.stdin)
+			broker := newFakeBroker(t).on("DELETE /v1/topics/orders", reply{204, ""})
+			code := h.against(broker, append([]string{"topic", "rm", "orders"}, tc.args...)...)
+			assert.Equal(t, tc.wantCode, code, h.stderr.String())
+			assert.Equal(t, tc.wantDeleted, len(broker.seen("DELETE /v1/topics/orders")) == 1)
+			assert.Equal(t, tc.wantOutput, h.stdout.String())
+			if tc.terminal && len(tc.args) == 0 {
+				assert.Contains(t, h.stderr.String(), `delete topic "orders" and all its data? [y/N]`)
+			}
+		})
+	}
+}
+
+func TestTopicRemoveRefusalExplains(t *testing.T) {
+	h := newHarness(t)
+	assert.Equal(t, 2, h.run("topic", "rm", "orders"))
+	assert.Contains(t, h.stderr.String(), "without --force: stdin is not a terminal")
+}
