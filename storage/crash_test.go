@@ -408,3 +408,66 @@ func TestCrashBeforeFirstSync(t *testing.T) {
 	require.NoError(t, log.Sync())
 	requireTestRecords(t, log, 0, 3)
 }
+
+// An I/O error during recovery is returned (never a panic, never a
+// half-open log); once the fault is gone recovery succeeds and loses
+// nothing acknowledged.
+func TestCrashRecoveryIOErrorsReturned(t *testing.T) {
+	failures := 0
+	for _, op := range []FaultOp{FaultWrite, FaultSync, FaultRename, FaultCreate, FaultSyncDir} {
+		for seed := range uint64(6) {
+			t.Run(fmt.Sprintf("%s/%d", op, seed), func(t *testing.T) {
+				fs := newLogMemFS(seed)
+				log, _ := openTestLog(t, fs, "p", smallLogConfig())
+				appendTestRecords(t, log, 0, 50)
+				require.NoError(t, log.Sync())
+				appendTestRecords(t, log, 50, 120)
+				require.NoError(t, log.syncSegments()) // frames durable above the persisted hwm
+				name, position := framePosition(t, log, 100)
+				require.NoError(t, log.Close())
+				truncateFile(t, fs, name, position+5) // and a torn tail to cut
+
+				fs.SetFailureProbability(op, errInjectedSync, 0.5)
+				if log, _, err := OpenLog(fs, "p", smallLogConfig()); err == nil {
+					require.NoError(t, log.Close())
+				} else {
+					failures++
+				}
+				fs.ClearFaults()
+				log, recovery := openTestLog(t, fs, "p", smallLogConfig())
+				require.Equal(t, uint64(100), recovery.HWM)
+				requireTestRecords(t, log, 0, 100)
+			})
+		}
+	}
+	require.Greater(t, failures, 10, "the faults reached recovery")
+}
+
+// A segment created by a roll whose sync round never ran has a directory
+// entry that is not durable, even though recovery lists it. The first sync
+// round after recovery must sync the directory before its hwm covers
+// records appended to that segment. (Found by TestLogModel.)
+func TestCrashRecoveredSegmentEntryMadeDurable(t *testing.T) {
+	fs := newLogMemFS(31)
+	log, _ := openTestLog(t, fs, "p", smallLogConfig())
+	for {
+		appendTestRecords(t, log, log.Next(), log.Next()+1)
+		if log.Stats().Segments > 1 {
+			break
+		}
+		require.NoError(t, log.Sync())
+	}
+	rolledBase := log.active().base
+	require.Equal(t, rolledBase, log.HWM(), "everything before the roll is synced")
+	require.NoError(t, log.Close()) // the new segment's name was never synced
+	log, recovery := openTestLog(t, fs, "p", smallLogConfig())
+	require.Equal(t, 2, recovery.Segments, "recovery lists the new segment")
+	require.Equal(t, rolledBase, log.Next())
+	appendTestRecords(t, log, rolledBase, rolledBase+5)
+	require.NoError(t, log.Sync())
+	fs.Crash()
+	log, recovery = openTestLog(t, fs, "p", smallLogConfig())
+	require.Zero(t, recovery.LostAcknowledged)
+	require.Equal(t, rolledBase+5, recovery.HWM)
+	requireTestRecords(t, log, 0, rolledBase+5)
+}

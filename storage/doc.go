@@ -36,10 +36,11 @@
 // By then its frame was durable before the HWM that covers it was written
 // (step 1 before step 2), so after any crash the persisted HWM is at least
 // every acknowledged offset + 1 and every frame below it was durable when
-// the HWM was. Recovery never truncates below the persisted HWM (it skips
-// a damaged frame there instead), so every acknowledged record is still
-// readable unless the disk itself lost or damaged it, which recovery
-// reports. Had the HWM been written first, a crash between the two steps
+// the HWM was. Recovery treats the persisted HWM as the line below which
+// nothing may silently go: a damaged frame there is skipped and reported,
+// never truncated as a torn tail, so every acknowledged record is still
+// readable unless the disk itself lost or damaged it, and then recovery
+// reports it (CorruptCount, LostAcknowledged). Had the HWM been written first, a crash between the two steps
 // would leave a HWM covering torn frames. Each round costs one data fsync
 // per segment written plus one hwm fsync. The hwm file is written in place
 // with two slots used alternately, so a torn slot write leaves the other
@@ -71,9 +72,11 @@
 //     the new HWM is written, so what becomes visible stays visible.
 //     At-least-once delivery allows this; the producer may have retried
 //     them, giving duplicates, never gaps.
-//   - If the persisted HWM is above the recovered end, the difference is
-//     reported as Recovery.LostAcknowledged and the HWM is lowered to the
-//     recovered end (and persisted).
+//   - If the persisted HWM is above the recovered end (the last segment
+//     is short, or ends in damage with no valid frame after it, which is
+//     then truncated), the difference is reported as
+//     Recovery.LostAcknowledged and the HWM is lowered to the recovered
+//     end (and persisted). Appends then reuse those offsets.
 //
 // The committed consumer offset is then clamped into [Oldest, HWM]; a
 // damaged consumer.offset resets it to Oldest (redelivery, never loss).

@@ -40,14 +40,16 @@ type Log struct {
 	// fsynced: every segment before it is durable. Changed by Sync (moves
 	// to the active segment) and ApplyRetention (shifts down).
 	unsyncedFrom int
-	// segmentCreated: a segment file was created since the last sync round,
-	// so the directory must be synced before the hwm covers it.
-	segmentCreated bool
+	// directoryDirty: the directory may hold entries that are not durable
+	// yet, so the next sync round must sync it before the hwm covers them:
+	// a segment created since the last round, or, after recovery, entries
+	// found by listing the directory (a listing shows names a crash could
+	// still take away). Set by roll and recovery, cleared by Sync.
+	directoryDirty bool
 	// committed is the in-memory committed consumer offset, and
 	// committedSynced the value last made durable. Invariant: Oldest() <=
-	// committed <= hwm, except after ApplyRetention raised Oldest, which
-	// also raises committed. Changed by SetCommitted, SyncCommitted and
-	// ApplyRetention.
+	// committed <= hwm (ApplyRetention raises committed along with Oldest).
+	// Changed by SetCommitted, SyncCommitted and ApplyRetention.
 	committed, committedSynced uint64
 	// failure is the first write-path I/O error, wrapped in ErrLogFailed.
 	// Once set it never changes and every later call returns it.
@@ -81,21 +83,25 @@ func OpenLog(fs FS, dir string, cfg LogConfig) (*Log, Recovery, error) {
 }
 
 // ensureDir creates dir and its missing ancestors, and makes each new
-// directory entry durable by syncing its parent.
+// directory entry durable by syncing its parent. The parent of dir is
+// synced even when dir existed: an earlier process may have created it
+// and crashed, or failed, before syncing it.
 func ensureDir(fs FS, dir string) error {
 	missing, err := missingDirs(fs, dir)
-	if err != nil || len(missing) == 0 {
+	if err != nil {
 		return err
 	}
-	if err := fs.MkdirAll(dir); err != nil {
-		return err
+	if len(missing) > 0 {
+		if err := fs.MkdirAll(dir); err != nil {
+			return err
+		}
 	}
-	for i := len(missing) - 1; i >= 0; i-- {
+	for i := len(missing) - 1; i >= 1; i-- {
 		if err := fs.SyncDir(parentDir(missing[i])); err != nil {
 			return err
 		}
 	}
-	return nil
+	return fs.SyncDir(parentDir(dir))
 }
 
 // missingDirs returns dir and those of its ancestors that do not exist,
@@ -206,7 +212,7 @@ func (l *Log) roll() error {
 		return l.fail(err)
 	}
 	l.segments = append(l.segments, newSegment(l.next, file))
-	l.segmentCreated = true
+	l.directoryDirty = true
 	return nil
 }
 
@@ -247,7 +253,28 @@ func (l *Log) Sync() error {
 	}
 	assert(roundHWM > l.hwm && roundHWM <= l.next, "sync round hwm %d not in (%d, %d]", roundHWM, l.hwm, l.next)
 	l.hwm = roundHWM
+	if invariantsEnabled {
+		l.checkInvariants()
+	}
 	return nil
+}
+
+// checkInvariants cross-checks the log's fields against each other and
+// the index (the costly tier, run when invariantsEnabled).
+func (l *Log) checkInvariants() {
+	assert(len(l.segments) > 0, "log %s has no segment", l.dir)
+	assert(l.next == l.active().indexedEnd(), "next %d, active segment ends at %d", l.next, l.active().indexedEnd())
+	assert(l.Oldest() <= l.committed && l.committed <= l.hwm && l.hwm <= l.next,
+		"bounds out of order: oldest %d, committed %d, hwm %d, next %d", l.Oldest(), l.committed, l.hwm, l.next)
+	assert(l.hwm <= l.hwmFile.value, "visible hwm %d above the durable %d", l.hwm, l.hwmFile.value)
+	for i, s := range l.segments {
+		assert(s.syncedBytes <= s.writtenBytes && s.writtenBytes <= s.sizeBytes,
+			"segment %d sizes: synced %d, written %d, size %d", s.base, s.syncedBytes, s.writtenBytes, s.sizeBytes)
+		assert(i == 0 || l.segments[i-1].indexedEnd() <= s.base, "segment %d overlaps the one before", s.base)
+		assert(i >= l.unsyncedFrom || s.syncedBytes == s.sizeBytes, "segment %d before unsyncedFrom is not durable", s.base)
+	}
+	assert(int64(len(l.pending)) == l.active().sizeBytes-l.active().writtenBytes,
+		"pending %d bytes, active segment has %d unwritten", len(l.pending), l.active().sizeBytes-l.active().writtenBytes)
 }
 
 // syncSegments makes every appended frame and every created segment name
@@ -266,13 +293,13 @@ func (l *Log) syncSegments() error {
 		s.syncedBytes = s.sizeBytes
 	}
 	l.unsyncedFrom = len(l.segments) - 1
-	if !l.segmentCreated {
+	if !l.directoryDirty {
 		return nil
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return err
 	}
-	l.segmentCreated = false
+	l.directoryDirty = false
 	return nil
 }
 

@@ -3,6 +3,8 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,9 +14,12 @@ import (
 // logModel is the deliberately naive model of a partition log: a slice of
 // every record at its offset, and the few numbers the properties need.
 type logModel struct {
-	fs  *MemFS
-	log *Log
-	cfg LogConfig
+	// fs is the file system under test; memFS is the same one when it is a
+	// MemFS (crash and fault actions need it), else nil.
+	fs    FS
+	memFS *MemFS
+	log   *Log
+	cfg   LogConfig
 	// records[i] is the record appended at offset i; len(records) == Next.
 	records []Record
 	// hwm is the highest HWM seen: the visible prefix, which must never
@@ -40,27 +45,60 @@ type logModel struct {
 // after a reopen is at least the last synced one.
 func TestLogModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		m := &logModel{fs: newLogMemFS(rapid.Uint64().Draw(t, "seed")), cfg: smallLogConfig(), nowMs: 1_000}
-		m.cfg.WriteBufferBytesMax = rapid.IntRange(1, 2_000).Draw(t, "writeBufferBytes")
-		log, recovery, err := OpenLog(m.fs, "topics/t/p00000", m.cfg)
-		require.NoError(t, err)
-		require.Equal(t, uint64(0), recovery.HWM)
-		m.log = log
-		t.Repeat(map[string]func(*rapid.T){
-			"append":        m.append,
-			"sync":          m.sync,
-			"read":          m.read,
-			"setCommitted":  m.setCommitted,
-			"syncCommitted": m.syncCommitted,
-			"crash":         m.crashAndReopen,
-			"failSync":      m.failSync,
-			"retention":     m.retention,
-			"":              m.check,
-		})
+		memFS := newLogMemFS(rapid.Uint64().Draw(t, "seed"))
+		runLogModel(t, &logModel{fs: memFS, memFS: memFS})
 	})
 }
 
+// TestLogModelOS runs the same model on the production FS, without the
+// crash and fault actions only MemFS can perform, so both file systems
+// satisfy one contract.
+func TestLogModelOS(t *testing.T) {
+	root := t.TempDir()
+	runs := 0
+	rapid.Check(t, func(t *rapid.T) {
+		runs++
+		fs, err := NewOSFS(filepath.Join(root, fmt.Sprint(runs)))
+		require.NoError(t, err)
+		runLogModel(t, &logModel{fs: fs})
+	})
+}
+
+// runLogModel opens the log and runs random actions against the model.
+func runLogModel(t *rapid.T, m *logModel) {
+	m.cfg, m.nowMs = smallLogConfig(), 1_000
+	m.cfg.WriteBufferBytesMax = rapid.IntRange(1, 2_000).Draw(t, "writeBufferBytes")
+	log, recovery, err := OpenLog(m.fs, "topics/t/p00000", m.cfg)
+	require.NoError(t, err)
+	require.Equal(t, uint64(0), recovery.HWM)
+	m.log = log
+	actions := map[string]func(*rapid.T){
+		"append":        m.append,
+		"sync":          m.sync,
+		"read":          m.read,
+		"setCommitted":  m.setCommitted,
+		"syncCommitted": m.syncCommitted,
+		"reopen":        m.reopen,
+		"retention":     m.retention,
+		"":              m.check,
+	}
+	if m.memFS != nil {
+		actions["crash"] = m.crashAndReopen
+		actions["failSync"] = m.failSync
+	}
+	t.Repeat(actions)
+}
+
+// append appends a batch of records of random sizes (empty keys and
+// payloads included); batches make the logs long enough to roll segments
+// and give retention something to delete.
 func (m *logModel) append(t *rapid.T) {
+	for range rapid.IntRange(1, 20).Draw(t, "batch") {
+		m.appendOne(t)
+	}
+}
+
+func (m *logModel) appendOne(t *rapid.T) {
 	m.nowMs += rapid.Int64Range(0, 50).Draw(t, "elapsedMs")
 	key := rapid.SliceOfN(rapid.Byte(), 0, 16).Draw(t, "key")
 	payloadBytes := rapid.OneOf(rapid.IntRange(0, 64), rapid.IntRange(0, m.cfg.RecordBytesMax-len(key))).Draw(t, "payloadBytes")
@@ -110,9 +148,9 @@ func (m *logModel) failSync(t *rapid.T) {
 		t.Skip("nothing to sync")
 	}
 	op := rapid.SampledFrom([]FaultOp{FaultSync, FaultWrite, FaultSyncDir}).Draw(t, "faultOp")
-	m.fs.FailNext(op, errInjectedSync, 1)
+	m.memFS.FailNext(op, errInjectedSync, 1)
 	err := m.log.Sync()
-	m.fs.ClearFaults()
+	m.memFS.ClearFaults()
 	if err == nil {
 		m.acknowledged, m.hwm = m.log.HWM(), m.log.HWM() // the fault hit nothing this round used
 		return
@@ -126,9 +164,21 @@ func (m *logModel) failSync(t *rapid.T) {
 // crashAndReopen loses power (rapid draws how much of each unsynced write
 // survives) and recovers.
 func (m *logModel) crashAndReopen(t *rapid.T) {
-	m.fs.CrashWith(func(name string, writeBytes int64) int64 {
+	m.memFS.CrashWith(func(name string, writeBytes int64) int64 {
 		return rapid.Int64Range(0, writeBytes).Draw(t, "keptBytes")
 	})
+	m.recover(t)
+}
+
+// reopen closes the log (a clean shutdown without a final Sync) and
+// recovers it.
+func (m *logModel) reopen(t *rapid.T) {
+	require.NoError(t, m.log.Close())
+	m.recover(t)
+}
+
+// recover opens the log again and checks what survived against the model.
+func (m *logModel) recover(t *rapid.T) {
 	log, recovery, err := OpenLog(m.fs, "topics/t/p00000", m.cfg)
 	require.NoError(t, err)
 	m.log = log

@@ -340,12 +340,15 @@ func (r *recoverer) buildLog() (*Log, error) {
 		return nil, err
 	}
 	log := &Log{fs: r.fs, dir: r.dir, cfg: r.cfg, segments: r.segments, next: next, hwm: next,
-		hwmFile: hwmFile, unsyncedFrom: len(r.segments) - 1}
+		hwmFile: hwmFile, unsyncedFrom: len(r.segments) - 1, directoryDirty: true}
 	if err := r.settleCommitted(log); err != nil {
 		hwmFile.file.Close()
 		return nil, err
 	}
 	r.fillReport(log)
+	if invariantsEnabled {
+		log.checkInvariants()
+	}
 	return log, nil
 }
 

@@ -36,6 +36,9 @@ func (l *Log) ApplyRetention(nowMs, retentionMs int64) (RetentionResult, error) 
 		}
 	}
 	l.advanceCommitted(&result)
+	if invariantsEnabled {
+		l.checkInvariants()
+	}
 	return result, nil
 }
 
