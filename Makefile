@@ -31,9 +31,12 @@ BENCH_PACKAGES ?= ./...
 # Native fuzzing: time per fuzz target in ./fuzz.
 FUZZTIME ?= 30s
 
-# Simulator sweep: how many seeds, starting from which.
+# Simulator sweep: how many seeds, starting from which (make sim), and the
+# smaller sweep make test runs (sized to stay within a few minutes).
 SEEDS ?= 1000
 SEED ?= 1
+CI_SEEDS ?= 100
+CI_SEED ?= 1
 SIM_TIMEOUT ?= 60m
 
 # Real-process soak.
@@ -67,15 +70,18 @@ run: build
 # Expanded when the recipe runs, not when make reads this file.
 race_patterns = $(strip $(foreach dir,$(RACE_DIRS),$(if $(wildcard $(dir)/.),./$(dir)/...)))
 
-help_test := What CI runs, failing fast: vet, lint, unit tests, race tests.
+help_test := What CI runs, failing fast: format, vet, lint, unit tests, race tests, simulator sweep, planted bugs.
 test:
-	@echo '==> test 1/4: go vet ./...'
+	@echo '==> test 1/7: gofmt'
+	@unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
+	if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted" >&2; exit 1; fi
+	@echo '==> test 2/7: go vet ./...'
 	$(GO) vet ./...
-	@echo '==> test 2/4: lint (go test ./lint)'
+	@echo '==> test 3/7: lint (go test ./lint)'
 	$(GO) test -timeout $(TEST_TIMEOUT) ./lint
-	@echo '==> test 3/4: unit tests and fuzz seed corpora (go test ./...)'
+	@echo '==> test 4/7: unit, HTTP, CLI, real-process tests and fuzz seed corpora (go test ./...)'
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
-	@echo '==> test 4/4: race detector over the concurrent edges ($(or $(race_patterns),none yet))'
+	@echo '==> test 5/7: race detector over the concurrent edges ($(or $(race_patterns),none yet))'
 	@packages="$$($(if $(race_patterns),$(GO) list $(race_patterns)))"; \
 	if [ -z "$$packages" ]; then \
 		echo 'no packages under $(RACE_DIRS) yet: skipped'; \
@@ -83,11 +89,10 @@ test:
 		echo '$(GO) test -race -timeout $(TEST_TIMEOUT) $(race_patterns)'; \
 		$(GO) test -race -timeout $(TEST_TIMEOUT) $(race_patterns); \
 	fi
-# ---- Further CI steps go here, numbered on from 4/4 (renumber the ones above).
-# Planned: the simulator sweep (regression seeds in sim/testdata/seeds.txt,
-# then fresh seeds, and a determinism double-run on a sample of them), and
-# the real-process smoke tests. CI runs only `make test`, so a CI step
-# belongs in this recipe.
+	@echo '==> test 6/7: simulator sweep of $(CI_SEEDS) seeds (go test ./sim -seeds=$(CI_SEEDS))'
+	$(GO) test -timeout $(SIM_TIMEOUT) ./sim -run '^TestSim$$' -seeds=$(CI_SEEDS) -seed=$(CI_SEED) -v | grep -E '^(sim:|--- |ok|FAIL|PASS)|failed:|reproduce:'
+	@echo '==> test 7/7: the simulator catches every planted bug (-tags plantedbugs)'
+	$(GO) test -timeout $(SIM_TIMEOUT) -tags plantedbugs ./sim -run '^TestPlantedBugsAreCaught$$' -v | grep -E 'caught|survived|^(--- |ok|FAIL|PASS)'
 	@echo '==> test: all steps passed'
 
 help_bench := Run benchmarks (BENCH=regexp BENCHTIME=1s BENCH_PACKAGES=./...); output kept in .bench/latest.txt.
@@ -109,7 +114,7 @@ fuzz:
 
 help_sim := Simulator sweep: go test ./sim -seeds=SEEDS -seed=SEED (defaults 1000 and 1).
 sim:
-	$(GO) test -timeout $(SIM_TIMEOUT) ./sim -seeds=$(SEEDS) -seed=$(SEED)
+	$(GO) test -timeout $(SIM_TIMEOUT) ./sim -run '^TestSim$$' -seeds=$(SEEDS) -seed=$(SEED) -v | grep -E '^(sim:|--- |ok|FAIL|PASS)|failed:|reproduce:' 
 
 help_soak := Real-process chaos soak for DURATION (default 30m).
 soak:

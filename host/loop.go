@@ -21,6 +21,12 @@ const (
 	inputsPerRoundMax = 1024
 	// tickIntervalMax is the longest the loop sleeps without a tick.
 	tickIntervalMax = 100 * time.Millisecond
+	// gatherWindowMax bounds how long a round waits for the clients that
+	// the previous round answered to send their next request, so that
+	// they share one sync round instead of splitting into a round of one
+	// and a round of the rest (measured: rounds alternated 1 and 15 with
+	// 16 closed-loop producers, halving throughput).
+	gatherWindowMax = 500 * time.Microsecond
 )
 
 // input is one thing for the loop: a request (reply != nil), a cancel,
@@ -43,6 +49,11 @@ type loop struct {
 
 	// pending maps a request id to where its reply goes.
 	pending map[node.RequestID]chan node.Reply
+	// answeredLastFlush counts the replies the last flush delivered: how
+	// many clients may be about to send again.
+	answeredLastFlush int
+	// gather is the reusable timer of the gather window.
+	gather *time.Timer
 	// failed is set, under failedMu, when persisting failed; the loop has
 	// then stopped and every Do answers 503.
 	failedMu sync.Mutex
@@ -81,18 +92,52 @@ func (l *loop) run(ctx context.Context) error {
 	}
 }
 
-// round ticks the node and feeds it first plus whatever else is queued.
+// round ticks the node and feeds it first plus whatever else is queued,
+// waiting up to gatherWindowMax for as many requests as the last flush
+// answered.
 func (l *loop) round(first input) {
 	l.node.Tick(l.clock().UnixMilli())
-	l.feed(first)
-	for range inputsPerRoundMax - 1 {
+	fed := l.feedCounted(first)
+	for fed < inputsPerRoundMax {
 		select {
 		case in := <-l.inbox:
-			l.feed(in)
+			fed += l.feedCounted(in)
+			continue
 		default:
+		}
+		if fed >= l.answeredLastFlush || !l.gatherOne(&fed) {
 			return
 		}
 	}
+}
+
+// gatherOne waits up to the gather window for one more input; it reports
+// whether one came.
+func (l *loop) gatherOne(fed *int) bool {
+	if l.gather == nil {
+		l.gather = time.NewTimer(gatherWindowMax)
+	} else {
+		l.gather.Reset(gatherWindowMax)
+	}
+	select {
+	case in := <-l.inbox:
+		if !l.gather.Stop() {
+			<-l.gather.C
+		}
+		*fed += l.feedCounted(in)
+		return true
+	case <-l.gather.C:
+		return false
+	}
+}
+
+// feedCounted feeds in and returns 1 for a client request, 0 otherwise.
+func (l *loop) feedCounted(in input) int {
+	l.feed(in)
+	if in.reply != nil {
+		return 1
+	}
+	return 0
 }
 
 func (l *loop) feed(in input) {
@@ -110,6 +155,7 @@ func (l *loop) feed(in input) {
 
 // flush handles every Ready: persist, then reply, then advance.
 func (l *loop) flush() error {
+	l.answeredLastFlush = 0
 	for l.node.HasReady() {
 		rd := l.node.Ready()
 		if err := l.persist(rd.Syncs); err != nil {
@@ -119,6 +165,7 @@ func (l *loop) flush() error {
 		for _, reply := range rd.Replies {
 			l.deliver(reply)
 		}
+		l.answeredLastFlush += len(rd.Replies)
 		l.node.Advance(rd)
 	}
 	return nil

@@ -16,6 +16,8 @@ const (
 	ConsumeBatchMax        = 100     // max of a batch consume
 	ProduceBatchRecordsMax = 1000    // records of one batch produce
 	ProduceBatchBytesMax   = 8 << 20 // payload bytes of one batch produce
+	MessageBytesMax        = 1 << 20 // payload bytes of one record
+	KeyBytesMax            = 4 << 10 // key bytes of one record
 	AckBatchHandlesMax     = 1000    // handles of one batch ack
 	PartitionsMin          = 3       // a topic has at least this many partitions
 	RetentionMsMin         = 3_600_000
@@ -97,6 +99,8 @@ func (c Config) Validate() error {
 	check(c.CommitPersistIntervalMs > 0, "commit persist interval must be > 0")
 	check(c.RetentionCheckIntervalMs > 0, "retention check interval must be > 0")
 	check(c.IdleLogCloseMs == 0 || c.IdleLogCloseMs >= 60_000, "idle log close must be 0 or >= 60000 ms")
+	check(c.Log.RecordBytesMax >= MessageBytesMax+KeyBytesMax,
+		"log record bytes max %d cannot hold a %d-byte payload with a %d-byte key", c.Log.RecordBytesMax, MessageBytesMax, KeyBytesMax)
 	if err := c.Log.Validate(); err != nil {
 		problems = append(problems, err)
 	}

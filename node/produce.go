@@ -74,7 +74,10 @@ func (n *Node) checkRecord(t *topic, rec ProduceRecord) error {
 	if rec.Partition != PartitionNone && (rec.Partition < 0 || rec.Partition >= t.info.Partitions) {
 		return Invalid("invalid partition %d: topic %s has %d partitions", rec.Partition, t.info.Name, t.info.Partitions)
 	}
-	if len(rec.Key)+len(rec.Payload) > n.cfg.Log.RecordBytesMax {
+	if len(rec.Key) > KeyBytesMax {
+		return Invalid("key is %d bytes, at most %d allowed", len(rec.Key), KeyBytesMax)
+	}
+	if len(rec.Payload) > MessageBytesMax {
 		return TooLarge("request body too large")
 	}
 	return nil

@@ -74,9 +74,18 @@ func TestProduceRejectsBadInputAndWritesNothing(t *testing.T) {
 	h.fail(Produce{Topic: "missing", Records: []ProduceRecord{good}}, CodeNotFound)
 	h.fail(Produce{Topic: "orders"}, CodeInvalid)
 	h.fail(Produce{Topic: "orders", Records: []ProduceRecord{good, {Partition: 3, Payload: []byte("x")}}}, CodeInvalid)
-	h.fail(Produce{Topic: "orders", Records: []ProduceRecord{good, {Partition: 0, Payload: make([]byte, h.cfg.Log.RecordBytesMax+1)}}}, CodeTooLarge)
+	h.fail(Produce{Topic: "orders", Records: []ProduceRecord{good, {Partition: 0, Payload: make([]byte, MessageBytesMax+1)}}}, CodeTooLarge)
+	h.fail(Produce{Topic: "orders", Records: []ProduceRecord{{Partition: 0, Key: make([]byte, KeyBytesMax+1), Payload: []byte("x")}}}, CodeInvalid)
 	h.fail(Produce{Topic: "orders", Records: make([]ProduceRecord, ProduceBatchRecordsMax+1)}, CodeInvalid)
 	require.Equal(t, uint64(0), h.stats("orders", 0).HighWatermark, "a refused batch writes none of its records")
+}
+
+func TestLargestRecordFits(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	h.ok(Produce{Topic: "orders", Records: []ProduceRecord{{Partition: 0, Key: make([]byte, KeyBytesMax), Payload: make([]byte, MessageBytesMax)}}})
+	result := h.ok(Replay{Topic: "orders", Partition: 0, Offset: 0}).(ReplayResult)
+	require.Len(t, result.Message.Payload, MessageBytesMax)
 }
 
 func TestAcknowledgedProduceSurvivesCrash(t *testing.T) {

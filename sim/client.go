@@ -15,7 +15,7 @@ import (
 const (
 	requestTimeoutMs = 2_000
 	// longPollGraceMs is added to a long poll's wait for its timeout.
-	longPollGraceMs = 2_000
+	longPollGraceMs    = 2_000
 	produceAttemptsMax = 4
 )
 

@@ -33,9 +33,9 @@ type history struct {
 }
 
 type appendOp struct {
-	id             string
-	offset         uint64
-	callMs, retMs  int64
+	id              string
+	offset          uint64
+	callMs, retMs   int64
 	fromObservation bool
 }
 

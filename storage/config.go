@@ -55,12 +55,16 @@ type LogConfig struct {
 	WriteBufferBytesMax int
 }
 
+// defaultRecordBytesMax fits the API's largest record: a 1 MiB payload
+// plus a key of up to 4 KiB.
+const defaultRecordBytesMax = 1<<20 + 4<<10
+
 // DefaultLogConfig returns the production limits.
 func DefaultLogConfig() LogConfig {
 	return LogConfig{
 		SegmentBytes:              64 << 20,
-		RecordBytesMax:            1 << 20,
-		FrameBytesMax:             1<<20 + recordOverheadBytes + frameHeaderBytes,
+		RecordBytesMax:            defaultRecordBytesMax,
+		FrameBytesMax:             defaultRecordBytesMax + recordOverheadBytes + frameHeaderBytes,
 		ChunkBytesMax:             1 << 20,
 		CorruptOffsetsReportedMax: 64,
 		WriteBufferBytesMax:       1 << 20,

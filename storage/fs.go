@@ -59,6 +59,17 @@ type File interface {
 	Close() error
 }
 
+// Preallocator is implemented by files that can reserve disk space ahead
+// of their writes without changing their size (fallocate with KEEP_SIZE).
+// It is optional: the log uses it when present.
+type Preallocator interface {
+	Preallocate(bytes int64) error
+}
+
+// preallocateStepBytes is how far ahead of its writes the active segment
+// reserves space: it bounds the space a quiet partition holds unused.
+const preallocateStepBytes = 4 << 20
+
 // FileInfo describes a name in an FS.
 type FileInfo struct {
 	IsDir bool

@@ -6,6 +6,8 @@ import (
 	"math"
 	"path"
 	"strings"
+
+	"narad/chaos"
 )
 
 // Recovery reports what OpenLog found on disk. Every count is exact; only
@@ -401,6 +403,9 @@ func (r *recoverer) settleCommitted(log *Log) error {
 		return err
 	}
 	committed := max(state.offset, log.Oldest())
+	if chaos.Planted(chaos.BugForgetCommitted) {
+		committed = log.Oldest()
+	}
 	log.committedSynced = committed
 	if state.exists && !state.valid {
 		committed, log.committedSynced = log.Oldest(), math.MaxUint64

@@ -32,6 +32,9 @@ type segment struct {
 	writtenBytes int64
 	// syncedBytes are durable (fsynced, or recovered from disk and synced).
 	syncedBytes int64
+	// preallocatedBytes is how far disk space is reserved ahead of the
+	// writes (0 when the FS cannot preallocate). Only flushPending raises it.
+	preallocatedBytes int64
 	// newestTimeMs is the largest TimeMs of the segment's records;
 	// math.MinInt64 while it has none. Retention compares it.
 	newestTimeMs int64
