@@ -110,6 +110,7 @@ func (n *Node) failDependents(p *partition, err *Error) {
 
 // markDirty records that p has unsynced state for the next Ready.
 func (n *Node) markDirty(p *partition) {
+	assert(p.log != nil, "node: partition %s marked dirty with no open log", p.dir)
 	n.dirty[p.key] = p
 }
 

@@ -26,7 +26,9 @@ func (n *Node) produce(id RequestID, r Produce) {
 			// with their partitions' next sync round; the client retries
 			// the whole request (at-least-once allows the duplicates).
 			for _, q := range sortedValues(touched) {
-				n.markDirty(q)
+				if q.log != nil { // a failed log was dropped with its records
+					n.markDirty(q)
+				}
 			}
 			n.reply(id, nil, err)
 			return

@@ -50,7 +50,8 @@ func (n *simNode) up() bool { return n.node != nil }
 func (n *simNode) start() {
 	cfg := node.DefaultConfig()
 	cfg.NodeID = n.id
-	cfg.Log.SegmentBytes = 16 << 10 // small segments: rolls and retention paths run
+	cfg.Log.SegmentBytes = 16 << 10  // small segments: rolls run often
+	cfg.Log.WriteBufferBytesMax = 64 // appends reach the disk between syncs: write faults hit them
 	cfg.ConsumeWaitMaxMs = 10_000
 	created, err := node.New(cfg, n.fs, n.w.nowMs, nil)
 	if err != nil && n.w.phase == phaseSafety {
