@@ -1,0 +1,47 @@
+package chaos
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestOffOutsideARun(t *testing.T) {
+	Reset()
+	Reached("mark")
+	require.False(t, Buggify("site"), "nothing fires unless a run switched faults on")
+	require.Empty(t, Marks())
+	require.False(t, Planted(BugAckBeforeSync), "no bug is planted in a plain build")
+}
+
+func TestMarksAreCountedAndSorted(t *testing.T) {
+	Record(nil, 0)
+	defer Reset()
+	Reached("b")
+	Reached("a")
+	Reached("b")
+	require.Equal(t, []Count{{"a", 1}, {"b", 2}}, Marks())
+	require.False(t, Buggify("site"), "recording marks alone injects no fault")
+}
+
+func TestBuggifyIsSeededAndDecidedOncePerSite(t *testing.T) {
+	draws := func(seed uint64) []bool {
+		Record(rand.New(rand.NewPCG(seed, 0)), 0.5)
+		defer Reset()
+		var out []bool
+		for i := range 200 {
+			out = append(out, Buggify([]string{"x", "y", "z"}[i%3]))
+		}
+		return out
+	}
+	require.Equal(t, draws(7), draws(7), "the same seed fires the same sites at the same calls")
+	fired := 0
+	for _, f := range draws(7) {
+		if f {
+			fired++
+		}
+	}
+	require.Positive(t, fired, "an enabled site fires sometimes")
+	require.Less(t, fired, 200, "never always")
+}
