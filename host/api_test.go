@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"narad/node"
 )
 
 func TestTopicRoutes(t *testing.T) {
@@ -114,13 +116,24 @@ func TestClusterHealthAndMetricsRoutes(t *testing.T) {
 		{"wrong method", apiCall{method: http.MethodPut, path: "/v1/topics"}, 405, ""},
 		{"create", postJSON("/v1/topics", `{"name":"m"}`), 201, ""},
 		{"produce", post("/v1/topics/m/produce", "text/plain", "x"), 202, ""},
+		{"consume", get("/v1/topics/m/consume"), 200, ""},
 	})
+	polled := make(chan struct{}) // the inventory poll, without waiting for its ticker
+	h.loop.post(func(n *node.Node) {
+		h.loop.metrics.setInventory(n.Stats(), n.OpenPartitions())
+		close(polled)
+	})
+	<-polled
 	status, body := call(t, h, get("/metrics"))
 	require.Equal(t, 200, status)
 	for _, metric := range []string{
 		`narad_http_requests_total{method="POST",route="POST /v1/topics/{topic}/produce",status="202"} 1`,
 		`narad_messages_produced_total{partition=`,
 		`narad_storage_sync_round_duration_seconds_count`,
+		`narad_consume_wait_seconds_count{outcome="no_wait",topic="m"} 1`,
+		`narad_inflight_size{partition=`,
+		`narad_consumer_lag_messages{partition=`,
+		`narad_topics_total 1`,
 	} {
 		require.Contains(t, body, metric)
 	}

@@ -235,7 +235,7 @@ func (l *loop) post(control func(*node.Node)) {
 }
 
 func (l *loop) requestStats() {
-	l.post(func(n *node.Node) { l.metrics.setInventory(n.Stats()) })
+	l.post(func(n *node.Node) { l.metrics.setInventory(n.Stats(), n.OpenPartitions()) })
 }
 
 func (l *loop) releaseWaiters() {

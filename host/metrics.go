@@ -20,6 +20,10 @@ type Metrics struct {
 	consumedBytes    *prometheus.CounterVec
 	consumePolls     *prometheus.CounterVec
 	consumeEmpty     *prometheus.CounterVec
+	consumeWait      *prometheus.HistogramVec
+	consumerLag      *prometheus.GaugeVec
+	inflight         *prometheus.GaugeVec
+	ackedAhead       *prometheus.GaugeVec
 	ackRejected      *prometheus.CounterVec
 	ackExtended      *prometheus.CounterVec
 	nacks            *prometheus.CounterVec
@@ -50,6 +54,11 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 		consumedBytes:    counterVec("bytes_consumed_total", "Payload bytes delivered (queue and replay).", tp),
 		consumePolls:     counterVec("consume_polls_total", "Consume requests answered, by outcome (hit, timeout, cancelled, no_wait).", []string{"topic", "outcome"}),
 		consumeEmpty:     counterVec("consume_empty_total", "Consume requests answered with nothing.", []string{"topic"}),
+		consumeWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "narad", Name: "consume_wait_seconds",
+			Help: "How long consumes were parked, by outcome.", Buckets: []float64{.001, .01, .1, .5, 1, 5, 10, 30, 60}}, []string{"topic", "outcome"}),
+		consumerLag:      gaugeVec("consumer_lag_messages", "High-watermark minus committed offset, per open partition.", tp),
+		inflight:         gaugeVec("inflight_size", "Reserved, unacked records, per open partition.", tp),
+		ackedAhead:       gaugeVec("acked_ahead_size", "Records acked above the committed offset, per open partition.", tp),
 		ackRejected:      counterVec("ack_rejected_total", "Acks refused: cap (acked-ahead set full) or stale (410).", []string{"reason"}),
 		ackExtended:      counterVec("ack_extended_total", "Leases extended.", []string{"topic"}),
 		nacks:            counterVec("nack_total", "Leases released for redelivery.", []string{"topic"}),
@@ -72,13 +81,17 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 
 func (m *Metrics) register(reg prometheus.Registerer) {
 	reg.MustRegister(m.producedMessages, m.producedBytes, m.consumedMessages, m.consumedBytes,
-		m.consumePolls, m.consumeEmpty, m.ackRejected, m.ackExtended, m.nacks, m.corruptSkipped,
+		m.consumePolls, m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRejected, m.ackExtended, m.nacks, m.corruptSkipped,
 		m.consumerDropped, m.retentionBytes, m.retentionRecords, m.errors, m.syncRound,
 		m.bootSeconds, m.topics, m.partitions, m.openLogs, m.parkedPolls)
 }
 
 func counterVec(name, help string, labels []string) *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "narad", Name: name, Help: help}, labels)
+}
+
+func gaugeVec(name, help string, labels []string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "narad", Name: name, Help: help}, labels)
 }
 
 func gauge(name, help string) prometheus.Gauge {
@@ -114,8 +127,9 @@ func (m *Metrics) Acked(topic string, action node.AckAction, outcome string) {
 }
 
 // ConsumeWait implements node.Observer.
-func (m *Metrics) ConsumeWait(topic, outcome string) {
+func (m *Metrics) ConsumeWait(topic, outcome string, waitedMs int64) {
 	m.consumePolls.WithLabelValues(topic, outcome).Inc()
+	m.consumeWait.WithLabelValues(topic, outcome).Observe(float64(waitedMs) / 1000)
 	if outcome == "timeout" || outcome == "no_wait" {
 		m.consumeEmpty.WithLabelValues(topic).Inc()
 	}
@@ -145,10 +159,21 @@ func (m *Metrics) Event(kind, detail string) {
 	m.logger.Warn("node event", "kind", kind, "detail", detail)
 }
 
-// setInventory updates the inventory gauges from the node's numbers.
-func (m *Metrics) setInventory(s node.Stats) {
+// setInventory updates the inventory gauges from the node's numbers. The
+// per-partition series are rebuilt each time, so partitions of deleted
+// topics (and closed logs) disappear.
+func (m *Metrics) setInventory(s node.Stats, partitions []node.PartitionState) {
 	m.topics.Set(float64(s.Topics))
 	m.partitions.Set(float64(s.Partitions))
 	m.openLogs.Set(float64(s.OpenLogs))
 	m.parkedPolls.Set(float64(s.ParkedPolls))
+	m.consumerLag.Reset()
+	m.inflight.Reset()
+	m.ackedAhead.Reset()
+	for _, p := range partitions {
+		labels := []string{p.Topic, strconv.Itoa(p.Partition)}
+		m.consumerLag.WithLabelValues(labels...).Set(float64(p.HWM - p.Committed))
+		m.inflight.WithLabelValues(labels...).Set(float64(p.InFlight))
+		m.ackedAhead.WithLabelValues(labels...).Set(float64(p.AckedAhead))
+	}
 }

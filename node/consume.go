@@ -26,14 +26,14 @@ func (n *Node) consume(id RequestID, r Consume) {
 	messages := n.reserve(t, r)
 	switch {
 	case len(messages) > 0:
-		n.observer.ConsumeWait(r.Topic, outcomeOf(r, "hit"))
+		n.observer.ConsumeWait(r.Topic, outcomeOf(r, "hit"), 0)
 		n.reply(id, ConsumeResult{Messages: messages, Batch: r.Max > 0}, nil)
 	case r.WaitMs <= 0 || n.waiters.len() >= n.cfg.WaitersMax:
-		n.observer.ConsumeWait(r.Topic, "no_wait")
+		n.observer.ConsumeWait(r.Topic, "no_wait", 0)
 		n.reply(id, ConsumeResult{Messages: []Message{}, Batch: r.Max > 0}, nil)
 	default:
 		wait := min(r.WaitMs, n.cfg.ConsumeWaitMaxMs)
-		n.waiters.add(&waiter{id: id, request: r, deadlineMs: n.nowMs + wait})
+		n.waiters.add(&waiter{id: id, request: r, parkedAtMs: n.nowMs, deadlineMs: n.nowMs + wait})
 	}
 }
 
@@ -162,7 +162,7 @@ func (n *Node) wake(topicName string) {
 		}
 		n.waiters.remove(w.id)
 		chaos.Reached("node-long-poll-woken")
-		n.observer.ConsumeWait(topicName, "hit")
+		n.observer.ConsumeWait(topicName, "hit", n.nowMs-w.parkedAtMs)
 		n.reply(w.id, ConsumeResult{Messages: messages, Batch: w.request.Max > 0}, nil)
 	}
 }
@@ -171,7 +171,7 @@ func (n *Node) wake(topicName string) {
 func (n *Node) expireWaiters() {
 	for _, w := range n.waiters.popExpired(n.nowMs) {
 		chaos.Reached("node-long-poll-timed-out")
-		n.observer.ConsumeWait(w.request.Topic, "timeout")
+		n.observer.ConsumeWait(w.request.Topic, "timeout", n.nowMs-w.parkedAtMs)
 		n.reply(w.id, ConsumeResult{Messages: []Message{}, Batch: w.request.Max > 0}, nil)
 	}
 }

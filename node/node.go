@@ -153,8 +153,9 @@ func (n *Node) Handle(id RequestID, req Request) {
 // Cancel drops a parked long poll; a request that was already answered or
 // is not parked is unaffected.
 func (n *Node) Cancel(id RequestID) {
-	if n.waiters.remove(id) {
-		n.observer.ConsumeWait("", "cancelled")
+	if w, ok := n.waiters.get(id); ok {
+		n.waiters.remove(id)
+		n.observer.ConsumeWait(w.request.Topic, "cancelled", n.nowMs-w.parkedAtMs)
 	}
 }
 
@@ -266,7 +267,7 @@ func (n *Node) Stats() Stats {
 // driver calls it when graceful shutdown starts.
 func (n *Node) ReleaseWaiters() {
 	for _, w := range n.waiters.popExpired(maxTimeMs) {
-		n.observer.ConsumeWait(w.request.Topic, "cancelled")
+		n.observer.ConsumeWait(w.request.Topic, "cancelled", n.nowMs-w.parkedAtMs)
 		n.reply(w.id, ConsumeResult{Messages: []Message{}, Batch: w.request.Max > 0}, nil)
 	}
 }
@@ -275,9 +276,13 @@ const maxTimeMs = int64(^uint64(0) >> 1)
 
 // PartitionState is a checker's view of one open partition log.
 type PartitionState struct {
-	Dir       string
-	HWM       uint64
-	Committed uint64
+	Dir        string
+	Topic      string
+	Partition  int
+	HWM        uint64
+	Committed  uint64
+	InFlight   int
+	AckedAhead int
 }
 
 // OpenPartitions reports the state of every open partition log, sorted by
@@ -286,7 +291,10 @@ func (n *Node) OpenPartitions() []PartitionState {
 	var out []PartitionState
 	for _, p := range n.sortedPartitions() {
 		if p.log != nil {
-			out = append(out, PartitionState{Dir: p.dir, HWM: p.log.HWM(), Committed: p.log.Committed()})
+			out = append(out, PartitionState{
+				Dir: p.dir, Topic: p.key.topic, Partition: p.key.index, HWM: p.log.HWM(), Committed: p.log.Committed(),
+				InFlight: p.leases.InFlight(), AckedAhead: p.leases.AckedAhead(),
+			})
 		}
 	}
 	return out

@@ -7,7 +7,9 @@ type Observer interface {
 	Produced(topic string, partition int, records int, bytes int64)
 	Consumed(topic string, partition int, records int, bytes int64)
 	Acked(topic string, action AckAction, outcome string)
-	ConsumeWait(topic, outcome string)
+	// ConsumeWait reports how a consume ended (hit, timeout, cancelled,
+	// no_wait) and how long it was parked.
+	ConsumeWait(topic, outcome string, waitedMs int64)
 	CorruptSkipped(topic string, partition int)
 	ConsumerDropped(topic string, partition int, records uint64)
 	RetentionDeleted(topic string, partition int, bytes int64, records uint64)
@@ -22,7 +24,7 @@ type NopObserver struct{}
 func (NopObserver) Produced(string, int, int, int64)            {}
 func (NopObserver) Consumed(string, int, int, int64)            {}
 func (NopObserver) Acked(string, AckAction, string)             {}
-func (NopObserver) ConsumeWait(string, string)                  {}
+func (NopObserver) ConsumeWait(string, string, int64)           {}
 func (NopObserver) CorruptSkipped(string, int)                  {}
 func (NopObserver) ConsumerDropped(string, int, uint64)         {}
 func (NopObserver) RetentionDeleted(string, int, int64, uint64) {}

@@ -6,6 +6,7 @@ import "container/heap"
 type waiter struct {
 	id         RequestID
 	request    Consume
+	parkedAtMs int64
 	deadlineMs int64
 	// heapIndex is the waiter's position in waiterSet.byDeadline.
 	heapIndex int
@@ -24,6 +25,11 @@ func newWaiterSet() *waiterSet {
 }
 
 func (s *waiterSet) len() int { return len(s.byID) }
+
+func (s *waiterSet) get(id RequestID) (*waiter, bool) {
+	w, ok := s.byID[id]
+	return w, ok
+}
 
 func (s *waiterSet) add(w *waiter) {
 	assert(s.byID[w.id] == nil, "node: request %d parked twice", w.id)
