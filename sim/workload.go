@@ -37,6 +37,9 @@ func (w *World) spawnWorkload() {
 		w.clients = append(w.clients, c)
 		c.later(int64(rng.IntN(50)), c.consumeNext)
 	}
+	if admin := w.clients[0]; admin.role == roleAdmin {
+		admin.later(int64(1_000+rng.IntN(4_000)), admin.alterNext)
+	}
 	r := newClient(w, "r1", roleReplayer)
 	r.cursors = make([]uint64, w.partitions)
 	w.clients = append(w.clients, r)
@@ -143,4 +146,24 @@ func (m wireMessage) id() (string, error) {
 		return "", fmt.Errorf("payload %s is not an id: %w", m.Payload, err)
 	}
 	return id, nil
+}
+
+// alterNext changes the topic's visibility timeout now and then during the
+// safety phase, as an operator might: leases taken before keep their
+// deadline, later ones get the new timeout.
+func (cl *client) alterNext() {
+	if cl.w.phase != phaseSafety {
+		return
+	}
+	visibilityMs := 1_000 + cl.w.workloadRng.IntN(4_000)
+	body := fmt.Sprintf(`{"visibility_timeout_ms":%d}`, visibilityMs)
+	c := &call{kind: "alter-topic", httpRequest: newHTTPRequest(http.MethodPatch, "/v1/topics/"+cl.w.topic, "application/json", body)}
+	c.onDone = func(response *httpapi.Response) {
+		if response != nil && response.Status != http.StatusOK && response.Status < 500 {
+			cl.unexpected(c, response)
+			return
+		}
+		cl.later(int64(2_000+cl.w.workloadRng.IntN(6_000)), cl.alterNext)
+	}
+	cl.send(c)
 }
