@@ -1,0 +1,344 @@
+package meta
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"testing/cryptotest"
+
+	"github.com/stretchr/testify/require"
+)
+
+// createTopic is a CreateTopic with defaults and the given owners.
+func createTopic(name string, owners ...string) CreateTopic {
+	return CreateTopic{Name: name, RetentionMs: 3_600_000, VisibilityTimeoutMs: 30_000, MaxInFlightPerPartition: 1024,
+		MaxAckedAheadPerPartition: 1024, CreatedAtMs: 1_000, Owners: owners}
+}
+
+// Property: a cluster elects a leader, and proposals commit and apply on
+// every replica in the same order with the same state; rejections reach
+// the proposer too.
+func TestClusterReplicatesInOrder(t *testing.T) {
+	for _, size := range []int{3, 5} {
+		t.Run(fmt.Sprintf("%d nodes", size), func(t *testing.T) {
+			cryptotest.SetGlobalRandom(t, uint64(size))
+			c := newTestCluster(t, size, 1, true, nil)
+			leader := c.waitLeader()
+			c.heartbeatAll(leader, 10)
+			c.requireApplied(c.propose(leader, createTopic("orders", "n1", "n2", "n3")), nil)
+			c.requireApplied(c.propose(leader, createTopic("orders", "n1")), ErrTopicExists)
+			c.requireApplied(c.propose(leader, SetTarget{Topic: "orders", Partition: 1, ExpectedOwner: "n2", Target: "n3", NowMs: 20}), nil)
+			c.requireApplied(c.propose(leader, CompleteMove{Topic: "orders", Partition: 1, ExpectedOwner: "n2", ExpectedTarget: "n3"}), nil)
+			c.requireApplied(c.propose(leader, CompleteMove{Topic: "orders", Partition: 1, ExpectedOwner: "n2", ExpectedTarget: "n3"}), ErrGuardFailed)
+			c.requireConverged()
+			for _, id := range c.ids {
+				a, found := c.meta(id).State().Assignment("orders", 1)
+				require.True(t, found)
+				require.Equal(t, Assignment{Owner: "n3"}, a, "assignment on %s", id)
+				require.Len(t, c.meta(id).State().Members(), size)
+			}
+		})
+	}
+}
+
+// Property: a follower cannot propose; it names the leader so the node
+// can forward, and no proposal comes out of it.
+func TestFollowerRefusesProposals(t *testing.T) {
+	cryptotest.SetGlobalRandom(t, 7)
+	c := newTestCluster(t, 3, 7, true, nil)
+	leader := c.waitLeader()
+	for _, id := range c.ids {
+		if id == leader {
+			continue
+		}
+		_, err := c.meta(id).Propose(DeleteTopic{Name: "x"})
+		var notLeader *NotLeaderError
+		require.ErrorAs(t, err, &notLeader)
+		require.Equal(t, leader, notLeader.LeaderID)
+		require.ErrorIs(t, err, ErrNotLeader)
+	}
+	_, err := c.meta(leader).Propose(DeleteTopic{})
+	require.ErrorIs(t, err, ErrInvalidCommand, "an invalid command never reaches the log")
+}
+
+// Property: when the leader dies a new one is elected and commits; the old
+// one restarts from its bbolt file and catches up.
+func TestClusterLeaderFailoverAndRestart(t *testing.T) {
+	cryptotest.SetGlobalRandom(t, 11)
+	c := newTestCluster(t, 5, 11, true, nil)
+	oldLeader := c.waitLeader()
+	c.heartbeatAll(oldLeader, 10)
+	c.requireApplied(c.propose(oldLeader, createTopic("before", "n1")), nil)
+	appliedBefore := c.meta(oldLeader).AppliedIndex()
+	c.crash(oldLeader)
+	newLeader := c.waitLeader()
+	require.NotEqual(t, oldLeader, newLeader)
+	c.requireApplied(c.propose(newLeader, createTopic("after", "n2")), nil)
+	c.start(oldLeader)
+	require.Equal(t, appliedBefore, c.meta(oldLeader).AppliedIndex(), "a restart resumes at the durable applied index")
+	_, found := c.meta(oldLeader).State().Topic("before")
+	require.True(t, found, "the restarted node reloads its state machine from bbolt")
+	c.tick(5)
+	c.requireConverged()
+	_, found = c.meta(oldLeader).State().Topic("after")
+	require.True(t, found, "the restarted node catches up")
+}
+
+// Property: a partitioned minority, even holding the old leader, cannot
+// commit; the old leader steps down (CheckQuorum) and its proposal is
+// never applied; after healing everyone converges on the majority's log.
+func TestClusterPartitionedMinorityCannotCommit(t *testing.T) {
+	cryptotest.SetGlobalRandom(t, 13)
+	c := newTestCluster(t, 5, 13, true, nil)
+	oldLeader := c.waitLeader()
+	c.heartbeatAll(oldLeader, 10)
+	minority := []string{oldLeader, otherThan(c.ids, oldLeader)[0]}
+	majority := otherThan(c.ids, minority...)
+	c.isolate(minority, majority)
+	commitBefore := c.meta(oldLeader).Status().Commit
+	lost, err := c.meta(oldLeader).Propose(createTopic("lost", "n1"))
+	require.NoError(t, err, "the old leader still believes it leads")
+	newLeader := c.waitLeader(majority...)
+	c.requireApplied(c.propose(newLeader, createTopic("kept", "n1")), nil)
+	c.tick(3 * defaultElectionTicks)
+	require.Equal(t, commitBefore, c.meta(oldLeader).Status().Commit, "the minority committed nothing")
+	require.False(t, c.meta(oldLeader).IsLeader(), "the isolated leader stepped down")
+	c.heal()
+	c.tick(3 * defaultElectionTicks)
+	c.requireConverged()
+	_, applied := c.outcome(lost)
+	require.False(t, applied, "the minority's proposal was never applied")
+	for _, id := range c.ids {
+		_, found := c.meta(id).State().Topic("lost")
+		require.False(t, found, "node %s has the minority's topic", id)
+	}
+}
+
+// otherThan lists ids not in excluded, in order.
+func otherThan(ids []string, excluded ...string) []string {
+	var rest []string
+	for _, id := range ids {
+		if !contains(excluded, id) {
+			rest = append(rest, id)
+		}
+	}
+	return rest
+}
+
+func contains(list []string, value string) bool {
+	for _, item := range list {
+		if item == value {
+			return true
+		}
+	}
+	return false
+}
+
+// Property: snapshots are taken every SnapshotEntries entries and the
+// stored log stays bounded; a follower that missed more than the kept tail
+// catches up through a snapshot.
+func TestClusterSnapshotCompactionAndCatchUp(t *testing.T) {
+	cryptotest.SetGlobalRandom(t, 17)
+	const snapshotEntries, tailEntries = 20, 5
+	c := newTestCluster(t, 3, 17, true, func(config *Config) {
+		config.SnapshotEntries, config.SnapshotTailEntries = snapshotEntries, tailEntries
+	})
+	leader := c.waitLeader()
+	c.heartbeatAll(leader, 10)
+	lagging := otherThan(c.ids, leader)[0]
+	c.crash(lagging)
+	for i := range 100 {
+		c.requireApplied(c.propose(leader, MemberHeartbeat{ID: "n1", HTTPAddr: "n1:7942", ClusterAddr: "n1:7943", NowMs: int64(100 + i)}), nil)
+		require.LessOrEqual(t, c.storedLogEntries(leader), snapshotEntries+tailEntries+1, "the stored log is bounded")
+	}
+	require.Greater(t, c.meta(leader).Status().SnapshotIndex, uint64(80), "snapshots were taken")
+	c.start(lagging)
+	c.tick(5)
+	require.Positive(t, c.snapshotsDelivered, "the lagging follower got a snapshot")
+	c.requireConverged()
+	member, _ := c.meta(lagging).State().Member("n1")
+	require.Equal(t, int64(199), member.LastHeartbeatMs)
+	c.crash(lagging)
+	c.start(lagging)
+	require.Equal(t, c.meta(leader).AppliedIndex(), c.meta(lagging).AppliedIndex(), "the installed snapshot survives a restart")
+}
+
+// Property: a crash after Persist and before Advance applies nothing
+// twice: the applied index was committed with the entries, and the
+// restarted replica resumes after it (the harness fails if any node
+// applies an index twice).
+func TestCrashBetweenPersistAndAdvance(t *testing.T) {
+	cryptotest.SetGlobalRandom(t, 19)
+	c := newTestCluster(t, 3, 19, true, nil)
+	leader := c.waitLeader()
+	c.heartbeatAll(leader, 10)
+	c.crashAfterPersist[leader] = true
+	_, err := c.meta(leader).Propose(createTopic("once", "n1", "n2"))
+	require.NoError(t, err)
+	c.stabilize()
+	require.Nil(t, c.nodes[leader].meta, "the leader crashed after persisting the apply")
+	appliedAtCrash := c.nodes[leader].lastApplied
+	c.start(leader)
+	require.Equal(t, appliedAtCrash, c.meta(leader).AppliedIndex())
+	record, found := c.meta(leader).State().Topic("once")
+	require.True(t, found, "the applied command survived the crash")
+	require.Equal(t, 2, record.Partitions)
+	c.waitLeader()
+	c.tick(5)
+	c.requireConverged()
+}
+
+// Property: a fourth node joins through a configuration change and
+// catches up; a voter is removed; no removal may leave fewer than three
+// voters, and a removed raft id is never reused.
+func TestClusterJoinAndRemove(t *testing.T) {
+	cryptotest.SetGlobalRandom(t, 23)
+	c := newTestCluster(t, 3, 23, true, nil)
+	leader := c.waitLeader()
+	c.heartbeatAll(leader, 10)
+	c.requireApplied(c.propose(leader, createTopic("t", "n1")), nil)
+	joiner := Peer{ID: "n4", RaftID: 4, ClusterAddr: "n4:7943"}
+	c.addNode(joiner, append(clusterPeers(3), joiner), true)
+	c.requireApplied(c.proposeConfChange(leader, ConfChange{Kind: AddVoter, Peer: joiner}), nil)
+	c.tick(3)
+	c.requireConverged()
+	require.Equal(t, []uint64{1, 2, 3, 4}, c.meta("n4").State().ConfState().Voters)
+	victim := otherThan(c.ids, leader, "n4")[0]
+	c.requireApplied(c.proposeConfChange(leader, ConfChange{Kind: RemoveVoter, Peer: Peer{ID: victim}}), nil)
+	c.crash(victim)
+	require.Len(t, c.meta(leader).State().Peers(), 3)
+	_, err := c.meta(leader).ProposeConfChange(ConfChange{Kind: RemoveVoter, Peer: Peer{ID: otherThan(c.running(), leader)[0]}})
+	require.ErrorIs(t, err, ErrTooFewVoters)
+	_, err = c.meta(leader).ProposeConfChange(ConfChange{Kind: RemoveVoter, Peer: Peer{ID: leader}})
+	require.ErrorIs(t, err, ErrRemovingLeader)
+	reused := Peer{ID: "n5", RaftID: c.nodes[victim].peer.RaftID, ClusterAddr: "n5:7943"}
+	_, err = c.meta(leader).ProposeConfChange(ConfChange{Kind: AddVoter, Peer: reused})
+	require.ErrorIs(t, err, ErrRaftIDReused)
+	c.tick(3)
+	c.requireConverged()
+}
+
+// proposeConfChange proposes a configuration change and stabilizes.
+func (c *testCluster) proposeConfChange(id string, change ConfChange) ProposalID {
+	proposal, err := c.meta(id).ProposeConfChange(change)
+	require.NoError(c.t, err, "propose %v on %s", change, id)
+	c.stabilize()
+	return proposal
+}
+
+// Property: only one configuration change is in flight at a time, and
+// without a quorum nobody can propose one.
+func TestConfChangeOneAtATime(t *testing.T) {
+	cryptotest.SetGlobalRandom(t, 29)
+	c := newTestCluster(t, 3, 29, true, nil)
+	leader := c.waitLeader()
+	_, err := c.meta(leader).ProposeConfChange(ConfChange{Kind: AddVoter, Peer: Peer{ID: "n4", RaftID: 4, ClusterAddr: "n4:7943"}})
+	require.NoError(t, err)
+	_, err = c.meta(leader).ProposeConfChange(ConfChange{Kind: AddVoter, Peer: Peer{ID: "n5", RaftID: 5, ClusterAddr: "n5:7943"}})
+	require.ErrorIs(t, err, ErrConfChangeInProgress)
+	c.stabilize()
+	require.Equal(t, []uint64{1, 2, 3, 4}, c.meta(leader).State().ConfState().Voters)
+	c.crash(leader)
+	c.crash(otherThan(c.ids, leader)[0])
+	c.tick(3 * defaultElectionTicks)
+	for _, id := range c.running() {
+		_, err := c.meta(id).ProposeConfChange(ConfChange{Kind: AddVoter, Peer: Peer{ID: "n5", RaftID: 5, ClusterAddr: "n5:7943"}})
+		require.True(t, errors.Is(err, ErrNoLeader) || errors.Is(err, ErrNotLeader), "got %v", err)
+	}
+}
+
+// Property: a leader that has not applied an entry of its own term
+// refuses configuration changes (ErrBarrierPending) and reports no
+// Barrier, then passes it once its first entry is applied.
+func TestConfChangeWaitsForBarrier(t *testing.T) {
+	cryptotest.SetGlobalRandom(t, 31)
+	c := newTestCluster(t, 3, 31, true, nil)
+	sawPending := false
+	for range stabilizeRoundsMax {
+		for _, id := range c.running() {
+			m := c.meta(id)
+			if m.IsLeader() && !m.Barrier() {
+				_, err := m.ProposeConfChange(ConfChange{Kind: AddVoter, Peer: Peer{ID: "n4", RaftID: 4, ClusterAddr: "n4:7943"}})
+				require.ErrorIs(t, err, ErrBarrierPending)
+				sawPending = true
+			}
+		}
+		if leader, found := c.leader(); found && c.meta(leader).Barrier() {
+			break
+		}
+		c.processReady()
+		if len(c.inflight) == 0 {
+			for _, id := range c.running() {
+				c.meta(id).Tick()
+			}
+		}
+		c.deliver()
+	}
+	require.True(t, sawPending, "the window between election and barrier was never observed")
+	leader, found := c.leader()
+	require.True(t, found)
+	require.True(t, c.meta(leader).Barrier())
+}
+
+// determinismScenario runs a scripted scenario with faults and returns the
+// hash of every message sent.
+func determinismScenario(t *testing.T, seed uint64) uint64 {
+	cryptotest.SetGlobalRandom(t, seed)
+	c := newTestCluster(t, 5, seed, true, func(config *Config) { config.SnapshotEntries, config.SnapshotTailEntries = 15, 3 })
+	leader := c.waitLeader()
+	c.heartbeatAll(leader, 10)
+	for i := range 10 {
+		c.propose(leader, createTopic(fmt.Sprintf("t%d", i), "n1", "n2"))
+	}
+	c.crash(leader)
+	leader = c.waitLeader()
+	c.isolate([]string{leader}, otherThan(c.running(), leader))
+	c.tick(3 * defaultElectionTicks)
+	c.heal()
+	leader = c.waitLeader()
+	c.propose(leader, DeleteTopic{Name: "t3"})
+	c.start(otherThan(c.ids, c.running()...)[0])
+	c.tick(10)
+	c.requireConverged()
+	return c.messageHash()
+}
+
+// Property: with crypto/rand pinned, a run is a function of its seed: the
+// same seed sends the same messages; another seed does not.
+func TestDeterministicMessageHash(t *testing.T) {
+	var first, second, other uint64
+	t.Run("seed 5 first run", func(t *testing.T) { first = determinismScenario(t, 5) })
+	t.Run("seed 5 second run", func(t *testing.T) { second = determinismScenario(t, 5) })
+	t.Run("seed 6", func(t *testing.T) { other = determinismScenario(t, 6) })
+	require.Equal(t, first, second, "same seed, different message hash")
+	require.NotEqual(t, first, other, "the hash does not depend on the seed, so it proves nothing")
+}
+
+// Property: after every node restarts from its store (configuration
+// changes applied, no snapshot yet), the group still knows its voters,
+// elects a leader and commits; the joined voter counts towards the quorum
+// after a restart too (three of four, one of them the joiner).
+func TestClusterFullRestart(t *testing.T) {
+	cryptotest.SetGlobalRandom(t, 37)
+	c := newTestCluster(t, 3, 37, true, nil)
+	leader := c.waitLeader()
+	c.heartbeatAll(leader, 10)
+	joiner := Peer{ID: "n4", RaftID: 4, ClusterAddr: "n4:7943"}
+	c.addNode(joiner, append(clusterPeers(3), joiner), true)
+	c.requireApplied(c.proposeConfChange(leader, ConfChange{Kind: AddVoter, Peer: joiner}), nil)
+	c.tick(3)
+	for _, id := range c.ids {
+		c.crash(id)
+	}
+	for _, id := range c.ids {
+		c.start(id)
+		require.Equal(t, []uint64{1, 2, 3, 4}, c.meta(id).State().ConfState().Voters, "voters of %s after restart", id)
+	}
+	c.crash("n1")
+	_ = c.waitLeader("n2", "n3", "n4")
+	c.start("n1")
+	leader = c.waitLeader()
+	c.requireApplied(c.propose(leader, createTopic("after-restart", "n1")), nil)
+	c.tick(3)
+	c.requireConverged()
+}

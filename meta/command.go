@@ -1,0 +1,198 @@
+package meta
+
+import "fmt"
+
+// Bounds on what a command may carry, checked by Validate on the proposer
+// and again when the command is applied.
+const (
+	nameBytesMax         = 255  // topic, member and user names, addresses
+	usernameBytesMax     = 64   // API.md §1.2
+	partitionsMax        = 4096 // per topic; the broker's policy is lower
+	passwordHashBytesMax = 1024
+	grantsPerUserMax     = 64
+	patternsPerGrantMax  = 256
+)
+
+// ProposalID identifies one proposal, so that its proposer can match the
+// Outcome of the applied entry to the request that asked for it. It is
+// unique over the life of the group: only the leader proposes, a term has
+// at most one leader, and a restarted node can lead again only in a later
+// term; within one term Sequence increases.
+type ProposalID struct {
+	// Node is the proposer's node id; empty for the bootstrap entries.
+	Node string `json:"node"`
+	// Term is the raft term in which the proposer led when proposing.
+	Term uint64 `json:"term"`
+	// Sequence counts the proposer's proposals since it started.
+	Sequence uint64 `json:"sequence"`
+}
+
+func (id ProposalID) String() string {
+	return fmt.Sprintf("%s/%d/%d", id.Node, id.Term, id.Sequence)
+}
+
+// CommandType numbers a command in the log. The numbers are append-only:
+// a retired command keeps its number, which is never given to another.
+type CommandType uint8
+
+const (
+	TypeCreateTopic     CommandType = 1
+	TypeDeleteTopic     CommandType = 2
+	TypeAlterTopic      CommandType = 3
+	TypeMemberHeartbeat CommandType = 4
+	TypeMarkMemberDead  CommandType = 5
+	TypeSetDraining     CommandType = 6
+	TypeRemoveMember    CommandType = 7
+	TypeSetTarget       CommandType = 8
+	TypeCompleteMove    CommandType = 9
+	TypeAbortMove       CommandType = 10
+	TypeForcePromote    CommandType = 11
+	TypePutUser         CommandType = 12
+	TypeDeleteUser      CommandType = 13
+	TypeSetGrants       CommandType = 14
+)
+
+// Command is one change of the state machine. The set is closed: only the
+// types of this package implement it.
+type Command interface {
+	// Type is the command's number in the log.
+	Type() CommandType
+	// Validate checks the command on its own, without the state: what
+	// Propose refuses and apply rejects with ErrInvalidCommand.
+	Validate() error
+	// apply changes s, or returns a rejection and changes nothing.
+	apply(s *State) error
+}
+
+// CreateTopic creates a topic with every partition already placed.
+type CreateTopic struct {
+	Name                      string `json:"name"`
+	RetentionMs               int64  `json:"retention_ms"`
+	VisibilityTimeoutMs       int64  `json:"visibility_timeout_ms"`
+	MaxInFlightPerPartition   int    `json:"max_in_flight_per_partition"`
+	MaxAckedAheadPerPartition int    `json:"max_acked_ahead_per_partition"`
+	CreatedAtMs               int64  `json:"created_at_ms"`
+	// CreatedBy is the user who created the topic ("owner" in the API).
+	CreatedBy string `json:"created_by,omitempty"`
+	// Owners[p] is the member that will own partition p; its length is
+	// the partition count. Every owner must be a member.
+	Owners []string `json:"owners"`
+}
+
+// DeleteTopic deletes a topic and its assignments.
+type DeleteTopic struct {
+	Name string `json:"name"`
+}
+
+// AlterTopic changes the fields that are set. Partitions may only grow;
+// NewOwners places the added partitions, in order.
+type AlterTopic struct {
+	Name                      string   `json:"name"`
+	RetentionMs               *int64   `json:"retention_ms,omitempty"`
+	VisibilityTimeoutMs       *int64   `json:"visibility_timeout_ms,omitempty"`
+	MaxInFlightPerPartition   *int     `json:"max_in_flight_per_partition,omitempty"`
+	MaxAckedAheadPerPartition *int     `json:"max_acked_ahead_per_partition,omitempty"`
+	Partitions                *int     `json:"partitions,omitempty"`
+	NewOwners                 []string `json:"new_owners,omitempty"`
+}
+
+// MemberHeartbeat records that a member is alive at NowMs, creating it on
+// its first heartbeat. LastHeartbeatMs never goes backwards.
+type MemberHeartbeat struct {
+	ID          string `json:"id"`
+	HTTPAddr    string `json:"http_addr"`
+	ClusterAddr string `json:"cluster_addr"`
+	NowMs       int64  `json:"now_ms"`
+}
+
+// MarkMemberDead marks a member dead, only if no heartbeat was applied
+// since the proposer saw ObservedHeartbeatMs (guarded).
+type MarkMemberDead struct {
+	ID                  string `json:"id"`
+	ObservedHeartbeatMs int64  `json:"observed_heartbeat_ms"`
+}
+
+// SetDraining starts (true) or cancels (false) a member's decommission.
+type SetDraining struct {
+	ID       string `json:"id"`
+	Draining bool   `json:"draining"`
+}
+
+// RemoveMember forgets a member that owns and targets no partition.
+type RemoveMember struct {
+	ID string `json:"id"`
+}
+
+// SetTarget starts a move of a stable partition, only if the partition is
+// still stable and owned by ExpectedOwner (guarded).
+type SetTarget struct {
+	Topic         string `json:"topic"`
+	Partition     int    `json:"partition"`
+	ExpectedOwner string `json:"expected_owner"`
+	Target        string `json:"target"`
+	NowMs         int64  `json:"now_ms"`
+}
+
+// CompleteMove flips ownership to the target: Owner := Target, Target :=
+// "", only if Owner and Target are still the expected ones (the guarded
+// compare-and-swap of DESIGN.md §6).
+type CompleteMove struct {
+	Topic          string `json:"topic"`
+	Partition      int    `json:"partition"`
+	ExpectedOwner  string `json:"expected_owner"`
+	ExpectedTarget string `json:"expected_target"`
+}
+
+// AbortMove clears the target, only if it is still ExpectedTarget.
+type AbortMove struct {
+	Topic          string `json:"topic"`
+	Partition      int    `json:"partition"`
+	ExpectedTarget string `json:"expected_target"`
+}
+
+// ForcePromote is CompleteMove when the source died: the same guard, a
+// different number so that metrics and audits can tell them apart.
+type ForcePromote struct {
+	Topic          string `json:"topic"`
+	Partition      int    `json:"partition"`
+	ExpectedOwner  string `json:"expected_owner"`
+	ExpectedTarget string `json:"expected_target"`
+}
+
+// PutUser creates or replaces a user. With CreateOnly it fails if the
+// user exists. CreatedAtMs of an existing user is kept.
+type PutUser struct {
+	Username     string  `json:"username"`
+	PasswordHash []byte  `json:"password_hash"`
+	Root         bool    `json:"root,omitempty"`
+	Grants       []Grant `json:"grants"`
+	CreateOnly   bool    `json:"create_only,omitempty"`
+	NowMs        int64   `json:"now_ms"`
+}
+
+// DeleteUser deletes a user other than the root.
+type DeleteUser struct {
+	Username string `json:"username"`
+}
+
+// SetGrants replaces the grants of a user other than the root.
+type SetGrants struct {
+	Username string  `json:"username"`
+	Grants   []Grant `json:"grants"`
+	NowMs    int64   `json:"now_ms"`
+}
+
+func (CreateTopic) Type() CommandType     { return TypeCreateTopic }
+func (DeleteTopic) Type() CommandType     { return TypeDeleteTopic }
+func (AlterTopic) Type() CommandType      { return TypeAlterTopic }
+func (MemberHeartbeat) Type() CommandType { return TypeMemberHeartbeat }
+func (MarkMemberDead) Type() CommandType  { return TypeMarkMemberDead }
+func (SetDraining) Type() CommandType     { return TypeSetDraining }
+func (RemoveMember) Type() CommandType    { return TypeRemoveMember }
+func (SetTarget) Type() CommandType       { return TypeSetTarget }
+func (CompleteMove) Type() CommandType    { return TypeCompleteMove }
+func (AbortMove) Type() CommandType       { return TypeAbortMove }
+func (ForcePromote) Type() CommandType    { return TypeForcePromote }
+func (PutUser) Type() CommandType         { return TypePutUser }
+func (DeleteUser) Type() CommandType      { return TypeDeleteUser }
+func (SetGrants) Type() CommandType       { return TypeSetGrants }

@@ -1,0 +1,181 @@
+package meta
+
+import "errors"
+
+// invalidf builds an ErrInvalidCommand rejection.
+func invalidf(format string, args ...any) error {
+	return rejectf(ErrInvalidCommand, format, args...)
+}
+
+// checkName checks a required name of at most bytesMax bytes.
+func checkName(kind, name string, bytesMax int) error {
+	if name == "" || len(name) > bytesMax {
+		return invalidf("%s %q must have 1 to %d bytes", kind, name, bytesMax)
+	}
+	return nil
+}
+
+// checkNonNegative checks limits and timestamps that may not be negative.
+func checkNonNegative(kind string, value int64) error {
+	if value < 0 {
+		return invalidf("%s %d is negative", kind, value)
+	}
+	return nil
+}
+
+// checkOwners checks a list of partition owners.
+func checkOwners(owners []string) error {
+	for partition, owner := range owners {
+		if err := checkName("owner of partition", owner, nameBytesMax); err != nil {
+			return rejectf(err, "partition %d", partition)
+		}
+	}
+	return nil
+}
+
+// checkPartition checks a partition index on its own.
+func checkPartition(partition int) error {
+	if partition < 0 || partition >= partitionsMax {
+		return invalidf("partition %d is outside [0, %d)", partition, partitionsMax)
+	}
+	return nil
+}
+
+// checkGrants checks a grant list against its bounds.
+func checkGrants(grants []Grant) error {
+	if len(grants) > grantsPerUserMax {
+		return invalidf("%d grants, at most %d", len(grants), grantsPerUserMax)
+	}
+	for _, grant := range grants {
+		if err := checkName("grant action", grant.Action, nameBytesMax); err != nil {
+			return err
+		}
+		if len(grant.Patterns) > patternsPerGrantMax {
+			return invalidf("grant %s has %d patterns, at most %d", grant.Action, len(grant.Patterns), patternsPerGrantMax)
+		}
+		for _, pattern := range grant.Patterns {
+			if len(pattern) > nameBytesMax {
+				return invalidf("grant pattern %q is over %d bytes", pattern, nameBytesMax)
+			}
+		}
+	}
+	return nil
+}
+
+// Validate implements Command.
+func (c CreateTopic) Validate() error {
+	if len(c.Owners) < 1 || len(c.Owners) > partitionsMax {
+		return invalidf("topic %q: %d partitions, want 1 to %d", c.Name, len(c.Owners), partitionsMax)
+	}
+	return errors.Join(checkName("topic name", c.Name, nameBytesMax),
+		checkNonNegative("retention_ms", c.RetentionMs),
+		checkNonNegative("visibility_timeout_ms", c.VisibilityTimeoutMs),
+		checkNonNegative("max_in_flight_per_partition", int64(c.MaxInFlightPerPartition)),
+		checkNonNegative("max_acked_ahead_per_partition", int64(c.MaxAckedAheadPerPartition)),
+		checkNonNegative("created_at_ms", c.CreatedAtMs),
+		checkOwners(c.Owners))
+}
+
+// Validate implements Command.
+func (c DeleteTopic) Validate() error { return checkName("topic name", c.Name, nameBytesMax) }
+
+// Validate implements Command.
+func (c AlterTopic) Validate() error {
+	if err := checkName("topic name", c.Name, nameBytesMax); err != nil {
+		return err
+	}
+	if c.RetentionMs == nil && c.VisibilityTimeoutMs == nil && c.MaxInFlightPerPartition == nil &&
+		c.MaxAckedAheadPerPartition == nil && c.Partitions == nil {
+		return invalidf("alter of topic %q changes nothing", c.Name)
+	}
+	if c.Partitions == nil && len(c.NewOwners) > 0 {
+		return invalidf("alter of topic %q places new partitions without a partition count", c.Name)
+	}
+	if c.Partitions != nil && (*c.Partitions < 1 || *c.Partitions > partitionsMax) {
+		return invalidf("topic %q: %d partitions, want 1 to %d", c.Name, *c.Partitions, partitionsMax)
+	}
+	return errors.Join(checkOptional("retention_ms", c.RetentionMs),
+		checkOptional("visibility_timeout_ms", c.VisibilityTimeoutMs),
+		checkOptional("max_in_flight_per_partition", c.MaxInFlightPerPartition),
+		checkOptional("max_acked_ahead_per_partition", c.MaxAckedAheadPerPartition),
+		checkOwners(c.NewOwners))
+}
+
+// checkOptional checks an optional limit.
+func checkOptional[T int | int64](kind string, value *T) error {
+	if value == nil {
+		return nil
+	}
+	return checkNonNegative(kind, int64(*value))
+}
+
+// Validate implements Command.
+func (c MemberHeartbeat) Validate() error {
+	return errors.Join(checkName("member id", c.ID, nameBytesMax),
+		checkName("http address", c.HTTPAddr, nameBytesMax),
+		checkName("cluster address", c.ClusterAddr, nameBytesMax),
+		checkNonNegative("now_ms", c.NowMs))
+}
+
+// Validate implements Command.
+func (c MarkMemberDead) Validate() error {
+	return errors.Join(checkName("member id", c.ID, nameBytesMax),
+		checkNonNegative("observed_heartbeat_ms", c.ObservedHeartbeatMs))
+}
+
+// Validate implements Command.
+func (c SetDraining) Validate() error { return checkName("member id", c.ID, nameBytesMax) }
+
+// Validate implements Command.
+func (c RemoveMember) Validate() error { return checkName("member id", c.ID, nameBytesMax) }
+
+// Validate implements Command.
+func (c SetTarget) Validate() error {
+	if c.Target == c.ExpectedOwner {
+		return invalidf("move of %s/%d targets its own owner %q", c.Topic, c.Partition, c.Target)
+	}
+	return errors.Join(checkName("topic name", c.Topic, nameBytesMax), checkPartition(c.Partition),
+		checkName("expected owner", c.ExpectedOwner, nameBytesMax),
+		checkName("target", c.Target, nameBytesMax), checkNonNegative("now_ms", c.NowMs))
+}
+
+// Validate implements Command.
+func (c CompleteMove) Validate() error {
+	return checkFlip(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget)
+}
+
+// Validate implements Command.
+func (c ForcePromote) Validate() error {
+	return checkFlip(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget)
+}
+
+// checkFlip checks the fields of CompleteMove and ForcePromote.
+func checkFlip(topic string, partition int, expectedOwner, expectedTarget string) error {
+	return errors.Join(checkName("topic name", topic, nameBytesMax), checkPartition(partition),
+		checkName("expected owner", expectedOwner, nameBytesMax),
+		checkName("expected target", expectedTarget, nameBytesMax))
+}
+
+// Validate implements Command.
+func (c AbortMove) Validate() error {
+	return errors.Join(checkName("topic name", c.Topic, nameBytesMax), checkPartition(c.Partition),
+		checkName("expected target", c.ExpectedTarget, nameBytesMax))
+}
+
+// Validate implements Command.
+func (c PutUser) Validate() error {
+	if len(c.PasswordHash) == 0 || len(c.PasswordHash) > passwordHashBytesMax {
+		return invalidf("user %q: password hash of %d bytes, want 1 to %d", c.Username, len(c.PasswordHash), passwordHashBytesMax)
+	}
+	return errors.Join(checkName("username", c.Username, usernameBytesMax), checkGrants(c.Grants),
+		checkNonNegative("now_ms", c.NowMs))
+}
+
+// Validate implements Command.
+func (c DeleteUser) Validate() error { return checkName("username", c.Username, usernameBytesMax) }
+
+// Validate implements Command.
+func (c SetGrants) Validate() error {
+	return errors.Join(checkName("username", c.Username, usernameBytesMax), checkGrants(c.Grants),
+		checkNonNegative("now_ms", c.NowMs))
+}

@@ -1,0 +1,118 @@
+// Package meta is the metastore: the cluster metadata, replicated by etcd
+// raft (a raft.RawNode) and stored in one bbolt file per node. It is part
+// of the deterministic core: it starts no goroutines, reads no clock (time
+// arrives as Tick calls and as nowMs fields of commands), draws no global
+// randomness, makes no os calls (bbolt opens its file from the path
+// OpenStore is given) and iterates maps in sorted order wherever the order
+// could reach an output. bbolt buckets iterate in key order.
+//
+// # What it owns
+//
+// The State: topics with the placement of every partition (Owner, and
+// Target while a move is under way), members with their liveness and
+// draining flag, users with their password hashes and grants, and the
+// raft voter configuration with each voter's address. The node reads it
+// through State's accessors, which return copies or sorted slices.
+//
+// # Inputs
+//
+//   - Tick(): one raft tick (the driver picks the period; ElectionTicks
+//     and HeartbeatTicks count them).
+//   - Step(msg): a raft message from a peer.
+//   - Propose(cmd) and ProposeConfChange(change), on the leader only: a
+//     follower answers ErrNoLeader or a *NotLeaderError naming the leader,
+//     so the node forwards the request there or answers 503.
+//   - TransferLeadership, ReportSnapshot, ReportUnreachable.
+//
+// # Outputs, and the order the driver handles them in
+//
+// When HasReady reports true the driver takes Ready() and then, in this
+// order:
+//
+//  1. Persist(rd): one bbolt transaction holding a received snapshot
+//     (replacing the state machine), the new log entries, the hard state,
+//     the committed entries applied to the state machine together with the
+//     applied index, and every SnapshotEntries entries a snapshot of the
+//     state machine with the log compacted to SnapshotTailEntries before
+//     it. A Ready that only carries messages writes nothing. If Persist
+//     fails the instance is finished: the driver sends nothing, does not
+//     Advance, closes it and restarts from the store.
+//  2. Send rd.Messages. Their To is a raft id; PeerByRaftID maps it to a
+//     node id and cluster address. After a MsgSnap, ReportSnapshot.
+//  3. Advance(rd): returns the Outcomes of this node's proposals applied
+//     in step 1, each with its ProposalID and nil or a rejection error.
+//
+// Applying committed entries before the messages leave is allowed: they
+// were committed, so they are durable on a quorum. A crash anywhere in the
+// cycle never applies an entry twice, because an entry and the applied
+// index are in the same transaction and raft restarts with Config.Applied
+// set to that index; raft's view of the configuration on restart is the
+// one the state machine recorded at that index.
+//
+// # Commands
+//
+// A command in the log is: one byte of CommandType, one byte of version
+// (1 for every command today), then the JSON object
+// {"proposal": ProposalID, "command": body}. Decoding is strict (unknown
+// fields, trailing data, unknown numbers or versions are errors) and
+// bounded (commandBytesMax). Numbers are append-only and never reused:
+//
+//	1 CreateTopic      2 DeleteTopic     3 AlterTopic
+//	4 MemberHeartbeat  5 MarkMemberDead  6 SetDraining   7 RemoveMember
+//	8 SetTarget        9 CompleteMove   10 AbortMove    11 ForcePromote
+//	12 PutUser        13 DeleteUser     14 SetGrants
+//
+// Applying a command yields nil or a typed rejection (ErrGuardFailed,
+// ErrTopicExists, ErrTopicNotFound, ...), the same on every replica; a
+// rejected command changes nothing. The guarded commands are
+// compare-and-swaps: SetTarget only on a stable partition with the
+// expected owner; CompleteMove and ForcePromote (Owner := Target,
+// Target := "") only if Owner and Target are the expected ones; AbortMove
+// only if Target is the expected one; MarkMemberDead only if the last
+// heartbeat is the one the proposer saw. A committed entry this binary
+// cannot decode stops the replica (assert): skipping it would let the
+// replicas diverge.
+//
+// A ProposalID (node, term, sequence) is unique over the life of the group
+// without being persisted: only the leader proposes, one node leads a
+// term, and a restarted node leads again only in a later term. A proposal
+// can be lost (its leader is deposed before it commits, or a snapshot
+// skips it on this replica); the proposer needs its own timeout.
+//
+// Configuration changes carry the peer (node id, raft id, address) in the
+// raft ConfChange context, so every replica learns every voter's address.
+// They are checked when applied, from the state alone: a raft id is never
+// reused, no removal leaves fewer than three voters (ErrTooFewVoters), and
+// a rejected change is applied to raft as a no-op.
+//
+// # Invariants
+//
+//   - snapshot index <= applied index <= commit index, in the store and in
+//     memory; the stored log and raft's in-memory log hold the same entries
+//     after the snapshot.
+//   - The state machine in the store equals State after every Persist.
+//   - Every TopicRecord has Partitions == len(Assignments), non-empty
+//     owners, and a Target that is empty or differs from its Owner.
+//   - The voters of the configuration are exactly the peers of State.
+//
+// # Leadership barrier
+//
+// Barrier uses the own-term-entry approach, not ReadIndex: raft appends an
+// empty entry when a leader is elected, and once the leader has applied an
+// entry of its own term its state machine includes everything committed
+// before. The planner and placement run only while Barrier holds.
+// CheckQuorum is on (a leader cut off from a quorum steps down) and so is
+// PreVote (a node rejoining after a partition does not depose the leader).
+//
+// # Determinism
+//
+// The same inputs in the same order give the same Ready contents, with one
+// exception owned by raft: election timeouts are randomized from
+// crypto/rand.Reader. meta does not work around it; the simulator replaces
+// that reader with a seeded one for a run (tests use
+// testing/cryptotest.SetGlobalRandom), so one process runs one simulation
+// at a time. bbolt runs on a real file (in the simulator a temporary one,
+// with StoreOptions.NoSync); it keeps bbolt's array freelist (the hashmap
+// freelist allocates pages in Go map order) and never uses db.Batch (it
+// arms a timer). raft's log output is discarded; its panics stay panics.
+package meta

@@ -1,0 +1,96 @@
+package meta
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors of the proposer: returned by Propose, ProposeConfChange and
+// TransferLeadership, before anything reaches the log.
+var (
+	// ErrNoLeader: no leader is known; the caller answers 503 and retries.
+	ErrNoLeader = errors.New("meta: no leader")
+	// ErrNotLeader: another node leads; errors.As gives a *NotLeaderError
+	// naming it, so the node can forward the request there.
+	ErrNotLeader = errors.New("meta: not the leader")
+	// ErrProposalDropped: raft refused the proposal (a leadership transfer
+	// is under way, or the uncommitted log is over its byte bound).
+	ErrProposalDropped = errors.New("meta: proposal dropped")
+	// ErrBarrierPending: this leader has not yet applied an entry of its
+	// own term, so it cannot vouch for the configuration it would change.
+	ErrBarrierPending = errors.New("meta: leader has not caught up with its log yet")
+	// ErrConfChangeInProgress: a configuration change of this term is not
+	// applied yet; raft allows one at a time.
+	ErrConfChangeInProgress = errors.New("meta: a configuration change is already in progress")
+	// ErrRemovingLeader: the leader may not remove itself; transfer the
+	// leadership first.
+	ErrRemovingLeader = errors.New("meta: the leader cannot remove itself; transfer leadership first")
+	// ErrMisdirected: Step got a message addressed to another raft id.
+	ErrMisdirected = errors.New("meta: message addressed to another node")
+	// ErrClosed: the Meta or Store was closed.
+	ErrClosed = errors.New("meta: closed")
+	// ErrCommandTooLarge: an encoded command is over commandBytesMax.
+	ErrCommandTooLarge = errors.New("meta: command too large")
+)
+
+// Errors of the decoders.
+var (
+	// ErrUnknownCommand: a command number or version this binary does not
+	// know.
+	ErrUnknownCommand = errors.New("meta: unknown command")
+	// ErrMalformedCommand: the bytes do not decode as the command they
+	// claim to be.
+	ErrMalformedCommand = errors.New("meta: malformed command")
+	// ErrStoreFormat: the bbolt file is not a meta store of a format this
+	// binary reads.
+	ErrStoreFormat = errors.New("meta: unknown store format")
+	// ErrMalformedSnapshot: snapshot data that does not decode.
+	ErrMalformedSnapshot = errors.New("meta: malformed snapshot")
+	// ErrMessageTooLarge: an encoded raft message over messageBytesMax.
+	ErrMessageTooLarge = errors.New("meta: raft message too large")
+)
+
+// Rejections: the result of applying a command or configuration change,
+// identical on every replica, handed to the proposer in an Outcome. A
+// rejected command changes nothing.
+var (
+	// ErrInvalidCommand: the command breaks a structural rule (a negative
+	// limit, an owner list of the wrong length, a partition count that
+	// shrinks). Also returned by Validate before proposing.
+	ErrInvalidCommand = errors.New("meta: invalid command")
+	// ErrGuardFailed: a guarded command found the state changed since its
+	// proposer looked (compare-and-swap failed).
+	ErrGuardFailed       = errors.New("meta: guard failed")
+	ErrTopicExists       = errors.New("meta: topic already exists")
+	ErrTopicNotFound     = errors.New("meta: topic not found")
+	ErrPartitionNotFound = errors.New("meta: partition not found")
+	ErrMemberNotFound    = errors.New("meta: member not found")
+	ErrMemberInUse       = errors.New("meta: member still owns or targets partitions")
+	ErrUserExists        = errors.New("meta: user already exists")
+	ErrUserNotFound      = errors.New("meta: user not found")
+	ErrUserIsRoot        = errors.New("meta: the root user cannot be deleted or regranted, and no existing user becomes root")
+	ErrPeerExists        = errors.New("meta: peer already a voter")
+	ErrPeerNotFound      = errors.New("meta: peer not found")
+	ErrRaftIDReused      = errors.New("meta: raft id belonged to a removed peer and may not be reused")
+	ErrTooFewVoters      = errors.New("meta: removal would leave fewer voters than the minimum")
+	ErrUnknownConfChange = errors.New("meta: unknown configuration change kind")
+)
+
+// NotLeaderError names the leader when this node is not it. It matches
+// ErrNotLeader under errors.Is.
+type NotLeaderError struct {
+	// LeaderID is the node id of the current leader, never empty.
+	LeaderID string
+}
+
+func (e *NotLeaderError) Error() string {
+	return fmt.Sprintf("meta: not the leader (leader is %s)", e.LeaderID)
+}
+
+// Is makes errors.Is(err, ErrNotLeader) true.
+func (e *NotLeaderError) Is(target error) bool { return target == ErrNotLeader }
+
+// rejectf wraps a rejection sentinel with what the command found.
+func rejectf(sentinel error, format string, args ...any) error {
+	return fmt.Errorf("%w: %s", sentinel, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,291 @@
+package meta
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+)
+
+// Meta is one node's replica of the metastore: an etcd raft RawNode whose
+// log, hard state, snapshot and state machine live in one Store. It is a
+// deterministic state machine driven through Tick, Step, Propose and the
+// Ready cycle (see doc.go). Not safe for concurrent use.
+type Meta struct {
+	// config is validated; never changes.
+	config Config
+	// self is config's entry for this node.
+	self Peer
+	// store is the bbolt file; Persist is its only writer.
+	store *Store
+	// storage is raft's log; Persist keeps it equal to the store's.
+	storage *raft.MemoryStorage
+	raw     *raft.RawNode
+	// state is the state machine. The pointer never changes (a snapshot
+	// is installed in place); only Persist changes its contents.
+	state *State
+	// applied is the last entry applied to state and written with it.
+	applied appliedPosition
+	// snapshotIndex is the index of the latest snapshot in the store.
+	// Invariant: snapshotIndex <= applied.index.
+	snapshotIndex uint64
+	// sequence numbers this instance's proposals; only increases.
+	sequence uint64
+	// confChangeTerm is the term in which this node proposed a
+	// configuration change not yet applied; 0 when none.
+	confChangeTerm uint64
+	// outcomes gathered by Persist for this node's proposals, handed out
+	// by Advance.
+	outcomes []Outcome
+	// phase and readyNumber enforce Ready, Persist, Advance in order.
+	phase       readyPhase
+	readyNumber uint64
+	// failure is set when Persist failed: the instance is finished.
+	failure error
+}
+
+// Outcome is the result of one of this node's proposals, known once its
+// entry was applied on this replica.
+type Outcome struct {
+	ID ProposalID
+	// Index is the log index of the applied entry.
+	Index uint64
+	// Err is nil when the command was applied, else the rejection
+	// (ErrGuardFailed, ErrTopicExists, ...); a rejection changed nothing.
+	Err error
+}
+
+// Status is a summary for metrics and admin views.
+type Status struct {
+	NodeID        string
+	RaftID        uint64
+	Term          uint64
+	Commit        uint64
+	Applied       uint64
+	SnapshotIndex uint64
+	// Leader is the leader's node id, empty when unknown.
+	Leader   string
+	IsLeader bool
+	// Barrier is Meta.Barrier.
+	Barrier bool
+}
+
+// New starts a replica on store. On a fresh store it bootstraps the group
+// with cfg.Peers as voters (or, with cfg.Join, waits to be added); on a
+// store that holds state it restarts from it and ignores Peers and Join.
+// The Meta owns the store from then on: Close closes it.
+func New(cfg Config, store *Store) (*Meta, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("meta: config: %w", err)
+	}
+	p, err := store.load()
+	if err == nil {
+		err = checkPersisted(p)
+	}
+	if err != nil {
+		return nil, err
+	}
+	m, err := newMeta(cfg, store, p)
+	if err != nil || !p.fresh() || cfg.Join {
+		return m, err
+	}
+	return m, m.raw.Bootstrap(bootstrapPeers(cfg.Peers))
+}
+
+// newMeta builds the Meta and its RawNode from what the store holds.
+func newMeta(cfg Config, store *Store, p persisted) (*Meta, error) {
+	state, err := stateFromImage(p.image)
+	if err != nil {
+		return nil, fmt.Errorf("meta: stored state: %w", err)
+	}
+	storage, err := buildMemoryStorage(p)
+	if err != nil {
+		return nil, err
+	}
+	self, _ := cfg.self()
+	m := &Meta{config: cfg, self: self, store: store, storage: storage, state: state,
+		applied: p.applied, snapshotIndex: p.snapshot.GetMetadata().GetIndex()}
+	m.raw, err = raft.NewRawNode(m.raftConfig(state.confState))
+	return m, err
+}
+
+// raftConfig is the RawNode configuration: CheckQuorum (a leader cut off
+// from a quorum steps down), PreVote (a rejoining node does not disrupt),
+// no proposal forwarding (Propose answers ErrNotLeader instead), and
+// step-down when the leader is removed.
+func (m *Meta) raftConfig(confState ConfState) *raft.Config {
+	return &raft.Config{ID: m.self.RaftID, ElectionTick: m.config.ElectionTicks, HeartbeatTick: m.config.HeartbeatTicks,
+		Storage: raftStorage{MemoryStorage: m.storage, confState: toRaftConfState(confState)}, Applied: m.applied.index,
+		MaxSizePerMsg: m.config.MaxSizePerMsg, MaxInflightMsgs: m.config.MaxInflightMsgs,
+		MaxUncommittedEntriesSize: m.config.MaxUncommittedEntriesSize, CheckQuorum: true, PreVote: true,
+		ReadOnlyOption: raft.ReadOnlySafe, DisableProposalForwarding: true, StepDownOnRemoval: true,
+		Logger: raftLogger{}}
+}
+
+// bootstrapPeers lists the bootstrap voters for raft, sorted by raft id,
+// each carrying its Peer entry so that every replica learns the addresses.
+func bootstrapPeers(peers []Peer) []raft.Peer {
+	sorted := slices.SortedFunc(slices.Values(peers), func(a, b Peer) int { return cmp.Compare(a.RaftID, b.RaftID) })
+	raftPeers := make([]raft.Peer, len(sorted))
+	for i, peer := range sorted {
+		raftPeers[i] = raft.Peer{ID: peer.RaftID, Context: encodeConfContext(ProposalID{}, ConfChange{Kind: AddVoter, Peer: peer})}
+	}
+	return raftPeers
+}
+
+// usable returns why the Meta cannot be used, or nil.
+func (m *Meta) usable() error {
+	if m.failure != nil {
+		return m.failure
+	}
+	if m.store.db == nil {
+		return ErrClosed
+	}
+	return nil
+}
+
+// Tick advances raft's logical clock by one tick.
+func (m *Meta) Tick() {
+	if m.usable() == nil {
+		m.raw.Tick()
+	}
+}
+
+// Step hands a raft message from a peer to this replica.
+func (m *Meta) Step(msg *raftpb.Message) error {
+	if err := m.usable(); err != nil {
+		return err
+	}
+	if msg.GetTo() != m.self.RaftID {
+		return fmt.Errorf("%w: message for raft id %d reached %d", ErrMisdirected, msg.GetTo(), m.self.RaftID)
+	}
+	return m.raw.Step(msg)
+}
+
+// State returns the state machine. The pointer stays valid for the life of
+// the Meta; its contents change in Persist.
+func (m *Meta) State() *State { return m.state }
+
+// AppliedIndex is the index of the last applied entry (durable with it).
+func (m *Meta) AppliedIndex() uint64 { return m.applied.index }
+
+// IsLeader reports whether this replica leads.
+func (m *Meta) IsLeader() bool {
+	return m.usable() == nil && m.raw.BasicStatus().RaftState == raft.StateLeader
+}
+
+// Leader returns the leader's node id, if one is known.
+func (m *Meta) Leader() (string, bool) {
+	if m.usable() != nil {
+		return "", false
+	}
+	lead := m.raw.BasicStatus().Lead
+	if lead == raft.None {
+		return "", false
+	}
+	peer, found := m.PeerByRaftID(lead)
+	return peer.ID, found
+}
+
+// Barrier reports whether this replica leads and has applied an entry of
+// its own term. Raft appends an empty entry when a leader is elected, so
+// once that entry is applied the leader's state machine reflects every
+// entry committed before its term: the own-term-entry barrier (not
+// ReadIndex). The planner and placement run only when it holds.
+func (m *Meta) Barrier() bool {
+	if !m.IsLeader() {
+		return false
+	}
+	return m.applied.term == m.raw.BasicStatus().GetTerm()
+}
+
+// Status summarizes the replica.
+func (m *Meta) Status() Status {
+	status := Status{NodeID: m.config.NodeID, RaftID: m.self.RaftID, Applied: m.applied.index,
+		SnapshotIndex: m.snapshotIndex}
+	if m.usable() != nil {
+		return status
+	}
+	basic := m.raw.BasicStatus()
+	status.Term, status.Commit = basic.GetTerm(), basic.GetCommit()
+	status.Leader, _ = m.Leader()
+	status.IsLeader, status.Barrier = m.IsLeader(), m.Barrier()
+	return status
+}
+
+// PeerByRaftID maps a raft id (Message.To, Message.From) to its peer: from
+// the voter configuration, else from Config.Peers.
+func (m *Meta) PeerByRaftID(raftID uint64) (Peer, bool) {
+	if peer, found := m.state.PeerByRaftID(raftID); found {
+		return peer, true
+	}
+	for _, peer := range m.config.Peers {
+		if peer.RaftID == raftID {
+			return peer, true
+		}
+	}
+	return Peer{}, false
+}
+
+// PeerByNodeID maps a node id to its peer: from the voter configuration,
+// else from Config.Peers.
+func (m *Meta) PeerByNodeID(nodeID string) (Peer, bool) {
+	if peer, found := m.state.PeerByNodeID(nodeID); found {
+		return peer, true
+	}
+	for _, peer := range m.config.Peers {
+		if peer.ID == nodeID {
+			return peer, true
+		}
+	}
+	return Peer{}, false
+}
+
+// TransferLeadership asks raft to hand leadership to the node; it takes
+// effect only on the leader, when the target is caught up.
+func (m *Meta) TransferLeadership(to string) error {
+	if err := m.usable(); err != nil {
+		return err
+	}
+	peer, found := m.state.PeerByNodeID(to)
+	if !found {
+		return rejectf(ErrPeerNotFound, "node %q is not a voter", to)
+	}
+	m.raw.TransferLeader(peer.RaftID)
+	return nil
+}
+
+// ReportSnapshot tells raft whether a MsgSnap sent to raftID arrived
+// (the driver calls it after sending one).
+func (m *Meta) ReportSnapshot(raftID uint64, delivered bool) {
+	if m.usable() != nil {
+		return
+	}
+	status := raft.SnapshotFinish
+	if !delivered {
+		status = raft.SnapshotFailure
+	}
+	m.raw.ReportSnapshot(raftID, status)
+}
+
+// ReportUnreachable tells raft that a message to raftID could not be sent.
+func (m *Meta) ReportUnreachable(raftID uint64) {
+	if m.usable() == nil {
+		m.raw.ReportUnreachable(raftID)
+	}
+}
+
+// Close closes the store. The Meta cannot be used afterwards; a Ready
+// taken but not persisted is lost, as in a crash.
+func (m *Meta) Close() error {
+	return m.store.Close()
+}
+
+// fail finishes the instance after a failed write.
+func (m *Meta) fail(err error) error {
+	m.failure = errors.Join(errors.New("meta: instance finished after a failed write; reopen the store"), err)
+	return m.failure
+}

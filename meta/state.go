@@ -1,0 +1,270 @@
+package meta
+
+import (
+	"maps"
+	"slices"
+)
+
+// TopicRecord is a topic as the metastore knows it.
+type TopicRecord struct {
+	Name string `json:"name"`
+	// Partitions is the partition count. Invariant: equals
+	// len(Assignments); it only grows.
+	Partitions                int   `json:"partitions"`
+	RetentionMs               int64 `json:"retention_ms"`
+	VisibilityTimeoutMs       int64 `json:"visibility_timeout_ms"`
+	MaxInFlightPerPartition   int   `json:"max_in_flight_per_partition"`
+	MaxAckedAheadPerPartition int   `json:"max_acked_ahead_per_partition"`
+	CreatedAtMs               int64 `json:"created_at_ms"`
+	// CreatedBy is the user who created the topic; empty without auth.
+	CreatedBy string `json:"created_by,omitempty"`
+	// Assignments[p] places partition p.
+	Assignments []Assignment `json:"assignments"`
+}
+
+// Assignment places one partition: Owner serves it now, Target is where
+// it is moving (empty when stable).
+type Assignment struct {
+	// Owner is never empty. It changes only by CompleteMove or
+	// ForcePromote, from the Target.
+	Owner string `json:"owner"`
+	// Target is empty when the partition is stable; never equal to Owner.
+	Target string `json:"target,omitempty"`
+	// MoveStartedAtMs is when SetTarget was applied; 0 when stable.
+	MoveStartedAtMs int64 `json:"move_started_at_ms,omitempty"`
+}
+
+// Move is a partition with a target, as listed by State.Moves.
+type Move struct {
+	Topic       string
+	Partition   int
+	Owner       string
+	Target      string
+	StartedAtMs int64
+}
+
+// Member is a broker node known to the cluster (created by its first
+// heartbeat).
+type Member struct {
+	ID          string `json:"id"`
+	HTTPAddr    string `json:"http_addr"`
+	ClusterAddr string `json:"cluster_addr"`
+	// Alive is set by every heartbeat and cleared by MarkMemberDead.
+	Alive bool `json:"alive"`
+	// LastHeartbeatMs is the largest NowMs of the member's heartbeats;
+	// it never decreases. MarkMemberDead is guarded by it.
+	LastHeartbeatMs int64 `json:"last_heartbeat_ms"`
+	// Draining is set while the member is being decommissioned.
+	Draining bool `json:"draining"`
+}
+
+// User is an account of the HTTP API.
+type User struct {
+	Username string `json:"username"`
+	// PasswordHash is the hash of the password (bcrypt); never empty.
+	PasswordHash []byte `json:"password_hash"`
+	// Root marks the root administrator: undeletable, grants immutable;
+	// at most one user is root.
+	Root        bool    `json:"root,omitempty"`
+	Grants      []Grant `json:"grants"`
+	CreatedAtMs int64   `json:"created_at_ms"`
+	UpdatedAtMs int64   `json:"updated_at_ms"`
+}
+
+// Grant allows Action on topics matching any of Patterns.
+type Grant struct {
+	Action   string   `json:"action"`
+	Patterns []string `json:"patterns,omitempty"`
+}
+
+// ConfState is the raft voter configuration (never joint: meta changes
+// one voter at a time).
+type ConfState struct {
+	// Voters are raft ids, sorted.
+	Voters []uint64 `json:"voters"`
+	// Learners are raft ids, sorted; meta adds none today.
+	Learners []uint64 `json:"learners,omitempty"`
+}
+
+// State is the replicated state machine: topics and their assignments,
+// members, users and grants, and the voter configuration with the peers'
+// addresses. Meta changes it only while persisting a Ready (applying
+// committed entries or installing a snapshot); the accessors return copies
+// or sorted slices, never its maps. Not safe for concurrent use: read it
+// on the loop that drives the Meta.
+type State struct {
+	// topics by name. Invariant: every record satisfies
+	// TopicRecord.Partitions == len(Assignments), owners are non-empty and
+	// a target never equals its owner.
+	topics map[string]*TopicRecord
+	// members by id.
+	members map[string]*Member
+	// users by username. Invariant: at most one is Root.
+	users map[string]*User
+	// confState is what raft's ApplyConfChange last returned.
+	confState ConfState
+	// peers by raft id. Invariant: its keys are exactly the voters.
+	peers map[uint64]Peer
+	// removedRaftIDs may never join again.
+	removedRaftIDs map[uint64]bool
+	// usersVersion counts changes to users, for authentication caches.
+	usersVersion uint64
+	// dirty lists the records changed since the last write to the store.
+	// Only the apply functions add to it; only flushDirty empties it.
+	dirty map[recordKey]bool
+}
+
+// newState returns an empty state machine.
+func newState() *State {
+	return &State{topics: map[string]*TopicRecord{}, members: map[string]*Member{},
+		users: map[string]*User{}, peers: map[uint64]Peer{}, removedRaftIDs: map[uint64]bool{},
+		dirty: map[recordKey]bool{}}
+}
+
+// Topic returns a copy of the named topic.
+func (s *State) Topic(name string) (TopicRecord, bool) {
+	record, found := s.topics[name]
+	if !found {
+		return TopicRecord{}, false
+	}
+	return record.clone(), true
+}
+
+// TopicNames returns the names of all topics, sorted.
+func (s *State) TopicNames() []string { return slices.Sorted(maps.Keys(s.topics)) }
+
+// Topics returns copies of all topics, sorted by name.
+func (s *State) Topics() []TopicRecord {
+	topics := make([]TopicRecord, 0, len(s.topics))
+	for _, name := range s.TopicNames() {
+		topics = append(topics, s.topics[name].clone())
+	}
+	return topics
+}
+
+// Assignment returns the placement of one partition.
+func (s *State) Assignment(topic string, partition int) (Assignment, bool) {
+	record, found := s.topics[topic]
+	if !found || partition < 0 || partition >= len(record.Assignments) {
+		return Assignment{}, false
+	}
+	return record.Assignments[partition], true
+}
+
+// Moves returns the partitions that have a target, sorted by topic and
+// partition.
+func (s *State) Moves() []Move {
+	var moves []Move
+	for _, name := range s.TopicNames() {
+		for partition, a := range s.topics[name].Assignments {
+			if a.Target != "" {
+				moves = append(moves, Move{Topic: name, Partition: partition, Owner: a.Owner,
+					Target: a.Target, StartedAtMs: a.MoveStartedAtMs})
+			}
+		}
+	}
+	return moves
+}
+
+// Member returns a member by id.
+func (s *State) Member(id string) (Member, bool) {
+	member, found := s.members[id]
+	if !found {
+		return Member{}, false
+	}
+	return *member, true
+}
+
+// Members returns all members, sorted by id.
+func (s *State) Members() []Member {
+	members := make([]Member, 0, len(s.members))
+	for _, id := range slices.Sorted(maps.Keys(s.members)) {
+		members = append(members, *s.members[id])
+	}
+	return members
+}
+
+// User returns a copy of a user.
+func (s *State) User(username string) (User, bool) {
+	user, found := s.users[username]
+	if !found {
+		return User{}, false
+	}
+	return user.clone(), true
+}
+
+// Users returns copies of all users, sorted by username.
+func (s *State) Users() []User {
+	users := make([]User, 0, len(s.users))
+	for _, name := range slices.Sorted(maps.Keys(s.users)) {
+		users = append(users, s.users[name].clone())
+	}
+	return users
+}
+
+// UsersVersion increases with every applied change to users; an
+// authentication cache keyed by it is never stale.
+func (s *State) UsersVersion() uint64 { return s.usersVersion }
+
+// ConfState returns a copy of the voter configuration.
+func (s *State) ConfState() ConfState { return s.confState.clone() }
+
+// Peers returns the voters with their addresses, sorted by raft id.
+func (s *State) Peers() []Peer {
+	peers := make([]Peer, 0, len(s.peers))
+	for _, raftID := range slices.Sorted(maps.Keys(s.peers)) {
+		peers = append(peers, s.peers[raftID])
+	}
+	return peers
+}
+
+// PeerByRaftID returns the voter with the given raft id.
+func (s *State) PeerByRaftID(raftID uint64) (Peer, bool) {
+	peer, found := s.peers[raftID]
+	return peer, found
+}
+
+// PeerByNodeID returns the voter with the given node id.
+func (s *State) PeerByNodeID(nodeID string) (Peer, bool) {
+	for _, peer := range s.Peers() {
+		if peer.ID == nodeID {
+			return peer, true
+		}
+	}
+	return Peer{}, false
+}
+
+// RaftIDUsed reports whether raftID belongs to a voter or to a removed
+// peer: a joining node needs an id for which it is false.
+func (s *State) RaftIDUsed(raftID uint64) bool {
+	_, voter := s.peers[raftID]
+	return voter || s.removedRaftIDs[raftID]
+}
+
+func (t *TopicRecord) clone() TopicRecord {
+	copied := *t
+	copied.Assignments = slices.Clone(t.Assignments)
+	return copied
+}
+
+func (u *User) clone() User {
+	copied := *u
+	copied.PasswordHash = slices.Clone(u.PasswordHash)
+	copied.Grants = cloneGrants(u.Grants)
+	return copied
+}
+
+func cloneGrants(grants []Grant) []Grant {
+	if grants == nil {
+		return nil
+	}
+	copied := make([]Grant, len(grants))
+	for i, grant := range grants {
+		copied[i] = Grant{Action: grant.Action, Patterns: slices.Clone(grant.Patterns)}
+	}
+	return copied
+}
+
+func (c ConfState) clone() ConfState {
+	return ConfState{Voters: slices.Clone(c.Voters), Learners: slices.Clone(c.Learners)}
+}

@@ -1,0 +1,97 @@
+package meta
+
+import (
+	"fmt"
+	"slices"
+)
+
+// ConfChangeKind is what a configuration change does.
+type ConfChangeKind uint8
+
+const (
+	// AddVoter adds Peer as a voter (a node joining).
+	AddVoter ConfChangeKind = 1
+	// RemoveVoter removes the voter with Peer.ID (decommission).
+	RemoveVoter ConfChangeKind = 2
+)
+
+func (k ConfChangeKind) String() string {
+	switch k {
+	case AddVoter:
+		return "add-voter"
+	case RemoveVoter:
+		return "remove-voter"
+	}
+	return fmt.Sprintf("conf-change-kind(%d)", uint8(k))
+}
+
+// ConfChange adds or removes one voter.
+type ConfChange struct {
+	Kind ConfChangeKind `json:"kind"`
+	// Peer is the voter to add (all fields), or to remove (ID, or the
+	// whole entry as listed by State.Peers).
+	Peer Peer `json:"peer"`
+}
+
+// checkConfChange decides, from the state alone, whether a configuration
+// change is accepted. Every replica decides the same; a rejected change is
+// applied to raft as a no-op.
+func (s *State) checkConfChange(change ConfChange) error {
+	switch change.Kind {
+	case AddVoter:
+		return s.checkAddVoter(change.Peer)
+	case RemoveVoter:
+		return s.checkRemoveVoter(change.Peer)
+	}
+	return rejectf(ErrUnknownConfChange, "%v", change.Kind)
+}
+
+// checkAddVoter accepts a new voter with fresh ids.
+func (s *State) checkAddVoter(peer Peer) error {
+	if err := peer.validate(); err != nil {
+		return rejectf(ErrInvalidCommand, "%v", err)
+	}
+	if s.removedRaftIDs[peer.RaftID] {
+		return rejectf(ErrRaftIDReused, "raft id %d", peer.RaftID)
+	}
+	if _, voter := s.peers[peer.RaftID]; voter {
+		return rejectf(ErrPeerExists, "raft id %d", peer.RaftID)
+	}
+	if _, voter := s.PeerByNodeID(peer.ID); voter {
+		return rejectf(ErrPeerExists, "node %q", peer.ID)
+	}
+	return nil
+}
+
+// checkRemoveVoter accepts removing a voter that leaves at least
+// minVoters.
+func (s *State) checkRemoveVoter(peer Peer) error {
+	if _, voter := s.peers[peer.RaftID]; !voter {
+		return rejectf(ErrPeerNotFound, "raft id %d (node %q)", peer.RaftID, peer.ID)
+	}
+	if len(s.confState.Voters)-1 < minVoters {
+		return rejectf(ErrTooFewVoters, "%d voters, at least %d must stay", len(s.confState.Voters), minVoters)
+	}
+	return nil
+}
+
+// applyConfChange records an accepted change and the configuration raft
+// returned for it.
+func (s *State) applyConfChange(change ConfChange, confState ConfState) {
+	switch change.Kind {
+	case AddVoter:
+		s.peers[change.Peer.RaftID] = change.Peer
+	case RemoveVoter:
+		delete(s.peers, change.Peer.RaftID)
+		s.removedRaftIDs[change.Peer.RaftID] = true
+	}
+	s.setConfState(confState)
+}
+
+// setConfState records the configuration raft returned.
+func (s *State) setConfState(confState ConfState) {
+	s.confState = confState.clone()
+	slices.Sort(s.confState.Voters)
+	slices.Sort(s.confState.Learners)
+	s.markCluster()
+}

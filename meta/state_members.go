@@ -1,0 +1,79 @@
+package meta
+
+// apply creates or refreshes the member and marks it alive.
+func (c MemberHeartbeat) apply(s *State) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	member, found := s.members[c.ID]
+	if !found {
+		member = &Member{ID: c.ID}
+		s.members[c.ID] = member
+	}
+	member.HTTPAddr, member.ClusterAddr = c.HTTPAddr, c.ClusterAddr
+	member.Alive = true
+	member.LastHeartbeatMs = max(member.LastHeartbeatMs, c.NowMs)
+	s.markMember(c.ID)
+	return nil
+}
+
+// apply marks the member dead if its last heartbeat is the one the
+// proposer saw.
+func (c MarkMemberDead) apply(s *State) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	member, found := s.members[c.ID]
+	if !found {
+		return rejectf(ErrMemberNotFound, "member %q", c.ID)
+	}
+	if member.LastHeartbeatMs != c.ObservedHeartbeatMs {
+		return rejectf(ErrGuardFailed, "member %q heartbeat at %d ms, proposer saw %d ms",
+			c.ID, member.LastHeartbeatMs, c.ObservedHeartbeatMs)
+	}
+	member.Alive = false
+	s.markMember(c.ID)
+	return nil
+}
+
+// apply sets or clears the draining flag.
+func (c SetDraining) apply(s *State) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	member, found := s.members[c.ID]
+	if !found {
+		return rejectf(ErrMemberNotFound, "member %q", c.ID)
+	}
+	member.Draining = c.Draining
+	s.markMember(c.ID)
+	return nil
+}
+
+// apply forgets the member if no partition refers to it.
+func (c RemoveMember) apply(s *State) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if _, found := s.members[c.ID]; !found {
+		return rejectf(ErrMemberNotFound, "member %q", c.ID)
+	}
+	if s.memberPlaced(c.ID) {
+		return rejectf(ErrMemberInUse, "member %q", c.ID)
+	}
+	delete(s.members, c.ID)
+	s.markMember(c.ID)
+	return nil
+}
+
+// memberPlaced reports whether any partition is owned by or moving to id.
+func (s *State) memberPlaced(id string) bool {
+	for _, record := range s.topics { //determinism:ok the loop only answers yes or no
+		for _, a := range record.Assignments {
+			if a.Owner == id || a.Target == id {
+				return true
+			}
+		}
+	}
+	return false
+}

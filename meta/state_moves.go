@@ -1,0 +1,86 @@
+package meta
+
+// apply starts a move of a stable partition owned by ExpectedOwner.
+func (c SetTarget) apply(s *State) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	a, err := s.assignment(c.Topic, c.Partition)
+	if err != nil {
+		return err
+	}
+	if a.Target != "" {
+		return rejectf(ErrGuardFailed, "%s/%d is already moving from %q to %q", c.Topic, c.Partition, a.Owner, a.Target)
+	}
+	if a.Owner != c.ExpectedOwner {
+		return rejectf(ErrGuardFailed, "%s/%d is owned by %q, proposer saw %q", c.Topic, c.Partition, a.Owner, c.ExpectedOwner)
+	}
+	if err := s.checkMembers([]string{c.Target}); err != nil {
+		return err
+	}
+	a.Target, a.MoveStartedAtMs = c.Target, c.NowMs
+	s.markTopic(c.Topic)
+	return nil
+}
+
+// apply flips ownership to the target (compare-and-swap).
+func (c CompleteMove) apply(s *State) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	return s.flipOwner(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget)
+}
+
+// apply flips ownership to the target (compare-and-swap), like
+// CompleteMove.
+func (c ForcePromote) apply(s *State) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	return s.flipOwner(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget)
+}
+
+// apply clears the target if it is still the expected one.
+func (c AbortMove) apply(s *State) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	a, err := s.assignment(c.Topic, c.Partition)
+	if err != nil {
+		return err
+	}
+	if a.Target != c.ExpectedTarget {
+		return rejectf(ErrGuardFailed, "%s/%d targets %q, proposer expected %q", c.Topic, c.Partition, a.Target, c.ExpectedTarget)
+	}
+	a.Target, a.MoveStartedAtMs = "", 0
+	s.markTopic(c.Topic)
+	return nil
+}
+
+// flipOwner is the guarded Owner := Target; Target := "" of DESIGN.md §6.
+func (s *State) flipOwner(topic string, partition int, expectedOwner, expectedTarget string) error {
+	a, err := s.assignment(topic, partition)
+	if err != nil {
+		return err
+	}
+	if a.Owner != expectedOwner || a.Target != expectedTarget {
+		return rejectf(ErrGuardFailed, "%s/%d is %q -> %q, proposer expected %q -> %q",
+			topic, partition, a.Owner, a.Target, expectedOwner, expectedTarget)
+	}
+	assert(a.Target != "", "%s/%d: a flip to an empty target passed the guard", topic, partition)
+	a.Owner, a.Target, a.MoveStartedAtMs = a.Target, "", 0
+	s.markTopic(topic)
+	return nil
+}
+
+// assignment returns a pointer to the live assignment of a partition.
+func (s *State) assignment(topic string, partition int) (*Assignment, error) {
+	record, found := s.topics[topic]
+	if !found {
+		return nil, rejectf(ErrTopicNotFound, "topic %q", topic)
+	}
+	if partition < 0 || partition >= len(record.Assignments) {
+		return nil, rejectf(ErrPartitionNotFound, "topic %q has %d partitions, not %d", topic, len(record.Assignments), partition)
+	}
+	return &record.Assignments[partition], nil
+}

@@ -1,0 +1,266 @@
+package meta
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// stateWith applies setup commands, each of which must succeed.
+func stateWith(t *testing.T, setup ...Command) *State {
+	t.Helper()
+	s := newState()
+	for _, cmd := range setup {
+		require.NoError(t, cmd.apply(s), "setup %T", cmd)
+	}
+	clear(s.dirty)
+	return s
+}
+
+func heartbeat(id string, nowMs int64) MemberHeartbeat {
+	return MemberHeartbeat{ID: id, HTTPAddr: id + ":7942", ClusterAddr: id + ":7943", NowMs: nowMs}
+}
+
+// baseSetup: members m1..m3 (heartbeat at 100 ms), topic "t" with
+// partitions on m1, m2, and partition 1 moving from m2 to m3.
+func baseSetup() []Command {
+	return []Command{heartbeat("m1", 100), heartbeat("m2", 100), heartbeat("m3", 100),
+		createTopic("t", "m1", "m2"),
+		SetTarget{Topic: "t", Partition: 1, ExpectedOwner: "m2", Target: "m3", NowMs: 150}}
+}
+
+// requireRejected applies cmd, expects the rejection and checks that
+// nothing changed (state and records to write).
+func requireRejected(t *testing.T, s *State, cmd Command, want error) {
+	t.Helper()
+	before := s.encodeImage()
+	dirtyBefore := len(s.dirty)
+	require.ErrorIs(t, cmd.apply(s), want)
+	require.Equal(t, string(before), string(s.encodeImage()), "a rejected %T changed the state", cmd)
+	require.Len(t, s.dirty, dirtyBefore, "a rejected %T marked records to write", cmd)
+}
+
+func assignmentOf(t *testing.T, s *State, topic string, partition int) Assignment {
+	t.Helper()
+	a, found := s.Assignment(topic, partition)
+	require.True(t, found, "%s/%d", topic, partition)
+	return a
+}
+
+func TestCreateTopic(t *testing.T) {
+	s := stateWith(t, baseSetup()...)
+	require.NoError(t, createTopic("u", "m3", "m1", "m2").apply(s))
+	record, found := s.Topic("u")
+	require.True(t, found)
+	require.Equal(t, TopicRecord{Name: "u", Partitions: 3, RetentionMs: 3_600_000, VisibilityTimeoutMs: 30_000,
+		MaxInFlightPerPartition: 1024, MaxAckedAheadPerPartition: 1024, CreatedAtMs: 1_000,
+		Assignments: []Assignment{{Owner: "m3"}, {Owner: "m1"}, {Owner: "m2"}}}, record)
+	require.Equal(t, []string{"t", "u"}, s.TopicNames())
+	requireRejected(t, s, createTopic("u", "m1"), ErrTopicExists)
+	requireRejected(t, s, createTopic("v", "m1", "ghost"), ErrMemberNotFound)
+	requireRejected(t, s, createTopic("v"), ErrInvalidCommand)
+	requireRejected(t, s, createTopic("", "m1"), ErrInvalidCommand)
+	negative := createTopic("v", "m1")
+	negative.RetentionMs = -1
+	requireRejected(t, s, negative, ErrInvalidCommand)
+}
+
+func TestDeleteTopic(t *testing.T) {
+	s := stateWith(t, baseSetup()...)
+	require.NoError(t, DeleteTopic{Name: "t"}.apply(s))
+	_, found := s.Topic("t")
+	require.False(t, found)
+	require.Empty(t, s.Moves(), "the topic's moves went with it")
+	requireRejected(t, s, DeleteTopic{Name: "t"}, ErrTopicNotFound)
+}
+
+func TestAlterTopic(t *testing.T) {
+	s := stateWith(t, baseSetup()...)
+	retention, partitions, inFlight := int64(7_200_000), 4, 5
+	require.NoError(t, AlterTopic{Name: "t", RetentionMs: &retention, MaxInFlightPerPartition: &inFlight,
+		Partitions: &partitions, NewOwners: []string{"m3", "m1"}}.apply(s))
+	record, _ := s.Topic("t")
+	require.Equal(t, retention, record.RetentionMs)
+	require.Equal(t, inFlight, record.MaxInFlightPerPartition)
+	require.Equal(t, int64(30_000), record.VisibilityTimeoutMs, "unset fields keep their value")
+	require.Equal(t, 4, record.Partitions)
+	require.Equal(t, []Assignment{{Owner: "m1"}, {Owner: "m2", Target: "m3", MoveStartedAtMs: 150}, {Owner: "m3"}, {Owner: "m1"}},
+		record.Assignments)
+	shrink, same := 2, 4
+	requireRejected(t, s, AlterTopic{Name: "t", Partitions: &shrink}, ErrInvalidCommand)
+	requireRejected(t, s, AlterTopic{Name: "t", Partitions: &partitions, NewOwners: []string{"m1"}}, ErrInvalidCommand)
+	grow := 5
+	requireRejected(t, s, AlterTopic{Name: "t", Partitions: &grow, NewOwners: []string{"ghost"}}, ErrMemberNotFound)
+	requireRejected(t, s, AlterTopic{Name: "t"}, ErrInvalidCommand)
+	requireRejected(t, s, AlterTopic{Name: "nope", Partitions: &same}, ErrTopicNotFound)
+	negative := int64(-5)
+	requireRejected(t, s, AlterTopic{Name: "t", VisibilityTimeoutMs: &negative}, ErrInvalidCommand)
+}
+
+func TestMemberHeartbeat(t *testing.T) {
+	s := stateWith(t)
+	require.NoError(t, heartbeat("m1", 100).apply(s))
+	require.NoError(t, MarkMemberDead{ID: "m1", ObservedHeartbeatMs: 100}.apply(s))
+	require.NoError(t, MemberHeartbeat{ID: "m1", HTTPAddr: "new:1", ClusterAddr: "new:2", NowMs: 90}.apply(s))
+	member, found := s.Member("m1")
+	require.True(t, found)
+	require.Equal(t, Member{ID: "m1", HTTPAddr: "new:1", ClusterAddr: "new:2", Alive: true, LastHeartbeatMs: 100}, member,
+		"a heartbeat revives and updates addresses; LastHeartbeatMs never goes back")
+	requireRejected(t, s, MemberHeartbeat{ID: "m1", NowMs: 5}, ErrInvalidCommand)
+}
+
+func TestMarkMemberDead(t *testing.T) {
+	s := stateWith(t, baseSetup()...)
+	require.NoError(t, heartbeat("m1", 200).apply(s))
+	requireRejected(t, s, MarkMemberDead{ID: "m1", ObservedHeartbeatMs: 100}, ErrGuardFailed)
+	requireRejected(t, s, MarkMemberDead{ID: "ghost", ObservedHeartbeatMs: 100}, ErrMemberNotFound)
+	require.NoError(t, MarkMemberDead{ID: "m1", ObservedHeartbeatMs: 200}.apply(s))
+	member, _ := s.Member("m1")
+	require.False(t, member.Alive)
+}
+
+func TestSetDrainingAndRemoveMember(t *testing.T) {
+	s := stateWith(t, baseSetup()...)
+	require.NoError(t, SetDraining{ID: "m2", Draining: true}.apply(s))
+	member, _ := s.Member("m2")
+	require.True(t, member.Draining)
+	require.NoError(t, SetDraining{ID: "m2", Draining: false}.apply(s))
+	member, _ = s.Member("m2")
+	require.False(t, member.Draining)
+	requireRejected(t, s, SetDraining{ID: "ghost", Draining: true}, ErrMemberNotFound)
+	requireRejected(t, s, RemoveMember{ID: "m3"}, ErrMemberInUse)
+	requireRejected(t, s, RemoveMember{ID: "m1"}, ErrMemberInUse)
+	require.NoError(t, heartbeat("m4", 1).apply(s))
+	require.NoError(t, RemoveMember{ID: "m4"}.apply(s))
+	_, found := s.Member("m4")
+	require.False(t, found)
+	requireRejected(t, s, RemoveMember{ID: "m4"}, ErrMemberNotFound)
+}
+
+func TestSetTarget(t *testing.T) {
+	s := stateWith(t, baseSetup()...)
+	require.NoError(t, SetTarget{Topic: "t", Partition: 0, ExpectedOwner: "m1", Target: "m2", NowMs: 300}.apply(s))
+	require.Equal(t, Assignment{Owner: "m1", Target: "m2", MoveStartedAtMs: 300}, assignmentOf(t, s, "t", 0))
+	requireRejected(t, s, SetTarget{Topic: "t", Partition: 1, ExpectedOwner: "m2", Target: "m1", NowMs: 1}, ErrGuardFailed)
+	require.NoError(t, createTopic("u", "m1").apply(s))
+	requireRejected(t, s, SetTarget{Topic: "u", Partition: 0, ExpectedOwner: "m2", Target: "m3"}, ErrGuardFailed)
+	requireRejected(t, s, SetTarget{Topic: "u", Partition: 0, ExpectedOwner: "m1", Target: "ghost"}, ErrMemberNotFound)
+	requireRejected(t, s, SetTarget{Topic: "u", Partition: 1, ExpectedOwner: "m1", Target: "m2"}, ErrPartitionNotFound)
+	requireRejected(t, s, SetTarget{Topic: "nope", Partition: 0, ExpectedOwner: "m1", Target: "m2"}, ErrTopicNotFound)
+	requireRejected(t, s, SetTarget{Topic: "u", Partition: 0, ExpectedOwner: "m1", Target: "m1"}, ErrInvalidCommand)
+	require.Equal(t, []Move{{Topic: "t", Partition: 0, Owner: "m1", Target: "m2", StartedAtMs: 300},
+		{Topic: "t", Partition: 1, Owner: "m2", Target: "m3", StartedAtMs: 150}}, s.Moves())
+}
+
+// flipCommands returns CompleteMove and ForcePromote with the same guard.
+func flipCommands(topic string, partition int, owner, target string) []Command {
+	return []Command{CompleteMove{Topic: topic, Partition: partition, ExpectedOwner: owner, ExpectedTarget: target},
+		ForcePromote{Topic: topic, Partition: partition, ExpectedOwner: owner, ExpectedTarget: target}}
+}
+
+func TestCompleteMoveAndForcePromote(t *testing.T) {
+	for i := range 2 {
+		s := stateWith(t, baseSetup()...)
+		requireRejected(t, s, flipCommands("t", 1, "m1", "m3")[i], ErrGuardFailed) // stale owner
+		requireRejected(t, s, flipCommands("t", 1, "m2", "m1")[i], ErrGuardFailed) // stale target
+		requireRejected(t, s, flipCommands("t", 0, "m1", "m2")[i], ErrGuardFailed) // stable partition
+		requireRejected(t, s, flipCommands("t", 9, "m2", "m3")[i], ErrPartitionNotFound)
+		requireRejected(t, s, flipCommands("x", 1, "m2", "m3")[i], ErrTopicNotFound)
+		require.NoError(t, flipCommands("t", 1, "m2", "m3")[i].apply(s))
+		require.Equal(t, Assignment{Owner: "m3"}, assignmentOf(t, s, "t", 1))
+		requireRejected(t, s, flipCommands("t", 1, "m2", "m3")[i], ErrGuardFailed) // replayed flip
+	}
+}
+
+func TestAbortMove(t *testing.T) {
+	s := stateWith(t, baseSetup()...)
+	requireRejected(t, s, AbortMove{Topic: "t", Partition: 1, ExpectedTarget: "m1"}, ErrGuardFailed)
+	requireRejected(t, s, AbortMove{Topic: "t", Partition: 0, ExpectedTarget: "m3"}, ErrGuardFailed)
+	require.NoError(t, AbortMove{Topic: "t", Partition: 1, ExpectedTarget: "m3"}.apply(s))
+	require.Equal(t, Assignment{Owner: "m2"}, assignmentOf(t, s, "t", 1))
+	requireRejected(t, s, AbortMove{Topic: "t", Partition: 1, ExpectedTarget: "m3"}, ErrGuardFailed)
+}
+
+func TestUsers(t *testing.T) {
+	s := stateWith(t)
+	grants := []Grant{{Action: "produce", Patterns: []string{"orders*"}}}
+	require.NoError(t, PutUser{Username: "admin", PasswordHash: []byte("h0"), Root: true, CreateOnly: true, NowMs: 1}.apply(s))
+	require.NoError(t, PutUser{Username: "ann", PasswordHash: []byte("h1"), Grants: grants, CreateOnly: true, NowMs: 2}.apply(s))
+	version := s.UsersVersion()
+	requireRejected(t, s, PutUser{Username: "ann", PasswordHash: []byte("h2"), CreateOnly: true, NowMs: 3}, ErrUserExists)
+	requireRejected(t, s, PutUser{Username: "bob", PasswordHash: []byte("h"), Root: true, NowMs: 3}, ErrUserExists)
+	requireRejected(t, s, PutUser{Username: "admin", PasswordHash: []byte("h"), Root: true, Grants: grants, NowMs: 3}, ErrUserIsRoot)
+	requireRejected(t, s, PutUser{Username: "admin", PasswordHash: []byte("h"), NowMs: 3}, ErrUserIsRoot)
+	requireRejected(t, s, DeleteUser{Username: "admin"}, ErrUserIsRoot)
+	requireRejected(t, s, SetGrants{Username: "admin", Grants: grants, NowMs: 3}, ErrUserIsRoot)
+	requireRejected(t, s, SetGrants{Username: "ghost", NowMs: 3}, ErrUserNotFound)
+	requireRejected(t, s, DeleteUser{Username: "ghost"}, ErrUserNotFound)
+	requireRejected(t, s, PutUser{Username: "eve", NowMs: 3}, ErrInvalidCommand)
+	require.Equal(t, version, s.UsersVersion(), "rejections do not bump the users version")
+	require.NoError(t, PutUser{Username: "admin", PasswordHash: []byte("new"), Root: true, NowMs: 4}.apply(s))
+	require.NoError(t, PutUser{Username: "ann", PasswordHash: []byte("h2"), Grants: grants, NowMs: 5}.apply(s))
+	require.NoError(t, SetGrants{Username: "ann", NowMs: 6}.apply(s))
+	ann, _ := s.User("ann")
+	require.Equal(t, User{Username: "ann", PasswordHash: []byte("h2"), CreatedAtMs: 2, UpdatedAtMs: 6}, ann)
+	require.Equal(t, version+3, s.UsersVersion())
+	require.NoError(t, DeleteUser{Username: "ann"}.apply(s))
+	require.Len(t, s.Users(), 1)
+}
+
+// Property: accessors hand out copies; changing them does not change the
+// state.
+func TestAccessorsReturnCopies(t *testing.T) {
+	s := stateWith(t, append(baseSetup(), PutUser{Username: "ann", PasswordHash: []byte("h"),
+		Grants: []Grant{{Action: "consume", Patterns: []string{"a"}}}, NowMs: 1})...)
+	before := s.encodeImage()
+	record, _ := s.Topic("t")
+	record.Assignments[0].Owner = "changed"
+	s.Topics()[0].Assignments[1].Target = "changed"
+	user, _ := s.User("ann")
+	user.PasswordHash[0] = 'x'
+	user.Grants[0].Patterns[0] = "changed"
+	s.Users()[0].Grants[0].Action = "changed"
+	s.ConfState()
+	require.Equal(t, string(before), string(s.encodeImage()))
+}
+
+func TestConfChangeChecks(t *testing.T) {
+	s := newState()
+	for _, peer := range clusterPeers(3) {
+		change := ConfChange{Kind: AddVoter, Peer: peer}
+		require.NoError(t, s.checkConfChange(change))
+		s.applyConfChange(change, ConfState{Voters: append(s.ConfState().Voters, peer.RaftID)})
+	}
+	require.ErrorIs(t, s.checkConfChange(ConfChange{Kind: AddVoter, Peer: Peer{ID: "x", RaftID: 2, ClusterAddr: "x:1"}}), ErrPeerExists)
+	require.ErrorIs(t, s.checkConfChange(ConfChange{Kind: AddVoter, Peer: Peer{ID: "n2", RaftID: 9, ClusterAddr: "x:1"}}), ErrPeerExists)
+	require.ErrorIs(t, s.checkConfChange(ConfChange{Kind: AddVoter, Peer: Peer{ID: "x", RaftID: 0, ClusterAddr: "x:1"}}), ErrInvalidCommand)
+	require.ErrorIs(t, s.checkConfChange(ConfChange{Kind: RemoveVoter, Peer: Peer{ID: "n2", RaftID: 2}}), ErrTooFewVoters)
+	require.ErrorIs(t, s.checkConfChange(ConfChange{Kind: RemoveVoter, Peer: Peer{ID: "n9", RaftID: 9}}), ErrPeerNotFound)
+	require.ErrorIs(t, s.checkConfChange(ConfChange{Kind: 7}), ErrUnknownConfChange)
+	fourth := Peer{ID: "n4", RaftID: 4, ClusterAddr: "n4:1"}
+	s.applyConfChange(ConfChange{Kind: AddVoter, Peer: fourth}, ConfState{Voters: []uint64{4, 1, 2, 3}})
+	require.NoError(t, s.checkConfChange(ConfChange{Kind: RemoveVoter, Peer: clusterPeers(3)[1]}))
+	s.applyConfChange(ConfChange{Kind: RemoveVoter, Peer: clusterPeers(3)[1]}, ConfState{Voters: []uint64{1, 3, 4}})
+	require.ErrorIs(t, s.checkConfChange(ConfChange{Kind: AddVoter, Peer: Peer{ID: "n5", RaftID: 2, ClusterAddr: "n5:1"}}), ErrRaftIDReused)
+	require.True(t, s.RaftIDUsed(2))
+	require.Equal(t, []uint64{1, 3, 4}, s.ConfState().Voters)
+	require.Equal(t, []Peer{clusterPeers(3)[0], clusterPeers(3)[2], fourth}, s.Peers())
+}
+
+// Property: snapshot data round-trips; corrupt data is refused.
+func TestStateImageRoundTrip(t *testing.T) {
+	s := stateWith(t, append(baseSetup(), PutUser{Username: "admin", PasswordHash: []byte("h"), Root: true, NowMs: 1})...)
+	for _, peer := range clusterPeers(3) {
+		s.applyConfChange(ConfChange{Kind: AddVoter, Peer: peer}, ConfState{Voters: append(s.ConfState().Voters, peer.RaftID)})
+	}
+	decoded, err := decodeImage(s.encodeImage())
+	require.NoError(t, err)
+	require.Equal(t, string(s.encodeImage()), string(decoded.encodeImage()))
+	require.Equal(t, s.UsersVersion(), decoded.UsersVersion())
+	for _, data := range [][]byte{nil, {9}, {imageFormatVersion}, append([]byte{imageFormatVersion}, "{}x"...),
+		append([]byte{imageFormatVersion}, `{"topics":[{"name":"a","partitions":2,"assignments":[{"owner":"m"}]}]}`...),
+		append([]byte{imageFormatVersion}, `{"cluster":{"conf_state":{"voters":[1]},"peers":[]}}`...)} {
+		_, err := decodeImage(data)
+		require.ErrorIs(t, err, ErrMalformedSnapshot, "data %q", data)
+	}
+}

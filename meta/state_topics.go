@@ -1,0 +1,97 @@
+package meta
+
+// apply creates the topic with its assignments.
+func (c CreateTopic) apply(s *State) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if _, exists := s.topics[c.Name]; exists {
+		return rejectf(ErrTopicExists, "topic %q", c.Name)
+	}
+	if err := s.checkMembers(c.Owners); err != nil {
+		return err
+	}
+	record := &TopicRecord{Name: c.Name, Partitions: len(c.Owners), RetentionMs: c.RetentionMs,
+		VisibilityTimeoutMs: c.VisibilityTimeoutMs, MaxInFlightPerPartition: c.MaxInFlightPerPartition,
+		MaxAckedAheadPerPartition: c.MaxAckedAheadPerPartition, CreatedAtMs: c.CreatedAtMs,
+		CreatedBy: c.CreatedBy, Assignments: assignmentsOf(c.Owners)}
+	s.topics[c.Name] = record
+	s.markTopic(c.Name)
+	return nil
+}
+
+// apply deletes the topic.
+func (c DeleteTopic) apply(s *State) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if _, exists := s.topics[c.Name]; !exists {
+		return rejectf(ErrTopicNotFound, "topic %q", c.Name)
+	}
+	delete(s.topics, c.Name)
+	s.markTopic(c.Name)
+	return nil
+}
+
+// apply changes the fields that are set, checking all before changing any.
+func (c AlterTopic) apply(s *State) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	record, exists := s.topics[c.Name]
+	if !exists {
+		return rejectf(ErrTopicNotFound, "topic %q", c.Name)
+	}
+	if err := c.checkGrowth(s, record); err != nil {
+		return err
+	}
+	setIf(&record.RetentionMs, c.RetentionMs)
+	setIf(&record.VisibilityTimeoutMs, c.VisibilityTimeoutMs)
+	setIf(&record.MaxInFlightPerPartition, c.MaxInFlightPerPartition)
+	setIf(&record.MaxAckedAheadPerPartition, c.MaxAckedAheadPerPartition)
+	record.Assignments = append(record.Assignments, assignmentsOf(c.NewOwners)...)
+	record.Partitions = len(record.Assignments)
+	s.markTopic(c.Name)
+	return nil
+}
+
+// checkGrowth checks a change of the partition count: it may only grow,
+// and NewOwners places exactly the added partitions on members.
+func (c AlterTopic) checkGrowth(s *State, record *TopicRecord) error {
+	if c.Partitions == nil {
+		return nil
+	}
+	if *c.Partitions < record.Partitions {
+		return invalidf("topic %q has %d partitions; the count may not shrink to %d", c.Name, record.Partitions, *c.Partitions)
+	}
+	if added := *c.Partitions - record.Partitions; added != len(c.NewOwners) {
+		return invalidf("topic %q grows by %d partitions but %d new owners are given", c.Name, added, len(c.NewOwners))
+	}
+	return s.checkMembers(c.NewOwners)
+}
+
+// setIf sets *field to *value when value is set.
+func setIf[T any](field *T, value *T) {
+	if value != nil {
+		*field = *value
+	}
+}
+
+// assignmentsOf places one stable partition on each owner, in order.
+func assignmentsOf(owners []string) []Assignment {
+	assignments := make([]Assignment, len(owners))
+	for i, owner := range owners {
+		assignments[i] = Assignment{Owner: owner}
+	}
+	return assignments
+}
+
+// checkMembers rejects a placement on a node that is not a member.
+func (s *State) checkMembers(ids []string) error {
+	for _, id := range ids {
+		if _, found := s.members[id]; !found {
+			return rejectf(ErrMemberNotFound, "member %q", id)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package meta
+
+import "slices"
+
+// apply creates or replaces the user. A user becomes root only when it is
+// created and no root exists; the root keeps its root flag and grants.
+func (c PutUser) apply(s *State) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	existing, exists := s.users[c.Username]
+	if err := c.checkReplace(s, existing, exists); err != nil {
+		return err
+	}
+	user := &User{Username: c.Username, PasswordHash: slices.Clone(c.PasswordHash), Root: c.Root,
+		Grants: cloneGrants(c.Grants), CreatedAtMs: c.NowMs, UpdatedAtMs: c.NowMs}
+	if exists {
+		user.CreatedAtMs = existing.CreatedAtMs
+	}
+	s.users[c.Username] = user
+	s.markUser(c.Username)
+	return nil
+}
+
+// checkReplace applies the rules of creating versus replacing a user.
+func (c PutUser) checkReplace(s *State, existing *User, exists bool) error {
+	switch {
+	case exists && c.CreateOnly:
+		return rejectf(ErrUserExists, "user %q", c.Username)
+	case exists && existing.Root && (!c.Root || !grantsEqual(existing.Grants, c.Grants)):
+		return rejectf(ErrUserIsRoot, "user %q keeps its root flag and grants", c.Username)
+	case exists && !existing.Root && c.Root:
+		return rejectf(ErrUserIsRoot, "existing user %q cannot become root", c.Username)
+	case !exists && c.Root && s.hasRoot():
+		return rejectf(ErrUserExists, "a root user already exists; %q cannot be created as root", c.Username)
+	}
+	return nil
+}
+
+// apply deletes a user other than the root.
+func (c DeleteUser) apply(s *State) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	user, exists := s.users[c.Username]
+	if !exists {
+		return rejectf(ErrUserNotFound, "user %q", c.Username)
+	}
+	if user.Root {
+		return rejectf(ErrUserIsRoot, "user %q", c.Username)
+	}
+	delete(s.users, c.Username)
+	s.markUser(c.Username)
+	return nil
+}
+
+// apply replaces the grants of a user other than the root.
+func (c SetGrants) apply(s *State) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	user, exists := s.users[c.Username]
+	if !exists {
+		return rejectf(ErrUserNotFound, "user %q", c.Username)
+	}
+	if user.Root {
+		return rejectf(ErrUserIsRoot, "user %q", c.Username)
+	}
+	user.Grants, user.UpdatedAtMs = cloneGrants(c.Grants), c.NowMs
+	s.markUser(c.Username)
+	return nil
+}
+
+// hasRoot reports whether some user is root.
+func (s *State) hasRoot() bool {
+	for _, user := range s.users { //determinism:ok the loop only answers yes or no
+		if user.Root {
+			return true
+		}
+	}
+	return false
+}
+
+// grantsEqual compares two grant lists in order.
+func grantsEqual(a, b []Grant) bool {
+	return slices.EqualFunc(a, b, func(x, y Grant) bool {
+		return x.Action == y.Action && slices.Equal(x.Patterns, y.Patterns)
+	})
+}

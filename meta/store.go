@@ -1,0 +1,191 @@
+package meta
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// storeFormatVersion is recorded in a new store and checked on open.
+const storeFormatVersion = 1
+
+// storeFileMode is the permission of a new bbolt file.
+const storeFileMode = 0o600
+
+// The raft buckets and the keys of bucketRaft.
+var (
+	bucketRaft   = []byte("raft")
+	bucketLog    = []byte("log")
+	keyFormat    = []byte("format")
+	keyHardState = []byte("hard_state")
+	keySnapshot  = []byte("snapshot")
+	keyApplied   = []byte("applied")
+)
+
+// StoreOptions configures the bbolt file.
+type StoreOptions struct {
+	// NoSync skips fsync on commit (the simulator, which decides itself
+	// what survives a crash). Production leaves it false.
+	NoSync bool
+}
+
+// Store is the one bbolt file of a node's metastore: the raft log
+// (bucket "log", keyed by big-endian index), the hard state, the latest
+// snapshot and the applied position (bucket "raft"), and the state machine
+// (buckets "topics", "members", "users", "cluster"). Every write is one
+// transaction made by Meta.Persist; a Store is opened once and handed to
+// New, which owns it from then on.
+type Store struct {
+	// db is the open bbolt database; nil once closed.
+	db *bolt.DB
+}
+
+// OpenStore opens or creates the bbolt file at path. It keeps bbolt's
+// array freelist (the hashmap freelist would lay pages out in Go map
+// order) and never uses db.Batch (it arms a timer).
+func OpenStore(path string, opts StoreOptions) (*Store, error) {
+	db, err := bolt.Open(path, storeFileMode, &bolt.Options{NoSync: opts.NoSync, NoGrowSync: opts.NoSync,
+		FreelistType: bolt.FreelistArrayType})
+	if err != nil {
+		return nil, fmt.Errorf("meta: open store %s: %w", path, err)
+	}
+	if err := db.Update(initializeStore); err != nil {
+		return nil, errors.Join(fmt.Errorf("meta: initialize store %s: %w", path, err), db.Close())
+	}
+	return &Store{db: db}, nil
+}
+
+// initializeStore creates the buckets of a new store and checks the
+// format of an existing one.
+func initializeStore(tx *bolt.Tx) error {
+	raftBucket := tx.Bucket(bucketRaft)
+	if raftBucket != nil {
+		if format := raftBucket.Get(keyFormat); len(format) != 1 || format[0] != storeFormatVersion {
+			return fmt.Errorf("%w: format %v, want %d", ErrStoreFormat, format, storeFormatVersion)
+		}
+		return nil
+	}
+	for _, name := range append([][]byte{bucketRaft, bucketLog}, stateBuckets...) {
+		if _, err := tx.CreateBucket(name); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket(bucketRaft).Put(keyFormat, []byte{storeFormatVersion})
+}
+
+// Close closes the file. Closing twice is harmless.
+func (s *Store) Close() error {
+	if s.db == nil {
+		return nil
+	}
+	err := s.db.Close()
+	s.db = nil
+	return err
+}
+
+// appliedPosition is the last applied entry.
+type appliedPosition struct {
+	index uint64
+	term  uint64
+}
+
+// persisted is everything a store holds, read at New.
+type persisted struct {
+	// hardState and snapshot are nil when none was written.
+	hardState *raftpb.HardState
+	snapshot  *raftpb.Snapshot
+	// entries are the log, in index order (may start before the snapshot
+	// index: the kept tail).
+	entries []*raftpb.Entry
+	applied appliedPosition
+	image   stateImage
+}
+
+// fresh reports whether nothing was ever persisted.
+func (p persisted) fresh() bool {
+	return p.hardState == nil && p.snapshot == nil && len(p.entries) == 0
+}
+
+// load reads the whole store.
+func (s *Store) load() (persisted, error) {
+	if s.db == nil {
+		return persisted{}, ErrClosed
+	}
+	var p persisted
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		if p.hardState, p.snapshot, p.applied, err = loadRaftState(tx.Bucket(bucketRaft)); err != nil {
+			return err
+		}
+		if p.entries, err = loadEntries(tx.Bucket(bucketLog)); err != nil {
+			return err
+		}
+		p.image, err = loadImage(tx)
+		return err
+	})
+	return p, err
+}
+
+// loadRaftState reads the hard state, the snapshot and the applied
+// position.
+func loadRaftState(bucket *bolt.Bucket) (*raftpb.HardState, *raftpb.Snapshot, appliedPosition, error) {
+	var hardState *raftpb.HardState
+	var snapshot *raftpb.Snapshot
+	var err error
+	if data := bucket.Get(keyHardState); data != nil {
+		hardState = &raftpb.HardState{}
+		err = unmarshalStored(data, hardState)
+	}
+	if data := bucket.Get(keySnapshot); data != nil && err == nil {
+		snapshot = &raftpb.Snapshot{}
+		err = unmarshalStored(data, snapshot)
+	}
+	applied, appliedErr := decodeApplied(bucket.Get(keyApplied))
+	return hardState, snapshot, applied, errors.Join(err, appliedErr)
+}
+
+// loadEntries reads the log in index order.
+func loadEntries(bucket *bolt.Bucket) ([]*raftpb.Entry, error) {
+	var entries []*raftpb.Entry
+	err := bucket.ForEach(func(key, value []byte) error {
+		entry := &raftpb.Entry{}
+		if err := unmarshalStored(value, entry); err != nil {
+			return err
+		}
+		if len(key) != 8 || binary.BigEndian.Uint64(key) != entry.GetIndex() {
+			return fmt.Errorf("%w: log key %x holds entry %d", ErrStoreFormat, key, entry.GetIndex())
+		}
+		entries = append(entries, entry)
+		return nil
+	})
+	return entries, err
+}
+
+// unmarshalStored decodes a protobuf record of the store.
+func unmarshalStored(data []byte, message proto.Message) error {
+	if err := proto.Unmarshal(data, message); err != nil {
+		return fmt.Errorf("%w: %T: %v", ErrStoreFormat, message, err)
+	}
+	return nil
+}
+
+// decodeApplied decodes the applied position (absent: zero).
+func decodeApplied(data []byte) (appliedPosition, error) {
+	switch len(data) {
+	case 0:
+		return appliedPosition{}, nil
+	case 16:
+		return appliedPosition{index: binary.BigEndian.Uint64(data), term: binary.BigEndian.Uint64(data[8:])}, nil
+	}
+	return appliedPosition{}, fmt.Errorf("%w: applied position of %d bytes", ErrStoreFormat, len(data))
+}
+
+// encodeApplied encodes the applied position.
+func encodeApplied(position appliedPosition) []byte {
+	data := binary.BigEndian.AppendUint64(nil, position.index)
+	return binary.BigEndian.AppendUint64(data, position.term)
+}
