@@ -76,7 +76,7 @@ func (b *backend) Ready() error {
 		}
 		return errLoopStopped
 	default:
-		return nil
+		return b.loop.servingError()
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"narad/httpapi"
+	"narad/meta"
 	"narad/node"
 	"narad/storage"
 )
@@ -45,6 +48,25 @@ func DefaultOptions(dataDir string) Options {
 	}
 }
 
+// metaStoreDir and metaStoreFile place the metastore's bbolt file in the
+// data directory (API.md §3.5).
+const (
+	metaStoreDir  = "metastore"
+	metaStoreFile = "meta.db"
+)
+
+func openMetaStore(dataDir string) (*meta.Store, error) {
+	dir := filepath.Join(dataDir, metaStoreDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("metastore dir: %w", err)
+	}
+	store, err := meta.OpenStore(filepath.Join(dir, metaStoreFile), meta.StoreOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("open metastore: %w", err)
+	}
+	return store, nil
+}
+
 // Host is a running node: its loop, its HTTP server and its metrics.
 type Host struct {
 	opts     Options
@@ -71,7 +93,11 @@ func Start(opts Options, logger *slog.Logger) (*Host, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := NewMetrics(reg, logger)
-	n, err := node.New(opts.Node, fs, time.Now().UnixMilli(), metrics)
+	metaStore, err := openMetaStore(opts.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	n, err := node.New(opts.Node, fs, metaStore, time.Now().UnixMilli(), metrics)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"narad/node"
@@ -54,6 +55,9 @@ type loop struct {
 	answeredLastFlush int
 	// gather is the reusable timer of the gather window.
 	gather *time.Timer
+	// serving holds the node's last Serving() answer (nil when ready),
+	// published by the loop for the readiness probe.
+	serving atomic.Pointer[servingState]
 	// failed is set, under failedMu, when persisting failed; the loop has
 	// then stopped and every Do answers 503.
 	failedMu sync.Mutex
@@ -74,6 +78,13 @@ func (l *loop) run(ctx context.Context) error {
 	defer close(l.done)
 	timer := time.NewTimer(tickIntervalMax)
 	defer timer.Stop()
+	// A fresh single node elects itself over its first Readys: run them
+	// now rather than at the first request.
+	l.node.Tick(l.clock().UnixMilli())
+	if err := l.flush(); err != nil {
+		l.setFailed(err)
+		return err
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -155,6 +166,7 @@ func (l *loop) feed(in input) {
 
 // flush handles every Ready: persist, then reply, then advance.
 func (l *loop) flush() error {
+	defer l.publishServing()
 	l.answeredLastFlush = 0
 	for l.node.HasReady() {
 		rd := l.node.Ready()
@@ -211,6 +223,22 @@ func (l *loop) failPending(err error) {
 func (l *loop) sleepDuration() time.Duration {
 	untilMs := l.node.NextDeadlineMs() - l.clock().UnixMilli()
 	return min(max(time.Duration(untilMs)*time.Millisecond, time.Millisecond), tickIntervalMax)
+}
+
+// servingState wraps the node's readiness answer for atomic publication.
+type servingState struct{ err error }
+
+func (l *loop) publishServing() {
+	l.serving.Store(&servingState{err: l.node.Serving()})
+}
+
+// servingError is the last readiness answer the loop published.
+func (l *loop) servingError() error {
+	state := l.serving.Load()
+	if state == nil {
+		return errors.New("node is starting")
+	}
+	return state.err
 }
 
 func (l *loop) setFailed(err error) {

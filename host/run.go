@@ -56,6 +56,7 @@ func nodeConfig(cfg config.Config) node.Config {
 		n.NodeID = hostname()
 	}
 	n.AdvertiseAddr = cfg.HTTP.Addr
+	n.ClusterAddr = cfg.Cluster.Addr
 	n.Log = storage.DefaultLogConfig()
 	n.Log.SegmentBytes = cfg.Storage.SegmentBytes
 	n.DefaultPartitions, n.PartitionsMax = cfg.Topic.DefaultPartitions, cfg.Topic.MaxPartitions

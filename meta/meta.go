@@ -289,3 +289,21 @@ func (m *Meta) fail(err error) error {
 	m.failure = errors.Join(errors.New("meta: instance finished after a failed write; reopen the store"), err)
 	return m.failure
 }
+
+// CampaignIfSoleVoter starts an election at once when this node is the
+// only voter (a single-node cluster), so it leads from its first Ready
+// instead of after an election timeout. It reports whether it campaigned.
+func (m *Meta) CampaignIfSoleVoter() (bool, error) {
+	if err := m.usable(); err != nil {
+		return false, err
+	}
+	status := m.raw.Status()
+	voters := status.Config.Voters.IDs()
+	// Only a follower campaigns: a campaign completes in a later Ready
+	// (the self-vote is counted once persisted), and campaigning again
+	// meanwhile would restart it in a new term, forever.
+	if _, self := voters[m.self.RaftID]; len(voters) != 1 || !self || status.RaftState != raft.StateFollower {
+		return false, nil
+	}
+	return true, m.raw.Campaign()
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"narad/meta"
 	"narad/storage"
 )
 
@@ -33,6 +34,19 @@ type Config struct {
 	NodeID string
 	// AdvertiseAddr is the HTTP address clients reach this node at.
 	AdvertiseAddr string
+	// ClusterAddr is where peers reach this node (Raft and forwarding).
+	ClusterAddr string
+	// Meta configures the metastore replica; Meta.NodeID must equal
+	// NodeID. Left zero, New makes this node the sole voter of its own
+	// group (a single node).
+	Meta meta.Config
+	// MetaTickIntervalMs is the period of one Raft tick.
+	MetaTickIntervalMs int64
+	// MemberHeartbeatIntervalMs is how often the node tells the metastore
+	// it is alive.
+	MemberHeartbeatIntervalMs int64
+	// ProposalTimeoutMs bounds the wait for a metastore change's outcome.
+	ProposalTimeoutMs int64
 	// Log bounds every partition log.
 	Log storage.LogConfig
 
@@ -62,6 +76,8 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		NodeID:                     "node-1",
+		AdvertiseAddr:              "127.0.0.1:7942",
+		ClusterAddr:                "127.0.0.1:7943",
 		Log:                        storage.DefaultLogConfig(),
 		DefaultPartitions:          3,
 		PartitionsMax:              108,
@@ -74,7 +90,22 @@ func DefaultConfig() Config {
 		CommitPersistIntervalMs:    100,
 		RetentionCheckIntervalMs:   60_000,
 		IdleLogCloseMs:             1_800_000,
+		MetaTickIntervalMs:         100,
+		MemberHeartbeatIntervalMs:  5_000,
+		ProposalTimeoutMs:          5_000,
 	}
+}
+
+// singleNodeRaftID is the raft id of a node that is its own cluster.
+const singleNodeRaftID = 1
+
+// withMetaDefaults fills in a single-node metastore configuration when
+// none is given.
+func (c Config) withMetaDefaults() Config {
+	if c.Meta.NodeID == "" {
+		c.Meta = meta.DefaultConfig(c.NodeID, []meta.Peer{{ID: c.NodeID, RaftID: singleNodeRaftID, ClusterAddr: c.ClusterAddr}})
+	}
+	return c
 }
 
 // Validate reports every problem of the configuration.
@@ -86,6 +117,7 @@ func (c Config) Validate() error {
 		}
 	}
 	check(c.NodeID != "", "node id must not be empty")
+	check(c.AdvertiseAddr != "" && c.ClusterAddr != "", "advertise (HTTP) and cluster addresses must not be empty")
 	check(c.PartitionsMax >= PartitionsMin, "partitions max %d below %d", c.PartitionsMax, PartitionsMin)
 	check(c.DefaultPartitions >= PartitionsMin && c.DefaultPartitions <= c.PartitionsMax,
 		"default partitions %d outside [%d, %d]", c.DefaultPartitions, PartitionsMin, c.PartitionsMax)
@@ -101,6 +133,15 @@ func (c Config) Validate() error {
 	check(c.IdleLogCloseMs == 0 || c.IdleLogCloseMs >= 60_000, "idle log close must be 0 or >= 60000 ms")
 	check(c.Log.RecordBytesMax >= MessageBytesMax+KeyBytesMax,
 		"log record bytes max %d cannot hold a %d-byte payload with a %d-byte key", c.Log.RecordBytesMax, MessageBytesMax, KeyBytesMax)
+	check(c.Meta.NodeID == "" || c.Meta.NodeID == c.NodeID, "metastore node id %q differs from node id %q", c.Meta.NodeID, c.NodeID)
+	check(c.MetaTickIntervalMs > 0, "meta tick interval must be > 0")
+	check(c.MemberHeartbeatIntervalMs > 0, "member heartbeat interval must be > 0")
+	check(c.ProposalTimeoutMs > 0, "proposal timeout must be > 0")
+	if c.Meta.NodeID != "" {
+		if err := c.Meta.Validate(); err != nil {
+			problems = append(problems, err)
+		}
+	}
 	if err := c.Log.Validate(); err != nil {
 		problems = append(problems, err)
 	}

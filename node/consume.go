@@ -82,8 +82,8 @@ func (n *Node) consumeOrder(t *topic, pinned int) []int {
 		return []int{pinned}
 	}
 	count := t.info.Partitions
-	start := t.consumeCursor % count
-	t.consumeCursor = (start + 1) % count
+	start := t.cursors.consume % count
+	t.cursors.consume = (start + 1) % count
 	order := make([]int, count)
 	for i := range order {
 		order[i] = (start + i) % count
@@ -151,7 +151,7 @@ func (n *Node) noteCommitted(p *partition, log *storage.Log) {
 
 // wake serves the parked long polls of a topic, oldest first.
 func (n *Node) wake(topicName string) {
-	t, ok := n.catalog.get(topicName)
+	t, ok := n.lookupTopic(topicName)
 	if !ok {
 		return
 	}

@@ -267,7 +267,7 @@ func TestRedeliveryAfterCrashOfUnackedRecords(t *testing.T) {
 func TestRetentionAgesOutOldSegments(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Log.SegmentBytes = 4096
-	h.start()
+	h.restart()
 	h.createTopic("orders")
 	payload := string(make([]byte, 1000))
 	for range 20 {

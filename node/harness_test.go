@@ -2,10 +2,12 @@ package node
 
 import (
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"narad/meta"
 	"narad/storage"
 )
 
@@ -13,13 +15,16 @@ import (
 // in-memory disk: every request is handled and every Ready persisted,
 // answered and advanced before the call returns.
 type harness struct {
-	t       *testing.T
-	cfg     Config
-	fs      *storage.MemFS
-	node    *Node
-	nowMs   int64
-	nextID  RequestID
-	replies map[RequestID]Reply
+	t   *testing.T
+	cfg Config
+	fs  *storage.MemFS
+	// metaPath is the metastore's bbolt file (a real file: bbolt cannot
+	// run on the in-memory disk; a committed transaction survives a crash).
+	metaPath string
+	node     *Node
+	nowMs    int64
+	nextID   RequestID
+	replies  map[RequestID]Reply
 	// syncsRun counts Sync.Run calls, for group-commit assertions.
 	syncsRun int
 }
@@ -30,15 +35,28 @@ func newHarness(t *testing.T) *harness {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Log.SegmentBytes = 64 << 10
-	h := &harness{t: t, cfg: cfg, fs: storage.NewMemFS(rand.New(rand.NewPCG(1, 2))), nowMs: harnessStartMs, replies: map[RequestID]Reply{}}
+	h := &harness{t: t, cfg: cfg, fs: storage.NewMemFS(rand.New(rand.NewPCG(1, 2))), nowMs: harnessStartMs,
+		replies: map[RequestID]Reply{}, metaPath: filepath.Join(t.TempDir(), "meta.db")}
 	h.start()
+	t.Cleanup(func() {
+		if h.node != nil {
+			_ = h.node.Abandon()
+		}
+	})
 	return h
 }
 
+// start recovers the node and runs it until it leads its single-node
+// metastore and is a member (its first heartbeat applied).
 func (h *harness) start() {
-	n, err := New(h.cfg, h.fs, h.nowMs, nil)
+	store, err := meta.OpenStore(h.metaPath, meta.StoreOptions{NoSync: true})
+	require.NoError(h.t, err)
+	n, err := New(h.cfg, h.fs, store, h.nowMs, nil)
 	require.NoError(h.t, err)
 	h.node = n
+	h.flush()
+	_, member := n.meta.State().Member(h.cfg.NodeID)
+	require.True(h.t, n.meta.IsLeader() && member, "a single node leads and is a member after its first Ready")
 }
 
 // send hands a request to the node and flushes; it returns the id so the
@@ -103,6 +121,8 @@ func (h *harness) tick(deltaMs int64) {
 // crash drops the node and every unsynced write of its disk, then
 // restarts it.
 func (h *harness) crash() {
+	require.NoError(h.t, h.node.Abandon())
+	h.node = nil
 	h.fs.Crash()
 	h.start()
 }
@@ -110,6 +130,7 @@ func (h *harness) crash() {
 // restart closes the node gracefully and starts it again.
 func (h *harness) restart() {
 	require.NoError(h.t, h.node.Close())
+	h.node = nil
 	h.start()
 }
 

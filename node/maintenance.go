@@ -16,7 +16,7 @@ func (n *Node) scheduleCommitPersist() {
 // moves consumer frontiers past what was deleted.
 func (n *Node) applyRetention() {
 	for _, p := range n.sortedPartitions() {
-		t, ok := n.catalog.get(p.key.topic)
+		t, ok := n.lookupTopic(p.key.topic)
 		if !ok || p.log == nil || t.info.RetentionMs == retentionForever {
 			continue
 		}
@@ -50,14 +50,27 @@ func (n *Node) closeIdleLogs() {
 	}
 }
 
-// listMembers describes this node as the only member of its cluster.
+// listMembers describes the members the metastore knows, with how many
+// partitions each owns and how many it is moving away.
 func (n *Node) listMembers() MembersResult {
-	owned := 0
-	for _, name := range n.catalog.names {
-		t, _ := n.catalog.get(name)
-		owned += t.info.Partitions
+	state := n.meta.State()
+	owned, outbound := map[string]int{}, map[string]int{}
+	for _, record := range state.Topics() {
+		for _, a := range record.Assignments {
+			owned[a.Owner]++
+			if a.Target != "" {
+				outbound[a.Owner]++
+			}
+		}
 	}
-	return MembersResult{Members: []Member{{
-		ID: n.cfg.NodeID, Addr: n.cfg.AdvertiseAddr, Status: "alive", OwnedPartitions: owned,
-	}}}
+	result := MembersResult{Members: []Member{}}
+	for _, m := range state.Members() {
+		status := "dead"
+		if m.Alive {
+			status = "alive"
+		}
+		result.Members = append(result.Members, Member{ID: m.ID, Addr: m.HTTPAddr, Status: status,
+			Draining: m.Draining, OwnedPartitions: owned[m.ID], OutboundMoves: outbound[m.ID]})
+	}
+	return result
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"narad/chaos"
+	"narad/meta"
 	"narad/storage"
 )
 
@@ -23,7 +24,20 @@ type Node struct {
 	// those of earlier ones: it derives from a persisted start counter.
 	nonceBase uint64
 
-	catalog    *catalog
+	// meta is this node's replica of the metastore: topics, placement,
+	// members. Only the loop calls it; its Ready rides in the node's.
+	meta *meta.Meta
+	// metaReady is the metastore Ready handed out in the current node
+	// Ready, until Advance; nil when none.
+	metaReady *meta.Ready
+	// proposals wait for their outcome, by proposal id.
+	proposals map[meta.ProposalID]*pendingProposal
+	// known maps each topic name of the applied state to its creation
+	// time, to notice deletes and re-creates (reconcileTopics).
+	known map[string]int64
+	// cursors are the topics' produce and consume cursors on this node.
+	cursors map[string]*topicCursors
+
 	partitions map[partitionKey]*partition
 	waiters    *waiterSet
 
@@ -39,38 +53,64 @@ type Node struct {
 	// Deadlines of periodic work, in node time.
 	nextCommitPersistMs int64
 	nextRetentionMs     int64
+	nextMetaTickMs      int64
+	nextHeartbeatMs     int64
 }
 
-// New recovers a node from its disk at time nowMs. Partition logs open
-// lazily, on first use.
-func New(cfg Config, fs storage.FS, nowMs int64, observer Observer) (*Node, error) {
+// New recovers a node at time nowMs: partition logs from fs (lazily, on
+// first use) and the metastore replica from metaStore, which the node owns
+// from then on (Close and Abandon close it). A single node (cfg.Meta with
+// itself as the only voter) elects itself at once.
+func New(cfg Config, fs storage.FS, metaStore *meta.Store, nowMs int64, observer Observer) (*Node, error) {
+	cfg = cfg.withMetaDefaults()
 	if err := cfg.Validate(); err != nil {
+		_ = metaStore.Close()
 		return nil, fmt.Errorf("node config: %w", err)
 	}
 	if observer == nil {
 		observer = NopObserver{}
 	}
-	cat, err := loadCatalog(fs)
+	replica, err := meta.New(cfg.Meta, metaStore)
 	if err != nil {
+		_ = metaStore.Close()
 		return nil, err
 	}
-	n := &Node{
-		cfg: cfg, fs: fs, store: storage.NewStore(fs, cfg.Log), observer: observer,
-		nowMs:   nowMs,
-		catalog: cat, partitions: map[partitionKey]*partition{}, waiters: newWaiterSet(),
+	n := newNode(cfg, fs, replica, nowMs, observer)
+	if err := n.recover(); err != nil {
+		_ = replica.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observer Observer) *Node {
+	return &Node{
+		cfg: cfg, fs: fs, store: storage.NewStore(fs, cfg.Log), observer: observer, nowMs: nowMs,
+		meta: replica, proposals: map[meta.ProposalID]*pendingProposal{}, known: map[string]int64{},
+		cursors: map[string]*topicCursors{}, partitions: map[partitionKey]*partition{}, waiters: newWaiterSet(),
 		dirty: map[partitionKey]*partition{}, dependents: map[partitionKey][]int{},
 		nextCommitPersistMs: nowMs + cfg.CommitPersistIntervalMs,
 		nextRetentionMs:     nowMs + cfg.RetentionCheckIntervalMs,
+		nextMetaTickMs:      nowMs + cfg.MetaTickIntervalMs,
+		nextHeartbeatMs:     nowMs,
 	}
+}
+
+// recover finishes a start: stale topic directories go, the incarnation
+// advances, and a restarted sole voter campaigns (a fresh one waits for
+// its bootstrap configuration to apply: maintainMeta runs again then).
+func (n *Node) recover() error {
+	n.rememberTopics()
 	if err := n.sweepOrphans(); err != nil {
-		return nil, err
+		return err
 	}
-	incarnation, err := nextIncarnation(fs)
+	incarnation, err := nextIncarnation(n.fs)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	n.nonceBase = incarnation << incarnationNonceShift
-	return n, nil
+	n.maintainMeta()
+	return nil
 }
 
 // Now returns the node's clock in milliseconds.
@@ -84,8 +124,10 @@ func (n *Node) Tick(nowMs int64) {
 		return
 	}
 	n.nowMs = nowMs
+	n.tickMeta()
 	n.expireLeases()
 	n.expireWaiters()
+	n.expireProposals()
 	if nowMs >= n.nextCommitPersistMs {
 		n.nextCommitPersistMs = nowMs + n.cfg.CommitPersistIntervalMs
 		n.scheduleCommitPersist()
@@ -103,7 +145,7 @@ func (n *Node) Tick(nowMs int64) {
 // do, so a driver can sleep until then. It is never after the periodic
 // deadlines.
 func (n *Node) NextDeadlineMs() int64 {
-	next := min(n.nextCommitPersistMs, n.nextRetentionMs)
+	next := min(n.nextCommitPersistMs, n.nextRetentionMs, n.nextMetaTickMs)
 	if d, ok := n.waiters.nextDeadline(); ok {
 		next = min(next, d)
 	}
@@ -124,15 +166,15 @@ func (n *Node) NextDeadlineMs() int64 {
 func (n *Node) Handle(id RequestID, req Request) {
 	switch r := req.(type) {
 	case CreateTopic:
-		n.answer(id)(n.createTopic(r))
+		n.createTopic(id, r)
 	case ListTopics:
 		n.answer(id)(n.listTopics(r))
 	case GetTopic:
 		n.answer(id)(n.getTopic(r))
 	case AlterTopic:
-		n.answer(id)(n.alterTopic(r))
+		n.alterTopic(id, r)
 	case DeleteTopic:
-		n.answer(id)(n.deleteTopic(r))
+		n.deleteTopic(id, r)
 	case Produce:
 		n.produce(id, r)
 	case Consume:
@@ -167,7 +209,7 @@ func (n *Node) Step(env Envelope) error {
 
 // HasReady reports whether Ready has anything to hand out.
 func (n *Node) HasReady() bool {
-	return len(n.replies) > 0 || len(n.dirty) > 0 || len(n.messages) > 0
+	return len(n.replies) > 0 || len(n.dirty) > 0 || len(n.messages) > 0 || n.meta.HasReady()
 }
 
 // Ready hands out the gathered outputs. The driver must handle it (see
@@ -180,6 +222,7 @@ func (n *Node) Ready() Ready {
 	for _, p := range n.sortedDirty() {
 		rd.Syncs = append(rd.Syncs, Sync{Dir: p.dir, log: p.log, data: p.log.Dirty(), committed: p.log.CommittedDirty()})
 	}
+	n.addMetaReady(&rd)
 	n.replies, n.messages = nil, nil
 	n.dirty = map[partitionKey]*partition{}
 	n.dependents = map[partitionKey][]int{}
@@ -199,8 +242,12 @@ func (n *Node) readyRepliesFirst() Ready {
 // durable become visible now, so parked long polls of those topics are
 // served (their replies go into the next Ready).
 func (n *Node) Advance(rd Ready) {
+	n.advanceMeta()
 	topics := map[string]bool{}
 	for _, s := range rd.Syncs {
+		if s.meta != nil {
+			continue
+		}
 		assert(!s.log.Dirty() || !s.data, "node: log %s still dirty after its sync round", s.Dir)
 		if s.data {
 			topics[topicOfDir(s.Dir)] = true
@@ -245,7 +292,31 @@ func (n *Node) Close() error {
 	if err := n.store.CloseAll(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := n.meta.Close(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
+}
+
+// Abandon drops the node as a crash would: nothing is persisted or
+// synced; the metastore's file is closed (its committed transactions
+// survive, as bbolt guarantees) so that a new node can open it. The
+// simulator calls it when it kills a node.
+func (n *Node) Abandon() error {
+	return n.meta.Close()
+}
+
+// Serving returns nil when the node can serve its clients: its metastore
+// replica knows a leader and this node is a member. Otherwise it says why
+// (readiness probes report it).
+func (n *Node) Serving() error {
+	if _, ok := n.meta.Leader(); !ok {
+		return errors.New("no metadata leader known")
+	}
+	if _, member := n.meta.State().Member(n.cfg.NodeID); !member {
+		return errors.New("this node is not a cluster member yet")
+	}
+	return nil
 }
 
 // Stats are the node's inventory numbers, for metrics.
@@ -255,10 +326,10 @@ type Stats struct {
 
 // Stats returns the node's inventory numbers.
 func (n *Node) Stats() Stats {
-	s := Stats{Topics: len(n.catalog.names), ParkedPolls: n.waiters.len(), OpenLogs: len(n.store.OpenDirs())}
-	for _, name := range n.catalog.names {
-		t, _ := n.catalog.get(name)
-		s.Partitions += t.info.Partitions
+	topics := n.meta.State().Topics()
+	s := Stats{Topics: len(topics), ParkedPolls: n.waiters.len(), OpenLogs: len(n.store.OpenDirs())}
+	for _, record := range topics {
+		s.Partitions += record.Partitions
 	}
 	return s
 }

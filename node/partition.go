@@ -144,9 +144,10 @@ func sortedValues(m map[partitionKey]*partition) []*partition {
 	return out
 }
 
-// sweepOrphans removes topic directories that the catalog does not know
-// (left by a crash in the middle of a delete) and partition directories
-// past a topic's partition count.
+// sweepOrphans removes topic directories that the metastore's durable
+// state does not know (left by a crash in the middle of a delete). A node
+// writes a topic's data only after its replica applied the topic, and the
+// applied state is durable, so a directory for an unknown name is stale.
 func (n *Node) sweepOrphans() error {
 	names, err := n.fs.List(topicsDir)
 	if errors.Is(err, storage.ErrNotExist) {
@@ -156,7 +157,7 @@ func (n *Node) sweepOrphans() error {
 		return fmt.Errorf("list topics: %w", err)
 	}
 	for _, name := range names {
-		if _, ok := n.catalog.get(name); ok {
+		if _, ok := n.meta.State().Topic(name); ok {
 			continue
 		}
 		n.observer.Event("orphan-removed", topicsDir+"/"+name)

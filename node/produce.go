@@ -96,8 +96,8 @@ func (n *Node) choosePartition(t *topic, rec ProduceRecord) int {
 		h.Write(rec.Key)
 		return int(h.Sum32() % uint32(t.info.Partitions))
 	default:
-		t.produceCursor = (t.produceCursor + 1) % t.info.Partitions
-		return t.produceCursor
+		t.cursors.produce = (t.cursors.produce + 1) % t.info.Partitions
+		return t.cursors.produce
 	}
 }
 

@@ -114,7 +114,7 @@ func TestAcknowledgedProduceSurvivesCrash(t *testing.T) {
 func TestBatchWhoseSecondAppendFailsChangesNothingDurable(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.Log.WriteBufferBytesMax = 50 // one small frame stays buffered, the second flushes
-	h.start()
+	h.restart()
 	h.createTopic("orders")
 	h.produce("orders", 0, "before")
 	h.fs.FailNext(storage.FaultWrite, storage.ErrNoSpace, 1)

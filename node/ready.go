@@ -1,6 +1,9 @@
 package node
 
-import "narad/storage"
+import (
+	"narad/meta"
+	"narad/storage"
+)
 
 // Ready is what the node asks its driver to do, in this order: run the
 // Syncs, then deliver Messages and Replies, then call Advance.
@@ -19,10 +22,18 @@ type Sync struct {
 	log       *storage.Log
 	data      bool
 	committed bool
+	// meta and metaReady, when set, make this the metastore's persist
+	// step (one bbolt transaction) instead of a partition's round.
+	meta      *meta.Meta
+	metaReady *meta.Ready
 }
 
-// Run performs the sync round. It touches only this partition's files.
+// Run performs the sync round. It touches only this partition's files
+// (or only the metastore's file).
 func (s Sync) Run() error {
+	if s.meta != nil {
+		return s.meta.Persist(*s.metaReady)
+	}
 	if s.data {
 		if err := s.log.Sync(); err != nil {
 			return err

@@ -3,8 +3,11 @@ package node
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"regexp"
+	"sort"
 
+	"narad/meta"
 	"narad/node/lease"
 	"narad/storage"
 )
@@ -19,32 +22,32 @@ func validTopicName(name string) error {
 }
 
 func (n *Node) topic(name string) (*topic, error) {
-	t, ok := n.catalog.get(name)
+	t, ok := n.lookupTopic(name)
 	if !ok {
 		return nil, NotFound("topic %q not found", name)
 	}
 	return t, nil
 }
 
-func (n *Node) createTopic(r CreateTopic) (any, error) {
+// createTopic validates the request and proposes the topic, with the
+// placement of its partitions, to the metastore; the 201 leaves when the
+// entry is applied (handleOutcomes).
+func (n *Node) createTopic(id RequestID, r CreateTopic) {
 	info, err := n.newTopicInfo(r)
+	if err == nil {
+		if _, exists := n.lookupTopic(r.Name); exists {
+			err = Conflict("topic already exists")
+		}
+	}
 	if err != nil {
-		return nil, err
+		n.reply(id, nil, err)
+		return
 	}
-	if _, exists := n.catalog.get(r.Name); exists {
-		return nil, Conflict("topic already exists")
-	}
-	// A directory left by an interrupted delete must not leak old records
-	// into the new topic.
-	if err := n.fs.RemoveAll(topicsDir + "/" + r.Name); err != nil {
-		return nil, Internal("create topic failed: %v", err)
-	}
-	n.catalog.put(info)
-	if err := n.catalog.save(n.fs); err != nil {
-		n.catalog.remove(r.Name)
-		return nil, Internal("create topic failed: %v", err)
-	}
-	return info, nil
+	n.propose(id, proposalCreateTopic, r.Name, meta.CreateTopic{
+		Name: info.Name, RetentionMs: info.RetentionMs, VisibilityTimeoutMs: info.VisibilityTimeoutMs,
+		MaxInFlightPerPartition: info.InFlightMax, MaxAckedAheadPerPartition: info.AckedAheadMax,
+		CreatedAtMs: n.nowMs, Owners: n.placePartitions(info.Name, 0, info.Partitions),
+	})
 }
 
 func (n *Node) newTopicInfo(r CreateTopic) (TopicInfo, error) {
@@ -85,6 +88,38 @@ func (n *Node) applyDefaults(info *TopicInfo) error {
 	return nil
 }
 
+// pageAfter returns up to limit of the sorted names that come after token.
+func pageAfter(names []string, token string, limit int) []string {
+	i := sort.SearchStrings(names, token)
+	if i < len(names) && names[i] == token {
+		i++
+	}
+	return names[i:min(i+limit, len(names))]
+}
+
+// placePartitions chooses owners for partitions [from, to) of a topic:
+// round-robin over the alive, non-draining members sorted by id, starting
+// at a member picked by the topic's name so topics spread out.
+func (n *Node) placePartitions(topicName string, from, to int) []string {
+	var receivers []string
+	for _, m := range n.meta.State().Members() {
+		if m.Alive && !m.Draining {
+			receivers = append(receivers, m.ID)
+		}
+	}
+	if len(receivers) == 0 {
+		receivers = []string{n.cfg.NodeID} // the leader heartbeats first; its own entry applies before this one
+	}
+	h := fnv.New32a()
+	h.Write([]byte(topicName))
+	start := int(h.Sum32() % uint32(len(receivers)))
+	owners := make([]string, 0, to-from)
+	for i := from; i < to; i++ {
+		owners = append(owners, receivers[(start+i)%len(receivers)])
+	}
+	return owners
+}
+
 func orDefault[T int | int64](value, fallback T) T {
 	if value == 0 {
 		return fallback
@@ -97,10 +132,10 @@ func (n *Node) listTopics(r ListTopics) (any, error) {
 	if limit < 1 || limit > TopicsPageMax {
 		return nil, Invalid("limit must be between 1 and %d", TopicsPageMax)
 	}
-	names := n.catalog.pageAfter(r.PageToken, limit)
+	names := pageAfter(n.meta.State().TopicNames(), r.PageToken, limit)
 	page := TopicPage{Topics: make([]TopicInfo, 0, len(names))}
 	for _, name := range names {
-		t, _ := n.catalog.get(name)
+		t, _ := n.lookupTopic(name)
 		page.Topics = append(page.Topics, t.info)
 	}
 	if len(names) == limit {
@@ -142,28 +177,26 @@ func (n *Node) partitionStats(t *topic, index int) PartitionStats {
 	return stats
 }
 
-func (n *Node) alterTopic(r AlterTopic) (any, error) {
+// alterTopic validates the change against the current definition and
+// proposes it; lease tables pick up new caps when the entry applies
+// (reconcileTopics).
+func (n *Node) alterTopic(id RequestID, r AlterTopic) {
 	t, err := n.topic(r.Name)
+	var info TopicInfo
+	if err == nil {
+		info, err = n.alteredInfo(t.info, r)
+	}
 	if err != nil {
-		return nil, err
+		n.reply(id, nil, err)
+		return
 	}
-	info, err := n.alteredInfo(t.info, r)
-	if err != nil {
-		return nil, err
+	cmd := meta.AlterTopic{Name: r.Name, RetentionMs: &info.RetentionMs, VisibilityTimeoutMs: &info.VisibilityTimeoutMs,
+		MaxInFlightPerPartition: &info.InFlightMax, MaxAckedAheadPerPartition: &info.AckedAheadMax}
+	if info.Partitions > t.info.Partitions {
+		cmd.Partitions = &info.Partitions
+		cmd.NewOwners = n.placePartitions(info.Name, t.info.Partitions, info.Partitions)
 	}
-	old := t.info
-	n.catalog.put(info)
-	if err := n.catalog.save(n.fs); err != nil {
-		n.catalog.put(old)
-		return nil, Internal("alter topic failed: %v", err)
-	}
-	for i := range old.Partitions {
-		if p := n.partitions[partitionKey{info.Name, i}]; p != nil && p.leases != nil {
-			p.leases.SetConfig(n.leaseConfig(t))
-		}
-	}
-	n.wake(info.Name) // more partitions or larger caps may serve parked polls
-	return info, nil
+	n.propose(id, proposalAlterTopic, r.Name, cmd)
 }
 
 func (n *Node) alteredInfo(info TopicInfo, r AlterTopic) (TopicInfo, error) {
@@ -192,43 +225,38 @@ func setIf[T any](field *T, value *T) {
 	}
 }
 
-func (n *Node) deleteTopic(r DeleteTopic) (any, error) {
-	t, err := n.topic(r.Name)
-	if err != nil {
-		return nil, err
+// deleteTopic proposes the deletion; every node drops its partitions of
+// the topic when the entry applies (reconcileTopics).
+func (n *Node) deleteTopic(id RequestID, r DeleteTopic) {
+	if _, err := n.topic(r.Name); err != nil {
+		n.reply(id, nil, err)
+		return
 	}
-	n.catalog.remove(r.Name)
-	if err := n.catalog.save(n.fs); err != nil {
-		n.catalog.put(t.info)
-		return nil, Internal("delete topic failed: %v", err)
-	}
-	n.dropTopicState(t)
-	// Metadata is gone; leftover data is reclaimed by the startup sweep if
-	// this removal fails or a crash interrupts it.
-	if err := n.fs.RemoveAll(topicsDir + "/" + r.Name); err != nil {
-		n.observer.Event("topic-purge-failed", fmt.Sprintf("%s: %v", r.Name, err))
-	}
-	return nil, nil
+	n.propose(id, proposalDeleteTopic, r.Name, meta.DeleteTopic{Name: r.Name})
 }
 
-// dropTopicState forgets every partition of a deleted topic: open logs are
-// closed, unsynced produces answered 404, parked polls answered 404.
-func (n *Node) dropTopicState(t *topic) {
-	gone := NotFound("topic %q not found", t.info.Name)
-	for i := range t.info.Partitions {
-		key := partitionKey{t.info.Name, i}
-		p := n.partitions[key]
-		if p == nil {
+// dropTopicState forgets every partition of a topic that is gone (or was
+// re-created): open logs are closed, unsynced produces answered 404,
+// parked polls answered 404, and its directory removed.
+func (n *Node) dropTopicState(name string) {
+	gone := NotFound("topic %q not found", name)
+	for _, p := range n.sortedPartitions() {
+		if p.key.topic != name {
 			continue
 		}
 		n.failDependents(p, gone)
 		if err := n.store.Close(p.dir); err != nil && !isClosed(err) {
 			n.observer.Event("log-close-failed", fmt.Sprintf("%s: %v", p.dir, err))
 		}
-		delete(n.partitions, key)
+		delete(n.partitions, p.key)
 	}
-	for _, id := range n.waiters.removeTopic(t.info.Name) {
+	for _, id := range n.waiters.removeTopic(name) {
 		n.reply(id, nil, gone)
+	}
+	delete(n.cursors, name)
+	// Leftovers of a failed removal are reclaimed by the startup sweep.
+	if err := n.fs.RemoveAll(topicsDir + "/" + name); err != nil {
+		n.observer.Event("topic-purge-failed", fmt.Sprintf("%s: %v", name, err))
 	}
 }
 

@@ -1,6 +1,9 @@
 package node
 
-import "container/heap"
+import (
+	"container/heap"
+	"sort"
+)
 
 // waiter is a parked long poll.
 type waiter struct {
@@ -64,6 +67,16 @@ func (s *waiterSet) remove(id RequestID) bool {
 // topic returns a copy of the topic's waiters in arrival order.
 func (s *waiterSet) topic(name string) []*waiter {
 	return append([]*waiter(nil), s.byTopic[name]...)
+}
+
+// topicNames lists the topics with parked polls, sorted.
+func (s *waiterSet) topicNames() []string {
+	names := make([]string, 0, len(s.byTopic))
+	for name := range s.byTopic { //determinism:ok sorted below
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // removeTopic drops every waiter of a topic and returns their ids in

@@ -3,8 +3,10 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"narad/httpapi"
+	"narad/meta"
 	"narad/node"
 	"narad/storage"
 )
@@ -46,6 +48,13 @@ func newSimNode(w *World, index int) *simNode {
 
 func (n *simNode) up() bool { return n.node != nil }
 
+// metaPath is the node's metastore file: bbolt needs a real file (it
+// cannot run on the simulated disk); a simulated crash closes it between
+// steps, and bbolt keeps every committed transaction, as on a real crash.
+func (n *simNode) metaPath() string {
+	return filepath.Join(n.w.metaDir, n.id+".db")
+}
+
 // start recovers the node from its disk.
 func (n *simNode) start() {
 	cfg := node.DefaultConfig()
@@ -53,7 +62,12 @@ func (n *simNode) start() {
 	cfg.Log.SegmentBytes = 16 << 10  // small segments: rolls run often
 	cfg.Log.WriteBufferBytesMax = 64 // appends reach the disk between syncs: write faults hit them
 	cfg.ConsumeWaitMaxMs = 10_000
-	created, err := node.New(cfg, n.fs, n.w.nowMs, nil)
+	store, err := meta.OpenStore(n.metaPath(), meta.StoreOptions{NoSync: true})
+	if err != nil {
+		n.w.fail("restart", "%s cannot open its metastore: %v", n.id, err)
+		return
+	}
+	created, err := node.New(cfg, n.fs, store, n.w.nowMs, nil)
 	if err != nil && n.w.phase == phaseSafety {
 		// An injected disk fault can fail a start, as it would a real
 		// process: its supervisor starts it again.
@@ -196,6 +210,9 @@ func (n *simNode) crash(kind string) {
 		return
 	}
 	n.w.countFault(kind)
+	if err := n.node.Abandon(); err != nil {
+		n.w.fail("crash", "%s: closing its metastore: %v", n.id, err)
+	}
 	n.fs.Crash()
 	n.node, n.calls, n.inbox, n.persisting = nil, nil, nil, false
 	n.w.tracef("%s crashed (%s)", n.id, kind)

@@ -1,9 +1,11 @@
 package sim
 
 import (
+	cryptorand "crypto/rand"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"time"
 
 	"narad/chaos"
@@ -72,6 +74,8 @@ type World struct {
 	healedMs int64
 	// failure is the first checker failure; the run stops at it.
 	failure *Failure
+	// metaDir holds the nodes' metastore files for this run.
+	metaDir string
 	// logOperations and logResult are porcupine's input size and verdict.
 	logOperations int
 	logResult     string
@@ -114,16 +118,53 @@ func NewWorld(opts Options) *World {
 	return w
 }
 
-// Run runs the world to the end and checks it.
+// Run runs the world to the end and checks it. Runs share package state
+// (crypto/rand.Reader, chaos), so they must not overlap in one process.
 func Run(opts Options) Report {
 	start := time.Now() //determinism:ok wall time only reported, never used in the run
 	chaos.Record(nil, 0)
 	defer chaos.Reset()
+	restore := pinCryptoRand(opts.Seed)
+	defer restore()
 	w := NewWorld(opts)
+	metaDir, err := os.MkdirTemp("", "narad-sim-meta")
+	assert(err == nil, "temp dir for the metastores: %v", err)
+	defer os.RemoveAll(metaDir)
+	w.metaDir = metaDir
 	w.run()
+	w.closeNodes()
 	report := w.report()
 	report.WallSeconds = time.Since(start).Seconds()
 	return report
+}
+
+// closeNodes releases the nodes' metastore files at the end of a run.
+func (w *World) closeNodes() {
+	for _, n := range w.nodes {
+		if n.up() {
+			_ = n.node.Abandon()
+			n.node = nil
+		}
+	}
+}
+
+// pinCryptoRand replaces crypto/rand.Reader, from which etcd raft draws
+// its election jitter, with a stream of the seed for the run (DESIGN.md
+// §3), and returns what restores it.
+func pinCryptoRand(seed uint64) func() {
+	previous := cryptorand.Reader
+	cryptorand.Reader = rand.NewChaCha8(seedBytes(seed))
+	return func() { cryptorand.Reader = previous }
+}
+
+func seedBytes(seed uint64) [32]byte {
+	var b [32]byte
+	for i := range 4 {
+		for j := range 8 {
+			b[i*8+j] = byte((seed + uint64(i)) >> (8 * j))
+		}
+	}
+	return b
 }
 
 func (w *World) run() {

@@ -1,0 +1,115 @@
+package node
+
+import (
+	"fmt"
+	"sort"
+
+	"narad/meta"
+)
+
+// metaDir names the metastore's work in a Ready's Syncs (traces, logs).
+const metaDir = "metastore"
+
+// tickMeta ticks the metastore at its own period and heartbeats when due.
+func (n *Node) tickMeta() {
+	for n.nowMs >= n.nextMetaTickMs {
+		n.meta.Tick()
+		n.nextMetaTickMs += n.cfg.MetaTickIntervalMs
+	}
+	n.maintainMeta()
+}
+
+// maintainMeta runs after every tick and every applied metastore Ready: a
+// sole voter elects itself as soon as raft lets it (once its bootstrap
+// configuration is applied), and the node heartbeats when due.
+func (n *Node) maintainMeta() {
+	if _, err := n.meta.CampaignIfSoleVoter(); err != nil {
+		n.observer.Event("campaign-failed", err.Error())
+	}
+	if n.nowMs >= n.nextHeartbeatMs && n.meta.IsLeader() {
+		n.heartbeat()
+		n.nextHeartbeatMs = n.nowMs + n.cfg.MemberHeartbeatIntervalMs
+	}
+}
+
+// addMetaReady puts the metastore's Ready into rd: its persistence as one
+// more Sync, its messages as envelopes.
+func (n *Node) addMetaReady(rd *Ready) {
+	if !n.meta.HasReady() {
+		return
+	}
+	assert(n.metaReady == nil, "node: a metastore Ready is still in flight")
+	metaReady := n.meta.Ready()
+	n.metaReady = &metaReady
+	rd.Syncs = append(rd.Syncs, Sync{Dir: metaDir, meta: n.meta, metaReady: n.metaReady})
+	for _, msg := range metaReady.Messages {
+		peer, ok := n.meta.PeerByRaftID(msg.GetTo())
+		if !ok {
+			n.observer.Event("raft-unknown-peer", fmt.Sprintf("raft id %d", msg.GetTo()))
+			continue
+		}
+		rd.Messages = append(rd.Messages, Envelope{From: n.cfg.NodeID, To: peer.ID, Message: RaftMessage{Message: msg}})
+	}
+}
+
+// advanceMeta completes the metastore's Ready: outcomes answer proposals,
+// and the applied state may have deleted or re-created topics.
+func (n *Node) advanceMeta() {
+	if n.metaReady == nil {
+		return
+	}
+	outcomes := n.meta.Advance(*n.metaReady)
+	n.metaReady = nil
+	n.reconcileTopics()
+	n.handleOutcomes(outcomes)
+	n.maintainMeta()
+}
+
+// rememberTopics records the topics of the applied state.
+func (n *Node) rememberTopics() {
+	for _, record := range n.meta.State().Topics() {
+		n.known[record.Name] = record.CreatedAtMs
+	}
+}
+
+// reconcileTopics brings the node's partitions in line with the applied
+// state: a topic that disappeared (or was re-created under its name) loses
+// its local data; a changed topic passes new caps to its lease tables and
+// may serve parked polls.
+func (n *Node) reconcileTopics() {
+	current := map[string]meta.TopicRecord{}
+	for _, record := range n.meta.State().Topics() {
+		current[record.Name] = record
+	}
+	for _, name := range sortedNames(n.known) {
+		if record, ok := current[name]; !ok || record.CreatedAtMs != n.known[name] {
+			n.dropTopicState(name)
+			delete(n.known, name)
+		}
+	}
+	for _, record := range n.meta.State().Topics() {
+		n.known[record.Name] = record.CreatedAtMs
+		n.refreshLeaseConfig(record)
+	}
+	for _, name := range n.waiters.topicNames() {
+		n.wake(name) // more partitions or larger caps may serve parked polls
+	}
+}
+
+func (n *Node) refreshLeaseConfig(record meta.TopicRecord) {
+	t, _ := n.lookupTopic(record.Name)
+	for i := range record.Partitions {
+		if p := n.partitions[partitionKey{record.Name, i}]; p != nil && p.leases != nil {
+			p.leases.SetConfig(n.leaseConfig(t))
+		}
+	}
+}
+
+func sortedNames(m map[string]int64) []string {
+	names := make([]string, 0, len(m))
+	for name := range m { //determinism:ok sorted below
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}

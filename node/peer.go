@@ -1,0 +1,47 @@
+package node
+
+import "go.etcd.io/raft/v3/raftpb"
+
+// Messages between nodes, carried in Envelope.Message. The set is closed
+// and append-only: package wire encodes each type under a fixed number,
+// and a number is never reused.
+
+// RaftMessage carries one message of the metastore's Raft group. The
+// message is a protobuf value: it travels by pointer, never copied.
+type RaftMessage struct {
+	Message *raftpb.Message
+}
+
+// ForwardRequest asks the receiving node to serve Request as if a client
+// had sent it to that node, and to answer with a ForwardReply of the same
+// ID. LocalOnly limits it to partitions the receiver owns (no further
+// forwarding), which every forwarded request sets: a request is forwarded
+// at most once.
+type ForwardRequest struct {
+	// ID is chosen by the sender, unique among its outstanding forwards.
+	ID        uint64
+	Request   Request
+	LocalOnly bool
+}
+
+// ForwardReply answers the ForwardRequest with the same ID.
+type ForwardReply struct {
+	ID    uint64
+	Reply Reply
+}
+
+// Subscribe asks the receiving node (an owner of partitions of Topic) to
+// send a Notify when records become visible on any of them, until UntilMs
+// of the receiver's clock. A node sends it on behalf of its parked long
+// polls.
+type Subscribe struct {
+	Topic   string
+	UntilMs int64
+}
+
+// Notify tells a subscriber that records became visible (or leases were
+// released) on Topic at the sender: its parked long polls should probe
+// again.
+type Notify struct {
+	Topic string
+}

@@ -1,0 +1,155 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"narad/meta"
+)
+
+// proposalKind says what a proposal answers when its outcome arrives.
+type proposalKind int
+
+const (
+	proposalCreateTopic proposalKind = iota + 1
+	proposalAlterTopic
+	proposalDeleteTopic
+	proposalHeartbeat
+)
+
+// pendingProposal is a metastore proposal of this node waiting for its
+// outcome. A proposal can be lost (its leader deposed before it commits),
+// so each has a deadline after which the client gets a retryable error.
+type pendingProposal struct {
+	kind       proposalKind
+	request    RequestID // 0 for the node's own proposals (heartbeats)
+	topic      string
+	deadlineMs int64
+}
+
+// propose sends cmd to the metastore on behalf of request id. On failure
+// the client is answered at once (503: no leader here).
+func (n *Node) propose(id RequestID, kind proposalKind, topicName string, cmd meta.Command) {
+	proposal, err := n.meta.Propose(cmd)
+	if err != nil && id == 0 {
+		n.observer.Event("proposal-failed", fmt.Sprintf("%T: %v", cmd, err))
+	}
+	if err != nil {
+		if id != 0 {
+			n.reply(id, nil, proposeError(err))
+		}
+		return
+	}
+	n.proposals[proposal] = &pendingProposal{kind: kind, request: id, topic: topicName, deadlineMs: n.nowMs + n.cfg.ProposalTimeoutMs}
+}
+
+func proposeError(err error) *Error {
+	var notLeader *meta.NotLeaderError
+	switch {
+	case errors.As(err, &notLeader):
+		return Unavailable("this node is not the metadata leader (the leader is %s); retry there", notLeader.LeaderID)
+	case errors.Is(err, meta.ErrNoLeader):
+		return Unavailable("no metadata leader; retry")
+	case errors.Is(err, meta.ErrInvalidCommand):
+		return Invalid("%v", err)
+	case errors.Is(err, meta.ErrCommandTooLarge):
+		return TooLarge("%v", err)
+	}
+	return Unavailable("metadata proposal failed: %v", err)
+}
+
+// handleOutcomes answers the proposals the metastore applied.
+func (n *Node) handleOutcomes(outcomes []meta.Outcome) {
+	for _, outcome := range outcomes {
+		pending, ok := n.proposals[outcome.ID]
+		if !ok {
+			continue // timed out already
+		}
+		delete(n.proposals, outcome.ID)
+		if pending.request != 0 {
+			n.answer(pending.request)(n.proposalResult(pending, outcome.Err))
+		}
+	}
+}
+
+func (n *Node) proposalResult(pending *pendingProposal, applyErr error) (any, error) {
+	if applyErr != nil {
+		return nil, applyError(pending.topic, applyErr)
+	}
+	if pending.kind == proposalDeleteTopic {
+		return nil, nil
+	}
+	t, ok := n.lookupTopic(pending.topic)
+	assert(ok, "node: topic %s missing right after its %d proposal applied", pending.topic, pending.kind)
+	return t.info, nil
+}
+
+func applyError(topicName string, err error) *Error {
+	switch {
+	case errors.Is(err, meta.ErrTopicExists):
+		return Conflict("topic already exists")
+	case errors.Is(err, meta.ErrTopicNotFound):
+		return NotFound("topic %q not found", topicName)
+	case errors.Is(err, meta.ErrInvalidCommand):
+		return Invalid("%v", err)
+	case errors.Is(err, meta.ErrMemberNotFound):
+		return Unavailable("a chosen owner left the cluster; retry: %v", err)
+	}
+	return Internal("metadata change failed: %v", err)
+}
+
+// expireProposals answers the proposals whose outcome did not arrive in
+// time: the change may still apply later, so the answer is a retryable
+// "unknown outcome".
+func (n *Node) expireProposals() {
+	var expired []meta.ProposalID
+	for id, pending := range n.proposals { //determinism:ok collected then sorted
+		if pending.deadlineMs <= n.nowMs {
+			expired = append(expired, id)
+		}
+	}
+	slices.SortFunc(expired, compareProposals)
+	for _, id := range expired {
+		pending := n.proposals[id]
+		delete(n.proposals, id)
+		if pending.request != 0 {
+			n.reply(pending.request, nil, Unavailable("metadata change timed out; it may still apply: check, then retry"))
+		}
+	}
+}
+
+func compareProposals(a, b meta.ProposalID) int {
+	if c := strings.Compare(a.Node, b.Node); c != 0 {
+		return c
+	}
+	if a.Term != b.Term {
+		return cmpUint(a.Term, b.Term)
+	}
+	return cmpUint(a.Sequence, b.Sequence)
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// heartbeat tells the metastore this node is alive (and where it
+// listens). Owners of new partitions must be members, so a node
+// heartbeats as soon as it starts, then every MemberHeartbeatIntervalMs.
+func (n *Node) heartbeat() {
+	for _, pending := range n.proposals { //determinism:ok only looks for one kind
+		if pending.kind == proposalHeartbeat {
+			return // one at a time
+		}
+	}
+	n.propose(0, proposalHeartbeat, "", meta.MemberHeartbeat{
+		ID: n.cfg.NodeID, HTTPAddr: n.cfg.AdvertiseAddr, ClusterAddr: n.cfg.ClusterAddr, NowMs: n.nowMs,
+	})
+}

@@ -1,0 +1,52 @@
+package node
+
+import (
+	"narad/meta"
+)
+
+const topicsDir = "topics"
+
+// topicCursors are a topic's in-memory cursors on this node.
+type topicCursors struct {
+	// produce picks the partition of the next keyless record.
+	produce int
+	// consume is where the next consume starts looking.
+	consume int
+}
+
+// topic is a topic as the metastore's applied state has it, with this
+// node's cursors. It is built per request; only the cursors persist
+// between requests (in Node.cursors).
+type topic struct {
+	info        TopicInfo
+	assignments []meta.Assignment
+	cursors     *topicCursors
+}
+
+// lookupTopic reads a topic from the local replica of the metastore.
+func (n *Node) lookupTopic(name string) (*topic, bool) {
+	record, ok := n.meta.State().Topic(name)
+	if !ok {
+		return nil, false
+	}
+	cursors := n.cursors[name]
+	if cursors == nil {
+		cursors = &topicCursors{}
+		n.cursors[name] = cursors
+	}
+	return &topic{info: topicInfoOf(record), assignments: record.Assignments, cursors: cursors}, true
+}
+
+func topicInfoOf(r meta.TopicRecord) TopicInfo {
+	return TopicInfo{
+		Name: r.Name, Partitions: r.Partitions, RetentionMs: r.RetentionMs,
+		VisibilityTimeoutMs: r.VisibilityTimeoutMs, InFlightMax: r.MaxInFlightPerPartition,
+		AckedAheadMax: r.MaxAckedAheadPerPartition, CreatedAt: r.CreatedAtMs / 1000, Owner: r.CreatedBy,
+	}
+}
+
+// owner is the node that serves a partition now.
+func (t *topic) owner(index int) string {
+	assert(index < len(t.assignments), "node: topic %s has %d assignments, partition %d asked", t.info.Name, len(t.assignments), index)
+	return t.assignments[index].Owner
+}
