@@ -44,3 +44,23 @@ func BenchmarkEncodeConsumeBatch(b *testing.B) {
 		Encode(request, reply)
 	}
 }
+
+// BenchmarkDecodeBatchLine decodes the line of BenchmarkDecodeProduceBatch
+// with the hand-rolled decoder and with the encoding/json one it replaced.
+func BenchmarkDecodeBatchLine(b *testing.B) {
+	line := []byte(`{"key":"user-7","payload":{"id":7,"name":"` + strings.Repeat("x", 200) + `"}}`)
+	for _, decoder := range []struct {
+		name   string
+		decode func([]byte) (node.ProduceRecord, error)
+	}{{"handwritten", decodeBatchLine}, {"encoding-json", referenceDecodeBatchLine}} {
+		b.Run(decoder.name, func(b *testing.B) {
+			b.SetBytes(int64(len(line)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := decoder.decode(line); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

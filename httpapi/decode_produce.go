@@ -2,9 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/base64"
-	"encoding/json"
-	"errors"
 	"net/http"
 	"net/url"
 
@@ -65,8 +62,13 @@ func keyBytes(key string) []byte {
 	return []byte(key)
 }
 
+// newline separates the lines of a batch produce.
+var newline = []byte("\n")
+
 // decodeProduceBatch decodes an NDJSON batch: one record per non-blank
-// line, within the record, per-record and total payload bounds.
+// line, within the record, per-record and total payload bounds. The keys
+// and JSON payloads of the records may be slices of the request body,
+// which is theirs from then on.
 func (c *Codec) decodeProduceBatch(r *http.Request, query url.Values) ([]node.ProduceRecord, *ErrorResponse) {
 	if query.Has("key") || query.Has("partition") {
 		return nil, invalidf("key and partition go in the records of a batch produce, not in the query")
@@ -75,14 +77,12 @@ func (c *Codec) decodeProduceBatch(r *http.Request, query url.Values) ([]node.Pr
 	if failed != nil {
 		return nil, failed
 	}
-	batch := batchBuilder{messageBytesMax: c.config.MessageBodyBytesMax}
-	for index, line := range bytes.Split(body, []byte("\n")) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		if failed := batch.addLine(line, index+1); failed != nil {
-			return nil, failed
-		}
+	batch := batchBuilder{
+		records:         make([]node.ProduceRecord, 0, min(bytes.Count(body, newline)+1, node.ProduceBatchRecordsMax)),
+		messageBytesMax: c.config.MessageBodyBytesMax,
+	}
+	if failed := batch.addLines(body); failed != nil {
+		return nil, failed
 	}
 	if len(batch.records) == 0 {
 		return nil, failure(ErrEmptyBatch)
@@ -99,6 +99,24 @@ type batchBuilder struct {
 	payloadBytes int
 	// messageBytesMax caps each payload; set at construction.
 	messageBytesMax int64
+}
+
+// addLines adds the record of every non-blank line of body; lines are
+// numbered from 1, blank ones included.
+func (b *batchBuilder) addLines(body []byte) *ErrorResponse {
+	rest := body
+	for lineNumber := 1; ; lineNumber++ {
+		line, after, found := bytes.Cut(rest, newline)
+		if len(bytes.TrimSpace(line)) > 0 {
+			if failed := b.addLine(line, lineNumber); failed != nil {
+				return failed
+			}
+		}
+		if !found {
+			return nil
+		}
+		rest = after
+	}
 }
 
 // addLine decodes line number lineNumber (1-based) and adds its record.
@@ -120,60 +138,4 @@ func (b *batchBuilder) addLine(line []byte, lineNumber int) *ErrorResponse {
 	b.payloadBytes += len(record.Payload)
 	b.records = append(b.records, record)
 	return nil
-}
-
-// batchLine is one line of a batch produce.
-type batchLine struct {
-	Key           string          `json:"key"`
-	Partition     *int            `json:"partition"`
-	Payload       json.RawMessage `json:"payload"`
-	PayloadBase64 *string         `json:"payload_base64"`
-}
-
-// Errors of one batch line; the caller adds the line number.
-var (
-	errPayloadChoice    = errors.New("want exactly one of payload and payload_base64")
-	errPayloadEmpty     = errors.New("payload is empty")
-	errPartitionInvalid = errors.New("partition must be >= 0")
-)
-
-// decodeBatchLine decodes one NDJSON line into a record. A JSON payload is
-// stored as its raw JSON bytes, exactly as they appear in the line.
-func decodeBatchLine(text []byte) (node.ProduceRecord, error) {
-	var line batchLine
-	if err := decodeStrictJSON(text, &line); err != nil {
-		return node.ProduceRecord{}, err
-	}
-	payload, err := linePayload(line)
-	if err != nil {
-		return node.ProduceRecord{}, err
-	}
-	partition := node.PartitionNone
-	if line.Partition != nil {
-		if *line.Partition < 0 {
-			return node.ProduceRecord{}, errPartitionInvalid
-		}
-		partition = *line.Partition
-	}
-	return node.ProduceRecord{Key: keyBytes(line.Key), Partition: partition, Payload: payload}, nil
-}
-
-// linePayload returns the payload bytes of a line: the raw JSON of
-// payload, or the decoded payload_base64.
-func linePayload(line batchLine) ([]byte, error) {
-	if (line.Payload != nil) == (line.PayloadBase64 != nil) {
-		return nil, errPayloadChoice
-	}
-	payload := []byte(line.Payload)
-	if line.PayloadBase64 != nil {
-		decoded, err := base64.StdEncoding.DecodeString(*line.PayloadBase64)
-		if err != nil {
-			return nil, errors.New("invalid payload_base64: " + err.Error())
-		}
-		payload = decoded
-	}
-	if len(payload) == 0 {
-		return nil, errPayloadEmpty
-	}
-	return payload, nil
 }

@@ -96,3 +96,72 @@ func encodeBatch(records []node.ProduceRecord) []byte {
 	}
 	return buffer.Bytes()
 }
+
+// FuzzNDJSONLineMatchesEncodingJSON decodes every input as a batch line
+// with the hand-rolled decoder and with the encoding/json one it replaced
+// (referenceDecodeBatchLine): both must accept it with byte-identical
+// records (key, partition, payload) or both reject it with the same
+// message. The one intended difference: a line naming a field twice is
+// rejected, where encoding/json kept the last value.
+func FuzzNDJSONLineMatchesEncodingJSON(f *testing.F) {
+	for _, seed := range []string{
+		`{"key":"k","partition":0,"payload":"x"}`,
+		`{"key":"user-7","payload":{"id":7,"name":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}}`,
+		`{"payload_base64":"AAE="}`,
+		`{"payload_base64":"A\/E\u003d"}`,
+		`{"payload_base64":"AA\r\nE="}`,
+		` { "key" : "k" , "partition" : 2 , "payload" : [ 1 , { "a" : null } ] } ` + "\r",
+		"\t{\n\"payload\"\r:\t1\n}\t",
+		`{"payload":{"a":{"b":[[[{"c":[true,false,null,-1.5e-3,0,""]}]]]}}}`,
+		`{"payload":"\"\\\/\b\f\n\r\t\u0000\u00e9\uD83D\uDE00"}`,
+		`{"key":"\ud800","payload":"\u0000"}`,
+		`{"key":"\ud800\udc00\udc00\ud800x","payload":1}`,
+		"{\"key\":\"\xff\xfe\xc3\xa9\xe2\x82\",\"payload\":\"\xff\"}",
+		`{"key":"\u00e9t\u00e9","payload":1}`,
+		`{"key":"ключ","payload":"значение"}`,
+		`{"KEY":"k","Payload":1,"PARTITION":1}`,
+		`{"\u212aey":"k","payload_ba\u017fe64":"aGk="}`,
+		`{"k\u0065y":"k","payload":1}`,
+		`{"key":"a","key":"b","payload":1}`,
+		`{"key":"a","KEY":"b","payload":1}`,
+		`{"payload":1,"payload":2}`,
+		`{"payload":1,"payload_base64":null}`,
+		`{"payload":null}`,
+		`{"key":null,"partition":null,"payload":1}`,
+		`{"payload":1,"partition":1e2}`,
+		`{"payload":1,"partition":-0}`,
+		`{"payload":1,"partition":01}`,
+		`{"payload":1,"partition":1.0}`,
+		`{"payload":1,"partition":-1}`,
+		`{"payload":1,"partition":9223372036854775807}`,
+		`{"payload":1,"partition":9223372036854775808}`,
+		`{"payload":1,"partition":"1"}`,
+		`{"key":1,"payload":1}`,
+		`{"key":["a"],"payload":1}`,
+		`{"payload":1,"extra":true}`,
+		`{"payload":1} {"payload":2}`,
+		`{"payload":1}x`,
+		`{"payload":`,
+		`{"payload":"abc`,
+		`{"payload":[1,]}`,
+		`{"payload":tru}`,
+		`{"payload":-}`,
+		`{"payload":1.}`,
+		`{"payload":1e}`,
+		`{"payload_base64":"!!"}`,
+		`{"payload_base64":""}`,
+		`{}`,
+		`null`,
+		`nullx`,
+		`[]`,
+		`12x`,
+		`"s"`,
+		``,
+		` `,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		requireMatchesReference(t, line)
+	})
+}
