@@ -1,0 +1,58 @@
+// Package peer is the production transport between the nodes of a
+// cluster: it carries node.Envelopes over TCP, optionally inside TLS,
+// after a mutual challenge-response handshake on the cluster secret. The
+// simulator has its own network; this package is the real one, used by
+// host. It is an edge of the system, so it is allowed goroutines, sockets
+// and the wall clock; the deterministic core never imports it.
+//
+// # What it owns
+//
+//   - The cluster listener, and one reader goroutine per accepted
+//     connection: it authenticates the dialer, reads frames
+//     (wire.ReadFrame, which checks each length against wire.FrameBytesMax
+//     before reading the payload), decodes envelopes and hands them to
+//     the deliver function given to New.
+//   - Per peer, a bounded send queue and a writer goroutine that dials
+//     on the first message, authenticates, and streams frames in batches;
+//     and per outbound connection a watcher goroutine that reads nothing
+//     (the peer never writes after the handshake) but notices at once
+//     when the peer hangs up, so an idle writer reconnects instead of
+//     writing its next message into a dead connection.
+//     A peer's messages to us arrive on the connection it dialed; ours go
+//     over the one we dialed, so each connection carries one direction.
+//   - The handshake (handshake.go), and the counters read by Stats.
+//
+// # Inputs and outputs
+//
+// Inputs: Send (from the node loop), SetPeer and RemovePeer (membership
+// changes), and the bytes peers send. Outputs: deliver calls, frames on
+// the wire, Stats, logs. Nothing here blocks the caller of Send: a full
+// queue drops the message and counts it, because Raft tolerates loss and
+// forwarded requests time out and are retried by their sender. For the
+// same reason a connection that fails loses what was in flight, and a
+// failed connection attempt drops what was queued for the peer, so a
+// long outage never ends in a burst of stale messages.
+//
+// # Invariants
+//
+//   - Every goroutine starts through Transport.goFuncLocked, counted by
+//     one WaitGroup, and none starts once Close has begun; Close closes
+//     every socket and cancels every wait, then waits for all of them.
+//   - Every queue and buffer is bounded: Config.SendQueueMax per peer,
+//     inboundConnectionsMax accepted connections, writeBatchBytesMax and
+//     writeBatchMessagesMax per write, wire.FrameBytesMax per frame, and
+//     the handshake reads at most greetingBytesMax plus one tag.
+//   - No frame is read before the handshake succeeded, and an envelope
+//     is delivered only when its From is the authenticated dialer and its
+//     To is this node; otherwise the connection is closed and counted.
+//   - Per sender and receiver, envelopes are delivered in the order they
+//     were sent while one connection lasts. Across a reconnect there is
+//     no promise: envelopes may be lost (counted as dropped where the
+//     sender can tell), and the reader of the old connection may still
+//     be delivering its last buffered frames when the new one starts.
+//   - The secret never appears in logs or errors.
+//
+// One mutex (Transport.mu) guards the peer table, the open connections and
+// the closed flag; counters are atomics. No blocking call is made with it
+// held.
+package peer

@@ -1,0 +1,183 @@
+package peer
+
+import (
+	"bufio"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"narad/wire"
+)
+
+// acceptLoop is the listener goroutine: it admits connections until the
+// listener is closed.
+func (t *Transport) acceptLoop(listener net.Listener) {
+	for {
+		conn, err := listener.Accept()
+		if err == nil {
+			t.admit(conn)
+			continue
+		}
+		if t.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+			return
+		}
+		t.logger.Warn("accepting a peer connection failed", "err", err)
+		if !sleepUnlessStopped(t.ctx, acceptRetryDelay) {
+			return
+		}
+	}
+}
+
+// admit starts a reader for conn, or closes it when the transport is
+// closed or inboundConnectionsMax connections are open.
+func (t *Transport) admit(conn net.Conn) {
+	if t.admitted(conn) {
+		return
+	}
+	conn.Close()
+	if t.ctx.Err() == nil {
+		t.inboundRefused.Add(1)
+		t.logger.Warn("too many peer connections; refusing one", "remote", conn.RemoteAddr().String(), "open", inboundConnectionsMax)
+	}
+}
+
+// admitted registers conn and starts its reader, unless the transport is
+// closed or full.
+func (t *Transport) admitted(conn net.Conn) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mu.closed || len(t.mu.inbound) >= inboundConnectionsMax {
+		return false
+	}
+	t.mu.inbound[conn] = ""
+	t.goFuncLocked(func() { t.serveInbound(conn) })
+	assert(len(t.mu.inbound) <= inboundConnectionsMax, "%d inbound connections, bound %d", len(t.mu.inbound), inboundConnectionsMax)
+	return true
+}
+
+// serveInbound is the reader goroutine of one accepted connection: it
+// authenticates the dialer, then delivers its frames until the
+// connection ends.
+func (t *Transport) serveInbound(raw net.Conn) {
+	defer t.forgetInbound(raw)
+	conn, dialerID, err := t.handshakeAsListener(raw)
+	if err != nil {
+		if t.ctx.Err() == nil {
+			t.inboundAuthFailures.Add(1)
+			t.logger.Warn("peer handshake failed", "remote", raw.RemoteAddr().String(), "err", err)
+		}
+		return
+	}
+	t.authenticated(raw, dialerID)
+	err = t.readFrames(conn, dialerID)
+	t.logReadEnd(dialerID, err)
+}
+
+// handshakeAsListener runs TLS (if configured) and the secret handshake on
+// an accepted connection, within HandshakeTimeout. It returns the
+// connection to read frames from and the dialer's authenticated id.
+func (t *Transport) handshakeAsListener(raw net.Conn) (net.Conn, string, error) {
+	if err := raw.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout)); err != nil {
+		return nil, "", fmt.Errorf("%w: %v", ErrHandshake, err)
+	}
+	conn := raw
+	if t.cfg.TLS != nil {
+		server := tls.Server(raw, t.cfg.TLS)
+		if err := server.HandshakeContext(t.ctx); err != nil {
+			return nil, "", fmt.Errorf("%w: tls: %v", ErrHandshake, err)
+		}
+		conn = server
+	}
+	dialerID, err := listenerHandshake(conn, t.keys)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := raw.SetDeadline(time.Time{}); err != nil {
+		return nil, "", fmt.Errorf("%w: %v", ErrHandshake, err)
+	}
+	return conn, dialerID, nil
+}
+
+// authenticated records raw as the connection of dialerID and closes any
+// older connection of the same dialer: it redialed, so the old one is dead
+// or half-open.
+func (t *Transport) authenticated(raw net.Conn, dialerID string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for conn, id := range t.mu.inbound {
+		if id == dialerID && conn != raw {
+			conn.Close()
+		}
+	}
+	t.mu.inbound[raw] = dialerID
+}
+
+// forgetInbound closes raw and drops it from the open connections.
+func (t *Transport) forgetInbound(raw net.Conn) {
+	t.mu.Lock()
+	delete(t.mu.inbound, raw)
+	t.mu.Unlock()
+	raw.Close()
+}
+
+// errMisaddressed: an envelope's From or To does not match its connection.
+var errMisaddressed = errors.New("envelope misaddressed")
+
+// readFrames delivers the envelopes arriving on conn from dialerID until
+// an error, which it returns. Each frame's length is checked against
+// wire.FrameBytesMax (by wire.ReadFrame) before its payload is read.
+func (t *Transport) readFrames(conn net.Conn, dialerID string) error {
+	reader := bufio.NewReaderSize(conn, readBufferBytes)
+	var buffer []byte
+	for {
+		payload, err := wire.ReadFrame(reader, buffer)
+		if isBadInput(err) {
+			return &brokenError{err}
+		}
+		if err != nil {
+			return err
+		}
+		env, err := wire.DecodeEnvelope(payload)
+		if err != nil {
+			return &brokenError{err}
+		}
+		if env.From != dialerID || env.To != t.cfg.NodeID {
+			return &brokenError{fmt.Errorf("%w: from %q to %q on the connection of %q", errMisaddressed, env.From, env.To, dialerID)}
+		}
+		t.delivered.Add(1)
+		t.deliver(env)
+		buffer = keepBuffer(payload)
+	}
+}
+
+// isBadInput reports a read that failed on what the peer sent (a frame
+// over the bound, bad framing, another version) rather than on the
+// connection.
+func isBadInput(err error) bool {
+	return errors.Is(err, wire.ErrTooLarge) || errors.Is(err, wire.ErrMalformed) || errors.Is(err, wire.ErrVersion)
+}
+
+// brokenError marks a connection ended by what the peer sent, as opposed
+// to the connection failing.
+type brokenError struct{ err error }
+
+func (e *brokenError) Error() string { return e.err.Error() }
+func (e *brokenError) Unwrap() error { return e.err }
+
+// logReadEnd counts and logs why an authenticated connection ended.
+func (t *Transport) logReadEnd(dialerID string, err error) {
+	var broken *brokenError
+	switch {
+	case t.ctx.Err() != nil:
+	case errors.As(err, &broken):
+		t.inboundBroken.Add(1)
+		t.logger.Warn("closing peer connection: bad message", "peer", dialerID, "err", err)
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), isConnectionReset(err):
+		t.logger.Debug("peer connection closed", "peer", dialerID, "err", err)
+	default:
+		t.logger.Info("peer connection ended", "peer", dialerID, "err", err)
+	}
+}

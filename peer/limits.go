@@ -1,0 +1,57 @@
+package peer
+
+import (
+	"crypto/sha256"
+	"time"
+
+	"narad/wire"
+)
+
+// Every bound of the package, in one place (STYLE.md item 3). Bounds that
+// an operator may want to change are Config fields; these are not.
+const (
+	// nodeIDBytesMax bounds a node id: the bound of the wire codec, which
+	// carries ids in every envelope. The handshake carries an id behind a
+	// one-byte length, so it must stay below 256.
+	nodeIDBytesMax = wire.NodeIDBytesMax
+	// nonceBytes is the size of each side's handshake challenge.
+	nonceBytes = 32
+	// macBytes is the size of an HMAC-SHA256 tag.
+	macBytes = sha256.Size
+	// greetingBytesMax bounds one handshake greeting on the wire: magic,
+	// version, id length, id, nonce.
+	greetingBytesMax = len(handshakeMagic) + 1 + 1 + nodeIDBytesMax + nonceBytes
+
+	// sendQueueMaxLimit bounds Config.SendQueueMax: a queue holds whole
+	// envelopes, and a runaway setting would hide a stalled peer behind
+	// memory growth.
+	sendQueueMaxLimit = 1 << 20
+	// inboundConnectionsMax bounds the accepted connections open at once,
+	// authenticated or still in their handshake. Past it a new connection
+	// is closed at once and counted (Stats.InboundRefused).
+	inboundConnectionsMax = 1024
+	// readBufferBytes is the buffered reader of an accepted connection.
+	readBufferBytes = 64 << 10
+	// writeBatchBytesMax bounds the frames a writer gathers into one write.
+	// One frame larger than this is still written, alone.
+	writeBatchBytesMax = 1 << 20
+	// writeBatchMessagesMax bounds the messages gathered into one write.
+	writeBatchMessagesMax = 256
+	// bufferKeepBytesMax is the largest buffer a writer or reader keeps
+	// between messages; a larger one, grown by a big message, is released.
+	bufferKeepBytesMax = 4 * writeBatchBytesMax
+	// acceptRetryDelay is the pause after a failed Accept that is not the
+	// listener closing (for instance, out of file descriptors).
+	acceptRetryDelay = 100 * time.Millisecond
+	// timeoutMax bounds every configured timeout and backoff.
+	timeoutMax = 10 * time.Minute
+)
+
+// The relations between the bounds, checked once when the package loads.
+func init() {
+	assert(writeBatchMessagesMax > 0 && writeBatchBytesMax > 0, "write batch bounds must be positive")
+	assert(bufferKeepBytesMax >= writeBatchBytesMax,
+		"kept write buffer %d below one batch %d", bufferKeepBytesMax, writeBatchBytesMax)
+	assert(nodeIDBytesMax <= 255, "node id bound %d does not fit its one-byte length", nodeIDBytesMax)
+	assert(macBytes == 32, "an HMAC-SHA256 tag is 32 bytes, not %d", macBytes)
+}

@@ -1,0 +1,262 @@
+package peer
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"narad/node"
+)
+
+// outbound is one peer we send to: its bounded queue, the context that
+// stops its writer, and its counters. The writer goroutine (runWriter)
+// starts on the first Send and owns the connection it dials.
+type outbound struct {
+	// id is the peer's node id. Immutable.
+	id string
+	// queue holds envelopes for the writer. Capacity Config.SendQueueMax:
+	// Send never blocks on it, it drops instead.
+	queue chan node.Envelope
+	// ctx is canceled, under Transport.mu, by RemovePeer or Close; the
+	// writer then ends.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// random draws the backoff jitter. Only the writer goroutine uses it.
+	random *rand.Rand
+
+	// Counters, written by Send and the writer, read by Stats.
+	sent         atomic.Uint64 // envelopes written to a connection
+	dropped      atomic.Uint64 // envelopes discarded: queue full, peer unreachable, write failed, not encodable
+	connections  atomic.Uint64 // authenticated connections established
+	dialFailures atomic.Uint64 // TCP connects that failed
+	authFailures atomic.Uint64 // handshakes (TLS or secret) that failed after connecting
+	connected    atomic.Bool   // an authenticated connection is up now
+
+	// locked fields are guarded by Transport.mu.
+	locked struct {
+		// address is where the peer is dialed; SetPeer may change it,
+		// which closes conn so that the writer redials.
+		address string
+		// conn is the writer's current TCP connection, dialing or up, nil
+		// between connections. Others only ever Close it, to interrupt the
+		// writer; the writer clears it.
+		conn net.Conn
+		// writerStarted is set once the writer goroutine runs.
+		writerStarted bool
+	}
+}
+
+// newOutboundLocked creates the peer entry for id; the caller holds
+// Transport.mu.
+func (t *Transport) newOutboundLocked(id, address string) *outbound {
+	p := &outbound{id: id, queue: make(chan node.Envelope, t.cfg.SendQueueMax)}
+	p.ctx, p.cancel = context.WithCancel(t.ctx)
+	p.random = rand.New(rand.NewPCG(t.cfg.BackoffSeed, jitterStream(t.cfg.NodeID, id)))
+	p.locked.address = address
+	return p
+}
+
+// jitterStream derives a generator stream from the pair of node ids, so
+// that peers dialing the same node draw different backoffs.
+func jitterStream(localID, peerID string) uint64 {
+	hash := fnv.New64a()
+	hash.Write([]byte(localID))
+	hash.Write([]byte{0})
+	hash.Write([]byte(peerID))
+	return hash.Sum64()
+}
+
+// stopLocked ends the peer's writer: cancels its context and interrupts
+// its connection. The caller holds Transport.mu.
+func (p *outbound) stopLocked() {
+	p.cancel()
+	if p.locked.conn != nil {
+		p.locked.conn.Close()
+	}
+}
+
+// Send queues env for the peer env.To and returns at once. The envelope is
+// dropped and counted when the peer is unknown or its queue is full;
+// delivery is never guaranteed (a connection can break with messages in
+// flight). env.From must be this node's id.
+func (t *Transport) Send(env node.Envelope) {
+	assert(env.From == t.cfg.NodeID, "envelope from %q sent on the transport of %q", env.From, t.cfg.NodeID)
+	p := t.writerFor(env.To)
+	if p == nil {
+		t.unroutable.Add(1)
+		return
+	}
+	select {
+	case p.queue <- env:
+	default:
+		p.dropped.Add(1)
+	}
+}
+
+// writerFor returns the peer id with its writer running, or nil when id is
+// not a peer or the transport is closed.
+func (t *Transport) writerFor(id string) *outbound {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.mu.peers[id]
+	if p == nil || t.mu.closed {
+		return nil
+	}
+	if !p.locked.writerStarted {
+		p.locked.writerStarted = t.goFuncLocked(func() { t.runWriter(p) })
+	}
+	return p
+}
+
+// SetPeer adds the peer id at address, or moves it there. A move closes
+// the current connection; the writer redials the new address. An entry
+// for this node's own id is ignored.
+func (t *Transport) SetPeer(id, address string) error {
+	if err := checkPeer(id, address); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mu.closed {
+		return ErrClosed
+	}
+	t.setPeerLocked(id, address)
+	return nil
+}
+
+func (t *Transport) setPeerLocked(id, address string) {
+	if id == t.cfg.NodeID {
+		return
+	}
+	p, known := t.mu.peers[id]
+	if !known {
+		t.mu.peers[id] = t.newOutboundLocked(id, address)
+		return
+	}
+	if p.locked.address != address {
+		p.locked.address = address
+		if p.locked.conn != nil {
+			p.locked.conn.Close()
+		}
+	}
+}
+
+// RemovePeer forgets the peer id: its writer ends, its connection closes
+// and what was queued for it is dropped. Unknown ids are ignored.
+func (t *Transport) RemovePeer(id string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p, known := t.mu.peers[id]; known {
+		delete(t.mu.peers, id)
+		p.stopLocked()
+	}
+}
+
+// wait blocks until an envelope is queued or the peer is stopped.
+func (p *outbound) wait() (node.Envelope, bool) {
+	select {
+	case env := <-p.queue:
+		return env, true
+	case <-p.ctx.Done():
+		return node.Envelope{}, false
+	}
+}
+
+// dropQueued empties the queue (at most its capacity, as Sends may keep
+// coming) and returns how many envelopes it dropped.
+func (p *outbound) dropQueued() int {
+	for dropped := range cap(p.queue) {
+		select {
+		case <-p.queue:
+		default:
+			return dropped
+		}
+	}
+	return cap(p.queue)
+}
+
+// addressOf returns where p is dialed now.
+func (t *Transport) addressOf(p *outbound) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return p.locked.address
+}
+
+// adopt records raw as p's connection, so that Close, RemovePeer and
+// SetPeer can interrupt it. It reports false when p is already stopped;
+// the caller then closes raw.
+func (t *Transport) adopt(p *outbound, raw net.Conn) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p.ctx.Err() != nil {
+		return false
+	}
+	p.locked.conn = raw
+	return true
+}
+
+// disconnect closes raw and forgets it as p's connection.
+func (t *Transport) disconnect(p *outbound, raw net.Conn) {
+	t.mu.Lock()
+	if p.locked.conn == raw {
+		p.locked.conn = nil
+	}
+	t.mu.Unlock()
+	p.connected.Store(false)
+	raw.Close()
+}
+
+// handshakeAsDialer runs TLS (if configured) and the secret handshake on a
+// dialed connection, within HandshakeTimeout. It returns the connection to
+// write frames to (the TLS one, or raw).
+func (t *Transport) handshakeAsDialer(p *outbound, raw net.Conn, address string) (net.Conn, error) {
+	if err := raw.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout)); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrHandshake, err)
+	}
+	conn := raw
+	if t.cfg.TLS != nil {
+		client := tls.Client(raw, t.clientTLS(address))
+		if err := client.HandshakeContext(p.ctx); err != nil {
+			return nil, fmt.Errorf("%w: tls: %v", ErrHandshake, err)
+		}
+		conn = client
+	}
+	if err := dialerHandshake(conn, t.keys, p.id); err != nil {
+		return nil, err
+	}
+	if err := raw.SetDeadline(time.Time{}); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrHandshake, err)
+	}
+	return conn, nil
+}
+
+// clientTLS returns the TLS config for dialing address: the configured
+// one, with ServerName set to the address's host when it is empty.
+func (t *Transport) clientTLS(address string) *tls.Config {
+	if t.cfg.TLS.ServerName != "" {
+		return t.cfg.TLS
+	}
+	host, _, err := net.SplitHostPort(address)
+	assert(err == nil, "peer address %q passed validation but does not split: %v", address, err)
+	config := t.cfg.TLS.Clone()
+	config.ServerName = host
+	return config
+}
+
+// sleepUnlessStopped waits for d and reports true, or reports false as
+// soon as ctx is canceled.
+func sleepUnlessStopped(ctx context.Context, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,84 @@
+package peer
+
+// Stats is a snapshot of the transport's counters. Counters only grow
+// over the life of a Transport (a peer's vanish with RemovePeer).
+type Stats struct {
+	// Peers holds one entry per configured peer, by id.
+	Peers map[string]PeerStats
+	// Unroutable counts envelopes sent to an id that is not a peer (or to
+	// this node itself), or after Close.
+	Unroutable uint64
+	// InboundRefused counts accepted connections closed at once because
+	// inboundConnectionsMax were open.
+	InboundRefused uint64
+	// InboundAuthFailures counts accepted connections whose handshake (TLS
+	// or secret) failed. The dialer's id is unknown then, so they are not
+	// counted per peer.
+	InboundAuthFailures uint64
+	// InboundBroken counts authenticated connections closed because of a
+	// frame over the bound, an undecodable envelope, or an envelope whose
+	// From or To does not match the connection.
+	InboundBroken uint64
+	// Delivered counts envelopes handed to the deliver function.
+	Delivered uint64
+}
+
+// PeerStats is the outbound side of one peer.
+type PeerStats struct {
+	// Address is where the peer is dialed.
+	Address string
+	// Connected reports an authenticated connection up right now.
+	Connected bool
+	// Queued is the number of envelopes waiting in the send queue.
+	Queued int
+	// Sent counts envelopes written to a connection. Written is not
+	// delivered: a connection can break with frames in flight.
+	Sent uint64
+	// Dropped counts envelopes discarded: queue full, peer unreachable
+	// (what was queued when an attempt failed), write failed, or of a
+	// type the codec does not encode.
+	Dropped uint64
+	// Connections counts authenticated connections established;
+	// Reconnects those after the first.
+	Connections, Reconnects uint64
+	// DialFailures counts failed TCP connects.
+	DialFailures uint64
+	// AuthFailures counts handshakes, TLS or secret, that failed after the
+	// TCP connect: wrong secret, wrong node at the address, or a
+	// certificate refused.
+	AuthFailures uint64
+}
+
+// Stats returns a snapshot of the counters.
+func (t *Transport) Stats() Stats {
+	stats := Stats{
+		Unroutable:          t.unroutable.Load(),
+		InboundRefused:      t.inboundRefused.Load(),
+		InboundAuthFailures: t.inboundAuthFailures.Load(),
+		InboundBroken:       t.inboundBroken.Load(),
+		Delivered:           t.delivered.Load(),
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	stats.Peers = make(map[string]PeerStats, len(t.mu.peers))
+	for id, p := range t.mu.peers {
+		stats.Peers[id] = p.statsLocked()
+	}
+	return stats
+}
+
+// statsLocked snapshots p; the caller holds Transport.mu.
+func (p *outbound) statsLocked() PeerStats {
+	connections := p.connections.Load()
+	return PeerStats{
+		Address:      p.locked.address,
+		Connected:    p.connected.Load(),
+		Queued:       len(p.queue),
+		Sent:         p.sent.Load(),
+		Dropped:      p.dropped.Load(),
+		Connections:  connections,
+		Reconnects:   max(connections, 1) - 1,
+		DialFailures: p.dialFailures.Load(),
+		AuthFailures: p.authFailures.Load(),
+	}
+}
