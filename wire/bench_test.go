@@ -1,0 +1,76 @@
+package wire_test
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"narad/node"
+	"narad/wire"
+)
+
+// benchmarkProduce is a forwarded batch produce of 1,000 records with
+// 256-byte payloads and 16-byte keys.
+func benchmarkProduce() node.Envelope {
+	records := make([]node.ProduceRecord, 1000)
+	for i := range records {
+		records[i] = node.ProduceRecord{Key: []byte(fmt.Sprintf("customer-%07d", i)), Partition: node.PartitionNone,
+			Payload: bytes.Repeat([]byte{byte(i)}, 256)}
+	}
+	request := node.Produce{Topic: "orders", Records: records, Batch: true}
+	return node.Envelope{From: "node-1", To: "node-2", Message: node.ForwardRequest{ID: 1 << 33, Request: request, LocalOnly: true}}
+}
+
+// benchmarkConsume is a forwarded reply of 100 consumed messages with
+// 256-byte payloads.
+func benchmarkConsume() node.Envelope {
+	messages := make([]node.Message, 100)
+	for i := range messages {
+		messages[i] = node.Message{Topic: "orders", Partition: i % 12, Offset: 1<<30 + uint64(i),
+			Key: []byte(fmt.Sprintf("customer-%07d", i)), Payload: bytes.Repeat([]byte{byte(i)}, 256),
+			TimestampMs: 1_700_000_000_000 + int64(i), ReceiptHandle: fmt.Sprintf("%d:%d:%d", i%12, 1<<30+i, 1<<40+i),
+			DeliveryCount: 1}
+	}
+	reply := node.Reply{ID: 77, Result: node.ConsumeResult{Messages: messages, Batch: true}}
+	return node.Envelope{From: "node-2", To: "node-1", Message: node.ForwardReply{ID: 1 << 33, Reply: reply}}
+}
+
+func BenchmarkForwardProduce1000(b *testing.B) { benchmarkRoundTrip(b, benchmarkProduce()) }
+
+func BenchmarkForwardReplyConsume100(b *testing.B) { benchmarkRoundTrip(b, benchmarkConsume()) }
+
+// benchmarkRoundTrip measures encode+decode of env, and each alone.
+// Bytes per op are the encoded size.
+func benchmarkRoundTrip(b *testing.B, env node.Envelope) {
+	encoded, err := wire.EncodeEnvelope(nil, env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 0, len(encoded))
+	b.Run("encode+decode", func(b *testing.B) {
+		b.SetBytes(int64(len(encoded)))
+		b.ReportAllocs()
+		for b.Loop() {
+			buf, _ = wire.EncodeEnvelope(buf[:0], env)
+			if _, err := wire.DecodeEnvelope(buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encode", func(b *testing.B) {
+		b.SetBytes(int64(len(encoded)))
+		b.ReportAllocs()
+		for b.Loop() {
+			buf, _ = wire.EncodeEnvelope(buf[:0], env)
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.SetBytes(int64(len(encoded)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := wire.DecodeEnvelope(encoded); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

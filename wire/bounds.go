@@ -1,0 +1,141 @@
+package wire
+
+import (
+	"encoding/binary"
+
+	"narad/node"
+)
+
+// Version is the version of the envelope and frame formats. A decoder
+// refuses any other version with ErrVersion; a change of format that an
+// older node cannot read takes a new version.
+const Version = 1
+
+// Bounds of the codec, checked on decode (an input over a bound returns
+// ErrTooLarge before anything of the claimed size is allocated) and
+// asserted on encode (a value over a bound is a bug of the sender). The
+// bounds of client-facing values are the node's own limits, so anything
+// the node accepts can be forwarded; the rest are generous caps on values
+// the cluster produces itself.
+const (
+	// NodeIDBytesMax bounds Envelope.From and To and every node id in a
+	// result (TopicInfo.Owner, PartitionStats.OwnerNode, Member.ID,
+	// Move.From and Move.To). 64 is the longest Linux host name, the
+	// default node id.
+	NodeIDBytesMax = 64
+	// TopicNameBytesMax bounds every topic name.
+	TopicNameBytesMax = node.TopicNameBytesMax
+	// PageTokenBytesMax bounds ListTopics.PageToken and
+	// TopicPage.NextPageToken: a page token is the last topic name of the
+	// previous page, so a longer one can name no topic.
+	PageTokenBytesMax = node.TopicNameBytesMax
+	// ReceiptHandleBytesMax bounds a receipt handle; the longest handle the
+	// node formats is 49 bytes.
+	ReceiptHandleBytesMax = 64
+	// ErrorMessageBytesMax bounds the text of an error. It is the one bound
+	// not asserted on encode: error text may quote input or wrap an error
+	// from the operating system, so a longer text is cut at this bound
+	// (at a UTF-8 boundary, ending with errorMessageCutSuffix).
+	ErrorMessageBytesMax = 4 << 10
+	// AddressBytesMax bounds Member.Addr (a host name of up to 253 bytes
+	// and a port, with room to spare).
+	AddressBytesMax = 1 << 10
+	// LabelBytesMax bounds the short enumeration strings Member.Status and
+	// Move.Phase.
+	LabelBytesMax = 64
+	// KeyBytesMax bounds the key of one record or message.
+	KeyBytesMax = node.KeyBytesMax
+	// PayloadBytesMax bounds the payload of one record or message.
+	PayloadBytesMax = node.MessageBytesMax
+	// RecordsMax bounds Produce.Records and ProduceResult.Records.
+	RecordsMax = node.ProduceBatchRecordsMax
+	// MessagesMax bounds ConsumeResult.Messages.
+	MessagesMax = node.ConsumeBatchMax
+	// HandlesMax bounds Ack.Handles and AckResult.Results.
+	HandlesMax = node.AckBatchHandlesMax
+	// TopicsMax bounds TopicPage.Topics.
+	TopicsMax = node.TopicsPageMax
+	// PartitionStatsMax bounds TopicDetail.PartitionStats (the node's
+	// configurable partition maximum defaults to 108).
+	PartitionStatsMax = 1 << 16
+	// MembersMax bounds MembersResult.Members.
+	MembersMax = 1 << 12
+	// MovesMax bounds MovesResult.Moves.
+	MovesMax = 1 << 12
+
+	// FrameBytesMax bounds one encoded envelope, which is one frame's
+	// payload. It must hold the largest message the node may legally send:
+	// a forwarded consume reply of MessagesMax messages, each with a
+	// payload of PayloadBytesMax and a key of KeyBytesMax (about 100 MiB).
+	// A batch produce (node.ProduceBatchBytesMax of payload plus keys, about
+	// 12 MiB) and every other message are far smaller. bounds_test.go
+	// encodes each worst case and checks that it fits.
+	FrameBytesMax = MessagesMax*consumedMessageBytesMax + frameSlackBytes
+	// RaftMessageBytesMax bounds the protobuf encoding of one Raft
+	// message: what is left of a frame after the envelope header.
+	RaftMessageBytesMax = FrameBytesMax - envelopeHeaderBytesMax
+
+	// consumedMessageBytesMax is the largest encoding of one node.Message:
+	// its variable-length fields at their bounds, plus at most
+	// binary.MaxVarintLen64 bytes for each of its eight length prefixes
+	// and integers.
+	consumedMessageBytesMax = TopicNameBytesMax + KeyBytesMax + PayloadBytesMax +
+		ReceiptHandleBytesMax + consumedMessageFieldsBytesMax
+	consumedMessageFieldsBytesMax = 8 * binary.MaxVarintLen64
+	// frameSlackBytes covers what surrounds the messages of a consume
+	// reply: the envelope header, the forward and reply ids, the result tag
+	// and the message count.
+	frameSlackBytes = 64 << 10
+	// envelopeHeaderBytesMax is the longest envelope header: the version
+	// byte, two node ids with their lengths, and the type number.
+	envelopeHeaderBytesMax = 1 + 2*(binary.MaxVarintLen64+NodeIDBytesMax) + binary.MaxVarintLen64
+	// raftRecursionDepthMax bounds the nesting of a decoded Raft message
+	// (Message.Responses holds Messages). Peers send no responses at all;
+	// the bound keeps a hostile input from recursing deeply.
+	raftRecursionDepthMax = 16
+)
+
+// limit names a bound, so that an assertion or a decode error says which
+// bound a value broke.
+type limit struct {
+	name string
+	max  int
+}
+
+// The limits of every length and count the codec checks.
+var (
+	frameLimit          = limit{"FrameBytesMax", FrameBytesMax}
+	nodeIDLimit         = limit{"NodeIDBytesMax", NodeIDBytesMax}
+	topicNameLimit      = limit{"TopicNameBytesMax", TopicNameBytesMax}
+	pageTokenLimit      = limit{"PageTokenBytesMax", PageTokenBytesMax}
+	receiptHandleLimit  = limit{"ReceiptHandleBytesMax", ReceiptHandleBytesMax}
+	errorMessageLimit   = limit{"ErrorMessageBytesMax", ErrorMessageBytesMax}
+	addressLimit        = limit{"AddressBytesMax", AddressBytesMax}
+	labelLimit          = limit{"LabelBytesMax", LabelBytesMax}
+	keyLimit            = limit{"KeyBytesMax", KeyBytesMax}
+	payloadLimit        = limit{"PayloadBytesMax", PayloadBytesMax}
+	raftMessageLimit    = limit{"RaftMessageBytesMax", RaftMessageBytesMax}
+	recordsLimit        = limit{"RecordsMax", RecordsMax}
+	messagesLimit       = limit{"MessagesMax", MessagesMax}
+	handlesLimit        = limit{"HandlesMax", HandlesMax}
+	topicsLimit         = limit{"TopicsMax", TopicsMax}
+	partitionStatsLimit = limit{"PartitionStatsMax", PartitionStatsMax}
+	membersLimit        = limit{"MembersMax", MembersMax}
+	movesLimit          = limit{"MovesMax", MovesMax}
+)
+
+// The smallest encoding of one element of each list: every field at its
+// shortest (an empty string or a one-byte varint). A count that claims
+// more elements than the bytes left could hold is refused before the list
+// is allocated. bounds_test.go checks each against a zero-value element.
+const (
+	produceRecordBytesMin   = 3  // key length, partition, payload length
+	receiptHandleBytesMin   = 1  // length
+	topicInfoBytesMin       = 8  // eight one-byte fields
+	partitionStatsBytesMin  = 11 // eleven one-byte fields
+	placementBytesMin       = 2  // partition, offset
+	consumedMessageBytesMin = 8  // eight one-byte fields
+	ackItemBytesMin         = 2  // handle length, error flag
+	memberBytesMin          = 6  // six one-byte fields
+	moveBytesMin            = 8  // eight one-byte fields
+)

@@ -1,0 +1,171 @@
+package wire_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"narad/node"
+	"narad/wire/wiretest"
+)
+
+// nodeSourceDir is package node, read to find the types the codec must
+// cover.
+const nodeSourceDir = "../node"
+
+// The types the codec encodes, enumerated by hand. When node adds a type,
+// TestCodecCoversEveryNodeType fails until the codec, its type table and
+// these lists cover it.
+var (
+	coveredMessages = []string{"RaftMessage", "ForwardRequest", "ForwardReply", "Subscribe", "Notify"}
+	coveredRequests = []string{"CreateTopic", "ListTopics", "GetTopic", "AlterTopic", "DeleteTopic",
+		"Produce", "Consume", "Replay", "Ack", "ListMembers", "ListMoves"}
+	coveredResults = []string{"TopicInfo", "TopicPage", "TopicDetail", "ProduceResult", "ConsumeResult",
+		"ReplayResult", "AckResult", "MembersResult", "MovesResult"}
+)
+
+// TestCodecCoversEveryNodeType reads package node's source and checks that
+// the hand lists above name exactly: every type declared in peer.go, every
+// type with an isRequest method, and every result type named in the doc
+// comment of node.Reply. It then checks that the samples exercise every
+// listed type.
+func TestCodecCoversEveryNodeType(t *testing.T) {
+	files := parseNode(t)
+	require.ElementsMatch(t, coveredMessages, typesDeclaredIn(files["peer.go"]), "peer message types in node/peer.go")
+	require.ElementsMatch(t, coveredRequests, typesWithMethod(files, "isRequest"), "request types of node")
+	require.ElementsMatch(t, coveredResults, resultTypesOfReply(t, files["reply.go"]), "result types named in node.Reply's comment")
+
+	var messages, requests, results []string
+	for _, sample := range wiretest.Samples() {
+		messages = append(messages, typeName(sample.Envelope.Message))
+		switch m := sample.Envelope.Message.(type) {
+		case node.ForwardRequest:
+			requests = append(requests, typeName(m.Request))
+		case node.ForwardReply:
+			results = append(results, typeName(m.Reply.Result))
+		}
+	}
+	require.Subset(t, messages, coveredMessages, "samples of every peer message")
+	require.Subset(t, requests, coveredRequests, "samples of every request")
+	require.Subset(t, results, append(coveredResults, "<nil>"), "samples of every result, and of none")
+}
+
+// TestCodecCoversEveryCodeAndAction: the codec accepts codes
+// CodeInvalid..CodeInternal and actions AckCommit..AckNack; the const
+// blocks of node must declare exactly those.
+func TestCodecCoversEveryCodeAndAction(t *testing.T) {
+	files := parseNode(t)
+	require.Len(t, constsOfType(files, "Code"), int(node.CodeInternal-node.CodeInvalid)+1, "node.Code constants; wire.validCode covers CodeInvalid..CodeInternal")
+	require.Len(t, constsOfType(files, "AckAction"), int(node.AckNack-node.AckCommit)+1, "node.AckAction constants; wire covers AckCommit..AckNack")
+}
+
+func typeName(v any) string {
+	if v == nil {
+		return "<nil>"
+	}
+	return reflect.TypeOf(v).Name()
+}
+
+// parseNode parses the non-test files of package node, by base name.
+func parseNode(t *testing.T) map[string]*ast.File {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(nodeSourceDir, "*.go"))
+	require.NoError(t, err)
+	files := map[string]*ast.File{}
+	fileSet := token.NewFileSet()
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fileSet, path, nil, parser.ParseComments)
+		require.NoError(t, err)
+		files[filepath.Base(path)] = file
+	}
+	require.Contains(t, files, "peer.go")
+	require.Contains(t, files, "reply.go")
+	return files
+}
+
+func typesDeclaredIn(file *ast.File) []string {
+	var names []string
+	ast.Inspect(file, func(n ast.Node) bool {
+		if spec, ok := n.(*ast.TypeSpec); ok {
+			names = append(names, spec.Name.Name)
+		}
+		return true
+	})
+	return names
+}
+
+// typesWithMethod returns the receiver types of every method named name.
+func typesWithMethod(files map[string]*ast.File, name string) []string {
+	var names []string
+	for _, file := range files {
+		for _, decl := range file.Decls {
+			function, ok := decl.(*ast.FuncDecl)
+			if !ok || function.Recv == nil || function.Name.Name != name {
+				continue
+			}
+			receiver := function.Recv.List[0].Type
+			if star, ok := receiver.(*ast.StarExpr); ok {
+				receiver = star.X
+			}
+			names = append(names, receiver.(*ast.Ident).Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// resultTypesOfReply returns the type names after "->" in the doc comment
+// of type Reply, without "nil".
+func resultTypesOfReply(t *testing.T, file *ast.File) []string {
+	arrow := regexp.MustCompile(`->\s*(\w+)`)
+	for _, decl := range file.Decls {
+		general, ok := decl.(*ast.GenDecl)
+		if !ok || general.Tok != token.TYPE || general.Specs[0].(*ast.TypeSpec).Name.Name != "Reply" {
+			continue
+		}
+		var names []string
+		for _, match := range arrow.FindAllStringSubmatch(general.Doc.Text(), -1) {
+			if match[1] != "nil" && !slices.Contains(names, match[1]) {
+				names = append(names, match[1])
+			}
+		}
+		return names
+	}
+	t.Fatal("type Reply not found in node/reply.go")
+	return nil
+}
+
+// constsOfType returns the constants of every const block whose first
+// constant is declared with type typeName (iota blocks).
+func constsOfType(files map[string]*ast.File, typeName string) []string {
+	var names []string
+	for _, file := range files {
+		for _, decl := range file.Decls {
+			general, ok := decl.(*ast.GenDecl)
+			if !ok || general.Tok != token.CONST {
+				continue
+			}
+			first := general.Specs[0].(*ast.ValueSpec)
+			if ident, ok := first.Type.(*ast.Ident); !ok || ident.Name != typeName {
+				continue
+			}
+			for _, spec := range general.Specs {
+				for _, name := range spec.(*ast.ValueSpec).Names {
+					names = append(names, name.Name)
+				}
+			}
+		}
+	}
+	return names
+}

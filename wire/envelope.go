@@ -1,0 +1,119 @@
+package wire
+
+import (
+	"fmt"
+
+	"narad/node"
+)
+
+// EncodeEnvelope appends the encoding of env to dst and returns the
+// extended slice. The encoding is: the Version byte, From and To, the type
+// number of env.Message, and the message's fields.
+//
+// It returns ErrUnknownType, and dst unchanged, when env.Message, a
+// forwarded request or a reply's result is of a type the codec does not
+// encode (nil, a pointer, or a type node does not define). It panics when
+// a value is over one of the bounds: the sender must validate what it
+// sends (see bounds.go).
+func EncodeEnvelope(dst []byte, env node.Envelope) ([]byte, error) {
+	start := len(dst)
+	e := encoder{buf: dst}
+	e.byte(Version)
+	e.string(env.From, nodeIDLimit)
+	e.string(env.To, nodeIDLimit)
+	e.peerMessage(env.Message)
+	if e.err != nil {
+		return dst[:start], e.err
+	}
+	frameLimit.assertWithin(len(e.buf)-start, "encoded envelope")
+	return e.buf, nil
+}
+
+// DecodeEnvelope decodes one envelope encoded by EncodeEnvelope. It is
+// strict: the version, every type number, every length and count and every
+// flag byte are checked, and the input must end where the envelope does.
+// It never panics, and it allocates nothing of a size an input claims
+// before checking that claim against its bound and against the bytes
+// actually present. The result shares no memory with b.
+//
+// Decoded values are canonical (see the package documentation for nil and
+// empty slices and for errors).
+func DecodeEnvelope(b []byte) (node.Envelope, error) {
+	if len(b) > FrameBytesMax {
+		return node.Envelope{}, fmt.Errorf("%w: envelope of %d bytes, over FrameBytesMax = %d", ErrTooLarge, len(b), FrameBytesMax)
+	}
+	d := decoder{input: b}
+	d.version()
+	env := node.Envelope{From: d.string(nodeIDLimit), To: d.string(nodeIDLimit)}
+	env.Message = d.peerMessage()
+	if err := d.finish(); err != nil {
+		return node.Envelope{}, err
+	}
+	return env, nil
+}
+
+// version reads the version byte.
+func (d *decoder) version() {
+	if v := d.byte(); d.err == nil && v != Version {
+		d.fail(fmt.Errorf("%w: envelope version %d, this codec reads %d", ErrVersion, v, Version))
+	}
+}
+
+// peerMessage writes the type number and fields of an envelope's message.
+func (e *encoder) peerMessage(message any) {
+	switch m := message.(type) {
+	case node.RaftMessage:
+		e.typeNumber(typeRaftMessage)
+		e.raftMessage(m.Message)
+	case node.ForwardRequest:
+		e.typeNumber(typeForwardRequest)
+		e.forwardRequest(m)
+	case node.ForwardReply:
+		e.typeNumber(typeForwardReply)
+		e.uvarint(m.ID)
+		e.reply(&m.Reply)
+	case node.Subscribe:
+		e.typeNumber(typeSubscribe)
+		e.string(m.Topic, topicNameLimit)
+		e.varint(m.UntilMs)
+	case node.Notify:
+		e.typeNumber(typeNotify)
+		e.string(m.Topic, topicNameLimit)
+	default:
+		e.unknown("envelope message", message)
+	}
+}
+
+// peerMessage reads the type number and fields of an envelope's message.
+func (d *decoder) peerMessage() any {
+	switch t := d.typeNumber(); t {
+	case typeRaftMessage:
+		return d.raftMessage()
+	case typeForwardRequest:
+		return d.forwardRequest()
+	case typeForwardReply:
+		return node.ForwardReply{ID: d.uvarint(), Reply: d.reply()}
+	case typeSubscribe:
+		return node.Subscribe{Topic: d.string(topicNameLimit), UntilMs: d.varint()}
+	case typeNotify:
+		return node.Notify{Topic: d.string(topicNameLimit)}
+	default:
+		d.unknown("envelope message", t)
+		return nil
+	}
+}
+
+// unknown records ErrUnknownType for a type number not valid in place.
+func (d *decoder) unknown(place string, t typeNumber) {
+	d.fail(fmt.Errorf("%w: %s type number %d", ErrUnknownType, place, t))
+}
+
+func (e *encoder) forwardRequest(m node.ForwardRequest) {
+	e.uvarint(m.ID)
+	e.bool(m.LocalOnly)
+	e.request(m.Request)
+}
+
+func (d *decoder) forwardRequest() node.ForwardRequest {
+	return node.ForwardRequest{ID: d.uvarint(), LocalOnly: d.bool(), Request: d.request()}
+}

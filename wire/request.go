@@ -1,0 +1,217 @@
+package wire
+
+import (
+	"encoding/binary"
+
+	"narad/node"
+)
+
+// request writes the type number and fields of a forwarded request.
+func (e *encoder) request(request node.Request) {
+	switch r := request.(type) {
+	case node.CreateTopic:
+		e.typeNumber(typeCreateTopic)
+		e.createTopic(r)
+	case node.ListTopics:
+		e.typeNumber(typeListTopics)
+		e.int(r.Limit)
+		e.string(r.PageToken, pageTokenLimit)
+	case node.GetTopic:
+		e.typeNumber(typeGetTopic)
+		e.string(r.Name, topicNameLimit)
+		e.int(r.Partition)
+	case node.AlterTopic:
+		e.typeNumber(typeAlterTopic)
+		e.alterTopic(r)
+	case node.DeleteTopic:
+		e.typeNumber(typeDeleteTopic)
+		e.string(r.Name, topicNameLimit)
+	default:
+		e.dataRequest(request)
+	}
+}
+
+// dataRequest writes the requests of the data path and the cluster
+// listings (split from request to keep each switch short).
+func (e *encoder) dataRequest(request node.Request) {
+	switch r := request.(type) {
+	case node.Produce:
+		e.typeNumber(typeProduce)
+		e.produce(r)
+	case node.Consume:
+		e.typeNumber(typeConsume)
+		e.consume(r)
+	case node.Replay:
+		e.typeNumber(typeReplay)
+		e.string(r.Topic, topicNameLimit)
+		e.int(r.Partition)
+		e.uvarint(r.Offset)
+	case node.Ack:
+		e.typeNumber(typeAck)
+		e.ack(r)
+	case node.ListMembers:
+		e.typeNumber(typeListMembers)
+	case node.ListMoves:
+		e.typeNumber(typeListMoves)
+	default:
+		e.unknown("forwarded request", request)
+	}
+}
+
+// request reads the type number and fields of a forwarded request.
+func (d *decoder) request() node.Request {
+	switch t := d.typeNumber(); t {
+	case typeCreateTopic:
+		return d.createTopic()
+	case typeListTopics:
+		return node.ListTopics{Limit: d.int(), PageToken: d.string(pageTokenLimit)}
+	case typeGetTopic:
+		return node.GetTopic{Name: d.string(topicNameLimit), Partition: d.int()}
+	case typeAlterTopic:
+		return d.alterTopic()
+	case typeDeleteTopic:
+		return node.DeleteTopic{Name: d.string(topicNameLimit)}
+	case typeProduce:
+		return d.produce()
+	case typeConsume:
+		return d.consume()
+	case typeReplay:
+		return node.Replay{Topic: d.string(topicNameLimit), Partition: d.int(), Offset: d.uvarint()}
+	case typeAck:
+		return d.ack()
+	case typeListMembers:
+		return node.ListMembers{}
+	case typeListMoves:
+		return node.ListMoves{}
+	default:
+		d.unknown("forwarded request", t)
+		return nil
+	}
+}
+
+func (e *encoder) createTopic(r node.CreateTopic) {
+	e.string(r.Name, topicNameLimit)
+	e.int(r.Partitions)
+	e.varint(r.RetentionMs)
+	e.varint(r.VisibilityTimeoutMs)
+	e.int(r.InFlightMax)
+	e.int(r.AckedAheadMax)
+}
+
+func (d *decoder) createTopic() node.CreateTopic {
+	return node.CreateTopic{
+		Name:                d.string(topicNameLimit),
+		Partitions:          d.int(),
+		RetentionMs:         d.varint(),
+		VisibilityTimeoutMs: d.varint(),
+		InFlightMax:         d.int(),
+		AckedAheadMax:       d.int(),
+	}
+}
+
+// alterTopic writes each optional field as a presence flag and, when
+// present, its value: a nil field stays nil, a pointer to 0 stays a
+// pointer to 0.
+func (e *encoder) alterTopic(r node.AlterTopic) {
+	e.string(r.Name, topicNameLimit)
+	e.optionalInt(r.Partitions)
+	e.optionalInt64(r.RetentionMs)
+	e.optionalInt64(r.VisibilityTimeoutMs)
+	e.optionalInt(r.InFlightMax)
+	e.optionalInt(r.AckedAheadMax)
+}
+
+func (d *decoder) alterTopic() node.AlterTopic {
+	return node.AlterTopic{
+		Name:                d.string(topicNameLimit),
+		Partitions:          d.optionalInt(),
+		RetentionMs:         d.optionalInt64(),
+		VisibilityTimeoutMs: d.optionalInt64(),
+		InFlightMax:         d.optionalInt(),
+		AckedAheadMax:       d.optionalInt(),
+	}
+}
+
+// produce writes a produce request. It sizes the output first: records
+// are the hot path, and one growth beats many.
+func (e *encoder) produce(r node.Produce) {
+	e.string(r.Topic, topicNameLimit)
+	e.bool(r.Batch)
+	e.length(len(r.Records), recordsLimit)
+	e.grow(produceRecordsBytes(r.Records))
+	for i := range r.Records {
+		record := &r.Records[i]
+		e.bytes(record.Key, keyLimit)
+		e.int(record.Partition)
+		e.bytes(record.Payload, payloadLimit)
+	}
+}
+
+// produceRecordFieldsBytesMax bounds the encoding of a record's two length
+// prefixes and partition.
+const produceRecordFieldsBytesMax = 3 * binary.MaxVarintLen64
+
+// produceRecordsBytes is an upper bound of the encoding of records.
+func produceRecordsBytes(records []node.ProduceRecord) int {
+	size := len(records) * produceRecordFieldsBytesMax
+	for i := range records {
+		size += len(records[i].Key) + len(records[i].Payload)
+	}
+	return size
+}
+
+func (d *decoder) produce() node.Produce {
+	r := node.Produce{Topic: d.string(topicNameLimit), Batch: d.bool()}
+	if n := d.count(recordsLimit, produceRecordBytesMin); n > 0 {
+		r.Records = make([]node.ProduceRecord, n)
+	}
+	for i := range r.Records {
+		r.Records[i] = node.ProduceRecord{Key: d.bytes(keyLimit), Partition: d.int(), Payload: d.bytes(payloadLimit)}
+	}
+	return r
+}
+
+func (e *encoder) consume(r node.Consume) {
+	e.string(r.Topic, topicNameLimit)
+	e.int(r.Partition)
+	e.int(r.Max)
+	e.varint(r.WaitMs)
+}
+
+func (d *decoder) consume() node.Consume {
+	return node.Consume{Topic: d.string(topicNameLimit), Partition: d.int(), Max: d.int(), WaitMs: d.varint()}
+}
+
+func (e *encoder) ack(r node.Ack) {
+	assert(validAckAction(r.Action), "ack action %d is not one of AckCommit, AckExtend, AckNack", r.Action)
+	e.string(r.Topic, topicNameLimit)
+	e.uvarint(uint64(r.Action))
+	e.bool(r.Batch)
+	e.length(len(r.Handles), handlesLimit)
+	for _, handle := range r.Handles {
+		e.string(handle, receiptHandleLimit)
+	}
+}
+
+func (d *decoder) ack() node.Ack {
+	r := node.Ack{Topic: d.string(topicNameLimit), Action: d.ackAction(), Batch: d.bool()}
+	if n := d.count(handlesLimit, receiptHandleBytesMin); n > 0 {
+		r.Handles = make([]string, n)
+	}
+	for i := range r.Handles {
+		r.Handles[i] = d.string(receiptHandleLimit)
+	}
+	return r
+}
+
+// ackAction reads an ack action, which must be one node defines.
+func (d *decoder) ackAction() node.AckAction {
+	v := d.uvarint()
+	if v > uint64(node.AckNack) {
+		d.malformed("ack action %d is not one of AckCommit, AckExtend, AckNack", v)
+		return 0
+	}
+	return node.AckAction(v)
+}
+
+func validAckAction(a node.AckAction) bool { return a >= node.AckCommit && a <= node.AckNack }

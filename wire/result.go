@@ -1,0 +1,340 @@
+package wire
+
+import "narad/node"
+
+// result writes the type number and fields of a reply's result.
+func (e *encoder) result(result any) {
+	switch r := result.(type) {
+	case nil:
+		e.typeNumber(typeNoResult)
+	case node.TopicInfo:
+		e.typeNumber(typeTopicInfo)
+		e.topicInfo(&r)
+	case node.TopicPage:
+		e.typeNumber(typeTopicPage)
+		e.topicPage(r)
+	case node.TopicDetail:
+		e.typeNumber(typeTopicDetail)
+		e.topicDetail(&r)
+	case node.ProduceResult:
+		e.typeNumber(typeProduceResult)
+		e.produceResult(r)
+	default:
+		e.dataResult(result)
+	}
+}
+
+// dataResult writes the results of the data path and the cluster
+// listings (split from result to keep each switch short).
+func (e *encoder) dataResult(result any) {
+	switch r := result.(type) {
+	case node.ConsumeResult:
+		e.typeNumber(typeConsumeResult)
+		e.consumeResult(r)
+	case node.ReplayResult:
+		e.typeNumber(typeReplayResult)
+		e.replayResult(r)
+	case node.AckResult:
+		e.typeNumber(typeAckResult)
+		e.ackResult(r)
+	case node.MembersResult:
+		e.typeNumber(typeMembersResult)
+		e.membersResult(r)
+	case node.MovesResult:
+		e.typeNumber(typeMovesResult)
+		e.movesResult(r)
+	default:
+		e.unknown("reply result", result)
+	}
+}
+
+// result reads the type number and fields of a reply's result.
+func (d *decoder) result() any {
+	switch t := d.typeNumber(); t {
+	case typeNoResult:
+		return nil
+	case typeTopicInfo:
+		return d.topicInfo()
+	case typeTopicPage:
+		return d.topicPage()
+	case typeTopicDetail:
+		return node.TopicDetail{TopicInfo: d.topicInfo(), PartitionStats: d.partitionStatsList()}
+	case typeProduceResult:
+		return d.produceResult()
+	case typeConsumeResult:
+		return d.consumeResult()
+	case typeReplayResult:
+		return d.replayResult()
+	case typeAckResult:
+		return d.ackResult()
+	case typeMembersResult:
+		return node.MembersResult{Members: d.members()}
+	case typeMovesResult:
+		return node.MovesResult{Moves: d.moves()}
+	default:
+		d.unknown("reply result", t)
+		return nil
+	}
+}
+
+func (e *encoder) topicInfo(r *node.TopicInfo) {
+	e.string(r.Name, topicNameLimit)
+	e.int(r.Partitions)
+	e.varint(r.RetentionMs)
+	e.varint(r.VisibilityTimeoutMs)
+	e.int(r.InFlightMax)
+	e.int(r.AckedAheadMax)
+	e.varint(r.CreatedAt)
+	e.string(r.Owner, nodeIDLimit)
+}
+
+func (d *decoder) topicInfo() node.TopicInfo {
+	return node.TopicInfo{
+		Name:                d.string(topicNameLimit),
+		Partitions:          d.int(),
+		RetentionMs:         d.varint(),
+		VisibilityTimeoutMs: d.varint(),
+		InFlightMax:         d.int(),
+		AckedAheadMax:       d.int(),
+		CreatedAt:           d.varint(),
+		Owner:               d.string(nodeIDLimit),
+	}
+}
+
+func (e *encoder) topicPage(r node.TopicPage) {
+	e.length(len(r.Topics), topicsLimit)
+	for i := range r.Topics {
+		e.topicInfo(&r.Topics[i])
+	}
+	e.string(r.NextPageToken, pageTokenLimit)
+}
+
+// topicPage reads a page; its Topics is never nil (JSON "topics": []).
+func (d *decoder) topicPage() node.TopicPage {
+	r := node.TopicPage{Topics: make([]node.TopicInfo, d.count(topicsLimit, topicInfoBytesMin))}
+	for i := range r.Topics {
+		r.Topics[i] = d.topicInfo()
+	}
+	r.NextPageToken = d.string(pageTokenLimit)
+	return r
+}
+
+func (e *encoder) topicDetail(r *node.TopicDetail) {
+	e.topicInfo(&r.TopicInfo)
+	e.length(len(r.PartitionStats), partitionStatsLimit)
+	for i := range r.PartitionStats {
+		e.partitionStats(&r.PartitionStats[i])
+	}
+}
+
+func (e *encoder) partitionStats(s *node.PartitionStats) {
+	e.int(s.Index)
+	e.int(s.Segments)
+	e.uvarint(s.OldestOffset)
+	e.uvarint(s.NextOffset)
+	e.uvarint(s.HighWatermark)
+	e.varint(s.SizeBytes)
+	e.varint(s.OldestSegmentAt)
+	e.string(s.OwnerNode, nodeIDLimit)
+	e.bool(s.Available)
+	e.uvarint(s.Committed)
+	e.int(s.InFlight)
+}
+
+// partitionStatsList reads the stats of a detail; never nil (JSON
+// "partition_stats": []).
+func (d *decoder) partitionStatsList() []node.PartitionStats {
+	list := make([]node.PartitionStats, d.count(partitionStatsLimit, partitionStatsBytesMin))
+	for i := range list {
+		list[i] = node.PartitionStats{
+			Index:           d.int(),
+			Segments:        d.int(),
+			OldestOffset:    d.uvarint(),
+			NextOffset:      d.uvarint(),
+			HighWatermark:   d.uvarint(),
+			SizeBytes:       d.varint(),
+			OldestSegmentAt: d.varint(),
+			OwnerNode:       d.string(nodeIDLimit),
+			Available:       d.bool(),
+			Committed:       d.uvarint(),
+			InFlight:        d.int(),
+		}
+	}
+	return list
+}
+
+func (e *encoder) produceResult(r node.ProduceResult) {
+	e.length(len(r.Records), recordsLimit)
+	for _, placement := range r.Records {
+		e.int(placement.Partition)
+		e.uvarint(placement.Offset)
+	}
+	e.bool(r.Batch)
+}
+
+func (d *decoder) produceResult() node.ProduceResult {
+	var r node.ProduceResult
+	if n := d.count(recordsLimit, placementBytesMin); n > 0 {
+		r.Records = make([]node.Placement, n)
+	}
+	for i := range r.Records {
+		r.Records[i] = node.Placement{Partition: d.int(), Offset: d.uvarint()}
+	}
+	r.Batch = d.bool()
+	return r
+}
+
+// consumeResult writes the messages of a consume reply, sizing the output
+// first: with a forward this is the hot path of consume.
+func (e *encoder) consumeResult(r node.ConsumeResult) {
+	e.length(len(r.Messages), messagesLimit)
+	e.grow(consumedMessagesBytes(r.Messages))
+	for i := range r.Messages {
+		e.consumedMessage(&r.Messages[i])
+	}
+	e.bool(r.Batch)
+}
+
+// consumedMessagesBytes is an upper bound of the encoding of messages.
+func consumedMessagesBytes(messages []node.Message) int {
+	size := 0
+	for i := range messages {
+		m := &messages[i]
+		size += len(m.Topic) + len(m.Key) + len(m.Payload) + len(m.ReceiptHandle)
+	}
+	return size + len(messages)*consumedMessageFieldsBytesMax
+}
+
+// consumeResult reads a consume reply; its Messages is never nil (JSON
+// "messages": []).
+func (d *decoder) consumeResult() node.ConsumeResult {
+	r := node.ConsumeResult{Messages: make([]node.Message, d.count(messagesLimit, consumedMessageBytesMin))}
+	for i := range r.Messages {
+		r.Messages[i] = d.consumedMessage()
+	}
+	r.Batch = d.bool()
+	return r
+}
+
+func (e *encoder) consumedMessage(m *node.Message) {
+	e.string(m.Topic, topicNameLimit)
+	e.int(m.Partition)
+	e.uvarint(m.Offset)
+	e.bytes(m.Key, keyLimit)
+	e.bytes(m.Payload, payloadLimit)
+	e.varint(m.TimestampMs)
+	e.string(m.ReceiptHandle, receiptHandleLimit)
+	e.uvarint(uint64(m.DeliveryCount))
+}
+
+func (d *decoder) consumedMessage() node.Message {
+	return node.Message{
+		Topic:         d.string(topicNameLimit),
+		Partition:     d.int(),
+		Offset:        d.uvarint(),
+		Key:           d.bytes(keyLimit),
+		Payload:       d.bytes(payloadLimit),
+		TimestampMs:   d.varint(),
+		ReceiptHandle: d.string(receiptHandleLimit),
+		DeliveryCount: d.uint32(),
+	}
+}
+
+// replayResult writes a presence flag and, if present, the message.
+func (e *encoder) replayResult(r node.ReplayResult) {
+	e.bool(r.Message != nil)
+	if r.Message != nil {
+		e.consumedMessage(r.Message)
+	}
+}
+
+func (d *decoder) replayResult() node.ReplayResult {
+	if !d.bool() {
+		return node.ReplayResult{}
+	}
+	m := d.consumedMessage()
+	return node.ReplayResult{Message: &m}
+}
+
+func (e *encoder) ackResult(r node.AckResult) {
+	e.length(len(r.Results), handlesLimit)
+	for _, item := range r.Results {
+		e.string(item.Handle, receiptHandleLimit)
+		e.error(item.Err)
+	}
+	e.bool(r.Batch)
+}
+
+func (d *decoder) ackResult() node.AckResult {
+	var r node.AckResult
+	if n := d.count(handlesLimit, ackItemBytesMin); n > 0 {
+		r.Results = make([]node.AckItemResult, n)
+	}
+	for i := range r.Results {
+		r.Results[i] = node.AckItemResult{Handle: d.string(receiptHandleLimit), Err: d.error()}
+	}
+	r.Batch = d.bool()
+	return r
+}
+
+func (e *encoder) membersResult(r node.MembersResult) {
+	e.length(len(r.Members), membersLimit)
+	for i := range r.Members {
+		m := &r.Members[i]
+		e.string(m.ID, nodeIDLimit)
+		e.string(m.Addr, addressLimit)
+		e.string(m.Status, labelLimit)
+		e.bool(m.Draining)
+		e.int(m.OwnedPartitions)
+		e.int(m.OutboundMoves)
+	}
+}
+
+// members reads a member list; never nil (JSON "members": []).
+func (d *decoder) members() []node.Member {
+	members := make([]node.Member, d.count(membersLimit, memberBytesMin))
+	for i := range members {
+		members[i] = node.Member{
+			ID:              d.string(nodeIDLimit),
+			Addr:            d.string(addressLimit),
+			Status:          d.string(labelLimit),
+			Draining:        d.bool(),
+			OwnedPartitions: d.int(),
+			OutboundMoves:   d.int(),
+		}
+	}
+	return members
+}
+
+func (e *encoder) movesResult(r node.MovesResult) {
+	e.length(len(r.Moves), movesLimit)
+	for i := range r.Moves {
+		m := &r.Moves[i]
+		e.string(m.Topic, topicNameLimit)
+		e.int(m.Partition)
+		e.string(m.From, nodeIDLimit)
+		e.string(m.To, nodeIDLimit)
+		e.string(m.Phase, labelLimit)
+		e.varint(m.BytesCopied)
+		e.varint(m.BytesTotal)
+		e.varint(m.StartedAtMs)
+	}
+}
+
+// moves reads a move list; never nil (JSON "moves": []).
+func (d *decoder) moves() []node.Move {
+	moves := make([]node.Move, d.count(movesLimit, moveBytesMin))
+	for i := range moves {
+		moves[i] = node.Move{
+			Topic:       d.string(topicNameLimit),
+			Partition:   d.int(),
+			From:        d.string(nodeIDLimit),
+			To:          d.string(nodeIDLimit),
+			Phase:       d.string(labelLimit),
+			BytesCopied: d.varint(),
+			BytesTotal:  d.varint(),
+			StartedAtMs: d.varint(),
+		}
+	}
+	return moves
+}

@@ -1,0 +1,129 @@
+package wiretest
+
+import "narad/node"
+
+// Canonical returns the value env takes after a round trip through the
+// codec, as the package documentation of wire specifies it:
+//
+//   - empty byte slices and empty lists become nil, except
+//     ConsumeResult.Messages, TopicPage.Topics, TopicDetail.PartitionStats,
+//     MembersResult.Members and MovesResult.Moves, which become empty
+//     non-nil slices;
+//   - a non-nil error becomes a *node.Error, CodeInternal with the error's
+//     text for an error of another type.
+//
+// Error texts over wire.ErrorMessageBytesMax (which the codec cuts) and
+// unknown protobuf fields of a Raft message (which it drops) are left as
+// they are; the generators produce neither. Canonical never modifies env.
+func Canonical(env node.Envelope) node.Envelope {
+	switch m := env.Message.(type) {
+	case node.ForwardRequest:
+		m.Request = canonicalRequest(m.Request)
+		env.Message = m
+	case node.ForwardReply:
+		m.Reply.Err = canonicalError(m.Reply.Err)
+		m.Reply.Result = canonicalResult(m.Reply.Result)
+		env.Message = m
+	}
+	return env
+}
+
+func canonicalRequest(request node.Request) node.Request {
+	switch r := request.(type) {
+	case node.Produce:
+		r.Records = nilIfEmpty(r.Records)
+		r.Records = mapSlice(r.Records, func(record node.ProduceRecord) node.ProduceRecord {
+			record.Key, record.Payload = nilIfEmpty(record.Key), nilIfEmpty(record.Payload)
+			return record
+		})
+		return r
+	case node.Ack:
+		r.Handles = nilIfEmpty(r.Handles)
+		return r
+	}
+	return request
+}
+
+func canonicalResult(result any) any {
+	switch r := result.(type) {
+	case node.TopicPage:
+		r.Topics = emptyIfNil(r.Topics)
+		return r
+	case node.TopicDetail:
+		r.PartitionStats = emptyIfNil(r.PartitionStats)
+		return r
+	case node.ProduceResult:
+		r.Records = nilIfEmpty(r.Records)
+		return r
+	case node.ConsumeResult:
+		r.Messages = emptyIfNil(mapSlice(r.Messages, canonicalMessage))
+		return r
+	}
+	return canonicalListResult(result)
+}
+
+func canonicalListResult(result any) any {
+	switch r := result.(type) {
+	case node.ReplayResult:
+		if r.Message != nil {
+			m := canonicalMessage(*r.Message)
+			r.Message = &m
+		}
+		return r
+	case node.AckResult:
+		r.Results = nilIfEmpty(mapSlice(r.Results, func(item node.AckItemResult) node.AckItemResult {
+			item.Err = canonicalError(item.Err)
+			return item
+		}))
+		return r
+	case node.MembersResult:
+		r.Members = emptyIfNil(r.Members)
+		return r
+	case node.MovesResult:
+		r.Moves = emptyIfNil(r.Moves)
+		return r
+	}
+	return result
+}
+
+func canonicalMessage(m node.Message) node.Message {
+	m.Key, m.Payload = nilIfEmpty(m.Key), nilIfEmpty(m.Payload)
+	return m
+}
+
+func canonicalError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if e, ok := err.(*node.Error); ok {
+		return &node.Error{Code: e.Code, Message: e.Message}
+	}
+	return &node.Error{Code: node.CodeInternal, Message: err.Error()}
+}
+
+// mapSlice returns a new slice of f applied to each element of s; nil
+// stays nil and empty stays empty.
+func mapSlice[T any](s []T, f func(T) T) []T {
+	if s == nil {
+		return nil
+	}
+	out := make([]T, len(s))
+	for i, v := range s {
+		out[i] = f(v)
+	}
+	return out
+}
+
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+func emptyIfNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

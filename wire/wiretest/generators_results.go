@@ -1,0 +1,100 @@
+package wiretest
+
+import (
+	"pgregory.net/rapid"
+
+	"narad/node"
+)
+
+// Result draws a result of any type, or nil.
+func Result() *rapid.Generator[any] {
+	return rapid.OneOf(
+		rapid.Just[any](nil),
+		rapid.Map(topicInfo(), func(info node.TopicInfo) any { return info }),
+		rapid.Custom(func(t *rapid.T) any {
+			return node.TopicPage{Topics: listRaw(topicInfo(), 3).Draw(t, "topics"), NextPageToken: topic().Draw(t, "token")}
+		}),
+		rapid.Custom(func(t *rapid.T) any {
+			return node.TopicDetail{TopicInfo: topicInfo().Draw(t, "info"), PartitionStats: listRaw(partitionStats(), 3).Draw(t, "stats")}
+		}),
+		rapid.Custom(func(t *rapid.T) any {
+			return node.ProduceResult{Records: listRaw(placement(), 4).Draw(t, "records"), Batch: rapid.Bool().Draw(t, "batch")}
+		}),
+		rapid.Custom(func(t *rapid.T) any {
+			return node.ConsumeResult{Messages: listRaw(message(), 3).Draw(t, "messages"), Batch: rapid.Bool().Draw(t, "batch")}
+		}),
+		listResult(),
+	)
+}
+
+// listResult draws the remaining results: replay, ack and the listings.
+func listResult() *rapid.Generator[any] {
+	return rapid.OneOf(
+		rapid.Custom(func(t *rapid.T) any {
+			return node.ReplayResult{Message: rapid.OneOf(rapid.Just[*node.Message](nil), rapid.Ptr(message(), false)).Draw(t, "message")}
+		}),
+		rapid.Custom(func(t *rapid.T) any {
+			return node.AckResult{Results: listRaw(ackItem(), 4).Draw(t, "results"), Batch: rapid.Bool().Draw(t, "batch")}
+		}),
+		rapid.Custom(func(t *rapid.T) any { return node.MembersResult{Members: listRaw(member(), 3).Draw(t, "members")} }),
+		rapid.Custom(func(t *rapid.T) any { return node.MovesResult{Moves: listRaw(move(), 3).Draw(t, "moves")} }),
+	)
+}
+
+func topicInfo() *rapid.Generator[node.TopicInfo] {
+	return rapid.Custom(func(t *rapid.T) node.TopicInfo {
+		return node.TopicInfo{Name: topic().Draw(t, "name"), Partitions: rapid.Int().Draw(t, "partitions"),
+			RetentionMs: rapid.Int64().Draw(t, "retention"), VisibilityTimeoutMs: rapid.Int64().Draw(t, "visibility"),
+			InFlightMax: rapid.Int().Draw(t, "inFlight"), AckedAheadMax: rapid.Int().Draw(t, "ackedAhead"),
+			CreatedAt: rapid.Int64().Draw(t, "created"), Owner: nodeID().Draw(t, "owner")}
+	})
+}
+
+func partitionStats() *rapid.Generator[node.PartitionStats] {
+	return rapid.Custom(func(t *rapid.T) node.PartitionStats {
+		return node.PartitionStats{Index: rapid.Int().Draw(t, "index"), Segments: rapid.Int().Draw(t, "segments"),
+			OldestOffset: rapid.Uint64().Draw(t, "oldest"), NextOffset: rapid.Uint64().Draw(t, "next"),
+			HighWatermark: rapid.Uint64().Draw(t, "hwm"), SizeBytes: rapid.Int64().Draw(t, "size"),
+			OldestSegmentAt: rapid.Int64().Draw(t, "oldestAt"), OwnerNode: nodeID().Draw(t, "owner"),
+			Available: rapid.Bool().Draw(t, "available"), Committed: rapid.Uint64().Draw(t, "committed"),
+			InFlight: rapid.Int().Draw(t, "inFlight")}
+	})
+}
+
+func placement() *rapid.Generator[node.Placement] {
+	return rapid.Custom(func(t *rapid.T) node.Placement {
+		return node.Placement{Partition: rapid.Int().Draw(t, "partition"), Offset: rapid.Uint64().Draw(t, "offset")}
+	})
+}
+
+func message() *rapid.Generator[node.Message] {
+	return rapid.Custom(func(t *rapid.T) node.Message {
+		return node.Message{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition"),
+			Offset: rapid.Uint64().Draw(t, "offset"), Key: bytesRaw(16).Draw(t, "key"), Payload: bytesRaw(64).Draw(t, "payload"),
+			TimestampMs: rapid.Int64().Draw(t, "timestamp"), ReceiptHandle: handle().Draw(t, "handle"),
+			DeliveryCount: rapid.Uint32().Draw(t, "deliveries")}
+	})
+}
+
+func ackItem() *rapid.Generator[node.AckItemResult] {
+	return rapid.Custom(func(t *rapid.T) node.AckItemResult {
+		return node.AckItemResult{Handle: handle().Draw(t, "handle"), Err: errorValue().Draw(t, "err")}
+	})
+}
+
+func member() *rapid.Generator[node.Member] {
+	return rapid.Custom(func(t *rapid.T) node.Member {
+		return node.Member{ID: nodeID().Draw(t, "id"), Addr: rapid.StringN(0, -1, AddressBytesMax).Draw(t, "addr"),
+			Status: label().Draw(t, "status"), Draining: rapid.Bool().Draw(t, "draining"),
+			OwnedPartitions: rapid.Int().Draw(t, "owned"), OutboundMoves: rapid.Int().Draw(t, "outbound")}
+	})
+}
+
+func move() *rapid.Generator[node.Move] {
+	return rapid.Custom(func(t *rapid.T) node.Move {
+		return node.Move{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition"),
+			From: nodeID().Draw(t, "from"), To: nodeID().Draw(t, "to"), Phase: label().Draw(t, "phase"),
+			BytesCopied: rapid.Int64().Draw(t, "copied"), BytesTotal: rapid.Int64().Draw(t, "total"),
+			StartedAtMs: rapid.Int64().Draw(t, "started")}
+	})
+}
