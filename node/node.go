@@ -50,6 +50,9 @@ type Node struct {
 	dependents map[partitionKey][]int
 	messages   []Envelope
 
+	// round counts the Readys handed out: the boundary of a sync round.
+	round uint64
+
 	// Deadlines of periodic work, in node time.
 	nextCommitPersistMs int64
 	nextRetentionMs     int64
@@ -218,6 +221,7 @@ func (n *Node) Ready() Ready {
 	if chaos.Planted(chaos.BugAckBeforeSync) && len(n.replies) > 0 {
 		return n.readyRepliesFirst()
 	}
+	n.round++
 	rd := Ready{Replies: n.replies, Messages: n.messages}
 	for _, p := range n.sortedDirty() {
 		rd.Syncs = append(rd.Syncs, Sync{Dir: p.dir, log: p.log, data: p.log.Dirty(), committed: p.log.CommittedDirty()})

@@ -8,8 +8,10 @@ const topicsDir = "topics"
 
 // topicCursors are a topic's in-memory cursors on this node.
 type topicCursors struct {
-	// produce picks the partition of the next keyless record.
-	produce int
+	// produce is the partition keyless records went to in round
+	// produceRound; the next round moves it on by one.
+	produce      int
+	produceRound uint64
 	// consume is where the next consume starts looking.
 	consume int
 }
