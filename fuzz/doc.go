@@ -15,6 +15,11 @@
 //     it serves is the one appended at that offset; every offset it cannot
 //     serve is one it reported corrupt; and a second recovery agrees with
 //     the first.
+//   - FuzzDecodeEnvelope: any bytes; the peer codec never panics, and an
+//     envelope that decodes re-encodes to bytes that decode to the same
+//     value.
+//   - FuzzReadFrame: any byte stream, read whole and in short reads; frames
+//     over the bound are refused before anything is allocated.
 //
 // The package imports the core and is never imported by it.
 package fuzz
