@@ -66,6 +66,9 @@ func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
 	if p.leases == nil {
 		p.leases = lease.New(log.Committed(), n.nonceBase, n.leaseConfig(t))
 	}
+	// A log reopened after a failure (or idleness) recovers the committed
+	// offset last persisted; acks since then live in the lease table.
+	n.noteCommitted(p, log)
 	if dropped := p.leases.AdvanceTo(log.Oldest()); dropped > 0 {
 		n.observer.ConsumerDropped(t.info.Name, p.key.index, dropped)
 	}

@@ -83,9 +83,12 @@ func (cl *client) produceRequest(ids []string, batch bool) *http.Request {
 	}
 	var lines strings.Builder
 	for _, id := range ids {
-		if cl.pinnedPartition != node.PartitionNone {
+		switch {
+		case cl.pinnedPartition != node.PartitionNone:
 			fmt.Fprintf(&lines, "{\"payload\":%q,\"partition\":%d}\n", id, cl.pinnedPartition)
-		} else {
+		case cl.w.workloadRng.IntN(3) == 0: // keyed: spread by the key's hash
+			fmt.Fprintf(&lines, "{\"key\":\"k%d\",\"payload\":%q}\n", cl.w.workloadRng.IntN(50), id)
+		default:
 			fmt.Fprintf(&lines, "{\"payload\":%q}\n", id)
 		}
 	}
