@@ -181,19 +181,11 @@ func newContextSelectCommand(a *app) *cobra.Command {
 		Example: "  narad ctx select prod",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			contexts, err := a.loadContexts()
-			if err != nil {
-				return err
+			err := a.updateSavedContext(args[0], func(contexts *contextsFile) { contexts.Current = args[0] })
+			if err == nil {
+				fmt.Fprintf(a.stdout, "current context: %s\n", args[0])
 			}
-			if _, found := contexts.Contexts[args[0]]; !found {
-				return fmt.Errorf("no context named %q (see narad ctx ls)", args[0])
-			}
-			contexts.Current = args[0]
-			if err := a.saveContexts(contexts); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "current context: %s\n", args[0])
-			return nil
+			return err
 		},
 	}
 }
@@ -242,22 +234,30 @@ func newContextRemoveCommand(a *app) *cobra.Command {
 		Example: "  narad ctx rm staging",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			contexts, err := a.loadContexts()
-			if err != nil {
-				return err
+			err := a.updateSavedContext(args[0], func(contexts *contextsFile) {
+				delete(contexts.Contexts, args[0])
+				if contexts.Current == args[0] {
+					contexts.Current = ""
+				}
+			})
+			if err == nil {
+				fmt.Fprintf(a.stdout, "context %q removed\n", args[0])
 			}
-			if _, found := contexts.Contexts[args[0]]; !found {
-				return fmt.Errorf("no context named %q (see narad ctx ls)", args[0])
-			}
-			delete(contexts.Contexts, args[0])
-			if contexts.Current == args[0] {
-				contexts.Current = ""
-			}
-			if err := a.saveContexts(contexts); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "context %q removed\n", args[0])
-			return nil
+			return err
 		},
 	}
+}
+
+// updateSavedContext loads the contexts file, refuses an unknown name,
+// applies change and saves the file.
+func (a *app) updateSavedContext(name string, change func(*contextsFile)) error {
+	contexts, err := a.loadContexts()
+	if err != nil {
+		return err
+	}
+	if _, found := contexts.Contexts[name]; !found {
+		return fmt.Errorf("no context named %q (see narad ctx ls)", name)
+	}
+	change(&contexts)
+	return a.saveContexts(contexts)
 }
