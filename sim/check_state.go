@@ -60,9 +60,9 @@ func (s *stateChecker) synced(n *simNode, rd node.Ready) {
 }
 
 // stopped records what a graceful stop made durable: every committed
-// offset.
-func (s *stateChecker) stopped(n *simNode) {
-	for dir, state := range partitionStates(n) { //determinism:ok only records
+// offset of the partitions open when it began (states).
+func (s *stateChecker) stopped(n *simNode, states map[string]node.PartitionState) {
+	for dir, state := range states { //determinism:ok only records
 		key := stateKey(n, dir)
 		s.durableCommitted[key] = max(s.durableCommitted[key], state.Committed)
 	}

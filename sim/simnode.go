@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -231,10 +230,16 @@ func (n *simNode) stop() {
 	if n.persisting {
 		return // the released polls' replies need no sync; a produce might
 	}
-	if err := n.node.Close(); err != nil && !errors.Is(err, storage.ErrClosed) {
-		n.w.fail("graceful-stop", "%s close: %v", n.id, err)
+	states := partitionStates(n)
+	if err := n.node.Close(); err != nil {
+		// An injected disk fault failed the final persist: what it was
+		// writing may not be durable, so the stop ends as a crash does.
+		n.w.countFault("stop-failed")
+		n.w.tracef("%s close failed: %v", n.id, err)
+		n.fs.Crash()
+	} else {
+		n.w.checker.stopped(n, states)
 	}
-	n.w.checker.stopped(n)
 	n.node, n.calls = nil, nil
 	n.scheduleRestart(int64(50 + n.w.faultRng.IntN(500)))
 }
