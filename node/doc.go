@@ -1,9 +1,16 @@
 // Package node is one broker node as a deterministic state machine: the
 // data path (topics, produce, consume, ack, replay) over the partition logs
-// it owns. It starts no goroutines, reads no clock and does no network I/O;
-// disk goes through storage.FS. Two drivers run it: host (production:
-// goroutines, HTTP, wall clock, os files) and sim (one goroutine, simulated
-// clock, network and disk).
+// it owns, and its replica of the Raft metastore (package meta), which
+// holds the topics, their placement and the members. It starts no
+// goroutines, reads no clock and does no network I/O; disk goes through
+// storage.FS (the metastore's bbolt file is opened by the driver). Two
+// drivers run it: host (production: goroutines, HTTP, wall clock, os
+// files) and sim (one goroutine, simulated clock, network and disk).
+//
+// Topic changes are metastore proposals: the client's answer leaves when
+// the entry is applied on this replica. A single node is a one-voter group
+// that elects itself as soon as its bootstrap configuration is applied,
+// then heartbeats so that partitions can be placed on it.
 //
 // # The contract
 //
@@ -21,7 +28,8 @@
 // reports true. The driver handles a Ready in this fixed order:
 //
 //  1. Persist: run every Sync of Ready.Syncs (fsyncs of partition logs and
-//     of committed consumer offsets). Syncs of different logs are
+//     of committed consumer offsets, and the metastore's one bbolt
+//     transaction: Raft entries, hard state, applied state). Syncs of different logs are
 //     independent and may run in parallel; nothing else may touch the node
 //     meanwhile. If any Sync fails, the node instance is finished: the
 //     driver must not deliver this Ready's replies or messages and must

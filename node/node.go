@@ -204,10 +204,16 @@ func (n *Node) Cancel(id RequestID) {
 	}
 }
 
-// Step delivers a message from a peer. A single node has no peers yet;
-// the cluster adds message types.
+// Step delivers a message from a peer. Raft messages go to the
+// metastore; forwarding between nodes is not served yet (a single node
+// never receives it).
 func (n *Node) Step(env Envelope) error {
-	return fmt.Errorf("node %s: unexpected peer message %T from %s", n.cfg.NodeID, env.Message, env.From)
+	switch m := env.Message.(type) {
+	case RaftMessage:
+		return n.meta.Step(m.Message)
+	default:
+		return fmt.Errorf("node %s: peer message %T from %s is not served yet", n.cfg.NodeID, env.Message, env.From)
+	}
 }
 
 // HasReady reports whether Ready has anything to hand out.
