@@ -147,6 +147,10 @@ func sortedValues(m map[partitionKey]*partition) []*partition {
 	return out
 }
 
+// ErrDataWithoutMetastore refuses a start whose partition data has no
+// metastore to say which topics it belongs to.
+var ErrDataWithoutMetastore = errors.New("node: partition data without its metastore")
+
 // sweepOrphans removes topic directories that the metastore's durable
 // state does not know (left by a crash in the middle of a delete). A node
 // writes a topic's data only after its replica applied the topic, and the
@@ -158,6 +162,13 @@ func (n *Node) sweepOrphans() error {
 	}
 	if err != nil {
 		return fmt.Errorf("list topics: %w", err)
+	}
+	if len(names) > 0 && len(n.meta.State().Members()) == 0 {
+		// A metastore that never saw a member is new: the data beside it
+		// belongs to a metastore that was lost or moved. Deleting it as
+		// orphans would be silent data loss.
+		return fmt.Errorf("%w: %d topic directories but a new metastore; restore the metastore or move the data away",
+			ErrDataWithoutMetastore, len(names))
 	}
 	for _, name := range names {
 		if _, ok := n.meta.State().Topic(name); ok {

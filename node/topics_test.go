@@ -2,9 +2,12 @@ package node
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"narad/meta"
 )
 
 func TestCreateTopicAppliesDefaults(t *testing.T) {
@@ -134,4 +137,21 @@ func TestTopicsSurviveRestart(t *testing.T) {
 	h.crash()
 	page := h.ok(ListTopics{}).(TopicPage)
 	require.Equal(t, []string{"orders"}, topicNames(page), "a created topic is durable before its 201")
+}
+
+// TestDataWithoutItsMetastoreIsNotSwept: partition data beside a new
+// metastore (the old one lost or moved) refuses the start instead of being
+// deleted as orphans.
+func TestDataWithoutItsMetastoreIsNotSwept(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	h.produce("orders", 0, "precious")
+	require.NoError(t, h.node.Close())
+	h.node = nil
+	store, err := meta.OpenStore(filepath.Join(t.TempDir(), "new-meta.db"), meta.StoreOptions{NoSync: true})
+	require.NoError(t, err)
+	_, err = New(h.cfg, h.fs, store, h.nowMs, nil)
+	require.ErrorIs(t, err, ErrDataWithoutMetastore)
+	_, statErr := h.fs.Stat(PartitionDir("orders", 0))
+	require.NoError(t, statErr, "the data is still there")
 }
