@@ -37,6 +37,9 @@ func (n *Node) ackOne(t *topic, handle string, action AckAction) error {
 	if index >= t.info.Partitions {
 		return Gone("receipt handle is stale")
 	}
+	if !n.ownedHere(t, index) {
+		return notOwner(t, index)
+	}
 	p := n.partitionOf(t, index)
 	log, err := n.openLog(t, p)
 	if err != nil {

@@ -23,6 +23,10 @@ func (n *Node) consume(id RequestID, r Consume) {
 		n.reply(id, nil, err)
 		return
 	}
+	if r.Partition != PartitionNone && !n.ownedHere(t, r.Partition) {
+		n.reply(id, nil, notOwner(t, r.Partition))
+		return
+	}
 	messages := n.reserve(t, r)
 	switch {
 	case len(messages) > 0:
@@ -60,6 +64,9 @@ func (n *Node) reserve(t *topic, r Consume) []Message {
 	want := max(r.Max, 1)
 	var messages []Message
 	for _, index := range n.consumeOrder(t, r.Partition) {
+		if !n.ownedHere(t, index) {
+			continue
+		}
 		p := n.partitionOf(t, index)
 		for len(messages) < want {
 			message, ok := n.reserveOne(t, p)
@@ -207,6 +214,9 @@ func (n *Node) replay(r Replay) (any, error) {
 	}
 	if r.Partition < 0 || r.Partition >= t.info.Partitions {
 		return nil, Invalid("invalid partition")
+	}
+	if !n.ownedHere(t, r.Partition) {
+		return nil, notOwner(t, r.Partition)
 	}
 	p := n.partitionOf(t, r.Partition)
 	log, err := n.openLog(t, p)

@@ -65,6 +65,9 @@ func (n *Node) placeRecords(r Produce) (*topic, []Placement, error) {
 		}
 		payloadBytes += len(rec.Payload)
 		placements[i].Partition = n.choosePartition(t, rec)
+		if !n.ownedHere(t, placements[i].Partition) {
+			return nil, nil, notOwner(t, placements[i].Partition)
+		}
 	}
 	if payloadBytes > ProduceBatchBytesMax {
 		return nil, nil, TooLarge("request body too large")

@@ -162,7 +162,10 @@ func (n *Node) getTopic(r GetTopic) (any, error) {
 }
 
 func (n *Node) partitionStats(t *topic, index int) PartitionStats {
-	stats := PartitionStats{Index: index, OwnerNode: n.cfg.NodeID}
+	stats := PartitionStats{Index: index, OwnerNode: t.owner(index)}
+	if !n.ownedHere(t, index) {
+		return stats // another node's: its stats arrive with forwarding
+	}
 	p := n.partitionOf(t, index)
 	log, err := n.openLog(t, p)
 	if err != nil {

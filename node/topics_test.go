@@ -155,3 +155,36 @@ func TestDataWithoutItsMetastoreIsNotSwept(t *testing.T) {
 	_, statErr := h.fs.Stat(PartitionDir("orders", 0))
 	require.NoError(t, statErr, "the data is still there")
 }
+
+// TestOnlyTheOwnerServesAPartition: with a second member in the
+// metastore, partitions placed on it are not written, consumed, replayed
+// or acked here (421), and their stats say who owns them. The single-owner
+// invariant; forwarding to the owner arrives with the cluster.
+func TestOnlyTheOwnerServesAPartition(t *testing.T) {
+	h := newHarness(t)
+	_, err := h.node.meta.Propose(meta.MemberHeartbeat{ID: "node-2", HTTPAddr: "127.0.0.2:7942", ClusterAddr: "127.0.0.2:7943", NowMs: h.nowMs})
+	require.NoError(t, err)
+	h.flush()
+	h.createTopic("orders", func(c *CreateTopic) { c.Partitions = 4 })
+	detail := h.ok(GetTopic{Name: "orders", Partition: PartitionNone}).(TopicDetail)
+	mine, theirs := -1, -1
+	for _, s := range detail.PartitionStats {
+		switch s.OwnerNode {
+		case h.cfg.NodeID:
+			mine = s.Index
+			require.True(t, s.Available)
+		case "node-2":
+			theirs = s.Index
+			require.False(t, s.Available, "another node's partition is not described as available here")
+		}
+	}
+	require.True(t, mine >= 0 && theirs >= 0, "placement spreads over both members: %+v", detail.PartitionStats)
+	h.produce("orders", mine, "here")
+	h.fail(Produce{Topic: "orders", Records: []ProduceRecord{{Partition: theirs, Payload: []byte("x")}}}, CodeNotOwner)
+	h.fail(Consume{Topic: "orders", Partition: theirs}, CodeNotOwner)
+	h.fail(Replay{Topic: "orders", Partition: theirs, Offset: 0}, CodeNotOwner)
+	require.Equal(t, CodeNotOwner, CodeOf(h.ackHandle("orders", fmt.Sprintf("%d:0:5", theirs), AckCommit)))
+	m, ok := h.consume("orders")
+	require.True(t, ok)
+	require.Equal(t, mine, m.Partition, "an unpinned consume reads only what this node owns")
+}

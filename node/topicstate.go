@@ -52,3 +52,15 @@ func (t *topic) owner(index int) string {
 	assert(index < len(t.assignments), "node: topic %s has %d assignments, partition %d asked", t.info.Name, len(t.assignments), index)
 	return t.assignments[index].Owner
 }
+
+// ownedHere reports whether this node serves partition index of t. Only
+// the owner may write a partition or serve its queue: the single-owner
+// invariant. (Forwarding to other owners arrives with the cluster; until
+// then a request for another node's partition is answered 421.)
+func (n *Node) ownedHere(t *topic, index int) bool {
+	return t.owner(index) == n.cfg.NodeID
+}
+
+func notOwner(t *topic, index int) *Error {
+	return errorf(CodeNotOwner, "partition %d of %s is owned by %s", index, t.info.Name, t.owner(index))
+}
