@@ -10,12 +10,20 @@ import (
 // metaDir names the metastore's work in a Ready's Syncs (traces, logs).
 const metaDir = "metastore"
 
+// metaTicksPerTickMax bounds the Raft ticks one node Tick catches up: a
+// clock that jumps ahead must not fire a burst of elections.
+const metaTicksPerTickMax = 10
+
 // tickMeta ticks the metastore at its own period and heartbeats when due.
 func (n *Node) tickMeta() {
-	for n.nowMs >= n.nextMetaTickMs {
+	for range metaTicksPerTickMax {
+		if n.nowMs < n.nextMetaTickMs {
+			break
+		}
 		n.meta.Tick()
 		n.nextMetaTickMs += n.cfg.MetaTickIntervalMs
 	}
+	n.nextMetaTickMs = max(n.nextMetaTickMs, n.nowMs-n.nowMs%n.cfg.MetaTickIntervalMs)
 	n.maintainMeta()
 }
 

@@ -152,7 +152,7 @@ func (n *Node) NextDeadlineMs() int64 {
 	if d, ok := n.waiters.nextDeadline(); ok {
 		next = min(next, d)
 	}
-	for _, p := range n.sortedPartitions() {
+	for _, p := range n.partitions { //determinism:ok a minimum does not depend on order
 		if p.leases == nil {
 			continue
 		}
