@@ -67,6 +67,13 @@ func openMetaStore(dataDir string) (*meta.Store, error) {
 	return store, nil
 }
 
+// monotonicClock reads wall time as boot's wall time plus the monotonic
+// time since boot: a wall clock stepped backwards (NTP) must not freeze
+// the node's timers, which only move forward.
+func monotonicClock(boot time.Time) func() time.Time {
+	return func() time.Time { return boot.Add(time.Since(boot)) }
+}
+
 // Host is a running node: its loop, its HTTP server and its metrics.
 type Host struct {
 	opts     Options
@@ -97,12 +104,12 @@ func Start(opts Options, logger *slog.Logger) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := node.New(opts.Node, fs, metaStore, time.Now().UnixMilli(), metrics)
+	n, err := node.New(opts.Node, fs, metaStore, begin.UnixMilli(), metrics)
 	if err != nil {
 		return nil, err
 	}
 	h := &Host{opts: opts, logger: logger, loopErr: make(chan error, 1)}
-	h.loop = newLoop(n, time.Now, logger, metrics)
+	h.loop = newLoop(n, monotonicClock(begin), logger, metrics)
 	h.backend = &backend{loop: h.loop}
 	if err := h.listen(reg); err != nil {
 		_ = n.Close()
@@ -210,7 +217,12 @@ func (h *Host) Shutdown() error {
 	case loopErr = <-h.loopErr:
 	default:
 	}
-	closeErr := h.loop.node.Close()
+	var closeErr error
+	if h.loop.failure() != nil {
+		closeErr = h.loop.node.Abandon() // a failed fsync finished this instance: persist nothing more
+	} else {
+		closeErr = h.loop.node.Close()
+	}
 	h.logger.Info("narad node stopped", "node", h.opts.Node.NodeID)
 	return errors.Join(serverErr, loopErr, closeErr)
 }

@@ -109,6 +109,7 @@ func (l *loop) run(ctx context.Context) error {
 func (l *loop) round(first input) {
 	l.node.Tick(l.clock().UnixMilli())
 	fed := l.feedCounted(first)
+	var gatherUntil time.Time
 	for fed < inputsPerRoundMax {
 		select {
 		case in := <-l.inbox:
@@ -116,19 +117,27 @@ func (l *loop) round(first input) {
 			continue
 		default:
 		}
-		if fed >= l.answeredLastFlush || !l.gatherOne(&fed) {
+		if gatherUntil.IsZero() {
+			gatherUntil = l.clock().Add(gatherWindowMax)
+		}
+		if fed >= l.answeredLastFlush || !l.gatherOne(&fed, gatherUntil) {
 			return
 		}
 	}
 }
 
-// gatherOne waits up to the gather window for one more input; it reports
-// whether one came.
-func (l *loop) gatherOne(fed *int) bool {
+// gatherOne waits until the round's gather deadline for one more input; it
+// reports whether one came. The window bounds the whole round, not each
+// input.
+func (l *loop) gatherOne(fed *int, until time.Time) bool {
+	wait := until.Sub(l.clock())
+	if wait <= 0 {
+		return false
+	}
 	if l.gather == nil {
-		l.gather = time.NewTimer(gatherWindowMax)
+		l.gather = time.NewTimer(wait)
 	} else {
-		l.gather.Reset(gatherWindowMax)
+		l.gather.Reset(wait)
 	}
 	select {
 	case in := <-l.inbox:

@@ -32,7 +32,7 @@ func (n *Node) consume(id RequestID, r Consume) {
 	case len(messages) > 0:
 		n.observer.ConsumeWait(r.Topic, outcomeOf(r, "hit"), 0)
 		n.reply(id, ConsumeResult{Messages: messages, Batch: r.Max > 0}, nil)
-	case r.WaitMs <= 0 || n.waiters.len() >= n.cfg.WaitersMax:
+	case r.WaitMs <= 0 || n.draining || n.waiters.len() >= n.cfg.WaitersMax:
 		n.observer.ConsumeWait(r.Topic, "no_wait", 0)
 		n.reply(id, ConsumeResult{Messages: []Message{}, Batch: r.Max > 0}, nil)
 	default:
@@ -162,9 +162,15 @@ func (n *Node) wake(topicName string) {
 	if !ok {
 		return
 	}
+	unpinnedEmpty := false
 	for _, w := range n.waiters.topic(topicName) {
+		unpinned := w.request.Partition == PartitionNone
+		if unpinned && unpinnedEmpty {
+			continue // an unpinned poll found nothing: neither will the next
+		}
 		messages := n.reserve(t, w.request)
 		if len(messages) == 0 {
+			unpinnedEmpty = unpinnedEmpty || unpinned
 			continue
 		}
 		n.waiters.remove(w.id)

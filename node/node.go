@@ -52,6 +52,9 @@ type Node struct {
 
 	// round counts the Readys handed out: the boundary of a sync round.
 	round uint64
+	// draining is set when graceful shutdown starts: consumes no longer
+	// wait.
+	draining bool
 
 	// Deadlines of periodic work, in node time.
 	nextCommitPersistMs int64
@@ -344,9 +347,10 @@ func (n *Node) Stats() Stats {
 	return s
 }
 
-// ReleaseWaiters answers every parked long poll with nothing, at once: the
-// driver calls it when graceful shutdown starts.
+// ReleaseWaiters answers every parked long poll with nothing, at once, and
+// parks no new ones: the driver calls it when graceful shutdown starts.
 func (n *Node) ReleaseWaiters() {
+	n.draining = true
 	for _, w := range n.waiters.popExpired(maxTimeMs) {
 		n.observer.ConsumeWait(w.request.Topic, "cancelled", n.nowMs-w.parkedAtMs)
 		n.reply(w.id, ConsumeResult{Messages: []Message{}, Batch: w.request.Max > 0}, nil)

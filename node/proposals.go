@@ -82,7 +82,10 @@ func (n *Node) proposalResult(pending *pendingProposal, applyErr error) (any, er
 		return nil, nil
 	}
 	t, ok := n.lookupTopic(pending.topic)
-	assert(ok, "node: topic %s missing right after its %d proposal applied", pending.topic, pending.kind)
+	if !ok {
+		// A delete applied in the same batch, after this change.
+		return nil, NotFound("topic %q not found", pending.topic)
+	}
 	return t.info, nil
 }
 

@@ -188,3 +188,30 @@ func TestOnlyTheOwnerServesAPartition(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, mine, m.Partition, "an unpinned consume reads only what this node owns")
 }
+
+// TestAlterAndDeleteInOneRound: an alter and a delete of one topic applied
+// in the same metastore batch answer the alter 404 (the delete came after
+// it); the node once asserted the topic still existed and crashed.
+func TestAlterAndDeleteInOneRound(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("x")
+	visibility := int64(5_000)
+	h.node.Handle(100, AlterTopic{Name: "x", VisibilityTimeoutMs: &visibility})
+	h.node.Handle(101, DeleteTopic{Name: "x"})
+	h.flush()
+	require.Equal(t, CodeNotFound, CodeOf(h.replies[100].Err))
+	require.NoError(t, h.replies[101].Err)
+}
+
+// TestDrainingNodeParksNoPolls: after ReleaseWaiters (graceful shutdown)
+// a consume that finds nothing answers at once instead of parking.
+func TestDrainingNodeParksNoPolls(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("q")
+	parked := h.send(Consume{Topic: "q", Partition: PartitionNone, WaitMs: 5_000})
+	h.node.ReleaseWaiters()
+	h.flush()
+	require.Contains(t, h.replies, parked, "parked polls are answered")
+	late := h.send(Consume{Topic: "q", Partition: PartitionNone, WaitMs: 5_000})
+	require.Contains(t, h.replies, late, "a poll after the release does not park")
+}
