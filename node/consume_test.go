@@ -309,3 +309,21 @@ func TestReopenedLogKeepsTheAckedFrontier(t *testing.T) {
 		}
 	}
 }
+
+// TestRetentionReachesLogsClosedSinceRestart: a partition nobody touches
+// after a restart still loses its expired segments (the retention pass
+// reopens closed logs that hold sealed segments).
+func TestRetentionReachesLogsClosedSinceRestart(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Log.SegmentBytes = 4096
+	h.restart()
+	h.createTopic("orders")
+	payload := string(make([]byte, 1000))
+	for range 20 {
+		h.produce("orders", 0, payload)
+	}
+	h.restart()
+	require.Empty(t, h.node.store.OpenDirs(), "nothing is open after a restart")
+	h.tick(h.cfg.DefaultRetentionMs + h.cfg.RetentionCheckIntervalMs)
+	require.Positive(t, h.stats("orders", 0).OldestOffset, "expired sealed segments were deleted without any client touching the partition")
+}

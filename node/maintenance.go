@@ -1,6 +1,9 @@
 package node
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // scheduleCommitPersist queues a sync of every open log whose committed
 // consumer offset changed since it was last persisted.
@@ -12,25 +15,91 @@ func (n *Node) scheduleCommitPersist() {
 	}
 }
 
-// applyRetention deletes expired sealed segments of the open logs and
-// moves consumer frontiers past what was deleted.
+// retentionReopensPerPassMax bounds how many closed logs one retention
+// pass opens (each open recovers the log on the loop).
+const retentionReopensPerPassMax = 4
+
+// applyRetention deletes expired sealed segments of the open logs, and of
+// up to retentionReopensPerPassMax closed logs that have sealed segments
+// (a partition nobody used since a restart or an idle close would
+// otherwise keep its expired data), and moves consumer frontiers past what
+// was deleted.
 func (n *Node) applyRetention() {
+	n.reopenForRetention()
 	for _, p := range n.sortedPartitions() {
 		t, ok := n.lookupTopic(p.key.topic)
 		if !ok || p.log == nil || t.info.RetentionMs == retentionForever {
 			continue
 		}
-		result, err := p.log.ApplyRetention(n.nowMs, t.info.RetentionMs)
-		if err != nil {
-			n.failLog(p, fmt.Errorf("retention: %w", err))
+		n.retain(t, p)
+	}
+}
+
+// reopenForRetention opens closed logs of owned partitions that hold more
+// than one segment, starting after the last one it opened.
+func (n *Node) reopenForRetention() {
+	candidates := n.closedLogsWithSealedSegments()
+	for i := range min(len(candidates), retentionReopensPerPassMax) {
+		c := candidates[(n.retentionCursor+i)%len(candidates)]
+		if _, err := n.openLog(c.topic, c.partition); err != nil {
+			n.observer.Event("retention-open-failed", fmt.Sprintf("%s: %v", c.partition.dir, err))
+		}
+	}
+	if len(candidates) > 0 {
+		n.retentionCursor = (n.retentionCursor + retentionReopensPerPassMax) % len(candidates)
+	}
+}
+
+type retentionCandidate struct {
+	topic     *topic
+	partition *partition
+}
+
+func (n *Node) closedLogsWithSealedSegments() []retentionCandidate {
+	var out []retentionCandidate
+	for _, name := range n.meta.State().TopicNames() {
+		t, _ := n.lookupTopic(name)
+		if t.info.RetentionMs == retentionForever {
 			continue
 		}
-		if result.SegmentsDeleted > 0 {
-			n.observer.RetentionDeleted(p.key.topic, p.key.index, result.BytesDeleted, result.RecordsDeleted)
+		for index := range t.info.Partitions {
+			dir := PartitionDir(name, index)
+			if !n.ownedHere(t, index) || n.store.IsOpen(dir) || n.segmentFiles(dir) < 2 {
+				continue
+			}
+			out = append(out, retentionCandidate{topic: t, partition: n.partitionOf(t, index)})
 		}
-		if dropped := p.leases.AdvanceTo(p.log.Oldest()); dropped > 0 {
-			n.observer.ConsumerDropped(p.key.topic, p.key.index, dropped)
+	}
+	return out
+}
+
+// segmentFiles counts the segment files of a partition directory.
+func (n *Node) segmentFiles(dir string) int {
+	names, err := n.fs.List(dir)
+	if err != nil {
+		return 0
+	}
+	count := 0
+	for _, name := range names {
+		if strings.HasSuffix(name, ".log") {
+			count++
 		}
+	}
+	return count
+}
+
+// retain applies t's retention to p's open log.
+func (n *Node) retain(t *topic, p *partition) {
+	result, err := p.log.ApplyRetention(n.nowMs, t.info.RetentionMs)
+	if err != nil {
+		n.failLog(p, fmt.Errorf("retention: %w", err))
+		return
+	}
+	if result.SegmentsDeleted > 0 {
+		n.observer.RetentionDeleted(p.key.topic, p.key.index, result.BytesDeleted, result.RecordsDeleted)
+	}
+	if dropped := p.leases.AdvanceTo(p.log.Oldest()); dropped > 0 {
+		n.observer.ConsumerDropped(p.key.topic, p.key.index, dropped)
 	}
 }
 

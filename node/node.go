@@ -55,6 +55,8 @@ type Node struct {
 	// draining is set when graceful shutdown starts: consumes no longer
 	// wait.
 	draining bool
+	// retentionCursor rotates the closed logs a retention pass reopens.
+	retentionCursor int
 
 	// Deadlines of periodic work, in node time.
 	nextCommitPersistMs int64

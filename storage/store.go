@@ -88,6 +88,12 @@ func (s *Store) CloseAll() error {
 	return errors.Join(errs...)
 }
 
+// IsOpen reports whether the log of dir is open.
+func (s *Store) IsOpen(dir string) bool {
+	_, open := s.open[dir]
+	return open
+}
+
 // OpenDirs returns the directories of the open logs, sorted.
 func (s *Store) OpenDirs() []string {
 	return slices.Sorted(maps.Keys(s.open))
