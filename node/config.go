@@ -12,6 +12,7 @@ import (
 // contract with clients, so they are constants, not configuration.
 const (
 	TopicNameBytesMax      = 255
+	NodeIDBytesMax         = 64 // a node id travels in every peer message
 	TopicsPageDefault      = 100
 	TopicsPageMax          = 1000
 	ConsumeBatchMax        = 100     // max of a batch consume
@@ -116,7 +117,7 @@ func (c Config) Validate() error {
 			problems = append(problems, fmt.Errorf(format, args...))
 		}
 	}
-	check(c.NodeID != "", "node id must not be empty")
+	check(c.NodeID != "" && len(c.NodeID) <= NodeIDBytesMax, "node id must be 1 to %d bytes, got %d", NodeIDBytesMax, len(c.NodeID))
 	check(c.AdvertiseAddr != "" && c.ClusterAddr != "", "advertise (HTTP) and cluster addresses must not be empty")
 	check(c.PartitionsMax >= PartitionsMin, "partitions max %d below %d", c.PartitionsMax, PartitionsMin)
 	check(c.DefaultPartitions >= PartitionsMin && c.DefaultPartitions <= c.PartitionsMax,

@@ -132,6 +132,9 @@ func (n *Node) listTopics(r ListTopics) (any, error) {
 	if limit < 1 || limit > TopicsPageMax {
 		return nil, Invalid("limit must be between 1 and %d", TopicsPageMax)
 	}
+	if len(r.PageToken) > TopicNameBytesMax {
+		return nil, Invalid("page_token is at most %d bytes (it is a topic name)", TopicNameBytesMax)
+	}
 	names := pageAfter(n.meta.State().TopicNames(), r.PageToken, limit)
 	page := TopicPage{Topics: make([]TopicInfo, 0, len(names))}
 	for _, name := range names {

@@ -58,6 +58,7 @@ func TestListTopicsKeysetPagination(t *testing.T) {
 	require.Equal(t, "", last.NextPageToken)
 	h.fail(ListTopics{Limit: 1001}, CodeInvalid)
 	h.fail(ListTopics{Limit: -1}, CodeInvalid)
+	h.fail(ListTopics{PageToken: string(make([]byte, TopicNameBytesMax+1))}, CodeInvalid)
 }
 
 func topicNames(page TopicPage) []string {

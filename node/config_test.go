@@ -1,0 +1,21 @@
+package node
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestConfigValidateReportsEveryProblem(t *testing.T) {
+	cfg := DefaultConfig()
+	require.NoError(t, cfg.Validate())
+	cfg.NodeID = strings.Repeat("n", NodeIDBytesMax+1)
+	cfg.DefaultPartitions = 2
+	cfg.WaitersMax = 0
+	err := cfg.Validate()
+	require.Error(t, err)
+	for _, want := range []string{"node id must be 1 to 64 bytes", "default partitions 2", "waiters max"} {
+		require.Contains(t, err.Error(), want)
+	}
+}
