@@ -189,9 +189,25 @@ func (n *Node) expireWaiters() {
 	}
 }
 
+// leaseDeadlineDue reports whether any reservation's deadline has passed.
+func (n *Node) leaseDeadlineDue() bool {
+	for _, p := range n.partitions { //determinism:ok an existence test does not depend on order
+		if p.leases == nil {
+			continue
+		}
+		if d, ok := p.leases.NextDeadline(); ok && d <= n.nowMs {
+			return true
+		}
+	}
+	return false
+}
+
 // expireLeases releases reservations past their deadline and wakes the
 // topics that got records back.
 func (n *Node) expireLeases() {
+	if !n.leaseDeadlineDue() {
+		return // the common case on every tick: no sort, no allocation
+	}
 	var woken []string
 	for _, p := range n.sortedPartitions() {
 		if p.leases == nil {

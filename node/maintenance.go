@@ -110,11 +110,12 @@ func (n *Node) closeIdleLogs() {
 	if err != nil {
 		n.observer.Event("idle-close-failed", err.Error())
 	}
-	for _, dir := range closed {
-		for _, p := range n.sortedPartitions() {
-			if p.dir == dir {
-				p.log = nil
-			}
+	if len(closed) == 0 {
+		return
+	}
+	for _, p := range n.partitions { //determinism:ok each partition is updated on its own
+		if p.log != nil && !n.store.IsOpen(p.dir) {
+			p.log = nil
 		}
 	}
 }

@@ -68,7 +68,10 @@ func (n *Node) advanceMeta() {
 	}
 	outcomes := n.meta.Advance(*n.metaReady)
 	n.metaReady = nil
-	n.reconcileTopics()
+	if applied := n.meta.AppliedIndex(); applied != n.reconciledIndex {
+		n.reconciledIndex = applied // Readys that only carry Raft heartbeats change nothing
+		n.reconcileTopics()
+	}
 	n.handleOutcomes(outcomes)
 	n.maintainMeta()
 }

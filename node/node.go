@@ -32,6 +32,9 @@ type Node struct {
 	metaReady *meta.Ready
 	// proposals wait for their outcome, by proposal id.
 	proposals map[meta.ProposalID]*pendingProposal
+	// reconciledIndex is the metastore applied index reconcileTopics last
+	// saw.
+	reconciledIndex uint64
 	// known maps each topic name of the applied state to its creation
 	// time, to notice deletes and re-creates (reconcileTopics).
 	known map[string]int64
