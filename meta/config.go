@@ -3,6 +3,7 @@ package meta
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 )
 
@@ -162,4 +163,15 @@ func (p Peer) validate() error {
 		return fmt.Errorf("peer %q has an empty cluster address", p.ID)
 	}
 	return nil
+}
+
+// RaftIDOf derives the raft id of a node from its node id (FNV-1a, 64
+// bits, mapped into [1, raftIDMax]), so that every node computes the same
+// bootstrap configuration from the same peer list and a joining node knows
+// its own id. Since raft ids are never reused, a node id that was removed
+// from the cluster cannot join again: a replacement takes a new id.
+func RaftIDOf(nodeID string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(nodeID))
+	return h.Sum64()%raftIDMax + 1
 }

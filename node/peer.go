@@ -31,12 +31,12 @@ type ForwardReply struct {
 }
 
 // Subscribe asks the receiving node (an owner of partitions of Topic) to
-// send a Notify when records become visible on any of them, until UntilMs
-// of the receiver's clock. A node sends it on behalf of its parked long
-// polls.
+// send a Notify when records become visible on any of them, for the next
+// ForMs milliseconds of the receiver's clock. A node sends it on behalf of
+// its parked long polls.
 type Subscribe struct {
-	Topic   string
-	UntilMs int64
+	Topic string
+	ForMs int64
 }
 
 // Notify tells a subscriber that records became visible (or leases were
@@ -44,4 +44,13 @@ type Subscribe struct {
 // again.
 type Notify struct {
 	Topic string
+}
+
+// Join asks the receiving node to add the sender to the metastore's voters
+// (a node started to join a running cluster sends it to the members it
+// was given until it is a voter). Only the leader acts on it.
+type Join struct {
+	RaftID      uint64
+	ClusterAddr string
+	HTTPAddr    string
 }

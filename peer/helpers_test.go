@@ -134,7 +134,7 @@ func sampleMessages(seq int) []any {
 			Topic: "orders", Records: []node.ProduceRecord{{Key: []byte("k"), Partition: node.PartitionNone, Payload: []byte("payload")}},
 		}},
 		node.ForwardReply{ID: uint64(seq), Reply: node.Reply{ID: node.RequestID(seq), Result: node.TopicInfo{Name: "orders", Partitions: 3}}},
-		node.Subscribe{Topic: "orders", UntilMs: int64(seq)},
+		node.Subscribe{Topic: "orders", ForMs: int64(seq)},
 		node.Notify{Topic: "orders"},
 	}
 }

@@ -164,7 +164,7 @@ func TestTypeNumbersAreUnique(t *testing.T) {
 		require.NotContains(t, seen, value, "%s and %s share type number %d", ident.Name, seen[value], value)
 		seen[value] = ident.Name
 	}
-	require.Len(t, seen, 5+11+10, "type numbers: 5 messages, 11 requests, 10 results")
+	require.Len(t, seen, 6+11+10, "type numbers: 6 messages, 11 requests, 10 results")
 }
 
 // TestCutErrorMessage: text at the bound is kept; longer text is cut to

@@ -75,10 +75,15 @@ func (e *encoder) peerMessage(message any) {
 	case node.Subscribe:
 		e.typeNumber(typeSubscribe)
 		e.string(m.Topic, topicNameLimit)
-		e.varint(m.UntilMs)
+		e.varint(m.ForMs)
 	case node.Notify:
 		e.typeNumber(typeNotify)
 		e.string(m.Topic, topicNameLimit)
+	case node.Join:
+		e.typeNumber(typeJoin)
+		e.uvarint(m.RaftID)
+		e.string(m.ClusterAddr, addressLimit)
+		e.string(m.HTTPAddr, addressLimit)
 	default:
 		e.unknown("envelope message", message)
 	}
@@ -94,9 +99,11 @@ func (d *decoder) peerMessage() any {
 	case typeForwardReply:
 		return node.ForwardReply{ID: d.uvarint(), Reply: d.reply()}
 	case typeSubscribe:
-		return node.Subscribe{Topic: d.string(topicNameLimit), UntilMs: d.varint()}
+		return node.Subscribe{Topic: d.string(topicNameLimit), ForMs: d.varint()}
 	case typeNotify:
 		return node.Notify{Topic: d.string(topicNameLimit)}
+	case typeJoin:
+		return node.Join{RaftID: d.uvarint(), ClusterAddr: d.string(addressLimit), HTTPAddr: d.string(addressLimit)}
 	default:
 		d.unknown("envelope message", t)
 		return nil

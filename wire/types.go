@@ -20,6 +20,7 @@ const (
 	typeForwardReply   typeNumber = 3 // node.ForwardReply
 	typeSubscribe      typeNumber = 4 // node.Subscribe
 	typeNotify         typeNumber = 5 // node.Notify
+	typeJoin           typeNumber = 6 // node.Join
 )
 
 // Requests: node.ForwardRequest.Request.

@@ -36,9 +36,13 @@ func peerMessage() *rapid.Generator[any] {
 			return node.ForwardReply{ID: rapid.Uint64().Draw(t, "id"), Reply: replyValue().Draw(t, "reply")}
 		}),
 		rapid.Custom(func(t *rapid.T) any {
-			return node.Subscribe{Topic: topic().Draw(t, "topic"), UntilMs: rapid.Int64().Draw(t, "until")}
+			return node.Subscribe{Topic: topic().Draw(t, "topic"), ForMs: rapid.Int64().Draw(t, "for")}
 		}),
 		rapid.Custom(func(t *rapid.T) any { return node.Notify{Topic: topic().Draw(t, "topic")} }),
+		rapid.Custom(func(t *rapid.T) any {
+			address := rapid.StringN(0, 32, AddressBytesMax)
+			return node.Join{RaftID: rapid.Uint64().Draw(t, "raft"), ClusterAddr: address.Draw(t, "cluster"), HTTPAddr: address.Draw(t, "http")}
+		}),
 	)
 }
 

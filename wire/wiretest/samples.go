@@ -85,15 +85,20 @@ func messageSamples() []Sample {
 		{"ForwardReply/error-empty-message", reply(node.Reply{Err: &node.Error{Code: node.CodeInternal}})},
 		{"ForwardReply/error-max-message", reply(node.Reply{Err: node.Invalid("%s", strings.Repeat("é", ErrorMessageBytesMax/2))})},
 		{"Subscribe/zero", node.Envelope{Message: node.Subscribe{}}},
-		{"Subscribe/max", node.Envelope{From: "a", To: "b", Message: node.Subscribe{Topic: MaxTopic(), UntilMs: math.MaxInt64}}},
-		{"Subscribe/min", node.Envelope{From: "a", To: "b", Message: node.Subscribe{Topic: "t", UntilMs: math.MinInt64}}},
+		{"Subscribe/max", node.Envelope{From: "a", To: "b", Message: node.Subscribe{Topic: MaxTopic(), ForMs: math.MaxInt64}}},
+		{"Subscribe/min", node.Envelope{From: "a", To: "b", Message: node.Subscribe{Topic: "t", ForMs: math.MinInt64}}},
 		{"Notify/zero", node.Envelope{Message: node.Notify{}}},
+		{"Join/zero", node.Envelope{Message: node.Join{}}},
+		{"Join/max", node.Envelope{From: "a", To: "b", Message: node.Join{RaftID: math.MaxUint64, ClusterAddr: MaxAddress(), HTTPAddr: MaxAddress()}}},
 		{"Notify/max", node.Envelope{From: "a", To: "b", Message: node.Notify{Topic: MaxTopic()}}},
 	}
 }
 
 // MaxTopic is a topic name of node.TopicNameBytesMax bytes.
 func MaxTopic() string { return strings.Repeat("t", node.TopicNameBytesMax) }
+
+// MaxAddress is an address of AddressBytesMax bytes.
+func MaxAddress() string { return strings.Repeat("a", AddressBytesMax) }
 
 // MaxHandle is a receipt handle of ReceiptHandleBytesMax bytes.
 func MaxHandle() string { return strings.Repeat("9", ReceiptHandleBytesMax) }
