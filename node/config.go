@@ -48,6 +48,16 @@ type Config struct {
 	MemberHeartbeatIntervalMs int64
 	// ProposalTimeoutMs bounds the wait for a metastore change's outcome.
 	ProposalTimeoutMs int64
+	// MemberDeadAfterMs is how long without a heartbeat before the leader
+	// marks a member dead (its partitions are then skipped by produce
+	// until it heartbeats again). Greater than MemberHeartbeatIntervalMs.
+	MemberDeadAfterMs int64
+	// ForwardTimeoutMs bounds the wait for another node's answer to a
+	// forwarded request; past it the peer counts as unreachable.
+	ForwardTimeoutMs int64
+	// PeerDownMs is how long a peer that let a forward time out is avoided
+	// by produce placement, unless it is heard from sooner.
+	PeerDownMs int64
 	// Log bounds every partition log.
 	Log storage.LogConfig
 
@@ -94,6 +104,9 @@ func DefaultConfig() Config {
 		MetaTickIntervalMs:         100,
 		MemberHeartbeatIntervalMs:  5_000,
 		ProposalTimeoutMs:          5_000,
+		MemberDeadAfterMs:          30_000,
+		ForwardTimeoutMs:           5_000,
+		PeerDownMs:                 5_000,
 	}
 }
 
@@ -138,6 +151,9 @@ func (c Config) Validate() error {
 	check(c.MetaTickIntervalMs > 0, "meta tick interval must be > 0")
 	check(c.MemberHeartbeatIntervalMs > 0, "member heartbeat interval must be > 0")
 	check(c.ProposalTimeoutMs > 0, "proposal timeout must be > 0")
+	check(c.MemberDeadAfterMs > c.MemberHeartbeatIntervalMs, "member dead-after (%d ms) must exceed the heartbeat interval (%d ms)",
+		c.MemberDeadAfterMs, c.MemberHeartbeatIntervalMs)
+	check(c.ForwardTimeoutMs > 0 && c.PeerDownMs > 0, "forward timeout and peer-down interval must be > 0")
 	if c.Meta.NodeID != "" {
 		if err := c.Meta.Validate(); err != nil {
 			problems = append(problems, err)

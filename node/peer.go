@@ -54,3 +54,23 @@ type Join struct {
 	ClusterAddr string
 	HTTPAddr    string
 }
+
+// ClusterAddrs maps the id of every other node this node knows of (the
+// configured peers, the metastore's voters and members) to its cluster
+// address, so the driver can reach the To of any Envelope it is handed.
+func (n *Node) ClusterAddrs() map[string]string {
+	addrs := map[string]string{}
+	for _, peer := range n.cfg.Meta.Peers {
+		addrs[peer.ID] = peer.ClusterAddr
+	}
+	for _, peer := range n.meta.State().Peers() {
+		addrs[peer.ID] = peer.ClusterAddr
+	}
+	for _, member := range n.meta.State().Members() {
+		if member.ClusterAddr != "" {
+			addrs[member.ID] = member.ClusterAddr
+		}
+	}
+	delete(addrs, n.cfg.NodeID)
+	return addrs
+}
