@@ -41,24 +41,49 @@ func TestClusterReplicatesInOrder(t *testing.T) {
 	}
 }
 
-// Property: a follower cannot propose; it names the leader so the node
-// can forward, and no proposal comes out of it.
-func TestFollowerRefusesProposals(t *testing.T) {
+// Property: a follower's proposal is forwarded to the leader inside raft;
+// its outcome arrives at the follower, which has then applied the entry
+// (it reads its own write). Configuration changes stay leader-only, and an
+// invalid command never reaches the log.
+func TestFollowerProposalsAreForwarded(t *testing.T) {
 	cryptotest.SetGlobalRandom(t, 7)
 	c := newTestCluster(t, 3, 7, true, nil)
 	leader := c.waitLeader()
-	for _, id := range c.ids {
-		if id == leader {
-			continue
-		}
-		_, err := c.meta(id).Propose(DeleteTopic{Name: "x"})
+	c.heartbeatAll(leader, 10)
+	c.stabilize()
+	for i, id := range otherThan(c.ids, leader) {
+		name := fmt.Sprintf("from-%d", i)
+		c.requireApplied(c.propose(id, createTopic(name, leader)), nil)
+		_, found := c.meta(id).State().Topic(name)
+		require.True(t, found, "the proposing follower applied its own entry")
+		_, err := c.meta(id).ProposeConfChange(ConfChange{Kind: AddVoter, Peer: Peer{ID: "n9", RaftID: 9, ClusterAddr: "n9:7943"}})
 		var notLeader *NotLeaderError
 		require.ErrorAs(t, err, &notLeader)
 		require.Equal(t, leader, notLeader.LeaderID)
-		require.ErrorIs(t, err, ErrNotLeader)
 	}
-	_, err := c.meta(leader).Propose(DeleteTopic{})
+	_, err := c.meta(otherThan(c.ids, leader)[0]).Propose(DeleteTopic{})
 	require.ErrorIs(t, err, ErrInvalidCommand, "an invalid command never reaches the log")
+	c.requireSameEntries()
+}
+
+// Property: a restarted node proposing in the same term does not repeat a
+// proposal id when its new start passes a larger sequence base.
+func TestProposalSequenceBaseSeparatesStarts(t *testing.T) {
+	cryptotest.SetGlobalRandom(t, 8)
+	c := newTestCluster(t, 3, 8, true, nil)
+	leader := c.waitLeader()
+	follower := otherThan(c.ids, leader)[0]
+	c.heartbeatAll(leader, 10)
+	first := c.propose(follower, createTopic("a", leader))
+	c.crash(follower)
+	c.nodes[follower].config.ProposalSequenceBase = 1 << 32
+	c.start(follower)
+	c.tick(2 * defaultHeartbeatTicks) // the leader's heartbeat tells it who leads
+	second := c.propose(follower, createTopic("b", leader))
+	require.Equal(t, first.Term, second.Term, "no election in between")
+	require.Equal(t, uint64(1), first.Sequence)
+	require.Equal(t, uint64(1<<32+1), second.Sequence)
+	c.requireApplied(second, nil)
 }
 
 // Property: when the leader dies a new one is elected and commits; the old

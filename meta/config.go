@@ -54,6 +54,12 @@ type Config struct {
 	// the members it knows (to map raft ids to addresses); it does not
 	// bootstrap with them.
 	Peers []Peer
+	// ProposalSequenceBase is where this instance's proposal sequence
+	// numbers start. Proposals of every replica are told apart by (node,
+	// term, sequence); a replica restarted within one term must not repeat
+	// a sequence, so the node passes a base that grows with each start
+	// (its incarnation, shifted).
+	ProposalSequenceBase uint64
 	// Join starts a fresh store with no configuration: the node waits to be
 	// added by a ConfChange proposed on the leader. Ignored on restart.
 	Join bool

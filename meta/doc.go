@@ -19,9 +19,10 @@
 //   - Tick(): one raft tick (the driver picks the period; ElectionTicks
 //     and HeartbeatTicks count them).
 //   - Step(msg): a raft message from a peer.
-//   - Propose(cmd) and ProposeConfChange(change), on the leader only: a
-//     follower answers ErrNoLeader or a *NotLeaderError naming the leader,
-//     so the node forwards the request there or answers 503.
+//   - Propose(cmd) on any replica that knows a leader (raft forwards a
+//     follower's proposal; ErrNoLeader otherwise, so the node answers
+//     503), and ProposeConfChange(change) on the leader only (a follower
+//     answers ErrNoLeader or a *NotLeaderError naming the leader).
 //   - TransferLeadership, ReportSnapshot, ReportUnreachable.
 //
 // # Outputs, and the order the driver handles them in
@@ -74,10 +75,12 @@
 // replicas diverge.
 //
 // A ProposalID (node, term, sequence) is unique over the life of the group
-// without being persisted: only the leader proposes, one node leads a
-// term, and a restarted node leads again only in a later term. A proposal
-// can be lost (its leader is deposed before it commits, or a snapshot
-// skips it on this replica); the proposer needs its own timeout.
+// without being persisted by meta: the node id separates proposers, and
+// each start of a node begins its sequence at a base that grows with the
+// node's persisted start counter (Config.ProposalSequenceBase). A proposal
+// can be lost (its leader is deposed before it commits, a forwarded
+// MsgProp is dropped, or a snapshot skips it on this replica); the
+// proposer needs its own timeout.
 //
 // Configuration changes carry the peer (node id, raft id, address) in the
 // raft ConfChange context, so every replica learns every voter's address.

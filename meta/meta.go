@@ -32,7 +32,8 @@ type Meta struct {
 	// snapshotIndex is the index of the latest snapshot in the store.
 	// Invariant: snapshotIndex <= applied.index.
 	snapshotIndex uint64
-	// sequence numbers this instance's proposals; only increases.
+	// sequence numbers this instance's proposals; only increases. It
+	// starts at Config.ProposalSequenceBase.
 	sequence uint64
 	// confChangeTerm is the term in which this node proposed a
 	// configuration change not yet applied; 0 when none.
@@ -106,7 +107,7 @@ func newMeta(cfg Config, store *Store, p persisted) (*Meta, error) {
 		return nil, err
 	}
 	self, _ := cfg.self()
-	m := &Meta{config: cfg, self: self, store: store, storage: storage, state: state,
+	m := &Meta{config: cfg, self: self, store: store, storage: storage, state: state, sequence: cfg.ProposalSequenceBase,
 		applied: p.applied, snapshotIndex: p.snapshot.GetMetadata().GetIndex()}
 	m.raw, err = raft.NewRawNode(m.raftConfig(state.confState))
 	return m, err
@@ -114,14 +115,14 @@ func newMeta(cfg Config, store *Store, p persisted) (*Meta, error) {
 
 // raftConfig is the RawNode configuration: CheckQuorum (a leader cut off
 // from a quorum steps down), PreVote (a rejoining node does not disrupt),
-// no proposal forwarding (Propose answers ErrNotLeader instead), and
+// proposal forwarding (a follower's Propose reaches the leader), and
 // step-down when the leader is removed.
 func (m *Meta) raftConfig(confState ConfState) *raft.Config {
 	return &raft.Config{ID: m.self.RaftID, ElectionTick: m.config.ElectionTicks, HeartbeatTick: m.config.HeartbeatTicks,
 		Storage: raftStorage{MemoryStorage: m.storage, confState: toRaftConfState(confState)}, Applied: m.applied.index,
 		MaxSizePerMsg: m.config.MaxSizePerMsg, MaxInflightMsgs: m.config.MaxInflightMsgs,
 		MaxUncommittedEntriesSize: m.config.MaxUncommittedEntriesSize, CheckQuorum: true, PreVote: true,
-		ReadOnlyOption: raft.ReadOnlySafe, DisableProposalForwarding: true, StepDownOnRemoval: true,
+		ReadOnlyOption: raft.ReadOnlySafe, StepDownOnRemoval: true,
 		Logger: raftLogger{}}
 }
 

@@ -22,11 +22,14 @@ type confContext struct {
 
 // Propose proposes a command. It returns the proposal's id, whose Outcome
 // Advance reports once the entry is applied here; a proposal may also be
-// lost (leadership changes before it commits), so the proposer needs a
-// timeout. Only the leader proposes: otherwise ErrNoLeader, or a
-// *NotLeaderError naming the leader so that the node can forward.
+// lost (leadership changes before it commits, or a forwarded proposal is
+// dropped on the way), so the proposer needs a timeout. Any replica that
+// knows a leader may propose: a follower's proposal travels to the leader
+// inside raft (MsgProp), and its Outcome arrives when this replica applies
+// the entry, so the proposer reads its own write. With no leader known:
+// ErrNoLeader.
 func (m *Meta) Propose(cmd Command) (ProposalID, error) {
-	if err := m.checkProposer(); err != nil {
+	if err := m.checkLeaderKnown(); err != nil {
 		return ProposalID{}, err
 	}
 	if err := cmd.Validate(); err != nil {
@@ -99,8 +102,20 @@ func (m *Meta) resolveConfChange(change ConfChange) (ConfChange, error) {
 	return ConfChange{Kind: RemoveVoter, Peer: peer}, nil
 }
 
+// checkLeaderKnown returns nil when this replica knows a leader to send a
+// proposal to (itself included).
+func (m *Meta) checkLeaderKnown() error {
+	if err := m.usable(); err != nil {
+		return err
+	}
+	if m.raw.BasicStatus().Lead == raft.None {
+		return ErrNoLeader
+	}
+	return nil
+}
+
 // checkProposer returns nil on the leader, else why this replica cannot
-// propose.
+// propose a configuration change.
 func (m *Meta) checkProposer() error {
 	if err := m.usable(); err != nil {
 		return err

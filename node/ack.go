@@ -20,7 +20,10 @@ func (n *Node) ack(r Ack) (any, error) {
 		result.Results[i] = AckItemResult{Handle: handle, Err: n.ackOne(t, handle, r.Action)}
 	}
 	// An ack frees an in-flight slot, a nack releases a record: either may
-	// serve a parked long poll.
+	// serve a parked long poll (a released record, one on another node).
+	if r.Action == AckNack {
+		n.notifySubscribers(t.info.Name)
+	}
 	n.wake(t.info.Name)
 	if !r.Batch {
 		return result, result.Results[0].Err

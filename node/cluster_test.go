@@ -16,9 +16,8 @@ import (
 
 // clusterHarness drives several nodes in one goroutine: Readys are
 // persisted at once, envelopes delivered in order to their targets, and
-// time advances only by tick. It checks the metastore wiring of the node
-// (Raft messages out through Ready, in through Step); data forwarding
-// between nodes is not part of it yet.
+// time advances only by tick. A node can be cut off: messages to and from
+// it are dropped, as a crash or a partition would.
 type clusterHarness struct {
 	t       *testing.T
 	nodes   map[string]*Node
@@ -26,25 +25,36 @@ type clusterHarness struct {
 	nowMs   int64
 	replies map[RequestID]Reply
 	nextID  RequestID
+	// cut holds the nodes whose messages are dropped, both ways.
+	cut map[string]bool
+	// forwarded counts ForwardRequests delivered, by receiver.
+	forwarded map[string]int
+}
+
+func clusterConfig(id string, index int, peers []meta.Peer) Config {
+	cfg := DefaultConfig()
+	cfg.NodeID, cfg.AdvertiseAddr, cfg.ClusterAddr = id, fmt.Sprintf("127.0.0.%d:7942", index+1), peers[index].ClusterAddr
+	cfg.Meta = meta.DefaultConfig(id, peers)
+	cfg.MemberHeartbeatIntervalMs, cfg.MemberDeadAfterMs = 500, 3_000
+	cfg.ForwardTimeoutMs, cfg.PeerDownMs = 1_000, 2_000
+	return cfg
 }
 
 func newClusterHarness(t *testing.T, size int) *clusterHarness {
 	cryptotest.SetGlobalRandom(t, 42) // raft's election jitter
-	c := &clusterHarness{t: t, nodes: map[string]*Node{}, nowMs: harnessStartMs, replies: map[RequestID]Reply{}}
+	c := &clusterHarness{t: t, nodes: map[string]*Node{}, nowMs: harnessStartMs, replies: map[RequestID]Reply{},
+		cut: map[string]bool{}, forwarded: map[string]int{}}
 	var peers []meta.Peer
 	for i := range size {
 		id := fmt.Sprintf("n%d", i+1)
 		c.ids = append(c.ids, id)
-		peers = append(peers, meta.Peer{ID: id, RaftID: uint64(i + 1), ClusterAddr: fmt.Sprintf("127.0.0.%d:7943", i+1)})
+		peers = append(peers, meta.Peer{ID: id, RaftID: meta.RaftIDOf(id), ClusterAddr: fmt.Sprintf("127.0.0.%d:7943", i+1)})
 	}
 	dir := t.TempDir()
 	for i, id := range c.ids {
-		cfg := DefaultConfig()
-		cfg.NodeID, cfg.AdvertiseAddr, cfg.ClusterAddr = id, fmt.Sprintf("127.0.0.%d:7942", i+1), peers[i].ClusterAddr
-		cfg.Meta = meta.DefaultConfig(id, peers)
 		store, err := meta.OpenStore(filepath.Join(dir, id+".db"), meta.StoreOptions{NoSync: true})
 		require.NoError(t, err)
-		n, err := New(cfg, storage.NewMemFS(rand.New(rand.NewPCG(uint64(i), 1))), store, c.nowMs, nil)
+		n, err := New(clusterConfig(id, i, peers), storage.NewMemFS(rand.New(rand.NewPCG(uint64(i), 1))), store, c.nowMs, nil)
 		require.NoError(t, err)
 		c.nodes[id] = n
 		t.Cleanup(func() { _ = n.Abandon() })
@@ -76,6 +86,12 @@ func (c *clusterHarness) handle(n *Node) {
 		c.replies[r.ID] = r
 	}
 	for _, env := range rd.Messages {
+		if c.cut[env.From] || c.cut[env.To] {
+			continue
+		}
+		if _, ok := env.Message.(ForwardRequest); ok {
+			c.forwarded[env.To]++
+		}
 		require.NoError(c.t, c.nodes[env.To].Step(env))
 	}
 	n.Advance(rd)
@@ -91,70 +107,318 @@ func (c *clusterHarness) tick(deltaMs int64) {
 
 func (c *clusterHarness) leader() (string, bool) {
 	for _, id := range c.ids {
-		if c.nodes[id].meta.IsLeader() {
+		if c.nodes[id].meta.IsLeader() && !c.cut[id] {
 			return id, true
 		}
 	}
 	return "", false
 }
 
-// elect ticks until a leader exists and is a member (its own heartbeat
-// applied). Followers' heartbeats reach the leader only once forwarding
-// exists, so they are not members yet.
+// elect ticks until a leader exists and every node is an alive member.
 func (c *clusterHarness) elect() string {
 	for range 200 {
 		c.tick(100)
 		leader, ok := c.leader()
-		if !ok {
-			continue
-		}
-		if _, member := c.nodes[leader].meta.State().Member(leader); member {
+		if ok && c.allAlive(leader) {
 			return leader
 		}
 	}
-	c.t.Fatal("no leader after 20 simulated seconds")
+	c.t.Fatal("no leader with every member alive after 20 simulated seconds")
 	return ""
 }
 
-func (c *clusterHarness) do(at string, req Request) Reply {
+func (c *clusterHarness) allAlive(at string) bool {
+	for _, id := range c.ids {
+		if m, ok := c.nodes[at].meta.State().Member(id); !ok || !m.Alive {
+			return false
+		}
+	}
+	return true
+}
+
+// send hands a request to a node without settling.
+func (c *clusterHarness) send(at string, req Request) RequestID {
 	c.nextID++
 	c.nodes[at].Handle(c.nextID, req)
+	return c.nextID
+}
+
+func (c *clusterHarness) do(at string, req Request) Reply {
+	id := c.send(at, req)
 	c.settle()
-	reply, ok := c.replies[c.nextID]
+	reply, ok := c.replies[id]
 	require.True(c.t, ok, "no reply to %T at %s", req, at)
 	return reply
 }
 
+// await ticks until the request is answered.
+func (c *clusterHarness) await(id RequestID, stepMs int64, steps int) Reply {
+	for range steps {
+		if reply, ok := c.replies[id]; ok {
+			return reply
+		}
+		c.tick(stepMs)
+	}
+	reply, ok := c.replies[id]
+	require.True(c.t, ok, "request %d unanswered", id)
+	return reply
+}
+
+// owners returns the placement of a topic as node at sees it.
+func (c *clusterHarness) owners(at, topicName string) []string {
+	record, ok := c.nodes[at].meta.State().Topic(topicName)
+	require.True(c.t, ok)
+	var owners []string
+	for _, a := range record.Assignments {
+		owners = append(owners, a.Owner)
+	}
+	return owners
+}
+
+// otherThan returns the first node id that is none of the given ones.
+func (c *clusterHarness) otherThan(ids ...string) string {
+	for _, id := range c.ids {
+		if !slices.Contains(ids, id) {
+			return id
+		}
+	}
+	c.t.Fatal("no other node")
+	return ""
+}
+
+func producePinned(topicName string, partition int, payload string) Produce {
+	return Produce{Topic: topicName, Records: []ProduceRecord{{Partition: partition, Payload: []byte(payload)}}}
+}
+
 // TestThreeNodesShareTopicsThroughTheMetastore: three nodes elect a
-// leader through their Readys and Steps, a topic created on the leader
-// reaches every replica with the same placement, a follower's replica
-// answers reads, and a follower asked to create a topic says where the
-// leader is (forwarding, and with it followers' heartbeats, arrives with
-// the cluster).
+// leader, every node heartbeats (followers through raft's proposal
+// forwarding) and becomes a member; a topic created through a follower
+// is placed over all three, and the follower reads its own write at once.
 func TestThreeNodesShareTopicsThroughTheMetastore(t *testing.T) {
 	c := newClusterHarness(t, 3)
 	leader := c.elect()
+	follower := c.otherThan(leader)
 
-	created := c.do(leader, CreateTopic{Name: "orders", Partitions: 6})
+	created := c.do(follower, CreateTopic{Name: "orders", Partitions: 6})
 	require.NoError(t, created.Err)
-	c.tick(100) // followers learn the commit index with the next heartbeat
-	var placements [][]meta.Assignment
+	detail := c.do(follower, GetTopic{Name: "orders", Partition: PartitionNone})
+	require.NoError(t, detail.Err, "the proposer applied the entry before answering")
+	c.tick(100) // the others learn the commit index with the next heartbeat
+	placement := c.owners(c.ids[0], "orders")
 	for _, id := range c.ids {
-		record, ok := c.nodes[id].meta.State().Topic("orders")
-		require.True(t, ok, "%s's replica has the topic", id)
-		placements = append(placements, record.Assignments)
+		require.Equal(t, placement, c.owners(id, "orders"), "%s's replica has the same placement", id)
 	}
-	require.Equal(t, placements[0], placements[1])
-	require.Equal(t, placements[0], placements[2])
-	require.Equal(t, leader, placements[0][0].Owner, "only the leader is a member yet: it owns every partition")
-
-	follower := c.ids[slices.IndexFunc(c.ids, func(id string) bool { return id != leader })]
-	refused := c.do(follower, CreateTopic{Name: "other"})
-	require.Equal(t, CodeUnavailable, CodeOf(refused.Err))
-	require.Contains(t, refused.Err.Error(), leader)
-
-	page := c.do(follower, ListTopics{}).Result.(TopicPage)
+	for _, id := range c.ids {
+		require.Equal(t, 2, countOf(placement, id), "six partitions over three live nodes: two each")
+	}
+	page := c.do(c.otherThan(leader, follower), ListTopics{}).Result.(TopicPage)
 	require.Equal(t, []string{"orders"}, topicNames(page), "reads come from the local replica")
-	require.Equal(t, CodeNotOwner, CodeOf(c.do(follower, Produce{Topic: "orders", Records: []ProduceRecord{{Partition: 0, Payload: []byte("x")}}}).Err),
-		"a follower does not write the leader's partition")
+}
+
+func countOf(values []string, value string) int {
+	count := 0
+	for _, v := range values {
+		if v == value {
+			count++
+		}
+	}
+	return count
+}
+
+// TestProduceThroughAnyNodeLandsAtTheOwner: a produce sent to any node is
+// written by the partition's owner only, answered with where it landed,
+// and readable by replay through any node.
+func TestProduceThroughAnyNodeLandsAtTheOwner(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.elect()
+	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 6}).Err)
+	c.tick(100)
+	owners := c.owners(leader, "t")
+	for partition := range 6 {
+		for _, at := range c.ids {
+			payload := fmt.Sprintf("p%d-via-%s", partition, at)
+			reply := c.do(at, producePinned("t", partition, payload))
+			require.NoError(t, reply.Err)
+			placement := reply.Result.(ProduceResult).Records[0]
+			require.Equal(t, partition, placement.Partition)
+			replayed := c.do(c.otherThan(at), Replay{Topic: "t", Partition: partition, Offset: placement.Offset})
+			require.NoError(t, replayed.Err)
+			require.Equal(t, payload, string(replayed.Result.(ReplayResult).Message.Payload))
+		}
+		for _, id := range c.ids {
+			_, open := c.nodes[id].partitions[partitionKey{"t", partition}]
+			require.Equal(t, id == owners[partition], open, "only the owner %s holds partition %d", owners[partition], partition)
+		}
+	}
+}
+
+// TestBatchProduceSpanningOwnersAnswersOnce: one batch whose records hash
+// to partitions of every node is split by owner and answered once, every
+// placement filled in request order.
+func TestBatchProduceSpanningOwnersAnswersOnce(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.elect()
+	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 6}).Err)
+	c.tick(100)
+	var records []ProduceRecord
+	for i := range 60 {
+		records = append(records, ProduceRecord{Partition: PartitionNone, Key: fmt.Appendf(nil, "key-%d", i), Payload: fmt.Appendf(nil, "v%d", i)})
+	}
+	reply := c.do(c.ids[0], Produce{Topic: "t", Records: records, Batch: true})
+	require.NoError(t, reply.Err)
+	placements := reply.Result.(ProduceResult).Records
+	require.Len(t, placements, 60)
+	seen := map[int]bool{}
+	for i, placement := range placements {
+		seen[placement.Partition] = true
+		got := c.do(c.ids[1], Replay{Topic: "t", Partition: placement.Partition, Offset: placement.Offset})
+		require.Equal(t, fmt.Sprintf("v%d", i), string(got.Result.(ReplayResult).Message.Payload))
+	}
+	require.Len(t, seen, 6, "sixty keys reach every partition")
+	require.Positive(t, c.forwarded[c.ids[1]]+c.forwarded[c.ids[2]], "parts went to the other owners")
+}
+
+// TestConsumeAndAckAcrossNodes: records on another node's partitions are
+// consumed through a node that owns none of them, acked through a third
+// node, and the owner's committed offset moves.
+func TestConsumeAndAckAcrossNodes(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.elect()
+	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 3}).Err)
+	c.tick(100)
+	owners := c.owners(leader, "t")
+	consumer := owners[0]
+	remote := slices.IndexFunc(owners, func(o string) bool { return o != consumer })
+	require.NoError(t, c.do(consumer, producePinned("t", remote, "far")).Err)
+
+	got := c.do(consumer, Consume{Topic: "t", Partition: PartitionNone})
+	require.NoError(t, got.Err)
+	messages := got.Result.(ConsumeResult).Messages
+	require.Len(t, messages, 1)
+	require.Equal(t, "far", string(messages[0].Payload))
+	require.Equal(t, remote, messages[0].Partition)
+
+	acker := c.otherThan(consumer, owners[remote])
+	acked := c.do(acker, Ack{Topic: "t", Handles: []string{messages[0].ReceiptHandle}, Action: AckCommit})
+	require.NoError(t, acked.Err)
+	stale := c.do(acker, Ack{Topic: "t", Handles: []string{messages[0].ReceiptHandle}, Action: AckCommit})
+	require.Equal(t, CodeGone, CodeOf(stale.Err), "the owner's lease table saw the first ack")
+	owner := c.nodes[owners[remote]]
+	require.Equal(t, uint64(1), owner.partitions[partitionKey{"t", remote}].leases.Committed())
+}
+
+// TestLongPollIsWokenByARecordOnAnotherNode: a poll parked on a node that
+// owns no partition with records is answered when a record becomes
+// visible on another node's partition, well before its wait ends.
+func TestLongPollIsWokenByARecordOnAnotherNode(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.elect()
+	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 3}).Err)
+	c.tick(100)
+	owners := c.owners(leader, "t")
+	poller := owners[0]
+	remote := slices.IndexFunc(owners, func(o string) bool { return o != poller })
+	poll := c.send(poller, Consume{Topic: "t", Partition: PartitionNone, WaitMs: 8_000})
+	c.tick(100)
+	_, answered := c.replies[poll]
+	require.False(t, answered, "nothing to consume yet: the poll waits")
+
+	require.NoError(t, c.do(c.otherThan(poller, owners[remote]), producePinned("t", remote, "wake")).Err)
+	reply, answered := c.replies[poll]
+	require.True(t, answered, "the owner's Notify made the poll probe it without a tick")
+	require.Equal(t, "wake", string(reply.Result.(ConsumeResult).Messages[0].Payload))
+}
+
+// TestProduceIsReroutedAroundADeadOwner: with one node cut off and marked
+// dead, keyless produces through the others land on live partitions, a
+// pinned produce to the dead owner's partition is a 503, and the topic
+// description reports its partitions unavailable.
+func TestProduceIsReroutedAroundADeadOwner(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.elect()
+	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 6}).Err)
+	c.tick(100)
+	owners := c.owners(leader, "t")
+	dead := c.otherThan(leader)
+	c.cut[dead] = true
+	for range 8 {
+		c.tick(500) // past MemberDeadAfterMs
+	}
+	member, _ := c.nodes[leader].meta.State().Member(dead)
+	require.False(t, member.Alive, "the leader marked the silent member dead")
+
+	at := c.otherThan(leader, dead)
+	for i := range 12 {
+		reply := c.do(at, Produce{Topic: "t", Records: []ProduceRecord{{Partition: PartitionNone, Payload: fmt.Appendf(nil, "r%d", i)}}})
+		require.NoError(t, reply.Err)
+		require.NotEqual(t, dead, owners[reply.Result.(ProduceResult).Records[0].Partition])
+		c.tick(10) // the next sync round moves the sticky partition on
+	}
+	pinned := slices.Index(owners, dead)
+	require.Equal(t, CodeUnavailable, CodeOf(c.do(at, producePinned("t", pinned, "x")).Err))
+	detail := c.do(at, GetTopic{Name: "t", Partition: PartitionNone}).Result.(TopicDetail)
+	for _, stats := range detail.PartitionStats {
+		require.Equal(t, stats.OwnerNode != dead, stats.Available, "partition %d owned by %s", stats.Index, stats.OwnerNode)
+	}
+
+	delete(c.cut, dead)
+	for range 12 {
+		c.tick(100) // a heartbeat interval and a bit: one lost on the way is not waited for
+	}
+	member, _ = c.nodes[leader].meta.State().Member(dead)
+	require.True(t, member.Alive, "a member that heartbeats again is alive again")
+}
+
+// TestUnansweredForwardIsReroutedAfterTheTimeout: an owner that is cut
+// off but not yet marked dead lets a forwarded produce time out; the
+// produce is re-placed on another owner and answered 202, and the next
+// produce avoids that owner at once.
+func TestUnansweredForwardIsReroutedAfterTheTimeout(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.elect()
+	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 3}).Err)
+	c.tick(100)
+	owners := c.owners(leader, "t")
+	silent := c.otherThan(leader)
+	at := c.otherThan(leader, silent)
+	c.cut[silent] = true
+	key := keyFor(t, 3, slices.Index(owners, silent))
+	id := c.send(at, Produce{Topic: "t", Records: []ProduceRecord{{Partition: PartitionNone, Key: key, Payload: []byte("k")}}})
+	reply := c.await(id, 100, 30)
+	require.NoError(t, reply.Err)
+	require.NotEqual(t, silent, owners[reply.Result.(ProduceResult).Records[0].Partition])
+
+	again := c.do(at, Produce{Topic: "t", Records: []ProduceRecord{{Partition: PartitionNone, Key: key, Payload: []byte("k2")}}})
+	require.NoError(t, again.Err, "answered without waiting: the silent peer is avoided")
+	require.Equal(t, reply.Result.(ProduceResult).Records[0].Partition, again.Result.(ProduceResult).Records[0].Partition,
+		"one key keeps one fallback partition")
+}
+
+// keyFor finds a key that hashes to the partition.
+func keyFor(t *testing.T, partitions, partition int) []byte {
+	n := &Node{}
+	for i := range 1000 {
+		key := fmt.Appendf(nil, "key-%d", i)
+		if n.choosePartition(&topic{info: TopicInfo{Partitions: partitions}}, ProduceRecord{Partition: PartitionNone, Key: key}) == partition {
+			return key
+		}
+	}
+	t.Fatal("no key found")
+	return nil
+}
+
+// TestRingNext: the preferred partition when usable, else the next usable
+// one in ring order, else none.
+func TestRingNext(t *testing.T) {
+	usable := func(allowed ...int) func(int) bool {
+		return func(index int) bool { return slices.Contains(allowed, index) }
+	}
+	index, ok := ringNext(2, 6, usable(0, 2, 4))
+	require.True(t, ok)
+	require.Equal(t, 2, index)
+	index, ok = ringNext(5, 6, usable(1, 3))
+	require.True(t, ok)
+	require.Equal(t, 1, index, "wraps around")
+	_, ok = ringNext(0, 6, usable())
+	require.False(t, ok)
 }

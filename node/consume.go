@@ -24,14 +24,20 @@ func (n *Node) consume(id RequestID, r Consume) {
 		return
 	}
 	if r.Partition != PartitionNone && !n.ownedHere(t, r.Partition) {
-		n.reply(id, nil, notOwner(t, r.Partition))
+		n.consumeElsewhere(id, t, r)
 		return
 	}
 	messages := n.reserve(t, r)
+	var remote []string
+	if !localOnly(id) && r.Partition == PartitionNone {
+		remote = n.remoteOwners(t)
+	}
 	switch {
 	case len(messages) > 0:
 		n.observer.ConsumeWait(r.Topic, outcomeOf(r, "hit"), 0)
 		n.reply(id, ConsumeResult{Messages: messages, Batch: r.Max > 0}, nil)
+	case len(remote) > 0:
+		n.consumeAcross(id, t, r, remote)
 	case r.WaitMs <= 0 || n.draining || n.waiters.len() >= n.cfg.WaitersMax:
 		n.observer.ConsumeWait(r.Topic, "no_wait", 0)
 		n.reply(id, ConsumeResult{Messages: []Message{}, Batch: r.Max > 0}, nil)
@@ -225,6 +231,7 @@ func (n *Node) expireLeases() {
 		}
 	}
 	for _, name := range woken {
+		n.notifySubscribers(name)
 		n.wake(name)
 	}
 }

@@ -27,6 +27,9 @@ type harness struct {
 	replies  map[RequestID]Reply
 	// syncsRun counts Sync.Run calls, for group-commit assertions.
 	syncsRun int
+	// messages are the envelopes the node sent (a single node sends only
+	// to members that tests add by hand).
+	messages []Envelope
 }
 
 const harnessStartMs int64 = 1_700_000_000_000
@@ -108,6 +111,7 @@ func (h *harness) flush() {
 			require.False(h.t, dup, "request %d answered twice", r.ID)
 			h.replies[r.ID] = r
 		}
+		h.messages = append(h.messages, rd.Messages...)
 		h.node.Advance(rd)
 	}
 }

@@ -34,7 +34,7 @@ func (n *Node) maintainMeta() {
 	if _, err := n.meta.CampaignIfSoleVoter(); err != nil {
 		n.observer.Event("campaign-failed", err.Error())
 	}
-	if n.nowMs >= n.nextHeartbeatMs && n.meta.IsLeader() {
+	if _, leaderKnown := n.meta.Leader(); n.nowMs >= n.nextHeartbeatMs && leaderKnown {
 		n.heartbeat()
 		n.nextHeartbeatMs = n.nowMs + n.cfg.MemberHeartbeatIntervalMs
 	}

@@ -44,6 +44,12 @@ type Node struct {
 	partitions map[partitionKey]*partition
 	waiters    *waiterSet
 
+	// routing tracks requests that cross nodes (forward.go).
+	routing routing
+	// cluster is the membership work: subscriptions, dead detection,
+	// joining (membership.go).
+	cluster clusterState
+
 	// The Ready being gathered. replies hold answers in arrival order;
 	// dirty holds the partitions with unsynced records or offsets;
 	// dependents maps a partition to the indexes in replies that must not
@@ -100,6 +106,7 @@ func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observe
 		meta: replica, proposals: map[meta.ProposalID]*pendingProposal{}, known: map[string]int64{},
 		cursors: map[string]*topicCursors{}, partitions: map[partitionKey]*partition{}, waiters: newWaiterSet(),
 		dirty: map[partitionKey]*partition{}, dependents: map[partitionKey][]int{},
+		routing: newRouting(), cluster: newClusterState(),
 		nextCommitPersistMs: nowMs + cfg.CommitPersistIntervalMs,
 		nextRetentionMs:     nowMs + cfg.RetentionCheckIntervalMs,
 		nextMetaTickMs:      nowMs + cfg.MetaTickIntervalMs,
@@ -139,6 +146,8 @@ func (n *Node) Tick(nowMs int64) {
 	n.expireLeases()
 	n.expireWaiters()
 	n.expireProposals()
+	n.expireForwards()
+	n.maintainMembership()
 	if nowMs >= n.nextCommitPersistMs {
 		n.nextCommitPersistMs = nowMs + n.cfg.CommitPersistIntervalMs
 		n.scheduleCommitPersist()
@@ -156,9 +165,12 @@ func (n *Node) Tick(nowMs int64) {
 // do, so a driver can sleep until then. It is never after the periodic
 // deadlines.
 func (n *Node) NextDeadlineMs() int64 {
-	next := min(n.nextCommitPersistMs, n.nextRetentionMs, n.nextMetaTickMs)
+	next := min(n.nextCommitPersistMs, n.nextRetentionMs, n.nextMetaTickMs, n.cluster.nextDeadCheckMs)
 	if d, ok := n.waiters.nextDeadline(); ok {
 		next = min(next, d)
+	}
+	for _, forward := range n.routing.outgoing { //determinism:ok a minimum does not depend on order
+		next = min(next, forward.deadlineMs)
 	}
 	for _, p := range n.partitions { //determinism:ok a minimum does not depend on order
 		if p.leases == nil {
@@ -173,15 +185,23 @@ func (n *Node) NextDeadlineMs() int64 {
 
 // Handle processes one client request. Its reply appears in a later Ready
 // (immediately for most requests; after the sync round for a produce;
-// when records arrive or the wait ends for a long poll).
+// when records arrive or the wait ends for a long poll). The id must be at
+// most RequestIDDriverMax.
 func (n *Node) Handle(id RequestID, req Request) {
+	assert(id <= RequestIDDriverMax, "node: driver request id %d is above RequestIDDriverMax", id)
+	n.handle(id, req)
+}
+
+// handle serves a request from a client, a peer (forwarded) or this node
+// (an internal part).
+func (n *Node) handle(id RequestID, req Request) {
 	switch r := req.(type) {
 	case CreateTopic:
 		n.createTopic(id, r)
 	case ListTopics:
 		n.answer(id)(n.listTopics(r))
 	case GetTopic:
-		n.answer(id)(n.getTopic(r))
+		n.getTopicRouted(id, r)
 	case AlterTopic:
 		n.alterTopic(id, r)
 	case DeleteTopic:
@@ -191,9 +211,9 @@ func (n *Node) Handle(id RequestID, req Request) {
 	case Consume:
 		n.consume(id, r)
 	case Replay:
-		n.answer(id)(n.replay(r))
+		n.replayRouted(id, r)
 	case Ack:
-		n.answer(id)(n.ack(r))
+		n.ackRouted(id, r)
 	case ListMembers:
 		n.reply(id, n.listMembers(), nil)
 	case ListMoves:
@@ -212,16 +232,31 @@ func (n *Node) Cancel(id RequestID) {
 	}
 }
 
-// Step delivers a message from a peer. Raft messages go to the
-// metastore; forwarding between nodes is not served yet (a single node
-// never receives it).
+// Step delivers a message from a peer: Raft messages go to the
+// metastore; forwarded requests are served and their replies routed back;
+// subscriptions and notifications wake long polls across nodes; a join
+// asks the leader to add a voter.
 func (n *Node) Step(env Envelope) error {
+	if env.To != n.cfg.NodeID || env.From == "" || env.From == n.cfg.NodeID {
+		return fmt.Errorf("node %s: message %T from %q to %q is misaddressed", n.cfg.NodeID, env.Message, env.From, env.To)
+	}
 	switch m := env.Message.(type) {
 	case RaftMessage:
 		return n.meta.Step(m.Message)
+	case ForwardRequest:
+		n.stepForwardRequest(env.From, m)
+	case ForwardReply:
+		n.stepForwardReply(env.From, m)
+	case Subscribe:
+		n.stepSubscribe(env.From, m)
+	case Notify:
+		n.stepNotify(env.From, m)
+	case Join:
+		n.stepJoin(env.From, m)
 	default:
-		return fmt.Errorf("node %s: peer message %T from %s is not served yet", n.cfg.NodeID, env.Message, env.From)
+		return fmt.Errorf("node %s: unknown peer message %T from %s", n.cfg.NodeID, env.Message, env.From)
 	}
+	return nil
 }
 
 // HasReady reports whether Ready has anything to hand out.
@@ -241,6 +276,7 @@ func (n *Node) Ready() Ready {
 		rd.Syncs = append(rd.Syncs, Sync{Dir: p.dir, log: p.log, data: p.log.Dirty(), committed: p.log.CommittedDirty()})
 	}
 	n.addMetaReady(&rd)
+	n.routeReplies(&rd)
 	n.replies, n.messages = nil, nil
 	n.dirty = map[partitionKey]*partition{}
 	n.dependents = map[partitionKey][]int{}
@@ -251,6 +287,7 @@ func (n *Node) Ready() Ready {
 // a Ready of their own, before the sync round that makes them true.
 func (n *Node) readyRepliesFirst() Ready {
 	rd := Ready{Replies: n.replies, Messages: n.messages}
+	n.routeReplies(&rd)
 	n.replies, n.messages = nil, nil
 	n.dependents = map[partitionKey][]int{}
 	return rd
@@ -261,6 +298,7 @@ func (n *Node) readyRepliesFirst() Ready {
 // served (their replies go into the next Ready).
 func (n *Node) Advance(rd Ready) {
 	n.advanceMeta()
+	n.completeInternal(rd)
 	topics := map[string]bool{}
 	for _, s := range rd.Syncs {
 		if s.meta != nil {
@@ -277,6 +315,7 @@ func (n *Node) Advance(rd Ready) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
+		n.notifySubscribers(name)
 		n.wake(name)
 	}
 }

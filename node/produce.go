@@ -8,15 +8,29 @@ import (
 	"narad/storage"
 )
 
-// produce appends the records and queues the reply so that it leaves only
-// with the sync round of every touched partition (the driver persists the
-// Ready's Syncs before it sends its Replies).
+// produce places the records and appends those this node owns; records
+// owned by other nodes travel there (route_produce.go). The reply leaves
+// only with the sync round of every touched partition, wherever it is.
 func (n *Node) produce(id RequestID, r Produce) {
-	t, placements, err := n.placeRecords(r)
+	t, placements, err := n.placeRecords(r, localOnly(id))
 	if err != nil {
 		n.reply(id, nil, err)
 		return
 	}
+	for _, placement := range placements {
+		if t.owner(placement.Partition) != n.cfg.NodeID {
+			n.produceAcross(id, t, r, placements)
+			return
+		}
+	}
+	n.produceLocal(id, t, r, placements)
+}
+
+// produceLocal appends records to partitions this node owns and queues the
+// reply so that it leaves only with the sync round of every touched
+// partition (the driver persists the Ready's Syncs before it sends its
+// Replies).
+func (n *Node) produceLocal(id RequestID, t *topic, r Produce, placements []Placement) {
 	touched := map[partitionKey]*partition{}
 	for i, rec := range r.Records {
 		p := n.partitionOf(t, placements[i].Partition)
@@ -48,8 +62,10 @@ func (n *Node) produce(id RequestID, r Produce) {
 }
 
 // placeRecords validates every record and picks its partition before
-// anything is written, so that bad input changes nothing.
-func (n *Node) placeRecords(r Produce) (*topic, []Placement, error) {
+// anything is written, so that bad input changes nothing. A request served
+// locally only (forwarded here) must name partitions this node owns; any
+// other request is routed around owners that are down or unreachable.
+func (n *Node) placeRecords(r Produce, local bool) (*topic, []Placement, error) {
 	t, err := n.topic(r.Topic)
 	if err != nil {
 		return nil, nil, err
@@ -64,15 +80,30 @@ func (n *Node) placeRecords(r Produce) (*topic, []Placement, error) {
 			return nil, nil, err
 		}
 		payloadBytes += len(rec.Payload)
-		placements[i].Partition = n.choosePartition(t, rec)
-		if !n.ownedHere(t, placements[i].Partition) {
-			return nil, nil, notOwner(t, placements[i].Partition)
+		if placements[i].Partition, err = n.placeRecord(t, rec, local); err != nil {
+			return nil, nil, err
 		}
 	}
 	if payloadBytes > ProduceBatchBytesMax {
 		return nil, nil, TooLarge("request body too large")
 	}
 	return t, placements, nil
+}
+
+// placeRecord picks one record's partition.
+func (n *Node) placeRecord(t *topic, rec ProduceRecord, local bool) (int, error) {
+	preferred := n.choosePartition(t, rec)
+	if local {
+		if !n.ownedHere(t, preferred) {
+			return 0, notOwner(t, preferred)
+		}
+		return preferred, nil
+	}
+	index, err := n.routeRecord(t, rec, preferred, nil)
+	if err == nil && index != preferred {
+		chaos.Reached("node-produce-rerouted")
+	}
+	return index, err
 }
 
 func (n *Node) checkRecord(t *topic, rec ProduceRecord) error {

@@ -17,16 +17,19 @@ const (
 	proposalAlterTopic
 	proposalDeleteTopic
 	proposalHeartbeat
+	proposalMarkDead
 )
 
 // pendingProposal is a metastore proposal of this node waiting for its
 // outcome. A proposal can be lost (its leader deposed before it commits),
 // so each has a deadline after which the client gets a retryable error.
 type pendingProposal struct {
-	kind       proposalKind
-	request    RequestID // 0 for the node's own proposals (heartbeats)
-	topic      string
-	deadlineMs int64
+	kind    proposalKind
+	request RequestID // 0 for the node's own proposals (heartbeats)
+	topic   string
+	// proposedAtMs and deadlineMs are in node time.
+	proposedAtMs int64
+	deadlineMs   int64
 }
 
 // propose sends cmd to the metastore on behalf of request id. On failure
@@ -42,7 +45,8 @@ func (n *Node) propose(id RequestID, kind proposalKind, topicName string, cmd me
 		}
 		return
 	}
-	n.proposals[proposal] = &pendingProposal{kind: kind, request: id, topic: topicName, deadlineMs: n.nowMs + n.cfg.ProposalTimeoutMs}
+	n.proposals[proposal] = &pendingProposal{kind: kind, request: id, topic: topicName,
+		proposedAtMs: n.nowMs, deadlineMs: n.nowMs + n.cfg.ProposalTimeoutMs}
 }
 
 func proposeError(err error) *Error {
@@ -145,11 +149,13 @@ func cmpUint(a, b uint64) int {
 
 // heartbeat tells the metastore this node is alive (and where it
 // listens). Owners of new partitions must be members, so a node
-// heartbeats as soon as it starts, then every MemberHeartbeatIntervalMs.
+// heartbeats as soon as it knows a leader, then every
+// MemberHeartbeatIntervalMs; a follower's heartbeat reaches the leader by
+// raft's proposal forwarding.
 func (n *Node) heartbeat() {
 	for _, pending := range n.proposals { //determinism:ok only looks for one kind
-		if pending.kind == proposalHeartbeat {
-			return // one at a time
+		if pending.kind == proposalHeartbeat && n.nowMs-pending.proposedAtMs < n.cfg.MemberHeartbeatIntervalMs {
+			return // one at a time, unless the last one was lost on the way
 		}
 	}
 	n.propose(0, proposalHeartbeat, "", meta.MemberHeartbeat{

@@ -11,6 +11,9 @@ type Ready struct {
 	Syncs    []Sync
 	Messages []Envelope
 	Replies  []Reply
+	// internal are the replies to this node's own parts of split
+	// requests: Advance hands them to their continuations.
+	internal []Reply
 }
 
 // Sync is one partition's sync round: its new records (data) and/or its

@@ -158,36 +158,70 @@ func TestDataWithoutItsMetastoreIsNotSwept(t *testing.T) {
 }
 
 // TestOnlyTheOwnerServesAPartition: with a second member in the
-// metastore, partitions placed on it are not written, consumed, replayed
-// or acked here (421), and their stats say who owns them. The single-owner
-// invariant; forwarding to the owner arrives with the cluster.
+// metastore that never answers, partitions placed on it are never written
+// here: a request forwarded from it for its own partition is refused 421
+// (a request crosses one hop at most), a client's pinned produce is sent
+// there and fails 503 after the forward timeout, and the topic's stats
+// report its partitions unavailable.
 func TestOnlyTheOwnerServesAPartition(t *testing.T) {
 	h := newHarness(t)
 	_, err := h.node.meta.Propose(meta.MemberHeartbeat{ID: "node-2", HTTPAddr: "127.0.0.2:7942", ClusterAddr: "127.0.0.2:7943", NowMs: h.nowMs})
 	require.NoError(t, err)
 	h.flush()
 	h.createTopic("orders", func(c *CreateTopic) { c.Partitions = 4 })
-	detail := h.ok(GetTopic{Name: "orders", Partition: PartitionNone}).(TopicDetail)
 	mine, theirs := -1, -1
-	for _, s := range detail.PartitionStats {
-		switch s.OwnerNode {
-		case h.cfg.NodeID:
-			mine = s.Index
-			require.True(t, s.Available)
-		case "node-2":
-			theirs = s.Index
-			require.False(t, s.Available, "another node's partition is not described as available here")
+	record, _ := h.node.meta.State().Topic("orders")
+	for index, a := range record.Assignments {
+		if a.Owner == h.cfg.NodeID {
+			mine = index
+		} else {
+			theirs = index
 		}
 	}
-	require.True(t, mine >= 0 && theirs >= 0, "placement spreads over both members: %+v", detail.PartitionStats)
+	require.True(t, mine >= 0 && theirs >= 0, "placement spreads over both members: %+v", record.Assignments)
 	h.produce("orders", mine, "here")
-	h.fail(Produce{Topic: "orders", Records: []ProduceRecord{{Partition: theirs, Payload: []byte("x")}}}, CodeNotOwner)
-	h.fail(Consume{Topic: "orders", Partition: theirs}, CodeNotOwner)
-	h.fail(Replay{Topic: "orders", Partition: theirs, Offset: 0}, CodeNotOwner)
-	require.Equal(t, CodeNotOwner, CodeOf(h.ackHandle("orders", fmt.Sprintf("%d:0:5", theirs), AckCommit)))
+
+	forwarded := []Request{
+		Produce{Topic: "orders", Records: []ProduceRecord{{Partition: theirs, Payload: []byte("x")}}},
+		Consume{Topic: "orders", Partition: theirs},
+		Replay{Topic: "orders", Partition: theirs, Offset: 0},
+		Ack{Topic: "orders", Handles: []string{fmt.Sprintf("%d:0:5", theirs)}, Action: AckCommit},
+	}
+	for i, req := range forwarded {
+		h.messages = nil
+		require.NoError(t, h.node.Step(Envelope{From: "node-2", To: h.cfg.NodeID, Message: ForwardRequest{ID: uint64(i + 1), Request: req, LocalOnly: true}}))
+		h.flush()
+		reply := onlyForwardReply(t, h.messages)
+		require.Equal(t, uint64(i+1), reply.ID)
+		if ack, isAck := reply.Reply.Result.(AckResult); isAck {
+			require.Equal(t, CodeNotOwner, CodeOf(ack.Results[0].Err))
+			continue
+		}
+		require.Equal(t, CodeNotOwner, CodeOf(reply.Reply.Err), "%T", req)
+	}
+
+	pinned := h.send(Produce{Topic: "orders", Records: []ProduceRecord{{Partition: theirs, Payload: []byte("x")}}})
+	statsID := h.send(GetTopic{Name: "orders", Partition: PartitionNone})
+	h.tick(h.cfg.ForwardTimeoutMs)
+	require.Equal(t, CodeUnavailable, CodeOf(h.replies[pinned].Err), "the owner never answered")
+	for _, s := range h.replies[statsID].Result.(TopicDetail).PartitionStats {
+		require.Equal(t, s.OwnerNode == h.cfg.NodeID, s.Available, "partition %d", s.Index)
+	}
 	m, ok := h.consume("orders")
 	require.True(t, ok)
-	require.Equal(t, mine, m.Partition, "an unpinned consume reads only what this node owns")
+	require.Equal(t, mine, m.Partition, "an unpinned consume finds the local record")
+}
+
+func onlyForwardReply(t *testing.T, messages []Envelope) ForwardReply {
+	var replies []ForwardReply
+	for _, env := range messages {
+		if reply, ok := env.Message.(ForwardReply); ok {
+			require.Equal(t, "node-2", env.To)
+			replies = append(replies, reply)
+		}
+	}
+	require.Len(t, replies, 1)
+	return replies[0]
 }
 
 // TestAlterAndDeleteInOneRound: an alter and a delete of one topic applied

@@ -13,6 +13,14 @@ type waiter struct {
 	deadlineMs int64
 	// heapIndex is the waiter's position in waiterSet.byDeadline.
 	heapIndex int
+	// probeOwners are the other nodes still to ask in this waiter's
+	// current probe round; probing is the node asked now ("" when none).
+	// Only route_consume.go changes them.
+	probeOwners []string
+	probing     string
+	// noWait marks a consume that asked not to wait: it is parked only
+	// while its probes of other owners are in flight.
+	noWait bool
 }
 
 // waiterSet holds the parked long polls: by id, by topic in arrival order

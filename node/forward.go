@@ -1,0 +1,171 @@
+package node
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Request ids the node makes for itself live above the range a driver
+// may assign, so the two never collide.
+const (
+	// RequestIDDriverMax is the largest id a driver may give Handle.
+	RequestIDDriverMax RequestID = 1<<62 - 1
+	// forwardedRequestBit marks a request another node forwarded here:
+	// its reply leaves as a ForwardReply.
+	forwardedRequestBit RequestID = 1 << 63
+	// internalRequestBit marks a part of a client request that this node
+	// split and serves itself: its reply goes to a continuation at Advance,
+	// after the Ready's syncs made it true.
+	internalRequestBit RequestID = 1 << 62
+)
+
+// outgoing is a request this node forwarded and waits to hear about.
+type outgoing struct {
+	to         string
+	deadlineMs int64
+	// done receives the reply, or a 503 when the deadline passes first.
+	done func(Reply)
+}
+
+// incoming is a request a peer forwarded here: where its reply goes.
+type incoming struct {
+	from string
+	id   uint64
+}
+
+// routing is the node's state for requests that cross nodes. Only the
+// node's own methods change it.
+type routing struct {
+	// outgoing holds the forwards awaiting a reply, by forward id.
+	outgoing map[uint64]*outgoing
+	// lastForwardID numbers forwards; only increases.
+	lastForwardID uint64
+	// incoming maps the request id given to a forwarded request to its
+	// origin.
+	incoming map[RequestID]incoming
+	// internal maps the request id of a local part to its continuation.
+	internal map[RequestID]func(Reply)
+	// lastLocalID numbers incoming and internal requests; only increases.
+	lastLocalID uint64
+	// peerDownUntilMs holds the peers that let a forward time out, until
+	// when produce placement and consume probes avoid them. A reply from
+	// the peer clears its entry.
+	peerDownUntilMs map[string]int64
+}
+
+func newRouting() routing {
+	return routing{outgoing: map[uint64]*outgoing{}, incoming: map[RequestID]incoming{},
+		internal: map[RequestID]func(Reply){}, peerDownUntilMs: map[string]int64{}}
+}
+
+// localOnly reports whether a request must be served from this node's own
+// partitions: forwarded requests and internal parts are never forwarded
+// again, so a request crosses at most one hop.
+func localOnly(id RequestID) bool {
+	return id&(forwardedRequestBit|internalRequestBit) != 0
+}
+
+// send queues a message to a peer for this Ready.
+func (n *Node) send(to string, message any) {
+	n.messages = append(n.messages, Envelope{From: n.cfg.NodeID, To: to, Message: message})
+}
+
+// forward sends req to node to, to be served there from its own
+// partitions; done gets the reply, or a 503 after timeoutMs.
+func (n *Node) forward(to string, req Request, timeoutMs int64, done func(Reply)) {
+	assert(to != n.cfg.NodeID, "node: forward of %T to itself", req)
+	n.routing.lastForwardID++
+	id := n.routing.lastForwardID
+	n.routing.outgoing[id] = &outgoing{to: to, deadlineMs: n.nowMs + timeoutMs, done: done}
+	n.send(to, ForwardRequest{ID: id, Request: req, LocalOnly: true})
+}
+
+// handleInternal serves req here as a part of a larger request; done gets
+// the reply once the Ready that carries it was persisted.
+func (n *Node) handleInternal(req Request, done func(Reply)) {
+	n.routing.lastLocalID++
+	id := internalRequestBit | RequestID(n.routing.lastLocalID)
+	n.routing.internal[id] = done
+	n.handle(id, req)
+}
+
+// stepForwardRequest serves a request a peer forwarded.
+func (n *Node) stepForwardRequest(from string, m ForwardRequest) {
+	n.routing.lastLocalID++
+	id := forwardedRequestBit | RequestID(n.routing.lastLocalID)
+	n.routing.incoming[id] = incoming{from: from, id: m.ID}
+	n.handle(id, m.Request)
+}
+
+// stepForwardReply hands a peer's answer to the forward's continuation; a
+// reply that comes after the deadline (or from the wrong node) is dropped.
+func (n *Node) stepForwardReply(from string, m ForwardReply) {
+	forward, ok := n.routing.outgoing[m.ID]
+	if !ok || forward.to != from {
+		return
+	}
+	delete(n.routing.outgoing, m.ID)
+	delete(n.routing.peerDownUntilMs, from)
+	forward.done(m.Reply)
+}
+
+// expireForwards fails the forwards whose peer did not answer in time and
+// marks those peers down for PeerDownMs.
+func (n *Node) expireForwards() {
+	var expired []uint64
+	for id, forward := range n.routing.outgoing { //determinism:ok collected then sorted
+		if forward.deadlineMs <= n.nowMs {
+			expired = append(expired, id)
+		}
+	}
+	slices.Sort(expired)
+	for _, id := range expired {
+		forward := n.routing.outgoing[id]
+		delete(n.routing.outgoing, id)
+		n.routing.peerDownUntilMs[forward.to] = n.nowMs + n.cfg.PeerDownMs
+		n.observer.Event("forward-timed-out", fmt.Sprintf("node %s did not answer forward %d", forward.to, id))
+		forward.done(Reply{Err: Unavailable("node %s did not answer in time; retry", forward.to)})
+	}
+}
+
+// peerReachable reports whether forwards to the node may be tried now.
+func (n *Node) peerReachable(id string) bool {
+	until, down := n.routing.peerDownUntilMs[id]
+	return !down || until <= n.nowMs
+}
+
+// routeReplies moves the replies of forwarded requests into messages
+// (ForwardReply) and those of internal parts into rd.internal, leaving the
+// clients' replies in rd.Replies.
+func (n *Node) routeReplies(rd *Ready) {
+	if len(n.routing.incoming) == 0 && len(n.routing.internal) == 0 {
+		return
+	}
+	clients := make([]Reply, 0, len(rd.Replies))
+	for _, reply := range rd.Replies {
+		switch {
+		case reply.ID&forwardedRequestBit != 0:
+			origin, ok := n.routing.incoming[reply.ID]
+			assert(ok, "node: reply to unknown forwarded request %d", reply.ID)
+			delete(n.routing.incoming, reply.ID)
+			rd.Messages = append(rd.Messages, Envelope{From: n.cfg.NodeID, To: origin.from,
+				Message: ForwardReply{ID: origin.id, Reply: Reply{Err: reply.Err, Result: reply.Result}}})
+		case reply.ID&internalRequestBit != 0:
+			rd.internal = append(rd.internal, reply)
+		default:
+			clients = append(clients, reply)
+		}
+	}
+	rd.Replies = clients
+}
+
+// completeInternal runs the continuations of the internal replies of a
+// Ready that was persisted and sent.
+func (n *Node) completeInternal(rd Ready) {
+	for _, reply := range rd.internal {
+		done, ok := n.routing.internal[reply.ID]
+		assert(ok, "node: reply to unknown internal request %d", reply.ID)
+		delete(n.routing.internal, reply.ID)
+		done(reply)
+	}
+}

@@ -1,0 +1,188 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"narad/chaos"
+	"narad/meta"
+)
+
+// Cadences of the membership work, in node milliseconds.
+const (
+	// joinRetryMs is how often a joining node asks the members to add it.
+	joinRetryMs = 1_000
+	// subscribeForMsMax bounds how long one Subscribe lasts at the owner.
+	subscribeForMsMax = 60_000
+)
+
+// clusterState is the node's membership work. Only the node's own
+// methods change it.
+type clusterState struct {
+	// subscribers maps a topic this node owns partitions of to the nodes
+	// with parked long polls for it, each until a time of this node's
+	// clock. Expired entries are dropped when notifying.
+	subscribers map[string]map[string]int64
+	// subscribedUntilMs maps topic+"\x00"+owner to when this node's
+	// subscription there runs out (this node's clock, conservatively).
+	subscribedUntilMs map[string]int64
+	// notified maps a topic to owners that sent a Notify no parked poll
+	// was free to act on yet; the next poll to go idle probes them.
+	notified map[string][]string
+	// seen maps a member to the last heartbeat the leader saw change and
+	// when (this node's clock); nil unless this node is the leader past
+	// its barrier. Dead detection compares ages on one clock only.
+	seen map[string]heartbeatSeen
+	// deadProposed holds the members this leader proposed dead, with the
+	// heartbeat observed, so it does not propose again for that heartbeat.
+	deadProposed map[string]int64
+	// nextDeadCheckMs and nextJoinMs schedule the periodic work.
+	nextDeadCheckMs int64
+	nextJoinMs      int64
+}
+
+type heartbeatSeen struct {
+	heartbeatMs int64
+	atMs        int64
+}
+
+func newClusterState() clusterState {
+	return clusterState{subscribers: map[string]map[string]int64{}, subscribedUntilMs: map[string]int64{},
+		notified: map[string][]string{}, deadProposed: map[string]int64{}}
+}
+
+// maintainMembership runs on every tick: the leader marks silent members
+// dead, and a joining node asks to be added.
+func (n *Node) maintainMembership() {
+	if n.nowMs >= n.cluster.nextDeadCheckMs {
+		n.cluster.nextDeadCheckMs = n.nowMs + n.cfg.MemberHeartbeatIntervalMs/2
+		n.detectDeadMembers()
+	}
+	if n.cfg.Meta.Join && n.nowMs >= n.cluster.nextJoinMs {
+		n.cluster.nextJoinMs = n.nowMs + joinRetryMs
+		n.askToJoin()
+	}
+}
+
+// detectDeadMembers proposes MarkMemberDead for every alive member whose
+// heartbeat has not changed for MemberDeadAfterMs of the leader's clock.
+// A new leader starts every member's age at zero.
+func (n *Node) detectDeadMembers() {
+	if !n.meta.IsLeader() || !n.meta.Barrier() {
+		n.cluster.seen = nil
+		return
+	}
+	fresh := n.cluster.seen == nil
+	if fresh {
+		n.cluster.seen = map[string]heartbeatSeen{}
+	}
+	for _, m := range n.meta.State().Members() {
+		last, known := n.cluster.seen[m.ID]
+		if fresh || !known || last.heartbeatMs != m.LastHeartbeatMs {
+			n.cluster.seen[m.ID] = heartbeatSeen{heartbeatMs: m.LastHeartbeatMs, atMs: n.nowMs}
+			continue
+		}
+		silent := n.nowMs-last.atMs >= n.cfg.MemberDeadAfterMs
+		if m.Alive && silent && m.ID != n.cfg.NodeID && n.cluster.deadProposed[m.ID] != m.LastHeartbeatMs {
+			n.cluster.deadProposed[m.ID] = m.LastHeartbeatMs
+			chaos.Reached("node-member-marked-dead")
+			n.observer.Event("member-dead", fmt.Sprintf("%s: no heartbeat for %d ms", m.ID, n.nowMs-last.atMs))
+			n.propose(0, proposalMarkDead, "", meta.MarkMemberDead{ID: m.ID, ObservedHeartbeatMs: m.LastHeartbeatMs})
+		}
+	}
+}
+
+// askToJoin sends a Join to every configured peer until this node is a
+// voter.
+func (n *Node) askToJoin() {
+	if _, voter := n.meta.State().PeerByNodeID(n.cfg.NodeID); voter {
+		return
+	}
+	self, _ := n.meta.PeerByNodeID(n.cfg.NodeID)
+	for _, peer := range n.cfg.Meta.Peers {
+		if peer.ID != n.cfg.NodeID {
+			n.send(peer.ID, Join{RaftID: self.RaftID, ClusterAddr: n.cfg.ClusterAddr, HTTPAddr: n.cfg.AdvertiseAddr})
+		}
+	}
+}
+
+// stepJoin adds the sender as a voter, if this node leads.
+func (n *Node) stepJoin(from string, m Join) {
+	if !n.meta.IsLeader() {
+		return
+	}
+	if _, voter := n.meta.State().PeerByNodeID(from); voter {
+		return
+	}
+	_, err := n.meta.ProposeConfChange(meta.ConfChange{Kind: meta.AddVoter,
+		Peer: meta.Peer{ID: from, RaftID: m.RaftID, ClusterAddr: m.ClusterAddr}})
+	if err != nil && !errors.Is(err, meta.ErrConfChangeInProgress) && !errors.Is(err, meta.ErrBarrierPending) {
+		n.observer.Event("join-refused", fmt.Sprintf("%s: %v", from, err))
+		return
+	}
+	chaos.Reached("node-join-proposed")
+}
+
+// stepSubscribe registers a peer's interest in a topic's new records.
+func (n *Node) stepSubscribe(from string, m Subscribe) {
+	subscribers := n.cluster.subscribers[m.Topic]
+	if subscribers == nil {
+		subscribers = map[string]int64{}
+		n.cluster.subscribers[m.Topic] = subscribers
+	}
+	subscribers[from] = n.nowMs + min(max(m.ForMs, 0), subscribeForMsMax)
+}
+
+// notifySubscribers tells the nodes subscribed to a topic that records
+// became available here.
+func (n *Node) notifySubscribers(topicName string) {
+	subscribers := n.cluster.subscribers[topicName]
+	if len(subscribers) == 0 {
+		return
+	}
+	ids := make([]string, 0, len(subscribers))
+	for id := range subscribers { //determinism:ok sorted below
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if subscribers[id] < n.nowMs {
+			delete(subscribers, id)
+			continue
+		}
+		n.send(id, Notify{Topic: topicName})
+	}
+	if len(subscribers) == 0 {
+		delete(n.cluster.subscribers, topicName)
+	}
+}
+
+// subscribe asks the owners to notify this node of new records of a
+// topic, unless a subscription there is still fresh.
+func (n *Node) subscribe(topicName string, owners []string) {
+	forMs := n.cfg.ConsumeWaitMaxMs + n.cfg.ForwardTimeoutMs
+	for _, owner := range owners {
+		key := topicName + "\x00" + owner
+		if n.cluster.subscribedUntilMs[key] > n.nowMs+forMs/2 {
+			continue
+		}
+		n.cluster.subscribedUntilMs[key] = n.nowMs + forMs
+		n.send(owner, Subscribe{Topic: topicName, ForMs: forMs})
+	}
+}
+
+// stepNotify lets a parked long poll of the topic probe the owner that
+// has new records.
+func (n *Node) stepNotify(from string, m Notify) {
+	delete(n.routing.peerDownUntilMs, from)
+	if !n.probeForNotify(m.Topic, from) {
+		pending := n.cluster.notified[m.Topic]
+		for _, owner := range pending {
+			if owner == from {
+				return
+			}
+		}
+		n.cluster.notified[m.Topic] = append(pending, from)
+	}
+}

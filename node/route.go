@@ -1,0 +1,84 @@
+package node
+
+import "sort"
+
+// produceReroutesMax bounds how often one produce request re-places the
+// records of a part that failed (an owner that died, stopped answering or
+// no longer owns the partition).
+const produceReroutesMax = 2
+
+// ownerAvailable reports whether writes to a partition owned by owner may
+// be sent there now: the owner is not excluded by this request, is an
+// alive member, and has not just let a forward time out.
+func (n *Node) ownerAvailable(owner string, excluded map[string]bool) bool {
+	if excluded[owner] {
+		return false
+	}
+	if owner == n.cfg.NodeID {
+		return true
+	}
+	member, ok := n.meta.State().Member(owner)
+	return ok && member.Alive && n.peerReachable(owner)
+}
+
+// ringNext returns the first partition, from preferred on in ring order,
+// for which usable holds.
+func ringNext(preferred, count int, usable func(int) bool) (int, bool) {
+	for step := range count {
+		index := (preferred + step) % count
+		if usable(index) {
+			return index, true
+		}
+	}
+	return 0, false
+}
+
+// routeRecord picks the partition of a record that may be sent to any
+// owner: the preferred one when its owner is available, else the next
+// available one in ring order (so one key keeps one fallback). A pinned
+// record (explicit partition) never moves.
+func (n *Node) routeRecord(t *topic, rec ProduceRecord, preferred int, excluded map[string]bool) (int, error) {
+	usable := func(index int) bool { return n.ownerAvailable(t.owner(index), excluded) }
+	if rec.Partition != PartitionNone {
+		if !usable(rec.Partition) {
+			return 0, Unavailable("partition %d of %s is unavailable (owner %s is down or unreachable); retry", rec.Partition, t.info.Name, t.owner(rec.Partition))
+		}
+		return rec.Partition, nil
+	}
+	index, ok := ringNext(preferred, t.info.Partitions, usable)
+	if !ok {
+		return 0, Unavailable("no partition of %s is available (every owner is down or unreachable); retry", t.info.Name)
+	}
+	return index, nil
+}
+
+// remoteOwners lists the other nodes that own partitions of t (the pinned
+// partition only, when pinned >= 0) and may be asked now, sorted and then
+// rotated by the topic's consume cursor so probes spread over owners.
+func (n *Node) remoteOwners(t *topic) []string {
+	seen := map[string]bool{}
+	var owners []string
+	for index := range t.info.Partitions {
+		owner := t.owner(index)
+		if owner == n.cfg.NodeID || seen[owner] || !n.ownerAvailable(owner, nil) {
+			continue
+		}
+		seen[owner] = true
+		owners = append(owners, owner)
+	}
+	sort.Strings(owners)
+	if len(owners) > 1 {
+		shift := t.cursors.consume % len(owners)
+		owners = append(owners[shift:], owners[:shift]...)
+	}
+	return owners
+}
+
+// retryable reports whether a part's failure may be retried elsewhere.
+func retryable(err error) bool {
+	switch CodeOf(err) {
+	case CodeUnavailable, CodeNotOwner:
+		return true
+	}
+	return false
+}

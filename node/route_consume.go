@@ -1,0 +1,135 @@
+package node
+
+import "narad/chaos"
+
+// Consumes across nodes. A consume of any partition first reserves from
+// this node's own partitions; if they have nothing, it asks the other
+// owners one at a time (a probe: a consume served there without waiting)
+// and parks between rounds. A parked poll is subscribed at the other
+// owners, which send a Notify when records become available there; the
+// oldest idle poll of the topic then probes that owner. Records a probe
+// reserved for a poll that was answered meanwhile are released back at
+// once (a nack), so nothing waits out a visibility timeout for nobody.
+
+// consumeElsewhere serves a consume pinned to another node's partition by
+// forwarding it whole (the owner parks it if it waits).
+func (n *Node) consumeElsewhere(id RequestID, t *topic, r Consume) {
+	owner := t.owner(r.Partition)
+	if localOnly(id) {
+		n.reply(id, nil, notOwner(t, r.Partition))
+		return
+	}
+	if !n.ownerAvailable(owner, nil) {
+		n.reply(id, nil, Unavailable("partition %d of %s is unavailable (owner %s is down or unreachable); retry", r.Partition, t.info.Name, owner))
+		return
+	}
+	wait := min(max(r.WaitMs, 0), n.cfg.ConsumeWaitMaxMs)
+	n.forward(owner, r, wait+n.cfg.ForwardTimeoutMs, func(reply Reply) { n.passThrough(id, reply) })
+}
+
+// passThrough answers a client with a forwarded request's reply.
+func (n *Node) passThrough(id RequestID, reply Reply) {
+	n.reply(id, reply.Result, reply.Err)
+}
+
+// consumeAcross parks the consume and starts its probe round over the
+// other owners. A consume that does not wait stays parked only while its
+// probes are in flight.
+func (n *Node) consumeAcross(id RequestID, t *topic, r Consume, owners []string) {
+	noWait := r.WaitMs <= 0 || n.draining || n.waiters.len() >= n.cfg.WaitersMax
+	deadline := n.nowMs + min(r.WaitMs, n.cfg.ConsumeWaitMaxMs)
+	if noWait {
+		deadline = n.nowMs + n.cfg.ForwardTimeoutMs
+	} else {
+		n.subscribe(t.info.Name, owners) // before the probes: a link keeps order
+	}
+	w := &waiter{id: id, request: r, parkedAtMs: n.nowMs, deadlineMs: deadline, probeOwners: owners, noWait: noWait}
+	n.waiters.add(w)
+	n.probeNext(w)
+}
+
+// probeNext asks the next owner of the waiter's round, or ends the round:
+// a waiter that does not wait is answered with nothing; one that waits
+// probes an owner that notified meanwhile, if any.
+func (n *Node) probeNext(w *waiter) {
+	for len(w.probeOwners) > 0 {
+		owner := w.probeOwners[0]
+		w.probeOwners = w.probeOwners[1:]
+		if n.ownerAvailable(owner, nil) {
+			n.probe(w, owner)
+			return
+		}
+	}
+	w.probing = ""
+	if w.noWait {
+		n.waiters.remove(w.id)
+		n.observer.ConsumeWait(w.request.Topic, "no_wait", 0)
+		n.reply(w.id, ConsumeResult{Messages: []Message{}, Batch: w.request.Max > 0}, nil)
+		return
+	}
+	if pending := n.cluster.notified[w.request.Topic]; len(pending) > 0 {
+		n.cluster.notified[w.request.Topic] = pending[1:]
+		if len(pending) == 1 {
+			delete(n.cluster.notified, w.request.Topic)
+		}
+		w.probeOwners = []string{pending[0]}
+		n.probeNext(w)
+	}
+}
+
+// probe asks owner for records on behalf of the waiter.
+func (n *Node) probe(w *waiter, owner string) {
+	w.probing = owner
+	id, topicName := w.id, w.request.Topic
+	probe := Consume{Topic: topicName, Partition: PartitionNone, Max: w.request.Max}
+	n.forward(owner, probe, n.cfg.ForwardTimeoutMs, func(reply Reply) { n.probeAnswered(id, topicName, owner, reply) })
+}
+
+// probeAnswered serves the waiter with what the owner reserved, or moves
+// its round on. Records reserved for a waiter that is gone go back.
+func (n *Node) probeAnswered(id RequestID, topicName, owner string, reply Reply) {
+	result, _ := reply.Result.(ConsumeResult)
+	w, parked := n.waiters.get(id)
+	current := parked && w.probing == owner
+	if len(result.Messages) == 0 {
+		if current {
+			w.probing = ""
+			n.probeNext(w)
+		}
+		return
+	}
+	if !current {
+		n.releaseElsewhere(owner, topicName, result.Messages)
+		return
+	}
+	chaos.Reached("node-consume-probe-hit")
+	n.waiters.remove(id)
+	n.observer.ConsumeWait(topicName, outcomeOf(w.request, "hit"), n.nowMs-w.parkedAtMs)
+	n.reply(id, ConsumeResult{Messages: result.Messages, Batch: w.request.Max > 0}, nil)
+	n.probeForNotify(topicName, owner) // the owner may hold more for the next poll
+}
+
+// probeForNotify lets the oldest idle waiting poll of the topic probe the
+// owner; it reports whether one did.
+func (n *Node) probeForNotify(topicName, owner string) bool {
+	for _, w := range n.waiters.topic(topicName) {
+		if w.probing == "" && !w.noWait && w.request.Partition == PartitionNone {
+			w.probeOwners = []string{owner}
+			n.probeNext(w)
+			return true
+		}
+	}
+	return false
+}
+
+// releaseElsewhere nacks records a probe reserved for a poll that was
+// answered meanwhile, so the owner redelivers them at once.
+func (n *Node) releaseElsewhere(owner, topicName string, messages []Message) {
+	chaos.Reached("node-probe-released")
+	handles := make([]string, len(messages))
+	for i, m := range messages {
+		handles[i] = m.ReceiptHandle
+	}
+	release := Ack{Topic: topicName, Handles: handles, Action: AckNack, Batch: true}
+	n.forward(owner, release, n.cfg.ForwardTimeoutMs, func(Reply) {})
+}

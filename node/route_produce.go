@@ -1,0 +1,140 @@
+package node
+
+import (
+	"slices"
+
+	"narad/chaos"
+)
+
+// produceJoin is a produce request whose records span several owners: one
+// part per owner, each answered after that owner's sync round; the client
+// is answered when the last part is.
+type produceJoin struct {
+	client RequestID
+	topic  string
+	// records are the request's records; placements[i] is where record i
+	// landed (or is headed).
+	records    []ProduceRecord
+	placements []Placement
+	batch      bool
+	// pending counts the parts in flight; the reply leaves at zero.
+	pending int
+	// excluded holds the owners whose part failed: re-placed records
+	// avoid them.
+	excluded map[string]bool
+	// reroutes counts re-placements, bounded by produceReroutesMax.
+	reroutes int
+	// err is the first failure no re-placement could fix.
+	err error
+}
+
+// produceAcross sends each owner its part of the request.
+func (n *Node) produceAcross(id RequestID, t *topic, r Produce, placements []Placement) {
+	chaos.Reached("node-produce-forwarded")
+	j := &produceJoin{client: id, topic: t.info.Name, records: r.Records, placements: placements,
+		batch: r.Batch, excluded: map[string]bool{}}
+	indexes := make([]int, len(r.Records))
+	for i := range indexes {
+		indexes[i] = i
+	}
+	n.sendProduceParts(j, t, indexes)
+}
+
+// sendProduceParts groups the given records by owner and sends each group
+// as one request with explicit partitions, served locally only.
+func (n *Node) sendProduceParts(j *produceJoin, t *topic, indexes []int) {
+	byOwner := map[string][]int{}
+	for _, i := range indexes {
+		owner := t.owner(j.placements[i].Partition)
+		byOwner[owner] = append(byOwner[owner], i)
+	}
+	owners := make([]string, 0, len(byOwner))
+	for owner := range byOwner { //determinism:ok sorted below
+		owners = append(owners, owner)
+	}
+	slices.Sort(owners)
+	for _, owner := range owners {
+		part := j.part(byOwner[owner])
+		done := func(reply Reply) { n.producePartAnswered(j, owner, byOwner[owner], reply) }
+		j.pending++
+		if owner == n.cfg.NodeID {
+			n.handleInternal(part, done)
+		} else {
+			n.forward(owner, part, n.cfg.ForwardTimeoutMs, done)
+		}
+	}
+}
+
+// part builds the request for the records at indexes.
+func (j *produceJoin) part(indexes []int) Produce {
+	records := make([]ProduceRecord, len(indexes))
+	for k, i := range indexes {
+		records[k] = j.records[i]
+		records[k].Partition = j.placements[i].Partition
+	}
+	return Produce{Topic: j.topic, Records: records, Batch: true}
+}
+
+// producePartAnswered records a part's outcome; a retryable failure
+// re-places the part's records away from that owner when none is pinned.
+func (n *Node) producePartAnswered(j *produceJoin, owner string, indexes []int, reply Reply) {
+	j.pending--
+	switch {
+	case reply.Err == nil:
+		result, ok := reply.Result.(ProduceResult)
+		if !ok || len(result.Records) != len(indexes) {
+			j.fail(Internal("node %s answered a produce part with %T", owner, reply.Result))
+			break
+		}
+		for k, i := range indexes {
+			j.placements[i] = result.Records[k]
+		}
+	case retryable(reply.Err) && j.reroutes < produceReroutesMax && j.err == nil:
+		j.reroutes++
+		j.excluded[owner] = true
+		n.rerouteProducePart(j, indexes, reply.Err)
+	default:
+		j.fail(reply.Err)
+	}
+	if j.pending == 0 {
+		n.finishProduceJoin(j)
+	}
+}
+
+// rerouteProducePart places the records again, avoiding the owners that
+// failed, and sends them.
+func (n *Node) rerouteProducePart(j *produceJoin, indexes []int, cause error) {
+	t, ok := n.lookupTopic(j.topic)
+	if !ok {
+		j.fail(NotFound("topic %q not found", j.topic))
+		return
+	}
+	for _, i := range indexes {
+		rec := j.records[i]
+		index, err := n.routeRecord(t, rec, j.placements[i].Partition, j.excluded)
+		if err != nil {
+			j.fail(cause)
+			return
+		}
+		j.placements[i].Partition = index
+	}
+	chaos.Reached("node-produce-rerouted")
+	n.sendProduceParts(j, t, indexes)
+}
+
+func (j *produceJoin) fail(err error) {
+	if j.err == nil {
+		j.err = err
+	}
+}
+
+// finishProduceJoin answers the client. Parts that succeeded before
+// another failed stay written: the client retries, and at-least-once
+// allows the duplicates.
+func (n *Node) finishProduceJoin(j *produceJoin) {
+	if j.err != nil {
+		n.reply(j.client, nil, j.err)
+		return
+	}
+	n.reply(j.client, ProduceResult{Records: j.placements, Batch: j.batch}, nil)
+}
