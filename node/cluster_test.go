@@ -422,3 +422,44 @@ func TestRingNext(t *testing.T) {
 	_, ok = ringNext(0, 6, usable())
 	require.False(t, ok)
 }
+
+// join starts a node that joins the running cluster: it knows the peers
+// and itself, and bootstraps nothing.
+func (c *clusterHarness) join(id string) {
+	var peers []meta.Peer
+	for _, existing := range c.ids {
+		peers = append(peers, c.nodes[existing].cfg.Meta.Peers[slices.IndexFunc(c.nodes[existing].cfg.Meta.Peers,
+			func(p meta.Peer) bool { return p.ID == existing })])
+	}
+	peers = append(peers, meta.Peer{ID: id, RaftID: meta.RaftIDOf(id), ClusterAddr: fmt.Sprintf("127.0.0.%d:7943", len(peers)+1)})
+	cfg := clusterConfig(id, len(peers)-1, peers)
+	cfg.Meta.Join = true
+	store, err := meta.OpenStore(filepath.Join(c.t.TempDir(), id+".db"), meta.StoreOptions{NoSync: true})
+	require.NoError(c.t, err)
+	n, err := New(cfg, storage.NewMemFS(rand.New(rand.NewPCG(9, 9))), store, c.nowMs, nil)
+	require.NoError(c.t, err)
+	c.nodes[id] = n
+	c.ids = append(c.ids, id)
+	c.t.Cleanup(func() { _ = n.Abandon() })
+}
+
+// TestANodeJoinsARunningCluster: a node started with Join asks the
+// members; the leader adds it as a voter, it heartbeats into membership,
+// and a topic created afterwards places partitions on it.
+func TestANodeJoinsARunningCluster(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.elect()
+	c.join("n4")
+	for range 50 {
+		c.tick(100)
+		if _, voter := c.nodes[leader].meta.State().PeerByNodeID("n4"); voter && c.allAlive(leader) {
+			break
+		}
+	}
+	_, voter := c.nodes[leader].meta.State().PeerByNodeID("n4")
+	require.True(t, voter, "the leader added the joiner as a voter")
+	require.True(t, c.allAlive(leader), "the joiner heartbeats like every member")
+	require.NoError(t, c.do("n4", CreateTopic{Name: "t", Partitions: 8}).Err)
+	require.Equal(t, 2, countOf(c.owners("n4", "t"), "n4"), "eight partitions over four live nodes")
+	require.NoError(t, c.do("n4", producePinned("t", 0, "via the joiner")).Err)
+}

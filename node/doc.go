@@ -8,9 +8,30 @@
 // files) and sim (one goroutine, simulated clock, network and disk).
 //
 // Topic changes are metastore proposals: the client's answer leaves when
-// the entry is applied on this replica. A single node is a one-voter group
-// that elects itself as soon as its bootstrap configuration is applied,
-// then heartbeats so that partitions can be placed on it.
+// the entry is applied on this replica (a follower's proposal reaches the
+// leader through raft), so a client reads its own change on the node it
+// asked. A single node is a one-voter group that elects itself as soon as
+// its bootstrap configuration is applied, then heartbeats so that
+// partitions can be placed on it.
+//
+// # Across nodes
+//
+// Any node accepts any request. A partition is written and its queue
+// served only by its owner; other nodes forward (ForwardRequest, answered
+// by a ForwardReply; a forwarded request is served from the receiver's
+// own partitions and never forwarded again). A produce is split by owner
+// and answered when every part was fsynced by its owner; records that
+// are not pinned to a partition avoid owners that are dead (in the
+// metastore) or silent (a forward timed out within PeerDownMs), and a
+// part that fails retryably is re-placed at most produceReroutesMax
+// times. A consume of any partition serves this node's partitions first,
+// then probes the other owners one at a time; a parked poll subscribes
+// at the owners (Subscribe), which Notify it when records become
+// available there. Acks go to the partitions' owners, by the partition in
+// the receipt handle. The leader (past its barrier) proposes members dead
+// after MemberDeadAfterMs without a heartbeat change on its own clock; a
+// node started with Meta.Join sends Join to its configured peers until
+// the leader has added it as a voter.
 //
 // # The contract
 //
@@ -20,9 +41,12 @@
 //     deadlines, retention and idle-log closing are all driven by ticks.
 //   - Handle(id, request): a client request, decoded by httpapi from HTTP
 //     (the simulator builds the same values through the same decoder). The
-//     id is chosen by the driver and unique among the node's requests.
+//     id is chosen by the driver, unique among the node's requests and at
+//     most RequestIDDriverMax (the node numbers its own above it).
 //   - Cancel(id): the client went away; a waiting long poll is dropped.
-//   - Step(envelope): a message from a peer node (the cluster adds them).
+//   - Step(envelope): a message from a peer node (peer.go lists them). The
+//     driver delivers envelopes from one peer in the order they were sent
+//     while a connection lasts; it may lose any of them.
 //
 // Outputs are gathered in a Ready, taken with Ready() when HasReady()
 // reports true. The driver handles a Ready in this fixed order:
@@ -37,9 +61,10 @@
 //     restarts the node from its disk (a crash, in the simulator). After a
 //     failed fsync the page cache can no longer be trusted, so recovery
 //     from what is really on disk is the only safe continuation.
-//  2. Send: deliver Ready.Messages to peers and Ready.Replies to clients.
-//     Replies may depend on the Syncs (a produce's 202), which is why they
-//     wait for step 1.
+//  2. Send: deliver Ready.Messages to peers (Envelope.To; ClusterAddrs
+//     maps node ids to addresses) and Ready.Replies to clients. Both may
+//     depend on the Syncs (a produce's 202, or the ForwardReply that
+//     becomes one on another node), which is why they wait for step 1.
 //  3. Advance(ready): tell the node the Ready was handled. Records made
 //     durable by the Syncs become visible to consumers here, and waiting
 //     long polls are served (their replies appear in the next Ready).
