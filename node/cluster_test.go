@@ -463,3 +463,23 @@ func TestANodeJoinsARunningCluster(t *testing.T) {
 	require.Equal(t, 2, countOf(c.owners("n4", "t"), "n4"), "eight partitions over four live nodes")
 	require.NoError(t, c.do("n4", producePinned("t", 0, "via the joiner")).Err)
 }
+
+// TestNoLeaderIsA503: a node cut off from both others loses its leader
+// and answers a metadata write 503 (never 500), and says why it is not
+// ready.
+func TestNoLeaderIsA503(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.elect()
+	alone := c.otherThan(leader)
+	for _, id := range c.ids {
+		if id != alone {
+			c.cut[id] = true
+		}
+	}
+	for range 40 {
+		c.tick(100) // past an election timeout: PreVote finds no quorum
+	}
+	require.Error(t, c.nodes[alone].Serving(), "no leader: not ready")
+	reply := c.do(alone, CreateTopic{Name: "t"})
+	require.Equal(t, CodeUnavailable, CodeOf(reply.Err))
+}
