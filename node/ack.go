@@ -44,6 +44,9 @@ func (n *Node) ackOne(t *topic, handle string, action AckAction) error {
 		return notOwner(t, index)
 	}
 	p := n.partitionOf(t, index)
+	if p.frozenFor != "" && action == AckCommit {
+		return frozenError(t, index)
+	}
 	log, err := n.openLog(t, p)
 	if err != nil {
 		return Unavailable("partition %d of %s is unavailable: %v", index, t.info.Name, err)

@@ -58,6 +58,8 @@ type Config struct {
 	// PeerDownMs is how long a peer that let a forward time out is avoided
 	// by produce placement, unless it is heard from sooner.
 	PeerDownMs int64
+	// Moves bounds and times the partition moves (DESIGN.md §6).
+	Moves MoveConfig
 	// Log bounds every partition log.
 	Log storage.LogConfig
 
@@ -107,6 +109,7 @@ func DefaultConfig() Config {
 		MemberDeadAfterMs:          30_000,
 		ForwardTimeoutMs:           5_000,
 		PeerDownMs:                 5_000,
+		Moves:                      DefaultMoveConfig(),
 	}
 }
 
@@ -154,6 +157,11 @@ func (c Config) Validate() error {
 	check(c.MemberDeadAfterMs > c.MemberHeartbeatIntervalMs, "member dead-after (%d ms) must exceed the heartbeat interval (%d ms)",
 		c.MemberDeadAfterMs, c.MemberHeartbeatIntervalMs)
 	check(c.ForwardTimeoutMs > 0 && c.PeerDownMs > 0, "forward timeout and peer-down interval must be > 0")
+	check(c.MemberHeartbeatIntervalMs*3 <= c.MemberDeadAfterMs, "member dead-after (%d ms) must be at least three heartbeat intervals (%d ms): "+
+		"a node stops writing after half of it without an applied heartbeat", c.MemberDeadAfterMs, c.MemberHeartbeatIntervalMs)
+	for _, problem := range c.Moves.problems() {
+		check(false, "%s", problem)
+	}
 	if c.Meta.NodeID != "" {
 		if err := c.Meta.Validate(); err != nil {
 			problems = append(problems, err)
@@ -163,4 +171,49 @@ func (c Config) Validate() error {
 		problems = append(problems, err)
 	}
 	return errors.Join(problems...)
+}
+
+// MoveConfig bounds and times partition moves. Every field must be > 0.
+type MoveConfig struct {
+	// MaxInFlight bounds the moves under way in the cluster (the planner
+	// on the leader keeps to it).
+	MaxInFlight int
+	// LagBytes: CatchUp hands off once the copy is within this many bytes
+	// of the source's tail.
+	LagBytes int64
+	// CatchUpPassesMax bounds the CatchUp passes of a move that does not
+	// converge (a partition written faster than it copies); it then hands
+	// off anyway, for a longer freeze.
+	CatchUpPassesMax int
+	// FreezeTTLMs is how long a source stays frozen without the move
+	// completing before it asks for the move's abort (and resumes writes
+	// once the abort applies).
+	FreezeTTLMs int64
+	// StallTimeoutMs: a destination that made no progress for this long
+	// while the source is alive aborts its move.
+	StallTimeoutMs int64
+	// ForcePromoteAfterMs: a destination whose source died waits this long
+	// after its last contact before it promotes a complete copy.
+	ForcePromoteAfterMs int64
+	// PlanIntervalMs is how often the leader runs the planner.
+	PlanIntervalMs int64
+	// SweepIntervalMs is how often a node checks its stale copies.
+	SweepIntervalMs int64
+}
+
+// DefaultMoveConfig returns the defaults of DESIGN.md §6.
+func DefaultMoveConfig() MoveConfig {
+	return MoveConfig{MaxInFlight: 8, LagBytes: 4 << 20, CatchUpPassesMax: 16, FreezeTTLMs: 30_000,
+		StallTimeoutMs: 60_000, ForcePromoteAfterMs: 120_000, PlanIntervalMs: 1_000, SweepIntervalMs: 10_000}
+}
+
+func (c MoveConfig) problems() []string {
+	var problems []string
+	if c.MaxInFlight < 1 || c.LagBytes < 1 || c.CatchUpPassesMax < 1 {
+		problems = append(problems, "moves: max in flight, lag bytes and catch-up passes must be > 0")
+	}
+	if c.FreezeTTLMs < 1 || c.StallTimeoutMs < 1 || c.ForcePromoteAfterMs < 1 || c.PlanIntervalMs < 1 || c.SweepIntervalMs < 1 {
+		problems = append(problems, "moves: every interval and timeout must be > 0")
+	}
+	return problems
 }

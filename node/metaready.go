@@ -102,6 +102,7 @@ func (n *Node) reconcileTopics() {
 		n.known[record.Name] = record.CreatedAtMs
 		n.refreshLeaseConfig(record)
 	}
+	n.reconcileMoves()
 	for _, name := range n.waiters.topicNames() {
 		n.wake(name) // more partitions or larger caps may serve parked polls
 	}

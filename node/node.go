@@ -49,6 +49,18 @@ type Node struct {
 	// cluster is the membership work: subscriptions, dead detection,
 	// joining (membership.go).
 	cluster clusterState
+	// movingAtStart holds the partitions this node owned with a move under
+	// way when it started: they start frozen (move_source.go).
+	movingAtStart map[partitionKey]bool
+	// sweeper deletes stale copies of partitions (move_sweep.go).
+	sweeper sweeper
+	// moves are the sessions of moves into this node, by partition;
+	// moveJobs the finalize jobs for the next Ready (move_dest.go).
+	moves    map[partitionKey]*moveSession
+	moveJobs []movePending
+	// moveObserver receives the move metrics (a no-op unless the
+	// observer implements MoveObserver).
+	moveObserver MoveObserver
 
 	// The Ready being gathered. replies hold answers in arrival order;
 	// dirty holds the partitions with unsynced records or offsets;
@@ -106,7 +118,8 @@ func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observe
 		meta: replica, proposals: map[meta.ProposalID]*pendingProposal{}, known: map[string]int64{},
 		cursors: map[string]*topicCursors{}, partitions: map[partitionKey]*partition{}, waiters: newWaiterSet(),
 		dirty: map[partitionKey]*partition{}, dependents: map[partitionKey][]int{},
-		routing: newRouting(), cluster: newClusterState(),
+		routing: newRouting(), cluster: newClusterState(), sweeper: newSweeper(nowMs, cfg.Moves.SweepIntervalMs),
+		moves: map[partitionKey]*moveSession{}, moveObserver: moveObserverOf(observer),
 		nextCommitPersistMs: nowMs + cfg.CommitPersistIntervalMs,
 		nextRetentionMs:     nowMs + cfg.RetentionCheckIntervalMs,
 		nextMetaTickMs:      nowMs + cfg.MetaTickIntervalMs,
@@ -127,6 +140,13 @@ func (n *Node) recover() error {
 		return err
 	}
 	n.nonceBase = incarnation << incarnationNonceShift
+	n.movingAtStart = n.movesFromHere()
+	if err := n.discardStagedCopies(); err != nil {
+		return err
+	}
+	if err := n.findStaleCopies(); err != nil {
+		return err
+	}
 	n.maintainMeta()
 	return nil
 }
@@ -148,6 +168,9 @@ func (n *Node) Tick(nowMs int64) {
 	n.expireProposals()
 	n.expireForwards()
 	n.maintainMembership()
+	n.expireFreezes()
+	n.driveMoves()
+	n.sweepStaleCopies()
 	if nowMs >= n.nextCommitPersistMs {
 		n.nextCommitPersistMs = nowMs + n.cfg.CommitPersistIntervalMs
 		n.scheduleCommitPersist()
@@ -219,6 +242,27 @@ func (n *Node) handle(id RequestID, req Request) {
 	case ListMoves:
 		n.reply(id, MovesResult{Moves: []Move{}}, nil)
 	default:
+		n.handleMoveRequest(id, req)
+	}
+}
+
+// handleMoveRequest serves the requests of the move protocol, which only
+// other nodes send, and decommission.
+func (n *Node) handleMoveRequest(id RequestID, req Request) {
+	if _, internal := req.(Decommission); !internal && !localOnly(id) {
+		n.reply(id, nil, Invalid("%T is a request between nodes", req))
+		return
+	}
+	switch r := req.(type) {
+	case MoveStatus:
+		n.answer(id)(n.moveStatus(r))
+	case MoveRead:
+		n.answer(id)(n.moveRead(r))
+	case MoveFreeze:
+		n.moveFreeze(id, r)
+	case MoveSweepCheck:
+		n.answer(id)(n.moveVerdict(r))
+	default:
 		n.reply(id, nil, Invalid("unknown request type %T", req))
 	}
 }
@@ -261,7 +305,7 @@ func (n *Node) Step(env Envelope) error {
 
 // HasReady reports whether Ready has anything to hand out.
 func (n *Node) HasReady() bool {
-	return len(n.replies) > 0 || len(n.dirty) > 0 || len(n.messages) > 0 || n.meta.HasReady()
+	return len(n.replies) > 0 || len(n.dirty) > 0 || len(n.messages) > 0 || len(n.moveJobs) > 0 || n.meta.HasReady()
 }
 
 // Ready hands out the gathered outputs. The driver must handle it (see
@@ -273,9 +317,10 @@ func (n *Node) Ready() Ready {
 	n.round++
 	rd := Ready{Replies: n.replies, Messages: n.messages}
 	for _, p := range n.sortedDirty() {
-		rd.Syncs = append(rd.Syncs, Sync{Dir: p.dir, log: p.log, data: p.log.Dirty(), committed: p.log.CommittedDirty()})
+		rd.Syncs = append(rd.Syncs, Sync{Dir: p.dir, log: p.log, data: p.log.Dirty(), committed: p.log.CommittedDirty(), partition: p})
 	}
 	n.addMetaReady(&rd)
+	n.addMoveJobs(&rd)
 	n.routeReplies(&rd)
 	n.replies, n.messages = nil, nil
 	n.dirty = map[partitionKey]*partition{}
@@ -304,9 +349,16 @@ func (n *Node) Advance(rd Ready) {
 		if s.meta != nil {
 			continue
 		}
+		if s.move != nil {
+			n.jobDone(s.move.session, s.move.job)
+			continue
+		}
 		assert(!s.log.Dirty() || !s.data, "node: log %s still dirty after its sync round", s.Dir)
 		if s.data {
 			topics[topicOfDir(s.Dir)] = true
+		}
+		if s.partition != nil {
+			n.answerFreezes(s.partition)
 		}
 	}
 	names := make([]string, 0, len(topics))

@@ -29,3 +29,29 @@ func (NopObserver) CorruptSkipped(string, int)                  {}
 func (NopObserver) ConsumerDropped(string, int, uint64)         {}
 func (NopObserver) RetentionDeleted(string, int, int64, uint64) {}
 func (NopObserver) Event(string, string)                        {}
+
+// MoveObserver receives the metrics of partition moves. An Observer that
+// also implements it gets them; others do not.
+type MoveObserver interface {
+	// MoveEnded reports a move into this node that completed,
+	// force_promoted or aborted, how long it ran and what it copied.
+	MoveEnded(outcome string, durationMs, bytesCopied int64)
+	// MoveCopied reports bytes copied by a move into this node.
+	MoveCopied(bytes int64)
+	// FreezeEnded reports how long this node kept a partition frozen for
+	// a move.
+	FreezeEnded(durationMs int64)
+}
+
+type nopMoveObserver struct{}
+
+func (nopMoveObserver) MoveEnded(string, int64, int64) {}
+func (nopMoveObserver) MoveCopied(int64)               {}
+func (nopMoveObserver) FreezeEnded(int64)              {}
+
+func moveObserverOf(observer Observer) MoveObserver {
+	if m, ok := observer.(MoveObserver); ok {
+		return m
+	}
+	return nopMoveObserver{}
+}

@@ -27,6 +27,18 @@ type partition struct {
 	// leases is the queue state; created when the log is first opened and
 	// kept while the log is closed for idleness.
 	leases *lease.Table
+	// frozenFor is the target of the move this partition is frozen for:
+	// no produce and no commit is accepted while it is set. Set by
+	// MoveFreeze (or at start for a partition with a move under way);
+	// cleared by reconcileMoves when the move's target changes.
+	frozenFor string
+	// frozenAtMs is when the freeze began; abortProposed is set once the
+	// freeze outlived its TTL and this node proposed the abort.
+	frozenAtMs    int64
+	abortProposed bool
+	// freezeReplies are MoveFreeze requests answered once the records
+	// accepted before the freeze are durable (at Advance).
+	freezeReplies []RequestID
 }
 
 // PartitionDir is the directory of a partition's log on its owner's disk.
@@ -47,6 +59,11 @@ func (n *Node) partitionOf(t *topic, index int) *partition {
 	p, ok := n.partitions[key]
 	if !ok {
 		p = &partition{key: key, dir: PartitionDir(t.info.Name, index)}
+		if target := t.assignments[index].Target; target != "" && n.movingAtStart[key] {
+			// A source restarted during a move may have answered a freeze
+			// before: it stays frozen until the move completes or aborts.
+			p.frozenFor, p.frozenAtMs = target, n.nowMs
+		}
 		n.partitions[key] = p
 	}
 	return p
@@ -107,6 +124,10 @@ func (n *Node) failDependents(p *partition, err *Error) {
 	for _, i := range n.dependents[p.key] {
 		n.replies[i] = Reply{ID: n.replies[i].ID, Err: err}
 	}
+	for _, id := range p.freezeReplies {
+		n.reply(id, nil, err)
+	}
+	p.freezeReplies = nil
 	delete(n.dependents, p.key)
 	delete(n.dirty, p.key)
 }

@@ -90,16 +90,25 @@ func (n *Node) placeRecords(r Produce, local bool) (*topic, []Placement, error) 
 	return t, placements, nil
 }
 
+// localWriteRefusal says why this node may not write partition index of
+// t now, or returns nil.
+func (n *Node) localWriteRefusal(t *topic, index int) error {
+	switch {
+	case !n.ownedHere(t, index):
+		return notOwner(t, index)
+	case n.frozen(t, index):
+		return frozenError(t, index)
+	}
+	return n.writable()
+}
+
 // placeRecord picks one record's partition.
 func (n *Node) placeRecord(t *topic, rec ProduceRecord, local bool) (int, error) {
 	preferred := n.choosePartition(t, rec)
 	if local {
-		if !n.ownedHere(t, preferred) {
-			return 0, notOwner(t, preferred)
-		}
-		return preferred, nil
+		return preferred, n.localWriteRefusal(t, preferred)
 	}
-	index, err := n.routeRecord(t, rec, preferred, nil)
+	index, err := n.routeRecord(t, rec, preferred, nil, nil)
 	if err == nil && index != preferred {
 		chaos.Reached("node-produce-rerouted")
 	}

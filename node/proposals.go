@@ -18,6 +18,9 @@ const (
 	proposalDeleteTopic
 	proposalHeartbeat
 	proposalMarkDead
+	// proposalMove is the node's own move work (targets, aborts, flips);
+	// its outcome arrives through the applied state.
+	proposalMove
 )
 
 // pendingProposal is a metastore proposal of this node waiting for its

@@ -25,6 +25,11 @@ type Sync struct {
 	log       *storage.Log
 	data      bool
 	committed bool
+	// partition is the partition whose round this is (nil for the
+	// metastore's).
+	partition *partition
+	// move, when set, makes this a move's finalize job instead.
+	move *movePending
 	// meta and metaReady, when set, make this the metastore's persist
 	// step (one bbolt transaction) instead of a partition's round.
 	meta      *meta.Meta
@@ -36,6 +41,10 @@ type Sync struct {
 func (s Sync) Run() error {
 	if s.meta != nil {
 		return s.meta.Persist(*s.metaReady)
+	}
+	if s.move != nil {
+		s.move.job.run() // its failure is the move's, not the node's
+		return nil
 	}
 	if s.data {
 		if err := s.log.Sync(); err != nil {

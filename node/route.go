@@ -15,7 +15,7 @@ func (n *Node) ownerAvailable(owner string, excluded map[string]bool) bool {
 		return false
 	}
 	if owner == n.cfg.NodeID {
-		return true
+		return n.writable() == nil
 	}
 	member, ok := n.meta.State().Member(owner)
 	return ok && member.Alive && n.peerReachable(owner)
@@ -37,8 +37,10 @@ func ringNext(preferred, count int, usable func(int) bool) (int, bool) {
 // owner: the preferred one when its owner is available, else the next
 // available one in ring order (so one key keeps one fallback). A pinned
 // record (explicit partition) never moves.
-func (n *Node) routeRecord(t *topic, rec ProduceRecord, preferred int, excluded map[string]bool) (int, error) {
-	usable := func(index int) bool { return n.ownerAvailable(t.owner(index), excluded) }
+func (n *Node) routeRecord(t *topic, rec ProduceRecord, preferred int, excludedOwners map[string]bool, excludedPartitions map[int]bool) (int, error) {
+	usable := func(index int) bool {
+		return !excludedPartitions[index] && !n.frozen(t, index) && n.ownerAvailable(t.owner(index), excludedOwners)
+	}
 	if rec.Partition != PartitionNone {
 		if !usable(rec.Partition) {
 			return 0, Unavailable("partition %d of %s is unavailable (owner %s is down or unreachable); retry", rec.Partition, t.info.Name, t.owner(rec.Partition))

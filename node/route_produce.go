@@ -19,9 +19,12 @@ type produceJoin struct {
 	batch      bool
 	// pending counts the parts in flight; the reply leaves at zero.
 	pending int
-	// excluded holds the owners whose part failed: re-placed records
-	// avoid them.
-	excluded map[string]bool
+	// excludedOwners holds the owners that did not answer a part, and
+	// excludedPartitions the partitions whose owner refused one (frozen,
+	// not the owner any more, storage failed): re-placed records avoid
+	// both.
+	excludedOwners     map[string]bool
+	excludedPartitions map[int]bool
 	// reroutes counts re-placements, bounded by produceReroutesMax.
 	reroutes int
 	// err is the first failure no re-placement could fix.
@@ -32,7 +35,7 @@ type produceJoin struct {
 func (n *Node) produceAcross(id RequestID, t *topic, r Produce, placements []Placement) {
 	chaos.Reached("node-produce-forwarded")
 	j := &produceJoin{client: id, topic: t.info.Name, records: r.Records, placements: placements,
-		batch: r.Batch, excluded: map[string]bool{}}
+		batch: r.Batch, excludedOwners: map[string]bool{}, excludedPartitions: map[int]bool{}}
 	indexes := make([]int, len(r.Records))
 	for i := range indexes {
 		indexes[i] = i
@@ -91,7 +94,7 @@ func (n *Node) producePartAnswered(j *produceJoin, owner string, indexes []int, 
 		}
 	case retryable(reply.Err) && j.reroutes < produceReroutesMax && j.err == nil:
 		j.reroutes++
-		j.excluded[owner] = true
+		j.exclude(owner, n.peerReachable(owner), indexes)
 		n.rerouteProducePart(j, indexes, reply.Err)
 	default:
 		j.fail(reply.Err)
@@ -111,7 +114,7 @@ func (n *Node) rerouteProducePart(j *produceJoin, indexes []int, cause error) {
 	}
 	for _, i := range indexes {
 		rec := j.records[i]
-		index, err := n.routeRecord(t, rec, j.placements[i].Partition, j.excluded)
+		index, err := n.routeRecord(t, rec, j.placements[i].Partition, j.excludedOwners, j.excludedPartitions)
 		if err != nil {
 			j.fail(cause)
 			return
@@ -120,6 +123,19 @@ func (n *Node) rerouteProducePart(j *produceJoin, indexes []int, cause error) {
 	}
 	chaos.Reached("node-produce-rerouted")
 	n.sendProduceParts(j, t, indexes)
+}
+
+// exclude keeps re-placed records away from what failed: the owner when
+// it did not answer (its forward timed out, so it is marked down), else
+// only the partitions it refused.
+func (j *produceJoin) exclude(owner string, answered bool, indexes []int) {
+	if !answered {
+		j.excludedOwners[owner] = true
+		return
+	}
+	for _, i := range indexes {
+		j.excludedPartitions[j.placements[i].Partition] = true
+	}
 }
 
 func (j *produceJoin) fail(err error) {

@@ -1,0 +1,86 @@
+package node
+
+// Requests and results of the move protocol. They travel only inside
+// ForwardRequest and ForwardReply between nodes (httpapi never decodes
+// them); a client's Handle of one is refused. Decommission is the one
+// client request among them (POST|DELETE /v1/cluster/members/{id}/decommission).
+
+// MoveStatus asks a partition's owner what a move must copy.
+// Result: MoveSourceState.
+type MoveStatus struct {
+	Topic     string
+	Partition int
+}
+
+// MoveRead asks a partition's owner for the bytes of segment Base from
+// Position on, at most the log's chunk size. Result: MoveChunk.
+type MoveRead struct {
+	Topic     string
+	Partition int
+	Base      uint64
+	Position  int64
+}
+
+// MoveFreeze asks a partition's owner to stop accepting writes (produce
+// and commits) to the partition for a move to Target, and to answer with
+// its final state once every record it accepted is durable. The freeze
+// ends when ownership changes, or when the source's abort of the stalled
+// move applies. Result: MoveSourceState with Frozen set.
+type MoveFreeze struct {
+	Topic     string
+	Partition int
+	Target    string
+}
+
+// MoveSweepCheck asks the metastore leader whether the sender may delete
+// its copy of a partition. Result: MoveVerdict.
+type MoveSweepCheck struct {
+	Topic     string
+	Partition int
+}
+
+// Decommission starts (Cancel false) or cancels a member's drain.
+// Result: nil.
+type Decommission struct {
+	ID     string
+	Cancel bool
+}
+
+// MoveSegment is one segment a move copies: bytes [0, Size) of the
+// segment starting at offset Base hold only durable frames; Sealed means
+// Size will not grow.
+type MoveSegment struct {
+	Base   uint64
+	Size   int64
+	Sealed bool
+}
+
+// MoveSourceState is what a move copies from the source: its segments,
+// HWM and committed consumer offset, and whether it is frozen for the
+// move.
+type MoveSourceState struct {
+	Segments  []MoveSegment
+	HWM       uint64
+	Committed uint64
+	Frozen    bool
+}
+
+// MoveChunk is a piece of a segment.
+type MoveChunk struct {
+	Data []byte
+}
+
+// MoveVerdict is the leader's view of a partition's placement, and its
+// applied index: a node deletes its copy only if its own replica has
+// applied at least that far and agrees.
+type MoveVerdict struct {
+	Owner        string
+	Target       string
+	AppliedIndex uint64
+}
+
+func (MoveStatus) isRequest()     {}
+func (MoveRead) isRequest()       {}
+func (MoveFreeze) isRequest()     {}
+func (MoveSweepCheck) isRequest() {}
+func (Decommission) isRequest()   {}

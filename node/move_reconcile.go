@@ -1,0 +1,60 @@
+package node
+
+import (
+	"fmt"
+
+	"narad/chaos"
+)
+
+// movesFromHere lists the partitions this node owns that have a move under
+// way in the applied state.
+func (n *Node) movesFromHere() map[partitionKey]bool {
+	moving := map[partitionKey]bool{}
+	for _, m := range n.meta.State().Moves() {
+		if m.Owner == n.cfg.NodeID {
+			moving[partitionKey{m.Topic, m.Partition}] = true
+		}
+	}
+	return moving
+}
+
+// reconcileMoves brings the node's partitions in line with the applied
+// placement: a partition whose move target changed is unfrozen, and one
+// this node no longer owns is let go (the flip: its log is closed, its
+// queue state dropped; the directory stays until the stale-copy sweep
+// proves it may go).
+func (n *Node) reconcileMoves() {
+	for _, p := range n.sortedPartitions() {
+		a, ok := n.meta.State().Assignment(p.key.topic, p.key.index)
+		if !ok {
+			continue // the topic is gone: dropTopicState handles it
+		}
+		if a.Owner != n.cfg.NodeID {
+			n.letGo(p, a.Owner)
+			continue
+		}
+		if p.frozenFor != "" && a.Target != p.frozenFor {
+			chaos.Reached("node-partition-unfrozen")
+			n.moveObserver.FreezeEnded(n.nowMs - p.frozenAtMs)
+			n.observer.Event("partition-unfrozen", fmt.Sprintf("%s: the move to %s ended without a flip", p.dir, p.frozenFor))
+			p.frozenFor, p.abortProposed = "", false
+			n.wake(p.key.topic)
+		}
+	}
+	n.driveMoves()
+}
+
+// letGo stops serving a partition that moved to newOwner.
+func (n *Node) letGo(p *partition, newOwner string) {
+	chaos.Reached("node-partition-flipped-away")
+	if p.frozenFor != "" {
+		n.moveObserver.FreezeEnded(n.nowMs - p.frozenAtMs)
+	}
+	n.observer.Event("partition-moved-away", fmt.Sprintf("%s now owned by %s", p.dir, newOwner))
+	n.failDependents(p, errorf(CodeNotOwner, "partition %d of %s moved to %s", p.key.index, p.key.topic, newOwner))
+	if err := n.store.Close(p.dir); err != nil && !isClosed(err) {
+		n.observer.Event("log-close-failed", fmt.Sprintf("%s: %v", p.dir, err))
+	}
+	delete(n.partitions, p.key)
+	n.sweeper.candidates[p.key] = true
+}

@@ -1,0 +1,146 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+
+	"narad/chaos"
+	"narad/meta"
+	"narad/storage"
+)
+
+// The source side of a move: it answers the destination's MoveStatus,
+// MoveRead and MoveFreeze from the partition's log, refuses writes while
+// frozen, asks for the move's abort when a freeze outlives its TTL, and
+// lets go of the partition when ownership moves (reconcileMoves).
+
+// writable reports whether this node may accept writes now: its own
+// heartbeat was applied less than half of MemberDeadAfterMs ago (on its
+// own clock) and it is not marked dead. A node cut off from the
+// metastore stops writing before the leader can declare it dead and let
+// another node take its partitions over (force-promote).
+func (n *Node) writable() error {
+	member, ok := n.meta.State().Member(n.cfg.NodeID)
+	switch {
+	case !ok || !member.Alive:
+		return Unavailable("node %s is not an alive member; retry on another node", n.cfg.NodeID)
+	case n.nowMs-member.LastHeartbeatMs >= n.cfg.MemberDeadAfterMs/2:
+		chaos.Reached("node-write-fenced")
+		return Unavailable("node %s lost contact with the metastore; retry on another node", n.cfg.NodeID)
+	}
+	return nil
+}
+
+// frozen reports whether partition index of t is frozen here.
+func (n *Node) frozen(t *topic, index int) bool {
+	p, ok := n.partitions[partitionKey{t.info.Name, index}]
+	return ok && p.frozenFor != ""
+}
+
+func frozenError(t *topic, index int) *Error {
+	return Unavailable("partition %d of %s is frozen for a move; retry", index, t.info.Name)
+}
+
+// ownedLog returns the open log of a partition this node owns, for the
+// move requests.
+func (n *Node) ownedLog(topicName string, index int) (*topic, *partition, *storage.Log, error) {
+	t, err := n.topic(topicName)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if index < 0 || index >= t.info.Partitions {
+		return nil, nil, nil, Invalid("invalid partition")
+	}
+	if !n.ownedHere(t, index) {
+		return nil, nil, nil, notOwner(t, index)
+	}
+	p := n.partitionOf(t, index)
+	log, err := n.openLog(t, p)
+	if err != nil {
+		return nil, nil, nil, Unavailable("partition %d of %s is unavailable: %v", index, topicName, err)
+	}
+	return t, p, log, nil
+}
+
+// sourceState describes what a move copies from p now.
+func (n *Node) sourceState(p *partition, log *storage.Log) MoveSourceState {
+	state := MoveSourceState{HWM: log.HWM(), Committed: min(p.leases.Committed(), log.HWM()), Frozen: p.frozenFor != ""}
+	for _, s := range log.Segments() {
+		state.Segments = append(state.Segments, MoveSegment{Base: s.Base, Size: s.Size, Sealed: s.Sealed})
+	}
+	return state
+}
+
+func (n *Node) moveStatus(r MoveStatus) (any, error) {
+	_, p, log, err := n.ownedLog(r.Topic, r.Partition)
+	if err != nil {
+		return nil, err
+	}
+	return n.sourceState(p, log), nil
+}
+
+func (n *Node) moveRead(r MoveRead) (any, error) {
+	_, _, log, err := n.ownedLog(r.Topic, r.Partition)
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, n.cfg.Log.ChunkBytesMax)
+	read, err := log.ReadChunk(r.Base, r.Position, buf)
+	if errors.Is(err, storage.ErrNoSegment) || errors.Is(err, storage.ErrChunkPosition) {
+		return nil, Gone("segment %d at %d is gone from partition %d of %s (retention?): %v", r.Base, r.Position, r.Partition, r.Topic, err)
+	}
+	if err != nil {
+		return nil, Unavailable("read of partition %d of %s failed: %v", r.Partition, r.Topic, err)
+	}
+	return MoveChunk{Data: buf[:read]}, nil
+}
+
+// moveFreeze freezes the partition for the move to r.Target. The answer
+// leaves once every record accepted before the freeze is durable: with
+// unsynced records pending it waits for this Ready's sync round.
+func (n *Node) moveFreeze(id RequestID, r MoveFreeze) {
+	t, p, log, err := n.ownedLog(r.Topic, r.Partition)
+	if err == nil && t.assignments[r.Partition].Target != r.Target {
+		err = Conflict("partition %d of %s is not moving to %s", r.Partition, r.Topic, r.Target)
+	}
+	if err != nil {
+		n.reply(id, nil, err)
+		return
+	}
+	if p.frozenFor == "" {
+		chaos.Reached("node-partition-frozen")
+		p.frozenFor, p.frozenAtMs, p.abortProposed = r.Target, n.nowMs, false
+		n.observer.Event("partition-frozen", fmt.Sprintf("%s for the move to %s", p.dir, r.Target))
+	}
+	if log.Dirty() {
+		p.freezeReplies = append(p.freezeReplies, id)
+		return
+	}
+	n.reply(id, n.sourceState(p, log), nil)
+}
+
+// answerFreezes answers the freezes that waited for p's sync round.
+func (n *Node) answerFreezes(p *partition) {
+	if len(p.freezeReplies) == 0 || p.log == nil {
+		return
+	}
+	state := n.sourceState(p, p.log)
+	for _, id := range p.freezeReplies {
+		n.reply(id, state, nil)
+	}
+	p.freezeReplies = nil
+}
+
+// expireFreezes asks for the abort of moves whose freeze outlived its
+// TTL; the partition resumes writes when the abort applies.
+func (n *Node) expireFreezes() {
+	for _, p := range n.sortedPartitions() {
+		if p.frozenFor == "" || p.abortProposed || n.nowMs-p.frozenAtMs < n.cfg.Moves.FreezeTTLMs {
+			continue
+		}
+		p.abortProposed = true
+		chaos.Reached("node-freeze-expired")
+		n.observer.Event("freeze-expired", fmt.Sprintf("%s: the move to %s did not complete; aborting it", p.dir, p.frozenFor))
+		n.propose(0, proposalMove, p.key.topic, meta.AbortMove{Topic: p.key.topic, Partition: p.key.index, ExpectedTarget: p.frozenFor})
+	}
+}

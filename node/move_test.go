@@ -1,0 +1,115 @@
+package node
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"narad/meta"
+)
+
+// startMove proposes a move through the leader and settles.
+func (c *clusterHarness) startMove(leader, topicName string, index int, to string) {
+	owner := c.owners(leader, topicName)[index]
+	_, err := c.nodes[leader].meta.Propose(meta.SetTarget{Topic: topicName, Partition: index, ExpectedOwner: owner, Target: to, NowMs: c.nowMs})
+	require.NoError(c.t, err)
+	c.settle()
+}
+
+// tickUntil ticks in steps until done holds.
+func (c *clusterHarness) tickUntil(stepMs int64, steps int, done func() bool) {
+	for range steps {
+		if done() {
+			return
+		}
+		c.tick(stepMs)
+	}
+	require.True(c.t, done(), "condition not reached after %d ticks of %d ms", steps, stepMs)
+}
+
+// TestAMoveCopiesTheLogAndFlipsOwnership: a partition with records, some
+// acked, moves to another node under a live copy; after the flip the new
+// owner serves every record at the same offsets with the same committed
+// offset, unacked records are redelivered there, the old owner writes no
+// more, and its stale copy is swept.
+func TestAMoveCopiesTheLogAndFlipsOwnership(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.elect()
+	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 3}).Err)
+	c.tick(100)
+	source := c.owners(leader, "t")[0]
+	target := c.otherThan(source)
+	for i := range 50 {
+		require.NoError(t, c.do(source, producePinned("t", 0, fmt.Sprintf("r%d", i))).Err)
+	}
+	got := c.do(source, Consume{Topic: "t", Partition: 0, Max: 10})
+	handles := []string{}
+	for _, m := range got.Result.(ConsumeResult).Messages {
+		handles = append(handles, m.ReceiptHandle)
+	}
+	require.NoError(t, c.do(source, Ack{Topic: "t", Handles: handles[:5], Action: AckCommit, Batch: true}).Err)
+
+	c.startMove(leader, "t", 0, target)
+	c.tickUntil(100, 100, func() bool { return c.owners(leader, "t")[0] == target })
+	c.tick(100)
+	require.Equal(t, target, c.owners(source, "t")[0], "the source applied the flip")
+	_, served := c.nodes[source].partitions[partitionKey{"t", 0}]
+	require.False(t, served, "the source let the partition go")
+
+	for i := range 50 {
+		replayed := c.do(source, Replay{Topic: "t", Partition: 0, Offset: uint64(i)})
+		require.NoError(t, replayed.Err)
+		require.Equal(t, fmt.Sprintf("r%d", i), string(replayed.Result.(ReplayResult).Message.Payload))
+	}
+	next := c.do(target, Consume{Topic: "t", Partition: 0})
+	require.Equal(t, uint64(5), next.Result.(ConsumeResult).Messages[0].Offset,
+		"the committed offset moved with the log; reserved but unacked records are redelivered")
+	produced := c.do(source, producePinned("t", 0, "after"))
+	require.NoError(t, produced.Err)
+	require.Equal(t, uint64(50), produced.Result.(ProduceResult).Records[0].Offset, "the new owner appends after the copy")
+
+	c.tickUntil(1_000, 30, func() bool {
+		_, err := c.nodes[source].fs.Stat(PartitionDir("t", 0))
+		return err != nil
+	})
+}
+
+// TestAFrozenPartitionReroutesProduce: while the source is frozen for a
+// move, keyless produces go to other partitions and never wait, and
+// commits are refused (retryable).
+func TestAFrozenPartitionReroutesProduce(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.elect()
+	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 3}).Err)
+	c.tick(100)
+	owners := c.owners(leader, "t")
+	source := owners[0]
+	require.NoError(t, c.do(source, producePinned("t", 0, "x")).Err)
+	target := c.otherThan(source)
+	if target == leader {
+		target = c.otherThan(source, leader)
+	}
+	c.cut[target] = true // the destination never hears of the move: it never copies
+	c.startMove(leader, "t", 0, target)
+	frozen := c.nodes[source].partitions[partitionKey{"t", 0}]
+	c.nodes[source].moveFreeze(forwardedRequestBit|999, MoveFreeze{Topic: "t", Partition: 0, Target: target})
+	c.nodes[source].routing.incoming[forwardedRequestBit|999] = incoming{from: target, id: 1}
+	c.settle()
+	require.Equal(t, target, frozen.frozenFor)
+
+	for i := range 6 {
+		id := c.send(source, Produce{Topic: "t", Records: []ProduceRecord{{Partition: PartitionNone, Payload: fmt.Appendf(nil, "k%d", i)}}})
+		reply := c.await(id, 100, 30) // a record headed for the cut node waits out one forward timeout
+		require.NoError(t, reply.Err)
+		require.NotEqual(t, 0, reply.Result.(ProduceResult).Records[0].Partition, "the frozen partition takes no record")
+		c.tick(10)
+	}
+	require.Equal(t, CodeUnavailable, CodeOf(c.do(source, producePinned("t", 0, "pinned")).Err))
+
+	c.tickUntil(1_000, 40, func() bool { return frozen.frozenFor == "" })
+	require.Empty(t, c.nodes[leader].meta.State().Moves(), "the freeze TTL aborted the move")
+	require.NoError(t, c.do(source, producePinned("t", 0, "resumed")).Err, "writes resume once the abort applied")
+	require.False(t, slices.Contains(c.owners(leader, "t"), target) && c.owners(leader, "t")[0] == target)
+}
