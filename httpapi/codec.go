@@ -20,9 +20,13 @@ const (
 	RouteAck         = "POST /v1/topics/{topic}/ack"
 	RouteMembers     = "GET /v1/cluster/members"
 	RouteMoves       = "GET /v1/cluster/moves"
-	RouteHealth      = "GET /healthz"
-	RouteReady       = "GET /readyz"
-	RouteMetrics     = "GET /metrics"
+	// RouteDecommission and RouteCancelDecommission start and cancel a
+	// member's drain.
+	RouteDecommission       = "POST /v1/cluster/members/{id}/decommission"
+	RouteCancelDecommission = "DELETE /v1/cluster/members/{id}/decommission"
+	RouteHealth             = "GET /healthz"
+	RouteReady              = "GET /readyz"
+	RouteMetrics            = "GET /metrics"
 )
 
 // decodeFunc decodes the request of one route.
@@ -44,6 +48,8 @@ var routeTable = []struct {
 	{RouteAck, decodeAck},
 	{RouteMembers, decodeListMembers},
 	{RouteMoves, decodeListMoves},
+	{RouteDecommission, decodeDecommission},
+	{RouteCancelDecommission, decodeDecommission},
 	{RouteHealth, nil},
 	{RouteReady, nil},
 	{RouteMetrics, nil},

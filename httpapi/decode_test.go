@@ -99,6 +99,9 @@ func TestDecodeTopicRoutes(t *testing.T) {
 			wantRoute: RouteDeleteTopic, want: node.DeleteTopic{Name: "orders"}},
 		{name: "members", method: "GET", target: "/v1/cluster/members", wantRoute: RouteMembers, want: node.ListMembers{}},
 		{name: "moves", method: "GET", target: "/v1/cluster/moves", wantRoute: RouteMoves, want: node.ListMoves{}},
+		{name: "decommission", method: "POST", target: "/v1/cluster/members/n2/decommission", wantRoute: RouteDecommission, want: node.Decommission{ID: "n2"}},
+		{name: "cancel decommission", method: "DELETE", target: "/v1/cluster/members/n2/decommission", wantRoute: RouteCancelDecommission,
+			want: node.Decommission{ID: "n2", Cancel: true}},
 		{name: "healthz", method: "GET", target: "/healthz", wantRoute: RouteHealth},
 		{name: "healthz by HEAD", method: "HEAD", target: "/healthz", wantRoute: RouteHealth},
 		{name: "readyz", method: "GET", target: "/readyz", wantRoute: RouteReady},
@@ -424,4 +427,13 @@ func TestDecodeFailureKeepsRoute(t *testing.T) {
 	decoded, failed := newTestCodec().Decode(httptest.NewRequest("POST", "/v1/topics/orders/ack", nil))
 	require.NotNil(t, failed)
 	require.Equal(t, Decoded{Route: RouteAck}, decoded)
+}
+
+func TestDecodeDecommissionErrors(t *testing.T) {
+	runDecodeCases(t, []decodeCase{
+		{name: "member id too long", method: "POST", target: "/v1/cluster/members/" + strings.Repeat("n", 65) + "/decommission",
+			wantStatus: 400, wantMessage: "invalid member id: want 1 to 64 characters of A-Z a-z 0-9 . _ -"},
+		{name: "member id with a bad character", method: "DELETE", target: "/v1/cluster/members/n%21/decommission",
+			wantStatus: 400, wantMessage: "invalid member id: want 1 to 64 characters of A-Z a-z 0-9 . _ -"},
+	})
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"regexp"
 
 	"narad/node"
 )
@@ -209,4 +210,16 @@ func decodeListMembers(c *Codec, r *http.Request) (node.Request, *ErrorResponse)
 
 func decodeListMoves(c *Codec, r *http.Request) (node.Request, *ErrorResponse) {
 	return node.ListMoves{}, nil
+}
+
+// nodeIDPattern is the rule of a node id (config validates the same rule
+// for NARAD_NODE_ID).
+var nodeIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+func decodeDecommission(c *Codec, r *http.Request) (node.Request, *ErrorResponse) {
+	id := r.PathValue("id")
+	if !nodeIDPattern.MatchString(id) {
+		return nil, failure(node.Invalid("invalid member id: want 1 to 64 characters of A-Z a-z 0-9 . _ -"))
+	}
+	return node.Decommission{ID: id, Cancel: r.Method == http.MethodDelete}, nil
 }

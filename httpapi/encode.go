@@ -39,6 +39,9 @@ func Encode(req node.Request, reply node.Reply) Response {
 		return encodeMembers(resultAs[node.MembersResult](req, reply))
 	case node.ListMoves:
 		return encodeMoves(resultAs[node.MovesResult](req, reply))
+	case node.Decommission:
+		assert(reply.Result == nil, "decommission replied with a %T result, want nil", reply.Result)
+		return noContent()
 	}
 	panic(fmt.Sprintf("httpapi: no encoder for request type %T", req))
 }
