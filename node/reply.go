@@ -14,6 +14,10 @@ package node
 //	Ack                       -> AckResult
 //	ListMembers               -> MembersResult
 //	ListMoves                 -> MovesResult
+//	Decommission              -> nil
+//	MoveStatus, MoveFreeze    -> MoveSourceState
+//	MoveRead                  -> MoveChunk
+//	MoveSweepCheck            -> MoveVerdict
 type Reply struct {
 	ID     RequestID
 	Err    error

@@ -19,9 +19,10 @@ const Version = 1
 // the cluster produces itself.
 const (
 	// NodeIDBytesMax bounds Envelope.From and To and every node id in a
-	// result (TopicInfo.Owner, PartitionStats.OwnerNode, Member.ID,
-	// Move.From and Move.To). 64 is the longest Linux host name, the
-	// default node id.
+	// request or result (TopicInfo.Owner, PartitionStats.OwnerNode,
+	// Member.ID, Move.From and Move.To, MoveFreeze.Target,
+	// Decommission.ID, MoveVerdict.Owner and Target). 64 is the longest
+	// Linux host name, the default node id.
 	NodeIDBytesMax = 64
 	// TopicNameBytesMax bounds every topic name.
 	TopicNameBytesMax = node.TopicNameBytesMax
@@ -62,14 +63,28 @@ const (
 	MembersMax = 1 << 12
 	// MovesMax bounds MovesResult.Moves.
 	MovesMax = 1 << 12
+	// ChunkBytesMax bounds MoveChunk.Data. A chunk is at most the source
+	// log's storage.LogConfig.ChunkBytesMax, which storage's Validate caps
+	// at 64 MiB (default 1 MiB); this bound is that cap, so a chunk of any
+	// valid log config can be sent. bounds_test.go checks that storage
+	// refuses a larger chunk size.
+	ChunkBytesMax = 64 << 20
+	// SegmentsMax bounds MoveSourceState.Segments, the retained segments of
+	// one partition. Storage does not bound their count; 1 << 20 segments
+	// is 4 GiB of partition at the smallest segment size storage accepts
+	// (4 KiB) and 64 TiB at the default (64 MiB), and their list encodes in
+	// about 21 MiB, well within a frame. A source with more segments must
+	// not send them in one state (encoding panics).
+	SegmentsMax = 1 << 20
 
 	// FrameBytesMax bounds one encoded envelope, which is one frame's
 	// payload. It must hold the largest message the node may legally send:
 	// a forwarded consume reply of MessagesMax messages, each with a
 	// payload of PayloadBytesMax and a key of KeyBytesMax (about 100 MiB).
-	// A batch produce (node.ProduceBatchBytesMax of payload plus keys, about
-	// 12 MiB) and every other message are far smaller. bounds_test.go
-	// encodes each worst case and checks that it fits.
+	// A move chunk of ChunkBytesMax (64 MiB), a batch produce
+	// (node.ProduceBatchBytesMax of payload plus keys, about 12 MiB) and
+	// every other message are smaller. bounds_test.go encodes each worst
+	// case and checks that it fits.
 	FrameBytesMax = MessagesMax*consumedMessageBytesMax + frameSlackBytes
 	// RaftMessageBytesMax bounds the protobuf encoding of one Raft
 	// message: what is left of a frame after the envelope header.
@@ -122,6 +137,8 @@ var (
 	partitionStatsLimit = limit{"PartitionStatsMax", PartitionStatsMax}
 	membersLimit        = limit{"MembersMax", MembersMax}
 	movesLimit          = limit{"MovesMax", MovesMax}
+	chunkLimit          = limit{"ChunkBytesMax", ChunkBytesMax}
+	segmentsLimit       = limit{"SegmentsMax", SegmentsMax}
 )
 
 // The smallest encoding of one element of each list: every field at its
@@ -138,4 +155,5 @@ const (
 	ackItemBytesMin         = 2  // handle length, error flag
 	memberBytesMin          = 6  // six one-byte fields
 	moveBytesMin            = 8  // eight one-byte fields
+	moveSegmentBytesMin     = 3  // base, size, sealed flag
 )

@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 
 	"narad/node"
+	"narad/storage"
 	"narad/wire/wiretest"
 )
 
@@ -41,7 +42,8 @@ func requireFits(t *testing.T, name string, env node.Envelope) {
 // send of each kind encodes within FrameBytesMax and decodes: a consume
 // reply of MessagesMax messages at every bound, a batch produce at
 // node.ProduceBatchBytesMax with maximum keys, the fullest ack, topic,
-// member and move listings, and a Raft message at RaftMessageBytesMax.
+// member and move listings, a move chunk of ChunkBytesMax, a source state
+// of SegmentsMax segments, and a Raft message at RaftMessageBytesMax.
 func TestLargestMessagesFitAFrame(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds messages of about FrameBytesMax")
@@ -56,6 +58,9 @@ func TestLargestMessagesFitAFrame(t *testing.T) {
 		Status: strings.Repeat("s", LabelBytesMax), OwnedPartitions: -1 << 63, OutboundMoves: -1 << 63}, MembersMax)}))
 	requireFits(t, "moves", replyOf(node.MovesResult{Moves: repeat(node.Move{Topic: wiretest.MaxTopic(), Partition: -1 << 63, From: maxNodeID, To: maxNodeID,
 		Phase: strings.Repeat("p", LabelBytesMax), BytesCopied: -1 << 63, BytesTotal: -1 << 63, StartedAtMs: -1 << 63}, MovesMax)}))
+	requireFits(t, "move chunk", replyOf(node.MoveChunk{Data: make([]byte, ChunkBytesMax)}))
+	requireFits(t, "move source state", replyOf(node.MoveSourceState{Segments: repeat(wiretest.MaxMoveSegment(), SegmentsMax),
+		HWM: 1<<64 - 1, Committed: 1<<64 - 1, Frozen: true}))
 	requireFits(t, "raft message", largestRaftMessage(t))
 }
 
@@ -110,6 +115,8 @@ func TestElementBytesMin(t *testing.T) {
 		"AckItemResult":  {func(e *encoder) { e.ackResult(node.AckResult{Results: make([]node.AckItemResult, 1)}) }, ackItemBytesMin + 2},
 		"Member":         {func(e *encoder) { e.membersResult(node.MembersResult{Members: make([]node.Member, 1)}) }, memberBytesMin + 1},
 		"Move":           {func(e *encoder) { e.movesResult(node.MovesResult{Moves: make([]node.Move, 1)}) }, moveBytesMin + 1},
+		"MoveSegment": {func(e *encoder) { e.moveSourceState(node.MoveSourceState{Segments: make([]node.MoveSegment, 1)}) },
+			moveSegmentBytesMin + 4},
 	}
 	for name, size := range sizes {
 		e := encoder{}
@@ -143,10 +150,28 @@ func TestBoundRelations(t *testing.T) {
 	require.LessOrEqual(t, uint64(FrameBytesMax), uint64(1<<32-1), "the frame length field is 32 bits")
 	require.GreaterOrEqual(t, FrameBytesMax, node.ProduceBatchBytesMax+RecordsMax*(KeyBytesMax+produceRecordFieldsBytesMax))
 	require.Less(t, len(errorMessageCutSuffix), ErrorMessageBytesMax)
+	require.Less(t, ChunkBytesMax, FrameBytesMax-envelopeHeaderBytesMax)
+}
+
+// TestChunkBytesMaxCoversStorage: every chunk size a valid log config may
+// have is within ChunkBytesMax, so the codec carries any chunk a source
+// reads: storage refuses a config whose ChunkBytesMax is over this bound,
+// and accepts the default and one at this bound.
+func TestChunkBytesMaxCoversStorage(t *testing.T) {
+	config := storage.DefaultLogConfig()
+	require.NoError(t, config.Validate())
+	require.LessOrEqual(t, config.ChunkBytesMax, ChunkBytesMax)
+	config.ChunkBytesMax = ChunkBytesMax
+	require.NoError(t, config.Validate(), "storage accepts chunks of ChunkBytesMax")
+	config.ChunkBytesMax = ChunkBytesMax + 1
+	err := config.Validate()
+	require.ErrorIs(t, err, storage.ErrInvalidConfig, "storage accepts chunks over wire.ChunkBytesMax")
+	require.Contains(t, err.Error(), "ChunkBytesMax")
 }
 
 // TestTypeNumbersAreUnique reads types.go: every typeNumber constant has
-// its own value, within the range of its block.
+// its own value, within the range of its block (the const blocks are, in
+// order, peer messages 1-15, requests 16-47 and results 48-95).
 func TestTypeNumbersAreUnique(t *testing.T) {
 	fileSet := token.NewFileSet()
 	file, err := parser.ParseFile(fileSet, "types.go", nil, 0)
@@ -154,17 +179,26 @@ func TestTypeNumbersAreUnique(t *testing.T) {
 	info := &types.Info{Defs: map[*ast.Ident]types.Object{}}
 	_, err = (&types.Config{}).Check("wire", fileSet, []*ast.File{file}, info)
 	require.NoError(t, err)
+	ranges := [][2]uint64{{1, 15}, {16, 47}, {48, 95}}
 	seen := map[uint64]string{}
-	for ident, object := range info.Defs {
-		constant_, ok := object.(*types.Const)
-		if !ok {
+	block := 0
+	for _, decl := range file.Decls {
+		general, ok := decl.(*ast.GenDecl)
+		if !ok || general.Tok != token.CONST {
 			continue
 		}
-		value, _ := constant.Uint64Val(constant_.Val())
-		require.NotContains(t, seen, value, "%s and %s share type number %d", ident.Name, seen[value], value)
-		seen[value] = ident.Name
+		require.Less(t, block, len(ranges), "types.go has more const blocks than ranges")
+		for _, spec := range general.Specs {
+			for _, ident := range spec.(*ast.ValueSpec).Names {
+				value, _ := constant.Uint64Val(info.Defs[ident].(*types.Const).Val())
+				require.NotContains(t, seen, value, "%s and %s share type number %d", ident.Name, seen[value], value)
+				require.True(t, value >= ranges[block][0] && value <= ranges[block][1], "%s = %d outside %v", ident.Name, value, ranges[block])
+				seen[value] = ident.Name
+			}
+		}
+		block++
 	}
-	require.Len(t, seen, 6+11+10, "type numbers: 6 messages, 11 requests, 10 results")
+	require.Len(t, seen, 6+16+13, "type numbers: 6 messages, 16 requests, 13 results")
 }
 
 // TestCutErrorMessage: text at the bound is kept; longer text is cut to

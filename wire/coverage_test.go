@@ -27,21 +27,25 @@ const nodeSourceDir = "../node"
 var (
 	coveredMessages = []string{"RaftMessage", "ForwardRequest", "ForwardReply", "Subscribe", "Notify", "Join"}
 	coveredRequests = []string{"CreateTopic", "ListTopics", "GetTopic", "AlterTopic", "DeleteTopic",
-		"Produce", "Consume", "Replay", "Ack", "ListMembers", "ListMoves"}
+		"Produce", "Consume", "Replay", "Ack", "ListMembers", "ListMoves",
+		"MoveStatus", "MoveRead", "MoveFreeze", "MoveSweepCheck", "Decommission"}
 	coveredResults = []string{"TopicInfo", "TopicPage", "TopicDetail", "ProduceResult", "ConsumeResult",
-		"ReplayResult", "AckResult", "MembersResult", "MovesResult"}
+		"ReplayResult", "AckResult", "MembersResult", "MovesResult",
+		"MoveSourceState", "MoveChunk", "MoveVerdict"}
 )
 
 // TestCodecCoversEveryNodeType reads package node's source and checks that
 // the hand lists above name exactly: every type declared in peer.go, every
 // type with an isRequest method, and every result type named in the doc
-// comment of node.Reply. It then checks that the samples exercise every
-// listed type.
+// comment of node.Reply or in a "Result: T" line of a request type's doc
+// comment. It then checks that the samples exercise every listed type.
 func TestCodecCoversEveryNodeType(t *testing.T) {
 	files := parseNode(t)
+	requestTypes := typesWithMethod(files, "isRequest")
 	require.ElementsMatch(t, coveredMessages, typesDeclaredIn(files["peer.go"]), "peer message types in node/peer.go")
-	require.ElementsMatch(t, coveredRequests, typesWithMethod(files, "isRequest"), "request types of node")
-	require.ElementsMatch(t, coveredResults, resultTypesOfReply(t, files["reply.go"]), "result types named in node.Reply's comment")
+	require.ElementsMatch(t, coveredRequests, requestTypes, "request types of node")
+	resultTypes := union(resultTypesOfReply(t, files["reply.go"]), resultTypesOfRequests(files, requestTypes))
+	require.ElementsMatch(t, coveredResults, resultTypes, "result types named in node.Reply's comment and in the requests' comments")
 
 	var messages, requests, results []string
 	for _, sample := range wiretest.Samples() {
@@ -144,6 +148,34 @@ func resultTypesOfReply(t *testing.T, file *ast.File) []string {
 	}
 	t.Fatal("type Reply not found in node/reply.go")
 	return nil
+}
+
+// resultTypesOfRequests returns the type names after "Result:" in the doc
+// comments of the named request types, without "nil".
+func resultTypesOfRequests(files map[string]*ast.File, requests []string) []string {
+	resultLine := regexp.MustCompile(`Result:\s*(\w+)`)
+	var names []string
+	for _, file := range files {
+		for _, decl := range file.Decls {
+			general, ok := decl.(*ast.GenDecl)
+			if !ok || general.Tok != token.TYPE || !slices.Contains(requests, general.Specs[0].(*ast.TypeSpec).Name.Name) {
+				continue
+			}
+			for _, match := range resultLine.FindAllStringSubmatch(general.Doc.Text(), -1) {
+				if match[1] != "nil" {
+					names = append(names, match[1])
+				}
+			}
+		}
+	}
+	return names
+}
+
+// union returns the distinct names of both lists, sorted.
+func union(a, b []string) []string {
+	names := slices.Concat(a, b)
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 // constsOfType returns the constants of every const block whose first

@@ -90,13 +90,13 @@ func TestDecodeRejectsUnknownTypeNumbers(t *testing.T) {
 		_, err := DecodeEnvelope(binary.AppendUvarint(header(), uint64(number)))
 		require.ErrorIs(t, err, ErrUnknownType, "message type number %d", number)
 	}
-	asRequest := []typeNumber{0, typeNotify, 27, 47, typeTopicInfo}
+	asRequest := []typeNumber{0, typeNotify, 32, 47, typeTopicInfo, typeMoveChunk}
 	for _, number := range asRequest {
 		b := append(header(), byte(typeForwardRequest), 0, 0)
 		_, err := DecodeEnvelope(binary.AppendUvarint(b, uint64(number)))
 		require.ErrorIs(t, err, ErrUnknownType, "request type number %d", number)
 	}
-	asResult := []typeNumber{0, typeRaftMessage, typeCreateTopic, 58, 95}
+	asResult := []typeNumber{0, typeRaftMessage, typeCreateTopic, typeMoveRead, 61, 95}
 	for _, number := range asResult {
 		b := append(header(), byte(typeForwardReply), 0, 0, 0)
 		_, err := DecodeEnvelope(binary.AppendUvarint(b, uint64(number)))
@@ -191,6 +191,12 @@ func overBoundCases() []overBoundCase {
 		{partitionStatsLimit, replyOf(node.TopicDetail{PartitionStats: make([]node.PartitionStats, partitionStatsLimit.max+1)})},
 		{membersLimit, replyOf(node.MembersResult{Members: make([]node.Member, membersLimit.max+1)})},
 		{movesLimit, replyOf(node.MovesResult{Moves: make([]node.Move, movesLimit.max+1)})},
+		{nodeIDLimit, forwardOf(node.MoveFreeze{Target: over(nodeIDLimit)})},
+		{nodeIDLimit, forwardOf(node.Decommission{ID: over(nodeIDLimit)})},
+		{nodeIDLimit, replyOf(node.MoveVerdict{Target: over(nodeIDLimit)})},
+		{topicNameLimit, forwardOf(node.MoveRead{Topic: over(topicNameLimit)})},
+		{chunkLimit, replyOf(node.MoveChunk{Data: make([]byte, chunkLimit.max+1)})},
+		{segmentsLimit, replyOf(node.MoveSourceState{Segments: make([]node.MoveSegment, segmentsLimit.max+1)})},
 	}
 }
 
@@ -229,12 +235,17 @@ func TestDecodeDoesNotAllocateClaims(t *testing.T) {
 	produce := append(header(), byte(typeForwardRequest), 0, 0, byte(typeProduce), 1, 't', 0)
 	consume := append(header(), byte(typeForwardReply), 0, 0, 0, byte(typeConsumeResult))
 	detail := append(header(), byte(typeForwardReply), 0, 0, 0, byte(typeTopicDetail), 0, 0, 0, 0, 0, 0, 0, 0)
+	chunk := append(header(), byte(typeForwardReply), 0, 0, 0, byte(typeMoveChunk))
+	sourceState := append(header(), byte(typeForwardReply), 0, 0, 0, byte(typeMoveSourceState))
 	claims := map[string][]byte{
 		"payload of PayloadBytesMax":      binary.AppendUvarint(append(bytes.Clone(produce), 1, 0, 0), PayloadBytesMax),
 		"payload of 1<<62":                binary.AppendUvarint(append(bytes.Clone(produce), 1, 0, 0), 1<<62),
 		"RecordsMax records":              binary.AppendUvarint(bytes.Clone(produce), RecordsMax),
 		"MessagesMax messages":            binary.AppendUvarint(consume, MessagesMax),
 		"PartitionStatsMax stats":         binary.AppendUvarint(detail, PartitionStatsMax),
+		"chunk of ChunkBytesMax":          binary.AppendUvarint(bytes.Clone(chunk), ChunkBytesMax),
+		"chunk of 1<<62":                  binary.AppendUvarint(chunk, 1<<62),
+		"SegmentsMax segments":            binary.AppendUvarint(sourceState, SegmentsMax),
 		"raft message of RaftBytesMax":    binary.AppendUvarint(append(header(), byte(typeRaftMessage)), RaftMessageBytesMax),
 		"node id of 1<<40":                binary.AppendUvarint([]byte{Version}, 1<<40),
 		"raft message with 64 bytes left": append(binary.AppendUvarint(append(header(), byte(typeRaftMessage)), 1<<20), make([]byte, 64)...),

@@ -54,7 +54,7 @@ func (e *encoder) dataRequest(request node.Request) {
 	case node.ListMoves:
 		e.typeNumber(typeListMoves)
 	default:
-		e.unknown("forwarded request", request)
+		e.moveRequest(request)
 	}
 }
 
@@ -84,8 +84,7 @@ func (d *decoder) request() node.Request {
 	case typeListMoves:
 		return node.ListMoves{}
 	default:
-		d.unknown("forwarded request", t)
-		return nil
+		return d.moveRequest(t)
 	}
 }
 

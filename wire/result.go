@@ -44,7 +44,7 @@ func (e *encoder) dataResult(result any) {
 		e.typeNumber(typeMovesResult)
 		e.movesResult(r)
 	default:
-		e.unknown("reply result", result)
+		e.moveResult(result)
 	}
 }
 
@@ -72,8 +72,7 @@ func (d *decoder) result() any {
 	case typeMovesResult:
 		return node.MovesResult{Moves: d.moves()}
 	default:
-		d.unknown("reply result", t)
-		return nil
+		return d.moveResult(t)
 	}
 }
 

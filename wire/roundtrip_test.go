@@ -89,12 +89,14 @@ func TestNilAndEmptyNormalization(t *testing.T) {
 		node.TopicPage{}, node.TopicDetail{}, node.ConsumeResult{}, node.MembersResult{}, node.MovesResult{},
 		node.ProduceResult{Records: []node.Placement{}}, node.AckResult{Results: []node.AckItemResult{}},
 		node.ConsumeResult{Messages: []node.Message{{Key: []byte{}, Payload: []byte{}}}},
+		node.MoveSourceState{Segments: []node.MoveSegment{}}, node.MoveChunk{Data: []byte{}},
 	}
 	want := []any{
 		node.TopicPage{Topics: []node.TopicInfo{}}, node.TopicDetail{PartitionStats: []node.PartitionStats{}},
 		node.ConsumeResult{Messages: []node.Message{}}, node.MembersResult{Members: []node.Member{}},
 		node.MovesResult{Moves: []node.Move{}}, node.ProduceResult{}, node.AckResult{},
 		node.ConsumeResult{Messages: []node.Message{{}}},
+		node.MoveSourceState{}, node.MoveChunk{},
 	}
 	for i, result := range results {
 		decoded := roundTrip(t, node.Envelope{Message: node.ForwardReply{Reply: node.Reply{Result: result}}})

@@ -36,6 +36,12 @@ const (
 	typeAck         typeNumber = 24 // node.Ack
 	typeListMembers typeNumber = 25 // node.ListMembers
 	typeListMoves   typeNumber = 26 // node.ListMoves
+	// The move protocol (node/move_messages.go).
+	typeMoveStatus     typeNumber = 27 // node.MoveStatus
+	typeMoveRead       typeNumber = 28 // node.MoveRead
+	typeMoveFreeze     typeNumber = 29 // node.MoveFreeze
+	typeMoveSweepCheck typeNumber = 30 // node.MoveSweepCheck
+	typeDecommission   typeNumber = 31 // node.Decommission
 )
 
 // Results: node.Reply.Result.
@@ -50,4 +56,8 @@ const (
 	typeAckResult     typeNumber = 55 // node.AckResult
 	typeMembersResult typeNumber = 56 // node.MembersResult
 	typeMovesResult   typeNumber = 57 // node.MovesResult
+	// The move protocol (node/move_messages.go).
+	typeMoveSourceState typeNumber = 58 // node.MoveSourceState
+	typeMoveChunk       typeNumber = 59 // node.MoveChunk
+	typeMoveVerdict     typeNumber = 60 // node.MoveVerdict
 )

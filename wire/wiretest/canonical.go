@@ -83,6 +83,18 @@ func canonicalListResult(result any) any {
 		r.Moves = emptyIfNil(r.Moves)
 		return r
 	}
+	return canonicalMoveResult(result)
+}
+
+func canonicalMoveResult(result any) any {
+	switch r := result.(type) {
+	case node.MoveSourceState:
+		r.Segments = nilIfEmpty(r.Segments)
+		return r
+	case node.MoveChunk:
+		r.Data = nilIfEmpty(r.Data)
+		return r
+	}
 	return result
 }
 

@@ -49,6 +49,30 @@ func dataRequest() *rapid.Generator[node.Request] {
 		}),
 		rapid.Just[node.Request](node.ListMembers{}),
 		rapid.Just[node.Request](node.ListMoves{}),
+		moveRequest(),
+	)
+}
+
+// moveRequest draws the requests of the move protocol.
+func moveRequest() *rapid.Generator[node.Request] {
+	return rapid.OneOf(
+		rapid.Custom(func(t *rapid.T) node.Request {
+			return node.MoveStatus{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition")}
+		}),
+		rapid.Custom(func(t *rapid.T) node.Request {
+			return node.MoveRead{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition"),
+				Base: rapid.Uint64().Draw(t, "base"), Position: rapid.Int64().Draw(t, "position")}
+		}),
+		rapid.Custom(func(t *rapid.T) node.Request {
+			return node.MoveFreeze{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition"),
+				Target: nodeID().Draw(t, "target")}
+		}),
+		rapid.Custom(func(t *rapid.T) node.Request {
+			return node.MoveSweepCheck{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition")}
+		}),
+		rapid.Custom(func(t *rapid.T) node.Request {
+			return node.Decommission{ID: nodeID().Draw(t, "id"), Cancel: rapid.Bool().Draw(t, "cancel")}
+		}),
 	)
 }
 

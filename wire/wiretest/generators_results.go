@@ -38,7 +38,29 @@ func listResult() *rapid.Generator[any] {
 		}),
 		rapid.Custom(func(t *rapid.T) any { return node.MembersResult{Members: listRaw(member(), 3).Draw(t, "members")} }),
 		rapid.Custom(func(t *rapid.T) any { return node.MovesResult{Moves: listRaw(move(), 3).Draw(t, "moves")} }),
+		moveResult(),
 	)
+}
+
+// moveResult draws the results of the move protocol.
+func moveResult() *rapid.Generator[any] {
+	return rapid.OneOf(
+		rapid.Custom(func(t *rapid.T) any {
+			return node.MoveSourceState{Segments: listRaw(moveSegment(), 4).Draw(t, "segments"),
+				HWM: rapid.Uint64().Draw(t, "hwm"), Committed: rapid.Uint64().Draw(t, "committed"), Frozen: rapid.Bool().Draw(t, "frozen")}
+		}),
+		rapid.Custom(func(t *rapid.T) any { return node.MoveChunk{Data: bytesRaw(64).Draw(t, "data")} }),
+		rapid.Custom(func(t *rapid.T) any {
+			return node.MoveVerdict{Owner: nodeID().Draw(t, "owner"), Target: nodeID().Draw(t, "target"),
+				AppliedIndex: rapid.Uint64().Draw(t, "applied")}
+		}),
+	)
+}
+
+func moveSegment() *rapid.Generator[node.MoveSegment] {
+	return rapid.Custom(func(t *rapid.T) node.MoveSegment {
+		return node.MoveSegment{Base: rapid.Uint64().Draw(t, "base"), Size: rapid.Int64().Draw(t, "size"), Sealed: rapid.Bool().Draw(t, "sealed")}
+	})
 }
 
 func topicInfo() *rapid.Generator[node.TopicInfo] {

@@ -97,6 +97,9 @@ func messageSamples() []Sample {
 // MaxTopic is a topic name of node.TopicNameBytesMax bytes.
 func MaxTopic() string { return strings.Repeat("t", node.TopicNameBytesMax) }
 
+// MaxNodeID is a node id of NodeIDBytesMax bytes.
+func MaxNodeID() string { return strings.Repeat("n", NodeIDBytesMax) }
+
 // MaxAddress is an address of AddressBytesMax bytes.
 func MaxAddress() string { return strings.Repeat("a", AddressBytesMax) }
 

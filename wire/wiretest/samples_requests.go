@@ -18,6 +18,7 @@ func requestSamples() []NamedRequest {
 	var samples []NamedRequest
 	samples = append(samples, topicRequestSamples()...)
 	samples = append(samples, dataRequestSamples()...)
+	samples = append(samples, moveRequestSamples()...)
 	return append(samples,
 		NamedRequest{"ListMembers", node.ListMembers{}},
 		NamedRequest{"ListMoves", node.ListMoves{}},
@@ -88,4 +89,23 @@ func handles(n int) []string {
 		list[i] = strings.Repeat("7", i%ReceiptHandleBytesMax+1)
 	}
 	return list
+}
+
+func moveRequestSamples() []NamedRequest {
+	return []NamedRequest{
+		{"MoveStatus/zero", node.MoveStatus{}},
+		{"MoveStatus/max", node.MoveStatus{Topic: MaxTopic(), Partition: math.MaxInt}},
+		{"MoveStatus/min", node.MoveStatus{Topic: "t", Partition: math.MinInt}},
+		{"MoveRead/zero", node.MoveRead{}},
+		{"MoveRead/max", node.MoveRead{Topic: MaxTopic(), Partition: math.MaxInt, Base: math.MaxUint64, Position: math.MaxInt64}},
+		{"MoveRead/min", node.MoveRead{Topic: "t", Partition: math.MinInt, Base: 1, Position: math.MinInt64}},
+		{"MoveFreeze/zero", node.MoveFreeze{}},
+		{"MoveFreeze/max", node.MoveFreeze{Topic: MaxTopic(), Partition: math.MaxInt, Target: MaxNodeID()}},
+		{"MoveFreeze/min", node.MoveFreeze{Topic: "t", Partition: math.MinInt, Target: "n"}},
+		{"MoveSweepCheck/zero", node.MoveSweepCheck{}},
+		{"MoveSweepCheck/max", node.MoveSweepCheck{Topic: MaxTopic(), Partition: math.MaxInt}},
+		{"MoveSweepCheck/min", node.MoveSweepCheck{Topic: "t", Partition: math.MinInt}},
+		{"Decommission/zero", node.Decommission{}},
+		{"Decommission/cancel-max", node.Decommission{ID: MaxNodeID(), Cancel: true}},
+	}
 }

@@ -7,12 +7,14 @@ import (
 	"strings"
 
 	"narad/node"
+	"narad/storage"
 )
 
 func resultSamples() []NamedResult {
 	var samples []NamedResult
 	samples = append(samples, topicResultSamples()...)
 	samples = append(samples, dataResultSamples()...)
+	samples = append(samples, moveResultSamples()...)
 	return append(samples, clusterResultSamples()...)
 }
 
@@ -139,4 +141,35 @@ func ackItemsMax(n int) []node.AckItemResult {
 		}
 	}
 	return items
+}
+
+func moveResultSamples() []NamedResult {
+	return []NamedResult{
+		{"MoveSourceState/zero", node.MoveSourceState{}},
+		{"MoveSourceState/max", node.MoveSourceState{Segments: []node.MoveSegment{MaxMoveSegment()},
+			HWM: math.MaxUint64, Committed: math.MaxUint64, Frozen: true}},
+		{"MoveSourceState/min", node.MoveSourceState{Segments: []node.MoveSegment{{}, {Base: 1, Size: math.MinInt64}}}},
+		{"MoveSourceState/many", node.MoveSourceState{Segments: moveSegments(1000), HWM: 1 << 40, Committed: 1 << 39}},
+		{"MoveChunk/zero", node.MoveChunk{}},
+		{"MoveChunk/small", node.MoveChunk{Data: []byte{0, 1, 0xff}}},
+		{"MoveChunk/default-max", node.MoveChunk{Data: bytes.Repeat([]byte{0x5a}, storage.DefaultLogConfig().ChunkBytesMax)}},
+		{"MoveVerdict/zero", node.MoveVerdict{}},
+		{"MoveVerdict/max", node.MoveVerdict{Owner: MaxNodeID(), Target: strings.Repeat("g", NodeIDBytesMax), AppliedIndex: math.MaxUint64}},
+		{"MoveVerdict/no-target", node.MoveVerdict{Owner: "n1", AppliedIndex: 1}},
+	}
+}
+
+// MaxMoveSegment is a MoveSegment with every field at an extreme.
+func MaxMoveSegment() node.MoveSegment {
+	return node.MoveSegment{Base: math.MaxUint64, Size: math.MaxInt64, Sealed: true}
+}
+
+// moveSegments returns n consecutive segments of a log, the last unsealed.
+func moveSegments(n int) []node.MoveSegment {
+	const segmentBytes = 64 << 20
+	list := make([]node.MoveSegment, n)
+	for i := range list {
+		list[i] = node.MoveSegment{Base: uint64(i) * 1000, Size: segmentBytes - int64(i), Sealed: i < n-1}
+	}
+	return list
 }
