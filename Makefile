@@ -15,6 +15,12 @@ GO_BUILD_FLAGS ?=
 NARAD_BIN := bin/narad
 # Extra arguments for `make run`, appended to `server start --dev`.
 RUN_ARGS ?=
+# `make cluster`: node count (3 or 5), HTTP port of n1 (node i uses
+# base+10*(i-1), its node-to-node port one above), data directory (empty:
+# ~/.narad/cluster/<nodes>-nodes-port-<base>).
+NODES ?= 3
+BASE_PORT ?= 7942
+CLUSTER_DIR ?=
 
 # Per test binary; the default 10m is too short for the race step.
 TEST_TIMEOUT ?= 20m
@@ -44,7 +50,7 @@ DURATION ?= 30m
 
 # The targets, in the order `make help` lists them. Each one has a
 # help_<target> line; `make help` fails if one is missing.
-TARGETS := help build run test bench fuzz sim soak fmt clean
+TARGETS := help build run cluster test bench fuzz sim soak fmt clean
 .PHONY: $(TARGETS)
 
 help_help := List the targets and the variables that tune them.
@@ -55,6 +61,7 @@ help:
 	@echo
 	@echo 'Variables: TEST_TIMEOUT=$(TEST_TIMEOUT) BENCH=$(BENCH) BENCHTIME=$(BENCHTIME) FUZZTIME=$(FUZZTIME)'
 	@echo '           SEEDS=$(SEEDS) SEED=$(SEED) DURATION=$(DURATION) RUN_ARGS=$(RUN_ARGS)'
+	@echo '           NODES=$(NODES) BASE_PORT=$(BASE_PORT) CLUSTER_DIR=$(CLUSTER_DIR)'
 
 help_build := Compile every package and the binary $(NARAD_BIN) from ./cmd/narad.
 build:
@@ -64,6 +71,10 @@ build:
 help_run := Build, then run a zero-config single node on loopback (server start --dev).
 run: build
 	./$(NARAD_BIN) server start --dev $(RUN_ARGS)
+
+help_cluster := Build, then run a local NODES=3 (or 5) node cluster on loopback until Ctrl-C (narad cluster up).
+cluster: build
+	./$(NARAD_BIN) cluster up --nodes $(NODES) --base-port $(BASE_PORT) $(if $(CLUSTER_DIR),--data-dir '$(CLUSTER_DIR)')
 
 # The RACE_DIRS that exist now, as ./dir/... patterns (go list then drops
 # the ones that hold no package yet).

@@ -1,5 +1,9 @@
 // Package e2e holds tests that run the real narad binary as separate
-// processes on loopback: crash recovery with kill -9, and (as the cluster
-// grows) multi-process scenarios. Every test bounds its run time and the
-// number of requests it sends, and talks to 127.0.0.1 only.
+// processes on loopback: crash recovery of one node with kill -9, graceful
+// shutdown, a three-process cluster that loses a follower and then its
+// metadata leader to kill -9 under load (every record answered 202 must
+// still be consumed; the metadata failover time is logged), and
+// `narad cluster up`. Every test bounds its run time and the number of
+// requests it sends, and talks to 127.0.0.1 only. A failed cluster test
+// keeps its nodes' data directories and logs and prints where they are.
 package e2e

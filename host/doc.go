@@ -4,12 +4,20 @@
 //
 // Concurrency is confined here. The goroutines are:
 //   - the loop: the only goroutine that touches the node. It gathers
-//     inputs (requests and cancels from HTTP handlers, clock ticks), feeds
-//     them to the node, and handles each Ready in the contract's order:
-//     persist (the Ready's Syncs, in parallel across partitions), then
-//     deliver replies, then Advance;
+//     inputs (requests and cancels from HTTP handlers, envelopes from
+//     peers, clock ticks), feeds them to the node, and handles each Ready
+//     in the contract's order: persist (the Ready's Syncs, in parallel
+//     across partitions), then send the Ready's envelopes to peers, then
+//     deliver replies, then Advance. After each flush it hands the node's
+//     address book (node.ClusterAddrs, at most once per
+//     peerRefreshInterval) to the transport;
 //   - the HTTP server's goroutines, which only decode requests, hand them
 //     to the loop through a bounded inbox, and wait for their reply;
+//   - in a cluster, the goroutines of the node-to-node transport (package
+//     peer): its readers hand envelopes to the loop through a second
+//     bounded inbox (peers first, so client floods cannot delay Raft), and
+//     its writers send what the loop queued. The transport starts before
+//     the loop and closes after the loop stopped;
 //   - short-lived sync workers, one per partition of a Ready, joined
 //     before the loop goes on.
 //
@@ -18,8 +26,15 @@
 //
 // Group commit: while the loop persists one Ready, new requests queue in
 // the inbox; the next iteration handles all of them (up to
-// inputsPerRoundMax) before the next Ready, so they share one sync round
-// per partition.
+// inputsPerRoundMax inputs) before the next Ready, so they share one sync
+// round per partition. Peer envelopes do not count as client requests in
+// the gather window.
+//
+// Cluster configuration (cluster.peers) becomes the metastore's voters
+// (raft ids from meta.RaftIDOf), the node's reachable cluster and HTTP
+// addresses, and the transport's peers, secret and mutual TLS (run.go,
+// cluster.go). A refused peer envelope is counted
+// (narad_peer_step_errors_total) and logged at debug level, never fatal.
 //
 // A failed fsync ends the node: replies of that Ready are not sent,
 // waiting requests get 503, and Run returns the error so the process exits

@@ -19,6 +19,7 @@ import (
 	"narad/httpapi"
 	"narad/meta"
 	"narad/node"
+	"narad/peer"
 	"narad/storage"
 )
 
@@ -36,6 +37,9 @@ type Options struct {
 	ReadTimeout, WriteTimeout, IdleTimeout, ShutdownGrace time.Duration
 	// Codec bounds request decoding (body sizes, consume wait).
 	Codec httpapi.CodecConfig
+	// Cluster configures the node-to-node transport; zero for a single
+	// node.
+	Cluster ClusterOptions
 }
 
 // DefaultOptions returns the defaults of API.md §3.1 for a data directory.
@@ -84,6 +88,9 @@ type Host struct {
 	listener net.Listener
 	pprof    *http.Server
 	cancel   context.CancelFunc
+	// transport carries envelopes to and from peers; nil for a single
+	// node. Started before the loop, closed after it stopped.
+	transport *peer.Transport
 
 	// wg tracks every goroutine the host starts (goFunc).
 	wg      sync.WaitGroup
@@ -111,14 +118,54 @@ func Start(opts Options, logger *slog.Logger) (*Host, error) {
 	h := &Host{opts: opts, logger: logger, loopErr: make(chan error, 1)}
 	h.loop = newLoop(n, monotonicClock(begin), logger, metrics)
 	h.backend = &backend{loop: h.loop}
+	if err := h.startCluster(reg); err != nil {
+		return nil, errors.Join(err, n.Close())
+	}
 	if err := h.listen(reg); err != nil {
-		_ = n.Close()
-		return nil, err
+		close(h.loop.done) // the loop never ran: peer readers waiting on it give up
+		return nil, errors.Join(err, h.closeTransport(), n.Close())
 	}
 	h.startLoop()
 	metrics.bootSeconds.Set(time.Since(begin).Seconds())
-	logger.Info("narad node serving", "node", opts.Node.NodeID, "http", h.Addr(), "data", opts.DataDir)
+	logger.Info("narad node serving", "node", opts.Node.NodeID, "http", h.Addr(), "cluster", h.ClusterAddr(), "data", opts.DataDir)
 	return h, nil
+}
+
+// startCluster starts the transport of a cluster node (nothing for a
+// single node) and registers the cluster metrics.
+func (h *Host) startCluster(reg *prometheus.Registry) error {
+	reg.MustRegister(newLeaderGauge(h.loop.isLeader))
+	if !h.opts.Cluster.Enabled {
+		return nil
+	}
+	if err := checkLeaderEvidence(h.opts.Node); err != nil {
+		return err
+	}
+	t, err := startTransport(h.opts.Node.NodeID, h.opts.Cluster, h.loop.fromPeer, h.logger)
+	if err != nil {
+		return err
+	}
+	h.transport, h.loop.transport = t, t
+	reg.MustRegister(newPeerCollector(t.Stats))
+	return nil
+}
+
+// closeTransport closes the transport, if any. The loop must have stopped
+// (or never started): the transport's readers may be waiting on it.
+func (h *Host) closeTransport() error {
+	if h.transport == nil {
+		return nil
+	}
+	return h.transport.Close()
+}
+
+// ClusterAddr is the address the node-to-node transport listens on, ""
+// for a single node.
+func (h *Host) ClusterAddr() string {
+	if h.transport == nil {
+		return ""
+	}
+	return h.transport.Addr()
 }
 
 func (h *Host) listen(reg *prometheus.Registry) error {
@@ -212,6 +259,7 @@ func (h *Host) Shutdown() error {
 	}
 	h.cancel()
 	h.wg.Wait()
+	transportErr := h.closeTransport()
 	var loopErr error
 	select {
 	case loopErr = <-h.loopErr:
@@ -224,5 +272,5 @@ func (h *Host) Shutdown() error {
 		closeErr = h.loop.node.Close()
 	}
 	h.logger.Info("narad node stopped", "node", h.opts.Node.NodeID)
-	return errors.Join(serverErr, loopErr, closeErr)
+	return errors.Join(serverErr, loopErr, transportErr, closeErr)
 }

@@ -31,13 +31,16 @@ const (
 )
 
 // input is one thing for the loop: a request (reply != nil), a cancel,
-// or a control function run on the loop goroutine (stats, shutdown).
+// an envelope from a peer (fromPeer), or a control function run on the
+// loop goroutine (stats, shutdown).
 type input struct {
-	id      node.RequestID
-	request node.Request
-	reply   chan node.Reply // buffered, capacity 1
-	cancel  bool
-	control func(*node.Node)
+	id       node.RequestID
+	request  node.Request
+	reply    chan node.Reply // buffered, capacity 1
+	cancel   bool
+	control  func(*node.Node)
+	fromPeer bool
+	envelope node.Envelope
 }
 
 // loop owns the node. Only run's goroutine touches node and pending.
@@ -47,6 +50,23 @@ type loop struct {
 	clock   func() time.Time
 	logger  *slog.Logger
 	metrics *Metrics
+
+	// peerInbox queues envelopes from peers (transport reader goroutines
+	// write, the loop reads). Separate from inbox so that a flood of
+	// client requests cannot hold Raft traffic back.
+	peerInbox chan node.Envelope
+	// transport sends the node's envelopes; nil for a single node. Set
+	// before run starts, then only used by the loop goroutine.
+	transport transport
+	// peerAddrs is the address book last handed to the transport (id ->
+	// cluster address); nextPeerRefresh is when to compare it again with
+	// the node's. Loop goroutine only.
+	peerAddrs       map[string]string
+	nextPeerRefresh time.Time
+	// leaderSentAtMs is the wall time (Unix ms) this node last sent a raft
+	// append or heartbeat, which only a leader sends; written by the loop,
+	// read by metrics scrapes.
+	leaderSentAtMs atomic.Int64
 
 	// pending maps a request id to where its reply goes.
 	pending map[node.RequestID]chan node.Reply
@@ -68,6 +88,7 @@ type loop struct {
 func newLoop(n *node.Node, clock func() time.Time, logger *slog.Logger, metrics *Metrics) *loop {
 	return &loop{
 		node: n, inbox: make(chan input, inboxCapacity), clock: clock, logger: logger, metrics: metrics,
+		peerInbox: make(chan node.Envelope, peerInboxCapacity), peerAddrs: map[string]string{},
 		pending: map[node.RequestID]chan node.Reply{}, done: make(chan struct{}),
 	}
 }
@@ -85,6 +106,7 @@ func (l *loop) run(ctx context.Context) error {
 		l.setFailed(err)
 		return err
 	}
+	l.refreshPeers()
 	for {
 		select {
 		case <-ctx.Done():
@@ -92,6 +114,8 @@ func (l *loop) run(ctx context.Context) error {
 			return nil
 		case in := <-l.inbox:
 			l.round(in)
+		case env := <-l.peerInbox:
+			l.round(input{fromPeer: true, envelope: env})
 		case <-timer.C:
 			l.round(input{})
 		}
@@ -99,37 +123,52 @@ func (l *loop) run(ctx context.Context) error {
 			l.setFailed(err)
 			return err
 		}
+		l.refreshPeers()
 		timer.Reset(l.sleepDuration())
 	}
 }
 
-// round ticks the node and feeds it first plus whatever else is queued,
-// waiting up to gatherWindowMax for as many requests as the last flush
-// answered.
+// round ticks the node and feeds it first plus whatever else is queued
+// (at most inputsPerRoundMax inputs), waiting up to gatherWindowMax for as
+// many client requests as the last flush answered. Peer envelopes and
+// control inputs do not count as client requests.
 func (l *loop) round(first input) {
 	l.node.Tick(l.clock().UnixMilli())
-	fed := l.feedCounted(first)
+	requests := l.feedCounted(first)
 	var gatherUntil time.Time
-	for fed < inputsPerRoundMax {
-		select {
-		case in := <-l.inbox:
-			fed += l.feedCounted(in)
+	for inputs := 1; inputs < inputsPerRoundMax; inputs++ {
+		if in, ok := l.poll(); ok {
+			requests += l.feedCounted(in)
 			continue
-		default:
 		}
 		if gatherUntil.IsZero() {
 			gatherUntil = l.clock().Add(gatherWindowMax)
 		}
-		if fed >= l.answeredLastFlush || !l.gatherOne(&fed, gatherUntil) {
+		if requests >= l.answeredLastFlush || !l.gatherOne(&requests, gatherUntil) {
 			return
 		}
+	}
+}
+
+// poll takes one queued input without waiting, peers' envelopes first.
+func (l *loop) poll() (input, bool) {
+	select {
+	case env := <-l.peerInbox:
+		return input{fromPeer: true, envelope: env}, true
+	default:
+	}
+	select {
+	case in := <-l.inbox:
+		return in, true
+	default:
+		return input{}, false
 	}
 }
 
 // gatherOne waits until the round's gather deadline for one more input; it
 // reports whether one came. The window bounds the whole round, not each
 // input.
-func (l *loop) gatherOne(fed *int, until time.Time) bool {
+func (l *loop) gatherOne(requests *int, until time.Time) bool {
 	wait := until.Sub(l.clock())
 	if wait <= 0 {
 		return false
@@ -139,16 +178,19 @@ func (l *loop) gatherOne(fed *int, until time.Time) bool {
 	} else {
 		l.gather.Reset(wait)
 	}
+	var in input
 	select {
-	case in := <-l.inbox:
-		if !l.gather.Stop() {
-			<-l.gather.C
-		}
-		*fed += l.feedCounted(in)
-		return true
+	case in = <-l.inbox:
+	case env := <-l.peerInbox:
+		in = input{fromPeer: true, envelope: env}
 	case <-l.gather.C:
 		return false
 	}
+	if !l.gather.Stop() {
+		<-l.gather.C
+	}
+	*requests += l.feedCounted(in)
+	return true
 }
 
 // feedCounted feeds in and returns 1 for a client request, 0 otherwise.
@@ -162,6 +204,8 @@ func (l *loop) feedCounted(in input) int {
 
 func (l *loop) feed(in input) {
 	switch {
+	case in.fromPeer:
+		l.step(in.envelope)
 	case in.control != nil:
 		in.control(l.node)
 	case in.cancel:
@@ -173,7 +217,8 @@ func (l *loop) feed(in input) {
 	}
 }
 
-// flush handles every Ready: persist, then reply, then advance.
+// flush handles every Ready: persist, then send to peers, then reply,
+// then advance. A Ready whose persist failed sends and answers nothing.
 func (l *loop) flush() error {
 	defer l.publishServing()
 	l.answeredLastFlush = 0
@@ -183,6 +228,7 @@ func (l *loop) flush() error {
 			l.failPending(node.Unavailable("node storage failed; retry: %v", err))
 			return fmt.Errorf("persist: %w", err)
 		}
+		l.send(rd.Messages)
 		for _, reply := range rd.Replies {
 			l.deliver(reply)
 		}

@@ -38,6 +38,8 @@ type Metrics struct {
 	partitions       prometheus.Gauge
 	openLogs         prometheus.Gauge
 	parkedPolls      prometheus.Gauge
+	peerStepErrors   prometheus.Counter
+	peerUnsent       prometheus.Counter
 }
 
 // storageBuckets span 100 µs to about 1.6 s.
@@ -74,6 +76,10 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 		partitions:  gauge("partitions_total", "Partitions of the known topics."),
 		openLogs:    gauge("open_partition_logs", "Partition logs open now."),
 		parkedPolls: gauge("consume_parked_polls", "Long polls waiting now."),
+		peerStepErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "peer_step_errors_total",
+			Help: "Envelopes from peers the node refused (unknown type, stale or malformed)."}),
+		peerUnsent: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "peer_unsent_total",
+			Help: "Envelopes dropped because this node runs without a cluster transport."}),
 	}
 	m.register(reg)
 	return m
@@ -83,7 +89,7 @@ func (m *Metrics) register(reg prometheus.Registerer) {
 	reg.MustRegister(m.producedMessages, m.producedBytes, m.consumedMessages, m.consumedBytes,
 		m.consumePolls, m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRejected, m.ackExtended, m.nacks, m.corruptSkipped,
 		m.consumerDropped, m.retentionBytes, m.retentionRecords, m.errors, m.syncRound,
-		m.bootSeconds, m.topics, m.partitions, m.openLogs, m.parkedPolls)
+		m.bootSeconds, m.topics, m.partitions, m.openLogs, m.parkedPolls, m.peerStepErrors, m.peerUnsent)
 }
 
 func counterVec(name, help string, labels []string) *prometheus.CounterVec {

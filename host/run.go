@@ -46,9 +46,19 @@ func OptionsFrom(cfg config.Config) (Options, error) {
 	opts.IdleTimeout, opts.ShutdownGrace = cfg.HTTP.IdleTimeout, cfg.HTTP.ShutdownGrace
 	opts.Codec.ConsumeWaitMaxMs = cfg.HTTP.MaxConsumeWait.Milliseconds()
 	opts.Node = nodeConfig(cfg)
+	cluster, err := clusterFrom(cfg, opts.Node.NodeID)
+	if err != nil {
+		return Options{}, err
+	}
+	if cluster.options.Enabled {
+		opts.Node.Meta, opts.Cluster = cluster.meta, cluster.options
+		opts.Node.ClusterAddr, opts.Node.AdvertiseAddr = cluster.clusterAddr, cluster.advertiseAddr
+	}
 	return opts, errors.Join(opts.Node.Validate(), opts.Codec.Validate())
 }
 
+// nodeConfig maps the settings of a single node; clusterFrom adds those
+// of a cluster.
 func nodeConfig(cfg config.Config) node.Config {
 	n := node.DefaultConfig()
 	n.NodeID = cfg.Cluster.NodeID
@@ -75,9 +85,6 @@ func unsupported(cfg config.Config) error {
 	if cfg.Security.Enabled {
 		problems = append(problems, errors.New("security.enabled=true is not supported yet (authentication arrives with the users API): "+
 			"set NARAD_SECURITY_ENABLED=false, or use `narad server start --dev`"))
-	}
-	if len(cfg.Cluster.Peers) > 0 {
-		problems = append(problems, fmt.Errorf("cluster.peers is set (%d peers) but this build runs a single node only", len(cfg.Cluster.Peers)))
 	}
 	if cfg.Storage.Codec != "none" {
 		problems = append(problems, fmt.Errorf("storage.codec %q is not supported; use \"none\"", cfg.Storage.Codec))

@@ -15,8 +15,8 @@ import (
 const movesWatchInterval = time.Second
 
 func newClusterCommand(a *app) *cobra.Command {
-	return newGroupCommand("cluster", "Inspect the cluster and decommission nodes",
-		newMembersCommand(a), newMovesCommand(a), newDecommissionCommand(a))
+	return newGroupCommand("cluster", "Inspect the cluster, decommission nodes, run a local one",
+		newMembersCommand(a), newMovesCommand(a), newDecommissionCommand(a), newClusterUpCommand(a))
 }
 
 func newMembersCommand(a *app) *cobra.Command {

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// Bounds of `narad cluster up`.
+const (
+	// clusterPortStride separates the ports of consecutive nodes: node i
+	// serves HTTP on base+stride*i and node-to-node on that plus one.
+	clusterPortStride = 10
+	// clusterPortMin keeps the dev cluster off the privileged ports.
+	clusterPortMin = 1024
+	// clusterReadyTimeout bounds the wait for every node's /readyz.
+	clusterReadyTimeout = 90 * time.Second
+	// clusterReadyPollInterval is the pause between readiness probes.
+	clusterReadyPollInterval = 200 * time.Millisecond
+	// clusterStopTimeout bounds the wait for a SIGTERMed node (its own
+	// shutdown grace is 10 s); past it the node is killed.
+	clusterStopTimeout = 15 * time.Second
+	// clusterLogTailBytes is how much of a failed node's log is shown.
+	clusterLogTailBytes = 2048
+)
+
+// clusterSizes are the node counts `cluster up` accepts: odd, so a
+// majority survives one (or two) lost nodes.
+var clusterSizes = []int{3, 5}
+
+// clusterUpOptions are the flags of `cluster up`.
+type clusterUpOptions struct {
+	nodes    int
+	basePort int
+	dataDir  string
+}
+
+func newClusterUpCommand(a *app) *cobra.Command {
+	options := clusterUpOptions{nodes: 3, basePort: portDefault}
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Run a local development cluster of 3 (or 5) nodes on loopback",
+		Long: `Start a development cluster on this machine: 3 (or --nodes 5) "narad serve"
+processes on 127.0.0.1, with authentication off. Node i (n1, n2, ...) serves
+HTTP on --base-port + 10*(i-1) and talks to the other nodes on the port after
+it: 7942/7943, 7952/7953, 7962/7963 by default. Each node keeps its data in
+a subdirectory of --data-dir and writes its log next to it (n1.log, ...);
+the same directory is reused by the next run, so topics survive a restart.
+
+The command waits until every node answers /readyz, prints their addresses
+and an example, and then runs until Ctrl-C, which stops all the nodes
+gracefully (SIGTERM, then SIGKILL after 15 s). A node that dies meanwhile
+(try kill -9 on one) is reported and the others keep running.`,
+		Example: `  narad cluster up
+  narad cluster up --nodes 5 --base-port 8000 --data-dir ./cluster-data
+  make cluster`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			plan, err := a.planFromOptions(cmd, options)
+			if err != nil {
+				return err
+			}
+			return a.runCluster(cmd.Context(), plan)
+		},
+	}
+	flags := cmd.Flags()
+	flags.IntVar(&options.nodes, "nodes", options.nodes, "number of nodes: 3 or 5")
+	flags.IntVar(&options.basePort, "base-port", options.basePort, "HTTP port of n1; node i uses base+10*(i-1), node-to-node one above")
+	flags.StringVar(&options.dataDir, "data-dir", "", "directory for the nodes' data and logs (default ~/.narad/cluster/<nodes>-nodes-port-<base>)")
+	return cmd
+}
+
+// plannedNode is one node of a development cluster; fixed by
+// planCluster, the same across runs of the same flags.
+type plannedNode struct {
+	// id is n1, n2, ...: the node id and the name of its files.
+	id string
+	// httpAddr and clusterAddr are loopback host:port pairs, cluster one
+	// port above HTTP.
+	httpAddr, clusterAddr string
+	// dataDir is the node's data directory, logPath its log file, both
+	// inside the plan's directory.
+	dataDir, logPath string
+}
+
+// clusterPlan is the whole development cluster, derived from the flags.
+type clusterPlan struct {
+	// dataDir is absolute and holds every node's directory and log.
+	dataDir string
+	// nodes are in id order (n1 first).
+	nodes []plannedNode
+}
+
+// planFromOptions validates the flags and resolves the data directory.
+func (a *app) planFromOptions(cmd *cobra.Command, options clusterUpOptions) (clusterPlan, error) {
+	if err := options.validate(); err != nil {
+		return clusterPlan{}, err
+	}
+	dataDir := options.dataDir
+	if !cmd.Flags().Changed("data-dir") {
+		home, err := a.userHomeDir()
+		if err != nil {
+			return clusterPlan{}, fmt.Errorf("find the home directory for the cluster's data (use --data-dir): %w", err)
+		}
+		dataDir = filepath.Join(home, ".narad", "cluster", fmt.Sprintf("%d-nodes-port-%d", options.nodes, options.basePort))
+	}
+	absolute, err := filepath.Abs(dataDir)
+	if err != nil {
+		return clusterPlan{}, fmt.Errorf("data directory %s: %w", dataDir, err)
+	}
+	return planCluster(absolute, options.nodes, options.basePort), nil
+}
+
+func (o clusterUpOptions) validate() error {
+	if o.nodes != clusterSizes[0] && o.nodes != clusterSizes[1] {
+		return usagef("--nodes must be 3 or 5 (got %d)", o.nodes)
+	}
+	highest := o.basePort + clusterPortStride*(o.nodes-1) + 1
+	if o.basePort < clusterPortMin || highest > 65535 {
+		return usagef("--base-port %d: the ports %d..%d must lie in %d..65535", o.basePort, o.basePort, highest, clusterPortMin)
+	}
+	return nil
+}
+
+// planCluster lays out nodes n1..nN on loopback from basePort.
+func planCluster(dataDir string, nodes, basePort int) clusterPlan {
+	plan := clusterPlan{dataDir: dataDir}
+	for i := range nodes {
+		id := "n" + strconv.Itoa(i+1)
+		port := basePort + clusterPortStride*i
+		plan.nodes = append(plan.nodes, plannedNode{
+			id:          id,
+			httpAddr:    net.JoinHostPort(devLoopback, strconv.Itoa(port)),
+			clusterAddr: net.JoinHostPort(devLoopback, strconv.Itoa(port+1)),
+			dataDir:     filepath.Join(dataDir, id),
+			logPath:     filepath.Join(dataDir, id+".log"),
+		})
+	}
+	return plan
+}
+
+// peers is the NARAD_CLUSTER_PEERS value: every node as id@cluster-addr.
+func (p clusterPlan) peers() string {
+	entries := make([]string, 0, len(p.nodes))
+	for _, n := range p.nodes {
+		entries = append(entries, n.id+"@"+n.clusterAddr)
+	}
+	return strings.Join(entries, ",")
+}
+
+// args are the command-line arguments of node n's `narad serve`.
+func (n plannedNode) args() []string {
+	return []string{"serve", "--addr", n.httpAddr, "--node-id", n.id, "--data-dir", n.dataDir, "--log-format", "text"}
+}
+
+// env is node n's environment: the inherited one without any NARAD_*
+// variable (a stray NARAD_CLUSTER_INITIAL_MEMBERS would change the
+// cluster), plus the cluster settings.
+func (p clusterPlan) env(inherited []string, n plannedNode) []string {
+	env := make([]string, 0, len(inherited)+3)
+	for _, entry := range inherited {
+		if !strings.HasPrefix(entry, "NARAD_") {
+			env = append(env, entry)
+		}
+	}
+	return append(env, "NARAD_SECURITY_ENABLED=false", "NARAD_CLUSTER_ADDR="+n.clusterAddr, "NARAD_CLUSTER_PEERS="+p.peers())
+}
+
+// url is the base URL of node n's HTTP API.
+func (n plannedNode) url() string { return "http://" + n.httpAddr }

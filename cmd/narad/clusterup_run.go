@@ -1,0 +1,302 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"narad/client"
+)
+
+// clusterDirMode keeps the development cluster's data private.
+const clusterDirMode os.FileMode = 0o700
+
+// clusterProgressInterval is how often the readiness wait says what it
+// still waits for.
+const clusterProgressInterval = 5 * time.Second
+
+// devNode is a running `narad serve` child of `cluster up`.
+type devNode struct {
+	plannedNode
+	// cmd is the child process, started once; never restarted.
+	cmd *exec.Cmd
+	// log is the child's output file, closed after the child was reaped.
+	log *os.File
+	// client probes the node's /readyz.
+	client *client.Client
+	// exited is closed once the process has been reaped; waitErr is then
+	// its exit status. Written only by the waiting goroutine.
+	exited  chan struct{}
+	waitErr error
+}
+
+// runCluster starts the nodes of plan, waits until each is ready, and
+// supervises them until ctx ends; it always stops what it started.
+func (a *app) runCluster(ctx context.Context, plan clusterPlan) error {
+	executable, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find the narad executable to start the nodes: %w", err)
+	}
+	if err := os.MkdirAll(plan.dataDir, clusterDirMode); err != nil {
+		return fmt.Errorf("cluster data directory: %w", err)
+	}
+	fmt.Fprintf(a.stderr, "narad cluster: starting %d nodes; data and logs in %s\n", len(plan.nodes), plan.dataDir)
+	exits := make(chan *devNode, len(plan.nodes))
+	nodes, err := startNodes(plan, executable, exits)
+	defer a.stopNodes(nodes)
+	if err != nil {
+		return err
+	}
+	if err := a.waitClusterReady(ctx, nodes, exits); err != nil {
+		return err
+	}
+	a.printClusterBanner(plan, nodes, commandName(executable))
+	return a.superviseCluster(ctx, nodes, exits)
+}
+
+// startNodes starts every node; on an error it returns those it started.
+func startNodes(plan clusterPlan, executable string, exits chan<- *devNode) ([]*devNode, error) {
+	var nodes []*devNode
+	for _, planned := range plan.nodes {
+		n, err := startNode(plan, planned, executable, exits)
+		if err != nil {
+			return nodes, err
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes, nil
+}
+
+func startNode(plan clusterPlan, planned plannedNode, executable string, exits chan<- *devNode) (*devNode, error) {
+	if err := os.MkdirAll(planned.dataDir, clusterDirMode); err != nil {
+		return nil, fmt.Errorf("%s: data directory: %w", planned.id, err)
+	}
+	log, err := os.OpenFile(planned.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("%s: log file: %w", planned.id, err)
+	}
+	cmd := exec.Command(executable, planned.args()...)
+	cmd.Env = plan.env(os.Environ(), planned)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = childProcessAttributes()
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return nil, fmt.Errorf("%s: start %s: %w", planned.id, executable, err)
+	}
+	n := &devNode{plannedNode: planned, cmd: cmd, log: log, exited: make(chan struct{}),
+		client: client.New(planned.url(), client.WithTimeout(time.Second))}
+	go func() {
+		n.waitErr = cmd.Wait()
+		close(n.exited)
+		exits <- n // buffered for every node: never blocks
+	}()
+	return n, nil
+}
+
+// running reports whether the node's process has not exited yet.
+func (n *devNode) running() bool {
+	select {
+	case <-n.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// waitClusterReady polls every node's /readyz until all answer 200,
+// printing each as it becomes ready. A node that exits, the timeout, or
+// ctx ending stops the wait with an error.
+func (a *app) waitClusterReady(ctx context.Context, nodes []*devNode, exits <-chan *devNode) error {
+	fmt.Fprintf(a.stderr, "waiting for %s to answer /readyz ...\n", nodeIDs(nodes))
+	start := time.Now()
+	waiting := append([]*devNode{}, nodes...)
+	lastAnswers := map[string]string{}
+	nextProgress := start.Add(clusterProgressInterval)
+	for len(waiting) > 0 {
+		select {
+		case n := <-exits:
+			return fmt.Errorf("%s exited before it was ready (%v); the end of %s:\n%s", n.id, n.waitErr, n.logPath, logTail(n.logPath))
+		default:
+		}
+		waiting = a.probeReadiness(ctx, waiting, start, lastAnswers)
+		if len(waiting) == 0 {
+			return nil
+		}
+		if time.Since(start) > clusterReadyTimeout {
+			return fmt.Errorf("not ready after %s: %s (see their logs in %s)", clusterReadyTimeout, describeWaiting(waiting, lastAnswers), waiting[0].logPath)
+		}
+		if time.Now().After(nextProgress) {
+			fmt.Fprintf(a.stderr, "  still waiting for %s\n", describeWaiting(waiting, lastAnswers))
+			nextProgress = nextProgress.Add(clusterProgressInterval)
+		}
+		if err := sleepContext(ctx, clusterReadyPollInterval); err != nil {
+			return errors.New("interrupted while waiting for the nodes to be ready")
+		}
+	}
+	return nil
+}
+
+// probeReadiness asks each waiting node once and returns those still not
+// ready, recording their last answer.
+func (a *app) probeReadiness(ctx context.Context, waiting []*devNode, start time.Time, lastAnswers map[string]string) []*devNode {
+	var still []*devNode
+	for _, n := range waiting {
+		if _, err := n.client.Readyz(ctx); err != nil {
+			lastAnswers[n.id] = err.Error()
+			still = append(still, n)
+			continue
+		}
+		fmt.Fprintf(a.stderr, "  %s ready on %s after %s\n", n.id, n.url(), time.Since(start).Round(100*time.Millisecond))
+	}
+	return still
+}
+
+func describeWaiting(waiting []*devNode, lastAnswers map[string]string) string {
+	parts := make([]string, 0, len(waiting))
+	for _, n := range waiting {
+		parts = append(parts, fmt.Sprintf("%s (%s)", n.id, lastAnswers[n.id]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func nodeIDs(nodes []*devNode) string {
+	ids := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		ids = append(ids, n.id)
+	}
+	return strings.Join(ids, ", ")
+}
+
+// commandName is how the user can run executable from here: "narad" when
+// it is the one on PATH, else a path relative to the working directory
+// when that is short, else the absolute path.
+func commandName(executable string) string {
+	if found, err := exec.LookPath("narad"); err == nil {
+		if resolved, err := filepath.EvalSymlinks(found); err == nil && resolved == executable {
+			return "narad"
+		}
+	}
+	workingDir, err := os.Getwd()
+	if err != nil {
+		return executable
+	}
+	relative, err := filepath.Rel(workingDir, executable)
+	if err != nil || strings.HasPrefix(relative, "..") {
+		return executable
+	}
+	return "./" + relative
+}
+
+func (a *app) printClusterBanner(plan clusterPlan, nodes []*devNode, command string) {
+	fmt.Fprintf(a.stdout, "narad cluster: %d nodes ready (auth off), data in %s\n", len(nodes), plan.dataDir)
+	for _, n := range nodes {
+		fmt.Fprintf(a.stdout, "  %s  %s  node-to-node %s  pid %d  log %s\n", n.id, n.url(), n.clusterAddr, n.cmd.Process.Pid, n.logPath)
+	}
+	first, second := nodes[0].url(), nodes[1].url()
+	fmt.Fprintf(a.stdout, `try, in another terminal (any node serves any request):
+  %[4]s -s %[1]s topic add orders --partitions 6
+  %[4]s -s %[1]s pub orders hello
+  %[4]s -s %[2]s sub orders
+  %[4]s -s %[2]s cluster members
+Ctrl-C stops all %[3]s
+`, first, second, countWord(len(nodes)), command)
+}
+
+func countWord(count int) string {
+	switch count {
+	case 3:
+		return "three"
+	case 5:
+		return "five"
+	default:
+		return fmt.Sprint(count)
+	}
+}
+
+// superviseCluster waits for ctx to end, reporting nodes that exit
+// meanwhile (the others keep running). It returns an error only when
+// every node has exited.
+func (a *app) superviseCluster(ctx context.Context, nodes []*devNode, exits <-chan *devNode) error {
+	alive := len(nodes)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case n := <-exits:
+			alive--
+			fmt.Fprintf(a.stderr, "narad cluster: %s exited (%v); %d node(s) keep running; its log: %s\n", n.id, exitText(n.waitErr), alive, n.logPath)
+			if alive == 0 {
+				return errors.New("every node of the cluster has exited")
+			}
+		}
+	}
+}
+
+func exitText(err error) string {
+	if err == nil {
+		return "status 0"
+	}
+	return err.Error()
+}
+
+// stopNodes sends SIGTERM to every running node and waits for each, up to
+// clusterStopTimeout in all; a node still running then is killed.
+func (a *app) stopNodes(nodes []*devNode) {
+	var running []*devNode
+	for _, n := range nodes {
+		if n.running() {
+			running = append(running, n)
+			if err := n.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				_ = n.cmd.Process.Kill()
+			}
+		}
+	}
+	if len(running) > 0 {
+		fmt.Fprintf(a.stderr, "narad cluster: stopping %s ...\n", nodeIDs(running))
+	}
+	deadline := time.NewTimer(clusterStopTimeout)
+	defer deadline.Stop()
+	expired := false
+	for _, n := range running {
+		if !expired {
+			select {
+			case <-n.exited:
+				continue
+			case <-deadline.C:
+				expired = true
+			}
+		}
+		if n.running() {
+			fmt.Fprintf(a.stderr, "narad cluster: %s did not stop within %s; killing it\n", n.id, clusterStopTimeout)
+			_ = n.cmd.Process.Kill()
+		}
+	}
+	for _, n := range nodes {
+		<-n.exited
+		n.log.Close()
+	}
+	if len(running) > 0 {
+		fmt.Fprintln(a.stderr, "narad cluster: all nodes stopped")
+	}
+}
+
+// logTail returns the last clusterLogTailBytes of a log file.
+func logTail(path string) string {
+	file, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer file.Close()
+	if info, err := file.Stat(); err == nil && info.Size() > clusterLogTailBytes {
+		_, _ = file.Seek(-clusterLogTailBytes, io.SeekEnd)
+	}
+	tail, _ := io.ReadAll(io.LimitReader(file, clusterLogTailBytes))
+	return string(tail)
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestClusterUpPlanLaysOutLoopbackPorts(t *testing.T) {
+	plan := planCluster("/data", 3, 7942)
+	require.Len(t, plan.nodes, 3)
+	for i, want := range []struct{ id, http, cluster string }{
+		{"n1", "127.0.0.1:7942", "127.0.0.1:7943"},
+		{"n2", "127.0.0.1:7952", "127.0.0.1:7953"},
+		{"n3", "127.0.0.1:7962", "127.0.0.1:7963"},
+	} {
+		n := plan.nodes[i]
+		assert.Equal(t, want.id, n.id)
+		assert.Equal(t, want.http, n.httpAddr)
+		assert.Equal(t, want.cluster, n.clusterAddr)
+		assert.Equal(t, filepath.Join("/data", want.id), n.dataDir)
+		assert.Equal(t, filepath.Join("/data", want.id+".log"), n.logPath)
+	}
+	assert.Equal(t, "n1@127.0.0.1:7943,n2@127.0.0.1:7953,n3@127.0.0.1:7963", plan.peers())
+	assert.Len(t, planCluster("/data", 5, 8000).nodes, 5)
+	assert.Equal(t, "127.0.0.1:8041", planCluster("/data", 5, 8000).nodes[4].clusterAddr)
+}
+
+func TestClusterUpNodeEnvironmentDropsStrayNaradVariables(t *testing.T) {
+	plan := planCluster("/data", 3, 7942)
+	env := plan.env([]string{"HOME=/root", "NARAD_CLUSTER_INITIAL_MEMBERS=x", "NARAD_SECURITY_ENABLED=true", "PATH=/bin"}, plan.nodes[1])
+	assert.Equal(t, []string{"HOME=/root", "PATH=/bin", "NARAD_SECURITY_ENABLED=false", "NARAD_CLUSTER_ADDR=127.0.0.1:7953",
+		"NARAD_CLUSTER_PEERS=n1@127.0.0.1:7943,n2@127.0.0.1:7953,n3@127.0.0.1:7963"}, env)
+	assert.Equal(t, []string{"serve", "--addr", "127.0.0.1:7952", "--node-id", "n2", "--data-dir", filepath.Join("/data", "n2"),
+		"--log-format", "text"}, plan.nodes[1].args())
+}
+
+// The node's serve configuration built from the plan passes validation:
+// the same layering a child process applies.
+func TestClusterUpNodeConfigurationIsValid(t *testing.T) {
+	plan := planCluster(t.TempDir(), 5, 9000)
+	for _, n := range plan.nodes {
+		h := newHarness(t)
+		for _, entry := range plan.env(nil, n) {
+			name, value, _ := strings.Cut(entry, "=")
+			h.env[name] = value
+		}
+		h.runOK(n.args()...)
+		require.NotNil(t, h.hostConfig)
+		assert.Equal(t, n.id, h.hostConfig.Cluster.NodeID)
+		assert.Len(t, h.hostConfig.Cluster.Peers, 5)
+		assert.False(t, h.hostConfig.Security.Enabled)
+	}
+}
+
+func TestClusterUpRejectsBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"cluster", "up", "--nodes", "4"},
+		{"cluster", "up", "--nodes", "1"},
+		{"cluster", "up", "--base-port", "80"},
+		{"cluster", "up", "--base-port", "65530"},
+		{"cluster", "up", "extra"},
+	} {
+		h := newHarness(t)
+		assert.Equal(t, exitUsage, h.run(args...), "%v", args)
+		assert.Contains(t, h.stderr.String(), "narad:", "%v", args)
+	}
+}
+
+func TestClusterUpDefaultDataDirIsPerLayout(t *testing.T) {
+	h := newHarness(t)
+	root := newRootCommand(h.app)
+	command, _, err := root.Find([]string{"cluster", "up"})
+	require.NoError(t, err)
+	require.NoError(t, command.ParseFlags(nil))
+	plan, err := h.app.planFromOptions(command, clusterUpOptions{nodes: 5, basePort: 8000})
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(h.homeDir, ".narad", "cluster", "5-nodes-port-8000"), plan.dataDir,
+		"a cluster of another size or ports must not reuse this one's raft state")
+}
+
+func TestClusterUpHelpExplainsItself(t *testing.T) {
+	h := newHarness(t)
+	h.runOK("cluster", "up", "--help")
+	help := h.stdout.String()
+	for _, want := range []string{"--nodes", "--base-port", "--data-dir", "Ctrl-C", "7942/7943, 7952/7953, 7962/7963", "/readyz"} {
+		assert.Contains(t, help, want)
+	}
+}

@@ -1,0 +1,164 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"narad/client"
+)
+
+// clusterUpStartTimeout bounds `narad cluster up` until it prints that the
+// nodes are ready.
+const clusterUpStartTimeout = 60 * time.Second
+
+// TestClusterUpStartsAndStopsThreeNodes runs `narad cluster up` as a user
+// would: it must print the three addresses once every node is ready, the
+// nodes must form one cluster, and an interrupt must stop all of them and
+// exit 0.
+func TestClusterUpStartsAndStopsThreeNodes(t *testing.T) {
+	basePort := freePortRange(t, 3)
+	dataDir := t.TempDir()
+	cmd := exec.Command(binary, "cluster", "up", "--base-port", fmt.Sprint(basePort), "--data-dir", dataDir)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			_ = cmd.Wait()
+		}
+	})
+	banner := readUntil(t, stdout, "Ctrl-C stops all three", clusterUpStartTimeout, stderr)
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+
+	addrs := []string{}
+	for i := range 3 {
+		addr := fmt.Sprintf("127.0.0.1:%d", basePort+10*i)
+		require.Contains(t, banner, "http://"+addr)
+		addrs = append(addrs, addr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, addr := range addrs {
+		_, err := client.New("http://" + addr).Readyz(ctx)
+		require.NoError(t, err, "node %s is not ready after cluster up said so", addr)
+	}
+	members, err := client.New("http://" + addrs[2]).ClusterMembers(ctx)
+	require.NoError(t, err)
+	require.Len(t, members, 3, "the three nodes form one cluster")
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	require.NoError(t, waitTimeout(cmd, 30*time.Second), "cluster up exits 0 on an interrupt; stderr:\n%s", stderr)
+	for _, addr := range addrs {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			conn.Close()
+		}
+		require.Error(t, err, "node %s still listens after cluster up stopped", addr)
+	}
+}
+
+// readUntil reads lines from r until one contains marker and returns all
+// of them; it fails the test after timeout.
+func readUntil(t *testing.T, r io.Reader, marker string, timeout time.Duration, stderr fmt.Stringer) string {
+	t.Helper()
+	found := make(chan string, 1)
+	go func() {
+		var seen strings.Builder
+		scanner := bufio.NewScanner(r)
+		for scanner.Scan() {
+			seen.WriteString(scanner.Text() + "\n")
+			if strings.Contains(scanner.Text(), marker) {
+				found <- seen.String()
+				return
+			}
+		}
+		found <- ""
+	}()
+	select {
+	case text := <-found:
+		require.NotEmpty(t, text, "output ended before %q; stderr:\n%s", marker, stderr)
+		return text
+	case <-time.After(timeout):
+		t.Fatalf("no %q within %s; stderr:\n%s", marker, timeout, stderr)
+		return ""
+	}
+}
+
+func waitTimeout(cmd *exec.Cmd, timeout time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(timeout):
+		_ = cmd.Process.Kill()
+		return fmt.Errorf("did not exit within %s", timeout)
+	}
+}
+
+// freePortRange finds a base port such that the HTTP and cluster ports of
+// nodes nodes (base+10*i and one above) are free right now.
+func freePortRange(t *testing.T, nodes int) int {
+	t.Helper()
+	for attempt := 0; attempt < 50; attempt++ {
+		base := 20000 + (time.Now().Nanosecond()/1000+attempt*397)%30000
+		if portsFree(base, nodes) {
+			return base
+		}
+	}
+	t.Fatal("found no free range of loopback ports")
+	return 0
+}
+
+func portsFree(base, nodes int) bool {
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	for i := range nodes {
+		for _, port := range []int{base + 10*i, base + 10*i + 1} {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+			if err != nil {
+				return false
+			}
+			listeners = append(listeners, l)
+		}
+	}
+	return true
+}
+
+// lockedBuffer is an io.Writer for a child's output that the test may read
+// while the child still writes.
+type lockedBuffer struct {
+	mu     sync.Mutex
+	buffer bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buffer.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buffer.String()
+}

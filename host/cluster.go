@@ -1,0 +1,216 @@
+package host
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"time"
+
+	"narad/config"
+	"narad/meta"
+	"narad/node"
+	"narad/peer"
+)
+
+// Bounds of the cluster edge of the loop.
+const (
+	// peerInboxCapacity bounds envelopes from peers queued for the loop. A
+	// full queue blocks the reader goroutine of that peer's connection
+	// (backpressure on one sender), never grows.
+	peerInboxCapacity = 4096
+	// peerRefreshInterval is how often the loop hands the node's address
+	// book (node.ClusterAddrs) to the transport, so that nodes that joined
+	// become reachable and removed ones are forgotten.
+	peerRefreshInterval = time.Second
+	// leaderEvidenceWindow is how long after this node last sent a raft
+	// append or heartbeat it still counts as the metadata leader (a leader
+	// heartbeats every raft tick, 100 ms by default).
+	leaderEvidenceWindow = time.Second
+	// leaderHeartbeatsPerWindowMin is how many leader heartbeats at least
+	// fit in leaderEvidenceWindow, so that one late heartbeat does not make
+	// the leader gauge flap.
+	leaderHeartbeatsPerWindowMin = 3
+)
+
+// ClusterOptions configures the node-to-node transport. The zero value
+// (Enabled false) is a single node: no transport, no listener.
+type ClusterOptions struct {
+	// Enabled runs the transport; set when the configuration lists peers.
+	Enabled bool
+	// ListenAddr is where the transport listens (cluster.addr); it may be
+	// a wildcard host.
+	ListenAddr string
+	// Peers maps every other configured node's id to its cluster address.
+	// Never holds this node's id. The loop adds the nodes it learns of.
+	Peers map[string]string
+	// Secret authenticates peers. Empty runs the transport without
+	// authentication (allowed only with security disabled; config
+	// validation enforces it).
+	Secret string
+	// TLS, when set, is the mutual TLS configuration of every node-to-node
+	// connection.
+	TLS *tls.Config
+}
+
+// transport is what the loop needs of the node-to-node transport
+// (*peer.Transport in production, a fake in tests).
+type transport interface {
+	Send(env node.Envelope)
+	SetPeer(id, address string) error
+	RemovePeer(id string)
+}
+
+// clusterSetup is the cluster part of a server configuration, mapped.
+// Built once by clusterFrom, then copied into Options.
+type clusterSetup struct {
+	// meta is the metastore configuration: every peer a voter.
+	meta meta.Config
+	// clusterAddr is this node's entry in cluster.peers: the address the
+	// other nodes reach it at (never a wildcard listen address).
+	clusterAddr string
+	// advertiseAddr is the HTTP address others reach this node at.
+	advertiseAddr string
+	// options configure the transport.
+	options ClusterOptions
+}
+
+// clusterFrom maps cluster.peers (already validated) onto the metastore
+// configuration and the transport options. With no peers it returns a
+// zero setup: a single node.
+func clusterFrom(cfg config.Config, nodeID string) (clusterSetup, error) {
+	peers, err := cfg.Cluster.PeerList()
+	if err != nil || len(peers) == 0 {
+		return clusterSetup{}, err
+	}
+	self, found := findPeer(peers, nodeID)
+	if !found {
+		return clusterSetup{}, fmt.Errorf("cluster.peers has no entry for this node %q", nodeID)
+	}
+	tlsConfig, err := loadClusterTLS(cfg.Cluster)
+	if err != nil {
+		return clusterSetup{}, err
+	}
+	return clusterSetup{
+		meta:          metaConfig(nodeID, peers, cfg.Cluster.InitialMembers),
+		clusterAddr:   self.Addr,
+		advertiseAddr: advertiseAddr(cfg.HTTP.Addr, self.Addr),
+		options: ClusterOptions{Enabled: true, ListenAddr: cfg.Cluster.Addr, Peers: otherPeers(peers, nodeID),
+			Secret: cfg.Security.ClusterSecret, TLS: tlsConfig},
+	}, nil
+}
+
+func findPeer(peers []config.Peer, id string) (config.Peer, bool) {
+	for _, p := range peers {
+		if p.ID == id {
+			return p, true
+		}
+	}
+	return config.Peer{}, false
+}
+
+// metaConfig is the metastore configuration of node nodeID in a cluster
+// of peers: every peer a voter with the raft id derived from its node id.
+// A node missing from a non-empty initialMembers joins a running cluster
+// instead of bootstrapping it.
+func metaConfig(nodeID string, peers []config.Peer, initialMembers []string) meta.Config {
+	voters := make([]meta.Peer, 0, len(peers))
+	for _, p := range peers {
+		voters = append(voters, meta.Peer{ID: p.ID, RaftID: meta.RaftIDOf(p.ID), ClusterAddr: p.Addr})
+	}
+	cfg := meta.DefaultConfig(nodeID, voters)
+	cfg.Join = len(initialMembers) > 0 && !slices.Contains(initialMembers, nodeID)
+	return cfg
+}
+
+// advertiseAddr is the HTTP address other nodes and clients can reach:
+// http.addr, with a wildcard host replaced by the host of this node's
+// cluster address.
+func advertiseAddr(httpAddr, selfClusterAddr string) string {
+	host, port, err := net.SplitHostPort(httpAddr)
+	if err != nil || (host != "" && host != "0.0.0.0" && host != "::") {
+		return httpAddr
+	}
+	clusterHost, _, err := net.SplitHostPort(selfClusterAddr)
+	if err != nil {
+		return httpAddr
+	}
+	return net.JoinHostPort(clusterHost, port)
+}
+
+func otherPeers(peers []config.Peer, selfID string) map[string]string {
+	others := make(map[string]string, len(peers))
+	for _, p := range peers {
+		if p.ID != selfID {
+			others[p.ID] = p.Addr
+		}
+	}
+	return others
+}
+
+// loadClusterTLS builds the mutual TLS configuration from the three files
+// (all or none: config validation checks it), or returns nil.
+func loadClusterTLS(c config.Cluster) (*tls.Config, error) {
+	if c.TLSCertFile == "" && c.TLSKeyFile == "" && c.TLSCAFile == "" {
+		return nil, nil
+	}
+	certificate, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("cluster TLS certificate: %w", err)
+	}
+	caPEM, err := os.ReadFile(c.TLSCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("cluster TLS CA: %w", err)
+	}
+	authorities := x509.NewCertPool()
+	if !authorities.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("cluster TLS CA %s holds no PEM certificate", c.TLSCAFile)
+	}
+	return &tls.Config{
+		Certificates: []tls.Certificate{certificate},
+		RootCAs:      authorities, ClientCAs: authorities,
+		ClientAuth: tls.RequireAndVerifyClientCert,
+		MinVersion: tls.VersionTLS13,
+	}, nil
+}
+
+// checkLeaderEvidence refuses a raft heartbeat period too long for
+// leaderEvidenceWindow: the leader gauge would flap between heartbeats.
+func checkLeaderEvidence(nodeConfig node.Config) error {
+	heartbeatMs := nodeConfig.MetaTickIntervalMs * int64(max(nodeConfig.Meta.HeartbeatTicks, 1))
+	if heartbeatMs*leaderHeartbeatsPerWindowMin > leaderEvidenceWindow.Milliseconds() {
+		return fmt.Errorf("raft heartbeat every %d ms: at least %d must fit in the leader evidence window (%s)",
+			heartbeatMs, leaderHeartbeatsPerWindowMin, leaderEvidenceWindow)
+	}
+	return nil
+}
+
+// startTransport creates and starts the transport of a cluster node;
+// envelopes it receives go to deliver. It logs the security warnings of
+// API.md §3.3.
+func startTransport(nodeID string, opts ClusterOptions, deliver func(node.Envelope), logger *slog.Logger) (*peer.Transport, error) {
+	cfg := peer.DefaultConfig(nodeID, opts.ListenAddr)
+	cfg.Peers, cfg.TLS = opts.Peers, opts.TLS
+	cfg.BackoffSeed = uint64(time.Now().UnixNano())
+	if opts.Secret == "" {
+		cfg.InsecureNoAuth = true
+		logger.Warn("node RPC is unauthenticated: security is disabled and NARAD_CLUSTER_SECRET is not set")
+	} else {
+		cfg.Secret = []byte(opts.Secret)
+	}
+	if opts.TLS == nil {
+		logger.Warn("raft metadata transport is plaintext (set NARAD_CLUSTER_TLS_CERT_FILE, _KEY_FILE and _CA_FILE for mutual TLS)")
+	}
+	t, err := peer.New(cfg, deliver, logger)
+	if err != nil {
+		return nil, fmt.Errorf("cluster transport: %w", err)
+	}
+	if err := t.Start(); err != nil {
+		return nil, errors.Join(fmt.Errorf("cluster transport: %w", err), t.Close())
+	}
+	return t, nil
+}

@@ -1,0 +1,346 @@
+package host
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"go.etcd.io/raft/v3/raftpb"
+
+	"narad/config"
+	"narad/meta"
+	"narad/node"
+)
+
+// clusterConfig is a valid three-node configuration as node n2 sees it.
+func clusterConfig() config.Config {
+	cfg := config.Default()
+	cfg.Security.Enabled = false
+	cfg.Cluster.NodeID = "n2"
+	cfg.Cluster.Addr = ":7943"
+	cfg.Cluster.Peers = []string{"n1@10.0.0.1:7943", "n2@10.0.0.2:7943", "n3@10.0.0.3:7943"}
+	return cfg
+}
+
+func TestOptionsFromClusterPeers(t *testing.T) {
+	cfg := clusterConfig()
+	cfg.Security.ClusterSecret = "s3cret"
+	require.NoError(t, cfg.Validate())
+	opts, err := OptionsFrom(cfg)
+	require.NoError(t, err)
+
+	assert.Equal(t, "n2", opts.Node.NodeID)
+	assert.Equal(t, "10.0.0.2:7943", opts.Node.ClusterAddr, "peers must learn a reachable address, not the wildcard listen address")
+	assert.Equal(t, "10.0.0.2:7942", opts.Node.AdvertiseAddr, "a wildcard http.addr is advertised with the host of this node's peer entry")
+	assert.Equal(t, "n2", opts.Node.Meta.NodeID)
+	assert.False(t, opts.Node.Meta.Join, "no initial_members: every peer bootstraps")
+	require.Len(t, opts.Node.Meta.Peers, 3)
+	for i, id := range []string{"n1", "n2", "n3"} {
+		want := meta.Peer{ID: id, RaftID: meta.RaftIDOf(id), ClusterAddr: fmt.Sprintf("10.0.0.%d:7943", i+1)}
+		assert.Equal(t, want, opts.Node.Meta.Peers[i])
+	}
+	assert.Equal(t, ClusterOptions{Enabled: true, ListenAddr: ":7943", Secret: "s3cret",
+		Peers: map[string]string{"n1": "10.0.0.1:7943", "n3": "10.0.0.3:7943"}}, opts.Cluster)
+}
+
+func TestOptionsFromSingleNodeHasNoCluster(t *testing.T) {
+	cfg := config.Default()
+	cfg.Security.Enabled = false
+	cfg.Cluster.NodeID = "solo"
+	opts, err := OptionsFrom(cfg)
+	require.NoError(t, err)
+	assert.Zero(t, opts.Node.Meta, "a single node leaves the metastore configuration to node (sole voter)")
+	assert.Zero(t, opts.Cluster)
+	assert.Equal(t, ":7942", opts.Node.AdvertiseAddr)
+	assert.Equal(t, ":7943", opts.Node.ClusterAddr)
+}
+
+func TestJoinWhenNotAnInitialMember(t *testing.T) {
+	peers := []config.Peer{{ID: "n1", Addr: "a:1"}, {ID: "n2", Addr: "b:1"}, {ID: "n3", Addr: "c:1"}, {ID: "n4", Addr: "d:1"}}
+	initial := []string{"n1", "n2", "n3"}
+	assert.False(t, metaConfig("n2", peers, initial).Join, "an initial member bootstraps")
+	assert.True(t, metaConfig("n4", peers, initial).Join, "a node outside initial_members joins the running cluster")
+	assert.False(t, metaConfig("n4", peers, nil).Join, "without initial_members every peer bootstraps")
+	joining := metaConfig("n4", peers, initial)
+	assert.Len(t, joining.Peers, 4, "a joining node still knows every peer's raft id and address")
+	require.NoError(t, joining.Validate())
+}
+
+func TestOptionsFromJoiningNode(t *testing.T) {
+	cfg := clusterConfig()
+	cfg.Cluster.NodeID = "n3"
+	cfg.Cluster.InitialMembers = []string{"n1", "n2"}
+	require.NoError(t, cfg.Validate())
+	opts, err := OptionsFrom(cfg)
+	require.NoError(t, err)
+	assert.True(t, opts.Node.Meta.Join)
+}
+
+func TestAdvertiseAddr(t *testing.T) {
+	for _, c := range []struct{ httpAddr, clusterAddr, want string }{
+		{":7942", "10.0.0.2:7943", "10.0.0.2:7942"},
+		{"0.0.0.0:8000", "node-b.internal:7943", "node-b.internal:8000"},
+		{"[::]:7942", "[fd00::2]:7943", "[fd00::2]:7942"},
+		{"127.0.0.1:7952", "127.0.0.1:7953", "127.0.0.1:7952"},
+		{"192.168.1.5:7942", "10.0.0.2:7943", "192.168.1.5:7942"}, // an explicit host is kept
+	} {
+		assert.Equal(t, c.want, advertiseAddr(c.httpAddr, c.clusterAddr), "http %s, cluster %s", c.httpAddr, c.clusterAddr)
+	}
+}
+
+func TestOptionsFromRefusesSelfMissingFromPeers(t *testing.T) {
+	cfg := clusterConfig()
+	cfg.Cluster.NodeID = "n9" // Validate would refuse it too; OptionsFrom must not guess
+	_, err := OptionsFrom(cfg)
+	require.ErrorContains(t, err, `no entry for this node "n9"`)
+}
+
+func TestClusterTLSIsMutual(t *testing.T) {
+	cfg := clusterConfig()
+	cfg.Cluster.TLSCertFile, cfg.Cluster.TLSKeyFile, cfg.Cluster.TLSCAFile = writeTestPKI(t)
+	opts, err := OptionsFrom(cfg)
+	require.NoError(t, err)
+	require.NotNil(t, opts.Cluster.TLS)
+	assert.Equal(t, tls.RequireAndVerifyClientCert, opts.Cluster.TLS.ClientAuth)
+	assert.Len(t, opts.Cluster.TLS.Certificates, 1)
+	assert.NotNil(t, opts.Cluster.TLS.RootCAs)
+	assert.NotNil(t, opts.Cluster.TLS.ClientCAs)
+
+	require.NoError(t, os.WriteFile(cfg.Cluster.TLSCAFile, []byte("not pem"), 0o600))
+	_, err = OptionsFrom(cfg)
+	require.ErrorContains(t, err, "holds no PEM certificate")
+	cfg.Cluster.TLSKeyFile = filepath.Join(t.TempDir(), "missing.key")
+	_, err = OptionsFrom(cfg)
+	require.ErrorContains(t, err, "cluster TLS certificate")
+}
+
+// writeTestPKI writes a self-signed CA and a node certificate signed by it,
+// and returns the certificate, key and CA file paths.
+func writeTestPKI(t *testing.T) (certFile, keyFile, caFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	caTemplate := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
+	require.NoError(t, err)
+	nodeKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	nodeTemplate := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "n2"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: []string{"localhost"},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+	nodeDER, err := x509.CreateCertificate(rand.Reader, nodeTemplate, caTemplate, &nodeKey.PublicKey, caKey)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalECPrivateKey(nodeKey)
+	require.NoError(t, err)
+	certFile, keyFile, caFile = filepath.Join(dir, "node.crt"), filepath.Join(dir, "node.key"), filepath.Join(dir, "ca.crt")
+	writePEM(t, certFile, "CERTIFICATE", nodeDER)
+	writePEM(t, keyFile, "EC PRIVATE KEY", keyDER)
+	writePEM(t, caFile, "CERTIFICATE", caDER)
+	return certFile, keyFile, caFile
+}
+
+func writePEM(t *testing.T, path, kind string, der []byte) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600))
+}
+
+// startTestCluster starts size hosts in this process, on loopback ports,
+// as one cluster without authentication.
+func startTestCluster(t *testing.T, size int) []*Host {
+	t.Helper()
+	ids, clusterAddrs := make([]string, size), make([]string, size)
+	var peers []string
+	for i := range size {
+		ids[i], clusterAddrs[i] = fmt.Sprintf("n%d", i+1), freeLoopbackAddr(t)
+		peers = append(peers, ids[i]+"@"+clusterAddrs[i])
+	}
+	hosts := make([]*Host, size)
+	for i := range size {
+		cfg := config.Default()
+		cfg.Security.Enabled = false
+		cfg.HTTP.Addr, cfg.Cluster.Addr, cfg.Cluster.NodeID, cfg.Cluster.Peers = freeLoopbackAddr(t), clusterAddrs[i], ids[i], peers
+		cfg.Storage.DataDir = t.TempDir()
+		require.NoError(t, cfg.Validate())
+		opts, err := OptionsFrom(cfg)
+		require.NoError(t, err)
+		h, err := Start(opts, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = h.Shutdown() })
+		hosts[i] = h
+	}
+	return hosts
+}
+
+func freeLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer listener.Close()
+	return listener.Addr().String()
+}
+
+// eventually polls condition every 20 ms until it holds or within passes
+// (the test then fails with message). Real sockets and timers: the
+// cluster needs a few election timeouts to form.
+func eventually(t *testing.T, within time.Duration, message string, condition func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !condition() {
+		if time.Now().After(deadline) {
+			t.Fatal(message)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestThreeHostsFormOneCluster(t *testing.T) {
+	hosts := startTestCluster(t, 3)
+	eventually(t, 20*time.Second, "no single metadata leader in the metrics", func() bool {
+		return len(leadersByMetrics(t, hosts)) == 1
+	})
+	leader := leadersByMetrics(t, hosts)[0]
+	eventually(t, 20*time.Second, "the leader on "+leader.Addr()+" never became ready", func() bool {
+		status, _ := call(t, leader, get("/readyz"))
+		return status == http.StatusOK
+	})
+
+	// A topic created through the leader is known on every node: the
+	// metadata travelled through the transport, both ways.
+	status, body := call(t, leader, postJSON("/v1/topics", `{"name":"orders","partitions":3}`))
+	require.Equal(t, http.StatusCreated, status, body)
+	for _, h := range hosts {
+		require.NotEmpty(t, h.ClusterAddr())
+		eventually(t, 5*time.Second, "topic never reached "+h.Addr(), func() bool {
+			status, _ := call(t, h, get("/v1/topics/orders"))
+			return status == http.StatusOK
+		})
+	}
+	_, metrics := call(t, leader, get("/metrics"))
+	for _, h := range hosts {
+		if h != leader {
+			assert.Contains(t, metrics, `narad_peer_connected{peer="`+h.opts.Node.NodeID+`"} 1`)
+		}
+	}
+	assert.Regexp(t, `narad_peer_delivered_total [1-9]`, metrics)
+	assert.Contains(t, metrics, "narad_peer_step_errors_total 0")
+}
+
+// leadersByMetrics returns the hosts whose narad_meta_leader gauge is 1.
+func leadersByMetrics(t *testing.T, hosts []*Host) []*Host {
+	t.Helper()
+	var leaders []*Host
+	for _, h := range hosts {
+		_, metrics := call(t, h, get("/metrics"))
+		if strings.Contains(metrics, "\nnarad_meta_leader 1\n") {
+			leaders = append(leaders, h)
+		}
+	}
+	return leaders
+}
+
+func TestSingleHostReportsItselfLeader(t *testing.T) {
+	h := testHost(t)
+	eventually(t, 10*time.Second, "a single node must lead its own metastore", func() bool {
+		return len(leadersByMetrics(t, []*Host{h})) == 1
+	})
+	_, metrics := call(t, h, get("/metrics"))
+	assert.NotContains(t, metrics, "narad_peer_delivered_total", "a single node runs no transport")
+}
+
+// fakeTransport records what the loop asks of the transport.
+type fakeTransport struct {
+	sent    []node.Envelope
+	set     map[string]string
+	removed []string
+}
+
+func (f *fakeTransport) Send(env node.Envelope) { f.sent = append(f.sent, env) }
+func (f *fakeTransport) SetPeer(id, address string) error {
+	f.set[id] = address
+	return nil
+}
+func (f *fakeTransport) RemovePeer(id string) { f.removed = append(f.removed, id) }
+
+// onLoop runs f on h's loop goroutine and waits for it.
+func onLoop(h *Host, f func()) {
+	done := make(chan struct{})
+	h.loop.post(func(*node.Node) {
+		defer close(done)
+		f()
+	})
+	<-done
+}
+
+func TestRefreshPeersForgetsNodesTheNodeNoLongerKnows(t *testing.T) {
+	h := testHost(t)
+	fake := &fakeTransport{set: map[string]string{}}
+	onLoop(h, func() {
+		h.loop.transport = fake
+		defer func() { h.loop.transport = nil }()
+		h.loop.peerAddrs = map[string]string{"gone": "10.0.0.9:7943"}
+		h.loop.nextPeerRefresh = time.Time{}
+		h.loop.refreshPeers()
+		h.loop.peerAddrs["other"] = "10.0.0.8:7943"
+		h.loop.refreshPeers() // within peerRefreshInterval: nothing happens
+	})
+	assert.Equal(t, []string{"gone"}, fake.removed, "a single node knows no peers: the stale entry goes")
+	assert.Empty(t, fake.set)
+}
+
+func TestRefusedPeerMessageIsCountedNotFatal(t *testing.T) {
+	h := testHost(t)
+	onLoop(h, func() {
+		h.loop.step(node.Envelope{From: "stranger", To: h.opts.Node.NodeID, Message: 42})
+	})
+	_, metrics := call(t, h, get("/metrics"))
+	assert.Contains(t, metrics, "narad_peer_step_errors_total 1")
+	status, _ := call(t, h, get("/readyz"))
+	assert.Equal(t, http.StatusOK, status, "the node keeps serving")
+}
+
+func TestSendRecordsLeadership(t *testing.T) {
+	h := testHost(t)
+	fake := &fakeTransport{set: map[string]string{}}
+	var leaderBefore, leaderAfter bool
+	onLoop(h, func() {
+		h.loop.transport = fake
+		defer func() { h.loop.transport = nil }()
+		leaderBefore = h.loop.isLeader()
+		heartbeat := raftpb.Message{Type: raftpb.MsgHeartbeat.Enum()}
+		h.loop.send([]node.Envelope{{From: h.opts.Node.NodeID, To: "n2", Message: node.RaftMessage{Message: &heartbeat}}})
+		leaderAfter = h.loop.isLeader()
+	})
+	assert.False(t, leaderBefore, "a cluster node that sent no heartbeat does not lead")
+	assert.True(t, leaderAfter, "only a leader sends raft heartbeats")
+	require.Len(t, fake.sent, 1)
+	assert.Equal(t, "n2", fake.sent[0].To)
+}
+
+func TestLeaderEvidenceNeedsSeveralHeartbeatsPerWindow(t *testing.T) {
+	cfg := node.DefaultConfig()
+	cfg.Meta = meta.DefaultConfig(cfg.NodeID, []meta.Peer{{ID: cfg.NodeID, RaftID: 1, ClusterAddr: "a:1"}})
+	require.NoError(t, checkLeaderEvidence(cfg), "the defaults heartbeat every 100 ms")
+	cfg.MetaTickIntervalMs = 400
+	require.ErrorContains(t, checkLeaderEvidence(cfg), "leader evidence window")
+}

@@ -1,0 +1,98 @@
+package host
+
+import (
+	"fmt"
+
+	"go.etcd.io/raft/v3/raftpb"
+
+	"narad/node"
+)
+
+// fromPeer is the transport's deliver function: it hands env to the loop,
+// waiting while the peer inbox is full, and drops it once the loop has
+// stopped (so the transport's readers can end at shutdown). It runs on
+// the transport's reader goroutines.
+func (l *loop) fromPeer(env node.Envelope) {
+	select {
+	case l.peerInbox <- env:
+	case <-l.done:
+	}
+}
+
+// step hands a peer's envelope to the node. A refused envelope (unknown
+// type, stale or malformed message) is counted and logged at debug level:
+// peers are outside this process, and a bad message must not stop it.
+func (l *loop) step(env node.Envelope) {
+	if err := l.node.Step(env); err != nil {
+		l.metrics.peerStepErrors.Inc()
+		l.logger.Debug("peer message refused", "from", env.From, "type", fmt.Sprintf("%T", env.Message), "err", err)
+	}
+}
+
+// send hands a Ready's envelopes to the transport (which queues them and
+// never blocks). Called only after the Ready's Syncs succeeded.
+func (l *loop) send(envelopes []node.Envelope) {
+	if len(envelopes) == 0 {
+		return
+	}
+	if l.transport == nil {
+		l.metrics.peerUnsent.Add(float64(len(envelopes)))
+		l.logger.Warn("a single node produced peer messages; dropped", "count", len(envelopes), "to", envelopes[0].To)
+		return
+	}
+	for _, env := range envelopes {
+		l.noteLeadership(env)
+		l.transport.Send(env)
+	}
+}
+
+// noteLeadership records when this node sent a raft append or heartbeat:
+// only the leader of the metastore's group sends them.
+func (l *loop) noteLeadership(env node.Envelope) {
+	raftMessage, ok := env.Message.(node.RaftMessage)
+	if !ok || raftMessage.Message == nil {
+		return
+	}
+	switch raftMessage.Message.GetType() {
+	case raftpb.MsgApp, raftpb.MsgHeartbeat, raftpb.MsgSnap:
+		l.leaderSentAtMs.Store(l.clock().UnixMilli())
+	}
+}
+
+// isLeader reports whether this node leads the metastore's group: a
+// single node does once it serves; a cluster node did if it sent a leader
+// message within leaderEvidenceWindow. Safe from any goroutine.
+func (l *loop) isLeader() bool {
+	if l.transport == nil {
+		return l.servingError() == nil
+	}
+	return l.clock().UnixMilli()-l.leaderSentAtMs.Load() < leaderEvidenceWindow.Milliseconds()
+}
+
+// refreshPeers hands the node's address book to the transport, at most
+// once per peerRefreshInterval: new and moved peers are set, peers the
+// node no longer knows are removed.
+func (l *loop) refreshPeers() {
+	now := l.clock()
+	if l.transport == nil || now.Before(l.nextPeerRefresh) {
+		return
+	}
+	l.nextPeerRefresh = now.Add(peerRefreshInterval)
+	current := l.node.ClusterAddrs()
+	for id, address := range current { //determinism:ok host is not the core; each entry is handled on its own
+		if l.peerAddrs[id] == address {
+			continue
+		}
+		if err := l.transport.SetPeer(id, address); err != nil {
+			l.logger.Warn("cannot reach a cluster member at its address", "peer", id, "address", address, "err", err)
+			continue
+		}
+		l.peerAddrs[id] = address
+	}
+	for id := range l.peerAddrs { //determinism:ok host is not the core; each entry is handled on its own
+		if _, known := current[id]; !known {
+			l.transport.RemovePeer(id)
+			delete(l.peerAddrs, id)
+		}
+	}
+}
