@@ -27,14 +27,9 @@ const (
 	// book (node.ClusterAddrs) to the transport, so that nodes that joined
 	// become reachable and removed ones are forgotten.
 	peerRefreshInterval = time.Second
-	// leaderEvidenceWindow is how long after this node last sent a raft
-	// append or heartbeat it still counts as the metadata leader (a leader
-	// heartbeats every raft tick, 100 ms by default).
-	leaderEvidenceWindow = time.Second
-	// leaderHeartbeatsPerWindowMin is how many leader heartbeats at least
-	// fit in leaderEvidenceWindow, so that one late heartbeat does not make
-	// the leader gauge flap.
-	leaderHeartbeatsPerWindowMin = 3
+	// peerCheckInterval is how often the loop reads the transport's dial
+	// failures to tell the node which peers are unreachable.
+	peerCheckInterval = 50 * time.Millisecond
 )
 
 // ClusterOptions configures the node-to-node transport. The zero value
@@ -63,6 +58,19 @@ type transport interface {
 	Send(env node.Envelope)
 	SetPeer(id, address string) error
 	RemovePeer(id string)
+	// DialFailures counts, per peer, the failed connection attempts so far.
+	DialFailures() map[string]uint64
+}
+
+// peerTransport adapts *peer.Transport to transport.
+type peerTransport struct{ *peer.Transport }
+
+func (t peerTransport) DialFailures() map[string]uint64 {
+	failures := map[string]uint64{}
+	for id, stats := range t.Stats().Peers { //determinism:ok host is not the core; a map copy
+		failures[id] = stats.DialFailures + stats.AuthFailures
+	}
+	return failures
 }
 
 // clusterSetup is the cluster part of a server configuration, mapped.
@@ -176,17 +184,6 @@ func loadClusterTLS(c config.Cluster) (*tls.Config, error) {
 		ClientAuth: tls.RequireAndVerifyClientCert,
 		MinVersion: tls.VersionTLS13,
 	}, nil
-}
-
-// checkLeaderEvidence refuses a raft heartbeat period too long for
-// leaderEvidenceWindow: the leader gauge would flap between heartbeats.
-func checkLeaderEvidence(nodeConfig node.Config) error {
-	heartbeatMs := nodeConfig.MetaTickIntervalMs * int64(max(nodeConfig.Meta.HeartbeatTicks, 1))
-	if heartbeatMs*leaderHeartbeatsPerWindowMin > leaderEvidenceWindow.Milliseconds() {
-		return fmt.Errorf("raft heartbeat every %d ms: at least %d must fit in the leader evidence window (%s)",
-			heartbeatMs, leaderHeartbeatsPerWindowMin, leaderEvidenceWindow)
-	}
-	return nil
 }
 
 // startTransport creates and starts the transport of a cluster node;

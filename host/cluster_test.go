@@ -23,8 +23,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"go.etcd.io/raft/v3/raftpb"
-
 	"narad/config"
 	"narad/meta"
 	"narad/node"
@@ -270,9 +268,10 @@ func TestSingleHostReportsItselfLeader(t *testing.T) {
 
 // fakeTransport records what the loop asks of the transport.
 type fakeTransport struct {
-	sent    []node.Envelope
-	set     map[string]string
-	removed []string
+	sent     []node.Envelope
+	set      map[string]string
+	removed  []string
+	failures map[string]uint64
 }
 
 func (f *fakeTransport) Send(env node.Envelope) { f.sent = append(f.sent, env) }
@@ -280,7 +279,8 @@ func (f *fakeTransport) SetPeer(id, address string) error {
 	f.set[id] = address
 	return nil
 }
-func (f *fakeTransport) RemovePeer(id string) { f.removed = append(f.removed, id) }
+func (f *fakeTransport) RemovePeer(id string)            { f.removed = append(f.removed, id) }
+func (f *fakeTransport) DialFailures() map[string]uint64 { return f.failures }
 
 // onLoop runs f on h's loop goroutine and waits for it.
 func onLoop(h *Host, f func()) {
@@ -319,28 +319,20 @@ func TestRefusedPeerMessageIsCountedNotFatal(t *testing.T) {
 	assert.Equal(t, http.StatusOK, status, "the node keeps serving")
 }
 
-func TestSendRecordsLeadership(t *testing.T) {
+func TestUnreachablePeerIsReportedToTheNode(t *testing.T) {
 	h := testHost(t)
-	fake := &fakeTransport{set: map[string]string{}}
-	var leaderBefore, leaderAfter bool
+	fake := &fakeTransport{set: map[string]string{}, failures: map[string]uint64{"n2": 0}}
+	var first, second map[string]uint64
 	onLoop(h, func() {
 		h.loop.transport = fake
 		defer func() { h.loop.transport = nil }()
-		leaderBefore = h.loop.isLeader()
-		heartbeat := raftpb.Message{Type: raftpb.MsgHeartbeat.Enum()}
-		h.loop.send([]node.Envelope{{From: h.opts.Node.NodeID, To: "n2", Message: node.RaftMessage{Message: &heartbeat}}})
-		leaderAfter = h.loop.isLeader()
+		h.loop.checkUnreachable()
+		first = h.loop.dialFailures
+		fake.failures = map[string]uint64{"n2": 3}
+		h.loop.nextPeerCheck = time.Time{}
+		h.loop.checkUnreachable()
+		second = h.loop.dialFailures
 	})
-	assert.False(t, leaderBefore, "a cluster node that sent no heartbeat does not lead")
-	assert.True(t, leaderAfter, "only a leader sends raft heartbeats")
-	require.Len(t, fake.sent, 1)
-	assert.Equal(t, "n2", fake.sent[0].To)
-}
-
-func TestLeaderEvidenceNeedsSeveralHeartbeatsPerWindow(t *testing.T) {
-	cfg := node.DefaultConfig()
-	cfg.Meta = meta.DefaultConfig(cfg.NodeID, []meta.Peer{{ID: cfg.NodeID, RaftID: 1, ClusterAddr: "a:1"}})
-	require.NoError(t, checkLeaderEvidence(cfg), "the defaults heartbeat every 100 ms")
-	cfg.MetaTickIntervalMs = 400
-	require.ErrorContains(t, checkLeaderEvidence(cfg), "leader evidence window")
+	assert.Equal(t, uint64(0), first["n2"])
+	assert.Equal(t, uint64(3), second["n2"], "the loop keeps the counts it reported")
 }

@@ -138,14 +138,11 @@ func (h *Host) startCluster(reg *prometheus.Registry) error {
 	if !h.opts.Cluster.Enabled {
 		return nil
 	}
-	if err := checkLeaderEvidence(h.opts.Node); err != nil {
-		return err
-	}
 	t, err := startTransport(h.opts.Node.NodeID, h.opts.Cluster, h.loop.fromPeer, h.logger)
 	if err != nil {
 		return err
 	}
-	h.transport, h.loop.transport = t, t
+	h.transport, h.loop.transport = t, peerTransport{t}
 	reg.MustRegister(newPeerCollector(t.Stats))
 	return nil
 }

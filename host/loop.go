@@ -63,10 +63,13 @@ type loop struct {
 	// the node's. Loop goroutine only.
 	peerAddrs       map[string]string
 	nextPeerRefresh time.Time
-	// leaderSentAtMs is the wall time (Unix ms) this node last sent a raft
-	// append or heartbeat, which only a leader sends; written by the loop,
-	// read by metrics scrapes.
-	leaderSentAtMs atomic.Int64
+	// leader holds the node's last IsMetaLeader answer, published by the
+	// loop after each flush for the metrics.
+	leader atomic.Bool
+	// dialFailures are the transport's counts last seen; nextPeerCheck is
+	// when to look again. Loop goroutine only.
+	dialFailures  map[string]uint64
+	nextPeerCheck time.Time
 
 	// pending maps a request id to where its reply goes.
 	pending map[node.RequestID]chan node.Reply
@@ -124,6 +127,7 @@ func (l *loop) run(ctx context.Context) error {
 			return err
 		}
 		l.refreshPeers()
+		l.checkUnreachable()
 		timer.Reset(l.sleepDuration())
 	}
 }
@@ -285,6 +289,7 @@ type servingState struct{ err error }
 
 func (l *loop) publishServing() {
 	l.serving.Store(&servingState{err: l.node.Serving()})
+	l.leader.Store(l.node.IsMetaLeader())
 }
 
 // servingError is the last readiness answer the loop published.

@@ -3,8 +3,6 @@ package host
 import (
 	"fmt"
 
-	"go.etcd.io/raft/v3/raftpb"
-
 	"narad/node"
 )
 
@@ -41,32 +39,31 @@ func (l *loop) send(envelopes []node.Envelope) {
 		return
 	}
 	for _, env := range envelopes {
-		l.noteLeadership(env)
 		l.transport.Send(env)
 	}
 }
 
-// noteLeadership records when this node sent a raft append or heartbeat:
-// only the leader of the metastore's group sends them.
-func (l *loop) noteLeadership(env node.Envelope) {
-	raftMessage, ok := env.Message.(node.RaftMessage)
-	if !ok || raftMessage.Message == nil {
+// isLeader reports whether this node led the metastore's group at the
+// last flush. Safe from any goroutine.
+func (l *loop) isLeader() bool { return l.leader.Load() }
+
+// checkUnreachable tells the node about peers whose connection attempts
+// failed since the last look (at most every peerCheckInterval): their
+// forwards fail at once and produce avoids them, instead of waiting out
+// the forward timeout.
+func (l *loop) checkUnreachable() {
+	now := l.clock()
+	if l.transport == nil || now.Before(l.nextPeerCheck) {
 		return
 	}
-	switch raftMessage.Message.GetType() {
-	case raftpb.MsgApp, raftpb.MsgHeartbeat, raftpb.MsgSnap:
-		l.leaderSentAtMs.Store(l.clock().UnixMilli())
+	l.nextPeerCheck = now.Add(peerCheckInterval)
+	failures := l.transport.DialFailures()
+	for id, count := range failures { //determinism:ok host is not the core; each peer on its own
+		if count > l.dialFailures[id] {
+			l.node.PeerUnreachable(id)
+		}
 	}
-}
-
-// isLeader reports whether this node leads the metastore's group: a
-// single node does once it serves; a cluster node did if it sent a leader
-// message within leaderEvidenceWindow. Safe from any goroutine.
-func (l *loop) isLeader() bool {
-	if l.transport == nil {
-		return l.servingError() == nil
-	}
-	return l.clock().UnixMilli()-l.leaderSentAtMs.Load() < leaderEvidenceWindow.Milliseconds()
+	l.dialFailures = failures
 }
 
 // refreshPeers hands the node's address book to the transport, at most

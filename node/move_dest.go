@@ -441,3 +441,16 @@ func (n *Node) addMoveJobs(rd *Ready) {
 	}
 	n.moveJobs = nil
 }
+
+// MoveSessions describes the moves into this node that run here, sorted
+// by topic and partition (the simulator aims its faults at their phases).
+func (n *Node) MoveSessions() []Move {
+	var out []Move
+	for _, key := range n.sessionKeys() {
+		entry := Move{Topic: key.topic, Partition: key.index, From: n.moves[key].source, To: n.cfg.NodeID,
+			StartedAtMs: n.moves[key].startedAtMs}
+		n.fillProgress(&entry)
+		out = append(out, entry)
+	}
+	return out
+}

@@ -144,3 +144,22 @@ func (n *Node) expireFreezes() {
 		n.propose(0, proposalMove, p.key.topic, meta.AbortMove{Topic: p.key.topic, Partition: p.key.index, ExpectedTarget: p.frozenFor})
 	}
 }
+
+// FrozenPartition is a partition this node keeps frozen for a move.
+type FrozenPartition struct {
+	Topic     string
+	Partition int
+	Target    string
+}
+
+// FrozenPartitions lists the partitions frozen here, sorted (the
+// simulator checks that none of them accepts a write).
+func (n *Node) FrozenPartitions() []FrozenPartition {
+	var out []FrozenPartition
+	for _, p := range n.sortedPartitions() {
+		if p.frozenFor != "" {
+			out = append(out, FrozenPartition{Topic: p.key.topic, Partition: p.key.index, Target: p.frozenFor})
+		}
+	}
+	return out
+}

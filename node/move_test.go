@@ -2,7 +2,6 @@ package node
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -109,7 +108,62 @@ func TestAFrozenPartitionReroutesProduce(t *testing.T) {
 	require.Equal(t, CodeUnavailable, CodeOf(c.do(source, producePinned("t", 0, "pinned")).Err))
 
 	c.tickUntil(1_000, 40, func() bool { return frozen.frozenFor == "" })
-	require.Empty(t, c.nodes[leader].meta.State().Moves(), "the freeze TTL aborted the move")
+	a, _ := c.nodes[leader].meta.State().Assignment("t", 0)
+	require.Equal(t, meta.Assignment{Owner: source}, a, "the freeze TTL aborted the move")
 	require.NoError(t, c.do(source, producePinned("t", 0, "resumed")).Err, "writes resume once the abort applied")
-	require.False(t, slices.Contains(c.owners(leader, "t"), target) && c.owners(leader, "t")[0] == target)
+}
+
+// holding counts the partitions a node owns, as node at sees it.
+func (c *clusterHarness) holding(at, topicName, id string) int {
+	return countOf(c.owners(at, topicName), id)
+}
+
+// TestAJoinedNodeReceivesItsShare: the planner on the leader moves
+// partitions to a node that joins, until every node holds its share.
+func TestAJoinedNodeReceivesItsShare(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.elect()
+	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 8}).Err)
+	for i := range 8 {
+		require.NoError(t, c.do(leader, producePinned("t", i, fmt.Sprintf("r%d", i))).Err)
+	}
+	c.join("n4")
+	c.tickUntil(100, 300, func() bool {
+		return c.holding(leader, "t", "n4") == 2 && len(c.nodes[leader].meta.State().Moves()) == 0
+	})
+	for _, id := range c.ids {
+		require.Equal(t, 2, c.holding(leader, "t", id), "eight partitions over four nodes")
+	}
+	for i := range 8 {
+		replayed := c.do("n4", Replay{Topic: "t", Partition: i, Offset: 0})
+		require.NoError(t, replayed.Err)
+		require.Equal(t, fmt.Sprintf("r%d", i), string(replayed.Result.(ReplayResult).Message.Payload), "every record moved with its partition")
+	}
+}
+
+// TestDecommissionDrainsANodeAndRetiresItsVote: a draining node sheds
+// every partition to the others and leaves the voter set (four voters
+// become three), while the topic keeps every record.
+func TestDecommissionDrainsANodeAndRetiresItsVote(t *testing.T) {
+	c := newClusterHarness(t, 4)
+	leader := c.elect()
+	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 8}).Err)
+	for i := range 8 {
+		require.NoError(t, c.do(leader, producePinned("t", i, fmt.Sprintf("r%d", i))).Err)
+	}
+	leaving := c.otherThan(leader)
+	require.NoError(t, c.do(c.otherThan(leader, leaving), Decommission{ID: leaving}).Err)
+	c.tickUntil(100, 300, func() bool {
+		_, voter := c.nodes[leader].meta.State().PeerByNodeID(leaving)
+		return !voter
+	})
+	require.Zero(t, c.holding(leader, "t", leaving))
+	require.Len(t, c.nodes[leader].meta.State().Peers(), 3)
+	member, _ := c.nodes[leader].meta.State().Member(leaving)
+	require.True(t, member.Draining, "the drain flag stays: the node receives nothing again")
+	for i := range 8 {
+		replayed := c.do(leader, Replay{Topic: "t", Partition: i, Offset: 0})
+		require.Equal(t, fmt.Sprintf("r%d", i), string(replayed.Result.(ReplayResult).Message.Payload))
+	}
+	require.Equal(t, CodeNotFound, CodeOf(c.do(leader, Decommission{ID: "nobody"}).Err))
 }

@@ -61,6 +61,9 @@ type Node struct {
 	// moveObserver receives the move metrics (a no-op unless the
 	// observer implements MoveObserver).
 	moveObserver MoveObserver
+	// appendObserver hears of every append (a no-op unless the observer
+	// implements AppendObserver).
+	appendObserver AppendObserver
 
 	// The Ready being gathered. replies hold answers in arrival order;
 	// dirty holds the partitions with unsynced records or offsets;
@@ -84,6 +87,7 @@ type Node struct {
 	nextRetentionMs     int64
 	nextMetaTickMs      int64
 	nextHeartbeatMs     int64
+	nextPlanMs          int64
 }
 
 // New recovers a node at time nowMs: partition logs from fs (lazily, on
@@ -120,6 +124,7 @@ func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observe
 		dirty: map[partitionKey]*partition{}, dependents: map[partitionKey][]int{},
 		routing: newRouting(), cluster: newClusterState(), sweeper: newSweeper(nowMs, cfg.Moves.SweepIntervalMs),
 		moves: map[partitionKey]*moveSession{}, moveObserver: moveObserverOf(observer),
+		appendObserver:      appendObserverOf(observer),
 		nextCommitPersistMs: nowMs + cfg.CommitPersistIntervalMs,
 		nextRetentionMs:     nowMs + cfg.RetentionCheckIntervalMs,
 		nextMetaTickMs:      nowMs + cfg.MetaTickIntervalMs,
@@ -170,6 +175,7 @@ func (n *Node) Tick(nowMs int64) {
 	n.maintainMembership()
 	n.expireFreezes()
 	n.driveMoves()
+	n.planMoves()
 	n.sweepStaleCopies()
 	if nowMs >= n.nextCommitPersistMs {
 		n.nextCommitPersistMs = nowMs + n.cfg.CommitPersistIntervalMs
@@ -240,7 +246,7 @@ func (n *Node) handle(id RequestID, req Request) {
 	case ListMembers:
 		n.reply(id, n.listMembers(), nil)
 	case ListMoves:
-		n.reply(id, MovesResult{Moves: []Move{}}, nil)
+		n.listMovesRouted(id)
 	default:
 		n.handleMoveRequest(id, req)
 	}
@@ -249,7 +255,11 @@ func (n *Node) handle(id RequestID, req Request) {
 // handleMoveRequest serves the requests of the move protocol, which only
 // other nodes send, and decommission.
 func (n *Node) handleMoveRequest(id RequestID, req Request) {
-	if _, internal := req.(Decommission); !internal && !localOnly(id) {
+	if r, ok := req.(Decommission); ok {
+		n.decommission(id, r)
+		return
+	}
+	if !localOnly(id) {
 		n.reply(id, nil, Invalid("%T is a request between nodes", req))
 		return
 	}

@@ -55,3 +55,21 @@ func moveObserverOf(observer Observer) MoveObserver {
 	}
 	return nopMoveObserver{}
 }
+
+// AppendObserver hears of every record appended here, before it is
+// durable: the simulator's single-owner checker uses it. An Observer that
+// also implements it gets the calls.
+type AppendObserver interface {
+	Appended(topic string, partition int, offset uint64)
+}
+
+type nopAppendObserver struct{}
+
+func (nopAppendObserver) Appended(string, int, uint64) {}
+
+func appendObserverOf(observer Observer) AppendObserver {
+	if a, ok := observer.(AppendObserver); ok {
+		return a
+	}
+	return nopAppendObserver{}
+}

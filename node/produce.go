@@ -172,5 +172,6 @@ func (n *Node) append(t *topic, p *partition, rec ProduceRecord) (uint64, error)
 		return 0, Unavailable("produce failed: %v", err)
 	}
 	n.observer.Produced(t.info.Name, p.key.index, 1, int64(len(rec.Payload)))
+	n.appendObserver.Appended(t.info.Name, p.key.index, offset)
 	return offset, nil
 }

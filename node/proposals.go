@@ -21,6 +21,9 @@ const (
 	// proposalMove is the node's own move work (targets, aborts, flips);
 	// its outcome arrives through the applied state.
 	proposalMove
+	// proposalPlan is the leader's planner work (targets and aborts).
+	proposalPlan
+	proposalDecommission
 )
 
 // pendingProposal is a metastore proposal of this node waiting for its
@@ -82,10 +85,13 @@ func (n *Node) handleOutcomes(outcomes []meta.Outcome) {
 }
 
 func (n *Node) proposalResult(pending *pendingProposal, applyErr error) (any, error) {
+	if applyErr != nil && pending.kind == proposalDecommission && errors.Is(applyErr, meta.ErrMemberNotFound) {
+		return nil, NotFound("member %q not found", pending.topic)
+	}
 	if applyErr != nil {
 		return nil, applyError(pending.topic, applyErr)
 	}
-	if pending.kind == proposalDeleteTopic {
+	if pending.kind == proposalDeleteTopic || pending.kind == proposalDecommission {
 		return nil, nil
 	}
 	t, ok := n.lookupTopic(pending.topic)

@@ -1,0 +1,125 @@
+package move
+
+import "narad/chaos"
+
+// planChanges picks the moves to start, at most as many as there are free
+// slots, by the order in the package doc. Without a receiver nothing can
+// move: a shedder keeps its partitions until one appears.
+func (p *planner) planChanges() []Change {
+	slots := p.input.MaxInFlightMoves - p.inFlight
+	if len(p.receivers()) == 0 {
+		return nil
+	}
+	p.setQuotas()
+	var changes []Change
+	for len(changes) < slots {
+		source := p.pickSource()
+		if source == nil {
+			return changes
+		}
+		destination := p.pickDestination()
+		if destination == nil {
+			panicBroken("source %q has %d partitions to give but no receiver has a deficit",
+				source.id, source.leaving)
+		}
+		changes = append(changes, p.takeMove(source, destination))
+	}
+	if p.pickSource() != nil {
+		chaos.Reached("move-plan-bound-reached")
+	}
+	return changes
+}
+
+// setQuotas sets how many partitions each node may give (leaving) or take
+// (deficit).
+func (p *planner) setQuotas() {
+	for _, n := range p.nodes {
+		switch n.role {
+		case roleShedder:
+			n.leaving = len(n.movable)
+		case roleReceiver:
+			n.leaving = min(len(n.movable), max(0, n.load-n.share))
+			n.deficit = max(0, n.share-n.load)
+		}
+	}
+}
+
+// pickSource returns the node the next partition leaves: shedders first,
+// then the most partitions still to leave, then the smaller id; nil when
+// none has any.
+func (p *planner) pickSource() *node {
+	var best *node
+	for _, n := range p.nodes {
+		if n.leaving > 0 && (best == nil || ranksAboveAsSource(n, best)) {
+			best = n
+		}
+	}
+	return best
+}
+
+// ranksAboveAsSource reports whether n should give before best, which
+// precedes n in id order.
+func ranksAboveAsSource(n, best *node) bool {
+	if (n.role == roleShedder) != (best.role == roleShedder) {
+		return n.role == roleShedder
+	}
+	return n.leaving > best.leaving
+}
+
+// pickDestination returns the receiver with the largest deficit, ties by
+// smaller id; nil when no receiver has a deficit.
+func (p *planner) pickDestination() *node {
+	var best *node
+	for _, n := range p.nodes {
+		if n.deficit > 0 && (best == nil || n.deficit > best.deficit) {
+			best = n
+		}
+	}
+	return best
+}
+
+// takeMove moves one partition from source to destination in the
+// planner's counts and returns the change.
+func (p *planner) takeMove(source, destination *node) Change {
+	if source == destination {
+		panicBroken("node %q is both source and destination (load %d, share %d)",
+			source.id, source.load, source.share)
+	}
+	partition := p.input.Partitions[source.takePartition(p.input.Partitions)]
+	if partition.Owner != source.id || partition.Target != "" {
+		panicBroken("planned %s/%d from %q but it is %q -> %q", partition.Topic, partition.Index,
+			source.id, partition.Owner, partition.Target)
+	}
+	source.leaving--
+	source.load--
+	destination.deficit--
+	destination.load++
+	if destination.load > destination.share || (source.role == roleReceiver && source.load < source.share) {
+		panicBroken("move %q -> %q overshoots: loads %d, %d against shares %d, %d", source.id,
+			destination.id, source.load, destination.load, source.share, destination.share)
+	}
+	return Change{Topic: partition.Topic, Index: partition.Index, From: source.id, To: destination.id}
+}
+
+// takePartition removes and returns the movable partition that leaves
+// next: of the topic with the most movable partitions here (ties by the
+// smaller topic name, which comes first), the highest index.
+func (n *node) takePartition(partitions []Partition) int {
+	if len(n.movable) == 0 {
+		panicBroken("node %q gives a partition but has none movable", n.id)
+	}
+	bestEnd, bestLength := 0, 0
+	for start := 0; start < len(n.movable); {
+		end := start + 1
+		for end < len(n.movable) && partitions[n.movable[end]].Topic == partitions[n.movable[start]].Topic {
+			end++
+		}
+		if end-start > bestLength {
+			bestEnd, bestLength = end, end-start
+		}
+		start = end
+	}
+	taken := n.movable[bestEnd-1]
+	n.movable = append(n.movable[:bestEnd-1], n.movable[bestEnd:]...)
+	return taken
+}

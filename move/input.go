@@ -1,0 +1,104 @@
+package move
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"narad/meta"
+)
+
+// StateReader is the part of meta.State the planner reads; *meta.State
+// implements it.
+type StateReader interface {
+	// Topics returns every topic, sorted by name.
+	Topics() []meta.TopicRecord
+	// Members returns every member, sorted by id.
+	Members() []meta.Member
+}
+
+var _ StateReader = (*meta.State)(nil)
+
+// InputFromState builds the planner's input from the metastore's state:
+// one Partition per assignment and one Member per member.
+func InputFromState(state StateReader, maxInFlightMoves int) Input {
+	var partitions []Partition
+	for _, topic := range state.Topics() {
+		for index, assignment := range topic.Assignments {
+			partitions = append(partitions, Partition{Topic: topic.Name, Index: index,
+				Owner: assignment.Owner, Target: assignment.Target})
+		}
+	}
+	metaMembers := state.Members()
+	members := make([]Member, 0, len(metaMembers))
+	for _, member := range metaMembers {
+		members = append(members, Member{ID: member.ID, Alive: member.Alive, Draining: member.Draining})
+	}
+	return Input{Partitions: partitions, Members: members, MaxInFlightMoves: maxInFlightMoves}
+}
+
+// Validate reports the first broken invariant of the input (in sorted
+// order, so the answer does not depend on the input's order), or nil.
+func (in Input) Validate() error { return in.sorted().validate() }
+
+// sorted returns the input with partitions sorted by (topic, index) and
+// members by id. A slice that is out of order is sorted in a copy; one in
+// order (InputFromState's output is) is shared, which is safe because
+// nothing in this package writes to an input's slices.
+func (in Input) sorted() Input {
+	sorted := in
+	if !slices.IsSortedFunc(in.Partitions, comparePartitions) {
+		sorted.Partitions = slices.Clone(in.Partitions)
+		slices.SortFunc(sorted.Partitions, comparePartitions)
+	}
+	if !slices.IsSortedFunc(in.Members, compareMembers) {
+		sorted.Members = slices.Clone(in.Members)
+		slices.SortFunc(sorted.Members, compareMembers)
+	}
+	return sorted
+}
+
+// compareMembers orders members by id.
+func compareMembers(a, b Member) int { return cmp.Compare(a.ID, b.ID) }
+
+// comparePartitions orders partitions by (topic, index).
+func comparePartitions(a, b Partition) int {
+	return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Index, b.Index))
+}
+
+// validate checks a sorted input.
+func (in Input) validate() error {
+	if in.MaxInFlightMoves < 1 || in.MaxInFlightMoves > MaxInFlightMovesLimit {
+		return fmt.Errorf("%w: %d, want 1..%d", ErrMaxInFlightMovesInvalid, in.MaxInFlightMoves, MaxInFlightMovesLimit)
+	}
+	if err := validatePartitions(in.Partitions); err != nil {
+		return err
+	}
+	return validateMembers(in.Members)
+}
+
+// validatePartitions checks partitions sorted by (topic, index).
+func validatePartitions(partitions []Partition) error {
+	for i, partition := range partitions {
+		if partition.Topic == "" || partition.Index < 0 || partition.Owner == "" || partition.Target == partition.Owner {
+			return fmt.Errorf("%w: %+v", ErrPartitionInvalid, partition)
+		}
+		if i > 0 && comparePartitions(partitions[i-1], partition) == 0 {
+			return fmt.Errorf("%w: %s/%d", ErrPartitionDuplicate, partition.Topic, partition.Index)
+		}
+	}
+	return nil
+}
+
+// validateMembers checks members sorted by id.
+func validateMembers(members []Member) error {
+	for i, member := range members {
+		if member.ID == "" {
+			return fmt.Errorf("%w: empty id", ErrMemberInvalid)
+		}
+		if i > 0 && members[i-1].ID == member.ID {
+			return fmt.Errorf("%w: %q", ErrMemberDuplicate, member.ID)
+		}
+	}
+	return nil
+}

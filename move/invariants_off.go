@@ -1,0 +1,7 @@
+//go:build !invariants
+
+package move
+
+// invariantChecksEnabled makes Plan check its result with checkResult;
+// build with -tags invariants to turn it on.
+const invariantChecksEnabled = false

@@ -1,0 +1,94 @@
+package move
+
+// MaxInFlightMovesDefault is the bound on moves in flight that DESIGN.md §6
+// names: enough to drain a node at a useful pace, few enough that copies do
+// not crowd out produce and consume traffic.
+const MaxInFlightMovesDefault = 8
+
+// MaxInFlightMovesLimit is the largest MaxInFlightMoves that Validate
+// accepts. Every move copies a whole partition while it serves traffic, so
+// a bound above this is a configuration mistake, not a wish.
+const MaxInFlightMovesLimit = 1024
+
+// Input is one snapshot of the placement, read on the raft leader after a
+// barrier. Plan does not modify it and does not care about its order.
+type Input struct {
+	// Partitions lists every partition of every topic. Invariant (checked
+	// by Validate): no (Topic, Index) appears twice.
+	Partitions []Partition
+	// Members lists every member. Invariant (checked by Validate): no ID
+	// appears twice. A partition may name an id that is not listed; the
+	// planner treats it as down.
+	Members []Member
+	// MaxInFlightMoves bounds the partitions that have a Target, counting
+	// the ones Plan starts. Invariant: 1 <= MaxInFlightMoves <=
+	// MaxInFlightMovesLimit.
+	MaxInFlightMoves int
+}
+
+// Partition is the placement of one partition, as meta.Assignment holds it.
+type Partition struct {
+	// Topic and Index name the partition. Invariant: Topic is not empty
+	// and Index >= 0.
+	Topic string
+	Index int
+	// Owner serves the partition now. Invariant: not empty.
+	Owner string
+	// Target is where the partition is moving; empty when it is stable.
+	// Invariant: never equal to Owner.
+	Target string
+}
+
+// Member is a node as the planner sees it.
+type Member struct {
+	// ID is the node id. Invariant: not empty.
+	ID string
+	// Alive is false once the leader marked the member dead.
+	Alive bool
+	// Draining is set while the member is being decommissioned.
+	Draining bool
+}
+
+// Change starts a move: set the Target of Topic/Index, owned by From, to
+// To. The node proposes meta.SetTarget with ExpectedOwner From, so a plan
+// computed on a stale snapshot fails the guard instead of acting.
+type Change struct {
+	Topic string
+	Index int
+	// From is the partition's owner. Invariant: alive, and not To.
+	From string
+	// To is the new target. Invariant: a receiver (alive, not draining).
+	To string
+}
+
+// Abort cancels a move in flight: clear the Target of Topic/Index if it is
+// still Target (meta.AbortMove with ExpectedTarget Target).
+type Abort struct {
+	Topic  string
+	Index  int
+	Owner  string
+	Target string
+	// Reason says why the move has no point any more.
+	Reason AbortReason
+}
+
+// AbortReason says why a move in flight should be aborted.
+type AbortReason string
+
+const (
+	// AbortTargetDown: the target is not alive, or no longer a member.
+	AbortTargetDown AbortReason = "target-down"
+	// AbortTargetDraining: the target is draining while the owner is alive.
+	AbortTargetDraining AbortReason = "target-draining"
+)
+
+// Result is what Plan decided. Both lists are sorted by (Topic, Index) and
+// no partition appears in both.
+type Result struct {
+	// Changes are the moves to start. Invariant: the partitions with a
+	// Target plus len(Changes) never exceed MaxInFlightMoves, unless the
+	// input already did, in which case Changes is empty.
+	Changes []Change
+	// Aborts are the moves in flight to cancel.
+	Aborts []Abort
+}

@@ -1,0 +1,191 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+
+	"narad/chaos"
+	"narad/meta"
+	"narad/move"
+)
+
+// The leader's share of moves: it runs the planner (package move) past
+// its barrier, proposes the targets and aborts the plan asks for, and
+// retires drained members from the voter set. The node loop is the
+// planner's mutex: one plan at a time, and none while the previous plan's
+// proposals are still in flight (they would count twice).
+
+// planMoves runs one planning round when due.
+func (n *Node) planMoves() {
+	if n.nowMs < n.nextPlanMs {
+		return
+	}
+	n.nextPlanMs = n.nowMs + n.cfg.Moves.PlanIntervalMs
+	if !n.meta.IsLeader() || !n.meta.Barrier() || n.proposalPending(proposalPlan) {
+		return
+	}
+	result, err := move.Plan(move.InputFromState(n.meta.State(), n.cfg.Moves.MaxInFlight))
+	if err != nil {
+		n.observer.Event("plan-failed", err.Error())
+		return
+	}
+	for _, abort := range result.Aborts {
+		chaos.Reached("node-plan-abort")
+		n.observer.Event("move-abort-planned", fmt.Sprintf("%s/%d to %s: %s", abort.Topic, abort.Index, abort.Target, abort.Reason))
+		n.propose(0, proposalPlan, abort.Topic, meta.AbortMove{Topic: abort.Topic, Partition: abort.Index, ExpectedTarget: abort.Target})
+	}
+	for _, change := range result.Changes {
+		chaos.Reached("node-plan-move")
+		n.observer.Event("move-planned", fmt.Sprintf("%s/%d from %s to %s", change.Topic, change.Index, change.From, change.To))
+		n.propose(0, proposalPlan, change.Topic, meta.SetTarget{Topic: change.Topic, Partition: change.Index,
+			ExpectedOwner: change.From, Target: change.To, NowMs: n.nowMs})
+	}
+	n.retireDrainedVoters()
+}
+
+// proposalPending reports whether a proposal of the kind waits for its
+// outcome.
+func (n *Node) proposalPending(kind proposalKind) bool {
+	for _, pending := range n.proposals { //determinism:ok an existence test
+		if pending.kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// retireDrainedVoters removes from the voter set each draining member
+// that owns and targets nothing; a draining leader hands leadership over
+// first. The metastore refuses a removal below three voters.
+func (n *Node) retireDrainedVoters() {
+	holding := n.holdingMembers()
+	for _, m := range n.meta.State().Members() {
+		if !m.Draining || holding[m.ID] {
+			continue
+		}
+		if _, voter := n.meta.State().PeerByNodeID(m.ID); !voter {
+			continue
+		}
+		if m.ID == n.cfg.NodeID {
+			n.handLeadershipOver()
+			return
+		}
+		n.removeVoter(m.ID)
+		return // one configuration change at a time
+	}
+}
+
+// holdingMembers lists the members that own or target a partition.
+func (n *Node) holdingMembers() map[string]bool {
+	holding := map[string]bool{}
+	for _, record := range n.meta.State().Topics() {
+		for _, a := range record.Assignments {
+			holding[a.Owner] = true
+			if a.Target != "" {
+				holding[a.Target] = true
+			}
+		}
+	}
+	return holding
+}
+
+func (n *Node) removeVoter(id string) {
+	_, err := n.meta.ProposeConfChange(meta.ConfChange{Kind: meta.RemoveVoter, Peer: meta.Peer{ID: id}})
+	switch {
+	case err == nil:
+		chaos.Reached("node-voter-removed")
+		n.observer.Event("voter-removal-proposed", id+" is drained")
+	case errors.Is(err, meta.ErrConfChangeInProgress) || errors.Is(err, meta.ErrBarrierPending):
+	default:
+		n.observer.Event("voter-removal-refused", fmt.Sprintf("%s: %v", id, err))
+	}
+}
+
+// handLeadershipOver transfers leadership to an alive, non-draining voter
+// so that the new leader can remove this drained node.
+func (n *Node) handLeadershipOver() {
+	for _, peer := range n.meta.State().Peers() {
+		m, ok := n.meta.State().Member(peer.ID)
+		if peer.ID == n.cfg.NodeID || !ok || !m.Alive || m.Draining {
+			continue
+		}
+		chaos.Reached("node-leadership-handed-over")
+		n.observer.Event("leadership-transfer", fmt.Sprintf("drained leader %s hands over to %s", n.cfg.NodeID, peer.ID))
+		if err := n.meta.TransferLeadership(peer.ID); err != nil {
+			n.observer.Event("leadership-transfer-failed", err.Error())
+		}
+		return
+	}
+}
+
+// decommission starts or cancels a member's drain.
+func (n *Node) decommission(id RequestID, r Decommission) {
+	if _, ok := n.meta.State().Member(r.ID); !ok {
+		n.reply(id, nil, NotFound("member %q not found", r.ID))
+		return
+	}
+	n.propose(id, proposalDecommission, r.ID, meta.SetDraining{ID: r.ID, Draining: !r.Cancel})
+}
+
+// listMovesRouted lists the moves of the applied state with the progress
+// their destinations report.
+func (n *Node) listMovesRouted(id RequestID) {
+	result := MovesResult{Moves: []Move{}}
+	targets := []string{}
+	for _, m := range n.meta.State().Moves() {
+		entry := Move{Topic: m.Topic, Partition: m.Partition, From: m.Owner, To: m.Target, StartedAtMs: m.StartedAtMs}
+		n.fillProgress(&entry)
+		result.Moves = append(result.Moves, entry)
+		if m.Target != n.cfg.NodeID && !contains(targets, m.Target) && n.ownerAvailable(m.Target, nil) {
+			targets = append(targets, m.Target)
+		}
+	}
+	if localOnly(id) || len(targets) == 0 {
+		n.reply(id, result, nil)
+		return
+	}
+	pending := len(targets)
+	for _, target := range targets {
+		n.forward(target, ListMoves{}, n.cfg.ForwardTimeoutMs, func(reply Reply) {
+			if theirs, ok := reply.Result.(MovesResult); ok && reply.Err == nil {
+				mergeProgress(result.Moves, target, theirs.Moves)
+			}
+			pending--
+			if pending == 0 {
+				n.reply(id, result, nil)
+			}
+		})
+	}
+}
+
+// fillProgress adds this node's session progress to a move into it.
+func (n *Node) fillProgress(entry *Move) {
+	s, ok := n.moves[partitionKey{entry.Topic, entry.Partition}]
+	if !ok || entry.To != n.cfg.NodeID {
+		return
+	}
+	entry.Phase, entry.BytesCopied = s.phase.String(), s.bytesCopied
+	for _, segment := range s.state.Segments {
+		entry.BytesTotal += segment.Size
+	}
+}
+
+// mergeProgress copies a destination's progress into the list.
+func mergeProgress(moves []Move, target string, theirs []Move) {
+	for _, m := range theirs {
+		for i := range moves {
+			if moves[i].Topic == m.Topic && moves[i].Partition == m.Partition && moves[i].To == target && m.Phase != "" {
+				moves[i].Phase, moves[i].BytesCopied, moves[i].BytesTotal = m.Phase, m.BytesCopied, m.BytesTotal
+			}
+		}
+	}
+}
+
+func contains(values []string, value string) bool {
+	for _, v := range values {
+		if v == value {
+			return true
+		}
+	}
+	return false
+}
