@@ -95,7 +95,7 @@ test:
 	@# e2e builds the binary itself, which go test's cache cannot see: never cache it.
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./e2e
 	@# The costly cross-structure checks of the core, behind the invariants tag.
-	$(GO) test -tags invariants -timeout $(TEST_TIMEOUT) ./storage/... ./node/... ./meta/...
+	$(GO) test -tags invariants -timeout $(TEST_TIMEOUT) ./storage/... ./node/... ./meta/... ./move/...
 	@echo '==> test 5/7: race detector over the concurrent edges ($(or $(race_patterns),none yet))'
 	@packages="$$($(if $(race_patterns),$(GO) list $(race_patterns)))"; \
 	if [ -z "$$packages" ]; then \
