@@ -110,6 +110,7 @@ func TestClusterHealthAndMetricsRoutes(t *testing.T) {
 	runSteps(t, h, []step{
 		{"members", get("/v1/cluster/members"), 200, `"status":"alive"`},
 		{"moves", get("/v1/cluster/moves"), 200, `{"moves":[]}`},
+		{"decommission unknown", apiCall{method: http.MethodPost, path: "/v1/cluster/members/nobody/decommission"}, 404, `member \"nobody\" not found`},
 		{"healthz", get("/healthz"), 200, `{"status":"ok"}`},
 		{"readyz", get("/readyz"), 200, `{"status":"ready"}`},
 		{"unknown path", get("/v1/nothing"), 404, `404 page not found`},
@@ -134,6 +135,10 @@ func TestClusterHealthAndMetricsRoutes(t *testing.T) {
 		`narad_inflight_size{partition=`,
 		`narad_consumer_lag_messages{partition=`,
 		`narad_topics_total 1`,
+		`narad_moves_inflight 0`,
+		`narad_moves_total{outcome="force_promoted"} 0`,
+		`narad_moves_bytes_total 0`,
+		`narad_moves_freeze_duration_seconds_count 0`,
 	} {
 		require.Contains(t, body, metric)
 	}

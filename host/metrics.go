@@ -40,6 +40,7 @@ type Metrics struct {
 	parkedPolls      prometheus.Gauge
 	peerStepErrors   prometheus.Counter
 	peerUnsent       prometheus.Counter
+	moves            *moveMetrics
 }
 
 // storageBuckets span 100 µs to about 1.6 s.
@@ -82,6 +83,7 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 			Help: "Envelopes dropped because this node runs without a cluster transport."}),
 	}
 	m.register(reg)
+	m.moves = newMoveMetrics(reg)
 	return m
 }
 
@@ -169,6 +171,7 @@ func (m *Metrics) Event(kind, detail string) {
 // per-partition series are rebuilt each time, so partitions of deleted
 // topics (and closed logs) disappear.
 func (m *Metrics) setInventory(s node.Stats, partitions []node.PartitionState) {
+	m.moves.inflight.Set(float64(s.MovesInFlight))
 	m.topics.Set(float64(s.Topics))
 	m.partitions.Set(float64(s.Partitions))
 	m.openLogs.Set(float64(s.OpenLogs))

@@ -441,12 +441,15 @@ func (n *Node) Serving() error {
 // Stats are the node's inventory numbers, for metrics.
 type Stats struct {
 	Topics, Partitions, OpenLogs, ParkedPolls int
+	// MovesInFlight counts the partitions with a target in this node's
+	// replica of the placement.
+	MovesInFlight int
 }
 
 // Stats returns the node's inventory numbers.
 func (n *Node) Stats() Stats {
 	topics := n.meta.State().Topics()
-	s := Stats{Topics: len(topics), ParkedPolls: n.waiters.len(), OpenLogs: len(n.store.OpenDirs())}
+	s := Stats{Topics: len(topics), ParkedPolls: n.waiters.len(), OpenLogs: len(n.store.OpenDirs()), MovesInFlight: len(n.meta.State().Moves())}
 	for _, record := range topics {
 		s.Partitions += record.Partitions
 	}
