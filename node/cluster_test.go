@@ -29,6 +29,12 @@ type clusterHarness struct {
 	cut map[string]bool
 	// forwarded counts ForwardRequests delivered, by receiver.
 	forwarded map[string]int
+	// drop, when set, drops the envelopes it selects (a one-way fault).
+	drop func(Envelope) bool
+	// disks, metaPaths and configs let restart bring a node back.
+	disks     map[string]*storage.MemFS
+	metaPaths map[string]string
+	configs   map[string]Config
 }
 
 func clusterConfig(id string, index int, peers []meta.Peer) Config {
@@ -43,7 +49,8 @@ func clusterConfig(id string, index int, peers []meta.Peer) Config {
 func newClusterHarness(t *testing.T, size int) *clusterHarness {
 	cryptotest.SetGlobalRandom(t, 42) // raft's election jitter
 	c := &clusterHarness{t: t, nodes: map[string]*Node{}, nowMs: harnessStartMs, replies: map[RequestID]Reply{},
-		cut: map[string]bool{}, forwarded: map[string]int{}}
+		cut: map[string]bool{}, forwarded: map[string]int{},
+		disks: map[string]*storage.MemFS{}, metaPaths: map[string]string{}, configs: map[string]Config{}}
 	var peers []meta.Peer
 	for i := range size {
 		id := fmt.Sprintf("n%d", i+1)
@@ -52,14 +59,36 @@ func newClusterHarness(t *testing.T, size int) *clusterHarness {
 	}
 	dir := t.TempDir()
 	for i, id := range c.ids {
-		store, err := meta.OpenStore(filepath.Join(dir, id+".db"), meta.StoreOptions{NoSync: true})
-		require.NoError(t, err)
-		n, err := New(clusterConfig(id, i, peers), storage.NewMemFS(rand.New(rand.NewPCG(uint64(i), 1))), store, c.nowMs, nil)
-		require.NoError(t, err)
-		c.nodes[id] = n
-		t.Cleanup(func() { _ = n.Abandon() })
+		c.disks[id] = storage.NewMemFS(rand.New(rand.NewPCG(uint64(i), 1)))
+		c.metaPaths[id] = filepath.Join(dir, id+".db")
+		c.configs[id] = clusterConfig(id, i, peers)
+		c.start(id)
 	}
+	t.Cleanup(func() {
+		for _, n := range c.nodes {
+			if n != nil {
+				_ = n.Abandon()
+			}
+		}
+	})
 	return c
+}
+
+// start recovers a node from its disk and metastore file.
+func (c *clusterHarness) start(id string) {
+	store, err := meta.OpenStore(c.metaPaths[id], meta.StoreOptions{NoSync: true})
+	require.NoError(c.t, err)
+	n, err := New(c.configs[id], c.disks[id], store, c.nowMs, nil)
+	require.NoError(c.t, err)
+	c.nodes[id] = n
+}
+
+// crash drops a node as a kill would (unsynced writes lost) and starts it
+// again from what is durable.
+func (c *clusterHarness) crash(id string) {
+	require.NoError(c.t, c.nodes[id].Abandon())
+	c.disks[id].Crash()
+	c.start(id)
 }
 
 // settle handles every node's Ready and delivers every message until the
@@ -86,7 +115,7 @@ func (c *clusterHarness) handle(n *Node) {
 		c.replies[r.ID] = r
 	}
 	for _, env := range rd.Messages {
-		if c.cut[env.From] || c.cut[env.To] {
+		if c.cut[env.From] || c.cut[env.To] || (c.drop != nil && c.drop(env)) {
 			continue
 		}
 		if _, ok := env.Message.(ForwardRequest); ok {
@@ -437,13 +466,11 @@ func (c *clusterHarness) join(id string) {
 	peers = append(peers, meta.Peer{ID: id, RaftID: meta.RaftIDOf(id), ClusterAddr: fmt.Sprintf("127.0.0.%d:7943", len(peers)+1)})
 	cfg := clusterConfig(id, len(peers)-1, peers)
 	cfg.Meta.Join = true
-	store, err := meta.OpenStore(filepath.Join(c.t.TempDir(), id+".db"), meta.StoreOptions{NoSync: true})
-	require.NoError(c.t, err)
-	n, err := New(cfg, storage.NewMemFS(rand.New(rand.NewPCG(9, 9))), store, c.nowMs, nil)
-	require.NoError(c.t, err)
-	c.nodes[id] = n
+	c.configs[id] = cfg
+	c.disks[id] = storage.NewMemFS(rand.New(rand.NewPCG(9, 9)))
+	c.metaPaths[id] = filepath.Join(c.t.TempDir(), id+".db")
+	c.start(id)
 	c.ids = append(c.ids, id)
-	c.t.Cleanup(func() { _ = n.Abandon() })
 }
 
 // TestANodeJoinsARunningCluster: a node started with Join asks the

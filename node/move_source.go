@@ -31,10 +31,15 @@ func (n *Node) writable() error {
 	return nil
 }
 
-// frozen reports whether partition index of t is frozen here.
+// frozen reports whether partition index of t is frozen here. A
+// partition not touched since the start is frozen if it was moving then
+// (partitionOf freezes it when it first builds its state).
 func (n *Node) frozen(t *topic, index int) bool {
-	p, ok := n.partitions[partitionKey{t.info.Name, index}]
-	return ok && p.frozenFor != ""
+	key := partitionKey{t.info.Name, index}
+	if p, ok := n.partitions[key]; ok {
+		return p.frozenFor != ""
+	}
+	return n.ownedHere(t, index) && n.movingAtStart[key] && t.assignments[index].Target != ""
 }
 
 func frozenError(t *topic, index int) *Error {

@@ -38,15 +38,20 @@ func newSweeper(nowMs, intervalMs int64) sweeper {
 }
 
 // findStaleCopies lists, at start, the partition directories of topics
-// this node does not own.
+// this node does not own, after repairing interrupted installs.
 func (n *Node) findStaleCopies() error {
 	for _, name := range n.meta.State().TopicNames() {
-		entries, err := n.fs.List(topicsDir + "/" + name)
-		if errors.Is(err, storage.ErrNotExist) {
-			continue
-		}
+		entries, err := n.partitionEntries(name)
 		if err != nil {
-			return fmt.Errorf("list partitions of %s: %w", name, err)
+			return err
+		}
+		for _, entry := range entries {
+			if err := n.repairInstall(name, entry); err != nil {
+				return err
+			}
+		}
+		if entries, err = n.partitionEntries(name); err != nil {
+			return err
 		}
 		for _, entry := range entries {
 			index, ok := partitionIndexOf(entry)
@@ -57,6 +62,36 @@ func (n *Node) findStaleCopies() error {
 	}
 	return nil
 }
+
+// partitionEntries lists a topic's directory (nothing if it has none).
+func (n *Node) partitionEntries(topicName string) ([]string, error) {
+	entries, err := n.fs.List(topicsDir + "/" + topicName)
+	if errors.Is(err, storage.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list partitions of %s: %w", topicName, err)
+	}
+	return entries, nil
+}
+
+// repairInstall finishes or undoes an install a crash interrupted (a
+// partition directory renamed aside): see storage.RepairInstall.
+func (n *Node) repairInstall(topicName, entry string) error {
+	final, aside := strings.CutSuffix(entry, asideSuffix)
+	if !aside {
+		return nil
+	}
+	chaos.Reached("node-install-repaired")
+	if err := storage.RepairInstall(n.fs, topicsDir+"/"+topicName+"/"+final); err != nil {
+		return fmt.Errorf("repair install of %s/%s: %w", topicName, final, err)
+	}
+	return nil
+}
+
+// asideSuffix marks a partition directory set aside by storage's install
+// (storage keeps the same name).
+const asideSuffix = ".aside"
 
 // partitionIndexOf parses a partition directory name ("p00003").
 func partitionIndexOf(entry string) (int, bool) {

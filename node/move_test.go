@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/raft/v3/raftpb"
 
 	"narad/meta"
 )
@@ -166,4 +167,72 @@ func TestDecommissionDrainsANodeAndRetiresItsVote(t *testing.T) {
 		require.Equal(t, fmt.Sprintf("r%d", i), string(replayed.Result.(ReplayResult).Message.Payload))
 	}
 	require.Equal(t, CodeNotFound, CodeOf(c.do(leader, Decommission{ID: "nobody"}).Err))
+}
+
+// TestASourceRestartedMidMoveStaysFrozen: a source that answered a freeze
+// and then crashed comes back frozen (the destination may hold its final
+// state), and resumes writes only when the move's abort applies.
+func TestASourceRestartedMidMoveStaysFrozen(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.elect()
+	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 3}).Err)
+	c.tick(100)
+	source := c.owners(leader, "t")[0]
+	require.NoError(t, c.do(source, producePinned("t", 0, "x")).Err)
+	target := c.otherThan(source, leader)
+	if source == leader {
+		target = c.otherThan(source)
+	}
+	c.cut[target] = true
+	c.startMove(leader, "t", 0, target)
+	c.nodes[source].routing.incoming[forwardedRequestBit|7] = incoming{from: target, id: 1}
+	c.nodes[source].moveFreeze(forwardedRequestBit|7, MoveFreeze{Topic: "t", Partition: 0, Target: target})
+	c.settle()
+
+	c.crash(source)
+	c.tick(100)
+	refused := c.do(source, producePinned("t", 0, "after restart")).Err
+	require.Equal(t, CodeUnavailable, CodeOf(refused), "still frozen after the restart: %v", refused)
+	c.tickUntil(1_000, 60, func() bool {
+		a, _ := c.nodes[leader].meta.State().Assignment("t", 0)
+		return a.Target == ""
+	})
+	c.tick(100)
+	require.NoError(t, c.do(source, producePinned("t", 0, "resumed")).Err)
+}
+
+// TestADestinationCrashAfterInstallStillFlips: a destination that crashes
+// between installing its copy and the flip (its CompleteMove never reached
+// the leader) starts the move over, installs over its old install and
+// completes; every record is there.
+func TestADestinationCrashAfterInstallStillFlips(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.elect()
+	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 3}).Err)
+	c.tick(100)
+	source := c.owners(leader, "t")[0]
+	target := c.otherThan(source)
+	for i := range 20 {
+		require.NoError(t, c.do(source, producePinned("t", 0, fmt.Sprintf("r%d", i))).Err)
+	}
+	c.drop = func(env Envelope) bool { // the target's proposals never reach the leader
+		raft, ok := env.Message.(RaftMessage)
+		return ok && env.From == target && raft.Message.GetType() == raftpb.MsgProp
+	}
+	c.startMove(leader, "t", 0, target)
+	sessions := c.nodes[target].MoveSessions()
+	require.Len(t, sessions, 1)
+	require.Equal(t, "flip", sessions[0].Phase, "copied, verified, installed; the flip is not applied")
+	_, err := c.disks[target].Stat(PartitionDir("t", 0))
+	require.NoError(t, err, "the copy is installed")
+
+	c.crash(target)
+	c.drop = nil
+	c.tickUntil(100, 200, func() bool { return c.owners(leader, "t")[0] == target })
+	c.tick(100)
+	for i := range 20 {
+		replayed := c.do(source, Replay{Topic: "t", Partition: 0, Offset: uint64(i)})
+		require.NoError(t, replayed.Err)
+		require.Equal(t, fmt.Sprintf("r%d", i), string(replayed.Result.(ReplayResult).Message.Payload))
+	}
 }
