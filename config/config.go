@@ -14,6 +14,7 @@ type Config struct {
 	Fanout   Fanout   `json:"fanout"`
 	Log      Log      `json:"log"`
 	Security Security `json:"security"`
+	Moves    Moves    `json:"moves"`
 }
 
 // HTTP configures the client-facing listener. In the JSON file durations
@@ -56,6 +57,27 @@ type Cluster struct {
 	TLSCertFile string `json:"tls_cert_file"`
 	TLSKeyFile  string `json:"tls_key_file"`
 	TLSCAFile   string `json:"tls_ca_file"`
+	// HeartbeatIntervalMs is how often a node tells the metastore it is
+	// alive; DeadAfterMs how long without one before the leader marks it
+	// dead (at least three intervals: a node stops writing after half of
+	// it without an applied heartbeat).
+	HeartbeatIntervalMs int64 `json:"heartbeat_interval_ms"`
+	DeadAfterMs         int64 `json:"dead_after_ms"`
+}
+
+// Moves tunes partition moves (DESIGN.md §6). Every value > 0.
+type Moves struct {
+	// MaxInFlight bounds the moves under way in the cluster.
+	MaxInFlight int `json:"max_in_flight"`
+	// FreezeTTLMs: a source frozen this long without the flip asks for
+	// the move's abort.
+	FreezeTTLMs int64 `json:"freeze_ttl_ms"`
+	// StallTimeoutMs: a destination without progress this long (source
+	// alive) aborts its move.
+	StallTimeoutMs int64 `json:"stall_timeout_ms"`
+	// ForcePromoteAfterMs: a destination whose source died promotes a
+	// complete copy this long after its last contact.
+	ForcePromoteAfterMs int64 `json:"force_promote_after_ms"`
 }
 
 // Storage configures the partition logs.
@@ -138,7 +160,8 @@ func Default() Config {
 			ShutdownGrace:  10 * time.Second,
 			MaxConsumeWait: 10 * time.Second,
 		},
-		Cluster: Cluster{Addr: ":7943"},
+		Cluster: Cluster{Addr: ":7943", HeartbeatIntervalMs: 5_000, DeadAfterMs: 30_000},
+		Moves:   Moves{MaxInFlight: 8, FreezeTTLMs: 30_000, StallTimeoutMs: 60_000, ForcePromoteAfterMs: 120_000},
 		Storage: Storage{
 			DataDir:           "data",
 			Codec:             "none",

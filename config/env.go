@@ -51,6 +51,12 @@ var envVariables = []envVariable{
 	{name: "NARAD_CLUSTER_TLS_CERT_FILE", apply: text(func(c *Config) *string { return &c.Cluster.TLSCertFile })},
 	{name: "NARAD_CLUSTER_TLS_KEY_FILE", apply: text(func(c *Config) *string { return &c.Cluster.TLSKeyFile })},
 	{name: "NARAD_CLUSTER_TLS_CA_FILE", apply: text(func(c *Config) *string { return &c.Cluster.TLSCAFile })},
+	{name: "NARAD_CLUSTER_HEARTBEAT_INTERVAL_MS", apply: integer(func(c *Config) *int64 { return &c.Cluster.HeartbeatIntervalMs })},
+	{name: "NARAD_CLUSTER_DEAD_AFTER_MS", apply: integer(func(c *Config) *int64 { return &c.Cluster.DeadAfterMs })},
+	{name: "NARAD_MOVES_MAX_IN_FLIGHT", apply: integer(func(c *Config) *int { return &c.Moves.MaxInFlight })},
+	{name: "NARAD_MOVES_FREEZE_TTL_MS", apply: integer(func(c *Config) *int64 { return &c.Moves.FreezeTTLMs })},
+	{name: "NARAD_MOVES_STALL_TIMEOUT_MS", apply: integer(func(c *Config) *int64 { return &c.Moves.StallTimeoutMs })},
+	{name: "NARAD_MOVES_FORCE_PROMOTE_AFTER_MS", apply: integer(func(c *Config) *int64 { return &c.Moves.ForcePromoteAfterMs })},
 }
 
 // EnvNames returns the names of every NARAD_* variable ApplyEnv reads.

@@ -86,6 +86,7 @@ func (c Config) Validate() error {
 	c.Topic.validate(&found)
 	c.Fanout.validate(&found)
 	c.Log.validate(&found)
+	c.validateTimings(&found)
 	return errors.Join(found...)
 }
 
@@ -225,5 +226,31 @@ func (l Log) validate(found *problems) {
 func checkOneOf(found *problems, key, value string, allowed []string) {
 	if !slices.Contains(allowed, value) {
 		found.add(key, "must be one of %v (got %q)", allowed, value)
+	}
+}
+
+// movesInFlightMax bounds moves.max_in_flight (the planner's limit).
+const movesInFlightMax = 1024
+
+// validateTimings checks the cluster's heartbeat and move timings.
+func (c Config) validateTimings(found *problems) {
+	positive := []struct {
+		key   string
+		value int64
+	}{
+		{"cluster.heartbeat_interval_ms", c.Cluster.HeartbeatIntervalMs}, {"cluster.dead_after_ms", c.Cluster.DeadAfterMs},
+		{"moves.freeze_ttl_ms", c.Moves.FreezeTTLMs}, {"moves.stall_timeout_ms", c.Moves.StallTimeoutMs},
+		{"moves.force_promote_after_ms", c.Moves.ForcePromoteAfterMs},
+	}
+	for _, setting := range positive {
+		if setting.value <= 0 {
+			found.add(setting.key, "must be > 0 (got %d)", setting.value)
+		}
+	}
+	if c.Cluster.DeadAfterMs < 3*c.Cluster.HeartbeatIntervalMs {
+		found.add("cluster.dead_after_ms", "must be at least three heartbeat intervals (%d < 3 × %d)", c.Cluster.DeadAfterMs, c.Cluster.HeartbeatIntervalMs)
+	}
+	if c.Moves.MaxInFlight < 1 || c.Moves.MaxInFlight > movesInFlightMax {
+		found.add("moves.max_in_flight", "must be between 1 and %d (got %d)", movesInFlightMax, c.Moves.MaxInFlight)
 	}
 }

@@ -43,6 +43,10 @@ func TestValidateRules(t *testing.T) {
 		wantIn  string
 	}{
 		{"read timeout zero", func(c *Config) { c.HTTP.ReadTimeout = 0 }, "http.read_timeout", "> 0"},
+		{"dead-after under three heartbeats", func(c *Config) { c.Cluster.DeadAfterMs = 2 * c.Cluster.HeartbeatIntervalMs }, "cluster.dead_after_ms", "three heartbeat intervals"},
+		{"heartbeat zero", func(c *Config) { c.Cluster.HeartbeatIntervalMs = 0 }, "cluster.heartbeat_interval_ms", "> 0"},
+		{"moves in flight zero", func(c *Config) { c.Moves.MaxInFlight = 0 }, "moves.max_in_flight", "between 1 and 1024"},
+		{"force promote negative", func(c *Config) { c.Moves.ForcePromoteAfterMs = -1 }, "moves.force_promote_after_ms", "> 0"},
 		{"write timeout too long", func(c *Config) { c.HTTP.WriteTimeout = 2 * time.Hour }, "http.write_timeout", "≤ 1h"},
 		{"idle timeout negative", func(c *Config) { c.HTTP.IdleTimeout = -time.Second }, "http.idle_timeout", "> 0"},
 		{"consume wait vs write", func(c *Config) { c.HTTP.MaxConsumeWait = 9 * time.Second; c.HTTP.WriteTimeout = 9 * time.Second },

@@ -76,6 +76,9 @@ func nodeConfig(cfg config.Config) node.Config {
 	n.DefaultAckedAheadMax = cfg.Topic.DefaultMaxAckedAheadPerPartition
 	n.ConsumeWaitMaxMs = cfg.HTTP.MaxConsumeWait.Milliseconds()
 	n.IdleLogCloseMs = cfg.Storage.IdleLogEvictionMs
+	n.MemberHeartbeatIntervalMs, n.MemberDeadAfterMs = cfg.Cluster.HeartbeatIntervalMs, cfg.Cluster.DeadAfterMs
+	n.Moves.MaxInFlight, n.Moves.FreezeTTLMs = cfg.Moves.MaxInFlight, cfg.Moves.FreezeTTLMs
+	n.Moves.StallTimeoutMs, n.Moves.ForcePromoteAfterMs = cfg.Moves.StallTimeoutMs, cfg.Moves.ForcePromoteAfterMs
 	return n
 }
 
