@@ -168,3 +168,15 @@ func (n *Node) FrozenPartitions() []FrozenPartition {
 	}
 	return out
 }
+
+// AcceptsWrites reports whether this node would append to the partition
+// now: it owns it in its replica, it is not frozen, and the node is
+// writable. The simulator's single-owner checker asks every node after
+// every step: at most one may answer true.
+func (n *Node) AcceptsWrites(topicName string, index int) bool {
+	t, ok := n.lookupTopic(topicName)
+	if !ok || index < 0 || index >= t.info.Partitions {
+		return false
+	}
+	return n.localWriteRefusal(t, index) == nil
+}
