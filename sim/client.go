@@ -59,7 +59,8 @@ type call struct {
 	kind        string
 	httpRequest *http.Request
 	request     node.Request
-	// target is the node the client sent it to.
+	// target is the node the client sent it to: a random one, unless the
+	// call was made for a given node.
 	target *simNode
 	// Set by the node when it takes the request.
 	node            *simNode
@@ -92,7 +93,9 @@ func newHTTPRequest(method, target, contentType string, body string) *http.Reque
 // send decodes the request as the server would and puts it on the wire.
 func (cl *client) send(c *call) {
 	c.client, c.sentMs = cl, cl.w.nowMs
-	c.target = cl.w.randomNode(cl.w.workloadRng)
+	if c.target == nil { // a probe names its node; the workload does not
+		c.target = cl.w.randomNode(cl.w.workloadRng)
+	}
 	request, failure := cl.w.decode(c)
 	if failure != nil {
 		response := failure.Response

@@ -9,16 +9,32 @@
 // in one queue ordered by simulated time, ties broken by insertion order,
 // so a seed always replays the same way. The simulator is the node's
 // second driver (host is the first): it handles each Ready in the
-// contract's order — persist, then send replies, then Advance — but lets a
-// sync round take simulated time, during which requests queue at the node
-// (group commit, as in production) and a crash can land.
+// contract's order — persist, then send messages and replies, then
+// Advance — but lets a sync round take simulated time, during which
+// requests queue at the node (group commit, as in production) and a
+// crash can land.
+//
+// A world has one node or a cluster (-nodes=3 or 5) whose metastore is
+// one Raft group of every node. Nodes talk over a peer network that
+// models the production transport: one connection per ordered pair of
+// nodes, with a seeded delay per link, in order while the connection
+// lasts; a reset (a fault, a partition, a crash of either end) loses what
+// is in flight, and nothing else is lost. Every envelope a Ready hands out
+// is sent after that Ready's Syncs, encoded with the wire codec, and
+// decoded at the receiver: the codec runs on every message. Clients send
+// each request to a random node.
 //
 // Faults are drawn from the seed by profile (-faults): node crashes (the
 // node is dropped and its disk loses unsynced writes, possibly tearing the
 // last one), restarts, graceful stops, fsync and write failures, and lost
-// or slow client messages. A run has a safety phase (faults on) and a
-// liveness phase (every node up, faults off, producers stopped, consumers
-// draining), as TigerBeetle's VOPR does.
+// or slow client messages; in a cluster also kills of the metastore's
+// leader and of followers, full partitions (a node cut off, often the
+// leader, or a minority split from the majority), one-way partitions, and
+// connection resets. At most a minority of a cluster is down (or carries
+// an armed fsync failure) at once, so a quorum can always make progress.
+// A run has a safety phase (faults on) and a liveness phase (every node
+// up, faults off, producers stopped, consumers draining), as TigerBeetle's
+// VOPR does.
 //
 // # What it checks
 //
@@ -33,10 +49,25 @@
 //   - Log consistency with porcupine over every append and replay read of
 //     each partition: an offset once read always holds the same record,
 //     and a partition's visible prefix never shrinks.
+//   - Single owner: every append is made by the partition's owner in the
+//     committed metastore at that instant, and a partition's appender
+//     changes only across a committed flip of its ownership. The
+//     committed log and placement are rebuilt from the leaders' messages
+//     on the wire (metaLog), never read from a node's memory.
+//   - Raft, from the wire: at most one leader per term (election safety),
+//     one predecessor per entry (log matching), and no committed entry
+//     ever replaced (state machine safety).
 //   - Liveness: once faults stop, requests succeed again and the backlog
-//     drains.
+//     drains; in a cluster, one node leads and has applied an entry of its
+//     term, every move finished or was aborted, and through every node all
+//     members are alive, the owners are the committed ones, and every
+//     partition can be replayed.
 //
-// `go test ./sim -seed=N` runs one seed and prints its trace hash;
-// `-seeds=K` sweeps; a failure prints the seed, the checker, the last
-// events, and the command that reproduces it.
+// It also measures failovers in simulated time: from a leader's kill to
+// the first moment another node leads and has applied an entry of its
+// term (the metastore's barrier).
+//
+// `go test ./sim -seed=N [-nodes=3]` runs one seed and prints its trace
+// hash; `-seeds=K` sweeps; a failure prints the seed, the checker, the
+// last events, and the command that reproduces it.
 package sim

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"narad/node"
 	"narad/storage"
 )
 
@@ -13,6 +14,11 @@ type Profile struct {
 	Name string
 	// Weights of each fault kind when one is drawn.
 	Crash, GracefulRestart, SyncFailure, WriteFailure, NetworkLoss, SlowNetwork int
+	// Weights of the faults of a multi-node world (a single node ignores
+	// them): kill the metastore leader or a follower; cut one node off
+	// (often the leader), split a minority from the majority, or drop one
+	// direction between two nodes; reset one connection.
+	KillLeader, KillFollower, Isolate, Split, OneWay, ConnectionReset int
 	// CrashMidSyncPercent is the chance that a sync round's fsync fails
 	// after its writes (power lost mid-fsync: the node crashes and its last
 	// unsynced write may tear).
@@ -23,12 +29,15 @@ type Profile struct {
 
 // The fault profiles, by name.
 var (
-	ProfileNone    = Profile{Name: "none", MeanIntervalMs: 1}
-	ProfileCrash   = Profile{Name: "crash", Crash: 3, GracefulRestart: 1, CrashMidSyncPercent: 1, MeanIntervalMs: 3_000}
+	ProfileNone  = Profile{Name: "none", MeanIntervalMs: 1}
+	ProfileCrash = Profile{Name: "crash", Crash: 3, GracefulRestart: 1, KillLeader: 2, KillFollower: 2,
+		CrashMidSyncPercent: 1, MeanIntervalMs: 3_000}
 	ProfileDisk    = Profile{Name: "disk", SyncFailure: 2, WriteFailure: 2, CrashMidSyncPercent: 2, MeanIntervalMs: 2_000}
-	ProfileNetwork = Profile{Name: "network", NetworkLoss: 2, SlowNetwork: 1, MeanIntervalMs: 2_000}
-	ProfileAll     = Profile{Name: "all", Crash: 3, GracefulRestart: 1, SyncFailure: 1, WriteFailure: 1,
-		NetworkLoss: 2, SlowNetwork: 1, CrashMidSyncPercent: 1, MeanIntervalMs: 2_000}
+	ProfileNetwork = Profile{Name: "network", NetworkLoss: 2, SlowNetwork: 1, Isolate: 2, Split: 1, OneWay: 2,
+		ConnectionReset: 2, MeanIntervalMs: 2_000}
+	ProfileAll = Profile{Name: "all", Crash: 3, GracefulRestart: 1, SyncFailure: 1, WriteFailure: 1,
+		NetworkLoss: 2, SlowNetwork: 1, KillLeader: 2, KillFollower: 1, Isolate: 1, Split: 1, OneWay: 1,
+		ConnectionReset: 1, CrashMidSyncPercent: 1, MeanIntervalMs: 2_000}
 	profiles = []Profile{ProfileNone, ProfileCrash, ProfileDisk, ProfileNetwork, ProfileAll}
 )
 
@@ -45,14 +54,45 @@ func ProfileByName(name string) (Profile, error) {
 	return Profile{}, fmt.Errorf("unknown fault profile %q (have %s)", name, strings.Join(names, ", "))
 }
 
-func (p Profile) totalWeight() int {
-	return p.Crash + p.GracefulRestart + p.SyncFailure + p.WriteFailure + p.NetworkLoss + p.SlowNetwork
+// faultWeight is one kind of fault with its weight in a draw.
+type faultWeight struct {
+	name   string
+	weight int
+}
+
+// weights lists the fault kinds a world of clustered-or-not nodes draws
+// from. The faults of a cluster come last and weigh nothing for a single
+// node, so a single node's draws are the same as before they existed.
+func (p Profile) weights(clustered bool) []faultWeight {
+	kinds := []faultWeight{
+		{"crash", p.Crash}, {"graceful-restart", p.GracefulRestart}, {"sync-failure", p.SyncFailure},
+		{"write-failure", p.WriteFailure}, {"network-loss", p.NetworkLoss}, {"slow-network", p.SlowNetwork},
+	}
+	cluster := []faultWeight{
+		{"kill-leader", p.KillLeader}, {"kill-follower", p.KillFollower}, {"isolate", p.Isolate},
+		{"split", p.Split}, {"one-way", p.OneWay}, {"connection-reset", p.ConnectionReset},
+	}
+	for _, kind := range cluster {
+		if !clustered {
+			kind.weight = 0
+		}
+		kinds = append(kinds, kind)
+	}
+	return kinds
+}
+
+func totalWeight(kinds []faultWeight) int {
+	total := 0
+	for _, kind := range kinds {
+		total += kind.weight
+	}
+	return total
 }
 
 // scheduleFault draws the next fault of the safety phase.
 func (w *World) scheduleFault() {
 	profile := w.opts.Faults
-	if profile.totalWeight() == 0 {
+	if totalWeight(profile.weights(w.clustered())) == 0 {
 		return
 	}
 	delay := int64(1 + w.faultRng.IntN(2*profile.MeanIntervalMs))
@@ -66,15 +106,9 @@ func (w *World) scheduleFault() {
 }
 
 func (w *World) drawFault() string {
-	p := w.opts.Faults
-	roll := w.faultRng.IntN(p.totalWeight())
-	for _, kind := range []struct {
-		name   string
-		weight int
-	}{
-		{"crash", p.Crash}, {"graceful-restart", p.GracefulRestart}, {"sync-failure", p.SyncFailure},
-		{"write-failure", p.WriteFailure}, {"network-loss", p.NetworkLoss}, {"slow-network", p.SlowNetwork},
-	} {
+	kinds := w.opts.Faults.weights(w.clustered())
+	roll := w.faultRng.IntN(totalWeight(kinds))
+	for _, kind := range kinds {
 		if roll < kind.weight {
 			return kind.name
 		}
@@ -86,13 +120,19 @@ func (w *World) drawFault() string {
 func (w *World) injectFault(kind string) {
 	n := w.randomNode(w.faultRng)
 	switch kind {
+	case "crash", "graceful-restart", "sync-failure":
+		if !w.mayTakeDown(n) {
+			w.tracef("fault %s of %s skipped: a minority is down or at risk already", kind, n.id)
+			return
+		}
+	}
+	switch kind {
 	case "crash":
 		n.crash("crash")
 	case "graceful-restart":
 		n.stop()
 	case "sync-failure":
-		n.fs.FailNext(storage.FaultSync, storage.ErrIO, 1)
-		w.countFault("sync-failure-armed")
+		w.armSyncFailure(n)
 	case "write-failure":
 		n.fs.FailNext(storage.FaultWrite, storage.ErrNoSpace, 1+w.faultRng.IntN(3))
 		w.countFault("write-failure-armed")
@@ -102,20 +142,34 @@ func (w *World) injectFault(kind string) {
 		w.at(int64(200+w.faultRng.IntN(2_000)), func() { w.network.lossProbability = 0 })
 	case "slow-network":
 		w.network.delayMsMax = slowLinkDelayMsMax
+		w.peers.slow = true
 		w.countFault("slow-network")
-		w.at(int64(200+w.faultRng.IntN(2_000)), func() { w.network.delayMsMax = linkDelayMsMax })
+		w.at(int64(200+w.faultRng.IntN(2_000)), func() { w.network.delayMsMax, w.peers.slow = linkDelayMsMax, false })
+	default:
+		w.injectClusterFault(kind)
 	}
 }
 
 // maybeFailSync arms an fsync failure for the sync round about to run,
 // while the safety phase lasts: its writes reach the disk's cache, the
 // fsync fails, the node crashes and the unsynced tail may tear.
-func (w *World) maybeFailSync(n *simNode) {
-	if w.phase != phaseSafety || w.opts.Faults.CrashMidSyncPercent == 0 {
+func (w *World) maybeFailSync(n *simNode, rd node.Ready) {
+	if w.phase != phaseSafety || w.opts.Faults.CrashMidSyncPercent == 0 || !touchesDisk(rd) {
 		return
 	}
-	if w.faultRng.IntN(100) < w.opts.Faults.CrashMidSyncPercent {
+	if w.faultRng.IntN(100) < w.opts.Faults.CrashMidSyncPercent && w.mayTakeDown(n) {
 		n.fs.FailNext(storage.FaultSync, storage.ErrIO, 1)
 		w.countFault("crash-mid-sync")
 	}
+}
+
+// touchesDisk reports whether a Ready's sync round fsyncs a partition's
+// files (the metastore's round writes bbolt, not the simulated disk).
+func touchesDisk(rd node.Ready) bool {
+	for _, sync := range rd.Syncs {
+		if sync.Data() || sync.CommittedSync() {
+			return true
+		}
+	}
+	return false
 }

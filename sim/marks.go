@@ -16,10 +16,26 @@ var ExpectedMarks = []string{
 	"node-redelivery",
 }
 
-// MissingMarks lists the expected marks absent from reached, sorted.
-func MissingMarks(reached map[string]int) []string {
+// ExpectedClusterMarks are the further marks a sweep of multi-node worlds
+// with every fault must reach: the simulator's own (which fault hit the
+// metastore's leader or a follower, which partition shapes happened) and
+// the node's paths across nodes.
+var ExpectedClusterMarks = []string{
+	"node-consume-probe-hit",
+	"node-member-marked-dead",
+	"node-produce-forwarded",
+	"node-produce-rerouted",
+	"sim-follower-killed",
+	"sim-leader-isolated",
+	"sim-leader-killed",
+	"sim-partition-full",
+	"sim-partition-one-way",
+}
+
+// MissingMarks lists the marks of expected absent from reached, sorted.
+func MissingMarks(reached map[string]int, expected []string) []string {
 	var missing []string
-	for _, mark := range ExpectedMarks {
+	for _, mark := range expected {
 		if reached[mark] == 0 {
 			missing = append(missing, mark)
 		}

@@ -63,6 +63,10 @@ func (cl *client) nextPartition() {
 	}
 }
 
+// finalReplayMsPerRecordMax bounds the final replay's simulated time per
+// record produced: it reads one record per request, some forwarded.
+const finalReplayMsPerRecordMax = 50
+
 // finalReplay reads every partition from offset 0 to its high-watermark,
 // so that every record in every log is observed: the log checker needs to
 // place records whose produce never got an answer.
@@ -72,8 +76,10 @@ func (w *World) finalReplay() {
 	r.final = true
 	w.clients = append(w.clients, r)
 	r.replayNext()
-	w.loop(func() bool { return !r.done })
+	boundMs := livenessProbeMsMax + finalReplayMsPerRecordMax*int64(len(w.history.firstCallMs))
+	deadlineMs := w.nowMs + boundMs
+	w.loop(func() bool { return !r.done && w.nowMs < deadlineMs })
 	if !r.done && w.failure == nil {
-		w.fail("liveness", "the final replay did not finish")
+		w.fail("liveness", "the final replay did not finish within %d ms", boundMs)
 	}
 }

@@ -10,8 +10,11 @@ import (
 
 // Report is what one run did and found.
 type Report struct {
-	Seed        uint64
-	Profile     string
+	Seed    uint64
+	Nodes   int
+	Profile string
+	// SafetyMs is the run's safety phase (-duration reproduces it).
+	SafetyMs    int64
 	TraceHash   uint64
 	Events      int
 	SimMs       int64
@@ -24,6 +27,19 @@ type Report struct {
 	// LogOperations were checked by porcupine with result LogResult.
 	LogOperations int
 	LogResult     string
+	// PeerSent counts the messages nodes sent each other, by kind;
+	// PeerDropped those the network lost, by cause; StepErrors those a
+	// node refused, by kind. All sorted by name.
+	PeerSent, PeerDropped, StepErrors []chaos.Count
+	// PeerUnreachable counts the failed connection attempts the nodes
+	// were told of (PeerUnreachable).
+	PeerUnreachable int
+	// FailoversMs are the measured failovers: from a leader's kill to the
+	// first moment another node leads and applied an entry of its term.
+	FailoversMs []int64
+	// Owners is how many nodes own partitions of the topic at the end;
+	// MovesCompleted and MovesAborted count the committed flips and aborts.
+	Owners, MovesCompleted, MovesAborted int
 	// Failure is the first checker that failed, nil for a clean run.
 	Failure *Failure
 	// TraceTail holds the last trace lines, for a failure report.
@@ -31,16 +47,32 @@ type Report struct {
 }
 
 func (w *World) report() Report {
-	faults := make([]chaos.Count, 0, len(w.faults))
-	for kind, count := range w.faults { //determinism:ok sorted below
-		faults = append(faults, chaos.Count{Name: kind, Count: count})
-	}
-	sort.Slice(faults, func(i, j int) bool { return faults[i].Name < faults[j].Name })
 	return Report{
-		Seed: w.opts.Seed, Profile: w.opts.Faults.Name, TraceHash: w.trace.sum(), Events: w.trace.events,
-		SimMs: w.nowMs, accounting: w.history.account(), Faults: faults, Marks: chaos.Marks(),
+		Seed: w.opts.Seed, Nodes: len(w.nodes), Profile: w.opts.Faults.Name, SafetyMs: w.opts.SafetyMs, TraceHash: w.trace.sum(), Events: w.trace.events,
+		SimMs: w.nowMs, accounting: w.history.account(), Faults: sortedCounts(w.faults), Marks: chaos.Marks(),
+		PeerSent: sortedCounts(w.peers.sent), PeerDropped: sortedCounts(w.peers.dropped), StepErrors: sortedCounts(w.stepErrors),
+		PeerUnreachable: total(w.peers.unreachable),
+		FailoversMs:     w.raft.failoversMs, Owners: w.owners.ownerCount(),
+		MovesCompleted: w.metaLog.movesCompleted, MovesAborted: w.metaLog.movesAborted,
 		LogOperations: w.logOperations, LogResult: w.logResult, Failure: w.failure, TraceTail: w.trace.last(),
 	}
+}
+
+func total(counts map[string]int) int {
+	sum := 0
+	for _, count := range counts { //determinism:ok a sum
+		sum += count
+	}
+	return sum
+}
+
+func sortedCounts(counts map[string]int) []chaos.Count {
+	out := make([]chaos.Count, 0, len(counts))
+	for name, count := range counts { //determinism:ok sorted below
+		out = append(out, chaos.Count{Name: name, Count: count})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // Summary is the one-line account of a run.
@@ -49,9 +81,14 @@ func (r Report) Summary() string {
 	if r.Failure != nil {
 		status = "FAIL " + r.Failure.Checker
 	}
-	return fmt.Sprintf("seed=%d profile=%s %s acked=%d delivered=%d lost=%d duplicated=%d unexpected=%d recovered=%d log_ops=%d log=%s faults=[%s] marks=%d sim_s=%.1f wall_s=%.2f trace-hash=%016x",
-		r.Seed, r.Profile, status, r.Acked, r.Delivered, r.Lost, r.Duplicated, r.Unexpected, r.Recovered,
-		r.LogOperations, r.LogResult, countsString(r.Faults), len(r.Marks), float64(r.SimMs)/1000, r.WallSeconds, r.TraceHash)
+	cluster := ""
+	if r.Nodes > 1 {
+		cluster = fmt.Sprintf(" owners=%d moves=%d aborted=%d failovers_ms=%v unreachable=%d peer_sent=[%s] peer_dropped=[%s] step_errors=[%s]",
+			r.Owners, r.MovesCompleted, r.MovesAborted, r.FailoversMs, r.PeerUnreachable, countsString(r.PeerSent), countsString(r.PeerDropped), countsString(r.StepErrors))
+	}
+	return fmt.Sprintf("seed=%d nodes=%d profile=%s %s acked=%d delivered=%d lost=%d duplicated=%d unexpected=%d recovered=%d log_ops=%d log=%s faults=[%s] marks=%d sim_s=%.1f wall_s=%.2f trace-hash=%016x%s",
+		r.Seed, r.Nodes, r.Profile, status, r.Acked, r.Delivered, r.Lost, r.Duplicated, r.Unexpected, r.Recovered,
+		r.LogOperations, r.LogResult, countsString(r.Faults), len(r.Marks), float64(r.SimMs)/1000, r.WallSeconds, r.TraceHash, cluster)
 }
 
 // FailureText is the full account of a failed run: the checker, the last
@@ -63,7 +100,8 @@ func (r Report) FailureText() string {
 	for _, line := range r.TraceTail {
 		fmt.Fprintf(&b, "  %s\n", line)
 	}
-	fmt.Fprintf(&b, "reproduce: go test ./sim -run 'TestSim$' -seed=%d -faults=%s -v\n", r.Seed, r.Profile)
+	fmt.Fprintf(&b, "reproduce: go test ./sim -run 'TestSim$' -seed=%d -nodes=%d -faults=%s -duration=%dms -v\n",
+		r.Seed, r.Nodes, r.Profile, r.SafetyMs)
 	return b.String()
 }
 

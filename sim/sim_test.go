@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 )
@@ -13,6 +14,7 @@ var (
 	seedsFlag    = flag.Int("seeds", 0, "sweep this many seeds starting at -seed (0: run -seed only)")
 	durationFlag = flag.Duration("duration", 30*time.Second, "simulated time of the safety phase per seed")
 	faultsFlag   = flag.String("faults", "all", "fault profile: none, crash, disk, network, all")
+	nodesFlag    = flag.Int("nodes", 1, "nodes in the world: 1, or a cluster of 3 or 5")
 )
 
 func optionsFromFlags(t *testing.T, seed uint64) Options {
@@ -22,6 +24,7 @@ func optionsFromFlags(t *testing.T, seed uint64) Options {
 		t.Fatal(err)
 	}
 	opts := DefaultOptions(seed)
+	opts.Nodes = *nodesFlag
 	opts.Faults = profile
 	opts.SafetyMs = durationFlag.Milliseconds()
 	if testing.Verbose() && *seedsFlag == 0 {
@@ -50,28 +53,58 @@ func TestSim(t *testing.T) {
 const markSweepSeedsMin = 50
 
 func sweep(t *testing.T, first uint64, count int) {
-	var failed, lost, duplicated int
-	var simMs int64
-	marks := map[string]int{}
+	stats := runSweep(t, first, count, func(seed uint64) Options { return optionsFromFlags(t, seed) })
+	stats.print("sim")
+	expected := ExpectedMarks
+	if *nodesFlag > 1 {
+		expected = append(slices.Clone(ExpectedMarks), ExpectedClusterMarks...)
+	}
+	missing := MissingMarks(stats.marks, expected)
+	fmt.Printf("sim: coverage marks reached %d of %d; never reached: %v\n", len(expected)-len(missing), len(expected), missing)
+	if count >= markSweepSeedsMin && *faultsFlag == "all" && len(missing) > 0 {
+		t.Errorf("coverage marks never reached in %d seeds: %v", count, missing)
+	}
+}
+
+// sweepStats sums the reports of a sweep.
+type sweepStats struct {
+	seeds, failed, lost, duplicated int
+	simMs                           int64
+	wall                            time.Duration
+	marks                           map[string]int
+	failoversMs                     []int64
+}
+
+// runSweep runs count seeds from first, each with the options of its
+// seed, and reports every failure.
+func runSweep(t *testing.T, first uint64, count int, options func(seed uint64) Options) sweepStats {
+	stats := sweepStats{seeds: count, marks: map[string]int{}}
 	start := time.Now()
 	for seed := first; seed < first+uint64(count); seed++ {
-		report := Run(optionsFromFlags(t, seed))
-		simMs += report.SimMs
-		lost += report.Lost
-		duplicated += report.Duplicated
+		report := Run(options(seed))
+		stats.simMs += report.SimMs
+		stats.lost += report.Lost
+		stats.duplicated += report.Duplicated
+		stats.failoversMs = append(stats.failoversMs, report.FailoversMs...)
 		for _, mark := range report.Marks {
-			marks[mark.Name] += mark.Count
+			stats.marks[mark.Name] += mark.Count
 		}
 		if report.Failure != nil {
-			failed++
+			stats.failed++
 			t.Error(report.FailureText())
 		}
 	}
-	fmt.Printf("sim: seeds=%d failed=%d lost=%d duplicated=%d sim_s=%.0f wall_s=%.1f\n",
-		count, failed, lost, duplicated, float64(simMs)/1000, time.Since(start).Seconds())
-	missing := MissingMarks(marks)
-	fmt.Printf("sim: coverage marks reached %d of %d; never reached: %v\n", len(ExpectedMarks)-len(missing), len(ExpectedMarks), missing)
-	if count >= markSweepSeedsMin && *faultsFlag == "all" && len(missing) > 0 {
-		t.Errorf("coverage marks never reached in %d seeds: %v", count, missing)
+	stats.wall = time.Since(start)
+	return stats
+}
+
+func (s sweepStats) print(name string) {
+	fmt.Printf("%s: seeds=%d failed=%d lost=%d duplicated=%d sim_s=%.0f wall_s=%.1f sim_per_wall=%.0f\n",
+		name, s.seeds, s.failed, s.lost, s.duplicated, float64(s.simMs)/1000, s.wall.Seconds(),
+		float64(s.simMs)/1000/max(s.wall.Seconds(), 0.001))
+	if len(s.failoversMs) > 0 {
+		sorted := slices.Sorted(slices.Values(s.failoversMs))
+		fmt.Printf("%s: failovers=%d min_ms=%d median_ms=%d max_ms=%d\n",
+			name, len(sorted), sorted[0], sorted[len(sorted)/2], sorted[len(sorted)-1])
 	}
 }

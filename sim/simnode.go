@@ -36,6 +36,17 @@ type simNode struct {
 	nextID node.RequestID
 	// restartPending is true while a restart is scheduled.
 	restartPending bool
+	// syncFaultArmed is set while an injected fsync failure waits on this
+	// node's disk in a multi-node world: the node counts as at risk of
+	// going down (minorityMax). armGeneration tells a stale disarm apart.
+	syncFaultArmed bool
+	armGeneration  int
+	// ticking is set once the node's tick event is scheduled.
+	ticking bool
+	// touched is set whenever the simulator calls into the node, and
+	// cleared by the state checker once it looked at the node: a node not
+	// touched since has not changed.
+	touched bool
 }
 
 func newSimNode(w *World, index int) *simNode {
@@ -61,16 +72,20 @@ func (n *simNode) start() {
 	cfg.Log.SegmentBytes = 16 << 10  // small segments: rolls run often
 	cfg.Log.WriteBufferBytesMax = 64 // appends reach the disk between syncs: write faults hit them
 	cfg.ConsumeWaitMaxMs = 10_000
+	if n.w.clustered() {
+		cfg = n.w.clusterConfig(cfg, n.id)
+	}
 	store, err := meta.OpenStore(n.metaPath(), meta.StoreOptions{NoSync: true})
 	if err != nil {
 		n.w.fail("restart", "%s cannot open its metastore: %v", n.id, err)
 		return
 	}
-	created, err := node.New(cfg, n.fs, store, n.w.nowMs, nil)
+	created, err := node.New(cfg, n.fs, store, n.w.nowMs, nodeObserver{n: n})
 	if err != nil && n.w.phase == phaseSafety {
 		// An injected disk fault can fail a start, as it would a real
 		// process: its supervisor starts it again.
 		n.w.countFault("start-failed")
+		n.syncFaultArmed = false // the armed fault most likely failed the start
 		n.fs.Crash()
 		n.scheduleRestart(int64(100 + n.w.faultRng.IntN(1_000)))
 		return
@@ -79,19 +94,27 @@ func (n *simNode) start() {
 		n.w.fail("restart", "%s failed to recover with no fault injected: %v", n.id, err)
 		return
 	}
-	n.node, n.incarnation, n.persisting, n.inbox = created, n.incarnation+1, false, nil
+	n.node, n.incarnation, n.persisting, n.inbox, n.touched = created, n.incarnation+1, false, nil, true
 	n.calls = map[node.RequestID]*call{}
 	n.w.checker.nodeStarted(n)
 	n.w.tracef("%s start incarnation %d", n.id, n.incarnation)
 }
 
 func (n *simNode) scheduleTick() {
+	if n.ticking {
+		return
+	}
+	n.ticking = true
+	n.tickLater()
+}
+
+func (n *simNode) tickLater() {
 	n.w.at(tickIntervalMs, func() {
 		if n.w.phase == phaseDone {
 			return
 		}
 		n.input(func() { n.node.Tick(n.w.nowMs) })
-		n.scheduleTick()
+		n.tickLater()
 	})
 }
 
@@ -105,6 +128,7 @@ func (n *simNode) input(feed func()) {
 		n.inbox = append(n.inbox, feed)
 		return
 	}
+	n.touched = true
 	n.node.Tick(n.w.nowMs)
 	feed()
 	n.drive()
@@ -123,6 +147,22 @@ func (n *simNode) receive(c *call) {
 		n.w.tracef("%s handle #%d %s", n.id, n.nextID, c.describe())
 		n.node.Handle(n.nextID, c.request)
 	})
+}
+
+// step is a peer's message arriving at the node. A refused message is
+// counted and traced, as the host counts and logs it: peers are outside
+// the node, and a bad message must not stop it.
+func (n *simNode) step(env node.Envelope) {
+	n.input(func() {
+		if err := n.node.Step(env); err != nil {
+			n.w.stepRefused(n, env, err)
+		}
+	})
+}
+
+// peerUnreachable tells the node its transport could not reach a peer.
+func (n *simNode) peerUnreachable(peer string) {
+	n.input(func() { n.node.PeerUnreachable(peer) })
 }
 
 // cancel is a client giving up on a request (its connection closed).
@@ -157,10 +197,12 @@ func (n *simNode) persist(rd node.Ready, incarnation int) {
 	if incarnation != n.incarnation || !n.up() {
 		return
 	}
-	n.w.maybeFailSync(n)
+	n.touched = true
+	n.w.maybeFailSync(n, rd)
 	for _, s := range rd.Syncs {
 		if err := s.Run(); err != nil {
 			n.w.tracef("%s sync %s failed: %v", n.id, s.Dir, err)
+			n.syncFaultArmed = false
 			n.crash("sync-failure")
 			return
 		}
@@ -180,8 +222,12 @@ func (n *simNode) persist(rd node.Ready, incarnation int) {
 	n.drive()
 }
 
-// complete sends a handled Ready's replies and advances the node.
+// complete sends a handled Ready's messages and replies, and advances the
+// node.
 func (n *simNode) complete(rd node.Ready) {
+	for _, env := range rd.Messages {
+		n.w.peers.send(n, env)
+	}
 	for _, reply := range rd.Replies {
 		n.reply(reply)
 	}
@@ -213,7 +259,7 @@ func (n *simNode) crash(kind string) {
 		n.w.fail("crash", "%s: closing its metastore: %v", n.id, err)
 	}
 	n.fs.Crash()
-	n.node, n.calls, n.inbox, n.persisting = nil, nil, nil, false
+	n.down()
 	n.w.tracef("%s crashed (%s)", n.id, kind)
 	n.scheduleRestart(int64(100 + n.w.faultRng.IntN(3_000)))
 }
@@ -225,6 +271,7 @@ func (n *simNode) stop() {
 		return // a stop waits for nothing in the simulator: try again later
 	}
 	n.w.countFault("graceful-restart")
+	n.touched = true
 	n.node.ReleaseWaiters()
 	n.drive()
 	if n.persisting {
@@ -240,8 +287,16 @@ func (n *simNode) stop() {
 	} else {
 		n.w.checker.stopped(n, states)
 	}
-	n.node, n.calls = nil, nil
+	n.down()
 	n.scheduleRestart(int64(50 + n.w.faultRng.IntN(500)))
+}
+
+// down forgets the node instance: its requests go unanswered, its
+// connections reset, and it leads nothing.
+func (n *simNode) down() {
+	n.node, n.calls, n.inbox, n.persisting = nil, nil, nil, false
+	n.w.peers.resetNode(n)
+	n.w.raft.nodeDown(n)
 }
 
 func (n *simNode) scheduleRestart(delayMs int64) {
@@ -260,6 +315,7 @@ func (n *simNode) scheduleRestart(delayMs int64) {
 // heal brings the node up and its disk back to health.
 func (n *simNode) heal() {
 	n.fs.ClearFaults()
+	n.syncFaultArmed = false
 	if !n.up() && !n.restartPending {
 		n.start()
 	}

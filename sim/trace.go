@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/binary"
 	"fmt"
 	"hash"
 	"hash/fnv"
@@ -39,6 +40,16 @@ func (t *trace) add(nowMs int64, format string, args ...any) {
 	if t.verbose != nil {
 		fmt.Fprintln(t.verbose, line)
 	}
+}
+
+// addBytes hashes an event given as bytes (a peer message as encoded),
+// without a trace line.
+func (t *trace) addBytes(nowMs int64, b []byte) {
+	var stamp [8]byte
+	binary.LittleEndian.PutUint64(stamp[:], uint64(nowMs))
+	t.hash.Write(stamp[:])
+	t.hash.Write(b)
+	t.events++
 }
 
 // sum is the trace hash.

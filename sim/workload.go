@@ -23,6 +23,14 @@ const (
 func (w *World) spawnWorkload() {
 	rng := w.workloadRng
 	producers, consumers := 2+rng.IntN(4), 1+rng.IntN(3)
+	if w.clustered() {
+		// Requests cross nodes (forwards, consume probes), so a consumer
+		// settles fewer records per second than on a single node: a
+		// cluster has fewer producers and more consumers, or its backlog
+		// would not drain.
+		producers = (producers + 1) / 2
+		consumers += 2 * producers
+	}
 	storm := rng.IntN(3) == 0
 	for i := range producers {
 		p := newClient(w, fmt.Sprintf("p%d", i+1), roleProducer)

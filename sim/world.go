@@ -23,12 +23,16 @@ const (
 	// drainQuietMs ends the drain once every acknowledged record was
 	// consumed and this long passed without a new delivery.
 	drainQuietMs = 3_000
+	// setupMsMax bounds the setup: electing a leader, the members
+	// heartbeating, the topic created.
+	setupMsMax = 30_000
 )
 
 // Options configure one run. Start from DefaultOptions.
 type Options struct {
 	Seed uint64
-	// Nodes in the world (1 until the cluster lands).
+	// Nodes in the world: 1 is a single node; 3 or 5 form a cluster
+	// whose metastore is one Raft group of every node.
 	Nodes int
 	// SafetyMs is the simulated time with faults and load.
 	SafetyMs int64
@@ -56,10 +60,17 @@ type World struct {
 	queue eventQueue
 	// Random streams, each derived from the seed, so a new draw in one
 	// (say the workload) does not reshuffle another (the faults).
-	workloadRng, networkRng, faultRng *rand.Rand
+	workloadRng, networkRng, faultRng, peerRng *rand.Rand
 
 	codec   *httpapi.Codec
 	network *network
+	// peers carries messages between nodes; raft follows the metastore's
+	// leadership from them and metaLog its committed log and placement;
+	// owners checks single ownership.
+	peers   *peerNetwork
+	raft    *raftView
+	metaLog *metaLog
+	owners  *ownerChecker
 	nodes   []*simNode
 	clients []*client
 	topic   string
@@ -79,6 +90,8 @@ type World struct {
 	// logOperations and logResult are porcupine's input size and verdict.
 	logOperations int
 	logResult     string
+	// stepErrors counts peer messages a node refused, by message kind.
+	stepErrors map[string]int
 }
 
 type phase int
@@ -104,17 +117,23 @@ func newRand(seed uint64, stream uint64) *rand.Rand {
 
 // NewWorld builds the world of a seed.
 func NewWorld(opts Options) *World {
+	assert(opts.Nodes >= 1, "a world needs at least one node, got %d", opts.Nodes)
 	w := &World{
 		opts:        opts,
 		workloadRng: newRand(opts.Seed, 1), networkRng: newRand(opts.Seed, 2), faultRng: newRand(opts.Seed, 3),
+		peerRng: newRand(opts.Seed, 4),
 		codec:   httpapi.NewCodec(httpapi.DefaultCodecConfig()),
 		history: newHistory(), checker: newStateChecker(), trace: newTrace(opts.Verbose),
-		faults: map[string]int{}, topic: "sim",
+		faults: map[string]int{}, topic: "sim", stepErrors: map[string]int{},
 	}
 	w.network = newNetwork(w)
 	for i := range opts.Nodes {
 		w.nodes = append(w.nodes, newSimNode(w, i))
 	}
+	w.peers = newPeerNetwork(w, w.peerRng)
+	w.raft = newRaftView(w)
+	w.metaLog = newMetaLog(w)
+	w.owners = newOwnerChecker(w)
 	return w
 }
 
@@ -170,9 +189,15 @@ func seedBytes(seed uint64) [32]byte {
 func (w *World) run() {
 	for _, n := range w.nodes {
 		n.start()
+		if w.clustered() {
+			n.scheduleTick() // a cluster elects its leader with ticks
+		}
 	}
 	w.setup()
-	w.loop(func() bool { return w.phase == phaseSetup })
+	w.loop(func() bool { return w.phase == phaseSetup && w.nowMs < setupMsMax })
+	if w.phase == phaseSetup {
+		w.fail("liveness", "setup: the topic was not created within %d ms", setupMsMax)
+	}
 	w.startSafety()
 	w.loop(func() bool { return w.nowMs < w.opts.SafetyMs })
 	w.heal()
@@ -214,13 +239,31 @@ func (w *World) countFault(kind string) {
 	w.tracef("fault %s", kind)
 }
 
-// setup creates the topic through the API, like an operator would.
+// stepRefused counts a peer message the node refused.
+func (w *World) stepRefused(n *simNode, env node.Envelope, err error) {
+	kind := messageKind(env.Message)
+	w.stepErrors[kind]++
+	w.tracef("%s refused %s from %s: %v", n.id, describeMessage(env.Message), env.From, err)
+}
+
+// setup creates the topic through the API, like an operator would. A
+// cluster's topic has more partitions than nodes, created once every node
+// is an alive member (or membersWaitMsMax passed), so that partitions land
+// on different owners.
 func (w *World) setup() {
-	w.partitions = 3 + w.workloadRng.IntN(4)
+	if w.clustered() {
+		w.partitions = len(w.nodes) + 1 + w.workloadRng.IntN(len(w.nodes)+2)
+	} else {
+		w.partitions = 3 + w.workloadRng.IntN(4)
+	}
 	visibilityMs := 1_000 + w.workloadRng.IntN(4_000)
 	admin := newClient(w, "admin", roleAdmin)
 	w.clients = append(w.clients, admin)
-	admin.createTopic(w.partitions, visibilityMs)
+	if !w.clustered() {
+		admin.createTopic(w.partitions, visibilityMs)
+		return
+	}
+	admin.awaitMembers(membersWaitMsMax, func() { admin.createTopic(w.partitions, visibilityMs) })
 }
 
 func (w *World) startSafety() {
@@ -242,6 +285,7 @@ func (w *World) heal() {
 	w.phase = phaseLiveness
 	w.healedMs = w.nowMs
 	w.network.heal()
+	w.peers.heal()
 	for _, n := range w.nodes {
 		n.heal()
 	}
@@ -268,6 +312,9 @@ func (w *World) clientsIdle() bool {
 func (w *World) finish() {
 	if w.failure == nil {
 		w.finalReplay()
+	}
+	if w.failure == nil && w.clustered() {
+		w.checkClusterLiveness()
 	}
 	w.phase = phaseDone
 	if w.failure != nil {

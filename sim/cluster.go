@@ -1,0 +1,98 @@
+package sim
+
+import (
+	"fmt"
+
+	"narad/meta"
+	"narad/node"
+)
+
+// Timings of a multi-node world, in simulated milliseconds: small enough
+// that elections, deaths and recoveries happen many times within a run of
+// a few tens of simulated seconds.
+const (
+	clusterMetaTickIntervalMs = 20
+	clusterHeartbeatMs        = 500
+	clusterMemberDeadAfterMs  = 3_000
+	clusterForwardTimeoutMs   = 1_000
+	clusterPeerDownMs         = 2_000
+	clusterProposalTimeoutMs  = 3_000
+	// clusterSnapshotEntries is small so that a follower cut off for a few
+	// seconds is brought back by a snapshot, not by appends alone.
+	clusterSnapshotEntries = 200
+	// membersWaitMsMax bounds how long setup waits for every node to be an
+	// alive member before it creates the topic anyway.
+	membersWaitMsMax = 10_000
+)
+
+// clustered reports whether the world has more than one node.
+func (w *World) clustered() bool { return len(w.nodes) > 1 }
+
+// bootstrapPeers is the bootstrap voter list of a world: every node, with the raft
+// id derived from its node id and a cluster address that names it.
+func (w *World) bootstrapPeers() []meta.Peer {
+	peers := make([]meta.Peer, 0, len(w.nodes))
+	for _, n := range w.nodes {
+		peers = append(peers, meta.Peer{ID: n.id, RaftID: meta.RaftIDOf(n.id), ClusterAddr: clusterAddr(n.id)})
+	}
+	return peers
+}
+
+func clusterAddr(id string) string { return fmt.Sprintf("%s.cluster.sim:7943", id) }
+
+// clusterConfig turns a node's configuration into that of a cluster
+// member with the world's timings.
+func (w *World) clusterConfig(cfg node.Config, id string) node.Config {
+	cfg.ClusterAddr = clusterAddr(id)
+	cfg.AdvertiseAddr = fmt.Sprintf("%s.http.sim:7942", id)
+	cfg.Meta = meta.DefaultConfig(id, w.bootstrapPeers())
+	cfg.Meta.SnapshotEntries = clusterSnapshotEntries
+	cfg.MetaTickIntervalMs = clusterMetaTickIntervalMs
+	cfg.MemberHeartbeatIntervalMs = clusterHeartbeatMs
+	cfg.MemberDeadAfterMs = clusterMemberDeadAfterMs
+	cfg.ForwardTimeoutMs = clusterForwardTimeoutMs
+	cfg.PeerDownMs = clusterPeerDownMs
+	cfg.ProposalTimeoutMs = clusterProposalTimeoutMs
+	return cfg
+}
+
+// minorityMax is how many nodes may be down (or at risk of going down from
+// an armed disk fault) at once: fewer than half, so that a quorum remains
+// and the cluster can make progress. A single node has no such bound.
+func (w *World) minorityMax() int {
+	if !w.clustered() {
+		return len(w.nodes)
+	}
+	return (len(w.nodes) - 1) / 2
+}
+
+// downOrAtRisk counts the nodes that are down, restarting, or carry an
+// armed fsync fault that will crash them.
+func (w *World) downOrAtRisk() int {
+	count := 0
+	for _, n := range w.nodes {
+		if !n.up() || n.syncFaultArmed {
+			count++
+		}
+	}
+	return count
+}
+
+// mayTakeDown reports whether one more node may go down without leaving
+// less than a quorum up.
+func (w *World) mayTakeDown(n *simNode) bool {
+	if !n.up() || n.syncFaultArmed {
+		return true // already counted
+	}
+	return w.downOrAtRisk()+1 <= w.minorityMax()
+}
+
+// nodeByID finds a node of the world; nil when none has that id.
+func (w *World) nodeByID(id string) *simNode {
+	for _, n := range w.nodes {
+		if n.id == id {
+			return n
+		}
+	}
+	return nil
+}

@@ -1,0 +1,294 @@
+package sim
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"go.etcd.io/raft/v3/raftpb"
+
+	"narad/meta"
+)
+
+// metaLog rebuilds the metastore's committed log from the Raft messages on
+// the wire, and from it the cluster's committed placement: which node owns
+// each partition, and which moves are under way, at every simulated
+// instant. No node's memory is read: leaders' appends carry every entry
+// (an entry is committed only once sent to a quorum) with its
+// predecessor, and leaders' messages carry the commit index.
+//
+// It checks Raft's promises on the way: two appends of the same entry
+// never name different predecessors (log matching), and a committed
+// entry is never replaced (state machine safety).
+type metaLog struct {
+	w *World
+	// entries holds every entry a leader sent, by index and term, with
+	// its predecessor. An (index, term) pair names one entry forever.
+	entries map[entryID]loggedEntry
+	// tips maps a term to the highest entry its leader sent: the leader's
+	// log ends there or later, and its commit index never passes it.
+	tips map[uint64]entryID
+	// applied is the last committed entry applied to the shadow state. It
+	// starts at the bootstrap entries (index 1..nodes, term 1), which every
+	// node writes itself and no leader sends.
+	applied entryID
+	// members and topics are the shadow state: the members (created by a
+	// heartbeat, removed by RemoveMember) and each topic's assignments,
+	// changed only by committed commands, as meta applies them.
+	members map[string]bool
+	topics  map[string][]meta.Assignment
+	// generations counts the committed flips of each partition, by
+	// partitionName; a partition never flipped is absent.
+	generations map[string]int
+	// movesCompleted and movesAborted count the committed flips and aborts.
+	movesCompleted, movesAborted int
+}
+
+type entryID struct{ index, term uint64 }
+
+type loggedEntry struct {
+	parent    entryID
+	entryType raftpb.EntryType
+	data      []byte
+}
+
+func newMetaLog(w *World) *metaLog {
+	bootstrap := entryID{index: uint64(len(w.nodes)), term: 1}
+	return &metaLog{w: w, entries: map[entryID]loggedEntry{}, tips: map[uint64]entryID{}, applied: bootstrap,
+		members: map[string]bool{}, topics: map[string][]meta.Assignment{}, generations: map[string]int{}}
+}
+
+// observe takes a leader's message: its entries, then its commit index.
+func (l *metaLog) observe(msg *raftpb.Message) {
+	if msg.GetType() == raftpb.MsgApp {
+		l.record(msg)
+	}
+	if msg.GetType() == raftpb.MsgApp || msg.GetType() == raftpb.MsgHeartbeat {
+		l.commit(msg.GetTerm(), msg.GetCommit())
+	}
+}
+
+// record keeps an append's entries with their predecessors.
+func (l *metaLog) record(msg *raftpb.Message) {
+	parent := entryID{index: msg.GetIndex(), term: msg.GetLogTerm()}
+	l.raiseTip(msg.GetTerm(), parent)
+	for _, e := range msg.GetEntries() {
+		id := entryID{index: e.GetIndex(), term: e.GetTerm()}
+		if known, ok := l.entries[id]; ok && known.parent != parent {
+			l.w.fail("raft-log-matching", "entry %d of term %d follows %+v in one append and %+v in another", id.index, id.term, known.parent, parent)
+			return
+		}
+		l.entries[id] = loggedEntry{parent: parent, entryType: e.GetType(), data: e.GetData()}
+		l.raiseTip(msg.GetTerm(), id)
+		parent = id
+	}
+}
+
+func (l *metaLog) raiseTip(term uint64, id entryID) {
+	if id.index > l.tips[term].index {
+		l.tips[term] = id
+	}
+}
+
+// commit applies the entries up to index, as the leader of term's log
+// holds them, to the shadow state.
+func (l *metaLog) commit(term, index uint64) {
+	if index <= l.applied.index {
+		return
+	}
+	chain, ok := l.chainTo(l.tips[term], index)
+	if !ok {
+		return // the run failed: chainTo said why
+	}
+	for _, id := range chain {
+		l.apply(id)
+		l.applied = id
+	}
+}
+
+// chainTo walks back from tip to the applied entry and returns the entries
+// after it up to index, oldest first.
+func (l *metaLog) chainTo(tip entryID, index uint64) ([]entryID, bool) {
+	if tip.index < index {
+		l.w.fail("meta-view", "a leader announced commit index %d but sent entries only up to %d", index, tip.index)
+		return nil, false
+	}
+	var chain []entryID
+	for id := tip; id.index > l.applied.index; id = l.entries[id].parent {
+		if _, known := l.entries[id]; !known {
+			l.w.fail("meta-view", "committed entry %d of term %d was never sent by a leader", id.index, id.term)
+			return nil, false
+		}
+		if id.index <= index {
+			chain = append(chain, id)
+		}
+		if l.entries[id].parent.index == l.applied.index && l.entries[id].parent != l.applied {
+			l.w.fail("raft-state-machine-safety", "entry %d of term %d was applied, but the log committed at %d holds term %d there",
+				l.applied.index, l.applied.term, index, l.entries[id].parent.term)
+			return nil, false
+		}
+	}
+	slices.Reverse(chain)
+	return chain, true
+}
+
+// apply applies one committed entry to the shadow state; entries that do
+// not touch members or placement are skipped.
+func (l *metaLog) apply(id entryID) {
+	entry := l.entries[id]
+	if entry.entryType != raftpb.EntryNormal || len(entry.data) == 0 {
+		return
+	}
+	_, command, err := meta.DecodeCommand(entry.data)
+	if err != nil {
+		l.w.fail("meta-view", "committed entry %d of term %d does not decode: %v", id.index, id.term, err)
+		return
+	}
+	if valid, ok := command.(interface{ Validate() error }); ok && valid.Validate() != nil {
+		return // meta rejects it without a change
+	}
+	l.applyCommand(command)
+}
+
+func (l *metaLog) applyCommand(command meta.Command) {
+	switch c := command.(type) {
+	case meta.MemberHeartbeat:
+		l.members[c.ID] = true
+	case meta.RemoveMember:
+		l.removeMember(c.ID)
+	case meta.CreateTopic:
+		l.createTopic(c)
+	case meta.DeleteTopic:
+		delete(l.topics, c.Name)
+	case meta.AlterTopic:
+		l.growTopic(c)
+	case meta.SetTarget:
+		l.setTarget(c)
+	case meta.CompleteMove:
+		l.flip(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget)
+	case meta.ForcePromote:
+		l.flip(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget)
+	case meta.AbortMove:
+		l.abortMove(c)
+	}
+}
+
+func (l *metaLog) removeMember(id string) {
+	for _, assignments := range l.topics { //determinism:ok only answers whether the member is placed
+		for _, a := range assignments {
+			if a.Owner == id || a.Target == id {
+				return
+			}
+		}
+	}
+	delete(l.members, id)
+}
+
+func (l *metaLog) allMembers(ids []string) bool {
+	for _, id := range ids {
+		if !l.members[id] {
+			return false
+		}
+	}
+	return true
+}
+
+func (l *metaLog) createTopic(c meta.CreateTopic) {
+	if _, exists := l.topics[c.Name]; exists || !l.allMembers(c.Owners) {
+		return
+	}
+	assignments := make([]meta.Assignment, len(c.Owners))
+	for i, owner := range c.Owners {
+		assignments[i] = meta.Assignment{Owner: owner}
+	}
+	l.topics[c.Name] = assignments
+}
+
+// growTopic adds the partitions of an AlterTopic that grows the topic.
+func (l *metaLog) growTopic(c meta.AlterTopic) {
+	assignments, exists := l.topics[c.Name]
+	if !exists || c.Partitions == nil || *c.Partitions-len(assignments) != len(c.NewOwners) || !l.allMembers(c.NewOwners) {
+		return
+	}
+	for _, owner := range c.NewOwners {
+		assignments = append(assignments, meta.Assignment{Owner: owner})
+	}
+	l.topics[c.Name] = assignments
+}
+
+// assignment returns the live assignment of a partition, or nil.
+func (l *metaLog) assignment(topic string, partition int) *meta.Assignment {
+	assignments := l.topics[topic]
+	if partition < 0 || partition >= len(assignments) {
+		return nil
+	}
+	return &assignments[partition]
+}
+
+func (l *metaLog) setTarget(c meta.SetTarget) {
+	a := l.assignment(c.Topic, c.Partition)
+	if a == nil || a.Target != "" || a.Owner != c.ExpectedOwner || !l.members[c.Target] {
+		return
+	}
+	a.Target = c.Target
+	l.w.tracef("meta: %s/%d moves %s -> %s", c.Topic, c.Partition, a.Owner, a.Target)
+}
+
+func (l *metaLog) flip(topic string, partition int, expectedOwner, expectedTarget string) {
+	a := l.assignment(topic, partition)
+	if a == nil || a.Owner != expectedOwner || a.Target != expectedTarget || a.Target == "" {
+		return
+	}
+	a.Owner, a.Target = a.Target, ""
+	l.generations[partitionName(topic, partition)]++
+	l.movesCompleted++
+	l.w.tracef("meta: %s/%d now owned by %s", topic, partition, a.Owner)
+}
+
+func (l *metaLog) abortMove(c meta.AbortMove) {
+	a := l.assignment(c.Topic, c.Partition)
+	if a == nil || a.Target != c.ExpectedTarget {
+		return
+	}
+	a.Target = ""
+	l.movesAborted++
+	l.w.tracef("meta: %s/%d move aborted", c.Topic, c.Partition)
+}
+
+// owners returns a topic's committed owners, by partition; nil when the
+// topic does not exist.
+func (l *metaLog) owners(topic string) []string {
+	assignments, exists := l.topics[topic]
+	if !exists {
+		return nil
+	}
+	owners := make([]string, len(assignments))
+	for i, a := range assignments {
+		owners[i] = a.Owner
+	}
+	return owners
+}
+
+// movesInFlight counts the partitions with a target.
+func (l *metaLog) movesInFlight() int {
+	count := 0
+	for _, name := range slices.Sorted(maps.Keys(l.topics)) {
+		for _, a := range l.topics[name] {
+			if a.Target != "" {
+				count++
+			}
+		}
+	}
+	return count
+}
+
+// owner returns the committed owner of a partition; "" when the topic or
+// the partition does not exist.
+func (l *metaLog) owner(topic string, partition int) string {
+	if a := l.assignment(topic, partition); a != nil {
+		return a.Owner
+	}
+	return ""
+}
+
+func partitionName(topic string, partition int) string { return fmt.Sprintf("%s/%d", topic, partition) }

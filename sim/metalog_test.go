@@ -1,0 +1,103 @@
+package sim
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"narad/meta"
+)
+
+// TestAppendByANonOwnerFailsTheRun: an append must come from the
+// partition's owner in the committed metastore.
+func TestAppendByANonOwnerFailsTheRun(t *testing.T) {
+	w := newWiredWorld(t)
+	w.metaLog.topics[w.topic] = []meta.Assignment{{Owner: "n1"}, {Owner: "n2"}}
+	w.owners.appended(w.nodes[1], w.topic, 1)
+	require.Nil(t, w.failure)
+	w.owners.appended(w.nodes[1], w.topic, 0)
+	require.NotNil(t, w.failure)
+	require.Equal(t, "single-owner", w.failure.Checker)
+	require.Contains(t, w.failure.Detail, `n2 appended to sim/0, but the committed metastore says "n1" owns it`)
+}
+
+// TestTwoAppendersWithoutAFlipFailTheRun: a partition's appender changes
+// only across a committed flip of its ownership, whoever owns it (this is
+// what guards a single node, which has no committed-log view).
+func TestTwoAppendersWithoutAFlipFailTheRun(t *testing.T) {
+	w := NewWorld(DefaultOptions(1))
+	stranger := newSimNode(w, 1) // a second appender, though the world has one node
+	w.owners.appended(w.nodes[0], w.topic, 2)
+	w.owners.appended(w.nodes[0], w.topic, 2)
+	require.Nil(t, w.failure)
+	w.owners.appended(stranger, w.topic, 2)
+	require.NotNil(t, w.failure)
+	require.Equal(t, "single-owner", w.failure.Checker)
+}
+
+// leader sends appends of the metastore's log, as the leader of a term.
+type leader struct {
+	t    *testing.T
+	w    *wiredWorld
+	term uint64
+	last entryID
+}
+
+// append sends one command entry (nil: an empty entry) after the last one,
+// with the given commit index.
+func (l *leader) append(command meta.Command, commit uint64) entryID {
+	var data []byte
+	if command != nil {
+		encoded, err := meta.EncodeCommand(meta.ProposalID{Node: "n1", Term: l.term, Sequence: l.last.index}, command)
+		require.NoError(l.t, err)
+		data = encoded
+	}
+	index, logTerm := l.last.index, l.last.term
+	next := entryID{index: index + 1, term: l.term}
+	msg := raftMessage(raftpb.MsgApp, l.term, commit, [2]uint64{next.term, next.index})
+	msg.Index, msg.LogTerm, msg.Entries[0].Data = &index, &logTerm, data
+	l.w.metaLog.observe(msg)
+	l.last = next
+	return next
+}
+
+// TestMetaLogFollowsCommittedPlacement: the placement rebuilt from the
+// wire follows committed entries only, in order, with the move guards.
+func TestMetaLogFollowsCommittedPlacement(t *testing.T) {
+	w := newWiredWorld(t)
+	l := &leader{t: t, w: w, term: 2, last: entryID{index: 3, term: 1}}
+	l.append(nil, 3)
+	for _, id := range []string{"n1", "n2", "n3"} {
+		l.append(meta.MemberHeartbeat{ID: id, HTTPAddr: id + ":1", ClusterAddr: id + ":2", NowMs: 1}, 3)
+	}
+	created := l.append(meta.CreateTopic{Name: "sim", Owners: []string{"n1", "n2", "n3"}, CreatedAtMs: 1}, 3)
+	require.Nil(t, w.metaLog.owners("sim"), "appended, not committed")
+	target := l.append(meta.SetTarget{Topic: "sim", Partition: 0, ExpectedOwner: "n1", Target: "n3", NowMs: 2}, created.index)
+	require.Equal(t, []string{"n1", "n2", "n3"}, w.metaLog.owners("sim"))
+	l.append(meta.CompleteMove{Topic: "sim", Partition: 0, ExpectedOwner: "n2", ExpectedTarget: "n3"}, target.index)
+	require.Equal(t, 1, w.metaLog.movesInFlight())
+	flip := l.append(meta.CompleteMove{Topic: "sim", Partition: 0, ExpectedOwner: "n1", ExpectedTarget: "n3"}, 0)
+	w.metaLog.observe(raftMessage(raftpb.MsgHeartbeat, 2, flip.index))
+	require.Equal(t, []string{"n3", "n2", "n3"}, w.metaLog.owners("sim"), "the guard refused the first flip, not the second")
+	require.Equal(t, 1, w.metaLog.generations["sim/0"])
+	require.Zero(t, w.metaLog.movesInFlight())
+	require.Nil(t, w.failure)
+}
+
+// TestCommittedEntryReplacedFailsTheRun: a later leader committing a log
+// that holds another entry where one was already applied breaks state
+// machine safety.
+func TestCommittedEntryReplacedFailsTheRun(t *testing.T) {
+	w := newWiredWorld(t)
+	first := &leader{t: t, w: w, term: 2, last: entryID{index: 3, term: 1}}
+	first.append(nil, 3)
+	applied := first.append(nil, 3)
+	first.append(nil, applied.index)
+	require.Equal(t, applied, w.metaLog.applied)
+	rogue := &leader{t: t, w: w, term: 3, last: entryID{index: 4, term: 2}}
+	rogue.append(nil, 0) // index 5 of term 3 where term 2's entry 5 was applied
+	rogue.append(nil, 6)
+	require.NotNil(t, w.failure)
+	require.Equal(t, "raft-state-machine-safety", w.failure.Checker)
+}

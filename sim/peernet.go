@@ -1,0 +1,301 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"go.etcd.io/raft/v3/raftpb"
+
+	"narad/node"
+	"narad/wire"
+)
+
+// Peer links, in simulated milliseconds.
+const (
+	peerDelayMsMin = 1
+	// peerLinkDelayMsMax bounds the delay bound each link draws at the
+	// start of a run (links differ: some are slower than others).
+	peerLinkDelayMsMax = 8
+	// peerSlowDelayMsMax bounds every link's delay while a slow-network
+	// fault lasts.
+	peerSlowDelayMsMax = 150
+	// dialTimeoutMs is how long a connection attempt to a cut-off peer
+	// takes to fail (a peer that is down refuses at once); the driver then
+	// tells the sender the peer is unreachable, as the host does.
+	dialTimeoutMs = 500
+)
+
+// link is the connection from one node to another, as the production
+// transport has one TCP connection per direction: messages sent on it
+// arrive in order while the connection lasts; a reset drops whatever is in
+// flight.
+type link struct {
+	from, to *simNode
+	// epoch numbers the connection. A reset (a fault, a partition, a crash
+	// of either end) increments it; a message that arrives with an older
+	// epoch was lost with its connection. Changed only by reset.
+	epoch uint64
+	// delayMsMax is this link's delay bound, drawn once per run; at least
+	// peerDelayMsMin.
+	delayMsMax int
+	// lastArrivalMs is when the latest message sent on the link arrives;
+	// a later message never arrives before it. Only send changes it.
+	lastArrivalMs int64
+	// cuts counts the active partitions that block this direction; the
+	// link carries nothing while it is above zero. Changed by cut and mend.
+	cuts int
+	// dialing is set while a failed connection attempt waits to be
+	// reported to the sender (at most one at a time per link).
+	dialing bool
+}
+
+// peerNetwork carries envelopes between nodes. Every envelope is encoded
+// with the production codec when sent and decoded when it arrives, so the
+// codec runs on every message and no two nodes ever share a Go value.
+type peerNetwork struct {
+	w   *World
+	rng *rand.Rand
+	// links[from][to] is the link between two node indexes; nil on the
+	// diagonal. Fixed after newPeerNetwork.
+	links [][]*link
+	// slow is set while a slow-network fault lasts.
+	slow bool
+	// partitions are the active cuts by id, so that healing everything and
+	// a cut's own end do not undo each other. nextPartition numbers them.
+	partitions    map[int][]*link
+	nextPartition int
+	// Counters for the report: messages sent, by type; lost, by cause;
+	// unreachable reports, by link.
+	sent, dropped, unreachable map[string]int
+	// deliver hands a decoded envelope to its receiver: deliverToNode,
+	// except in the network's own tests.
+	deliver func(to *simNode, env node.Envelope)
+}
+
+func newPeerNetwork(w *World, rng *rand.Rand) *peerNetwork {
+	p := &peerNetwork{w: w, rng: rng, partitions: map[int][]*link{}, sent: map[string]int{}, dropped: map[string]int{},
+		unreachable: map[string]int{}}
+	p.deliver = p.deliverToNode
+	p.links = make([][]*link, len(w.nodes))
+	for i, from := range w.nodes {
+		p.links[i] = make([]*link, len(w.nodes))
+		for j, to := range w.nodes {
+			if i != j {
+				p.links[i][j] = &link{from: from, to: to, delayMsMax: peerDelayMsMin + rng.IntN(peerLinkDelayMsMax)}
+			}
+		}
+	}
+	return p
+}
+
+// send puts an envelope on its link. It runs after the Ready that carried
+// it was persisted (the driver's order).
+func (p *peerNetwork) send(from *simNode, env node.Envelope) {
+	to := p.w.nodeByID(env.To)
+	if to == nil || to == from || env.From != from.id {
+		p.w.fail("peer-network", "%s sent %s from %q to %q, not a peer", from.id, messageKind(env.Message), env.From, env.To)
+		return
+	}
+	bytes, err := wire.EncodeEnvelope(nil, env)
+	if err != nil {
+		p.w.fail("codec", "%s -> %s: %s cannot be encoded: %v", env.From, env.To, messageKind(env.Message), err)
+		return
+	}
+	kind := messageKind(env.Message)
+	p.sent[kind]++
+	p.w.trace.addBytes(p.w.nowMs, bytes)
+	if traced(env.Message) {
+		p.w.tracef("net %s>%s %s", env.From, env.To, describeMessage(env.Message))
+	}
+	p.w.raft.observe(env)
+	p.transmit(p.links[from.index][to.index], kind, bytes)
+}
+
+// transmit schedules the arrival of bytes on the link, after every message
+// sent on it before.
+func (p *peerNetwork) transmit(l *link, kind string, bytes []byte) {
+	if l.cuts > 0 || !l.to.up() {
+		p.dialFailed(l)
+	}
+	if l.cuts > 0 {
+		p.dropped["partitioned"]++
+		return
+	}
+	delayMsMax := l.delayMsMax
+	if p.slow {
+		delayMsMax = peerSlowDelayMsMax
+	}
+	arrivalMs := max(p.w.nowMs+int64(peerDelayMsMin+p.rng.IntN(delayMsMax)), l.lastArrivalMs)
+	l.lastArrivalMs = arrivalMs
+	epoch := l.epoch
+	p.w.queue.push(arrivalMs, func() { p.arrive(l, epoch, kind, bytes) })
+}
+
+// arrive decodes a message and hands it to its receiver, unless its
+// connection was reset meanwhile.
+func (p *peerNetwork) arrive(l *link, epoch uint64, kind string, bytes []byte) {
+	if l.epoch != epoch {
+		p.dropped["reset"]++
+		return
+	}
+	env, err := wire.DecodeEnvelope(bytes)
+	if err != nil {
+		p.w.fail("codec", "%s -> %s: %s does not decode: %v", l.from.id, l.to.id, kind, err)
+		return
+	}
+	p.deliver(l.to, env)
+}
+
+// deliverToNode steps the receiver with the envelope; a message to a node
+// that is down is lost.
+func (p *peerNetwork) deliverToNode(to *simNode, env node.Envelope) {
+	if !to.up() {
+		p.dropped["receiver-down"]++
+		return
+	}
+	to.step(env)
+}
+
+// dialFailed models the sender's transport failing to connect: refused at
+// once by a peer that is down, timed out on a cut link. If the peer is
+// still unreachable then, the sender hears PeerUnreachable (what it had
+// queued for the peer is lost with the connection).
+func (p *peerNetwork) dialFailed(l *link) {
+	if l.dialing {
+		return
+	}
+	l.dialing = true
+	delayMs := int64(peerDelayMsMin + p.rng.IntN(l.delayMsMax))
+	if l.cuts > 0 {
+		delayMs = dialTimeoutMs
+	}
+	incarnation := l.from.incarnation
+	p.w.at(delayMs, func() {
+		l.dialing = false
+		if l.from.up() && l.from.incarnation == incarnation && (l.cuts > 0 || !l.to.up()) {
+			p.reset(l)
+			p.unreachable[l.from.id+">"+l.to.id]++
+			l.from.peerUnreachable(l.to.id)
+		}
+	})
+}
+
+// reset closes a link's connection: what is in flight is lost.
+func (p *peerNetwork) reset(l *link) {
+	l.epoch++
+	l.lastArrivalMs = p.w.nowMs
+}
+
+// resetNode resets every connection to and from a node (it crashed or
+// stopped: the kernel closes its sockets).
+func (p *peerNetwork) resetNode(n *simNode) {
+	for _, other := range p.w.nodes {
+		if other != n {
+			p.reset(p.links[n.index][other.index])
+			p.reset(p.links[other.index][n.index])
+		}
+	}
+}
+
+// cut blocks the given links until mend(id) or heal; their connections
+// reset. It returns the partition's id.
+func (p *peerNetwork) cut(links []*link) int {
+	p.nextPartition++
+	p.partitions[p.nextPartition] = links
+	for _, l := range links {
+		l.cuts++
+		p.reset(l)
+	}
+	return p.nextPartition
+}
+
+// mend ends one partition; a partition already ended by heal is ignored.
+func (p *peerNetwork) mend(id int) {
+	links, ok := p.partitions[id]
+	if !ok {
+		return
+	}
+	delete(p.partitions, id)
+	for _, l := range links {
+		assert(l.cuts > 0, "link %s>%s mended more often than cut", l.from.id, l.to.id)
+		l.cuts--
+	}
+	p.w.tracef("net: partition %d healed", id)
+}
+
+// heal ends every partition and the slow network.
+func (p *peerNetwork) heal() {
+	for id := 1; id <= p.nextPartition; id++ {
+		p.mend(id)
+	}
+	p.slow = false
+}
+
+// between returns the links from every node of a to every node of b.
+func (p *peerNetwork) between(a, b []*simNode) []*link {
+	var links []*link
+	for _, from := range a {
+		for _, to := range b {
+			if from != to {
+				links = append(links, p.links[from.index][to.index])
+			}
+		}
+	}
+	return links
+}
+
+// messageKind names an envelope's message type for counters.
+func messageKind(message any) string {
+	switch m := message.(type) {
+	case node.RaftMessage:
+		if m.Message == nil {
+			return "raft-nil"
+		}
+		return "raft"
+	case node.ForwardRequest:
+		return "forward-" + strings.TrimPrefix(fmt.Sprintf("%T", m.Request), "node.")
+	case node.ForwardReply:
+		return "forward-reply"
+	case node.Subscribe:
+		return "subscribe"
+	case node.Notify:
+		return "notify"
+	case node.Join:
+		return "join"
+	default:
+		return fmt.Sprintf("%T", message)
+	}
+}
+
+// traced reports whether a message gets a trace line: Raft's steady
+// traffic (heartbeats and appends) is only hashed, or it would bury the
+// lines that explain a failure.
+func traced(message any) bool {
+	m, ok := message.(node.RaftMessage)
+	if !ok || m.Message == nil {
+		return true
+	}
+	switch m.Message.GetType() {
+	case raftpb.MsgHeartbeat, raftpb.MsgHeartbeatResp, raftpb.MsgApp, raftpb.MsgAppResp:
+		return false
+	}
+	return true
+}
+
+func describeMessage(message any) string {
+	switch m := message.(type) {
+	case node.RaftMessage:
+		return fmt.Sprintf("raft %s term %d", m.Message.GetType(), m.Message.GetTerm())
+	case node.ForwardRequest:
+		return fmt.Sprintf("forward #%d %T", m.ID, m.Request)
+	case node.ForwardReply:
+		return fmt.Sprintf("forward-reply #%d err=%v", m.ID, m.Reply.Err)
+	case node.Subscribe:
+		return fmt.Sprintf("subscribe %s %d ms", m.Topic, m.ForMs)
+	case node.Notify:
+		return "notify " + m.Topic
+	default:
+		return messageKind(message)
+	}
+}

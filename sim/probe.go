@@ -1,0 +1,219 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"narad/httpapi"
+	"narad/node"
+)
+
+// Probes, in simulated milliseconds.
+const (
+	probeRetryMs = 100
+	// livenessProbeMsMax bounds the cluster's liveness checks after the
+	// drain: a leader, every member alive, every node serving every
+	// partition.
+	livenessProbeMsMax = 30_000
+)
+
+// probeSpec is one request an operator's client repeats until its answer
+// is what it waits for.
+type probeSpec struct {
+	// target is the node asked; nil asks a random node each time.
+	target *simNode
+	kind   string
+	url    string
+	// judge accepts a response (true) or asks for a retry (false); it
+	// fails the run itself for an answer no correct server gives. The
+	// response is nil when the request timed out.
+	judge func(c *call, response *httpapi.Response) bool
+}
+
+// probe sends spec's request until judge accepts an answer, then runs
+// next. It gives up silently when the world ends.
+func (cl *client) probe(spec probeSpec, next func()) {
+	c := &call{kind: spec.kind, target: spec.target, httpRequest: newHTTPRequest(http.MethodGet, spec.url, "", "")}
+	c.onDone = func(response *httpapi.Response) {
+		if spec.judge(c, response) {
+			next()
+			return
+		}
+		if cl.w.failure == nil {
+			cl.later(probeRetryMs, func() { cl.probe(spec, next) })
+		}
+	}
+	cl.send(c)
+}
+
+// awaitMembers asks random nodes for the members until every node is an
+// alive member, or waitMsMax passed; then runs then.
+func (cl *client) awaitMembers(waitMsMax int64, then func()) {
+	deadlineMs := cl.w.nowMs + waitMsMax
+	spec := probeSpec{kind: "members", url: "/v1/cluster/members", judge: func(c *call, response *httpapi.Response) bool {
+		if cl.w.nowMs >= deadlineMs {
+			cl.w.tracef("setup: not every node is an alive member after %d ms", waitMsMax)
+			return true
+		}
+		return cl.w.allMembersAlive(c, response)
+	}}
+	cl.probe(spec, then)
+}
+
+// allMembersAlive judges a members listing: every node of the world is
+// listed, alive.
+func (w *World) allMembersAlive(c *call, response *httpapi.Response) bool {
+	if !w.answered(c, response, http.StatusOK) {
+		return false
+	}
+	var result node.MembersResult
+	if err := json.Unmarshal(response.Body, &result); err != nil {
+		w.fail("client", "%s: bad members listing %s: %v", c.describe(), response.Body, err)
+		return false
+	}
+	alive := map[string]bool{}
+	for _, m := range result.Members {
+		alive[m.ID] = m.Status == "alive"
+	}
+	for _, n := range w.nodes {
+		if !alive[n.id] {
+			return false
+		}
+	}
+	return true
+}
+
+// judgeOwners takes the owners from a topic description and compares
+// them with the committed ones.
+func (w *World) judgeOwners(c *call, response *httpapi.Response) bool {
+	if !w.answered(c, response, http.StatusOK) {
+		return false
+	}
+	var detail node.TopicDetail
+	if err := json.Unmarshal(response.Body, &detail); err != nil || len(detail.PartitionStats) != w.partitions {
+		w.fail("client", "%s: bad topic description %s (%v)", c.describe(), response.Body, err)
+		return false
+	}
+	owners := make([]string, w.partitions)
+	for _, stats := range detail.PartitionStats {
+		if stats.Index < 0 || stats.Index >= w.partitions || stats.OwnerNode == "" {
+			w.fail("client", "%s: partition stats without an owner: %+v", c.describe(), stats)
+			return false
+		}
+		owners[stats.Index] = stats.OwnerNode
+	}
+	return w.owners.judgeOwners(c, owners)
+}
+
+// answered reports whether a probe got the wanted status. A timeout or a
+// 5xx is retried; any other status fails the run.
+func (w *World) answered(c *call, response *httpapi.Response, status int) bool {
+	switch {
+	case response == nil || response.Status >= 500:
+		return false
+	case response.Status != status:
+		w.fail("client", "%s: unexpected %d: %s", c.describe(), response.Status, response.Body)
+		return false
+	}
+	return true
+}
+
+// checkClusterLiveness runs once the backlog drained and the final replay
+// finished: every node is up, one node leads and has applied an entry of
+// its term, every move finished or was aborted, and through every node the
+// members are all alive, the owners are the committed ones, and every
+// partition can be replayed.
+func (w *World) checkClusterLiveness() {
+	for _, n := range w.nodes {
+		if !n.up() {
+			w.fail("liveness", "%s is still down after healing", n.id)
+			return
+		}
+	}
+	deadlineMs := w.nowMs + livenessProbeMsMax
+	w.loop(func() bool { return !w.oneLeader() && w.nowMs < deadlineMs })
+	if w.failure == nil && !w.oneLeader() {
+		leaders, terms := w.raft.freshLeaders()
+		w.fail("liveness", "no single leader with its barrier after healing: leaders %v of terms %v", nodeIDs(leaders), terms)
+		return
+	}
+	w.loop(func() bool { return w.metaLog.movesInFlight() > 0 && w.nowMs < deadlineMs })
+	if w.failure == nil && w.metaLog.movesInFlight() > 0 {
+		w.fail("liveness", "%d moves neither finished nor aborted after healing", w.metaLog.movesInFlight())
+		return
+	}
+	probes := w.livenessProbes()
+	prober := newClient(w, "probe", roleAdmin)
+	w.clients = append(w.clients, prober)
+	done := 0
+	var runFrom func(i int)
+	runFrom = func(i int) {
+		done = i
+		if i < len(probes) {
+			prober.probe(probes[i], func() { runFrom(i + 1) })
+		}
+	}
+	runFrom(0)
+	w.loop(func() bool { return done < len(probes) && w.nowMs < deadlineMs })
+	if w.failure == nil && done < len(probes) {
+		w.fail("liveness", "%s through %s did not succeed within %d ms of the drain (last owners mismatch: %q)",
+			probes[done].kind, probes[done].target.id, livenessProbeMsMax, w.owners.describeMismatch)
+	}
+}
+
+// oneLeader reports whether exactly one up node leads lately and it
+// reached its barrier.
+func (w *World) oneLeader() bool {
+	leaders, terms := w.raft.freshLeaders()
+	return len(leaders) == 1 && w.raft.hasBarrier(terms[0])
+}
+
+// livenessProbes lists, for every node: the members, the topic's owners,
+// and a replay of offset 0 of every partition.
+func (w *World) livenessProbes() []probeSpec {
+	var probes []probeSpec
+	for _, n := range w.nodes {
+		probes = append(probes,
+			probeSpec{target: n, kind: "members", url: "/v1/cluster/members", judge: w.allMembersAlive},
+			probeSpec{target: n, kind: "describe", url: "/v1/topics/" + w.topic, judge: w.judgeOwners})
+		for partition := range w.partitions {
+			url := fmt.Sprintf("/v1/topics/%s/consume?partition=%d&offset=0", w.topic, partition)
+			probes = append(probes, probeSpec{target: n, kind: fmt.Sprintf("replay-p%d", partition), url: url, judge: w.judgeReplay(partition)})
+		}
+	}
+	return probes
+}
+
+// judgeReplay accepts a replay of offset 0 of a partition: the record
+// there (recorded for the log checker) or nothing yet.
+func (w *World) judgeReplay(partition int) func(c *call, response *httpapi.Response) bool {
+	return func(c *call, response *httpapi.Response) bool {
+		if response != nil && response.Status == http.StatusNoContent {
+			w.history.readEmpty(partition, 0, c.sentMs, w.nowMs)
+			return true
+		}
+		if !w.answered(c, response, http.StatusOK) {
+			return false
+		}
+		var m wireMessage
+		id, err := "", json.Unmarshal(response.Body, &m)
+		if err == nil {
+			id, err = m.id()
+		}
+		if err != nil || m.Partition != partition || m.Offset != 0 {
+			w.fail("client", "%s: bad replay reply %s (%v)", c.describe(), response.Body, err)
+			return false
+		}
+		w.history.read(id, partition, 0, c.sentMs, w.nowMs)
+		return true
+	}
+}
+
+func nodeIDs(nodes []*simNode) []string {
+	ids := make([]string, len(nodes))
+	for i, n := range nodes {
+		ids[i] = n.id
+	}
+	return ids
+}
