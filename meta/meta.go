@@ -298,12 +298,16 @@ func (m *Meta) CampaignIfSoleVoter() (bool, error) {
 	if err := m.usable(); err != nil {
 		return false, err
 	}
-	status := m.raw.Status()
-	voters := status.Config.Voters.IDs()
+	// The applied configuration (the state's) is raft's: cheaper to read
+	// than raft's full Status, which this runs on every tick.
+	voters := m.state.confState.Voters
+	if len(voters) != 1 || voters[0] != m.self.RaftID {
+		return false, nil
+	}
 	// Only a follower campaigns: a campaign completes in a later Ready
 	// (the self-vote is counted once persisted), and campaigning again
 	// meanwhile would restart it in a new term, forever.
-	if _, self := voters[m.self.RaftID]; len(voters) != 1 || !self || status.RaftState != raft.StateFollower {
+	if m.raw.BasicStatus().RaftState != raft.StateFollower {
 		return false, nil
 	}
 	return true, m.raw.Campaign()

@@ -9,6 +9,7 @@ import (
 	"testing/cryptotest"
 
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/raft/v3/raftpb"
 
 	"narad/meta"
 	"narad/storage"
@@ -537,4 +538,28 @@ func TestPeerUnreachableFailsItsForwardsAtOnce(t *testing.T) {
 	require.True(t, answered, "re-placed without a tick")
 	require.NoError(t, reply.Err)
 	require.NotEqual(t, gone, owners[reply.Result.(ProduceResult).Records[0].Partition])
+}
+
+// TestARequestForATopicNotYetKnownHereWaitsForIt: a node whose replica
+// has not applied a new topic yet holds a produce for it (the leader
+// confirms the topic exists) and serves it once the topic arrives; a
+// topic the leader does not know either is a 404 at once.
+func TestARequestForATopicNotYetKnownHereWaitsForIt(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.elect()
+	behind := c.otherThan(leader)
+	c.drop = func(env Envelope) bool { // the leader's appends do not reach the lagging node
+		raft, ok := env.Message.(RaftMessage)
+		return ok && env.To == behind && raft.Message.GetType() == raftpb.MsgApp
+	}
+	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 3}).Err)
+	id := c.send(behind, producePinned("t", 0, "early"))
+	c.settle()
+	_, answered := c.replies[id]
+	require.False(t, answered, "held until the topic arrives")
+	require.Equal(t, CodeNotFound, CodeOf(c.do(behind, producePinned("nothing", 0, "x")).Err), "the leader does not know it either")
+
+	c.drop = nil
+	reply := c.await(id, 100, 20)
+	require.NoError(t, reply.Err)
 }

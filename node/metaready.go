@@ -71,6 +71,7 @@ func (n *Node) advanceMeta() {
 	if applied := n.meta.AppliedIndex(); applied != n.reconciledIndex {
 		n.reconciledIndex = applied // Readys that only carry Raft heartbeats change nothing
 		n.reconcileTopics()
+		n.serveHeld()
 	}
 	n.handleOutcomes(outcomes)
 	n.maintainMeta()

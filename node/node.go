@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"narad/chaos"
@@ -52,6 +53,9 @@ type Node struct {
 	// movingAtStart holds the partitions this node owned with a move under
 	// way when it started: they start frozen (move_source.go).
 	movingAtStart map[partitionKey]bool
+	// held are requests waiting for their topic to reach this replica
+	// (topicwait.go), in arrival order.
+	held []heldRequest
 	// sweeper deletes stale copies of partitions (move_sweep.go).
 	sweeper sweeper
 	// moves are the sessions of moves into this node, by partition;
@@ -172,6 +176,7 @@ func (n *Node) Tick(nowMs int64) {
 	n.expireWaiters()
 	n.expireProposals()
 	n.expireForwards()
+	n.serveHeld()
 	n.maintainMembership()
 	n.expireFreezes()
 	n.driveMoves()
@@ -201,6 +206,9 @@ func (n *Node) NextDeadlineMs() int64 {
 	for _, forward := range n.routing.outgoing { //determinism:ok a minimum does not depend on order
 		next = min(next, forward.deadlineMs)
 	}
+	for _, h := range n.held {
+		next = min(next, h.deadlineMs)
+	}
 	for _, p := range n.partitions { //determinism:ok a minimum does not depend on order
 		if p.leases == nil {
 			continue
@@ -224,6 +232,9 @@ func (n *Node) Handle(id RequestID, req Request) {
 // handle serves a request from a client, a peer (forwarded) or this node
 // (an internal part).
 func (n *Node) handle(id RequestID, req Request) {
+	if n.holdForTopic(id, req) {
+		return
+	}
 	switch r := req.(type) {
 	case CreateTopic:
 		n.createTopic(id, r)
@@ -280,6 +291,7 @@ func (n *Node) handleMoveRequest(id RequestID, req Request) {
 // Cancel drops a parked long poll; a request that was already answered or
 // is not parked is unaffected.
 func (n *Node) Cancel(id RequestID) {
+	n.held = slices.DeleteFunc(n.held, func(h heldRequest) bool { return h.id == id })
 	if w, ok := n.waiters.get(id); ok {
 		n.waiters.remove(id)
 		n.observer.ConsumeWait(w.request.Topic, "cancelled", n.nowMs-w.parkedAtMs)

@@ -1,0 +1,99 @@
+package node
+
+import "slices"
+
+// A topic just created through another node may not have reached this
+// node's replica yet. Rather than answer 404 for a topic that exists, a
+// request naming a topic this replica does not know is held: a client's
+// request asks the metastore leader first (404 only if the leader does
+// not know it either); every held request is served again as soon as the
+// topic appears here, and answered 503 (retry) if it does not in time.
+
+// heldRequest is a request waiting for its topic to reach this replica.
+type heldRequest struct {
+	id         RequestID
+	request    Request
+	topic      string
+	deadlineMs int64
+}
+
+// topicOf names the topic a request is about ("" for none or create).
+func topicOf(req Request) string {
+	switch r := req.(type) {
+	case Produce:
+		return r.Topic
+	case Consume:
+		return r.Topic
+	case Replay:
+		return r.Topic
+	case Ack:
+		return r.Topic
+	case GetTopic:
+		return r.Name
+	case AlterTopic:
+		return r.Name
+	case DeleteTopic:
+		return r.Name
+	}
+	return ""
+}
+
+// holdForTopic holds the request if its topic is unknown here but may
+// exist; it reports whether it did (the caller then serves nothing).
+func (n *Node) holdForTopic(id RequestID, req Request) bool {
+	name := topicOf(req)
+	if name == "" || validTopicName(name) != nil {
+		return false
+	}
+	if _, known := n.meta.State().Topic(name); known {
+		return false
+	}
+	leader, leaderKnown := n.meta.Leader()
+	if !leaderKnown || leader == n.cfg.NodeID {
+		return false // the leader's replica is the authority: 404 stands
+	}
+	n.held = append(n.held, heldRequest{id: id, request: req, topic: name, deadlineMs: n.nowMs + n.cfg.ForwardTimeoutMs})
+	if !localOnly(id) {
+		n.forward(leader, GetTopic{Name: name, Partition: PartitionNone}, n.cfg.ForwardTimeoutMs, func(reply Reply) {
+			if CodeOf(reply.Err) == CodeNotFound {
+				n.releaseHeld(id, reply.Err)
+			}
+		})
+	}
+	return true
+}
+
+// releaseHeld answers a held request with err, if it is still held.
+func (n *Node) releaseHeld(id RequestID, err error) {
+	i := slices.IndexFunc(n.held, func(h heldRequest) bool { return h.id == id })
+	if i < 0 {
+		return
+	}
+	n.held = slices.Delete(n.held, i, i+1)
+	n.reply(id, nil, err)
+}
+
+// serveHeld serves the held requests whose topic appeared, and answers
+// 503 to those whose wait ran out.
+func (n *Node) serveHeld() {
+	if len(n.held) == 0 {
+		return
+	}
+	waiting := n.held[:0:0]
+	var ready []heldRequest
+	for _, h := range n.held {
+		_, known := n.meta.State().Topic(h.topic)
+		switch {
+		case known:
+			ready = append(ready, h)
+		case h.deadlineMs <= n.nowMs:
+			n.reply(h.id, nil, Unavailable("topic %q is not known to this node yet; retry", h.topic))
+		default:
+			waiting = append(waiting, h)
+		}
+	}
+	n.held = waiting
+	for _, h := range ready {
+		n.handle(h.id, h.request)
+	}
+}
