@@ -118,18 +118,45 @@ func (n *Node) handLeadershipOver() {
 	}
 }
 
-// decommission starts or cancels a member's drain.
+// decommission starts or cancels a member's drain. A cancel also aborts
+// the moves off the member whose destination has not copied a byte yet
+// (handleOutcomes calls abortUncopiedMoves once the cancel applied).
 func (n *Node) decommission(id RequestID, r Decommission) {
 	if _, ok := n.meta.State().Member(r.ID); !ok {
 		n.reply(id, nil, NotFound("member %q not found", r.ID))
 		return
 	}
-	n.propose(id, proposalDecommission, r.ID, meta.SetDraining{ID: r.ID, Draining: !r.Cancel})
+	kind := proposalDecommission
+	if r.Cancel {
+		kind = proposalCancelDecommission
+	}
+	n.propose(id, kind, r.ID, meta.SetDraining{ID: r.ID, Draining: !r.Cancel})
+}
+
+// abortUncopiedMoves aborts the moves off a member that no destination
+// has started copying: a cancelled drain keeps what already moves.
+func (n *Node) abortUncopiedMoves(member string) {
+	n.gatherMoves(false, func(result MovesResult) {
+		for _, m := range result.Moves {
+			if m.From != member || m.BytesCopied > 0 || (m.Phase != "" && m.Phase != phaseCatchUp.String()) {
+				continue
+			}
+			chaos.Reached("node-cancel-aborts-move")
+			n.observer.Event("move-abort-on-cancel", fmt.Sprintf("%s/%d to %s: the drain of %s was cancelled", m.Topic, m.Partition, m.To, member))
+			n.propose(0, proposalPlan, m.Topic, meta.AbortMove{Topic: m.Topic, Partition: m.Partition, ExpectedTarget: m.To})
+		}
+	})
 }
 
 // listMovesRouted lists the moves of the applied state with the progress
 // their destinations report.
 func (n *Node) listMovesRouted(id RequestID) {
+	n.gatherMoves(localOnly(id), func(result MovesResult) { n.reply(id, result, nil) })
+}
+
+// gatherMoves lists the moves of the applied state with this node's
+// progress and, unless local, the progress the other destinations report.
+func (n *Node) gatherMoves(local bool, done func(MovesResult)) {
 	result := MovesResult{Moves: []Move{}}
 	targets := []string{}
 	for _, m := range n.meta.State().Moves() {
@@ -140,8 +167,8 @@ func (n *Node) listMovesRouted(id RequestID) {
 			targets = append(targets, m.Target)
 		}
 	}
-	if localOnly(id) || len(targets) == 0 {
-		n.reply(id, result, nil)
+	if local || len(targets) == 0 {
+		done(result)
 		return
 	}
 	pending := len(targets)
@@ -152,7 +179,7 @@ func (n *Node) listMovesRouted(id RequestID) {
 			}
 			pending--
 			if pending == 0 {
-				n.reply(id, result, nil)
+				done(result)
 			}
 		})
 	}

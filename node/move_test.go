@@ -236,3 +236,32 @@ func TestADestinationCrashAfterInstallStillFlips(t *testing.T) {
 		require.Equal(t, fmt.Sprintf("r%d", i), string(replayed.Result.(ReplayResult).Message.Payload))
 	}
 }
+
+// TestCancelledDecommissionAbortsMovesNotYetCopying: cancelling a drain
+// clears the targets of the moves whose destination has not copied
+// anything yet; the member keeps those partitions.
+func TestCancelledDecommissionAbortsMovesNotYetCopying(t *testing.T) {
+	c := newClusterHarness(t, 4)
+	leader := c.elect()
+	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 8}).Err)
+	leaving := c.otherThan(leader)
+	before := c.holding(leader, "t", leaving)
+	require.Positive(t, before)
+	c.drop = func(env Envelope) bool { // no destination gets to copy
+		forward, ok := env.Message.(ForwardRequest)
+		if !ok {
+			return false
+		}
+		_, status := forward.Request.(MoveStatus)
+		return status
+	}
+	require.NoError(t, c.do(leader, Decommission{ID: leaving}).Err)
+	c.tick(1_100) // a planning round
+	require.NotEmpty(t, c.nodes[leader].meta.State().Moves(), "the drain started moves")
+	require.NoError(t, c.do(leader, Decommission{ID: leaving, Cancel: true}).Err)
+	c.tick(100)
+	require.Empty(t, c.nodes[leader].meta.State().Moves(), "moves that had not started copying were aborted")
+	require.Equal(t, before, c.holding(leader, "t", leaving))
+	member, _ := c.nodes[leader].meta.State().Member(leaving)
+	require.False(t, member.Draining)
+}

@@ -24,6 +24,7 @@ const (
 	// proposalPlan is the leader's planner work (targets and aborts).
 	proposalPlan
 	proposalDecommission
+	proposalCancelDecommission
 )
 
 // pendingProposal is a metastore proposal of this node waiting for its
@@ -85,13 +86,18 @@ func (n *Node) handleOutcomes(outcomes []meta.Outcome) {
 }
 
 func (n *Node) proposalResult(pending *pendingProposal, applyErr error) (any, error) {
-	if applyErr != nil && pending.kind == proposalDecommission && errors.Is(applyErr, meta.ErrMemberNotFound) {
+	decommission := pending.kind == proposalDecommission || pending.kind == proposalCancelDecommission
+	if applyErr != nil && decommission && errors.Is(applyErr, meta.ErrMemberNotFound) {
 		return nil, NotFound("member %q not found", pending.topic)
 	}
 	if applyErr != nil {
 		return nil, applyError(pending.topic, applyErr)
 	}
 	if pending.kind == proposalDeleteTopic || pending.kind == proposalDecommission {
+		return nil, nil
+	}
+	if pending.kind == proposalCancelDecommission {
+		n.abortUncopiedMoves(pending.topic)
 		return nil, nil
 	}
 	t, ok := n.lookupTopic(pending.topic)
