@@ -265,3 +265,16 @@ func TestCancelledDecommissionAbortsMovesNotYetCopying(t *testing.T) {
 	member, _ := c.nodes[leader].meta.State().Member(leaving)
 	require.False(t, member.Draining)
 }
+
+// TestADecommissionedNodeIsNotReady: once out of the voter set, a drained
+// node says it is not serving (its readiness probe fails).
+func TestADecommissionedNodeIsNotReady(t *testing.T) {
+	c := newClusterHarness(t, 4)
+	leader := c.elect()
+	leaving := c.otherThan(leader)
+	require.NoError(t, c.nodes[leaving].Serving())
+	require.NoError(t, c.do(leader, Decommission{ID: leaving}).Err)
+	c.tickUntil(100, 300, func() bool { return c.nodes[leaving].Serving() != nil })
+	_, voter := c.nodes[leader].meta.State().PeerByNodeID(leaving)
+	require.False(t, voter)
+}

@@ -438,11 +438,16 @@ func (n *Node) Abandon() error {
 }
 
 // Serving returns nil when the node can serve its clients: its metastore
-// replica knows a leader and this node is a member. Otherwise it says why
-// (readiness probes report it).
+// replica knows a leader, this node is one of the group's voters, and a
+// member. Otherwise it says why (readiness probes report it): a node that
+// lost the leader, that was removed from the cluster (decommissioned) or
+// that has not joined yet is not ready.
 func (n *Node) Serving() error {
 	if _, ok := n.meta.Leader(); !ok {
 		return errors.New("no metadata leader known")
+	}
+	if _, voter := n.meta.State().PeerByNodeID(n.cfg.NodeID); !voter {
+		return errors.New("this node is not a voter of the cluster (removed, or not joined yet)")
 	}
 	if _, member := n.meta.State().Member(n.cfg.NodeID); !member {
 		return errors.New("this node is not a cluster member yet")
