@@ -33,6 +33,25 @@
 // node started with Meta.Join sends Join to its configured peers until
 // the leader has added it as a voter.
 //
+// # Moves (DESIGN.md §6)
+//
+// The leader runs the planner (package move) past its barrier and
+// proposes targets (move_leader.go). A node that sees itself as a target
+// runs a session (move_dest.go): CatchUp copies the source's segments pass
+// after pass (MoveStatus, MoveRead) until within Moves.LagBytes or out of
+// passes; PrepareHandoff asks the source to freeze (MoveFreeze: no
+// produce, no commit; answered once its accepted records are durable);
+// Finalize copies the fixed tail, records the source's HWM and committed
+// offset, and hands the sync, verification and install to the driver as a
+// Sync; the flip is the guarded CompleteMove (ForcePromote when the source
+// died and the copy holds its last known state). The source lets go of
+// the partition when it applies the flip (move_reconcile.go), asks for
+// the abort if its freeze outlives Moves.FreezeTTLMs (move_source.go),
+// and deletes its copy only after three checks (move_sweep.go). A node
+// writes only while its own heartbeat was applied within half of
+// MemberDeadAfterMs (writable), so a node cut off from the metastore stops
+// writing before another may take its partitions over.
+//
 // # The contract
 //
 // Inputs:
