@@ -42,6 +42,10 @@ type clusterNode struct {
 	cmd *exec.Cmd
 	// peers is the NARAD_CLUSTER_PEERS value shared by the cluster.
 	peers string
+	// initialMembers is the NARAD_CLUSTER_INITIAL_MEMBERS value: empty
+	// for the nodes that bootstrap the cluster, the bootstrapping ids for
+	// a node that joins it later (it is not among them).
+	initialMembers string
 }
 
 // testCluster is a cluster of real processes on loopback. Its directory
@@ -101,7 +105,7 @@ func (c *testCluster) start(n *clusterNode) {
 	defer logFile.Close() // the child holds its own descriptor
 	cmd := exec.Command(binary, "serve", "--addr", n.httpAddr, "--node-id", n.id, "--data-dir", n.dataDir, "--log-format", "text")
 	cmd.Env = append(os.Environ(), "NARAD_SECURITY_ENABLED=false", "NARAD_CLUSTER_ADDR="+n.clusterAddr,
-		"NARAD_CLUSTER_PEERS="+n.peers, "NARAD_CLUSTER_INITIAL_MEMBERS=")
+		"NARAD_CLUSTER_PEERS="+n.peers, "NARAD_CLUSTER_INITIAL_MEMBERS="+n.initialMembers)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	require.NoError(c.t, cmd.Start())
 	n.cmd = cmd

@@ -2,8 +2,13 @@
 // processes on loopback: crash recovery of one node with kill -9, graceful
 // shutdown, a three-process cluster that loses a follower and then its
 // metadata leader to kill -9 under load (every record answered 202 must
-// still be consumed; the metadata failover time is logged), and
-// `narad cluster up`. Every test bounds its run time and the number of
-// requests it sends, and talks to 127.0.0.1 only. A failed cluster test
-// keeps its nodes' data directories and logs and prints where they are.
+// still be consumed; the metadata failover time is logged), a cluster
+// that grows by a fourth node and then decommissions one under load (no
+// produce refused, every record consumed and found by replay where its
+// 202 said; the moves' freezes, copy rate and phase times are logged), a
+// decommissioned node's readiness, and `narad cluster up`. The move of
+// one large partition (make move-bench) runs only when NARAD_MOVE_BENCH
+// is set. Every test bounds its run time and the number of requests it
+// sends, and talks to 127.0.0.1 only. A failed cluster test keeps its
+// nodes' data directories and logs and prints where they are.
 package e2e
