@@ -191,6 +191,7 @@ type Member struct {
 	Addr            string `json:"addr"`
 	Status          string `json:"status"`
 	Draining        bool   `json:"draining"`
+	Voter           bool   `json:"voter"`
 	OwnedPartitions int    `json:"owned_partitions"`
 	OutboundMoves   int    `json:"outbound_moves"`
 }

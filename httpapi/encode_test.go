@@ -156,7 +156,7 @@ func TestEncodeCluster(t *testing.T) {
 	runEncodeCases(t, []encodeCase{
 		{"members", node.ListMembers{}, ok(node.MembersResult{Members: []node.Member{member}}), 200,
 			`{"members":[{"id":"node-1","addr":"10.0.0.1:7942","status":"alive","draining":false,` +
-				`"owned_partitions":6,"outbound_moves":0}]}`},
+				`"voter":false,"owned_partitions":6,"outbound_moves":0}]}`},
 		{"no members", node.ListMembers{}, ok(node.MembersResult{}), 200, `{"members":[]}`},
 		{"moves", node.ListMoves{}, ok(node.MovesResult{Moves: []node.Move{move}}), 200,
 			`{"moves":[{"topic":"orders","partition":1,"from":"node-1","to":"node-2","phase":"catchup",` +

@@ -139,8 +139,9 @@ func (n *Node) listMembers() MembersResult {
 		if m.Alive {
 			status = "alive"
 		}
+		_, voter := state.PeerByNodeID(m.ID)
 		result.Members = append(result.Members, Member{ID: m.ID, Addr: m.HTTPAddr, Status: status,
-			Draining: m.Draining, OwnedPartitions: owned[m.ID], OutboundMoves: outbound[m.ID]})
+			Draining: m.Draining, Voter: voter, OwnedPartitions: owned[m.ID], OutboundMoves: outbound[m.ID]})
 	}
 	return result
 }

@@ -37,6 +37,9 @@ type clusterState struct {
 	// deadProposed holds the members this leader proposed dead, with the
 	// heartbeat observed, so it does not propose again for that heartbeat.
 	deadProposed map[string]int64
+	// removalRefused holds the drained members whose removal from the
+	// voters the metastore refused, so that is logged once.
+	removalRefused map[string]bool
 	// nextDeadCheckMs and nextJoinMs schedule the periodic work.
 	nextDeadCheckMs int64
 	nextJoinMs      int64
@@ -49,7 +52,7 @@ type heartbeatSeen struct {
 
 func newClusterState() clusterState {
 	return clusterState{subscribers: map[string]map[string]int64{}, subscribedUntilMs: map[string]int64{},
-		notified: map[string][]string{}, deadProposed: map[string]int64{}}
+		notified: map[string][]string{}, deadProposed: map[string]int64{}, removalRefused: map[string]bool{}}
 }
 
 // maintainMembership runs on every tick: the leader marks silent members

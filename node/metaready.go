@@ -11,8 +11,11 @@ import (
 const metaDir = "metastore"
 
 // metaTicksPerTickMax bounds the Raft ticks one node Tick catches up: a
-// clock that jumps ahead must not fire a burst of elections.
-const metaTicksPerTickMax = 10
+// clock that jumps ahead, or a loop that stalled, must not fire a burst of
+// ticks (a leader that processed no replies meanwhile would fail its
+// quorum check and step down; followers would campaign). The stall is
+// simply not counted in raft time.
+const metaTicksPerTickMax = 2
 
 // tickMeta ticks the metastore at its own period and heartbeats when due.
 func (n *Node) tickMeta() {

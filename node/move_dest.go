@@ -81,9 +81,11 @@ type moveSession struct {
 }
 
 // moveJob is the Finalize work that touches the disk at length: sync the
-// staged copy, verify that it recovers to the final HWM, install it. It
-// runs as a Sync of a Ready (off the loop in production); its error is
-// the session's, never the node's.
+// staged copy, install it, and open it, which verifies that it recovers
+// to the final HWM with nothing lost or corrupt (the open log is then
+// adopted by the node's store, so the copy is read once). Its error is
+// the session's, never the node's; a copy that fails verification is
+// deleted again. The flip is proposed only after a verified install.
 type moveJob struct {
 	fs        storage.FS
 	cfg       storage.LogConfig
@@ -91,7 +93,8 @@ type moveJob struct {
 	stagedDir string
 	finalDir  string
 	minHWM    uint64
-	// err is set by run.
+	// log is the verified, open copy; err the failure. Set by run.
+	log *storage.Log
 	err error
 }
 
@@ -104,13 +107,16 @@ func (j *moveJob) run() {
 		j.err = fmt.Errorf("close staged copy: %w", err)
 		return
 	}
-	if _, err := storage.VerifyStaged(j.fs, j.stagedDir, j.cfg, j.minHWM); err != nil {
-		j.err = fmt.Errorf("verify staged copy: %w", err)
-		return
-	}
 	if err := storage.InstallStaged(j.fs, j.stagedDir, j.finalDir); err != nil {
 		j.err = fmt.Errorf("install staged copy: %w", err)
+		return
 	}
+	log, _, err := storage.OpenVerified(j.fs, j.finalDir, j.cfg, j.minHWM)
+	if err != nil {
+		j.err = errors.Join(fmt.Errorf("verify installed copy: %w", err), storage.DeletePartition(j.fs, j.finalDir))
+		return
+	}
+	j.log = log
 }
 
 // moveRunning reports whether a session into the partition runs here.
@@ -204,7 +210,11 @@ func (n *Node) endSession(s *moveSession, rollBack bool) {
 		return
 	}
 	chaos.Reached("node-move-rolled-back")
-	if err := storage.DeletePartition(n.fs, PartitionDir(s.key.topic, s.key.index)); err != nil {
+	dir := PartitionDir(s.key.topic, s.key.index)
+	if err := n.store.Close(dir); err != nil && !isClosed(err) {
+		n.observer.Event("log-close-failed", fmt.Sprintf("%s: %v", dir, err))
+	}
+	if err := storage.DeletePartition(n.fs, dir); err != nil {
 		n.observer.Event("move-rollback-failed", fmt.Sprintf("%s/%d: %v", s.key.topic, s.key.index, err))
 	}
 }
@@ -363,11 +373,18 @@ func (n *Node) startFinalizeJob(s *moveSession) {
 // jobDone continues a session whose finalize job ran.
 func (n *Node) jobDone(s *moveSession, job *moveJob) {
 	if n.moves[s.key] != s {
+		n.discardJob(job)
 		return
 	}
 	s.busy = false
 	s.staged = nil // closed by the job
+	if job.err == nil {
+		job.err = n.store.Adopt(job.finalDir, job.log, n.nowMs)
+	}
 	if job.err != nil {
+		if job.log != nil {
+			_ = job.log.Close() // not adopted: nobody else holds it
+		}
 		n.restartSession(s, job.err)
 		return
 	}
@@ -376,10 +393,28 @@ func (n *Node) jobDone(s *moveSession, job *moveJob) {
 	n.stepMove(s)
 }
 
+// discardJob undoes the install of a job whose session ended meanwhile
+// (the move was aborted): the flip was never proposed.
+func (n *Node) discardJob(job *moveJob) {
+	if job.log == nil {
+		return
+	}
+	_ = job.log.Close() // never adopted
+	if err := storage.DeletePartition(n.fs, job.finalDir); err != nil {
+		n.observer.Event("move-rollback-failed", fmt.Sprintf("%s: %v", job.finalDir, err))
+	}
+}
+
+// flipRetryMs is how long a session waits for its flip to apply before
+// it proposes it again (a proposal can be dropped on its way to the
+// leader; a second one that arrives after the first applied fails its
+// guard and changes nothing).
+const flipRetryMs = 1_000
+
 // proposeFlip proposes the guarded ownership flip, again if a proposal
-// was lost.
+// seems lost: the source stays frozen meanwhile.
 func (n *Node) proposeFlip(s *moveSession) {
-	if s.flipProposedAtMs != 0 && n.nowMs-s.flipProposedAtMs < n.cfg.ProposalTimeoutMs {
+	if s.flipProposedAtMs != 0 && n.nowMs-s.flipProposedAtMs < min(flipRetryMs, n.cfg.ProposalTimeoutMs) {
 		return
 	}
 	s.flipProposedAtMs = n.nowMs

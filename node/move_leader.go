@@ -96,8 +96,12 @@ func (n *Node) removeVoter(id string) {
 		chaos.Reached("node-voter-removed")
 		n.observer.Event("voter-removal-proposed", id+" is drained")
 	case errors.Is(err, meta.ErrConfChangeInProgress) || errors.Is(err, meta.ErrBarrierPending):
+	case n.cluster.removalRefused[id]:
+		// said once already: a drained member of a three-voter cluster
+		// stays a voter, and the leader retries every round
 	default:
-		n.observer.Event("voter-removal-refused", fmt.Sprintf("%s: %v", id, err))
+		n.cluster.removalRefused[id] = true
+		n.observer.Event("voter-removal-refused", fmt.Sprintf("%s: %v (it stays a voter; said once)", id, err))
 	}
 }
 

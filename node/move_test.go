@@ -162,6 +162,9 @@ func TestDecommissionDrainsANodeAndRetiresItsVote(t *testing.T) {
 	require.Len(t, c.nodes[leader].meta.State().Peers(), 3)
 	member, _ := c.nodes[leader].meta.State().Member(leaving)
 	require.True(t, member.Draining, "the drain flag stays: the node receives nothing again")
+	for _, listed := range c.do(leader, ListMembers{}).Result.(MembersResult).Members {
+		require.Equal(t, listed.ID != leaving, listed.Voter, "members list who votes: %+v", listed)
+	}
 	for i := range 8 {
 		replayed := c.do(leader, Replay{Topic: "t", Partition: i, Offset: 0})
 		require.Equal(t, fmt.Sprintf("r%d", i), string(replayed.Result.(ReplayResult).Message.Payload))

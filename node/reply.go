@@ -115,12 +115,15 @@ type AckResult struct {
 
 // Member is one node of the cluster (API.md §1.16).
 type Member struct {
-	ID              string `json:"id"`
-	Addr            string `json:"addr"`
-	Status          string `json:"status"` // "alive" or "dead"
-	Draining        bool   `json:"draining"`
-	OwnedPartitions int    `json:"owned_partitions"`
-	OutboundMoves   int    `json:"outbound_moves"`
+	ID       string `json:"id"`
+	Addr     string `json:"addr"`
+	Status   string `json:"status"` // "alive" or "dead"
+	Draining bool   `json:"draining"`
+	// Voter: the member votes in the metastore's group (a decommissioned
+	// member leaves the voters once it owns nothing).
+	Voter           bool `json:"voter"`
+	OwnedPartitions int  `json:"owned_partitions"`
+	OutboundMoves   int  `json:"outbound_moves"`
 }
 
 // MembersResult lists the members sorted by id.

@@ -277,13 +277,33 @@ func VerifyStaged(fs FS, dir string, cfg LogConfig, minHWM uint64) (Recovery, er
 	if err := log.Close(); err != nil {
 		return recovery, err
 	}
+	return recovery, checkRecovered(recovery, minHWM)
+}
+
+// OpenVerified opens the log in dir (a copy a move installed) and checks,
+// as VerifyStaged does, that it recovers to at least minHWM with nothing
+// lost or corrupt below its HWM; on success the log stays open for the
+// caller (Store.Adopt), so the copy is read once, not twice.
+func OpenVerified(fs FS, dir string, cfg LogConfig, minHWM uint64) (*Log, Recovery, error) {
+	log, recovery, err := OpenLog(fs, dir, cfg)
+	if err != nil {
+		return nil, Recovery{}, err
+	}
+	if err := checkRecovered(recovery, minHWM); err != nil {
+		return nil, recovery, errors.Join(err, log.Close())
+	}
+	return log, recovery, nil
+}
+
+// checkRecovered is the verdict of VerifyStaged and OpenVerified.
+func checkRecovered(recovery Recovery, minHWM uint64) error {
 	if recovery.HWM < minHWM || recovery.LostAcknowledged > 0 {
-		return recovery, fmt.Errorf("%w: recovered hwm %d, need %d, lost %d", ErrStagedBehind, recovery.HWM, minHWM, recovery.LostAcknowledged)
+		return fmt.Errorf("%w: recovered hwm %d, need %d, lost %d", ErrStagedBehind, recovery.HWM, minHWM, recovery.LostAcknowledged)
 	}
 	if recovery.CorruptCount > 0 {
-		return recovery, fmt.Errorf("%w: %w: %d corrupt offsets, first %v", ErrStagedBehind, ErrCorrupt, recovery.CorruptCount, recovery.CorruptOffsets)
+		return fmt.Errorf("%w: %w: %d corrupt offsets, first %v", ErrStagedBehind, ErrCorrupt, recovery.CorruptCount, recovery.CorruptOffsets)
 	}
-	return recovery, nil
+	return nil
 }
 
 // InstallStaged makes the verified staged copy the partition directory

@@ -225,6 +225,43 @@ func TestMoveVerifyStagedRefuses(t *testing.T) {
 		require.ErrorIs(t, err, ErrStagedBehind)
 		require.ErrorIs(t, err, ErrCorrupt)
 		require.Equal(t, []uint64{0}, recovery.CorruptOffsets)
+		_, _, err = OpenVerified(fs, "corrupt", cfg, 60)
+		require.ErrorIs(t, err, ErrCorrupt, "OpenVerified refuses what VerifyStaged refuses")
+		require.NoError(t, source.Close())
+	})
+}
+
+// OpenVerified keeps a good copy open, and a Store adopts it as the
+// partition's log: the copy is read once.
+func TestMoveOpenVerifiedIsAdopted(t *testing.T) {
+	forEachLogFS(t, func(t *testing.T, fs FS) {
+		cfg := smallLogConfig()
+		source, _ := openTestLog(t, fs, "src", cfg)
+		appendTestRecords(t, source, 0, 40)
+		require.NoError(t, source.Sync())
+		staged, err := CreateStaged(fs, "staged", cfg)
+		require.NoError(t, err)
+		copyPass(t, source, staged)
+		require.NoError(t, staged.SetState(40, 12))
+		require.NoError(t, staged.Sync())
+		require.NoError(t, staged.Close())
+		require.NoError(t, InstallStaged(fs, "staged", "final"))
+
+		_, _, err = OpenVerified(fs, "final", cfg, 41)
+		require.ErrorIs(t, err, ErrStagedBehind)
+		log, recovery, err := OpenVerified(fs, "final", cfg, 40)
+		require.NoError(t, err)
+		require.Equal(t, uint64(40), recovery.HWM)
+		store := NewStore(fs, cfg)
+		require.NoError(t, store.Adopt("final", log, 5))
+		require.Error(t, store.Adopt("final", log, 5), "one log per directory")
+		got, reopened, err := store.Log("final", 6)
+		require.NoError(t, err)
+		require.Same(t, log, got)
+		require.Zero(t, reopened, "no second recovery")
+		require.Equal(t, uint64(12), got.Committed())
+		requireTestRecords(t, got, 0, 40)
+		require.NoError(t, store.CloseAll())
 		require.NoError(t, source.Close())
 	})
 }

@@ -98,3 +98,13 @@ func (s *Store) IsOpen(dir string) bool {
 func (s *Store) OpenDirs() []string {
 	return slices.Sorted(maps.Keys(s.open))
 }
+
+// Adopt adds a log the caller opened (a move's verified copy, see
+// OpenVerified) as the open log of dir. It fails if dir has one already.
+func (s *Store) Adopt(dir string, log *Log, nowMs int64) error {
+	if _, ok := s.open[dir]; ok {
+		return fmt.Errorf("storage: adopt %s: a log is open there already", dir)
+	}
+	s.open[dir] = &storeEntry{log: log, lastUseMs: nowMs}
+	return nil
+}

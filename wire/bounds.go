@@ -9,7 +9,7 @@ import (
 // Version is the version of the envelope and frame formats. A decoder
 // refuses any other version with ErrVersion; a change of format that an
 // older node cannot read takes a new version.
-const Version = 1
+const Version = 2 // 2: Member carries Voter
 
 // Bounds of the codec, checked on decode (an input over a bound returns
 // ErrTooLarge before anything of the claimed size is allocated) and
@@ -153,7 +153,7 @@ const (
 	placementBytesMin       = 2  // partition, offset
 	consumedMessageBytesMin = 8  // eight one-byte fields
 	ackItemBytesMin         = 2  // handle length, error flag
-	memberBytesMin          = 6  // six one-byte fields
+	memberBytesMin          = 7  // seven one-byte fields
 	moveBytesMin            = 8  // eight one-byte fields
 	moveSegmentBytesMin     = 3  // base, size, sealed flag
 )

@@ -284,6 +284,7 @@ func (e *encoder) membersResult(r node.MembersResult) {
 		e.string(m.Addr, addressLimit)
 		e.string(m.Status, labelLimit)
 		e.bool(m.Draining)
+		e.bool(m.Voter)
 		e.int(m.OwnedPartitions)
 		e.int(m.OutboundMoves)
 	}
@@ -298,6 +299,7 @@ func (d *decoder) members() []node.Member {
 			Addr:            d.string(addressLimit),
 			Status:          d.string(labelLimit),
 			Draining:        d.bool(),
+			Voter:           d.bool(),
 			OwnedPartitions: d.int(),
 			OutboundMoves:   d.int(),
 		}

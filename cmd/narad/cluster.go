@@ -52,13 +52,9 @@ func (a *app) printMembers(members []client.Member) {
 		return
 	}
 	table := newTable(a.stdout)
-	table.row("ID", "ADDR", "STATUS", "DRAINING", "PARTITIONS", "OUTBOUND MOVES")
+	table.row("ID", "ADDR", "STATUS", "DRAINING", "VOTER", "PARTITIONS", "OUTBOUND MOVES")
 	for _, member := range members {
-		draining := "-"
-		if member.Draining {
-			draining = "yes"
-		}
-		table.row(member.ID, member.Addr, member.Status, draining,
+		table.row(member.ID, member.Addr, member.Status, yesOrDash(member.Draining), yesOrDash(member.Voter),
 			strconv.Itoa(member.OwnedPartitions), strconv.Itoa(member.OutboundMoves))
 	}
 	table.flush()
@@ -177,4 +173,11 @@ func newDecommissionCommand(a *app) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&cancel, "cancel", false, "cancel a decommission in progress")
 	return cmd
+}
+
+func yesOrDash(flag bool) string {
+	if flag {
+		return "yes"
+	}
+	return "-"
 }

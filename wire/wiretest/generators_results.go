@@ -107,7 +107,7 @@ func ackItem() *rapid.Generator[node.AckItemResult] {
 func member() *rapid.Generator[node.Member] {
 	return rapid.Custom(func(t *rapid.T) node.Member {
 		return node.Member{ID: nodeID().Draw(t, "id"), Addr: rapid.StringN(0, -1, AddressBytesMax).Draw(t, "addr"),
-			Status: label().Draw(t, "status"), Draining: rapid.Bool().Draw(t, "draining"),
+			Status: label().Draw(t, "status"), Draining: rapid.Bool().Draw(t, "draining"), Voter: rapid.Bool().Draw(t, "voter"),
 			OwnedPartitions: rapid.Int().Draw(t, "owned"), OutboundMoves: rapid.Int().Draw(t, "outbound")}
 	})
 }

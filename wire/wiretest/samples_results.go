@@ -57,7 +57,7 @@ func clusterResultSamples() []NamedResult {
 		{"MembersResult/some", node.MembersResult{Members: []node.Member{
 			{ID: "n1", Addr: "10.0.0.1:7942", Status: "alive", OwnedPartitions: 12},
 			{ID: strings.Repeat("i", NodeIDBytesMax), Addr: strings.Repeat("a", AddressBytesMax),
-				Status: strings.Repeat("s", LabelBytesMax), Draining: true, OwnedPartitions: math.MaxInt, OutboundMoves: math.MinInt},
+				Status: strings.Repeat("s", LabelBytesMax), Draining: true, Voter: true, OwnedPartitions: math.MaxInt, OutboundMoves: math.MinInt},
 			{},
 		}}},
 		{"MovesResult/empty", node.MovesResult{Moves: []node.Move{}}},
