@@ -86,6 +86,9 @@ type loop struct {
 	failedMu sync.Mutex
 	failed   error
 	done     chan struct{}
+	// jobs counts the node's off-loop jobs still running; run waits for
+	// them before it returns.
+	jobs sync.WaitGroup
 }
 
 func newLoop(n *node.Node, clock func() time.Time, logger *slog.Logger, metrics *Metrics) *loop {
@@ -99,6 +102,7 @@ func newLoop(n *node.Node, clock func() time.Time, logger *slog.Logger, metrics 
 // run is the loop goroutine: it returns when ctx ends (after handling
 // what it holds) or when persisting fails.
 func (l *loop) run(ctx context.Context) error {
+	defer l.jobs.Wait() // after done is closed (defers run last first), so a job's post cannot block
 	defer close(l.done)
 	timer := time.NewTimer(tickIntervalMax)
 	defer timer.Stop()
@@ -238,8 +242,23 @@ func (l *loop) flush() error {
 		}
 		l.answeredLastFlush += len(rd.Replies)
 		l.node.Advance(rd)
+		for _, job := range rd.Jobs {
+			l.startJob(job)
+		}
 	}
 	return nil
+}
+
+// startJob runs a node's long disk work (a move's install and
+// verification) on a goroutine of its own, so the loop keeps serving,
+// and hands its end back to the node on the loop.
+func (l *loop) startJob(job node.Job) {
+	l.jobs.Go(func() {
+		start := l.clock()
+		job.Run()
+		l.logger.Debug("job done", "dir", job.Dir(), "duration", time.Since(start))
+		l.post(func(n *node.Node) { n.JobDone(job) })
+	})
 }
 
 // persist runs the Syncs, in parallel when there are several (each

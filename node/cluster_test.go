@@ -128,6 +128,10 @@ func (c *clusterHarness) handle(n *Node) {
 		}
 	}
 	n.Advance(rd)
+	for _, job := range rd.Jobs {
+		job.Run()
+		n.JobDone(job)
+	}
 }
 
 func (c *clusterHarness) tick(deltaMs int64) {

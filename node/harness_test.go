@@ -113,6 +113,7 @@ func (h *harness) flush() {
 		}
 		h.messages = append(h.messages, rd.Messages...)
 		h.node.Advance(rd)
+		require.Empty(h.t, rd.Jobs, "a single node never moves a partition")
 	}
 }
 

@@ -358,7 +358,9 @@ func (n *Node) requestFreeze(s *moveSession) {
 }
 
 // startFinalizeJob records the source's final state in the copy and hands
-// the sync, verification and install to the driver as a job.
+// the sync, install and verification to the driver as a job it runs off
+// the loop (Ready.Jobs): a copy of gigabytes takes a second or more to
+// read back, and the loop must not stall meanwhile (DESIGN.md §3).
 func (n *Node) startFinalizeJob(s *moveSession) {
 	if err := s.staged.SetState(s.state.HWM, s.state.Committed); err != nil {
 		n.restartSession(s, err)
@@ -468,11 +470,10 @@ type movePending struct {
 	job     *moveJob
 }
 
-// addMoveJobs puts the pending finalize jobs into rd as Syncs.
+// addMoveJobs hands the pending finalize jobs to the driver.
 func (n *Node) addMoveJobs(rd *Ready) {
 	for i := range n.moveJobs {
-		pending := &n.moveJobs[i]
-		rd.Syncs = append(rd.Syncs, Sync{Dir: pending.job.stagedDir, move: pending})
+		rd.Jobs = append(rd.Jobs, Job{pending: &n.moveJobs[i]})
 	}
 	n.moveJobs = nil
 }

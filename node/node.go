@@ -371,10 +371,6 @@ func (n *Node) Advance(rd Ready) {
 		if s.meta != nil {
 			continue
 		}
-		if s.move != nil {
-			n.jobDone(s.move.session, s.move.job)
-			continue
-		}
 		assert(!s.log.Dirty() || !s.data, "node: log %s still dirty after its sync round", s.Dir)
 		if s.data {
 			topics[topicOfDir(s.Dir)] = true

@@ -11,6 +11,11 @@ type Ready struct {
 	Syncs    []Sync
 	Messages []Envelope
 	Replies  []Reply
+	// Jobs are long disk work (a move's install and verification) for the
+	// driver to run off the loop once this Ready was handled: Job.Run on
+	// any goroutine, then JobDone on the loop. A job of a node that
+	// crashed meanwhile is dropped.
+	Jobs []Job
 	// internal are the replies to this node's own parts of split
 	// requests: Advance hands them to their continuations.
 	internal []Reply
@@ -28,8 +33,6 @@ type Sync struct {
 	// partition is the partition whose round this is (nil for the
 	// metastore's).
 	partition *partition
-	// move, when set, makes this a move's finalize job instead.
-	move *movePending
 	// meta and metaReady, when set, make this the metastore's persist
 	// step (one bbolt transaction) instead of a partition's round.
 	meta      *meta.Meta
@@ -42,10 +45,7 @@ func (s Sync) Run() error {
 	if s.meta != nil {
 		return s.meta.Persist(*s.metaReady)
 	}
-	if s.move != nil {
-		s.move.job.run() // its failure is the move's, not the node's
-		return nil
-	}
+
 	if s.data {
 		if err := s.log.Sync(); err != nil {
 			return err
@@ -70,3 +70,21 @@ type Envelope struct {
 // CommittedSync reports whether the round persists the committed consumer
 // offset.
 func (s Sync) CommittedSync() bool { return s.committed }
+
+// Job is long disk work the node hands to its driver (Ready.Jobs).
+type Job struct {
+	pending *movePending
+}
+
+// Run does the work. It touches only the job's own files (a staged copy
+// and the partition directory it is installed as), so it may run on any
+// goroutine while the loop goes on; its failure is the move's, never the
+// node's.
+func (j Job) Run() { j.pending.job.run() }
+
+// Dir names the directory the job works on, for traces and logs.
+func (j Job) Dir() string { return j.pending.job.finalDir }
+
+// JobDone tells the node a job of an earlier Ready ran. Call it on the
+// loop, like every input.
+func (n *Node) JobDone(j Job) { n.jobDone(j.pending.session, j.pending.job) }

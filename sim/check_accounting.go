@@ -1,6 +1,12 @@
 package sim
 
-import "sort"
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+)
 
 // accounting is the Jepsen-style total-queue accounting of a run.
 type accounting struct {
@@ -46,8 +52,23 @@ func (w *World) checkAccounting() {
 	a := w.history.account()
 	switch {
 	case a.Lost > 0:
-		w.fail("no-loss", "%d records answered 202 were never consumed (first: %v)", a.Lost, a.LostIDs)
+		w.fail("no-loss", "%d records answered 202 were never consumed (first: %v)", a.Lost, w.history.placed(a.LostIDs))
 	case a.Unexpected > 0:
 		w.fail("nothing-invented", "%d records were read that nobody produced", a.Unexpected)
 	}
+}
+
+// placed describes ids with where their acknowledged appends put them.
+func (h *history) placed(ids []string) []string {
+	where := map[string]string{}
+	for _, partition := range slices.Sorted(maps.Keys(h.appends)) {
+		for _, a := range h.appends[partition] {
+			where[a.id] = fmt.Sprintf("%s@p%d/%d", a.id, partition, a.offset)
+		}
+	}
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = cmp.Or(where[id], id)
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -179,6 +180,35 @@ func (w *World) checkLogs() {
 	result := porcupine.CheckOperationsTimeout(logModel, ops, logCheckTimeout)
 	w.logResult = string(result)
 	if result != porcupine.Ok {
-		w.fail("log-consistency", "porcupine says %s over %d operations: an offset changed its record or a visible prefix shrank", result, len(ops))
+		w.fail("log-consistency", "porcupine says %s over %d operations: an offset changed its record or a visible prefix shrank (%s)",
+			result, len(ops), illegalPartitions(ops))
 	}
+}
+
+// illegalPartitions names the partitions whose own history porcupine
+// rejects, each with its longest legal prefix's last operation, to point
+// at where a failed check went wrong.
+func illegalPartitions(ops []porcupine.Operation) string {
+	var parts []string
+	for _, partition := range partitionOperations(ops) {
+		result, info := porcupine.CheckOperationsVerbose(logModel, partition, logCheckTimeout)
+		if result == porcupine.Ok {
+			continue
+		}
+		name := fmt.Sprintf("p%d: %s", partition[0].Input.(logInput).partition, result)
+		var best []porcupine.Operation
+		for _, linearizations := range info.PartialLinearizationsOperations() {
+			for _, candidate := range linearizations {
+				if len(candidate) > len(best) {
+					best = candidate
+				}
+			}
+		}
+		if len(best) > 0 {
+			last := best[len(best)-1]
+			name += fmt.Sprintf(", legal up to %s at %d ms", logModel.DescribeOperation(last.Input, last.Output), last.Call)
+		}
+		parts = append(parts, name)
+	}
+	return strings.Join(parts, "; ")
 }

@@ -73,12 +73,49 @@ func (o *ownerChecker) ownerCount() int {
 }
 
 // nodeObserver is a node's observer in the simulator: it reports appends
-// to the single-owner checker and ignores the rest.
+// to the single-owner checkers (node.AppendObserver) and the ends of
+// moves and freezes to the moves scenario (node.MoveObserver), and
+// ignores the rest.
 type nodeObserver struct {
 	node.NopObserver
 	n *simNode
 }
 
-func (o nodeObserver) Produced(topic string, partition int, records int, bytes int64) {
+var (
+	_ node.AppendObserver = nodeObserver{}
+	_ node.MoveObserver   = nodeObserver{}
+)
+
+// Appended is one record appended by the node, before it is durable.
+func (o nodeObserver) Appended(topic string, partition int, offset uint64) {
 	o.n.w.owners.appended(o.n, topic, partition)
+	o.n.w.writers.appended(o.n, topic, partition, offset)
+}
+
+// Event is something an operator would see in the node's log: traced,
+// unless it repeats the node's previous event of that kind word for word
+// (a refusal retried every planning round would bury the trace).
+func (o nodeObserver) Event(kind, detail string) {
+	key := o.n.id + " " + kind
+	if o.n.w.lastEvents[key] == detail {
+		return
+	}
+	o.n.w.lastEvents[key] = detail
+	o.n.w.tracef("%s event %s: %s", o.n.id, kind, detail)
+}
+
+// MoveEnded is a move into the node that completed, was force-promoted
+// or aborted.
+func (o nodeObserver) MoveEnded(outcome string, durationMs, bytesCopied int64) {
+	o.n.w.tracef("%s move ended: %s after %d ms, %d bytes copied", o.n.id, outcome, durationMs, bytesCopied)
+	o.n.w.moveStats.ended(outcome)
+}
+
+// MoveCopied is bytes a move into the node copied.
+func (o nodeObserver) MoveCopied(bytes int64) { o.n.w.moveStats.bytesCopied += bytes }
+
+// FreezeEnded is a freeze the node held for a move, over.
+func (o nodeObserver) FreezeEnded(durationMs int64) {
+	o.n.w.tracef("%s freeze ended after %d ms", o.n.id, durationMs)
+	o.n.w.moveStats.freezes = append(o.n.w.moveStats.freezes, durationMs)
 }

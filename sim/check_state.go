@@ -19,12 +19,15 @@ type stateChecker struct {
 	// lastCommitted is the committed offset at the previous step, per
 	// partition, in the current incarnation.
 	lastCommitted map[string]uint64
+	// open lists, per node id, the partitions open at the checker's last
+	// look at the node, in OpenPartitions order.
+	open map[string][]node.PartitionState
 }
 
 func newStateChecker() *stateChecker {
 	return &stateChecker{
 		durableHWM: map[string]uint64{}, durableCommitted: map[string]uint64{},
-		seen: map[string]bool{}, lastCommitted: map[string]uint64{},
+		seen: map[string]bool{}, lastCommitted: map[string]uint64{}, open: map[string][]node.PartitionState{},
 	}
 }
 
@@ -32,6 +35,7 @@ func stateKey(n *simNode, dir string) string { return n.id + ":" + dir }
 
 // nodeStarted forgets what was seen in the previous incarnation.
 func (s *stateChecker) nodeStarted(n *simNode) {
+	delete(s.open, n.id)
 	prefix := n.id + ":"
 	for key := range s.seen { //determinism:ok only deletes
 		if len(key) > len(prefix) && key[:len(prefix)] == prefix {
@@ -99,19 +103,54 @@ func (s *stateChecker) durableAnywhere(w *World, dir string) uint64 {
 
 // afterStep checks every open partition of every running node that the
 // step touched (a node the simulator did not call into did not change).
-func (s *stateChecker) afterStep(w *World) {
-	for _, n := range w.nodes {
-		if !n.touched {
-			continue
-		}
-		n.touched = false
+func (s *stateChecker) afterStep(w *World, touched []*simNode) {
+	for _, n := range touched {
 		if !n.up() || n.persisting {
 			continue
 		}
-		for _, state := range n.node.OpenPartitions() {
+		open := n.node.OpenPartitions()
+		for _, state := range open {
 			s.checkPartition(w, n, state)
 		}
+		s.forgetClosed(w, n, open)
 	}
+}
+
+// forgetClosed forgets the partitions of n that were open at its previous
+// look, are not open now, and moved away from n in the committed
+// placement: if one comes back (a later move), it is checked as a
+// recovery. A log that closed while n still owns the partition (it
+// failed) is not forgotten: when it reopens, its high-watermark must still
+// be exactly the durable one.
+func (s *stateChecker) forgetClosed(w *World, n *simNode, open []node.PartitionState) {
+	previous := s.open[n.id]
+	if samePartitions(previous, open) {
+		return
+	}
+	current := map[string]bool{}
+	for _, state := range open {
+		current[state.Dir] = true
+	}
+	s.open[n.id] = open
+	for _, state := range previous {
+		if !current[state.Dir] && w.clustered() && w.metaLog.owner(state.Topic, state.Partition) != n.id {
+			key := stateKey(n, state.Dir)
+			delete(s.seen, key)
+			delete(s.lastCommitted, key)
+		}
+	}
+}
+
+func samePartitions(previous, open []node.PartitionState) bool {
+	if len(previous) != len(open) {
+		return false
+	}
+	for i, state := range open {
+		if previous[i].Dir != state.Dir {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *stateChecker) checkPartition(w *World, n *simNode, state node.PartitionState) {

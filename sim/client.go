@@ -40,6 +40,9 @@ type client struct {
 	// pinnedPartition is a producer's fixed partition (a write storm), or
 	// node.PartitionNone.
 	pinnedPartition int
+	// storm is set on a producer of the moves scenario's write storms: it
+	// produces only while a storm blows, large records in batches.
+	storm *stormState
 	// replay cursors, per partition, for a replayer.
 	cursors []uint64
 	next    int
@@ -94,7 +97,7 @@ func newHTTPRequest(method, target, contentType string, body string) *http.Reque
 func (cl *client) send(c *call) {
 	c.client, c.sentMs = cl, cl.w.nowMs
 	if c.target == nil { // a probe names its node; the workload does not
-		c.target = cl.w.randomNode(cl.w.workloadRng)
+		c.target = cl.w.clientNode(cl.w.workloadRng)
 	}
 	request, failure := cl.w.decode(c)
 	if failure != nil {

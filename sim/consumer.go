@@ -24,7 +24,10 @@ func (cl *client) consumeNext() {
 }
 
 func (cl *client) consumed(c *call, batch bool, response *httpapi.Response) {
-	if response == nil || response.Status >= 500 {
+	if response != nil && response.Status == http.StatusMisdirectedRequest {
+		cl.w.history.misdirected[c.kind]++ // API.md §1.12: retried
+	}
+	if response == nil || response.Status >= 500 || response.Status == http.StatusMisdirectedRequest {
 		cl.later(50, cl.consumeNext)
 		return
 	}
@@ -133,6 +136,12 @@ func (cl *client) ackOutcomeOK(c *call, response *httpapi.Response) bool {
 	}
 	switch response.Status {
 	case http.StatusNoContent, http.StatusOK, http.StatusGone, http.StatusServiceUnavailable:
+		return true
+	case http.StatusMisdirectedRequest:
+		// The partition moved while the ack was on its way (see the
+		// report: a node should absorb this race); the lease died with
+		// the move, so the record comes back: at-least-once holds.
+		cl.w.history.misdirected[c.kind]++
 		return true
 	}
 	cl.unexpected(c, response)

@@ -36,6 +36,31 @@
 // up, faults off, producers stopped, consumers draining), as TigerBeetle's
 // VOPR does.
 //
+// # Moves
+//
+// Every multi-node world runs with short move timings (moves.go: small
+// copy chunks, a freeze TTL of seconds, a force-promotion after a few
+// seconds of silence), so the partitions of a node that missed the topic's
+// creation move to it within a run. With -moves a cluster also gets the
+// moves scenario: a three-node world scales up to four (a new node started
+// with Meta.Join, which the leader adds) and/or decommissions a node
+// through the HTTP API (meta keeps three voters, so without the scale-up
+// the node only drains); a five-node world decommissions one and may scale
+// up to six. A decommission may be cancelled. A drained node the leader
+// removes from the voters is then shut down for good (retired), as an
+// operator would; clients learn of a new node once it is a member. After
+// every step a watcher looks at the moves the touched nodes run
+// (MoveSessions, FrozenPartitions): when a move enters a phase (catchup,
+// handoff, finalize, flip) or its source freezes, it may land a fault at
+// that instant — kill the source or the destination, cut them apart (both
+// ways or one way), cut either from the leader, isolate the source, kill
+// or isolate the leader — and marks "move-fault:<fault>@<phase>". The
+// leader is also killed or cut off right after a scale-up or a
+// decommission committed, while the planner starts their moves. A move
+// entering CatchUp may get a write storm: pinned producers of large
+// records that outrun the copy, so CatchUp gives up converging and still
+// cuts over.
+//
 // # What it checks
 //
 //   - After every step, an omniscient state checker: a partition's visible
@@ -51,23 +76,31 @@
 //     and a partition's visible prefix never shrinks.
 //   - Single owner: every append is made by the partition's owner in the
 //     committed metastore at that instant, and a partition's appender
-//     changes only across a committed flip of its ownership. The
-//     committed log and placement are rebuilt from the leaders' messages
-//     on the wire (metaLog), never read from a node's memory.
+//     changes only across a committed flip of its ownership (CompleteMove
+//     or ForcePromote). The committed log and placement are rebuilt from
+//     the leaders' messages on the wire (metaLog), never read from a
+//     node's memory. Stronger, after every step: at most one node answers
+//     AcceptsWrites for a partition (check_writers.go), and no node
+//     appends to a partition it keeps frozen at that instant.
 //   - Raft, from the wire: at most one leader per term (election safety),
 //     one predecessor per entry (log matching), and no committed entry
 //     ever replaced (state machine safety).
 //   - Liveness: once faults stop, requests succeed again and the backlog
 //     drains; in a cluster, one node leads and has applied an entry of its
-//     term, every move finished or was aborted, and through every node all
-//     members are alive, the owners are the committed ones, and every
-//     partition can be replayed.
+//     term, the placement settles (every move finished or was aborted, no
+//     draining member owns a partition, and the planner run over the
+//     committed state plans nothing: the cluster is balanced), and through
+//     every node not retired all members are alive, the owners are the
+//     committed ones, and every partition can be replayed.
 //
 // It also measures failovers in simulated time: from a leader's kill to
 // the first moment another node leads and has applied an entry of its
 // term (the metastore's barrier).
 //
-// `go test ./sim -seed=N [-nodes=3]` runs one seed and prints its trace
-// hash; `-seeds=K` sweeps; a failure prints the seed, the checker, the
-// last events, and the command that reproduces it.
+// `go test ./sim -seed=N [-nodes=3] [-moves]` runs one seed and prints its
+// trace hash; `-seeds=K` sweeps; a failure prints the seed, the checker,
+// the last events, and the command that reproduces it. `go test ./sim -run
+// TestSimMovesSweep -seeds=K` is the long sweep of moves worlds: it fails
+// if a (fault × phase) mark, or another expected move mark, was never
+// reached.
 package sim

@@ -30,6 +30,10 @@ type history struct {
 	// how many were timeouts.
 	indefinite, timeouts int
 	replayReads          int
+	// misdirected counts requests answered 421 (their partition moved
+	// while they were under way, or the node asked had not learned of the
+	// move yet), by request kind.
+	misdirected map[string]int
 }
 
 type appendOp struct {
@@ -49,6 +53,7 @@ func newHistory() *history {
 	return &history{
 		firstCallMs: map[string]int64{}, acked: map[string]bool{}, deliveries: map[string]int{},
 		appends: map[int][]appendOp{}, reads: map[int][]readOp{}, observations: map[int]map[uint64]string{},
+		misdirected: map[string]int{},
 	}
 }
 

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 
 	"go.etcd.io/raft/v3/raftpb"
@@ -32,16 +31,32 @@ type metaLog struct {
 	// starts at the bootstrap entries (index 1..nodes, term 1), which every
 	// node writes itself and no leader sends.
 	applied entryID
-	// members and topics are the shadow state: the members (created by a
-	// heartbeat, removed by RemoveMember) and each topic's assignments,
-	// changed only by committed commands, as meta applies them.
-	members map[string]bool
-	topics  map[string][]meta.Assignment
+	// members, voters and topics are the shadow state: the members
+	// (created by a heartbeat, marked dead, draining, removed by
+	// RemoveMember), the Raft voters by raft id (the bootstrap nodes, then
+	// committed configuration changes) and each topic's assignments,
+	// changed only by committed entries, as meta applies them.
+	members map[string]*meta.Member
+	voters  map[uint64]string
+	// removedRaftIDs are the raft ids of removed voters: meta never lets
+	// one back in.
+	removedRaftIDs map[uint64]bool
+	topics         map[string][]meta.Assignment
 	// generations counts the committed flips of each partition, by
 	// partitionName; a partition never flipped is absent.
 	generations map[string]int
-	// movesCompleted and movesAborted count the committed flips and aborts.
-	movesCompleted, movesAborted int
+	// pastOwners lists, by partitionName, every node that ever owned the
+	// partition in the committed log, in order; it only grows. A
+	// replica's view is a committed prefix, so only these nodes can
+	// believe they own the partition.
+	pastOwners map[string][]string
+	// movesStarted, movesCompleted, movesForced and movesAborted count the
+	// committed targets, flips (ForcePromote ones also in movesForced)
+	// and aborts.
+	movesStarted, movesCompleted, movesForced, movesAborted int
+	// listener hears of committed membership and ownership changes (the
+	// moves scenario reacts to them); nil in worlds without one.
+	listener membershipListener
 }
 
 type entryID struct{ index, term uint64 }
@@ -54,8 +69,13 @@ type loggedEntry struct {
 
 func newMetaLog(w *World) *metaLog {
 	bootstrap := entryID{index: uint64(len(w.nodes)), term: 1}
+	voters := map[uint64]string{}
+	for _, n := range w.nodes {
+		voters[meta.RaftIDOf(n.id)] = n.id
+	}
 	return &metaLog{w: w, entries: map[entryID]loggedEntry{}, tips: map[uint64]entryID{}, applied: bootstrap,
-		members: map[string]bool{}, topics: map[string][]meta.Assignment{}, generations: map[string]int{}}
+		members: map[string]*meta.Member{}, voters: voters, removedRaftIDs: map[uint64]bool{},
+		topics: map[string][]meta.Assignment{}, generations: map[string]int{}, pastOwners: map[string][]string{}}
 }
 
 // observe takes a leader's message: its entries, then its commit index.
@@ -136,6 +156,10 @@ func (l *metaLog) chainTo(tip entryID, index uint64) ([]entryID, bool) {
 // not touch members or placement are skipped.
 func (l *metaLog) apply(id entryID) {
 	entry := l.entries[id]
+	if entry.entryType == raftpb.EntryConfChange {
+		l.applyConfChange(id, entry.data)
+		return
+	}
 	if entry.entryType != raftpb.EntryNormal || len(entry.data) == 0 {
 		return
 	}
@@ -153,7 +177,11 @@ func (l *metaLog) apply(id entryID) {
 func (l *metaLog) applyCommand(command meta.Command) {
 	switch c := command.(type) {
 	case meta.MemberHeartbeat:
-		l.members[c.ID] = true
+		l.heartbeat(c)
+	case meta.MarkMemberDead:
+		l.markDead(c)
+	case meta.SetDraining:
+		l.setDraining(c)
 	case meta.RemoveMember:
 		l.removeMember(c.ID)
 	case meta.CreateTopic:
@@ -167,26 +195,17 @@ func (l *metaLog) applyCommand(command meta.Command) {
 	case meta.CompleteMove:
 		l.flip(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget)
 	case meta.ForcePromote:
-		l.flip(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget)
+		if l.flip(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget) {
+			l.movesForced++
+		}
 	case meta.AbortMove:
 		l.abortMove(c)
 	}
 }
 
-func (l *metaLog) removeMember(id string) {
-	for _, assignments := range l.topics { //determinism:ok only answers whether the member is placed
-		for _, a := range assignments {
-			if a.Owner == id || a.Target == id {
-				return
-			}
-		}
-	}
-	delete(l.members, id)
-}
-
 func (l *metaLog) allMembers(ids []string) bool {
 	for _, id := range ids {
-		if !l.members[id] {
+		if _, ok := l.members[id]; !ok {
 			return false
 		}
 	}
@@ -200,6 +219,7 @@ func (l *metaLog) createTopic(c meta.CreateTopic) {
 	assignments := make([]meta.Assignment, len(c.Owners))
 	for i, owner := range c.Owners {
 		assignments[i] = meta.Assignment{Owner: owner}
+		l.addPastOwner(c.Name, i, owner)
 	}
 	l.topics[c.Name] = assignments
 }
@@ -211,6 +231,7 @@ func (l *metaLog) growTopic(c meta.AlterTopic) {
 		return
 	}
 	for _, owner := range c.NewOwners {
+		l.addPastOwner(c.Name, len(assignments), owner)
 		assignments = append(assignments, meta.Assignment{Owner: owner})
 	}
 	l.topics[c.Name] = assignments
@@ -227,22 +248,30 @@ func (l *metaLog) assignment(topic string, partition int) *meta.Assignment {
 
 func (l *metaLog) setTarget(c meta.SetTarget) {
 	a := l.assignment(c.Topic, c.Partition)
-	if a == nil || a.Target != "" || a.Owner != c.ExpectedOwner || !l.members[c.Target] {
+	if _, member := l.members[c.Target]; a == nil || a.Target != "" || a.Owner != c.ExpectedOwner || !member {
 		return
 	}
 	a.Target = c.Target
+	l.movesStarted++
 	l.w.tracef("meta: %s/%d moves %s -> %s", c.Topic, c.Partition, a.Owner, a.Target)
 }
 
-func (l *metaLog) flip(topic string, partition int, expectedOwner, expectedTarget string) {
+// flip applies a guarded ownership flip and reports whether it passed the
+// guard.
+func (l *metaLog) flip(topic string, partition int, expectedOwner, expectedTarget string) bool {
 	a := l.assignment(topic, partition)
 	if a == nil || a.Owner != expectedOwner || a.Target != expectedTarget || a.Target == "" {
-		return
+		return false
 	}
 	a.Owner, a.Target = a.Target, ""
 	l.generations[partitionName(topic, partition)]++
+	l.addPastOwner(topic, partition, a.Owner)
 	l.movesCompleted++
 	l.w.tracef("meta: %s/%d now owned by %s", topic, partition, a.Owner)
+	if l.listener != nil {
+		l.listener.flipped(topic, partition)
+	}
+	return true
 }
 
 func (l *metaLog) abortMove(c meta.AbortMove) {
@@ -253,6 +282,26 @@ func (l *metaLog) abortMove(c meta.AbortMove) {
 	a.Target = ""
 	l.movesAborted++
 	l.w.tracef("meta: %s/%d move aborted", c.Topic, c.Partition)
+	if l.listener != nil {
+		l.listener.aborted(c.Topic, c.Partition)
+	}
+}
+
+// addPastOwner records that id owns a partition now. When the list of
+// past owners grows, every node on it is looked at again by the
+// single-writer checker after this step (until now it could not have
+// believed itself a second owner).
+func (l *metaLog) addPastOwner(topic string, partition int, id string) {
+	name := partitionName(topic, partition)
+	if slices.Contains(l.pastOwners[name], id) {
+		return
+	}
+	l.pastOwners[name] = append(l.pastOwners[name], id)
+	for _, past := range l.pastOwners[name] {
+		if n := l.w.nodeByID(past); n != nil {
+			n.touched = true
+		}
+	}
 }
 
 // owners returns a topic's committed owners, by partition; nil when the
@@ -272,8 +321,8 @@ func (l *metaLog) owners(topic string) []string {
 // movesInFlight counts the partitions with a target.
 func (l *metaLog) movesInFlight() int {
 	count := 0
-	for _, name := range slices.Sorted(maps.Keys(l.topics)) {
-		for _, a := range l.topics[name] {
+	for _, assignments := range l.topics { //determinism:ok a count
+		for _, a := range assignments {
 			if a.Target != "" {
 				count++
 			}

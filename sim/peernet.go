@@ -82,11 +82,27 @@ func newPeerNetwork(w *World, rng *rand.Rand) *peerNetwork {
 		p.links[i] = make([]*link, len(w.nodes))
 		for j, to := range w.nodes {
 			if i != j {
-				p.links[i][j] = &link{from: from, to: to, delayMsMax: peerDelayMsMin + rng.IntN(peerLinkDelayMsMax)}
+				p.links[i][j] = p.newLink(from, to)
 			}
 		}
 	}
 	return p
+}
+
+func (p *peerNetwork) newLink(from, to *simNode) *link {
+	return &link{from: from, to: to, delayMsMax: peerDelayMsMin + p.rng.IntN(peerLinkDelayMsMax)}
+}
+
+// addNode connects a node added to the world (a scale-up) with every
+// other: links to it and from it, each with its own drawn delay bound.
+func (p *peerNetwork) addNode(n *simNode) {
+	assert(n.index == len(p.links), "node %s added at index %d, the network has %d nodes", n.id, n.index, len(p.links))
+	row := make([]*link, len(p.links)+1)
+	for i, other := range p.w.nodes[:n.index] {
+		p.links[i] = append(p.links[i], p.newLink(other, n))
+		row[i] = p.newLink(n, other)
+	}
+	p.links = append(p.links, row)
 }
 
 // send puts an envelope on its link. It runs after the Ready that carried

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"narad/httpapi"
+	"narad/move"
 	"narad/node"
 )
 
@@ -76,7 +77,7 @@ func (w *World) allMembersAlive(c *call, response *httpapi.Response) bool {
 	for _, m := range result.Members {
 		alive[m.ID] = m.Status == "alive"
 	}
-	for _, n := range w.nodes {
+	for _, n := range w.activeNodes() {
 		if !alive[n.id] {
 			return false
 		}
@@ -120,12 +121,13 @@ func (w *World) answered(c *call, response *httpapi.Response, status int) bool {
 }
 
 // checkClusterLiveness runs once the backlog drained and the final replay
-// finished: every node is up, one node leads and has applied an entry of
-// its term, every move finished or was aborted, and through every node the
-// members are all alive, the owners are the committed ones, and every
-// partition can be replayed.
+// finished: every node not retired is up, one node leads and has applied
+// an entry of its term, the placement settled (every move finished or was
+// aborted, no draining node owns a partition, the planner plans nothing),
+// and through every node the members are all alive, the owners are the
+// committed ones, and every partition can be replayed.
 func (w *World) checkClusterLiveness() {
-	for _, n := range w.nodes {
+	for _, n := range w.activeNodes() {
 		if !n.up() {
 			w.fail("liveness", "%s is still down after healing", n.id)
 			return
@@ -138,9 +140,9 @@ func (w *World) checkClusterLiveness() {
 		w.fail("liveness", "no single leader with its barrier after healing: leaders %v of terms %v", nodeIDs(leaders), terms)
 		return
 	}
-	w.loop(func() bool { return w.metaLog.movesInFlight() > 0 && w.nowMs < deadlineMs })
-	if w.failure == nil && w.metaLog.movesInFlight() > 0 {
-		w.fail("liveness", "%d moves neither finished nor aborted after healing", w.metaLog.movesInFlight())
+	w.loop(func() bool { return w.placementUnsettled() != "" && w.nowMs < deadlineMs })
+	if unsettled := w.placementUnsettled(); w.failure == nil && unsettled != "" {
+		w.fail("liveness", "the placement did not settle after healing: %s", unsettled)
 		return
 	}
 	probes := w.livenessProbes()
@@ -173,7 +175,7 @@ func (w *World) oneLeader() bool {
 // and a replay of offset 0 of every partition.
 func (w *World) livenessProbes() []probeSpec {
 	var probes []probeSpec
-	for _, n := range w.nodes {
+	for _, n := range w.activeNodes() {
 		probes = append(probes,
 			probeSpec{target: n, kind: "members", url: "/v1/cluster/members", judge: w.allMembersAlive},
 			probeSpec{target: n, kind: "describe", url: "/v1/topics/" + w.topic, judge: w.judgeOwners})
@@ -216,4 +218,27 @@ func nodeIDs(nodes []*simNode) []string {
 		ids[i] = n.id
 	}
 	return ids
+}
+
+// placementUnsettled says why the committed placement is not at rest, or
+// returns "": a move is in flight, a draining member still owns or
+// receives a partition, or the planner, run over the committed state as
+// the leader runs it, still plans a change or an abort.
+func (w *World) placementUnsettled() string {
+	if moving := w.metaLog.movesInFlight(); moving > 0 {
+		return fmt.Sprintf("%d moves neither finished nor aborted", moving)
+	}
+	for _, m := range w.metaLog.Members() {
+		if m.Draining && w.metaLog.placed(m.ID) {
+			return fmt.Sprintf("draining member %s still owns partitions: %v", m.ID, w.metaLog.owners(w.topic))
+		}
+	}
+	result, err := move.Plan(move.InputFromState(w.metaLog, w.moveInFlightMax()))
+	switch {
+	case err != nil:
+		return fmt.Sprintf("the planner failed: %v", err)
+	case len(result.Changes) > 0 || len(result.Aborts) > 0:
+		return fmt.Sprintf("the planner still plans %+v and aborts %+v over owners %v", result.Changes, result.Aborts, w.metaLog.owners(w.topic))
+	}
+	return ""
 }

@@ -18,9 +18,24 @@ func (cl *client) replayNext() {
 	partition := cl.next
 	offset := cl.cursors[partition]
 	target := fmt.Sprintf("/v1/topics/%s/consume?partition=%d&offset=%d", cl.w.topic, partition, offset)
-	c := &call{kind: "replay", httpRequest: newHTTPRequest(http.MethodGet, target, "", "")}
+	c := &call{kind: "replay", httpRequest: newHTTPRequest(http.MethodGet, target, "", ""), target: cl.w.replayTarget(partition)}
 	c.onDone = func(response *httpapi.Response) { cl.replayed(c, partition, offset, response) }
 	cl.send(c)
+}
+
+// replayTarget picks the node a replay goes to: in a cluster, half the
+// time the partition's committed owner now (so reads follow a partition
+// across its moves at once, even before the other replicas learn of
+// them), else a random node (nil).
+func (w *World) replayTarget(partition int) *simNode {
+	if !w.clustered() || w.workloadRng.IntN(2) == 0 {
+		return nil
+	}
+	owner := w.nodeByID(w.metaLog.owner(w.topic, partition))
+	if owner == nil || owner.retired || owner.joining {
+		return nil
+	}
+	return owner
 }
 
 func (cl *client) replayed(c *call, partition int, offset uint64, response *httpapi.Response) {
@@ -29,6 +44,12 @@ func (cl *client) replayed(c *call, partition int, offset uint64, response *http
 		think = 0
 	}
 	switch {
+	case response != nil && response.Status == http.StatusMisdirectedRequest:
+		// API.md §1.12: the node asked has not learned that the partition
+		// moved (or it moved while the read was under way); retried.
+		cl.w.history.misdirected[c.kind]++
+		cl.later(50, cl.replayNext)
+		return
 	case response == nil || response.Status >= 500:
 		cl.later(50, cl.replayNext)
 		return

@@ -10,8 +10,11 @@ import (
 
 // Report is what one run did and found.
 type Report struct {
-	Seed    uint64
+	Seed uint64
+	// Nodes is the world's node count at the start (-nodes reproduces
+	// it); Moves says whether it ran the moves scenario (-moves).
 	Nodes   int
+	Moves   bool
 	Profile string
 	// SafetyMs is the run's safety phase (-duration reproduces it).
 	SafetyMs    int64
@@ -38,8 +41,19 @@ type Report struct {
 	// first moment another node leads and applied an entry of its term.
 	FailoversMs []int64
 	// Owners is how many nodes own partitions of the topic at the end;
-	// MovesCompleted and MovesAborted count the committed flips and aborts.
-	Owners, MovesCompleted, MovesAborted int
+	// MovesStarted, MovesCompleted, MovesForced and MovesAborted count the
+	// committed targets, flips (force-promotions among them) and aborts.
+	Owners, MovesStarted, MovesCompleted, MovesForced, MovesAborted int
+	// FreezeMsMax is the longest freeze a move's source held;
+	// MoveOutcomes count the moves the destinations ended, by outcome,
+	// sorted; MoveBytesCopied is what they copied.
+	FreezeMsMax     int64
+	MoveOutcomes    []chaos.Count
+	MoveBytesCopied int64
+	// Misdirected counts requests answered 421 (a partition that moved
+	// while they were under way, or a node that had not learned of a
+	// move), by kind, sorted.
+	Misdirected []chaos.Count
 	// Failure is the first checker that failed, nil for a clean run.
 	Failure *Failure
 	// TraceTail holds the last trace lines, for a failure report.
@@ -48,13 +62,16 @@ type Report struct {
 
 func (w *World) report() Report {
 	return Report{
-		Seed: w.opts.Seed, Nodes: len(w.nodes), Profile: w.opts.Faults.Name, SafetyMs: w.opts.SafetyMs, TraceHash: w.trace.sum(), Events: w.trace.events,
+		Seed: w.opts.Seed, Nodes: w.opts.Nodes, Moves: w.moves != nil, Profile: w.opts.Faults.Name, SafetyMs: w.opts.SafetyMs, TraceHash: w.trace.sum(), Events: w.trace.events,
 		SimMs: w.nowMs, accounting: w.history.account(), Faults: sortedCounts(w.faults), Marks: chaos.Marks(),
 		PeerSent: sortedCounts(w.peers.sent), PeerDropped: sortedCounts(w.peers.dropped), StepErrors: sortedCounts(w.stepErrors),
 		PeerUnreachable: total(w.peers.unreachable),
 		FailoversMs:     w.raft.failoversMs, Owners: w.owners.ownerCount(),
-		MovesCompleted: w.metaLog.movesCompleted, MovesAborted: w.metaLog.movesAborted,
-		LogOperations: w.logOperations, LogResult: w.logResult, Failure: w.failure, TraceTail: w.trace.last(),
+		MovesStarted: w.metaLog.movesStarted, MovesCompleted: w.metaLog.movesCompleted, MovesForced: w.metaLog.movesForced,
+		MovesAborted: w.metaLog.movesAborted, FreezeMsMax: w.moveStats.freezeMsMax(),
+		Misdirected: sortedCounts(w.history.misdirected), MoveOutcomes: sortedCounts(w.moveStats.outcomes),
+		MoveBytesCopied: w.moveStats.bytesCopied,
+		LogOperations:   w.logOperations, LogResult: w.logResult, Failure: w.failure, TraceTail: w.trace.last(),
 	}
 }
 
@@ -83,8 +100,8 @@ func (r Report) Summary() string {
 	}
 	cluster := ""
 	if r.Nodes > 1 {
-		cluster = fmt.Sprintf(" owners=%d moves=%d aborted=%d failovers_ms=%v unreachable=%d peer_sent=[%s] peer_dropped=[%s] step_errors=[%s]",
-			r.Owners, r.MovesCompleted, r.MovesAborted, r.FailoversMs, r.PeerUnreachable, countsString(r.PeerSent), countsString(r.PeerDropped), countsString(r.StepErrors))
+		cluster = fmt.Sprintf(" owners=%d moves_started=%d moves=%d forced=%d aborted=%d freeze_ms_max=%d move_outcomes=[%s] move_bytes=%d misdirected=[%s] failovers_ms=%v unreachable=%d peer_sent=[%s] peer_dropped=[%s] step_errors=[%s]",
+			r.Owners, r.MovesStarted, r.MovesCompleted, r.MovesForced, r.MovesAborted, r.FreezeMsMax, countsString(r.MoveOutcomes), r.MoveBytesCopied, countsString(r.Misdirected), r.FailoversMs, r.PeerUnreachable, countsString(r.PeerSent), countsString(r.PeerDropped), countsString(r.StepErrors))
 	}
 	return fmt.Sprintf("seed=%d nodes=%d profile=%s %s acked=%d delivered=%d lost=%d duplicated=%d unexpected=%d recovered=%d log_ops=%d log=%s faults=[%s] marks=%d sim_s=%.1f wall_s=%.2f trace-hash=%016x%s",
 		r.Seed, r.Nodes, r.Profile, status, r.Acked, r.Delivered, r.Lost, r.Duplicated, r.Unexpected, r.Recovered,
@@ -100,8 +117,8 @@ func (r Report) FailureText() string {
 	for _, line := range r.TraceTail {
 		fmt.Fprintf(&b, "  %s\n", line)
 	}
-	fmt.Fprintf(&b, "reproduce: go test ./sim -run 'TestSim$' -seed=%d -nodes=%d -faults=%s -duration=%dms -v\n",
-		r.Seed, r.Nodes, r.Profile, r.SafetyMs)
+	fmt.Fprintf(&b, "reproduce: go test ./sim -run 'TestSim$' -seed=%d -nodes=%d -moves=%t -faults=%s -duration=%dms -v\n",
+		r.Seed, r.Nodes, r.Moves, r.Profile, r.SafetyMs)
 	return b.String()
 }
 

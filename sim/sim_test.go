@@ -15,6 +15,7 @@ var (
 	durationFlag = flag.Duration("duration", 30*time.Second, "simulated time of the safety phase per seed")
 	faultsFlag   = flag.String("faults", "all", "fault profile: none, crash, disk, network, all")
 	nodesFlag    = flag.Int("nodes", 1, "nodes in the world: 1, or a cluster of 3 or 5")
+	movesFlag    = flag.Bool("moves", false, "in a cluster, add the moves scenario: scale-up, decommission, move-phase faults, write storms")
 )
 
 func optionsFromFlags(t *testing.T, seed uint64) Options {
@@ -25,6 +26,7 @@ func optionsFromFlags(t *testing.T, seed uint64) Options {
 	}
 	opts := DefaultOptions(seed)
 	opts.Nodes = *nodesFlag
+	opts.Moves = *movesFlag
 	opts.Faults = profile
 	opts.SafetyMs = durationFlag.Milliseconds()
 	if testing.Verbose() && *seedsFlag == 0 {
@@ -69,6 +71,7 @@ func sweep(t *testing.T, first uint64, count int) {
 // sweepStats sums the reports of a sweep.
 type sweepStats struct {
 	seeds, failed, lost, duplicated int
+	movesCompleted, movesAborted    int
 	simMs                           int64
 	wall                            time.Duration
 	marks                           map[string]int
@@ -76,8 +79,8 @@ type sweepStats struct {
 }
 
 // runSweep runs count seeds from first, each with the options of its
-// seed, and reports every failure.
-func runSweep(t *testing.T, first uint64, count int, options func(seed uint64) Options) sweepStats {
+// seed, and reports every failure; observe, if given, sees every report.
+func runSweep(t *testing.T, first uint64, count int, options func(seed uint64) Options, observe ...func(uint64, Report)) sweepStats {
 	stats := sweepStats{seeds: count, marks: map[string]int{}}
 	start := time.Now()
 	for seed := first; seed < first+uint64(count); seed++ {
@@ -85,6 +88,11 @@ func runSweep(t *testing.T, first uint64, count int, options func(seed uint64) O
 		stats.simMs += report.SimMs
 		stats.lost += report.Lost
 		stats.duplicated += report.Duplicated
+		stats.movesCompleted += report.MovesCompleted
+		stats.movesAborted += report.MovesAborted
+		for _, see := range observe {
+			see(seed, report)
+		}
 		stats.failoversMs = append(stats.failoversMs, report.FailoversMs...)
 		for _, mark := range report.Marks {
 			stats.marks[mark.Name] += mark.Count
@@ -99,8 +107,8 @@ func runSweep(t *testing.T, first uint64, count int, options func(seed uint64) O
 }
 
 func (s sweepStats) print(name string) {
-	fmt.Printf("%s: seeds=%d failed=%d lost=%d duplicated=%d sim_s=%.0f wall_s=%.1f sim_per_wall=%.0f\n",
-		name, s.seeds, s.failed, s.lost, s.duplicated, float64(s.simMs)/1000, s.wall.Seconds(),
+	fmt.Printf("%s: seeds=%d failed=%d lost=%d duplicated=%d moves=%d aborted=%d sim_s=%.0f wall_s=%.1f sim_per_wall=%.0f\n",
+		name, s.seeds, s.failed, s.lost, s.duplicated, s.movesCompleted, s.movesAborted, float64(s.simMs)/1000, s.wall.Seconds(),
 		float64(s.simMs)/1000/max(s.wall.Seconds(), 0.001))
 	if len(s.failoversMs) > 0 {
 		sorted := slices.Sorted(slices.Values(s.failoversMs))

@@ -43,10 +43,21 @@ type simNode struct {
 	armGeneration  int
 	// ticking is set once the node's tick event is scheduled.
 	ticking bool
-	// touched is set whenever the simulator calls into the node, and
-	// cleared by the state checker once it looked at the node: a node not
-	// touched since has not changed.
+	// touched is set whenever the simulator calls into the node or takes
+	// it down, and cleared after the step's checkers looked at the node: a
+	// node not touched since has not changed.
 	touched bool
+	// joining is set on a node a scale-up added until its first heartbeat
+	// committed (it is a member): it starts with Meta.Join and waits for
+	// the leader to add it, and clients do not know it yet.
+	joining bool
+	// joined is set on a node a scale-up added, for good: its restarts
+	// keep Meta.Join (meta ignores it once the store holds state).
+	joined bool
+	// retired is set once a decommissioned node left the voters and was
+	// shut down for good: it never restarts, takes no client and no fault.
+	// Set only by retire.
+	retired bool
 }
 
 func newSimNode(w *World, index int) *simNode {
@@ -65,16 +76,22 @@ func (n *simNode) metaPath() string {
 	return filepath.Join(n.w.metaDir, n.id+".db")
 }
 
-// start recovers the node from its disk.
-func (n *simNode) start() {
+// config is the node's configuration.
+func (n *simNode) config() node.Config {
 	cfg := node.DefaultConfig()
 	cfg.NodeID = n.id
 	cfg.Log.SegmentBytes = 16 << 10  // small segments: rolls run often
 	cfg.Log.WriteBufferBytesMax = 64 // appends reach the disk between syncs: write faults hit them
 	cfg.ConsumeWaitMaxMs = 10_000
 	if n.w.clustered() {
-		cfg = n.w.clusterConfig(cfg, n.id)
+		cfg = n.w.clusterConfig(cfg, n)
 	}
+	return cfg
+}
+
+// start recovers the node from its disk.
+func (n *simNode) start() {
+	cfg := n.config()
 	store, err := meta.OpenStore(n.metaPath(), meta.StoreOptions{NoSync: true})
 	if err != nil {
 		n.w.fail("restart", "%s cannot open its metastore: %v", n.id, err)
@@ -232,6 +249,9 @@ func (n *simNode) complete(rd node.Ready) {
 		n.reply(reply)
 	}
 	n.node.Advance(rd)
+	for _, job := range rd.Jobs {
+		n.runJob(job)
+	}
 }
 
 func (n *simNode) reply(reply node.Reply) {
@@ -251,6 +271,11 @@ func (n *simNode) reply(reply node.Reply) {
 // crash drops the node: unsynced writes are lost (the last may tear),
 // requests in flight are never answered.
 func (n *simNode) crash(kind string) {
+	n.crashFor(kind, int64(100+n.w.faultRng.IntN(3_000)))
+}
+
+// crashFor crashes the node and restarts it after downMs.
+func (n *simNode) crashFor(kind string, downMs int64) {
 	if !n.up() {
 		return
 	}
@@ -261,7 +286,7 @@ func (n *simNode) crash(kind string) {
 	n.fs.Crash()
 	n.down()
 	n.w.tracef("%s crashed (%s)", n.id, kind)
-	n.scheduleRestart(int64(100 + n.w.faultRng.IntN(3_000)))
+	n.scheduleRestart(downMs)
 }
 
 // stop shuts the node down gracefully: queued work finishes, committed
@@ -294,7 +319,7 @@ func (n *simNode) stop() {
 // down forgets the node instance: its requests go unanswered, its
 // connections reset, and it leads nothing.
 func (n *simNode) down() {
-	n.node, n.calls, n.inbox, n.persisting = nil, nil, nil, false
+	n.node, n.calls, n.inbox, n.persisting, n.touched = nil, nil, nil, false, true
 	n.w.peers.resetNode(n)
 	n.w.raft.nodeDown(n)
 }
@@ -306,7 +331,7 @@ func (n *simNode) scheduleRestart(delayMs int64) {
 	n.restartPending = true
 	n.w.at(delayMs, func() {
 		n.restartPending = false
-		if !n.up() {
+		if !n.up() && !n.retired {
 			n.start()
 		}
 	})
@@ -316,7 +341,23 @@ func (n *simNode) scheduleRestart(delayMs int64) {
 func (n *simNode) heal() {
 	n.fs.ClearFaults()
 	n.syncFaultArmed = false
-	if !n.up() && !n.restartPending {
+	if !n.up() && !n.restartPending && !n.retired {
 		n.start()
 	}
+}
+
+// runJob runs a node's off-loop job (a move's install and verification)
+// at a later simulated time, then hands its end back to the node; a job
+// of an incarnation that crashed meanwhile is dropped.
+func (n *simNode) runJob(job node.Job) {
+	incarnation := n.incarnation
+	latency := int64(syncLatencyMsMin + n.w.networkRng.IntN(syncLatencyMsMax-syncLatencyMsMin+1))
+	n.w.at(latency, func() {
+		if incarnation != n.incarnation || !n.up() {
+			return
+		}
+		n.w.tracef("%s job %s", n.id, job.Dir())
+		job.Run()
+		n.input(func() { n.node.JobDone(job) })
+	})
 }

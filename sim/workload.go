@@ -58,13 +58,16 @@ func (w *World) spawnWorkload() {
 // produceNext sends a new single or batch produce, while the safety phase
 // lasts.
 func (cl *client) produceNext() {
-	if cl.w.phase != phaseSafety {
+	if cl.w.phase != phaseSafety || (cl.storm != nil && !cl.storm.active()) {
 		cl.busy = false
 		return
 	}
 	cl.busy = true
 	count := 1
-	if cl.w.workloadRng.IntN(3) == 0 {
+	switch {
+	case cl.storm != nil:
+		count = stormBatchRecords
+	case cl.w.workloadRng.IntN(3) == 0:
 		count = 2 + cl.w.workloadRng.IntN(batchRecordsMax-1)
 	}
 	ids := make([]string, count)
@@ -87,13 +90,13 @@ func (cl *client) produceRequest(ids []string, batch bool) *http.Request {
 		if cl.pinnedPartition != node.PartitionNone {
 			target += fmt.Sprintf("?partition=%d", cl.pinnedPartition)
 		}
-		return newHTTPRequest(http.MethodPost, target, "text/plain", ids[0])
+		return newHTTPRequest(http.MethodPost, target, "text/plain", cl.payloadOf(ids[0]))
 	}
 	var lines strings.Builder
 	for _, id := range ids {
 		switch {
 		case cl.pinnedPartition != node.PartitionNone:
-			fmt.Fprintf(&lines, "{\"payload\":%q,\"partition\":%d}\n", id, cl.pinnedPartition)
+			fmt.Fprintf(&lines, "{\"payload\":%q,\"partition\":%d}\n", cl.payloadOf(id), cl.pinnedPartition)
 		case cl.w.workloadRng.IntN(3) == 0: // keyed: spread by the key's hash
 			fmt.Fprintf(&lines, "{\"key\":\"k%d\",\"payload\":%q}\n", cl.w.workloadRng.IntN(50), id)
 		default:
@@ -107,17 +110,41 @@ func (cl *client) produced(c *call, ids []string, batch bool, attempt int, respo
 	switch {
 	case response != nil && response.Status == http.StatusAccepted:
 		cl.w.history.produceAcked(ids, placementsOf(cl, c, response, batch), c.sentMs, cl.w.nowMs)
+	case response != nil && response.Status == http.StatusMisdirectedRequest:
+		// A pinned partition that moved while the produce was under way
+		// (DESIGN.md §5 promises a retryable 503 there: see the report).
+		// Other parts of the request may have landed: retried as a 503.
+		cl.w.history.misdirected[c.kind]++
+		cl.retryProduce(ids, batch, attempt, response)
+		return
 	case response != nil && response.Status < 500:
 		cl.unexpected(c, response)
 		return
-	default: // timeout or 5xx: the records may or may not have landed
-		cl.w.history.produceIndefinite(cl.w.nowMs, response == nil)
-		if attempt < produceAttemptsMax {
-			cl.later(int64(10*attempt+cl.w.workloadRng.IntN(50)), func() { cl.produce(ids, batch, attempt+1) })
-			return
-		}
+	default:
+		cl.retryProduce(ids, batch, attempt, response)
+		return
 	}
-	cl.later(int64(cl.w.workloadRng.IntN(producerThinkMsMax)), cl.produceNext)
+	cl.later(int64(cl.w.workloadRng.IntN(cl.thinkMsMax())), cl.produceNext)
+}
+
+// retryProduce handles a produce whose outcome is unknown (a timeout or a
+// 5xx): the records may or may not have landed, so the same ids are sent
+// again, up to produceAttemptsMax times.
+func (cl *client) retryProduce(ids []string, batch bool, attempt int, response *httpapi.Response) {
+	cl.w.history.produceIndefinite(cl.w.nowMs, response == nil)
+	if attempt < produceAttemptsMax {
+		cl.later(int64(10*attempt+cl.w.workloadRng.IntN(50)), func() { cl.produce(ids, batch, attempt+1) })
+		return
+	}
+	cl.later(int64(cl.w.workloadRng.IntN(cl.thinkMsMax())), cl.produceNext)
+}
+
+// thinkMsMax bounds a producer's pause between two produces.
+func (cl *client) thinkMsMax() int {
+	if cl.storm != nil {
+		return stormThinkMsMax
+	}
+	return producerThinkMsMax
 }
 
 func placementsOf(cl *client, c *call, response *httpapi.Response, batch bool) []node.Placement {
@@ -152,11 +179,11 @@ type wireMessage struct {
 // text (single produce) or as a JSON string (batch); both come back as a
 // JSON string.
 func (m wireMessage) id() (string, error) {
-	var id string
-	if err := json.Unmarshal(m.Payload, &id); err != nil {
+	var payload string
+	if err := json.Unmarshal(m.Payload, &payload); err != nil {
 		return "", fmt.Errorf("payload %s is not an id: %w", m.Payload, err)
 	}
-	return id, nil
+	return idOfPayload(payload), nil
 }
 
 // alterNext changes the topic's visibility timeout now and then during the

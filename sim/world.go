@@ -45,6 +45,10 @@ type Options struct {
 	// BlackBox turns the omniscient state checker off, leaving only the
 	// checkers that look at what clients saw (to measure them alone).
 	BlackBox bool
+	// Moves, in a cluster, adds the moves scenario: a scale-up and/or a
+	// decommission that make the planner move partitions, faults aimed at
+	// the phases of those moves, and write storms on moving partitions.
+	Moves bool
 }
 
 // DefaultOptions returns a run of 30 simulated seconds with every fault.
@@ -61,6 +65,8 @@ type World struct {
 	// Random streams, each derived from the seed, so a new draw in one
 	// (say the workload) does not reshuffle another (the faults).
 	workloadRng, networkRng, faultRng, peerRng *rand.Rand
+	// moveRng draws the moves scenario, its faults and its storms.
+	moveRng *rand.Rand
 
 	codec   *httpapi.Codec
 	network *network
@@ -71,18 +77,33 @@ type World struct {
 	raft    *raftView
 	metaLog *metaLog
 	owners  *ownerChecker
-	nodes   []*simNode
-	clients []*client
-	topic   string
+	// nodes grows by a scale-up (never shrinks: a retired node stays,
+	// down for good); retiredCount counts the retired ones.
+	nodes        []*simNode
+	retiredCount int
+	// joiningCount counts the nodes a scale-up added that are not members
+	// yet: clients do not know them.
+	joiningCount int
+	clients      []*client
+	topic        string
 	// partitions of the simulated topic; fixed after setup.
 	partitions int
 
-	history  *history
-	checker  *stateChecker
-	trace    *trace
-	faults   map[string]int
-	phase    phase
-	healedMs int64
+	history *history
+	checker *stateChecker
+	// writers checks that at most one node accepts writes to a partition
+	// after every step, and that no frozen partition takes an append.
+	writers *writerChecker
+	// moves is the moves scenario; nil unless Options.Moves in a cluster.
+	moves *movesScenario
+	// moveStats gathers what the nodes report of moves.
+	moveStats moveStats
+	// touchedNodes is the reused list of nodes the current step touched.
+	touchedNodes []*simNode
+	trace        *trace
+	faults       map[string]int
+	phase        phase
+	healedMs     int64
 	// failure is the first checker failure; the run stops at it.
 	failure *Failure
 	// metaDir holds the nodes' metastore files for this run.
@@ -92,6 +113,9 @@ type World struct {
 	logResult     string
 	// stepErrors counts peer messages a node refused, by message kind.
 	stepErrors map[string]int
+	// lastEvents holds each node's latest traced event detail, by node and
+	// kind (nodeObserver.Event).
+	lastEvents map[string]string
 }
 
 type phase int
@@ -121,10 +145,10 @@ func NewWorld(opts Options) *World {
 	w := &World{
 		opts:        opts,
 		workloadRng: newRand(opts.Seed, 1), networkRng: newRand(opts.Seed, 2), faultRng: newRand(opts.Seed, 3),
-		peerRng: newRand(opts.Seed, 4),
+		peerRng: newRand(opts.Seed, 4), moveRng: newRand(opts.Seed, 5),
 		codec:   httpapi.NewCodec(httpapi.DefaultCodecConfig()),
 		history: newHistory(), checker: newStateChecker(), trace: newTrace(opts.Verbose),
-		faults: map[string]int{}, topic: "sim", stepErrors: map[string]int{},
+		faults: map[string]int{}, topic: "sim", stepErrors: map[string]int{}, lastEvents: map[string]string{},
 	}
 	w.network = newNetwork(w)
 	for i := range opts.Nodes {
@@ -134,6 +158,11 @@ func NewWorld(opts Options) *World {
 	w.raft = newRaftView(w)
 	w.metaLog = newMetaLog(w)
 	w.owners = newOwnerChecker(w)
+	w.writers = newWriterChecker(w)
+	if opts.Moves && opts.Nodes > 1 {
+		w.moves = newMovesScenario(w)
+		w.metaLog.listener = w.moves
+	}
 	return w
 }
 
@@ -212,9 +241,27 @@ func (w *World) loop(more func() bool) {
 		assert(e.atMs >= w.nowMs, "event at %d before now %d", e.atMs, w.nowMs)
 		w.nowMs = e.atMs
 		e.run()
-		if w.failure == nil && !w.opts.BlackBox {
-			w.checker.afterStep(w)
+		w.afterStep()
+	}
+}
+
+// afterStep runs the omniscient checkers over the nodes the step touched,
+// then lets the moves scenario aim its faults at the phases it sees.
+func (w *World) afterStep() {
+	touched := w.touchedNodes[:0]
+	for _, n := range w.nodes {
+		if n.touched {
+			n.touched = false
+			touched = append(touched, n)
 		}
+	}
+	w.touchedNodes = touched
+	if w.failure == nil && !w.opts.BlackBox {
+		w.writers.afterStep(touched)
+		w.checker.afterStep(w, touched)
+	}
+	if w.failure == nil && w.moves != nil {
+		w.moves.watch(touched)
 	}
 }
 
@@ -274,6 +321,9 @@ func (w *World) startSafety() {
 		n.scheduleTick()
 	}
 	w.scheduleFault()
+	if w.moves != nil {
+		w.moves.start()
+	}
 }
 
 // heal ends the safety phase: every node up, faults off, producers
@@ -326,7 +376,27 @@ func (w *World) finish() {
 
 func (w *World) node(i int) *simNode { return w.nodes[i] }
 
-func (w *World) randomNode(rng *rand.Rand) *simNode { return w.nodes[rng.IntN(len(w.nodes))] }
+// randomNode draws a node that is not retired.
+func (w *World) randomNode(rng *rand.Rand) *simNode {
+	active := w.activeNodes()
+	return active[rng.IntN(len(active))]
+}
+
+// clientNode draws the node a client request goes to: one that is not
+// retired and not still joining (clients learn of a new node once it is a
+// member, as a load balancer adds it once it reports ready).
+func (w *World) clientNode(rng *rand.Rand) *simNode {
+	if w.retiredCount == 0 && w.joiningCount == 0 {
+		return w.nodes[rng.IntN(len(w.nodes))]
+	}
+	var serving []*simNode
+	for _, n := range w.nodes {
+		if !n.retired && !n.joining {
+			serving = append(serving, n)
+		}
+	}
+	return serving[rng.IntN(len(serving))]
+}
 
 // codecRequest is shared by clients; requests are decoded on the client's
 // side of the simulated wire (decoding is deterministic and stateless).

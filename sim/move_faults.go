@@ -1,0 +1,272 @@
+package sim
+
+import (
+	"math/rand/v2"
+
+	"narad/chaos"
+	"narad/node"
+)
+
+// Move-phase faults, in percent and simulated milliseconds.
+const (
+	// moveFaultPercent is the chance that a move entering a phase (or a
+	// source freezing) during the safety phase gets a fault at once.
+	moveFaultPercent = 45
+	// movePartitionMsMin and movePartitionMsSpread: a cut aimed at a move
+	// lasts from a blip to longer than moveForcePromoteAfterMs, so that
+	// a destination sometimes gives a silent source up.
+	movePartitionMsMin    = 200
+	movePartitionMsSpread = 8_000
+	// moveKillDownMsMin and moveKillDownMsSpread: a node killed by a
+	// move fault stays down from a blip to longer than
+	// moveForcePromoteAfterMs (other kills restart within seconds).
+	moveKillDownMsMin    = 100
+	moveKillDownMsSpread = 9_000
+	// leaderChangePercent is the chance that the leader is killed or cut
+	// off right after a scale-up or a decommission committed, while the
+	// planner starts the moves they call for; leaderChangeAfterMsMax
+	// bounds how long after.
+	leaderChangePercent    = 50
+	leaderChangeAfterMsMax = 400
+)
+
+// The faults aimed at a move, and the phases of a move (node's names for
+// CatchUp, PrepareHandoff, Finalize and CompleteMove). Every pair is a
+// coverage mark "move-fault:<fault>@<phase>".
+var (
+	moveFaultKinds = []string{
+		"kill-source", "kill-dest", "cut-source-dest", "one-way-source-dest", "one-way-dest-source",
+		"cut-source-leader", "cut-dest-leader", "isolate-source", "kill-leader", "isolate-leader",
+	}
+	movePhases = []string{"catchup", "handoff", "finalize", "flip"}
+)
+
+// MoveFaultMarks lists every (fault × phase) coverage mark, sorted by
+// fault then phase.
+func MoveFaultMarks() []string {
+	var marks []string
+	for _, kind := range moveFaultKinds {
+		for _, phase := range movePhases {
+			marks = append(marks, moveFaultMark(kind, phase))
+		}
+	}
+	return marks
+}
+
+func moveFaultMark(kind, phase string) string { return "move-fault:" + kind + "@" + phase }
+
+// moveWatcher looks at the moves the nodes run after every step that
+// touched them: when a session enters a phase, or a source freezes, it
+// may inject a fault aimed at that instant and may start a write storm on
+// a partition entering CatchUp.
+type moveWatcher struct {
+	w   *World
+	rng *rand.Rand
+	// phases maps a destination's id to the phase of each of its sessions
+	// (by partition name) at its last look; frozen maps a node's id to the
+	// partitions it kept frozen then. Only watch changes them.
+	phases map[string]map[string]string
+	frozen map[string]map[string]bool
+	// landed counts the faults that landed, by coverage mark, in this run.
+	landed map[string]int
+}
+
+func newMoveWatcher(w *World, rng *rand.Rand) *moveWatcher {
+	return &moveWatcher{w: w, rng: rng, phases: map[string]map[string]string{}, frozen: map[string]map[string]bool{},
+		landed: map[string]int{}}
+}
+
+// watch looks at the nodes the step touched.
+func (s *movesScenario) watch(touched []*simNode) {
+	moving := s.w.metaLog.movesInFlight() > 0
+	for _, n := range touched {
+		if !n.up() {
+			delete(s.watcher.phases, n.id)
+			delete(s.watcher.frozen, n.id)
+			continue
+		}
+		if moving || len(s.watcher.phases[n.id]) > 0 {
+			s.watcher.lookAtSessions(n)
+		}
+		if n.up() && (moving || len(s.watcher.frozen[n.id]) > 0) {
+			s.watcher.lookAtFreezes(n)
+		}
+	}
+}
+
+// lookAtSessions notices the sessions of n that entered a phase.
+func (m *moveWatcher) lookAtSessions(n *simNode) {
+	previous := m.phases[n.id]
+	current := map[string]string{}
+	for _, session := range n.node.MoveSessions() {
+		name := partitionName(session.Topic, session.Partition)
+		current[name] = session.Phase
+		if previous[name] != session.Phase {
+			m.phaseEntered(n, session)
+		}
+		if !n.up() {
+			return // a fault took it down
+		}
+	}
+	m.phases[n.id] = current
+}
+
+// lookAtFreezes notices the partitions n froze since the last look.
+func (m *moveWatcher) lookAtFreezes(n *simNode) {
+	previous := m.frozen[n.id]
+	current := map[string]bool{}
+	for _, frozen := range n.node.FrozenPartitions() {
+		name := partitionName(frozen.Topic, frozen.Partition)
+		current[name] = true
+		if !previous[name] {
+			m.frozeNow(n, frozen)
+		}
+		if !n.up() {
+			return
+		}
+	}
+	m.frozen[n.id] = current
+}
+
+func (m *moveWatcher) phaseEntered(dest *simNode, session node.Move) {
+	w := m.w
+	w.tracef("move: %s/%d %s>%s enters %s", session.Topic, session.Partition, session.From, session.To, session.Phase)
+	chaos.Reached("sim-move-phase-" + session.Phase)
+	if w.phase != phaseSafety {
+		return
+	}
+	if session.Phase == "catchup" {
+		w.moves.storm.maybeStart(session.Partition)
+	}
+	source := w.nodeByID(session.From)
+	if source != nil && m.rng.IntN(100) < moveFaultPercent {
+		m.inject(source, dest, session.Phase)
+	}
+}
+
+// frozeNow: a source froze a partition; the destination's session is in
+// PrepareHandoff until the answer reaches it.
+func (m *moveWatcher) frozeNow(source *simNode, frozen node.FrozenPartition) {
+	w := m.w
+	w.tracef("move: %s froze %s/%d for %s", source.id, frozen.Topic, frozen.Partition, frozen.Target)
+	dest := w.nodeByID(frozen.Target)
+	if w.phase == phaseSafety && dest != nil && m.rng.IntN(100) < moveFaultPercent {
+		m.inject(source, dest, "handoff")
+	}
+}
+
+// inject draws a fault that can land now, preferring the ones that did
+// not land in this phase yet in this run, and lands it.
+func (m *moveWatcher) inject(source, dest *simNode, phase string) {
+	leader, term := m.w.raft.currentLeader()
+	var fresh, possible []string
+	for _, kind := range moveFaultKinds {
+		if m.possible(kind, source, dest, leader) {
+			possible = append(possible, kind)
+			if m.landed[moveFaultMark(kind, phase)] == 0 {
+				fresh = append(fresh, kind)
+			}
+		}
+	}
+	if len(fresh) > 0 {
+		possible = fresh
+	}
+	if len(possible) == 0 {
+		return
+	}
+	kind := possible[m.rng.IntN(len(possible))]
+	m.land(kind, source, dest, leader, term)
+	mark := moveFaultMark(kind, phase)
+	m.landed[mark]++
+	chaos.Reached(mark)
+	m.w.tracef("move fault %s", mark)
+}
+
+// possible reports whether a fault of the kind can land now: kills keep a
+// quorum up, cuts from the leader need a leader that is another node.
+func (m *moveWatcher) possible(kind string, source, dest, leader *simNode) bool {
+	switch kind {
+	case "kill-source":
+		return source.up() && m.w.mayTakeDown(source)
+	case "kill-dest":
+		return dest.up() && m.w.mayTakeDown(dest)
+	case "cut-source-leader":
+		return leader != nil && leader != source
+	case "cut-dest-leader":
+		return leader != nil && leader != dest
+	case "kill-leader":
+		return leader != nil && m.w.mayTakeDown(leader)
+	case "isolate-leader":
+		return leader != nil
+	}
+	return true
+}
+
+// land injects a fault of the kind.
+func (m *moveWatcher) land(kind string, source, dest, leader *simNode, term uint64) {
+	w := m.w
+	switch kind {
+	case "kill-source":
+		m.kill(source, "move-kill-source")
+	case "kill-dest":
+		m.kill(dest, "move-kill-dest")
+	case "cut-source-dest":
+		m.cut(kind, []*simNode{source}, []*simNode{dest}, true)
+	case "one-way-source-dest":
+		m.cut(kind, []*simNode{source}, []*simNode{dest}, false)
+	case "one-way-dest-source":
+		m.cut(kind, []*simNode{dest}, []*simNode{source}, false)
+	case "cut-source-leader":
+		m.cut(kind, []*simNode{source}, []*simNode{leader}, true)
+	case "cut-dest-leader":
+		m.cut(kind, []*simNode{dest}, []*simNode{leader}, true)
+	case "isolate-source":
+		m.cut(kind, []*simNode{source}, w.others([]*simNode{source}), true)
+	case "kill-leader":
+		w.raft.leaderKilled(leader, term)
+		m.kill(leader, "move-kill-leader")
+	case "isolate-leader":
+		m.cut(kind, []*simNode{leader}, w.others([]*simNode{leader}), true)
+	}
+}
+
+// kill crashes a node for a drawn downtime.
+func (m *moveWatcher) kill(n *simNode, kind string) {
+	n.crashFor(kind, int64(moveKillDownMsMin+m.rng.IntN(moveKillDownMsSpread)))
+}
+
+// cut drops the messages from side a to side b (and back, if both) for a
+// drawn duration.
+func (m *moveWatcher) cut(kind string, a, b []*simNode, both bool) {
+	links := m.w.peers.between(a, b)
+	if both {
+		links = append(links, m.w.peers.between(b, a)...)
+	}
+	id := m.w.peers.cut(links)
+	durationMs := int64(movePartitionMsMin + m.rng.IntN(movePartitionMsSpread))
+	m.w.countFault("move-" + kind)
+	m.w.tracef("net: partition %d (%s) cuts %v from %v, both ways %t, for %d ms", id, kind, nodeIDs(a), nodeIDs(b), both, durationMs)
+	m.w.at(durationMs, func() { m.w.peers.mend(id) })
+}
+
+// maybeChangeLeader kills or cuts off the leader a little after a
+// scale-up or a decommission committed: the planner is about to start
+// (or has just started) the moves they call for.
+func (m *moveWatcher) maybeChangeLeader(after string) {
+	if m.w.phase != phaseSafety || m.rng.IntN(100) >= leaderChangePercent {
+		return
+	}
+	m.w.at(int64(m.rng.IntN(leaderChangeAfterMsMax+1)), func() {
+		leader, term := m.w.raft.currentLeader()
+		if m.w.phase != phaseSafety || leader == nil {
+			return
+		}
+		chaos.Reached("sim-leader-change-after-" + after)
+		if m.rng.IntN(2) == 0 && m.w.mayTakeDown(leader) {
+			m.w.raft.leaderKilled(leader, term)
+			m.kill(leader, "move-kill-leader")
+			return
+		}
+		m.cut("isolate-leader", []*simNode{leader}, m.w.others([]*simNode{leader}), true)
+	})
+}

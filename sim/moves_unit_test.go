@@ -1,0 +1,177 @@
+package sim
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"narad/meta"
+)
+
+// confChange sends a configuration change entry after the leader's last
+// entry, with the given commit index.
+func (l *leader) confChange(kind raftpb.ConfChangeType, id string, commit uint64) entryID {
+	raftID := meta.RaftIDOf(id)
+	data, err := proto.Marshal(&raftpb.ConfChange{Type: kind.Enum(), NodeId: &raftID})
+	require.NoError(l.t, err)
+	index, logTerm := l.last.index, l.last.term
+	next := entryID{index: index + 1, term: l.term}
+	msg := raftMessage(raftpb.MsgApp, l.term, commit, [2]uint64{next.term, next.index})
+	entryType := raftpb.EntryConfChange
+	msg.Index, msg.LogTerm, msg.Entries[0].Data, msg.Entries[0].Type = &index, &logTerm, data, &entryType
+	l.w.metaLog.observe(msg)
+	l.last = next
+	return next
+}
+
+// recordingListener remembers the membership changes it hears of.
+type recordingListener struct{ heard []string }
+
+func (r *recordingListener) memberAdded(id string) { r.heard = append(r.heard, "added "+id) }
+func (r *recordingListener) drainingSet(id string, draining bool) {
+	r.heard = append(r.heard, "draining "+id+map[bool]string{true: " on", false: " off"}[draining])
+}
+func (r *recordingListener) voterRemoved(id string) { r.heard = append(r.heard, "removed "+id) }
+func (r *recordingListener) aborted(topic string, partition int) {
+	r.heard = append(r.heard, "aborted "+partitionName(topic, partition))
+}
+func (r *recordingListener) flipped(topic string, partition int) {
+	r.heard = append(r.heard, "flipped "+partitionName(topic, partition))
+}
+
+// TestMetaLogFollowsMembersAndVoters: the shadow state keeps what the
+// planner reads (alive, draining) with meta's guards, and the voters with
+// meta's floor of three.
+func TestMetaLogFollowsMembersAndVoters(t *testing.T) {
+	w := newWiredWorld(t)
+	heard := &recordingListener{}
+	w.metaLog.listener = heard
+	l := &leader{t: t, w: w, term: 2, last: entryID{index: 3, term: 1}}
+	l.append(nil, 3)
+	for _, id := range []string{"n1", "n2", "n3"} {
+		l.append(meta.MemberHeartbeat{ID: id, HTTPAddr: id + ":1", ClusterAddr: id + ":2", NowMs: 10}, 3)
+	}
+	l.append(meta.MarkMemberDead{ID: "n3", ObservedHeartbeatMs: 9}, 3) // a stale guard: refused
+	l.append(meta.MarkMemberDead{ID: "n2", ObservedHeartbeatMs: 10}, 3)
+	l.append(meta.SetDraining{ID: "n1", Draining: true}, 3)
+	l.append(meta.CreateTopic{Name: "sim", Owners: []string{"n1", "n2", "n3"}, CreatedAtMs: 1}, 3)
+	l.append(meta.SetTarget{Topic: "sim", Partition: 0, ExpectedOwner: "n1", Target: "n3", NowMs: 2}, 3)
+	l.append(meta.CompleteMove{Topic: "sim", Partition: 0, ExpectedOwner: "n1", ExpectedTarget: "n3"}, 3)
+	l.append(meta.SetTarget{Topic: "sim", Partition: 1, ExpectedOwner: "n2", Target: "n3", NowMs: 3}, 3)
+	l.append(meta.AbortMove{Topic: "sim", Partition: 1, ExpectedTarget: "n3"}, 3)
+	last := l.confChange(raftpb.ConfChangeRemoveNode, "n1", 3) // three voters: refused
+	w.metaLog.observe(raftMessage(raftpb.MsgHeartbeat, 2, last.index))
+	require.Nil(t, w.failure)
+
+	members := w.metaLog.Members()
+	require.Len(t, members, 3)
+	require.Equal(t, []bool{true, false, true}, []bool{members[0].Alive, members[1].Alive, members[2].Alive})
+	require.True(t, members[0].Draining)
+	require.True(t, w.metaLog.isVoter("n1"), "meta refuses a removal below three voters")
+	require.Equal(t, []string{"added n1", "added n2", "added n3", "draining n1 on", "flipped sim/0", "aborted sim/1"}, heard.heard)
+	require.Equal(t, []string{"n1", "n3"}, w.metaLog.pastOwners["sim/0"])
+	require.Equal(t, []string{"n2"}, w.metaLog.pastOwners["sim/1"])
+}
+
+// TestMetaLogRemovesAVoterAboveThree: a fourth voter lets one go, and the
+// listener hears of it.
+func TestMetaLogRemovesAVoterAboveThree(t *testing.T) {
+	w := newWiredWorld(t)
+	joiner := newSimNode(w.World, 3)
+	w.nodes = append(w.nodes, joiner)
+	heard := &recordingListener{}
+	w.metaLog.listener = heard
+	l := &leader{t: t, w: w, term: 2, last: entryID{index: 3, term: 1}}
+	l.confChange(raftpb.ConfChangeAddNode, joiner.id, 3)
+	last := l.confChange(raftpb.ConfChangeRemoveNode, "n2", 3)
+	w.metaLog.observe(raftMessage(raftpb.MsgHeartbeat, 2, last.index))
+	require.Nil(t, w.failure)
+	require.True(t, w.metaLog.isVoter("n4"))
+	require.False(t, w.metaLog.isVoter("n2"))
+	require.Equal(t, []string{"removed n2"}, heard.heard)
+	next := l.confChange(raftpb.ConfChangeAddNode, "n2", 0)
+	w.metaLog.observe(raftMessage(raftpb.MsgHeartbeat, 2, next.index))
+	require.False(t, w.metaLog.isVoter("n2"), "a removed raft id never comes back")
+}
+
+// TestPlacementUnsettled: the liveness check names what keeps the
+// placement from rest — a move in flight, a draining member that still
+// owns a partition, a plan that is not at its fixpoint — and accepts a
+// balanced placement.
+func TestPlacementUnsettled(t *testing.T) {
+	w := newWiredWorld(t)
+	for _, id := range []string{"n1", "n2", "n3"} {
+		w.metaLog.members[id] = &meta.Member{ID: id, Alive: true}
+	}
+	w.metaLog.topics[w.topic] = []meta.Assignment{{Owner: "n1"}, {Owner: "n2"}, {Owner: "n3"}}
+	require.Empty(t, w.placementUnsettled())
+
+	w.metaLog.topics[w.topic][0].Target = "n2"
+	require.Contains(t, w.placementUnsettled(), "1 moves neither finished nor aborted")
+	w.metaLog.topics[w.topic][0].Target = ""
+
+	w.metaLog.members["n3"].Draining = true
+	require.Contains(t, w.placementUnsettled(), "draining member n3 still owns partitions")
+	w.metaLog.topics[w.topic][1].Owner, w.metaLog.topics[w.topic][2].Owner = "n1", "n1"
+	require.Contains(t, w.placementUnsettled(), "the planner still plans", "n1 holds all three, n2 none: not balanced")
+	w.metaLog.topics[w.topic][2].Owner = "n2"
+	require.Empty(t, w.placementUnsettled(), "n1 holds two of three and n2 one; n3 drained")
+}
+
+// TestTwoWritersFailTheRun: two nodes that both accept writes to one
+// partition fail the single-writer checker; one does not.
+func TestTwoWritersFailTheRun(t *testing.T) {
+	w := newWiredWorld(t)
+	w.partitions = 2
+	w.writers.accepting = [][]bool{{true, false}, {false, false}, {false, true}}
+	w.writers.checkPartition(0)
+	w.writers.checkPartition(1)
+	require.Nil(t, w.failure)
+	w.writers.accepting[2][0] = true
+	w.writers.checkPartition(0)
+	require.NotNil(t, w.failure)
+	require.Equal(t, "single-writer", w.failure.Checker)
+	require.Contains(t, w.failure.Detail, "n1 and n3 all accept writes to sim/0")
+}
+
+// TestStormPayloadsCarryTheirID: a storm's padded payload reads back as
+// its id; a plain one is the id itself.
+func TestStormPayloadsCarryTheirID(t *testing.T) {
+	w := newWiredWorld(t)
+	plain := newClient(w.World, "p1", roleProducer)
+	storm := newClient(w.World, "storm1", roleProducer)
+	storm.storm = newStormState(w.World, w.moveRng)
+	require.Equal(t, "m0000001", plain.payloadOf("m0000001"))
+	padded := storm.payloadOf("m0000002")
+	require.Len(t, padded, stormPayloadBytes)
+	require.Equal(t, "m0000002", idOfPayload(padded))
+	require.Equal(t, "m0000001", idOfPayload("m0000001"))
+}
+
+// TestMoveFaultMatrix: every fault meets every phase in the marks, and
+// the timings keep their order (a source is declared dead before its
+// partitions may be promoted elsewhere; a freeze ends before a stalled
+// move is given up).
+func TestMoveFaultMatrix(t *testing.T) {
+	marks := MoveFaultMarks()
+	require.Len(t, marks, len(moveFaultKinds)*len(movePhases))
+	require.Contains(t, marks, "move-fault:kill-source@catchup")
+	require.Contains(t, marks, "move-fault:isolate-leader@flip")
+	require.Greater(t, int64(moveForcePromoteAfterMs), int64(clusterMemberDeadAfterMs))
+	require.Less(t, int64(moveFreezeTTLMs), int64(moveStallTimeoutMs))
+	require.Greater(t, int64(movePartitionMsMin+movePartitionMsSpread), int64(moveForcePromoteAfterMs))
+	require.Greater(t, int64(moveKillDownMsMin+moveKillDownMsSpread), int64(moveForcePromoteAfterMs))
+	opts := DefaultOptions(1)
+	opts.Nodes, opts.Moves = 3, true
+	w := NewWorld(opts)
+	require.NoError(t, w.nodes[0].config().Validate(), "a node of a moves world")
+	joiner := newSimNode(w, 3)
+	joiner.joining, joiner.joined = true, true
+	w.nodes = append(w.nodes, joiner)
+	cfg := joiner.config()
+	require.NoError(t, cfg.Validate(), "a joining node")
+	require.True(t, cfg.Meta.Join)
+	require.Len(t, cfg.Meta.Peers, 4, "the bootstrap nodes and itself")
+}
