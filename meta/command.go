@@ -134,13 +134,16 @@ type SetTarget struct {
 }
 
 // CompleteMove flips ownership to the target: Owner := Target, Target :=
-// "", only if Owner and Target are still the expected ones (the guarded
-// compare-and-swap of DESIGN.md §6).
+// "", only if Owner and Target are still the expected ones and, when
+// ExpectedStartedAtMs is set, the move is still the one that started
+// then (the guarded compare-and-swap of DESIGN.md §6; the start time tells
+// a move from a later one with the same owner and target).
 type CompleteMove struct {
-	Topic          string `json:"topic"`
-	Partition      int    `json:"partition"`
-	ExpectedOwner  string `json:"expected_owner"`
-	ExpectedTarget string `json:"expected_target"`
+	Topic               string `json:"topic"`
+	Partition           int    `json:"partition"`
+	ExpectedOwner       string `json:"expected_owner"`
+	ExpectedTarget      string `json:"expected_target"`
+	ExpectedStartedAtMs int64  `json:"expected_started_at_ms,omitempty"`
 }
 
 // AbortMove clears the target, only if it is still ExpectedTarget.
@@ -153,10 +156,11 @@ type AbortMove struct {
 // ForcePromote is CompleteMove when the source died: the same guard, a
 // different number so that metrics and audits can tell them apart.
 type ForcePromote struct {
-	Topic          string `json:"topic"`
-	Partition      int    `json:"partition"`
-	ExpectedOwner  string `json:"expected_owner"`
-	ExpectedTarget string `json:"expected_target"`
+	Topic               string `json:"topic"`
+	Partition           int    `json:"partition"`
+	ExpectedOwner       string `json:"expected_owner"`
+	ExpectedTarget      string `json:"expected_target"`
+	ExpectedStartedAtMs int64  `json:"expected_started_at_ms,omitempty"`
 }
 
 // PutUser creates or replaces a user. With CreateOnly it fails if the

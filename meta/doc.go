@@ -68,7 +68,9 @@
 // rejected command changes nothing. The guarded commands are
 // compare-and-swaps: SetTarget only on a stable partition with the
 // expected owner; CompleteMove and ForcePromote (Owner := Target,
-// Target := "") only if Owner and Target are the expected ones; AbortMove
+// Target := "") only if Owner and Target are the expected ones (and the
+// move's start time, when given: a later move with the same owner and
+// target is another move); AbortMove
 // only if Target is the expected one; MarkMemberDead only if the last
 // heartbeat is the one the proposer saw. A committed entry this binary
 // cannot decode stops the replica (assert): skipping it would let the

@@ -28,7 +28,7 @@ func (c CompleteMove) apply(s *State) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	return s.flipOwner(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget)
+	return s.flipOwner(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget, c.ExpectedStartedAtMs)
 }
 
 // apply flips ownership to the target (compare-and-swap), like
@@ -37,7 +37,7 @@ func (c ForcePromote) apply(s *State) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	return s.flipOwner(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget)
+	return s.flipOwner(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget, c.ExpectedStartedAtMs)
 }
 
 // apply clears the target if it is still the expected one.
@@ -58,7 +58,7 @@ func (c AbortMove) apply(s *State) error {
 }
 
 // flipOwner is the guarded Owner := Target; Target := "" of DESIGN.md §6.
-func (s *State) flipOwner(topic string, partition int, expectedOwner, expectedTarget string) error {
+func (s *State) flipOwner(topic string, partition int, expectedOwner, expectedTarget string, expectedStartedAtMs int64) error {
 	a, err := s.assignment(topic, partition)
 	if err != nil {
 		return err
@@ -66,6 +66,10 @@ func (s *State) flipOwner(topic string, partition int, expectedOwner, expectedTa
 	if a.Owner != expectedOwner || a.Target != expectedTarget {
 		return rejectf(ErrGuardFailed, "%s/%d is %q -> %q, proposer expected %q -> %q",
 			topic, partition, a.Owner, a.Target, expectedOwner, expectedTarget)
+	}
+	if expectedStartedAtMs != 0 && a.MoveStartedAtMs != expectedStartedAtMs {
+		return rejectf(ErrGuardFailed, "%s/%d: the move %q -> %q that started at %d was replaced by one that started at %d",
+			topic, partition, expectedOwner, expectedTarget, expectedStartedAtMs, a.MoveStartedAtMs)
 	}
 	assert(a.Target != "", "%s/%d: a flip to an empty target passed the guard", topic, partition)
 	a.Owner, a.Target, a.MoveStartedAtMs = a.Target, "", 0

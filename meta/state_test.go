@@ -264,3 +264,16 @@ func TestStateImageRoundTrip(t *testing.T) {
 		require.ErrorIs(t, err, ErrMalformedSnapshot, "data %q", data)
 	}
 }
+
+// Property: a flip that names the start of its move fails once that move
+// was aborted and a new one with the same owner and target began (ABA);
+// the new move's own flip passes.
+func TestFlipOfAReplacedMoveFails(t *testing.T) {
+	s := stateWith(t, baseSetup()...) // t/1 moves m2 -> m3, started at 150
+	require.NoError(t, AbortMove{Topic: "t", Partition: 1, ExpectedTarget: "m3"}.apply(s))
+	require.NoError(t, SetTarget{Topic: "t", Partition: 1, ExpectedOwner: "m2", Target: "m3", NowMs: 900}.apply(s))
+	requireRejected(t, s, CompleteMove{Topic: "t", Partition: 1, ExpectedOwner: "m2", ExpectedTarget: "m3", ExpectedStartedAtMs: 150}, ErrGuardFailed)
+	requireRejected(t, s, ForcePromote{Topic: "t", Partition: 1, ExpectedOwner: "m2", ExpectedTarget: "m3", ExpectedStartedAtMs: 150}, ErrGuardFailed)
+	require.NoError(t, CompleteMove{Topic: "t", Partition: 1, ExpectedOwner: "m2", ExpectedTarget: "m3", ExpectedStartedAtMs: 900}.apply(s))
+	require.Equal(t, Assignment{Owner: "m3"}, assignmentOf(t, s, "t", 1))
+}

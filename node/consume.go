@@ -254,6 +254,10 @@ func (n *Node) replay(r Replay) (any, error) {
 	}
 	record, err := log.Read(r.Offset)
 	switch {
+	case errors.Is(err, storage.ErrBeyondHWM) && n.localWriteRefusal(t, r.Partition) != nil:
+		// Frozen for a move or fenced: the new owner may already hold
+		// records past this copy's end, so "nothing there" could be false.
+		return nil, Unavailable("partition %d of %s is frozen or fenced here; retry", r.Partition, r.Topic)
 	case errors.Is(err, storage.ErrBeyondHWM):
 		return ReplayResult{}, nil
 	case errors.Is(err, storage.ErrAgedOut):

@@ -50,7 +50,10 @@ func (p movePhase) String() string {
 type moveSession struct {
 	key    partitionKey
 	source string
-	phase  movePhase
+	// moveStartedAtMs identifies the move (its SetTarget's time): a later
+	// move with the same source and target is another move.
+	moveStartedAtMs int64
+	phase           movePhase
 	// staged is the copy being built in stagedDir; nil once installed.
 	staged    *storage.StagedCopy
 	stagedDir string
@@ -131,7 +134,7 @@ func (n *Node) driveMoves() {
 	for _, m := range n.meta.State().Moves() {
 		key := partitionKey{m.Topic, m.Partition}
 		if m.Target == n.cfg.NodeID && n.moves[key] == nil {
-			n.startSession(key, m.Owner)
+			n.startSession(key, m.Owner, m.StartedAtMs)
 		}
 	}
 	for _, key := range n.sessionKeys() {
@@ -155,7 +158,7 @@ func (n *Node) sessionKeys() []partitionKey {
 }
 
 // startSession begins a move into this node.
-func (n *Node) startSession(key partitionKey, source string) {
+func (n *Node) startSession(key partitionKey, source string, moveStartedAtMs int64) {
 	dir := fmt.Sprintf("%s/%s/p%05d", movesDir, key.topic, key.index)
 	staged, err := storage.CreateStaged(n.fs, dir, n.cfg.Log)
 	if err != nil {
@@ -164,7 +167,7 @@ func (n *Node) startSession(key partitionKey, source string) {
 	}
 	chaos.Reached("node-move-started")
 	n.observer.Event("move-started", fmt.Sprintf("%s/%d from %s", key.topic, key.index, source))
-	n.moves[key] = &moveSession{key: key, source: source, phase: phaseCatchUp, staged: staged, stagedDir: dir,
+	n.moves[key] = &moveSession{key: key, source: source, moveStartedAtMs: moveStartedAtMs, phase: phaseCatchUp, staged: staged, stagedDir: dir,
 		startedAtMs: n.nowMs, lastProgressMs: n.nowMs, lastLagBytes: -1}
 }
 
@@ -179,7 +182,7 @@ func (n *Node) sessionEnded(s *moveSession) bool {
 		n.moveObserver.MoveEnded(outcomeOfSession(s), n.nowMs-s.startedAtMs, s.bytesCopied)
 		n.endSession(s, false)
 		return true
-	case !ok || a.Target != n.cfg.NodeID || a.Owner != s.source:
+	case !ok || a.Target != n.cfg.NodeID || a.Owner != s.source || a.MoveStartedAtMs != s.moveStartedAtMs:
 		chaos.Reached("node-move-aborted")
 		n.observer.Event("move-aborted", fmt.Sprintf("%s/%d from %s in %s", s.key.topic, s.key.index, s.source, s.phase))
 		n.moveObserver.MoveEnded("aborted", n.nowMs-s.startedAtMs, s.bytesCopied)
@@ -420,18 +423,22 @@ func (n *Node) proposeFlip(s *moveSession) {
 		return
 	}
 	s.flipProposedAtMs = n.nowMs
-	var cmd meta.Command = meta.CompleteMove{Topic: s.key.topic, Partition: s.key.index, ExpectedOwner: s.source, ExpectedTarget: n.cfg.NodeID}
+	var cmd meta.Command = meta.CompleteMove{Topic: s.key.topic, Partition: s.key.index, ExpectedOwner: s.source,
+		ExpectedTarget: n.cfg.NodeID, ExpectedStartedAtMs: s.moveStartedAtMs}
 	if s.forced {
-		cmd = meta.ForcePromote{Topic: s.key.topic, Partition: s.key.index, ExpectedOwner: s.source, ExpectedTarget: n.cfg.NodeID}
+		cmd = meta.ForcePromote{Topic: s.key.topic, Partition: s.key.index, ExpectedOwner: s.source,
+			ExpectedTarget: n.cfg.NodeID, ExpectedStartedAtMs: s.moveStartedAtMs}
 	}
 	n.propose(0, proposalMove, s.key.topic, cmd)
 }
 
 // sessionGivesUp handles a source that stopped answering: a dead source
 // is replaced by the copy after ForcePromoteAfterMs if the copy holds all
-// of its last known state; an alive one that makes no progress for
-// StallTimeoutMs gets the move aborted. It reports whether the session
-// took that path.
+// of its last known state and that state is final (the source answered
+// the freeze, so it accepted nothing after it; promoting an earlier state
+// would lose records the source acknowledged since); an alive one that
+// makes no progress for StallTimeoutMs gets the move aborted. It reports
+// whether the session took that path.
 func (n *Node) sessionGivesUp(s *moveSession) bool {
 	if s.phase == phaseFlip || s.phase == phaseFinalize && !s.forced && s.state.Frozen {
 		return false
@@ -439,7 +446,7 @@ func (n *Node) sessionGivesUp(s *moveSession) bool {
 	member, known := n.meta.State().Member(s.source)
 	sourceDead := known && !member.Alive
 	switch {
-	case sourceDead && s.reached && n.nowMs-s.lastContactMs >= n.cfg.Moves.ForcePromoteAfterMs && n.lagBytes(s) == 0:
+	case sourceDead && s.reached && s.state.Frozen && n.nowMs-s.lastContactMs >= n.cfg.Moves.ForcePromoteAfterMs && n.lagBytes(s) == 0:
 		chaos.Reached("node-move-force-promote")
 		n.observer.Event("move-force-promote", fmt.Sprintf("%s/%d: source %s dead since %d ms; promoting the copy at hwm %d",
 			s.key.topic, s.key.index, s.source, n.nowMs-s.lastContactMs, s.state.HWM))

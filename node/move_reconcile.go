@@ -33,7 +33,7 @@ func (n *Node) reconcileMoves() {
 			n.letGo(p, a.Owner)
 			continue
 		}
-		if p.frozenFor != "" && a.Target != p.frozenFor {
+		if p.frozenFor != "" && (a.Target != p.frozenFor || a.MoveStartedAtMs != p.frozenMoveStartedAtMs) {
 			chaos.Reached("node-partition-unfrozen")
 			n.moveObserver.FreezeEnded(n.nowMs - p.frozenAtMs)
 			n.observer.Event("partition-unfrozen", fmt.Sprintf("%s: the move to %s ended without a flip", p.dir, p.frozenFor))

@@ -115,6 +115,7 @@ func (n *Node) moveFreeze(id RequestID, r MoveFreeze) {
 	if p.frozenFor == "" {
 		chaos.Reached("node-partition-frozen")
 		p.frozenFor, p.frozenAtMs, p.abortProposed = r.Target, n.nowMs, false
+		p.frozenMoveStartedAtMs = t.assignments[r.Partition].MoveStartedAtMs
 		n.observer.Event("partition-frozen", fmt.Sprintf("%s for the move to %s", p.dir, r.Target))
 	}
 	if log.Dirty() {

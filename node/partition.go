@@ -32,6 +32,9 @@ type partition struct {
 	// MoveFreeze (or at start for a partition with a move under way);
 	// cleared by reconcileMoves when the move's target changes.
 	frozenFor string
+	// frozenMoveStartedAtMs identifies the move frozen for (its start
+	// time): a later move to the same target is another move.
+	frozenMoveStartedAtMs int64
 	// frozenAtMs is when the freeze began; abortProposed is set once the
 	// freeze outlived its TTL and this node proposed the abort.
 	frozenAtMs    int64
@@ -59,10 +62,10 @@ func (n *Node) partitionOf(t *topic, index int) *partition {
 	p, ok := n.partitions[key]
 	if !ok {
 		p = &partition{key: key, dir: PartitionDir(t.info.Name, index)}
-		if target := t.assignments[index].Target; target != "" && n.movingAtStart[key] {
+		if a := t.assignments[index]; a.Target != "" && n.movingAtStart[key] {
 			// A source restarted during a move may have answered a freeze
 			// before: it stays frozen until the move completes or aborts.
-			p.frozenFor, p.frozenAtMs = target, n.nowMs
+			p.frozenFor, p.frozenMoveStartedAtMs, p.frozenAtMs = a.Target, a.MoveStartedAtMs, n.nowMs
 		}
 		n.partitions[key] = p
 	}

@@ -149,8 +149,18 @@ func (j *produceJoin) fail(err error) {
 // allows the duplicates.
 func (n *Node) finishProduceJoin(j *produceJoin) {
 	if j.err != nil {
-		n.reply(j.client, nil, j.err)
+		n.reply(j.client, nil, retryableForClient(j.err))
 		return
 	}
 	n.reply(j.client, ProduceResult{Records: j.placements, Batch: j.batch}, nil)
+}
+
+// retryableForClient turns an owner's "not the owner" (views of the
+// placement disagreed while it changed) into the retryable 503 a client
+// of produce or ack expects; other errors pass.
+func retryableForClient(err error) error {
+	if CodeOf(err) == CodeNotOwner {
+		return Unavailable("the partition is changing owner; retry: %v", err)
+	}
+	return err
 }

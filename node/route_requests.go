@@ -111,6 +111,9 @@ func (n *Node) sendAckPart(j *ackJoin, owner string, r Ack, indexes []int) {
 			} else if reply.Err == nil {
 				item.Err = Internal("node %s answered an ack with %T", owner, reply.Result)
 			}
+			if item.Err != nil {
+				item.Err = retryableForClient(item.Err)
+			}
 			j.results[i] = item
 		}
 		j.pending--

@@ -49,8 +49,12 @@ func (n *Node) holdForTopic(id RequestID, req Request) bool {
 		return false
 	}
 	leader, leaderKnown := n.meta.Leader()
-	if !leaderKnown || leader == n.cfg.NodeID {
+	if leaderKnown && leader == n.cfg.NodeID {
 		return false // the leader's replica is the authority: 404 stands
+	}
+	if !leaderKnown {
+		n.reply(id, nil, Unavailable("topic %q is not known here and no metadata leader is known to ask; retry", name))
+		return true
 	}
 	n.held = append(n.held, heldRequest{id: id, request: req, topic: name, deadlineMs: n.nowMs + n.cfg.ForwardTimeoutMs})
 	if !localOnly(id) {

@@ -137,12 +137,6 @@ func (cl *client) ackOutcomeOK(c *call, response *httpapi.Response) bool {
 	switch response.Status {
 	case http.StatusNoContent, http.StatusOK, http.StatusGone, http.StatusServiceUnavailable:
 		return true
-	case http.StatusMisdirectedRequest:
-		// The partition moved while the ack was on its way (see the
-		// report: a node should absorb this race); the lease died with
-		// the move, so the record comes back: at-least-once holds.
-		cl.w.history.misdirected[c.kind]++
-		return true
 	}
 	cl.unexpected(c, response)
 	return false

@@ -110,13 +110,6 @@ func (cl *client) produced(c *call, ids []string, batch bool, attempt int, respo
 	switch {
 	case response != nil && response.Status == http.StatusAccepted:
 		cl.w.history.produceAcked(ids, placementsOf(cl, c, response, batch), c.sentMs, cl.w.nowMs)
-	case response != nil && response.Status == http.StatusMisdirectedRequest:
-		// A pinned partition that moved while the produce was under way
-		// (DESIGN.md §5 promises a retryable 503 there: see the report).
-		// Other parts of the request may have landed: retried as a 503.
-		cl.w.history.misdirected[c.kind]++
-		cl.retryProduce(ids, batch, attempt, response)
-		return
 	case response != nil && response.Status < 500:
 		cl.unexpected(c, response)
 		return
