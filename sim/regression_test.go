@@ -9,7 +9,8 @@ import (
 )
 
 // TestRegressionSeeds runs every seed in testdata/seeds.txt: seeds that
-// once failed (each line: seed, profile, and why it is kept).
+// once failed (each line: seed, profile, optionally nodes=N and moves,
+// then why it is kept).
 func TestRegressionSeeds(t *testing.T) {
 	file, err := os.Open("testdata/seeds.txt")
 	if err != nil {
@@ -33,6 +34,14 @@ func TestRegressionSeeds(t *testing.T) {
 		}
 		opts := DefaultOptions(seed)
 		opts.Faults = profile
+		for _, field := range fields[2:] {
+			if nodes, ok := strings.CutPrefix(field, "nodes="); ok {
+				if opts.Nodes, err = strconv.Atoi(nodes); err != nil {
+					t.Fatalf("bad nodes in %q: %v", scanner.Text(), err)
+				}
+			}
+			opts.Moves = opts.Moves || field == "moves"
+		}
 		if report := Run(opts); report.Failure != nil {
 			t.Error(report.FailureText())
 		}
