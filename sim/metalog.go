@@ -193,9 +193,9 @@ func (l *metaLog) applyCommand(command meta.Command) {
 	case meta.SetTarget:
 		l.setTarget(c)
 	case meta.CompleteMove:
-		l.flip(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget)
+		l.flip(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget, c.ExpectedStartedAtMs)
 	case meta.ForcePromote:
-		if l.flip(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget) {
+		if l.flip(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget, c.ExpectedStartedAtMs) {
 			l.movesForced++
 		}
 	case meta.AbortMove:
@@ -251,19 +251,22 @@ func (l *metaLog) setTarget(c meta.SetTarget) {
 	if _, member := l.members[c.Target]; a == nil || a.Target != "" || a.Owner != c.ExpectedOwner || !member {
 		return
 	}
-	a.Target = c.Target
+	a.Target, a.MoveStartedAtMs = c.Target, c.NowMs
 	l.movesStarted++
 	l.w.tracef("meta: %s/%d moves %s -> %s", c.Topic, c.Partition, a.Owner, a.Target)
 }
 
 // flip applies a guarded ownership flip and reports whether it passed the
 // guard.
-func (l *metaLog) flip(topic string, partition int, expectedOwner, expectedTarget string) bool {
+func (l *metaLog) flip(topic string, partition int, expectedOwner, expectedTarget string, expectedStartedAtMs int64) bool {
 	a := l.assignment(topic, partition)
 	if a == nil || a.Owner != expectedOwner || a.Target != expectedTarget || a.Target == "" {
 		return false
 	}
-	a.Owner, a.Target = a.Target, ""
+	if expectedStartedAtMs != 0 && a.MoveStartedAtMs != expectedStartedAtMs {
+		return false // a later move with the same owner and target (meta's guard)
+	}
+	a.Owner, a.Target, a.MoveStartedAtMs = a.Target, "", 0
 	l.generations[partitionName(topic, partition)]++
 	l.addPastOwner(topic, partition, a.Owner)
 	l.movesCompleted++
@@ -279,7 +282,7 @@ func (l *metaLog) abortMove(c meta.AbortMove) {
 	if a == nil || a.Target != c.ExpectedTarget {
 		return
 	}
-	a.Target = ""
+	a.Target, a.MoveStartedAtMs = "", 0
 	l.movesAborted++
 	l.w.tracef("meta: %s/%d move aborted", c.Topic, c.Partition)
 	if l.listener != nil {
