@@ -349,7 +349,7 @@ func (n *Node) restartSession(s *moveSession, cause error) {
 }
 
 func (n *Node) requestFreeze(s *moveSession) {
-	n.request(s, MoveFreeze{Topic: s.key.topic, Partition: s.key.index, Target: n.cfg.NodeID}, func(reply Reply) {
+	n.request(s, MoveFreeze{Topic: s.key.topic, Partition: s.key.index, Target: n.cfg.NodeID, MoveStartedAtMs: s.moveStartedAtMs}, func(reply Reply) {
 		state, ok := reply.Result.(MoveSourceState)
 		if reply.Err != nil || !ok || !state.Frozen {
 			return // retried at the next tick

@@ -30,6 +30,10 @@ type MoveFreeze struct {
 	Topic     string
 	Partition int
 	Target    string
+	// MoveStartedAtMs identifies the move (its SetTarget's time): the
+	// source freezes only for the move its replica shows, so a source
+	// whose replica is behind answers Conflict until it caught up.
+	MoveStartedAtMs int64
 }
 
 // MoveSweepCheck asks the metastore leader whether the sender may delete

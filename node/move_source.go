@@ -105,17 +105,20 @@ func (n *Node) moveRead(r MoveRead) (any, error) {
 // unsynced records pending it waits for this Ready's sync round.
 func (n *Node) moveFreeze(id RequestID, r MoveFreeze) {
 	t, p, log, err := n.ownedLog(r.Topic, r.Partition)
-	if err == nil && t.assignments[r.Partition].Target != r.Target {
-		err = Conflict("partition %d of %s is not moving to %s", r.Partition, r.Topic, r.Target)
+	if err == nil {
+		if a := t.assignments[r.Partition]; a.Target != r.Target || a.MoveStartedAtMs != r.MoveStartedAtMs {
+			err = Conflict("partition %d of %s is not moving to %s (move of %d) here yet", r.Partition, r.Topic, r.Target, r.MoveStartedAtMs)
+		}
 	}
 	if err != nil {
 		n.reply(id, nil, err)
 		return
 	}
-	if p.frozenFor == "" {
+	if p.frozenFor != r.Target || p.frozenMoveStartedAtMs != r.MoveStartedAtMs {
+		// A new freeze, or one held since a restart for a move this
+		// replica had not yet seen replaced: from now on it is this move's.
 		chaos.Reached("node-partition-frozen")
-		p.frozenFor, p.frozenAtMs, p.abortProposed = r.Target, n.nowMs, false
-		p.frozenMoveStartedAtMs = t.assignments[r.Partition].MoveStartedAtMs
+		p.frozenFor, p.frozenMoveStartedAtMs, p.frozenAtMs, p.abortProposed = r.Target, r.MoveStartedAtMs, n.nowMs, false
 		n.observer.Event("partition-frozen", fmt.Sprintf("%s for the move to %s", p.dir, r.Target))
 	}
 	if log.Dirty() {

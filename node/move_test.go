@@ -94,7 +94,8 @@ func TestAFrozenPartitionReroutesProduce(t *testing.T) {
 	c.cut[target] = true // the destination never hears of the move: it never copies
 	c.startMove(leader, "t", 0, target)
 	frozen := c.nodes[source].partitions[partitionKey{"t", 0}]
-	c.nodes[source].moveFreeze(forwardedRequestBit|999, MoveFreeze{Topic: "t", Partition: 0, Target: target})
+	started, _ := c.nodes[source].meta.State().Assignment("t", 0)
+	c.nodes[source].moveFreeze(forwardedRequestBit|999, MoveFreeze{Topic: "t", Partition: 0, Target: target, MoveStartedAtMs: started.MoveStartedAtMs})
 	c.nodes[source].routing.incoming[forwardedRequestBit|999] = incoming{from: target, id: 1}
 	c.settle()
 	require.Equal(t, target, frozen.frozenFor)
@@ -189,7 +190,8 @@ func TestASourceRestartedMidMoveStaysFrozen(t *testing.T) {
 	c.cut[target] = true
 	c.startMove(leader, "t", 0, target)
 	c.nodes[source].routing.incoming[forwardedRequestBit|7] = incoming{from: target, id: 1}
-	c.nodes[source].moveFreeze(forwardedRequestBit|7, MoveFreeze{Topic: "t", Partition: 0, Target: target})
+	started, _ := c.nodes[source].meta.State().Assignment("t", 0)
+	c.nodes[source].moveFreeze(forwardedRequestBit|7, MoveFreeze{Topic: "t", Partition: 0, Target: target, MoveStartedAtMs: started.MoveStartedAtMs})
 	c.settle()
 
 	c.crash(source)

@@ -25,6 +25,7 @@ func (e *encoder) moveRequest(request node.Request) {
 		e.string(r.Topic, topicNameLimit)
 		e.int(r.Partition)
 		e.string(r.Target, nodeIDLimit)
+		e.varint(r.MoveStartedAtMs)
 	case node.MoveSweepCheck:
 		e.typeNumber(typeMoveSweepCheck)
 		e.string(r.Topic, topicNameLimit)
@@ -47,7 +48,7 @@ func (d *decoder) moveRequest(t typeNumber) node.Request {
 	case typeMoveRead:
 		return node.MoveRead{Topic: d.string(topicNameLimit), Partition: d.int(), Base: d.uvarint(), Position: d.varint()}
 	case typeMoveFreeze:
-		return node.MoveFreeze{Topic: d.string(topicNameLimit), Partition: d.int(), Target: d.string(nodeIDLimit)}
+		return node.MoveFreeze{Topic: d.string(topicNameLimit), Partition: d.int(), Target: d.string(nodeIDLimit), MoveStartedAtMs: d.varint()}
 	case typeMoveSweepCheck:
 		return node.MoveSweepCheck{Topic: d.string(topicNameLimit), Partition: d.int()}
 	case typeDecommission:

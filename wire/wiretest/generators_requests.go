@@ -65,7 +65,7 @@ func moveRequest() *rapid.Generator[node.Request] {
 		}),
 		rapid.Custom(func(t *rapid.T) node.Request {
 			return node.MoveFreeze{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition"),
-				Target: nodeID().Draw(t, "target")}
+				Target: nodeID().Draw(t, "target"), MoveStartedAtMs: rapid.Int64().Draw(t, "started")}
 		}),
 		rapid.Custom(func(t *rapid.T) node.Request {
 			return node.MoveSweepCheck{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition")}
