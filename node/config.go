@@ -56,8 +56,9 @@ type Config struct {
 	// ForwardTimeoutMs bounds the wait for another node's answer to a
 	// forwarded request; past it the peer counts as unreachable.
 	ForwardTimeoutMs int64
-	// PeerDownMs is how long a peer that let a forward time out is avoided
-	// by produce placement, unless it is heard from sooner.
+	// PeerDownMs is how long a peer that let a forward time out (or that
+	// the driver could not reach) is avoided by produce placement and
+	// consume probes, unless a message from it arrives sooner.
 	PeerDownMs int64
 	// Moves bounds and times the partition moves (DESIGN.md §6).
 	Moves MoveConfig
@@ -109,7 +110,7 @@ func DefaultConfig() Config {
 		ProposalTimeoutMs:          5_000,
 		MemberDeadAfterMs:          30_000,
 		ForwardTimeoutMs:           2_000,
-		PeerDownMs:                 5_000,
+		PeerDownMs:                 2_000,
 		Moves:                      DefaultMoveConfig(),
 	}
 }

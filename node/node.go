@@ -306,6 +306,9 @@ func (n *Node) Step(env Envelope) error {
 	if env.To != n.cfg.NodeID || env.From == "" || env.From == n.cfg.NodeID {
 		return fmt.Errorf("node %s: message %T from %q to %q is misaddressed", n.cfg.NodeID, env.Message, env.From, env.To)
 	}
+	// Any message proves the peer is up again (after a restart, say); a
+	// peer reachable one way only lets the next forward time out again.
+	delete(n.routing.peerDownUntilMs, env.From)
 	switch m := env.Message.(type) {
 	case RaftMessage:
 		return n.meta.Step(m.Message)

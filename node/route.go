@@ -5,7 +5,7 @@ import "sort"
 // produceReroutesMax bounds how often one produce request re-places the
 // records of a part that failed (an owner that died, stopped answering or
 // no longer owns the partition).
-const produceReroutesMax = 2
+const produceReroutesMax = 4
 
 // ownerAvailable reports whether writes to a partition owned by owner may
 // be sent there now: the owner is not excluded by this request, is an
