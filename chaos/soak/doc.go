@@ -1,0 +1,56 @@
+// Package soak is the real-process chaos soak (DESIGN.md §2, "soak runner
+// against real processes with a replay audit"). The simulator proves the
+// protocol; this proves the binary, on real processes, files, sockets and
+// clocks.
+//
+// What it owns: a run directory holding one data directory and one log per
+// node, and the ledger (ledger.ndjson: one JSON line per record answered
+// 202). It starts `narad serve` processes on loopback, drives load through
+// the HTTP API, injects a scripted and seeded scenario of faults, and
+// audits the result. It imports narad/client to talk to the nodes, and
+// narad/config only to read which variables and defaults the binary has.
+//
+// Inputs: Options (scenario, duration, seed, node count, the binary and
+// the directory). `go test ./chaos/soak -run TestSoak` takes them as
+// flags (-scenario, -duration, -seed, -nodes, -dir, -keep, -binary,
+// -heartbeat-interval, -member-dead-after, -force-promote-after); `make
+// soak DURATION=…` runs it, and `make test` runs the short version
+// (-duration=0: one cycle, with short heartbeat, dead-after and
+// force-promote timings).
+//
+// The load: producers send single records (half keyed) and NDJSON batches
+// of keyless records to the hot topic through nodes drawn from the
+// rotation, each request again (same records) until it is answered 202;
+// consumers consume one message or a batch and ack it. Every payload
+// starts with "soak:<id>;", so any record read back names itself. A cold
+// topic is filled once before the faults and never written again.
+//
+// The scenarios:
+//   - full: cycles of kill -9 of a follower, kill -9 of the metadata
+//     leader, a rolling restart (SIGTERM), a scale-up by a new node that
+//     joins and receives partitions, a decommission under load, and forced
+//     recovery (a second scale-up, then a decommission whose node is
+//     killed while a destination holds a complete copy of one of its
+//     partitions, and left down until the destination force-promotes the
+//     copy; forced.go explains how the instant is found). Cycles repeat until Duration is spent;
+//     Duration 0 runs one cycle with short pauses. A short run skips the
+//     forced recovery when the binary does not read EnvHeartbeatInterval,
+//     EnvMemberDeadAfter and EnvForcePromoteAfter, since the default
+//     delays take minutes.
+//   - decommission: steady load, one decommission, nothing else.
+//
+// Outputs: a Report. At the end the consumers drain, the placement
+// settles, and the audit replays every partition of every topic from its
+// oldest offset to its high watermark: every record answered 202 must be
+// found ("audit: N of N records durable"), at the offset its 202 named.
+// The report adds duplicates (ids stored more than once), records stored
+// without a 202, produce requests refused (by status) and unanswered,
+// deliveries, moves by outcome and freeze durations (from the nodes' JSON
+// logs), node events by kind, and each step's outcome.
+//
+// Invariants: every wait is bounded (limits.go); a node id is never
+// reused (raft ids may not come back); a process stopped with SIGSTOP is
+// always resumed or killed before the step ends; a broker process that
+// exits without being asked to is a failure and is restarted. A failed
+// run keeps its directory and prints where.
+package soak
