@@ -173,6 +173,15 @@ func (c *clusterHarness) allAlive(at string) bool {
 	return true
 }
 
+// electWithTopic elects a leader, creates a topic through it and lets the
+// topic reach every replica; it returns the leader.
+func (c *clusterHarness) electWithTopic(name string, partitions int) string {
+	leader := c.elect()
+	require.NoError(c.t, c.do(leader, CreateTopic{Name: name, Partitions: partitions}).Err)
+	c.tick(100)
+	return leader
+}
+
 // send hands a request to a node without settling.
 func (c *clusterHarness) send(at string, req Request) RequestID {
 	c.nextID++
@@ -267,9 +276,7 @@ func countOf(values []string, value string) int {
 // and readable by replay through any node.
 func TestProduceThroughAnyNodeLandsAtTheOwner(t *testing.T) {
 	c := newClusterHarness(t, 3)
-	leader := c.elect()
-	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 6}).Err)
-	c.tick(100)
+	leader := c.electWithTopic("t", 6)
 	owners := c.owners(leader, "t")
 	for partition := range 6 {
 		for _, at := range c.ids {
@@ -294,9 +301,7 @@ func TestProduceThroughAnyNodeLandsAtTheOwner(t *testing.T) {
 // placement filled in request order.
 func TestBatchProduceSpanningOwnersAnswersOnce(t *testing.T) {
 	c := newClusterHarness(t, 3)
-	leader := c.elect()
-	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 6}).Err)
-	c.tick(100)
+	c.electWithTopic("t", 6)
 	var records []ProduceRecord
 	for i := range 60 {
 		records = append(records, ProduceRecord{Partition: PartitionNone, Key: fmt.Appendf(nil, "key-%d", i), Payload: fmt.Appendf(nil, "v%d", i)})
@@ -320,9 +325,7 @@ func TestBatchProduceSpanningOwnersAnswersOnce(t *testing.T) {
 // node, and the owner's committed offset moves.
 func TestConsumeAndAckAcrossNodes(t *testing.T) {
 	c := newClusterHarness(t, 3)
-	leader := c.elect()
-	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 3}).Err)
-	c.tick(100)
+	leader := c.electWithTopic("t", 3)
 	owners := c.owners(leader, "t")
 	consumer := owners[0]
 	remote := slices.IndexFunc(owners, func(o string) bool { return o != consumer })
@@ -349,9 +352,7 @@ func TestConsumeAndAckAcrossNodes(t *testing.T) {
 // visible on another node's partition, well before its wait ends.
 func TestLongPollIsWokenByARecordOnAnotherNode(t *testing.T) {
 	c := newClusterHarness(t, 3)
-	leader := c.elect()
-	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 3}).Err)
-	c.tick(100)
+	leader := c.electWithTopic("t", 3)
 	owners := c.owners(leader, "t")
 	poller := owners[0]
 	remote := slices.IndexFunc(owners, func(o string) bool { return o != poller })
@@ -372,9 +373,7 @@ func TestLongPollIsWokenByARecordOnAnotherNode(t *testing.T) {
 // description reports its partitions unavailable.
 func TestProduceIsReroutedAroundADeadOwner(t *testing.T) {
 	c := newClusterHarness(t, 3)
-	leader := c.elect()
-	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 6}).Err)
-	c.tick(100)
+	leader := c.electWithTopic("t", 6)
 	owners := c.owners(leader, "t")
 	dead := c.otherThan(leader)
 	c.cut[dead] = true
@@ -411,17 +410,9 @@ func TestProduceIsReroutedAroundADeadOwner(t *testing.T) {
 // produce is re-placed on another owner and answered 202, and the next
 // produce avoids that owner at once.
 func TestUnansweredForwardIsReroutedAfterTheTimeout(t *testing.T) {
-	c := newClusterHarness(t, 3)
-	leader := c.elect()
-	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 3}).Err)
-	c.tick(100)
-	owners := c.owners(leader, "t")
-	silent := c.otherThan(leader)
-	at := c.otherThan(leader, silent)
-	c.cut[silent] = true
-	key := keyFor(t, 3, slices.Index(owners, silent))
-	id := c.send(at, Produce{Topic: "t", Records: []ProduceRecord{{Partition: PartitionNone, Key: key, Payload: []byte("k")}}})
-	reply := c.await(id, 100, 30)
+	c, towards := produceTowardsACutOwner(t)
+	owners, silent, at, key := towards.owners, towards.cut, towards.at, towards.key
+	reply := c.await(towards.id, 100, 30)
 	require.NoError(t, reply.Err)
 	require.NotEqual(t, silent, owners[reply.Result.(ProduceResult).Records[0].Partition])
 
@@ -429,6 +420,29 @@ func TestUnansweredForwardIsReroutedAfterTheTimeout(t *testing.T) {
 	require.NoError(t, again.Err, "answered without waiting: the silent peer is avoided")
 	require.Equal(t, reply.Result.(ProduceResult).Records[0].Partition, again.Result.(ProduceResult).Records[0].Partition,
 		"one key keeps one fallback partition")
+}
+
+// cutOwnerProduce is a keyed produce sent through node at towards a
+// partition of node cut, which is cut off from the others.
+type cutOwnerProduce struct {
+	owners  []string
+	cut, at string
+	key     []byte
+	id      RequestID
+}
+
+// produceTowardsACutOwner sets up a three-node cluster with topic t, cuts
+// a follower off and sends, through the other follower, a produce whose
+// key hashes to a partition the cut node owns.
+func produceTowardsACutOwner(t *testing.T) (*clusterHarness, cutOwnerProduce) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	p := cutOwnerProduce{owners: c.owners(leader, "t"), cut: c.otherThan(leader)}
+	p.at = c.otherThan(leader, p.cut)
+	c.cut[p.cut] = true
+	p.key = keyFor(t, 3, slices.Index(p.owners, p.cut))
+	p.id = c.send(p.at, Produce{Topic: "t", Records: []ProduceRecord{{Partition: PartitionNone, Key: p.key, Payload: []byte("k")}}})
+	return c, p
 }
 
 // keyFor finds a key that hashes to the partition.
@@ -523,16 +537,8 @@ func TestNoLeaderIsA503(t *testing.T) {
 // a peer cannot be reached, the produce waiting on it is re-placed at
 // once, without waiting out the forward timeout.
 func TestPeerUnreachableFailsItsForwardsAtOnce(t *testing.T) {
-	c := newClusterHarness(t, 3)
-	leader := c.elect()
-	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 3}).Err)
-	c.tick(100)
-	owners := c.owners(leader, "t")
-	gone := c.otherThan(leader)
-	at := c.otherThan(leader, gone)
-	c.cut[gone] = true
-	key := keyFor(t, 3, slices.Index(owners, gone))
-	id := c.send(at, Produce{Topic: "t", Records: []ProduceRecord{{Partition: PartitionNone, Key: key, Payload: []byte("k")}}})
+	c, towards := produceTowardsACutOwner(t)
+	owners, gone, at, id := towards.owners, towards.cut, towards.at, towards.id
 	c.settle()
 	_, answered := c.replies[id]
 	require.False(t, answered, "the forward waits for the cut node")

@@ -36,9 +36,7 @@ func (c *clusterHarness) tickUntil(stepMs int64, steps int, done func() bool) {
 // more, and its stale copy is swept.
 func TestAMoveCopiesTheLogAndFlipsOwnership(t *testing.T) {
 	c := newClusterHarness(t, 3)
-	leader := c.elect()
-	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 3}).Err)
-	c.tick(100)
+	leader := c.electWithTopic("t", 3)
 	source := c.owners(leader, "t")[0]
 	target := c.otherThan(source)
 	for i := range 50 {
@@ -81,9 +79,7 @@ func TestAMoveCopiesTheLogAndFlipsOwnership(t *testing.T) {
 // commits are refused (retryable).
 func TestAFrozenPartitionReroutesProduce(t *testing.T) {
 	c := newClusterHarness(t, 3)
-	leader := c.elect()
-	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 3}).Err)
-	c.tick(100)
+	leader := c.electWithTopic("t", 3)
 	owners := c.owners(leader, "t")
 	source := owners[0]
 	require.NoError(t, c.do(source, producePinned("t", 0, "x")).Err)
@@ -124,8 +120,7 @@ func (c *clusterHarness) holding(at, topicName, id string) int {
 // partitions to a node that joins, until every node holds its share.
 func TestAJoinedNodeReceivesItsShare(t *testing.T) {
 	c := newClusterHarness(t, 3)
-	leader := c.elect()
-	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 8}).Err)
+	leader := c.electWithTopic("t", 8)
 	for i := range 8 {
 		require.NoError(t, c.do(leader, producePinned("t", i, fmt.Sprintf("r%d", i))).Err)
 	}
@@ -148,8 +143,7 @@ func TestAJoinedNodeReceivesItsShare(t *testing.T) {
 // become three), while the topic keeps every record.
 func TestDecommissionDrainsANodeAndRetiresItsVote(t *testing.T) {
 	c := newClusterHarness(t, 4)
-	leader := c.elect()
-	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 8}).Err)
+	leader := c.electWithTopic("t", 8)
 	for i := range 8 {
 		require.NoError(t, c.do(leader, producePinned("t", i, fmt.Sprintf("r%d", i))).Err)
 	}
@@ -178,9 +172,7 @@ func TestDecommissionDrainsANodeAndRetiresItsVote(t *testing.T) {
 // state), and resumes writes only when the move's abort applies.
 func TestASourceRestartedMidMoveStaysFrozen(t *testing.T) {
 	c := newClusterHarness(t, 3)
-	leader := c.elect()
-	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 3}).Err)
-	c.tick(100)
+	leader := c.electWithTopic("t", 3)
 	source := c.owners(leader, "t")[0]
 	require.NoError(t, c.do(source, producePinned("t", 0, "x")).Err)
 	target := c.otherThan(source, leader)
@@ -212,9 +204,7 @@ func TestASourceRestartedMidMoveStaysFrozen(t *testing.T) {
 // completes; every record is there.
 func TestADestinationCrashAfterInstallStillFlips(t *testing.T) {
 	c := newClusterHarness(t, 3)
-	leader := c.elect()
-	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 3}).Err)
-	c.tick(100)
+	leader := c.electWithTopic("t", 3)
 	source := c.owners(leader, "t")[0]
 	target := c.otherThan(source)
 	for i := range 20 {
@@ -247,8 +237,7 @@ func TestADestinationCrashAfterInstallStillFlips(t *testing.T) {
 // anything yet; the member keeps those partitions.
 func TestCancelledDecommissionAbortsMovesNotYetCopying(t *testing.T) {
 	c := newClusterHarness(t, 4)
-	leader := c.elect()
-	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 8}).Err)
+	leader := c.electWithTopic("t", 8)
 	leaving := c.otherThan(leader)
 	before := c.holding(leader, "t", leaving)
 	require.Positive(t, before)
