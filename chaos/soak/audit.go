@@ -69,8 +69,8 @@ func (s *storedLogs) unreadableAt(at placement, why string) {
 	s.unreadable = append(s.unreadable, fmt.Sprintf("%s: %s", at, why))
 }
 
-// missingRecord is a record answered 202 that no replay read found.
-type missingRecord struct {
+// MissingRecord is a record answered 202 that no replay read found.
+type MissingRecord struct {
 	entry ledgerEntry
 	// heldBy is the id now stored at the record's placement ("" if none).
 	heldBy string
@@ -79,7 +79,7 @@ type missingRecord struct {
 	deliveryNote string
 }
 
-func (m missingRecord) String() string {
+func (m MissingRecord) String() string {
 	e := m.entry
 	text := fmt.Sprintf("%s: 202 at %dms in step %s through %s (batch %t), placed at %s/p%d@%d",
 		e.ID, e.AtMs, e.Step, e.Node, e.Batch, e.Topic, e.Partition, e.Offset)
@@ -92,13 +92,13 @@ func (m missingRecord) String() string {
 	return text
 }
 
-// auditResult is the outcome of the replay audit.
-type auditResult struct {
+// AuditResult is the outcome of the replay audit.
+type AuditResult struct {
 	// Acknowledged counts the ledger's records (answered 202); Durable
 	// those found by a replay read.
 	Acknowledged, Durable int
 	// Missing lists the acknowledged records no read found, sorted by id.
-	Missing []missingRecord
+	Missing []MissingRecord
 	// Misplaced counts durable records found, but not at the offset their
 	// 202 named.
 	Misplaced int
@@ -136,7 +136,7 @@ type auditTask struct {
 // runAudit reads every partition of every topic the ledger knows from
 // its oldest offset to its high watermark and compares what it finds
 // with the ledger.
-func runAudit(ctx context.Context, c *cluster, l *ledger) (auditResult, error) {
+func runAudit(ctx context.Context, c *cluster, l *ledger) (AuditResult, error) {
 	began := time.Now()
 	attempted, acknowledged := l.snapshot()
 	topics := slices.Sorted(maps.Keys(invert(attempted)))
@@ -144,14 +144,14 @@ func runAudit(ctx context.Context, c *cluster, l *ledger) (auditResult, error) {
 	for _, topic := range topics {
 		topicTasks, err := partitionTasks(ctx, c, topic)
 		if err != nil {
-			return auditResult{}, err
+			return AuditResult{}, err
 		}
 		tasks = append(tasks, topicTasks...)
 	}
 	stored := newStoredLogs()
 	replayAll(ctx, c, tasks, stored)
 	if ctx.Err() != nil {
-		return auditResult{}, ctx.Err()
+		return AuditResult{}, ctx.Err()
 	}
 	result := compare(stored, attempted, acknowledged, l)
 	result.Partitions = countPartitions(tasks)
@@ -277,8 +277,8 @@ func replayOne(ctx context.Context, c *cluster, reader int, at placement) (*clie
 }
 
 // compare matches the stored logs against the ledger.
-func compare(stored *storedLogs, attempted map[string]string, acknowledged map[string]ledgerEntry, l *ledger) auditResult {
-	result := auditResult{Acknowledged: len(acknowledged), Foreign: stored.foreignCount, ForeignShown: stored.foreign,
+func compare(stored *storedLogs, attempted map[string]string, acknowledged map[string]ledgerEntry, l *ledger) AuditResult {
+	result := AuditResult{Acknowledged: len(acknowledged), Foreign: stored.foreignCount, ForeignShown: stored.foreign,
 		Unreadable: stored.unreadable, RecordsRead: stored.recordsRead}
 	for _, id := range slices.Sorted(maps.Keys(acknowledged)) {
 		entry := acknowledged[id]
@@ -327,8 +327,8 @@ func describeEntry(e ledgerEntry) string {
 	return fmt.Sprintf("at %dms in step %s through %s, batch %t, placed at %s/p%d@%d", e.AtMs, e.Step, e.Node, e.Batch, e.Topic, e.Partition, e.Offset)
 }
 
-func missingOf(entry ledgerEntry, stored *storedLogs, l *ledger) missingRecord {
-	m := missingRecord{entry: entry, heldBy: stored.idAt[placement{topic: entry.Topic, partition: entry.Partition, offset: entry.Offset}]}
+func missingOf(entry ledgerEntry, stored *storedLogs, l *ledger) MissingRecord {
+	m := MissingRecord{entry: entry, heldBy: stored.idAt[placement{topic: entry.Topic, partition: entry.Partition, offset: entry.Offset}]}
 	if d, ok := l.firstDelivery(entry.ID); ok {
 		m.delivered = true
 		m.deliveryNote = fmt.Sprintf("first consumed at %dms through %s from p%d@%d", d.atMs, d.node, d.partition, d.offset)

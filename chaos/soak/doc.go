@@ -29,15 +29,19 @@
 //   - full: cycles of kill -9 of a follower, kill -9 of the metadata
 //     leader, a rolling restart (SIGTERM), a scale-up by a new node that
 //     joins and receives partitions, a decommission under load, and forced
-//     recovery (a second scale-up, then a decommission whose node is
-//     killed while a destination holds a complete copy of one of its
-//     partitions, and left down until the destination force-promotes the
-//     copy; forced.go explains how the instant is found). Cycles repeat until Duration is spent;
-//     Duration 0 runs one cycle with short pauses. A short run skips the
+//     recovery (a second scale-up, then a decommission during which the
+//     destination of one of the node's partitions is killed after the
+//     node froze it, and the node itself is killed once the restarted
+//     destination holds a complete copy of the frozen state; it stays
+//     down until the destination force-promotes the copy; forced.go
+//     explains why it takes two failures and how the instants are
+//     found). Cycles repeat until Duration is spent; Duration 0 runs one
+//     cycle with short pauses. A short run skips the
 //     forced recovery when the binary does not read EnvHeartbeatInterval,
 //     EnvMemberDeadAfter and EnvForcePromoteAfter, since the default
 //     delays take minutes.
-//   - decommission: steady load, one decommission, nothing else.
+//   - decommission: steady load (for Duration), one decommission,
+//     nothing else; any produce refused or unanswered fails the run.
 //
 // Outputs: a Report. At the end the consumers drain, the placement
 // settles, and the audit replays every partition of every topic from its

@@ -25,8 +25,8 @@ type logRecord struct {
 	Duration int64  `json:"duration_ms"`
 }
 
-// logSummary is what the nodes' logs say about a run.
-type logSummary struct {
+// LogSummary is what the nodes' logs say about a run.
+type LogSummary struct {
 	// MovesByOutcome counts "move ended" lines (the destination's view)
 	// by outcome; MoveDurationsMs holds their durations.
 	MovesByOutcome  map[string]int
@@ -44,12 +44,12 @@ type logSummary struct {
 	Panics []string
 }
 
-func newLogSummary() logSummary {
-	return logSummary{MovesByOutcome: map[string]int{}, Events: map[string]int{}}
+func newLogSummary() LogSummary {
+	return LogSummary{MovesByOutcome: map[string]int{}, Events: map[string]int{}}
 }
 
 // summarizeLogs reads every log file.
-func summarizeLogs(paths []string) (logSummary, error) {
+func summarizeLogs(paths []string) (LogSummary, error) {
 	summary := newLogSummary()
 	for _, path := range paths {
 		file, err := os.Open(path)
@@ -69,7 +69,7 @@ func summarizeLogs(paths []string) (logSummary, error) {
 type freezeOpen map[string]time.Time
 
 // add reads one node's log.
-func (s *logSummary) add(r io.Reader) error {
+func (s *LogSummary) add(r io.Reader) error {
 	scanner := bufio.NewScanner(r)
 	scanner.Buffer(make([]byte, 64<<10), logLineBytesMax)
 	open := freezeOpen{}
@@ -93,13 +93,13 @@ func (s *logSummary) add(r io.Reader) error {
 
 // addText notes a line that is not JSON: the runtime writes panics and
 // fatal errors as text.
-func (s *logSummary) addText(line string) {
+func (s *LogSummary) addText(line string) {
 	if strings.HasPrefix(line, "panic:") || strings.HasPrefix(line, "fatal error:") {
 		s.Panics = append(s.Panics, line)
 	}
 }
 
-func (s *logSummary) addRecord(record logRecord, open freezeOpen) {
+func (s *LogSummary) addRecord(record logRecord, open freezeOpen) {
 	if record.Level == "ERROR" {
 		s.Errors++
 	}
@@ -115,7 +115,7 @@ func (s *logSummary) addRecord(record logRecord, open freezeOpen) {
 
 // addFreezeEvent pairs a partition's freeze with its end. The detail of
 // these events starts with the partition's directory.
-func (s *logSummary) addFreezeEvent(record logRecord, open freezeOpen) {
+func (s *LogSummary) addFreezeEvent(record logRecord, open freezeOpen) {
 	dir, _, _ := strings.Cut(record.Detail, " ")
 	dir = strings.TrimSuffix(dir, ":")
 	at, err := time.Parse(time.RFC3339Nano, record.Time)

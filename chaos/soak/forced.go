@@ -83,11 +83,36 @@ func (r *run) forcedRecovery(ctx context.Context) (string, error) {
 		return fmt.Sprintf("not reached (%s); %s", victim.reason, note), errors.Join(err, finishErr)
 	}
 	promoted, err := r.awaitForcePromote(ctx, victim)
-	if restartErr := r.restart(ctx, source); restartErr != nil {
-		return promoted, errors.Join(err, restartErr)
+	if err != nil {
+		return promoted, errors.Join(err, r.restart(ctx, source))
 	}
-	note, finishErr := r.finishDecommission(ctx, source, began, wasLeader)
-	return promoted + "; " + note, errors.Join(err, finishErr)
+	note, err := r.finishAfterPromotion(ctx, source, began, wasLeader)
+	return promoted + "; " + note, err
+}
+
+// finishAfterPromotion ends the decommission of a source killed mid-move:
+// if the promotion left it owning nothing, the leader removes it from the
+// voters while it is down (a node removed so must not come back, and its
+// decommission is complete); otherwise it is restarted to shed the rest.
+func (r *run) finishAfterPromotion(ctx context.Context, source *nodeProcess, began time.Time, wasLeader bool) (string, error) {
+	members, err := r.cluster.clusterMembers(ctx)
+	if err != nil {
+		return "", err
+	}
+	if !ownsNothing(members, source.id) {
+		// A removal that lands while it restarts leaves it never ready.
+		if err := r.restart(ctx, source); err != nil && !r.voterRemoved(source.id) {
+			return "", err
+		}
+		return r.finishDecommission(ctx, source, began, wasLeader)
+	}
+	if err := r.awaitDrained(ctx, source.id); err != nil {
+		return "", err
+	}
+	r.cluster.retire(source.id)
+	placement, err := r.settle(ctx)
+	return fmt.Sprintf("decommissioned %s (leader %t) while it was down: drained by the promotion and removed from the voters in %s; placement %v",
+		source.id, wasLeader, time.Since(began).Round(time.Millisecond), placement), err
 }
 
 // coldOwnerVictim draws a running member that owns a partition of the

@@ -60,17 +60,19 @@ const (
 	forcedProbeTimeout = 90 * time.Second
 	// forcedStopSettle is how long a source stays stopped (SIGSTOP) before
 	// the destination's progress is read: replies the source sent before
-	// it stopped have arrived by then.
-	forcedStopSettle = 60 * time.Millisecond
-	// forcedRunSlice is how long the source runs between two stops.
-	forcedRunSlice = 10 * time.Millisecond
+	// it stopped have arrived by then (loopback).
+	forcedStopSettle = 30 * time.Millisecond
+	// forcedRunSlice is how long the source runs between two stops: about
+	// one answer to the destination, so that no phase of the move passes
+	// unseen.
+	forcedRunSlice = 2 * time.Millisecond
 	// forcedPollInterval is the pause between two reads of the moves while
 	// the step waits for a move to reach finalize.
 	forcedPollInterval = 5 * time.Millisecond
 	// forcedStopsPerMoveMax bounds the stops spent on one move (with the
 	// settle and run slices, about 20 s: less than the freeze TTL of 30 s,
 	// past which the frozen source asks for the move's abort).
-	forcedStopsPerMoveMax = 300
+	forcedStopsPerMoveMax = 500
 	// forcedPromoteSlack is added to the broker's dead-after and
 	// force-promote delays before the soak stops waiting for the promotion.
 	forcedPromoteSlack = 60 * time.Second

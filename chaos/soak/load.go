@@ -51,8 +51,8 @@ const (
 	refusalsShownPerStatus = 3
 )
 
-// loadCounters are the load's totals; a copy is a snapshot.
-type loadCounters struct {
+// LoadCounters are the load's totals; a copy is a snapshot.
+type LoadCounters struct {
 	// ProduceRequests counts produce requests sent (retries included).
 	ProduceRequests int
 	// Refused counts produce requests answered with a status other than
@@ -68,7 +68,7 @@ type loadCounters struct {
 	ConsumeErrors, AckErrors, AcksStale int
 }
 
-func (c loadCounters) refusedTotal() int {
+func (c LoadCounters) refusedTotal() int {
 	total := 0
 	for _, count := range c.Refused {
 		total += count
@@ -87,7 +87,7 @@ type load struct {
 
 	// mu protects counters and problems.
 	mu       sync.Mutex
-	counters loadCounters
+	counters LoadCounters
 	// problems keeps the first unexpected answers (not 202, 503, 421 or
 	// a lost connection), for the report.
 	problems []string
@@ -96,11 +96,11 @@ type load struct {
 }
 
 func newLoad(c *cluster, l *ledger, seed uint64) *load {
-	return &load{cluster: c, ledger: l, seed: seed, counters: loadCounters{Refused: map[int]int{}}, refusals: map[int][]string{}}
+	return &load{cluster: c, ledger: l, seed: seed, counters: LoadCounters{Refused: map[int]int{}}, refusals: map[int][]string{}}
 }
 
 // snapshot returns a copy of the counters.
-func (l *load) snapshot() loadCounters {
+func (l *load) snapshot() LoadCounters {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	copied := l.counters
@@ -111,7 +111,7 @@ func (l *load) snapshot() loadCounters {
 	return copied
 }
 
-func (l *load) count(update func(c *loadCounters)) {
+func (l *load) count(update func(c *LoadCounters)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	update(&l.counters)
@@ -267,7 +267,7 @@ func (l *load) sendUntilAccepted(ctx context.Context, rng *rand.Rand, topic stri
 		if ctx.Err() != nil {
 			break // an answer cut short by the end of the load proves nothing
 		}
-		l.count(func(c *loadCounters) { c.ProduceRequests++ })
+		l.count(func(c *LoadCounters) { c.ProduceRequests++ })
 		if err == nil {
 			l.accepted(topic, req, placements, n.id)
 			return
@@ -277,7 +277,7 @@ func (l *load) sendUntilAccepted(ctx context.Context, rng *rand.Rand, topic stri
 		}
 		_ = sleepContext(ctx, retryPause)
 	}
-	l.count(func(c *loadCounters) { c.Abandoned += len(req.ids) })
+	l.count(func(c *LoadCounters) { c.Abandoned += len(req.ids) })
 }
 
 func (l *load) accepted(topic string, req produceRequest, placements []client.Placement, node string) {
@@ -293,10 +293,10 @@ func (l *load) accepted(topic string, req produceRequest, placements []client.Pl
 func (l *load) refused(node string, req produceRequest, err error) bool {
 	var reply *client.Error
 	if !errors.As(err, &reply) {
-		l.count(func(c *loadCounters) { c.Unanswered++ })
+		l.count(func(c *LoadCounters) { c.Unanswered++ })
 		return true
 	}
-	l.count(func(c *loadCounters) { c.Refused[reply.Status]++ })
+	l.count(func(c *LoadCounters) { c.Refused[reply.Status]++ })
 	text := fmt.Sprintf("%s of %d records through %s in step %s: %v", req.kind(), len(req.ids), node, l.ledger.currentStep(), err)
 	l.quoteRefusal(reply.Status, text)
 	if reply.Status == http.StatusServiceUnavailable || reply.Status == http.StatusMisdirectedRequest {
@@ -343,7 +343,7 @@ func (c *consumer) consumeOnce(ctx context.Context, n *nodeProcess, topic string
 		}
 	}
 	if err != nil {
-		c.load.count(func(counters *loadCounters) { counters.ConsumeErrors++ })
+		c.load.count(func(counters *LoadCounters) { counters.ConsumeErrors++ })
 		return err
 	}
 	for _, m := range messages {
@@ -368,7 +368,7 @@ func (c *consumer) ack(ctx context.Context, n *nodeProcess, topic string, messag
 			stale++
 		}
 	}
-	c.load.count(func(counters *loadCounters) {
+	c.load.count(func(counters *LoadCounters) {
 		counters.AcksStale += stale
 		if err != nil {
 			counters.AckErrors++

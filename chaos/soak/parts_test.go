@@ -2,6 +2,7 @@ package soak
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -191,19 +192,41 @@ func TestCopyCompleteNeedsTheWholeStateBeforeTheFreeze(t *testing.T) {
 }
 
 func TestJudgeFailsWhatTheScenarioForbids(t *testing.T) {
-	clean := &Report{Load: loadCounters{Refused: map[int]int{}}, Audit: auditResult{Acknowledged: 5, Durable: 5}}
+	clean := &Report{Load: LoadCounters{Refused: map[int]int{}}, Audit: AuditResult{Acknowledged: 5, Durable: 5}}
 	clean.judge(ScenarioDecommission)
 	assert.Empty(t, clean.Failures)
 
-	refused := &Report{Load: loadCounters{Refused: map[int]int{503: 1}}, Audit: auditResult{Acknowledged: 5, Durable: 5}}
+	refused := &Report{Load: LoadCounters{Refused: map[int]int{503: 1}}, Audit: AuditResult{Acknowledged: 5, Durable: 5}}
 	refused.judge(ScenarioFull)
 	assert.Empty(t, refused.Failures, "the full scenario may refuse produces")
 	refused.judge(ScenarioDecommission)
 	assert.Len(t, refused.Failures, 1, "a clean decommission may not")
 
-	lost := &Report{Load: loadCounters{Refused: map[int]int{}}, Audit: auditResult{Acknowledged: 5, Durable: 4,
-		Missing: []missingRecord{{entry: ledgerEntry{ID: "x"}}}}, Undelivered: []string{"x"}}
+	lost := &Report{Load: LoadCounters{Refused: map[int]int{}}, Audit: AuditResult{Acknowledged: 5, Durable: 4,
+		Missing: []MissingRecord{{entry: ledgerEntry{ID: "x"}}}}, Undelivered: []string{"x"}}
 	lost.judge(ScenarioFull)
 	assert.Len(t, lost.Failures, 2, "a missing record and an undelivered one")
 	assert.Contains(t, strings.Join(lost.Lines(), "\n"), "audit: 4 of 5 records durable")
+}
+
+func TestFrozenForReadsTheSourceLogSinceTheMoveStarted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "n1.log")
+	lines := []string{
+		`{"time":"2026-01-01T00:00:01.000Z","level":"WARN","msg":"node event","kind":"partition-frozen","detail":"topics/soak-cold/p00002 for the move to n5"}`,
+		`{"time":"2026-01-01T00:01:00.000Z","level":"WARN","msg":"node event","kind":"partition-frozen","detail":"topics/soak-cold/p00003 for the move to n4"}`,
+	}
+	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600))
+	at := func(text string) int64 {
+		parsed, err := time.Parse(time.RFC3339, text)
+		require.NoError(t, err)
+		return parsed.UnixMilli()
+	}
+	move := client.Move{Topic: coldTopic, Partition: 3, From: "n1", To: "n4", StartedAtMs: at("2026-01-01T00:00:59Z")}
+	assert.True(t, frozenFor(path, move))
+	move.To = "n5"
+	assert.False(t, frozenFor(path, move), "frozen for another destination")
+	move = client.Move{Topic: coldTopic, Partition: 2, From: "n1", To: "n5", StartedAtMs: at("2026-01-01T00:00:30Z")}
+	assert.False(t, frozenFor(path, move), "a freeze of an earlier move of the partition")
+	assert.True(t, logsMention([]string{path}, "partition-frozen", "topics/soak-cold/p00002 "))
+	assert.False(t, logsMention([]string{path, filepath.Join(t.TempDir(), "missing.log")}, "voter-removal-proposed", "n1 "))
 }

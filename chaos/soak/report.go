@@ -21,19 +21,19 @@ type Report struct {
 	Elapsed, Faults, DrainTook time.Duration
 	// Attempted counts the distinct records sent; Load the request totals.
 	Attempted int
-	Load      loadCounters
+	Load      LoadCounters
 	// LoadProblems quotes unexpected answers the load saw; Refusals the
 	// first refusals of each status.
 	LoadProblems []string
 	Refusals     map[int][]string
-	Audit        auditResult
+	Audit        AuditResult
 	// Delivered counts the acknowledged records consumers saw at least
 	// once; Deliveries every delivery; Redelivered the records delivered
 	// more than once; UnknownDeliveries payloads with no soak id.
 	Delivered, Deliveries, Redelivered, UnknownDeliveries int
 	// Undelivered lists the acknowledged records no consumer saw.
 	Undelivered []string
-	Logs        logSummary
+	Logs        LogSummary
 	Steps       []StepResult
 	Forced      []ForcedOutcome
 	// Placement is the partitions per member before the audit.
