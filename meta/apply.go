@@ -49,6 +49,7 @@ func (m *Meta) applyConfChangeEntry(entry *raftpb.Entry) {
 	confState := fromRaftConfState(m.raw.ApplyConfChange(change))
 	if result == nil {
 		m.state.applyConfChange(context.Change, confState)
+		m.voterAdded = m.voterAdded || context.Change.Kind == AddVoter
 	}
 	m.confChangeTerm = 0
 	m.recordOutcome(context.Proposal, entry.GetIndex(), result)

@@ -188,6 +188,58 @@ func TestClusterSnapshotCompactionAndCatchUp(t *testing.T) {
 	require.Equal(t, c.meta(leader).AppliedIndex(), c.meta(lagging).AppliedIndex(), "the installed snapshot survives a restart")
 }
 
+// compactedClusterWithJoiner starts three nodes whose leader has
+// compacted its log, and a fourth node waiting to join (not yet added).
+func compactedClusterWithJoiner(t *testing.T, seed uint64, ackTicks int) (*testCluster, string, Peer) {
+	cryptotest.SetGlobalRandom(t, seed)
+	const snapshotEntries, tailEntries = 20, 5
+	c := newTestCluster(t, 3, seed, true, func(config *Config) {
+		config.SnapshotEntries, config.SnapshotTailEntries, config.SnapshotAckTicks = snapshotEntries, tailEntries, ackTicks
+	})
+	c.unreportedSnapshots = true // as the node: its transport cannot tell
+	leader := c.waitLeader()
+	for nowMs := range int64(12) {
+		c.heartbeatAll(leader, nowMs)
+	}
+	require.Greater(t, c.meta(leader).Status().SnapshotIndex, uint64(tailEntries), "the log was compacted")
+	joiner := Peer{ID: "n4", RaftID: 4, ClusterAddr: "n4:7943"}
+	c.addNode(joiner, append(clusterPeers(3), joiner), true)
+	return c, leader, joiner
+}
+
+// Property: a voter added after the log was compacted catches up at once.
+// Its first snapshot must list it (raft refuses one that does not), so
+// every replica takes a snapshot when it applies the addition, instead of
+// SnapshotEntries entries later.
+func TestJoinAfterCompactionCatchesUp(t *testing.T) {
+	c, leader, joiner := compactedClusterWithJoiner(t, 29, defaultSnapshotAckTicks)
+	before := c.meta(leader).Status().SnapshotIndex
+	c.requireApplied(c.proposeConfChange(leader, ConfChange{Kind: AddVoter, Peer: joiner}), nil)
+	c.tick(2)
+	require.Greater(t, c.meta(leader).Status().SnapshotIndex, before, "the addition was followed by a snapshot")
+	require.Equal(t, 1, c.snapshotsDelivered, "one snapshot was enough")
+	c.requireConverged()
+	require.Equal(t, []uint64{1, 2, 3, 4}, c.meta(joiner.ID).State().ConfState().Voters)
+}
+
+// Property: a lost MsgSnap does not cut its follower off, with a driver
+// that never reports snapshots: the leader counts it lost after
+// SnapshotAckTicks and sends it again. Before that it sends the follower
+// nothing, so the joiner has applied nothing.
+func TestLostSnapshotIsSentAgain(t *testing.T) {
+	const ackTicks = 15
+	c, leader, joiner := compactedClusterWithJoiner(t, 23, ackTicks)
+	c.snapshotsToDrop = 1
+	c.requireApplied(c.proposeConfChange(leader, ConfChange{Kind: AddVoter, Peer: joiner}), nil)
+	c.tick(ackTicks - 2)
+	require.Zero(t, c.snapshotsToDrop, "the leader sent the joiner a snapshot")
+	require.Zero(t, c.snapshotsDelivered, "the lost snapshot was not sent again early")
+	require.Zero(t, c.meta(joiner.ID).AppliedIndex(), "the joiner has nothing before the snapshot is sent again")
+	c.tick(4)
+	require.Equal(t, 1, c.snapshotsDelivered, "the leader sent the snapshot again, once")
+	c.requireConverged()
+}
+
 // Property: a crash after Persist and before Advance applies nothing
 // twice: the applied index was committed with the entries, and the
 // restarted replica resumes after it (the harness fails if any node

@@ -20,6 +20,9 @@ const (
 	// raftIDMax is the largest raft id: raft reserves the two above it for
 	// its local storage threads.
 	raftIDMax = math.MaxUint64 - 2
+	// votersLearnedMax bounds the peers a joining replica keeps from
+	// LearnPeers.
+	votersLearnedMax = 1 << 12
 )
 
 // Defaults of Config (see DefaultConfig).
@@ -28,6 +31,7 @@ const (
 	defaultHeartbeatTicks            = 1
 	defaultSnapshotEntries           = 1000
 	defaultSnapshotTailEntries       = 100
+	defaultSnapshotAckTicks          = 3 * defaultElectionTicks
 	defaultMaxSizePerMsg             = 1 << 20
 	defaultMaxInflightMsgs           = 256
 	defaultMaxUncommittedEntriesSize = 64 << 20
@@ -74,6 +78,11 @@ type Config struct {
 	// SnapshotTailEntries is how many entries before a snapshot are kept
 	// for slow followers (a follower further behind gets the snapshot).
 	SnapshotTailEntries uint64
+	// SnapshotAckTicks is how long, in ticks, the leader waits for a
+	// follower to acknowledge a snapshot it sent before counting it lost
+	// and sending it again. The transport may lose any message, and raft
+	// sends nothing to a follower while a snapshot to it is pending.
+	SnapshotAckTicks int
 	// MaxSizePerMsg bounds the bytes of entries in one append message
 	// (at least one entry is always sent).
 	MaxSizePerMsg uint64
@@ -95,6 +104,7 @@ func DefaultConfig(nodeID string, peers []Peer) Config {
 		HeartbeatTicks:            defaultHeartbeatTicks,
 		SnapshotEntries:           defaultSnapshotEntries,
 		SnapshotTailEntries:       defaultSnapshotTailEntries,
+		SnapshotAckTicks:          defaultSnapshotAckTicks,
 		MaxSizePerMsg:             defaultMaxSizePerMsg,
 		MaxInflightMsgs:           defaultMaxInflightMsgs,
 		MaxUncommittedEntriesSize: defaultMaxUncommittedEntriesSize,
@@ -112,6 +122,9 @@ func (c Config) Validate() error {
 	}
 	if c.SnapshotEntries < 1 {
 		problems = append(problems, errors.New("SnapshotEntries must be at least 1"))
+	}
+	if c.SnapshotAckTicks < 1 {
+		problems = append(problems, fmt.Errorf("SnapshotAckTicks %d must be at least 1", c.SnapshotAckTicks))
 	}
 	if c.MaxSizePerMsg < 1 {
 		problems = append(problems, errors.New("MaxSizePerMsg must be at least 1 byte"))

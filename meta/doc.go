@@ -39,7 +39,10 @@
 //     fails the instance is finished: the driver sends nothing, does not
 //     Advance, closes it and restarts from the store.
 //  2. Send rd.Messages. Their To is a raft id; PeerByRaftID maps it to a
-//     node id and cluster address. After a MsgSnap, ReportSnapshot.
+//     node id and cluster address. Any message may be lost. A driver that
+//     learns whether a MsgSnap arrived may say so (ReportSnapshot); else
+//     the leader counts it lost after SnapshotAckTicks and sends it again,
+//     since raft sends a follower nothing while a snapshot is pending.
 //  3. Advance(rd): returns the Outcomes of this node's proposals applied
 //     in step 1, each with its ProposalID and nil or a rejection error.
 //

@@ -48,6 +48,11 @@ type testCluster struct {
 	outcomes map[string][]Outcome
 	// snapshotsDelivered counts MsgSnap messages stepped into a node.
 	snapshotsDelivered int
+	// unreportedSnapshots: the harness does not call ReportSnapshot, as a
+	// driver whose transport cannot tell (the node's); snapshotsToDrop is
+	// how many of the next MsgSnap messages are lost.
+	unreportedSnapshots bool
+	snapshotsToDrop     int
 	// crashAfterPersist makes the node crash right after persisting the
 	// next Ready that applies a command, before sending or advancing.
 	crashAfterPersist map[string]bool
@@ -231,6 +236,10 @@ func (c *testCluster) deliver() {
 func (c *testCluster) deliverOne(msg inflightMessage) {
 	recipient := c.nodes[msg.to]
 	delivered := recipient != nil && recipient.meta != nil && !c.cut[msg.from][msg.to]
+	if msg.kind == raftpb.MsgSnap && c.snapshotsToDrop > 0 {
+		c.snapshotsToDrop--
+		delivered = false
+	}
 	if delivered {
 		decoded, err := UnmarshalMessage(msg.data)
 		require.NoError(c.t, err)
@@ -240,7 +249,7 @@ func (c *testCluster) deliverOne(msg inflightMessage) {
 		if delivered {
 			c.snapshotsDelivered++
 		}
-		if sender := c.nodes[msg.from]; sender.meta != nil {
+		if sender := c.nodes[msg.from]; sender.meta != nil && !c.unreportedSnapshots {
 			sender.meta.ReportSnapshot(msg.toRaftID, delivered)
 		}
 	}

@@ -32,12 +32,26 @@ type Meta struct {
 	// snapshotIndex is the index of the latest snapshot in the store.
 	// Invariant: snapshotIndex <= applied.index.
 	snapshotIndex uint64
+	// learned are peers this replica was told of while it joins (LearnPeers):
+	// like Config.Peers, they map raft ids to addresses until the state
+	// lists the voters. Replaced whole by LearnPeers.
+	learned []Peer
+	// voterAdded is set when a voter was added after the latest snapshot
+	// (applyConfChangeEntry); maybeSnapshot takes one then and clears it.
+	voterAdded bool
 	// sequence numbers this instance's proposals; only increases. It
 	// starts at Config.ProposalSequenceBase.
 	sequence uint64
 	// confChangeTerm is the term in which this node proposed a
 	// configuration change not yet applied; 0 when none.
 	confChangeTerm uint64
+	// ticks counts Tick calls; only Tick changes it.
+	ticks uint64
+	// snapshotsSent maps the raft id of a follower to the tick at which
+	// the latest MsgSnap to it was handed out (Ready); an entry leaves when
+	// the snapshot is reported (ReportSnapshot) or counted lost (Tick,
+	// after SnapshotAckTicks).
+	snapshotsSent map[uint64]uint64
 	// outcomes gathered by Persist for this node's proposals, handed out
 	// by Advance.
 	outcomes []Outcome
@@ -108,7 +122,7 @@ func newMeta(cfg Config, store *Store, p persisted) (*Meta, error) {
 	}
 	self, _ := cfg.self()
 	m := &Meta{config: cfg, self: self, store: store, storage: storage, state: state, sequence: cfg.ProposalSequenceBase,
-		applied: p.applied, snapshotIndex: p.snapshot.GetMetadata().GetIndex()}
+		applied: p.applied, snapshotIndex: p.snapshot.GetMetadata().GetIndex(), snapshotsSent: map[uint64]uint64{}}
 	m.raw, err = raft.NewRawNode(m.raftConfig(state.confState))
 	return m, err
 }
@@ -152,6 +166,8 @@ func (m *Meta) usable() error {
 func (m *Meta) Tick() {
 	if m.usable() == nil {
 		m.raw.Tick()
+		m.ticks++
+		m.expireSnapshots()
 	}
 }
 
@@ -218,17 +234,41 @@ func (m *Meta) Status() Status {
 }
 
 // PeerByRaftID maps a raft id (Message.To, Message.From) to its peer: from
-// the voter configuration, else from Config.Peers.
+// the voter configuration, else from the configured and learned peers.
 func (m *Meta) PeerByRaftID(raftID uint64) (Peer, bool) {
 	if peer, found := m.state.PeerByRaftID(raftID); found {
 		return peer, true
 	}
-	for _, peer := range m.config.Peers {
-		if peer.RaftID == raftID {
-			return peer, true
+	for _, peers := range [][]Peer{m.config.Peers, m.learned} {
+		for _, peer := range peers {
+			if peer.RaftID == raftID {
+				return peer, true
+			}
 		}
 	}
 	return Peer{}, false
+}
+
+// KnownPeers lists the peers outside the state: Config.Peers, then those
+// learned while joining. The slice is the caller's.
+func (m *Meta) KnownPeers() []Peer {
+	return append(slices.Clone(m.config.Peers), m.learned...)
+}
+
+// LearnPeers records the voters a joining replica was told of (the node
+// passes on the leader's JoinAccepted), so it can address the leader it
+// was not configured with. Peers with invalid ids or this node's own id
+// are skipped; at most votersLearnedMax are kept.
+func (m *Meta) LearnPeers(peers []Peer) {
+	m.learned = m.learned[:0]
+	for _, peer := range peers {
+		if len(m.learned) == votersLearnedMax {
+			break
+		}
+		if peer.ID != "" && peer.ID != m.config.NodeID && peer.RaftID != 0 && peer.RaftID <= raftIDMax {
+			m.learned = append(m.learned, peer)
+		}
+	}
 }
 
 // PeerByNodeID maps a node id to its peer: from the voter configuration,
@@ -259,12 +299,15 @@ func (m *Meta) TransferLeadership(to string) error {
 	return nil
 }
 
-// ReportSnapshot tells raft whether a MsgSnap sent to raftID arrived
-// (the driver calls it after sending one).
+// ReportSnapshot tells raft whether a MsgSnap sent to raftID arrived. A
+// driver that learns it from its transport may call it; one that does not
+// need not: a snapshot the follower has not acknowledged after
+// SnapshotAckTicks counts as lost (Tick).
 func (m *Meta) ReportSnapshot(raftID uint64, delivered bool) {
 	if m.usable() != nil {
 		return
 	}
+	delete(m.snapshotsSent, raftID)
 	status := raft.SnapshotFinish
 	if !delivered {
 		status = raft.SnapshotFailure

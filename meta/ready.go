@@ -20,8 +20,9 @@ const (
 // rest is opaque.
 type Ready struct {
 	// Messages go to peers after Persist returned: To is a raft id
-	// (Meta.PeerByRaftID gives the address). After sending a MsgSnap the
-	// driver calls ReportSnapshot. The messages must not be modified.
+	// (Meta.PeerByRaftID gives the address). Any of them may be lost; a
+	// lost MsgSnap is sent again after SnapshotAckTicks. The messages must
+	// not be modified.
 	Messages []*raftpb.Message
 	// raft is raft's Ready; number matches Meta.readyNumber.
 	raft   raft.Ready
@@ -49,6 +50,7 @@ func (m *Meta) Ready() Ready {
 	assert(m.phase == phaseIdle, "Ready called while Ready %d is outstanding (phase %d)", m.readyNumber, m.phase)
 	assert(m.usable() == nil, "Ready called on an unusable instance: %v", m.usable())
 	rd := m.raw.Ready()
+	m.noteSnapshotsSent(rd.Messages)
 	m.readyNumber++
 	m.phase = phaseTaken
 	return Ready{Messages: rd.Messages, raft: rd, number: m.readyNumber}

@@ -5,16 +5,27 @@ import (
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 )
 
 // maybeSnapshot writes a snapshot of the state machine at the applied
 // index once SnapshotEntries entries were applied since the last one, and
 // drops the log up to SnapshotTailEntries before it.
+//
+// It also takes one as soon as a voter was added after a snapshot: once
+// the log is compacted, the new voter can only start from a snapshot,
+// and raft refuses one whose configuration does not list it. Without
+// this it would wait for the next periodic snapshot (SnapshotEntries
+// entries later, many minutes of heartbeats). Before the first snapshot
+// the log is whole and the new voter replays it from the start.
 func (m *Meta) maybeSnapshot(tx *bolt.Tx, work *afterCommit) error {
-	if m.applied.index < m.snapshotIndex+m.config.SnapshotEntries {
+	periodic := m.applied.index >= m.snapshotIndex+m.config.SnapshotEntries
+	forVoter := m.voterAdded && m.snapshotIndex > 0
+	if !periodic && !forVoter {
 		return nil
 	}
+	m.voterAdded = false
 	snapshot := &raftpb.Snapshot{Data: m.state.encodeImage(), Metadata: &raftpb.SnapshotMetadata{
 		Index: new(m.applied.index), Term: new(m.applied.term), ConfState: toRaftConfState(m.state.confState)}}
 	if err := putProto(tx.Bucket(bucketRaft), keySnapshot, snapshot); err != nil {
@@ -53,4 +64,42 @@ func (m *Meta) installSnapshot(tx *bolt.Tx, snapshot *raftpb.Snapshot) error {
 	m.applied = appliedPosition{index: metadata.GetIndex(), term: metadata.GetTerm()}
 	m.snapshotIndex, m.confChangeTerm = metadata.GetIndex(), 0
 	return m.state.writeAll(tx)
+}
+
+// noteSnapshotsSent records the tick at which each MsgSnap among a Ready's
+// messages was handed out.
+func (m *Meta) noteSnapshotsSent(messages []*raftpb.Message) {
+	for _, msg := range messages {
+		if msg.GetType() == raftpb.MsgSnap {
+			m.snapshotsSent[msg.GetTo()] = m.ticks
+		}
+	}
+}
+
+// expireSnapshots reports as lost every snapshot not acknowledged within
+// SnapshotAckTicks. Raft sends a follower nothing while a snapshot to it
+// is pending, and learns of its arrival only from the follower's answer:
+// without this, one lost MsgSnap would cut the follower off until the
+// leader changes. Once the follower's answer to a snapshot has arrived,
+// raft has left its snapshot state for it and ignores the report; a
+// snapshot answered later than SnapshotAckTicks is at worst sent again.
+func (m *Meta) expireSnapshots() {
+	if len(m.snapshotsSent) == 0 {
+		return
+	}
+	if !m.IsLeader() {
+		clear(m.snapshotsSent)
+		return
+	}
+	var expired []uint64
+	for raftID, sentAt := range m.snapshotsSent { //determinism:ok collected then sorted
+		if m.ticks-sentAt >= uint64(m.config.SnapshotAckTicks) {
+			expired = append(expired, raftID)
+		}
+	}
+	slices.Sort(expired)
+	for _, raftID := range expired {
+		delete(m.snapshotsSent, raftID)
+		m.raw.ReportSnapshot(raftID, raft.SnapshotFailure)
+	}
 }
