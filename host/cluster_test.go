@@ -308,6 +308,21 @@ func TestRefreshPeersForgetsNodesTheNodeNoLongerKnows(t *testing.T) {
 	assert.Empty(t, fake.set)
 }
 
+func TestSendToAnUnknownPeerRefreshesTheAddressBookFirst(t *testing.T) {
+	h := testHost(t)
+	fake := &fakeTransport{set: map[string]string{}}
+	envelope := node.Envelope{From: h.opts.Node.NodeID, To: "newcomer", Message: node.Notify{Topic: "t"}}
+	onLoop(h, func() {
+		h.loop.transport = fake
+		defer func() { h.loop.transport = nil }()
+		h.loop.peerAddrs = map[string]string{"gone": "10.0.0.9:7943"}
+		h.loop.nextPeerRefresh = time.Now().Add(time.Hour)
+		h.loop.send([]node.Envelope{envelope, envelope})
+	})
+	assert.Equal(t, []string{"gone"}, fake.removed, "the refresh ran although it was not due, once")
+	assert.Len(t, fake.sent, 2, "the envelopes were handed over after it")
+}
+
 func TestRefusedPeerMessageIsCountedNotFatal(t *testing.T) {
 	h := testHost(t)
 	onLoop(h, func() {

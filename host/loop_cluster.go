@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"time"
 
 	"narad/node"
 )
@@ -28,7 +29,11 @@ func (l *loop) step(env node.Envelope) {
 }
 
 // send hands a Ready's envelopes to the transport (which queues them and
-// never blocks). Called only after the Ready's Syncs succeeded.
+// never blocks). Called only after the Ready's Syncs succeeded. An
+// envelope to a peer the transport does not know yet (a node that has
+// just joined) refreshes the address book first, once per call: the
+// transport would drop it, and the first messages to a joiner are the
+// leader's (one snapshot, which raft sends again only after a while).
 func (l *loop) send(envelopes []node.Envelope) {
 	if len(envelopes) == 0 {
 		return
@@ -38,7 +43,13 @@ func (l *loop) send(envelopes []node.Envelope) {
 		l.logger.Warn("a single node produced peer messages; dropped", "count", len(envelopes), "to", envelopes[0].To)
 		return
 	}
+	refreshed := false
 	for _, env := range envelopes {
+		if _, known := l.peerAddrs[env.To]; !known && !refreshed {
+			refreshed = true
+			l.nextPeerRefresh = time.Time{}
+			l.refreshPeers()
+		}
 		l.transport.Send(env)
 	}
 }
