@@ -475,10 +475,13 @@ func TestRingNext(t *testing.T) {
 }
 
 // join starts a node that joins the running cluster: it knows the peers
-// and itself, and bootstraps nothing.
-func (c *clusterHarness) join(id string) {
+// (or only those named in via) and itself, and bootstraps nothing.
+func (c *clusterHarness) join(id string, via ...string) {
 	var peers []meta.Peer
 	for _, existing := range c.ids {
+		if len(via) > 0 && !slices.Contains(via, existing) {
+			continue
+		}
 		peers = append(peers, c.nodes[existing].cfg.Meta.Peers[slices.IndexFunc(c.nodes[existing].cfg.Meta.Peers,
 			func(p meta.Peer) bool { return p.ID == existing })])
 	}
@@ -511,6 +514,23 @@ func TestANodeJoinsARunningCluster(t *testing.T) {
 	require.NoError(t, c.do("n4", CreateTopic{Name: "t", Partitions: 8}).Err)
 	require.Equal(t, 2, countOf(c.owners("n4", "t"), "n4"), "eight partitions over four live nodes")
 	require.NoError(t, c.do("n4", producePinned("t", 0, "via the joiner")).Err)
+}
+
+// TestAJoinerThatKnowsOnlyAFollowerIsAdded: a node given only one member,
+// not the leader, still joins: the follower relays its Join to the leader.
+func TestAJoinerThatKnowsOnlyAFollowerIsAdded(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.elect()
+	c.join("n4", c.otherThan(leader))
+	for range 50 {
+		c.tick(100)
+		if c.nodes["n4"].Serving() == nil {
+			break
+		}
+	}
+	_, voter := c.nodes[leader].meta.State().PeerByNodeID("n4")
+	require.True(t, voter, "the leader added the joiner it heard of through a follower")
+	require.NoError(t, c.nodes["n4"].Serving(), "the joiner serves")
 }
 
 // TestNoLeaderIsA503: a node cut off from both others loses its leader

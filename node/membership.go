@@ -45,6 +45,14 @@ type clusterState struct {
 	nextJoinMs      int64
 }
 
+// PeerAddress is one voter of the metastore: node id, raft id and cluster
+// address.
+type PeerAddress struct {
+	ID          string
+	RaftID      uint64
+	ClusterAddr string
+}
+
 type heartbeatSeen struct {
 	heartbeatMs int64
 	atMs        int64
@@ -110,18 +118,53 @@ func (n *Node) askToJoin() {
 	}
 }
 
-// stepJoin adds the sender as a voter, if this node leads.
+// stepJoin adds the sender as a voter if this node leads; otherwise it
+// relays the Join to the leader it knows.
 func (n *Node) stepJoin(from string, m Join) {
-	if !n.meta.IsLeader() {
+	if n.meta.IsLeader() {
+		n.addVoter(from, m)
 		return
 	}
-	if _, voter := n.meta.State().PeerByNodeID(from); voter {
+	if leader, known := n.meta.Leader(); known && leader != from && leader != n.cfg.NodeID {
+		n.send(leader, JoinRelay{NodeID: from, Join: m})
+		chaos.Reached("node-join-relayed")
+	}
+}
+
+// stepJoinRelay adds the joiner a member relayed, if this node leads (a
+// relay that reaches a former leader is dropped: the joiner asks again).
+func (n *Node) stepJoinRelay(from string, m JoinRelay) {
+	if n.meta.IsLeader() && m.NodeID != "" && m.NodeID != n.cfg.NodeID {
+		n.addVoter(m.NodeID, m.Join)
+	}
+}
+
+// stepJoinAccepted learns the voters' addresses while this node is not a
+// voter in its own replica yet.
+func (n *Node) stepJoinAccepted(m JoinAccepted) {
+	if _, voter := n.meta.State().PeerByNodeID(n.cfg.NodeID); voter || !n.cfg.Meta.Join {
+		return
+	}
+	peers := make([]meta.Peer, len(m.Voters))
+	for i, voter := range m.Voters {
+		peers[i] = meta.Peer{ID: voter.ID, RaftID: voter.RaftID, ClusterAddr: voter.ClusterAddr}
+	}
+	n.meta.LearnPeers(peers)
+	chaos.Reached("node-join-accepted")
+}
+
+// addVoter proposes the joiner as a voter. One that is a voter already
+// still asks because it cannot reach the leader, or has not caught up:
+// it is told the voters.
+func (n *Node) addVoter(id string, m Join) {
+	if _, voter := n.meta.State().PeerByNodeID(id); voter {
+		n.send(id, JoinAccepted{Voters: n.voterAddresses()})
 		return
 	}
 	_, err := n.meta.ProposeConfChange(meta.ConfChange{Kind: meta.AddVoter,
-		Peer: meta.Peer{ID: from, RaftID: m.RaftID, ClusterAddr: m.ClusterAddr}})
+		Peer: meta.Peer{ID: id, RaftID: m.RaftID, ClusterAddr: m.ClusterAddr}})
 	if err != nil && !errors.Is(err, meta.ErrConfChangeInProgress) && !errors.Is(err, meta.ErrBarrierPending) {
-		n.observer.Event("join-refused", fmt.Sprintf("%s: %v", from, err))
+		n.observer.Event("join-refused", fmt.Sprintf("%s: %v", id, err))
 		return
 	}
 	chaos.Reached("node-join-proposed")
@@ -188,4 +231,14 @@ func (n *Node) stepNotify(from string, m Notify) {
 		}
 		n.cluster.notified[m.Topic] = append(pending, from)
 	}
+}
+
+// voterAddresses lists the voters of this replica's state, by raft id.
+func (n *Node) voterAddresses() []PeerAddress {
+	peers := n.meta.State().Peers()
+	voters := make([]PeerAddress, len(peers))
+	for i, peer := range peers {
+		voters[i] = PeerAddress{ID: peer.ID, RaftID: peer.RaftID, ClusterAddr: peer.ClusterAddr}
+	}
+	return voters
 }

@@ -322,6 +322,10 @@ func (n *Node) Step(env Envelope) error {
 		n.stepNotify(env.From, m)
 	case Join:
 		n.stepJoin(env.From, m)
+	case JoinRelay:
+		n.stepJoinRelay(env.From, m)
+	case JoinAccepted:
+		n.stepJoinAccepted(m)
 	default:
 		return fmt.Errorf("node %s: unknown peer message %T from %s", n.cfg.NodeID, env.Message, env.From)
 	}
@@ -453,6 +457,10 @@ func (n *Node) Serving() error {
 	}
 	return nil
 }
+
+// MetaStatus summarizes this node's replica of the metastore (term,
+// commit, applied and snapshot index, leader), for metrics and checkers.
+func (n *Node) MetaStatus() meta.Status { return n.meta.Status() }
 
 // Stats are the node's inventory numbers, for metrics.
 type Stats struct {

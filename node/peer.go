@@ -55,12 +55,29 @@ type Join struct {
 	HTTPAddr    string
 }
 
+// JoinRelay is a Join that a member which does not lead passes on to the
+// leader it knows: a joining node may have been given only some members,
+// none of them the leader. NodeID is the joiner's. A relay is never
+// relayed again.
+type JoinRelay struct {
+	NodeID string
+	Join   Join
+}
+
+// JoinAccepted is the leader's answer to a Join (direct or relayed) from a
+// node it has already added: the voters, so that a joiner given only some
+// members can address the others, the leader among them (it answers the
+// leader's Raft messages, which it could not route before).
+type JoinAccepted struct {
+	Voters []PeerAddress
+}
+
 // ClusterAddrs maps the id of every other node this node knows of (the
 // configured peers, the metastore's voters and members) to its cluster
 // address, so the driver can reach the To of any Envelope it is handed.
 func (n *Node) ClusterAddrs() map[string]string {
 	addrs := map[string]string{}
-	for _, peer := range n.cfg.Meta.Peers {
+	for _, peer := range n.meta.KnownPeers() {
 		addrs[peer.ID] = peer.ClusterAddr
 	}
 	for _, peer := range n.meta.State().Peers() {

@@ -156,4 +156,5 @@ const (
 	memberBytesMin          = 7  // seven one-byte fields
 	moveBytesMin            = 8  // eight one-byte fields
 	moveSegmentBytesMin     = 3  // base, size, sealed flag
+	peerAddressBytesMin     = 3  // id length, raft id, address length
 )

@@ -117,6 +117,7 @@ func TestElementBytesMin(t *testing.T) {
 		"Move":           {func(e *encoder) { e.movesResult(node.MovesResult{Moves: make([]node.Move, 1)}) }, moveBytesMin + 1},
 		"MoveSegment": {func(e *encoder) { e.moveSourceState(node.MoveSourceState{Segments: make([]node.MoveSegment, 1)}) },
 			moveSegmentBytesMin + 4},
+		"PeerAddress": {func(e *encoder) { e.peerAddresses(make([]node.PeerAddress, 1)) }, peerAddressBytesMin + 1},
 	}
 	for name, size := range sizes {
 		e := encoder{}
@@ -198,7 +199,7 @@ func TestTypeNumbersAreUnique(t *testing.T) {
 		}
 		block++
 	}
-	require.Len(t, seen, 6+16+13, "type numbers: 6 messages, 16 requests, 13 results")
+	require.Len(t, seen, 8+16+13, "type numbers: 8 messages, 16 requests, 13 results")
 }
 
 // TestCutErrorMessage: text at the bound is kept; longer text is cut to

@@ -81,9 +81,14 @@ func (e *encoder) peerMessage(message any) {
 		e.string(m.Topic, topicNameLimit)
 	case node.Join:
 		e.typeNumber(typeJoin)
-		e.uvarint(m.RaftID)
-		e.string(m.ClusterAddr, addressLimit)
-		e.string(m.HTTPAddr, addressLimit)
+		e.join(m)
+	case node.JoinRelay:
+		e.typeNumber(typeJoinRelay)
+		e.string(m.NodeID, nodeIDLimit)
+		e.join(m.Join)
+	case node.JoinAccepted:
+		e.typeNumber(typeJoinAccepted)
+		e.peerAddresses(m.Voters)
 	default:
 		e.unknown("envelope message", message)
 	}
@@ -103,11 +108,44 @@ func (d *decoder) peerMessage() any {
 	case typeNotify:
 		return node.Notify{Topic: d.string(topicNameLimit)}
 	case typeJoin:
-		return node.Join{RaftID: d.uvarint(), ClusterAddr: d.string(addressLimit), HTTPAddr: d.string(addressLimit)}
+		return d.join()
+	case typeJoinRelay:
+		return node.JoinRelay{NodeID: d.string(nodeIDLimit), Join: d.join()}
+	case typeJoinAccepted:
+		return node.JoinAccepted{Voters: d.peerAddresses()}
 	default:
 		d.unknown("envelope message", t)
 		return nil
 	}
+}
+
+func (e *encoder) join(m node.Join) {
+	e.uvarint(m.RaftID)
+	e.string(m.ClusterAddr, addressLimit)
+	e.string(m.HTTPAddr, addressLimit)
+}
+
+func (d *decoder) join() node.Join {
+	return node.Join{RaftID: d.uvarint(), ClusterAddr: d.string(addressLimit), HTTPAddr: d.string(addressLimit)}
+}
+
+// peerAddresses writes a voter list, bounded like a member list.
+func (e *encoder) peerAddresses(peers []node.PeerAddress) {
+	e.length(len(peers), membersLimit)
+	for _, peer := range peers {
+		e.string(peer.ID, nodeIDLimit)
+		e.uvarint(peer.RaftID)
+		e.string(peer.ClusterAddr, addressLimit)
+	}
+}
+
+// peerAddresses reads a voter list; never nil.
+func (d *decoder) peerAddresses() []node.PeerAddress {
+	peers := make([]node.PeerAddress, d.count(membersLimit, peerAddressBytesMin))
+	for i := range peers {
+		peers[i] = node.PeerAddress{ID: d.string(nodeIDLimit), RaftID: d.uvarint(), ClusterAddr: d.string(addressLimit)}
+	}
+	return peers
 }
 
 // unknown records ErrUnknownType for a type number not valid in place.

@@ -21,6 +21,8 @@ const (
 	typeSubscribe      typeNumber = 4 // node.Subscribe
 	typeNotify         typeNumber = 5 // node.Notify
 	typeJoin           typeNumber = 6 // node.Join
+	typeJoinRelay      typeNumber = 7 // node.JoinRelay
+	typeJoinAccepted   typeNumber = 8 // node.JoinAccepted
 )
 
 // Requests: node.ForwardRequest.Request.

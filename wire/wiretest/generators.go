@@ -39,11 +39,25 @@ func peerMessage() *rapid.Generator[any] {
 			return node.Subscribe{Topic: topic().Draw(t, "topic"), ForMs: rapid.Int64().Draw(t, "for")}
 		}),
 		rapid.Custom(func(t *rapid.T) any { return node.Notify{Topic: topic().Draw(t, "topic")} }),
+		rapid.Custom(func(t *rapid.T) any { return join().Draw(t, "join") }),
+		rapid.Custom(func(t *rapid.T) any {
+			return node.JoinRelay{NodeID: nodeID().Draw(t, "joiner"), Join: join().Draw(t, "join")}
+		}),
 		rapid.Custom(func(t *rapid.T) any {
 			address := rapid.StringN(0, 32, AddressBytesMax)
-			return node.Join{RaftID: rapid.Uint64().Draw(t, "raft"), ClusterAddr: address.Draw(t, "cluster"), HTTPAddr: address.Draw(t, "http")}
+			voters := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) node.PeerAddress {
+				return node.PeerAddress{ID: nodeID().Draw(t, "id"), RaftID: rapid.Uint64().Draw(t, "raft"), ClusterAddr: address.Draw(t, "address")}
+			}), 0, 8).Draw(t, "voters")
+			return node.JoinAccepted{Voters: voters}
 		}),
 	)
+}
+
+func join() *rapid.Generator[node.Join] {
+	return rapid.Custom(func(t *rapid.T) node.Join {
+		address := rapid.StringN(0, 32, AddressBytesMax)
+		return node.Join{RaftID: rapid.Uint64().Draw(t, "raft"), ClusterAddr: address.Draw(t, "cluster"), HTTPAddr: address.Draw(t, "http")}
+	})
 }
 
 // raftMessage draws a node.RaftMessage with any subset of its fields set.

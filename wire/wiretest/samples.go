@@ -90,6 +90,12 @@ func messageSamples() []Sample {
 		{"Notify/zero", node.Envelope{Message: node.Notify{}}},
 		{"Join/zero", node.Envelope{Message: node.Join{}}},
 		{"Join/max", node.Envelope{From: "a", To: "b", Message: node.Join{RaftID: math.MaxUint64, ClusterAddr: MaxAddress(), HTTPAddr: MaxAddress()}}},
+		{"JoinRelay/zero", node.Envelope{Message: node.JoinRelay{}}},
+		{"JoinAccepted/zero", node.Envelope{Message: node.JoinAccepted{Voters: []node.PeerAddress{}}}},
+		{"JoinAccepted/max", node.Envelope{From: "a", To: "b", Message: node.JoinAccepted{Voters: []node.PeerAddress{
+			{ID: MaxNodeID(), RaftID: math.MaxUint64, ClusterAddr: MaxAddress()}, {}}}}},
+		{"JoinRelay/max", node.Envelope{From: "a", To: "b", Message: node.JoinRelay{NodeID: MaxNodeID(),
+			Join: node.Join{RaftID: math.MaxUint64, ClusterAddr: MaxAddress(), HTTPAddr: MaxAddress()}}}},
 		{"Notify/max", node.Envelope{From: "a", To: "b", Message: node.Notify{Topic: MaxTopic()}}},
 	}
 }
