@@ -79,6 +79,8 @@ type movesScenario struct {
 	scaleUp, decommission bool
 	// joiner is the node the scale-up added; nil before.
 	joiner *simNode
+	// late is the join after healing (latejoin.go).
+	late lateJoin
 	// drained is the node whose decommission was accepted; "" before.
 	drained string
 	// operator is the client that sends decommissions and cancels.
@@ -148,16 +150,22 @@ func (s *movesScenario) scaleUpNow() {
 	if w.phase != phaseSafety {
 		return
 	}
+	s.joiner = s.addJoiner()
+	chaos.Reached("sim-scale-up")
+	w.countFault("scale-up")
+}
+
+// addJoiner starts a new node that asks to join the cluster.
+func (s *movesScenario) addJoiner() *simNode {
+	w := s.w
 	n := newSimNode(w, len(w.nodes))
 	n.joining, n.joined = true, true
 	w.joiningCount++
 	w.nodes = append(w.nodes, n)
 	w.peers.addNode(n)
-	s.joiner = n
-	chaos.Reached("sim-scale-up")
-	w.countFault("scale-up")
 	n.start()
 	n.scheduleTick()
+	return n
 }
 
 // decommissionNow asks a random node to decommission a random member.
@@ -223,10 +231,14 @@ func (s *movesScenario) operatorRequest(method, id string, notFound int, done fu
 // memberAdded: the joiner's first heartbeat committed; the planner moves
 // partitions to it from now on.
 func (s *movesScenario) memberAdded(id string) {
-	if s.joiner != nil && id == s.joiner.id && s.joiner.joining {
-		s.joiner.joining = false
-		s.w.joiningCount--
-		s.w.tracef("%s is a member: clients may use it", id)
+	n := s.w.nodeByID(id)
+	if n == nil || !n.joining {
+		return
+	}
+	n.joining = false
+	s.w.joiningCount--
+	s.w.tracef("%s is a member: clients may use it", id)
+	if n == s.joiner {
 		s.watcher.maybeChangeLeader("scale-up")
 	}
 }

@@ -32,6 +32,7 @@ var ExpectedMoveMarks = []string{
 	"node-plan-move", "node-join-proposed", "node-voter-removed",
 	"sim-scale-up", "sim-decommission-accepted", "sim-decommission-cancelled", "sim-storm-during-catchup", "sim-storm-move-cut-over",
 	"sim-leader-change-after-scale-up", "sim-leader-change-after-decommission", "sim-voter-removed",
+	"sim-join-after-compaction", "node-join-relayed", "node-join-accepted",
 }
 
 // ciMoveMarks are the marks the CI sweep must reach; the rest of the

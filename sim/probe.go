@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"narad/httpapi"
 	"narad/move"
@@ -33,8 +34,14 @@ type probeSpec struct {
 }
 
 // probe sends spec's request until judge accepts an answer, then runs
-// next. It gives up silently when the world ends.
+// next. It gives up silently when the world ends. A target retired
+// meanwhile (a drained node the late joiner let leave the voters) is
+// asked no more.
 func (cl *client) probe(spec probeSpec, next func()) {
+	if spec.target != nil && spec.target.retired {
+		next()
+		return
+	}
 	c := &call{kind: spec.kind, target: spec.target, httpRequest: newHTTPRequest(http.MethodGet, spec.url, "", "")}
 	c.onDone = func(response *httpapi.Response) {
 		if spec.judge(c, response) {
@@ -127,6 +134,12 @@ func (w *World) answered(c *call, response *httpapi.Response, status int) bool {
 // and through every node the members are all alive, the owners are the
 // committed ones, and every partition can be replayed.
 func (w *World) checkClusterLiveness() {
+	if w.moves != nil {
+		w.moves.checkLateJoin()
+		if w.failure != nil {
+			return
+		}
+	}
 	for _, n := range w.activeNodes() {
 		if !n.up() {
 			w.fail("liveness", "%s is still down after healing", n.id)
@@ -159,9 +172,25 @@ func (w *World) checkClusterLiveness() {
 	runFrom(0)
 	w.loop(func() bool { return done < len(probes) && w.nowMs < deadlineMs })
 	if w.failure == nil && done < len(probes) {
-		w.fail("liveness", "%s through %s did not succeed within %d ms of the drain (last owners mismatch: %q)",
-			probes[done].kind, probes[done].target.id, livenessProbeMsMax, w.owners.describeMismatch)
+		w.fail("liveness", "%s through %s did not succeed within %d ms of the drain (last owners mismatch: %q; replicas: %s)",
+			probes[done].kind, probes[done].target.id, livenessProbeMsMax, w.owners.describeMismatch, w.replicaSummary())
 	}
+}
+
+// replicaSummary lists each running node's metastore replica: term,
+// commit, applied and snapshot index, and the leader it knows.
+func (w *World) replicaSummary() string {
+	var parts []string
+	for _, n := range w.activeNodes() {
+		if !n.up() {
+			parts = append(parts, n.id+" down")
+			continue
+		}
+		s := n.node.MetaStatus()
+		parts = append(parts, fmt.Sprintf("%s term %d commit %d applied %d snapshot %d leader %q", n.id, s.Term, s.Commit,
+			s.Applied, s.SnapshotIndex, s.Leader))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // oneLeader reports whether exactly one up node leads lately and it

@@ -340,6 +340,9 @@ func (w *World) heal() {
 		n.heal()
 	}
 	w.tracef("healed: liveness phase")
+	if w.moves != nil {
+		w.moves.scheduleLateJoin()
+	}
 }
 
 func (w *World) drained() bool {
