@@ -60,6 +60,10 @@
 // entering CatchUp may get a write storm: pinned producers of large
 // records that outrun the copy, so CatchUp gives up converging and still
 // cuts over.
+// Once a moves world has healed, one more node joins after some replica
+// compacted the metastore's log (latejoin.go), configured with the
+// bootstrap members only (which may not include the leader): it can only
+// start from a snapshot, and must serve within 5 s.
 //
 // # What it checks
 //
@@ -89,7 +93,8 @@
 //     drains; in a cluster, one node leads and has applied an entry of its
 //     term, the placement settles (every move finished or was aborted, no
 //     draining member owns a partition, and the planner run over the
-//     committed state plans nothing: the cluster is balanced), and through
+//     committed state plans nothing: the cluster is balanced), the late
+//     joiner of a moves world serves within 5 s of its start, and through
 //     every node not retired all members are alive, the owners are the
 //     committed ones, and every partition can be replayed.
 //
