@@ -419,3 +419,27 @@ func TestClusterFullRestart(t *testing.T) {
 	c.tick(3)
 	c.requireConverged()
 }
+
+// Property: a joining replica maps the raft ids of the voters it learned
+// (LearnPeers) to their addresses, skips itself and invalid ids, and a
+// new list replaces the old one.
+func TestLearnedPeersAddressTheLeader(t *testing.T) {
+	cryptotest.SetGlobalRandom(t, 31)
+	c := newTestCluster(t, 3, 31, true, nil)
+	c.waitLeader()
+	joiner := Peer{ID: "n4", RaftID: 4, ClusterAddr: "n4:7943"}
+	c.addNode(joiner, []Peer{clusterPeers(3)[0], joiner}, true)
+	m := c.meta("n4")
+	_, known := m.PeerByRaftID(2)
+	require.False(t, known, "n2 was not configured")
+	m.LearnPeers([]Peer{{ID: "n2", RaftID: 2, ClusterAddr: "n2:7943"}, {ID: "n4", RaftID: 4, ClusterAddr: "elsewhere"},
+		{ID: "bad", RaftID: 0}, {RaftID: 9}})
+	peer, known := m.PeerByRaftID(2)
+	require.True(t, known)
+	require.Equal(t, "n2:7943", peer.ClusterAddr)
+	require.Equal(t, []Peer{clusterPeers(3)[0], joiner, {ID: "n2", RaftID: 2, ClusterAddr: "n2:7943"}}, m.KnownPeers(),
+		"the configured peers, then the learned ones without itself or invalid ids")
+	m.LearnPeers([]Peer{{ID: "n3", RaftID: 3, ClusterAddr: "n3:7943"}})
+	_, known = m.PeerByRaftID(2)
+	require.False(t, known, "a new list replaces the old one")
+}
