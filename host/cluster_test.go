@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -264,6 +265,10 @@ func TestSingleHostReportsItselfLeader(t *testing.T) {
 	})
 	_, metrics := call(t, h, get("/metrics"))
 	assert.NotContains(t, metrics, "narad_peer_delivered_total", "a single node runs no transport")
+	applied := regexp.MustCompile(`\nnarad_meta_applied_index ([0-9]+)\n`).FindStringSubmatch(metrics)
+	require.Len(t, applied, 2, "the replica's applied index is exported")
+	assert.NotEqual(t, "0", applied[1], "the leader applied its first entry")
+	assert.Regexp(t, `\nnarad_meta_term [1-9][0-9]*\n`, metrics, "it was elected in a term")
 }
 
 // fakeTransport records what the loop asks of the transport.

@@ -135,6 +135,7 @@ func Start(opts Options, logger *slog.Logger) (*Host, error) {
 // single node) and registers the cluster metrics.
 func (h *Host) startCluster(reg *prometheus.Registry) error {
 	reg.MustRegister(newLeaderGauge(h.loop.isLeader))
+	reg.MustRegister(newMetaGauges(h.loop.lastMetaStatus)...)
 	if !h.opts.Cluster.Enabled {
 		return nil
 	}

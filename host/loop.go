@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"narad/meta"
 	"narad/node"
 )
 
@@ -63,9 +64,11 @@ type loop struct {
 	// the node's. Loop goroutine only.
 	peerAddrs       map[string]string
 	nextPeerRefresh time.Time
-	// leader holds the node's last IsMetaLeader answer, published by the
-	// loop after each flush for the metrics.
-	leader atomic.Bool
+	// leader holds whether the node led the metastore at the last flush,
+	// and metaStatus its replica's summary then; the loop publishes both
+	// after each flush, for the metrics.
+	leader     atomic.Bool
+	metaStatus atomic.Pointer[meta.Status]
 	// dialFailures are the transport's counts last seen; nextPeerCheck is
 	// when to look again. Loop goroutine only.
 	dialFailures  map[string]uint64
@@ -308,7 +311,18 @@ type servingState struct{ err error }
 
 func (l *loop) publishServing() {
 	l.serving.Store(&servingState{err: l.node.Serving()})
-	l.leader.Store(l.node.IsMetaLeader())
+	status := l.node.MetaStatus()
+	l.leader.Store(status.IsLeader)
+	l.metaStatus.Store(&status)
+}
+
+// lastMetaStatus is the replica summary the loop last published (zero
+// before the first flush). Safe from any goroutine.
+func (l *loop) lastMetaStatus() meta.Status {
+	if status := l.metaStatus.Load(); status != nil {
+		return *status
+	}
+	return meta.Status{}
 }
 
 // servingError is the last readiness answer the loop published.

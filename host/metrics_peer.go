@@ -3,6 +3,7 @@ package host
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"narad/meta"
 	"narad/peer"
 )
 
@@ -79,6 +80,23 @@ func boolFloat(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// newMetaGauges expose the replica's Raft positions, evaluated at each
+// scrape: a replica whose applied index stays behind the others' is cut
+// off from the log.
+func newMetaGauges(status func() meta.Status) []prometheus.Collector {
+	gauge := func(name, help string, value func(meta.Status) uint64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "narad", Name: name, Help: help},
+			func() float64 { return float64(value(status())) })
+	}
+	return []prometheus.Collector{
+		gauge("meta_term", "Raft term of this node's metadata replica.", func(s meta.Status) uint64 { return s.Term }),
+		gauge("meta_commit_index", "Highest metadata log index this replica knows committed.", func(s meta.Status) uint64 { return s.Commit }),
+		gauge("meta_applied_index", "Metadata log index this replica has applied.", func(s meta.Status) uint64 { return s.Applied }),
+		gauge("meta_snapshot_index", "Index of this replica's latest metadata snapshot (the log before it is compacted).",
+			func(s meta.Status) uint64 { return s.SnapshotIndex }),
+	}
 }
 
 // newLeaderGauge exposes whether this node leads the metastore's group

@@ -193,5 +193,3 @@ func (n *Node) PeerUnreachable(id string) {
 	}
 }
 
-// IsMetaLeader reports whether this node leads the metastore's group.
-func (n *Node) IsMetaLeader() bool { return n.meta.IsLeader() }
