@@ -47,7 +47,9 @@ type Cluster struct {
 	// caller. Required when Peers is set.
 	NodeID string `json:"node_id"`
 	// Peers lists every voter as "id@host:port", this node included; empty
-	// for a single node. At least clusterVotersMin entries when set.
+	// for a single node. At least clusterVotersMin entries when set, or,
+	// for a node that joins (InitialMembers leaves it out), itself and at
+	// least one member to ask.
 	Peers []string `json:"peers"`
 	// InitialMembers are the ids that bootstrap the cluster; each must
 	// appear in Peers.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 )
 
@@ -63,7 +64,12 @@ func (c Cluster) validate(found *problems) {
 	if c.NodeID == "" {
 		found.add("cluster.node_id", "is required when cluster.peers is set")
 	}
-	if len(c.Peers) < clusterVotersMin || len(c.Peers) > clusterPeersMax {
+	if c.joins() {
+		if len(c.Peers) < joinPeersMin || len(c.Peers) > clusterPeersMax {
+			found.add("cluster.peers", "must list this node and between %d and %d members it may ask to join (got %d entries)",
+				joinPeersMin-1, clusterPeersMax-1, len(c.Peers))
+		}
+	} else if len(c.Peers) < clusterVotersMin || len(c.Peers) > clusterPeersMax {
 		found.add("cluster.peers", "must list between %d and %d voters including this node (got %d)",
 			clusterVotersMin, clusterPeersMax, len(c.Peers))
 	}
@@ -135,6 +141,12 @@ func (c Cluster) validateInitialMembers(found *problems, peers []Peer) {
 			found.add("cluster.initial_members", "id %q is not in cluster.peers", member)
 		}
 	}
+}
+
+// joins reports whether this node joins a running cluster instead of
+// bootstrapping one: cluster.initial_members is set and leaves it out.
+func (c Cluster) joins() bool {
+	return len(c.InitialMembers) > 0 && !slices.Contains(c.InitialMembers, c.NodeID)
 }
 
 func containsPeer(peers []Peer, id string) bool {

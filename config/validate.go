@@ -17,6 +17,9 @@ const (
 	httpTimeoutMax = time.Hour
 	// clusterVotersMin is the smallest cluster that survives losing a node.
 	clusterVotersMin = 3
+	// joinPeersMin is the shortest peer list of a node that joins: itself
+	// and one member to ask (members relay a join to the leader).
+	joinPeersMin = 2
 	// clusterPeersMax bounds the peer list.
 	clusterPeersMax = 1000
 	// segmentBytesMin and segmentBytesMax bound a log segment.

@@ -109,9 +109,14 @@ func TestValidateRules(t *testing.T) {
 
 func TestValidateAcceptsGoodVariants(t *testing.T) {
 	cases := map[string]func(*Config){
-		"three node cluster":        cluster3,
-		"wildcard cluster addr":     func(c *Config) { cluster3(c); c.Cluster.Addr = ":7943" },
-		"initial members in peers":  func(c *Config) { cluster3(c); c.Cluster.InitialMembers = []string{"n1", "n2", "n3"} },
+		"three node cluster":       cluster3,
+		"wildcard cluster addr":    func(c *Config) { cluster3(c); c.Cluster.Addr = ":7943" },
+		"initial members in peers": func(c *Config) { cluster3(c); c.Cluster.InitialMembers = []string{"n1", "n2", "n3"} },
+		"joiner knows one member": func(c *Config) {
+			cluster3(c)
+			c.Cluster.NodeID, c.Cluster.Addr = "n4", "10.0.0.4:7943"
+			c.Cluster.Peers, c.Cluster.InitialMembers = []string{"n2@10.0.0.2:7943", "n4@10.0.0.4:7943"}, []string{"n2"}
+		},
 		"cluster without security":  func(c *Config) { cluster3(c); c.Security.Enabled = false; c.Security.ClusterSecret = "" },
 		"retention forever":         func(c *Config) { c.Topic.DefaultRetentionAgeMs = 0 },
 		"idle eviction off":         func(c *Config) { c.Storage.IdleLogEvictionMs = 0 },

@@ -80,3 +80,24 @@ func waitNotReady(ctx context.Context, t *testing.T, n *clusterNode) (bool, stri
 	}
 	return false, answer, view.String()
 }
+
+// TestClusterJoinerThatKnowsOneFollowerJoins starts a node told of a
+// single member, a follower: the follower relays its join to the leader,
+// and the leader tells it the voters' addresses, so it becomes ready and
+// receives its share of partitions.
+func TestClusterJoinerThatKnowsOneFollowerJoins(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), decommissionTestTimeout)
+	defer cancel()
+	c := startTestCluster(t, 3)
+	n1 := c.nodes[0]
+	createTopic(ctx, t, n1, client.CreateTopicRequest{Name: decommissionTopic, Partitions: decommissionPartitions})
+	via := c.follower(ctx)
+	n4 := c.addJoiningNodeVia("n4", via)
+	c.waitReady(n4)
+	waitPlacement(ctx, t, n1, scaleRebalanceTimeout, "placement balanced over n1..n4", func(p placement) bool {
+		return p.balancedOver(decommissionPartitions, "n1", "n2", "n3", "n4")
+	})
+	members, err := n4.client.ClusterMembers(ctx)
+	require.NoError(t, err, "the joiner answers for the cluster")
+	require.Len(t, members, 4, "the joiner sees every member, not only %s", via.id)
+}

@@ -38,16 +38,29 @@ const (
 // bootstrapping. The caller waits for its readiness.
 func (c *testCluster) addJoiningNode(id string) *clusterNode {
 	c.t.Helper()
-	var bootstrapIDs, peers []string
+	var bootstrapIDs []string
 	for _, n := range c.nodes {
 		bootstrapIDs = append(bootstrapIDs, n.id)
 	}
+	return c.startJoiner(id, c.nodes[0].peers, bootstrapIDs)
+}
+
+// addJoiningNodeVia starts a node that joins knowing only one member:
+// NARAD_CLUSTER_PEERS names via and itself, NARAD_CLUSTER_INITIAL_MEMBERS
+// only via.
+func (c *testCluster) addJoiningNodeVia(id string, via *clusterNode) *clusterNode {
+	c.t.Helper()
+	return c.startJoiner(id, via.id+"@"+via.clusterAddr, []string{via.id})
+}
+
+// startJoiner starts a joining node with the peers it is told of (id@addr,
+// comma-separated, itself appended) and the member ids it asks.
+func (c *testCluster) startJoiner(id, peers string, members []string) *clusterNode {
 	n := &clusterNode{id: id, httpAddr: freeAddr(c.t), clusterAddr: freeAddr(c.t),
 		dataDir: filepath.Join(c.dir, id), logPath: filepath.Join(c.dir, id+".log")}
 	n.client = client.New("http://"+n.httpAddr, client.WithTimeout(clusterClientTimeout))
-	peers = append(peers, c.nodes[0].peers, id+"@"+n.clusterAddr)
-	n.peers = strings.Join(peers, ",")
-	n.initialMembers = strings.Join(bootstrapIDs, ",")
+	n.peers = peers + "," + id + "@" + n.clusterAddr
+	n.initialMembers = strings.Join(members, ",")
 	c.nodes = append(c.nodes, n)
 	c.start(n)
 	return n
