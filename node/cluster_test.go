@@ -533,6 +533,39 @@ func TestAJoinerThatKnowsOnlyAFollowerIsAdded(t *testing.T) {
 	require.NoError(t, c.nodes["n4"].Serving(), "the joiner serves")
 }
 
+// TestARemovedJoinerAsksNoMore: a node that joined and was then removed
+// from the voters (its replica applied the removal) sends no more Join:
+// its raft id may not be reused, and the leader would refuse every one.
+func TestARemovedJoinerAsksNoMore(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.elect()
+	c.join("n4")
+	for range 50 {
+		c.tick(100)
+		if c.nodes["n4"].Serving() == nil {
+			break
+		}
+	}
+	require.NoError(t, c.nodes["n4"].Serving(), "n4 joined")
+	_, err := c.nodes[leader].meta.ProposeConfChange(meta.ConfChange{Kind: meta.RemoveVoter, Peer: meta.Peer{ID: "n4"}})
+	require.NoError(t, err)
+	joins := 0
+	c.drop = func(env Envelope) bool {
+		if _, isJoin := env.Message.(Join); isJoin && env.From == "n4" {
+			joins++
+		}
+		return false
+	}
+	for range 50 {
+		c.tick(100)
+	}
+	state := c.nodes["n4"].meta.State()
+	_, voter := state.PeerByNodeID("n4")
+	require.False(t, voter, "n4's replica applied its removal")
+	require.True(t, state.RaftIDUsed(meta.RaftIDOf("n4")))
+	require.Zero(t, joins, "the removed node asked to join again")
+}
+
 // TestNoLeaderIsA503: a node cut off from both others loses its leader
 // and answers a metadata write 503 (never 500), and says why it is not
 // ready.

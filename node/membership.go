@@ -105,12 +105,13 @@ func (n *Node) detectDeadMembers() {
 }
 
 // askToJoin sends a Join to every configured peer until this node is a
-// voter.
+// voter. A node its replica knows was removed asks no more: it may not
+// come back (its raft id may not be reused), and the leader would refuse.
 func (n *Node) askToJoin() {
-	if _, voter := n.meta.State().PeerByNodeID(n.cfg.NodeID); voter {
-		return
-	}
 	self, _ := n.meta.PeerByNodeID(n.cfg.NodeID)
+	if n.meta.State().RaftIDUsed(self.RaftID) {
+		return // a voter, or removed
+	}
 	for _, peer := range n.cfg.Meta.Peers {
 		if peer.ID != n.cfg.NodeID {
 			n.send(peer.ID, Join{RaftID: self.RaftID, ClusterAddr: n.cfg.ClusterAddr, HTTPAddr: n.cfg.AdvertiseAddr})
