@@ -192,4 +192,3 @@ func (n *Node) PeerUnreachable(id string) {
 		forward.done(Reply{Err: Unavailable("node %s is unreachable; retry", id)})
 	}
 }
-
