@@ -522,15 +522,20 @@ func TestAJoinerThatKnowsOnlyAFollowerIsAdded(t *testing.T) {
 	c := newClusterHarness(t, 3)
 	leader := c.elect()
 	c.join("n4", c.otherThan(leader))
-	for range 50 {
-		c.tick(100)
-		if c.nodes["n4"].Serving() == nil {
-			break
-		}
-	}
+	c.tickUntilServing("n4")
 	_, voter := c.nodes[leader].meta.State().PeerByNodeID("n4")
 	require.True(t, voter, "the leader added the joiner it heard of through a follower")
 	require.NoError(t, c.nodes["n4"].Serving(), "the joiner serves")
+}
+
+// tickUntilServing ticks (up to 5 s) until the node serves.
+func (c *clusterHarness) tickUntilServing(id string) {
+	for range 50 {
+		c.tick(100)
+		if c.nodes[id].Serving() == nil {
+			return
+		}
+	}
 }
 
 // TestARemovedJoinerAsksNoMore: a node that joined and was then removed
@@ -540,12 +545,7 @@ func TestARemovedJoinerAsksNoMore(t *testing.T) {
 	c := newClusterHarness(t, 3)
 	leader := c.elect()
 	c.join("n4")
-	for range 50 {
-		c.tick(100)
-		if c.nodes["n4"].Serving() == nil {
-			break
-		}
-	}
+	c.tickUntilServing("n4")
 	require.NoError(t, c.nodes["n4"].Serving(), "n4 joined")
 	_, err := c.nodes[leader].meta.ProposeConfChange(meta.ConfChange{Kind: meta.RemoveVoter, Peer: meta.Peer{ID: "n4"}})
 	require.NoError(t, err)
