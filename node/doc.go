@@ -31,7 +31,10 @@
 // the receipt handle. The leader (past its barrier) proposes members dead
 // after MemberDeadAfterMs without a heartbeat change on its own clock; a
 // node started with Meta.Join sends Join to its configured peers until
-// the leader has added it as a voter.
+// the leader has added it as a voter (or it knows it was removed); a
+// member that does not lead relays the Join to the leader (JoinRelay),
+// and the leader answers a Join from a node it has added with the voters'
+// addresses (JoinAccepted), so a joiner may be told of a single member.
 //
 // # Moves (DESIGN.md §6)
 //
