@@ -109,3 +109,21 @@ func (s *movesScenario) checkLateJoin() {
 			s.late.node.id, s.late.compactedAt, lateJoinServingMsMax)
 	}
 }
+
+// lateJoinMs is the late joiner's time from start to serving; -1 when
+// there was none or it never served.
+func (w *World) lateJoinMs() int64 {
+	if w.moves == nil || w.moves.late.node == nil || w.moves.late.servingMs == 0 {
+		return -1
+	}
+	return w.moves.late.servingMs - w.moves.late.startedMs
+}
+
+// lateJoinCompactedAt is the snapshot index the cluster had when the late
+// joiner started (0: none, or no late join).
+func (w *World) lateJoinCompactedAt() uint64 {
+	if w.moves == nil {
+		return 0
+	}
+	return w.moves.late.compactedAt
+}

@@ -40,6 +40,11 @@ type Report struct {
 	// FailoversMs are the measured failovers: from a leader's kill to the
 	// first moment another node leads and applied an entry of its term.
 	FailoversMs []int64
+	// LateJoinMs is how long the late joiner of a moves world took from
+	// its start to serving, and LateJoinCompactedAt the snapshot index the
+	// cluster had then; -1 when there was no late join or it never served.
+	LateJoinMs          int64
+	LateJoinCompactedAt uint64
 	// Owners is how many nodes own partitions of the topic at the end;
 	// MovesStarted, MovesCompleted, MovesForced and MovesAborted count the
 	// committed targets, flips (force-promotions among them) and aborts.
@@ -66,8 +71,9 @@ func (w *World) report() Report {
 		SimMs: w.nowMs, accounting: w.history.account(), Faults: sortedCounts(w.faults), Marks: chaos.Marks(),
 		PeerSent: sortedCounts(w.peers.sent), PeerDropped: sortedCounts(w.peers.dropped), StepErrors: sortedCounts(w.stepErrors),
 		PeerUnreachable: total(w.peers.unreachable),
-		FailoversMs:     w.raft.failoversMs, Owners: w.owners.ownerCount(),
-		MovesStarted: w.metaLog.movesStarted, MovesCompleted: w.metaLog.movesCompleted, MovesForced: w.metaLog.movesForced,
+		FailoversMs:     w.raft.failoversMs, Owners: w.owners.ownerCount(), LateJoinMs: w.lateJoinMs(),
+		LateJoinCompactedAt: w.lateJoinCompactedAt(),
+		MovesStarted:        w.metaLog.movesStarted, MovesCompleted: w.metaLog.movesCompleted, MovesForced: w.metaLog.movesForced,
 		MovesAborted: w.metaLog.movesAborted, FreezeMsMax: w.moveStats.freezeMsMax(),
 		Misdirected: sortedCounts(w.history.misdirected), MoveOutcomes: sortedCounts(w.moveStats.outcomes),
 		MoveBytesCopied: w.moveStats.bytesCopied,
@@ -100,8 +106,8 @@ func (r Report) Summary() string {
 	}
 	cluster := ""
 	if r.Nodes > 1 {
-		cluster = fmt.Sprintf(" owners=%d moves_started=%d moves=%d forced=%d aborted=%d freeze_ms_max=%d move_outcomes=[%s] move_bytes=%d misdirected=[%s] failovers_ms=%v unreachable=%d peer_sent=[%s] peer_dropped=[%s] step_errors=[%s]",
-			r.Owners, r.MovesStarted, r.MovesCompleted, r.MovesForced, r.MovesAborted, r.FreezeMsMax, countsString(r.MoveOutcomes), r.MoveBytesCopied, countsString(r.Misdirected), r.FailoversMs, r.PeerUnreachable, countsString(r.PeerSent), countsString(r.PeerDropped), countsString(r.StepErrors))
+		cluster = fmt.Sprintf(" owners=%d moves_started=%d moves=%d forced=%d aborted=%d freeze_ms_max=%d move_outcomes=[%s] move_bytes=%d misdirected=[%s] failovers_ms=%v late_join_ms=%d late_join_compacted_at=%d unreachable=%d peer_sent=[%s] peer_dropped=[%s] step_errors=[%s]",
+			r.Owners, r.MovesStarted, r.MovesCompleted, r.MovesForced, r.MovesAborted, r.FreezeMsMax, countsString(r.MoveOutcomes), r.MoveBytesCopied, countsString(r.Misdirected), r.FailoversMs, r.LateJoinMs, r.LateJoinCompactedAt, r.PeerUnreachable, countsString(r.PeerSent), countsString(r.PeerDropped), countsString(r.StepErrors))
 	}
 	return fmt.Sprintf("seed=%d nodes=%d profile=%s %s acked=%d delivered=%d lost=%d duplicated=%d unexpected=%d recovered=%d log_ops=%d log=%s faults=[%s] marks=%d sim_s=%.1f wall_s=%.2f trace-hash=%016x%s",
 		r.Seed, r.Nodes, r.Profile, status, r.Acked, r.Delivered, r.Lost, r.Duplicated, r.Unexpected, r.Recovered,

@@ -76,6 +76,8 @@ type sweepStats struct {
 	wall                            time.Duration
 	marks                           map[string]int
 	failoversMs                     []int64
+	// lateJoinsMs are the late joins' times to serving, after compaction.
+	lateJoinsMs []int64
 }
 
 // runSweep runs count seeds from first, each with the options of its
@@ -94,6 +96,9 @@ func runSweep(t *testing.T, first uint64, count int, options func(seed uint64) O
 			see(seed, report)
 		}
 		stats.failoversMs = append(stats.failoversMs, report.FailoversMs...)
+		if report.LateJoinMs >= 0 && report.LateJoinCompactedAt > 0 {
+			stats.lateJoinsMs = append(stats.lateJoinsMs, report.LateJoinMs)
+		}
 		for _, mark := range report.Marks {
 			stats.marks[mark.Name] += mark.Count
 		}
@@ -113,6 +118,11 @@ func (s sweepStats) print(name string) {
 	if len(s.failoversMs) > 0 {
 		sorted := slices.Sorted(slices.Values(s.failoversMs))
 		fmt.Printf("%s: failovers=%d min_ms=%d median_ms=%d max_ms=%d\n",
+			name, len(sorted), sorted[0], sorted[len(sorted)/2], sorted[len(sorted)-1])
+	}
+	if len(s.lateJoinsMs) > 0 {
+		sorted := slices.Sorted(slices.Values(s.lateJoinsMs))
+		fmt.Printf("%s: joins after compaction=%d min_ms=%d median_ms=%d max_ms=%d\n",
 			name, len(sorted), sorted[0], sorted[len(sorted)/2], sorted[len(sorted)-1])
 	}
 }
