@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"narad/chaos/soak/proc"
 	"narad/client"
 )
 
@@ -27,6 +27,8 @@ const (
 	// clusterClientTimeout bounds one request of the test's clients; a
 	// forward to a dead owner times out on the server first (5 s).
 	clusterClientTimeout = 10 * time.Second
+	// scrapeTimeout bounds one read of a node's /metrics.
+	scrapeTimeout = 2 * time.Second
 )
 
 // clusterNode is one `narad serve` process of a test cluster. Its ports,
@@ -138,7 +140,7 @@ func (c *testCluster) waitReady(n *clusterNode) {
 		time.Sleep(clusterPollInterval)
 	}
 	c.t.Fatalf("%s on %s not ready after %s (last answer: %v); the end of its log:\n%s",
-		n.id, n.httpAddr, clusterReadyTimeout, lastErr, logTail(n.logPath))
+		n.id, n.httpAddr, clusterReadyTimeout, lastErr, proc.LogTail(n.logPath))
 }
 
 // leader returns the node whose metrics say it leads the metadata group,
@@ -180,33 +182,5 @@ func isLeader(ctx context.Context, n *clusterNode) bool {
 
 // scrape returns n's /metrics text.
 func scrape(ctx context.Context, n *clusterNode) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.httpAddr+"/metrics", nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("metrics of %s: http %d", n.id, resp.StatusCode)
-	}
-	return string(body), err
-}
-
-// logTail returns the last few kilobytes of a log file.
-func logTail(path string) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	const tailBytes = 4096
-	if len(data) > tailBytes {
-		data = data[len(data)-tailBytes:]
-	}
-	return string(data)
+	return proc.Metrics(ctx, http.DefaultClient, n.httpAddr, scrapeTimeout)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"narad/chaos/soak/proc"
 	"narad/client"
 )
 
@@ -98,7 +99,7 @@ func createTopic(ctx context.Context, t *testing.T, n *clusterNode, req client.C
 			return
 		}
 		require.True(t, client.IsStatus(err, 503), "create topic %s through %s: %v", req.Name, n.id, err)
-		require.NoError(t, sleepContext(ctx, retryPause), "create topic %s through %s: still 503", req.Name, n.id)
+		require.NoError(t, proc.SleepContext(ctx, retryPause), "create topic %s through %s: still 503", req.Name, n.id)
 	}
 }
 
@@ -194,7 +195,7 @@ func (l *load) produce(ctx context.Context, n *clusterNode, name string) {
 		if err != nil {
 			pause = retryPause
 		}
-		_ = sleepContext(ctx, pause)
+		_ = proc.SleepContext(ctx, pause)
 	}
 }
 
@@ -232,7 +233,7 @@ func (l *load) consume(ctx context.Context, n *clusterNode) {
 			l.mu.Lock()
 			l.consumeErrors++
 			l.mu.Unlock()
-			_ = sleepContext(ctx, retryPause)
+			_ = proc.SleepContext(ctx, retryPause)
 		}
 	}
 }
@@ -258,7 +259,7 @@ func (l *load) recordConsumed(ctx context.Context, n *clusterNode, messages []cl
 func (l *load) waitAcknowledged(ctx context.Context, t *testing.T, count int) {
 	t.Helper()
 	for l.acknowledgedCount() < count {
-		require.NoError(t, sleepContext(ctx, clusterPollInterval), "only %d of %d records acknowledged before the deadline",
+		require.NoError(t, proc.SleepContext(ctx, clusterPollInterval), "only %d of %d records acknowledged before the deadline",
 			l.acknowledgedCount(), count)
 	}
 }
@@ -275,7 +276,7 @@ func (l *load) drain(ctx context.Context, timeout time.Duration) map[string]stri
 	deadline := time.Now().Add(timeout)
 	for {
 		missing := l.missing()
-		if len(missing) == 0 || time.Now().After(deadline) || sleepContext(ctx, clusterPollInterval) != nil {
+		if len(missing) == 0 || time.Now().After(deadline) || proc.SleepContext(ctx, clusterPollInterval) != nil {
 			return missing
 		}
 	}
@@ -302,16 +303,4 @@ func (l *load) report(t *testing.T) {
 	defer l.mu.Unlock()
 	t.Logf("produce: %d answered 202; refused by status %v; %d without an answer (node down); consume/ack errors so far %d",
 		len(l.acknowledged), l.refused, l.transportErrors, l.consumeErrors)
-}
-
-// sleepContext pauses for d or until ctx ends (then it returns ctx's error).
-func sleepContext(ctx context.Context, d time.Duration) error {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"narad/chaos/soak/proc"
 	"narad/client"
 )
 
@@ -72,7 +73,7 @@ func waitNotReady(ctx context.Context, t *testing.T, n *clusterNode) (bool, stri
 		if err != nil {
 			answer = err.Error()
 		}
-		require.NoError(t, sleepContext(ctx, placementPollInterval))
+		require.NoError(t, proc.SleepContext(ctx, placementPollInterval))
 	}
 	view, err := readPlacement(ctx, n)
 	if err != nil {

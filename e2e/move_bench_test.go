@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"narad/chaos/soak/proc"
 	"narad/client"
 )
 
@@ -224,7 +225,7 @@ func (c *testCluster) watchMove(ctx context.Context, t *testing.T, source *clust
 			nextProgress = time.Now().Add(moveBenchProgressInterval)
 			t.Logf("  move %s -> %s: phases %v, %d of %d bytes copied", watch.from, watch.to, watch.phases, watch.lastCopied, watch.total)
 		}
-		require.NoError(t, sleepContext(ctx, moveBenchPollInterval))
+		require.NoError(t, proc.SleepContext(ctx, moveBenchPollInterval))
 	}
 	t.Fatalf("the partition did not leave %s within %s (phases seen %v)", source.id, moveBenchMoveTimeout, watch.phases)
 	return watch

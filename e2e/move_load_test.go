@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"narad/chaos/soak/proc"
 	"narad/client"
 )
 
@@ -173,7 +174,7 @@ func (l *moveLoad) produceSingles(ctx context.Context, n *clusterNode) {
 		}
 		answer.placements, answer.err, answer.took = []client.Placement{placement}, err, time.Since(answer.started)
 		l.recordProduce(answer)
-		_ = sleepContext(ctx, pauseAfter(err, moveLoadSinglePause))
+		_ = proc.SleepContext(ctx, pauseAfter(err, moveLoadSinglePause))
 	}
 }
 
@@ -188,7 +189,7 @@ func (l *moveLoad) produceBatches(ctx context.Context, n *clusterNode) {
 			return
 		}
 		l.recordProduce(answer)
-		_ = sleepContext(ctx, pauseAfter(answer.err, moveLoadBatchPause))
+		_ = proc.SleepContext(ctx, pauseAfter(answer.err, moveLoadBatchPause))
 	}
 }
 
@@ -220,7 +221,7 @@ func (l *moveLoad) prefill(ctx context.Context, t *testing.T, n *clusterNode, re
 		l.recordProduce(answer)
 		if answer.err != nil {
 			first -= fillBatchRecords // the same ids again
-			require.NoError(t, sleepContext(ctx, moveLoadRetryPause))
+			require.NoError(t, proc.SleepContext(ctx, moveLoadRetryPause))
 		}
 	}
 }
@@ -313,7 +314,7 @@ func (l *moveLoad) consume(ctx context.Context, n *clusterNode) {
 		}
 		if err != nil {
 			l.count(&l.consumeFailures)
-			_ = sleepContext(ctx, moveLoadRetryPause)
+			_ = proc.SleepContext(ctx, moveLoadRetryPause)
 			continue
 		}
 		if len(messages) == 0 {
@@ -361,7 +362,7 @@ func (l *moveLoad) acknowledgedCount() int {
 func (l *moveLoad) waitAcknowledged(ctx context.Context, t *testing.T, count int) {
 	t.Helper()
 	for l.acknowledgedCount() < count {
-		require.NoError(t, sleepContext(ctx, clusterPollInterval), "only %d of %d records acknowledged before the deadline",
+		require.NoError(t, proc.SleepContext(ctx, clusterPollInterval), "only %d of %d records acknowledged before the deadline",
 			l.acknowledgedCount(), count)
 	}
 }
@@ -373,7 +374,7 @@ func (l *moveLoad) drain(ctx context.Context, timeout time.Duration) ([]string, 
 	deadline := time.Now().Add(timeout)
 	for {
 		shown, missing := l.undelivered()
-		if missing == 0 || time.Now().After(deadline) || sleepContext(ctx, clusterPollInterval) != nil {
+		if missing == 0 || time.Now().After(deadline) || proc.SleepContext(ctx, clusterPollInterval) != nil {
 			return shown, missing
 		}
 	}
@@ -512,7 +513,7 @@ func replayRetrying(ctx context.Context, n *clusterNode, topic string, placement
 		if !retryable || ctx.Err() != nil || time.Now().After(deadline) {
 			return message, retried, err
 		}
-		_ = sleepContext(ctx, moveLoadRetryPause)
+		_ = proc.SleepContext(ctx, moveLoadRetryPause)
 	}
 }
 

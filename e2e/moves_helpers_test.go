@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"narad/chaos/soak/proc"
 	"narad/client"
 )
 
@@ -166,7 +167,7 @@ func waitPlacement(ctx context.Context, t *testing.T, n *clusterNode, timeout ti
 		if lastErr == nil && done(last) {
 			return last
 		}
-		require.NoError(t, sleepContext(ctx, placementPollInterval), "waiting for %s", what)
+		require.NoError(t, proc.SleepContext(ctx, placementPollInterval), "waiting for %s", what)
 	}
 	t.Fatalf("no %s within %s; last seen through %s: %v (error %v)", what, timeout, n.id, last, lastErr)
 	return placement{}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"narad/chaos/soak/proc"
 	"narad/client"
 )
 
@@ -109,7 +110,7 @@ func (r *scaleRun) joinFourthNode() {
 	r.joinBalancedAt = time.Now()
 	r.t.Logf("join: n4 ready after %s, placement balanced after %s: %v", joinReady.Round(time.Millisecond),
 		r.joinBalancedAt.Sub(r.joinStarted).Round(time.Millisecond), joined)
-	require.NoError(r.t, sleepContext(r.ctx, scaleLoadBetweenPhases))
+	require.NoError(r.t, proc.SleepContext(r.ctx, scaleLoadBetweenPhases))
 }
 
 // decommissionSecondNode decommissions n2 with the CLI, waits until it
@@ -130,7 +131,7 @@ func (r *scaleRun) decommissionSecondNode() {
 		removal.time.Sub(r.decommissionStarted).Round(time.Millisecond))
 	r.clients[n2.id].stopProducing()
 	r.clients[n2.id].stopConsuming()
-	require.NoError(r.t, sleepContext(r.ctx, scaleLoadBetweenPhases))
+	require.NoError(r.t, proc.SleepContext(r.ctx, scaleLoadBetweenPhases))
 }
 
 // stopLoadAndCheck stops the producers, drains, audits, logs the figures
@@ -180,7 +181,7 @@ func (c *testCluster) waitEvent(ctx context.Context, kind, detailPrefix string, 
 				return e
 			}
 		}
-		require.NoError(c.t, sleepContext(ctx, placementPollInterval), "waiting for a %s event", kind)
+		require.NoError(c.t, proc.SleepContext(ctx, placementPollInterval), "waiting for a %s event", kind)
 	}
 	c.t.Fatalf("no node logged a %s event for %q within %s", kind, detailPrefix, timeout)
 	return logEvent{}
@@ -258,7 +259,7 @@ func (c *testCluster) proveVoterRemoved(ctx context.Context, removed, another *c
 				removed.id, another.id, n.id, time.Since(killedAt).Round(time.Millisecond), removed.id)
 			return
 		}
-		require.NoError(c.t, sleepContext(ctx, moveLoadRetryPause))
+		require.NoError(c.t, proc.SleepContext(ctx, moveLoadRetryPause))
 	}
 	c.t.Errorf("with %s and %s killed, no metadata write succeeded through %v within %s: %s is still a voter (or the quorum is lost)",
 		removed.id, another.id, nodeIDsOf(survivors), scaleQuorumTimeout, removed.id)

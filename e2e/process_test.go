@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"narad/chaos/soak/proc"
 	"narad/client"
 )
 
@@ -91,8 +91,7 @@ func (s *server) kill() {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := proc.FreeAddr()
 	require.NoError(t, err)
-	defer listener.Close()
-	return listener.Addr().String()
+	return addr
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"narad/chaos/soak/proc"
 	"narad/client"
 )
 
@@ -206,7 +207,7 @@ func availableStats(ctx context.Context, c *cluster, topic string) ([]client.Par
 		if err == nil && allAvailable(described.PartitionStats) {
 			return described.PartitionStats, nil
 		}
-		if sleepContext(ctx, pollInterval) != nil {
+		if proc.SleepContext(ctx, pollInterval) != nil {
 			return nil, fmt.Errorf("%w: topic %s within %s (last error: %v)", ErrUnavailable, topic, settleTimeout, err)
 		}
 	}
@@ -269,7 +270,7 @@ func replayOne(ctx context.Context, c *cluster, reader int, at placement) (*clie
 			return message, err
 		}
 		lastErr = err
-		if sleepContext(ctx, auditRetryPause) != nil {
+		if proc.SleepContext(ctx, auditRetryPause) != nil {
 			return nil, ctx.Err()
 		}
 	}

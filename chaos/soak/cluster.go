@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"narad/chaos/soak/proc"
 	"narad/client"
 )
 
@@ -54,11 +55,11 @@ func newCluster(binary, dir string, timingEnv []string, logf func(string, ...any
 
 // plan creates node id with fresh loopback ports (not started).
 func (c *cluster) plan(id string) (*nodeProcess, error) {
-	httpAddr, err := freeAddr()
+	httpAddr, err := proc.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	clusterAddr, err := freeAddr()
+	clusterAddr, err := proc.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +247,7 @@ func (c *cluster) leader(ctx context.Context) (*nodeProcess, error) {
 		if len(leaders) == 1 {
 			return leaders[0], nil
 		}
-		if sleepContext(ctx, pollInterval) != nil {
+		if proc.SleepContext(ctx, pollInterval) != nil {
 			return nil, fmt.Errorf("no single node reported narad_meta_leader 1 within %s (%d did)", leaderTimeout, len(leaders))
 		}
 	}
@@ -266,7 +267,7 @@ func (c *cluster) control(ctx context.Context, request func(ctx context.Context,
 				return lastErr
 			}
 		}
-		if sleepContext(ctx, pollInterval) != nil {
+		if proc.SleepContext(ctx, pollInterval) != nil {
 			return fmt.Errorf("control request: %w (last error: %w)", ctx.Err(), lastErr)
 		}
 	}

@@ -2,9 +2,8 @@ package soak
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
+	"narad/chaos/soak/proc"
 	"net/http"
 	"strings"
 	"time"
@@ -52,7 +51,7 @@ func (r *run) drainDeliveries(ctx context.Context) {
 			lastShown = time.Now()
 			r.logf("drain: %d acknowledged records not consumed yet; %s", len(undelivered), r.describeUndelivered(ctx, undelivered))
 		}
-		if sleepContext(ctx, pollInterval) != nil {
+		if proc.SleepContext(ctx, pollInterval) != nil {
 			break
 		}
 	}
@@ -73,43 +72,18 @@ func (r *run) describeUndelivered(ctx context.Context, ids []string) string {
 
 // partitionQueue describes a partition's queue state.
 func (r *run) partitionQueue(ctx context.Context, topic string, partition int) string {
-	var stats struct {
-		Stats []struct {
-			Owner     string `json:"owner_node"`
-			HWM       int64  `json:"high_watermark"`
-			Committed int64  `json:"committed_offset"`
-			InFlight  int    `json:"in_flight"`
-		} `json:"partition_stats"`
-	}
 	running := r.cluster.serving()
 	if len(running) == 0 {
 		return "no node serving"
 	}
-	url := fmt.Sprintf("http://%s/v1/topics/%s?partition=%d", running[0].httpAddr, topic, partition)
-	if err := getJSON(ctx, r.cluster.httpClient, url, &stats); err != nil || len(stats.Stats) != 1 {
-		return fmt.Sprintf("stats unavailable: %v", err)
-	}
-	s := stats.Stats[0]
-	return fmt.Sprintf("owner %s, hwm %d, committed %d, in flight %d", s.Owner, s.HWM, s.Committed, s.InFlight)
-}
-
-// getJSON decodes the 200 answer of a GET.
-func getJSON(ctx context.Context, httpClient *http.Client, url string, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
+	described, err := running[0].client.GetTopic(ctx, topic, &partition)
+	if err != nil || len(described.PartitionStats) != 1 {
+		return fmt.Sprintf("stats unavailable: %v", err)
 	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: http %d", url, resp.StatusCode)
-	}
-	return json.NewDecoder(io.LimitReader(resp.Body, metricsBytesMax)).Decode(out)
+	s := described.PartitionStats[0]
+	return fmt.Sprintf("owner %s, hwm %d, next offset %d", s.OwnerNode, s.HighWatermark, s.NextOffset)
 }
 
 // collect gathers the delivery counts, the log summary and the failures.

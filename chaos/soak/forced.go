@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"narad/chaos/soak/proc"
 	"narad/client"
 )
 
@@ -153,7 +154,7 @@ func (r *run) interruptColdMove(ctx context.Context, source *nodeProcess) (inter
 		}
 		moves, err := observer.client.ClusterMoves(ctx)
 		if err != nil {
-			_ = sleepContext(ctx, pollInterval)
+			_ = proc.SleepContext(ctx, pollInterval)
 			continue
 		}
 		if candidate, found := coldMoveOff(moves, source.id, tried); found {
@@ -170,7 +171,7 @@ func (r *run) interruptColdMove(ctx context.Context, source *nodeProcess) (inter
 			break
 		}
 		sawMoves = sawMoves || off > 0
-		_ = sleepContext(ctx, forcedPollInterval)
+		_ = proc.SleepContext(ctx, forcedPollInterval)
 	}
 	return why, false, nil
 }
@@ -211,7 +212,7 @@ func (r *run) restartDestinationInFinalize(ctx context.Context, source, destinat
 	if err := destination.pause(); err != nil {
 		return false, "the destination was gone", nil
 	}
-	_ = sleepContext(ctx, forcedStopSettle) // a freeze request already sent is answered meanwhile
+	_ = proc.SleepContext(ctx, forcedStopSettle) // a freeze request already sent is answered meanwhile
 	if !frozenFor(source.logPath, move) {
 		return false, fmt.Sprintf("%s had not frozen %s/p%d when %s was stopped in %s", source.id, move.Topic, move.Partition,
 			destination.id, move.Phase), destination.resume()
@@ -293,7 +294,7 @@ func (r *run) stopWhenCopied(ctx context.Context, observer, source *nodeProcess,
 		if err := source.pause(); err != nil {
 			return client.Move{}, false, nil // the source is gone (a crash is reported by the step)
 		}
-		_ = sleepContext(ctx, forcedStopSettle)
+		_ = proc.SleepContext(ctx, forcedStopSettle)
 		current, present, err := progressOf(ctx, observer, move)
 		switch {
 		case err == nil && present && copyComplete(current):
@@ -304,7 +305,7 @@ func (r *run) stopWhenCopied(ctx context.Context, observer, source *nodeProcess,
 		if err := source.resume(); err != nil {
 			return current, false, err
 		}
-		_ = sleepContext(ctx, forcedRunSlice)
+		_ = proc.SleepContext(ctx, forcedRunSlice)
 	}
 	return client.Move{}, false, nil
 }
@@ -346,7 +347,7 @@ func (r *run) awaitForcePromote(ctx context.Context, victim interruption) (strin
 				outcome.Source, outcome.Topic, outcome.Partition, outcome.Destination, outcome.CopiedBytes, outcome.Phase,
 				outcome.DeclaredDead.Round(time.Second), outcome.Promoted.Round(time.Second)), nil
 		}
-		if sleepContext(ctx, pollInterval*5) != nil {
+		if proc.SleepContext(ctx, pollInterval*5) != nil {
 			return "", fmt.Errorf("%s/p%d was not force-promoted to %s within %s of killing its source %s with the copy complete "+
 				"(%d bytes, phase %s; declared dead after %s)", outcome.Topic, outcome.Partition, outcome.Destination, limit,
 				outcome.Source, outcome.CopiedBytes, outcome.Phase, outcome.DeclaredDead.Round(time.Second))

@@ -30,10 +30,6 @@ const (
 	// deliveryDrainTimeout bounds the end-of-run wait for the consumers to
 	// have seen every acknowledged record.
 	deliveryDrainTimeout = 2 * time.Minute
-	// logTailBytes is how much of a node's log a failure quotes.
-	logTailBytes = 4096
-	// metricsBytesMax bounds a scraped /metrics page.
-	metricsBytesMax = 16 << 20
 )
 
 // Bounds of the replay audit.

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"narad/chaos/soak/proc"
 	"narad/client"
 )
 
@@ -249,7 +250,7 @@ func (p *producer) batchRequest() produceRequest {
 func (p *producer) run(ctx context.Context, pause time.Duration, next func() produceRequest) {
 	for ctx.Err() == nil {
 		p.load.sendUntilAccepted(ctx, p.rng, hotTopic, next())
-		_ = sleepContext(ctx, pause)
+		_ = proc.SleepContext(ctx, pause)
 	}
 }
 
@@ -259,7 +260,7 @@ func (l *load) sendUntilAccepted(ctx context.Context, rng *rand.Rand, topic stri
 	for ctx.Err() == nil {
 		n := l.cluster.pick(rng)
 		if n == nil {
-			_ = sleepContext(ctx, retryPause)
+			_ = proc.SleepContext(ctx, retryPause)
 			continue
 		}
 		l.ledger.attempt(topic, req.ids)
@@ -275,7 +276,7 @@ func (l *load) sendUntilAccepted(ctx context.Context, rng *rand.Rand, topic stri
 		if !l.refused(n.id, req, err) {
 			break
 		}
-		_ = sleepContext(ctx, retryPause)
+		_ = proc.SleepContext(ctx, retryPause)
 	}
 	l.count(func(c *LoadCounters) { c.Abandoned += len(req.ids) })
 }
@@ -319,11 +320,11 @@ func (c *consumer) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		n := c.load.cluster.pick(c.rng)
 		if n == nil {
-			_ = sleepContext(ctx, retryPause)
+			_ = proc.SleepContext(ctx, retryPause)
 			continue
 		}
 		if err := c.consumeOnce(ctx, n, c.topic); err != nil && ctx.Err() == nil {
-			_ = sleepContext(ctx, retryPause)
+			_ = proc.SleepContext(ctx, retryPause)
 		}
 	}
 }

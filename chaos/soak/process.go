@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"narad/chaos/soak/proc"
 	"narad/client"
 )
 
@@ -56,17 +56,6 @@ type nodeProcess struct {
 	crashes    []string
 	// starts counts the processes started for this node.
 	starts int
-}
-
-// freeAddr returns a loopback address with a port that was free a moment
-// ago.
-func freeAddr() (string, error) {
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer listener.Close()
-	return listener.Addr().String(), nil
 }
 
 // start runs the node's process, appending its output to its log after a
@@ -210,7 +199,7 @@ func (n *nodeProcess) waitReady(ctx context.Context) error {
 	var lastErr error
 	for {
 		if !n.running() {
-			return fmt.Errorf("%s exited while starting; the end of its log:\n%s", n.id, logTail(n.logPath))
+			return fmt.Errorf("%s exited while starting; the end of its log:\n%s", n.id, proc.LogTail(n.logPath))
 		}
 		probe, cancelProbe := context.WithTimeout(ctx, probeTimeout)
 		_, lastErr = n.client.Readyz(probe)
@@ -218,31 +207,16 @@ func (n *nodeProcess) waitReady(ctx context.Context) error {
 		if lastErr == nil {
 			return nil
 		}
-		if sleepContext(ctx, pollInterval) != nil {
+		if proc.SleepContext(ctx, pollInterval) != nil {
 			return fmt.Errorf("%s on %s not ready after %s (last answer: %v); the end of its log:\n%s",
-				n.id, n.httpAddr, readyTimeout, lastErr, logTail(n.logPath))
+				n.id, n.httpAddr, readyTimeout, lastErr, proc.LogTail(n.logPath))
 		}
 	}
 }
 
 // metrics returns the node's /metrics page.
 func (n *nodeProcess) metrics(ctx context.Context) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.httpAddr+"/metrics", nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := n.httpClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, metricsBytesMax))
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("metrics of %s: http %d", n.id, resp.StatusCode)
-	}
-	return string(body), err
+	return proc.Metrics(ctx, n.httpClient, n.httpAddr, probeTimeout)
 }
 
 // isLeader reports whether the node's narad_meta_leader gauge is 1.
@@ -251,29 +225,5 @@ func (n *nodeProcess) isLeader(ctx context.Context) bool {
 	return err == nil && strings.Contains(page, "\nnarad_meta_leader 1\n")
 }
 
-// logTail returns the last logTailBytes of a log file.
-func logTail(path string) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	if len(data) > logTailBytes {
-		data = data[len(data)-logTailBytes:]
-	}
-	return string(data)
-}
-
 // nodeLogPath is where a node's log lives in the run directory.
 func nodeLogPath(dir, id string) string { return filepath.Join(dir, id+".log") }
-
-// sleepContext pauses for d or until ctx ends (then it returns ctx's error).
-func sleepContext(ctx context.Context, d time.Duration) error {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
-}

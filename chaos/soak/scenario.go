@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"narad/chaos/soak/proc"
 	"time"
 )
 
@@ -132,7 +133,7 @@ func (r *run) forcedRecoveryEnabled() bool {
 // pause lets the load run for d.
 func (r *run) pause(ctx context.Context, what string, d time.Duration) {
 	r.ledger.setStep(what)
-	_ = sleepContext(ctx, d)
+	_ = proc.SleepContext(ctx, d)
 }
 
 // runStep runs one step and records its outcome, the produce refusals

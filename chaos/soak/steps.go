@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"narad/chaos/soak/proc"
 	"narad/client"
 )
 
@@ -42,7 +43,7 @@ func (r *run) killFollower(ctx context.Context) (string, error) {
 	if err := victim.killNine(); err != nil {
 		return "", err
 	}
-	_ = sleepContext(ctx, down)
+	_ = proc.SleepContext(ctx, down)
 	return fmt.Sprintf("killed %s (-9), down %s", victim.id, down.Round(time.Millisecond)), r.restart(ctx, victim)
 }
 
@@ -63,7 +64,7 @@ func (r *run) killLeader(ctx context.Context) (string, error) {
 		return "", errors.Join(err, r.restart(ctx, leader))
 	}
 	failover := time.Since(killedAt)
-	_ = sleepContext(ctx, down-failover)
+	_ = proc.SleepContext(ctx, down-failover)
 	note := fmt.Sprintf("killed leader %s (-9), %s leads after %s, down %s", leader.id, successor.id, failover.Round(time.Millisecond),
 		down.Round(time.Millisecond))
 	return note, r.restart(ctx, leader)
@@ -87,7 +88,7 @@ func (r *run) rollingRestart(ctx context.Context) (string, error) {
 		took, err := n.terminate()
 		stops = append(stops, fmt.Sprintf("%s stopped in %s", n.id, took.Round(time.Millisecond)))
 		errs = append(errs, err, r.restart(ctx, n))
-		_ = sleepContext(ctx, r.pacing.pauseMin)
+		_ = proc.SleepContext(ctx, r.pacing.pauseMin)
 	}
 	return strings.Join(stops, ", "), errors.Join(errs...)
 }
@@ -158,7 +159,7 @@ func (r *run) finishDecommission(ctx context.Context, victim *nodeProcess, began
 	}
 	drained := time.Since(began)
 	r.cluster.setRotation(victim.id, false)
-	_ = sleepContext(ctx, consumeWait+time.Second) // requests already sent to it finish
+	_ = proc.SleepContext(ctx, consumeWait+time.Second) // requests already sent to it finish
 	took, err := victim.terminate()
 	r.cluster.retire(victim.id)
 	note := fmt.Sprintf("decommissioned %s (leader %t): drained and removed from the voters in %s, stopped in %s",
@@ -180,7 +181,7 @@ func (r *run) awaitDrained(ctx context.Context, id string) error {
 		if err == nil && ownsNothing(members, id) && r.voterRemoved(id) {
 			return nil
 		}
-		if sleepContext(ctx, time.Second) != nil {
+		if proc.SleepContext(ctx, time.Second) != nil {
 			return fmt.Errorf("%s not drained and removed from the voters within %s (members %v, last error %v)",
 				id, drainedTimeout, members, err)
 		}
@@ -217,7 +218,7 @@ func (r *run) settle(ctx context.Context) (map[string]int, error) {
 		if err == nil && settled {
 			return placement, nil
 		}
-		if sleepContext(ctx, pollInterval*5) != nil {
+		if proc.SleepContext(ctx, pollInterval*5) != nil {
 			return placement, fmt.Errorf("%w within %s: placement %v (last error %v)", ErrNotSettled, settleTimeout, placement, err)
 		}
 	}
