@@ -58,17 +58,24 @@ func clusterSweep(t *testing.T, name string, first uint64, count, nodes int) {
 // same seed reproduces exactly), and B's run between them must not leak
 // into the second.
 func TestClusterSameSeedSameTrace(t *testing.T) {
-	options := func(seed uint64) Options {
-		opts := clusterOptions(3)(seed)
-		opts.SafetyMs = 8_000
-		return opts
+	a := requireSameSeedSameTrace(t, clusterOptions(3), 8_000, 3, 4)
+	require.Greater(t, a.Events, 10_000, "the run did something")
+}
+
+// requireSameSeedSameTrace runs seeds a, b, a with the options (safety
+// phase shortened to safetyMs) and requires a's two runs to leave the same
+// trace hash and summary, and b another hash. It returns a's first report.
+func requireSameSeedSameTrace(t *testing.T, options func(uint64) Options, safetyMs int64, a, b uint64) Report {
+	t.Helper()
+	run := func(seed uint64) Report {
+		opts := options(seed)
+		opts.SafetyMs = safetyMs
+		return Run(opts)
 	}
-	a1 := Run(options(3))
-	b := Run(options(4))
-	a2 := Run(options(3))
-	require.Greater(t, a1.Events, 10_000, "the run did something")
-	require.Equal(t, a1.TraceHash, a2.TraceHash, "seed 3 diverged")
+	a1, other, a2 := run(a), run(b), run(a)
+	require.Equal(t, a1.TraceHash, a2.TraceHash, "seed %d diverged", a)
 	a1.WallSeconds, a2.WallSeconds = 0, 0
 	require.Equal(t, a1.Summary(), a2.Summary())
-	require.NotEqual(t, a1.TraceHash, b.TraceHash, "two seeds, one trace: the seed does not reach the world")
+	require.NotEqual(t, a1.TraceHash, other.TraceHash, "two seeds, one trace: the seed does not reach the world")
+	return a1
 }

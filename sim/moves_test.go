@@ -104,20 +104,9 @@ func TestSimMovesSweep(t *testing.T) {
 // TestMovesSameSeedSameTrace runs moves seeds A, B, A in one process: A's
 // runs must leave the same trace hash and report.
 func TestMovesSameSeedSameTrace(t *testing.T) {
-	options := func(seed uint64) Options {
-		opts := movesOptions(3)(seed)
-		opts.SafetyMs = 15_000
-		return opts
-	}
-	a1 := Run(options(5))
-	b := Run(options(6))
-	a2 := Run(options(5))
-	require.Nil(t, a1.Failure, "seed 5 must pass to compare its runs")
-	require.Positive(t, a1.MovesStarted, "the run moved partitions")
-	require.Equal(t, a1.TraceHash, a2.TraceHash, "seed 5 diverged")
-	a1.WallSeconds, a2.WallSeconds = 0, 0
-	require.Equal(t, a1.Summary(), a2.Summary())
-	require.NotEqual(t, a1.TraceHash, b.TraceHash)
+	a := requireSameSeedSameTrace(t, movesOptions(3), 15_000, 5, 6)
+	require.Nil(t, a.Failure, "seed 5 must pass to compare its runs")
+	require.Positive(t, a.MovesStarted, "the run moved partitions")
 }
 
 // moveMatrix renders the (fault × phase) coverage as a table of counts.
