@@ -64,7 +64,7 @@ func (c Cluster) validate(found *problems) {
 	if c.NodeID == "" {
 		found.add("cluster.node_id", "is required when cluster.peers is set")
 	}
-	if c.joins() {
+	if c.Joins(c.NodeID) {
 		if len(c.Peers) < joinPeersMin || len(c.Peers) > clusterPeersMax {
 			found.add("cluster.peers", "must list this node and between %d and %d members it may ask to join (got %d entries)",
 				joinPeersMin-1, clusterPeersMax-1, len(c.Peers))
@@ -143,10 +143,10 @@ func (c Cluster) validateInitialMembers(found *problems, peers []Peer) {
 	}
 }
 
-// joins reports whether this node joins a running cluster instead of
-// bootstrapping one: cluster.initial_members is set and leaves it out.
-func (c Cluster) joins() bool {
-	return len(c.InitialMembers) > 0 && !slices.Contains(c.InitialMembers, c.NodeID)
+// Joins reports whether the node nodeID joins a running cluster instead
+// of bootstrapping one: cluster.initial_members is set and leaves it out.
+func (c Cluster) Joins(nodeID string) bool {
+	return len(c.InitialMembers) > 0 && !slices.Contains(c.InitialMembers, nodeID)
 }
 
 func containsPeer(peers []Peer, id string) bool {

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"slices"
 	"time"
 
 	"narad/config"
@@ -104,7 +103,7 @@ func clusterFrom(cfg config.Config, nodeID string) (clusterSetup, error) {
 		return clusterSetup{}, err
 	}
 	return clusterSetup{
-		meta:          metaConfig(nodeID, peers, cfg.Cluster.InitialMembers),
+		meta:          metaConfig(nodeID, peers, cfg.Cluster.Joins(nodeID)),
 		clusterAddr:   self.Addr,
 		advertiseAddr: advertiseAddr(cfg.HTTP.Addr, self.Addr),
 		options: ClusterOptions{Enabled: true, ListenAddr: cfg.Cluster.Addr, Peers: otherPeers(peers, nodeID),
@@ -123,15 +122,15 @@ func findPeer(peers []config.Peer, id string) (config.Peer, bool) {
 
 // metaConfig is the metastore configuration of node nodeID in a cluster
 // of peers: every peer a voter with the raft id derived from its node id.
-// A node missing from a non-empty initialMembers joins a running cluster
-// instead of bootstrapping it.
-func metaConfig(nodeID string, peers []config.Peer, initialMembers []string) meta.Config {
+// A node that joins (config.Cluster.Joins) waits to be added to a running
+// cluster instead of bootstrapping it.
+func metaConfig(nodeID string, peers []config.Peer, join bool) meta.Config {
 	voters := make([]meta.Peer, 0, len(peers))
 	for _, p := range peers {
 		voters = append(voters, meta.Peer{ID: p.ID, RaftID: meta.RaftIDOf(p.ID), ClusterAddr: p.Addr})
 	}
 	cfg := meta.DefaultConfig(nodeID, voters)
-	cfg.Join = len(initialMembers) > 0 && !slices.Contains(initialMembers, nodeID)
+	cfg.Join = join
 	return cfg
 }
 

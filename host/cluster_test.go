@@ -74,11 +74,11 @@ func TestOptionsFromSingleNodeHasNoCluster(t *testing.T) {
 
 func TestJoinWhenNotAnInitialMember(t *testing.T) {
 	peers := []config.Peer{{ID: "n1", Addr: "a:1"}, {ID: "n2", Addr: "b:1"}, {ID: "n3", Addr: "c:1"}, {ID: "n4", Addr: "d:1"}}
-	initial := []string{"n1", "n2", "n3"}
-	assert.False(t, metaConfig("n2", peers, initial).Join, "an initial member bootstraps")
-	assert.True(t, metaConfig("n4", peers, initial).Join, "a node outside initial_members joins the running cluster")
-	assert.False(t, metaConfig("n4", peers, nil).Join, "without initial_members every peer bootstraps")
-	joining := metaConfig("n4", peers, initial)
+	cluster := config.Cluster{InitialMembers: []string{"n1", "n2", "n3"}}
+	assert.False(t, metaConfig("n2", peers, cluster.Joins("n2")).Join, "an initial member bootstraps")
+	assert.True(t, metaConfig("n4", peers, cluster.Joins("n4")).Join, "a node outside initial_members joins the running cluster")
+	assert.False(t, metaConfig("n4", peers, config.Cluster{}.Joins("n4")).Join, "without initial_members every peer bootstraps")
+	joining := metaConfig("n4", peers, cluster.Joins("n4"))
 	assert.Len(t, joining.Peers, 4, "a joining node still knows every peer's raft id and address")
 	require.NoError(t, joining.Validate())
 }
