@@ -443,3 +443,45 @@ func TestLearnedPeersAddressTheLeader(t *testing.T) {
 	_, known = m.PeerByRaftID(2)
 	require.False(t, known, "a new list replaces the old one")
 }
+
+// Property: a replica that applied an added voter before the first
+// snapshot, and later catches up by installing the leader's snapshot,
+// takes no snapshot of its own at the index it just installed (raft's
+// log refuses one that is not newer than its snapshot). It settles the
+// pending voter flag from the installed snapshot, whose configuration
+// already lists the voter, and compacts again only past it. Seeds 2032
+// and 6032 of the five-node moves world crashed a replica here.
+func TestInstalledSnapshotSettlesAnAddedVoter(t *testing.T) {
+	cryptotest.SetGlobalRandom(t, 31)
+	const snapshotEntries, tailEntries = 20, 5
+	c := newTestCluster(t, 3, 31, true, func(config *Config) {
+		config.SnapshotEntries, config.SnapshotTailEntries = snapshotEntries, tailEntries
+	})
+	leader := c.waitLeader()
+	joiner := Peer{ID: "n4", RaftID: 4, ClusterAddr: "n4:7943"}
+	c.addNode(joiner, append(clusterPeers(3), joiner), true)
+	c.requireApplied(c.proposeConfChange(leader, ConfChange{Kind: AddVoter, Peer: joiner}), nil)
+	c.tick(3)
+	c.requireConverged()
+	lagging := otherThan(c.ids, leader, joiner.ID)[0]
+	require.Zero(t, c.meta(lagging).Status().SnapshotIndex, "the addition was applied before any snapshot")
+	c.isolate([]string{lagging}, otherThan(c.ids, lagging))
+	for nowMs := range int64(3 * snapshotEntries) {
+		c.requireApplied(c.propose(leader, MemberHeartbeat{ID: leader, HTTPAddr: leader + ":7942", ClusterAddr: leader + ":7943", NowMs: nowMs}), nil)
+	}
+	require.Greater(t, c.meta(leader).Status().SnapshotIndex, c.meta(lagging).AppliedIndex()+tailEntries, "the leader compacted past the lagging replica")
+	c.heal()
+	c.tick(5)
+	require.Positive(t, c.snapshotsDelivered, "the lagging replica caught up through a snapshot")
+	c.requireConverged()
+	installed := c.meta(lagging).Status().SnapshotIndex
+	require.Equal(t, c.lastSnapshotDelivered, installed, "the replica took no snapshot of its own past the one it installed")
+	c.requireApplied(c.propose(leader, MemberHeartbeat{ID: leader, HTTPAddr: leader + ":7942", ClusterAddr: leader + ":7943", NowMs: 1000}), nil)
+	c.tick(2)
+	require.Equal(t, installed, c.meta(lagging).Status().SnapshotIndex, "no snapshot for a voter the installed one already lists")
+	for nowMs := range int64(snapshotEntries) {
+		c.requireApplied(c.propose(leader, MemberHeartbeat{ID: leader, HTTPAddr: leader + ":7942", ClusterAddr: leader + ":7943", NowMs: 2000 + nowMs}), nil)
+	}
+	require.Greater(t, c.meta(lagging).Status().SnapshotIndex, installed, "periodic snapshots go on past the installed one")
+	c.requireConverged()
+}

@@ -46,8 +46,10 @@ type testCluster struct {
 	applied map[string]map[uint64]string
 	// outcomes per node, in the order Advance returned them.
 	outcomes map[string][]Outcome
-	// snapshotsDelivered counts MsgSnap messages stepped into a node.
-	snapshotsDelivered int
+	// snapshotsDelivered counts MsgSnap messages stepped into a node;
+	// lastSnapshotDelivered is the index of the latest one.
+	snapshotsDelivered    int
+	lastSnapshotDelivered uint64
 	// unreportedSnapshots: the harness does not call ReportSnapshot, as a
 	// driver whose transport cannot tell (the node's); snapshotsToDrop is
 	// how many of the next MsgSnap messages are lost.
@@ -244,11 +246,12 @@ func (c *testCluster) deliverOne(msg inflightMessage) {
 		decoded, err := UnmarshalMessage(msg.data)
 		require.NoError(c.t, err)
 		_ = recipient.meta.Step(decoded) // raft refuses stale responses from removed peers; that is fine
+		if msg.kind == raftpb.MsgSnap {
+			c.snapshotsDelivered++
+			c.lastSnapshotDelivered = decoded.GetSnapshot().GetMetadata().GetIndex()
+		}
 	}
 	if msg.kind == raftpb.MsgSnap {
-		if delivered {
-			c.snapshotsDelivered++
-		}
 		if sender := c.nodes[msg.from]; sender.meta != nil && !c.unreportedSnapshots {
 			sender.meta.ReportSnapshot(msg.toRaftID, delivered)
 		}

@@ -37,7 +37,10 @@ type Meta struct {
 	// lists the voters. Replaced whole by LearnPeers.
 	learned []Peer
 	// voterAdded is set when a voter was added after the latest snapshot
-	// (applyConfChangeEntry); maybeSnapshot takes one then and clears it.
+	// (applyConfChangeEntry); maybeSnapshot takes one then and clears it,
+	// and installSnapshot clears it (the installed snapshot lists the
+	// voter). Invariant: when set, the addition's index is above
+	// snapshotIndex. In memory only: a restart forgets it.
 	voterAdded bool
 	// sequence numbers this instance's proposals; only increases. It
 	// starts at Config.ProposalSequenceBase.

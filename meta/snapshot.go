@@ -19,7 +19,16 @@ import (
 // this it would wait for the next periodic snapshot (SnapshotEntries
 // entries later, many minutes of heartbeats). Before the first snapshot
 // the log is whole and the new voter replays it from the start.
+//
+// It never takes one at or below the latest snapshot's index: raft's log
+// refuses a snapshot that is not newer than the one it has, and nothing
+// was applied since (a snapshot just installed from the leader is the
+// case; installSnapshot settles the voter flag for it).
 func (m *Meta) maybeSnapshot(tx *bolt.Tx, work *afterCommit) error {
+	assert(m.snapshotIndex <= m.applied.index, "snapshot at %d is past the applied index %d", m.snapshotIndex, m.applied.index)
+	if m.applied.index == m.snapshotIndex {
+		return nil
+	}
 	periodic := m.applied.index >= m.snapshotIndex+m.config.SnapshotEntries
 	forVoter := m.voterAdded && m.snapshotIndex > 0
 	if !periodic && !forVoter {
@@ -43,7 +52,10 @@ func (m *Meta) maybeSnapshot(tx *bolt.Tx, work *afterCommit) error {
 }
 
 // installSnapshot replaces the log and the state machine with a snapshot
-// received from the leader.
+// received from the leader. The snapshot's configuration lists every
+// voter added up to its index, so a voter added earlier no longer calls
+// for a snapshot of this replica's own (voterAdded is cleared; an
+// addition applied after the snapshot in the same Ready sets it again).
 func (m *Meta) installSnapshot(tx *bolt.Tx, snapshot *raftpb.Snapshot) error {
 	state, err := decodeImage(snapshot.GetData())
 	if err != nil {
@@ -62,7 +74,7 @@ func (m *Meta) installSnapshot(tx *bolt.Tx, snapshot *raftpb.Snapshot) error {
 	}
 	m.state.replaceWith(state)
 	m.applied = appliedPosition{index: metadata.GetIndex(), term: metadata.GetTerm()}
-	m.snapshotIndex, m.confChangeTerm = metadata.GetIndex(), 0
+	m.snapshotIndex, m.confChangeTerm, m.voterAdded = metadata.GetIndex(), 0, false
 	return m.state.writeAll(tx)
 }
 
