@@ -6,6 +6,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"runtime/debug"
+	"strings"
 	"time"
 
 	"narad/chaos"
@@ -179,11 +181,39 @@ func Run(opts Options) Report {
 	assert(err == nil, "temp dir for the metastores: %v", err)
 	defer os.RemoveAll(metaDir)
 	w.metaDir = metaDir
-	w.run()
-	w.closeNodes()
+	w.recoverPanic(w.run)
+	w.recoverPanic(w.closeNodes)
 	report := w.report()
 	report.WallSeconds = time.Since(start).Seconds()
 	return report
+}
+
+// panicStackFramesMax bounds the stack a panic's failure report carries.
+const panicStackFramesMax = 24
+
+// recoverPanic runs step and turns a panic inside it (an assert of the
+// core, say) into the run's failure, checker "panic", with the panic's
+// value and the top of its stack. A sweep then reports the seed with its
+// reproduce command and goes on with the next one, instead of losing the
+// test binary and every seed after it.
+func (w *World) recoverPanic(step func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			w.fail("panic", "%v\n%s", r, panicStack())
+		}
+	}()
+	step()
+}
+
+// panicStack is the stack of the panicking goroutine, cut to
+// panicStackFramesMax frames below the recovery.
+func panicStack() string {
+	lines := strings.Split(string(debug.Stack()), "\n")
+	// Skip the header, then runtime/debug.Stack, panicStack, the deferred
+	// recovery and runtime.gopanic: two lines a frame.
+	const skipLines = 1 + 2*4
+	lines = lines[min(skipLines, len(lines)):]
+	return strings.Join(lines[:min(len(lines), 2*panicStackFramesMax)], "\n")
 }
 
 // closeNodes releases the nodes' metastore files at the end of a run.
