@@ -65,6 +65,13 @@ type Cluster struct {
 	// it without an applied heartbeat).
 	HeartbeatIntervalMs int64 `json:"heartbeat_interval_ms"`
 	DeadAfterMs         int64 `json:"dead_after_ms"`
+	// MetaSnapshotEntries is how many metadata log entries a cluster
+	// member applies between two snapshots of the metastore; the log
+	// before each is compacted, keeping 100 entries (or half the interval,
+	// if less) for slow followers, which past that catch up from the
+	// snapshot, as does a node that joins. Within [metaSnapshotEntriesMin,
+	// metaSnapshotEntriesMax] (validate.go).
+	MetaSnapshotEntries int `json:"meta_snapshot_entries"`
 }
 
 // Moves tunes partition moves (DESIGN.md §6). Every value > 0.
@@ -162,7 +169,7 @@ func Default() Config {
 			ShutdownGrace:  10 * time.Second,
 			MaxConsumeWait: 10 * time.Second,
 		},
-		Cluster: Cluster{Addr: ":7943", HeartbeatIntervalMs: 5_000, DeadAfterMs: 30_000},
+		Cluster: Cluster{Addr: ":7943", HeartbeatIntervalMs: 5_000, DeadAfterMs: 30_000, MetaSnapshotEntries: 1_000},
 		Moves:   Moves{MaxInFlight: 8, FreezeTTLMs: 30_000, StallTimeoutMs: 60_000, ForcePromoteAfterMs: 120_000},
 		Storage: Storage{
 			DataDir:           "data",

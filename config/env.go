@@ -53,6 +53,7 @@ var envVariables = []envVariable{
 	{name: "NARAD_CLUSTER_TLS_CA_FILE", apply: text(func(c *Config) *string { return &c.Cluster.TLSCAFile })},
 	{name: "NARAD_CLUSTER_HEARTBEAT_INTERVAL_MS", apply: integer(func(c *Config) *int64 { return &c.Cluster.HeartbeatIntervalMs })},
 	{name: "NARAD_CLUSTER_DEAD_AFTER_MS", apply: integer(func(c *Config) *int64 { return &c.Cluster.DeadAfterMs })},
+	{name: "NARAD_CLUSTER_META_SNAPSHOT_ENTRIES", apply: integer(func(c *Config) *int { return &c.Cluster.MetaSnapshotEntries })},
 	{name: "NARAD_MOVES_MAX_IN_FLIGHT", apply: integer(func(c *Config) *int { return &c.Moves.MaxInFlight })},
 	{name: "NARAD_MOVES_FREEZE_TTL_MS", apply: integer(func(c *Config) *int64 { return &c.Moves.FreezeTTLMs })},
 	{name: "NARAD_MOVES_STALL_TIMEOUT_MS", apply: integer(func(c *Config) *int64 { return &c.Moves.StallTimeoutMs })},

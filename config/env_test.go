@@ -29,7 +29,8 @@ func TestEnvNamesCoverTheContract(t *testing.T) {
 		"NARAD_CLUSTER_SECRET", "NARAD_CLUSTER_TLS_CERT_FILE", "NARAD_CLUSTER_TLS_KEY_FILE",
 		"NARAD_CLUSTER_TLS_CA_FILE",
 		// Ours (the issue asks for named, configurable intervals):
-		"NARAD_CLUSTER_HEARTBEAT_INTERVAL_MS", "NARAD_CLUSTER_DEAD_AFTER_MS", "NARAD_MOVES_MAX_IN_FLIGHT",
+		"NARAD_CLUSTER_HEARTBEAT_INTERVAL_MS", "NARAD_CLUSTER_DEAD_AFTER_MS", "NARAD_CLUSTER_META_SNAPSHOT_ENTRIES",
+		"NARAD_MOVES_MAX_IN_FLIGHT",
 		"NARAD_MOVES_FREEZE_TTL_MS", "NARAD_MOVES_STALL_TIMEOUT_MS", "NARAD_MOVES_FORCE_PROMOTE_AFTER_MS",
 	}
 	assert.Equal(t, want, EnvNames())
@@ -53,6 +54,7 @@ func TestApplyEnvSetsEveryVariable(t *testing.T) {
 		"NARAD_ADMIN_PASSWORD": " pw ", "NARAD_CLUSTER_SECRET": "secret",
 		"NARAD_CLUSTER_TLS_CERT_FILE": "c.pem", "NARAD_CLUSTER_TLS_KEY_FILE": "k.pem", "NARAD_CLUSTER_TLS_CA_FILE": "ca.pem",
 		"NARAD_CLUSTER_HEARTBEAT_INTERVAL_MS": "250", "NARAD_CLUSTER_DEAD_AFTER_MS": "1000",
+		"NARAD_CLUSTER_META_SNAPSHOT_ENTRIES": "40",
 		"NARAD_MOVES_MAX_IN_FLIGHT": "2", "NARAD_MOVES_FREEZE_TTL_MS": "3000",
 		"NARAD_MOVES_STALL_TIMEOUT_MS": "4000", "NARAD_MOVES_FORCE_PROMOTE_AFTER_MS": "5000",
 	}
@@ -64,7 +66,7 @@ func TestApplyEnvSetsEveryVariable(t *testing.T) {
 		MaxConsumeWait: 500 * time.Millisecond}, cfg.HTTP)
 	assert.Equal(t, Cluster{Addr: "127.0.0.1:8001", NodeID: "n1", InitialMembers: []string{"n1", "n2", "n3"},
 		Peers: []string{"n1@a:1", "n2@b:2", "n3@c:3"}, TLSCertFile: "c.pem", TLSKeyFile: "k.pem",
-		TLSCAFile: "ca.pem", HeartbeatIntervalMs: 250, DeadAfterMs: 1000}, cfg.Cluster)
+		TLSCAFile: "ca.pem", HeartbeatIntervalMs: 250, DeadAfterMs: 1000, MetaSnapshotEntries: 40}, cfg.Cluster)
 	assert.Equal(t, Moves{MaxInFlight: 2, FreezeTTLMs: 3000, StallTimeoutMs: 4000, ForcePromoteAfterMs: 5000}, cfg.Moves)
 	assert.Equal(t, "/data", cfg.Storage.DataDir)
 	assert.Equal(t, Topic{DefaultPartitions: 4, MaxPartitions: 16, DefaultRetentionAgeMs: 7_200_000,

@@ -235,6 +235,14 @@ func checkOneOf(found *problems, key, value string, allowed []string) {
 // movesInFlightMax bounds moves.max_in_flight (the planner's limit).
 const movesInFlightMax = 1024
 
+// The bounds of cluster.meta_snapshot_entries: below the minimum a busy
+// cluster would snapshot (and fsync a whole image) every few entries;
+// above the maximum the log a restart replays grows without need.
+const (
+	metaSnapshotEntriesMin = 10
+	metaSnapshotEntriesMax = 1_000_000
+)
+
 // validateTimings checks the cluster's heartbeat and move timings.
 func (c Config) validateTimings(found *problems) {
 	positive := []struct {
@@ -252,6 +260,10 @@ func (c Config) validateTimings(found *problems) {
 	}
 	if c.Cluster.DeadAfterMs < 3*c.Cluster.HeartbeatIntervalMs {
 		found.add("cluster.dead_after_ms", "must be at least three heartbeat intervals (%d < 3 × %d)", c.Cluster.DeadAfterMs, c.Cluster.HeartbeatIntervalMs)
+	}
+	if c.Cluster.MetaSnapshotEntries < metaSnapshotEntriesMin || c.Cluster.MetaSnapshotEntries > metaSnapshotEntriesMax {
+		found.add("cluster.meta_snapshot_entries", "must be between %d and %d (got %d)",
+			metaSnapshotEntriesMin, metaSnapshotEntriesMax, c.Cluster.MetaSnapshotEntries)
 	}
 	if c.Moves.MaxInFlight < 1 || c.Moves.MaxInFlight > movesInFlightMax {
 		found.add("moves.max_in_flight", "must be between 1 and %d (got %d)", movesInFlightMax, c.Moves.MaxInFlight)

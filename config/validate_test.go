@@ -45,6 +45,8 @@ func TestValidateRules(t *testing.T) {
 		{"read timeout zero", func(c *Config) { c.HTTP.ReadTimeout = 0 }, "http.read_timeout", "> 0"},
 		{"dead-after under three heartbeats", func(c *Config) { c.Cluster.DeadAfterMs = 2 * c.Cluster.HeartbeatIntervalMs }, "cluster.dead_after_ms", "three heartbeat intervals"},
 		{"heartbeat zero", func(c *Config) { c.Cluster.HeartbeatIntervalMs = 0 }, "cluster.heartbeat_interval_ms", "> 0"},
+		{"meta snapshot interval too small", func(c *Config) { c.Cluster.MetaSnapshotEntries = 9 }, "cluster.meta_snapshot_entries", "between 10 and 1000000"},
+		{"meta snapshot interval too large", func(c *Config) { c.Cluster.MetaSnapshotEntries = 1_000_001 }, "cluster.meta_snapshot_entries", "between 10 and 1000000"},
 		{"moves in flight zero", func(c *Config) { c.Moves.MaxInFlight = 0 }, "moves.max_in_flight", "between 1 and 1024"},
 		{"force promote negative", func(c *Config) { c.Moves.ForcePromoteAfterMs = -1 }, "moves.force_promote_after_ms", "> 0"},
 		{"write timeout too long", func(c *Config) { c.HTTP.WriteTimeout = 2 * time.Hour }, "http.write_timeout", "≤ 1h"},

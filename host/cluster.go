@@ -103,7 +103,7 @@ func clusterFrom(cfg config.Config, nodeID string) (clusterSetup, error) {
 		return clusterSetup{}, err
 	}
 	return clusterSetup{
-		meta:          metaConfig(nodeID, peers, cfg.Cluster.Joins(nodeID)),
+		meta:          metaConfig(nodeID, peers, cfg.Cluster.Joins(nodeID), cfg.Cluster.MetaSnapshotEntries),
 		clusterAddr:   self.Addr,
 		advertiseAddr: advertiseAddr(cfg.HTTP.Addr, self.Addr),
 		options: ClusterOptions{Enabled: true, ListenAddr: cfg.Cluster.Addr, Peers: otherPeers(peers, nodeID),
@@ -123,14 +123,18 @@ func findPeer(peers []config.Peer, id string) (config.Peer, bool) {
 // metaConfig is the metastore configuration of node nodeID in a cluster
 // of peers: every peer a voter with the raft id derived from its node id.
 // A node that joins (config.Cluster.Joins) waits to be added to a running
-// cluster instead of bootstrapping it.
-func metaConfig(nodeID string, peers []config.Peer, join bool) meta.Config {
+// cluster instead of bootstrapping it. A snapshot is taken every
+// snapshotEntries applied entries, and the log keeps the metastore's
+// default tail before it, or half the interval if that is less.
+func metaConfig(nodeID string, peers []config.Peer, join bool, snapshotEntries int) meta.Config {
 	voters := make([]meta.Peer, 0, len(peers))
 	for _, p := range peers {
 		voters = append(voters, meta.Peer{ID: p.ID, RaftID: meta.RaftIDOf(p.ID), ClusterAddr: p.Addr})
 	}
 	cfg := meta.DefaultConfig(nodeID, voters)
 	cfg.Join = join
+	cfg.SnapshotEntries = uint64(snapshotEntries)
+	cfg.SnapshotTailEntries = min(cfg.SnapshotTailEntries, cfg.SnapshotEntries/2)
 	return cfg
 }
 

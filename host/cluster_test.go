@@ -75,10 +75,10 @@ func TestOptionsFromSingleNodeHasNoCluster(t *testing.T) {
 func TestJoinWhenNotAnInitialMember(t *testing.T) {
 	peers := []config.Peer{{ID: "n1", Addr: "a:1"}, {ID: "n2", Addr: "b:1"}, {ID: "n3", Addr: "c:1"}, {ID: "n4", Addr: "d:1"}}
 	cluster := config.Cluster{InitialMembers: []string{"n1", "n2", "n3"}}
-	assert.False(t, metaConfig("n2", peers, cluster.Joins("n2")).Join, "an initial member bootstraps")
-	assert.True(t, metaConfig("n4", peers, cluster.Joins("n4")).Join, "a node outside initial_members joins the running cluster")
-	assert.False(t, metaConfig("n4", peers, config.Cluster{}.Joins("n4")).Join, "without initial_members every peer bootstraps")
-	joining := metaConfig("n4", peers, cluster.Joins("n4"))
+	assert.False(t, metaConfig("n2", peers, cluster.Joins("n2"), 1000).Join, "an initial member bootstraps")
+	assert.True(t, metaConfig("n4", peers, cluster.Joins("n4"), 1000).Join, "a node outside initial_members joins the running cluster")
+	assert.False(t, metaConfig("n4", peers, config.Cluster{}.Joins("n4"), 1000).Join, "without initial_members every peer bootstraps")
+	joining := metaConfig("n4", peers, cluster.Joins("n4"), 1000)
 	assert.Len(t, joining.Peers, 4, "a joining node still knows every peer's raft id and address")
 	require.NoError(t, joining.Validate())
 }
@@ -355,4 +355,25 @@ func TestUnreachablePeerIsReportedToTheNode(t *testing.T) {
 	})
 	assert.Equal(t, uint64(0), first["n2"])
 	assert.Equal(t, uint64(3), second["n2"], "the loop keeps the counts it reported")
+}
+
+// Property: cluster.meta_snapshot_entries reaches the metastore, and the
+// kept tail never exceeds half the interval (so a small interval still
+// compacts, and a node that joins starts from a snapshot).
+func TestMetaSnapshotInterval(t *testing.T) {
+	peers := []config.Peer{{ID: "n1", Addr: "a:1"}, {ID: "n2", Addr: "b:1"}, {ID: "n3", Addr: "c:1"}}
+	standard := metaConfig("n1", peers, false, config.Default().Cluster.MetaSnapshotEntries)
+	assert.Equal(t, uint64(1000), standard.SnapshotEntries)
+	assert.Equal(t, uint64(100), standard.SnapshotTailEntries)
+	small := metaConfig("n1", peers, false, 20)
+	assert.Equal(t, uint64(20), small.SnapshotEntries)
+	assert.Equal(t, uint64(10), small.SnapshotTailEntries)
+	require.NoError(t, small.Validate())
+
+	cfg := clusterConfig()
+	cfg.Cluster.MetaSnapshotEntries = 30
+	require.NoError(t, cfg.Validate())
+	opts, err := OptionsFrom(cfg)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(30), opts.Node.Meta.SnapshotEntries)
 }

@@ -96,6 +96,9 @@ func newMetaGauges(status func() meta.Status) []prometheus.Collector {
 		gauge("meta_applied_index", "Metadata log index this replica has applied.", func(s meta.Status) uint64 { return s.Applied }),
 		gauge("meta_snapshot_index", "Index of this replica's latest metadata snapshot (the log before it is compacted).",
 			func(s meta.Status) uint64 { return s.SnapshotIndex }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "narad", Name: "meta_snapshots_installed_total",
+			Help: "Metadata snapshots received from the leader and installed since this process started (a replica too far behind, or a node that joined after compaction)."},
+			func() float64 { return float64(status().SnapshotsInstalled) }),
 	}
 }
 

@@ -476,6 +476,7 @@ func TestInstalledSnapshotSettlesAnAddedVoter(t *testing.T) {
 	c.requireConverged()
 	installed := c.meta(lagging).Status().SnapshotIndex
 	require.Equal(t, c.lastSnapshotDelivered, installed, "the replica took no snapshot of its own past the one it installed")
+	require.Equal(t, uint64(1), c.meta(lagging).Status().SnapshotsInstalled)
 	c.requireApplied(c.propose(leader, MemberHeartbeat{ID: leader, HTTPAddr: leader + ":7942", ClusterAddr: leader + ":7943", NowMs: 1000}), nil)
 	c.tick(2)
 	require.Equal(t, installed, c.meta(lagging).Status().SnapshotIndex, "no snapshot for a voter the installed one already lists")
@@ -484,4 +485,35 @@ func TestInstalledSnapshotSettlesAnAddedVoter(t *testing.T) {
 	}
 	require.Greater(t, c.meta(lagging).Status().SnapshotIndex, installed, "periodic snapshots go on past the installed one")
 	c.requireConverged()
+}
+
+// Property: a replica that stops right after persisting an installed
+// snapshot (where seeds 2032 and 6032 stopped it on a failed assert, the
+// bbolt transaction already committed) restarts from its disk at the
+// snapshot, rejoins, and converges with the others.
+func TestRestartRightAfterInstallingASnapshot(t *testing.T) {
+	cryptotest.SetGlobalRandom(t, 37)
+	const snapshotEntries, tailEntries = 20, 5
+	c := newTestCluster(t, 3, 37, true, func(config *Config) {
+		config.SnapshotEntries, config.SnapshotTailEntries = snapshotEntries, tailEntries
+	})
+	leader := c.waitLeader()
+	lagging := otherThan(c.ids, leader)[0]
+	c.isolate([]string{lagging}, otherThan(c.ids, lagging))
+	for nowMs := range int64(3 * snapshotEntries) {
+		c.requireApplied(c.propose(leader, MemberHeartbeat{ID: leader, HTTPAddr: leader + ":7942", ClusterAddr: leader + ":7943", NowMs: nowMs}), nil)
+	}
+	c.crashAfterInstall[lagging] = true
+	c.heal()
+	c.tick(5)
+	require.Nil(t, c.nodes[lagging].meta, "the replica stopped right after installing the snapshot")
+	c.start(lagging)
+	require.Equal(t, c.lastSnapshotDelivered, c.meta(lagging).Status().SnapshotIndex, "the installed snapshot is on disk")
+	require.Equal(t, c.lastSnapshotDelivered, c.meta(lagging).AppliedIndex(), "the restart resumes at the snapshot")
+	c.tick(5)
+	c.requireConverged()
+	c.requireApplied(c.propose(leader, MemberHeartbeat{ID: leader, HTTPAddr: leader + ":7942", ClusterAddr: leader + ":7943", NowMs: 1000}), nil)
+	c.requireConverged()
+	member, _ := c.meta(lagging).State().Member(leader)
+	require.Equal(t, int64(1000), member.LastHeartbeatMs, "the restarted replica applies new entries")
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 )
 
@@ -58,6 +59,10 @@ type testCluster struct {
 	// crashAfterPersist makes the node crash right after persisting the
 	// next Ready that applies a command, before sending or advancing.
 	crashAfterPersist map[string]bool
+	// crashAfterInstall makes the node crash right after persisting the
+	// next Ready that installs a snapshot, where a replica used to stop
+	// on a failed assert (seed 2032).
+	crashAfterInstall map[string]bool
 }
 
 // testNode is one node of the cluster; meta is nil while it is down.
@@ -93,7 +98,8 @@ func clusterPeers(n int) []Peer {
 func newTestCluster(t testing.TB, n int, seed uint64, noSync bool, tune func(*Config)) *testCluster {
 	c := &testCluster{t: t, dir: t.TempDir(), noSync: noSync, tune: tune, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		nodes: map[string]*testNode{}, cut: map[string]map[string]bool{}, hash: fnv.New64a(),
-		applied: map[string]map[uint64]string{}, outcomes: map[string][]Outcome{}, crashAfterPersist: map[string]bool{}}
+		applied: map[string]map[uint64]string{}, outcomes: map[string][]Outcome{}, crashAfterPersist: map[string]bool{},
+		crashAfterInstall: map[string]bool{}}
 	peers := clusterPeers(n)
 	for _, peer := range peers {
 		c.addNode(peer, peers, false)
@@ -180,6 +186,11 @@ func (c *testCluster) handleReady(node *testNode) {
 	require.NoError(c.t, node.meta.Persist(rd), "persist on %s", node.id)
 	if c.crashAfterPersist[node.id] && appliesCommand(rd) {
 		delete(c.crashAfterPersist, node.id)
+		c.crash(node.id)
+		return
+	}
+	if c.crashAfterInstall[node.id] && !raft.IsEmptySnap(rd.raft.Snapshot) {
+		delete(c.crashAfterInstall, node.id)
 		c.crash(node.id)
 		return
 	}

@@ -32,6 +32,9 @@ type Meta struct {
 	// snapshotIndex is the index of the latest snapshot in the store.
 	// Invariant: snapshotIndex <= applied.index.
 	snapshotIndex uint64
+	// snapshotsInstalled counts the leader's snapshots installed by this
+	// instance (installSnapshot); only increases.
+	snapshotsInstalled uint64
 	// learned are peers this replica was told of while it joins (LearnPeers):
 	// like Config.Peers, they map raft ids to addresses until the state
 	// lists the voters. Replaced whole by LearnPeers.
@@ -84,6 +87,9 @@ type Status struct {
 	Commit        uint64
 	Applied       uint64
 	SnapshotIndex uint64
+	// SnapshotsInstalled counts the snapshots received from a leader and
+	// installed since this instance started.
+	SnapshotsInstalled uint64
 	// Leader is the leader's node id, empty when unknown.
 	Leader   string
 	IsLeader bool
@@ -225,7 +231,7 @@ func (m *Meta) Barrier() bool {
 // Status summarizes the replica.
 func (m *Meta) Status() Status {
 	status := Status{NodeID: m.config.NodeID, RaftID: m.self.RaftID, Applied: m.applied.index,
-		SnapshotIndex: m.snapshotIndex}
+		SnapshotIndex: m.snapshotIndex, SnapshotsInstalled: m.snapshotsInstalled}
 	if m.usable() != nil {
 		return status
 	}

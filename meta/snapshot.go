@@ -75,6 +75,7 @@ func (m *Meta) installSnapshot(tx *bolt.Tx, snapshot *raftpb.Snapshot) error {
 	m.state.replaceWith(state)
 	m.applied = appliedPosition{index: metadata.GetIndex(), term: metadata.GetTerm()}
 	m.snapshotIndex, m.confChangeTerm, m.voterAdded = metadata.GetIndex(), 0, false
+	m.snapshotsInstalled++
 	return m.state.writeAll(tx)
 }
 
