@@ -37,12 +37,19 @@ BENCH_PACKAGES ?= ./...
 # Native fuzzing: time per fuzz target in ./fuzz.
 FUZZTIME ?= 30s
 
-# Simulator sweep: how many seeds, starting from which (make sim), and the
-# smaller sweep make test runs (sized to stay within a few minutes).
+# Simulator sweep: how many seeds, starting from which, in worlds of how
+# many nodes (make sim: SEEDS seeds for each entry of SIM_NODES; a world of
+# more than one node runs the moves scenario), and the smaller sweeps make
+# test runs (sized to stay within a few minutes): CI_SEEDS single-node
+# seeds, then CI_MOVES_SEEDS five-node moves seeds from CI_MOVES_SEED (the
+# range holds 2032, a metastore crash found there).
 SEEDS ?= 1000
 SEED ?= 1
+SIM_NODES ?= 1 3 5
 CI_SEEDS ?= 100
 CI_SEED ?= 1
+CI_MOVES_SEEDS ?= 20
+CI_MOVES_SEED ?= 2020
 SIM_TIMEOUT ?= 60m
 
 # Real-process soak.
@@ -65,7 +72,7 @@ help:
 	@$(foreach target,$(TARGETS),$(if $(help_$(target)),printf '  %-10s %s\n' '$(target)' '$(help_$(target))';,echo 'make help: target $(target) has no help_$(target) line' >&2; exit 1;))
 	@echo
 	@echo 'Variables: TEST_TIMEOUT=$(TEST_TIMEOUT) BENCH=$(BENCH) BENCHTIME=$(BENCHTIME) FUZZTIME=$(FUZZTIME)'
-	@echo '           SEEDS=$(SEEDS) SEED=$(SEED) DURATION=$(DURATION) RUN_ARGS=$(RUN_ARGS)'
+	@echo '           SEEDS=$(SEEDS) SEED=$(SEED) SIM_NODES=$(SIM_NODES) DURATION=$(DURATION) RUN_ARGS=$(RUN_ARGS)'
 	@echo '           NODES=$(NODES) BASE_PORT=$(BASE_PORT) CLUSTER_DIR=$(CLUSTER_DIR)'
 	@echo '           MOVE_BENCH_BYTES=$(MOVE_BENCH_BYTES) MOVE_BENCH_TIMEOUT=$(MOVE_BENCH_TIMEOUT)'
 
@@ -112,8 +119,9 @@ test:
 		echo '$(GO) test -race -timeout $(TEST_TIMEOUT) $(race_patterns)'; \
 		$(GO) test -race -timeout $(TEST_TIMEOUT) $(race_patterns); \
 	fi
-	@echo '==> test 6/7: simulator sweep of $(CI_SEEDS) seeds (go test ./sim -seeds=$(CI_SEEDS))'
+	@echo '==> test 6/7: simulator sweeps: $(CI_SEEDS) single-node seeds, $(CI_MOVES_SEEDS) five-node moves seeds'
 	$(GO) test -timeout $(SIM_TIMEOUT) ./sim -run '^TestSim$$' -seeds=$(CI_SEEDS) -seed=$(CI_SEED) -v | grep -E '^(sim:|--- |ok|FAIL|PASS)|failed:|reproduce:'
+	$(GO) test -timeout $(SIM_TIMEOUT) ./sim -run '^TestSim$$' -seeds=$(CI_MOVES_SEEDS) -seed=$(CI_MOVES_SEED) -nodes=5 -moves -v | grep -E '^(sim:|--- |ok|FAIL|PASS)|failed:|reproduce:'
 	@echo '==> test 7/7: the simulator catches every planted bug (-tags plantedbugs)'
 	$(GO) test -timeout $(SIM_TIMEOUT) -tags plantedbugs ./sim -run '^TestPlantedBugsAreCaught$$' -v | grep -E 'caught|survived|^(--- |ok|FAIL|PASS)'
 	@echo '==> test: all steps passed'
@@ -139,9 +147,14 @@ fuzz:
 	done; \
 	if [ "$$found" -eq 0 ]; then echo 'make fuzz: no Fuzz targets found in ./fuzz' >&2; exit 1; fi
 
-help_sim := Simulator sweep: go test ./sim -seeds=SEEDS -seed=SEED (defaults 1000 and 1).
+help_sim := Simulator sweeps of SEEDS seeds from SEED (1000, 1) in each world of SIM_NODES (1 3 5; clusters run moves).
 sim:
-	$(GO) test -timeout $(SIM_TIMEOUT) ./sim -run '^TestSim$$' -seeds=$(SEEDS) -seed=$(SEED) -v | grep -E '^(sim:|--- |ok|FAIL|PASS)|failed:|reproduce:' 
+	@for nodes in $(SIM_NODES); do \
+		moves=$$([ "$$nodes" -gt 1 ] && echo -moves || true); \
+		echo "==> sim: $(SEEDS) seeds from $(SEED), $$nodes node(s) $$moves"; \
+		$(GO) test -timeout $(SIM_TIMEOUT) ./sim -run '^TestSim$$' -seeds=$(SEEDS) -seed=$(SEED) -nodes=$$nodes $$moves -v \
+			| grep -E '^(sim:|--- |ok|FAIL|PASS)|failed:|reproduce:'; \
+	done
 
 help_soak := Real-process chaos soak: fault cycles for DURATION (30m), then a replay audit; more flags in SOAK_ARGS (-scenario=decommission -seed=N).
 soak:
