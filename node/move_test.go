@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -271,4 +272,87 @@ func TestADecommissionedNodeIsNotReady(t *testing.T) {
 	c.tickUntil(100, 300, func() bool { return c.nodes[leaving].Serving() != nil })
 	_, voter := c.nodes[leader].meta.State().PeerByNodeID(leaving)
 	require.False(t, voter)
+}
+
+// TestADestinationNeverPromotesAStateThatWasNotFrozen: a destination that
+// copied everything its source reported, but whose source died before it
+// answered the freeze, never force-promotes its copy, however long it
+// waits: the source may have acknowledged records after the state the
+// copy holds, and promoting it would lose them (the bug of seeds 186, 163
+// and 112). The move waits for the source instead.
+func TestADestinationNeverPromotesAStateThatWasNotFrozen(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	partition := slices.IndexFunc(c.owners(leader, "t"), func(owner string) bool { return owner != leader })
+	source := c.owners(leader, "t")[partition]
+	target := c.otherThan(source, leader)
+	for i := range 20 {
+		require.NoError(t, c.do(source, producePinned("t", partition, fmt.Sprintf("r%d", i))).Err)
+	}
+	c.drop = func(env Envelope) bool { // the freeze never reaches the source
+		forward, ok := env.Message.(ForwardRequest)
+		_, freeze := forward.Request.(MoveFreeze)
+		return ok && freeze
+	}
+	const forcePromoteAfterMs = 5_000
+	c.nodes[target].cfg.Moves.ForcePromoteAfterMs = forcePromoteAfterMs
+	c.nodes[target].cfg.Moves.LagBytes = 0 // CatchUp copies all before it asks for the freeze
+	c.startMove(leader, "t", partition, target)
+	c.tick(100)
+	sessions := c.nodes[target].MoveSessions()
+	require.Len(t, sessions, 1)
+	require.Equal(t, sessions[0].BytesTotal, sessions[0].BytesCopied, "the copy holds all the source reported: %+v", sessions[0])
+
+	c.cut[source] = true
+	for range 4 * (c.configs[leader].MemberDeadAfterMs + forcePromoteAfterMs) / 1_000 {
+		c.tick(1_000)
+	}
+	member, _ := c.nodes[leader].meta.State().Member(source)
+	require.False(t, member.Alive, "the source is dead in the metastore")
+	assignment, _ := c.nodes[leader].meta.State().Assignment("t", partition)
+	require.Equal(t, meta.Assignment{Owner: source, Target: target, MoveStartedAtMs: assignment.MoveStartedAtMs}, assignment,
+		"the copy was not promoted; the move waits for the source")
+	require.Len(t, c.nodes[target].MoveSessions(), 1, "the destination still waits")
+}
+
+// TestAStaleFlipOfAReplacedMoveFails: a destination's flip proposal that
+// arrives after its move was aborted and a new move with the same source
+// and target began fails its guard, because the flip names the start of
+// the move it belongs to (the ABA bug of seed 301). The source took
+// writes between the two moves; a stale flip that passed would have
+// handed the partition to a copy that lacks them.
+func TestAStaleFlipOfAReplacedMoveFails(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	partition := slices.IndexFunc(c.owners(leader, "t"), func(owner string) bool { return owner != leader })
+	source := c.owners(leader, "t")[partition]
+	target := c.otherThan(source, leader)
+	require.NoError(t, c.do(source, producePinned("t", partition, "before")).Err)
+	var held []Envelope // the target's proposals, held back
+	c.drop = func(env Envelope) bool {
+		raft, ok := env.Message.(RaftMessage)
+		if ok && env.From == target && raft.Message.GetType() == raftpb.MsgProp {
+			held = append(held, env)
+			return true
+		}
+		return false
+	}
+	c.startMove(leader, "t", partition, target)
+	require.Equal(t, "flip", c.nodes[target].MoveSessions()[0].Phase, "installed; its flip is held back")
+	staleFlips := len(held)
+	require.Positive(t, staleFlips)
+
+	_, err := c.nodes[leader].meta.Propose(meta.AbortMove{Topic: "t", Partition: partition, ExpectedTarget: target})
+	require.NoError(t, err)
+	c.tick(100)
+	require.NoError(t, c.do(source, producePinned("t", partition, "between the moves")).Err)
+	c.tick(100)
+	c.startMove(leader, "t", partition, target)
+	for _, env := range held[:staleFlips] {
+		_ = c.nodes[leader].Step(env)
+	}
+	c.settle()
+	assignment, _ := c.nodes[leader].meta.State().Assignment("t", partition)
+	require.Equal(t, source, assignment.Owner, "the stale flip failed its guard")
+	require.Equal(t, target, assignment.Target, "the new move goes on")
 }

@@ -2,6 +2,7 @@ package soak
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,6 +60,10 @@ func TestOptionsDefaultsAndValidation(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, nodesFullDefault, short.Nodes)
 	assert.Equal(t, shortMemberDeadAfter, short.MemberDeadAfter, "a short run asks for short timings")
+	assert.Equal(t, shortMetaSnapshotEntries, short.MetaSnapshotEntries, "a short run compacts the metadata log early")
+	timings, env := timingsFor(short)
+	assert.Equal(t, shortMetaSnapshotEntries, timings.metaSnapshotEntries)
+	assert.Contains(t, env, fmt.Sprintf("%s=%d", EnvMetaSnapshotEntries, shortMetaSnapshotEntries))
 
 	long := base
 	long.Duration, long.Scenario = time.Hour, ScenarioDecommission
@@ -66,6 +71,7 @@ func TestOptionsDefaultsAndValidation(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, nodesDecommissionDefault, long.Nodes)
 	assert.Zero(t, long.MemberDeadAfter, "a long run keeps the node defaults unless asked")
+	assert.Zero(t, long.MetaSnapshotEntries, "a long run keeps the node's snapshot interval unless asked")
 
 	for name, broken := range map[string]Options{
 		"unknown scenario":            {Scenario: "chaos", Binary: "narad", Dir: "d"},
@@ -74,6 +80,7 @@ func TestOptionsDefaultsAndValidation(t *testing.T) {
 		"negative duration":           {Scenario: ScenarioFull, Duration: -time.Second, Binary: "narad", Dir: "d"},
 		"no binary":                   {Scenario: ScenarioFull, Dir: "d"},
 		"more nodes than the maximum": {Scenario: ScenarioFull, Nodes: nodesMax + 1, Binary: "narad", Dir: "d"},
+		"negative snapshot interval":  {Scenario: ScenarioFull, MetaSnapshotEntries: -1, Binary: "narad", Dir: "d"},
 	} {
 		_, err := broken.withDefaults()
 		assert.ErrorIs(t, err, ErrOptions, name)

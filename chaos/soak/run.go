@@ -32,6 +32,10 @@ const (
 	EnvHeartbeatInterval = "NARAD_CLUSTER_HEARTBEAT_INTERVAL_MS"
 	EnvMemberDeadAfter   = "NARAD_CLUSTER_DEAD_AFTER_MS"
 	EnvForcePromoteAfter = "NARAD_MOVES_FORCE_PROMOTE_AFTER_MS"
+	// EnvMetaSnapshotEntries sets the metastore's snapshot interval (an
+	// entry count), so that a short run compacts the metadata log and its
+	// joiner starts from a snapshot.
+	EnvMetaSnapshotEntries = "NARAD_CLUSTER_META_SNAPSHOT_ENTRIES"
 )
 
 // Defaults of the options.
@@ -49,6 +53,10 @@ const (
 	shortHeartbeatInterval = 2 * time.Second
 	shortMemberDeadAfter   = 8 * time.Second
 	shortForcePromoteAfter = 5 * time.Second
+	// shortMetaSnapshotEntries is the snapshot interval of a short run:
+	// small enough that the metadata log is compacted long before the
+	// scale-up step, so the joiner must start from a snapshot.
+	shortMetaSnapshotEntries = 20
 )
 
 // ErrOptions marks invalid options.
@@ -78,6 +86,11 @@ type Options struct {
 	HeartbeatInterval time.Duration
 	MemberDeadAfter   time.Duration
 	ForcePromoteAfter time.Duration
+	// MetaSnapshotEntries is passed through EnvMetaSnapshotEntries; 0
+	// keeps the node's default (a short run picks
+	// shortMetaSnapshotEntries). When set, a joiner that installed no
+	// metastore snapshot fails its scale-up step.
+	MetaSnapshotEntries int
 	// Logf prints a progress line.
 	Logf func(format string, args ...any)
 }
@@ -93,6 +106,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Duration == 0 && o.HeartbeatInterval == 0 && o.MemberDeadAfter == 0 && o.ForcePromoteAfter == 0 {
 		o.HeartbeatInterval, o.MemberDeadAfter, o.ForcePromoteAfter = shortHeartbeatInterval, shortMemberDeadAfter, shortForcePromoteAfter
 	}
+	if o.Duration == 0 && o.MetaSnapshotEntries == 0 {
+		o.MetaSnapshotEntries = shortMetaSnapshotEntries
+	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
@@ -103,6 +119,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Nodes < votersMin || o.Nodes > nodesMax || (o.Scenario == ScenarioDecommission && o.Nodes <= votersMin) {
 		problems = append(problems, fmt.Errorf("%w: %d nodes: want %d to %d (more than %d to decommission one)", ErrOptions, o.Nodes, votersMin, nodesMax, votersMin))
 	}
+	if o.MetaSnapshotEntries < 0 {
+		problems = append(problems, fmt.Errorf("%w: meta snapshot entries %d: want 0 (node default) or more", ErrOptions, o.MetaSnapshotEntries))
+	}
 	if o.Duration < 0 || o.Binary == "" || o.Dir == "" {
 		problems = append(problems, fmt.Errorf("%w: duration must be >= 0 and binary and dir set", ErrOptions))
 	}
@@ -110,11 +129,14 @@ func (o Options) withDefaults() (Options, error) {
 }
 
 // serverTimings are the dead-after and force-promote delays the nodes
-// run with, and whether the binary honours the variables that set them.
+// run with, and whether the binary honours the variables that set them;
+// metaSnapshotEntries is the metastore's snapshot interval asked of a
+// binary that knows EnvMetaSnapshotEntries, 0 when not asked.
 type serverTimings struct {
-	honoured          bool
-	memberDeadAfter   time.Duration
-	forcePromoteAfter time.Duration
+	honoured            bool
+	memberDeadAfter     time.Duration
+	forcePromoteAfter   time.Duration
+	metaSnapshotEntries int
 }
 
 // timingsFor decides the nodes' timings: the asked ones if this build's
@@ -142,6 +164,10 @@ func timingsFor(o Options) (serverTimings, []string) {
 		if timings.honoured && setting.used != nil {
 			*setting.used = setting.value
 		}
+	}
+	if o.MetaSnapshotEntries > 0 && envKnown(EnvMetaSnapshotEntries) {
+		env = append(env, fmt.Sprintf("%s=%d", EnvMetaSnapshotEntries, o.MetaSnapshotEntries))
+		timings.metaSnapshotEntries = o.MetaSnapshotEntries
 	}
 	return timings, env
 }
@@ -194,8 +220,8 @@ func (r *run) logf(format string, args ...any) {
 // setUp starts the cluster, creates the topics, fills the cold topic and
 // starts the load.
 func (r *run) setUp(ctx context.Context) error {
-	r.logf("starting %d nodes in %s (timings: member dead after %s, force-promote after %s, variables honoured: %t)",
-		r.opts.Nodes, r.opts.Dir, r.timings.memberDeadAfter, r.timings.forcePromoteAfter, r.timings.honoured)
+	r.logf("starting %d nodes in %s (timings: member dead after %s, force-promote after %s, variables honoured: %t; metastore snapshot every %d entries, 0: node default)",
+		r.opts.Nodes, r.opts.Dir, r.timings.memberDeadAfter, r.timings.forcePromoteAfter, r.timings.honoured, r.timings.metaSnapshotEntries)
 	if err := r.cluster.startInitial(ctx, r.opts.Nodes); err != nil {
 		return err
 	}

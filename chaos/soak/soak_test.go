@@ -24,6 +24,7 @@ var (
 	deadFlag      = flag.Duration("member-dead-after", 0, "passed to the nodes as "+EnvMemberDeadAfter+" (0: node default; a short run asks for 8s)")
 	promoteFlag   = flag.Duration("force-promote-after", 0, "passed to the nodes as "+EnvForcePromoteAfter+" (0: node default; a short run asks for 5s)")
 	binaryFlag    = flag.String("binary", "", "run this narad binary instead of building one from the tree")
+	snapshotFlag  = flag.Int("meta-snapshot-entries", 0, "passed to the nodes as "+EnvMetaSnapshotEntries+" (0: node default; a short run asks for 20)")
 )
 
 // deadlineMargin is kept between the run's end and the test binary's
@@ -48,7 +49,8 @@ func TestSoak(t *testing.T) {
 	ctx, cancel := runContext(t)
 	defer cancel()
 	report, err := Run(ctx, Options{Scenario: *scenarioFlag, Duration: *durationFlag, Seed: seed, Nodes: *nodesFlag,
-		Binary: binary, Dir: dir, HeartbeatInterval: *heartbeatFlag, MemberDeadAfter: *deadFlag, ForcePromoteAfter: *promoteFlag, Logf: t.Logf})
+		Binary: binary, Dir: dir, HeartbeatInterval: *heartbeatFlag, MemberDeadAfter: *deadFlag, ForcePromoteAfter: *promoteFlag,
+		MetaSnapshotEntries: *snapshotFlag, Logf: t.Logf})
 	if report != nil {
 		for _, line := range report.Lines() {
 			t.Log(line)

@@ -107,8 +107,34 @@ func (r *run) scaleUp(ctx context.Context) (string, error) {
 	if placement[n.id] == 0 {
 		return "", fmt.Errorf("%s joined but received no partition (placement %v)", n.id, placement)
 	}
-	return fmt.Sprintf("%s joined and holds %d partitions; placement %v", n.id, placement[n.id], placement), nil
+	installed, err := r.snapshotsInstalled(ctx, n)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s joined from %d metastore snapshot(s) and holds %d partitions; placement %v",
+		n.id, installed, placement[n.id], placement), nil
 }
+
+// snapshotsInstalled reads how many metastore snapshots the joiner n
+// installed. With a small snapshot interval asked of the nodes the
+// metadata log was compacted long before, so a joiner that installed
+// none did not start the way it must.
+func (r *run) snapshotsInstalled(ctx context.Context, n *nodeProcess) (int, error) {
+	page, err := n.metrics(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("metrics of joiner %s: %w", n.id, err)
+	}
+	installed, found := proc.MetricValue(page, snapshotsInstalledMetric)
+	if r.timings.metaSnapshotEntries > 0 && (!found || installed < 1) {
+		return 0, fmt.Errorf("%s joined a cluster that snapshots every %d metadata entries but installed no snapshot (%s %v, found %t)",
+			n.id, r.timings.metaSnapshotEntries, snapshotsInstalledMetric, installed, found)
+	}
+	return int(installed), nil
+}
+
+// snapshotsInstalledMetric counts the metastore snapshots a node
+// received from the leader and installed since it started.
+const snapshotsInstalledMetric = "narad_meta_snapshots_installed_total"
 
 // decommission drains a seeded member under load, waits until it owns
 // nothing and has left the voter set, takes it out of the rotation and

@@ -1,6 +1,7 @@
 // Package proc holds what the tests of real narad processes share (the
 // soak and package e2e): a free loopback address for a node, a pause
-// bound to a context, a node's /metrics page and the tail of its log.
+// bound to a context, a node's /metrics page (and a value on it) and the
+// tail of its log.
 // It starts nothing itself and keeps no state.
 package proc
 
@@ -11,6 +12,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -44,6 +47,20 @@ func SleepContext(ctx context.Context, d time.Duration) error {
 	case <-timer.C:
 		return nil
 	}
+}
+
+// MetricValue returns the value of an unlabelled sample name on a
+// /metrics page in the Prometheus text format, and whether it is there.
+func MetricValue(page, name string) (float64, bool) {
+	for line := range strings.Lines(page) {
+		value, found := strings.CutPrefix(strings.TrimSpace(line), name+" ")
+		if !found {
+			continue
+		}
+		parsed, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		return parsed, err == nil
+	}
+	return 0, false
 }
 
 // Metrics returns the /metrics page of the node whose HTTP API listens on
