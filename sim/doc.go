@@ -104,7 +104,10 @@
 //
 // `go test ./sim -seed=N [-nodes=3] [-moves]` runs one seed and prints its
 // trace hash; `-seeds=K` sweeps; a failure prints the seed, the checker,
-// the last events, and the command that reproduces it. `go test ./sim -run
+// the last events, and the command that reproduces it. A panic inside a
+// run (a broken assert of the core) is caught by Run and becomes the run's
+// failure, checker "panic", with the top of its stack: a sweep reports the
+// seed and goes on. `go test ./sim -run
 // TestSimMovesSweep -seeds=K` is the long sweep of moves worlds: it fails
 // if a (fault × phase) mark, or another expected move mark, was never
 // reached.
