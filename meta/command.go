@@ -1,6 +1,9 @@
 package meta
 
-import "fmt"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // Bounds on what a command may carry, checked by Validate on the proposer
 // and again when the command is applied.
@@ -64,7 +67,8 @@ type Command interface {
 	apply(s *State) error
 }
 
-// CreateTopic creates a topic with every partition already placed.
+// CreateTopic creates a topic with every partition already placed, and
+// with version 1 of its JSON Schema when Schema is set.
 type CreateTopic struct {
 	Name                      string `json:"name"`
 	RetentionMs               int64  `json:"retention_ms"`
@@ -77,6 +81,9 @@ type CreateTopic struct {
 	// Owners[p] is the member that will own partition p; its length is
 	// the partition count. Every owner must be a member.
 	Owners []string `json:"owners"`
+	// Schema is the topic's JSON Schema; empty for none. The proposer
+	// compiled it; the metastore checks only CheckSchemaDocument.
+	Schema json.RawMessage `json:"schema,omitempty"`
 }
 
 // DeleteTopic deletes a topic and its assignments.
@@ -85,7 +92,10 @@ type DeleteTopic struct {
 }
 
 // AlterTopic changes the fields that are set. Partitions may only grow;
-// NewOwners places the added partitions, in order.
+// NewOwners places the added partitions, in order. Schema, when set, is
+// added as the next schema version, guarded: only if the latest version
+// is still SchemaAfterVersion (0: the topic has none), and only if it
+// evolves that version additively (CheckSchemaEvolution).
 type AlterTopic struct {
 	Name                      string   `json:"name"`
 	RetentionMs               *int64   `json:"retention_ms,omitempty"`
@@ -94,6 +104,10 @@ type AlterTopic struct {
 	MaxAckedAheadPerPartition *int     `json:"max_acked_ahead_per_partition,omitempty"`
 	Partitions                *int     `json:"partitions,omitempty"`
 	NewOwners                 []string `json:"new_owners,omitempty"`
+	// Schema is the new schema version's document; empty to keep the
+	// schema as it is.
+	Schema             json.RawMessage `json:"schema,omitempty"`
+	SchemaAfterVersion int             `json:"schema_after_version,omitempty"`
 }
 
 // MemberHeartbeat records that a member is alive at NowMs, creating it on

@@ -16,10 +16,12 @@ func everyCommand() []Command {
 	grants := []Grant{{Action: "produce", Patterns: []string{"a*", "b"}}, {Action: "admin"}}
 	return []Command{
 		CreateTopic{Name: "t", RetentionMs: 1, VisibilityTimeoutMs: 2, MaxInFlightPerPartition: 3,
-			MaxAckedAheadPerPartition: 4, CreatedAtMs: 5, CreatedBy: "ann", Owners: []string{"a", "b"}},
+			MaxAckedAheadPerPartition: 4, CreatedAtMs: 5, CreatedBy: "ann", Owners: []string{"a", "b"},
+			Schema: []byte(`{"type":"object"}`)},
 		DeleteTopic{Name: "t"},
 		AlterTopic{Name: "t", RetentionMs: &retention, VisibilityTimeoutMs: &visibility, MaxInFlightPerPartition: &inFlight,
-			MaxAckedAheadPerPartition: &ackedAhead, Partitions: &partitions, NewOwners: []string{"c", "d", "e"}},
+			MaxAckedAheadPerPartition: &ackedAhead, Partitions: &partitions, NewOwners: []string{"c", "d", "e"},
+			Schema: []byte(`{"type":"object","properties":{"a":{"type":"string"}}}`), SchemaAfterVersion: 1},
 		MemberHeartbeat{ID: "a", HTTPAddr: "a:1", ClusterAddr: "a:2", NowMs: 3},
 		MarkMemberDead{ID: "a", ObservedHeartbeatMs: 3},
 		SetDraining{ID: "a", Draining: true},

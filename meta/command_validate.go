@@ -73,7 +73,15 @@ func (c CreateTopic) Validate() error {
 		checkNonNegative("max_in_flight_per_partition", int64(c.MaxInFlightPerPartition)),
 		checkNonNegative("max_acked_ahead_per_partition", int64(c.MaxAckedAheadPerPartition)),
 		checkNonNegative("created_at_ms", c.CreatedAtMs),
-		checkOwners(c.Owners))
+		checkOwners(c.Owners), checkOptionalSchema(c.Schema))
+}
+
+// checkOptionalSchema checks a schema document when one is given.
+func checkOptionalSchema(document []byte) error {
+	if len(document) == 0 {
+		return nil
+	}
+	return CheckSchemaDocument(document)
 }
 
 // Validate implements Command.
@@ -85,7 +93,7 @@ func (c AlterTopic) Validate() error {
 		return err
 	}
 	if c.RetentionMs == nil && c.VisibilityTimeoutMs == nil && c.MaxInFlightPerPartition == nil &&
-		c.MaxAckedAheadPerPartition == nil && c.Partitions == nil {
+		c.MaxAckedAheadPerPartition == nil && c.Partitions == nil && len(c.Schema) == 0 {
 		return invalidf("alter of topic %q changes nothing", c.Name)
 	}
 	if c.Partitions == nil && len(c.NewOwners) > 0 {
@@ -98,7 +106,8 @@ func (c AlterTopic) Validate() error {
 		checkOptional("visibility_timeout_ms", c.VisibilityTimeoutMs),
 		checkOptional("max_in_flight_per_partition", c.MaxInFlightPerPartition),
 		checkOptional("max_acked_ahead_per_partition", c.MaxAckedAheadPerPartition),
-		checkOwners(c.NewOwners))
+		checkNonNegative("schema_after_version", int64(c.SchemaAfterVersion)),
+		checkOwners(c.NewOwners), checkOptionalSchema(c.Schema))
 }
 
 // checkOptional checks an optional limit.

@@ -60,7 +60,10 @@ var (
 	ErrInvalidCommand = errors.New("meta: invalid command")
 	// ErrGuardFailed: a guarded command found the state changed since its
 	// proposer looked (compare-and-swap failed).
-	ErrGuardFailed       = errors.New("meta: guard failed")
+	ErrGuardFailed = errors.New("meta: guard failed")
+	// ErrSchemaSpace: a schema version would take the schemas of all
+	// topics over their byte bound.
+	ErrSchemaSpace       = errors.New("meta: no room for another schema version")
 	ErrTopicExists       = errors.New("meta: topic already exists")
 	ErrTopicNotFound     = errors.New("meta: topic not found")
 	ErrPartitionNotFound = errors.New("meta: partition not found")

@@ -20,6 +20,10 @@ type TopicRecord struct {
 	CreatedBy string `json:"created_by,omitempty"`
 	// Assignments[p] places partition p.
 	Assignments []Assignment `json:"assignments"`
+	// Schemas are the kept versions of the topic's JSON Schema, oldest
+	// first; empty for a topic without one. Invariant (checkSchemas):
+	// consecutive versions, increasing ids, at most SchemaVersionsKept.
+	Schemas []SchemaVersion `json:"schemas,omitempty"`
 }
 
 // Assignment places one partition: Owner serves it now, Target is where
@@ -109,6 +113,12 @@ type State struct {
 	removedRaftIDs map[uint64]bool
 	// usersVersion counts changes to users, for authentication caches.
 	usersVersion uint64
+	// schemaSequence is the id of the last schema version applied; it
+	// only grows, so ids are never reused.
+	schemaSequence uint64
+	// schemaEpoch grows whenever the latest schema of a topic may have
+	// changed (SchemaEpoch); in memory only.
+	schemaEpoch uint64
 	// dirty lists the records changed since the last write to the store.
 	// Only the apply functions add to it; only flushDirty empties it.
 	dirty map[recordKey]bool
@@ -244,6 +254,7 @@ func (s *State) RaftIDUsed(raftID uint64) bool {
 func (t *TopicRecord) clone() TopicRecord {
 	copied := *t
 	copied.Assignments = slices.Clone(t.Assignments)
+	copied.Schemas = slices.Clone(t.Schemas) // documents are shared: never changed
 	return copied
 }
 

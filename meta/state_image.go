@@ -35,6 +35,7 @@ func (s *State) setClusterRecord(record clusterRecord) {
 		s.removedRaftIDs[raftID] = true
 	}
 	s.usersVersion = record.UsersVersion
+	s.schemaSequence = record.SchemaSequence
 }
 
 // checkImage checks what a decoded image must satisfy: no duplicate
@@ -47,6 +48,9 @@ func (s *State) checkImage(image stateImage) error {
 	for _, record := range image.Topics {
 		if err := record.check(); err != nil {
 			return err
+		}
+		if latest, found := record.LatestSchema(); found && latest.ID > s.schemaSequence {
+			return fmt.Errorf("topic %q has schema id %d past the sequence %d", record.Name, latest.ID, s.schemaSequence)
 		}
 	}
 	if !slices.Equal(slices.Sorted(maps.Keys(s.peers)), s.confState.Voters) {
@@ -68,7 +72,7 @@ func (t TopicRecord) check() error {
 			return fmt.Errorf("topic %q partition %d: owner %q, target %q", t.Name, partition, a.Owner, a.Target)
 		}
 	}
-	return nil
+	return t.checkSchemas()
 }
 
 // countRoots counts the root users.
@@ -85,8 +89,9 @@ func countRoots(users []User) int {
 // replaceWith makes s hold other's contents (installing a snapshot), so
 // that the pointer returned by Meta.State stays valid.
 func (s *State) replaceWith(other *State) {
-	dirty := s.dirty
+	dirty, epoch := s.dirty, s.schemaEpoch
 	*s = *other
 	s.dirty = dirty
 	clear(s.dirty)
+	s.schemaEpoch = epoch + 1 // the installed topics may have other schemas
 }

@@ -41,6 +41,8 @@ type clusterRecord struct {
 	Peers          []Peer    `json:"peers"`
 	RemovedRaftIDs []uint64  `json:"removed_raft_ids,omitempty"`
 	UsersVersion   uint64    `json:"users_version"`
+	// SchemaSequence is the id of the last schema version applied.
+	SchemaSequence uint64 `json:"schema_sequence,omitempty"`
 }
 
 // stateImage is the whole state machine as sorted slices: the snapshot
@@ -64,7 +66,8 @@ func (s *State) markUser(name string) {
 // clusterRecord returns the cluster record of the state.
 func (s *State) clusterRecord() clusterRecord {
 	return clusterRecord{ConfState: s.confState.clone(), Peers: s.Peers(),
-		RemovedRaftIDs: slices.Sorted(maps.Keys(s.removedRaftIDs)), UsersVersion: s.usersVersion}
+		RemovedRaftIDs: slices.Sorted(maps.Keys(s.removedRaftIDs)), UsersVersion: s.usersVersion,
+		SchemaSequence: s.schemaSequence}
 }
 
 // recordValue returns the encoded record at key, or false if there is

@@ -15,6 +15,11 @@ func (c CreateTopic) apply(s *State) error {
 		VisibilityTimeoutMs: c.VisibilityTimeoutMs, MaxInFlightPerPartition: c.MaxInFlightPerPartition,
 		MaxAckedAheadPerPartition: c.MaxAckedAheadPerPartition, CreatedAtMs: c.CreatedAtMs,
 		CreatedBy: c.CreatedBy, Assignments: assignmentsOf(c.Owners)}
+	if len(c.Schema) > 0 {
+		if err := s.addSchema(record, c.Schema); err != nil {
+			return err
+		}
+	}
 	s.topics[c.Name] = record
 	s.markTopic(c.Name)
 	return nil
@@ -25,8 +30,12 @@ func (c DeleteTopic) apply(s *State) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	if _, exists := s.topics[c.Name]; !exists {
+	record, exists := s.topics[c.Name]
+	if !exists {
 		return rejectf(ErrTopicNotFound, "topic %q", c.Name)
+	}
+	if len(record.Schemas) > 0 {
+		s.schemaEpoch++
 	}
 	delete(s.topics, c.Name)
 	s.markTopic(c.Name)
@@ -43,6 +52,9 @@ func (c AlterTopic) apply(s *State) error {
 		return rejectf(ErrTopicNotFound, "topic %q", c.Name)
 	}
 	if err := c.checkGrowth(s, record); err != nil {
+		return err
+	}
+	if err := c.changeSchema(s, record); err != nil {
 		return err
 	}
 	setIf(&record.RetentionMs, c.RetentionMs)
@@ -68,6 +80,21 @@ func (c AlterTopic) checkGrowth(s *State, record *TopicRecord) error {
 		return invalidf("topic %q grows by %d partitions but %d new owners are given", c.Name, added, len(c.NewOwners))
 	}
 	return s.checkMembers(c.NewOwners)
+}
+
+// changeSchema adds the new schema version, if one is set, after checking
+// the guard. It is the last check of apply: it changes record only when
+// it succeeds.
+func (c AlterTopic) changeSchema(s *State, record *TopicRecord) error {
+	if len(c.Schema) == 0 {
+		return nil
+	}
+	latest, _ := record.LatestSchema()
+	if latest.Version != c.SchemaAfterVersion {
+		return rejectf(ErrGuardFailed, "topic %q: schema version %d was checked, but version %d is the latest",
+			c.Name, c.SchemaAfterVersion, latest.Version)
+	}
+	return s.addSchema(record, c.Schema)
 }
 
 // setIf sets *field to *value when value is set.

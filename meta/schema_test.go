@@ -1,0 +1,197 @@
+package meta
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// personSchema is the base of the evolution table: two typed properties,
+// one required, and an object with a nested property.
+const personSchema = `{"type":"object","required":["name"],"properties":{
+	"name":{"type":"string"},"age":{"type":["integer","null"]},
+	"address":{"type":"object","required":["city"],"properties":{"city":{"type":"string"}}},
+	"tags":{"type":"array","items":{"type":"object","properties":{"label":{"type":"string"}}}}}}`
+
+// Property: each rule of additive evolution accepts what it allows and
+// refuses what it forbids, naming itself and the property.
+func TestSchemaEvolutionRules(t *testing.T) {
+	cases := []struct {
+		name         string
+		next         string
+		wantRule     string
+		wantProperty string
+	}{
+		{name: "identical", next: personSchema},
+		{name: "property added", next: strings.Replace(personSchema, `"name":{"type":"string"},`, `"name":{"type":"string"},"email":{"type":"string"},`, 1)},
+		{name: "nested property added", next: strings.Replace(personSchema, `"city":{"type":"string"}`, `"city":{"type":"string"},"zip":{"type":"string"}`, 1)},
+		{name: "type union reordered", next: strings.Replace(personSchema, `["integer","null"]`, `["null","integer"]`, 1)},
+		{name: "constraint added", next: strings.Replace(personSchema, `"name":{"type":"string"}`, `"name":{"type":"string","maxLength":9}`, 1)},
+		{name: "property removed", next: strings.Replace(personSchema, `"age":{"type":["integer","null"]},`, ``, 1),
+			wantRule: RuleNoPropertyRemoved, wantProperty: "age"},
+		{name: "nested property removed", next: strings.Replace(personSchema, `"label":{"type":"string"}`, ``, 1),
+			wantRule: RuleNoPropertyRemoved, wantProperty: "tags[].label"},
+		{name: "type changed", next: strings.Replace(personSchema, `"name":{"type":"string"}`, `"name":{"type":"integer"}`, 1),
+			wantRule: RuleNoTypeChange, wantProperty: "name"},
+		{name: "type widened", next: strings.Replace(personSchema, `["integer","null"]`, `["integer","null","string"]`, 1),
+			wantRule: RuleNoTypeChange, wantProperty: "age"},
+		{name: "type dropped", next: strings.Replace(personSchema, `"name":{"type":"string"}`, `"name":{}`, 1),
+			wantRule: RuleNoTypeChange, wantProperty: "name"},
+		{name: "root type changed", next: strings.Replace(personSchema, `{"type":"object",`, `{"type":"array",`, 1),
+			wantRule: RuleNoTypeChange, wantProperty: ""},
+		{name: "nested type changed", next: strings.Replace(personSchema, `"city":{"type":"string"}`, `"city":{"type":"number"}`, 1),
+			wantRule: RuleNoTypeChange, wantProperty: "address.city"},
+		{name: "required dropped", next: strings.Replace(personSchema, `"required":["name"],`, ``, 1),
+			wantRule: RuleNoRequiredDropped, wantProperty: "name"},
+		{name: "nested required dropped", next: strings.Replace(personSchema, `"required":["city"],`, `"required":[],`, 1),
+			wantRule: RuleNoRequiredDropped, wantProperty: "address.city"},
+		{name: "required added", next: strings.Replace(personSchema, `"required":["name"]`, `"required":["name","age"]`, 1),
+			wantRule: RuleNoRequiredAdded, wantProperty: "age"},
+		{name: "required added with a new property", next: strings.Replace(personSchema, `"required":["name"],"properties":{`,
+			`"required":["name","id"],"properties":{"id":{"type":"string"},`, 1),
+			wantRule: RuleNoRequiredAdded, wantProperty: "id"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			require.True(t, json.Valid([]byte(c.next)), "the case's schema is JSON")
+			err := CheckSchemaEvolution([]byte(personSchema), []byte(c.next))
+			if c.wantRule == "" {
+				require.NoError(t, err)
+				return
+			}
+			var refusal *SchemaEvolutionError
+			require.True(t, errors.As(err, &refusal), "got %v", err)
+			require.Equal(t, c.wantRule, refusal.Rule)
+			require.Equal(t, c.wantProperty, refusal.Property)
+			require.ErrorIs(t, err, ErrInvalidCommand)
+			require.Contains(t, err.Error(), fmt.Sprintf("%q", c.wantRule))
+		})
+	}
+}
+
+func TestCheckSchemaDocument(t *testing.T) {
+	require.NoError(t, CheckSchemaDocument([]byte(personSchema)))
+	require.NoError(t, CheckSchemaDocument([]byte(` true`)))
+	deep := strings.Repeat(`{"items":`, SchemaNestingMax) + `{}` + strings.Repeat(`}`, SchemaNestingMax)
+	for name, document := range map[string]string{
+		"empty": "", "not json": "{", "array": "[]", "number": "7", "string": `"x"`,
+		"too deep": deep, "too large": `{"description":"` + strings.Repeat("x", SchemaBytesMax) + `"}`,
+	} {
+		require.ErrorIs(t, CheckSchemaDocument([]byte(document)), ErrInvalidCommand, name)
+	}
+	require.Equal(t, 3, jsonNesting([]byte(`{"a":[{"b":"[[[{{"}]}`)), "brackets in strings do not count")
+}
+
+// schemaWith returns personSchema with one more string property.
+func schemaWith(property string) json.RawMessage {
+	return json.RawMessage(strings.Replace(personSchema, `"properties":{`, `"properties":{"`+property+`":{"type":"string"},`, 1))
+}
+
+// Property: create gives version 1, each alter the next version under its
+// guard; a refused change (evolution, guard) changes nothing; old versions
+// beyond the bound are dropped; ids are never reused, even by a topic
+// re-created under the same name.
+func TestSchemaCommands(t *testing.T) {
+	s := stateWith(t, heartbeat("m1", 100))
+	create := createTopic("p", "m1")
+	create.Schema = json.RawMessage(personSchema)
+	epoch := s.SchemaEpoch()
+	require.NoError(t, create.apply(s))
+	require.Greater(t, s.SchemaEpoch(), epoch)
+	record, _ := s.Topic("p")
+	require.Equal(t, []SchemaVersion{{Version: 1, ID: 1, Document: json.RawMessage(personSchema)}}, record.Schemas)
+
+	requireRejected(t, s, AlterTopic{Name: "p", Schema: schemaWith("x"), SchemaAfterVersion: 0}, ErrGuardFailed)
+	requireRejected(t, s, AlterTopic{Name: "p", Schema: json.RawMessage(`{"type":"object"}`), SchemaAfterVersion: 1}, ErrInvalidCommand)
+	requireRejected(t, s, AlterTopic{Name: "p", Schema: json.RawMessage(`[1]`), SchemaAfterVersion: 1}, ErrInvalidCommand)
+	for i := range SchemaVersionsKept + 2 {
+		property := fmt.Sprintf("extra%d", i)
+		document := json.RawMessage(strings.Replace(string(schemaWith(property)), `"properties":{`, `"properties":{`+extraProperties(i), 1))
+		require.NoError(t, AlterTopic{Name: "p", Schema: document, SchemaAfterVersion: i + 1}.apply(s), "version %d", i+2)
+	}
+	record, _ = s.Topic("p")
+	require.Len(t, record.Schemas, SchemaVersionsKept)
+	latest, _ := record.LatestSchema()
+	require.Equal(t, SchemaVersionsKept+3, latest.Version)
+	_, kept := record.SchemaAt(1)
+	require.False(t, kept, "version 1 is beyond the bound")
+	_, kept = record.SchemaAt(latest.Version - SchemaVersionsKept + 1)
+	require.True(t, kept)
+
+	epoch = s.SchemaEpoch()
+	require.NoError(t, DeleteTopic{Name: "p"}.apply(s))
+	require.Greater(t, s.SchemaEpoch(), epoch, "a deleted topic's schema is gone from the view")
+	require.NoError(t, create.apply(s))
+	record, _ = s.Topic("p")
+	require.Equal(t, 1, record.Schemas[0].Version)
+	require.Equal(t, uint64(SchemaVersionsKept+4), record.Schemas[0].ID, "ids are never reused")
+	require.Equal(t, map[string]SchemaVersion{"p": record.Schemas[0]}, s.LatestSchemas())
+}
+
+// extraProperties returns the properties extra0..extra(n-1) added before.
+func extraProperties(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `"extra%d":{"type":"string"},`, i)
+	}
+	return b.String()
+}
+
+// Property: the schemas of all topics together stay under their bound.
+func TestSchemaSpaceIsBounded(t *testing.T) {
+	s := stateWith(t, heartbeat("m1", 100))
+	document := json.RawMessage(`{"description":"` + strings.Repeat("x", SchemaBytesMax-100) + `"}`)
+	topics := schemaBytesTotalMax / len(document)
+	for i := range topics {
+		create := createTopic(fmt.Sprintf("t%d", i), "m1")
+		create.Schema = document
+		require.NoError(t, create.apply(s))
+	}
+	create := createTopic("one-too-many", "m1")
+	create.Schema = document
+	requireRejected(t, s, create, ErrSchemaSpace)
+}
+
+// Property: snapshot data carries the schemas and the schema sequence; an
+// image whose schemas break the invariants is refused.
+func TestStateImageCarriesSchemas(t *testing.T) {
+	s := stateWith(t, heartbeat("m1", 100))
+	create := createTopic("p", "m1")
+	create.Schema = compacted(t, personSchema) // as every command carries it once encoded
+	require.NoError(t, create.apply(s))
+	require.NoError(t, AlterTopic{Name: "p", Schema: compacted(t, string(schemaWith("email"))), SchemaAfterVersion: 1}.apply(s))
+	decoded, err := decodeImage(s.encodeImage())
+	require.NoError(t, err)
+	require.Equal(t, s.LatestSchemas(), decoded.LatestSchemas())
+	require.Equal(t, s.schemaSequence, decoded.schemaSequence)
+	record, _ := decoded.Topic("p")
+	require.Len(t, record.Schemas, 2)
+
+	replaced := stateWith(t)
+	epoch := replaced.SchemaEpoch()
+	replaced.replaceWith(decoded)
+	require.Greater(t, replaced.SchemaEpoch(), epoch, "installing a snapshot changes the schema epoch")
+
+	topic := `{"name":"a","partitions":1,"assignments":[{"owner":"m"}],"schemas":%s}`
+	for _, schemas := range []string{
+		`[{"version":2,"id":1,"document":{}},{"version":2,"id":2,"document":{}}]`,
+		`[{"version":1,"id":2,"document":{}},{"version":2,"id":1,"document":{}}]`,
+		`[{"version":1,"id":1,"document":[]}]`,
+		`[{"version":1,"id":9,"document":{}}]`, // past the sequence
+	} {
+		data := fmt.Sprintf(`{"topics":[`+topic+`],"cluster":{"conf_state":{"voters":[]},"peers":[],"schema_sequence":2}}`, schemas)
+		_, err := decodeImage(append([]byte{imageFormatVersion}, data...))
+		require.ErrorIs(t, err, ErrMalformedSnapshot, "schemas %s", schemas)
+	}
+}
+
+func compacted(t *testing.T, document string) json.RawMessage {
+	var b bytes.Buffer
+	require.NoError(t, json.Compact(&b, []byte(document)))
+	return b.Bytes()
+}
