@@ -21,6 +21,7 @@ const (
 	ProduceBatchBytesMax   = 8 << 20 // payload bytes of one batch produce
 	MessageBytesMax        = 1 << 20 // payload bytes of one record
 	KeyBytesMax            = 4 << 10 // key bytes of one record
+	SchemaBytesMax         = meta.SchemaBytesMax
 	AckBatchHandlesMax     = 1000    // handles of one batch ack
 	PartitionsMin          = 3       // a topic has at least this many partitions
 	RetentionMsMin         = 3_600_000

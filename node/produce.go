@@ -13,6 +13,9 @@ import (
 // only with the sync round of every touched partition, wherever it is.
 func (n *Node) produce(id RequestID, r Produce) {
 	t, placements, err := n.placeRecords(r, localOnly(id))
+	if err == nil && !localOnly(id) {
+		err = checkValidatedSchema(t, r)
+	}
 	if err != nil {
 		n.reply(id, nil, err)
 		return

@@ -110,6 +110,12 @@ func (n *Node) proposalResult(pending *pendingProposal, applyErr error) (any, er
 
 func applyError(topicName string, err error) *Error {
 	switch {
+	case errors.As(err, new(*meta.SchemaEvolutionError)):
+		return Invalid("%s", strings.TrimPrefix(err.Error(), "meta: "))
+	case errors.Is(err, meta.ErrGuardFailed):
+		return Conflict("topic %q changed meanwhile; retry: %v", topicName, err)
+	case errors.Is(err, meta.ErrSchemaSpace):
+		return TooLarge("%v", err)
 	case errors.Is(err, meta.ErrTopicExists):
 		return Conflict("topic already exists")
 	case errors.Is(err, meta.ErrTopicNotFound):

@@ -34,6 +34,9 @@ type TopicInfo struct {
 	AckedAheadMax       int    `json:"max_acked_ahead_per_partition"`
 	CreatedAt           int64  `json:"created_at"` // Unix seconds
 	Owner               string `json:"owner,omitempty"`
+	// SchemaVersion is the latest version of the topic's JSON Schema, 0
+	// (left out) for a topic without one (API.md item 15).
+	SchemaVersion int `json:"schema_version,omitempty"`
 }
 
 // TopicPage is one page of a topic listing.

@@ -20,6 +20,9 @@ type CreateTopic struct {
 	VisibilityTimeoutMs int64
 	InFlightMax         int // max_in_flight_per_partition
 	AckedAheadMax       int // max_acked_ahead_per_partition
+	// Schema is the topic's JSON Schema (version 1); empty for none. The
+	// HTTP layer compiled it; the node checks only its size and shape.
+	Schema []byte
 }
 
 // ListTopics lists topics by name, a page at a time (keyset pagination:
@@ -45,6 +48,9 @@ type AlterTopic struct {
 	VisibilityTimeoutMs *int64
 	InFlightMax         *int
 	AckedAheadMax       *int
+	// Schema, when set, becomes the topic's next schema version, if it
+	// only adds to the latest (meta.CheckSchemaEvolution).
+	Schema []byte
 }
 
 // DeleteTopic deletes a topic and all of its data.
@@ -65,6 +71,13 @@ type Produce struct {
 	Topic   string
 	Records []ProduceRecord
 	Batch   bool
+	// SchemaID is the id of the schema version (meta.SchemaVersion.ID)
+	// every record was validated against, 0 for none. The node that
+	// receives the request from a client refuses it (ErrSchemaChanged)
+	// unless it is the id of the topic's latest applied version (or 0 for
+	// a topic without a schema); the parts it forwards are not checked
+	// again, and the peer codec does not carry the field.
+	SchemaID uint64
 }
 
 // Consume reserves up to Max records for the topic's visibility timeout.

@@ -46,12 +46,15 @@ func (n *Node) createTopic(id RequestID, r CreateTopic) {
 	n.propose(id, proposalCreateTopic, r.Name, meta.CreateTopic{
 		Name: info.Name, RetentionMs: info.RetentionMs, VisibilityTimeoutMs: info.VisibilityTimeoutMs,
 		MaxInFlightPerPartition: info.InFlightMax, MaxAckedAheadPerPartition: info.AckedAheadMax,
-		CreatedAtMs: n.nowMs, Owners: n.placePartitions(info.Name, 0, info.Partitions),
+		CreatedAtMs: n.nowMs, Owners: n.placePartitions(info.Name, 0, info.Partitions), Schema: r.Schema,
 	})
 }
 
 func (n *Node) newTopicInfo(r CreateTopic) (TopicInfo, error) {
 	if err := validTopicName(r.Name); err != nil {
+		return TopicInfo{}, err
+	}
+	if err := checkSchemaDocument(r.Schema); err != nil {
 		return TopicInfo{}, err
 	}
 	info := TopicInfo{
@@ -192,12 +195,16 @@ func (n *Node) alterTopic(id RequestID, r AlterTopic) {
 	if err == nil {
 		info, err = n.alteredInfo(t.info, r)
 	}
+	if err == nil {
+		err = n.checkSchemaChange(r)
+	}
 	if err != nil {
 		n.reply(id, nil, err)
 		return
 	}
 	cmd := meta.AlterTopic{Name: r.Name, RetentionMs: &info.RetentionMs, VisibilityTimeoutMs: &info.VisibilityTimeoutMs,
-		MaxInFlightPerPartition: &info.InFlightMax, MaxAckedAheadPerPartition: &info.AckedAheadMax}
+		MaxInFlightPerPartition: &info.InFlightMax, MaxAckedAheadPerPartition: &info.AckedAheadMax,
+		Schema: r.Schema, SchemaAfterVersion: t.info.SchemaVersion}
 	if info.Partitions > t.info.Partitions {
 		cmd.Partitions = &info.Partitions
 		cmd.NewOwners = n.placePartitions(info.Name, t.info.Partitions, info.Partitions)
@@ -206,8 +213,8 @@ func (n *Node) alterTopic(id RequestID, r AlterTopic) {
 }
 
 func (n *Node) alteredInfo(info TopicInfo, r AlterTopic) (TopicInfo, error) {
-	if r.Partitions == nil && r.RetentionMs == nil && r.VisibilityTimeoutMs == nil && r.InFlightMax == nil && r.AckedAheadMax == nil {
-		return info, Invalid("nothing to change: set at least one of partitions, retention_ms, visibility_timeout_ms, max_in_flight_per_partition, max_acked_ahead_per_partition")
+	if r.Partitions == nil && r.RetentionMs == nil && r.VisibilityTimeoutMs == nil && r.InFlightMax == nil && r.AckedAheadMax == nil && len(r.Schema) == 0 {
+		return info, Invalid("nothing to change: set at least one of partitions, retention_ms, visibility_timeout_ms, max_in_flight_per_partition, max_acked_ahead_per_partition, schema")
 	}
 	if r.Partitions != nil {
 		if *r.Partitions <= info.Partitions {

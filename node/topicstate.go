@@ -23,6 +23,8 @@ type topic struct {
 	info        TopicInfo
 	assignments []meta.Assignment
 	cursors     *topicCursors
+	// schemaID is the id of the latest schema version, 0 for none.
+	schemaID uint64
 }
 
 // lookupTopic reads a topic from the local replica of the metastore.
@@ -36,7 +38,8 @@ func (n *Node) lookupTopic(name string) (*topic, bool) {
 		cursors = &topicCursors{}
 		n.cursors[name] = cursors
 	}
-	return &topic{info: topicInfoOf(record), assignments: record.Assignments, cursors: cursors}, true
+	latest, _ := record.LatestSchema()
+	return &topic{info: topicInfoOf(record), assignments: record.Assignments, cursors: cursors, schemaID: latest.ID}, true
 }
 
 func topicInfoOf(r meta.TopicRecord) TopicInfo {
@@ -44,6 +47,7 @@ func topicInfoOf(r meta.TopicRecord) TopicInfo {
 		Name: r.Name, Partitions: r.Partitions, RetentionMs: r.RetentionMs,
 		VisibilityTimeoutMs: r.VisibilityTimeoutMs, InFlightMax: r.MaxInFlightPerPartition,
 		AckedAheadMax: r.MaxAckedAheadPerPartition, CreatedAt: r.CreatedAtMs / 1000, Owner: r.CreatedBy,
+		SchemaVersion: latestSchemaVersion(r),
 	}
 }
 

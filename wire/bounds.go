@@ -9,7 +9,7 @@ import (
 // Version is the version of the envelope and frame formats. A decoder
 // refuses any other version with ErrVersion; a change of format that an
 // older node cannot read takes a new version.
-const Version = 2 // 2: Member carries Voter
+const Version = 3 // 2: Member carries Voter; 3: topics carry a JSON Schema
 
 // Bounds of the codec, checked on decode (an input over a bound returns
 // ErrTooLarge before anything of the claimed size is allocated) and
@@ -48,6 +48,8 @@ const (
 	KeyBytesMax = node.KeyBytesMax
 	// PayloadBytesMax bounds the payload of one record or message.
 	PayloadBytesMax = node.MessageBytesMax
+	// SchemaBytesMax bounds the JSON Schema of CreateTopic and AlterTopic.
+	SchemaBytesMax = node.SchemaBytesMax
 	// RecordsMax bounds Produce.Records and ProduceResult.Records.
 	RecordsMax = node.ProduceBatchRecordsMax
 	// MessagesMax bounds ConsumeResult.Messages.
@@ -129,6 +131,7 @@ var (
 	labelLimit          = limit{"LabelBytesMax", LabelBytesMax}
 	keyLimit            = limit{"KeyBytesMax", KeyBytesMax}
 	payloadLimit        = limit{"PayloadBytesMax", PayloadBytesMax}
+	schemaLimit         = limit{"SchemaBytesMax", SchemaBytesMax}
 	raftMessageLimit    = limit{"RaftMessageBytesMax", RaftMessageBytesMax}
 	recordsLimit        = limit{"RecordsMax", RecordsMax}
 	messagesLimit       = limit{"MessagesMax", MessagesMax}
@@ -148,7 +151,7 @@ var (
 const (
 	produceRecordBytesMin   = 3  // key length, partition, payload length
 	receiptHandleBytesMin   = 1  // length
-	topicInfoBytesMin       = 8  // eight one-byte fields
+	topicInfoBytesMin       = 9  // nine one-byte fields
 	partitionStatsBytesMin  = 11 // eleven one-byte fields
 	placementBytesMin       = 2  // partition, offset
 	consumedMessageBytesMin = 8  // eight one-byte fields

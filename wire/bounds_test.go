@@ -143,6 +143,7 @@ func TestWiretestBoundsAgree(t *testing.T) {
 	require.Equal(t, ErrorMessageBytesMax, wiretest.ErrorMessageBytesMax)
 	require.Equal(t, AddressBytesMax, wiretest.AddressBytesMax)
 	require.Equal(t, LabelBytesMax, wiretest.LabelBytesMax)
+	require.Equal(t, SchemaBytesMax, wiretest.SchemaBytesMax)
 }
 
 // TestBoundRelations: the relations between bounds the codec relies on.

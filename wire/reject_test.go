@@ -183,6 +183,8 @@ func overBoundCases() []overBoundCase {
 		{addressLimit, replyOf(node.MembersResult{Members: []node.Member{{Addr: over(addressLimit)}}})},
 		{labelLimit, replyOf(node.MovesResult{Moves: []node.Move{{Phase: over(labelLimit)}}})},
 		{keyLimit, forwardOf(node.Produce{Records: []node.ProduceRecord{{Key: []byte(over(keyLimit))}}})},
+		{schemaLimit, forwardOf(node.CreateTopic{Schema: []byte(over(schemaLimit))})},
+		{schemaLimit, forwardOf(node.AlterTopic{Schema: []byte(over(schemaLimit))})},
 		{payloadLimit, replyOf(node.ReplayResult{Message: &node.Message{Payload: []byte(over(payloadLimit))}})},
 		{recordsLimit, forwardOf(node.Produce{Records: make([]node.ProduceRecord, recordsLimit.max+1)})},
 		{messagesLimit, replyOf(node.ConsumeResult{Messages: make([]node.Message, messagesLimit.max+1)})},

@@ -95,6 +95,7 @@ func (e *encoder) createTopic(r node.CreateTopic) {
 	e.varint(r.VisibilityTimeoutMs)
 	e.int(r.InFlightMax)
 	e.int(r.AckedAheadMax)
+	e.bytes(r.Schema, schemaLimit)
 }
 
 func (d *decoder) createTopic() node.CreateTopic {
@@ -105,6 +106,7 @@ func (d *decoder) createTopic() node.CreateTopic {
 		VisibilityTimeoutMs: d.varint(),
 		InFlightMax:         d.int(),
 		AckedAheadMax:       d.int(),
+		Schema:              d.bytes(schemaLimit),
 	}
 }
 
@@ -118,6 +120,7 @@ func (e *encoder) alterTopic(r node.AlterTopic) {
 	e.optionalInt64(r.VisibilityTimeoutMs)
 	e.optionalInt(r.InFlightMax)
 	e.optionalInt(r.AckedAheadMax)
+	e.bytes(r.Schema, schemaLimit)
 }
 
 func (d *decoder) alterTopic() node.AlterTopic {
@@ -128,6 +131,7 @@ func (d *decoder) alterTopic() node.AlterTopic {
 		VisibilityTimeoutMs: d.optionalInt64(),
 		InFlightMax:         d.optionalInt(),
 		AckedAheadMax:       d.optionalInt(),
+		Schema:              d.bytes(schemaLimit),
 	}
 }
 

@@ -85,6 +85,7 @@ func (e *encoder) topicInfo(r *node.TopicInfo) {
 	e.int(r.AckedAheadMax)
 	e.varint(r.CreatedAt)
 	e.string(r.Owner, nodeIDLimit)
+	e.int(r.SchemaVersion)
 }
 
 func (d *decoder) topicInfo() node.TopicInfo {
@@ -97,6 +98,7 @@ func (d *decoder) topicInfo() node.TopicInfo {
 		AckedAheadMax:       d.int(),
 		CreatedAt:           d.varint(),
 		Owner:               d.string(nodeIDLimit),
+		SchemaVersion:       d.int(),
 	}
 }
 

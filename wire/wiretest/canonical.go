@@ -40,6 +40,12 @@ func canonicalRequest(request node.Request) node.Request {
 	case node.Ack:
 		r.Handles = nilIfEmpty(r.Handles)
 		return r
+	case node.CreateTopic:
+		r.Schema = nilIfEmpty(r.Schema)
+		return r
+	case node.AlterTopic:
+		r.Schema = nilIfEmpty(r.Schema)
+		return r
 	}
 	return request
 }

@@ -12,7 +12,8 @@ func Request() *rapid.Generator[node.Request] {
 		rapid.Custom(func(t *rapid.T) node.Request {
 			return node.CreateTopic{Name: topic().Draw(t, "name"), Partitions: rapid.Int().Draw(t, "partitions"),
 				RetentionMs: rapid.Int64().Draw(t, "retention"), VisibilityTimeoutMs: rapid.Int64().Draw(t, "visibility"),
-				InFlightMax: rapid.Int().Draw(t, "inFlight"), AckedAheadMax: rapid.Int().Draw(t, "ackedAhead")}
+				InFlightMax: rapid.Int().Draw(t, "inFlight"), AckedAheadMax: rapid.Int().Draw(t, "ackedAhead"),
+				Schema: rapid.SliceOfN(rapid.Byte(), 0, 64).Draw(t, "schema")}
 		}),
 		rapid.Custom(func(t *rapid.T) node.Request {
 			return node.ListTopics{Limit: rapid.Int().Draw(t, "limit"), PageToken: topic().Draw(t, "token")}
@@ -23,7 +24,8 @@ func Request() *rapid.Generator[node.Request] {
 		rapid.Custom(func(t *rapid.T) node.Request {
 			return node.AlterTopic{Name: topic().Draw(t, "name"), Partitions: optional(t, "partitions", rapid.Int()),
 				RetentionMs: optional(t, "retention", rapid.Int64()), VisibilityTimeoutMs: optional(t, "visibility", rapid.Int64()),
-				InFlightMax: optional(t, "inFlight", rapid.Int()), AckedAheadMax: optional(t, "ackedAhead", rapid.Int())}
+				InFlightMax: optional(t, "inFlight", rapid.Int()), AckedAheadMax: optional(t, "ackedAhead", rapid.Int()),
+				Schema: rapid.SliceOfN(rapid.Byte(), 0, 64).Draw(t, "schema")}
 		}),
 		rapid.Custom(func(t *rapid.T) node.Request { return node.DeleteTopic{Name: topic().Draw(t, "name")} }),
 		rapid.Custom(func(t *rapid.T) node.Request {

@@ -68,7 +68,8 @@ func topicInfo() *rapid.Generator[node.TopicInfo] {
 		return node.TopicInfo{Name: topic().Draw(t, "name"), Partitions: rapid.Int().Draw(t, "partitions"),
 			RetentionMs: rapid.Int64().Draw(t, "retention"), VisibilityTimeoutMs: rapid.Int64().Draw(t, "visibility"),
 			InFlightMax: rapid.Int().Draw(t, "inFlight"), AckedAheadMax: rapid.Int().Draw(t, "ackedAhead"),
-			CreatedAt: rapid.Int64().Draw(t, "created"), Owner: nodeID().Draw(t, "owner")}
+			CreatedAt: rapid.Int64().Draw(t, "created"), Owner: nodeID().Draw(t, "owner"),
+			SchemaVersion: rapid.Int().Draw(t, "schemaVersion")}
 	})
 }
 

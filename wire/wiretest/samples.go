@@ -26,6 +26,7 @@ const (
 	ErrorMessageBytesMax  = 4 << 10
 	AddressBytesMax       = 1 << 10
 	LabelBytesMax         = 64
+	SchemaBytesMax        = 256 << 10
 )
 
 // Samples returns canonical envelopes covering every peer message type,

@@ -31,7 +31,8 @@ func topicRequestSamples() []NamedRequest {
 	return []NamedRequest{
 		{"CreateTopic/zero", node.CreateTopic{}},
 		{"CreateTopic/max", node.CreateTopic{Name: MaxTopic(), Partitions: math.MaxInt, RetentionMs: math.MaxInt64,
-			VisibilityTimeoutMs: math.MaxInt64, InFlightMax: math.MaxInt, AckedAheadMax: math.MaxInt}},
+			VisibilityTimeoutMs: math.MaxInt64, InFlightMax: math.MaxInt, AckedAheadMax: math.MaxInt,
+			Schema: bytes.Repeat([]byte("s"), SchemaBytesMax)}},
 		{"CreateTopic/min", node.CreateTopic{Name: "t", Partitions: math.MinInt, RetentionMs: math.MinInt64,
 			VisibilityTimeoutMs: -1, InFlightMax: math.MinInt, AckedAheadMax: -1}},
 		{"ListTopics/zero", node.ListTopics{}},
@@ -42,7 +43,8 @@ func topicRequestSamples() []NamedRequest {
 		{"AlterTopic/all-zero", node.AlterTopic{Name: "orders", Partitions: &zero, RetentionMs: &zero64,
 			VisibilityTimeoutMs: &zero64, InFlightMax: &zero, AckedAheadMax: &zero}},
 		{"AlterTopic/extremes", node.AlterTopic{Name: MaxTopic(), Partitions: &maxInt, RetentionMs: &minInt64,
-			InFlightMax: &maxInt}},
+			InFlightMax: &maxInt, Schema: bytes.Repeat([]byte("s"), SchemaBytesMax)}},
+		{"AlterTopic/schema", node.AlterTopic{Name: "orders", Schema: []byte(`{"type":"object"}`)}},
 		{"DeleteTopic/zero", node.DeleteTopic{}},
 		{"DeleteTopic/max", node.DeleteTopic{Name: MaxTopic()}},
 	}

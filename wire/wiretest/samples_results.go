@@ -74,7 +74,7 @@ func clusterResultSamples() []NamedResult {
 func MaxTopicInfo() node.TopicInfo {
 	return node.TopicInfo{Name: MaxTopic(), Partitions: math.MaxInt, RetentionMs: math.MaxInt64,
 		VisibilityTimeoutMs: math.MinInt64, InFlightMax: math.MaxInt, AckedAheadMax: math.MinInt,
-		CreatedAt: math.MaxInt64, Owner: strings.Repeat("o", NodeIDBytesMax)}
+		CreatedAt: math.MaxInt64, Owner: strings.Repeat("o", NodeIDBytesMax), SchemaVersion: math.MaxInt}
 }
 
 // MaxPartitionStats is a PartitionStats with every field at an extreme.
