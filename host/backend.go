@@ -80,5 +80,8 @@ func (b *backend) Ready() error {
 	}
 }
 
+// TopicSchemas implements httpapi.Backend.
+func (b *backend) TopicSchemas(topic string) []node.SchemaVersion { return b.loop.topicSchemas(topic) }
+
 // ShuttingDown implements httpapi.Backend.
 func (b *backend) ShuttingDown() bool { return b.shuttingDown.Load() }

@@ -84,6 +84,10 @@ type loop struct {
 	// serving holds the node's last Serving() answer (nil when ready),
 	// published by the loop for the readiness probe.
 	serving atomic.Pointer[servingState]
+	// schemas is the node's schema view (kept versions by topic), rebuilt
+	// by the loop after a persist that changed the node's SchemaEpoch and
+	// before that round's replies leave; never changed once published.
+	schemas atomic.Pointer[schemaView]
 	// failed is set, under failedMu, when persisting failed; the loop has
 	// then stopped and every Do answers 503.
 	failedMu sync.Mutex
@@ -232,6 +236,7 @@ func (l *loop) feed(in input) {
 // then advance. A Ready whose persist failed sends and answers nothing.
 func (l *loop) flush() error {
 	defer l.publishServing()
+	l.publishSchemas()
 	l.answeredLastFlush = 0
 	for l.node.HasReady() {
 		rd := l.node.Ready()
@@ -239,6 +244,7 @@ func (l *loop) flush() error {
 			l.failPending(node.Unavailable("node storage failed; retry: %v", err))
 			return fmt.Errorf("persist: %w", err)
 		}
+		l.publishSchemas()
 		l.send(rd.Messages)
 		for _, reply := range rd.Replies {
 			l.deliver(reply)
@@ -304,6 +310,34 @@ func (l *loop) failPending(err error) {
 func (l *loop) sleepDuration() time.Duration {
 	untilMs := l.node.NextDeadlineMs() - l.clock().UnixMilli()
 	return min(max(time.Duration(untilMs)*time.Millisecond, time.Millisecond), tickIntervalMax)
+}
+
+// schemaView is the node's schemas at one SchemaEpoch, for the HTTP layer.
+type schemaView struct {
+	epoch   uint64
+	byTopic map[string][]node.SchemaVersion
+}
+
+// publishSchemas rebuilds the schema view when the applied metadata
+// changed a topic's schemas. It runs after every persist, before the
+// Ready's replies are delivered, so that a client told that a schema
+// version applied, or a produce refused because it did, finds that
+// version in the view.
+func (l *loop) publishSchemas() {
+	epoch := l.node.SchemaEpoch()
+	if view := l.schemas.Load(); view != nil && view.epoch == epoch {
+		return
+	}
+	l.schemas.Store(&schemaView{epoch: epoch, byTopic: l.node.TopicSchemas()})
+}
+
+// topicSchemas returns the published versions of a topic's schema. Safe
+// from any goroutine.
+func (l *loop) topicSchemas(topic string) []node.SchemaVersion {
+	if view := l.schemas.Load(); view != nil {
+		return view.byTopic[topic]
+	}
+	return nil
 }
 
 // servingState wraps the node's readiness answer for atomic publication.

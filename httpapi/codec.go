@@ -18,6 +18,9 @@ const (
 	RouteProduce     = "POST /v1/topics/{topic}/produce"
 	RouteConsume     = "GET /v1/topics/{topic}/consume"
 	RouteAck         = "POST /v1/topics/{topic}/ack"
+	// RouteTopicSchema reads a topic's schema back (API.md item 15); the
+	// handler answers it from the schemas the node published.
+	RouteTopicSchema = "GET /v1/topics/{topic}/schema"
 	RouteMembers     = "GET /v1/cluster/members"
 	RouteMoves       = "GET /v1/cluster/moves"
 	// RouteDecommission and RouteCancelDecommission start and cancel a
@@ -32,27 +35,33 @@ const (
 // decodeFunc decodes the request of one route.
 type decodeFunc func(c *Codec, r *http.Request) (node.Request, *ErrorResponse)
 
+// decodeLinesFunc decodes a produce: the request and, for a batch, the
+// NDJSON line of each record.
+type decodeLinesFunc func(c *Codec, r *http.Request) (node.Request, []int, *ErrorResponse)
+
 // routeTable lists every route with its decoder; a nil decoder marks a
 // route the server answers itself (health, readiness, metrics).
 var routeTable = []struct {
-	pattern string
-	decode  decodeFunc
+	pattern     string
+	decode      decodeFunc
+	decodeLines decodeLinesFunc // set instead of decode for produce
 }{
-	{RouteCreateTopic, decodeCreateTopic},
-	{RouteListTopics, decodeListTopics},
-	{RouteGetTopic, decodeGetTopic},
-	{RouteAlterTopic, decodeAlterTopic},
-	{RouteDeleteTopic, decodeDeleteTopic},
-	{RouteProduce, decodeProduce},
-	{RouteConsume, decodeConsume},
-	{RouteAck, decodeAck},
-	{RouteMembers, decodeListMembers},
-	{RouteMoves, decodeListMoves},
-	{RouteDecommission, decodeDecommission},
-	{RouteCancelDecommission, decodeDecommission},
-	{RouteHealth, nil},
-	{RouteReady, nil},
-	{RouteMetrics, nil},
+	{RouteCreateTopic, decodeCreateTopic, nil},
+	{RouteListTopics, decodeListTopics, nil},
+	{RouteGetTopic, decodeGetTopic, nil},
+	{RouteAlterTopic, decodeAlterTopic, nil},
+	{RouteDeleteTopic, decodeDeleteTopic, nil},
+	{RouteProduce, nil, decodeProduce},
+	{RouteConsume, decodeConsume, nil},
+	{RouteAck, decodeAck, nil},
+	{RouteTopicSchema, nil, nil},
+	{RouteMembers, decodeListMembers, nil},
+	{RouteMoves, decodeListMoves, nil},
+	{RouteDecommission, decodeDecommission, nil},
+	{RouteCancelDecommission, decodeDecommission, nil},
+	{RouteHealth, nil, nil},
+	{RouteReady, nil, nil},
+	{RouteMetrics, nil, nil},
 }
 
 // Codec decodes HTTP requests into node requests. It is safe for
@@ -72,7 +81,7 @@ func NewCodec(cfg CodecConfig) *Codec {
 	assert(err == nil, "invalid codec config: %v", err)
 	codec := &Codec{config: cfg, mux: http.NewServeMux()}
 	for _, route := range routeTable {
-		codec.mux.Handle(route.pattern, routeHandler{codec: codec, decode: route.decode})
+		codec.mux.Handle(route.pattern, routeHandler{codec: codec, decode: route.decode, decodeLines: route.decodeLines})
 	}
 	return codec
 }
@@ -84,9 +93,12 @@ type Decoded struct {
 	// constants. Decode sets it whenever a route matched, even when the
 	// request then failed to decode.
 	Route string
-	// Request is what to hand the node; nil for RouteHealth, RouteReady
-	// and RouteMetrics.
+	// Request is what to hand the node; nil for RouteHealth, RouteReady,
+	// RouteMetrics and RouteTopicSchema.
 	Request node.Request
+	// Lines[i] is the NDJSON line (from 1) of record i of a batch
+	// produce; nil otherwise.
+	Lines []int
 }
 
 // Decode routes r and decodes it. It reads r's body. On failure the
@@ -99,7 +111,7 @@ func (c *Codec) Decode(r *http.Request) (Decoded, *ErrorResponse) {
 	if !captured.routed {
 		return Decoded{}, captured.muxAnswer()
 	}
-	return Decoded{Route: captured.route, Request: captured.request}, captured.failure
+	return Decoded{Route: captured.route, Request: captured.request, Lines: captured.lines}, captured.failure
 }
 
 // route returns the pattern r matches, or "" when none does. It does not
@@ -112,8 +124,9 @@ func (c *Codec) route(r *http.Request) string {
 // routeHandler is the mux handler of one route: it decodes into the
 // capture it is served with.
 type routeHandler struct {
-	codec  *Codec
-	decode decodeFunc // nil: nothing to decode
+	codec       *Codec
+	decode      decodeFunc      // nil: nothing to decode, or decodeLines
+	decodeLines decodeLinesFunc // nil but for produce
 }
 
 func (h routeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -121,8 +134,11 @@ func (h routeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	assert(ok, "route handler served with a %T, want the capture of Decode", w)
 	captured.routed = true
 	captured.route = r.Pattern
-	if h.decode != nil {
+	switch {
+	case h.decode != nil:
 		captured.request, captured.failure = h.decode(h.codec, r)
+	case h.decodeLines != nil:
+		captured.request, captured.lines, captured.failure = h.decodeLines(h.codec, r)
 	}
 }
 
@@ -137,6 +153,7 @@ type capture struct {
 	routed  bool // a route handler ran
 	route   string
 	request node.Request
+	lines   []int
 	failure *ErrorResponse
 }
 

@@ -11,27 +11,29 @@ import (
 // mediaTypeNDJSON selects a batch produce (API.md item 9).
 const mediaTypeNDJSON = "application/x-ndjson"
 
-func decodeProduce(c *Codec, r *http.Request) (node.Request, *ErrorResponse) {
+// decodeProduce decodes a single or batch produce; for a batch it also
+// returns each record's NDJSON line, which schema violations name.
+func decodeProduce(c *Codec, r *http.Request) (node.Request, []int, *ErrorResponse) {
 	topic, failed := pathTopic(r)
 	if failed != nil {
-		return nil, failed
+		return nil, nil, failed
 	}
 	query, failed := parseQuery(r)
 	if failed != nil {
-		return nil, failed
+		return nil, nil, failed
 	}
 	if hasMediaType(r, mediaTypeNDJSON) {
-		records, failed := c.decodeProduceBatch(r, query)
+		records, lines, failed := c.decodeProduceBatch(r, query)
 		if failed != nil {
-			return nil, failed
+			return nil, nil, failed
 		}
-		return node.Produce{Topic: topic, Records: records, Batch: true}, nil
+		return node.Produce{Topic: topic, Records: records, Batch: true}, lines, nil
 	}
 	record, failed := c.decodeProduceSingle(r, query)
 	if failed != nil {
-		return nil, failed
+		return nil, nil, failed
 	}
-	return node.Produce{Topic: topic, Records: []node.ProduceRecord{record}}, nil
+	return node.Produce{Topic: topic, Records: []node.ProduceRecord{record}}, nil, nil
 }
 
 // decodeProduceSingle decodes a raw-body produce (API.md §1.11): the body
@@ -69,31 +71,35 @@ var newline = []byte("\n")
 // line, within the record, per-record and total payload bounds. The keys
 // and JSON payloads of the records may be slices of the request body,
 // which is theirs from then on.
-func (c *Codec) decodeProduceBatch(r *http.Request, query url.Values) ([]node.ProduceRecord, *ErrorResponse) {
+func (c *Codec) decodeProduceBatch(r *http.Request, query url.Values) ([]node.ProduceRecord, []int, *ErrorResponse) {
 	if query.Has("key") || query.Has("partition") {
-		return nil, invalidf("key and partition go in the records of a batch produce, not in the query")
+		return nil, nil, invalidf("key and partition go in the records of a batch produce, not in the query")
 	}
 	body, failed := readBody(r, c.config.BatchBodyBytesMax)
 	if failed != nil {
-		return nil, failed
+		return nil, nil, failed
 	}
+	capacity := min(bytes.Count(body, newline)+1, node.ProduceBatchRecordsMax)
 	batch := batchBuilder{
-		records:         make([]node.ProduceRecord, 0, min(bytes.Count(body, newline)+1, node.ProduceBatchRecordsMax)),
+		records:         make([]node.ProduceRecord, 0, capacity),
+		lines:           make([]int, 0, capacity),
 		messageBytesMax: c.config.MessageBodyBytesMax,
 	}
 	if failed := batch.addLines(body); failed != nil {
-		return nil, failed
+		return nil, nil, failed
 	}
 	if len(batch.records) == 0 {
-		return nil, failure(ErrEmptyBatch)
+		return nil, nil, failure(ErrEmptyBatch)
 	}
-	return batch.records, nil
+	return batch.records, batch.lines, nil
 }
 
 // batchBuilder collects the records of a batch produce.
 type batchBuilder struct {
 	// records decoded so far; never more than node.ProduceBatchRecordsMax.
 	records []node.ProduceRecord
+	// lines[i] is the line (from 1) of records[i].
+	lines []int
 	// payloadBytes is the sum of the payload sizes of records; never more
 	// than node.ProduceBatchBytesMax.
 	payloadBytes int
@@ -137,5 +143,6 @@ func (b *batchBuilder) addLine(line []byte, lineNumber int) *ErrorResponse {
 	}
 	b.payloadBytes += len(record.Payload)
 	b.records = append(b.records, record)
+	b.lines = append(b.lines, lineNumber)
 	return nil
 }

@@ -34,7 +34,7 @@ func decodeCreateTopic(c *Codec, r *http.Request) (node.Request, *ErrorResponse)
 	if !validTopicName(body.Name) {
 		return nil, failure(errInvalidTopicName)
 	}
-	if failed := rejectUnsupported(body.Schema, body.Parent != "", body.FanoutDelayMs != 0); failed != nil {
+	if failed := rejectUnsupported(body.Parent != "", body.FanoutDelayMs != 0); failed != nil {
 		return nil, failed
 	}
 	request := node.CreateTopic{
@@ -44,6 +44,7 @@ func decodeCreateTopic(c *Codec, r *http.Request) (node.Request, *ErrorResponse)
 		VisibilityTimeoutMs: body.VisibilityTimeoutMs,
 		InFlightMax:         body.InFlightMax,
 		AckedAheadMax:       body.AckedAheadMax,
+		Schema:              schemaOf(body.Schema),
 	}
 	if failed := rejectNegative(createFields(request)); failed != nil {
 		return nil, failed
@@ -51,13 +52,20 @@ func decodeCreateTopic(c *Codec, r *http.Request) (node.Request, *ErrorResponse)
 	return request, nil
 }
 
+// schemaOf returns the schema of a body: nil when absent or null. The
+// handler compiles it before the request reaches the node.
+func schemaOf(schema json.RawMessage) []byte {
+	if len(schema) == 0 || string(schema) == "null" {
+		return nil
+	}
+	return schema
+}
+
 // rejectUnsupported fails on the fields of API.md that this server does
-// not implement yet: a JSON schema and fan-out (parent, delay). Their zero
-// values (absent, null, "", 0) are accepted, since clients send them.
-func rejectUnsupported(schema json.RawMessage, hasParent, hasDelay bool) *ErrorResponse {
+// not implement yet: fan-out (parent, delay). Their zero values (absent,
+// null, "", 0) are accepted, since clients send them.
+func rejectUnsupported(hasParent, hasDelay bool) *ErrorResponse {
 	switch {
-	case len(schema) > 0 && string(schema) != "null":
-		return invalidf("schema is not supported by this server")
 	case hasParent:
 		return invalidf("parent is not supported by this server")
 	case hasDelay:
@@ -142,9 +150,6 @@ func decodeAlterTopic(c *Codec, r *http.Request) (node.Request, *ErrorResponse) 
 	if failed := c.readJSONBody(r, &body); failed != nil {
 		return nil, failed
 	}
-	if failed := rejectUnsupported(body.Schema, false, false); failed != nil {
-		return nil, failed
-	}
 	request := node.AlterTopic{
 		Name:                name,
 		Partitions:          body.Partitions,
@@ -152,9 +157,10 @@ func decodeAlterTopic(c *Codec, r *http.Request) (node.Request, *ErrorResponse) 
 		VisibilityTimeoutMs: body.VisibilityTimeoutMs,
 		InFlightMax:         body.InFlightMax,
 		AckedAheadMax:       body.AckedAheadMax,
+		Schema:              schemaOf(body.Schema),
 	}
 	fields := alterFields(request)
-	if !anySet(fields) {
+	if !anySet(fields) && request.Schema == nil {
 		return nil, failure(ErrAlterNothing)
 	}
 	if failed := rejectNegative(fields); failed != nil {

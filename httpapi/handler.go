@@ -23,6 +23,12 @@ type Backend interface {
 	Ready() error
 	// ShuttingDown is true once graceful shutdown has started (healthz).
 	ShuttingDown() bool
+	// TopicSchemas returns the kept versions of a topic's JSON Schema,
+	// oldest first, as the node last published them: after applying them
+	// and before answering any request that depends on them. It returns
+	// nil for a topic without a schema or unknown to the node. The slice
+	// and its documents must not be changed.
+	TopicSchemas(topic string) []node.SchemaVersion
 }
 
 // NewHandler is the HTTP server of one node. Middleware, outer to inner:
@@ -36,6 +42,7 @@ func NewHandler(b Backend, codec *Codec, reg *prometheus.Registry, logger *slog.
 		backend: b,
 		codec:   codec,
 		metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}),
+		schemas: newSchemaRegistry(newSchemaMetrics(reg)),
 	}
 	return metrics.middleware(codec.route, recoverPanics(logger, routes))
 }
@@ -46,6 +53,7 @@ type apiHandler struct {
 	backend Backend
 	codec   *Codec
 	metrics http.Handler // Prometheus exposition of the registry
+	schemas *schemaRegistry
 }
 
 func (h *apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -61,6 +69,12 @@ func (h *apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.readiness().Write(w)
 	case RouteMetrics:
 		h.metrics.ServeHTTP(w, r)
+	case RouteTopicSchema:
+		h.topicSchema(r).Write(w)
+	case RouteProduce:
+		h.produce(r.Context(), decoded.Request.(node.Produce), decoded.Lines).Write(w)
+	case RouteCreateTopic, RouteAlterTopic:
+		h.changeTopic(r.Context(), decoded.Request).Write(w)
 	default:
 		reply := h.backend.Do(r.Context(), decoded.Request)
 		Encode(decoded.Request, reply).Write(w)

@@ -31,12 +31,20 @@ type tableBackend struct {
 	block     bool
 	entered   chan struct{}
 	cancelled chan error
+	// schemas is what TopicSchemas answers; onProduce, when set, answers
+	// a produce instead of the table (it runs with mu held).
+	schemas   map[string][]node.SchemaVersion
+	onProduce func(node.Produce) node.Reply
 }
 
 func (b *tableBackend) Do(ctx context.Context, req node.Request) node.Reply {
 	b.mu.Lock()
 	b.received = append(b.received, req)
 	block := b.block
+	if produce, ok := req.(node.Produce); ok && b.onProduce != nil {
+		defer b.mu.Unlock()
+		return b.onProduce(produce)
+	}
 	b.mu.Unlock()
 	if block {
 		close(b.entered)
@@ -67,6 +75,12 @@ func (b *tableBackend) Ready() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.readyErr
+}
+
+func (b *tableBackend) TopicSchemas(topic string) []node.SchemaVersion {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.schemas[topic]
 }
 
 func (b *tableBackend) ShuttingDown() bool {

@@ -14,9 +14,14 @@ func latestSchemaVersion(record meta.TopicRecord) int {
 	return latest.Version
 }
 
-// checkSchemaDocument checks a schema's size and shape; an empty one is
-// no schema.
-func checkSchemaDocument(document []byte) error {
+// SchemaVersion is one version of a topic's JSON Schema, as the metastore
+// keeps it.
+type SchemaVersion = meta.SchemaVersion
+
+// CheckSchemaDocument checks a schema's size (413) and shape (400: one
+// JSON object or boolean, nested at most meta.SchemaNestingMax deep); an
+// empty one is no schema. It does not compile the schema.
+func CheckSchemaDocument(document []byte) *Error {
 	if len(document) == 0 {
 		return nil
 	}
@@ -35,7 +40,7 @@ func (n *Node) checkSchemaChange(r AlterTopic) error {
 	if len(r.Schema) == 0 {
 		return nil
 	}
-	if err := checkSchemaDocument(r.Schema); err != nil {
+	if err := CheckSchemaDocument(r.Schema); err != nil {
 		return err
 	}
 	record, _ := n.meta.State().Topic(r.Name)
@@ -77,8 +82,8 @@ func (n *Node) SchemaEpoch() uint64 { return n.meta.State().SchemaEpoch() }
 // one, oldest first, by topic name: the view a driver publishes to the
 // HTTP layer. The documents are shared with the metastore and must not be
 // changed. Call it on the loop.
-func (n *Node) TopicSchemas() map[string][]meta.SchemaVersion {
-	schemas := map[string][]meta.SchemaVersion{}
+func (n *Node) TopicSchemas() map[string][]SchemaVersion {
+	schemas := map[string][]SchemaVersion{}
 	for _, record := range n.meta.State().Topics() {
 		if len(record.Schemas) > 0 {
 			schemas[record.Name] = record.Schemas

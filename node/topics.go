@@ -54,7 +54,7 @@ func (n *Node) newTopicInfo(r CreateTopic) (TopicInfo, error) {
 	if err := validTopicName(r.Name); err != nil {
 		return TopicInfo{}, err
 	}
-	if err := checkSchemaDocument(r.Schema); err != nil {
+	if err := CheckSchemaDocument(r.Schema); err != nil {
 		return TopicInfo{}, err
 	}
 	info := TopicInfo{

@@ -1,0 +1,291 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"narad/node"
+)
+
+// Bounds of JSON Schema handling (API.md §1.14). Compiling happens here,
+// on the HTTP goroutines, never on the node loop.
+const (
+	// SchemaCompileTimeout bounds the wait for one compile; a schema that
+	// takes longer is refused (400) and its compile runs on to its end in
+	// the background, holding its slot.
+	SchemaCompileTimeout = 2 * time.Second
+	// schemaCompilesMax bounds the compiles running at once (timed-out
+	// ones included); one more waits for a slot until its own timeout,
+	// then gets 503.
+	schemaCompilesMax = 4
+	// schemaCacheEntriesMax bounds the compiled schema versions kept; the
+	// least recently used one is dropped beyond it.
+	schemaCacheEntriesMax = 1024
+	// schemaRevalidationsMax bounds how often a produce is validated again
+	// because the topic's schema changed meanwhile; then it is answered
+	// 503 (retry).
+	schemaRevalidationsMax = 3
+	// schemaResourceURL names a topic's schema inside the compiler; it is
+	// never fetched.
+	schemaResourceURL = "urn:narad:topic-schema"
+)
+
+var violationPrinter = message.NewPrinter(language.English)
+
+// errRemoteSchemas is what the compiler's loader answers for every URL: a
+// topic's schema must be self-contained, and nothing is ever fetched (no
+// network, no files).
+var errRemoteSchemas = errors.New("schemas are never loaded from a URL or a file: a topic's schema must be self-contained")
+
+type refusingLoader struct{}
+
+func (refusingLoader) Load(url string) (any, error) { return nil, errRemoteSchemas }
+
+// schemaMetrics are the series of schema handling, registered once.
+type schemaMetrics struct {
+	rejections   *prometheus.CounterVec // topic, reason
+	compiles     *prometheus.CounterVec // result
+	compiling    prometheus.Gauge
+	cacheEntries prometheus.Gauge
+}
+
+func newSchemaMetrics(reg prometheus.Registerer) *schemaMetrics {
+	metrics := &schemaMetrics{
+		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "narad", Name: "produce_rejections_total",
+			Help: "Produce requests refused by topic and reason (schema: a record broke the topic's JSON Schema).",
+		}, []string{"topic", "reason"}),
+		compiles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "narad", Subsystem: "schema", Name: "compiles_total",
+			Help: "JSON Schema compiles by result: ok, invalid, timeout, busy (no compile slot in time).",
+		}, []string{"result"}),
+		compiling: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "narad", Subsystem: "schema", Name: "compiles_running",
+			Help: fmt.Sprintf("JSON Schema compiles running, timed-out ones included (at most %d).", schemaCompilesMax),
+		}),
+		cacheEntries: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "narad", Subsystem: "schema", Name: "cache_entries",
+			Help: fmt.Sprintf("Compiled schema versions cached (at most %d).", schemaCacheEntriesMax),
+		}),
+	}
+	reg.MustRegister(metrics.rejections, metrics.compiles, metrics.compiling, metrics.cacheEntries)
+	return metrics
+}
+
+// schemaRegistry compiles schemas off the node loop and caches compiled
+// versions. Safe for concurrent use.
+type schemaRegistry struct {
+	metrics *schemaMetrics
+	// slots holds one token per running compile; its capacity is
+	// schemaCompilesMax.
+	slots chan struct{}
+	// timeout bounds one compile; SchemaCompileTimeout but for tests.
+	timeout time.Duration
+
+	mu sync.Mutex
+	// cache maps a version's id (unique to a topic and version over the
+	// cluster's life) to its compile; at most schemaCacheEntriesMax.
+	cache map[uint64]*compiledSchema
+	// uses counts cache lookups, to find the least recently used entry.
+	uses uint64
+}
+
+// compiledSchema is one cached compile. ready is closed once schema or
+// err is set; neither changes afterwards.
+type compiledSchema struct {
+	ready    chan struct{}
+	schema   *jsonschema.Schema
+	err      *node.Error
+	lastUsed uint64 // guarded by the registry's mu
+}
+
+func newSchemaRegistry(metrics *schemaMetrics) *schemaRegistry {
+	return &schemaRegistry{metrics: metrics, slots: make(chan struct{}, schemaCompilesMax),
+		timeout: SchemaCompileTimeout, cache: map[uint64]*compiledSchema{}}
+}
+
+// compile compiles document within the timeout: a 400 for a schema the
+// library refuses or that takes too long, a 503 when no compile slot frees
+// up in time.
+func (s *schemaRegistry) compile(ctx context.Context, document []byte) (*jsonschema.Schema, *node.Error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		s.metrics.compiles.WithLabelValues("busy").Inc()
+		return nil, node.Unavailable("too many schemas are being compiled; retry")
+	}
+	s.metrics.compiling.Inc()
+	type outcome struct {
+		schema *jsonschema.Schema
+		err    error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		defer func() { <-s.slots; s.metrics.compiling.Dec() }()
+		schema, err := compileDocument(document)
+		done <- outcome{schema, err}
+	}()
+	select {
+	case result := <-done:
+		if result.err != nil {
+			s.metrics.compiles.WithLabelValues("invalid").Inc()
+			return nil, node.Invalid("invalid schema: %s", oneLine(result.err.Error()))
+		}
+		s.metrics.compiles.WithLabelValues("ok").Inc()
+		return result.schema, nil
+	case <-ctx.Done():
+		s.metrics.compiles.WithLabelValues("timeout").Inc()
+		return nil, node.Invalid("invalid schema: it did not compile within %v", s.timeout)
+	}
+}
+
+// compileDocument compiles one self-contained schema; a panic of the
+// library is a refusal, never a crash.
+func compileDocument(document []byte) (schema *jsonschema.Schema, err error) {
+	defer func() {
+		if recovered := recover(); recovered != nil {
+			schema, err = nil, fmt.Errorf("the schema compiler failed: %v", recovered)
+		}
+	}()
+	parsed, err := jsonschema.UnmarshalJSON(bytes.NewReader(document))
+	if err != nil {
+		return nil, err
+	}
+	compiler := jsonschema.NewCompiler()
+	compiler.UseLoader(refusingLoader{})
+	compiler.DefaultDraft(jsonschema.Draft2020)
+	if err := compiler.AddResource(schemaResourceURL, parsed); err != nil {
+		return nil, err
+	}
+	return compiler.Compile(schemaResourceURL)
+}
+
+// compiled returns the compiled schema of a version, compiling it on a
+// miss; concurrent misses of one version share one compile.
+func (s *schemaRegistry) compiled(ctx context.Context, version node.SchemaVersion) (*jsonschema.Schema, *node.Error) {
+	s.mu.Lock()
+	s.uses++
+	entry, found := s.cache[version.ID]
+	if found {
+		entry.lastUsed = s.uses
+		s.mu.Unlock()
+		<-entry.ready
+		return entry.schema, entry.err
+	}
+	entry = &compiledSchema{ready: make(chan struct{}), lastUsed: s.uses}
+	s.cache[version.ID] = entry
+	s.evictBeyondBound()
+	s.mu.Unlock()
+
+	entry.schema, entry.err = s.compile(ctx, version.Document)
+	if entry.err != nil && entry.err.Code != node.CodeInvalid {
+		s.forget(version.ID, entry) // a busy registry may do better next time
+	}
+	close(entry.ready)
+	return entry.schema, entry.err
+}
+
+// evictBeyondBound drops the least recently used entries beyond the
+// bound. Called with mu held.
+func (s *schemaRegistry) evictBeyondBound() {
+	for len(s.cache) > schemaCacheEntriesMax {
+		var oldestID uint64
+		oldest := uint64(0)
+		for id, entry := range s.cache {
+			if oldest == 0 || entry.lastUsed < oldest {
+				oldestID, oldest = id, entry.lastUsed
+			}
+		}
+		delete(s.cache, oldestID)
+	}
+	s.metrics.cacheEntries.Set(float64(len(s.cache)))
+}
+
+func (s *schemaRegistry) forget(id uint64, entry *compiledSchema) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cache[id] == entry {
+		delete(s.cache, id)
+	}
+	s.metrics.cacheEntries.Set(float64(len(s.cache)))
+}
+
+// checkDocument checks a schema sent to create or alter a topic: its
+// size (413), its shape and nesting, and that it compiles in time.
+func (s *schemaRegistry) checkDocument(ctx context.Context, document []byte) *ErrorResponse {
+	if len(document) > node.SchemaBytesMax {
+		return failure(node.TooLarge("schema is %d bytes, at most %d (256 KiB)", len(document), node.SchemaBytesMax))
+	}
+	if err := node.CheckSchemaDocument(document); err != nil {
+		return failure(err)
+	}
+	if _, err := s.compile(ctx, document); err != nil {
+		return failure(err)
+	}
+	return nil
+}
+
+// validate checks every record of a produce against a schema version:
+// the first record that is not JSON or breaks the schema fails the whole
+// request (400), naming the record (its line in a batch) and the first
+// violation. lines[i] is record i's line, nil for a single produce.
+func (s *schemaRegistry) validate(ctx context.Context, topic string, version node.SchemaVersion, records []node.ProduceRecord, lines []int) *ErrorResponse {
+	schema, err := s.compiled(ctx, version)
+	if err != nil {
+		if err.Code == node.CodeInvalid { // an applied version that does not compile here
+			return failure(node.Internal("schema version %d of topic %s does not compile on this node: %s", version.Version, topic, err.Message))
+		}
+		return failure(err)
+	}
+	for i, record := range records {
+		problem := violation(schema, record.Payload)
+		if problem == "" {
+			continue
+		}
+		s.metrics.rejections.WithLabelValues(topic, "schema").Inc()
+		where := "the message"
+		if lines != nil {
+			where = fmt.Sprintf("record %d (ndjson line %d)", i+1, lines[i])
+		}
+		return invalidf("%s does not match the schema of topic %s (version %d): %s", where, topic, version.Version, problem)
+	}
+	return nil
+}
+
+// violation returns the first way payload breaks schema, "" if it does
+// not.
+func violation(schema *jsonschema.Schema, payload []byte) string {
+	instance, err := jsonschema.UnmarshalJSON(bytes.NewReader(payload))
+	if err != nil {
+		return "the payload is not JSON, and a topic with a schema accepts only JSON payloads (" + oneLine(err.Error()) + ")"
+	}
+	err = schema.Validate(instance)
+	if err == nil {
+		return ""
+	}
+	var failed *jsonschema.ValidationError
+	if !errors.As(err, &failed) {
+		return oneLine(err.Error())
+	}
+	for len(failed.Causes) > 0 {
+		failed = failed.Causes[0]
+	}
+	return fmt.Sprintf("at %q: %s", "/"+strings.Join(failed.InstanceLocation, "/"), failed.ErrorKind.LocalizedString(violationPrinter))
+}
+
+// oneLine joins a multi-line library message into one line.
+func oneLine(text string) string {
+	return strings.Join(strings.Fields(text), " ")
+}
