@@ -22,8 +22,8 @@ const (
 	MessageBytesMax        = 1 << 20 // payload bytes of one record
 	KeyBytesMax            = 4 << 10 // key bytes of one record
 	SchemaBytesMax         = meta.SchemaBytesMax
-	AckBatchHandlesMax     = 1000    // handles of one batch ack
-	PartitionsMin          = 3       // a topic has at least this many partitions
+	AckBatchHandlesMax     = 1000 // handles of one batch ack
+	PartitionsMin          = 3    // a topic has at least this many partitions
 	RetentionMsMin         = 3_600_000
 	// retentionForever as a topic's retention keeps records forever; a
 	// topic gets it only from a keep-forever node default.
