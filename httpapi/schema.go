@@ -35,9 +35,11 @@ const (
 	// because the topic's schema changed meanwhile; then it is answered
 	// 503 (retry).
 	schemaRevalidationsMax = 3
-	// schemaResourceURL names a topic's schema inside the compiler; it is
-	// never fetched.
-	schemaResourceURL = "urn:narad:topic-schema"
+	// schemaResourceURL names a topic's schema inside the compiler, so
+	// that relative references resolve under it (and are refused by the
+	// loader, like every other URL). It is never fetched; .invalid is a
+	// reserved top-level domain.
+	schemaResourceURL = "https://narad.invalid/topic-schema.json"
 )
 
 var violationPrinter = message.NewPrinter(language.English)
@@ -91,6 +93,8 @@ type schemaRegistry struct {
 	slots chan struct{}
 	// timeout bounds one compile; SchemaCompileTimeout but for tests.
 	timeout time.Duration
+	// compileFunc compiles one document: compileDocument but for tests.
+	compileFunc func(document []byte) (*jsonschema.Schema, error)
 
 	mu sync.Mutex
 	// cache maps a version's id (unique to a topic and version over the
@@ -111,7 +115,7 @@ type compiledSchema struct {
 
 func newSchemaRegistry(metrics *schemaMetrics) *schemaRegistry {
 	return &schemaRegistry{metrics: metrics, slots: make(chan struct{}, schemaCompilesMax),
-		timeout: SchemaCompileTimeout, cache: map[uint64]*compiledSchema{}}
+		timeout: SchemaCompileTimeout, compileFunc: compileDocument, cache: map[uint64]*compiledSchema{}}
 }
 
 // compile compiles document within the timeout: a 400 for a schema the
@@ -134,7 +138,7 @@ func (s *schemaRegistry) compile(ctx context.Context, document []byte) (*jsonsch
 	done := make(chan outcome, 1)
 	go func() {
 		defer func() { <-s.slots; s.metrics.compiling.Dec() }()
-		schema, err := compileDocument(document)
+		schema, err := s.compileFunc(document)
 		done <- outcome{schema, err}
 	}()
 	select {
@@ -282,7 +286,11 @@ func violation(schema *jsonschema.Schema, payload []byte) string {
 	for len(failed.Causes) > 0 {
 		failed = failed.Causes[0]
 	}
-	return fmt.Sprintf("at %q: %s", "/"+strings.Join(failed.InstanceLocation, "/"), failed.ErrorKind.LocalizedString(violationPrinter))
+	where := "at the root"
+	if len(failed.InstanceLocation) > 0 {
+		where = "at /" + strings.Join(failed.InstanceLocation, "/")
+	}
+	return where + ": " + failed.ErrorKind.LocalizedString(violationPrinter)
 }
 
 // oneLine joins a multi-line library message into one line.

@@ -1,0 +1,160 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/stretchr/testify/require"
+
+	"narad/node"
+)
+
+var (
+	anyObject   = node.SchemaVersion{Version: 1, ID: 11, Document: []byte(`{"type":"object"}`)}
+	idRequired  = node.SchemaVersion{Version: 2, ID: 12, Document: []byte(`{"type":"object","required":["id"]}`)}
+	produceJSON = func(body string) (string, string, string) { return "POST", "/v1/topics/orders/produce", body }
+)
+
+// Property: when the node refuses a produce because a newer schema
+// version applied after the handler validated, the handler validates
+// again with the newer version: a record the newer version refuses is
+// refused (400), one it accepts is resubmitted naming it. The node is
+// never handed records validated against an older version than the one
+// it says is applied.
+func TestProduceRevalidatesWhenTheSchemaChanged(t *testing.T) {
+	for _, c := range []struct {
+		body       string
+		wantStatus int
+		wantIDs    []uint64
+	}{
+		{body: `{}`, wantStatus: 400, wantIDs: []uint64{11}},
+		{body: `{"id":"a"}`, wantStatus: 202, wantIDs: []uint64{11, 12}},
+	} {
+		fixture := newHandlerFixture(t)
+		backend := fixture.backend
+		backend.schemas = map[string][]node.SchemaVersion{"orders": {anyObject}}
+		var submitted []uint64
+		backend.onProduce = func(r node.Produce) node.Reply {
+			submitted = append(submitted, r.SchemaID)
+			if r.SchemaID != idRequired.ID {
+				backend.schemas["orders"] = []node.SchemaVersion{anyObject, idRequired} // applied meanwhile
+				return node.Reply{Err: node.ErrSchemaChanged}
+			}
+			return tableReply(r)
+		}
+		method, path, body := produceJSON(c.body)
+		status, _, answer := fixture.call(t, method, path, body)
+		require.Equal(t, c.wantStatus, status, answer)
+		require.Equal(t, c.wantIDs, submitted)
+		if c.wantStatus == 400 {
+			require.Contains(t, answer, "(version 2): at the root: missing property 'id'")
+		}
+	}
+}
+
+// Property: revalidation is bounded: a node that keeps refusing gets the
+// retryable 503 after schemaRevalidationsMax resubmissions.
+func TestProduceRevalidationIsBounded(t *testing.T) {
+	fixture := newHandlerFixture(t)
+	fixture.backend.schemas = map[string][]node.SchemaVersion{"orders": {anyObject}}
+	attempts := 0
+	fixture.backend.onProduce = func(node.Produce) node.Reply {
+		attempts++
+		return node.Reply{Err: node.ErrSchemaChanged}
+	}
+	method, path, body := produceJSON(`{}`)
+	status, _, answer := fixture.call(t, method, path, body)
+	require.Equal(t, http.StatusServiceUnavailable, status, answer)
+	require.Equal(t, schemaRevalidationsMax+1, attempts)
+}
+
+// Property: a topic without a schema in the view is submitted as such
+// (SchemaID 0), whatever its payload.
+func TestProduceWithoutSchemaIsNotValidated(t *testing.T) {
+	fixture := newHandlerFixture(t)
+	var ids []uint64
+	fixture.backend.onProduce = func(r node.Produce) node.Reply {
+		ids = append(ids, r.SchemaID)
+		return tableReply(r)
+	}
+	status, _, answer := fixture.call(t, "POST", "/v1/topics/orders/produce", "\xff")
+	require.Equal(t, 202, status, answer)
+	require.Equal(t, []uint64{0}, ids)
+}
+
+func newTestSchemaRegistry() *schemaRegistry {
+	return newSchemaRegistry(newSchemaMetrics(prometheus.NewRegistry()))
+}
+
+// Property: a compile that outlasts its timeout is refused with 400 while
+// it keeps its slot until it ends; with every slot held, a compile waits
+// for its timeout and gets 503.
+func TestSchemaCompileIsBounded(t *testing.T) {
+	registry := newTestSchemaRegistry()
+	registry.timeout = 50 * time.Millisecond
+	release := make(chan struct{})
+	registry.compileFunc = func(document []byte) (*jsonschema.Schema, error) {
+		<-release
+		return compileDocument(document)
+	}
+	for range schemaCompilesMax {
+		_, err := registry.compile(context.Background(), []byte(`{}`))
+		require.NotNil(t, err)
+		require.Equal(t, node.CodeInvalid, err.Code)
+		require.Contains(t, err.Message, "did not compile within")
+	}
+	require.Equal(t, float64(schemaCompilesMax), collectorValue(registry.metrics.compiling))
+	_, err := registry.compile(context.Background(), []byte(`{}`))
+	require.NotNil(t, err)
+	require.Equal(t, node.CodeUnavailable, err.Code, "every slot is held by a timed-out compile")
+	close(release)
+	require.Eventually(t, func() bool { return collectorValue(registry.metrics.compiling) == 0 }, 10*time.Second, time.Millisecond)
+	registry.compileFunc = compileDocument
+	_, err = registry.compile(context.Background(), []byte(`{}`))
+	require.Nil(t, err)
+	require.Equal(t, 1.0, collectorValue(registry.metrics.compiles.WithLabelValues("ok")))
+	require.Equal(t, float64(schemaCompilesMax), collectorValue(registry.metrics.compiles.WithLabelValues("timeout")))
+	require.Equal(t, 1.0, collectorValue(registry.metrics.compiles.WithLabelValues("busy")))
+}
+
+// Property: compiled versions are cached by id, at most
+// schemaCacheEntriesMax of them; one compile serves every lookup of a
+// version.
+func TestSchemaCacheIsBounded(t *testing.T) {
+	registry := newTestSchemaRegistry()
+	compiles := 0
+	registry.compileFunc = func(document []byte) (*jsonschema.Schema, error) {
+		compiles++
+		return compileDocument(document)
+	}
+	for id := range uint64(schemaCacheEntriesMax + 10) {
+		version := node.SchemaVersion{Version: 1, ID: id + 1, Document: []byte(fmt.Sprintf(`{"maxLength":%d}`, id))}
+		_, err := registry.compiled(context.Background(), version)
+		require.Nil(t, err)
+		_, err = registry.compiled(context.Background(), version)
+		require.Nil(t, err)
+	}
+	require.Equal(t, schemaCacheEntriesMax+10, compiles, "each version compiled once")
+	require.Len(t, registry.cache, schemaCacheEntriesMax)
+	require.Equal(t, float64(schemaCacheEntriesMax), collectorValue(registry.metrics.cacheEntries))
+	_, kept := registry.cache[1]
+	require.False(t, kept, "the least recently used version was dropped")
+}
+
+// collectorValue reads a gauge or a counter.
+func collectorValue(metric prometheus.Metric) float64 {
+	var m dto.Metric
+	if err := metric.Write(&m); err != nil {
+		panic(err)
+	}
+	if m.Gauge != nil {
+		return m.Gauge.GetValue()
+	}
+	return m.Counter.GetValue()
+}
