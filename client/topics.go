@@ -83,6 +83,20 @@ func (c *Client) AlterTopic(ctx context.Context, topic string, req AlterTopicReq
 	return altered, err
 }
 
+// TopicSchema reads a topic's JSON Schema back (GET
+// /v1/topics/{t}/schema): the latest version when version is 0, else that
+// version (the server keeps the last few). A topic without a schema is a
+// 404 *APIError.
+func (c *Client) TopicSchema(ctx context.Context, topic string, version int) (TopicSchema, error) {
+	query := url.Values{}
+	if version != 0 {
+		query.Set("version", strconv.Itoa(version))
+	}
+	var schema TopicSchema
+	err := c.getJSON(ctx, topicPath(topic, "/schema"), query, &schema)
+	return schema, err
+}
+
 // DeleteTopic deletes a topic and its data (DELETE /v1/topics/{t}, 204).
 func (c *Client) DeleteTopic(ctx context.Context, topic string) error {
 	return c.sendJSON(ctx, http.MethodDelete, topicPath(topic, ""), nil, nil, http.StatusNoContent)

@@ -155,3 +155,21 @@ func TestDeleteTopicNotFound(t *testing.T) {
 	err := server.client().DeleteTopic(context.Background(), "nope")
 	assert.True(t, IsStatus(err, 404))
 }
+
+func TestTopicSchema(t *testing.T) {
+	server := newRecorder(t, cannedReply{Status: 200, Body: `{"version":2,"schema":{"type":"object"}}`})
+	schema, err := server.client().TopicSchema(context.Background(), "orders", 0)
+	require.NoError(t, err)
+	assert.Equal(t, TopicSchema{Version: 2, Schema: []byte(`{"type":"object"}`)}, schema)
+	seen := server.only()
+	assert.Equal(t, "GET", seen.Method)
+	assert.Equal(t, "/v1/topics/orders/schema", seen.Path)
+	assert.Empty(t, seen.Query, "version 0 asks for the latest")
+}
+
+func TestTopicSchemaVersion(t *testing.T) {
+	server := newRecorder(t, cannedReply{Status: 404, Body: `{"error":"topic orders has no schema version 1"}`})
+	_, err := server.client().TopicSchema(context.Background(), "orders", 1)
+	assert.True(t, IsStatus(err, 404))
+	assert.Equal(t, "version=1", server.only().Query)
+}

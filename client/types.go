@@ -20,6 +20,9 @@ type Topic struct {
 	// CreatedAt is Unix seconds.
 	CreatedAt int64  `json:"created_at"`
 	Owner     string `json:"owner,omitempty"`
+	// SchemaVersion is the latest version of the topic's JSON Schema; 0
+	// for a topic without one (API.md item 15).
+	SchemaVersion int `json:"schema_version,omitempty"`
 	// Role is "standalone", "parent" or "child"; empty from servers that
 	// omit it.
 	Role          string   `json:"role,omitempty"`
@@ -90,6 +93,13 @@ type AlterTopicRequest struct {
 func (r AlterTopicRequest) IsEmpty() bool {
 	return r.Partitions == nil && r.RetentionMs == nil && r.VisibilityTimeoutMs == nil &&
 		r.MaxInFlightPerPartition == nil && r.MaxAckedAheadPerPartition == nil && len(r.Schema) == 0
+}
+
+// TopicSchema is one version of a topic's JSON Schema (GET
+// /v1/topics/{t}/schema, API.md item 15).
+type TopicSchema struct {
+	Version int             `json:"version"`
+	Schema  json.RawMessage `json:"schema"`
 }
 
 // Placement is where a produced record landed (API.md item 14).

@@ -23,7 +23,7 @@ var errAborted = errors.New("aborted")
 func newTopicCommand(a *app) *cobra.Command {
 	group := newGroupCommand("topic", "Create, list, describe, change and delete topics",
 		newTopicAddCommand(a), newTopicListCommand(a), newTopicInfoCommand(a),
-		newTopicEditCommand(a), newTopicRemoveCommand(a))
+		newTopicEditCommand(a), newTopicSchemaCommand(a), newTopicRemoveCommand(a))
 	group.Aliases = []string{"topics"}
 	return group
 }
@@ -35,6 +35,8 @@ type topicSettings struct {
 	visibility    time.Duration
 	maxInFlight   int
 	maxAckedAhead int
+	// schemaFile names a JSON Schema file ("-" for stdin); "" for none.
+	schemaFile string
 }
 
 func (s *topicSettings) register(flags *pflag.FlagSet, partitionsHelp string) {
@@ -43,6 +45,7 @@ func (s *topicSettings) register(flags *pflag.FlagSet, partitionsHelp string) {
 	flags.DurationVar(&s.visibility, "visibility", 0, "lease of a consumed message before it is redelivered, e.g. 30s")
 	flags.IntVar(&s.maxInFlight, "max-in-flight", 0, "most unacknowledged messages per partition")
 	flags.IntVar(&s.maxAckedAhead, "max-acked-ahead", 0, "most out-of-order acks held per partition")
+	flags.StringVar(&s.schemaFile, "schema", "", "JSON Schema file that every message must match (\"-\" reads stdin; at most 256 KiB)")
 }
 
 func (s topicSettings) check() error {
@@ -60,7 +63,8 @@ func newTopicAddCommand(a *app) *cobra.Command {
 		Use:   "add <name>",
 		Short: "Create a topic and print it as JSON",
 		Example: `  narad topic add orders
-  narad topic add orders --partitions 6 --retention 72h --visibility 1m`,
+  narad topic add orders --partitions 6 --retention 72h --visibility 1m
+  narad topic add orders --schema orders.schema.json   # messages must be JSON matching it`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := settings.check(); err != nil {
@@ -73,6 +77,13 @@ func newTopicAddCommand(a *app) *cobra.Command {
 				RetentionMs: settings.retention.Milliseconds(), VisibilityTimeoutMs: settings.visibility.Milliseconds(),
 				MaxInFlightPerPartition: settings.maxInFlight, MaxAckedAheadPerPartition: settings.maxAckedAhead,
 				Parent: parent, FanoutDelayMs: delay.Milliseconds()}
+			if settings.schemaFile != "" {
+				schema, err := a.readSchemaFile(settings.schemaFile)
+				if err != nil {
+					return err
+				}
+				request.Schema = schema
+			}
 			return a.createTopic(cmd, request)
 		},
 	}
@@ -188,15 +199,23 @@ func newTopicEditCommand(a *app) *cobra.Command {
 		Use:   "edit <name>",
 		Short: "Change a topic's settings; only the flags given are sent",
 		Example: `  narad topic edit orders --visibility 2m
-  narad topic edit orders --partitions 12 --retention 168h`,
+  narad topic edit orders --partitions 12 --retention 168h
+  narad topic edit orders --schema orders.v2.schema.json   # a new version that only adds to the last`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := settings.check(); err != nil {
 				return err
 			}
 			request := settings.alterRequest(cmd.Flags())
+			if settings.schemaFile != "" {
+				schema, err := a.readSchemaFile(settings.schemaFile)
+				if err != nil {
+					return err
+				}
+				request.Schema = schema
+			}
 			if request.IsEmpty() {
-				return usagef("nothing to change: give at least one of --partitions, --retention, --visibility, --max-in-flight, --max-acked-ahead")
+				return usagef("nothing to change: give at least one of --partitions, --retention, --visibility, --max-in-flight, --max-acked-ahead, --schema")
 			}
 			broker, err := a.newClient(cmd)
 			if err != nil {

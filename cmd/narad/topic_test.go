@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -157,4 +159,44 @@ func TestTopicRemoveRefusalExplains(t *testing.T) {
 	h := newHarness(t)
 	assert.Equal(t, 2, h.run("topic", "rm", "orders"))
 	assert.Contains(t, h.stderr.String(), "without --force: stdin is not a terminal")
+}
+
+func writeSchemaFile(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "schema.json")
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+	return path
+}
+
+func TestTopicAddAndEditSendTheSchemaFile(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on("POST /v1/topics", reply{201, ordersJSON}).on("PATCH /v1/topics/orders", reply{200, ordersJSON})
+	path := writeSchemaFile(t, `{"type": "object", "required": ["id"]}`)
+	h.againstOK(broker, "topic", "add", "orders", "--schema", path)
+	assert.JSONEq(t, `{"name":"orders","schema":{"type":"object","required":["id"]}}`, broker.seen("POST /v1/topics")[0].Body)
+	h.againstOK(broker, "topic", "edit", "orders", "--schema", path)
+	assert.JSONEq(t, `{"schema":{"type":"object","required":["id"]}}`, broker.seen("PATCH /v1/topics/orders")[0].Body)
+}
+
+func TestTopicSchemaFileBadInput(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t)
+	assert.Equal(t, 2, h.against(broker, "topic", "add", "orders", "--schema", writeSchemaFile(t, `{"type":`)))
+	assert.Contains(t, h.stderr.String(), "is not valid JSON")
+	assert.Equal(t, 2, h.against(broker, "topic", "edit", "orders", "--schema", filepath.Join(t.TempDir(), "missing.json")))
+	big := `{"description":"` + strings.Repeat("x", schemaBytesMax) + `"}`
+	assert.Equal(t, 2, h.against(broker, "topic", "add", "orders", "--schema", writeSchemaFile(t, big)))
+	assert.Contains(t, h.stderr.String(), "256 KiB")
+	assert.Empty(t, broker.seen(""), "nothing is sent for bad input")
+}
+
+func TestTopicSchemaPrintsAVersion(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on("GET /v1/topics/orders/schema", reply{200, `{"version":2,"schema":{"type":"object"}}`})
+	h.againstOK(broker, "topic", "schema", "orders")
+	assert.JSONEq(t, `{"version":2,"schema":{"type":"object"}}`, h.stdout.String())
+	h.againstOK(broker, "topic", "schema", "orders", "--version", "2")
+	requests := broker.seen("GET /v1/topics/orders/schema")
+	require.Len(t, requests, 2)
+	assert.Equal(t, "version=2", requests[1].Query)
 }
