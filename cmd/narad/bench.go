@@ -36,6 +36,17 @@ type benchOptions struct {
 	create         bool
 	partitions     int
 	asJSON         bool
+	// schemaFile is the JSON Schema of a topic made by --create; "" for
+	// none.
+	schemaFile string
+	// payloadFile holds the payload of every message (instead of --size
+	// bytes of "x"), e.g. JSON that matches the topic's schema.
+	payloadFile string
+	// payload is what each message carries, set from the flags before the
+	// run.
+	payload []byte
+	// schema is the content of schemaFile, read before the run.
+	schema []byte
 }
 
 func newBenchCommand(a *app) *cobra.Command {
@@ -46,16 +57,24 @@ func newBenchCommand(a *app) *cobra.Command {
 		Long: `Produce --count messages of --size bytes from --workers concurrent
 workers, --batch records per request (1: single produce; more: NDJSON batch),
 and report throughput and request latency percentiles. With --consume the
-topic is then drained with consume+ack from --consume-workers workers.`,
+topic is then drained with consume+ack from --consume-workers workers.
+
+A topic with a JSON Schema accepts only JSON that matches it: give
+--payload FILE, the message every request sends (it replaces --size), and
+--schema FILE to have --create make the topic with that schema.`,
 		Example: `  narad bench orders --create
   narad bench orders --count 100000 --workers 16 --batch 100 --consume
-  narad bench orders --json | jq .produce.messages_per_second`,
+  narad bench orders --json | jq .produce.messages_per_second
+  narad bench typed --create --schema order.schema.json --payload order.json`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("consume-workers") {
 				options.consumeWorkers = options.workers
 			}
 			if err := options.check(); err != nil {
+				return err
+			}
+			if err := a.readBenchFiles(&options); err != nil {
 				return err
 			}
 			transport := &http.Transport{Proxy: http.ProxyFromEnvironment,
@@ -78,7 +97,33 @@ topic is then drained with consume+ack from --consume-workers workers.`,
 	flags.BoolVar(&options.create, "create", false, "create the topic if it does not exist")
 	flags.IntVar(&options.partitions, "partitions", 0, "partitions of a topic made by --create (0: server default)")
 	flags.BoolVar(&options.asJSON, "json", false, "print the figures as JSON")
+	flags.StringVar(&options.schemaFile, "schema", "", "JSON Schema of the topic that --create makes (needs --create)")
+	flags.StringVar(&options.payloadFile, "payload", "", "file whose content every message carries (replaces --size)")
 	return cmd
+}
+
+// readBenchFiles reads the payload and the schema the flags name.
+func (a *app) readBenchFiles(options *benchOptions) error {
+	options.payload = bytes.Repeat([]byte("x"), options.sizeBytes)
+	if options.payloadFile != "" {
+		payload, err := readMessageFile(options.payloadFile)
+		if err != nil {
+			return usagef("--payload: %v", err)
+		}
+		if len(payload) == 0 || len(payload) > messageBytesMax {
+			return usagef("--payload: the message must have 1 to %d bytes", messageBytesMax)
+		}
+		options.payload = bytes.TrimSpace(payload)
+	}
+	if options.schemaFile == "" {
+		return nil
+	}
+	if !options.create {
+		return usagef("--schema needs --create")
+	}
+	schema, err := a.readSchemaFile(options.schemaFile)
+	options.schema = schema
+	return err
 }
 
 func (o benchOptions) check() error {
@@ -99,7 +144,8 @@ func (o benchOptions) check() error {
 
 func (a *app) bench(ctx context.Context, broker *client.Client, topic string, options benchOptions) error {
 	if options.create {
-		if err := a.ensureTopic(ctx, broker, topic, options.partitions); err != nil {
+		request := client.CreateTopicRequest{Name: topic, Partitions: options.partitions, Schema: options.schema}
+		if err := a.ensureTopic(ctx, broker, request); err != nil {
 			return err
 		}
 	}
@@ -118,15 +164,15 @@ func (a *app) bench(ctx context.Context, broker *client.Client, topic string, op
 }
 
 // ensureTopic creates the topic unless it exists.
-func (a *app) ensureTopic(ctx context.Context, broker *client.Client, topic string, partitions int) error {
-	_, err := broker.GetTopic(ctx, topic, client.Ptr(0))
+func (a *app) ensureTopic(ctx context.Context, broker *client.Client, request client.CreateTopicRequest) error {
+	_, err := broker.GetTopic(ctx, request.Name, client.Ptr(0))
 	if !client.IsStatus(err, http.StatusNotFound) {
 		return err
 	}
-	if _, err := broker.CreateTopic(ctx, client.CreateTopicRequest{Name: topic, Partitions: partitions}); err != nil {
+	if _, err := broker.CreateTopic(ctx, request); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stderr, "created topic %s\n", topic)
+	fmt.Fprintf(a.stderr, "created topic %s\n", request.Name)
 	return nil
 }
 
@@ -145,7 +191,7 @@ func (l *latencyLog) add(latencies []time.Duration) {
 // runProduceBench sends options.count messages from options.workers
 // workers, options.batch records per request.
 func runProduceBench(ctx context.Context, broker *client.Client, topic string, options benchOptions) phaseFigures {
-	payload := bytes.Repeat([]byte("x"), options.sizeBytes)
+	payload := options.payload
 	requests := (options.count + options.batch - 1) / options.batch
 	var nextRequest, okCount, failedCount atomic.Int64
 	var firstError atomic.Value

@@ -104,6 +104,19 @@ func TestBenchCreatesMissingTopic(t *testing.T) {
 	assert.Len(t, broker.seen("POST /v1/topics"), 1, "an existing topic is not created again")
 }
 
+func TestBenchCreatesASchemaTopicAndSendsThePayloadFile(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on("GET /v1/topics/typed", reply{404, `{"error":"topic not found"}`}).
+		on("POST /v1/topics", reply{201, ordersJSON}).on("POST /v1/topics/typed/produce", reply{202, ""})
+	schema := writeSchemaFile(t, `{"type":"object","required":["id"]}`)
+	payload := writeSchemaFile(t, `{"id":"a-1"}`+"\n")
+	h.againstOK(broker, "bench", "typed", "--count", "3", "--create", "--schema", schema, "--payload", payload)
+	assert.JSONEq(t, `{"name":"typed","schema":{"type":"object","required":["id"]}}`, broker.seen("POST /v1/topics")[0].Body)
+	produced := broker.seen("POST /v1/topics/typed/produce")
+	require.Len(t, produced, 3)
+	assert.Equal(t, `{"id":"a-1"}`, produced[0].Body)
+}
+
 func TestBenchReportsFailures(t *testing.T) {
 	h := newHarness(t)
 	broker := newFakeBroker(t).on(produceRoute, reply{503, `{"error":"no live partition owner"}`})
@@ -118,6 +131,7 @@ func TestBenchFlagErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"--count", "0"}, {"--size", "0"}, {"--size", "1048577"}, {"--workers", "0"},
 		{"--workers", "1025"}, {"--consume-workers", "0"}, {"--batch", "0"}, {"--batch", "1001"},
+		{"--schema", "x.json"}, {"--create", "--schema", "/nonexistent/x.json"}, {"--payload", "/nonexistent/p.json"},
 	} {
 		h := newHarness(t)
 		broker := newFakeBroker(t)
