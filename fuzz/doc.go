@@ -20,6 +20,11 @@
 //     value.
 //   - FuzzReadFrame: any byte stream, read whole and in short reads; frames
 //     over the bound are refused before anything is allocated.
+//   - FuzzCreateTopicSchema: any bytes as the JSON Schema of a topic
+//     created through the real HTTP handler and node (one node per fuzzing
+//     process, on loopback). The answer is 201 or 400 (413 over the size
+//     bound), never a crash or a 5xx; a created topic reads its schema
+//     back as the same JSON value and is deleted again.
 //
 // The package imports the core and is never imported by it.
 package fuzz
