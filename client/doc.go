@@ -1,5 +1,6 @@
 // Package client is a Go client for the broker's /v1 HTTP API (API.md §1 and
-// the extensions 9–14 listed at the top of API.md).
+// the extensions 9–15 listed at the top of API.md; TopicSchema reads a
+// topic's JSON Schema back).
 //
 // It owns the wire encoding of requests and the decoding of replies, nothing
 // else: no retries, no background work, no state beyond its configuration.

@@ -6,7 +6,9 @@
 // that grows by a fourth node and then decommissions one under load (no
 // produce refused, every record consumed and found by replay where its
 // 202 said; the moves' freezes, copy rate and phase times are logged), a
-// decommissioned node's readiness, and `narad cluster up`. The move of
+// decommissioned node's readiness, a schema change made through one node
+// that every node enforces as soon as it applied it (forwarded partitions
+// included), and `narad cluster up`. The move of
 // one large partition (make move-bench) runs only when NARAD_MOVE_BENCH
 // is set. Every test bounds its run time and the number of requests it
 // sends, and talks to 127.0.0.1 only. A failed cluster test keeps its

@@ -8,7 +8,11 @@
 //     peers, clock ticks), feeds them to the node, and handles each Ready
 //     in the contract's order: persist (the Ready's Syncs, in parallel
 //     across partitions), then send the Ready's envelopes to peers, then
-//     deliver replies, then Advance. After each flush it hands the node's
+//     deliver replies, then Advance. After each persist, before the
+//     replies leave, it republishes the node's topic schemas for the HTTP
+//     layer when the node's SchemaEpoch changed (an atomic pointer to an
+//     immutable view), so that a request answered after a schema version
+//     applied finds it in the view. After each flush it hands the node's
 //     address book (node.ClusterAddrs, at most once per
 //     peerRefreshInterval) to the transport;
 //   - the HTTP server's goroutines, which only decode requests, hand them

@@ -18,6 +18,20 @@
 //   - NewHandler is the production server: metrics middleware, then panic
 //     recovery, then Decode, Backend.Do, Encode and Write.
 //
+// JSON Schemas of topics (API.md §1.14 and item 15) are the one piece of
+// semantics here, because compiling must stay off the node loop. The
+// handler compiles the schema of a create or an alter before the node
+// sees it (jsonschema/v6, bounded: SchemaCompileTimeout per compile,
+// schemaCompilesMax at once, a loader that refuses every URL and file).
+// For a produce it asks the Backend for the topic's latest applied
+// version, validates every record with the compiled version (cached by
+// its id, at most schemaCacheEntriesMax), and submits the request naming
+// that version (node.Produce.SchemaID); if the node answers
+// node.ErrSchemaChanged, a newer version applied meanwhile, and the
+// records are validated again with it (at most schemaRevalidationsMax
+// times, then 503). GET /v1/topics/{topic}/schema is answered from the
+// same published versions.
+//
 // Invariants:
 //   - Every error body is {"error":"<message>"} followed by a newline with
 //     Content-Type application/json, and its status comes from
@@ -29,5 +43,7 @@
 //
 // Inputs: HTTP requests, node replies, the Backend (the node driver).
 // Outputs: node requests, HTTP responses, Prometheus series
-// narad_http_* (API.md §8).
+// narad_http_* (API.md §8), narad_produce_rejections_total{topic,reason}
+// and narad_schema_* (compiles by result, compiles running, cache
+// entries).
 package httpapi

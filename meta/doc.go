@@ -93,6 +93,20 @@
 // reused, no removal leaves fewer than three voters (ErrTooFewVoters), and
 // a rejected change is applied to raft as a no-op.
 //
+// # JSON Schemas of topics
+//
+// A topic may keep versions of a JSON Schema (TopicRecord.Schemas):
+// CreateTopic with Schema makes version 1, and AlterTopic with Schema adds
+// the next one, guarded by SchemaAfterVersion (the version its proposer
+// checked against; ErrGuardFailed otherwise) and only if it evolves the
+// latest additively (CheckSchemaEvolution: no property removed, no type
+// changed, no required field dropped or added; the refusal is a
+// *SchemaEvolutionError naming the rule and the property). meta checks a
+// document's size, shape and nesting (CheckSchemaDocument) but never
+// compiles it: the HTTP layer does, before proposing. SchemaEpoch changes
+// whenever a topic's latest schema may have, so a driver knows when to
+// rebuild its view of them. Snapshots carry the schemas with their topics.
+//
 // # Invariants
 //
 //   - snapshot index <= applied index <= commit index, in the store and in
@@ -101,6 +115,10 @@
 //   - The state machine in the store equals State after every Persist.
 //   - Every TopicRecord has Partitions == len(Assignments), non-empty
 //     owners, and a Target that is empty or differs from its Owner.
+//   - A topic's Schemas are consecutive versions from oldest to latest (at
+//     most SchemaVersionsKept), with ids that only grow and are never
+//     reused, even by a topic re-created under the same name; the schema
+//     bytes of all topics stay under schemaBytesTotalMax.
 //   - The voters of the configuration are exactly the peers of State.
 //
 // # Leadership barrier

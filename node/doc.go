@@ -36,6 +36,19 @@
 // and the leader answers a Join from a node it has added with the voters'
 // addresses (JoinAccepted), so a joiner may be told of a single member.
 //
+// # JSON Schemas
+//
+// A topic's schema versions live in the metastore; the node never compiles
+// them. Create and alter pass a schema document through (the HTTP layer
+// compiled it); alter checks additive evolution against the latest version
+// before proposing, and the metastore checks again when it applies. The
+// node publishes the kept versions of every topic to its driver
+// (SchemaEpoch, TopicSchemas); the driver's HTTP layer validates a
+// client's produce with the latest and names it (Produce.SchemaID). The
+// node that receives the request refuses it with ErrSchemaChanged unless
+// that is the topic's latest applied version, so no record is taken on the
+// strength of an older one; the parts it forwards are not checked again.
+//
 // # Moves (DESIGN.md §6)
 //
 // The leader runs the planner (package move) past its barrier and

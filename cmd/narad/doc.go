@@ -1,5 +1,6 @@
 // Command narad is the broker's command-line tool and server entrypoint:
-// topic management, producing, consuming, replaying, benchmarking, cluster
+// topic management (with JSON Schemas: topic add/edit --schema, topic
+// schema), producing, consuming, replaying, benchmarking, cluster
 // administration (through package client) and `narad serve` / `narad
 // server start` (configuration through package config, then host.Run).
 //
