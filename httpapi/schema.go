@@ -120,15 +120,17 @@ func newSchemaRegistry(metrics *schemaMetrics) *schemaRegistry {
 
 // compile compiles document within the timeout: a 400 for a schema the
 // library refuses or that takes too long, a 503 when no compile slot frees
-// up in time.
-func (s *schemaRegistry) compile(ctx context.Context, document []byte) (*jsonschema.Schema, *node.Error) {
+// up in time. final reports an outcome that depends on the document alone
+// (compiled, or refused by the library), which may be cached; a timeout
+// or a busy registry depends on this node's load and is not final.
+func (s *schemaRegistry) compile(ctx context.Context, document []byte) (schema *jsonschema.Schema, final bool, err *node.Error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	select {
 	case s.slots <- struct{}{}:
 	case <-ctx.Done():
 		s.metrics.compiles.WithLabelValues("busy").Inc()
-		return nil, node.Unavailable("too many schemas are being compiled; retry")
+		return nil, false, node.Unavailable("too many schemas are being compiled; retry")
 	}
 	s.metrics.compiling.Inc()
 	type outcome struct {
@@ -145,13 +147,13 @@ func (s *schemaRegistry) compile(ctx context.Context, document []byte) (*jsonsch
 	case result := <-done:
 		if result.err != nil {
 			s.metrics.compiles.WithLabelValues("invalid").Inc()
-			return nil, node.Invalid("invalid schema: %s", oneLine(result.err.Error()))
+			return nil, true, node.Invalid("invalid schema: %s", oneLine(result.err.Error()))
 		}
 		s.metrics.compiles.WithLabelValues("ok").Inc()
-		return result.schema, nil
+		return result.schema, true, nil
 	case <-ctx.Done():
 		s.metrics.compiles.WithLabelValues("timeout").Inc()
-		return nil, node.Invalid("invalid schema: it did not compile within %v", s.timeout)
+		return nil, false, node.Invalid("invalid schema: it did not compile within %v", s.timeout)
 	}
 }
 
@@ -193,12 +195,17 @@ func (s *schemaRegistry) compiled(ctx context.Context, version node.SchemaVersio
 	s.evictBeyondBound()
 	s.mu.Unlock()
 
-	entry.schema, entry.err = s.compile(ctx, version.Document)
-	if entry.err != nil && entry.err.Code != node.CodeInvalid {
-		s.forget(version.ID, entry) // a busy registry may do better next time
+	schema, final, err := s.compile(ctx, version.Document)
+	if !final {
+		// A busy or slow moment says nothing of the version: the waiters
+		// of this entry get a retryable error, the next lookup compiles
+		// again.
+		s.forget(version.ID, entry)
+		err = node.Unavailable("schema version %d is still compiling on this node; retry", version.Version)
 	}
+	entry.schema, entry.err = schema, err
 	close(entry.ready)
-	return entry.schema, entry.err
+	return schema, err
 }
 
 // evictBeyondBound drops the least recently used entries beyond the
@@ -235,7 +242,7 @@ func (s *schemaRegistry) checkDocument(ctx context.Context, document []byte) *Er
 	if err := node.CheckSchemaDocument(document); err != nil {
 		return failure(err)
 	}
-	if _, err := s.compile(ctx, document); err != nil {
+	if _, _, err := s.compile(ctx, document); err != nil {
 		return failure(err)
 	}
 	return nil

@@ -104,23 +104,29 @@ func TestSchemaCompileIsBounded(t *testing.T) {
 		return compileDocument(document)
 	}
 	for range schemaCompilesMax {
-		_, err := registry.compile(context.Background(), []byte(`{}`))
+		_, final, err := registry.compile(context.Background(), []byte(`{}`))
 		require.NotNil(t, err)
 		require.Equal(t, node.CodeInvalid, err.Code)
 		require.Contains(t, err.Message, "did not compile within")
+		require.False(t, final, "a timeout is not the schema's fault")
 	}
 	require.Equal(t, float64(schemaCompilesMax), collectorValue(registry.metrics.compiling))
-	_, err := registry.compile(context.Background(), []byte(`{}`))
+	_, _, err := registry.compile(context.Background(), []byte(`{}`))
 	require.NotNil(t, err)
 	require.Equal(t, node.CodeUnavailable, err.Code, "every slot is held by a timed-out compile")
+	version := node.SchemaVersion{Version: 3, ID: 7, Document: []byte(`{}`)}
+	_, err = registry.compiled(context.Background(), version)
+	require.NotNil(t, err)
+	require.Equal(t, node.CodeUnavailable, err.Code, "an applied version that cannot compile now is retryable")
+	require.Empty(t, registry.cache, "and not cached")
 	close(release)
 	require.Eventually(t, func() bool { return collectorValue(registry.metrics.compiling) == 0 }, 10*time.Second, time.Millisecond)
 	registry.compileFunc = compileDocument
-	_, err = registry.compile(context.Background(), []byte(`{}`))
+	_, err = registry.compiled(context.Background(), version)
 	require.Nil(t, err)
 	require.Equal(t, 1.0, collectorValue(registry.metrics.compiles.WithLabelValues("ok")))
 	require.Equal(t, float64(schemaCompilesMax), collectorValue(registry.metrics.compiles.WithLabelValues("timeout")))
-	require.Equal(t, 1.0, collectorValue(registry.metrics.compiles.WithLabelValues("busy")))
+	require.Equal(t, 2.0, collectorValue(registry.metrics.compiles.WithLabelValues("busy")))
 }
 
 // Property: compiled versions are cached by id, at most

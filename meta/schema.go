@@ -293,18 +293,6 @@ func (s *State) schemaBytes() int {
 // epoch is current while the epoch stays the same. It is not persisted.
 func (s *State) SchemaEpoch() uint64 { return s.schemaEpoch }
 
-// LatestSchemas returns the newest schema version of every topic that has
-// one, by topic name. The documents are shared, never to be changed.
-func (s *State) LatestSchemas() map[string]SchemaVersion {
-	latest := map[string]SchemaVersion{}
-	for name, record := range s.topics { //determinism:ok fills a map
-		if schema, found := record.LatestSchema(); found {
-			latest[name] = schema
-		}
-	}
-	return latest
-}
-
 // checkSchemas checks the invariants of a topic's schema versions:
 // consecutive versions ending at the latest, increasing ids, at most
 // SchemaVersionsKept of them, each a valid document.
