@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"testing/cryptotest"
 
 	"github.com/stretchr/testify/require"
 )
@@ -197,4 +198,43 @@ func compacted(t *testing.T, document string) json.RawMessage {
 	var b bytes.Buffer
 	require.NoError(t, json.Compact(&b, []byte(document)))
 	return b.Bytes()
+}
+
+// Property: a follower that catches up through a snapshot has every kept
+// schema version of every topic, the schema sequence (the next version's
+// id is the same on every replica) and a new schema epoch.
+func TestSnapshotInstalledReplicaHasTheSchemas(t *testing.T) {
+	cryptotest.SetGlobalRandom(t, 23)
+	const snapshotEntries, tailEntries = 20, 5
+	c := newTestCluster(t, 3, 23, true, func(config *Config) {
+		config.SnapshotEntries, config.SnapshotTailEntries = snapshotEntries, tailEntries
+	})
+	leader := c.waitLeader()
+	c.heartbeatAll(leader, 10)
+	lagging := otherThan(c.ids, leader)[0]
+	c.crash(lagging)
+	create := createTopic("typed", leader)
+	create.Schema = compacted(t, personSchema)
+	c.requireApplied(c.propose(leader, create), nil)
+	c.requireApplied(c.propose(leader, AlterTopic{Name: "typed", Schema: compacted(t, string(schemaWith("email"))), SchemaAfterVersion: 1}), nil)
+	for i := range 60 {
+		c.requireApplied(c.propose(leader, MemberHeartbeat{ID: leader, HTTPAddr: leader + ":7942", ClusterAddr: leader + ":7943", NowMs: int64(100 + i)}), nil)
+	}
+	c.start(lagging)
+	epoch := c.meta(lagging).State().SchemaEpoch()
+	c.tick(5)
+	require.Positive(t, c.snapshotsDelivered, "the lagging follower got a snapshot")
+	c.requireConverged()
+	want, _ := c.meta(leader).State().Topic("typed")
+	got, found := c.meta(lagging).State().Topic("typed")
+	require.True(t, found)
+	require.Len(t, got.Schemas, 2)
+	require.Equal(t, want.Schemas, got.Schemas)
+	require.Greater(t, c.meta(lagging).State().SchemaEpoch(), epoch, "the installed snapshot changed the schema epoch")
+	third := strings.Replace(string(schemaWith("email")), `"properties":{`, `"properties":{"phone":{"type":"string"},`, 1)
+	c.requireApplied(c.propose(leader, AlterTopic{Name: "typed", Schema: compacted(t, third), SchemaAfterVersion: 2}), nil)
+	c.requireConverged()
+	want, _ = c.meta(leader).State().Topic("typed")
+	got, _ = c.meta(lagging).State().Topic("typed")
+	require.Equal(t, want.Schemas, got.Schemas, "the next version has the same id everywhere")
 }
