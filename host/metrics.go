@@ -25,6 +25,7 @@ type Metrics struct {
 	inflight         *prometheus.GaugeVec
 	ackedAhead       *prometheus.GaugeVec
 	ackRejected      *prometheus.CounterVec
+	ackRepeated      *prometheus.CounterVec
 	ackExtended      *prometheus.CounterVec
 	nacks            *prometheus.CounterVec
 	corruptSkipped   *prometheus.CounterVec
@@ -63,6 +64,7 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 		inflight:         gaugeVec("inflight_size", "Reserved, unacked records, per open partition.", tp),
 		ackedAhead:       gaugeVec("acked_ahead_size", "Records acked above the committed offset, per open partition.", tp),
 		ackRejected:      counterVec("ack_rejected_total", "Acks refused: cap (acked-ahead set full) or stale (410).", []string{"reason"}),
+		ackRepeated:      counterVec("ack_repeated_total", "Acks of records already acknowledged (a retried ack that had landed), answered 204.", []string{"topic"}),
 		ackExtended:      counterVec("ack_extended_total", "Leases extended.", []string{"topic"}),
 		nacks:            counterVec("nack_total", "Leases released for redelivery.", []string{"topic"}),
 		corruptSkipped:   counterVec("consumer_corrupt_skipped_total", "Corrupt records skipped by consumers.", tp),
@@ -122,6 +124,10 @@ func (m *Metrics) Consumed(topic string, partition int, records int, bytes int64
 
 // Acked implements node.Observer.
 func (m *Metrics) Acked(topic string, action node.AckAction, outcome string) {
+	if outcome == "repeat" {
+		m.ackRepeated.WithLabelValues(topic).Inc()
+		return
+	}
 	if outcome != "ok" {
 		m.ackRejected.WithLabelValues(outcome).Inc()
 		return

@@ -5,6 +5,7 @@ import (
 
 	"narad/chaos"
 	"narad/node/lease"
+	"narad/storage"
 )
 
 func (n *Node) ack(r Ack) (any, error) {
@@ -51,16 +52,30 @@ func (n *Node) ackOne(t *topic, handle string, action AckAction) error {
 	if err != nil {
 		return Unavailable("partition %d of %s is unavailable: %v", index, t.info.Name, err)
 	}
-	err = n.applyAck(t, p, offset, nonce, action)
+	err = n.applyAck(t, p, log, offset, nonce, action)
 	n.observer.Acked(t.info.Name, action, ackOutcome(err))
+	if errors.Is(err, lease.ErrAcked) {
+		return nil // a retried ack that landed before: it says so
+	}
 	if err != nil {
 		return err
+	}
+	if action == AckCommit {
+		n.ackObserver.AckApplied(t.info.Name, index, offset, handle)
 	}
 	n.noteCommitted(p, log)
 	return nil
 }
 
-func (n *Node) applyAck(t *topic, p *partition, offset, nonce uint64, action AckAction) error {
+// applyAck applies one handle to the lease table. An ack of a record
+// already acknowledged (committed or acked ahead) returns lease.ErrAcked,
+// which the caller answers as success; extend and nack of one are stale.
+// A record below retention is stale whatever happened to it: the table
+// cannot tell an acked record there from one retention dropped unacked.
+func (n *Node) applyAck(t *topic, p *partition, log *storage.Log, offset, nonce uint64, action AckAction) error {
+	if offset < log.Oldest() {
+		return Gone("receipt handle is stale: offset %d aged out of retention (oldest retained: %d)", offset, log.Oldest())
+	}
 	var err error
 	switch action {
 	case AckCommit:
@@ -73,8 +88,12 @@ func (n *Node) applyAck(t *topic, p *partition, offset, nonce uint64, action Ack
 		assert(false, "node: unknown ack action %d", action)
 	}
 	switch {
+	case errors.Is(err, lease.ErrAcked):
+		return err
+	case errors.Is(err, lease.ErrStale) && action != AckCommit && p.leases.Acknowledged(offset):
+		return Gone("receipt handle is stale: the record was already acked")
 	case errors.Is(err, lease.ErrStale):
-		return Gone("receipt handle is stale: the lease expired, was re-reserved or was already acked")
+		return Gone("receipt handle is stale: the lease expired or was re-reserved")
 	case errors.Is(err, lease.ErrAckedAheadFull):
 		return Unavailable("acked-ahead set is full; head of queue may be stuck")
 	case err != nil:
@@ -84,6 +103,9 @@ func (n *Node) applyAck(t *topic, p *partition, offset, nonce uint64, action Ack
 }
 
 func ackOutcome(err error) string {
+	if errors.Is(err, lease.ErrAcked) {
+		return "repeat"
+	}
 	switch CodeOf(err) {
 	case CodeGone:
 		return "stale"

@@ -341,7 +341,9 @@ func TestConsumeAndAckAcrossNodes(t *testing.T) {
 	acker := c.otherThan(consumer, owners[remote])
 	acked := c.do(acker, Ack{Topic: "t", Handles: []string{messages[0].ReceiptHandle}, Action: AckCommit})
 	require.NoError(t, acked.Err)
-	stale := c.do(acker, Ack{Topic: "t", Handles: []string{messages[0].ReceiptHandle}, Action: AckCommit})
+	again := c.do(acker, Ack{Topic: "t", Handles: []string{messages[0].ReceiptHandle}, Action: AckCommit})
+	require.NoError(t, again.Err, "a retried ack that landed says so at the owner")
+	stale := c.do(acker, Ack{Topic: "t", Handles: []string{messages[0].ReceiptHandle}, Action: AckNack})
 	require.Equal(t, CodeGone, CodeOf(stale.Err), "the owner's lease table saw the first ack")
 	owner := c.nodes[owners[remote]]
 	require.Equal(t, uint64(1), owner.partitions[partitionKey{"t", remote}].leases.Committed())

@@ -38,15 +38,6 @@ func TestConsumeReservesThenRedeliversAfterVisibilityTimeout(t *testing.T) {
 	require.False(t, ok, "an acked record is never delivered again")
 }
 
-func TestAckTwiceIsStale(t *testing.T) {
-	h := newHarness(t)
-	h.createTopic("orders")
-	h.produce("orders", 0, "x")
-	m, _ := h.consume("orders")
-	require.NoError(t, h.ackHandle("orders", m.ReceiptHandle, AckCommit))
-	require.Equal(t, CodeGone, CodeOf(h.ackHandle("orders", m.ReceiptHandle, AckCommit)))
-}
-
 func TestNackRedeliversAtOnceAndExtendKeepsTheLease(t *testing.T) {
 	h := newHarness(t)
 	h.createTopic("orders", func(c *CreateTopic) { c.VisibilityTimeoutMs = 1_000 })

@@ -68,6 +68,9 @@ type Node struct {
 	// appendObserver hears of every append (a no-op unless the observer
 	// implements AppendObserver).
 	appendObserver AppendObserver
+	// ackObserver hears of every ack applied (a no-op unless the
+	// observer implements AckObserver).
+	ackObserver AckObserver
 
 	// The Ready being gathered. replies hold answers in arrival order;
 	// dirty holds the partitions with unsynced records or offsets;
@@ -128,7 +131,7 @@ func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observe
 		dirty: map[partitionKey]*partition{}, dependents: map[partitionKey][]int{},
 		routing: newRouting(), cluster: newClusterState(), sweeper: newSweeper(nowMs, cfg.Moves.SweepIntervalMs),
 		moves: map[partitionKey]*moveSession{}, moveObserver: moveObserverOf(observer),
-		appendObserver:      appendObserverOf(observer),
+		appendObserver: appendObserverOf(observer), ackObserver: ackObserverOf(observer),
 		nextCommitPersistMs: nowMs + cfg.CommitPersistIntervalMs,
 		nextRetentionMs:     nowMs + cfg.RetentionCheckIntervalMs,
 		nextMetaTickMs:      nowMs + cfg.MetaTickIntervalMs,

@@ -73,3 +73,22 @@ func appendObserverOf(observer Observer) AppendObserver {
 	}
 	return nopAppendObserver{}
 }
+
+// AckObserver hears of every ack applied here (not of a repeated ack of a
+// record already acknowledged): the simulator's idempotent-ack checker
+// uses it to know which acks landed even when their answer was lost. An
+// Observer that also implements it gets the calls.
+type AckObserver interface {
+	AckApplied(topic string, partition int, offset uint64, handle string)
+}
+
+type nopAckObserver struct{}
+
+func (nopAckObserver) AckApplied(string, int, uint64, string) {}
+
+func ackObserverOf(observer Observer) AckObserver {
+	if a, ok := observer.(AckObserver); ok {
+		return a
+	}
+	return nopAckObserver{}
+}

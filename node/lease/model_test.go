@@ -124,6 +124,10 @@ func (m *model) live(offset, nonce uint64, nowMs int64) (*modelOffset, error) {
 }
 
 func (m *model) ack(offset, nonce uint64, nowMs int64) error {
+	if offset < m.committed || (offset < uint64(len(m.offsets)) && m.offsets[offset].state == modelAcked) {
+		m.observe(nowMs)
+		return lease.ErrAcked
+	}
 	slot, err := m.live(offset, nonce, nowMs)
 	if err != nil {
 		return err

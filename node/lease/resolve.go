@@ -2,12 +2,18 @@ package lease
 
 import "math"
 
-// Ack acknowledges a live reservation. ErrStale unless offset is in flight
-// under nonce with a deadline > nowMs. ErrAckedAheadFull if offset is above
+// Ack acknowledges a live reservation. ErrAcked if offset is already
+// resolved (Acknowledged), whatever the nonce: a retried ack whose first
+// attempt landed learns that it did. Otherwise ErrStale unless offset is in
+// flight under nonce with a deadline > nowMs. ErrAckedAheadFull if offset is above
 // the frontier and the acked-ahead set already holds AckedAheadMax offsets;
 // then nothing changes. Acking the frontier collapses the contiguous run of
 // acked-ahead offsets above it.
 func (t *Table) Ack(offset, nonce uint64, nowMs int64) error {
+	if t.Acknowledged(offset) {
+		t.observe(nowMs)
+		return ErrAcked
+	}
 	e, err := t.liveReservation(offset, nonce, nowMs)
 	if err != nil {
 		return err

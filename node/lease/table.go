@@ -7,9 +7,16 @@ import (
 
 var (
 	// ErrStale: the handle does not name a live reservation (it expired,
-	// was re-reserved under a new nonce, was already acked, nacked or
-	// skipped, fell to retention, or belongs to another incarnation).
+	// was re-reserved under a new nonce, was nacked, fell to retention, or
+	// belongs to another incarnation), or, for Extend and Nack, its offset
+	// is already acked or skipped.
 	ErrStale = errors.New("lease: receipt handle is stale")
+	// ErrAcked: Ack of an offset that is already resolved (below the
+	// frontier or acked ahead of it). Nothing changed. The nonce is not
+	// checked: the state that would tell is gone once an offset resolves,
+	// and whichever handle resolved it, the record will not be delivered
+	// again.
+	ErrAcked = errors.New("lease: offset already acknowledged")
 	// ErrAckedAheadFull: acking this offset above the frontier would exceed
 	// AckedAheadMax; nothing changed and the reservation stays live.
 	ErrAckedAheadFull = errors.New("lease: acked-ahead set is full")
@@ -98,6 +105,13 @@ func New(committed uint64, nonceBase uint64, cfg Config) *Table {
 
 // Committed is the frontier: every offset below it is acked or skipped.
 func (t *Table) Committed() uint64 { return t.committed }
+
+// Acknowledged reports whether offset is resolved: below the frontier
+// (acked, skipped or passed by AdvanceTo) or acked ahead of it.
+func (t *Table) Acknowledged(offset uint64) bool {
+	_, ahead := t.ackedAhead[offset]
+	return ahead || offset < t.committed
+}
 
 // InFlight counts unexpired reservations as of the last call that took
 // nowMs.

@@ -1,0 +1,197 @@
+package node
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// ackedOnce produces n records to partition 0 of a fresh topic, consumes
+// them all and acks the first; it returns the messages.
+func ackedOnce(t *testing.T, h *harness, n int) []Message {
+	t.Helper()
+	h.createTopic("orders", func(c *CreateTopic) { c.VisibilityTimeoutMs = 1_000 })
+	var messages []Message
+	for i := range n {
+		h.produce("orders", 0, fmt.Sprint(i))
+		m, ok := h.consume("orders")
+		require.True(t, ok)
+		messages = append(messages, m)
+	}
+	require.NoError(t, h.ackHandle("orders", messages[0].ReceiptHandle, AckCommit))
+	return messages
+}
+
+// TestAckTwiceSaysAckedTwice: a retried ack of a record it already acked
+// (committed, or held ahead of the frontier) answers success and changes
+// nothing; the record is never delivered again.
+func TestAckTwiceSaysAckedTwice(t *testing.T) {
+	h := newHarness(t)
+	messages := ackedOnce(t, h, 3)
+	require.NoError(t, h.ackHandle("orders", messages[0].ReceiptHandle, AckCommit), "committed")
+	require.NoError(t, h.ackHandle("orders", messages[2].ReceiptHandle, AckCommit))
+	require.NoError(t, h.ackHandle("orders", messages[2].ReceiptHandle, AckCommit), "acked ahead")
+	require.Equal(t, uint64(1), h.stats("orders", 0).Committed)
+	require.Equal(t, 1, h.node.partitions[partitionKey{"orders", 0}].leases.AckedAhead(), "the repeat added nothing")
+	require.NoError(t, h.ackHandle("orders", messages[1].ReceiptHandle, AckCommit))
+	require.Equal(t, uint64(3), h.stats("orders", 0).Committed)
+	h.tick(5_000)
+	_, ok := h.consume("orders")
+	require.False(t, ok, "nothing comes back")
+}
+
+// TestExtendAndNackOfAnAckedRecordAreStale: there is no lease left to
+// renew or release once a record is acknowledged.
+func TestExtendAndNackOfAnAckedRecordAreStale(t *testing.T) {
+	h := newHarness(t)
+	messages := ackedOnce(t, h, 2)
+	require.NoError(t, h.ackHandle("orders", messages[1].ReceiptHandle, AckCommit))
+	for _, m := range messages {
+		for _, action := range []AckAction{AckExtend, AckNack} {
+			err := h.ackHandle("orders", m.ReceiptHandle, action)
+			require.Equal(t, CodeGone, CodeOf(err), "offset %d action %d", m.Offset, action)
+			require.Contains(t, err.Error(), "already acked")
+		}
+	}
+}
+
+// TestAckAfterRestartKnowsTheCommittedOffset: the committed offset on
+// disk answers a retried ack after a restart; an ack a crash lost (not
+// yet persisted) is stale, and its record comes back.
+func TestAckAfterRestartKnowsTheCommittedOffset(t *testing.T) {
+	h := newHarness(t)
+	messages := ackedOnce(t, h, 2)
+	h.tick(h.cfg.CommitPersistIntervalMs)
+	require.NoError(t, h.ackHandle("orders", messages[1].ReceiptHandle, AckCommit))
+	h.crash() // the second ack was not persisted yet
+	require.NoError(t, h.ackHandle("orders", messages[0].ReceiptHandle, AckCommit), "persisted before the crash")
+	require.Equal(t, CodeGone, CodeOf(h.ackHandle("orders", messages[1].ReceiptHandle, AckCommit)), "lost by the crash")
+	again, ok := h.consume("orders")
+	require.True(t, ok)
+	require.Equal(t, messages[1].Offset, again.Offset, "the record whose ack was lost comes back")
+	require.NoError(t, h.ackHandle("orders", again.ReceiptHandle, AckCommit))
+	h.restart()
+	require.NoError(t, h.ackHandle("orders", again.ReceiptHandle, AckCommit), "after a graceful restart")
+	require.NoError(t, h.ackHandle("orders", messages[1].ReceiptHandle, AckCommit),
+		"the old handle of a committed record: at-least-once needs nothing more")
+}
+
+// TestAckAfterTheLeaseLapsed: a handle whose lease lapsed is stale while
+// its record is unacknowledged (reserved again or not), and answers
+// success once another consumer acked the record.
+func TestAckAfterTheLeaseLapsed(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders", func(c *CreateTopic) { c.VisibilityTimeoutMs = 1_000 })
+	h.produce("orders", 0, "x")
+	first, _ := h.consume("orders")
+	h.tick(1_000)
+	require.Equal(t, CodeGone, CodeOf(h.ackHandle("orders", first.ReceiptHandle, AckCommit)), "lapsed, released")
+	second, ok := h.consume("orders")
+	require.True(t, ok)
+	require.Equal(t, CodeGone, CodeOf(h.ackHandle("orders", first.ReceiptHandle, AckCommit)), "replaced")
+	require.NoError(t, h.ackHandle("orders", second.ReceiptHandle, AckCommit))
+	require.NoError(t, h.ackHandle("orders", first.ReceiptHandle, AckCommit), "another consumer acked it")
+	require.Equal(t, CodeGone, CodeOf(h.ackHandle("orders", "0:1:99", AckCommit)), "a record never delivered")
+}
+
+// TestAckBelowRetentionIsStale: retention may drop records unacked, so a
+// handle below the oldest retained offset is stale whatever it names.
+func TestAckBelowRetentionIsStale(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Log.SegmentBytes = 4096
+	h.restart()
+	h.createTopic("orders")
+	payload := string(make([]byte, 1000))
+	for range 20 {
+		h.produce("orders", 0, payload)
+	}
+	m, _ := h.consume("orders")
+	require.NoError(t, h.ackHandle("orders", m.ReceiptHandle, AckCommit))
+	h.tick(h.cfg.DefaultRetentionMs + h.cfg.RetentionCheckIntervalMs)
+	require.Positive(t, h.stats("orders", 0).OldestOffset)
+	err := h.ackHandle("orders", m.ReceiptHandle, AckCommit)
+	require.Equal(t, CodeGone, CodeOf(err))
+	require.Contains(t, err.Error(), "retention")
+}
+
+// TestBatchAckRepeatsPerHandle: in a batch, each handle already acked
+// succeeds and each stale one fails, independently.
+func TestBatchAckRepeatsPerHandle(t *testing.T) {
+	h := newHarness(t)
+	messages := ackedOnce(t, h, 3)
+	h.tick(1_000) // messages 1 and 2 lapse
+	handles := []string{messages[0].ReceiptHandle, messages[1].ReceiptHandle, messages[0].ReceiptHandle}
+	result := h.ok(Ack{Topic: "orders", Handles: handles, Action: AckCommit, Batch: true}).(AckResult)
+	require.Len(t, result.Results, 3)
+	require.NoError(t, result.Results[0].Err)
+	require.Equal(t, CodeGone, CodeOf(result.Results[1].Err))
+	require.NoError(t, result.Results[2].Err, "the same handle twice in one batch")
+}
+
+// TestAckAtTheNewOwnerAfterAMove: the committed offset moves with the
+// partition, so the new owner answers a retried ack of the old owner's
+// handle of a committed record with success, through any node. A move
+// carries only the committed offset: an ack held ahead of the frontier at
+// the source is lost like one a crash lost, its handle is stale at the
+// new owner and its record is delivered again.
+func TestAckAtTheNewOwnerAfterAMove(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	source := c.owners(leader, "t")[0]
+	target := c.otherThan(source)
+	for i := range 5 {
+		require.NoError(t, c.do(source, producePinned("t", 0, fmt.Sprintf("r%d", i))).Err)
+	}
+	got := c.do(source, Consume{Topic: "t", Partition: 0, Max: 5})
+	var handles []string
+	for _, m := range got.Result.(ConsumeResult).Messages {
+		handles = append(handles, m.ReceiptHandle)
+	}
+	require.NoError(t, c.do(source, Ack{Topic: "t", Handles: []string{handles[0], handles[1], handles[3]}, Action: AckCommit, Batch: true}).Err)
+
+	c.startMove(leader, "t", 0, target)
+	c.tickUntil(100, 100, func() bool { return c.owners(leader, "t")[0] == target })
+	c.tick(100)
+	for _, at := range []string{target, source, c.otherThan(source, target)} {
+		result := c.do(at, Ack{Topic: "t", Handles: handles, Action: AckCommit, Batch: true})
+		require.NoError(t, result.Err)
+		for i, item := range result.Result.(AckResult).Results {
+			if i < 2 {
+				require.NoError(t, item.Err, "at %s, handle %d was committed before the move", at, i)
+			} else {
+				require.Equal(t, CodeGone, CodeOf(item.Err), "at %s, handle %d is above the committed offset", at, i)
+			}
+		}
+	}
+	again := c.do(target, Consume{Topic: "t", Partition: 0})
+	require.Equal(t, uint64(2), again.Result.(ConsumeResult).Messages[0].Offset)
+}
+
+// TestAForwardedAckThatTimesOutIsRetryable: an ack forwarded to an owner
+// that does not answer fails 503, never 410; once the owner answers
+// again, the retry learns that the first attempt landed.
+func TestAForwardedAckThatTimesOutIsRetryable(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	owners := c.owners(leader, "t")
+	owner := c.otherThan(leader)
+	partition := slices.Index(owners, owner)
+	at := c.otherThan(leader, owner)
+	require.NoError(t, c.do(owner, producePinned("t", partition, "x")).Err)
+	got := c.do(owner, Consume{Topic: "t", Partition: partition})
+	handle := got.Result.(ConsumeResult).Messages[0].ReceiptHandle
+	// The owner applies the ack, but its reply is lost on the way back.
+	c.drop = func(env Envelope) bool {
+		_, reply := env.Message.(ForwardReply)
+		return reply && env.From == owner
+	}
+	id := c.send(at, Ack{Topic: "t", Handles: []string{handle}, Action: AckCommit})
+	reply := c.await(id, 100, 100)
+	require.Equal(t, CodeUnavailable, CodeOf(reply.Err), "a timed-out forward: %v", reply.Err)
+	require.Equal(t, uint64(1), c.nodes[owner].partitions[partitionKey{"t", partition}].leases.Committed(), "the ack landed")
+	c.drop = nil
+	c.tick(c.nodes[at].cfg.PeerDownMs)
+	require.NoError(t, c.do(at, Ack{Topic: "t", Handles: []string{handle}, Action: AckCommit}).Err)
+}
