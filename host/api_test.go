@@ -96,11 +96,13 @@ func TestConsumeAndAckRoutes(t *testing.T) {
 		{"extend", ack("receipt_handle=" + handle + "&extend=true"), 204, ""},
 		{"bad extend", ack("receipt_handle=" + handle + "&extend=maybe"), 400, `invalid extend`},
 		{"ack", ack("receipt_handle=" + handle), 204, ""},
-		{"ack again", ack("receipt_handle=" + handle), 410, `"error"`},
+		{"ack again", ack("receipt_handle=" + handle), 204, ""},
+		{"extend after ack", ack("receipt_handle=" + handle + "&extend=true"), 410, `already acked`},
+		{"nack after ack", ack("receipt_handle=" + handle + "&extend=0"), 410, `already acked`},
 		{"malformed", ack("receipt_handle=zzz"), 400, `receipt handle is malformed`},
 		{"missing handle", ack(""), 400, `receipt_handle required`},
 		{"batch ack", postJSON("/v1/topics/orders/ack", `{"receipt_handles":["`+handle+`","0:5:99"]}`), 200,
-			`{"results":[{"receipt_handle":"` + handle + `","status":410,"error":`},
+			`{"results":[{"receipt_handle":"` + handle + `","status":204},{"receipt_handle":"0:5:99","status":410,"error":`},
 		{"batch ack malformed", postJSON("/v1/topics/orders/ack", `{"receipt_handles":["zzz"]}`), 400, `malformed`},
 	})
 }
@@ -184,4 +186,35 @@ func TestDataSurvivesGracefulRestart(t *testing.T) {
 		seen[string(m.Payload)] = true
 	}
 	require.Len(t, seen, 30, "every record produced before the restart is consumed after it")
+}
+
+// TestAckIsIdempotentOverHTTP: a retried ack of a record already acked
+// answers 204, also after the node restarted; each repeat is counted.
+func TestAckIsIdempotentOverHTTP(t *testing.T) {
+	dir := t.TempDir()
+	h := testHostAt(t, dir)
+	runSteps(t, h, []step{
+		{"create", postJSON("/v1/topics", `{"name":"orders"}`), 201, ""},
+		{"produce", post("/v1/topics/orders/produce?partition=0", "text/plain", "x"), 202, ""},
+	})
+	status, body := call(t, h, get("/v1/topics/orders/consume"))
+	require.Equal(t, 200, status)
+	var message struct {
+		Handle string `json:"receipt_handle"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &message))
+	ack := post("/v1/topics/orders/ack?receipt_handle="+message.Handle, "", "")
+	runSteps(t, h, []step{{"ack", ack, 204, ""}, {"ack again", ack, 204, ""}})
+	_, metrics := call(t, h, get("/metrics"))
+	require.Contains(t, metrics, `narad_ack_repeated_total{topic="orders"} 1`)
+	require.NoError(t, h.Shutdown())
+
+	restarted := testHostAt(t, dir)
+	runSteps(t, restarted, []step{
+		{"ack after restart", ack, 204, ""},
+		{"batch ack after restart", postJSON("/v1/topics/orders/ack", `{"receipt_handles":["`+message.Handle+`"]}`), 200,
+			`{"results":[{"receipt_handle":"` + message.Handle + `","status":204}]}`},
+		{"extend after restart", post("/v1/topics/orders/ack?receipt_handle="+message.Handle+"&extend=true", "", ""), 410, `already acked`},
+		{"empty", get("/v1/topics/orders/consume"), 204, ""},
+	})
 }

@@ -91,7 +91,7 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 
 func (m *Metrics) register(reg prometheus.Registerer) {
 	reg.MustRegister(m.producedMessages, m.producedBytes, m.consumedMessages, m.consumedBytes,
-		m.consumePolls, m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRejected, m.ackExtended, m.nacks, m.corruptSkipped,
+		m.consumePolls, m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRejected, m.ackRepeated, m.ackExtended, m.nacks, m.corruptSkipped,
 		m.consumerDropped, m.retentionBytes, m.retentionRecords, m.errors, m.syncRound,
 		m.bootSeconds, m.topics, m.partitions, m.openLogs, m.parkedPolls, m.peerStepErrors, m.peerUnsent)
 }

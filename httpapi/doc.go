@@ -38,6 +38,11 @@
 //     errorRegistry, except the answers http.ServeMux writes itself
 //     (404 page not found, 405, path-cleaning redirects), which are kept
 //     byte for byte.
+//   - Every 503 carries Retry-After (RetryAfterSeconds): the client may
+//     retry, and for an ack it should, with the same receipt handle. An
+//     ack of a record already acknowledged answers 204 again (the node
+//     decides; see the ack table in the repository's README), so a retry
+//     tells the client whether its first attempt landed.
 //   - Every list in a reply body is a JSON array, never null.
 //   - Decoding reads at most the configured body caps plus one byte.
 //

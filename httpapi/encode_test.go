@@ -186,6 +186,12 @@ func TestEncodeErrors(t *testing.T) {
 			require.Equal(t, tc.status, response.Status)
 			require.Equal(t, `{"error":`+string(marshalJSON(tc.err.Error()))+"}\n", string(response.Body))
 			require.Equal(t, "application/json", response.Header.Get("Content-Type"))
+			retryAfter := response.Header.Get("Retry-After")
+			if tc.status == http.StatusServiceUnavailable {
+				require.Equal(t, "1", retryAfter, "every 503 says when to retry")
+			} else {
+				require.Empty(t, retryAfter)
+			}
 		})
 	}
 }

@@ -48,10 +48,14 @@ func jsonResponse(status int, value any) Response {
 	return rawJSONResponse(status, marshalJSON(value))
 }
 
-// rawJSONResponse sends already encoded JSON followed by a newline.
+// rawJSONResponse sends already encoded JSON followed by a newline. A 503
+// carries Retry-After.
 func rawJSONResponse(status int, body []byte) Response {
 	header := http.Header{}
 	header.Set("Content-Type", "application/json")
+	if status == http.StatusServiceUnavailable {
+		header.Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+	}
 	return Response{Status: status, Header: header, Body: append(body, '\n')}
 }
 
@@ -64,6 +68,11 @@ type errorBody struct {
 func errorResponse(err error) Response {
 	return jsonResponse(StatusOf(node.CodeOf(err)), errorBody{Error: err.Error()})
 }
+
+// RetryAfterSeconds is the Retry-After of every 503: a retryable failure
+// (an owner down or silent, a partition handed over, a cap reached)
+// usually clears within a second or two.
+const RetryAfterSeconds = 1
 
 // marshalJSON encodes value without HTML escaping and without a trailing
 // newline. Every value given to it is one of this package's reply shapes,

@@ -28,7 +28,11 @@
 // then probes the other owners one at a time; a parked poll subscribes
 // at the owners (Subscribe), which Notify it when records become
 // available there. Acks go to the partitions' owners, by the partition in
-// the receipt handle. The leader (past its barrier) proposes members dead
+// the receipt handle; an ack is idempotent: one whose record is already
+// acknowledged (below the committed offset, which survives restarts and
+// moves, or acked ahead of it) succeeds again, and an ack forwarded to an
+// owner that does not answer fails retryably (Unavailable), so a client
+// that retries learns whether its first attempt landed. The leader (past its barrier) proposes members dead
 // after MemberDeadAfterMs without a heartbeat change on its own clock; a
 // node started with Meta.Join sends Join to its configured peers until
 // the leader has added it as a voter (or it knows it was removed); a
