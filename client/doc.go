@@ -3,7 +3,11 @@
 // topic's JSON Schema back).
 //
 // It owns the wire encoding of requests and the decoding of replies, nothing
-// else: no retries, no background work, no state beyond its configuration.
+// else: no background work, no state beyond its configuration, and no
+// retries except where the caller asks for them (AckRetrying, which sends
+// an ack again with the same receipt handle after a 503 or a broken
+// connection; acks are idempotent, so a retry of one that landed answers
+// 204).
 // A Client is safe for concurrent use by several goroutines because it only
 // reads its configuration after New returns.
 //
@@ -20,6 +24,6 @@
 //
 // Invariants: every method sends exactly one HTTP request, except AllTopics,
 // which follows keyset pagination and stops with an error if the server's page
-// token does not advance; every reply body read is bounded by
-// replyBytesMax.
+// token does not advance, and AckRetrying, which sends at most its policy's
+// Attempts; every reply body read is bounded by replyBytesMax.
 package client

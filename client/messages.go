@@ -206,8 +206,10 @@ func (c *Client) receiveOne(ctx context.Context, req request) (*Message, error) 
 	return &message, nil
 }
 
-// Ack commits a message (POST /v1/topics/{t}/ack, 204). A 410 means the
-// lease lapsed and the message may be delivered again.
+// Ack commits a message (POST /v1/topics/{t}/ack, 204), in one attempt.
+// A 410 means the lease lapsed and the message may be delivered again; a
+// 204 also answers an ack of a message already acknowledged. AckRetrying
+// retries lost and retryable answers.
 func (c *Client) Ack(ctx context.Context, topic, receiptHandle string) error {
 	return c.ackQuery(ctx, topic, receiptHandle, "")
 }

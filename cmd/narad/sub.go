@@ -17,9 +17,6 @@ const (
 	waitDefault = 10 * time.Second
 	// consumeRetryDelay spaces retries of a failed consume.
 	consumeRetryDelay = time.Second
-	// ackAttemptsMax and ackBackoffStep: attempt n waits n × step first.
-	ackAttemptsMax = 5
-	ackBackoffStep = 200 * time.Millisecond
 	// ackAttemptTimeout bounds one ack attempt; acks run even after Ctrl-C
 	// so a printed message is not redelivered needlessly.
 	ackAttemptTimeout = 5 * time.Second
@@ -51,8 +48,12 @@ func newSubCommand(a *app) *cobra.Command {
   [p<partition> @<offset>] key=<key> HH:MM:SS.mmm <payload>
 
 By default sub is a queue consumer: each message is leased, printed and then
-acknowledged (retried up to 5 times); with --no-ack the lease lapses and the
-message is delivered again later. With --peek sub reads every partition from
+acknowledged. An ack that fails with a 5xx or a broken connection is sent
+again with the same receipt handle, up to 6 attempts over about 5 seconds;
+that is safe because the broker answers 204 to an ack of a message already
+acknowledged. A 410 means the lease lapsed: the message will be delivered
+again. With --no-ack the lease lapses and the message is delivered again
+later. With --peek sub reads every partition from
 its tail (or from --from, which needs --partition) without taking leases, so
 other consumers are not affected.`,
 		Example: `  narad sub orders
@@ -171,26 +172,20 @@ func (a *app) consumeFailed(ctx context.Context, err error) error {
 	return nil
 }
 
-// ackWithRetry acks with up to ackAttemptsMax attempts. It reports, but
-// does not return, failures: the message will simply be redelivered.
+// ackWithRetry acks, retrying with the same handle after a 503 or a lost
+// answer (client.AckRetrying). It reports, but does not return, failures:
+// the message will simply be redelivered.
 func (a *app) ackWithRetry(ctx context.Context, broker *client.Client, topic, receiptHandle string) {
-	detached := context.WithoutCancel(ctx)
-	var err error
-	for attempt := 1; attempt <= ackAttemptsMax; attempt++ {
-		attemptContext, cancel := context.WithTimeout(detached, ackAttemptTimeout)
-		err = broker.Ack(attemptContext, topic, receiptHandle)
-		cancel()
-		switch {
-		case err == nil:
-			return
-		case client.IsStatus(err, http.StatusGone):
-			fmt.Fprintln(a.stderr, "lease lapsed before ack (410) — message may redeliver")
-			return
-		case !retryable(err):
-			fmt.Fprintf(a.stderr, "ack failed: %v — message may redeliver\n", err)
-			return
-		}
-		_ = sleepContext(detached, time.Duration(attempt)*ackBackoffStep)
+	policy := client.DefaultAckRetry()
+	policy.AttemptTimeout = ackAttemptTimeout
+	retries, err := broker.AckRetrying(context.WithoutCancel(ctx), topic, receiptHandle, policy)
+	switch {
+	case err == nil:
+	case client.IsStatus(err, http.StatusGone):
+		fmt.Fprintln(a.stderr, "lease lapsed before ack (410) — message may redeliver")
+	case retries == policy.Attempts-1 && retryable(err):
+		fmt.Fprintf(a.stderr, "ack failed after %d attempts: %v — message may redeliver\n", policy.Attempts, err)
+	default:
+		fmt.Fprintf(a.stderr, "ack failed: %v — message may redeliver\n", err)
 	}
-	fmt.Fprintf(a.stderr, "ack failed after %d attempts: %v — message may redeliver\n", ackAttemptsMax, err)
 }
