@@ -1,0 +1,250 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"narad/chaos/soak/proc"
+	"narad/client"
+)
+
+// Shape of TestClusterAcksSettleWhileAnOwnerIsKilled.
+const (
+	ackTopic          = "acks"
+	ackPartitions     = 6
+	ackVisibilityMs   = 5_000
+	ackRecords        = 1_200
+	ackProduceBatch   = 100
+	ackConsumers      = 4
+	ackConsumeMax     = 10
+	ackKillAfter      = 200 // records acked in the clients' eyes before the kill
+	ackDowntime       = 6 * time.Second
+	ackSettleTimeout  = 45 * time.Second
+	ackTestTimeout    = 90 * time.Second
+	ackAttemptTimeout = 6 * time.Second // past the server's forward timeout (5 s)
+	// ackRepeatEvery: every so many records, a consumer acks twice, as a
+	// client does whose answer was lost.
+	ackRepeatEvery = 7
+)
+
+// TestClusterAcksSettleWhileAnOwnerIsKilled runs three processes,
+// produces a fixed set of records, and consumes and acks them all through
+// n1 while another node, owner of some partitions, is killed with -9 and
+// restarted six seconds later. Acks go through client.AckRetrying (503s
+// and lost answers retried with the same handle). Every record must end
+// acknowledged in the clients' eyes: an ack whose first attempt landed
+// but whose answer was lost must not be answered 410 on retry, since its
+// record would then never come back. Some records are acked twice on
+// purpose; the second ack must answer 204 unless a kill came in between.
+func TestClusterAcksSettleWhileAnOwnerIsKilled(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), ackTestTimeout)
+	defer cancel()
+	c := startTestCluster(t, 3)
+	n1 := c.nodes[0]
+	createTopic(ctx, t, n1, client.CreateTopicRequest{Name: ackTopic, Partitions: ackPartitions, VisibilityTimeoutMs: ackVisibilityMs})
+	produced := produceAckRecords(ctx, t, n1)
+
+	run := newAckRun(produced)
+	consuming, stopConsuming := context.WithCancel(ctx)
+	var consumers sync.WaitGroup
+	for range ackConsumers {
+		consumers.Go(func() { run.consume(consuming, n1) })
+	}
+	defer func() { stopConsuming(); consumers.Wait() }()
+	require.NoError(t, run.waitAcked(ctx, ackKillAfter), "acks before the kill")
+
+	victim := c.follower(ctx)
+	if victim == n1 {
+		victim = c.nodes[1]
+	}
+	run.kills.Add(1)
+	t.Logf("killing %s (-9) with %d of %d records acked", victim.id, run.ackedCount(), len(produced))
+	c.kill(victim)
+	time.Sleep(ackDowntime)
+	c.start(victim)
+	c.waitReady(victim)
+	t.Logf("%s ready again with %d records acked", victim.id, run.ackedCount())
+
+	err := run.waitAcked(ctx, len(produced))
+	stopConsuming()
+	consumers.Wait()
+	t.Log(run.figure())
+	require.NoError(t, err, "every record produced is acked in the clients' eyes")
+	require.Empty(t, run.repeatFailures, "a repeated ack of a record acked with no kill in between answered other than 204")
+}
+
+// produceAckRecords produces ackRecords distinct payloads through n in
+// batches, retrying a batch that fails, and returns the payloads.
+func produceAckRecords(ctx context.Context, t *testing.T, n *clusterNode) []string {
+	t.Helper()
+	var payloads []string
+	for start := 0; start < ackRecords; start += ackProduceBatch {
+		var batch []client.BatchRecord
+		for i := start; i < start+ackProduceBatch; i++ {
+			payload := fmt.Sprintf("record-%05d", i)
+			payloads = append(payloads, payload)
+			batch = append(batch, client.NewBatchRecord([]byte(payload), client.ProduceOptions{}))
+		}
+		for {
+			_, err := n.client.ProduceBatch(ctx, ackTopic, batch)
+			if err == nil {
+				break
+			}
+			require.NoError(t, proc.SleepContext(ctx, retryPause), "produce through %s: %v", n.id, err)
+		}
+	}
+	return payloads
+}
+
+// ackRun is what the consumers did and saw.
+type ackRun struct {
+	// kills counts the kills begun; a repeated ack is judged only when
+	// none began between its first attempt and its answer.
+	kills atomic.Int64
+	// ackSequence numbers the acks that answered 204, to pick those
+	// repeated.
+	ackSequence atomic.Int64
+
+	mu sync.Mutex // guards the fields below
+	// produced is the set of payloads produced.
+	produced map[string]bool
+	// deliveries counts deliveries per payload; acked holds the payloads
+	// whose ack answered 204.
+	deliveries map[string]int
+	acked      map[string]bool
+	// acksRetried counts acks that needed more than one attempt; their
+	// outcomes are in retriedOutcome (204, 410, or 0 for gave up).
+	acksRetried    int
+	retriedOutcome map[int]int
+	acksGone       int
+	acksGaveUp     int
+	repeats        int
+	repeatFailures []string
+}
+
+func newAckRun(produced []string) *ackRun {
+	run := &ackRun{produced: map[string]bool{}, deliveries: map[string]int{}, acked: map[string]bool{}, retriedOutcome: map[int]int{}}
+	for _, payload := range produced {
+		run.produced[payload] = true
+	}
+	return run
+}
+
+// consume reserves batches through n and acks each message alone, with
+// retries, until ctx ends.
+func (r *ackRun) consume(ctx context.Context, n *clusterNode) {
+	for ctx.Err() == nil {
+		messages, err := n.client.ConsumeBatch(ctx, ackTopic, ackConsumeMax, client.ConsumeOptions{Wait: time.Second})
+		if err != nil {
+			_ = proc.SleepContext(ctx, retryPause)
+			continue
+		}
+		for _, m := range messages {
+			payload, err := m.Payload()
+			if err != nil || ctx.Err() != nil {
+				continue
+			}
+			r.delivered(string(payload))
+			r.ack(ctx, n, string(payload), m.ReceiptHandle)
+		}
+	}
+}
+
+func (r *ackRun) delivered(payload string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.deliveries[payload]++
+}
+
+// ack acks one message with retries and, for every ackRepeatEvery-th
+// ack answered 204, acks it again the way a client whose answer was lost
+// does.
+func (r *ackRun) ack(ctx context.Context, n *clusterNode, payload, handle string) {
+	policy := client.DefaultAckRetry()
+	policy.AttemptTimeout = ackAttemptTimeout
+	killsBefore := r.kills.Load()
+	retries, err := n.client.AckRetrying(ctx, ackTopic, handle, policy)
+	if ctx.Err() != nil {
+		return
+	}
+	r.noteAck(payload, retries, err)
+	if err != nil || r.ackSequence.Add(1)%ackRepeatEvery != 0 {
+		return
+	}
+	_, again := n.client.AckRetrying(ctx, ackTopic, handle, policy)
+	if ctx.Err() != nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.repeats++
+	if client.IsStatus(again, http.StatusGone) && r.kills.Load() == killsBefore {
+		r.repeatFailures = append(r.repeatFailures, fmt.Sprintf("%s (%s): %v", payload, handle, again))
+	}
+}
+
+func (r *ackRun) noteAck(payload string, retries int, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	outcome := http.StatusNoContent
+	switch {
+	case err == nil:
+		r.acked[payload] = true
+	case client.IsStatus(err, http.StatusGone):
+		outcome = http.StatusGone
+		r.acksGone++
+	default:
+		outcome = 0
+		r.acksGaveUp++
+	}
+	if retries > 0 {
+		r.acksRetried++
+		r.retriedOutcome[outcome]++
+	}
+}
+
+func (r *ackRun) ackedCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.acked)
+}
+
+// waitAcked waits until count produced records are acked in the clients'
+// eyes, or ackSettleTimeout passes.
+func (r *ackRun) waitAcked(ctx context.Context, count int) error {
+	deadline := time.Now().Add(ackSettleTimeout)
+	for r.ackedCount() < count {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d records acked after %s", r.ackedCount(), count, ackSettleTimeout)
+		}
+		if err := proc.SleepContext(ctx, clusterPollInterval); err != nil {
+			return fmt.Errorf("%d of %d records acked: %w", r.ackedCount(), count, err)
+		}
+	}
+	return nil
+}
+
+// figure is the run's one-line summary.
+func (r *ackRun) figure() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	duplicates, unexpected := 0, 0
+	for payload, count := range r.deliveries {
+		duplicates += count - 1
+		if !r.produced[payload] {
+			unexpected++
+		}
+	}
+	return fmt.Sprintf("records produced %d, acked in the clients' eyes %d, duplicate deliveries %d, unexpected %d; "+
+		"acks that needed a retry %d (ended: 204 %d, 410 %d, gave up %d); acks ended 410 %d, gave up %d; "+
+		"repeated acks %d (non-204 with no kill between: %d)",
+		len(r.produced), len(r.acked), duplicates, unexpected, r.acksRetried, r.retriedOutcome[http.StatusNoContent],
+		r.retriedOutcome[http.StatusGone], r.retriedOutcome[0], r.acksGone, r.acksGaveUp, r.repeats, len(r.repeatFailures))
+}
