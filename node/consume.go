@@ -65,7 +65,8 @@ func checkConsume(t *topic, r Consume) error {
 }
 
 // reserve reserves up to max(r.Max, 1) messages, starting at the topic's
-// rotating cursor so that partitions are served fairly.
+// rotating cursor so that partitions are served fairly; a partition
+// frozen for a move delivers nothing.
 func (n *Node) reserve(t *topic, r Consume) []Message {
 	want := max(r.Max, 1)
 	var messages []Message
@@ -74,6 +75,12 @@ func (n *Node) reserve(t *topic, r Consume) []Message {
 			continue
 		}
 		p := n.partitionOf(t, index)
+		if p.frozenFor != "" {
+			// Acks of a frozen partition are refused until its flip, and a
+			// move carries no reservation: a delivery now would only come
+			// back, after records acked at the new owner meanwhile.
+			continue
+		}
 		for len(messages) < want {
 			message, ok := n.reserveOne(t, p)
 			if !ok {

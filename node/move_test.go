@@ -76,8 +76,8 @@ func TestAMoveCopiesTheLogAndFlipsOwnership(t *testing.T) {
 }
 
 // TestAFrozenPartitionReroutesProduce: while the source is frozen for a
-// move, keyless produces go to other partitions and never wait, and
-// commits are refused (retryable).
+// move, keyless produces go to other partitions and never wait, commits
+// are refused (retryable) and nothing is delivered.
 func TestAFrozenPartitionReroutesProduce(t *testing.T) {
 	c := newClusterHarness(t, 3)
 	leader := c.electWithTopic("t", 3)
@@ -105,8 +105,13 @@ func TestAFrozenPartitionReroutesProduce(t *testing.T) {
 		c.tick(10)
 	}
 	require.Equal(t, CodeUnavailable, CodeOf(c.do(source, producePinned("t", 0, "pinned")).Err))
+	held := c.do(source, Consume{Topic: "t", Partition: 0})
+	require.NoError(t, held.Err)
+	require.Empty(t, held.Result.(ConsumeResult).Messages, "a frozen partition delivers nothing: its acks would be refused")
 
 	c.tickUntil(1_000, 40, func() bool { return frozen.frozenFor == "" })
+	resumed := c.do(source, Consume{Topic: "t", Partition: 0})
+	require.Len(t, resumed.Result.(ConsumeResult).Messages, 1, "deliveries resume with the abort")
 	a, _ := c.nodes[leader].meta.State().Assignment("t", 0)
 	require.Equal(t, meta.Assignment{Owner: source}, a, "the freeze TTL aborted the move")
 	require.NoError(t, c.do(source, producePinned("t", 0, "resumed")).Err, "writes resume once the abort applied")
