@@ -13,10 +13,13 @@ const (
 	BugVisibleBeforeDurable
 	// BugForgetCommitted loses the committed consumer offset on restart.
 	BugForgetCommitted
+	// BugRepeatedAckStale answers 410 to an ack of a record already
+	// acknowledged, as if its lease had lapsed.
+	BugRepeatedAckStale
 )
 
 // Bugs lists every planted bug, for tests that try each.
-var Bugs = []Bug{BugAckBeforeSync, BugVisibleBeforeDurable, BugForgetCommitted}
+var Bugs = []Bug{BugAckBeforeSync, BugVisibleBeforeDurable, BugForgetCommitted, BugRepeatedAckStale}
 
 func (b Bug) String() string {
 	switch b {
@@ -26,6 +29,8 @@ func (b Bug) String() string {
 		return "visible-before-durable"
 	case BugForgetCommitted:
 		return "forget-committed"
+	case BugRepeatedAckStale:
+		return "repeated-ack-stale"
 	}
 	return "unknown-bug"
 }

@@ -54,8 +54,11 @@ func (n *Node) ackOne(t *topic, handle string, action AckAction) error {
 	}
 	err = n.applyAck(t, p, log, offset, nonce, action)
 	n.observer.Acked(t.info.Name, action, ackOutcome(err))
-	if errors.Is(err, lease.ErrAcked) {
+	if errors.Is(err, lease.ErrAcked) && !chaos.Planted(chaos.BugRepeatedAckStale) {
 		return nil // a retried ack that landed before: it says so
+	}
+	if errors.Is(err, lease.ErrAcked) {
+		return Gone("receipt handle is stale (planted bug)")
 	}
 	if err != nil {
 		return err

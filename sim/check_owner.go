@@ -73,9 +73,9 @@ func (o *ownerChecker) ownerCount() int {
 }
 
 // nodeObserver is a node's observer in the simulator: it reports appends
-// to the single-owner checkers (node.AppendObserver) and the ends of
-// moves and freezes to the moves scenario (node.MoveObserver), and
-// ignores the rest.
+// to the single-owner checkers (node.AppendObserver), applied acks to the
+// ack checker (node.AckObserver) and the ends of moves and freezes to the
+// moves scenario (node.MoveObserver), and ignores the rest.
 type nodeObserver struct {
 	node.NopObserver
 	n *simNode
@@ -84,6 +84,7 @@ type nodeObserver struct {
 var (
 	_ node.AppendObserver = nodeObserver{}
 	_ node.MoveObserver   = nodeObserver{}
+	_ node.AckObserver    = nodeObserver{}
 )
 
 // Appended is one record appended by the node, before it is durable.

@@ -44,6 +44,7 @@ func (cl *client) consumed(c *call, batch bool, response *httpapi.Response) {
 			return
 		}
 		cl.w.history.delivered(id, m.Partition, m.Offset, c.sentMs, cl.w.nowMs)
+		cl.w.acks.delivered(c, m)
 		handles = append(handles, m.ReceiptHandle)
 	}
 	cl.settle(handles)
@@ -90,9 +91,19 @@ func (cl *client) settle(handles []string) {
 	}
 }
 
+// Ack retries: an ack whose answer was lost, or was 503, is sent again
+// with the same handles, at most ackAttemptsMax times in all, the n-th
+// retry after n × ackRetryPauseMs.
+const (
+	ackAttemptsMax  = 4
+	ackRetryPauseMs = 100
+)
+
 // ackSingle acks (or nacks/extends) the handles one request at a time; an
 // extend is followed by an ack of the same handle.
-func (cl *client) ackSingle(handles []string, extend string) {
+func (cl *client) ackSingle(handles []string, extend string) { cl.ackSingleAttempt(handles, extend, 1) }
+
+func (cl *client) ackSingleAttempt(handles []string, extend string, attempt int) {
 	handle := handles[0]
 	target := fmt.Sprintf("/v1/topics/%s/ack?receipt_handle=%s", cl.w.topic, handle)
 	if extend != "" {
@@ -100,6 +111,12 @@ func (cl *client) ackSingle(handles []string, extend string) {
 	}
 	c := &call{kind: "ack", httpRequest: newHTTPRequest(http.MethodPost, target, "", "")}
 	c.onDone = func(response *httpapi.Response) {
+		if cl.retryAck(response, attempt, func() { cl.ackSingleAttempt(handles, extend, attempt+1) }) {
+			return
+		}
+		if response != nil && extend == "" {
+			cl.w.acks.answered(c, handle, response.Status, attempt)
+		}
 		if !cl.ackOutcomeOK(c, response) {
 			return
 		}
@@ -116,19 +133,52 @@ func (cl *client) ackSingle(handles []string, extend string) {
 	cl.send(c)
 }
 
-func (cl *client) ackBatch(handles []string) {
+func (cl *client) ackBatch(handles []string) { cl.ackBatchAttempt(handles, 1) }
+
+// ackBatchAttempt sends a batch ack; the handles answered 503 are sent
+// again as a smaller batch.
+func (cl *client) ackBatchAttempt(handles []string, attempt int) {
 	body := `{"receipt_handles":["` + strings.Join(handles, `","`) + `"]}`
 	c := &call{kind: "ack-batch", httpRequest: newHTTPRequest(http.MethodPost, "/v1/topics/"+cl.w.topic+"/ack", "application/json", body)}
 	c.onDone = func(response *httpapi.Response) {
-		if cl.ackOutcomeOK(c, response) {
-			cl.later(int64(cl.w.workloadRng.IntN(consumerThinkMsMax)), cl.consumeNext)
+		if cl.retryAck(response, attempt, func() { cl.ackBatchAttempt(handles, attempt+1) }) {
+			return
 		}
+		if !cl.ackOutcomeOK(c, response) {
+			return
+		}
+		var unavailable []string
+		if response.Status == http.StatusOK {
+			var err error
+			if unavailable, err = cl.w.acks.answeredBatch(c, response, attempt); err != nil {
+				cl.w.fail("client", "%s: %v", c.describe(), err)
+				return
+			}
+		}
+		if len(unavailable) > 0 && cl.retryAck(nil, attempt, func() { cl.ackBatchAttempt(unavailable, attempt+1) }) {
+			return
+		}
+		cl.later(int64(cl.w.workloadRng.IntN(consumerThinkMsMax)), cl.consumeNext)
 	}
 	cl.send(c)
 }
 
+// retryAck schedules again (the next attempt of the same ack) when the
+// answer was lost or was 503 and attempts remain, and reports whether it
+// did.
+func (cl *client) retryAck(response *httpapi.Response, attempt int, again func()) bool {
+	lostOr503 := response == nil || response.Status == http.StatusServiceUnavailable
+	if !lostOr503 || attempt >= ackAttemptsMax {
+		return false
+	}
+	cl.w.acks.retries++
+	cl.later(int64(attempt)*ackRetryPauseMs, again)
+	return true
+}
+
 // ackOutcomeOK accepts what a correct server may answer to an ack under
-// faults: success, 410 (lease lapsed, node restarted), 503, or nothing.
+// faults: success, 410 (lease lapsed, node restarted), 503, or nothing
+// (the retries ran out).
 func (cl *client) ackOutcomeOK(c *call, response *httpapi.Response) bool {
 	if response == nil {
 		cl.later(10, cl.consumeNext)

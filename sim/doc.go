@@ -72,6 +72,16 @@
 //     it; the committed consumer offset never falls below what was
 //     persisted and never passes the high-watermark; an acknowledged
 //     produce is durable when its 202 leaves.
+//   - Idempotent acks (check_acks.go): clients send an ack again, with
+//     the same handles, when its answer was lost or was 503. Once a
+//     record's ack landed (its node reports every ack it applies), any
+//     ack of the record sent later must answer 204 and no consume sent
+//     later may deliver it, unless the ack may have been lost since: the
+//     node that applied it restarted, the partition changed owner, or
+//     the node was not its committed owner; such redeliveries are
+//     counted (redelivered_after_lost_ack), with the retries
+//     (ack_retries) and the retries that found their ack had landed
+//     (ack_retries_landed).
 //   - At the end, Jepsen-style accounting over unique message ids: lost
 //     (answered 202, never consumed), unexpected (consumed, never
 //     produced), duplicated and recovered.

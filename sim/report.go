@@ -59,6 +59,12 @@ type Report struct {
 	// while they were under way, or a node that had not learned of a
 	// move), by kind, sorted.
 	Misdirected []chaos.Count
+	// AckRetries counts ack requests clients sent again (a lost answer or
+	// a 503); AckRetriesLanded the handles of those whose ack had landed
+	// before (each answered 204, or the run failed); RedeliveredAfterLoss
+	// the deliveries of records whose ack landed and may have been lost
+	// since (a restart, a move), which are allowed.
+	AckRetries, AckRetriesLanded, RedeliveredAfterLoss int
 	// Failure is the first checker that failed, nil for a clean run.
 	Failure *Failure
 	// TraceTail holds the last trace lines, for a failure report.
@@ -77,7 +83,8 @@ func (w *World) report() Report {
 		MovesAborted: w.metaLog.movesAborted, FreezeMsMax: w.moveStats.freezeMsMax(),
 		Misdirected: sortedCounts(w.history.misdirected), MoveOutcomes: sortedCounts(w.moveStats.outcomes),
 		MoveBytesCopied: w.moveStats.bytesCopied,
-		LogOperations:   w.logOperations, LogResult: w.logResult, Failure: w.failure, TraceTail: w.trace.last(),
+		AckRetries:      w.acks.retries, AckRetriesLanded: w.acks.retriedLanded, RedeliveredAfterLoss: w.acks.redeliveredAfterLoss,
+		LogOperations: w.logOperations, LogResult: w.logResult, Failure: w.failure, TraceTail: w.trace.last(),
 	}
 }
 
@@ -109,9 +116,9 @@ func (r Report) Summary() string {
 		cluster = fmt.Sprintf(" owners=%d moves_started=%d moves=%d forced=%d aborted=%d freeze_ms_max=%d move_outcomes=[%s] move_bytes=%d misdirected=[%s] failovers_ms=%v late_join_ms=%d late_join_compacted_at=%d unreachable=%d peer_sent=[%s] peer_dropped=[%s] step_errors=[%s]",
 			r.Owners, r.MovesStarted, r.MovesCompleted, r.MovesForced, r.MovesAborted, r.FreezeMsMax, countsString(r.MoveOutcomes), r.MoveBytesCopied, countsString(r.Misdirected), r.FailoversMs, r.LateJoinMs, r.LateJoinCompactedAt, r.PeerUnreachable, countsString(r.PeerSent), countsString(r.PeerDropped), countsString(r.StepErrors))
 	}
-	return fmt.Sprintf("seed=%d nodes=%d profile=%s %s acked=%d delivered=%d lost=%d duplicated=%d unexpected=%d recovered=%d log_ops=%d log=%s faults=[%s] marks=%d sim_s=%.1f wall_s=%.2f trace-hash=%016x%s",
+	return fmt.Sprintf("seed=%d nodes=%d profile=%s %s acked=%d delivered=%d lost=%d duplicated=%d unexpected=%d recovered=%d ack_retries=%d ack_retries_landed=%d redelivered_after_lost_ack=%d log_ops=%d log=%s faults=[%s] marks=%d sim_s=%.1f wall_s=%.2f trace-hash=%016x%s",
 		r.Seed, r.Nodes, r.Profile, status, r.Acked, r.Delivered, r.Lost, r.Duplicated, r.Unexpected, r.Recovered,
-		r.LogOperations, r.LogResult, countsString(r.Faults), len(r.Marks), float64(r.SimMs)/1000, r.WallSeconds, r.TraceHash, cluster)
+		r.AckRetries, r.AckRetriesLanded, r.RedeliveredAfterLoss, r.LogOperations, r.LogResult, countsString(r.Faults), len(r.Marks), float64(r.SimMs)/1000, r.WallSeconds, r.TraceHash, cluster)
 }
 
 // FailureText is the full account of a failed run: the checker, the last

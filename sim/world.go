@@ -96,6 +96,9 @@ type World struct {
 	// writers checks that at most one node accepts writes to a partition
 	// after every step, and that no frozen partition takes an append.
 	writers *writerChecker
+	// acks checks that an ack that landed is answered 204 when sent again
+	// and its record is not delivered again (check_acks.go).
+	acks *ackChecker
 	// moves is the moves scenario; nil unless Options.Moves in a cluster.
 	moves *movesScenario
 	// moveStats gathers what the nodes report of moves.
@@ -161,6 +164,7 @@ func NewWorld(opts Options) *World {
 	w.metaLog = newMetaLog(w)
 	w.owners = newOwnerChecker(w)
 	w.writers = newWriterChecker(w)
+	w.acks = newAckChecker(w)
 	if opts.Moves && opts.Nodes > 1 {
 		w.moves = newMovesScenario(w)
 		w.metaLog.listener = w.moves

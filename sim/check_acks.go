@@ -1,0 +1,163 @@
+package sim
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"narad/httpapi"
+)
+
+// ackChecker checks that acks are idempotent: once an ack of a record
+// landed (its owner applied it, whether or not the answer reached the
+// client), a later ack of that record answers 204 and the record is not
+// delivered again, unless the ack could have been lost since: the node
+// that applied it restarted or is down (the committed offset persists
+// within a tick, and the acked-ahead set not at all), the partition
+// changed owner (a move carries only the committed offset; a
+// force-promotion may carry less), or the node that applied it was not
+// the partition's committed owner then (a deposed owner not yet told).
+// Such a loss is counted, not failed: the record comes back, as any
+// unacknowledged one does. Landings are reported by the applying node's
+// observer (node.AckObserver), so the checker is off in a black-box run;
+// everything else is what clients saw.
+type ackChecker struct {
+	w *World
+	// records maps a receipt handle delivered to a client to the record
+	// it names.
+	records map[string]ackRecord
+	// landed holds, per record, its first ack applied.
+	landed map[ackRecord]ackLanding
+	// retries counts ack requests sent again after a lost answer or a
+	// 503; retriedLanded counts the handles of retried acks whose ack had
+	// landed before (the retry learned it did); redeliveredAfterLoss
+	// counts deliveries of records whose ack landed and may have been
+	// lost since, and answersAfterLoss the ack answers of such records.
+	retries, retriedLanded, redeliveredAfterLoss, answersAfterLoss int
+}
+
+// ackRecord names one record of the simulated topic.
+type ackRecord struct {
+	partition int
+	offset    uint64
+}
+
+// ackLanding is where and when an ack was applied.
+type ackLanding struct {
+	atMs int64
+	// node applied it, in its incarnation; generation is the partition's
+	// committed flip count then, and committedOwner whether node was its
+	// committed owner.
+	node           *simNode
+	incarnation    int
+	generation     int
+	committedOwner bool
+}
+
+func newAckChecker(w *World) *ackChecker {
+	return &ackChecker{w: w, records: map[string]ackRecord{}, landed: map[ackRecord]ackLanding{}}
+}
+
+// AckApplied is an ack the node applied (node.AckObserver).
+func (o nodeObserver) AckApplied(topic string, partition int, offset uint64, _ string) {
+	o.n.w.acks.applied(o.n, topic, partition, offset)
+}
+
+func (a *ackChecker) applied(n *simNode, topic string, partition int, offset uint64) {
+	if a.w.opts.BlackBox {
+		return // it hears from the nodes: not a black-box checker
+	}
+	record := ackRecord{partition, offset}
+	if _, ok := a.landed[record]; ok && !a.mayHaveLost(record) {
+		a.w.fail("ack-idempotent", "%s applied an ack of %s/%d again, though its first ack landed", n.id, partitionName(topic, partition), offset)
+		return
+	}
+	committedOwner := !a.w.clustered() || a.w.metaLog.owner(topic, partition) == n.id
+	a.landed[record] = ackLanding{atMs: a.w.nowMs, node: n, incarnation: n.incarnation,
+		generation: a.w.metaLog.generations[partitionName(topic, partition)], committedOwner: committedOwner}
+}
+
+// mayHaveLost reports whether the record's landed ack may have been lost
+// since it landed.
+func (a *ackChecker) mayHaveLost(record ackRecord) bool {
+	landing := a.landed[record]
+	n := landing.node
+	return !landing.committedOwner || !n.up() || n.incarnation != landing.incarnation ||
+		a.w.metaLog.generations[partitionName(a.w.topic, record.partition)] != landing.generation
+}
+
+// landedBefore reports whether the record's ack landed before sentMs
+// (landed) and, if so, whether it may have been lost since (excused). A
+// landing that may have been lost is forgotten, so the record's next ack
+// is judged afresh.
+func (a *ackChecker) landedBefore(record ackRecord, sentMs int64) (landed, excused bool) {
+	landing, ok := a.landed[record]
+	if !ok || landing.atMs >= sentMs {
+		return false, false
+	}
+	if a.mayHaveLost(record) {
+		delete(a.landed, record)
+		return true, true
+	}
+	return true, false
+}
+
+// delivered checks a delivery to a client: a consume sent after the
+// record's ack landed must not get it.
+func (a *ackChecker) delivered(c *call, m wireMessage) {
+	record := ackRecord{m.Partition, m.Offset}
+	a.records[m.ReceiptHandle] = record
+	landed, excused := a.landedBefore(record, c.sentMs)
+	if excused {
+		a.redeliveredAfterLoss++
+	}
+	if landed && !excused {
+		landing := a.landed[record]
+		a.w.fail("ack-idempotent", "%s: %s offset %d was delivered again (delivery %d) though its ack landed at %d ms on %s",
+			c.describe(), partitionName(a.w.topic, m.Partition), m.Offset, m.DeliveryCount, landing.atMs, landing.node.id)
+	}
+}
+
+// answered checks the answer to one handle of a commit ack (attempt
+// counts from 1): an ack sent after the record's ack landed must answer
+// 204.
+func (a *ackChecker) answered(c *call, handle string, status, attempt int) {
+	record, ok := a.records[handle]
+	if !ok || status == http.StatusServiceUnavailable {
+		return
+	}
+	landed, excused := a.landedBefore(record, c.sentMs)
+	if excused {
+		a.answersAfterLoss++
+	}
+	if !landed || excused {
+		return
+	}
+	if attempt > 1 {
+		a.retriedLanded++
+	}
+	if status != http.StatusNoContent {
+		a.w.fail("ack-idempotent", "%s (attempt %d): answered %d for %s, whose ack landed at %d ms on %s",
+			c.describe(), attempt, status, handle, a.landed[record].atMs, a.landed[record].node.id)
+	}
+}
+
+// answeredBatch checks each item of a batch ack's 200 answer and returns
+// the handles answered 503 (to retry).
+func (a *ackChecker) answeredBatch(c *call, response *httpapi.Response, attempt int) (unavailable []string, err error) {
+	var body struct {
+		Results []struct {
+			Handle string `json:"receipt_handle"`
+			Status int    `json:"status"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(response.Body, &body); err != nil {
+		return nil, err
+	}
+	for _, item := range body.Results {
+		a.answered(c, item.Handle, item.Status, attempt)
+		if item.Status == http.StatusServiceUnavailable {
+			unavailable = append(unavailable, item.Handle)
+		}
+	}
+	return unavailable, nil
+}
