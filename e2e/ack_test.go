@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,62 +17,95 @@ import (
 	"narad/client"
 )
 
-// Shape of TestClusterAcksSettleWhileAnOwnerIsKilled.
+// Shape of TestClusterAcksSettleWhileAnOwnerIsKilled. The records,
+// consumers and kills may be raised for a longer run through the
+// environment (ackShapeEnv), within ackShapeMax.
 const (
-	ackTopic          = "acks"
-	ackPartitions     = 6
-	ackVisibilityMs   = 5_000
-	ackRecords        = 1_200
-	ackProduceBatch   = 100
-	ackConsumers      = 4
-	ackConsumeMax     = 10
-	ackKillAfter      = 200 // records acked in the clients' eyes before the kill
-	ackDowntime       = 6 * time.Second
-	ackSettleTimeout  = 45 * time.Second
-	ackTestTimeout    = 90 * time.Second
-	ackAttemptTimeout = 6 * time.Second // past the server's forward timeout (5 s)
-	// ackRepeatEvery: every so many records, a consumer acks twice, as a
-	// client does whose answer was lost.
+	ackTopic            = "acks"
+	ackPartitions       = 6
+	ackVisibilityMs     = 5_000
+	ackRecordsDefault   = 1_200
+	ackProduceBatch     = 100
+	ackConsumersDefault = 4
+	ackKillsDefault     = 1
+	ackConsumeMax       = 10
+	ackDowntime         = 6 * time.Second
+	ackSettleTimeout    = 45 * time.Second
+	ackTestTimeout      = 90 * time.Second
+	ackAttemptTimeout   = 6 * time.Second // past the server's forward timeout (5 s)
+	// ackRepeatEvery: every so many acks answered 204, a consumer acks
+	// again, as a client does whose answer was lost.
 	ackRepeatEvery = 7
+	// ackTimePerRecord is added to the settle and test timeouts per
+	// record, and ackTimePerKill per kill, for the longer runs.
+	ackTimePerRecord = 2 * time.Millisecond
+	ackTimePerKill   = 15 * time.Second
 )
+
+// ackShapeEnv names the variables that raise the run's shape:
+// NARAD_ACK_E2E_RECORDS, _CONSUMERS and _KILLS; ackShapeMax bounds each.
+var (
+	ackShapeEnv = [3]string{"NARAD_ACK_E2E_RECORDS", "NARAD_ACK_E2E_CONSUMERS", "NARAD_ACK_E2E_KILLS"}
+	ackShapeMax = [3]int{100_000, 32, 6}
+)
+
+// ackShape is the size of one run.
+type ackShape struct {
+	records, consumers, kills int
+}
+
+// ackShapeFromEnv reads the shape, defaults for what is unset.
+func ackShapeFromEnv(t *testing.T) ackShape {
+	t.Helper()
+	values := [3]int{ackRecordsDefault, ackConsumersDefault, ackKillsDefault}
+	for i, name := range ackShapeEnv {
+		text := os.Getenv(name)
+		if text == "" {
+			continue
+		}
+		value, err := strconv.Atoi(text)
+		require.NoError(t, err, "%s=%q", name, text)
+		require.True(t, value >= 1 && value <= ackShapeMax[i], "%s=%d: want 1..%d", name, value, ackShapeMax[i])
+		values[i] = value
+	}
+	return ackShape{records: values[0] / ackProduceBatch * ackProduceBatch, consumers: values[1], kills: values[2]}
+}
+
+// budget is the extra time a larger shape gets.
+func (s ackShape) budget() time.Duration {
+	return time.Duration(s.records)*ackTimePerRecord + time.Duration(s.kills-1)*ackTimePerKill
+}
 
 // TestClusterAcksSettleWhileAnOwnerIsKilled runs three processes,
 // produces a fixed set of records, and consumes and acks them all through
 // n1 while another node, owner of some partitions, is killed with -9 and
-// restarted six seconds later. Acks go through client.AckRetrying (503s
+// restarted six seconds later (with more kills, n2 and n3 in turn). Acks go through client.AckRetrying (503s
 // and lost answers retried with the same handle). Every record must end
 // acknowledged in the clients' eyes: an ack whose first attempt landed
 // but whose answer was lost must not be answered 410 on retry, since its
 // record would then never come back. Some records are acked twice on
 // purpose; the second ack must answer 204 unless a kill came in between.
 func TestClusterAcksSettleWhileAnOwnerIsKilled(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), ackTestTimeout)
+	shape := ackShapeFromEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), ackTestTimeout+shape.budget())
 	defer cancel()
 	c := startTestCluster(t, 3)
 	n1 := c.nodes[0]
 	createTopic(ctx, t, n1, client.CreateTopicRequest{Name: ackTopic, Partitions: ackPartitions, VisibilityTimeoutMs: ackVisibilityMs})
-	produced := produceAckRecords(ctx, t, n1)
+	produced := produceAckRecords(ctx, t, n1, shape.records)
+	t.Logf("owners of %s: %v", ackTopic, owners(ctx, t, n1))
 
-	run := newAckRun(produced)
+	run := newAckRun(produced, ackSettleTimeout+shape.budget())
 	consuming, stopConsuming := context.WithCancel(ctx)
 	var consumers sync.WaitGroup
-	for range ackConsumers {
+	for range shape.consumers {
 		consumers.Go(func() { run.consume(consuming, n1) })
 	}
 	defer func() { stopConsuming(); consumers.Wait() }()
-	require.NoError(t, run.waitAcked(ctx, ackKillAfter), "acks before the kill")
-
-	victim := c.follower(ctx)
-	if victim == n1 {
-		victim = c.nodes[1]
+	for kill := range shape.kills {
+		require.NoError(t, run.waitAcked(ctx, len(produced)*(kill+1)/(shape.kills+2)), "acks before kill %d", kill+1)
+		c.killAndRestart(t, run, c.nodes[1+kill%2])
 	}
-	run.kills.Add(1)
-	t.Logf("killing %s (-9) with %d of %d records acked", victim.id, run.ackedCount(), len(produced))
-	c.kill(victim)
-	time.Sleep(ackDowntime)
-	c.start(victim)
-	c.waitReady(victim)
-	t.Logf("%s ready again with %d records acked", victim.id, run.ackedCount())
 
 	err := run.waitAcked(ctx, len(produced))
 	stopConsuming()
@@ -80,17 +115,43 @@ func TestClusterAcksSettleWhileAnOwnerIsKilled(t *testing.T) {
 	require.Empty(t, run.repeatFailures, "a repeated ack of a record acked with no kill in between answered other than 204")
 }
 
-// produceAckRecords produces ackRecords distinct payloads through n in
-// batches, retrying a batch that fails, and returns the payloads.
-func produceAckRecords(ctx context.Context, t *testing.T, n *clusterNode) []string {
+// owners lists the owner of each partition of the test topic, as n sees
+// it.
+func owners(ctx context.Context, t *testing.T, n *clusterNode) []string {
+	t.Helper()
+	topic, err := n.client.GetTopic(ctx, ackTopic, nil)
+	require.NoError(t, err)
+	var ids []string
+	for _, stats := range topic.PartitionStats {
+		ids = append(ids, stats.OwnerNode)
+	}
+	return ids
+}
+
+// killAndRestart kills victim with -9 and restarts it ackDowntime later.
+func (c *testCluster) killAndRestart(t *testing.T, run *ackRun, victim *clusterNode) {
+	t.Helper()
+	run.kills.Add(1)
+	t.Logf("killing %s (-9) with %d of %d records acked", victim.id, run.ackedCount(), len(run.produced))
+	c.kill(victim)
+	time.Sleep(ackDowntime)
+	c.start(victim)
+	c.waitReady(victim)
+	t.Logf("%s ready again with %d records acked", victim.id, run.ackedCount())
+}
+
+// produceAckRecords produces count distinct payloads through n in
+// batches, spread evenly over the partitions (a keyless record would stay
+// on n's own), retrying a batch that fails, and returns the payloads.
+func produceAckRecords(ctx context.Context, t *testing.T, n *clusterNode, count int) []string {
 	t.Helper()
 	var payloads []string
-	for start := 0; start < ackRecords; start += ackProduceBatch {
+	for start := 0; start < count; start += ackProduceBatch {
 		var batch []client.BatchRecord
 		for i := start; i < start+ackProduceBatch; i++ {
 			payload := fmt.Sprintf("record-%05d", i)
 			payloads = append(payloads, payload)
-			batch = append(batch, client.NewBatchRecord([]byte(payload), client.ProduceOptions{}))
+			batch = append(batch, client.NewBatchRecord([]byte(payload), client.ProduceOptions{Partition: client.Ptr(i % ackPartitions)}))
 		}
 		for {
 			_, err := n.client.ProduceBatch(ctx, ackTopic, batch)
@@ -112,6 +173,9 @@ type ackRun struct {
 	// repeated.
 	ackSequence atomic.Int64
 
+	// settleTimeout bounds each waitAcked.
+	settleTimeout time.Duration
+
 	mu sync.Mutex // guards the fields below
 	// produced is the set of payloads produced.
 	produced map[string]bool
@@ -129,8 +193,9 @@ type ackRun struct {
 	repeatFailures []string
 }
 
-func newAckRun(produced []string) *ackRun {
-	run := &ackRun{produced: map[string]bool{}, deliveries: map[string]int{}, acked: map[string]bool{}, retriedOutcome: map[int]int{}}
+func newAckRun(produced []string, settleTimeout time.Duration) *ackRun {
+	run := &ackRun{settleTimeout: settleTimeout, produced: map[string]bool{}, deliveries: map[string]int{}, acked: map[string]bool{},
+		retriedOutcome: map[int]int{}}
 	for _, payload := range produced {
 		run.produced[payload] = true
 	}
@@ -217,12 +282,12 @@ func (r *ackRun) ackedCount() int {
 }
 
 // waitAcked waits until count produced records are acked in the clients'
-// eyes, or ackSettleTimeout passes.
+// eyes, or the run's settle timeout passes.
 func (r *ackRun) waitAcked(ctx context.Context, count int) error {
-	deadline := time.Now().Add(ackSettleTimeout)
+	deadline := time.Now().Add(r.settleTimeout)
 	for r.ackedCount() < count {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d records acked after %s", r.ackedCount(), count, ackSettleTimeout)
+			return fmt.Errorf("%d of %d records acked after %s", r.ackedCount(), count, r.settleTimeout)
 		}
 		if err := proc.SleepContext(ctx, clusterPollInterval); err != nil {
 			return fmt.Errorf("%d of %d records acked: %w", r.ackedCount(), count, err)
