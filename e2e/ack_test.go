@@ -104,7 +104,9 @@ func TestClusterAcksSettleWhileAnOwnerIsKilled(t *testing.T) {
 	}
 	defer func() { stopConsuming(); consumers.Wait() }()
 	for kill := range shape.kills {
-		require.NoError(t, run.waitAcked(ctx, len(produced)*(kill+1)/(shape.kills+2)), "acks before kill %d", kill+1)
+		// n1 serves its own partitions first: past its third of the
+		// records, the acks in flight go to the other owners.
+		require.NoError(t, run.waitAcked(ctx, len(produced)*(kill+2)/(shape.kills+3)), "acks before kill %d", kill+1)
 		c.killAndRestart(t, run, c.nodes[1+kill%2])
 	}
 
