@@ -54,11 +54,11 @@ func (n *Node) ackOne(t *topic, handle string, action AckAction) error {
 	}
 	err = n.applyAck(t, p, log, offset, nonce, action)
 	n.observer.Acked(t.info.Name, action, ackOutcome(err))
-	if errors.Is(err, lease.ErrAcked) && !chaos.Planted(chaos.BugRepeatedAckStale) {
-		return nil // a retried ack that landed before: it says so
-	}
 	if errors.Is(err, lease.ErrAcked) {
-		return Gone("receipt handle is stale (planted bug)")
+		if chaos.Planted(chaos.BugRepeatedAckStale) {
+			return Gone("receipt handle is stale (planted bug)")
+		}
+		return nil // a retried ack whose first attempt landed: it says so
 	}
 	if err != nil {
 		return err
