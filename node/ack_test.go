@@ -31,6 +31,8 @@ func TestAckTwiceSaysAckedTwice(t *testing.T) {
 	h := newHarness(t)
 	messages := ackedOnce(t, h, 3)
 	require.NoError(t, h.ackHandle("orders", messages[0].ReceiptHandle, AckCommit), "committed")
+	require.NoError(t, h.ackHandle("orders", "0:0:12345", AckCommit),
+		"any handle of a committed record: its nonce is gone with its lease, and nothing can come back")
 	require.NoError(t, h.ackHandle("orders", messages[2].ReceiptHandle, AckCommit))
 	require.NoError(t, h.ackHandle("orders", messages[2].ReceiptHandle, AckCommit), "acked ahead")
 	require.Equal(t, uint64(1), h.stats("orders", 0).Committed)
