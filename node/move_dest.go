@@ -271,22 +271,18 @@ func (n *Node) request(s *moveSession, req Request, handle func(Reply)) {
 	})
 }
 
-// requestStatus asks the source for its state. A status answer is never
-// final: the source may be frozen for another move (one its replica has
-// not yet seen aborted, after a restart) and take writes again once it
-// has, so its Frozen says nothing about this move. Only the answer to
-// this session's own freeze is final (requestFreeze), and only a final
-// state may be promoted (seed 2698: a copy promoted from a status answer
-// of a source frozen for an aborted move lost the records it acknowledged
-// after it unfroze). Once the final state is known, status answers still
-// under way are ignored.
+// requestStatus asks the source for its state. The request names this
+// session's move, so the answer says Frozen only when the source is
+// frozen for it (then the state is final and may be promoted), never for
+// a move the source has not yet seen replaced (seed 2698). Once the final
+// state is known, status answers still under way are ignored.
 func (n *Node) requestStatus(s *moveSession) {
-	n.request(s, MoveStatus{Topic: s.key.topic, Partition: s.key.index}, func(reply Reply) {
+	request := MoveStatus{Topic: s.key.topic, Partition: s.key.index, Target: n.cfg.NodeID, MoveStartedAtMs: s.moveStartedAtMs}
+	n.request(s, request, func(reply Reply) {
 		state, ok := reply.Result.(MoveSourceState)
 		if reply.Err != nil || !ok || s.state.Frozen {
 			return // retried at the next tick, or the final state is known
 		}
-		state.Frozen = false
 		n.statusArrived(s, state)
 	})
 }

@@ -6,10 +6,17 @@ package node
 // client request among them (POST|DELETE /v1/cluster/members/{id}/decommission).
 
 // MoveStatus asks a partition's owner what a move must copy.
-// Result: MoveSourceState.
+// Result: MoveSourceState, whose Frozen is set only when the source is
+// frozen for the asking move: Target and MoveStartedAtMs name it. A
+// source may be frozen for another move (one its replica has not yet
+// seen aborted, after a restart) and take writes again once it has; a
+// destination that took that for its own final state would promote a
+// copy missing the records acknowledged after it (seed 2698).
 type MoveStatus struct {
-	Topic     string
-	Partition int
+	Topic           string
+	Partition       int
+	Target          string
+	MoveStartedAtMs int64
 }
 
 // MoveRead asks a partition's owner for the bytes of segment Base from
@@ -61,7 +68,8 @@ type MoveSegment struct {
 
 // MoveSourceState is what a move copies from the source: its segments,
 // HWM and committed consumer offset, and whether it is frozen for the
-// move.
+// move that asked (then the state is final: the source accepts nothing
+// more until the move ends).
 type MoveSourceState struct {
 	Segments  []MoveSegment
 	HWM       uint64

@@ -67,9 +67,11 @@ func (n *Node) ownedLog(topicName string, index int) (*topic, *partition, *stora
 	return t, p, log, nil
 }
 
-// sourceState describes what a move copies from p now.
-func (n *Node) sourceState(p *partition, log *storage.Log) MoveSourceState {
-	state := MoveSourceState{HWM: log.HWM(), Committed: min(p.leases.Committed(), log.HWM()), Frozen: p.frozenFor != ""}
+// sourceState describes what a move copies from p now, for the move to
+// target started at startedAtMs: Frozen only if p is frozen for that move.
+func (n *Node) sourceState(p *partition, log *storage.Log, target string, startedAtMs int64) MoveSourceState {
+	frozen := p.frozenFor != "" && p.frozenFor == target && p.frozenMoveStartedAtMs == startedAtMs
+	state := MoveSourceState{HWM: log.HWM(), Committed: min(p.leases.Committed(), log.HWM()), Frozen: frozen}
 	for _, s := range log.Segments() {
 		state.Segments = append(state.Segments, MoveSegment{Base: s.Base, Size: s.Size, Sealed: s.Sealed})
 	}
@@ -81,7 +83,7 @@ func (n *Node) moveStatus(r MoveStatus) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return n.sourceState(p, log), nil
+	return n.sourceState(p, log, r.Target, r.MoveStartedAtMs), nil
 }
 
 func (n *Node) moveRead(r MoveRead) (any, error) {
@@ -125,7 +127,7 @@ func (n *Node) moveFreeze(id RequestID, r MoveFreeze) {
 		p.freezeReplies = append(p.freezeReplies, id)
 		return
 	}
-	n.reply(id, n.sourceState(p, log), nil)
+	n.reply(id, n.sourceState(p, log, r.Target, r.MoveStartedAtMs), nil)
 }
 
 // answerFreezes answers the freezes that waited for p's sync round.
@@ -133,7 +135,7 @@ func (n *Node) answerFreezes(p *partition) {
 	if len(p.freezeReplies) == 0 || p.log == nil {
 		return
 	}
-	state := n.sourceState(p, p.log)
+	state := n.sourceState(p, p.log, p.frozenFor, p.frozenMoveStartedAtMs)
 	for _, id := range p.freezeReplies {
 		n.reply(id, state, nil)
 	}

@@ -14,6 +14,8 @@ func (e *encoder) moveRequest(request node.Request) {
 		e.typeNumber(typeMoveStatus)
 		e.string(r.Topic, topicNameLimit)
 		e.int(r.Partition)
+		e.string(r.Target, nodeIDLimit)
+		e.varint(r.MoveStartedAtMs)
 	case node.MoveRead:
 		e.typeNumber(typeMoveRead)
 		e.string(r.Topic, topicNameLimit)
@@ -44,7 +46,7 @@ func (e *encoder) moveRequest(request node.Request) {
 func (d *decoder) moveRequest(t typeNumber) node.Request {
 	switch t {
 	case typeMoveStatus:
-		return node.MoveStatus{Topic: d.string(topicNameLimit), Partition: d.int()}
+		return node.MoveStatus{Topic: d.string(topicNameLimit), Partition: d.int(), Target: d.string(nodeIDLimit), MoveStartedAtMs: d.varint()}
 	case typeMoveRead:
 		return node.MoveRead{Topic: d.string(topicNameLimit), Partition: d.int(), Base: d.uvarint(), Position: d.varint()}
 	case typeMoveFreeze:

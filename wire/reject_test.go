@@ -194,6 +194,7 @@ func overBoundCases() []overBoundCase {
 		{membersLimit, replyOf(node.MembersResult{Members: make([]node.Member, membersLimit.max+1)})},
 		{movesLimit, replyOf(node.MovesResult{Moves: make([]node.Move, movesLimit.max+1)})},
 		{nodeIDLimit, forwardOf(node.MoveFreeze{Target: over(nodeIDLimit)})},
+		{nodeIDLimit, forwardOf(node.MoveStatus{Target: over(nodeIDLimit)})},
 		{nodeIDLimit, forwardOf(node.Decommission{ID: over(nodeIDLimit)})},
 		{nodeIDLimit, replyOf(node.MoveVerdict{Target: over(nodeIDLimit)})},
 		{topicNameLimit, forwardOf(node.MoveRead{Topic: over(topicNameLimit)})},

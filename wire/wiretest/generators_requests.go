@@ -59,7 +59,8 @@ func dataRequest() *rapid.Generator[node.Request] {
 func moveRequest() *rapid.Generator[node.Request] {
 	return rapid.OneOf(
 		rapid.Custom(func(t *rapid.T) node.Request {
-			return node.MoveStatus{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition")}
+			return node.MoveStatus{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition"),
+				Target: nodeID().Draw(t, "target"), MoveStartedAtMs: rapid.Int64().Draw(t, "started")}
 		}),
 		rapid.Custom(func(t *rapid.T) node.Request {
 			return node.MoveRead{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition"),

@@ -96,8 +96,8 @@ func handles(n int) []string {
 func moveRequestSamples() []NamedRequest {
 	return []NamedRequest{
 		{"MoveStatus/zero", node.MoveStatus{}},
-		{"MoveStatus/max", node.MoveStatus{Topic: MaxTopic(), Partition: math.MaxInt}},
-		{"MoveStatus/min", node.MoveStatus{Topic: "t", Partition: math.MinInt}},
+		{"MoveStatus/max", node.MoveStatus{Topic: MaxTopic(), Partition: math.MaxInt, Target: MaxNodeID(), MoveStartedAtMs: math.MaxInt64}},
+		{"MoveStatus/min", node.MoveStatus{Topic: "t", Partition: math.MinInt, Target: "n", MoveStartedAtMs: math.MinInt64}},
 		{"MoveRead/zero", node.MoveRead{}},
 		{"MoveRead/max", node.MoveRead{Topic: MaxTopic(), Partition: math.MaxInt, Base: math.MaxUint64, Position: math.MaxInt64}},
 		{"MoveRead/min", node.MoveRead{Topic: "t", Partition: math.MinInt, Base: 1, Position: math.MinInt64}},
