@@ -274,14 +274,13 @@ func (n *Node) request(s *moveSession, req Request, handle func(Reply)) {
 // requestStatus asks the source for its state. The request names this
 // session's move, so the answer says Frozen only when the source is
 // frozen for it (then the state is final and may be promoted), never for
-// a move the source has not yet seen replaced (seed 2698). Once the final
-// state is known, status answers still under way are ignored.
+// a move the source has not yet seen replaced (seed 2698).
 func (n *Node) requestStatus(s *moveSession) {
 	request := MoveStatus{Topic: s.key.topic, Partition: s.key.index, Target: n.cfg.NodeID, MoveStartedAtMs: s.moveStartedAtMs}
 	n.request(s, request, func(reply Reply) {
 		state, ok := reply.Result.(MoveSourceState)
-		if reply.Err != nil || !ok || s.state.Frozen {
-			return // retried at the next tick, or the final state is known
+		if reply.Err != nil || !ok {
+			return // retried at the next tick
 		}
 		n.statusArrived(s, state)
 	})
