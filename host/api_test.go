@@ -133,6 +133,7 @@ func TestClusterHealthAndMetricsRoutes(t *testing.T) {
 		`narad_http_requests_total{method="POST",route="POST /v1/topics/{topic}/produce",status="202"} 1`,
 		`narad_messages_produced_total{partition=`,
 		`narad_storage_sync_round_duration_seconds_count`,
+		`narad_storage_round_records_sum 1`, // the one record produced, in one round
 		`narad_consume_wait_seconds_count{outcome="no_wait",topic="m"} 1`,
 		`narad_inflight_size{partition=`,
 		`narad_consumer_lag_messages{partition=`,
@@ -144,6 +145,7 @@ func TestClusterHealthAndMetricsRoutes(t *testing.T) {
 	} {
 		require.Contains(t, body, metric)
 	}
+	require.Regexp(t, `narad_storage_fsyncs_total [1-9]`, body)
 }
 
 func TestLongPollAcrossHTTP(t *testing.T) {

@@ -107,6 +107,7 @@ func Start(opts Options, logger *slog.Logger) (*Host, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := NewMetrics(reg, logger)
+	registerFsyncs(reg, fs.Fsyncs)
 	metaStore, err := openMetaStore(opts.DataDir)
 	if err != nil {
 		return nil, err

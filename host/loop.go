@@ -278,6 +278,9 @@ func (l *loop) persist(syncs []node.Sync) error {
 		if len(syncs) > 0 {
 			l.metrics.syncRound.Observe(time.Since(start).Seconds())
 		}
+		if records := roundRecords(syncs); records > 0 {
+			l.metrics.roundRecords.Observe(float64(records))
+		}
 	}()
 	if len(syncs) == 1 {
 		return syncs[0].Run()
@@ -289,6 +292,15 @@ func (l *loop) persist(syncs []node.Sync) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// roundRecords is how many records a round's Syncs make durable.
+func roundRecords(syncs []node.Sync) int {
+	records := 0
+	for _, s := range syncs {
+		records += s.Records()
+	}
+	return records
 }
 
 func (l *loop) deliver(reply node.Reply) {

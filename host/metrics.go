@@ -34,6 +34,7 @@ type Metrics struct {
 	retentionRecords *prometheus.CounterVec
 	errors           *prometheus.CounterVec
 	syncRound        prometheus.Histogram
+	roundRecords     prometheus.Histogram
 	bootSeconds      prometheus.Gauge
 	topics           prometheus.Gauge
 	partitions       prometheus.Gauge
@@ -46,6 +47,18 @@ type Metrics struct {
 
 // storageBuckets span 100 µs to about 1.6 s.
 var storageBuckets = prometheus.ExponentialBuckets(0.0001, 2, 15)
+
+// roundRecordsBuckets span 1 to 4096 records per sync round.
+var roundRecordsBuckets = prometheus.ExponentialBuckets(1, 2, 13)
+
+// registerFsyncs exposes the fsyncs counted by the node's file system
+// (partition logs, hwm, consumer offsets and directories; the metastore's
+// bbolt file is not included).
+func registerFsyncs(reg prometheus.Registerer, count func() uint64) {
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "narad", Name: "storage_fsyncs_total",
+		Help: "fsyncs run on partition files and directories (the metastore's own are not counted)."},
+		func() float64 { return float64(count()) }))
+}
 
 // NewMetrics registers the node metrics on reg.
 func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
@@ -74,6 +87,8 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 		errors:           counterVec("errors_total", "Operational errors by component and kind.", []string{"component", "kind"}),
 		syncRound: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "narad",
 			Name: "storage_sync_round_duration_seconds", Help: "Time to persist one Ready (all its fsyncs).", Buckets: storageBuckets}),
+		roundRecords: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "narad",
+			Name: "storage_round_records", Help: "Records made durable by one sync round that made any (all its logs).", Buckets: roundRecordsBuckets}),
 		bootSeconds: gauge("boot_duration_seconds", "Time from start to serving."),
 		topics:      gauge("topics_total", "Topics known to this node."),
 		partitions:  gauge("partitions_total", "Partitions of the known topics."),
@@ -92,7 +107,7 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 func (m *Metrics) register(reg prometheus.Registerer) {
 	reg.MustRegister(m.producedMessages, m.producedBytes, m.consumedMessages, m.consumedBytes,
 		m.consumePolls, m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRejected, m.ackRepeated, m.ackExtended, m.nacks, m.corruptSkipped,
-		m.consumerDropped, m.retentionBytes, m.retentionRecords, m.errors, m.syncRound,
+		m.consumerDropped, m.retentionBytes, m.retentionRecords, m.errors, m.syncRound, m.roundRecords,
 		m.bootSeconds, m.topics, m.partitions, m.openLogs, m.parkedPolls, m.peerStepErrors, m.peerUnsent)
 }
 

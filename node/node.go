@@ -349,7 +349,8 @@ func (n *Node) Ready() Ready {
 	n.round++
 	rd := Ready{Replies: n.replies, Messages: n.messages}
 	for _, p := range n.sortedDirty() {
-		rd.Syncs = append(rd.Syncs, Sync{Dir: p.dir, log: p.log, data: p.log.Dirty(), committed: p.log.CommittedDirty(), partition: p})
+		rd.Syncs = append(rd.Syncs, Sync{Dir: p.dir, log: p.log, data: p.log.Dirty(), committed: p.log.CommittedDirty(),
+			records: int(p.log.Next() - p.log.HWM()), partition: p})
 	}
 	n.addMetaReady(&rd)
 	n.addMoveJobs(&rd)

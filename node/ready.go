@@ -30,6 +30,9 @@ type Sync struct {
 	log       *storage.Log
 	data      bool
 	committed bool
+	// records is how many appended records the round makes durable
+	// (Next - HWM when the Ready was taken).
+	records int
 	// partition is the partition whose round this is (nil for the
 	// metastore's).
 	partition *partition
@@ -59,6 +62,9 @@ func (s Sync) Run() error {
 
 // Data reports whether the round makes appended records durable.
 func (s Sync) Data() bool { return s.data }
+
+// Records is how many appended records the round makes durable.
+func (s Sync) Records() int { return s.records }
 
 // Envelope carries a message between nodes. Message types are added by the
 // cluster; a single node sends none.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -16,6 +17,9 @@ import (
 type OSFS struct {
 	// Root is the directory every path is relative to. Set once by NewOSFS.
 	Root string
+	// fsyncs counts the fsyncs (files and directories) run through this
+	// FS, successful or not; shared with its files. Only increases.
+	fsyncs *atomic.Uint64
 }
 
 // NewOSFS returns an FS rooted at dir, creating dir if needed.
@@ -23,8 +27,12 @@ func NewOSFS(dir string) (*OSFS, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil { //determinism:ok
 		return nil, mapOSError(err)
 	}
-	return &OSFS{Root: dir}, nil
+	return &OSFS{Root: dir, fsyncs: &atomic.Uint64{}}, nil
 }
+
+// Fsyncs returns how many fsyncs (of files and directories) this FS has
+// run. Safe from any goroutine.
+func (o *OSFS) Fsyncs() uint64 { return o.fsyncs.Load() }
 
 func (o *OSFS) path(name string) (string, error) {
 	clean := path.Clean(name)
@@ -54,7 +62,7 @@ func (o *OSFS) Create(name string) (File, error) {
 	if err != nil {
 		return nil, mapOSError(err)
 	}
-	return &osFile{f: f}, nil
+	return &osFile{f: f, fsyncs: o.fsyncs}, nil
 }
 
 // Open implements FS.
@@ -72,7 +80,7 @@ func (o *OSFS) Open(name string) (File, error) {
 		f.Close()
 		return nil, mapOSError(err)
 	}
-	return &osFile{f: f, end: info.Size()}, nil
+	return &osFile{f: f, end: info.Size(), fsyncs: o.fsyncs}, nil
 }
 
 // Remove implements FS.
@@ -156,6 +164,7 @@ func (o *OSFS) SyncDir(dir string) error {
 	if err != nil {
 		return mapOSError(err)
 	}
+	o.fsyncs.Add(1)
 	syncErr := d.Sync()
 	closeErr := d.Close()
 	return mapOSError(errors.Join(syncErr, closeErr))
@@ -169,6 +178,8 @@ type osFile struct {
 	// closed is set by Close, so that Size, which does not touch the file,
 	// also reports ErrClosed afterwards.
 	closed bool
+	// fsyncs is the counter of the FS that opened the file.
+	fsyncs *atomic.Uint64
 }
 
 // ReadAt maps errors like every other method; io.EOF passes unchanged.
@@ -203,6 +214,7 @@ func (f *osFile) Truncate(size int64) error {
 // it (the size) durable, without the timestamp updates a full fsync
 // journals. Measured here: one data+hwm round fell from 2.0 to 0.9 ms.
 func (f *osFile) Sync() error {
+	f.fsyncs.Add(1)
 	return f.withFd(func(fd int) error { return syscall.Fdatasync(fd) })
 }
 

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +25,8 @@ const (
 	benchEmptyPollsMax = 2
 	// benchIdleConnsPerWorker sizes the shared transport's idle pool.
 	benchIdleConnsPerWorker = 2
+	// benchKeysMax bounds --keys.
+	benchKeysMax = 1 << 20
 )
 
 // benchOptions are the flags of narad bench.
@@ -47,6 +51,12 @@ type benchOptions struct {
 	payload []byte
 	// schema is the content of schemaFile, read before the run.
 	schema []byte
+	// keys: when above 0, every record carries a key drawn at random
+	// from that many.
+	keys int
+	// ceiling: also run the produce phase against an in-process server
+	// that only answers.
+	ceiling bool
 }
 
 func newBenchCommand(a *app) *cobra.Command {
@@ -61,9 +71,18 @@ topic is then drained with consume+ack from --consume-workers workers.
 
 A topic with a JSON Schema accepts only JSON that matches it: give
 --payload FILE, the message every request sends (it replaces --size), and
---schema FILE to have --create make the topic with that schema.`,
+--schema FILE to have --create make the topic with that schema.
+
+With --ceiling the same produce phase (same workers, sizes and batches)
+then runs against a server inside this process, on loopback, that reads
+each request and answers 202 without doing anything else: the most any
+broker on this machine could reach with this client. The report gives
+both rates and their ratio, so figures taken on a busy machine can still
+be compared.`,
 		Example: `  narad bench orders --create
   narad bench orders --count 100000 --workers 16 --batch 100 --consume
+  narad bench orders --workers 64 --ceiling
+  narad bench orders --keys 1000
   narad bench orders --json | jq .produce.messages_per_second
   narad bench typed --create --schema order.schema.json --payload order.json`,
 		Args: usageArgs(cobra.ExactArgs(1)),
@@ -77,14 +96,17 @@ A topic with a JSON Schema accepts only JSON that matches it: give
 			if err := a.readBenchFiles(&options); err != nil {
 				return err
 			}
-			transport := &http.Transport{Proxy: http.ProxyFromEnvironment,
-				MaxIdleConnsPerHost: benchIdleConnsPerWorker * max(options.workers, options.consumeWorkers)}
-			broker, err := a.newClient(cmd, client.WithHTTPClient(&http.Client{Transport: transport}))
+			newHTTPClient := func() *http.Client {
+				return &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment,
+					MaxIdleConnsPerHost: benchIdleConnsPerWorker * max(options.workers, options.consumeWorkers)}}
+			}
+			httpClient := newHTTPClient()
+			broker, err := a.newClient(cmd, client.WithHTTPClient(httpClient))
 			if err != nil {
 				return err
 			}
-			defer transport.CloseIdleConnections()
-			return a.bench(cmd.Context(), broker, args[0], options)
+			defer httpClient.CloseIdleConnections()
+			return a.bench(cmd.Context(), broker, args[0], options, newHTTPClient)
 		},
 	}
 	flags := cmd.Flags()
@@ -99,6 +121,8 @@ A topic with a JSON Schema accepts only JSON that matches it: give
 	flags.BoolVar(&options.asJSON, "json", false, "print the figures as JSON")
 	flags.StringVar(&options.schemaFile, "schema", "", "JSON Schema of the topic that --create makes (needs --create)")
 	flags.StringVar(&options.payloadFile, "payload", "", "file whose content every message carries (replaces --size)")
+	flags.IntVar(&options.keys, "keys", 0, "give each record a key drawn at random from this many (0: no key)")
+	flags.BoolVar(&options.ceiling, "ceiling", false, "also run the produce phase against an in-process loopback server that only answers, and print the ratio")
 	return cmd
 }
 
@@ -138,11 +162,13 @@ func (o benchOptions) check() error {
 		return usagef("--batch must be in 1..%d", batchRecordsMax)
 	case o.partitions < 0:
 		return usagef("--partitions must not be negative")
+	case o.keys < 0 || o.keys > benchKeysMax:
+		return usagef("--keys must be in 0..%d", benchKeysMax)
 	}
 	return nil
 }
 
-func (a *app) bench(ctx context.Context, broker *client.Client, topic string, options benchOptions) error {
+func (a *app) bench(ctx context.Context, broker *client.Client, topic string, options benchOptions, newHTTPClient func() *http.Client) error {
 	if options.create {
 		request := client.CreateTopicRequest{Name: topic, Partitions: options.partitions, Schema: options.schema}
 		if err := a.ensureTopic(ctx, broker, request); err != nil {
@@ -153,6 +179,13 @@ func (a *app) bench(ctx context.Context, broker *client.Client, topic string, op
 	if options.consume && report.Produce.OK > 0 && ctx.Err() == nil {
 		consume := runConsumeBench(ctx, broker, topic, options.consumeWorkers, report.Produce.OK)
 		report.Consume = &consume
+	}
+	if options.ceiling && ctx.Err() == nil {
+		ceiling, err := runCeilingBench(ctx, topic, options, newHTTPClient)
+		if err != nil {
+			return fmt.Errorf("ceiling server: %w", err)
+		}
+		report.setCeiling(ceiling)
 	}
 	if err := a.printBenchReport(report, options.asJSON); err != nil {
 		return err
@@ -204,7 +237,7 @@ func runProduceBench(ctx context.Context, broker *client.Client, topic string, o
 			for index := nextRequest.Add(1) - 1; index < int64(requests); index = nextRequest.Add(1) - 1 {
 				size := min(options.batch, options.count-int(index)*options.batch)
 				began := time.Now()
-				err := produceRecords(ctx, broker, topic, payload, size, options.batch)
+				err := produceRecords(ctx, broker, topic, payload, size, options.batch, options.keys)
 				latencies = append(latencies, time.Since(began))
 				if err != nil {
 					failedCount.Add(int64(size))
@@ -225,17 +258,26 @@ func runProduceBench(ctx context.Context, broker *client.Client, topic string, o
 	return figures
 }
 
-func produceRecords(ctx context.Context, broker *client.Client, topic string, payload []byte, size, batch int) error {
+func produceRecords(ctx context.Context, broker *client.Client, topic string, payload []byte, size, batch, keys int) error {
 	if batch <= 1 {
-		_, err := broker.Produce(ctx, topic, payload, client.ProduceOptions{})
+		_, err := broker.Produce(ctx, topic, payload, benchProduceOptions(keys))
 		return err
 	}
 	records := make([]client.BatchRecord, size)
 	for i := range records {
-		records[i] = client.NewBatchRecord(payload, client.ProduceOptions{})
+		records[i] = client.NewBatchRecord(payload, benchProduceOptions(keys))
 	}
 	_, err := broker.ProduceBatch(ctx, topic, records)
 	return err
+}
+
+// benchProduceOptions gives a record a key drawn at random from keys
+// (none when keys is 0).
+func benchProduceOptions(keys int) client.ProduceOptions {
+	if keys == 0 {
+		return client.ProduceOptions{}
+	}
+	return client.ProduceOptions{Key: "key-" + strconv.Itoa(rand.IntN(keys))}
 }
 
 // runConsumeBench drains the topic with consume+ack until target messages

@@ -35,6 +35,18 @@ type latencyDurations struct{ p50, p95, p99 time.Duration }
 type benchReport struct {
 	Produce phaseFigures  `json:"produce"`
 	Consume *phaseFigures `json:"consume,omitempty"`
+	// Ceiling is the produce phase against a server that only answers
+	// (--ceiling), and CeilingRatio the produce rate over its rate.
+	Ceiling      *phaseFigures `json:"ceiling,omitempty"`
+	CeilingRatio float64       `json:"ceiling_ratio,omitempty"`
+}
+
+// setCeiling adds the ceiling phase and the ratio of produce to it.
+func (r *benchReport) setCeiling(ceiling phaseFigures) {
+	r.Ceiling = &ceiling
+	if ceiling.MessagesPerSecond > 0 {
+		r.CeilingRatio = r.Produce.MessagesPerSecond / ceiling.MessagesPerSecond
+	}
 }
 
 func newPhaseFigures(ok int, elapsed time.Duration, latencies []time.Duration) phaseFigures {
@@ -83,6 +95,11 @@ func (a *app) printBenchReport(report benchReport, asJSON bool) error {
 		fmt.Fprintf(a.stdout, "consume+ack: %d in %s — %.0f msg/s; latency p50=%s p99=%s\n",
 			consume.OK, consume.elapsed.Round(time.Millisecond), consume.MessagesPerSecond,
 			formatLatency(consume.latency.p50), formatLatency(consume.latency.p99))
+	}
+	if ceiling := report.Ceiling; ceiling != nil {
+		fmt.Fprintf(a.stdout, "ceiling: %d in %s — %.0f msg/s; latency p50=%s p99=%s; produce is %.0f%% of it\n",
+			ceiling.OK, ceiling.elapsed.Round(time.Millisecond), ceiling.MessagesPerSecond,
+			formatLatency(ceiling.latency.p50), formatLatency(ceiling.latency.p99), 100*report.CeilingRatio)
 	}
 	return nil
 }

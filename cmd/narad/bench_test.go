@@ -90,6 +90,42 @@ func TestBenchJSON(t *testing.T) {
 	assert.Nil(t, report.Consume, "no consume figures without --consume")
 }
 
+var ceilingLine = regexp.MustCompile(`^ceiling: (\d+) in \S+ — \d+ msg/s; latency p50=\S+ p99=\S+; produce is \d+% of it$`)
+
+func TestBenchCeilingRunsTheSamePhaseAgainstAServerThatOnlyAnswers(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on(produceRoute, reply{202, `{"partition":0,"offset":1}`})
+	h.againstOK(broker, "bench", "orders", "--count", "30", "--workers", "3", "--ceiling")
+	assert.Len(t, broker.seen(produceRoute), 30, "the ceiling phase does not reach the broker")
+	lines := strings.Split(strings.TrimSpace(h.stdout.String()), "\n")
+	require.Len(t, lines, 2, h.stdout.String())
+	match := ceilingLine.FindStringSubmatch(lines[1])
+	require.NotNil(t, match, lines[1])
+	assert.Equal(t, "30", match[1])
+
+	h = newHarness(t)
+	h.againstOK(broker, "bench", "orders", "--count", "20", "--batch", "10", "--ceiling", "--json")
+	var report benchReport
+	require.NoError(t, json.Unmarshal(h.stdout.Bytes(), &report), h.stdout.String())
+	require.NotNil(t, report.Ceiling)
+	assert.Equal(t, 20, report.Ceiling.OK)
+	assert.Zero(t, report.Ceiling.Failed)
+	assert.Positive(t, report.CeilingRatio)
+}
+
+func TestBenchKeysDrawsFromTheGivenNumber(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on(produceRoute, reply{202, `{"partition":0,"offset":1}`})
+	h.againstOK(broker, "bench", "orders", "--count", "40", "--keys", "3")
+	keys := map[string]bool{}
+	for _, request := range broker.seen(produceRoute) {
+		require.Regexp(t, `^key=key-[0-2]$`, request.Query)
+		keys[request.Query] = true
+	}
+	assert.LessOrEqual(t, len(keys), 3)
+	assert.NotEmpty(t, keys)
+}
+
 func TestBenchCreatesMissingTopic(t *testing.T) {
 	h := newHarness(t)
 	broker := newFakeBroker(t).on("GET /v1/topics/orders", reply{404, `{"error":"topic not found"}`}).
@@ -132,6 +168,7 @@ func TestBenchFlagErrors(t *testing.T) {
 		{"--count", "0"}, {"--size", "0"}, {"--size", "1048577"}, {"--workers", "0"},
 		{"--workers", "1025"}, {"--consume-workers", "0"}, {"--batch", "0"}, {"--batch", "1001"},
 		{"--schema", "x.json"}, {"--create", "--schema", "/nonexistent/x.json"}, {"--payload", "/nonexistent/p.json"},
+		{"--keys", "-1"}, {"--keys", "1048577"},
 	} {
 		h := newHarness(t)
 		broker := newFakeBroker(t)
