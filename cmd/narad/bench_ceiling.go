@@ -12,10 +12,6 @@ import (
 	"narad/client"
 )
 
-// ceilingShutdownTimeout bounds how long the ceiling server waits for its
-// last connections when the phase ends.
-const ceilingShutdownTimeout = 2 * time.Second
-
 // ceilingServer is an HTTP server on loopback that answers every request
 // as an accepted produce without doing anything else: the same client
 // against it measures this machine's HTTP ceiling (client, loopback, Go's
@@ -62,10 +58,11 @@ func answerCeiling(w http.ResponseWriter, r *http.Request) {
 
 func (c *ceilingServer) url() string { return "http://" + c.listener.Addr().String() }
 
+// stop closes the server and every connection at once: the phase is over,
+// and a connection the client dialled but never used would hold a
+// graceful shutdown for seconds.
 func (c *ceilingServer) stop() error {
-	ctx, cancel := context.WithTimeout(context.Background(), ceilingShutdownTimeout)
-	defer cancel()
-	err := c.server.Shutdown(ctx)
+	err := c.server.Close()
 	if served := <-c.served; !errors.Is(served, http.ErrServerClosed) {
 		err = errors.Join(err, served)
 	}
@@ -79,6 +76,8 @@ func runCeilingBench(ctx context.Context, topic string, options benchOptions, ne
 	if err != nil {
 		return phaseFigures{}, err
 	}
-	figures := runProduceBench(ctx, client.New(ceiling.url(), client.WithHTTPClient(newHTTPClient())), topic, options)
+	httpClient := newHTTPClient()
+	figures := runProduceBench(ctx, client.New(ceiling.url(), client.WithHTTPClient(httpClient)), topic, options)
+	httpClient.CloseIdleConnections()
 	return figures, ceiling.stop()
 }
