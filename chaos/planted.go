@@ -16,10 +16,14 @@ const (
 	// BugRepeatedAckStale answers 410 to an ack of a record already
 	// acknowledged, as if its lease had lapsed.
 	BugRepeatedAckStale
+	// BugRecoveryServesUnsynced makes recovery serve the frames it found
+	// past the persisted high-watermark without syncing them first (they
+	// may sit only in the page cache after a process crash).
+	BugRecoveryServesUnsynced
 )
 
 // Bugs lists every planted bug, for tests that try each.
-var Bugs = []Bug{BugAckBeforeSync, BugVisibleBeforeDurable, BugForgetCommitted, BugRepeatedAckStale}
+var Bugs = []Bug{BugAckBeforeSync, BugVisibleBeforeDurable, BugForgetCommitted, BugRepeatedAckStale, BugRecoveryServesUnsynced}
 
 func (b Bug) String() string {
 	switch b {
@@ -31,6 +35,8 @@ func (b Bug) String() string {
 		return "forget-committed"
 	case BugRepeatedAckStale:
 		return "repeated-ack-stale"
+	case BugRecoveryServesUnsynced:
+		return "recovery-serves-unsynced"
 	}
 	return "unknown-bug"
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"narad/node"
+	"narad/storage"
 )
 
 // stateChecker is the omniscient checker that runs after every step: it
@@ -22,18 +23,24 @@ type stateChecker struct {
 	// open lists, per node id, the partitions open at the checker's last
 	// look at the node, in OpenPartitions order.
 	open map[string][]node.PartitionState
+	// servedDurable marks partitions whose recovered state in the node's
+	// current incarnation was checked against the disk's durable bytes.
+	servedDurable map[string]bool
 }
 
 func newStateChecker() *stateChecker {
 	return &stateChecker{
 		durableHWM: map[string]uint64{}, durableCommitted: map[string]uint64{},
 		seen: map[string]bool{}, lastCommitted: map[string]uint64{}, open: map[string][]node.PartitionState{},
+		servedDurable: map[string]bool{},
 	}
 }
 
 func stateKey(n *simNode, dir string) string { return n.id + ":" + dir }
 
-// nodeStarted forgets what was seen in the previous incarnation.
+// nodeStarted forgets what was seen in the previous incarnation, and
+// checks that the partitions recovered by the start serve only durable
+// records: before any later sync round can make them durable by chance.
 func (s *stateChecker) nodeStarted(n *simNode) {
 	delete(s.open, n.id)
 	prefix := n.id + ":"
@@ -41,6 +48,17 @@ func (s *stateChecker) nodeStarted(n *simNode) {
 		if len(key) > len(prefix) && key[:len(prefix)] == prefix {
 			delete(s.seen, key)
 			delete(s.lastCommitted, key)
+		}
+	}
+	for key := range s.servedDurable { //determinism:ok only deletes
+		if len(key) > len(prefix) && key[:len(prefix)] == prefix {
+			delete(s.servedDurable, key)
+		}
+	}
+	if open := n.node.OpenPartitions(); len(open) > 0 {
+		durable := n.fs.DurableClone()
+		for _, state := range open {
+			s.checkServedDurable(n, durable, state)
 		}
 	}
 }
@@ -105,7 +123,11 @@ func (s *stateChecker) durableAnywhere(w *World, dir string) uint64 {
 // step touched (a node the simulator did not call into did not change).
 func (s *stateChecker) afterStep(w *World, touched []*simNode) {
 	for _, n := range touched {
-		if !n.up() || n.persisting {
+		if !n.up() {
+			continue
+		}
+		s.checkOpenedServeDurable(n)
+		if n.persisting {
 			continue
 		}
 		open := n.node.OpenPartitions()
@@ -113,6 +135,23 @@ func (s *stateChecker) afterStep(w *World, touched []*simNode) {
 			s.checkPartition(w, n, state)
 		}
 		s.forgetClosed(w, n, open)
+	}
+}
+
+// checkOpenedServeDurable runs checkServedDurable on the partitions that
+// opened (and so recovered) since the checker's last look at n, even while
+// a sync round is in flight: that round could otherwise make the records
+// durable by chance before the check.
+func (s *stateChecker) checkOpenedServeDurable(n *simNode) {
+	var durable *storage.MemFS
+	for _, state := range n.node.OpenPartitions() {
+		if s.servedDurable[stateKey(n, state.Dir)] {
+			continue
+		}
+		if durable == nil {
+			durable = n.fs.DurableClone()
+		}
+		s.checkServedDurable(n, durable, state)
 	}
 }
 
@@ -137,6 +176,7 @@ func (s *stateChecker) forgetClosed(w *World, n *simNode, open []node.PartitionS
 			key := stateKey(n, state.Dir)
 			delete(s.seen, key)
 			delete(s.lastCommitted, key)
+			delete(s.servedDurable, key)
 		}
 	}
 }
@@ -156,7 +196,7 @@ func samePartitions(previous, open []node.PartitionState) bool {
 func (s *stateChecker) checkPartition(w *World, n *simNode, state node.PartitionState) {
 	key := stateKey(n, state.Dir)
 	if !s.seen[key] {
-		s.recovered(w, key, state)
+		s.recovered(w, n, key, state)
 		return
 	}
 	switch {
@@ -174,8 +214,12 @@ func (s *stateChecker) checkPartition(w *World, n *simNode, state node.Partition
 
 // recovered checks a partition's first state after a start: recovery may
 // expose records that reached the disk without an acknowledgement, but
-// never hides durable ones or forgets a persisted committed offset.
-func (s *stateChecker) recovered(w *World, key string, state node.PartitionState) {
+// never hides durable (so every acknowledged) ones or forgets a persisted
+// committed offset, and what it serves is durable: recovering again from
+// only the durable bytes of the disk reaches at least the same
+// high-watermark (the records past the lazily persisted one that a
+// process crash left in the page cache were synced before serving).
+func (s *stateChecker) recovered(w *World, n *simNode, key string, state node.PartitionState) {
 	s.seen[key] = true
 	switch {
 	case state.HWM < s.durableHWM[key]:
@@ -183,8 +227,29 @@ func (s *stateChecker) recovered(w *World, key string, state node.PartitionState
 	case state.Committed < s.durableCommitted[key]:
 		w.fail("recovery", "%s recovered committed offset %d below the persisted %d", key, state.Committed, s.durableCommitted[key])
 	}
+
 	s.durableHWM[key] = state.HWM
 	s.lastCommitted[key] = state.Committed
+}
+
+// checkServedDurable recovers a partition again from durable, a copy of
+// the durable bytes of n's disk, and fails the run if that reaches a lower
+// high-watermark than the node serves: a crash now would take back
+// records it may already have delivered.
+func (s *stateChecker) checkServedDurable(n *simNode, durable *storage.MemFS, state node.PartitionState) {
+	key := stateKey(n, state.Dir)
+	s.servedDurable[key] = true
+	log, recovery, err := storage.OpenLog(durable, state.Dir, n.config().Log)
+	if err == nil {
+		err = log.Close()
+	}
+	switch {
+	case err != nil:
+		n.w.fail("recovery", "%s: recovering from its durable bytes alone failed: %v", key, err)
+	case recovery.HWM < state.HWM:
+		n.w.fail("recovery-serves-durable", "%s serves up to %d after recovery, but only %d would survive a crash now",
+			key, state.HWM, recovery.HWM)
+	}
 }
 
 func partitionStates(n *simNode) map[string]node.PartitionState {

@@ -25,8 +25,10 @@
 // each request to a random node.
 //
 // Faults are drawn from the seed by profile (-faults): node crashes (the
-// node is dropped and its disk loses unsynced writes, possibly tearing the
-// last one), restarts, graceful stops, fsync and write failures, and lost
+// node is dropped and, half of the time, its machine with it: the disk
+// loses unsynced writes, possibly tearing the last one; otherwise only the
+// process dies, as under kill -9, at the start of a sync round, after its
+// writes and before its fsyncs, and the page cache keeps them), restarts, graceful stops, fsync and write failures, and lost
 // or slow client messages; in a cluster also kills of the metastore's
 // leader and of followers, full partitions (a node cut off, often the
 // leader, or a minority split from the majority), one-way partitions, and
@@ -71,7 +73,10 @@
 //     high-watermark never exceeds what is durable and never falls below
 //     it; the committed consumer offset never falls below what was
 //     persisted and never passes the high-watermark; an acknowledged
-//     produce is durable when its 202 leaves.
+//     produce is durable when its 202 leaves; recovery never lands below
+//     what was durable (so acknowledged), and what a partition serves
+//     once it recovered is durable: recovering a copy of the disk's
+//     durable bytes alone reaches at least the same high-watermark.
 //   - Idempotent acks (check_acks.go): clients send an ack again, with
 //     the same handles, when its answer was lost or was 503. Once a
 //     record's ack landed (its node reports every ack it applies), any

@@ -43,6 +43,12 @@ type simNode struct {
 	armGeneration  int
 	// ticking is set once the node's tick event is scheduled.
 	ticking bool
+	// killPending, when not empty, is the kind of a process-only crash
+	// that waits for the node's next sync round with data, so that it lands
+	// between that round's writes and its fsyncs; killDownMs is how long
+	// the node then stays down. Set by crashFor, cleared when it fires.
+	killPending string
+	killDownMs  int64
 	// touched is set whenever the simulator calls into the node or takes
 	// it down, and cleared after the step's checkers looked at the node: a
 	// node not touched since has not changed.
@@ -81,7 +87,8 @@ func (n *simNode) config() node.Config {
 	cfg := node.DefaultConfig()
 	cfg.NodeID = n.id
 	cfg.Log.SegmentBytes = 16 << 10  // small segments: rolls run often
-	cfg.Log.WriteBufferBytesMax = 64 // appends reach the disk between syncs: write faults hit them
+	cfg.Log.WriteBufferBytesMax = 1 // every append reaches the disk before its sync: write faults and kills hit them
+	cfg.Log.HWMLagBytesMax = 2 << 10 // the hwm file lags the log by a few rounds: recovery scans past it
 	cfg.ConsumeWaitMaxMs = 10_000
 	if n.w.clustered() {
 		cfg = n.w.clusterConfig(cfg, n)
@@ -205,7 +212,20 @@ func (n *simNode) drive() {
 		incarnation := n.incarnation
 		latency := int64(syncLatencyMsMin + n.w.networkRng.IntN(syncLatencyMsMax-syncLatencyMsMin+1))
 		n.w.at(latency, func() { n.persist(rd, incarnation) })
+		if n.killPending != "" && syncsData(rd.Syncs) {
+			n.crashNow(n.killPending, false, n.killDownMs)
+		}
 	}
+}
+
+// syncsData reports whether a round makes appended records durable.
+func syncsData(syncs []node.Sync) bool {
+	for _, s := range syncs {
+		if s.Data() {
+			return true
+		}
+	}
+	return false
 }
 
 // persist completes a sync round: the Syncs run now; a failure is fatal
@@ -268,24 +288,46 @@ func (n *simNode) reply(reply node.Reply) {
 	n.w.network.toClient(c, response)
 }
 
-// crash drops the node: unsynced writes are lost (the last may tear),
-// requests in flight are never answered.
+// crash drops the node: requests in flight are never answered. Half of
+// the crashes take the machine down (unsynced writes are lost, the last
+// may tear); the others only the process (kill -9): the page cache keeps
+// the unsynced writes, and the next start reads them, so recovery must
+// make them durable before it serves them. A kill drawn as a "crash"
+// fault waits for the node's next sync round with data (and lands before
+// its fsyncs); aimed kills (of a leader, of a move's side) land now. A
+// failed fsync always ends as a machine crash: after it the page cache
+// cannot be trusted.
 func (n *simNode) crash(kind string) {
 	n.crashFor(kind, int64(100+n.w.faultRng.IntN(3_000)))
 }
 
-// crashFor crashes the node and restarts it after downMs.
+// crashFor crashes the node (now, or as a kill at its next sync round)
+// and restarts it after downMs.
 func (n *simNode) crashFor(kind string, downMs int64) {
 	if !n.up() {
 		return
 	}
 	n.w.countFault(kind)
+	machine := kind == "sync-failure" || n.w.faultRng.IntN(2) == 0
+	if !machine && kind == "crash" && !n.persisting {
+		n.killPending, n.killDownMs = kind, downMs
+		n.w.tracef("%s kill (%s) waits for its next sync round", n.id, kind)
+		return
+	}
+	n.crashNow(kind, machine, downMs)
+}
+
+// crashNow takes the node down, and the machine's unsynced writes with it
+// when machine is set.
+func (n *simNode) crashNow(kind string, machine bool, downMs int64) {
 	if err := n.node.Abandon(); err != nil {
 		n.w.fail("crash", "%s: closing its metastore: %v", n.id, err)
 	}
-	n.fs.Crash()
+	if machine {
+		n.fs.Crash()
+	}
 	n.down()
-	n.w.tracef("%s crashed (%s)", n.id, kind)
+	n.w.tracef("%s crashed (%s, machine down: %v)", n.id, kind, machine)
 	n.scheduleRestart(downMs)
 }
 
@@ -320,6 +362,7 @@ func (n *simNode) stop() {
 // connections reset, and it leads nothing.
 func (n *simNode) down() {
 	n.node, n.calls, n.inbox, n.persisting, n.touched = nil, nil, nil, false, true
+	n.killPending = ""
 	n.w.peers.resetNode(n)
 	n.w.raft.nodeDown(n)
 }

@@ -25,6 +25,10 @@ const (
 	corruptOffsetsReportedLimit = 1 << 20
 	// readFileBytesMax bounds ReadFile, which loads a whole file in memory.
 	readFileBytesMax = 64 << 20
+	// hwmLagBytesLimit and hwmLagMsLimit are the largest HWMLagBytesMax
+	// and HWMLagMsMax accepted.
+	hwmLagBytesLimit = 1 << 30
+	hwmLagMsLimit    = 60 * 60 * 1000
 )
 
 // LogConfig holds every limit of a partition log. Build one with
@@ -53,6 +57,19 @@ type LogConfig struct {
 	// first). Batching writes this way is what lets a sync round of many
 	// small records cost few system calls. Default 1 MiB.
 	WriteBufferBytesMax int
+	// HWMLagBytesMax and HWMLagMsMax bound how far the persisted high
+	// watermark (the hwm file) may lag behind the durable log (doc.go, "The
+	// sync round"): a round writes the hwm file once the frames appended
+	// since the last write reach HWMLagBytesMax bytes, or the newest
+	// record's time is HWMLagMsMax past the first of them, or a segment was
+	// sealed; otherwise the round costs one data fsync only. They bound
+	// the corruption window: acknowledged records above the persisted HWM
+	// are trusted only as a contiguous run of valid frames, so media
+	// damage to one of them also drops the records after it. 0 writes the
+	// hwm file every round. Defaults 4 MiB and 1000 ms; at most 1 GiB and
+	// one hour.
+	HWMLagBytesMax int64
+	HWMLagMsMax    int64
 }
 
 // defaultRecordBytesMax fits the API's largest record: a 1 MiB payload
@@ -68,6 +85,8 @@ func DefaultLogConfig() LogConfig {
 		ChunkBytesMax:             1 << 20,
 		CorruptOffsetsReportedMax: 64,
 		WriteBufferBytesMax:       1 << 20,
+		HWMLagBytesMax:            4 << 20,
+		HWMLagMsMax:               1000,
 	}
 }
 
@@ -93,5 +112,9 @@ func (c LogConfig) Validate() error {
 		"CorruptOffsetsReportedMax %d not in [0, %d]", c.CorruptOffsetsReportedMax, corruptOffsetsReportedLimit)
 	check(c.WriteBufferBytesMax >= 1 && c.WriteBufferBytesMax <= writeBufferBytesLimit,
 		"WriteBufferBytesMax %d not in [1, %d]", c.WriteBufferBytesMax, writeBufferBytesLimit)
+	check(c.HWMLagBytesMax >= 0 && c.HWMLagBytesMax <= hwmLagBytesLimit,
+		"HWMLagBytesMax %d not in [0, %d]", c.HWMLagBytesMax, hwmLagBytesLimit)
+	check(c.HWMLagMsMax >= 0 && c.HWMLagMsMax <= hwmLagMsLimit,
+		"HWMLagMsMax %d not in [0, %d]", c.HWMLagMsMax, hwmLagMsLimit)
 	return errors.Join(problems...)
 }

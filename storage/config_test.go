@@ -17,16 +17,16 @@ func TestDefaultLogConfigIsValid(t *testing.T) {
 // Validate reports every problem at once, each wrapping ErrInvalidConfig.
 func TestLogConfigValidateReportsEveryProblem(t *testing.T) {
 	cfg := LogConfig{SegmentBytes: 100, RecordBytesMax: 0, FrameBytesMax: 10, ChunkBytesMax: 0,
-		CorruptOffsetsReportedMax: -1, WriteBufferBytesMax: 0}
+		CorruptOffsetsReportedMax: -1, WriteBufferBytesMax: 0, HWMLagBytesMax: -1, HWMLagMsMax: hwmLagMsLimit + 1}
 	err := cfg.Validate()
 	require.ErrorIs(t, err, ErrInvalidConfig)
 	for _, field := range []string{"SegmentBytes", "RecordBytesMax", "FrameBytesMax", "ChunkBytesMax",
-		"CorruptOffsetsReportedMax", "WriteBufferBytesMax"} {
+		"CorruptOffsetsReportedMax", "WriteBufferBytesMax", "HWMLagBytesMax", "HWMLagMsMax"} {
 		require.Contains(t, err.Error(), field)
 	}
 	var joined interface{ Unwrap() []error }
 	require.True(t, errors.As(err, &joined))
-	require.Len(t, joined.Unwrap(), 6)
+	require.Len(t, joined.Unwrap(), 8)
 }
 
 // The frame limit must leave room for the largest record plus overheads.

@@ -27,25 +27,41 @@
 //
 //  1. write the buffered frames, fsync every segment written since the
 //     last round, and fsync the directory if a segment was created;
-//  2. write Next (as it was when the round started) into the older slot
-//     of the hwm file and fsync it;
+//  2. when due (below), write Next (as it was when the round started)
+//     into the older slot of the hwm file and fsync it;
 //  3. only then raise the visible HWM, so Read and the caller's
 //     acknowledgements see the round.
 //
-// A produce is acknowledged only after the round covering it returned.
-// By then its frame was durable before the HWM that covers it was written
-// (step 1 before step 2), so after any crash the persisted HWM is at least
-// every acknowledged offset + 1 and every frame below it was durable when
-// the HWM was. Recovery treats the persisted HWM as the line below which
-// nothing may silently go: a damaged frame there is skipped and reported,
-// never truncated as a torn tail, so every acknowledged record is still
-// readable unless the disk itself lost or damaged it, and then recovery
-// reports it (CorruptCount, LostAcknowledged). Had the HWM been written first, a crash between the two steps
-// would leave a HWM covering torn frames. Each round costs one data fsync
-// per segment written plus one hwm fsync. The hwm file is written in place
-// with two slots used alternately, so a torn slot write leaves the other
-// slot, holding the previous round, intact; recovery takes the highest
-// valid slot.
+// A produce is acknowledged only after the round covering it returned, so
+// its frame is durable. The hwm file is written lazily: step 2 runs only
+// when the frames appended since its last write reach
+// LogConfig.HWMLagBytesMax bytes, when the newest record's time is
+// LogConfig.HWMLagMsMax past the first of them, or when a segment was
+// sealed; Close writes it too. Most rounds therefore cost one data fsync
+// per segment written and nothing more. The persisted HWM is a lower bound
+// of the durable log, never above it (step 1 before step 2).
+//
+// After any crash, every acknowledged record is either below the
+// persisted HWM or in the contiguous run of valid frames that follows it,
+// and recovery (below) keeps that whole run: an acknowledged record is
+// never hidden. Below the persisted HWM nothing may silently go: a damaged
+// frame there is skipped and reported, never truncated as a torn tail, so
+// every record is still readable unless the disk itself lost or damaged
+// it, and then recovery reports it (CorruptCount, LostAcknowledged).
+//
+// The corruption window. Above the persisted HWM recovery cannot tell a
+// torn tail from a damaged acknowledged frame, so media damage to an
+// acknowledged record there truncates the log at that record: it and
+// every record after it are lost (never served wrongly). The window is
+// bounded by the lag: at most LogConfig.HWMLagBytesMax bytes of frames
+// (and, while records keep arriving, at most LogConfig.HWMLagMsMax of
+// record time) lie above the persisted HWM, all of them in the active
+// segment. Setting both to 0 writes the hwm file every round and closes
+// the window, at the price of a second fsync per round.
+//
+// The hwm file is written in place with two slots used alternately, so a
+// torn slot write leaves the other slot, holding the previous value,
+// intact; recovery takes the highest valid slot.
 //
 // A failed write or fsync on this path latches the log into a failed
 // state (ErrLogFailed): every later call returns the same error, and the
@@ -66,12 +82,16 @@
 //   - At or above the persisted HWM, the first invalid frame (or the first
 //     missing offset) is a torn tail: the segment is truncated there and
 //     the later segments are removed, durably.
-//   - Valid frames above the persisted HWM were written but never
-//     acknowledged. Recovery exposes them: the HWM becomes the end of the
-//     valid log, after those segments and the directory are fsynced and
-//     the new HWM is written, so what becomes visible stays visible.
-//     At-least-once delivery allows this; the producer may have retried
-//     them, giving duplicates, never gaps.
+//   - Valid frames above the persisted HWM are the contiguous run that
+//     ends at the first invalid frame: acknowledged records (durable, as
+//     the lazy hwm file lagged), and frames written but never
+//     acknowledged, which may still sit only in the page cache after a
+//     process crash. Recovery exposes the whole run: the HWM becomes the
+//     end of the valid log only after those segments and the directory
+//     are fsynced and the new HWM is written, before anything is served,
+//     so what becomes visible is durable and stays visible. At-least-once
+//     delivery allows the unacknowledged ones; the producer may have
+//     retried them, giving duplicates, never gaps.
 //   - If the persisted HWM is above the recovered end (the last segment
 //     is short, or ends in damage with no valid frame after it, which is
 //     then truncated), the difference is reported as
@@ -87,6 +107,8 @@
 //     a log is open, and Committed only moves forward.
 //   - Offsets in [Oldest, HWM) are durable; every one of them reads back
 //     as the record appended there, or as ErrCorrupt if recovery skipped it.
+//   - The persisted HWM (the hwm file) is at most HWM, and lags it by less
+//     than the bounds of the corruption window above.
 //   - The in-memory index holds, per segment, the byte position of every
 //     offset (a uint32 each, so Read is one lookup and one ReadAt) and the
 //     newest record time, which retention compares.

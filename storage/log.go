@@ -32,12 +32,16 @@ type Log struct {
 	// active.indexedEnd() and next >= hwm. Changed by Append.
 	next uint64
 	// hwm is the visible high watermark: offsets in [Oldest(), hwm) are
-	// readable. Invariant: hwm <= next, hwm <= the durable value in the hwm
-	// file, and hwm never decreases while the log is open. Changed only by
-	// Sync.
+	// readable and their frames durable. Invariant: hwm <= next, the
+	// durable value in the hwm file <= hwm, and hwm never decreases while
+	// the log is open. Changed only by Sync.
 	hwm uint64
-	// hwmFile is the open two-slot hwm file.
+	// hwmFile is the open two-slot hwm file. It lags hwm within the
+	// bounds of hwmLag.
 	hwmFile *hwmFile
+	// hwmLag is what was appended since the hwm file was last written;
+	// it decides when a round writes it again.
+	hwmLag hwmLag
 	// unsyncedFrom indexes the first segment that may hold bytes not yet
 	// fsynced: every segment before it is durable. Changed by Sync (moves
 	// to the active segment) and ApplyRetention (shifts down).
@@ -58,6 +62,31 @@ type Log struct {
 	failure error
 	// closed is set by Close.
 	closed bool
+}
+
+// hwmLag tracks what was appended since the hwm file was last written.
+type hwmLag struct {
+	// bytes are the frame bytes appended since then.
+	bytes int64
+	// firstTimeMs and newestTimeMs are the times of the first and the
+	// newest record appended since then (meaningless while bytes is 0).
+	firstTimeMs, newestTimeMs int64
+	// sealed is set when a segment was sealed since then.
+	sealed bool
+}
+
+// add accounts one appended frame.
+func (h *hwmLag) add(frameBytes, timeMs int64) {
+	if h.bytes == 0 {
+		h.firstTimeMs, h.newestTimeMs = timeMs, timeMs
+	}
+	h.bytes += frameBytes
+	h.newestTimeMs = max(h.newestTimeMs, timeMs)
+}
+
+// due reports whether the next round must write the hwm file.
+func (h hwmLag) due(cfg LogConfig) bool {
+	return h.sealed || h.bytes >= cfg.HWMLagBytesMax || h.newestTimeMs-h.firstTimeMs >= cfg.HWMLagMsMax
 }
 
 // LogStats is a snapshot of a log's size and bounds.
@@ -227,6 +256,7 @@ func (l *Log) appendFrame(offset uint64, r Record, frameBytes int64) {
 	}
 	active.index(active.sizeBytes, r.TimeMs)
 	active.sizeBytes += frameBytes
+	l.hwmLag.add(frameBytes, r.TimeMs)
 	l.next++
 }
 
@@ -241,6 +271,7 @@ func (l *Log) roll() error {
 	}
 	l.segments = append(l.segments, newSegment(l.next, file))
 	l.directoryDirty = true
+	l.hwmLag.sealed = true
 	return nil
 }
 
@@ -264,8 +295,9 @@ func (l *Log) flushPending() error {
 
 // Sync runs one sync round: write the pending frames, fsync every segment
 // written since the last round (and the directory if a segment was
-// created), THEN persist Next() as the hwm durably, THEN make it the
-// visible HWM. On error the log is failed (see ErrLogFailed).
+// created), THEN, when the lag bounds say so, persist Next() in the hwm
+// file, THEN make it the visible HWM. On error the log is failed (see
+// ErrLogFailed).
 func (l *Log) Sync() error {
 	if err := l.usable(); err != nil {
 		return err
@@ -277,8 +309,10 @@ func (l *Log) Sync() error {
 	if err := l.syncSegments(); err != nil {
 		return l.fail(err)
 	}
-	if err := l.hwmFile.write(roundHWM); err != nil {
-		return l.fail(err)
+	if l.hwmLag.due(l.cfg) {
+		if err := l.persistHWM(roundHWM); err != nil {
+			return l.fail(err)
+		}
 	}
 	assert(roundHWM > l.hwm && roundHWM <= l.next, "sync round hwm %d not in (%d, %d]", roundHWM, l.hwm, l.next)
 	l.hwm = roundHWM
@@ -295,7 +329,7 @@ func (l *Log) checkInvariants() {
 	assert(l.next == l.active().indexedEnd(), "next %d, active segment ends at %d", l.next, l.active().indexedEnd())
 	assert(l.Oldest() <= l.committed && l.committed <= l.hwm && l.hwm <= l.next,
 		"bounds out of order: oldest %d, committed %d, hwm %d, next %d", l.Oldest(), l.committed, l.hwm, l.next)
-	assert(l.hwm <= l.hwmFile.value, "visible hwm %d above the durable %d", l.hwm, l.hwmFile.value)
+	assert(l.hwmFile.value <= l.hwm, "persisted hwm %d above the visible %d", l.hwmFile.value, l.hwm)
 	for i, s := range l.segments {
 		assert(s.syncedBytes <= s.writtenBytes && s.writtenBytes <= s.sizeBytes,
 			"segment %d sizes: synced %d, written %d, size %d", s.base, s.syncedBytes, s.writtenBytes, s.sizeBytes)
@@ -304,6 +338,15 @@ func (l *Log) checkInvariants() {
 	}
 	assert(int64(len(l.pending)) == l.active().sizeBytes-l.active().writtenBytes,
 		"pending %d bytes, active segment has %d unwritten", len(l.pending), l.active().sizeBytes-l.active().writtenBytes)
+}
+
+// persistHWM writes value, whose frames are durable, in the hwm file.
+func (l *Log) persistHWM(value uint64) error {
+	if err := l.hwmFile.write(value); err != nil {
+		return err
+	}
+	l.hwmLag = hwmLag{}
+	return nil
 }
 
 // syncSegments makes every appended frame and every created segment name
@@ -422,7 +465,8 @@ func (l *Log) Stats() LogStats {
 	return stats
 }
 
-// Close closes every file of the log. Frames appended since the last
+// Close writes the visible HWM in the hwm file if it lags (a healthy log
+// only), then closes every file of the log. Frames appended since the last
 // Sync are dropped (they were never acknowledged). Later calls return
 // ErrClosed, or the failure of a failed log.
 func (l *Log) Close() error {
@@ -431,6 +475,9 @@ func (l *Log) Close() error {
 	}
 	l.closed = true
 	var errs []error
+	if l.failure == nil && l.hwmFile.value < l.hwm {
+		errs = append(errs, l.persistHWM(l.hwm))
+	}
 	for _, s := range l.segments {
 		errs = append(errs, s.file.Close())
 	}

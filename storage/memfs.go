@@ -805,12 +805,30 @@ func (m *MemFS) CrashClone() *MemFS {
 	clone.tornWriteProbability = m.tornWriteProbability
 	clone.fileChunkBytes = m.fileChunkBytes
 	clone.stats = m.stats
-	clone.root = clone.cloneDurableDir(m.root, ".")
+	clone.root = clone.cloneDurableDir(m.root, ".", clone.drawTorn)
 	clone.stats.Crashes++
 	clone.usedBytes = subtreeBytes(clone.root)
 	clone.checkInvariantsIfEnabled()
 	return clone
 }
+
+// DurableClone returns a copy of what m holds durably: m as after a crash
+// that keeps no unsynced byte. m itself (its content, open files and rng)
+// is unchanged, so a checker may look without changing a run. The copy
+// has m's capacity, no injected faults, and fresh stats.
+func (m *MemFS) DurableClone() *MemFS {
+	clone := NewMemFS(rand.New(rand.NewPCG(0, 0)))
+	clone.capacityBytes = m.capacityBytes
+	clone.fileChunkBytes = m.fileChunkBytes
+	clone.root = clone.cloneDurableDir(m.root, ".", keepNoUnsyncedByte)
+	clone.usedBytes = subtreeBytes(clone.root)
+	clone.checkInvariantsIfEnabled()
+	return clone
+}
+
+// keepNoUnsyncedByte is a crash's choice that tears every unsynced write
+// away entirely.
+func keepNoUnsyncedByte(string, int64) int64 { return 0 }
 
 // drawTorn chooses how much of an unsynced write survives a crash.
 func (m *MemFS) drawTorn(_ string, writeBytes int64) int64 {
@@ -843,16 +861,16 @@ func (m *MemFS) revertDir(dir *memNode, dirPath string, keep func(string, int64)
 }
 
 // cloneDurableDir returns a fresh copy of dir's durable subtree, crashed.
-func (m *MemFS) cloneDurableDir(source *memNode, dirPath string) *memNode {
+func (m *MemFS) cloneDurableDir(source *memNode, dirPath string, keep func(string, int64) int64) *memNode {
 	dir := newDirNode()
 	for _, name := range sortedNames(source.durableChildren) {
 		child := source.durableChildren[name]
 		childPath := path.Join(dirPath, name)
 		var copied *memNode
 		if child.file == nil {
-			copied = m.cloneDurableDir(child, childPath)
+			copied = m.cloneDurableDir(child, childPath, keep)
 		} else {
-			copied = &memNode{file: m.cloneCrashedFile(child.file, childPath)}
+			copied = &memNode{file: m.cloneCrashedFile(child.file, childPath, keep)}
 		}
 		link(dir, name, copied)
 		linkDurable(dir, name, copied)
@@ -861,8 +879,8 @@ func (m *MemFS) cloneDurableDir(source *memNode, dirPath string) *memNode {
 }
 
 // cloneCrashedFile returns a fresh copy of what of file survives a crash.
-func (m *MemFS) cloneCrashedFile(file *memFile, filePath string) *memFile {
-	prefixBytes, rebuilt := m.survivingContent(file, filePath, m.drawTorn)
+func (m *MemFS) cloneCrashedFile(file *memFile, filePath string, keep func(string, int64) int64) *memFile {
+	prefixBytes, rebuilt := m.survivingContent(file, filePath, keep)
 	if rebuilt == nil {
 		prefix := file.content.clonePrefix(prefixBytes)
 		rebuilt = &prefix

@@ -367,6 +367,9 @@ func (r *recoverer) settleHWM(next uint64) (*hwmFile, error) {
 	if r.hwmState.wellFormed && anyValid && highest == next {
 		return openHWMFile(r.fs, r.dir, r.hwmState)
 	}
+	if chaos.Planted(chaos.BugRecoveryServesUnsynced) && r.hwmState.wellFormed && anyValid && highest < next {
+		return openHWMFile(r.fs, r.dir, r.hwmState)
+	}
 	if err := r.syncUnacknowledged(); err != nil {
 		return nil, err
 	}
