@@ -87,7 +87,7 @@ func (n *simNode) config() node.Config {
 	cfg := node.DefaultConfig()
 	cfg.NodeID = n.id
 	cfg.Log.SegmentBytes = 16 << 10  // small segments: rolls run often
-	cfg.Log.WriteBufferBytesMax = 1 // every append reaches the disk before its sync: write faults and kills hit them
+	cfg.Log.WriteBufferBytesMax = 1  // every append reaches the disk before its sync: write faults and kills hit them
 	cfg.Log.HWMLagBytesMax = 2 << 10 // the hwm file lags the log by a few rounds: recovery scans past it
 	cfg.ConsumeWaitMaxMs = 10_000
 	if n.w.clustered() {
