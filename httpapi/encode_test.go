@@ -251,3 +251,14 @@ func TestResponseWrite(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, recorder.Code)
 	require.Empty(t, recorder.Body.Bytes())
 }
+
+// Every 503 tells the client when to retry; other errors do not.
+func TestEncodeUnavailableCarriesRetryAfter(t *testing.T) {
+	produce := node.Produce{Topic: "t", Records: []node.ProduceRecord{{Partition: 1, Payload: []byte("x")}}}
+	unavailable := Encode(produce, node.Reply{Err: node.Unavailable("partition 1 of t is unavailable; retry")})
+	require.Equal(t, http.StatusServiceUnavailable, unavailable.Status)
+	require.Equal(t, "1", unavailable.Header.Get("Retry-After"))
+	invalid := Encode(produce, node.Reply{Err: node.Invalid("bad")})
+	require.Equal(t, http.StatusBadRequest, invalid.Status)
+	require.Empty(t, invalid.Header.Get("Retry-After"))
+}

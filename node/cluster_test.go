@@ -628,3 +628,39 @@ func TestARequestForATopicNotYetKnownHereWaitsForIt(t *testing.T) {
 	reply := c.await(id, 100, 20)
 	require.NoError(t, reply.Err)
 }
+
+// TestKeylessProduceStaysOnTheReceivingNode: a keyless record sent to a
+// node that owns a live, unfrozen partition of the topic is written there,
+// with no forward, round after round.
+func TestKeylessProduceStaysOnTheReceivingNode(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 6)
+	owners := c.owners(leader, "t")
+	forwardsBefore := c.forwarded[c.ids[0]] + c.forwarded[c.ids[1]] + c.forwarded[c.ids[2]]
+	for i := range 12 {
+		at := c.ids[i%3]
+		reply := c.do(at, Produce{Topic: "t", Records: []ProduceRecord{{Partition: PartitionNone, Payload: fmt.Appendf(nil, "r%d", i)}}})
+		require.NoError(t, reply.Err)
+		require.Equal(t, at, owners[reply.Result.(ProduceResult).Records[0].Partition], "record %d", i)
+	}
+	require.Equal(t, forwardsBefore, c.forwarded[c.ids[0]]+c.forwarded[c.ids[1]]+c.forwarded[c.ids[2]], "no forward")
+}
+
+// TestPinnedProduceToAnUnreachableOwnerIsAPrompt503: once the transport
+// reported the owner unreachable, a record pinned to its partition is
+// refused at once, with no forward to wait on.
+func TestPinnedProduceToAnUnreachableOwnerIsAPrompt503(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 6)
+	owners := c.owners(leader, "t")
+	unreachable := c.otherThan(leader)
+	at := c.otherThan(leader, unreachable)
+	c.nodes[at].PeerUnreachable(unreachable)
+	forwardsBefore := c.forwarded[unreachable]
+	id := c.send(at, producePinned("t", slices.Index(owners, unreachable), "x"))
+	c.settle()
+	reply, answered := c.replies[id]
+	require.True(t, answered, "answered without a tick")
+	require.Equal(t, CodeUnavailable, CodeOf(reply.Err))
+	require.Equal(t, forwardsBefore, c.forwarded[unreachable])
+}

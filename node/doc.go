@@ -20,11 +20,15 @@
 // served only by its owner; other nodes forward (ForwardRequest, answered
 // by a ForwardReply; a forwarded request is served from the receiver's
 // own partitions and never forwarded again). A produce is split by owner
-// and answered when every part was fsynced by its owner; records that
-// are not pinned to a partition avoid owners that are dead (in the
-// metastore) or silent (a forward timed out within PeerDownMs), and a
-// part that fails retryably is re-placed at most produceReroutesMax
-// times. A consume of any partition serves this node's partitions first,
+// and answered when every part was fsynced by its owner. A keyless record
+// goes to a partition this node owns and may write (live, unfrozen) when
+// there is one, so it needs no forward; records that are not pinned to a
+// partition avoid owners that are dead (in the metastore) or silent (a
+// forward timed out within PeerDownMs, or the driver reported the peer
+// unreachable), and a part that fails retryably is re-placed at most
+// produceReroutesMax times. A record pinned to a partition whose owner is
+// known dead or silent is refused at once (Unavailable, a 503 with
+// Retry-After), never forwarded to wait out the timeout. A consume of any partition serves this node's partitions first,
 // then probes the other owners one at a time; a parked poll subscribes
 // at the owners (Subscribe), which Notify it when records become
 // available there. Acks go to the partitions' owners, by the partition in
