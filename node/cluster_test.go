@@ -664,3 +664,53 @@ func TestPinnedProduceToAnUnreachableOwnerIsAPrompt503(t *testing.T) {
 	require.Equal(t, CodeUnavailable, CodeOf(reply.Err))
 	require.Equal(t, forwardsBefore, c.forwarded[unreachable])
 }
+
+// TestProducePartsToOneOwnerInOneRoundTravelAsOneMessage: produces that
+// arrive at one node in one round, each with records for one other owner,
+// reach that owner as one forward, and each client gets its own
+// placements.
+func TestProducePartsToOneOwnerInOneRoundTravelAsOneMessage(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 6)
+	owners := c.owners(leader, "t")
+	at := c.ids[0]
+	remote := slices.IndexFunc(owners, func(o string) bool { return o != at })
+	owner := owners[remote]
+	forwardsBefore := c.forwarded[owner]
+	var ids []RequestID
+	for i := range 5 {
+		ids = append(ids, c.send(at, producePinned("t", remote, fmt.Sprintf("r%d", i))))
+	}
+	c.settle()
+	require.Equal(t, forwardsBefore+1, c.forwarded[owner], "one message for the round")
+	var offsets []uint64
+	for i, id := range ids {
+		reply, answered := c.replies[id]
+		require.True(t, answered)
+		require.NoError(t, reply.Err)
+		placements := reply.Result.(ProduceResult).Records
+		require.Len(t, placements, 1)
+		require.Equal(t, remote, placements[0].Partition)
+		offsets = append(offsets, placements[0].Offset)
+		got := c.do(owner, Replay{Topic: "t", Partition: remote, Offset: placements[0].Offset})
+		require.Equal(t, fmt.Sprintf("r%d", i), string(got.Result.(ReplayResult).Message.Payload))
+	}
+	require.True(t, slices.IsSorted(offsets), "the batch keeps the arrival order: %v", offsets)
+}
+
+// TestAnUnansweredProduceForwardFailsEveryPart: when the owner does not
+// answer the joined forward, every client whose records it carried gets
+// the retryable error (pinned records cannot be re-placed).
+func TestAnUnansweredProduceForwardFailsEveryPart(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 6)
+	owners := c.owners(leader, "t")
+	silent := c.otherThan(leader)
+	at := c.otherThan(leader, silent)
+	c.cut[silent] = true
+	first := c.send(at, producePinned("t", slices.Index(owners, silent), "a"))
+	second := c.send(at, producePinned("t", slices.Index(owners, silent), "b"))
+	for _, id := range []RequestID{first, second} {
+		require.Equal(t, CodeUnavailable, CodeOf(c.await(id, 100, 30).Err))
+	}
+}

@@ -22,7 +22,10 @@
 // own partitions and never forwarded again). A produce is split by owner
 // and answered when every part was fsynced by its owner. A keyless record
 // goes to a partition this node owns and may write (live, unfrozen) when
-// there is one, so it needs no forward; records that are not pinned to a
+// there is one, so it needs no forward. The parts this node forwards to
+// one owner for one topic within one Ready travel as one ForwardRequest
+// (one batch produce, within the batch limits), whose reply is split back
+// into the parts'; records that are not pinned to a
 // partition avoid owners that are dead (in the metastore) or silent (a
 // forward timed out within PeerDownMs, or the driver reported the peer
 // unreachable), and a part that fails retryably is re-placed at most

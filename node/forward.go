@@ -51,11 +51,16 @@ type routing struct {
 	// when produce placement and consume probes avoid them. A reply from
 	// the peer clears its entry.
 	peerDownUntilMs map[string]int64
+	// produceForwards holds, per owner and topic, the forward of produce
+	// parts gathered in the Ready being built (route_produce.go); emptied
+	// when a Ready is handed out.
+	produceForwards map[produceForwardKey]*produceForward
 }
 
 func newRouting() routing {
 	return routing{outgoing: map[uint64]*outgoing{}, incoming: map[RequestID]incoming{},
-		internal: map[RequestID]func(Reply){}, peerDownUntilMs: map[string]int64{}}
+		internal: map[RequestID]func(Reply){}, peerDownUntilMs: map[string]int64{},
+		produceForwards: map[produceForwardKey]*produceForward{}}
 }
 
 // localOnly reports whether a request must be served from this node's own
@@ -71,13 +76,15 @@ func (n *Node) send(to string, message any) {
 }
 
 // forward sends req to node to, to be served there from its own
-// partitions; done gets the reply, or a 503 after timeoutMs.
-func (n *Node) forward(to string, req Request, timeoutMs int64, done func(Reply)) {
+// partitions; done gets the reply, or a 503 after timeoutMs. It returns
+// the forward's id.
+func (n *Node) forward(to string, req Request, timeoutMs int64, done func(Reply)) uint64 {
 	assert(to != n.cfg.NodeID, "node: forward of %T to itself", req)
 	n.routing.lastForwardID++
 	id := n.routing.lastForwardID
 	n.routing.outgoing[id] = &outgoing{to: to, deadlineMs: n.nowMs + timeoutMs, done: done}
 	n.send(to, ForwardRequest{ID: id, Request: req, LocalOnly: true})
+	return id
 }
 
 // handleInternal serves req here as a part of a larger request; done gets

@@ -356,6 +356,7 @@ func (n *Node) Ready() Ready {
 	n.addMoveJobs(&rd)
 	n.routeReplies(&rd)
 	n.replies, n.messages = nil, nil
+	clear(n.routing.produceForwards)
 	n.dirty = map[partitionKey]*partition{}
 	n.dependents = map[partitionKey][]int{}
 	return rd
@@ -367,6 +368,7 @@ func (n *Node) readyRepliesFirst() Ready {
 	rd := Ready{Replies: n.replies, Messages: n.messages}
 	n.routeReplies(&rd)
 	n.replies, n.messages = nil, nil
+	clear(n.routing.produceForwards)
 	n.dependents = map[partitionKey][]int{}
 	return rd
 }

@@ -63,8 +63,81 @@ func (n *Node) sendProduceParts(j *produceJoin, t *topic, indexes []int) {
 		if owner == n.cfg.NodeID {
 			n.handleInternal(part, done)
 		} else {
-			n.forward(owner, part, n.cfg.ForwardTimeoutMs, done)
+			n.forwardProducePart(owner, part, done)
 		}
+	}
+}
+
+// produceForwardKey names the produce forward of one owner and topic.
+type produceForwardKey struct{ owner, topic string }
+
+// produceForward is one ForwardRequest that carries, as one batch
+// produce, every produce part this node sends one owner for one topic in
+// the Ready being built: the owner serves them in one loop round, and
+// answers them with one reply, which is split back into the parts'.
+type produceForward struct {
+	// id is the forward's id; index is where its envelope is in
+	// n.messages while the Ready is built.
+	id    uint64
+	index int
+	// records and payloadBytes size the batch; they stay within
+	// ProduceBatchRecordsMax and ProduceBatchBytesMax.
+	records, payloadBytes int
+	// parts are the parts carried, in batch order.
+	parts []produceForwardPart
+}
+
+// produceForwardPart is one part of a produceForward: its first records
+// of the batch and its continuation.
+type produceForwardPart struct {
+	records int
+	done    func(Reply)
+}
+
+// forwardProducePart sends a produce part to owner, in the forward to that
+// owner and topic of this Ready when the batch has room, else in a new one.
+func (n *Node) forwardProducePart(owner string, part Produce, done func(Reply)) {
+	key := produceForwardKey{owner: owner, topic: part.Topic}
+	payloadBytes := 0
+	for _, rec := range part.Records {
+		payloadBytes += len(rec.Payload)
+	}
+	f := n.routing.produceForwards[key]
+	if f == nil || f.records+len(part.Records) > ProduceBatchRecordsMax || f.payloadBytes+payloadBytes > ProduceBatchBytesMax {
+		f = &produceForward{index: len(n.messages)}
+		f.id = n.forward(owner, Produce{Topic: part.Topic, Batch: true}, n.cfg.ForwardTimeoutMs, f.answered)
+		n.routing.produceForwards[key] = f
+	} else {
+		chaos.Reached("node-produce-forwards-joined")
+	}
+	envelope := &n.messages[f.index]
+	request, ok := envelope.Message.(ForwardRequest)
+	assert(ok && request.ID == f.id && envelope.To == owner, "node: produce forward %d is not at message %d", f.id, f.index)
+	batch := request.Request.(Produce)
+	batch.Records = append(batch.Records, part.Records...)
+	request.Request = batch
+	envelope.Message = request
+	f.records += len(part.Records)
+	f.payloadBytes += payloadBytes
+	f.parts = append(f.parts, produceForwardPart{records: len(part.Records), done: done})
+}
+
+// answered splits the owner's reply into the parts': each gets its own
+// placements, or the batch's error (a reply of the wrong shape goes to
+// every part as is, which refuses it).
+func (f *produceForward) answered(reply Reply) {
+	result, ok := reply.Result.(ProduceResult)
+	if reply.Err != nil || !ok || len(result.Records) != f.records {
+		for _, part := range f.parts {
+			part.done(reply)
+		}
+		return
+	}
+	start := 0
+	for _, part := range f.parts {
+		records := result.Records[start : start+part.records]
+		start += part.records
+		part.done(Reply{Result: ProduceResult{Records: records, Batch: true}})
 	}
 }
 
