@@ -18,33 +18,34 @@
 //
 // Any node accepts any request. A partition is written and its queue
 // served only by its owner; other nodes forward (ForwardRequest, answered
-// by a ForwardReply; a forwarded request is served from the receiver's
-// own partitions and never forwarded again). A produce is split by owner
-// and answered when every part was fsynced by its owner. A keyless record
-// goes to a partition this node owns and may write (live, unfrozen) when
-// there is one, so it needs no forward. The parts this node forwards to
-// one owner for one topic within one Ready travel as one ForwardRequest
-// (one batch produce, within the batch limits), whose reply is split back
-// into the parts'; records that are not pinned to a
-// partition avoid owners that are dead (in the metastore) or silent (a
-// forward timed out within PeerDownMs, or the driver reported the peer
-// unreachable), and a part that fails retryably is re-placed at most
-// produceReroutesMax times. A record pinned to a partition whose owner is
-// known dead or silent is refused at once (Unavailable, a 503 with
-// Retry-After), never forwarded to wait out the timeout. A consume of any partition serves this node's partitions first,
-// then probes the other owners one at a time; a parked poll subscribes
-// at the owners (Subscribe), which Notify it when records become
-// available there. Acks go to the partitions' owners, by the partition in
-// the receipt handle; an ack is idempotent: one whose record is already
-// acknowledged (below the committed offset, which survives restarts and
-// moves, or acked ahead of it) succeeds again, and an ack forwarded to an
-// owner that does not answer fails retryably (Unavailable), so a client
-// that retries learns whether its first attempt landed. The leader (past its barrier) proposes members dead
-// after MemberDeadAfterMs without a heartbeat change on its own clock; a
-// node started with Meta.Join sends Join to its configured peers until
-// the leader has added it as a voter (or it knows it was removed); a
-// member that does not lead relays the Join to the leader (JoinRelay),
-// and the leader answers a Join from a node it has added with the voters'
+// by a ForwardReply; a forwarded request is served from the receiver's own
+// partitions and never forwarded again). A produce is split by owner and
+// answered when every part was fsynced by its owner. A keyless record goes
+// to a partition this node owns and may write (live, unfrozen) when there
+// is one, so it needs no forward. The parts this node forwards to one
+// owner for one topic within one Ready travel as one ForwardRequest (one
+// batch produce, within the batch limits), whose reply is split back into
+// the parts'; records that are not pinned to a partition avoid owners that
+// are dead (in the metastore) or silent (a forward timed out within
+// PeerDownMs, or the driver reported the peer unreachable), and a part
+// that fails retryably is re-placed at most produceReroutesMax times. A
+// record pinned to a partition whose owner is known dead or silent is
+// refused at once (Unavailable, a 503 with Retry-After), never forwarded
+// to wait out the timeout. A consume of any partition serves this node's
+// partitions first, then probes the other owners one at a time; a parked
+// poll subscribes at the owners (Subscribe), which Notify it when records
+// become available there. Acks go to the partitions' owners, by the
+// partition in the receipt handle; an ack is idempotent: one whose record
+// is already acknowledged (below the committed offset, which survives
+// restarts and moves, or acked ahead of it) succeeds again, and an ack
+// forwarded to an owner that does not answer fails retryably
+// (Unavailable), so a client that retries learns whether its first attempt
+// landed. The leader (past its barrier) proposes members dead after
+// MemberDeadAfterMs without a heartbeat change on its own clock; a node
+// started with Meta.Join sends Join to its configured peers until the
+// leader has added it as a voter (or it knows it was removed); a member
+// that does not lead relays the Join to the leader (JoinRelay), and the
+// leader answers a Join from a node it has added with the voters'
 // addresses (JoinAccepted), so a joiner may be told of a single member.
 //
 // # JSON Schemas
