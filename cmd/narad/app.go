@@ -45,6 +45,10 @@ type app struct {
 	userHomeDir   func() (string, error)
 	// runHost starts the server and blocks until ctx ends.
 	runHost func(ctx context.Context, cfg config.Config, logger *slog.Logger) error
+	// startCeiling, when set, starts the server bench --ceiling measures
+	// and returns its URL and how to stop it; nil starts this executable's
+	// hidden ceiling command as a child process.
+	startCeiling func() (string, func() error, error)
 
 	// Global flag values, written by cobra during parsing.
 	serverFlag   string

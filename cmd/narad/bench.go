@@ -74,9 +74,9 @@ A topic with a JSON Schema accepts only JSON that matches it: give
 --schema FILE to have --create make the topic with that schema.
 
 With --ceiling the same produce phase (same workers, sizes and batches)
-then runs against a server inside this process, on loopback, that reads
-each request and answers 202 without doing anything else: the most any
-broker on this machine could reach with this client. The report gives
+then runs against a server in a process of its own, on loopback, that
+reads each request and answers 202 without doing anything else: the most
+any broker on this machine could reach with this client. The report gives
 both rates and their ratio, so figures taken on a busy machine can still
 be compared.`,
 		Example: `  narad bench orders --create
@@ -122,7 +122,7 @@ be compared.`,
 	flags.StringVar(&options.schemaFile, "schema", "", "JSON Schema of the topic that --create makes (needs --create)")
 	flags.StringVar(&options.payloadFile, "payload", "", "file whose content every message carries (replaces --size)")
 	flags.IntVar(&options.keys, "keys", 0, "give each record a key drawn at random from this many (0: no key)")
-	flags.BoolVar(&options.ceiling, "ceiling", false, "also run the produce phase against an in-process loopback server that only answers, and print the ratio")
+	flags.BoolVar(&options.ceiling, "ceiling", false, "also run the produce phase against a loopback server process that only answers, and print the ratio")
 	return cmd
 }
 
@@ -181,7 +181,7 @@ func (a *app) bench(ctx context.Context, broker *client.Client, topic string, op
 		report.Consume = &consume
 	}
 	if options.ceiling && ctx.Err() == nil {
-		ceiling, err := runCeilingBench(ctx, topic, options, newHTTPClient)
+		ceiling, err := runCeilingBench(ctx, topic, options, newHTTPClient, a.startCeiling)
 		if err != nil {
 			return fmt.Errorf("ceiling server: %w", err)
 		}

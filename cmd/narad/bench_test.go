@@ -1,15 +1,21 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"narad/client"
 )
 
 const produceRoute = "POST /v1/topics/orders/produce"
@@ -201,4 +207,52 @@ func TestPercentile(t *testing.T) {
 	assert.Equal(t, time.Duration(2), percentile(sorted, 50))
 	assert.Equal(t, time.Duration(4), percentile(sorted, 95))
 	assert.Equal(t, time.Duration(1), percentile(sorted, 0))
+}
+
+// lockedBuffer is a bytes.Buffer safe to read while a command writes it.
+type lockedBuffer struct {
+	mu     sync.Mutex
+	buffer bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buffer.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buffer.String()
+}
+
+// The hidden command bench --ceiling starts as a child process prints its
+// URL, answers every produce 202 like the broker, and stops when its
+// stdin ends.
+func TestCeilingServerCommandAnswersUntilStdinEnds(t *testing.T) {
+	h := newHarness(t)
+	stdin, closeStdin := io.Pipe()
+	stdout := &lockedBuffer{}
+	h.app.stdin, h.app.stdout = stdin, stdout
+	exited := make(chan int, 1)
+	go func() { exited <- run(context.Background(), h.app, []string{ceilingServerCommand}) }()
+	var url string
+	require.Eventually(t, func() bool {
+		url = strings.TrimSpace(stdout.String())
+		return strings.HasSuffix(stdout.String(), "\n")
+	}, 5*time.Second, 5*time.Millisecond)
+	require.True(t, strings.HasPrefix(url, "http://127.0.0.1:"), url)
+
+	placement, err := client.New(url).Produce(context.Background(), "any", []byte("x"), client.ProduceOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, client.Placement{Partition: 0, Offset: 0}, placement)
+
+	require.NoError(t, closeStdin.Close())
+	select {
+	case code := <-exited:
+		assert.Zero(t, code)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the ceiling server did not stop when its stdin ended")
+	}
 }

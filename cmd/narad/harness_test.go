@@ -130,6 +130,10 @@ func newHarness(t *testing.T) *harness {
 			h.hostConfig = &cfg
 			return nil
 		},
+		startCeiling: func() (string, func() error, error) {
+			server := httptest.NewServer(http.HandlerFunc(answerCeiling))
+			return server.URL, func() error { server.Close(); return nil }, nil
+		},
 	}
 	return h
 }

@@ -37,7 +37,7 @@ context (see "narad ctx"), then http://127.0.0.1:7942 without credentials.`,
 	flags.StringVarP(&a.passwordFlag, "password", "p", "", "Basic auth password (default: NARAD_PASS or the context's)")
 	root.AddCommand(newTopicCommand(a), newPubCommand(a), newSubCommand(a), newReplayCommand(a),
 		newBenchCommand(a), newContextCommand(a), newClusterCommand(a), newVersionCommand(a),
-		newServeCommand(a), newServerCommand(a))
+		newServeCommand(a), newServerCommand(a), newCeilingServerCommand(a))
 	return root
 }
 
