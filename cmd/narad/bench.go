@@ -54,8 +54,8 @@ type benchOptions struct {
 	// keys: when above 0, every record carries a key drawn at random
 	// from that many.
 	keys int
-	// ceiling: also run the produce phase against an in-process server
-	// that only answers.
+	// ceiling: also run the produce phase against a server process that
+	// only answers.
 	ceiling bool
 }
 
