@@ -714,3 +714,32 @@ func TestAnUnansweredProduceForwardFailsEveryPart(t *testing.T) {
 		require.Equal(t, CodeUnavailable, CodeOf(c.await(id, 100, 30).Err))
 	}
 }
+
+// TestALateForwardReplyOfAnEarlierIncarnationIsDropped: a reply to a
+// forward made before a restart does not reach a forward of the new
+// incarnation that happens to be pending (forward ids do not restart).
+func TestALateForwardReplyOfAnEarlierIncarnationIsDropped(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 6)
+	owners := c.owners(leader, "t")
+	at := c.otherThan(leader)
+	remote := slices.IndexFunc(owners, func(o string) bool { return o != at })
+	require.NoError(t, c.do(at, producePinned("t", remote, "before")).Err)
+	before := c.nodes[at].routing.lastForwardID
+	require.NotZero(t, before, "the produce was forwarded")
+	c.crash(at)
+	c.elect()
+	c.cut[owners[remote]] = true // the produce's forward stays pending
+	id := c.send(at, producePinned("t", remote, "x"))
+	c.settle()
+	var pending uint64
+	for forwardID := range c.nodes[at].routing.outgoing {
+		pending = forwardID
+	}
+	require.NotZero(t, pending)
+	require.Greater(t, pending, before, "ids of the new incarnation are above the old ones")
+	stale := ForwardReply{ID: before, Reply: Reply{Result: ConsumeResult{}}}
+	require.NoError(t, c.nodes[at].Step(Envelope{From: owners[remote], To: at, Message: stale}))
+	_, answered := c.replies[id]
+	require.False(t, answered, "the stale reply was not taken for the produce's")
+}

@@ -38,7 +38,10 @@ type incoming struct {
 type routing struct {
 	// outgoing holds the forwards awaiting a reply, by forward id.
 	outgoing map[uint64]*outgoing
-	// lastForwardID numbers forwards; only increases.
+	// lastForwardID numbers forwards; only increases. It starts at the
+	// incarnation's nonce base, so a late ForwardReply to a forward of an
+	// earlier incarnation never matches a forward of this one (ids used
+	// to restart at 1: a consume's reply once answered a produce part).
 	lastForwardID uint64
 	// incoming maps the request id given to a forwarded request to its
 	// origin.

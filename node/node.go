@@ -152,6 +152,7 @@ func (n *Node) recover() error {
 		return err
 	}
 	n.nonceBase = incarnation << incarnationNonceShift
+	n.routing.lastForwardID = n.nonceBase
 	n.movingAtStart = n.movesFromHere()
 	if err := n.discardStagedCopies(); err != nil {
 		return err
