@@ -64,19 +64,9 @@ type errorBody struct {
 	Error string `json:"error"`
 }
 
-// retryAfterSeconds is the Retry-After every 503 carries: long enough for
-// a peer marked down or a leader election to settle, short enough that a
-// client's retry finds the partition moved or its owner back.
-const retryAfterSeconds = 1
-
-// errorResponse answers a failed request with the status of its code; a
-// 503 carries Retry-After.
+// errorResponse answers a failed request with the status of its code.
 func errorResponse(err error) Response {
-	response := jsonResponse(StatusOf(node.CodeOf(err)), errorBody{Error: err.Error()})
-	if response.Status == http.StatusServiceUnavailable {
-		response.Header.Set("Retry-After", strconv.Itoa(retryAfterSeconds))
-	}
-	return response
+	return jsonResponse(StatusOf(node.CodeOf(err)), errorBody{Error: err.Error()})
 }
 
 // RetryAfterSeconds is the Retry-After of every 503: a retryable failure
