@@ -53,6 +53,7 @@ const (
 	TypePutUser         CommandType = 12
 	TypeDeleteUser      CommandType = 13
 	TypeSetGrants       CommandType = 14
+	TypeSetPassword     CommandType = 15
 )
 
 // Command is one change of the state machine. The set is closed: only the
@@ -185,7 +186,11 @@ type PutUser struct {
 	Root         bool    `json:"root,omitempty"`
 	Grants       []Grant `json:"grants"`
 	CreateOnly   bool    `json:"create_only,omitempty"`
-	NowMs        int64   `json:"now_ms"`
+	// IfNoUsers makes the command fail (ErrUserExists) unless no user
+	// exists at all: the guard of the root seeding, so that a seed
+	// proposed by two successive leaders is applied at most once.
+	IfNoUsers bool  `json:"if_no_users,omitempty"`
+	NowMs     int64 `json:"now_ms"`
 }
 
 // DeleteUser deletes a user other than the root.
@@ -198,6 +203,14 @@ type SetGrants struct {
 	Username string  `json:"username"`
 	Grants   []Grant `json:"grants"`
 	NowMs    int64   `json:"now_ms"`
+}
+
+// SetPassword replaces the password hash of a user, root included,
+// leaving its grants and flags as they are.
+type SetPassword struct {
+	Username     string `json:"username"`
+	PasswordHash []byte `json:"password_hash"`
+	NowMs        int64  `json:"now_ms"`
 }
 
 func (CreateTopic) Type() CommandType     { return TypeCreateTopic }
@@ -214,3 +227,4 @@ func (ForcePromote) Type() CommandType    { return TypeForcePromote }
 func (PutUser) Type() CommandType         { return TypePutUser }
 func (DeleteUser) Type() CommandType      { return TypeDeleteUser }
 func (SetGrants) Type() CommandType       { return TypeSetGrants }
+func (SetPassword) Type() CommandType     { return TypeSetPassword }

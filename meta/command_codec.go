@@ -93,6 +93,8 @@ func decodeBody(commandType CommandType, body json.RawMessage) (Command, error) 
 		return decodeAs[DeleteUser](body)
 	case TypeSetGrants:
 		return decodeAs[SetGrants](body)
+	case TypeSetPassword:
+		return decodeAs[SetPassword](body)
 	}
 	return nil, fmt.Errorf("%w: type %d", ErrUnknownCommand, commandType)
 }

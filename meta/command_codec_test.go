@@ -33,6 +33,7 @@ func everyCommand() []Command {
 		PutUser{Username: "ann", PasswordHash: []byte{0, 1, 2, 255}, Root: true, Grants: grants, CreateOnly: true, NowMs: 7},
 		DeleteUser{Username: "ann"},
 		SetGrants{Username: "ann", Grants: grants, NowMs: 8},
+		SetPassword{Username: "ann", PasswordHash: []byte("h2"), NowMs: 9},
 	}
 }
 
@@ -52,14 +53,14 @@ func TestCommandRoundTrip(t *testing.T) {
 		require.Equal(t, cmd, got)
 		seen[cmd.Type()] = true
 	}
-	require.Len(t, seen, int(TypeSetGrants), "every command number has an example")
+	require.Len(t, seen, int(TypeSetPassword), "every command number has an example")
 }
 
 // Property: command numbers are a frozen, append-only contract.
 func TestCommandNumbersAreFrozen(t *testing.T) {
 	want := map[CommandType]Command{1: CreateTopic{}, 2: DeleteTopic{}, 3: AlterTopic{}, 4: MemberHeartbeat{},
 		5: MarkMemberDead{}, 6: SetDraining{}, 7: RemoveMember{}, 8: SetTarget{}, 9: CompleteMove{}, 10: AbortMove{},
-		11: ForcePromote{}, 12: PutUser{}, 13: DeleteUser{}, 14: SetGrants{}}
+		11: ForcePromote{}, 12: PutUser{}, 13: DeleteUser{}, 14: SetGrants{}, 15: SetPassword{}}
 	for number, cmd := range want {
 		require.Equal(t, number, cmd.Type(), "%T was renumbered", cmd)
 	}
@@ -127,6 +128,7 @@ func TestValidateRefusesBadCommands(t *testing.T) {
 		PutUser{Username: strings.Repeat("u", usernameBytesMax+1), PasswordHash: []byte("h")},
 		PutUser{Username: "u", PasswordHash: make([]byte, passwordHashBytesMax+1)},
 		SetGrants{Username: "u", Grants: make([]Grant, grantsPerUserMax+1)},
+		SetPassword{Username: "u"},
 		SetGrants{Username: "u", Grants: []Grant{{Action: "a", Patterns: make([]string, patternsPerGrantMax+1)}}},
 	}
 	for _, cmd := range bad {

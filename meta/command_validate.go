@@ -173,11 +173,23 @@ func (c AbortMove) Validate() error {
 
 // Validate implements Command.
 func (c PutUser) Validate() error {
-	if len(c.PasswordHash) == 0 || len(c.PasswordHash) > passwordHashBytesMax {
-		return invalidf("user %q: password hash of %d bytes, want 1 to %d", c.Username, len(c.PasswordHash), passwordHashBytesMax)
-	}
-	return errors.Join(checkName("username", c.Username, usernameBytesMax), checkGrants(c.Grants),
+	return errors.Join(checkPasswordHash(c.Username, c.PasswordHash),
+		checkName("username", c.Username, usernameBytesMax), checkGrants(c.Grants),
 		checkNonNegative("now_ms", c.NowMs))
+}
+
+// Validate implements Command.
+func (c SetPassword) Validate() error {
+	return errors.Join(checkPasswordHash(c.Username, c.PasswordHash),
+		checkName("username", c.Username, usernameBytesMax), checkNonNegative("now_ms", c.NowMs))
+}
+
+// checkPasswordHash checks the size of a password hash.
+func checkPasswordHash(username string, hash []byte) error {
+	if len(hash) == 0 || len(hash) > passwordHashBytesMax {
+		return invalidf("user %q: password hash of %d bytes, want 1 to %d", username, len(hash), passwordHashBytesMax)
+	}
+	return nil
 }
 
 // Validate implements Command.

@@ -64,7 +64,7 @@
 //	1 CreateTopic      2 DeleteTopic     3 AlterTopic
 //	4 MemberHeartbeat  5 MarkMemberDead  6 SetDraining   7 RemoveMember
 //	8 SetTarget        9 CompleteMove   10 AbortMove    11 ForcePromote
-//	12 PutUser        13 DeleteUser     14 SetGrants
+//	12 PutUser        13 DeleteUser     14 SetGrants    15 SetPassword
 //
 // Applying a command yields nil or a typed rejection (ErrGuardFailed,
 // ErrTopicExists, ErrTopicNotFound, ...), the same on every replica; a

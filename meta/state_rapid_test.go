@@ -45,7 +45,7 @@ func (m *model) apply(cmd Command) error {
 		return m.applyMember(c)
 	case SetTarget, CompleteMove, ForcePromote, AbortMove:
 		return m.applyMove(c)
-	case PutUser, DeleteUser, SetGrants:
+	case PutUser, DeleteUser, SetGrants, SetPassword:
 		return m.applyUser(c)
 	}
 	panic(fmt.Sprintf("model does not know %T", cmd))
@@ -234,6 +234,11 @@ func (m *model) applyUser(cmd Command) error {
 			return ErrUserIsRoot
 		}
 		m.users[c.Username].Grants, m.users[c.Username].UpdatedAtMs = c.Grants, c.NowMs
+	case SetPassword:
+		if m.users[c.Username] == nil {
+			return ErrUserNotFound
+		}
+		m.users[c.Username].PasswordHash, m.users[c.Username].UpdatedAtMs = c.PasswordHash, c.NowMs
 	}
 	m.usersVersion++
 	return nil
@@ -246,6 +251,8 @@ func (m *model) putUser(c PutUser) error {
 		anyRoot = anyRoot || user.Root
 	}
 	switch {
+	case c.IfNoUsers && len(m.users) > 0:
+		return ErrUserExists
 	case old != nil && c.CreateOnly:
 		return ErrUserExists
 	case old != nil && old.Root && !(c.Root && fmt.Sprint(old.Grants) == fmt.Sprint(c.Grants)):
@@ -296,7 +303,7 @@ var (
 
 // commandKinds weights the kinds drawCommand picks from: moves need a topic
 // and the right owner and target, so they get more draws.
-var commandKinds = []int{0, 0, 0, 1, 2, 2, 3, 3, 4, 5, 6, 7, 7, 7, 7, 8, 8, 8, 9, 9, 10, 10, 11, 11, 12, 13}
+var commandKinds = []int{0, 0, 0, 1, 2, 2, 3, 3, 4, 5, 6, 7, 7, 7, 7, 8, 8, 8, 9, 9, 10, 10, 11, 11, 12, 13, 14}
 
 // drawCommand draws a command; guarded ones often carry the values the
 // model holds, so that both outcomes of each guard occur.
@@ -405,9 +412,12 @@ func drawUserCommand(t *rapid.T, kind int) Command {
 	switch kind {
 	case 11:
 		return PutUser{Username: username, PasswordHash: []byte(rapid.SampledFrom([]string{"h1", "h2"}).Draw(t, "hash")),
-			Root: rapid.IntRange(0, 3).Draw(t, "root") == 0, Grants: grants, CreateOnly: rapid.Bool().Draw(t, "create only"), NowMs: now}
+			Root: rapid.IntRange(0, 3).Draw(t, "root") == 0, Grants: grants, CreateOnly: rapid.Bool().Draw(t, "create only"),
+			IfNoUsers: rapid.IntRange(0, 3).Draw(t, "if no users") == 0, NowMs: now}
 	case 12:
 		return DeleteUser{Username: username}
+	case 14:
+		return SetPassword{Username: username, PasswordHash: []byte(rapid.SampledFrom([]string{"h1", "h3"}).Draw(t, "new hash")), NowMs: now}
 	}
 	return SetGrants{Username: username, Grants: grants, NowMs: now}
 }

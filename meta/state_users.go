@@ -25,6 +25,8 @@ func (c PutUser) apply(s *State) error {
 // checkReplace applies the rules of creating versus replacing a user.
 func (c PutUser) checkReplace(s *State, existing *User, exists bool) error {
 	switch {
+	case c.IfNoUsers && len(s.users) > 0:
+		return rejectf(ErrUserExists, "users exist; %q is not seeded", c.Username)
 	case exists && c.CreateOnly:
 		return rejectf(ErrUserExists, "user %q", c.Username)
 	case exists && existing.Root && (!c.Root || !grantsEqual(existing.Grants, c.Grants)):
@@ -67,6 +69,20 @@ func (c SetGrants) apply(s *State) error {
 		return rejectf(ErrUserIsRoot, "user %q", c.Username)
 	}
 	user.Grants, user.UpdatedAtMs = cloneGrants(c.Grants), c.NowMs
+	s.markUser(c.Username)
+	return nil
+}
+
+// apply replaces the password hash of a user.
+func (c SetPassword) apply(s *State) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	user, exists := s.users[c.Username]
+	if !exists {
+		return rejectf(ErrUserNotFound, "user %q", c.Username)
+	}
+	user.PasswordHash, user.UpdatedAtMs = slices.Clone(c.PasswordHash), c.NowMs
 	s.markUser(c.Username)
 	return nil
 }
