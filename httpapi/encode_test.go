@@ -198,15 +198,15 @@ func TestEncodeErrors(t *testing.T) {
 
 func TestErrorRegistryCoversEveryCode(t *testing.T) {
 	seen := map[int]node.Code{}
-	for code := node.CodeInvalid; code <= node.CodeInternal; code++ {
+	for code := node.CodeInvalid; code <= node.CodeForbidden; code++ {
 		status := StatusOf(code)
 		require.GreaterOrEqual(t, status, 400, "code %d", code)
 		require.NotContains(t, seen, status, "codes %d and %d share status %d", seen[status], code, status)
 		seen[status] = code
 	}
-	require.Len(t, errorRegistry, int(node.CodeInternal), "a registry row for a code node does not define")
+	require.Len(t, errorRegistry, int(node.CodeForbidden), "a registry row for a code node does not define")
 	require.Panics(t, func() { StatusOf(0) })
-	require.Panics(t, func() { StatusOf(node.CodeInternal + 1) })
+	require.Panics(t, func() { StatusOf(node.CodeForbidden + 1) })
 }
 
 // TestEncodeContractViolationsPanic: a reply that breaks node/reply.go is

@@ -25,6 +25,7 @@ var errorRegistry = map[node.Code]errorEntry{
 	node.CodeNotOwner:    {http.StatusMisdirectedRequest, "partition owned by another node"},
 	node.CodeUnavailable: {http.StatusServiceUnavailable, "temporarily unavailable; retry"},
 	node.CodeInternal:    {http.StatusInternalServerError, "unexpected failure"},
+	node.CodeForbidden:   {http.StatusForbidden, "authenticated but not allowed"},
 }
 
 // StatusOf returns the HTTP status of a node error code.

@@ -50,6 +50,10 @@ type Config struct {
 	MemberHeartbeatIntervalMs int64
 	// ProposalTimeoutMs bounds the wait for a metastore change's outcome.
 	ProposalTimeoutMs int64
+	// RootSeedHash, when set, is the password hash (made by the driver)
+	// of the root user "admin" that this node proposes while it leads the
+	// metastore and no user exists. Empty: this node never seeds.
+	RootSeedHash []byte
 	// MemberDeadAfterMs is how long without a heartbeat before the leader
 	// marks a member dead (its partitions are then skipped by produce
 	// until it heartbeats again). Greater than MemberHeartbeatIntervalMs.

@@ -15,6 +15,7 @@ const (
 	CodeNotOwner                    // partition owned elsewhere: 421
 	CodeUnavailable                 // retryable: 503
 	CodeInternal                    // unexpected failure: 500
+	CodeForbidden                   // not allowed, whoever asks: 403
 )
 
 // Error is a request failure with a message meant for the client.
@@ -39,6 +40,9 @@ func Unavailable(format string, args ...any) *Error {
 	return errorf(CodeUnavailable, format, args...)
 }
 func Internal(format string, args ...any) *Error { return errorf(CodeInternal, format, args...) }
+func Forbidden(format string, args ...any) *Error {
+	return errorf(CodeForbidden, format, args...)
+}
 
 // CodeOf returns the code of err, CodeInternal for an error that is not an
 // *Error.

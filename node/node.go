@@ -21,6 +21,9 @@ type Node struct {
 
 	// nowMs is the node's clock: the last Tick. Never decreases.
 	nowMs int64
+	// rootSeeded is set once this node's seed of the root user was
+	// applied; it never clears.
+	rootSeeded bool
 	// nonceBase separates the receipt nonces of this incarnation from
 	// those of earlier ones: it derives from a persisted start counter.
 	nonceBase uint64
@@ -182,6 +185,7 @@ func (n *Node) Tick(nowMs int64) {
 	n.expireForwards()
 	n.serveHeld()
 	n.maintainMembership()
+	n.seedRoot()
 	n.expireFreezes()
 	n.driveMoves()
 	n.planMoves()

@@ -25,6 +25,10 @@ const (
 	proposalPlan
 	proposalDecommission
 	proposalCancelDecommission
+	// proposalUser is a user change a driver asked for (ChangeUsers).
+	proposalUser
+	// proposalSeedRoot is this node's seed of the root user.
+	proposalSeedRoot
 )
 
 // pendingProposal is a metastore proposal of this node waiting for its
@@ -79,6 +83,9 @@ func (n *Node) handleOutcomes(outcomes []meta.Outcome) {
 			continue // timed out already
 		}
 		delete(n.proposals, outcome.ID)
+		if pending.kind == proposalSeedRoot {
+			n.seededRoot(outcome.Err)
+		}
 		if pending.request != 0 {
 			n.answer(pending.request)(n.proposalResult(pending, outcome.Err))
 		}
@@ -86,6 +93,9 @@ func (n *Node) handleOutcomes(outcomes []meta.Outcome) {
 }
 
 func (n *Node) proposalResult(pending *pendingProposal, applyErr error) (any, error) {
+	if pending.kind == proposalUser {
+		return nil, userApplyError(pending.topic, applyErr)
+	}
 	decommission := pending.kind == proposalDecommission || pending.kind == proposalCancelDecommission
 	if applyErr != nil && decommission && errors.Is(applyErr, meta.ErrMemberNotFound) {
 		return nil, NotFound("member %q not found", pending.topic)

@@ -23,6 +23,9 @@ type CreateTopic struct {
 	// Schema is the topic's JSON Schema (version 1); empty for none. The
 	// HTTP layer compiled it; the node checks only its size and shape.
 	Schema []byte
+	// CreatedBy is the authenticated user asking, who becomes the topic's
+	// owner; empty without authentication.
+	CreatedBy string
 }
 
 // ListTopics lists topics by name, a page at a time (keyset pagination:

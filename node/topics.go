@@ -46,7 +46,7 @@ func (n *Node) createTopic(id RequestID, r CreateTopic) {
 	n.propose(id, proposalCreateTopic, r.Name, meta.CreateTopic{
 		Name: info.Name, RetentionMs: info.RetentionMs, VisibilityTimeoutMs: info.VisibilityTimeoutMs,
 		MaxInFlightPerPartition: info.InFlightMax, MaxAckedAheadPerPartition: info.AckedAheadMax,
-		CreatedAtMs: n.nowMs, Owners: n.placePartitions(info.Name, 0, info.Partitions), Schema: r.Schema,
+		CreatedAtMs: n.nowMs, CreatedBy: r.CreatedBy, Owners: n.placePartitions(info.Name, 0, info.Partitions), Schema: r.Schema,
 	})
 }
 

@@ -9,7 +9,7 @@ import (
 // Version is the version of the envelope and frame formats. A decoder
 // refuses any other version with ErrVersion; a change of format that an
 // older node cannot read takes a new version.
-const Version = 3 // 2: Member carries Voter; 3: topics carry a JSON Schema, MoveStatus names its move
+const Version = 4 // 2: Member carries Voter; 3: topics carry a JSON Schema, MoveStatus names its move; 4: CreateTopic carries its creator
 
 // Bounds of the codec, checked on decode (an input over a bound returns
 // ErrTooLarge before anything of the claimed size is allocated) and
@@ -22,7 +22,8 @@ const (
 	// request or result (TopicInfo.Owner, PartitionStats.OwnerNode,
 	// Member.ID, Move.From and Move.To, MoveFreeze.Target,
 	// Decommission.ID, MoveVerdict.Owner and Target). 64 is the longest
-	// Linux host name, the default node id.
+	// Linux host name, the default node id. It also bounds the user names
+	// TopicInfo.Owner and CreateTopic.CreatedBy, at most 64 bytes too.
 	NodeIDBytesMax = 64
 	// TopicNameBytesMax bounds every topic name.
 	TopicNameBytesMax = node.TopicNameBytesMax

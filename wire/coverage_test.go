@@ -63,11 +63,11 @@ func TestCodecCoversEveryNodeType(t *testing.T) {
 }
 
 // TestCodecCoversEveryCodeAndAction: the codec accepts codes
-// CodeInvalid..CodeInternal and actions AckCommit..AckNack; the const
+// CodeInvalid..CodeForbidden and actions AckCommit..AckNack; the const
 // blocks of node must declare exactly those.
 func TestCodecCoversEveryCodeAndAction(t *testing.T) {
 	files := parseNode(t)
-	require.Len(t, constsOfType(files, "Code"), int(node.CodeInternal-node.CodeInvalid)+1, "node.Code constants; wire.validCode covers CodeInvalid..CodeInternal")
+	require.Len(t, constsOfType(files, "Code"), int(node.CodeForbidden-node.CodeInvalid)+1, "node.Code constants; wire.validCode covers CodeInvalid..CodeForbidden")
 	require.Len(t, constsOfType(files, "AckAction"), int(node.AckNack-node.AckCommit)+1, "node.AckAction constants; wire covers AckCommit..AckNack")
 }
 

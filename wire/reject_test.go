@@ -114,7 +114,7 @@ func TestDecodeRejectsNonCanonicalEncodings(t *testing.T) {
 		"non-minimal id":          append(header(), byte(typeNotify)|0, 0x80, 0x00),
 		"flag byte 2":             append(header(), byte(typeForwardRequest), 0, 2, byte(typeListMoves)),
 		"error code 0":            append(bytes.Clone(forwardReply), 0, 0, 1, 0, 0, byte(typeNoResult)),
-		"error code 9":            append(bytes.Clone(forwardReply), 0, 0, 1, 9, 0, byte(typeNoResult)),
+		"error code 10":           append(bytes.Clone(forwardReply), 0, 0, 1, 10, 0, byte(typeNoResult)),
 		"ack action 3":            append(header(), byte(typeForwardRequest), 0, 0, byte(typeAck), 1, 't', 3, 0, 0),
 		"delivery count 2^32": append(append(bytes.Clone(forwardReply), 0, 0, 0, byte(typeReplayResult), 1, 0, 0, 0, 0, 0, 0, 0),
 			binary.AppendUvarint(nil, 1<<32)...),

@@ -35,7 +35,7 @@ func (e *encoder) error(err error) {
 		code = nodeError.Code
 	}
 	if !validCode(code) {
-		assert(false, "error code %d is not one of CodeInvalid..CodeInternal (message %q)", code, message)
+		assert(false, "error code %d is not one of CodeInvalid..CodeForbidden (message %q)", code, message)
 	}
 	e.uvarint(uint64(code))
 	e.string(cutErrorMessage(message), errorMessageLimit)
@@ -49,7 +49,7 @@ func (d *decoder) error() error {
 	code := node.Code(d.uvarint())
 	message := d.string(errorMessageLimit)
 	if d.err == nil && !validCode(code) {
-		d.malformed("error code %d is not one of CodeInvalid..CodeInternal", code)
+		d.malformed("error code %d is not one of CodeInvalid..CodeForbidden", code)
 	}
 	if d.err != nil {
 		return nil
@@ -57,9 +57,9 @@ func (d *decoder) error() error {
 	return &node.Error{Code: code, Message: message}
 }
 
-// validCode reports a code node defines. CodeInternal is the last one;
+// validCode reports a code node defines. CodeForbidden is the last one;
 // wire_test fails if node adds a code after it.
-func validCode(code node.Code) bool { return code >= node.CodeInvalid && code <= node.CodeInternal }
+func validCode(code node.Code) bool { return code >= node.CodeInvalid && code <= node.CodeForbidden }
 
 // cutErrorMessage returns message, cut to ErrorMessageBytesMax at a UTF-8
 // boundary and marked with errorMessageCutSuffix if it is longer.

@@ -96,6 +96,7 @@ func (e *encoder) createTopic(r node.CreateTopic) {
 	e.int(r.InFlightMax)
 	e.int(r.AckedAheadMax)
 	e.bytes(r.Schema, schemaLimit)
+	e.string(r.CreatedBy, nodeIDLimit)
 }
 
 func (d *decoder) createTopic() node.CreateTopic {
@@ -107,6 +108,7 @@ func (d *decoder) createTopic() node.CreateTopic {
 		InFlightMax:         d.int(),
 		AckedAheadMax:       d.int(),
 		Schema:              d.bytes(schemaLimit),
+		CreatedBy:           d.string(nodeIDLimit),
 	}
 }
 

@@ -133,7 +133,7 @@ func errorValue() *rapid.Generator[error] {
 	return rapid.OneOf(
 		rapid.Just[error](nil),
 		rapid.Custom(func(t *rapid.T) error {
-			code := node.Code(rapid.IntRange(int(node.CodeInvalid), int(node.CodeInternal)).Draw(t, "code"))
+			code := node.Code(rapid.IntRange(int(node.CodeInvalid), int(node.CodeForbidden)).Draw(t, "code"))
 			return &node.Error{Code: code, Message: text.Draw(t, "message")}
 		}),
 		rapid.Map(text, func(s string) error { return errors.New(s) }),

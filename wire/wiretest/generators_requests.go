@@ -13,7 +13,7 @@ func Request() *rapid.Generator[node.Request] {
 			return node.CreateTopic{Name: topic().Draw(t, "name"), Partitions: rapid.Int().Draw(t, "partitions"),
 				RetentionMs: rapid.Int64().Draw(t, "retention"), VisibilityTimeoutMs: rapid.Int64().Draw(t, "visibility"),
 				InFlightMax: rapid.Int().Draw(t, "inFlight"), AckedAheadMax: rapid.Int().Draw(t, "ackedAhead"),
-				Schema: rapid.SliceOfN(rapid.Byte(), 0, 64).Draw(t, "schema")}
+				Schema: rapid.SliceOfN(rapid.Byte(), 0, 64).Draw(t, "schema"), CreatedBy: rapid.StringMatching(`[a-z]{0,8}`).Draw(t, "createdBy")}
 		}),
 		rapid.Custom(func(t *rapid.T) node.Request {
 			return node.ListTopics{Limit: rapid.Int().Draw(t, "limit"), PageToken: topic().Draw(t, "token")}

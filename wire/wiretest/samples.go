@@ -45,7 +45,7 @@ func Samples() []Sample {
 	for _, r := range resultSamples() {
 		samples = append(samples, Sample{"ForwardReply/" + r.Name, reply(node.Reply{ID: 7, Result: r.Result})})
 	}
-	for code := node.CodeInvalid; code <= node.CodeInternal; code++ {
+	for code := node.CodeInvalid; code <= node.CodeForbidden; code++ {
 		err := &node.Error{Code: code, Message: fmt.Sprintf("failed with code %d", code)}
 		samples = append(samples, Sample{fmt.Sprintf("ForwardReply/error/code-%d", code), reply(node.Reply{ID: 8, Err: err})})
 	}

@@ -32,7 +32,7 @@ func topicRequestSamples() []NamedRequest {
 		{"CreateTopic/zero", node.CreateTopic{}},
 		{"CreateTopic/max", node.CreateTopic{Name: MaxTopic(), Partitions: math.MaxInt, RetentionMs: math.MaxInt64,
 			VisibilityTimeoutMs: math.MaxInt64, InFlightMax: math.MaxInt, AckedAheadMax: math.MaxInt,
-			Schema: bytes.Repeat([]byte("s"), SchemaBytesMax)}},
+			Schema: bytes.Repeat([]byte("s"), SchemaBytesMax), CreatedBy: strings.Repeat("u", 64)}},
 		{"CreateTopic/min", node.CreateTopic{Name: "t", Partitions: math.MinInt, RetentionMs: math.MinInt64,
 			VisibilityTimeoutMs: -1, InFlightMax: math.MinInt, AckedAheadMax: -1}},
 		{"ListTopics/zero", node.ListTopics{}},

@@ -1,0 +1,100 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"narad/meta"
+)
+
+// RootUsername is the name of the root user the leader seeds.
+const RootUsername = "admin"
+
+// UsersVersion is the version of the users this replica applied: it
+// changes with every applied user change, so a driver can republish its
+// read-only copy of the users (Users) only when it changed.
+func (n *Node) UsersVersion() uint64 { return n.meta.State().UsersVersion() }
+
+// Users returns copies of the users this replica applied, sorted by name.
+func (n *Node) Users() []meta.User { return n.meta.State().Users() }
+
+// RootSeeded reports whether this node's seed of the root user (the
+// RootSeedHash of its configuration) was applied.
+func (n *Node) RootSeeded() bool { return n.rootSeeded }
+
+// ChangeUsers proposes a user change for request id: a meta.PutUser,
+// DeleteUser, SetGrants or SetPassword, whose NowMs the node sets. The
+// reply (a nil result, or an *Error: CodeConflict for a user that exists,
+// CodeNotFound, CodeForbidden for what the root user refuses) leaves once
+// the change is applied on this replica. The driver checked who may ask.
+func (n *Node) ChangeUsers(id RequestID, cmd meta.Command) {
+	var username string
+	switch c := cmd.(type) {
+	case meta.PutUser:
+		c.NowMs, c.IfNoUsers, username = n.nowMs, false, c.Username
+		cmd = c
+	case meta.DeleteUser:
+		username = c.Username
+	case meta.SetGrants:
+		c.NowMs, username = n.nowMs, c.Username
+		cmd = c
+	case meta.SetPassword:
+		c.NowMs, username = n.nowMs, c.Username
+		cmd = c
+	default:
+		n.reply(id, nil, Invalid("%T is not a user change", cmd))
+		return
+	}
+	n.propose(id, proposalUser, username, cmd)
+}
+
+// userApplyError maps the rejection of a user change to a client error.
+func userApplyError(username string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, meta.ErrUserExists):
+		return Conflict("user already exists")
+	case errors.Is(err, meta.ErrUserNotFound):
+		return NotFound("user %q not found", username)
+	case errors.Is(err, meta.ErrUserIsRoot):
+		return Forbidden("the root user cannot be deleted or regranted")
+	}
+	return applyError("", err)
+}
+
+// seedRoot proposes the root user while this node leads the metastore,
+// its term's barrier is applied, no user exists and no seed of its own is
+// pending. The metastore applies the seed only while no user exists
+// (PutUser.IfNoUsers), so seeds of successive leaders apply at most once.
+func (n *Node) seedRoot() {
+	if len(n.cfg.RootSeedHash) == 0 || n.rootSeeded || !n.meta.IsLeader() || !n.meta.Barrier() {
+		return
+	}
+	if len(n.meta.State().Users()) > 0 || n.seedPending() {
+		return
+	}
+	n.propose(0, proposalSeedRoot, RootUsername, meta.PutUser{Username: RootUsername,
+		PasswordHash: slices.Clone(n.cfg.RootSeedHash), Root: true, CreateOnly: true, IfNoUsers: true, NowMs: n.nowMs})
+}
+
+// seedPending reports whether a seed of this node awaits its outcome.
+func (n *Node) seedPending() bool {
+	for _, pending := range n.proposals { //determinism:ok the loop only answers yes or no
+		if pending.kind == proposalSeedRoot {
+			return true
+		}
+	}
+	return false
+}
+
+// seededRoot records the outcome of this node's seed.
+func (n *Node) seededRoot(err error) {
+	if err != nil {
+		n.observer.Event("root-seed-rejected", err.Error())
+		return
+	}
+	n.rootSeeded = true
+	n.observer.Event("root-seeded", fmt.Sprintf("node %s seeded the root user %q", n.cfg.NodeID, RootUsername))
+}
