@@ -9,7 +9,7 @@ import (
 // harnessComponents are the drivers, harnesses and tools the protocol
 // packages node, meta and move must never depend on.
 var harnessComponents = map[string]bool{
-	"sim": true, "fuzz": true, "host": true, "httpapi": true, "cmd": true,
+	"sim": true, "fuzz": true, "host": true, "httpapi": true, "cmd": true, "auth": true,
 	"chaos/soak": true, "client": true, "lint": true,
 }
 

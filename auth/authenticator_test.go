@@ -1,0 +1,161 @@
+package auth
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/bcrypt"
+
+	"narad/meta"
+)
+
+// fakeClock is a settable clock for the buckets and the negative cache.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func newTestAuthenticator(t *testing.T) (*Authenticator, *fakeClock, *prometheus.Registry) {
+	t.Helper()
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	cfg := DefaultConfig()
+	cfg.BcryptCost, cfg.Now = bcrypt.MinCost, clock.Now
+	reg := prometheus.NewRegistry()
+	a, err := New(cfg, reg)
+	require.NoError(t, err)
+	return a, clock, reg
+}
+
+func hashed(t *testing.T, a *Authenticator, password string) []byte {
+	t.Helper()
+	hash, err := a.HashPassword(context.Background(), password)
+	require.NoError(t, err)
+	return hash
+}
+
+func bcryptRuns(a *Authenticator, _ string) float64 { return float64(a.VerifyRuns()) }
+
+// seriesCount counts the series of the named metric families.
+func seriesCount(t *testing.T, reg *prometheus.Registry, names ...string) int {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	count := 0
+	for _, family := range families {
+		if slices.Contains(names, family.GetName()) {
+			count += len(family.GetMetric())
+		}
+	}
+	return count
+}
+
+func TestVerifyCachesAndInvalidatesByVersion(t *testing.T) {
+	a, _, _ := newTestAuthenticator(t)
+	ctx := context.Background()
+	grants := []meta.Grant{{Action: ActionProduce, Patterns: []string{"o*"}}}
+	a.Publish(NewUsers(1, []meta.User{{Username: "ann", PasswordHash: hashed(t, a, "pw1"), Grants: grants}}))
+
+	id, err := a.Verify(ctx, "ann", "pw1")
+	require.NoError(t, err)
+	require.Equal(t, Identity{Username: "ann", Grants: grants}, id)
+	_, err = a.Verify(ctx, "ann", "pw1")
+	require.NoError(t, err)
+	require.Equal(t, 1.0, bcryptRuns(a, "verify"), "the second check is answered from the cache")
+
+	_, err = a.Verify(ctx, "bob", "pw1")
+	require.ErrorIs(t, err, ErrUnauthenticated)
+	require.Equal(t, 1.0, bcryptRuns(a, "verify"), "an unknown user costs no bcrypt")
+
+	for range 3 {
+		_, err = a.Verify(ctx, "ann", "wrong")
+		require.ErrorIs(t, err, ErrUnauthenticated)
+	}
+	require.Equal(t, 2.0, bcryptRuns(a, "verify"), "a repeated wrong password is answered from the negative cache")
+
+	a.Publish(NewUsers(2, []meta.User{{Username: "ann", PasswordHash: hashed(t, a, "pw2")}}))
+	_, err = a.Verify(ctx, "ann", "pw1")
+	require.ErrorIs(t, err, ErrUnauthenticated, "the old password fails on the next request after a change")
+	id, err = a.Verify(ctx, "ann", "pw2")
+	require.NoError(t, err)
+	require.Empty(t, id.Grants, "the grants of the new version")
+
+	a.Publish(NewUsers(1, nil))
+	require.Equal(t, uint64(2), a.Users().Version(), "an older view is ignored")
+}
+
+func TestBucketThrottlesAndRefills(t *testing.T) {
+	a, clock, _ := newTestAuthenticator(t)
+	ctx := context.Background()
+	a.Publish(NewUsers(1, []meta.User{{Username: "ann", PasswordHash: hashed(t, a, "right")}}))
+	for i := range defaultBucketBurst {
+		_, err := a.Verify(ctx, "ann", "wrong-"+string(rune('a'+i)))
+		require.ErrorIs(t, err, ErrUnauthenticated)
+	}
+	_, err := a.Verify(ctx, "ann", "right")
+	require.ErrorIs(t, err, ErrThrottled, "an empty bucket refuses even the right password")
+	clock.advance(defaultBucketRefill)
+	_, err = a.Verify(ctx, "ann", "right")
+	require.NoError(t, err, "one token back after one refill period")
+	_, err = a.Verify(ctx, "ann", "wrong-z")
+	require.ErrorIs(t, err, ErrUnauthenticated, "the success gave its token back")
+}
+
+func TestTablesStayBounded(t *testing.T) {
+	a, _, reg := newTestAuthenticator(t)
+	a.cfg.VerifiedUsersMax, a.cfg.RejectedUsersMax, a.cfg.BucketsMax = 2, 2, 2
+	ctx := context.Background()
+	hash := hashed(t, a, "pw")
+	var users []meta.User
+	for _, name := range []string{"u1", "u2", "u3", "u4"} {
+		users = append(users, meta.User{Username: name, PasswordHash: hash})
+	}
+	a.Publish(NewUsers(1, users))
+	for _, user := range users {
+		_, err := a.Verify(ctx, user.Username, "pw")
+		require.NoError(t, err)
+	}
+	throttled := 0
+	for _, user := range users {
+		if _, err := a.Verify(ctx, user.Username, "nope"); err == ErrThrottled {
+			throttled++
+		}
+	}
+	verified, rejected, buckets := a.tableSizes()
+	require.LessOrEqual(t, verified, 2)
+	require.LessOrEqual(t, rejected, 2)
+	require.LessOrEqual(t, buckets, 2)
+	require.Equal(t, 2, throttled, "users past the bucket table's bound are refused, not added")
+	require.Equal(t, 8, seriesCount(t, reg, "narad_auth_table_entries", "narad_auth_table_entries_max"), "four tables, each with its size and its bound")
+}
+
+func TestHashPasswordBounds(t *testing.T) {
+	a, _, _ := newTestAuthenticator(t)
+	_, err := a.HashPassword(context.Background(), "")
+	require.ErrorIs(t, err, ErrPasswordInvalid)
+	_, err = a.HashPassword(context.Background(), string(make([]byte, passwordBytesMax+1)))
+	require.ErrorIs(t, err, ErrPasswordInvalid)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range cap(a.bcryptTurns) {
+		a.bcryptTurns <- struct{}{}
+	}
+	_, err = a.HashPassword(ctx, "pw")
+	require.ErrorIs(t, err, ErrUnavailable, "no bcrypt turn before the request ended")
+}

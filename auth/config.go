@@ -1,0 +1,76 @@
+package auth
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// Defaults of Config (API.md §1.2).
+const (
+	defaultBcryptCost           = bcrypt.DefaultCost
+	defaultBcryptConcurrencyMax = 4
+	defaultVerifiedUsersMax     = 4096
+	defaultRejectedPerUserMax   = 16
+	defaultRejectedUsersMax     = 4096
+	defaultRejectedTTL          = 60 * time.Second
+	defaultBucketsMax           = 4096
+	defaultBucketBurst          = 5
+	defaultBucketRefill         = 12 * time.Second
+	// passwordBytesMax is bcrypt's own limit: it refuses longer input.
+	passwordBytesMax = 72
+)
+
+// Config bounds an Authenticator. Start from DefaultConfig.
+type Config struct {
+	// BcryptCost is the cost of the hashes HashPassword makes.
+	BcryptCost int
+	// BcryptConcurrencyMax bounds the bcrypt runs (verify or hash) of the
+	// process at any moment; more wait their turn.
+	BcryptConcurrencyMax int
+	// VerifiedUsersMax bounds the users with a cached verified credential.
+	VerifiedUsersMax int
+	// RejectedPerUserMax bounds the failed credentials remembered per
+	// user; RejectedUsersMax the users with any; RejectedTTL how long one
+	// is remembered.
+	RejectedPerUserMax int
+	RejectedUsersMax   int
+	RejectedTTL        time.Duration
+	// BucketsMax bounds the users with a token bucket that is not full.
+	BucketsMax int
+	// BucketBurst is the size of a user's bucket of bcrypt attempts;
+	// BucketRefill the time to regain one token.
+	BucketBurst  int
+	BucketRefill time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// DefaultConfig returns the bounds of API.md §1.2.
+func DefaultConfig() Config {
+	return Config{
+		BcryptCost: defaultBcryptCost, BcryptConcurrencyMax: defaultBcryptConcurrencyMax,
+		VerifiedUsersMax: defaultVerifiedUsersMax, RejectedPerUserMax: defaultRejectedPerUserMax,
+		RejectedUsersMax: defaultRejectedUsersMax, RejectedTTL: defaultRejectedTTL,
+		BucketsMax: defaultBucketsMax, BucketBurst: defaultBucketBurst, BucketRefill: defaultBucketRefill,
+	}
+}
+
+// Validate reports every problem of the configuration at once.
+func (c Config) Validate() error {
+	var problems []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			problems = append(problems, fmt.Errorf(format, args...))
+		}
+	}
+	check(c.BcryptCost >= bcrypt.MinCost && c.BcryptCost <= bcrypt.MaxCost, "bcrypt cost %d outside [%d, %d]", c.BcryptCost, bcrypt.MinCost, bcrypt.MaxCost)
+	check(c.BcryptConcurrencyMax > 0, "bcrypt concurrency max %d must be > 0", c.BcryptConcurrencyMax)
+	check(c.VerifiedUsersMax > 0, "verified users max %d must be > 0", c.VerifiedUsersMax)
+	check(c.RejectedPerUserMax > 0 && c.RejectedUsersMax > 0, "rejected bounds %d per user, %d users must be > 0", c.RejectedPerUserMax, c.RejectedUsersMax)
+	check(c.RejectedTTL > 0, "rejected ttl %v must be > 0", c.RejectedTTL)
+	check(c.BucketsMax > 0 && c.BucketBurst > 0 && c.BucketRefill > 0, "bucket bounds (%d buckets, burst %d, refill %v) must be > 0", c.BucketsMax, c.BucketBurst, c.BucketRefill)
+	return errors.Join(problems...)
+}

@@ -1,0 +1,29 @@
+// Package auth authenticates and authorizes the callers of the HTTP API,
+// off the node loop.
+//
+// The node publishes its applied users; Authenticator.Publish takes them as
+// an immutable Users view stamped with the users' version. Verify checks a
+// Basic credential against the current view:
+//
+//   - an unknown user fails at once (no bcrypt);
+//   - a credential verified under the current version passes from a cache
+//     that keeps a keyed hash of the credential, never the password;
+//   - a credential that recently failed under the current version fails
+//     from a negative cache;
+//   - otherwise one bcrypt comparison runs, bounded per process
+//     (Config.BcryptConcurrencyMax) and shared by identical concurrent
+//     attempts, and only if the user's token bucket holds a token (burst
+//     Config.BucketBurst, one more every Config.BucketRefill): an empty
+//     bucket answers ErrThrottled (429). A success gives the token back.
+//
+// A new version (any applied user change) invalidates both caches, so a
+// password change or a grant edit counts from the next request on.
+//
+// Grants (API.md's actions produce, consume, create, admin) and their
+// patterns (a literal topic name or a prefix ending in '*') are checked by
+// Identity.Allowed; Covers tells whether one grant list includes another.
+//
+// Every table is bounded (Config) and its size is a metric (narad_auth_*).
+// Inputs: the users the node publishes, credentials. Outputs: identities,
+// errors, bcrypt hashes, Prometheus series.
+package auth

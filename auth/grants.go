@@ -1,0 +1,144 @@
+package auth
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"narad/meta"
+)
+
+// The actions a grant may carry.
+const (
+	ActionProduce = "produce"
+	ActionConsume = "consume" // ack, extend and nack included
+	ActionCreate  = "create"  // the creator becomes the topic's owner
+	ActionAdmin   = "admin"   // global: carries no patterns
+)
+
+// Bounds of a grant list, the ones the metastore enforces.
+const (
+	grantsMax           = 64
+	patternsPerGrantMax = 256
+)
+
+var (
+	usernamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+	patternPattern  = regexp.MustCompile(`^[A-Za-z0-9._-]{0,255}\*?$`)
+)
+
+// ValidUsername checks a user name (API.md §1.2).
+func ValidUsername(name string) error {
+	if !usernamePattern.MatchString(name) {
+		return fmt.Errorf("invalid username %q: want 1-64 of [A-Za-z0-9._-]", name)
+	}
+	return nil
+}
+
+// ValidGrants checks a grant list: known actions, admin without
+// patterns, scoped actions with at least one non-empty pattern, each
+// pattern a name or a prefix ending in '*', within the bounds.
+func ValidGrants(grants []meta.Grant) error {
+	if len(grants) > grantsMax {
+		return fmt.Errorf("%d grants, at most %d", len(grants), grantsMax)
+	}
+	for _, grant := range grants {
+		if err := validGrant(grant); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validGrant(grant meta.Grant) error {
+	switch grant.Action {
+	case ActionAdmin:
+		if len(grant.Patterns) > 0 {
+			return fmt.Errorf("grant admin is global and takes no patterns")
+		}
+		return nil
+	case ActionProduce, ActionConsume, ActionCreate:
+	default:
+		return fmt.Errorf("unknown grant action %q: want produce, consume, create or admin", grant.Action)
+	}
+	if len(grant.Patterns) == 0 || len(grant.Patterns) > patternsPerGrantMax {
+		return fmt.Errorf("grant %s needs 1 to %d patterns", grant.Action, patternsPerGrantMax)
+	}
+	for _, pattern := range grant.Patterns {
+		if pattern == "" || !patternPattern.MatchString(pattern) {
+			return fmt.Errorf("invalid pattern %q: want a topic name, or a prefix of one ending in *", pattern)
+		}
+	}
+	return nil
+}
+
+// Matches reports whether pattern matches the topic name: a literal
+// matches itself, "p*" every name starting with p ("*" every name).
+func Matches(pattern, topic string) bool {
+	if prefix, wildcard := strings.CutSuffix(pattern, "*"); wildcard {
+		return strings.HasPrefix(topic, prefix)
+	}
+	return pattern == topic
+}
+
+// patternCovers reports whether every name outer matches, inner matches.
+func patternCovers(outer, inner string) bool {
+	outerPrefix, outerWildcard := strings.CutSuffix(outer, "*")
+	if !outerWildcard {
+		return outer == inner
+	}
+	innerPrefix, _ := strings.CutSuffix(inner, "*")
+	return strings.HasPrefix(innerPrefix, outerPrefix)
+}
+
+// Covers reports whether the grants held allow at least everything the
+// grants asked for allow: admin allows everything; otherwise each pattern
+// of a scoped action needs a pattern of the same action that matches every
+// name it matches, and admin is not covered.
+func Covers(held, asked []meta.Grant) bool {
+	if holdsAdmin(held) {
+		return true
+	}
+	for _, grant := range asked {
+		if grant.Action == ActionAdmin {
+			return false
+		}
+		for _, pattern := range grant.Patterns {
+			if !slices.ContainsFunc(held, func(h meta.Grant) bool {
+				return h.Action == grant.Action && slices.ContainsFunc(h.Patterns, func(p string) bool { return patternCovers(p, pattern) })
+			}) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func holdsAdmin(grants []meta.Grant) bool {
+	return slices.ContainsFunc(grants, func(g meta.Grant) bool { return g.Action == ActionAdmin })
+}
+
+// Identity is an authenticated caller. The zero Identity is nobody.
+type Identity struct {
+	Username string
+	// Root is the root administrator.
+	Root bool
+	// Grants are the user's grants in the view it was verified against.
+	Grants []meta.Grant
+}
+
+// Admin reports whether the caller is root or holds the admin grant.
+func (id Identity) Admin() bool { return id.Root || holdsAdmin(id.Grants) }
+
+// Allowed reports whether the caller may do action on the topic: an
+// admin may do anything; others need a grant of the action whose pattern
+// matches.
+func (id Identity) Allowed(action, topic string) bool {
+	if id.Admin() {
+		return true
+	}
+	return slices.ContainsFunc(id.Grants, func(g meta.Grant) bool {
+		return g.Action == action && slices.ContainsFunc(g.Patterns, func(p string) bool { return Matches(p, topic) })
+	})
+}

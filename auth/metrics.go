@@ -1,0 +1,50 @@
+package auth
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are the series of an Authenticator (narad_auth_*).
+type metrics struct {
+	// attempts counts Verify outcomes by result: cached, verified,
+	// unknown_user, wrong_password, rejected_cached, throttled,
+	// unavailable.
+	attempts *prometheus.CounterVec
+	// bcryptRuns counts bcrypt runs by op: verify or hash.
+	bcryptRuns *prometheus.CounterVec
+}
+
+func newMetrics(a *Authenticator, reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "narad", Subsystem: "auth",
+			Name: "attempts_total", Help: "Credential checks by result."}, []string{"result"}),
+		bcryptRuns: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "narad", Subsystem: "auth",
+			Name: "bcrypt_runs_total", Help: "bcrypt runs by operation (verify, hash)."}, []string{"op"}),
+	}
+	reg.MustRegister(m.attempts, m.bcryptRuns, &tableCollector{a: a})
+	return m
+}
+
+var (
+	tableEntriesDesc = prometheus.NewDesc("narad_auth_table_entries", "Entries of the authentication tables.", []string{"table"}, nil)
+	tableLimitDesc   = prometheus.NewDesc("narad_auth_table_entries_max", "Bounds of the authentication tables.", []string{"table"}, nil)
+)
+
+// tableCollector reports the size and bound of each table.
+type tableCollector struct{ a *Authenticator }
+
+func (c *tableCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- tableEntriesDesc
+	ch <- tableLimitDesc
+}
+
+func (c *tableCollector) Collect(ch chan<- prometheus.Metric) {
+	verified, rejected, buckets := c.a.tableSizes()
+	cfg := c.a.cfg
+	for _, row := range []struct {
+		table       string
+		size, bound int
+	}{{"verified", verified, cfg.VerifiedUsersMax}, {"rejected", rejected, cfg.RejectedUsersMax},
+		{"buckets", buckets, cfg.BucketsMax}, {"bcrypt_turns", len(c.a.bcryptTurns), cfg.BcryptConcurrencyMax}} {
+		ch <- prometheus.MustNewConstMetric(tableEntriesDesc, prometheus.GaugeValue, float64(row.size), row.table)
+		ch <- prometheus.MustNewConstMetric(tableLimitDesc, prometheus.GaugeValue, float64(row.bound), row.table)
+	}
+}
