@@ -36,6 +36,10 @@ type HTTP struct {
 	// PprofAddr, when non-empty, serves /debug/pprof/* on a separate,
 	// unauthenticated listener.
 	PprofAddr string
+	// TLSCertFile and TLSKeyFile, both set or both empty, serve the API
+	// over TLS with that certificate (PEM files).
+	TLSCertFile string
+	TLSKeyFile  string
 }
 
 // Cluster configures node identity and the node-to-node transport.

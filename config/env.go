@@ -29,6 +29,8 @@ var envVariables = []envVariable{
 	{name: "NARAD_HTTP_IDLE_TIMEOUT", apply: duration(func(c *Config) *time.Duration { return &c.HTTP.IdleTimeout })},
 	{name: "NARAD_HTTP_SHUTDOWN_GRACE", apply: duration(func(c *Config) *time.Duration { return &c.HTTP.ShutdownGrace })},
 	{name: "NARAD_HTTP_MAX_CONSUME_WAIT", apply: duration(func(c *Config) *time.Duration { return &c.HTTP.MaxConsumeWait })},
+	{name: "NARAD_HTTP_TLS_CERT_FILE", apply: text(func(c *Config) *string { return &c.HTTP.TLSCertFile })},
+	{name: "NARAD_HTTP_TLS_KEY_FILE", apply: text(func(c *Config) *string { return &c.HTTP.TLSKeyFile })},
 	{name: "NARAD_CLUSTER_ADDR", apply: text(func(c *Config) *string { return &c.Cluster.Addr })},
 	{name: "NARAD_NODE_ID", apply: text(func(c *Config) *string { return &c.Cluster.NodeID })},
 	{name: "NARAD_CLUSTER_INITIAL_MEMBERS", apply: list(func(c *Config) *[]string { return &c.Cluster.InitialMembers })},

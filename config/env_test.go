@@ -19,7 +19,7 @@ func TestEnvNamesCoverTheContract(t *testing.T) {
 	want := []string{
 		"NARAD_HTTP_ADDR", "NARAD_HTTP_PPROF_ADDR", "NARAD_HTTP_READ_TIMEOUT",
 		"NARAD_HTTP_WRITE_TIMEOUT", "NARAD_HTTP_IDLE_TIMEOUT", "NARAD_HTTP_SHUTDOWN_GRACE",
-		"NARAD_HTTP_MAX_CONSUME_WAIT", "NARAD_CLUSTER_ADDR", "NARAD_NODE_ID",
+		"NARAD_HTTP_MAX_CONSUME_WAIT", "NARAD_HTTP_TLS_CERT_FILE", "NARAD_HTTP_TLS_KEY_FILE", "NARAD_CLUSTER_ADDR", "NARAD_NODE_ID",
 		"NARAD_CLUSTER_INITIAL_MEMBERS", "NARAD_CLUSTER_PEERS", "NARAD_DATA_DIR",
 		"NARAD_TOPIC_DEFAULT_RETENTION_AGE_MS", "NARAD_TOPIC_DEFAULT_VISIBILITY_TIMEOUT_MS",
 		"NARAD_TOPIC_DEFAULT_PARTITIONS", "NARAD_TOPIC_MAX_PARTITIONS",
@@ -42,6 +42,7 @@ func TestApplyEnvSetsEveryVariable(t *testing.T) {
 		"NARAD_HTTP_READ_TIMEOUT": "1s", "NARAD_HTTP_WRITE_TIMEOUT": "2s",
 		"NARAD_HTTP_IDLE_TIMEOUT": "3s", "NARAD_HTTP_SHUTDOWN_GRACE": "4s",
 		"NARAD_HTTP_MAX_CONSUME_WAIT": "500ms", "NARAD_CLUSTER_ADDR": "127.0.0.1:8001",
+		"NARAD_HTTP_TLS_CERT_FILE": "api.pem", "NARAD_HTTP_TLS_KEY_FILE": "api-key.pem",
 		"NARAD_NODE_ID": "n1", "NARAD_CLUSTER_INITIAL_MEMBERS": " n1, n2 ,,n3 ",
 		"NARAD_CLUSTER_PEERS":                  "n1@a:1,n2@b:2,n3@c:3",
 		"NARAD_DATA_DIR":                       "/data",
@@ -63,7 +64,7 @@ func TestApplyEnvSetsEveryVariable(t *testing.T) {
 	require.NoError(t, ApplyEnv(&cfg, mapEnv(env)))
 	assert.Equal(t, HTTP{Addr: "127.0.0.1:8000", PprofAddr: "127.0.0.1:6060", ReadTimeout: time.Second,
 		WriteTimeout: 2 * time.Second, IdleTimeout: 3 * time.Second, ShutdownGrace: 4 * time.Second,
-		MaxConsumeWait: 500 * time.Millisecond}, cfg.HTTP)
+		MaxConsumeWait: 500 * time.Millisecond, TLSCertFile: "api.pem", TLSKeyFile: "api-key.pem"}, cfg.HTTP)
 	assert.Equal(t, Cluster{Addr: "127.0.0.1:8001", NodeID: "n1", InitialMembers: []string{"n1", "n2", "n3"},
 		Peers: []string{"n1@a:1", "n2@b:2", "n3@c:3"}, TLSCertFile: "c.pem", TLSKeyFile: "k.pem",
 		TLSCAFile: "ca.pem", HeartbeatIntervalMs: 250, DeadAfterMs: 1000, MetaSnapshotEntries: 40}, cfg.Cluster)

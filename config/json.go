@@ -111,6 +111,8 @@ type httpJSON struct {
 	ShutdownGrace  jsonDuration `json:"shutdown_grace"`
 	MaxConsumeWait jsonDuration `json:"max_consume_wait"`
 	PprofAddr      string       `json:"pprof_addr"`
+	TLSCertFile    string       `json:"tls_cert_file"`
+	TLSKeyFile     string       `json:"tls_key_file"`
 }
 
 // MarshalJSON writes the durations as Go duration strings.
@@ -119,6 +121,7 @@ func (h HTTP) MarshalJSON() ([]byte, error) {
 		Addr: h.Addr, ReadTimeout: jsonDuration(h.ReadTimeout), WriteTimeout: jsonDuration(h.WriteTimeout),
 		IdleTimeout: jsonDuration(h.IdleTimeout), ShutdownGrace: jsonDuration(h.ShutdownGrace),
 		MaxConsumeWait: jsonDuration(h.MaxConsumeWait), PprofAddr: h.PprofAddr,
+		TLSCertFile: h.TLSCertFile, TLSKeyFile: h.TLSKeyFile,
 	})
 }
 
@@ -140,6 +143,7 @@ func (h *HTTP) UnmarshalJSON(data []byte) error {
 		Addr: wire.Addr, ReadTimeout: time.Duration(wire.ReadTimeout), WriteTimeout: time.Duration(wire.WriteTimeout),
 		IdleTimeout: time.Duration(wire.IdleTimeout), ShutdownGrace: time.Duration(wire.ShutdownGrace),
 		MaxConsumeWait: time.Duration(wire.MaxConsumeWait), PprofAddr: wire.PprofAddr,
+		TLSCertFile: wire.TLSCertFile, TLSKeyFile: wire.TLSKeyFile,
 	}
 	return nil
 }

@@ -170,6 +170,9 @@ func (c Config) validateSecurity(found *problems) {
 	if c.Security.Enabled && len(c.Cluster.Peers) > 0 && c.Security.ClusterSecret == "" {
 		found.add("security.cluster_secret", "NARAD_CLUSTER_SECRET is required when security is enabled and cluster.peers is set")
 	}
+	if (c.HTTP.TLSCertFile == "") != (c.HTTP.TLSKeyFile == "") {
+		found.add("http.tls_cert_file", "NARAD_HTTP_TLS_CERT_FILE and NARAD_HTTP_TLS_KEY_FILE are set together or not at all")
+	}
 }
 
 func (s Storage) validate(found *problems) {

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"narad/auth"
 	"narad/httpapi"
 	"narad/meta"
 	"narad/node"
@@ -40,6 +42,9 @@ type Options struct {
 	// Cluster configures the node-to-node transport; zero for a single
 	// node.
 	Cluster ClusterOptions
+	// Security configures authentication and TLS of the API; off in
+	// DefaultOptions (narad serve turns it on from its configuration).
+	Security SecurityOptions
 }
 
 // DefaultOptions returns the defaults of API.md §3.1 for a data directory.
@@ -48,7 +53,7 @@ func DefaultOptions(dataDir string) Options {
 		Node: node.DefaultConfig(), DataDir: dataDir, HTTPAddr: "127.0.0.1:7942",
 		ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
 		IdleTimeout: 60 * time.Second, ShutdownGrace: 10 * time.Second,
-		Codec: httpapi.DefaultCodecConfig(),
+		Codec: httpapi.DefaultCodecConfig(), Security: SecurityOptions{Auth: auth.DefaultConfig()},
 	}
 }
 
@@ -108,6 +113,10 @@ func Start(opts Options, logger *slog.Logger) (*Host, error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := NewMetrics(reg, logger)
 	registerFsyncs(reg, fs.Fsyncs)
+	authenticator, seed, err := newAuthenticator(&opts, reg)
+	if err != nil {
+		return nil, err
+	}
 	metaStore, err := openMetaStore(opts.DataDir)
 	if err != nil {
 		return nil, err
@@ -118,11 +127,12 @@ func Start(opts Options, logger *slog.Logger) (*Host, error) {
 	}
 	h := &Host{opts: opts, logger: logger, loopErr: make(chan error, 1)}
 	h.loop = newLoop(n, monotonicClock(begin), logger, metrics)
+	h.loop.authenticator, h.loop.seed = authenticator, seed
 	h.backend = &backend{loop: h.loop}
 	if err := h.startCluster(reg); err != nil {
 		return nil, errors.Join(err, n.Close())
 	}
-	if err := h.listen(reg); err != nil {
+	if err := h.listen(reg, authenticator); err != nil {
 		close(h.loop.done) // the loop never ran: peer readers waiting on it give up
 		return nil, errors.Join(err, h.closeTransport(), n.Close())
 	}
@@ -167,18 +177,25 @@ func (h *Host) ClusterAddr() string {
 	return h.transport.Addr()
 }
 
-func (h *Host) listen(reg *prometheus.Registry) error {
+func (h *Host) listen(reg *prometheus.Registry, authenticator *auth.Authenticator) error {
 	if err := h.opts.Codec.Validate(); err != nil {
 		return fmt.Errorf("codec config: %w", err)
+	}
+	tlsConfig, err := h.opts.Security.tlsConfig()
+	if err != nil {
+		return err
 	}
 	codec := httpapi.NewCodec(h.opts.Codec)
 	listener, err := net.Listen("tcp", h.opts.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", h.opts.HTTPAddr, err)
 	}
+	if tlsConfig != nil {
+		listener = tls.NewListener(listener, tlsConfig)
+	}
 	h.listener = listener
 	h.server = &http.Server{
-		Handler:     httpapi.NewHandler(h.backend, codec, reg, h.logger),
+		Handler:     httpapi.NewHandler(h.backend, codec, reg, h.logger, h.securityOption(authenticator)),
 		ReadTimeout: h.opts.ReadTimeout, WriteTimeout: h.opts.WriteTimeout, IdleTimeout: h.opts.IdleTimeout,
 	}
 	h.goFunc(func() { h.serve(h.server, listener) })

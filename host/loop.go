@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"narad/auth"
 	"narad/meta"
 	"narad/node"
 )
@@ -42,6 +43,8 @@ type input struct {
 	control  func(*node.Node)
 	fromPeer bool
 	envelope node.Envelope
+	// userChange, with reply, is a user change for node.ChangeUsers.
+	userChange meta.Command
 }
 
 // loop owns the node. Only run's goroutine touches node and pending.
@@ -96,6 +99,17 @@ type loop struct {
 	// jobs counts the node's off-loop jobs still running; run waits for
 	// them before it returns.
 	jobs sync.WaitGroup
+
+	// authenticator receives the node's users whenever their version
+	// changes, before the replies of the Ready that applied the change
+	// leave; nil for a loop without HTTP security wiring. usersVersion is
+	// the version last published, usersPublished whether any was. seed
+	// is this host's root credential until its seeding is logged. Loop
+	// goroutine only, set before run.
+	authenticator  *auth.Authenticator
+	usersVersion   uint64
+	usersPublished bool
+	seed           *rootSeed
 }
 
 func newLoop(n *node.Node, clock func() time.Time, logger *slog.Logger, metrics *Metrics) *loop {
@@ -226,6 +240,9 @@ func (l *loop) feed(in input) {
 	case in.cancel:
 		delete(l.pending, in.id)
 		l.node.Cancel(in.id)
+	case in.reply != nil && in.userChange != nil:
+		l.pending[in.id] = in.reply
+		l.node.ChangeUsers(in.id, in.userChange)
 	case in.reply != nil:
 		l.pending[in.id] = in.reply
 		l.node.Handle(in.id, in.request)
@@ -236,7 +253,9 @@ func (l *loop) feed(in input) {
 // then advance. A Ready whose persist failed sends and answers nothing.
 func (l *loop) flush() error {
 	defer l.publishServing()
+	defer l.logRootSeed()
 	l.publishSchemas()
+	l.publishUsers()
 	l.answeredLastFlush = 0
 	for l.node.HasReady() {
 		rd := l.node.Ready()
@@ -245,6 +264,7 @@ func (l *loop) flush() error {
 			return fmt.Errorf("persist: %w", err)
 		}
 		l.publishSchemas()
+		l.publishUsers() // before the replies: a user change is visible once answered
 		l.send(rd.Messages)
 		for _, reply := range rd.Replies {
 			l.deliver(reply)

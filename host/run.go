@@ -45,6 +45,8 @@ func OptionsFrom(cfg config.Config) (Options, error) {
 	opts.ReadTimeout, opts.WriteTimeout = cfg.HTTP.ReadTimeout, cfg.HTTP.WriteTimeout
 	opts.IdleTimeout, opts.ShutdownGrace = cfg.HTTP.IdleTimeout, cfg.HTTP.ShutdownGrace
 	opts.Codec.ConsumeWaitMaxMs = cfg.HTTP.MaxConsumeWait.Milliseconds()
+	opts.Security.Enabled, opts.Security.AdminPassword = cfg.Security.Enabled, cfg.Security.AdminPassword
+	opts.Security.TLSCertFile, opts.Security.TLSKeyFile = cfg.HTTP.TLSCertFile, cfg.HTTP.TLSKeyFile
 	opts.Node = nodeConfig(cfg)
 	cluster, err := clusterFrom(cfg, opts.Node.NodeID)
 	if err != nil {
@@ -85,10 +87,6 @@ func nodeConfig(cfg config.Config) node.Config {
 // unsupported lists the settings this build refuses, each with what to do.
 func unsupported(cfg config.Config) error {
 	var problems []error
-	if cfg.Security.Enabled {
-		problems = append(problems, errors.New("security.enabled=true is not supported yet (authentication arrives with the users API): "+
-			"set NARAD_SECURITY_ENABLED=false, or use `narad server start --dev`"))
-	}
 	if cfg.Storage.Codec != "none" {
 		problems = append(problems, fmt.Errorf("storage.codec %q is not supported; use \"none\"", cfg.Storage.Codec))
 	}

@@ -40,7 +40,7 @@ type decodeFunc func(c *Codec, r *http.Request) (node.Request, *ErrorResponse)
 type decodeLinesFunc func(c *Codec, r *http.Request) (node.Request, []int, *ErrorResponse)
 
 // routeTable lists every route with its decoder; a nil decoder marks a
-// route the server answers itself (health, readiness, metrics).
+// route the server answers itself (health, readiness, metrics, users).
 var routeTable = []struct {
 	pattern     string
 	decode      decodeFunc
@@ -62,6 +62,12 @@ var routeTable = []struct {
 	{RouteHealth, nil, nil},
 	{RouteReady, nil, nil},
 	{RouteMetrics, nil, nil},
+	{RouteCreateUser, nil, nil},
+	{RouteListUsers, nil, nil},
+	{RouteGetUser, nil, nil},
+	{RouteDeleteUser, nil, nil},
+	{RouteSetGrants, nil, nil},
+	{RouteSetPassword, nil, nil},
 }
 
 // Codec decodes HTTP requests into node requests. It is safe for
@@ -94,7 +100,7 @@ type Decoded struct {
 	// request then failed to decode.
 	Route string
 	// Request is what to hand the node; nil for RouteHealth, RouteReady,
-	// RouteMetrics and RouteTopicSchema.
+	// RouteMetrics, RouteTopicSchema and the users routes.
 	Request node.Request
 	// Lines[i] is the NDJSON line (from 1) of record i of a batch
 	// produce; nil otherwise.

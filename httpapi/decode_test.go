@@ -396,7 +396,7 @@ func TestDecodeMuxAnswers(t *testing.T) {
 		allow                string
 	}{
 		{"unknown path", "GET", "/v1/nothing", 404, "404 page not found\n", ""},
-		{"unregistered users route", "GET", "/v1/users", 404, "404 page not found\n", ""},
+		{"wrong method on users", "PATCH", "/v1/users", 405, "Method Not Allowed\n", "GET, HEAD, POST"},
 		{"unknown sub path", "GET", "/v1/topics/orders/children", 404, "404 page not found\n", ""},
 		{"wrong method on topics", "PUT", "/v1/topics", 405, "Method Not Allowed\n", "GET, HEAD, POST"},
 		{"wrong method on produce", "GET", "/v1/topics/orders/produce", 405, "Method Not Allowed\n", "POST"},

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"narad/auth"
 	"narad/node"
 )
 
@@ -33,8 +34,9 @@ type Backend interface {
 
 // NewHandler is the HTTP server of one node. Middleware, outer to inner:
 // HTTP metrics (registered with reg, which /metrics also serves), panic
-// recovery, then the routes: Decode, Backend.Do, Encode, Write.
-func NewHandler(b Backend, codec *Codec, reg *prometheus.Registry, logger *slog.Logger) http.Handler {
+// recovery, authentication (WithSecurity), then the routes: Decode,
+// authorization, Backend.Do, Encode, Write.
+func NewHandler(b Backend, codec *Codec, reg *prometheus.Registry, logger *slog.Logger, options ...HandlerOption) http.Handler {
 	assert(b != nil && codec != nil && reg != nil && logger != nil,
 		"NewHandler needs a backend, a codec, a registry and a logger")
 	metrics := NewHTTPMetrics(reg)
@@ -43,6 +45,10 @@ func NewHandler(b Backend, codec *Codec, reg *prometheus.Registry, logger *slog.
 		codec:   codec,
 		metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}),
 		schemas: newSchemaRegistry(newSchemaMetrics(reg)),
+		logger:  logger,
+	}
+	for _, option := range options {
+		option(routes)
 	}
 	return metrics.middleware(codec.route, recoverPanics(logger, routes))
 }
@@ -54,31 +60,56 @@ type apiHandler struct {
 	codec   *Codec
 	metrics http.Handler // Prometheus exposition of the registry
 	schemas *schemaRegistry
+	logger  *slog.Logger
+	// security is nil without WithSecurity: no user routes, no checks.
+	security *Security
 }
 
 func (h *apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	caller, refused := h.authenticate(r, h.codec.route(r))
+	if refused != nil {
+		refused.Write(w)
+		return
+	}
 	decoded, failed := h.codec.Decode(r)
 	if failed != nil {
 		failed.Write(w)
 		return
 	}
-	switch decoded.Route {
-	case RouteHealth:
+	switch {
+	case decoded.Route == RouteHealth:
 		h.health().Write(w)
-	case RouteReady:
+	case decoded.Route == RouteReady:
 		h.readiness().Write(w)
-	case RouteMetrics:
+	case decoded.Route == RouteMetrics:
 		h.metrics.ServeHTTP(w, r)
-	case RouteTopicSchema:
-		h.topicSchema(r).Write(w)
-	case RouteProduce:
-		h.produce(r.Context(), decoded.Request.(node.Produce), decoded.Lines).Write(w)
-	case RouteCreateTopic, RouteAlterTopic:
-		h.changeTopic(r.Context(), decoded.Request).Write(w)
+	case userRoutes[decoded.Route]:
+		h.serveUsers(r, decoded.Route, caller).Write(w)
 	default:
-		reply := h.backend.Do(r.Context(), decoded.Request)
-		Encode(decoded.Request, reply).Write(w)
+		h.serveNode(r, decoded, caller).Write(w)
 	}
+}
+
+// serveNode authorizes a decoded request, then serves it: the schema
+// read-back, a produce (validated against the topic's schema), a topic
+// change (its schema compiled), or any other request through the
+// backend.
+func (h *apiHandler) serveNode(r *http.Request, decoded Decoded, caller auth.Identity) Response {
+	if refused := h.authorize(r.Context(), caller, decoded.Request); refused != nil {
+		return *refused
+	}
+	request := withCreator(decoded.Request, caller)
+	switch decoded.Route {
+	case RouteTopicSchema:
+		return h.topicSchema(r)
+	case RouteProduce:
+		return h.produce(r.Context(), request.(node.Produce), decoded.Lines)
+	case RouteCreateTopic, RouteAlterTopic:
+		return h.changeTopic(r.Context(), request)
+	}
+	reply := h.backend.Do(r.Context(), request)
+	h.auditDecommission(request, reply, caller)
+	return Encode(request, reply)
 }
 
 // statusBody is the body of /healthz and /readyz.

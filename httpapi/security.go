@@ -1,0 +1,184 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"narad/auth"
+	"narad/meta"
+	"narad/node"
+)
+
+// Security wires authentication and the users API into NewHandler
+// (WithSecurity). Without it the server has no user routes and checks no
+// credentials.
+type Security struct {
+	// Enabled requires HTTP Basic auth on every route but /healthz,
+	// /readyz and /metrics. Disabled, every caller is a nameless root:
+	// every check passes and topics get no owner.
+	Enabled bool
+	// Auth verifies credentials against the users the node published and
+	// hashes new passwords; required.
+	Auth *auth.Authenticator
+	// Users applies user changes; required.
+	Users UserChanger
+}
+
+// UserChanger applies a user change (meta.PutUser, DeleteUser, SetGrants
+// or SetPassword) through the node and returns once it is applied on this
+// node, with the node's *node.Error on failure. The published users then
+// include it.
+type UserChanger interface {
+	ChangeUsers(ctx context.Context, cmd meta.Command) error
+}
+
+// HandlerOption configures NewHandler.
+type HandlerOption func(*apiHandler)
+
+// WithSecurity turns on the users API and, when s.Enabled, authentication
+// and authorization.
+func WithSecurity(s Security) HandlerOption {
+	assert(s.Auth != nil && s.Users != nil, "WithSecurity needs an authenticator and a user changer")
+	return func(h *apiHandler) { h.security = &s }
+}
+
+// realm is the challenge of every 401 (API.md §1.2).
+const realm = `Basic realm="narad"`
+
+// Messages of the authentication failures (API.md §1.2).
+const (
+	messageUnauthenticated = "authentication required"
+	messageThrottled       = "too many failed authentication attempts"
+)
+
+// exemptRoutes need no credentials.
+var exemptRoutes = map[string]bool{RouteHealth: true, RouteReady: true, RouteMetrics: true}
+
+// nobody is the caller when security is disabled: every check passes.
+var nobody = auth.Identity{Root: true}
+
+// authenticate returns the caller of r, or the answer that refuses it.
+func (h *apiHandler) authenticate(r *http.Request, route string) (auth.Identity, *Response) {
+	if h.security == nil || !h.security.Enabled || exemptRoutes[route] {
+		return nobody, nil
+	}
+	username, password, ok := r.BasicAuth()
+	if !ok {
+		return auth.Identity{}, unauthenticated()
+	}
+	identity, err := h.security.Auth.Verify(r.Context(), username, password)
+	switch err {
+	case nil:
+		return identity, nil
+	case auth.ErrThrottled:
+		response := jsonResponse(http.StatusTooManyRequests, errorBody{Error: messageThrottled})
+		return auth.Identity{}, &response
+	case auth.ErrUnauthenticated:
+		return auth.Identity{}, unauthenticated()
+	}
+	response := unavailable("authentication unavailable; retry")
+	return auth.Identity{}, &response
+}
+
+func unauthenticated() *Response {
+	response := jsonResponse(http.StatusUnauthorized, errorBody{Error: messageUnauthenticated})
+	response.Header.Set("WWW-Authenticate", realm)
+	return &response
+}
+
+// unavailable is a 503 with the Retry-After every 503 carries.
+func unavailable(message string) Response {
+	response := errorResponse(node.Unavailable("%s", message))
+	response.Header.Set("Retry-After", "1")
+	return response
+}
+
+// forbidden is a 403 with its reason.
+func forbidden(format string, args ...any) *Response {
+	response := errorResponse(node.Forbidden(format, args...))
+	return &response
+}
+
+// authorize applies the route rules of API.md §1.3 to a decoded node
+// request. A topic the node does not know passes, so that its handler
+// answers 404.
+func (h *apiHandler) authorize(ctx context.Context, caller auth.Identity, request node.Request) *Response {
+	if caller.Admin() {
+		return nil
+	}
+	switch r := request.(type) {
+	case node.CreateTopic:
+		return requireGrant(caller.Allowed(auth.ActionCreate, r.Name), caller, auth.ActionCreate, r.Name)
+	case node.Produce:
+		return requireGrant(caller.Allowed(auth.ActionProduce, r.Topic), caller, auth.ActionProduce, r.Topic)
+	case node.Consume:
+		return requireGrant(caller.Allowed(auth.ActionConsume, r.Topic), caller, auth.ActionConsume, r.Topic)
+	case node.Replay:
+		return requireGrant(caller.Allowed(auth.ActionConsume, r.Topic), caller, auth.ActionConsume, r.Topic)
+	case node.Ack:
+		return requireGrant(caller.Allowed(auth.ActionConsume, r.Topic), caller, auth.ActionConsume, r.Topic)
+	case node.AlterTopic:
+		return h.requireOwner(ctx, caller, r.Name)
+	case node.DeleteTopic:
+		return h.requireOwner(ctx, caller, r.Name)
+	case node.Decommission:
+		return forbidden("user %q is not an admin", caller.Username)
+	case nil, node.ListTopics, node.GetTopic, node.ListMembers, node.ListMoves:
+		return nil // nil: the schema read-back, a read like GetTopic
+	}
+	return forbidden("user %q may not send %T", caller.Username, request)
+}
+
+// requireGrant is nil when allowed, else the 403 that names what is missing.
+func requireGrant(allowed bool, caller auth.Identity, action, topic string) *Response {
+	if allowed {
+		return nil
+	}
+	return forbidden("user %q has no %s grant on topic %q", caller.Username, action, topic)
+}
+
+// requireOwner lets the topic's owner manage it (admins passed already).
+func (h *apiHandler) requireOwner(ctx context.Context, caller auth.Identity, topic string) *Response {
+	reply := h.backend.Do(ctx, node.GetTopic{Name: topic, Partition: 0})
+	switch {
+	case node.CodeOf(reply.Err) == node.CodeNotFound:
+		return nil
+	case reply.Err != nil:
+		response := errorResponse(reply.Err)
+		return &response
+	}
+	detail, ok := reply.Result.(node.TopicDetail)
+	if ok && detail.Owner != "" && detail.Owner == caller.Username {
+		return nil
+	}
+	return forbidden("user %q neither owns topic %q nor is an admin", caller.Username, topic)
+}
+
+// withCreator records the caller as the owner of a topic it creates.
+func withCreator(request node.Request, caller auth.Identity) node.Request {
+	if create, ok := request.(node.CreateTopic); ok {
+		create.CreatedBy = caller.Username
+		return create
+	}
+	return request
+}
+
+// auditDecommission logs a decommission or its cancel that succeeded.
+func (h *apiHandler) auditDecommission(request node.Request, reply node.Reply, caller auth.Identity) {
+	decommission, ok := request.(node.Decommission)
+	if !ok || reply.Err != nil {
+		return
+	}
+	action := "cluster.decommission"
+	if decommission.Cancel {
+		action = "cluster.decommission.cancel"
+	}
+	h.audit(action, slog.String("member", decommission.ID), slog.String("by", caller.Username))
+}
+
+// audit writes one audit line (component=audit). It never carries a
+// password or a hash.
+func (h *apiHandler) audit(action string, attrs ...slog.Attr) {
+	h.logger.LogAttrs(context.Background(), slog.LevelInfo, action, append([]slog.Attr{slog.String("component", "audit")}, attrs...)...)
+}
