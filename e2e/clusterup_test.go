@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -57,7 +58,18 @@ func TestClusterUpStartsAndStopsThreeNodes(t *testing.T) {
 		_, err := client.New("http://" + addr).Readyz(ctx)
 		require.NoError(t, err, "node %s is not ready after cluster up said so", addr)
 	}
-	members, err := client.New("http://" + addrs[2]).ClusterMembers(ctx)
+	_, err = client.New("http://" + addrs[2]).ClusterMembers(ctx)
+	require.True(t, client.IsStatus(err, 401), "the nodes run with authentication on: %v", err)
+	password := regexp.MustCompile(`user admin, password (\S+)`).FindStringSubmatch(banner)
+	require.NotNil(t, password, "the banner prints the admin password:\n%s", banner)
+	secured := client.New("http://"+addrs[2], client.WithBasicAuth("admin", password[1]))
+	var members []client.Member
+	for range 100 { // the root seed may still be on its way to n3
+		if members, err = secured.ClusterMembers(ctx); !client.IsStatus(err, 401) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	require.NoError(t, err)
 	require.Len(t, members, 3, "the three nodes form one cluster")
 

@@ -54,6 +54,7 @@ type app struct {
 	serverFlag   string
 	userFlag     string
 	passwordFlag string
+	caFileFlag   string
 }
 
 // newProcessApp returns the app of the real process.

@@ -46,11 +46,14 @@ func newClusterUpCommand(a *app) *cobra.Command {
 		Use:   "up",
 		Short: "Run a local development cluster of 3 (or 5) nodes on loopback",
 		Long: `Start a development cluster on this machine: 3 (or --nodes 5) "narad serve"
-processes on 127.0.0.1, with authentication off. Node i (n1, n2, ...) serves
+processes on 127.0.0.1, with authentication on. Node i (n1, n2, ...) serves
 HTTP on --base-port + 10*(i-1) and talks to the other nodes on the port after
 it: 7942/7943, 7952/7953, 7962/7963 by default. Each node keeps its data in
 a subdirectory of --data-dir and writes its log next to it (n1.log, ...);
 the same directory is reused by the next run, so topics survive a restart.
+The root user is "admin"; its password and the nodes' cluster secret are
+made on the first run, kept in secrets.json (mode 0600) in --data-dir, and
+the password is printed with the addresses.
 
 The command waits until every node answers /readyz, prints their addresses
 and an example, and then runs until Ctrl-C, which stops all the nodes
@@ -94,6 +97,9 @@ type clusterPlan struct {
 	dataDir string
 	// nodes are in id order (n1 first).
 	nodes []plannedNode
+	// secrets are the admin password and cluster secret every node gets;
+	// set by runCluster from the data directory.
+	secrets clusterSecrets
 }
 
 // planFromOptions validates the flags and resolves the data directory.
@@ -168,7 +174,8 @@ func (p clusterPlan) env(inherited []string, n plannedNode) []string {
 			env = append(env, entry)
 		}
 	}
-	return append(env, "NARAD_SECURITY_ENABLED=false", "NARAD_CLUSTER_ADDR="+n.clusterAddr, "NARAD_CLUSTER_PEERS="+p.peers())
+	return append(env, "NARAD_SECURITY_ENABLED=true", "NARAD_ADMIN_PASSWORD="+p.secrets.AdminPassword,
+		"NARAD_CLUSTER_SECRET="+p.secrets.ClusterSecret, "NARAD_CLUSTER_ADDR="+n.clusterAddr, "NARAD_CLUSTER_PEERS="+p.peers())
 }
 
 // url is the base URL of node n's HTTP API.

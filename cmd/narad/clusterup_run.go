@@ -47,6 +47,9 @@ func (a *app) runCluster(ctx context.Context, plan clusterPlan) error {
 	if err := os.MkdirAll(plan.dataDir, clusterDirMode); err != nil {
 		return fmt.Errorf("cluster data directory: %w", err)
 	}
+	if plan.secrets, err = loadClusterSecrets(plan.dataDir); err != nil {
+		return err
+	}
 	fmt.Fprintf(a.stderr, "narad cluster: starting %d nodes; data and logs in %s\n", len(plan.nodes), plan.dataDir)
 	exits := make(chan *devNode, len(plan.nodes))
 	nodes, err := startNodes(plan, executable, exits)
@@ -195,18 +198,20 @@ func commandName(executable string) string {
 }
 
 func (a *app) printClusterBanner(plan clusterPlan, nodes []*devNode, command string) {
-	fmt.Fprintf(a.stdout, "narad cluster: %d nodes ready (auth off), data in %s\n", len(nodes), plan.dataDir)
+	fmt.Fprintf(a.stdout, "narad cluster: %d nodes ready (auth on), data in %s\n", len(nodes), plan.dataDir)
+	fmt.Fprintf(a.stdout, "  user admin, password %s (kept in %s)\n", plan.secrets.AdminPassword, filepath.Join(plan.dataDir, clusterSecretsFile))
 	for _, n := range nodes {
 		fmt.Fprintf(a.stdout, "  %s  %s  node-to-node %s  pid %d  log %s\n", n.id, n.url(), n.clusterAddr, n.cmd.Process.Pid, n.logPath)
 	}
 	first, second := nodes[0].url(), nodes[1].url()
 	fmt.Fprintf(a.stdout, `try, in another terminal (any node serves any request):
+  export NARAD_USER=admin NARAD_PASS=%[5]s
   %[4]s -s %[1]s topic add orders --partitions 6
   %[4]s -s %[1]s pub orders hello
   %[4]s -s %[2]s sub orders
   %[4]s -s %[2]s cluster members
 Ctrl-C stops all %[3]s
-`, first, second, countWord(len(nodes)), command)
+`, first, second, countWord(len(nodes)), command, plan.secrets.AdminPassword)
 }
 
 func countWord(count int) string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,8 +32,10 @@ func TestClusterUpPlanLaysOutLoopbackPorts(t *testing.T) {
 
 func TestClusterUpNodeEnvironmentDropsStrayNaradVariables(t *testing.T) {
 	plan := planCluster("/data", 3, 7942)
-	env := plan.env([]string{"HOME=/root", "NARAD_CLUSTER_INITIAL_MEMBERS=x", "NARAD_SECURITY_ENABLED=true", "PATH=/bin"}, plan.nodes[1])
-	assert.Equal(t, []string{"HOME=/root", "PATH=/bin", "NARAD_SECURITY_ENABLED=false", "NARAD_CLUSTER_ADDR=127.0.0.1:7953",
+	plan.secrets = clusterSecrets{AdminPassword: "pw", ClusterSecret: "cs"}
+	env := plan.env([]string{"HOME=/root", "NARAD_CLUSTER_INITIAL_MEMBERS=x", "NARAD_SECURITY_ENABLED=false", "PATH=/bin"}, plan.nodes[1])
+	assert.Equal(t, []string{"HOME=/root", "PATH=/bin", "NARAD_SECURITY_ENABLED=true", "NARAD_ADMIN_PASSWORD=pw",
+		"NARAD_CLUSTER_SECRET=cs", "NARAD_CLUSTER_ADDR=127.0.0.1:7953",
 		"NARAD_CLUSTER_PEERS=n1@127.0.0.1:7943,n2@127.0.0.1:7953,n3@127.0.0.1:7963"}, env)
 	assert.Equal(t, []string{"serve", "--addr", "127.0.0.1:7952", "--node-id", "n2", "--data-dir", filepath.Join("/data", "n2"),
 		"--log-format", "text"}, plan.nodes[1].args())
@@ -42,6 +45,9 @@ func TestClusterUpNodeEnvironmentDropsStrayNaradVariables(t *testing.T) {
 // the same layering a child process applies.
 func TestClusterUpNodeConfigurationIsValid(t *testing.T) {
 	plan := planCluster(t.TempDir(), 5, 9000)
+	var err error
+	plan.secrets, err = loadClusterSecrets(plan.dataDir)
+	require.NoError(t, err)
 	for _, n := range plan.nodes {
 		h := newHarness(t)
 		for _, entry := range plan.env(nil, n) {
@@ -52,8 +58,28 @@ func TestClusterUpNodeConfigurationIsValid(t *testing.T) {
 		require.NotNil(t, h.hostConfig)
 		assert.Equal(t, n.id, h.hostConfig.Cluster.NodeID)
 		assert.Len(t, h.hostConfig.Cluster.Peers, 5)
-		assert.False(t, h.hostConfig.Security.Enabled)
+		assert.True(t, h.hostConfig.Security.Enabled)
+		assert.Equal(t, plan.secrets.AdminPassword, h.hostConfig.Security.AdminPassword)
 	}
+}
+
+// The secrets of a development cluster are made once, kept private and
+// found again by the next run.
+func TestClusterUpSecretsPersist(t *testing.T) {
+	dir := t.TempDir()
+	first, err := loadClusterSecrets(dir)
+	require.NoError(t, err)
+	assert.Len(t, first.AdminPassword, 32)
+	assert.NotEqual(t, first.AdminPassword, first.ClusterSecret)
+	info, err := os.Stat(filepath.Join(dir, clusterSecretsFile))
+	require.NoError(t, err)
+	assert.Equal(t, clusterSecretsMode, info.Mode().Perm())
+	again, err := loadClusterSecrets(dir)
+	require.NoError(t, err)
+	assert.Equal(t, first, again)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, clusterSecretsFile), []byte("{}"), clusterSecretsMode))
+	_, err = loadClusterSecrets(dir)
+	assert.ErrorContains(t, err, "damaged")
 }
 
 func TestClusterUpRejectsBadFlags(t *testing.T) {

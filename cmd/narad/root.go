@@ -1,6 +1,12 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"os"
+
 	"github.com/spf13/cobra"
 
 	"narad/client"
@@ -35,8 +41,9 @@ context (see "narad ctx"), then http://127.0.0.1:7942 without credentials.`,
 	flags.StringVarP(&a.serverFlag, "server", "s", "", "server URL (default: NARAD_ADDR, the selected context, or "+serverDefault+")")
 	flags.StringVarP(&a.userFlag, "user", "u", "", "Basic auth user (default: NARAD_USER or the context's)")
 	flags.StringVarP(&a.passwordFlag, "password", "p", "", "Basic auth password (default: NARAD_PASS or the context's)")
+	flags.StringVar(&a.caFileFlag, "ca-file", "", "PEM file of the CA that signed an https:// server's certificate (default: the system's)")
 	root.AddCommand(newTopicCommand(a), newPubCommand(a), newSubCommand(a), newReplayCommand(a),
-		newBenchCommand(a), newContextCommand(a), newClusterCommand(a), newVersionCommand(a),
+		newBenchCommand(a), newContextCommand(a), newClusterCommand(a), newUserCommand(a), newVersionCommand(a),
 		newServeCommand(a), newServerCommand(a), newCeilingServerCommand(a))
 	return root
 }
@@ -98,5 +105,28 @@ func (a *app) newClient(cmd *cobra.Command, options ...client.Option) (*client.C
 		return nil, err
 	}
 	options = append([]client.Option{client.WithBasicAuth(target.user, target.password)}, options...)
+	if a.caFileFlag != "" {
+		httpClient, err := httpClientTrusting(a.caFileFlag)
+		if err != nil {
+			return nil, err
+		}
+		options = append([]client.Option{client.WithHTTPClient(httpClient)}, options...)
+	}
 	return client.New(target.server, options...), nil
+}
+
+// httpClientTrusting returns an HTTP client that trusts the CAs of a PEM
+// file (for a server whose certificate the system does not know).
+func httpClientTrusting(caFile string) (*http.Client, error) {
+	data, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("--ca-file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(data) {
+		return nil, fmt.Errorf("--ca-file %s holds no PEM certificate", caFile)
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return &http.Client{Transport: transport}, nil
 }

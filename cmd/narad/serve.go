@@ -57,7 +57,15 @@ func newServeCommand(a *app) *cobra.Command {
 		Short: "Run a broker node (production entrypoint)",
 		Long: `Run a broker node. The configuration is layered: defaults, then --config
 FILE, then NARAD_* environment variables, then these flags. An invalid
-configuration prints every problem and exits with status 2.`,
+configuration prints every problem and exits with status 2.
+
+Authentication is on by default: every request but /healthz, /readyz and
+/metrics needs HTTP Basic credentials. While no user exists the metastore
+leader creates the root user "admin" with NARAD_ADMIN_PASSWORD, or with a
+random password that it logs once (a WARN line with component=audit).
+With cluster peers, NARAD_CLUSTER_SECRET (the same on every node) is then
+required. NARAD_SECURITY_ENABLED=false turns authentication off.
+NARAD_HTTP_TLS_CERT_FILE and NARAD_HTTP_TLS_KEY_FILE serve HTTPS.`,
 		Example: `  narad serve --config /etc/narad.json
   narad serve --addr 0.0.0.0:7942 --data-dir /var/lib/narad
   NARAD_NODE_ID=n1 NARAD_CLUSTER_PEERS=n1@a:7943,n2@b:7943,n3@c:7943 narad serve`,
