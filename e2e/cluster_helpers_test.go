@@ -48,6 +48,9 @@ type clusterNode struct {
 	// for the nodes that bootstrap the cluster, the bootstrapping ids for
 	// a node that joins it later (it is not among them).
 	initialMembers string
+	// security are NARAD_* settings that override the default of no
+	// authentication (see securityEnv); empty for an open cluster.
+	security []string
 }
 
 // testCluster is a cluster of real processes on loopback. Its directory
@@ -57,21 +60,30 @@ type testCluster struct {
 	t     *testing.T
 	dir   string
 	nodes []*clusterNode
+	// security is given to every node started from now on.
+	security []string
 }
 
 // startTestCluster starts size nodes n1..n<size> with NARAD_CLUSTER_PEERS
 // and waits until every one is ready.
 func startTestCluster(t *testing.T, size int) *testCluster {
 	t.Helper()
+	return startTestClusterWith(t, size, nil)
+}
+
+// startTestClusterWith is startTestCluster with security settings for
+// every node (see securityEnv).
+func startTestClusterWith(t *testing.T, size int, security []string) *testCluster {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "narad-e2e-cluster-")
 	require.NoError(t, err)
-	c := &testCluster{t: t, dir: dir}
+	c := &testCluster{t: t, dir: dir, security: security}
 	t.Cleanup(c.cleanup)
 	var peers []string
 	for i := range size {
 		id := fmt.Sprintf("n%d", i+1)
 		n := &clusterNode{id: id, httpAddr: freeAddr(t), clusterAddr: freeAddr(t),
-			dataDir: filepath.Join(dir, id), logPath: filepath.Join(dir, id+".log")}
+			dataDir: filepath.Join(dir, id), logPath: filepath.Join(dir, id+".log"), security: security}
 		n.client = client.New("http://"+n.httpAddr, client.WithTimeout(clusterClientTimeout))
 		peers = append(peers, id+"@"+n.clusterAddr)
 		c.nodes = append(c.nodes, n)
@@ -108,6 +120,7 @@ func (c *testCluster) start(n *clusterNode) {
 	cmd := exec.Command(binary, "serve", "--addr", n.httpAddr, "--node-id", n.id, "--data-dir", n.dataDir, "--log-format", "text")
 	cmd.Env = append(os.Environ(), "NARAD_SECURITY_ENABLED=false", "NARAD_CLUSTER_ADDR="+n.clusterAddr,
 		"NARAD_CLUSTER_PEERS="+n.peers, "NARAD_CLUSTER_INITIAL_MEMBERS="+n.initialMembers)
+	cmd.Env = append(cmd.Env, n.security...) // the last value of a variable wins
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	require.NoError(c.t, cmd.Start())
 	n.cmd = cmd

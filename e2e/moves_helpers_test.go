@@ -58,7 +58,7 @@ func (c *testCluster) addJoiningNodeVia(id string, via *clusterNode) *clusterNod
 // comma-separated, itself appended) and the member ids it asks.
 func (c *testCluster) startJoiner(id, peers string, members []string) *clusterNode {
 	n := &clusterNode{id: id, httpAddr: freeAddr(c.t), clusterAddr: freeAddr(c.t),
-		dataDir: filepath.Join(c.dir, id), logPath: filepath.Join(c.dir, id+".log")}
+		dataDir: filepath.Join(c.dir, id), logPath: filepath.Join(c.dir, id+".log"), security: c.security}
 	n.client = client.New("http://"+n.httpAddr, client.WithTimeout(clusterClientTimeout))
 	n.peers = peers + "," + id + "@" + n.clusterAddr
 	n.initialMembers = strings.Join(members, ",")
