@@ -57,6 +57,8 @@ type metaLog struct {
 	// listener hears of committed membership and ownership changes (the
 	// moves scenario reacts to them); nil in worlds without one.
 	listener membershipListener
+	// users are the committed users (the users scenario checks them).
+	users shadowUsers
 }
 
 type entryID struct{ index, term uint64 }
@@ -75,7 +77,8 @@ func newMetaLog(w *World) *metaLog {
 	}
 	return &metaLog{w: w, entries: map[entryID]loggedEntry{}, tips: map[uint64]entryID{}, applied: bootstrap,
 		members: map[string]*meta.Member{}, voters: voters, removedRaftIDs: map[uint64]bool{},
-		topics: map[string][]meta.Assignment{}, generations: map[string]int{}, pastOwners: map[string][]string{}}
+		topics: map[string][]meta.Assignment{}, generations: map[string]int{}, pastOwners: map[string][]string{},
+		users: shadowUsers{users: map[string]meta.User{}}}
 }
 
 // observe takes a leader's message: its entries, then its commit index.
@@ -200,6 +203,8 @@ func (l *metaLog) applyCommand(command meta.Command) {
 		}
 	case meta.AbortMove:
 		l.abortMove(c)
+	case meta.PutUser, meta.DeleteUser, meta.SetGrants, meta.SetPassword:
+		l.applyUser(c)
 	}
 }
 

@@ -65,6 +65,10 @@ type Report struct {
 	// the deliveries of records whose ack landed and may have been lost
 	// since (a restart, a move), which are allowed.
 	AckRetries, AckRetriesLanded, RedeliveredAfterLoss int
+	// UserChanges counts the users scenario's changes handed to nodes;
+	// UsersFinal the users of the committed log at the end; RootSeeds
+	// the root seeds it applied.
+	UserChanges, UsersFinal, RootSeeds int
 	// Failure is the first checker that failed, nil for a clean run.
 	Failure *Failure
 	// TraceTail holds the last trace lines, for a failure report.
@@ -84,6 +88,7 @@ func (w *World) report() Report {
 		Misdirected: sortedCounts(w.history.misdirected), MoveOutcomes: sortedCounts(w.moveStats.outcomes),
 		MoveBytesCopied: w.moveStats.bytesCopied,
 		AckRetries:      w.acks.retries, AckRetriesLanded: w.acks.retriedLanded, RedeliveredAfterLoss: w.acks.redeliveredAfterLoss,
+		UserChanges: w.userChangesSent(), UsersFinal: len(w.metaLog.users.users), RootSeeds: w.metaLog.users.seeds,
 		LogOperations: w.logOperations, LogResult: w.logResult, Failure: w.failure, TraceTail: w.trace.last(),
 	}
 }

@@ -31,9 +31,11 @@ type simNode struct {
 	// inputs then wait in inbox, as they wait in the host's channel.
 	persisting bool
 	inbox      []func()
-	// calls are the client requests this incarnation holds, by id.
-	calls  map[node.RequestID]*call
-	nextID node.RequestID
+	// calls are the client requests this incarnation holds, by id;
+	// userChanges the users scenario's changes, described for the trace.
+	calls       map[node.RequestID]*call
+	userChanges map[node.RequestID]string
+	nextID      node.RequestID
 	// restartPending is true while a restart is scheduled.
 	restartPending bool
 	// syncFaultArmed is set while an injected fsync failure waits on this
@@ -93,6 +95,9 @@ func (n *simNode) config() node.Config {
 	if n.w.clustered() {
 		cfg = n.w.clusterConfig(cfg, n)
 	}
+	if n.w.users != nil {
+		cfg.RootSeedHash = rootSeedOf(n.id)
+	}
 	return cfg
 }
 
@@ -119,7 +124,7 @@ func (n *simNode) start() {
 		return
 	}
 	n.node, n.incarnation, n.persisting, n.inbox, n.touched = created, n.incarnation+1, false, nil, true
-	n.calls = map[node.RequestID]*call{}
+	n.calls, n.userChanges = map[node.RequestID]*call{}, map[node.RequestID]string{}
 	n.w.checker.nodeStarted(n)
 	n.w.tracef("%s start incarnation %d", n.id, n.incarnation)
 }
@@ -277,7 +282,8 @@ func (n *simNode) complete(rd node.Ready) {
 func (n *simNode) reply(reply node.Reply) {
 	c, ok := n.calls[reply.ID]
 	if !ok {
-		return // cancelled
+		n.replyUserChange(reply)
+		return // cancelled, or a user change
 	}
 	delete(n.calls, reply.ID)
 	response := httpapi.Encode(c.request, reply)

@@ -51,6 +51,9 @@ type Options struct {
 	// decommission that make the planner move partitions, faults aimed at
 	// the phases of those moves, and write storms on moving partitions.
 	Moves bool
+	// Users, in a cluster, adds the users scenario: every node carries a
+	// root seed, and user changes go to random nodes (usersScenario).
+	Users bool
 }
 
 // DefaultOptions returns a run of 30 simulated seconds with every fault.
@@ -101,6 +104,8 @@ type World struct {
 	acks *ackChecker
 	// moves is the moves scenario; nil unless Options.Moves in a cluster.
 	moves *movesScenario
+	// users is the users scenario; nil unless Options.Users in a cluster.
+	users *usersScenario
 	// moveStats gathers what the nodes report of moves.
 	moveStats moveStats
 	// touchedNodes is the reused list of nodes the current step touched.
@@ -168,6 +173,9 @@ func NewWorld(opts Options) *World {
 	if opts.Moves && opts.Nodes > 1 {
 		w.moves = newMovesScenario(w)
 		w.metaLog.listener = w.moves
+	}
+	if opts.Users && opts.Nodes > 1 {
+		w.users = newUsersScenario(w)
 	}
 	return w
 }
@@ -358,6 +366,9 @@ func (w *World) startSafety() {
 	if w.moves != nil {
 		w.moves.start()
 	}
+	if w.users != nil {
+		w.users.start()
+	}
 }
 
 // heal ends the safety phase: every node up, faults off, producers
@@ -402,6 +413,9 @@ func (w *World) finish() {
 	}
 	if w.failure == nil && w.clustered() {
 		w.checkClusterLiveness()
+	}
+	if w.failure == nil {
+		w.checkUsers()
 	}
 	w.phase = phaseDone
 	if w.failure != nil {
