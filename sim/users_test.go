@@ -7,7 +7,7 @@ import (
 )
 
 // usersSeeds is the sample of the users sweep, per cluster size.
-const usersSeeds = 6
+const usersSeeds = 4
 
 // TestUsersReplicateThroughFailures runs clustered worlds with the users
 // scenario and every fault: user changes commit through leader changes and
