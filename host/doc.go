@@ -40,6 +40,18 @@
 // cluster.go). A refused peer envelope is counted
 // (narad_peer_step_errors_total) and logged at debug level, never fatal.
 //
+// Security (security.go): the loop publishes the node's users to the
+// authenticator (package auth) after each persist whose applied users
+// changed, before that Ready's replies leave, so a user change is in
+// force on this node once answered; HTTP handlers verify credentials
+// against that copy without entering the loop. User changes reach the
+// node as ChangeUsers inputs. With security on, the host hashes the root
+// password (NARAD_ADMIN_PASSWORD, else a random 192-bit one) before the
+// node starts and hands the node the hash (node.Config.RootSeedHash); the
+// node proposes it while it leads and no user exists, and the host logs
+// the seeding (the generated password with it) once the node reports its
+// seed applied. The HTTP listener serves TLS when a certificate is given.
+//
 // A failed fsync ends the node: replies of that Ready are not sent,
 // waiting requests get 503, and Run returns the error so the process exits
 // and restarts from what is really on disk (node package doc).

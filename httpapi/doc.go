@@ -16,7 +16,13 @@
 //     (status, headers, body). It never fails: a reply that breaks the
 //     contract of node/reply.go is a bug and panics through assert.
 //   - NewHandler is the production server: metrics middleware, then panic
-//     recovery, then Decode, Backend.Do, Encode and Write.
+//     recovery, then authentication (WithSecurity: HTTP Basic checked by
+//     package auth; /healthz, /readyz and /metrics exempt), then Decode,
+//     authorization by route at this node (grants, topic owner, admin),
+//     Backend.Do, Encode and Write. The users routes are served by the
+//     handler itself: it validates, hashes passwords with bcrypt and hands
+//     user changes to a UserChanger; answers and audit lines
+//     (component=audit) never carry a password or a hash.
 //
 // JSON Schemas of topics (API.md §1.14 and item 15) are the one piece of
 // semantics here, because compiling must stay off the node loop. The
