@@ -1,9 +1,19 @@
 package main
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"io"
 	"log/slog"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -91,4 +101,44 @@ func TestLiveVerbsAgainstSecuredServer(t *testing.T) {
 	require.Contains(t, h.stderr.String(), "http 404")
 	require.Equal(t, 1, h.run(append(admin, "user", "rm", "admin")...))
 	require.Contains(t, h.stderr.String(), "http 403")
+}
+
+// TestLiveHTTPSWithCAFile: the CLI reaches an HTTPS server whose
+// certificate it trusts through --ca-file, and refuses it without.
+func TestLiveHTTPSWithCAFile(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	writeSelfSigned(t, certFile, keyFile)
+	opts := host.DefaultOptions(t.TempDir())
+	opts.HTTPAddr = "127.0.0.1:0"
+	opts.Security.TLSCertFile, opts.Security.TLSKeyFile = certFile, keyFile
+	h, err := host.Start(opts, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Shutdown() })
+	server := "https://" + h.Addr()
+
+	cli := newHarness(t)
+	cli.runOK("-s", server, "--ca-file", certFile, "topic", "add", "orders")
+	require.Contains(t, cli.stdout.String(), `"name": "orders"`)
+	require.Equal(t, 1, cli.run("-s", server, "topic", "ls"))
+	require.Contains(t, cli.stderr.String(), "certificate")
+	require.Equal(t, 1, cli.run("-s", server, "--ca-file", keyFile, "topic", "ls"))
+	require.Contains(t, cli.stderr.String(), "no PEM certificate")
+}
+
+// writeSelfSigned writes a certificate for 127.0.0.1 signed by itself.
+func writeSelfSigned(t *testing.T, certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	template := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "narad cli test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, template, template, &key.PublicKey, key)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
 }
