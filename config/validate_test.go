@@ -73,6 +73,8 @@ func TestValidateRules(t *testing.T) {
 		{"initial member unknown", func(c *Config) { cluster3(c); c.Cluster.InitialMembers = []string{"n1", "n7"} }, "cluster.initial_members", `"n7" is not in cluster.peers`},
 		{"initial member duplicate", func(c *Config) { c.Cluster.InitialMembers = []string{"n1", "n1"} }, "cluster.initial_members", "duplicate"},
 		{"secret required", func(c *Config) { cluster3(c); c.Security.ClusterSecret = "" }, "security.cluster_secret", "NARAD_CLUSTER_SECRET"},
+		{"tls cert without key", func(c *Config) { c.HTTP.TLSCertFile = "c.pem" }, "http.tls_cert_file", "NARAD_HTTP_TLS_KEY_FILE"},
+		{"tls key without cert", func(c *Config) { c.HTTP.TLSKeyFile = "k.pem" }, "http.tls_cert_file", "set together"},
 		{"tls partial", func(c *Config) { c.Cluster.TLSCertFile = "c.pem" }, "cluster.tls_cert_file", "1 of 3"},
 		{"data dir empty", func(c *Config) { c.Storage.DataDir = "" }, "storage.data_dir", "empty"},
 		{"codec", func(c *Config) { c.Storage.Codec = "gzip" }, "storage.codec", "one of"},

@@ -19,6 +19,17 @@ func TestServeWithDefaults(t *testing.T) {
 	h.runOK("serve")
 	require.NotNil(t, h.hostConfig)
 	assert.Equal(t, config.Default(), *h.hostConfig)
+	assert.True(t, h.hostConfig.Security.Enabled, "serve authenticates by default")
+}
+
+func TestServeWithPeersNeedsTheClusterSecret(t *testing.T) {
+	h := newHarness(t)
+	h.env["NARAD_NODE_ID"], h.env["NARAD_CLUSTER_ADDR"] = "n1", "127.0.0.1:7943"
+	h.env["NARAD_CLUSTER_PEERS"] = "n1@127.0.0.1:7943,n2@127.0.0.1:7953,n3@127.0.0.1:7963"
+	assert.Equal(t, exitUsage, h.run("serve"))
+	assert.Contains(t, h.stderr.String(), "NARAD_CLUSTER_SECRET is required")
+	h.env["NARAD_SECURITY_ENABLED"] = "false"
+	h.runOK("serve")
 }
 
 func TestServeLayersFileEnvironmentAndFlags(t *testing.T) {
