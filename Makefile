@@ -26,7 +26,7 @@ CLUSTER_DIR ?=
 TEST_TIMEOUT ?= 20m
 # Directories with real concurrency, tested again under the race detector.
 # Only those that exist are used, so the step works as packages appear.
-RACE_DIRS := host httpapi cmd client peer
+RACE_DIRS := host httpapi auth cmd client peer
 
 # Benchmarks: regexp, time per benchmark, packages. Output is also kept in
 # .bench/latest.txt for comparison between runs.

@@ -159,3 +159,25 @@ func TestHashPasswordBounds(t *testing.T) {
 	_, err = a.HashPassword(ctx, "pw")
 	require.ErrorIs(t, err, ErrUnavailable, "no bcrypt turn before the request ended")
 }
+
+// TestConcurrentIdenticalAttemptsShareOneBcrypt: many requests with the
+// same new credential run bcrypt once (a shared flight, then the cache).
+func TestConcurrentIdenticalAttemptsShareOneBcrypt(t *testing.T) {
+	a, _, _ := newTestAuthenticator(t)
+	a.Publish(NewUsers(1, []meta.User{{Username: "ann", PasswordHash: hashed(t, a, "pw")}}))
+	var wg sync.WaitGroup
+	failures := make(chan error, 20)
+	for range 20 {
+		wg.Go(func() {
+			if _, err := a.Verify(context.Background(), "ann", "pw"); err != nil {
+				failures <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(failures)
+	for err := range failures {
+		require.NoError(t, err)
+	}
+	require.Equal(t, uint64(1), a.VerifyRuns())
+}
