@@ -68,3 +68,68 @@ func TestCreatorBecomesOwner(t *testing.T) {
 	info := h.createTopic("orders", func(r *CreateTopic) { r.CreatedBy = "ann" })
 	require.Equal(t, "ann", info.Owner)
 }
+
+// carriesSeed reports whether a peer message carries a root seed entry
+// proposed with hash.
+func carriesSeed(env Envelope, hash string) bool {
+	raft, ok := env.Message.(RaftMessage)
+	if !ok {
+		return false
+	}
+	for _, entry := range raft.Message.Entries {
+		if _, cmd, err := meta.DecodeCommand(entry.Data); err == nil {
+			if put, isPut := cmd.(meta.PutUser); isPut && put.IfNoUsers && string(put.PasswordHash) == hash {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestRootSeedAcrossALeaderChange: every node carries a seed; the first
+// leader's seed never reaches a follower and that leader is cut off; the
+// next leader seeds with its own. Back in the cluster, the first leader's
+// seed is discarded: one root, with the second seed, on every replica.
+func TestRootSeedAcrossALeaderChange(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	for _, id := range c.ids {
+		cfg := c.configs[id]
+		cfg.RootSeedHash = []byte("seed-" + id)
+		c.configs[id] = cfg
+		require.NoError(t, c.nodes[id].Abandon())
+		c.start(id)
+	}
+	var first string
+	c.drop = func(env Envelope) bool {
+		if first == "" && carriesSeed(env, "seed-"+env.From) {
+			first = env.From
+		}
+		return first != "" && (env.From == first || env.To == first)
+	}
+	for range 100 {
+		if c.tick(100); first != "" {
+			break
+		}
+	}
+	require.NotEmpty(t, first, "a leader proposed its seed")
+	second := ""
+	for range 200 {
+		c.tick(100)
+		if leader, ok := c.leader(); ok && leader != first && len(c.nodes[leader].Users()) > 0 {
+			second = leader
+			break
+		}
+	}
+	require.NotEmpty(t, second, "another leader seeded")
+	c.drop = nil
+	for range 100 {
+		c.tick(100)
+	}
+	for _, id := range c.ids {
+		users := c.nodes[id].Users()
+		require.Len(t, users, 1, "%s", id)
+		require.Equal(t, "seed-"+second, string(users[0].PasswordHash), "%s holds the second leader's seed", id)
+	}
+	require.True(t, c.nodes[second].RootSeeded())
+	require.False(t, c.nodes[first].RootSeeded(), "the first leader's seed never applied")
+}
