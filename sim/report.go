@@ -12,9 +12,11 @@ import (
 type Report struct {
 	Seed uint64
 	// Nodes is the world's node count at the start (-nodes reproduces
-	// it); Moves says whether it ran the moves scenario (-moves).
+	// it); Moves and Users say whether it ran the moves scenario
+	// (-moves) and the users scenario (-users).
 	Nodes   int
 	Moves   bool
+	Users   bool
 	Profile string
 	// SafetyMs is the run's safety phase (-duration reproduces it).
 	SafetyMs    int64
@@ -77,7 +79,7 @@ type Report struct {
 
 func (w *World) report() Report {
 	return Report{
-		Seed: w.opts.Seed, Nodes: w.opts.Nodes, Moves: w.moves != nil, Profile: w.opts.Faults.Name, SafetyMs: w.opts.SafetyMs, TraceHash: w.trace.sum(), Events: w.trace.events,
+		Seed: w.opts.Seed, Nodes: w.opts.Nodes, Moves: w.moves != nil, Users: w.users != nil, Profile: w.opts.Faults.Name, SafetyMs: w.opts.SafetyMs, TraceHash: w.trace.sum(), Events: w.trace.events,
 		SimMs: w.nowMs, accounting: w.history.account(), Faults: sortedCounts(w.faults), Marks: chaos.Marks(),
 		PeerSent: sortedCounts(w.peers.sent), PeerDropped: sortedCounts(w.peers.dropped), StepErrors: sortedCounts(w.stepErrors),
 		PeerUnreachable: total(w.peers.unreachable),
@@ -135,8 +137,8 @@ func (r Report) FailureText() string {
 	for _, line := range r.TraceTail {
 		fmt.Fprintf(&b, "  %s\n", line)
 	}
-	fmt.Fprintf(&b, "reproduce: go test ./sim -run 'TestSim$' -seed=%d -nodes=%d -moves=%t -faults=%s -duration=%dms -v\n",
-		r.Seed, r.Nodes, r.Moves, r.Profile, r.SafetyMs)
+	fmt.Fprintf(&b, "reproduce: go test ./sim -run 'TestSim$' -seed=%d -nodes=%d -moves=%t -users=%t -faults=%s -duration=%dms -v\n",
+		r.Seed, r.Nodes, r.Moves, r.Users, r.Profile, r.SafetyMs)
 	return b.String()
 }
 

@@ -16,6 +16,7 @@ var (
 	faultsFlag   = flag.String("faults", "all", "fault profile: none, crash, disk, network, all")
 	nodesFlag    = flag.Int("nodes", 1, "nodes in the world: 1, or a cluster of 3 or 5")
 	movesFlag    = flag.Bool("moves", false, "in a cluster, add the moves scenario: scale-up, decommission, move-phase faults, write storms")
+	usersFlag    = flag.Bool("users", false, "in a cluster, add the users scenario: root seeds on every node, user changes at random nodes")
 )
 
 func optionsFromFlags(t *testing.T, seed uint64) Options {
@@ -27,6 +28,7 @@ func optionsFromFlags(t *testing.T, seed uint64) Options {
 	opts := DefaultOptions(seed)
 	opts.Nodes = *nodesFlag
 	opts.Moves = *movesFlag
+	opts.Users = *usersFlag
 	opts.Faults = profile
 	opts.SafetyMs = durationFlag.Milliseconds()
 	if testing.Verbose() && *seedsFlag == 0 {
