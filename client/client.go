@@ -3,6 +3,8 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,6 +41,10 @@ type Client struct {
 	// timeout bounds each request (plus the long-poll wait for consume).
 	// Always > 0 after New.
 	timeout time.Duration
+	// rootCAs, when set by WithRootCAs, are the only CAs an https
+	// server's certificate may chain to; New applies them to the
+	// transport. Never changed afterwards.
+	rootCAs *x509.CertPool
 }
 
 // Option configures a Client in New.
@@ -63,6 +69,14 @@ func WithHTTPClient(httpClient *http.Client) Option {
 	}
 }
 
+// WithRootCAs trusts only these CAs for an https:// server (a server
+// whose certificate the system does not know). It applies to the HTTP
+// client whatever the order of the options: its transport is cloned with
+// the pool, which must be an *http.Transport (or nil for the default).
+func WithRootCAs(pool *x509.CertPool) Option {
+	return func(c *Client) { c.rootCAs = pool }
+}
+
 // WithTimeout bounds each request; a long-poll consume gets its wait added.
 // A timeout ≤ 0 keeps the default of 60 s.
 func WithTimeout(timeout time.Duration) Option {
@@ -84,7 +98,26 @@ func New(baseURL string, options ...Option) *Client {
 	for _, option := range options {
 		option(c)
 	}
+	if c.rootCAs != nil {
+		c.httpClient = withRootCAs(c.httpClient, c.rootCAs)
+	}
 	return c
+}
+
+// withRootCAs returns a copy of httpClient whose transport trusts pool.
+func withRootCAs(httpClient *http.Client, pool *x509.CertPool) *http.Client {
+	transport, ok := httpClient.Transport.(*http.Transport)
+	if !ok || transport == nil {
+		transport = http.DefaultTransport.(*http.Transport)
+	}
+	transport = transport.Clone()
+	if transport.TLSClientConfig == nil {
+		transport.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	transport.TLSClientConfig.RootCAs = pool
+	copied := *httpClient
+	copied.Transport = transport
+	return &copied
 }
 
 // BaseURL returns the normalized base URL the client sends requests to.

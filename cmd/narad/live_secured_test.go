@@ -120,6 +120,7 @@ func TestLiveHTTPSWithCAFile(t *testing.T) {
 	cli := newHarness(t)
 	cli.runOK("-s", server, "--ca-file", certFile, "topic", "add", "orders")
 	require.Contains(t, cli.stdout.String(), `"name": "orders"`)
+	cli.runOK("-s", server, "--ca-file", certFile, "bench", "orders", "--count", "10", "--workers", "2")
 	require.Equal(t, 1, cli.run("-s", server, "topic", "ls"))
 	require.Contains(t, cli.stderr.String(), "certificate")
 	require.Equal(t, 1, cli.run("-s", server, "--ca-file", keyFile, "topic", "ls"))

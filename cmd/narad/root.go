@@ -1,10 +1,8 @@
 package main
 
 import (
-	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"net/http"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -106,18 +104,18 @@ func (a *app) newClient(cmd *cobra.Command, options ...client.Option) (*client.C
 	}
 	options = append([]client.Option{client.WithBasicAuth(target.user, target.password)}, options...)
 	if a.caFileFlag != "" {
-		httpClient, err := httpClientTrusting(a.caFileFlag)
+		pool, err := loadCAFile(a.caFileFlag)
 		if err != nil {
 			return nil, err
 		}
-		options = append([]client.Option{client.WithHTTPClient(httpClient)}, options...)
+		options = append(options, client.WithRootCAs(pool))
 	}
 	return client.New(target.server, options...), nil
 }
 
-// httpClientTrusting returns an HTTP client that trusts the CAs of a PEM
-// file (for a server whose certificate the system does not know).
-func httpClientTrusting(caFile string) (*http.Client, error) {
+// loadCAFile reads the CAs of a PEM file (for a server whose certificate
+// the system does not know).
+func loadCAFile(caFile string) (*x509.CertPool, error) {
 	data, err := os.ReadFile(caFile)
 	if err != nil {
 		return nil, fmt.Errorf("--ca-file: %w", err)
@@ -126,7 +124,5 @@ func httpClientTrusting(caFile string) (*http.Client, error) {
 	if !pool.AppendCertsFromPEM(data) {
 		return nil, fmt.Errorf("--ca-file %s holds no PEM certificate", caFile)
 	}
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	return &http.Client{Transport: transport}, nil
+	return pool, nil
 }
