@@ -212,6 +212,9 @@ func (s *State) Users() []User {
 	return users
 }
 
+// UserCount is the number of users.
+func (s *State) UserCount() int { return len(s.users) }
+
 // UsersVersion increases with every applied change to users; an
 // authentication cache keyed by it is never stale.
 func (s *State) UsersVersion() uint64 { return s.usersVersion }

@@ -205,6 +205,7 @@ func TestUsers(t *testing.T) {
 	require.Equal(t, version+3, s.UsersVersion())
 	require.NoError(t, DeleteUser{Username: "ann"}.apply(s))
 	require.Len(t, s.Users(), 1)
+	require.Equal(t, 1, s.UserCount())
 }
 
 // Property: accessors hand out copies; changing them does not change the

@@ -72,7 +72,7 @@ func (n *Node) seedRoot() {
 	if len(n.cfg.RootSeedHash) == 0 || n.rootSeeded || !n.meta.IsLeader() || !n.meta.Barrier() {
 		return
 	}
-	if len(n.meta.State().Users()) > 0 || n.seedPending() {
+	if n.meta.State().UserCount() > 0 || n.seedPending() {
 		return
 	}
 	n.propose(0, proposalSeedRoot, RootUsername, meta.PutUser{Username: RootUsername,
