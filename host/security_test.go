@@ -257,8 +257,11 @@ func TestUserRulesAndSecrets(t *testing.T) {
 
 	list := mustAs(t, h, root, get("/v1/users"), http.StatusOK)
 	require.Contains(t, list, `"username":"admin","grants":[],"root":true`)
+	metrics := mustAs(t, h, as{}, get("/metrics"), http.StatusOK)
+	require.Contains(t, metrics, `narad_auth_attempts_total{result="cached"}`)
 	for _, secret := range []string{"pw-ann", "pw2", "pw3", rootPassword, "$2a$", "password_hash"} {
 		require.NotContains(t, list, secret)
+		require.NotContains(t, metrics, secret)
 		require.NotContains(t, logs.String(), secret, "the log never carries a password or a hash")
 	}
 	for _, action := range []string{"user.create", "user.password", "user.grants"} {
