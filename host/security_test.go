@@ -131,6 +131,7 @@ func authzRows(memberID, handle string) []authzRow {
 		{name: "create topic", call: func(c string) apiCall { return postJSON("/v1/topics", `{"name":"orders-`+c+`"}`) }, allowed: []string{"creator", "admin2", "admin"}},
 		{name: "list topics", call: fixed(get("/v1/topics")), allowed: everyone},
 		{name: "get topic", call: fixed(get("/v1/topics/orders")), allowed: everyone},
+		{name: "topic schema", call: fixed(get("/v1/topics/orders/schema")), allowed: everyone},
 		{name: "alter topic", call: fixed(patch("/v1/topics/owned", `{"retention_ms":7200000}`)), allowed: []string{"owner", "admin2", "admin"}},
 		{name: "delete topic", call: fixed(del("/v1/topics/owned")), setup: recreateOwned, allowed: []string{"owner", "admin2", "admin"}},
 		{name: "produce", call: fixed(post("/v1/topics/orders/produce", "application/json", `"x"`)), allowed: []string{"producer", "admin2", "admin"}},
