@@ -87,11 +87,9 @@ func unauthenticated() *Response {
 	return &response
 }
 
-// unavailable is a 503 with the Retry-After every 503 carries.
+// unavailable is a 503 (errorResponse adds its Retry-After).
 func unavailable(message string) Response {
-	response := errorResponse(node.Unavailable("%s", message))
-	response.Header.Set("Retry-After", "1")
-	return response
+	return errorResponse(node.Unavailable("%s", message))
 }
 
 // forbidden is a 403 with its reason.
