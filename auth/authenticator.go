@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
+	"hash"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,8 @@ type Authenticator struct {
 	cfg Config
 	// macKey keys credentialMAC; random per process, never changed.
 	macKey []byte
+	// macs holds idle HMAC-SHA256 hashers keyed with macKey.
+	macs sync.Pool
 	// users is the current view; never nil after New.
 	users atomic.Pointer[Users]
 	// bcryptTurns holds a token per bcrypt run in progress; its capacity
@@ -111,6 +114,7 @@ func New(cfg Config, reg prometheus.Registerer) (*Authenticator, error) {
 	a := &Authenticator{cfg: cfg, macKey: key, bcryptTurns: make(chan struct{}, cfg.BcryptConcurrencyMax),
 		verified: map[string]verifiedEntry{}, rejected: map[string][]rejectedEntry{},
 		buckets: map[string]bucket{}, flights: map[flightKey]*flight{}}
+	a.macs.New = func() any { return hmac.New(sha256.New, key) }
 	a.users.Store(NewUsers(0, nil))
 	a.metrics = newMetrics(a, reg)
 	return a, nil
@@ -254,13 +258,16 @@ func (a *Authenticator) HashPassword(ctx context.Context, password string) ([]by
 	return hash, err
 }
 
-// mac is the keyed hash of a credential.
+// mac is the keyed hash of a credential. The keyed hashers are reused
+// (macs), since every request computes one.
 func (a *Authenticator) mac(username, password string) credentialMAC {
-	h := hmac.New(sha256.New, a.macKey)
+	h := a.macs.Get().(hash.Hash)
+	defer a.macs.Put(h)
+	h.Reset()
 	h.Write([]byte(username))
 	h.Write([]byte{0})
 	h.Write([]byte(password))
 	var mac credentialMAC
-	copy(mac[:], h.Sum(nil))
+	h.Sum(mac[:0])
 	return mac
 }
