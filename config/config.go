@@ -108,6 +108,12 @@ type Storage struct {
 	// [segmentBytesMin, segmentBytesMax]. Internal in the reference; we
 	// allow it in the file.
 	SegmentBytes int64 `json:"segment_bytes"`
+	// OpenLogsMax caps the partition logs open at once (each holds file
+	// descriptors); the least recently used idle log closes to admit
+	// another. 0 derives the cap from the process's descriptor limit at
+	// start; otherwise within [1, openLogsMaxLimit], and the start refuses
+	// a value the descriptor limit cannot hold.
+	OpenLogsMax int `json:"open_logs_max"`
 }
 
 // Topic holds the defaults and limits applied to topics.

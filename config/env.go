@@ -60,6 +60,7 @@ var envVariables = []envVariable{
 	{name: "NARAD_MOVES_FREEZE_TTL_MS", apply: integer(func(c *Config) *int64 { return &c.Moves.FreezeTTLMs })},
 	{name: "NARAD_MOVES_STALL_TIMEOUT_MS", apply: integer(func(c *Config) *int64 { return &c.Moves.StallTimeoutMs })},
 	{name: "NARAD_MOVES_FORCE_PROMOTE_AFTER_MS", apply: integer(func(c *Config) *int64 { return &c.Moves.ForcePromoteAfterMs })},
+	{name: "NARAD_STORAGE_OPEN_LOGS_MAX", apply: integer(func(c *Config) *int { return &c.Storage.OpenLogsMax })},
 }
 
 // EnvNames returns the names of every NARAD_* variable ApplyEnv reads.

@@ -32,6 +32,7 @@ func TestEnvNamesCoverTheContract(t *testing.T) {
 		"NARAD_CLUSTER_HEARTBEAT_INTERVAL_MS", "NARAD_CLUSTER_DEAD_AFTER_MS", "NARAD_CLUSTER_META_SNAPSHOT_ENTRIES",
 		"NARAD_MOVES_MAX_IN_FLIGHT",
 		"NARAD_MOVES_FREEZE_TTL_MS", "NARAD_MOVES_STALL_TIMEOUT_MS", "NARAD_MOVES_FORCE_PROMOTE_AFTER_MS",
+		"NARAD_STORAGE_OPEN_LOGS_MAX",
 	}
 	assert.Equal(t, want, EnvNames())
 }
@@ -58,6 +59,7 @@ func TestApplyEnvSetsEveryVariable(t *testing.T) {
 		"NARAD_CLUSTER_META_SNAPSHOT_ENTRIES": "40",
 		"NARAD_MOVES_MAX_IN_FLIGHT":           "2", "NARAD_MOVES_FREEZE_TTL_MS": "3000",
 		"NARAD_MOVES_STALL_TIMEOUT_MS": "4000", "NARAD_MOVES_FORCE_PROMOTE_AFTER_MS": "5000",
+		"NARAD_STORAGE_OPEN_LOGS_MAX": "300",
 	}
 	require.Len(t, env, len(EnvNames()), "the test sets every variable")
 	cfg := Default()
@@ -70,6 +72,7 @@ func TestApplyEnvSetsEveryVariable(t *testing.T) {
 		TLSCAFile: "ca.pem", HeartbeatIntervalMs: 250, DeadAfterMs: 1000, MetaSnapshotEntries: 40}, cfg.Cluster)
 	assert.Equal(t, Moves{MaxInFlight: 2, FreezeTTLMs: 3000, StallTimeoutMs: 4000, ForcePromoteAfterMs: 5000}, cfg.Moves)
 	assert.Equal(t, "/data", cfg.Storage.DataDir)
+	assert.Equal(t, 300, cfg.Storage.OpenLogsMax)
 	assert.Equal(t, Topic{DefaultPartitions: 4, MaxPartitions: 16, DefaultRetentionAgeMs: 7_200_000,
 		DefaultVisibilityTimeoutMs: 5000, DefaultMaxInFlightPerPartition: 10,
 		DefaultMaxAckedAheadPerPartition: 20}, cfg.Topic)

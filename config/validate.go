@@ -27,6 +27,8 @@ const (
 	segmentBytesMax = 1 << 30
 	// idleLogEvictionMsMin is the shortest non-zero idle eviction.
 	idleLogEvictionMsMin = 60_000
+	// openLogsMaxLimit bounds storage.open_logs_max.
+	openLogsMaxLimit = 1 << 20
 	// partitionsMin is the fewest partitions a topic may have.
 	partitionsMin = 3
 	// partitionsCeiling bounds topic.max_partitions (partition directories
@@ -183,6 +185,9 @@ func (s Storage) validate(found *problems) {
 	checkOneOf(found, "storage.compression_level", s.CompressionLevel, compressionLevels)
 	if s.SegmentBytes < segmentBytesMin || s.SegmentBytes > segmentBytesMax {
 		found.add("storage.segment_bytes", "must be in [%d, %d] (got %d)", segmentBytesMin, segmentBytesMax, s.SegmentBytes)
+	}
+	if s.OpenLogsMax < 0 || s.OpenLogsMax > openLogsMaxLimit {
+		found.add("storage.open_logs_max", "must be 0 (derive from the descriptor limit) or in [1, %d] (got %d)", openLogsMaxLimit, s.OpenLogsMax)
 	}
 	if s.IdleLogEvictionMs != 0 && s.IdleLogEvictionMs < idleLogEvictionMsMin {
 		found.add("storage.idle_log_eviction_ms", "must be 0 (never) or ≥ %d (got %d)", idleLogEvictionMsMin, s.IdleLogEvictionMs)

@@ -52,6 +52,16 @@
 // the seeding (the generated password with it) once the node reports its
 // seed applied. The HTTP listener serves TLS when a certificate is given.
 //
+// Descriptor budget (limits.go): at start the host reads the process's
+// descriptor limit (RLIMIT_NOFILE) and logs it with the caps it holds.
+// The cap of open partition logs (storage.open_logs_max) is derived from
+// it when not set (half the limit, budgeting descriptorsPerLogBudget per
+// log), and a configured cap the limit cannot hold refuses the start. The
+// node closes the least recently used idle log to admit another
+// (narad_open_partition_logs, narad_open_partition_logs_max,
+// narad_partition_log_evictions_total); when every open log has
+// unsynced data the request gets a retryable 503.
+//
 // A failed fsync ends the node: replies of that Ready are not sent,
 // waiting requests get 503, and Run returns the error so the process exits
 // and restarts from what is really on disk (node package doc).

@@ -137,9 +137,25 @@ func Start(opts Options, logger *slog.Logger) (*Host, error) {
 		return nil, errors.Join(err, h.closeTransport(), n.Close())
 	}
 	h.startLoop()
+	h.logDescriptorBudget()
 	metrics.bootSeconds.Set(time.Since(begin).Seconds())
 	logger.Info("narad node serving", "node", opts.Node.NodeID, "http", h.Addr(), "cluster", h.ClusterAddr(), "data", opts.DataDir)
 	return h, nil
+}
+
+// logDescriptorBudget logs the descriptor limit and the caps held under
+// it, and warns when the open logs alone could exhaust it.
+func (h *Host) logDescriptorBudget() {
+	limit, err := descriptorLimit()
+	if err != nil {
+		h.logger.Warn("cannot read the descriptor limit", "err", err)
+		return
+	}
+	h.logger.Info("file descriptor budget", "limit", limit, "open_logs_max", h.opts.Node.OpenLogsMax,
+		"descriptors_per_log_budget", descriptorsPerLogBudget)
+	if uint64(h.opts.Node.OpenLogsMax) > logsDescriptorShare(limit) {
+		h.logger.Warn("the cap of open logs could use more than half the descriptor limit", "limit", limit, "open_logs_max", h.opts.Node.OpenLogsMax)
+	}
 }
 
 // startCluster starts the transport of a cluster node (nothing for a

@@ -39,6 +39,11 @@ type Metrics struct {
 	topics           prometheus.Gauge
 	partitions       prometheus.Gauge
 	openLogs         prometheus.Gauge
+	openLogsMax      prometheus.Gauge
+	// logEvictions follows node.Stats.LogEvictions; logEvictionsSeen is
+	// the value last added (setInventory runs on the loop only).
+	logEvictions     prometheus.Counter
+	logEvictionsSeen uint64
 	parkedPolls      prometheus.Gauge
 	peerStepErrors   prometheus.Counter
 	peerUnsent       prometheus.Counter
@@ -93,6 +98,9 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 		topics:      gauge("topics_total", "Topics known to this node."),
 		partitions:  gauge("partitions_total", "Partitions of the known topics."),
 		openLogs:    gauge("open_partition_logs", "Partition logs open now."),
+		openLogsMax: gauge("open_partition_logs_max", "Cap of the partition logs open at once."),
+		logEvictions: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "partition_log_evictions_total",
+			Help: "Partition logs closed to stay under the cap of open logs (they reopen on demand)."}),
 		parkedPolls: gauge("consume_parked_polls", "Long polls waiting now."),
 		peerStepErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "peer_step_errors_total",
 			Help: "Envelopes from peers the node refused (unknown type, stale or malformed)."}),
@@ -108,7 +116,7 @@ func (m *Metrics) register(reg prometheus.Registerer) {
 	reg.MustRegister(m.producedMessages, m.producedBytes, m.consumedMessages, m.consumedBytes,
 		m.consumePolls, m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRejected, m.ackRepeated, m.ackExtended, m.nacks, m.corruptSkipped,
 		m.consumerDropped, m.retentionBytes, m.retentionRecords, m.errors, m.syncRound, m.roundRecords,
-		m.bootSeconds, m.topics, m.partitions, m.openLogs, m.parkedPolls, m.peerStepErrors, m.peerUnsent)
+		m.bootSeconds, m.topics, m.partitions, m.openLogs, m.openLogsMax, m.logEvictions, m.parkedPolls, m.peerStepErrors, m.peerUnsent)
 }
 
 func counterVec(name, help string, labels []string) *prometheus.CounterVec {
@@ -196,6 +204,9 @@ func (m *Metrics) setInventory(s node.Stats, partitions []node.PartitionState) {
 	m.topics.Set(float64(s.Topics))
 	m.partitions.Set(float64(s.Partitions))
 	m.openLogs.Set(float64(s.OpenLogs))
+	m.openLogsMax.Set(float64(s.OpenLogsMax))
+	m.logEvictions.Add(float64(s.LogEvictions - m.logEvictionsSeen))
+	m.logEvictionsSeen = s.LogEvictions
 	m.parkedPolls.Set(float64(s.ParkedPolls))
 	m.consumerLag.Reset()
 	m.inflight.Reset()

@@ -48,6 +48,13 @@ func OptionsFrom(cfg config.Config) (Options, error) {
 	opts.Security.Enabled, opts.Security.AdminPassword = cfg.Security.Enabled, cfg.Security.AdminPassword
 	opts.Security.TLSCertFile, opts.Security.TLSKeyFile = cfg.HTTP.TLSCertFile, cfg.HTTP.TLSKeyFile
 	opts.Node = nodeConfig(cfg)
+	limit, err := descriptorLimit()
+	if err != nil {
+		return Options{}, err
+	}
+	if opts.Node.OpenLogsMax, err = openLogsCap(cfg.Storage.OpenLogsMax, limit); err != nil {
+		return Options{}, err
+	}
 	cluster, err := clusterFrom(cfg, opts.Node.NodeID)
 	if err != nil {
 		return Options{}, err

@@ -30,6 +30,10 @@ const (
 	retentionForever = 0
 )
 
+// openLogsLimit bounds Config.OpenLogsMax: beyond it the descriptors
+// alone would exceed any sane process limit.
+const openLogsLimit = 1 << 20
+
 // Config holds a node's settings. Callers start from DefaultConfig and
 // change what they need; Validate reports every problem at once.
 type Config struct {
@@ -90,6 +94,12 @@ type Config struct {
 	RetentionCheckIntervalMs int64
 	// IdleLogCloseMs closes a log unused this long (0: never).
 	IdleLogCloseMs int64
+	// OpenLogsMax caps the partition logs open at once; opening one more
+	// closes the least recently used log that has nothing to sync (it
+	// reopens on demand). Each open log holds file descriptors, so the
+	// driver keeps this well below the process's limit. Within
+	// [1, openLogsLimit].
+	OpenLogsMax int
 }
 
 // DefaultConfig returns the defaults of API.md §3.1.
@@ -110,6 +120,7 @@ func DefaultConfig() Config {
 		CommitPersistIntervalMs:    100,
 		RetentionCheckIntervalMs:   60_000,
 		IdleLogCloseMs:             1_800_000,
+		OpenLogsMax:                1024,
 		MetaTickIntervalMs:         100,
 		MemberHeartbeatIntervalMs:  5_000,
 		ProposalTimeoutMs:          5_000,
@@ -154,6 +165,7 @@ func (c Config) Validate() error {
 	check(c.WaitersMax > 0, "waiters max must be > 0")
 	check(c.CommitPersistIntervalMs > 0, "commit persist interval must be > 0")
 	check(c.RetentionCheckIntervalMs > 0, "retention check interval must be > 0")
+	check(c.OpenLogsMax >= 1 && c.OpenLogsMax <= openLogsLimit, "open logs max %d not in [1, %d]", c.OpenLogsMax, openLogsLimit)
 	check(c.IdleLogCloseMs == 0 || c.IdleLogCloseMs >= 60_000, "idle log close must be 0 or >= 60000 ms")
 	check(c.Log.RecordBytesMax >= MessageBytesMax+KeyBytesMax,
 		"log record bytes max %d cannot hold a %d-byte payload with a %d-byte key", c.Log.RecordBytesMax, MessageBytesMax, KeyBytesMax)

@@ -91,6 +91,8 @@ type Node struct {
 	draining bool
 	// retentionCursor rotates the closed logs a retention pass reopens.
 	retentionCursor int
+	// logEvictions counts the logs closed to stay under OpenLogsMax.
+	logEvictions uint64
 
 	// Deadlines of periodic work, in node time.
 	nextCommitPersistMs int64
@@ -128,7 +130,7 @@ func New(cfg Config, fs storage.FS, metaStore *meta.Store, nowMs int64, observer
 
 func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observer Observer) *Node {
 	return &Node{
-		cfg: cfg, fs: fs, store: storage.NewStore(fs, cfg.Log), observer: observer, nowMs: nowMs,
+		cfg: cfg, fs: fs, store: storage.NewStore(fs, cfg.Log, cfg.OpenLogsMax), observer: observer, nowMs: nowMs,
 		meta: replica, proposals: map[meta.ProposalID]*pendingProposal{}, known: map[string]int64{},
 		cursors: map[string]*topicCursors{}, partitions: map[partitionKey]*partition{}, waiters: newWaiterSet(),
 		dirty: map[partitionKey]*partition{}, dependents: map[partitionKey][]int{},
@@ -476,6 +478,10 @@ func (n *Node) MetaStatus() meta.Status { return n.meta.Status() }
 // Stats are the node's inventory numbers, for metrics.
 type Stats struct {
 	Topics, Partitions, OpenLogs, ParkedPolls int
+	// OpenLogsMax is the cap of OpenLogs; LogEvictions counts the logs
+	// closed since start to stay under it.
+	OpenLogsMax  int
+	LogEvictions uint64
 	// MovesInFlight counts the partitions with a target in this node's
 	// replica of the placement.
 	MovesInFlight int
@@ -484,7 +490,8 @@ type Stats struct {
 // Stats returns the node's inventory numbers.
 func (n *Node) Stats() Stats {
 	topics := n.meta.State().Topics()
-	s := Stats{Topics: len(topics), ParkedPolls: n.waiters.len(), OpenLogs: len(n.store.OpenDirs()), MovesInFlight: len(n.meta.State().Moves())}
+	s := Stats{Topics: len(topics), ParkedPolls: n.waiters.len(), OpenLogs: len(n.store.OpenDirs()), MovesInFlight: len(n.meta.State().Moves()),
+		OpenLogsMax: n.store.OpenMax(), LogEvictions: n.logEvictions}
 	for _, record := range topics {
 		s.Partitions += record.Partitions
 	}

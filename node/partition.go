@@ -72,8 +72,15 @@ func (n *Node) partitionOf(t *topic, index int) *partition {
 	return p
 }
 
-// openLog returns the partition's log, opening (recovering) it if needed.
+// openLog returns the partition's log, opening (recovering) it if needed;
+// at the cap of open logs it first closes the least recently used one
+// that can close.
 func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
+	if !n.store.IsOpen(p.dir) {
+		if err := n.makeRoomForLog(); err != nil {
+			return nil, err
+		}
+	}
 	log, recovery, err := n.store.Log(p.dir, n.nowMs)
 	if err != nil {
 		n.observer.Event("log-open-failed", fmt.Sprintf("%s: %v", p.dir, err))
@@ -93,6 +100,55 @@ func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
 		n.observer.ConsumerDropped(t.info.Name, p.key.index, dropped)
 	}
 	return log, nil
+}
+
+// makeRoomForLog closes least recently used logs until one more fits
+// under OpenLogsMax. A log with unsynced records or offsets, or one whose
+// partition waits for a sync round, stays open: when every open log is
+// such, the open is refused as retryable (the next sync round frees them,
+// and this one schedules the persist of changed committed offsets)
+// rather than exceeding the cap.
+func (n *Node) makeRoomForLog() error {
+	for n.store.Full() {
+		dir, ok := n.store.LeastRecent(n.logBusy)
+		if !ok {
+			n.observer.Event("open-logs-full", fmt.Sprintf("%d logs open, none can close", len(n.store.OpenDirs())))
+			// Logs held open only by a changed committed offset can close
+			// once it is persisted: the next sync round does that.
+			n.scheduleCommitPersist()
+			chaos.Reached("node-open-logs-full")
+			return Unavailable("this node has %d partition logs open, each with unsynced data: retry", n.store.OpenMax())
+		}
+		if err := n.store.Close(dir); err != nil {
+			n.observer.Event("log-evict-failed", err.Error())
+		}
+		n.logEvictions++
+		chaos.Reached("node-log-evicted")
+		if p, ok := n.partitions[partitionKeyOfDir(dir)]; ok {
+			p.log = nil
+		}
+	}
+	return nil
+}
+
+// logBusy reports whether the partition of dir waits for the sync round
+// of the Ready being gathered: its log must stay open until then.
+func (n *Node) logBusy(dir string) bool {
+	key := partitionKeyOfDir(dir)
+	if _, dirty := n.dirty[key]; dirty {
+		return true
+	}
+	p, ok := n.partitions[key]
+	return ok && len(p.freezeReplies) > 0
+}
+
+// partitionKeyOfDir is the inverse of PartitionDir.
+func partitionKeyOfDir(dir string) partitionKey {
+	topicName := topicOfDir(dir)
+	var index int
+	_, err := fmt.Sscanf(dir[strings.LastIndexByte(dir, '/')+1:], "p%05d", &index)
+	assert(err == nil, "node: bad partition dir %q: %v", dir, err)
+	return partitionKey{topicName, index}
 }
 
 func (n *Node) reportRecovery(p *partition, r storage.Recovery) {

@@ -9,6 +9,7 @@ var ExpectedMarks = []string{
 	"node-batch-ack",
 	"node-batch-spans-partitions",
 	"node-lease-expired",
+	"node-log-evicted",
 	"node-log-failed",
 	"node-long-poll-timed-out",
 	"node-long-poll-woken",

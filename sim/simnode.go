@@ -84,6 +84,11 @@ func (n *simNode) metaPath() string {
 	return filepath.Join(n.w.metaDir, n.id+".db")
 }
 
+// simOpenLogsMax caps each node's open logs, below the partitions the
+// workload spreads over a node, so that evictions and reopens run in
+// every seed.
+const simOpenLogsMax = 4
+
 // config is the node's configuration.
 func (n *simNode) config() node.Config {
 	cfg := node.DefaultConfig()
@@ -92,6 +97,7 @@ func (n *simNode) config() node.Config {
 	cfg.Log.WriteBufferBytesMax = 1  // every append reaches the disk before its sync: write faults and kills hit them
 	cfg.Log.HWMLagBytesMax = 2 << 10 // the hwm file lags the log by a few rounds: recovery scans past it
 	cfg.ConsumeWaitMaxMs = 10_000
+	cfg.OpenLogsMax = simOpenLogsMax // below the partitions a node owns: logs close and reopen
 	if n.w.clustered() {
 		cfg = n.w.clusterConfig(cfg, n)
 	}

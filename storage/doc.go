@@ -134,6 +134,9 @@
 // frame decoded back) run when built with -tags invariants.
 //
 // A Log and a Store are used from one goroutine (the node's loop). A Log
-// keeps every segment file of the partition open; Store.CloseIdle bounds
-// how many logs are open at once over time.
+// keeps every segment file of the partition open. A Store holds at most
+// its cap of open logs (NewStore's openMax): at the cap, Log refuses
+// (ErrOpenLogsFull) and the caller closes the least recently used log
+// that has nothing to sync (LeastRecent); Store.CloseIdle closes logs
+// unused for a while.
 package storage

@@ -252,7 +252,7 @@ func TestMoveOpenVerifiedIsAdopted(t *testing.T) {
 		log, recovery, err := OpenVerified(fs, "final", cfg, 40)
 		require.NoError(t, err)
 		require.Equal(t, uint64(40), recovery.HWM)
-		store := NewStore(fs, cfg)
+		store := NewStore(fs, cfg, storeOpenMaxTest)
 		require.NoError(t, store.Adopt("final", log, 5))
 		require.Error(t, store.Adopt("final", log, 5), "one log per directory")
 		got, reopened, err := store.Log("final", 6)

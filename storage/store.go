@@ -8,16 +8,25 @@ import (
 )
 
 // Store holds the open logs of one node, keyed by partition directory. It
-// opens logs on demand and closes idle ones; the node calls it from its
-// single loop, so it is not safe for concurrent use.
+// opens logs on demand, never more than its cap at once, and closes idle
+// ones; the node calls it from its single loop, so it is not safe for
+// concurrent use.
 type Store struct {
 	// fs and cfg are fixed at NewStore and used for every log.
 	fs  FS
 	cfg LogConfig
+	// openMax caps the open logs (each holds file descriptors: its hwm
+	// file and one per segment). Fixed at NewStore; at least 1.
+	openMax int
 	// open maps a directory to its open log. Invariant: every log in it is
-	// open. Changed by Log, CloseIdle, Close and CloseAll; iterated in
-	// sorted key order only.
+	// open, and len(open) <= openMax except after an Adopt, which may
+	// overshoot by one until the next eviction. Changed by Log, Adopt,
+	// CloseIdle, Close and CloseAll; iterated in sorted key order, except
+	// by LeastRecent, whose minimum does not depend on the order.
 	open map[string]*storeEntry
+	// uses counts Log and Adopt calls; each entry keeps the count of its
+	// latest use, so the smallest is the least recently used.
+	uses uint64
 }
 
 // storeEntry is one open log and when it was last used.
@@ -25,27 +34,62 @@ type storeEntry struct {
 	log *Log
 	// lastUseMs is the nowMs of the latest Store.Log call for it.
 	lastUseMs int64
+	// lastUse is Store.uses at its latest use (the LRU order: unlike the
+	// clock, it tells apart uses within one millisecond).
+	lastUse uint64
 }
 
-// NewStore returns an empty store opening logs with cfg.
-func NewStore(fs FS, cfg LogConfig) *Store {
-	return &Store{fs: fs, cfg: cfg, open: make(map[string]*storeEntry)}
+// ErrOpenLogsFull: the Store holds its cap of open logs; close one first.
+var ErrOpenLogsFull = errors.New("storage: open logs at their cap")
+
+// NewStore returns an empty store opening logs with cfg, at most openMax
+// (at least 1) at once.
+func NewStore(fs FS, cfg LogConfig, openMax int) *Store {
+	assert(openMax >= 1, "store with an open-log cap of %d", openMax)
+	return &Store{fs: fs, cfg: cfg, openMax: openMax, open: make(map[string]*storeEntry)}
 }
 
 // Log returns the open log of dir, opening (and recovering) it if needed,
 // and records nowMs as its last use. The Recovery is zero when the log was
-// already open.
+// already open. Opening a log while the cap is reached fails with
+// ErrOpenLogsFull: the caller chooses what to close (CloseLeastRecent).
 func (s *Store) Log(dir string, nowMs int64) (*Log, Recovery, error) {
+	s.uses++
 	if entry, ok := s.open[dir]; ok {
-		entry.lastUseMs = max(entry.lastUseMs, nowMs)
+		entry.lastUseMs, entry.lastUse = max(entry.lastUseMs, nowMs), s.uses
 		return entry.log, Recovery{}, nil
+	}
+	if s.Full() {
+		return nil, Recovery{}, fmt.Errorf("%w (%d)", ErrOpenLogsFull, s.openMax)
 	}
 	log, recovery, err := OpenLog(s.fs, dir, s.cfg)
 	if err != nil {
 		return nil, Recovery{}, err
 	}
-	s.open[dir] = &storeEntry{log: log, lastUseMs: nowMs}
+	s.open[dir] = &storeEntry{log: log, lastUseMs: nowMs, lastUse: s.uses}
 	return log, recovery, nil
+}
+
+// Full reports whether opening one more log would exceed the cap.
+func (s *Store) Full() bool { return len(s.open) >= s.openMax }
+
+// OpenMax is the cap of open logs.
+func (s *Store) OpenMax() int { return s.openMax }
+
+// LeastRecent returns the least recently used open log that can be closed
+// without losing anything (neither Dirty nor CommittedDirty) and that
+// keep does not claim; ok is false when there is none.
+func (s *Store) LeastRecent(keep func(dir string) bool) (dir string, ok bool) {
+	var oldest *storeEntry
+	for candidate, entry := range s.open { //determinism:ok the minimum of distinct use counts does not depend on the order
+		if entry.log.Dirty() || entry.log.CommittedDirty() || keep(candidate) {
+			continue
+		}
+		if oldest == nil || entry.lastUse < oldest.lastUse {
+			oldest, dir = entry, candidate
+		}
+	}
+	return dir, oldest != nil
 }
 
 // CloseIdle closes the logs unused for at least idleMs that have nothing
@@ -101,10 +145,13 @@ func (s *Store) OpenDirs() []string {
 
 // Adopt adds a log the caller opened (a move's verified copy, see
 // OpenVerified) as the open log of dir. It fails if dir has one already.
+// It does not check the cap (the log is open already): the caller makes
+// room before its next Log.
 func (s *Store) Adopt(dir string, log *Log, nowMs int64) error {
 	if _, ok := s.open[dir]; ok {
 		return fmt.Errorf("storage: adopt %s: a log is open there already", dir)
 	}
-	s.open[dir] = &storeEntry{log: log, lastUseMs: nowMs}
+	s.uses++
+	s.open[dir] = &storeEntry{log: log, lastUseMs: nowMs, lastUse: s.uses}
 	return nil
 }

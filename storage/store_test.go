@@ -10,7 +10,7 @@ import (
 // and reports a Recovery only when it actually opened one.
 func TestStoreOpensOnDemand(t *testing.T) {
 	forEachLogFS(t, func(t *testing.T, fs FS) {
-		store := NewStore(fs, smallLogConfig())
+		store := NewStore(fs, smallLogConfig(), storeOpenMaxTest)
 		log, recovery, err := store.Log("t/p1", 100)
 		require.NoError(t, err)
 		require.Equal(t, 1, recovery.Segments)
@@ -38,7 +38,7 @@ func TestStoreOpensOnDemand(t *testing.T) {
 // CloseIdle closes the logs unused for idleMs that have nothing to sync,
 // and reports them sorted.
 func TestStoreCloseIdle(t *testing.T) {
-	store := NewStore(newLogMemFS(1), smallLogConfig())
+	store := NewStore(newLogMemFS(1), smallLogConfig(), storeOpenMaxTest)
 	open := func(dir string, nowMs int64) *Log {
 		log, _, err := store.Log(dir, nowMs)
 		require.NoError(t, err)
@@ -75,8 +75,48 @@ func TestStoreCloseIdle(t *testing.T) {
 func TestStoreOpenFailure(t *testing.T) {
 	fs := newLogMemFS(2)
 	require.NoError(t, WriteFileAtomic(fs, "file", []byte("x")))
-	store := NewStore(fs, smallLogConfig())
+	store := NewStore(fs, smallLogConfig(), storeOpenMaxTest)
 	_, _, err := store.Log("file", 0)
 	require.Error(t, err)
 	require.Empty(t, store.OpenDirs())
+}
+
+// storeOpenMaxTest is the open-log cap of the tests that do not test it.
+const storeOpenMaxTest = 64
+
+// At its cap the Store refuses to open another log; LeastRecent names the
+// least recently used log that can close without loss, skipping dirty
+// ones and those the caller keeps.
+func TestStoreCapAndLeastRecent(t *testing.T) {
+	store := NewStore(newLogMemFS(3), smallLogConfig(), 3)
+	open := func(dir string) *Log {
+		log, _, err := store.Log(dir, 0)
+		require.NoError(t, err)
+		return log
+	}
+	dirty := open("a")
+	open("b")
+	open("c")
+	require.True(t, store.Full())
+	_, _, err := store.Log("d", 0)
+	require.ErrorIs(t, err, ErrOpenLogsFull)
+	require.Equal(t, []string{"a", "b", "c"}, store.OpenDirs())
+
+	_, err = dirty.Append(testRecord(0))
+	require.NoError(t, err)
+	open("b") // b is now the most recent
+	keepNothing := func(string) bool { return false }
+	oldest, ok := store.LeastRecent(keepNothing)
+	require.True(t, ok)
+	require.Equal(t, "c", oldest, "a is dirty, b was used after c")
+	oldest, ok = store.LeastRecent(func(dir string) bool { return dir == "c" })
+	require.True(t, ok)
+	require.Equal(t, "b", oldest)
+	_, ok = store.LeastRecent(func(string) bool { return true })
+	require.False(t, ok)
+
+	require.NoError(t, store.Close(oldest))
+	open("d")
+	require.Equal(t, []string{"a", "c", "d"}, store.OpenDirs())
+	require.Panics(t, func() { NewStore(newLogMemFS(4), smallLogConfig(), 0) })
 }

@@ -1,0 +1,54 @@
+package host
+
+import (
+	"fmt"
+	"syscall"
+)
+
+// The descriptor budget. A node's descriptors go mostly to open partition
+// logs and to HTTP connections; the rest (peers, the metastore, listeners,
+// files opened briefly) fit in what these shares leave.
+const (
+	// descriptorsPerLogBudget is what one open partition log is budgeted:
+	// its hwm file, its active segment, and room for sealed segments and
+	// a consumer offset file being replaced.
+	descriptorsPerLogBudget = 4
+	// logsShareDivisor: open logs may use 1/2 of the descriptor limit.
+	logsShareDivisor = 2
+	// openLogsDerivedMin and openLogsDerivedMax clamp the derived cap of
+	// open logs.
+	openLogsDerivedMin = 16
+	openLogsDerivedMax = 65_536
+)
+
+// descriptorLimit is the process's soft RLIMIT_NOFILE (the Go runtime
+// raises it to the hard limit at start).
+func descriptorLimit() (uint64, error) {
+	var limit syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &limit); err != nil {
+		return 0, fmt.Errorf("read the descriptor limit: %w", err)
+	}
+	return limit.Cur, nil
+}
+
+// logsDescriptorShare is how many open logs fit in the logs' share of a
+// descriptor limit.
+func logsDescriptorShare(limit uint64) uint64 {
+	return limit / logsShareDivisor / descriptorsPerLogBudget
+}
+
+// openLogsCap derives the cap of open logs from the descriptor limit
+// when configured is 0, and refuses a configured cap the limit cannot
+// hold.
+func openLogsCap(configured int, limit uint64) (int, error) {
+	share := logsDescriptorShare(limit)
+	if configured == 0 {
+		return int(min(max(share, openLogsDerivedMin), openLogsDerivedMax)), nil
+	}
+	if uint64(configured) > share {
+		return 0, fmt.Errorf("storage.open_logs_max %d needs about %d file descriptors, more than half the process limit %d: "+
+			"raise the limit (ulimit -n) or lower the setting (at most %d here)",
+			configured, configured*descriptorsPerLogBudget, limit, share)
+	}
+	return configured, nil
+}
