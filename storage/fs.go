@@ -66,9 +66,16 @@ type Preallocator interface {
 	Preallocate(bytes int64) error
 }
 
-// preallocateStepBytes is how far ahead of its writes the active segment
-// reserves space: it bounds the space a quiet partition holds unused.
-const preallocateStepBytes = 4 << 20
+// How far ahead of its writes the active segment reserves space: as far
+// as it has written already (the reservation doubles as the segment
+// grows), at least preallocateStepMinBytes and at most
+// preallocateStepMaxBytes. An empty partition's first write thus reserves
+// a few tens of kilobytes, not megabytes, and a busy segment still
+// reserves in large steps.
+const (
+	preallocateStepMinBytes = 64 << 10
+	preallocateStepMaxBytes = 4 << 20
+)
 
 // FileInfo describes a name in an FS.
 type FileInfo struct {

@@ -222,16 +222,18 @@ func (l *Log) Append(r Record) (uint64, error) {
 	return offset, nil
 }
 
-// preallocate reserves disk space ahead of the active segment's writes, in
-// steps of preallocateStepBytes, when the FS can: appends inside reserved
-// space make each sync round's fsync cheaper (no block allocation to
-// journal). A failure only loses the speed-up, so it is not an error.
+// preallocate reserves disk space ahead of the active segment's writes,
+// in steps that grow with the segment (fs.go), when the FS can: appends
+// inside reserved space make each sync round's fsync cheaper (no block
+// allocation to journal). A failure only loses the speed-up, so it is not
+// an error.
 func (l *Log) preallocate(s *segment, untilBytes int64) {
 	allocator, ok := s.file.(Preallocator)
 	if !ok || untilBytes <= s.preallocatedBytes {
 		return
 	}
-	target := min(max(untilBytes, s.preallocatedBytes+preallocateStepBytes), max(untilBytes, l.cfg.SegmentBytes))
+	step := min(max(untilBytes, preallocateStepMinBytes), preallocateStepMaxBytes)
+	target := min(untilBytes+step, max(untilBytes, l.cfg.SegmentBytes))
 	if allocator.Preallocate(target) == nil {
 		s.preallocatedBytes = target
 	}
