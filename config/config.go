@@ -40,6 +40,15 @@ type HTTP struct {
 	// over TLS with that certificate (PEM files).
 	TLSCertFile string
 	TLSKeyFile  string
+	// MaxConnections limits the HTTP connections open at once; more are
+	// answered 503 and closed. 0 derives it from the process's descriptor
+	// limit at start (a quarter of it); otherwise within [1,
+	// connectionsMaxLimit].
+	MaxConnections int
+	// MaxBodyBytesInFlight caps the request body bytes the server holds at
+	// once, across requests (503 with Retry-After past it); within
+	// [bodyBytesInFlightMin, bodyBytesInFlightLimit].
+	MaxBodyBytesInFlight int64
 }
 
 // Cluster configures node identity and the node-to-node transport.
@@ -178,6 +187,8 @@ func Default() Config {
 			IdleTimeout:    60 * time.Second,
 			ShutdownGrace:  10 * time.Second,
 			MaxConsumeWait: 10 * time.Second,
+			// MaxConnections 0: derived from the descriptor limit.
+			MaxBodyBytesInFlight: 256 << 20,
 		},
 		Cluster: Cluster{Addr: ":7943", HeartbeatIntervalMs: 5_000, DeadAfterMs: 30_000, MetaSnapshotEntries: 1_000},
 		Moves:   Moves{MaxInFlight: 8, FreezeTTLMs: 30_000, StallTimeoutMs: 60_000, ForcePromoteAfterMs: 120_000},

@@ -61,6 +61,8 @@ var envVariables = []envVariable{
 	{name: "NARAD_MOVES_STALL_TIMEOUT_MS", apply: integer(func(c *Config) *int64 { return &c.Moves.StallTimeoutMs })},
 	{name: "NARAD_MOVES_FORCE_PROMOTE_AFTER_MS", apply: integer(func(c *Config) *int64 { return &c.Moves.ForcePromoteAfterMs })},
 	{name: "NARAD_STORAGE_OPEN_LOGS_MAX", apply: integer(func(c *Config) *int { return &c.Storage.OpenLogsMax })},
+	{name: "NARAD_HTTP_MAX_CONNECTIONS", apply: integer(func(c *Config) *int { return &c.HTTP.MaxConnections })},
+	{name: "NARAD_HTTP_MAX_BODY_BYTES_IN_FLIGHT", apply: integer(func(c *Config) *int64 { return &c.HTTP.MaxBodyBytesInFlight })},
 }
 
 // EnvNames returns the names of every NARAD_* variable ApplyEnv reads.

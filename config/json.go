@@ -113,6 +113,9 @@ type httpJSON struct {
 	PprofAddr      string       `json:"pprof_addr"`
 	TLSCertFile    string       `json:"tls_cert_file"`
 	TLSKeyFile     string       `json:"tls_key_file"`
+	MaxConnections int          `json:"max_connections"`
+	// MaxBodyBytesInFlight is the request body budget in bytes.
+	MaxBodyBytesInFlight int64 `json:"max_body_bytes_in_flight"`
 }
 
 // MarshalJSON writes the durations as Go duration strings.
@@ -122,6 +125,7 @@ func (h HTTP) MarshalJSON() ([]byte, error) {
 		IdleTimeout: jsonDuration(h.IdleTimeout), ShutdownGrace: jsonDuration(h.ShutdownGrace),
 		MaxConsumeWait: jsonDuration(h.MaxConsumeWait), PprofAddr: h.PprofAddr,
 		TLSCertFile: h.TLSCertFile, TLSKeyFile: h.TLSKeyFile,
+		MaxConnections: h.MaxConnections, MaxBodyBytesInFlight: h.MaxBodyBytesInFlight,
 	})
 }
 
@@ -144,6 +148,7 @@ func (h *HTTP) UnmarshalJSON(data []byte) error {
 		IdleTimeout: time.Duration(wire.IdleTimeout), ShutdownGrace: time.Duration(wire.ShutdownGrace),
 		MaxConsumeWait: time.Duration(wire.MaxConsumeWait), PprofAddr: wire.PprofAddr,
 		TLSCertFile: wire.TLSCertFile, TLSKeyFile: wire.TLSKeyFile,
+		MaxConnections: wire.MaxConnections, MaxBodyBytesInFlight: wire.MaxBodyBytesInFlight,
 	}
 	return nil
 }

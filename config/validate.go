@@ -27,6 +27,13 @@ const (
 	segmentBytesMax = 1 << 30
 	// idleLogEvictionMsMin is the shortest non-zero idle eviction.
 	idleLogEvictionMsMin = 60_000
+	// connectionsMaxLimit bounds http.max_connections.
+	connectionsMaxLimit = 1 << 20
+	// bodyBytesInFlightMin and bodyBytesInFlightLimit bound
+	// http.max_body_bytes_in_flight: at least one largest batch produce
+	// (16 MiB), at most 64 GiB.
+	bodyBytesInFlightMin   = 16 << 20
+	bodyBytesInFlightLimit = 64 << 30
 	// openLogsMaxLimit bounds storage.open_logs_max.
 	openLogsMaxLimit = 1 << 20
 	// partitionsMin is the fewest partitions a topic may have.
@@ -108,6 +115,12 @@ func (h HTTP) validate(found *problems) {
 		if timeout.value <= 0 || timeout.value > httpTimeoutMax {
 			found.add(timeout.key, "must be > 0 and ≤ %s (got %s)", httpTimeoutMax, timeout.value)
 		}
+	}
+	if h.MaxConnections < 0 || h.MaxConnections > connectionsMaxLimit {
+		found.add("http.max_connections", "must be 0 (derive from the descriptor limit) or in [1, %d] (got %d)", connectionsMaxLimit, h.MaxConnections)
+	}
+	if h.MaxBodyBytesInFlight < bodyBytesInFlightMin || h.MaxBodyBytesInFlight > bodyBytesInFlightLimit {
+		found.add("http.max_body_bytes_in_flight", "must be in [%d, %d] (got %d)", bodyBytesInFlightMin, int64(bodyBytesInFlightLimit), h.MaxBodyBytesInFlight)
 	}
 	if h.MaxConsumeWait >= h.WriteTimeout {
 		found.add("http.max_consume_wait", "must be < http.write_timeout (%s ≥ %s)", h.MaxConsumeWait, h.WriteTimeout)

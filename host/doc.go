@@ -60,7 +60,11 @@
 // node closes the least recently used idle log to admit another
 // (narad_open_partition_logs, narad_open_partition_logs_max,
 // narad_partition_log_evictions_total); when every open log has
-// unsynced data the request gets a retryable 503.
+// unsynced data the request gets a retryable 503. The HTTP listener admits
+// at most HTTPConnectionsMax connections at once (http.max_connections,
+// a quarter of the descriptor limit when not set; listener.go): one more
+// is answered 503 with Retry-After and closed at once
+// (narad_http_connections_open, _max, _refused_total).
 //
 // A failed fsync ends the node: replies of that Ready are not sent,
 // waiting requests get 503, and Run returns the error so the process exits

@@ -37,6 +37,10 @@ type Options struct {
 	PprofAddr string
 	// HTTP server timeouts, and how long graceful shutdown waits.
 	ReadTimeout, WriteTimeout, IdleTimeout, ShutdownGrace time.Duration
+	// HTTPConnectionsMax limits the HTTP connections open at once (more
+	// are answered 503 and closed); 0 derives it from the descriptor
+	// limit at start (listener.go).
+	HTTPConnectionsMax int
 	// Codec bounds request decoding (body sizes, consume wait).
 	Codec httpapi.CodecConfig
 	// Cluster configures the node-to-node transport; zero for a single
@@ -91,8 +95,10 @@ type Host struct {
 	backend  *backend
 	server   *http.Server
 	listener net.Listener
-	pprof    *http.Server
-	cancel   context.CancelFunc
+	// connectionsMax is the HTTP connection limit in force (set by listen).
+	connectionsMax int
+	pprof          *http.Server
+	cancel         context.CancelFunc
 	// transport carries envelopes to and from peers; nil for a single
 	// node. Started before the loop, closed after it stopped.
 	transport *peer.Transport
@@ -152,9 +158,12 @@ func (h *Host) logDescriptorBudget() {
 		return
 	}
 	h.logger.Info("file descriptor budget", "limit", limit, "open_logs_max", h.opts.Node.OpenLogsMax,
-		"descriptors_per_log_budget", descriptorsPerLogBudget)
+		"descriptors_per_log_budget", descriptorsPerLogBudget, "http_connections_max", h.connectionsMax)
 	if uint64(h.opts.Node.OpenLogsMax) > logsDescriptorShare(limit) {
 		h.logger.Warn("the cap of open logs could use more than half the descriptor limit", "limit", limit, "open_logs_max", h.opts.Node.OpenLogsMax)
+	}
+	if uint64(h.connectionsMax) > limit/connectionsShareDivisor {
+		h.logger.Warn("the HTTP connection limit could use more than a quarter of the descriptor limit", "limit", limit, "http_connections_max", h.connectionsMax)
 	}
 }
 
@@ -202,10 +211,16 @@ func (h *Host) listen(reg *prometheus.Registry, authenticator *auth.Authenticato
 		return err
 	}
 	codec := httpapi.NewCodec(h.opts.Codec)
-	listener, err := net.Listen("tcp", h.opts.HTTPAddr)
+	inner, err := net.Listen("tcp", h.opts.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", h.opts.HTTPAddr, err)
 	}
+	limit, err := descriptorLimit()
+	if err != nil {
+		return errors.Join(err, inner.Close())
+	}
+	h.connectionsMax = connectionsCap(h.opts.HTTPConnectionsMax, limit)
+	var listener net.Listener = newLimitListener(inner, h.connectionsMax, reg)
 	if tlsConfig != nil {
 		listener = tls.NewListener(listener, tlsConfig)
 	}

@@ -47,6 +47,8 @@ func OptionsFrom(cfg config.Config) (Options, error) {
 	opts.Codec.ConsumeWaitMaxMs = cfg.HTTP.MaxConsumeWait.Milliseconds()
 	opts.Security.Enabled, opts.Security.AdminPassword = cfg.Security.Enabled, cfg.Security.AdminPassword
 	opts.Security.TLSCertFile, opts.Security.TLSKeyFile = cfg.HTTP.TLSCertFile, cfg.HTTP.TLSKeyFile
+	opts.Codec.BodyBytesInFlightMax = cfg.HTTP.MaxBodyBytesInFlight
+	opts.HTTPConnectionsMax = cfg.HTTP.MaxConnections
 	opts.Node = nodeConfig(cfg)
 	limit, err := descriptorLimit()
 	if err != nil {

@@ -17,6 +17,10 @@ const (
 	// raw NDJSON cap sits well above the payload cap: the payload cap is the
 	// one a well-formed batch meets first.
 	defaultBatchBodyBytesMax = 16 << 20
+	// defaultBodyBytesInFlightMax holds sixteen of the largest batches.
+	defaultBodyBytesInFlightMax = 256 << 20
+	// bodyBytesInFlightLimit bounds BodyBytesInFlightMax.
+	bodyBytesInFlightLimit = 64 << 30
 )
 
 // CodecConfig bounds what Decode accepts. Start from DefaultCodecConfig.
@@ -31,15 +35,22 @@ type CodecConfig struct {
 	MessageBodyBytesMax int64
 	// BatchBodyBytesMax caps the raw NDJSON body of a batch produce.
 	BatchBodyBytesMax int64
+	// BodyBytesInFlightMax caps the request body bytes the server holds
+	// at once, across requests (charged as they arrive, released with the
+	// answer); a read past it answers 503 with Retry-After. Within
+	// [BatchBodyBytesMax, bodyBytesInFlightLimit], so one largest batch
+	// always fits.
+	BodyBytesInFlightMax int64
 }
 
 // DefaultCodecConfig returns the defaults of API.md.
 func DefaultCodecConfig() CodecConfig {
 	return CodecConfig{
-		ConsumeWaitMaxMs:    defaultConsumeWaitMaxMs,
-		JSONBodyBytesMax:    defaultJSONBodyBytesMax,
-		MessageBodyBytesMax: defaultMessageBodyBytesMax,
-		BatchBodyBytesMax:   defaultBatchBodyBytesMax,
+		ConsumeWaitMaxMs:     defaultConsumeWaitMaxMs,
+		JSONBodyBytesMax:     defaultJSONBodyBytesMax,
+		MessageBodyBytesMax:  defaultMessageBodyBytesMax,
+		BatchBodyBytesMax:    defaultBatchBodyBytesMax,
+		BodyBytesInFlightMax: defaultBodyBytesInFlightMax,
 	}
 }
 
@@ -58,5 +69,7 @@ func (c CodecConfig) Validate() error {
 		"message body bytes max %d above the batch payload max %d", c.MessageBodyBytesMax, node.ProduceBatchBytesMax)
 	check(c.BatchBodyBytesMax >= node.ProduceBatchBytesMax,
 		"batch body bytes max %d below the batch payload max %d", c.BatchBodyBytesMax, node.ProduceBatchBytesMax)
+	check(c.BodyBytesInFlightMax >= c.BatchBodyBytesMax && c.BodyBytesInFlightMax <= bodyBytesInFlightLimit,
+		"body bytes in flight max %d not in [batch body bytes max %d, %d]", c.BodyBytesInFlightMax, c.BatchBodyBytesMax, int64(bodyBytesInFlightLimit))
 	return errors.Join(problems...)
 }

@@ -15,7 +15,8 @@
 //   - Encode turns a node.Request and its node.Reply into a Response
 //     (status, headers, body). It never fails: a reply that breaks the
 //     contract of node/reply.go is a bug and panics through assert.
-//   - NewHandler is the production server: metrics middleware, then panic
+//   - NewHandler is the production server: metrics middleware, then the
+//     budget of request body bytes in flight (bodybudget.go), then panic
 //     recovery, then authentication (WithSecurity: HTTP Basic checked by
 //     package auth; /healthz, /readyz and /metrics exempt), then Decode,
 //     authorization by route at this node (grants, topic owner, admin),
@@ -50,7 +51,12 @@
 //     decides; see the ack table in the repository's README), so a retry
 //     tells the client whether its first attempt landed.
 //   - Every list in a reply body is a JSON array, never null.
-//   - Decoding reads at most the configured body caps plus one byte.
+//   - Decoding reads at most the configured body caps plus one byte, into
+//     a buffer that grows with the bytes that arrived (at most twice
+//     them): an announced Content-Length reserves nothing. The bytes read
+//     count against CodecConfig.BodyBytesInFlightMax until the answer; a
+//     read past it answers 503.
+//   - Every 503 carries Retry-After (RetryAfterSeconds).
 //
 // Inputs: HTTP requests, node replies, the Backend (the node driver).
 // Outputs: node requests, HTTP responses, Prometheus series

@@ -33,9 +33,10 @@ type Backend interface {
 }
 
 // NewHandler is the HTTP server of one node. Middleware, outer to inner:
-// HTTP metrics (registered with reg, which /metrics also serves), panic
-// recovery, authentication (WithSecurity), then the routes: Decode,
-// authorization, Backend.Do, Encode, Write.
+// HTTP metrics (registered with reg, which /metrics also serves), the
+// budget of request body bytes in flight, panic recovery, authentication
+// (WithSecurity), then the routes: Decode, authorization, Backend.Do,
+// Encode, Write.
 func NewHandler(b Backend, codec *Codec, reg *prometheus.Registry, logger *slog.Logger, options ...HandlerOption) http.Handler {
 	assert(b != nil && codec != nil && reg != nil && logger != nil,
 		"NewHandler needs a backend, a codec, a registry and a logger")
@@ -50,7 +51,8 @@ func NewHandler(b Backend, codec *Codec, reg *prometheus.Registry, logger *slog.
 	for _, option := range options {
 		option(routes)
 	}
-	return metrics.middleware(codec.route, recoverPanics(logger, routes))
+	budget := newBodyBudget(codec.config.BodyBytesInFlightMax, reg)
+	return metrics.middleware(codec.route, budget.middleware(recoverPanics(logger, routes)))
 }
 
 // apiHandler serves every route of the codec. Its fields are set by

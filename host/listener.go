@@ -1,0 +1,120 @@
+package host
+
+import (
+	"net"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The HTTP connection limit's derivation and its refusal.
+const (
+	// connectionsShareDivisor: HTTP connections may use 1/4 of the
+	// descriptor limit.
+	connectionsShareDivisor = 4
+	// connectionsDerivedMin and connectionsDerivedMax clamp the derived
+	// limit.
+	connectionsDerivedMin = 64
+	connectionsDerivedMax = 65_536
+	// refusalWriteTimeout bounds the write of the refusal to a connection
+	// over the limit (it fits in the socket buffer; a peer that does not
+	// read cannot hold the accept loop).
+	refusalWriteTimeout = 100 * time.Millisecond
+)
+
+// refusalBody and refusal are the whole answer to a connection over the
+// limit.
+const (
+	refusalBody = `{"error":"too many connections to this server; retry"}` + "\n"
+	refusal     = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n" +
+		"Connection: close\r\nContent-Length: 55\r\n\r\n" + refusalBody
+)
+
+// connectionsCap derives the HTTP connection limit from the descriptor
+// limit when configured is 0.
+func connectionsCap(configured int, limit uint64) int {
+	if configured > 0 {
+		return configured
+	}
+	return int(min(max(limit/connectionsShareDivisor, connectionsDerivedMin), connectionsDerivedMax))
+}
+
+// limitListener accepts at most max connections open at once; a
+// connection past it is answered 503 and closed at once, so it holds no
+// descriptor. Safe for concurrent use.
+type limitListener struct {
+	net.Listener
+	// max is fixed at creation, > 0.
+	max int
+	// mu guards open. Invariant: 0 <= open <= max.
+	mu   sync.Mutex
+	open int
+	// gauges and counters of the limit.
+	openGauge prometheus.Gauge
+	refused   prometheus.Counter
+}
+
+// newLimitListener wraps inner and registers the connection metrics.
+func newLimitListener(inner net.Listener, max int, reg prometheus.Registerer) *limitListener {
+	l := &limitListener{Listener: inner, max: max,
+		openGauge: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "narad", Subsystem: "http",
+			Name: "connections_open", Help: "HTTP connections open now."}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Subsystem: "http",
+			Name: "connections_refused_total", Help: "HTTP connections refused (503) because the connection limit was reached."}),
+	}
+	maxGauge := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "narad", Subsystem: "http",
+		Name: "connections_max", Help: "Limit of the HTTP connections open at once."})
+	maxGauge.Set(float64(max))
+	reg.MustRegister(l.openGauge, l.refused, maxGauge)
+	return l
+}
+
+// Accept returns the next connection under the limit, refusing those
+// over it.
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		conn, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.admit() {
+			return &limitedConn{Conn: conn, listener: l}, nil
+		}
+		l.refused.Inc()
+		_ = conn.SetWriteDeadline(time.Now().Add(refusalWriteTimeout))
+		_, _ = conn.Write([]byte(refusal)) // best effort: the client may be gone
+		_ = conn.Close()
+	}
+}
+
+func (l *limitListener) admit() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.open >= l.max {
+		return false
+	}
+	l.open++
+	l.openGauge.Set(float64(l.open))
+	return true
+}
+
+func (l *limitListener) release() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.open--
+	l.openGauge.Set(float64(l.open))
+}
+
+// limitedConn gives its slot back once, at the first Close.
+type limitedConn struct {
+	net.Conn
+	listener *limitListener
+	once     sync.Once
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.listener.release)
+	return err
+}

@@ -1,0 +1,86 @@
+package host
+
+import (
+	"bufio"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Past the HTTP connection limit a new connection is answered 503 with
+// Retry-After and closed (it holds no descriptor); a slot freed by a
+// closed connection admits the next one.
+func TestHTTPConnectionLimit(t *testing.T) {
+	opts := DefaultOptions(t.TempDir())
+	opts.HTTPAddr = "127.0.0.1:0"
+	opts.HTTPConnectionsMax = 3
+	h, err := Start(opts, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Shutdown() })
+
+	dial := func() net.Conn {
+		conn, err := net.Dial("tcp", h.Addr())
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = conn.Close() })
+		return conn
+	}
+	// served asks for healthz on conn.
+	served := func(conn net.Conn) (*http.Response, error) {
+		if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n"); err != nil {
+			return nil, err
+		}
+		response, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err == nil {
+			_, err = io.ReadAll(response.Body)
+		}
+		return response, err
+	}
+	var held []net.Conn
+	for range opts.HTTPConnectionsMax {
+		conn := dial()
+		response, err := served(conn)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, response.StatusCode)
+		held = append(held, conn)
+	}
+	over := dial()
+	response, err := http.ReadResponse(bufio.NewReader(over), nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusServiceUnavailable, response.StatusCode)
+	require.Equal(t, "1", response.Header.Get("Retry-After"))
+	body, err := io.ReadAll(response.Body)
+	require.NoError(t, err)
+	require.Contains(t, string(body), "too many connections")
+
+	require.NoError(t, held[0].Close())
+	require.Eventually(t, func() bool {
+		conn, err := net.Dial("tcp", h.Addr())
+		if err != nil {
+			return false
+		}
+		defer conn.Close()
+		response, err := served(conn)
+		return err == nil && response.StatusCode == http.StatusOK
+	}, 10*time.Second, 10*time.Millisecond, "a freed slot admits a new connection")
+
+	metrics := metricsText(t, held[1])
+	require.Contains(t, metrics, "narad_http_connections_max 3")
+	require.Regexp(t, `narad_http_connections_refused_total [1-9]`, metrics)
+}
+
+// metricsText reads /metrics on an admitted connection.
+func metricsText(t *testing.T, conn net.Conn) string {
+	t.Helper()
+	_, err := io.WriteString(conn, "GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n")
+	require.NoError(t, err)
+	response, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	body, err := io.ReadAll(response.Body)
+	require.NoError(t, err)
+	return string(body)
+}

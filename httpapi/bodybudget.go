@@ -1,0 +1,120 @@
+package httpapi
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"narad/node"
+)
+
+// errBodyBudgetFull: reading more of a request body would take the bytes
+// of request bodies held by the server past its cap.
+var errBodyBudgetFull = errors.New("request body bytes in flight at their cap")
+
+// errBodyBudget answers a request refused by the body budget.
+var errBodyBudget = node.Unavailable("the server holds its cap of request body bytes in flight; retry")
+
+// bodyBudget bounds the bytes of request bodies the server holds at once,
+// across requests: a body takes its bytes from the budget as they arrive
+// (never from an announced Content-Length) and gives them back when its
+// request is answered. Safe for concurrent use.
+type bodyBudget struct {
+	// bytesMax is the cap; fixed at newBodyBudget, > 0.
+	bytesMax int64
+	// mu guards held. Invariant: 0 <= held <= bytesMax.
+	mu   sync.Mutex
+	held int64
+	// inFlight mirrors held; refused counts the reads refused.
+	inFlight prometheus.Gauge
+	refused  prometheus.Counter
+}
+
+// newBodyBudget creates a budget of bytesMax and registers its metrics.
+func newBodyBudget(bytesMax int64, reg prometheus.Registerer) *bodyBudget {
+	assert(bytesMax > 0, "request body budget of %d bytes", bytesMax)
+	budget := &bodyBudget{
+		bytesMax: bytesMax,
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "narad", Subsystem: "http",
+			Name: "request_body_bytes_in_flight", Help: "Request body bytes read and held by requests not yet answered."}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Subsystem: "http",
+			Name: "request_body_budget_refused_total", Help: "Requests refused (503) because request bodies in flight held their cap."}),
+	}
+	budgetMax := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "narad", Subsystem: "http",
+		Name: "request_body_bytes_in_flight_max", Help: "Cap of the request body bytes held at once."})
+	budgetMax.Set(float64(bytesMax))
+	reg.MustRegister(budget.inFlight, budget.refused, budgetMax)
+	return budget
+}
+
+// take adds bytes to the held total, or reports false if that would pass
+// the cap.
+func (b *bodyBudget) take(bytes int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.held+bytes > b.bytesMax {
+		return false
+	}
+	b.held += bytes
+	b.inFlight.Set(float64(b.held))
+	return true
+}
+
+// give returns bytes taken earlier.
+func (b *bodyBudget) give(bytes int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.held -= bytes
+	assert(b.held >= 0, "request body budget gave back more than it took")
+	b.inFlight.Set(float64(b.held))
+}
+
+// Held is the bytes held now (for tests).
+func (b *bodyBudget) Held() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.held
+}
+
+// middleware charges every request body read through next to the budget
+// and gives the bytes back once next returned (the decoded request, which
+// may point into the body, is answered by then).
+func (b *bodyBudget) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body := &budgetedBody{reader: r.Body, budget: b}
+		r = r.WithContext(r.Context()) // a shallow copy: the caller's request stays as it was
+		r.Body = body
+		defer func() { b.give(body.held) }()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// budgetedBody takes the bytes it returns from the budget. It belongs to
+// one request and is used by one goroutine.
+type budgetedBody struct {
+	reader io.ReadCloser
+	budget *bodyBudget
+	// held is what this body took from the budget so far.
+	held int64
+}
+
+func (c *budgetedBody) Read(buffer []byte) (int, error) {
+	n, err := c.reader.Read(buffer)
+	if n > 0 {
+		if !c.budget.take(int64(n)) {
+			c.budget.refused.Inc()
+			return 0, errBodyBudgetFull
+		}
+		c.held += int64(n)
+	}
+	return n, err
+}
+
+func (c *budgetedBody) Close() error { return c.reader.Close() }

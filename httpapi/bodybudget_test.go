@@ -1,0 +1,105 @@
+package httpapi
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+)
+
+// startBudgetServer serves NewHandler with cfg over loopback.
+func startBudgetServer(t *testing.T, cfg CodecConfig) (*httptest.Server, *prometheus.Registry) {
+	t.Helper()
+	registry := prometheus.NewRegistry()
+	handler := NewHandler(&tableBackend{}, NewCodec(cfg), registry, slog.New(slog.DiscardHandler))
+	server := httptest.NewServer(handler)
+	t.Cleanup(server.Close)
+	return server, registry
+}
+
+// announce opens a connection and sends the head of a batch produce that
+// announces announced body bytes, then sent of them.
+func announce(t *testing.T, server *httptest.Server, announced int, sent []byte) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", server.Listener.Addr().String())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	head := fmt.Sprintf("POST /v1/topics/t/produce HTTP/1.1\r\nHost: test\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\n", announced)
+	_, err = conn.Write(append([]byte(head), sent...))
+	require.NoError(t, err)
+	return conn
+}
+
+// gaugeReaches waits (bounded) until the unlabelled gauge name equals
+// want; the wait only synchronizes with the server's goroutines.
+func gaugeReaches(t *testing.T, registry *prometheus.Registry, name string, want float64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for series(t, registry, name)[""] != want {
+		require.True(t, time.Now().Before(deadline), "%s stays at %v, want %v", name, series(t, registry, name)[""], want)
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	var stats runtime.MemStats
+	runtime.ReadMemStats(&stats)
+	return stats.HeapInuse
+}
+
+// Bodies announced but not sent hold only the bytes that arrived: twenty
+// requests announcing 16 MiB each and sending one byte hold 20 bytes of
+// the budget, and the heap does not grow by the announced 320 MiB.
+func TestAnnouncedBodiesHoldOnlyWhatArrived(t *testing.T) {
+	server, registry := startBudgetServer(t, DefaultCodecConfig())
+	const requests = 20
+	const announced = 16 << 20
+	before := heapInUse()
+	for range requests {
+		announce(t, server, announced, []byte("{"))
+	}
+	gaugeReaches(t, registry, "narad_http_request_body_bytes_in_flight", requests)
+	grown := int64(heapInUse()) - int64(before)
+	t.Logf("%d requests announcing %d bytes each: heap grew by %d bytes", requests, announced, grown)
+	require.Less(t, grown, int64(32<<20), "the heap must not hold the announced lengths")
+}
+
+// Past the budget of body bytes in flight a request gets 503 with
+// Retry-After, and the bytes are given back once requests end.
+func TestBodyBudgetRefusesPastItsCap(t *testing.T) {
+	cfg := DefaultCodecConfig()
+	cfg.BodyBytesInFlightMax = cfg.BatchBodyBytesMax
+	server, registry := startBudgetServer(t, cfg)
+	held := 12 << 20
+	stalled := announce(t, server, int(cfg.BatchBodyBytesMax)-1, []byte(strings.Repeat(" ", held)))
+	gaugeReaches(t, registry, "narad_http_request_body_bytes_in_flight", float64(held))
+
+	body := strings.Repeat(`{"payload":"`+strings.Repeat("x", 6_000)+`"}`+"\n", 1_000)
+	response, err := server.Client().Post(server.URL+"/v1/topics/t/produce", "application/x-ndjson", strings.NewReader(body))
+	require.NoError(t, err)
+	data, err := io.ReadAll(response.Body)
+	require.NoError(t, err)
+	require.NoError(t, response.Body.Close())
+	require.Equal(t, http.StatusServiceUnavailable, response.StatusCode, "%s", data)
+	require.Equal(t, "1", response.Header.Get("Retry-After"))
+	require.Contains(t, string(data), "request body bytes in flight")
+	require.Equal(t, 1.0, series(t, registry, "narad_http_request_body_budget_refused_total")[""])
+
+	require.NoError(t, stalled.Close())
+	gaugeReaches(t, registry, "narad_http_request_body_bytes_in_flight", 0)
+	response, err = server.Client().Post(server.URL+"/v1/topics/t/produce", "application/x-ndjson", strings.NewReader(body))
+	require.NoError(t, err)
+	require.NoError(t, response.Body.Close())
+	require.NotEqual(t, http.StatusServiceUnavailable, response.StatusCode, "the budget is free again")
+	require.Equal(t, 1.0, series(t, registry, "narad_http_request_body_budget_refused_total")[""])
+}
