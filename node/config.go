@@ -34,6 +34,9 @@ const (
 // alone would exceed any sane process limit.
 const openLogsLimit = 1 << 20
 
+// consumeReplyBytesLimit bounds Config.ConsumeReplyBytesMax.
+const consumeReplyBytesLimit = 64 << 20
+
 // Config holds a node's settings. Callers start from DefaultConfig and
 // change what they need; Validate reports every problem at once.
 type Config struct {
@@ -84,6 +87,11 @@ type Config struct {
 
 	// ConsumeWaitMaxMs clamps a consume's long-poll wait.
 	ConsumeWaitMaxMs int64
+	// ConsumeReplyBytesMax: a batch consume stops adding messages once
+	// they hold this many payload bytes (a reply always carries at least
+	// one message, so it holds at most this plus one record). Within
+	// [MessageBytesMax, consumeReplyBytesLimit].
+	ConsumeReplyBytesMax int
 	// WaitersMax bounds the long polls parked at once; past it a consume
 	// that finds nothing answers at once with nothing.
 	WaitersMax int
@@ -117,6 +125,7 @@ func DefaultConfig() Config {
 		DefaultAckedAheadMax:       1024,
 		ConsumeWaitMaxMs:           10_000,
 		WaitersMax:                 10_000,
+		ConsumeReplyBytesMax:       8 << 20,
 		CommitPersistIntervalMs:    100,
 		RetentionCheckIntervalMs:   60_000,
 		IdleLogCloseMs:             1_800_000,
@@ -163,6 +172,8 @@ func (c Config) Validate() error {
 	check(c.DefaultAckedAheadMax > 0, "default max acked ahead must be > 0")
 	check(c.ConsumeWaitMaxMs >= 0, "consume wait max must be >= 0")
 	check(c.WaitersMax > 0, "waiters max must be > 0")
+	check(c.ConsumeReplyBytesMax >= MessageBytesMax && c.ConsumeReplyBytesMax <= consumeReplyBytesLimit,
+		"consume reply bytes max %d not in [%d, %d]", c.ConsumeReplyBytesMax, MessageBytesMax, consumeReplyBytesLimit)
 	check(c.CommitPersistIntervalMs > 0, "commit persist interval must be > 0")
 	check(c.RetentionCheckIntervalMs > 0, "retention check interval must be > 0")
 	check(c.OpenLogsMax >= 1 && c.OpenLogsMax <= openLogsLimit, "open logs max %d not in [1, %d]", c.OpenLogsMax, openLogsLimit)

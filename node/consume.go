@@ -66,10 +66,14 @@ func checkConsume(t *topic, r Consume) error {
 
 // reserve reserves up to max(r.Max, 1) messages, starting at the topic's
 // rotating cursor so that partitions are served fairly; a partition
-// frozen for a move delivers nothing.
+// frozen for a move delivers nothing. It stops adding messages once they
+// hold ConsumeReplyBytesMax of payload, so a reply holds at most that
+// plus one record (and always at least one message).
 func (n *Node) reserve(t *topic, r Consume) []Message {
 	want := max(r.Max, 1)
 	var messages []Message
+	payloadBytes := 0
+	full := func() bool { return len(messages) == want || payloadBytes >= n.cfg.ConsumeReplyBytesMax }
 	for _, index := range n.consumeOrder(t, r.Partition) {
 		if !n.ownedHere(t, index) {
 			continue
@@ -81,14 +85,15 @@ func (n *Node) reserve(t *topic, r Consume) []Message {
 			// back, after records acked at the new owner meanwhile.
 			continue
 		}
-		for len(messages) < want {
+		for !full() {
 			message, ok := n.reserveOne(t, p)
 			if !ok {
 				break
 			}
 			messages = append(messages, message)
+			payloadBytes += len(message.Payload)
 		}
-		if len(messages) == want {
+		if full() {
 			break
 		}
 	}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -317,4 +318,34 @@ func TestRetentionReachesLogsClosedSinceRestart(t *testing.T) {
 	require.Empty(t, h.node.store.OpenDirs(), "nothing is open after a restart")
 	h.tick(h.cfg.DefaultRetentionMs + h.cfg.RetentionCheckIntervalMs)
 	require.Positive(t, h.stats("orders", 0).OldestOffset, "expired sealed segments were deleted without any client touching the partition")
+}
+
+// A batch consume stops adding messages once they hold
+// ConsumeReplyBytesMax of payload: twenty 1 MiB records asked for a
+// hundred at a time come back eight, eight and four.
+func TestBatchConsumeStopsAtTheReplyByteCap(t *testing.T) {
+	h := newHarness(t)
+	require.Equal(t, 8<<20, h.cfg.ConsumeReplyBytesMax)
+	h.createTopic("big")
+	record := strings.Repeat("x", MessageBytesMax)
+	for range 20 {
+		h.produce("big", 0, record)
+	}
+	var sizes []int
+	for range 3 {
+		result := h.ok(Consume{Topic: "big", Partition: 0, Max: ConsumeBatchMax}).(ConsumeResult)
+		payload := 0
+		for _, message := range result.Messages {
+			payload += len(message.Payload)
+		}
+		require.LessOrEqual(t, payload, h.cfg.ConsumeReplyBytesMax+MessageBytesMax)
+		sizes = append(sizes, len(result.Messages))
+	}
+	require.Equal(t, []int{8, 8, 4}, sizes)
+
+	h.cfg.ConsumeReplyBytesMax = MessageBytesMax
+	h.restart()
+	h.tick(h.cfg.DefaultVisibilityTimeoutMs + 1) // the leases lapse: all twenty are available again
+	result := h.ok(Consume{Topic: "big", Partition: 0, Max: ConsumeBatchMax}).(ConsumeResult)
+	require.Len(t, result.Messages, 1, "at the smallest cap a reply still carries one message")
 }
