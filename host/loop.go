@@ -260,7 +260,7 @@ func (l *loop) flush() error {
 	for l.node.HasReady() {
 		rd := l.node.Ready()
 		if err := l.persist(rd.Syncs); err != nil {
-			l.failPending(node.Unavailable("node storage failed; retry: %v", err))
+			l.failPending(node.Unavailable("node storage failed; retry")) // the log line names the files
 			return fmt.Errorf("persist: %w", err)
 		}
 		l.publishSchemas()

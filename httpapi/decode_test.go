@@ -318,8 +318,8 @@ func TestDecodeAck(t *testing.T) {
 	runDecodeCases(t, []decodeCase{
 		{name: "ack", method: "POST", target: target + "?receipt_handle=1:2:3",
 			wantRoute: RouteAck, want: ack(node.AckCommit, false, "1:2:3")},
-		{name: "first handle wins", method: "POST", target: target + "?receipt_handle=1:2:3&receipt_handle=junk",
-			wantRoute: RouteAck, want: ack(node.AckCommit, false, "1:2:3")},
+		{name: "a handle given twice", method: "POST", target: target + "?receipt_handle=1:2:3&receipt_handle=junk",
+			wantStatus: 400, wantMessage: `duplicate query parameter "receipt_handle"`},
 		{name: "extend false", method: "POST", target: target + "?receipt_handle=0:0:1&extend=false",
 			wantRoute: RouteAck, want: ack(node.AckCommit, false, "0:0:1")},
 		{name: "extend empty", method: "POST", target: target + "?receipt_handle=0:0:1&extend=",

@@ -57,6 +57,9 @@
 //     count against CodecConfig.BodyBytesInFlightMax until the answer; a
 //     read past it answers 503.
 //   - Every 503 carries Retry-After (RetryAfterSeconds).
+//   - Strict input: a JSON body with a key given twice in one object, or a
+//     query parameter given twice, is 400 on every route; an error body
+//     names no file on disk and no socket address.
 //
 // Inputs: HTTP requests, node replies, the Backend (the node driver).
 // Outputs: node requests, HTTP responses, Prometheus series

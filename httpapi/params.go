@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -18,16 +20,23 @@ import (
 var errTrailingData = errors.New("unexpected data after the JSON value")
 
 // parseQuery parses the query string strictly: a malformed pair fails the
-// request instead of being dropped.
+// request instead of being dropped, and so does a parameter given twice
+// (no route lets the first or the last win silently).
 func parseQuery(r *http.Request) (url.Values, *ErrorResponse) {
 	values, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return nil, invalidf("invalid query string: %v", err)
 	}
+	for _, name := range slices.Sorted(maps.Keys(values)) {
+		if len(values[name]) > 1 {
+			return nil, invalidf("duplicate query parameter %q", name)
+		}
+	}
 	return values, nil
 }
 
-// rejectDuplicates fails when one of names appears more than once.
+// rejectDuplicates fails when one of names appears more than once (for a
+// query not read through parseQuery).
 func rejectDuplicates(query url.Values, names ...string) *ErrorResponse {
 	for _, name := range names {
 		if len(query[name]) > 1 {
@@ -164,7 +173,15 @@ func readFailure(err error) *ErrorResponse {
 	if errors.As(err, &tooLarge) {
 		return failure(ErrBodyTooLarge)
 	}
-	return invalidf("could not read request body: %v", err)
+	// The error text names the connection's addresses: say only its kind.
+	var netError net.Error
+	switch {
+	case errors.As(err, &netError) && netError.Timeout():
+		return invalidf("could not read request body: timed out")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return invalidf("could not read request body: it ended before its announced length")
+	}
+	return invalidf("could not read request body")
 }
 
 // readJSONBody reads a JSON body of at most the codec's JSON cap and
@@ -180,9 +197,13 @@ func (c *Codec) readJSONBody(r *http.Request, value any) *ErrorResponse {
 	return nil
 }
 
-// decodeStrictJSON decodes exactly one JSON value with no unknown fields;
+// decodeStrictJSON decodes exactly one JSON value with no unknown fields
+// and no key given twice in one object (the last would silently win);
 // whitespace may follow it, nothing else.
 func decodeStrictJSON(data []byte, value any) error {
+	if key := findDuplicateKey(data); key != "" {
+		return errDuplicateKey(key)
+	}
 	decoder := json.NewDecoder(bytes.NewReader(data))
 	decoder.DisallowUnknownFields()
 	if err := decoder.Decode(value); err != nil {

@@ -262,7 +262,7 @@ func (n *Node) replay(r Replay) (any, error) {
 	p := n.partitionOf(t, r.Partition)
 	log, err := n.openLog(t, p)
 	if err != nil {
-		return nil, Unavailable("partition %d of %s is unavailable: %v", r.Partition, r.Topic, err)
+		return nil, Unavailable("partition %d of %s is unavailable: %s", r.Partition, r.Topic, storageCause(err))
 	}
 	record, err := log.Read(r.Offset)
 	switch {
@@ -277,7 +277,7 @@ func (n *Node) replay(r Replay) (any, error) {
 	case errors.Is(err, storage.ErrCorrupt):
 		return nil, Gone("offset %d is unreadable (corrupt record skipped by recovery)", r.Offset)
 	case err != nil:
-		return nil, Internal("replay failed: %v", err)
+		return nil, Internal("replay failed: %s", storageCause(err))
 	}
 	n.observer.Consumed(t.info.Name, r.Partition, 1, int64(len(record.Payload)))
 	return ReplayResult{Message: &Message{

@@ -1,6 +1,11 @@
 package node
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+
+	"narad/storage"
+)
 
 // Code classifies a request failure. httpapi maps each code to one HTTP
 // status; the simulator's clients read the same codes.
@@ -51,4 +56,22 @@ func CodeOf(err error) Code {
 		return e.Code
 	}
 	return CodeInternal
+}
+
+// storageCause describes a storage failure for a client: its kind only.
+// The full error names files on this node's disk (and the operator sees
+// it in the log, through the observer); a client error never does.
+func storageCause(err error) string {
+	var clientError *Error
+	switch {
+	case errors.As(err, &clientError):
+		return clientError.Message
+	case errors.Is(err, storage.ErrNoSpace):
+		return "no space left on the node's disk"
+	case errors.Is(err, storage.ErrIO):
+		return "input/output error on the node's disk"
+	case errors.Is(err, storage.ErrCorrupt), errors.Is(err, storage.ErrFrameCorrupt):
+		return "corrupt data on the node's disk"
+	}
+	return "storage error"
 }

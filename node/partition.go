@@ -174,7 +174,7 @@ func (n *Node) failLog(p *partition, cause error) {
 	n.observer.Event("log-failed", fmt.Sprintf("%s: %v", p.dir, cause))
 	_ = n.store.Close(p.dir) // the log is failed; its close error adds nothing
 	p.log = nil
-	n.failDependents(p, Unavailable("partition %d of %s: storage failed, retry: %v", p.key.index, p.key.topic, cause))
+	n.failDependents(p, Unavailable("partition %d of %s: storage failed, retry: %s", p.key.index, p.key.topic, storageCause(cause)))
 }
 
 // failDependents replaces the queued replies that depended on p's sync

@@ -177,7 +177,7 @@ func (n *Node) nextStickyPartition(t *topic) int {
 func (n *Node) append(t *topic, p *partition, rec ProduceRecord) (uint64, error) {
 	log, err := n.openLog(t, p)
 	if err != nil {
-		return 0, Unavailable("partition %d of %s is unavailable: %v", p.key.index, t.info.Name, err)
+		return 0, Unavailable("partition %d of %s is unavailable: %s", p.key.index, t.info.Name, storageCause(err))
 	}
 	offset, err := log.Append(storage.Record{Key: rec.Key, TimeMs: n.nowMs, Payload: rec.Payload})
 	if errors.Is(err, storage.ErrRecordTooLarge) {
@@ -186,7 +186,7 @@ func (n *Node) append(t *topic, p *partition, rec ProduceRecord) (uint64, error)
 	if err != nil {
 		chaos.Reached("node-append-failed")
 		n.failLog(p, err)
-		return 0, Unavailable("produce failed: %v", err)
+		return 0, Unavailable("produce failed: %s", storageCause(err))
 	}
 	n.observer.Produced(t.info.Name, p.key.index, 1, int64(len(rec.Payload)))
 	n.appendObserver.Appended(t.info.Name, p.key.index, offset)

@@ -124,3 +124,18 @@ func TestBatchWhoseSecondAppendFailsChangesNothingDurable(t *testing.T) {
 	result := h.ok(Replay{Topic: "orders", Partition: 0, Offset: 0}).(ReplayResult)
 	require.Equal(t, "before", string(result.Message.Payload), "the failed log reopens from disk with what was durable")
 }
+
+// A storage failure tells the client its kind, never a path on the
+// node's disk (the operator's log has the whole error).
+func TestStorageErrorsNameNoPath(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Log.WriteBufferBytesMax = 50 // the second frame flushes, and the write fails
+	h.restart()
+	h.createTopic("orders")
+	h.fs.FailNext(storage.FaultWrite, storage.ErrNoSpace, 1)
+	records := []ProduceRecord{{Partition: 0, Payload: []byte("b")}, {Partition: 0, Payload: []byte("c")}}
+	e := h.fail(Produce{Topic: "orders", Records: records, Batch: true}, CodeUnavailable)
+	require.Contains(t, e.Message, "no space left")
+	require.NotContains(t, e.Message, PartitionDir("orders", 0))
+	require.NotContains(t, e.Message, topicsDir+"/")
+}
