@@ -144,6 +144,11 @@ type Topic struct {
 	// (0, perPartitionCapMax].
 	DefaultMaxInFlightPerPartition   int `json:"default_max_in_flight_per_partition"`
 	DefaultMaxAckedAheadPerPartition int `json:"default_max_acked_ahead_per_partition"`
+	// MaxTopics bounds the topics of the cluster and MaxPartitionsPerNode
+	// the partitions one node owns; a create or growth past either is
+	// refused (409). Each within [1, placementMax].
+	MaxTopics            int `json:"max_topics"`
+	MaxPartitionsPerNode int `json:"max_partitions_per_node"`
 }
 
 // Fanout bounds the parent-to-child copy of fan-out topics (kept so the
@@ -206,6 +211,8 @@ func Default() Config {
 			DefaultVisibilityTimeoutMs:       30_000,
 			DefaultMaxInFlightPerPartition:   1024,
 			DefaultMaxAckedAheadPerPartition: 1024,
+			MaxTopics:                        10_000,
+			MaxPartitionsPerNode:             20_000,
 		},
 		Fanout:   Fanout{MaxBatchRecords: 4096, MaxBatchBytes: 4 << 20, LingerMs: 25},
 		Log:      Log{Level: "info", Format: "json"},

@@ -15,6 +15,11 @@
 // internal storage keys of the reference (fsync, flush_*, sync_*, …) are
 // rejected with a message that says they are internal.
 //
+// Limits a client could otherwise exhaust are settings of their own, each
+// validated: http.max_connections and http.max_body_bytes_in_flight,
+// storage.open_logs_max, topic.max_topics and
+// topic.max_partitions_per_node (each with a NARAD_* variable).
+//
 // Inputs: a file path or bytes, and a getenv function (so tests and the
 // CLI pass their own). Outputs: a Config value and errors; the package keeps
 // no state. Secrets (the admin password and the cluster secret) come only

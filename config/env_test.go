@@ -32,7 +32,8 @@ func TestEnvNamesCoverTheContract(t *testing.T) {
 		"NARAD_CLUSTER_HEARTBEAT_INTERVAL_MS", "NARAD_CLUSTER_DEAD_AFTER_MS", "NARAD_CLUSTER_META_SNAPSHOT_ENTRIES",
 		"NARAD_MOVES_MAX_IN_FLIGHT",
 		"NARAD_MOVES_FREEZE_TTL_MS", "NARAD_MOVES_STALL_TIMEOUT_MS", "NARAD_MOVES_FORCE_PROMOTE_AFTER_MS",
-		"NARAD_STORAGE_OPEN_LOGS_MAX", "NARAD_HTTP_MAX_CONNECTIONS", "NARAD_HTTP_MAX_BODY_BYTES_IN_FLIGHT",
+		"NARAD_STORAGE_OPEN_LOGS_MAX", "NARAD_HTTP_MAX_CONNECTIONS",
+		"NARAD_TOPIC_MAX_TOPICS", "NARAD_TOPIC_MAX_PARTITIONS_PER_NODE", "NARAD_HTTP_MAX_BODY_BYTES_IN_FLIGHT",
 	}
 	assert.Equal(t, want, EnvNames())
 }
@@ -60,6 +61,7 @@ func TestApplyEnvSetsEveryVariable(t *testing.T) {
 		"NARAD_MOVES_MAX_IN_FLIGHT":           "2", "NARAD_MOVES_FREEZE_TTL_MS": "3000",
 		"NARAD_MOVES_STALL_TIMEOUT_MS": "4000", "NARAD_MOVES_FORCE_PROMOTE_AFTER_MS": "5000",
 		"NARAD_STORAGE_OPEN_LOGS_MAX": "300", "NARAD_HTTP_MAX_CONNECTIONS": "500", "NARAD_HTTP_MAX_BODY_BYTES_IN_FLIGHT": "33554432",
+		"NARAD_TOPIC_MAX_TOPICS": "50", "NARAD_TOPIC_MAX_PARTITIONS_PER_NODE": "60",
 	}
 	require.Len(t, env, len(EnvNames()), "the test sets every variable")
 	cfg := Default()
@@ -76,7 +78,7 @@ func TestApplyEnvSetsEveryVariable(t *testing.T) {
 	assert.Equal(t, 300, cfg.Storage.OpenLogsMax)
 	assert.Equal(t, Topic{DefaultPartitions: 4, MaxPartitions: 16, DefaultRetentionAgeMs: 7_200_000,
 		DefaultVisibilityTimeoutMs: 5000, DefaultMaxInFlightPerPartition: 10,
-		DefaultMaxAckedAheadPerPartition: 20}, cfg.Topic)
+		DefaultMaxAckedAheadPerPartition: 20, MaxTopics: 50, MaxPartitionsPerNode: 60}, cfg.Topic)
 	assert.Equal(t, Fanout{MaxBatchRecords: 7, MaxBatchBytes: 8, LingerMs: 9}, cfg.Fanout)
 	assert.Equal(t, Log{Level: "debug", Format: "text"}, cfg.Log)
 	assert.Equal(t, Security{Enabled: false, AdminPassword: " pw ", ClusterSecret: "secret"}, cfg.Security,

@@ -34,6 +34,8 @@ const (
 	// (16 MiB), at most 64 GiB.
 	bodyBytesInFlightMin   = 16 << 20
 	bodyBytesInFlightLimit = 64 << 30
+	// placementMax bounds topic.max_topics and topic.max_partitions_per_node.
+	placementMax = 1 << 24
 	// openLogsMaxLimit bounds storage.open_logs_max.
 	openLogsMaxLimit = 1 << 20
 	// partitionsMin is the fewest partitions a topic may have.
@@ -219,6 +221,14 @@ func (t Topic) validate(found *problems) {
 	}
 	if t.DefaultVisibilityTimeoutMs <= 0 || t.DefaultVisibilityTimeoutMs > visibilityTimeoutMsMax {
 		found.add("topic.default_visibility_timeout_ms", "must be in [1, %d] (got %d)", visibilityTimeoutMsMax, t.DefaultVisibilityTimeoutMs)
+	}
+	for _, limit := range []struct {
+		key   string
+		value int
+	}{{"topic.max_topics", t.MaxTopics}, {"topic.max_partitions_per_node", t.MaxPartitionsPerNode}} {
+		if limit.value < 1 || limit.value > placementMax {
+			found.add(limit.key, "must be in [1, %d] (got %d)", placementMax, limit.value)
+		}
 	}
 	checkCap(found, "topic.default_max_in_flight_per_partition", t.DefaultMaxInFlightPerPartition)
 	checkCap(found, "topic.default_max_acked_ahead_per_partition", t.DefaultMaxAckedAheadPerPartition)

@@ -85,6 +85,7 @@ func nodeConfig(cfg config.Config) node.Config {
 	n.DefaultVisibilityTimeoutMs = cfg.Topic.DefaultVisibilityTimeoutMs
 	n.DefaultInFlightMax = cfg.Topic.DefaultMaxInFlightPerPartition
 	n.DefaultAckedAheadMax = cfg.Topic.DefaultMaxAckedAheadPerPartition
+	n.TopicsMax, n.PartitionsPerNodeMax = cfg.Topic.MaxTopics, cfg.Topic.MaxPartitionsPerNode
 	n.ConsumeWaitMaxMs = cfg.HTTP.MaxConsumeWait.Milliseconds()
 	n.IdleLogCloseMs = cfg.Storage.IdleLogEvictionMs
 	n.MemberHeartbeatIntervalMs, n.MemberDeadAfterMs = cfg.Cluster.HeartbeatIntervalMs, cfg.Cluster.DeadAfterMs

@@ -34,6 +34,9 @@ const (
 // alone would exceed any sane process limit.
 const openLogsLimit = 1 << 20
 
+// placementLimit bounds Config.TopicsMax and PartitionsPerNodeMax.
+const placementLimit = 1 << 24
+
 // consumeReplyBytesLimit bounds Config.ConsumeReplyBytesMax.
 const consumeReplyBytesLimit = 64 << 20
 
@@ -85,6 +88,12 @@ type Config struct {
 	DefaultInFlightMax         int
 	DefaultAckedAheadMax       int
 
+	// TopicsMax bounds the topics of the cluster and PartitionsPerNodeMax
+	// the partitions one node owns: a create or a growth past either is
+	// refused (409). Each within [1, placementLimit].
+	TopicsMax            int
+	PartitionsPerNodeMax int
+
 	// ConsumeWaitMaxMs clamps a consume's long-poll wait.
 	ConsumeWaitMaxMs int64
 	// ConsumeReplyBytesMax: a batch consume stops adding messages once
@@ -124,6 +133,8 @@ func DefaultConfig() Config {
 		DefaultInFlightMax:         1024,
 		DefaultAckedAheadMax:       1024,
 		ConsumeWaitMaxMs:           10_000,
+		TopicsMax:                  10_000,
+		PartitionsPerNodeMax:       20_000,
 		WaitersMax:                 10_000,
 		ConsumeReplyBytesMax:       8 << 20,
 		CommitPersistIntervalMs:    100,
@@ -172,6 +183,9 @@ func (c Config) Validate() error {
 	check(c.DefaultAckedAheadMax > 0, "default max acked ahead must be > 0")
 	check(c.ConsumeWaitMaxMs >= 0, "consume wait max must be >= 0")
 	check(c.WaitersMax > 0, "waiters max must be > 0")
+	check(c.TopicsMax >= 1 && c.TopicsMax <= placementLimit, "topics max %d not in [1, %d]", c.TopicsMax, placementLimit)
+	check(c.PartitionsPerNodeMax >= 1 && c.PartitionsPerNodeMax <= placementLimit,
+		"partitions per node max %d not in [1, %d]", c.PartitionsPerNodeMax, placementLimit)
 	check(c.ConsumeReplyBytesMax >= MessageBytesMax && c.ConsumeReplyBytesMax <= consumeReplyBytesLimit,
 		"consume reply bytes max %d not in [%d, %d]", c.ConsumeReplyBytesMax, MessageBytesMax, consumeReplyBytesLimit)
 	check(c.CommitPersistIntervalMs > 0, "commit persist interval must be > 0")

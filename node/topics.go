@@ -39,6 +39,11 @@ func (n *Node) createTopic(id RequestID, r CreateTopic) {
 			err = Conflict("topic already exists")
 		}
 	}
+	var owners []string
+	if err == nil {
+		owners = n.placePartitions(info.Name, 0, info.Partitions)
+		err = n.checkPlacementLimits(true, owners)
+	}
 	if err != nil {
 		n.reply(id, nil, err)
 		return
@@ -46,7 +51,7 @@ func (n *Node) createTopic(id RequestID, r CreateTopic) {
 	n.propose(id, proposalCreateTopic, r.Name, meta.CreateTopic{
 		Name: info.Name, RetentionMs: info.RetentionMs, VisibilityTimeoutMs: info.VisibilityTimeoutMs,
 		MaxInFlightPerPartition: info.InFlightMax, MaxAckedAheadPerPartition: info.AckedAheadMax,
-		CreatedAtMs: n.nowMs, CreatedBy: r.CreatedBy, Owners: n.placePartitions(info.Name, 0, info.Partitions), Schema: r.Schema,
+		CreatedAtMs: n.nowMs, CreatedBy: r.CreatedBy, Owners: owners, Schema: r.Schema,
 	})
 }
 
@@ -208,6 +213,10 @@ func (n *Node) alterTopic(id RequestID, r AlterTopic) {
 	if info.Partitions > t.info.Partitions {
 		cmd.Partitions = &info.Partitions
 		cmd.NewOwners = n.placePartitions(info.Name, t.info.Partitions, info.Partitions)
+		if err := n.checkPlacementLimits(false, cmd.NewOwners); err != nil {
+			n.reply(id, nil, err)
+			return
+		}
 	}
 	n.propose(id, proposalAlterTopic, r.Name, cmd)
 }

@@ -1,0 +1,29 @@
+package node
+
+// checkPlacementLimits refuses a change whose placement would take the
+// cluster past TopicsMax topics (newTopic: the change adds one) or a node
+// past PartitionsPerNodeMax partitions (owners: the owners of the
+// partitions it adds). The check reads this node's replica, so creates
+// racing on other nodes may pass it together: the limits bound what a
+// client can build, not an exact count.
+func (n *Node) checkPlacementLimits(newTopic bool, owners []string) error {
+	state := n.meta.State()
+	topics := state.Topics()
+	if newTopic && len(topics) >= n.cfg.TopicsMax {
+		return Conflict("the cluster holds its limit of %d topics", n.cfg.TopicsMax)
+	}
+	owned := map[string]int{}
+	for _, record := range topics {
+		for _, a := range record.Assignments {
+			owned[a.Owner]++
+		}
+	}
+	for _, owner := range owners {
+		owned[owner]++
+		if owned[owner] > n.cfg.PartitionsPerNodeMax {
+			return Conflict("node %s would own more than its limit of %d partitions; add nodes or delete topics",
+				owner, n.cfg.PartitionsPerNodeMax)
+		}
+	}
+	return nil
+}
