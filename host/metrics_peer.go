@@ -18,6 +18,7 @@ type peerCollector struct {
 	connected, queued                                      *prometheus.Desc
 	delivered, unroutable, inboundRefused                  *prometheus.Desc
 	inboundAuthFailures, inboundBroken                     *prometheus.Desc
+	inboundHandshakeErrors, handshakesShed                 *prometheus.Desc
 }
 
 func newPeerCollector(stats func() peer.Stats) *peerCollector {
@@ -37,15 +38,19 @@ func newPeerCollector(stats func() peer.Stats) *peerCollector {
 		delivered:           desc("delivered_total", "Envelopes received from peers and handed to the node loop.", nil),
 		unroutable:          desc("unroutable_total", "Envelopes addressed to no known peer.", nil),
 		inboundRefused:      desc("inbound_refused_total", "Accepted connections closed at once: too many open.", nil),
-		inboundAuthFailures: desc("inbound_auth_failures_total", "Accepted connections whose handshake failed.", nil),
-		inboundBroken:       desc("inbound_broken_total", "Authenticated connections closed for a bad frame or envelope.", nil),
+		inboundAuthFailures: desc("inbound_auth_failures_total", "Accepted connections whose dialer failed to prove the cluster secret.", nil),
+		inboundHandshakeErrors: desc("inbound_handshake_errors_total",
+			"Accepted connections whose handshake failed otherwise (timeout, not a peer, wrong node, TLS).", nil),
+		handshakesShed: desc("handshakes_shed_total", "Handshakes closed to admit a newer connection: too many in flight.", nil),
+		inboundBroken:  desc("inbound_broken_total", "Authenticated connections closed for a bad frame or envelope.", nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *peerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.sent, c.dropped, c.connections, c.dialFailures, c.authFailures,
-		c.connected, c.queued, c.delivered, c.unroutable, c.inboundRefused, c.inboundAuthFailures, c.inboundBroken} {
+		c.connected, c.queued, c.delivered, c.unroutable, c.inboundRefused, c.inboundAuthFailures, c.inboundBroken,
+		c.inboundHandshakeErrors, c.handshakesShed} {
 		ch <- d
 	}
 }
@@ -73,6 +78,8 @@ func (c *peerCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.inboundRefused, stats.InboundRefused)
 	counter(c.inboundAuthFailures, stats.InboundAuthFailures)
 	counter(c.inboundBroken, stats.InboundBroken)
+	counter(c.inboundHandshakeErrors, stats.InboundHandshakeErrors)
+	counter(c.handshakesShed, stats.HandshakesShed)
 }
 
 func boolFloat(b bool) float64 {

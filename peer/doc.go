@@ -39,9 +39,18 @@
 //     one WaitGroup, and none starts once Close has begun; Close closes
 //     every socket and cancels every wait, then waits for all of them.
 //   - Every queue and buffer is bounded: Config.SendQueueMax per peer,
-//     inboundConnectionsMax accepted connections, writeBatchBytesMax and
-//     writeBatchMessagesMax per write, wire.FrameBytesMax per frame, and
-//     the handshake reads at most greetingBytesMax plus one tag.
+//     inboundConnectionsMax authenticated connections and, apart from
+//     them, handshakesInFlightMax connections still in their handshake
+//     (the oldest is shed to admit a new one, so a flood of connections
+//     that never authenticate cannot keep a real peer out),
+//     writeBatchBytesMax and writeBatchMessagesMax per write,
+//     wire.FrameBytesMax per frame, and the handshake reads at most
+//     helloBytesMax plus one tag. Warnings about failed inbound
+//     connections are limited to inboundFailureLogsPerSecond, with a
+//     count of those suppressed.
+//   - The listener names itself only to a dialer that proved the secret
+//     (handshake.go); a shed handshake is not an authentication failure
+//     on either side.
 //   - No frame is read before the handshake succeeded, and an envelope
 //     is delivered only when its From is the authenticated dialer and its
 //     To is this node; otherwise the connection is closed and counted.

@@ -13,22 +13,31 @@ import (
 // The handshake, run on every new connection before any frame (inside
 // TLS when TLS is configured):
 //
-//	listener -> dialer:   greeting(listenerID, listenerNonce)
-//	dialer   -> listener: greeting(dialerID, dialerNonce) | dialerProof
-//	listener -> dialer:   listenerProof
+//	listener -> dialer:   challenge(listenerNonce)
+//	dialer   -> listener: hello(dialerID, expectedID, dialerNonce) | dialerProof
+//	listener -> dialer:   verdict
 //
-//	greeting      = magic "NRDP" | version | len(id) | id | nonce (32 bytes)
-//	dialerProof   = HMAC-SHA256(secret, "narad-peer-v1" | listenerNonce | ID(dialerID) | ID(listenerID))
-//	listenerProof = HMAC-SHA256(secret, "narad-peer-v1-ack" | dialerNonce | ID(listenerID) | ID(dialerID))
+//	challenge     = magic "NRDP" | version | nonce (32 bytes)
+//	hello         = magic | version | ID(dialerID) | ID(expectedID) | nonce (32 bytes)
+//	dialerProof   = HMAC-SHA256(secret, "narad-peer-v2" | listenerNonce | ID(dialerID) | ID(expectedID))
+//	verdict       = 'A' | listenerProof                    (accepted: the listener is expectedID)
+//	              | 'W' | ID(listenerID) | listenerProof   (the dialer proved the secret but reached another node)
+//	              | 'R'                                    (refused; the listener closes)
+//	listenerProof = HMAC-SHA256(secret, "narad-peer-v2-ack" | dialerNonce | ID(listenerID) | ID(dialerID))
 //	ID(x)         = len(x) (one byte) | x
 //
-// Each side proves the secret over the other side's fresh nonce, so a
-// recorded exchange proves nothing on a new connection; both ids are bound
-// into both proofs, with their lengths so that no two id pairs hash alike;
-// the two labels differ, so one side's proof is never valid as the other's.
-// The listener verifies before it answers, and closes the connection
-// without a word when the proof is wrong. Tags are compared in constant
-// time. The caller bounds the whole exchange with a deadline.
+// The listener names itself to no one who has not proved the secret: its
+// challenge carries no id, and only a dialer whose proof verifies learns
+// it (in 'A', implicitly, or in 'W', with a proof, so that the dialer can
+// report "dialed X, reached Y"). Each side proves the secret over the
+// other side's fresh nonce, so a recorded exchange proves nothing on a
+// new connection; both ids are bound into both proofs, with their lengths
+// so that no two id pairs hash alike; the two labels differ, so one
+// side's proof is never valid as the other's. Tags are compared in
+// constant time. A listener that closes without a verdict is shedding
+// load (or stopping): the dialer reports a handshake error, not an
+// authentication failure. The caller bounds the whole exchange with a
+// deadline.
 //
 // Without TLS the handshake keeps out every process that lacks the secret,
 // but frames after it are neither encrypted nor authenticated: an active
@@ -36,15 +45,22 @@ import (
 
 const (
 	handshakeMagic          = "NRDP"
-	handshakeVersion   byte = 1
-	dialerProofLabel        = "narad-peer-v1"
-	listenerProofLabel      = "narad-peer-v1-ack"
+	handshakeVersion   byte = 2
+	dialerProofLabel        = "narad-peer-v2"
+	listenerProofLabel      = "narad-peer-v2-ack"
 )
 
-// greeting is the first message of each side.
-type greeting struct {
-	nodeID string
-	nonce  [nonceBytes]byte
+// The verdicts of a listener.
+const (
+	verdictAccepted  byte = 'A'
+	verdictWrongPeer byte = 'W'
+	verdictRefused   byte = 'R'
+)
+
+// hello is the dialer's first message.
+type hello struct {
+	dialerID, expectedID string
+	nonce                [nonceBytes]byte
 }
 
 // handshakeKeys is what one side brings to a handshake. Immutable.
@@ -78,39 +94,93 @@ func proof(secret []byte, label string, nonce [nonceBytes]byte, first, second st
 	return mac.Sum(nil)
 }
 
-// appendGreeting encodes g after dst.
-func appendGreeting(dst []byte, g greeting) []byte {
-	assert(validNodeID(g.nodeID), "greeting node id of %d bytes", len(g.nodeID))
-	dst = append(dst, handshakeMagic...)
-	dst = append(dst, handshakeVersion, byte(len(g.nodeID)))
-	dst = append(dst, g.nodeID...)
-	return append(dst, g.nonce[:]...)
+// appendID encodes ID(id) after dst.
+func appendID(dst []byte, id string) []byte {
+	assert(validNodeID(id), "handshake node id of %d bytes", len(id))
+	dst = append(dst, byte(len(id)))
+	return append(dst, id...)
 }
 
-// readGreeting decodes one greeting, checking magic, version and the id
-// length before reading the id. It reads at most greetingBytesMax bytes.
-func readGreeting(r io.Reader) (greeting, error) {
-	var head [len(handshakeMagic) + 2]byte
+// appendChallenge encodes the listener's challenge after dst.
+func appendChallenge(dst []byte, nonce [nonceBytes]byte) []byte {
+	dst = append(dst, handshakeMagic...)
+	dst = append(dst, handshakeVersion)
+	return append(dst, nonce[:]...)
+}
+
+// appendHello encodes h after dst.
+func appendHello(dst []byte, h hello) []byte {
+	dst = append(dst, handshakeMagic...)
+	dst = append(dst, handshakeVersion)
+	dst = appendID(dst, h.dialerID)
+	dst = appendID(dst, h.expectedID)
+	return append(dst, h.nonce[:]...)
+}
+
+// readHead reads and checks the magic and the version.
+func readHead(r io.Reader) error {
+	var head [len(handshakeMagic) + 1]byte
 	if _, err := io.ReadFull(r, head[:]); err != nil {
-		return greeting{}, fmt.Errorf("%w: reading greeting: %v", ErrHandshake, err)
+		return fmt.Errorf("%w: reading greeting: %w", ErrHandshake, err)
 	}
 	if !bytes.Equal(head[:len(handshakeMagic)], []byte(handshakeMagic)) {
-		return greeting{}, fmt.Errorf("%w: not a narad peer (bad magic)", ErrHandshake)
+		return fmt.Errorf("%w: not a narad peer (bad magic)", ErrHandshake)
 	}
-	version, idBytes := head[len(handshakeMagic)], int(head[len(handshakeMagic)+1])
-	if version != handshakeVersion {
-		return greeting{}, fmt.Errorf("%w: protocol version %d, want %d", ErrHandshake, version, handshakeVersion)
+	if version := head[len(handshakeMagic)]; version != handshakeVersion {
+		return fmt.Errorf("%w: protocol version %d, want %d", ErrHandshake, version, handshakeVersion)
 	}
-	if idBytes == 0 || idBytes > nodeIDBytesMax {
-		return greeting{}, fmt.Errorf("%w: node id of %d bytes, want 1 to %d", ErrHandshake, idBytes, nodeIDBytesMax)
+	return nil
+}
+
+// readID reads ID(x), checking the length before reading x.
+func readID(r io.Reader) (string, error) {
+	var length [1]byte
+	if _, err := io.ReadFull(r, length[:]); err != nil {
+		return "", fmt.Errorf("%w: reading a node id: %v", ErrHandshake, err)
 	}
-	rest := make([]byte, idBytes+nonceBytes)
-	if _, err := io.ReadFull(r, rest); err != nil {
-		return greeting{}, fmt.Errorf("%w: reading greeting: %v", ErrHandshake, err)
+	if length[0] == 0 || int(length[0]) > nodeIDBytesMax {
+		return "", fmt.Errorf("%w: node id of %d bytes, want 1 to %d", ErrHandshake, length[0], nodeIDBytesMax)
 	}
-	g := greeting{nodeID: string(rest[:idBytes])}
-	copy(g.nonce[:], rest[idBytes:])
-	return g, nil
+	id := make([]byte, length[0])
+	if _, err := io.ReadFull(r, id); err != nil {
+		return "", fmt.Errorf("%w: reading a node id: %v", ErrHandshake, err)
+	}
+	return string(id), nil
+}
+
+// readNonce reads one nonce.
+func readNonce(r io.Reader) ([nonceBytes]byte, error) {
+	var nonce [nonceBytes]byte
+	if _, err := io.ReadFull(r, nonce[:]); err != nil {
+		return nonce, fmt.Errorf("%w: reading a nonce: %v", ErrHandshake, err)
+	}
+	return nonce, nil
+}
+
+// readChallenge decodes the listener's challenge.
+func readChallenge(r io.Reader) ([nonceBytes]byte, error) {
+	if err := readHead(r); err != nil {
+		return [nonceBytes]byte{}, err
+	}
+	return readNonce(r)
+}
+
+// readHello decodes the dialer's hello. It reads at most helloBytesMax
+// bytes.
+func readHello(r io.Reader) (hello, error) {
+	var h hello
+	if err := readHead(r); err != nil {
+		return h, err
+	}
+	var err error
+	if h.dialerID, err = readID(r); err != nil {
+		return h, err
+	}
+	if h.expectedID, err = readID(r); err != nil {
+		return h, err
+	}
+	h.nonce, err = readNonce(r)
+	return h, err
 }
 
 // readProof reads one HMAC tag.
@@ -122,46 +192,56 @@ func readProof(r io.Reader) ([]byte, error) {
 	return tag, nil
 }
 
-// readListenerProof reads the listener's tag. An end of stream here means
-// the listener hung up instead of answering, which it does when our proof
-// is wrong, so it counts as an authentication failure.
-func readListenerProof(r io.Reader) ([]byte, error) {
-	tag := make([]byte, macBytes)
-	_, err := io.ReadFull(r, tag)
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isConnectionReset(err) {
-		return nil, fmt.Errorf("%w: the listener closed the connection instead of proving the secret", ErrAuthentication)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: reading proof: %v", ErrHandshake, err)
-	}
-	return tag, nil
-}
-
 // dialerHandshake runs the dialer's side over conn, which must reach the
 // node expectedID.
 func dialerHandshake(conn io.ReadWriter, keys handshakeKeys, expectedID string) error {
-	theirs, err := readGreeting(conn)
+	theirs, err := readChallenge(conn)
 	if err != nil {
 		return err
-	}
-	if theirs.nodeID != expectedID {
-		return fmt.Errorf("%w: dialed %q, reached %q", ErrWrongPeer, expectedID, theirs.nodeID)
 	}
 	ours, err := keys.newNonce()
 	if err != nil {
 		return err
 	}
-	message := appendGreeting(make([]byte, 0, greetingBytesMax+macBytes), greeting{nodeID: keys.localID, nonce: ours})
-	message = append(message, proof(keys.secret, dialerProofLabel, theirs.nonce, keys.localID, expectedID)...)
+	message := appendHello(make([]byte, 0, helloBytesMax+macBytes), hello{dialerID: keys.localID, expectedID: expectedID, nonce: ours})
+	message = append(message, proof(keys.secret, dialerProofLabel, theirs, keys.localID, expectedID)...)
 	if _, err := conn.Write(message); err != nil {
 		return fmt.Errorf("%w: sending proof: %v", ErrHandshake, err)
 	}
-	tag, err := readListenerProof(conn)
+	return readVerdict(conn, keys, expectedID, ours)
+}
+
+// readVerdict reads and checks the listener's verdict on our proof.
+func readVerdict(conn io.Reader, keys handshakeKeys, expectedID string, ours [nonceBytes]byte) error {
+	var verdict [1]byte
+	_, err := io.ReadFull(conn, verdict[:])
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isConnectionReset(err) {
+		return fmt.Errorf("%w: the listener closed the connection before its verdict (busy or stopping)", ErrHandshake)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: reading the verdict: %v", ErrHandshake, err)
+	}
+	reached := expectedID
+	switch verdict[0] {
+	case verdictRefused:
+		return fmt.Errorf("%w: the listener refused our proof of the cluster secret", ErrAuthentication)
+	case verdictWrongPeer:
+		if reached, err = readID(conn); err != nil {
+			return err
+		}
+	case verdictAccepted:
+	default:
+		return fmt.Errorf("%w: unknown verdict %q", ErrHandshake, verdict[0])
+	}
+	tag, err := readProof(conn)
 	if err != nil {
 		return err
 	}
-	if !hmac.Equal(tag, proof(keys.secret, listenerProofLabel, ours, expectedID, keys.localID)) {
-		return fmt.Errorf("%w: %q did not prove the cluster secret", ErrAuthentication, expectedID)
+	if !hmac.Equal(tag, proof(keys.secret, listenerProofLabel, ours, reached, keys.localID)) {
+		return fmt.Errorf("%w: %q did not prove the cluster secret", ErrAuthentication, reached)
+	}
+	if reached != expectedID {
+		return fmt.Errorf("%w: dialed %q, reached %q", ErrWrongPeer, expectedID, reached)
 	}
 	return nil
 }
@@ -173,10 +253,10 @@ func listenerHandshake(conn io.ReadWriter, keys handshakeKeys) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := conn.Write(appendGreeting(nil, greeting{nodeID: keys.localID, nonce: ours})); err != nil {
-		return "", fmt.Errorf("%w: sending greeting: %v", ErrHandshake, err)
+	if _, err := conn.Write(appendChallenge(nil, ours)); err != nil {
+		return "", fmt.Errorf("%w: sending the challenge: %v", ErrHandshake, err)
 	}
-	theirs, err := readGreeting(conn)
+	theirs, err := readHello(conn)
 	if err != nil {
 		return "", err
 	}
@@ -184,16 +264,34 @@ func listenerHandshake(conn io.ReadWriter, keys handshakeKeys) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !hmac.Equal(tag, proof(keys.secret, dialerProofLabel, ours, theirs.nodeID, keys.localID)) {
-		return "", fmt.Errorf("%w: dialer claiming %q did not prove the cluster secret", ErrAuthentication, theirs.nodeID)
+	refusal := listenerRefusal(keys, ours, theirs, tag)
+	if refusal != nil {
+		_, _ = conn.Write([]byte{verdictRefused}) // the dialer learns only that it was refused
+		return "", refusal
 	}
-	if theirs.nodeID == keys.localID {
-		return "", fmt.Errorf("%w: dialer claims this node's own id %q", ErrHandshake, theirs.nodeID)
+	answer := []byte{verdictAccepted}
+	if theirs.expectedID != keys.localID {
+		answer = appendID([]byte{verdictWrongPeer}, keys.localID)
 	}
-	if _, err := conn.Write(proof(keys.secret, listenerProofLabel, theirs.nonce, keys.localID, theirs.nodeID)); err != nil {
+	answer = append(answer, proof(keys.secret, listenerProofLabel, theirs.nonce, keys.localID, theirs.dialerID)...)
+	if _, err := conn.Write(answer); err != nil {
 		return "", fmt.Errorf("%w: sending proof: %v", ErrHandshake, err)
 	}
-	return theirs.nodeID, nil
+	if theirs.expectedID != keys.localID {
+		return "", fmt.Errorf("%w: %q dialed %q here", ErrWrongPeer, theirs.dialerID, theirs.expectedID)
+	}
+	return theirs.dialerID, nil
+}
+
+// listenerRefusal says why the listener refuses a hello, or returns nil.
+func listenerRefusal(keys handshakeKeys, ours [nonceBytes]byte, theirs hello, tag []byte) error {
+	if !hmac.Equal(tag, proof(keys.secret, dialerProofLabel, ours, theirs.dialerID, theirs.expectedID)) {
+		return fmt.Errorf("%w: dialer claiming %q did not prove the cluster secret", ErrAuthentication, theirs.dialerID)
+	}
+	if theirs.dialerID == keys.localID {
+		return fmt.Errorf("%w: dialer claims this node's own id %q", ErrHandshake, theirs.dialerID)
+	}
+	return nil
 }
 
 // isConnectionReset reports a peer that closed with our data unread, which

@@ -57,8 +57,8 @@ func TestHandshakeInsecureModeUsesEmptyKey(t *testing.T) {
 	require.ErrorIs(t, result.listenerErr, ErrAuthentication, "a secured listener refuses an insecure dialer")
 }
 
-// A wrong secret fails on both sides: the listener refuses the proof and
-// hangs up, which the dialer reports as an authentication failure.
+// A wrong secret fails on both sides: the listener refuses the proof,
+// which the dialer reports as an authentication failure.
 func TestHandshakeWrongSecretFailsBothSides(t *testing.T) {
 	result := runHandshake(keysOf("a", []byte("wrong")), keysOf("b", testSecret), "b")
 	require.ErrorIs(t, result.listenerErr, ErrAuthentication)
@@ -66,46 +66,86 @@ func TestHandshakeWrongSecretFailsBothSides(t *testing.T) {
 	require.NotContains(t, result.listenerErr.Error(), string(testSecret))
 }
 
-// A dialer that reaches another node than the one it meant stops before
-// proving anything.
+// A dialer that proved the secret but reached another node than the one
+// it meant learns which one, with that node's proof.
 func TestHandshakeWrongPeer(t *testing.T) {
 	result := runHandshake(keysOf("a", testSecret), keysOf("c", testSecret), "b")
 	require.ErrorIs(t, result.dialerErr, ErrWrongPeer)
-	require.ErrorIs(t, result.listenerErr, ErrHandshake)
+	require.ErrorContains(t, result.dialerErr, `dialed "b", reached "c"`)
+	require.ErrorIs(t, result.listenerErr, ErrWrongPeer)
 }
 
 // A dialer claiming the listener's own id is refused.
 func TestHandshakeRefusesOwnID(t *testing.T) {
 	result := runHandshake(keysOf("b", testSecret), keysOf("b", testSecret), "b")
 	require.ErrorIs(t, result.listenerErr, ErrHandshake)
-	require.Error(t, result.dialerErr)
+	require.ErrorIs(t, result.dialerErr, ErrAuthentication)
 }
 
-// readGreeting checks magic, version and id length before reading more.
-func TestReadGreetingRejectsMalformed(t *testing.T) {
-	valid := appendGreeting(nil, greeting{nodeID: "node-1"})
+// The listener names itself to no one who has not proved the secret: its
+// challenge holds no id, and a wrong proof gets a bare refusal.
+func TestListenerRevealsNoIDBeforeTheProof(t *testing.T) {
+	dialerEnd, listenerEnd := net.Pipe()
+	defer dialerEnd.Close()
+	go func() {
+		_, _ = listenerHandshake(listenerEnd, keysOf("secret-node-id", testSecret))
+		listenerEnd.Close()
+	}()
+	var sent bytes.Buffer
+	challenge, err := readChallenge(io.TeeReader(dialerEnd, &sent))
+	require.NoError(t, err)
+	forged := appendHello(nil, hello{dialerID: "x", expectedID: "guess", nonce: challenge})
+	_, err = dialerEnd.Write(append(forged, make([]byte, macBytes)...))
+	require.NoError(t, err)
+	rest, _ := io.ReadAll(dialerEnd)
+	sent.Write(rest)
+	require.Equal(t, []byte{verdictRefused}, rest)
+	require.NotContains(t, sent.String(), "secret-node-id")
+}
+
+// A listener that hangs up before its verdict (shedding load) is a
+// handshake error for the dialer, not an authentication failure.
+func TestListenerHangingUpIsNoAuthenticationFailure(t *testing.T) {
+	dialerEnd, listenerEnd := net.Pipe()
+	defer dialerEnd.Close()
+	go func() {
+		var nonce [nonceBytes]byte
+		_, _ = listenerEnd.Write(appendChallenge(nil, nonce))
+		_, _ = readHello(listenerEnd)
+		_, _ = readProof(listenerEnd)
+		listenerEnd.Close()
+	}()
+	err := dialerHandshake(dialerEnd, keysOf("a", testSecret), "b")
+	require.ErrorIs(t, err, ErrHandshake)
+	require.NotErrorIs(t, err, ErrAuthentication)
+}
+
+// readHello checks magic, version and id lengths before reading more.
+func TestReadHelloRejectsMalformed(t *testing.T) {
+	valid := appendHello(nil, hello{dialerID: "node-1", expectedID: "node-2"})
+	head := []byte(handshakeMagic)
 	cases := map[string][]byte{
 		"bad magic":   append([]byte("HTTP"), valid[4:]...),
-		"bad version": append(append([]byte(handshakeMagic), handshakeVersion+1), valid[5:]...),
-		"empty id":    append(append([]byte(handshakeMagic), handshakeVersion, 0), make([]byte, nonceBytes)...),
-		"id too long": append(append([]byte(handshakeMagic), handshakeVersion, nodeIDBytesMax+1), make([]byte, nodeIDBytesMax+1+nonceBytes)...),
+		"bad version": append(append(bytes.Clone(head), handshakeVersion+1), valid[5:]...),
+		"empty id":    append(append(bytes.Clone(head), handshakeVersion, 0), make([]byte, nonceBytes)...),
+		"id too long": append(append(bytes.Clone(head), handshakeVersion, nodeIDBytesMax+1), make([]byte, 2*nodeIDBytesMax+nonceBytes)...),
 		"truncated":   valid[:len(valid)-1],
 		"empty":       nil,
 	}
 	for name, input := range cases {
-		_, err := readGreeting(bytes.NewReader(input))
+		_, err := readHello(bytes.NewReader(input))
 		require.ErrorIs(t, err, ErrHandshake, name)
 	}
-	decoded, err := readGreeting(bytes.NewReader(valid))
+	decoded, err := readHello(bytes.NewReader(valid))
 	require.NoError(t, err)
-	require.Equal(t, "node-1", decoded.nodeID)
+	require.Equal(t, hello{dialerID: "node-1", expectedID: "node-2"}, decoded)
 }
 
-// readGreeting never reads past one greeting, whatever follows it.
-func TestReadGreetingReadsOneGreeting(t *testing.T) {
-	input := appendGreeting(nil, greeting{nodeID: "n"})
+// readHello never reads past one hello, whatever follows it.
+func TestReadHelloReadsOneHello(t *testing.T) {
+	input := appendHello(nil, hello{dialerID: "n", expectedID: "m"})
 	reader := bytes.NewReader(append(input, []byte("next bytes")...))
-	_, err := readGreeting(reader)
+	_, err := readHello(reader)
 	require.NoError(t, err)
 	rest, _ := io.ReadAll(reader)
 	require.Equal(t, "next bytes", string(rest))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"time"
 
 	"narad/wire"
@@ -32,7 +33,7 @@ func (t *Transport) acceptLoop(listener net.Listener) {
 }
 
 // admit starts a reader for conn, or closes it when the transport is
-// closed or inboundConnectionsMax connections are open.
+// closed or inboundConnectionsMax authenticated connections are open.
 func (t *Transport) admit(conn net.Conn) {
 	if t.admitted(conn) {
 		return
@@ -40,22 +41,38 @@ func (t *Transport) admit(conn net.Conn) {
 	conn.Close()
 	if t.ctx.Err() == nil {
 		t.inboundRefused.Add(1)
-		t.logger.Warn("too many peer connections; refusing one", "remote", conn.RemoteAddr().String(), "open", inboundConnectionsMax)
+		t.failureLogs.warn(t.logger, "too many peer connections; refusing one", "remote", conn.RemoteAddr().String(), "open", inboundConnectionsMax)
 	}
 }
 
 // admitted registers conn and starts its reader, unless the transport is
-// closed or full.
+// closed or full. At handshakesInFlightMax handshakes it closes the
+// oldest one to make room.
 func (t *Transport) admitted(conn net.Conn) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.mu.closed || len(t.mu.inbound) >= inboundConnectionsMax {
+	if t.mu.closed || len(t.mu.inbound)-len(t.mu.handshaking) >= inboundConnectionsMax {
 		return false
 	}
+	if len(t.mu.handshaking) >= handshakesInFlightMax {
+		oldest := t.mu.handshaking[0]
+		t.mu.handshaking = t.mu.handshaking[1:]
+		t.mu.shed[oldest] = true
+		t.handshakesShed.Add(1)
+		oldest.Close() // its reader fails its handshake and forgets it
+	}
 	t.mu.inbound[conn] = ""
+	t.mu.handshaking = append(t.mu.handshaking, conn)
 	t.goFuncLocked(func() { t.serveInbound(conn) })
-	assert(len(t.mu.inbound) <= inboundConnectionsMax, "%d inbound connections, bound %d", len(t.mu.inbound), inboundConnectionsMax)
+	assert(len(t.mu.handshaking) <= handshakesInFlightMax, "%d handshakes in flight, bound %d", len(t.mu.handshaking), handshakesInFlightMax)
 	return true
+}
+
+// stopHandshakingLocked drops conn from the handshakes in flight. t.mu is held.
+func (t *Transport) stopHandshakingLocked(conn net.Conn) {
+	if index := slices.Index(t.mu.handshaking, conn); index >= 0 {
+		t.mu.handshaking = slices.Delete(t.mu.handshaking, index, index+1)
+	}
 }
 
 // serveInbound is the reader goroutine of one accepted connection: it
@@ -65,15 +82,30 @@ func (t *Transport) serveInbound(raw net.Conn) {
 	defer t.forgetInbound(raw)
 	conn, dialerID, err := t.handshakeAsListener(raw)
 	if err != nil {
-		if t.ctx.Err() == nil {
-			t.inboundAuthFailures.Add(1)
-			t.logger.Warn("peer handshake failed", "remote", raw.RemoteAddr().String(), "err", err)
-		}
+		t.countHandshakeFailure(raw, err)
 		return
 	}
 	t.authenticated(raw, dialerID)
 	err = t.readFrames(conn, dialerID)
 	t.logReadEnd(dialerID, err)
+}
+
+// countHandshakeFailure counts and logs (rate-limited) a failed inbound
+// handshake: a dialer that failed to prove the secret is an
+// authentication failure; one this node shed is not a failure at all.
+func (t *Transport) countHandshakeFailure(raw net.Conn, err error) {
+	t.mu.Lock()
+	shed := t.mu.shed[raw]
+	t.mu.Unlock()
+	switch {
+	case t.ctx.Err() != nil || shed:
+	case errors.Is(err, ErrAuthentication):
+		t.inboundAuthFailures.Add(1)
+		t.failureLogs.warn(t.logger, "peer handshake failed", "remote", raw.RemoteAddr().String(), "err", err)
+	default:
+		t.inboundHandshakeErrors.Add(1)
+		t.failureLogs.warn(t.logger, "peer handshake failed", "remote", raw.RemoteAddr().String(), "err", err)
+	}
 }
 
 // handshakeAsListener runs TLS (if configured) and the secret handshake on
@@ -87,7 +119,7 @@ func (t *Transport) handshakeAsListener(raw net.Conn) (net.Conn, string, error) 
 	if t.cfg.TLS != nil {
 		server := tls.Server(raw, t.cfg.TLS)
 		if err := server.HandshakeContext(t.ctx); err != nil {
-			return nil, "", fmt.Errorf("%w: tls: %v", ErrHandshake, err)
+			return nil, "", tlsFailure(err)
 		}
 		conn = server
 	}
@@ -112,6 +144,7 @@ func (t *Transport) authenticated(raw net.Conn, dialerID string) {
 			conn.Close()
 		}
 	}
+	t.stopHandshakingLocked(raw)
 	t.mu.inbound[raw] = dialerID
 }
 
@@ -119,6 +152,8 @@ func (t *Transport) authenticated(raw net.Conn, dialerID string) {
 func (t *Transport) forgetInbound(raw net.Conn) {
 	t.mu.Lock()
 	delete(t.mu.inbound, raw)
+	delete(t.mu.shed, raw)
+	t.stopHandshakingLocked(raw)
 	t.mu.Unlock()
 	raw.Close()
 }

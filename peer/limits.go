@@ -18,18 +18,28 @@ const (
 	nonceBytes = 32
 	// macBytes is the size of an HMAC-SHA256 tag.
 	macBytes = sha256.Size
-	// greetingBytesMax bounds one handshake greeting on the wire: magic,
-	// version, id length, id, nonce.
-	greetingBytesMax = len(handshakeMagic) + 1 + 1 + nodeIDBytesMax + nonceBytes
+	// helloBytesMax bounds the dialer's hello on the wire: magic, version,
+	// two ids with their lengths, nonce.
+	helloBytesMax = len(handshakeMagic) + 1 + 2*(1+nodeIDBytesMax) + nonceBytes
 
 	// sendQueueMaxLimit bounds Config.SendQueueMax: a queue holds whole
 	// envelopes, and a runaway setting would hide a stalled peer behind
 	// memory growth.
 	sendQueueMaxLimit = 1 << 20
-	// inboundConnectionsMax bounds the accepted connections open at once,
-	// authenticated or still in their handshake. Past it a new connection
-	// is closed at once and counted (Stats.InboundRefused).
+	// inboundConnectionsMax bounds the authenticated inbound connections
+	// open at once. Past it a new connection is closed at once and counted
+	// (Stats.InboundRefused).
 	inboundConnectionsMax = 1024
+	// handshakesInFlightMax bounds the accepted connections still in their
+	// handshake, apart from the authenticated ones: past it the oldest
+	// handshake is closed to admit the new connection (Stats.HandshakesShed),
+	// so that a flood of connections that never authenticate cannot keep
+	// out a real peer, whose handshake takes milliseconds.
+	handshakesInFlightMax = 64
+	// inboundFailureLogsPerSecond bounds the warnings logged for inbound
+	// connections that fail their handshake or are refused; the rest are
+	// counted, and the next warning says how many were suppressed.
+	inboundFailureLogsPerSecond = 5
 	// readBufferBytes is the buffered reader of an accepted connection.
 	readBufferBytes = 64 << 10
 	// writeBatchBytesMax bounds the frames a writer gathers into one write.

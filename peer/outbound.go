@@ -3,8 +3,10 @@ package peer
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math/rand/v2"
 	"net"
 	"sync/atomic"
@@ -222,17 +224,41 @@ func (t *Transport) handshakeAsDialer(p *outbound, raw net.Conn, address string)
 	if t.cfg.TLS != nil {
 		client := tls.Client(raw, t.clientTLS(address))
 		if err := client.HandshakeContext(p.ctx); err != nil {
-			return nil, fmt.Errorf("%w: tls: %v", ErrHandshake, err)
+			return nil, tlsFailure(err)
 		}
 		conn = client
 	}
 	if err := dialerHandshake(conn, t.keys, p.id); err != nil {
+		if t.cfg.TLS != nil && isRemoteTLSAlert(err) {
+			// TLS 1.3 tells a client its certificate was refused at its
+			// first read, which is the challenge's.
+			return nil, fmt.Errorf("%w: %v", ErrAuthentication, err)
+		}
 		return nil, err
 	}
 	if err := raw.SetDeadline(time.Time{}); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrHandshake, err)
 	}
 	return conn, nil
+}
+
+// tlsFailure classifies a failed TLS handshake (either side): a peer that
+// hung up (busy or stopping) or a timeout is a handshake error; any other
+// failure (a certificate refused, a protocol alert) is an authentication
+// failure.
+func tlsFailure(err error) error {
+	var netError net.Error
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isConnectionReset(err) || (errors.As(err, &netError) && netError.Timeout()) {
+		return fmt.Errorf("%w: tls: %v", ErrHandshake, err)
+	}
+	return fmt.Errorf("%w: tls: %v", ErrAuthentication, err)
+}
+
+// isRemoteTLSAlert reports an alert the other side of a TLS connection
+// sent (crypto/tls returns those as "remote error" operations).
+func isRemoteTLSAlert(err error) bool {
+	var opError *net.OpError
+	return errors.As(err, &opError) && opError.Op == "remote error"
 }
 
 // clientTLS returns the TLS config for dialing address: the configured

@@ -62,7 +62,8 @@ func dialAs(t *testing.T, address string, keys handshakeKeys, expectedID string)
 }
 
 // requireClosedByPeer reads from conn until the other side closes it,
-// and fails if that does not happen or if it sent anything.
+// and fails if that does not happen or if it sent anything but its
+// refusal (the listener's verdict on a wrong proof).
 func requireClosedByPeer(t *testing.T, conn net.Conn) {
 	t.Helper()
 	require.NoError(t, conn.SetReadDeadline(time.Now().Add(waitMax)))
@@ -70,7 +71,9 @@ func requireClosedByPeer(t *testing.T, conn net.Conn) {
 	if err != nil {
 		require.True(t, isConnectionReset(err), "connection not closed by the peer: %v", err)
 	}
-	require.Empty(t, received, "the peer sent bytes instead of closing")
+	if len(received) > 0 {
+		require.Equal(t, []byte{verdictRefused}, received, "the peer sent bytes besides its refusal")
+	}
 }
 
 // The recorded bytes of a good handshake, replayed on a new connection,
@@ -86,7 +89,7 @@ func TestReplayedHandshakeIsRejected(t *testing.T) {
 	require.NoError(t, err)
 	defer replay.Close()
 	require.NoError(t, replay.SetDeadline(time.Now().Add(waitMax)))
-	_, err = readGreeting(replay) // the new challenge, ignored by the replayer
+	_, err = readChallenge(replay) // the new challenge, ignored by the replayer
 	require.NoError(t, err)
 	frame := frameOf(t, node.Envelope{From: "a", To: "b", Message: node.Notify{Topic: "replayed"}})
 	_, err = replay.Write(append(transcript, frame...))
@@ -121,7 +124,7 @@ func TestDialerRejectsListenerWithoutSecret(t *testing.T) {
 			return
 		}
 		defer conn.Close()
-		impostor <- impersonate(conn, "b")
+		impostor <- impersonate(conn)
 	}()
 	a := startTransport(t, testConfig("a", map[string]string{"b": listener.Addr().String()}))
 	a.Send(node.Envelope{From: "a", To: "b", Message: node.Notify{Topic: "secret stuff"}})
@@ -137,17 +140,17 @@ func TestDialerRejectsListenerWithoutSecret(t *testing.T) {
 	require.Zero(t, a.Stats().Peers["b"].Sent)
 }
 
-// impersonate plays a listener claiming id without the secret: greeting,
-// read the dialer's greeting and proof, answer a random proof, then
-// return whatever the dialer sends until it hangs up.
-func impersonate(conn net.Conn, id string) []byte {
+// impersonate plays a listener without the secret: challenge, read the
+// dialer's hello and proof, accept it with a random proof, then return
+// whatever the dialer sends until it hangs up.
+func impersonate(conn net.Conn) []byte {
 	conn.SetDeadline(time.Now().Add(waitMax))
 	var nonce [nonceBytes]byte
 	rand.Read(nonce[:])
-	if _, err := conn.Write(appendGreeting(nil, greeting{nodeID: id, nonce: nonce})); err != nil {
+	if _, err := conn.Write(appendChallenge(nil, nonce)); err != nil {
 		return nil
 	}
-	if _, err := readGreeting(conn); err != nil {
+	if _, err := readHello(conn); err != nil {
 		return nil
 	}
 	if _, err := readProof(conn); err != nil {
@@ -155,7 +158,7 @@ func impersonate(conn net.Conn, id string) []byte {
 	}
 	fake := make([]byte, macBytes)
 	rand.Read(fake)
-	conn.Write(fake)
+	conn.Write(append([]byte{verdictAccepted}, fake...))
 	rest, _ := io.ReadAll(conn)
 	return rest
 }
@@ -230,10 +233,11 @@ func TestSilentDialerTimesOut(t *testing.T) {
 	conn, err := net.DialTimeout("tcp", b.Addr(), waitMax)
 	require.NoError(t, err)
 	defer conn.Close()
-	_, err = readGreeting(conn)
+	_, err = readChallenge(conn)
 	require.NoError(t, err)
 	require.NoError(t, conn.SetReadDeadline(time.Now().Add(waitMax)))
 	_, err = conn.Read(make([]byte, 1))
 	require.True(t, errors.Is(err, io.EOF) || isConnectionReset(err), "connection not closed: %v", err)
-	requireEventually(t, func() bool { return b.Stats().InboundAuthFailures == 1 }, "timeout not counted")
+	requireEventually(t, func() bool { return b.Stats().InboundHandshakeErrors == 1 }, "timeout not counted")
+	require.Zero(t, b.Stats().InboundAuthFailures, "a silent dialer proved nothing wrong: it is no authentication failure")
 }

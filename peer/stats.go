@@ -11,10 +11,17 @@ type Stats struct {
 	// InboundRefused counts accepted connections closed at once because
 	// inboundConnectionsMax were open.
 	InboundRefused uint64
-	// InboundAuthFailures counts accepted connections whose handshake (TLS
-	// or secret) failed. The dialer's id is unknown then, so they are not
-	// counted per peer.
+	// InboundAuthFailures counts accepted connections whose dialer failed
+	// to prove the cluster secret. The dialer's id is unknown then, so they
+	// are not counted per peer.
 	InboundAuthFailures uint64
+	// InboundHandshakeErrors counts accepted connections whose handshake
+	// failed otherwise: TLS, a timeout, bytes that are no handshake, or a
+	// dialer that meant another node.
+	InboundHandshakeErrors uint64
+	// HandshakesShed counts handshakes this node closed to admit a newer
+	// connection (handshakesInFlightMax were in flight).
+	HandshakesShed uint64
 	// InboundBroken counts authenticated connections closed because of a
 	// frame over the bound, an undecodable envelope, or an envelope whose
 	// From or To does not match the connection.
@@ -45,18 +52,21 @@ type PeerStats struct {
 	DialFailures uint64
 	// AuthFailures counts handshakes, TLS or secret, that failed after the
 	// TCP connect: wrong secret, wrong node at the address, or a
-	// certificate refused.
+	// certificate refused. A listener that closed before its verdict
+	// (shedding load, stopping) counts as a DialFailure instead.
 	AuthFailures uint64
 }
 
 // Stats returns a snapshot of the counters.
 func (t *Transport) Stats() Stats {
 	stats := Stats{
-		Unroutable:          t.unroutable.Load(),
-		InboundRefused:      t.inboundRefused.Load(),
-		InboundAuthFailures: t.inboundAuthFailures.Load(),
-		InboundBroken:       t.inboundBroken.Load(),
-		Delivered:           t.delivered.Load(),
+		Unroutable:             t.unroutable.Load(),
+		InboundRefused:         t.inboundRefused.Load(),
+		InboundAuthFailures:    t.inboundAuthFailures.Load(),
+		InboundHandshakeErrors: t.inboundHandshakeErrors.Load(),
+		HandshakesShed:         t.handshakesShed.Load(),
+		InboundBroken:          t.inboundBroken.Load(),
+		Delivered:              t.delivered.Load(),
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()

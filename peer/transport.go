@@ -35,11 +35,13 @@ type Transport struct {
 	wg sync.WaitGroup
 
 	// Counters of events that belong to no configured peer.
-	unroutable          atomic.Uint64 // Send to an unknown id, to ourselves, or after Close
-	inboundRefused      atomic.Uint64 // accepted connections closed at once: inboundConnectionsMax reached
-	inboundAuthFailures atomic.Uint64 // accepted connections whose handshake failed
-	inboundBroken       atomic.Uint64 // authenticated connections closed for a bad frame or a misaddressed envelope
-	delivered           atomic.Uint64 // envelopes handed to deliver
+	unroutable             atomic.Uint64 // Send to an unknown id, to ourselves, or after Close
+	inboundRefused         atomic.Uint64 // accepted connections closed at once: inboundConnectionsMax reached
+	inboundAuthFailures    atomic.Uint64 // accepted connections whose dialer failed to prove the secret
+	inboundHandshakeErrors atomic.Uint64 // accepted connections whose handshake failed otherwise (timeout, garbage, wrong node)
+	handshakesShed         atomic.Uint64 // handshakes closed to admit a newer connection: handshakesInFlightMax reached
+	inboundBroken          atomic.Uint64 // authenticated connections closed for a bad frame or a misaddressed envelope
+	delivered              atomic.Uint64 // envelopes handed to deliver
 
 	// mu guards the fields of this struct. It is the only lock of the
 	// package; nothing blocking is done while holding it.
@@ -53,9 +55,20 @@ type Transport struct {
 		peers map[string]*outbound
 		// inbound holds every accepted connection still open, with the
 		// dialer's id once authenticated ("" during the handshake).
-		// Invariant: len(inbound) <= inboundConnectionsMax.
+		// Invariant: len(inbound) <= inboundConnectionsMax +
+		// handshakesInFlightMax.
 		inbound map[net.Conn]string
+		// handshaking lists the connections of inbound still in their
+		// handshake, oldest first. Invariant: len(handshaking) <=
+		// handshakesInFlightMax.
+		handshaking []net.Conn
+		// shed marks the handshakes closed to admit newer connections, until
+		// their reader ends.
+		shed map[net.Conn]bool
 	}
+	// failureLogs rate-limits the warnings about failed inbound
+	// connections.
+	failureLogs *logLimiter
 }
 
 // New validates cfg and returns a transport that is not yet listening.
@@ -87,6 +100,8 @@ func New(cfg Config, deliver func(node.Envelope), logger *slog.Logger) (*Transpo
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.mu.peers = map[string]*outbound{}
 	t.mu.inbound = map[net.Conn]string{}
+	t.mu.shed = map[net.Conn]bool{}
+	t.failureLogs = newLogLimiter(inboundFailureLogsPerSecond)
 	for id, address := range peers {
 		t.setPeerLocked(id, address)
 	}

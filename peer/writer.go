@@ -96,7 +96,11 @@ func (w *writer) connect() (link, error) {
 	conn, err := w.t.handshakeAsDialer(w.p, raw, address)
 	if err != nil {
 		w.t.disconnect(w.p, raw)
-		w.countFailure(&w.p.authFailures, "handshake failed", address, err)
+		counter := &w.p.dialFailures // the listener hung up before its verdict: busy or stopping, not a refusal
+		if errors.Is(err, ErrAuthentication) || errors.Is(err, ErrWrongPeer) {
+			counter = &w.p.authFailures
+		}
+		w.countFailure(counter, "handshake failed", address, err)
 		return link{}, err
 	}
 	hungUp, watching := w.t.watch(w.p, conn)
