@@ -19,9 +19,10 @@ var errBodyBudgetFull = errors.New("request body bytes in flight at their cap")
 var errBodyBudget = node.Unavailable("the server holds its cap of request body bytes in flight; retry")
 
 // bodyBudget bounds the bytes of request bodies the server holds at once,
-// across requests: a body takes its bytes from the budget as they arrive
-// (never from an announced Content-Length) and gives them back when its
-// request is answered. Safe for concurrent use.
+// across requests: a body takes from the budget the buffer it reads into,
+// which grows with the bytes that arrive (never from an announced
+// Content-Length alone), and gives it back when its request is answered.
+// Safe for concurrent use.
 type bodyBudget struct {
 	// bytesMax is the cap; fixed at newBodyBudget, > 0.
 	bytesMax int64
@@ -39,7 +40,7 @@ func newBodyBudget(bytesMax int64, reg prometheus.Registerer) *bodyBudget {
 	budget := &bodyBudget{
 		bytesMax: bytesMax,
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "narad", Subsystem: "http",
-			Name: "request_body_bytes_in_flight", Help: "Request body bytes read and held by requests not yet answered."}),
+			Name: "request_body_bytes_in_flight", Help: "Request body bytes held (buffers sized by the bytes that arrived) by requests not yet answered."}),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Subsystem: "http",
 			Name: "request_body_budget_refused_total", Help: "Requests refused (503) because request bodies in flight held their cap."}),
 	}
@@ -96,23 +97,42 @@ func (b *bodyBudget) middleware(next http.Handler) http.Handler {
 	})
 }
 
-// budgetedBody takes the bytes it returns from the budget. It belongs to
-// one request and is used by one goroutine.
+// budgetedBody takes from the budget what its request holds: the bytes
+// it returned, or more when the reader reserves room for its buffer
+// first (reserve). It belongs to one request and is used by one
+// goroutine.
 type budgetedBody struct {
 	reader io.ReadCloser
 	budget *bodyBudget
-	// held is what this body took from the budget so far.
-	held int64
+	// read counts the bytes returned; held is what this body took from
+	// the budget. Invariant: read <= held.
+	read, held int64
+}
+
+// bodyReserver is implemented by a body read under the budget: reserve
+// takes from the budget up to total bytes for this body, reporting false
+// when the budget cannot hold them.
+type bodyReserver interface {
+	reserve(total int64) bool
+}
+
+func (c *budgetedBody) reserve(total int64) bool {
+	if total <= c.held {
+		return true
+	}
+	if !c.budget.take(total - c.held) {
+		c.budget.refused.Inc()
+		return false
+	}
+	c.held = total
+	return true
 }
 
 func (c *budgetedBody) Read(buffer []byte) (int, error) {
 	n, err := c.reader.Read(buffer)
-	if n > 0 {
-		if !c.budget.take(int64(n)) {
-			c.budget.refused.Inc()
-			return 0, errBodyBudgetFull
-		}
-		c.held += int64(n)
+	c.read += int64(n)
+	if !c.reserve(c.read) {
+		return 0, errBodyBudgetFull
 	}
 	return n, err
 }

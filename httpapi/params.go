@@ -120,7 +120,8 @@ func readBody(r *http.Request, bytesMax int64) ([]byte, *ErrorResponse) {
 	if r.ContentLength > bytesMax {
 		return nil, failure(ErrBodyTooLarge)
 	}
-	body, err := readGrowing(io.LimitReader(r.Body, bytesMax+1), r.ContentLength)
+	reserver, _ := r.Body.(bodyReserver)
+	body, err := readGrowing(io.LimitReader(r.Body, bytesMax+1), r.ContentLength, reserver)
 	if err != nil {
 		return nil, readFailure(err)
 	}
@@ -137,11 +138,16 @@ const readStartBytes = 64 << 10
 // readGrowing reads everything into a buffer that doubles as bytes
 // arrive, never past the announced length while the body keeps to it, so
 // the buffer is at most twice what was received and a body of the
-// announced length ends in an exact buffer.
-func readGrowing(r io.Reader, contentLength int64) ([]byte, error) {
+// announced length ends in an exact buffer. Each buffer size is reserved
+// from the request body budget (reserver, nil outside the server) before
+// it is allocated.
+func readGrowing(r io.Reader, contentLength int64, reserver bodyReserver) ([]byte, error) {
 	size := int64(readStartBytes)
 	if contentLength > 0 {
 		size = min(size, contentLength)
+	}
+	if reserver != nil && !reserver.reserve(size) {
+		return nil, errBodyBudgetFull
 	}
 	body := make([]byte, 0, size)
 	for {
@@ -150,7 +156,10 @@ func readGrowing(r io.Reader, contentLength int64) ([]byte, error) {
 			if contentLength > int64(cap(body)) {
 				grown = min(grown, contentLength)
 			}
-			body = slices.Grow(body, int(grown)-len(body))
+			if reserver != nil && !reserver.reserve(grown) {
+				return nil, errBodyBudgetFull
+			}
+			body = append(make([]byte, 0, grown), body...) // exactly grown: the size reserved
 		}
 		n, err := r.Read(body[len(body):cap(body)])
 		body = body[:len(body)+n]
