@@ -85,6 +85,17 @@ type CreateTopic struct {
 	// Schema is the topic's JSON Schema; empty for none. The proposer
 	// compiled it; the metastore checks only CheckSchemaDocument.
 	Schema json.RawMessage `json:"schema,omitempty"`
+	// Limits, when set, are the proposer's bounds, checked at apply (so
+	// that racing creates cannot pass them together): the topics of the
+	// cluster and the partitions one member owns.
+	Limits PlacementLimits `json:"limits,omitzero"`
+}
+
+// PlacementLimits bound what a topic change may add; a zero field is no
+// bound.
+type PlacementLimits struct {
+	TopicsMax            int `json:"topics_max,omitempty"`
+	PartitionsPerNodeMax int `json:"partitions_per_node_max,omitempty"`
 }
 
 // DeleteTopic deletes a topic and its assignments.
@@ -109,6 +120,8 @@ type AlterTopic struct {
 	// schema as it is.
 	Schema             json.RawMessage `json:"schema,omitempty"`
 	SchemaAfterVersion int             `json:"schema_after_version,omitempty"`
+	// Limits bound the partitions NewOwners adds (PartitionsPerNodeMax).
+	Limits PlacementLimits `json:"limits,omitzero"`
 }
 
 // MemberHeartbeat records that a member is alive at NowMs, creating it on

@@ -63,7 +63,10 @@ var (
 	ErrGuardFailed = errors.New("meta: guard failed")
 	// ErrSchemaSpace: a schema version would take the schemas of all
 	// topics over their byte bound.
-	ErrSchemaSpace       = errors.New("meta: no room for another schema version")
+	ErrSchemaSpace = errors.New("meta: no room for another schema version")
+	// ErrLimitReached: the change would pass a bound it carries
+	// (PlacementLimits).
+	ErrLimitReached      = errors.New("meta: limit reached")
 	ErrTopicExists       = errors.New("meta: topic already exists")
 	ErrTopicNotFound     = errors.New("meta: topic not found")
 	ErrPartitionNotFound = errors.New("meta: partition not found")

@@ -11,6 +11,12 @@ func (c CreateTopic) apply(s *State) error {
 	if err := s.checkMembers(c.Owners); err != nil {
 		return err
 	}
+	if c.Limits.TopicsMax > 0 && len(s.topics) >= c.Limits.TopicsMax {
+		return rejectf(ErrLimitReached, "the cluster holds its limit of %d topics", c.Limits.TopicsMax)
+	}
+	if err := s.checkPartitionsPerNode(c.Owners, c.Limits.PartitionsPerNodeMax); err != nil {
+		return err
+	}
 	record := &TopicRecord{Name: c.Name, Partitions: len(c.Owners), RetentionMs: c.RetentionMs,
 		VisibilityTimeoutMs: c.VisibilityTimeoutMs, MaxInFlightPerPartition: c.MaxInFlightPerPartition,
 		MaxAckedAheadPerPartition: c.MaxAckedAheadPerPartition, CreatedAtMs: c.CreatedAtMs,
@@ -79,7 +85,31 @@ func (c AlterTopic) checkGrowth(s *State, record *TopicRecord) error {
 	if added := *c.Partitions - record.Partitions; added != len(c.NewOwners) {
 		return invalidf("topic %q grows by %d partitions but %d new owners are given", c.Name, added, len(c.NewOwners))
 	}
-	return s.checkMembers(c.NewOwners)
+	if err := s.checkMembers(c.NewOwners); err != nil {
+		return err
+	}
+	return s.checkPartitionsPerNode(c.NewOwners, c.Limits.PartitionsPerNodeMax)
+}
+
+// checkPartitionsPerNode rejects added owners that would take a member
+// past perNodeMax partitions (0: no bound).
+func (s *State) checkPartitionsPerNode(added []string, perNodeMax int) error {
+	if perNodeMax <= 0 || len(added) == 0 {
+		return nil
+	}
+	owned := map[string]int{}
+	for _, record := range s.topics { //determinism:ok counts only
+		for _, a := range record.Assignments {
+			owned[a.Owner]++
+		}
+	}
+	for _, owner := range added {
+		owned[owner]++
+		if owned[owner] > perNodeMax {
+			return rejectf(ErrLimitReached, "member %s would own more than its limit of %d partitions", owner, perNodeMax)
+		}
+	}
+	return nil
 }
 
 // changeSchema adds the new schema version, if one is set, after checking

@@ -1,11 +1,20 @@
 package node
 
+import "narad/meta"
+
+// placementLimits are the bounds a topic change carries to the
+// metastore, which checks them again when it applies the change: the
+// check below answers at once, the one at apply is exact.
+func (n *Node) placementLimits() meta.PlacementLimits {
+	return meta.PlacementLimits{TopicsMax: n.cfg.TopicsMax, PartitionsPerNodeMax: n.cfg.PartitionsPerNodeMax}
+}
+
 // checkPlacementLimits refuses a change whose placement would take the
 // cluster past TopicsMax topics (newTopic: the change adds one) or a node
 // past PartitionsPerNodeMax partitions (owners: the owners of the
 // partitions it adds). The check reads this node's replica, so creates
-// racing on other nodes may pass it together: the limits bound what a
-// client can build, not an exact count.
+// racing on other nodes may pass it together; the metastore checks the
+// same limits again when it applies the change (placementLimits).
 func (n *Node) checkPlacementLimits(newTopic bool, owners []string) error {
 	state := n.meta.State()
 	topics := state.Topics()

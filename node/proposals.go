@@ -128,6 +128,8 @@ func applyError(topicName string, err error) *Error {
 		return TooLarge("%v", err)
 	case errors.Is(err, meta.ErrTopicExists):
 		return Conflict("topic already exists")
+	case errors.Is(err, meta.ErrLimitReached):
+		return Conflict("%s; add nodes or delete topics", strings.TrimPrefix(err.Error(), "meta: limit reached: "))
 	case errors.Is(err, meta.ErrTopicNotFound):
 		return NotFound("topic %q not found", topicName)
 	case errors.Is(err, meta.ErrInvalidCommand):

@@ -51,7 +51,7 @@ func (n *Node) createTopic(id RequestID, r CreateTopic) {
 	n.propose(id, proposalCreateTopic, r.Name, meta.CreateTopic{
 		Name: info.Name, RetentionMs: info.RetentionMs, VisibilityTimeoutMs: info.VisibilityTimeoutMs,
 		MaxInFlightPerPartition: info.InFlightMax, MaxAckedAheadPerPartition: info.AckedAheadMax,
-		CreatedAtMs: n.nowMs, CreatedBy: r.CreatedBy, Owners: owners, Schema: r.Schema,
+		CreatedAtMs: n.nowMs, CreatedBy: r.CreatedBy, Owners: owners, Schema: r.Schema, Limits: n.placementLimits(),
 	})
 }
 
@@ -213,6 +213,7 @@ func (n *Node) alterTopic(id RequestID, r AlterTopic) {
 	if info.Partitions > t.info.Partitions {
 		cmd.Partitions = &info.Partitions
 		cmd.NewOwners = n.placePartitions(info.Name, t.info.Partitions, info.Partitions)
+		cmd.Limits = n.placementLimits()
 		if err := n.checkPlacementLimits(false, cmd.NewOwners); err != nil {
 			n.reply(id, nil, err)
 			return
