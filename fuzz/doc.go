@@ -20,6 +20,11 @@
 //     value.
 //   - FuzzReadFrame: any byte stream, read whole and in short reads; frames
 //     over the bound are refused before anything is allocated.
+//   - FuzzReceiptHandle: any key, topic and fields; a minted handle begins
+//     with "partition:offset:", parses and verifies back to its fields,
+//     and verifies to no reservation under another topic or key; any text
+//     parses without panicking, has one spelling when it parses, and
+//     verifies only if it was minted with the key and topic.
 //   - FuzzCreateTopicSchema: any bytes as the JSON Schema of a topic
 //     created through the real HTTP handler and node (one node per fuzzing
 //     process, on loopback). The answer is 201 or 400 (413 over the size

@@ -90,7 +90,7 @@ func TestConsumeAndAckRoutes(t *testing.T) {
 		require.Contains(t, message, field)
 	}
 	handle := message["receipt_handle"].(string)
-	require.Regexp(t, regexp.MustCompile(`^0:0:[0-9]+$`), handle)
+	require.Regexp(t, regexp.MustCompile(`^0:0:[0-9]+:[0-9a-f]{16}$`), handle)
 	ack := func(query string) apiCall { return post("/v1/topics/orders/ack?"+query, "", "") }
 	runSteps(t, h, []step{
 		{"extend", ack("receipt_handle=" + handle + "&extend=true"), 204, ""},
@@ -101,9 +101,40 @@ func TestConsumeAndAckRoutes(t *testing.T) {
 		{"nack after ack", ack("receipt_handle=" + handle + "&extend=0"), 410, `already acked`},
 		{"malformed", ack("receipt_handle=zzz"), 400, `receipt handle is malformed`},
 		{"missing handle", ack(""), 400, `receipt_handle required`},
-		{"batch ack", postJSON("/v1/topics/orders/ack", `{"receipt_handles":["`+handle+`","0:5:99"]}`), 200,
-			`{"results":[{"receipt_handle":"` + handle + `","status":204},{"receipt_handle":"0:5:99","status":410,"error":`},
+		{"batch ack", postJSON("/v1/topics/orders/ack", `{"receipt_handles":["`+handle+`","0:5:99:0123456789abcdef"]}`), 200,
+			`{"results":[{"receipt_handle":"` + handle + `","status":204},{"receipt_handle":"0:5:99:0123456789abcdef","status":410,"error":`},
 		{"batch ack malformed", postJSON("/v1/topics/orders/ack", `{"receipt_handles":["zzz"]}`), 400, `malformed`},
+	})
+}
+
+// A guessed handle, or a handle of another topic, acks nothing: another
+// consumer's reservation stays in flight and its own handle still works.
+func TestForgedAndCrossTopicHandlesAckNothing(t *testing.T) {
+	h := testHost(t)
+	runSteps(t, h, []step{
+		{"create rh", postJSON("/v1/topics", `{"name":"rh","partitions":3}`), 201, ""},
+		{"create rh2", postJSON("/v1/topics", `{"name":"rh2","partitions":3}`), 201, ""},
+		{"produce rh", post("/v1/topics/rh/produce?partition=0", "text/plain", "mine"), 202, ""},
+		{"produce rh2", post("/v1/topics/rh2/produce?partition=0", "text/plain", "theirs"), 202, ""},
+	})
+	handleOf := func(topic string) string {
+		status, body := call(t, h, get("/v1/topics/"+topic+"/consume?partition=0"))
+		require.Equal(t, 200, status, body)
+		var message map[string]any
+		require.NoError(t, json.Unmarshal([]byte(body), &message))
+		return message["receipt_handle"].(string)
+	}
+	mine, theirs := handleOf("rh"), handleOf("rh2")
+	counter := theirs[:strings.LastIndexByte(theirs, ':')]
+	ack := func(topic, handle string) apiCall {
+		return post("/v1/topics/"+topic+"/ack?receipt_handle="+handle, "", "")
+	}
+	runSteps(t, h, []step{
+		{"a guessed tag", ack("rh2", counter+":0000000000000000"), 410, "stale"},
+		{"a handle of rh on rh2", ack("rh2", mine), 410, "stale"},
+		{"a malformed guess", ack("rh2", counter), 400, "malformed"},
+		{"their own handle", ack("rh2", theirs), 204, ""},
+		{"mine on rh", ack("rh", mine), 204, ""},
 	})
 }
 

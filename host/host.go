@@ -127,6 +127,9 @@ func Start(opts Options, logger *slog.Logger) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(opts.Node.HandleKey) == 0 {
+		opts.Node.HandleKey = drawHandleKey()
+	}
 	n, err := node.New(opts.Node, fs, metaStore, begin.UnixMilli(), metrics)
 	if err != nil {
 		return nil, err

@@ -36,7 +36,7 @@ func TestFindDuplicateKey(t *testing.T) {
 // Duplicate keys in a JSON body and duplicate query parameters are 400 on
 // every route, not "the last (or first) one wins".
 func TestDuplicatesAreRejectedEverywhere(t *testing.T) {
-	const handle = "0:5:1"
+	const handle = "0:5:1:0123456789abcdef"
 	runDecodeCases(t, []decodeCase{
 		{name: "create: duplicate field", method: "POST", target: "/v1/topics", contentType: "application/json",
 			body: `{"name":"a","partitions":3,"partitions":4}`, wantStatus: 400, wantMessage: `invalid json: duplicate field "partitions"`},

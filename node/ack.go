@@ -34,7 +34,7 @@ func (n *Node) ack(r Ack) (any, error) {
 }
 
 func (n *Node) ackOne(t *topic, handle string, action AckAction) error {
-	index, offset, nonce, err := lease.ParseHandle(handle)
+	index, offset, nonce, err := lease.VerifyHandle(n.cfg.HandleKey, t.info.Name, handle) // nonce 0 when forged: matches no reservation
 	if err != nil {
 		return Invalid("receipt handle is malformed")
 	}

@@ -31,7 +31,7 @@ func TestAckTwiceSaysAckedTwice(t *testing.T) {
 	h := newHarness(t)
 	messages := ackedOnce(t, h, 3)
 	require.NoError(t, h.ackHandle("orders", messages[0].ReceiptHandle, AckCommit), "committed")
-	require.NoError(t, h.ackHandle("orders", "0:0:12345", AckCommit),
+	require.NoError(t, h.ackHandle("orders", "0:0:12345:0123456789abcdef", AckCommit),
 		"any handle of a committed record: its nonce is gone with its lease, and nothing can come back")
 	require.NoError(t, h.ackHandle("orders", messages[2].ReceiptHandle, AckCommit))
 	require.NoError(t, h.ackHandle("orders", messages[2].ReceiptHandle, AckCommit), "acked ahead")
@@ -95,7 +95,7 @@ func TestAckAfterTheLeaseLapsed(t *testing.T) {
 	require.Equal(t, CodeGone, CodeOf(h.ackHandle("orders", first.ReceiptHandle, AckCommit)), "replaced")
 	require.NoError(t, h.ackHandle("orders", second.ReceiptHandle, AckCommit))
 	require.NoError(t, h.ackHandle("orders", first.ReceiptHandle, AckCommit), "another consumer acked it")
-	require.Equal(t, CodeGone, CodeOf(h.ackHandle("orders", "0:1:99", AckCommit)), "a record never delivered")
+	require.Equal(t, CodeGone, CodeOf(h.ackHandle("orders", "0:1:99:0123456789abcdef", AckCommit)), "a record never delivered")
 }
 
 // TestAckBelowRetentionIsStale: retention may drop records unacked, so a

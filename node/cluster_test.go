@@ -40,6 +40,7 @@ type clusterHarness struct {
 
 func clusterConfig(id string, index int, peers []meta.Peer) Config {
 	cfg := DefaultConfig()
+	cfg.HandleKey = testHandleKey
 	cfg.NodeID, cfg.AdvertiseAddr, cfg.ClusterAddr = id, fmt.Sprintf("127.0.0.%d:7942", index+1), peers[index].ClusterAddr
 	cfg.Meta = meta.DefaultConfig(id, peers)
 	cfg.MemberHeartbeatIntervalMs, cfg.MemberDeadAfterMs = 500, 3_000

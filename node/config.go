@@ -6,6 +6,7 @@ import (
 
 	"narad/meta"
 	"narad/move"
+	"narad/node/lease"
 	"narad/storage"
 )
 
@@ -29,6 +30,9 @@ const (
 	// topic gets it only from a keep-forever node default.
 	retentionForever = 0
 )
+
+// HandleKeyBytes is the size of Config.HandleKey.
+const HandleKeyBytes = lease.HandleKeyBytes
 
 // openLogsLimit bounds Config.OpenLogsMax: beyond it the descriptors
 // alone would exceed any sane process limit.
@@ -111,6 +115,12 @@ type Config struct {
 	RetentionCheckIntervalMs int64
 	// IdleLogCloseMs closes a log unused this long (0: never).
 	IdleLogCloseMs int64
+	// HandleKey makes receipt handles unguessable and binds them to their
+	// topic (lease.FormatHandle). The driver draws it at every start
+	// (crypto/rand in production, the seed in the simulator): handles of
+	// an earlier process, or of another owner, verify to no reservation.
+	// Exactly lease.HandleKeyBytes long; the core never draws it.
+	HandleKey []byte
 	// OpenLogsMax caps the partition logs open at once; opening one more
 	// closes the least recently used log that has nothing to sync (it
 	// reopens on demand). Each open log holds file descriptors, so the
@@ -190,6 +200,7 @@ func (c Config) Validate() error {
 		"consume reply bytes max %d not in [%d, %d]", c.ConsumeReplyBytesMax, MessageBytesMax, consumeReplyBytesLimit)
 	check(c.CommitPersistIntervalMs > 0, "commit persist interval must be > 0")
 	check(c.RetentionCheckIntervalMs > 0, "retention check interval must be > 0")
+	check(len(c.HandleKey) == lease.HandleKeyBytes, "handle key of %d bytes, want %d (drawn by the driver)", len(c.HandleKey), lease.HandleKeyBytes)
 	check(c.OpenLogsMax >= 1 && c.OpenLogsMax <= openLogsLimit, "open logs max %d not in [1, %d]", c.OpenLogsMax, openLogsLimit)
 	check(c.IdleLogCloseMs == 0 || c.IdleLogCloseMs >= 60_000, "idle log close must be 0 or >= 60000 ms")
 	check(c.Log.RecordBytesMax >= MessageBytesMax+KeyBytesMax,

@@ -9,6 +9,8 @@ import (
 
 func TestConfigValidateReportsEveryProblem(t *testing.T) {
 	cfg := DefaultConfig()
+	require.ErrorContains(t, cfg.Validate(), "handle key of 0 bytes", "the driver must draw the handle key")
+	cfg.HandleKey = testHandleKey
 	require.NoError(t, cfg.Validate())
 	cfg.NodeID = strings.Repeat("n", NodeIDBytesMax+1)
 	cfg.DefaultPartitions = 2

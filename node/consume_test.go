@@ -20,7 +20,7 @@ func TestConsumeReservesThenRedeliversAfterVisibilityTimeout(t *testing.T) {
 	require.Equal(t, "k", string(first.Key))
 	require.Equal(t, uint32(1), first.DeliveryCount)
 	require.Equal(t, harnessStartMs, first.TimestampMs)
-	require.Regexp(t, `^1:0:[0-9]+$`, first.ReceiptHandle)
+	require.Regexp(t, `^1:0:[0-9]+:[0-9a-f]{16}$`, first.ReceiptHandle)
 
 	_, ok = h.consume("orders")
 	require.False(t, ok, "a reserved record is invisible to other consumers")
@@ -60,12 +60,12 @@ func TestNackRedeliversAtOnceAndExtendKeepsTheLease(t *testing.T) {
 func TestAckRejectsMalformedAndForeignHandles(t *testing.T) {
 	h := newHarness(t)
 	h.createTopic("orders")
-	for _, handle := range []string{"", "abc", "1:2", "1:2:0", "-1:2:3", "1:2:3:4"} {
+	for _, handle := range []string{"", "abc", "1:2", "1:2:3", "1:2:0:0123456789abcdef", "-1:2:3:0123456789abcdef", "1:2:3:4:0123456789abcdef", "1:2:3:0123456789ABCDEF"} {
 		require.Equal(t, CodeInvalid, CodeOf(h.ackHandle("orders", handle, AckCommit)), "handle %q", handle)
 	}
-	require.Equal(t, CodeGone, CodeOf(h.ackHandle("orders", "7:0:12", AckCommit)), "partition out of range")
-	require.Equal(t, CodeGone, CodeOf(h.ackHandle("orders", "0:0:12", AckCommit)), "never reserved")
-	require.Equal(t, CodeNotFound, CodeOf(h.ackHandle("missing", "0:0:12", AckCommit)))
+	require.Equal(t, CodeGone, CodeOf(h.ackHandle("orders", "7:0:12:0123456789abcdef", AckCommit)), "partition out of range")
+	require.Equal(t, CodeGone, CodeOf(h.ackHandle("orders", "0:0:12:0123456789abcdef", AckCommit)), "never reserved")
+	require.Equal(t, CodeNotFound, CodeOf(h.ackHandle("missing", "0:0:12:0123456789abcdef", AckCommit)))
 }
 
 func TestOutOfOrderAcksAdvanceTheFrontierWhenContiguous(t *testing.T) {

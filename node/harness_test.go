@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -34,9 +35,14 @@ type harness struct {
 
 const harnessStartMs int64 = 1_700_000_000_000
 
+// testHandleKey is the receipt handle key of the test nodes (a driver
+// draws a fresh one at every start).
+var testHandleKey = bytes.Repeat([]byte{0x5a}, HandleKeyBytes)
+
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	cfg := DefaultConfig()
+	cfg.HandleKey = testHandleKey
 	cfg.Log.SegmentBytes = 64 << 10
 	h := &harness{t: t, cfg: cfg, fs: storage.NewMemFS(rand.New(rand.NewPCG(1, 2))), nowMs: harnessStartMs,
 		replies: map[RequestID]Reply{}, metaPath: filepath.Join(t.TempDir(), "meta.db")}

@@ -185,7 +185,7 @@ func TestOnlyTheOwnerServesAPartition(t *testing.T) {
 		Produce{Topic: "orders", Records: []ProduceRecord{{Partition: theirs, Payload: []byte("x")}}},
 		Consume{Topic: "orders", Partition: theirs},
 		Replay{Topic: "orders", Partition: theirs, Offset: 0},
-		Ack{Topic: "orders", Handles: []string{fmt.Sprintf("%d:0:5", theirs)}, Action: AckCommit},
+		Ack{Topic: "orders", Handles: []string{fmt.Sprintf("%d:0:5:0123456789abcdef", theirs)}, Action: AckCommit},
 	}
 	for i, req := range forwarded {
 		h.messages = nil

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/binary"
 	"fmt"
 	"path/filepath"
 
@@ -97,6 +98,7 @@ func (n *simNode) config() node.Config {
 	cfg.Log.WriteBufferBytesMax = 1  // every append reaches the disk before its sync: write faults and kills hit them
 	cfg.Log.HWMLagBytesMax = 2 << 10 // the hwm file lags the log by a few rounds: recovery scans past it
 	cfg.ConsumeWaitMaxMs = 10_000
+	cfg.HandleKey = n.handleKey()
 	cfg.OpenLogsMax = simOpenLogsMax // below the partitions a node owns: logs close and reopen
 	if n.w.clustered() {
 		cfg = n.w.clusterConfig(cfg, n)
@@ -106,6 +108,21 @@ func (n *simNode) config() node.Config {
 	}
 	return cfg
 }
+
+// handleKey is the node's receipt handle key for this start, drawn from
+// the seed as a real driver draws one at every start.
+func (n *simNode) handleKey() []byte {
+	rng := newRand(n.w.opts.Seed^uint64(n.incarnation)<<32, uint64(handleKeyStream+n.index))
+	key := make([]byte, 0, node.HandleKeyBytes)
+	for len(key) < node.HandleKeyBytes {
+		key = binary.BigEndian.AppendUint64(key, rng.Uint64())
+	}
+	return key
+}
+
+// handleKeyStream numbers the random streams of the handle keys (one per
+// node) apart from the others.
+const handleKeyStream = 1_000
 
 // start recovers the node from its disk.
 func (n *simNode) start() {

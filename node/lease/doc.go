@@ -12,7 +12,12 @@
 // lease expired or was nacked); or it is acked ahead of the frontier (acked
 // or skipped while a lower offset is still unresolved). Delivered offsets
 // also carry their delivery count (1 on first delivery). Receipt handles
-// "partition:offset:nonce" are formatted and parsed here too.
+// "partition:offset:nonce:tag" are formatted and parsed here too: the tag,
+// an HMAC under a key the node's driver draws at every start, binds a
+// handle to its topic and reservation, so that a handle cannot be guessed
+// from the partition's numbering nor used on another topic (VerifyHandle
+// turns a handle whose tag does not verify into nonce 0, which matches no
+// reservation).
 //
 // # Inputs and outputs
 //

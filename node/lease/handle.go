@@ -1,6 +1,10 @@
 package lease
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -10,19 +14,36 @@ import (
 // PartitionMax is the largest partition number a receipt handle may carry.
 const PartitionMax = 1 << 20
 
-// handleBytesMax is the longest well-formed handle: the largest partition
-// and two 20-digit uint64 values, separated by colons.
-const handleBytesMax = len("1048576:18446744073709551615:18446744073709551615")
+// HandleKeyBytes is the size of the key that makes receipt handles
+// unguessable (FormatHandle). The node's driver draws it.
+const HandleKeyBytes = 32
 
-// ErrMalformedHandle: the text is not "partition:offset:nonce" in canonical
-// decimal with partition <= PartitionMax and nonce > 0.
+// handleTagBytes is the size of a handle's tag: 64 bits, written as 16
+// lowercase hexadecimal digits.
+const handleTagBytes = 8
+
+// handleBytesMax is the longest well-formed handle: the largest partition,
+// two 20-digit uint64 values and the tag, separated by colons.
+const handleBytesMax = len("1048576:18446744073709551615:18446744073709551615:") + 2*handleTagBytes
+
+// handleTagLabel separates the handle tags from any other use of the key.
+const handleTagLabel = "narad-receipt-handle-v1"
+
+// ErrMalformedHandle: the text is not "partition:offset:nonce:tag" in
+// canonical decimal with partition <= PartitionMax and nonce > 0, and a tag
+// of 16 lowercase hexadecimal digits.
 var ErrMalformedHandle = errors.New("receipt handle is malformed")
 
-// FormatHandle formats a receipt handle "partition:offset:nonce".
-// partition must be in [0, PartitionMax] and nonce > 0.
-func FormatHandle(partition int, offset, nonce uint64) string {
-	if partition < 0 || partition > PartitionMax || nonce == 0 {
-		brokenInvariant("handle partition %d must lie in [0, %d] and nonce %d be > 0", partition, PartitionMax, nonce)
+// FormatHandle formats a receipt handle "partition:offset:nonce:tag". The
+// first two fields are for a person reading logs; the tag (the first
+// handleTagBytes of HMAC-SHA256 under key over the topic, partition,
+// offset and nonce) binds the handle to its topic and reservation and
+// cannot be guessed without the key. partition must be in [0,
+// PartitionMax], nonce > 0 and key HandleKeyBytes long.
+func FormatHandle(key []byte, topic string, partition int, offset, nonce uint64) string {
+	if partition < 0 || partition > PartitionMax || nonce == 0 || len(key) != HandleKeyBytes {
+		brokenInvariant("handle partition %d must lie in [0, %d], nonce %d be > 0 and the key %d bytes, not %d",
+			partition, PartitionMax, nonce, HandleKeyBytes, len(key))
 	}
 	buffer := make([]byte, 0, handleBytesMax)
 	buffer = strconv.AppendInt(buffer, int64(partition), 10)
@@ -30,34 +51,99 @@ func FormatHandle(partition int, offset, nonce uint64) string {
 	buffer = strconv.AppendUint(buffer, offset, 10)
 	buffer = append(buffer, ':')
 	buffer = strconv.AppendUint(buffer, nonce, 10)
+	buffer = append(buffer, ':')
+	buffer = hex.AppendEncode(buffer, handleTag(key, topic, partition, offset, nonce))
 	return string(buffer)
 }
 
-// ParseHandle parses a receipt handle made by FormatHandle. Exactly three
-// colon-separated fields of decimal digits without leading zeros (so each
-// handle has one spelling), each within its bound: partition <=
-// PartitionMax, offset and nonce within uint64, nonce > 0. Anything else is
+// handleTag is the tag of a handle.
+func handleTag(key []byte, topic string, partition int, offset, nonce uint64) []byte {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(handleTagLabel))
+	var fields [8 + 8 + 8 + 8]byte
+	binary.BigEndian.PutUint64(fields[0:], uint64(len(topic)))
+	binary.BigEndian.PutUint64(fields[8:], uint64(partition))
+	binary.BigEndian.PutUint64(fields[16:], offset)
+	binary.BigEndian.PutUint64(fields[24:], nonce)
+	mac.Write(fields[:])
+	mac.Write([]byte(topic))
+	return mac.Sum(nil)[:handleTagBytes]
+}
+
+// FormatHandlePrefix is the "partition:offset:" every handle of that
+// record begins with (for a person reading logs).
+func FormatHandlePrefix(partition int, offset uint64) string {
+	return strconv.Itoa(partition) + ":" + strconv.FormatUint(offset, 10) + ":"
+}
+
+// ParseHandle parses the syntax of a receipt handle made by FormatHandle,
+// without checking its tag (VerifyHandle does). Exactly four colon-separated
+// fields: three of decimal digits without leading zeros (so each handle has
+// one spelling), each within its bound (partition <= PartitionMax, offset
+// and nonce within uint64, nonce > 0), and the tag. Anything else is
 // ErrMalformedHandle.
 func ParseHandle(s string) (partition int, offset, nonce uint64, err error) {
+	partition, offset, nonce, _, err = parseHandle(s)
+	return partition, offset, nonce, err
+}
+
+// VerifyHandle parses s and checks its tag under key for topic. A handle
+// whose tag does not verify (forged, of another topic, or minted under
+// another key: before a restart, or by the partition's previous owner)
+// comes back with nonce 0, which matches no reservation: it can ack
+// nothing, and a record it names is answered as for a stale handle.
+func VerifyHandle(key []byte, topic, s string) (partition int, offset, nonce uint64, err error) {
+	partition, offset, nonce, tag, err := parseHandle(s)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if len(key) != HandleKeyBytes || !hmac.Equal(tag, handleTag(key, topic, partition, offset, nonce)) {
+		return partition, offset, 0, nil
+	}
+	return partition, offset, nonce, nil
+}
+
+func parseHandle(s string) (partition int, offset, nonce uint64, tag []byte, err error) {
 	if len(s) > handleBytesMax {
-		return 0, 0, 0, fmt.Errorf("%w: longer than %d bytes", ErrMalformedHandle, handleBytesMax)
+		return 0, 0, 0, nil, fmt.Errorf("%w: longer than %d bytes", ErrMalformedHandle, handleBytesMax)
 	}
 	partitionText, rest, hasOffset := strings.Cut(s, ":")
-	offsetText, nonceText, hasNonce := strings.Cut(rest, ":")
-	if !hasOffset || !hasNonce {
-		return 0, 0, 0, fmt.Errorf("%w: want partition:offset:nonce", ErrMalformedHandle)
+	offsetText, rest, hasNonce := strings.Cut(rest, ":")
+	nonceText, tagText, hasTag := strings.Cut(rest, ":")
+	if !hasOffset || !hasNonce || !hasTag {
+		return 0, 0, 0, nil, fmt.Errorf("%w: want partition:offset:nonce:tag", ErrMalformedHandle)
 	}
 	partitionValue, err := parseDecimal(partitionText, PartitionMax)
 	if err != nil {
-		return 0, 0, 0, fmt.Errorf("%w: partition: %v", ErrMalformedHandle, err)
+		return 0, 0, 0, nil, fmt.Errorf("%w: partition: %v", ErrMalformedHandle, err)
 	}
 	if offset, err = parseDecimal(offsetText, ^uint64(0)); err != nil {
-		return 0, 0, 0, fmt.Errorf("%w: offset: %v", ErrMalformedHandle, err)
+		return 0, 0, 0, nil, fmt.Errorf("%w: offset: %v", ErrMalformedHandle, err)
 	}
 	if nonce, err = parseDecimal(nonceText, ^uint64(0)); err != nil || nonce == 0 {
-		return 0, 0, 0, fmt.Errorf("%w: nonce must be a number > 0", ErrMalformedHandle)
+		return 0, 0, 0, nil, fmt.Errorf("%w: nonce must be a number > 0", ErrMalformedHandle)
 	}
-	return int(partitionValue), offset, nonce, nil
+	if tag, err = parseTag(tagText); err != nil {
+		return 0, 0, 0, nil, fmt.Errorf("%w: tag: %v", ErrMalformedHandle, err)
+	}
+	return int(partitionValue), offset, nonce, tag, nil
+}
+
+// errBadTag reports a tag that is not 16 lowercase hexadecimal digits.
+var errBadTag = fmt.Errorf("want %d lowercase hexadecimal digits", 2*handleTagBytes)
+
+// parseTag decodes exactly 2*handleTagBytes lowercase hexadecimal digits
+// (one spelling per tag).
+func parseTag(text string) ([]byte, error) {
+	if len(text) != 2*handleTagBytes {
+		return nil, errBadTag
+	}
+	for i := 0; i < len(text); i++ {
+		if !(text[i] >= '0' && text[i] <= '9' || text[i] >= 'a' && text[i] <= 'f') {
+			return nil, errBadTag
+		}
+	}
+	return hex.DecodeString(text)
 }
 
 // errNotCanonical reports a field that is not canonical decimal.
