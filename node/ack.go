@@ -50,7 +50,7 @@ func (n *Node) ackOne(t *topic, handle string, action AckAction) error {
 	}
 	log, err := n.openLog(t, p)
 	if err != nil {
-		return Unavailable("partition %d of %s is unavailable: %v", index, t.info.Name, err)
+		return Unavailable("partition %d of %s is unavailable: %s", index, t.info.Name, storageCause(err))
 	}
 	err = n.applyAck(t, p, log, offset, nonce, action)
 	n.observer.Acked(t.info.Name, action, ackOutcome(err))
