@@ -10,15 +10,19 @@ import (
 	"narad/meta"
 )
 
-// universe lists every topic name of up to four letters over {a, b}: a
-// pattern of up to three letters that fails to cover another has a
-// witness among them.
+// universe lists every topic name of up to four letters over {a, b, c}.
+// Patterns use only a and b (and a final *), so when held patterns fail
+// to cover an asked one there is a witness among these names: the asked
+// prefix (at most three letters) followed by c, which no held pattern
+// names and only a held prefix wildcard of the asked prefix matches.
+// Without the third letter, {a*, b*} would seem to cover * (seen by
+// rapid).
 func universe() []string {
 	names := []string{""}
 	for length := 1; length <= 4; length++ {
 		for _, name := range names {
 			if len(name) == length-1 {
-				names = append(names, name+"a", name+"b")
+				names = append(names, name+"a", name+"b", name+"c")
 			}
 		}
 	}
