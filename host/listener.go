@@ -1,11 +1,14 @@
 package host
 
 import (
+	"fmt"
 	"net"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"narad/httpapi"
 )
 
 // The HTTP connection limit's derivation and its refusal.
@@ -23,13 +26,13 @@ const (
 	refusalWriteTimeout = 100 * time.Millisecond
 )
 
-// refusalBody and refusal are the whole answer to a connection over the
-// limit.
-const (
-	refusalBody = `{"error":"too many connections to this server; retry"}` + "\n"
-	refusal     = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n" +
-		"Connection: close\r\nContent-Length: 55\r\n\r\n" + refusalBody
-)
+// refusalBody is the body of the answer to a connection over the limit;
+// refusal is the whole answer, with the Retry-After of every 503
+// (httpapi.RetryAfterSeconds) and the body's length derived, not typed.
+const refusalBody = `{"error":"too many connections to this server; retry"}` + "\n"
+
+var refusal = []byte(fmt.Sprintf("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: %d\r\n"+
+	"Connection: close\r\nContent-Length: %d\r\n\r\n%s", httpapi.RetryAfterSeconds, len(refusalBody), refusalBody))
 
 // connectionsCap derives the HTTP connection limit from the descriptor
 // limit when configured is 0.
@@ -83,7 +86,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		l.refused.Inc()
 		_ = conn.SetWriteDeadline(time.Now().Add(refusalWriteTimeout))
-		_, _ = conn.Write([]byte(refusal)) // best effort: the client may be gone
+		_, _ = conn.Write(refusal) // best effort: the client may be gone
 		_ = conn.Close()
 	}
 }

@@ -56,7 +56,6 @@
 //     them): an announced Content-Length reserves nothing. The bytes read
 //     count against CodecConfig.BodyBytesInFlightMax until the answer; a
 //     read past it answers 503.
-//   - Every 503 carries Retry-After (RetryAfterSeconds).
 //   - Strict input: a JSON body with a key given twice in one object, or a
 //     query parameter given twice, is 400 on every route; an error body
 //     names no file on disk and no socket address.
