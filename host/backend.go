@@ -5,7 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // backend is what httpapi calls: it passes requests to the loop and waits
@@ -21,11 +21,11 @@ type backend struct {
 var errLoopStopped = errors.New("node loop stopped")
 
 // Do implements httpapi.Backend.
-func (b *backend) Do(ctx context.Context, req node.Request) node.Reply {
-	id := node.RequestID(b.nextID.Add(1))
-	replyCh := make(chan node.Reply, 1)
+func (b *backend) Do(ctx context.Context, req msg.Request) msg.Reply {
+	id := msg.RequestID(b.nextID.Add(1))
+	replyCh := make(chan msg.Reply, 1)
 	if err := b.send(ctx, input{id: id, request: req, reply: replyCh}); err != nil {
-		return node.Reply{ID: id, Err: node.Unavailable("%v", err)}
+		return msg.Reply{ID: id, Err: msg.Unavailable("%v", err)}
 	}
 	select {
 	case reply := <-replyCh:
@@ -33,7 +33,7 @@ func (b *backend) Do(ctx context.Context, req node.Request) node.Reply {
 	case <-ctx.Done():
 		// The loop may still answer; the buffered channel absorbs it.
 		_ = b.send(context.Background(), input{id: id, cancel: true})
-		return node.Reply{ID: id, Err: node.Unavailable("request cancelled: %v", ctx.Err())}
+		return msg.Reply{ID: id, Err: msg.Unavailable("request cancelled: %v", ctx.Err())}
 	case <-b.loop.done:
 		return b.replyAfterStop(id, replyCh)
 	}
@@ -41,12 +41,12 @@ func (b *backend) Do(ctx context.Context, req node.Request) node.Reply {
 
 // replyAfterStop returns the reply the loop gave before it stopped, if
 // any, else a retryable error.
-func (b *backend) replyAfterStop(id node.RequestID, replyCh chan node.Reply) node.Reply {
+func (b *backend) replyAfterStop(id msg.RequestID, replyCh chan msg.Reply) msg.Reply {
 	select {
 	case reply := <-replyCh:
 		return reply
 	default:
-		return node.Reply{ID: id, Err: node.Unavailable("node is shutting down")}
+		return msg.Reply{ID: id, Err: msg.Unavailable("node is shutting down")}
 	}
 }
 
@@ -81,7 +81,7 @@ func (b *backend) Ready() error {
 }
 
 // TopicSchemas implements httpapi.Backend.
-func (b *backend) TopicSchemas(topic string) []node.SchemaVersion { return b.loop.topicSchemas(topic) }
+func (b *backend) TopicSchemas(topic string) []msg.SchemaVersion { return b.loop.topicSchemas(topic) }
 
 // ShuttingDown implements httpapi.Backend.
 func (b *backend) ShuttingDown() bool { return b.shuttingDown.Load() }

@@ -12,7 +12,7 @@ import (
 
 	"narad/config"
 	"narad/meta"
-	"narad/node"
+	"narad/msg"
 	"narad/peer"
 )
 
@@ -54,7 +54,7 @@ type ClusterOptions struct {
 // transport is what the loop needs of the node-to-node transport
 // (*peer.Transport in production, a fake in tests).
 type transport interface {
-	Send(env node.Envelope)
+	Send(env msg.Envelope)
 	SetPeer(id, address string) error
 	RemovePeer(id string)
 	// DialFailures counts, per peer, the failed connection attempts so far.
@@ -192,7 +192,7 @@ func loadClusterTLS(c config.Cluster) (*tls.Config, error) {
 // startTransport creates and starts the transport of a cluster node;
 // envelopes it receives go to deliver. It logs the security warnings of
 // API.md §3.3.
-func startTransport(nodeID string, opts ClusterOptions, deliver func(node.Envelope), logger *slog.Logger) (*peer.Transport, error) {
+func startTransport(nodeID string, opts ClusterOptions, deliver func(msg.Envelope), logger *slog.Logger) (*peer.Transport, error) {
 	cfg := peer.DefaultConfig(nodeID, opts.ListenAddr)
 	cfg.Peers, cfg.TLS = opts.Peers, opts.TLS
 	cfg.BackoffSeed = uint64(time.Now().UnixNano())

@@ -26,6 +26,7 @@ import (
 
 	"narad/config"
 	"narad/meta"
+	"narad/msg"
 	"narad/node"
 )
 
@@ -273,13 +274,13 @@ func TestSingleHostReportsItselfLeader(t *testing.T) {
 
 // fakeTransport records what the loop asks of the transport.
 type fakeTransport struct {
-	sent     []node.Envelope
+	sent     []msg.Envelope
 	set      map[string]string
 	removed  []string
 	failures map[string]uint64
 }
 
-func (f *fakeTransport) Send(env node.Envelope) { f.sent = append(f.sent, env) }
+func (f *fakeTransport) Send(env msg.Envelope) { f.sent = append(f.sent, env) }
 func (f *fakeTransport) SetPeer(id, address string) error {
 	f.set[id] = address
 	return nil
@@ -316,13 +317,13 @@ func TestRefreshPeersForgetsNodesTheNodeNoLongerKnows(t *testing.T) {
 func TestSendToAnUnknownPeerRefreshesTheAddressBookFirst(t *testing.T) {
 	h := testHost(t)
 	fake := &fakeTransport{set: map[string]string{}}
-	envelope := node.Envelope{From: h.opts.Node.NodeID, To: "newcomer", Message: node.Notify{Topic: "t"}}
+	envelope := msg.Envelope{From: h.opts.Node.NodeID, To: "newcomer", Message: msg.Notify{Topic: "t"}}
 	onLoop(h, func() {
 		h.loop.transport = fake
 		defer func() { h.loop.transport = nil }()
 		h.loop.peerAddrs = map[string]string{"gone": "10.0.0.9:7943"}
 		h.loop.nextPeerRefresh = time.Now().Add(time.Hour)
-		h.loop.send([]node.Envelope{envelope, envelope})
+		h.loop.send([]msg.Envelope{envelope, envelope})
 	})
 	assert.Equal(t, []string{"gone"}, fake.removed, "the refresh ran although it was not due, once")
 	assert.Len(t, fake.sent, 2, "the envelopes were handed over after it")
@@ -331,7 +332,7 @@ func TestSendToAnUnknownPeerRefreshesTheAddressBookFirst(t *testing.T) {
 func TestRefusedPeerMessageIsCountedNotFatal(t *testing.T) {
 	h := testHost(t)
 	onLoop(h, func() {
-		h.loop.step(node.Envelope{From: "stranger", To: h.opts.Node.NodeID, Message: 42})
+		h.loop.step(msg.Envelope{From: "stranger", To: h.opts.Node.NodeID, Message: &msg.Notify{Topic: "t"}})
 	})
 	_, metrics := call(t, h, get("/metrics"))
 	assert.Contains(t, metrics, "narad_peer_step_errors_total 1")

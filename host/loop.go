@@ -11,6 +11,7 @@ import (
 
 	"narad/auth"
 	"narad/meta"
+	"narad/msg"
 	"narad/node"
 )
 
@@ -36,13 +37,13 @@ const (
 // an envelope from a peer (fromPeer), or a control function run on the
 // loop goroutine (stats, shutdown).
 type input struct {
-	id       node.RequestID
-	request  node.Request
-	reply    chan node.Reply // buffered, capacity 1
+	id       msg.RequestID
+	request  msg.Request
+	reply    chan msg.Reply // buffered, capacity 1
 	cancel   bool
 	control  func(*node.Node)
 	fromPeer bool
-	envelope node.Envelope
+	envelope msg.Envelope
 	// userChange, with reply, is a user change for node.ChangeUsers.
 	userChange meta.Command
 }
@@ -58,7 +59,7 @@ type loop struct {
 	// peerInbox queues envelopes from peers (transport reader goroutines
 	// write, the loop reads). Separate from inbox so that a flood of
 	// client requests cannot hold Raft traffic back.
-	peerInbox chan node.Envelope
+	peerInbox chan msg.Envelope
 	// transport sends the node's envelopes; nil for a single node. Set
 	// before run starts, then only used by the loop goroutine.
 	transport transport
@@ -78,7 +79,7 @@ type loop struct {
 	nextPeerCheck time.Time
 
 	// pending maps a request id to where its reply goes.
-	pending map[node.RequestID]chan node.Reply
+	pending map[msg.RequestID]chan msg.Reply
 	// answeredLastFlush counts the replies the last flush delivered: how
 	// many clients may be about to send again.
 	answeredLastFlush int
@@ -115,8 +116,8 @@ type loop struct {
 func newLoop(n *node.Node, clock func() time.Time, logger *slog.Logger, metrics *Metrics) *loop {
 	return &loop{
 		node: n, inbox: make(chan input, inboxCapacity), clock: clock, logger: logger, metrics: metrics,
-		peerInbox: make(chan node.Envelope, peerInboxCapacity), peerAddrs: map[string]string{},
-		pending: map[node.RequestID]chan node.Reply{}, done: make(chan struct{}),
+		peerInbox: make(chan msg.Envelope, peerInboxCapacity), peerAddrs: map[string]string{},
+		pending: map[msg.RequestID]chan msg.Reply{}, done: make(chan struct{}),
 	}
 }
 
@@ -138,7 +139,7 @@ func (l *loop) run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			l.failPending(node.Unavailable("node is shutting down"))
+			l.failPending(msg.Unavailable("node is shutting down"))
 			return nil
 		case in := <-l.inbox:
 			l.round(in)
@@ -260,7 +261,7 @@ func (l *loop) flush() error {
 	for l.node.HasReady() {
 		rd := l.node.Ready()
 		if err := l.persist(rd.Syncs); err != nil {
-			l.failPending(node.Unavailable("node storage failed; retry")) // the log line names the files
+			l.failPending(msg.Unavailable("node storage failed; retry")) // the log line names the files
 			return fmt.Errorf("persist: %w", err)
 		}
 		l.publishSchemas()
@@ -323,7 +324,7 @@ func roundRecords(syncs []node.Sync) int {
 	return records
 }
 
-func (l *loop) deliver(reply node.Reply) {
+func (l *loop) deliver(reply msg.Reply) {
 	ch, ok := l.pending[reply.ID]
 	if !ok {
 		return // cancelled: the client is gone
@@ -334,7 +335,7 @@ func (l *loop) deliver(reply node.Reply) {
 
 func (l *loop) failPending(err error) {
 	for id, ch := range l.pending { //determinism:ok host is not the core; order does not matter
-		ch <- node.Reply{ID: id, Err: err}
+		ch <- msg.Reply{ID: id, Err: err}
 		delete(l.pending, id)
 	}
 }
@@ -347,7 +348,7 @@ func (l *loop) sleepDuration() time.Duration {
 // schemaView is the node's schemas at one SchemaEpoch, for the HTTP layer.
 type schemaView struct {
 	epoch   uint64
-	byTopic map[string][]node.SchemaVersion
+	byTopic map[string][]msg.SchemaVersion
 }
 
 // publishSchemas rebuilds the schema view when the applied metadata
@@ -365,7 +366,7 @@ func (l *loop) publishSchemas() {
 
 // topicSchemas returns the published versions of a topic's schema. Safe
 // from any goroutine.
-func (l *loop) topicSchemas(topic string) []node.SchemaVersion {
+func (l *loop) topicSchemas(topic string) []msg.SchemaVersion {
 	if view := l.schemas.Load(); view != nil {
 		return view.byTopic[topic]
 	}

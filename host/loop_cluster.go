@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"time"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // fromPeer is the transport's deliver function: it hands env to the loop,
 // waiting while the peer inbox is full, and drops it once the loop has
 // stopped (so the transport's readers can end at shutdown). It runs on
 // the transport's reader goroutines.
-func (l *loop) fromPeer(env node.Envelope) {
+func (l *loop) fromPeer(env msg.Envelope) {
 	select {
 	case l.peerInbox <- env:
 	case <-l.done:
@@ -21,7 +21,7 @@ func (l *loop) fromPeer(env node.Envelope) {
 // step hands a peer's envelope to the node. A refused envelope (unknown
 // type, stale or malformed message) is counted and logged at debug level:
 // peers are outside this process, and a bad message must not stop it.
-func (l *loop) step(env node.Envelope) {
+func (l *loop) step(env msg.Envelope) {
 	if err := l.node.Step(env); err != nil {
 		l.metrics.peerStepErrors.Inc()
 		l.logger.Debug("peer message refused", "from", env.From, "type", fmt.Sprintf("%T", env.Message), "err", err)
@@ -34,7 +34,7 @@ func (l *loop) step(env node.Envelope) {
 // just joined) refreshes the address book first, once per call: the
 // transport would drop it, and the first messages to a joiner are the
 // leader's (one snapshot, which raft sends again only after a while).
-func (l *loop) send(envelopes []node.Envelope) {
+func (l *loop) send(envelopes []msg.Envelope) {
 	if len(envelopes) == 0 {
 		return
 	}

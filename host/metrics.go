@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"narad/msg"
 	"narad/node"
 )
 
@@ -146,7 +147,7 @@ func (m *Metrics) Consumed(topic string, partition int, records int, bytes int64
 }
 
 // Acked implements node.Observer.
-func (m *Metrics) Acked(topic string, action node.AckAction, outcome string) {
+func (m *Metrics) Acked(topic string, action msg.AckAction, outcome string) {
 	if outcome == "repeat" {
 		m.ackRepeated.WithLabelValues(topic).Inc()
 		return
@@ -156,9 +157,9 @@ func (m *Metrics) Acked(topic string, action node.AckAction, outcome string) {
 		return
 	}
 	switch action {
-	case node.AckExtend:
+	case msg.AckExtend:
 		m.ackExtended.WithLabelValues(topic).Inc()
-	case node.AckNack:
+	case msg.AckNack:
 		m.nacks.WithLabelValues(topic).Inc()
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"narad/auth"
 	"narad/httpapi"
 	"narad/meta"
+	"narad/msg"
 	"narad/node"
 )
 
@@ -84,17 +85,17 @@ func (s *rootSeed) logSeeded(logger *slog.Logger) {
 
 // ChangeUsers implements httpapi.UserChanger.
 func (b *backend) ChangeUsers(ctx context.Context, cmd meta.Command) error {
-	id := node.RequestID(b.nextID.Add(1))
-	replyCh := make(chan node.Reply, 1)
+	id := msg.RequestID(b.nextID.Add(1))
+	replyCh := make(chan msg.Reply, 1)
 	if err := b.send(ctx, input{id: id, userChange: cmd, reply: replyCh}); err != nil {
-		return node.Unavailable("%v", err)
+		return msg.Unavailable("%v", err)
 	}
 	select {
 	case reply := <-replyCh:
 		return reply.Err
 	case <-ctx.Done():
 		_ = b.send(context.Background(), input{id: id, cancel: true})
-		return node.Unavailable("request cancelled: %v", ctx.Err())
+		return msg.Unavailable("request cancelled: %v", ctx.Err())
 	case <-b.loop.done:
 		return b.replyAfterStop(id, replyCh).Err
 	}

@@ -13,19 +13,19 @@ import (
 
 	"narad/auth"
 	"narad/meta"
-	"narad/node"
+	"narad/msg"
 )
 
 // instantBackend answers every produce at once, so that a benchmark of
 // the handler measures the handler.
 type instantBackend struct{}
 
-func (instantBackend) Do(_ context.Context, req node.Request) node.Reply {
-	return node.Reply{Result: node.ProduceResult{Records: []node.Placement{{Partition: 0, Offset: 1}}}}
+func (instantBackend) Do(_ context.Context, req msg.Request) msg.Reply {
+	return msg.Reply{Result: msg.ProduceResult{Records: []msg.Placement{{Partition: 0, Offset: 1}}}}
 }
 func (instantBackend) Ready() error                                    { return nil }
 func (instantBackend) ShuttingDown() bool                              { return false }
-func (instantBackend) TopicSchemas(string) []node.SchemaVersion        { return nil }
+func (instantBackend) TopicSchemas(string) []msg.SchemaVersion         { return nil }
 func (instantBackend) ChangeUsers(context.Context, meta.Command) error { return nil }
 
 // BenchmarkHandlerProduceSecurity serves single produces through the

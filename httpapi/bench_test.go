@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"narad/node"
+	"narad/msg"
 )
 
 func BenchmarkDecodeProduceSingle(b *testing.B) {
@@ -33,12 +33,12 @@ func BenchmarkDecodeProduceBatch(b *testing.B) {
 }
 
 func BenchmarkEncodeConsumeBatch(b *testing.B) {
-	messages := make([]node.Message, node.ConsumeBatchMax)
+	messages := make([]msg.Message, msg.ConsumeBatchMax)
 	for i := range messages {
 		messages[i] = testMessage
 	}
-	request := node.Consume{Topic: "orders", Partition: node.PartitionNone, Max: node.ConsumeBatchMax}
-	reply := node.Reply{Result: node.ConsumeResult{Messages: messages, Batch: true}}
+	request := msg.Consume{Topic: "orders", Partition: msg.PartitionNone, Max: msg.ConsumeBatchMax}
+	reply := msg.Reply{Result: msg.ConsumeResult{Messages: messages, Batch: true}}
 	b.ReportAllocs()
 	for b.Loop() {
 		Encode(request, reply)
@@ -51,7 +51,7 @@ func BenchmarkDecodeBatchLine(b *testing.B) {
 	line := []byte(`{"key":"user-7","payload":{"id":7,"name":"` + strings.Repeat("x", 200) + `"}}`)
 	for _, decoder := range []struct {
 		name   string
-		decode func([]byte) (node.ProduceRecord, error)
+		decode func([]byte) (msg.ProduceRecord, error)
 	}{{"handwritten", decodeBatchLine}, {"encoding-json", referenceDecodeBatchLine}} {
 		b.Run(decoder.name, func(b *testing.B) {
 			b.SetBytes(int64(len(line)))

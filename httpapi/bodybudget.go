@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // errBodyBudgetFull: reading more of a request body would take the bytes
@@ -16,7 +16,7 @@ import (
 var errBodyBudgetFull = errors.New("request body bytes in flight at their cap")
 
 // errBodyBudget answers a request refused by the body budget.
-var errBodyBudget = node.Unavailable("the server holds its cap of request body bytes in flight; retry")
+var errBodyBudget = msg.Unavailable("the server holds its cap of request body bytes in flight; retry")
 
 // bodyBudget bounds the bytes of request bodies the server holds at once,
 // across requests: a body takes from the budget the buffer it reads into,

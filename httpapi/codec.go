@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"net/http"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // Routes: the http.ServeMux patterns of API.md §1.3 that one node serves.
@@ -33,11 +33,11 @@ const (
 )
 
 // decodeFunc decodes the request of one route.
-type decodeFunc func(c *Codec, r *http.Request) (node.Request, *ErrorResponse)
+type decodeFunc func(c *Codec, r *http.Request) (msg.Request, *ErrorResponse)
 
 // decodeLinesFunc decodes a produce: the request and, for a batch, the
 // NDJSON line of each record.
-type decodeLinesFunc func(c *Codec, r *http.Request) (node.Request, []int, *ErrorResponse)
+type decodeLinesFunc func(c *Codec, r *http.Request) (msg.Request, []int, *ErrorResponse)
 
 // routeTable lists every route with its decoder; a nil decoder marks a
 // route the server answers itself (health, readiness, metrics, users).
@@ -101,7 +101,7 @@ type Decoded struct {
 	Route string
 	// Request is what to hand the node; nil for RouteHealth, RouteReady,
 	// RouteMetrics, RouteTopicSchema and the users routes.
-	Request node.Request
+	Request msg.Request
 	// Lines[i] is the NDJSON line (from 1) of record i of a batch
 	// produce; nil otherwise.
 	Lines []int
@@ -158,7 +158,7 @@ type capture struct {
 	body    bytes.Buffer
 	routed  bool // a route handler ran
 	route   string
-	request node.Request
+	request msg.Request
 	lines   []int
 	failure *ErrorResponse
 }

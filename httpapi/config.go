@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // Defaults of CodecConfig (API.md §1.1, §3.1 and item 9).
@@ -12,7 +12,7 @@ const (
 	defaultConsumeWaitMaxMs    = 10_000
 	defaultJSONBodyBytesMax    = 1 << 20
 	defaultMessageBodyBytesMax = 1 << 20
-	// A batch of node.ProduceBatchBytesMax payload bytes sent as
+	// A batch of msg.ProduceBatchBytesMax payload bytes sent as
 	// payload_base64 grows by 4/3 plus the JSON around each record, so the
 	// raw NDJSON cap sits well above the payload cap: the payload cap is the
 	// one a well-formed batch meets first.
@@ -65,10 +65,10 @@ func (c CodecConfig) Validate() error {
 	check(c.ConsumeWaitMaxMs >= 0, "consume wait max %d ms is negative", c.ConsumeWaitMaxMs)
 	check(c.JSONBodyBytesMax > 0, "json body bytes max %d must be > 0", c.JSONBodyBytesMax)
 	check(c.MessageBodyBytesMax > 0, "message body bytes max %d must be > 0", c.MessageBodyBytesMax)
-	check(c.MessageBodyBytesMax <= node.ProduceBatchBytesMax,
-		"message body bytes max %d above the batch payload max %d", c.MessageBodyBytesMax, node.ProduceBatchBytesMax)
-	check(c.BatchBodyBytesMax >= node.ProduceBatchBytesMax,
-		"batch body bytes max %d below the batch payload max %d", c.BatchBodyBytesMax, node.ProduceBatchBytesMax)
+	check(c.MessageBodyBytesMax <= msg.ProduceBatchBytesMax,
+		"message body bytes max %d above the batch payload max %d", c.MessageBodyBytesMax, msg.ProduceBatchBytesMax)
+	check(c.BatchBodyBytesMax >= msg.ProduceBatchBytesMax,
+		"batch body bytes max %d below the batch payload max %d", c.BatchBodyBytesMax, msg.ProduceBatchBytesMax)
 	check(c.BodyBytesInFlightMax >= c.BatchBodyBytesMax && c.BodyBytesInFlightMax <= bodyBytesInFlightLimit,
 		"body bytes in flight max %d not in [batch body bytes max %d, %d]", c.BodyBytesInFlightMax, c.BatchBodyBytesMax, int64(bodyBytesInFlightLimit))
 	return errors.Join(problems...)

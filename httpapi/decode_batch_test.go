@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"narad/node"
+	"narad/msg"
 )
 
 const batchTarget = "/v1/topics/orders/produce"
@@ -22,8 +22,8 @@ func batchRequest(body string) *http.Request {
 	return request
 }
 
-func batchOf(records ...node.ProduceRecord) node.Produce {
-	return node.Produce{Topic: "orders", Records: records, Batch: true}
+func batchOf(records ...msg.ProduceRecord) msg.Produce {
+	return msg.Produce{Topic: "orders", Records: records, Batch: true}
 }
 
 func TestDecodeProduceBatch(t *testing.T) {
@@ -34,17 +34,17 @@ func TestDecodeProduceBatch(t *testing.T) {
 				`{"payload_base64":"//4A"}` + "\n" +
 				`{"payload":null,"key":""}` + "\n",
 			wantRoute: RouteProduce, want: batchOf(
-				node.ProduceRecord{Key: []byte("k1"), Partition: 2, Payload: []byte(`{"a": [1, 2]}`)},
-				node.ProduceRecord{Partition: node.PartitionNone, Payload: []byte(`"text"`)},
-				node.ProduceRecord{Partition: node.PartitionNone, Payload: []byte{0xff, 0xfe, 0x00}},
-				node.ProduceRecord{Partition: node.PartitionNone, Payload: []byte(`null`)},
+				msg.ProduceRecord{Key: []byte("k1"), Partition: 2, Payload: []byte(`{"a": [1, 2]}`)},
+				msg.ProduceRecord{Partition: msg.PartitionNone, Payload: []byte(`"text"`)},
+				msg.ProduceRecord{Partition: msg.PartitionNone, Payload: []byte{0xff, 0xfe, 0x00}},
+				msg.ProduceRecord{Partition: msg.PartitionNone, Payload: []byte(`null`)},
 			)},
 		{name: "blank lines and CRLF skipped", method: "POST", target: batchTarget,
 			contentType: "Application/X-NDJSON; charset=utf-8",
 			body:        "\n  \r\n" + `{"payload":1}` + "\r\n\n" + `{"payload":2}`,
 			wantRoute:   RouteProduce, want: batchOf(
-				node.ProduceRecord{Partition: node.PartitionNone, Payload: []byte(`1`)},
-				node.ProduceRecord{Partition: node.PartitionNone, Payload: []byte(`2`)},
+				msg.ProduceRecord{Partition: msg.PartitionNone, Payload: []byte(`1`)},
+				msg.ProduceRecord{Partition: msg.PartitionNone, Payload: []byte(`2`)},
 			)},
 		{name: "no records", method: "POST", target: batchTarget, contentType: "application/x-ndjson", body: "\n \n",
 			wantStatus: 400, wantMessage: "batch produce has no records"},
@@ -85,11 +85,11 @@ func TestDecodeProduceBatch(t *testing.T) {
 
 func TestDecodeProduceBatchRecordLimit(t *testing.T) {
 	line := `{"payload":1}` + "\n"
-	decoded, failed := newTestCodec().Decode(batchRequest(strings.Repeat(line, node.ProduceBatchRecordsMax)))
+	decoded, failed := newTestCodec().Decode(batchRequest(strings.Repeat(line, msg.ProduceBatchRecordsMax)))
 	require.Nil(t, failed)
-	require.Len(t, decoded.Request.(node.Produce).Records, node.ProduceBatchRecordsMax)
+	require.Len(t, decoded.Request.(msg.Produce).Records, msg.ProduceBatchRecordsMax)
 
-	_, failed = newTestCodec().Decode(batchRequest(strings.Repeat(line, node.ProduceBatchRecordsMax+1)))
+	_, failed = newTestCodec().Decode(batchRequest(strings.Repeat(line, msg.ProduceBatchRecordsMax+1)))
 	requireFailure(t, failed, 413, "batch produce has more than 1000 records")
 }
 
@@ -100,19 +100,19 @@ func base64Line(size int) string {
 
 func TestDecodeProduceBatchByteLimit(t *testing.T) {
 	recordBytes := 1 << 20
-	recordsAtLimit := node.ProduceBatchBytesMax / recordBytes
+	recordsAtLimit := msg.ProduceBatchBytesMax / recordBytes
 	full := strings.Repeat(base64Line(recordBytes), recordsAtLimit)
 
 	decoded, failed := newTestCodec().Decode(batchRequest(full))
-	require.Nil(t, failed, "exactly %d payload bytes must pass", node.ProduceBatchBytesMax)
+	require.Nil(t, failed, "exactly %d payload bytes must pass", msg.ProduceBatchBytesMax)
 	total := 0
-	for _, record := range decoded.Request.(node.Produce).Records {
+	for _, record := range decoded.Request.(msg.Produce).Records {
 		total += len(record.Payload)
 	}
-	require.Equal(t, node.ProduceBatchBytesMax, total)
+	require.Equal(t, msg.ProduceBatchBytesMax, total)
 
 	_, failed = newTestCodec().Decode(batchRequest(full + base64Line(1)))
-	requireFailure(t, failed, 413, fmt.Sprintf("batch produce payloads are over %d bytes", node.ProduceBatchBytesMax))
+	requireFailure(t, failed, 413, fmt.Sprintf("batch produce payloads are over %d bytes", msg.ProduceBatchBytesMax))
 }
 
 func TestDecodeProduceBatchRecordOverMessageLimit(t *testing.T) {

@@ -6,14 +6,14 @@ import (
 	"strconv"
 	"time"
 
-	"narad/node"
+	"narad/msg"
 	"narad/node/lease"
 )
 
 // decodeConsume decodes a queue consume, or a replay when offset is given
 // (API.md §1.12 and item 10). local_only, an internal peer probe of the
 // reference, is ignored.
-func decodeConsume(c *Codec, r *http.Request) (node.Request, *ErrorResponse) {
+func decodeConsume(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) {
 	topic, failed := pathTopic(r)
 	if failed != nil {
 		return nil, failed
@@ -33,11 +33,11 @@ func decodeConsume(c *Codec, r *http.Request) (node.Request, *ErrorResponse) {
 	if query.Has("offset") {
 		return decodeReplay(topic, partition, query)
 	}
-	batchMax, failed := boundedInt(query, "max", 1, node.ConsumeBatchMax, 0)
+	batchMax, failed := boundedInt(query, "max", 1, msg.ConsumeBatchMax, 0)
 	if failed != nil {
 		return nil, failed
 	}
-	return node.Consume{Topic: topic, Partition: partition, Max: batchMax, WaitMs: waitMs}, nil
+	return msg.Consume{Topic: topic, Partition: partition, Max: batchMax, WaitMs: waitMs}, nil
 }
 
 // parseWait parses a Go duration into milliseconds: empty is 0, negative
@@ -54,8 +54,8 @@ func (c *Codec) parseWait(text string) (int64, *ErrorResponse) {
 }
 
 // decodeReplay decodes a replay-mode consume: read-only, no wait.
-func decodeReplay(topic string, partition int, query url.Values) (node.Request, *ErrorResponse) {
-	if partition == node.PartitionNone {
+func decodeReplay(topic string, partition int, query url.Values) (msg.Request, *ErrorResponse) {
+	if partition == msg.PartitionNone {
 		return nil, failure(ErrPartitionRequiredForReplay)
 	}
 	if query.Has("max") {
@@ -65,13 +65,13 @@ func decodeReplay(topic string, partition int, query url.Values) (node.Request, 
 	if err != nil {
 		return nil, invalidf("invalid offset: want an integer >= 0")
 	}
-	return node.Replay{Topic: topic, Partition: partition, Offset: offset}, nil
+	return msg.Replay{Topic: topic, Partition: partition, Offset: offset}, nil
 }
 
 // decodeAck decodes an ack, extend or nack (API.md §1.13): one handle in
 // the query, or a batch in a JSON body (item 11) when the query names no
 // handle and the body is JSON.
-func decodeAck(c *Codec, r *http.Request) (node.Request, *ErrorResponse) {
+func decodeAck(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) {
 	topic, failed := pathTopic(r)
 	if failed != nil {
 		return nil, failed
@@ -94,18 +94,18 @@ func decodeAck(c *Codec, r *http.Request) (node.Request, *ErrorResponse) {
 	if failed != nil {
 		return nil, failed
 	}
-	return node.Ack{Topic: topic, Handles: []string{handle}, Action: action}, nil
+	return msg.Ack{Topic: topic, Handles: []string{handle}, Action: action}, nil
 }
 
 // parseExtend maps the extend parameter to an action.
-func parseExtend(extend string) (node.AckAction, *ErrorResponse) {
+func parseExtend(extend string) (msg.AckAction, *ErrorResponse) {
 	switch extend {
 	case "", "false":
-		return node.AckCommit, nil
+		return msg.AckCommit, nil
 	case "true", "1":
-		return node.AckExtend, nil
+		return msg.AckExtend, nil
 	case "0":
-		return node.AckNack, nil
+		return msg.AckNack, nil
 	}
 	return 0, failure(ErrInvalidExtend)
 }
@@ -116,7 +116,7 @@ type ackBatchRequestBody struct {
 	Extend         string   `json:"extend"`
 }
 
-func (c *Codec) decodeAckBatch(r *http.Request, topic string, query url.Values) (node.Request, *ErrorResponse) {
+func (c *Codec) decodeAckBatch(r *http.Request, topic string, query url.Values) (msg.Request, *ErrorResponse) {
 	if query.Has("extend") {
 		return nil, invalidf("extend goes in the body of a batch ack, not in the query")
 	}
@@ -131,7 +131,7 @@ func (c *Codec) decodeAckBatch(r *http.Request, topic string, query url.Values) 
 	if failed != nil {
 		return nil, failed
 	}
-	return node.Ack{Topic: topic, Handles: body.ReceiptHandles, Action: action, Batch: true}, nil
+	return msg.Ack{Topic: topic, Handles: body.ReceiptHandles, Action: action, Batch: true}, nil
 }
 
 // checkHandles checks the count and the syntax of a batch's handles.
@@ -139,8 +139,8 @@ func checkHandles(handles []string) *ErrorResponse {
 	if len(handles) == 0 {
 		return invalidf("receipt_handles required")
 	}
-	if len(handles) > node.AckBatchHandlesMax {
-		return failure(node.TooLarge("batch ack has more than %d receipt handles", node.AckBatchHandlesMax))
+	if len(handles) > msg.AckBatchHandlesMax {
+		return failure(msg.TooLarge("batch ack has more than %d receipt handles", msg.AckBatchHandlesMax))
 	}
 	for index, handle := range handles {
 		if _, _, _, err := lease.ParseHandle(handle); err != nil {

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // mediaTypeNDJSON selects a batch produce (API.md item 9).
@@ -13,7 +13,7 @@ const mediaTypeNDJSON = "application/x-ndjson"
 
 // decodeProduce decodes a single or batch produce; for a batch it also
 // returns each record's NDJSON line, which schema violations name.
-func decodeProduce(c *Codec, r *http.Request) (node.Request, []int, *ErrorResponse) {
+func decodeProduce(c *Codec, r *http.Request) (msg.Request, []int, *ErrorResponse) {
 	topic, failed := pathTopic(r)
 	if failed != nil {
 		return nil, nil, failed
@@ -27,33 +27,33 @@ func decodeProduce(c *Codec, r *http.Request) (node.Request, []int, *ErrorRespon
 		if failed != nil {
 			return nil, nil, failed
 		}
-		return node.Produce{Topic: topic, Records: records, Batch: true}, lines, nil
+		return msg.Produce{Topic: topic, Records: records, Batch: true}, lines, nil
 	}
 	record, failed := c.decodeProduceSingle(r, query)
 	if failed != nil {
 		return nil, nil, failed
 	}
-	return node.Produce{Topic: topic, Records: []node.ProduceRecord{record}}, nil, nil
+	return msg.Produce{Topic: topic, Records: []msg.ProduceRecord{record}}, nil, nil
 }
 
 // decodeProduceSingle decodes a raw-body produce (API.md §1.11): the body
 // is the payload, key and partition come from the query.
-func (c *Codec) decodeProduceSingle(r *http.Request, query url.Values) (node.ProduceRecord, *ErrorResponse) {
+func (c *Codec) decodeProduceSingle(r *http.Request, query url.Values) (msg.ProduceRecord, *ErrorResponse) {
 	if failed := rejectDuplicates(query, "key", "partition"); failed != nil {
-		return node.ProduceRecord{}, failed
+		return msg.ProduceRecord{}, failed
 	}
 	partition, failed := optionalPartition(query)
 	if failed != nil {
-		return node.ProduceRecord{}, failed
+		return msg.ProduceRecord{}, failed
 	}
 	body, failed := readBody(r, c.config.MessageBodyBytesMax)
 	if failed != nil {
-		return node.ProduceRecord{}, failed
+		return msg.ProduceRecord{}, failed
 	}
 	if len(body) == 0 {
-		return node.ProduceRecord{}, failure(ErrEmptyMessage)
+		return msg.ProduceRecord{}, failure(ErrEmptyMessage)
 	}
-	return node.ProduceRecord{Key: keyBytes(query.Get("key")), Partition: partition, Payload: body}, nil
+	return msg.ProduceRecord{Key: keyBytes(query.Get("key")), Partition: partition, Payload: body}, nil
 }
 
 // keyBytes maps the empty key to no key (API.md item 2).
@@ -71,7 +71,7 @@ var newline = []byte("\n")
 // line, within the record, per-record and total payload bounds. The keys
 // and JSON payloads of the records may be slices of the request body,
 // which is theirs from then on.
-func (c *Codec) decodeProduceBatch(r *http.Request, query url.Values) ([]node.ProduceRecord, []int, *ErrorResponse) {
+func (c *Codec) decodeProduceBatch(r *http.Request, query url.Values) ([]msg.ProduceRecord, []int, *ErrorResponse) {
 	if query.Has("key") || query.Has("partition") {
 		return nil, nil, invalidf("key and partition go in the records of a batch produce, not in the query")
 	}
@@ -79,9 +79,9 @@ func (c *Codec) decodeProduceBatch(r *http.Request, query url.Values) ([]node.Pr
 	if failed != nil {
 		return nil, nil, failed
 	}
-	capacity := min(bytes.Count(body, newline)+1, node.ProduceBatchRecordsMax)
+	capacity := min(bytes.Count(body, newline)+1, msg.ProduceBatchRecordsMax)
 	batch := batchBuilder{
-		records:         make([]node.ProduceRecord, 0, capacity),
+		records:         make([]msg.ProduceRecord, 0, capacity),
 		lines:           make([]int, 0, capacity),
 		messageBytesMax: c.config.MessageBodyBytesMax,
 	}
@@ -96,12 +96,12 @@ func (c *Codec) decodeProduceBatch(r *http.Request, query url.Values) ([]node.Pr
 
 // batchBuilder collects the records of a batch produce.
 type batchBuilder struct {
-	// records decoded so far; never more than node.ProduceBatchRecordsMax.
-	records []node.ProduceRecord
+	// records decoded so far; never more than msg.ProduceBatchRecordsMax.
+	records []msg.ProduceRecord
 	// lines[i] is the line (from 1) of records[i].
 	lines []int
 	// payloadBytes is the sum of the payload sizes of records; never more
-	// than node.ProduceBatchBytesMax.
+	// than msg.ProduceBatchBytesMax.
 	payloadBytes int
 	// messageBytesMax caps each payload; set at construction.
 	messageBytesMax int64
@@ -127,19 +127,19 @@ func (b *batchBuilder) addLines(body []byte) *ErrorResponse {
 
 // addLine decodes line number lineNumber (1-based) and adds its record.
 func (b *batchBuilder) addLine(line []byte, lineNumber int) *ErrorResponse {
-	if len(b.records) == node.ProduceBatchRecordsMax {
-		return failure(node.TooLarge("batch produce has more than %d records", node.ProduceBatchRecordsMax))
+	if len(b.records) == msg.ProduceBatchRecordsMax {
+		return failure(msg.TooLarge("batch produce has more than %d records", msg.ProduceBatchRecordsMax))
 	}
 	record, err := decodeBatchLine(line)
 	if err != nil {
 		return invalidf("invalid ndjson line %d: %v", lineNumber, err)
 	}
 	if int64(len(record.Payload)) > b.messageBytesMax {
-		return failure(node.TooLarge("ndjson line %d: payload of %d bytes is over %d bytes",
+		return failure(msg.TooLarge("ndjson line %d: payload of %d bytes is over %d bytes",
 			lineNumber, len(record.Payload), b.messageBytesMax))
 	}
-	if b.payloadBytes+len(record.Payload) > node.ProduceBatchBytesMax {
-		return failure(node.TooLarge("batch produce payloads are over %d bytes", node.ProduceBatchBytesMax))
+	if b.payloadBytes+len(record.Payload) > msg.ProduceBatchBytesMax {
+		return failure(msg.TooLarge("batch produce payloads are over %d bytes", msg.ProduceBatchBytesMax))
 	}
 	b.payloadBytes += len(record.Payload)
 	b.records = append(b.records, record)

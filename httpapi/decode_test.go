@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // decodeCase is one request given to Decode and what must come out:
@@ -20,7 +20,7 @@ type decodeCase struct {
 	target      string
 	contentType string
 	body        string
-	want        node.Request
+	want        msg.Request
 	wantRoute   string
 	wantStatus  int
 	wantMessage string
@@ -70,42 +70,42 @@ func int64Pointer(value int64) *int64 { return &value }
 func TestDecodeTopicRoutes(t *testing.T) {
 	runDecodeCases(t, []decodeCase{
 		{name: "create minimal", method: "POST", target: "/v1/topics", body: `{"name":"orders"}`,
-			wantRoute: RouteCreateTopic, want: node.CreateTopic{Name: "orders"}},
+			wantRoute: RouteCreateTopic, want: msg.CreateTopic{Name: "orders"}},
 		{name: "create every field, owner ignored, zero fan-out fields accepted", method: "POST", target: "/v1/topics",
 			body: `{"name":"a.B_c-9","partitions":6,"retention_ms":7200000,"visibility_timeout_ms":5000,` +
 				`"max_in_flight_per_partition":10,"max_acked_ahead_per_partition":20,"owner":"mallory",` +
 				`"schema":null,"parent":"","fanout_delay_ms":0}`,
-			wantRoute: RouteCreateTopic, want: node.CreateTopic{Name: "a.B_c-9", Partitions: 6, RetentionMs: 7200000,
+			wantRoute: RouteCreateTopic, want: msg.CreateTopic{Name: "a.B_c-9", Partitions: 6, RetentionMs: 7200000,
 				VisibilityTimeoutMs: 5000, InFlightMax: 10, AckedAheadMax: 20}},
 		{name: "create with schema", method: "POST", target: "/v1/topics", body: `{"name":"a","schema":{"type":"object"}}`,
-			wantRoute: RouteCreateTopic, want: node.CreateTopic{Name: "a", Schema: []byte(`{"type":"object"}`)}},
+			wantRoute: RouteCreateTopic, want: msg.CreateTopic{Name: "a", Schema: []byte(`{"type":"object"}`)}},
 		{name: "alter schema only", method: "PATCH", target: "/v1/topics/orders", body: `{"schema":true}`,
-			wantRoute: RouteAlterTopic, want: node.AlterTopic{Name: "orders", Schema: []byte(`true`)}},
+			wantRoute: RouteAlterTopic, want: msg.AlterTopic{Name: "orders", Schema: []byte(`true`)}},
 		{name: "create name of 255 bytes", method: "POST", target: "/v1/topics",
 			body:      `{"name":"` + strings.Repeat("x", 255) + `"}`,
-			wantRoute: RouteCreateTopic, want: node.CreateTopic{Name: strings.Repeat("x", 255)}},
+			wantRoute: RouteCreateTopic, want: msg.CreateTopic{Name: strings.Repeat("x", 255)}},
 		{name: "list default", method: "GET", target: "/v1/topics",
-			wantRoute: RouteListTopics, want: node.ListTopics{Limit: node.TopicsPageDefault}},
+			wantRoute: RouteListTopics, want: msg.ListTopics{Limit: msg.TopicsPageDefault}},
 		{name: "list page", method: "GET", target: "/v1/topics?limit=1000&page_token=orders",
-			wantRoute: RouteListTopics, want: node.ListTopics{Limit: 1000, PageToken: "orders"}},
+			wantRoute: RouteListTopics, want: msg.ListTopics{Limit: 1000, PageToken: "orders"}},
 		{name: "get", method: "GET", target: "/v1/topics/orders",
-			wantRoute: RouteGetTopic, want: node.GetTopic{Name: "orders", Partition: node.PartitionNone}},
+			wantRoute: RouteGetTopic, want: msg.GetTopic{Name: "orders", Partition: msg.PartitionNone}},
 		{name: "get one partition", method: "GET", target: "/v1/topics/orders?partition=2",
-			wantRoute: RouteGetTopic, want: node.GetTopic{Name: "orders", Partition: 2}},
+			wantRoute: RouteGetTopic, want: msg.GetTopic{Name: "orders", Partition: 2}},
 		{name: "alter visibility (item 1)", method: "PATCH", target: "/v1/topics/orders", body: `{"visibility_timeout_ms":0}`,
-			wantRoute: RouteAlterTopic, want: node.AlterTopic{Name: "orders", VisibilityTimeoutMs: int64Pointer(0)}},
+			wantRoute: RouteAlterTopic, want: msg.AlterTopic{Name: "orders", VisibilityTimeoutMs: int64Pointer(0)}},
 		{name: "alter every field", method: "PATCH", target: "/v1/topics/orders",
 			body: `{"partitions":9,"retention_ms":3600000,"max_in_flight_per_partition":1,` +
 				`"max_acked_ahead_per_partition":2,"schema":null}`,
-			wantRoute: RouteAlterTopic, want: node.AlterTopic{Name: "orders", Partitions: intPointer(9),
+			wantRoute: RouteAlterTopic, want: msg.AlterTopic{Name: "orders", Partitions: intPointer(9),
 				RetentionMs: int64Pointer(3600000), InFlightMax: intPointer(1), AckedAheadMax: intPointer(2)}},
 		{name: "delete", method: "DELETE", target: "/v1/topics/orders",
-			wantRoute: RouteDeleteTopic, want: node.DeleteTopic{Name: "orders"}},
-		{name: "members", method: "GET", target: "/v1/cluster/members", wantRoute: RouteMembers, want: node.ListMembers{}},
-		{name: "moves", method: "GET", target: "/v1/cluster/moves", wantRoute: RouteMoves, want: node.ListMoves{}},
-		{name: "decommission", method: "POST", target: "/v1/cluster/members/n2/decommission", wantRoute: RouteDecommission, want: node.Decommission{ID: "n2"}},
+			wantRoute: RouteDeleteTopic, want: msg.DeleteTopic{Name: "orders"}},
+		{name: "members", method: "GET", target: "/v1/cluster/members", wantRoute: RouteMembers, want: msg.ListMembers{}},
+		{name: "moves", method: "GET", target: "/v1/cluster/moves", wantRoute: RouteMoves, want: msg.ListMoves{}},
+		{name: "decommission", method: "POST", target: "/v1/cluster/members/n2/decommission", wantRoute: RouteDecommission, want: msg.Decommission{ID: "n2"}},
 		{name: "cancel decommission", method: "DELETE", target: "/v1/cluster/members/n2/decommission", wantRoute: RouteCancelDecommission,
-			want: node.Decommission{ID: "n2", Cancel: true}},
+			want: msg.Decommission{ID: "n2", Cancel: true}},
 		{name: "healthz", method: "GET", target: "/healthz", wantRoute: RouteHealth},
 		{name: "healthz by HEAD", method: "HEAD", target: "/healthz", wantRoute: RouteHealth},
 		{name: "readyz", method: "GET", target: "/readyz", wantRoute: RouteReady},
@@ -205,20 +205,20 @@ func TestDecodeTopicErrors(t *testing.T) {
 }
 
 func TestDecodeProduceSingle(t *testing.T) {
-	produce := func(key string, partition int, payload string) node.Produce {
-		return node.Produce{Topic: "orders", Records: []node.ProduceRecord{{Key: keyBytes(key), Partition: partition, Payload: []byte(payload)}}}
+	produce := func(key string, partition int, payload string) msg.Produce {
+		return msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Key: keyBytes(key), Partition: partition, Payload: []byte(payload)}}}
 	}
 	runDecodeCases(t, []decodeCase{
 		{name: "no key (item 2)", method: "POST", target: "/v1/topics/orders/produce", body: "hello",
-			wantRoute: RouteProduce, want: produce("", node.PartitionNone, "hello")},
+			wantRoute: RouteProduce, want: produce("", msg.PartitionNone, "hello")},
 		{name: "empty key is no key", method: "POST", target: "/v1/topics/orders/produce?key=", body: "hello",
-			wantRoute: RouteProduce, want: produce("", node.PartitionNone, "hello")},
+			wantRoute: RouteProduce, want: produce("", msg.PartitionNone, "hello")},
 		{name: "key and partition, other parameters ignored", method: "POST",
 			target: "/v1/topics/orders/produce?key=user%2F7&partition=2&colour=blue", body: `{"a":1}`,
 			contentType: "application/json",
 			wantRoute:   RouteProduce, want: produce("user/7", 2, `{"a":1}`)},
 		{name: "body of exactly 1 MiB", method: "POST", target: "/v1/topics/orders/produce", body: strings.Repeat("x", 1<<20),
-			wantRoute: RouteProduce, want: produce("", node.PartitionNone, strings.Repeat("x", 1<<20))},
+			wantRoute: RouteProduce, want: produce("", msg.PartitionNone, strings.Repeat("x", 1<<20))},
 		{name: "empty body", method: "POST", target: "/v1/topics/orders/produce",
 			wantStatus: 400, wantMessage: "message body is empty"},
 		{name: "body over 1 MiB", method: "POST", target: "/v1/topics/orders/produce", body: strings.Repeat("x", 1<<20+1),
@@ -258,27 +258,27 @@ func TestDecodeBodyCapFromServer(t *testing.T) {
 }
 
 func TestDecodeConsume(t *testing.T) {
-	consume := func(partition, max int, waitMs int64) node.Consume {
-		return node.Consume{Topic: "orders", Partition: partition, Max: max, WaitMs: waitMs}
+	consume := func(partition, max int, waitMs int64) msg.Consume {
+		return msg.Consume{Topic: "orders", Partition: partition, Max: max, WaitMs: waitMs}
 	}
 	runDecodeCases(t, []decodeCase{
 		{name: "no parameters", method: "GET", target: "/v1/topics/orders/consume",
-			wantRoute: RouteConsume, want: consume(node.PartitionNone, 0, 0)},
+			wantRoute: RouteConsume, want: consume(msg.PartitionNone, 0, 0)},
 		{name: "wait, partition and max", method: "GET", target: "/v1/topics/orders/consume?wait=2s&partition=1&max=10",
 			wantRoute: RouteConsume, want: consume(1, 10, 2000)},
 		{name: "max 1 and 100", method: "GET", target: "/v1/topics/orders/consume?max=100&wait=500ms",
-			wantRoute: RouteConsume, want: consume(node.PartitionNone, 100, 500)},
+			wantRoute: RouteConsume, want: consume(msg.PartitionNone, 100, 500)},
 		{name: "negative wait is 0", method: "GET", target: "/v1/topics/orders/consume?wait=-5s",
-			wantRoute: RouteConsume, want: consume(node.PartitionNone, 0, 0)},
+			wantRoute: RouteConsume, want: consume(msg.PartitionNone, 0, 0)},
 		{name: "long wait clamped", method: "GET", target: "/v1/topics/orders/consume?wait=1h",
-			wantRoute: RouteConsume, want: consume(node.PartitionNone, 0, 10_000)},
+			wantRoute: RouteConsume, want: consume(msg.PartitionNone, 0, 10_000)},
 		{name: "local_only ignored", method: "GET", target: "/v1/topics/orders/consume?local_only=1",
-			wantRoute: RouteConsume, want: consume(node.PartitionNone, 0, 0)},
+			wantRoute: RouteConsume, want: consume(msg.PartitionNone, 0, 0)},
 		{name: "replay", method: "GET", target: "/v1/topics/orders/consume?partition=0&offset=7",
-			wantRoute: RouteConsume, want: node.Replay{Topic: "orders", Partition: 0, Offset: 7}},
+			wantRoute: RouteConsume, want: msg.Replay{Topic: "orders", Partition: 0, Offset: 7}},
 		{name: "replay at the largest offset, wait ignored", method: "GET",
 			target:    "/v1/topics/orders/consume?partition=3&offset=18446744073709551615&wait=1s",
-			wantRoute: RouteConsume, want: node.Replay{Topic: "orders", Partition: 3, Offset: 18446744073709551615}},
+			wantRoute: RouteConsume, want: msg.Replay{Topic: "orders", Partition: 3, Offset: 18446744073709551615}},
 		{name: "bad wait", method: "GET", target: "/v1/topics/orders/consume?wait=soon",
 			wantStatus: 400, wantMessage: "invalid wait: want a Go duration such as 500ms or 10s"},
 		{name: "wait without unit", method: "GET", target: "/v1/topics/orders/consume?wait=10",
@@ -307,41 +307,41 @@ func TestDecodeConsumeWaitWithZeroMaximum(t *testing.T) {
 	config.ConsumeWaitMaxMs = 0
 	decoded, failed := NewCodec(config).Decode(httptest.NewRequest("GET", "/v1/topics/t/consume?wait=5s", nil))
 	require.Nil(t, failed)
-	require.Equal(t, node.Consume{Topic: "t", Partition: node.PartitionNone}, decoded.Request)
+	require.Equal(t, msg.Consume{Topic: "t", Partition: msg.PartitionNone}, decoded.Request)
 }
 
 func TestDecodeAck(t *testing.T) {
-	ack := func(action node.AckAction, batch bool, handles ...string) node.Ack {
-		return node.Ack{Topic: "orders", Handles: handles, Action: action, Batch: batch}
+	ack := func(action msg.AckAction, batch bool, handles ...string) msg.Ack {
+		return msg.Ack{Topic: "orders", Handles: handles, Action: action, Batch: batch}
 	}
 	const target = "/v1/topics/orders/ack"
 	runDecodeCases(t, []decodeCase{
 		{name: "ack", method: "POST", target: target + "?receipt_handle=1:2:3:0123456789abcdef",
-			wantRoute: RouteAck, want: ack(node.AckCommit, false, "1:2:3:0123456789abcdef")},
+			wantRoute: RouteAck, want: ack(msg.AckCommit, false, "1:2:3:0123456789abcdef")},
 		{name: "a handle given twice", method: "POST", target: target + "?receipt_handle=1:2:3:0123456789abcdef&receipt_handle=junk",
 			wantStatus: 400, wantMessage: `duplicate query parameter "receipt_handle"`},
 		{name: "extend false", method: "POST", target: target + "?receipt_handle=0:0:1:0123456789abcdef&extend=false",
-			wantRoute: RouteAck, want: ack(node.AckCommit, false, "0:0:1:0123456789abcdef")},
+			wantRoute: RouteAck, want: ack(msg.AckCommit, false, "0:0:1:0123456789abcdef")},
 		{name: "extend empty", method: "POST", target: target + "?receipt_handle=0:0:1:0123456789abcdef&extend=",
-			wantRoute: RouteAck, want: ack(node.AckCommit, false, "0:0:1:0123456789abcdef")},
+			wantRoute: RouteAck, want: ack(msg.AckCommit, false, "0:0:1:0123456789abcdef")},
 		{name: "extend true", method: "POST", target: target + "?receipt_handle=0:0:1:0123456789abcdef&extend=true",
-			wantRoute: RouteAck, want: ack(node.AckExtend, false, "0:0:1:0123456789abcdef")},
+			wantRoute: RouteAck, want: ack(msg.AckExtend, false, "0:0:1:0123456789abcdef")},
 		{name: "extend 1", method: "POST", target: target + "?receipt_handle=0:0:1:0123456789abcdef&extend=1",
-			wantRoute: RouteAck, want: ack(node.AckExtend, false, "0:0:1:0123456789abcdef")},
+			wantRoute: RouteAck, want: ack(msg.AckExtend, false, "0:0:1:0123456789abcdef")},
 		{name: "nack", method: "POST", target: target + "?receipt_handle=0:0:1:0123456789abcdef&extend=0",
-			wantRoute: RouteAck, want: ack(node.AckNack, false, "0:0:1:0123456789abcdef")},
+			wantRoute: RouteAck, want: ack(msg.AckNack, false, "0:0:1:0123456789abcdef")},
 		{name: "query handle wins over a JSON body", method: "POST", target: target + "?receipt_handle=0:0:1:0123456789abcdef",
 			contentType: "application/json", body: `{"receipt_handles":["9:9:9"]}`,
-			wantRoute: RouteAck, want: ack(node.AckCommit, false, "0:0:1:0123456789abcdef")},
+			wantRoute: RouteAck, want: ack(msg.AckCommit, false, "0:0:1:0123456789abcdef")},
 		{name: "batch", method: "POST", target: target, contentType: "application/json",
 			body:      `{"receipt_handles":["1:2:3:0123456789abcdef","4:5:6:0123456789abcdef"]}`,
-			wantRoute: RouteAck, want: ack(node.AckCommit, true, "1:2:3:0123456789abcdef", "4:5:6:0123456789abcdef")},
+			wantRoute: RouteAck, want: ack(msg.AckCommit, true, "1:2:3:0123456789abcdef", "4:5:6:0123456789abcdef")},
 		{name: "batch extend", method: "POST", target: target, contentType: "application/json; charset=utf-8",
 			body:      `{"receipt_handles":["1:2:3:0123456789abcdef"],"extend":"true"}`,
-			wantRoute: RouteAck, want: ack(node.AckExtend, true, "1:2:3:0123456789abcdef")},
+			wantRoute: RouteAck, want: ack(msg.AckExtend, true, "1:2:3:0123456789abcdef")},
 		{name: "batch nack", method: "POST", target: target, contentType: "application/json",
 			body:      `{"receipt_handles":["1:2:3:0123456789abcdef"],"extend":"0"}`,
-			wantRoute: RouteAck, want: ack(node.AckNack, true, "1:2:3:0123456789abcdef")},
+			wantRoute: RouteAck, want: ack(msg.AckNack, true, "1:2:3:0123456789abcdef")},
 		{name: "missing handle", method: "POST", target: target,
 			wantStatus: 400, wantMessage: "receipt_handle required"},
 		{name: "empty handle", method: "POST", target: target + "?receipt_handle=",
@@ -373,18 +373,18 @@ func TestDecodeAck(t *testing.T) {
 			body:       `{"receipt_handles":["1:2:3:0123456789abcdef","x"]}`,
 			wantStatus: 400, wantMessage: "receipt_handles[1]: receipt handle is malformed"},
 		{name: "batch too many handles", method: "POST", target: target, contentType: "application/json",
-			body:       `{"receipt_handles":[` + strings.Repeat(`"1:2:3:0123456789abcdef",`, node.AckBatchHandlesMax) + `"1:2:3:0123456789abcdef"]}`,
+			body:       `{"receipt_handles":[` + strings.Repeat(`"1:2:3:0123456789abcdef",`, msg.AckBatchHandlesMax) + `"1:2:3:0123456789abcdef"]}`,
 			wantStatus: 413, wantMessage: "batch ack has more than 1000 receipt handles"},
 	})
 }
 
 func TestDecodeAckBatchAtLimit(t *testing.T) {
-	body := `{"receipt_handles":[` + strings.TrimSuffix(strings.Repeat(`"1048576:18446744073709551615:18446744073709551615:0123456789abcdef",`, node.AckBatchHandlesMax), ",") + `]}`
+	body := `{"receipt_handles":[` + strings.TrimSuffix(strings.Repeat(`"1048576:18446744073709551615:18446744073709551615:0123456789abcdef",`, msg.AckBatchHandlesMax), ",") + `]}`
 	request := httptest.NewRequest("POST", "/v1/topics/orders/ack", strings.NewReader(body))
 	request.Header.Set("Content-Type", "application/json")
 	decoded, failed := newTestCodec().Decode(request)
 	require.Nil(t, failed, "the longest handles at the batch limit must fit in a JSON body")
-	require.Len(t, decoded.Request.(node.Ack).Handles, node.AckBatchHandlesMax)
+	require.Len(t, decoded.Request.(msg.Ack).Handles, msg.AckBatchHandlesMax)
 }
 
 func TestDecodeMuxAnswers(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"regexp"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // createTopicBody is the body of POST /v1/topics (API.md §1.5).
@@ -23,7 +23,7 @@ type createTopicBody struct {
 	Owner string `json:"owner"`
 }
 
-func decodeCreateTopic(c *Codec, r *http.Request) (node.Request, *ErrorResponse) {
+func decodeCreateTopic(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) {
 	var body createTopicBody
 	if failed := c.readJSONBody(r, &body); failed != nil {
 		return nil, failed
@@ -37,7 +37,7 @@ func decodeCreateTopic(c *Codec, r *http.Request) (node.Request, *ErrorResponse)
 	if failed := rejectUnsupported(body.Parent != "", body.FanoutDelayMs != 0); failed != nil {
 		return nil, failed
 	}
-	request := node.CreateTopic{
+	request := msg.CreateTopic{
 		Name:                body.Name,
 		Partitions:          body.Partitions,
 		RetentionMs:         body.RetentionMs,
@@ -82,7 +82,7 @@ type namedValue struct {
 	set   bool
 }
 
-func createFields(request node.CreateTopic) []namedValue {
+func createFields(request msg.CreateTopic) []namedValue {
 	return []namedValue{
 		{"partitions", int64(request.Partitions), true},
 		{"retention_ms", request.RetentionMs, true},
@@ -102,19 +102,19 @@ func rejectNegative(fields []namedValue) *ErrorResponse {
 	return nil
 }
 
-func decodeListTopics(c *Codec, r *http.Request) (node.Request, *ErrorResponse) {
+func decodeListTopics(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) {
 	query, failed := parseQuery(r)
 	if failed != nil {
 		return nil, failed
 	}
-	limit, failed := boundedInt(query, "limit", 1, node.TopicsPageMax, node.TopicsPageDefault)
+	limit, failed := boundedInt(query, "limit", 1, msg.TopicsPageMax, msg.TopicsPageDefault)
 	if failed != nil {
 		return nil, failed
 	}
-	return node.ListTopics{Limit: limit, PageToken: query.Get("page_token")}, nil
+	return msg.ListTopics{Limit: limit, PageToken: query.Get("page_token")}, nil
 }
 
-func decodeGetTopic(c *Codec, r *http.Request) (node.Request, *ErrorResponse) {
+func decodeGetTopic(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) {
 	name, failed := pathTopic(r)
 	if failed != nil {
 		return nil, failed
@@ -127,7 +127,7 @@ func decodeGetTopic(c *Codec, r *http.Request) (node.Request, *ErrorResponse) {
 	if failed != nil {
 		return nil, failed
 	}
-	return node.GetTopic{Name: name, Partition: partition}, nil
+	return msg.GetTopic{Name: name, Partition: partition}, nil
 }
 
 // alterTopicBody is the body of PATCH /v1/topics/{topic} (API.md §1.8 and
@@ -141,7 +141,7 @@ type alterTopicBody struct {
 	Schema              json.RawMessage `json:"schema"`
 }
 
-func decodeAlterTopic(c *Codec, r *http.Request) (node.Request, *ErrorResponse) {
+func decodeAlterTopic(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) {
 	name, failed := pathTopic(r)
 	if failed != nil {
 		return nil, failed
@@ -150,7 +150,7 @@ func decodeAlterTopic(c *Codec, r *http.Request) (node.Request, *ErrorResponse) 
 	if failed := c.readJSONBody(r, &body); failed != nil {
 		return nil, failed
 	}
-	request := node.AlterTopic{
+	request := msg.AlterTopic{
 		Name:                name,
 		Partitions:          body.Partitions,
 		RetentionMs:         body.RetentionMs,
@@ -169,7 +169,7 @@ func decodeAlterTopic(c *Codec, r *http.Request) (node.Request, *ErrorResponse) 
 	return request, nil
 }
 
-func alterFields(request node.AlterTopic) []namedValue {
+func alterFields(request msg.AlterTopic) []namedValue {
 	return []namedValue{
 		optionalInt("partitions", request.Partitions),
 		optionalInt64("retention_ms", request.RetentionMs),
@@ -202,30 +202,30 @@ func anySet(fields []namedValue) bool {
 	return false
 }
 
-func decodeDeleteTopic(c *Codec, r *http.Request) (node.Request, *ErrorResponse) {
+func decodeDeleteTopic(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) {
 	name, failed := pathTopic(r)
 	if failed != nil {
 		return nil, failed
 	}
-	return node.DeleteTopic{Name: name}, nil
+	return msg.DeleteTopic{Name: name}, nil
 }
 
-func decodeListMembers(c *Codec, r *http.Request) (node.Request, *ErrorResponse) {
-	return node.ListMembers{}, nil
+func decodeListMembers(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) {
+	return msg.ListMembers{}, nil
 }
 
-func decodeListMoves(c *Codec, r *http.Request) (node.Request, *ErrorResponse) {
-	return node.ListMoves{}, nil
+func decodeListMoves(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) {
+	return msg.ListMoves{}, nil
 }
 
 // nodeIDPattern is the rule of a node id (config validates the same rule
 // for NARAD_NODE_ID).
 var nodeIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
-func decodeDecommission(c *Codec, r *http.Request) (node.Request, *ErrorResponse) {
+func decodeDecommission(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) {
 	id := r.PathValue("id")
 	if !nodeIDPattern.MatchString(id) {
-		return nil, failure(node.Invalid("invalid member id: want 1 to 64 characters of A-Z a-z 0-9 . _ -"))
+		return nil, failure(msg.Invalid("invalid member id: want 1 to 64 characters of A-Z a-z 0-9 . _ -"))
 	}
-	return node.Decommission{ID: id, Cancel: r.Method == http.MethodDelete}, nil
+	return msg.Decommission{ID: id, Cancel: r.Method == http.MethodDelete}, nil
 }

@@ -6,13 +6,13 @@
 // It is split so that the simulator can use the translation without a
 // server:
 //
-//   - Codec.Decode turns an *http.Request into a node.Request (or an
+//   - Codec.Decode turns an *http.Request into a msg.Request (or an
 //     ErrorResponse). It checks syntax and bounds only: JSON is strict
 //     (unknown fields and trailing values are rejected), bodies are capped,
 //     query parameters are parsed and range-checked. Semantics (does the
 //     topic exist, is the partition in range, is a topic limit acceptable)
 //     belong to the node.
-//   - Encode turns a node.Request and its node.Reply into a Response
+//   - Encode turns a msg.Request and its msg.Reply into a Response
 //     (status, headers, body). It never fails: a reply that breaks the
 //     contract of node/reply.go is a bug and panics through assert.
 //   - NewHandler is the production server: metrics middleware, then the
@@ -33,8 +33,8 @@
 // For a produce it asks the Backend for the topic's latest applied
 // version, validates every record with the compiled version (cached by
 // its id, at most schemaCacheEntriesMax), and submits the request naming
-// that version (node.Produce.SchemaID); if the node answers
-// node.ErrSchemaChanged, a newer version applied meanwhile, and the
+// that version (msg.Produce.SchemaID); if the node answers
+// msg.ErrSchemaChanged, a newer version applied meanwhile, and the
 // records are validated again with it (at most schemaRevalidationsMax
 // times, then 503). GET /v1/topics/{topic}/schema is answered from the
 // same published versions.

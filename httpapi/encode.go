@@ -4,42 +4,42 @@ import (
 	"fmt"
 	"net/http"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // Encode builds the HTTP answer to req from the node's reply. The reply
 // must follow node/reply.go: a result of the type its request expects,
 // with the shape (single or batch) the request asked for. A reply that
 // does not is a bug in the node and panics.
-func Encode(req node.Request, reply node.Reply) Response {
+func Encode(req msg.Request, reply msg.Reply) Response {
 	if reply.Err != nil {
 		return errorResponse(reply.Err)
 	}
 	switch request := req.(type) {
-	case node.CreateTopic:
-		return jsonResponse(http.StatusCreated, resultAs[node.TopicInfo](req, reply))
-	case node.AlterTopic:
-		return jsonResponse(http.StatusOK, resultAs[node.TopicInfo](req, reply))
-	case node.ListTopics:
-		return encodeTopicPage(resultAs[node.TopicPage](req, reply))
-	case node.GetTopic:
-		return encodeTopicDetail(resultAs[node.TopicDetail](req, reply))
-	case node.DeleteTopic:
+	case msg.CreateTopic:
+		return jsonResponse(http.StatusCreated, resultAs[msg.TopicInfo](req, reply))
+	case msg.AlterTopic:
+		return jsonResponse(http.StatusOK, resultAs[msg.TopicInfo](req, reply))
+	case msg.ListTopics:
+		return encodeTopicPage(resultAs[msg.TopicPage](req, reply))
+	case msg.GetTopic:
+		return encodeTopicDetail(resultAs[msg.TopicDetail](req, reply))
+	case msg.DeleteTopic:
 		assert(reply.Result == nil, "delete topic replied with a %T result, want nil", reply.Result)
 		return noContent()
-	case node.Produce:
-		return encodeProduce(request, resultAs[node.ProduceResult](req, reply))
-	case node.Consume:
-		return encodeConsume(request, resultAs[node.ConsumeResult](req, reply))
-	case node.Replay:
-		return encodeReplay(resultAs[node.ReplayResult](req, reply))
-	case node.Ack:
-		return encodeAck(request, resultAs[node.AckResult](req, reply))
-	case node.ListMembers:
-		return encodeMembers(resultAs[node.MembersResult](req, reply))
-	case node.ListMoves:
-		return encodeMoves(resultAs[node.MovesResult](req, reply))
-	case node.Decommission:
+	case msg.Produce:
+		return encodeProduce(request, resultAs[msg.ProduceResult](req, reply))
+	case msg.Consume:
+		return encodeConsume(request, resultAs[msg.ConsumeResult](req, reply))
+	case msg.Replay:
+		return encodeReplay(resultAs[msg.ReplayResult](req, reply))
+	case msg.Ack:
+		return encodeAck(request, resultAs[msg.AckResult](req, reply))
+	case msg.ListMembers:
+		return encodeMembers(resultAs[msg.MembersResult](req, reply))
+	case msg.ListMoves:
+		return encodeMoves(resultAs[msg.MovesResult](req, reply))
+	case msg.Decommission:
 		assert(reply.Result == nil, "decommission replied with a %T result, want nil", reply.Result)
 		return noContent()
 	}
@@ -47,29 +47,29 @@ func Encode(req node.Request, reply node.Reply) Response {
 }
 
 // resultAs returns the reply's result as the type req expects.
-func resultAs[T any](req node.Request, reply node.Reply) T {
+func resultAs[T msg.Result](req msg.Request, reply msg.Reply) T {
 	result, ok := reply.Result.(T)
 	assert(ok, "%T replied with a %T result, want %T", req, reply.Result, result)
 	return result
 }
 
-func encodeTopicPage(page node.TopicPage) Response {
+func encodeTopicPage(page msg.TopicPage) Response {
 	page.Topics = nonNil(page.Topics)
 	return jsonResponse(http.StatusOK, page)
 }
 
-func encodeTopicDetail(detail node.TopicDetail) Response {
+func encodeTopicDetail(detail msg.TopicDetail) Response {
 	detail.PartitionStats = nonNil(detail.PartitionStats)
 	return jsonResponse(http.StatusOK, detail)
 }
 
 // produceBatchBody is the 202 of a batch produce (API.md item 14).
 type produceBatchBody struct {
-	Accepted int              `json:"accepted"`
-	Records  []node.Placement `json:"records"`
+	Accepted int             `json:"accepted"`
+	Records  []msg.Placement `json:"records"`
 }
 
-func encodeProduce(request node.Produce, result node.ProduceResult) Response {
+func encodeProduce(request msg.Produce, result msg.ProduceResult) Response {
 	assert(result.Batch == request.Batch, "produce batch %t replied with batch %t", request.Batch, result.Batch)
 	assert(len(result.Records) == len(request.Records),
 		"produce of %d records replied with %d placements", len(request.Records), len(result.Records))
@@ -81,7 +81,7 @@ func encodeProduce(request node.Produce, result node.ProduceResult) Response {
 	return jsonResponse(http.StatusAccepted, body)
 }
 
-func encodeConsume(request node.Consume, result node.ConsumeResult) Response {
+func encodeConsume(request msg.Consume, result msg.ConsumeResult) Response {
 	batch := request.Max > 0
 	assert(result.Batch == batch, "consume max %d replied with batch %t", request.Max, result.Batch)
 	if batch {
@@ -96,7 +96,7 @@ func encodeConsume(request node.Consume, result node.ConsumeResult) Response {
 	return rawJSONResponse(http.StatusOK, appendMessage(nil, result.Messages[0]))
 }
 
-func encodeReplay(result node.ReplayResult) Response {
+func encodeReplay(result msg.ReplayResult) Response {
 	if result.Message == nil {
 		return noContent()
 	}
@@ -116,7 +116,7 @@ type ackBatchBody struct {
 	Results []ackItemBody `json:"results"`
 }
 
-func encodeAck(request node.Ack, result node.AckResult) Response {
+func encodeAck(request msg.Ack, result msg.AckResult) Response {
 	assert(result.Batch == request.Batch, "ack batch %t replied with batch %t", request.Batch, result.Batch)
 	assert(len(result.Results) == len(request.Handles),
 		"ack of %d handles replied with %d results", len(request.Handles), len(result.Results))
@@ -134,20 +134,20 @@ func encodeAck(request node.Ack, result node.AckResult) Response {
 	return jsonResponse(http.StatusOK, body)
 }
 
-func ackItem(item node.AckItemResult) ackItemBody {
+func ackItem(item msg.AckItemResult) ackItemBody {
 	if item.Err == nil {
 		return ackItemBody{ReceiptHandle: item.Handle, Status: http.StatusNoContent}
 	}
-	status := StatusOf(node.CodeOf(item.Err))
+	status := StatusOf(msg.CodeOf(item.Err))
 	return ackItemBody{ReceiptHandle: item.Handle, Status: status, Error: item.Err.Error()}
 }
 
-func encodeMembers(result node.MembersResult) Response {
+func encodeMembers(result msg.MembersResult) Response {
 	result.Members = nonNil(result.Members)
 	return jsonResponse(http.StatusOK, result)
 }
 
-func encodeMoves(result node.MovesResult) Response {
+func encodeMoves(result msg.MovesResult) Response {
 	result.Moves = nonNil(result.Moves)
 	return jsonResponse(http.StatusOK, result)
 }

@@ -8,10 +8,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"narad/node"
+	"narad/msg"
 )
 
-var testTopic = node.TopicInfo{
+var testTopic = msg.TopicInfo{
 	Name: "orders", Partitions: 3, RetentionMs: 3600000, VisibilityTimeoutMs: 30000,
 	InFlightMax: 1024, AckedAheadMax: 512, CreatedAt: 1700000000,
 }
@@ -22,8 +22,8 @@ const testTopicJSON = `"name":"orders","partitions":3,"retention_ms":3600000,"vi
 // encodeCase is one request and reply, with the exact answer expected.
 type encodeCase struct {
 	name       string
-	request    node.Request
-	reply      node.Reply
+	request    msg.Request
+	reply      msg.Reply
 	wantStatus int
 	wantBody   string // without the trailing newline; "" for no body
 }
@@ -45,49 +45,49 @@ func runEncodeCases(t *testing.T, cases []encodeCase) {
 	}
 }
 
-func ok(result any) node.Reply { return node.Reply{Result: result} }
+func ok(result msg.Result) msg.Reply { return msg.Reply{Result: result} }
 
 func TestEncodeTopics(t *testing.T) {
-	stats := node.PartitionStats{Index: 1, Segments: 2, OldestOffset: 3, NextOffset: 9, HighWatermark: 9,
+	stats := msg.PartitionStats{Index: 1, Segments: 2, OldestOffset: 3, NextOffset: 9, HighWatermark: 9,
 		SizeBytes: 100, OldestSegmentAt: 1700000001, OwnerNode: "node-1", Available: true, Committed: 4, InFlight: 2}
 	runEncodeCases(t, []encodeCase{
-		{"create", node.CreateTopic{Name: "orders"}, ok(testTopic), 201, `{` + testTopicJSON + `}`},
-		{"create with owner", node.CreateTopic{Name: "orders"}, ok(withOwner(testTopic, "alice")), 201,
+		{"create", msg.CreateTopic{Name: "orders"}, ok(testTopic), 201, `{` + testTopicJSON + `}`},
+		{"create with owner", msg.CreateTopic{Name: "orders"}, ok(withOwner(testTopic, "alice")), 201,
 			`{` + testTopicJSON + `,"owner":"alice"}`},
-		{"alter", node.AlterTopic{Name: "orders"}, ok(testTopic), 200, `{` + testTopicJSON + `}`},
-		{"list empty", node.ListTopics{Limit: 100}, ok(node.TopicPage{}), 200, `{"topics":[],"next_page_token":""}`},
-		{"list page", node.ListTopics{Limit: 1}, ok(node.TopicPage{Topics: []node.TopicInfo{testTopic}, NextPageToken: "orders"}),
+		{"alter", msg.AlterTopic{Name: "orders"}, ok(testTopic), 200, `{` + testTopicJSON + `}`},
+		{"list empty", msg.ListTopics{Limit: 100}, ok(msg.TopicPage{}), 200, `{"topics":[],"next_page_token":""}`},
+		{"list page", msg.ListTopics{Limit: 1}, ok(msg.TopicPage{Topics: []msg.TopicInfo{testTopic}, NextPageToken: "orders"}),
 			200, `{"topics":[{` + testTopicJSON + `}],"next_page_token":"orders"}`},
-		{"get without stats", node.GetTopic{Name: "orders"}, ok(node.TopicDetail{TopicInfo: testTopic}), 200,
+		{"get without stats", msg.GetTopic{Name: "orders"}, ok(msg.TopicDetail{TopicInfo: testTopic}), 200,
 			`{` + testTopicJSON + `,"partition_stats":[]}`},
-		{"get with stats", node.GetTopic{Name: "orders"},
-			ok(node.TopicDetail{TopicInfo: testTopic, PartitionStats: []node.PartitionStats{stats, {Index: 2, OwnerNode: "node-2"}}}), 200,
+		{"get with stats", msg.GetTopic{Name: "orders"},
+			ok(msg.TopicDetail{TopicInfo: testTopic, PartitionStats: []msg.PartitionStats{stats, {Index: 2, OwnerNode: "node-2"}}}), 200,
 			`{` + testTopicJSON + `,"partition_stats":[` +
 				`{"index":1,"segments":2,"oldest_offset":3,"next_offset":9,"high_watermark":9,"size_bytes":100,` +
 				`"oldest_segment_at":1700000001,"owner_node":"node-1","available":true,"committed_offset":4,"in_flight":2},` +
 				`{"index":2,"segments":0,"oldest_offset":0,"next_offset":0,"high_watermark":0,"size_bytes":0,` +
 				`"owner_node":"node-2","available":false,"committed_offset":0,"in_flight":0}]}`},
-		{"delete", node.DeleteTopic{Name: "orders"}, ok(nil), 204, ""},
+		{"delete", msg.DeleteTopic{Name: "orders"}, ok(nil), 204, ""},
 	})
 }
 
-func withOwner(topic node.TopicInfo, owner string) node.TopicInfo {
+func withOwner(topic msg.TopicInfo, owner string) msg.TopicInfo {
 	topic.Owner = owner
 	return topic
 }
 
 func TestEncodeProduce(t *testing.T) {
-	single := node.Produce{Topic: "t", Records: []node.ProduceRecord{{Payload: []byte("x")}}}
-	batch := node.Produce{Topic: "t", Records: make([]node.ProduceRecord, 2), Batch: true}
+	single := msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Payload: []byte("x")}}}
+	batch := msg.Produce{Topic: "t", Records: make([]msg.ProduceRecord, 2), Batch: true}
 	runEncodeCases(t, []encodeCase{
-		{"single", single, ok(node.ProduceResult{Records: []node.Placement{{Partition: 1, Offset: 7}}}), 202,
+		{"single", single, ok(msg.ProduceResult{Records: []msg.Placement{{Partition: 1, Offset: 7}}}), 202,
 			`{"partition":1,"offset":7}`},
-		{"batch", batch, ok(node.ProduceResult{Records: []node.Placement{{Partition: 0, Offset: 5}, {Partition: 2, Offset: 0}},
+		{"batch", batch, ok(msg.ProduceResult{Records: []msg.Placement{{Partition: 0, Offset: 5}, {Partition: 2, Offset: 0}},
 			Batch: true}), 202, `{"accepted":2,"records":[{"partition":0,"offset":5},{"partition":2,"offset":0}]}`},
 	})
 }
 
-var testMessage = node.Message{Topic: "orders", Partition: 2, Offset: 41, Key: []byte("user-7"),
+var testMessage = msg.Message{Topic: "orders", Partition: 2, Offset: 41, Key: []byte("user-7"),
 	Payload: []byte(`{"id": 7}`), TimestampMs: 1700000000123, ReceiptHandle: "2:41:9", DeliveryCount: 1}
 
 const testMessageJSON = `{"topic":"orders","partition":2,"offset":41,"key":"user-7","payload":{"id": 7},` +
@@ -96,17 +96,17 @@ const testMessageJSON = `{"topic":"orders","partition":2,"offset":41,"key":"user
 func TestEncodeConsumeAndReplay(t *testing.T) {
 	replayed := testMessage
 	replayed.ReceiptHandle, replayed.DeliveryCount, replayed.Key = "", 0, nil
-	single := node.Consume{Topic: "orders", Partition: node.PartitionNone}
-	batch := node.Consume{Topic: "orders", Partition: node.PartitionNone, Max: 5}
+	single := msg.Consume{Topic: "orders", Partition: msg.PartitionNone}
+	batch := msg.Consume{Topic: "orders", Partition: msg.PartitionNone, Max: 5}
 	runEncodeCases(t, []encodeCase{
-		{"single", single, ok(node.ConsumeResult{Messages: []node.Message{testMessage}}), 200, testMessageJSON},
-		{"single nothing", single, ok(node.ConsumeResult{}), 204, ""},
-		{"batch nothing", batch, ok(node.ConsumeResult{Batch: true}), 200, `{"messages":[]}`},
-		{"batch two", batch, ok(node.ConsumeResult{Messages: []node.Message{testMessage, testMessage}, Batch: true}), 200,
+		{"single", single, ok(msg.ConsumeResult{Messages: []msg.Message{testMessage}}), 200, testMessageJSON},
+		{"single nothing", single, ok(msg.ConsumeResult{}), 204, ""},
+		{"batch nothing", batch, ok(msg.ConsumeResult{Batch: true}), 200, `{"messages":[]}`},
+		{"batch two", batch, ok(msg.ConsumeResult{Messages: []msg.Message{testMessage, testMessage}, Batch: true}), 200,
 			`{"messages":[` + testMessageJSON + `,` + testMessageJSON + `]}`},
-		{"replay", node.Replay{Topic: "orders", Partition: 2, Offset: 41}, ok(node.ReplayResult{Message: &replayed}), 200,
+		{"replay", msg.Replay{Topic: "orders", Partition: 2, Offset: 41}, ok(msg.ReplayResult{Message: &replayed}), 200,
 			`{"topic":"orders","partition":2,"offset":41,"payload":{"id": 7},"timestamp":1700000000,"timestamp_ms":1700000000123}`},
-		{"replay past the end", node.Replay{Topic: "orders", Partition: 2, Offset: 99}, ok(node.ReplayResult{}), 204, ""},
+		{"replay past the end", msg.Replay{Topic: "orders", Partition: 2, Offset: 99}, ok(msg.ReplayResult{}), 204, ""},
 	})
 }
 
@@ -125,7 +125,7 @@ func TestEncodePayloadRules(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			message := node.Message{Topic: "t", Payload: tc.payload, TimestampMs: 1999}
+			message := msg.Message{Topic: "t", Payload: tc.payload, TimestampMs: 1999}
 			want := `{"topic":"t","partition":0,"offset":0,` + tc.want + `,"timestamp":1,"timestamp_ms":1999}`
 			require.Equal(t, want, string(appendMessage(nil, message)))
 		})
@@ -133,16 +133,16 @@ func TestEncodePayloadRules(t *testing.T) {
 }
 
 func TestEncodeAck(t *testing.T) {
-	single := node.Ack{Topic: "t", Handles: []string{"1:2:3"}}
-	batch := node.Ack{Topic: "t", Handles: []string{"1:2:3", "1:3:4", "0:0:1"}, Batch: true}
+	single := msg.Ack{Topic: "t", Handles: []string{"1:2:3"}}
+	batch := msg.Ack{Topic: "t", Handles: []string{"1:2:3", "1:3:4", "0:0:1"}, Batch: true}
 	runEncodeCases(t, []encodeCase{
-		{"single", single, ok(node.AckResult{Results: []node.AckItemResult{{Handle: "1:2:3"}}}), 204, ""},
-		{"single stale", single, ok(node.AckResult{Results: []node.AckItemResult{{Handle: "1:2:3", Err: node.Gone("receipt handle is stale")}}}),
+		{"single", single, ok(msg.AckResult{Results: []msg.AckItemResult{{Handle: "1:2:3"}}}), 204, ""},
+		{"single stale", single, ok(msg.AckResult{Results: []msg.AckItemResult{{Handle: "1:2:3", Err: msg.Gone("receipt handle is stale")}}}),
 			410, `{"error":"receipt handle is stale"}`},
-		{"batch", batch, ok(node.AckResult{Batch: true, Results: []node.AckItemResult{
+		{"batch", batch, ok(msg.AckResult{Batch: true, Results: []msg.AckItemResult{
 			{Handle: "1:2:3"},
-			{Handle: "1:3:4", Err: node.Gone("receipt handle is stale")},
-			{Handle: "0:0:1", Err: node.Unavailable("acked-ahead set is full; head of queue may be stuck")},
+			{Handle: "1:3:4", Err: msg.Gone("receipt handle is stale")},
+			{Handle: "0:0:1", Err: msg.Unavailable("acked-ahead set is full; head of queue may be stuck")},
 		}}), 200, `{"results":[{"receipt_handle":"1:2:3","status":204},` +
 			`{"receipt_handle":"1:3:4","status":410,"error":"receipt handle is stale"},` +
 			`{"receipt_handle":"0:0:1","status":503,"error":"acked-ahead set is full; head of queue may be stuck"}]}`},
@@ -150,18 +150,18 @@ func TestEncodeAck(t *testing.T) {
 }
 
 func TestEncodeCluster(t *testing.T) {
-	member := node.Member{ID: "node-1", Addr: "10.0.0.1:7942", Status: "alive", OwnedPartitions: 6}
-	move := node.Move{Topic: "orders", Partition: 1, From: "node-1", To: "node-2", Phase: "catchup",
+	member := msg.Member{ID: "node-1", Addr: "10.0.0.1:7942", Status: "alive", OwnedPartitions: 6}
+	move := msg.Move{Topic: "orders", Partition: 1, From: "node-1", To: "node-2", Phase: "catchup",
 		BytesCopied: 10, BytesTotal: 20, StartedAtMs: 1700000000000}
 	runEncodeCases(t, []encodeCase{
-		{"members", node.ListMembers{}, ok(node.MembersResult{Members: []node.Member{member}}), 200,
+		{"members", msg.ListMembers{}, ok(msg.MembersResult{Members: []msg.Member{member}}), 200,
 			`{"members":[{"id":"node-1","addr":"10.0.0.1:7942","status":"alive","draining":false,` +
 				`"voter":false,"owned_partitions":6,"outbound_moves":0}]}`},
-		{"no members", node.ListMembers{}, ok(node.MembersResult{}), 200, `{"members":[]}`},
-		{"moves", node.ListMoves{}, ok(node.MovesResult{Moves: []node.Move{move}}), 200,
+		{"no members", msg.ListMembers{}, ok(msg.MembersResult{}), 200, `{"members":[]}`},
+		{"moves", msg.ListMoves{}, ok(msg.MovesResult{Moves: []msg.Move{move}}), 200,
 			`{"moves":[{"topic":"orders","partition":1,"from":"node-1","to":"node-2","phase":"catchup",` +
 				`"bytes_copied":10,"bytes_total":20,"started_at_ms":1700000000000}]}`},
-		{"no moves", node.ListMoves{}, ok(node.MovesResult{}), 200, `{"moves":[]}`},
+		{"no moves", msg.ListMoves{}, ok(msg.MovesResult{}), 200, `{"moves":[]}`},
 	})
 }
 
@@ -170,19 +170,19 @@ func TestEncodeErrors(t *testing.T) {
 		err    error
 		status int
 	}{
-		{node.Invalid("bad"), 400},
-		{node.NotFound("topic not found"), 404},
-		{node.Conflict("topic already exists"), 409},
-		{node.Gone("offset 3 aged out of retention (oldest retained: 9)"), 410},
-		{node.TooLarge("too big"), 413},
-		{&node.Error{Code: node.CodeNotOwner, Message: "not the partition owner"}, 421},
-		{node.Unavailable("no live owner"), 503},
-		{node.Internal("produce failed"), 500},
+		{msg.Invalid("bad"), 400},
+		{msg.NotFound("topic not found"), 404},
+		{msg.Conflict("topic already exists"), 409},
+		{msg.Gone("offset 3 aged out of retention (oldest retained: 9)"), 410},
+		{msg.TooLarge("too big"), 413},
+		{&msg.Error{Code: msg.CodeNotOwner, Message: "not the partition owner"}, 421},
+		{msg.Unavailable("no live owner"), 503},
+		{msg.Internal("produce failed"), 500},
 		{errors.New("disk on fire"), 500},
 	}
 	for _, tc := range cases {
 		t.Run(tc.err.Error(), func(t *testing.T) {
-			response := Encode(node.DeleteTopic{Name: "t"}, node.Reply{Err: tc.err})
+			response := Encode(msg.DeleteTopic{Name: "t"}, msg.Reply{Err: tc.err})
 			require.Equal(t, tc.status, response.Status)
 			require.Equal(t, `{"error":`+string(marshalJSON(tc.err.Error()))+"}\n", string(response.Body))
 			require.Equal(t, "application/json", response.Header.Get("Content-Type"))
@@ -197,38 +197,38 @@ func TestEncodeErrors(t *testing.T) {
 }
 
 func TestErrorRegistryCoversEveryCode(t *testing.T) {
-	seen := map[int]node.Code{}
-	for code := node.CodeInvalid; code <= node.CodeForbidden; code++ {
+	seen := map[int]msg.Code{}
+	for code := msg.CodeInvalid; code <= msg.CodeForbidden; code++ {
 		status := StatusOf(code)
 		require.GreaterOrEqual(t, status, 400, "code %d", code)
 		require.NotContains(t, seen, status, "codes %d and %d share status %d", seen[status], code, status)
 		seen[status] = code
 	}
-	require.Len(t, errorRegistry, int(node.CodeForbidden), "a registry row for a code node does not define")
+	require.Len(t, errorRegistry, int(msg.CodeForbidden), "a registry row for a code node does not define")
 	require.Panics(t, func() { StatusOf(0) })
-	require.Panics(t, func() { StatusOf(node.CodeForbidden + 1) })
+	require.Panics(t, func() { StatusOf(msg.CodeForbidden + 1) })
 }
 
 // TestEncodeContractViolationsPanic: a reply that breaks node/reply.go is
 // a bug, not something to encode.
 func TestEncodeContractViolationsPanic(t *testing.T) {
-	single := node.Consume{Topic: "t"}
+	single := msg.Consume{Topic: "t"}
 	cases := []struct {
 		name    string
-		request node.Request
-		reply   node.Reply
+		request msg.Request
+		reply   msg.Reply
 	}{
-		{"wrong result type", node.CreateTopic{Name: "t"}, ok(node.TopicPage{})},
-		{"pointer result", node.CreateTopic{Name: "t"}, ok(&testTopic)},
-		{"delete with a result", node.DeleteTopic{Name: "t"}, ok(testTopic)},
-		{"single consume with two messages", single, ok(node.ConsumeResult{Messages: make([]node.Message, 2)})},
-		{"single consume answered as batch", single, ok(node.ConsumeResult{Batch: true})},
-		{"batch consume over max", node.Consume{Topic: "t", Max: 1},
-			ok(node.ConsumeResult{Messages: make([]node.Message, 2), Batch: true})},
-		{"produce placement count", node.Produce{Records: make([]node.ProduceRecord, 2), Batch: true},
-			ok(node.ProduceResult{Records: make([]node.Placement, 1), Batch: true})},
-		{"ack result count", node.Ack{Handles: []string{"1:1:1"}}, ok(node.AckResult{})},
-		{"error with no code", node.DeleteTopic{}, node.Reply{Err: &node.Error{Message: "?"}}},
+		{"wrong result type", msg.CreateTopic{Name: "t"}, ok(msg.TopicPage{})},
+		{"pointer result", msg.CreateTopic{Name: "t"}, ok(&testTopic)},
+		{"delete with a result", msg.DeleteTopic{Name: "t"}, ok(testTopic)},
+		{"single consume with two messages", single, ok(msg.ConsumeResult{Messages: make([]msg.Message, 2)})},
+		{"single consume answered as batch", single, ok(msg.ConsumeResult{Batch: true})},
+		{"batch consume over max", msg.Consume{Topic: "t", Max: 1},
+			ok(msg.ConsumeResult{Messages: make([]msg.Message, 2), Batch: true})},
+		{"produce placement count", msg.Produce{Records: make([]msg.ProduceRecord, 2), Batch: true},
+			ok(msg.ProduceResult{Records: make([]msg.Placement, 1), Batch: true})},
+		{"ack result count", msg.Ack{Handles: []string{"1:1:1"}}, ok(msg.AckResult{})},
+		{"error with no code", msg.DeleteTopic{}, msg.Reply{Err: &msg.Error{Message: "?"}}},
 		{"unknown request", nil, ok(nil)},
 	}
 	for _, tc := range cases {
@@ -240,25 +240,25 @@ func TestEncodeContractViolationsPanic(t *testing.T) {
 
 func TestResponseWrite(t *testing.T) {
 	recorder := httptest.NewRecorder()
-	Encode(node.ListMoves{}, ok(node.MovesResult{})).Write(recorder)
+	Encode(msg.ListMoves{}, ok(msg.MovesResult{})).Write(recorder)
 	require.Equal(t, http.StatusOK, recorder.Code)
 	require.Equal(t, "application/json", recorder.Header().Get("Content-Type"))
 	require.Equal(t, "13", recorder.Header().Get("Content-Length"))
 	require.Equal(t, "{\"moves\":[]}\n", recorder.Body.String())
 
 	recorder = httptest.NewRecorder()
-	Encode(node.DeleteTopic{Name: "t"}, ok(nil)).Write(recorder)
+	Encode(msg.DeleteTopic{Name: "t"}, ok(nil)).Write(recorder)
 	require.Equal(t, http.StatusNoContent, recorder.Code)
 	require.Empty(t, recorder.Body.Bytes())
 }
 
 // Every 503 tells the client when to retry; other errors do not.
 func TestEncodeUnavailableCarriesRetryAfter(t *testing.T) {
-	produce := node.Produce{Topic: "t", Records: []node.ProduceRecord{{Partition: 1, Payload: []byte("x")}}}
-	unavailable := Encode(produce, node.Reply{Err: node.Unavailable("partition 1 of t is unavailable; retry")})
+	produce := msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: 1, Payload: []byte("x")}}}
+	unavailable := Encode(produce, msg.Reply{Err: msg.Unavailable("partition 1 of t is unavailable; retry")})
 	require.Equal(t, http.StatusServiceUnavailable, unavailable.Status)
 	require.Equal(t, "1", unavailable.Header.Get("Retry-After"))
-	invalid := Encode(produce, node.Reply{Err: node.Invalid("bad")})
+	invalid := Encode(produce, msg.Reply{Err: msg.Invalid("bad")})
 	require.Equal(t, http.StatusBadRequest, invalid.Status)
 	require.Empty(t, invalid.Header.Get("Retry-After"))
 }

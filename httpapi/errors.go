@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // errorEntry is one row of the error registry.
@@ -14,22 +14,22 @@ type errorEntry struct {
 }
 
 // errorRegistry is the one table from node error codes to HTTP statuses
-// (STYLE.md item 19). Every node.Code has exactly one row; a test checks
+// (STYLE.md item 19). Every msg.Code has exactly one row; a test checks
 // that no code is missing.
-var errorRegistry = map[node.Code]errorEntry{
-	node.CodeInvalid:     {http.StatusBadRequest, "malformed or invalid input"},
-	node.CodeNotFound:    {http.StatusNotFound, "topic or member not found"},
-	node.CodeConflict:    {http.StatusConflict, "conflicts with existing state"},
-	node.CodeGone:        {http.StatusGone, "receipt handle stale or replay offset aged out"},
-	node.CodeTooLarge:    {http.StatusRequestEntityTooLarge, "request over a size limit"},
-	node.CodeNotOwner:    {http.StatusMisdirectedRequest, "partition owned by another node"},
-	node.CodeUnavailable: {http.StatusServiceUnavailable, "temporarily unavailable; retry"},
-	node.CodeInternal:    {http.StatusInternalServerError, "unexpected failure"},
-	node.CodeForbidden:   {http.StatusForbidden, "authenticated but not allowed"},
+var errorRegistry = map[msg.Code]errorEntry{
+	msg.CodeInvalid:     {http.StatusBadRequest, "malformed or invalid input"},
+	msg.CodeNotFound:    {http.StatusNotFound, "topic or member not found"},
+	msg.CodeConflict:    {http.StatusConflict, "conflicts with existing state"},
+	msg.CodeGone:        {http.StatusGone, "receipt handle stale or replay offset aged out"},
+	msg.CodeTooLarge:    {http.StatusRequestEntityTooLarge, "request over a size limit"},
+	msg.CodeNotOwner:    {http.StatusMisdirectedRequest, "partition owned by another node"},
+	msg.CodeUnavailable: {http.StatusServiceUnavailable, "temporarily unavailable; retry"},
+	msg.CodeInternal:    {http.StatusInternalServerError, "unexpected failure"},
+	msg.CodeForbidden:   {http.StatusForbidden, "authenticated but not allowed"},
 }
 
 // StatusOf returns the HTTP status of a node error code.
-func StatusOf(code node.Code) int {
+func StatusOf(code msg.Code) int {
 	entry, ok := errorRegistry[code]
 	assert(ok, "node error code %d has no row in the error registry", code)
 	return entry.status
@@ -37,18 +37,18 @@ func StatusOf(code node.Code) int {
 
 // Messages of the decode errors whose wording API.md fixes, as sentinels.
 var (
-	ErrBodyTooLarge               = node.TooLarge("request body too large")
-	ErrPartitionRequiredForReplay = node.Invalid("partition required for replay-mode consume")
-	ErrReceiptHandleRequired      = node.Invalid("receipt_handle required")
-	ErrReceiptHandleMalformed     = node.Invalid("receipt handle is malformed")
-	ErrInvalidExtend              = node.Invalid(`invalid extend: want "true" (renew lease) or "0" (release for redelivery)`)
-	ErrEmptyMessage               = node.Invalid("message body is empty")
-	ErrEmptyBatch                 = node.Invalid("batch produce has no records")
-	ErrAlterNothing               = node.Invalid("at least one field is required")
+	ErrBodyTooLarge               = msg.TooLarge("request body too large")
+	ErrPartitionRequiredForReplay = msg.Invalid("partition required for replay-mode consume")
+	ErrReceiptHandleRequired      = msg.Invalid("receipt_handle required")
+	ErrReceiptHandleMalformed     = msg.Invalid("receipt handle is malformed")
+	ErrInvalidExtend              = msg.Invalid(`invalid extend: want "true" (renew lease) or "0" (release for redelivery)`)
+	ErrEmptyMessage               = msg.Invalid("message body is empty")
+	ErrEmptyBatch                 = msg.Invalid("batch produce has no records")
+	ErrAlterNothing               = msg.Invalid("at least one field is required")
 )
 
 // errInternalPanic answers a request whose handling panicked.
-var errInternalPanic = node.Internal("internal server panic")
+var errInternalPanic = msg.Internal("internal server panic")
 
 // ErrorResponse is a request that failed before reaching the node. Decode
 // builds it; callers only read it. Err and Response agree: Response is
@@ -56,7 +56,7 @@ var errInternalPanic = node.Internal("internal server panic")
 type ErrorResponse struct {
 	// Err is the failure; its code decides the status. It is nil for an
 	// answer http.ServeMux wrote itself (404, 405, redirects).
-	Err *node.Error
+	Err *msg.Error
 	// Response is the exact HTTP answer to send.
 	Response Response
 }
@@ -68,13 +68,13 @@ func (e *ErrorResponse) Status() int { return e.Response.Status }
 func (e *ErrorResponse) Write(w http.ResponseWriter) { e.Response.Write(w) }
 
 // failure wraps a node error as an ErrorResponse.
-func failure(err *node.Error) *ErrorResponse {
+func failure(err *msg.Error) *ErrorResponse {
 	return &ErrorResponse{Err: err, Response: errorResponse(err)}
 }
 
 // invalidf builds a 400 decode failure.
 func invalidf(format string, args ...any) *ErrorResponse {
-	return failure(node.Invalid(format, args...))
+	return failure(msg.Invalid(format, args...))
 }
 
 // assert panics with a message naming what broke when ok is false.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // FuzzDecodeProduceBatch feeds arbitrary NDJSON bodies to Decode. Every
@@ -42,7 +42,7 @@ func FuzzDecodeProduceBatch(f *testing.F) {
 			requireBatchFailure(t, failed)
 			return
 		}
-		produce, isProduce := decoded.Request.(node.Produce)
+		produce, isProduce := decoded.Request.(msg.Produce)
 		require.True(t, isProduce, "decoded a %T", decoded.Request)
 		requireBatchWithinBounds(t, produce)
 		again, failed := codec.Decode(ndjsonRequest(encodeBatch(produce.Records)))
@@ -66,30 +66,30 @@ func requireBatchFailure(t *testing.T, failed *ErrorResponse) {
 	require.Equal(t, failed.Err.Message, body.Error)
 }
 
-func requireBatchWithinBounds(t *testing.T, produce node.Produce) {
+func requireBatchWithinBounds(t *testing.T, produce msg.Produce) {
 	t.Helper()
 	require.True(t, produce.Batch)
 	require.Equal(t, "orders", produce.Topic)
 	require.NotEmpty(t, produce.Records)
-	require.LessOrEqual(t, len(produce.Records), node.ProduceBatchRecordsMax)
+	require.LessOrEqual(t, len(produce.Records), msg.ProduceBatchRecordsMax)
 	total := 0
 	for _, record := range produce.Records {
 		require.NotEmpty(t, record.Payload)
 		require.LessOrEqual(t, len(record.Payload), defaultMessageBodyBytesMax)
-		require.GreaterOrEqual(t, record.Partition, node.PartitionNone)
+		require.GreaterOrEqual(t, record.Partition, msg.PartitionNone)
 		require.True(t, record.Key == nil || len(record.Key) > 0, "an empty key must be no key")
 		total += len(record.Payload)
 	}
-	require.LessOrEqual(t, total, node.ProduceBatchBytesMax)
+	require.LessOrEqual(t, total, msg.ProduceBatchBytesMax)
 }
 
 // encodeBatch writes records back as NDJSON, every payload as base64.
-func encodeBatch(records []node.ProduceRecord) []byte {
+func encodeBatch(records []msg.ProduceRecord) []byte {
 	var buffer bytes.Buffer
 	for _, record := range records {
 		buffer.WriteString(`{"key":`)
 		buffer.Write(marshalJSON(string(record.Key)))
-		if record.Partition != node.PartitionNone {
+		if record.Partition != msg.PartitionNone {
 			buffer.WriteString(`,"partition":` + strconv.Itoa(record.Partition))
 		}
 		buffer.WriteString(`,"payload_base64":"` + base64.StdEncoding.EncodeToString(record.Payload) + "\"}\n")

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"narad/auth"
-	"narad/node"
+	"narad/msg"
 )
 
 // Backend is the node as the HTTP server sees it. Implementations are safe
@@ -18,8 +18,8 @@ import (
 type Backend interface {
 	// Do submits req to the node and waits for its reply. If ctx ends
 	// first the backend cancels the request and returns a reply whose Err
-	// is a node.Unavailable error.
-	Do(ctx context.Context, req node.Request) node.Reply
+	// is a msg.Unavailable error.
+	Do(ctx context.Context, req msg.Request) msg.Reply
 	// Ready is nil when the node is ready to serve (readyz).
 	Ready() error
 	// ShuttingDown is true once graceful shutdown has started (healthz).
@@ -29,7 +29,7 @@ type Backend interface {
 	// and before answering any request that depends on them. It returns
 	// nil for a topic without a schema or unknown to the node. The slice
 	// and its documents must not be changed.
-	TopicSchemas(topic string) []node.SchemaVersion
+	TopicSchemas(topic string) []msg.SchemaVersion
 }
 
 // NewHandler is the HTTP server of one node. Middleware, outer to inner:
@@ -105,7 +105,7 @@ func (h *apiHandler) serveNode(r *http.Request, decoded Decoded, caller auth.Ide
 	case RouteTopicSchema:
 		return h.topicSchema(r)
 	case RouteProduce:
-		return h.produce(r.Context(), request.(node.Produce), decoded.Lines)
+		return h.produce(r.Context(), request.(msg.Produce), decoded.Lines)
 	case RouteCreateTopic, RouteAlterTopic:
 		return h.changeTopic(r.Context(), request)
 	}

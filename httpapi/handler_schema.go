@@ -5,17 +5,17 @@ import (
 	"net/http"
 	"strconv"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // changeTopic compiles the schema of a create or an alter (off the node
 // loop) before the node sees the request.
-func (h *apiHandler) changeTopic(ctx context.Context, req node.Request) Response {
+func (h *apiHandler) changeTopic(ctx context.Context, req msg.Request) Response {
 	var schema []byte
 	switch r := req.(type) {
-	case node.CreateTopic:
+	case msg.CreateTopic:
 		schema = r.Schema
-	case node.AlterTopic:
+	case msg.AlterTopic:
 		schema = r.Schema
 	}
 	if schema != nil {
@@ -32,7 +32,7 @@ func (h *apiHandler) changeTopic(ctx context.Context, req node.Request) Response
 // validated again with the newer one (at most schemaRevalidationsMax
 // times), so no record is ever accepted on the strength of a version
 // older than the one applied when the node takes it.
-func (h *apiHandler) produce(ctx context.Context, req node.Produce, lines []int) Response {
+func (h *apiHandler) produce(ctx context.Context, req msg.Produce, lines []int) Response {
 	for attempt := 0; ; attempt++ {
 		req.SchemaID = 0
 		if versions := h.backend.TopicSchemas(req.Topic); len(versions) > 0 {
@@ -43,7 +43,7 @@ func (h *apiHandler) produce(ctx context.Context, req node.Produce, lines []int)
 			req.SchemaID = latest.ID
 		}
 		reply := h.backend.Do(ctx, req)
-		if reply.Err != node.ErrSchemaChanged || attempt == schemaRevalidationsMax {
+		if reply.Err != msg.ErrSchemaChanged || attempt == schemaRevalidationsMax {
 			return Encode(req, reply)
 		}
 	}
@@ -80,14 +80,14 @@ func (h *apiHandler) topicSchema(r *http.Request) Response {
 func (h *apiHandler) schemaVersion(ctx context.Context, name string, version int) Response {
 	versions := h.backend.TopicSchemas(name)
 	if len(versions) == 0 {
-		reply := h.backend.Do(ctx, node.GetTopic{Name: name, Partition: 0})
+		reply := h.backend.Do(ctx, msg.GetTopic{Name: name, Partition: 0})
 		if reply.Err != nil {
 			return errorResponse(reply.Err)
 		}
 		versions = h.backend.TopicSchemas(name)
 	}
 	if len(versions) == 0 {
-		return errorResponse(node.NotFound("topic %s has no schema", name))
+		return errorResponse(msg.NotFound("topic %s has no schema", name))
 	}
 	chosen := versions[len(versions)-1]
 	if version != 0 {
@@ -98,7 +98,7 @@ func (h *apiHandler) schemaVersion(ctx context.Context, name string, version int
 			}
 		}
 		if !found {
-			return errorResponse(node.NotFound("topic %s has no schema version %d (kept: %d to %d)",
+			return errorResponse(msg.NotFound("topic %s has no schema version %d (kept: %d to %d)",
 				name, version, versions[0].Version, versions[len(versions)-1].Version))
 		}
 	}

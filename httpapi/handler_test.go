@@ -16,14 +16,14 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // tableBackend answers from a small table keyed by request type; it is
 // enough to test translation and middleware, not the node.
 type tableBackend struct {
 	mu           sync.Mutex // guards the fields below
-	received     []node.Request
+	received     []msg.Request
 	readyErr     error
 	shuttingDown bool
 	// block, when set, makes Do wait for its context; entered is closed
@@ -33,15 +33,15 @@ type tableBackend struct {
 	cancelled chan error
 	// schemas is what TopicSchemas answers; onProduce, when set, answers
 	// a produce instead of the table (it runs with mu held).
-	schemas   map[string][]node.SchemaVersion
-	onProduce func(node.Produce) node.Reply
+	schemas   map[string][]msg.SchemaVersion
+	onProduce func(msg.Produce) msg.Reply
 }
 
-func (b *tableBackend) Do(ctx context.Context, req node.Request) node.Reply {
+func (b *tableBackend) Do(ctx context.Context, req msg.Request) msg.Reply {
 	b.mu.Lock()
 	b.received = append(b.received, req)
 	block := b.block
-	if produce, ok := req.(node.Produce); ok && b.onProduce != nil {
+	if produce, ok := req.(msg.Produce); ok && b.onProduce != nil {
 		defer b.mu.Unlock()
 		return b.onProduce(produce)
 	}
@@ -50,25 +50,25 @@ func (b *tableBackend) Do(ctx context.Context, req node.Request) node.Reply {
 		close(b.entered)
 		<-ctx.Done()
 		b.cancelled <- ctx.Err()
-		return node.Reply{Err: node.Unavailable("request cancelled")}
+		return msg.Reply{Err: msg.Unavailable("request cancelled")}
 	}
 	return tableReply(req)
 }
 
-func tableReply(req node.Request) node.Reply {
+func tableReply(req msg.Request) msg.Reply {
 	switch request := req.(type) {
-	case node.CreateTopic:
-		return node.Reply{Result: node.TopicInfo{Name: request.Name, Partitions: 3}}
-	case node.Produce:
-		return node.Reply{Result: node.ProduceResult{Records: []node.Placement{{Partition: 1, Offset: 0}}}}
-	case node.Consume:
-		return node.Reply{Result: node.ConsumeResult{}}
-	case node.GetTopic:
-		return node.Reply{Err: node.NotFound("topic %s not found", request.Name)}
-	case node.ListMoves:
+	case msg.CreateTopic:
+		return msg.Reply{Result: msg.TopicInfo{Name: request.Name, Partitions: 3}}
+	case msg.Produce:
+		return msg.Reply{Result: msg.ProduceResult{Records: []msg.Placement{{Partition: 1, Offset: 0}}}}
+	case msg.Consume:
+		return msg.Reply{Result: msg.ConsumeResult{}}
+	case msg.GetTopic:
+		return msg.Reply{Err: msg.NotFound("topic %s not found", request.Name)}
+	case msg.ListMoves:
 		panic("the node broke")
 	}
-	return node.Reply{Err: node.Internal("no table entry for %T", req)}
+	return msg.Reply{Err: msg.Internal("no table entry for %T", req)}
 }
 
 func (b *tableBackend) Ready() error {
@@ -77,7 +77,7 @@ func (b *tableBackend) Ready() error {
 	return b.readyErr
 }
 
-func (b *tableBackend) TopicSchemas(topic string) []node.SchemaVersion {
+func (b *tableBackend) TopicSchemas(topic string) []msg.SchemaVersion {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.schemas[topic]
@@ -144,11 +144,11 @@ func TestHandlerTranslates(t *testing.T) {
 		require.Equal(t, tc.contentType, contentType, "%s %s", tc.method, tc.path)
 		require.Equal(t, tc.response, body, "%s %s", tc.method, tc.path)
 	}
-	want := []node.Request{
-		node.CreateTopic{Name: "orders"},
-		node.Produce{Topic: "orders", Records: []node.ProduceRecord{{Key: []byte("k"), Partition: node.PartitionNone, Payload: []byte("hello")}}},
-		node.Consume{Topic: "orders", Partition: node.PartitionNone},
-		node.GetTopic{Name: "missing", Partition: node.PartitionNone},
+	want := []msg.Request{
+		msg.CreateTopic{Name: "orders"},
+		msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Key: []byte("k"), Partition: msg.PartitionNone, Payload: []byte("hello")}}},
+		msg.Consume{Topic: "orders", Partition: msg.PartitionNone},
+		msg.GetTopic{Name: "missing", Partition: msg.PartitionNone},
 	}
 	require.Equal(t, want, fixture.backend.received, "only decoded requests reach the backend")
 }

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // payloadEncodingBase64 marks a payload that is neither JSON nor UTF-8.
@@ -16,7 +16,7 @@ const payloadEncodingBase64 = "base64"
 // message (API.md §1.12 and items 3, 12). It is written by hand rather
 // than through encoding/json so that a JSON payload is embedded byte for
 // byte: encoding/json would compact it.
-func appendMessage(dst []byte, message node.Message) []byte {
+func appendMessage(dst []byte, message msg.Message) []byte {
 	payload, encoding := encodePayload(message.Payload)
 	dst = append(dst, `{"topic":`...)
 	dst = append(dst, marshalJSON(message.Topic)...)
@@ -53,7 +53,7 @@ func appendStringField(dst []byte, name, value string) []byte {
 }
 
 // appendMessageList appends {"messages":[...]}; an empty list is [].
-func appendMessageList(dst []byte, messages []node.Message) []byte {
+func appendMessageList(dst []byte, messages []msg.Message) []byte {
 	dst = append(dst, `{"messages":[`...)
 	for i, message := range messages {
 		if i > 0 {

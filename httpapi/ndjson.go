@@ -37,7 +37,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // jsonNestingDepthMax bounds the arrays and objects open at once in a
@@ -131,17 +131,17 @@ type lineDecoder struct {
 
 // decodeBatchLine decodes one NDJSON line into a record. A JSON payload is
 // stored as its raw JSON bytes, exactly as they appear in the line.
-func decodeBatchLine(line []byte) (node.ProduceRecord, error) {
+func decodeBatchLine(line []byte) (msg.ProduceRecord, error) {
 	decoder := lineDecoder{line: line}
 	if !decoder.readTopLevel() {
-		return node.ProduceRecord{}, syntaxError(line)
+		return msg.ProduceRecord{}, syntaxError(line)
 	}
 	if decoder.firstError != nil {
-		return node.ProduceRecord{}, decoder.firstError
+		return msg.ProduceRecord{}, decoder.firstError
 	}
 	decoder.skipSpace()
 	if decoder.position != len(line) {
-		return node.ProduceRecord{}, errTrailingData
+		return msg.ProduceRecord{}, errTrailingData
 	}
 	return decoder.record()
 }
@@ -157,15 +157,15 @@ func syntaxError(line []byte) error {
 }
 
 // record checks the fields of a line that parsed and builds its record.
-func (d *lineDecoder) record() (node.ProduceRecord, error) {
+func (d *lineDecoder) record() (msg.ProduceRecord, error) {
 	payload, err := d.payload()
 	if err != nil {
-		return node.ProduceRecord{}, err
+		return msg.ProduceRecord{}, err
 	}
-	partition := node.PartitionNone
+	partition := msg.PartitionNone
 	if d.fields[fieldPartition].kind == kindNumber {
 		if d.partition < 0 {
-			return node.ProduceRecord{}, errPartitionInvalid
+			return msg.ProduceRecord{}, errPartitionInvalid
 		}
 		partition = d.partition
 	}
@@ -173,7 +173,7 @@ func (d *lineDecoder) record() (node.ProduceRecord, error) {
 	if given := d.fields[fieldKey]; given.kind == kindString && given.end-given.start > len(`""`) {
 		key = d.stringBytes(given)
 	}
-	return node.ProduceRecord{Key: key, Partition: partition, Payload: payload}, nil
+	return msg.ProduceRecord{Key: key, Partition: partition, Payload: payload}, nil
 }
 
 // payload returns the payload bytes of a line: the raw JSON of payload,

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // The reference: how batch lines were decoded before the hand-rolled
@@ -29,23 +29,23 @@ type batchLine struct {
 }
 
 // referenceDecodeBatchLine is the encoding/json decoder of a batch line.
-func referenceDecodeBatchLine(text []byte) (node.ProduceRecord, error) {
+func referenceDecodeBatchLine(text []byte) (msg.ProduceRecord, error) {
 	var line batchLine
 	if err := decodeStrictJSON(text, &line); err != nil {
-		return node.ProduceRecord{}, err
+		return msg.ProduceRecord{}, err
 	}
 	payload, err := referenceLinePayload(line)
 	if err != nil {
-		return node.ProduceRecord{}, err
+		return msg.ProduceRecord{}, err
 	}
-	partition := node.PartitionNone
+	partition := msg.PartitionNone
 	if line.Partition != nil {
 		if *line.Partition < 0 {
-			return node.ProduceRecord{}, errPartitionInvalid
+			return msg.ProduceRecord{}, errPartitionInvalid
 		}
 		partition = *line.Partition
 	}
-	return node.ProduceRecord{Key: keyBytes(line.Key), Partition: partition, Payload: payload}, nil
+	return msg.ProduceRecord{Key: keyBytes(line.Key), Partition: partition, Payload: payload}, nil
 }
 
 // referenceLinePayload returns the raw JSON of payload, or the decoded
@@ -145,7 +145,7 @@ func requireMatchesReference(t *testing.T, line []byte) {
 
 // requireSameRecord compares records byte for byte, telling no key from
 // an empty one.
-func requireSameRecord(t *testing.T, want, got node.ProduceRecord, line []byte) {
+func requireSameRecord(t *testing.T, want, got msg.ProduceRecord, line []byte) {
 	t.Helper()
 	require.Equal(t, want.Key == nil, got.Key == nil, "key presence, line %q", line)
 	require.Equal(t, string(want.Key), string(got.Key), "key, line %q", line)
@@ -154,7 +154,7 @@ func requireSameRecord(t *testing.T, want, got node.ProduceRecord, line []byte) 
 }
 
 func TestDecodeBatchLineAccepts(t *testing.T) {
-	none := node.PartitionNone
+	none := msg.PartitionNone
 	for _, c := range []struct {
 		line      string
 		key       string // "" for no key

@@ -13,7 +13,7 @@ import (
 	"slices"
 	"strconv"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // errTrailingData: a JSON body holds more than one value.
@@ -58,13 +58,13 @@ func pathTopic(r *http.Request) (string, *ErrorResponse) {
 
 // errInvalidTopicName: a name breaks the rule of API.md §1.5. The name is
 // not echoed: it may be long.
-var errInvalidTopicName = node.Invalid(
+var errInvalidTopicName = msg.Invalid(
 	`invalid topic name: want 1 to 255 characters of A-Z a-z 0-9 . _ -, and not "." or ".."`)
 
 // validTopicName reports whether name matches ^[A-Za-z0-9._-]{1,255}$ and
 // is neither "." nor ".." (a topic name becomes a directory name).
 func validTopicName(name string) bool {
-	if len(name) == 0 || len(name) > node.TopicNameBytesMax || name == "." || name == ".." {
+	if len(name) == 0 || len(name) > msg.TopicNameBytesMax || name == "." || name == ".." {
 		return false
 	}
 	for i := 0; i < len(name); i++ {
@@ -81,10 +81,10 @@ func topicNameByte(b byte) bool {
 }
 
 // optionalPartition parses the first "partition" parameter: absent is
-// node.PartitionNone, present must be an integer >= 0.
+// msg.PartitionNone, present must be an integer >= 0.
 func optionalPartition(query url.Values) (int, *ErrorResponse) {
 	if !query.Has("partition") {
-		return node.PartitionNone, nil
+		return msg.PartitionNone, nil
 	}
 	partition, err := strconv.Atoi(query.Get("partition"))
 	if err != nil || partition < 0 {
@@ -94,7 +94,7 @@ func optionalPartition(query url.Values) (int, *ErrorResponse) {
 }
 
 // errInvalidPartition: a partition parameter is not an integer >= 0.
-var errInvalidPartition = node.Invalid("invalid partition: want an integer >= 0")
+var errInvalidPartition = msg.Invalid("invalid partition: want an integer >= 0")
 
 // boundedInt parses the first value of name as an integer in
 // [lowest, highest]; absent gives fallback.

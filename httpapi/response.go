@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // Response is a complete HTTP answer, built without a ResponseWriter so
@@ -66,7 +66,7 @@ type errorBody struct {
 
 // errorResponse answers a failed request with the status of its code.
 func errorResponse(err error) Response {
-	return jsonResponse(StatusOf(node.CodeOf(err)), errorBody{Error: err.Error()})
+	return jsonResponse(StatusOf(msg.CodeOf(err)), errorBody{Error: err.Error()})
 }
 
 // RetryAfterSeconds is the Retry-After of every 503: a retryable failure

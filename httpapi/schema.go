@@ -14,6 +14,7 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
+	"narad/msg"
 	"narad/node"
 )
 
@@ -109,7 +110,7 @@ type schemaRegistry struct {
 type compiledSchema struct {
 	ready    chan struct{}
 	schema   *jsonschema.Schema
-	err      *node.Error
+	err      *msg.Error
 	lastUsed uint64 // guarded by the registry's mu
 }
 
@@ -123,14 +124,14 @@ func newSchemaRegistry(metrics *schemaMetrics) *schemaRegistry {
 // up in time. final reports an outcome that depends on the document alone
 // (compiled, or refused by the library), which may be cached; a timeout
 // or a busy registry depends on this node's load and is not final.
-func (s *schemaRegistry) compile(ctx context.Context, document []byte) (schema *jsonschema.Schema, final bool, err *node.Error) {
+func (s *schemaRegistry) compile(ctx context.Context, document []byte) (schema *jsonschema.Schema, final bool, err *msg.Error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	select {
 	case s.slots <- struct{}{}:
 	case <-ctx.Done():
 		s.metrics.compiles.WithLabelValues("busy").Inc()
-		return nil, false, node.Unavailable("too many schemas are being compiled; retry")
+		return nil, false, msg.Unavailable("too many schemas are being compiled; retry")
 	}
 	s.metrics.compiling.Inc()
 	type outcome struct {
@@ -147,13 +148,13 @@ func (s *schemaRegistry) compile(ctx context.Context, document []byte) (schema *
 	case result := <-done:
 		if result.err != nil {
 			s.metrics.compiles.WithLabelValues("invalid").Inc()
-			return nil, true, node.Invalid("invalid schema: %s", oneLine(result.err.Error()))
+			return nil, true, msg.Invalid("invalid schema: %s", oneLine(result.err.Error()))
 		}
 		s.metrics.compiles.WithLabelValues("ok").Inc()
 		return result.schema, true, nil
 	case <-ctx.Done():
 		s.metrics.compiles.WithLabelValues("timeout").Inc()
-		return nil, false, node.Invalid("invalid schema: it did not compile within %v", s.timeout)
+		return nil, false, msg.Invalid("invalid schema: it did not compile within %v", s.timeout)
 	}
 }
 
@@ -180,7 +181,7 @@ func compileDocument(document []byte) (schema *jsonschema.Schema, err error) {
 
 // compiled returns the compiled schema of a version, compiling it on a
 // miss; concurrent misses of one version share one compile.
-func (s *schemaRegistry) compiled(ctx context.Context, version node.SchemaVersion) (*jsonschema.Schema, *node.Error) {
+func (s *schemaRegistry) compiled(ctx context.Context, version msg.SchemaVersion) (*jsonschema.Schema, *msg.Error) {
 	s.mu.Lock()
 	s.uses++
 	entry, found := s.cache[version.ID]
@@ -201,7 +202,7 @@ func (s *schemaRegistry) compiled(ctx context.Context, version node.SchemaVersio
 		// of this entry get a retryable error, the next lookup compiles
 		// again.
 		s.forget(version.ID, entry)
-		err = node.Unavailable("schema version %d is still compiling on this node; retry", version.Version)
+		err = msg.Unavailable("schema version %d is still compiling on this node; retry", version.Version)
 	}
 	entry.schema, entry.err = schema, err
 	close(entry.ready)
@@ -236,8 +237,8 @@ func (s *schemaRegistry) forget(id uint64, entry *compiledSchema) {
 // checkDocument checks a schema sent to create or alter a topic: its
 // size (413), its shape and nesting, and that it compiles in time.
 func (s *schemaRegistry) checkDocument(ctx context.Context, document []byte) *ErrorResponse {
-	if len(document) > node.SchemaBytesMax {
-		return failure(node.TooLarge("schema is %d bytes, at most %d (256 KiB)", len(document), node.SchemaBytesMax))
+	if len(document) > msg.SchemaBytesMax {
+		return failure(msg.TooLarge("schema is %d bytes, at most %d (256 KiB)", len(document), msg.SchemaBytesMax))
 	}
 	if err := node.CheckSchemaDocument(document); err != nil {
 		return failure(err)
@@ -252,11 +253,11 @@ func (s *schemaRegistry) checkDocument(ctx context.Context, document []byte) *Er
 // the first record that is not JSON or breaks the schema fails the whole
 // request (400), naming the record (its line in a batch) and the first
 // violation. lines[i] is record i's line, nil for a single produce.
-func (s *schemaRegistry) validate(ctx context.Context, topic string, version node.SchemaVersion, records []node.ProduceRecord, lines []int) *ErrorResponse {
+func (s *schemaRegistry) validate(ctx context.Context, topic string, version msg.SchemaVersion, records []msg.ProduceRecord, lines []int) *ErrorResponse {
 	schema, err := s.compiled(ctx, version)
 	if err != nil {
-		if err.Code == node.CodeInvalid { // an applied version that does not compile here
-			return failure(node.Internal("schema version %d of topic %s does not compile on this node: %s", version.Version, topic, err.Message))
+		if err.Code == msg.CodeInvalid { // an applied version that does not compile here
+			return failure(msg.Internal("schema version %d of topic %s does not compile on this node: %s", version.Version, topic, err.Message))
 		}
 		return failure(err)
 	}

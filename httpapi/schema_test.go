@@ -12,12 +12,12 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
-	"narad/node"
+	"narad/msg"
 )
 
 var (
-	anyObject   = node.SchemaVersion{Version: 1, ID: 11, Document: []byte(`{"type":"object"}`)}
-	idRequired  = node.SchemaVersion{Version: 2, ID: 12, Document: []byte(`{"type":"object","required":["id"]}`)}
+	anyObject   = msg.SchemaVersion{Version: 1, ID: 11, Document: []byte(`{"type":"object"}`)}
+	idRequired  = msg.SchemaVersion{Version: 2, ID: 12, Document: []byte(`{"type":"object","required":["id"]}`)}
 	produceJSON = func(body string) (string, string, string) { return "POST", "/v1/topics/orders/produce", body }
 )
 
@@ -38,13 +38,13 @@ func TestProduceRevalidatesWhenTheSchemaChanged(t *testing.T) {
 	} {
 		fixture := newHandlerFixture(t)
 		backend := fixture.backend
-		backend.schemas = map[string][]node.SchemaVersion{"orders": {anyObject}}
+		backend.schemas = map[string][]msg.SchemaVersion{"orders": {anyObject}}
 		var submitted []uint64
-		backend.onProduce = func(r node.Produce) node.Reply {
+		backend.onProduce = func(r msg.Produce) msg.Reply {
 			submitted = append(submitted, r.SchemaID)
 			if r.SchemaID != idRequired.ID {
-				backend.schemas["orders"] = []node.SchemaVersion{anyObject, idRequired} // applied meanwhile
-				return node.Reply{Err: node.ErrSchemaChanged}
+				backend.schemas["orders"] = []msg.SchemaVersion{anyObject, idRequired} // applied meanwhile
+				return msg.Reply{Err: msg.ErrSchemaChanged}
 			}
 			return tableReply(r)
 		}
@@ -62,11 +62,11 @@ func TestProduceRevalidatesWhenTheSchemaChanged(t *testing.T) {
 // retryable 503 after schemaRevalidationsMax resubmissions.
 func TestProduceRevalidationIsBounded(t *testing.T) {
 	fixture := newHandlerFixture(t)
-	fixture.backend.schemas = map[string][]node.SchemaVersion{"orders": {anyObject}}
+	fixture.backend.schemas = map[string][]msg.SchemaVersion{"orders": {anyObject}}
 	attempts := 0
-	fixture.backend.onProduce = func(node.Produce) node.Reply {
+	fixture.backend.onProduce = func(msg.Produce) msg.Reply {
 		attempts++
-		return node.Reply{Err: node.ErrSchemaChanged}
+		return msg.Reply{Err: msg.ErrSchemaChanged}
 	}
 	method, path, body := produceJSON(`{}`)
 	status, _, answer := fixture.call(t, method, path, body)
@@ -79,7 +79,7 @@ func TestProduceRevalidationIsBounded(t *testing.T) {
 func TestProduceWithoutSchemaIsNotValidated(t *testing.T) {
 	fixture := newHandlerFixture(t)
 	var ids []uint64
-	fixture.backend.onProduce = func(r node.Produce) node.Reply {
+	fixture.backend.onProduce = func(r msg.Produce) msg.Reply {
 		ids = append(ids, r.SchemaID)
 		return tableReply(r)
 	}
@@ -106,18 +106,18 @@ func TestSchemaCompileIsBounded(t *testing.T) {
 	for range schemaCompilesMax {
 		_, final, err := registry.compile(context.Background(), []byte(`{}`))
 		require.NotNil(t, err)
-		require.Equal(t, node.CodeInvalid, err.Code)
+		require.Equal(t, msg.CodeInvalid, err.Code)
 		require.Contains(t, err.Message, "did not compile within")
 		require.False(t, final, "a timeout is not the schema's fault")
 	}
 	require.Equal(t, float64(schemaCompilesMax), collectorValue(registry.metrics.compiling))
 	_, _, err := registry.compile(context.Background(), []byte(`{}`))
 	require.NotNil(t, err)
-	require.Equal(t, node.CodeUnavailable, err.Code, "every slot is held by a timed-out compile")
-	version := node.SchemaVersion{Version: 3, ID: 7, Document: []byte(`{}`)}
+	require.Equal(t, msg.CodeUnavailable, err.Code, "every slot is held by a timed-out compile")
+	version := msg.SchemaVersion{Version: 3, ID: 7, Document: []byte(`{}`)}
 	_, err = registry.compiled(context.Background(), version)
 	require.NotNil(t, err)
-	require.Equal(t, node.CodeUnavailable, err.Code, "an applied version that cannot compile now is retryable")
+	require.Equal(t, msg.CodeUnavailable, err.Code, "an applied version that cannot compile now is retryable")
 	require.Empty(t, registry.cache, "and not cached")
 	close(release)
 	require.Eventually(t, func() bool { return collectorValue(registry.metrics.compiling) == 0 }, 10*time.Second, time.Millisecond)
@@ -140,7 +140,7 @@ func TestSchemaCacheIsBounded(t *testing.T) {
 		return compileDocument(document)
 	}
 	for id := range uint64(schemaCacheEntriesMax + 10) {
-		version := node.SchemaVersion{Version: 1, ID: id + 1, Document: []byte(fmt.Sprintf(`{"maxLength":%d}`, id))}
+		version := msg.SchemaVersion{Version: 1, ID: id + 1, Document: []byte(fmt.Sprintf(`{"maxLength":%d}`, id))}
 		_, err := registry.compiled(context.Background(), version)
 		require.Nil(t, err)
 		_, err = registry.compiled(context.Background(), version)
@@ -181,8 +181,8 @@ const (
 // the cost a schema adds to each produced record.
 func BenchmarkSchemaValidate(b *testing.B) {
 	registry := newTestSchemaRegistry()
-	version := node.SchemaVersion{Version: 1, ID: 1, Document: []byte(typicalSchema)}
-	records := []node.ProduceRecord{{Payload: []byte(typicalPayload), Partition: node.PartitionNone}}
+	version := msg.SchemaVersion{Version: 1, ID: 1, Document: []byte(typicalSchema)}
+	records := []msg.ProduceRecord{{Payload: []byte(typicalPayload), Partition: msg.PartitionNone}}
 	b.ReportAllocs()
 	for b.Loop() {
 		if failed := registry.validate(context.Background(), "orders", version, records, nil); failed != nil {

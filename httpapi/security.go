@@ -7,7 +7,7 @@ import (
 
 	"narad/auth"
 	"narad/meta"
-	"narad/node"
+	"narad/msg"
 )
 
 // Security wires authentication and the users API into NewHandler
@@ -27,7 +27,7 @@ type Security struct {
 
 // UserChanger applies a user change (meta.PutUser, DeleteUser, SetGrants
 // or SetPassword) through the node and returns once it is applied on this
-// node, with the node's *node.Error on failure. The published users then
+// node, with the node's *msg.Error on failure. The published users then
 // include it.
 type UserChanger interface {
 	ChangeUsers(ctx context.Context, cmd meta.Command) error
@@ -89,40 +89,40 @@ func unauthenticated() *Response {
 
 // unavailable is a 503 (errorResponse adds its Retry-After).
 func unavailable(message string) Response {
-	return errorResponse(node.Unavailable("%s", message))
+	return errorResponse(msg.Unavailable("%s", message))
 }
 
 // forbidden is a 403 with its reason.
 func forbidden(format string, args ...any) *Response {
-	response := errorResponse(node.Forbidden(format, args...))
+	response := errorResponse(msg.Forbidden(format, args...))
 	return &response
 }
 
 // authorize applies the route rules of API.md §1.3 to a decoded node
 // request. A topic the node does not know passes, so that its handler
 // answers 404.
-func (h *apiHandler) authorize(ctx context.Context, caller auth.Identity, request node.Request) *Response {
+func (h *apiHandler) authorize(ctx context.Context, caller auth.Identity, request msg.Request) *Response {
 	if caller.Admin() {
 		return nil
 	}
 	switch r := request.(type) {
-	case node.CreateTopic:
+	case msg.CreateTopic:
 		return requireGrant(caller.Allowed(auth.ActionCreate, r.Name), caller, auth.ActionCreate, r.Name)
-	case node.Produce:
+	case msg.Produce:
 		return requireGrant(caller.Allowed(auth.ActionProduce, r.Topic), caller, auth.ActionProduce, r.Topic)
-	case node.Consume:
+	case msg.Consume:
 		return requireGrant(caller.Allowed(auth.ActionConsume, r.Topic), caller, auth.ActionConsume, r.Topic)
-	case node.Replay:
+	case msg.Replay:
 		return requireGrant(caller.Allowed(auth.ActionConsume, r.Topic), caller, auth.ActionConsume, r.Topic)
-	case node.Ack:
+	case msg.Ack:
 		return requireGrant(caller.Allowed(auth.ActionConsume, r.Topic), caller, auth.ActionConsume, r.Topic)
-	case node.AlterTopic:
+	case msg.AlterTopic:
 		return h.requireOwner(ctx, caller, r.Name)
-	case node.DeleteTopic:
+	case msg.DeleteTopic:
 		return h.requireOwner(ctx, caller, r.Name)
-	case node.Decommission:
+	case msg.Decommission:
 		return forbidden("user %q is not an admin", caller.Username)
-	case nil, node.ListTopics, node.GetTopic, node.ListMembers, node.ListMoves:
+	case nil, msg.ListTopics, msg.GetTopic, msg.ListMembers, msg.ListMoves:
 		return nil // nil: the schema read-back, a read like GetTopic
 	}
 	return forbidden("user %q may not send %T", caller.Username, request)
@@ -138,15 +138,15 @@ func requireGrant(allowed bool, caller auth.Identity, action, topic string) *Res
 
 // requireOwner lets the topic's owner manage it (admins passed already).
 func (h *apiHandler) requireOwner(ctx context.Context, caller auth.Identity, topic string) *Response {
-	reply := h.backend.Do(ctx, node.GetTopic{Name: topic, Partition: 0})
+	reply := h.backend.Do(ctx, msg.GetTopic{Name: topic, Partition: 0})
 	switch {
-	case node.CodeOf(reply.Err) == node.CodeNotFound:
+	case msg.CodeOf(reply.Err) == msg.CodeNotFound:
 		return nil
 	case reply.Err != nil:
 		response := errorResponse(reply.Err)
 		return &response
 	}
-	detail, ok := reply.Result.(node.TopicDetail)
+	detail, ok := reply.Result.(msg.TopicDetail)
 	if ok && detail.Owner != "" && detail.Owner == caller.Username {
 		return nil
 	}
@@ -154,8 +154,8 @@ func (h *apiHandler) requireOwner(ctx context.Context, caller auth.Identity, top
 }
 
 // withCreator records the caller as the owner of a topic it creates.
-func withCreator(request node.Request, caller auth.Identity) node.Request {
-	if create, ok := request.(node.CreateTopic); ok {
+func withCreator(request msg.Request, caller auth.Identity) msg.Request {
+	if create, ok := request.(msg.CreateTopic); ok {
 		create.CreatedBy = caller.Username
 		return create
 	}
@@ -163,8 +163,8 @@ func withCreator(request node.Request, caller auth.Identity) node.Request {
 }
 
 // auditDecommission logs a decommission or its cancel that succeeded.
-func (h *apiHandler) auditDecommission(request node.Request, reply node.Reply, caller auth.Identity) {
-	decommission, ok := request.(node.Decommission)
+func (h *apiHandler) auditDecommission(request msg.Request, reply msg.Reply, caller auth.Identity) {
+	decommission, ok := request.(msg.Decommission)
 	if !ok || reply.Err != nil {
 		return
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // A key given twice in one JSON object is found at any depth; at the top
@@ -90,12 +90,12 @@ func TestReadFailureNamesNoAddress(t *testing.T) {
 
 // Every 503 carries Retry-After; other statuses do not.
 func TestEvery503CarriesRetryAfter(t *testing.T) {
-	unavailable := errorResponse(node.Unavailable("the node is busy"))
+	unavailable := errorResponse(msg.Unavailable("the node is busy"))
 	require.Equal(t, http.StatusServiceUnavailable, unavailable.Status)
 	require.Equal(t, "1", unavailable.Header.Get("Retry-After"))
 	shuttingDown := (&apiHandler{backend: &tableBackend{shuttingDown: true}}).health()
 	require.Equal(t, "1", shuttingDown.Header.Get("Retry-After"))
 	notReady := (&apiHandler{backend: &tableBackend{readyErr: errors.New("not a member")}}).readiness()
 	require.Equal(t, "1", notReady.Header.Get("Retry-After"))
-	require.Empty(t, errorResponse(node.Invalid("bad")).Header.Get("Retry-After"))
+	require.Empty(t, errorResponse(msg.Invalid("bad")).Header.Get("Retry-After"))
 }

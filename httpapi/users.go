@@ -7,7 +7,7 @@ import (
 
 	"narad/auth"
 	"narad/meta"
-	"narad/node"
+	"narad/msg"
 )
 
 // Routes of the users API (API.md §1.15), served by the handler itself
@@ -60,7 +60,7 @@ type passwordBody struct {
 // serveUsers answers a route of the users API.
 func (h *apiHandler) serveUsers(r *http.Request, route string, caller auth.Identity) Response {
 	if h.security == nil {
-		return errorResponse(node.NotFound("the users API is not served here"))
+		return errorResponse(msg.NotFound("the users API is not served here"))
 	}
 	if route == RouteSetPassword {
 		return h.setPassword(r, caller)
@@ -89,7 +89,7 @@ func (h *apiHandler) serveUsers(r *http.Request, route string, caller auth.Ident
 func (h *apiHandler) getUser(username string) Response {
 	user, found := h.security.Auth.Users().User(username)
 	if !found {
-		return errorResponse(node.NotFound("user %q not found", username))
+		return errorResponse(msg.NotFound("user %q not found", username))
 	}
 	return jsonResponse(http.StatusOK, showUser(user))
 }
@@ -173,7 +173,7 @@ func (h *apiHandler) setPassword(r *http.Request, caller auth.Identity) Response
 	case found && target.Root && !caller.Root:
 		return *forbidden("only the root user changes its password")
 	case !found:
-		return errorResponse(node.NotFound("user %q not found", username))
+		return errorResponse(msg.NotFound("user %q not found", username))
 	}
 	if self && h.security.Enabled {
 		if failed := h.checkCurrent(r, username, body.CurrentPassword); failed != nil {
@@ -228,7 +228,7 @@ func (h *apiHandler) hash(r *http.Request, password string) ([]byte, *Response) 
 	case err == nil:
 		return hash, nil
 	case errors.Is(err, auth.ErrPasswordInvalid):
-		response := errorResponse(node.Invalid("%v", err))
+		response := errorResponse(msg.Invalid("%v", err))
 		return nil, &response
 	}
 	response := unavailable("password hashing unavailable; retry")
@@ -242,7 +242,7 @@ func checkUserInput(username string, grants []meta.Grant) *Response {
 		err = auth.ValidGrants(grants)
 	}
 	if err != nil {
-		response := errorResponse(node.Invalid("%v", err))
+		response := errorResponse(msg.Invalid("%v", err))
 		return &response
 	}
 	return nil
@@ -252,7 +252,7 @@ func checkUserInput(username string, grants []meta.Grant) *Response {
 func (h *apiHandler) userAfterChange(status int, username string) Response {
 	user, found := h.security.Auth.Users().User(username)
 	if !found {
-		return errorResponse(node.NotFound("user %q not found", username))
+		return errorResponse(msg.NotFound("user %q not found", username))
 	}
 	return jsonResponse(status, showUser(user))
 }

@@ -4,25 +4,26 @@ import (
 	"errors"
 
 	"narad/chaos"
+	"narad/msg"
 	"narad/node/lease"
 	"narad/storage"
 )
 
-func (n *Node) ack(r Ack) (any, error) {
+func (n *Node) ack(r msg.Ack) (msg.Result, error) {
 	t, err := n.topic(r.Topic)
 	if err != nil {
 		return nil, err
 	}
-	if len(r.Handles) == 0 || len(r.Handles) > AckBatchHandlesMax {
-		return nil, Invalid("an ack carries 1 to %d receipt handles, got %d", AckBatchHandlesMax, len(r.Handles))
+	if len(r.Handles) == 0 || len(r.Handles) > msg.AckBatchHandlesMax {
+		return nil, msg.Invalid("an ack carries 1 to %d receipt handles, got %d", msg.AckBatchHandlesMax, len(r.Handles))
 	}
-	result := AckResult{Results: make([]AckItemResult, len(r.Handles)), Batch: r.Batch}
+	result := msg.AckResult{Results: make([]msg.AckItemResult, len(r.Handles)), Batch: r.Batch}
 	for i, handle := range r.Handles {
-		result.Results[i] = AckItemResult{Handle: handle, Err: n.ackOne(t, handle, r.Action)}
+		result.Results[i] = msg.AckItemResult{Handle: handle, Err: n.ackOne(t, handle, r.Action)}
 	}
 	// An ack frees an in-flight slot, a nack releases a record: either may
 	// serve a parked long poll (a released record, one on another node).
-	if r.Action == AckNack {
+	if r.Action == msg.AckNack {
 		n.notifySubscribers(t.info.Name)
 	}
 	n.wake(t.info.Name)
@@ -33,37 +34,37 @@ func (n *Node) ack(r Ack) (any, error) {
 	return result, nil
 }
 
-func (n *Node) ackOne(t *topic, handle string, action AckAction) error {
+func (n *Node) ackOne(t *topic, handle string, action msg.AckAction) error {
 	index, offset, nonce, err := lease.VerifyHandle(n.cfg.HandleKey, t.info.Name, handle) // nonce 0 when forged: matches no reservation
 	if err != nil {
-		return Invalid("receipt handle is malformed")
+		return msg.Invalid("receipt handle is malformed")
 	}
 	if index >= t.info.Partitions {
-		return Gone("receipt handle is stale")
+		return msg.Gone("receipt handle is stale")
 	}
 	if !n.ownedHere(t, index) {
 		return notOwner(t, index)
 	}
 	p := n.partitionOf(t, index)
-	if p.frozenFor != "" && action == AckCommit {
+	if p.frozenFor != "" && action == msg.AckCommit {
 		return frozenError(t, index)
 	}
 	log, err := n.openLog(t, p)
 	if err != nil {
-		return Unavailable("partition %d of %s is unavailable: %s", index, t.info.Name, storageCause(err))
+		return msg.Unavailable("partition %d of %s is unavailable: %s", index, t.info.Name, storageCause(err))
 	}
 	err = n.applyAck(t, p, log, offset, nonce, action)
 	n.observer.Acked(t.info.Name, action, ackOutcome(err))
 	if errors.Is(err, lease.ErrAcked) {
 		if chaos.Planted(chaos.BugRepeatedAckStale) {
-			return Gone("receipt handle is stale (planted bug)")
+			return msg.Gone("receipt handle is stale (planted bug)")
 		}
 		return nil // a retried ack whose first attempt landed: it says so
 	}
 	if err != nil {
 		return err
 	}
-	if action == AckCommit {
+	if action == msg.AckCommit {
 		n.ackObserver.AckApplied(t.info.Name, index, offset, handle)
 	}
 	n.noteCommitted(p, log)
@@ -75,17 +76,17 @@ func (n *Node) ackOne(t *topic, handle string, action AckAction) error {
 // which the caller answers as success; extend and nack of one are stale.
 // A record below retention is stale whatever happened to it: the table
 // cannot tell an acked record there from one retention dropped unacked.
-func (n *Node) applyAck(t *topic, p *partition, log *storage.Log, offset, nonce uint64, action AckAction) error {
+func (n *Node) applyAck(t *topic, p *partition, log *storage.Log, offset, nonce uint64, action msg.AckAction) error {
 	if offset < log.Oldest() {
-		return Gone("receipt handle is stale: offset %d aged out of retention (oldest retained: %d)", offset, log.Oldest())
+		return msg.Gone("receipt handle is stale: offset %d aged out of retention (oldest retained: %d)", offset, log.Oldest())
 	}
 	var err error
 	switch action {
-	case AckCommit:
+	case msg.AckCommit:
 		err = p.leases.Ack(offset, nonce, n.nowMs)
-	case AckExtend:
+	case msg.AckExtend:
 		_, err = p.leases.Extend(offset, nonce, n.nowMs, t.info.VisibilityTimeoutMs)
-	case AckNack:
+	case msg.AckNack:
 		err = p.leases.Nack(offset, nonce, n.nowMs)
 	default:
 		assert(false, "node: unknown ack action %d", action)
@@ -93,14 +94,14 @@ func (n *Node) applyAck(t *topic, p *partition, log *storage.Log, offset, nonce 
 	switch {
 	case errors.Is(err, lease.ErrAcked):
 		return err
-	case errors.Is(err, lease.ErrStale) && action != AckCommit && p.leases.Acknowledged(offset):
-		return Gone("receipt handle is stale: the record was already acked")
+	case errors.Is(err, lease.ErrStale) && action != msg.AckCommit && p.leases.Acknowledged(offset):
+		return msg.Gone("receipt handle is stale: the record was already acked")
 	case errors.Is(err, lease.ErrStale):
-		return Gone("receipt handle is stale: the lease expired or was re-reserved")
+		return msg.Gone("receipt handle is stale: the lease expired or was re-reserved")
 	case errors.Is(err, lease.ErrAckedAheadFull):
-		return Unavailable("acked-ahead set is full; head of queue may be stuck")
+		return msg.Unavailable("acked-ahead set is full; head of queue may be stuck")
 	case err != nil:
-		return Internal("ack failed: %v", err)
+		return msg.Internal("ack failed: %v", err)
 	}
 	return nil
 }
@@ -109,10 +110,10 @@ func ackOutcome(err error) string {
 	if errors.Is(err, lease.ErrAcked) {
 		return "repeat"
 	}
-	switch CodeOf(err) {
-	case CodeGone:
+	switch msg.CodeOf(err) {
+	case msg.CodeGone:
 		return "stale"
-	case CodeUnavailable:
+	case msg.CodeUnavailable:
 		return "cap"
 	}
 	if err != nil {

@@ -5,22 +5,24 @@ import (
 	"slices"
 	"testing"
 
+	"narad/msg"
+
 	"github.com/stretchr/testify/require"
 )
 
 // ackedOnce produces n records to partition 0 of a fresh topic, consumes
 // them all and acks the first; it returns the messages.
-func ackedOnce(t *testing.T, h *harness, n int) []Message {
+func ackedOnce(t *testing.T, h *harness, n int) []msg.Message {
 	t.Helper()
-	h.createTopic("orders", func(c *CreateTopic) { c.VisibilityTimeoutMs = 1_000 })
-	var messages []Message
+	h.createTopic("orders", func(c *msg.CreateTopic) { c.VisibilityTimeoutMs = 1_000 })
+	var messages []msg.Message
 	for i := range n {
 		h.produce("orders", 0, fmt.Sprint(i))
 		m, ok := h.consume("orders")
 		require.True(t, ok)
 		messages = append(messages, m)
 	}
-	require.NoError(t, h.ackHandle("orders", messages[0].ReceiptHandle, AckCommit))
+	require.NoError(t, h.ackHandle("orders", messages[0].ReceiptHandle, msg.AckCommit))
 	return messages
 }
 
@@ -30,14 +32,14 @@ func ackedOnce(t *testing.T, h *harness, n int) []Message {
 func TestAckTwiceSaysAckedTwice(t *testing.T) {
 	h := newHarness(t)
 	messages := ackedOnce(t, h, 3)
-	require.NoError(t, h.ackHandle("orders", messages[0].ReceiptHandle, AckCommit), "committed")
-	require.NoError(t, h.ackHandle("orders", "0:0:12345:0123456789abcdef", AckCommit),
+	require.NoError(t, h.ackHandle("orders", messages[0].ReceiptHandle, msg.AckCommit), "committed")
+	require.NoError(t, h.ackHandle("orders", "0:0:12345:0123456789abcdef", msg.AckCommit),
 		"any handle of a committed record: its nonce is gone with its lease, and nothing can come back")
-	require.NoError(t, h.ackHandle("orders", messages[2].ReceiptHandle, AckCommit))
-	require.NoError(t, h.ackHandle("orders", messages[2].ReceiptHandle, AckCommit), "acked ahead")
+	require.NoError(t, h.ackHandle("orders", messages[2].ReceiptHandle, msg.AckCommit))
+	require.NoError(t, h.ackHandle("orders", messages[2].ReceiptHandle, msg.AckCommit), "acked ahead")
 	require.Equal(t, uint64(1), h.stats("orders", 0).Committed)
 	require.Equal(t, 1, h.node.partitions[partitionKey{"orders", 0}].leases.AckedAhead(), "the repeat added nothing")
-	require.NoError(t, h.ackHandle("orders", messages[1].ReceiptHandle, AckCommit))
+	require.NoError(t, h.ackHandle("orders", messages[1].ReceiptHandle, msg.AckCommit))
 	require.Equal(t, uint64(3), h.stats("orders", 0).Committed)
 	h.tick(5_000)
 	_, ok := h.consume("orders")
@@ -49,11 +51,11 @@ func TestAckTwiceSaysAckedTwice(t *testing.T) {
 func TestExtendAndNackOfAnAckedRecordAreStale(t *testing.T) {
 	h := newHarness(t)
 	messages := ackedOnce(t, h, 2)
-	require.NoError(t, h.ackHandle("orders", messages[1].ReceiptHandle, AckCommit))
+	require.NoError(t, h.ackHandle("orders", messages[1].ReceiptHandle, msg.AckCommit))
 	for _, m := range messages {
-		for _, action := range []AckAction{AckExtend, AckNack} {
+		for _, action := range []msg.AckAction{msg.AckExtend, msg.AckNack} {
 			err := h.ackHandle("orders", m.ReceiptHandle, action)
-			require.Equal(t, CodeGone, CodeOf(err), "offset %d action %d", m.Offset, action)
+			require.Equal(t, msg.CodeGone, msg.CodeOf(err), "offset %d action %d", m.Offset, action)
 			require.Contains(t, err.Error(), "already acked")
 		}
 	}
@@ -66,17 +68,17 @@ func TestAckAfterRestartKnowsTheCommittedOffset(t *testing.T) {
 	h := newHarness(t)
 	messages := ackedOnce(t, h, 2)
 	h.tick(h.cfg.CommitPersistIntervalMs)
-	require.NoError(t, h.ackHandle("orders", messages[1].ReceiptHandle, AckCommit))
+	require.NoError(t, h.ackHandle("orders", messages[1].ReceiptHandle, msg.AckCommit))
 	h.crash() // the second ack was not persisted yet
-	require.NoError(t, h.ackHandle("orders", messages[0].ReceiptHandle, AckCommit), "persisted before the crash")
-	require.Equal(t, CodeGone, CodeOf(h.ackHandle("orders", messages[1].ReceiptHandle, AckCommit)), "lost by the crash")
+	require.NoError(t, h.ackHandle("orders", messages[0].ReceiptHandle, msg.AckCommit), "persisted before the crash")
+	require.Equal(t, msg.CodeGone, msg.CodeOf(h.ackHandle("orders", messages[1].ReceiptHandle, msg.AckCommit)), "lost by the crash")
 	again, ok := h.consume("orders")
 	require.True(t, ok)
 	require.Equal(t, messages[1].Offset, again.Offset, "the record whose ack was lost comes back")
-	require.NoError(t, h.ackHandle("orders", again.ReceiptHandle, AckCommit))
+	require.NoError(t, h.ackHandle("orders", again.ReceiptHandle, msg.AckCommit))
 	h.restart()
-	require.NoError(t, h.ackHandle("orders", again.ReceiptHandle, AckCommit), "after a graceful restart")
-	require.NoError(t, h.ackHandle("orders", messages[1].ReceiptHandle, AckCommit),
+	require.NoError(t, h.ackHandle("orders", again.ReceiptHandle, msg.AckCommit), "after a graceful restart")
+	require.NoError(t, h.ackHandle("orders", messages[1].ReceiptHandle, msg.AckCommit),
 		"the old handle of a committed record: at-least-once needs nothing more")
 }
 
@@ -85,17 +87,17 @@ func TestAckAfterRestartKnowsTheCommittedOffset(t *testing.T) {
 // success once another consumer acked the record.
 func TestAckAfterTheLeaseLapsed(t *testing.T) {
 	h := newHarness(t)
-	h.createTopic("orders", func(c *CreateTopic) { c.VisibilityTimeoutMs = 1_000 })
+	h.createTopic("orders", func(c *msg.CreateTopic) { c.VisibilityTimeoutMs = 1_000 })
 	h.produce("orders", 0, "x")
 	first, _ := h.consume("orders")
 	h.tick(1_000)
-	require.Equal(t, CodeGone, CodeOf(h.ackHandle("orders", first.ReceiptHandle, AckCommit)), "lapsed, released")
+	require.Equal(t, msg.CodeGone, msg.CodeOf(h.ackHandle("orders", first.ReceiptHandle, msg.AckCommit)), "lapsed, released")
 	second, ok := h.consume("orders")
 	require.True(t, ok)
-	require.Equal(t, CodeGone, CodeOf(h.ackHandle("orders", first.ReceiptHandle, AckCommit)), "replaced")
-	require.NoError(t, h.ackHandle("orders", second.ReceiptHandle, AckCommit))
-	require.NoError(t, h.ackHandle("orders", first.ReceiptHandle, AckCommit), "another consumer acked it")
-	require.Equal(t, CodeGone, CodeOf(h.ackHandle("orders", "0:1:99:0123456789abcdef", AckCommit)), "a record never delivered")
+	require.Equal(t, msg.CodeGone, msg.CodeOf(h.ackHandle("orders", first.ReceiptHandle, msg.AckCommit)), "replaced")
+	require.NoError(t, h.ackHandle("orders", second.ReceiptHandle, msg.AckCommit))
+	require.NoError(t, h.ackHandle("orders", first.ReceiptHandle, msg.AckCommit), "another consumer acked it")
+	require.Equal(t, msg.CodeGone, msg.CodeOf(h.ackHandle("orders", "0:1:99:0123456789abcdef", msg.AckCommit)), "a record never delivered")
 }
 
 // TestAckBelowRetentionIsStale: retention may drop records unacked, so a
@@ -110,11 +112,11 @@ func TestAckBelowRetentionIsStale(t *testing.T) {
 		h.produce("orders", 0, payload)
 	}
 	m, _ := h.consume("orders")
-	require.NoError(t, h.ackHandle("orders", m.ReceiptHandle, AckCommit))
+	require.NoError(t, h.ackHandle("orders", m.ReceiptHandle, msg.AckCommit))
 	h.tick(h.cfg.DefaultRetentionMs + h.cfg.RetentionCheckIntervalMs)
 	require.Positive(t, h.stats("orders", 0).OldestOffset)
-	err := h.ackHandle("orders", m.ReceiptHandle, AckCommit)
-	require.Equal(t, CodeGone, CodeOf(err))
+	err := h.ackHandle("orders", m.ReceiptHandle, msg.AckCommit)
+	require.Equal(t, msg.CodeGone, msg.CodeOf(err))
 	require.Contains(t, err.Error(), "retention")
 }
 
@@ -125,10 +127,10 @@ func TestBatchAckRepeatsPerHandle(t *testing.T) {
 	messages := ackedOnce(t, h, 3)
 	h.tick(1_000) // messages 1 and 2 lapse
 	handles := []string{messages[0].ReceiptHandle, messages[1].ReceiptHandle, messages[0].ReceiptHandle}
-	result := h.ok(Ack{Topic: "orders", Handles: handles, Action: AckCommit, Batch: true}).(AckResult)
+	result := h.ok(msg.Ack{Topic: "orders", Handles: handles, Action: msg.AckCommit, Batch: true}).(msg.AckResult)
 	require.Len(t, result.Results, 3)
 	require.NoError(t, result.Results[0].Err)
-	require.Equal(t, CodeGone, CodeOf(result.Results[1].Err))
+	require.Equal(t, msg.CodeGone, msg.CodeOf(result.Results[1].Err))
 	require.NoError(t, result.Results[2].Err, "the same handle twice in one batch")
 }
 
@@ -146,29 +148,29 @@ func TestAckAtTheNewOwnerAfterAMove(t *testing.T) {
 	for i := range 5 {
 		require.NoError(t, c.do(source, producePinned("t", 0, fmt.Sprintf("r%d", i))).Err)
 	}
-	got := c.do(source, Consume{Topic: "t", Partition: 0, Max: 5})
+	got := c.do(source, msg.Consume{Topic: "t", Partition: 0, Max: 5})
 	var handles []string
-	for _, m := range got.Result.(ConsumeResult).Messages {
+	for _, m := range got.Result.(msg.ConsumeResult).Messages {
 		handles = append(handles, m.ReceiptHandle)
 	}
-	require.NoError(t, c.do(source, Ack{Topic: "t", Handles: []string{handles[0], handles[1], handles[3]}, Action: AckCommit, Batch: true}).Err)
+	require.NoError(t, c.do(source, msg.Ack{Topic: "t", Handles: []string{handles[0], handles[1], handles[3]}, Action: msg.AckCommit, Batch: true}).Err)
 
 	c.startMove(leader, "t", 0, target)
 	c.tickUntil(100, 100, func() bool { return c.owners(leader, "t")[0] == target })
 	c.tick(100)
 	for _, at := range []string{target, source, c.otherThan(source, target)} {
-		result := c.do(at, Ack{Topic: "t", Handles: handles, Action: AckCommit, Batch: true})
+		result := c.do(at, msg.Ack{Topic: "t", Handles: handles, Action: msg.AckCommit, Batch: true})
 		require.NoError(t, result.Err)
-		for i, item := range result.Result.(AckResult).Results {
+		for i, item := range result.Result.(msg.AckResult).Results {
 			if i < 2 {
 				require.NoError(t, item.Err, "at %s, handle %d was committed before the move", at, i)
 			} else {
-				require.Equal(t, CodeGone, CodeOf(item.Err), "at %s, handle %d is above the committed offset", at, i)
+				require.Equal(t, msg.CodeGone, msg.CodeOf(item.Err), "at %s, handle %d is above the committed offset", at, i)
 			}
 		}
 	}
-	again := c.do(target, Consume{Topic: "t", Partition: 0})
-	require.Equal(t, uint64(2), again.Result.(ConsumeResult).Messages[0].Offset)
+	again := c.do(target, msg.Consume{Topic: "t", Partition: 0})
+	require.Equal(t, uint64(2), again.Result.(msg.ConsumeResult).Messages[0].Offset)
 }
 
 // TestAForwardedAckThatTimesOutIsRetryable: an ack forwarded to an owner
@@ -182,18 +184,18 @@ func TestAForwardedAckThatTimesOutIsRetryable(t *testing.T) {
 	partition := slices.Index(owners, owner)
 	at := c.otherThan(leader, owner)
 	require.NoError(t, c.do(owner, producePinned("t", partition, "x")).Err)
-	got := c.do(owner, Consume{Topic: "t", Partition: partition})
-	handle := got.Result.(ConsumeResult).Messages[0].ReceiptHandle
+	got := c.do(owner, msg.Consume{Topic: "t", Partition: partition})
+	handle := got.Result.(msg.ConsumeResult).Messages[0].ReceiptHandle
 	// The owner applies the ack, but its reply is lost on the way back.
-	c.drop = func(env Envelope) bool {
-		_, reply := env.Message.(ForwardReply)
+	c.drop = func(env msg.Envelope) bool {
+		_, reply := env.Message.(msg.ForwardReply)
 		return reply && env.From == owner
 	}
-	id := c.send(at, Ack{Topic: "t", Handles: []string{handle}, Action: AckCommit})
+	id := c.send(at, msg.Ack{Topic: "t", Handles: []string{handle}, Action: msg.AckCommit})
 	reply := c.await(id, 100, 100)
-	require.Equal(t, CodeUnavailable, CodeOf(reply.Err), "a timed-out forward: %v", reply.Err)
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(reply.Err), "a timed-out forward: %v", reply.Err)
 	require.Equal(t, uint64(1), c.nodes[owner].partitions[partitionKey{"t", partition}].leases.Committed(), "the ack landed")
 	c.drop = nil
 	c.tick(c.nodes[at].cfg.PeerDownMs)
-	require.NoError(t, c.do(at, Ack{Topic: "t", Handles: []string{handle}, Action: AckCommit}).Err)
+	require.NoError(t, c.do(at, msg.Ack{Topic: "t", Handles: []string{handle}, Action: msg.AckCommit}).Err)
 }

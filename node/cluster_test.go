@@ -12,6 +12,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 
 	"narad/meta"
+	"narad/msg"
 	"narad/storage"
 )
 
@@ -24,14 +25,14 @@ type clusterHarness struct {
 	nodes   map[string]*Node
 	ids     []string
 	nowMs   int64
-	replies map[RequestID]Reply
-	nextID  RequestID
+	replies map[msg.RequestID]msg.Reply
+	nextID  msg.RequestID
 	// cut holds the nodes whose messages are dropped, both ways.
 	cut map[string]bool
 	// forwarded counts ForwardRequests delivered, by receiver.
 	forwarded map[string]int
 	// drop, when set, drops the envelopes it selects (a one-way fault).
-	drop func(Envelope) bool
+	drop func(msg.Envelope) bool
 	// disks, metaPaths and configs let restart bring a node back.
 	disks     map[string]*storage.MemFS
 	metaPaths map[string]string
@@ -50,7 +51,7 @@ func clusterConfig(id string, index int, peers []meta.Peer) Config {
 
 func newClusterHarness(t *testing.T, size int) *clusterHarness {
 	cryptotest.SetGlobalRandom(t, 42) // raft's election jitter
-	c := &clusterHarness{t: t, nodes: map[string]*Node{}, nowMs: harnessStartMs, replies: map[RequestID]Reply{},
+	c := &clusterHarness{t: t, nodes: map[string]*Node{}, nowMs: harnessStartMs, replies: map[msg.RequestID]msg.Reply{},
 		cut: map[string]bool{}, forwarded: map[string]int{},
 		disks: map[string]*storage.MemFS{}, metaPaths: map[string]string{}, configs: map[string]Config{}}
 	var peers []meta.Peer
@@ -120,11 +121,11 @@ func (c *clusterHarness) handle(n *Node) {
 		if c.cut[env.From] || c.cut[env.To] || (c.drop != nil && c.drop(env)) {
 			continue
 		}
-		if _, ok := env.Message.(ForwardRequest); ok {
+		if _, ok := env.Message.(msg.ForwardRequest); ok {
 			c.forwarded[env.To]++
 		}
 		err := c.nodes[env.To].Step(env)
-		if _, isRaft := env.Message.(RaftMessage); !isRaft {
+		if _, isRaft := env.Message.(msg.RaftMessage); !isRaft {
 			require.NoError(c.t, err) // raft refuses messages of removed voters, as it should
 		}
 	}
@@ -178,19 +179,19 @@ func (c *clusterHarness) allAlive(at string) bool {
 // topic reach every replica; it returns the leader.
 func (c *clusterHarness) electWithTopic(name string, partitions int) string {
 	leader := c.elect()
-	require.NoError(c.t, c.do(leader, CreateTopic{Name: name, Partitions: partitions}).Err)
+	require.NoError(c.t, c.do(leader, msg.CreateTopic{Name: name, Partitions: partitions}).Err)
 	c.tick(100)
 	return leader
 }
 
 // send hands a request to a node without settling.
-func (c *clusterHarness) send(at string, req Request) RequestID {
+func (c *clusterHarness) send(at string, req msg.Request) msg.RequestID {
 	c.nextID++
 	c.nodes[at].Handle(c.nextID, req)
 	return c.nextID
 }
 
-func (c *clusterHarness) do(at string, req Request) Reply {
+func (c *clusterHarness) do(at string, req msg.Request) msg.Reply {
 	id := c.send(at, req)
 	c.settle()
 	reply, ok := c.replies[id]
@@ -199,7 +200,7 @@ func (c *clusterHarness) do(at string, req Request) Reply {
 }
 
 // await ticks until the request is answered.
-func (c *clusterHarness) await(id RequestID, stepMs int64, steps int) Reply {
+func (c *clusterHarness) await(id msg.RequestID, stepMs int64, steps int) msg.Reply {
 	for range steps {
 		if reply, ok := c.replies[id]; ok {
 			return reply
@@ -233,8 +234,8 @@ func (c *clusterHarness) otherThan(ids ...string) string {
 	return ""
 }
 
-func producePinned(topicName string, partition int, payload string) Produce {
-	return Produce{Topic: topicName, Records: []ProduceRecord{{Partition: partition, Payload: []byte(payload)}}}
+func producePinned(topicName string, partition int, payload string) msg.Produce {
+	return msg.Produce{Topic: topicName, Records: []msg.ProduceRecord{{Partition: partition, Payload: []byte(payload)}}}
 }
 
 // TestThreeNodesShareTopicsThroughTheMetastore: three nodes elect a
@@ -246,9 +247,9 @@ func TestThreeNodesShareTopicsThroughTheMetastore(t *testing.T) {
 	leader := c.elect()
 	follower := c.otherThan(leader)
 
-	created := c.do(follower, CreateTopic{Name: "orders", Partitions: 6})
+	created := c.do(follower, msg.CreateTopic{Name: "orders", Partitions: 6})
 	require.NoError(t, created.Err)
-	detail := c.do(follower, GetTopic{Name: "orders", Partition: PartitionNone})
+	detail := c.do(follower, msg.GetTopic{Name: "orders", Partition: msg.PartitionNone})
 	require.NoError(t, detail.Err, "the proposer applied the entry before answering")
 	c.tick(100) // the others learn the commit index with the next heartbeat
 	placement := c.owners(c.ids[0], "orders")
@@ -258,7 +259,7 @@ func TestThreeNodesShareTopicsThroughTheMetastore(t *testing.T) {
 	for _, id := range c.ids {
 		require.Equal(t, 2, countOf(placement, id), "six partitions over three live nodes: two each")
 	}
-	page := c.do(c.otherThan(leader, follower), ListTopics{}).Result.(TopicPage)
+	page := c.do(c.otherThan(leader, follower), msg.ListTopics{}).Result.(msg.TopicPage)
 	require.Equal(t, []string{"orders"}, topicNames(page), "reads come from the local replica")
 }
 
@@ -284,11 +285,11 @@ func TestProduceThroughAnyNodeLandsAtTheOwner(t *testing.T) {
 			payload := fmt.Sprintf("p%d-via-%s", partition, at)
 			reply := c.do(at, producePinned("t", partition, payload))
 			require.NoError(t, reply.Err)
-			placement := reply.Result.(ProduceResult).Records[0]
+			placement := reply.Result.(msg.ProduceResult).Records[0]
 			require.Equal(t, partition, placement.Partition)
-			replayed := c.do(c.otherThan(at), Replay{Topic: "t", Partition: partition, Offset: placement.Offset})
+			replayed := c.do(c.otherThan(at), msg.Replay{Topic: "t", Partition: partition, Offset: placement.Offset})
 			require.NoError(t, replayed.Err)
-			require.Equal(t, payload, string(replayed.Result.(ReplayResult).Message.Payload))
+			require.Equal(t, payload, string(replayed.Result.(msg.ReplayResult).Message.Payload))
 		}
 		for _, id := range c.ids {
 			_, open := c.nodes[id].partitions[partitionKey{"t", partition}]
@@ -303,19 +304,19 @@ func TestProduceThroughAnyNodeLandsAtTheOwner(t *testing.T) {
 func TestBatchProduceSpanningOwnersAnswersOnce(t *testing.T) {
 	c := newClusterHarness(t, 3)
 	c.electWithTopic("t", 6)
-	var records []ProduceRecord
+	var records []msg.ProduceRecord
 	for i := range 60 {
-		records = append(records, ProduceRecord{Partition: PartitionNone, Key: fmt.Appendf(nil, "key-%d", i), Payload: fmt.Appendf(nil, "v%d", i)})
+		records = append(records, msg.ProduceRecord{Partition: msg.PartitionNone, Key: fmt.Appendf(nil, "key-%d", i), Payload: fmt.Appendf(nil, "v%d", i)})
 	}
-	reply := c.do(c.ids[0], Produce{Topic: "t", Records: records, Batch: true})
+	reply := c.do(c.ids[0], msg.Produce{Topic: "t", Records: records, Batch: true})
 	require.NoError(t, reply.Err)
-	placements := reply.Result.(ProduceResult).Records
+	placements := reply.Result.(msg.ProduceResult).Records
 	require.Len(t, placements, 60)
 	seen := map[int]bool{}
 	for i, placement := range placements {
 		seen[placement.Partition] = true
-		got := c.do(c.ids[1], Replay{Topic: "t", Partition: placement.Partition, Offset: placement.Offset})
-		require.Equal(t, fmt.Sprintf("v%d", i), string(got.Result.(ReplayResult).Message.Payload))
+		got := c.do(c.ids[1], msg.Replay{Topic: "t", Partition: placement.Partition, Offset: placement.Offset})
+		require.Equal(t, fmt.Sprintf("v%d", i), string(got.Result.(msg.ReplayResult).Message.Payload))
 	}
 	require.Len(t, seen, 6, "sixty keys reach every partition")
 	require.Positive(t, c.forwarded[c.ids[1]]+c.forwarded[c.ids[2]], "parts went to the other owners")
@@ -332,20 +333,20 @@ func TestConsumeAndAckAcrossNodes(t *testing.T) {
 	remote := slices.IndexFunc(owners, func(o string) bool { return o != consumer })
 	require.NoError(t, c.do(consumer, producePinned("t", remote, "far")).Err)
 
-	got := c.do(consumer, Consume{Topic: "t", Partition: PartitionNone})
+	got := c.do(consumer, msg.Consume{Topic: "t", Partition: msg.PartitionNone})
 	require.NoError(t, got.Err)
-	messages := got.Result.(ConsumeResult).Messages
+	messages := got.Result.(msg.ConsumeResult).Messages
 	require.Len(t, messages, 1)
 	require.Equal(t, "far", string(messages[0].Payload))
 	require.Equal(t, remote, messages[0].Partition)
 
 	acker := c.otherThan(consumer, owners[remote])
-	acked := c.do(acker, Ack{Topic: "t", Handles: []string{messages[0].ReceiptHandle}, Action: AckCommit})
+	acked := c.do(acker, msg.Ack{Topic: "t", Handles: []string{messages[0].ReceiptHandle}, Action: msg.AckCommit})
 	require.NoError(t, acked.Err)
-	again := c.do(acker, Ack{Topic: "t", Handles: []string{messages[0].ReceiptHandle}, Action: AckCommit})
+	again := c.do(acker, msg.Ack{Topic: "t", Handles: []string{messages[0].ReceiptHandle}, Action: msg.AckCommit})
 	require.NoError(t, again.Err, "a retried ack that landed says so at the owner")
-	stale := c.do(acker, Ack{Topic: "t", Handles: []string{messages[0].ReceiptHandle}, Action: AckNack})
-	require.Equal(t, CodeGone, CodeOf(stale.Err), "the owner's lease table saw the first ack")
+	stale := c.do(acker, msg.Ack{Topic: "t", Handles: []string{messages[0].ReceiptHandle}, Action: msg.AckNack})
+	require.Equal(t, msg.CodeGone, msg.CodeOf(stale.Err), "the owner's lease table saw the first ack")
 	owner := c.nodes[owners[remote]]
 	require.Equal(t, uint64(1), owner.partitions[partitionKey{"t", remote}].leases.Committed())
 }
@@ -359,7 +360,7 @@ func TestLongPollIsWokenByARecordOnAnotherNode(t *testing.T) {
 	owners := c.owners(leader, "t")
 	poller := owners[0]
 	remote := slices.IndexFunc(owners, func(o string) bool { return o != poller })
-	poll := c.send(poller, Consume{Topic: "t", Partition: PartitionNone, WaitMs: 8_000})
+	poll := c.send(poller, msg.Consume{Topic: "t", Partition: msg.PartitionNone, WaitMs: 8_000})
 	c.tick(100)
 	_, answered := c.replies[poll]
 	require.False(t, answered, "nothing to consume yet: the poll waits")
@@ -367,7 +368,7 @@ func TestLongPollIsWokenByARecordOnAnotherNode(t *testing.T) {
 	require.NoError(t, c.do(c.otherThan(poller, owners[remote]), producePinned("t", remote, "wake")).Err)
 	reply, answered := c.replies[poll]
 	require.True(t, answered, "the owner's Notify made the poll probe it without a tick")
-	require.Equal(t, "wake", string(reply.Result.(ConsumeResult).Messages[0].Payload))
+	require.Equal(t, "wake", string(reply.Result.(msg.ConsumeResult).Messages[0].Payload))
 }
 
 // TestProduceIsReroutedAroundADeadOwner: with one node cut off and marked
@@ -388,14 +389,14 @@ func TestProduceIsReroutedAroundADeadOwner(t *testing.T) {
 
 	at := c.otherThan(leader, dead)
 	for i := range 12 {
-		reply := c.do(at, Produce{Topic: "t", Records: []ProduceRecord{{Partition: PartitionNone, Payload: fmt.Appendf(nil, "r%d", i)}}})
+		reply := c.do(at, msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Payload: fmt.Appendf(nil, "r%d", i)}}})
 		require.NoError(t, reply.Err)
-		require.NotEqual(t, dead, owners[reply.Result.(ProduceResult).Records[0].Partition])
+		require.NotEqual(t, dead, owners[reply.Result.(msg.ProduceResult).Records[0].Partition])
 		c.tick(10) // the next sync round moves the sticky partition on
 	}
 	pinned := slices.Index(owners, dead)
-	require.Equal(t, CodeUnavailable, CodeOf(c.do(at, producePinned("t", pinned, "x")).Err))
-	detail := c.do(at, GetTopic{Name: "t", Partition: PartitionNone}).Result.(TopicDetail)
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(c.do(at, producePinned("t", pinned, "x")).Err))
+	detail := c.do(at, msg.GetTopic{Name: "t", Partition: msg.PartitionNone}).Result.(msg.TopicDetail)
 	for _, stats := range detail.PartitionStats {
 		require.Equal(t, stats.OwnerNode != dead, stats.Available, "partition %d owned by %s", stats.Index, stats.OwnerNode)
 	}
@@ -417,11 +418,11 @@ func TestUnansweredForwardIsReroutedAfterTheTimeout(t *testing.T) {
 	owners, silent, at, key := towards.owners, towards.cut, towards.at, towards.key
 	reply := c.await(towards.id, 100, 30)
 	require.NoError(t, reply.Err)
-	require.NotEqual(t, silent, owners[reply.Result.(ProduceResult).Records[0].Partition])
+	require.NotEqual(t, silent, owners[reply.Result.(msg.ProduceResult).Records[0].Partition])
 
-	again := c.do(at, Produce{Topic: "t", Records: []ProduceRecord{{Partition: PartitionNone, Key: key, Payload: []byte("k2")}}})
+	again := c.do(at, msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Key: key, Payload: []byte("k2")}}})
 	require.NoError(t, again.Err, "answered without waiting: the silent peer is avoided")
-	require.Equal(t, reply.Result.(ProduceResult).Records[0].Partition, again.Result.(ProduceResult).Records[0].Partition,
+	require.Equal(t, reply.Result.(msg.ProduceResult).Records[0].Partition, again.Result.(msg.ProduceResult).Records[0].Partition,
 		"one key keeps one fallback partition")
 }
 
@@ -431,7 +432,7 @@ type cutOwnerProduce struct {
 	owners  []string
 	cut, at string
 	key     []byte
-	id      RequestID
+	id      msg.RequestID
 }
 
 // produceTowardsACutOwner sets up a three-node cluster with topic t, cuts
@@ -444,7 +445,7 @@ func produceTowardsACutOwner(t *testing.T) (*clusterHarness, cutOwnerProduce) {
 	p.at = c.otherThan(leader, p.cut)
 	c.cut[p.cut] = true
 	p.key = keyFor(t, 3, slices.Index(p.owners, p.cut))
-	p.id = c.send(p.at, Produce{Topic: "t", Records: []ProduceRecord{{Partition: PartitionNone, Key: p.key, Payload: []byte("k")}}})
+	p.id = c.send(p.at, msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Key: p.key, Payload: []byte("k")}}})
 	return c, p
 }
 
@@ -453,7 +454,7 @@ func keyFor(t *testing.T, partitions, partition int) []byte {
 	n := &Node{}
 	for i := range 1000 {
 		key := fmt.Appendf(nil, "key-%d", i)
-		if n.choosePartition(&topic{info: TopicInfo{Partitions: partitions}}, ProduceRecord{Partition: PartitionNone, Key: key}) == partition {
+		if n.choosePartition(&topic{info: msg.TopicInfo{Partitions: partitions}}, msg.ProduceRecord{Partition: msg.PartitionNone, Key: key}) == partition {
 			return key
 		}
 	}
@@ -514,7 +515,7 @@ func TestANodeJoinsARunningCluster(t *testing.T) {
 	_, voter := c.nodes[leader].meta.State().PeerByNodeID("n4")
 	require.True(t, voter, "the leader added the joiner as a voter")
 	require.True(t, c.allAlive(leader), "the joiner heartbeats like every member")
-	require.NoError(t, c.do("n4", CreateTopic{Name: "t", Partitions: 8}).Err)
+	require.NoError(t, c.do("n4", msg.CreateTopic{Name: "t", Partitions: 8}).Err)
 	require.Equal(t, 2, countOf(c.owners("n4", "t"), "n4"), "eight partitions over four live nodes")
 	require.NoError(t, c.do("n4", producePinned("t", 0, "via the joiner")).Err)
 }
@@ -553,8 +554,8 @@ func TestARemovedJoinerAsksNoMore(t *testing.T) {
 	_, err := c.nodes[leader].meta.ProposeConfChange(meta.ConfChange{Kind: meta.RemoveVoter, Peer: meta.Peer{ID: "n4"}})
 	require.NoError(t, err)
 	joins := 0
-	c.drop = func(env Envelope) bool {
-		if _, isJoin := env.Message.(Join); isJoin && env.From == "n4" {
+	c.drop = func(env msg.Envelope) bool {
+		if _, isJoin := env.Message.(msg.Join); isJoin && env.From == "n4" {
 			joins++
 		}
 		return false
@@ -585,8 +586,8 @@ func TestNoLeaderIsA503(t *testing.T) {
 		c.tick(100) // past an election timeout: PreVote finds no quorum
 	}
 	require.Error(t, c.nodes[alone].Serving(), "no leader: not ready")
-	reply := c.do(alone, CreateTopic{Name: "t"})
-	require.Equal(t, CodeUnavailable, CodeOf(reply.Err))
+	reply := c.do(alone, msg.CreateTopic{Name: "t"})
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(reply.Err))
 }
 
 // TestPeerUnreachableFailsItsForwardsAtOnce: when the driver reports that
@@ -603,7 +604,7 @@ func TestPeerUnreachableFailsItsForwardsAtOnce(t *testing.T) {
 	reply, answered := c.replies[id]
 	require.True(t, answered, "re-placed without a tick")
 	require.NoError(t, reply.Err)
-	require.NotEqual(t, gone, owners[reply.Result.(ProduceResult).Records[0].Partition])
+	require.NotEqual(t, gone, owners[reply.Result.(msg.ProduceResult).Records[0].Partition])
 }
 
 // TestARequestForATopicNotYetKnownHereWaitsForIt: a node whose replica
@@ -614,16 +615,16 @@ func TestARequestForATopicNotYetKnownHereWaitsForIt(t *testing.T) {
 	c := newClusterHarness(t, 3)
 	leader := c.elect()
 	behind := c.otherThan(leader)
-	c.drop = func(env Envelope) bool { // the leader's appends do not reach the lagging node
-		raft, ok := env.Message.(RaftMessage)
+	c.drop = func(env msg.Envelope) bool { // the leader's appends do not reach the lagging node
+		raft, ok := env.Message.(msg.RaftMessage)
 		return ok && env.To == behind && raft.Message.GetType() == raftpb.MsgApp
 	}
-	require.NoError(t, c.do(leader, CreateTopic{Name: "t", Partitions: 3}).Err)
+	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "t", Partitions: 3}).Err)
 	id := c.send(behind, producePinned("t", 0, "early"))
 	c.settle()
 	_, answered := c.replies[id]
 	require.False(t, answered, "held until the topic arrives")
-	require.Equal(t, CodeNotFound, CodeOf(c.do(behind, producePinned("nothing", 0, "x")).Err), "the leader does not know it either")
+	require.Equal(t, msg.CodeNotFound, msg.CodeOf(c.do(behind, producePinned("nothing", 0, "x")).Err), "the leader does not know it either")
 
 	c.drop = nil
 	reply := c.await(id, 100, 20)
@@ -640,9 +641,9 @@ func TestKeylessProduceStaysOnTheReceivingNode(t *testing.T) {
 	forwardsBefore := c.forwarded[c.ids[0]] + c.forwarded[c.ids[1]] + c.forwarded[c.ids[2]]
 	for i := range 12 {
 		at := c.ids[i%3]
-		reply := c.do(at, Produce{Topic: "t", Records: []ProduceRecord{{Partition: PartitionNone, Payload: fmt.Appendf(nil, "r%d", i)}}})
+		reply := c.do(at, msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Payload: fmt.Appendf(nil, "r%d", i)}}})
 		require.NoError(t, reply.Err)
-		require.Equal(t, at, owners[reply.Result.(ProduceResult).Records[0].Partition], "record %d", i)
+		require.Equal(t, at, owners[reply.Result.(msg.ProduceResult).Records[0].Partition], "record %d", i)
 	}
 	require.Equal(t, forwardsBefore, c.forwarded[c.ids[0]]+c.forwarded[c.ids[1]]+c.forwarded[c.ids[2]], "no forward")
 }
@@ -662,7 +663,7 @@ func TestPinnedProduceToAnUnreachableOwnerIsAPrompt503(t *testing.T) {
 	c.settle()
 	reply, answered := c.replies[id]
 	require.True(t, answered, "answered without a tick")
-	require.Equal(t, CodeUnavailable, CodeOf(reply.Err))
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(reply.Err))
 	require.Equal(t, forwardsBefore, c.forwarded[unreachable])
 }
 
@@ -678,7 +679,7 @@ func TestProducePartsToOneOwnerInOneRoundTravelAsOneMessage(t *testing.T) {
 	remote := slices.IndexFunc(owners, func(o string) bool { return o != at })
 	owner := owners[remote]
 	forwardsBefore := c.forwarded[owner]
-	var ids []RequestID
+	var ids []msg.RequestID
 	for i := range 5 {
 		ids = append(ids, c.send(at, producePinned("t", remote, fmt.Sprintf("r%d", i))))
 	}
@@ -689,12 +690,12 @@ func TestProducePartsToOneOwnerInOneRoundTravelAsOneMessage(t *testing.T) {
 		reply, answered := c.replies[id]
 		require.True(t, answered)
 		require.NoError(t, reply.Err)
-		placements := reply.Result.(ProduceResult).Records
+		placements := reply.Result.(msg.ProduceResult).Records
 		require.Len(t, placements, 1)
 		require.Equal(t, remote, placements[0].Partition)
 		offsets = append(offsets, placements[0].Offset)
-		got := c.do(owner, Replay{Topic: "t", Partition: remote, Offset: placements[0].Offset})
-		require.Equal(t, fmt.Sprintf("r%d", i), string(got.Result.(ReplayResult).Message.Payload))
+		got := c.do(owner, msg.Replay{Topic: "t", Partition: remote, Offset: placements[0].Offset})
+		require.Equal(t, fmt.Sprintf("r%d", i), string(got.Result.(msg.ReplayResult).Message.Payload))
 	}
 	require.True(t, slices.IsSorted(offsets), "the batch keeps the arrival order: %v", offsets)
 }
@@ -711,8 +712,8 @@ func TestAnUnansweredProduceForwardFailsEveryPart(t *testing.T) {
 	c.cut[silent] = true
 	first := c.send(at, producePinned("t", slices.Index(owners, silent), "a"))
 	second := c.send(at, producePinned("t", slices.Index(owners, silent), "b"))
-	for _, id := range []RequestID{first, second} {
-		require.Equal(t, CodeUnavailable, CodeOf(c.await(id, 100, 30).Err))
+	for _, id := range []msg.RequestID{first, second} {
+		require.Equal(t, msg.CodeUnavailable, msg.CodeOf(c.await(id, 100, 30).Err))
 	}
 }
 
@@ -739,8 +740,8 @@ func TestALateForwardReplyOfAnEarlierIncarnationIsDropped(t *testing.T) {
 	}
 	require.NotZero(t, pending)
 	require.Greater(t, pending, before, "ids of the new incarnation are above the old ones")
-	stale := ForwardReply{ID: before, Reply: Reply{Result: ConsumeResult{}}}
-	require.NoError(t, c.nodes[at].Step(Envelope{From: owners[remote], To: at, Message: stale}))
+	stale := msg.ForwardReply{ID: before, Reply: msg.Reply{Result: msg.ConsumeResult{}}}
+	require.NoError(t, c.nodes[at].Step(msg.Envelope{From: owners[remote], To: at, Message: stale}))
 	_, answered := c.replies[id]
 	require.False(t, answered, "the stale reply was not taken for the produce's")
 }

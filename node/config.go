@@ -6,30 +6,23 @@ import (
 
 	"narad/meta"
 	"narad/move"
+	"narad/msg"
 	"narad/node/lease"
 	"narad/storage"
 )
 
-// Fixed bounds of the request surface (API.md). They are part of the
-// contract with clients, so they are constants, not configuration.
-const (
-	TopicNameBytesMax      = 255
-	NodeIDBytesMax         = 64 // a node id travels in every peer message
-	TopicsPageDefault      = 100
-	TopicsPageMax          = 1000
-	ConsumeBatchMax        = 100     // max of a batch consume
-	ProduceBatchRecordsMax = 1000    // records of one batch produce
-	ProduceBatchBytesMax   = 8 << 20 // payload bytes of one batch produce
-	MessageBytesMax        = 1 << 20 // payload bytes of one record
-	KeyBytesMax            = 4 << 10 // key bytes of one record
-	SchemaBytesMax         = meta.SchemaBytesMax
-	AckBatchHandlesMax     = 1000 // handles of one batch ack
-	PartitionsMin          = 3    // a topic has at least this many partitions
-	RetentionMsMin         = 3_600_000
-	// retentionForever as a topic's retention keeps records forever; a
-	// topic gets it only from a keep-forever node default.
-	retentionForever = 0
-)
+// NodeIDBytesMax bounds Config.NodeID: a node id travels in every peer
+// message. The bounds of the requests themselves are package msg's.
+const NodeIDBytesMax = 64
+
+// retentionForever as a topic's retention keeps records forever; a topic
+// gets it only from a keep-forever node default.
+const retentionForever = 0
+
+// The metastore checks a schema's size again when it applies it, against
+// its own bound: the two must be one. This fails to compile when they
+// differ (a negative constant does not convert to uint).
+const _ = uint(msg.SchemaBytesMax-meta.SchemaBytesMax) + uint(meta.SchemaBytesMax-msg.SchemaBytesMax)
 
 // HandleKeyBytes is the size of Config.HandleKey.
 const HandleKeyBytes = lease.HandleKeyBytes
@@ -183,10 +176,10 @@ func (c Config) Validate() error {
 	}
 	check(c.NodeID != "" && len(c.NodeID) <= NodeIDBytesMax, "node id must be 1 to %d bytes, got %d", NodeIDBytesMax, len(c.NodeID))
 	check(c.AdvertiseAddr != "" && c.ClusterAddr != "", "advertise (HTTP) and cluster addresses must not be empty")
-	check(c.PartitionsMax >= PartitionsMin, "partitions max %d below %d", c.PartitionsMax, PartitionsMin)
-	check(c.DefaultPartitions >= PartitionsMin && c.DefaultPartitions <= c.PartitionsMax,
-		"default partitions %d outside [%d, %d]", c.DefaultPartitions, PartitionsMin, c.PartitionsMax)
-	check(c.DefaultRetentionMs == retentionForever || c.DefaultRetentionMs >= RetentionMsMin,
+	check(c.PartitionsMax >= msg.PartitionsMin, "partitions max %d below %d", c.PartitionsMax, msg.PartitionsMin)
+	check(c.DefaultPartitions >= msg.PartitionsMin && c.DefaultPartitions <= c.PartitionsMax,
+		"default partitions %d outside [%d, %d]", c.DefaultPartitions, msg.PartitionsMin, c.PartitionsMax)
+	check(c.DefaultRetentionMs == retentionForever || c.DefaultRetentionMs >= msg.RetentionMsMin,
 		"default retention %d ms must be 0 (keep forever) or at least 1 h", c.DefaultRetentionMs)
 	check(c.DefaultVisibilityTimeoutMs > 0, "default visibility timeout must be > 0")
 	check(c.DefaultInFlightMax > 0, "default max in flight must be > 0")
@@ -196,15 +189,15 @@ func (c Config) Validate() error {
 	check(c.TopicsMax >= 1 && c.TopicsMax <= placementLimit, "topics max %d not in [1, %d]", c.TopicsMax, placementLimit)
 	check(c.PartitionsPerNodeMax >= 1 && c.PartitionsPerNodeMax <= placementLimit,
 		"partitions per node max %d not in [1, %d]", c.PartitionsPerNodeMax, placementLimit)
-	check(c.ConsumeReplyBytesMax >= MessageBytesMax && c.ConsumeReplyBytesMax <= consumeReplyBytesLimit,
-		"consume reply bytes max %d not in [%d, %d]", c.ConsumeReplyBytesMax, MessageBytesMax, consumeReplyBytesLimit)
+	check(c.ConsumeReplyBytesMax >= msg.MessageBytesMax && c.ConsumeReplyBytesMax <= consumeReplyBytesLimit,
+		"consume reply bytes max %d not in [%d, %d]", c.ConsumeReplyBytesMax, msg.MessageBytesMax, consumeReplyBytesLimit)
 	check(c.CommitPersistIntervalMs > 0, "commit persist interval must be > 0")
 	check(c.RetentionCheckIntervalMs > 0, "retention check interval must be > 0")
 	check(len(c.HandleKey) == lease.HandleKeyBytes, "handle key of %d bytes, want %d (drawn by the driver)", len(c.HandleKey), lease.HandleKeyBytes)
 	check(c.OpenLogsMax >= 1 && c.OpenLogsMax <= openLogsLimit, "open logs max %d not in [1, %d]", c.OpenLogsMax, openLogsLimit)
 	check(c.IdleLogCloseMs == 0 || c.IdleLogCloseMs >= 60_000, "idle log close must be 0 or >= 60000 ms")
-	check(c.Log.RecordBytesMax >= MessageBytesMax+KeyBytesMax,
-		"log record bytes max %d cannot hold a %d-byte payload with a %d-byte key", c.Log.RecordBytesMax, MessageBytesMax, KeyBytesMax)
+	check(c.Log.RecordBytesMax >= msg.MessageBytesMax+msg.KeyBytesMax,
+		"log record bytes max %d cannot hold a %d-byte payload with a %d-byte key", c.Log.RecordBytesMax, msg.MessageBytesMax, msg.KeyBytesMax)
 	check(c.Meta.NodeID == "" || c.Meta.NodeID == c.NodeID, "metastore node id %q differs from node id %q", c.Meta.NodeID, c.NodeID)
 	check(c.MetaTickIntervalMs > 0, "meta tick interval must be > 0")
 	check(c.MemberHeartbeatIntervalMs > 0, "member heartbeat interval must be > 0")

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"narad/chaos"
+	"narad/msg"
 	"narad/node/lease"
 	"narad/storage"
 )
@@ -13,7 +14,7 @@ import (
 // cannot stall the loop.
 const corruptSkipsPerReserveMax = 64
 
-func (n *Node) consume(id RequestID, r Consume) {
+func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 	t, err := n.topic(r.Topic)
 	if err != nil {
 		n.reply(id, nil, err)
@@ -23,43 +24,43 @@ func (n *Node) consume(id RequestID, r Consume) {
 		n.reply(id, nil, err)
 		return
 	}
-	if r.Partition != PartitionNone && !n.ownedHere(t, r.Partition) {
+	if r.Partition != msg.PartitionNone && !n.ownedHere(t, r.Partition) {
 		n.consumeElsewhere(id, t, r)
 		return
 	}
 	messages := n.reserve(t, r)
 	var remote []string
-	if !localOnly(id) && r.Partition == PartitionNone {
+	if !localOnly(id) && r.Partition == msg.PartitionNone {
 		remote = n.remoteOwners(t)
 	}
 	switch {
 	case len(messages) > 0:
 		n.observer.ConsumeWait(r.Topic, outcomeOf(r, "hit"), 0)
-		n.reply(id, ConsumeResult{Messages: messages, Batch: r.Max > 0}, nil)
+		n.reply(id, msg.ConsumeResult{Messages: messages, Batch: r.Max > 0}, nil)
 	case len(remote) > 0:
 		n.consumeAcross(id, t, r, remote)
 	case r.WaitMs <= 0 || n.draining || n.waiters.len() >= n.cfg.WaitersMax:
 		n.observer.ConsumeWait(r.Topic, "no_wait", 0)
-		n.reply(id, ConsumeResult{Messages: []Message{}, Batch: r.Max > 0}, nil)
+		n.reply(id, msg.ConsumeResult{Messages: []msg.Message{}, Batch: r.Max > 0}, nil)
 	default:
 		wait := min(r.WaitMs, n.cfg.ConsumeWaitMaxMs)
 		n.waiters.add(&waiter{id: id, request: r, parkedAtMs: n.nowMs, deadlineMs: n.nowMs + wait})
 	}
 }
 
-func outcomeOf(r Consume, hit string) string {
+func outcomeOf(r msg.Consume, hit string) string {
 	if r.WaitMs <= 0 {
 		return "no_wait"
 	}
 	return hit
 }
 
-func checkConsume(t *topic, r Consume) error {
-	if r.Partition != PartitionNone && (r.Partition < 0 || r.Partition >= t.info.Partitions) {
-		return Invalid("invalid partition")
+func checkConsume(t *topic, r msg.Consume) error {
+	if r.Partition != msg.PartitionNone && (r.Partition < 0 || r.Partition >= t.info.Partitions) {
+		return msg.Invalid("invalid partition")
 	}
-	if r.Max < 0 || r.Max > ConsumeBatchMax {
-		return Invalid("max must be between 1 and %d", ConsumeBatchMax)
+	if r.Max < 0 || r.Max > msg.ConsumeBatchMax {
+		return msg.Invalid("max must be between 1 and %d", msg.ConsumeBatchMax)
 	}
 	return nil
 }
@@ -69,9 +70,9 @@ func checkConsume(t *topic, r Consume) error {
 // frozen for a move delivers nothing. It stops adding messages once they
 // hold ConsumeReplyBytesMax of payload, so a reply holds at most that
 // plus one record (and always at least one message).
-func (n *Node) reserve(t *topic, r Consume) []Message {
+func (n *Node) reserve(t *topic, r msg.Consume) []msg.Message {
 	want := max(r.Max, 1)
-	var messages []Message
+	var messages []msg.Message
 	payloadBytes := 0
 	full := func() bool { return len(messages) == want || payloadBytes >= n.cfg.ConsumeReplyBytesMax }
 	for _, index := range n.consumeOrder(t, r.Partition) {
@@ -103,7 +104,7 @@ func (n *Node) reserve(t *topic, r Consume) []Message {
 // consumeOrder lists the partitions a consume looks at, in order, and
 // moves the topic's cursor on.
 func (n *Node) consumeOrder(t *topic, pinned int) []int {
-	if pinned != PartitionNone {
+	if pinned != msg.PartitionNone {
 		return []int{pinned}
 	}
 	count := t.info.Partitions
@@ -118,15 +119,15 @@ func (n *Node) consumeOrder(t *topic, pinned int) []int {
 
 // reserveOne reserves the next available record of p, skipping records
 // that recovery found corrupt and records that retention removed.
-func (n *Node) reserveOne(t *topic, p *partition) (Message, bool) {
+func (n *Node) reserveOne(t *topic, p *partition) (msg.Message, bool) {
 	log, err := n.openLog(t, p)
 	if err != nil {
-		return Message{}, false
+		return msg.Message{}, false
 	}
 	for range corruptSkipsPerReserveMax {
 		reservation, ok := p.leases.Reserve(n.nowMs, log.HWM(), t.info.VisibilityTimeoutMs)
 		if !ok {
-			return Message{}, false
+			return msg.Message{}, false
 		}
 		record, err := log.Read(reservation.Offset)
 		if err == nil {
@@ -138,7 +139,7 @@ func (n *Node) reserveOne(t *topic, p *partition) (Message, bool) {
 		}
 		n.skipUnreadable(t, p, log, reservation.Offset, err)
 	}
-	return Message{}, false
+	return msg.Message{}, false
 }
 
 func (n *Node) skipUnreadable(t *topic, p *partition, log *storage.Log, offset uint64, err error) {
@@ -157,8 +158,8 @@ func (n *Node) skipUnreadable(t *topic, p *partition, log *storage.Log, offset u
 	n.noteCommitted(p, log)
 }
 
-func (n *Node) message(t *topic, p *partition, record storage.Record, r lease.Reservation) Message {
-	return Message{
+func (n *Node) message(t *topic, p *partition, record storage.Record, r lease.Reservation) msg.Message {
+	return msg.Message{
 		Topic: t.info.Name, Partition: p.key.index, Offset: r.Offset,
 		Key: record.Key, Payload: record.Payload, TimestampMs: record.TimeMs,
 		ReceiptHandle: lease.FormatHandle(n.cfg.HandleKey, t.info.Name, p.key.index, r.Offset, r.Nonce),
@@ -182,7 +183,7 @@ func (n *Node) wake(topicName string) {
 	}
 	unpinnedEmpty := false
 	for _, w := range n.waiters.topic(topicName) {
-		unpinned := w.request.Partition == PartitionNone
+		unpinned := w.request.Partition == msg.PartitionNone
 		if unpinned && unpinnedEmpty {
 			continue // an unpinned poll found nothing: neither will the next
 		}
@@ -194,7 +195,7 @@ func (n *Node) wake(topicName string) {
 		n.waiters.remove(w.id)
 		chaos.Reached("node-long-poll-woken")
 		n.observer.ConsumeWait(topicName, "hit", n.nowMs-w.parkedAtMs)
-		n.reply(w.id, ConsumeResult{Messages: messages, Batch: w.request.Max > 0}, nil)
+		n.reply(w.id, msg.ConsumeResult{Messages: messages, Batch: w.request.Max > 0}, nil)
 	}
 }
 
@@ -203,7 +204,7 @@ func (n *Node) expireWaiters() {
 	for _, w := range n.waiters.popExpired(n.nowMs) {
 		chaos.Reached("node-long-poll-timed-out")
 		n.observer.ConsumeWait(w.request.Topic, "timeout", n.nowMs-w.parkedAtMs)
-		n.reply(w.id, ConsumeResult{Messages: []Message{}, Batch: w.request.Max > 0}, nil)
+		n.reply(w.id, msg.ConsumeResult{Messages: []msg.Message{}, Batch: w.request.Max > 0}, nil)
 	}
 }
 
@@ -248,13 +249,13 @@ func (n *Node) expireLeases() {
 	}
 }
 
-func (n *Node) replay(r Replay) (any, error) {
+func (n *Node) replay(r msg.Replay) (msg.Result, error) {
 	t, err := n.topic(r.Topic)
 	if err != nil {
 		return nil, err
 	}
 	if r.Partition < 0 || r.Partition >= t.info.Partitions {
-		return nil, Invalid("invalid partition")
+		return nil, msg.Invalid("invalid partition")
 	}
 	if !n.ownedHere(t, r.Partition) {
 		return nil, notOwner(t, r.Partition)
@@ -262,25 +263,25 @@ func (n *Node) replay(r Replay) (any, error) {
 	p := n.partitionOf(t, r.Partition)
 	log, err := n.openLog(t, p)
 	if err != nil {
-		return nil, Unavailable("partition %d of %s is unavailable: %s", r.Partition, r.Topic, storageCause(err))
+		return nil, msg.Unavailable("partition %d of %s is unavailable: %s", r.Partition, r.Topic, storageCause(err))
 	}
 	record, err := log.Read(r.Offset)
 	switch {
 	case errors.Is(err, storage.ErrBeyondHWM) && n.localWriteRefusal(t, r.Partition) != nil:
 		// Frozen for a move or fenced: the new owner may already hold
 		// records past this copy's end, so "nothing there" could be false.
-		return nil, Unavailable("partition %d of %s is frozen or fenced here; retry", r.Partition, r.Topic)
+		return nil, msg.Unavailable("partition %d of %s is frozen or fenced here; retry", r.Partition, r.Topic)
 	case errors.Is(err, storage.ErrBeyondHWM):
-		return ReplayResult{}, nil
+		return msg.ReplayResult{}, nil
 	case errors.Is(err, storage.ErrAgedOut):
-		return nil, Gone("offset %d aged out of retention (oldest retained: %d)", r.Offset, log.Oldest())
+		return nil, msg.Gone("offset %d aged out of retention (oldest retained: %d)", r.Offset, log.Oldest())
 	case errors.Is(err, storage.ErrCorrupt):
-		return nil, Gone("offset %d is unreadable (corrupt record skipped by recovery)", r.Offset)
+		return nil, msg.Gone("offset %d is unreadable (corrupt record skipped by recovery)", r.Offset)
 	case err != nil:
-		return nil, Internal("replay failed: %s", storageCause(err))
+		return nil, msg.Internal("replay failed: %s", storageCause(err))
 	}
 	n.observer.Consumed(t.info.Name, r.Partition, 1, int64(len(record.Payload)))
-	return ReplayResult{Message: &Message{
+	return msg.ReplayResult{Message: &msg.Message{
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 		Key: record.Key, Payload: record.Payload, TimestampMs: record.TimeMs,
 	}}, nil

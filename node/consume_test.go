@@ -7,13 +7,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"narad/msg"
 	"narad/storage"
 )
 
 func TestConsumeReservesThenRedeliversAfterVisibilityTimeout(t *testing.T) {
 	h := newHarness(t)
-	h.createTopic("orders", func(c *CreateTopic) { c.VisibilityTimeoutMs = 1_000 })
-	h.ok(Produce{Topic: "orders", Records: []ProduceRecord{{Key: []byte("k"), Partition: 1, Payload: []byte("hello")}}})
+	h.createTopic("orders", func(c *msg.CreateTopic) { c.VisibilityTimeoutMs = 1_000 })
+	h.ok(msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Key: []byte("k"), Partition: 1, Payload: []byte("hello")}}})
 	first, ok := h.consume("orders")
 	require.True(t, ok)
 	require.Equal(t, "hello", string(first.Payload))
@@ -32,8 +33,8 @@ func TestConsumeReservesThenRedeliversAfterVisibilityTimeout(t *testing.T) {
 	require.True(t, ok, "redelivered once the visibility timeout passed")
 	require.Equal(t, uint32(2), second.DeliveryCount)
 	require.NotEqual(t, first.ReceiptHandle, second.ReceiptHandle)
-	require.Equal(t, CodeGone, CodeOf(h.ackHandle("orders", first.ReceiptHandle, AckCommit)), "the lapsed handle is stale")
-	require.NoError(t, h.ackHandle("orders", second.ReceiptHandle, AckCommit))
+	require.Equal(t, msg.CodeGone, msg.CodeOf(h.ackHandle("orders", first.ReceiptHandle, msg.AckCommit)), "the lapsed handle is stale")
+	require.NoError(t, h.ackHandle("orders", second.ReceiptHandle, msg.AckCommit))
 	h.tick(5_000)
 	_, ok = h.consume("orders")
 	require.False(t, ok, "an acked record is never delivered again")
@@ -41,31 +42,31 @@ func TestConsumeReservesThenRedeliversAfterVisibilityTimeout(t *testing.T) {
 
 func TestNackRedeliversAtOnceAndExtendKeepsTheLease(t *testing.T) {
 	h := newHarness(t)
-	h.createTopic("orders", func(c *CreateTopic) { c.VisibilityTimeoutMs = 1_000 })
+	h.createTopic("orders", func(c *msg.CreateTopic) { c.VisibilityTimeoutMs = 1_000 })
 	h.produce("orders", 0, "x")
 	m, _ := h.consume("orders")
-	require.NoError(t, h.ackHandle("orders", m.ReceiptHandle, AckNack))
+	require.NoError(t, h.ackHandle("orders", m.ReceiptHandle, msg.AckNack))
 	again, ok := h.consume("orders")
 	require.True(t, ok, "a nacked record is available at once")
 	require.Equal(t, uint32(2), again.DeliveryCount)
 
 	h.tick(800)
-	require.NoError(t, h.ackHandle("orders", again.ReceiptHandle, AckExtend))
+	require.NoError(t, h.ackHandle("orders", again.ReceiptHandle, msg.AckExtend))
 	h.tick(800) // 1,600 ms after the reservation, 800 after the extend
 	_, ok = h.consume("orders")
 	require.False(t, ok, "an extended lease outlives its first deadline")
-	require.NoError(t, h.ackHandle("orders", again.ReceiptHandle, AckCommit), "the same handle stays valid after extend")
+	require.NoError(t, h.ackHandle("orders", again.ReceiptHandle, msg.AckCommit), "the same handle stays valid after extend")
 }
 
 func TestAckRejectsMalformedAndForeignHandles(t *testing.T) {
 	h := newHarness(t)
 	h.createTopic("orders")
 	for _, handle := range []string{"", "abc", "1:2", "1:2:3", "1:2:0:0123456789abcdef", "-1:2:3:0123456789abcdef", "1:2:3:4:0123456789abcdef", "1:2:3:0123456789ABCDEF"} {
-		require.Equal(t, CodeInvalid, CodeOf(h.ackHandle("orders", handle, AckCommit)), "handle %q", handle)
+		require.Equal(t, msg.CodeInvalid, msg.CodeOf(h.ackHandle("orders", handle, msg.AckCommit)), "handle %q", handle)
 	}
-	require.Equal(t, CodeGone, CodeOf(h.ackHandle("orders", "7:0:12:0123456789abcdef", AckCommit)), "partition out of range")
-	require.Equal(t, CodeGone, CodeOf(h.ackHandle("orders", "0:0:12:0123456789abcdef", AckCommit)), "never reserved")
-	require.Equal(t, CodeNotFound, CodeOf(h.ackHandle("missing", "0:0:12:0123456789abcdef", AckCommit)))
+	require.Equal(t, msg.CodeGone, msg.CodeOf(h.ackHandle("orders", "7:0:12:0123456789abcdef", msg.AckCommit)), "partition out of range")
+	require.Equal(t, msg.CodeGone, msg.CodeOf(h.ackHandle("orders", "0:0:12:0123456789abcdef", msg.AckCommit)), "never reserved")
+	require.Equal(t, msg.CodeNotFound, msg.CodeOf(h.ackHandle("missing", "0:0:12:0123456789abcdef", msg.AckCommit)))
 }
 
 func TestOutOfOrderAcksAdvanceTheFrontierWhenContiguous(t *testing.T) {
@@ -80,16 +81,16 @@ func TestOutOfOrderAcksAdvanceTheFrontierWhenContiguous(t *testing.T) {
 		require.True(t, ok)
 		handles = append(handles, m.ReceiptHandle)
 	}
-	require.NoError(t, h.ackHandle("orders", handles[2], AckCommit))
-	require.NoError(t, h.ackHandle("orders", handles[1], AckCommit))
+	require.NoError(t, h.ackHandle("orders", handles[2], msg.AckCommit))
+	require.NoError(t, h.ackHandle("orders", handles[1], msg.AckCommit))
 	require.Equal(t, uint64(0), h.stats("orders", 0).Committed, "acks ahead of the frontier are held")
-	require.NoError(t, h.ackHandle("orders", handles[0], AckCommit))
+	require.NoError(t, h.ackHandle("orders", handles[0], msg.AckCommit))
 	require.Equal(t, uint64(3), h.stats("orders", 0).Committed, "the frontier collapses the contiguous run")
 }
 
 func TestInFlightCapLimitsReservations(t *testing.T) {
 	h := newHarness(t)
-	h.createTopic("orders", func(c *CreateTopic) { c.InFlightMax = 2 })
+	h.createTopic("orders", func(c *msg.CreateTopic) { c.InFlightMax = 2 })
 	for range 4 {
 		h.produce("orders", 0, "x")
 	}
@@ -97,14 +98,14 @@ func TestInFlightCapLimitsReservations(t *testing.T) {
 	h.consume("orders")
 	_, ok := h.consume("orders")
 	require.False(t, ok, "the in-flight cap stops a third reservation")
-	require.NoError(t, h.ackHandle("orders", a.ReceiptHandle, AckCommit))
+	require.NoError(t, h.ackHandle("orders", a.ReceiptHandle, msg.AckCommit))
 	_, ok = h.consume("orders")
 	require.True(t, ok, "an ack frees a slot")
 }
 
 func TestAckedAheadCapServesOnlyTheFrontier(t *testing.T) {
 	h := newHarness(t)
-	h.createTopic("orders", func(c *CreateTopic) { c.AckedAheadMax = 1; c.VisibilityTimeoutMs = 1_000 })
+	h.createTopic("orders", func(c *msg.CreateTopic) { c.AckedAheadMax = 1; c.VisibilityTimeoutMs = 1_000 })
 	for range 4 {
 		h.produce("orders", 0, "x")
 	}
@@ -113,8 +114,8 @@ func TestAckedAheadCapServesOnlyTheFrontier(t *testing.T) {
 		m, _ := h.consume("orders")
 		handles = append(handles, m.ReceiptHandle)
 	}
-	require.NoError(t, h.ackHandle("orders", handles[1], AckCommit))
-	require.Equal(t, CodeUnavailable, CodeOf(h.ackHandle("orders", handles[2], AckCommit)), "acked-ahead set full: 503")
+	require.NoError(t, h.ackHandle("orders", handles[1], msg.AckCommit))
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(h.ackHandle("orders", handles[2], msg.AckCommit)), "acked-ahead set full: 503")
 	_, ok := h.consume("orders")
 	require.False(t, ok, "with the set full only the frontier offset may be served, and it is in flight")
 	h.tick(1_000) // every lease lapses; offset 0 becomes available again
@@ -129,80 +130,80 @@ func TestBatchConsume(t *testing.T) {
 	for i := range 7 {
 		h.produce("orders", i%3, "x")
 	}
-	result := h.ok(Consume{Topic: "orders", Partition: PartitionNone, Max: 5}).(ConsumeResult)
+	result := h.ok(msg.Consume{Topic: "orders", Partition: msg.PartitionNone, Max: 5}).(msg.ConsumeResult)
 	require.Len(t, result.Messages, 5)
 	require.True(t, result.Batch)
-	result = h.ok(Consume{Topic: "orders", Partition: PartitionNone, Max: 5}).(ConsumeResult)
+	result = h.ok(msg.Consume{Topic: "orders", Partition: msg.PartitionNone, Max: 5}).(msg.ConsumeResult)
 	require.Len(t, result.Messages, 2)
-	result = h.ok(Consume{Topic: "orders", Partition: PartitionNone, Max: 5}).(ConsumeResult)
+	result = h.ok(msg.Consume{Topic: "orders", Partition: msg.PartitionNone, Max: 5}).(msg.ConsumeResult)
 	require.Empty(t, result.Messages)
 	require.NotNil(t, result.Messages, "an empty batch is a list, never null")
-	h.fail(Consume{Topic: "orders", Partition: PartitionNone, Max: 101}, CodeInvalid)
-	h.fail(Consume{Topic: "orders", Partition: 9}, CodeInvalid)
+	h.fail(msg.Consume{Topic: "orders", Partition: msg.PartitionNone, Max: 101}, msg.CodeInvalid)
+	h.fail(msg.Consume{Topic: "orders", Partition: 9}, msg.CodeInvalid)
 }
 
 func TestPinnedConsumeReadsOnlyItsPartition(t *testing.T) {
 	h := newHarness(t)
 	h.createTopic("orders")
 	h.produce("orders", 2, "two")
-	result := h.ok(Consume{Topic: "orders", Partition: 1}).(ConsumeResult)
+	result := h.ok(msg.Consume{Topic: "orders", Partition: 1}).(msg.ConsumeResult)
 	require.Empty(t, result.Messages)
-	result = h.ok(Consume{Topic: "orders", Partition: 2}).(ConsumeResult)
+	result = h.ok(msg.Consume{Topic: "orders", Partition: 2}).(msg.ConsumeResult)
 	require.Len(t, result.Messages, 1)
 }
 
 func TestLongPollIsWokenByAProduce(t *testing.T) {
 	h := newHarness(t)
 	h.createTopic("orders")
-	id := h.send(Consume{Topic: "orders", Partition: PartitionNone, WaitMs: 5_000})
+	id := h.send(msg.Consume{Topic: "orders", Partition: msg.PartitionNone, WaitMs: 5_000})
 	require.NotContains(t, h.replies, id, "nothing to deliver: the poll waits")
 	h.tick(1_000)
 	require.NotContains(t, h.replies, id)
 	h.produce("orders", 1, "wake up")
 	reply, ok := h.replies[id]
 	require.True(t, ok, "the produce's sync round wakes the poll")
-	require.Equal(t, "wake up", string(reply.Result.(ConsumeResult).Messages[0].Payload))
+	require.Equal(t, "wake up", string(reply.Result.(msg.ConsumeResult).Messages[0].Payload))
 }
 
 func TestLongPollTimesOutEmpty(t *testing.T) {
 	h := newHarness(t)
 	h.createTopic("orders")
-	id := h.send(Consume{Topic: "orders", Partition: PartitionNone, WaitMs: 2_000})
+	id := h.send(msg.Consume{Topic: "orders", Partition: msg.PartitionNone, WaitMs: 2_000})
 	require.LessOrEqual(t, h.node.NextDeadlineMs(), harnessStartMs+2_000, "the driver learns when to tick next")
 	h.tick(1_999)
 	require.NotContains(t, h.replies, id)
 	h.tick(1)
-	require.Empty(t, h.replies[id].Result.(ConsumeResult).Messages)
+	require.Empty(t, h.replies[id].Result.(msg.ConsumeResult).Messages)
 }
 
 func TestLongPollWaitIsClamped(t *testing.T) {
 	h := newHarness(t)
 	h.createTopic("orders")
-	id := h.send(Consume{Topic: "orders", Partition: PartitionNone, WaitMs: 3_600_000})
+	id := h.send(msg.Consume{Topic: "orders", Partition: msg.PartitionNone, WaitMs: 3_600_000})
 	h.tick(h.cfg.ConsumeWaitMaxMs)
 	require.Contains(t, h.replies, id, "the wait is clamped to ConsumeWaitMaxMs")
 }
 
 func TestLongPollWokenByLeaseExpiryAndNack(t *testing.T) {
 	h := newHarness(t)
-	h.createTopic("orders", func(c *CreateTopic) { c.VisibilityTimeoutMs = 1_000 })
+	h.createTopic("orders", func(c *msg.CreateTopic) { c.VisibilityTimeoutMs = 1_000 })
 	h.produce("orders", 0, "x")
 	m, _ := h.consume("orders")
-	id := h.send(Consume{Topic: "orders", Partition: PartitionNone, WaitMs: 5_000})
+	id := h.send(msg.Consume{Topic: "orders", Partition: msg.PartitionNone, WaitMs: 5_000})
 	h.tick(1_000)
 	require.Contains(t, h.replies, id, "an expired lease wakes a waiting poll")
 
-	second := h.replies[id].Result.(ConsumeResult).Messages[0]
-	id2 := h.send(Consume{Topic: "orders", Partition: PartitionNone, WaitMs: 5_000})
-	require.NoError(t, h.ackHandle("orders", second.ReceiptHandle, AckNack))
+	second := h.replies[id].Result.(msg.ConsumeResult).Messages[0]
+	id2 := h.send(msg.Consume{Topic: "orders", Partition: msg.PartitionNone, WaitMs: 5_000})
+	require.NoError(t, h.ackHandle("orders", second.ReceiptHandle, msg.AckNack))
 	require.Contains(t, h.replies, id2, "a nack wakes a waiting poll")
-	require.Equal(t, m.Offset, h.replies[id2].Result.(ConsumeResult).Messages[0].Offset)
+	require.Equal(t, m.Offset, h.replies[id2].Result.(msg.ConsumeResult).Messages[0].Offset)
 }
 
 func TestCancelDropsAParkedPoll(t *testing.T) {
 	h := newHarness(t)
 	h.createTopic("orders")
-	id := h.send(Consume{Topic: "orders", Partition: PartitionNone, WaitMs: 5_000})
+	id := h.send(msg.Consume{Topic: "orders", Partition: msg.PartitionNone, WaitMs: 5_000})
 	h.node.Cancel(id)
 	h.produce("orders", 0, "x")
 	h.tick(10_000)
@@ -216,11 +217,11 @@ func TestReplay(t *testing.T) {
 	h.createTopic("orders")
 	h.produce("orders", 0, "first")
 	h.produce("orders", 0, "second")
-	result := h.ok(Replay{Topic: "orders", Partition: 0, Offset: 1}).(ReplayResult)
+	result := h.ok(msg.Replay{Topic: "orders", Partition: 0, Offset: 1}).(msg.ReplayResult)
 	require.Equal(t, "second", string(result.Message.Payload))
 	require.Empty(t, result.Message.ReceiptHandle, "replay reserves nothing")
-	require.Nil(t, h.ok(Replay{Topic: "orders", Partition: 0, Offset: 2}).(ReplayResult).Message, "past the HWM: nothing (204)")
-	h.fail(Replay{Topic: "orders", Partition: 3, Offset: 0}, CodeInvalid)
+	require.Nil(t, h.ok(msg.Replay{Topic: "orders", Partition: 0, Offset: 2}).(msg.ReplayResult).Message, "past the HWM: nothing (204)")
+	h.fail(msg.Replay{Topic: "orders", Partition: 3, Offset: 0}, msg.CodeInvalid)
 	_, ok := h.consume("orders")
 	require.True(t, ok, "replay does not touch queue state")
 }
@@ -233,14 +234,14 @@ func TestCommittedOffsetSurvivesRestartAndCrash(t *testing.T) {
 	}
 	for range 2 {
 		m, _ := h.consume("orders")
-		require.NoError(t, h.ackHandle("orders", m.ReceiptHandle, AckCommit))
+		require.NoError(t, h.ackHandle("orders", m.ReceiptHandle, msg.AckCommit))
 	}
 	h.tick(h.cfg.CommitPersistIntervalMs) // persists the committed offset
 	h.crash()
 	m, ok := h.consume("orders")
 	require.True(t, ok)
 	require.Equal(t, uint64(2), m.Offset, "acked records persisted before the crash are not redelivered")
-	require.NoError(t, h.ackHandle("orders", m.ReceiptHandle, AckCommit))
+	require.NoError(t, h.ackHandle("orders", m.ReceiptHandle, msg.AckCommit))
 	h.restart() // graceful: Close persists without waiting for the tick
 	_, ok = h.consume("orders")
 	require.False(t, ok)
@@ -255,7 +256,7 @@ func TestRedeliveryAfterCrashOfUnackedRecords(t *testing.T) {
 	again, ok := h.consume("orders")
 	require.True(t, ok, "a reservation does not survive a crash: the record comes back")
 	require.Equal(t, m.Offset, again.Offset)
-	require.Equal(t, CodeGone, CodeOf(h.ackHandle("orders", m.ReceiptHandle, AckCommit)), "handles of the old incarnation are stale")
+	require.Equal(t, msg.CodeGone, msg.CodeOf(h.ackHandle("orders", m.ReceiptHandle, msg.AckCommit)), "handles of the old incarnation are stale")
 }
 
 func TestRetentionAgesOutOldSegments(t *testing.T) {
@@ -270,7 +271,7 @@ func TestRetentionAgesOutOldSegments(t *testing.T) {
 	h.tick(h.cfg.DefaultRetentionMs + h.cfg.RetentionCheckIntervalMs)
 	stats := h.stats("orders", 0)
 	require.Positive(t, stats.OldestOffset, "sealed segments past retention are deleted")
-	h.fail(Replay{Topic: "orders", Partition: 0, Offset: 0}, CodeGone)
+	h.fail(msg.Replay{Topic: "orders", Partition: 0, Offset: 0}, msg.CodeGone)
 	m, ok := h.consume("orders")
 	require.True(t, ok)
 	require.Equal(t, stats.OldestOffset, m.Offset, "the consumer frontier moves past deleted records")
@@ -290,11 +291,11 @@ func TestReopenedLogKeepsTheAckedFrontier(t *testing.T) {
 	}
 	for range 3 {
 		m, _ := h.consume("orders")
-		require.NoError(t, h.ackHandle("orders", m.ReceiptHandle, AckCommit))
+		require.NoError(t, h.ackHandle("orders", m.ReceiptHandle, msg.AckCommit))
 	}
 	h.fs.FailNext(storage.FaultWrite, storage.ErrNoSpace, 1)
-	h.fail(Produce{Topic: "orders", Records: []ProduceRecord{{Partition: 0, Payload: []byte("b")}, {Partition: 0, Payload: []byte("c")}}, Batch: true}, CodeUnavailable)
-	h.ok(Replay{Topic: "orders", Partition: 0, Offset: 0}) // reopens the log
+	h.fail(msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Partition: 0, Payload: []byte("b")}, {Partition: 0, Payload: []byte("c")}}, Batch: true}, msg.CodeUnavailable)
+	h.ok(msg.Replay{Topic: "orders", Partition: 0, Offset: 0}) // reopens the log
 	for _, state := range h.node.OpenPartitions() {
 		if state.Dir == PartitionDir("orders", 0) {
 			require.Equal(t, uint64(3), state.Committed, "the reopened log keeps the acked frontier")
@@ -327,25 +328,25 @@ func TestBatchConsumeStopsAtTheReplyByteCap(t *testing.T) {
 	h := newHarness(t)
 	require.Equal(t, 8<<20, h.cfg.ConsumeReplyBytesMax)
 	h.createTopic("big")
-	record := strings.Repeat("x", MessageBytesMax)
+	record := strings.Repeat("x", msg.MessageBytesMax)
 	for range 20 {
 		h.produce("big", 0, record)
 	}
 	var sizes []int
 	for range 3 {
-		result := h.ok(Consume{Topic: "big", Partition: 0, Max: ConsumeBatchMax}).(ConsumeResult)
+		result := h.ok(msg.Consume{Topic: "big", Partition: 0, Max: msg.ConsumeBatchMax}).(msg.ConsumeResult)
 		payload := 0
 		for _, message := range result.Messages {
 			payload += len(message.Payload)
 		}
-		require.LessOrEqual(t, payload, h.cfg.ConsumeReplyBytesMax+MessageBytesMax)
+		require.LessOrEqual(t, payload, h.cfg.ConsumeReplyBytesMax+msg.MessageBytesMax)
 		sizes = append(sizes, len(result.Messages))
 	}
 	require.Equal(t, []int{8, 8, 4}, sizes)
 
-	h.cfg.ConsumeReplyBytesMax = MessageBytesMax
+	h.cfg.ConsumeReplyBytesMax = msg.MessageBytesMax
 	h.restart()
 	h.tick(h.cfg.DefaultVisibilityTimeoutMs + 1) // the leases lapse: all twenty are available again
-	result := h.ok(Consume{Topic: "big", Partition: 0, Max: ConsumeBatchMax}).(ConsumeResult)
+	result := h.ok(msg.Consume{Topic: "big", Partition: 0, Max: msg.ConsumeBatchMax}).(msg.ConsumeResult)
 	require.Len(t, result.Messages, 1, "at the smallest cap a reply still carries one message")
 }

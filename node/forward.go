@@ -3,20 +3,22 @@ package node
 import (
 	"fmt"
 	"slices"
+
+	"narad/msg"
 )
 
 // Request ids the node makes for itself live above the range a driver
 // may assign, so the two never collide.
 const (
 	// RequestIDDriverMax is the largest id a driver may give Handle.
-	RequestIDDriverMax RequestID = 1<<62 - 1
+	RequestIDDriverMax msg.RequestID = 1<<62 - 1
 	// forwardedRequestBit marks a request another node forwarded here:
 	// its reply leaves as a ForwardReply.
-	forwardedRequestBit RequestID = 1 << 63
+	forwardedRequestBit msg.RequestID = 1 << 63
 	// internalRequestBit marks a part of a client request that this node
 	// split and serves itself: its reply goes to a continuation at Advance,
 	// after the Ready's syncs made it true.
-	internalRequestBit RequestID = 1 << 62
+	internalRequestBit msg.RequestID = 1 << 62
 )
 
 // outgoing is a request this node forwarded and waits to hear about.
@@ -24,7 +26,7 @@ type outgoing struct {
 	to         string
 	deadlineMs int64
 	// done receives the reply, or a 503 when the deadline passes first.
-	done func(Reply)
+	done func(msg.Reply)
 }
 
 // incoming is a request a peer forwarded here: where its reply goes.
@@ -45,9 +47,9 @@ type routing struct {
 	lastForwardID uint64
 	// incoming maps the request id given to a forwarded request to its
 	// origin.
-	incoming map[RequestID]incoming
+	incoming map[msg.RequestID]incoming
 	// internal maps the request id of a local part to its continuation.
-	internal map[RequestID]func(Reply)
+	internal map[msg.RequestID]func(msg.Reply)
 	// lastLocalID numbers incoming and internal requests; only increases.
 	lastLocalID uint64
 	// peerDownUntilMs holds the peers that let a forward time out, until
@@ -61,55 +63,55 @@ type routing struct {
 }
 
 func newRouting() routing {
-	return routing{outgoing: map[uint64]*outgoing{}, incoming: map[RequestID]incoming{},
-		internal: map[RequestID]func(Reply){}, peerDownUntilMs: map[string]int64{},
+	return routing{outgoing: map[uint64]*outgoing{}, incoming: map[msg.RequestID]incoming{},
+		internal: map[msg.RequestID]func(msg.Reply){}, peerDownUntilMs: map[string]int64{},
 		produceForwards: map[produceForwardKey]*produceForward{}}
 }
 
 // localOnly reports whether a request must be served from this node's own
 // partitions: forwarded requests and internal parts are never forwarded
 // again, so a request crosses at most one hop.
-func localOnly(id RequestID) bool {
+func localOnly(id msg.RequestID) bool {
 	return id&(forwardedRequestBit|internalRequestBit) != 0
 }
 
 // send queues a message to a peer for this Ready.
-func (n *Node) send(to string, message any) {
-	n.messages = append(n.messages, Envelope{From: n.cfg.NodeID, To: to, Message: message})
+func (n *Node) send(to string, message msg.PeerMessage) {
+	n.messages = append(n.messages, msg.Envelope{From: n.cfg.NodeID, To: to, Message: message})
 }
 
 // forward sends req to node to, to be served there from its own
 // partitions; done gets the reply, or a 503 after timeoutMs. It returns
 // the forward's id.
-func (n *Node) forward(to string, req Request, timeoutMs int64, done func(Reply)) uint64 {
+func (n *Node) forward(to string, req msg.Request, timeoutMs int64, done func(msg.Reply)) uint64 {
 	assert(to != n.cfg.NodeID, "node: forward of %T to itself", req)
 	n.routing.lastForwardID++
 	id := n.routing.lastForwardID
 	n.routing.outgoing[id] = &outgoing{to: to, deadlineMs: n.nowMs + timeoutMs, done: done}
-	n.send(to, ForwardRequest{ID: id, Request: req, LocalOnly: true})
+	n.send(to, msg.ForwardRequest{ID: id, Request: req, LocalOnly: true})
 	return id
 }
 
 // handleInternal serves req here as a part of a larger request; done gets
 // the reply once the Ready that carries it was persisted.
-func (n *Node) handleInternal(req Request, done func(Reply)) {
+func (n *Node) handleInternal(req msg.Request, done func(msg.Reply)) {
 	n.routing.lastLocalID++
-	id := internalRequestBit | RequestID(n.routing.lastLocalID)
+	id := internalRequestBit | msg.RequestID(n.routing.lastLocalID)
 	n.routing.internal[id] = done
 	n.handle(id, req)
 }
 
 // stepForwardRequest serves a request a peer forwarded.
-func (n *Node) stepForwardRequest(from string, m ForwardRequest) {
+func (n *Node) stepForwardRequest(from string, m msg.ForwardRequest) {
 	n.routing.lastLocalID++
-	id := forwardedRequestBit | RequestID(n.routing.lastLocalID)
+	id := forwardedRequestBit | msg.RequestID(n.routing.lastLocalID)
 	n.routing.incoming[id] = incoming{from: from, id: m.ID}
 	n.handle(id, m.Request)
 }
 
 // stepForwardReply hands a peer's answer to the forward's continuation; a
 // reply that comes after the deadline (or from the wrong node) is dropped.
-func (n *Node) stepForwardReply(from string, m ForwardReply) {
+func (n *Node) stepForwardReply(from string, m msg.ForwardReply) {
 	forward, ok := n.routing.outgoing[m.ID]
 	if !ok || forward.to != from {
 		return
@@ -134,7 +136,7 @@ func (n *Node) expireForwards() {
 		delete(n.routing.outgoing, id)
 		n.routing.peerDownUntilMs[forward.to] = n.nowMs + n.cfg.PeerDownMs
 		n.observer.Event("forward-timed-out", fmt.Sprintf("node %s did not answer forward %d", forward.to, id))
-		forward.done(Reply{Err: Unavailable("node %s did not answer in time; retry", forward.to)})
+		forward.done(msg.Reply{Err: msg.Unavailable("node %s did not answer in time; retry", forward.to)})
 	}
 }
 
@@ -151,15 +153,15 @@ func (n *Node) routeReplies(rd *Ready) {
 	if len(n.routing.incoming) == 0 && len(n.routing.internal) == 0 {
 		return
 	}
-	clients := make([]Reply, 0, len(rd.Replies))
+	clients := make([]msg.Reply, 0, len(rd.Replies))
 	for _, reply := range rd.Replies {
 		switch {
 		case reply.ID&forwardedRequestBit != 0:
 			origin, ok := n.routing.incoming[reply.ID]
 			assert(ok, "node: reply to unknown forwarded request %d", reply.ID)
 			delete(n.routing.incoming, reply.ID)
-			rd.Messages = append(rd.Messages, Envelope{From: n.cfg.NodeID, To: origin.from,
-				Message: ForwardReply{ID: origin.id, Reply: Reply{Err: reply.Err, Result: reply.Result}}})
+			rd.Messages = append(rd.Messages, msg.Envelope{From: n.cfg.NodeID, To: origin.from,
+				Message: msg.ForwardReply{ID: origin.id, Reply: msg.Reply{Err: reply.Err, Result: reply.Result}}})
 		case reply.ID&internalRequestBit != 0:
 			rd.internal = append(rd.internal, reply)
 		default:
@@ -199,6 +201,6 @@ func (n *Node) PeerUnreachable(id string) {
 	for _, forwardID := range lost {
 		forward := n.routing.outgoing[forwardID]
 		delete(n.routing.outgoing, forwardID)
-		forward.done(Reply{Err: Unavailable("node %s is unreachable; retry", id)})
+		forward.done(msg.Reply{Err: msg.Unavailable("node %s is unreachable; retry", id)})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"narad/meta"
+	"narad/msg"
 	"narad/storage"
 )
 
@@ -24,13 +25,13 @@ type harness struct {
 	metaPath string
 	node     *Node
 	nowMs    int64
-	nextID   RequestID
-	replies  map[RequestID]Reply
+	nextID   msg.RequestID
+	replies  map[msg.RequestID]msg.Reply
 	// syncsRun counts Sync.Run calls, for group-commit assertions.
 	syncsRun int
 	// messages are the envelopes the node sent (a single node sends only
 	// to members that tests add by hand).
-	messages []Envelope
+	messages []msg.Envelope
 }
 
 const harnessStartMs int64 = 1_700_000_000_000
@@ -45,7 +46,7 @@ func newHarness(t *testing.T) *harness {
 	cfg.HandleKey = testHandleKey
 	cfg.Log.SegmentBytes = 64 << 10
 	h := &harness{t: t, cfg: cfg, fs: storage.NewMemFS(rand.New(rand.NewPCG(1, 2))), nowMs: harnessStartMs,
-		replies: map[RequestID]Reply{}, metaPath: filepath.Join(t.TempDir(), "meta.db")}
+		replies: map[msg.RequestID]msg.Reply{}, metaPath: filepath.Join(t.TempDir(), "meta.db")}
 	h.start()
 	t.Cleanup(func() {
 		if h.node != nil {
@@ -70,7 +71,7 @@ func (h *harness) start() {
 
 // send hands a request to the node and flushes; it returns the id so the
 // caller can look for a reply that may come later (long polls).
-func (h *harness) send(req Request) RequestID {
+func (h *harness) send(req msg.Request) msg.RequestID {
 	h.nextID++
 	h.node.Handle(h.nextID, req)
 	h.flush()
@@ -78,7 +79,7 @@ func (h *harness) send(req Request) RequestID {
 }
 
 // do sends a request that must be answered at once and returns the reply.
-func (h *harness) do(req Request) Reply {
+func (h *harness) do(req msg.Request) msg.Reply {
 	h.t.Helper()
 	id := h.send(req)
 	reply, ok := h.replies[id]
@@ -87,7 +88,7 @@ func (h *harness) do(req Request) Reply {
 }
 
 // ok is do for a request that must succeed; it returns the result.
-func (h *harness) ok(req Request) any {
+func (h *harness) ok(req msg.Request) any {
 	h.t.Helper()
 	reply := h.do(req)
 	require.NoError(h.t, reply.Err, "%T", req)
@@ -95,11 +96,11 @@ func (h *harness) ok(req Request) any {
 }
 
 // fail is do for a request that must fail with code.
-func (h *harness) fail(req Request, code Code) *Error {
+func (h *harness) fail(req msg.Request, code msg.Code) *msg.Error {
 	h.t.Helper()
 	reply := h.do(req)
 	require.Error(h.t, reply.Err, "%T must fail", req)
-	e, isError := reply.Err.(*Error)
+	e, isError := reply.Err.(*msg.Error)
 	require.True(h.t, isError, "error %v is not *Error", reply.Err)
 	require.Equal(h.t, code, e.Code, "error %q", e.Message)
 	return e
@@ -145,39 +146,39 @@ func (h *harness) restart() {
 	h.start()
 }
 
-func (h *harness) createTopic(name string, mutate ...func(*CreateTopic)) TopicInfo {
+func (h *harness) createTopic(name string, mutate ...func(*msg.CreateTopic)) msg.TopicInfo {
 	h.t.Helper()
-	req := CreateTopic{Name: name}
+	req := msg.CreateTopic{Name: name}
 	for _, m := range mutate {
 		m(&req)
 	}
-	return h.ok(req).(TopicInfo)
+	return h.ok(req).(msg.TopicInfo)
 }
 
-func (h *harness) produce(topicName string, partition int, payload string) Placement {
+func (h *harness) produce(topicName string, partition int, payload string) msg.Placement {
 	h.t.Helper()
-	result := h.ok(Produce{Topic: topicName, Records: []ProduceRecord{{Partition: partition, Payload: []byte(payload)}}}).(ProduceResult)
+	result := h.ok(msg.Produce{Topic: topicName, Records: []msg.ProduceRecord{{Partition: partition, Payload: []byte(payload)}}}).(msg.ProduceResult)
 	require.Len(h.t, result.Records, 1)
 	return result.Records[0]
 }
 
-func (h *harness) consume(topicName string) (Message, bool) {
+func (h *harness) consume(topicName string) (msg.Message, bool) {
 	h.t.Helper()
-	result := h.ok(Consume{Topic: topicName, Partition: PartitionNone}).(ConsumeResult)
+	result := h.ok(msg.Consume{Topic: topicName, Partition: msg.PartitionNone}).(msg.ConsumeResult)
 	if len(result.Messages) == 0 {
-		return Message{}, false
+		return msg.Message{}, false
 	}
 	require.Len(h.t, result.Messages, 1)
 	return result.Messages[0], true
 }
 
-func (h *harness) ackHandle(topicName, handle string, action AckAction) error {
-	return h.do(Ack{Topic: topicName, Handles: []string{handle}, Action: action}).Err
+func (h *harness) ackHandle(topicName, handle string, action msg.AckAction) error {
+	return h.do(msg.Ack{Topic: topicName, Handles: []string{handle}, Action: action}).Err
 }
 
-func (h *harness) stats(topicName string, partition int) PartitionStats {
+func (h *harness) stats(topicName string, partition int) msg.PartitionStats {
 	h.t.Helper()
-	detail := h.ok(GetTopic{Name: topicName, Partition: partition}).(TopicDetail)
+	detail := h.ok(msg.GetTopic{Name: topicName, Partition: partition}).(msg.TopicDetail)
 	require.Len(h.t, detail.PartitionStats, 1)
 	return detail.PartitionStats[0]
 }

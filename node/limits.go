@@ -1,6 +1,9 @@
 package node
 
-import "narad/meta"
+import (
+	"narad/meta"
+	"narad/msg"
+)
 
 // placementLimits are the bounds a topic change carries to the
 // metastore, which checks them again when it applies the change: the
@@ -19,7 +22,7 @@ func (n *Node) checkPlacementLimits(newTopic bool, owners []string) error {
 	state := n.meta.State()
 	topics := state.Topics()
 	if newTopic && len(topics) >= n.cfg.TopicsMax {
-		return Conflict("the cluster holds its limit of %d topics", n.cfg.TopicsMax)
+		return msg.Conflict("the cluster holds its limit of %d topics", n.cfg.TopicsMax)
 	}
 	owned := map[string]int{}
 	for _, record := range topics {
@@ -30,7 +33,7 @@ func (n *Node) checkPlacementLimits(newTopic bool, owners []string) error {
 	for _, owner := range owners {
 		owned[owner]++
 		if owned[owner] > n.cfg.PartitionsPerNodeMax {
-			return Conflict("node %s would own more than its limit of %d partitions; add nodes or delete topics",
+			return msg.Conflict("node %s would own more than its limit of %d partitions; add nodes or delete topics",
 				owner, n.cfg.PartitionsPerNodeMax)
 		}
 	}

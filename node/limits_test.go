@@ -1,6 +1,7 @@
 package node
 
 import (
+	"narad/msg"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,18 +14,18 @@ func TestPlacementLimits(t *testing.T) {
 	h.cfg.TopicsMax = 2
 	h.cfg.PartitionsPerNodeMax = 10
 	h.restart()
-	h.createTopic("a", func(c *CreateTopic) { c.Partitions = 4 })
-	e := h.fail(CreateTopic{Name: "b", Partitions: 7}, CodeConflict)
+	h.createTopic("a", func(c *msg.CreateTopic) { c.Partitions = 4 })
+	e := h.fail(msg.CreateTopic{Name: "b", Partitions: 7}, msg.CodeConflict)
 	require.Contains(t, e.Message, "limit of 10 partitions")
-	h.createTopic("b", func(c *CreateTopic) { c.Partitions = 6 })
-	e = h.fail(CreateTopic{Name: "c"}, CodeConflict)
+	h.createTopic("b", func(c *msg.CreateTopic) { c.Partitions = 6 })
+	e = h.fail(msg.CreateTopic{Name: "c"}, msg.CodeConflict)
 	require.Contains(t, e.Message, "limit of 2 topics")
 
-	h.ok(DeleteTopic{Name: "b"})
+	h.ok(msg.DeleteTopic{Name: "b"})
 	grow := 11
-	e = h.fail(AlterTopic{Name: "a", Partitions: &grow}, CodeConflict)
+	e = h.fail(msg.AlterTopic{Name: "a", Partitions: &grow}, msg.CodeConflict)
 	require.Contains(t, e.Message, "limit of 10 partitions")
-	require.Equal(t, 4, h.ok(GetTopic{Name: "a", Partition: PartitionNone}).(TopicDetail).Partitions)
+	require.Equal(t, 4, h.ok(msg.GetTopic{Name: "a", Partition: msg.PartitionNone}).(msg.TopicDetail).Partitions)
 	grow = 10
-	h.ok(AlterTopic{Name: "a", Partitions: &grow})
+	h.ok(msg.AlterTopic{Name: "a", Partitions: &grow})
 }

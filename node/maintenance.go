@@ -3,6 +3,8 @@ package node
 import (
 	"fmt"
 	"strings"
+
+	"narad/msg"
 )
 
 // scheduleCommitPersist queues a sync of every open log whose committed
@@ -122,7 +124,7 @@ func (n *Node) closeIdleLogs() {
 
 // listMembers describes the members the metastore knows, with how many
 // partitions each owns and how many it is moving away.
-func (n *Node) listMembers() MembersResult {
+func (n *Node) listMembers() msg.MembersResult {
 	state := n.meta.State()
 	owned, outbound := map[string]int{}, map[string]int{}
 	for _, record := range state.Topics() {
@@ -133,14 +135,14 @@ func (n *Node) listMembers() MembersResult {
 			}
 		}
 	}
-	result := MembersResult{Members: []Member{}}
+	result := msg.MembersResult{Members: []msg.Member{}}
 	for _, m := range state.Members() {
 		status := "dead"
 		if m.Alive {
 			status = "alive"
 		}
 		_, voter := state.PeerByNodeID(m.ID)
-		result.Members = append(result.Members, Member{ID: m.ID, Addr: m.HTTPAddr, Status: status,
+		result.Members = append(result.Members, msg.Member{ID: m.ID, Addr: m.HTTPAddr, Status: status,
 			Draining: m.Draining, Voter: voter, OwnedPartitions: owned[m.ID], OutboundMoves: outbound[m.ID]})
 	}
 	return result

@@ -7,6 +7,7 @@ import (
 
 	"narad/chaos"
 	"narad/meta"
+	"narad/msg"
 )
 
 // Cadences of the membership work, in node milliseconds.
@@ -43,14 +44,6 @@ type clusterState struct {
 	// nextDeadCheckMs and nextJoinMs schedule the periodic work.
 	nextDeadCheckMs int64
 	nextJoinMs      int64
-}
-
-// PeerAddress is one voter of the metastore: node id, raft id and cluster
-// address.
-type PeerAddress struct {
-	ID          string
-	RaftID      uint64
-	ClusterAddr string
 }
 
 type heartbeatSeen struct {
@@ -114,27 +107,27 @@ func (n *Node) askToJoin() {
 	}
 	for _, peer := range n.cfg.Meta.Peers {
 		if peer.ID != n.cfg.NodeID {
-			n.send(peer.ID, Join{RaftID: self.RaftID, ClusterAddr: n.cfg.ClusterAddr, HTTPAddr: n.cfg.AdvertiseAddr})
+			n.send(peer.ID, msg.Join{RaftID: self.RaftID, ClusterAddr: n.cfg.ClusterAddr, HTTPAddr: n.cfg.AdvertiseAddr})
 		}
 	}
 }
 
 // stepJoin adds the sender as a voter if this node leads; otherwise it
 // relays the Join to the leader it knows.
-func (n *Node) stepJoin(from string, m Join) {
+func (n *Node) stepJoin(from string, m msg.Join) {
 	if n.meta.IsLeader() {
 		n.addVoter(from, m)
 		return
 	}
 	if leader, known := n.meta.Leader(); known && leader != from && leader != n.cfg.NodeID {
-		n.send(leader, JoinRelay{NodeID: from, Join: m})
+		n.send(leader, msg.JoinRelay{NodeID: from, Join: m})
 		chaos.Reached("node-join-relayed")
 	}
 }
 
 // stepJoinRelay adds the joiner a member relayed, if this node leads (a
 // relay that reaches a former leader is dropped: the joiner asks again).
-func (n *Node) stepJoinRelay(from string, m JoinRelay) {
+func (n *Node) stepJoinRelay(from string, m msg.JoinRelay) {
 	if n.meta.IsLeader() && m.NodeID != "" && m.NodeID != n.cfg.NodeID {
 		n.addVoter(m.NodeID, m.Join)
 	}
@@ -142,7 +135,7 @@ func (n *Node) stepJoinRelay(from string, m JoinRelay) {
 
 // stepJoinAccepted learns the voters' addresses while this node is not a
 // voter in its own replica yet.
-func (n *Node) stepJoinAccepted(m JoinAccepted) {
+func (n *Node) stepJoinAccepted(m msg.JoinAccepted) {
 	if _, voter := n.meta.State().PeerByNodeID(n.cfg.NodeID); voter || !n.cfg.Meta.Join {
 		return
 	}
@@ -157,9 +150,9 @@ func (n *Node) stepJoinAccepted(m JoinAccepted) {
 // addVoter proposes the joiner as a voter. One that is a voter already
 // still asks because it cannot reach the leader, or has not caught up:
 // it is told the voters.
-func (n *Node) addVoter(id string, m Join) {
+func (n *Node) addVoter(id string, m msg.Join) {
 	if _, voter := n.meta.State().PeerByNodeID(id); voter {
-		n.send(id, JoinAccepted{Voters: n.voterAddresses()})
+		n.send(id, msg.JoinAccepted{Voters: n.voterAddresses()})
 		return
 	}
 	_, err := n.meta.ProposeConfChange(meta.ConfChange{Kind: meta.AddVoter,
@@ -172,7 +165,7 @@ func (n *Node) addVoter(id string, m Join) {
 }
 
 // stepSubscribe registers a peer's interest in a topic's new records.
-func (n *Node) stepSubscribe(from string, m Subscribe) {
+func (n *Node) stepSubscribe(from string, m msg.Subscribe) {
 	subscribers := n.cluster.subscribers[m.Topic]
 	if subscribers == nil {
 		subscribers = map[string]int64{}
@@ -198,7 +191,7 @@ func (n *Node) notifySubscribers(topicName string) {
 			delete(subscribers, id)
 			continue
 		}
-		n.send(id, Notify{Topic: topicName})
+		n.send(id, msg.Notify{Topic: topicName})
 	}
 	if len(subscribers) == 0 {
 		delete(n.cluster.subscribers, topicName)
@@ -215,13 +208,13 @@ func (n *Node) subscribe(topicName string, owners []string) {
 			continue
 		}
 		n.cluster.subscribedUntilMs[key] = n.nowMs + forMs
-		n.send(owner, Subscribe{Topic: topicName, ForMs: forMs})
+		n.send(owner, msg.Subscribe{Topic: topicName, ForMs: forMs})
 	}
 }
 
 // stepNotify lets a parked long poll of the topic probe the owner that
 // has new records.
-func (n *Node) stepNotify(from string, m Notify) {
+func (n *Node) stepNotify(from string, m msg.Notify) {
 	delete(n.routing.peerDownUntilMs, from)
 	if !n.probeForNotify(m.Topic, from) {
 		pending := n.cluster.notified[m.Topic]
@@ -235,11 +228,31 @@ func (n *Node) stepNotify(from string, m Notify) {
 }
 
 // voterAddresses lists the voters of this replica's state, by raft id.
-func (n *Node) voterAddresses() []PeerAddress {
+func (n *Node) voterAddresses() []msg.PeerAddress {
 	peers := n.meta.State().Peers()
-	voters := make([]PeerAddress, len(peers))
+	voters := make([]msg.PeerAddress, len(peers))
 	for i, peer := range peers {
-		voters[i] = PeerAddress{ID: peer.ID, RaftID: peer.RaftID, ClusterAddr: peer.ClusterAddr}
+		voters[i] = msg.PeerAddress{ID: peer.ID, RaftID: peer.RaftID, ClusterAddr: peer.ClusterAddr}
 	}
 	return voters
+}
+
+// ClusterAddrs maps the id of every other node this node knows of (the
+// configured peers, the metastore's voters and members) to its cluster
+// address, so the driver can reach the To of any Envelope it is handed.
+func (n *Node) ClusterAddrs() map[string]string {
+	addrs := map[string]string{}
+	for _, peer := range n.meta.KnownPeers() {
+		addrs[peer.ID] = peer.ClusterAddr
+	}
+	for _, peer := range n.meta.State().Peers() {
+		addrs[peer.ID] = peer.ClusterAddr
+	}
+	for _, member := range n.meta.State().Members() {
+		if member.ClusterAddr != "" {
+			addrs[member.ID] = member.ClusterAddr
+		}
+	}
+	delete(addrs, n.cfg.NodeID)
+	return addrs
 }

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"narad/meta"
+	"narad/msg"
 )
 
 // metaDir names the metastore's work in a Ready's Syncs (traces, logs).
@@ -53,13 +54,13 @@ func (n *Node) addMetaReady(rd *Ready) {
 	metaReady := n.meta.Ready()
 	n.metaReady = &metaReady
 	rd.Syncs = append(rd.Syncs, Sync{Dir: metaDir, meta: n.meta, metaReady: n.metaReady})
-	for _, msg := range metaReady.Messages {
-		peer, ok := n.meta.PeerByRaftID(msg.GetTo())
+	for _, message := range metaReady.Messages {
+		peer, ok := n.meta.PeerByRaftID(message.GetTo())
 		if !ok {
-			n.observer.Event("raft-unknown-peer", fmt.Sprintf("raft id %d", msg.GetTo()))
+			n.observer.Event("raft-unknown-peer", fmt.Sprintf("raft id %d", message.GetTo()))
 			continue
 		}
-		rd.Messages = append(rd.Messages, Envelope{From: n.cfg.NodeID, To: peer.ID, Message: RaftMessage{Message: msg}})
+		rd.Messages = append(rd.Messages, msg.Envelope{From: n.cfg.NodeID, To: peer.ID, Message: msg.RaftMessage{Message: message}})
 	}
 }
 

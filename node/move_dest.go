@@ -6,6 +6,7 @@ import (
 
 	"narad/chaos"
 	"narad/meta"
+	"narad/msg"
 	"narad/storage"
 )
 
@@ -59,7 +60,7 @@ type moveSession struct {
 	stagedDir string
 	// state is the source's last reported state (final once Frozen);
 	// haveState is false until the first report of the current pass.
-	state     MoveSourceState
+	state     msg.MoveSourceState
 	haveState bool
 	// reached is set by the first answer from the source; lastContactMs
 	// is the time of the latest one, lastProgressMs of the latest step
@@ -257,9 +258,9 @@ func (n *Node) stepCopy(s *moveSession, then func()) {
 
 // request sends a move request to the source; the reply reaches handle
 // only if the session is still the current one.
-func (n *Node) request(s *moveSession, req Request, handle func(Reply)) {
+func (n *Node) request(s *moveSession, req msg.Request, handle func(msg.Reply)) {
 	s.busy = true
-	n.forward(s.source, req, n.cfg.ForwardTimeoutMs, func(reply Reply) {
+	n.forward(s.source, req, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) {
 		if n.moves[s.key] != s {
 			return
 		}
@@ -276,9 +277,9 @@ func (n *Node) request(s *moveSession, req Request, handle func(Reply)) {
 // frozen for it (then the state is final and may be promoted), never for
 // a move the source has not yet seen replaced (seed 2698).
 func (n *Node) requestStatus(s *moveSession) {
-	request := MoveStatus{Topic: s.key.topic, Partition: s.key.index, Target: n.cfg.NodeID, MoveStartedAtMs: s.moveStartedAtMs}
-	n.request(s, request, func(reply Reply) {
-		state, ok := reply.Result.(MoveSourceState)
+	request := msg.MoveStatus{Topic: s.key.topic, Partition: s.key.index, Target: n.cfg.NodeID, MoveStartedAtMs: s.moveStartedAtMs}
+	n.request(s, request, func(reply msg.Reply) {
+		state, ok := reply.Result.(msg.MoveSourceState)
 		if reply.Err != nil || !ok {
 			return // retried at the next tick
 		}
@@ -288,7 +289,7 @@ func (n *Node) requestStatus(s *moveSession) {
 
 // statusArrived ends a CatchUp pass: hand off once the lag is small, the
 // passes are used up, or the lag stopped shrinking.
-func (n *Node) statusArrived(s *moveSession, state MoveSourceState) {
+func (n *Node) statusArrived(s *moveSession, state msg.MoveSourceState) {
 	first := !s.haveState
 	s.state, s.haveState = state, true
 	if s.phase != phaseCatchUp {
@@ -322,10 +323,10 @@ func (n *Node) lagBytes(s *moveSession) int64 {
 }
 
 func (n *Node) readChunk(s *moveSession, base uint64, position int64) {
-	n.request(s, MoveRead{Topic: s.key.topic, Partition: s.key.index, Base: base, Position: position}, func(reply Reply) {
-		chunk, ok := reply.Result.(MoveChunk)
+	n.request(s, msg.MoveRead{Topic: s.key.topic, Partition: s.key.index, Base: base, Position: position}, func(reply msg.Reply) {
+		chunk, ok := reply.Result.(msg.MoveChunk)
 		switch {
-		case CodeOf(reply.Err) == CodeGone:
+		case msg.CodeOf(reply.Err) == msg.CodeGone:
 			n.restartSession(s, reply.Err)
 		case reply.Err != nil || !ok || len(chunk.Data) == 0:
 			return // retried at the next tick
@@ -354,8 +355,8 @@ func (n *Node) restartSession(s *moveSession, cause error) {
 }
 
 func (n *Node) requestFreeze(s *moveSession) {
-	n.request(s, MoveFreeze{Topic: s.key.topic, Partition: s.key.index, Target: n.cfg.NodeID, MoveStartedAtMs: s.moveStartedAtMs}, func(reply Reply) {
-		state, ok := reply.Result.(MoveSourceState)
+	n.request(s, msg.MoveFreeze{Topic: s.key.topic, Partition: s.key.index, Target: n.cfg.NodeID, MoveStartedAtMs: s.moveStartedAtMs}, func(reply msg.Reply) {
+		state, ok := reply.Result.(msg.MoveSourceState)
 		if reply.Err != nil || !ok || !state.Frozen {
 			return // retried at the next tick
 		}
@@ -492,10 +493,10 @@ func (n *Node) addMoveJobs(rd *Ready) {
 
 // MoveSessions describes the moves into this node that run here, sorted
 // by topic and partition (the simulator aims its faults at their phases).
-func (n *Node) MoveSessions() []Move {
-	var out []Move
+func (n *Node) MoveSessions() []msg.Move {
+	var out []msg.Move
 	for _, key := range n.sessionKeys() {
-		entry := Move{Topic: key.topic, Partition: key.index, From: n.moves[key].source, To: n.cfg.NodeID,
+		entry := msg.Move{Topic: key.topic, Partition: key.index, From: n.moves[key].source, To: n.cfg.NodeID,
 			StartedAtMs: n.moves[key].startedAtMs}
 		n.fillProgress(&entry)
 		out = append(out, entry)

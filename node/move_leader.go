@@ -7,6 +7,7 @@ import (
 	"narad/chaos"
 	"narad/meta"
 	"narad/move"
+	"narad/msg"
 )
 
 // The leader's share of moves: it runs the planner (package move) past
@@ -125,9 +126,9 @@ func (n *Node) handLeadershipOver() {
 // decommission starts or cancels a member's drain. A cancel also aborts
 // the moves off the member whose destination has not copied a byte yet
 // (handleOutcomes calls abortUncopiedMoves once the cancel applied).
-func (n *Node) decommission(id RequestID, r Decommission) {
+func (n *Node) decommission(id msg.RequestID, r msg.Decommission) {
 	if _, ok := n.meta.State().Member(r.ID); !ok {
-		n.reply(id, nil, NotFound("member %q not found", r.ID))
+		n.reply(id, nil, msg.NotFound("member %q not found", r.ID))
 		return
 	}
 	kind := proposalDecommission
@@ -140,7 +141,7 @@ func (n *Node) decommission(id RequestID, r Decommission) {
 // abortUncopiedMoves aborts the moves off a member that no destination
 // has started copying: a cancelled drain keeps what already moves.
 func (n *Node) abortUncopiedMoves(member string) {
-	n.gatherMoves(false, func(result MovesResult) {
+	n.gatherMoves(false, func(result msg.MovesResult) {
 		for _, m := range result.Moves {
 			if m.From != member || m.BytesCopied > 0 || (m.Phase != "" && m.Phase != phaseCatchUp.String()) {
 				continue
@@ -154,17 +155,17 @@ func (n *Node) abortUncopiedMoves(member string) {
 
 // listMovesRouted lists the moves of the applied state with the progress
 // their destinations report.
-func (n *Node) listMovesRouted(id RequestID) {
-	n.gatherMoves(localOnly(id), func(result MovesResult) { n.reply(id, result, nil) })
+func (n *Node) listMovesRouted(id msg.RequestID) {
+	n.gatherMoves(localOnly(id), func(result msg.MovesResult) { n.reply(id, result, nil) })
 }
 
 // gatherMoves lists the moves of the applied state with this node's
 // progress and, unless local, the progress the other destinations report.
-func (n *Node) gatherMoves(local bool, done func(MovesResult)) {
-	result := MovesResult{Moves: []Move{}}
+func (n *Node) gatherMoves(local bool, done func(msg.MovesResult)) {
+	result := msg.MovesResult{Moves: []msg.Move{}}
 	targets := []string{}
 	for _, m := range n.meta.State().Moves() {
-		entry := Move{Topic: m.Topic, Partition: m.Partition, From: m.Owner, To: m.Target, StartedAtMs: m.StartedAtMs}
+		entry := msg.Move{Topic: m.Topic, Partition: m.Partition, From: m.Owner, To: m.Target, StartedAtMs: m.StartedAtMs}
 		n.fillProgress(&entry)
 		result.Moves = append(result.Moves, entry)
 		if m.Target != n.cfg.NodeID && !contains(targets, m.Target) && n.ownerAvailable(m.Target, nil) {
@@ -177,8 +178,8 @@ func (n *Node) gatherMoves(local bool, done func(MovesResult)) {
 	}
 	pending := len(targets)
 	for _, target := range targets {
-		n.forward(target, ListMoves{}, n.cfg.ForwardTimeoutMs, func(reply Reply) {
-			if theirs, ok := reply.Result.(MovesResult); ok && reply.Err == nil {
+		n.forward(target, msg.ListMoves{}, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) {
+			if theirs, ok := reply.Result.(msg.MovesResult); ok && reply.Err == nil {
 				mergeProgress(result.Moves, target, theirs.Moves)
 			}
 			pending--
@@ -190,7 +191,7 @@ func (n *Node) gatherMoves(local bool, done func(MovesResult)) {
 }
 
 // fillProgress adds this node's session progress to a move into it.
-func (n *Node) fillProgress(entry *Move) {
+func (n *Node) fillProgress(entry *msg.Move) {
 	s, ok := n.moves[partitionKey{entry.Topic, entry.Partition}]
 	if !ok || entry.To != n.cfg.NodeID {
 		return
@@ -202,7 +203,7 @@ func (n *Node) fillProgress(entry *Move) {
 }
 
 // mergeProgress copies a destination's progress into the list.
-func mergeProgress(moves []Move, target string, theirs []Move) {
+func mergeProgress(moves []msg.Move, target string, theirs []msg.Move) {
 	for _, m := range theirs {
 		for i := range moves {
 			if moves[i].Topic == m.Topic && moves[i].Partition == m.Partition && moves[i].To == target && m.Phase != "" {

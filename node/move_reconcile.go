@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"narad/chaos"
+	"narad/msg"
 )
 
 // movesFromHere lists the partitions this node owns that have a move under
@@ -51,7 +52,7 @@ func (n *Node) letGo(p *partition, newOwner string) {
 		n.moveObserver.FreezeEnded(n.nowMs - p.frozenAtMs)
 	}
 	n.observer.Event("partition-moved-away", fmt.Sprintf("%s now owned by %s", p.dir, newOwner))
-	n.failDependents(p, errorf(CodeNotOwner, "partition %d of %s moved to %s", p.key.index, p.key.topic, newOwner))
+	n.failDependents(p, msg.NotOwner("partition %d of %s moved to %s", p.key.index, p.key.topic, newOwner))
 	if err := n.store.Close(p.dir); err != nil && !isClosed(err) {
 		n.observer.Event("log-close-failed", fmt.Sprintf("%s: %v", p.dir, err))
 	}

@@ -6,6 +6,7 @@ import (
 
 	"narad/chaos"
 	"narad/meta"
+	"narad/msg"
 	"narad/storage"
 )
 
@@ -23,10 +24,10 @@ func (n *Node) writable() error {
 	member, ok := n.meta.State().Member(n.cfg.NodeID)
 	switch {
 	case !ok || !member.Alive:
-		return Unavailable("node %s is not an alive member; retry on another node", n.cfg.NodeID)
+		return msg.Unavailable("node %s is not an alive member; retry on another node", n.cfg.NodeID)
 	case n.nowMs-member.LastHeartbeatMs >= n.cfg.MemberDeadAfterMs/2:
 		chaos.Reached("node-write-fenced")
-		return Unavailable("node %s lost contact with the metastore; retry on another node", n.cfg.NodeID)
+		return msg.Unavailable("node %s lost contact with the metastore; retry on another node", n.cfg.NodeID)
 	}
 	return nil
 }
@@ -42,8 +43,8 @@ func (n *Node) frozen(t *topic, index int) bool {
 	return n.ownedHere(t, index) && n.movingAtStart[key] && t.assignments[index].Target != ""
 }
 
-func frozenError(t *topic, index int) *Error {
-	return Unavailable("partition %d of %s is frozen for a move; retry", index, t.info.Name)
+func frozenError(t *topic, index int) *msg.Error {
+	return msg.Unavailable("partition %d of %s is frozen for a move; retry", index, t.info.Name)
 }
 
 // ownedLog returns the open log of a partition this node owns, for the
@@ -54,7 +55,7 @@ func (n *Node) ownedLog(topicName string, index int) (*topic, *partition, *stora
 		return nil, nil, nil, err
 	}
 	if index < 0 || index >= t.info.Partitions {
-		return nil, nil, nil, Invalid("invalid partition")
+		return nil, nil, nil, msg.Invalid("invalid partition")
 	}
 	if !n.ownedHere(t, index) {
 		return nil, nil, nil, notOwner(t, index)
@@ -62,23 +63,23 @@ func (n *Node) ownedLog(topicName string, index int) (*topic, *partition, *stora
 	p := n.partitionOf(t, index)
 	log, err := n.openLog(t, p)
 	if err != nil {
-		return nil, nil, nil, Unavailable("partition %d of %s is unavailable: %v", index, topicName, err)
+		return nil, nil, nil, msg.Unavailable("partition %d of %s is unavailable: %v", index, topicName, err)
 	}
 	return t, p, log, nil
 }
 
 // sourceState describes what a move copies from p now, for the move to
 // target started at startedAtMs: Frozen only if p is frozen for that move.
-func (n *Node) sourceState(p *partition, log *storage.Log, target string, startedAtMs int64) MoveSourceState {
+func (n *Node) sourceState(p *partition, log *storage.Log, target string, startedAtMs int64) msg.MoveSourceState {
 	frozen := p.frozenFor != "" && p.frozenFor == target && p.frozenMoveStartedAtMs == startedAtMs
-	state := MoveSourceState{HWM: log.HWM(), Committed: min(p.leases.Committed(), log.HWM()), Frozen: frozen}
+	state := msg.MoveSourceState{HWM: log.HWM(), Committed: min(p.leases.Committed(), log.HWM()), Frozen: frozen}
 	for _, s := range log.Segments() {
-		state.Segments = append(state.Segments, MoveSegment{Base: s.Base, Size: s.Size, Sealed: s.Sealed})
+		state.Segments = append(state.Segments, msg.MoveSegment{Base: s.Base, Size: s.Size, Sealed: s.Sealed})
 	}
 	return state
 }
 
-func (n *Node) moveStatus(r MoveStatus) (any, error) {
+func (n *Node) moveStatus(r msg.MoveStatus) (msg.Result, error) {
 	_, p, log, err := n.ownedLog(r.Topic, r.Partition)
 	if err != nil {
 		return nil, err
@@ -86,7 +87,7 @@ func (n *Node) moveStatus(r MoveStatus) (any, error) {
 	return n.sourceState(p, log, r.Target, r.MoveStartedAtMs), nil
 }
 
-func (n *Node) moveRead(r MoveRead) (any, error) {
+func (n *Node) moveRead(r msg.MoveRead) (msg.Result, error) {
 	_, _, log, err := n.ownedLog(r.Topic, r.Partition)
 	if err != nil {
 		return nil, err
@@ -94,22 +95,22 @@ func (n *Node) moveRead(r MoveRead) (any, error) {
 	buf := make([]byte, n.cfg.Log.ChunkBytesMax)
 	read, err := log.ReadChunk(r.Base, r.Position, buf)
 	if errors.Is(err, storage.ErrNoSegment) || errors.Is(err, storage.ErrChunkPosition) {
-		return nil, Gone("segment %d at %d is gone from partition %d of %s (retention?): %v", r.Base, r.Position, r.Partition, r.Topic, err)
+		return nil, msg.Gone("segment %d at %d is gone from partition %d of %s (retention?): %v", r.Base, r.Position, r.Partition, r.Topic, err)
 	}
 	if err != nil {
-		return nil, Unavailable("read of partition %d of %s failed: %v", r.Partition, r.Topic, err)
+		return nil, msg.Unavailable("read of partition %d of %s failed: %v", r.Partition, r.Topic, err)
 	}
-	return MoveChunk{Data: buf[:read]}, nil
+	return msg.MoveChunk{Data: buf[:read]}, nil
 }
 
 // moveFreeze freezes the partition for the move to r.Target. The answer
 // leaves once every record accepted before the freeze is durable: with
 // unsynced records pending it waits for this Ready's sync round.
-func (n *Node) moveFreeze(id RequestID, r MoveFreeze) {
+func (n *Node) moveFreeze(id msg.RequestID, r msg.MoveFreeze) {
 	t, p, log, err := n.ownedLog(r.Topic, r.Partition)
 	if err == nil {
 		if a := t.assignments[r.Partition]; a.Target != r.Target || a.MoveStartedAtMs != r.MoveStartedAtMs {
-			err = Conflict("partition %d of %s is not moving to %s (move of %d) here yet", r.Partition, r.Topic, r.Target, r.MoveStartedAtMs)
+			err = msg.Conflict("partition %d of %s is not moving to %s (move of %d) here yet", r.Partition, r.Topic, r.Target, r.MoveStartedAtMs)
 		}
 	}
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"narad/chaos"
+	"narad/msg"
 	"narad/storage"
 )
 
@@ -118,11 +119,11 @@ func (n *Node) sweepStaleCopies() {
 			continue
 		}
 		n.sweeper.asked[key] = true
-		check := MoveSweepCheck{Topic: key.topic, Partition: key.index}
-		done := func(reply Reply) { n.verdictArrived(key, reply) }
+		check := msg.MoveSweepCheck{Topic: key.topic, Partition: key.index}
+		done := func(reply msg.Reply) { n.verdictArrived(key, reply) }
 		if leader == n.cfg.NodeID {
 			result, err := n.moveVerdict(check)
-			done(Reply{Result: result, Err: err})
+			done(msg.Reply{Result: result, Err: err})
 			continue
 		}
 		n.forward(leader, check, n.cfg.ForwardTimeoutMs, done)
@@ -143,22 +144,22 @@ func (n *Node) mayBeStale(key partitionKey) bool {
 }
 
 // moveVerdict answers a sweep check on the leader.
-func (n *Node) moveVerdict(r MoveSweepCheck) (any, error) {
+func (n *Node) moveVerdict(r msg.MoveSweepCheck) (msg.Result, error) {
 	if !n.meta.IsLeader() || !n.meta.Barrier() {
-		return nil, Unavailable("not the metadata leader past its barrier")
+		return nil, msg.Unavailable("not the metadata leader past its barrier")
 	}
 	a, ok := n.meta.State().Assignment(r.Topic, r.Partition)
 	if !ok {
-		return nil, NotFound("partition %d of %s not found", r.Partition, r.Topic)
+		return nil, msg.NotFound("partition %d of %s not found", r.Partition, r.Topic)
 	}
-	return MoveVerdict{Owner: a.Owner, Target: a.Target, AppliedIndex: n.meta.AppliedIndex()}, nil
+	return msg.MoveVerdict{Owner: a.Owner, Target: a.Target, AppliedIndex: n.meta.AppliedIndex()}, nil
 }
 
 // verdictArrived deletes the copy if the leader's verdict, this replica
 // and the local state all agree it is stale.
-func (n *Node) verdictArrived(key partitionKey, reply Reply) {
+func (n *Node) verdictArrived(key partitionKey, reply msg.Reply) {
 	delete(n.sweeper.asked, key)
-	verdict, ok := reply.Result.(MoveVerdict)
+	verdict, ok := reply.Result.(msg.MoveVerdict)
 	if reply.Err != nil || !ok || verdict.Owner == n.cfg.NodeID || verdict.Target == n.cfg.NodeID {
 		return
 	}

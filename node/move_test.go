@@ -9,6 +9,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 
 	"narad/meta"
+	"narad/msg"
 )
 
 // startMove proposes a move through the leader and settles.
@@ -43,12 +44,12 @@ func TestAMoveCopiesTheLogAndFlipsOwnership(t *testing.T) {
 	for i := range 50 {
 		require.NoError(t, c.do(source, producePinned("t", 0, fmt.Sprintf("r%d", i))).Err)
 	}
-	got := c.do(source, Consume{Topic: "t", Partition: 0, Max: 10})
+	got := c.do(source, msg.Consume{Topic: "t", Partition: 0, Max: 10})
 	handles := []string{}
-	for _, m := range got.Result.(ConsumeResult).Messages {
+	for _, m := range got.Result.(msg.ConsumeResult).Messages {
 		handles = append(handles, m.ReceiptHandle)
 	}
-	require.NoError(t, c.do(source, Ack{Topic: "t", Handles: handles[:5], Action: AckCommit, Batch: true}).Err)
+	require.NoError(t, c.do(source, msg.Ack{Topic: "t", Handles: handles[:5], Action: msg.AckCommit, Batch: true}).Err)
 
 	c.startMove(leader, "t", 0, target)
 	c.tickUntil(100, 100, func() bool { return c.owners(leader, "t")[0] == target })
@@ -58,16 +59,16 @@ func TestAMoveCopiesTheLogAndFlipsOwnership(t *testing.T) {
 	require.False(t, served, "the source let the partition go")
 
 	for i := range 50 {
-		replayed := c.do(source, Replay{Topic: "t", Partition: 0, Offset: uint64(i)})
+		replayed := c.do(source, msg.Replay{Topic: "t", Partition: 0, Offset: uint64(i)})
 		require.NoError(t, replayed.Err)
-		require.Equal(t, fmt.Sprintf("r%d", i), string(replayed.Result.(ReplayResult).Message.Payload))
+		require.Equal(t, fmt.Sprintf("r%d", i), string(replayed.Result.(msg.ReplayResult).Message.Payload))
 	}
-	next := c.do(target, Consume{Topic: "t", Partition: 0})
-	require.Equal(t, uint64(5), next.Result.(ConsumeResult).Messages[0].Offset,
+	next := c.do(target, msg.Consume{Topic: "t", Partition: 0})
+	require.Equal(t, uint64(5), next.Result.(msg.ConsumeResult).Messages[0].Offset,
 		"the committed offset moved with the log; reserved but unacked records are redelivered")
 	produced := c.do(source, producePinned("t", 0, "after"))
 	require.NoError(t, produced.Err)
-	require.Equal(t, uint64(50), produced.Result.(ProduceResult).Records[0].Offset, "the new owner appends after the copy")
+	require.Equal(t, uint64(50), produced.Result.(msg.ProduceResult).Records[0].Offset, "the new owner appends after the copy")
 
 	c.tickUntil(1_000, 30, func() bool {
 		_, err := c.nodes[source].fs.Stat(PartitionDir("t", 0))
@@ -92,26 +93,26 @@ func TestAFrozenPartitionReroutesProduce(t *testing.T) {
 	c.startMove(leader, "t", 0, target)
 	frozen := c.nodes[source].partitions[partitionKey{"t", 0}]
 	started, _ := c.nodes[source].meta.State().Assignment("t", 0)
-	c.nodes[source].moveFreeze(forwardedRequestBit|999, MoveFreeze{Topic: "t", Partition: 0, Target: target, MoveStartedAtMs: started.MoveStartedAtMs})
+	c.nodes[source].moveFreeze(forwardedRequestBit|999, msg.MoveFreeze{Topic: "t", Partition: 0, Target: target, MoveStartedAtMs: started.MoveStartedAtMs})
 	c.nodes[source].routing.incoming[forwardedRequestBit|999] = incoming{from: target, id: 1}
 	c.settle()
 	require.Equal(t, target, frozen.frozenFor)
 
 	for i := range 6 {
-		id := c.send(source, Produce{Topic: "t", Records: []ProduceRecord{{Partition: PartitionNone, Payload: fmt.Appendf(nil, "k%d", i)}}})
+		id := c.send(source, msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Payload: fmt.Appendf(nil, "k%d", i)}}})
 		reply := c.await(id, 100, 30) // a record headed for the cut node waits out one forward timeout
 		require.NoError(t, reply.Err)
-		require.NotEqual(t, 0, reply.Result.(ProduceResult).Records[0].Partition, "the frozen partition takes no record")
+		require.NotEqual(t, 0, reply.Result.(msg.ProduceResult).Records[0].Partition, "the frozen partition takes no record")
 		c.tick(10)
 	}
-	require.Equal(t, CodeUnavailable, CodeOf(c.do(source, producePinned("t", 0, "pinned")).Err))
-	held := c.do(source, Consume{Topic: "t", Partition: 0})
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(c.do(source, producePinned("t", 0, "pinned")).Err))
+	held := c.do(source, msg.Consume{Topic: "t", Partition: 0})
 	require.NoError(t, held.Err)
-	require.Empty(t, held.Result.(ConsumeResult).Messages, "a frozen partition delivers nothing: its acks would be refused")
+	require.Empty(t, held.Result.(msg.ConsumeResult).Messages, "a frozen partition delivers nothing: its acks would be refused")
 
 	c.tickUntil(1_000, 40, func() bool { return frozen.frozenFor == "" })
-	resumed := c.do(source, Consume{Topic: "t", Partition: 0})
-	require.Len(t, resumed.Result.(ConsumeResult).Messages, 1, "deliveries resume with the abort")
+	resumed := c.do(source, msg.Consume{Topic: "t", Partition: 0})
+	require.Len(t, resumed.Result.(msg.ConsumeResult).Messages, 1, "deliveries resume with the abort")
 	a, _ := c.nodes[leader].meta.State().Assignment("t", 0)
 	require.Equal(t, meta.Assignment{Owner: source}, a, "the freeze TTL aborted the move")
 	require.NoError(t, c.do(source, producePinned("t", 0, "resumed")).Err, "writes resume once the abort applied")
@@ -138,9 +139,9 @@ func TestAJoinedNodeReceivesItsShare(t *testing.T) {
 		require.Equal(t, 2, c.holding(leader, "t", id), "eight partitions over four nodes")
 	}
 	for i := range 8 {
-		replayed := c.do("n4", Replay{Topic: "t", Partition: i, Offset: 0})
+		replayed := c.do("n4", msg.Replay{Topic: "t", Partition: i, Offset: 0})
 		require.NoError(t, replayed.Err)
-		require.Equal(t, fmt.Sprintf("r%d", i), string(replayed.Result.(ReplayResult).Message.Payload), "every record moved with its partition")
+		require.Equal(t, fmt.Sprintf("r%d", i), string(replayed.Result.(msg.ReplayResult).Message.Payload), "every record moved with its partition")
 	}
 }
 
@@ -154,7 +155,7 @@ func TestDecommissionDrainsANodeAndRetiresItsVote(t *testing.T) {
 		require.NoError(t, c.do(leader, producePinned("t", i, fmt.Sprintf("r%d", i))).Err)
 	}
 	leaving := c.otherThan(leader)
-	require.NoError(t, c.do(c.otherThan(leader, leaving), Decommission{ID: leaving}).Err)
+	require.NoError(t, c.do(c.otherThan(leader, leaving), msg.Decommission{ID: leaving}).Err)
 	c.tickUntil(100, 300, func() bool {
 		_, voter := c.nodes[leader].meta.State().PeerByNodeID(leaving)
 		return !voter
@@ -163,14 +164,14 @@ func TestDecommissionDrainsANodeAndRetiresItsVote(t *testing.T) {
 	require.Len(t, c.nodes[leader].meta.State().Peers(), 3)
 	member, _ := c.nodes[leader].meta.State().Member(leaving)
 	require.True(t, member.Draining, "the drain flag stays: the node receives nothing again")
-	for _, listed := range c.do(leader, ListMembers{}).Result.(MembersResult).Members {
+	for _, listed := range c.do(leader, msg.ListMembers{}).Result.(msg.MembersResult).Members {
 		require.Equal(t, listed.ID != leaving, listed.Voter, "members list who votes: %+v", listed)
 	}
 	for i := range 8 {
-		replayed := c.do(leader, Replay{Topic: "t", Partition: i, Offset: 0})
-		require.Equal(t, fmt.Sprintf("r%d", i), string(replayed.Result.(ReplayResult).Message.Payload))
+		replayed := c.do(leader, msg.Replay{Topic: "t", Partition: i, Offset: 0})
+		require.Equal(t, fmt.Sprintf("r%d", i), string(replayed.Result.(msg.ReplayResult).Message.Payload))
 	}
-	require.Equal(t, CodeNotFound, CodeOf(c.do(leader, Decommission{ID: "nobody"}).Err))
+	require.Equal(t, msg.CodeNotFound, msg.CodeOf(c.do(leader, msg.Decommission{ID: "nobody"}).Err))
 }
 
 // TestASourceRestartedMidMoveStaysFrozen: a source that answered a freeze
@@ -189,13 +190,13 @@ func TestASourceRestartedMidMoveStaysFrozen(t *testing.T) {
 	c.startMove(leader, "t", 0, target)
 	c.nodes[source].routing.incoming[forwardedRequestBit|7] = incoming{from: target, id: 1}
 	started, _ := c.nodes[source].meta.State().Assignment("t", 0)
-	c.nodes[source].moveFreeze(forwardedRequestBit|7, MoveFreeze{Topic: "t", Partition: 0, Target: target, MoveStartedAtMs: started.MoveStartedAtMs})
+	c.nodes[source].moveFreeze(forwardedRequestBit|7, msg.MoveFreeze{Topic: "t", Partition: 0, Target: target, MoveStartedAtMs: started.MoveStartedAtMs})
 	c.settle()
 
 	c.crash(source)
 	c.tick(100)
 	refused := c.do(source, producePinned("t", 0, "after restart")).Err
-	require.Equal(t, CodeUnavailable, CodeOf(refused), "still frozen after the restart: %v", refused)
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(refused), "still frozen after the restart: %v", refused)
 	c.tickUntil(1_000, 60, func() bool {
 		a, _ := c.nodes[leader].meta.State().Assignment("t", 0)
 		return a.Target == ""
@@ -216,8 +217,8 @@ func TestADestinationCrashAfterInstallStillFlips(t *testing.T) {
 	for i := range 20 {
 		require.NoError(t, c.do(source, producePinned("t", 0, fmt.Sprintf("r%d", i))).Err)
 	}
-	c.drop = func(env Envelope) bool { // the target's proposals never reach the leader
-		raft, ok := env.Message.(RaftMessage)
+	c.drop = func(env msg.Envelope) bool { // the target's proposals never reach the leader
+		raft, ok := env.Message.(msg.RaftMessage)
 		return ok && env.From == target && raft.Message.GetType() == raftpb.MsgProp
 	}
 	c.startMove(leader, "t", 0, target)
@@ -232,9 +233,9 @@ func TestADestinationCrashAfterInstallStillFlips(t *testing.T) {
 	c.tickUntil(100, 200, func() bool { return c.owners(leader, "t")[0] == target })
 	c.tick(100)
 	for i := range 20 {
-		replayed := c.do(source, Replay{Topic: "t", Partition: 0, Offset: uint64(i)})
+		replayed := c.do(source, msg.Replay{Topic: "t", Partition: 0, Offset: uint64(i)})
 		require.NoError(t, replayed.Err)
-		require.Equal(t, fmt.Sprintf("r%d", i), string(replayed.Result.(ReplayResult).Message.Payload))
+		require.Equal(t, fmt.Sprintf("r%d", i), string(replayed.Result.(msg.ReplayResult).Message.Payload))
 	}
 }
 
@@ -247,18 +248,18 @@ func TestCancelledDecommissionAbortsMovesNotYetCopying(t *testing.T) {
 	leaving := c.otherThan(leader)
 	before := c.holding(leader, "t", leaving)
 	require.Positive(t, before)
-	c.drop = func(env Envelope) bool { // no destination gets to copy
-		forward, ok := env.Message.(ForwardRequest)
+	c.drop = func(env msg.Envelope) bool { // no destination gets to copy
+		forward, ok := env.Message.(msg.ForwardRequest)
 		if !ok {
 			return false
 		}
-		_, status := forward.Request.(MoveStatus)
+		_, status := forward.Request.(msg.MoveStatus)
 		return status
 	}
-	require.NoError(t, c.do(leader, Decommission{ID: leaving}).Err)
+	require.NoError(t, c.do(leader, msg.Decommission{ID: leaving}).Err)
 	c.tick(1_100) // a planning round
 	require.NotEmpty(t, c.nodes[leader].meta.State().Moves(), "the drain started moves")
-	require.NoError(t, c.do(leader, Decommission{ID: leaving, Cancel: true}).Err)
+	require.NoError(t, c.do(leader, msg.Decommission{ID: leaving, Cancel: true}).Err)
 	c.tick(100)
 	require.Empty(t, c.nodes[leader].meta.State().Moves(), "moves that had not started copying were aborted")
 	require.Equal(t, before, c.holding(leader, "t", leaving))
@@ -273,7 +274,7 @@ func TestADecommissionedNodeIsNotReady(t *testing.T) {
 	leader := c.elect()
 	leaving := c.otherThan(leader)
 	require.NoError(t, c.nodes[leaving].Serving())
-	require.NoError(t, c.do(leader, Decommission{ID: leaving}).Err)
+	require.NoError(t, c.do(leader, msg.Decommission{ID: leaving}).Err)
 	c.tickUntil(100, 300, func() bool { return c.nodes[leaving].Serving() != nil })
 	_, voter := c.nodes[leader].meta.State().PeerByNodeID(leaving)
 	require.False(t, voter)
@@ -294,9 +295,9 @@ func TestADestinationNeverPromotesAStateThatWasNotFrozen(t *testing.T) {
 	for i := range 20 {
 		require.NoError(t, c.do(source, producePinned("t", partition, fmt.Sprintf("r%d", i))).Err)
 	}
-	c.drop = func(env Envelope) bool { // the freeze never reaches the source
-		forward, ok := env.Message.(ForwardRequest)
-		_, freeze := forward.Request.(MoveFreeze)
+	c.drop = func(env msg.Envelope) bool { // the freeze never reaches the source
+		forward, ok := env.Message.(msg.ForwardRequest)
+		_, freeze := forward.Request.(msg.MoveFreeze)
 		return ok && freeze
 	}
 	const forcePromoteAfterMs = 5_000
@@ -333,9 +334,9 @@ func TestAStaleFlipOfAReplacedMoveFails(t *testing.T) {
 	source := c.owners(leader, "t")[partition]
 	target := c.otherThan(source, leader)
 	require.NoError(t, c.do(source, producePinned("t", partition, "before")).Err)
-	var held []Envelope // the target's proposals, held back
-	c.drop = func(env Envelope) bool {
-		raft, ok := env.Message.(RaftMessage)
+	var held []msg.Envelope // the target's proposals, held back
+	c.drop = func(env msg.Envelope) bool {
+		raft, ok := env.Message.(msg.RaftMessage)
 		if ok && env.From == target && raft.Message.GetType() == raftpb.MsgProp {
 			held = append(held, env)
 			return true
@@ -383,13 +384,13 @@ func TestAStatusAnswerSaysFrozenOnlyForTheAskingMove(t *testing.T) {
 	c.startMove(leader, "t", 0, target)
 	started, _ := c.nodes[source].meta.State().Assignment("t", 0)
 	c.nodes[source].routing.incoming[forwardedRequestBit|5] = incoming{from: target, id: 1}
-	c.nodes[source].moveFreeze(forwardedRequestBit|5, MoveFreeze{Topic: "t", Partition: 0, Target: target, MoveStartedAtMs: started.MoveStartedAtMs})
+	c.nodes[source].moveFreeze(forwardedRequestBit|5, msg.MoveFreeze{Topic: "t", Partition: 0, Target: target, MoveStartedAtMs: started.MoveStartedAtMs})
 	c.settle()
 
-	status := func(asker string, startedAtMs int64) MoveSourceState {
-		result, err := c.nodes[source].moveStatus(MoveStatus{Topic: "t", Partition: 0, Target: asker, MoveStartedAtMs: startedAtMs})
+	status := func(asker string, startedAtMs int64) msg.MoveSourceState {
+		result, err := c.nodes[source].moveStatus(msg.MoveStatus{Topic: "t", Partition: 0, Target: asker, MoveStartedAtMs: startedAtMs})
 		require.NoError(t, err)
-		return result.(MoveSourceState)
+		return result.(msg.MoveSourceState)
 	}
 	require.True(t, status(target, started.MoveStartedAtMs).Frozen, "frozen for the move that asks: a final state")
 	require.False(t, status(target, started.MoveStartedAtMs+1).Frozen, "another move to the same target")

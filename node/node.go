@@ -8,6 +8,7 @@ import (
 
 	"narad/chaos"
 	"narad/meta"
+	"narad/msg"
 	"narad/storage"
 )
 
@@ -79,10 +80,10 @@ type Node struct {
 	// dirty holds the partitions with unsynced records or offsets;
 	// dependents maps a partition to the indexes in replies that must not
 	// succeed unless that partition's sync round does.
-	replies    []Reply
+	replies    []msg.Reply
 	dirty      map[partitionKey]*partition
 	dependents map[partitionKey][]int
-	messages   []Envelope
+	messages   []msg.Envelope
 
 	// round counts the Readys handed out: the boundary of a sync round.
 	round uint64
@@ -234,39 +235,39 @@ func (n *Node) NextDeadlineMs() int64 {
 // (immediately for most requests; after the sync round for a produce;
 // when records arrive or the wait ends for a long poll). The id must be at
 // most RequestIDDriverMax.
-func (n *Node) Handle(id RequestID, req Request) {
+func (n *Node) Handle(id msg.RequestID, req msg.Request) {
 	assert(id <= RequestIDDriverMax, "node: driver request id %d is above RequestIDDriverMax", id)
 	n.handle(id, req)
 }
 
 // handle serves a request from a client, a peer (forwarded) or this node
 // (an internal part).
-func (n *Node) handle(id RequestID, req Request) {
+func (n *Node) handle(id msg.RequestID, req msg.Request) {
 	if n.holdForTopic(id, req) {
 		return
 	}
 	switch r := req.(type) {
-	case CreateTopic:
+	case msg.CreateTopic:
 		n.createTopic(id, r)
-	case ListTopics:
+	case msg.ListTopics:
 		n.answer(id)(n.listTopics(r))
-	case GetTopic:
+	case msg.GetTopic:
 		n.getTopicRouted(id, r)
-	case AlterTopic:
+	case msg.AlterTopic:
 		n.alterTopic(id, r)
-	case DeleteTopic:
+	case msg.DeleteTopic:
 		n.deleteTopic(id, r)
-	case Produce:
+	case msg.Produce:
 		n.produce(id, r)
-	case Consume:
+	case msg.Consume:
 		n.consume(id, r)
-	case Replay:
+	case msg.Replay:
 		n.replayRouted(id, r)
-	case Ack:
+	case msg.Ack:
 		n.ackRouted(id, r)
-	case ListMembers:
+	case msg.ListMembers:
 		n.reply(id, n.listMembers(), nil)
-	case ListMoves:
+	case msg.ListMoves:
 		n.listMovesRouted(id)
 	default:
 		n.handleMoveRequest(id, req)
@@ -275,32 +276,32 @@ func (n *Node) handle(id RequestID, req Request) {
 
 // handleMoveRequest serves the requests of the move protocol, which only
 // other nodes send, and decommission.
-func (n *Node) handleMoveRequest(id RequestID, req Request) {
-	if r, ok := req.(Decommission); ok {
+func (n *Node) handleMoveRequest(id msg.RequestID, req msg.Request) {
+	if r, ok := req.(msg.Decommission); ok {
 		n.decommission(id, r)
 		return
 	}
 	if !localOnly(id) {
-		n.reply(id, nil, Invalid("%T is a request between nodes", req))
+		n.reply(id, nil, msg.Invalid("%T is a request between nodes", req))
 		return
 	}
 	switch r := req.(type) {
-	case MoveStatus:
+	case msg.MoveStatus:
 		n.answer(id)(n.moveStatus(r))
-	case MoveRead:
+	case msg.MoveRead:
 		n.answer(id)(n.moveRead(r))
-	case MoveFreeze:
+	case msg.MoveFreeze:
 		n.moveFreeze(id, r)
-	case MoveSweepCheck:
+	case msg.MoveSweepCheck:
 		n.answer(id)(n.moveVerdict(r))
 	default:
-		n.reply(id, nil, Invalid("unknown request type %T", req))
+		n.reply(id, nil, msg.Invalid("unknown request type %T", req))
 	}
 }
 
 // Cancel drops a parked long poll; a request that was already answered or
 // is not parked is unaffected.
-func (n *Node) Cancel(id RequestID) {
+func (n *Node) Cancel(id msg.RequestID) {
 	n.held = slices.DeleteFunc(n.held, func(h heldRequest) bool { return h.id == id })
 	if w, ok := n.waiters.get(id); ok {
 		n.waiters.remove(id)
@@ -312,7 +313,7 @@ func (n *Node) Cancel(id RequestID) {
 // metastore; forwarded requests are served and their replies routed back;
 // subscriptions and notifications wake long polls across nodes; a join
 // asks the leader to add a voter.
-func (n *Node) Step(env Envelope) error {
+func (n *Node) Step(env msg.Envelope) error {
 	if env.To != n.cfg.NodeID || env.From == "" || env.From == n.cfg.NodeID {
 		return fmt.Errorf("node %s: message %T from %q to %q is misaddressed", n.cfg.NodeID, env.Message, env.From, env.To)
 	}
@@ -320,21 +321,21 @@ func (n *Node) Step(env Envelope) error {
 	// peer reachable one way only lets the next forward time out again.
 	delete(n.routing.peerDownUntilMs, env.From)
 	switch m := env.Message.(type) {
-	case RaftMessage:
+	case msg.RaftMessage:
 		return n.meta.Step(m.Message)
-	case ForwardRequest:
+	case msg.ForwardRequest:
 		n.stepForwardRequest(env.From, m)
-	case ForwardReply:
+	case msg.ForwardReply:
 		n.stepForwardReply(env.From, m)
-	case Subscribe:
+	case msg.Subscribe:
 		n.stepSubscribe(env.From, m)
-	case Notify:
+	case msg.Notify:
 		n.stepNotify(env.From, m)
-	case Join:
+	case msg.Join:
 		n.stepJoin(env.From, m)
-	case JoinRelay:
+	case msg.JoinRelay:
 		n.stepJoinRelay(env.From, m)
-	case JoinAccepted:
+	case msg.JoinAccepted:
 		n.stepJoinAccepted(m)
 	default:
 		return fmt.Errorf("node %s: unknown peer message %T from %s", n.cfg.NodeID, env.Message, env.From)
@@ -412,16 +413,16 @@ func (n *Node) Advance(rd Ready) {
 
 // answer returns a function that queues the reply to id, so that a
 // handler's (result, error) pair can be passed straight through.
-func (n *Node) answer(id RequestID) func(any, error) {
-	return func(result any, err error) { n.reply(id, result, err) }
+func (n *Node) answer(id msg.RequestID) func(msg.Result, error) {
+	return func(result msg.Result, err error) { n.reply(id, result, err) }
 }
 
-func (n *Node) reply(id RequestID, result any, err error) {
+func (n *Node) reply(id msg.RequestID, result msg.Result, err error) {
 	if err != nil {
-		n.replies = append(n.replies, Reply{ID: id, Err: err})
+		n.replies = append(n.replies, msg.Reply{ID: id, Err: err})
 		return
 	}
-	n.replies = append(n.replies, Reply{ID: id, Result: result})
+	n.replies = append(n.replies, msg.Reply{ID: id, Result: result})
 }
 
 // Close persists every changed committed consumer offset and closes the
@@ -504,7 +505,7 @@ func (n *Node) ReleaseWaiters() {
 	n.draining = true
 	for _, w := range n.waiters.popExpired(maxTimeMs) {
 		n.observer.ConsumeWait(w.request.Topic, "cancelled", n.nowMs-w.parkedAtMs)
-		n.reply(w.id, ConsumeResult{Messages: []Message{}, Batch: w.request.Max > 0}, nil)
+		n.reply(w.id, msg.ConsumeResult{Messages: []msg.Message{}, Batch: w.request.Max > 0}, nil)
 	}
 }
 

@@ -1,12 +1,14 @@
 package node
 
+import "narad/msg"
+
 // Observer receives the node's countable events: the host turns them into
 // Prometheus metrics and log lines, the simulator into its report. Calls
 // happen on the node's goroutine and must not call back into the node.
 type Observer interface {
 	Produced(topic string, partition int, records int, bytes int64)
 	Consumed(topic string, partition int, records int, bytes int64)
-	Acked(topic string, action AckAction, outcome string)
+	Acked(topic string, action msg.AckAction, outcome string)
 	// ConsumeWait reports how a consume ended (hit, timeout, cancelled,
 	// no_wait) and how long it was parked.
 	ConsumeWait(topic, outcome string, waitedMs int64)
@@ -23,7 +25,7 @@ type NopObserver struct{}
 
 func (NopObserver) Produced(string, int, int, int64)            {}
 func (NopObserver) Consumed(string, int, int, int64)            {}
-func (NopObserver) Acked(string, AckAction, string)             {}
+func (NopObserver) Acked(string, msg.AckAction, string)         {}
 func (NopObserver) ConsumeWait(string, string, int64)           {}
 func (NopObserver) CorruptSkipped(string, int)                  {}
 func (NopObserver) ConsumerDropped(string, int, uint64)         {}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"narad/msg"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -20,14 +22,14 @@ func TestOpenLogsCapServesEveryPartition(t *testing.T) {
 	h.cfg.OpenLogsMax = openLogsTestMax
 	h.restart()
 	const partitions = 30
-	h.createTopic("many", func(c *CreateTopic) { c.Partitions = partitions })
-	h.createTopic("wide", func(c *CreateTopic) { c.Partitions = partitions })
+	h.createTopic("many", func(c *msg.CreateTopic) { c.Partitions = partitions })
+	h.createTopic("wide", func(c *msg.CreateTopic) { c.Partitions = partitions })
 
-	wide := Produce{Topic: "wide"}
+	wide := msg.Produce{Topic: "wide"}
 	for index := range openLogsTestMax + 1 {
-		wide.Records = append(wide.Records, ProduceRecord{Partition: index, Payload: []byte("wide")})
+		wide.Records = append(wide.Records, msg.ProduceRecord{Partition: index, Payload: []byte("wide")})
 	}
-	h.fail(wide, CodeUnavailable)
+	h.fail(wide, msg.CodeUnavailable)
 	require.LessOrEqual(t, h.node.Stats().OpenLogs, openLogsTestMax)
 
 	for index := range partitions {
@@ -36,18 +38,18 @@ func TestOpenLogsCapServesEveryPartition(t *testing.T) {
 		require.LessOrEqual(t, h.node.Stats().OpenLogs, openLogsTestMax)
 	}
 	for index := range partitions {
-		result := h.ok(Consume{Topic: "many", Partition: index}).(ConsumeResult)
+		result := h.ok(msg.Consume{Topic: "many", Partition: index}).(msg.ConsumeResult)
 		if len(result.Messages) == 0 {
 			// Every open log held an unpersisted committed offset: the
 			// refused open scheduled their persist, so a retry succeeds.
-			result = h.ok(Consume{Topic: "many", Partition: index}).(ConsumeResult)
+			result = h.ok(msg.Consume{Topic: "many", Partition: index}).(msg.ConsumeResult)
 		}
 		require.Len(t, result.Messages, 1, "partition %d", index)
 		require.Equal(t, fmt.Sprintf("record %d", index), string(result.Messages[0].Payload))
-		reply := h.do(Ack{Topic: "many", Handles: []string{result.Messages[0].ReceiptHandle}, Action: AckCommit})
+		reply := h.do(msg.Ack{Topic: "many", Handles: []string{result.Messages[0].ReceiptHandle}, Action: msg.AckCommit})
 		if reply.Err != nil {
-			require.Equal(t, CodeUnavailable, CodeOf(reply.Err), "%v", reply.Err)
-			require.NoError(t, h.ackHandle("many", result.Messages[0].ReceiptHandle, AckCommit))
+			require.Equal(t, msg.CodeUnavailable, msg.CodeOf(reply.Err), "%v", reply.Err)
+			require.NoError(t, h.ackHandle("many", result.Messages[0].ReceiptHandle, msg.AckCommit))
 		}
 		require.LessOrEqual(t, h.node.Stats().OpenLogs, openLogsTestMax)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"narad/chaos"
+	"narad/msg"
 	"narad/node/lease"
 	"narad/storage"
 )
@@ -41,7 +42,7 @@ type partition struct {
 	abortProposed bool
 	// freezeReplies are MoveFreeze requests answered once the records
 	// accepted before the freeze are durable (at Advance).
-	freezeReplies []RequestID
+	freezeReplies []msg.RequestID
 }
 
 // PartitionDir is the directory of a partition's log on its owner's disk.
@@ -117,7 +118,7 @@ func (n *Node) makeRoomForLog() error {
 			// once it is persisted: the next sync round does that.
 			n.scheduleCommitPersist()
 			chaos.Reached("node-open-logs-full")
-			return Unavailable("this node has %d partition logs open, each with unsynced data: retry", n.store.OpenMax())
+			return msg.Unavailable("this node has %d partition logs open, each with unsynced data: retry", n.store.OpenMax())
 		}
 		if err := n.store.Close(dir); err != nil {
 			n.observer.Event("log-evict-failed", err.Error())
@@ -174,14 +175,14 @@ func (n *Node) failLog(p *partition, cause error) {
 	n.observer.Event("log-failed", fmt.Sprintf("%s: %v", p.dir, cause))
 	_ = n.store.Close(p.dir) // the log is failed; its close error adds nothing
 	p.log = nil
-	n.failDependents(p, Unavailable("partition %d of %s: storage failed, retry: %s", p.key.index, p.key.topic, storageCause(cause)))
+	n.failDependents(p, msg.Unavailable("partition %d of %s: storage failed, retry: %s", p.key.index, p.key.topic, storageCause(cause)))
 }
 
 // failDependents replaces the queued replies that depended on p's sync
 // round with err, and forgets p's pending sync.
-func (n *Node) failDependents(p *partition, err *Error) {
+func (n *Node) failDependents(p *partition, err *msg.Error) {
 	for _, i := range n.dependents[p.key] {
-		n.replies[i] = Reply{ID: n.replies[i].ID, Err: err}
+		n.replies[i] = msg.Reply{ID: n.replies[i].ID, Err: err}
 	}
 	for _, id := range p.freezeReplies {
 		n.reply(id, nil, err)

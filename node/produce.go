@@ -5,13 +5,14 @@ import (
 	"hash/fnv"
 
 	"narad/chaos"
+	"narad/msg"
 	"narad/storage"
 )
 
 // produce places the records and appends those this node owns; records
 // owned by other nodes travel there (route_produce.go). The reply leaves
 // only with the sync round of every touched partition, wherever it is.
-func (n *Node) produce(id RequestID, r Produce) {
+func (n *Node) produce(id msg.RequestID, r msg.Produce) {
 	t, placements, err := n.placeRecords(r, localOnly(id))
 	if err == nil && !localOnly(id) {
 		err = checkValidatedSchema(t, r)
@@ -33,7 +34,7 @@ func (n *Node) produce(id RequestID, r Produce) {
 // reply so that it leaves only with the sync round of every touched
 // partition (the driver persists the Ready's Syncs before it sends its
 // Replies).
-func (n *Node) produceLocal(id RequestID, t *topic, r Produce, placements []Placement) {
+func (n *Node) produceLocal(id msg.RequestID, t *topic, r msg.Produce, placements []msg.Placement) {
 	touched := map[partitionKey]*partition{}
 	for i, rec := range r.Records {
 		p := n.partitionOf(t, placements[i].Partition)
@@ -56,7 +57,7 @@ func (n *Node) produceLocal(id RequestID, t *topic, r Produce, placements []Plac
 	if len(touched) > 1 {
 		chaos.Reached("node-batch-spans-partitions")
 	}
-	n.reply(id, ProduceResult{Records: placements, Batch: r.Batch}, nil)
+	n.reply(id, msg.ProduceResult{Records: placements, Batch: r.Batch}, nil)
 	replyIndex := len(n.replies) - 1
 	for _, p := range sortedValues(touched) {
 		n.dependents[p.key] = append(n.dependents[p.key], replyIndex)
@@ -68,15 +69,15 @@ func (n *Node) produceLocal(id RequestID, t *topic, r Produce, placements []Plac
 // anything is written, so that bad input changes nothing. A request served
 // locally only (forwarded here) must name partitions this node owns; any
 // other request is routed around owners that are down or unreachable.
-func (n *Node) placeRecords(r Produce, local bool) (*topic, []Placement, error) {
+func (n *Node) placeRecords(r msg.Produce, local bool) (*topic, []msg.Placement, error) {
 	t, err := n.topic(r.Topic)
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(r.Records) == 0 || len(r.Records) > ProduceBatchRecordsMax {
-		return nil, nil, Invalid("a produce carries 1 to %d records, got %d", ProduceBatchRecordsMax, len(r.Records))
+	if len(r.Records) == 0 || len(r.Records) > msg.ProduceBatchRecordsMax {
+		return nil, nil, msg.Invalid("a produce carries 1 to %d records, got %d", msg.ProduceBatchRecordsMax, len(r.Records))
 	}
-	placements := make([]Placement, len(r.Records))
+	placements := make([]msg.Placement, len(r.Records))
 	var payloadBytes int
 	for i, rec := range r.Records {
 		if err := n.checkRecord(t, rec); err != nil {
@@ -87,8 +88,8 @@ func (n *Node) placeRecords(r Produce, local bool) (*topic, []Placement, error) 
 			return nil, nil, err
 		}
 	}
-	if payloadBytes > ProduceBatchBytesMax {
-		return nil, nil, TooLarge("request body too large")
+	if payloadBytes > msg.ProduceBatchBytesMax {
+		return nil, nil, msg.TooLarge("request body too large")
 	}
 	return t, placements, nil
 }
@@ -106,7 +107,7 @@ func (n *Node) localWriteRefusal(t *topic, index int) error {
 }
 
 // placeRecord picks one record's partition.
-func (n *Node) placeRecord(t *topic, rec ProduceRecord, local bool) (int, error) {
+func (n *Node) placeRecord(t *topic, rec msg.ProduceRecord, local bool) (int, error) {
 	preferred := n.choosePartition(t, rec)
 	if local {
 		return preferred, n.localWriteRefusal(t, preferred)
@@ -118,24 +119,24 @@ func (n *Node) placeRecord(t *topic, rec ProduceRecord, local bool) (int, error)
 	return index, err
 }
 
-func (n *Node) checkRecord(t *topic, rec ProduceRecord) error {
-	if rec.Partition != PartitionNone && (rec.Partition < 0 || rec.Partition >= t.info.Partitions) {
-		return Invalid("invalid partition %d: topic %s has %d partitions", rec.Partition, t.info.Name, t.info.Partitions)
+func (n *Node) checkRecord(t *topic, rec msg.ProduceRecord) error {
+	if rec.Partition != msg.PartitionNone && (rec.Partition < 0 || rec.Partition >= t.info.Partitions) {
+		return msg.Invalid("invalid partition %d: topic %s has %d partitions", rec.Partition, t.info.Name, t.info.Partitions)
 	}
-	if len(rec.Key) > KeyBytesMax {
-		return Invalid("key is %d bytes, at most %d allowed", len(rec.Key), KeyBytesMax)
+	if len(rec.Key) > msg.KeyBytesMax {
+		return msg.Invalid("key is %d bytes, at most %d allowed", len(rec.Key), msg.KeyBytesMax)
 	}
-	if len(rec.Payload) > MessageBytesMax {
-		return TooLarge("request body too large")
+	if len(rec.Payload) > msg.MessageBytesMax {
+		return msg.TooLarge("request body too large")
 	}
 	return nil
 }
 
 // choosePartition: an explicit partition, else the FNV-1a hash of the key,
 // else round-robin.
-func (n *Node) choosePartition(t *topic, rec ProduceRecord) int {
+func (n *Node) choosePartition(t *topic, rec msg.ProduceRecord) int {
 	switch {
-	case rec.Partition != PartitionNone:
+	case rec.Partition != msg.PartitionNone:
 		return rec.Partition
 	case len(rec.Key) > 0:
 		h := fnv.New32a()
@@ -174,19 +175,19 @@ func (n *Node) nextStickyPartition(t *topic) int {
 	return start
 }
 
-func (n *Node) append(t *topic, p *partition, rec ProduceRecord) (uint64, error) {
+func (n *Node) append(t *topic, p *partition, rec msg.ProduceRecord) (uint64, error) {
 	log, err := n.openLog(t, p)
 	if err != nil {
-		return 0, Unavailable("partition %d of %s is unavailable: %s", p.key.index, t.info.Name, storageCause(err))
+		return 0, msg.Unavailable("partition %d of %s is unavailable: %s", p.key.index, t.info.Name, storageCause(err))
 	}
 	offset, err := log.Append(storage.Record{Key: rec.Key, TimeMs: n.nowMs, Payload: rec.Payload})
 	if errors.Is(err, storage.ErrRecordTooLarge) {
-		return 0, TooLarge("request body too large")
+		return 0, msg.TooLarge("request body too large")
 	}
 	if err != nil {
 		chaos.Reached("node-append-failed")
 		n.failLog(p, err)
-		return 0, Unavailable("produce failed: %s", storageCause(err))
+		return 0, msg.Unavailable("produce failed: %s", storageCause(err))
 	}
 	n.observer.Produced(t.info.Name, p.key.index, 1, int64(len(rec.Payload)))
 	n.appendObserver.Appended(t.info.Name, p.key.index, offset)

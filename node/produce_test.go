@@ -1,6 +1,7 @@
 package node
 
 import (
+	"narad/msg"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -11,7 +12,7 @@ import (
 func TestProduceReplyWaitsForItsSyncRound(t *testing.T) {
 	h := newHarness(t)
 	h.createTopic("orders")
-	h.node.Handle(100, Produce{Topic: "orders", Records: []ProduceRecord{{Partition: 0, Payload: []byte("x")}}})
+	h.node.Handle(100, msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Partition: 0, Payload: []byte("x")}}})
 	rd := h.node.Ready()
 	require.Len(t, rd.Syncs, 1, "the produce needs one sync round")
 	require.True(t, rd.Syncs[0].Data())
@@ -29,7 +30,7 @@ func TestProduceGroupCommitSharesOneSyncPerPartition(t *testing.T) {
 	h := newHarness(t)
 	h.createTopic("orders")
 	for i := range 10 {
-		h.node.Handle(RequestID(100+i), Produce{Topic: "orders", Records: []ProduceRecord{{Partition: i % 2, Payload: []byte("x")}}})
+		h.node.Handle(msg.RequestID(100+i), msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Partition: i % 2, Payload: []byte("x")}}})
 	}
 	rd := h.node.Ready()
 	require.Len(t, rd.Syncs, 2, "ten produces on two partitions share two sync rounds")
@@ -40,7 +41,7 @@ func TestProducePlacement(t *testing.T) {
 	h := newHarness(t)
 	h.createTopic("orders")
 	keyed := func(key string) int {
-		result := h.ok(Produce{Topic: "orders", Records: []ProduceRecord{{Key: []byte(key), Partition: PartitionNone, Payload: []byte("v")}}}).(ProduceResult)
+		result := h.ok(msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Key: []byte(key), Partition: msg.PartitionNone, Payload: []byte("v")}}}).(msg.ProduceResult)
 		return result.Records[0].Partition
 	}
 	first := keyed("customer-7")
@@ -49,7 +50,7 @@ func TestProducePlacement(t *testing.T) {
 	}
 	seen := map[int]int{}
 	for range 9 {
-		seen[h.produce("orders", PartitionNone, "keyless").Partition]++
+		seen[h.produce("orders", msg.PartitionNone, "keyless").Partition]++
 	}
 	require.Equal(t, map[int]int{0: 3, 1: 3, 2: 3}, seen, "keyless records go round-robin")
 	require.Equal(t, 2, h.produce("orders", 2, "pinned").Partition)
@@ -58,13 +59,13 @@ func TestProducePlacement(t *testing.T) {
 func TestProduceOffsetsAreConsecutive(t *testing.T) {
 	h := newHarness(t)
 	h.createTopic("orders")
-	records := make([]ProduceRecord, 5)
+	records := make([]msg.ProduceRecord, 5)
 	for i := range records {
-		records[i] = ProduceRecord{Partition: 1, Payload: []byte{byte(i)}}
+		records[i] = msg.ProduceRecord{Partition: 1, Payload: []byte{byte(i)}}
 	}
-	result := h.ok(Produce{Topic: "orders", Records: records, Batch: true}).(ProduceResult)
+	result := h.ok(msg.Produce{Topic: "orders", Records: records, Batch: true}).(msg.ProduceResult)
 	for i, placement := range result.Records {
-		require.Equal(t, Placement{Partition: 1, Offset: uint64(i)}, placement)
+		require.Equal(t, msg.Placement{Partition: 1, Offset: uint64(i)}, placement)
 	}
 	require.True(t, result.Batch)
 }
@@ -72,22 +73,22 @@ func TestProduceOffsetsAreConsecutive(t *testing.T) {
 func TestProduceRejectsBadInputAndWritesNothing(t *testing.T) {
 	h := newHarness(t)
 	h.createTopic("orders")
-	good := ProduceRecord{Partition: 0, Payload: []byte("ok")}
-	h.fail(Produce{Topic: "missing", Records: []ProduceRecord{good}}, CodeNotFound)
-	h.fail(Produce{Topic: "orders"}, CodeInvalid)
-	h.fail(Produce{Topic: "orders", Records: []ProduceRecord{good, {Partition: 3, Payload: []byte("x")}}}, CodeInvalid)
-	h.fail(Produce{Topic: "orders", Records: []ProduceRecord{good, {Partition: 0, Payload: make([]byte, MessageBytesMax+1)}}}, CodeTooLarge)
-	h.fail(Produce{Topic: "orders", Records: []ProduceRecord{{Partition: 0, Key: make([]byte, KeyBytesMax+1), Payload: []byte("x")}}}, CodeInvalid)
-	h.fail(Produce{Topic: "orders", Records: make([]ProduceRecord, ProduceBatchRecordsMax+1)}, CodeInvalid)
+	good := msg.ProduceRecord{Partition: 0, Payload: []byte("ok")}
+	h.fail(msg.Produce{Topic: "missing", Records: []msg.ProduceRecord{good}}, msg.CodeNotFound)
+	h.fail(msg.Produce{Topic: "orders"}, msg.CodeInvalid)
+	h.fail(msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{good, {Partition: 3, Payload: []byte("x")}}}, msg.CodeInvalid)
+	h.fail(msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{good, {Partition: 0, Payload: make([]byte, msg.MessageBytesMax+1)}}}, msg.CodeTooLarge)
+	h.fail(msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Partition: 0, Key: make([]byte, msg.KeyBytesMax+1), Payload: []byte("x")}}}, msg.CodeInvalid)
+	h.fail(msg.Produce{Topic: "orders", Records: make([]msg.ProduceRecord, msg.ProduceBatchRecordsMax+1)}, msg.CodeInvalid)
 	require.Equal(t, uint64(0), h.stats("orders", 0).HighWatermark, "a refused batch writes none of its records")
 }
 
 func TestLargestRecordFits(t *testing.T) {
 	h := newHarness(t)
 	h.createTopic("orders")
-	h.ok(Produce{Topic: "orders", Records: []ProduceRecord{{Partition: 0, Key: make([]byte, KeyBytesMax), Payload: make([]byte, MessageBytesMax)}}})
-	result := h.ok(Replay{Topic: "orders", Partition: 0, Offset: 0}).(ReplayResult)
-	require.Len(t, result.Message.Payload, MessageBytesMax)
+	h.ok(msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Partition: 0, Key: make([]byte, msg.KeyBytesMax), Payload: make([]byte, msg.MessageBytesMax)}}})
+	result := h.ok(msg.Replay{Topic: "orders", Partition: 0, Offset: 0}).(msg.ReplayResult)
+	require.Len(t, result.Message.Payload, msg.MessageBytesMax)
 }
 
 func TestAcknowledgedProduceSurvivesCrash(t *testing.T) {
@@ -97,14 +98,14 @@ func TestAcknowledgedProduceSurvivesCrash(t *testing.T) {
 		h.produce("orders", i%3, "durable")
 	}
 	// A produce whose sync round never ran must not be answered.
-	h.node.Handle(999, Produce{Topic: "orders", Records: []ProduceRecord{{Partition: 0, Payload: []byte("lost")}}})
+	h.node.Handle(999, msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Partition: 0, Payload: []byte("lost")}}})
 	h.crash()
 	total := uint64(0)
 	for p := range 3 {
 		total += h.stats("orders", p).HighWatermark
 	}
 	require.GreaterOrEqual(t, total, uint64(20), "every acknowledged record survives a crash")
-	require.NotContains(t, h.replies, RequestID(999))
+	require.NotContains(t, h.replies, msg.RequestID(999))
 }
 
 // TestBatchWhoseSecondAppendFailsChangesNothingDurable: a write fault on
@@ -118,10 +119,10 @@ func TestBatchWhoseSecondAppendFailsChangesNothingDurable(t *testing.T) {
 	h.createTopic("orders")
 	h.produce("orders", 0, "before")
 	h.fs.FailNext(storage.FaultWrite, storage.ErrNoSpace, 1)
-	records := []ProduceRecord{{Partition: 0, Payload: []byte("b")}, {Partition: 0, Payload: []byte("c")}}
-	h.fail(Produce{Topic: "orders", Records: records, Batch: true}, CodeUnavailable)
+	records := []msg.ProduceRecord{{Partition: 0, Payload: []byte("b")}, {Partition: 0, Payload: []byte("c")}}
+	h.fail(msg.Produce{Topic: "orders", Records: records, Batch: true}, msg.CodeUnavailable)
 	h.produce("orders", 0, "after")
-	result := h.ok(Replay{Topic: "orders", Partition: 0, Offset: 0}).(ReplayResult)
+	result := h.ok(msg.Replay{Topic: "orders", Partition: 0, Offset: 0}).(msg.ReplayResult)
 	require.Equal(t, "before", string(result.Message.Payload), "the failed log reopens from disk with what was durable")
 }
 
@@ -133,8 +134,8 @@ func TestStorageErrorsNameNoPath(t *testing.T) {
 	h.restart()
 	h.createTopic("orders")
 	h.fs.FailNext(storage.FaultWrite, storage.ErrNoSpace, 1)
-	records := []ProduceRecord{{Partition: 0, Payload: []byte("b")}, {Partition: 0, Payload: []byte("c")}}
-	e := h.fail(Produce{Topic: "orders", Records: records, Batch: true}, CodeUnavailable)
+	records := []msg.ProduceRecord{{Partition: 0, Payload: []byte("b")}, {Partition: 0, Payload: []byte("c")}}
+	e := h.fail(msg.Produce{Topic: "orders", Records: records, Batch: true}, msg.CodeUnavailable)
 	require.Contains(t, e.Message, "no space left")
 	require.NotContains(t, e.Message, PartitionDir("orders", 0))
 	require.NotContains(t, e.Message, topicsDir+"/")

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"narad/meta"
+	"narad/msg"
 )
 
 // proposalKind says what a proposal answers when its outcome arrives.
@@ -36,7 +37,7 @@ const (
 // so each has a deadline after which the client gets a retryable error.
 type pendingProposal struct {
 	kind    proposalKind
-	request RequestID // 0 for the node's own proposals (heartbeats)
+	request msg.RequestID // 0 for the node's own proposals (heartbeats)
 	topic   string
 	// proposedAtMs and deadlineMs are in node time.
 	proposedAtMs int64
@@ -45,7 +46,7 @@ type pendingProposal struct {
 
 // propose sends cmd to the metastore on behalf of request id. On failure
 // the client is answered at once (503: no leader here).
-func (n *Node) propose(id RequestID, kind proposalKind, topicName string, cmd meta.Command) {
+func (n *Node) propose(id msg.RequestID, kind proposalKind, topicName string, cmd meta.Command) {
 	proposal, err := n.meta.Propose(cmd)
 	if err != nil && id == 0 {
 		n.observer.Event("proposal-failed", fmt.Sprintf("%T: %v", cmd, err))
@@ -60,19 +61,19 @@ func (n *Node) propose(id RequestID, kind proposalKind, topicName string, cmd me
 		proposedAtMs: n.nowMs, deadlineMs: n.nowMs + n.cfg.ProposalTimeoutMs}
 }
 
-func proposeError(err error) *Error {
+func proposeError(err error) *msg.Error {
 	var notLeader *meta.NotLeaderError
 	switch {
 	case errors.As(err, &notLeader):
-		return Unavailable("this node is not the metadata leader (the leader is %s); retry there", notLeader.LeaderID)
+		return msg.Unavailable("this node is not the metadata leader (the leader is %s); retry there", notLeader.LeaderID)
 	case errors.Is(err, meta.ErrNoLeader):
-		return Unavailable("no metadata leader; retry")
+		return msg.Unavailable("no metadata leader; retry")
 	case errors.Is(err, meta.ErrInvalidCommand):
-		return Invalid("%v", err)
+		return msg.Invalid("%v", err)
 	case errors.Is(err, meta.ErrCommandTooLarge):
-		return TooLarge("%v", err)
+		return msg.TooLarge("%v", err)
 	}
-	return Unavailable("metadata proposal failed: %v", err)
+	return msg.Unavailable("metadata proposal failed: %v", err)
 }
 
 // handleOutcomes answers the proposals the metastore applied.
@@ -92,13 +93,13 @@ func (n *Node) handleOutcomes(outcomes []meta.Outcome) {
 	}
 }
 
-func (n *Node) proposalResult(pending *pendingProposal, applyErr error) (any, error) {
+func (n *Node) proposalResult(pending *pendingProposal, applyErr error) (msg.Result, error) {
 	if pending.kind == proposalUser {
 		return nil, userApplyError(pending.topic, applyErr)
 	}
 	decommission := pending.kind == proposalDecommission || pending.kind == proposalCancelDecommission
 	if applyErr != nil && decommission && errors.Is(applyErr, meta.ErrMemberNotFound) {
-		return nil, NotFound("member %q not found", pending.topic)
+		return nil, msg.NotFound("member %q not found", pending.topic)
 	}
 	if applyErr != nil {
 		return nil, applyError(pending.topic, applyErr)
@@ -113,31 +114,31 @@ func (n *Node) proposalResult(pending *pendingProposal, applyErr error) (any, er
 	t, ok := n.lookupTopic(pending.topic)
 	if !ok {
 		// A delete applied in the same batch, after this change.
-		return nil, NotFound("topic %q not found", pending.topic)
+		return nil, msg.NotFound("topic %q not found", pending.topic)
 	}
 	return t.info, nil
 }
 
-func applyError(topicName string, err error) *Error {
+func applyError(topicName string, err error) *msg.Error {
 	switch {
 	case errors.As(err, new(*meta.SchemaEvolutionError)):
-		return Invalid("%s", strings.TrimPrefix(err.Error(), "meta: "))
+		return msg.Invalid("%s", strings.TrimPrefix(err.Error(), "meta: "))
 	case errors.Is(err, meta.ErrGuardFailed):
-		return Conflict("topic %q changed meanwhile; retry: %v", topicName, err)
+		return msg.Conflict("topic %q changed meanwhile; retry: %v", topicName, err)
 	case errors.Is(err, meta.ErrSchemaSpace):
-		return TooLarge("%v", err)
+		return msg.TooLarge("%v", err)
 	case errors.Is(err, meta.ErrTopicExists):
-		return Conflict("topic already exists")
+		return msg.Conflict("topic already exists")
 	case errors.Is(err, meta.ErrLimitReached):
-		return Conflict("%s; add nodes or delete topics", strings.TrimPrefix(err.Error(), "meta: limit reached: "))
+		return msg.Conflict("%s; add nodes or delete topics", strings.TrimPrefix(err.Error(), "meta: limit reached: "))
 	case errors.Is(err, meta.ErrTopicNotFound):
-		return NotFound("topic %q not found", topicName)
+		return msg.NotFound("topic %q not found", topicName)
 	case errors.Is(err, meta.ErrInvalidCommand):
-		return Invalid("%v", err)
+		return msg.Invalid("%v", err)
 	case errors.Is(err, meta.ErrMemberNotFound):
-		return Unavailable("a chosen owner left the cluster; retry: %v", err)
+		return msg.Unavailable("a chosen owner left the cluster; retry: %v", err)
 	}
-	return Internal("metadata change failed: %v", err)
+	return msg.Internal("metadata change failed: %v", err)
 }
 
 // expireProposals answers the proposals whose outcome did not arrive in
@@ -155,7 +156,7 @@ func (n *Node) expireProposals() {
 		pending := n.proposals[id]
 		delete(n.proposals, id)
 		if pending.request != 0 {
-			n.reply(pending.request, nil, Unavailable("metadata change timed out; it may still apply: check, then retry"))
+			n.reply(pending.request, nil, msg.Unavailable("metadata change timed out; it may still apply: check, then retry"))
 		}
 	}
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"narad/meta"
+	"narad/msg"
 	"narad/storage"
 )
 
@@ -9,8 +10,8 @@ import (
 // Syncs, then deliver Messages and Replies, then call Advance.
 type Ready struct {
 	Syncs    []Sync
-	Messages []Envelope
-	Replies  []Reply
+	Messages []msg.Envelope
+	Replies  []msg.Reply
 	// Jobs are long disk work (a move's install and verification) for the
 	// driver to run off the loop once this Ready was handled: Job.Run on
 	// any goroutine, then JobDone on the loop. A job of a node that
@@ -18,7 +19,7 @@ type Ready struct {
 	Jobs []Job
 	// internal are the replies to this node's own parts of split
 	// requests: Advance hands them to their continuations.
-	internal []Reply
+	internal []msg.Reply
 }
 
 // Sync is one partition's sync round: its new records (data) and/or its
@@ -65,13 +66,6 @@ func (s Sync) Data() bool { return s.data }
 
 // Records is how many appended records the round makes durable.
 func (s Sync) Records() int { return s.records }
-
-// Envelope carries a message between nodes. Message types are added by the
-// cluster; a single node sends none.
-type Envelope struct {
-	From, To string
-	Message  any
-}
 
 // CommittedSync reports whether the round persists the committed consumer
 // offset.

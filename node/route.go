@@ -1,6 +1,10 @@
 package node
 
-import "sort"
+import (
+	"sort"
+
+	"narad/msg"
+)
 
 // produceReroutesMax bounds how often one produce request re-places the
 // records of a part that failed (an owner that died, stopped answering or
@@ -37,19 +41,19 @@ func ringNext(preferred, count int, usable func(int) bool) (int, bool) {
 // owner: the preferred one when its owner is available, else the next
 // available one in ring order (so one key keeps one fallback). A pinned
 // record (explicit partition) never moves.
-func (n *Node) routeRecord(t *topic, rec ProduceRecord, preferred int, excludedOwners map[string]bool, excludedPartitions map[int]bool) (int, error) {
+func (n *Node) routeRecord(t *topic, rec msg.ProduceRecord, preferred int, excludedOwners map[string]bool, excludedPartitions map[int]bool) (int, error) {
 	usable := func(index int) bool {
 		return !excludedPartitions[index] && !n.frozen(t, index) && n.ownerAvailable(t.owner(index), excludedOwners)
 	}
-	if rec.Partition != PartitionNone {
+	if rec.Partition != msg.PartitionNone {
 		if !usable(rec.Partition) {
-			return 0, Unavailable("partition %d of %s is unavailable (owner %s is down or unreachable); retry", rec.Partition, t.info.Name, t.owner(rec.Partition))
+			return 0, msg.Unavailable("partition %d of %s is unavailable (owner %s is down or unreachable); retry", rec.Partition, t.info.Name, t.owner(rec.Partition))
 		}
 		return rec.Partition, nil
 	}
 	index, ok := ringNext(preferred, t.info.Partitions, usable)
 	if !ok {
-		return 0, Unavailable("no partition of %s is available (every owner is down or unreachable); retry", t.info.Name)
+		return 0, msg.Unavailable("no partition of %s is available (every owner is down or unreachable); retry", t.info.Name)
 	}
 	return index, nil
 }
@@ -78,8 +82,8 @@ func (n *Node) remoteOwners(t *topic) []string {
 
 // retryable reports whether a part's failure may be retried elsewhere.
 func retryable(err error) bool {
-	switch CodeOf(err) {
-	case CodeUnavailable, CodeNotOwner:
+	switch msg.CodeOf(err) {
+	case msg.CodeUnavailable, msg.CodeNotOwner:
 		return true
 	}
 	return false

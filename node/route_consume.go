@@ -1,6 +1,9 @@
 package node
 
-import "narad/chaos"
+import (
+	"narad/chaos"
+	"narad/msg"
+)
 
 // Consumes across nodes. A consume of any partition first reserves from
 // this node's own partitions; if they have nothing, it asks the other
@@ -13,29 +16,29 @@ import "narad/chaos"
 
 // consumeElsewhere serves a consume pinned to another node's partition by
 // forwarding it whole (the owner parks it if it waits).
-func (n *Node) consumeElsewhere(id RequestID, t *topic, r Consume) {
+func (n *Node) consumeElsewhere(id msg.RequestID, t *topic, r msg.Consume) {
 	owner := t.owner(r.Partition)
 	if localOnly(id) {
 		n.reply(id, nil, notOwner(t, r.Partition))
 		return
 	}
 	if !n.ownerAvailable(owner, nil) {
-		n.reply(id, nil, Unavailable("partition %d of %s is unavailable (owner %s is down or unreachable); retry", r.Partition, t.info.Name, owner))
+		n.reply(id, nil, msg.Unavailable("partition %d of %s is unavailable (owner %s is down or unreachable); retry", r.Partition, t.info.Name, owner))
 		return
 	}
 	wait := min(max(r.WaitMs, 0), n.cfg.ConsumeWaitMaxMs)
-	n.forward(owner, r, wait+n.cfg.ForwardTimeoutMs, func(reply Reply) { n.passThrough(id, reply) })
+	n.forward(owner, r, wait+n.cfg.ForwardTimeoutMs, func(reply msg.Reply) { n.passThrough(id, reply) })
 }
 
 // passThrough answers a client with a forwarded request's reply.
-func (n *Node) passThrough(id RequestID, reply Reply) {
+func (n *Node) passThrough(id msg.RequestID, reply msg.Reply) {
 	n.reply(id, reply.Result, reply.Err)
 }
 
 // consumeAcross parks the consume and starts its probe round over the
 // other owners. A consume that does not wait stays parked only while its
 // probes are in flight.
-func (n *Node) consumeAcross(id RequestID, t *topic, r Consume, owners []string) {
+func (n *Node) consumeAcross(id msg.RequestID, t *topic, r msg.Consume, owners []string) {
 	noWait := r.WaitMs <= 0 || n.draining || n.waiters.len() >= n.cfg.WaitersMax
 	deadline := n.nowMs + min(r.WaitMs, n.cfg.ConsumeWaitMaxMs)
 	if noWait {
@@ -64,7 +67,7 @@ func (n *Node) probeNext(w *waiter) {
 	if w.noWait {
 		n.waiters.remove(w.id)
 		n.observer.ConsumeWait(w.request.Topic, "no_wait", 0)
-		n.reply(w.id, ConsumeResult{Messages: []Message{}, Batch: w.request.Max > 0}, nil)
+		n.reply(w.id, msg.ConsumeResult{Messages: []msg.Message{}, Batch: w.request.Max > 0}, nil)
 		return
 	}
 	if pending := n.cluster.notified[w.request.Topic]; len(pending) > 0 {
@@ -81,14 +84,14 @@ func (n *Node) probeNext(w *waiter) {
 func (n *Node) probe(w *waiter, owner string) {
 	w.probing = owner
 	id, topicName := w.id, w.request.Topic
-	probe := Consume{Topic: topicName, Partition: PartitionNone, Max: w.request.Max}
-	n.forward(owner, probe, n.cfg.ForwardTimeoutMs, func(reply Reply) { n.probeAnswered(id, topicName, owner, reply) })
+	probe := msg.Consume{Topic: topicName, Partition: msg.PartitionNone, Max: w.request.Max}
+	n.forward(owner, probe, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) { n.probeAnswered(id, topicName, owner, reply) })
 }
 
 // probeAnswered serves the waiter with what the owner reserved, or moves
 // its round on. Records reserved for a waiter that is gone go back.
-func (n *Node) probeAnswered(id RequestID, topicName, owner string, reply Reply) {
-	result, _ := reply.Result.(ConsumeResult)
+func (n *Node) probeAnswered(id msg.RequestID, topicName, owner string, reply msg.Reply) {
+	result, _ := reply.Result.(msg.ConsumeResult)
 	w, parked := n.waiters.get(id)
 	current := parked && w.probing == owner
 	if len(result.Messages) == 0 {
@@ -105,7 +108,7 @@ func (n *Node) probeAnswered(id RequestID, topicName, owner string, reply Reply)
 	chaos.Reached("node-consume-probe-hit")
 	n.waiters.remove(id)
 	n.observer.ConsumeWait(topicName, outcomeOf(w.request, "hit"), n.nowMs-w.parkedAtMs)
-	n.reply(id, ConsumeResult{Messages: result.Messages, Batch: w.request.Max > 0}, nil)
+	n.reply(id, msg.ConsumeResult{Messages: result.Messages, Batch: w.request.Max > 0}, nil)
 	n.probeForNotify(topicName, owner) // the owner may hold more for the next poll
 }
 
@@ -113,7 +116,7 @@ func (n *Node) probeAnswered(id RequestID, topicName, owner string, reply Reply)
 // owner; it reports whether one did.
 func (n *Node) probeForNotify(topicName, owner string) bool {
 	for _, w := range n.waiters.topic(topicName) {
-		if w.probing == "" && !w.noWait && w.request.Partition == PartitionNone {
+		if w.probing == "" && !w.noWait && w.request.Partition == msg.PartitionNone {
 			w.probeOwners = []string{owner}
 			n.probeNext(w)
 			return true
@@ -124,12 +127,12 @@ func (n *Node) probeForNotify(topicName, owner string) bool {
 
 // releaseElsewhere nacks records a probe reserved for a poll that was
 // answered meanwhile, so the owner redelivers them at once.
-func (n *Node) releaseElsewhere(owner, topicName string, messages []Message) {
+func (n *Node) releaseElsewhere(owner, topicName string, messages []msg.Message) {
 	chaos.Reached("node-probe-released")
 	handles := make([]string, len(messages))
 	for i, m := range messages {
 		handles[i] = m.ReceiptHandle
 	}
-	release := Ack{Topic: topicName, Handles: handles, Action: AckNack, Batch: true}
-	n.forward(owner, release, n.cfg.ForwardTimeoutMs, func(Reply) {})
+	release := msg.Ack{Topic: topicName, Handles: handles, Action: msg.AckNack, Batch: true}
+	n.forward(owner, release, n.cfg.ForwardTimeoutMs, func(msg.Reply) {})
 }

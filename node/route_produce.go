@@ -1,6 +1,7 @@
 package node
 
 import (
+	"narad/msg"
 	"slices"
 
 	"narad/chaos"
@@ -10,12 +11,12 @@ import (
 // part per owner, each answered after that owner's sync round; the client
 // is answered when the last part is.
 type produceJoin struct {
-	client RequestID
+	client msg.RequestID
 	topic  string
 	// records are the request's records; placements[i] is where record i
 	// landed (or is headed).
-	records    []ProduceRecord
-	placements []Placement
+	records    []msg.ProduceRecord
+	placements []msg.Placement
 	batch      bool
 	// pending counts the parts in flight; the reply leaves at zero.
 	pending int
@@ -32,7 +33,7 @@ type produceJoin struct {
 }
 
 // produceAcross sends each owner its part of the request.
-func (n *Node) produceAcross(id RequestID, t *topic, r Produce, placements []Placement) {
+func (n *Node) produceAcross(id msg.RequestID, t *topic, r msg.Produce, placements []msg.Placement) {
 	chaos.Reached("node-produce-forwarded")
 	j := &produceJoin{client: id, topic: t.info.Name, records: r.Records, placements: placements,
 		batch: r.Batch, excludedOwners: map[string]bool{}, excludedPartitions: map[int]bool{}}
@@ -58,7 +59,7 @@ func (n *Node) sendProduceParts(j *produceJoin, t *topic, indexes []int) {
 	slices.Sort(owners)
 	for _, owner := range owners {
 		part := j.part(byOwner[owner])
-		done := func(reply Reply) { n.producePartAnswered(j, owner, byOwner[owner], reply) }
+		done := func(reply msg.Reply) { n.producePartAnswered(j, owner, byOwner[owner], reply) }
 		j.pending++
 		if owner == n.cfg.NodeID {
 			n.handleInternal(part, done)
@@ -91,29 +92,29 @@ type produceForward struct {
 // of the batch and its continuation.
 type produceForwardPart struct {
 	records int
-	done    func(Reply)
+	done    func(msg.Reply)
 }
 
 // forwardProducePart sends a produce part to owner, in the forward to that
 // owner and topic of this Ready when the batch has room, else in a new one.
-func (n *Node) forwardProducePart(owner string, part Produce, done func(Reply)) {
+func (n *Node) forwardProducePart(owner string, part msg.Produce, done func(msg.Reply)) {
 	key := produceForwardKey{owner: owner, topic: part.Topic}
 	payloadBytes := 0
 	for _, rec := range part.Records {
 		payloadBytes += len(rec.Payload)
 	}
 	f := n.routing.produceForwards[key]
-	if f == nil || f.records+len(part.Records) > ProduceBatchRecordsMax || f.payloadBytes+payloadBytes > ProduceBatchBytesMax {
+	if f == nil || f.records+len(part.Records) > msg.ProduceBatchRecordsMax || f.payloadBytes+payloadBytes > msg.ProduceBatchBytesMax {
 		f = &produceForward{index: len(n.messages)}
-		f.id = n.forward(owner, Produce{Topic: part.Topic, Batch: true}, n.cfg.ForwardTimeoutMs, f.answered)
+		f.id = n.forward(owner, msg.Produce{Topic: part.Topic, Batch: true}, n.cfg.ForwardTimeoutMs, f.answered)
 		n.routing.produceForwards[key] = f
 	} else {
 		chaos.Reached("node-produce-forwards-joined")
 	}
 	envelope := &n.messages[f.index]
-	request, ok := envelope.Message.(ForwardRequest)
+	request, ok := envelope.Message.(msg.ForwardRequest)
 	assert(ok && request.ID == f.id && envelope.To == owner, "node: produce forward %d is not at message %d", f.id, f.index)
-	batch := request.Request.(Produce)
+	batch := request.Request.(msg.Produce)
 	batch.Records = append(batch.Records, part.Records...)
 	request.Request = batch
 	envelope.Message = request
@@ -125,8 +126,8 @@ func (n *Node) forwardProducePart(owner string, part Produce, done func(Reply)) 
 // answered splits the owner's reply into the parts': each gets its own
 // placements, or the batch's error (a reply of the wrong shape goes to
 // every part as is, which refuses it).
-func (f *produceForward) answered(reply Reply) {
-	result, ok := reply.Result.(ProduceResult)
+func (f *produceForward) answered(reply msg.Reply) {
+	result, ok := reply.Result.(msg.ProduceResult)
 	if reply.Err != nil || !ok || len(result.Records) != f.records {
 		for _, part := range f.parts {
 			part.done(reply)
@@ -137,29 +138,29 @@ func (f *produceForward) answered(reply Reply) {
 	for _, part := range f.parts {
 		records := result.Records[start : start+part.records]
 		start += part.records
-		part.done(Reply{Result: ProduceResult{Records: records, Batch: true}})
+		part.done(msg.Reply{Result: msg.ProduceResult{Records: records, Batch: true}})
 	}
 }
 
 // part builds the request for the records at indexes.
-func (j *produceJoin) part(indexes []int) Produce {
-	records := make([]ProduceRecord, len(indexes))
+func (j *produceJoin) part(indexes []int) msg.Produce {
+	records := make([]msg.ProduceRecord, len(indexes))
 	for k, i := range indexes {
 		records[k] = j.records[i]
 		records[k].Partition = j.placements[i].Partition
 	}
-	return Produce{Topic: j.topic, Records: records, Batch: true}
+	return msg.Produce{Topic: j.topic, Records: records, Batch: true}
 }
 
 // producePartAnswered records a part's outcome; a retryable failure
 // re-places the part's records away from that owner when none is pinned.
-func (n *Node) producePartAnswered(j *produceJoin, owner string, indexes []int, reply Reply) {
+func (n *Node) producePartAnswered(j *produceJoin, owner string, indexes []int, reply msg.Reply) {
 	j.pending--
 	switch {
 	case reply.Err == nil:
-		result, ok := reply.Result.(ProduceResult)
+		result, ok := reply.Result.(msg.ProduceResult)
 		if !ok || len(result.Records) != len(indexes) {
-			j.fail(Internal("node %s answered a produce part with %T", owner, reply.Result))
+			j.fail(msg.Internal("node %s answered a produce part with %T", owner, reply.Result))
 			break
 		}
 		for k, i := range indexes {
@@ -182,7 +183,7 @@ func (n *Node) producePartAnswered(j *produceJoin, owner string, indexes []int, 
 func (n *Node) rerouteProducePart(j *produceJoin, indexes []int, cause error) {
 	t, ok := n.lookupTopic(j.topic)
 	if !ok {
-		j.fail(NotFound("topic %q not found", j.topic))
+		j.fail(msg.NotFound("topic %q not found", j.topic))
 		return
 	}
 	for _, i := range indexes {
@@ -225,15 +226,15 @@ func (n *Node) finishProduceJoin(j *produceJoin) {
 		n.reply(j.client, nil, retryableForClient(j.err))
 		return
 	}
-	n.reply(j.client, ProduceResult{Records: j.placements, Batch: j.batch}, nil)
+	n.reply(j.client, msg.ProduceResult{Records: j.placements, Batch: j.batch}, nil)
 }
 
 // retryableForClient turns an owner's "not the owner" (views of the
 // placement disagreed while it changed) into the retryable 503 a client
 // of produce or ack expects; other errors pass.
 func retryableForClient(err error) error {
-	if CodeOf(err) == CodeNotOwner {
-		return Unavailable("the partition is changing owner; retry: %v", err)
+	if msg.CodeOf(err) == msg.CodeNotOwner {
+		return msg.Unavailable("the partition is changing owner; retry: %v", err)
 	}
 	return err
 }

@@ -1,13 +1,14 @@
 package node
 
 import (
+	"narad/msg"
 	"slices"
 
 	"narad/node/lease"
 )
 
 // replayRouted serves a replay here or at the partition's owner.
-func (n *Node) replayRouted(id RequestID, r Replay) {
+func (n *Node) replayRouted(id msg.RequestID, r msg.Replay) {
 	t, err := n.topic(r.Topic)
 	if err != nil || r.Partition < 0 || r.Partition >= t.info.Partitions || n.ownedHere(t, r.Partition) || localOnly(id) {
 		n.answer(id)(n.replay(r))
@@ -15,17 +16,17 @@ func (n *Node) replayRouted(id RequestID, r Replay) {
 	}
 	owner := t.owner(r.Partition)
 	if !n.ownerAvailable(owner, nil) {
-		n.reply(id, nil, Unavailable("partition %d of %s is unavailable (owner %s is down or unreachable); retry", r.Partition, r.Topic, owner))
+		n.reply(id, nil, msg.Unavailable("partition %d of %s is unavailable (owner %s is down or unreachable); retry", r.Partition, r.Topic, owner))
 		return
 	}
-	n.forward(owner, r, n.cfg.ForwardTimeoutMs, func(reply Reply) { n.passThrough(id, reply) })
+	n.forward(owner, r, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) { n.passThrough(id, reply) })
 }
 
 // ackJoin is an ack whose handles belong to partitions of several owners:
 // each owner gets its handles as one batch; results keep request order.
 type ackJoin struct {
-	client  RequestID
-	results []AckItemResult
+	client  msg.RequestID
+	results []msg.AckItemResult
 	batch   bool
 	// pending counts the owners yet to answer.
 	pending int
@@ -33,10 +34,10 @@ type ackJoin struct {
 
 // ackRouted applies acks of this node's partitions here and sends the
 // others to their owners.
-func (n *Node) ackRouted(id RequestID, r Ack) {
+func (n *Node) ackRouted(id msg.RequestID, r msg.Ack) {
 	t, err := n.topic(r.Topic)
-	if err == nil && (len(r.Handles) == 0 || len(r.Handles) > AckBatchHandlesMax) {
-		err = Invalid("an ack carries 1 to %d receipt handles, got %d", AckBatchHandlesMax, len(r.Handles))
+	if err == nil && (len(r.Handles) == 0 || len(r.Handles) > msg.AckBatchHandlesMax) {
+		err = msg.Invalid("an ack carries 1 to %d receipt handles, got %d", msg.AckBatchHandlesMax, len(r.Handles))
 	}
 	if err != nil {
 		n.reply(id, nil, err)
@@ -66,8 +67,8 @@ func (n *Node) handlesByOwner(t *topic, handles []string) map[string][]int {
 }
 
 // ackAcross applies the local handles and forwards the rest.
-func (n *Node) ackAcross(id RequestID, t *topic, r Ack, byOwner map[string][]int) {
-	j := &ackJoin{client: id, results: make([]AckItemResult, len(r.Handles)), batch: r.Batch}
+func (n *Node) ackAcross(id msg.RequestID, t *topic, r msg.Ack, byOwner map[string][]int) {
+	j := &ackJoin{client: id, results: make([]msg.AckItemResult, len(r.Handles)), batch: r.Batch}
 	remote := map[int]bool{}
 	for _, indexes := range byOwner { //determinism:ok only fills a set
 		for _, i := range indexes {
@@ -77,11 +78,11 @@ func (n *Node) ackAcross(id RequestID, t *topic, r Ack, byOwner map[string][]int
 	local := false
 	for i, handle := range r.Handles {
 		if !remote[i] {
-			j.results[i] = AckItemResult{Handle: handle, Err: n.ackOne(t, handle, r.Action)}
+			j.results[i] = msg.AckItemResult{Handle: handle, Err: n.ackOne(t, handle, r.Action)}
 			local = true
 		}
 	}
-	if local && r.Action != AckExtend {
+	if local && r.Action != msg.AckExtend {
 		n.wake(t.info.Name)
 	}
 	owners := make([]string, 0, len(byOwner))
@@ -96,20 +97,20 @@ func (n *Node) ackAcross(id RequestID, t *topic, r Ack, byOwner map[string][]int
 
 // sendAckPart sends an owner its handles; a failure of the whole part is
 // each handle's failure.
-func (n *Node) sendAckPart(j *ackJoin, owner string, r Ack, indexes []int) {
-	part := Ack{Topic: r.Topic, Action: r.Action, Batch: true, Handles: make([]string, len(indexes))}
+func (n *Node) sendAckPart(j *ackJoin, owner string, r msg.Ack, indexes []int) {
+	part := msg.Ack{Topic: r.Topic, Action: r.Action, Batch: true, Handles: make([]string, len(indexes))}
 	for k, i := range indexes {
 		part.Handles[k] = r.Handles[i]
 	}
 	j.pending++
-	n.forward(owner, part, n.cfg.ForwardTimeoutMs, func(reply Reply) {
-		result, ok := reply.Result.(AckResult)
+	n.forward(owner, part, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) {
+		result, ok := reply.Result.(msg.AckResult)
 		for k, i := range indexes {
-			item := AckItemResult{Handle: r.Handles[i], Err: reply.Err}
+			item := msg.AckItemResult{Handle: r.Handles[i], Err: reply.Err}
 			if reply.Err == nil && ok && k < len(result.Results) {
 				item.Err = result.Results[k].Err
 			} else if reply.Err == nil {
-				item.Err = Internal("node %s answered an ack with %T", owner, reply.Result)
+				item.Err = msg.Internal("node %s answered an ack with %T", owner, reply.Result)
 			}
 			if item.Err != nil {
 				item.Err = retryableForClient(item.Err)
@@ -124,7 +125,7 @@ func (n *Node) sendAckPart(j *ackJoin, owner string, r Ack, indexes []int) {
 }
 
 func (n *Node) finishAckJoin(j *ackJoin) {
-	result := AckResult{Results: j.results, Batch: j.batch}
+	result := msg.AckResult{Results: j.results, Batch: j.batch}
 	if !j.batch {
 		n.reply(j.client, result, result.Results[0].Err)
 		return
@@ -134,25 +135,25 @@ func (n *Node) finishAckJoin(j *ackJoin) {
 
 // statsJoin gathers the partition stats of a topic from its owners.
 type statsJoin struct {
-	client  RequestID
-	detail  TopicDetail
+	client  msg.RequestID
+	detail  msg.TopicDetail
 	pending int
 }
 
 // getTopicRouted describes a topic: this node's partitions from its own
 // logs, the others' from their owners. An owner that is down or does not
 // answer leaves its partitions "available": false.
-func (n *Node) getTopicRouted(id RequestID, r GetTopic) {
+func (n *Node) getTopicRouted(id msg.RequestID, r msg.GetTopic) {
 	result, err := n.getTopic(r)
 	if err != nil || localOnly(id) {
 		n.reply(id, result, err)
 		return
 	}
-	j := &statsJoin{client: id, detail: result.(TopicDetail)}
+	j := &statsJoin{client: id, detail: result.(msg.TopicDetail)}
 	for _, owner := range n.statsOwners(j.detail) {
 		j.pending++
-		n.forward(owner, r, n.cfg.ForwardTimeoutMs, func(reply Reply) {
-			if other, ok := reply.Result.(TopicDetail); ok && reply.Err == nil {
+		n.forward(owner, r, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) {
+			if other, ok := reply.Result.(msg.TopicDetail); ok && reply.Err == nil {
 				j.merge(owner, other)
 			}
 			j.pending--
@@ -168,7 +169,7 @@ func (n *Node) getTopicRouted(id RequestID, r GetTopic) {
 
 // statsOwners lists the other owners of the described partitions that may
 // be asked now, sorted.
-func (n *Node) statsOwners(detail TopicDetail) []string {
+func (n *Node) statsOwners(detail msg.TopicDetail) []string {
 	var owners []string
 	for _, stats := range detail.PartitionStats {
 		owner := stats.OwnerNode
@@ -181,7 +182,7 @@ func (n *Node) statsOwners(detail TopicDetail) []string {
 }
 
 // merge takes the stats of the partitions owner serves.
-func (j *statsJoin) merge(owner string, other TopicDetail) {
+func (j *statsJoin) merge(owner string, other msg.TopicDetail) {
 	for _, stats := range other.PartitionStats {
 		for i := range j.detail.PartitionStats {
 			mine := &j.detail.PartitionStats[i]

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"narad/meta"
+	"narad/msg"
 	"narad/node/lease"
 	"narad/storage"
 )
@@ -16,7 +17,7 @@ var topicNamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,255}$`)
 
 func validTopicName(name string) error {
 	if !topicNamePattern.MatchString(name) || name == "." || name == ".." {
-		return Invalid("invalid topic name %q: want 1-255 of [A-Za-z0-9._-], not . or ..", name)
+		return msg.Invalid("invalid topic name %q: want 1-255 of [A-Za-z0-9._-], not . or ..", name)
 	}
 	return nil
 }
@@ -24,7 +25,7 @@ func validTopicName(name string) error {
 func (n *Node) topic(name string) (*topic, error) {
 	t, ok := n.lookupTopic(name)
 	if !ok {
-		return nil, NotFound("topic %q not found", name)
+		return nil, msg.NotFound("topic %q not found", name)
 	}
 	return t, nil
 }
@@ -32,11 +33,11 @@ func (n *Node) topic(name string) (*topic, error) {
 // createTopic validates the request and proposes the topic, with the
 // placement of its partitions, to the metastore; the 201 leaves when the
 // entry is applied (handleOutcomes).
-func (n *Node) createTopic(id RequestID, r CreateTopic) {
+func (n *Node) createTopic(id msg.RequestID, r msg.CreateTopic) {
 	info, err := n.newTopicInfo(r)
 	if err == nil {
 		if _, exists := n.lookupTopic(r.Name); exists {
-			err = Conflict("topic already exists")
+			err = msg.Conflict("topic already exists")
 		}
 	}
 	var owners []string
@@ -55,43 +56,43 @@ func (n *Node) createTopic(id RequestID, r CreateTopic) {
 	})
 }
 
-func (n *Node) newTopicInfo(r CreateTopic) (TopicInfo, error) {
+func (n *Node) newTopicInfo(r msg.CreateTopic) (msg.TopicInfo, error) {
 	if err := validTopicName(r.Name); err != nil {
-		return TopicInfo{}, err
+		return msg.TopicInfo{}, err
 	}
 	if err := CheckSchemaDocument(r.Schema); err != nil {
-		return TopicInfo{}, err
+		return msg.TopicInfo{}, err
 	}
-	info := TopicInfo{
+	info := msg.TopicInfo{
 		Name: r.Name, Partitions: r.Partitions, RetentionMs: r.RetentionMs,
 		VisibilityTimeoutMs: r.VisibilityTimeoutMs, InFlightMax: r.InFlightMax,
 		AckedAheadMax: r.AckedAheadMax, CreatedAt: n.nowMs / 1000,
 	}
 	if err := n.applyDefaults(&info); err != nil {
-		return TopicInfo{}, err
+		return msg.TopicInfo{}, err
 	}
 	return info, nil
 }
 
 // applyDefaults replaces zero fields by the node defaults and checks every
 // bound. It is shared by create and alter so both apply the same rules.
-func (n *Node) applyDefaults(info *TopicInfo) error {
+func (n *Node) applyDefaults(info *msg.TopicInfo) error {
 	if info.Partitions < 0 || info.RetentionMs < 0 || info.VisibilityTimeoutMs < 0 || info.InFlightMax < 0 || info.AckedAheadMax < 0 {
-		return Invalid("partitions, retention_ms, visibility_timeout_ms and caps must not be negative")
+		return msg.Invalid("partitions, retention_ms, visibility_timeout_ms and caps must not be negative")
 	}
 	info.Partitions = orDefault(info.Partitions, n.cfg.DefaultPartitions)
 	info.RetentionMs = orDefault(info.RetentionMs, n.cfg.DefaultRetentionMs)
 	info.VisibilityTimeoutMs = orDefault(info.VisibilityTimeoutMs, n.cfg.DefaultVisibilityTimeoutMs)
 	info.InFlightMax = orDefault(info.InFlightMax, n.cfg.DefaultInFlightMax)
 	info.AckedAheadMax = orDefault(info.AckedAheadMax, n.cfg.DefaultAckedAheadMax)
-	if info.Partitions < PartitionsMin || info.Partitions > n.cfg.PartitionsMax {
-		return Invalid("partitions must be between %d and %d, got %d", PartitionsMin, n.cfg.PartitionsMax, info.Partitions)
+	if info.Partitions < msg.PartitionsMin || info.Partitions > n.cfg.PartitionsMax {
+		return msg.Invalid("partitions must be between %d and %d, got %d", msg.PartitionsMin, n.cfg.PartitionsMax, info.Partitions)
 	}
 	if info.InFlightMax > lease.CapMax || info.AckedAheadMax > lease.CapMax {
-		return Invalid("max_in_flight_per_partition and max_acked_ahead_per_partition must be at most %d", lease.CapMax)
+		return msg.Invalid("max_in_flight_per_partition and max_acked_ahead_per_partition must be at most %d", lease.CapMax)
 	}
-	if info.RetentionMs != retentionForever && info.RetentionMs < RetentionMsMin {
-		return Invalid("retention_ms must be at least %d (1h), got %d", RetentionMsMin, info.RetentionMs)
+	if info.RetentionMs != retentionForever && info.RetentionMs < msg.RetentionMsMin {
+		return msg.Invalid("retention_ms must be at least %d (1h), got %d", msg.RetentionMsMin, info.RetentionMs)
 	}
 	return nil
 }
@@ -135,16 +136,16 @@ func orDefault[T int | int64](value, fallback T) T {
 	return value
 }
 
-func (n *Node) listTopics(r ListTopics) (any, error) {
-	limit := orDefault(r.Limit, TopicsPageDefault)
-	if limit < 1 || limit > TopicsPageMax {
-		return nil, Invalid("limit must be between 1 and %d", TopicsPageMax)
+func (n *Node) listTopics(r msg.ListTopics) (msg.Result, error) {
+	limit := orDefault(r.Limit, msg.TopicsPageDefault)
+	if limit < 1 || limit > msg.TopicsPageMax {
+		return nil, msg.Invalid("limit must be between 1 and %d", msg.TopicsPageMax)
 	}
-	if len(r.PageToken) > TopicNameBytesMax {
-		return nil, Invalid("page_token is at most %d bytes (it is a topic name)", TopicNameBytesMax)
+	if len(r.PageToken) > msg.TopicNameBytesMax {
+		return nil, msg.Invalid("page_token is at most %d bytes (it is a topic name)", msg.TopicNameBytesMax)
 	}
 	names := pageAfter(n.meta.State().TopicNames(), r.PageToken, limit)
-	page := TopicPage{Topics: make([]TopicInfo, 0, len(names))}
+	page := msg.TopicPage{Topics: make([]msg.TopicInfo, 0, len(names))}
 	for _, name := range names {
 		t, _ := n.lookupTopic(name)
 		page.Topics = append(page.Topics, t.info)
@@ -155,25 +156,25 @@ func (n *Node) listTopics(r ListTopics) (any, error) {
 	return page, nil
 }
 
-func (n *Node) getTopic(r GetTopic) (any, error) {
+func (n *Node) getTopic(r msg.GetTopic) (msg.Result, error) {
 	t, err := n.topic(r.Name)
 	if err != nil {
 		return nil, err
 	}
-	if r.Partition != PartitionNone && (r.Partition < 0 || r.Partition >= t.info.Partitions) {
-		return nil, Invalid("invalid partition")
+	if r.Partition != msg.PartitionNone && (r.Partition < 0 || r.Partition >= t.info.Partitions) {
+		return nil, msg.Invalid("invalid partition")
 	}
-	detail := TopicDetail{TopicInfo: t.info, PartitionStats: []PartitionStats{}}
+	detail := msg.TopicDetail{TopicInfo: t.info, PartitionStats: []msg.PartitionStats{}}
 	for i := range t.info.Partitions {
-		if r.Partition == PartitionNone || r.Partition == i {
+		if r.Partition == msg.PartitionNone || r.Partition == i {
 			detail.PartitionStats = append(detail.PartitionStats, n.partitionStats(t, i))
 		}
 	}
 	return detail, nil
 }
 
-func (n *Node) partitionStats(t *topic, index int) PartitionStats {
-	stats := PartitionStats{Index: index, OwnerNode: t.owner(index)}
+func (n *Node) partitionStats(t *topic, index int) msg.PartitionStats {
+	stats := msg.PartitionStats{Index: index, OwnerNode: t.owner(index)}
 	if !n.ownedHere(t, index) {
 		return stats // another node's: its stats arrive with forwarding
 	}
@@ -194,9 +195,9 @@ func (n *Node) partitionStats(t *topic, index int) PartitionStats {
 // alterTopic validates the change against the current definition and
 // proposes it; lease tables pick up new caps when the entry applies
 // (reconcileTopics).
-func (n *Node) alterTopic(id RequestID, r AlterTopic) {
+func (n *Node) alterTopic(id msg.RequestID, r msg.AlterTopic) {
 	t, err := n.topic(r.Name)
-	var info TopicInfo
+	var info msg.TopicInfo
 	if err == nil {
 		info, err = n.alteredInfo(t.info, r)
 	}
@@ -222,13 +223,13 @@ func (n *Node) alterTopic(id RequestID, r AlterTopic) {
 	n.propose(id, proposalAlterTopic, r.Name, cmd)
 }
 
-func (n *Node) alteredInfo(info TopicInfo, r AlterTopic) (TopicInfo, error) {
+func (n *Node) alteredInfo(info msg.TopicInfo, r msg.AlterTopic) (msg.TopicInfo, error) {
 	if r.Partitions == nil && r.RetentionMs == nil && r.VisibilityTimeoutMs == nil && r.InFlightMax == nil && r.AckedAheadMax == nil && len(r.Schema) == 0 {
-		return info, Invalid("nothing to change: set at least one of partitions, retention_ms, visibility_timeout_ms, max_in_flight_per_partition, max_acked_ahead_per_partition, schema")
+		return info, msg.Invalid("nothing to change: set at least one of partitions, retention_ms, visibility_timeout_ms, max_in_flight_per_partition, max_acked_ahead_per_partition, schema")
 	}
 	if r.Partitions != nil {
 		if *r.Partitions <= info.Partitions {
-			return info, Invalid("partitions can only grow: have %d, asked %d", info.Partitions, *r.Partitions)
+			return info, msg.Invalid("partitions can only grow: have %d, asked %d", info.Partitions, *r.Partitions)
 		}
 		info.Partitions = *r.Partitions
 	}
@@ -250,7 +251,7 @@ func setIf[T any](field *T, value *T) {
 
 // deleteTopic proposes the deletion; every node drops its partitions of
 // the topic when the entry applies (reconcileTopics).
-func (n *Node) deleteTopic(id RequestID, r DeleteTopic) {
+func (n *Node) deleteTopic(id msg.RequestID, r msg.DeleteTopic) {
 	if _, err := n.topic(r.Name); err != nil {
 		n.reply(id, nil, err)
 		return
@@ -262,7 +263,7 @@ func (n *Node) deleteTopic(id RequestID, r DeleteTopic) {
 // re-created): open logs are closed, unsynced produces answered 404,
 // parked polls answered 404, and its directory removed.
 func (n *Node) dropTopicState(name string) {
-	gone := NotFound("topic %q not found", name)
+	gone := msg.NotFound("topic %q not found", name)
 	for _, p := range n.sortedPartitions() {
 		if p.key.topic != name {
 			continue

@@ -8,12 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"narad/meta"
+	"narad/msg"
 )
 
 func TestCreateTopicAppliesDefaults(t *testing.T) {
 	h := newHarness(t)
 	info := h.createTopic("orders")
-	require.Equal(t, TopicInfo{
+	require.Equal(t, msg.TopicInfo{
 		Name: "orders", Partitions: 3, RetentionMs: h.cfg.DefaultRetentionMs,
 		VisibilityTimeoutMs: 30_000, InFlightMax: 1024, AckedAheadMax: 1024,
 		CreatedAt: harnessStartMs / 1000,
@@ -22,23 +23,23 @@ func TestCreateTopicAppliesDefaults(t *testing.T) {
 
 func TestCreateTopicRejectsBadInputAndChangesNothing(t *testing.T) {
 	h := newHarness(t)
-	cases := []CreateTopic{
+	cases := []msg.CreateTopic{
 		{Name: ""}, {Name: "."}, {Name: ".."}, {Name: "a/b"}, {Name: string(make([]byte, 256))},
 		{Name: "t", Partitions: 2}, {Name: "t", Partitions: 109}, {Name: "t", Partitions: -1},
 		{Name: "t", RetentionMs: 3_599_999}, {Name: "t", VisibilityTimeoutMs: -5},
 		{Name: "t", InFlightMax: -1}, {Name: "t", AckedAheadMax: -1},
 	}
 	for _, req := range cases {
-		h.fail(req, CodeInvalid)
+		h.fail(req, msg.CodeInvalid)
 	}
-	page := h.ok(ListTopics{}).(TopicPage)
+	page := h.ok(msg.ListTopics{}).(msg.TopicPage)
 	require.Empty(t, page.Topics, "a refused create must not create anything")
 }
 
 func TestCreateTopicTwiceConflicts(t *testing.T) {
 	h := newHarness(t)
 	h.createTopic("orders")
-	e := h.fail(CreateTopic{Name: "orders"}, CodeConflict)
+	e := h.fail(msg.CreateTopic{Name: "orders"}, msg.CodeConflict)
 	require.Equal(t, "topic already exists", e.Message)
 }
 
@@ -47,21 +48,21 @@ func TestListTopicsKeysetPagination(t *testing.T) {
 	for i := range 5 {
 		h.createTopic(fmt.Sprintf("t%d", i))
 	}
-	first := h.ok(ListTopics{Limit: 2}).(TopicPage)
+	first := h.ok(msg.ListTopics{Limit: 2}).(msg.TopicPage)
 	require.Equal(t, []string{"t0", "t1"}, topicNames(first))
 	require.Equal(t, "t1", first.NextPageToken)
-	second := h.ok(ListTopics{Limit: 3, PageToken: first.NextPageToken}).(TopicPage)
+	second := h.ok(msg.ListTopics{Limit: 3, PageToken: first.NextPageToken}).(msg.TopicPage)
 	require.Equal(t, []string{"t2", "t3", "t4"}, topicNames(second))
 	require.Equal(t, "t4", second.NextPageToken, "a full last page still returns a token")
-	last := h.ok(ListTopics{Limit: 3, PageToken: second.NextPageToken}).(TopicPage)
+	last := h.ok(msg.ListTopics{Limit: 3, PageToken: second.NextPageToken}).(msg.TopicPage)
 	require.Empty(t, last.Topics)
 	require.Equal(t, "", last.NextPageToken)
-	h.fail(ListTopics{Limit: 1001}, CodeInvalid)
-	h.fail(ListTopics{Limit: -1}, CodeInvalid)
-	h.fail(ListTopics{PageToken: string(make([]byte, TopicNameBytesMax+1))}, CodeInvalid)
+	h.fail(msg.ListTopics{Limit: 1001}, msg.CodeInvalid)
+	h.fail(msg.ListTopics{Limit: -1}, msg.CodeInvalid)
+	h.fail(msg.ListTopics{PageToken: string(make([]byte, msg.TopicNameBytesMax+1))}, msg.CodeInvalid)
 }
 
-func topicNames(page TopicPage) []string {
+func topicNames(page msg.TopicPage) []string {
 	var names []string
 	for _, info := range page.Topics {
 		names = append(names, info.Name)
@@ -74,7 +75,7 @@ func TestGetTopicReportsPartitionStats(t *testing.T) {
 	h.createTopic("orders")
 	h.produce("orders", 1, "a")
 	h.produce("orders", 1, "b")
-	detail := h.ok(GetTopic{Name: "orders", Partition: PartitionNone}).(TopicDetail)
+	detail := h.ok(msg.GetTopic{Name: "orders", Partition: msg.PartitionNone}).(msg.TopicDetail)
 	require.Len(t, detail.PartitionStats, 3)
 	p1 := detail.PartitionStats[1]
 	require.Equal(t, 1, p1.Index)
@@ -83,30 +84,30 @@ func TestGetTopicReportsPartitionStats(t *testing.T) {
 	require.True(t, p1.Available)
 	require.Equal(t, h.cfg.NodeID, p1.OwnerNode)
 	require.Positive(t, p1.SizeBytes)
-	h.fail(GetTopic{Name: "orders", Partition: 3}, CodeInvalid)
-	h.fail(GetTopic{Name: "missing", Partition: PartitionNone}, CodeNotFound)
+	h.fail(msg.GetTopic{Name: "orders", Partition: 3}, msg.CodeInvalid)
+	h.fail(msg.GetTopic{Name: "missing", Partition: msg.PartitionNone}, msg.CodeNotFound)
 }
 
 func TestAlterTopic(t *testing.T) {
 	h := newHarness(t)
 	h.createTopic("orders")
 	visibility, partitions := int64(5_000), 5
-	info := h.ok(AlterTopic{Name: "orders", VisibilityTimeoutMs: &visibility, Partitions: &partitions}).(TopicInfo)
+	info := h.ok(msg.AlterTopic{Name: "orders", VisibilityTimeoutMs: &visibility, Partitions: &partitions}).(msg.TopicInfo)
 	require.Equal(t, int64(5_000), info.VisibilityTimeoutMs, "visibility_timeout_ms is alterable (API.md item 1)")
 	require.Equal(t, 5, info.Partitions)
 	h.produce("orders", 4, "new partition works")
 
 	shrink := 4
-	h.fail(AlterTopic{Name: "orders", Partitions: &shrink}, CodeInvalid)
-	h.fail(AlterTopic{Name: "orders"}, CodeInvalid)
+	h.fail(msg.AlterTopic{Name: "orders", Partitions: &shrink}, msg.CodeInvalid)
+	h.fail(msg.AlterTopic{Name: "orders"}, msg.CodeInvalid)
 	short := int64(1000)
-	h.fail(AlterTopic{Name: "orders", RetentionMs: &short}, CodeInvalid)
-	h.fail(AlterTopic{Name: "missing", Partitions: &partitions}, CodeNotFound)
-	detail := h.ok(GetTopic{Name: "orders", Partition: PartitionNone}).(TopicDetail)
+	h.fail(msg.AlterTopic{Name: "orders", RetentionMs: &short}, msg.CodeInvalid)
+	h.fail(msg.AlterTopic{Name: "missing", Partitions: &partitions}, msg.CodeNotFound)
+	detail := h.ok(msg.GetTopic{Name: "orders", Partition: msg.PartitionNone}).(msg.TopicDetail)
 	require.Equal(t, 5, detail.Partitions, "refused alters change nothing")
 
 	zero := int64(0)
-	info = h.ok(AlterTopic{Name: "orders", VisibilityTimeoutMs: &zero}).(TopicInfo)
+	info = h.ok(msg.AlterTopic{Name: "orders", VisibilityTimeoutMs: &zero}).(msg.TopicInfo)
 	require.Equal(t, h.cfg.DefaultVisibilityTimeoutMs, info.VisibilityTimeoutMs, "zero restores the default")
 }
 
@@ -114,9 +115,9 @@ func TestDeleteTopicRemovesData(t *testing.T) {
 	h := newHarness(t)
 	h.createTopic("orders")
 	h.produce("orders", 0, "old")
-	h.ok(DeleteTopic{Name: "orders"})
-	h.fail(GetTopic{Name: "orders", Partition: PartitionNone}, CodeNotFound)
-	h.fail(DeleteTopic{Name: "orders"}, CodeNotFound)
+	h.ok(msg.DeleteTopic{Name: "orders"})
+	h.fail(msg.GetTopic{Name: "orders", Partition: msg.PartitionNone}, msg.CodeNotFound)
+	h.fail(msg.DeleteTopic{Name: "orders"}, msg.CodeNotFound)
 	h.createTopic("orders")
 	require.Equal(t, uint64(0), h.stats("orders", 0).HighWatermark, "a re-created topic starts empty")
 	_, ok := h.consume("orders")
@@ -126,17 +127,17 @@ func TestDeleteTopicRemovesData(t *testing.T) {
 func TestDeleteTopicAnswersParkedPolls(t *testing.T) {
 	h := newHarness(t)
 	h.createTopic("orders")
-	id := h.send(Consume{Topic: "orders", Partition: PartitionNone, WaitMs: 5_000})
+	id := h.send(msg.Consume{Topic: "orders", Partition: msg.PartitionNone, WaitMs: 5_000})
 	require.NotContains(t, h.replies, id)
-	h.ok(DeleteTopic{Name: "orders"})
-	require.Equal(t, CodeNotFound, CodeOf(h.replies[id].Err))
+	h.ok(msg.DeleteTopic{Name: "orders"})
+	require.Equal(t, msg.CodeNotFound, msg.CodeOf(h.replies[id].Err))
 }
 
 func TestTopicsSurviveRestart(t *testing.T) {
 	h := newHarness(t)
 	h.createTopic("orders")
 	h.crash()
-	page := h.ok(ListTopics{}).(TopicPage)
+	page := h.ok(msg.ListTopics{}).(msg.TopicPage)
 	require.Equal(t, []string{"orders"}, topicNames(page), "a created topic is durable before its 201")
 }
 
@@ -168,7 +169,7 @@ func TestOnlyTheOwnerServesAPartition(t *testing.T) {
 	_, err := h.node.meta.Propose(meta.MemberHeartbeat{ID: "node-2", HTTPAddr: "127.0.0.2:7942", ClusterAddr: "127.0.0.2:7943", NowMs: h.nowMs})
 	require.NoError(t, err)
 	h.flush()
-	h.createTopic("orders", func(c *CreateTopic) { c.Partitions = 4 })
+	h.createTopic("orders", func(c *msg.CreateTopic) { c.Partitions = 4 })
 	mine, theirs := -1, -1
 	record, _ := h.node.meta.State().Topic("orders")
 	for index, a := range record.Assignments {
@@ -181,30 +182,30 @@ func TestOnlyTheOwnerServesAPartition(t *testing.T) {
 	require.True(t, mine >= 0 && theirs >= 0, "placement spreads over both members: %+v", record.Assignments)
 	h.produce("orders", mine, "here")
 
-	forwarded := []Request{
-		Produce{Topic: "orders", Records: []ProduceRecord{{Partition: theirs, Payload: []byte("x")}}},
-		Consume{Topic: "orders", Partition: theirs},
-		Replay{Topic: "orders", Partition: theirs, Offset: 0},
-		Ack{Topic: "orders", Handles: []string{fmt.Sprintf("%d:0:5:0123456789abcdef", theirs)}, Action: AckCommit},
+	forwarded := []msg.Request{
+		msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Partition: theirs, Payload: []byte("x")}}},
+		msg.Consume{Topic: "orders", Partition: theirs},
+		msg.Replay{Topic: "orders", Partition: theirs, Offset: 0},
+		msg.Ack{Topic: "orders", Handles: []string{fmt.Sprintf("%d:0:5:0123456789abcdef", theirs)}, Action: msg.AckCommit},
 	}
 	for i, req := range forwarded {
 		h.messages = nil
-		require.NoError(t, h.node.Step(Envelope{From: "node-2", To: h.cfg.NodeID, Message: ForwardRequest{ID: uint64(i + 1), Request: req, LocalOnly: true}}))
+		require.NoError(t, h.node.Step(msg.Envelope{From: "node-2", To: h.cfg.NodeID, Message: msg.ForwardRequest{ID: uint64(i + 1), Request: req, LocalOnly: true}}))
 		h.flush()
 		reply := onlyForwardReply(t, h.messages)
 		require.Equal(t, uint64(i+1), reply.ID)
-		if ack, isAck := reply.Reply.Result.(AckResult); isAck {
-			require.Equal(t, CodeNotOwner, CodeOf(ack.Results[0].Err))
+		if ack, isAck := reply.Reply.Result.(msg.AckResult); isAck {
+			require.Equal(t, msg.CodeNotOwner, msg.CodeOf(ack.Results[0].Err))
 			continue
 		}
-		require.Equal(t, CodeNotOwner, CodeOf(reply.Reply.Err), "%T", req)
+		require.Equal(t, msg.CodeNotOwner, msg.CodeOf(reply.Reply.Err), "%T", req)
 	}
 
-	pinned := h.send(Produce{Topic: "orders", Records: []ProduceRecord{{Partition: theirs, Payload: []byte("x")}}})
-	statsID := h.send(GetTopic{Name: "orders", Partition: PartitionNone})
+	pinned := h.send(msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Partition: theirs, Payload: []byte("x")}}})
+	statsID := h.send(msg.GetTopic{Name: "orders", Partition: msg.PartitionNone})
 	h.tick(h.cfg.ForwardTimeoutMs)
-	require.Equal(t, CodeUnavailable, CodeOf(h.replies[pinned].Err), "the owner never answered")
-	for _, s := range h.replies[statsID].Result.(TopicDetail).PartitionStats {
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(h.replies[pinned].Err), "the owner never answered")
+	for _, s := range h.replies[statsID].Result.(msg.TopicDetail).PartitionStats {
 		require.Equal(t, s.OwnerNode == h.cfg.NodeID, s.Available, "partition %d", s.Index)
 	}
 	m, ok := h.consume("orders")
@@ -212,10 +213,10 @@ func TestOnlyTheOwnerServesAPartition(t *testing.T) {
 	require.Equal(t, mine, m.Partition, "an unpinned consume finds the local record")
 }
 
-func onlyForwardReply(t *testing.T, messages []Envelope) ForwardReply {
-	var replies []ForwardReply
+func onlyForwardReply(t *testing.T, messages []msg.Envelope) msg.ForwardReply {
+	var replies []msg.ForwardReply
 	for _, env := range messages {
-		if reply, ok := env.Message.(ForwardReply); ok {
+		if reply, ok := env.Message.(msg.ForwardReply); ok {
 			require.Equal(t, "node-2", env.To)
 			replies = append(replies, reply)
 		}
@@ -231,10 +232,10 @@ func TestAlterAndDeleteInOneRound(t *testing.T) {
 	h := newHarness(t)
 	h.createTopic("x")
 	visibility := int64(5_000)
-	h.node.Handle(100, AlterTopic{Name: "x", VisibilityTimeoutMs: &visibility})
-	h.node.Handle(101, DeleteTopic{Name: "x"})
+	h.node.Handle(100, msg.AlterTopic{Name: "x", VisibilityTimeoutMs: &visibility})
+	h.node.Handle(101, msg.DeleteTopic{Name: "x"})
 	h.flush()
-	require.Equal(t, CodeNotFound, CodeOf(h.replies[100].Err))
+	require.Equal(t, msg.CodeNotFound, msg.CodeOf(h.replies[100].Err))
 	require.NoError(t, h.replies[101].Err)
 }
 
@@ -243,10 +244,10 @@ func TestAlterAndDeleteInOneRound(t *testing.T) {
 func TestDrainingNodeParksNoPolls(t *testing.T) {
 	h := newHarness(t)
 	h.createTopic("q")
-	parked := h.send(Consume{Topic: "q", Partition: PartitionNone, WaitMs: 5_000})
+	parked := h.send(msg.Consume{Topic: "q", Partition: msg.PartitionNone, WaitMs: 5_000})
 	h.node.ReleaseWaiters()
 	h.flush()
 	require.Contains(t, h.replies, parked, "parked polls are answered")
-	late := h.send(Consume{Topic: "q", Partition: PartitionNone, WaitMs: 5_000})
+	late := h.send(msg.Consume{Topic: "q", Partition: msg.PartitionNone, WaitMs: 5_000})
 	require.Contains(t, h.replies, late, "a poll after the release does not park")
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"narad/meta"
+	"narad/msg"
 )
 
 const topicsDir = "topics"
@@ -20,7 +21,7 @@ type topicCursors struct {
 // node's cursors. It is built per request; only the cursors persist
 // between requests (in Node.cursors).
 type topic struct {
-	info        TopicInfo
+	info        msg.TopicInfo
 	assignments []meta.Assignment
 	cursors     *topicCursors
 	// schemaID is the id of the latest schema version, 0 for none.
@@ -42,8 +43,8 @@ func (n *Node) lookupTopic(name string) (*topic, bool) {
 	return &topic{info: topicInfoOf(record), assignments: record.Assignments, cursors: cursors, schemaID: latest.ID}, true
 }
 
-func topicInfoOf(r meta.TopicRecord) TopicInfo {
-	return TopicInfo{
+func topicInfoOf(r meta.TopicRecord) msg.TopicInfo {
+	return msg.TopicInfo{
 		Name: r.Name, Partitions: r.Partitions, RetentionMs: r.RetentionMs,
 		VisibilityTimeoutMs: r.VisibilityTimeoutMs, InFlightMax: r.MaxInFlightPerPartition,
 		AckedAheadMax: r.MaxAckedAheadPerPartition, CreatedAt: r.CreatedAtMs / 1000, Owner: r.CreatedBy,
@@ -65,6 +66,6 @@ func (n *Node) ownedHere(t *topic, index int) bool {
 	return t.owner(index) == n.cfg.NodeID
 }
 
-func notOwner(t *topic, index int) *Error {
-	return errorf(CodeNotOwner, "partition %d of %s is owned by %s", index, t.info.Name, t.owner(index))
+func notOwner(t *topic, index int) *msg.Error {
+	return msg.NotOwner("partition %d of %s is owned by %s", index, t.info.Name, t.owner(index))
 }

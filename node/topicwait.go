@@ -1,6 +1,10 @@
 package node
 
-import "slices"
+import (
+	"slices"
+
+	"narad/msg"
+)
 
 // A topic just created through another node may not have reached this
 // node's replica yet. Rather than answer 404 for a topic that exists, a
@@ -11,28 +15,28 @@ import "slices"
 
 // heldRequest is a request waiting for its topic to reach this replica.
 type heldRequest struct {
-	id         RequestID
-	request    Request
+	id         msg.RequestID
+	request    msg.Request
 	topic      string
 	deadlineMs int64
 }
 
 // topicOf names the topic a request is about ("" for none or create).
-func topicOf(req Request) string {
+func topicOf(req msg.Request) string {
 	switch r := req.(type) {
-	case Produce:
+	case msg.Produce:
 		return r.Topic
-	case Consume:
+	case msg.Consume:
 		return r.Topic
-	case Replay:
+	case msg.Replay:
 		return r.Topic
-	case Ack:
+	case msg.Ack:
 		return r.Topic
-	case GetTopic:
+	case msg.GetTopic:
 		return r.Name
-	case AlterTopic:
+	case msg.AlterTopic:
 		return r.Name
-	case DeleteTopic:
+	case msg.DeleteTopic:
 		return r.Name
 	}
 	return ""
@@ -40,7 +44,7 @@ func topicOf(req Request) string {
 
 // holdForTopic holds the request if its topic is unknown here but may
 // exist; it reports whether it did (the caller then serves nothing).
-func (n *Node) holdForTopic(id RequestID, req Request) bool {
+func (n *Node) holdForTopic(id msg.RequestID, req msg.Request) bool {
 	name := topicOf(req)
 	if name == "" || validTopicName(name) != nil {
 		return false
@@ -53,13 +57,13 @@ func (n *Node) holdForTopic(id RequestID, req Request) bool {
 		return false // the leader's replica is the authority: 404 stands
 	}
 	if !leaderKnown {
-		n.reply(id, nil, Unavailable("topic %q is not known here and no metadata leader is known to ask; retry", name))
+		n.reply(id, nil, msg.Unavailable("topic %q is not known here and no metadata leader is known to ask; retry", name))
 		return true
 	}
 	n.held = append(n.held, heldRequest{id: id, request: req, topic: name, deadlineMs: n.nowMs + n.cfg.ForwardTimeoutMs})
 	if !localOnly(id) {
-		n.forward(leader, GetTopic{Name: name, Partition: PartitionNone}, n.cfg.ForwardTimeoutMs, func(reply Reply) {
-			if CodeOf(reply.Err) == CodeNotFound {
+		n.forward(leader, msg.GetTopic{Name: name, Partition: msg.PartitionNone}, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) {
+			if msg.CodeOf(reply.Err) == msg.CodeNotFound {
 				n.releaseHeld(id, reply.Err)
 			}
 		})
@@ -68,7 +72,7 @@ func (n *Node) holdForTopic(id RequestID, req Request) bool {
 }
 
 // releaseHeld answers a held request with err, if it is still held.
-func (n *Node) releaseHeld(id RequestID, err error) {
+func (n *Node) releaseHeld(id msg.RequestID, err error) {
 	i := slices.IndexFunc(n.held, func(h heldRequest) bool { return h.id == id })
 	if i < 0 {
 		return
@@ -91,7 +95,7 @@ func (n *Node) serveHeld() {
 		case known:
 			ready = append(ready, h)
 		case h.deadlineMs <= n.nowMs:
-			n.reply(h.id, nil, Unavailable("topic %q is not known to this node yet; retry", h.topic))
+			n.reply(h.id, nil, msg.Unavailable("topic %q is not known to this node yet; retry", h.topic))
 		default:
 			waiting = append(waiting, h)
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"narad/meta"
+	"narad/msg"
 )
 
 // RootUsername is the name of the root user the leader seeds.
@@ -28,7 +29,7 @@ func (n *Node) RootSeeded() bool { return n.rootSeeded }
 // reply (a nil result, or an *Error: CodeConflict for a user that exists,
 // CodeNotFound, CodeForbidden for what the root user refuses) leaves once
 // the change is applied on this replica. The driver checked who may ask.
-func (n *Node) ChangeUsers(id RequestID, cmd meta.Command) {
+func (n *Node) ChangeUsers(id msg.RequestID, cmd meta.Command) {
 	var username string
 	switch c := cmd.(type) {
 	case meta.PutUser:
@@ -43,7 +44,7 @@ func (n *Node) ChangeUsers(id RequestID, cmd meta.Command) {
 		c.NowMs, username = n.nowMs, c.Username
 		cmd = c
 	default:
-		n.reply(id, nil, Invalid("%T is not a user change", cmd))
+		n.reply(id, nil, msg.Invalid("%T is not a user change", cmd))
 		return
 	}
 	n.propose(id, proposalUser, username, cmd)
@@ -55,11 +56,11 @@ func userApplyError(username string, err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, meta.ErrUserExists):
-		return Conflict("user already exists")
+		return msg.Conflict("user already exists")
 	case errors.Is(err, meta.ErrUserNotFound):
-		return NotFound("user %q not found", username)
+		return msg.NotFound("user %q not found", username)
 	case errors.Is(err, meta.ErrUserIsRoot):
-		return Forbidden("the root user cannot be deleted or regranted")
+		return msg.Forbidden("the root user cannot be deleted or regranted")
 	}
 	return applyError("", err)
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"narad/msg"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -9,7 +10,7 @@ import (
 )
 
 // changeUsers runs a user change through the node and returns its reply.
-func (h *harness) changeUsers(cmd meta.Command) Reply {
+func (h *harness) changeUsers(cmd meta.Command) msg.Reply {
 	h.t.Helper()
 	h.nextID++
 	h.node.ChangeUsers(h.nextID, cmd)
@@ -45,34 +46,34 @@ func TestChangeUsers(t *testing.T) {
 	h := newHarness(t)
 	grants := []meta.Grant{{Action: "produce", Patterns: []string{"orders*"}}}
 	require.NoError(t, h.changeUsers(meta.PutUser{Username: "ann", PasswordHash: []byte("h1"), Grants: grants, CreateOnly: true}).Err)
-	require.Equal(t, CodeConflict, CodeOf(h.changeUsers(meta.PutUser{Username: "ann", PasswordHash: []byte("h"), CreateOnly: true}).Err))
+	require.Equal(t, msg.CodeConflict, msg.CodeOf(h.changeUsers(meta.PutUser{Username: "ann", PasswordHash: []byte("h"), CreateOnly: true}).Err))
 	require.NoError(t, h.changeUsers(meta.SetPassword{Username: "ann", PasswordHash: []byte("h2")}).Err)
 	require.NoError(t, h.changeUsers(meta.SetGrants{Username: "ann"}).Err)
 	ann, _ := h.node.meta.State().User("ann")
 	require.Equal(t, []byte("h2"), ann.PasswordHash)
 	require.Empty(t, ann.Grants)
 	require.Equal(t, h.nowMs, ann.UpdatedAtMs, "the node stamps the change with its clock")
-	require.Equal(t, CodeNotFound, CodeOf(h.changeUsers(meta.DeleteUser{Username: "bob"}).Err))
+	require.Equal(t, msg.CodeNotFound, msg.CodeOf(h.changeUsers(meta.DeleteUser{Username: "bob"}).Err))
 	require.NoError(t, h.changeUsers(meta.DeleteUser{Username: "ann"}).Err)
-	require.Equal(t, CodeInvalid, CodeOf(h.changeUsers(meta.DeleteTopic{Name: "t"}).Err))
+	require.Equal(t, msg.CodeInvalid, msg.CodeOf(h.changeUsers(meta.DeleteTopic{Name: "t"}).Err))
 
 	h.cfg.RootSeedHash = []byte("seed")
 	h.restart()
 	h.tick(10)
-	require.Equal(t, CodeForbidden, CodeOf(h.changeUsers(meta.DeleteUser{Username: RootUsername}).Err))
-	require.Equal(t, CodeForbidden, CodeOf(h.changeUsers(meta.SetGrants{Username: RootUsername}).Err))
+	require.Equal(t, msg.CodeForbidden, msg.CodeOf(h.changeUsers(meta.DeleteUser{Username: RootUsername}).Err))
+	require.Equal(t, msg.CodeForbidden, msg.CodeOf(h.changeUsers(meta.SetGrants{Username: RootUsername}).Err))
 }
 
 func TestCreatorBecomesOwner(t *testing.T) {
 	h := newHarness(t)
-	info := h.createTopic("orders", func(r *CreateTopic) { r.CreatedBy = "ann" })
+	info := h.createTopic("orders", func(r *msg.CreateTopic) { r.CreatedBy = "ann" })
 	require.Equal(t, "ann", info.Owner)
 }
 
 // carriesSeed reports whether a peer message carries a root seed entry
 // proposed with hash.
-func carriesSeed(env Envelope, hash string) bool {
-	raft, ok := env.Message.(RaftMessage)
+func carriesSeed(env msg.Envelope, hash string) bool {
+	raft, ok := env.Message.(msg.RaftMessage)
 	if !ok {
 		return false
 	}
@@ -100,7 +101,7 @@ func TestRootSeedAcrossALeaderChange(t *testing.T) {
 		c.start(id)
 	}
 	var first string
-	c.drop = func(env Envelope) bool {
+	c.drop = func(env msg.Envelope) bool {
 		if first == "" && carriesSeed(env, "seed-"+env.From) {
 			first = env.From
 		}

@@ -3,12 +3,14 @@ package node
 import (
 	"container/heap"
 	"sort"
+
+	"narad/msg"
 )
 
 // waiter is a parked long poll.
 type waiter struct {
-	id         RequestID
-	request    Consume
+	id         msg.RequestID
+	request    msg.Consume
 	parkedAtMs int64
 	deadlineMs int64
 	// heapIndex is the waiter's position in waiterSet.byDeadline.
@@ -26,18 +28,18 @@ type waiter struct {
 // waiterSet holds the parked long polls: by id, by topic in arrival order
 // (who is served first), and by deadline (who times out first).
 type waiterSet struct {
-	byID       map[RequestID]*waiter
+	byID       map[msg.RequestID]*waiter
 	byTopic    map[string][]*waiter
 	byDeadline waiterHeap
 }
 
 func newWaiterSet() *waiterSet {
-	return &waiterSet{byID: map[RequestID]*waiter{}, byTopic: map[string][]*waiter{}}
+	return &waiterSet{byID: map[msg.RequestID]*waiter{}, byTopic: map[string][]*waiter{}}
 }
 
 func (s *waiterSet) len() int { return len(s.byID) }
 
-func (s *waiterSet) get(id RequestID) (*waiter, bool) {
+func (s *waiterSet) get(id msg.RequestID) (*waiter, bool) {
 	w, ok := s.byID[id]
 	return w, ok
 }
@@ -50,7 +52,7 @@ func (s *waiterSet) add(w *waiter) {
 }
 
 // remove drops a waiter; it reports whether it was parked.
-func (s *waiterSet) remove(id RequestID) bool {
+func (s *waiterSet) remove(id msg.RequestID) bool {
 	w, ok := s.byID[id]
 	if !ok {
 		return false
@@ -89,8 +91,8 @@ func (s *waiterSet) topicNames() []string {
 
 // removeTopic drops every waiter of a topic and returns their ids in
 // arrival order.
-func (s *waiterSet) removeTopic(name string) []RequestID {
-	var ids []RequestID
+func (s *waiterSet) removeTopic(name string) []msg.RequestID {
+	var ids []msg.RequestID
 	for _, w := range s.topic(name) {
 		s.remove(w.id)
 		ids = append(ids, w.id)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"narad/node"
+	"narad/msg"
 	"narad/wire"
 )
 
@@ -76,14 +76,14 @@ func TestReconnectFollowsBackoffSchedule(t *testing.T) {
 		cfg := testConfig("a", map[string]string{"b": "127.0.0.1:9"})
 		cfg.ReconnectBackoffMin, cfg.ReconnectBackoffMax = 100*time.Millisecond, 800*time.Millisecond
 		cfg.SendQueueMax = 64
-		transport, err := New(cfg, func(node.Envelope) { t.Error("nothing can be delivered") }, nil)
+		transport, err := New(cfg, func(msg.Envelope) { t.Error("nothing can be delivered") }, nil)
 		require.NoError(t, err)
 		dials := &dialLog{}
 		transport.dial = dials.refuse
 
 		const sends, sendInterval = 5000, time.Millisecond
 		for range sends {
-			transport.Send(node.Envelope{From: "a", To: "b", Message: node.Notify{Topic: "t"}})
+			transport.Send(msg.Envelope{From: "a", To: "b", Message: msg.Notify{Topic: "t"}})
 			time.Sleep(sendInterval)
 		}
 		synctest.Wait()
@@ -141,14 +141,14 @@ func TestBackoffResetsAfterConnection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := testConfig("a", map[string]string{"b": "127.0.0.1:9"})
 		cfg.ReconnectBackoffMin, cfg.ReconnectBackoffMax = 100*time.Millisecond, 800*time.Millisecond
-		transport, err := New(cfg, func(node.Envelope) {}, nil)
+		transport, err := New(cfg, func(msg.Envelope) {}, nil)
 		require.NoError(t, err)
 		dialer := &scriptedDialer{accept: 4, frames: make(chan []byte, 1)}
 		transport.dial = dialer.dial
 
 		const sends, sendInterval = 3000, time.Millisecond
 		for range sends {
-			transport.Send(node.Envelope{From: "a", To: "b", Message: node.Notify{Topic: "t"}})
+			transport.Send(msg.Envelope{From: "a", To: "b", Message: msg.Notify{Topic: "t"}})
 			time.Sleep(sendInterval)
 		}
 		synctest.Wait()

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // counter is a deliver function that counts and signals every window.
@@ -15,7 +15,7 @@ type counter struct {
 	signal    chan struct{}
 }
 
-func (c *counter) deliver(node.Envelope) {
+func (c *counter) deliver(msg.Envelope) {
 	if c.delivered.Add(1)%c.window == 0 {
 		c.signal <- struct{}{}
 	}
@@ -26,14 +26,14 @@ func (c *counter) deliver(node.Envelope) {
 // nothing is dropped.
 func BenchmarkSendReceive(b *testing.B) {
 	payload := bytes.Repeat([]byte{'x'}, 64<<10)
-	produce := node.ForwardRequest{ID: 1, Request: node.Produce{Topic: "t",
-		Records: []node.ProduceRecord{{Partition: node.PartitionNone, Payload: payload}}}}
+	produce := msg.ForwardRequest{ID: 1, Request: msg.Produce{Topic: "t",
+		Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Payload: payload}}}}
 	cases := []struct {
 		name    string
-		message any
+		message msg.PeerMessage
 		bytes   int64
 	}{
-		{"notify", node.Notify{Topic: "orders"}, 0},
+		{"notify", msg.Notify{Topic: "orders"}, 0},
 		{"produce-64KiB", produce, int64(len(payload))},
 	}
 	for _, tls := range []bool{false, true} {
@@ -47,7 +47,7 @@ func BenchmarkSendReceive(b *testing.B) {
 	}
 }
 
-func benchmarkStream(b *testing.B, message any, payloadBytes int64, useTLS bool) {
+func benchmarkStream(b *testing.B, message msg.PeerMessage, payloadBytes int64, useTLS bool) {
 	const window = 512
 	receiverConfig, senderConfig := testConfig("b", nil), testConfig("a", nil)
 	senderConfig.SendQueueMax = 2 * window
@@ -63,12 +63,12 @@ func benchmarkStream(b *testing.B, message any, payloadBytes int64, useTLS bool)
 	}
 	defer receiver.Close()
 	senderConfig.Peers = map[string]string{"b": receiver.Addr()}
-	sender, err := New(senderConfig, func(node.Envelope) {}, nil)
+	sender, err := New(senderConfig, func(msg.Envelope) {}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer sender.Close()
-	env := node.Envelope{From: "a", To: "b", Message: message}
+	env := msg.Envelope{From: "a", To: "b", Message: message}
 	b.SetBytes(payloadBytes)
 	b.ResetTimer()
 	for sent := 1; sent <= b.N; sent++ {

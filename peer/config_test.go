@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"narad/node"
+	"narad/msg"
 )
 
 func TestDefaultConfigWithSecretIsValid(t *testing.T) {
@@ -50,7 +50,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 }
 
 func TestNewRejectsInvalidInput(t *testing.T) {
-	_, err := New(Config{}, func(node.Envelope) {}, nil)
+	_, err := New(Config{}, func(msg.Envelope) {}, nil)
 	require.ErrorIs(t, err, ErrInvalidConfig)
 	_, err = New(testConfig("a", nil), nil, nil)
 	require.ErrorIs(t, err, ErrInvalidConfig)
@@ -59,7 +59,7 @@ func TestNewRejectsInvalidInput(t *testing.T) {
 // Start twice is refused; Addr is empty before Start.
 func TestStartTwice(t *testing.T) {
 	checkGoroutinesEnd(t)
-	transport, err := New(testConfig("a", nil), func(node.Envelope) {}, nil)
+	transport, err := New(testConfig("a", nil), func(msg.Envelope) {}, nil)
 	require.NoError(t, err)
 	require.Empty(t, transport.Addr())
 	require.NoError(t, transport.Start())
@@ -74,7 +74,7 @@ func TestStartReportsListenFailure(t *testing.T) {
 	taken := startTransport(t, testConfig("a", nil))
 	cfg := testConfig("b", nil)
 	cfg.ListenAddr = taken.Addr()
-	transport, err := New(cfg, func(node.Envelope) {}, nil)
+	transport, err := New(cfg, func(msg.Envelope) {}, nil)
 	require.NoError(t, err)
 	err = transport.Start()
 	require.Error(t, err)

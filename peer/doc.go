@@ -1,5 +1,5 @@
 // Package peer is the production transport between the nodes of a
-// cluster: it carries node.Envelopes over TCP, optionally inside TLS,
+// cluster: it carries msg.Envelopes over TCP, optionally inside TLS,
 // after a mutual challenge-response handshake on the cluster secret. The
 // simulator has its own network; this package is the real one, used by
 // host. It is an edge of the system, so it is allowed goroutines, sockets

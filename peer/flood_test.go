@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // Connections that never authenticate hold at most handshakesInFlightMax
@@ -34,8 +34,8 @@ func TestHandshakeFloodDoesNotStarveARealPeer(t *testing.T) {
 	requireEventually(t, func() bool { return b.Stats().HandshakesShed >= 10 }, "the oldest handshakes not shed")
 
 	a := startTransport(t, testConfig("a", map[string]string{"b": b.Addr()}))
-	received := resendUntilDelivered(t, a, b.inbox, func(seq int) node.Envelope {
-		return node.Envelope{From: "a", To: "b", Message: node.Notify{Topic: "through"}}
+	received := resendUntilDelivered(t, a, b.inbox, func(seq int) msg.Envelope {
+		return msg.Envelope{From: "a", To: "b", Message: msg.Notify{Topic: "through"}}
 	})
 	require.Equal(t, "a", received.From)
 	require.Zero(t, a.Stats().Peers["b"].AuthFailures)

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/raft/v3/raftpb"
 
-	"narad/node"
+	"narad/msg"
 	"narad/wire"
 )
 
@@ -26,18 +26,18 @@ var testSecret = []byte("correct horse battery staple")
 // inbox collects what a transport delivers.
 type inbox struct {
 	t        *testing.T
-	received chan node.Envelope
+	received chan msg.Envelope
 }
 
 const inboxCapacity = 1 << 14
 
 func newInbox(t *testing.T) *inbox {
-	return &inbox{t: t, received: make(chan node.Envelope, inboxCapacity)}
+	return &inbox{t: t, received: make(chan msg.Envelope, inboxCapacity)}
 }
 
 // deliver is the transport's deliver function. It never blocks: a test
 // that overflows the inbox fails.
-func (in *inbox) deliver(env node.Envelope) {
+func (in *inbox) deliver(env msg.Envelope) {
 	select {
 	case in.received <- env:
 	default:
@@ -46,24 +46,24 @@ func (in *inbox) deliver(env node.Envelope) {
 }
 
 // next waits for the next delivery.
-func (in *inbox) next() node.Envelope {
+func (in *inbox) next() msg.Envelope {
 	in.t.Helper()
 	select {
 	case env := <-in.received:
 		return env
 	case <-time.After(waitMax):
 		in.t.Fatalf("nothing delivered within %v", waitMax)
-		return node.Envelope{}
+		return msg.Envelope{}
 	}
 }
 
 // nextWithin waits up to wait for a delivery and reports whether one came.
-func (in *inbox) nextWithin(wait time.Duration) (node.Envelope, bool) {
+func (in *inbox) nextWithin(wait time.Duration) (msg.Envelope, bool) {
 	select {
 	case env := <-in.received:
 		return env, true
 	case <-time.After(wait):
-		return node.Envelope{}, false
+		return msg.Envelope{}, false
 	}
 }
 
@@ -127,21 +127,21 @@ func startCluster(t *testing.T, ids ...string) map[string]started {
 
 // sampleMessages returns one message of each peer message type, with seq
 // woven in so that every message of a stream is distinct.
-func sampleMessages(seq int) []any {
-	return []any{
-		node.RaftMessage{Message: &raftpb.Message{Type: new(raftpb.MsgHeartbeat), From: new(uint64(1)), To: new(uint64(2)), Term: new(uint64(seq)), Commit: new(uint64(7))}},
-		node.ForwardRequest{ID: uint64(seq), LocalOnly: true, Request: node.Produce{
-			Topic: "orders", Records: []node.ProduceRecord{{Key: []byte("k"), Partition: node.PartitionNone, Payload: []byte("payload")}},
+func sampleMessages(seq int) []msg.PeerMessage {
+	return []msg.PeerMessage{
+		msg.RaftMessage{Message: &raftpb.Message{Type: new(raftpb.MsgHeartbeat), From: new(uint64(1)), To: new(uint64(2)), Term: new(uint64(seq)), Commit: new(uint64(7))}},
+		msg.ForwardRequest{ID: uint64(seq), LocalOnly: true, Request: msg.Produce{
+			Topic: "orders", Records: []msg.ProduceRecord{{Key: []byte("k"), Partition: msg.PartitionNone, Payload: []byte("payload")}},
 		}},
-		node.ForwardReply{ID: uint64(seq), Reply: node.Reply{ID: node.RequestID(seq), Result: node.TopicInfo{Name: "orders", Partitions: 3}}},
-		node.Subscribe{Topic: "orders", ForMs: int64(seq)},
-		node.Notify{Topic: "orders"},
+		msg.ForwardReply{ID: uint64(seq), Reply: msg.Reply{ID: msg.RequestID(seq), Result: msg.TopicInfo{Name: "orders", Partitions: 3}}},
+		msg.Subscribe{Topic: "orders", ForMs: int64(seq)},
+		msg.Notify{Topic: "orders"},
 	}
 }
 
 // canonical is env as it looks after an encode and decode, the form a
 // receiver sees (the codec canonicalizes nil and empty slices).
-func canonical(t *testing.T, env node.Envelope) node.Envelope {
+func canonical(t *testing.T, env msg.Envelope) msg.Envelope {
 	t.Helper()
 	encoded, err := wire.EncodeEnvelope(nil, env)
 	require.NoError(t, err)

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // outbound is one peer we send to: its bounded queue, the context that
@@ -23,7 +23,7 @@ type outbound struct {
 	id string
 	// queue holds envelopes for the writer. Capacity Config.SendQueueMax:
 	// Send never blocks on it, it drops instead.
-	queue chan node.Envelope
+	queue chan msg.Envelope
 	// ctx is canceled, under Transport.mu, by RemovePeer or Close; the
 	// writer then ends.
 	ctx    context.Context
@@ -56,7 +56,7 @@ type outbound struct {
 // newOutboundLocked creates the peer entry for id; the caller holds
 // Transport.mu.
 func (t *Transport) newOutboundLocked(id, address string) *outbound {
-	p := &outbound{id: id, queue: make(chan node.Envelope, t.cfg.SendQueueMax)}
+	p := &outbound{id: id, queue: make(chan msg.Envelope, t.cfg.SendQueueMax)}
 	p.ctx, p.cancel = context.WithCancel(t.ctx)
 	p.random = rand.New(rand.NewPCG(t.cfg.BackoffSeed, jitterStream(t.cfg.NodeID, id)))
 	p.locked.address = address
@@ -86,7 +86,7 @@ func (p *outbound) stopLocked() {
 // dropped and counted when the peer is unknown or its queue is full;
 // delivery is never guaranteed (a connection can break with messages in
 // flight). env.From must be this node's id.
-func (t *Transport) Send(env node.Envelope) {
+func (t *Transport) Send(env msg.Envelope) {
 	assert(env.From == t.cfg.NodeID, "envelope from %q sent on the transport of %q", env.From, t.cfg.NodeID)
 	p := t.writerFor(env.To)
 	if p == nil {
@@ -160,12 +160,12 @@ func (t *Transport) RemovePeer(id string) {
 }
 
 // wait blocks until an envelope is queued or the peer is stopped.
-func (p *outbound) wait() (node.Envelope, bool) {
+func (p *outbound) wait() (msg.Envelope, bool) {
 	select {
 	case env := <-p.queue:
 		return env, true
 	case <-p.ctx.Done():
-		return node.Envelope{}, false
+		return msg.Envelope{}, false
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // stalledPeer is a listener for node "b" that never reads what it is sent:
@@ -43,10 +43,10 @@ func stalledPeer(t *testing.T, handshake bool) string {
 
 // bigEnvelope is a forwarded produce of 512 KiB, to fill socket buffers
 // quickly.
-func bigEnvelope() node.Envelope {
-	record := node.ProduceRecord{Partition: node.PartitionNone, Payload: bytes.Repeat([]byte{'x'}, 512<<10)}
-	request := node.Produce{Topic: "t", Records: []node.ProduceRecord{record}}
-	return node.Envelope{From: "a", To: "b", Message: node.ForwardRequest{ID: 1, Request: request}}
+func bigEnvelope() msg.Envelope {
+	record := msg.ProduceRecord{Partition: msg.PartitionNone, Payload: bytes.Repeat([]byte{'x'}, 512<<10)}
+	request := msg.Produce{Topic: "t", Records: []msg.ProduceRecord{record}}
+	return msg.Envelope{From: "a", To: "b", Message: msg.ForwardRequest{ID: 1, Request: request}}
 }
 
 // A peer that does not read makes Send drop once the queue is full; Send
@@ -102,11 +102,11 @@ func TestRemovePeerStopsItsWriter(t *testing.T) {
 	cfg := testConfig("a", map[string]string{"b": stalledPeer(t, false)})
 	cfg.HandshakeTimeout = time.Minute
 	a := startTransport(t, cfg)
-	a.Send(node.Envelope{From: "a", To: "b", Message: node.Notify{Topic: "t"}})
+	a.Send(msg.Envelope{From: "a", To: "b", Message: msg.Notify{Topic: "t"}})
 	requireEventually(t, func() bool { return goroutinesRunning("(*Transport).runWriter") == 1 }, "writer not started")
 	a.RemovePeer("b")
 	requireEventually(t, func() bool { return goroutinesRunning("(*Transport).runWriter") == 0 }, "writer still running")
-	a.Send(node.Envelope{From: "a", To: "b", Message: node.Notify{Topic: "t"}})
+	a.Send(msg.Envelope{From: "a", To: "b", Message: msg.Notify{Topic: "t"}})
 	require.Equal(t, uint64(1), a.Stats().Unroutable)
 	require.NotContains(t, a.Stats().Peers, "b")
 	a.RemovePeer("b") // unknown ids are ignored
@@ -118,8 +118,8 @@ func TestSetPeerMovesToNewAddress(t *testing.T) {
 	checkGoroutinesEnd(t)
 	old, moved := startTransport(t, testConfig("b", nil)), startTransport(t, testConfig("b", nil))
 	a := startTransport(t, testConfig("a", map[string]string{"b": old.Addr()}))
-	notify := func(seq int) node.Envelope {
-		return node.Envelope{From: "a", To: "b", Message: node.Notify{Topic: "t"}}
+	notify := func(seq int) msg.Envelope {
+		return msg.Envelope{From: "a", To: "b", Message: msg.Notify{Topic: "t"}}
 	}
 	a.Send(notify(0))
 	old.inbox.next()
@@ -138,9 +138,9 @@ func TestCloseEndsEveryGoroutine(t *testing.T) {
 	cluster := startCluster(t, "a", "b", "c")
 	for _, id := range []string{"a", "b", "c"} {
 		require.NoError(t, cluster[id].SetPeer("stalled", stalledPeer(t, false)))
-		cluster[id].Send(node.Envelope{From: id, To: "stalled", Message: node.Notify{Topic: "t"}})
+		cluster[id].Send(msg.Envelope{From: id, To: "stalled", Message: msg.Notify{Topic: "t"}})
 		for _, to := range []string{"a", "b", "c"} {
-			cluster[id].Send(node.Envelope{From: id, To: to, Message: node.Notify{Topic: "t"}})
+			cluster[id].Send(msg.Envelope{From: id, To: to, Message: msg.Notify{Topic: "t"}})
 		}
 	}
 	for _, id := range []string{"a", "b", "c"} {

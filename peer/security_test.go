@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"narad/node"
+	"narad/msg"
 	"narad/wire"
 )
 
@@ -26,7 +26,7 @@ func TestWrongSecretFailsBothSidesAndDeliversNothing(t *testing.T) {
 	cfg.Secret = []byte("not the cluster secret")
 	a := startTransport(t, cfg)
 	requireEventually(t, func() bool {
-		a.Send(node.Envelope{From: "a", To: "b", Message: node.Notify{Topic: "t"}})
+		a.Send(msg.Envelope{From: "a", To: "b", Message: msg.Notify{Topic: "t"}})
 		return a.Stats().Peers["b"].AuthFailures >= 2 && b.Stats().InboundAuthFailures >= 2
 	}, "handshake failures not counted on both sides")
 	stats := a.Stats().Peers["b"]
@@ -91,7 +91,7 @@ func TestReplayedHandshakeIsRejected(t *testing.T) {
 	require.NoError(t, replay.SetDeadline(time.Now().Add(waitMax)))
 	_, err = readChallenge(replay) // the new challenge, ignored by the replayer
 	require.NoError(t, err)
-	frame := frameOf(t, node.Envelope{From: "a", To: "b", Message: node.Notify{Topic: "replayed"}})
+	frame := frameOf(t, msg.Envelope{From: "a", To: "b", Message: msg.Notify{Topic: "replayed"}})
 	_, err = replay.Write(append(transcript, frame...))
 	require.NoError(t, err)
 	requireClosedByPeer(t, replay)
@@ -102,7 +102,7 @@ func TestReplayedHandshakeIsRejected(t *testing.T) {
 }
 
 // frameOf encodes env as one frame.
-func frameOf(t *testing.T, env node.Envelope) []byte {
+func frameOf(t *testing.T, env msg.Envelope) []byte {
 	t.Helper()
 	payload, err := wire.EncodeEnvelope(nil, env)
 	require.NoError(t, err)
@@ -127,7 +127,7 @@ func TestDialerRejectsListenerWithoutSecret(t *testing.T) {
 		impostor <- impersonate(conn)
 	}()
 	a := startTransport(t, testConfig("a", map[string]string{"b": listener.Addr().String()}))
-	a.Send(node.Envelope{From: "a", To: "b", Message: node.Notify{Topic: "secret stuff"}})
+	a.Send(msg.Envelope{From: "a", To: "b", Message: msg.Notify{Topic: "secret stuff"}})
 
 	var afterProof []byte
 	select {
@@ -197,9 +197,9 @@ func totalAllocatedBytes() uint64 {
 func TestMisaddressedEnvelopeClosesConnection(t *testing.T) {
 	checkGoroutinesEnd(t)
 	b := startTransport(t, testConfig("b", nil))
-	for index, env := range []node.Envelope{
-		{From: "c", To: "b", Message: node.Notify{Topic: "forged sender"}},
-		{From: "a", To: "c", Message: node.Notify{Topic: "wrong receiver"}},
+	for index, env := range []msg.Envelope{
+		{From: "c", To: "b", Message: msg.Notify{Topic: "forged sender"}},
+		{From: "a", To: "c", Message: msg.Notify{Topic: "wrong receiver"}},
 	} {
 		conn, _ := dialAs(t, b.Addr(), keysOf("a", testSecret), "b")
 		_, err := conn.Write(frameOf(t, env))
@@ -215,7 +215,7 @@ func TestCorruptFrameClosesConnection(t *testing.T) {
 	checkGoroutinesEnd(t)
 	b := startTransport(t, testConfig("b", nil))
 	conn, _ := dialAs(t, b.Addr(), keysOf("a", testSecret), "b")
-	frame := frameOf(t, node.Envelope{From: "a", To: "b", Message: node.Notify{Topic: "t"}})
+	frame := frameOf(t, msg.Envelope{From: "a", To: "b", Message: msg.Notify{Topic: "t"}})
 	frame[len(frame)-1] ^= 0xff
 	_, err := conn.Write(frame)
 	require.NoError(t, err)

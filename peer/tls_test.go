@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // authority is a throwaway certificate authority for one test.
@@ -124,7 +124,7 @@ func TestMutualTLSRefusesClientWithoutTrustedCertificate(t *testing.T) {
 		cfg.HandshakeTimeout = handshakeTimeout
 		c := startTransport(t, cfg)
 		requireEventually(t, func() bool {
-			c.Send(node.Envelope{From: "c", To: "b", Message: node.Notify{Topic: name}})
+			c.Send(msg.Envelope{From: "c", To: "b", Message: msg.Notify{Topic: name}})
 			outbound := c.Stats().Peers["b"]
 			refusedHere := outbound.AuthFailures >= 1 || (name == "no tls whatsoever" && outbound.DialFailures >= 1)
 			return refusedHere && inboundFailures() > failures

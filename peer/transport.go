@@ -11,10 +11,10 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"narad/node"
+	"narad/msg"
 )
 
-// Transport carries node.Envelopes between the nodes of a cluster over
+// Transport carries msg.Envelopes between the nodes of a cluster over
 // TCP (optionally TLS), one authenticated outbound connection per peer.
 // All methods are safe for concurrent use.
 type Transport struct {
@@ -23,7 +23,7 @@ type Transport struct {
 	cfg Config
 	// deliver receives every authenticated, well-addressed envelope, from
 	// the reader goroutines.
-	deliver func(node.Envelope)
+	deliver func(msg.Envelope)
 	logger  *slog.Logger
 	keys    handshakeKeys
 	// dial opens TCP connections: a net.Dialer's, replaced by tests.
@@ -77,7 +77,7 @@ type Transport struct {
 // calls for different connections are concurrent. deliver must not block
 // for long (it stalls that sender's connection) and must return once the
 // caller is shutting down, or Close cannot finish. The logger may be nil.
-func New(cfg Config, deliver func(node.Envelope), logger *slog.Logger) (*Transport, error) {
+func New(cfg Config, deliver func(msg.Envelope), logger *slog.Logger) (*Transport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

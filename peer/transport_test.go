@@ -8,16 +8,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // sendStream sends count rounds of sampleMessages from one transport to
 // another and returns what the receiver must see, in order.
-func sendStream(t *testing.T, from started, fromID, toID string, count int) []node.Envelope {
-	var expected []node.Envelope
+func sendStream(t *testing.T, from started, fromID, toID string, count int) []msg.Envelope {
+	var expected []msg.Envelope
 	for seq := range count {
 		for _, message := range sampleMessages(seq) {
-			env := node.Envelope{From: fromID, To: toID, Message: message}
+			env := msg.Envelope{From: fromID, To: toID, Message: message}
 			from.Send(env)
 			expected = append(expected, canonical(t, env))
 		}
@@ -26,9 +26,9 @@ func sendStream(t *testing.T, from started, fromID, toID string, count int) []no
 }
 
 // receiveFrom takes count deliveries and splits them by sender.
-func receiveFrom(t *testing.T, in *inbox, count int) map[string][]node.Envelope {
+func receiveFrom(t *testing.T, in *inbox, count int) map[string][]msg.Envelope {
 	t.Helper()
-	bySender := map[string][]node.Envelope{}
+	bySender := map[string][]msg.Envelope{}
 	for range count {
 		env := in.next()
 		bySender[env.From] = append(bySender[env.From], env)
@@ -66,17 +66,17 @@ func TestThreeTransportsExchangeInOrder(t *testing.T) {
 	ids := []string{"a", "b", "c"}
 	cluster := startCluster(t, ids...)
 	const rounds = 100
-	expected := map[string]map[string][]node.Envelope{} // receiver -> sender -> stream
-	outgoing := map[string][]node.Envelope{}            // sender -> what it sends, in order
+	expected := map[string]map[string][]msg.Envelope{} // receiver -> sender -> stream
+	outgoing := map[string][]msg.Envelope{}            // sender -> what it sends, in order
 	for _, to := range ids {
-		expected[to] = map[string][]node.Envelope{}
+		expected[to] = map[string][]msg.Envelope{}
 		for _, from := range ids {
 			if from == to {
 				continue
 			}
 			for seq := range rounds {
 				for _, message := range sampleMessages(seq) {
-					env := node.Envelope{From: from, To: to, Message: message}
+					env := msg.Envelope{From: from, To: to, Message: message}
 					outgoing[from] = append(outgoing[from], env)
 					expected[to][from] = append(expected[to][from], canonical(t, env))
 				}
@@ -104,11 +104,11 @@ func TestThreeTransportsExchangeInOrder(t *testing.T) {
 func TestSendUnroutable(t *testing.T) {
 	checkGoroutinesEnd(t)
 	a := startTransport(t, testConfig("a", map[string]string{"a": "127.0.0.1:1"}))
-	a.Send(node.Envelope{From: "a", To: "nobody", Message: node.Notify{Topic: "t"}})
-	a.Send(node.Envelope{From: "a", To: "a", Message: node.Notify{Topic: "t"}})
+	a.Send(msg.Envelope{From: "a", To: "nobody", Message: msg.Notify{Topic: "t"}})
+	a.Send(msg.Envelope{From: "a", To: "a", Message: msg.Notify{Topic: "t"}})
 	require.NoError(t, a.Close())
 	require.NoError(t, a.Close(), "Close is idempotent")
-	a.Send(node.Envelope{From: "a", To: "nobody", Message: node.Notify{Topic: "t"}})
+	a.Send(msg.Envelope{From: "a", To: "nobody", Message: msg.Notify{Topic: "t"}})
 	stats := a.Stats()
 	require.Equal(t, uint64(3), stats.Unroutable)
 	require.Empty(t, stats.Peers, "an entry for the node itself is ignored")
@@ -120,7 +120,7 @@ func TestSendUnroutable(t *testing.T) {
 func TestSendFromAnotherNodePanics(t *testing.T) {
 	checkGoroutinesEnd(t)
 	a := startTransport(t, testConfig("a", nil))
-	require.Panics(t, func() { a.Send(node.Envelope{From: "b", To: "c", Message: node.Notify{}}) })
+	require.Panics(t, func() { a.Send(msg.Envelope{From: "b", To: "c", Message: msg.Notify{}}) })
 }
 
 // A peer that restarts on the same address is reconnected to and messages
@@ -132,8 +132,8 @@ func TestPeerRestartReconnects(t *testing.T) {
 	cfg := testConfig("a", map[string]string{"b": address})
 	cfg.SendQueueMax = 8
 	a := startTransport(t, cfg)
-	notify := func(seq int) node.Envelope {
-		return node.Envelope{From: "a", To: "b", Message: node.Notify{Topic: fmt.Sprint(seq)}}
+	notify := func(seq int) msg.Envelope {
+		return msg.Envelope{From: "a", To: "b", Message: msg.Notify{Topic: fmt.Sprint(seq)}}
 	}
 	a.Send(notify(0))
 	require.Equal(t, canonical(t, notify(0)), b.inbox.next())
@@ -157,7 +157,7 @@ func TestPeerRestartReconnects(t *testing.T) {
 
 // resendUntilDelivered sends fresh envelopes until one arrives: after a
 // restart the first ones may be written into the dead connection.
-func resendUntilDelivered(t *testing.T, from started, in *inbox, envelope func(int) node.Envelope) node.Envelope {
+func resendUntilDelivered(t *testing.T, from started, in *inbox, envelope func(int) msg.Envelope) msg.Envelope {
 	t.Helper()
 	deadline := time.Now().Add(waitMax)
 	for seq := 1_000_000; time.Now().Before(deadline); seq++ {
@@ -167,7 +167,7 @@ func resendUntilDelivered(t *testing.T, from started, in *inbox, envelope func(i
 		}
 	}
 	t.Fatalf("nothing delivered within %v after the restart", waitMax)
-	return node.Envelope{}
+	return msg.Envelope{}
 }
 
 // A writer idle on a connection whose peer hangs up notices at once: the
@@ -178,7 +178,7 @@ func TestIdleWriterNoticesHangUp(t *testing.T) {
 	b := startTransport(t, testConfig("b", nil))
 	address := b.Addr()
 	a := startTransport(t, testConfig("a", map[string]string{"b": address}))
-	first := node.Envelope{From: "a", To: "b", Message: node.Notify{Topic: "before"}}
+	first := msg.Envelope{From: "a", To: "b", Message: msg.Notify{Topic: "before"}}
 	a.Send(first)
 	require.Equal(t, canonical(t, first), b.inbox.next())
 
@@ -187,7 +187,7 @@ func TestIdleWriterNoticesHangUp(t *testing.T) {
 	restartedConfig := testConfig("b", nil)
 	restartedConfig.ListenAddr = address
 	restarted := startTransport(t, restartedConfig)
-	after := node.Envelope{From: "a", To: "b", Message: node.Notify{Topic: "after"}}
+	after := msg.Envelope{From: "a", To: "b", Message: msg.Notify{Topic: "after"}}
 	a.Send(after)
 	require.Equal(t, canonical(t, after), restarted.inbox.next())
 	// Sent is counted when the write returns, which may be after delivery.

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"narad/node"
+	"narad/msg"
 	"narad/wire"
 )
 
@@ -20,7 +20,7 @@ type writer struct {
 	// carried is an envelope taken from the queue just as the connection
 	// turned out to be gone; the next connection sends it first. Valid
 	// when hasCarried.
-	carried    node.Envelope
+	carried    msg.Envelope
 	hasCarried bool
 	// payload is the scratch buffer one envelope is encoded into.
 	payload []byte
@@ -72,7 +72,7 @@ func (t *Transport) runWriter(p *outbound) {
 
 // next returns the carried envelope, else waits for one to be queued. It
 // reports false when the peer is stopped.
-func (w *writer) next() (node.Envelope, bool) {
+func (w *writer) next() (msg.Envelope, bool) {
 	if w.hasCarried {
 		w.hasCarried = false
 		return w.carried, true
@@ -151,7 +151,7 @@ func (t *Transport) watch(p *outbound, conn net.Conn) (<-chan struct{}, bool) {
 
 // stream writes first and everything queued after it to the connection,
 // in batches, until a write fails, the peer hangs up or is stopped.
-func (w *writer) stream(connection link, first node.Envelope) {
+func (w *writer) stream(connection link, first msg.Envelope) {
 	w.add(first)
 	for {
 		w.gather()
@@ -179,7 +179,7 @@ var errHungUp = errors.New("the peer closed the connection")
 
 // carryIfHungUp keeps env for the next connection when this one is known
 // to be gone, and reports whether it did.
-func (w *writer) carryIfHungUp(connection link, env node.Envelope) bool {
+func (w *writer) carryIfHungUp(connection link, env msg.Envelope) bool {
 	select {
 	case <-connection.hungUp:
 		w.carried, w.hasCarried = env, true
@@ -217,7 +217,7 @@ func (w *writer) gather() {
 // codec does not know is dropped and logged. (One over a bound of the
 // codec, wire.FrameBytesMax included, makes wire panic: the node
 // validates what it sends.)
-func (w *writer) add(env node.Envelope) {
+func (w *writer) add(env msg.Envelope) {
 	assert(w.batchMessages < writeBatchMessagesMax, "batch of %d messages is full", w.batchMessages)
 	payload, err := wire.EncodeEnvelope(w.payload[:0], env)
 	if err != nil {
@@ -260,6 +260,6 @@ func keepBuffer(buffer []byte) []byte {
 }
 
 // messageType names the Go type of an envelope's message, for logs.
-func messageType(env node.Envelope) string {
+func messageType(env msg.Envelope) string {
 	return fmt.Sprintf("%T", env.Message)
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"narad/msg"
 	"narad/node"
 	"narad/storage"
 )
@@ -94,12 +95,12 @@ func (s *stateChecker) stopped(n *simNode, states map[string]node.PartitionState
 // In a cluster the node that answers may have forwarded the records: they
 // must be durable at the node that appended them (the single-owner checker
 // makes sure only one node appends to a partition).
-func (s *stateChecker) replied(n *simNode, c *call, reply node.Reply) {
-	produce, ok := c.request.(node.Produce)
+func (s *stateChecker) replied(n *simNode, c *call, reply msg.Reply) {
+	produce, ok := c.request.(msg.Produce)
 	if !ok || reply.Err != nil {
 		return
 	}
-	for _, placement := range reply.Result.(node.ProduceResult).Records {
+	for _, placement := range reply.Result.(msg.ProduceResult).Records {
 		dir := node.PartitionDir(produce.Topic, placement.Partition)
 		if durable := s.durableAnywhere(n.w, dir); placement.Offset >= durable {
 			n.w.fail("durable-before-ack", "%s answered 202 for %s@%d but only %d records are durable at any node",

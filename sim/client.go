@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"narad/httpapi"
-	"narad/node"
+	"narad/msg"
 )
 
 // Client timeouts, in simulated milliseconds.
@@ -38,7 +38,7 @@ type client struct {
 	// retry scheduled).
 	busy bool
 	// pinnedPartition is a producer's fixed partition (a write storm), or
-	// node.PartitionNone.
+	// msg.PartitionNone.
 	pinnedPartition int
 	// storm is set on a producer of the moves scenario's write storms: it
 	// produces only while a storm blows, large records in batches.
@@ -53,7 +53,7 @@ type client struct {
 }
 
 func newClient(w *World, name string, r role) *client {
-	return &client{w: w, name: name, role: r, pinnedPartition: node.PartitionNone}
+	return &client{w: w, name: name, role: r, pinnedPartition: msg.PartitionNone}
 }
 
 // call is one HTTP request of a client.
@@ -61,14 +61,14 @@ type call struct {
 	client      *client
 	kind        string
 	httpRequest *http.Request
-	request     node.Request
+	request     msg.Request
 	// target is the node the client sent it to: a random one, unless the
 	// call was made for a given node.
 	target *simNode
 	// Set by the node when it takes the request.
 	node            *simNode
 	nodeIncarnation int
-	requestID       node.RequestID
+	requestID       msg.RequestID
 
 	sentMs    int64
 	timeoutMs int64

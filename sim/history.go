@@ -3,7 +3,7 @@ package sim
 import (
 	"fmt"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // idsMax bounds the message ids of a run ("m" and seven digits).
@@ -71,7 +71,7 @@ func (h *history) produceCalled(ids []string, nowMs int64) {
 	}
 }
 
-func (h *history) produceAcked(ids []string, placements []node.Placement, callMs, retMs int64) {
+func (h *history) produceAcked(ids []string, placements []msg.Placement, callMs, retMs int64) {
 	if len(placements) != len(ids) {
 		return // the client already failed the run on this reply
 	}

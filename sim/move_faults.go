@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 
 	"narad/chaos"
+	"narad/msg"
 	"narad/node"
 )
 
@@ -129,7 +130,7 @@ func (m *moveWatcher) lookAtFreezes(n *simNode) {
 	m.frozen[n.id] = current
 }
 
-func (m *moveWatcher) phaseEntered(dest *simNode, session node.Move) {
+func (m *moveWatcher) phaseEntered(dest *simNode, session msg.Move) {
 	w := m.w
 	w.tracef("move: %s/%d %s>%s enters %s", session.Topic, session.Partition, session.From, session.To, session.Phase)
 	chaos.Reached("sim-move-phase-" + session.Phase)

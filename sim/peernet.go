@@ -7,7 +7,7 @@ import (
 
 	"go.etcd.io/raft/v3/raftpb"
 
-	"narad/node"
+	"narad/msg"
 	"narad/wire"
 )
 
@@ -70,7 +70,7 @@ type peerNetwork struct {
 	sent, dropped, unreachable map[string]int
 	// deliver hands a decoded envelope to its receiver: deliverToNode,
 	// except in the network's own tests.
-	deliver func(to *simNode, env node.Envelope)
+	deliver func(to *simNode, env msg.Envelope)
 }
 
 func newPeerNetwork(w *World, rng *rand.Rand) *peerNetwork {
@@ -107,7 +107,7 @@ func (p *peerNetwork) addNode(n *simNode) {
 
 // send puts an envelope on its link. It runs after the Ready that carried
 // it was persisted (the driver's order).
-func (p *peerNetwork) send(from *simNode, env node.Envelope) {
+func (p *peerNetwork) send(from *simNode, env msg.Envelope) {
 	to := p.w.nodeByID(env.To)
 	if to == nil || to == from || env.From != from.id {
 		p.w.fail("peer-network", "%s sent %s from %q to %q, not a peer", from.id, messageKind(env.Message), env.From, env.To)
@@ -165,7 +165,7 @@ func (p *peerNetwork) arrive(l *link, epoch uint64, kind string, bytes []byte) {
 
 // deliverToNode steps the receiver with the envelope; a message to a node
 // that is down is lost.
-func (p *peerNetwork) deliverToNode(to *simNode, env node.Envelope) {
+func (p *peerNetwork) deliverToNode(to *simNode, env msg.Envelope) {
 	if !to.up() {
 		p.dropped["receiver-down"]++
 		return
@@ -264,20 +264,20 @@ func (p *peerNetwork) between(a, b []*simNode) []*link {
 // messageKind names an envelope's message type for counters.
 func messageKind(message any) string {
 	switch m := message.(type) {
-	case node.RaftMessage:
+	case msg.RaftMessage:
 		if m.Message == nil {
 			return "raft-nil"
 		}
 		return "raft"
-	case node.ForwardRequest:
+	case msg.ForwardRequest:
 		return "forward-" + strings.TrimPrefix(fmt.Sprintf("%T", m.Request), "node.")
-	case node.ForwardReply:
+	case msg.ForwardReply:
 		return "forward-reply"
-	case node.Subscribe:
+	case msg.Subscribe:
 		return "subscribe"
-	case node.Notify:
+	case msg.Notify:
 		return "notify"
-	case node.Join:
+	case msg.Join:
 		return "join"
 	default:
 		return fmt.Sprintf("%T", message)
@@ -288,7 +288,7 @@ func messageKind(message any) string {
 // traffic (heartbeats and appends) is only hashed, or it would bury the
 // lines that explain a failure.
 func traced(message any) bool {
-	m, ok := message.(node.RaftMessage)
+	m, ok := message.(msg.RaftMessage)
 	if !ok || m.Message == nil {
 		return true
 	}
@@ -301,15 +301,15 @@ func traced(message any) bool {
 
 func describeMessage(message any) string {
 	switch m := message.(type) {
-	case node.RaftMessage:
+	case msg.RaftMessage:
 		return fmt.Sprintf("raft %s term %d", m.Message.GetType(), m.Message.GetTerm())
-	case node.ForwardRequest:
+	case msg.ForwardRequest:
 		return fmt.Sprintf("forward #%d %T", m.ID, m.Request)
-	case node.ForwardReply:
+	case msg.ForwardReply:
 		return fmt.Sprintf("forward-reply #%d err=%v", m.ID, m.Reply.Err)
-	case node.Subscribe:
+	case msg.Subscribe:
 		return fmt.Sprintf("subscribe %s %d ms", m.Topic, m.ForMs)
-	case node.Notify:
+	case msg.Notify:
 		return "notify " + m.Topic
 	default:
 		return messageKind(message)

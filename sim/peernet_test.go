@@ -7,36 +7,36 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/raft/v3/raftpb"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // wiredWorld is a world of three nodes that are never started: its peer
 // network records what it delivers instead of stepping nodes.
 type wiredWorld struct {
 	*World
-	received map[string][]node.Envelope
+	received map[string][]msg.Envelope
 }
 
 func newWiredWorld(t *testing.T) *wiredWorld {
 	t.Helper()
 	opts := DefaultOptions(1)
 	opts.Nodes = 3
-	w := &wiredWorld{World: NewWorld(opts), received: map[string][]node.Envelope{}}
-	w.peers.deliver = func(to *simNode, env node.Envelope) { w.received[to.id] = append(w.received[to.id], env) }
+	w := &wiredWorld{World: NewWorld(opts), received: map[string][]msg.Envelope{}}
+	w.peers.deliver = func(to *simNode, env msg.Envelope) { w.received[to.id] = append(w.received[to.id], env) }
 	return w
 }
 
 // notify sends a Notify whose topic numbers it, from one node to another.
 func (w *wiredWorld) notify(from, to, number int) {
-	w.peers.send(w.nodes[from], node.Envelope{From: w.nodes[from].id, To: w.nodes[to].id, Message: node.Notify{Topic: fmt.Sprint(number)}})
+	w.peers.send(w.nodes[from], msg.Envelope{From: w.nodes[from].id, To: w.nodes[to].id, Message: msg.Notify{Topic: fmt.Sprint(number)}})
 }
 
 func (w *wiredWorld) runQueue() { w.loop(func() bool { return true }) }
 
-func topics(envelopes []node.Envelope) []string {
+func topics(envelopes []msg.Envelope) []string {
 	out := []string{}
 	for _, env := range envelopes {
-		out = append(out, env.Message.(node.Notify).Topic)
+		out = append(out, env.Message.(msg.Notify).Topic)
 	}
 	return out
 }
@@ -100,11 +100,12 @@ func TestHealEndsOverlappingPartitions(t *testing.T) {
 	}
 }
 
-// TestUnencodableMessageFailsTheRun: a message the codec cannot carry
-// fails the run instead of reaching the receiver as a shared Go value.
+// TestUnencodableMessageFailsTheRun: a message the codec cannot carry (a
+// pointer, which the sealed message type admits) fails the run instead of
+// reaching the receiver as a shared Go value.
 func TestUnencodableMessageFailsTheRun(t *testing.T) {
 	w := newWiredWorld(t)
-	w.peers.send(w.nodes[0], node.Envelope{From: "n1", To: "n2", Message: struct{ secret int }{7}})
+	w.peers.send(w.nodes[0], msg.Envelope{From: "n1", To: "n2", Message: &msg.Notify{Topic: "t"}})
 	require.NotNil(t, w.failure)
 	require.Equal(t, "codec", w.failure.Checker)
 	w.runQueue()
@@ -115,13 +116,13 @@ func TestUnencodableMessageFailsTheRun(t *testing.T) {
 // in the world is a broken driver contract.
 func TestMessageToUnknownNodeFailsTheRun(t *testing.T) {
 	w := newWiredWorld(t)
-	w.peers.send(w.nodes[0], node.Envelope{From: "n1", To: "n9", Message: node.Notify{Topic: "t"}})
+	w.peers.send(w.nodes[0], msg.Envelope{From: "n1", To: "n9", Message: msg.Notify{Topic: "t"}})
 	require.NotNil(t, w.failure)
 	require.Equal(t, "peer-network", w.failure.Checker)
 }
 
-func raftEnvelope(from, to string, msg *raftpb.Message) node.Envelope {
-	return node.Envelope{From: from, To: to, Message: node.RaftMessage{Message: msg}}
+func raftEnvelope(from, to string, message *raftpb.Message) msg.Envelope {
+	return msg.Envelope{From: from, To: to, Message: msg.RaftMessage{Message: message}}
 }
 
 // raftMessage builds a message of a type, term and commit index, with the

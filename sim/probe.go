@@ -8,7 +8,7 @@ import (
 
 	"narad/httpapi"
 	"narad/move"
-	"narad/node"
+	"narad/msg"
 )
 
 // Probes, in simulated milliseconds.
@@ -75,7 +75,7 @@ func (w *World) allMembersAlive(c *call, response *httpapi.Response) bool {
 	if !w.answered(c, response, http.StatusOK) {
 		return false
 	}
-	var result node.MembersResult
+	var result msg.MembersResult
 	if err := json.Unmarshal(response.Body, &result); err != nil {
 		w.fail("client", "%s: bad members listing %s: %v", c.describe(), response.Body, err)
 		return false
@@ -98,7 +98,7 @@ func (w *World) judgeOwners(c *call, response *httpapi.Response) bool {
 	if !w.answered(c, response, http.StatusOK) {
 		return false
 	}
-	var detail node.TopicDetail
+	var detail msg.TopicDetail
 	if err := json.Unmarshal(response.Body, &detail); err != nil || len(detail.PartitionStats) != w.partitions {
 		w.fail("client", "%s: bad topic description %s (%v)", c.describe(), response.Body, err)
 		return false

@@ -5,7 +5,7 @@ import (
 
 	"go.etcd.io/raft/v3/raftpb"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // leaderClaimFreshMs is how long after its last leader-only message a node
@@ -56,8 +56,8 @@ func newRaftView(w *World) *raftView {
 }
 
 // observe looks at a message a node sends.
-func (v *raftView) observe(env node.Envelope) {
-	m, ok := env.Message.(node.RaftMessage)
+func (v *raftView) observe(env msg.Envelope) {
+	m, ok := env.Message.(msg.RaftMessage)
 	if !ok || m.Message == nil {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 
 	"narad/httpapi"
 	"narad/meta"
+	"narad/msg"
 	"narad/node"
 	"narad/storage"
 )
@@ -34,9 +35,9 @@ type simNode struct {
 	inbox      []func()
 	// calls are the client requests this incarnation holds, by id;
 	// userChanges the users scenario's changes, described for the trace.
-	calls       map[node.RequestID]*call
-	userChanges map[node.RequestID]string
-	nextID      node.RequestID
+	calls       map[msg.RequestID]*call
+	userChanges map[msg.RequestID]string
+	nextID      msg.RequestID
 	// restartPending is true while a restart is scheduled.
 	restartPending bool
 	// syncFaultArmed is set while an injected fsync failure waits on this
@@ -147,7 +148,7 @@ func (n *simNode) start() {
 		return
 	}
 	n.node, n.incarnation, n.persisting, n.inbox, n.touched = created, n.incarnation+1, false, nil, true
-	n.calls, n.userChanges = map[node.RequestID]*call{}, map[node.RequestID]string{}
+	n.calls, n.userChanges = map[msg.RequestID]*call{}, map[msg.RequestID]string{}
 	n.w.checker.nodeStarted(n)
 	n.w.tracef("%s start incarnation %d", n.id, n.incarnation)
 }
@@ -204,7 +205,7 @@ func (n *simNode) receive(c *call) {
 // step is a peer's message arriving at the node. A refused message is
 // counted and traced, as the host counts and logs it: peers are outside
 // the node, and a bad message must not stop it.
-func (n *simNode) step(env node.Envelope) {
+func (n *simNode) step(env msg.Envelope) {
 	n.input(func() {
 		if err := n.node.Step(env); err != nil {
 			n.w.stepRefused(n, env, err)
@@ -302,7 +303,7 @@ func (n *simNode) complete(rd node.Ready) {
 	}
 }
 
-func (n *simNode) reply(reply node.Reply) {
+func (n *simNode) reply(reply msg.Reply) {
 	c, ok := n.calls[reply.ID]
 	if !ok {
 		n.replyUserChange(reply)

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"narad/meta"
+	"narad/msg"
 	"narad/node"
 )
 
@@ -104,7 +105,7 @@ func userOf(cmd meta.Command) string {
 
 // replyUserChange traces the answer to a user change; false when id is
 // not one.
-func (n *simNode) replyUserChange(reply node.Reply) bool {
+func (n *simNode) replyUserChange(reply msg.Reply) bool {
 	what, ok := n.userChanges[reply.ID]
 	if !ok {
 		return false

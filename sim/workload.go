@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"narad/httpapi"
-	"narad/node"
+	"narad/msg"
 )
 
 // Workload shape.
@@ -87,7 +87,7 @@ func (cl *client) produce(ids []string, batch bool, attempt int) {
 func (cl *client) produceRequest(ids []string, batch bool) *http.Request {
 	target := "/v1/topics/" + cl.w.topic + "/produce"
 	if !batch {
-		if cl.pinnedPartition != node.PartitionNone {
+		if cl.pinnedPartition != msg.PartitionNone {
 			target += fmt.Sprintf("?partition=%d", cl.pinnedPartition)
 		}
 		return newHTTPRequest(http.MethodPost, target, "text/plain", cl.payloadOf(ids[0]))
@@ -95,7 +95,7 @@ func (cl *client) produceRequest(ids []string, batch bool) *http.Request {
 	var lines strings.Builder
 	for _, id := range ids {
 		switch {
-		case cl.pinnedPartition != node.PartitionNone:
+		case cl.pinnedPartition != msg.PartitionNone:
 			fmt.Fprintf(&lines, "{\"payload\":%q,\"partition\":%d}\n", cl.payloadOf(id), cl.pinnedPartition)
 		case cl.w.workloadRng.IntN(3) == 0: // keyed: spread by the key's hash
 			fmt.Fprintf(&lines, "{\"key\":\"k%d\",\"payload\":%q}\n", cl.w.workloadRng.IntN(50), id)
@@ -140,17 +140,17 @@ func (cl *client) thinkMsMax() int {
 	return producerThinkMsMax
 }
 
-func placementsOf(cl *client, c *call, response *httpapi.Response, batch bool) []node.Placement {
+func placementsOf(cl *client, c *call, response *httpapi.Response, batch bool) []msg.Placement {
 	if !batch {
-		var placement node.Placement
+		var placement msg.Placement
 		if err := json.Unmarshal(response.Body, &placement); err != nil {
 			cl.w.fail("client", "bad produce reply %s: %v", response.Body, err)
 		}
-		return []node.Placement{placement}
+		return []msg.Placement{placement}
 	}
 	var result struct {
-		Accepted int              `json:"accepted"`
-		Records  []node.Placement `json:"records"`
+		Accepted int             `json:"accepted"`
+		Records  []msg.Placement `json:"records"`
 	}
 	if err := json.Unmarshal(response.Body, &result); err != nil || result.Accepted != len(result.Records) {
 		cl.w.fail("client", "bad batch produce reply %s: %v", response.Body, err)

@@ -12,7 +12,7 @@ import (
 
 	"narad/chaos"
 	"narad/httpapi"
-	"narad/node"
+	"narad/msg"
 )
 
 // Bounds and cadences of a world, in simulated milliseconds.
@@ -329,7 +329,7 @@ func (w *World) countFault(kind string) {
 }
 
 // stepRefused counts a peer message the node refused.
-func (w *World) stepRefused(n *simNode, env node.Envelope, err error) {
+func (w *World) stepRefused(n *simNode, env msg.Envelope, err error) {
 	kind := messageKind(env.Message)
 	w.stepErrors[kind]++
 	w.tracef("%s refused %s from %s: %v", n.id, describeMessage(env.Message), env.From, err)
@@ -451,7 +451,7 @@ func (w *World) clientNode(rng *rand.Rand) *simNode {
 
 // codecRequest is shared by clients; requests are decoded on the client's
 // side of the simulated wire (decoding is deterministic and stateless).
-func (w *World) decode(call *call) (node.Request, *httpapi.ErrorResponse) {
+func (w *World) decode(call *call) (msg.Request, *httpapi.ErrorResponse) {
 	decoded, failure := w.codec.Decode(call.httpRequest)
 	if failure != nil {
 		return nil, failure

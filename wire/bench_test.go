@@ -5,34 +5,34 @@ import (
 	"fmt"
 	"testing"
 
-	"narad/node"
+	"narad/msg"
 	"narad/wire"
 )
 
 // benchmarkProduce is a forwarded batch produce of 1,000 records with
 // 256-byte payloads and 16-byte keys.
-func benchmarkProduce() node.Envelope {
-	records := make([]node.ProduceRecord, 1000)
+func benchmarkProduce() msg.Envelope {
+	records := make([]msg.ProduceRecord, 1000)
 	for i := range records {
-		records[i] = node.ProduceRecord{Key: []byte(fmt.Sprintf("customer-%07d", i)), Partition: node.PartitionNone,
+		records[i] = msg.ProduceRecord{Key: []byte(fmt.Sprintf("customer-%07d", i)), Partition: msg.PartitionNone,
 			Payload: bytes.Repeat([]byte{byte(i)}, 256)}
 	}
-	request := node.Produce{Topic: "orders", Records: records, Batch: true}
-	return node.Envelope{From: "node-1", To: "node-2", Message: node.ForwardRequest{ID: 1 << 33, Request: request, LocalOnly: true}}
+	request := msg.Produce{Topic: "orders", Records: records, Batch: true}
+	return msg.Envelope{From: "node-1", To: "node-2", Message: msg.ForwardRequest{ID: 1 << 33, Request: request, LocalOnly: true}}
 }
 
 // benchmarkConsume is a forwarded reply of 100 consumed messages with
 // 256-byte payloads.
-func benchmarkConsume() node.Envelope {
-	messages := make([]node.Message, 100)
+func benchmarkConsume() msg.Envelope {
+	messages := make([]msg.Message, 100)
 	for i := range messages {
-		messages[i] = node.Message{Topic: "orders", Partition: i % 12, Offset: 1<<30 + uint64(i),
+		messages[i] = msg.Message{Topic: "orders", Partition: i % 12, Offset: 1<<30 + uint64(i),
 			Key: []byte(fmt.Sprintf("customer-%07d", i)), Payload: bytes.Repeat([]byte{byte(i)}, 256),
 			TimestampMs: 1_700_000_000_000 + int64(i), ReceiptHandle: fmt.Sprintf("%d:%d:%d", i%12, 1<<30+i, 1<<40+i),
 			DeliveryCount: 1}
 	}
-	reply := node.Reply{ID: 77, Result: node.ConsumeResult{Messages: messages, Batch: true}}
-	return node.Envelope{From: "node-2", To: "node-1", Message: node.ForwardReply{ID: 1 << 33, Reply: reply}}
+	reply := msg.Reply{ID: 77, Result: msg.ConsumeResult{Messages: messages, Batch: true}}
+	return msg.Envelope{From: "node-2", To: "node-1", Message: msg.ForwardReply{ID: 1 << 33, Reply: reply}}
 }
 
 func BenchmarkForwardProduce1000(b *testing.B) { benchmarkRoundTrip(b, benchmarkProduce()) }
@@ -41,7 +41,7 @@ func BenchmarkForwardReplyConsume100(b *testing.B) { benchmarkRoundTrip(b, bench
 
 // benchmarkRoundTrip measures encode+decode of env, and each alone.
 // Bytes per op are the encoded size.
-func benchmarkRoundTrip(b *testing.B, env node.Envelope) {
+func benchmarkRoundTrip(b *testing.B, env msg.Envelope) {
 	encoded, err := wire.EncodeEnvelope(nil, env)
 	if err != nil {
 		b.Fatal(err)

@@ -3,7 +3,7 @@ package wire
 import (
 	"encoding/binary"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // Version is the version of the envelope and frame formats. A decoder
@@ -26,11 +26,11 @@ const (
 	// TopicInfo.Owner and CreateTopic.CreatedBy, at most 64 bytes too.
 	NodeIDBytesMax = 64
 	// TopicNameBytesMax bounds every topic name.
-	TopicNameBytesMax = node.TopicNameBytesMax
+	TopicNameBytesMax = msg.TopicNameBytesMax
 	// PageTokenBytesMax bounds ListTopics.PageToken and
 	// TopicPage.NextPageToken: a page token is the last topic name of the
 	// previous page, so a longer one can name no topic.
-	PageTokenBytesMax = node.TopicNameBytesMax
+	PageTokenBytesMax = msg.TopicNameBytesMax
 	// ReceiptHandleBytesMax bounds a receipt handle; the longest handle the
 	// node formats is 49 bytes.
 	ReceiptHandleBytesMax = 64
@@ -46,19 +46,19 @@ const (
 	// Move.Phase.
 	LabelBytesMax = 64
 	// KeyBytesMax bounds the key of one record or message.
-	KeyBytesMax = node.KeyBytesMax
+	KeyBytesMax = msg.KeyBytesMax
 	// PayloadBytesMax bounds the payload of one record or message.
-	PayloadBytesMax = node.MessageBytesMax
+	PayloadBytesMax = msg.MessageBytesMax
 	// SchemaBytesMax bounds the JSON Schema of CreateTopic and AlterTopic.
-	SchemaBytesMax = node.SchemaBytesMax
+	SchemaBytesMax = msg.SchemaBytesMax
 	// RecordsMax bounds Produce.Records and ProduceResult.Records.
-	RecordsMax = node.ProduceBatchRecordsMax
+	RecordsMax = msg.ProduceBatchRecordsMax
 	// MessagesMax bounds ConsumeResult.Messages.
-	MessagesMax = node.ConsumeBatchMax
+	MessagesMax = msg.ConsumeBatchMax
 	// HandlesMax bounds Ack.Handles and AckResult.Results.
-	HandlesMax = node.AckBatchHandlesMax
+	HandlesMax = msg.AckBatchHandlesMax
 	// TopicsMax bounds TopicPage.Topics.
-	TopicsMax = node.TopicsPageMax
+	TopicsMax = msg.TopicsPageMax
 	// PartitionStatsMax bounds TopicDetail.PartitionStats (the node's
 	// configurable partition maximum defaults to 108).
 	PartitionStatsMax = 1 << 16
@@ -85,7 +85,7 @@ const (
 	// a forwarded consume reply of MessagesMax messages, each with a
 	// payload of PayloadBytesMax and a key of KeyBytesMax (about 100 MiB).
 	// A move chunk of ChunkBytesMax (64 MiB), a batch produce
-	// (node.ProduceBatchBytesMax of payload plus keys, about 12 MiB) and
+	// (msg.ProduceBatchBytesMax of payload plus keys, about 12 MiB) and
 	// every other message are smaller. bounds_test.go encodes each worst
 	// case and checks that it fits.
 	FrameBytesMax = MessagesMax*consumedMessageBytesMax + frameSlackBytes
@@ -93,7 +93,7 @@ const (
 	// message: what is left of a frame after the envelope header.
 	RaftMessageBytesMax = FrameBytesMax - envelopeHeaderBytesMax
 
-	// consumedMessageBytesMax is the largest encoding of one node.Message:
+	// consumedMessageBytesMax is the largest encoding of one msg.Message:
 	// its variable-length fields at their bounds, plus at most
 	// binary.MaxVarintLen64 bytes for each of its eight length prefixes
 	// and integers.

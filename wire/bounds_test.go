@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/raft/v3/raftpb"
 
-	"narad/node"
+	"narad/msg"
 	"narad/storage"
 	"narad/wire/wiretest"
 )
@@ -24,7 +24,7 @@ var maxNodeID = strings.Repeat("n", NodeIDBytesMax)
 
 // requireFits encodes env (EncodeEnvelope asserts FrameBytesMax), frames
 // it, and decodes it back.
-func requireFits(t *testing.T, name string, env node.Envelope) {
+func requireFits(t *testing.T, name string, env msg.Envelope) {
 	t.Helper()
 	env.From, env.To = maxNodeID, maxNodeID
 	encoded, err := EncodeEnvelope(nil, env)
@@ -41,47 +41,47 @@ func requireFits(t *testing.T, name string, env node.Envelope) {
 // TestLargestMessagesFitAFrame: the largest message the node may legally
 // send of each kind encodes within FrameBytesMax and decodes: a consume
 // reply of MessagesMax messages at every bound, a batch produce at
-// node.ProduceBatchBytesMax with maximum keys, the fullest ack, topic,
+// msg.ProduceBatchBytesMax with maximum keys, the fullest ack, topic,
 // member and move listings, a move chunk of ChunkBytesMax, a source state
 // of SegmentsMax segments, and a Raft message at RaftMessageBytesMax.
 func TestLargestMessagesFitAFrame(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds messages of about FrameBytesMax")
 	}
-	requireFits(t, "consume reply", replyOf(node.ConsumeResult{Messages: repeat(wiretest.MaxMessage(), MessagesMax), Batch: true}))
+	requireFits(t, "consume reply", replyOf(msg.ConsumeResult{Messages: repeat(wiretest.MaxMessage(), MessagesMax), Batch: true}))
 	requireFits(t, "batch produce", forwardOf(largestProduce()))
-	requireFits(t, "ack reply", replyOf(node.AckResult{Results: repeat(node.AckItemResult{Handle: strings.Repeat("h", ReceiptHandleBytesMax),
-		Err: &node.Error{Code: node.CodeInternal, Message: strings.Repeat("e", ErrorMessageBytesMax)}}, HandlesMax)}))
-	requireFits(t, "topic page", replyOf(node.TopicPage{Topics: repeat(wiretest.MaxTopicInfo(), TopicsMax), NextPageToken: wiretest.MaxTopic()}))
-	requireFits(t, "topic detail", replyOf(node.TopicDetail{TopicInfo: wiretest.MaxTopicInfo(), PartitionStats: repeat(wiretest.MaxPartitionStats(), PartitionStatsMax)}))
-	requireFits(t, "members", replyOf(node.MembersResult{Members: repeat(node.Member{ID: maxNodeID, Addr: strings.Repeat("a", AddressBytesMax),
+	requireFits(t, "ack reply", replyOf(msg.AckResult{Results: repeat(msg.AckItemResult{Handle: strings.Repeat("h", ReceiptHandleBytesMax),
+		Err: &msg.Error{Code: msg.CodeInternal, Message: strings.Repeat("e", ErrorMessageBytesMax)}}, HandlesMax)}))
+	requireFits(t, "topic page", replyOf(msg.TopicPage{Topics: repeat(wiretest.MaxTopicInfo(), TopicsMax), NextPageToken: wiretest.MaxTopic()}))
+	requireFits(t, "topic detail", replyOf(msg.TopicDetail{TopicInfo: wiretest.MaxTopicInfo(), PartitionStats: repeat(wiretest.MaxPartitionStats(), PartitionStatsMax)}))
+	requireFits(t, "members", replyOf(msg.MembersResult{Members: repeat(msg.Member{ID: maxNodeID, Addr: strings.Repeat("a", AddressBytesMax),
 		Status: strings.Repeat("s", LabelBytesMax), OwnedPartitions: -1 << 63, OutboundMoves: -1 << 63}, MembersMax)}))
-	requireFits(t, "moves", replyOf(node.MovesResult{Moves: repeat(node.Move{Topic: wiretest.MaxTopic(), Partition: -1 << 63, From: maxNodeID, To: maxNodeID,
+	requireFits(t, "moves", replyOf(msg.MovesResult{Moves: repeat(msg.Move{Topic: wiretest.MaxTopic(), Partition: -1 << 63, From: maxNodeID, To: maxNodeID,
 		Phase: strings.Repeat("p", LabelBytesMax), BytesCopied: -1 << 63, BytesTotal: -1 << 63, StartedAtMs: -1 << 63}, MovesMax)}))
-	requireFits(t, "move chunk", replyOf(node.MoveChunk{Data: make([]byte, ChunkBytesMax)}))
-	requireFits(t, "move source state", replyOf(node.MoveSourceState{Segments: repeat(wiretest.MaxMoveSegment(), SegmentsMax),
+	requireFits(t, "move chunk", replyOf(msg.MoveChunk{Data: make([]byte, ChunkBytesMax)}))
+	requireFits(t, "move source state", replyOf(msg.MoveSourceState{Segments: repeat(wiretest.MaxMoveSegment(), SegmentsMax),
 		HWM: 1<<64 - 1, Committed: 1<<64 - 1, Frozen: true}))
 	requireFits(t, "raft message", largestRaftMessage(t))
 }
 
 // largestProduce is a batch produce of ProduceBatchRecordsMax records with
-// maximum keys and node.ProduceBatchBytesMax payload bytes in all.
-func largestProduce() node.Produce {
-	payload := make([]byte, node.ProduceBatchBytesMax/RecordsMax)
-	record := node.ProduceRecord{Key: bytes.Repeat([]byte{'k'}, KeyBytesMax), Partition: -1 << 63, Payload: payload}
+// maximum keys and msg.ProduceBatchBytesMax payload bytes in all.
+func largestProduce() msg.Produce {
+	payload := make([]byte, msg.ProduceBatchBytesMax/RecordsMax)
+	record := msg.ProduceRecord{Key: bytes.Repeat([]byte{'k'}, KeyBytesMax), Partition: -1 << 63, Payload: payload}
 	records := repeat(record, RecordsMax)
-	records[0].Payload = make([]byte, len(payload)+node.ProduceBatchBytesMax%RecordsMax)
-	return node.Produce{Topic: wiretest.MaxTopic(), Records: records, Batch: true}
+	records[0].Payload = make([]byte, len(payload)+msg.ProduceBatchBytesMax%RecordsMax)
+	return msg.Produce{Topic: wiretest.MaxTopic(), Records: records, Batch: true}
 }
 
 // largestRaftMessage is a Raft message whose encoding is exactly
 // RaftMessageBytesMax bytes.
-func largestRaftMessage(t *testing.T) node.Envelope {
+func largestRaftMessage(t *testing.T) msg.Envelope {
 	message := &raftpb.Message{Context: make([]byte, RaftMessageBytesMax)}
 	excess := len(raftMarshalTest(message)) - RaftMessageBytesMax // the tag and length of Context
 	message.Context = message.Context[:RaftMessageBytesMax-excess]
 	require.Equal(t, RaftMessageBytesMax, len(raftMarshalTest(message)))
-	return node.Envelope{Message: node.RaftMessage{Message: message}}
+	return msg.Envelope{Message: msg.RaftMessage{Message: message}}
 }
 
 func raftMarshalTest(m *raftpb.Message) []byte {
@@ -108,16 +108,16 @@ func TestElementBytesMin(t *testing.T) {
 	}{
 		"ProduceRecord":  {func(e *encoder) { e.bytes(nil, keyLimit); e.int(0); e.bytes(nil, payloadLimit) }, produceRecordBytesMin},
 		"receipt handle": {func(e *encoder) { e.string("", receiptHandleLimit) }, receiptHandleBytesMin},
-		"TopicInfo":      {func(e *encoder) { e.topicInfo(&node.TopicInfo{}) }, topicInfoBytesMin},
-		"PartitionStats": {func(e *encoder) { e.partitionStats(&node.PartitionStats{}) }, partitionStatsBytesMin},
-		"Placement":      {func(e *encoder) { e.produceResult(node.ProduceResult{Records: make([]node.Placement, 1)}) }, placementBytesMin + 2},
-		"Message":        {func(e *encoder) { e.consumedMessage(&node.Message{}) }, consumedMessageBytesMin},
-		"AckItemResult":  {func(e *encoder) { e.ackResult(node.AckResult{Results: make([]node.AckItemResult, 1)}) }, ackItemBytesMin + 2},
-		"Member":         {func(e *encoder) { e.membersResult(node.MembersResult{Members: make([]node.Member, 1)}) }, memberBytesMin + 1},
-		"Move":           {func(e *encoder) { e.movesResult(node.MovesResult{Moves: make([]node.Move, 1)}) }, moveBytesMin + 1},
-		"MoveSegment": {func(e *encoder) { e.moveSourceState(node.MoveSourceState{Segments: make([]node.MoveSegment, 1)}) },
+		"TopicInfo":      {func(e *encoder) { e.topicInfo(&msg.TopicInfo{}) }, topicInfoBytesMin},
+		"PartitionStats": {func(e *encoder) { e.partitionStats(&msg.PartitionStats{}) }, partitionStatsBytesMin},
+		"Placement":      {func(e *encoder) { e.produceResult(msg.ProduceResult{Records: make([]msg.Placement, 1)}) }, placementBytesMin + 2},
+		"Message":        {func(e *encoder) { e.consumedMessage(&msg.Message{}) }, consumedMessageBytesMin},
+		"AckItemResult":  {func(e *encoder) { e.ackResult(msg.AckResult{Results: make([]msg.AckItemResult, 1)}) }, ackItemBytesMin + 2},
+		"Member":         {func(e *encoder) { e.membersResult(msg.MembersResult{Members: make([]msg.Member, 1)}) }, memberBytesMin + 1},
+		"Move":           {func(e *encoder) { e.movesResult(msg.MovesResult{Moves: make([]msg.Move, 1)}) }, moveBytesMin + 1},
+		"MoveSegment": {func(e *encoder) { e.moveSourceState(msg.MoveSourceState{Segments: make([]msg.MoveSegment, 1)}) },
 			moveSegmentBytesMin + 4},
-		"PeerAddress": {func(e *encoder) { e.peerAddresses(make([]node.PeerAddress, 1)) }, peerAddressBytesMin + 1},
+		"PeerAddress": {func(e *encoder) { e.peerAddresses(make([]msg.PeerAddress, 1)) }, peerAddressBytesMin + 1},
 	}
 	for name, size := range sizes {
 		e := encoder{}
@@ -133,7 +133,7 @@ func TestConsumedMessageBytesMax(t *testing.T) {
 	message := wiretest.MaxMessage()
 	e.consumedMessage(&message)
 	require.LessOrEqual(t, len(e.buf), consumedMessageBytesMax)
-	require.LessOrEqual(t, len(e.buf), consumedMessagesBytes([]node.Message{message}))
+	require.LessOrEqual(t, len(e.buf), consumedMessagesBytes([]msg.Message{message}))
 }
 
 // TestWiretestBoundsAgree: the bounds wiretest restates are the codec's.
@@ -150,7 +150,7 @@ func TestWiretestBoundsAgree(t *testing.T) {
 func TestBoundRelations(t *testing.T) {
 	require.Greater(t, RaftMessageBytesMax, 0)
 	require.LessOrEqual(t, uint64(FrameBytesMax), uint64(1<<32-1), "the frame length field is 32 bits")
-	require.GreaterOrEqual(t, FrameBytesMax, node.ProduceBatchBytesMax+RecordsMax*(KeyBytesMax+produceRecordFieldsBytesMax))
+	require.GreaterOrEqual(t, FrameBytesMax, msg.ProduceBatchBytesMax+RecordsMax*(KeyBytesMax+produceRecordFieldsBytesMax))
 	require.Less(t, len(errorMessageCutSuffix), ErrorMessageBytesMax)
 	require.Less(t, ChunkBytesMax, FrameBytesMax-envelopeHeaderBytesMax)
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"narad/node"
+	"narad/msg"
 	"narad/wire/wiretest"
 )
 
@@ -37,7 +37,7 @@ var (
 // TestCodecCoversEveryNodeType reads package node's source and checks that
 // the hand lists above name exactly: every type declared in peer.go, every
 // type with an isRequest method, and every result type named in the doc
-// comment of node.Reply or in a "Result: T" line of a request type's doc
+// comment of msg.Reply or in a "Result: T" line of a request type's doc
 // comment. It then checks that the samples exercise every listed type.
 func TestCodecCoversEveryNodeType(t *testing.T) {
 	files := parseNode(t)
@@ -45,15 +45,15 @@ func TestCodecCoversEveryNodeType(t *testing.T) {
 	require.ElementsMatch(t, coveredMessages, typesDeclaredIn(files["peer.go"]), "peer message types in node/peer.go")
 	require.ElementsMatch(t, coveredRequests, requestTypes, "request types of node")
 	resultTypes := union(resultTypesOfReply(t, files["reply.go"]), resultTypesOfRequests(files, requestTypes))
-	require.ElementsMatch(t, coveredResults, resultTypes, "result types named in node.Reply's comment and in the requests' comments")
+	require.ElementsMatch(t, coveredResults, resultTypes, "result types named in msg.Reply's comment and in the requests' comments")
 
 	var messages, requests, results []string
 	for _, sample := range wiretest.Samples() {
 		messages = append(messages, typeName(sample.Envelope.Message))
 		switch m := sample.Envelope.Message.(type) {
-		case node.ForwardRequest:
+		case msg.ForwardRequest:
 			requests = append(requests, typeName(m.Request))
-		case node.ForwardReply:
+		case msg.ForwardReply:
 			results = append(results, typeName(m.Reply.Result))
 		}
 	}
@@ -67,8 +67,8 @@ func TestCodecCoversEveryNodeType(t *testing.T) {
 // blocks of node must declare exactly those.
 func TestCodecCoversEveryCodeAndAction(t *testing.T) {
 	files := parseNode(t)
-	require.Len(t, constsOfType(files, "Code"), int(node.CodeForbidden-node.CodeInvalid)+1, "node.Code constants; wire.validCode covers CodeInvalid..CodeForbidden")
-	require.Len(t, constsOfType(files, "AckAction"), int(node.AckNack-node.AckCommit)+1, "node.AckAction constants; wire covers AckCommit..AckNack")
+	require.Len(t, constsOfType(files, "Code"), int(msg.CodeForbidden-msg.CodeInvalid)+1, "msg.Code constants; wire.validCode covers CodeInvalid..CodeForbidden")
+	require.Len(t, constsOfType(files, "AckAction"), int(msg.AckNack-msg.AckCommit)+1, "msg.AckAction constants; wire covers AckCommit..AckNack")
 }
 
 func typeName(v any) string {

@@ -13,7 +13,7 @@ import (
 // that checks err once at the end (finish).
 //
 // Struct literals built from decoder reads, as in
-// node.Subscribe{Topic: d.string(...), ForMs: d.varint()}, rely on the
+// msg.Subscribe{Topic: d.string(...), ForMs: d.varint()}, rely on the
 // language's guarantee that the calls of an expression run in lexical
 // left-to-right order, which is the order of the fields on the wire.
 type decoder struct {

@@ -1,5 +1,5 @@
 // Package wire is the binary codec for messages between nodes: it turns a
-// node.Envelope into bytes and back, and carries those bytes as frames on
+// msg.Envelope into bytes and back, and carries those bytes as frames on
 // a stream. The production transport (host) uses it on every peer
 // connection, and the simulator encodes every message it delivers with it,
 // so nodes never share memory and the codec runs in every simulated run.
@@ -8,8 +8,8 @@
 //
 //   - The envelope encoding (EncodeEnvelope, DecodeEnvelope) of every peer
 //     message node defines (RaftMessage, ForwardRequest, ForwardReply,
-//     Subscribe, Notify), of every node.Request a ForwardRequest carries,
-//     and of node.Reply with every result type.
+//     Subscribe, Notify), of every msg.Request a ForwardRequest carries,
+//     and of msg.Reply with every result type.
 //   - The type number table (types.go), append-only: a number is never
 //     reused or renumbered.
 //   - The frame format (AppendFrame, ReadFrame): magic, version, length,
@@ -62,13 +62,13 @@
 //     TopicDetail.PartitionStats, MembersResult.Members and
 //     MovesResult.Moves.
 //   - A non-nil error (Reply.Err, AckItemResult.Err) decodes as a
-//     *node.Error. An error that is not a *node.Error is encoded as
-//     CodeInternal with its text (what node.CodeOf makes of it), and a
+//     *msg.Error. An error that is not a *msg.Error is encoded as
+//     CodeInternal with its text (what msg.CodeOf makes of it), and a
 //     text over ErrorMessageBytesMax is cut.
 //
 // # Inputs and outputs
 //
-// EncodeEnvelope takes a node.Envelope whose message, request and result
+// EncodeEnvelope takes a msg.Envelope whose message, request and result
 // are the value types node defines (not pointers to them) and returns
 // ErrUnknownType for anything else. DecodeEnvelope and ReadFrame take
 // untrusted bytes and return a value or an error wrapping ErrMalformed,

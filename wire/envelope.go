@@ -3,7 +3,7 @@ package wire
 import (
 	"fmt"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // EncodeEnvelope appends the encoding of env to dst and returns the
@@ -15,7 +15,7 @@ import (
 // encode (nil, a pointer, or a type node does not define). It panics when
 // a value is over one of the bounds: the sender must validate what it
 // sends (see bounds.go).
-func EncodeEnvelope(dst []byte, env node.Envelope) ([]byte, error) {
+func EncodeEnvelope(dst []byte, env msg.Envelope) ([]byte, error) {
 	start := len(dst)
 	e := encoder{buf: dst}
 	e.byte(Version)
@@ -38,16 +38,16 @@ func EncodeEnvelope(dst []byte, env node.Envelope) ([]byte, error) {
 //
 // Decoded values are canonical (see the package documentation for nil and
 // empty slices and for errors).
-func DecodeEnvelope(b []byte) (node.Envelope, error) {
+func DecodeEnvelope(b []byte) (msg.Envelope, error) {
 	if len(b) > FrameBytesMax {
-		return node.Envelope{}, fmt.Errorf("%w: envelope of %d bytes, over FrameBytesMax = %d", ErrTooLarge, len(b), FrameBytesMax)
+		return msg.Envelope{}, fmt.Errorf("%w: envelope of %d bytes, over FrameBytesMax = %d", ErrTooLarge, len(b), FrameBytesMax)
 	}
 	d := decoder{input: b}
 	d.version()
-	env := node.Envelope{From: d.string(nodeIDLimit), To: d.string(nodeIDLimit)}
+	env := msg.Envelope{From: d.string(nodeIDLimit), To: d.string(nodeIDLimit)}
 	env.Message = d.peerMessage()
 	if err := d.finish(); err != nil {
-		return node.Envelope{}, err
+		return msg.Envelope{}, err
 	}
 	return env, nil
 }
@@ -60,33 +60,33 @@ func (d *decoder) version() {
 }
 
 // peerMessage writes the type number and fields of an envelope's message.
-func (e *encoder) peerMessage(message any) {
+func (e *encoder) peerMessage(message msg.PeerMessage) {
 	switch m := message.(type) {
-	case node.RaftMessage:
+	case msg.RaftMessage:
 		e.typeNumber(typeRaftMessage)
 		e.raftMessage(m.Message)
-	case node.ForwardRequest:
+	case msg.ForwardRequest:
 		e.typeNumber(typeForwardRequest)
 		e.forwardRequest(m)
-	case node.ForwardReply:
+	case msg.ForwardReply:
 		e.typeNumber(typeForwardReply)
 		e.uvarint(m.ID)
 		e.reply(&m.Reply)
-	case node.Subscribe:
+	case msg.Subscribe:
 		e.typeNumber(typeSubscribe)
 		e.string(m.Topic, topicNameLimit)
 		e.varint(m.ForMs)
-	case node.Notify:
+	case msg.Notify:
 		e.typeNumber(typeNotify)
 		e.string(m.Topic, topicNameLimit)
-	case node.Join:
+	case msg.Join:
 		e.typeNumber(typeJoin)
 		e.join(m)
-	case node.JoinRelay:
+	case msg.JoinRelay:
 		e.typeNumber(typeJoinRelay)
 		e.string(m.NodeID, nodeIDLimit)
 		e.join(m.Join)
-	case node.JoinAccepted:
+	case msg.JoinAccepted:
 		e.typeNumber(typeJoinAccepted)
 		e.peerAddresses(m.Voters)
 	default:
@@ -95,42 +95,42 @@ func (e *encoder) peerMessage(message any) {
 }
 
 // peerMessage reads the type number and fields of an envelope's message.
-func (d *decoder) peerMessage() any {
+func (d *decoder) peerMessage() msg.PeerMessage {
 	switch t := d.typeNumber(); t {
 	case typeRaftMessage:
 		return d.raftMessage()
 	case typeForwardRequest:
 		return d.forwardRequest()
 	case typeForwardReply:
-		return node.ForwardReply{ID: d.uvarint(), Reply: d.reply()}
+		return msg.ForwardReply{ID: d.uvarint(), Reply: d.reply()}
 	case typeSubscribe:
-		return node.Subscribe{Topic: d.string(topicNameLimit), ForMs: d.varint()}
+		return msg.Subscribe{Topic: d.string(topicNameLimit), ForMs: d.varint()}
 	case typeNotify:
-		return node.Notify{Topic: d.string(topicNameLimit)}
+		return msg.Notify{Topic: d.string(topicNameLimit)}
 	case typeJoin:
 		return d.join()
 	case typeJoinRelay:
-		return node.JoinRelay{NodeID: d.string(nodeIDLimit), Join: d.join()}
+		return msg.JoinRelay{NodeID: d.string(nodeIDLimit), Join: d.join()}
 	case typeJoinAccepted:
-		return node.JoinAccepted{Voters: d.peerAddresses()}
+		return msg.JoinAccepted{Voters: d.peerAddresses()}
 	default:
 		d.unknown("envelope message", t)
 		return nil
 	}
 }
 
-func (e *encoder) join(m node.Join) {
+func (e *encoder) join(m msg.Join) {
 	e.uvarint(m.RaftID)
 	e.string(m.ClusterAddr, addressLimit)
 	e.string(m.HTTPAddr, addressLimit)
 }
 
-func (d *decoder) join() node.Join {
-	return node.Join{RaftID: d.uvarint(), ClusterAddr: d.string(addressLimit), HTTPAddr: d.string(addressLimit)}
+func (d *decoder) join() msg.Join {
+	return msg.Join{RaftID: d.uvarint(), ClusterAddr: d.string(addressLimit), HTTPAddr: d.string(addressLimit)}
 }
 
 // peerAddresses writes a voter list, bounded like a member list.
-func (e *encoder) peerAddresses(peers []node.PeerAddress) {
+func (e *encoder) peerAddresses(peers []msg.PeerAddress) {
 	e.length(len(peers), membersLimit)
 	for _, peer := range peers {
 		e.string(peer.ID, nodeIDLimit)
@@ -140,10 +140,10 @@ func (e *encoder) peerAddresses(peers []node.PeerAddress) {
 }
 
 // peerAddresses reads a voter list; never nil.
-func (d *decoder) peerAddresses() []node.PeerAddress {
-	peers := make([]node.PeerAddress, d.count(membersLimit, peerAddressBytesMin))
+func (d *decoder) peerAddresses() []msg.PeerAddress {
+	peers := make([]msg.PeerAddress, d.count(membersLimit, peerAddressBytesMin))
 	for i := range peers {
-		peers[i] = node.PeerAddress{ID: d.string(nodeIDLimit), RaftID: d.uvarint(), ClusterAddr: d.string(addressLimit)}
+		peers[i] = msg.PeerAddress{ID: d.string(nodeIDLimit), RaftID: d.uvarint(), ClusterAddr: d.string(addressLimit)}
 	}
 	return peers
 }
@@ -153,12 +153,12 @@ func (d *decoder) unknown(place string, t typeNumber) {
 	d.fail(fmt.Errorf("%w: %s type number %d", ErrUnknownType, place, t))
 }
 
-func (e *encoder) forwardRequest(m node.ForwardRequest) {
+func (e *encoder) forwardRequest(m msg.ForwardRequest) {
 	e.uvarint(m.ID)
 	e.bool(m.LocalOnly)
 	e.request(m.Request)
 }
 
-func (d *decoder) forwardRequest() node.ForwardRequest {
-	return node.ForwardRequest{ID: d.uvarint(), LocalOnly: d.bool(), Request: d.request()}
+func (d *decoder) forwardRequest() msg.ForwardRequest {
+	return msg.ForwardRequest{ID: d.uvarint(), LocalOnly: d.bool(), Request: d.request()}
 }

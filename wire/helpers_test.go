@@ -3,8 +3,8 @@ package wire_test
 import (
 	"reflect"
 
-	"narad/node"
+	"narad/wire/wiretest"
 )
 
 // equal compares two Comparable envelopes.
-func equal(a, b node.Envelope) bool { return reflect.DeepEqual(a, b) }
+func equal(a, b wiretest.ComparableEnvelope) bool { return reflect.DeepEqual(a, b) }

@@ -1,6 +1,8 @@
 package wire
 
-import "narad/node"
+import (
+	"narad/msg"
+)
 
 // The requests and results of the move protocol (node/move_messages.go),
 // which travel only between nodes. Split from request.go and result.go to
@@ -8,31 +10,31 @@ import "narad/node"
 
 // moveRequest writes the type number and fields of a move protocol
 // request, or records ErrUnknownType for a request of no known type.
-func (e *encoder) moveRequest(request node.Request) {
+func (e *encoder) moveRequest(request msg.Request) {
 	switch r := request.(type) {
-	case node.MoveStatus:
+	case msg.MoveStatus:
 		e.typeNumber(typeMoveStatus)
 		e.string(r.Topic, topicNameLimit)
 		e.int(r.Partition)
 		e.string(r.Target, nodeIDLimit)
 		e.varint(r.MoveStartedAtMs)
-	case node.MoveRead:
+	case msg.MoveRead:
 		e.typeNumber(typeMoveRead)
 		e.string(r.Topic, topicNameLimit)
 		e.int(r.Partition)
 		e.uvarint(r.Base)
 		e.varint(r.Position)
-	case node.MoveFreeze:
+	case msg.MoveFreeze:
 		e.typeNumber(typeMoveFreeze)
 		e.string(r.Topic, topicNameLimit)
 		e.int(r.Partition)
 		e.string(r.Target, nodeIDLimit)
 		e.varint(r.MoveStartedAtMs)
-	case node.MoveSweepCheck:
+	case msg.MoveSweepCheck:
 		e.typeNumber(typeMoveSweepCheck)
 		e.string(r.Topic, topicNameLimit)
 		e.int(r.Partition)
-	case node.Decommission:
+	case msg.Decommission:
 		e.typeNumber(typeDecommission)
 		e.string(r.ID, nodeIDLimit)
 		e.bool(r.Cancel)
@@ -43,18 +45,18 @@ func (e *encoder) moveRequest(request node.Request) {
 
 // moveRequest reads the fields of the move protocol request of type
 // number t, or records ErrUnknownType for a number of no request.
-func (d *decoder) moveRequest(t typeNumber) node.Request {
+func (d *decoder) moveRequest(t typeNumber) msg.Request {
 	switch t {
 	case typeMoveStatus:
-		return node.MoveStatus{Topic: d.string(topicNameLimit), Partition: d.int(), Target: d.string(nodeIDLimit), MoveStartedAtMs: d.varint()}
+		return msg.MoveStatus{Topic: d.string(topicNameLimit), Partition: d.int(), Target: d.string(nodeIDLimit), MoveStartedAtMs: d.varint()}
 	case typeMoveRead:
-		return node.MoveRead{Topic: d.string(topicNameLimit), Partition: d.int(), Base: d.uvarint(), Position: d.varint()}
+		return msg.MoveRead{Topic: d.string(topicNameLimit), Partition: d.int(), Base: d.uvarint(), Position: d.varint()}
 	case typeMoveFreeze:
-		return node.MoveFreeze{Topic: d.string(topicNameLimit), Partition: d.int(), Target: d.string(nodeIDLimit), MoveStartedAtMs: d.varint()}
+		return msg.MoveFreeze{Topic: d.string(topicNameLimit), Partition: d.int(), Target: d.string(nodeIDLimit), MoveStartedAtMs: d.varint()}
 	case typeMoveSweepCheck:
-		return node.MoveSweepCheck{Topic: d.string(topicNameLimit), Partition: d.int()}
+		return msg.MoveSweepCheck{Topic: d.string(topicNameLimit), Partition: d.int()}
 	case typeDecommission:
-		return node.Decommission{ID: d.string(nodeIDLimit), Cancel: d.bool()}
+		return msg.Decommission{ID: d.string(nodeIDLimit), Cancel: d.bool()}
 	default:
 		d.unknown("forwarded request", t)
 		return nil
@@ -63,15 +65,15 @@ func (d *decoder) moveRequest(t typeNumber) node.Request {
 
 // moveResult writes the type number and fields of a move protocol result,
 // or records ErrUnknownType for a result of no known type.
-func (e *encoder) moveResult(result any) {
+func (e *encoder) moveResult(result msg.Result) {
 	switch r := result.(type) {
-	case node.MoveSourceState:
+	case msg.MoveSourceState:
 		e.typeNumber(typeMoveSourceState)
 		e.moveSourceState(r)
-	case node.MoveChunk:
+	case msg.MoveChunk:
 		e.typeNumber(typeMoveChunk)
 		e.bytes(r.Data, chunkLimit)
-	case node.MoveVerdict:
+	case msg.MoveVerdict:
 		e.typeNumber(typeMoveVerdict)
 		e.string(r.Owner, nodeIDLimit)
 		e.string(r.Target, nodeIDLimit)
@@ -83,21 +85,21 @@ func (e *encoder) moveResult(result any) {
 
 // moveResult reads the fields of the move protocol result of type number
 // t, or records ErrUnknownType for a number of no result.
-func (d *decoder) moveResult(t typeNumber) any {
+func (d *decoder) moveResult(t typeNumber) msg.Result {
 	switch t {
 	case typeMoveSourceState:
 		return d.moveSourceState()
 	case typeMoveChunk:
-		return node.MoveChunk{Data: d.bytes(chunkLimit)}
+		return msg.MoveChunk{Data: d.bytes(chunkLimit)}
 	case typeMoveVerdict:
-		return node.MoveVerdict{Owner: d.string(nodeIDLimit), Target: d.string(nodeIDLimit), AppliedIndex: d.uvarint()}
+		return msg.MoveVerdict{Owner: d.string(nodeIDLimit), Target: d.string(nodeIDLimit), AppliedIndex: d.uvarint()}
 	default:
 		d.unknown("reply result", t)
 		return nil
 	}
 }
 
-func (e *encoder) moveSourceState(r node.MoveSourceState) {
+func (e *encoder) moveSourceState(r msg.MoveSourceState) {
 	e.length(len(r.Segments), segmentsLimit)
 	for _, segment := range r.Segments {
 		e.uvarint(segment.Base)
@@ -111,13 +113,13 @@ func (e *encoder) moveSourceState(r node.MoveSourceState) {
 
 // moveSourceState reads a source state; an empty segment list decodes as
 // nil (it is never printed as JSON).
-func (d *decoder) moveSourceState() node.MoveSourceState {
-	var r node.MoveSourceState
+func (d *decoder) moveSourceState() msg.MoveSourceState {
+	var r msg.MoveSourceState
 	if n := d.count(segmentsLimit, moveSegmentBytesMin); n > 0 {
-		r.Segments = make([]node.MoveSegment, n)
+		r.Segments = make([]msg.MoveSegment, n)
 	}
 	for i := range r.Segments {
-		r.Segments[i] = node.MoveSegment{Base: d.uvarint(), Size: d.varint(), Sealed: d.bool()}
+		r.Segments[i] = msg.MoveSegment{Base: d.uvarint(), Size: d.varint(), Sealed: d.bool()}
 	}
 	r.HWM = d.uvarint()
 	r.Committed = d.uvarint()

@@ -6,7 +6,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // raftMarshal encodes Raft messages deterministically (the simulator
@@ -33,13 +33,13 @@ func (e *encoder) raftMessage(m *raftpb.Message) {
 
 // raftMessage reads a length-prefixed protobuf Raft message into a new
 // raftpb.Message.
-func (d *decoder) raftMessage() node.RaftMessage {
+func (d *decoder) raftMessage() msg.RaftMessage {
 	n := d.length(raftMessageLimit)
 	m := &raftpb.Message{}
 	if err := raftUnmarshal.Unmarshal(d.input[:n], m); err != nil {
 		d.fail(fmt.Errorf("%w: raft message: %v", ErrMalformed, err))
-		return node.RaftMessage{}
+		return msg.RaftMessage{}
 	}
 	d.input = d.input[n:]
-	return node.RaftMessage{Message: m}
+	return msg.RaftMessage{Message: m}
 }

@@ -3,27 +3,27 @@ package wire
 import (
 	"encoding/binary"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // request writes the type number and fields of a forwarded request.
-func (e *encoder) request(request node.Request) {
+func (e *encoder) request(request msg.Request) {
 	switch r := request.(type) {
-	case node.CreateTopic:
+	case msg.CreateTopic:
 		e.typeNumber(typeCreateTopic)
 		e.createTopic(r)
-	case node.ListTopics:
+	case msg.ListTopics:
 		e.typeNumber(typeListTopics)
 		e.int(r.Limit)
 		e.string(r.PageToken, pageTokenLimit)
-	case node.GetTopic:
+	case msg.GetTopic:
 		e.typeNumber(typeGetTopic)
 		e.string(r.Name, topicNameLimit)
 		e.int(r.Partition)
-	case node.AlterTopic:
+	case msg.AlterTopic:
 		e.typeNumber(typeAlterTopic)
 		e.alterTopic(r)
-	case node.DeleteTopic:
+	case msg.DeleteTopic:
 		e.typeNumber(typeDeleteTopic)
 		e.string(r.Name, topicNameLimit)
 	default:
@@ -33,25 +33,25 @@ func (e *encoder) request(request node.Request) {
 
 // dataRequest writes the requests of the data path and the cluster
 // listings (split from request to keep each switch short).
-func (e *encoder) dataRequest(request node.Request) {
+func (e *encoder) dataRequest(request msg.Request) {
 	switch r := request.(type) {
-	case node.Produce:
+	case msg.Produce:
 		e.typeNumber(typeProduce)
 		e.produce(r)
-	case node.Consume:
+	case msg.Consume:
 		e.typeNumber(typeConsume)
 		e.consume(r)
-	case node.Replay:
+	case msg.Replay:
 		e.typeNumber(typeReplay)
 		e.string(r.Topic, topicNameLimit)
 		e.int(r.Partition)
 		e.uvarint(r.Offset)
-	case node.Ack:
+	case msg.Ack:
 		e.typeNumber(typeAck)
 		e.ack(r)
-	case node.ListMembers:
+	case msg.ListMembers:
 		e.typeNumber(typeListMembers)
-	case node.ListMoves:
+	case msg.ListMoves:
 		e.typeNumber(typeListMoves)
 	default:
 		e.moveRequest(request)
@@ -59,36 +59,36 @@ func (e *encoder) dataRequest(request node.Request) {
 }
 
 // request reads the type number and fields of a forwarded request.
-func (d *decoder) request() node.Request {
+func (d *decoder) request() msg.Request {
 	switch t := d.typeNumber(); t {
 	case typeCreateTopic:
 		return d.createTopic()
 	case typeListTopics:
-		return node.ListTopics{Limit: d.int(), PageToken: d.string(pageTokenLimit)}
+		return msg.ListTopics{Limit: d.int(), PageToken: d.string(pageTokenLimit)}
 	case typeGetTopic:
-		return node.GetTopic{Name: d.string(topicNameLimit), Partition: d.int()}
+		return msg.GetTopic{Name: d.string(topicNameLimit), Partition: d.int()}
 	case typeAlterTopic:
 		return d.alterTopic()
 	case typeDeleteTopic:
-		return node.DeleteTopic{Name: d.string(topicNameLimit)}
+		return msg.DeleteTopic{Name: d.string(topicNameLimit)}
 	case typeProduce:
 		return d.produce()
 	case typeConsume:
 		return d.consume()
 	case typeReplay:
-		return node.Replay{Topic: d.string(topicNameLimit), Partition: d.int(), Offset: d.uvarint()}
+		return msg.Replay{Topic: d.string(topicNameLimit), Partition: d.int(), Offset: d.uvarint()}
 	case typeAck:
 		return d.ack()
 	case typeListMembers:
-		return node.ListMembers{}
+		return msg.ListMembers{}
 	case typeListMoves:
-		return node.ListMoves{}
+		return msg.ListMoves{}
 	default:
 		return d.moveRequest(t)
 	}
 }
 
-func (e *encoder) createTopic(r node.CreateTopic) {
+func (e *encoder) createTopic(r msg.CreateTopic) {
 	e.string(r.Name, topicNameLimit)
 	e.int(r.Partitions)
 	e.varint(r.RetentionMs)
@@ -99,8 +99,8 @@ func (e *encoder) createTopic(r node.CreateTopic) {
 	e.string(r.CreatedBy, nodeIDLimit)
 }
 
-func (d *decoder) createTopic() node.CreateTopic {
-	return node.CreateTopic{
+func (d *decoder) createTopic() msg.CreateTopic {
+	return msg.CreateTopic{
 		Name:                d.string(topicNameLimit),
 		Partitions:          d.int(),
 		RetentionMs:         d.varint(),
@@ -115,7 +115,7 @@ func (d *decoder) createTopic() node.CreateTopic {
 // alterTopic writes each optional field as a presence flag and, when
 // present, its value: a nil field stays nil, a pointer to 0 stays a
 // pointer to 0.
-func (e *encoder) alterTopic(r node.AlterTopic) {
+func (e *encoder) alterTopic(r msg.AlterTopic) {
 	e.string(r.Name, topicNameLimit)
 	e.optionalInt(r.Partitions)
 	e.optionalInt64(r.RetentionMs)
@@ -125,8 +125,8 @@ func (e *encoder) alterTopic(r node.AlterTopic) {
 	e.bytes(r.Schema, schemaLimit)
 }
 
-func (d *decoder) alterTopic() node.AlterTopic {
-	return node.AlterTopic{
+func (d *decoder) alterTopic() msg.AlterTopic {
+	return msg.AlterTopic{
 		Name:                d.string(topicNameLimit),
 		Partitions:          d.optionalInt(),
 		RetentionMs:         d.optionalInt64(),
@@ -139,7 +139,7 @@ func (d *decoder) alterTopic() node.AlterTopic {
 
 // produce writes a produce request. It sizes the output first: records
 // are the hot path, and one growth beats many.
-func (e *encoder) produce(r node.Produce) {
+func (e *encoder) produce(r msg.Produce) {
 	e.string(r.Topic, topicNameLimit)
 	e.bool(r.Batch)
 	e.length(len(r.Records), recordsLimit)
@@ -157,7 +157,7 @@ func (e *encoder) produce(r node.Produce) {
 const produceRecordFieldsBytesMax = 3 * binary.MaxVarintLen64
 
 // produceRecordsBytes is an upper bound of the encoding of records.
-func produceRecordsBytes(records []node.ProduceRecord) int {
+func produceRecordsBytes(records []msg.ProduceRecord) int {
 	size := len(records) * produceRecordFieldsBytesMax
 	for i := range records {
 		size += len(records[i].Key) + len(records[i].Payload)
@@ -165,29 +165,29 @@ func produceRecordsBytes(records []node.ProduceRecord) int {
 	return size
 }
 
-func (d *decoder) produce() node.Produce {
-	r := node.Produce{Topic: d.string(topicNameLimit), Batch: d.bool()}
+func (d *decoder) produce() msg.Produce {
+	r := msg.Produce{Topic: d.string(topicNameLimit), Batch: d.bool()}
 	if n := d.count(recordsLimit, produceRecordBytesMin); n > 0 {
-		r.Records = make([]node.ProduceRecord, n)
+		r.Records = make([]msg.ProduceRecord, n)
 	}
 	for i := range r.Records {
-		r.Records[i] = node.ProduceRecord{Key: d.bytes(keyLimit), Partition: d.int(), Payload: d.bytes(payloadLimit)}
+		r.Records[i] = msg.ProduceRecord{Key: d.bytes(keyLimit), Partition: d.int(), Payload: d.bytes(payloadLimit)}
 	}
 	return r
 }
 
-func (e *encoder) consume(r node.Consume) {
+func (e *encoder) consume(r msg.Consume) {
 	e.string(r.Topic, topicNameLimit)
 	e.int(r.Partition)
 	e.int(r.Max)
 	e.varint(r.WaitMs)
 }
 
-func (d *decoder) consume() node.Consume {
-	return node.Consume{Topic: d.string(topicNameLimit), Partition: d.int(), Max: d.int(), WaitMs: d.varint()}
+func (d *decoder) consume() msg.Consume {
+	return msg.Consume{Topic: d.string(topicNameLimit), Partition: d.int(), Max: d.int(), WaitMs: d.varint()}
 }
 
-func (e *encoder) ack(r node.Ack) {
+func (e *encoder) ack(r msg.Ack) {
 	assert(validAckAction(r.Action), "ack action %d is not one of AckCommit, AckExtend, AckNack", r.Action)
 	e.string(r.Topic, topicNameLimit)
 	e.uvarint(uint64(r.Action))
@@ -198,8 +198,8 @@ func (e *encoder) ack(r node.Ack) {
 	}
 }
 
-func (d *decoder) ack() node.Ack {
-	r := node.Ack{Topic: d.string(topicNameLimit), Action: d.ackAction(), Batch: d.bool()}
+func (d *decoder) ack() msg.Ack {
+	r := msg.Ack{Topic: d.string(topicNameLimit), Action: d.ackAction(), Batch: d.bool()}
 	if n := d.count(handlesLimit, receiptHandleBytesMin); n > 0 {
 		r.Handles = make([]string, n)
 	}
@@ -210,13 +210,13 @@ func (d *decoder) ack() node.Ack {
 }
 
 // ackAction reads an ack action, which must be one node defines.
-func (d *decoder) ackAction() node.AckAction {
+func (d *decoder) ackAction() msg.AckAction {
 	v := d.uvarint()
-	if v > uint64(node.AckNack) {
+	if v > uint64(msg.AckNack) {
 		d.malformed("ack action %d is not one of AckCommit, AckExtend, AckNack", v)
 		return 0
 	}
-	return node.AckAction(v)
+	return msg.AckAction(v)
 }
 
-func validAckAction(a node.AckAction) bool { return a >= node.AckCommit && a <= node.AckNack }
+func validAckAction(a msg.AckAction) bool { return a >= msg.AckCommit && a <= msg.AckNack }

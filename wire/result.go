@@ -1,22 +1,24 @@
 package wire
 
-import "narad/node"
+import (
+	"narad/msg"
+)
 
 // result writes the type number and fields of a reply's result.
-func (e *encoder) result(result any) {
+func (e *encoder) result(result msg.Result) {
 	switch r := result.(type) {
 	case nil:
 		e.typeNumber(typeNoResult)
-	case node.TopicInfo:
+	case msg.TopicInfo:
 		e.typeNumber(typeTopicInfo)
 		e.topicInfo(&r)
-	case node.TopicPage:
+	case msg.TopicPage:
 		e.typeNumber(typeTopicPage)
 		e.topicPage(r)
-	case node.TopicDetail:
+	case msg.TopicDetail:
 		e.typeNumber(typeTopicDetail)
 		e.topicDetail(&r)
-	case node.ProduceResult:
+	case msg.ProduceResult:
 		e.typeNumber(typeProduceResult)
 		e.produceResult(r)
 	default:
@@ -26,21 +28,21 @@ func (e *encoder) result(result any) {
 
 // dataResult writes the results of the data path and the cluster
 // listings (split from result to keep each switch short).
-func (e *encoder) dataResult(result any) {
+func (e *encoder) dataResult(result msg.Result) {
 	switch r := result.(type) {
-	case node.ConsumeResult:
+	case msg.ConsumeResult:
 		e.typeNumber(typeConsumeResult)
 		e.consumeResult(r)
-	case node.ReplayResult:
+	case msg.ReplayResult:
 		e.typeNumber(typeReplayResult)
 		e.replayResult(r)
-	case node.AckResult:
+	case msg.AckResult:
 		e.typeNumber(typeAckResult)
 		e.ackResult(r)
-	case node.MembersResult:
+	case msg.MembersResult:
 		e.typeNumber(typeMembersResult)
 		e.membersResult(r)
-	case node.MovesResult:
+	case msg.MovesResult:
 		e.typeNumber(typeMovesResult)
 		e.movesResult(r)
 	default:
@@ -49,7 +51,7 @@ func (e *encoder) dataResult(result any) {
 }
 
 // result reads the type number and fields of a reply's result.
-func (d *decoder) result() any {
+func (d *decoder) result() msg.Result {
 	switch t := d.typeNumber(); t {
 	case typeNoResult:
 		return nil
@@ -58,7 +60,7 @@ func (d *decoder) result() any {
 	case typeTopicPage:
 		return d.topicPage()
 	case typeTopicDetail:
-		return node.TopicDetail{TopicInfo: d.topicInfo(), PartitionStats: d.partitionStatsList()}
+		return msg.TopicDetail{TopicInfo: d.topicInfo(), PartitionStats: d.partitionStatsList()}
 	case typeProduceResult:
 		return d.produceResult()
 	case typeConsumeResult:
@@ -68,15 +70,15 @@ func (d *decoder) result() any {
 	case typeAckResult:
 		return d.ackResult()
 	case typeMembersResult:
-		return node.MembersResult{Members: d.members()}
+		return msg.MembersResult{Members: d.members()}
 	case typeMovesResult:
-		return node.MovesResult{Moves: d.moves()}
+		return msg.MovesResult{Moves: d.moves()}
 	default:
 		return d.moveResult(t)
 	}
 }
 
-func (e *encoder) topicInfo(r *node.TopicInfo) {
+func (e *encoder) topicInfo(r *msg.TopicInfo) {
 	e.string(r.Name, topicNameLimit)
 	e.int(r.Partitions)
 	e.varint(r.RetentionMs)
@@ -88,8 +90,8 @@ func (e *encoder) topicInfo(r *node.TopicInfo) {
 	e.int(r.SchemaVersion)
 }
 
-func (d *decoder) topicInfo() node.TopicInfo {
-	return node.TopicInfo{
+func (d *decoder) topicInfo() msg.TopicInfo {
+	return msg.TopicInfo{
 		Name:                d.string(topicNameLimit),
 		Partitions:          d.int(),
 		RetentionMs:         d.varint(),
@@ -102,7 +104,7 @@ func (d *decoder) topicInfo() node.TopicInfo {
 	}
 }
 
-func (e *encoder) topicPage(r node.TopicPage) {
+func (e *encoder) topicPage(r msg.TopicPage) {
 	e.length(len(r.Topics), topicsLimit)
 	for i := range r.Topics {
 		e.topicInfo(&r.Topics[i])
@@ -111,8 +113,8 @@ func (e *encoder) topicPage(r node.TopicPage) {
 }
 
 // topicPage reads a page; its Topics is never nil (JSON "topics": []).
-func (d *decoder) topicPage() node.TopicPage {
-	r := node.TopicPage{Topics: make([]node.TopicInfo, d.count(topicsLimit, topicInfoBytesMin))}
+func (d *decoder) topicPage() msg.TopicPage {
+	r := msg.TopicPage{Topics: make([]msg.TopicInfo, d.count(topicsLimit, topicInfoBytesMin))}
 	for i := range r.Topics {
 		r.Topics[i] = d.topicInfo()
 	}
@@ -120,7 +122,7 @@ func (d *decoder) topicPage() node.TopicPage {
 	return r
 }
 
-func (e *encoder) topicDetail(r *node.TopicDetail) {
+func (e *encoder) topicDetail(r *msg.TopicDetail) {
 	e.topicInfo(&r.TopicInfo)
 	e.length(len(r.PartitionStats), partitionStatsLimit)
 	for i := range r.PartitionStats {
@@ -128,7 +130,7 @@ func (e *encoder) topicDetail(r *node.TopicDetail) {
 	}
 }
 
-func (e *encoder) partitionStats(s *node.PartitionStats) {
+func (e *encoder) partitionStats(s *msg.PartitionStats) {
 	e.int(s.Index)
 	e.int(s.Segments)
 	e.uvarint(s.OldestOffset)
@@ -144,10 +146,10 @@ func (e *encoder) partitionStats(s *node.PartitionStats) {
 
 // partitionStatsList reads the stats of a detail; never nil (JSON
 // "partition_stats": []).
-func (d *decoder) partitionStatsList() []node.PartitionStats {
-	list := make([]node.PartitionStats, d.count(partitionStatsLimit, partitionStatsBytesMin))
+func (d *decoder) partitionStatsList() []msg.PartitionStats {
+	list := make([]msg.PartitionStats, d.count(partitionStatsLimit, partitionStatsBytesMin))
 	for i := range list {
-		list[i] = node.PartitionStats{
+		list[i] = msg.PartitionStats{
 			Index:           d.int(),
 			Segments:        d.int(),
 			OldestOffset:    d.uvarint(),
@@ -164,7 +166,7 @@ func (d *decoder) partitionStatsList() []node.PartitionStats {
 	return list
 }
 
-func (e *encoder) produceResult(r node.ProduceResult) {
+func (e *encoder) produceResult(r msg.ProduceResult) {
 	e.length(len(r.Records), recordsLimit)
 	for _, placement := range r.Records {
 		e.int(placement.Partition)
@@ -173,13 +175,13 @@ func (e *encoder) produceResult(r node.ProduceResult) {
 	e.bool(r.Batch)
 }
 
-func (d *decoder) produceResult() node.ProduceResult {
-	var r node.ProduceResult
+func (d *decoder) produceResult() msg.ProduceResult {
+	var r msg.ProduceResult
 	if n := d.count(recordsLimit, placementBytesMin); n > 0 {
-		r.Records = make([]node.Placement, n)
+		r.Records = make([]msg.Placement, n)
 	}
 	for i := range r.Records {
-		r.Records[i] = node.Placement{Partition: d.int(), Offset: d.uvarint()}
+		r.Records[i] = msg.Placement{Partition: d.int(), Offset: d.uvarint()}
 	}
 	r.Batch = d.bool()
 	return r
@@ -187,7 +189,7 @@ func (d *decoder) produceResult() node.ProduceResult {
 
 // consumeResult writes the messages of a consume reply, sizing the output
 // first: with a forward this is the hot path of consume.
-func (e *encoder) consumeResult(r node.ConsumeResult) {
+func (e *encoder) consumeResult(r msg.ConsumeResult) {
 	e.length(len(r.Messages), messagesLimit)
 	e.grow(consumedMessagesBytes(r.Messages))
 	for i := range r.Messages {
@@ -197,7 +199,7 @@ func (e *encoder) consumeResult(r node.ConsumeResult) {
 }
 
 // consumedMessagesBytes is an upper bound of the encoding of messages.
-func consumedMessagesBytes(messages []node.Message) int {
+func consumedMessagesBytes(messages []msg.Message) int {
 	size := 0
 	for i := range messages {
 		m := &messages[i]
@@ -208,8 +210,8 @@ func consumedMessagesBytes(messages []node.Message) int {
 
 // consumeResult reads a consume reply; its Messages is never nil (JSON
 // "messages": []).
-func (d *decoder) consumeResult() node.ConsumeResult {
-	r := node.ConsumeResult{Messages: make([]node.Message, d.count(messagesLimit, consumedMessageBytesMin))}
+func (d *decoder) consumeResult() msg.ConsumeResult {
+	r := msg.ConsumeResult{Messages: make([]msg.Message, d.count(messagesLimit, consumedMessageBytesMin))}
 	for i := range r.Messages {
 		r.Messages[i] = d.consumedMessage()
 	}
@@ -217,7 +219,7 @@ func (d *decoder) consumeResult() node.ConsumeResult {
 	return r
 }
 
-func (e *encoder) consumedMessage(m *node.Message) {
+func (e *encoder) consumedMessage(m *msg.Message) {
 	e.string(m.Topic, topicNameLimit)
 	e.int(m.Partition)
 	e.uvarint(m.Offset)
@@ -228,8 +230,8 @@ func (e *encoder) consumedMessage(m *node.Message) {
 	e.uvarint(uint64(m.DeliveryCount))
 }
 
-func (d *decoder) consumedMessage() node.Message {
-	return node.Message{
+func (d *decoder) consumedMessage() msg.Message {
+	return msg.Message{
 		Topic:         d.string(topicNameLimit),
 		Partition:     d.int(),
 		Offset:        d.uvarint(),
@@ -242,22 +244,22 @@ func (d *decoder) consumedMessage() node.Message {
 }
 
 // replayResult writes a presence flag and, if present, the message.
-func (e *encoder) replayResult(r node.ReplayResult) {
+func (e *encoder) replayResult(r msg.ReplayResult) {
 	e.bool(r.Message != nil)
 	if r.Message != nil {
 		e.consumedMessage(r.Message)
 	}
 }
 
-func (d *decoder) replayResult() node.ReplayResult {
+func (d *decoder) replayResult() msg.ReplayResult {
 	if !d.bool() {
-		return node.ReplayResult{}
+		return msg.ReplayResult{}
 	}
 	m := d.consumedMessage()
-	return node.ReplayResult{Message: &m}
+	return msg.ReplayResult{Message: &m}
 }
 
-func (e *encoder) ackResult(r node.AckResult) {
+func (e *encoder) ackResult(r msg.AckResult) {
 	e.length(len(r.Results), handlesLimit)
 	for _, item := range r.Results {
 		e.string(item.Handle, receiptHandleLimit)
@@ -266,19 +268,19 @@ func (e *encoder) ackResult(r node.AckResult) {
 	e.bool(r.Batch)
 }
 
-func (d *decoder) ackResult() node.AckResult {
-	var r node.AckResult
+func (d *decoder) ackResult() msg.AckResult {
+	var r msg.AckResult
 	if n := d.count(handlesLimit, ackItemBytesMin); n > 0 {
-		r.Results = make([]node.AckItemResult, n)
+		r.Results = make([]msg.AckItemResult, n)
 	}
 	for i := range r.Results {
-		r.Results[i] = node.AckItemResult{Handle: d.string(receiptHandleLimit), Err: d.error()}
+		r.Results[i] = msg.AckItemResult{Handle: d.string(receiptHandleLimit), Err: d.error()}
 	}
 	r.Batch = d.bool()
 	return r
 }
 
-func (e *encoder) membersResult(r node.MembersResult) {
+func (e *encoder) membersResult(r msg.MembersResult) {
 	e.length(len(r.Members), membersLimit)
 	for i := range r.Members {
 		m := &r.Members[i]
@@ -293,10 +295,10 @@ func (e *encoder) membersResult(r node.MembersResult) {
 }
 
 // members reads a member list; never nil (JSON "members": []).
-func (d *decoder) members() []node.Member {
-	members := make([]node.Member, d.count(membersLimit, memberBytesMin))
+func (d *decoder) members() []msg.Member {
+	members := make([]msg.Member, d.count(membersLimit, memberBytesMin))
 	for i := range members {
-		members[i] = node.Member{
+		members[i] = msg.Member{
 			ID:              d.string(nodeIDLimit),
 			Addr:            d.string(addressLimit),
 			Status:          d.string(labelLimit),
@@ -309,7 +311,7 @@ func (d *decoder) members() []node.Member {
 	return members
 }
 
-func (e *encoder) movesResult(r node.MovesResult) {
+func (e *encoder) movesResult(r msg.MovesResult) {
 	e.length(len(r.Moves), movesLimit)
 	for i := range r.Moves {
 		m := &r.Moves[i]
@@ -325,10 +327,10 @@ func (e *encoder) movesResult(r node.MovesResult) {
 }
 
 // moves reads a move list; never nil (JSON "moves": []).
-func (d *decoder) moves() []node.Move {
-	moves := make([]node.Move, d.count(movesLimit, moveBytesMin))
+func (d *decoder) moves() []msg.Move {
+	moves := make([]msg.Move, d.count(movesLimit, moveBytesMin))
 	for i := range moves {
-		moves[i] = node.Move{
+		moves[i] = msg.Move{
 			Topic:       d.string(topicNameLimit),
 			Partition:   d.int(),
 			From:        d.string(nodeIDLimit),

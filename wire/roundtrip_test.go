@@ -8,14 +8,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"narad/node"
+	"narad/msg"
 	"narad/wire"
 	"narad/wire/wiretest"
 )
 
 // roundTrip encodes env, decodes the bytes, and checks that re-encoding
 // the decoded value yields the same bytes (every value has one encoding).
-func roundTrip(t *testing.T, env node.Envelope) node.Envelope {
+func roundTrip(t *testing.T, env msg.Envelope) msg.Envelope {
 	t.Helper()
 	encoded, err := wire.EncodeEnvelope(nil, env)
 	require.NoError(t, err)
@@ -40,7 +40,7 @@ func TestRoundTripSamples(t *testing.T) {
 
 // TestEncodeAppendsToDst: the encoding is appended after what dst holds.
 func TestEncodeAppendsToDst(t *testing.T) {
-	env := node.Envelope{From: "a", To: "b", Message: node.Notify{Topic: "orders"}}
+	env := msg.Envelope{From: "a", To: "b", Message: msg.Notify{Topic: "orders"}}
 	alone, err := wire.EncodeEnvelope(nil, env)
 	require.NoError(t, err)
 	appended, err := wire.EncodeEnvelope([]byte("prefix"), env)
@@ -51,8 +51,8 @@ func TestEncodeAppendsToDst(t *testing.T) {
 // TestDecodedValuesDoNotAliasInput: changing the input after decoding does
 // not change the decoded keys and payloads.
 func TestDecodedValuesDoNotAliasInput(t *testing.T) {
-	env := node.Envelope{Message: node.ForwardRequest{Request: node.Produce{Topic: "t",
-		Records: []node.ProduceRecord{{Key: []byte("key"), Payload: []byte("payload")}, {Payload: []byte("second")}}}}}
+	env := msg.Envelope{Message: msg.ForwardRequest{Request: msg.Produce{Topic: "t",
+		Records: []msg.ProduceRecord{{Key: []byte("key"), Payload: []byte("payload")}, {Payload: []byte("second")}}}}}
 	encoded, err := wire.EncodeEnvelope(nil, env)
 	require.NoError(t, err)
 	decoded, err := wire.DecodeEnvelope(encoded)
@@ -61,7 +61,7 @@ func TestDecodedValuesDoNotAliasInput(t *testing.T) {
 		encoded[i] = 0xee
 	}
 	require.Equal(t, env, decoded)
-	records := decoded.Message.(node.ForwardRequest).Request.(node.Produce).Records
+	records := decoded.Message.(msg.ForwardRequest).Request.(msg.Produce).Records
 	_ = append(records[0].Payload, 'x') // must not overwrite the next slice in the arena
 	require.Equal(t, []byte("second"), records[1].Payload)
 }
@@ -70,9 +70,9 @@ func TestDecodedValuesDoNotAliasInput(t *testing.T) {
 // pointer to 0, field by field.
 func TestAlterTopicPointers(t *testing.T) {
 	zero, zero64 := 0, int64(0)
-	request := node.AlterTopic{Name: "t", Partitions: &zero, VisibilityTimeoutMs: &zero64}
-	decoded := roundTrip(t, node.Envelope{Message: node.ForwardRequest{Request: request}})
-	got := decoded.Message.(node.ForwardRequest).Request.(node.AlterTopic)
+	request := msg.AlterTopic{Name: "t", Partitions: &zero, VisibilityTimeoutMs: &zero64}
+	decoded := roundTrip(t, msg.Envelope{Message: msg.ForwardRequest{Request: request}})
+	got := decoded.Message.(msg.ForwardRequest).Request.(msg.AlterTopic)
 	require.NotNil(t, got.Partitions)
 	require.Equal(t, 0, *got.Partitions)
 	require.NotNil(t, got.VisibilityTimeoutMs)
@@ -85,46 +85,46 @@ func TestAlterTopicPointers(t *testing.T) {
 // TestNilAndEmptyNormalization: the lists printed as JSON arrays decode
 // non-nil even when nil was encoded; other empty slices decode as nil.
 func TestNilAndEmptyNormalization(t *testing.T) {
-	results := []any{
-		node.TopicPage{}, node.TopicDetail{}, node.ConsumeResult{}, node.MembersResult{}, node.MovesResult{},
-		node.ProduceResult{Records: []node.Placement{}}, node.AckResult{Results: []node.AckItemResult{}},
-		node.ConsumeResult{Messages: []node.Message{{Key: []byte{}, Payload: []byte{}}}},
-		node.MoveSourceState{Segments: []node.MoveSegment{}}, node.MoveChunk{Data: []byte{}},
+	results := []msg.Result{
+		msg.TopicPage{}, msg.TopicDetail{}, msg.ConsumeResult{}, msg.MembersResult{}, msg.MovesResult{},
+		msg.ProduceResult{Records: []msg.Placement{}}, msg.AckResult{Results: []msg.AckItemResult{}},
+		msg.ConsumeResult{Messages: []msg.Message{{Key: []byte{}, Payload: []byte{}}}},
+		msg.MoveSourceState{Segments: []msg.MoveSegment{}}, msg.MoveChunk{Data: []byte{}},
 	}
-	want := []any{
-		node.TopicPage{Topics: []node.TopicInfo{}}, node.TopicDetail{PartitionStats: []node.PartitionStats{}},
-		node.ConsumeResult{Messages: []node.Message{}}, node.MembersResult{Members: []node.Member{}},
-		node.MovesResult{Moves: []node.Move{}}, node.ProduceResult{}, node.AckResult{},
-		node.ConsumeResult{Messages: []node.Message{{}}},
-		node.MoveSourceState{}, node.MoveChunk{},
+	want := []msg.Result{
+		msg.TopicPage{Topics: []msg.TopicInfo{}}, msg.TopicDetail{PartitionStats: []msg.PartitionStats{}},
+		msg.ConsumeResult{Messages: []msg.Message{}}, msg.MembersResult{Members: []msg.Member{}},
+		msg.MovesResult{Moves: []msg.Move{}}, msg.ProduceResult{}, msg.AckResult{},
+		msg.ConsumeResult{Messages: []msg.Message{{}}},
+		msg.MoveSourceState{}, msg.MoveChunk{},
 	}
 	for i, result := range results {
-		decoded := roundTrip(t, node.Envelope{Message: node.ForwardReply{Reply: node.Reply{Result: result}}})
-		require.Equal(t, want[i], decoded.Message.(node.ForwardReply).Reply.Result, "result %d (%T)", i, result)
+		decoded := roundTrip(t, msg.Envelope{Message: msg.ForwardReply{Reply: msg.Reply{Result: result}}})
+		require.Equal(t, want[i], decoded.Message.(msg.ForwardReply).Reply.Result, "result %d (%T)", i, result)
 	}
-	request := node.Produce{Records: []node.ProduceRecord{{Key: []byte{}, Payload: []byte{}}}}
-	decoded := roundTrip(t, node.Envelope{Message: node.ForwardRequest{Request: request}})
-	require.Equal(t, node.Produce{Records: []node.ProduceRecord{{}}}, decoded.Message.(node.ForwardRequest).Request)
-	decoded = roundTrip(t, node.Envelope{Message: node.ForwardRequest{Request: node.Ack{Handles: []string{}}}})
-	require.Equal(t, node.Ack{}, decoded.Message.(node.ForwardRequest).Request)
+	request := msg.Produce{Records: []msg.ProduceRecord{{Key: []byte{}, Payload: []byte{}}}}
+	decoded := roundTrip(t, msg.Envelope{Message: msg.ForwardRequest{Request: request}})
+	require.Equal(t, msg.Produce{Records: []msg.ProduceRecord{{}}}, decoded.Message.(msg.ForwardRequest).Request)
+	decoded = roundTrip(t, msg.Envelope{Message: msg.ForwardRequest{Request: msg.Ack{Handles: []string{}}}})
+	require.Equal(t, msg.Ack{}, decoded.Message.(msg.ForwardRequest).Request)
 }
 
 // TestErrorsDecodeAsNodeErrors: an error of another type travels as
-// CodeInternal with its text, in a reply and in an ack item; a *node.Error
+// CodeInternal with its text, in a reply and in an ack item; a *msg.Error
 // keeps its code and message.
 func TestErrorsDecodeAsNodeErrors(t *testing.T) {
 	other := errors.New("disk on fire")
-	reply := node.Reply{ID: 3, Err: other, Result: node.AckResult{Results: []node.AckItemResult{
-		{Handle: "h", Err: other}, {Handle: "g", Err: node.Conflict("topic already exists")}, {Handle: "ok"},
+	reply := msg.Reply{ID: 3, Err: other, Result: msg.AckResult{Results: []msg.AckItemResult{
+		{Handle: "h", Err: other}, {Handle: "g", Err: msg.Conflict("topic already exists")}, {Handle: "ok"},
 	}}}
-	decoded := roundTrip(t, node.Envelope{Message: node.ForwardReply{Reply: reply}})
-	got := decoded.Message.(node.ForwardReply).Reply
-	require.Equal(t, &node.Error{Code: node.CodeInternal, Message: "disk on fire"}, got.Err)
-	items := got.Result.(node.AckResult).Results
-	require.Equal(t, &node.Error{Code: node.CodeInternal, Message: "disk on fire"}, items[0].Err)
-	require.Equal(t, &node.Error{Code: node.CodeConflict, Message: "topic already exists"}, items[1].Err)
+	decoded := roundTrip(t, msg.Envelope{Message: msg.ForwardReply{Reply: reply}})
+	got := decoded.Message.(msg.ForwardReply).Reply
+	require.Equal(t, &msg.Error{Code: msg.CodeInternal, Message: "disk on fire"}, got.Err)
+	items := got.Result.(msg.AckResult).Results
+	require.Equal(t, &msg.Error{Code: msg.CodeInternal, Message: "disk on fire"}, items[0].Err)
+	require.Equal(t, &msg.Error{Code: msg.CodeConflict, Message: "topic already exists"}, items[1].Err)
 	require.NoError(t, items[2].Err)
-	require.Equal(t, node.CodeInternal, node.CodeOf(got.Err))
+	require.Equal(t, msg.CodeInternal, msg.CodeOf(got.Err))
 }
 
 // TestLongErrorMessagesAreCut: error text over ErrorMessageBytesMax is cut
@@ -133,9 +133,9 @@ func TestErrorsDecodeAsNodeErrors(t *testing.T) {
 func TestLongErrorMessagesAreCut(t *testing.T) {
 	atBound := strings.Repeat("a", wire.ErrorMessageBytesMax)
 	for _, message := range []string{strings.Repeat("a", wire.ErrorMessageBytesMax+1), strings.Repeat("é", wire.ErrorMessageBytesMax), atBound} {
-		decoded := roundTrip(t, node.Envelope{Message: node.ForwardReply{Reply: node.Reply{Err: node.Invalid("%s", message)}}})
-		got := decoded.Message.(node.ForwardReply).Reply.Err.(*node.Error)
-		require.Equal(t, node.CodeInvalid, got.Code)
+		decoded := roundTrip(t, msg.Envelope{Message: msg.ForwardReply{Reply: msg.Reply{Err: msg.Invalid("%s", message)}}})
+		got := decoded.Message.(msg.ForwardReply).Reply.Err.(*msg.Error)
+		require.Equal(t, msg.CodeInvalid, got.Code)
 		require.LessOrEqual(t, len(got.Message), wire.ErrorMessageBytesMax)
 		require.True(t, utf8.ValidString(got.Message), "cut inside a rune")
 		if message == atBound {
@@ -152,10 +152,10 @@ func TestLongErrorMessagesAreCut(t *testing.T) {
 // TestReplayResultMessagePointer: a nil message stays nil; a non-nil one
 // decodes to a new pointer to an equal message.
 func TestReplayResultMessagePointer(t *testing.T) {
-	message := &node.Message{Topic: "t", Offset: 9, Payload: []byte("p")}
-	for _, result := range []node.ReplayResult{{}, {Message: message}} {
-		decoded := roundTrip(t, node.Envelope{Message: node.ForwardReply{Reply: node.Reply{Result: result}}})
-		got := decoded.Message.(node.ForwardReply).Reply.Result.(node.ReplayResult)
+	message := &msg.Message{Topic: "t", Offset: 9, Payload: []byte("p")}
+	for _, result := range []msg.ReplayResult{{}, {Message: message}} {
+		decoded := roundTrip(t, msg.Envelope{Message: msg.ForwardReply{Reply: msg.Reply{Result: result}}})
+		got := decoded.Message.(msg.ForwardReply).Reply.Result.(msg.ReplayResult)
 		require.Equal(t, result, got)
 		if result.Message != nil {
 			require.NotSame(t, result.Message, got.Message)

@@ -13,53 +13,53 @@ package wire
 // range. Ranges: peer messages 1-15, requests 16-47, results 48-95.
 type typeNumber uint64
 
-// Peer messages: node.Envelope.Message.
+// Peer messages: msg.Envelope.Message.
 const (
-	typeRaftMessage    typeNumber = 1 // node.RaftMessage
-	typeForwardRequest typeNumber = 2 // node.ForwardRequest
-	typeForwardReply   typeNumber = 3 // node.ForwardReply
-	typeSubscribe      typeNumber = 4 // node.Subscribe
-	typeNotify         typeNumber = 5 // node.Notify
-	typeJoin           typeNumber = 6 // node.Join
-	typeJoinRelay      typeNumber = 7 // node.JoinRelay
-	typeJoinAccepted   typeNumber = 8 // node.JoinAccepted
+	typeRaftMessage    typeNumber = 1 // msg.RaftMessage
+	typeForwardRequest typeNumber = 2 // msg.ForwardRequest
+	typeForwardReply   typeNumber = 3 // msg.ForwardReply
+	typeSubscribe      typeNumber = 4 // msg.Subscribe
+	typeNotify         typeNumber = 5 // msg.Notify
+	typeJoin           typeNumber = 6 // msg.Join
+	typeJoinRelay      typeNumber = 7 // msg.JoinRelay
+	typeJoinAccepted   typeNumber = 8 // msg.JoinAccepted
 )
 
-// Requests: node.ForwardRequest.Request.
+// Requests: msg.ForwardRequest.Request.
 const (
-	typeCreateTopic typeNumber = 16 // node.CreateTopic
-	typeListTopics  typeNumber = 17 // node.ListTopics
-	typeGetTopic    typeNumber = 18 // node.GetTopic
-	typeAlterTopic  typeNumber = 19 // node.AlterTopic
-	typeDeleteTopic typeNumber = 20 // node.DeleteTopic
-	typeProduce     typeNumber = 21 // node.Produce
-	typeConsume     typeNumber = 22 // node.Consume
-	typeReplay      typeNumber = 23 // node.Replay
-	typeAck         typeNumber = 24 // node.Ack
-	typeListMembers typeNumber = 25 // node.ListMembers
-	typeListMoves   typeNumber = 26 // node.ListMoves
+	typeCreateTopic typeNumber = 16 // msg.CreateTopic
+	typeListTopics  typeNumber = 17 // msg.ListTopics
+	typeGetTopic    typeNumber = 18 // msg.GetTopic
+	typeAlterTopic  typeNumber = 19 // msg.AlterTopic
+	typeDeleteTopic typeNumber = 20 // msg.DeleteTopic
+	typeProduce     typeNumber = 21 // msg.Produce
+	typeConsume     typeNumber = 22 // msg.Consume
+	typeReplay      typeNumber = 23 // msg.Replay
+	typeAck         typeNumber = 24 // msg.Ack
+	typeListMembers typeNumber = 25 // msg.ListMembers
+	typeListMoves   typeNumber = 26 // msg.ListMoves
 	// The move protocol (node/move_messages.go).
-	typeMoveStatus     typeNumber = 27 // node.MoveStatus
-	typeMoveRead       typeNumber = 28 // node.MoveRead
-	typeMoveFreeze     typeNumber = 29 // node.MoveFreeze
-	typeMoveSweepCheck typeNumber = 30 // node.MoveSweepCheck
-	typeDecommission   typeNumber = 31 // node.Decommission
+	typeMoveStatus     typeNumber = 27 // msg.MoveStatus
+	typeMoveRead       typeNumber = 28 // msg.MoveRead
+	typeMoveFreeze     typeNumber = 29 // msg.MoveFreeze
+	typeMoveSweepCheck typeNumber = 30 // msg.MoveSweepCheck
+	typeDecommission   typeNumber = 31 // msg.Decommission
 )
 
-// Results: node.Reply.Result.
+// Results: msg.Reply.Result.
 const (
 	typeNoResult      typeNumber = 48 // nil (DeleteTopic, and every failed request)
-	typeTopicInfo     typeNumber = 49 // node.TopicInfo
-	typeTopicPage     typeNumber = 50 // node.TopicPage
-	typeTopicDetail   typeNumber = 51 // node.TopicDetail
-	typeProduceResult typeNumber = 52 // node.ProduceResult
-	typeConsumeResult typeNumber = 53 // node.ConsumeResult
-	typeReplayResult  typeNumber = 54 // node.ReplayResult
-	typeAckResult     typeNumber = 55 // node.AckResult
-	typeMembersResult typeNumber = 56 // node.MembersResult
-	typeMovesResult   typeNumber = 57 // node.MovesResult
+	typeTopicInfo     typeNumber = 49 // msg.TopicInfo
+	typeTopicPage     typeNumber = 50 // msg.TopicPage
+	typeTopicDetail   typeNumber = 51 // msg.TopicDetail
+	typeProduceResult typeNumber = 52 // msg.ProduceResult
+	typeConsumeResult typeNumber = 53 // msg.ConsumeResult
+	typeReplayResult  typeNumber = 54 // msg.ReplayResult
+	typeAckResult     typeNumber = 55 // msg.AckResult
+	typeMembersResult typeNumber = 56 // msg.MembersResult
+	typeMovesResult   typeNumber = 57 // msg.MovesResult
 	// The move protocol (node/move_messages.go).
-	typeMoveSourceState typeNumber = 58 // node.MoveSourceState
-	typeMoveChunk       typeNumber = 59 // node.MoveChunk
-	typeMoveVerdict     typeNumber = 60 // node.MoveVerdict
+	typeMoveSourceState typeNumber = 58 // msg.MoveSourceState
+	typeMoveChunk       typeNumber = 59 // msg.MoveChunk
+	typeMoveVerdict     typeNumber = 60 // msg.MoveVerdict
 )

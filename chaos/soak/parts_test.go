@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"narad/client"
+	"narad/msg"
 	"narad/node"
 )
 
@@ -44,14 +45,14 @@ func TestPayloadCarriesItsID(t *testing.T) {
 func TestLoadFitsTheBrokersBounds(t *testing.T) {
 	coldPartitionBytes := int64(coldRecords / coldPartitions * coldPayloadBytes)
 	assert.Greater(t, coldPartitionBytes, node.DefaultMoveConfig().LagBytes*11/10, "cold partitions must outgrow the lag bound")
-	assert.LessOrEqual(t, coldBatchRecords*coldPayloadBytes, node.ProduceBatchBytesMax)
-	assert.LessOrEqual(t, batchRecordsMax*payloadBytesMax, node.ProduceBatchBytesMax)
-	assert.LessOrEqual(t, max(coldBatchRecords, batchRecordsMax), node.ProduceBatchRecordsMax)
-	assert.LessOrEqual(t, max(payloadBytesMax, coldPayloadBytes), node.MessageBytesMax)
-	assert.LessOrEqual(t, consumeBatchMax, node.ConsumeBatchMax)
+	assert.LessOrEqual(t, coldBatchRecords*coldPayloadBytes, msg.ProduceBatchBytesMax)
+	assert.LessOrEqual(t, batchRecordsMax*payloadBytesMax, msg.ProduceBatchBytesMax)
+	assert.LessOrEqual(t, max(coldBatchRecords, batchRecordsMax), msg.ProduceBatchRecordsMax)
+	assert.LessOrEqual(t, max(payloadBytesMax, coldPayloadBytes), msg.MessageBytesMax)
+	assert.LessOrEqual(t, consumeBatchMax, msg.ConsumeBatchMax)
 	assert.Zero(t, coldRecords%coldBatchRecords, "the cold fill sends whole batches")
-	assert.GreaterOrEqual(t, hotPartitions, node.PartitionsMin)
-	assert.GreaterOrEqual(t, coldPartitions, node.PartitionsMin)
+	assert.GreaterOrEqual(t, hotPartitions, msg.PartitionsMin)
+	assert.GreaterOrEqual(t, coldPartitions, msg.PartitionsMin)
 }
 
 func TestOptionsDefaultsAndValidation(t *testing.T) {

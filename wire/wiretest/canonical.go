@@ -1,6 +1,8 @@
 package wiretest
 
-import "narad/node"
+import (
+	"narad/msg"
+)
 
 // Canonical returns the value env takes after a round trip through the
 // codec, as the package documentation of wire specifies it:
@@ -9,18 +11,18 @@ import "narad/node"
 //     ConsumeResult.Messages, TopicPage.Topics, TopicDetail.PartitionStats,
 //     MembersResult.Members and MovesResult.Moves, which become empty
 //     non-nil slices;
-//   - a non-nil error becomes a *node.Error, CodeInternal with the error's
+//   - a non-nil error becomes a *msg.Error, CodeInternal with the error's
 //     text for an error of another type.
 //
 // Error texts over wire.ErrorMessageBytesMax (which the codec cuts) and
 // unknown protobuf fields of a Raft message (which it drops) are left as
 // they are; the generators produce neither. Canonical never modifies env.
-func Canonical(env node.Envelope) node.Envelope {
+func Canonical(env msg.Envelope) msg.Envelope {
 	switch m := env.Message.(type) {
-	case node.ForwardRequest:
+	case msg.ForwardRequest:
 		m.Request = canonicalRequest(m.Request)
 		env.Message = m
-	case node.ForwardReply:
+	case msg.ForwardReply:
 		m.Reply.Err = canonicalError(m.Reply.Err)
 		m.Reply.Result = canonicalResult(m.Reply.Result)
 		env.Message = m
@@ -28,83 +30,83 @@ func Canonical(env node.Envelope) node.Envelope {
 	return env
 }
 
-func canonicalRequest(request node.Request) node.Request {
+func canonicalRequest(request msg.Request) msg.Request {
 	switch r := request.(type) {
-	case node.Produce:
+	case msg.Produce:
 		r.Records = nilIfEmpty(r.Records)
-		r.Records = mapSlice(r.Records, func(record node.ProduceRecord) node.ProduceRecord {
+		r.Records = mapSlice(r.Records, func(record msg.ProduceRecord) msg.ProduceRecord {
 			record.Key, record.Payload = nilIfEmpty(record.Key), nilIfEmpty(record.Payload)
 			return record
 		})
 		return r
-	case node.Ack:
+	case msg.Ack:
 		r.Handles = nilIfEmpty(r.Handles)
 		return r
-	case node.CreateTopic:
+	case msg.CreateTopic:
 		r.Schema = nilIfEmpty(r.Schema)
 		return r
-	case node.AlterTopic:
+	case msg.AlterTopic:
 		r.Schema = nilIfEmpty(r.Schema)
 		return r
 	}
 	return request
 }
 
-func canonicalResult(result any) any {
+func canonicalResult(result msg.Result) msg.Result {
 	switch r := result.(type) {
-	case node.TopicPage:
+	case msg.TopicPage:
 		r.Topics = emptyIfNil(r.Topics)
 		return r
-	case node.TopicDetail:
+	case msg.TopicDetail:
 		r.PartitionStats = emptyIfNil(r.PartitionStats)
 		return r
-	case node.ProduceResult:
+	case msg.ProduceResult:
 		r.Records = nilIfEmpty(r.Records)
 		return r
-	case node.ConsumeResult:
+	case msg.ConsumeResult:
 		r.Messages = emptyIfNil(mapSlice(r.Messages, canonicalMessage))
 		return r
 	}
 	return canonicalListResult(result)
 }
 
-func canonicalListResult(result any) any {
+func canonicalListResult(result msg.Result) msg.Result {
 	switch r := result.(type) {
-	case node.ReplayResult:
+	case msg.ReplayResult:
 		if r.Message != nil {
 			m := canonicalMessage(*r.Message)
 			r.Message = &m
 		}
 		return r
-	case node.AckResult:
-		r.Results = nilIfEmpty(mapSlice(r.Results, func(item node.AckItemResult) node.AckItemResult {
+	case msg.AckResult:
+		r.Results = nilIfEmpty(mapSlice(r.Results, func(item msg.AckItemResult) msg.AckItemResult {
 			item.Err = canonicalError(item.Err)
 			return item
 		}))
 		return r
-	case node.MembersResult:
+	case msg.MembersResult:
 		r.Members = emptyIfNil(r.Members)
 		return r
-	case node.MovesResult:
+	case msg.MovesResult:
 		r.Moves = emptyIfNil(r.Moves)
 		return r
 	}
 	return canonicalMoveResult(result)
 }
 
-func canonicalMoveResult(result any) any {
+func canonicalMoveResult(result msg.Result) msg.Result {
 	switch r := result.(type) {
-	case node.MoveSourceState:
+	case msg.MoveSourceState:
 		r.Segments = nilIfEmpty(r.Segments)
 		return r
-	case node.MoveChunk:
+	case msg.MoveChunk:
 		r.Data = nilIfEmpty(r.Data)
 		return r
 	}
 	return result
 }
 
-func canonicalMessage(m node.Message) node.Message {
+func canonicalMessage(m msg.Message) msg.Message {
 	m.Key, m.Payload = nilIfEmpty(m.Key), nilIfEmpty(m.Payload)
 	return m
 }
@@ -113,10 +115,10 @@ func canonicalError(err error) error {
 	if err == nil {
 		return nil
 	}
-	if e, ok := err.(*node.Error); ok {
-		return &node.Error{Code: e.Code, Message: e.Message}
+	if e, ok := err.(*msg.Error); ok {
+		return &msg.Error{Code: e.Code, Message: e.Message}
 	}
-	return &node.Error{Code: node.CodeInternal, Message: err.Error()}
+	return &msg.Error{Code: msg.CodeInternal, Message: err.Error()}
 }
 
 // mapSlice returns a new slice of f applied to each element of s; nil

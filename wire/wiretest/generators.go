@@ -6,19 +6,19 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"pgregory.net/rapid"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // The generators draw values within the bounds of wire, in raw form: nil
 // and empty slices both occur, and errors may be of a type other than
-// *node.Error, so a round trip yields Canonical of the value drawn. Lists
+// *msg.Error, so a round trip yields Canonical of the value drawn. Lists
 // and byte strings are kept short (their bounds are tested by table tests);
 // strings, integers and error texts range up to their bounds.
 
 // Envelope draws an envelope with any peer message.
-func Envelope() *rapid.Generator[node.Envelope] {
-	return rapid.Custom(func(t *rapid.T) node.Envelope {
-		return node.Envelope{
+func Envelope() *rapid.Generator[msg.Envelope] {
+	return rapid.Custom(func(t *rapid.T) msg.Envelope {
+		return msg.Envelope{
 			From:    nodeID().Draw(t, "from"),
 			To:      nodeID().Draw(t, "to"),
 			Message: peerMessage().Draw(t, "message"),
@@ -26,44 +26,44 @@ func Envelope() *rapid.Generator[node.Envelope] {
 	})
 }
 
-func peerMessage() *rapid.Generator[any] {
+func peerMessage() *rapid.Generator[msg.PeerMessage] {
 	return rapid.OneOf(
 		raftMessage(),
-		rapid.Custom(func(t *rapid.T) any {
-			return node.ForwardRequest{ID: rapid.Uint64().Draw(t, "id"), Request: Request().Draw(t, "request"), LocalOnly: rapid.Bool().Draw(t, "local")}
+		rapid.Custom(func(t *rapid.T) msg.PeerMessage {
+			return msg.ForwardRequest{ID: rapid.Uint64().Draw(t, "id"), Request: Request().Draw(t, "request"), LocalOnly: rapid.Bool().Draw(t, "local")}
 		}),
-		rapid.Custom(func(t *rapid.T) any {
-			return node.ForwardReply{ID: rapid.Uint64().Draw(t, "id"), Reply: replyValue().Draw(t, "reply")}
+		rapid.Custom(func(t *rapid.T) msg.PeerMessage {
+			return msg.ForwardReply{ID: rapid.Uint64().Draw(t, "id"), Reply: replyValue().Draw(t, "reply")}
 		}),
-		rapid.Custom(func(t *rapid.T) any {
-			return node.Subscribe{Topic: topic().Draw(t, "topic"), ForMs: rapid.Int64().Draw(t, "for")}
+		rapid.Custom(func(t *rapid.T) msg.PeerMessage {
+			return msg.Subscribe{Topic: topic().Draw(t, "topic"), ForMs: rapid.Int64().Draw(t, "for")}
 		}),
-		rapid.Custom(func(t *rapid.T) any { return node.Notify{Topic: topic().Draw(t, "topic")} }),
-		rapid.Custom(func(t *rapid.T) any { return join().Draw(t, "join") }),
-		rapid.Custom(func(t *rapid.T) any {
-			return node.JoinRelay{NodeID: nodeID().Draw(t, "joiner"), Join: join().Draw(t, "join")}
+		rapid.Custom(func(t *rapid.T) msg.PeerMessage { return msg.Notify{Topic: topic().Draw(t, "topic")} }),
+		rapid.Custom(func(t *rapid.T) msg.PeerMessage { return join().Draw(t, "join") }),
+		rapid.Custom(func(t *rapid.T) msg.PeerMessage {
+			return msg.JoinRelay{NodeID: nodeID().Draw(t, "joiner"), Join: join().Draw(t, "join")}
 		}),
-		rapid.Custom(func(t *rapid.T) any {
+		rapid.Custom(func(t *rapid.T) msg.PeerMessage {
 			address := rapid.StringN(0, 32, AddressBytesMax)
-			voters := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) node.PeerAddress {
-				return node.PeerAddress{ID: nodeID().Draw(t, "id"), RaftID: rapid.Uint64().Draw(t, "raft"), ClusterAddr: address.Draw(t, "address")}
+			voters := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) msg.PeerAddress {
+				return msg.PeerAddress{ID: nodeID().Draw(t, "id"), RaftID: rapid.Uint64().Draw(t, "raft"), ClusterAddr: address.Draw(t, "address")}
 			}), 0, 8).Draw(t, "voters")
-			return node.JoinAccepted{Voters: voters}
+			return msg.JoinAccepted{Voters: voters}
 		}),
 	)
 }
 
-func join() *rapid.Generator[node.Join] {
-	return rapid.Custom(func(t *rapid.T) node.Join {
+func join() *rapid.Generator[msg.Join] {
+	return rapid.Custom(func(t *rapid.T) msg.Join {
 		address := rapid.StringN(0, 32, AddressBytesMax)
-		return node.Join{RaftID: rapid.Uint64().Draw(t, "raft"), ClusterAddr: address.Draw(t, "cluster"), HTTPAddr: address.Draw(t, "http")}
+		return msg.Join{RaftID: rapid.Uint64().Draw(t, "raft"), ClusterAddr: address.Draw(t, "cluster"), HTTPAddr: address.Draw(t, "http")}
 	})
 }
 
-// raftMessage draws a node.RaftMessage with any subset of its fields set.
-func raftMessage() *rapid.Generator[any] {
-	return rapid.Custom(func(t *rapid.T) any {
-		return node.RaftMessage{Message: &raftpb.Message{
+// raftMessage draws a msg.RaftMessage with any subset of its fields set.
+func raftMessage() *rapid.Generator[msg.PeerMessage] {
+	return rapid.Custom(func(t *rapid.T) msg.PeerMessage {
+		return msg.RaftMessage{Message: &raftpb.Message{
 			Type:       optional(t, "type", rapid.Map(rapid.Int32Range(0, 30), func(v int32) raftpb.MessageType { return raftpb.MessageType(v) })),
 			To:         optional(t, "to", rapid.Uint64()),
 			From:       optional(t, "from", rapid.Uint64()),
@@ -121,20 +121,20 @@ func optional[T any](t *rapid.T, label string, g *rapid.Generator[T]) *T {
 	return &v
 }
 
-func replyValue() *rapid.Generator[node.Reply] {
-	return rapid.Custom(func(t *rapid.T) node.Reply {
-		return node.Reply{ID: node.RequestID(rapid.Uint64().Draw(t, "id")), Err: errorValue().Draw(t, "err"), Result: Result().Draw(t, "result")}
+func replyValue() *rapid.Generator[msg.Reply] {
+	return rapid.Custom(func(t *rapid.T) msg.Reply {
+		return msg.Reply{ID: msg.RequestID(rapid.Uint64().Draw(t, "id")), Err: errorValue().Draw(t, "err"), Result: Result().Draw(t, "result")}
 	})
 }
 
-// errorValue draws nil, a *node.Error of any code, or another error.
+// errorValue draws nil, a *msg.Error of any code, or another error.
 func errorValue() *rapid.Generator[error] {
 	text := rapid.StringN(0, -1, ErrorMessageBytesMax)
 	return rapid.OneOf(
 		rapid.Just[error](nil),
 		rapid.Custom(func(t *rapid.T) error {
-			code := node.Code(rapid.IntRange(int(node.CodeInvalid), int(node.CodeForbidden)).Draw(t, "code"))
-			return &node.Error{Code: code, Message: text.Draw(t, "message")}
+			code := msg.Code(rapid.IntRange(int(msg.CodeInvalid), int(msg.CodeForbidden)).Draw(t, "code"))
+			return &msg.Error{Code: code, Message: text.Draw(t, "message")}
 		}),
 		rapid.Map(text, func(s string) error { return errors.New(s) }),
 	)
@@ -142,7 +142,7 @@ func errorValue() *rapid.Generator[error] {
 
 func nodeID() *rapid.Generator[string] { return rapid.StringN(0, -1, NodeIDBytesMax) }
 
-func topic() *rapid.Generator[string] { return rapid.StringN(0, -1, node.TopicNameBytesMax) }
+func topic() *rapid.Generator[string] { return rapid.StringN(0, -1, msg.TopicNameBytesMax) }
 
 func label() *rapid.Generator[string] { return rapid.StringN(0, -1, LabelBytesMax) }
 

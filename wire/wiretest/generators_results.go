@@ -3,69 +3,71 @@ package wiretest
 import (
 	"pgregory.net/rapid"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // Result draws a result of any type, or nil.
-func Result() *rapid.Generator[any] {
+func Result() *rapid.Generator[msg.Result] {
 	return rapid.OneOf(
-		rapid.Just[any](nil),
-		rapid.Map(topicInfo(), func(info node.TopicInfo) any { return info }),
-		rapid.Custom(func(t *rapid.T) any {
-			return node.TopicPage{Topics: listRaw(topicInfo(), 3).Draw(t, "topics"), NextPageToken: topic().Draw(t, "token")}
+		rapid.Just[msg.Result](nil),
+		rapid.Map(topicInfo(), func(info msg.TopicInfo) msg.Result { return info }),
+		rapid.Custom(func(t *rapid.T) msg.Result {
+			return msg.TopicPage{Topics: listRaw(topicInfo(), 3).Draw(t, "topics"), NextPageToken: topic().Draw(t, "token")}
 		}),
-		rapid.Custom(func(t *rapid.T) any {
-			return node.TopicDetail{TopicInfo: topicInfo().Draw(t, "info"), PartitionStats: listRaw(partitionStats(), 3).Draw(t, "stats")}
+		rapid.Custom(func(t *rapid.T) msg.Result {
+			return msg.TopicDetail{TopicInfo: topicInfo().Draw(t, "info"), PartitionStats: listRaw(partitionStats(), 3).Draw(t, "stats")}
 		}),
-		rapid.Custom(func(t *rapid.T) any {
-			return node.ProduceResult{Records: listRaw(placement(), 4).Draw(t, "records"), Batch: rapid.Bool().Draw(t, "batch")}
+		rapid.Custom(func(t *rapid.T) msg.Result {
+			return msg.ProduceResult{Records: listRaw(placement(), 4).Draw(t, "records"), Batch: rapid.Bool().Draw(t, "batch")}
 		}),
-		rapid.Custom(func(t *rapid.T) any {
-			return node.ConsumeResult{Messages: listRaw(message(), 3).Draw(t, "messages"), Batch: rapid.Bool().Draw(t, "batch")}
+		rapid.Custom(func(t *rapid.T) msg.Result {
+			return msg.ConsumeResult{Messages: listRaw(message(), 3).Draw(t, "messages"), Batch: rapid.Bool().Draw(t, "batch")}
 		}),
 		listResult(),
 	)
 }
 
 // listResult draws the remaining results: replay, ack and the listings.
-func listResult() *rapid.Generator[any] {
+func listResult() *rapid.Generator[msg.Result] {
 	return rapid.OneOf(
-		rapid.Custom(func(t *rapid.T) any {
-			return node.ReplayResult{Message: rapid.OneOf(rapid.Just[*node.Message](nil), rapid.Ptr(message(), false)).Draw(t, "message")}
+		rapid.Custom(func(t *rapid.T) msg.Result {
+			return msg.ReplayResult{Message: rapid.OneOf(rapid.Just[*msg.Message](nil), rapid.Ptr(message(), false)).Draw(t, "message")}
 		}),
-		rapid.Custom(func(t *rapid.T) any {
-			return node.AckResult{Results: listRaw(ackItem(), 4).Draw(t, "results"), Batch: rapid.Bool().Draw(t, "batch")}
+		rapid.Custom(func(t *rapid.T) msg.Result {
+			return msg.AckResult{Results: listRaw(ackItem(), 4).Draw(t, "results"), Batch: rapid.Bool().Draw(t, "batch")}
 		}),
-		rapid.Custom(func(t *rapid.T) any { return node.MembersResult{Members: listRaw(member(), 3).Draw(t, "members")} }),
-		rapid.Custom(func(t *rapid.T) any { return node.MovesResult{Moves: listRaw(move(), 3).Draw(t, "moves")} }),
+		rapid.Custom(func(t *rapid.T) msg.Result {
+			return msg.MembersResult{Members: listRaw(member(), 3).Draw(t, "members")}
+		}),
+		rapid.Custom(func(t *rapid.T) msg.Result { return msg.MovesResult{Moves: listRaw(move(), 3).Draw(t, "moves")} }),
 		moveResult(),
 	)
 }
 
 // moveResult draws the results of the move protocol.
-func moveResult() *rapid.Generator[any] {
+func moveResult() *rapid.Generator[msg.Result] {
 	return rapid.OneOf(
-		rapid.Custom(func(t *rapid.T) any {
-			return node.MoveSourceState{Segments: listRaw(moveSegment(), 4).Draw(t, "segments"),
+		rapid.Custom(func(t *rapid.T) msg.Result {
+			return msg.MoveSourceState{Segments: listRaw(moveSegment(), 4).Draw(t, "segments"),
 				HWM: rapid.Uint64().Draw(t, "hwm"), Committed: rapid.Uint64().Draw(t, "committed"), Frozen: rapid.Bool().Draw(t, "frozen")}
 		}),
-		rapid.Custom(func(t *rapid.T) any { return node.MoveChunk{Data: bytesRaw(64).Draw(t, "data")} }),
-		rapid.Custom(func(t *rapid.T) any {
-			return node.MoveVerdict{Owner: nodeID().Draw(t, "owner"), Target: nodeID().Draw(t, "target"),
+		rapid.Custom(func(t *rapid.T) msg.Result { return msg.MoveChunk{Data: bytesRaw(64).Draw(t, "data")} }),
+		rapid.Custom(func(t *rapid.T) msg.Result {
+			return msg.MoveVerdict{Owner: nodeID().Draw(t, "owner"), Target: nodeID().Draw(t, "target"),
 				AppliedIndex: rapid.Uint64().Draw(t, "applied")}
 		}),
 	)
 }
 
-func moveSegment() *rapid.Generator[node.MoveSegment] {
-	return rapid.Custom(func(t *rapid.T) node.MoveSegment {
-		return node.MoveSegment{Base: rapid.Uint64().Draw(t, "base"), Size: rapid.Int64().Draw(t, "size"), Sealed: rapid.Bool().Draw(t, "sealed")}
+func moveSegment() *rapid.Generator[msg.MoveSegment] {
+	return rapid.Custom(func(t *rapid.T) msg.MoveSegment {
+		return msg.MoveSegment{Base: rapid.Uint64().Draw(t, "base"), Size: rapid.Int64().Draw(t, "size"), Sealed: rapid.Bool().Draw(t, "sealed")}
 	})
 }
 
-func topicInfo() *rapid.Generator[node.TopicInfo] {
-	return rapid.Custom(func(t *rapid.T) node.TopicInfo {
-		return node.TopicInfo{Name: topic().Draw(t, "name"), Partitions: rapid.Int().Draw(t, "partitions"),
+func topicInfo() *rapid.Generator[msg.TopicInfo] {
+	return rapid.Custom(func(t *rapid.T) msg.TopicInfo {
+		return msg.TopicInfo{Name: topic().Draw(t, "name"), Partitions: rapid.Int().Draw(t, "partitions"),
 			RetentionMs: rapid.Int64().Draw(t, "retention"), VisibilityTimeoutMs: rapid.Int64().Draw(t, "visibility"),
 			InFlightMax: rapid.Int().Draw(t, "inFlight"), AckedAheadMax: rapid.Int().Draw(t, "ackedAhead"),
 			CreatedAt: rapid.Int64().Draw(t, "created"), Owner: nodeID().Draw(t, "owner"),
@@ -73,9 +75,9 @@ func topicInfo() *rapid.Generator[node.TopicInfo] {
 	})
 }
 
-func partitionStats() *rapid.Generator[node.PartitionStats] {
-	return rapid.Custom(func(t *rapid.T) node.PartitionStats {
-		return node.PartitionStats{Index: rapid.Int().Draw(t, "index"), Segments: rapid.Int().Draw(t, "segments"),
+func partitionStats() *rapid.Generator[msg.PartitionStats] {
+	return rapid.Custom(func(t *rapid.T) msg.PartitionStats {
+		return msg.PartitionStats{Index: rapid.Int().Draw(t, "index"), Segments: rapid.Int().Draw(t, "segments"),
 			OldestOffset: rapid.Uint64().Draw(t, "oldest"), NextOffset: rapid.Uint64().Draw(t, "next"),
 			HighWatermark: rapid.Uint64().Draw(t, "hwm"), SizeBytes: rapid.Int64().Draw(t, "size"),
 			OldestSegmentAt: rapid.Int64().Draw(t, "oldestAt"), OwnerNode: nodeID().Draw(t, "owner"),
@@ -84,38 +86,38 @@ func partitionStats() *rapid.Generator[node.PartitionStats] {
 	})
 }
 
-func placement() *rapid.Generator[node.Placement] {
-	return rapid.Custom(func(t *rapid.T) node.Placement {
-		return node.Placement{Partition: rapid.Int().Draw(t, "partition"), Offset: rapid.Uint64().Draw(t, "offset")}
+func placement() *rapid.Generator[msg.Placement] {
+	return rapid.Custom(func(t *rapid.T) msg.Placement {
+		return msg.Placement{Partition: rapid.Int().Draw(t, "partition"), Offset: rapid.Uint64().Draw(t, "offset")}
 	})
 }
 
-func message() *rapid.Generator[node.Message] {
-	return rapid.Custom(func(t *rapid.T) node.Message {
-		return node.Message{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition"),
+func message() *rapid.Generator[msg.Message] {
+	return rapid.Custom(func(t *rapid.T) msg.Message {
+		return msg.Message{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition"),
 			Offset: rapid.Uint64().Draw(t, "offset"), Key: bytesRaw(16).Draw(t, "key"), Payload: bytesRaw(64).Draw(t, "payload"),
 			TimestampMs: rapid.Int64().Draw(t, "timestamp"), ReceiptHandle: handle().Draw(t, "handle"),
 			DeliveryCount: rapid.Uint32().Draw(t, "deliveries")}
 	})
 }
 
-func ackItem() *rapid.Generator[node.AckItemResult] {
-	return rapid.Custom(func(t *rapid.T) node.AckItemResult {
-		return node.AckItemResult{Handle: handle().Draw(t, "handle"), Err: errorValue().Draw(t, "err")}
+func ackItem() *rapid.Generator[msg.AckItemResult] {
+	return rapid.Custom(func(t *rapid.T) msg.AckItemResult {
+		return msg.AckItemResult{Handle: handle().Draw(t, "handle"), Err: errorValue().Draw(t, "err")}
 	})
 }
 
-func member() *rapid.Generator[node.Member] {
-	return rapid.Custom(func(t *rapid.T) node.Member {
-		return node.Member{ID: nodeID().Draw(t, "id"), Addr: rapid.StringN(0, -1, AddressBytesMax).Draw(t, "addr"),
+func member() *rapid.Generator[msg.Member] {
+	return rapid.Custom(func(t *rapid.T) msg.Member {
+		return msg.Member{ID: nodeID().Draw(t, "id"), Addr: rapid.StringN(0, -1, AddressBytesMax).Draw(t, "addr"),
 			Status: label().Draw(t, "status"), Draining: rapid.Bool().Draw(t, "draining"), Voter: rapid.Bool().Draw(t, "voter"),
 			OwnedPartitions: rapid.Int().Draw(t, "owned"), OutboundMoves: rapid.Int().Draw(t, "outbound")}
 	})
 }
 
-func move() *rapid.Generator[node.Move] {
-	return rapid.Custom(func(t *rapid.T) node.Move {
-		return node.Move{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition"),
+func move() *rapid.Generator[msg.Move] {
+	return rapid.Custom(func(t *rapid.T) msg.Move {
+		return msg.Move{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition"),
 			From: nodeID().Draw(t, "from"), To: nodeID().Draw(t, "to"), Phase: label().Draw(t, "phase"),
 			BytesCopied: rapid.Int64().Draw(t, "copied"), BytesTotal: rapid.Int64().Draw(t, "total"),
 			StartedAtMs: rapid.Int64().Draw(t, "started")}

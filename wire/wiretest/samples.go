@@ -9,13 +9,13 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // Sample is a named envelope for table tests and fuzz seed corpora.
 type Sample struct {
 	Name     string
-	Envelope node.Envelope
+	Envelope msg.Envelope
 }
 
 // Sizes at the bounds of wire, restated here (wiretest does not import
@@ -43,11 +43,11 @@ func Samples() []Sample {
 		samples = append(samples, Sample{"ForwardRequest/" + r.Name, forward(r.Request)})
 	}
 	for _, r := range resultSamples() {
-		samples = append(samples, Sample{"ForwardReply/" + r.Name, reply(node.Reply{ID: 7, Result: r.Result})})
+		samples = append(samples, Sample{"ForwardReply/" + r.Name, reply(msg.Reply{ID: 7, Result: r.Result})})
 	}
-	for code := node.CodeInvalid; code <= node.CodeForbidden; code++ {
-		err := &node.Error{Code: code, Message: fmt.Sprintf("failed with code %d", code)}
-		samples = append(samples, Sample{fmt.Sprintf("ForwardReply/error/code-%d", code), reply(node.Reply{ID: 8, Err: err})})
+	for code := msg.CodeInvalid; code <= msg.CodeForbidden; code++ {
+		err := &msg.Error{Code: code, Message: fmt.Sprintf("failed with code %d", code)}
+		samples = append(samples, Sample{fmt.Sprintf("ForwardReply/error/code-%d", code), reply(msg.Reply{ID: 8, Err: err})})
 	}
 	return samples
 }
@@ -55,54 +55,54 @@ func Samples() []Sample {
 // NamedRequest is a named request sample.
 type NamedRequest struct {
 	Name    string
-	Request node.Request
+	Request msg.Request
 }
 
 // NamedResult is a named result sample; Result nil is DeleteTopic's.
 type NamedResult struct {
 	Name   string
-	Result any
+	Result msg.Result
 }
 
-func forward(request node.Request) node.Envelope {
-	return node.Envelope{From: "node-1", To: "node-2", Message: node.ForwardRequest{ID: 42, Request: request, LocalOnly: true}}
+func forward(request msg.Request) msg.Envelope {
+	return msg.Envelope{From: "node-1", To: "node-2", Message: msg.ForwardRequest{ID: 42, Request: request, LocalOnly: true}}
 }
 
-func reply(r node.Reply) node.Envelope {
-	return node.Envelope{From: "node-2", To: "node-1", Message: node.ForwardReply{ID: 42, Reply: r}}
+func reply(r msg.Reply) msg.Envelope {
+	return msg.Envelope{From: "node-2", To: "node-1", Message: msg.ForwardReply{ID: 42, Reply: r}}
 }
 
 func messageSamples() []Sample {
 	return []Sample{
-		{"RaftMessage/empty", node.Envelope{From: "a", To: "b", Message: node.RaftMessage{Message: &raftpb.Message{}}}},
-		{"RaftMessage/append", node.Envelope{From: "a", To: "b", Message: RaftAppendSample()}},
-		{"RaftMessage/snapshot", node.Envelope{From: "a", To: "b", Message: raftSnapshotSample()}},
-		{"ForwardRequest/zero", node.Envelope{Message: node.ForwardRequest{Request: node.ListMembers{}}}},
-		{"ForwardRequest/max-id", node.Envelope{From: strings.Repeat("f", NodeIDBytesMax), To: strings.Repeat("t", NodeIDBytesMax),
-			Message: node.ForwardRequest{ID: math.MaxUint64, Request: node.ListMoves{}, LocalOnly: true}}},
-		{"ForwardReply/zero", node.Envelope{Message: node.ForwardReply{}}},
-		{"ForwardReply/max-ids", node.Envelope{Message: node.ForwardReply{ID: math.MaxUint64, Reply: node.Reply{ID: math.MaxUint64}}}},
-		{"ForwardReply/error-and-result", reply(node.Reply{Err: node.Gone("stale"), Result: node.ReplayResult{}})},
-		{"ForwardReply/error-empty-message", reply(node.Reply{Err: &node.Error{Code: node.CodeInternal}})},
-		{"ForwardReply/error-max-message", reply(node.Reply{Err: node.Invalid("%s", strings.Repeat("é", ErrorMessageBytesMax/2))})},
-		{"Subscribe/zero", node.Envelope{Message: node.Subscribe{}}},
-		{"Subscribe/max", node.Envelope{From: "a", To: "b", Message: node.Subscribe{Topic: MaxTopic(), ForMs: math.MaxInt64}}},
-		{"Subscribe/min", node.Envelope{From: "a", To: "b", Message: node.Subscribe{Topic: "t", ForMs: math.MinInt64}}},
-		{"Notify/zero", node.Envelope{Message: node.Notify{}}},
-		{"Join/zero", node.Envelope{Message: node.Join{}}},
-		{"Join/max", node.Envelope{From: "a", To: "b", Message: node.Join{RaftID: math.MaxUint64, ClusterAddr: MaxAddress(), HTTPAddr: MaxAddress()}}},
-		{"JoinRelay/zero", node.Envelope{Message: node.JoinRelay{}}},
-		{"JoinAccepted/zero", node.Envelope{Message: node.JoinAccepted{Voters: []node.PeerAddress{}}}},
-		{"JoinAccepted/max", node.Envelope{From: "a", To: "b", Message: node.JoinAccepted{Voters: []node.PeerAddress{
+		{"RaftMessage/empty", msg.Envelope{From: "a", To: "b", Message: msg.RaftMessage{Message: &raftpb.Message{}}}},
+		{"RaftMessage/append", msg.Envelope{From: "a", To: "b", Message: RaftAppendSample()}},
+		{"RaftMessage/snapshot", msg.Envelope{From: "a", To: "b", Message: raftSnapshotSample()}},
+		{"ForwardRequest/zero", msg.Envelope{Message: msg.ForwardRequest{Request: msg.ListMembers{}}}},
+		{"ForwardRequest/max-id", msg.Envelope{From: strings.Repeat("f", NodeIDBytesMax), To: strings.Repeat("t", NodeIDBytesMax),
+			Message: msg.ForwardRequest{ID: math.MaxUint64, Request: msg.ListMoves{}, LocalOnly: true}}},
+		{"ForwardReply/zero", msg.Envelope{Message: msg.ForwardReply{}}},
+		{"ForwardReply/max-ids", msg.Envelope{Message: msg.ForwardReply{ID: math.MaxUint64, Reply: msg.Reply{ID: math.MaxUint64}}}},
+		{"ForwardReply/error-and-result", reply(msg.Reply{Err: msg.Gone("stale"), Result: msg.ReplayResult{}})},
+		{"ForwardReply/error-empty-message", reply(msg.Reply{Err: &msg.Error{Code: msg.CodeInternal}})},
+		{"ForwardReply/error-max-message", reply(msg.Reply{Err: msg.Invalid("%s", strings.Repeat("é", ErrorMessageBytesMax/2))})},
+		{"Subscribe/zero", msg.Envelope{Message: msg.Subscribe{}}},
+		{"Subscribe/max", msg.Envelope{From: "a", To: "b", Message: msg.Subscribe{Topic: MaxTopic(), ForMs: math.MaxInt64}}},
+		{"Subscribe/min", msg.Envelope{From: "a", To: "b", Message: msg.Subscribe{Topic: "t", ForMs: math.MinInt64}}},
+		{"Notify/zero", msg.Envelope{Message: msg.Notify{}}},
+		{"Join/zero", msg.Envelope{Message: msg.Join{}}},
+		{"Join/max", msg.Envelope{From: "a", To: "b", Message: msg.Join{RaftID: math.MaxUint64, ClusterAddr: MaxAddress(), HTTPAddr: MaxAddress()}}},
+		{"JoinRelay/zero", msg.Envelope{Message: msg.JoinRelay{}}},
+		{"JoinAccepted/zero", msg.Envelope{Message: msg.JoinAccepted{Voters: []msg.PeerAddress{}}}},
+		{"JoinAccepted/max", msg.Envelope{From: "a", To: "b", Message: msg.JoinAccepted{Voters: []msg.PeerAddress{
 			{ID: MaxNodeID(), RaftID: math.MaxUint64, ClusterAddr: MaxAddress()}, {}}}}},
-		{"JoinRelay/max", node.Envelope{From: "a", To: "b", Message: node.JoinRelay{NodeID: MaxNodeID(),
-			Join: node.Join{RaftID: math.MaxUint64, ClusterAddr: MaxAddress(), HTTPAddr: MaxAddress()}}}},
-		{"Notify/max", node.Envelope{From: "a", To: "b", Message: node.Notify{Topic: MaxTopic()}}},
+		{"JoinRelay/max", msg.Envelope{From: "a", To: "b", Message: msg.JoinRelay{NodeID: MaxNodeID(),
+			Join: msg.Join{RaftID: math.MaxUint64, ClusterAddr: MaxAddress(), HTTPAddr: MaxAddress()}}}},
+		{"Notify/max", msg.Envelope{From: "a", To: "b", Message: msg.Notify{Topic: MaxTopic()}}},
 	}
 }
 
-// MaxTopic is a topic name of node.TopicNameBytesMax bytes.
-func MaxTopic() string { return strings.Repeat("t", node.TopicNameBytesMax) }
+// MaxTopic is a topic name of msg.TopicNameBytesMax bytes.
+func MaxTopic() string { return strings.Repeat("t", msg.TopicNameBytesMax) }
 
 // MaxNodeID is a node id of NodeIDBytesMax bytes.
 func MaxNodeID() string { return strings.Repeat("n", NodeIDBytesMax) }
@@ -115,8 +115,8 @@ func MaxHandle() string { return strings.Repeat("9", ReceiptHandleBytesMax) }
 
 // RaftAppendSample is a Raft append message with entries and a nested
 // response, every field set.
-func RaftAppendSample() node.RaftMessage {
-	return node.RaftMessage{Message: &raftpb.Message{
+func RaftAppendSample() msg.RaftMessage {
+	return msg.RaftMessage{Message: &raftpb.Message{
 		Type:       raftpb.MessageType_MsgApp.Enum(),
 		To:         proto.Uint64(2),
 		From:       proto.Uint64(1),
@@ -133,8 +133,8 @@ func RaftAppendSample() node.RaftMessage {
 	}}
 }
 
-func raftSnapshotSample() node.RaftMessage {
-	return node.RaftMessage{Message: &raftpb.Message{
+func raftSnapshotSample() msg.RaftMessage {
+	return msg.RaftMessage{Message: &raftpb.Message{
 		Type: raftpb.MessageType_MsgSnap.Enum(),
 		Snapshot: &raftpb.Snapshot{Data: bytes.Repeat([]byte{0xab}, 1000), Metadata: &raftpb.SnapshotMetadata{
 			ConfState: &raftpb.ConfState{Voters: []uint64{1, 2, 3}, Learners: []uint64{4}},

@@ -5,7 +5,7 @@ import (
 	"math"
 	"strings"
 
-	"narad/node"
+	"narad/msg"
 )
 
 // RequestSamples returns canonical requests of every type with edge values.
@@ -20,8 +20,8 @@ func requestSamples() []NamedRequest {
 	samples = append(samples, dataRequestSamples()...)
 	samples = append(samples, moveRequestSamples()...)
 	return append(samples,
-		NamedRequest{"ListMembers", node.ListMembers{}},
-		NamedRequest{"ListMoves", node.ListMoves{}},
+		NamedRequest{"ListMembers", msg.ListMembers{}},
+		NamedRequest{"ListMoves", msg.ListMoves{}},
 	)
 }
 
@@ -29,55 +29,55 @@ func topicRequestSamples() []NamedRequest {
 	zero, zero64 := 0, int64(0)
 	maxInt, minInt64 := math.MaxInt, int64(math.MinInt64)
 	return []NamedRequest{
-		{"CreateTopic/zero", node.CreateTopic{}},
-		{"CreateTopic/max", node.CreateTopic{Name: MaxTopic(), Partitions: math.MaxInt, RetentionMs: math.MaxInt64,
+		{"CreateTopic/zero", msg.CreateTopic{}},
+		{"CreateTopic/max", msg.CreateTopic{Name: MaxTopic(), Partitions: math.MaxInt, RetentionMs: math.MaxInt64,
 			VisibilityTimeoutMs: math.MaxInt64, InFlightMax: math.MaxInt, AckedAheadMax: math.MaxInt,
 			Schema: bytes.Repeat([]byte("s"), SchemaBytesMax), CreatedBy: strings.Repeat("u", 64)}},
-		{"CreateTopic/min", node.CreateTopic{Name: "t", Partitions: math.MinInt, RetentionMs: math.MinInt64,
+		{"CreateTopic/min", msg.CreateTopic{Name: "t", Partitions: math.MinInt, RetentionMs: math.MinInt64,
 			VisibilityTimeoutMs: -1, InFlightMax: math.MinInt, AckedAheadMax: -1}},
-		{"ListTopics/zero", node.ListTopics{}},
-		{"ListTopics/max", node.ListTopics{Limit: node.TopicsPageMax, PageToken: MaxTopic()}},
-		{"GetTopic/all-partitions", node.GetTopic{Name: "orders", Partition: node.PartitionNone}},
-		{"GetTopic/max", node.GetTopic{Name: MaxTopic(), Partition: math.MaxInt}},
-		{"AlterTopic/all-nil", node.AlterTopic{Name: "orders"}},
-		{"AlterTopic/all-zero", node.AlterTopic{Name: "orders", Partitions: &zero, RetentionMs: &zero64,
+		{"ListTopics/zero", msg.ListTopics{}},
+		{"ListTopics/max", msg.ListTopics{Limit: msg.TopicsPageMax, PageToken: MaxTopic()}},
+		{"GetTopic/all-partitions", msg.GetTopic{Name: "orders", Partition: msg.PartitionNone}},
+		{"GetTopic/max", msg.GetTopic{Name: MaxTopic(), Partition: math.MaxInt}},
+		{"AlterTopic/all-nil", msg.AlterTopic{Name: "orders"}},
+		{"AlterTopic/all-zero", msg.AlterTopic{Name: "orders", Partitions: &zero, RetentionMs: &zero64,
 			VisibilityTimeoutMs: &zero64, InFlightMax: &zero, AckedAheadMax: &zero}},
-		{"AlterTopic/extremes", node.AlterTopic{Name: MaxTopic(), Partitions: &maxInt, RetentionMs: &minInt64,
+		{"AlterTopic/extremes", msg.AlterTopic{Name: MaxTopic(), Partitions: &maxInt, RetentionMs: &minInt64,
 			InFlightMax: &maxInt, Schema: bytes.Repeat([]byte("s"), SchemaBytesMax)}},
-		{"AlterTopic/schema", node.AlterTopic{Name: "orders", Schema: []byte(`{"type":"object"}`)}},
-		{"DeleteTopic/zero", node.DeleteTopic{}},
-		{"DeleteTopic/max", node.DeleteTopic{Name: MaxTopic()}},
+		{"AlterTopic/schema", msg.AlterTopic{Name: "orders", Schema: []byte(`{"type":"object"}`)}},
+		{"DeleteTopic/zero", msg.DeleteTopic{}},
+		{"DeleteTopic/max", msg.DeleteTopic{Name: MaxTopic()}},
 	}
 }
 
 func dataRequestSamples() []NamedRequest {
 	return []NamedRequest{
-		{"Produce/zero", node.Produce{}},
-		{"Produce/single-keyless", node.Produce{Topic: "orders", Records: []node.ProduceRecord{
-			{Partition: node.PartitionNone, Payload: []byte(`{"id":1}`)}}}},
-		{"Produce/empty-payload", node.Produce{Topic: "orders", Records: []node.ProduceRecord{{Key: []byte("k")}}}},
-		{"Produce/max-record", node.Produce{Topic: MaxTopic(), Records: []node.ProduceRecord{{
-			Key: bytes.Repeat([]byte{0xff}, node.KeyBytesMax), Partition: math.MaxInt,
-			Payload: bytes.Repeat([]byte{0}, node.MessageBytesMax)}}}},
-		{"Produce/max-batch", node.Produce{Topic: "orders", Batch: true, Records: produceBatch(node.ProduceBatchRecordsMax, 8)}},
-		{"Consume/single", node.Consume{Topic: "orders", Partition: node.PartitionNone}},
-		{"Consume/batch", node.Consume{Topic: MaxTopic(), Partition: math.MaxInt, Max: node.ConsumeBatchMax, WaitMs: math.MaxInt64}},
-		{"Replay/zero", node.Replay{}},
-		{"Replay/max", node.Replay{Topic: MaxTopic(), Partition: math.MaxInt, Offset: math.MaxUint64}},
-		{"Ack/commit", node.Ack{Topic: "orders", Handles: []string{"1:2:3"}, Action: node.AckCommit}},
-		{"Ack/extend", node.Ack{Topic: "orders", Handles: []string{MaxHandle()}, Action: node.AckExtend, Batch: true}},
-		{"Ack/nack", node.Ack{Topic: "orders", Handles: []string{""}, Action: node.AckNack}},
-		{"Ack/max-batch", node.Ack{Topic: MaxTopic(), Handles: handles(node.AckBatchHandlesMax), Action: node.AckNack, Batch: true}},
-		{"Ack/no-handles", node.Ack{Topic: "orders"}},
+		{"Produce/zero", msg.Produce{}},
+		{"Produce/single-keyless", msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{
+			{Partition: msg.PartitionNone, Payload: []byte(`{"id":1}`)}}}},
+		{"Produce/empty-payload", msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Key: []byte("k")}}}},
+		{"Produce/max-record", msg.Produce{Topic: MaxTopic(), Records: []msg.ProduceRecord{{
+			Key: bytes.Repeat([]byte{0xff}, msg.KeyBytesMax), Partition: math.MaxInt,
+			Payload: bytes.Repeat([]byte{0}, msg.MessageBytesMax)}}}},
+		{"Produce/max-batch", msg.Produce{Topic: "orders", Batch: true, Records: produceBatch(msg.ProduceBatchRecordsMax, 8)}},
+		{"Consume/single", msg.Consume{Topic: "orders", Partition: msg.PartitionNone}},
+		{"Consume/batch", msg.Consume{Topic: MaxTopic(), Partition: math.MaxInt, Max: msg.ConsumeBatchMax, WaitMs: math.MaxInt64}},
+		{"Replay/zero", msg.Replay{}},
+		{"Replay/max", msg.Replay{Topic: MaxTopic(), Partition: math.MaxInt, Offset: math.MaxUint64}},
+		{"Ack/commit", msg.Ack{Topic: "orders", Handles: []string{"1:2:3"}, Action: msg.AckCommit}},
+		{"Ack/extend", msg.Ack{Topic: "orders", Handles: []string{MaxHandle()}, Action: msg.AckExtend, Batch: true}},
+		{"Ack/nack", msg.Ack{Topic: "orders", Handles: []string{""}, Action: msg.AckNack}},
+		{"Ack/max-batch", msg.Ack{Topic: MaxTopic(), Handles: handles(msg.AckBatchHandlesMax), Action: msg.AckNack, Batch: true}},
+		{"Ack/no-handles", msg.Ack{Topic: "orders"}},
 	}
 }
 
 // produceBatch returns n records with keys, partitions and payloads of
 // payloadBytes bytes, all different.
-func produceBatch(n, payloadBytes int) []node.ProduceRecord {
-	records := make([]node.ProduceRecord, n)
+func produceBatch(n, payloadBytes int) []msg.ProduceRecord {
+	records := make([]msg.ProduceRecord, n)
 	for i := range records {
-		records[i] = node.ProduceRecord{Partition: i%5 - 1, Payload: bytes.Repeat([]byte{byte(i)}, payloadBytes)}
+		records[i] = msg.ProduceRecord{Partition: i%5 - 1, Payload: bytes.Repeat([]byte{byte(i)}, payloadBytes)}
 		if i%2 == 0 {
 			records[i].Key = []byte(strings.Repeat("k", i%17+1))
 		}
@@ -95,19 +95,19 @@ func handles(n int) []string {
 
 func moveRequestSamples() []NamedRequest {
 	return []NamedRequest{
-		{"MoveStatus/zero", node.MoveStatus{}},
-		{"MoveStatus/max", node.MoveStatus{Topic: MaxTopic(), Partition: math.MaxInt, Target: MaxNodeID(), MoveStartedAtMs: math.MaxInt64}},
-		{"MoveStatus/min", node.MoveStatus{Topic: "t", Partition: math.MinInt, Target: "n", MoveStartedAtMs: math.MinInt64}},
-		{"MoveRead/zero", node.MoveRead{}},
-		{"MoveRead/max", node.MoveRead{Topic: MaxTopic(), Partition: math.MaxInt, Base: math.MaxUint64, Position: math.MaxInt64}},
-		{"MoveRead/min", node.MoveRead{Topic: "t", Partition: math.MinInt, Base: 1, Position: math.MinInt64}},
-		{"MoveFreeze/zero", node.MoveFreeze{}},
-		{"MoveFreeze/max", node.MoveFreeze{Topic: MaxTopic(), Partition: math.MaxInt, Target: MaxNodeID(), MoveStartedAtMs: math.MaxInt64}},
-		{"MoveFreeze/min", node.MoveFreeze{Topic: "t", Partition: math.MinInt, Target: "n", MoveStartedAtMs: math.MinInt64}},
-		{"MoveSweepCheck/zero", node.MoveSweepCheck{}},
-		{"MoveSweepCheck/max", node.MoveSweepCheck{Topic: MaxTopic(), Partition: math.MaxInt}},
-		{"MoveSweepCheck/min", node.MoveSweepCheck{Topic: "t", Partition: math.MinInt}},
-		{"Decommission/zero", node.Decommission{}},
-		{"Decommission/cancel-max", node.Decommission{ID: MaxNodeID(), Cancel: true}},
+		{"MoveStatus/zero", msg.MoveStatus{}},
+		{"MoveStatus/max", msg.MoveStatus{Topic: MaxTopic(), Partition: math.MaxInt, Target: MaxNodeID(), MoveStartedAtMs: math.MaxInt64}},
+		{"MoveStatus/min", msg.MoveStatus{Topic: "t", Partition: math.MinInt, Target: "n", MoveStartedAtMs: math.MinInt64}},
+		{"MoveRead/zero", msg.MoveRead{}},
+		{"MoveRead/max", msg.MoveRead{Topic: MaxTopic(), Partition: math.MaxInt, Base: math.MaxUint64, Position: math.MaxInt64}},
+		{"MoveRead/min", msg.MoveRead{Topic: "t", Partition: math.MinInt, Base: 1, Position: math.MinInt64}},
+		{"MoveFreeze/zero", msg.MoveFreeze{}},
+		{"MoveFreeze/max", msg.MoveFreeze{Topic: MaxTopic(), Partition: math.MaxInt, Target: MaxNodeID(), MoveStartedAtMs: math.MaxInt64}},
+		{"MoveFreeze/min", msg.MoveFreeze{Topic: "t", Partition: math.MinInt, Target: "n", MoveStartedAtMs: math.MinInt64}},
+		{"MoveSweepCheck/zero", msg.MoveSweepCheck{}},
+		{"MoveSweepCheck/max", msg.MoveSweepCheck{Topic: MaxTopic(), Partition: math.MaxInt}},
+		{"MoveSweepCheck/min", msg.MoveSweepCheck{Topic: "t", Partition: math.MinInt}},
+		{"Decommission/zero", msg.Decommission{}},
+		{"Decommission/cancel-max", msg.Decommission{ID: MaxNodeID(), Cancel: true}},
 	}
 }

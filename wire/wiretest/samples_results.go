@@ -6,7 +6,7 @@ import (
 	"math"
 	"strings"
 
-	"narad/node"
+	"narad/msg"
 	"narad/storage"
 )
 
@@ -21,12 +21,12 @@ func resultSamples() []NamedResult {
 func topicResultSamples() []NamedResult {
 	return []NamedResult{
 		{"DeleteTopic/nil", nil},
-		{"TopicInfo/zero", node.TopicInfo{}},
+		{"TopicInfo/zero", msg.TopicInfo{}},
 		{"TopicInfo/max", MaxTopicInfo()},
-		{"TopicPage/empty", node.TopicPage{Topics: []node.TopicInfo{}}},
-		{"TopicPage/full", node.TopicPage{Topics: topicInfos(node.TopicsPageMax), NextPageToken: MaxTopic()}},
-		{"TopicDetail/no-stats", node.TopicDetail{TopicInfo: MaxTopicInfo(), PartitionStats: []node.PartitionStats{}}},
-		{"TopicDetail/stats", node.TopicDetail{TopicInfo: node.TopicInfo{Name: "orders", Partitions: 3}, PartitionStats: []node.PartitionStats{
+		{"TopicPage/empty", msg.TopicPage{Topics: []msg.TopicInfo{}}},
+		{"TopicPage/full", msg.TopicPage{Topics: topicInfos(msg.TopicsPageMax), NextPageToken: MaxTopic()}},
+		{"TopicDetail/no-stats", msg.TopicDetail{TopicInfo: MaxTopicInfo(), PartitionStats: []msg.PartitionStats{}}},
+		{"TopicDetail/stats", msg.TopicDetail{TopicInfo: msg.TopicInfo{Name: "orders", Partitions: 3}, PartitionStats: []msg.PartitionStats{
 			{}, MaxPartitionStats(), {Index: 2, Segments: 1, NextOffset: 10, HighWatermark: 9, OwnerNode: "n1", Available: true, InFlight: -1},
 		}}},
 	}
@@ -34,34 +34,34 @@ func topicResultSamples() []NamedResult {
 
 func dataResultSamples() []NamedResult {
 	return []NamedResult{
-		{"ProduceResult/zero", node.ProduceResult{}},
-		{"ProduceResult/single", node.ProduceResult{Records: []node.Placement{{Partition: 2, Offset: 41}}}},
-		{"ProduceResult/max", node.ProduceResult{Records: placements(node.ProduceBatchRecordsMax), Batch: true}},
-		{"ConsumeResult/empty", node.ConsumeResult{Messages: []node.Message{}}},
-		{"ConsumeResult/empty-batch", node.ConsumeResult{Messages: []node.Message{}, Batch: true}},
-		{"ConsumeResult/max-message", node.ConsumeResult{Messages: []node.Message{MaxMessage()}}},
-		{"ConsumeResult/full-batch", node.ConsumeResult{Messages: messages(node.ConsumeBatchMax, 64), Batch: true}},
-		{"ReplayResult/nil", node.ReplayResult{}},
-		{"ReplayResult/zero-message", node.ReplayResult{Message: &node.Message{}}},
-		{"ReplayResult/message", node.ReplayResult{Message: &node.Message{Topic: "orders", Partition: 1, Offset: 5,
+		{"ProduceResult/zero", msg.ProduceResult{}},
+		{"ProduceResult/single", msg.ProduceResult{Records: []msg.Placement{{Partition: 2, Offset: 41}}}},
+		{"ProduceResult/max", msg.ProduceResult{Records: placements(msg.ProduceBatchRecordsMax), Batch: true}},
+		{"ConsumeResult/empty", msg.ConsumeResult{Messages: []msg.Message{}}},
+		{"ConsumeResult/empty-batch", msg.ConsumeResult{Messages: []msg.Message{}, Batch: true}},
+		{"ConsumeResult/max-message", msg.ConsumeResult{Messages: []msg.Message{MaxMessage()}}},
+		{"ConsumeResult/full-batch", msg.ConsumeResult{Messages: messages(msg.ConsumeBatchMax, 64), Batch: true}},
+		{"ReplayResult/nil", msg.ReplayResult{}},
+		{"ReplayResult/zero-message", msg.ReplayResult{Message: &msg.Message{}}},
+		{"ReplayResult/message", msg.ReplayResult{Message: &msg.Message{Topic: "orders", Partition: 1, Offset: 5,
 			Payload: []byte("hello"), TimestampMs: 1_700_000_000_000}}},
-		{"AckResult/zero", node.AckResult{}},
-		{"AckResult/every-code", node.AckResult{Results: ackItems(), Batch: true}},
-		{"AckResult/max", node.AckResult{Results: ackItemsMax(node.AckBatchHandlesMax), Batch: true}},
+		{"AckResult/zero", msg.AckResult{}},
+		{"AckResult/every-code", msg.AckResult{Results: ackItems(), Batch: true}},
+		{"AckResult/max", msg.AckResult{Results: ackItemsMax(msg.AckBatchHandlesMax), Batch: true}},
 	}
 }
 
 func clusterResultSamples() []NamedResult {
 	return []NamedResult{
-		{"MembersResult/empty", node.MembersResult{Members: []node.Member{}}},
-		{"MembersResult/some", node.MembersResult{Members: []node.Member{
+		{"MembersResult/empty", msg.MembersResult{Members: []msg.Member{}}},
+		{"MembersResult/some", msg.MembersResult{Members: []msg.Member{
 			{ID: "n1", Addr: "10.0.0.1:7942", Status: "alive", OwnedPartitions: 12},
 			{ID: strings.Repeat("i", NodeIDBytesMax), Addr: strings.Repeat("a", AddressBytesMax),
 				Status: strings.Repeat("s", LabelBytesMax), Draining: true, Voter: true, OwnedPartitions: math.MaxInt, OutboundMoves: math.MinInt},
 			{},
 		}}},
-		{"MovesResult/empty", node.MovesResult{Moves: []node.Move{}}},
-		{"MovesResult/some", node.MovesResult{Moves: []node.Move{
+		{"MovesResult/empty", msg.MovesResult{Moves: []msg.Move{}}},
+		{"MovesResult/some", msg.MovesResult{Moves: []msg.Move{
 			{Topic: "orders", Partition: 1, From: "n1", To: "n2", Phase: "catch-up", BytesCopied: 1 << 20, BytesTotal: 1 << 30, StartedAtMs: 1},
 			{Topic: MaxTopic(), Partition: math.MaxInt, From: strings.Repeat("f", NodeIDBytesMax), To: strings.Repeat("t", NodeIDBytesMax),
 				Phase: strings.Repeat("p", LabelBytesMax), BytesCopied: math.MaxInt64, BytesTotal: math.MinInt64, StartedAtMs: -1},
@@ -71,49 +71,49 @@ func clusterResultSamples() []NamedResult {
 }
 
 // MaxTopicInfo is a TopicInfo with every field at an extreme.
-func MaxTopicInfo() node.TopicInfo {
-	return node.TopicInfo{Name: MaxTopic(), Partitions: math.MaxInt, RetentionMs: math.MaxInt64,
+func MaxTopicInfo() msg.TopicInfo {
+	return msg.TopicInfo{Name: MaxTopic(), Partitions: math.MaxInt, RetentionMs: math.MaxInt64,
 		VisibilityTimeoutMs: math.MinInt64, InFlightMax: math.MaxInt, AckedAheadMax: math.MinInt,
 		CreatedAt: math.MaxInt64, Owner: strings.Repeat("o", NodeIDBytesMax), SchemaVersion: math.MaxInt}
 }
 
 // MaxPartitionStats is a PartitionStats with every field at an extreme.
-func MaxPartitionStats() node.PartitionStats {
-	return node.PartitionStats{Index: math.MaxInt, Segments: math.MaxInt, OldestOffset: math.MaxUint64,
+func MaxPartitionStats() msg.PartitionStats {
+	return msg.PartitionStats{Index: math.MaxInt, Segments: math.MaxInt, OldestOffset: math.MaxUint64,
 		NextOffset: math.MaxUint64, HighWatermark: math.MaxUint64, SizeBytes: math.MaxInt64,
 		OldestSegmentAt: math.MinInt64, OwnerNode: strings.Repeat("o", NodeIDBytesMax), Available: true,
 		Committed: math.MaxUint64, InFlight: math.MaxInt}
 }
 
 // MaxMessage is a consumed message with every field at its bound.
-func MaxMessage() node.Message {
-	return node.Message{Topic: MaxTopic(), Partition: math.MaxInt, Offset: math.MaxUint64,
-		Key: bytes.Repeat([]byte{1}, node.KeyBytesMax), Payload: bytes.Repeat([]byte{2}, node.MessageBytesMax),
+func MaxMessage() msg.Message {
+	return msg.Message{Topic: MaxTopic(), Partition: math.MaxInt, Offset: math.MaxUint64,
+		Key: bytes.Repeat([]byte{1}, msg.KeyBytesMax), Payload: bytes.Repeat([]byte{2}, msg.MessageBytesMax),
 		TimestampMs: math.MinInt64, ReceiptHandle: MaxHandle(), DeliveryCount: math.MaxUint32}
 }
 
-func topicInfos(n int) []node.TopicInfo {
-	infos := make([]node.TopicInfo, n)
+func topicInfos(n int) []msg.TopicInfo {
+	infos := make([]msg.TopicInfo, n)
 	for i := range infos {
-		infos[i] = node.TopicInfo{Name: fmt.Sprintf("topic-%04d", i), Partitions: 3, RetentionMs: 3_600_000,
+		infos[i] = msg.TopicInfo{Name: fmt.Sprintf("topic-%04d", i), Partitions: 3, RetentionMs: 3_600_000,
 			VisibilityTimeoutMs: 30_000, InFlightMax: 1024, AckedAheadMax: 1024, CreatedAt: int64(i)}
 	}
 	return infos
 }
 
-func placements(n int) []node.Placement {
-	list := make([]node.Placement, n)
+func placements(n int) []msg.Placement {
+	list := make([]msg.Placement, n)
 	for i := range list {
-		list[i] = node.Placement{Partition: i % 7, Offset: uint64(i) << 20}
+		list[i] = msg.Placement{Partition: i % 7, Offset: uint64(i) << 20}
 	}
 	return list
 }
 
 // messages returns n consumed messages with payloads of payloadBytes.
-func messages(n, payloadBytes int) []node.Message {
-	list := make([]node.Message, n)
+func messages(n, payloadBytes int) []msg.Message {
+	list := make([]msg.Message, n)
 	for i := range list {
-		list[i] = node.Message{Topic: "orders", Partition: i % 3, Offset: uint64(i),
+		list[i] = msg.Message{Topic: "orders", Partition: i % 3, Offset: uint64(i),
 			Payload: bytes.Repeat([]byte{byte(i)}, payloadBytes), TimestampMs: 1_700_000_000_000 + int64(i),
 			ReceiptHandle: fmt.Sprintf("%d:%d:%d", i%3, i, i*31), DeliveryCount: uint32(i%4 + 1)}
 		if i%3 == 0 {
@@ -124,20 +124,20 @@ func messages(n, payloadBytes int) []node.Message {
 }
 
 // ackItems has a success and one failure of every code.
-func ackItems() []node.AckItemResult {
-	items := []node.AckItemResult{{Handle: "0:1:2"}}
-	for code := node.CodeInvalid; code <= node.CodeInternal; code++ {
-		items = append(items, node.AckItemResult{Handle: fmt.Sprintf("%d:1:2", code), Err: &node.Error{Code: code, Message: "no"}})
+func ackItems() []msg.AckItemResult {
+	items := []msg.AckItemResult{{Handle: "0:1:2"}}
+	for code := msg.CodeInvalid; code <= msg.CodeInternal; code++ {
+		items = append(items, msg.AckItemResult{Handle: fmt.Sprintf("%d:1:2", code), Err: &msg.Error{Code: code, Message: "no"}})
 	}
 	return items
 }
 
-func ackItemsMax(n int) []node.AckItemResult {
-	items := make([]node.AckItemResult, n)
+func ackItemsMax(n int) []msg.AckItemResult {
+	items := make([]msg.AckItemResult, n)
 	for i := range items {
 		items[i].Handle = MaxHandle()
 		if i%2 == 1 {
-			items[i].Err = node.Gone("%s", strings.Repeat("x", ErrorMessageBytesMax))
+			items[i].Err = msg.Gone("%s", strings.Repeat("x", ErrorMessageBytesMax))
 		}
 	}
 	return items
@@ -145,31 +145,31 @@ func ackItemsMax(n int) []node.AckItemResult {
 
 func moveResultSamples() []NamedResult {
 	return []NamedResult{
-		{"MoveSourceState/zero", node.MoveSourceState{}},
-		{"MoveSourceState/max", node.MoveSourceState{Segments: []node.MoveSegment{MaxMoveSegment()},
+		{"MoveSourceState/zero", msg.MoveSourceState{}},
+		{"MoveSourceState/max", msg.MoveSourceState{Segments: []msg.MoveSegment{MaxMoveSegment()},
 			HWM: math.MaxUint64, Committed: math.MaxUint64, Frozen: true}},
-		{"MoveSourceState/min", node.MoveSourceState{Segments: []node.MoveSegment{{}, {Base: 1, Size: math.MinInt64}}}},
-		{"MoveSourceState/many", node.MoveSourceState{Segments: moveSegments(1000), HWM: 1 << 40, Committed: 1 << 39}},
-		{"MoveChunk/zero", node.MoveChunk{}},
-		{"MoveChunk/small", node.MoveChunk{Data: []byte{0, 1, 0xff}}},
-		{"MoveChunk/default-max", node.MoveChunk{Data: bytes.Repeat([]byte{0x5a}, storage.DefaultLogConfig().ChunkBytesMax)}},
-		{"MoveVerdict/zero", node.MoveVerdict{}},
-		{"MoveVerdict/max", node.MoveVerdict{Owner: MaxNodeID(), Target: strings.Repeat("g", NodeIDBytesMax), AppliedIndex: math.MaxUint64}},
-		{"MoveVerdict/no-target", node.MoveVerdict{Owner: "n1", AppliedIndex: 1}},
+		{"MoveSourceState/min", msg.MoveSourceState{Segments: []msg.MoveSegment{{}, {Base: 1, Size: math.MinInt64}}}},
+		{"MoveSourceState/many", msg.MoveSourceState{Segments: moveSegments(1000), HWM: 1 << 40, Committed: 1 << 39}},
+		{"MoveChunk/zero", msg.MoveChunk{}},
+		{"MoveChunk/small", msg.MoveChunk{Data: []byte{0, 1, 0xff}}},
+		{"MoveChunk/default-max", msg.MoveChunk{Data: bytes.Repeat([]byte{0x5a}, storage.DefaultLogConfig().ChunkBytesMax)}},
+		{"MoveVerdict/zero", msg.MoveVerdict{}},
+		{"MoveVerdict/max", msg.MoveVerdict{Owner: MaxNodeID(), Target: strings.Repeat("g", NodeIDBytesMax), AppliedIndex: math.MaxUint64}},
+		{"MoveVerdict/no-target", msg.MoveVerdict{Owner: "n1", AppliedIndex: 1}},
 	}
 }
 
 // MaxMoveSegment is a MoveSegment with every field at an extreme.
-func MaxMoveSegment() node.MoveSegment {
-	return node.MoveSegment{Base: math.MaxUint64, Size: math.MaxInt64, Sealed: true}
+func MaxMoveSegment() msg.MoveSegment {
+	return msg.MoveSegment{Base: math.MaxUint64, Size: math.MaxInt64, Sealed: true}
 }
 
 // moveSegments returns n consecutive segments of a log, the last unsealed.
-func moveSegments(n int) []node.MoveSegment {
+func moveSegments(n int) []msg.MoveSegment {
 	const segmentBytes = 64 << 20
-	list := make([]node.MoveSegment, n)
+	list := make([]msg.MoveSegment, n)
 	for i := range list {
-		list[i] = node.MoveSegment{Base: uint64(i) * 1000, Size: segmentBytes - int64(i), Sealed: i < n-1}
+		list[i] = msg.MoveSegment{Base: uint64(i) * 1000, Size: segmentBytes - int64(i), Sealed: i < n-1}
 	}
 	return list
 }

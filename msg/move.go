@@ -1,4 +1,4 @@
-package node
+package msg
 
 // Requests and results of the move protocol. They travel only inside
 // ForwardRequest and ForwardReply between nodes (httpapi never decodes

@@ -1,8 +1,9 @@
-package node
+package msg
 
 // Reply answers the request with the same ID. Exactly one of Err and
 // Result is meaningful: Err != nil means the request failed (an *Error);
-// otherwise Result holds the request's result type:
+// otherwise Result holds the request's result type (nil for the requests
+// that have none):
 //
 //	CreateTopic, AlterTopic   -> TopicInfo
 //	ListTopics                -> TopicPage
@@ -19,10 +20,30 @@ package node
 //	MoveRead                  -> MoveChunk
 //	MoveSweepCheck            -> MoveVerdict
 type Reply struct {
-	ID     RequestID
-	Err    error
-	Result any
+	// ID is the ID of the request answered.
+	ID RequestID
+	// Err is nil on success, else the failure, an *Error for the client.
+	Err error
+	// Result is nil when Err is set, and for a request without a result.
+	Result Result
 }
+
+// Result is the result of a successful request, carried in Reply.Result.
+// The set is closed: the result types of this package, and nothing else.
+type Result interface{ isResult() }
+
+func (TopicInfo) isResult()       {}
+func (TopicPage) isResult()       {}
+func (TopicDetail) isResult()     {}
+func (ProduceResult) isResult()   {}
+func (ConsumeResult) isResult()   {}
+func (ReplayResult) isResult()    {}
+func (AckResult) isResult()       {}
+func (MembersResult) isResult()   {}
+func (MovesResult) isResult()     {}
+func (MoveSourceState) isResult() {}
+func (MoveChunk) isResult()       {}
+func (MoveVerdict) isResult()     {}
 
 // TopicInfo is a topic's configuration (API.md §1.4).
 type TopicInfo struct {

@@ -1,4 +1,4 @@
-package node
+package msg
 
 // RequestID identifies a client request. The driver assigns it; it is
 // unique among the requests of one node instance.

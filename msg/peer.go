@@ -1,10 +1,38 @@
-package node
+package msg
 
 import "go.etcd.io/raft/v3/raftpb"
 
-// Messages between nodes, carried in Envelope.Message. The set is closed
-// and append-only: package wire encodes each type under a fixed number,
-// and a number is never reused.
+// Envelope carries a message between nodes. A single node sends none.
+type Envelope struct {
+	// From and To are node ids: From is the sender, To the receiver. Both
+	// are set on every envelope the node hands out or is given.
+	From, To string
+	// Message is never nil: one of the peer message types below.
+	Message PeerMessage
+}
+
+// PeerMessage is one message between nodes, carried in Envelope.Message.
+// The set is closed, like Request's: the types of this file, and nothing
+// else. It is also append-only: package wire encodes each type under a
+// fixed number, and a number is never reused.
+type PeerMessage interface{ isPeerMessage() }
+
+func (RaftMessage) isPeerMessage()    {}
+func (ForwardRequest) isPeerMessage() {}
+func (ForwardReply) isPeerMessage()   {}
+func (Subscribe) isPeerMessage()      {}
+func (Notify) isPeerMessage()         {}
+func (Join) isPeerMessage()           {}
+func (JoinRelay) isPeerMessage()      {}
+func (JoinAccepted) isPeerMessage()   {}
+
+// PeerAddress is one voter of the metastore: node id, raft id and cluster
+// address.
+type PeerAddress struct {
+	ID          string
+	RaftID      uint64
+	ClusterAddr string
+}
 
 // RaftMessage carries one message of the metastore's Raft group. The
 // message is a protobuf value: it travels by pointer, never copied.
@@ -70,24 +98,4 @@ type JoinRelay struct {
 // leader's Raft messages, which it could not route before).
 type JoinAccepted struct {
 	Voters []PeerAddress
-}
-
-// ClusterAddrs maps the id of every other node this node knows of (the
-// configured peers, the metastore's voters and members) to its cluster
-// address, so the driver can reach the To of any Envelope it is handed.
-func (n *Node) ClusterAddrs() map[string]string {
-	addrs := map[string]string{}
-	for _, peer := range n.meta.KnownPeers() {
-		addrs[peer.ID] = peer.ClusterAddr
-	}
-	for _, peer := range n.meta.State().Peers() {
-		addrs[peer.ID] = peer.ClusterAddr
-	}
-	for _, member := range n.meta.State().Members() {
-		if member.ClusterAddr != "" {
-			addrs[member.ID] = member.ClusterAddr
-		}
-	}
-	delete(addrs, n.cfg.NodeID)
-	return addrs
 }
