@@ -262,7 +262,7 @@ func (p *peerNetwork) between(a, b []*simNode) []*link {
 }
 
 // messageKind names an envelope's message type for counters.
-func messageKind(message any) string {
+func messageKind(message msg.PeerMessage) string {
 	switch m := message.(type) {
 	case msg.RaftMessage:
 		if m.Message == nil {
@@ -270,7 +270,7 @@ func messageKind(message any) string {
 		}
 		return "raft"
 	case msg.ForwardRequest:
-		return "forward-" + strings.TrimPrefix(fmt.Sprintf("%T", m.Request), "node.")
+		return "forward-" + typeName(m.Request)
 	case msg.ForwardReply:
 		return "forward-reply"
 	case msg.Subscribe:
@@ -280,14 +280,26 @@ func messageKind(message any) string {
 	case msg.Join:
 		return "join"
 	default:
-		return fmt.Sprintf("%T", message)
+		return typeName(message)
 	}
+}
+
+// typeName names a message or request by its type, without the package
+// qualifier: the trace and the counters do not change when a type moves
+// between packages.
+func typeName(value any) string {
+	name := fmt.Sprintf("%T", value)
+	unqualified := name[strings.LastIndex(name, ".")+1:]
+	if strings.HasPrefix(name, "*") {
+		return "*" + unqualified
+	}
+	return unqualified
 }
 
 // traced reports whether a message gets a trace line: Raft's steady
 // traffic (heartbeats and appends) is only hashed, or it would bury the
 // lines that explain a failure.
-func traced(message any) bool {
+func traced(message msg.PeerMessage) bool {
 	m, ok := message.(msg.RaftMessage)
 	if !ok || m.Message == nil {
 		return true
@@ -299,12 +311,12 @@ func traced(message any) bool {
 	return true
 }
 
-func describeMessage(message any) string {
+func describeMessage(message msg.PeerMessage) string {
 	switch m := message.(type) {
 	case msg.RaftMessage:
 		return fmt.Sprintf("raft %s term %d", m.Message.GetType(), m.Message.GetTerm())
 	case msg.ForwardRequest:
-		return fmt.Sprintf("forward #%d %T", m.ID, m.Request)
+		return fmt.Sprintf("forward #%d %s", m.ID, typeName(m.Request))
 	case msg.ForwardReply:
 		return fmt.Sprintf("forward-reply #%d err=%v", m.ID, m.Reply.Err)
 	case msg.Subscribe:
