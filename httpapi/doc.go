@@ -14,7 +14,7 @@
 //     belong to the node.
 //   - Encode turns a msg.Request and its msg.Reply into a Response
 //     (status, headers, body). It never fails: a reply that breaks the
-//     contract of node/reply.go is a bug and panics through assert.
+//     contract of msg.Reply is a bug and panics through assert.
 //   - NewHandler is the production server: metrics middleware, then the
 //     budget of request body bytes in flight (bodybudget.go), then panic
 //     recovery, then authentication (WithSecurity: HTTP Basic checked by

@@ -8,7 +8,7 @@ import (
 )
 
 // Encode builds the HTTP answer to req from the node's reply. The reply
-// must follow node/reply.go: a result of the type its request expects,
+// must follow msg.Reply's contract: a result of the type its request expects,
 // with the shape (single or batch) the request asked for. A reply that
 // does not is a bug in the node and panics.
 func Encode(req msg.Request, reply msg.Reply) Response {

@@ -209,7 +209,7 @@ func TestErrorRegistryCoversEveryCode(t *testing.T) {
 	require.Panics(t, func() { StatusOf(msg.CodeForbidden + 1) })
 }
 
-// TestEncodeContractViolationsPanic: a reply that breaks node/reply.go is
+// TestEncodeContractViolationsPanic: a reply that breaks msg.Reply's contract is
 // a bug, not something to encode.
 func TestEncodeContractViolationsPanic(t *testing.T) {
 	single := msg.Consume{Topic: "t"}

@@ -5,7 +5,8 @@ package msg
 type RequestID uint64
 
 // Request is one decoded client request. The set of request types is
-// closed: the types below, and nothing else.
+// closed: the types below and the move protocol's (move.go), and nothing
+// else.
 type Request interface{ isRequest() }
 
 // PartitionNone marks an optional partition that was not given.

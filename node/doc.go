@@ -86,12 +86,13 @@
 //   - Tick(nowMs): the current time. The node's clock is the last value
 //     ticked; it never goes backwards. Visibility deadlines, long-poll
 //     deadlines, retention and idle-log closing are all driven by ticks.
-//   - Handle(id, request): a client request, decoded by httpapi from HTTP
-//     (the simulator builds the same values through the same decoder). The
-//     id is chosen by the driver, unique among the node's requests and at
-//     most RequestIDDriverMax (the node numbers its own above it).
+//   - Handle(id, request): a client request (a msg.Request), decoded by
+//     httpapi from HTTP (the simulator builds the same values through the
+//     same decoder). The id is chosen by the driver, unique among the
+//     node's requests and at most RequestIDDriverMax (the node numbers its
+//     own above it).
 //   - Cancel(id): the client went away; a waiting long poll is dropped.
-//   - Step(envelope): a message from a peer node (peer.go lists them). The
+//   - Step(envelope): a message from a peer node (a msg.PeerMessage). The
 //     driver delivers envelopes from one peer in the order they were sent
 //     while a connection lasts; it may lose any of them.
 //

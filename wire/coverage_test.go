@@ -17,12 +17,12 @@ import (
 	"narad/wire/wiretest"
 )
 
-// nodeSourceDir is package node, read to find the types the codec must
-// cover.
-const nodeSourceDir = "../node"
+// vocabularySourceDir is package msg, read to find the types the codec
+// must cover.
+const vocabularySourceDir = "../msg"
 
-// The types the codec encodes, enumerated by hand. When node adds a type,
-// TestCodecCoversEveryNodeType fails until the codec, its type table and
+// The types the codec encodes, enumerated by hand. When msg adds a type,
+// TestCodecCoversTheVocabulary fails until the codec, its type table and
 // these lists cover it.
 var (
 	coveredMessages = []string{"RaftMessage", "ForwardRequest", "ForwardReply", "Subscribe", "Notify", "Join", "JoinRelay", "JoinAccepted"}
@@ -34,16 +34,18 @@ var (
 		"MoveSourceState", "MoveChunk", "MoveVerdict"}
 )
 
-// TestCodecCoversEveryNodeType reads package node's source and checks that
-// the hand lists above name exactly: every type declared in peer.go, every
-// type with an isRequest method, and every result type named in the doc
+// TestCodecCoversTheVocabulary reads package msg's source and checks that
+// the hand lists above name exactly the types of its three sealed
+// interfaces: every type with an isPeerMessage, isRequest or isResult
+// method. The result types must also be exactly those named in the doc
 // comment of msg.Reply or in a "Result: T" line of a request type's doc
 // comment. It then checks that the samples exercise every listed type.
-func TestCodecCoversEveryNodeType(t *testing.T) {
-	files := parseNode(t)
+func TestCodecCoversTheVocabulary(t *testing.T) {
+	files := parseVocabulary(t)
 	requestTypes := typesWithMethod(files, "isRequest")
-	require.ElementsMatch(t, coveredMessages, typesDeclaredIn(files["peer.go"]), "peer message types in node/peer.go")
-	require.ElementsMatch(t, coveredRequests, requestTypes, "request types of node")
+	require.ElementsMatch(t, coveredMessages, typesWithMethod(files, "isPeerMessage"), "peer message types of msg")
+	require.ElementsMatch(t, coveredRequests, requestTypes, "request types of msg")
+	require.ElementsMatch(t, coveredResults, typesWithMethod(files, "isResult"), "result types of msg")
 	resultTypes := union(resultTypesOfReply(t, files["reply.go"]), resultTypesOfRequests(files, requestTypes))
 	require.ElementsMatch(t, coveredResults, resultTypes, "result types named in msg.Reply's comment and in the requests' comments")
 
@@ -64,9 +66,9 @@ func TestCodecCoversEveryNodeType(t *testing.T) {
 
 // TestCodecCoversEveryCodeAndAction: the codec accepts codes
 // CodeInvalid..CodeForbidden and actions AckCommit..AckNack; the const
-// blocks of node must declare exactly those.
+// blocks of msg must declare exactly those.
 func TestCodecCoversEveryCodeAndAction(t *testing.T) {
-	files := parseNode(t)
+	files := parseVocabulary(t)
 	require.Len(t, constsOfType(files, "Code"), int(msg.CodeForbidden-msg.CodeInvalid)+1, "msg.Code constants; wire.validCode covers CodeInvalid..CodeForbidden")
 	require.Len(t, constsOfType(files, "AckAction"), int(msg.AckNack-msg.AckCommit)+1, "msg.AckAction constants; wire covers AckCommit..AckNack")
 }
@@ -78,10 +80,10 @@ func typeName(v any) string {
 	return reflect.TypeOf(v).Name()
 }
 
-// parseNode parses the non-test files of package node, by base name.
-func parseNode(t *testing.T) map[string]*ast.File {
+// parseVocabulary parses the non-test files of package msg, by base name.
+func parseVocabulary(t *testing.T) map[string]*ast.File {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(nodeSourceDir, "*.go"))
+	paths, err := filepath.Glob(filepath.Join(vocabularySourceDir, "*.go"))
 	require.NoError(t, err)
 	files := map[string]*ast.File{}
 	fileSet := token.NewFileSet()
@@ -96,17 +98,6 @@ func parseNode(t *testing.T) map[string]*ast.File {
 	require.Contains(t, files, "peer.go")
 	require.Contains(t, files, "reply.go")
 	return files
-}
-
-func typesDeclaredIn(file *ast.File) []string {
-	var names []string
-	ast.Inspect(file, func(n ast.Node) bool {
-		if spec, ok := n.(*ast.TypeSpec); ok {
-			names = append(names, spec.Name.Name)
-		}
-		return true
-	})
-	return names
 }
 
 // typesWithMethod returns the receiver types of every method named name.
@@ -146,7 +137,7 @@ func resultTypesOfReply(t *testing.T, file *ast.File) []string {
 		}
 		return names
 	}
-	t.Fatal("type Reply not found in node/reply.go")
+	t.Fatal("type Reply not found in msg/reply.go")
 	return nil
 }
 

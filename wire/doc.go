@@ -7,9 +7,10 @@
 // # What it owns
 //
 //   - The envelope encoding (EncodeEnvelope, DecodeEnvelope) of every peer
-//     message node defines (RaftMessage, ForwardRequest, ForwardReply,
-//     Subscribe, Notify), of every msg.Request a ForwardRequest carries,
-//     and of msg.Reply with every result type.
+//     message package msg defines (msg.PeerMessage: RaftMessage,
+//     ForwardRequest, ForwardReply, Subscribe, Notify, Join, JoinRelay,
+//     JoinAccepted), of every msg.Request a ForwardRequest carries, and of
+//     msg.Reply with every msg.Result.
 //   - The type number table (types.go), append-only: a number is never
 //     reused or renumbered.
 //   - The frame format (AppendFrame, ReadFrame): magic, version, length,
@@ -69,7 +70,7 @@
 // # Inputs and outputs
 //
 // EncodeEnvelope takes a msg.Envelope whose message, request and result
-// are the value types node defines (not pointers to them) and returns
+// are the value types msg defines (not pointers to them) and returns
 // ErrUnknownType for anything else. DecodeEnvelope and ReadFrame take
 // untrusted bytes and return a value or an error wrapping ErrMalformed,
 // ErrTooLarge, ErrUnknownType or ErrVersion. The package has no state, no

@@ -4,7 +4,7 @@ import (
 	"narad/msg"
 )
 
-// The requests and results of the move protocol (node/move_messages.go),
+// The requests and results of the move protocol (msg/move.go),
 // which travel only between nodes. Split from request.go and result.go to
 // keep each switch short; their defaults end here.
 

@@ -57,8 +57,8 @@ func (d *decoder) error() error {
 	return &msg.Error{Code: code, Message: message}
 }
 
-// validCode reports a code node defines. CodeForbidden is the last one;
-// wire_test fails if node adds a code after it.
+// validCode reports a code msg defines. CodeForbidden is the last one;
+// wire_test fails if msg adds a code after it.
 func validCode(code msg.Code) bool { return code >= msg.CodeInvalid && code <= msg.CodeForbidden }
 
 // cutErrorMessage returns message, cut to ErrorMessageBytesMax at a UTF-8

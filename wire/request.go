@@ -209,7 +209,7 @@ func (d *decoder) ack() msg.Ack {
 	return r
 }
 
-// ackAction reads an ack action, which must be one node defines.
+// ackAction reads an ack action, which must be one msg defines.
 func (d *decoder) ackAction() msg.AckAction {
 	v := d.uvarint()
 	if v > uint64(msg.AckNack) {
