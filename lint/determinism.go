@@ -48,15 +48,51 @@ var filesystemFunctions = map[string]bool{
 // storage/osfs.go may import it.
 var osImports = map[string]bool{"os": true, "syscall": true, "os/exec": false, "net": false}
 
-// checkDeterminism applies rule 1 to every non-test file of the core.
+// exemptibleComponents may mark a reviewed exception to rule 1 with
+// exemptionMarker and a reason, on the line or the line above: the
+// simulator, a driver that reaches the os and the wall clock for its
+// harness (the metastores' temporary files, pinning crypto/rand to the
+// seed, the speed report), never for what a run computes. The core has no
+// exceptions.
+var exemptibleComponents = map[string]bool{"sim": true}
+
+// checkDeterminism applies rule 1 to every non-test file of the core and
+// the simulator.
 func checkDeterminism(repo *repository) []violation {
 	var violations []violation
 	for _, file := range repo.files {
-		if file.isCore() {
-			violations = append(violations, checkCoreFile(repo, file)...)
+		if !file.isDeterministic() {
+			continue
 		}
+		found := checkCoreFile(repo, file)
+		if exemptibleComponents[file.component()] {
+			found = withoutExemptions(repo, file, found)
+		}
+		violations = append(violations, found...)
 	}
 	return sortViolations(violations)
+}
+
+// withoutExemptions drops the violations of file that carry an exemption
+// with a reason on their line or the line above; an exemption without a
+// reason is itself reported.
+func withoutExemptions(repo *repository, file *sourceFile, violations []violation) []violation {
+	exemptions := exemptionsByLine(repo, file.syntax)
+	var kept []violation
+	for _, v := range violations {
+		reason, exempt := exemptions[v.line]
+		if !exempt {
+			reason, exempt = exemptions[v.line-1]
+		}
+		switch {
+		case !exempt:
+			kept = append(kept, v)
+		case reason == "":
+			v.message = exemptionMarker + " needs a reason saying why the exception cannot change a run"
+			kept = append(kept, v)
+		}
+	}
+	return kept
 }
 
 // fileChecker carries what rule 1 needs while it walks one file.
@@ -69,7 +105,7 @@ type fileChecker struct {
 	violations []violation
 }
 
-// checkCoreFile applies rule 1 to one core file.
+// checkCoreFile applies rule 1 to one file of the core or the simulator.
 func checkCoreFile(repo *repository, file *sourceFile) []violation {
 	checker := &fileChecker{repo: repo, file: file, localNames: map[string]string{}}
 	for _, spec := range file.syntax.Imports {

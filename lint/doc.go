@@ -17,21 +17,26 @@
 //
 // The rules:
 //
-//  1. Determinism of the core (rule names "go-statement", "clock",
-//     "global-rand", "crypto-rand", "os-import", "os-backdoor",
-//     "dot-import"): every non-test file under node/, meta/, move/ and
-//     storage/ starts no goroutine, reads no wall clock, draws no global
-//     randomness and does no I/O except through storage.FS, whose os
-//     implementation in storage/osfs.go is the one file allowed to import
-//     os and syscall. Import names are resolved per file, so renamed and
-//     shadowed imports are handled; comments and strings never match.
+//  1. Determinism of the core and the simulator (rule names
+//     "go-statement", "clock", "global-rand", "crypto-rand", "os-import",
+//     "os-backdoor", "dot-import"): every non-test file under node/, meta/,
+//     move/, storage/ and sim/ starts no goroutine, reads no wall clock,
+//     draws no global randomness and does no I/O except through
+//     storage.FS, whose os implementation in storage/osfs.go is the one
+//     file allowed to import os and syscall. The simulator, a driver, may
+//     mark a reviewed exception for its harness with
+//     `//determinism:ok <reason>` on the line or the line above; the core
+//     may not. Import names are resolved per file, so renamed and shadowed
+//     imports are handled; comments and strings never match.
 //  2. Map order ("map-range"): a range over a map, or over maps.Keys,
-//     maps.Values or maps.All, in a core package must carry a reviewed
-//     exemption, `//determinism:ok <reason>`, on its line or the line above.
+//     maps.Values or maps.All, in a core or simulator package must carry a
+//     reviewed exemption, `//determinism:ok <reason>`, on its line or the
+//     line above.
 //     Map types are found with go/types, once per build configuration the
 //     package has (default tags, and each custom build tag it mentions).
-//  3. The import graph ("import-graph"): storage imports no narad package
-//     but chaos; node, meta and move never import the drivers, harnesses,
+//  3. The import graph ("import-graph"): msg, the message vocabulary,
+//     imports no narad package; storage imports no narad package but
+//     chaos; node, meta and move never import the drivers, harnesses,
 //     client or lint; meta and move never import node; nobody imports cmd;
 //     only tests import sim and fuzz.
 //  4. The function-length ratchet ("function-length"): no function body in

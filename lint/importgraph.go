@@ -60,6 +60,8 @@ func forbiddenImport(from, to string) string {
 	switch {
 	case from == to:
 		return ""
+	case from == "msg":
+		return "msg is the vocabulary everything speaks: it imports no package of this module"
 	case to == "cmd":
 		return "nobody imports cmd/...: it is wiring only"
 	case to == "sim" || to == "fuzz":

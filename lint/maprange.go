@@ -18,7 +18,7 @@ var unorderedIterators = map[string]bool{"Keys": true, "Values": true, "All": tr
 // configuration it has. The error is a failure to run the go command, not a
 // finding.
 func checkMapRanges(repo *repository) ([]violation, error) {
-	packages := corePackages(repo)
+	packages := deterministicPackages(repo)
 	configurations := buildConfigurations(packages)
 	var violations []violation
 	for _, tags := range sortedKeys(configurations) {

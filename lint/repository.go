@@ -18,8 +18,10 @@ import (
 // errNoModule means no go.mod was found above the starting directory.
 var errNoModule = errors.New("lint: no go.mod found in any parent directory")
 
-// coreComponents are the top-level directories of the deterministic core.
-var coreComponents = map[string]bool{"node": true, "meta": true, "move": true, "storage": true}
+// deterministicComponents are the top-level directories rules 1 and 2
+// check: the deterministic core, and the simulator that drives it, whose
+// runs must replay exactly from their seed.
+var deterministicComponents = map[string]bool{"node": true, "meta": true, "move": true, "storage": true, "sim": true}
 
 // sourceFile is one parsed .go file of the repository. All fields are set
 // once by parseSourceFile and never change.
@@ -43,8 +45,10 @@ type sourceFile struct {
 // directory, except that chaos/soak is its own component (DESIGN.md §2).
 func (f *sourceFile) component() string { return componentOf(f.dir) }
 
-// isCore reports a non-test file of the deterministic core.
-func (f *sourceFile) isCore() bool { return !f.isTest && coreComponents[f.component()] }
+// isDeterministic reports a non-test file of the core or the simulator.
+func (f *sourceFile) isDeterministic() bool {
+	return !f.isTest && deterministicComponents[f.component()]
+}
 
 // repository is the parsed source of one module. Built once by
 // loadRepository; read-only afterwards.

@@ -203,6 +203,44 @@ func f() {
 	}, determinismRule)
 }
 
+func TestDeterminismRuleSimulator(t *testing.T) {
+	runRuleCases(t, []ruleCase{
+		{name: "the simulator is checked like the core", files: map[string]string{"sim/a.go": `package sim
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+func f() int {
+	go f()
+	_ = time.Now()
+	return rand.IntN(3)
+}
+`}, want: []string{"sim/a.go:9 [go-statement]", "sim/a.go:10 [clock]", "sim/a.go:11 [global-rand]"}},
+		{name: "in the simulator an exemption with a reason is accepted, without one it is not", files: map[string]string{"sim/a.go": `package sim
+
+import (
+	"os"
+	cryptorand "crypto/rand" //determinism:ok pins the reader to the seed
+	"time"
+)
+
+func f() {
+	_ = time.Now() //determinism:ok reported only
+	//determinism:ok reported only
+	_ = time.Now()
+	_ = time.Now() //determinism:ok
+	_, _ = cryptorand.Reader, os.Args
+}
+`}, want: []string{"sim/a.go:4 [os-import]", "sim/a.go:13 [clock]"}},
+		{name: "the core takes no exemption from rule 1, and the simulator's tests are not checked", files: map[string]string{
+			"node/a.go":     "package node\n\nimport \"time\"\n\nvar start = time.Now() //determinism:ok reported only\n",
+			"sim/a_test.go": "package sim\n\nimport \"time\"\n\nvar start = time.Now()\n",
+		}, want: []string{"node/a.go:5 [clock]"}},
+	}, determinismRule)
+}
+
 func TestDeterminismMessageNamesTheRule(t *testing.T) {
 	repo := writeModule(t, map[string]string{"node/a.go": "package node\n\nimport tm \"time\"\n\nvar start = tm.Now()\n"})
 	violations := checkDeterminism(repo)
@@ -301,6 +339,9 @@ func TestMapRangeRuleScope(t *testing.T) {
 			"node/invariants.go": "//go:build invariants\n\npackage node\n\n" +
 				"func check() {\n\tfor k := range m {\n\t\t_ = k\n\t}\n}\n",
 		}, want: []string{"node/invariants.go:6 [map-range]"}},
+		{name: "the simulator's map ranges are checked like the core's", files: map[string]string{
+			"sim/a.go": "package sim\n\nfunc f(m map[int]int) {\n\tfor k := range m {\n\t\t_ = k\n\t}\n}\n",
+		}, want: []string{"sim/a.go:4 [map-range]"}},
 		{name: "a core package that does not type-check is reported", files: map[string]string{
 			"node/a.go": "package node\n\nvar x int = \"not an int\"\n",
 		}, want: []string{"node/a.go:1 [typecheck]"}},
@@ -324,7 +365,7 @@ func TestBuildConfigurationsFindCustomTags(t *testing.T) {
 		"host/a.go":  "//go:build soaktag\n\npackage host\n",
 		"move/go.go": "//go:build ignore\n\npackage main\n",
 	})
-	configurations := buildConfigurations(corePackages(repo))
+	configurations := buildConfigurations(deterministicPackages(repo))
 	require.Equal(t, map[string][]string{
 		"":                 {"meta", "move", "node"},
 		"chaos":            {"node"},
@@ -354,6 +395,12 @@ func TestImportGraphRule(t *testing.T) {
 		}, want: []string{"node/a.go:8 [import-graph]", "node/a.go:9 [import-graph]", "node/a.go:10 [import-graph]",
 			"node/a.go:11 [import-graph]", "node/a.go:12 [import-graph]", "node/a.go:13 [import-graph]",
 			"node/a.go:14 [import-graph]", "node/a.go:15 [import-graph]"}},
+		{name: "msg imports no package of this module", files: map[string]string{
+			"msg/a.go":     imports("msg", "narad/node", "narad/storage", "fmt", "go.etcd.io/raft/v3/raftpb", "narad/msg/sub"),
+			"msg/sub/a.go": imports("sub", "narad/meta"),
+			"node/a.go":    imports("node", "narad/msg"),
+			"wire/a.go":    imports("wire", "narad/msg"),
+		}, want: []string{"msg/a.go:4 [import-graph]", "msg/a.go:5 [import-graph]", "msg/sub/a.go:4 [import-graph]"}},
 		{name: "meta and move never import node", files: map[string]string{
 			"meta/a.go": imports("meta", "narad/node", "narad/storage"),
 			"move/a.go": imports("move", "narad/node/lease", "narad/meta"),

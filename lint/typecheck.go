@@ -47,11 +47,12 @@ type typedPackage struct {
 	info *types.Info
 }
 
-// corePackages groups the non-test core files by directory.
-func corePackages(repo *repository) map[string][]*sourceFile {
+// deterministicPackages groups the non-test files of the core and the
+// simulator by directory.
+func deterministicPackages(repo *repository) map[string][]*sourceFile {
 	packages := map[string][]*sourceFile{}
 	for _, file := range repo.files {
-		if file.isCore() {
+		if file.isDeterministic() {
 			packages[file.dir] = append(packages[file.dir], file)
 		}
 	}
