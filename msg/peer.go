@@ -29,8 +29,11 @@ func (JoinAccepted) isPeerMessage()   {}
 // PeerAddress is one voter of the metastore: node id, raft id and cluster
 // address.
 type PeerAddress struct {
-	ID          string
-	RaftID      uint64
+	// ID is the node's id, never empty.
+	ID string
+	// RaftID is the node's id in the metastore's Raft group, never 0.
+	RaftID uint64
+	// ClusterAddr is the host:port peers reach the node at.
 	ClusterAddr string
 }
 
