@@ -71,7 +71,7 @@
 // produce, no commit; answered once its accepted records are durable);
 // Finalize copies the fixed tail, records the source's HWM and committed
 // offset, and hands the sync, verification and install to the driver as a
-// Sync; the flip is the guarded CompleteMove (ForcePromote when the source
+// Job (Ready.Jobs, answered by JobDone); the flip is the guarded CompleteMove (ForcePromote when the source
 // died and the copy holds its last known state). The source lets go of
 // the partition when it applies the flip (move_reconcile.go), asks for
 // the abort if its freeze outlives Moves.FreezeTTLMs (move_source.go),
@@ -97,13 +97,16 @@
 //     while a connection lasts; it may lose any of them.
 //
 // Outputs are gathered in a Ready, taken with Ready() when HasReady()
-// reports true. The driver handles a Ready in this fixed order:
+// reports true. Taking a Ready starts its sync round: every log it touches
+// writes its buffered frames and fixes the range the round makes durable
+// (up to Next() at that moment). The driver handles a Ready in this order:
 //
 //  1. Persist: run every Sync of Ready.Syncs (fsyncs of partition logs and
 //     of committed consumer offsets, and the metastore's one bbolt
-//     transaction: Raft entries, hard state, applied state). Syncs of different logs are
-//     independent and may run in parallel; nothing else may touch the node
-//     meanwhile. If any Sync fails, the node instance is finished: the
+//     transaction: Raft entries, hard state, applied state). Syncs of
+//     different logs are independent and may run in parallel, and on any
+//     goroutine: a partition's Sync touches only file handles and state the
+//     round owns. If any Sync fails, the node instance is finished: the
 //     driver must not deliver this Ready's replies or messages and must
 //     not call Advance; it answers every outstanding request as failed and
 //     restarts the node from its disk (a crash, in the simulator). After a
@@ -113,12 +116,45 @@
 //     maps node ids to addresses) and Ready.Replies to clients. Both may
 //     depend on the Syncs (a produce's 202, or the ForwardReply that
 //     becomes one on another node), which is why they wait for step 1.
-//  3. Advance(ready): tell the node the Ready was handled. Records made
-//     durable by the Syncs become visible to consumers here, and waiting
-//     long polls are served (their replies appear in the next Ready).
+//  3. Advance(ready): tell the node the Ready was handled. The range each
+//     Sync fixed becomes visible to consumers here (and nothing appended
+//     after the Ready was taken), freezes whose records are all durable
+//     are answered, and waiting long polls are served (their replies
+//     appear in the next Ready).
+//  4. Jobs: run each of Ready.Jobs off the loop (Job.Run on any
+//     goroutine), then hand its end back with JobDone, as an input.
+//
+// Pipelined group commit: while a Ready's partition Syncs run, the driver
+// may keep feeding the node inputs (Handle, Step, Tick, Cancel, JobDone,
+// PeerUnreachable). Whatever those inputs produce (appends, replies,
+// messages, proposals) goes into the next Ready, which the driver takes
+// only after it called Advance for this one; so at most one sync round is
+// in flight, and the next one carries everything that arrived meanwhile.
+// Between Ready() and Advance():
+//   - Appends to a log whose round is in flight are allowed: the round
+//     covers only frames written before it was taken, Advance makes only
+//     those visible, and the later ones wait for the next round. No reply
+//     or message that depends on them leaves before that round is durable.
+//   - Reads see the HWM of the last completed round; a freeze is answered
+//     only once every record accepted before it is durable.
+//   - Nothing closes or deletes what an in-flight round syncs: a log with a
+//     round in flight counts as dirty (it is never evicted nor closed as
+//     idle), retention waits for the next tick after the round, and a log
+//     closed meanwhile (its storage failed, say) keeps its files open until
+//     the round completes. Directories are removed only while applying the
+//     metastore, which happens in Advance after the rounds completed.
+//   - A Ready that carries the metastore's persist is not overlapped: the
+//     driver persists and advances it before feeding anything else (Raft
+//     must see its entries persisted before it is stepped again, and the
+//     applied state is read by every input).
+//
+// The driver may also handle every Ready at once, without overlap (the
+// simulator does both): the outputs are the same for the same inputs in
+// the same order.
 //
 // Group commit falls out of this: every produce handled since the last
-// Ready shares one sync round per touched log.
+// Ready was taken shares one sync round per touched log, and with
+// pipelining the disk never waits for a window to fill.
 //
 // Determinism: the same inputs in the same order produce the same outputs.
 // Iteration over maps whose order could reach an output is sorted.
