@@ -143,14 +143,20 @@ func openHWMFile(fs FS, dir string, state hwmState) (*hwmFile, error) {
 func (h *hwmFile) write(value uint64) error {
 	assert(value >= h.value, "hwm moving down in place from %d to %d", h.value, value)
 	h.slotBuffer = encodeHWMSlot(h.slotBuffer[:0], h.nextSlot, value)
-	n, err := h.file.WriteAt(h.slotBuffer, int64(h.nextSlot*hwmSlotBytes))
-	if err != nil {
-		return err
-	}
-	assert(n == hwmSlotBytes, "short hwm slot write without error: %d bytes", n)
-	if err := h.file.Sync(); err != nil {
+	if err := writeHWMSlot(h.file, h.slotBuffer, h.nextSlot); err != nil {
 		return err
 	}
 	h.value, h.nextSlot = value, 1-h.nextSlot
 	return nil
+}
+
+// writeHWMSlot writes the encoded slot number slot in place and fsyncs
+// the file. It touches only file, so a sync round may run it off the loop.
+func writeHWMSlot(file File, encoded []byte, slot int) error {
+	n, err := file.WriteAt(encoded, int64(slot*hwmSlotBytes))
+	if err != nil {
+		return err
+	}
+	assert(n == hwmSlotBytes, "short hwm slot write without error: %d bytes", n)
+	return file.Sync()
 }

@@ -62,6 +62,11 @@ type Log struct {
 	failure error
 	// closed is set by Close.
 	closed bool
+	// syncing is the sync round in flight (PrepareSync to CompleteSync),
+	// or nil. Invariant: while set, Dirty() or CommittedDirty() holds, the
+	// files stay open (Close defers closing them to CompleteSync) and no
+	// segment is deleted.
+	syncing *SyncRound
 }
 
 // hwmLag tracks what was appended since the hwm file was last written.
@@ -192,7 +197,8 @@ func (l *Log) Next() uint64 { return l.next }
 // Oldest is the first retained offset.
 func (l *Log) Oldest() uint64 { return l.segments[0].base }
 
-// Dirty reports appended records not yet covered by a sync round.
+// Dirty reports appended records not yet made durable and visible by a
+// completed sync round (those of a round in flight included).
 func (l *Log) Dirty() bool { return l.next > l.hwm }
 
 // Append adds r at offset Next() to the active segment, rolling to a new
@@ -295,33 +301,18 @@ func (l *Log) flushPending() error {
 	return nil
 }
 
-// Sync runs one sync round: write the pending frames, fsync every segment
+// Sync runs one whole sync round on the caller's goroutine (PrepareSync,
+// Run, CompleteSync): write the pending frames, fsync every segment
 // written since the last round (and the directory if a segment was
 // created), THEN, when the lag bounds say so, persist Next() in the hwm
 // file, THEN make it the visible HWM. On error the log is failed (see
 // ErrLogFailed).
 func (l *Log) Sync() error {
-	if err := l.usable(); err != nil {
-		return err
+	round := l.PrepareSync(true, false)
+	if round == nil {
+		return l.usable()
 	}
-	if !l.Dirty() {
-		return nil
-	}
-	roundHWM := l.next
-	if err := l.syncSegments(); err != nil {
-		return l.fail(err)
-	}
-	if l.hwmLag.due(l.cfg) {
-		if err := l.persistHWM(roundHWM); err != nil {
-			return l.fail(err)
-		}
-	}
-	assert(roundHWM > l.hwm && roundHWM <= l.next, "sync round hwm %d not in (%d, %d]", roundHWM, l.hwm, l.next)
-	l.hwm = roundHWM
-	if invariantsEnabled {
-		l.checkInvariants()
-	}
-	return nil
+	return l.CompleteSync(round, round.Run())
 }
 
 // checkInvariants cross-checks the log's fields against each other and
@@ -348,32 +339,6 @@ func (l *Log) persistHWM(value uint64) error {
 		return err
 	}
 	l.hwmLag = hwmLag{}
-	return nil
-}
-
-// syncSegments makes every appended frame and every created segment name
-// durable.
-func (l *Log) syncSegments() error {
-	if err := l.flushPending(); err != nil {
-		return err
-	}
-	for _, s := range l.segments[l.unsyncedFrom:] {
-		if s.syncedBytes == s.sizeBytes {
-			continue
-		}
-		if err := s.file.Sync(); err != nil {
-			return err
-		}
-		s.syncedBytes = s.sizeBytes
-	}
-	l.unsyncedFrom = len(l.segments) - 1
-	if !l.directoryDirty {
-		return nil
-	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return err
-	}
-	l.directoryDirty = false
 	return nil
 }
 
@@ -441,18 +406,11 @@ func (l *Log) CommittedDirty() bool { return l.committed != l.committedSynced }
 // SyncCommitted persists the committed offset by atomic replace. On error
 // the log is failed.
 func (l *Log) SyncCommitted() error {
-	if err := l.usable(); err != nil {
-		return err
+	round := l.PrepareSync(false, true)
+	if round == nil {
+		return l.usable()
 	}
-	if !l.CommittedDirty() {
-		return nil
-	}
-	offset := l.committed
-	if err := writeCommittedFile(l.fs, l.dir, offset); err != nil {
-		return l.fail(err)
-	}
-	l.committedSynced = offset
-	return nil
+	return l.CompleteSync(round, round.Run())
 }
 
 // Stats returns a snapshot of the log's bounds and size.
@@ -468,18 +426,29 @@ func (l *Log) Stats() LogStats {
 }
 
 // Close writes the visible HWM in the hwm file if it lags (a healthy log
-// only), then closes every file of the log. Frames appended since the last
-// Sync are dropped (they were never acknowledged). Later calls return
-// ErrClosed, or the failure of a failed log.
+// with no round in flight only), then closes every file of the log; with
+// a round in flight, CompleteSync closes them once it ends. Frames
+// appended since the last Sync are dropped (they were never
+// acknowledged). Later calls return ErrClosed, or the failure of a failed
+// log.
 func (l *Log) Close() error {
 	if l.closed {
 		return ErrClosed
 	}
 	l.closed = true
+	if l.syncing != nil {
+		return nil
+	}
 	var errs []error
 	if l.failure == nil && l.hwmFile.value < l.hwm {
 		errs = append(errs, l.persistHWM(l.hwm))
 	}
+	return errors.Join(append(errs, l.closeFiles())...)
+}
+
+// closeFiles closes the segment files and the hwm file.
+func (l *Log) closeFiles() error {
+	var errs []error
 	for _, s := range l.segments {
 		errs = append(errs, s.file.Close())
 	}

@@ -129,3 +129,16 @@ func framePosition(t *testing.T, log *Log, offset uint64) (string, int64) {
 	require.True(t, ok)
 	return segmentPath(log.dir, s.base), position
 }
+
+// syncFramesOnly makes the appended frames and segment names durable
+// without persisting or raising the HWM: a sync round whose hwm slot is
+// dropped, run and then abandoned as if the process died before it
+// completed.
+func syncFramesOnly(t *testing.T, log *Log) {
+	t.Helper()
+	round := log.PrepareSync(true, false)
+	require.NotNil(t, round)
+	round.hwmSlot = nil
+	require.NoError(t, round.Run())
+	log.syncing = nil
+}

@@ -20,14 +20,15 @@ type RetentionResult struct {
 // up, and the committed offset with it if it fell behind (reported as
 // UnackedDropped). retentionMs 0 means keep forever. Each removal is made
 // durable before the next, so a crash cannot leave a hole in the middle.
-// On an I/O error the log is failed.
+// On an I/O error the log is failed. While a sync round is in flight it
+// deletes nothing (the next call does).
 func (l *Log) ApplyRetention(nowMs, retentionMs int64) (RetentionResult, error) {
 	assert(retentionMs >= 0, "negative retention %d ms for %s", retentionMs, l.dir)
 	if err := l.usable(); err != nil {
 		return RetentionResult{}, err
 	}
 	var result RetentionResult
-	if retentionMs == 0 {
+	if retentionMs == 0 || l.syncing != nil {
 		return result, nil
 	}
 	for l.expired(nowMs - retentionMs) {

@@ -1,0 +1,204 @@
+package storage
+
+import "errors"
+
+// SyncRound is one sync round of a log, split so that its fsyncs can run
+// off the caller's loop while the loop keeps appending:
+//
+//   - PrepareSync (on the loop) writes the buffered frames and fixes what
+//     the round covers: the frames written so far, the hwm slot to write
+//     when the lag bounds say so, the committed offset if it changed.
+//   - Run (on any goroutine) does the fsyncs. It touches only the files
+//     and values the round captured, never the Log, so the loop may append
+//     meanwhile; an fsync covers at least what was written before it
+//     started, which includes everything the round covers.
+//   - CompleteSync (on the loop) records the result: the HWM becomes the
+//     round's, never more, so a frame appended after PrepareSync stays
+//     invisible until a later round covers it.
+//
+// One round at most is in flight per log. While it is, the log counts as
+// dirty, ApplyRetention does nothing, and Close keeps the files open until
+// the round completes.
+type SyncRound struct {
+	// log is the round's log; only CompleteSync reads it.
+	log *Log
+	// hwm is the visible HWM after the round: Next() at PrepareSync.
+	hwm uint64
+	// data: the round makes appended frames durable (hwm > the HWM at
+	// PrepareSync).
+	data bool
+	// segments are the segments holding bytes not yet fsynced at
+	// PrepareSync, and syncedBytes their sizes then: Run fsyncs each.
+	segments    []*segment
+	syncedBytes []int64
+	// files are the segments' files, captured so that Run never reads a
+	// segment's fields.
+	files []File
+	// fs and dir name the directory to fsync when syncDirectory is set (a
+	// segment was created, or recovery listed the directory).
+	fs            FS
+	dir           string
+	syncDirectory bool
+	// hwmSlot, when not nil, is the encoded hwm slot to write at
+	// hwmSlotIndex of hwmFile after the data is durable.
+	hwmSlot      []byte
+	hwmSlotIndex int
+	hwmFile      File
+	// committed: write committedOffset in the committed file.
+	committed       bool
+	committedOffset uint64
+	// records is how many appended records the round makes durable.
+	records int
+	// err is a failure found at PrepareSync (the log was closed or failed,
+	// or a buffered write failed): Run returns it, so the round fails as a
+	// whole.
+	err error
+}
+
+// Records is how many appended records the round makes durable.
+func (r *SyncRound) Records() int {
+	if r == nil {
+		return 0
+	}
+	return r.records
+}
+
+// Data reports whether the round makes appended records durable.
+func (r *SyncRound) Data() bool { return r != nil && r.data }
+
+// Committed reports whether the round persists the committed offset.
+func (r *SyncRound) Committed() bool { return r != nil && r.committed }
+
+// Syncing reports whether a round of the log is in flight (prepared, not
+// yet completed).
+func (l *Log) Syncing() bool { return l.syncing != nil }
+
+// PrepareSync starts a sync round covering the frames appended so far
+// and, with committed, the committed offset. It returns nil when there is
+// nothing to sync. The round of a closed or failed log, and one whose
+// buffered write fails (which fails the log), is not in flight: its Run
+// returns the error. At most one round may be in flight.
+func (l *Log) PrepareSync(data, committed bool) *SyncRound {
+	if err := l.usable(); err != nil {
+		return &SyncRound{log: l, hwm: l.hwm, err: err}
+	}
+	assert(l.syncing == nil, "log %s: a sync round is already in flight", l.dir)
+	data = data && l.Dirty()
+	committed = committed && l.CommittedDirty()
+	if !data && !committed {
+		return nil
+	}
+	r := &SyncRound{log: l, hwm: l.hwm, fs: l.fs, dir: l.dir}
+	if data {
+		if err := l.prepareData(r); err != nil {
+			r.err = l.fail(err)
+			return r
+		}
+	}
+	if committed {
+		r.committed, r.committedOffset = true, l.committed
+	}
+	l.syncing = r
+	return r
+}
+
+// prepareData writes the buffered frames and captures what Run fsyncs.
+func (l *Log) prepareData(r *SyncRound) error {
+	if err := l.flushPending(); err != nil {
+		return err
+	}
+	r.data, r.hwm, r.records = true, l.next, int(l.next-l.hwm)
+	for _, s := range l.segments[l.unsyncedFrom:] {
+		if s.syncedBytes == s.sizeBytes {
+			continue
+		}
+		r.segments = append(r.segments, s)
+		r.syncedBytes = append(r.syncedBytes, s.sizeBytes)
+		r.files = append(r.files, s.file)
+	}
+	// A roll while the round is in flight sets directoryDirty again for
+	// the next round.
+	r.syncDirectory, l.directoryDirty = l.directoryDirty, false
+	if l.hwmLag.due(l.cfg) {
+		r.hwmSlotIndex, r.hwmFile = l.hwmFile.nextSlot, l.hwmFile.file
+		r.hwmSlot = encodeHWMSlot(nil, r.hwmSlotIndex, r.hwm)
+		l.hwmLag = hwmLag{}
+	}
+	return nil
+}
+
+// Run does the round's fsyncs: the data, THEN the directory, THEN the hwm
+// slot (so the persisted HWM never covers a frame that is not durable),
+// and the committed offset. Safe on any goroutine while the loop appends.
+func (r *SyncRound) Run() error {
+	if r.err != nil {
+		return r.err
+	}
+	for _, file := range r.files {
+		if err := file.Sync(); err != nil {
+			return err
+		}
+	}
+	if r.syncDirectory {
+		if err := r.fs.SyncDir(r.dir); err != nil {
+			return err
+		}
+	}
+	if r.hwmSlot != nil {
+		if err := writeHWMSlot(r.hwmFile, r.hwmSlot, r.hwmSlotIndex); err != nil {
+			return err
+		}
+	}
+	if r.committed {
+		return writeCommittedFile(r.fs, r.dir, r.committedOffset)
+	}
+	return nil
+}
+
+// CompleteSync ends the round after Run: with err nil, what the round
+// covers becomes durable and visible; with an error the log is failed.
+// A log closed while the round ran closes its files now.
+func (l *Log) CompleteSync(r *SyncRound, err error) error {
+	if r == nil {
+		return nil
+	}
+	assert(r.log == l, "log %s: completing a round of %s", l.dir, r.log.dir)
+	if r.err != nil {
+		return r.err // never in flight; the log was failed or closed already
+	}
+	assert(l.syncing == r, "log %s: completing a round that is not in flight", l.dir)
+	l.syncing = nil
+	switch {
+	case err != nil:
+		err = l.fail(err)
+	case l.failure == nil:
+		l.completeRound(r)
+	}
+	if l.closed {
+		return errors.Join(err, l.closeFiles())
+	}
+	return err
+}
+
+// completeRound records a successful round.
+func (l *Log) completeRound(r *SyncRound) {
+	for i, s := range r.segments {
+		s.syncedBytes = max(s.syncedBytes, r.syncedBytes[i])
+	}
+	for l.unsyncedFrom < len(l.segments)-1 && l.segments[l.unsyncedFrom].syncedBytes == l.segments[l.unsyncedFrom].sizeBytes {
+		l.unsyncedFrom++
+	}
+	if r.hwmSlot != nil {
+		l.hwmFile.value, l.hwmFile.nextSlot = r.hwm, 1-r.hwmSlotIndex
+	}
+	if r.committed {
+		l.committedSynced = r.committedOffset
+	}
+	if r.data {
+		assert(r.hwm >= l.hwm && r.hwm <= l.next, "sync round hwm %d not in [%d, %d]", r.hwm, l.hwm, l.next)
+		l.hwm = r.hwm
+	}
+	if invariantsEnabled {
+		l.checkInvariants()
+	}
+}
