@@ -409,21 +409,54 @@ func TestProduceIsReroutedAroundADeadOwner(t *testing.T) {
 	require.True(t, member.Alive, "a member that heartbeats again is alive again")
 }
 
-// TestUnansweredForwardIsReroutedAfterTheTimeout: an owner that is cut
-// off but not yet marked dead lets a forwarded produce time out; the
-// produce is re-placed on another owner and answered 202, and the next
-// produce avoids that owner at once.
-func TestUnansweredForwardIsReroutedAfterTheTimeout(t *testing.T) {
+// TestUnansweredKeyedForwardIsA503AfterTheTimeout: an owner that is cut
+// off but not yet marked dead lets a forwarded keyed produce time out; the
+// record stays pinned to its key's partition, so the client gets a
+// retryable 503, and the next produce with that key gets one at once
+// (DESIGN.md §5), while a keyless produce avoids the silent owner.
+func TestUnansweredKeyedForwardIsA503AfterTheTimeout(t *testing.T) {
 	c, towards := produceTowardsACutOwner(t)
 	owners, silent, at, key := towards.owners, towards.cut, towards.at, towards.key
 	reply := c.await(towards.id, 100, 30)
-	require.NoError(t, reply.Err)
-	require.NotEqual(t, silent, owners[reply.Result.(msg.ProduceResult).Records[0].Partition])
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(reply.Err), "the key's partition is not re-placed")
 
-	again := c.do(at, msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Key: key, Payload: []byte("k2")}}})
-	require.NoError(t, again.Err, "answered without waiting: the silent peer is avoided")
-	require.Equal(t, reply.Result.(msg.ProduceResult).Records[0].Partition, again.Result.(msg.ProduceResult).Records[0].Partition,
-		"one key keeps one fallback partition")
+	forwardsBefore := c.forwarded[silent]
+	again := c.send(at, msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Key: key, Payload: []byte("k2")}}})
+	c.settle()
+	answer, answered := c.replies[again]
+	require.True(t, answered, "answered without waiting for a timeout")
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(answer.Err))
+	require.Equal(t, forwardsBefore, c.forwarded[silent], "nothing sent to the silent owner")
+
+	keyless := c.do(at, msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Payload: []byte("any")}}})
+	require.NoError(t, keyless.Err)
+	require.NotEqual(t, silent, owners[keyless.Result.(msg.ProduceResult).Records[0].Partition])
+}
+
+// TestKeyedProduceToADeadOwnerIsAPrompt503: a record whose key hashes to a
+// partition of an owner marked dead is refused at once, and one whose key
+// hashes to a live owner's partition is written there.
+func TestKeyedProduceToADeadOwnerIsAPrompt503(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	owners := c.owners(leader, "t")
+	dead := c.otherThan(leader)
+	c.cut[dead] = true
+	for range 8 {
+		c.tick(500) // past MemberDeadAfterMs
+	}
+	member, _ := c.nodes[leader].meta.State().Member(dead)
+	require.False(t, member.Alive)
+	at := c.otherThan(leader, dead)
+	id := c.send(at, msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Key: keyFor(t, 3, slices.Index(owners, dead)), Payload: []byte("k")}}})
+	c.settle()
+	reply, answered := c.replies[id]
+	require.True(t, answered, "answered without a tick")
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(reply.Err))
+	live := slices.Index(owners, at)
+	written := c.do(at, msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Key: keyFor(t, 3, live), Payload: []byte("k")}}})
+	require.NoError(t, written.Err)
+	require.Equal(t, live, written.Result.(msg.ProduceResult).Records[0].Partition)
 }
 
 // cutOwnerProduce is a keyed produce sent through node at towards a

@@ -3,6 +3,7 @@ package node
 import (
 	"sort"
 
+	"narad/chaos"
 	"narad/msg"
 )
 
@@ -39,8 +40,13 @@ func ringNext(preferred, count int, usable func(int) bool) (int, bool) {
 
 // routeRecord picks the partition of a record that may be sent to any
 // owner: the preferred one when its owner is available, else the next
-// available one in ring order (so one key keeps one fallback). A pinned
-// record (explicit partition) never moves.
+// available one in ring order. A record pinned by an explicit partition
+// never moves. A record pinned by its key moves only off a partition that
+// is frozen for a move or that its live owner refused (a produce never
+// waits on a freeze); when the partition's owner is dead or unreachable it
+// gets a prompt Unavailable instead (DESIGN.md §5): rerouting it would
+// split the key's records over two partitions for as long as the owner is
+// gone, and the client can retry as cheaply as the node could reroute.
 func (n *Node) routeRecord(t *topic, rec msg.ProduceRecord, preferred int, excludedOwners map[string]bool, excludedPartitions map[int]bool) (int, error) {
 	usable := func(index int) bool {
 		return !excludedPartitions[index] && !n.frozen(t, index) && n.ownerAvailable(t.owner(index), excludedOwners)
@@ -50,6 +56,10 @@ func (n *Node) routeRecord(t *topic, rec msg.ProduceRecord, preferred int, exclu
 			return 0, msg.Unavailable("partition %d of %s is unavailable (owner %s is down or unreachable); retry", rec.Partition, t.info.Name, t.owner(rec.Partition))
 		}
 		return rec.Partition, nil
+	}
+	if owner := t.owner(preferred); len(rec.Key) > 0 && !n.ownerAvailable(owner, excludedOwners) {
+		chaos.Reached("node-keyed-produce-owner-down")
+		return 0, msg.Unavailable("partition %d of %s, where the key belongs, is unavailable (owner %s is down or unreachable); retry", preferred, t.info.Name, owner)
 	}
 	index, ok := ringNext(preferred, t.info.Partitions, usable)
 	if !ok {
