@@ -25,13 +25,14 @@
 // is one, so it needs no forward. The parts this node forwards to one
 // owner for one topic within one Ready travel as one ForwardRequest (one
 // batch produce, within the batch limits), whose reply is split back into
-// the parts'; records that are not pinned to a partition avoid owners that
-// are dead (in the metastore) or silent (a forward timed out within
-// PeerDownMs, or the driver reported the peer unreachable), and a part
-// that fails retryably is re-placed at most produceReroutesMax times. A
-// record pinned to a partition whose owner is known dead or silent is
-// refused at once (Unavailable, a 503 with Retry-After), never forwarded
-// to wait out the timeout. A consume of any partition serves this node's
+// the parts'; keyless records avoid owners that are dead (in the
+// metastore) or silent (a forward timed out within PeerDownMs, or the
+// driver reported the peer unreachable), and a part that fails retryably
+// is re-placed at most produceReroutesMax times. A record pinned to a
+// partition, by an explicit partition or by its key, whose owner is known
+// dead or silent is refused at once (Unavailable, a 503 with Retry-After),
+// never forwarded to wait out the timeout nor moved to another partition;
+// a keyed record does move off a partition frozen for a move. A consume of any partition serves this node's
 // partitions first, then probes the other owners one at a time; a parked
 // poll subscribes at the owners (Subscribe), which Notify it when records
 // become available there. Acks go to the partitions' owners, by the

@@ -133,7 +133,9 @@ func (n *Node) moveFreeze(id msg.RequestID, r msg.MoveFreeze) {
 
 // answerFreezes answers the freezes that waited for p's sync round.
 func (n *Node) answerFreezes(p *partition) {
-	if len(p.freezeReplies) == 0 || p.log == nil {
+	// Records appended while the round was in flight are not durable yet:
+	// the next round, which covers them, answers.
+	if len(p.freezeReplies) == 0 || p.log == nil || p.log.Dirty() {
 		return
 	}
 	state := n.sourceState(p, p.log, p.frozenFor, p.frozenMoveStartedAtMs)

@@ -87,6 +87,9 @@ type Node struct {
 
 	// round counts the Readys handed out: the boundary of a sync round.
 	round uint64
+	// advancePending is set from Ready to Advance: the Ready's sync rounds
+	// may be in flight, and inputs handled meanwhile go to the next Ready.
+	advancePending bool
 	// draining is set when graceful shutdown starts: consumes no longer
 	// wait.
 	draining bool
@@ -354,11 +357,14 @@ func (n *Node) Ready() Ready {
 	if chaos.Planted(chaos.BugAckBeforeSync) && len(n.replies) > 0 {
 		return n.readyRepliesFirst()
 	}
+	assert(!n.advancePending, "node: Ready taken before the previous one was advanced")
 	n.round++
+	n.advancePending = true
 	rd := Ready{Replies: n.replies, Messages: n.messages}
 	for _, p := range n.sortedDirty() {
-		rd.Syncs = append(rd.Syncs, Sync{Dir: p.dir, log: p.log, data: p.log.Dirty(), committed: p.log.CommittedDirty(),
-			records: int(p.log.Next() - p.log.HWM()), partition: p})
+		// The round starts now: it covers what was appended so far, and
+		// appends before Advance wait for the next one.
+		rd.Syncs = append(rd.Syncs, Sync{Dir: p.dir, log: p.log, round: p.log.PrepareSync(true, true), partition: p})
 	}
 	n.addMetaReady(&rd)
 	n.addMoveJobs(&rd)
@@ -385,6 +391,10 @@ func (n *Node) readyRepliesFirst() Ready {
 // durable become visible now, so parked long polls of those topics are
 // served (their replies go into the next Ready).
 func (n *Node) Advance(rd Ready) {
+	// The logs' rounds complete first: applying the metastore may close
+	// or delete a partition, which must not race a round.
+	n.advancePending = false
+	n.completeSyncs(rd)
 	n.advanceMeta()
 	n.completeInternal(rd)
 	topics := map[string]bool{}
@@ -392,8 +402,7 @@ func (n *Node) Advance(rd Ready) {
 		if s.meta != nil {
 			continue
 		}
-		assert(!s.log.Dirty() || !s.data, "node: log %s still dirty after its sync round", s.Dir)
-		if s.data {
+		if s.Data() {
 			topics[topicOfDir(s.Dir)] = true
 		}
 		if s.partition != nil {
@@ -408,6 +417,20 @@ func (n *Node) Advance(rd Ready) {
 	for _, name := range names {
 		n.notifySubscribers(name)
 		n.wake(name)
+	}
+}
+
+// completeSyncs ends the partitions' sync rounds of a persisted Ready:
+// what each covered becomes visible (appends since it was taken stay
+// invisible until the next round).
+func (n *Node) completeSyncs(rd Ready) {
+	for _, s := range rd.Syncs {
+		if s.meta != nil {
+			continue
+		}
+		if err := s.log.CompleteSync(s.round, nil); err != nil {
+			n.observer.Event("log-close-failed", fmt.Sprintf("%s: %v", s.Dir, err))
+		}
 	}
 }
 

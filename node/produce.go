@@ -180,6 +180,9 @@ func (n *Node) append(t *topic, p *partition, rec msg.ProduceRecord) (uint64, er
 	if err != nil {
 		return 0, msg.Unavailable("partition %d of %s is unavailable: %s", p.key.index, t.info.Name, storageCause(err))
 	}
+	if log.Syncing() {
+		chaos.Reached("node-append-during-sync-round") // pipelined: it waits for the next round
+	}
 	offset, err := log.Append(storage.Record{Key: rec.Key, TimeMs: n.nowMs, Payload: rec.Payload})
 	if errors.Is(err, storage.ErrRecordTooLarge) {
 		return 0, msg.TooLarge("request body too large")

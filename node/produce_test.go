@@ -20,10 +20,38 @@ func TestProduceReplyWaitsForItsSyncRound(t *testing.T) {
 	log := h.node.partitions[partitionKey{"orders", 0}].log
 	require.Equal(t, uint64(0), log.HWM(), "nothing is visible before the sync round")
 	require.NoError(t, rd.Syncs[0].Run())
-	require.Equal(t, uint64(1), log.HWM())
+	require.Equal(t, uint64(0), log.HWM(), "visible at Advance, not before")
 	h.node.Advance(rd)
+	require.Equal(t, uint64(1), log.HWM())
 	_, ok := h.consume("orders")
 	require.True(t, ok, "visible after the sync round")
+}
+
+// Pipelined group commit: a produce handled while a round is in flight
+// goes into the next Ready; Advance of the first makes visible only what
+// the first covered, and the second's reply leaves with the second.
+func TestProduceDuringSyncRoundWaitsForTheNext(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	h.node.Handle(100, msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Partition: 0, Payload: []byte("x")}}})
+	first := h.node.Ready()
+	require.Len(t, first.Replies, 1)
+	h.node.Handle(101, msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Partition: 0, Payload: []byte("y")}}})
+	h.node.Tick(h.nowMs + 1)
+	require.NoError(t, first.Syncs[0].Run())
+	h.node.Advance(first)
+	log := h.node.partitions[partitionKey{"orders", 0}].log
+	require.Equal(t, uint64(1), log.HWM(), "only the first round's record is visible")
+	require.Equal(t, uint64(2), log.Next())
+	require.True(t, h.node.HasReady())
+	second := h.node.Ready()
+	require.Len(t, second.Syncs, 1)
+	require.Equal(t, 1, second.Syncs[0].Records())
+	require.Len(t, second.Replies, 1)
+	require.Equal(t, msg.RequestID(101), second.Replies[0].ID)
+	require.NoError(t, second.Syncs[0].Run())
+	h.node.Advance(second)
+	require.Equal(t, uint64(2), log.HWM())
 }
 
 func TestProduceGroupCommitSharesOneSyncPerPartition(t *testing.T) {

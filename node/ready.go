@@ -23,17 +23,16 @@ type Ready struct {
 }
 
 // Sync is one partition's sync round: its new records (data) and/or its
-// committed consumer offset. Syncs of different partitions are
-// independent; the driver may run them in parallel.
+// committed consumer offset, prepared when the Ready was taken. Syncs of
+// different partitions are independent; the driver may run them in
+// parallel, and off the loop while it keeps feeding the node (see the
+// package doc).
 type Sync struct {
 	// Dir is the partition directory, for traces and logs.
-	Dir       string
-	log       *storage.Log
-	data      bool
-	committed bool
-	// records is how many appended records the round makes durable
-	// (Next - HWM when the Ready was taken).
-	records int
+	Dir string
+	log *storage.Log
+	// round is the log's prepared sync round (nil for the metastore's).
+	round *storage.SyncRound
 	// partition is the partition whose round this is (nil for the
 	// metastore's).
 	partition *partition
@@ -44,32 +43,42 @@ type Sync struct {
 }
 
 // Run performs the sync round. It touches only this partition's files
-// (or only the metastore's file).
+// (or only the metastore's file) and state the round owns.
 func (s Sync) Run() error {
 	if s.meta != nil {
 		return s.meta.Persist(*s.metaReady)
 	}
-
-	if s.data {
-		if err := s.log.Sync(); err != nil {
-			return err
-		}
-	}
-	if s.committed {
-		return s.log.SyncCommitted()
-	}
-	return nil
+	return s.round.Run()
 }
 
 // Data reports whether the round makes appended records durable.
-func (s Sync) Data() bool { return s.data }
+func (s Sync) Data() bool { return s.round.Data() }
 
 // Records is how many appended records the round makes durable.
-func (s Sync) Records() int { return s.records }
+func (s Sync) Records() int { return s.round.Records() }
+
+// DurableHWM is the HWM the round makes durable (and visible at Advance);
+// meaningful when Data reports true.
+func (s Sync) DurableHWM() uint64 { return s.round.HWM() }
+
+// DurableCommitted is the committed offset the round persists; meaningful
+// when CommittedSync reports true.
+func (s Sync) DurableCommitted() uint64 { return s.round.CommittedOffset() }
+
+// Metastore reports whether the Ready carries the metastore's persist: the
+// driver must not feed the node while such a Ready is in flight.
+func (rd Ready) Metastore() bool {
+	for _, s := range rd.Syncs {
+		if s.meta != nil {
+			return true
+		}
+	}
+	return false
+}
 
 // CommittedSync reports whether the round persists the committed consumer
 // offset.
-func (s Sync) CommittedSync() bool { return s.committed }
+func (s Sync) CommittedSync() bool { return s.round.Committed() }
 
 // Job is long disk work the node hands to its driver (Ready.Jobs).
 type Job struct {

@@ -65,19 +65,16 @@ func (s *stateChecker) nodeStarted(n *simNode) {
 }
 
 // synced records what a completed sync round made durable.
+// It takes the values the round covered, not the node's current ones:
+// appends and acks handled while the round was in flight are not durable.
 func (s *stateChecker) synced(n *simNode, rd node.Ready) {
-	states := partitionStates(n)
 	for _, sync := range rd.Syncs {
-		state, ok := states[sync.Dir]
-		if !ok {
-			continue
-		}
 		key := stateKey(n, sync.Dir)
 		if sync.Data() {
-			s.durableHWM[key] = max(s.durableHWM[key], state.HWM)
+			s.durableHWM[key] = max(s.durableHWM[key], sync.DurableHWM())
 		}
 		if sync.CommittedSync() {
-			s.durableCommitted[key] = max(s.durableCommitted[key], state.Committed)
+			s.durableCommitted[key] = max(s.durableCommitted[key], sync.DurableCommitted())
 		}
 	}
 }

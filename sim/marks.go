@@ -5,6 +5,7 @@ import "sort"
 // ExpectedMarks are the coverage marks a long sweep with every fault must
 // reach; each names a rare path of the core.
 var ExpectedMarks = []string{
+	"node-append-during-sync-round",
 	"node-append-failed",
 	"node-batch-ack",
 	"node-batch-spans-partitions",
@@ -15,6 +16,7 @@ var ExpectedMarks = []string{
 	"node-long-poll-woken",
 	"node-recovered-torn-tail",
 	"node-redelivery",
+	"sim-kill-during-sync-round",
 }
 
 // ExpectedClusterMarks are the further marks a sweep of multi-node worlds

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"narad/chaos"
 	"narad/httpapi"
 	"narad/meta"
 	"narad/msg"
@@ -29,10 +30,13 @@ type simNode struct {
 	// incarnation counts starts; events of an earlier incarnation (a sync
 	// completion, a reply) are ignored after a crash.
 	incarnation int
-	// persisting is true between a Ready with syncs and its completion;
-	// inputs then wait in inbox, as they wait in the host's channel.
-	persisting bool
-	inbox      []func()
+	// persisting is true between a Ready with syncs and its completion.
+	// The node keeps taking inputs meanwhile, except while holding (the
+	// Ready carries the metastore's persist): inputs then wait in inbox,
+	// as they wait in the host's channel. Invariant: holding implies
+	// persisting.
+	persisting, holding bool
+	inbox               []func()
 	// calls are the client requests this incarnation holds, by id;
 	// userChanges the users scenario's changes, described for the trace.
 	calls       map[msg.RequestID]*call
@@ -177,7 +181,7 @@ func (n *simNode) input(feed func()) {
 	if !n.up() {
 		return
 	}
-	if n.persisting {
+	if n.holding {
 		n.inbox = append(n.inbox, feed)
 		return
 	}
@@ -229,7 +233,11 @@ func (n *simNode) cancel(c *call) {
 }
 
 // drive handles Readys until the node has nothing to hand out or a sync
-// round is in flight.
+// round is in flight. A round's fsyncs run when it starts, so the disk
+// makes durable exactly what was written before the round was taken; the
+// round then takes simulated time, during which the node keeps taking
+// inputs (pipelined group commit: their appends go to the next round),
+// unless the round carries the metastore's persist (inputs then wait).
 func (n *simNode) drive() {
 	for n.up() && !n.persisting && n.node.HasReady() {
 		rd := n.node.Ready()
@@ -237,14 +245,49 @@ func (n *simNode) drive() {
 			n.complete(rd)
 			continue
 		}
-		n.persisting = true
+		n.persisting, n.holding = true, rd.Metastore()
 		incarnation := n.incarnation
 		latency := int64(syncLatencyMsMin + n.w.networkRng.IntN(syncLatencyMsMax-syncLatencyMsMin+1))
-		n.w.at(latency, func() { n.persist(rd, incarnation) })
-		if n.killPending != "" && syncsData(rd.Syncs) {
-			n.crashNow(n.killPending, false, n.killDownMs)
+		if n.killPending != "" && syncsData(rd.Syncs) && n.killBeforeSyncs(latency) {
+			return
+		}
+		n.touched = true
+		n.w.maybeFailSync(n, rd)
+		err := runSyncs(rd)
+		n.w.at(latency, func() { n.persist(rd, incarnation, err) })
+	}
+}
+
+// killBeforeSyncs lands the pending kill at a data round: before its
+// fsyncs (it reports true), or while they are in flight and the node takes
+// more inputs (some time before the round completes), so that a crash
+// falls between two overlapping rounds.
+func (n *simNode) killBeforeSyncs(latencyMs int64) bool {
+	kind, downMs := n.killPending, n.killDownMs
+	n.killPending = ""
+	if n.w.faultRng.IntN(2) == 0 {
+		n.crashNow(kind, false, downMs)
+		return true
+	}
+	incarnation := n.incarnation
+	n.w.tracef("%s kill (%s) lands while its sync round is in flight", n.id, kind)
+	n.w.at(int64(n.w.faultRng.IntN(int(latencyMs))), func() {
+		if incarnation == n.incarnation && n.up() {
+			chaos.Reached("sim-kill-during-sync-round")
+			n.crashNow(kind, false, downMs)
+		}
+	})
+	return false
+}
+
+// runSyncs runs a Ready's Syncs in order and returns the first failure.
+func runSyncs(rd node.Ready) error {
+	for _, s := range rd.Syncs {
+		if err := s.Run(); err != nil {
+			return fmt.Errorf("sync %s: %w", s.Dir, err)
 		}
 	}
+	return nil
 }
 
 // syncsData reports whether a round makes appended records durable.
@@ -257,25 +300,23 @@ func syncsData(syncs []node.Sync) bool {
 	return false
 }
 
-// persist completes a sync round: the Syncs run now; a failure is fatal
-// for the node (it crashes and recovers from what is durable).
-func (n *simNode) persist(rd node.Ready, incarnation int) {
+// persist ends a sync round whose fsyncs ran when it started: a failure is
+// fatal for the node (it crashes and recovers from what is durable);
+// otherwise the round's replies and messages leave and the node advances.
+func (n *simNode) persist(rd node.Ready, incarnation int, err error) {
 	if incarnation != n.incarnation || !n.up() {
 		return
 	}
 	n.touched = true
-	n.w.maybeFailSync(n, rd)
-	for _, s := range rd.Syncs {
-		if err := s.Run(); err != nil {
-			n.w.tracef("%s sync %s failed: %v", n.id, s.Dir, err)
-			n.syncFaultArmed = false
-			n.crash("sync-failure")
-			return
-		}
+	if err != nil {
+		n.w.tracef("%s %v", n.id, err)
+		n.syncFaultArmed = false
+		n.crash("sync-failure")
+		return
 	}
 	n.w.checker.synced(n, rd)
 	n.complete(rd)
-	n.persisting = false
+	n.persisting, n.holding = false, false
 	inbox := n.inbox
 	n.inbox = nil
 	for _, feed := range inbox {
@@ -324,7 +365,8 @@ func (n *simNode) reply(reply msg.Reply) {
 // the unsynced writes, and the next start reads them, so recovery must
 // make them durable before it serves them. A kill drawn as a "crash"
 // fault waits for the node's next sync round with data (and lands before
-// its fsyncs); aimed kills (of a leader, of a move's side) land now. A
+// its fsyncs, or while they are in flight and the node takes more inputs);
+// aimed kills (of a leader, of a move's side) land now. A
 // failed fsync always ends as a machine crash: after it the page cache
 // cannot be trusted.
 func (n *simNode) crash(kind string) {
@@ -391,7 +433,7 @@ func (n *simNode) stop() {
 // down forgets the node instance: its requests go unanswered, its
 // connections reset, and it leads nothing.
 func (n *simNode) down() {
-	n.node, n.calls, n.inbox, n.persisting, n.touched = nil, nil, nil, false, true
+	n.node, n.calls, n.inbox, n.persisting, n.holding, n.touched = nil, nil, nil, false, false, true
 	n.killPending = ""
 	n.w.peers.resetNode(n)
 	n.w.raft.nodeDown(n)

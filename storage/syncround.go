@@ -63,6 +63,23 @@ func (r *SyncRound) Records() int {
 	return r.records
 }
 
+// HWM is the HWM the round makes durable and visible.
+func (r *SyncRound) HWM() uint64 {
+	if r == nil {
+		return 0
+	}
+	return r.hwm
+}
+
+// CommittedOffset is the committed offset the round persists, when
+// Committed reports true.
+func (r *SyncRound) CommittedOffset() uint64 {
+	if r == nil {
+		return 0
+	}
+	return r.committedOffset
+}
+
 // Data reports whether the round makes appended records durable.
 func (r *SyncRound) Data() bool { return r != nil && r.data }
 
@@ -131,6 +148,9 @@ func (l *Log) prepareData(r *SyncRound) error {
 // slot (so the persisted HWM never covers a frame that is not durable),
 // and the committed offset. Safe on any goroutine while the loop appends.
 func (r *SyncRound) Run() error {
+	if r == nil {
+		return nil
+	}
 	if r.err != nil {
 		return r.err
 	}
