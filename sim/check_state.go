@@ -125,8 +125,8 @@ func (s *stateChecker) afterStep(w *World, touched []*simNode) {
 			continue
 		}
 		s.checkOpenedServeDurable(n)
-		if n.persisting {
-			continue
+		if n.holding {
+			continue // the metastore's round may be applying a topic change
 		}
 		open := n.node.OpenPartitions()
 		for _, state := range open {
@@ -154,11 +154,13 @@ func (s *stateChecker) checkOpenedServeDurable(n *simNode) {
 }
 
 // forgetClosed forgets the partitions of n that were open at its previous
-// look, are not open now, and moved away from n in the committed
-// placement: if one comes back (a later move), it is checked as a
-// recovery. A log that closed while n still owns the partition (it
-// failed) is not forgotten: when it reopens, its high-watermark must still
-// be exactly the durable one.
+// look and are not open now: when one opens again (a later move brought
+// it back, or its log failed, was evicted or closed as idle, and
+// reopened), it is checked as a recovery: never below the durable
+// high-watermark, and serving only what is durable. A reopen may expose
+// frames that reached the disk unacknowledged (an append written while
+// the log's sync round was in flight, say, before a later write failed
+// the log): recovery fsyncs them before it serves them.
 func (s *stateChecker) forgetClosed(w *World, n *simNode, open []node.PartitionState) {
 	previous := s.open[n.id]
 	if samePartitions(previous, open) {
@@ -170,7 +172,7 @@ func (s *stateChecker) forgetClosed(w *World, n *simNode, open []node.PartitionS
 	}
 	s.open[n.id] = open
 	for _, state := range previous {
-		if !current[state.Dir] && w.clustered() && w.metaLog.owner(state.Topic, state.Partition) != n.id {
+		if !current[state.Dir] {
 			key := stateKey(n, state.Dir)
 			delete(s.seen, key)
 			delete(s.lastCommitted, key)

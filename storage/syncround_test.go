@@ -91,3 +91,29 @@ func TestSyncRoundFailure(t *testing.T) {
 	require.ErrorIs(t, closed.Run(), ErrLogFailed)
 	require.ErrorIs(t, log.CompleteSync(closed, closed.Run()), ErrLogFailed)
 }
+
+// Simulator seed 100092: appends written while another log's round was in
+// flight, then a write that failed the log. Reopened, the log serves the
+// frame that reached the disk unacknowledged, and only once it is durable
+// (a crash right after the reopen keeps it).
+func TestReopenAfterAFailedWriteServesOnlyDurableFrames(t *testing.T) {
+	fs := newLogMemFS(5)
+	cfg := smallLogConfig()
+	cfg.WriteBufferBytesMax = 1 // every append reaches the file at once
+	log, _ := openTestLog(t, fs, "p", cfg)
+	appendTestRecords(t, log, 0, 3)
+	require.NoError(t, log.Sync())
+	appendTestRecords(t, log, 3, 4) // written, never synced
+	fs.FailNext(FaultWrite, ErrNoSpace, 1)
+	_, err := log.Append(testRecord(4))
+	require.ErrorIs(t, err, ErrLogFailed)
+	require.NoError(t, log.Close(), "a failed log closes its files without writing")
+	log, recovery := openTestLog(t, fs, "p", cfg)
+	require.Equal(t, uint64(4), recovery.HWM, "the written frame is found past the persisted hwm")
+	requireTestRecords(t, log, 0, 4)
+	durable, again, err := OpenLog(fs.DurableClone(), "p", cfg)
+	require.NoError(t, err)
+	require.Equal(t, recovery.HWM, again.HWM, "what the reopen serves is durable")
+	require.NoError(t, durable.Close())
+	require.NoError(t, log.Close())
+}
