@@ -624,8 +624,9 @@ func TestNoLeaderIsA503(t *testing.T) {
 }
 
 // TestPeerUnreachableFailsItsForwardsAtOnce: when the driver reports that
-// a peer cannot be reached, the produce waiting on it is re-placed at
-// once, without waiting out the forward timeout.
+// a peer cannot be reached, the keyed produce waiting on it fails at once
+// (retryable), without waiting out the forward timeout, and a keyless one
+// avoids the peer.
 func TestPeerUnreachableFailsItsForwardsAtOnce(t *testing.T) {
 	c, towards := produceTowardsACutOwner(t)
 	owners, gone, at, id := towards.owners, towards.cut, towards.at, towards.id
@@ -635,9 +636,11 @@ func TestPeerUnreachableFailsItsForwardsAtOnce(t *testing.T) {
 	c.nodes[at].PeerUnreachable(gone)
 	c.settle()
 	reply, answered := c.replies[id]
-	require.True(t, answered, "re-placed without a tick")
-	require.NoError(t, reply.Err)
-	require.NotEqual(t, gone, owners[reply.Result.(msg.ProduceResult).Records[0].Partition])
+	require.True(t, answered, "answered without a tick")
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(reply.Err), "a keyed record stays on its key's partition (DESIGN.md §5)")
+	keyless := c.do(at, msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Payload: []byte("any")}}})
+	require.NoError(t, keyless.Err)
+	require.NotEqual(t, gone, owners[keyless.Result.(msg.ProduceResult).Records[0].Partition])
 }
 
 // TestARequestForATopicNotYetKnownHereWaitsForIt: a node whose replica
