@@ -45,6 +45,14 @@ type Node struct {
 	known map[string]int64
 	// cursors are the topics' produce and consume cursors on this node.
 	cursors map[string]*topicCursors
+	// topicCache holds the topics lookupTopic built from the metastore
+	// at applied index topicCacheIndex: a produce looks its topic up once
+	// per record, and building one copies the topic's assignments.
+	// Invariant: every entry agrees with the applied state at that index
+	// and shares cursors[name]; emptied when the index moves or a topic's
+	// cursors are dropped.
+	topicCache      map[string]*topic
+	topicCacheIndex uint64
 
 	partitions map[partitionKey]*partition
 	waiters    *waiterSet

@@ -278,6 +278,7 @@ func (n *Node) dropTopicState(name string) {
 		n.reply(id, nil, gone)
 	}
 	delete(n.cursors, name)
+	n.topicCache = nil // its entry shares the cursors just dropped
 	// Leftovers of a failed removal are reclaimed by the startup sweep.
 	if err := n.fs.RemoveAll(topicsDir + "/" + name); err != nil {
 		n.observer.Event("topic-purge-failed", fmt.Sprintf("%s: %v", name, err))

@@ -28,8 +28,15 @@ type topic struct {
 	schemaID uint64
 }
 
-// lookupTopic reads a topic from the local replica of the metastore.
+// lookupTopic reads a topic from the local replica of the metastore,
+// through topicCache. The topic returned must not be changed.
 func (n *Node) lookupTopic(name string) (*topic, bool) {
+	if index := n.meta.AppliedIndex(); n.topicCache == nil || index != n.topicCacheIndex {
+		n.topicCache, n.topicCacheIndex = map[string]*topic{}, index
+	}
+	if t, ok := n.topicCache[name]; ok {
+		return t, true
+	}
 	record, ok := n.meta.State().Topic(name)
 	if !ok {
 		return nil, false
@@ -40,7 +47,9 @@ func (n *Node) lookupTopic(name string) (*topic, bool) {
 		n.cursors[name] = cursors
 	}
 	latest, _ := record.LatestSchema()
-	return &topic{info: topicInfoOf(record), assignments: record.Assignments, cursors: cursors, schemaID: latest.ID}, true
+	t := &topic{info: topicInfoOf(record), assignments: record.Assignments, cursors: cursors, schemaID: latest.ID}
+	n.topicCache[name] = t
+	return t, true
 }
 
 func topicInfoOf(r meta.TopicRecord) msg.TopicInfo {
