@@ -26,6 +26,12 @@ const (
 	inputsPerRoundMax = 1024
 	// tickIntervalMax is the longest the loop sleeps without a tick.
 	tickIntervalMax = 100 * time.Millisecond
+	// gatherWindowMax bounds how long the next Ready, once none is in
+	// flight, waits for as many client requests as the last round
+	// answered: when the disk is faster than the clients' round trip,
+	// starting at once splits closed-loop clients into two cohorts that
+	// take turns, one fsync each.
+	gatherWindowMax = 500 * time.Microsecond
 )
 
 // input is one thing for the loop: a request (reply != nil), a cancel,
@@ -83,6 +89,14 @@ type loop struct {
 	// persisted carries the result of the Ready in flight (capacity 1:
 	// one Ready at most is in flight, so the sender never blocks).
 	persisted chan persistResult
+	// requestsSinceReady counts the client requests fed since the last
+	// Ready was taken, answeredLastRound the replies the last finished
+	// round delivered; gatherUntil, when not zero, is when the next Ready
+	// stops waiting for more requests, and gather the timer that wakes
+	// the loop then. Loop goroutine only.
+	requestsSinceReady, answeredLastRound int
+	gatherUntil                           time.Time
+	gather                                *time.Timer
 	// serving holds the node's last Serving() answer (nil when ready),
 	// published by the loop for the readiness probe.
 	serving atomic.Pointer[servingState]
@@ -154,6 +168,7 @@ func (l *loop) run(ctx context.Context) error {
 			l.round(input{})
 		case result := <-l.persisted:
 			err = l.persistedRound(result)
+		case <-l.gatherC():
 		}
 		if err == nil {
 			err = l.flush()
@@ -226,9 +241,11 @@ func (l *loop) feed(in input) {
 		delete(l.pending, in.id)
 		l.node.Cancel(in.id)
 	case in.reply != nil && in.userChange != nil:
+		l.requestsSinceReady++
 		l.pending[in.id] = in.reply
 		l.node.ChangeUsers(in.id, in.userChange)
 	case in.reply != nil:
+		l.requestsSinceReady++
 		l.pending[in.id] = in.reply
 		l.node.Handle(in.id, in.request)
 	}
@@ -245,8 +262,9 @@ func (l *loop) flush() error {
 	defer l.logRootSeed()
 	l.publishSchemas()
 	l.publishUsers()
-	for !l.inFlight && l.node.HasReady() {
+	for !l.inFlight && l.node.HasReady() && !l.holdForGather() {
 		rd := l.node.Ready()
+		l.requestsSinceReady = 0
 		if len(rd.Syncs) > 0 && !rd.Metastore() {
 			l.startPersist(rd)
 			return nil
@@ -256,6 +274,41 @@ func (l *loop) flush() error {
 		}
 	}
 	return nil
+}
+
+// holdForGather reports whether the next Ready waits for more client
+// requests: fewer arrived since the last Ready than the last round
+// answered, and the round's gather window (gatherWindowMax from the
+// first time it waited) is still open.
+func (l *loop) holdForGather() bool {
+	if l.requestsSinceReady >= l.answeredLastRound {
+		l.gatherUntil = time.Time{}
+		return false
+	}
+	now := l.clock()
+	if l.gatherUntil.IsZero() {
+		l.gatherUntil = now.Add(gatherWindowMax)
+	}
+	wait := l.gatherUntil.Sub(now)
+	if wait <= 0 {
+		l.gatherUntil = time.Time{}
+		return false
+	}
+	if l.gather == nil {
+		l.gather = time.NewTimer(wait)
+	} else {
+		l.gather.Reset(wait)
+	}
+	return true
+}
+
+// gatherC is the gather timer's channel while the next Ready waits, else
+// nil (a nil channel never fires in a select).
+func (l *loop) gatherC() <-chan time.Time {
+	if l.gatherUntil.IsZero() || l.gather == nil {
+		return nil
+	}
+	return l.gather.C
 }
 
 // startPersist runs a Ready's syncs on a goroutine of their own; the
@@ -288,6 +341,7 @@ func (l *loop) finishRound(result persistResult) error {
 		return fmt.Errorf("persist: %w", result.err)
 	}
 	rd := result.ready
+	l.answeredLastRound = len(rd.Replies)
 	l.publishSchemas()
 	l.publishUsers() // before the replies: a user change is visible once answered
 	l.send(rd.Messages)
