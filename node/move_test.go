@@ -397,3 +397,52 @@ func TestAStatusAnswerSaysFrozenOnlyForTheAskingMove(t *testing.T) {
 	require.False(t, status(c.otherThan(source, target), started.MoveStartedAtMs).Frozen, "a move to another target")
 	require.Equal(t, uint64(1), status(target, started.MoveStartedAtMs+1).HWM, "the state itself is the same")
 }
+
+// TestAFreezeDuringASyncRoundWaitsForTheRecordsAcceptedBeforeIt: with
+// pipelined group commit, a freeze that arrives while a round is in flight
+// and after a later record was accepted is answered only once that record
+// is durable too, with a state that includes it (the copy must hold every
+// record the source will acknowledge).
+func TestAFreezeDuringASyncRoundWaitsForTheRecordsAcceptedBeforeIt(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	source := c.owners(leader, "t")[0]
+	require.NoError(t, c.do(source, producePinned("t", 0, "x")).Err)
+	target := c.otherThan(source)
+	if target == leader {
+		target = c.otherThan(source, leader)
+	}
+	c.cut[target] = true
+	c.startMove(leader, "t", 0, target)
+	n := c.nodes[source]
+	c.send(source, producePinned("t", 0, "in-the-round"))
+	inFlight := n.Ready()
+	c.send(source, producePinned("t", 0, "accepted-meanwhile"))
+	started, _ := n.meta.State().Assignment("t", 0)
+	n.routing.incoming[forwardedRequestBit|999] = incoming{from: target, id: 1}
+	n.moveFreeze(forwardedRequestBit|999, msg.MoveFreeze{Topic: "t", Partition: 0, Target: target, MoveStartedAtMs: started.MoveStartedAtMs})
+	for _, s := range inFlight.Syncs {
+		require.NoError(t, s.Run())
+	}
+	n.Advance(inFlight)
+	next := n.Ready()
+	require.Nil(t, freezeAnswer(next), "the record accepted before the freeze is not durable yet")
+	for _, s := range next.Syncs {
+		require.NoError(t, s.Run())
+	}
+	n.Advance(next)
+	answer := freezeAnswer(n.Ready())
+	require.NotNil(t, answer, "answered once every record accepted before the freeze is durable")
+	require.Equal(t, uint64(3), answer.Reply.Result.(msg.MoveSourceState).HWM)
+}
+
+// freezeAnswer finds the msg.ForwardReply to forward 1 among a Ready's
+// messages.
+func freezeAnswer(rd Ready) *msg.ForwardReply {
+	for _, env := range rd.Messages {
+		if reply, ok := env.Message.(msg.ForwardReply); ok && reply.ID == 1 {
+			return &reply
+		}
+	}
+	return nil
+}
