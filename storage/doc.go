@@ -32,6 +32,18 @@
 //  3. only then raise the visible HWM, so Read and the caller's
 //     acknowledgements see the round.
 //
+// A round can also run in three parts, so that its fsyncs happen off the
+// caller's loop while the loop keeps appending (pipelined group commit):
+// PrepareSync writes the buffered frames and fixes the round's range
+// (Next at that moment) and whether the hwm slot is due; the SyncRound's
+// Run does steps 1 and 2 touching only the files it captured; CompleteSync
+// does step 3 with the round's value, so frames appended after
+// PrepareSync stay invisible until a later round covers them. One round
+// at most is in flight per log; while it is, the log counts as Dirty,
+// retention deletes nothing and Close leaves the files open until the
+// round completes (an fsync covers what was written before it started,
+// which is everything the round covers).
+//
 // A produce is acknowledged only after the round covering it returned, so
 // its frame is durable. The hwm file is written lazily: step 2 runs only
 // when the frames appended since its last write reach
