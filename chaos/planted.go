@@ -20,10 +20,15 @@ const (
 	// past the persisted high-watermark without syncing them first (they
 	// may sit only in the page cache after a process crash).
 	BugRecoveryServesUnsynced
+	// BugRoundCoversLaterAppends makes a completed sync round visible up
+	// to the log's end, including the frames appended while it was in
+	// flight, which it did not make durable (pipelined group commit).
+	BugRoundCoversLaterAppends
 )
 
 // Bugs lists every planted bug, for tests that try each.
-var Bugs = []Bug{BugAckBeforeSync, BugVisibleBeforeDurable, BugForgetCommitted, BugRepeatedAckStale, BugRecoveryServesUnsynced}
+var Bugs = []Bug{BugAckBeforeSync, BugVisibleBeforeDurable, BugForgetCommitted, BugRepeatedAckStale, BugRecoveryServesUnsynced,
+	BugRoundCoversLaterAppends}
 
 func (b Bug) String() string {
 	switch b {
@@ -37,6 +42,8 @@ func (b Bug) String() string {
 		return "repeated-ack-stale"
 	case BugRecoveryServesUnsynced:
 		return "recovery-serves-unsynced"
+	case BugRoundCoversLaterAppends:
+		return "round-covers-later-appends"
 	}
 	return "unknown-bug"
 }

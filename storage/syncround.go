@@ -1,6 +1,10 @@
 package storage
 
-import "errors"
+import (
+	"errors"
+
+	"narad/chaos"
+)
 
 // SyncRound is one sync round of a log, split so that its fsyncs can run
 // off the caller's loop while the loop keeps appending:
@@ -217,6 +221,9 @@ func (l *Log) completeRound(r *SyncRound) {
 	if r.data {
 		assert(r.hwm >= l.hwm && r.hwm <= l.next, "sync round hwm %d not in [%d, %d]", r.hwm, l.hwm, l.next)
 		l.hwm = r.hwm
+		if chaos.Planted(chaos.BugRoundCoversLaterAppends) {
+			l.hwm = l.next // planted: the appends made while the round ran were never fsynced
+		}
 	}
 	if invariantsEnabled {
 		l.checkInvariants()
