@@ -32,10 +32,13 @@
 // Pipelined group commit: a Ready whose syncs are partition logs' only
 // is persisted off the loop, and the loop keeps feeding the node
 // meanwhile; what it feeds goes into the next Ready, which the loop takes
-// as soon as the one in flight came back and was advanced. The disk is
-// never idle while work waits, and no window holds a round for its late
-// arrivals. A Ready that carries the metastore's persist is persisted on
-// the loop, which feeds nothing until it is advanced (the node contract).
+// once the one in flight came back and was advanced. The next Ready starts
+// at once when as many client requests are waiting as the last round
+// answered; otherwise it waits for them up to gatherWindowMax (closed-loop
+// clients answered by one round would else miss the next and take turns
+// with the others, one fsync each). A Ready that carries the metastore's
+// persist is persisted on the loop, which feeds nothing until it is
+// advanced (the node contract).
 //
 // Cluster configuration (cluster.peers) becomes the metastore's voters
 // (raft ids from meta.RaftIDOf), the node's reachable cluster and HTTP
