@@ -142,20 +142,26 @@
 //     round in flight counts as dirty (it is never evicted nor closed as
 //     idle), retention waits for the next tick after the round, and a log
 //     closed meanwhile (its storage failed, say) keeps its files open until
-//     the round completes. Directories are removed only while applying the
-//     metastore, which happens in Advance after the rounds completed.
+//     the round completes; a log that failed meanwhile raises no HWM at
+//     Advance (it reopens from its disk, recovering what is durable),
+//     while the replies of the round, whose fsyncs succeeded, stand. The
+//     directory of a partition this node writes
+//     is removed only while applying the metastore (a deleted topic, a
+//     partition moved away), which happens in Advance after the rounds
+//     completed; the other removals (a move's staged or rolled-back copy,
+//     a stale copy swept) touch partitions this node does not write.
 //   - A Ready that carries the metastore's persist is not overlapped: the
 //     driver persists and advances it before feeding anything else (Raft
 //     must see its entries persisted before it is stepped again, and the
 //     applied state is read by every input).
 //
-// The driver may also handle every Ready at once, without overlap (the
-// simulator does both): the outputs are the same for the same inputs in
-// the same order.
+// A driver may also feed nothing between Ready and Advance; the node is
+// the same state machine either way, driven by the sequence of calls.
 //
 // Group commit falls out of this: every produce handled since the last
 // Ready was taken shares one sync round per touched log, and with
-// pipelining the disk never waits for a window to fill.
+// pipelining the requests that arrive while a round is on disk are
+// handled meanwhile and share the next one.
 //
 // Determinism: the same inputs in the same order produce the same outputs.
 // Iteration over maps whose order could reach an output is sorted.
