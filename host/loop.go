@@ -154,6 +154,7 @@ func (l *loop) run(ctx context.Context) error {
 		l.setFailed(err)
 		return err
 	}
+	l.publishServing()
 	l.refreshPeers()
 	for {
 		var err error
@@ -258,8 +259,6 @@ func (l *loop) feed(in input) {
 // persist, which the node contract does not let overlap) is persisted and
 // finished here. A Ready whose persist failed sends and answers nothing.
 func (l *loop) flush() error {
-	defer l.publishServing()
-	defer l.logRootSeed()
 	l.publishSchemas()
 	l.publishUsers()
 	for !l.inFlight && l.node.HasReady() && !l.holdForGather() {
@@ -352,6 +351,10 @@ func (l *loop) finishRound(result persistResult) error {
 	for _, job := range rd.Jobs {
 		l.startJob(job)
 	}
+	// Readiness, leadership and the root seed change only when a Ready
+	// applies the metastore: published here, not after every input.
+	l.publishServing()
+	l.logRootSeed()
 	return nil
 }
 
