@@ -63,7 +63,9 @@ func topicInfoOf(r meta.TopicRecord) msg.TopicInfo {
 
 // owner is the node that serves a partition now.
 func (t *topic) owner(index int) string {
-	assert(index < len(t.assignments), "node: topic %s has %d assignments, partition %d asked", t.info.Name, len(t.assignments), index)
+	if index >= len(t.assignments) { // not assert(...): its arguments would be boxed on every call
+		assert(false, "node: topic %s has %d assignments, partition %d asked", t.info.Name, len(t.assignments), index)
+	}
 	return t.assignments[index].Owner
 }
 

@@ -258,7 +258,9 @@ func (l *Log) appendFrame(offset uint64, r Record, frameBytes int64) {
 	active := l.active()
 	start := len(l.pending)
 	l.pending = encodeRecordFrame(l.pending, offset, r)
-	assert(int64(len(l.pending)-start) == frameBytes, "frame of offset %d is %d bytes, expected %d", offset, len(l.pending)-start, frameBytes)
+	if int64(len(l.pending)-start) != frameBytes { // not assert(...): its arguments would be boxed on every append
+		assert(false, "frame of offset %d is %d bytes, expected %d", offset, len(l.pending)-start, frameBytes)
+	}
 	if invariantsEnabled {
 		checkEncodedFrame(l.pending[start:], offset, r, l.cfg.FrameBytesMax)
 	}
