@@ -22,23 +22,19 @@
 //     bounded inbox (peers first, so client floods cannot delay Raft), and
 //     its writers send what the loop queued. The transport starts before
 //     the loop and closes after the loop stopped;
-//   - the persist of the Ready in flight: one goroutine that runs its
-//     Syncs (with short-lived workers, one per partition, when there are
-//     several) and hands the result back to the loop.
+//   - short-lived sync workers, one per partition of a Ready, joined
+//     before the loop goes on.
 //
 // Every goroutine starts through Host.goFunc, registered with a WaitGroup,
 // so shutdown can wait for all of them.
 //
-// Pipelined group commit: a Ready whose syncs are partition logs' only
-// is persisted off the loop, and the loop keeps feeding the node
-// meanwhile; what it feeds goes into the next Ready, which the loop takes
-// once the one in flight came back and was advanced. The next Ready starts
-// at once when as many client requests are waiting as the last round
-// answered; otherwise it waits for them up to gatherWindowMax (closed-loop
-// clients answered by one round would else miss the next and take turns
-// with the others, one fsync each). A Ready that carries the metastore's
-// persist is persisted on the loop, which feeds nothing until it is
-// advanced (the node contract).
+// Group commit: while the loop persists one Ready, new requests queue in
+// the inbox; the next iteration handles all of them (up to
+// inputsPerRoundMax inputs) before the next Ready, so they share one sync
+// round per partition. Peer envelopes do not count as client requests in
+// the gather window. The loop does not feed the node while a Ready's
+// syncs run, though the node contract would allow it (loop.go's flush
+// says why).
 //
 // Cluster configuration (cluster.peers) becomes the metastore's voters
 // (raft ids from meta.RaftIDOf), the node's reachable cluster and HTTP

@@ -12,9 +12,9 @@ import (
 )
 
 // TestShutdownUnderLoadKeepsEveryAcknowledgedRecord: producers keep
-// sending while the host shuts down, so a sync round is in flight off the
-// loop while the loop feeds the node and then stops. Every produce
-// answered 202 is consumed after a restart on the same data.
+// sending while the host shuts down, so the loop stops with requests
+// queued, handled and in a sync round. Every produce answered 202 is
+// consumed after a restart on the same data.
 func TestShutdownUnderLoadKeepsEveryAcknowledgedRecord(t *testing.T) {
 	const producers, perProducer = 8, 60
 	dir := t.TempDir()
