@@ -412,8 +412,8 @@ func TestProduceIsReroutedAroundADeadOwner(t *testing.T) {
 // TestUnansweredKeyedForwardIsA503AfterTheTimeout: an owner that is cut
 // off but not yet marked dead lets a forwarded keyed produce time out; the
 // record stays pinned to its key's partition, so the client gets a
-// retryable 503, and the next produce with that key gets one at once
-// (DESIGN.md §5), while a keyless produce avoids the silent owner.
+// retryable 503, and the next produce with that key gets one at once,
+// while a keyless produce avoids the silent owner.
 func TestUnansweredKeyedForwardIsA503AfterTheTimeout(t *testing.T) {
 	c, towards := produceTowardsACutOwner(t)
 	owners, silent, at, key := towards.owners, towards.cut, towards.at, towards.key
@@ -637,7 +637,7 @@ func TestPeerUnreachableFailsItsForwardsAtOnce(t *testing.T) {
 	c.settle()
 	reply, answered := c.replies[id]
 	require.True(t, answered, "answered without a tick")
-	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(reply.Err), "a keyed record stays on its key's partition (DESIGN.md §5)")
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(reply.Err), "a keyed record stays on its key's partition")
 	keyless := c.do(at, msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Payload: []byte("any")}}})
 	require.NoError(t, keyless.Err)
 	require.NotEqual(t, gone, owners[keyless.Result.(msg.ProduceResult).Records[0].Partition])

@@ -44,9 +44,9 @@ func ringNext(preferred, count int, usable func(int) bool) (int, bool) {
 // never moves. A record pinned by its key moves only off a partition that
 // is frozen for a move or that its live owner refused (a produce never
 // waits on a freeze); when the partition's owner is dead or unreachable it
-// gets a prompt Unavailable instead (DESIGN.md §5): rerouting it would
-// split the key's records over two partitions for as long as the owner is
-// gone, and the client can retry as cheaply as the node could reroute.
+// gets a prompt Unavailable instead: rerouting it would split the key's
+// records over two partitions for as long as the owner is gone, and the
+// client can retry as cheaply as the node could reroute.
 func (n *Node) routeRecord(t *topic, rec msg.ProduceRecord, preferred int, excludedOwners map[string]bool, excludedPartitions map[int]bool) (int, error) {
 	usable := func(index int) bool {
 		return !excludedPartitions[index] && !n.frozen(t, index) && n.ownerAvailable(t.owner(index), excludedOwners)
