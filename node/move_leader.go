@@ -8,6 +8,7 @@ import (
 	"narad/meta"
 	"narad/move"
 	"narad/msg"
+	"narad/node/movedest"
 )
 
 // The leader's share of moves: it runs the planner (package move) past
@@ -143,7 +144,7 @@ func (n *Node) decommission(id msg.RequestID, r msg.Decommission) {
 func (n *Node) abortUncopiedMoves(member string) {
 	n.gatherMoves(false, func(result msg.MovesResult) {
 		for _, m := range result.Moves {
-			if m.From != member || m.BytesCopied > 0 || (m.Phase != "" && m.Phase != phaseCatchUp.String()) {
+			if m.From != member || m.BytesCopied > 0 || (m.Phase != "" && m.Phase != movedest.PhaseCatchUp.String()) {
 				continue
 			}
 			chaos.Reached("node-cancel-aborts-move")
@@ -196,10 +197,8 @@ func (n *Node) fillProgress(entry *msg.Move) {
 	if !ok || entry.To != n.cfg.NodeID {
 		return
 	}
-	entry.Phase, entry.BytesCopied = s.phase.String(), s.bytesCopied
-	for _, segment := range s.state.Segments {
-		entry.BytesTotal += segment.Size
-	}
+	progress := s.machine.Progress()
+	entry.Phase, entry.BytesCopied, entry.BytesTotal = progress.Phase.String(), progress.BytesCopied, progress.BytesTotal
 }
 
 // mergeProgress copies a destination's progress into the list.

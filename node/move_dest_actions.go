@@ -1,0 +1,202 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+
+	"narad/chaos"
+	"narad/meta"
+	"narad/msg"
+	"narad/node/movedest"
+	"narad/storage"
+)
+
+// applyMoveOutput reports a session's notes and carries out its action;
+// cause is the error of the input that produced it (a restart's reason).
+func (n *Node) applyMoveOutput(s *moveSession, out movedest.Output, cause error) {
+	for _, note := range out.Notes {
+		n.noteMove(s, note)
+	}
+	move, action := s.machine.Move(), out.Action
+	switch action.Kind {
+	case movedest.ActionNone:
+	case movedest.ActionStatus:
+		n.requestFromSource(s, action, msg.MoveStatus{Topic: move.Topic, Partition: move.Partition, Target: move.Target, MoveStartedAtMs: move.StartedAtMs})
+	case movedest.ActionRead:
+		n.requestFromSource(s, action, msg.MoveRead{Topic: move.Topic, Partition: move.Partition, Base: action.Base, Position: action.Position})
+	case movedest.ActionFreeze:
+		n.requestFromSource(s, action, msg.MoveFreeze{Topic: move.Topic, Partition: move.Partition, Target: move.Target, MoveStartedAtMs: move.StartedAtMs})
+	case movedest.ActionFinalize:
+		n.startFinalizeJob(s, action)
+	case movedest.ActionFlip:
+		n.proposeFlip(move, action.Forced)
+	case movedest.ActionAbort:
+		n.propose(0, proposalMove, move.Topic, meta.AbortMove{Topic: move.Topic, Partition: move.Partition, ExpectedTarget: move.Target})
+	case movedest.ActionRestart:
+		n.restartSession(s, cause)
+	default:
+		assert(false, "node: move session of %s/%d asked for unknown action %d", move.Topic, move.Partition, action.Kind)
+	}
+}
+
+// noteMove turns a step the session reports into the node's events and
+// coverage marks.
+func (n *Node) noteMove(s *moveSession, note movedest.Note) {
+	switch note.Kind {
+	case movedest.NoteCatchUpDone:
+		if !note.Converged {
+			chaos.Reached("node-move-catchup-gave-up")
+		}
+		n.observer.Event("move-catchup-done", fmt.Sprintf("%s/%d: lag %d bytes after %d passes, converged %t", s.key.topic, s.key.index, note.LagBytes, note.Passes, note.Converged))
+	case movedest.NoteHandedOff:
+		chaos.Reached("node-move-handoff")
+	case movedest.NoteForcePromote:
+		chaos.Reached("node-move-force-promote")
+		n.observer.Event("move-force-promote", fmt.Sprintf("%s/%d: source %s dead since %d ms; promoting the copy at hwm %d",
+			s.key.topic, s.key.index, s.machine.Move().Source, note.SilentForMs, note.HWM))
+	case movedest.NoteStalled:
+		chaos.Reached("node-move-stalled")
+	case movedest.NoteInstalled:
+		chaos.Reached("node-move-installed")
+	}
+}
+
+// requestFromSource sends a session's request to the source; the answer
+// reaches the session only if it is still the current one. MoveStatus and
+// MoveFreeze name this session's move, so an answer says Frozen only when
+// the source is frozen for it (then the state is final and may be
+// promoted), never for a move the source has not yet seen replaced (seed
+// 2698).
+func (n *Node) requestFromSource(s *moveSession, action movedest.Action, req msg.Request) {
+	n.forward(s.machine.Move().Source, req, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) {
+		if n.moves[s.key] != s {
+			return
+		}
+		n.sourceAnswered(s, action, reply)
+	})
+}
+
+// sourceAnswered hands the source's answer to the session; a read's chunk
+// is written to the staged copy first.
+func (n *Node) sourceAnswered(s *moveSession, action movedest.Action, reply msg.Reply) {
+	answer := movedest.Answer{Request: action.Request, OK: reply.Err == nil, Gone: msg.CodeOf(reply.Err) == msg.CodeGone}
+	switch result := reply.Result.(type) {
+	case msg.MoveSourceState:
+		answer.State = sourceStateOf(result)
+	case msg.MoveChunk:
+		if reply.Err == nil && action.Kind == movedest.ActionRead && len(result.Data) > 0 {
+			assert(s.staged.StagedSize(action.Base) == action.Position, "node: move of %s/%d read segment %d at %d, but %d bytes are staged",
+				s.key.topic, s.key.index, action.Base, action.Position, s.staged.StagedSize(action.Base))
+			if err := s.staged.WriteChunk(action.Base, action.Position, result.Data); err != nil {
+				n.restartSession(s, err)
+				return
+			}
+			answer.Written = int64(len(result.Data))
+		}
+	}
+	out := s.machine.Answered(n.seenBy(s), answer)
+	if answer.Written > 0 {
+		n.moveObserver.MoveCopied(answer.Written)
+	}
+	n.applyMoveOutput(s, out, reply.Err)
+}
+
+// sourceStateOf translates the source's state for the session.
+func sourceStateOf(state msg.MoveSourceState) *movedest.SourceState {
+	out := &movedest.SourceState{HWM: state.HWM, Committed: state.Committed, Frozen: state.Frozen}
+	for _, segment := range state.Segments {
+		out.Segments = append(out.Segments, movedest.Segment{Base: segment.Base, Size: segment.Size})
+	}
+	return out
+}
+
+// startFinalizeJob records the source's final state in the copy and hands
+// the sync, install and verification to the driver as a job it runs off
+// the loop (Ready.Jobs): a copy of gigabytes takes a second or more to
+// read back, and the loop must not stall meanwhile.
+func (n *Node) startFinalizeJob(s *moveSession, action movedest.Action) {
+	if err := s.staged.SetState(action.HWM, action.Committed); err != nil {
+		n.restartSession(s, err)
+		return
+	}
+	job := &moveJob{fs: n.fs, cfg: n.cfg.Log, staged: s.staged, stagedDir: s.stagedDir,
+		finalDir: PartitionDir(s.key.topic, s.key.index), minHWM: action.HWM, request: action.Request}
+	n.moveJobs = append(n.moveJobs, movePending{session: s, job: job})
+}
+
+// jobDone continues a session whose finalize job ran.
+func (n *Node) jobDone(s *moveSession, job *moveJob) {
+	if n.moves[s.key] != s {
+		n.discardJob(job)
+		return
+	}
+	s.staged = nil // closed by the job
+	if job.err == nil {
+		job.err = n.store.Adopt(job.finalDir, job.log, n.nowMs)
+	}
+	if job.err != nil && job.log != nil {
+		_ = job.log.Close() // not adopted: nobody else holds it
+	}
+	n.applyMoveOutput(s, s.machine.JobDone(n.seenBy(s), job.request, job.err == nil), job.err)
+}
+
+// discardJob undoes the install of a job whose session ended meanwhile
+// (the move was aborted): the flip was never proposed.
+func (n *Node) discardJob(job *moveJob) {
+	if job.log == nil {
+		return
+	}
+	_ = job.log.Close() // never adopted
+	if err := storage.DeletePartition(n.fs, job.finalDir); err != nil {
+		n.observer.Event("move-rollback-failed", fmt.Sprintf("%s: %v", job.finalDir, err))
+	}
+}
+
+// proposeFlip proposes the guarded ownership flip: CompleteMove, or
+// ForcePromote when the copy replaces a dead source.
+func (n *Node) proposeFlip(move movedest.Move, forced bool) {
+	var cmd meta.Command = meta.CompleteMove{Topic: move.Topic, Partition: move.Partition, ExpectedOwner: move.Source,
+		ExpectedTarget: move.Target, ExpectedStartedAtMs: move.StartedAtMs}
+	if forced {
+		cmd = meta.ForcePromote{Topic: move.Topic, Partition: move.Partition, ExpectedOwner: move.Source,
+			ExpectedTarget: move.Target, ExpectedStartedAtMs: move.StartedAtMs}
+	}
+	n.propose(0, proposalMove, move.Topic, cmd)
+}
+
+// discardStagedCopies removes the staged copies of an earlier run: its
+// sessions start again.
+func (n *Node) discardStagedCopies() error {
+	if err := n.fs.RemoveAll(movesDir); err != nil && !errors.Is(err, storage.ErrNotExist) {
+		return fmt.Errorf("discard staged copies: %w", err)
+	}
+	return nil
+}
+
+// movePending is a finalize job waiting for, or riding in, a Ready.
+type movePending struct {
+	session *moveSession
+	job     *moveJob
+}
+
+// addMoveJobs hands the pending finalize jobs to the driver.
+func (n *Node) addMoveJobs(rd *Ready) {
+	for i := range n.moveJobs {
+		rd.Jobs = append(rd.Jobs, Job{pending: &n.moveJobs[i]})
+	}
+	n.moveJobs = nil
+}
+
+// MoveSessions describes the moves into this node that run here, sorted
+// by topic and partition (the simulator aims its faults at their phases).
+func (n *Node) MoveSessions() []msg.Move {
+	var out []msg.Move
+	for _, key := range n.sessionKeys() {
+		s := n.moves[key]
+		entry := msg.Move{Topic: key.topic, Partition: key.index, From: s.machine.Move().Source, To: n.cfg.NodeID,
+			StartedAtMs: s.machine.Progress().StartedAtMs}
+		n.fillProgress(&entry)
+		out = append(out, entry)
+	}
+	return out
+}

@@ -1,0 +1,157 @@
+package movedest
+
+import "narad/invariant"
+
+// step takes the session's next step: the guards first, then the phase's
+// work. It adds at most one action to out.
+func (s *Session) step(seen Seen, out *Output) {
+	invariant.Check(!s.Busy() && out.Action.Kind == ActionNone,
+		"movedest: %s/%d stepped with %d in flight or an action taken", s.move.Topic, s.move.Partition, s.pending)
+	if s.givesUp(seen, out) {
+		return
+	}
+	switch s.phase {
+	case PhaseCatchUp:
+		s.copyThen(out, ActionStatus)
+	case PhaseHandoff:
+		s.send(out, Action{Kind: ActionFreeze})
+	case PhaseFinalize:
+		s.copyThen(out, ActionFinalize)
+	case PhaseFlip:
+		s.proposeFlip(seen, out)
+	default:
+		invariant.Broken("movedest: %s/%d is in unknown phase %d", s.move.Topic, s.move.Partition, s.phase)
+	}
+}
+
+// copyThen reads the next missing chunk of the source's last state, or
+// takes then when the copy holds all of it (a status request before the
+// first state).
+func (s *Session) copyThen(out *Output, then ActionKind) {
+	if !s.haveState {
+		s.send(out, Action{Kind: ActionStatus})
+		return
+	}
+	for _, segment := range s.state.Segments {
+		if copied := s.copied[segment.Base]; copied < segment.Size {
+			s.send(out, Action{Kind: ActionRead, Base: segment.Base, Position: copied})
+			return
+		}
+	}
+	if then == ActionFinalize {
+		s.send(out, Action{Kind: ActionFinalize, HWM: s.state.HWM, Committed: s.state.Committed})
+		return
+	}
+	s.send(out, Action{Kind: then})
+}
+
+// send puts a request or job in flight under the next number.
+func (s *Session) send(out *Output, action Action) {
+	invariant.Check(action.Kind != ActionFinalize || s.state.Frozen || s.forced,
+		"movedest: %s/%d finalizes a state the source never froze", s.move.Topic, s.move.Partition)
+	s.pendingRequest++
+	s.pending, s.pendingBase = action.Kind, action.Base
+	action.Request = s.pendingRequest
+	out.Action = action
+}
+
+// lagBytes is how far the copy is behind the source's last state.
+func (s *Session) lagBytes() int64 {
+	var lag int64
+	for _, segment := range s.state.Segments {
+		lag += max(segment.Size-s.copied[segment.Base], 0)
+	}
+	return lag
+}
+
+// statusAnswered ends a CatchUp pass: hand off once the lag is small, the
+// passes are used up, or the lag stopped shrinking. In a later phase the
+// state only refreshes what is left to copy.
+func (s *Session) statusAnswered(seen Seen, answer Answer, out *Output) {
+	if !answer.OK || answer.State == nil {
+		return // asked again at the next tick
+	}
+	first := !s.haveState
+	s.state, s.haveState = *answer.State, true
+	if s.phase != PhaseCatchUp {
+		s.step(seen, out)
+		return
+	}
+	lag := s.lagBytes()
+	if !first {
+		s.passes++
+	}
+	converged := lag <= s.cfg.LagBytes
+	stuck := s.passes >= s.cfg.CatchUpPassesMax || (s.lastLagBytes >= 0 && lag >= s.lastLagBytes && !first)
+	s.lastLagBytes = lag
+	if converged || stuck {
+		out.Notes = append(out.Notes, Note{Kind: NoteCatchUpDone, LagBytes: lag, Passes: s.passes, Converged: converged})
+		s.phase = PhaseHandoff
+	}
+	s.step(seen, out)
+}
+
+// readAnswered counts a chunk the node wrote and steps on; a source that
+// lost the bytes restarts the copy.
+func (s *Session) readAnswered(seen Seen, answer Answer, out *Output) {
+	switch {
+	case answer.Gone:
+		out.Action = Action{Kind: ActionRestart}
+	case !answer.OK || answer.Written <= 0:
+		return // read again at the next tick
+	default:
+		s.copied[s.pendingBase] += answer.Written
+		s.bytesCopied += answer.Written
+		s.step(seen, out)
+	}
+}
+
+// freezeAnswered moves to Finalize on a frozen state: only that state is
+// final. Any other answer is asked again at the next tick.
+func (s *Session) freezeAnswered(seen Seen, answer Answer, out *Output) {
+	if !answer.OK || answer.State == nil || !answer.State.Frozen {
+		return
+	}
+	invariant.Check(s.phase == PhaseHandoff, "movedest: %s/%d was answered a freeze in %s", s.move.Topic, s.move.Partition, s.phase)
+	out.Notes = append(out.Notes, Note{Kind: NoteHandedOff, HWM: answer.State.HWM})
+	s.state, s.phase = *answer.State, PhaseFinalize
+	s.step(seen, out)
+}
+
+// proposeFlip proposes the guarded ownership flip, again if a proposal
+// seems lost: the source stays frozen meanwhile.
+func (s *Session) proposeFlip(seen Seen, out *Output) {
+	if s.flipProposedAtMs != 0 && seen.NowMs-s.flipProposedAtMs < min(FlipRetryMs, s.cfg.ProposalTimeoutMs) {
+		return
+	}
+	s.flipProposedAtMs = seen.NowMs
+	out.Action = Action{Kind: ActionFlip, Forced: s.forced}
+}
+
+// givesUp handles a source that stopped answering: a dead source is
+// replaced by the copy after ForcePromoteAfterMs if the copy holds all of
+// its last known state and that state is final (the source answered the
+// freeze, so it accepted nothing after it; promoting an earlier state
+// would lose records the source acknowledged since); an alive one that
+// lets the session make no progress for StallTimeoutMs gets the move
+// aborted. It reports whether the session took that path (or waits for a
+// dead source).
+func (s *Session) givesUp(seen Seen, out *Output) bool {
+	if s.phase == PhaseFlip || s.phase == PhaseFinalize && !s.forced && s.state.Frozen {
+		return false
+	}
+	silentForMs := seen.NowMs - s.lastContactMs
+	switch {
+	case seen.SourceDead && s.reached && s.state.Frozen && silentForMs >= s.cfg.ForcePromoteAfterMs && s.lagBytes() == 0:
+		out.Notes = append(out.Notes, Note{Kind: NoteForcePromote, SilentForMs: silentForMs, HWM: s.state.HWM})
+		s.forced, s.phase = true, PhaseFinalize
+		s.send(out, Action{Kind: ActionFinalize, HWM: s.state.HWM, Committed: s.state.Committed})
+		return true
+	case !seen.SourceDead && !s.abortProposed && seen.NowMs-s.lastProgressMs >= s.cfg.StallTimeoutMs:
+		out.Notes = append(out.Notes, Note{Kind: NoteStalled})
+		s.abortProposed = true
+		out.Action = Action{Kind: ActionAbort}
+		return true
+	}
+	return seen.SourceDead // wait for the source, or for the promotion delay
+}
