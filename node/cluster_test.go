@@ -495,22 +495,6 @@ func keyFor(t *testing.T, partitions, partition int) []byte {
 	return nil
 }
 
-// TestRingNext: the preferred partition when usable, else the next usable
-// one in ring order, else none.
-func TestRingNext(t *testing.T) {
-	usable := func(allowed ...int) func(int) bool {
-		return func(index int) bool { return slices.Contains(allowed, index) }
-	}
-	index, ok := ringNext(2, 6, usable(0, 2, 4))
-	require.True(t, ok)
-	require.Equal(t, 2, index)
-	index, ok = ringNext(5, 6, usable(1, 3))
-	require.True(t, ok)
-	require.Equal(t, 1, index, "wraps around")
-	_, ok = ringNext(0, 6, usable())
-	require.False(t, ok)
-}
-
 // join starts a node that joins the running cluster: it knows the peers
 // (or only those named in via) and itself, and bootstraps nothing.
 func (c *clusterHarness) join(id string, via ...string) {
@@ -763,7 +747,7 @@ func TestALateForwardReplyOfAnEarlierIncarnationIsDropped(t *testing.T) {
 	at := c.otherThan(leader)
 	remote := slices.IndexFunc(owners, func(o string) bool { return o != at })
 	require.NoError(t, c.do(at, producePinned("t", remote, "before")).Err)
-	before := c.nodes[at].routing.lastForwardID
+	before := c.nodes[at].routing.forwards.LastID()
 	require.NotZero(t, before, "the produce was forwarded")
 	c.crash(at)
 	c.elect()
@@ -771,7 +755,7 @@ func TestALateForwardReplyOfAnEarlierIncarnationIsDropped(t *testing.T) {
 	id := c.send(at, producePinned("t", remote, "x"))
 	c.settle()
 	var pending uint64
-	for forwardID := range c.nodes[at].routing.outgoing {
+	for _, forwardID := range c.nodes[at].routing.forwards.Pending() {
 		pending = forwardID
 	}
 	require.NotZero(t, pending)

@@ -2,9 +2,9 @@ package node
 
 import (
 	"fmt"
-	"slices"
 
 	"narad/msg"
+	"narad/node/route"
 )
 
 // Request ids the node makes for itself live above the range a driver
@@ -21,14 +21,6 @@ const (
 	internalRequestBit msg.RequestID = 1 << 62
 )
 
-// outgoing is a request this node forwarded and waits to hear about.
-type outgoing struct {
-	to         string
-	deadlineMs int64
-	// done receives the reply, or a 503 when the deadline passes first.
-	done func(msg.Reply)
-}
-
 // incoming is a request a peer forwarded here: where its reply goes.
 type incoming struct {
 	from string
@@ -38,13 +30,14 @@ type incoming struct {
 // routing is the node's state for requests that cross nodes. Only the
 // node's own methods change it.
 type routing struct {
-	// outgoing holds the forwards awaiting a reply, by forward id.
-	outgoing map[uint64]*outgoing
-	// lastForwardID numbers forwards; only increases. It starts at the
+	// forwards are the forwards awaiting a reply, and the peers marked
+	// down because they let one time out. Their ids start at the
 	// incarnation's nonce base, so a late ForwardReply to a forward of an
 	// earlier incarnation never matches a forward of this one (ids used
 	// to restart at 1: a consume's reply once answered a produce part).
-	lastForwardID uint64
+	// A forward's continuation gets the reply, or a 503 when the deadline
+	// passes first.
+	forwards *route.Forwards[func(msg.Reply)]
 	// incoming maps the request id given to a forwarded request to its
 	// origin.
 	incoming map[msg.RequestID]incoming
@@ -52,20 +45,15 @@ type routing struct {
 	internal map[msg.RequestID]func(msg.Reply)
 	// lastLocalID numbers incoming and internal requests; only increases.
 	lastLocalID uint64
-	// peerDownUntilMs holds the peers that let a forward time out, until
-	// when produce placement and consume probes avoid them. A reply from
-	// the peer clears its entry.
-	peerDownUntilMs map[string]int64
 	// produceForwards holds, per owner and topic, the forward of produce
 	// parts gathered in the Ready being built (route_produce.go); emptied
 	// when a Ready is handed out.
-	produceForwards map[produceForwardKey]*produceForward
+	produceForwards map[produceForwardKey]*route.Batch[func(msg.Reply)]
 }
 
 func newRouting() routing {
-	return routing{outgoing: map[uint64]*outgoing{}, incoming: map[msg.RequestID]incoming{},
-		internal: map[msg.RequestID]func(msg.Reply){}, peerDownUntilMs: map[string]int64{},
-		produceForwards: map[produceForwardKey]*produceForward{}}
+	return routing{forwards: route.NewForwards[func(msg.Reply)](0), incoming: map[msg.RequestID]incoming{},
+		internal: map[msg.RequestID]func(msg.Reply){}, produceForwards: map[produceForwardKey]*route.Batch[func(msg.Reply)]{}}
 }
 
 // localOnly reports whether a request must be served from this node's own
@@ -85,9 +73,7 @@ func (n *Node) send(to string, message msg.PeerMessage) {
 // the forward's id.
 func (n *Node) forward(to string, req msg.Request, timeoutMs int64, done func(msg.Reply)) uint64 {
 	assert(to != n.cfg.NodeID, "node: forward of %T to itself", req)
-	n.routing.lastForwardID++
-	id := n.routing.lastForwardID
-	n.routing.outgoing[id] = &outgoing{to: to, deadlineMs: n.nowMs + timeoutMs, done: done}
+	id := n.routing.forwards.Start(to, n.nowMs+timeoutMs, done)
 	n.send(to, msg.ForwardRequest{ID: id, Request: req, LocalOnly: true})
 	return id
 }
@@ -112,38 +98,24 @@ func (n *Node) stepForwardRequest(from string, m msg.ForwardRequest) {
 // stepForwardReply hands a peer's answer to the forward's continuation; a
 // reply that comes after the deadline (or from the wrong node) is dropped.
 func (n *Node) stepForwardReply(from string, m msg.ForwardReply) {
-	forward, ok := n.routing.outgoing[m.ID]
-	if !ok || forward.to != from {
-		return
+	if done, ok := n.routing.forwards.Answered(from, m.ID); ok {
+		done(m.Reply)
 	}
-	delete(n.routing.outgoing, m.ID)
-	delete(n.routing.peerDownUntilMs, from)
-	forward.done(m.Reply)
 }
 
 // expireForwards fails the forwards whose peer did not answer in time and
 // marks those peers down for PeerDownMs.
 func (n *Node) expireForwards() {
-	var expired []uint64
-	for id, forward := range n.routing.outgoing { //determinism:ok collected then sorted
-		if forward.deadlineMs <= n.nowMs {
-			expired = append(expired, id)
-		}
-	}
-	slices.Sort(expired)
-	for _, id := range expired {
-		forward := n.routing.outgoing[id]
-		delete(n.routing.outgoing, id)
-		n.routing.peerDownUntilMs[forward.to] = n.nowMs + n.cfg.PeerDownMs
-		n.observer.Event("forward-timed-out", fmt.Sprintf("node %s did not answer forward %d", forward.to, id))
-		forward.done(msg.Reply{Err: msg.Unavailable("node %s did not answer in time; retry", forward.to)})
+	for _, id := range n.routing.forwards.Due(n.nowMs) {
+		forward := n.routing.forwards.TimeOut(id, n.nowMs, n.cfg.PeerDownMs)
+		n.observer.Event("forward-timed-out", fmt.Sprintf("node %s did not answer forward %d", forward.To, id))
+		forward.Continuation(msg.Reply{Err: msg.Unavailable("node %s did not answer in time; retry", forward.To)})
 	}
 }
 
 // peerReachable reports whether forwards to the node may be tried now.
 func (n *Node) peerReachable(id string) bool {
-	until, down := n.routing.peerDownUntilMs[id]
-	return !down || until <= n.nowMs
+	return n.routing.forwards.Reachable(id, n.nowMs)
 }
 
 // routeReplies moves the replies of forwarded requests into messages
@@ -190,17 +162,7 @@ func (n *Node) PeerUnreachable(id string) {
 	if id == n.cfg.NodeID {
 		return
 	}
-	n.routing.peerDownUntilMs[id] = n.nowMs + n.cfg.PeerDownMs
-	var lost []uint64
-	for forwardID, forward := range n.routing.outgoing { //determinism:ok collected then sorted
-		if forward.to == id {
-			lost = append(lost, forwardID)
-		}
-	}
-	slices.Sort(lost)
-	for _, forwardID := range lost {
-		forward := n.routing.outgoing[forwardID]
-		delete(n.routing.outgoing, forwardID)
-		forward.done(msg.Reply{Err: msg.Unavailable("node %s is unreachable; retry", id)})
+	for _, forward := range n.routing.forwards.Unreachable(id, n.nowMs, n.cfg.PeerDownMs) {
+		forward.Continuation(msg.Reply{Err: msg.Unavailable("node %s is unreachable; retry", id)})
 	}
 }

@@ -215,7 +215,7 @@ func (n *Node) subscribe(topicName string, owners []string) {
 // stepNotify lets a parked long poll of the topic probe the owner that
 // has new records.
 func (n *Node) stepNotify(from string, m msg.Notify) {
-	delete(n.routing.peerDownUntilMs, from)
+	n.routing.forwards.Heard(from)
 	if !n.probeForNotify(m.Topic, from) {
 		pending := n.cluster.notified[m.Topic]
 		for _, owner := range pending {

@@ -169,7 +169,7 @@ func (n *Node) recover() error {
 		return err
 	}
 	n.nonceBase = incarnation << incarnationNonceShift
-	n.routing.lastForwardID = n.nonceBase
+	n.routing.forwards.Renumber(n.nonceBase)
 	n.movingAtStart = n.movesFromHere()
 	if err := n.discardStagedCopies(); err != nil {
 		return err
@@ -225,8 +225,8 @@ func (n *Node) NextDeadlineMs() int64 {
 	if d, ok := n.waiters.nextDeadline(); ok {
 		next = min(next, d)
 	}
-	for _, forward := range n.routing.outgoing { //determinism:ok a minimum does not depend on order
-		next = min(next, forward.deadlineMs)
+	if d, ok := n.routing.forwards.NextDeadline(); ok {
+		next = min(next, d)
 	}
 	for _, h := range n.held {
 		next = min(next, h.deadlineMs)
@@ -330,7 +330,7 @@ func (n *Node) Step(env msg.Envelope) error {
 	}
 	// Any message proves the peer is up again (after a restart, say); a
 	// peer reachable one way only lets the next forward time out again.
-	delete(n.routing.peerDownUntilMs, env.From)
+	n.routing.forwards.Heard(env.From)
 	switch m := env.Message.(type) {
 	case msg.RaftMessage:
 		return n.meta.Step(m.Message)

@@ -6,6 +6,7 @@ import (
 
 	"narad/chaos"
 	"narad/msg"
+	"narad/node/route"
 	"narad/storage"
 )
 
@@ -112,7 +113,7 @@ func (n *Node) placeRecord(t *topic, rec msg.ProduceRecord, local bool) (int, er
 	if local {
 		return preferred, n.localWriteRefusal(t, preferred)
 	}
-	index, err := n.routeRecord(t, rec, preferred, nil, nil)
+	index, err := n.routeRecord(t, rec, preferred, nil)
 	if err == nil && index != preferred {
 		chaos.Reached("node-produce-rerouted")
 	}
@@ -169,7 +170,7 @@ func (n *Node) stickyPartition(t *topic) int {
 // simply the next one.
 func (n *Node) nextStickyPartition(t *topic) int {
 	start := (t.cursors.produce + 1) % t.info.Partitions
-	if index, ok := ringNext(start, t.info.Partitions, func(index int) bool { return n.localWriteRefusal(t, index) == nil }); ok {
+	if index, ok := route.RingNext(start, t.info.Partitions, func(index int) bool { return n.localWriteRefusal(t, index) == nil }); ok {
 		return index
 	}
 	return start

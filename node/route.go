@@ -5,18 +5,15 @@ import (
 
 	"narad/chaos"
 	"narad/msg"
+	"narad/node/route"
 )
 
-// produceReroutesMax bounds how often one produce request re-places the
-// records of a part that failed (an owner that died, stopped answering or
-// no longer owns the partition).
-const produceReroutesMax = 4
-
 // ownerAvailable reports whether writes to a partition owned by owner may
-// be sent there now: the owner is not excluded by this request, is an
-// alive member, and has not just let a forward time out.
-func (n *Node) ownerAvailable(owner string, excluded map[string]bool) bool {
-	if excluded[owner] {
+// be sent there now: the owner is not excluded by the request's join (nil
+// when there is none), is an alive member, and has not just let a forward
+// time out.
+func (n *Node) ownerAvailable(owner string, join *route.Join) bool {
+	if join != nil && join.OwnerExcluded(owner) {
 		return false
 	}
 	if owner == n.cfg.NodeID {
@@ -24,18 +21,6 @@ func (n *Node) ownerAvailable(owner string, excluded map[string]bool) bool {
 	}
 	member, ok := n.meta.State().Member(owner)
 	return ok && member.Alive && n.peerReachable(owner)
-}
-
-// ringNext returns the first partition, from preferred on in ring order,
-// for which usable holds.
-func ringNext(preferred, count int, usable func(int) bool) (int, bool) {
-	for step := range count {
-		index := (preferred + step) % count
-		if usable(index) {
-			return index, true
-		}
-	}
-	return 0, false
 }
 
 // routeRecord picks the partition of a record that may be sent to any
@@ -46,10 +31,12 @@ func ringNext(preferred, count int, usable func(int) bool) (int, bool) {
 // waits on a freeze); when the partition's owner is dead or unreachable it
 // gets a prompt Unavailable instead: rerouting it would split the key's
 // records over two partitions for as long as the owner is gone, and the
-// client can retry as cheaply as the node could reroute.
-func (n *Node) routeRecord(t *topic, rec msg.ProduceRecord, preferred int, excludedOwners map[string]bool, excludedPartitions map[int]bool) (int, error) {
+// client can retry as cheaply as the node could reroute. join, when set,
+// is the request's join, whose exclusions are avoided.
+func (n *Node) routeRecord(t *topic, rec msg.ProduceRecord, preferred int, join *route.Join) (int, error) {
 	usable := func(index int) bool {
-		return !excludedPartitions[index] && !n.frozen(t, index) && n.ownerAvailable(t.owner(index), excludedOwners)
+		excluded := join != nil && join.PartitionExcluded(index)
+		return !excluded && !n.frozen(t, index) && n.ownerAvailable(t.owner(index), join)
 	}
 	if rec.Partition != msg.PartitionNone {
 		if !usable(rec.Partition) {
@@ -57,11 +44,11 @@ func (n *Node) routeRecord(t *topic, rec msg.ProduceRecord, preferred int, exclu
 		}
 		return rec.Partition, nil
 	}
-	if owner := t.owner(preferred); len(rec.Key) > 0 && !n.ownerAvailable(owner, excludedOwners) {
+	if owner := t.owner(preferred); len(rec.Key) > 0 && !n.ownerAvailable(owner, join) {
 		chaos.Reached("node-keyed-produce-owner-down")
 		return 0, msg.Unavailable("partition %d of %s, where the key belongs, is unavailable (owner %s is down or unreachable); retry", preferred, t.info.Name, owner)
 	}
-	index, ok := ringNext(preferred, t.info.Partitions, usable)
+	index, ok := route.RingNext(preferred, t.info.Partitions, usable)
 	if !ok {
 		return 0, msg.Unavailable("no partition of %s is available (every owner is down or unreachable); retry", t.info.Name)
 	}

@@ -1,10 +1,9 @@
 package node
 
 import (
-	"narad/msg"
-	"slices"
-
 	"narad/chaos"
+	"narad/msg"
+	"narad/node/route"
 )
 
 // produceJoin is a produce request whose records span several owners: one
@@ -18,25 +17,16 @@ type produceJoin struct {
 	records    []msg.ProduceRecord
 	placements []msg.Placement
 	batch      bool
-	// pending counts the parts in flight; the reply leaves at zero.
-	pending int
-	// excludedOwners holds the owners that did not answer a part, and
-	// excludedPartitions the partitions whose owner refused one (frozen,
-	// not the owner any more, storage failed): re-placed records avoid
-	// both.
-	excludedOwners     map[string]bool
-	excludedPartitions map[int]bool
-	// reroutes counts re-placements, bounded by produceReroutesMax.
-	reroutes int
-	// err is the first failure no re-placement could fix.
-	err error
+	// parts counts the parts in flight, the re-placements and what they
+	// avoid, and the first failure no re-placement could fix.
+	parts *route.Join
 }
 
 // produceAcross sends each owner its part of the request.
 func (n *Node) produceAcross(id msg.RequestID, t *topic, r msg.Produce, placements []msg.Placement) {
 	chaos.Reached("node-produce-forwarded")
-	j := &produceJoin{client: id, topic: t.info.Name, records: r.Records, placements: placements,
-		batch: r.Batch, excludedOwners: map[string]bool{}, excludedPartitions: map[int]bool{}}
+	assert(len(placements) == len(r.Records), "node: %d placements for %d records", len(placements), len(r.Records))
+	j := &produceJoin{client: id, topic: t.info.Name, records: r.Records, placements: placements, batch: r.Batch, parts: route.NewJoin()}
 	indexes := make([]int, len(r.Records))
 	for i := range indexes {
 		indexes[i] = i
@@ -47,24 +37,14 @@ func (n *Node) produceAcross(id msg.RequestID, t *topic, r msg.Produce, placemen
 // sendProduceParts groups the given records by owner and sends each group
 // as one request with explicit partitions, served locally only.
 func (n *Node) sendProduceParts(j *produceJoin, t *topic, indexes []int) {
-	byOwner := map[string][]int{}
-	for _, i := range indexes {
-		owner := t.owner(j.placements[i].Partition)
-		byOwner[owner] = append(byOwner[owner], i)
-	}
-	owners := make([]string, 0, len(byOwner))
-	for owner := range byOwner { //determinism:ok sorted below
-		owners = append(owners, owner)
-	}
-	slices.Sort(owners)
-	for _, owner := range owners {
-		part := j.part(byOwner[owner])
-		done := func(reply msg.Reply) { n.producePartAnswered(j, owner, byOwner[owner], reply) }
-		j.pending++
-		if owner == n.cfg.NodeID {
-			n.handleInternal(part, done)
+	for _, part := range route.ByOwner(indexes, func(i int) string { return t.owner(j.placements[i].Partition) }) {
+		request := j.part(part.Indexes)
+		done := func(reply msg.Reply) { n.producePartAnswered(j, part.Owner, part.Indexes, reply) }
+		j.parts.Sent()
+		if part.Owner == n.cfg.NodeID {
+			n.handleInternal(request, done)
 		} else {
-			n.forwardProducePart(owner, part, done)
+			n.forwardProducePart(part.Owner, request, done)
 		}
 	}
 }
@@ -72,31 +52,12 @@ func (n *Node) sendProduceParts(j *produceJoin, t *topic, indexes []int) {
 // produceForwardKey names the produce forward of one owner and topic.
 type produceForwardKey struct{ owner, topic string }
 
-// produceForward is one ForwardRequest that carries, as one batch
-// produce, every produce part this node sends one owner for one topic in
-// the Ready being built: the owner serves them in one loop round, and
-// answers them with one reply, which is split back into the parts'.
-type produceForward struct {
-	// id is the forward's id; index is where its envelope is in
-	// n.messages while the Ready is built.
-	id    uint64
-	index int
-	// records and payloadBytes size the batch; they stay within
-	// ProduceBatchRecordsMax and ProduceBatchBytesMax.
-	records, payloadBytes int
-	// parts are the parts carried, in batch order.
-	parts []produceForwardPart
-}
-
-// produceForwardPart is one part of a produceForward: its first records
-// of the batch and its continuation.
-type produceForwardPart struct {
-	records int
-	done    func(msg.Reply)
-}
-
 // forwardProducePart sends a produce part to owner, in the forward to that
-// owner and topic of this Ready when the batch has room, else in a new one.
+// owner and topic of this Ready when the batch has room, else in a new one:
+// one ForwardRequest carries, as one batch produce, every produce part this
+// node sends one owner for one topic in the Ready being built; the owner
+// serves them in one loop round, and answers them with one reply, which is
+// split back into the parts'.
 func (n *Node) forwardProducePart(owner string, part msg.Produce, done func(msg.Reply)) {
 	key := produceForwardKey{owner: owner, topic: part.Topic}
 	payloadBytes := 0
@@ -104,41 +65,37 @@ func (n *Node) forwardProducePart(owner string, part msg.Produce, done func(msg.
 		payloadBytes += len(rec.Payload)
 	}
 	f := n.routing.produceForwards[key]
-	if f == nil || f.records+len(part.Records) > msg.ProduceBatchRecordsMax || f.payloadBytes+payloadBytes > msg.ProduceBatchBytesMax {
-		f = &produceForward{index: len(n.messages)}
-		f.id = n.forward(owner, msg.Produce{Topic: part.Topic, Batch: true}, n.cfg.ForwardTimeoutMs, f.answered)
+	if f == nil || !f.Fits(len(part.Records), payloadBytes, msg.ProduceBatchRecordsMax, msg.ProduceBatchBytesMax) {
+		f = &route.Batch[func(msg.Reply)]{Index: len(n.messages)}
+		f.ID = n.forward(owner, msg.Produce{Topic: part.Topic, Batch: true}, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) { produceBatchAnswered(f, reply) })
 		n.routing.produceForwards[key] = f
 	} else {
 		chaos.Reached("node-produce-forwards-joined")
 	}
-	envelope := &n.messages[f.index]
+	envelope := &n.messages[f.Index]
 	request, ok := envelope.Message.(msg.ForwardRequest)
-	assert(ok && request.ID == f.id && envelope.To == owner, "node: produce forward %d is not at message %d", f.id, f.index)
+	assert(ok && request.ID == f.ID && envelope.To == owner, "node: produce forward %d is not at message %d", f.ID, f.Index)
 	batch := request.Request.(msg.Produce)
 	batch.Records = append(batch.Records, part.Records...)
 	request.Request = batch
 	envelope.Message = request
-	f.records += len(part.Records)
-	f.payloadBytes += payloadBytes
-	f.parts = append(f.parts, produceForwardPart{records: len(part.Records), done: done})
+	f.Add(len(part.Records), payloadBytes, done)
 }
 
-// answered splits the owner's reply into the parts': each gets its own
-// placements, or the batch's error (a reply of the wrong shape goes to
-// every part as is, which refuses it).
-func (f *produceForward) answered(reply msg.Reply) {
+// produceBatchAnswered splits the owner's reply into the parts': each gets
+// its own placements, or the batch's error (a reply of the wrong shape
+// goes to every part as is, which refuses it).
+func produceBatchAnswered(f *route.Batch[func(msg.Reply)], reply msg.Reply) {
 	result, ok := reply.Result.(msg.ProduceResult)
-	if reply.Err != nil || !ok || len(result.Records) != f.records {
-		for _, part := range f.parts {
-			part.done(reply)
+	shares, split := f.Split(len(result.Records))
+	if reply.Err != nil || !ok || !split {
+		for _, done := range f.Continuations() {
+			done(reply)
 		}
 		return
 	}
-	start := 0
-	for _, part := range f.parts {
-		records := result.Records[start : start+part.records]
-		start += part.records
-		part.done(msg.Reply{Result: msg.ProduceResult{Records: records, Batch: true}})
+	for _, share := range shares {
+		share.Continuation(msg.Reply{Result: msg.ProduceResult{Records: result.Records[share.From:share.To], Batch: true}})
 	}
 }
 
@@ -155,27 +112,35 @@ func (j *produceJoin) part(indexes []int) msg.Produce {
 // producePartAnswered records a part's outcome; a retryable failure
 // re-places the part's records away from that owner when none is pinned.
 func (n *Node) producePartAnswered(j *produceJoin, owner string, indexes []int, reply msg.Reply) {
-	j.pending--
+	j.parts.Answered()
 	switch {
 	case reply.Err == nil:
 		result, ok := reply.Result.(msg.ProduceResult)
 		if !ok || len(result.Records) != len(indexes) {
-			j.fail(msg.Internal("node %s answered a produce part with %T", owner, reply.Result))
+			j.parts.Fail(msg.Internal("node %s answered a produce part with %T", owner, reply.Result))
 			break
 		}
 		for k, i := range indexes {
 			j.placements[i] = result.Records[k]
 		}
-	case retryable(reply.Err) && j.reroutes < produceReroutesMax && j.err == nil:
-		j.reroutes++
-		j.exclude(owner, n.peerReachable(owner), indexes)
+	case j.parts.Reroute(retryable(reply.Err)):
+		j.parts.Exclude(owner, n.peerReachable(owner), j.partitionsOf(indexes))
 		n.rerouteProducePart(j, indexes, reply.Err)
 	default:
-		j.fail(reply.Err)
+		j.parts.Fail(reply.Err)
 	}
-	if j.pending == 0 {
+	if j.parts.Done() {
 		n.finishProduceJoin(j)
 	}
+}
+
+// partitionsOf lists the partitions the records at indexes are placed in.
+func (j *produceJoin) partitionsOf(indexes []int) []int {
+	partitions := make([]int, len(indexes))
+	for k, i := range indexes {
+		partitions[k] = j.placements[i].Partition
+	}
+	return partitions
 }
 
 // rerouteProducePart places the records again, avoiding the owners that
@@ -183,14 +148,14 @@ func (n *Node) producePartAnswered(j *produceJoin, owner string, indexes []int, 
 func (n *Node) rerouteProducePart(j *produceJoin, indexes []int, cause error) {
 	t, ok := n.lookupTopic(j.topic)
 	if !ok {
-		j.fail(msg.NotFound("topic %q not found", j.topic))
+		j.parts.Fail(msg.NotFound("topic %q not found", j.topic))
 		return
 	}
 	for _, i := range indexes {
 		rec := j.records[i]
-		index, err := n.routeRecord(t, rec, j.placements[i].Partition, j.excludedOwners, j.excludedPartitions)
+		index, err := n.routeRecord(t, rec, j.placements[i].Partition, j.parts)
 		if err != nil {
-			j.fail(cause)
+			j.parts.Fail(cause)
 			return
 		}
 		j.placements[i].Partition = index
@@ -199,31 +164,12 @@ func (n *Node) rerouteProducePart(j *produceJoin, indexes []int, cause error) {
 	n.sendProduceParts(j, t, indexes)
 }
 
-// exclude keeps re-placed records away from what failed: the owner when
-// it did not answer (its forward timed out, so it is marked down), else
-// only the partitions it refused.
-func (j *produceJoin) exclude(owner string, answered bool, indexes []int) {
-	if !answered {
-		j.excludedOwners[owner] = true
-		return
-	}
-	for _, i := range indexes {
-		j.excludedPartitions[j.placements[i].Partition] = true
-	}
-}
-
-func (j *produceJoin) fail(err error) {
-	if j.err == nil {
-		j.err = err
-	}
-}
-
 // finishProduceJoin answers the client. Parts that succeeded before
 // another failed stay written: the client retries, and at-least-once
 // allows the duplicates.
 func (n *Node) finishProduceJoin(j *produceJoin) {
-	if j.err != nil {
-		n.reply(j.client, nil, retryableForClient(j.err))
+	if err := j.parts.Err(); err != nil {
+		n.reply(j.client, nil, retryableForClient(err))
 		return
 	}
 	n.reply(j.client, msg.ProduceResult{Records: j.placements, Batch: j.batch}, nil)
