@@ -110,7 +110,7 @@ test:
 	@# The short real-process soak: one cycle of every fault, then the replay audit (about a minute; not cached either).
 	$(GO) test -count=1 -timeout 10m ./chaos/soak -duration=0
 	@# The costly cross-structure checks of the core, behind the invariants tag.
-	$(GO) test -tags invariants -timeout $(TEST_TIMEOUT) ./storage/... ./node/... ./meta/... ./move/...
+	$(GO) test -tags invariants -timeout $(TEST_TIMEOUT) ./storage/... ./node/... ./meta/... ./rebalance/...
 	@echo '==> test 5/7: race detector over the concurrent edges ($(or $(race_patterns),none yet))'
 	@packages="$$($(if $(race_patterns),$(GO) list $(race_patterns)))"; \
 	if [ -z "$$packages" ]; then \

@@ -7,14 +7,14 @@ import (
 )
 
 // harnessComponents are the drivers, harnesses and tools the protocol
-// packages node, meta and move must never depend on.
+// packages node, meta and rebalance must never depend on.
 var harnessComponents = map[string]bool{
 	"sim": true, "fuzz": true, "host": true, "httpapi": true, "cmd": true, "auth": true,
 	"chaos/soak": true, "client": true, "lint": true,
 }
 
 // protocolComponents are the core components above storage.
-var protocolComponents = map[string]bool{"node": true, "meta": true, "move": true}
+var protocolComponents = map[string]bool{"node": true, "meta": true, "rebalance": true}
 
 // storageImportsAllowed are the components storage may import: itself and
 // the fault sites and coverage marks of chaos.
@@ -70,8 +70,8 @@ func forbiddenImport(from, to string) string {
 		return "storage imports no other narad package except chaos"
 	case protocolComponents[from] && harnessComponents[to]:
 		return "the core never imports the drivers, harnesses, client or lint"
-	case (from == "meta" || from == "move") && to == "node":
-		return "imports point down (node -> move, meta): meta and move never import node"
+	case (from == "meta" || from == "rebalance") && to == "node":
+		return "imports point down (node -> rebalance, meta): meta and rebalance never import node"
 	}
 	return ""
 }

@@ -110,7 +110,7 @@ func f(ctx context.Context) {
 `}, want: []string{"meta/a.go:8 [clock]", "meta/a.go:11 [clock]", "meta/a.go:12 [clock]", "meta/a.go:13 [clock]",
 			"meta/a.go:14 [clock]", "meta/a.go:15 [clock]", "meta/a.go:16 [clock]", "meta/a.go:17 [clock]",
 			"meta/a.go:17 [clock]", "meta/a.go:18 [clock]"}},
-		{name: "a local variable shadowing the package is not the clock", files: map[string]string{"move/a.go": `package move
+		{name: "a local variable shadowing the package is not the clock", files: map[string]string{"rebalance/a.go": `package rebalance
 
 import "time"
 
@@ -161,7 +161,7 @@ func draw() int { return rand.IntN(3) }
 
 var n = rand.N[int]
 `}, want: []string{"node/a.go:5 [global-rand]", "node/a.go:7 [global-rand]"}},
-		{name: "global randomness of math/rand is flagged, its types are fine", files: map[string]string{"move/a.go": `package move
+		{name: "global randomness of math/rand is flagged, its types are fine", files: map[string]string{"rebalance/a.go": `package rebalance
 
 import mathrand "math/rand"
 
@@ -169,7 +169,7 @@ func shuffle(r *mathrand.Rand, s mathrand.Source) []int {
 	mathrand.Seed(1)
 	return mathrand.Perm(3)
 }
-`}, want: []string{"move/a.go:6 [global-rand]", "move/a.go:7 [global-rand]"}},
+`}, want: []string{"rebalance/a.go:6 [global-rand]", "rebalance/a.go:7 [global-rand]"}},
 		{name: "importing crypto/rand is flagged", files: map[string]string{"meta/a.go": `package meta
 
 import _ "crypto/rand"
@@ -297,7 +297,7 @@ func sum(m map[string]int) (total int) {
 	return total
 }
 `}, want: []string{"meta/a.go:13 [map-range]", "meta/a.go:17 [map-range]"}},
-		{name: "maps iterators are flagged, sorted keys are not", files: map[string]string{"move/a.go": `package move
+		{name: "maps iterators are flagged, sorted keys are not", files: map[string]string{"rebalance/a.go": `package rebalance
 
 import (
 	"maps"
@@ -315,7 +315,7 @@ func f(m map[string]int) {
 		_ = key
 	}
 }
-`}, want: []string{"move/a.go:9 [map-range]", "move/a.go:12 [map-range]"}},
+`}, want: []string{"rebalance/a.go:9 [map-range]", "rebalance/a.go:12 [map-range]"}},
 		{name: "a type parameter constrained to maps is flagged", files: map[string]string{"storage/a.go": `package storage
 
 func keys[M ~map[K]V, K comparable, V any](m M) (result []K) {
@@ -359,15 +359,15 @@ func TestMapRangeSeesNaradImports(t *testing.T) {
 
 func TestBuildConfigurationsFindCustomTags(t *testing.T) {
 	repo := writeModule(t, map[string]string{
-		"node/a.go":  "//go:build (invariants || chaos) && linux && !go1.30\n\npackage node\n",
-		"meta/a.go":  "//go:build amd64\n\npackage meta\n",
-		"node/b.go":  "package node\n",
-		"host/a.go":  "//go:build soaktag\n\npackage host\n",
-		"move/go.go": "//go:build ignore\n\npackage main\n",
+		"node/a.go":       "//go:build (invariants || chaos) && linux && !go1.30\n\npackage node\n",
+		"meta/a.go":       "//go:build amd64\n\npackage meta\n",
+		"node/b.go":       "package node\n",
+		"host/a.go":       "//go:build soaktag\n\npackage host\n",
+		"rebalance/go.go": "//go:build ignore\n\npackage main\n",
 	})
 	configurations := buildConfigurations(deterministicPackages(repo))
 	require.Equal(t, map[string][]string{
-		"":                 {"meta", "move", "node"},
+		"":                 {"meta", "node", "rebalance"},
 		"chaos":            {"node"},
 		"invariants":       {"node"},
 		"chaos,invariants": {"node"},
@@ -390,7 +390,7 @@ func TestImportGraphRule(t *testing.T) {
 			"storage/memfs/a.go": imports("memfs", "narad/meta"),
 		}, want: []string{"storage/a.go:6 [import-graph]", "storage/a.go:7 [import-graph]", "storage/memfs/a.go:4 [import-graph]"}},
 		{name: "node imports down, never the harnesses", files: map[string]string{
-			"node/a.go": imports("node", "narad/meta", "narad/move", "narad/storage", "narad/chaos",
+			"node/a.go": imports("node", "narad/meta", "narad/rebalance", "narad/storage", "narad/chaos",
 				"narad/sim", "narad/fuzz", "narad/host", "narad/httpapi", "narad/cmd/narad", "narad/chaos/soak", "narad/client", "narad/lint"),
 		}, want: []string{"node/a.go:8 [import-graph]", "node/a.go:9 [import-graph]", "node/a.go:10 [import-graph]",
 			"node/a.go:11 [import-graph]", "node/a.go:12 [import-graph]", "node/a.go:13 [import-graph]",
@@ -401,10 +401,10 @@ func TestImportGraphRule(t *testing.T) {
 			"node/a.go":    imports("node", "narad/msg"),
 			"wire/a.go":    imports("wire", "narad/msg"),
 		}, want: []string{"msg/a.go:4 [import-graph]", "msg/a.go:5 [import-graph]", "msg/sub/a.go:4 [import-graph]"}},
-		{name: "meta and move never import node", files: map[string]string{
-			"meta/a.go": imports("meta", "narad/node", "narad/storage"),
-			"move/a.go": imports("move", "narad/node/lease", "narad/meta"),
-		}, want: []string{"meta/a.go:4 [import-graph]", "move/a.go:4 [import-graph]"}},
+		{name: "meta and rebalance never import node", files: map[string]string{
+			"meta/a.go":      imports("meta", "narad/node", "narad/storage"),
+			"rebalance/a.go": imports("rebalance", "narad/node/lease", "narad/meta"),
+		}, want: []string{"meta/a.go:4 [import-graph]", "rebalance/a.go:4 [import-graph]"}},
 		{name: "only tests import sim and fuzz, nobody imports cmd", files: map[string]string{
 			"httpapi/a.go":      imports("httpapi", "narad/node", "narad/fuzz"),
 			"host/a.go":         imports("host", "narad/cmd/narad/config", "narad/sim"),

@@ -5,9 +5,9 @@ import (
 	"fmt"
 
 	"narad/meta"
-	"narad/move"
 	"narad/msg"
 	"narad/node/lease"
+	"narad/rebalance"
 	"narad/storage"
 )
 
@@ -251,14 +251,14 @@ type MoveConfig struct {
 
 // DefaultMoveConfig returns the defaults of DESIGN.md §6.
 func DefaultMoveConfig() MoveConfig {
-	return MoveConfig{MaxInFlight: move.MaxInFlightMovesDefault, LagBytes: 4 << 20, CatchUpPassesMax: 16, FreezeTTLMs: 30_000,
+	return MoveConfig{MaxInFlight: rebalance.MaxInFlightMovesDefault, LagBytes: 4 << 20, CatchUpPassesMax: 16, FreezeTTLMs: 30_000,
 		StallTimeoutMs: 60_000, ForcePromoteAfterMs: 120_000, PlanIntervalMs: 1_000, SweepIntervalMs: 10_000}
 }
 
 func (c MoveConfig) problems() []string {
 	var problems []string
-	if c.MaxInFlight < 1 || c.MaxInFlight > move.MaxInFlightMovesLimit || c.LagBytes < 1 || c.CatchUpPassesMax < 1 {
-		problems = append(problems, fmt.Sprintf("moves: max in flight must be 1 to %d; lag bytes and catch-up passes must be > 0", move.MaxInFlightMovesLimit))
+	if c.MaxInFlight < 1 || c.MaxInFlight > rebalance.MaxInFlightMovesLimit || c.LagBytes < 1 || c.CatchUpPassesMax < 1 {
+		problems = append(problems, fmt.Sprintf("moves: max in flight must be 1 to %d; lag bytes and catch-up passes must be > 0", rebalance.MaxInFlightMovesLimit))
 	}
 	if c.FreezeTTLMs < 1 || c.StallTimeoutMs < 1 || c.ForcePromoteAfterMs < 1 || c.PlanIntervalMs < 1 || c.SweepIntervalMs < 1 {
 		problems = append(problems, "moves: every interval and timeout must be > 0")

@@ -64,7 +64,7 @@
 //
 // # Moves (DESIGN.md §6)
 //
-// The leader runs the planner (package move) past its barrier and
+// The leader runs the planner (package rebalance) past its barrier and
 // proposes targets (move_leader.go). A node that sees itself as a target
 // runs a session (move_dest.go): CatchUp copies the source's segments pass
 // after pass (MoveStatus, MoveRead) until within Moves.LagBytes or out of

@@ -6,12 +6,12 @@ import (
 
 	"narad/chaos"
 	"narad/meta"
-	"narad/move"
 	"narad/msg"
 	"narad/node/movedest"
+	"narad/rebalance"
 )
 
-// The leader's share of moves: it runs the planner (package move) past
+// The leader's share of moves: it runs the planner (package rebalance) past
 // its barrier, proposes the targets and aborts the plan asks for, and
 // retires drained members from the voter set. The node loop is the
 // planner's mutex: one plan at a time, and none while the previous plan's
@@ -26,7 +26,7 @@ func (n *Node) planMoves() {
 	if !n.meta.IsLeader() || !n.meta.Barrier() || n.proposalPending(proposalPlan) {
 		return
 	}
-	result, err := move.Plan(move.InputFromState(n.meta.State(), n.cfg.Moves.MaxInFlight))
+	result, err := rebalance.Plan(rebalance.InputFromState(n.meta.State(), n.cfg.Moves.MaxInFlight))
 	if err != nil {
 		n.observer.Event("plan-failed", err.Error())
 		return

@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"narad/meta"
-	"narad/move"
+	"narad/rebalance"
 )
 
 // metaVotersMin mirrors meta's floor on voters: a removal that would leave
@@ -156,7 +156,7 @@ func (l *metaLog) Members() []meta.Member {
 	return members
 }
 
-var _ move.StateReader = (*metaLog)(nil)
+var _ rebalance.StateReader = (*metaLog)(nil)
 
 // member returns a committed member; false when there is none.
 func (l *metaLog) member(id string) (meta.Member, bool) {

@@ -6,8 +6,8 @@ import (
 
 	"narad/chaos"
 	"narad/httpapi"
-	"narad/move"
 	"narad/node"
+	"narad/rebalance"
 )
 
 // Move timings of every multi-node world (node.MoveConfig and the chunk
@@ -30,7 +30,7 @@ const (
 
 // moveInFlightChoices are the bounds on moves in flight a moves world
 // draws from (one at a time up to the default).
-var moveInFlightChoices = []int{1, 2, 3, move.MaxInFlightMovesDefault}
+var moveInFlightChoices = []int{1, 2, 3, rebalance.MaxInFlightMovesDefault}
 
 // Timings of the moves scenario, in simulated milliseconds from the start
 // of the safety phase or from the event named.
@@ -59,7 +59,7 @@ func (w *World) moveConfig() node.MoveConfig {
 // world, the default otherwise.
 func (w *World) moveInFlightMax() int {
 	if w.moves == nil {
-		return move.MaxInFlightMovesDefault
+		return rebalance.MaxInFlightMovesDefault
 	}
 	return w.moves.inFlightMax
 }

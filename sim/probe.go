@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"narad/httpapi"
-	"narad/move"
 	"narad/msg"
+	"narad/rebalance"
 )
 
 // Probes, in simulated milliseconds.
@@ -262,7 +262,7 @@ func (w *World) placementUnsettled() string {
 			return fmt.Sprintf("draining member %s still owns partitions: %v", m.ID, w.metaLog.owners(w.topic))
 		}
 	}
-	result, err := move.Plan(move.InputFromState(w.metaLog, w.moveInFlightMax()))
+	result, err := rebalance.Plan(rebalance.InputFromState(w.metaLog, w.moveInFlightMax()))
 	switch {
 	case err != nil:
 		return fmt.Sprintf("the planner failed: %v", err)

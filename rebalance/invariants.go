@@ -1,4 +1,4 @@
-package move
+package rebalance
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ func checkResultIfEnabled(in Input, result Result) {
 		return
 	}
 	if err := checkResult(in, result); err != nil {
-		panic("move: invariant broken: " + err.Error())
+		panic("rebalance: invariant broken: " + err.Error())
 	}
 }
 

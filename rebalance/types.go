@@ -1,4 +1,4 @@
-package move
+package rebalance
 
 // MaxInFlightMovesDefault is the bound on moves in flight that DESIGN.md §6
 // names: enough to drain a node at a useful pace, few enough that copies do

@@ -1,6 +1,6 @@
 //go:build !invariants
 
-package move
+package rebalance
 
 // invariantChecksEnabled makes Plan check its result with checkResult;
 // build with -tags invariants to turn it on.

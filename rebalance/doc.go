@@ -1,4 +1,4 @@
-// Package move holds the rebalance planner of DESIGN.md §6: a pure function
+// Package rebalance holds the rebalance planner of DESIGN.md §6: a pure function
 // from a snapshot of the placement (every partition's Owner and Target),
 // the members (alive, draining) and the bound on moves in flight, to the
 // moves to start and the moves to abort. It is part of the deterministic
@@ -116,4 +116,4 @@
 // Cheap checks run always and panic through assert naming what broke.
 // Built with the "invariants" tag, Plan also checks the whole result against
 // its input (checkResult) before returning it.
-package move
+package rebalance

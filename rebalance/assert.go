@@ -1,4 +1,4 @@
-package move
+package rebalance
 
 import "fmt"
 
@@ -17,5 +17,5 @@ func assert(ok bool, format string, args ...any) {
 
 // panicBroken panics with the message of a broken invariant.
 func panicBroken(format string, args ...any) {
-	panic(fmt.Sprintf("move: invariant broken: "+format, args...))
+	panic(fmt.Sprintf("rebalance: invariant broken: "+format, args...))
 }

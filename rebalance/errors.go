@@ -1,4 +1,4 @@
-package move
+package rebalance
 
 import "errors"
 
@@ -7,14 +7,14 @@ import "errors"
 var (
 	// ErrMaxInFlightMovesInvalid: MaxInFlightMoves is outside
 	// [1, MaxInFlightMovesLimit].
-	ErrMaxInFlightMovesInvalid = errors.New("move: max in-flight moves out of range")
+	ErrMaxInFlightMovesInvalid = errors.New("rebalance: max in-flight moves out of range")
 	// ErrPartitionInvalid: a partition has an empty topic or owner, a
 	// negative index, or a target equal to its owner.
-	ErrPartitionInvalid = errors.New("move: invalid partition")
+	ErrPartitionInvalid = errors.New("rebalance: invalid partition")
 	// ErrPartitionDuplicate: two partitions have the same topic and index.
-	ErrPartitionDuplicate = errors.New("move: duplicate partition")
+	ErrPartitionDuplicate = errors.New("rebalance: duplicate partition")
 	// ErrMemberInvalid: a member has an empty id.
-	ErrMemberInvalid = errors.New("move: invalid member")
+	ErrMemberInvalid = errors.New("rebalance: invalid member")
 	// ErrMemberDuplicate: two members have the same id.
-	ErrMemberDuplicate = errors.New("move: duplicate member")
+	ErrMemberDuplicate = errors.New("rebalance: duplicate member")
 )

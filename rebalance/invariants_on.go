@@ -1,6 +1,6 @@
 //go:build invariants
 
-package move
+package rebalance
 
 // invariantChecksEnabled makes Plan check its result with checkResult.
 const invariantChecksEnabled = true
