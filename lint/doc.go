@@ -20,7 +20,7 @@
 //  1. Determinism of the core and the simulator (rule names
 //     "go-statement", "clock", "global-rand", "crypto-rand", "os-import",
 //     "os-backdoor", "dot-import"): every non-test file under node/, meta/,
-//     rebalance/, storage/ and sim/ starts no goroutine, reads no wall clock,
+//     rebalance/, invariant/, storage/ and sim/ starts no goroutine, reads no wall clock,
 //     draws no global randomness and does no I/O except through
 //     storage.FS, whose os implementation in storage/osfs.go is the one
 //     file allowed to import os and syscall. The simulator, a driver, may
@@ -37,8 +37,10 @@
 //  3. The import graph ("import-graph"): msg, the message vocabulary,
 //     imports no narad package; storage imports no narad package but
 //     chaos; node, meta and rebalance never import the drivers, harnesses,
-//     client or lint; meta and rebalance never import node; nobody imports cmd;
-//     only tests import sim and fuzz.
+//     client or lint; meta and rebalance never import node; no sub-package
+//     of node (node/lease, node/movedest, node/route) imports node;
+//     invariant, the assertion helper, imports no narad package; nobody
+//     imports cmd; only tests import sim and fuzz.
 //  4. The function-length ratchet ("function-length"): no function body in
 //     a non-test, non-generated file is longer than functionBodyLinesMax
 //     unless grandfathered, and a grandfathered function may only shrink.

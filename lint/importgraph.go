@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"go/ast"
 	"strconv"
+	"strings"
 )
 
 // harnessComponents are the drivers, harnesses and tools the protocol
@@ -15,6 +16,10 @@ var harnessComponents = map[string]bool{
 
 // protocolComponents are the core components above storage.
 var protocolComponents = map[string]bool{"node": true, "meta": true, "rebalance": true}
+
+// leafComponents import no other narad package: the assertion helper,
+// which every package may use.
+var leafComponents = map[string]bool{"invariant": true}
 
 // storageImportsAllowed are the components storage may import: itself and
 // the fault sites and coverage marks of chaos.
@@ -49,6 +54,9 @@ func importViolation(repo *repository, file *sourceFile, spec *ast.ImportSpec) (
 		return violation{}, false
 	}
 	reason := forbiddenImport(file.component(), componentOf(dir))
+	if reason == "" {
+		reason = forbiddenWithinNode(file.dir, dir)
+	}
 	name, line := repo.position(spec.Pos())
 	return violation{file: name, line: line, rule: "import-graph",
 		message: fmt.Sprintf("%s imports %s: %s", file.importPath, importPath, reason)}, reason != ""
@@ -62,6 +70,8 @@ func forbiddenImport(from, to string) string {
 		return ""
 	case from == "msg":
 		return "msg is the vocabulary everything speaks: it imports no package of this module"
+	case leafComponents[from]:
+		return from + " imports no other narad package: every package may import it"
 	case to == "cmd":
 		return "nobody imports cmd/...: it is wiring only"
 	case to == "sim" || to == "fuzz":
@@ -72,6 +82,18 @@ func forbiddenImport(from, to string) string {
 		return "the core never imports the drivers, harnesses, client or lint"
 	case (from == "meta" || from == "rebalance") && to == "node":
 		return "imports point down (node -> rebalance, meta): meta and rebalance never import node"
+	}
+	return ""
+}
+
+// forbiddenWithinNode returns why the package in directory fromDir may not
+// import the one in toDir, for the rule inside component node: a
+// sub-package of node (node/lease, node/movedest, node/route) is a part
+// node is built of, with its own small inputs and outputs, so it never
+// imports node itself.
+func forbiddenWithinNode(fromDir, toDir string) string {
+	if strings.HasPrefix(fromDir, "node/") && toDir == "node" {
+		return "no sub-package of node imports node: it takes its inputs as its own types"
 	}
 	return ""
 }

@@ -21,7 +21,7 @@ var errNoModule = errors.New("lint: no go.mod found in any parent directory")
 // deterministicComponents are the top-level directories rules 1 and 2
 // check: the deterministic core, and the simulator that drives it, whose
 // runs must replay exactly from their seed.
-var deterministicComponents = map[string]bool{"node": true, "meta": true, "rebalance": true, "storage": true, "sim": true}
+var deterministicComponents = map[string]bool{"node": true, "meta": true, "rebalance": true, "storage": true, "sim": true, "invariant": true}
 
 // sourceFile is one parsed .go file of the repository. All fields are set
 // once by parseSourceFile and never change.

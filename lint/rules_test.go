@@ -405,6 +405,16 @@ func TestImportGraphRule(t *testing.T) {
 			"meta/a.go":      imports("meta", "narad/node", "narad/storage"),
 			"rebalance/a.go": imports("rebalance", "narad/node/lease", "narad/meta"),
 		}, want: []string{"meta/a.go:4 [import-graph]", "rebalance/a.go:4 [import-graph]"}},
+		{name: "no sub-package of node imports node", files: map[string]string{
+			"node/a.go":            imports("node", "narad/node/lease", "narad/node/route"),
+			"node/route/a.go":      imports("route", "narad/node", "narad/invariant"),
+			"node/movedest/a.go":   imports("movedest", "narad/node/route"),
+			"node/lease/a_test.go": imports("lease", "narad/node"),
+		}, want: []string{"node/route/a.go:4 [import-graph]"}},
+		{name: "the assertion helper imports no narad package", files: map[string]string{
+			"invariant/a.go":      imports("invariant", "fmt", "narad/chaos", "narad/invariant/inner"),
+			"invariant/a_test.go": imports("invariant", "narad/node"),
+		}, want: []string{"invariant/a.go:5 [import-graph]"}},
 		{name: "only tests import sim and fuzz, nobody imports cmd", files: map[string]string{
 			"httpapi/a.go":      imports("httpapi", "narad/node", "narad/fuzz"),
 			"host/a.go":         imports("host", "narad/cmd/narad/config", "narad/sim"),
