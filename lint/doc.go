@@ -36,7 +36,7 @@
 //     package has (default tags, and each custom build tag it mentions).
 //  3. The import graph ("import-graph"): msg, the message vocabulary,
 //     imports no narad package; storage imports no narad package but
-//     chaos; node, meta and rebalance never import the drivers, harnesses,
+//     chaos and invariant; node, meta and rebalance never import the drivers, harnesses,
 //     client or lint; meta and rebalance never import node; no sub-package
 //     of node (node/lease, node/movedest, node/route) imports node;
 //     invariant, the assertion helper, imports no narad package; nobody

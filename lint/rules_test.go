@@ -385,8 +385,8 @@ func TestImportGraphRule(t *testing.T) {
 		return strings.Join(append(lines, ")"), "\n") + "\n"
 	}
 	runRuleCases(t, []ruleCase{
-		{name: "storage imports only chaos and itself", files: map[string]string{
-			"storage/a.go":       imports("storage", "narad/chaos", "narad/storage/memfs", "narad/node", "narad/chaos/soak", "fmt"),
+		{name: "storage imports only chaos, invariant and itself", files: map[string]string{
+			"storage/a.go":       imports("storage", "narad/chaos", "narad/storage/memfs", "narad/node", "narad/chaos/soak", "fmt", "narad/invariant"),
 			"storage/memfs/a.go": imports("memfs", "narad/meta"),
 		}, want: []string{"storage/a.go:6 [import-graph]", "storage/a.go:7 [import-graph]", "storage/memfs/a.go:4 [import-graph]"}},
 		{name: "node imports down, never the harnesses", files: map[string]string{

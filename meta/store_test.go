@@ -89,7 +89,7 @@ func TestReadyCycleOrderIsEnforced(t *testing.T) {
 	m := c.meta("n1")
 	require.True(t, m.HasReady(), "a bootstrapped node has its first Ready")
 	rd := m.Ready()
-	require.PanicsWithValue(t, "meta: invariant broken: Advance of Ready 1 in phase 1, Ready 1 outstanding", func() { m.Advance(rd) })
+	require.PanicsWithValue(t, "invariant broken: meta: Advance of Ready 1 in phase 1, Ready 1 outstanding", func() { m.Advance(rd) })
 	require.Panics(t, func() { m.Ready() })
 	require.NoError(t, m.Persist(rd))
 	m.Advance(rd)

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"narad/chaos"
+	"narad/invariant"
 	"narad/msg"
 	"narad/node/lease"
 	"narad/storage"
@@ -89,7 +90,7 @@ func (n *Node) applyAck(t *topic, p *partition, log *storage.Log, offset, nonce 
 	case msg.AckNack:
 		err = p.leases.Nack(offset, nonce, n.nowMs)
 	default:
-		assert(false, "node: unknown ack action %d", action)
+		invariant.Check(false, "node: unknown ack action %d", action)
 	}
 	switch {
 	case errors.Is(err, lease.ErrAcked):

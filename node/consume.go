@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"narad/chaos"
+	"narad/invariant"
 	"narad/msg"
 	"narad/node/lease"
 	"narad/storage"
@@ -153,7 +154,7 @@ func (n *Node) skipUnreadable(t *topic, p *partition, log *storage.Log, offset u
 			n.observer.ConsumerDropped(t.info.Name, p.key.index, dropped)
 		}
 	default:
-		assert(false, "node: read of reserved offset %d of %s: %v", offset, p.dir, err)
+		invariant.Check(false, "node: read of reserved offset %d of %s: %v", offset, p.dir, err)
 	}
 	n.noteCommitted(p, log)
 }

@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 
+	"narad/invariant"
 	"narad/msg"
 	"narad/node/route"
 )
@@ -72,7 +73,7 @@ func (n *Node) send(to string, message msg.PeerMessage) {
 // partitions; done gets the reply, or a 503 after timeoutMs. It returns
 // the forward's id.
 func (n *Node) forward(to string, req msg.Request, timeoutMs int64, done func(msg.Reply)) uint64 {
-	assert(to != n.cfg.NodeID, "node: forward of %T to itself", req)
+	invariant.Check(to != n.cfg.NodeID, "node: forward of %T to itself", req)
 	id := n.routing.forwards.Start(to, n.nowMs+timeoutMs, done)
 	n.send(to, msg.ForwardRequest{ID: id, Request: req, LocalOnly: true})
 	return id
@@ -130,7 +131,7 @@ func (n *Node) routeReplies(rd *Ready) {
 		switch {
 		case reply.ID&forwardedRequestBit != 0:
 			origin, ok := n.routing.incoming[reply.ID]
-			assert(ok, "node: reply to unknown forwarded request %d", reply.ID)
+			invariant.Check(ok, "node: reply to unknown forwarded request %d", reply.ID)
 			delete(n.routing.incoming, reply.ID)
 			rd.Messages = append(rd.Messages, msg.Envelope{From: n.cfg.NodeID, To: origin.from,
 				Message: msg.ForwardReply{ID: origin.id, Reply: msg.Reply{Err: reply.Err, Result: reply.Result}}})
@@ -148,7 +149,7 @@ func (n *Node) routeReplies(rd *Ready) {
 func (n *Node) completeInternal(rd Ready) {
 	for _, reply := range rd.internal {
 		done, ok := n.routing.internal[reply.ID]
-		assert(ok, "node: reply to unknown internal request %d", reply.ID)
+		invariant.Check(ok, "node: reply to unknown internal request %d", reply.ID)
 		delete(n.routing.internal, reply.ID)
 		done(reply)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"narad/invariant"
 	"narad/meta"
 	"narad/msg"
 )
@@ -50,7 +51,7 @@ func (n *Node) addMetaReady(rd *Ready) {
 	if !n.meta.HasReady() {
 		return
 	}
-	assert(n.metaReady == nil, "node: a metastore Ready is still in flight")
+	invariant.Check(n.metaReady == nil, "node: a metastore Ready is still in flight")
 	metaReady := n.meta.Ready()
 	n.metaReady = &metaReady
 	rd.Syncs = append(rd.Syncs, Sync{Dir: metaDir, meta: n.meta, metaReady: n.metaReady})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"narad/chaos"
+	"narad/invariant"
 	"narad/meta"
 	"narad/msg"
 	"narad/node/movedest"
@@ -35,7 +36,7 @@ func (n *Node) applyMoveOutput(s *moveSession, out movedest.Output, cause error)
 	case movedest.ActionRestart:
 		n.restartSession(s, cause)
 	default:
-		assert(false, "node: move session of %s/%d asked for unknown action %d", move.Topic, move.Partition, action.Kind)
+		invariant.Check(false, "node: move session of %s/%d asked for unknown action %d", move.Topic, move.Partition, action.Kind)
 	}
 }
 
@@ -85,7 +86,7 @@ func (n *Node) sourceAnswered(s *moveSession, action movedest.Action, reply msg.
 		answer.State = sourceStateOf(result)
 	case msg.MoveChunk:
 		if reply.Err == nil && action.Kind == movedest.ActionRead && len(result.Data) > 0 {
-			assert(s.staged.StagedSize(action.Base) == action.Position, "node: move of %s/%d read segment %d at %d, but %d bytes are staged",
+			invariant.Check(s.staged.StagedSize(action.Base) == action.Position, "node: move of %s/%d read segment %d at %d, but %d bytes are staged",
 				s.key.topic, s.key.index, action.Base, action.Position, s.staged.StagedSize(action.Base))
 			if err := s.staged.WriteChunk(action.Base, action.Position, result.Data); err != nil {
 				n.restartSession(s, err)

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"narad/chaos"
+	"narad/invariant"
 	"narad/meta"
 	"narad/msg"
 	"narad/storage"
@@ -247,7 +248,7 @@ func (n *Node) NextDeadlineMs() int64 {
 // when records arrive or the wait ends for a long poll). The id must be at
 // most RequestIDDriverMax.
 func (n *Node) Handle(id msg.RequestID, req msg.Request) {
-	assert(id <= RequestIDDriverMax, "node: driver request id %d is above RequestIDDriverMax", id)
+	invariant.Check(id <= RequestIDDriverMax, "node: driver request id %d is above RequestIDDriverMax", id)
 	n.handle(id, req)
 }
 
@@ -365,7 +366,7 @@ func (n *Node) Ready() Ready {
 	if chaos.Planted(chaos.BugAckBeforeSync) && len(n.replies) > 0 {
 		return n.readyRepliesFirst()
 	}
-	assert(!n.advancePending, "node: Ready taken before the previous one was advanced")
+	invariant.Check(!n.advancePending, "node: Ready taken before the previous one was advanced")
 	n.round++
 	n.advancePending = true
 	rd := Ready{Replies: n.replies, Messages: n.messages}

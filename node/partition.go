@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"narad/chaos"
+	"narad/invariant"
 	"narad/msg"
 	"narad/node/lease"
 	"narad/storage"
@@ -52,13 +53,13 @@ func PartitionDir(topicName string, index int) string {
 
 func topicOfDir(dir string) string {
 	parts := strings.Split(dir, "/")
-	assert(len(parts) == 3 && parts[0] == topicsDir, "node: bad partition dir %q", dir)
+	invariant.Check(len(parts) == 3 && parts[0] == topicsDir, "node: bad partition dir %q", dir)
 	return parts[1]
 }
 
 // partitionOf returns the partition's state, creating it (closed) if new.
 func (n *Node) partitionOf(t *topic, index int) *partition {
-	assert(index >= 0 && index < t.info.Partitions, "node: partition %d of %s out of range", index, t.info.Name)
+	invariant.Check(index >= 0 && index < t.info.Partitions, "node: partition %d of %s out of range", index, t.info.Name)
 	key := partitionKey{t.info.Name, index}
 	p, ok := n.partitions[key]
 	if !ok {
@@ -148,7 +149,7 @@ func partitionKeyOfDir(dir string) partitionKey {
 	topicName := topicOfDir(dir)
 	var index int
 	_, err := fmt.Sscanf(dir[strings.LastIndexByte(dir, '/')+1:], "p%05d", &index)
-	assert(err == nil, "node: bad partition dir %q: %v", dir, err)
+	invariant.Check(err == nil, "node: bad partition dir %q: %v", dir, err)
 	return partitionKey{topicName, index}
 }
 
@@ -194,7 +195,7 @@ func (n *Node) failDependents(p *partition, err *msg.Error) {
 
 // markDirty records that p has unsynced state for the next Ready.
 func (n *Node) markDirty(p *partition) {
-	assert(p.log != nil, "node: partition %s marked dirty with no open log", p.dir)
+	invariant.Check(p.log != nil, "node: partition %s marked dirty with no open log", p.dir)
 	n.dirty[p.key] = p
 }
 

@@ -2,6 +2,7 @@ package node
 
 import (
 	"narad/chaos"
+	"narad/invariant"
 	"narad/msg"
 	"narad/node/route"
 )
@@ -25,7 +26,7 @@ type produceJoin struct {
 // produceAcross sends each owner its part of the request.
 func (n *Node) produceAcross(id msg.RequestID, t *topic, r msg.Produce, placements []msg.Placement) {
 	chaos.Reached("node-produce-forwarded")
-	assert(len(placements) == len(r.Records), "node: %d placements for %d records", len(placements), len(r.Records))
+	invariant.Check(len(placements) == len(r.Records), "node: %d placements for %d records", len(placements), len(r.Records))
 	j := &produceJoin{client: id, topic: t.info.Name, records: r.Records, placements: placements, batch: r.Batch, parts: route.NewJoin()}
 	indexes := make([]int, len(r.Records))
 	for i := range indexes {
@@ -74,7 +75,7 @@ func (n *Node) forwardProducePart(owner string, part msg.Produce, done func(msg.
 	}
 	envelope := &n.messages[f.Index]
 	request, ok := envelope.Message.(msg.ForwardRequest)
-	assert(ok && request.ID == f.ID && envelope.To == owner, "node: produce forward %d is not at message %d", f.ID, f.Index)
+	invariant.Check(ok && request.ID == f.ID && envelope.To == owner, "node: produce forward %d is not at message %d", f.ID, f.Index)
 	batch := request.Request.(msg.Produce)
 	batch.Records = append(batch.Records, part.Records...)
 	request.Request = batch

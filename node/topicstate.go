@@ -1,6 +1,7 @@
 package node
 
 import (
+	"narad/invariant"
 	"narad/meta"
 	"narad/msg"
 )
@@ -63,8 +64,8 @@ func topicInfoOf(r meta.TopicRecord) msg.TopicInfo {
 
 // owner is the node that serves a partition now.
 func (t *topic) owner(index int) string {
-	if index >= len(t.assignments) { // not assert(...): its arguments would be boxed on every call
-		assert(false, "node: topic %s has %d assignments, partition %d asked", t.info.Name, len(t.assignments), index)
+	if index >= len(t.assignments) { // not invariant.Check(...): its arguments would be boxed on every call
+		invariant.Broken("node: topic %s has %d assignments, partition %d asked", t.info.Name, len(t.assignments), index)
 	}
 	return t.assignments[index].Owner
 }

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"sort"
 
+	"narad/invariant"
 	"narad/msg"
 )
 
@@ -45,7 +46,7 @@ func (s *waiterSet) get(id msg.RequestID) (*waiter, bool) {
 }
 
 func (s *waiterSet) add(w *waiter) {
-	assert(s.byID[w.id] == nil, "node: request %d parked twice", w.id)
+	invariant.Check(s.byID[w.id] == nil, "node: request %d parked twice", w.id)
 	s.byID[w.id] = w
 	s.byTopic[w.request.Topic] = append(s.byTopic[w.request.Topic], w)
 	heap.Push(&s.byDeadline, w)

@@ -1,6 +1,10 @@
 package rebalance
 
-import "narad/chaos"
+import (
+	"narad/chaos"
+
+	"narad/invariant"
+)
 
 // planChanges picks the moves to start, at most as many as there are free
 // slots, by the order in the package doc. Without a receiver nothing can
@@ -19,7 +23,7 @@ func (p *planner) planChanges() []Change {
 		}
 		destination := p.pickDestination()
 		if destination == nil {
-			panicBroken("source %q has %d partitions to give but no receiver has a deficit",
+			invariant.Broken("rebalance: source %q has %d partitions to give but no receiver has a deficit",
 				source.id, source.leaving)
 		}
 		changes = append(changes, p.takeMove(source, destination))
@@ -82,12 +86,12 @@ func (p *planner) pickDestination() *node {
 // planner's counts and returns the change.
 func (p *planner) takeMove(source, destination *node) Change {
 	if source == destination {
-		panicBroken("node %q is both source and destination (load %d, share %d)",
+		invariant.Broken("rebalance: node %q is both source and destination (load %d, share %d)",
 			source.id, source.load, source.share)
 	}
 	partition := p.input.Partitions[source.takePartition(p.input.Partitions)]
 	if partition.Owner != source.id || partition.Target != "" {
-		panicBroken("planned %s/%d from %q but it is %q -> %q", partition.Topic, partition.Index,
+		invariant.Broken("rebalance: planned %s/%d from %q but it is %q -> %q", partition.Topic, partition.Index,
 			source.id, partition.Owner, partition.Target)
 	}
 	source.leaving--
@@ -95,7 +99,7 @@ func (p *planner) takeMove(source, destination *node) Change {
 	destination.deficit--
 	destination.load++
 	if destination.load > destination.share || (source.role == roleReceiver && source.load < source.share) {
-		panicBroken("move %q -> %q overshoots: loads %d, %d against shares %d, %d", source.id,
+		invariant.Broken("rebalance: move %q -> %q overshoots: loads %d, %d against shares %d, %d", source.id,
 			destination.id, source.load, destination.load, source.share, destination.share)
 	}
 	return Change{Topic: partition.Topic, Index: partition.Index, From: source.id, To: destination.id}
@@ -106,7 +110,7 @@ func (p *planner) takeMove(source, destination *node) Change {
 // smaller topic name, which comes first), the highest index.
 func (n *node) takePartition(partitions []Partition) int {
 	if len(n.movable) == 0 {
-		panicBroken("node %q gives a partition but has none movable", n.id)
+		invariant.Broken("rebalance: node %q gives a partition but has none movable", n.id)
 	}
 	bestEnd, bestLength := 0, 0
 	for start := 0; start < len(n.movable); {

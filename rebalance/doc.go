@@ -113,7 +113,8 @@
 //
 // # Assertions
 //
-// Cheap checks run always and panic through assert naming what broke.
+// Cheap checks run always and panic through package invariant, naming what
+// broke.
 // Built with the "invariants" tag, Plan also checks the whole result against
 // its input (checkResult) before returning it.
 package rebalance

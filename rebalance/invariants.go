@@ -4,17 +4,19 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"narad/invariant"
 )
 
 // checkResultIfEnabled panics when the package is built with the
 // "invariants" tag and the result breaks a rule of the package doc.
 func checkResultIfEnabled(in Input, result Result) {
-	if !invariantChecksEnabled {
-		return
-	}
-	if err := checkResult(in, result); err != nil {
-		panic("rebalance: invariant broken: " + err.Error())
-	}
+	invariant.Costly(func() error {
+		if err := checkResult(in, result); err != nil {
+			return fmt.Errorf("rebalance: %w", err)
+		}
+		return nil
+	})
 }
 
 // checkResult checks a result against the sorted, valid input it was

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"narad/chaos"
+	"narad/invariant"
 )
 
 // placePartitions counts every partition where it will be once the moves
@@ -17,7 +18,7 @@ func (p *planner) placePartitions() {
 			p.placeMove(partition)
 		}
 	}
-	assert(p.inFlight <= len(p.input.Partitions), "%d moves in flight among %d partitions",
+	invariant.Check(p.inFlight <= len(p.input.Partitions), "rebalance: %d moves in flight among %d partitions",
 		p.inFlight, len(p.input.Partitions))
 }
 
@@ -71,7 +72,7 @@ func (p *planner) countID(id string) {
 // count counts one partition at a node that is not down.
 func (p *planner) count(n *node) {
 	if n.role == roleDown {
-		panicBroken("partition counted at down node %q", n.id)
+		invariant.Broken("rebalance: partition counted at down node %q", n.id)
 	}
 	n.load++
 	p.total++
@@ -94,7 +95,7 @@ func (p *planner) assignShares() {
 		}
 		sum += n.share
 	}
-	assert(sum == p.total, "shares sum to %d, total is %d over %d receivers", sum, p.total, len(ranking))
+	invariant.Check(sum == p.total, "rebalance: shares sum to %d, total is %d over %d receivers", sum, p.total, len(ranking))
 }
 
 // receivers returns the receiving nodes in id order.

@@ -67,8 +67,10 @@
 //
 // # Assertions
 //
-// Cheap checks run always and panic through assert with the name of the
-// broken invariant. CheckInvariants does the full cross-structure check
-// (used by the simulator's checker); built with the "invariants" tag, every
-// mutating call runs it too.
+// Cheap checks run always and panic through invariant.Broken with the name
+// of the broken invariant; they are written `if broken { ... }`, since the
+// arguments of an assert(ok, ...) call are boxed on every call and these
+// checks run on every reservation and ack. CheckInvariants does the full
+// cross-structure check (used by the simulator's checker); built with the
+// "invariants" tag, every mutating call runs it too (invariant.Costly).
 package lease

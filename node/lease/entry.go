@@ -3,6 +3,8 @@ package lease
 import (
 	"container/heap"
 	"math"
+
+	"narad/invariant"
 )
 
 // entryState says which heap of the table holds a delivered entry.
@@ -107,7 +109,7 @@ func (h *entryHeap) popTop() *entry { return heap.Pop(h).(*entry) }
 
 func (h *entryHeap) remove(e *entry) {
 	if e.heapIndex < 0 || e.heapIndex >= len(h.entries) || h.entries[e.heapIndex] != e {
-		brokenInvariant("entry at offset %d must be at its heap index %d", e.offset, e.heapIndex)
+		invariant.Broken("lease: entry at offset %d must be at its heap index %d", e.offset, e.heapIndex)
 	}
 	heap.Remove(h, e.heapIndex)
 }

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"narad/invariant"
 )
 
 // PartitionMax is the largest partition number a receipt handle may carry.
@@ -42,7 +44,7 @@ var ErrMalformedHandle = errors.New("receipt handle is malformed")
 // PartitionMax], nonce > 0 and key HandleKeyBytes long.
 func FormatHandle(key []byte, topic string, partition int, offset, nonce uint64) string {
 	if partition < 0 || partition > PartitionMax || nonce == 0 || len(key) != HandleKeyBytes {
-		brokenInvariant("handle partition %d must lie in [0, %d], nonce %d be > 0 and the key %d bytes, not %d",
+		invariant.Broken("lease: handle partition %d must lie in [0, %d], nonce %d be > 0 and the key %d bytes, not %d",
 			partition, PartitionMax, nonce, HandleKeyBytes, len(key))
 	}
 	buffer := make([]byte, 0, handleBytesMax)

@@ -3,17 +3,14 @@ package lease
 import (
 	"fmt"
 	"slices"
+
+	"narad/invariant"
 )
 
 // checkIfEnabled runs the full check after a mutating call when the
 // package is built with the "invariants" tag; otherwise it compiles away.
 func (t *Table) checkIfEnabled() {
-	if !invariantChecksEnabled {
-		return
-	}
-	if err := t.CheckInvariants(); err != nil {
-		panic(err.Error())
-	}
+	invariant.Costly(t.CheckInvariants)
 }
 
 // CheckInvariants checks every invariant of the table across all its

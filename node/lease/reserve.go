@@ -1,6 +1,10 @@
 package lease
 
-import "math"
+import (
+	"math"
+
+	"narad/invariant"
+)
 
 // Reserve reserves the lowest offset in [committed, hwm) that is neither in
 // flight (with an unexpired deadline) nor acked nor skipped, until
@@ -10,7 +14,7 @@ import "math"
 // visibilityMs must be > 0.
 func (t *Table) Reserve(nowMs int64, hwm uint64, visibilityMs int64) (Reservation, bool) {
 	if visibilityMs <= 0 {
-		brokenInvariant("visibility %d ms must be > 0", visibilityMs)
+		invariant.Broken("lease: visibility %d ms must be > 0", visibilityMs)
 	}
 	now := t.observe(nowMs)
 	t.noteHighWatermark(hwm)
@@ -47,19 +51,19 @@ func (t *Table) takeForDelivery(offset uint64) *entry {
 	if t.released.Len() > 0 {
 		e := t.released.popTop()
 		if e.offset != offset {
-			brokenInvariant("released top %d must be the offset reserved %d", e.offset, offset)
+			invariant.Broken("lease: released top %d must be the offset reserved %d", e.offset, offset)
 		}
 		return e
 	}
 	if offset != t.nextUndelivered {
-		brokenInvariant("new delivery %d must be at the cursor %d", offset, t.nextUndelivered)
+		invariant.Broken("lease: new delivery %d must be at the cursor %d", offset, t.nextUndelivered)
 	}
 	e := &entry{offset: offset}
 	t.entries[offset] = e
 	t.nextUndelivered++
 	t.settleCursor()
 	if len(t.entries) > t.deliveredCeiling {
-		brokenInvariant("delivered entries %d must stay within ceiling %d (in-flight max %d)",
+		invariant.Broken("lease: delivered entries %d must stay within ceiling %d (in-flight max %d)",
 			len(t.entries), t.deliveredCeiling, t.cfg.InFlightMax)
 	}
 	return e
@@ -73,7 +77,7 @@ func (t *Table) lease(e *entry, nowMs, visibilityMs int64) {
 	e.state = stateInFlight
 	t.deadlines.add(e)
 	if e.deadlineMs <= t.lastNowMs {
-		brokenInvariant("new deadline %d must be after now %d", e.deadlineMs, t.lastNowMs)
+		invariant.Broken("lease: new deadline %d must be after now %d", e.deadlineMs, t.lastNowMs)
 	}
 }
 
@@ -106,6 +110,6 @@ func (t *Table) settleCursor() {
 		t.nextUndelivered++
 	}
 	if t.nextUndelivered > t.highWatermarkSeen {
-		brokenInvariant("cursor %d must stay at most the highest HWM seen %d", t.nextUndelivered, t.highWatermarkSeen)
+		invariant.Broken("lease: cursor %d must stay at most the highest HWM seen %d", t.nextUndelivered, t.highWatermarkSeen)
 	}
 }

@@ -1,6 +1,10 @@
 package lease
 
-import "math"
+import (
+	"math"
+
+	"narad/invariant"
+)
 
 // Ack acknowledges a live reservation. ErrAcked if offset is already
 // resolved (Acknowledged), whatever the nonce: a retried ack whose first
@@ -32,7 +36,7 @@ func (t *Table) Ack(offset, nonce uint64, nowMs int64) error {
 // nowMs+visibilityMs and returns the new deadline. ErrStale as for Ack.
 func (t *Table) Extend(offset, nonce uint64, nowMs, visibilityMs int64) (deadlineMs int64, err error) {
 	if visibilityMs <= 0 {
-		brokenInvariant("visibility %d ms must be > 0", visibilityMs)
+		invariant.Broken("lease: visibility %d ms must be > 0", visibilityMs)
 	}
 	e, err := t.liveReservation(offset, nonce, nowMs)
 	if err != nil {
@@ -66,7 +70,7 @@ func (t *Table) liveReservation(offset, nonce uint64, nowMs int64) (*entry, erro
 		return nil, ErrStale
 	}
 	if e.deadlineMs <= t.lastNowMs {
-		brokenInvariant("live reservation %d must have its deadline %d after now %d", offset, e.deadlineMs, t.lastNowMs)
+		invariant.Broken("lease: live reservation %d must have its deadline %d after now %d", offset, e.deadlineMs, t.lastNowMs)
 	}
 	return e, nil
 }
@@ -78,7 +82,7 @@ func (t *Table) liveReservation(offset, nonce uint64, nowMs int64) (*entry, erro
 // seen to offset+1).
 func (t *Table) Skip(offset uint64) {
 	if offset == math.MaxUint64 {
-		brokenInvariant("skipped offset %d must leave room for the HWM above it", offset)
+		invariant.Broken("lease: skipped offset %d must leave room for the HWM above it", offset)
 	}
 	if _, acked := t.ackedAhead[offset]; acked || offset < t.committed {
 		return
@@ -99,7 +103,7 @@ func (t *Table) heapOf(e *entry) *entryHeap {
 		return &t.deadlines
 	}
 	if e.state != stateReleased {
-		brokenInvariant("entry %d must be in flight or released, not state %d", e.offset, e.state)
+		invariant.Broken("lease: entry %d must be in flight or released, not state %d", e.offset, e.state)
 	}
 	return &t.released
 }
@@ -107,7 +111,7 @@ func (t *Table) heapOf(e *entry) *entryHeap {
 // forget drops an entry already taken out of its heap.
 func (t *Table) forget(e *entry) {
 	if e.heapIndex != -1 {
-		brokenInvariant("entry %d must leave its heap before it is forgotten", e.offset)
+		invariant.Broken("lease: entry %d must leave its heap before it is forgotten", e.offset)
 	}
 	delete(t.entries, e.offset)
 }
@@ -116,7 +120,7 @@ func (t *Table) forget(e *entry) {
 // the frontier moves past it, or it waits in the acked-ahead set.
 func (t *Table) resolve(offset uint64) {
 	if offset < t.committed {
-		brokenInvariant("resolved offset %d must be at or above the frontier %d", offset, t.committed)
+		invariant.Broken("lease: resolved offset %d must be at or above the frontier %d", offset, t.committed)
 	}
 	if offset == t.committed {
 		t.committed++
@@ -125,7 +129,7 @@ func (t *Table) resolve(offset uint64) {
 		t.ackedAhead[offset] = struct{}{}
 	}
 	if len(t.ackedAhead) > t.ackedAheadCeiling {
-		brokenInvariant("acked ahead %d must stay within ceiling %d (acked-ahead max %d)",
+		invariant.Broken("lease: acked ahead %d must stay within ceiling %d (acked-ahead max %d)",
 			len(t.ackedAhead), t.ackedAheadCeiling, t.cfg.AckedAheadMax)
 	}
 	t.settleCursor()

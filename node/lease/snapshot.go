@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"narad/invariant"
 )
 
 // EntryState is the state of an offset above the frontier in a Snapshot.
@@ -143,7 +145,7 @@ func (s Snapshot) validateCounts(covered uint64, delivered int) error {
 // wakes long-pollers; delivery counts are kept.
 func RestoreTable(s Snapshot, nonceBase uint64, cfg Config) *Table {
 	if err := s.Validate(); err != nil {
-		brokenInvariant("restored snapshot must be valid: %v", err)
+		invariant.Broken("lease: restored snapshot must be valid: %v", err)
 	}
 	t := New(s.Committed, nonceBase, cfg)
 	t.nextUndelivered = s.NextUndelivered

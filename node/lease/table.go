@@ -3,6 +3,8 @@ package lease
 import (
 	"errors"
 	"math"
+
+	"narad/invariant"
 )
 
 var (
@@ -85,7 +87,7 @@ type Table struct {
 // are always > 0. cfg must be valid.
 func New(committed uint64, nonceBase uint64, cfg Config) *Table {
 	if err := cfg.Validate(); err != nil {
-		brokenInvariant("config must be valid: %v", err)
+		invariant.Broken("lease: config must be valid: %v", err)
 	}
 	return &Table{
 		cfg:               cfg,
@@ -125,7 +127,7 @@ func (t *Table) AckedAhead() int { return len(t.ackedAhead) }
 // reservations (or out-of-order acks) until the count falls below it.
 func (t *Table) SetConfig(cfg Config) {
 	if err := cfg.Validate(); err != nil {
-		brokenInvariant("config must be valid: %v", err)
+		invariant.Broken("lease: config must be valid: %v", err)
 	}
 	t.cfg = cfg
 	t.deliveredCeiling = max(cfg.InFlightMax, len(t.entries))
@@ -168,7 +170,7 @@ func (t *Table) observe(nowMs int64) int64 {
 // release makes an entry just taken out of deadlines available again.
 func (t *Table) release(e *entry) {
 	if e.state != stateInFlight {
-		brokenInvariant("only an in-flight entry is released (offset %d, state %d)", e.offset, e.state)
+		invariant.Broken("lease: only an in-flight entry is released (offset %d, state %d)", e.offset, e.state)
 	}
 	e.state = stateReleased
 	t.released.add(e)
