@@ -84,6 +84,8 @@ func (n *Node) forward(to string, req msg.Request, timeoutMs int64, done func(ms
 func (n *Node) handleInternal(req msg.Request, done func(msg.Reply)) {
 	n.routing.lastLocalID++
 	id := internalRequestBit | msg.RequestID(n.routing.lastLocalID)
+	_, taken := n.routing.internal[id]
+	invariant.Check(!taken && done != nil, "node: internal request %d is taken or has no continuation", id)
 	n.routing.internal[id] = done
 	n.handle(id, req)
 }
@@ -92,6 +94,8 @@ func (n *Node) handleInternal(req msg.Request, done func(msg.Reply)) {
 func (n *Node) stepForwardRequest(from string, m msg.ForwardRequest) {
 	n.routing.lastLocalID++
 	id := forwardedRequestBit | msg.RequestID(n.routing.lastLocalID)
+	_, taken := n.routing.incoming[id]
+	invariant.Check(!taken && from != n.cfg.NodeID, "node: forwarded request %d from %s is taken or from this node", id, from)
 	n.routing.incoming[id] = incoming{from: from, id: m.ID}
 	n.handle(id, m.Request)
 }

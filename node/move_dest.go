@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"narad/chaos"
+	"narad/invariant"
 	"narad/node/movedest"
 	"narad/storage"
 )
@@ -141,8 +142,11 @@ func (n *Node) seenBy(s *moveSession) movedest.Seen {
 // completed (this node owns the partition), or was aborted or re-targeted
 // (then an installed copy is rolled back). It reports whether it ended.
 func (n *Node) sessionEnded(s *moveSession) bool {
+	move := s.machine.Move()
+	invariant.Check(move.Topic == s.key.topic && move.Partition == s.key.index && move.Target == n.cfg.NodeID,
+		"node: the session of %s/%d runs the move of %s/%d to %s", s.key.topic, s.key.index, move.Topic, move.Partition, move.Target)
 	a, ok := n.meta.State().Assignment(s.key.topic, s.key.index)
-	source, progress := s.machine.Move().Source, s.machine.Progress()
+	source, progress := move.Source, s.machine.Progress()
 	switch s.machine.Placement(movedest.Placement{Assigned: ok, Owner: a.Owner, Target: a.Target, StartedAtMs: a.MoveStartedAtMs}) {
 	case movedest.EndCompleted:
 		n.observer.Event("move-completed", fmt.Sprintf("%s/%d from %s, %d bytes copied, forced %t", s.key.topic, s.key.index, source, progress.BytesCopied, progress.Forced))

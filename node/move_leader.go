@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"narad/chaos"
+	"narad/invariant"
 	"narad/meta"
 	"narad/msg"
 	"narad/node/movedest"
@@ -32,11 +33,13 @@ func (n *Node) planMoves() {
 		return
 	}
 	for _, abort := range result.Aborts {
+		invariant.Check(abort.Target != "", "node: the plan aborts %s/%d, which has no target", abort.Topic, abort.Index)
 		chaos.Reached("node-plan-abort")
 		n.observer.Event("move-abort-planned", fmt.Sprintf("%s/%d to %s: %s", abort.Topic, abort.Index, abort.Target, abort.Reason))
 		n.propose(0, proposalPlan, abort.Topic, meta.AbortMove{Topic: abort.Topic, Partition: abort.Index, ExpectedTarget: abort.Target})
 	}
 	for _, change := range result.Changes {
+		invariant.Check(change.To != "" && change.From != change.To, "node: the plan moves %s/%d from %q to %q", change.Topic, change.Index, change.From, change.To)
 		chaos.Reached("node-plan-move")
 		n.observer.Event("move-planned", fmt.Sprintf("%s/%d from %s to %s", change.Topic, change.Index, change.From, change.To))
 		n.propose(0, proposalPlan, change.Topic, meta.SetTarget{Topic: change.Topic, Partition: change.Index,

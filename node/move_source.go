@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"narad/chaos"
+	"narad/invariant"
 	"narad/meta"
 	"narad/msg"
 	"narad/storage"
@@ -73,7 +74,9 @@ func (n *Node) ownedLog(topicName string, index int) (*topic, *partition, *stora
 func (n *Node) sourceState(p *partition, log *storage.Log, target string, startedAtMs int64) msg.MoveSourceState {
 	frozen := p.frozenFor != "" && p.frozenFor == target && p.frozenMoveStartedAtMs == startedAtMs
 	state := msg.MoveSourceState{HWM: log.HWM(), Committed: min(p.leases.Committed(), log.HWM()), Frozen: frozen}
-	for _, s := range log.Segments() {
+	for i, s := range log.Segments() {
+		invariant.Check(s.Size >= 0 && (i == 0 || s.Base > state.Segments[i-1].Base),
+			"node: segment %d of %s has %d bytes or is out of order", s.Base, p.dir, s.Size)
 		state.Segments = append(state.Segments, msg.MoveSegment{Base: s.Base, Size: s.Size, Sealed: s.Sealed})
 	}
 	return state
@@ -152,6 +155,7 @@ func (n *Node) expireFreezes() {
 		if p.frozenFor == "" || p.abortProposed || n.nowMs-p.frozenAtMs < n.cfg.Moves.FreezeTTLMs {
 			continue
 		}
+		invariant.Check(p.frozenAtMs <= n.nowMs, "node: %s was frozen at %d, after now %d", p.dir, p.frozenAtMs, n.nowMs)
 		p.abortProposed = true
 		chaos.Reached("node-freeze-expired")
 		n.observer.Event("freeze-expired", fmt.Sprintf("%s: the move to %s did not complete; aborting it", p.dir, p.frozenFor))
