@@ -28,7 +28,7 @@
 // the parts'; keyless records avoid owners that are dead (in the
 // metastore) or silent (a forward timed out within PeerDownMs, or the
 // driver reported the peer unreachable), and a part that fails retryably
-// is re-placed at most produceReroutesMax times. A record pinned to a
+// is re-placed at most route.ReroutesMax times. A record pinned to a
 // partition, by an explicit partition or by its key, whose owner is known
 // dead or silent is refused at once (Unavailable, a 503 with Retry-After),
 // never forwarded to wait out the timeout nor moved to another partition;
@@ -66,7 +66,8 @@
 //
 // The leader runs the planner (package rebalance) past its barrier and
 // proposes targets (move_leader.go). A node that sees itself as a target
-// runs a session (move_dest.go): CatchUp copies the source's segments pass
+// runs a session (package movedest decides its steps, move_dest.go carries
+// them out): CatchUp copies the source's segments pass
 // after pass (MoveStatus, MoveRead) until within Moves.LagBytes or out of
 // passes; PrepareHandoff asks the source to freeze (MoveFreeze: no
 // produce, no commit; answered once its accepted records are durable);
@@ -80,6 +81,20 @@
 // writes only while its own heartbeat was applied within half of
 // MemberDeadAfterMs (writable), so a node cut off from the metastore stops
 // writing before another may take its partitions over.
+//
+// # Parts
+//
+// Parts with their own state, deadlines and outputs are sub-packages with
+// the shape of a pure data structure: time as nowMs arguments, inputs as
+// method calls, outputs as return values, their own invariants and unit
+// tests. None imports node; node translates between them and its
+// requests, envelopes, storage and proposals.
+//
+//   - node/lease: the consumer lease table of one partition.
+//   - node/movedest: the destination session of a move, from the first
+//     status request to the flip.
+//   - node/route: the table of outstanding forwards and of peers marked
+//     down, and the join and batch of a produce split by owner.
 //
 // # The contract
 //
