@@ -34,12 +34,12 @@
 //     line above.
 //     Map types are found with go/types, once per build configuration the
 //     package has (default tags, and each custom build tag it mentions).
-//  3. The import graph ("import-graph"): msg, the message vocabulary,
-//     imports no narad package; storage imports no narad package but
-//     chaos and invariant; node, meta and rebalance never import the drivers, harnesses,
-//     client or lint; meta and rebalance never import node; no sub-package
-//     of node (node/lease, node/movedest, node/route) imports node;
-//     invariant, the assertion helper, imports no narad package; nobody
+//  3. The import graph ("import-graph"): msg, the message vocabulary, and
+//     invariant, the assertion helper, import no narad package; storage
+//     imports no narad package but chaos and invariant; node, meta and
+//     rebalance never import the drivers, harnesses, client or lint; meta
+//     and rebalance never import node; no sub-package of node (node/lease,
+//     node/movedest, node/movesource, node/route) imports node; nobody
 //     imports cmd; only tests import sim and fuzz.
 //  4. The function-length ratchet ("function-length"): no function body in
 //     a non-test, non-generated file is longer than functionBodyLinesMax

@@ -88,7 +88,7 @@ func forbiddenImport(from, to string) string {
 
 // forbiddenWithinNode returns why the package in directory fromDir may not
 // import the one in toDir, for the rule inside component node: a
-// sub-package of node (node/lease, node/movedest, node/route) is a part
+// sub-package of node (lease, movedest, movesource, route) is a part
 // node is built of, with its own small inputs and outputs, so it never
 // imports node itself.
 func forbiddenWithinNode(fromDir, toDir string) string {

@@ -47,7 +47,7 @@ func (n *Node) ackOne(t *topic, handle string, action msg.AckAction) error {
 		return notOwner(t, index)
 	}
 	p := n.partitionOf(t, index)
-	if p.frozenFor != "" && action == msg.AckCommit {
+	if p.freeze.Frozen() && action == msg.AckCommit {
 		return frozenError(t, index)
 	}
 	log, err := n.openLog(t, p)

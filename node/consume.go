@@ -81,7 +81,7 @@ func (n *Node) reserve(t *topic, r msg.Consume) []msg.Message {
 			continue
 		}
 		p := n.partitionOf(t, index)
-		if p.frozenFor != "" {
+		if p.freeze.Frozen() {
 			// Acks of a frozen partition are refused until its flip, and a
 			// move carries no reservation: a delivery now would only come
 			// back, after records acked at the new owner meanwhile.

@@ -34,11 +34,11 @@ func (n *Node) reconcileMoves() {
 			n.letGo(p, a.Owner)
 			continue
 		}
-		if p.frozenFor != "" && (a.Target != p.frozenFor || a.MoveStartedAtMs != p.frozenMoveStartedAtMs) {
+		if p.freeze.Outdated(a.Target, a.MoveStartedAtMs) {
 			chaos.Reached("node-partition-unfrozen")
-			n.moveObserver.FreezeEnded(n.nowMs - p.frozenAtMs)
-			n.observer.Event("partition-unfrozen", fmt.Sprintf("%s: the move to %s ended without a flip", p.dir, p.frozenFor))
-			p.frozenFor, p.abortProposed = "", false
+			target := p.freeze.Target()
+			n.moveObserver.FreezeEnded(p.freeze.End(n.nowMs))
+			n.observer.Event("partition-unfrozen", fmt.Sprintf("%s: the move to %s ended without a flip", p.dir, target))
 			n.wake(p.key.topic)
 		}
 	}
@@ -48,8 +48,8 @@ func (n *Node) reconcileMoves() {
 // letGo stops serving a partition that moved to newOwner.
 func (n *Node) letGo(p *partition, newOwner string) {
 	chaos.Reached("node-partition-flipped-away")
-	if p.frozenFor != "" {
-		n.moveObserver.FreezeEnded(n.nowMs - p.frozenAtMs)
+	if p.freeze.Frozen() {
+		n.moveObserver.FreezeEnded(p.freeze.End(n.nowMs))
 	}
 	n.observer.Event("partition-moved-away", fmt.Sprintf("%s now owned by %s", p.dir, newOwner))
 	n.failDependents(p, msg.NotOwner("partition %d of %s moved to %s", p.key.index, p.key.topic, newOwner))

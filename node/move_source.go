@@ -39,7 +39,7 @@ func (n *Node) writable() error {
 func (n *Node) frozen(t *topic, index int) bool {
 	key := partitionKey{t.info.Name, index}
 	if p, ok := n.partitions[key]; ok {
-		return p.frozenFor != ""
+		return p.freeze.Frozen()
 	}
 	return n.ownedHere(t, index) && n.movingAtStart[key] && t.assignments[index].Target != ""
 }
@@ -72,7 +72,7 @@ func (n *Node) ownedLog(topicName string, index int) (*topic, *partition, *stora
 // sourceState describes what a move copies from p now, for the move to
 // target started at startedAtMs: Frozen only if p is frozen for that move.
 func (n *Node) sourceState(p *partition, log *storage.Log, target string, startedAtMs int64) msg.MoveSourceState {
-	frozen := p.frozenFor != "" && p.frozenFor == target && p.frozenMoveStartedAtMs == startedAtMs
+	frozen := p.freeze.For(target, startedAtMs)
 	state := msg.MoveSourceState{HWM: log.HWM(), Committed: min(p.leases.Committed(), log.HWM()), Frozen: frozen}
 	for i, s := range log.Segments() {
 		invariant.Check(s.Size >= 0 && (i == 0 || s.Base > state.Segments[i-1].Base),
@@ -120,15 +120,14 @@ func (n *Node) moveFreeze(id msg.RequestID, r msg.MoveFreeze) {
 		n.reply(id, nil, err)
 		return
 	}
-	if p.frozenFor != r.Target || p.frozenMoveStartedAtMs != r.MoveStartedAtMs {
+	if p.freeze.Begin(r.Target, r.MoveStartedAtMs, n.nowMs) {
 		// A new freeze, or one held since a restart for a move this
 		// replica had not yet seen replaced: from now on it is this move's.
 		chaos.Reached("node-partition-frozen")
-		p.frozenFor, p.frozenMoveStartedAtMs, p.frozenAtMs, p.abortProposed = r.Target, r.MoveStartedAtMs, n.nowMs, false
 		n.observer.Event("partition-frozen", fmt.Sprintf("%s for the move to %s", p.dir, r.Target))
 	}
 	if log.Dirty() {
-		p.freezeReplies = append(p.freezeReplies, id)
+		p.freeze.Wait(id)
 		return
 	}
 	n.reply(id, n.sourceState(p, log, r.Target, r.MoveStartedAtMs), nil)
@@ -138,28 +137,25 @@ func (n *Node) moveFreeze(id msg.RequestID, r msg.MoveFreeze) {
 func (n *Node) answerFreezes(p *partition) {
 	// Records appended while the round was in flight are not durable yet:
 	// the next round, which covers them, answers.
-	if len(p.freezeReplies) == 0 || p.log == nil || p.log.Dirty() {
+	if !p.freeze.Waiting() || p.log == nil || p.log.Dirty() {
 		return
 	}
-	state := n.sourceState(p, p.log, p.frozenFor, p.frozenMoveStartedAtMs)
-	for _, id := range p.freezeReplies {
+	state := n.sourceState(p, p.log, p.freeze.Target(), p.freeze.MoveStartedAtMs())
+	for _, id := range p.freeze.TakeWaiting() {
 		n.reply(id, state, nil)
 	}
-	p.freezeReplies = nil
 }
 
 // expireFreezes asks for the abort of moves whose freeze outlived its
 // TTL; the partition resumes writes when the abort applies.
 func (n *Node) expireFreezes() {
 	for _, p := range n.sortedPartitions() {
-		if p.frozenFor == "" || p.abortProposed || n.nowMs-p.frozenAtMs < n.cfg.Moves.FreezeTTLMs {
+		if !p.freeze.Expire(n.nowMs, n.cfg.Moves.FreezeTTLMs) {
 			continue
 		}
-		invariant.Check(p.frozenAtMs <= n.nowMs, "node: %s was frozen at %d, after now %d", p.dir, p.frozenAtMs, n.nowMs)
-		p.abortProposed = true
 		chaos.Reached("node-freeze-expired")
-		n.observer.Event("freeze-expired", fmt.Sprintf("%s: the move to %s did not complete; aborting it", p.dir, p.frozenFor))
-		n.propose(0, proposalMove, p.key.topic, meta.AbortMove{Topic: p.key.topic, Partition: p.key.index, ExpectedTarget: p.frozenFor})
+		n.observer.Event("freeze-expired", fmt.Sprintf("%s: the move to %s did not complete; aborting it", p.dir, p.freeze.Target()))
+		n.propose(0, proposalMove, p.key.topic, meta.AbortMove{Topic: p.key.topic, Partition: p.key.index, ExpectedTarget: p.freeze.Target()})
 	}
 }
 
@@ -175,8 +171,8 @@ type FrozenPartition struct {
 func (n *Node) FrozenPartitions() []FrozenPartition {
 	var out []FrozenPartition
 	for _, p := range n.sortedPartitions() {
-		if p.frozenFor != "" {
-			out = append(out, FrozenPartition{Topic: p.key.topic, Partition: p.key.index, Target: p.frozenFor})
+		if p.freeze.Frozen() {
+			out = append(out, FrozenPartition{Topic: p.key.topic, Partition: p.key.index, Target: p.freeze.Target()})
 		}
 	}
 	return out

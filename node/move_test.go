@@ -96,7 +96,7 @@ func TestAFrozenPartitionReroutesProduce(t *testing.T) {
 	c.nodes[source].moveFreeze(forwardedRequestBit|999, msg.MoveFreeze{Topic: "t", Partition: 0, Target: target, MoveStartedAtMs: started.MoveStartedAtMs})
 	c.nodes[source].routing.incoming[forwardedRequestBit|999] = incoming{from: target, id: 1}
 	c.settle()
-	require.Equal(t, target, frozen.frozenFor)
+	require.Equal(t, target, frozen.freeze.Target())
 
 	for i := range 6 {
 		id := c.send(source, msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Payload: fmt.Appendf(nil, "k%d", i)}}})
@@ -110,7 +110,7 @@ func TestAFrozenPartitionReroutesProduce(t *testing.T) {
 	require.NoError(t, held.Err)
 	require.Empty(t, held.Result.(msg.ConsumeResult).Messages, "a frozen partition delivers nothing: its acks would be refused")
 
-	c.tickUntil(1_000, 40, func() bool { return frozen.frozenFor == "" })
+	c.tickUntil(1_000, 40, func() bool { return !frozen.freeze.Frozen() })
 	resumed := c.do(source, msg.Consume{Topic: "t", Partition: 0})
 	require.Len(t, resumed.Result.(msg.ConsumeResult).Messages, 1, "deliveries resume with the abort")
 	a, _ := c.nodes[leader].meta.State().Assignment("t", 0)

@@ -10,6 +10,7 @@ import (
 	"narad/invariant"
 	"narad/msg"
 	"narad/node/lease"
+	"narad/node/movesource"
 	"narad/storage"
 )
 
@@ -29,21 +30,13 @@ type partition struct {
 	// leases is the queue state; created when the log is first opened and
 	// kept while the log is closed for idleness.
 	leases *lease.Table
-	// frozenFor is the target of the move this partition is frozen for:
-	// no produce and no commit is accepted while it is set. Set by
-	// MoveFreeze (or at start for a partition with a move under way);
-	// cleared by reconcileMoves when the move's target changes.
-	frozenFor string
-	// frozenMoveStartedAtMs identifies the move frozen for (its start
-	// time): a later move to the same target is another move.
-	frozenMoveStartedAtMs int64
-	// frozenAtMs is when the freeze began; abortProposed is set once the
-	// freeze outlived its TTL and this node proposed the abort.
-	frozenAtMs    int64
-	abortProposed bool
-	// freezeReplies are MoveFreeze requests answered once the records
-	// accepted before the freeze are durable (at Advance).
-	freezeReplies []msg.RequestID
+	// freeze is the partition's freeze for a move: no produce and no
+	// commit is accepted while it holds. Begun by MoveFreeze (or at start
+	// for a partition with a move under way); ended by reconcileMoves
+	// when the applied move changes. Its waiting MoveFreeze requests are
+	// answered once the records accepted before the freeze are durable
+	// (at Advance).
+	freeze movesource.Freeze
 }
 
 // PartitionDir is the directory of a partition's log on its owner's disk.
@@ -67,7 +60,7 @@ func (n *Node) partitionOf(t *topic, index int) *partition {
 		if a := t.assignments[index]; a.Target != "" && n.movingAtStart[key] {
 			// A source restarted during a move may have answered a freeze
 			// before: it stays frozen until the move completes or aborts.
-			p.frozenFor, p.frozenMoveStartedAtMs, p.frozenAtMs = a.Target, a.MoveStartedAtMs, n.nowMs
+			p.freeze.Begin(a.Target, a.MoveStartedAtMs, n.nowMs)
 		}
 		n.partitions[key] = p
 	}
@@ -141,7 +134,7 @@ func (n *Node) logBusy(dir string) bool {
 		return true
 	}
 	p, ok := n.partitions[key]
-	return ok && len(p.freezeReplies) > 0
+	return ok && p.freeze.Waiting()
 }
 
 // partitionKeyOfDir is the inverse of PartitionDir.
@@ -185,10 +178,9 @@ func (n *Node) failDependents(p *partition, err *msg.Error) {
 	for _, i := range n.dependents[p.key] {
 		n.replies[i] = msg.Reply{ID: n.replies[i].ID, Err: err}
 	}
-	for _, id := range p.freezeReplies {
+	for _, id := range p.freeze.TakeWaiting() {
 		n.reply(id, nil, err)
 	}
-	p.freezeReplies = nil
 	delete(n.dependents, p.key)
 	delete(n.dirty, p.key)
 }

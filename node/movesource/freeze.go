@@ -1,0 +1,96 @@
+package movesource
+
+import (
+	"narad/invariant"
+	"narad/msg"
+)
+
+// Freeze is the freeze of one partition on its source. The zero value is
+// not frozen. Only its own methods change it; the node owns it as part of
+// the partition's state.
+type Freeze struct {
+	// target is the destination of the move frozen for; "" when the
+	// partition is not frozen.
+	target string
+	// moveStartedAtMs identifies the move frozen for (its start time): a
+	// later move to the same target is another move.
+	moveStartedAtMs int64
+	// atMs is when the freeze began.
+	atMs int64
+	// abortProposed is set once the freeze outlived its TTL and the abort
+	// was asked for; a new freeze clears it.
+	abortProposed bool
+	// waiting are the freeze requests to answer once the records accepted
+	// before the freeze are durable, in arrival order.
+	waiting []msg.RequestID
+}
+
+// Frozen reports whether the partition is frozen: it accepts no produce
+// and no commit.
+func (f *Freeze) Frozen() bool { return f.target != "" }
+
+// Target is the destination of the move frozen for ("" when not frozen).
+func (f *Freeze) Target() string { return f.target }
+
+// MoveStartedAtMs is the start time of the move frozen for.
+func (f *Freeze) MoveStartedAtMs() int64 { return f.moveStartedAtMs }
+
+// For reports whether the partition is frozen for the move to target
+// started at moveStartedAtMs: only then is its state final for that move.
+func (f *Freeze) For(target string, moveStartedAtMs int64) bool {
+	return f.target != "" && f.target == target && f.moveStartedAtMs == moveStartedAtMs
+}
+
+// Begin freezes the partition for the move to target started at
+// moveStartedAtMs, at nowMs, unless it is frozen for that move already.
+// It reports whether the freeze is new. (A target of "" is no move: the
+// freeze then ends, as an applied placement without a target would end it.)
+func (f *Freeze) Begin(target string, moveStartedAtMs, nowMs int64) bool {
+	if f.target == target && f.moveStartedAtMs == moveStartedAtMs {
+		return false
+	}
+	f.target, f.moveStartedAtMs, f.atMs, f.abortProposed = target, moveStartedAtMs, nowMs, false
+	return true
+}
+
+// Outdated reports whether the partition is frozen for another move than
+// the applied one (target, started at moveStartedAtMs; "" for none): the
+// freeze must end.
+func (f *Freeze) Outdated(target string, moveStartedAtMs int64) bool {
+	return f.target != "" && (target != f.target || moveStartedAtMs != f.moveStartedAtMs)
+}
+
+// End ends the freeze at nowMs and returns how long it held.
+func (f *Freeze) End(nowMs int64) (heldMs int64) {
+	invariant.Check(f.target != "" && f.atMs <= nowMs, "movesource: a freeze ends at %d that holds for %q since %d", nowMs, f.target, f.atMs)
+	f.target, f.abortProposed = "", false
+	return nowMs - f.atMs
+}
+
+// Expire reports, once per freeze, that it held for ttlMs or more at
+// nowMs: the move's abort is due.
+func (f *Freeze) Expire(nowMs, ttlMs int64) bool {
+	if f.target == "" || f.abortProposed || nowMs-f.atMs < ttlMs {
+		return false
+	}
+	invariant.Check(f.atMs <= nowMs, "movesource: a freeze began at %d, after now %d", f.atMs, nowMs)
+	f.abortProposed = true
+	return true
+}
+
+// Wait keeps a freeze request to answer after the next sync round.
+func (f *Freeze) Wait(id msg.RequestID) {
+	invariant.Check(id != 0, "movesource: a freeze request without an id waits")
+	f.waiting = append(f.waiting, id)
+}
+
+// Waiting reports whether freeze requests wait for a sync round.
+func (f *Freeze) Waiting() bool { return len(f.waiting) > 0 }
+
+// TakeWaiting returns the waiting requests, in arrival order, and forgets
+// them.
+func (f *Freeze) TakeWaiting() []msg.RequestID {
+	waiting := f.waiting
+	f.waiting = nil
+	return waiting
+}

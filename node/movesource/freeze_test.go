@@ -1,0 +1,62 @@
+package movesource
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"narad/msg"
+)
+
+func TestAFreezeHoldsOnlyForItsMove(t *testing.T) {
+	var f Freeze
+	require.False(t, f.Frozen())
+	require.False(t, f.For("", 0), "a partition that is not frozen is frozen for no move")
+	require.True(t, f.Begin("b", 100, 10))
+	require.True(t, f.Frozen())
+	require.True(t, f.For("b", 100))
+	require.False(t, f.For("b", 101), "a later move to the same target is another move")
+	require.False(t, f.For("c", 100))
+	require.False(t, f.Begin("b", 100, 20), "asked again for the same move: not a new freeze")
+	require.True(t, f.Begin("c", 200, 30), "a freeze for another move replaces it")
+	require.Equal(t, "c", f.Target())
+	require.Equal(t, int64(200), f.MoveStartedAtMs())
+}
+
+func TestAFreezeEndsWhenTheAppliedMoveIsAnother(t *testing.T) {
+	var f Freeze
+	require.False(t, f.Outdated("", 0), "nothing to end")
+	f.Begin("b", 100, 10)
+	require.False(t, f.Outdated("b", 100))
+	require.True(t, f.Outdated("", 0), "the move completed or was aborted")
+	require.True(t, f.Outdated("b", 101), "re-targeted to the same node by a later move")
+	require.Equal(t, int64(40), f.End(50), "it held from 10 to 50")
+	require.False(t, f.Frozen())
+	require.Panics(t, func() { f.End(60) }, "a freeze ends once")
+}
+
+func TestAnExpiredFreezeAsksForTheAbortOnce(t *testing.T) {
+	var f Freeze
+	require.False(t, f.Expire(1_000, 10), "no freeze, no abort")
+	f.Begin("b", 100, 10)
+	require.False(t, f.Expire(19, 10))
+	require.True(t, f.Expire(20, 10))
+	require.False(t, f.Expire(30, 10), "the abort is asked for once per freeze")
+	f.Begin("c", 200, 40)
+	require.True(t, f.Expire(50, 10), "a new freeze may ask again")
+	f.End(60)
+	f.Begin("c", 200, 70)
+	require.False(t, f.Expire(79, 10), "a freeze begun again counts from its new start")
+}
+
+func TestWaitingFreezeRequestsAreTakenInOrderOnce(t *testing.T) {
+	var f Freeze
+	f.Begin("b", 100, 10)
+	require.False(t, f.Waiting())
+	f.Wait(msg.RequestID(7))
+	f.Wait(msg.RequestID(3))
+	require.True(t, f.Waiting())
+	require.Equal(t, []msg.RequestID{7, 3}, f.TakeWaiting())
+	require.False(t, f.Waiting())
+	require.Empty(t, f.TakeWaiting())
+}
