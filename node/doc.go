@@ -94,8 +94,9 @@
 //   - node/movedest: the destination session of a move, from the first
 //     status request to the flip.
 //   - node/movesource: the freeze a partition's owner holds for a move.
-//   - node/route: the table of outstanding forwards and of peers marked
-//     down, and the join and batch of a produce split by owner.
+//   - node/route: the tables of outstanding forwards (and of peers marked
+//     down) and of requests served on behalf of another, and the join and
+//     batch of a produce split by owner.
 //
 // # The contract
 //

@@ -39,13 +39,11 @@ type routing struct {
 	// A forward's continuation gets the reply, or a 503 when the deadline
 	// passes first.
 	forwards *route.Forwards[func(msg.Reply)]
-	// incoming maps the request id given to a forwarded request to its
-	// origin.
-	incoming map[msg.RequestID]incoming
-	// internal maps the request id of a local part to its continuation.
-	internal map[msg.RequestID]func(msg.Reply)
-	// lastLocalID numbers incoming and internal requests; only increases.
-	lastLocalID uint64
+	// served numbers the requests served here on behalf of another:
+	// forwarded ones, kept with their origin (request id
+	// forwardedRequestBit | number), and this node's own parts, kept with
+	// their continuation (internalRequestBit | number).
+	served *route.Served[incoming, func(msg.Reply)]
 	// produceForwards holds, per owner and topic, the forward of produce
 	// parts gathered in the Ready being built (route_produce.go); emptied
 	// when a Ready is handed out.
@@ -53,8 +51,8 @@ type routing struct {
 }
 
 func newRouting() routing {
-	return routing{forwards: route.NewForwards[func(msg.Reply)](0), incoming: map[msg.RequestID]incoming{},
-		internal: map[msg.RequestID]func(msg.Reply){}, produceForwards: map[produceForwardKey]*route.Batch[func(msg.Reply)]{}}
+	return routing{forwards: route.NewForwards[func(msg.Reply)](0), served: route.NewServed[incoming, func(msg.Reply)](),
+		produceForwards: map[produceForwardKey]*route.Batch[func(msg.Reply)]{}}
 }
 
 // localOnly reports whether a request must be served from this node's own
@@ -82,22 +80,24 @@ func (n *Node) forward(to string, req msg.Request, timeoutMs int64, done func(ms
 // handleInternal serves req here as a part of a larger request; done gets
 // the reply once the Ready that carries it was persisted.
 func (n *Node) handleInternal(req msg.Request, done func(msg.Reply)) {
-	n.routing.lastLocalID++
-	id := internalRequestBit | msg.RequestID(n.routing.lastLocalID)
-	_, taken := n.routing.internal[id]
-	invariant.Check(!taken && done != nil, "node: internal request %d is taken or has no continuation", id)
-	n.routing.internal[id] = done
+	invariant.Check(done != nil, "node: internal %T has no continuation", req)
+	id := internalRequestBit | n.servedID(n.routing.served.Part(done))
 	n.handle(id, req)
 }
 
 // stepForwardRequest serves a request a peer forwarded.
 func (n *Node) stepForwardRequest(from string, m msg.ForwardRequest) {
-	n.routing.lastLocalID++
-	id := forwardedRequestBit | msg.RequestID(n.routing.lastLocalID)
-	_, taken := n.routing.incoming[id]
-	invariant.Check(!taken && from != n.cfg.NodeID, "node: forwarded request %d from %s is taken or from this node", id, from)
-	n.routing.incoming[id] = incoming{from: from, id: m.ID}
+	invariant.Check(from != n.cfg.NodeID, "node: %T forwarded from this node", m.Request)
+	id := forwardedRequestBit | n.servedID(n.routing.served.Forwarded(incoming{from: from, id: m.ID}))
 	n.handle(id, m.Request)
+}
+
+// servedID turns the number of a served request into the low bits of its
+// request id: they never reach the bits that mark its kind.
+func (n *Node) servedID(number uint64) msg.RequestID {
+	id := msg.RequestID(number)
+	invariant.Check(id&(forwardedRequestBit|internalRequestBit) == 0, "node: served request number %d reaches the kind bits", number)
+	return id
 }
 
 // stepForwardReply hands a peer's answer to the forward's continuation; a
@@ -127,16 +127,15 @@ func (n *Node) peerReachable(id string) bool {
 // (ForwardReply) and those of internal parts into rd.internal, leaving the
 // clients' replies in rd.Replies.
 func (n *Node) routeReplies(rd *Ready) {
-	if len(n.routing.incoming) == 0 && len(n.routing.internal) == 0 {
+	if n.routing.served.Empty() {
 		return
 	}
 	clients := make([]msg.Reply, 0, len(rd.Replies))
 	for _, reply := range rd.Replies {
 		switch {
 		case reply.ID&forwardedRequestBit != 0:
-			origin, ok := n.routing.incoming[reply.ID]
+			origin, ok := n.routing.served.TakeOrigin(uint64(reply.ID &^ forwardedRequestBit))
 			invariant.Check(ok, "node: reply to unknown forwarded request %d", reply.ID)
-			delete(n.routing.incoming, reply.ID)
 			rd.Messages = append(rd.Messages, msg.Envelope{From: n.cfg.NodeID, To: origin.from,
 				Message: msg.ForwardReply{ID: origin.id, Reply: msg.Reply{Err: reply.Err, Result: reply.Result}}})
 		case reply.ID&internalRequestBit != 0:
@@ -152,9 +151,8 @@ func (n *Node) routeReplies(rd *Ready) {
 // Ready that was persisted and sent.
 func (n *Node) completeInternal(rd Ready) {
 	for _, reply := range rd.internal {
-		done, ok := n.routing.internal[reply.ID]
+		done, ok := n.routing.served.TakeContinuation(uint64(reply.ID &^ internalRequestBit))
 		invariant.Check(ok, "node: reply to unknown internal request %d", reply.ID)
-		delete(n.routing.internal, reply.ID)
 		done(reply)
 	}
 }

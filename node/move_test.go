@@ -93,8 +93,7 @@ func TestAFrozenPartitionReroutesProduce(t *testing.T) {
 	c.startMove(leader, "t", 0, target)
 	frozen := c.nodes[source].partitions[partitionKey{"t", 0}]
 	started, _ := c.nodes[source].meta.State().Assignment("t", 0)
-	c.nodes[source].moveFreeze(forwardedRequestBit|999, msg.MoveFreeze{Topic: "t", Partition: 0, Target: target, MoveStartedAtMs: started.MoveStartedAtMs})
-	c.nodes[source].routing.incoming[forwardedRequestBit|999] = incoming{from: target, id: 1}
+	c.nodes[source].moveFreeze(asForwarded(c.nodes[source], target), msg.MoveFreeze{Topic: "t", Partition: 0, Target: target, MoveStartedAtMs: started.MoveStartedAtMs})
 	c.settle()
 	require.Equal(t, target, frozen.freeze.Target())
 
@@ -188,9 +187,9 @@ func TestASourceRestartedMidMoveStaysFrozen(t *testing.T) {
 	}
 	c.cut[target] = true
 	c.startMove(leader, "t", 0, target)
-	c.nodes[source].routing.incoming[forwardedRequestBit|7] = incoming{from: target, id: 1}
+	freezeID := asForwarded(c.nodes[source], target)
 	started, _ := c.nodes[source].meta.State().Assignment("t", 0)
-	c.nodes[source].moveFreeze(forwardedRequestBit|7, msg.MoveFreeze{Topic: "t", Partition: 0, Target: target, MoveStartedAtMs: started.MoveStartedAtMs})
+	c.nodes[source].moveFreeze(freezeID, msg.MoveFreeze{Topic: "t", Partition: 0, Target: target, MoveStartedAtMs: started.MoveStartedAtMs})
 	c.settle()
 
 	c.crash(source)
@@ -383,8 +382,7 @@ func TestAStatusAnswerSaysFrozenOnlyForTheAskingMove(t *testing.T) {
 	c.cut[target] = true // the destination never acts; the test asks in its place
 	c.startMove(leader, "t", 0, target)
 	started, _ := c.nodes[source].meta.State().Assignment("t", 0)
-	c.nodes[source].routing.incoming[forwardedRequestBit|5] = incoming{from: target, id: 1}
-	c.nodes[source].moveFreeze(forwardedRequestBit|5, msg.MoveFreeze{Topic: "t", Partition: 0, Target: target, MoveStartedAtMs: started.MoveStartedAtMs})
+	c.nodes[source].moveFreeze(asForwarded(c.nodes[source], target), msg.MoveFreeze{Topic: "t", Partition: 0, Target: target, MoveStartedAtMs: started.MoveStartedAtMs})
 	c.settle()
 
 	status := func(asker string, startedAtMs int64) msg.MoveSourceState {
@@ -419,8 +417,7 @@ func TestAFreezeDuringASyncRoundWaitsForTheRecordsAcceptedBeforeIt(t *testing.T)
 	inFlight := n.Ready()
 	c.send(source, producePinned("t", 0, "accepted-meanwhile"))
 	started, _ := n.meta.State().Assignment("t", 0)
-	n.routing.incoming[forwardedRequestBit|999] = incoming{from: target, id: 1}
-	n.moveFreeze(forwardedRequestBit|999, msg.MoveFreeze{Topic: "t", Partition: 0, Target: target, MoveStartedAtMs: started.MoveStartedAtMs})
+	n.moveFreeze(asForwarded(n, target), msg.MoveFreeze{Topic: "t", Partition: 0, Target: target, MoveStartedAtMs: started.MoveStartedAtMs})
 	for _, s := range inFlight.Syncs {
 		require.NoError(t, s.Run())
 	}
@@ -445,4 +442,11 @@ func freezeAnswer(rd Ready) *msg.ForwardReply {
 		}
 	}
 	return nil
+}
+
+// asForwarded registers a request as one the peer from forwarded (as
+// stepForwardRequest does, so that its reply goes back to from) and
+// returns its request id: a test asks in a destination's place.
+func asForwarded(n *Node, from string) msg.RequestID {
+	return forwardedRequestBit | n.servedID(n.routing.served.Forwarded(incoming{from: from, id: 1}))
 }

@@ -1,7 +1,9 @@
 // Package route holds the bookkeeping of requests that cross nodes: the
-// table of outstanding forwards, the join that splits one produce request
-// into parts by owner and answers once every part has, and the batch that
-// carries several parts to one owner in one forward. It is a pure data
+// table of outstanding forwards, the table of requests served here on
+// behalf of another (forwarded here, or parts of this node's own), the
+// join that splits one produce request into parts by owner and answers
+// once every part has, and the batch that carries several parts to one
+// owner in one forward. It is a pure data
 // structure of the deterministic core: no goroutines, no clock (time
 // arrives as nowMs arguments), no I/O, and no map order reaches an output.
 // The node sends the messages, serves the parts and runs the
@@ -18,6 +20,13 @@
 // from another peer than the one asked, is dropped. A peer that let a
 // forward time out, or was reported unreachable, is marked down for a
 // while; any message from it clears the mark.
+//
+// # Served requests
+//
+// Served numbers, from one counter, the requests a peer forwarded here
+// (kept with the origin their reply goes back to) and the parts of this
+// node's own split requests (kept with their continuation), and hands each
+// back once, when its reply is due.
 //
 // # Joins
 //
