@@ -90,7 +90,7 @@ func (n *Node) applyAck(t *topic, p *partition, log *storage.Log, offset, nonce 
 	case msg.AckNack:
 		err = p.leases.Nack(offset, nonce, n.nowMs)
 	default:
-		invariant.Check(false, "node: unknown ack action %d", action)
+		invariant.Broken("node: unknown ack action %d", action)
 	}
 	switch {
 	case errors.Is(err, lease.ErrAcked):

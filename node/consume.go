@@ -154,7 +154,7 @@ func (n *Node) skipUnreadable(t *topic, p *partition, log *storage.Log, offset u
 			n.observer.ConsumerDropped(t.info.Name, p.key.index, dropped)
 		}
 	default:
-		invariant.Check(false, "node: read of reserved offset %d of %s: %v", offset, p.dir, err)
+		invariant.Broken("node: read of reserved offset %d of %s: %v", offset, p.dir, err)
 	}
 	n.noteCommitted(p, log)
 }

@@ -36,7 +36,7 @@ func (n *Node) applyMoveOutput(s *moveSession, out movedest.Output, cause error)
 	case movedest.ActionRestart:
 		n.restartSession(s, cause)
 	default:
-		invariant.Check(false, "node: move session of %s/%d asked for unknown action %d", move.Topic, move.Partition, action.Kind)
+		invariant.Broken("node: move session of %s/%d asked for unknown action %d", move.Topic, move.Partition, action.Kind)
 	}
 }
 
