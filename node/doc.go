@@ -67,10 +67,10 @@
 // The leader runs the planner (package rebalance) past its barrier and
 // proposes targets (move_leader.go). A node that sees itself as a target
 // runs a session (package movedest decides its steps, move_dest.go carries
-// them out): CatchUp copies the source's segments pass
-// after pass (MoveStatus, MoveRead) until within Moves.LagBytes or out of
-// passes; PrepareHandoff asks the source to freeze (MoveFreeze: no
-// produce, no commit; answered once its accepted records are durable);
+// them out): CatchUp copies the source's segments pass after pass
+// (MoveStatus, MoveRead) until within Moves.LagBytes or out of passes;
+// PrepareHandoff asks the source to freeze (MoveFreeze: no produce, no
+// commit; answered once its accepted records are durable);
 // Finalize copies the fixed tail, records the source's HWM and committed
 // offset, and hands the sync, verification and install to the driver as a
 // Job (Ready.Jobs, answered by JobDone); the flip is the guarded CompleteMove (ForcePromote when the source
