@@ -104,11 +104,11 @@ test:
 	@echo '==> test 3/7: lint (go test ./lint)'
 	$(GO) test -timeout $(TEST_TIMEOUT) ./lint
 	@echo '==> test 4/7: unit, HTTP, CLI and real-process tests, fuzz seed corpora (go test ./...)'
-	$(GO) test -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/chaos/soak$$')
+	$(GO) test -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/soak$$')
 	@# e2e builds the binary itself, which go test's cache cannot see: never cache it.
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./e2e
 	@# The short real-process soak: one cycle of every fault, then the replay audit (about a minute; not cached either).
-	$(GO) test -count=1 -timeout 10m ./chaos/soak -duration=0
+	$(GO) test -count=1 -timeout 10m ./soak -duration=0
 	@# The costly cross-structure checks of the core, behind the invariants tag.
 	$(GO) test -tags invariants -timeout $(TEST_TIMEOUT) ./storage/... ./node/... ./meta/... ./rebalance/...
 	@echo '==> test 5/7: race detector over the concurrent edges ($(or $(race_patterns),none yet))'
@@ -158,7 +158,7 @@ sim:
 
 help_soak := Real-process chaos soak: fault cycles for DURATION (30m), then a replay audit; more flags in SOAK_ARGS (-scenario=decommission -seed=N).
 soak:
-	$(GO) test -count=1 -timeout 0 ./chaos/soak -run '^TestSoak$$' -v -duration=$(DURATION) $(SOAK_ARGS)
+	$(GO) test -count=1 -timeout 0 ./soak -run '^TestSoak$$' -v -duration=$(DURATION) $(SOAK_ARGS)
 
 help_fmt := Format every package with gofmt -w (through go fmt).
 fmt:

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"narad/chaos/soak/proc"
+	"narad/proc"
 	"narad/client"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"narad/chaos/soak/proc"
+	"narad/proc"
 	"narad/client"
 )
 

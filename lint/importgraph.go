@@ -11,7 +11,7 @@ import (
 // packages node, meta and rebalance must never depend on.
 var harnessComponents = map[string]bool{
 	"sim": true, "fuzz": true, "host": true, "httpapi": true, "cmd": true, "auth": true,
-	"chaos/soak": true, "client": true, "lint": true,
+	"soak": true, "proc": true, "client": true, "lint": true,
 }
 
 // protocolComponents are the core components above storage.

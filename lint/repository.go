@@ -42,7 +42,7 @@ type sourceFile struct {
 }
 
 // component is the concept a file belongs to: the first element of its
-// directory, except that chaos/soak is its own component (DESIGN.md §2).
+// directory.
 func (f *sourceFile) component() string { return componentOf(f.dir) }
 
 // isDeterministic reports a non-test file of the core or the simulator.
@@ -67,9 +67,6 @@ type repository struct {
 
 // componentOf maps a slash-separated directory to its component.
 func componentOf(dir string) string {
-	if dir == "chaos/soak" || strings.HasPrefix(dir, "chaos/soak/") {
-		return "chaos/soak"
-	}
 	first, _, _ := strings.Cut(dir, "/")
 	return first
 }

@@ -386,12 +386,12 @@ func TestImportGraphRule(t *testing.T) {
 	}
 	runRuleCases(t, []ruleCase{
 		{name: "storage imports only chaos, invariant and itself", files: map[string]string{
-			"storage/a.go":       imports("storage", "narad/chaos", "narad/storage/memfs", "narad/node", "narad/chaos/soak", "fmt", "narad/invariant"),
+			"storage/a.go":       imports("storage", "narad/chaos", "narad/storage/memfs", "narad/node", "narad/soak", "fmt", "narad/invariant"),
 			"storage/memfs/a.go": imports("memfs", "narad/meta"),
 		}, want: []string{"storage/a.go:6 [import-graph]", "storage/a.go:7 [import-graph]", "storage/memfs/a.go:4 [import-graph]"}},
 		{name: "node imports down, never the harnesses", files: map[string]string{
 			"node/a.go": imports("node", "narad/meta", "narad/rebalance", "narad/storage", "narad/chaos",
-				"narad/sim", "narad/fuzz", "narad/host", "narad/httpapi", "narad/cmd/narad", "narad/chaos/soak", "narad/client", "narad/lint"),
+				"narad/sim", "narad/fuzz", "narad/host", "narad/httpapi", "narad/cmd/narad", "narad/soak", "narad/client", "narad/lint"),
 		}, want: []string{"node/a.go:8 [import-graph]", "node/a.go:9 [import-graph]", "node/a.go:10 [import-graph]",
 			"node/a.go:11 [import-graph]", "node/a.go:12 [import-graph]", "node/a.go:13 [import-graph]",
 			"node/a.go:14 [import-graph]", "node/a.go:15 [import-graph]"}},

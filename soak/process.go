@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"narad/chaos/soak/proc"
+	"narad/proc"
 	"narad/client"
 )
 

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"narad/chaos/soak/proc"
+	"narad/proc"
 	"narad/client"
 )
 

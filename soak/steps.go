@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"narad/chaos/soak/proc"
+	"narad/proc"
 	"narad/client"
 )
 

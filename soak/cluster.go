@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"narad/chaos/soak/proc"
+	"narad/proc"
 	"narad/client"
 )
 

@@ -11,7 +11,7 @@
 // narad/config only to read which variables and defaults the binary has.
 //
 // Inputs: Options (scenario, duration, seed, node count, the binary and
-// the directory). `go test ./chaos/soak -run TestSoak` takes them as
+// the directory). `go test ./soak -run TestSoak` takes them as
 // flags (-scenario, -duration, -seed, -nodes, -dir, -keep, -binary,
 // -heartbeat-interval, -member-dead-after, -force-promote-after); `make
 // soak DURATION=…` runs it, and `make test` runs the short version

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"narad/chaos/soak/proc"
+	"narad/proc"
 	"narad/client"
 )
 

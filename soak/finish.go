@@ -3,7 +3,7 @@ package soak
 import (
 	"context"
 	"fmt"
-	"narad/chaos/soak/proc"
+	"narad/proc"
 	"net/http"
 	"strings"
 	"time"

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"narad/chaos/soak/proc"
+	"narad/proc"
 	"time"
 )
 
