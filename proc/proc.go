@@ -1,39 +1,54 @@
-// Package proc holds what the tests of real narad processes share (the
-// soak and package e2e): a free loopback address for a node, a pause
-// bound to a context, a node's /metrics page (and a value on it) and the
-// tail of its log.
-// It starts nothing itself and keeps no state.
 package proc
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
+	"math"
+	"math/rand/v2"
 	"net"
-	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
-	"strings"
+	"sync"
 	"time"
 )
 
-// Bounds, with their unit last.
-const (
-	// MetricsBytesMax bounds a scraped /metrics page.
-	MetricsBytesMax = 16 << 20
-	// LogTailBytes is how much of a node's log a failure quotes.
-	LogTailBytes = 4096
-)
+// ErrNoFreePort is returned when FreeAddr found no port it could bind.
+var ErrNoFreePort = errors.New("no free loopback port")
 
-// FreeAddr returns a loopback address whose port was free a moment ago
-// (the kernel picked it; a process started soon after may bind it).
+// handedOut holds the ports FreeAddr returned in this process, so that it
+// never returns one twice (two nodes of one test would collide).
+var handedOut = struct {
+	mu    sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// FreeAddr returns a loopback address whose port was free a moment ago.
+// The port lies outside the kernel's ephemeral range (see portLow), so the
+// kernel does not give it to an outgoing connection before the node binds
+// it; another process that picks ports the same way may still race for
+// it, which a node reports as ErrAddrInUse.
 func FreeAddr() (string, error) {
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+	handedOut.mu.Lock()
+	defer handedOut.mu.Unlock()
+	for range freePortTriesMax {
+		port := portLow + rand.IntN(portHigh-portLow)
+		if handedOut.ports[port] {
+			continue
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		listener, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		listener.Close()
+		handedOut.ports[port] = true
+		return addr, nil
 	}
-	defer listener.Close()
-	return listener.Addr().String(), nil
+	return "", ErrNoFreePort
 }
 
 // SleepContext pauses for d or until ctx ends (then it returns ctx's
@@ -49,42 +64,6 @@ func SleepContext(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// MetricValue returns the value of an unlabelled sample name on a
-// /metrics page in the Prometheus text format, and whether it is there.
-func MetricValue(page, name string) (float64, bool) {
-	for line := range strings.Lines(page) {
-		value, found := strings.CutPrefix(strings.TrimSpace(line), name+" ")
-		if !found {
-			continue
-		}
-		parsed, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		return parsed, err == nil
-	}
-	return 0, false
-}
-
-// Metrics returns the /metrics page of the node whose HTTP API listens on
-// httpAddr, read through client within timeout and at most
-// MetricsBytesMax bytes. A status other than 200 is an error.
-func Metrics(ctx context.Context, client *http.Client, httpAddr string, timeout time.Duration) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+httpAddr+"/metrics", nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MetricsBytesMax))
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("metrics of %s: http %d", httpAddr, resp.StatusCode)
-	}
-	return string(body), err
-}
-
 // LogTail returns the last LogTailBytes of a log file, or why it could not
 // be read.
 func LogTail(path string) string {
@@ -96,4 +75,26 @@ func LogTail(path string) string {
 		data = data[len(data)-LogTailBytes:]
 	}
 	return string(data)
+}
+
+// Build compiles the narad binary of the module that holds the working
+// directory into dir and returns its path.
+func Build(dir string) (string, error) {
+	binary := filepath.Join(dir, "narad")
+	output, err := exec.Command("go", "build", "-o", binary, "narad/cmd/narad").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("build narad: %w: %s", err, output)
+	}
+	return binary, nil
+}
+
+// Percentile returns the nearest-rank q quantile (0 <= q <= 1) of
+// durations, or 0 for none. durations is not changed.
+func Percentile(durations []time.Duration, q float64) time.Duration {
+	if len(durations) == 0 {
+		return 0
+	}
+	sorted := slices.Sorted(slices.Values(durations))
+	rank := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[min(max(rank, 0), len(sorted)-1)]
 }
