@@ -13,8 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"narad/proc"
 	"narad/client"
+	"narad/proc"
 )
 
 // Shape of TestClusterAcksSettleWhileAnOwnerIsKilled. The records,

@@ -2,10 +2,9 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"narad/proc"
 	"narad/client"
+	"narad/proc"
 )
 
 // Bounds of the multi-process helpers.
@@ -27,8 +26,6 @@ const (
 	// clusterClientTimeout bounds one request of the test's clients; a
 	// forward to a dead owner times out on the server first (5 s).
 	clusterClientTimeout = 10 * time.Second
-	// scrapeTimeout bounds one read of a node's /metrics.
-	scrapeTimeout = 2 * time.Second
 )
 
 // clusterNode is one `narad serve` process of a test cluster. Its ports,
@@ -40,8 +37,9 @@ type clusterNode struct {
 	dataDir     string
 	logPath     string
 	client      *client.Client
-	// cmd is the current process; nil while the node is down.
-	cmd *exec.Cmd
+	// process runs the node; nil until its first start, which fixes its
+	// environment from the fields below.
+	process *proc.Process
 	// peers is the NARAD_CLUSTER_PEERS value shared by the cluster.
 	peers string
 	// initialMembers is the NARAD_CLUSTER_INITIAL_MEMBERS value: empty
@@ -72,20 +70,40 @@ func startTestCluster(t *testing.T, size int) *testCluster {
 }
 
 // startTestClusterWith is startTestCluster with security settings for
-// every node (see securityEnv).
+// every node (see securityEnv). A start whose port was taken by another
+// process is tried again, on new ports, up to startTriesMax times.
 func startTestClusterWith(t *testing.T, size int, security []string) *testCluster {
 	t.Helper()
+	var err error
+	for range startTriesMax {
+		var c *testCluster
+		c, err = tryStartCluster(t, size, security)
+		if err == nil {
+			return c
+		}
+		for _, n := range c.nodes {
+			c.kill(n)
+		}
+		if !errors.Is(err, proc.ErrAddrInUse) {
+			break
+		}
+		t.Logf("starting the cluster again on new ports: %v", err)
+	}
+	t.Fatal(err)
+	return nil
+}
+
+// tryStartCluster plans the cluster on fresh ports, starts it and waits
+// for every node.
+func tryStartCluster(t *testing.T, size int, security []string) (*testCluster, error) {
 	dir, err := os.MkdirTemp("", "narad-e2e-cluster-")
 	require.NoError(t, err)
 	c := &testCluster{t: t, dir: dir, security: security}
 	t.Cleanup(c.cleanup)
 	var peers []string
 	for i := range size {
-		id := fmt.Sprintf("n%d", i+1)
-		n := &clusterNode{id: id, httpAddr: freeAddr(t), clusterAddr: freeAddr(t),
-			dataDir: filepath.Join(dir, id), logPath: filepath.Join(dir, id+".log"), security: security}
-		n.client = client.New("http://"+n.httpAddr, client.WithTimeout(clusterClientTimeout))
-		peers = append(peers, id+"@"+n.clusterAddr)
+		n := c.planNode(fmt.Sprintf("n%d", i+1))
+		peers = append(peers, n.id+"@"+n.clusterAddr)
 		c.nodes = append(c.nodes, n)
 	}
 	for _, n := range c.nodes {
@@ -93,9 +111,20 @@ func startTestClusterWith(t *testing.T, size int, security []string) *testCluste
 		c.start(n)
 	}
 	for _, n := range c.nodes {
-		c.waitReady(n)
+		if err := n.process.WaitReady(context.Background(), clusterReadyTimeout); err != nil {
+			return c, err
+		}
 	}
-	return c
+	return c, nil
+}
+
+// planNode returns node id on fresh loopback ports, in the cluster's
+// directory, with its security settings; not started.
+func (c *testCluster) planNode(id string) *clusterNode {
+	n := &clusterNode{id: id, httpAddr: freeAddr(c.t), clusterAddr: freeAddr(c.t),
+		dataDir: filepath.Join(c.dir, id), logPath: filepath.Join(c.dir, id+".log"), security: c.security}
+	n.client = client.New("http://"+n.httpAddr, client.WithTimeout(clusterClientTimeout))
+	return n
 }
 
 // cleanup kills every process; it keeps the directory if the test failed.
@@ -113,87 +142,55 @@ func (c *testCluster) cleanup() {
 // start runs n's process (appending to its log).
 func (c *testCluster) start(n *clusterNode) {
 	c.t.Helper()
-	require.Nil(c.t, n.cmd, "%s is already running", n.id)
-	logFile, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	require.NoError(c.t, err)
-	defer logFile.Close() // the child holds its own descriptor
-	cmd := exec.Command(binary, "serve", "--addr", n.httpAddr, "--node-id", n.id, "--data-dir", n.dataDir, "--log-format", "text")
-	cmd.Env = append(os.Environ(), "NARAD_SECURITY_ENABLED=false", "NARAD_CLUSTER_ADDR="+n.clusterAddr,
-		"NARAD_CLUSTER_PEERS="+n.peers, "NARAD_CLUSTER_INITIAL_MEMBERS="+n.initialMembers)
-	cmd.Env = append(cmd.Env, n.security...) // the last value of a variable wins
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	require.NoError(c.t, cmd.Start())
-	n.cmd = cmd
+	if n.process == nil {
+		env := append([]string{"NARAD_SECURITY_ENABLED=false", "NARAD_CLUSTER_ADDR=" + n.clusterAddr,
+			"NARAD_CLUSTER_PEERS=" + n.peers, "NARAD_CLUSTER_INITIAL_MEMBERS=" + n.initialMembers}, n.security...) // the last value of a variable wins
+		n.process = proc.NewProcess(proc.Spec{Binary: binary, ID: n.id, HTTPAddr: n.httpAddr, ClusterAddr: n.clusterAddr,
+			DataDir: n.dataDir, LogPath: n.logPath, Env: env})
+	}
+	require.NoError(c.t, n.process.Start())
 }
 
 // kill ends n's process with SIGKILL (no shutdown, no flush) and reaps
 // it.
 func (c *testCluster) kill(n *clusterNode) {
-	if n.cmd == nil {
-		return
+	if n.process != nil {
+		require.NoError(c.t, n.process.Kill())
 	}
-	_ = n.cmd.Process.Kill()
-	_ = n.cmd.Wait()
-	n.cmd = nil
 }
 
-// waitReady polls n's /readyz until it answers 200; the test fails with
-// the end of n's log otherwise.
+// waitReady waits until n's /readyz answers 200; the test fails with the
+// end of n's log otherwise.
 func (c *testCluster) waitReady(n *clusterNode) {
 	c.t.Helper()
-	deadline := time.Now().Add(clusterReadyTimeout)
-	var lastErr error
-	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, lastErr = n.client.Readyz(ctx)
-		cancel()
-		if lastErr == nil {
-			return
-		}
-		time.Sleep(clusterPollInterval)
-	}
-	c.t.Fatalf("%s on %s not ready after %s (last answer: %v); the end of its log:\n%s",
-		n.id, n.httpAddr, clusterReadyTimeout, lastErr, proc.LogTail(n.logPath))
+	require.NoError(c.t, n.process.WaitReady(context.Background(), clusterReadyTimeout))
 }
+
+// IsLeader reports whether n's metrics say it leads the metadata group.
+func (n *clusterNode) IsLeader(ctx context.Context) bool { return n.process.IsLeader(ctx) }
 
 // leader returns the node whose metrics say it leads the metadata group,
 // once exactly one running node says so (bounded wait).
 func (c *testCluster) leader(ctx context.Context) *clusterNode {
 	c.t.Helper()
-	deadline := time.Now().Add(clusterReadyTimeout)
-	for time.Now().Before(deadline) {
-		var leaders []*clusterNode
-		for _, n := range c.running() {
-			if isLeader(ctx, n) {
-				leaders = append(leaders, n)
-			}
-		}
-		if len(leaders) == 1 {
-			return leaders[0]
-		}
-		time.Sleep(clusterPollInterval)
-	}
-	c.t.Fatalf("no single node reported narad_meta_leader 1 within %s", clusterReadyTimeout)
-	return nil
+	ctx, cancel := context.WithTimeout(ctx, clusterReadyTimeout)
+	defer cancel()
+	leader, err := proc.Leader(ctx, c.running)
+	require.NoError(c.t, err)
+	return leader
 }
 
 func (c *testCluster) running() []*clusterNode {
 	var running []*clusterNode
 	for _, n := range c.nodes {
-		if n.cmd != nil {
+		if n.process != nil && n.process.Running() {
 			running = append(running, n)
 		}
 	}
 	return running
 }
 
-// isLeader reads n's narad_meta_leader gauge.
-func isLeader(ctx context.Context, n *clusterNode) bool {
-	metrics, err := scrape(ctx, n)
-	return err == nil && strings.Contains(metrics, "\nnarad_meta_leader 1\n")
-}
-
-// scrape returns n's /metrics text.
-func scrape(ctx context.Context, n *clusterNode) (string, error) {
-	return proc.Metrics(ctx, http.DefaultClient, n.httpAddr, scrapeTimeout)
+// scrape returns n's metrics.
+func scrape(ctx context.Context, n *clusterNode) (proc.Metrics, error) {
+	return n.process.Metrics(ctx)
 }

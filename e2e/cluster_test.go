@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"narad/proc"
 	"narad/client"
+	"narad/proc"
 )
 
 // Shape of the load of TestClusterKillNineOfFollowerAndLeaderLosesNothing.

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"narad/proc"
 	"narad/client"
+	"narad/proc"
 )
 
 // Bounds of TestClusterDecommissionedNodeReportsNotReady.
@@ -49,7 +49,7 @@ func TestClusterDecommissionedNodeReportsNotReady(t *testing.T) {
 		return ok && m.Draining && p.balancedOver(decommissionPartitions, "n1", "n3", "n4")
 	})
 	removal := c.waitEvent(ctx, "voter-removal-proposed", n2.id+" ", scaleVoterRemovalTimeout)
-	t.Logf("%s proposed the removal of n2 from the voter set at %s", removal.node, removal.time.Format("15:04:05.000"))
+	t.Logf("%s proposed the removal of n2 from the voter set at %s", removal.Node, removal.Time.Format("15:04:05.000"))
 
 	notReady, answer, view := waitNotReady(ctx, t, n2)
 	c.proveVoterRemoved(ctx, n2, n4)

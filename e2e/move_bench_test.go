@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"narad/proc"
 	"narad/client"
+	"narad/proc"
 )
 
 // Shape of TestMoveBenchLargePartition (make move-bench).
@@ -269,40 +269,40 @@ func (w moveWatch) log(t *testing.T, since time.Time) {
 func (c *testCluster) logBenchMove(ctx context.Context, t *testing.T, load *moveLoad, decommissioned, movedAt time.Time) {
 	t.Helper()
 	events := c.clusterEvents()
-	find := func(kind string) logEvent {
+	find := func(kind string) proc.LogRecord {
 		for _, e := range eventsOfKind(events, kind) {
-			if strings.Contains(e.attrs["detail"], fmt.Sprintf("%s/%d", moveBenchTopic, moveBenchPartition)) ||
-				strings.HasPrefix(e.attrs["detail"], fmt.Sprintf("topics/%s/p%05d", moveBenchTopic, moveBenchPartition)) {
+			if strings.Contains(e.Detail(), fmt.Sprintf("%s/%d", moveBenchTopic, moveBenchPartition)) ||
+				strings.HasPrefix(e.Detail(), fmt.Sprintf("topics/%s/p%05d", moveBenchTopic, moveBenchPartition)) {
 				return e
 			}
 		}
-		return logEvent{}
+		return proc.LogRecord{}
 	}
 	planned, started, caughtUp := find("move-planned"), find("move-started"), find("move-catchup-done")
 	frozen, movedAway := find("partition-frozen"), find("partition-moved-away")
-	for _, e := range []logEvent{planned, started, caughtUp, frozen, movedAway} {
-		if !e.time.IsZero() {
-			t.Logf("  %s +%s on %s: %s", e.time.Format("15:04:05.000"), e.time.Sub(decommissioned).Round(time.Millisecond), e.node, e.attrs["detail"])
+	for _, e := range []proc.LogRecord{planned, started, caughtUp, frozen, movedAway} {
+		if !e.Time.IsZero() {
+			t.Logf("  %s +%s on %s: %s", e.Time.Format("15:04:05.000"), e.Time.Sub(decommissioned).Round(time.Millisecond), e.Node, e.Detail())
 		}
 	}
 	for _, e := range events {
-		if e.msg == "move ended" {
-			bytes, _ := strconv.ParseFloat(e.attrs["bytes"], 64)
-			durationMs, _ := strconv.ParseFloat(e.attrs["duration_ms"], 64)
-			t.Logf("move ended on %s: %s, %s ms from start to flip, %s bytes copied: %.1f MB/s", e.node, e.attrs["outcome"],
-				e.attrs["duration_ms"], e.attrs["bytes"], bytes/durationMs/1e3)
+		if e.Message == proc.MoveEndedMessage {
+			bytes, _ := e.Number("bytes")
+			durationMs, _ := e.Number("duration_ms")
+			t.Logf("move ended on %s: %s, %s ms from start to flip, %s bytes copied: %.1f MB/s", e.Node, e.Text("outcome"),
+				e.Text("duration_ms"), e.Text("bytes"), bytes/durationMs/1e3)
 		}
 	}
-	if !started.time.IsZero() && !caughtUp.time.IsZero() && !movedAway.time.IsZero() && !frozen.time.IsZero() {
-		t.Logf("start to flip %s (catch-up %s, handoff to freeze %s, freeze %s)", movedAway.time.Sub(started.time).Round(time.Millisecond),
-			caughtUp.time.Sub(started.time).Round(time.Millisecond), frozen.time.Sub(caughtUp.time).Round(time.Millisecond),
-			movedAway.time.Sub(frozen.time).Round(time.Millisecond))
-		logEventsBetween(t, events, frozen.time, movedAway.time)
+	if !started.Time.IsZero() && !caughtUp.Time.IsZero() && !movedAway.Time.IsZero() && !frozen.Time.IsZero() {
+		t.Logf("start to flip %s (catch-up %s, handoff to freeze %s, freeze %s)", movedAway.Time.Sub(started.Time).Round(time.Millisecond),
+			caughtUp.Time.Sub(started.Time).Round(time.Millisecond), frozen.Time.Sub(caughtUp.Time).Round(time.Millisecond),
+			movedAway.Time.Sub(frozen.Time).Round(time.Millisecond))
+		logEventsBetween(t, events, frozen.Time, movedAway.Time)
 		for _, n := range c.nodes {
 			t.Logf("  produce latency through %s: before the move %s; during catch-up %s; during the freeze %s", n.id,
-				latencyText(load.latenciesBetween(n.id, time.Time{}, started.time)),
-				latencyText(load.latenciesBetween(n.id, started.time, frozen.time)),
-				latencyText(load.latenciesBetween(n.id, frozen.time, movedAway.time)))
+				latencyText(load.latenciesBetween(n.id, time.Time{}, started.Time)),
+				latencyText(load.latenciesBetween(n.id, started.Time, frozen.Time)),
+				latencyText(load.latenciesBetween(n.id, frozen.Time, movedAway.Time)))
 		}
 	}
 	c.logSlowestSyncRounds(ctx, t)
@@ -319,11 +319,10 @@ func (c *testCluster) logSlowestSyncRounds(ctx context.Context, t *testing.T) {
 	t.Helper()
 	var slowest []string
 	for _, n := range c.running() {
-		text, err := scrape(ctx, n)
+		metrics, err := scrape(ctx, n)
 		require.NoError(t, err, "scrape the metrics of %s", n.id)
-		samples := parseMetrics(text)
-		bound := histogramQuantile(samples, "narad_storage_sync_round_duration_seconds", 1)
-		over := histogramCountAbove(samples, "narad_storage_sync_round_duration_seconds", slowSyncRoundSeconds)
+		bound := metrics.HistogramQuantileBound("narad_storage_sync_round_duration_seconds", 1)
+		over := metrics.HistogramCountAbove("narad_storage_sync_round_duration_seconds", slowSyncRoundSeconds)
 		slowest = append(slowest, fmt.Sprintf("%s <= %s (%.0f rounds over %gs)", n.id, secondsText(bound), over, slowSyncRoundSeconds))
 	}
 	t.Logf("slowest persist round (the node loop waits for it): %s", strings.Join(slowest, ", "))
@@ -334,20 +333,20 @@ const freezeEventsShownMax = 20
 
 // logEventsBetween logs the node events of every node in [from, to], in
 // time order: what happened while the partition was frozen.
-func logEventsBetween(t *testing.T, events []logEvent, from, to time.Time) {
+func logEventsBetween(t *testing.T, events []proc.LogRecord, from, to time.Time) {
 	t.Helper()
-	var during []logEvent
+	var during []proc.LogRecord
 	for _, e := range events {
-		if e.kind() != "" && !e.time.Before(from) && !e.time.After(to) {
+		if e.Kind() != "" && !e.Time.Before(from) && !e.Time.After(to) {
 			during = append(during, e)
 		}
 	}
-	slices.SortStableFunc(during, func(a, b logEvent) int { return a.time.Compare(b.time) })
+	slices.SortStableFunc(during, func(a, b proc.LogRecord) int { return a.Time.Compare(b.Time) })
 	for i, e := range during {
 		if i == freezeEventsShownMax {
 			t.Logf("  ... and %d more events during the freeze", len(during)-i)
 			return
 		}
-		t.Logf("  during the freeze: %s on %s: %s %s", e.time.Format("15:04:05.000"), e.node, e.kind(), e.attrs["detail"])
+		t.Logf("  during the freeze: %s on %s: %s %s", e.Time.Format("15:04:05.000"), e.Node, e.Kind(), e.Detail())
 	}
 }

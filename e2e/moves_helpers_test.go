@@ -1,24 +1,19 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"maps"
-	"math"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"narad/proc"
 	"narad/client"
+	"narad/proc"
 )
 
 // Bounds of the helpers that watch moves.
@@ -28,8 +23,6 @@ const (
 	placementPollInterval = 200 * time.Millisecond
 	// cliTimeout bounds one run of the narad CLI.
 	cliTimeout = 30 * time.Second
-	// logLineBytesMax bounds one line of a node's log when it is parsed.
-	logLineBytesMax = 1 << 20
 )
 
 // addJoiningNode starts one more node that joins the running cluster: its
@@ -57,9 +50,7 @@ func (c *testCluster) addJoiningNodeVia(id string, via *clusterNode) *clusterNod
 // startJoiner starts a joining node with the peers it is told of (id@addr,
 // comma-separated, itself appended) and the member ids it asks.
 func (c *testCluster) startJoiner(id, peers string, members []string) *clusterNode {
-	n := &clusterNode{id: id, httpAddr: freeAddr(c.t), clusterAddr: freeAddr(c.t),
-		dataDir: filepath.Join(c.dir, id), logPath: filepath.Join(c.dir, id+".log"), security: c.security}
-	n.client = client.New("http://"+n.httpAddr, client.WithTimeout(clusterClientTimeout))
+	n := c.planNode(id)
 	n.peers = peers + "," + id + "@" + n.clusterAddr
 	n.initialMembers = strings.Join(members, ",")
 	c.nodes = append(c.nodes, n)
@@ -173,220 +164,38 @@ func waitPlacement(ctx context.Context, t *testing.T, n *clusterNode, timeout ti
 	return placement{}
 }
 
-// metricSample is one line of a Prometheus text exposition.
-type metricSample struct {
-	name   string
-	labels string // the text between the braces, "" without labels
-	value  float64
-}
-
-// parseMetrics reads the samples of a Prometheus text exposition.
-func parseMetrics(text string) []metricSample {
-	var samples []metricSample
-	for line := range strings.Lines(text) {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		cut := strings.LastIndexByte(line, ' ')
-		if cut < 0 {
-			continue
-		}
-		value, err := strconv.ParseFloat(line[cut+1:], 64)
-		if err != nil {
-			continue
-		}
-		name, labels := line[:cut], ""
-		if open := strings.IndexByte(name, '{'); open >= 0 {
-			name, labels = name[:open], strings.TrimSuffix(name[open+1:], "}")
-		}
-		samples = append(samples, metricSample{name: name, labels: labels, value: value})
-	}
-	return samples
-}
-
-// metricSum adds up the samples called name whose labels contain every
-// one of labels (each written as key="value").
-func metricSum(samples []metricSample, name string, labels ...string) float64 {
-	sum := 0.0
-	for _, s := range samples {
-		if s.name == name && containsAll(s.labels, labels) {
-			sum += s.value
-		}
-	}
-	return sum
-}
-
-func containsAll(text string, parts []string) bool {
-	for _, part := range parts {
-		if !strings.Contains(text, part) {
-			return false
-		}
-	}
-	return true
-}
-
 // clusterMetrics scrapes every running node and returns all their
-// samples together (the move metrics are per node; the test wants the
+// metrics together (the move metrics are per node; the test wants the
 // cluster's sum). A node that does not answer fails the test.
-func (c *testCluster) clusterMetrics(ctx context.Context) []metricSample {
+func (c *testCluster) clusterMetrics(ctx context.Context) proc.Metrics {
 	c.t.Helper()
-	var all []metricSample
+	all := proc.Metrics{}
 	for _, n := range c.running() {
-		text, err := scrape(ctx, n)
+		metrics, err := scrape(ctx, n)
 		require.NoError(c.t, err, "scrape the metrics of %s", n.id)
-		all = append(all, parseMetrics(text)...)
+		all.Add(metrics)
 	}
 	return all
 }
 
-// histogramQuantile returns the upper bound of the first bucket of the
-// histogram name that holds the q quantile of its observations (summed
-// over the samples given), or NaN without observations. It is a bound,
-// not an estimate: the answer is "at most this".
-func histogramQuantile(samples []metricSample, name string, q float64) float64 {
-	cumulative := map[float64]float64{}
-	for _, s := range samples {
-		if s.name != name+"_bucket" {
-			continue
-		}
-		bound, ok := labelValue(s.labels, "le")
-		if !ok {
-			continue
-		}
-		le, err := strconv.ParseFloat(bound, 64)
-		if err == nil {
-			cumulative[le] += s.value
-		}
-	}
-	bounds := slices.Sorted(maps.Keys(cumulative))
-	if len(bounds) == 0 || cumulative[math.Inf(1)] == 0 {
-		return math.NaN()
-	}
-	rank := q * cumulative[math.Inf(1)]
-	for _, le := range bounds {
-		if cumulative[le] >= rank {
-			return le
-		}
-	}
-	return math.Inf(1)
-}
-
-// histogramCountAbove returns how many observations of the histogram
-// name (summed over the samples) exceeded the largest bucket bound that
-// is at most threshold.
-func histogramCountAbove(samples []metricSample, name string, threshold float64) float64 {
-	atOrBelow := map[float64]float64{}
-	for _, s := range samples {
-		bound, ok := labelValue(s.labels, "le")
-		le, err := strconv.ParseFloat(bound, 64)
-		if s.name == name+"_bucket" && ok && err == nil && le <= threshold {
-			atOrBelow[le] += s.value
-		}
-	}
-	below := 0.0
-	if len(atOrBelow) > 0 {
-		below = atOrBelow[slices.Max(slices.Collect(maps.Keys(atOrBelow)))]
-	}
-	return metricSum(samples, name+"_count") - below
-}
-
-// labelValue returns the value of key in a label list such as
-// le="0.5",outcome="completed".
-func labelValue(labels, key string) (string, bool) {
-	for part := range strings.SplitSeq(labels, ",") {
-		name, value, found := strings.Cut(part, "=")
-		if found && name == key {
-			unquoted, err := strconv.Unquote(value)
-			return unquoted, err == nil
-		}
-	}
-	return "", false
-}
-
-// logEvent is one line of a node's text log (slog's key=value format).
-type logEvent struct {
-	node  string
-	time  time.Time
-	msg   string
-	attrs map[string]string
-}
-
-// kind is the kind of a "node event" line ("" for other lines).
-func (e logEvent) kind() string {
-	if e.msg != "node event" {
-		return ""
-	}
-	return e.attrs["kind"]
-}
-
-// readLogEvents parses every line of n's log that carries a time and a
-// message, in the order written.
-func readLogEvents(t *testing.T, n *clusterNode) []logEvent {
-	t.Helper()
-	file, err := os.Open(n.logPath)
-	require.NoError(t, err)
-	defer file.Close()
-	var events []logEvent
-	scanner := bufio.NewScanner(file)
-	scanner.Buffer(make([]byte, 0, 64<<10), logLineBytesMax)
-	for scanner.Scan() {
-		attrs := parseLogLine(scanner.Text())
-		at, err := time.Parse(time.RFC3339Nano, attrs["time"])
-		if err != nil || attrs["msg"] == "" {
-			continue // not a structured line (a panic's trace, say)
-		}
-		events = append(events, logEvent{node: n.id, time: at, msg: attrs["msg"], attrs: attrs})
-	}
-	require.NoError(t, scanner.Err(), "read the log of %s", n.id)
-	return events
-}
-
-// parseLogLine splits a line of slog's text format into its attributes;
-// values may be bare or Go-quoted. It stops at the first token it cannot
-// read.
-func parseLogLine(line string) map[string]string {
-	attrs := map[string]string{}
-	rest := line
-	for {
-		rest = strings.TrimLeft(rest, " ")
-		key, value, found := strings.Cut(rest, "=")
-		if !found || key == "" || strings.ContainsAny(key, " \"") {
-			return attrs
-		}
-		if strings.HasPrefix(value, `"`) {
-			quoted, err := strconv.QuotedPrefix(value)
-			if err != nil {
-				return attrs
-			}
-			attrs[key], _ = strconv.Unquote(quoted)
-			rest = value[len(quoted):]
-			continue
-		}
-		end := strings.IndexByte(value, ' ')
-		if end < 0 {
-			end = len(value)
-		}
-		attrs[key], rest = value[:end], value[end:]
-	}
-}
-
-// clusterEvents returns the log events of every node, each node's in the
+// clusterEvents returns the log records of every node, each node's in the
 // order written.
-func (c *testCluster) clusterEvents() []logEvent {
+func (c *testCluster) clusterEvents() []proc.LogRecord {
 	c.t.Helper()
-	var all []logEvent
+	var all []proc.LogRecord
 	for _, n := range c.nodes {
-		all = append(all, readLogEvents(c.t, n)...)
+		records, err := proc.ReadLog(n.logPath, n.id)
+		require.NoError(c.t, err, "read the log of %s", n.id)
+		all = append(all, records...)
 	}
 	return all
 }
 
 // eventsOfKind keeps the node events of one kind.
-func eventsOfKind(events []logEvent, kind string) []logEvent {
-	var kept []logEvent
+func eventsOfKind(events []proc.LogRecord, kind string) []proc.LogRecord {
+	var kept []proc.LogRecord
 	for _, e := range events {
-		if e.kind() == kind {
+		if e.Kind() == kind {
 			kept = append(kept, e)
 		}
 	}
@@ -404,20 +213,20 @@ type freeze struct {
 
 // freezesFromLogs pairs, per node and partition directory, each
 // partition-frozen event with the event that ended the freeze.
-func freezesFromLogs(events []logEvent) []freeze {
-	started := map[string]logEvent{}
+func freezesFromLogs(events []proc.LogRecord) []freeze {
+	started := map[string]proc.LogRecord{}
 	var freezes []freeze
 	for _, e := range events {
-		dir := firstWord(e.attrs["detail"])
-		key := e.node + " " + dir
-		switch e.kind() {
+		dir := firstWord(e.Detail())
+		key := e.Node + " " + dir
+		switch e.Kind() {
 		case "partition-frozen":
 			started[key] = e
 		case "partition-moved-away", "partition-unfrozen":
 			if begin, ok := started[key]; ok {
 				delete(started, key)
-				freezes = append(freezes, freeze{node: e.node, dir: dir, duration: e.time.Sub(begin.time),
-					flipped: e.kind() == "partition-moved-away"})
+				freezes = append(freezes, freeze{node: e.Node, dir: dir, duration: e.Time.Sub(begin.Time),
+					flipped: e.Kind() == "partition-moved-away"})
 			}
 		}
 	}
@@ -432,17 +241,6 @@ func firstWord(text string) string {
 	return text
 }
 
-// percentile returns the q quantile (nearest rank) of durations, or 0 for
-// none.
-func percentile(durations []time.Duration, q float64) time.Duration {
-	if len(durations) == 0 {
-		return 0
-	}
-	sorted := slices.Sorted(slices.Values(durations))
-	rank := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[min(max(rank, 0), len(sorted)-1)]
-}
-
 // moveSummary is what the metrics of every node say about the moves.
 type moveSummary struct {
 	byOutcome          map[string]float64
@@ -453,16 +251,16 @@ type moveSummary struct {
 	freezeObservations float64
 }
 
-func summarizeMoveMetrics(samples []metricSample) moveSummary {
+func summarizeMoveMetrics(metrics proc.Metrics) moveSummary {
 	summary := moveSummary{byOutcome: map[string]float64{}}
 	for _, outcome := range []string{"completed", "force_promoted", "aborted"} {
-		summary.byOutcome[outcome] = metricSum(samples, "narad_moves_total", `outcome="`+outcome+`"`)
+		summary.byOutcome[outcome] = metrics.Sum("narad_moves_total", map[string]string{"outcome": outcome})
 	}
-	summary.bytesCopied = metricSum(samples, "narad_moves_bytes_total")
-	summary.durationSeconds = metricSum(samples, "narad_moves_duration_seconds_sum")
-	summary.freezeP50Bound = histogramQuantile(samples, "narad_moves_freeze_duration_seconds", 0.50)
-	summary.freezeP99Bound = histogramQuantile(samples, "narad_moves_freeze_duration_seconds", 0.99)
-	summary.freezeObservations = metricSum(samples, "narad_moves_freeze_duration_seconds_count")
+	summary.bytesCopied = metrics.Sum("narad_moves_bytes_total", nil)
+	summary.durationSeconds = metrics.HistogramSum("narad_moves_duration_seconds")
+	summary.freezeP50Bound = metrics.HistogramQuantileBound("narad_moves_freeze_duration_seconds", 0.50)
+	summary.freezeP99Bound = metrics.HistogramQuantileBound("narad_moves_freeze_duration_seconds", 0.99)
+	summary.freezeObservations = metrics.HistogramCount("narad_moves_freeze_duration_seconds")
 	return summary
 }
 

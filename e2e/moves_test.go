@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"narad/proc"
 	"narad/client"
+	"narad/proc"
 )
 
 // Shape and bounds of TestClusterScaleUpAndDecommissionUnderLoad.
@@ -127,8 +127,8 @@ func (r *scaleRun) decommissionSecondNode() {
 	r.drainedAt = time.Now()
 	removal := r.c.waitEvent(r.ctx, "voter-removal-proposed", n2.id+" ", scaleVoterRemovalTimeout)
 	r.t.Logf("decommission: n2 drained after %s (%v); %s proposed its removal from the voter set %s after the decommission",
-		r.drainedAt.Sub(r.decommissionStarted).Round(time.Millisecond), drained, removal.node,
-		removal.time.Sub(r.decommissionStarted).Round(time.Millisecond))
+		r.drainedAt.Sub(r.decommissionStarted).Round(time.Millisecond), drained, removal.Node,
+		removal.Time.Sub(r.decommissionStarted).Round(time.Millisecond))
 	r.clients[n2.id].stopProducing()
 	r.clients[n2.id].stopConsuming()
 	require.NoError(r.t, proc.SleepContext(r.ctx, scaleLoadBetweenPhases))
@@ -172,19 +172,19 @@ func (r *scaleRun) logLatencies() {
 
 // waitEvent waits until a node's log holds a node event of kind whose
 // detail starts with detailPrefix, and returns the first such event.
-func (c *testCluster) waitEvent(ctx context.Context, kind, detailPrefix string, timeout time.Duration) logEvent {
+func (c *testCluster) waitEvent(ctx context.Context, kind, detailPrefix string, timeout time.Duration) proc.LogRecord {
 	c.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		for _, e := range eventsOfKind(c.clusterEvents(), kind) {
-			if strings.HasPrefix(e.attrs["detail"], detailPrefix) {
+			if strings.HasPrefix(e.Detail(), detailPrefix) {
 				return e
 			}
 		}
 		require.NoError(c.t, proc.SleepContext(ctx, placementPollInterval), "waiting for a %s event", kind)
 	}
 	c.t.Fatalf("no node logged a %s event for %q within %s", kind, detailPrefix, timeout)
-	return logEvent{}
+	return proc.LogRecord{}
 }
 
 // logMoveReport logs what the nodes' metrics and logs say about the moves
@@ -208,11 +208,11 @@ func (c *testCluster) logMoveReport(ctx context.Context, t *testing.T) moveSumma
 		}
 	}
 	t.Logf("freeze (log lines partition-frozen to moved-away/unfrozen, ms resolution): %d freezes (%d ended by a flip), p50 %s, p99 %s, max %s",
-		len(freezes), flipped, percentile(durations, 0.50), percentile(durations, 0.99), percentile(durations, 1))
+		len(freezes), flipped, proc.Percentile(durations, 0.50), proc.Percentile(durations, 0.99), proc.Percentile(durations, 1))
 	for _, e := range events {
-		if e.msg == "move ended" {
-			t.Logf("  move into %s ended at %s: %s in %s ms, %s bytes", e.node, e.time.Format("15:04:05.000"),
-				e.attrs["outcome"], e.attrs["duration_ms"], e.attrs["bytes"])
+		if e.Message == proc.MoveEndedMessage {
+			t.Logf("  move into %s ended at %s: %s in %s ms, %s bytes", e.Node, e.Time.Format("15:04:05.000"),
+				e.Text("outcome"), e.Text("duration_ms"), e.Text("bytes"))
 		}
 	}
 	for _, kind := range []string{"move-planned", "move-started", "move-catchup-done", "move-completed", "move-aborted", "move-restarted",
@@ -229,8 +229,8 @@ func latencyText(durations []time.Duration) string {
 	if len(durations) == 0 {
 		return "(no requests)"
 	}
-	return fmt.Sprintf("p50 %s p99 %s max %s (%d requests)", percentile(durations, 0.5).Round(100*time.Microsecond),
-		percentile(durations, 0.99).Round(100*time.Microsecond), percentile(durations, 1).Round(100*time.Microsecond), len(durations))
+	return fmt.Sprintf("p50 %s p99 %s max %s (%d requests)", proc.Percentile(durations, 0.5).Round(100*time.Microsecond),
+		proc.Percentile(durations, 0.99).Round(100*time.Microsecond), proc.Percentile(durations, 1).Round(100*time.Microsecond), len(durations))
 }
 
 func secondsText(seconds float64) string {

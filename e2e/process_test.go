@@ -2,17 +2,31 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"narad/proc"
 	"narad/client"
+	"narad/proc"
+)
+
+// Bounds of the single-server helpers.
+const (
+	// serverReadyTimeout bounds the wait for a server's /readyz.
+	serverReadyTimeout = 20 * time.Second
+	// serverClientTimeout bounds one request of a server's client.
+	serverClientTimeout = 10 * time.Second
+	// serverStopTimeout bounds a graceful stop (the shutdown grace is
+	// 10 s); past it the server is killed and the test fails.
+	serverStopTimeout = 30 * time.Second
+	// startTriesMax bounds the starts of a server or cluster whose port
+	// was taken by another process meanwhile (each try on new ports).
+	startTriesMax = 3
 )
 
 // binary is the narad binary built once for the package's tests.
@@ -24,11 +38,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "narad")
-	build := exec.Command("go", "build", "-o", binary, "narad/cmd/narad")
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build narad:", err)
+	binary, err = proc.Build(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -36,58 +48,38 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// server is one `narad serve` process.
+// server is one `narad serve` process without a node id.
 type server struct {
-	cmd    *exec.Cmd
-	addr   string
-	client *client.Client
-	log    string
+	process *proc.Process
+	client  *client.Client
 }
 
 // startServer runs `narad serve` on a free loopback port with dataDir and
-// waits until /readyz answers (bounded).
+// waits until /readyz answers (bounded). A start whose port was taken is
+// tried again on new ports, up to startTriesMax times.
 func startServer(t *testing.T, dataDir string) *server {
 	t.Helper()
-	addr := freeAddr(t)
-	logPath := filepath.Join(t.TempDir(), "server.log")
-	logFile, err := os.Create(logPath)
-	require.NoError(t, err)
-	cmd := exec.Command(binary, "serve", "--addr", addr, "--data-dir", dataDir, "--log-format", "text")
-	cmd.Env = append(os.Environ(), "NARAD_SECURITY_ENABLED=false", "NARAD_CLUSTER_ADDR="+freeAddr(t))
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	require.NoError(t, cmd.Start())
-	s := &server{cmd: cmd, addr: addr, client: client.New("http://"+addr, client.WithTimeout(10*time.Second)), log: logPath}
-	t.Cleanup(func() {
-		s.kill()
-		logFile.Close()
-	})
-	s.waitReady(t)
-	return s
-}
-
-func (s *server) waitReady(t *testing.T) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := s.client.Readyz(ctx)
-		cancel()
-		if err == nil {
-			return
+	var err error
+	for range startTriesMax {
+		spec := proc.Spec{Binary: binary, HTTPAddr: freeAddr(t), DataDir: dataDir, LogPath: filepath.Join(t.TempDir(), "server.log")}
+		spec.Env = []string{"NARAD_SECURITY_ENABLED=false", "NARAD_CLUSTER_ADDR=" + freeAddr(t)}
+		s := &server{process: proc.NewProcess(spec), client: client.New(spec.URL(), client.WithTimeout(serverClientTimeout))}
+		require.NoError(t, s.process.Start())
+		t.Cleanup(s.kill)
+		if err = s.process.WaitReady(context.Background(), serverReadyTimeout); err == nil {
+			return s
 		}
-		time.Sleep(50 * time.Millisecond)
+		s.kill()
+		if !errors.Is(err, proc.ErrAddrInUse) {
+			break
+		}
 	}
-	logData, _ := os.ReadFile(s.log)
-	t.Fatalf("server on %s never became ready; its log:\n%s", s.addr, logData)
+	t.Fatalf("server never became ready: %v", err)
+	return nil
 }
 
 // kill ends the process with SIGKILL: no graceful shutdown, no flush.
-func (s *server) kill() {
-	if s.cmd.ProcessState == nil {
-		_ = s.cmd.Process.Kill()
-		_ = s.cmd.Wait()
-	}
-}
+func (s *server) kill() { _ = s.process.Kill() }
 
 func freeAddr(t *testing.T) string {
 	t.Helper()

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"narad/proc"
 	"narad/client"
+	"narad/proc"
 )
 
 // The schemas of TestClusterEnforcesASchemaChangeOnEveryNode: version 2

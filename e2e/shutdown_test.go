@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
@@ -45,8 +44,9 @@ func TestSIGTERMShutsDownGracefully(t *testing.T) {
 		parked <- err
 	}()
 	time.Sleep(200 * time.Millisecond) // let the poll park; either way it must not hang
-	require.NoError(t, first.cmd.Process.Signal(syscall.SIGTERM))
-	require.NoError(t, first.cmd.Wait(), "a graceful stop exits 0")
+	_, err = first.process.Terminate(serverStopTimeout)
+	require.NoError(t, err, "a SIGTERM stops the server within %s", serverStopTimeout)
+	require.NoError(t, first.process.ExitErr(), "a graceful stop exits 0")
 	select {
 	case <-parked: // answered or refused at shutdown
 	case <-time.After(20 * time.Second):

@@ -254,7 +254,7 @@ func (p *Process) Kill() error {
 	if errors.Is(err, ErrNotRunning) {
 		return nil
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, os.ErrProcessDone) { // one that just exited is being reaped
 		return err
 	}
 	<-exited
@@ -268,7 +268,7 @@ func (p *Process) Kill() error {
 func (p *Process) Terminate(timeout time.Duration) (time.Duration, error) {
 	began := time.Now()
 	exited, err := p.Signal(syscall.SIGTERM, true)
-	if err != nil {
+	if err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return 0, err
 	}
 	timer := time.NewTimer(timeout)
