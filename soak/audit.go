@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"narad/proc"
 	"narad/client"
+	"narad/proc"
 )
 
 // ErrUnavailable is returned when a topic's partitions do not all become

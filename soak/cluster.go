@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"narad/proc"
 	"narad/client"
+	"narad/proc"
 )
 
 // ErrNoNode is returned when no running node answered a control request.
@@ -31,9 +31,6 @@ type cluster struct {
 	timingEnv  []string
 	httpClient *http.Client
 	logf       func(format string, args ...any)
-	// reapers counts the goroutines that wait for node processes.
-	reapers sync.WaitGroup
-
 	// mu protects the fields below: the scenario changes them, the load
 	// goroutines read them.
 	mu sync.Mutex
@@ -64,21 +61,24 @@ func (c *cluster) plan(id string) (*nodeProcess, error) {
 		return nil, err
 	}
 	n := &nodeProcess{id: id, httpAddr: httpAddr, clusterAddr: clusterAddr, dataDir: filepath.Join(c.dir, id),
-		logPath: nodeLogPath(c.dir, id), httpClient: c.httpClient, reapers: &c.reapers,
+		logPath: nodeLogPath(c.dir, id), httpClient: c.httpClient,
 		client: client.New("http://"+httpAddr, client.WithTimeout(requestTimeout), client.WithHTTPClient(c.httpClient))}
 	return n, nil
 }
 
-// setEnv gives n its cluster settings: peers "id@addr" (n included) and
-// the initial members (empty: every peer bootstraps the cluster).
+// setEnv gives n its process with its cluster settings: peers "id@addr"
+// (n included) and the initial members (empty: every peer bootstraps the
+// cluster).
 func (c *cluster) setEnv(n *nodeProcess, peers []*nodeProcess, initialMembers []string) {
 	entries := make([]string, 0, len(peers))
 	for _, p := range peers {
 		entries = append(entries, p.id+"@"+p.clusterAddr)
 	}
-	n.env = append([]string{"NARAD_SECURITY_ENABLED=false", "NARAD_CLUSTER_ADDR=" + n.clusterAddr,
+	env := append([]string{"NARAD_SECURITY_ENABLED=false", "NARAD_CLUSTER_ADDR=" + n.clusterAddr,
 		"NARAD_CLUSTER_PEERS=" + strings.Join(entries, ","), "NARAD_CLUSTER_INITIAL_MEMBERS=" + strings.Join(initialMembers, ",")},
 		c.timingEnv...)
+	n.Process = proc.NewProcess(proc.Spec{Binary: c.binary, ID: n.id, HTTPAddr: n.httpAddr, ClusterAddr: n.clusterAddr,
+		DataDir: n.dataDir, LogPath: n.logPath, Env: env, HTTPClient: c.httpClient})
 }
 
 // startInitial starts count nodes that bootstrap the cluster together and
@@ -95,12 +95,12 @@ func (c *cluster) startInitial(ctx context.Context, count int) error {
 	for _, n := range planned {
 		c.setEnv(n, planned, nil)
 		c.add(n)
-		if err := n.start(c.binary); err != nil {
+		if err := n.Start(); err != nil {
 			return err
 		}
 	}
 	for _, n := range planned {
-		if err := n.waitReady(ctx); err != nil {
+		if err := n.WaitReady(ctx, readyTimeout); err != nil {
 			return err
 		}
 		c.setRotation(n.id, true)
@@ -130,10 +130,10 @@ func (c *cluster) join(ctx context.Context) (*nodeProcess, error) {
 	}
 	c.setEnv(n, append(members, n), ids)
 	c.add(n)
-	if err := n.start(c.binary); err != nil {
+	if err := n.Start(); err != nil {
 		return n, err
 	}
-	if err := n.waitReady(ctx); err != nil {
+	if err := n.WaitReady(ctx, readyTimeout); err != nil {
 		return n, err
 	}
 	c.setRotation(n.id, true)
@@ -163,7 +163,7 @@ func (c *cluster) members() []*nodeProcess {
 func (c *cluster) running() []*nodeProcess {
 	var running []*nodeProcess
 	for _, n := range c.members() {
-		if n.running() {
+		if n.Running() {
 			running = append(running, n)
 		}
 	}
@@ -237,20 +237,7 @@ func (c *cluster) pick(rng *rand.Rand) *nodeProcess {
 func (c *cluster) leader(ctx context.Context) (*nodeProcess, error) {
 	ctx, cancel := context.WithTimeout(ctx, leaderTimeout)
 	defer cancel()
-	for {
-		var leaders []*nodeProcess
-		for _, n := range c.running() {
-			if n.isLeader(ctx) {
-				leaders = append(leaders, n)
-			}
-		}
-		if len(leaders) == 1 {
-			return leaders[0], nil
-		}
-		if proc.SleepContext(ctx, pollInterval) != nil {
-			return nil, fmt.Errorf("no single node reported narad_meta_leader 1 within %s (%d did)", leaderTimeout, len(leaders))
-		}
-	}
+	return proc.Leader(ctx, c.running)
 }
 
 // control runs a control request against the serving nodes in turn until
@@ -309,7 +296,7 @@ func (c *cluster) clusterMoves(ctx context.Context) ([]client.Move, error) {
 func (c *cluster) crashes() []string {
 	var crashes []string
 	for _, n := range c.allNodes() {
-		crashes = append(crashes, n.takeCrashes()...)
+		crashes = append(crashes, n.TakeCrashes()...)
 	}
 	return crashes
 }
@@ -319,12 +306,14 @@ func (c *cluster) crashes() []string {
 func (c *cluster) stopAll() {
 	var stops sync.WaitGroup
 	for _, n := range c.allNodes() {
-		if n.running() {
-			stops.Go(func() { _, _ = n.terminate() })
+		if n.Running() {
+			stops.Go(func() { _, _ = n.Terminate(terminateTimeout) })
 		}
 	}
 	stops.Wait()
-	c.reapers.Wait()
+	for _, n := range c.allNodes() {
+		n.WaitReaped()
+	}
 }
 
 func (c *cluster) isRetired(id string) bool {

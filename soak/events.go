@@ -1,29 +1,13 @@
 package soak
 
 import (
-	"bufio"
-	"encoding/json"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"time"
+
+	"narad/proc"
 )
-
-// logLineBytesMax bounds one line of a node's log (a panic's stack lines
-// are short; a JSON record is a few hundred bytes).
-const logLineBytesMax = 1 << 20
-
-// logRecord is the part of a node's JSON log line the soak reads.
-type logRecord struct {
-	Time     string `json:"time"`
-	Level    string `json:"level"`
-	Message  string `json:"msg"`
-	Kind     string `json:"kind"`
-	Detail   string `json:"detail"`
-	Outcome  string `json:"outcome"`
-	Duration int64  `json:"duration_ms"`
-}
 
 // LogSummary is what the nodes' logs say about a run.
 type LogSummary struct {
@@ -70,25 +54,17 @@ type freezeOpen map[string]time.Time
 
 // add reads one node's log.
 func (s *LogSummary) add(r io.Reader) error {
-	scanner := bufio.NewScanner(r)
-	scanner.Buffer(make([]byte, 64<<10), logLineBytesMax)
 	open := freezeOpen{}
-	for scanner.Scan() {
-		line := scanner.Bytes()
-		var record logRecord
-		if json.Unmarshal(line, &record) != nil {
-			s.addText(string(line))
-			continue
-		}
-		if record.Message == processStartMessage {
+	err := proc.ScanLog(r, func(record proc.LogRecord) {
+		if record.Message == proc.StartMessage {
 			s.FreezesCut += len(open)
 			open = freezeOpen{}
-			continue
+			return
 		}
 		s.addRecord(record, open)
-	}
+	}, s.addText)
 	s.FreezesCut += len(open)
-	return scanner.Err()
+	return err
 }
 
 // addText notes a line that is not JSON: the runtime writes panics and
@@ -99,49 +75,35 @@ func (s *LogSummary) addText(line string) {
 	}
 }
 
-func (s *LogSummary) addRecord(record logRecord, open freezeOpen) {
+func (s *LogSummary) addRecord(record proc.LogRecord, open freezeOpen) {
 	if record.Level == "ERROR" {
 		s.Errors++
 	}
 	switch record.Message {
-	case "move ended":
-		s.MovesByOutcome[record.Outcome]++
-		s.MoveDurationsMs = append(s.MoveDurationsMs, record.Duration)
-	case "node event":
-		s.Events[record.Kind]++
+	case proc.MoveEndedMessage:
+		s.MovesByOutcome[record.Text("outcome")]++
+		duration, _ := record.Number("duration_ms")
+		s.MoveDurationsMs = append(s.MoveDurationsMs, int64(duration))
+	case proc.EventMessage:
+		s.Events[record.Kind()]++
 		s.addFreezeEvent(record, open)
 	}
 }
 
 // addFreezeEvent pairs a partition's freeze with its end. The detail of
 // these events starts with the partition's directory.
-func (s *LogSummary) addFreezeEvent(record logRecord, open freezeOpen) {
-	dir, _, _ := strings.Cut(record.Detail, " ")
+func (s *LogSummary) addFreezeEvent(record proc.LogRecord, open freezeOpen) {
+	dir, _, _ := strings.Cut(record.Detail(), " ")
 	dir = strings.TrimSuffix(dir, ":")
-	at, err := time.Parse(time.RFC3339Nano, record.Time)
-	if err != nil {
-		return
-	}
-	switch record.Kind {
+	switch record.Kind() {
 	case "partition-frozen":
-		open[dir] = at
+		open[dir] = record.Time
 	case "partition-moved-away", "partition-unfrozen":
 		if began, ok := open[dir]; ok {
-			s.Freezes = append(s.Freezes, at.Sub(began))
+			s.Freezes = append(s.Freezes, record.Time.Sub(began))
 			delete(open, dir)
 		}
 	}
-}
-
-// percentile returns the p-th percentile (0..100) of durations, or 0.
-func percentile(durations []time.Duration, p int) time.Duration {
-	if len(durations) == 0 {
-		return 0
-	}
-	sorted := slices.Clone(durations)
-	slices.Sort(sorted)
-	index := (len(sorted) - 1) * p / 100
-	return sorted[index]
 }
 
 // logsMention reports whether a node event of kind whose detail starts
@@ -158,23 +120,12 @@ func logsMention(paths []string, kind, detailPrefix string) bool {
 // logMentionsSince reports whether the log holds a node event of kind,
 // logged at or after since, whose detail starts with detailPrefix.
 func logMentionsSince(path, kind, detailPrefix string, since time.Time) bool {
-	file, err := os.Open(path)
+	records, err := proc.ReadLog(path, "")
 	if err != nil {
 		return false
 	}
-	defer file.Close()
-	scanner := bufio.NewScanner(file)
-	scanner.Buffer(make([]byte, 64<<10), logLineBytesMax)
-	for scanner.Scan() {
-		line := scanner.Bytes()
-		if !strings.Contains(string(line), kind) {
-			continue
-		}
-		var record logRecord
-		if json.Unmarshal(line, &record) != nil || record.Kind != kind || !strings.HasPrefix(record.Detail, detailPrefix) {
-			continue
-		}
-		if at, err := time.Parse(time.RFC3339Nano, record.Time); err == nil && !at.Before(since) {
+	for _, record := range records {
+		if record.Kind() == kind && strings.HasPrefix(record.Detail(), detailPrefix) && !record.Time.Before(since) {
 			return true
 		}
 	}

@@ -3,10 +3,11 @@ package soak
 import (
 	"context"
 	"fmt"
-	"narad/proc"
 	"net/http"
 	"strings"
 	"time"
+
+	"narad/proc"
 )
 
 // drainProgressInterval is how often the final drain says what it waits

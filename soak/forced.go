@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
-	"narad/proc"
 	"narad/client"
+	"narad/proc"
 )
 
 // Forced recovery (DESIGN.md §6, "source dies mid-move"): a destination
@@ -129,7 +129,7 @@ func (r *run) coldOwnerVictim(ctx context.Context) (*nodeProcess, string) {
 	}
 	var owners []*nodeProcess
 	for _, s := range stats {
-		if n := r.cluster.node(s.OwnerNode); n != nil && n.running() && !slices.Contains(owners, n) {
+		if n := r.cluster.node(s.OwnerNode); n != nil && n.Running() && !slices.Contains(owners, n) {
 			owners = append(owners, n)
 		}
 	}
@@ -180,7 +180,7 @@ func (r *run) interruptColdMove(ctx context.Context, source *nodeProcess) (inter
 // finalize.
 func (r *run) interruptMove(ctx context.Context, source *nodeProcess, move client.Move) (interruption, bool, error) {
 	destination := r.cluster.node(move.To)
-	if destination == nil || !destination.running() {
+	if destination == nil || !destination.Running() {
 		return interruption{reason: "the destination was not running"}, false, nil
 	}
 	restarted, why, err := r.restartDestinationInFinalize(ctx, source, destination, move)
@@ -191,7 +191,7 @@ func (r *run) interruptMove(ctx context.Context, source *nodeProcess, move clien
 		return interruption{reason: why}, false, err
 	}
 	current, killed, err := r.stopWhenCopied(ctx, r.observerOtherThan(source, destination), source, move)
-	err = errors.Join(err, destination.waitReady(ctx))
+	err = errors.Join(err, destination.WaitReady(ctx, readyTimeout))
 	if !killed {
 		return interruption{reason: fmt.Sprintf("after %s restarted, the copy of %s/p%d was never seen complete before the freeze (last phase %q)",
 			destination.id, move.Topic, move.Partition, current.Phase)}, false, err
@@ -209,29 +209,29 @@ func (r *run) interruptMove(ctx context.Context, source *nodeProcess, move clien
 // state. It reports whether it restarted the destination, and why not
 // otherwise.
 func (r *run) restartDestinationInFinalize(ctx context.Context, source, destination *nodeProcess, move client.Move) (bool, string, error) {
-	if err := destination.pause(); err != nil {
+	if err := destination.Pause(); err != nil {
 		return false, "the destination was gone", nil
 	}
 	_ = proc.SleepContext(ctx, forcedStopSettle) // a freeze request already sent is answered meanwhile
 	if !frozenFor(source.logPath, move) {
 		return false, fmt.Sprintf("%s had not frozen %s/p%d when %s was stopped in %s", source.id, move.Topic, move.Partition,
-			destination.id, move.Phase), destination.resume()
+			destination.id, move.Phase), destination.Resume()
 	}
 	owner, err := r.ownerSeenBy(ctx, r.observerOtherThan(source, destination), move)
 	if err != nil || owner != source.id {
 		return false, fmt.Sprintf("%s/p%d flipped to %s before its destination could be stopped (owner %q, %v)",
-			move.Topic, move.Partition, destination.id, owner, err), destination.resume()
+			move.Topic, move.Partition, destination.id, owner, err), destination.Resume()
 	}
-	if err := destination.killNine(); err != nil {
+	if err := destination.Kill(); err != nil {
 		return false, "", err
 	}
 	r.logf("forced recovery: killed the destination %s (-9) of %s/p%d in %s (%s froze for it); restarting it",
 		destination.id, move.Topic, move.Partition, move.Phase, source.id)
-	if err := source.pause(); err != nil {
+	if err := source.Pause(); err != nil {
 		return false, "the source was gone", errors.Join(err, r.restart(ctx, destination))
 	}
-	if err := destination.start(r.cluster.binary); err != nil {
-		return false, "", errors.Join(err, source.resume())
+	if err := destination.Start(); err != nil {
+		return false, "", errors.Join(err, source.Resume())
 	}
 	return true, "", nil
 }
@@ -288,21 +288,21 @@ func copyComplete(m client.Move) bool {
 // gives up when the move reaches finalize or ends.
 func (r *run) stopWhenCopied(ctx context.Context, observer, source *nodeProcess, move client.Move) (client.Move, bool, error) {
 	if observer == nil {
-		return client.Move{}, false, errors.Join(errors.New("no serving node to watch the move"), source.resume())
+		return client.Move{}, false, errors.Join(errors.New("no serving node to watch the move"), source.Resume())
 	}
 	for range forcedStopsPerMoveMax {
-		if err := source.pause(); err != nil {
+		if err := source.Pause(); err != nil {
 			return client.Move{}, false, nil // the source is gone (a crash is reported by the step)
 		}
 		_ = proc.SleepContext(ctx, forcedStopSettle)
 		current, present, err := progressOf(ctx, observer, move)
 		switch {
 		case err == nil && present && copyComplete(current):
-			return current, true, source.killNine()
+			return current, true, source.Kill()
 		case err == nil && (!present || current.Phase == "finalize" || current.Phase == "flip"):
-			return current, false, source.resume()
+			return current, false, source.Resume()
 		}
-		if err := source.resume(); err != nil {
+		if err := source.Resume(); err != nil {
 			return current, false, err
 		}
 		_ = proc.SleepContext(ctx, forcedRunSlice)

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"narad/proc"
 	"narad/client"
+	"narad/proc"
 )
 
 // The topics of the load. The hot topic takes the steady load; the cold

@@ -159,13 +159,13 @@ func TestLedgerDeliveries(t *testing.T) {
 
 func TestLogSummaryPairsFreezesAndCountsMoves(t *testing.T) {
 	lines := []string{
-		`{"msg":"soak: process start","node":"n1","start":1}`,
+		`{"time":"2026-01-01T00:00:00.000Z","level":"INFO","msg":"proc: process start","node":"n1","start":1}`,
 		`{"time":"2026-01-01T00:00:00.000Z","level":"WARN","msg":"node event","kind":"partition-frozen","detail":"topics/soak/p00001 for the move to n2"}`,
 		`{"time":"2026-01-01T00:00:00.250Z","level":"WARN","msg":"node event","kind":"partition-moved-away","detail":"topics/soak/p00001 now owned by n2"}`,
 		`{"time":"2026-01-01T00:00:01.000Z","level":"WARN","msg":"node event","kind":"partition-frozen","detail":"topics/soak/p00002 for the move to n3"}`,
 		`{"time":"2026-01-01T00:00:01.100Z","level":"WARN","msg":"node event","kind":"partition-unfrozen","detail":"topics/soak/p00002: the move to n3 ended without a flip"}`,
 		`{"time":"2026-01-01T00:00:02.000Z","level":"WARN","msg":"node event","kind":"partition-frozen","detail":"topics/soak/p00003 for the move to n3"}`,
-		`{"msg":"soak: process start","node":"n1","start":2}`,
+		`{"time":"2026-01-01T00:00:02.500Z","level":"INFO","msg":"proc: process start","node":"n1","start":2}`,
 		`{"time":"2026-01-01T00:00:03.000Z","level":"INFO","msg":"move ended","outcome":"completed","duration_ms":300,"bytes":10}`,
 		`{"time":"2026-01-01T00:00:04.000Z","level":"INFO","msg":"move ended","outcome":"force_promoted","duration_ms":90000,"bytes":10}`,
 		`{"time":"2026-01-01T00:00:05.000Z","level":"ERROR","msg":"node failed"}`,

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"narad/proc"
 )
 
 // Report is the outcome of a run: what the load did, what the audit found,
@@ -124,9 +126,9 @@ func (report *Report) moveLines() []string {
 	}
 	lines := []string{
 		fmt.Sprintf("moves: %s (duration p50 %s, max %s)", formatCounts(logs.MovesByOutcome),
-			percentile(durations, 50), percentile(durations, 100)),
+			proc.Percentile(durations, 0.50), proc.Percentile(durations, 1)),
 		fmt.Sprintf("freezes: %d ended (p50 %s, p99 %s, max %s), %d cut short by a process end",
-			len(logs.Freezes), percentile(logs.Freezes, 50), percentile(logs.Freezes, 99), percentile(logs.Freezes, 100), logs.FreezesCut),
+			len(logs.Freezes), proc.Percentile(logs.Freezes, 0.50), proc.Percentile(logs.Freezes, 0.99), proc.Percentile(logs.Freezes, 1), logs.FreezesCut),
 		fmt.Sprintf("node events: %s; %d ERROR lines", formatCounts(logs.Events), logs.Errors),
 		fmt.Sprintf("placement at the end: %s", formatCounts(report.Placement)),
 	}

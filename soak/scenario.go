@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"narad/proc"
 	"time"
+
+	"narad/proc"
 )
 
 // pacing is how long the load runs between the faults.
@@ -164,8 +165,8 @@ func (r *run) runStep(ctx context.Context, cycle int, s step) {
 func (r *run) restartStopped(ctx context.Context) error {
 	var errs []error
 	for _, n := range r.cluster.members() {
-		if !n.running() {
-			errs = append(errs, n.start(r.cluster.binary), n.waitReady(ctx))
+		if !n.Running() {
+			errs = append(errs, n.Start(), n.WaitReady(ctx, readyTimeout))
 		}
 	}
 	return errors.Join(errs...)

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"narad/proc"
 	"narad/client"
+	"narad/proc"
 )
 
 // ErrNotSettled is returned when the placement does not settle in time.
@@ -40,7 +40,7 @@ func (r *run) killFollower(ctx context.Context) (string, error) {
 	}
 	victim := followers[r.rng.IntN(len(followers))]
 	down := r.downtime()
-	if err := victim.killNine(); err != nil {
+	if err := victim.Kill(); err != nil {
 		return "", err
 	}
 	_ = proc.SleepContext(ctx, down)
@@ -56,7 +56,7 @@ func (r *run) killLeader(ctx context.Context) (string, error) {
 	}
 	down := r.downtime()
 	killedAt := time.Now()
-	if err := leader.killNine(); err != nil {
+	if err := leader.Kill(); err != nil {
 		return "", err
 	}
 	successor, err := r.cluster.leader(ctx)
@@ -71,10 +71,10 @@ func (r *run) killLeader(ctx context.Context) (string, error) {
 }
 
 func (r *run) restart(ctx context.Context, n *nodeProcess) error {
-	if err := n.start(r.cluster.binary); err != nil {
+	if err := n.Start(); err != nil {
 		return err
 	}
-	return n.waitReady(ctx)
+	return n.WaitReady(ctx, readyTimeout)
 }
 
 // rollingRestart stops every node in turn with SIGTERM (graceful), starts
@@ -85,7 +85,7 @@ func (r *run) rollingRestart(ctx context.Context) (string, error) {
 	var stops []string
 	var errs []error
 	for _, n := range nodes {
-		took, err := n.terminate()
+		took, err := n.Terminate(terminateTimeout)
 		stops = append(stops, fmt.Sprintf("%s stopped in %s", n.id, took.Round(time.Millisecond)))
 		errs = append(errs, err, r.restart(ctx, n))
 		_ = proc.SleepContext(ctx, r.pacing.pauseMin)
@@ -120,11 +120,11 @@ func (r *run) scaleUp(ctx context.Context) (string, error) {
 // metadata log was compacted long before, so a joiner that installed
 // none did not start the way it must.
 func (r *run) snapshotsInstalled(ctx context.Context, n *nodeProcess) (int, error) {
-	page, err := n.metrics(ctx)
+	metrics, err := n.Metrics(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("metrics of joiner %s: %w", n.id, err)
 	}
-	installed, found := proc.MetricValue(page, snapshotsInstalledMetric)
+	installed, found := metrics.Value(snapshotsInstalledMetric)
 	if r.timings.metaSnapshotEntries > 0 && (!found || installed < 1) {
 		return 0, fmt.Errorf("%s joined a cluster that snapshots every %d metadata entries but installed no snapshot (%s %v, found %t)",
 			n.id, r.timings.metaSnapshotEntries, snapshotsInstalledMetric, installed, found)
@@ -186,7 +186,7 @@ func (r *run) finishDecommission(ctx context.Context, victim *nodeProcess, began
 	drained := time.Since(began)
 	r.cluster.setRotation(victim.id, false)
 	_ = proc.SleepContext(ctx, consumeWait+time.Second) // requests already sent to it finish
-	took, err := victim.terminate()
+	took, err := victim.Terminate(terminateTimeout)
 	r.cluster.retire(victim.id)
 	note := fmt.Sprintf("decommissioned %s (leader %t): drained and removed from the voters in %s, stopped in %s",
 		victim.id, wasLeader, drained.Round(time.Millisecond), took.Round(time.Millisecond))
