@@ -83,9 +83,7 @@ type Process struct {
 
 // NewProcess returns the node of spec, not started.
 func NewProcess(spec Spec) *Process {
-	if spec.LogFormat == "" {
-		spec.LogFormat = "json"
-	}
+	spec.LogFormat = spec.logFormat()
 	httpClient := spec.HTTPClient
 	if httpClient == nil {
 		httpClient = http.DefaultClient
@@ -106,9 +104,9 @@ func (p *Process) Spec() Spec { return p.spec }
 // URL is the base URL of the node's HTTP API.
 func (s Spec) URL() string { return "http://" + s.HTTPAddr }
 
-// args are the command-line arguments of the node's `narad serve`.
-func (s Spec) args() []string {
-	args := []string{"serve", "--addr", s.HTTPAddr, "--data-dir", s.DataDir, "--log-format", s.LogFormat}
+// Args are the command-line arguments of the node's `narad serve`.
+func (s Spec) Args() []string {
+	args := []string{"serve", "--addr", s.HTTPAddr, "--data-dir", s.DataDir, "--log-format", s.logFormat()}
 	if s.ID != "" {
 		args = append(args, "--node-id", s.ID)
 	}
@@ -132,8 +130,8 @@ func (p *Process) Start() error {
 	if err := p.writeStartLine(logFile); err != nil {
 		return err
 	}
-	cmd := exec.Command(p.spec.Binary, p.spec.args()...)
-	cmd.Env = append(p.baseEnv(), p.spec.Env...)
+	cmd := exec.Command(p.spec.Binary, p.spec.Args()...)
+	cmd.Env = p.spec.Environ()
 	cmd.Stdout, cmd.Stderr, cmd.SysProcAttr = logFile, logFile, p.spec.SysProcAttr
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", p.spec.ID, err)
@@ -144,11 +142,21 @@ func (p *Process) Start() error {
 	return nil
 }
 
-func (p *Process) baseEnv() []string {
-	if p.spec.BaseEnv != nil {
-		return p.spec.BaseEnv
+func (s Spec) logFormat() string {
+	if s.LogFormat == "" {
+		return "json"
 	}
-	return os.Environ()
+	return s.LogFormat
+}
+
+// Environ is the node's whole environment: BaseEnv (os.Environ() when
+// nil), then Env.
+func (s Spec) Environ() []string {
+	base := s.BaseEnv
+	if base == nil {
+		base = os.Environ()
+	}
+	return append(append([]string{}, base...), s.Env...)
 }
 
 func (p *Process) writeStartLine(w io.Writer) error {

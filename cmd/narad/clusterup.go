@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"narad/proc"
+
 	"github.com/spf13/cobra"
 )
 
@@ -25,8 +27,6 @@ const (
 	// clusterStopTimeout bounds the wait for a SIGTERMed node (its own
 	// shutdown grace is 10 s); past it the node is killed.
 	clusterStopTimeout = 15 * time.Second
-	// clusterLogTailBytes is how much of a failed node's log is shown.
-	clusterLogTailBytes = 2048
 )
 
 // clusterSizes are the node counts `cluster up` accepts: odd, so a
@@ -159,23 +159,22 @@ func (p clusterPlan) peers() string {
 	return strings.Join(entries, ",")
 }
 
-// args are the command-line arguments of node n's `narad serve`.
-func (n plannedNode) args() []string {
-	return []string{"serve", "--addr", n.httpAddr, "--node-id", n.id, "--data-dir", n.dataDir, "--log-format", "text"}
-}
-
-// env is node n's environment: the inherited one without any NARAD_*
-// variable (a stray NARAD_CLUSTER_INITIAL_MEMBERS would change the
-// cluster), plus the cluster settings.
-func (p clusterPlan) env(inherited []string, n plannedNode) []string {
-	env := make([]string, 0, len(inherited)+3)
+// spec is how node n is started from executable: `narad serve` with a
+// text log (people read it), in its own process group, with the inherited
+// environment less every NARAD_* variable (a stray
+// NARAD_CLUSTER_INITIAL_MEMBERS would change the cluster), plus the
+// cluster settings.
+func (p clusterPlan) spec(executable string, inherited []string, n plannedNode) proc.Spec {
+	base := make([]string, 0, len(inherited))
 	for _, entry := range inherited {
 		if !strings.HasPrefix(entry, "NARAD_") {
-			env = append(env, entry)
+			base = append(base, entry)
 		}
 	}
-	return append(env, "NARAD_SECURITY_ENABLED=true", "NARAD_ADMIN_PASSWORD="+p.secrets.AdminPassword,
-		"NARAD_CLUSTER_SECRET="+p.secrets.ClusterSecret, "NARAD_CLUSTER_ADDR="+n.clusterAddr, "NARAD_CLUSTER_PEERS="+p.peers())
+	return proc.Spec{Binary: executable, ID: n.id, HTTPAddr: n.httpAddr, ClusterAddr: n.clusterAddr, DataDir: n.dataDir,
+		LogPath: n.logPath, LogFormat: "text", BaseEnv: base, SysProcAttr: childProcessAttributes(),
+		Env: []string{"NARAD_SECURITY_ENABLED=true", "NARAD_ADMIN_PASSWORD=" + p.secrets.AdminPassword,
+			"NARAD_CLUSTER_SECRET=" + p.secrets.ClusterSecret, "NARAD_CLUSTER_ADDR=" + n.clusterAddr, "NARAD_CLUSTER_PEERS=" + p.peers()}}
 }
 
 // url is the base URL of node n's HTTP API.

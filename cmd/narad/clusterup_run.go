@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"narad/client"
+	"narad/proc"
 )
 
 // clusterDirMode keeps the development cluster's data private.
@@ -22,19 +21,11 @@ const clusterDirMode os.FileMode = 0o700
 // still waits for.
 const clusterProgressInterval = 5 * time.Second
 
-// devNode is a running `narad serve` child of `cluster up`.
+// devNode is a `narad serve` child of `cluster up`, started once and
+// never restarted.
 type devNode struct {
 	plannedNode
-	// cmd is the child process, started once; never restarted.
-	cmd *exec.Cmd
-	// log is the child's output file, closed after the child was reaped.
-	log *os.File
-	// client probes the node's /readyz.
-	client *client.Client
-	// exited is closed once the process has been reaped; waitErr is then
-	// its exit status. Written only by the waiting goroutine.
-	exited  chan struct{}
-	waitErr error
+	*proc.Process
 }
 
 // runCluster starts the nodes of plan, waits until each is ready, and
@@ -81,36 +72,16 @@ func startNode(plan clusterPlan, planned plannedNode, executable string, exits c
 	if err := os.MkdirAll(planned.dataDir, clusterDirMode); err != nil {
 		return nil, fmt.Errorf("%s: data directory: %w", planned.id, err)
 	}
-	log, err := os.OpenFile(planned.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("%s: log file: %w", planned.id, err)
-	}
-	cmd := exec.Command(executable, planned.args()...)
-	cmd.Env = plan.env(os.Environ(), planned)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = childProcessAttributes()
-	if err := cmd.Start(); err != nil {
-		log.Close()
+	n := &devNode{plannedNode: planned, Process: proc.NewProcess(plan.spec(executable, os.Environ(), planned))}
+	if err := n.Start(); err != nil {
 		return nil, fmt.Errorf("%s: start %s: %w", planned.id, executable, err)
 	}
-	n := &devNode{plannedNode: planned, cmd: cmd, log: log, exited: make(chan struct{}),
-		client: client.New(planned.url(), client.WithTimeout(time.Second))}
+	exited := n.Exited()
 	go func() {
-		n.waitErr = cmd.Wait()
-		close(n.exited)
+		<-exited
 		exits <- n // buffered for every node: never blocks
 	}()
 	return n, nil
-}
-
-// running reports whether the node's process has not exited yet.
-func (n *devNode) running() bool {
-	select {
-	case <-n.exited:
-		return false
-	default:
-		return true
-	}
 }
 
 // waitClusterReady polls every node's /readyz until all answer 200,
@@ -125,7 +96,7 @@ func (a *app) waitClusterReady(ctx context.Context, nodes []*devNode, exits <-ch
 	for len(waiting) > 0 {
 		select {
 		case n := <-exits:
-			return fmt.Errorf("%s exited before it was ready (%v); the end of %s:\n%s", n.id, n.waitErr, n.logPath, logTail(n.logPath))
+			return fmt.Errorf("%s exited before it was ready (%v); the end of %s:\n%s", n.id, n.ExitErr(), n.logPath, proc.LogTail(n.logPath))
 		default:
 		}
 		waiting = a.probeReadiness(ctx, waiting, start, lastAnswers)
@@ -151,7 +122,7 @@ func (a *app) waitClusterReady(ctx context.Context, nodes []*devNode, exits <-ch
 func (a *app) probeReadiness(ctx context.Context, waiting []*devNode, start time.Time, lastAnswers map[string]string) []*devNode {
 	var still []*devNode
 	for _, n := range waiting {
-		if _, err := n.client.Readyz(ctx); err != nil {
+		if err := n.Ready(ctx); err != nil {
 			lastAnswers[n.id] = err.Error()
 			still = append(still, n)
 			continue
@@ -201,7 +172,7 @@ func (a *app) printClusterBanner(plan clusterPlan, nodes []*devNode, command str
 	fmt.Fprintf(a.stdout, "narad cluster: %d nodes ready (auth on), data in %s\n", len(nodes), plan.dataDir)
 	fmt.Fprintf(a.stdout, "  user admin, password %s (kept in %s)\n", plan.secrets.AdminPassword, filepath.Join(plan.dataDir, clusterSecretsFile))
 	for _, n := range nodes {
-		fmt.Fprintf(a.stdout, "  %s  %s  node-to-node %s  pid %d  log %s\n", n.id, n.url(), n.clusterAddr, n.cmd.Process.Pid, n.logPath)
+		fmt.Fprintf(a.stdout, "  %s  %s  node-to-node %s  pid %d  log %s\n", n.id, n.url(), n.clusterAddr, n.Pid(), n.logPath)
 	}
 	first, second := nodes[0].url(), nodes[1].url()
 	fmt.Fprintf(a.stdout, `try, in another terminal (any node serves any request):
@@ -236,7 +207,7 @@ func (a *app) superviseCluster(ctx context.Context, nodes []*devNode, exits <-ch
 			return nil
 		case n := <-exits:
 			alive--
-			fmt.Fprintf(a.stderr, "narad cluster: %s exited (%v); %d node(s) keep running; its log: %s\n", n.id, exitText(n.waitErr), alive, n.logPath)
+			fmt.Fprintf(a.stderr, "narad cluster: %s exited (%v); %d node(s) keep running; its log: %s\n", n.id, exitText(n.ExitErr()), alive, n.logPath)
 			if alive == 0 {
 				return errors.New("every node of the cluster has exited")
 			}
@@ -256,10 +227,10 @@ func exitText(err error) string {
 func (a *app) stopNodes(nodes []*devNode) {
 	var running []*devNode
 	for _, n := range nodes {
-		if n.running() {
+		if n.Running() {
 			running = append(running, n)
-			if err := n.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-				_ = n.cmd.Process.Kill()
+			if _, err := n.Signal(syscall.SIGTERM, true); err != nil {
+				_ = n.Kill()
 			}
 		}
 	}
@@ -272,36 +243,31 @@ func (a *app) stopNodes(nodes []*devNode) {
 	for _, n := range running {
 		if !expired {
 			select {
-			case <-n.exited:
+			case <-n.Exited():
 				continue
 			case <-deadline.C:
 				expired = true
 			}
 		}
-		if n.running() {
+		if !hasExited(n) {
 			fmt.Fprintf(a.stderr, "narad cluster: %s did not stop within %s; killing it\n", n.id, clusterStopTimeout)
-			_ = n.cmd.Process.Kill()
 		}
+		_ = n.Kill()
 	}
 	for _, n := range nodes {
-		<-n.exited
-		n.log.Close()
+		<-n.Exited()
 	}
 	if len(running) > 0 {
 		fmt.Fprintln(a.stderr, "narad cluster: all nodes stopped")
 	}
 }
 
-// logTail returns the last clusterLogTailBytes of a log file.
-func logTail(path string) string {
-	file, err := os.Open(path)
-	if err != nil {
-		return err.Error()
+// hasExited reports whether n's process has been reaped.
+func hasExited(n *devNode) bool {
+	select {
+	case <-n.Exited():
+		return true
+	default:
+		return false
 	}
-	defer file.Close()
-	if info, err := file.Stat(); err == nil && info.Size() > clusterLogTailBytes {
-		_, _ = file.Seek(-clusterLogTailBytes, io.SeekEnd)
-	}
-	tail, _ := io.ReadAll(io.LimitReader(file, clusterLogTailBytes))
-	return string(tail)
 }

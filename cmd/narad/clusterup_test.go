@@ -33,12 +33,12 @@ func TestClusterUpPlanLaysOutLoopbackPorts(t *testing.T) {
 func TestClusterUpNodeEnvironmentDropsStrayNaradVariables(t *testing.T) {
 	plan := planCluster("/data", 3, 7942)
 	plan.secrets = clusterSecrets{AdminPassword: "pw", ClusterSecret: "cs"}
-	env := plan.env([]string{"HOME=/root", "NARAD_CLUSTER_INITIAL_MEMBERS=x", "NARAD_SECURITY_ENABLED=false", "PATH=/bin"}, plan.nodes[1])
+	spec := plan.spec("narad", []string{"HOME=/root", "NARAD_CLUSTER_INITIAL_MEMBERS=x", "NARAD_SECURITY_ENABLED=false", "PATH=/bin"}, plan.nodes[1])
 	assert.Equal(t, []string{"HOME=/root", "PATH=/bin", "NARAD_SECURITY_ENABLED=true", "NARAD_ADMIN_PASSWORD=pw",
 		"NARAD_CLUSTER_SECRET=cs", "NARAD_CLUSTER_ADDR=127.0.0.1:7953",
-		"NARAD_CLUSTER_PEERS=n1@127.0.0.1:7943,n2@127.0.0.1:7953,n3@127.0.0.1:7963"}, env)
-	assert.Equal(t, []string{"serve", "--addr", "127.0.0.1:7952", "--node-id", "n2", "--data-dir", filepath.Join("/data", "n2"),
-		"--log-format", "text"}, plan.nodes[1].args())
+		"NARAD_CLUSTER_PEERS=n1@127.0.0.1:7943,n2@127.0.0.1:7953,n3@127.0.0.1:7963"}, spec.Environ())
+	assert.Equal(t, []string{"serve", "--addr", "127.0.0.1:7952", "--data-dir", filepath.Join("/data", "n2"),
+		"--log-format", "text", "--node-id", "n2"}, spec.Args())
 }
 
 // The node's serve configuration built from the plan passes validation:
@@ -50,11 +50,12 @@ func TestClusterUpNodeConfigurationIsValid(t *testing.T) {
 	require.NoError(t, err)
 	for _, n := range plan.nodes {
 		h := newHarness(t)
-		for _, entry := range plan.env(nil, n) {
+		spec := plan.spec("narad", nil, n)
+		for _, entry := range spec.Environ() {
 			name, value, _ := strings.Cut(entry, "=")
 			h.env[name] = value
 		}
-		h.runOK(n.args()...)
+		h.runOK(spec.Args()...)
 		require.NotNil(t, h.hostConfig)
 		assert.Equal(t, n.id, h.hostConfig.Cluster.NodeID)
 		assert.Len(t, h.hostConfig.Cluster.Peers, 5)
