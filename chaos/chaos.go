@@ -22,10 +22,10 @@ var state struct {
 	fired map[string]int
 }
 
-// Reached records that a rare path ran.
-func Reached(mark string) {
+// Reached records that the rare path named by mark ran.
+func Reached(mark Mark) {
 	if state.marks != nil {
-		state.marks[mark]++
+		state.marks[string(mark)]++
 	}
 }
 

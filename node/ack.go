@@ -31,7 +31,7 @@ func (n *Node) ack(r msg.Ack) (msg.Result, error) {
 	if !r.Batch {
 		return result, result.Results[0].Err
 	}
-	chaos.Reached("node-batch-ack")
+	chaos.Reached(chaos.MarkNodeBatchAck)
 	return result, nil
 }
 

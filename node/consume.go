@@ -134,7 +134,7 @@ func (n *Node) reserveOne(t *topic, p *partition) (msg.Message, bool) {
 		if err == nil {
 			n.observer.Consumed(t.info.Name, p.key.index, 1, int64(len(record.Payload)))
 			if reservation.DeliveryCount > 1 {
-				chaos.Reached("node-redelivery")
+				chaos.Reached(chaos.MarkNodeRedelivery)
 			}
 			return n.message(t, p, record, reservation), true
 		}
@@ -146,7 +146,7 @@ func (n *Node) reserveOne(t *topic, p *partition) (msg.Message, bool) {
 func (n *Node) skipUnreadable(t *topic, p *partition, log *storage.Log, offset uint64, err error) {
 	switch {
 	case errors.Is(err, storage.ErrCorrupt):
-		chaos.Reached("node-corrupt-record-skipped")
+		chaos.Reached(chaos.MarkNodeCorruptRecordSkipped)
 		n.observer.CorruptSkipped(t.info.Name, p.key.index)
 		p.leases.Skip(offset)
 	case errors.Is(err, storage.ErrAgedOut):
@@ -194,7 +194,7 @@ func (n *Node) wake(topicName string) {
 			continue
 		}
 		n.waiters.remove(w.id)
-		chaos.Reached("node-long-poll-woken")
+		chaos.Reached(chaos.MarkNodeLongPollWoken)
 		n.observer.ConsumeWait(topicName, "hit", n.nowMs-w.parkedAtMs)
 		n.reply(w.id, msg.ConsumeResult{Messages: messages, Batch: w.request.Max > 0}, nil)
 	}
@@ -203,7 +203,7 @@ func (n *Node) wake(topicName string) {
 // expireWaiters answers the long polls whose wait ran out.
 func (n *Node) expireWaiters() {
 	for _, w := range n.waiters.popExpired(n.nowMs) {
-		chaos.Reached("node-long-poll-timed-out")
+		chaos.Reached(chaos.MarkNodeLongPollTimedOut)
 		n.observer.ConsumeWait(w.request.Topic, "timeout", n.nowMs-w.parkedAtMs)
 		n.reply(w.id, msg.ConsumeResult{Messages: []msg.Message{}, Batch: w.request.Max > 0}, nil)
 	}
@@ -238,7 +238,7 @@ func (n *Node) expireLeases() {
 		}
 		expired := p.leases.Expire(n.nowMs)
 		if expired > 0 {
-			chaos.Reached("node-lease-expired")
+			chaos.Reached(chaos.MarkNodeLeaseExpired)
 		}
 		if expired > 0 && (len(woken) == 0 || woken[len(woken)-1] != p.key.topic) {
 			woken = append(woken, p.key.topic)

@@ -90,7 +90,7 @@ func (n *Node) detectDeadMembers() {
 		silent := n.nowMs-last.atMs >= n.cfg.MemberDeadAfterMs
 		if m.Alive && silent && m.ID != n.cfg.NodeID && n.cluster.deadProposed[m.ID] != m.LastHeartbeatMs {
 			n.cluster.deadProposed[m.ID] = m.LastHeartbeatMs
-			chaos.Reached("node-member-marked-dead")
+			chaos.Reached(chaos.MarkNodeMemberMarkedDead)
 			n.observer.Event("member-dead", fmt.Sprintf("%s: no heartbeat for %d ms", m.ID, n.nowMs-last.atMs))
 			n.propose(0, proposalMarkDead, "", meta.MarkMemberDead{ID: m.ID, ObservedHeartbeatMs: m.LastHeartbeatMs})
 		}
@@ -121,7 +121,7 @@ func (n *Node) stepJoin(from string, m msg.Join) {
 	}
 	if leader, known := n.meta.Leader(); known && leader != from && leader != n.cfg.NodeID {
 		n.send(leader, msg.JoinRelay{NodeID: from, Join: m})
-		chaos.Reached("node-join-relayed")
+		chaos.Reached(chaos.MarkNodeJoinRelayed)
 	}
 }
 
@@ -144,7 +144,7 @@ func (n *Node) stepJoinAccepted(m msg.JoinAccepted) {
 		peers[i] = meta.Peer{ID: voter.ID, RaftID: voter.RaftID, ClusterAddr: voter.ClusterAddr}
 	}
 	n.meta.LearnPeers(peers)
-	chaos.Reached("node-join-accepted")
+	chaos.Reached(chaos.MarkNodeJoinAccepted)
 }
 
 // addVoter proposes the joiner as a voter. One that is a voter already
@@ -161,7 +161,7 @@ func (n *Node) addVoter(id string, m msg.Join) {
 		n.observer.Event("join-refused", fmt.Sprintf("%s: %v", id, err))
 		return
 	}
-	chaos.Reached("node-join-proposed")
+	chaos.Reached(chaos.MarkNodeJoinProposed)
 }
 
 // stepSubscribe registers a peer's interest in a topic's new records.

@@ -118,7 +118,7 @@ func (n *Node) startSession(key partitionKey, source string, moveStartedAtMs int
 		n.observer.Event("move-stage-failed", fmt.Sprintf("%s: %v", dir, err))
 		return
 	}
-	chaos.Reached("node-move-started")
+	chaos.Reached(chaos.MarkNodeMoveStarted)
 	n.observer.Event("move-started", fmt.Sprintf("%s/%d from %s", key.topic, key.index, source))
 	move := movedest.Move{Topic: key.topic, Partition: key.index, Source: source, Target: n.cfg.NodeID, StartedAtMs: moveStartedAtMs}
 	n.moves[key] = &moveSession{key: key, machine: movedest.New(move, n.sessionConfig(), n.nowMs), staged: staged, stagedDir: dir}
@@ -154,7 +154,7 @@ func (n *Node) sessionEnded(s *moveSession) bool {
 		n.endSession(s, false)
 		return true
 	case movedest.EndAborted:
-		chaos.Reached("node-move-aborted")
+		chaos.Reached(chaos.MarkNodeMoveAborted)
 		n.observer.Event("move-aborted", fmt.Sprintf("%s/%d from %s in %s", s.key.topic, s.key.index, source, progress.Phase))
 		n.moveObserver.MoveEnded("aborted", n.nowMs-progress.StartedAtMs, progress.BytesCopied)
 		n.endSession(s, s.machine.RollsBack())
@@ -183,7 +183,7 @@ func (n *Node) endSession(s *moveSession, rollBack bool) {
 	if !rollBack {
 		return
 	}
-	chaos.Reached("node-move-rolled-back")
+	chaos.Reached(chaos.MarkNodeMoveRolledBack)
 	dir := PartitionDir(s.key.topic, s.key.index)
 	if err := n.store.Close(dir); err != nil && !isClosed(err) {
 		n.observer.Event("log-close-failed", fmt.Sprintf("%s: %v", dir, err))
@@ -196,7 +196,7 @@ func (n *Node) endSession(s *moveSession, rollBack bool) {
 // restartSession throws the copy away; the next tick starts again (the
 // move is still targeted here).
 func (n *Node) restartSession(s *moveSession, cause error) {
-	chaos.Reached("node-move-restarted")
+	chaos.Reached(chaos.MarkNodeMoveRestarted)
 	n.observer.Event("move-restarted", fmt.Sprintf("%s/%d in %s: %v", s.key.topic, s.key.index, s.machine.Phase(), cause))
 	n.endSession(s, false)
 }

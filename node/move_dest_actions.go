@@ -46,19 +46,19 @@ func (n *Node) noteMove(s *moveSession, note movedest.Note) {
 	switch note.Kind {
 	case movedest.NoteCatchUpDone:
 		if !note.Converged {
-			chaos.Reached("node-move-catchup-gave-up")
+			chaos.Reached(chaos.MarkNodeMoveCatchupGaveUp)
 		}
 		n.observer.Event("move-catchup-done", fmt.Sprintf("%s/%d: lag %d bytes after %d passes, converged %t", s.key.topic, s.key.index, note.LagBytes, note.Passes, note.Converged))
 	case movedest.NoteHandedOff:
-		chaos.Reached("node-move-handoff")
+		chaos.Reached(chaos.MarkNodeMoveHandoff)
 	case movedest.NoteForcePromote:
-		chaos.Reached("node-move-force-promote")
+		chaos.Reached(chaos.MarkNodeMoveForcePromote)
 		n.observer.Event("move-force-promote", fmt.Sprintf("%s/%d: source %s dead since %d ms; promoting the copy at hwm %d",
 			s.key.topic, s.key.index, s.machine.Move().Source, note.SilentForMs, note.HWM))
 	case movedest.NoteStalled:
-		chaos.Reached("node-move-stalled")
+		chaos.Reached(chaos.MarkNodeMoveStalled)
 	case movedest.NoteInstalled:
-		chaos.Reached("node-move-installed")
+		chaos.Reached(chaos.MarkNodeMoveInstalled)
 	}
 }
 

@@ -34,13 +34,13 @@ func (n *Node) planMoves() {
 	}
 	for _, abort := range result.Aborts {
 		invariant.Check(abort.Target != "", "node: the plan aborts %s/%d, which has no target", abort.Topic, abort.Index)
-		chaos.Reached("node-plan-abort")
+		chaos.Reached(chaos.MarkNodePlanAbort)
 		n.observer.Event("move-abort-planned", fmt.Sprintf("%s/%d to %s: %s", abort.Topic, abort.Index, abort.Target, abort.Reason))
 		n.propose(0, proposalPlan, abort.Topic, meta.AbortMove{Topic: abort.Topic, Partition: abort.Index, ExpectedTarget: abort.Target})
 	}
 	for _, change := range result.Changes {
 		invariant.Check(change.To != "" && change.From != change.To, "node: the plan moves %s/%d from %q to %q", change.Topic, change.Index, change.From, change.To)
-		chaos.Reached("node-plan-move")
+		chaos.Reached(chaos.MarkNodePlanMove)
 		n.observer.Event("move-planned", fmt.Sprintf("%s/%d from %s to %s", change.Topic, change.Index, change.From, change.To))
 		n.propose(0, proposalPlan, change.Topic, meta.SetTarget{Topic: change.Topic, Partition: change.Index,
 			ExpectedOwner: change.From, Target: change.To, NowMs: n.nowMs})
@@ -98,7 +98,7 @@ func (n *Node) removeVoter(id string) {
 	_, err := n.meta.ProposeConfChange(meta.ConfChange{Kind: meta.RemoveVoter, Peer: meta.Peer{ID: id}})
 	switch {
 	case err == nil:
-		chaos.Reached("node-voter-removed")
+		chaos.Reached(chaos.MarkNodeVoterRemoved)
 		n.observer.Event("voter-removal-proposed", id+" is drained")
 	case errors.Is(err, meta.ErrConfChangeInProgress) || errors.Is(err, meta.ErrBarrierPending):
 	case n.cluster.removalRefused[id]:
@@ -118,7 +118,7 @@ func (n *Node) handLeadershipOver() {
 		if peer.ID == n.cfg.NodeID || !ok || !m.Alive || m.Draining {
 			continue
 		}
-		chaos.Reached("node-leadership-handed-over")
+		chaos.Reached(chaos.MarkNodeLeadershipHandedOver)
 		n.observer.Event("leadership-transfer", fmt.Sprintf("drained leader %s hands over to %s", n.cfg.NodeID, peer.ID))
 		if err := n.meta.TransferLeadership(peer.ID); err != nil {
 			n.observer.Event("leadership-transfer-failed", err.Error())
@@ -150,7 +150,7 @@ func (n *Node) abortUncopiedMoves(member string) {
 			if m.From != member || m.BytesCopied > 0 || (m.Phase != "" && m.Phase != movedest.PhaseCatchUp.String()) {
 				continue
 			}
-			chaos.Reached("node-cancel-aborts-move")
+			chaos.Reached(chaos.MarkNodeCancelAbortsMove)
 			n.observer.Event("move-abort-on-cancel", fmt.Sprintf("%s/%d to %s: the drain of %s was cancelled", m.Topic, m.Partition, m.To, member))
 			n.propose(0, proposalPlan, m.Topic, meta.AbortMove{Topic: m.Topic, Partition: m.Partition, ExpectedTarget: m.To})
 		}

@@ -35,7 +35,7 @@ func (n *Node) reconcileMoves() {
 			continue
 		}
 		if p.freeze.Outdated(a.Target, a.MoveStartedAtMs) {
-			chaos.Reached("node-partition-unfrozen")
+			chaos.Reached(chaos.MarkNodePartitionUnfrozen)
 			target := p.freeze.Target()
 			n.moveObserver.FreezeEnded(p.freeze.End(n.nowMs))
 			n.observer.Event("partition-unfrozen", fmt.Sprintf("%s: the move to %s ended without a flip", p.dir, target))
@@ -47,7 +47,7 @@ func (n *Node) reconcileMoves() {
 
 // letGo stops serving a partition that moved to newOwner.
 func (n *Node) letGo(p *partition, newOwner string) {
-	chaos.Reached("node-partition-flipped-away")
+	chaos.Reached(chaos.MarkNodePartitionFlippedAway)
 	if p.freeze.Frozen() {
 		n.moveObserver.FreezeEnded(p.freeze.End(n.nowMs))
 	}

@@ -27,7 +27,7 @@ func (n *Node) writable() error {
 	case !ok || !member.Alive:
 		return msg.Unavailable("node %s is not an alive member; retry on another node", n.cfg.NodeID)
 	case n.nowMs-member.LastHeartbeatMs >= n.cfg.MemberDeadAfterMs/2:
-		chaos.Reached("node-write-fenced")
+		chaos.Reached(chaos.MarkNodeWriteFenced)
 		return msg.Unavailable("node %s lost contact with the metastore; retry on another node", n.cfg.NodeID)
 	}
 	return nil
@@ -123,7 +123,7 @@ func (n *Node) moveFreeze(id msg.RequestID, r msg.MoveFreeze) {
 	if p.freeze.Begin(r.Target, r.MoveStartedAtMs, n.nowMs) {
 		// A new freeze, or one held since a restart for a move this
 		// replica had not yet seen replaced: from now on it is this move's.
-		chaos.Reached("node-partition-frozen")
+		chaos.Reached(chaos.MarkNodePartitionFrozen)
 		n.observer.Event("partition-frozen", fmt.Sprintf("%s for the move to %s", p.dir, r.Target))
 	}
 	if log.Dirty() {
@@ -153,7 +153,7 @@ func (n *Node) expireFreezes() {
 		if !p.freeze.Expire(n.nowMs, n.cfg.Moves.FreezeTTLMs) {
 			continue
 		}
-		chaos.Reached("node-freeze-expired")
+		chaos.Reached(chaos.MarkNodeFreezeExpired)
 		n.observer.Event("freeze-expired", fmt.Sprintf("%s: the move to %s did not complete; aborting it", p.dir, p.freeze.Target()))
 		n.propose(0, proposalMove, p.key.topic, meta.AbortMove{Topic: p.key.topic, Partition: p.key.index, ExpectedTarget: p.freeze.Target()})
 	}

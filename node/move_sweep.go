@@ -83,7 +83,7 @@ func (n *Node) repairInstall(topicName, entry string) error {
 	if !aside {
 		return nil
 	}
-	chaos.Reached("node-install-repaired")
+	chaos.Reached(chaos.MarkNodeInstallRepaired)
 	if err := storage.RepairInstall(n.fs, topicsDir+"/"+topicName+"/"+final); err != nil {
 		return fmt.Errorf("repair install of %s/%s: %w", topicName, final, err)
 	}
@@ -171,7 +171,7 @@ func (n *Node) verdictArrived(key partitionKey, reply msg.Reply) {
 		n.observer.Event("stale-copy-delete-failed", fmt.Sprintf("%s: %v", dir, err))
 		return
 	}
-	chaos.Reached("node-stale-copy-deleted")
+	chaos.Reached(chaos.MarkNodeStaleCopyDeleted)
 	n.observer.Event("stale-copy-deleted", fmt.Sprintf("%s (owned by %s)", dir, verdict.Owner))
 	delete(n.sweeper.candidates, key)
 }

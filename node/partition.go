@@ -111,14 +111,14 @@ func (n *Node) makeRoomForLog() error {
 			// Logs held open only by a changed committed offset can close
 			// once it is persisted: the next sync round does that.
 			n.scheduleCommitPersist()
-			chaos.Reached("node-open-logs-full")
+			chaos.Reached(chaos.MarkNodeOpenLogsFull)
 			return msg.Unavailable("this node has %d partition logs open, each with unsynced data: retry", n.store.OpenMax())
 		}
 		if err := n.store.Close(dir); err != nil {
 			n.observer.Event("log-evict-failed", err.Error())
 		}
 		n.logEvictions++
-		chaos.Reached("node-log-evicted")
+		chaos.Reached(chaos.MarkNodeLogEvicted)
 		if p, ok := n.partitions[partitionKeyOfDir(dir)]; ok {
 			p.log = nil
 		}
@@ -151,7 +151,7 @@ func (n *Node) reportRecovery(p *partition, r storage.Recovery) {
 		return
 	}
 	if r.TruncatedBytes > 0 {
-		chaos.Reached("node-recovered-torn-tail")
+		chaos.Reached(chaos.MarkNodeRecoveredTornTail)
 	}
 	n.observer.Event("log-recovered", fmt.Sprintf("%s: hwm %d, truncated %d bytes, %d corrupt records %v, %d acknowledged records lost",
 		p.dir, r.HWM, r.TruncatedBytes, r.CorruptCount, r.CorruptOffsets, r.LostAcknowledged))
@@ -165,7 +165,7 @@ func (n *Node) leaseConfig(t *topic) lease.Config {
 // (it reopens from disk on next use, recovering what is durable), and
 // every reply that waited for its sync round becomes a retryable error.
 func (n *Node) failLog(p *partition, cause error) {
-	chaos.Reached("node-log-failed")
+	chaos.Reached(chaos.MarkNodeLogFailed)
 	n.observer.Event("log-failed", fmt.Sprintf("%s: %v", p.dir, cause))
 	_ = n.store.Close(p.dir) // the log is failed; its close error adds nothing
 	p.log = nil

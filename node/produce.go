@@ -56,7 +56,7 @@ func (n *Node) produceLocal(id msg.RequestID, t *topic, r msg.Produce, placement
 		touched[p.key] = p
 	}
 	if len(touched) > 1 {
-		chaos.Reached("node-batch-spans-partitions")
+		chaos.Reached(chaos.MarkNodeBatchSpansPartitions)
 	}
 	n.reply(id, msg.ProduceResult{Records: placements, Batch: r.Batch}, nil)
 	replyIndex := len(n.replies) - 1
@@ -115,7 +115,7 @@ func (n *Node) placeRecord(t *topic, rec msg.ProduceRecord, local bool) (int, er
 	}
 	index, err := n.routeRecord(t, rec, preferred, nil)
 	if err == nil && index != preferred {
-		chaos.Reached("node-produce-rerouted")
+		chaos.Reached(chaos.MarkNodeProduceRerouted)
 	}
 	return index, err
 }
@@ -182,14 +182,14 @@ func (n *Node) append(t *topic, p *partition, rec msg.ProduceRecord) (uint64, er
 		return 0, msg.Unavailable("partition %d of %s is unavailable: %s", p.key.index, t.info.Name, storageCause(err))
 	}
 	if log.Syncing() {
-		chaos.Reached("node-append-during-sync-round") // pipelined: it waits for the next round
+		chaos.Reached(chaos.MarkNodeAppendDuringSyncRound) // pipelined: it waits for the next round
 	}
 	offset, err := log.Append(storage.Record{Key: rec.Key, TimeMs: n.nowMs, Payload: rec.Payload})
 	if errors.Is(err, storage.ErrRecordTooLarge) {
 		return 0, msg.TooLarge("request body too large")
 	}
 	if err != nil {
-		chaos.Reached("node-append-failed")
+		chaos.Reached(chaos.MarkNodeAppendFailed)
 		n.failLog(p, err)
 		return 0, msg.Unavailable("produce failed: %s", storageCause(err))
 	}

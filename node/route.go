@@ -46,7 +46,7 @@ func (n *Node) routeRecord(t *topic, rec msg.ProduceRecord, preferred int, join 
 		return rec.Partition, nil
 	}
 	if owner := t.owner(preferred); len(rec.Key) > 0 && !n.ownerAvailable(owner, join) {
-		chaos.Reached("node-keyed-produce-owner-down")
+		chaos.Reached(chaos.MarkNodeKeyedProduceOwnerDown)
 		return 0, msg.Unavailable("partition %d of %s, where the key belongs, is unavailable (owner %s is down or unreachable); retry", preferred, t.info.Name, owner)
 	}
 	index, ok := route.RingNext(preferred, t.info.Partitions, usable)

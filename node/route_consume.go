@@ -105,7 +105,7 @@ func (n *Node) probeAnswered(id msg.RequestID, topicName, owner string, reply ms
 		n.releaseElsewhere(owner, topicName, result.Messages)
 		return
 	}
-	chaos.Reached("node-consume-probe-hit")
+	chaos.Reached(chaos.MarkNodeConsumeProbeHit)
 	n.waiters.remove(id)
 	n.observer.ConsumeWait(topicName, outcomeOf(w.request, "hit"), n.nowMs-w.parkedAtMs)
 	n.reply(id, msg.ConsumeResult{Messages: result.Messages, Batch: w.request.Max > 0}, nil)
@@ -128,7 +128,7 @@ func (n *Node) probeForNotify(topicName, owner string) bool {
 // releaseElsewhere nacks records a probe reserved for a poll that was
 // answered meanwhile, so the owner redelivers them at once.
 func (n *Node) releaseElsewhere(owner, topicName string, messages []msg.Message) {
-	chaos.Reached("node-probe-released")
+	chaos.Reached(chaos.MarkNodeProbeReleased)
 	handles := make([]string, len(messages))
 	for i, m := range messages {
 		handles[i] = m.ReceiptHandle

@@ -25,7 +25,7 @@ type produceJoin struct {
 
 // produceAcross sends each owner its part of the request.
 func (n *Node) produceAcross(id msg.RequestID, t *topic, r msg.Produce, placements []msg.Placement) {
-	chaos.Reached("node-produce-forwarded")
+	chaos.Reached(chaos.MarkNodeProduceForwarded)
 	invariant.Check(len(placements) == len(r.Records), "node: %d placements for %d records", len(placements), len(r.Records))
 	j := &produceJoin{client: id, topic: t.info.Name, records: r.Records, placements: placements, batch: r.Batch, parts: route.NewJoin()}
 	indexes := make([]int, len(r.Records))
@@ -71,7 +71,7 @@ func (n *Node) forwardProducePart(owner string, part msg.Produce, done func(msg.
 		f.ID = n.forward(owner, msg.Produce{Topic: part.Topic, Batch: true}, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) { produceBatchAnswered(f, reply) })
 		n.routing.produceForwards[key] = f
 	} else {
-		chaos.Reached("node-produce-forwards-joined")
+		chaos.Reached(chaos.MarkNodeProduceForwardsJoined)
 	}
 	envelope := &n.messages[f.Index]
 	request, ok := envelope.Message.(msg.ForwardRequest)
@@ -161,7 +161,7 @@ func (n *Node) rerouteProducePart(j *produceJoin, indexes []int, cause error) {
 		}
 		j.placements[i].Partition = index
 	}
-	chaos.Reached("node-produce-rerouted")
+	chaos.Reached(chaos.MarkNodeProduceRerouted)
 	n.sendProduceParts(j, t, indexes)
 }
 

@@ -29,7 +29,7 @@ func (p *planner) planChanges() []Change {
 		changes = append(changes, p.takeMove(source, destination))
 	}
 	if p.pickSource() != nil {
-		chaos.Reached("move-plan-bound-reached")
+		chaos.Reached(chaos.MarkMovePlanBoundReached)
 	}
 	return changes
 }

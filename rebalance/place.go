@@ -42,7 +42,7 @@ func (p *planner) placeMove(partition Partition) {
 		p.countID(partition.Target)
 		return
 	}
-	chaos.Reached("move-abort-planned")
+	chaos.Reached(chaos.MarkMoveAbortPlanned)
 	p.aborts = append(p.aborts, Abort{Topic: partition.Topic, Index: partition.Index,
 		Owner: partition.Owner, Target: partition.Target, Reason: reason})
 	p.countID(partition.Owner)

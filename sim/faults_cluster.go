@@ -68,7 +68,7 @@ func (w *World) killLeader() {
 		w.tracef("fault kill-leader skipped: no leader, or a minority is down already")
 		return
 	}
-	chaos.Reached("sim-leader-killed")
+	chaos.Reached(markLeaderKilled)
 	w.raft.leaderKilled(leader, term)
 	leader.crash("kill-leader")
 }
@@ -91,7 +91,7 @@ func (w *World) killFollower() {
 		w.tracef("fault kill-follower of %s skipped: a minority is down already", n.id)
 		return
 	}
-	chaos.Reached("sim-follower-killed")
+	chaos.Reached(markFollowerKilled)
 	n.crash("kill-follower")
 }
 
@@ -101,7 +101,7 @@ func (w *World) isolate() {
 	target := w.randomNode(w.faultRng)
 	if leader, _ := w.raft.currentLeader(); leader != nil && w.faultRng.IntN(2) == 0 {
 		target = leader
-		chaos.Reached("sim-leader-isolated")
+		chaos.Reached(markLeaderIsolated)
 	}
 	w.partition("isolate", []*simNode{target})
 }
@@ -124,7 +124,7 @@ func (w *World) partition(kind string, side []*simNode) {
 	links := append(w.peers.between(side, rest), w.peers.between(rest, side)...)
 	id := w.peers.cut(links)
 	durationMs := int64(partitionMsMin + w.faultRng.IntN(partitionMsSpread))
-	chaos.Reached("sim-partition-full")
+	chaos.Reached(markPartitionFull)
 	w.countFault(kind)
 	w.tracef("net: partition %d cuts %v from %v for %d ms", id, nodeIDs(side), nodeIDs(rest), durationMs)
 	w.at(durationMs, func() { w.peers.mend(id) })
@@ -137,7 +137,7 @@ func (w *World) oneWay() {
 	from, to := w.nodes[order[0]], w.nodes[order[1]]
 	id := w.peers.cut([]*link{w.peers.links[from.index][to.index]})
 	durationMs := int64(partitionMsMin + w.faultRng.IntN(partitionMsSpread))
-	chaos.Reached("sim-partition-one-way")
+	chaos.Reached(markPartitionOneWay)
 	w.countFault("one-way")
 	w.tracef("net: partition %d drops %s>%s for %d ms", id, from.id, to.id, durationMs)
 	w.at(durationMs, func() { w.peers.mend(id) })

@@ -57,7 +57,7 @@ func (s *movesScenario) lateJoinWhenCompacted() {
 		return
 	}
 	if compactedAt > 0 {
-		chaos.Reached("sim-join-after-compaction")
+		chaos.Reached(markJoinAfterCompaction)
 	}
 	s.late = lateJoin{node: s.addJoiner(), startedMs: w.nowMs, compactedAt: compactedAt}
 	w.tracef("late join: %s starts, the log compacted up to %d", s.late.node.id, compactedAt)

@@ -1,48 +1,92 @@
 package sim
 
-import "sort"
+import (
+	"slices"
+
+	"narad/chaos"
+)
+
+// The simulator's own coverage marks: which fault or scenario event
+// happened. The core's marks are declared in package chaos.
+const (
+	// markLeaderKilled and markFollowerKilled: a crash fault hit the
+	// metastore's leader, or a follower.
+	markLeaderKilled   chaos.Mark = "sim-leader-killed"
+	markFollowerKilled chaos.Mark = "sim-follower-killed"
+	// markLeaderIsolated: a partition fault cut the leader off.
+	markLeaderIsolated chaos.Mark = "sim-leader-isolated"
+	// markPartitionFull and markPartitionOneWay: the shapes of network
+	// partition that happened.
+	markPartitionFull   chaos.Mark = "sim-partition-full"
+	markPartitionOneWay chaos.Mark = "sim-partition-one-way"
+	// markScaleUp: a node joined the running cluster.
+	markScaleUp chaos.Mark = "sim-scale-up"
+	// markDecommissionAccepted and markDecommissionCancelled: a
+	// decommission was accepted, or cancelled while it drained.
+	markDecommissionAccepted  chaos.Mark = "sim-decommission-accepted"
+	markDecommissionCancelled chaos.Mark = "sim-decommission-cancelled"
+	// markStormDuringCatchup and markStormMoveCutOver: a write storm hit a
+	// partition in catch-up, and its move still flipped.
+	markStormDuringCatchup chaos.Mark = "sim-storm-during-catchup"
+	markStormMoveCutOver   chaos.Mark = "sim-storm-move-cut-over"
+	// markLeaderChangeAfterScaleUp and markLeaderChangeAfterDecommission:
+	// the leader was killed or cut off just after either committed.
+	markLeaderChangeAfterScaleUp      chaos.Mark = "sim-leader-change-after-scale-up"
+	markLeaderChangeAfterDecommission chaos.Mark = "sim-leader-change-after-decommission"
+	// markVoterRemoved: a drained node left the voter set.
+	markVoterRemoved chaos.Mark = "sim-voter-removed"
+	// markJoinAfterCompaction: a node joined after the metadata log was
+	// compacted, so it had to install a snapshot.
+	markJoinAfterCompaction chaos.Mark = "sim-join-after-compaction"
+	// markKillDuringSyncRound: a crash landed while the node's sync round
+	// was in flight.
+	markKillDuringSyncRound chaos.Mark = "sim-kill-during-sync-round"
+)
+
+// movePhaseMark is the mark of a move session entering phase.
+func movePhaseMark(phase string) chaos.Mark { return chaos.Mark("sim-move-phase-" + phase) }
 
 // ExpectedMarks are the coverage marks a long sweep with every fault must
 // reach; each names a rare path of the core.
-var ExpectedMarks = []string{
-	"node-append-during-sync-round",
-	"node-append-failed",
-	"node-batch-ack",
-	"node-batch-spans-partitions",
-	"node-lease-expired",
-	"node-log-evicted",
-	"node-log-failed",
-	"node-long-poll-timed-out",
-	"node-long-poll-woken",
-	"node-recovered-torn-tail",
-	"node-redelivery",
-	"sim-kill-during-sync-round",
+var ExpectedMarks = []chaos.Mark{
+	chaos.MarkNodeAppendDuringSyncRound,
+	chaos.MarkNodeAppendFailed,
+	chaos.MarkNodeBatchAck,
+	chaos.MarkNodeBatchSpansPartitions,
+	chaos.MarkNodeLeaseExpired,
+	chaos.MarkNodeLogEvicted,
+	chaos.MarkNodeLogFailed,
+	chaos.MarkNodeLongPollTimedOut,
+	chaos.MarkNodeLongPollWoken,
+	chaos.MarkNodeRecoveredTornTail,
+	chaos.MarkNodeRedelivery,
+	markKillDuringSyncRound,
 }
 
 // ExpectedClusterMarks are the further marks a sweep of multi-node worlds
 // with every fault must reach: the simulator's own (which fault hit the
 // metastore's leader or a follower, which partition shapes happened) and
 // the node's paths across nodes.
-var ExpectedClusterMarks = []string{
-	"node-consume-probe-hit",
-	"node-member-marked-dead",
-	"node-produce-forwarded",
-	"node-produce-rerouted",
-	"sim-follower-killed",
-	"sim-leader-isolated",
-	"sim-leader-killed",
-	"sim-partition-full",
-	"sim-partition-one-way",
+var ExpectedClusterMarks = []chaos.Mark{
+	chaos.MarkNodeConsumeProbeHit,
+	chaos.MarkNodeMemberMarkedDead,
+	chaos.MarkNodeProduceForwarded,
+	chaos.MarkNodeProduceRerouted,
+	markFollowerKilled,
+	markLeaderIsolated,
+	markLeaderKilled,
+	markPartitionFull,
+	markPartitionOneWay,
 }
 
 // MissingMarks lists the marks of expected absent from reached, sorted.
-func MissingMarks(reached map[string]int, expected []string) []string {
-	var missing []string
+func MissingMarks(reached map[string]int, expected []chaos.Mark) []chaos.Mark {
+	var missing []chaos.Mark
 	for _, mark := range expected {
-		if reached[mark] == 0 {
+		if reached[string(mark)] == 0 {
 			missing = append(missing, mark)
 		}
 	}
-	sort.Strings(missing)
+	slices.Sort(missing)
 	return missing
 }

@@ -44,8 +44,8 @@ var (
 
 // MoveFaultMarks lists every (fault × phase) coverage mark, sorted by
 // fault then phase.
-func MoveFaultMarks() []string {
-	var marks []string
+func MoveFaultMarks() []chaos.Mark {
+	var marks []chaos.Mark
 	for _, kind := range moveFaultKinds {
 		for _, phase := range movePhases {
 			marks = append(marks, moveFaultMark(kind, phase))
@@ -54,7 +54,9 @@ func MoveFaultMarks() []string {
 	return marks
 }
 
-func moveFaultMark(kind, phase string) string { return "move-fault:" + kind + "@" + phase }
+func moveFaultMark(kind, phase string) chaos.Mark {
+	return chaos.Mark("move-fault:" + kind + "@" + phase)
+}
 
 // moveWatcher looks at the moves the nodes run after every step that
 // touched them: when a session enters a phase, or a source freezes, it
@@ -69,12 +71,12 @@ type moveWatcher struct {
 	phases map[string]map[string]string
 	frozen map[string]map[string]bool
 	// landed counts the faults that landed, by coverage mark, in this run.
-	landed map[string]int
+	landed map[chaos.Mark]int
 }
 
 func newMoveWatcher(w *World, rng *rand.Rand) *moveWatcher {
 	return &moveWatcher{w: w, rng: rng, phases: map[string]map[string]string{}, frozen: map[string]map[string]bool{},
-		landed: map[string]int{}}
+		landed: map[chaos.Mark]int{}}
 }
 
 // watch looks at the nodes the step touched.
@@ -133,7 +135,7 @@ func (m *moveWatcher) lookAtFreezes(n *simNode) {
 func (m *moveWatcher) phaseEntered(dest *simNode, session msg.Move) {
 	w := m.w
 	w.tracef("move: %s/%d %s>%s enters %s", session.Topic, session.Partition, session.From, session.To, session.Phase)
-	chaos.Reached("sim-move-phase-" + session.Phase)
+	chaos.Reached(movePhaseMark(session.Phase))
 	if w.phase != phaseSafety {
 		return
 	}
@@ -254,7 +256,7 @@ func (m *moveWatcher) cut(kind string, a, b []*simNode, both bool) {
 // maybeChangeLeader kills or cuts off the leader a little after a
 // scale-up or a decommission committed: the planner is about to start
 // (or has just started) the moves they call for.
-func (m *moveWatcher) maybeChangeLeader(after string) {
+func (m *moveWatcher) maybeChangeLeader(after chaos.Mark) {
 	if m.w.phase != phaseSafety || m.rng.IntN(100) >= leaderChangePercent {
 		return
 	}
@@ -263,7 +265,7 @@ func (m *moveWatcher) maybeChangeLeader(after string) {
 		if m.w.phase != phaseSafety || leader == nil {
 			return
 		}
-		chaos.Reached("sim-leader-change-after-" + after)
+		chaos.Reached(after)
 		if m.rng.IntN(2) == 0 && m.w.mayTakeDown(leader) {
 			m.w.raft.leaderKilled(leader, term)
 			m.kill(leader, "move-kill-leader")

@@ -151,7 +151,7 @@ func (s *movesScenario) scaleUpNow() {
 		return
 	}
 	s.joiner = s.addJoiner()
-	chaos.Reached("sim-scale-up")
+	chaos.Reached(markScaleUp)
 	w.countFault("scale-up")
 }
 
@@ -186,7 +186,7 @@ func (s *movesScenario) decommissionNow() {
 	id := candidates[s.rng.IntN(len(candidates))]
 	s.operatorRequest(http.MethodPost, id, 0, func() {
 		s.drained = id
-		chaos.Reached("sim-decommission-accepted")
+		chaos.Reached(markDecommissionAccepted)
 		w.countFault("decommission")
 		if s.rng.IntN(100) < cancelPercent {
 			w.at(int64(cancelAfterMsMin+s.rng.IntN(cancelAfterMsSpread)), s.cancelNow)
@@ -201,7 +201,7 @@ func (s *movesScenario) cancelNow() {
 		return
 	}
 	s.operatorRequest(http.MethodDelete, s.drained, 0, func() {
-		chaos.Reached("sim-decommission-cancelled")
+		chaos.Reached(markDecommissionCancelled)
 		s.w.countFault("decommission-cancel")
 	})
 }
@@ -239,7 +239,7 @@ func (s *movesScenario) memberAdded(id string) {
 	s.w.joiningCount--
 	s.w.tracef("%s is a member: clients may use it", id)
 	if n == s.joiner {
-		s.watcher.maybeChangeLeader("scale-up")
+		s.watcher.maybeChangeLeader(markLeaderChangeAfterScaleUp)
 	}
 }
 
@@ -247,7 +247,7 @@ func (s *movesScenario) memberAdded(id string) {
 // now on.
 func (s *movesScenario) drainingSet(id string, draining bool) {
 	if draining {
-		s.watcher.maybeChangeLeader("decommission")
+		s.watcher.maybeChangeLeader(markLeaderChangeAfterDecommission)
 	}
 }
 
@@ -256,7 +256,7 @@ func (s *movesScenario) drainingSet(id string, draining bool) {
 func (s *movesScenario) flipped(topic string, partition int) {
 	if s.storm.stormed[partition] {
 		delete(s.storm.stormed, partition)
-		chaos.Reached("sim-storm-move-cut-over")
+		chaos.Reached(markStormMoveCutOver)
 	}
 }
 
@@ -273,7 +273,7 @@ func (s *movesScenario) voterRemoved(id string) {
 	if n == nil {
 		return
 	}
-	chaos.Reached("sim-voter-removed")
+	chaos.Reached(markVoterRemoved)
 	s.w.at(int64(retireAfterMsMin+s.rng.IntN(retireAfterMsSpread)), func() { n.retire() })
 }
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"narad/chaos"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -26,20 +28,20 @@ const (
 // ExpectedMoveMarks are the marks beyond the (fault × phase) matrix that
 // a long sweep of moves worlds must reach: the scenario's events and the
 // node's move paths.
-var ExpectedMoveMarks = []string{
-	"node-move-started", "node-move-handoff", "node-move-installed", "node-move-catchup-gave-up",
-	"node-partition-frozen", "node-partition-flipped-away", "node-move-aborted", "node-stale-copy-deleted",
-	"node-plan-move", "node-join-proposed", "node-voter-removed",
-	"sim-scale-up", "sim-decommission-accepted", "sim-decommission-cancelled", "sim-storm-during-catchup", "sim-storm-move-cut-over",
-	"sim-leader-change-after-scale-up", "sim-leader-change-after-decommission", "sim-voter-removed",
-	"sim-join-after-compaction", "node-join-relayed", "node-join-accepted",
+var ExpectedMoveMarks = []chaos.Mark{
+	chaos.MarkNodeMoveStarted, chaos.MarkNodeMoveHandoff, chaos.MarkNodeMoveInstalled, chaos.MarkNodeMoveCatchupGaveUp,
+	chaos.MarkNodePartitionFrozen, chaos.MarkNodePartitionFlippedAway, chaos.MarkNodeMoveAborted, chaos.MarkNodeStaleCopyDeleted,
+	chaos.MarkNodePlanMove, chaos.MarkNodeJoinProposed, chaos.MarkNodeVoterRemoved,
+	markScaleUp, markDecommissionAccepted, markDecommissionCancelled, markStormDuringCatchup, markStormMoveCutOver,
+	markLeaderChangeAfterScaleUp, markLeaderChangeAfterDecommission, markVoterRemoved,
+	markJoinAfterCompaction, chaos.MarkNodeJoinRelayed, chaos.MarkNodeJoinAccepted,
 }
 
 // ciMoveMarks are the marks the CI sweep must reach; the rest of the
 // matrix is printed.
-var ciMoveMarks = []string{
-	"node-move-started", "node-move-installed", "node-partition-flipped-away", "sim-scale-up", "sim-decommission-accepted",
-	"move-fault:kill-source@catchup", "move-fault:kill-dest@catchup",
+var ciMoveMarks = []chaos.Mark{
+	chaos.MarkNodeMoveStarted, chaos.MarkNodeMoveInstalled, chaos.MarkNodePartitionFlippedAway, markScaleUp, markDecommissionAccepted,
+	moveFaultMark("kill-source", "catchup"), moveFaultMark("kill-dest", "catchup"),
 }
 
 func movesOptions(nodes int) func(seed uint64) Options {
@@ -120,7 +122,7 @@ func moveMatrix(marks map[string]int) string {
 	for _, kind := range moveFaultKinds {
 		fmt.Fprintf(&b, "%-22s", kind)
 		for _, phase := range movePhases {
-			fmt.Fprintf(&b, " %9d", marks[moveFaultMark(kind, phase)])
+			fmt.Fprintf(&b, " %9d", marks[string(moveFaultMark(kind, phase))])
 		}
 		b.WriteString("\n")
 	}

@@ -7,6 +7,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"narad/chaos"
 	"narad/meta"
 )
 
@@ -157,8 +158,8 @@ func TestStormPayloadsCarryTheirID(t *testing.T) {
 func TestMoveFaultMatrix(t *testing.T) {
 	marks := MoveFaultMarks()
 	require.Len(t, marks, len(moveFaultKinds)*len(movePhases))
-	require.Contains(t, marks, "move-fault:kill-source@catchup")
-	require.Contains(t, marks, "move-fault:isolate-leader@flip")
+	require.Contains(t, marks, chaos.Mark("move-fault:kill-source@catchup"))
+	require.Contains(t, marks, chaos.Mark("move-fault:isolate-leader@flip"))
 	require.Greater(t, int64(moveForcePromoteAfterMs), int64(clusterMemberDeadAfterMs))
 	require.Less(t, int64(moveFreezeTTLMs), int64(moveStallTimeoutMs))
 	require.Greater(t, int64(movePartitionMsMin+movePartitionMsSpread), int64(moveForcePromoteAfterMs))

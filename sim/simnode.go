@@ -273,7 +273,7 @@ func (n *simNode) killBeforeSyncs(latencyMs int64) bool {
 	n.w.tracef("%s kill (%s) lands while its sync round is in flight", n.id, kind)
 	n.w.at(int64(n.w.faultRng.IntN(int(latencyMs))), func() {
 		if incarnation == n.incarnation && n.up() {
-			chaos.Reached("sim-kill-during-sync-round")
+			chaos.Reached(markKillDuringSyncRound)
 			n.crashNow(kind, false, downMs)
 		}
 	})

@@ -62,7 +62,7 @@ func (s *stormState) maybeStart(partition int) {
 	durationMs := int64(stormMsMin + s.rng.IntN(stormMsSpread))
 	s.untilMs, s.partition = s.w.nowMs+durationMs, partition
 	s.stormed[partition] = true
-	chaos.Reached("sim-storm-during-catchup")
+	chaos.Reached(markStormDuringCatchup)
 	s.w.countFault("write-storm")
 	s.w.tracef("storm on %s for %d ms", partitionName(s.w.topic, partition), durationMs)
 	for _, p := range s.producers {

@@ -1,0 +1,163 @@
+package chaos
+
+// Mark names a rare path of the core. The core passes one of the
+// constants below to Reached; the simulator's sweeps list the marks they
+// must see reached. Every mark of the core is declared here, with what
+// reaching it means, and listed in Registered.
+type Mark string
+
+// The marks of package node.
+const (
+	// MarkNodeAppendDuringSyncRound: a record was appended while the log's
+	// sync round was in flight; it waits for the next round.
+	MarkNodeAppendDuringSyncRound Mark = "node-append-during-sync-round"
+	// MarkNodeAppendFailed: an append to a partition log failed; the
+	// produce is refused.
+	MarkNodeAppendFailed Mark = "node-append-failed"
+	// MarkNodeBatchAck: a batch ack settled several receipts at once.
+	MarkNodeBatchAck Mark = "node-batch-ack"
+	// MarkNodeBatchSpansPartitions: one produce batch landed in more than
+	// one partition.
+	MarkNodeBatchSpansPartitions Mark = "node-batch-spans-partitions"
+	// MarkNodeCancelAbortsMove: cancelling a decommission aborted a move
+	// off the member that had not copied anything yet.
+	MarkNodeCancelAbortsMove Mark = "node-cancel-aborts-move"
+	// MarkNodeConsumeProbeHit: a consume probe forwarded to another owner
+	// came back with messages for a poll still waiting.
+	MarkNodeConsumeProbeHit Mark = "node-consume-probe-hit"
+	// MarkNodeCorruptRecordSkipped: a consume skipped a record whose frame
+	// failed its checksum.
+	MarkNodeCorruptRecordSkipped Mark = "node-corrupt-record-skipped"
+	// MarkNodeFreezeExpired: a source held a freeze past its TTL and asked
+	// for the move's abort.
+	MarkNodeFreezeExpired Mark = "node-freeze-expired"
+	// MarkNodeInstallRepaired: the sweep finished an install that a crash
+	// cut between its renames.
+	MarkNodeInstallRepaired Mark = "node-install-repaired"
+	// MarkNodeJoinAccepted: a joining node learned the voters it was added
+	// to.
+	MarkNodeJoinAccepted Mark = "node-join-accepted"
+	// MarkNodeJoinProposed: the metadata leader proposed adding a joiner
+	// as a voter.
+	MarkNodeJoinProposed Mark = "node-join-proposed"
+	// MarkNodeJoinRelayed: a member that does not lead relayed a join
+	// request to the leader.
+	MarkNodeJoinRelayed Mark = "node-join-relayed"
+	// MarkNodeKeyedProduceOwnerDown: a keyed record was refused because the
+	// owner of its key's partition is down or unreachable.
+	MarkNodeKeyedProduceOwnerDown Mark = "node-keyed-produce-owner-down"
+	// MarkNodeLeaseExpired: reservations lapsed and their records became
+	// deliverable again.
+	MarkNodeLeaseExpired Mark = "node-lease-expired"
+	// MarkNodeLeadershipHandedOver: a draining metadata leader handed its
+	// leadership to another member.
+	MarkNodeLeadershipHandedOver Mark = "node-leadership-handed-over"
+	// MarkNodeLogEvicted: an idle partition log was closed to stay within
+	// the open-log bound.
+	MarkNodeLogEvicted Mark = "node-log-evicted"
+	// MarkNodeLogFailed: a partition log hit a storage error and was
+	// dropped, to reopen from disk.
+	MarkNodeLogFailed Mark = "node-log-failed"
+	// MarkNodeLongPollTimedOut: a long poll's wait ran out empty.
+	MarkNodeLongPollTimedOut Mark = "node-long-poll-timed-out"
+	// MarkNodeLongPollWoken: a parked long poll was answered by a new
+	// record.
+	MarkNodeLongPollWoken Mark = "node-long-poll-woken"
+	// MarkNodeMemberMarkedDead: the leader proposed marking a silent
+	// member dead.
+	MarkNodeMemberMarkedDead Mark = "node-member-marked-dead"
+	// MarkNodeMoveAborted: a destination dropped its session because the
+	// assignment it served changed.
+	MarkNodeMoveAborted Mark = "node-move-aborted"
+	// MarkNodeMoveCatchupGaveUp: catch-up stopped converging and asked
+	// for the handoff anyway.
+	MarkNodeMoveCatchupGaveUp Mark = "node-move-catchup-gave-up"
+	// MarkNodeMoveForcePromote: a destination promoted its complete copy
+	// of a dead source's frozen partition.
+	MarkNodeMoveForcePromote Mark = "node-move-force-promote"
+	// MarkNodeMoveHandoff: the source answered the freeze; the destination
+	// entered the handoff.
+	MarkNodeMoveHandoff Mark = "node-move-handoff"
+	// MarkNodeMoveInstalled: a destination installed its copy of a moved
+	// partition.
+	MarkNodeMoveInstalled Mark = "node-move-installed"
+	// MarkNodeMoveRestarted: a destination threw its copy away to start
+	// the session again.
+	MarkNodeMoveRestarted Mark = "node-move-restarted"
+	// MarkNodeMoveRolledBack: an ended session removed the copy it had
+	// installed, since the flip did not happen.
+	MarkNodeMoveRolledBack Mark = "node-move-rolled-back"
+	// MarkNodeMoveStalled: a session made no progress within the stall
+	// timeout and asked for the move's abort.
+	MarkNodeMoveStalled Mark = "node-move-stalled"
+	// MarkNodeMoveStarted: a destination staged a partition and began a
+	// move session.
+	MarkNodeMoveStarted Mark = "node-move-started"
+	// MarkNodeOpenLogsFull: every open log was pinned, so none could close
+	// to open another.
+	MarkNodeOpenLogsFull Mark = "node-open-logs-full"
+	// MarkNodePartitionFlippedAway: a source stopped serving a partition
+	// that moved to its new owner.
+	MarkNodePartitionFlippedAway Mark = "node-partition-flipped-away"
+	// MarkNodePartitionFrozen: a source froze a partition for a move.
+	MarkNodePartitionFrozen Mark = "node-partition-frozen"
+	// MarkNodePartitionUnfrozen: a source lifted a freeze whose move ended
+	// or changed.
+	MarkNodePartitionUnfrozen Mark = "node-partition-unfrozen"
+	// MarkNodePlanAbort: the planner asked for a move's abort.
+	MarkNodePlanAbort Mark = "node-plan-abort"
+	// MarkNodePlanMove: the planner proposed a move.
+	MarkNodePlanMove Mark = "node-plan-move"
+	// MarkNodeProbeReleased: records a probe reserved for a poll already
+	// answered were released for redelivery.
+	MarkNodeProbeReleased Mark = "node-probe-released"
+	// MarkNodeProduceForwarded: a produce was sent on to the partitions'
+	// owners.
+	MarkNodeProduceForwarded Mark = "node-produce-forwarded"
+	// MarkNodeProduceForwardsJoined: a produce joined a forward already
+	// open to the same owner.
+	MarkNodeProduceForwardsJoined Mark = "node-produce-forwards-joined"
+	// MarkNodeProduceRerouted: a record was placed in another partition
+	// than the one preferred.
+	MarkNodeProduceRerouted Mark = "node-produce-rerouted"
+	// MarkNodeRecoveredTornTail: recovery cut a torn tail off a partition
+	// log.
+	MarkNodeRecoveredTornTail Mark = "node-recovered-torn-tail"
+	// MarkNodeRedelivery: a record was delivered more than once.
+	MarkNodeRedelivery Mark = "node-redelivery"
+	// MarkNodeStaleCopyDeleted: the sweep deleted a partition copy this
+	// node no longer owns.
+	MarkNodeStaleCopyDeleted Mark = "node-stale-copy-deleted"
+	// MarkNodeVoterRemoved: the leader proposed removing a drained member
+	// from the voters.
+	MarkNodeVoterRemoved Mark = "node-voter-removed"
+	// MarkNodeWriteFenced: a member refused a write because its own
+	// heartbeat is close to making it dead.
+	MarkNodeWriteFenced Mark = "node-write-fenced"
+)
+
+// The marks of the rebalance planner (package rebalance).
+const (
+	// MarkMoveAbortPlanned: the planner found a move whose target can no
+	// longer take it and planned its abort.
+	MarkMoveAbortPlanned Mark = "move-abort-planned"
+	// MarkMovePlanBoundReached: the planner stopped at its bound of moves
+	// while partitions still wanted one.
+	MarkMovePlanBoundReached Mark = "move-plan-bound-reached"
+)
+
+// Registered lists every mark of the core, in the order declared.
+var Registered = []Mark{
+	MarkNodeAppendDuringSyncRound, MarkNodeAppendFailed, MarkNodeBatchAck, MarkNodeBatchSpansPartitions, MarkNodeCancelAbortsMove,
+	MarkNodeConsumeProbeHit, MarkNodeCorruptRecordSkipped, MarkNodeFreezeExpired, MarkNodeInstallRepaired,
+	MarkNodeJoinAccepted, MarkNodeJoinProposed, MarkNodeJoinRelayed, MarkNodeKeyedProduceOwnerDown, MarkNodeLeaseExpired,
+	MarkNodeLeadershipHandedOver, MarkNodeLogEvicted, MarkNodeLogFailed, MarkNodeLongPollTimedOut,
+	MarkNodeLongPollWoken, MarkNodeMemberMarkedDead, MarkNodeMoveAborted, MarkNodeMoveCatchupGaveUp,
+	MarkNodeMoveForcePromote, MarkNodeMoveHandoff, MarkNodeMoveInstalled, MarkNodeMoveRestarted,
+	MarkNodeMoveRolledBack, MarkNodeMoveStalled, MarkNodeMoveStarted, MarkNodeOpenLogsFull,
+	MarkNodePartitionFlippedAway, MarkNodePartitionFrozen, MarkNodePartitionUnfrozen, MarkNodePlanAbort,
+	MarkNodePlanMove, MarkNodeProbeReleased, MarkNodeProduceForwarded, MarkNodeProduceForwardsJoined,
+	MarkNodeProduceRerouted, MarkNodeRecoveredTornTail, MarkNodeRedelivery, MarkNodeStaleCopyDeleted,
+	MarkNodeVoterRemoved, MarkNodeWriteFenced,
+	MarkMoveAbortPlanned, MarkMovePlanBoundReached,
+}
