@@ -1,12 +1,18 @@
-// Package chaos holds the fault-injection sites and coverage marks that the
-// deterministic core calls, and the planted bugs that prove the simulator
-// can fail.
+// Package chaos holds what the deterministic core calls to be tested by
+// the simulator: coverage marks, fault-injection sites, and the planted
+// bugs that prove the simulator can fail.
 //
 //   - Reached(mark) records that a rare path ran ("sometimes" coverage, as
-//     FoundationDB's CODE_PROBE). The simulator collects marks per run and a
-//     long sweep fails if a mark it expects was never reached.
+//     FoundationDB's CODE_PROBE). Every mark of the core is a constant of
+//     type Mark declared in marks.go with what reaching it means, and
+//     listed in Registered; the lint test refuses a call of Reached in the
+//     core that names anything else. The simulator collects marks per run,
+//     a long sweep fails if a mark it requires was never reached, and a
+//     test of the simulator checks that every registered mark is required
+//     by a sweep or excused with a reason.
 //   - Buggify(site) returns true when the simulator has switched fault
-//     injection on for this run and the site fires (FoundationDB's BUGGIFY).
+//     injection on for this run and the site fires (FoundationDB's
+//     BUGGIFY). No site of the core calls it yet.
 //   - Planted(bug) returns true only in a binary built with the
 //     `plantedbugs` build tag, in which a test has planted that bug.
 //     Production builds cannot plant bugs: the function is constant false.

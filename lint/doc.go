@@ -44,6 +44,10 @@
 //  4. The function-length ratchet ("function-length"): no function body in
 //     a non-test, non-generated file is longer than functionBodyLinesMax
 //     unless grandfathered, and a grandfathered function may only shrink.
+//  5. Coverage marks ("coverage-mark"): every call of chaos.Reached in the
+//     core names a constant of the registry in chaos/marks.go
+//     (chaos.Mark...), never a string, so that the registry lists every
+//     mark the simulator's sweeps can require.
 //
 // Invariants: the rules read the repository and never change it; a file
 // that does not parse, or a core package that does not type-check, is itself

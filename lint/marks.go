@@ -1,0 +1,78 @@
+package lint
+
+import (
+	"go/ast"
+	"strconv"
+	"strings"
+)
+
+// chaosImportPath is the package of the coverage marks, relative to the
+// module.
+const chaosImportPath = "chaos"
+
+// markConstantPrefix starts the name of every constant of the marks'
+// registry (chaos/marks.go).
+const markConstantPrefix = "Mark"
+
+// checkCoverageMarks applies rule 5: every call of chaos.Reached in the
+// core names a constant of the registry, chaos.Mark<Name>, so that the
+// registry is the whole list of marks the sweeps check.
+func checkCoverageMarks(repo *repository) []violation {
+	var violations []violation
+	for _, file := range repo.files {
+		if !file.isCore() {
+			continue
+		}
+		name, imported := chaosLocalName(repo, file)
+		if !imported {
+			continue
+		}
+		ast.Inspect(file.syntax, func(node ast.Node) bool {
+			if call, ok := node.(*ast.CallExpr); ok && isCall(call, name, "Reached") && !isMarkConstant(call, name) {
+				file, line := repo.position(call.Pos())
+				violations = append(violations, violation{file: file, line: line, rule: "coverage-mark",
+					message: "chaos.Reached in the core takes a constant of the registry (chaos.Mark...), declared in chaos/marks.go"})
+			}
+			return true
+		})
+	}
+	return sortViolations(violations)
+}
+
+// chaosLocalName returns the name file refers to package chaos by.
+func chaosLocalName(repo *repository, file *sourceFile) (string, bool) {
+	for _, spec := range file.syntax.Imports {
+		importPath, err := strconv.Unquote(spec.Path.Value)
+		if err != nil || importPath != repo.modulePath+"/"+chaosImportPath {
+			continue
+		}
+		if spec.Name != nil {
+			return spec.Name.Name, true
+		}
+		return chaosImportPath, true
+	}
+	return "", false
+}
+
+// isCall reports whether call calls pkg.function.
+func isCall(call *ast.CallExpr, pkg, function string) bool {
+	selector, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok || selector.Sel.Name != function {
+		return false
+	}
+	ident, ok := selector.X.(*ast.Ident)
+	return ok && ident.Name == pkg
+}
+
+// isMarkConstant reports whether call's one argument is pkg.Mark<Name>.
+func isMarkConstant(call *ast.CallExpr, pkg string) bool {
+	if len(call.Args) != 1 {
+		return false
+	}
+	selector, ok := call.Args[0].(*ast.SelectorExpr)
+	if !ok || !strings.HasPrefix(selector.Sel.Name, markConstantPrefix) || selector.Sel.Name == markConstantPrefix {
+		return false
+	}
+	ident, ok := selector.X.(*ast.Ident)
+	return ok && ident.Name == pkg
+}
