@@ -90,8 +90,11 @@ panic: boom
 
 func TestPercentileIsNearestRank(t *testing.T) {
 	assert.Zero(t, Percentile(nil, 0.5))
+	assert.Equal(t, time.Duration(7), Percentile([]time.Duration{7}, 0.01))
+	assert.Equal(t, time.Duration(7), Percentile([]time.Duration{7}, 0.99))
 	durations := []time.Duration{4, 1, 3, 2}
 	assert.Equal(t, time.Duration(2), Percentile(durations, 0.5))
+	assert.Equal(t, time.Duration(4), Percentile(durations, 0.95))
 	assert.Equal(t, time.Duration(4), Percentile(durations, 0.99))
 	assert.Equal(t, time.Duration(1), Percentile(durations, 0))
 	assert.Equal(t, []time.Duration{4, 1, 3, 2}, durations, "the input keeps its order")

@@ -2,9 +2,9 @@ package main
 
 import (
 	"fmt"
-	"math"
-	"slices"
 	"time"
+
+	"narad/proc"
 )
 
 // phaseFigures are the measured figures of one bench phase.
@@ -50,25 +50,13 @@ func (r *benchReport) setCeiling(ceiling phaseFigures) {
 }
 
 func newPhaseFigures(ok int, elapsed time.Duration, latencies []time.Duration) phaseFigures {
-	sorted := slices.Clone(latencies)
-	slices.Sort(sorted)
-	latency := latencyDurations{percentile(sorted, 50), percentile(sorted, 95), percentile(sorted, 99)}
+	latency := latencyDurations{proc.Percentile(latencies, 0.50), proc.Percentile(latencies, 0.95), proc.Percentile(latencies, 0.99)}
 	figures := phaseFigures{OK: ok, Seconds: elapsed.Seconds(), elapsed: elapsed, latency: latency,
 		LatencyMs: latencyPercentiles{milliseconds(latency.p50), milliseconds(latency.p95), milliseconds(latency.p99)}}
 	if elapsed > 0 {
 		figures.MessagesPerSecond = float64(ok) / elapsed.Seconds()
 	}
 	return figures
-}
-
-// percentile returns the nearest-rank percentile of sorted latencies; 0
-// for none.
-func percentile(sorted []time.Duration, rank float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	index := int(math.Ceil(rank/100*float64(len(sorted)))) - 1
-	return sorted[min(max(index, 0), len(sorted)-1)]
 }
 
 func milliseconds(d time.Duration) float64 {

@@ -198,17 +198,6 @@ func TestBenchReportFormatting(t *testing.T) {
 	assert.Equal(t, latencyPercentiles{P50: 50, P95: 95, P99: 99}, produce.LatencyMs)
 }
 
-func TestPercentile(t *testing.T) {
-	assert.Zero(t, percentile(nil, 50))
-	one := []time.Duration{7}
-	assert.Equal(t, time.Duration(7), percentile(one, 1))
-	assert.Equal(t, time.Duration(7), percentile(one, 99))
-	sorted := []time.Duration{1, 2, 3, 4}
-	assert.Equal(t, time.Duration(2), percentile(sorted, 50))
-	assert.Equal(t, time.Duration(4), percentile(sorted, 95))
-	assert.Equal(t, time.Duration(1), percentile(sorted, 0))
-}
-
 // lockedBuffer is a bytes.Buffer safe to read while a command writes it.
 type lockedBuffer struct {
 	mu     sync.Mutex
