@@ -13,4 +13,9 @@
 // is set. Every test bounds its run time and the number of requests it
 // sends, and talks to 127.0.0.1 only. A failed cluster test keeps its
 // nodes' data directories and logs and prints where they are.
+//
+// The processes are started, probed, killed and restarted through
+// narad/proc, which also reads their /metrics (Prometheus text, parsed
+// with expfmt) and their JSON logs; the tests here only say what to start
+// and what to check.
 package e2e

@@ -5,9 +5,10 @@
 //
 // What it owns: a run directory holding one data directory and one log per
 // node, and the ledger (ledger.ndjson: one JSON line per record answered
-// 202). It starts `narad serve` processes on loopback, drives load through
-// the HTTP API, injects a scripted and seeded scenario of faults, and
-// audits the result. It imports narad/client to talk to the nodes, and
+// 202). It starts `narad serve` processes on loopback (through narad/proc,
+// the harness it shares with e2e and `narad cluster up`), drives load
+// through the HTTP API, injects a scripted and seeded scenario of faults,
+// and audits the result. It imports narad/client to talk to the nodes, and
 // narad/config only to read which variables and defaults the binary has.
 //
 // Inputs: Options (scenario, duration, seed, node count, the binary and
