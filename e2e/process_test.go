@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -86,4 +87,20 @@ func freeAddr(t *testing.T) string {
 	addr, err := proc.FreeAddr()
 	require.NoError(t, err)
 	return addr
+}
+
+// TestStartOnATakenPortIsReportedAsAddrInUse: a node whose HTTP port is
+// taken exits while starting, and the harness says so with
+// proc.ErrAddrInUse, which is what lets a start be tried again on new
+// ports.
+func TestStartOnATakenPortIsReportedAsAddrInUse(t *testing.T) {
+	taken, err := net.Listen("tcp", freeAddr(t))
+	require.NoError(t, err)
+	defer taken.Close()
+	process := proc.NewProcess(proc.Spec{Binary: binary, HTTPAddr: taken.Addr().String(), DataDir: t.TempDir(),
+		LogPath: filepath.Join(t.TempDir(), "server.log"), Env: []string{"NARAD_SECURITY_ENABLED=false", "NARAD_CLUSTER_ADDR=" + freeAddr(t)}})
+	require.NoError(t, process.Start())
+	defer func() { require.NoError(t, process.Kill()) }()
+	err = process.WaitReady(context.Background(), serverReadyTimeout)
+	require.ErrorIs(t, err, proc.ErrAddrInUse)
 }

@@ -61,6 +61,8 @@ type Process struct {
 	spec Spec
 	// probe asks /readyz, within ProbeTimeout.
 	probe *client.Client
+	// reapers counts the goroutines waiting for a process of this node.
+	reapers sync.WaitGroup
 
 	// mu protects the fields below; the caller's goroutines change them,
 	// the reaping goroutine of a process reports its exit.
@@ -75,10 +77,9 @@ type Process struct {
 	// exit without it is a crash (recorded in crashes).
 	expectExit bool
 	crashes    []string
-	// starts counts the processes started for this node.
+	// starts counts the processes started for this node (written to the
+	// log's start line).
 	starts int
-	// reapers counts the goroutines waiting for a process of this node.
-	reapers sync.WaitGroup
 }
 
 // NewProcess returns the node of spec, not started.
@@ -97,9 +98,6 @@ func closedChannel() chan struct{} {
 	close(c)
 	return c
 }
-
-// Spec returns how the node is started.
-func (p *Process) Spec() Spec { return p.spec }
 
 // URL is the base URL of the node's HTTP API.
 func (s Spec) URL() string { return "http://" + s.HTTPAddr }
@@ -215,13 +213,6 @@ func (p *Process) Running() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.cmd != nil
-}
-
-// Starts counts the processes started for the node.
-func (p *Process) Starts() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.starts
 }
 
 // TakeCrashes returns and clears the exits nobody asked for.
