@@ -16,7 +16,7 @@ import (
 	"narad/proc"
 )
 
-// Bounds of the multi-process helpers.
+// Bounds of the process helpers (single servers and clusters).
 const (
 	// clusterReadyTimeout bounds the wait for a node's /readyz after a
 	// (re)start: a restarted node replays its metastore and rejoins.
@@ -26,6 +26,12 @@ const (
 	// clusterClientTimeout bounds one request of the test's clients; a
 	// forward to a dead owner times out on the server first (5 s).
 	clusterClientTimeout = 10 * time.Second
+	// serverStopTimeout bounds a graceful stop (the shutdown grace is
+	// 10 s); past it the server is killed and the test fails.
+	serverStopTimeout = 30 * time.Second
+	// startTriesMax bounds the starts of a server or cluster whose port
+	// was taken by another process meanwhile (each try on new ports).
+	startTriesMax = 3
 )
 
 // clusterNode is one `narad serve` process of a test cluster. Its ports,

@@ -8,26 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"narad/client"
 	"narad/proc"
-)
-
-// Bounds of the single-server helpers.
-const (
-	// serverReadyTimeout bounds the wait for a server's /readyz.
-	serverReadyTimeout = 20 * time.Second
-	// serverClientTimeout bounds one request of a server's client.
-	serverClientTimeout = 10 * time.Second
-	// serverStopTimeout bounds a graceful stop (the shutdown grace is
-	// 10 s); past it the server is killed and the test fails.
-	serverStopTimeout = 30 * time.Second
-	// startTriesMax bounds the starts of a server or cluster whose port
-	// was taken by another process meanwhile (each try on new ports).
-	startTriesMax = 3
 )
 
 // binary is the narad binary built once for the package's tests.
@@ -64,10 +49,10 @@ func startServer(t *testing.T, dataDir string) *server {
 	for range startTriesMax {
 		spec := proc.Spec{Binary: binary, HTTPAddr: freeAddr(t), DataDir: dataDir, LogPath: filepath.Join(t.TempDir(), "server.log")}
 		spec.Env = []string{"NARAD_SECURITY_ENABLED=false", "NARAD_CLUSTER_ADDR=" + freeAddr(t)}
-		s := &server{process: proc.NewProcess(spec), client: client.New(spec.URL(), client.WithTimeout(serverClientTimeout))}
+		s := &server{process: proc.NewProcess(spec), client: client.New(spec.URL(), client.WithTimeout(clusterClientTimeout))}
 		require.NoError(t, s.process.Start())
 		t.Cleanup(s.kill)
-		if err = s.process.WaitReady(context.Background(), serverReadyTimeout); err == nil {
+		if err = s.process.WaitReady(context.Background(), clusterReadyTimeout); err == nil {
 			return s
 		}
 		s.kill()
@@ -101,6 +86,6 @@ func TestStartOnATakenPortIsReportedAsAddrInUse(t *testing.T) {
 		LogPath: filepath.Join(t.TempDir(), "server.log"), Env: []string{"NARAD_SECURITY_ENABLED=false", "NARAD_CLUSTER_ADDR=" + freeAddr(t)}})
 	require.NoError(t, process.Start())
 	defer func() { require.NoError(t, process.Kill()) }()
-	err = process.WaitReady(context.Background(), serverReadyTimeout)
+	err = process.WaitReady(context.Background(), clusterReadyTimeout)
 	require.ErrorIs(t, err, proc.ErrAddrInUse)
 }
