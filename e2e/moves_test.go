@@ -207,7 +207,7 @@ func (c *testCluster) logMoveReport(ctx context.Context, t *testing.T) moveSumma
 			flipped++
 		}
 	}
-	t.Logf("freeze (log lines partition-frozen to moved-away/unfrozen, ms resolution): %d freezes (%d ended by a flip), p50 %s, p99 %s, max %s",
+	t.Logf("freeze (log lines partition-frozen to moved-away/unfrozen): %d freezes (%d ended by a flip), p50 %s, p99 %s, max %s",
 		len(freezes), flipped, proc.Percentile(durations, 0.50), proc.Percentile(durations, 0.99), proc.Percentile(durations, 1))
 	for _, e := range events {
 		if e.Message == proc.MoveEndedMessage {
