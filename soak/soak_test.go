@@ -4,10 +4,10 @@ import (
 	"context"
 	"flag"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
+
+	"narad/proc"
 
 	"github.com/stretchr/testify/require"
 )
@@ -73,10 +73,8 @@ func buildBinary(t *testing.T, dir string) string {
 	if *binaryFlag != "" {
 		return *binaryFlag
 	}
-	binary := filepath.Join(dir, "narad")
-	build := exec.Command("go", "build", "-o", binary, "narad/cmd/narad")
-	output, err := build.CombinedOutput()
-	require.NoError(t, err, "build narad: %s", output)
+	binary, err := proc.Build(dir)
+	require.NoError(t, err)
 	return binary
 }
 
