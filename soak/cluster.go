@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -82,8 +83,35 @@ func (c *cluster) setEnv(n *nodeProcess, peers []*nodeProcess, initialMembers []
 }
 
 // startInitial starts count nodes that bootstrap the cluster together and
-// waits until each is ready.
+// waits until each is ready. A start whose port another process took
+// meanwhile is tried again from scratch on new ports, up to startTriesMax
+// times.
 func (c *cluster) startInitial(ctx context.Context, count int) error {
+	var err error
+	for range startTriesMax {
+		if err = c.tryStartInitial(ctx, count); !errors.Is(err, proc.ErrAddrInUse) {
+			return err
+		}
+		c.logf("soak: starting the cluster again on new ports: %v", err)
+		c.discard()
+	}
+	return err
+}
+
+// discard kills and forgets every node of a start that failed, with its
+// data directory and log: the cluster never formed.
+func (c *cluster) discard() {
+	for _, n := range c.allNodes() {
+		_ = n.Kill()
+		_ = os.RemoveAll(n.dataDir)
+		_ = os.Remove(n.logPath)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nodes, c.rotation = nil, map[string]bool{}
+}
+
+func (c *cluster) tryStartInitial(ctx context.Context, count int) error {
 	var planned []*nodeProcess
 	for i := range count {
 		n, err := c.plan(fmt.Sprintf("n%d", i+1))

@@ -18,6 +18,9 @@ const (
 	// terminateTimeout bounds a graceful stop (SIGTERM): the shutdown grace
 	// is 10 s, so a node still running past this is a finding.
 	terminateTimeout = 30 * time.Second
+	// startTriesMax bounds the starts of the initial cluster, each on new
+	// ports, when another process took a port meanwhile.
+	startTriesMax = 3
 	// leaderTimeout bounds the wait for exactly one node to report that it
 	// leads the metadata group.
 	leaderTimeout = 60 * time.Second
