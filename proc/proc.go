@@ -52,8 +52,11 @@ func FreeAddr() (string, error) {
 }
 
 // SleepContext pauses for d or until ctx ends (then it returns ctx's
-// error).
+// error); with d <= 0 it only reports whether ctx has ended.
 func SleepContext(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {

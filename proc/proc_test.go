@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"context"
 	"math"
 	"strings"
 	"testing"
@@ -111,4 +112,13 @@ func TestFreeAddrNeverRepeatsAndStaysOutOfTheEphemeralRange(t *testing.T) {
 		require.Less(t, port, "32768", "port %s below the kernel's ephemeral range", port)
 		require.GreaterOrEqual(t, port, "20000")
 	}
+}
+
+func TestSleepContextEndsWithItsContext(t *testing.T) {
+	require.NoError(t, SleepContext(context.Background(), 0))
+	require.NoError(t, SleepContext(context.Background(), time.Millisecond))
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, SleepContext(ended, 0), context.Canceled)
+	require.ErrorIs(t, SleepContext(ended, time.Hour), context.Canceled, "an ended context cuts the pause short")
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"narad/client"
+	"narad/proc"
 )
 
 // movesWatchInterval is how often moves --watch polls.
@@ -105,7 +106,7 @@ func (a *app) watchMoves(ctx context.Context, broker *client.Client, asJSON bool
 		if err := a.showMoves(ctx, broker, asJSON); err != nil && ctx.Err() == nil {
 			return err
 		}
-		if sleepContext(ctx, movesWatchInterval) != nil {
+		if proc.SleepContext(ctx, movesWatchInterval) != nil {
 			return nil
 		}
 		fmt.Fprintln(a.stdout)

@@ -110,7 +110,7 @@ func (a *app) waitClusterReady(ctx context.Context, nodes []*devNode, exits <-ch
 			fmt.Fprintf(a.stderr, "  still waiting for %s\n", describeWaiting(waiting, lastAnswers))
 			nextProgress = nextProgress.Add(clusterProgressInterval)
 		}
-		if err := sleepContext(ctx, clusterReadyPollInterval); err != nil {
+		if err := proc.SleepContext(ctx, clusterReadyPollInterval); err != nil {
 			return errors.New("interrupted while waiting for the nodes to be ready")
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"narad/client"
+	"narad/proc"
 )
 
 // peekCursor is the next offset to read in one partition.
@@ -94,7 +95,7 @@ func (s *peekSession) loop(ctx context.Context) error {
 		if progressed {
 			continue
 		}
-		if err := sleepContext(ctx, peekIdleDelay); err != nil {
+		if err := proc.SleepContext(ctx, peekIdleDelay); err != nil {
 			return nil
 		}
 		s.refreshUnready(ctx)

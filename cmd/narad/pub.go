@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"narad/client"
+	"narad/proc"
 )
 
 const (
@@ -198,22 +199,7 @@ func paceUntil(ctx context.Context, start time.Time, sent int, rate float64) err
 		return ctx.Err()
 	}
 	due := start.Add(time.Duration(float64(sent) / rate * float64(time.Second)))
-	return sleepContext(ctx, time.Until(due))
-}
-
-// sleepContext sleeps for delay or until ctx ends.
-func sleepContext(ctx context.Context, delay time.Duration) error {
-	if delay <= 0 {
-		return ctx.Err()
-	}
-	timer := time.NewTimer(delay)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
+	return proc.SleepContext(ctx, time.Until(due))
 }
 
 // formatRate renders count per elapsed second with no decimals.

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"narad/client"
+	"narad/proc"
 )
 
 const (
@@ -168,7 +169,7 @@ func (a *app) consumeFailed(ctx context.Context, err error) error {
 		return err
 	}
 	fmt.Fprintf(a.stderr, "consume failed: %v (retrying in %s)\n", err, consumeRetryDelay)
-	_ = sleepContext(ctx, consumeRetryDelay)
+	_ = proc.SleepContext(ctx, consumeRetryDelay)
 	return nil
 }
 
