@@ -28,6 +28,7 @@ var notYetRequired = map[chaos.Mark]string{
 	chaos.MarkNodeProbeReleased:         reachedNotRequired,
 	chaos.MarkNodeProduceForwardsJoined: reachedNotRequired,
 	chaos.MarkNodeWriteFenced:           reachedNotRequired,
+	chaos.MarkNodeKeyedProduceOwnerDown: "new with the rule that a keyed record is not re-placed; no sweep counts it yet",
 	chaos.MarkMoveAbortPlanned:          "the planner's own path; no sweep counts it yet",
 	chaos.MarkMovePlanBoundReached:      "the planner's own path; no sweep counts it yet",
 	chaos.MarkNodeCorruptRecordSkipped:  "no fault of the simulator leaves a corrupt frame below a log's recovered end",
