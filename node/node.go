@@ -186,8 +186,30 @@ func (n *Node) recover() error {
 func (n *Node) Now() int64 { return n.nowMs }
 
 // Tick advances the node's clock to nowMs (a smaller value is ignored) and
-// runs the work that is due: visibility expiry, long-poll deadlines,
-// committed-offset persistence, retention and idle-log closing.
+// runs the work that is due, in this order:
+//
+//  1. the metastore's raft ticks (at most metaTicksPerTickMax), then this
+//     node's heartbeat when due (and a sole voter's campaign);
+//  2. lease expiry: reservations past their visibility deadline are
+//     released and their topics' long polls woken;
+//  3. long polls whose wait ran out are answered empty;
+//  4. metastore proposals without an outcome in time answer a retryable
+//     "unknown outcome";
+//  5. forwards without an answer in time fail, and their peer is avoided
+//     for PeerDownMs;
+//  6. requests held for a topic this node had not learned are served, or
+//     refused once their wait ran out;
+//  7. membership: the leader marks silent members dead; a joining node asks
+//     to be added;
+//  8. the root user's seed, while this node leads and no user exists;
+//  9. freezes of partitions held for a move past Moves.FreezeTTLMs ask for
+//     the move's abort;
+//  10. the move sessions into this node start, end or take their next step;
+//  11. the planner's round on the leader, and the retirement of drained
+//     voters;
+//  12. the stale-copy sweep asks the leader about its candidates;
+//  13. the periodic persist of changed committed offsets, retention, and the
+//     closing of idle logs.
 func (n *Node) Tick(nowMs int64) {
 	if nowMs <= n.nowMs {
 		return
@@ -218,9 +240,15 @@ func (n *Node) Tick(nowMs int64) {
 	}
 }
 
-// NextDeadlineMs returns the earliest node time at which Tick has work to
-// do, so a driver can sleep until then. It is never after the periodic
-// deadlines.
+// NextDeadlineMs returns when the driver should call Tick next, so that it
+// can sleep until then. It is the earliest of the deadlines the node tracks
+// one by one (lease and long-poll expiry, forwards, held requests, the
+// dead-member check, the committed-offset persist, retention) and of the
+// next raft tick. The other timed work of Tick (heartbeats, proposal
+// timeouts, freeze TTLs, move sessions, the planner, the sweep, joining,
+// idle-log closing) is not listed here: it is checked on every Tick, and
+// since the next raft tick is at most MetaTickIntervalMs away, a driver that
+// sleeps until this deadline runs that work at most one raft tick late.
 func (n *Node) NextDeadlineMs() int64 {
 	next := min(n.nextCommitPersistMs, n.nextRetentionMs, n.nextMetaTickMs, n.cluster.nextDeadCheckMs)
 	if d, ok := n.waiters.nextDeadline(); ok {
