@@ -8,7 +8,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
-// Defaults of Config (API.md §1.2).
+// Defaults of Config (docs/api.md#authentication).
 const (
 	defaultBcryptCost           = bcrypt.DefaultCost
 	defaultBcryptConcurrencyMax = 4
@@ -48,7 +48,7 @@ type Config struct {
 	Now func() time.Time
 }
 
-// DefaultConfig returns the bounds of API.md §1.2.
+// DefaultConfig returns the bounds of docs/api.md#authentication.
 func DefaultConfig() Config {
 	return Config{
 		BcryptCost: defaultBcryptCost, BcryptConcurrencyMax: defaultBcryptConcurrencyMax,

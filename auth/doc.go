@@ -19,9 +19,10 @@
 // A new version (any applied user change) invalidates both caches, so a
 // password change or a grant edit counts from the next request on.
 //
-// Grants (API.md's actions produce, consume, create, admin) and their
-// patterns (a literal topic name or a prefix ending in '*') are checked by
-// Identity.Allowed; Covers tells whether one grant list includes another.
+// Grants (actions produce, consume, create, admin;
+// docs/api.md#authentication) and their patterns (a literal topic name or a
+// prefix ending in '*') are checked by Identity.Allowed; Covers tells whether
+// one grant list includes another.
 //
 // Every table is bounded (Config) and its size is a metric (narad_auth_*).
 // Inputs: the users the node publishes, credentials. Outputs: identities,

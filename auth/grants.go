@@ -28,7 +28,7 @@ var (
 	patternPattern  = regexp.MustCompile(`^[A-Za-z0-9._-]{0,255}\*?$`)
 )
 
-// ValidUsername checks a user name (API.md §1.2).
+// ValidUsername checks a user name (docs/api.md#authentication).
 func ValidUsername(name string) error {
 	if !usernamePattern.MatchString(name) {
 		return fmt.Errorf("invalid username %q: want 1-64 of [A-Za-z0-9._-]", name)

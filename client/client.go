@@ -17,7 +17,7 @@ import (
 
 const (
 	// timeoutDefault bounds one request when no WithTimeout option is given
-	// (API.md §2: the CLI's HTTP client timeout is 60 s).
+	// (the CLI's HTTP client timeout is 60 s: docs/api.md#cli).
 	timeoutDefault = 60 * time.Second
 	// replyBytesMax bounds how much of a reply body the client reads. The
 	// largest legitimate reply is a batch consume of 100 messages of 1 MiB

@@ -1,6 +1,6 @@
-// Package client is a Go client for the broker's /v1 HTTP API (API.md §1 and
-// the extensions 9–15 listed at the top of API.md; TopicSchema reads a
-// topic's JSON Schema back).
+// Package client is a Go client for the broker's /v1 HTTP API (docs/api.md,
+// with the batch and schema extensions of docs/api.md#extensions; TopicSchema
+// reads a topic's JSON Schema back).
 //
 // It owns the wire encoding of requests and the decoding of replies, nothing
 // else: no background work, no state beyond its configuration, and no
@@ -15,8 +15,8 @@
 // credentials, an *http.Client and a per-request timeout (default 60 s; a
 // long-poll consume gets its wait added on top).
 //
-// Outputs: typed values that mirror the JSON of API.md field for field, and
-// errors. A reply with a status the route does not expect becomes *Error
+// Outputs: typed values that mirror the JSON of docs/api.md field for field,
+// and errors. A reply with a status the route does not expect becomes *Error
 // carrying the status and the server's message from {"error": "..."} (a
 // text/plain body is tolerated). Transport failures are returned wrapped, as
 // they come from net/http. A 204 from consume or replay is not an error: the

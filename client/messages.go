@@ -14,10 +14,12 @@ import (
 
 const (
 	// batchRecordsMax and batchBytesMax are the server's caps on one batch
-	// produce (API.md item 9); the client refuses larger batches up front.
+	// produce (docs/api.md#batch-produce); the client refuses larger batches
+	// up front.
 	batchRecordsMax = 1000
 	batchBytesMax   = 8 << 20
-	// consumeBatchMax is the largest max of a batch consume (API.md item 10).
+	// consumeBatchMax is the largest max of a batch consume
+	// (docs/api.md#batch-consume).
 	consumeBatchMax = 100
 	// ackBatchHandlesMax bounds the handles of one batch ack so the JSON body
 	// stays under the server's 1 MiB cap for JSON bodies (handles are short:
@@ -64,8 +66,9 @@ func (c *Client) Produce(ctx context.Context, topic string, body []byte, options
 	return placement, decodeReply(reply, &placement)
 }
 
-// BatchRecord is one line of a batch produce (API.md item 9). Exactly one
-// of Payload and PayloadBase64 is set; NewBatchRecord picks the right one.
+// BatchRecord is one line of a batch produce (docs/api.md#batch-produce).
+// Exactly one of Payload and PayloadBase64 is set; NewBatchRecord picks the
+// right one.
 type BatchRecord struct {
 	Key       string `json:"key,omitempty"`
 	Partition *int   `json:"partition,omitempty"`
@@ -97,7 +100,7 @@ func isCompactContainer(body []byte) bool {
 	return json.Compact(&compacted, body) == nil && bytes.Equal(compacted.Bytes(), body)
 }
 
-// ProduceBatch sends records as one NDJSON batch (API.md items 9 and 14);
+// ProduceBatch sends records as one NDJSON batch (docs/api.md#batch-produce);
 // the server answers 202 only when every record is durable.
 func (c *Client) ProduceBatch(ctx context.Context, topic string, records []BatchRecord) (BatchResult, error) {
 	body, err := encodeBatch(records)
@@ -163,8 +166,9 @@ func (c *Client) Consume(ctx context.Context, topic string, options ConsumeOptio
 	return c.receiveOne(ctx, req)
 }
 
-// ConsumeBatch reserves up to max messages (1..100) in queue mode (API.md
-// item 10). An empty slice means nothing arrived within the wait.
+// ConsumeBatch reserves up to max messages (1..100) in queue mode
+// (docs/api.md#batch-consume). An empty slice means nothing arrived within
+// the wait.
 func (c *Client) ConsumeBatch(ctx context.Context, topic string, max int, options ConsumeOptions) ([]Message, error) {
 	if max < 1 || max > consumeBatchMax {
 		return nil, fmt.Errorf("%w: %d (want 1..%d)", ErrConsumeMax, max, consumeBatchMax)
@@ -236,7 +240,7 @@ func (c *Client) ackQuery(ctx context.Context, topic, receiptHandle, extend stri
 }
 
 // AckMode is what a batch ack does to each handle: the "extend" value of
-// API.md item 11.
+// docs/api.md#batch-ack.
 type AckMode string
 
 // The three ack modes.
@@ -246,7 +250,7 @@ const (
 	AckModeRelease AckMode = "0"    // nack: release for redelivery
 )
 
-// AckBatch applies mode to every handle in one request (API.md item 11)
+// AckBatch applies mode to every handle in one request (docs/api.md#batch-ack)
 // and returns the per-handle results in the server's order.
 func (c *Client) AckBatch(ctx context.Context, topic string, receiptHandles []string, mode AckMode) ([]AckResult, error) {
 	if len(receiptHandles) == 0 || len(receiptHandles) > ackBatchHandlesMax {

@@ -10,7 +10,8 @@ import (
 )
 
 const (
-	// topicPageLimitMax is the largest page the server serves (API.md §1.6).
+	// topicPageLimitMax is the largest page the server serves
+	// (docs/api.md#list-topics).
 	topicPageLimitMax = 1000
 	// topicPagesMax bounds AllTopics: 10,000 pages of 1,000 topics.
 	topicPagesMax = 10_000

@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// Topic is the topic object of API.md §1.4, plus the partition_stats of
-// §1.7 when it comes from GetTopic.
+// Topic is the topic object (docs/api.md#topic-object), plus the
+// partition_stats of docs/api.md#describe-a-topic when it comes from GetTopic.
 type Topic struct {
 	Name                      string `json:"name"`
 	Partitions                int    `json:"partitions"`
@@ -21,7 +21,7 @@ type Topic struct {
 	CreatedAt int64  `json:"created_at"`
 	Owner     string `json:"owner,omitempty"`
 	// SchemaVersion is the latest version of the topic's JSON Schema; 0
-	// for a topic without one (API.md item 15).
+	// for a topic without one (docs/api.md#topic-schemas).
 	SchemaVersion int `json:"schema_version,omitempty"`
 	// Role is "standalone", "parent" or "child"; empty from servers that
 	// omit it.
@@ -35,7 +35,7 @@ type Topic struct {
 	PartitionStats []PartitionStats `json:"partition_stats,omitempty"`
 }
 
-// PartitionStats describes one partition (API.md §1.7 and "we differ" 4).
+// PartitionStats describes one partition (docs/api.md#describe-a-topic).
 type PartitionStats struct {
 	Index         int   `json:"index"`
 	Segments      int   `json:"segments"`
@@ -57,15 +57,16 @@ func (s PartitionStats) IsAvailable() bool {
 	return s.Available == nil || *s.Available
 }
 
-// TopicPage is one page of ListTopics (API.md §1.6).
+// TopicPage is one page of ListTopics (docs/api.md#list-topics).
 type TopicPage struct {
 	Topics []Topic `json:"topics"`
 	// NextPageToken continues the listing; "" means the listing is done.
 	NextPageToken string `json:"next_page_token"`
 }
 
-// CreateTopicRequest is the body of POST /v1/topics (API.md §1.5). Zero
-// fields are omitted so the server applies its defaults.
+// CreateTopicRequest is the body of POST /v1/topics
+// (docs/api.md#create-a-topic). Zero fields are omitted so the server applies
+// its defaults.
 type CreateTopicRequest struct {
 	Name                      string          `json:"name"`
 	Partitions                int             `json:"partitions,omitempty"`
@@ -78,8 +79,8 @@ type CreateTopicRequest struct {
 	FanoutDelayMs             int64           `json:"fanout_delay_ms,omitempty"`
 }
 
-// AlterTopicRequest is the body of PATCH /v1/topics/{t} (API.md §1.8 and
-// "we differ" 1). Only non-nil fields are sent.
+// AlterTopicRequest is the body of PATCH /v1/topics/{t}
+// (docs/api.md#alter-a-topic). Only non-nil fields are sent.
 type AlterTopicRequest struct {
 	Partitions                *int            `json:"partitions,omitempty"`
 	RetentionMs               *int64          `json:"retention_ms,omitempty"`
@@ -96,19 +97,19 @@ func (r AlterTopicRequest) IsEmpty() bool {
 }
 
 // TopicSchema is one version of a topic's JSON Schema (GET
-// /v1/topics/{t}/schema, API.md item 15).
+// /v1/topics/{t}/schema, docs/api.md#topic-schemas).
 type TopicSchema struct {
 	Version int             `json:"version"`
 	Schema  json.RawMessage `json:"schema"`
 }
 
-// Placement is where a produced record landed (API.md item 14).
+// Placement is where a produced record landed (docs/api.md#produce).
 type Placement struct {
 	Partition int   `json:"partition"`
 	Offset    int64 `json:"offset"`
 }
 
-// BatchResult is the 202 body of a batch produce (API.md items 9 and 14).
+// BatchResult is the 202 body of a batch produce (docs/api.md#batch-produce).
 type BatchResult struct {
 	Accepted int `json:"accepted"`
 	// Records lists the placements in request order; empty if the server
@@ -116,7 +117,7 @@ type BatchResult struct {
 	Records []Placement `json:"records,omitempty"`
 }
 
-// Message is one consumed or replayed record (API.md §1.12, items 3 and 12).
+// Message is one consumed or replayed record (docs/api.md#consumed-message).
 type Message struct {
 	Topic     string `json:"topic"`
 	Partition int    `json:"partition"`
@@ -186,7 +187,7 @@ func (m Message) Time() time.Time {
 	return time.Unix(m.Timestamp, 0)
 }
 
-// AckResult is one entry of a batch ack reply (API.md item 11).
+// AckResult is one entry of a batch ack reply (docs/api.md#batch-ack).
 type AckResult struct {
 	ReceiptHandle string `json:"receipt_handle"`
 	// Status is 204 on success, else the status a single ack would get.
@@ -195,7 +196,7 @@ type AckResult struct {
 	Error string `json:"error,omitempty"`
 }
 
-// Member is one entry of GET /v1/cluster/members (API.md §1.16).
+// Member is one entry of GET /v1/cluster/members (docs/api.md#cluster).
 type Member struct {
 	ID              string `json:"id"`
 	Addr            string `json:"addr"`
@@ -206,7 +207,7 @@ type Member struct {
 	OutboundMoves   int    `json:"outbound_moves"`
 }
 
-// Move is one entry of GET /v1/cluster/moves (API.md §1.16 and item 13).
+// Move is one entry of GET /v1/cluster/moves (docs/api.md#cluster).
 type Move struct {
 	Topic     string `json:"topic"`
 	Partition int    `json:"partition"`
@@ -224,7 +225,7 @@ type Health struct {
 	Status string `json:"status"`
 }
 
-// Grant is one permission of a user (API.md §1.2).
+// Grant is one permission of a user (docs/api.md#authentication).
 type Grant struct {
 	// Action is produce, consume, create or admin.
 	Action string `json:"action"`
@@ -232,7 +233,7 @@ type Grant struct {
 	Patterns []string `json:"patterns,omitempty"`
 }
 
-// User is a user as the users API returns it (API.md §1.15).
+// User is a user as the users API returns it (docs/api.md#users).
 type User struct {
 	Username    string  `json:"username"`
 	Grants      []Grant `json:"grants"`

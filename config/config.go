@@ -87,7 +87,7 @@ type Cluster struct {
 	MetaSnapshotEntries int `json:"meta_snapshot_entries"`
 }
 
-// Moves tunes partition moves (DESIGN.md §6). Every value > 0.
+// Moves tunes partition moves (docs/architecture.md#moves). Every value > 0.
 type Moves struct {
 	// MaxInFlight bounds the moves under way in the cluster.
 	MaxInFlight int `json:"max_in_flight"`
@@ -182,7 +182,7 @@ type Security struct {
 	ClusterSecret string `json:"-"`
 }
 
-// Default returns the compiled defaults of API.md §3.1.
+// Default returns the compiled defaults (docs/operations.md#settings).
 func Default() Config {
 	return Config{
 		HTTP: HTTP{

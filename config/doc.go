@@ -1,6 +1,7 @@
-// Package config owns the server configuration of API.md §3: its defaults,
-// the JSON file format, the NARAD_* environment variables and the
-// validation rules. The CLI applies command-line flags on top.
+// Package config owns the server configuration
+// (docs/operations.md#configuration): its defaults, the JSON file format, the
+// NARAD_* environment variables and the validation rules. The CLI applies
+// command-line flags on top.
 //
 // Layering (each step overrides the previous one): Default() → LoadFile
 // (strict JSON: unknown keys and trailing data are rejected; keys left out

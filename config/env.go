@@ -19,8 +19,8 @@ type envVariable struct {
 	apply  func(cfg *Config, value string) error
 }
 
-// envVariables lists every variable of API.md §3.2, in the order ApplyEnv
-// applies and reports them.
+// envVariables lists every variable (docs/operations.md#settings), in the
+// order ApplyEnv applies and reports them.
 var envVariables = []envVariable{
 	{name: "NARAD_HTTP_ADDR", apply: text(func(c *Config) *string { return &c.HTTP.Addr })},
 	{name: "NARAD_HTTP_PPROF_ADDR", apply: text(func(c *Config) *string { return &c.HTTP.PprofAddr })},

@@ -15,7 +15,7 @@ func mapEnv(values map[string]string) func(string) string {
 }
 
 func TestEnvNamesCoverTheContract(t *testing.T) {
-	// API.md §3.2, in its order.
+	// docs/operations.md#settings, in its order.
 	want := []string{
 		"NARAD_HTTP_ADDR", "NARAD_HTTP_PPROF_ADDR", "NARAD_HTTP_READ_TIMEOUT",
 		"NARAD_HTTP_WRITE_TIMEOUT", "NARAD_HTTP_IDLE_TIMEOUT", "NARAD_HTTP_SHUTDOWN_GRACE",

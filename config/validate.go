@@ -87,9 +87,9 @@ func (p *problems) add(key, format string, args ...any) {
 }
 
 // Validate reports every problem of the configuration at once (joined; one
-// Problem per broken rule), or nil. The rules are those of API.md §3.3
-// plus: data_dir non-empty; retention 0 or ≥ 1 h; partition bounds; caps
-// > 0; segment_bytes ≥ 4096.
+// Problem per broken rule), or nil. The rules are the bounds of
+// docs/operations.md#settings: data_dir non-empty; retention 0 or ≥ 1 h;
+// partition bounds; caps > 0; segment_bytes ≥ 4096.
 func (c Config) Validate() error {
 	var found problems
 	c.HTTP.validate(&found)

@@ -24,11 +24,11 @@ const (
 )
 
 // TestClusterDecommissionedNodeReportsNotReady decommissions a node of a
-// four-node cluster through the HTTP API (an unknown member is 404, a
-// known one 204), waits until it owns nothing and the leader removed it
-// from the voter set, and then expects its /readyz to answer 503: API.md
-// ("we differ" 6) says a node removed from the cluster reports not ready,
-// so that a load balancer stops sending it clients.
+// four-node cluster through the HTTP API (an unknown member is 404, a known
+// one 204), waits until it owns nothing and the leader removed it from the
+// voter set, and then expects its /readyz to answer 503:
+// docs/api.md#health-and-metrics says a node removed from the cluster reports
+// not ready, so that a load balancer stops sending it clients.
 func TestClusterDecommissionedNodeReportsNotReady(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), decommissionTestTimeout)
 	defer cancel()
@@ -54,7 +54,7 @@ func TestClusterDecommissionedNodeReportsNotReady(t *testing.T) {
 	notReady, answer, view := waitNotReady(ctx, t, n2)
 	c.proveVoterRemoved(ctx, n2, n4)
 	assert.True(t, notReady, "n2 was removed from the voter set, yet its /readyz still answered %s %s after the removal was proposed "+
-		"(API.md, we differ 6: a removed node reports not ready); n2's own view of the members then: %s", answer, removedNotReadyTimeout, view)
+		"(docs/api.md#health-and-metrics: a removed node reports not ready); n2's own view of the members then: %s", answer, removedNotReadyTimeout, view)
 }
 
 // waitNotReady polls n's /readyz for up to removedNotReadyTimeout until it

@@ -191,7 +191,7 @@ func loadClusterTLS(c config.Cluster) (*tls.Config, error) {
 
 // startTransport creates and starts the transport of a cluster node;
 // envelopes it receives go to deliver. It logs the security warnings of
-// API.md §3.3.
+// docs/operations.md#security-setup.
 func startTransport(nodeID string, opts ClusterOptions, deliver func(msg.Envelope), logger *slog.Logger) (*peer.Transport, error) {
 	cfg := peer.DefaultConfig(nodeID, opts.ListenAddr)
 	cfg.Peers, cfg.TLS = opts.Peers, opts.TLS

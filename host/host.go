@@ -51,7 +51,8 @@ type Options struct {
 	Security SecurityOptions
 }
 
-// DefaultOptions returns the defaults of API.md §3.1 for a data directory.
+// DefaultOptions returns the defaults (docs/operations.md#settings) for a
+// data directory.
 func DefaultOptions(dataDir string) Options {
 	return Options{
 		Node: node.DefaultConfig(), DataDir: dataDir, HTTPAddr: "127.0.0.1:7942",
@@ -62,7 +63,7 @@ func DefaultOptions(dataDir string) Options {
 }
 
 // metaStoreDir and metaStoreFile place the metastore's bbolt file in the
-// data directory (API.md §3.5).
+// data directory (docs/operations.md#data-directory).
 const (
 	metaStoreDir  = "metastore"
 	metaStoreFile = "meta.db"

@@ -10,8 +10,9 @@ import (
 	"narad/node"
 )
 
-// Metrics holds the node-level Prometheus metrics (API.md §8) and turns
-// node events into them and into log lines. It implements node.Observer.
+// Metrics holds the node-level Prometheus metrics
+// (docs/operations.md#metrics) and turns node events into them and into log
+// lines. It implements node.Observer.
 type Metrics struct {
 	logger *slog.Logger
 

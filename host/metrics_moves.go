@@ -6,10 +6,10 @@ import (
 	"narad/node"
 )
 
-// moveMetrics are the partition-move metrics of DESIGN.md §8: moves in
-// flight in the cluster (this node's replica of the placement), and, for
-// the moves into this node, outcomes, durations and bytes copied; for
-// the partitions this node froze as a source, how long each freeze lasted.
+// moveMetrics are the partition-move metrics (docs/operations.md#metrics):
+// moves in flight in the cluster (this node's replica of the placement), and,
+// for the moves into this node, outcomes, durations and bytes copied; for the
+// partitions this node froze as a source, how long each freeze lasted.
 type moveMetrics struct {
 	inflight prometheus.Gauge
 	total    *prometheus.CounterVec

@@ -22,8 +22,8 @@ const rootSecretBytes = 24
 
 // SecurityOptions configure authentication and TLS of the HTTP API.
 type SecurityOptions struct {
-	// Enabled requires HTTP Basic auth (API.md §1.2) and seeds the root
-	// user while no user exists.
+	// Enabled requires HTTP Basic auth (docs/api.md#authentication) and seeds
+	// the root user while no user exists.
 	Enabled bool
 	// AdminPassword is the root user's password to seed; empty: a random
 	// one is generated and logged once, by the node whose seed applies.

@@ -7,7 +7,7 @@ import (
 	"narad/msg"
 )
 
-// Routes: the http.ServeMux patterns of API.md §1.3 that one node serves.
+// Routes: the http.ServeMux patterns (docs/api.md#routes) that one node serves.
 // Decoded.Route and the route label of the HTTP metrics carry them.
 const (
 	RouteCreateTopic = "POST /v1/topics"
@@ -18,8 +18,9 @@ const (
 	RouteProduce     = "POST /v1/topics/{topic}/produce"
 	RouteConsume     = "GET /v1/topics/{topic}/consume"
 	RouteAck         = "POST /v1/topics/{topic}/ack"
-	// RouteTopicSchema reads a topic's schema back (API.md item 15); the
-	// handler answers it from the schemas the node published.
+	// RouteTopicSchema reads a topic's schema back
+	// (docs/api.md#topic-schemas); the handler answers it from the schemas
+	// the node published.
 	RouteTopicSchema = "GET /v1/topics/{topic}/schema"
 	RouteMembers     = "GET /v1/cluster/members"
 	RouteMoves       = "GET /v1/cluster/moves"

@@ -7,7 +7,7 @@ import (
 	"narad/msg"
 )
 
-// Defaults of CodecConfig (API.md §1.1, §3.1 and item 9).
+// Defaults of CodecConfig (docs/api.md#conventions, docs/api.md#batch-produce).
 const (
 	defaultConsumeWaitMaxMs    = 10_000
 	defaultJSONBodyBytesMax    = 1 << 20
@@ -43,7 +43,7 @@ type CodecConfig struct {
 	BodyBytesInFlightMax int64
 }
 
-// DefaultCodecConfig returns the defaults of API.md.
+// DefaultCodecConfig returns the defaults of docs/api.md#conventions.
 func DefaultCodecConfig() CodecConfig {
 	return CodecConfig{
 		ConsumeWaitMaxMs:     defaultConsumeWaitMaxMs,

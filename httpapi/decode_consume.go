@@ -11,7 +11,7 @@ import (
 )
 
 // decodeConsume decodes a queue consume, or a replay when offset is given
-// (API.md §1.12 and item 10). local_only, an internal peer probe of the
+// (docs/api.md#consume). local_only, an internal peer probe of the
 // reference, is ignored.
 func decodeConsume(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) {
 	topic, failed := pathTopic(r)
@@ -68,9 +68,9 @@ func decodeReplay(topic string, partition int, query url.Values) (msg.Request, *
 	return msg.Replay{Topic: topic, Partition: partition, Offset: offset}, nil
 }
 
-// decodeAck decodes an ack, extend or nack (API.md §1.13): one handle in
-// the query, or a batch in a JSON body (item 11) when the query names no
-// handle and the body is JSON.
+// decodeAck decodes an ack, extend or nack (docs/api.md#ack): one handle in
+// the query, or a batch in a JSON body (docs/api.md#batch-ack) when the query
+// names no handle and the body is JSON.
 func decodeAck(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) {
 	topic, failed := pathTopic(r)
 	if failed != nil {

@@ -8,7 +8,7 @@ import (
 	"narad/msg"
 )
 
-// mediaTypeNDJSON selects a batch produce (API.md item 9).
+// mediaTypeNDJSON selects a batch produce (docs/api.md#batch-produce).
 const mediaTypeNDJSON = "application/x-ndjson"
 
 // decodeProduce decodes a single or batch produce; for a batch it also
@@ -36,8 +36,8 @@ func decodeProduce(c *Codec, r *http.Request) (msg.Request, []int, *ErrorRespons
 	return msg.Produce{Topic: topic, Records: []msg.ProduceRecord{record}}, nil, nil
 }
 
-// decodeProduceSingle decodes a raw-body produce (API.md §1.11): the body
-// is the payload, key and partition come from the query.
+// decodeProduceSingle decodes a raw-body produce (docs/api.md#produce): the
+// body is the payload, key and partition come from the query.
 func (c *Codec) decodeProduceSingle(r *http.Request, query url.Values) (msg.ProduceRecord, *ErrorResponse) {
 	if failed := rejectDuplicates(query, "key", "partition"); failed != nil {
 		return msg.ProduceRecord{}, failed
@@ -56,7 +56,7 @@ func (c *Codec) decodeProduceSingle(r *http.Request, query url.Values) (msg.Prod
 	return msg.ProduceRecord{Key: keyBytes(query.Get("key")), Partition: partition, Payload: body}, nil
 }
 
-// keyBytes maps the empty key to no key (API.md item 2).
+// keyBytes maps the empty key to no key (docs/api.md#produce).
 func keyBytes(key string) []byte {
 	if key == "" {
 		return nil

@@ -92,7 +92,7 @@ func TestDecodeTopicRoutes(t *testing.T) {
 			wantRoute: RouteGetTopic, want: msg.GetTopic{Name: "orders", Partition: msg.PartitionNone}},
 		{name: "get one partition", method: "GET", target: "/v1/topics/orders?partition=2",
 			wantRoute: RouteGetTopic, want: msg.GetTopic{Name: "orders", Partition: 2}},
-		{name: "alter visibility (item 1)", method: "PATCH", target: "/v1/topics/orders", body: `{"visibility_timeout_ms":0}`,
+		{name: "alter visibility (extension 1)", method: "PATCH", target: "/v1/topics/orders", body: `{"visibility_timeout_ms":0}`,
 			wantRoute: RouteAlterTopic, want: msg.AlterTopic{Name: "orders", VisibilityTimeoutMs: int64Pointer(0)}},
 		{name: "alter every field", method: "PATCH", target: "/v1/topics/orders",
 			body: `{"partitions":9,"retention_ms":3600000,"max_in_flight_per_partition":1,` +
@@ -209,7 +209,7 @@ func TestDecodeProduceSingle(t *testing.T) {
 		return msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Key: keyBytes(key), Partition: partition, Payload: []byte(payload)}}}
 	}
 	runDecodeCases(t, []decodeCase{
-		{name: "no key (item 2)", method: "POST", target: "/v1/topics/orders/produce", body: "hello",
+		{name: "no key (extension 2)", method: "POST", target: "/v1/topics/orders/produce", body: "hello",
 			wantRoute: RouteProduce, want: produce("", msg.PartitionNone, "hello")},
 		{name: "empty key is no key", method: "POST", target: "/v1/topics/orders/produce?key=", body: "hello",
 			wantRoute: RouteProduce, want: produce("", msg.PartitionNone, "hello")},

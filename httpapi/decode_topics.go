@@ -8,7 +8,7 @@ import (
 	"narad/msg"
 )
 
-// createTopicBody is the body of POST /v1/topics (API.md §1.5).
+// createTopicBody is the body of POST /v1/topics (docs/api.md#create-a-topic).
 type createTopicBody struct {
 	Name                string          `json:"name"`
 	Partitions          int             `json:"partitions"`
@@ -61,7 +61,7 @@ func schemaOf(schema json.RawMessage) []byte {
 	return schema
 }
 
-// rejectUnsupported fails on the fields of API.md that this server does
+// rejectUnsupported fails on the reference API's fields that this server does
 // not implement yet: fan-out (parent, delay). Their zero values (absent,
 // null, "", 0) are accepted, since clients send them.
 func rejectUnsupported(hasParent, hasDelay bool) *ErrorResponse {
@@ -130,8 +130,8 @@ func decodeGetTopic(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) {
 	return msg.GetTopic{Name: name, Partition: partition}, nil
 }
 
-// alterTopicBody is the body of PATCH /v1/topics/{topic} (API.md §1.8 and
-// item 1); an absent or null field is left unchanged.
+// alterTopicBody is the body of PATCH /v1/topics/{topic}
+// (docs/api.md#alter-a-topic); an absent or null field is left unchanged.
 type alterTopicBody struct {
 	Partitions          *int            `json:"partitions"`
 	RetentionMs         *int64          `json:"retention_ms"`

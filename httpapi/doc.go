@@ -1,7 +1,7 @@
 // Package httpapi translates between HTTP and the node's requests and
-// replies: it owns the /v1 routes of API.md, their query and body syntax,
-// the JSON shapes of replies, the one table from node error codes to HTTP
-// statuses, the HTTP server middleware and the HTTP metrics.
+// replies: it owns the /v1 routes (docs/api.md#routes), their query and body
+// syntax, the JSON shapes of replies, the one table from node error codes to
+// HTTP statuses, the HTTP server middleware and the HTTP metrics.
 //
 // It is split so that the simulator can use the translation without a
 // server:
@@ -25,7 +25,7 @@
 //     user changes to a UserChanger; answers and audit lines
 //     (component=audit) never carry a password or a hash.
 //
-// JSON Schemas of topics (API.md §1.14 and item 15) are the one piece of
+// JSON Schemas of topics (docs/api.md#topic-schemas) are the one piece of
 // semantics here, because compiling must stay off the node loop. The
 // handler compiles the schema of a create or an alter before the node
 // sees it (jsonschema/v6, bounded: SchemaCompileTimeout per compile,
@@ -61,8 +61,7 @@
 //     names no file on disk and no socket address.
 //
 // Inputs: HTTP requests, node replies, the Backend (the node driver).
-// Outputs: node requests, HTTP responses, Prometheus series
-// narad_http_* (API.md §8), narad_produce_rejections_total{topic,reason}
-// and narad_schema_* (compiles by result, compiles running, cache
-// entries).
+// Outputs: node requests, HTTP responses, Prometheus series narad_http_*
+// (docs/operations.md#metrics), narad_produce_rejections_total{topic,reason}
+// and narad_schema_* (compiles by result, compiles running, cache entries).
 package httpapi

@@ -63,7 +63,7 @@ func encodeTopicDetail(detail msg.TopicDetail) Response {
 	return jsonResponse(http.StatusOK, detail)
 }
 
-// produceBatchBody is the 202 of a batch produce (API.md item 14).
+// produceBatchBody is the 202 of a batch produce (docs/api.md#batch-produce).
 type produceBatchBody struct {
 	Accepted int             `json:"accepted"`
 	Records  []msg.Placement `json:"records"`
@@ -103,7 +103,7 @@ func encodeReplay(result msg.ReplayResult) Response {
 	return rawJSONResponse(http.StatusOK, appendMessage(nil, *result.Message))
 }
 
-// ackItemBody is one element of a batch ack's results (API.md item 11).
+// ackItemBody is one element of a batch ack's results (docs/api.md#batch-ack).
 // Error carries the failure message of a status other than 204.
 type ackItemBody struct {
 	ReceiptHandle string `json:"receipt_handle"`

@@ -14,8 +14,8 @@ type errorEntry struct {
 }
 
 // errorRegistry is the one table from node error codes to HTTP statuses
-// (STYLE.md item 19). Every msg.Code has exactly one row; a test checks
-// that no code is missing.
+// (docs/style.md#errors-and-assertions). Every msg.Code has exactly one row;
+// a test checks that no code is missing.
 var errorRegistry = map[msg.Code]errorEntry{
 	msg.CodeInvalid:     {http.StatusBadRequest, "malformed or invalid input"},
 	msg.CodeNotFound:    {http.StatusNotFound, "topic or member not found"},
@@ -35,7 +35,8 @@ func StatusOf(code msg.Code) int {
 	return entry.status
 }
 
-// Messages of the decode errors whose wording API.md fixes, as sentinels.
+// Messages of the decode errors whose wording the compatible API fixes
+// (docs/api.md#conventions), as sentinels.
 var (
 	ErrBodyTooLarge               = msg.TooLarge("request body too large")
 	ErrPartitionRequiredForReplay = msg.Invalid("partition required for replay-mode consume")

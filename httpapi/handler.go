@@ -119,7 +119,7 @@ type statusBody struct {
 	Status string `json:"status"`
 }
 
-// health answers /healthz (API.md §1.17).
+// health answers /healthz (docs/api.md#health-and-metrics).
 func (h *apiHandler) health() Response {
 	if h.backend.ShuttingDown() {
 		return jsonResponse(http.StatusServiceUnavailable, statusBody{Status: "shutting down"})
@@ -127,7 +127,8 @@ func (h *apiHandler) health() Response {
 	return jsonResponse(http.StatusOK, statusBody{Status: "ok"})
 }
 
-// readiness answers /readyz, asking the backend on every call (item 6).
+// readiness answers /readyz, asking the backend on every call
+// (docs/api.md#health-and-metrics).
 func (h *apiHandler) readiness() Response {
 	if err := h.backend.Ready(); err != nil {
 		return jsonResponse(http.StatusServiceUnavailable, errorBody{Error: err.Error()})

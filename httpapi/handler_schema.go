@@ -49,8 +49,8 @@ func (h *apiHandler) produce(ctx context.Context, req msg.Produce, lines []int) 
 	}
 }
 
-// schemaBody is the answer of GET /v1/topics/{topic}/schema (API.md item
-// 15).
+// schemaBody is the answer of GET /v1/topics/{topic}/schema
+// (docs/api.md#topic-schemas).
 type schemaBody struct {
 	Version int             `json:"version"`
 	Schema  jsonRawDocument `json:"schema"`

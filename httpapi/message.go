@@ -13,7 +13,7 @@ import (
 const payloadEncodingBase64 = "base64"
 
 // appendMessage appends the JSON object of one consumed or replayed
-// message (API.md §1.12 and items 3, 12). It is written by hand rather
+// message (docs/api.md#consumed-message). It is written by hand rather
 // than through encoding/json so that a JSON payload is embedded byte for
 // byte: encoding/json would compact it.
 func appendMessage(dst []byte, message msg.Message) []byte {

@@ -21,8 +21,8 @@ var knownMethods = map[string]bool{
 	http.MethodPatch: true, http.MethodDelete: true, http.MethodOptions: true,
 }
 
-// HTTPMetrics are the narad_http_* series of API.md §8. The collectors are
-// registered once by NewHTTPMetrics and never replaced.
+// HTTPMetrics are the narad_http_* series of docs/operations.md#metrics. The
+// collectors are registered once by NewHTTPMetrics and never replaced.
 type HTTPMetrics struct {
 	requests *prometheus.CounterVec   // route, method, status
 	duration *prometheus.HistogramVec // route, method, status

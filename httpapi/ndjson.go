@@ -1,11 +1,11 @@
 package httpapi
 
-// The decoder of one line of a batch produce (API.md item 9), written by
-// hand because the generic encoding/json path (scan the line, scan it again
-// to fill a struct, then look for trailing data) was most of the server's
-// CPU on large batches. It reads the line once, copies nothing on the
-// common path (plain strings and JSON payloads are slices of the line) and
-// is exactly as strict as decoding the line strictly into the struct
+// The decoder of one line of a batch produce (docs/api.md#batch-produce),
+// written by hand because the generic encoding/json path (scan the line, scan
+// it again to fill a struct, then look for trailing data) was most of the
+// server's CPU on large batches. It reads the line once, copies nothing on
+// the common path (plain strings and JSON payloads are slices of the line)
+// and is exactly as strict as decoding the line strictly into the struct
 //
 //	type batchLine struct {
 //		Key           string          `json:"key"`
@@ -169,7 +169,7 @@ func (d *lineDecoder) record() (msg.ProduceRecord, error) {
 		}
 		partition = d.partition
 	}
-	var key []byte // the empty key "" is no key (API.md item 2)
+	var key []byte // the empty key "" is no key (docs/api.md#produce)
 	if given := d.fields[fieldKey]; given.kind == kindString && given.end-given.start > len(`""`) {
 		key = d.stringBytes(given)
 	}

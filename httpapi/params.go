@@ -56,8 +56,8 @@ func pathTopic(r *http.Request) (string, *ErrorResponse) {
 	return name, nil
 }
 
-// errInvalidTopicName: a name breaks the rule of API.md §1.5. The name is
-// not echoed: it may be long.
+// errInvalidTopicName: a name breaks the rule of docs/api.md#conventions. The
+// name is not echoed: it may be long.
 var errInvalidTopicName = msg.Invalid(
 	`invalid topic name: want 1 to 255 characters of A-Z a-z 0-9 . _ -, and not "." or ".."`)
 

@@ -59,7 +59,7 @@ func rawJSONResponse(status int, body []byte) Response {
 	return Response{Status: status, Header: header, Body: append(body, '\n')}
 }
 
-// errorBody is the JSON shape of every error (API.md §1.1).
+// errorBody is the JSON shape of every error (docs/api.md#conventions).
 type errorBody struct {
 	Error string `json:"error"`
 }

@@ -18,8 +18,8 @@ import (
 	"narad/node"
 )
 
-// Bounds of JSON Schema handling (API.md §1.14). Compiling happens here,
-// on the HTTP goroutines, never on the node loop.
+// Bounds of JSON Schema handling (docs/api.md#topic-schemas). Compiling
+// happens here, on the HTTP goroutines, never on the node loop.
 const (
 	// SchemaCompileTimeout bounds the wait for one compile; a schema that
 	// takes longer is refused (400) and its compile runs on to its end in

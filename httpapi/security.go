@@ -43,10 +43,10 @@ func WithSecurity(s Security) HandlerOption {
 	return func(h *apiHandler) { h.security = &s }
 }
 
-// realm is the challenge of every 401 (API.md §1.2).
+// realm is the challenge of every 401 (docs/api.md#authentication).
 const realm = `Basic realm="narad"`
 
-// Messages of the authentication failures (API.md §1.2).
+// Messages of the authentication failures (docs/api.md#authentication).
 const (
 	messageUnauthenticated = "authentication required"
 	messageThrottled       = "too many failed authentication attempts"
@@ -98,9 +98,9 @@ func forbidden(format string, args ...any) *Response {
 	return &response
 }
 
-// authorize applies the route rules of API.md §1.3 to a decoded node
-// request. A topic the node does not know passes, so that its handler
-// answers 404.
+// authorize applies the route rules of docs/api.md#authentication to a
+// decoded node request. A topic the node does not know passes, so that its
+// handler answers 404.
 func (h *apiHandler) authorize(ctx context.Context, caller auth.Identity, request msg.Request) *Response {
 	if caller.Admin() {
 		return nil

@@ -10,7 +10,7 @@ import (
 	"narad/msg"
 )
 
-// Routes of the users API (API.md §1.15), served by the handler itself
+// Routes of the users API (docs/api.md#users), served by the handler itself
 // when WithSecurity was given.
 const (
 	RouteCreateUser  = "POST /v1/users"

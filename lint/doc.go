@@ -1,6 +1,6 @@
 // Package lint holds the repository's lint rules, run as an ordinary test:
-// `go test ./lint`. It is the mechanical half of STYLE.md items 1-3, 10-12
-// and DESIGN.md §1-2; review does the rest.
+// `go test ./lint`. It is the mechanical half of docs/style.md#determinism and
+// docs/architecture.md#dependency-direction; review does the rest.
 //
 // What it owns: the rules below, the grandfather map of the function-length
 // ratchet (in lint_test.go), and the tests of the rules themselves.
@@ -8,9 +8,10 @@
 // Inputs: the Go source of the module whose go.mod is found by walking up
 // from the test's working directory, and for the map-range rule the export
 // data the go command produces for the core's dependencies (`go list
-// -export`). Directories named testdata or vendor, directories whose name
-// starts with "." or "_", and nested modules are not part of the repository
-// for these rules, as for the go command.
+// -export`), and for the documentation rule every text file. Directories
+// named vendor or testdata (the documentation rule reads testdata too),
+// directories whose name starts with "." or "_", and nested modules are not
+// part of the repository for these rules, as for the go command.
 //
 // Outputs: violations, each naming file:line, the rule and what to do
 // instead. The package has no production API; nothing imports it.
@@ -48,6 +49,12 @@
 //     core names a constant of the registry in chaos/marks.go
 //     (chaos.Mark...), never a string, so that the registry lists every
 //     mark the simulator's sweeps can require.
+//  6. Documentation ("doc-reference", "doc-link", "outside-document"):
+//     every docs/<file>.md#<anchor> written in any text file of the
+//     repository (code, comments, Markdown, testdata) names an existing
+//     file and a heading of it, every relative link of a Markdown file
+//     resolves, and no file cites a document that lives outside the
+//     repository, so that the documentation cannot rot silently.
 //
 // Invariants: the rules read the repository and never change it; a file
 // that does not parse, or a core package that does not type-check, is itself

@@ -7,7 +7,7 @@ import (
 )
 
 // functionBodyLinesMax is the longest a function body may be, in lines
-// between its braces, unless grandfathered (STYLE.md item 12).
+// between its braces, unless grandfathered (docs/style.md#shape-and-naming).
 const functionBodyLinesMax = 70
 
 // functionLength is one function of the repository and its body length.

@@ -63,7 +63,8 @@ func importViolation(repo *repository, file *sourceFile, spec *ast.ImportSpec) (
 }
 
 // forbiddenImport returns why a package of component from may not import a
-// package of component to, or "" if it may (DESIGN.md §2, STYLE.md item 10).
+// package of component to, or "" if it may
+// (docs/architecture.md#dependency-direction).
 func forbiddenImport(from, to string) string {
 	switch {
 	case from == to:

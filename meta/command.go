@@ -9,7 +9,7 @@ import (
 // and again when the command is applied.
 const (
 	nameBytesMax         = 255  // topic, member and user names, addresses
-	usernameBytesMax     = 64   // API.md §1.2
+	usernameBytesMax     = 64   // docs/api.md#authentication
 	partitionsMax        = 4096 // per topic; the broker's policy is lower
 	passwordHashBytesMax = 1024
 	grantsPerUserMax     = 64
@@ -161,11 +161,11 @@ type SetTarget struct {
 	NowMs         int64  `json:"now_ms"`
 }
 
-// CompleteMove flips ownership to the target: Owner := Target, Target :=
-// "", only if Owner and Target are still the expected ones and, when
-// ExpectedStartedAtMs is set, the move is still the one that started
-// then (the guarded compare-and-swap of DESIGN.md §6; the start time tells
-// a move from a later one with the same owner and target).
+// CompleteMove flips ownership to the target: Owner := Target, Target := "",
+// only if Owner and Target are still the expected ones and, when
+// ExpectedStartedAtMs is set, the move is still the one that started then
+// (the guarded compare-and-swap of docs/architecture.md#moves; the start time
+// tells a move from a later one with the same owner and target).
 type CompleteMove struct {
 	Topic               string `json:"topic"`
 	Partition           int    `json:"partition"`

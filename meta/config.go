@@ -7,7 +7,8 @@ import (
 	"math"
 )
 
-// Bounds fixed by the design (API.md §3.4), not configurable.
+// Bounds fixed by the design (docs/operations.md#fixed-bounds), not
+// configurable.
 const (
 	// minVoters is the fewest voters a removal may leave (MinVoters).
 	minVoters = 3

@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// Bounds on the JSON Schemas of topics (API.md §1.14). The metastore
-// checks them on every replica; the HTTP layer checks them first, so that
-// a client learns of them before anything is proposed.
+// Bounds on the JSON Schemas of topics (docs/api.md#topic-schemas). The
+// metastore checks them on every replica; the HTTP layer checks them first,
+// so that a client learns of them before anything is proposed.
 const (
 	// SchemaBytesMax bounds one schema document.
 	SchemaBytesMax = 256 << 10

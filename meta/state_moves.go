@@ -57,7 +57,8 @@ func (c AbortMove) apply(s *State) error {
 	return nil
 }
 
-// flipOwner is the guarded Owner := Target; Target := "" of DESIGN.md §6.
+// flipOwner is the guarded Owner := Target; Target := "" of
+// docs/architecture.md#moves.
 func (s *State) flipOwner(topic string, partition int, expectedOwner, expectedTarget string, expectedStartedAtMs int64) error {
 	a, err := s.assignment(topic, partition)
 	if err != nil {

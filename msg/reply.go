@@ -45,7 +45,7 @@ func (MoveSourceState) isResult() {}
 func (MoveChunk) isResult()       {}
 func (MoveVerdict) isResult()     {}
 
-// TopicInfo is a topic's configuration (API.md §1.4).
+// TopicInfo is a topic's configuration (docs/api.md#topic-object).
 type TopicInfo struct {
 	Name                string `json:"name"`
 	Partitions          int    `json:"partitions"`
@@ -56,7 +56,7 @@ type TopicInfo struct {
 	CreatedAt           int64  `json:"created_at"` // Unix seconds
 	Owner               string `json:"owner,omitempty"`
 	// SchemaVersion is the latest version of the topic's JSON Schema, 0
-	// (left out) for a topic without one (API.md item 15).
+	// (left out) for a topic without one (docs/api.md#topic-schemas).
 	SchemaVersion int `json:"schema_version,omitempty"`
 }
 
@@ -66,7 +66,7 @@ type TopicPage struct {
 	NextPageToken string      `json:"next_page_token"`
 }
 
-// PartitionStats describes one partition (API.md §1.7 and item 4).
+// PartitionStats describes one partition (docs/api.md#describe-a-topic).
 type PartitionStats struct {
 	Index           int    `json:"index"`
 	Segments        int    `json:"segments"`
@@ -87,7 +87,7 @@ type TopicDetail struct {
 	PartitionStats []PartitionStats `json:"partition_stats"`
 }
 
-// Placement says where a produced record landed (API.md item 14).
+// Placement says where a produced record landed (docs/api.md#produce).
 type Placement struct {
 	Partition int    `json:"partition"`
 	Offset    uint64 `json:"offset"`
@@ -137,7 +137,7 @@ type AckResult struct {
 	Batch   bool
 }
 
-// Member is one node of the cluster (API.md §1.16).
+// Member is one node of the cluster (docs/api.md#cluster).
 type Member struct {
 	ID       string `json:"id"`
 	Addr     string `json:"addr"`
@@ -155,7 +155,7 @@ type MembersResult struct {
 	Members []Member `json:"members"`
 }
 
-// Move is one partition move in flight (API.md §1.16 and item 13).
+// Move is one partition move in flight (docs/api.md#cluster).
 type Move struct {
 	Topic       string `json:"topic"`
 	Partition   int    `json:"partition"`

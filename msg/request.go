@@ -70,7 +70,8 @@ type ProduceRecord struct {
 }
 
 // Produce appends records to a topic. The reply comes only after every
-// record is durable. Batch selects the batch reply shape (API.md item 9).
+// record is durable. Batch selects the batch reply shape
+// (docs/api.md#batch-produce).
 type Produce struct {
 	Topic   string
 	Records []ProduceRecord
@@ -86,7 +87,7 @@ type Produce struct {
 
 // Consume reserves up to Max records for the topic's visibility timeout.
 // Max 0 asks for the single-message reply shape; 1..ConsumeBatchMax the
-// batch shape (API.md item 10). WaitMs is the long-poll budget.
+// batch shape (docs/api.md#batch-consume). WaitMs is the long-poll budget.
 type Consume struct {
 	Topic     string
 	Partition int // PartitionNone: any partition
@@ -114,7 +115,7 @@ const (
 )
 
 // Ack acknowledges, extends or releases reservations by receipt handle.
-// Batch selects the batch reply shape (API.md item 11).
+// Batch selects the batch reply shape (docs/api.md#batch-ack).
 type Ack struct {
 	Topic   string
 	Handles []string

@@ -72,7 +72,7 @@ type Config struct {
 	// the driver could not reach) is avoided by produce placement and
 	// consume probes, unless a message from it arrives sooner.
 	PeerDownMs int64
-	// Moves bounds and times the partition moves (DESIGN.md §6).
+	// Moves bounds and times the partition moves (docs/architecture.md#moves).
 	Moves MoveConfig
 	// Log bounds every partition log.
 	Log storage.LogConfig
@@ -122,7 +122,7 @@ type Config struct {
 	OpenLogsMax int
 }
 
-// DefaultConfig returns the defaults of API.md §3.1.
+// DefaultConfig returns the defaults (docs/operations.md#settings).
 func DefaultConfig() Config {
 	return Config{
 		NodeID:                     "node-1",
@@ -249,7 +249,8 @@ type MoveConfig struct {
 	SweepIntervalMs int64
 }
 
-// DefaultMoveConfig returns the defaults of DESIGN.md §6.
+// DefaultMoveConfig returns the defaults of the move protocol
+// (docs/architecture.md#moves).
 func DefaultMoveConfig() MoveConfig {
 	return MoveConfig{MaxInFlight: rebalance.MaxInFlightMovesDefault, LagBytes: 4 << 20, CatchUpPassesMax: 16, FreezeTTLMs: 30_000,
 		StallTimeoutMs: 60_000, ForcePromoteAfterMs: 120_000, PlanIntervalMs: 1_000, SweepIntervalMs: 10_000}

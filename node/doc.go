@@ -62,7 +62,7 @@
 // that is the topic's latest applied version, so no record is taken on the
 // strength of an older one; the parts it forwards are not checked again.
 //
-// # Moves (DESIGN.md §6)
+// # Moves (docs/architecture.md#moves)
 //
 // The leader runs the planner (package rebalance) past its barrier and
 // proposes targets (move_leader.go). A node that sees itself as a target

@@ -19,8 +19,8 @@ const (
 
 // nextIncarnation reads, increments and durably stores the node's start
 // counter, so receipt handles of an earlier incarnation never match a
-// reservation of this one (they answer 410, as API.md requires after a
-// restart).
+// reservation of this one (they answer 410 after a restart:
+// docs/api.md#ack).
 func nextIncarnation(fs storage.FS) (uint64, error) {
 	var previous uint64
 	data, err := storage.ReadFile(fs, incarnationFile)

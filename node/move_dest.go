@@ -10,16 +10,15 @@ import (
 	"narad/storage"
 )
 
-// The destination side of a move (DESIGN.md §6): a node that sees itself
-// as a partition's Target runs a session that copies the source's log
-// (CatchUp, pass after pass while produce flows), asks the source to
+// The destination side of a move (docs/architecture.md#moves): a node that
+// sees itself as a partition's Target runs a session that copies the source's
+// log (CatchUp, pass after pass while produce flows), asks the source to
 // freeze (PrepareHandoff), copies the now fixed tail and verifies and
-// installs the copy (Finalize), and proposes the guarded flip
-// (CompleteMove, or ForcePromote when the source died). Every step is one
-// request to the source or one job in a Ready: nothing stalls the loop
-// beyond a chunk copy. Package movedest decides the steps; this file turns
-// its actions into requests, jobs and proposals, and the answers back
-// into its inputs.
+// installs the copy (Finalize), and proposes the guarded flip (CompleteMove,
+// or ForcePromote when the source died). Every step is one request to the
+// source or one job in a Ready: nothing stalls the loop beyond a chunk copy.
+// Package movedest decides the steps; this file turns its actions into
+// requests, jobs and proposals, and the answers back into its inputs.
 
 // movesDir holds staged copies; a start discards it (sessions restart).
 const movesDir = "moves"

@@ -93,7 +93,7 @@ func TestAlterTopic(t *testing.T) {
 	h.createTopic("orders")
 	visibility, partitions := int64(5_000), 5
 	info := h.ok(msg.AlterTopic{Name: "orders", VisibilityTimeoutMs: &visibility, Partitions: &partitions}).(msg.TopicInfo)
-	require.Equal(t, int64(5_000), info.VisibilityTimeoutMs, "visibility_timeout_ms is alterable (API.md item 1)")
+	require.Equal(t, int64(5_000), info.VisibilityTimeoutMs, "visibility_timeout_ms is alterable (docs/api.md#alter-a-topic)")
 	require.Equal(t, 5, info.Partitions)
 	h.produce("orders", 4, "new partition works")
 

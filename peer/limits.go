@@ -7,7 +7,7 @@ import (
 	"narad/wire"
 )
 
-// Every bound of the package, in one place (STYLE.md item 3). Bounds that
+// Every bound of the package, in one place (docs/style.md#bounds). Bounds that
 // an operator may want to change are Config fields; these are not.
 const (
 	// nodeIDBytesMax bounds a node id: the bound of the wire codec, which

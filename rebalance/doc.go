@@ -1,9 +1,10 @@
-// Package rebalance holds the rebalance planner of DESIGN.md §6: a pure function
-// from a snapshot of the placement (every partition's Owner and Target),
-// the members (alive, draining) and the bound on moves in flight, to the
-// moves to start and the moves to abort. It is part of the deterministic
-// core: no goroutines, no clock, no randomness, no I/O, and its output does
-// not depend on the order of its input.
+// Package rebalance holds the rebalance planner
+// (docs/architecture.md#the-planner): a pure function from a snapshot of the
+// placement (every partition's Owner and Target), the members (alive,
+// draining) and the bound on moves in flight, to the moves to start and the
+// moves to abort. It is part of the deterministic core: no goroutines, no
+// clock, no randomness, no I/O, and its output does not depend on the order
+// of its input.
 //
 // # What it owns
 //

@@ -240,7 +240,8 @@ func TestInputFromState(t *testing.T) {
 	}, got)
 }
 
-// The default bound is the one DESIGN.md §6 names and passes Validate.
+// The default bound is the one docs/architecture.md#the-planner names and
+// passes Validate.
 func TestMaxInFlightMovesDefault(t *testing.T) {
 	require.Equal(t, 8, MaxInFlightMovesDefault)
 	in := Input{MaxInFlightMoves: MaxInFlightMovesDefault}

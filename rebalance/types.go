@@ -1,8 +1,8 @@
 package rebalance
 
-// MaxInFlightMovesDefault is the bound on moves in flight that DESIGN.md §6
-// names: enough to drain a node at a useful pace, few enough that copies do
-// not crowd out produce and consume traffic.
+// MaxInFlightMovesDefault is the bound on moves in flight of
+// docs/architecture.md#the-planner: enough to drain a node at a useful pace,
+// few enough that copies do not crowd out produce and consume traffic.
 const MaxInFlightMovesDefault = 8
 
 // MaxInFlightMovesLimit is the largest MaxInFlightMoves that Validate

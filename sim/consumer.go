@@ -25,7 +25,7 @@ func (cl *client) consumeNext() {
 
 func (cl *client) consumed(c *call, batch bool, response *httpapi.Response) {
 	if response != nil && response.Status == http.StatusMisdirectedRequest {
-		cl.w.history.misdirected[c.kind]++ // API.md §1.12: retried
+		cl.w.history.misdirected[c.kind]++ // 421: retried (docs/api.md#status-codes)
 	}
 	if response == nil || response.Status >= 500 || response.Status == http.StatusMisdirectedRequest {
 		cl.later(50, cl.consumeNext)

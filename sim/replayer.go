@@ -45,8 +45,9 @@ func (cl *client) replayed(c *call, partition int, offset uint64, response *http
 	}
 	switch {
 	case response != nil && response.Status == http.StatusMisdirectedRequest:
-		// API.md §1.12: the node asked has not learned that the partition
-		// moved (or it moved while the read was under way); retried.
+		// 421 (docs/api.md#status-codes): the node asked has not learned that
+		// the partition moved (or it moved while the read was under way);
+		// retried.
 		cl.w.history.misdirected[c.kind]++
 		cl.later(50, cl.replayNext)
 		return

@@ -158,7 +158,7 @@ func placementsOf(cl *client, c *call, response *httpapi.Response, batch bool) [
 	return result.Records
 }
 
-// wireMessage is the consumed-message JSON of API.md §1.12.
+// wireMessage is the consumed-message JSON (docs/api.md#consumed-message).
 type wireMessage struct {
 	Partition       int             `json:"partition"`
 	Offset          uint64          `json:"offset"`

@@ -239,8 +239,8 @@ func (w *World) closeNodes() {
 }
 
 // pinCryptoRand replaces crypto/rand.Reader, from which etcd raft draws
-// its election jitter, with a stream of the seed for the run (DESIGN.md
-// §3), and returns what restores it.
+// its election jitter, with a stream of the seed for the run
+// (docs/architecture.md#the-simulator), and returns what restores it.
 func pinCryptoRand(seed uint64) func() {
 	previous := cryptorand.Reader
 	cryptorand.Reader = rand.NewChaCha8(seedBytes(seed))

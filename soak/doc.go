@@ -1,7 +1,6 @@
-// Package soak is the real-process chaos soak (DESIGN.md §2, "soak runner
-// against real processes with a replay audit"). The simulator proves the
-// protocol; this proves the binary, on real processes, files, sockets and
-// clocks.
+// Package soak is the real-process chaos soak (docs/operations.md#the-soak).
+// The simulator proves the protocol; this proves the binary, on real
+// processes, files, sockets and clocks.
 //
 // What it owns: a run directory holding one data directory and one log per
 // node, and the ledger (ledger.ndjson: one JSON line per record answered

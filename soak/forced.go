@@ -11,7 +11,7 @@ import (
 	"narad/proc"
 )
 
-// Forced recovery (DESIGN.md §6, "source dies mid-move"): a destination
+// Forced recovery (docs/architecture.md#force-promote): a destination
 // whose source died promotes its copy after ForcePromoteAfter only if the
 // copy holds all of a final state of the source: one the source reported
 // frozen (it accepts nothing after it), while the destination is still

@@ -9,7 +9,8 @@ import (
 // segment representable as a uint32 (the in-memory index), even for a
 // segment that overshoots SegmentBytes by one maximal frame.
 const (
-	// segmentBytesMin is the smallest segment size (as API.md §3.3).
+	// segmentBytesMin is the smallest segment size
+	// (docs/operations.md#settings).
 	segmentBytesMin = 4 << 10
 	// segmentBytesLimit is the largest segment size accepted.
 	segmentBytesLimit = 1 << 30

@@ -7,7 +7,7 @@
 //
 // # Layout
 //
-// One directory per partition (API.md §3.5):
+// One directory per partition (docs/operations.md#data-directory):
 //
 //	00000000000000000000.log  segments, named by their first offset (20 digits)
 //	hwm                       the persisted high watermark, two checksummed slots

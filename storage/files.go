@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Names inside a partition directory (API.md §3.5).
+// Names inside a partition directory (docs/operations.md#data-directory).
 const (
 	segmentSuffix       = ".log"
 	segmentDigits       = 20

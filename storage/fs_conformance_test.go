@@ -10,7 +10,7 @@ import (
 
 // The FS conformance suite: one set of tests run against every FS
 // implementation, so the simulator's disk and the production disk keep one
-// contract (STYLE.md item 9). Crash behaviour, which only MemFS can show,
+// contract (docs/style.md#tests). Crash behaviour, which only MemFS can show,
 // is tested in memfs_test.go.
 
 func TestFSConformanceOS(t *testing.T) {

@@ -19,8 +19,8 @@ import (
 //
 // The magic catches a peer that speaks another protocol, the version one
 // that speaks another version of this one, and the checksum damage that
-// the transport did not catch (the wire half of the checksum pairs that
-// STYLE.md asks for on both sides of disk and wire).
+// the transport did not catch (the wire half of the checksum pairs on
+// both sides of disk and wire: docs/style.md#errors-and-assertions).
 const (
 	frameMagic0, frameMagic1 = 'N', 'W'
 	// FrameHeaderBytes is the length of a frame header.

@@ -113,7 +113,7 @@ func run(ctx context.Context, a *app, args []string) int {
 	return a.report(command, err)
 }
 
-// report prints err the way API.md §2 says and picks the exit code.
+// report prints err the way docs/api.md#cli says and picks the exit code.
 func (a *app) report(command *cobra.Command, err error) int {
 	var usage usageError
 	var replyError *client.Error

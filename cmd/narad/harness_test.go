@@ -33,7 +33,7 @@ type reply struct {
 	body   string
 }
 
-// fakeBroker is an httptest server answering per API.md from canned
+// fakeBroker is an httptest server answering per docs/api.md from canned
 // replies keyed by "METHOD /path"; each key's last reply repeats. It
 // records every request. Unknown routes get 404 {"error":"not found"}.
 type fakeBroker struct {

@@ -14,9 +14,11 @@ import (
 )
 
 const (
-	// messageBytesMax is the server's cap on one produce body (API.md §1.1).
+	// messageBytesMax is the server's cap on one produce body
+	// (docs/api.md#conventions).
 	messageBytesMax = 1 << 20
-	// batchRecordsMax is the server's cap on one batch produce (item 9).
+	// batchRecordsMax is the server's cap on one batch produce
+	// (docs/api.md#batch-produce).
 	batchRecordsMax = 1000
 )
 

@@ -66,7 +66,7 @@ type connection struct {
 	password string
 }
 
-// resolveConnection applies the precedence of API.md §2 to each field:
+// resolveConnection applies the precedence of docs/api.md#cli to each field:
 // flag > NARAD_ADDR / NARAD_USER / NARAD_PASS > selected context > default.
 func (a *app) resolveConnection(cmd *cobra.Command) (connection, error) {
 	contexts, err := a.loadContexts()

@@ -16,7 +16,8 @@ import (
 )
 
 const (
-	// portDefault is the HTTP port of `server start` (API.md §1.1).
+	// portDefault is the HTTP port of `server start`
+	// (docs/operations.md#settings).
 	portDefault = 7942
 	// devDataDirMode keeps the dev data directory private.
 	devDataDirMode os.FileMode = 0o700
