@@ -71,6 +71,8 @@ type Report struct {
 	// UsersFinal the users of the committed log at the end; RootSeeds
 	// the root seeds it applied.
 	UserChanges, UsersFinal, RootSeeds int
+	// OracleChecks counts what the oracles checked, by oracle, sorted.
+	OracleChecks []chaos.Count
 	// Failure is the first checker that failed, nil for a clean run.
 	Failure *Failure
 	// TraceTail holds the last trace lines, for a failure report.
@@ -91,7 +93,7 @@ func (w *World) report() Report {
 		MoveBytesCopied: w.moveStats.bytesCopied,
 		AckRetries:      w.acks.retries, AckRetriesLanded: w.acks.retriedLanded, RedeliveredAfterLoss: w.acks.redeliveredAfterLoss,
 		UserChanges: w.userChangesSent(), UsersFinal: len(w.metaLog.users.users), RootSeeds: w.metaLog.users.seeds,
-		LogOperations: w.logOperations, LogResult: w.logResult, Failure: w.failure, TraceTail: w.trace.last(),
+		LogOperations: w.logOperations, LogResult: w.logResult, OracleChecks: sortedCounts(w.oracleCounts()), Failure: w.failure, TraceTail: w.trace.last(),
 	}
 }
 
@@ -123,9 +125,9 @@ func (r Report) Summary() string {
 		cluster = fmt.Sprintf(" owners=%d moves_started=%d moves=%d forced=%d aborted=%d freeze_ms_max=%d move_outcomes=[%s] move_bytes=%d misdirected=[%s] failovers_ms=%v late_join_ms=%d late_join_compacted_at=%d unreachable=%d peer_sent=[%s] peer_dropped=[%s] step_errors=[%s]",
 			r.Owners, r.MovesStarted, r.MovesCompleted, r.MovesForced, r.MovesAborted, r.FreezeMsMax, countsString(r.MoveOutcomes), r.MoveBytesCopied, countsString(r.Misdirected), r.FailoversMs, r.LateJoinMs, r.LateJoinCompactedAt, r.PeerUnreachable, countsString(r.PeerSent), countsString(r.PeerDropped), countsString(r.StepErrors))
 	}
-	return fmt.Sprintf("seed=%d nodes=%d profile=%s %s acked=%d delivered=%d lost=%d duplicated=%d unexpected=%d recovered=%d ack_retries=%d ack_retries_landed=%d redelivered_after_lost_ack=%d log_ops=%d log=%s faults=[%s] marks=%d sim_s=%.1f wall_s=%.2f trace-hash=%016x%s",
+	return fmt.Sprintf("seed=%d nodes=%d profile=%s %s acked=%d delivered=%d lost=%d duplicated=%d unexpected=%d recovered=%d ack_retries=%d ack_retries_landed=%d redelivered_after_lost_ack=%d log_ops=%d log=%s oracles=[%s] faults=[%s] marks=%d sim_s=%.1f wall_s=%.2f trace-hash=%016x%s",
 		r.Seed, r.Nodes, r.Profile, status, r.Acked, r.Delivered, r.Lost, r.Duplicated, r.Unexpected, r.Recovered,
-		r.AckRetries, r.AckRetriesLanded, r.RedeliveredAfterLoss, r.LogOperations, r.LogResult, countsString(r.Faults), len(r.Marks), float64(r.SimMs)/1000, r.WallSeconds, r.TraceHash, cluster)
+		r.AckRetries, r.AckRetriesLanded, r.RedeliveredAfterLoss, r.LogOperations, r.LogResult, countsString(r.OracleChecks), countsString(r.Faults), len(r.Marks), float64(r.SimMs)/1000, r.WallSeconds, r.TraceHash, cluster)
 }
 
 // FailureText is the full account of a failed run: the checker, the last

@@ -82,6 +82,9 @@ type World struct {
 	raft    *raftView
 	metaLog *metaLog
 	owners  *ownerChecker
+	// metaModel runs a naive model of the metastore beside every replica
+	// (check_meta_model.go); nil in a single-node world.
+	metaModel *metaModelChecker
 	// nodes grows by a scale-up (never shrinks: a retired node stays,
 	// down for good); retiredCount counts the retired ones.
 	nodes        []*simNode
@@ -167,6 +170,9 @@ func NewWorld(opts Options) *World {
 	w.peers = newPeerNetwork(w, w.peerRng)
 	w.raft = newRaftView(w)
 	w.metaLog = newMetaLog(w)
+	if opts.Nodes > 1 {
+		w.metaModel = newMetaModelChecker(w, w.metaLog.applied.index)
+	}
 	w.owners = newOwnerChecker(w)
 	w.writers = newWriterChecker(w)
 	w.acks = newAckChecker(w)
@@ -301,6 +307,7 @@ func (w *World) afterStep() {
 	if w.failure == nil && !w.opts.BlackBox {
 		w.writers.afterStep(touched)
 		w.checker.afterStep(w, touched)
+		w.afterStepOracles(touched)
 	}
 	if w.failure == nil && w.moves != nil {
 		w.moves.watch(touched)
@@ -417,6 +424,7 @@ func (w *World) finish() {
 	if w.failure == nil {
 		w.checkUsers()
 	}
+	w.finishOracles()
 	w.phase = phaseDone
 	if w.failure != nil {
 		return

@@ -1,0 +1,312 @@
+package sim
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"narad/meta"
+)
+
+// metaModelCompareMs is the least simulated time between two comparisons
+// of one replica with its model: a comparison copies the replica's store,
+// and a divergence, once there, stays until the same partition or member
+// changes again, which the entries named in the failure show.
+const metaModelCompareMs = 1_000
+
+// The replica's store, as the metastore lays it out: the bucket of the
+// raft bookkeeping with the applied position (big-endian index, then
+// term), and the state machine's buckets of JSON records.
+var (
+	replicaRaftBucket    = []byte("raft")
+	replicaAppliedKey    = []byte("applied")
+	replicaTopicsBucket  = []byte("topics")
+	replicaMembersBucket = []byte("members")
+)
+
+// metaModelChecker runs the naive model of the metastore (metaModel)
+// beside every replica: each replica has its own copy of the model,
+// advanced over the committed entries (which the simulator rebuilds from
+// the leaders' messages, metaLog) up to the entry the replica applied.
+// From time to time, once the replica applied an entry that is not a
+// heartbeat, the replica's own state (read from a copy of its store) is
+// compared with its model: topics, their placement (owner, target, move
+// start) and members (alive, draining, last heartbeat). A difference is a
+// failure "meta-model" naming the entries since the last agreement that
+// touched what differs, with the model's verdict on each.
+//
+// It needs the committed log from the wire, so it runs in clusters only:
+// a single node sends no Raft message.
+type metaModelChecker struct {
+	w *World
+	// log holds the committed entries after base, in index order: log[i]
+	// is the entry at index base+1+i. Only grows.
+	log  []committedEntry
+	base uint64
+	// replicas holds each node's model, by node id.
+	replicas map[string]*replicaModel
+	// comparisons counts the comparisons made, for the report.
+	comparisons int
+}
+
+// committedEntry is one committed entry: its command, nil for entries
+// that carry none (a leader's empty entry, a configuration change).
+type committedEntry struct {
+	index   uint64
+	command meta.Command
+}
+
+// replicaModel is the model of one replica. Invariant: model is the state
+// after applying the committed entries up to index.
+type replicaModel struct {
+	model *metaModel
+	index uint64
+	// due is set when an entry other than a heartbeat was applied since
+	// the last comparison; comparedAtMs is when that comparison ran.
+	due          bool
+	comparedAtMs int64
+	// since lists the model's verdicts on the entries applied since the
+	// last comparison that agreed.
+	since []modelVerdict
+}
+
+// modelVerdict is what the model did with one entry.
+type modelVerdict struct {
+	index   uint64
+	about   string
+	command string
+	refusal string
+}
+
+func newMetaModelChecker(w *World, base uint64) *metaModelChecker {
+	return &metaModelChecker{w: w, base: base, replicas: map[string]*replicaModel{}}
+}
+
+// committed takes the next committed entry, as metaLog applies it.
+func (c *metaModelChecker) committed(index uint64, entryType raftpb.EntryType, data []byte) {
+	assert(index == c.base+uint64(len(c.log))+1, "meta model: entry %d after %d", index, c.base+uint64(len(c.log)))
+	entry := committedEntry{index: index}
+	if entryType == raftpb.EntryNormal && len(data) > 0 {
+		if _, command, err := meta.DecodeCommand(data); err == nil {
+			entry.command = command
+		}
+	}
+	c.log = append(c.log, entry)
+}
+
+// afterStep advances the models of the touched nodes and compares those
+// that are due.
+func (c *metaModelChecker) afterStep(touched []*simNode) {
+	for _, n := range touched {
+		if c.w.failure != nil || !n.up() {
+			continue
+		}
+		r := c.replica(n.id)
+		applied := n.node.MetaStatus().Applied
+		c.advance(r, applied)
+		if r.due && r.index == applied && c.w.nowMs-r.comparedAtMs >= metaModelCompareMs {
+			c.compare(n, r)
+		}
+	}
+}
+
+// finish compares every node that is up, due or not.
+func (c *metaModelChecker) finish() {
+	for _, n := range c.w.nodes {
+		if c.w.failure == nil && n.up() {
+			r := c.replica(n.id)
+			c.advance(r, n.node.MetaStatus().Applied)
+			c.compare(n, r)
+		}
+	}
+}
+
+func (c *metaModelChecker) replica(id string) *replicaModel {
+	r := c.replicas[id]
+	if r == nil {
+		r = &replicaModel{model: newMetaModel(), index: c.base}
+		c.replicas[id] = r
+	}
+	return r
+}
+
+// advance applies the committed entries after r.index up to applied, as
+// far as the log is known.
+func (c *metaModelChecker) advance(r *replicaModel, applied uint64) {
+	for r.index < applied && r.index < c.base+uint64(len(c.log)) {
+		entry := c.log[r.index-c.base]
+		r.index = entry.index
+		if entry.command == nil {
+			continue
+		}
+		refusal, about := r.model.apply(entry.command)
+		if _, heartbeat := entry.command.(meta.MemberHeartbeat); !heartbeat {
+			r.due = true
+			r.since = append(r.since, modelVerdict{index: entry.index, about: about,
+				command: fmt.Sprintf("%T%+v", entry.command, entry.command), refusal: refusal})
+		}
+	}
+}
+
+// compare reads the replica's state from a copy of its store and fails
+// the run if it differs from the model at the same applied entry.
+func (c *metaModelChecker) compare(n *simNode, r *replicaModel) {
+	report, err := readReplica(n.metaPath(), filepath.Join(c.w.metaDir, "model-copy.db"))
+	if err != nil {
+		c.w.fail("meta-model", "%s: cannot read its store: %v", n.id, err)
+		return
+	}
+	c.comparisons++
+	r.due, r.comparedAtMs = false, c.w.nowMs
+	if report.applied != r.index {
+		return // a restart recovered an older Ready's view: compare later
+	}
+	if about, difference := differences(r.model, report); difference != "" {
+		c.w.fail("meta-model", "%s at entry %d: %s differs: %s; entries about it since the last agreement: %s",
+			n.id, r.index, about, difference, describeVerdicts(r.since, about))
+		return
+	}
+	r.since = r.since[:0]
+}
+
+func describeVerdicts(verdicts []modelVerdict, about string) string {
+	var parts []string
+	for _, v := range verdicts {
+		if v.about != about {
+			continue
+		}
+		outcome := "applied"
+		if v.refusal != "" {
+			outcome = "refused (" + v.refusal + ")"
+		}
+		parts = append(parts, fmt.Sprintf("#%d %s: model %s", v.index, v.command, outcome))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// replicaReport is a replica's state as its store holds it.
+type replicaReport struct {
+	applied uint64
+	topics  map[string]meta.TopicRecord
+	members map[string]meta.Member
+}
+
+// readReplica copies the store at path (the replica holds its lock) to
+// scratch and reads the applied index, the topics and the members.
+func readReplica(path, scratch string) (replicaReport, error) {
+	data, err := os.ReadFile(path) //determinism:ok reads the replica's committed store, which the run decided
+	if err != nil {
+		return replicaReport{}, err
+	}
+	if err := os.WriteFile(scratch, data, 0o600); err != nil { //determinism:ok a scratch copy in the run's temporary directory
+		return replicaReport{}, err
+	}
+	db, err := bolt.Open(scratch, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		return replicaReport{}, err
+	}
+	defer db.Close()
+	report := replicaReport{topics: map[string]meta.TopicRecord{}, members: map[string]meta.Member{}}
+	err = db.View(func(tx *bolt.Tx) error { return report.read(tx) })
+	return report, err
+}
+
+func (r *replicaReport) read(tx *bolt.Tx) error {
+	raft, topics, members := tx.Bucket(replicaRaftBucket), tx.Bucket(replicaTopicsBucket), tx.Bucket(replicaMembersBucket)
+	if raft == nil || topics == nil || members == nil {
+		return fmt.Errorf("the store lacks a bucket")
+	}
+	if applied := raft.Get(replicaAppliedKey); len(applied) >= 8 {
+		r.applied = binary.BigEndian.Uint64(applied)
+	}
+	err := topics.ForEach(func(key, value []byte) error {
+		var record meta.TopicRecord
+		return decodeInto(value, &record, func() { r.topics[string(key)] = record })
+	})
+	if err != nil {
+		return err
+	}
+	return members.ForEach(func(key, value []byte) error {
+		var member meta.Member
+		return decodeInto(value, &member, func() { r.members[string(key)] = member })
+	})
+}
+
+func decodeInto(data []byte, into any, keep func()) error {
+	if err := json.Unmarshal(data, into); err != nil {
+		return err
+	}
+	keep()
+	return nil
+}
+
+// differences returns the first thing (a topic or a member) on which the
+// model and the replica differ, and how.
+func differences(model *metaModel, report replicaReport) (about, difference string) {
+	names := slices.Sorted(maps.Keys(model.topics))
+	names = append(names, slices.Sorted(maps.Keys(report.topics))...)
+	for _, name := range names {
+		if difference := topicDifference(model.topics[name], report.topics, name); difference != "" {
+			return "topic " + name, difference
+		}
+	}
+	ids := slices.Sorted(maps.Keys(model.members))
+	ids = append(ids, slices.Sorted(maps.Keys(report.members))...)
+	for _, id := range ids {
+		if difference := memberDifference(model.members[id], report.members, id); difference != "" {
+			return "member " + id, difference
+		}
+	}
+	return "", ""
+}
+
+func topicDifference(want *modelTopic, reported map[string]meta.TopicRecord, name string) string {
+	got, exists := reported[name]
+	switch {
+	case want == nil && !exists:
+		return ""
+	case want == nil:
+		return "the replica has it, the model does not"
+	case !exists:
+		return "the model has it, the replica does not"
+	case want.unmodelled:
+		return ""
+	case len(got.Assignments) != len(want.partitions):
+		return fmt.Sprintf("model has %d partitions, replica %d", len(want.partitions), len(got.Assignments))
+	}
+	for i, p := range want.partitions {
+		a := got.Assignments[i]
+		if a.Owner != p.owner || a.Target != p.target || a.MoveStartedAtMs != p.startedAtMs {
+			return fmt.Sprintf("partition %d: model %s -> %q (started %d), replica %s -> %q (started %d)",
+				i, p.owner, p.target, p.startedAtMs, a.Owner, a.Target, a.MoveStartedAtMs)
+		}
+	}
+	return ""
+}
+
+func memberDifference(want *modelMember, reported map[string]meta.Member, id string) string {
+	got, exists := reported[id]
+	switch {
+	case want == nil && !exists:
+		return ""
+	case want == nil:
+		return "the replica has it, the model does not"
+	case !exists:
+		return "the model has it, the replica does not"
+	case got.Alive != want.alive || got.Draining != want.draining || got.LastHeartbeatMs != want.lastHeartbeatMs:
+		return fmt.Sprintf("model alive=%t draining=%t heartbeat=%d, replica alive=%t draining=%t heartbeat=%d",
+			want.alive, want.draining, want.lastHeartbeatMs, got.Alive, got.Draining, got.LastHeartbeatMs)
+	}
+	return ""
+}

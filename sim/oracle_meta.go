@@ -1,0 +1,323 @@
+package sim
+
+import (
+	"fmt"
+
+	"narad/meta"
+)
+
+// metaModel is a deliberately naive model of the metastore's state
+// machine: the topics with their placement, and the members. It is
+// written from the rules of the placement (every partition has one
+// owner; a move sets a target on a stable partition; the flip is a
+// compare-and-swap of owner, target and start time; an abort clears a
+// target only if it is still the expected one) and from the documented
+// meaning of each command, with plain maps and no code of meta's state
+// machine: only meta's command types are read, as a client of the log
+// would read them. The users, the voters and the topics' settings other
+// than their placement are not modelled.
+type metaModel struct {
+	// topics holds every topic by name; a topic exists from its create
+	// until its delete.
+	topics map[string]*modelTopic
+	// members holds every member by id, from its first heartbeat until a
+	// RemoveMember that found it placed nowhere.
+	members map[string]*modelMember
+}
+
+// modelTopic is a topic's placement. Invariant: partitions only grows,
+// and every owner is non-empty.
+type modelTopic struct {
+	partitions []modelPlacement
+	// unmodelled is set for a topic with a schema: the schema rules are
+	// not modelled, so the topic is left out of the comparison.
+	unmodelled bool
+}
+
+// modelPlacement places one partition. Invariant: target is empty or
+// differs from owner; startedAtMs is 0 exactly when target is empty.
+type modelPlacement struct {
+	owner, target string
+	startedAtMs   int64
+}
+
+// modelMember is a member as its heartbeats and the leader's verdicts
+// left it. Invariant: lastHeartbeatMs never decreases.
+type modelMember struct {
+	alive, draining bool
+	lastHeartbeatMs int64
+}
+
+func newMetaModel() *metaModel {
+	return &metaModel{topics: map[string]*modelTopic{}, members: map[string]*modelMember{}}
+}
+
+// apply applies one command and says what it did: "" when it changed
+// the model, else why the model refuses it. touched names the topic or
+// member the command is about.
+func (m *metaModel) apply(command meta.Command) (refusal string, touched string) {
+	switch c := command.(type) {
+	case meta.CreateTopic:
+		return m.createTopic(c), "topic " + c.Name
+	case meta.DeleteTopic:
+		return m.deleteTopic(c.Name), "topic " + c.Name
+	case meta.AlterTopic:
+		return m.alterTopic(c), "topic " + c.Name
+	case meta.SetTarget:
+		return m.setTarget(c), "topic " + c.Topic
+	case meta.CompleteMove:
+		return m.flip(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget, c.ExpectedStartedAtMs), "topic " + c.Topic
+	case meta.ForcePromote:
+		return m.flip(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget, c.ExpectedStartedAtMs), "topic " + c.Topic
+	case meta.AbortMove:
+		return m.abortMove(c), "topic " + c.Topic
+	}
+	return m.applyMember(command)
+}
+
+func (m *metaModel) applyMember(command meta.Command) (refusal string, touched string) {
+	switch c := command.(type) {
+	case meta.MemberHeartbeat:
+		return m.heartbeat(c), "member " + c.ID
+	case meta.MarkMemberDead:
+		return m.markDead(c), "member " + c.ID
+	case meta.SetDraining:
+		return m.setDraining(c), "member " + c.ID
+	case meta.RemoveMember:
+		return m.removeMember(c.ID), "member " + c.ID
+	}
+	return "", "" // users: not modelled
+}
+
+// allMembers reports whether every id names a member.
+func (m *metaModel) allMembers(ids []string) bool {
+	for _, id := range ids {
+		if m.members[id] == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// ownedCounts counts the partitions each node owns.
+func (m *metaModel) ownedCounts() map[string]int {
+	counts := map[string]int{}
+	for _, t := range m.topics { //determinism:ok counts only
+		for _, p := range t.partitions {
+			counts[p.owner]++
+		}
+	}
+	return counts
+}
+
+// overPerNodeLimit reports whether adding owners would take a node past
+// limit partitions (0: no limit).
+func (m *metaModel) overPerNodeLimit(owners []string, limit int) bool {
+	if limit <= 0 {
+		return false
+	}
+	counts := m.ownedCounts()
+	for _, owner := range owners {
+		counts[owner]++
+		if counts[owner] > limit {
+			return true
+		}
+	}
+	return false
+}
+
+func noEmpty(names ...string) bool {
+	for _, name := range names {
+		if name == "" {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *metaModel) createTopic(c meta.CreateTopic) string {
+	switch {
+	case c.Name == "" || len(c.Owners) == 0 || !noEmpty(c.Owners...):
+		return "malformed"
+	case m.topics[c.Name] != nil:
+		return "the topic exists"
+	case !m.allMembers(c.Owners):
+		return "an owner is not a member"
+	case c.Limits.TopicsMax > 0 && len(m.topics) >= c.Limits.TopicsMax:
+		return "the topic limit is reached"
+	case m.overPerNodeLimit(c.Owners, c.Limits.PartitionsPerNodeMax):
+		return "an owner would pass its partition limit"
+	}
+	t := &modelTopic{unmodelled: len(c.Schema) > 0}
+	for _, owner := range c.Owners {
+		t.partitions = append(t.partitions, modelPlacement{owner: owner})
+	}
+	m.topics[c.Name] = t
+	return ""
+}
+
+func (m *metaModel) deleteTopic(name string) string {
+	if m.topics[name] == nil {
+		return "no such topic"
+	}
+	delete(m.topics, name)
+	return ""
+}
+
+func (m *metaModel) alterTopic(c meta.AlterTopic) string {
+	t := m.topics[c.Name]
+	changesNothing := c.RetentionMs == nil && c.VisibilityTimeoutMs == nil && c.MaxInFlightPerPartition == nil &&
+		c.MaxAckedAheadPerPartition == nil && c.Partitions == nil && len(c.Schema) == 0
+	switch {
+	case changesNothing || (c.Partitions == nil && len(c.NewOwners) > 0) || !noEmpty(c.NewOwners...):
+		return "malformed"
+	case t == nil:
+		return "no such topic"
+	case len(c.Schema) > 0:
+		t.unmodelled = true // the schema guard is not modelled
+	}
+	if c.Partitions == nil {
+		return ""
+	}
+	return m.growTopic(t, *c.Partitions, c.NewOwners, c.Limits.PartitionsPerNodeMax)
+}
+
+// growTopic adds partitions placed on owners; the count only grows.
+func (m *metaModel) growTopic(t *modelTopic, count int, owners []string, perNodeMax int) string {
+	switch {
+	case count < len(t.partitions):
+		return "the partition count may not shrink"
+	case count-len(t.partitions) != len(owners):
+		return "new owners do not match the added partitions"
+	case !m.allMembers(owners):
+		return "a new owner is not a member"
+	case m.overPerNodeLimit(owners, perNodeMax):
+		return "an owner would pass its partition limit"
+	}
+	for _, owner := range owners {
+		t.partitions = append(t.partitions, modelPlacement{owner: owner})
+	}
+	return ""
+}
+
+// placement returns a partition's placement, or nil and why not.
+func (m *metaModel) placement(topic string, partition int) (*modelPlacement, string) {
+	t := m.topics[topic]
+	if t == nil {
+		return nil, "no such topic"
+	}
+	if partition < 0 || partition >= len(t.partitions) {
+		return nil, "no such partition"
+	}
+	return &t.partitions[partition], ""
+}
+
+// setTarget starts a move: only of a stable partition still owned by the
+// owner the proposer saw, to a member other than the owner.
+func (m *metaModel) setTarget(c meta.SetTarget) string {
+	if c.Target == "" || c.ExpectedOwner == "" || c.Target == c.ExpectedOwner {
+		return "malformed"
+	}
+	p, why := m.placement(c.Topic, c.Partition)
+	switch {
+	case p == nil:
+		return why
+	case p.target != "":
+		return "already moving"
+	case p.owner != c.ExpectedOwner:
+		return "owned by another node"
+	case m.members[c.Target] == nil:
+		return "the target is not a member"
+	}
+	p.target, p.startedAtMs = c.Target, c.NowMs
+	return ""
+}
+
+// flip is the compare-and-swap of a move's end: the owner becomes the
+// target only if owner and target are the ones the proposer saw and, when
+// the proposer names the move's start, the move is still that one.
+func (m *metaModel) flip(topic string, partition int, expectedOwner, expectedTarget string, expectedStartedAtMs int64) string {
+	if expectedOwner == "" || expectedTarget == "" {
+		return "malformed"
+	}
+	p, why := m.placement(topic, partition)
+	switch {
+	case p == nil:
+		return why
+	case p.owner != expectedOwner || p.target != expectedTarget:
+		return fmt.Sprintf("placement is %s -> %q", p.owner, p.target)
+	case expectedStartedAtMs != 0 && expectedStartedAtMs != p.startedAtMs:
+		return fmt.Sprintf("the move that started at %d was replaced by one that started at %d", expectedStartedAtMs, p.startedAtMs)
+	}
+	*p = modelPlacement{owner: p.target}
+	return ""
+}
+
+// abortMove clears a target that is still the expected one.
+func (m *metaModel) abortMove(c meta.AbortMove) string {
+	if c.ExpectedTarget == "" {
+		return "malformed"
+	}
+	p, why := m.placement(c.Topic, c.Partition)
+	switch {
+	case p == nil:
+		return why
+	case p.target != c.ExpectedTarget:
+		return fmt.Sprintf("the target is %q", p.target)
+	}
+	p.target, p.startedAtMs = "", 0
+	return ""
+}
+
+func (m *metaModel) heartbeat(c meta.MemberHeartbeat) string {
+	if c.ID == "" {
+		return "malformed"
+	}
+	member := m.members[c.ID]
+	if member == nil {
+		member = &modelMember{}
+		m.members[c.ID] = member
+	}
+	member.alive = true
+	member.lastHeartbeatMs = max(member.lastHeartbeatMs, c.NowMs)
+	return ""
+}
+
+// markDead marks a member dead only if no heartbeat came after the one
+// the proposer saw.
+func (m *metaModel) markDead(c meta.MarkMemberDead) string {
+	member := m.members[c.ID]
+	switch {
+	case member == nil:
+		return "no such member"
+	case member.lastHeartbeatMs != c.ObservedHeartbeatMs:
+		return "a later heartbeat came"
+	}
+	member.alive = false
+	return ""
+}
+
+func (m *metaModel) setDraining(c meta.SetDraining) string {
+	member := m.members[c.ID]
+	if member == nil {
+		return "no such member"
+	}
+	member.draining = c.Draining
+	return ""
+}
+
+// removeMember forgets a member that owns and targets nothing.
+func (m *metaModel) removeMember(id string) string {
+	if m.members[id] == nil {
+		return "no such member"
+	}
+	for _, t := range m.topics { //determinism:ok answers yes or no
+		for _, p := range t.partitions {
+			if p.owner == id || p.target == id {
+				return "the member is placed"
+			}
+		}
+	}
+	delete(m.members, id)
+	return ""
+}
