@@ -154,6 +154,7 @@ func (a *ackChecker) answeredBatch(c *call, response *httpapi.Response, attempt 
 		return nil, err
 	}
 	for _, item := range body.Results {
+		a.w.leases.answered(c, item.Handle, item.Status)
 		a.answered(c, item.Handle, item.Status, attempt)
 		if item.Status == http.StatusServiceUnavailable {
 			unavailable = append(unavailable, item.Handle)

@@ -45,6 +45,7 @@ func (cl *client) consumed(c *call, batch bool, response *httpapi.Response) {
 		}
 		cl.w.history.delivered(id, m.Partition, m.Offset, c.sentMs, cl.w.nowMs)
 		cl.w.acks.delivered(c, m)
+		cl.w.leases.delivered(c, m)
 		handles = append(handles, m.ReceiptHandle)
 	}
 	cl.settle(handles)
@@ -78,6 +79,8 @@ func (cl *client) settle(handles []string) {
 	}
 	roll := cl.w.workloadRng.IntN(100)
 	switch {
+	case roll < 3: // a slow consumer: ack after the leases lapsed
+		cl.later(slowAckMs, func() { cl.ackSingle(handles, "") })
 	case roll < 8: // forget: let the leases lapse
 		cl.later(1, cl.consumeNext)
 	case roll < 14:
@@ -111,6 +114,9 @@ func (cl *client) ackSingleAttempt(handles []string, extend string, attempt int)
 	}
 	c := &call{kind: "ack", httpRequest: newHTTPRequest(http.MethodPost, target, "", "")}
 	c.onDone = func(response *httpapi.Response) {
+		if response != nil {
+			cl.w.leases.answered(c, handle, response.Status)
+		}
 		if cl.retryAck(response, attempt, func() { cl.ackSingleAttempt(handles, extend, attempt+1) }) {
 			return
 		}
@@ -131,6 +137,7 @@ func (cl *client) ackSingleAttempt(handles []string, extend string, attempt int)
 		cl.ackSingle(rest, extend)
 	}
 	cl.send(c)
+	cl.w.leases.sent(c, []string{handle})
 }
 
 func (cl *client) ackBatch(handles []string) { cl.ackBatchAttempt(handles, 1) }
@@ -161,6 +168,7 @@ func (cl *client) ackBatchAttempt(handles []string, attempt int) {
 		cl.later(int64(cl.w.workloadRng.IntN(consumerThinkMsMax)), cl.consumeNext)
 	}
 	cl.send(c)
+	cl.w.leases.sent(c, handles)
 }
 
 // retryAck schedules again (the next attempt of the same ack) when the

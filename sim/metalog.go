@@ -278,6 +278,7 @@ func (l *metaLog) flip(topic string, partition int, expectedOwner, expectedTarge
 	l.generations[partitionName(topic, partition)]++
 	l.addPastOwner(topic, partition, a.Owner)
 	l.movesCompleted++
+	l.w.leases.flipped(topic, partition)
 	l.w.tracef("meta: %s/%d now owned by %s", topic, partition, a.Owner)
 	if l.listener != nil {
 		l.listener.flipped(topic, partition)

@@ -15,7 +15,11 @@ const (
 	producerThinkMsMax = 40
 	batchRecordsMax    = 12
 	consumerThinkMsMax = 30
-	replayThinkMsMax   = 60
+	// slowAckMs is how long a slow consumer holds its records before it
+	// acks them: past the longest visibility timeout the workload sets, so
+	// its handles may have been handed out again meanwhile.
+	slowAckMs        = 6_000
+	replayThinkMsMax = 60
 )
 
 // spawnWorkload starts producers, consumers and a replayer. Some seeds

@@ -105,6 +105,9 @@ type World struct {
 	// acks checks that an ack that landed is answered 204 when sent again
 	// and its record is not delivered again (check_acks.go).
 	acks *ackChecker
+	// leases checks that every ack success is for the current
+	// reservation of its record (check_leases.go).
+	leases *leaseModel
 	// moves is the moves scenario; nil unless Options.Moves in a cluster.
 	moves *movesScenario
 	// users is the users scenario; nil unless Options.Users in a cluster.
@@ -176,6 +179,7 @@ func NewWorld(opts Options) *World {
 	w.owners = newOwnerChecker(w)
 	w.writers = newWriterChecker(w)
 	w.acks = newAckChecker(w)
+	w.leases = newLeaseModel(w)
 	if opts.Moves && opts.Nodes > 1 {
 		w.moves = newMovesScenario(w)
 		w.metaLog.listener = w.moves

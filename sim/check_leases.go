@@ -1,0 +1,171 @@
+package sim
+
+import (
+	"net/http"
+	"slices"
+)
+
+// leaseModel is a client-side model of consumer leases: every success
+// answered to an ack (a 204, or a batch item's 204) must be for the
+// current reservation of its record. It knows only what clients saw:
+// each receipt handle handed to a client (a handout), each ack sent with
+// its answer, and when the committed placement flipped a partition.
+//
+// A handle H of record R is known stale at the moment an ack of it is
+// sent if a client had already received another handle H' of R whose
+// consume was sent after H was received: then R was reserved again after
+// H was issued, and a reservation is superseded by the next one of its
+// record (a handle string handed out again, as a move back to a node can
+// do, is the same reservation, not a newer one). A success for a known
+// stale handle fails the run, checker "lease-model", except when the
+// design allows it:
+//
+//   - the record may already be acknowledged: an ack of an acknowledged
+//     record succeeds whatever its handle (a retried ack learns it
+//     landed). So any other ack of R, under another handle, sent before
+//     the answer came and not refused for sure (answered success, 503,
+//     or never answered), excuses it;
+//   - the partition changed owner (a committed flip) after H's consume
+//     was sent: H' then comes from the new owner, and the old owner,
+//     until it applies the flip, still holds H as its live reservation.
+//
+// A restart is no excuse: a node draws a new handle key at every start,
+// so a handle of an earlier start matches no reservation (its delivery
+// counts start over too, but handles never match across starts). A
+// handout the clients never received (a lost consume answer) is unknown
+// here, so some stale acks go unchecked; nothing is failed on a guess.
+type leaseModel struct {
+	w *World
+	// handouts lists each record's handouts in the order received; only
+	// grows.
+	handouts map[ackRecord][]handout
+	// byHandle maps a handle to its record.
+	byHandle map[string]ackRecord
+	// acks lists each record's acks sent, in order; an ack's answer is
+	// filled in when it comes.
+	acks map[ackRecord][]*sentAck
+	// flipsMs lists, by partition, when each committed flip was seen, in
+	// order.
+	flipsMs map[int][]int64
+	// checked counts the successes judged; stale those for a known stale
+	// handle that an excuse allowed.
+	checked, stale int
+}
+
+// handout is one receipt handle a client received.
+type handout struct {
+	handle                    string
+	consumeSentMs, receivedMs int64
+}
+
+// sentAck is one ack request's use of one handle.
+type sentAck struct {
+	call   *call
+	handle string
+	// answered is set when an answer came; status is its status then.
+	answered bool
+	status   int
+}
+
+func newLeaseModel(w *World) *leaseModel {
+	return &leaseModel{w: w, handouts: map[ackRecord][]handout{}, byHandle: map[string]ackRecord{},
+		acks: map[ackRecord][]*sentAck{}, flipsMs: map[int][]int64{}}
+}
+
+// delivered records a handle a client received from consume c.
+func (l *leaseModel) delivered(c *call, m wireMessage) {
+	record := ackRecord{m.Partition, m.Offset}
+	l.byHandle[m.ReceiptHandle] = record
+	l.handouts[record] = append(l.handouts[record], handout{handle: m.ReceiptHandle, consumeSentMs: c.sentMs, receivedMs: l.w.nowMs})
+}
+
+// flipped records a committed flip of a partition of the topic.
+func (l *leaseModel) flipped(topic string, partition int) {
+	if topic == l.w.topic {
+		l.flipsMs[partition] = append(l.flipsMs[partition], l.w.nowMs)
+	}
+}
+
+// sent records the handles of an ack request as it leaves the client.
+func (l *leaseModel) sent(c *call, handles []string) {
+	for _, handle := range handles {
+		if record, ok := l.byHandle[handle]; ok {
+			l.acks[record] = append(l.acks[record], &sentAck{call: c, handle: handle})
+		}
+	}
+}
+
+// answered judges the answer of ack c for one handle.
+func (l *leaseModel) answered(c *call, handle string, status int) {
+	record, ok := l.byHandle[handle]
+	if !ok {
+		return
+	}
+	mine := l.findAck(record, c, handle)
+	if mine != nil {
+		mine.answered, mine.status = true, status
+	}
+	if status != http.StatusNoContent {
+		return
+	}
+	l.checked++
+	own, newer, stale := l.staleness(record, handle, c.sentMs)
+	if !stale {
+		return
+	}
+	l.stale++
+	if l.otherAckMayHaveLanded(record, mine) || l.flippedSince(record.partition, own.consumeSentMs) {
+		return
+	}
+	l.w.fail("lease-model", "%s answered 204 for handle %s of %s offset %d, received at %d ms, though handle %s of the same record (consume sent at %d ms) was received at %d ms, before the ack was sent at %d ms",
+		c.describe(), handle, partitionName(l.w.topic, record.partition), record.offset, own.receivedMs,
+		newer.handle, newer.consumeSentMs, newer.receivedMs, c.sentMs)
+}
+
+func (l *leaseModel) findAck(record ackRecord, c *call, handle string) *sentAck {
+	for _, a := range l.acks[record] {
+		if a.call == c && a.handle == handle {
+			return a
+		}
+	}
+	return nil
+}
+
+// staleness finds the handout of handle and a newer handout of the same
+// record received before sentMs.
+func (l *leaseModel) staleness(record ackRecord, handle string, sentMs int64) (own, newer handout, stale bool) {
+	handouts := l.handouts[record]
+	first := slices.IndexFunc(handouts, func(h handout) bool { return h.handle == handle })
+	if first < 0 {
+		return handout{}, handout{}, false
+	}
+	own = handouts[first]
+	for _, h := range handouts {
+		if h.handle != handle && h.consumeSentMs > own.receivedMs && h.receivedMs < sentMs {
+			return own, h, true
+		}
+	}
+	return own, handout{}, false
+}
+
+// otherAckMayHaveLanded reports whether an ack of record under another
+// handle than mine's, sent before now, may have landed: it was answered
+// with success or 503, or not answered.
+func (l *leaseModel) otherAckMayHaveLanded(record ackRecord, mine *sentAck) bool {
+	for _, a := range l.acks[record] {
+		if a == mine || (mine != nil && a.handle == mine.handle) {
+			continue
+		}
+		if !a.answered || a.status == http.StatusNoContent || a.status >= http.StatusInternalServerError {
+			return true
+		}
+	}
+	return false
+}
+
+// flippedSince reports whether a committed flip of partition was seen
+// after sinceMs.
+func (l *leaseModel) flippedSince(partition int, sinceMs int64) bool {
+	flips := l.flipsMs[partition]
+	return len(flips) > 0 && flips[len(flips)-1] >= sinceMs
+}
