@@ -19,11 +19,15 @@ func (w *World) finishOracles() {
 	if w.failure == nil && w.metaModel != nil {
 		w.metaModel.finish()
 	}
+	if w.failure == nil {
+		w.control.check()
+	}
 }
 
 // oracleCounts says how much each oracle checked.
 func (w *World) oracleCounts() map[string]int {
-	counts := map[string]int{"lease-successes": w.leases.checked, "lease-stale-excused": w.leases.stale}
+	counts := map[string]int{"lease-successes": w.leases.checked, "lease-stale-excused": w.leases.stale,
+		"control-ops": len(w.control.operations), "control-409s": w.control.staleConflicts}
 	if w.metaModel != nil {
 		counts["meta-model-comparisons"] = w.metaModel.comparisons
 		counts["meta-model-entries"] = len(w.metaModel.log)

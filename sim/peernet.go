@@ -126,6 +126,9 @@ func (p *peerNetwork) send(from *simNode, env msg.Envelope) {
 	}
 	p.w.raft.observe(env)
 	p.transmit(p.links[from.index][to.index], kind, bytes)
+	if p.w.lateProposals != nil {
+		p.w.lateProposals.sent(p.links[from.index][to.index], env, kind, bytes)
+	}
 }
 
 // transmit schedules the arrival of bytes on the link, after every message

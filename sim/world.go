@@ -108,6 +108,12 @@ type World struct {
 	// leases checks that every ack success is for the current
 	// reservation of its record (check_leases.go).
 	leases *leaseModel
+	// lateProposals sends some move proposals again, late; nil unless
+	// the moves scenario runs.
+	lateProposals *lateProposals
+	// control is the operator whose topic changes porcupine checks
+	// (check_control.go).
+	control *controlPlane
 	// moves is the moves scenario; nil unless Options.Moves in a cluster.
 	moves *movesScenario
 	// users is the users scenario; nil unless Options.Users in a cluster.
@@ -180,9 +186,11 @@ func NewWorld(opts Options) *World {
 	w.writers = newWriterChecker(w)
 	w.acks = newAckChecker(w)
 	w.leases = newLeaseModel(w)
+	w.control = newControlPlane(w)
 	if opts.Moves && opts.Nodes > 1 {
 		w.moves = newMovesScenario(w)
 		w.metaLog.listener = w.moves
+		w.lateProposals = newLateProposals(w)
 	}
 	if opts.Users && opts.Nodes > 1 {
 		w.users = newUsersScenario(w)
@@ -380,6 +388,7 @@ func (w *World) startSafety() {
 	if w.users != nil {
 		w.users.start()
 	}
+	w.control.start()
 }
 
 // heal ends the safety phase: every node up, faults off, producers

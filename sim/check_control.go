@@ -1,0 +1,237 @@
+package sim
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"narad/httpapi"
+	"narad/msg"
+)
+
+// The control-plane workload, in simulated milliseconds.
+const (
+	// controlTopicsCount is how many topic names the operator works on:
+	// few, so that its creates, alters and deletes meet.
+	controlTopicsCount = 2
+	// controlThinkMsMin and controlThinkMsMax bound the pause between two
+	// of its operations.
+	controlThinkMsMin = 100
+	controlThinkMsMax = 1_500
+	// controlCheckTimeout bounds porcupine's check of the history; a check
+	// that times out is a failure ("unknown" is never a pass).
+	controlCheckTimeout = 30 * time.Second
+)
+
+// controlStream numbers the operator's random stream apart from the
+// others, so that its draws move no other draw.
+const controlStream = 8
+
+// controlPlane is an operator that creates, alters and deletes a few
+// small topics (the fewest partitions allowed) during the safety phase, and the record of what
+// it saw. At the end, porcupine checks that every topic name behaved as
+// a linearizable register (control-plane): a create answered 201 found no
+// topic, 409 found one; an alter answered 200 found one and set its
+// visibility timeout; a delete answered 204 found one, 404 none. An
+// operation with no answer, or a 5xx, may or may not have happened: the
+// model allows both (porcupine's nondeterministic model).
+//
+// A write is answered by its proposer once applied there. What a node
+// answers from its own replica of the metastore, which may lag the
+// leader, is left out: reads (GET, list), and a create answered 409,
+// which the node decides from its replica before proposing anything (a
+// create through a lagging node answers 409 for a topic whose delete was
+// already answered 204). Those 409s are counted (staleConflicts).
+type controlPlane struct {
+	w   *World
+	rng *rand.Rand
+	cl  *client
+	// operations holds the finished operations, in the order they ended.
+	operations []porcupine.Operation
+	// result is porcupine's verdict, for the report.
+	result string
+	// staleConflicts counts the creates answered 409, left out of the
+	// history.
+	staleConflicts int
+}
+
+// controlInput is one operation: kind is "create", "alter" or "delete";
+// visibilityMs the value a create or an alter sets.
+type controlInput struct {
+	topic        string
+	kind         string
+	visibilityMs int
+}
+
+// controlOutput is its answer: the status, 0 when none came or it was a
+// 5xx (the operation's effect is unknown).
+type controlOutput struct {
+	status int
+}
+
+// controlStatuses are the answers a correct server gives the operator
+// (0 standing for none, or a 5xx).
+var controlStatuses = []int{0, http.StatusCreated, http.StatusConflict, http.StatusOK, http.StatusNoContent, http.StatusNotFound}
+
+// controlState is a topic name's register.
+type controlState struct {
+	exists       bool
+	visibilityMs int
+}
+
+func newControlPlane(w *World) *controlPlane {
+	return &controlPlane{w: w, rng: newRand(w.opts.Seed, controlStream), cl: newClient(w, "operator-ctl", roleAdmin)}
+}
+
+// start schedules the operator's first operation.
+func (cp *controlPlane) start() {
+	cp.cl.later(int64(controlThinkMsMin+cp.rng.IntN(controlThinkMsMax)), cp.next)
+}
+
+// next sends one operation on a random topic name to a random node.
+func (cp *controlPlane) next() {
+	if cp.w.phase != phaseSafety {
+		return
+	}
+	in := controlInput{topic: fmt.Sprintf("ctl%d", cp.rng.IntN(controlTopicsCount)), visibilityMs: 1_000 + cp.rng.IntN(4_000)}
+	var c *call
+	switch roll := cp.rng.IntN(100); {
+	case roll < 40:
+		in.kind = "create"
+		body := fmt.Sprintf(`{"name":%q,"partitions":%d,"visibility_timeout_ms":%d}`, in.topic, msg.PartitionsMin, in.visibilityMs)
+		c = &call{kind: "ctl-create", httpRequest: newHTTPRequest(http.MethodPost, "/v1/topics", "application/json", body)}
+	case roll < 70:
+		in.kind = "alter"
+		body := fmt.Sprintf(`{"visibility_timeout_ms":%d}`, in.visibilityMs)
+		c = &call{kind: "ctl-alter", httpRequest: newHTTPRequest(http.MethodPatch, "/v1/topics/"+in.topic, "application/json", body)}
+	default:
+		in.kind = "delete"
+		c = &call{kind: "ctl-delete", httpRequest: newHTTPRequest(http.MethodDelete, "/v1/topics/"+in.topic, "", "")}
+	}
+	c.target = cp.w.clientNode(cp.rng)
+	c.onDone = func(response *httpapi.Response) { cp.done(c, in, response) }
+	cp.cl.send(c)
+}
+
+// done records an answered (or timed-out) operation and schedules the
+// next one.
+func (cp *controlPlane) done(c *call, in controlInput, response *httpapi.Response) {
+	op := porcupine.Operation{ClientId: len(cp.operations), Input: in, Call: c.sentMs, Return: cp.w.nowMs}
+	status := 0
+	if response != nil && response.Status < 500 {
+		status = response.Status
+	}
+	if status == 0 {
+		op.Return = math.MaxInt64 // it may take effect at any later time
+	}
+	op.Output = controlOutput{status: status}
+	if !slices.Contains(controlStatuses, status) {
+		cp.w.fail("control-plane", "%s answered %d: %s", c.describe(), status, response.Body)
+		return
+	}
+	if status == http.StatusOK && in.kind == "alter" && !alterSetVisibility(response.Body, in.visibilityMs) {
+		cp.w.fail("control-plane", "%s answered 200 with %s, not the visibility it set", c.describe(), response.Body)
+		return
+	}
+	if in.kind == "create" && status == http.StatusConflict {
+		cp.staleConflicts++ // the receiving node's replica answered: not linearizable
+	} else {
+		cp.operations = append(cp.operations, op)
+	}
+	cp.cl.later(int64(controlThinkMsMin+cp.rng.IntN(controlThinkMsMax)), cp.next)
+}
+
+func alterSetVisibility(body []byte, visibilityMs int) bool {
+	var info struct {
+		VisibilityTimeoutMs int `json:"visibility_timeout_ms"`
+	}
+	return json.Unmarshal(body, &info) == nil && info.VisibilityTimeoutMs == visibilityMs
+}
+
+// check runs porcupine over the history, one partition per topic name.
+func (cp *controlPlane) check() {
+	result := porcupine.CheckOperationsTimeout(controlModel.ToModel(), cp.operations, controlCheckTimeout)
+	cp.result = string(result)
+	if result != porcupine.Ok {
+		cp.w.fail("control-plane", "porcupine says %s over %d topic operations: a create, alter or delete answer no linearizable order explains: %s",
+			result, len(cp.operations), cp.illegalTopic())
+	}
+}
+
+// illegalTopic describes the operations of the first topic name whose
+// history porcupine rejects, in call order.
+func (cp *controlPlane) illegalTopic() string {
+	model := controlModel.ToModel()
+	for _, ops := range partitionByTopic(cp.operations) {
+		if porcupine.CheckOperations(model, ops) {
+			continue
+		}
+		sorted := slices.SortedStableFunc(slices.Values(ops), func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
+		var parts []string
+		for _, op := range sorted {
+			parts = append(parts, fmt.Sprintf("[%d,%d] %s", op.Call, op.Return, controlModel.DescribeOperation(op.Input, op.Output)))
+		}
+		return strings.Join(parts, "; ")
+	}
+	return "no single topic is illegal"
+}
+
+// controlModel is the register of one topic name; a status it does not
+// know fails the step (no correct server gives it).
+var controlModel = porcupine.NondeterministicModel{
+	Partition: partitionByTopic,
+	Init:      func() []any { return []any{controlState{}} },
+	Step: func(state, input, output any) []any {
+		s, in, out := state.(controlState), input.(controlInput), output.(controlOutput)
+		applied, effect := controlEffect(s, in)
+		switch out.status {
+		case 0:
+			return []any{s, applied}
+		case effect:
+			return []any{applied}
+		}
+		return nil
+	},
+	DescribeOperation: func(input, output any) string {
+		in, out := input.(controlInput), output.(controlOutput)
+		return fmt.Sprintf("%s %s (visibility %d) -> %d", in.kind, in.topic, in.visibilityMs, out.status)
+	},
+}
+
+// controlEffect is what an operation does to a register, and the status
+// it answers.
+func controlEffect(s controlState, in controlInput) (controlState, int) {
+	switch {
+	case in.kind == "create" && s.exists:
+		return s, http.StatusConflict
+	case in.kind == "create":
+		return controlState{exists: true, visibilityMs: in.visibilityMs}, http.StatusCreated
+	case !s.exists:
+		return s, http.StatusNotFound
+	case in.kind == "alter":
+		return controlState{exists: true, visibilityMs: in.visibilityMs}, http.StatusOK
+	}
+	return controlState{}, http.StatusNoContent
+}
+
+func partitionByTopic(history []porcupine.Operation) [][]porcupine.Operation {
+	byTopic := map[string][]porcupine.Operation{}
+	for _, op := range history {
+		topic := op.Input.(controlInput).topic
+		byTopic[topic] = append(byTopic[topic], op)
+	}
+	out := make([][]porcupine.Operation, 0, len(byTopic))
+	for _, topic := range slices.Sorted(maps.Keys(byTopic)) {
+		out = append(out, byTopic[topic])
+	}
+	return out
+}
