@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
+	"os" //determinism:ok only to copy a replica's metastore file and read the copy, which the run decided
 	"path/filepath"
 	"slices"
 	"strings"
