@@ -61,7 +61,9 @@
 // decommission committed, while the planner starts their moves. A move
 // entering CatchUp may get a write storm: pinned producers of large
 // records that outrun the copy, so CatchUp gives up converging and still
-// cuts over.
+// cuts over. A move proposal a node forwards to the leader may reach it a
+// second time, seconds late (late_proposals.go): the stale proposal that
+// only the metastore's guards keep from applying to a later move.
 // Once a moves world has healed, one more node joins after some replica
 // compacted the metastore's log (latejoin.go), configured with the
 // bootstrap members only (which may not include the leader): it can only
@@ -104,6 +106,17 @@
 //   - Raft, from the wire: at most one leader per term (election safety),
 //     one predecessor per entry (log matching), and no committed entry
 //     ever replaced (state machine safety).
+//   - Oracles that share no code with what they check (oracles.go): a
+//     naive model of the metastore's commands and guards runs beside
+//     every replica of a cluster, over the committed entries, and is
+//     compared from time to time with the replica's own store
+//     (meta-model); a client-side model of leases fails a 204 to an ack
+//     of a handle that a newer reservation of its record superseded
+//     before the ack was sent (lease-model; a slow consumer acks after
+//     its leases lapsed, so such acks happen); and an operator's topic
+//     creates, alters and deletes are checked with porcupine as one
+//     linearizable register per topic name (control-plane). Each
+//     checker's comment says exactly what it excuses.
 //   - Liveness: once faults stop, requests succeed again and the backlog
 //     drains; in a cluster, one node leads and has applied an entry of its
 //     term, the placement settles (every move finished or was aborted, no
