@@ -12,8 +12,10 @@ import (
 // Late duplicate proposals, in percent and simulated milliseconds.
 const (
 	// lateProposalPercent is the chance that a move's proposal forwarded
-	// to the leader during the safety phase arrives a second time, late.
-	lateProposalPercent = 50
+	// to the leader during the safety phase arrives a second time, late:
+	// every one, since a guarded command applied twice must change nothing
+	// and the races the guards are for are rare.
+	lateProposalPercent = 100
 	// lateProposalDelayMsMin and lateProposalDelayMsMax bound how late:
 	// long enough for the move to end, abort or start again meanwhile.
 	lateProposalDelayMsMin = 500
@@ -44,45 +46,49 @@ func newLateProposals(w *World) *lateProposals {
 // sent looks at a message as the network takes it, and may send its
 // encoded bytes again later on the same link.
 func (lp *lateProposals) sent(l *link, env msg.Envelope, kind string, bytes []byte) {
-	if lp.w.phase != phaseSafety || !carriesMoveCommand(env) || lp.rng.IntN(100) >= lateProposalPercent {
+	command := moveCommandOf(env)
+	if lp.w.phase != phaseSafety || command == "" || lp.rng.IntN(100) >= lateProposalPercent {
 		return
 	}
 	delayMs := int64(lateProposalDelayMsMin + lp.rng.IntN(lateProposalDelayMsMax-lateProposalDelayMsMin))
-	lp.w.at(delayMs, func() { lp.resend(l, kind, bytes) })
+	lp.w.at(delayMs, func() { lp.resend(l, command, kind, bytes) })
 }
 
 // resend puts the copy on the link now, behind what the link carries.
-func (lp *lateProposals) resend(l *link, kind string, bytes []byte) {
+func (lp *lateProposals) resend(l *link, command, kind string, bytes []byte) {
 	p := lp.w.peers
 	if l.cuts > 0 || !l.to.up() || lp.w.phase == phaseDone {
 		return
 	}
-	lp.w.countFault("late-duplicate-proposal")
+	lp.w.countFault("late-proposal-" + command)
 	arrivalMs := max(lp.w.nowMs+peerDelayMsMin, l.lastArrivalMs)
 	l.lastArrivalMs = arrivalMs
 	epoch := l.epoch
 	lp.w.queue.push(arrivalMs, func() { p.arrive(l, epoch, kind, bytes) })
 }
 
-// carriesMoveCommand reports whether env is a proposal forwarded to the
-// leader that carries a move command.
-func carriesMoveCommand(env msg.Envelope) bool {
+// moveCommandOf names the move command that env, a proposal forwarded
+// to the leader, carries (the first, if several); "" if none.
+func moveCommandOf(env msg.Envelope) string {
 	m, ok := env.Message.(msg.RaftMessage)
 	if !ok || m.Message == nil || m.Message.GetType() != raftpb.MsgProp {
-		return false
+		return ""
 	}
 	for _, entry := range m.Message.GetEntries() {
-		if _, command, err := meta.DecodeCommand(entry.GetData()); err == nil && isMoveCommand(command) {
-			return true
+		_, command, err := meta.DecodeCommand(entry.GetData())
+		if err != nil {
+			continue
+		}
+		switch command.(type) {
+		case meta.SetTarget:
+			return "set-target"
+		case meta.CompleteMove:
+			return "complete-move"
+		case meta.ForcePromote:
+			return "force-promote"
+		case meta.AbortMove:
+			return "abort-move"
 		}
 	}
-	return false
-}
-
-func isMoveCommand(command meta.Command) bool {
-	switch command.(type) {
-	case meta.SetTarget, meta.CompleteMove, meta.ForcePromote, meta.AbortMove:
-		return true
-	}
-	return false
+	return ""
 }
