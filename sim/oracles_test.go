@@ -1,0 +1,178 @@
+package sim
+
+import (
+	"math"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/anishathalye/porcupine"
+
+	"narad/meta"
+)
+
+// movedModel returns a model with members n1 and n2 and topic t of one
+// partition owned by n1.
+func movedModel(t *testing.T) *metaModel {
+	t.Helper()
+	m := newMetaModel()
+	for _, command := range []meta.Command{
+		meta.MemberHeartbeat{ID: "n1", NowMs: 1}, meta.MemberHeartbeat{ID: "n2", NowMs: 1},
+		meta.CreateTopic{Name: "t", Owners: []string{"n1"}},
+	} {
+		if refusal, _ := m.apply(command); refusal != "" {
+			t.Fatalf("%T refused: %s", command, refusal)
+		}
+	}
+	return m
+}
+
+// The guard the design asks of the flip: a proposal of a move that was
+// replaced by a later one with the same owner and target changes nothing.
+func TestMetaModelRefusesTheFlipOfAReplacedMove(t *testing.T) {
+	m := movedModel(t)
+	steps := []struct {
+		command meta.Command
+		refused bool
+	}{
+		{meta.SetTarget{Topic: "t", ExpectedOwner: "n1", Target: "n2", NowMs: 100}, false},
+		{meta.SetTarget{Topic: "t", ExpectedOwner: "n1", Target: "n2", NowMs: 150}, true}, // already moving
+		{meta.AbortMove{Topic: "t", ExpectedTarget: "n2"}, false},
+		{meta.SetTarget{Topic: "t", ExpectedOwner: "n1", Target: "n2", NowMs: 200}, false},
+		{meta.CompleteMove{Topic: "t", ExpectedOwner: "n1", ExpectedTarget: "n2", ExpectedStartedAtMs: 100}, true},
+		{meta.AbortMove{Topic: "t", ExpectedTarget: "n1"}, true},
+		{meta.ForcePromote{Topic: "t", ExpectedOwner: "n1", ExpectedTarget: "n2", ExpectedStartedAtMs: 200}, false},
+		{meta.CompleteMove{Topic: "t", ExpectedOwner: "n1", ExpectedTarget: "n2"}, true}, // flipped already
+		{meta.RemoveMember{ID: "n2"}, true},
+		{meta.RemoveMember{ID: "n1"}, false},
+	}
+	for i, step := range steps {
+		refusal, _ := m.apply(step.command)
+		if (refusal != "") != step.refused {
+			t.Fatalf("step %d %+v: refusal %q, want refused=%v", i, step.command, refusal, step.refused)
+		}
+	}
+	if got := m.topics["t"].partitions[0]; got != (modelPlacement{owner: "n2"}) {
+		t.Fatalf("placement %+v, want owned by n2 and stable", got)
+	}
+}
+
+// A replica that applied the flip the model refused differs on that
+// topic, and the failure names the entry.
+func TestMetaModelNamesTheEntryAReplicaDiffersOn(t *testing.T) {
+	m := movedModel(t)
+	r := &replicaModel{model: m}
+	m.apply(meta.SetTarget{Topic: "t", ExpectedOwner: "n1", Target: "n2", NowMs: 200})
+	stale := meta.CompleteMove{Topic: "t", ExpectedOwner: "n1", ExpectedTarget: "n2", ExpectedStartedAtMs: 100}
+	refusal, about := m.apply(stale)
+	r.since = append(r.since, modelVerdict{index: 9, about: about, command: "CompleteMove", refusal: refusal})
+	report := replicaReport{
+		topics:  map[string]meta.TopicRecord{"t": {Name: "t", Partitions: 1, Assignments: []meta.Assignment{{Owner: "n2"}}}},
+		members: map[string]meta.Member{"n1": {ID: "n1", Alive: true, LastHeartbeatMs: 1}, "n2": {ID: "n2", Alive: true, LastHeartbeatMs: 1}},
+	}
+	gotAbout, difference := differences(m, report)
+	if gotAbout != "topic t" || difference == "" {
+		t.Fatalf("differences: %q %q, want topic t to differ", gotAbout, difference)
+	}
+	if verdicts := describeVerdicts(r.since, gotAbout); !strings.Contains(verdicts, "#9") || !strings.Contains(verdicts, "refused") {
+		t.Fatalf("verdicts %q do not name the refused entry 9", verdicts)
+	}
+	report.topics["t"] = meta.TopicRecord{Name: "t", Partitions: 1, Assignments: []meta.Assignment{{Owner: "n1", Target: "n2", MoveStartedAtMs: 200}}}
+	if about, difference := differences(m, report); about != "" {
+		t.Fatalf("an agreeing replica differs on %s: %s", about, difference)
+	}
+}
+
+// leaseWorld returns a world whose lease model has seen handle "old" of
+// record 0/7 received at 100 ms and handle "new" of it received at 205
+// ms, from a consume sent at 200 ms.
+func leaseWorld(t *testing.T) (*World, *client) {
+	t.Helper()
+	w := NewWorld(DefaultOptions(1))
+	cl := newClient(w, "c1", roleConsumer)
+	w.nowMs = 100
+	w.leases.delivered(&call{client: cl, sentMs: 90}, wireMessage{Partition: 0, Offset: 7, ReceiptHandle: "old"})
+	w.nowMs = 205
+	w.leases.delivered(&call{client: cl, sentMs: 200}, wireMessage{Partition: 0, Offset: 7, ReceiptHandle: "new"})
+	return w, cl
+}
+
+func ackCall(cl *client, sentMs int64) *call {
+	return &call{client: cl, kind: "ack", sentMs: sentMs, httpRequest: newHTTPRequest(http.MethodPost, "/v1/topics/sim/ack", "", "")}
+}
+
+func TestLeaseModelFailsASuccessForASupersededHandle(t *testing.T) {
+	w, cl := leaseWorld(t)
+	late := ackCall(cl, 300)
+	w.leases.sent(late, []string{"old"})
+	w.nowMs = 310
+	w.leases.answered(late, "old", http.StatusGone)
+	if w.failure != nil {
+		t.Fatalf("a 410 for a stale handle failed the run: %v", w.failure)
+	}
+	w.leases.answered(late, "old", http.StatusNoContent)
+	if w.failure == nil || w.failure.Checker != "lease-model" {
+		t.Fatalf("a 204 for a superseded handle passed: %v", w.failure)
+	}
+}
+
+func TestLeaseModelExcusesWhatTheDesignAllows(t *testing.T) {
+	w, cl := leaseWorld(t)
+	current := ackCall(cl, 250) // the current handle's ack may have landed: the record is acknowledged
+	w.leases.sent(current, []string{"new"})
+	late := ackCall(cl, 300)
+	w.leases.sent(late, []string{"old"})
+	w.nowMs = 310
+	w.leases.answered(late, "old", http.StatusNoContent)
+	if w.failure != nil {
+		t.Fatalf("an ack of an acknowledged record failed the run: %v", w.failure)
+	}
+	w, cl = leaseWorld(t)
+	w.leases.flipped(w.topic, 0) // at 205 ms: after the old handle's consume
+	late = ackCall(cl, 300)
+	w.leases.sent(late, []string{"old"})
+	w.leases.answered(late, "old", http.StatusNoContent)
+	if w.failure != nil {
+		t.Fatalf("a deposed owner's answer failed the run: %v", w.failure)
+	}
+	early := ackCall(cl, 150) // sent before the new handle was handed out
+	w.leases.answered(early, "old", http.StatusNoContent)
+	if w.failure != nil {
+		t.Fatalf("an ack sent before the newer handle failed the run: %v", w.failure)
+	}
+}
+
+func controlOp(call, ret int64, kind string, visibilityMs, status int) porcupine.Operation {
+	return porcupine.Operation{Input: controlInput{topic: "ctl0", kind: kind, visibilityMs: visibilityMs}, Call: call,
+		Output: controlOutput{status: status}, Return: ret}
+}
+
+func TestControlModel(t *testing.T) {
+	model := controlModel.ToModel()
+	cases := []struct {
+		name string
+		ops  []porcupine.Operation
+		ok   bool
+	}{
+		{"create, delete, create", []porcupine.Operation{controlOp(0, 1, "create", 1000, 201),
+			controlOp(2, 3, "delete", 0, 204), controlOp(4, 5, "create", 2000, 201)}, true},
+		{"two creates without a delete", []porcupine.Operation{controlOp(0, 1, "create", 1000, 201),
+			controlOp(2, 3, "create", 2000, 201)}, false},
+		{"alter of a deleted topic", []porcupine.Operation{controlOp(0, 1, "create", 1000, 201),
+			controlOp(2, 3, "delete", 0, 204), controlOp(4, 5, "alter", 2000, 200)}, false},
+		{"a delete with no answer may have happened", []porcupine.Operation{controlOp(0, 1, "create", 1000, 201),
+			controlOp(2, math.MaxInt64, "delete", 0, 0), controlOp(4, 5, "create", 2000, 201)}, true},
+		{"or not", []porcupine.Operation{controlOp(0, 1, "create", 1000, 201),
+			controlOp(2, math.MaxInt64, "delete", 0, 0), controlOp(4, 5, "alter", 2000, 200)}, true},
+		{"concurrent creates: one wins", []porcupine.Operation{controlOp(0, 5, "create", 1000, 201),
+			controlOp(1, 4, "create", 2000, 201)}, false},
+	}
+	for _, c := range cases {
+		for i := range c.ops {
+			c.ops[i].ClientId = i
+		}
+		if got := porcupine.CheckOperations(model, c.ops); got != c.ok {
+			t.Errorf("%s: linearizable %v, want %v", c.name, got, c.ok)
+		}
+	}
+}
