@@ -25,9 +25,13 @@ import (
 //     landed). So any other ack of R, under another handle, sent before
 //     the answer came and not refused for sure (answered success, 503,
 //     or never answered), excuses it;
-//   - the partition changed owner (a committed flip) after H's consume
-//     was sent: H' then comes from the new owner, and the old owner,
-//     until it applies the flip, still holds H as its live reservation.
+//   - the partition changed owner (a committed flip) before H' was
+//     received: H and H' may then come from different nodes, one of
+//     them a deposed owner that has not applied the flip yet (it serves
+//     and keeps its own reservations until it does, for as long as it
+//     lags, and the client cannot tell who issued a handle). So in a
+//     cluster a partition is checked until its first flip, and a
+//     single-node world throughout.
 //
 // A restart is no excuse: a node draws a new handle key at every start,
 // so a handle of an earlier start matches no reservation (its delivery
@@ -45,7 +49,7 @@ type leaseModel struct {
 	// filled in when it comes.
 	acks map[ackRecord][]*sentAck
 	// flipsMs lists, by partition, when each committed flip was seen, in
-	// order.
+	// order (only the first decides today; the list tells how many).
 	flipsMs map[int][]int64
 	// checked counts the successes judged; stale those for a known stale
 	// handle that an excuse allowed.
@@ -114,7 +118,7 @@ func (l *leaseModel) answered(c *call, handle string, status int) {
 		return
 	}
 	l.stale++
-	if l.otherAckMayHaveLanded(record, mine) || l.flippedSince(record.partition, own.consumeSentMs) {
+	if l.otherAckMayHaveLanded(record, mine) || l.flippedBy(record.partition, newer.receivedMs) {
 		return
 	}
 	l.w.fail("lease-model", "%s answered 204 for handle %s of %s offset %d, received at %d ms, though handle %s of the same record (consume sent at %d ms) was received at %d ms, before the ack was sent at %d ms",
@@ -163,9 +167,9 @@ func (l *leaseModel) otherAckMayHaveLanded(record ackRecord, mine *sentAck) bool
 	return false
 }
 
-// flippedSince reports whether a committed flip of partition was seen
-// after sinceMs.
-func (l *leaseModel) flippedSince(partition int, sinceMs int64) bool {
+// flippedBy reports whether a committed flip of partition was seen at or
+// before atMs.
+func (l *leaseModel) flippedBy(partition int, atMs int64) bool {
 	flips := l.flipsMs[partition]
-	return len(flips) > 0 && flips[len(flips)-1] >= sinceMs
+	return len(flips) > 0 && flips[0] <= atMs
 }
