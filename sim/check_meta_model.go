@@ -55,6 +55,11 @@ type metaModelChecker struct {
 	replicas map[string]*replicaModel
 	// comparisons counts the comparisons made, for the report.
 	comparisons int
+	// refusals counts the entries the model refused, by command type, at
+	// the first replica that applied them (countedIndex is the last entry
+	// counted): which guards the run exercised.
+	refusals     map[string]int
+	countedIndex uint64
 }
 
 // committedEntry is one committed entry: its command, nil for entries
@@ -87,7 +92,7 @@ type modelVerdict struct {
 }
 
 func newMetaModelChecker(w *World, base uint64) *metaModelChecker {
-	return &metaModelChecker{w: w, base: base, replicas: map[string]*replicaModel{}}
+	return &metaModelChecker{w: w, base: base, replicas: map[string]*replicaModel{}, refusals: map[string]int{}, countedIndex: base}
 }
 
 // committed takes the next committed entry, as metaLog applies it.
@@ -148,6 +153,12 @@ func (c *metaModelChecker) advance(r *replicaModel, applied uint64) {
 			continue
 		}
 		refusal, about := r.model.apply(entry.command)
+		if entry.index > c.countedIndex {
+			c.countedIndex = entry.index
+			if refusal != "" {
+				c.refusals[fmt.Sprintf("meta-model-refused-%T", entry.command)]++
+			}
+		}
 		if _, heartbeat := entry.command.(meta.MemberHeartbeat); !heartbeat {
 			r.due = true
 			r.since = append(r.since, modelVerdict{index: entry.index, about: about,

@@ -20,6 +20,11 @@ const (
 	// long enough for the move to end, abort or start again meanwhile.
 	lateProposalDelayMsMin = 500
 	lateProposalDelayMsMax = 20_000
+	// lateProposalHeldPercent of the copies are held instead until their
+	// partition's next move starts, and arrive right after it (within
+	// lateProposalAfterMoveMsMax): the race the guards are for.
+	lateProposalHeldPercent    = 50
+	lateProposalAfterMoveMsMax = 20
 )
 
 // lateProposalStream numbers the random stream of the late proposals
@@ -37,21 +42,45 @@ const lateProposalStream = 7
 type lateProposals struct {
 	w   *World
 	rng *rand.Rand
+	// held are the copies waiting for their partition's next move, by
+	// partition name, in the order sent.
+	held map[string][]heldProposal
+}
+
+// heldProposal is a copy of a proposal and the link it goes on.
+type heldProposal struct {
+	l             *link
+	command, kind string
+	bytes         []byte
 }
 
 func newLateProposals(w *World) *lateProposals {
-	return &lateProposals{w: w, rng: newRand(w.opts.Seed, lateProposalStream)}
+	return &lateProposals{w: w, rng: newRand(w.opts.Seed, lateProposalStream), held: map[string][]heldProposal{}}
 }
 
 // sent looks at a message as the network takes it, and may send its
 // encoded bytes again later on the same link.
 func (lp *lateProposals) sent(l *link, env msg.Envelope, kind string, bytes []byte) {
-	command := moveCommandOf(env)
+	command, partition := moveCommandOf(env)
 	if lp.w.phase != phaseSafety || command == "" || lp.rng.IntN(100) >= lateProposalPercent {
+		return
+	}
+	if lp.rng.IntN(100) < lateProposalHeldPercent {
+		lp.held[partition] = append(lp.held[partition], heldProposal{l: l, command: command, kind: kind, bytes: bytes})
 		return
 	}
 	delayMs := int64(lateProposalDelayMsMin + lp.rng.IntN(lateProposalDelayMsMax-lateProposalDelayMsMin))
 	lp.w.at(delayMs, func() { lp.resend(l, command, kind, bytes) })
+}
+
+// moveStarted releases the copies held for a partition whose next move
+// was committed.
+func (lp *lateProposals) moveStarted(topic string, partition int) {
+	name := partitionName(topic, partition)
+	for _, h := range lp.held[name] {
+		lp.w.at(int64(1+lp.rng.IntN(lateProposalAfterMoveMsMax)), func() { lp.resend(h.l, h.command, h.kind, h.bytes) })
+	}
+	delete(lp.held, name)
 }
 
 // resend puts the copy on the link now, behind what the link carries.
@@ -68,27 +97,28 @@ func (lp *lateProposals) resend(l *link, command, kind string, bytes []byte) {
 }
 
 // moveCommandOf names the move command that env, a proposal forwarded
-// to the leader, carries (the first, if several); "" if none.
-func moveCommandOf(env msg.Envelope) string {
+// to the leader, carries (the first, if several), and its partition; ""
+// if none.
+func moveCommandOf(env msg.Envelope) (command, partition string) {
 	m, ok := env.Message.(msg.RaftMessage)
 	if !ok || m.Message == nil || m.Message.GetType() != raftpb.MsgProp {
-		return ""
+		return "", ""
 	}
 	for _, entry := range m.Message.GetEntries() {
-		_, command, err := meta.DecodeCommand(entry.GetData())
+		_, decoded, err := meta.DecodeCommand(entry.GetData())
 		if err != nil {
 			continue
 		}
-		switch command.(type) {
+		switch c := decoded.(type) {
 		case meta.SetTarget:
-			return "set-target"
+			return "set-target", partitionName(c.Topic, c.Partition)
 		case meta.CompleteMove:
-			return "complete-move"
+			return "complete-move", partitionName(c.Topic, c.Partition)
 		case meta.ForcePromote:
-			return "force-promote"
+			return "force-promote", partitionName(c.Topic, c.Partition)
 		case meta.AbortMove:
-			return "abort-move"
+			return "abort-move", partitionName(c.Topic, c.Partition)
 		}
 	}
-	return ""
+	return "", ""
 }

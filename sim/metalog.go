@@ -261,6 +261,9 @@ func (l *metaLog) setTarget(c meta.SetTarget) {
 	}
 	a.Target, a.MoveStartedAtMs = c.Target, c.NowMs
 	l.movesStarted++
+	if l.w.lateProposals != nil {
+		l.w.lateProposals.moveStarted(c.Topic, c.Partition)
+	}
 	l.w.tracef("meta: %s/%d moves %s -> %s", c.Topic, c.Partition, a.Owner, a.Target)
 }
 

@@ -1,5 +1,7 @@
 package sim
 
+import "maps"
+
 // The oracles are checkers that share no code with what they check: a
 // naive model of the metastore beside every replica (check_meta_model.go),
 // a client-side model of consumer leases (check_leases.go) and a
@@ -31,6 +33,7 @@ func (w *World) oracleCounts() map[string]int {
 	if w.metaModel != nil {
 		counts["meta-model-comparisons"] = w.metaModel.comparisons
 		counts["meta-model-entries"] = len(w.metaModel.log)
+		maps.Copy(counts, w.metaModel.refusals)
 	}
 	return counts
 }
