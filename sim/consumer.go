@@ -79,7 +79,7 @@ func (cl *client) settle(handles []string) {
 	}
 	roll := cl.w.workloadRng.IntN(100)
 	switch {
-	case roll < 3: // a slow consumer: ack after the leases lapsed
+	case roll < 3 && cl.w.phase == phaseSafety: // a slow consumer: ack after the leases lapsed (never while draining)
 		cl.later(slowAckMs, func() { cl.ackSingle(handles, "") })
 	case roll < 8: // forget: let the leases lapse
 		cl.later(1, cl.consumeNext)
