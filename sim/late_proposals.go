@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"math/rand/v2"
 
 	"go.etcd.io/raft/v3/raftpb"
@@ -25,6 +26,11 @@ const (
 	// lateProposalAfterMoveMsMax): the race the guards are for.
 	lateProposalHeldPercent    = 50
 	lateProposalAfterMoveMsMax = 20
+	// lateFlipWithheldPercent of the moves whose flip a follower forwards
+	// get every flip proposal withheld (lost on the way) and held until
+	// the partition's next move: the source's freeze expires, the move is
+	// aborted, and the stale flips arrive once the move was replaced.
+	lateFlipWithheldPercent = 25
 )
 
 // lateProposalStream numbers the random stream of the late proposals
@@ -45,6 +51,10 @@ type lateProposals struct {
 	// held are the copies waiting for their partition's next move, by
 	// partition name, in the order sent.
 	held map[string][]heldProposal
+	// withheldMoves says, by move (partition and start), whether its flip
+	// proposals are withheld; a move is decided when its first flip
+	// proposal is sent.
+	withheldMoves map[string]bool
 }
 
 // heldProposal is a copy of a proposal and the link it goes on.
@@ -55,13 +65,14 @@ type heldProposal struct {
 }
 
 func newLateProposals(w *World) *lateProposals {
-	return &lateProposals{w: w, rng: newRand(w.opts.Seed, lateProposalStream), held: map[string][]heldProposal{}}
+	return &lateProposals{w: w, rng: newRand(w.opts.Seed, lateProposalStream), held: map[string][]heldProposal{},
+		withheldMoves: map[string]bool{}}
 }
 
 // sent looks at a message as the network takes it, and may send its
 // encoded bytes again later on the same link.
 func (lp *lateProposals) sent(l *link, env msg.Envelope, kind string, bytes []byte) {
-	command, partition := moveCommandOf(env)
+	command, partition, _ := moveCommandOf(env)
 	if lp.w.phase != phaseSafety || command == "" || lp.rng.IntN(100) >= lateProposalPercent {
 		return
 	}
@@ -71,6 +82,26 @@ func (lp *lateProposals) sent(l *link, env msg.Envelope, kind string, bytes []by
 	}
 	delayMs := int64(lateProposalDelayMsMin + lp.rng.IntN(lateProposalDelayMsMax-lateProposalDelayMsMin))
 	lp.w.at(delayMs, func() { lp.resend(l, command, kind, bytes) })
+}
+
+// withhold decides whether a flip proposal is lost on its way and held
+// until its partition's next move instead; it reports whether it was.
+func (lp *lateProposals) withhold(l *link, env msg.Envelope, kind string, bytes []byte) bool {
+	command, partition, startedAtMs := moveCommandOf(env)
+	if lp.w.phase != phaseSafety || (command != "complete-move" && command != "force-promote") {
+		return false
+	}
+	move := fmt.Sprintf("%s@%d", partition, startedAtMs)
+	withheld, decided := lp.withheldMoves[move]
+	if !decided {
+		withheld = lp.rng.IntN(100) < lateFlipWithheldPercent
+		lp.withheldMoves[move] = withheld
+	}
+	if withheld {
+		lp.w.tracef("late proposals: withhold %s of %s", command, move)
+		lp.held[partition] = append(lp.held[partition], heldProposal{l: l, command: command, kind: kind, bytes: bytes})
+	}
+	return withheld
 }
 
 // moveStarted releases the copies held for a partition whose next move
@@ -97,12 +128,12 @@ func (lp *lateProposals) resend(l *link, command, kind string, bytes []byte) {
 }
 
 // moveCommandOf names the move command that env, a proposal forwarded
-// to the leader, carries (the first, if several), and its partition; ""
-// if none.
-func moveCommandOf(env msg.Envelope) (command, partition string) {
+// to the leader, carries (the first, if several), its partition and, for
+// a flip, the start of the move it ends; "" if none.
+func moveCommandOf(env msg.Envelope) (command, partition string, startedAtMs int64) {
 	m, ok := env.Message.(msg.RaftMessage)
 	if !ok || m.Message == nil || m.Message.GetType() != raftpb.MsgProp {
-		return "", ""
+		return "", "", 0
 	}
 	for _, entry := range m.Message.GetEntries() {
 		_, decoded, err := meta.DecodeCommand(entry.GetData())
@@ -111,14 +142,14 @@ func moveCommandOf(env msg.Envelope) (command, partition string) {
 		}
 		switch c := decoded.(type) {
 		case meta.SetTarget:
-			return "set-target", partitionName(c.Topic, c.Partition)
+			return "set-target", partitionName(c.Topic, c.Partition), 0
 		case meta.CompleteMove:
-			return "complete-move", partitionName(c.Topic, c.Partition)
+			return "complete-move", partitionName(c.Topic, c.Partition), c.ExpectedStartedAtMs
 		case meta.ForcePromote:
-			return "force-promote", partitionName(c.Topic, c.Partition)
+			return "force-promote", partitionName(c.Topic, c.Partition), c.ExpectedStartedAtMs
 		case meta.AbortMove:
-			return "abort-move", partitionName(c.Topic, c.Partition)
+			return "abort-move", partitionName(c.Topic, c.Partition), 0
 		}
 	}
-	return "", ""
+	return "", "", 0
 }

@@ -125,9 +125,13 @@ func (p *peerNetwork) send(from *simNode, env msg.Envelope) {
 		p.w.tracef("net %s>%s %s", env.From, env.To, describeMessage(env.Message))
 	}
 	p.w.raft.observe(env)
-	p.transmit(p.links[from.index][to.index], kind, bytes)
+	l := p.links[from.index][to.index]
+	if p.w.lateProposals != nil && p.w.lateProposals.withhold(l, env, kind, bytes) {
+		return
+	}
+	p.transmit(l, kind, bytes)
 	if p.w.lateProposals != nil {
-		p.w.lateProposals.sent(p.links[from.index][to.index], env, kind, bytes)
+		p.w.lateProposals.sent(l, env, kind, bytes)
 	}
 }
 
