@@ -61,9 +61,12 @@
 // decommission committed, while the planner starts their moves. A move
 // entering CatchUp may get a write storm: pinned producers of large
 // records that outrun the copy, so CatchUp gives up converging and still
-// cuts over. A move proposal a node forwards to the leader may reach it a
-// second time, seconds late (late_proposals.go): the stale proposal that
-// only the metastore's guards keep from applying to a later move.
+// cuts over. Every move proposal a node forwards to the leader reaches it
+// a second time (late_proposals.go), seconds later or right after the
+// partition's next move started, and some moves' flips are withheld
+// until then (the source's freeze expires and the move is aborted and
+// started again first): the stale proposals that only the metastore's
+// guards keep from applying to a later move.
 // Once a moves world has healed, one more node joins after some replica
 // compacted the metastore's log (latejoin.go), configured with the
 // bootstrap members only (which may not include the leader): it can only
