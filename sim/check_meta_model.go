@@ -60,6 +60,10 @@ type metaModelChecker struct {
 	// counted): which guards the run exercised.
 	refusals     map[string]int
 	countedIndex uint64
+	// gap is set if the committed entries ever came with a gap (only a
+	// unit test's hand-made log does that: metaLog fails the run on a
+	// real one); the models cannot follow then, and stop.
+	gap bool
 }
 
 // committedEntry is one committed entry: its command, nil for entries
@@ -97,7 +101,10 @@ func newMetaModelChecker(w *World, base uint64) *metaModelChecker {
 
 // committed takes the next committed entry, as metaLog applies it.
 func (c *metaModelChecker) committed(index uint64, entryType raftpb.EntryType, data []byte) {
-	assert(index == c.base+uint64(len(c.log))+1, "meta model: entry %d after %d", index, c.base+uint64(len(c.log)))
+	if c.gap || index != c.base+uint64(len(c.log))+1 {
+		c.gap = true
+		return
+	}
 	entry := committedEntry{index: index}
 	if entryType == raftpb.EntryNormal && len(data) > 0 {
 		if _, command, err := meta.DecodeCommand(data); err == nil {
@@ -110,6 +117,9 @@ func (c *metaModelChecker) committed(index uint64, entryType raftpb.EntryType, d
 // afterStep advances the models of the touched nodes and compares those
 // that are due.
 func (c *metaModelChecker) afterStep(touched []*simNode) {
+	if c.gap {
+		return
+	}
 	for _, n := range touched {
 		if c.w.failure != nil || !n.up() {
 			continue
@@ -125,6 +135,9 @@ func (c *metaModelChecker) afterStep(touched []*simNode) {
 
 // finish compares every node that is up, due or not.
 func (c *metaModelChecker) finish() {
+	if c.gap {
+		return
+	}
 	for _, n := range c.w.nodes {
 		if c.w.failure == nil && n.up() {
 			r := c.replica(n.id)
