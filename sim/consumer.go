@@ -79,8 +79,9 @@ func (cl *client) settle(handles []string) {
 	}
 	roll := cl.w.workloadRng.IntN(100)
 	switch {
-	case roll < 3 && cl.w.phase == phaseSafety: // a slow consumer: ack after the leases lapsed (never while draining)
-		cl.later(slowAckMs, func() { cl.ackSingle(handles, "") })
+	case roll < 3 && cl.w.phase == phaseSafety: // a slow worker: ack after the leases lapsed (never while draining)
+		cl.later(slowAckMs, func() { cl.ackLate(handles) })
+		cl.later(1, cl.consumeNext)
 	case roll < 8: // forget: let the leases lapse
 		cl.later(1, cl.consumeNext)
 	case roll < 14:
@@ -138,6 +139,29 @@ func (cl *client) ackSingleAttempt(handles []string, extend string, attempt int)
 	}
 	cl.send(c)
 	cl.w.leases.sent(c, []string{handle})
+}
+
+// ackLate acks each handle in a request of its own, beside the client's
+// loop (a slow worker of the same consumer): once, with no retry and no
+// consume after it. Its answers are judged as any ack's.
+func (cl *client) ackLate(handles []string) {
+	for _, handle := range handles {
+		c := &call{kind: "ack", httpRequest: newHTTPRequest(http.MethodPost, "/v1/topics/"+cl.w.topic+"/ack?receipt_handle="+handle, "", "")}
+		c.onDone = func(response *httpapi.Response) {
+			if response == nil {
+				return
+			}
+			cl.w.leases.answered(c, handle, response.Status)
+			cl.w.acks.answered(c, handle, response.Status, 1)
+			switch response.Status {
+			case http.StatusNoContent, http.StatusGone, http.StatusServiceUnavailable:
+			default:
+				cl.unexpected(c, response)
+			}
+		}
+		cl.send(c)
+		cl.w.leases.sent(c, []string{handle})
+	}
 }
 
 func (cl *client) ackBatch(handles []string) { cl.ackBatchAttempt(handles, 1) }
