@@ -34,12 +34,10 @@ func (n *Node) topic(name string) (*topic, error) {
 // placement of its partitions, to the metastore; the 201 leaves when the
 // entry is applied (handleOutcomes).
 func (n *Node) createTopic(id msg.RequestID, r msg.CreateTopic) {
+	// Whether the name is taken is left to the metastore (ErrTopicExists,
+	// a 409 when the entry applies): this replica may lag, and a 409 from
+	// its copy could deny a topic whose delete was already answered.
 	info, err := n.newTopicInfo(r)
-	if err == nil {
-		if _, exists := n.lookupTopic(r.Name); exists {
-			err = msg.Conflict("topic already exists")
-		}
-	}
 	var owners []string
 	if err == nil {
 		owners = n.placePartitions(info.Name, 0, info.Partitions)

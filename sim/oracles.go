@@ -29,7 +29,7 @@ func (w *World) finishOracles() {
 // oracleCounts says how much each oracle checked.
 func (w *World) oracleCounts() map[string]int {
 	counts := map[string]int{"lease-successes": w.leases.checked, "lease-stale-excused": w.leases.stale,
-		"control-ops": len(w.control.operations), "control-409s": w.control.staleConflicts}
+		"control-ops": len(w.control.operations)}
 	if w.metaModel != nil {
 		counts["meta-model-comparisons"] = w.metaModel.comparisons
 		counts["meta-model-entries"] = len(w.metaModel.log)
