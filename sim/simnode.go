@@ -92,8 +92,13 @@ func (n *simNode) metaPath() string {
 
 // simOpenLogsMax caps each node's open logs, below the partitions the
 // workload spreads over a node, so that evictions and reopens run in
-// every seed.
-const simOpenLogsMax = 4
+// every seed; simClusterOpenLogsMax is the cap in a cluster, where the
+// same topics are spread over several nodes (with 4, a hundred seeds of
+// three nodes with moves could pass without one eviction).
+const (
+	simOpenLogsMax        = 4
+	simClusterOpenLogsMax = 2
+)
 
 // config is the node's configuration.
 func (n *simNode) config() node.Config {
@@ -106,6 +111,7 @@ func (n *simNode) config() node.Config {
 	cfg.HandleKey = n.handleKey()
 	cfg.OpenLogsMax = simOpenLogsMax // below the partitions a node owns: logs close and reopen
 	if n.w.clustered() {
+		cfg.OpenLogsMax = simClusterOpenLogsMax
 		cfg = n.w.clusterConfig(cfg, n)
 	}
 	if n.w.users != nil {
