@@ -30,7 +30,7 @@ func benchRoot(b *testing.B) string {
 
 var (
 	benchRecordBytes = []int{256, 4 << 10}
-	benchBatches     = []int{1, 32, 1000}
+	benchBatches     = []int{1, 10, 32, 1000}
 )
 
 // BenchmarkAppendSync appends batches of records and runs one sync round

@@ -79,6 +79,37 @@
 // state (ErrLogFailed): every later call returns the same error, and the
 // node must reopen the log from disk. A failed fsync is never retried.
 //
+// # The zero tail of the active segment
+//
+// A round's fsync is cheapest when its frames overwrite blocks that are
+// already allocated, written and durable: the file system then commits
+// data only, with no size change, block allocation or extent conversion
+// to journal. So the active segment keeps zeros written in its file ahead
+// of its frames, its zero tail: frames are written at the logical end
+// (WriteAt, never an append at the end of the file), and a round that
+// leaves less than half a step of zeros ahead writes the next step of
+// zeros past the logical end before its fsync, which makes them durable
+// with the frames. Steps grow with the segment between
+// zeroTailStepMinBytes and zeroTailStepMaxBytes (fs.go) and stop at
+// LogConfig.SegmentBytes, so an empty partition holds a few tens of
+// kilobytes of zeros and no round writes megabytes of them. It works on
+// any FS (plain positioned writes), the in-memory one included, so the
+// simulator's crashes tear and lose zero writes like frame writes.
+//
+// The file of the active segment is therefore longer than the log: every
+// size the log uses is the logical one (frames), never the file's. A
+// sealed segment ends at its last frame: sealing truncates the zero tail
+// (durable with the segment's next fsync, or cut again by recovery), so
+// moves, retention and reads of sealed segments see exact files.
+// Recovery recognises a zero tail: the valid frames stop and every byte
+// after them is zero (a frame starts with a non-zero magic, so a torn
+// frame, even one whose header is partly zero, is never all zeros). That
+// is the clean end of the log, not a torn tail: it is neither truncated
+// as damage nor reported as such (Recovery.ZeroTailBytes counts it). The
+// last segment keeps it and writes its next frames over it; an earlier
+// segment is cut there, durably. A tail holding anything but zeros after
+// the last valid frame is a torn tail, handled as below.
+//
 // # Recovery (OpenLog)
 //
 // Recovery reads the hwm file and verifies every frame of every segment,

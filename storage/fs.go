@@ -41,14 +41,14 @@ type FS interface {
 	SyncDir(dir string) error
 }
 
-// File is an open file of an FS. Writes always append at the end of the
-// file; reads are positional.
+// File is an open file of an FS. Write appends at the end of the file;
+// WriteAt and reads are positional.
 type File interface {
 	io.ReaderAt
 	// Write appends p at the end of the file.
 	Write(p []byte) (int, error)
-	// WriteAt overwrites bytes at off (used for small fixed-size slots,
-	// never past the end of the file plus len(p)).
+	// WriteAt writes p at off, overwriting or extending the file; off is
+	// never past the end of the file (no holes).
 	WriteAt(p []byte, off int64) (int, error)
 	// Truncate cuts the file to size bytes.
 	Truncate(size int64) error
@@ -59,23 +59,21 @@ type File interface {
 	Close() error
 }
 
-// Preallocator is implemented by files that can reserve disk space ahead
-// of their writes without changing their size (fallocate with KEEP_SIZE).
-// It is optional: the log uses it when present.
-type Preallocator interface {
-	Preallocate(bytes int64) error
-}
-
-// How far ahead of its writes the active segment reserves space: as far
-// as it has written already (the reservation doubles as the segment
-// grows), at least preallocateStepMinBytes and at most
-// preallocateStepMaxBytes. An empty partition's first write thus reserves
-// a few tens of kilobytes, not megabytes, and a busy segment still
-// reserves in large steps.
+// How far ahead of its frames the active segment keeps zeros written in
+// its file (its zero tail; see doc.go): as far as the segment holds
+// already, at least zeroTailStepMinBytes and at most zeroTailStepMaxBytes,
+// and never past LogConfig.SegmentBytes. A round tops the tail up when
+// less than half a step is left, so an empty partition writes a few tens
+// of kilobytes of zeros, not megabytes, and no round writes more than
+// zeroTailStepMaxBytes of them.
 const (
-	preallocateStepMinBytes = 64 << 10
-	preallocateStepMaxBytes = 4 << 20
+	zeroTailStepMinBytes = 64 << 10
+	zeroTailStepMaxBytes = 1 << 20
 )
+
+// zeroBlock is the source of the zero tail's writes, written in pieces of
+// at most its size.
+var zeroBlock [64 << 10]byte
 
 // FileInfo describes a name in an FS.
 type FileInfo struct {

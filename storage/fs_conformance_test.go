@@ -44,6 +44,7 @@ func runFSConformance(t *testing.T, newFS func(t *testing.T) FS) {
 		{"CreateWriteReadBack", conformCreateWriteReadBack},
 		{"OpenAppendsAtEnd", conformOpenAppendsAtEnd},
 		{"WriteAtOverwritesAndExtends", conformWriteAtOverwritesAndExtends},
+		{"WriteAtOverZeroTail", conformWriteAtOverZeroTail},
 		{"ReadAtPastEnd", conformReadAtPastEnd},
 		{"Truncate", conformTruncate},
 		{"CreateTruncatesExisting", conformCreateTruncatesExisting},
@@ -142,6 +143,33 @@ func conformOpenAppendsAtEnd(t *testing.T, fs FS) {
 	conformWrite(t, file, "third")
 	require.NoError(t, file.Close())
 	require.Equal(t, "first;second;third", conformReadFile(t, fs, "log"))
+}
+
+// The log's zero tail: zeros written and synced past the content, then
+// positioned writes over them, through a handle opened later, keep the
+// size and land where they are written.
+func conformWriteAtOverZeroTail(t *testing.T, fs FS) {
+	file, err := fs.Create("segment")
+	require.NoError(t, err)
+	conformWrite(t, file, "frame1")
+	_, err = file.WriteAt(make([]byte, 10), 6)
+	require.NoError(t, err)
+	require.NoError(t, file.Sync())
+	require.NoError(t, file.Close())
+	file, err = fs.Open("segment")
+	require.NoError(t, err)
+	defer file.Close()
+	size, err := file.Size()
+	require.NoError(t, err)
+	require.Equal(t, int64(16), size)
+	_, err = file.WriteAt([]byte("frame2"), 6)
+	require.NoError(t, err)
+	require.NoError(t, file.Sync())
+	size, err = file.Size()
+	require.NoError(t, err)
+	require.Equal(t, int64(16), size, "a write over the zeros does not grow the file")
+	require.Equal(t, "frame1frame2\x00\x00\x00\x00", conformReadAll(t, file))
+	require.Equal(t, "frame1frame2\x00\x00\x00\x00", conformReadFile(t, fs, "segment"))
 }
 
 func conformWriteAtOverwritesAndExtends(t *testing.T, fs FS) {

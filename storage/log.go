@@ -228,21 +228,42 @@ func (l *Log) Append(r Record) (uint64, error) {
 	return offset, nil
 }
 
-// preallocate reserves disk space ahead of the active segment's writes,
-// in steps that grow with the segment (fs.go), when the FS can: appends
-// inside reserved space make each sync round's fsync cheaper (no block
-// allocation to journal). A failure only loses the speed-up, so it is not
-// an error.
-func (l *Log) preallocate(s *segment, untilBytes int64) {
-	allocator, ok := s.file.(Preallocator)
-	if !ok || untilBytes <= s.preallocatedBytes {
-		return
+// extendZeroTail tops up the zero tail of the active segment s when less
+// than half a step (fs.go) is left ahead of its frames: zeros written now
+// become durable with the round's fsync, so the next rounds' frames
+// overwrite blocks that are already allocated, written and synced, and
+// their fsyncs commit no size change or extent conversion. The writes go
+// past the logical end only, never under a frame.
+func (l *Log) extendZeroTail(s *segment) error {
+	step := min(max(s.writtenBytes, zeroTailStepMinBytes), zeroTailStepMaxBytes)
+	if s.fileBytes-s.writtenBytes >= step/2 {
+		return nil
 	}
-	step := min(max(untilBytes, preallocateStepMinBytes), preallocateStepMaxBytes)
-	target := min(untilBytes+step, max(untilBytes, l.cfg.SegmentBytes))
-	if allocator.Preallocate(target) == nil {
-		s.preallocatedBytes = target
+	target := min(s.writtenBytes+step, l.cfg.SegmentBytes)
+	for s.fileBytes < target {
+		piece := zeroBlock[:min(target-s.fileBytes, int64(len(zeroBlock)))]
+		n, err := s.file.WriteAt(piece, s.fileBytes)
+		if err != nil {
+			return err
+		}
+		assert(n == len(piece), "short zero write without error: %d of %d bytes", n, len(piece))
+		s.fileBytes += int64(n)
 	}
+	return nil
+}
+
+// cutZeroTail truncates the zero tail of s, which is being sealed: sealed
+// segments end at their last frame. The cut becomes durable with the next
+// fsync of s, if any; until then recovery cuts a zero tail it finds.
+func (l *Log) cutZeroTail(s *segment) error {
+	if s.fileBytes == s.writtenBytes {
+		return nil
+	}
+	if err := s.file.Truncate(s.writtenBytes); err != nil {
+		return err
+	}
+	s.fileBytes = s.writtenBytes
+	return nil
 }
 
 // plantedVisibleBeforeDurable is planted bug BugVisibleBeforeDurable: the
@@ -275,6 +296,9 @@ func (l *Log) roll() error {
 	if err := l.flushPending(); err != nil {
 		return err
 	}
+	if err := l.cutZeroTail(l.active()); err != nil {
+		return l.fail(err)
+	}
 	file, err := l.fs.Create(segmentPath(l.dir, l.next))
 	if err != nil {
 		return l.fail(err)
@@ -291,13 +315,13 @@ func (l *Log) flushPending() error {
 		return nil
 	}
 	active := l.active()
-	l.preallocate(active, active.writtenBytes+int64(len(l.pending)))
-	n, err := active.file.Write(l.pending)
+	n, err := active.file.WriteAt(l.pending, active.writtenBytes) // over the zero tail, if any
 	if err != nil {
 		return l.fail(err)
 	}
 	assert(n == len(l.pending), "short segment write without error: %d of %d bytes", n, len(l.pending))
 	active.writtenBytes += int64(n)
+	active.fileBytes = max(active.fileBytes, active.writtenBytes)
 	assert(active.writtenBytes == active.sizeBytes, "segment %d written %d bytes, size %d", active.base, active.writtenBytes, active.sizeBytes)
 	l.pending = l.pending[:0]
 	return nil
@@ -326,8 +350,9 @@ func (l *Log) checkInvariants() {
 		"bounds out of order: oldest %d, committed %d, hwm %d, next %d", l.Oldest(), l.committed, l.hwm, l.next)
 	assert(l.hwmFile.value <= l.hwm, "persisted hwm %d above the visible %d", l.hwmFile.value, l.hwm)
 	for i, s := range l.segments {
-		assert(s.syncedBytes <= s.writtenBytes && s.writtenBytes <= s.sizeBytes,
-			"segment %d sizes: synced %d, written %d, size %d", s.base, s.syncedBytes, s.writtenBytes, s.sizeBytes)
+		assert(s.syncedBytes <= s.writtenBytes && s.writtenBytes <= s.sizeBytes && s.writtenBytes <= s.fileBytes,
+			"segment %d sizes: synced %d, written %d, size %d, file %d", s.base, s.syncedBytes, s.writtenBytes, s.sizeBytes, s.fileBytes)
+		assert(i == len(l.segments)-1 || s.fileBytes == s.writtenBytes, "sealed segment %d keeps a zero tail", s.base)
 		assert(i == 0 || l.segments[i-1].indexedEnd() <= s.base, "segment %d overlaps the one before", s.base)
 		assert(i >= l.unsyncedFrom || s.syncedBytes == s.sizeBytes, "segment %d before unsyncedFrom is not durable", s.base)
 	}

@@ -218,14 +218,6 @@ func (f *osFile) Sync() error {
 	return f.withFd(func(fd int) error { return syscall.Fdatasync(fd) })
 }
 
-// fallocKeepSize is FALLOC_FL_KEEP_SIZE: reserve blocks, keep the size.
-const fallocKeepSize = 1
-
-// Preallocate implements Preallocator.
-func (f *osFile) Preallocate(bytes int64) error {
-	return f.withFd(func(fd int) error { return syscall.Fallocate(fd, fallocKeepSize, 0, bytes) })
-}
-
 // withFd runs a system call on the file's descriptor; a closed file is
 // ErrClosed, never a call on a stale descriptor.
 func (f *osFile) withFd(call func(fd int) error) error {

@@ -26,6 +26,9 @@ type Recovery struct {
 	// TruncatedBytes were cut from a torn tail, segments removed after it
 	// included.
 	TruncatedBytes int64
+	// ZeroTailBytes is the zero tail found past the last frame of the
+	// segments (doc.go): expected, not a loss, and not in TruncatedBytes.
+	ZeroTailBytes int64
 	// CorruptCount is the number of offsets skipped as corrupt (below the
 	// persisted HWM, or in a gap between valid frames); Read returns
 	// ErrCorrupt for them. CorruptOffsets lists the first of them.
@@ -137,6 +140,9 @@ func (r *recoverer) scanSegments(bases []uint64) error {
 		if err != nil {
 			return err
 		}
+		if err := r.settleZeroTail(s, stop, hasNext); err != nil {
+			return err
+		}
 		tail, err := r.settleSegment(s, stop, nextBase, hasNext)
 		if err != nil || tail {
 			return errors.Join(err, r.removeSegments(bases[i+1:]))
@@ -157,7 +163,7 @@ func (r *recoverer) openSegment(base uint64) (*segment, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.sizeBytes, s.writtenBytes, s.syncedBytes = size, size, size
+	s.sizeBytes, s.writtenBytes, s.syncedBytes, s.fileBytes = size, size, size, size
 	return s, nil
 }
 
@@ -252,6 +258,56 @@ func (r *recoverer) resync(badPosition int64, expected, nextBase uint64) (scanne
 	return scannedFrame{}, false, nil
 }
 
+// settleZeroTail recognises a zero tail: the valid content of s stops
+// before the end of its file and every byte from there on is zero, which
+// is what the active segment writes ahead of its frames (doc.go), not a
+// torn frame (a frame never starts with zeros). It is not reported as
+// truncated nor as corrupt. The last segment keeps it and writes its next
+// frames over it; an earlier, sealed one is cut there, durably, so sealed
+// segments end at their last frame. Either way s ends at stop for the
+// rules that follow.
+func (r *recoverer) settleZeroTail(s *segment, stop int64, hasNext bool) error {
+	if stop >= s.sizeBytes {
+		return nil
+	}
+	zero, err := r.zeroFrom(stop)
+	if err != nil || !zero {
+		return err
+	}
+	if hasNext {
+		if err := s.file.Truncate(stop); err != nil {
+			return err
+		}
+		if err := s.file.Sync(); err != nil {
+			return err
+		}
+		s.fileBytes = stop
+	}
+	r.report.ZeroTailBytes += s.sizeBytes - stop
+	s.sizeBytes, s.writtenBytes, s.syncedBytes = stop, stop, stop
+	return nil
+}
+
+// zeroFrom reports whether every byte of the current segment file from
+// position on is zero.
+func (r *recoverer) zeroFrom(position int64) (bool, error) {
+	for position < r.reader.fileBytes {
+		b, err := r.reader.bytesAt(position, r.reader.windowBytes)
+		if err != nil {
+			return false, err
+		}
+		for rest := b; len(rest) > 0; {
+			piece := rest[:min(len(rest), len(zeroBlock))]
+			if !bytes.Equal(piece, zeroBlock[:len(piece)]) {
+				return false, nil
+			}
+			rest = rest[len(piece):]
+		}
+		position += int64(len(b))
+	}
+	return true, nil
+}
+
 // settleSegment applies the recovery rules at the end of a segment's
 // scan, given where its valid content stops. It returns true when s ends
 // the log (a torn tail), so later segments must go.
@@ -288,7 +344,7 @@ func (r *recoverer) truncateSegment(s *segment, stop int64) error {
 		return err
 	}
 	r.report.TruncatedBytes += s.sizeBytes - stop
-	s.sizeBytes, s.writtenBytes, s.syncedBytes = stop, stop, stop
+	s.sizeBytes, s.writtenBytes, s.syncedBytes, s.fileBytes = stop, stop, stop, stop
 	return nil
 }
 

@@ -32,9 +32,12 @@ type segment struct {
 	writtenBytes int64
 	// syncedBytes are durable (fsynced, or recovered from disk and synced).
 	syncedBytes int64
-	// preallocatedBytes is how far disk space is reserved ahead of the
-	// writes (0 when the FS cannot preallocate). Only flushPending raises it.
-	preallocatedBytes int64
+	// fileBytes is the size of the file: the written frames, then, on the
+	// active segment, the zero tail written ahead of them (doc.go).
+	// Invariant: fileBytes >= writtenBytes, and the bytes in
+	// [writtenBytes, fileBytes) were written as zeros. Raised by
+	// flushPending and extendZeroTail, cut to writtenBytes at a seal.
+	fileBytes int64
 	// newestTimeMs is the largest TimeMs of the segment's records;
 	// math.MinInt64 while it has none. Retention compares it.
 	newestTimeMs int64

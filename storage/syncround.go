@@ -128,6 +128,11 @@ func (l *Log) prepareData(r *SyncRound) error {
 	if err := l.flushPending(); err != nil {
 		return err
 	}
+	if active := l.active(); active.syncedBytes < active.sizeBytes { // so this round's fsync covers the zeros
+		if err := l.extendZeroTail(active); err != nil {
+			return err
+		}
+	}
 	r.data, r.hwm, r.records = true, l.next, int(l.next-l.hwm)
 	for _, s := range l.segments[l.unsyncedFrom:] {
 		if s.syncedBytes == s.sizeBytes {
