@@ -123,6 +123,9 @@ const (
 	// MarkNodeRecoveredTornTail: recovery cut a torn tail off a partition
 	// log.
 	MarkNodeRecoveredTornTail Mark = "node-recovered-torn-tail"
+	// MarkNodeRecoveredZeroTail: recovery found a partition log ending in
+	// the zero tail of its active segment (its clean end, not damage).
+	MarkNodeRecoveredZeroTail Mark = "node-recovered-zero-tail"
 	// MarkNodeRedelivery: a record was delivered more than once.
 	MarkNodeRedelivery Mark = "node-redelivery"
 	// MarkNodeStaleCopyDeleted: the sweep deleted a partition copy this
@@ -157,7 +160,7 @@ var Registered = []Mark{
 	MarkNodeMoveRolledBack, MarkNodeMoveStalled, MarkNodeMoveStarted, MarkNodeOpenLogsFull,
 	MarkNodePartitionFlippedAway, MarkNodePartitionFrozen, MarkNodePartitionUnfrozen, MarkNodePlanAbort,
 	MarkNodePlanMove, MarkNodeProbeReleased, MarkNodeProduceForwarded, MarkNodeProduceForwardsJoined,
-	MarkNodeProduceRerouted, MarkNodeRecoveredTornTail, MarkNodeRedelivery, MarkNodeStaleCopyDeleted,
+	MarkNodeProduceRerouted, MarkNodeRecoveredTornTail, MarkNodeRecoveredZeroTail, MarkNodeRedelivery, MarkNodeStaleCopyDeleted,
 	MarkNodeVoterRemoved, MarkNodeWriteFenced,
 	MarkMoveAbortPlanned, MarkMovePlanBoundReached,
 }

@@ -59,6 +59,7 @@ var ExpectedMarks = []chaos.Mark{
 	chaos.MarkNodeLongPollTimedOut,
 	chaos.MarkNodeLongPollWoken,
 	chaos.MarkNodeRecoveredTornTail,
+	chaos.MarkNodeRecoveredZeroTail,
 	chaos.MarkNodeRedelivery,
 	markKillDuringSyncRound,
 }
