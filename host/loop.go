@@ -257,7 +257,8 @@ func (l *loop) feed(in input) {
 // Ready's partition syncs run off the loop (pipelined group commit), and
 // the simulator drives that overlap. This host does not use it: measured
 // on a two-core machine, with the clients on the same cores, the overlap
-// lost 5-20 % of produce throughput (the fsync's goroutine waits for a
+// was no faster when the machine was otherwise idle and lost 5-20 % of
+// produce throughput under load (the fsync's goroutine waits for a
 // processor the feeding loop holds, and rounds carry fewer records), so
 // the loop persists each Ready itself and the gather window batches.
 func (l *loop) flush() error {
