@@ -278,16 +278,12 @@ func decodeInto(data []byte, into any, keep func()) error {
 // differences returns the first thing (a topic or a member) on which the
 // model and the replica differ, and how.
 func differences(model *metaModel, report replicaReport) (about, difference string) {
-	names := slices.Sorted(maps.Keys(model.topics))
-	names = append(names, slices.Sorted(maps.Keys(report.topics))...)
-	for _, name := range names {
+	for _, name := range unionOfKeys(model.topics, report.topics) {
 		if difference := topicDifference(model.topics[name], report.topics, name); difference != "" {
 			return "topic " + name, difference
 		}
 	}
-	ids := slices.Sorted(maps.Keys(model.members))
-	ids = append(ids, slices.Sorted(maps.Keys(report.members))...)
-	for _, id := range ids {
+	for _, id := range unionOfKeys(model.members, report.members) {
 		if difference := memberDifference(model.members[id], report.members, id); difference != "" {
 			return "member " + id, difference
 		}
@@ -295,15 +291,33 @@ func differences(model *metaModel, report replicaReport) (about, difference stri
 	return "", ""
 }
 
+// unionOfKeys is every key of a or b, sorted, each once.
+func unionOfKeys[A, B any](a map[string]A, b map[string]B) []string {
+	keys := append(slices.Collect(maps.Keys(a)), slices.Collect(maps.Keys(b))...)
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// presenceDifference says how the model and the replica differ on whether
+// a thing exists; decided is false when both have it (compare further).
+func presenceDifference(inModel, inReplica bool) (difference string, decided bool) {
+	switch {
+	case !inModel && !inReplica:
+		return "", true
+	case !inModel:
+		return "the replica has it, the model does not", true
+	case !inReplica:
+		return "the model has it, the replica does not", true
+	}
+	return "", false
+}
+
 func topicDifference(want *modelTopic, reported map[string]meta.TopicRecord, name string) string {
 	got, exists := reported[name]
+	if difference, decided := presenceDifference(want != nil, exists); decided {
+		return difference
+	}
 	switch {
-	case want == nil && !exists:
-		return ""
-	case want == nil:
-		return "the replica has it, the model does not"
-	case !exists:
-		return "the model has it, the replica does not"
 	case want.unmodelled:
 		return ""
 	case len(got.Assignments) != len(want.partitions):
@@ -321,13 +335,10 @@ func topicDifference(want *modelTopic, reported map[string]meta.TopicRecord, nam
 
 func memberDifference(want *modelMember, reported map[string]meta.Member, id string) string {
 	got, exists := reported[id]
+	if difference, decided := presenceDifference(want != nil, exists); decided {
+		return difference
+	}
 	switch {
-	case want == nil && !exists:
-		return ""
-	case want == nil:
-		return "the replica has it, the model does not"
-	case !exists:
-		return "the model has it, the replica does not"
 	case got.Alive != want.alive || got.Draining != want.draining || got.LastHeartbeatMs != want.lastHeartbeatMs:
 		return fmt.Sprintf("model alive=%t draining=%t heartbeat=%d, replica alive=%t draining=%t heartbeat=%d",
 			want.alive, want.draining, want.lastHeartbeatMs, got.Alive, got.Draining, got.LastHeartbeatMs)
