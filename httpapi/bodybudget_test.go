@@ -82,10 +82,11 @@ func TestBodyBudgetRefusesPastItsCap(t *testing.T) {
 	cfg.BodyBytesInFlightMax = cfg.BatchBodyBytesMax
 	server, registry := startBudgetServer(t, cfg)
 	// 9 MiB received of 16 MiB announced: the buffer grew to the
-	// announced length, which the budget now holds whole.
-	announced := int(cfg.BatchBodyBytesMax) - 1
+	// announced length and the byte that finds the end, which the budget
+	// now holds whole.
+	announced := int(cfg.BatchBodyBytesMax) - 2
 	stalled := announce(t, server, announced, []byte(strings.Repeat(" ", 9<<20)))
-	gaugeReaches(t, registry, "narad_http_request_body_bytes_in_flight", float64(announced))
+	gaugeReaches(t, registry, "narad_http_request_body_bytes_in_flight", float64(announced+1))
 
 	body := strings.Repeat(`{"payload":"`+strings.Repeat("x", 6_000)+`"}`+"\n", 1_000)
 	response, err := server.Client().Post(server.URL+"/v1/topics/t/produce", "application/x-ndjson", strings.NewReader(body))
@@ -105,4 +106,32 @@ func TestBodyBudgetRefusesPastItsCap(t *testing.T) {
 	require.NoError(t, response.Body.Close())
 	require.NotEqual(t, http.StatusServiceUnavailable, response.StatusCode, "the budget is free again")
 	require.Equal(t, 1.0, series(t, registry, "narad_http_request_body_budget_refused_total")[""])
+}
+
+// reservations records every size readGrowing reserves.
+type reservations struct{ sizes []int64 }
+
+func (r *reservations) reserve(total int64) bool {
+	r.sizes = append(r.sizes, total)
+	return true
+}
+
+// A body of its announced length is read into one buffer of that length
+// and the byte that finds the end: never grown, never copied. A body
+// longer than announced (a reader that does not stop at the length)
+// still reads whole.
+func TestBodyOfAnnouncedLengthReadsIntoOneBuffer(t *testing.T) {
+	payload := strings.Repeat("x", 256)
+	reserved := &reservations{}
+	body, err := readGrowing(strings.NewReader(payload), int64(len(payload)), reserved)
+	require.NoError(t, err)
+	require.Equal(t, payload, string(body))
+	require.Equal(t, []int64{257}, reserved.sizes)
+	require.Equal(t, 257, cap(body))
+
+	longer := &reservations{}
+	body, err = readGrowing(strings.NewReader(payload+"yz"), int64(len(payload)), longer)
+	require.NoError(t, err)
+	require.Equal(t, payload+"yz", string(body))
+	require.Equal(t, []int64{257, 514}, longer.sizes)
 }

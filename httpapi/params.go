@@ -136,15 +136,21 @@ func readBody(r *http.Request, bytesMax int64) ([]byte, *ErrorResponse) {
 const readStartBytes = 64 << 10
 
 // readGrowing reads everything into a buffer that doubles as bytes
-// arrive, never past the announced length while the body keeps to it, so
-// the buffer is at most twice what was received and a body of the
-// announced length ends in an exact buffer. Each buffer size is reserved
-// from the request body budget (reserver, nil outside the server) before
-// it is allocated.
+// arrive, never past the announced length and one byte more while the
+// body keeps to it: the byte is where the read that finds the end goes,
+// so that a body of the announced length (every body the HTTP server
+// hands over) is read into one buffer, never copied, and the buffer is at
+// most twice what was received. Each buffer size is reserved from the
+// request body budget (reserver, nil outside the server) before it is
+// allocated.
 func readGrowing(r io.Reader, contentLength int64, reserver bodyReserver) ([]byte, error) {
-	size := int64(readStartBytes)
+	exact := int64(0) // the announced length and the byte that finds the end; 0 when not announced
 	if contentLength > 0 {
-		size = min(size, contentLength)
+		exact = contentLength + 1
+	}
+	size := int64(readStartBytes)
+	if exact > 0 {
+		size = min(size, exact)
 	}
 	if reserver != nil && !reserver.reserve(size) {
 		return nil, errBodyBudgetFull
@@ -153,8 +159,8 @@ func readGrowing(r io.Reader, contentLength int64, reserver bodyReserver) ([]byt
 	for {
 		if len(body) == cap(body) {
 			grown := int64(2 * cap(body))
-			if contentLength > int64(cap(body)) {
-				grown = min(grown, contentLength)
+			if exact > int64(cap(body)) {
+				grown = min(grown, exact)
 			}
 			if reserver != nil && !reserver.reserve(grown) {
 				return nil, errBodyBudgetFull
