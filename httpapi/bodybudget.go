@@ -3,7 +3,6 @@ package httpapi
 import (
 	"errors"
 	"io"
-	"net/http"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -78,23 +77,6 @@ func (b *bodyBudget) Held() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.held
-}
-
-// middleware charges every request body read through next to the budget
-// and gives the bytes back once next returned (the decoded request, which
-// may point into the body, is answered by then).
-func (b *bodyBudget) middleware(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body == nil || r.Body == http.NoBody {
-			next.ServeHTTP(w, r)
-			return
-		}
-		body := &budgetedBody{reader: r.Body, budget: b}
-		r = r.WithContext(r.Context()) // a shallow copy: the caller's request stays as it was
-		r.Body = body
-		defer func() { b.give(body.held) }()
-		next.ServeHTTP(w, r)
-	})
 }
 
 // budgetedBody takes from the budget what its request holds: the bytes

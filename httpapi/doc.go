@@ -15,9 +15,10 @@
 //   - Encode turns a msg.Request and its msg.Reply into a Response
 //     (status, headers, body). It never fails: a reply that breaks the
 //     contract of msg.Reply is a bug and panics through assert.
-//   - NewHandler is the production server: metrics middleware, then the
+//   - NewHandler is the production server: the HTTP metrics, then the
 //     budget of request body bytes in flight (bodybudget.go), then panic
-//     recovery, then authentication (WithSecurity: HTTP Basic checked by
+//     recovery, all three in one pass that matches the route once and
+//     tracks a request in one allocation (front.go), then authentication (WithSecurity: HTTP Basic checked by
 //     package auth; /healthz, /readyz and /metrics exempt), then Decode,
 //     authorization by route at this node (grants, topic owner, admin),
 //     Backend.Do, Encode and Write. The users routes are served by the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"runtime/debug"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -52,7 +51,7 @@ func NewHandler(b Backend, codec *Codec, reg *prometheus.Registry, logger *slog.
 		option(routes)
 	}
 	budget := newBodyBudget(codec.config.BodyBytesInFlightMax, reg)
-	return metrics.middleware(codec.route, budget.middleware(recoverPanics(logger, routes)))
+	return &front{metrics: metrics, budget: budget, logger: logger, routes: routes}
 }
 
 // apiHandler serves every route of the codec. Its fields are set by
@@ -67,8 +66,9 @@ type apiHandler struct {
 	security *Security
 }
 
-func (h *apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	caller, refused := h.authenticate(r, h.codec.route(r))
+// serve answers r, whose route pattern ("" for none) front matched.
+func (h *apiHandler) serve(w http.ResponseWriter, r *http.Request, route string) {
+	caller, refused := h.authenticate(r, route)
 	if refused != nil {
 		refused.Write(w)
 		return
@@ -135,47 +135,3 @@ func (h *apiHandler) readiness() Response {
 	}
 	return jsonResponse(http.StatusOK, statusBody{Status: "ready"})
 }
-
-// recoverPanics turns a panic of next into a 500 and logs it with its
-// stack. http.ErrAbortHandler keeps its meaning (abort the connection).
-func recoverPanics(logger *slog.Logger, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tracker := &headerTracker{ResponseWriter: w}
-		defer func() {
-			recovered := recover()
-			if recovered == nil {
-				return
-			}
-			if recovered == http.ErrAbortHandler {
-				panic(recovered)
-			}
-			logger.Error("http handler panicked", "method", r.Method, "path", r.URL.Path,
-				"panic", recovered, "stack", string(debug.Stack()))
-			if !tracker.wroteHeader {
-				clear(tracker.Header()) // drop what the panicking handler set
-				errorResponse(errInternalPanic).Write(tracker)
-			}
-		}()
-		next.ServeHTTP(tracker, r)
-	})
-}
-
-// headerTracker remembers whether the header was sent, so that a panic
-// after it is not answered twice.
-type headerTracker struct {
-	http.ResponseWriter
-	wroteHeader bool
-}
-
-func (t *headerTracker) WriteHeader(status int) {
-	t.wroteHeader = true
-	t.ResponseWriter.WriteHeader(status)
-}
-
-func (t *headerTracker) Write(data []byte) (int, error) {
-	t.wroteHeader = true
-	return t.ResponseWriter.Write(data)
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (t *headerTracker) Unwrap() http.ResponseWriter { return t.ResponseWriter }

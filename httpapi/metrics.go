@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -61,28 +60,6 @@ func NewHTTPMetrics(reg prometheus.Registerer) *HTTPMetrics {
 	return metrics
 }
 
-// middleware counts every request served by next. route names the
-// pattern a request matches ("" for none).
-func (m *HTTPMetrics) middleware(route func(*http.Request) string, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		m.inFlight.Inc()
-		defer m.inFlight.Dec()
-		routeLabel := route(r)
-		if routeLabel == "" {
-			routeLabel = routeUnmatched
-		}
-		body := &countingReader{reader: r.Body}
-		if r.Body != nil {
-			r = r.WithContext(r.Context()) // a shallow copy: the caller's request stays as it was
-			r.Body = body
-		}
-		recorder := &statusRecorder{ResponseWriter: w}
-		next.ServeHTTP(recorder, r)
-		m.observe(routeLabel, methodLabel(r.Method), recorder, body.bytes, time.Since(start))
-	})
-}
-
 func (m *HTTPMetrics) observe(route, method string, recorder *statusRecorder, bytesIn int64, elapsed time.Duration) {
 	status := strconv.Itoa(recorder.statusOrOK())
 	m.requests.WithLabelValues(route, method, status).Inc()
@@ -97,21 +74,6 @@ func methodLabel(method string) string {
 	}
 	return methodOther
 }
-
-// countingReader counts the bytes read through it. It belongs to one
-// request and is used by one goroutine.
-type countingReader struct {
-	reader io.ReadCloser
-	bytes  int64 // bytes returned by Read so far
-}
-
-func (c *countingReader) Read(buffer []byte) (int, error) {
-	n, err := c.reader.Read(buffer)
-	c.bytes += int64(n)
-	return n, err
-}
-
-func (c *countingReader) Close() error { return c.reader.Close() }
 
 // statusRecorder remembers the status and counts the body bytes written.
 // It belongs to one request; only its own methods change the fields.
