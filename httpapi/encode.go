@@ -3,6 +3,7 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"narad/msg"
 )
@@ -75,7 +76,7 @@ func encodeProduce(request msg.Produce, result msg.ProduceResult) Response {
 		"produce of %d records replied with %d placements", len(request.Records), len(result.Records))
 	if !request.Batch {
 		assert(len(result.Records) == 1, "single produce replied with %d placements", len(result.Records))
-		return jsonResponse(http.StatusAccepted, result.Records[0])
+		return rawJSONResponse(http.StatusAccepted, appendPlacement(make([]byte, 0, placementBytesMax), result.Records[0]))
 	}
 	body := produceBatchBody{Accepted: len(result.Records), Records: nonNil(result.Records)}
 	return jsonResponse(http.StatusAccepted, body)
@@ -158,4 +159,18 @@ func nonNil[T any](items []T) []T {
 		return []T{}
 	}
 	return items
+}
+
+// placementBytesMax is the longest JSON placement with its newline:
+// `{"partition":` and `,"offset":` around two 20-digit numbers, `}\n`.
+const placementBytesMax = 13 + 20 + 10 + 20 + 2
+
+// appendPlacement appends a placement as the JSON object encoding/json
+// makes of msg.Placement (the fields in their order), without reflection.
+func appendPlacement(dst []byte, placement msg.Placement) []byte {
+	dst = append(dst, `{"partition":`...)
+	dst = strconv.AppendInt(dst, int64(placement.Partition), 10)
+	dst = append(dst, `,"offset":`...)
+	dst = strconv.AppendUint(dst, placement.Offset, 10)
+	return append(dst, '}')
 }

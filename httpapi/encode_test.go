@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -261,4 +262,27 @@ func TestEncodeUnavailableCarriesRetryAfter(t *testing.T) {
 	invalid := Encode(produce, msg.Reply{Err: msg.Invalid("bad")})
 	require.Equal(t, http.StatusBadRequest, invalid.Status)
 	require.Empty(t, invalid.Header.Get("Retry-After"))
+}
+
+// A placement is written by hand as encoding/json writes msg.Placement,
+// up to the largest offset, within placementBytesMax with its newline.
+func TestAppendPlacementMatchesEncodingJSON(t *testing.T) {
+	for _, placement := range []msg.Placement{{}, {Partition: 1, Offset: 7}, {Partition: 1<<31 - 1, Offset: 1<<64 - 1}} {
+		want, err := json.Marshal(placement)
+		require.NoError(t, err)
+		encoded := appendPlacement(nil, placement)
+		require.Equal(t, string(want), string(encoded))
+		require.LessOrEqual(t, len(encoded)+1, placementBytesMax)
+	}
+}
+
+// The JSON header is shared by responses: the one response that adds to
+// it (401's WWW-Authenticate) adds to its own copy.
+func TestSharedJSONHeaderStaysAsItWas(t *testing.T) {
+	refused := unauthenticated()
+	require.Equal(t, realm, refused.Header.Get("WWW-Authenticate"))
+	require.Equal(t, http.Header{"Content-Type": {"application/json"}}, jsonHeader)
+	produced := Encode(msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Payload: []byte("x")}}},
+		ok(msg.ProduceResult{Records: []msg.Placement{{Partition: 1, Offset: 7}}}))
+	require.Empty(t, produced.Header.Get("WWW-Authenticate"))
 }

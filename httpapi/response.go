@@ -16,7 +16,8 @@ type Response struct {
 	// Status is the HTTP status code.
 	Status int
 	// Header holds the headers to send (Content-Type at least when Body is
-	// not empty).
+	// not empty). It may be shared between responses (jsonHeader): never
+	// change it; add to a Clone.
 	Header http.Header
 	// Body is sent as is; empty for 204.
 	Body []byte
@@ -48,13 +49,16 @@ func jsonResponse(status int, value any) Response {
 	return rawJSONResponse(status, marshalJSON(value))
 }
 
+// jsonHeader is the header of every JSON response but a 503, shared by
+// all of them (no map to build per response); nothing changes it.
+var jsonHeader = http.Header{"Content-Type": {"application/json"}}
+
 // rawJSONResponse sends already encoded JSON followed by a newline. A 503
 // carries Retry-After.
 func rawJSONResponse(status int, body []byte) Response {
-	header := http.Header{}
-	header.Set("Content-Type", "application/json")
+	header := jsonHeader
 	if status == http.StatusServiceUnavailable {
-		header.Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+		header = http.Header{"Content-Type": {"application/json"}, "Retry-After": {strconv.Itoa(RetryAfterSeconds)}}
 	}
 	return Response{Status: status, Header: header, Body: append(body, '\n')}
 }

@@ -83,6 +83,7 @@ func (h *apiHandler) authenticate(r *http.Request, route string) (auth.Identity,
 
 func unauthenticated() *Response {
 	response := jsonResponse(http.StatusUnauthorized, errorBody{Error: messageUnauthenticated})
+	response.Header = response.Header.Clone() // the JSON header is shared
 	response.Header.Set("WWW-Authenticate", realm)
 	return &response
 }
