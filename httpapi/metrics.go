@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,6 +29,25 @@ type HTTPMetrics struct {
 	bytesIn  *prometheus.CounterVec   // route
 	bytesOut *prometheus.CounterVec   // route
 	inFlight prometheus.Gauge
+	// seriesMu guards series, the series of each label set seen so far,
+	// so that a request updates them without hashing its labels again.
+	// Its keys are the label sets of requests and duration, which the
+	// bounded routes, methods and statuses bound.
+	seriesMu sync.RWMutex
+	series   map[seriesKey]requestSeries
+}
+
+// seriesKey is the label set of one request: route and method labels and
+// the status sent.
+type seriesKey struct {
+	route, method string
+	status        int
+}
+
+// requestSeries are the series a request of one label set updates.
+type requestSeries struct {
+	requests, bytesIn, bytesOut prometheus.Counter
+	duration                    prometheus.Observer
 }
 
 // NewHTTPMetrics creates the HTTP metrics and registers them with reg. It
@@ -56,16 +76,39 @@ func NewHTTPMetrics(reg prometheus.Registerer) *HTTPMetrics {
 			Help: "HTTP requests being served.",
 		}),
 	}
+	metrics.series = map[seriesKey]requestSeries{}
 	reg.MustRegister(metrics.requests, metrics.duration, metrics.bytesIn, metrics.bytesOut, metrics.inFlight)
 	return metrics
 }
 
 func (m *HTTPMetrics) observe(route, method string, recorder *statusRecorder, bytesIn int64, elapsed time.Duration) {
-	status := strconv.Itoa(recorder.statusOrOK())
-	m.requests.WithLabelValues(route, method, status).Inc()
-	m.duration.WithLabelValues(route, method, status).Observe(elapsed.Seconds())
-	m.bytesIn.WithLabelValues(route).Add(float64(bytesIn))
-	m.bytesOut.WithLabelValues(route).Add(float64(recorder.bytes))
+	series := m.seriesOf(seriesKey{route: route, method: method, status: recorder.statusOrOK()})
+	series.requests.Inc()
+	series.duration.Observe(elapsed.Seconds())
+	series.bytesIn.Add(float64(bytesIn))
+	series.bytesOut.Add(float64(recorder.bytes))
+}
+
+// seriesOf returns the series of a label set, looking them up in the
+// vectors the first time only.
+func (m *HTTPMetrics) seriesOf(key seriesKey) requestSeries {
+	m.seriesMu.RLock()
+	series, ok := m.series[key]
+	m.seriesMu.RUnlock()
+	if ok {
+		return series
+	}
+	status := strconv.Itoa(key.status)
+	series = requestSeries{
+		requests: m.requests.WithLabelValues(key.route, key.method, status),
+		duration: m.duration.WithLabelValues(key.route, key.method, status),
+		bytesIn:  m.bytesIn.WithLabelValues(key.route),
+		bytesOut: m.bytesOut.WithLabelValues(key.route),
+	}
+	m.seriesMu.Lock()
+	defer m.seriesMu.Unlock()
+	m.series[key] = series
+	return series
 }
 
 func methodLabel(method string) string {
