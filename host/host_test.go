@@ -12,12 +12,12 @@ import (
 
 // testHost starts a real host on a loopback port with its data in a
 // temporary directory, and stops it when the test ends.
-func testHost(t *testing.T) *Host {
+func testHost(t testing.TB) *Host {
 	t.Helper()
 	return testHostAt(t, t.TempDir())
 }
 
-func testHostAt(t *testing.T, dataDir string) *Host {
+func testHostAt(t testing.TB, dataDir string) *Host {
 	t.Helper()
 	opts := DefaultOptions(dataDir)
 	opts.HTTPAddr = "127.0.0.1:0"

@@ -1,0 +1,102 @@
+package host
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// benchProducers is how many clients produce at once, as in
+// `narad bench --workers 16`.
+const benchProducers = 16
+
+// BenchmarkProduceSingle sends single 256-byte produces to one host on
+// loopback from benchProducers keep-alive clients, without keys and with
+// a key drawn from 1,000 (each key pins its partition), to a topic of 6
+// partitions. Besides time and allocations (of the whole process,
+// clients included), it reports the partition fsyncs and the records per
+// sync round, read from the host's metrics.
+func BenchmarkProduceSingle(b *testing.B) {
+	for _, keys := range []int{0, 1000} {
+		b.Run(fmt.Sprintf("keys=%d", keys), func(b *testing.B) {
+			h := testHost(b)
+			base := "http://" + h.Addr()
+			created, err := http.Post(base+"/v1/topics", "application/json", bytes.NewReader([]byte(`{"name":"bench","partitions":6}`)))
+			require.NoError(b, err)
+			require.NoError(b, created.Body.Close())
+			require.Equal(b, http.StatusCreated, created.StatusCode)
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: benchProducers}}
+			payload := bytes.Repeat([]byte("x"), 256)
+			before := storageCounts(b, base)
+			b.ReportAllocs()
+			b.SetParallelism((benchProducers + 1) / 2) // GOMAXPROCS is 2 on the machines this runs on
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					path := base + "/v1/topics/bench/produce"
+					if keys > 0 {
+						path += "?key=k" + strconv.Itoa(rand.IntN(keys))
+					}
+					produceOnce(b, client, path, payload)
+				}
+			})
+			b.StopTimer()
+			after := storageCounts(b, base)
+			require.Positive(b, after.rounds, "the host's metrics carry no sync round")
+			b.ReportMetric((after.fsyncs-before.fsyncs)/float64(b.N), "fsyncs/op")
+			if rounds := after.rounds - before.rounds; rounds > 0 {
+				b.ReportMetric((after.records-before.records)/rounds, "records/round")
+				b.ReportMetric((after.fsyncs-before.fsyncs)/rounds, "fsyncs/round")
+			}
+		})
+	}
+}
+
+// produceOnce sends one produce and fails the benchmark unless it is
+// accepted.
+func produceOnce(b *testing.B, client *http.Client, path string, payload []byte) {
+	response, err := client.Post(path, "application/octet-stream", bytes.NewReader(payload))
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	_, _ = io.Copy(io.Discard, response.Body)
+	_ = response.Body.Close()
+	if response.StatusCode != http.StatusAccepted {
+		b.Errorf("produce answered %d", response.StatusCode)
+	}
+}
+
+// storageTotals are the host's partition fsyncs, sync rounds that made
+// records durable, and those records, since it started.
+type storageTotals struct{ fsyncs, rounds, records float64 }
+
+var storageSeries = regexp.MustCompile(`(?m)^narad_storage_(fsyncs_total|round_records_count|round_records_sum) (\S+)$`)
+
+func storageCounts(b *testing.B, base string) storageTotals {
+	response, err := http.Get(base + "/metrics")
+	require.NoError(b, err)
+	body, err := io.ReadAll(response.Body)
+	require.NoError(b, err)
+	require.NoError(b, response.Body.Close())
+	var totals storageTotals
+	for _, match := range storageSeries.FindAllStringSubmatch(string(body), -1) {
+		value, err := strconv.ParseFloat(match[2], 64)
+		require.NoError(b, err)
+		switch match[1] {
+		case "fsyncs_total":
+			totals.fsyncs = value
+		case "round_records_count":
+			totals.rounds = value
+		case "round_records_sum":
+			totals.records = value
+		}
+	}
+	return totals
+}
