@@ -3,6 +3,7 @@ package host
 import (
 	"log/slog"
 	"strconv"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -50,7 +51,24 @@ type Metrics struct {
 	peerStepErrors   prometheus.Counter
 	peerUnsent       prometheus.Counter
 	moves            *moveMetrics
+	// flowMu guards flows: the produced or consumed counters (messages,
+	// bytes) of each partition seen, so that a record counted does not
+	// format and hash its labels again. Its keys are the label sets of
+	// those four vectors, which hold the same series.
+	flowMu sync.Mutex
+	flows  map[flowKey]flowCounters
 }
+
+// flowKey names one partition's produced or consumed counters.
+type flowKey struct {
+	topic     string
+	partition int
+	consumed  bool
+}
+
+// flowCounters are one partition's messages and bytes, produced or
+// consumed.
+type flowCounters struct{ messages, bytes prometheus.Counter }
 
 // storageBuckets span 100 µs to about 1.6 s.
 var storageBuckets = prometheus.ExponentialBuckets(0.0001, 2, 15)
@@ -72,6 +90,7 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 	tp := []string{"topic", "partition"}
 	m := &Metrics{
 		logger:           logger,
+		flows:            map[flowKey]flowCounters{},
 		producedMessages: counterVec("messages_produced_total", "Records appended at this owner.", tp),
 		producedBytes:    counterVec("bytes_produced_total", "Payload bytes appended at this owner.", tp),
 		consumedMessages: counterVec("messages_consumed_total", "Records delivered (queue and replay).", tp),
@@ -135,16 +154,34 @@ func gauge(name, help string) prometheus.Gauge {
 
 // Produced implements node.Observer.
 func (m *Metrics) Produced(topic string, partition int, records int, bytes int64) {
-	p := strconv.Itoa(partition)
-	m.producedMessages.WithLabelValues(topic, p).Add(float64(records))
-	m.producedBytes.WithLabelValues(topic, p).Add(float64(bytes))
+	counters := m.flowOf(flowKey{topic: topic, partition: partition})
+	counters.messages.Add(float64(records))
+	counters.bytes.Add(float64(bytes))
 }
 
 // Consumed implements node.Observer.
 func (m *Metrics) Consumed(topic string, partition int, records int, bytes int64) {
-	p := strconv.Itoa(partition)
-	m.consumedMessages.WithLabelValues(topic, p).Add(float64(records))
-	m.consumedBytes.WithLabelValues(topic, p).Add(float64(bytes))
+	counters := m.flowOf(flowKey{topic: topic, partition: partition, consumed: true})
+	counters.messages.Add(float64(records))
+	counters.bytes.Add(float64(bytes))
+}
+
+// flowOf returns a partition's produced or consumed counters, looking
+// them up in the vectors the first time only.
+func (m *Metrics) flowOf(key flowKey) flowCounters {
+	m.flowMu.Lock()
+	defer m.flowMu.Unlock()
+	if counters, ok := m.flows[key]; ok {
+		return counters
+	}
+	messages, bytes := m.producedMessages, m.producedBytes
+	if key.consumed {
+		messages, bytes = m.consumedMessages, m.consumedBytes
+	}
+	p := strconv.Itoa(key.partition)
+	counters := flowCounters{messages: messages.WithLabelValues(key.topic, p), bytes: bytes.WithLabelValues(key.topic, p)}
+	m.flows[key] = counters
+	return counters
 }
 
 // Acked implements node.Observer.
