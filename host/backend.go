@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 
 	"narad/msg"
@@ -20,15 +21,23 @@ type backend struct {
 
 var errLoopStopped = errors.New("node loop stopped")
 
+// replyChannels holds empty reply channels (buffered, capacity 1) for
+// reuse. A channel goes back only once its one reply was received, or
+// when the loop never got it: a cancelled request's channel may still
+// receive a late reply, and is left to the garbage collector.
+var replyChannels = sync.Pool{New: func() any { return make(chan msg.Reply, 1) }}
+
 // Do implements httpapi.Backend.
 func (b *backend) Do(ctx context.Context, req msg.Request) msg.Reply {
 	id := msg.RequestID(b.nextID.Add(1))
-	replyCh := make(chan msg.Reply, 1)
+	replyCh := replyChannels.Get().(chan msg.Reply)
 	if err := b.send(ctx, input{id: id, request: req, reply: replyCh}); err != nil {
+		replyChannels.Put(replyCh) // the loop never saw it
 		return msg.Reply{ID: id, Err: msg.Unavailable("%v", err)}
 	}
 	select {
 	case reply := <-replyCh:
+		replyChannels.Put(replyCh) // the loop sends one reply per request, and forgets the channel before it sends
 		return reply
 	case <-ctx.Done():
 		// The loop may still answer; the buffered channel absorbs it.
