@@ -113,7 +113,7 @@ type Decoded struct {
 // http.ServeMux itself writes for an unknown path (404), a wrong method
 // (405) or an unclean path (redirect).
 func (c *Codec) Decode(r *http.Request) (Decoded, *ErrorResponse) {
-	captured := &capture{header: http.Header{}}
+	captured := &capture{}
 	c.mux.ServeHTTP(captured, r)
 	if !captured.routed {
 		return Decoded{}, captured.muxAnswer()
@@ -154,8 +154,8 @@ func (h routeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // answer the mux writes itself lands in header, status and body. Nothing
 // changes it after the mux returns.
 type capture struct {
-	header  http.Header
-	status  int // 0 until WriteHeader or Write
+	header  http.Header // made when first asked for: a routed request never is
+	status  int         // 0 until WriteHeader or Write
 	body    bytes.Buffer
 	routed  bool // a route handler ran
 	route   string
@@ -164,7 +164,12 @@ type capture struct {
 	failure *ErrorResponse
 }
 
-func (c *capture) Header() http.Header { return c.header }
+func (c *capture) Header() http.Header {
+	if c.header == nil {
+		c.header = http.Header{}
+	}
+	return c.header
+}
 
 func (c *capture) WriteHeader(status int) {
 	if c.status == 0 {
@@ -180,6 +185,6 @@ func (c *capture) Write(data []byte) (int, error) {
 // muxAnswer is the answer the mux wrote instead of calling a route.
 func (c *capture) muxAnswer() *ErrorResponse {
 	assert(c.status != 0, "the mux neither routed the request nor answered it")
-	answer := Response{Status: c.status, Header: c.header, Body: c.body.Bytes()}
+	answer := Response{Status: c.status, Header: c.Header(), Body: c.body.Bytes()}
 	return &ErrorResponse{Response: answer}
 }

@@ -27,12 +27,24 @@ func parseQuery(r *http.Request) (url.Values, *ErrorResponse) {
 	if err != nil {
 		return nil, invalidf("invalid query string: %v", err)
 	}
-	for _, name := range slices.Sorted(maps.Keys(values)) {
-		if len(values[name]) > 1 {
-			return nil, invalidf("duplicate query parameter %q", name)
+	for _, given := range values { //determinism:ok only whether any is given twice
+		if len(given) > 1 {
+			return nil, duplicateParameter(values)
 		}
 	}
 	return values, nil
+}
+
+// duplicateParameter names the first parameter, in name order, given
+// more than once (one at least is).
+func duplicateParameter(values url.Values) *ErrorResponse {
+	for _, name := range slices.Sorted(maps.Keys(values)) {
+		if len(values[name]) > 1 {
+			return invalidf("duplicate query parameter %q", name)
+		}
+	}
+	assert(false, "duplicateParameter found no parameter given twice")
+	return nil
 }
 
 // rejectDuplicates fails when one of names appears more than once (for a
