@@ -113,23 +113,21 @@ type Decoded struct {
 // http.ServeMux itself writes for an unknown path (404), a wrong method
 // (405) or an unclean path (redirect).
 func (c *Codec) Decode(r *http.Request) (Decoded, *ErrorResponse) {
+	return c.match(r).decode(r)
+}
+
+// match routes r without reading its body: the mux sets r's pattern and
+// path values, and calls the route's handler, which only records itself
+// in the capture, or answers itself. Decode is match, then the capture's
+// decode.
+func (c *Codec) match(r *http.Request) *capture {
 	captured := &capture{}
 	c.mux.ServeHTTP(captured, r)
-	if !captured.routed {
-		return Decoded{}, captured.muxAnswer()
-	}
-	return Decoded{Route: captured.route, Request: captured.request, Lines: captured.lines}, captured.failure
+	return captured
 }
 
-// route returns the pattern r matches, or "" when none does. It does not
-// read the body.
-func (c *Codec) route(r *http.Request) string {
-	_, pattern := c.mux.Handler(r)
-	return pattern
-}
-
-// routeHandler is the mux handler of one route: it decodes into the
-// capture it is served with.
+// routeHandler is the mux handler of one route: served with a capture,
+// it records itself there for the capture's decode.
 type routeHandler struct {
 	codec       *Codec
 	decode      decodeFunc      // nil: nothing to decode, or decodeLines
@@ -138,30 +136,40 @@ type routeHandler struct {
 
 func (h routeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	captured, ok := w.(*capture)
-	assert(ok, "route handler served with a %T, want the capture of Decode", w)
+	assert(ok, "route handler served with a %T, want the capture of match", w)
 	captured.routed = true
 	captured.route = r.Pattern
-	switch {
-	case h.decode != nil:
-		captured.request, captured.failure = h.decode(h.codec, r)
-	case h.decodeLines != nil:
-		captured.request, captured.lines, captured.failure = h.decodeLines(h.codec, r)
-	}
+	captured.handler = h
 }
 
-// capture is the ResponseWriter Decode runs the mux on; each Decode makes
-// its own. A route handler fills routed, route, request and failure; an
-// answer the mux writes itself lands in header, status and body. Nothing
-// changes it after the mux returns.
+// decode decodes r, which match routed into this capture, with the
+// matched route's decoder; or returns the mux's own answer.
+func (c *capture) decode(r *http.Request) (Decoded, *ErrorResponse) {
+	if !c.routed {
+		return Decoded{}, c.muxAnswer()
+	}
+	decoded := Decoded{Route: c.route}
+	var failed *ErrorResponse
+	switch h := c.handler; {
+	case h.decode != nil:
+		decoded.Request, failed = h.decode(h.codec, r)
+	case h.decodeLines != nil:
+		decoded.Request, decoded.Lines, failed = h.decodeLines(h.codec, r)
+	}
+	return decoded, failed
+}
+
+// capture is the ResponseWriter match runs the mux on; each match makes
+// its own. A route handler fills routed, route and handler; an answer the
+// mux writes itself lands in header, status and body. Nothing changes it
+// after the mux returns.
 type capture struct {
 	header  http.Header // made when first asked for: a routed request never is
 	status  int         // 0 until WriteHeader or Write
 	body    bytes.Buffer
 	routed  bool // a route handler ran
 	route   string
-	request msg.Request
-	lines   []int
-	failure *ErrorResponse
+	handler routeHandler // the route's, when routed
 }
 
 func (c *capture) Header() http.Header {

@@ -9,8 +9,8 @@ import (
 
 // front is the outer part of the production handler, in one pass per
 // request, outer to inner: the HTTP metrics, the budget of request body
-// bytes in flight, panic recovery; then the routes. It matches the route
-// once and keeps what it tracks of a request in one exchange, a single
+// bytes in flight, panic recovery; then the routes. It routes the request
+// once (the metrics label, authentication and decoding share it) and keeps what it tracks of a request in one exchange, a single
 // allocation. Its fields are set by NewHandler and never change.
 type front struct {
 	metrics *HTTPMetrics
@@ -37,11 +37,6 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	f.metrics.inFlight.Inc()
 	defer f.metrics.inFlight.Dec()
-	route := f.routes.codec.route(r)
-	routeLabel := route
-	if routeLabel == "" {
-		routeLabel = routeUnmatched
-	}
 	method := methodLabel(r.Method)
 	x := &exchange{writer: statusRecorder{ResponseWriter: w}}
 	if r.Body != nil && r.Body != http.NoBody {
@@ -50,7 +45,12 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		x.request.Body = &x.body
 		r = &x.request
 	}
-	f.serveRecovering(&x.writer, r, route)
+	matched := f.routes.codec.match(r) // the one routing of the request: its pattern and path values
+	routeLabel := matched.route
+	if routeLabel == "" {
+		routeLabel = routeUnmatched
+	}
+	f.serveRecovering(&x.writer, r, matched)
 	if x.body.held > 0 {
 		f.budget.give(x.body.held) // the decoded request, which may point into the body, is answered
 	}
@@ -60,7 +60,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serveRecovering serves r, turning a panic of the routes into a 500
 // (logged with its stack) unless the header was sent already.
 // http.ErrAbortHandler keeps its meaning (abort the connection).
-func (f *front) serveRecovering(w *statusRecorder, r *http.Request, route string) {
+func (f *front) serveRecovering(w *statusRecorder, r *http.Request, matched *capture) {
 	defer func() {
 		recovered := recover()
 		if recovered == nil {
@@ -76,5 +76,5 @@ func (f *front) serveRecovering(w *statusRecorder, r *http.Request, route string
 			errorResponse(errInternalPanic).Write(w)
 		}
 	}()
-	f.routes.serve(w, r, route)
+	f.routes.serve(w, r, matched)
 }

@@ -66,14 +66,15 @@ type apiHandler struct {
 	security *Security
 }
 
-// serve answers r, whose route pattern ("" for none) front matched.
-func (h *apiHandler) serve(w http.ResponseWriter, r *http.Request, route string) {
-	caller, refused := h.authenticate(r, route)
+// serve answers r, which front routed (matched.route is "" when no
+// route matched).
+func (h *apiHandler) serve(w http.ResponseWriter, r *http.Request, matched *capture) {
+	caller, refused := h.authenticate(r, matched.route)
 	if refused != nil {
 		refused.Write(w)
 		return
 	}
-	decoded, failed := h.codec.Decode(r)
+	decoded, failed := matched.decode(r)
 	if failed != nil {
 		failed.Write(w)
 		return
