@@ -22,9 +22,10 @@ type front struct {
 // exchange is what front tracks of one request. It belongs to that
 // request and is used by the goroutine serving it.
 type exchange struct {
-	// request is the shallow copy of the server's request that carries
-	// body instead of the server's body (the server's request stays as it
-	// was); used only for a request with a body.
+	// request is the shallow copy of the server's request that the routes
+	// see: routing sets its pattern and path values, and a request with a
+	// body carries body instead of the server's. The server's request
+	// stays as it was.
 	request http.Request
 	// body reads the server's body, charging the budget and counting the
 	// bytes for the metrics.
@@ -38,14 +39,13 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.metrics.inFlight.Inc()
 	defer f.metrics.inFlight.Dec()
 	method := methodLabel(r.Method)
-	x := &exchange{writer: statusRecorder{ResponseWriter: w}}
+	x := &exchange{request: *r, writer: statusRecorder{ResponseWriter: w}}
 	if r.Body != nil && r.Body != http.NoBody {
-		x.request = *r
 		x.body = budgetedBody{reader: r.Body, budget: f.budget}
 		x.request.Body = &x.body
-		r = &x.request
 	}
-	matched := f.routes.codec.match(r) // the one routing of the request: its pattern and path values
+	r = &x.request
+	matched := f.routes.codec.match(r) // the one routing of the request: its pattern and path values, set on the copy
 	routeLabel := matched.route
 	if routeLabel == "" {
 		routeLabel = routeUnmatched

@@ -312,3 +312,22 @@ func TestNewHandlerNeedsEveryDependency(t *testing.T) {
 	require.Panics(t, func() { NewHandler(nil, newTestCodec(), prometheus.NewRegistry(), slog.New(slog.DiscardHandler)) })
 	require.Panics(t, func() { NewHandler(&tableBackend{}, newTestCodec(), prometheus.NewRegistry(), nil) })
 }
+
+// The handler routes, counts and budgets a copy of the request: the
+// server's request keeps its body and gets no pattern or path values.
+func TestHandlerLeavesTheServersRequestAsItWas(t *testing.T) {
+	handler := NewHandler(&tableBackend{}, newTestCodec(), prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	produce := httptest.NewRequest(http.MethodPost, "/v1/topics/orders/produce", strings.NewReader("x"))
+	body := produce.Body
+	recorder := httptest.NewRecorder()
+	handler.ServeHTTP(recorder, produce)
+	require.Equal(t, http.StatusAccepted, recorder.Code, recorder.Body.String())
+	require.True(t, produce.Body == body, "the server's body was replaced")
+	require.Empty(t, produce.Pattern)
+	require.Empty(t, produce.PathValue("topic"))
+
+	get := httptest.NewRequest(http.MethodGet, "/v1/topics/orders", nil)
+	handler.ServeHTTP(httptest.NewRecorder(), get)
+	require.Empty(t, get.Pattern)
+	require.Empty(t, get.PathValue("topic"))
+}
