@@ -31,8 +31,11 @@
 // Group commit: while the loop persists one Ready, new requests queue in
 // the inbox; the next iteration handles all of them (up to
 // inputsPerRoundMax inputs) before the next Ready, so they share one sync
-// round per partition. Peer envelopes do not count as client requests in
-// the gather window. The loop does not feed the node while a Ready's
+// round per partition. A round then waits up to gatherWindowMax for as
+// many client requests as the last flush answered plus those queued when
+// it began answering, so that closed-loop clients share one round instead
+// of alternating in two, each waiting for the other's fsync. Peer
+// envelopes do not count as client requests in the gather window. The loop does not feed the node while a Ready's
 // syncs run, though the node contract would allow it (loop.go's flush
 // says why).
 //

@@ -81,8 +81,14 @@ type loop struct {
 	// pending maps a request id to where its reply goes.
 	pending map[msg.RequestID]chan msg.Reply
 	// answeredLastFlush counts the replies the last flush delivered: how
-	// many clients may be about to send again.
-	answeredLastFlush int
+	// many clients may be about to send again. queuedLastFlush counts the
+	// inputs queued when that flush started delivering: requests of
+	// clients it did not answer, which the next round takes at once.
+	// Their sum is the requests the next round waits for (up to
+	// gatherWindowMax), so that closed-loop clients share one round
+	// instead of alternating in two cohorts, each waiting for the
+	// other's fsync.
+	answeredLastFlush, queuedLastFlush int
 	// gather is the reusable timer of the gather window.
 	gather *time.Timer
 	// serving holds the node's last Serving() answer (nil when ready),
@@ -174,7 +180,7 @@ func (l *loop) round(first input) {
 		if gatherUntil.IsZero() {
 			gatherUntil = l.clock().Add(gatherWindowMax)
 		}
-		if requests >= l.answeredLastFlush || !l.gatherOne(&requests, gatherUntil) {
+		if requests >= l.answeredLastFlush+l.queuedLastFlush || !l.gatherOne(&requests, gatherUntil) {
 			return
 		}
 	}
@@ -266,7 +272,8 @@ func (l *loop) flush() error {
 	defer l.logRootSeed()
 	l.publishSchemas()
 	l.publishUsers()
-	l.answeredLastFlush = 0
+	l.answeredLastFlush, l.queuedLastFlush = 0, -1 // -1: no reply delivered yet
+	defer func() { l.queuedLastFlush = max(l.queuedLastFlush, 0) }()
 	for l.node.HasReady() {
 		rd := l.node.Ready()
 		if err := l.persist(rd.Syncs); err != nil {
@@ -276,6 +283,9 @@ func (l *loop) flush() error {
 		l.publishSchemas()
 		l.publishUsers() // before the replies: a user change is visible once answered
 		l.send(rd.Messages)
+		if l.queuedLastFlush < 0 {
+			l.queuedLastFlush = len(l.inbox) // before any reply leaves: none of these is an answered client's
+		}
 		for _, reply := range rd.Replies {
 			l.deliver(reply)
 		}
