@@ -26,10 +26,11 @@ const (
 	// tickIntervalMax is the longest the loop sleeps without a tick.
 	tickIntervalMax = 100 * time.Millisecond
 	// gatherWindowMax bounds how long a round waits for the clients that
-	// the previous round answered to send their next request, so that
-	// they share one sync round instead of splitting into a round of one
-	// and a round of the rest (measured: rounds alternated 1 and 15 with
-	// 16 closed-loop producers, halving throughput).
+	// the previous flush answered to send their next request (and for the
+	// requests queued before it answered, which are there already), so
+	// that they share one sync round instead of splitting into a round of
+	// one and a round of the rest (measured: rounds alternated 1 and 15
+	// with 16 closed-loop producers, halving throughput).
 	gatherWindowMax = 500 * time.Microsecond
 )
 
@@ -166,8 +167,9 @@ func (l *loop) run(ctx context.Context) error {
 
 // round ticks the node and feeds it first plus whatever else is queued
 // (at most inputsPerRoundMax inputs), waiting up to gatherWindowMax for as
-// many client requests as the last flush answered. Peer envelopes and
-// control inputs do not count as client requests.
+// many client requests as the last flush answered plus the inputs queued
+// when it began answering. Peer envelopes and control inputs do not count
+// as client requests.
 func (l *loop) round(first input) {
 	l.node.Tick(l.clock().UnixMilli())
 	requests := l.feedCounted(first)
