@@ -34,6 +34,9 @@ const openLogsLimit = 1 << 20
 // placementLimit bounds Config.TopicsMax and PartitionsPerNodeMax.
 const placementLimit = 1 << 24
 
+// relaysLimit bounds Config.RelaysInFlightMax.
+const relaysLimit = 1 << 16
+
 // consumeReplyBytesLimit bounds Config.ConsumeReplyBytesMax.
 const consumeReplyBytesLimit = 64 << 20
 
@@ -120,6 +123,10 @@ type Config struct {
 	// driver keeps this well below the process's limit. Within
 	// [1, openLogsLimit].
 	OpenLogsMax int
+	// RelaysInFlightMax caps the writes this node makes into topics on
+	// its own behalf (dead letters) that are not yet durable; past it a
+	// new one is refused and retried later. Within [1, relaysLimit].
+	RelaysInFlightMax int
 }
 
 // DefaultConfig returns the defaults (docs/operations.md#settings).
@@ -144,6 +151,7 @@ func DefaultConfig() Config {
 		RetentionCheckIntervalMs:   60_000,
 		IdleLogCloseMs:             1_800_000,
 		OpenLogsMax:                1024,
+		RelaysInFlightMax:          1024,
 		MetaTickIntervalMs:         100,
 		MemberHeartbeatIntervalMs:  5_000,
 		ProposalTimeoutMs:          5_000,
@@ -195,6 +203,7 @@ func (c Config) Validate() error {
 	check(c.RetentionCheckIntervalMs > 0, "retention check interval must be > 0")
 	check(len(c.HandleKey) == lease.HandleKeyBytes, "handle key of %d bytes, want %d (drawn by the driver)", len(c.HandleKey), lease.HandleKeyBytes)
 	check(c.OpenLogsMax >= 1 && c.OpenLogsMax <= openLogsLimit, "open logs max %d not in [1, %d]", c.OpenLogsMax, openLogsLimit)
+	check(c.RelaysInFlightMax >= 1 && c.RelaysInFlightMax <= relaysLimit, "relays in flight max %d not in [1, %d]", c.RelaysInFlightMax, relaysLimit)
 	check(c.IdleLogCloseMs == 0 || c.IdleLogCloseMs >= 60_000, "idle log close must be 0 or >= 60000 ms")
 	check(c.Log.RecordBytesMax >= msg.MessageBytesMax+msg.KeyBytesMax,
 		"log record bytes max %d cannot hold a %d-byte payload with a %d-byte key", c.Log.RecordBytesMax, msg.MessageBytesMax, msg.KeyBytesMax)

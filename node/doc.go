@@ -49,6 +49,14 @@
 // leader answers a Join from a node it has added with the voters'
 // addresses (JoinAccepted), so a joiner may be told of a single member.
 //
+// The node also writes into topics on its own behalf (relay.go: a record
+// that exhausted its deliveries goes to its dead-letter topic). Such a
+// write is placed and routed exactly as a client's produce, its parts
+// served here or forwarded like a produce's; instead of a client reply,
+// a continuation runs at the Advance (or the ForwardReply) that proves
+// every record durable at its owner, or with the error that stopped it.
+// At most Config.RelaysInFlightMax are in flight.
+//
 // # JSON Schemas
 //
 // A topic's schema versions live in the metastore; the node never compiles

@@ -60,6 +60,8 @@ type Node struct {
 
 	// routing tracks requests that cross nodes (forward.go).
 	routing routing
+	// relays counts this node's own writes into topics (relay.go).
+	relays relays
 	// cluster is the membership work: subscriptions, dead detection,
 	// joining (membership.go).
 	cluster clusterState

@@ -22,6 +22,12 @@ func (n *Node) produce(id msg.RequestID, r msg.Produce) {
 		n.reply(id, nil, err)
 		return
 	}
+	n.writePlaced(id, t, r, placements)
+}
+
+// writePlaced writes placed records: here when this node owns every
+// partition they landed in, else split by owner.
+func (n *Node) writePlaced(id msg.RequestID, t *topic, r msg.Produce, placements []msg.Placement) {
 	for _, placement := range placements {
 		if t.owner(placement.Partition) != n.cfg.NodeID {
 			n.produceAcross(id, t, r, placements)
