@@ -30,6 +30,10 @@ type Topic struct {
 	Parent        string   `json:"parent,omitempty"`
 	AttachEpoch   string   `json:"attach_epoch,omitempty"`
 	FanoutDelayMs int64    `json:"fanout_delay_ms,omitempty"`
+	// MaxDeliveries and DeadLetterTopic are the dead-letter setting
+	// (docs/api.md#dead-letters); zero when off.
+	MaxDeliveries   int    `json:"max_deliveries,omitempty"`
+	DeadLetterTopic string `json:"dead_letter_topic,omitempty"`
 	// PartitionStats is filled by GetTopic only (one entry when a partition
 	// was asked for).
 	PartitionStats []PartitionStats `json:"partition_stats,omitempty"`
@@ -77,6 +81,8 @@ type CreateTopicRequest struct {
 	Schema                    json.RawMessage `json:"schema,omitempty"`
 	Parent                    string          `json:"parent,omitempty"`
 	FanoutDelayMs             int64           `json:"fanout_delay_ms,omitempty"`
+	MaxDeliveries             int             `json:"max_deliveries,omitempty"`
+	DeadLetterTopic           string          `json:"dead_letter_topic,omitempty"`
 }
 
 // AlterTopicRequest is the body of PATCH /v1/topics/{t}
@@ -88,12 +94,17 @@ type AlterTopicRequest struct {
 	MaxInFlightPerPartition   *int            `json:"max_in_flight_per_partition,omitempty"`
 	MaxAckedAheadPerPartition *int            `json:"max_acked_ahead_per_partition,omitempty"`
 	Schema                    json.RawMessage `json:"schema,omitempty"`
+	MaxDeliveries             *int            `json:"max_deliveries,omitempty"`
+	// DeadLetterTopic set to "" turns dead letters off (with
+	// MaxDeliveries 0).
+	DeadLetterTopic *string `json:"dead_letter_topic,omitempty"`
 }
 
 // IsEmpty reports whether the request would change nothing.
 func (r AlterTopicRequest) IsEmpty() bool {
 	return r.Partitions == nil && r.RetentionMs == nil && r.VisibilityTimeoutMs == nil &&
-		r.MaxInFlightPerPartition == nil && r.MaxAckedAheadPerPartition == nil && len(r.Schema) == 0
+		r.MaxInFlightPerPartition == nil && r.MaxAckedAheadPerPartition == nil && len(r.Schema) == 0 &&
+		r.MaxDeliveries == nil && r.DeadLetterTopic == nil
 }
 
 // TopicSchema is one version of a topic's JSON Schema (GET
@@ -138,6 +149,18 @@ type Message struct {
 	ReceiptHandle string `json:"receipt_handle,omitempty"`
 	// DeliveryCount is 1 on first delivery; 0 from servers without it.
 	DeliveryCount int `json:"delivery_count,omitempty"`
+	// DeadLetter, on a message of a dead-letter topic, names the record
+	// it was copied from (docs/api.md#dead-letters); nil otherwise.
+	DeadLetter *DeadLetter `json:"dead_letter,omitempty"`
+}
+
+// DeadLetter names where a dead letter came from: its source topic,
+// partition and offset, and how many deliveries it had there.
+type DeadLetter struct {
+	Topic         string `json:"topic"`
+	Partition     int    `json:"partition"`
+	Offset        int64  `json:"offset"`
+	DeliveryCount int    `json:"delivery_count"`
 }
 
 // payloadEncodingBase64 marks a binary payload carried as base64.

@@ -19,6 +19,8 @@ type createTopicBody struct {
 	Schema              json.RawMessage `json:"schema"`
 	Parent              string          `json:"parent"`
 	FanoutDelayMs       int64           `json:"fanout_delay_ms"`
+	MaxDeliveries       int             `json:"max_deliveries"`
+	DeadLetterTopic     string          `json:"dead_letter_topic"`
 	// Owner is accepted and ignored: the owner is the caller, not the body.
 	Owner string `json:"owner"`
 }
@@ -45,6 +47,8 @@ func decodeCreateTopic(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) 
 		InFlightMax:         body.InFlightMax,
 		AckedAheadMax:       body.AckedAheadMax,
 		Schema:              schemaOf(body.Schema),
+		MaxDeliveries:       body.MaxDeliveries,
+		DeadLetterTopic:     body.DeadLetterTopic,
 	}
 	if failed := rejectNegative(createFields(request)); failed != nil {
 		return nil, failed
@@ -89,6 +93,7 @@ func createFields(request msg.CreateTopic) []namedValue {
 		{"visibility_timeout_ms", request.VisibilityTimeoutMs, true},
 		{"max_in_flight_per_partition", int64(request.InFlightMax), true},
 		{"max_acked_ahead_per_partition", int64(request.AckedAheadMax), true},
+		{"max_deliveries", int64(request.MaxDeliveries), true},
 	}
 }
 
@@ -139,6 +144,9 @@ type alterTopicBody struct {
 	InFlightMax         *int            `json:"max_in_flight_per_partition"`
 	AckedAheadMax       *int            `json:"max_acked_ahead_per_partition"`
 	Schema              json.RawMessage `json:"schema"`
+	MaxDeliveries       *int            `json:"max_deliveries"`
+	// DeadLetterTopic "" turns dead letters off (with max_deliveries 0).
+	DeadLetterTopic *string `json:"dead_letter_topic"`
 }
 
 func decodeAlterTopic(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) {
@@ -158,9 +166,11 @@ func decodeAlterTopic(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) {
 		InFlightMax:         body.InFlightMax,
 		AckedAheadMax:       body.AckedAheadMax,
 		Schema:              schemaOf(body.Schema),
+		MaxDeliveries:       body.MaxDeliveries,
+		DeadLetterTopic:     body.DeadLetterTopic,
 	}
 	fields := alterFields(request)
-	if !anySet(fields) && request.Schema == nil {
+	if !anySet(fields) && request.Schema == nil && request.DeadLetterTopic == nil {
 		return nil, failure(ErrAlterNothing)
 	}
 	if failed := rejectNegative(fields); failed != nil {
@@ -176,6 +186,7 @@ func alterFields(request msg.AlterTopic) []namedValue {
 		optionalInt64("visibility_timeout_ms", request.VisibilityTimeoutMs),
 		optionalInt("max_in_flight_per_partition", request.InFlightMax),
 		optionalInt("max_acked_ahead_per_partition", request.AckedAheadMax),
+		optionalInt("max_deliveries", request.MaxDeliveries),
 	}
 }
 

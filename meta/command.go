@@ -14,6 +14,9 @@ const (
 	passwordHashBytesMax = 1024
 	grantsPerUserMax     = 64
 	patternsPerGrantMax  = 256
+	// MaxDeliveriesMax bounds a topic's MaxDeliveries
+	// (docs/api.md#dead-letters).
+	MaxDeliveriesMax = 1000
 )
 
 // ProposalID identifies one proposal, so that its proposer can match the
@@ -85,6 +88,10 @@ type CreateTopic struct {
 	// Schema is the topic's JSON Schema; empty for none. The proposer
 	// compiled it; the metastore checks only CheckSchemaDocument.
 	Schema json.RawMessage `json:"schema,omitempty"`
+	// MaxDeliveries and DeadLetterTopic are the topic's dead-letter
+	// setting (TopicRecord); DeadLetterTopic must exist when this applies.
+	MaxDeliveries   int    `json:"max_deliveries,omitempty"`
+	DeadLetterTopic string `json:"dead_letter_topic,omitempty"`
 	// Limits, when set, are the proposer's bounds, checked at apply (so
 	// that racing creates cannot pass them together): the topics of the
 	// cluster and the partitions one member owns.
@@ -120,6 +127,11 @@ type AlterTopic struct {
 	// schema as it is.
 	Schema             json.RawMessage `json:"schema,omitempty"`
 	SchemaAfterVersion int             `json:"schema_after_version,omitempty"`
+	// MaxDeliveries and DeadLetterTopic, when set, change the dead-letter
+	// setting; the setting they leave must hold TopicRecord's invariant
+	// (an empty DeadLetterTopic clears it).
+	MaxDeliveries   *int    `json:"max_deliveries,omitempty"`
+	DeadLetterTopic *string `json:"dead_letter_topic,omitempty"`
 	// Limits bound the partitions NewOwners adds (PartitionsPerNodeMax).
 	Limits PlacementLimits `json:"limits,omitzero"`
 }

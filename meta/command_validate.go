@@ -73,7 +73,25 @@ func (c CreateTopic) Validate() error {
 		checkNonNegative("max_in_flight_per_partition", int64(c.MaxInFlightPerPartition)),
 		checkNonNegative("max_acked_ahead_per_partition", int64(c.MaxAckedAheadPerPartition)),
 		checkNonNegative("created_at_ms", c.CreatedAtMs),
-		checkOwners(c.Owners), checkOptionalSchema(c.Schema))
+		checkOwners(c.Owners), checkOptionalSchema(c.Schema),
+		checkDeadLetters(c.Name, c.MaxDeliveries, c.DeadLetterTopic))
+}
+
+// checkDeadLetters checks a topic's dead-letter setting on its own:
+// MaxDeliveries within [0, MaxDeliveriesMax], set only with a
+// dead-letter topic, which is a valid name other than the topic's own.
+func checkDeadLetters(topicName string, maxDeliveries int, deadLetterTopic string) error {
+	switch {
+	case maxDeliveries < 0 || maxDeliveries > MaxDeliveriesMax:
+		return invalidf("topic %q: max_deliveries %d, want 0 to %d", topicName, maxDeliveries, MaxDeliveriesMax)
+	case maxDeliveries > 0 && deadLetterTopic == "":
+		return invalidf("topic %q: max_deliveries %d needs a dead-letter topic", topicName, maxDeliveries)
+	case deadLetterTopic == topicName:
+		return invalidf("topic %q cannot be its own dead-letter topic", topicName)
+	case deadLetterTopic != "":
+		return checkName("dead-letter topic name", deadLetterTopic, nameBytesMax)
+	}
+	return nil
 }
 
 // checkOptionalSchema checks a schema document when one is given.
@@ -93,7 +111,8 @@ func (c AlterTopic) Validate() error {
 		return err
 	}
 	if c.RetentionMs == nil && c.VisibilityTimeoutMs == nil && c.MaxInFlightPerPartition == nil &&
-		c.MaxAckedAheadPerPartition == nil && c.Partitions == nil && len(c.Schema) == 0 {
+		c.MaxAckedAheadPerPartition == nil && c.Partitions == nil && len(c.Schema) == 0 &&
+		c.MaxDeliveries == nil && c.DeadLetterTopic == nil {
 		return invalidf("alter of topic %q changes nothing", c.Name)
 	}
 	if c.Partitions == nil && len(c.NewOwners) > 0 {
@@ -107,7 +126,23 @@ func (c AlterTopic) Validate() error {
 		checkOptional("max_in_flight_per_partition", c.MaxInFlightPerPartition),
 		checkOptional("max_acked_ahead_per_partition", c.MaxAckedAheadPerPartition),
 		checkNonNegative("schema_after_version", int64(c.SchemaAfterVersion)),
-		checkOwners(c.NewOwners), checkOptionalSchema(c.Schema))
+		checkOwners(c.NewOwners), checkOptionalSchema(c.Schema), c.checkDeadLetterFields())
+}
+
+// checkDeadLetterFields checks the dead-letter fields that are set on
+// their own; apply checks the setting they leave.
+func (c AlterTopic) checkDeadLetterFields() error {
+	var problems []error
+	if c.MaxDeliveries != nil && (*c.MaxDeliveries < 0 || *c.MaxDeliveries > MaxDeliveriesMax) {
+		problems = append(problems, invalidf("topic %q: max_deliveries %d, want 0 to %d", c.Name, *c.MaxDeliveries, MaxDeliveriesMax))
+	}
+	if c.DeadLetterTopic != nil && *c.DeadLetterTopic == c.Name {
+		problems = append(problems, invalidf("topic %q cannot be its own dead-letter topic", c.Name))
+	}
+	if c.DeadLetterTopic != nil && *c.DeadLetterTopic != "" {
+		problems = append(problems, checkName("dead-letter topic name", *c.DeadLetterTopic, nameBytesMax))
+	}
+	return errors.Join(problems...)
 }
 
 // checkOptional checks an optional limit.

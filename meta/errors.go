@@ -66,20 +66,23 @@ var (
 	ErrSchemaSpace = errors.New("meta: no room for another schema version")
 	// ErrLimitReached: the change would pass a bound it carries
 	// (PlacementLimits).
-	ErrLimitReached      = errors.New("meta: limit reached")
-	ErrTopicExists       = errors.New("meta: topic already exists")
-	ErrTopicNotFound     = errors.New("meta: topic not found")
-	ErrPartitionNotFound = errors.New("meta: partition not found")
-	ErrMemberNotFound    = errors.New("meta: member not found")
-	ErrMemberInUse       = errors.New("meta: member still owns or targets partitions")
-	ErrUserExists        = errors.New("meta: user already exists")
-	ErrUserNotFound      = errors.New("meta: user not found")
-	ErrUserIsRoot        = errors.New("meta: the root user cannot be deleted or regranted, and no existing user becomes root")
-	ErrPeerExists        = errors.New("meta: peer already a voter")
-	ErrPeerNotFound      = errors.New("meta: peer not found")
-	ErrRaftIDReused      = errors.New("meta: raft id belonged to a removed peer and may not be reused")
-	ErrTooFewVoters      = errors.New("meta: removal would leave fewer voters than the minimum")
-	ErrUnknownConfChange = errors.New("meta: unknown configuration change kind")
+	ErrLimitReached  = errors.New("meta: limit reached")
+	ErrTopicExists   = errors.New("meta: topic already exists")
+	ErrTopicNotFound = errors.New("meta: topic not found")
+	// ErrDeadLetterTopicNotFound: a topic names a dead-letter topic that
+	// does not exist (or no longer does).
+	ErrDeadLetterTopicNotFound = errors.New("meta: dead-letter topic not found")
+	ErrPartitionNotFound       = errors.New("meta: partition not found")
+	ErrMemberNotFound          = errors.New("meta: member not found")
+	ErrMemberInUse             = errors.New("meta: member still owns or targets partitions")
+	ErrUserExists              = errors.New("meta: user already exists")
+	ErrUserNotFound            = errors.New("meta: user not found")
+	ErrUserIsRoot              = errors.New("meta: the root user cannot be deleted or regranted, and no existing user becomes root")
+	ErrPeerExists              = errors.New("meta: peer already a voter")
+	ErrPeerNotFound            = errors.New("meta: peer not found")
+	ErrRaftIDReused            = errors.New("meta: raft id belonged to a removed peer and may not be reused")
+	ErrTooFewVoters            = errors.New("meta: removal would leave fewer voters than the minimum")
+	ErrUnknownConfChange       = errors.New("meta: unknown configuration change kind")
 )
 
 // NotLeaderError names the leader when this node is not it. It matches

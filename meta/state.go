@@ -24,6 +24,14 @@ type TopicRecord struct {
 	// first; empty for a topic without one. Invariant (checkSchemas):
 	// consecutive versions, increasing ids, at most SchemaVersionsKept.
 	Schemas []SchemaVersion `json:"schemas,omitempty"`
+	// MaxDeliveries is how many deliveries a record gets before it goes to
+	// DeadLetterTopic; 0: never. Invariant (checkDeadLetters): within
+	// [0, MaxDeliveriesMax], and DeadLetterTopic is set when it is not 0.
+	MaxDeliveries int `json:"max_deliveries,omitempty"`
+	// DeadLetterTopic names the topic a record goes to once it exhausted
+	// its deliveries; empty for none. Invariant: another topic of the
+	// state (deleting that topic clears both fields here).
+	DeadLetterTopic string `json:"dead_letter_topic,omitempty"`
 }
 
 // Assignment places one partition: Owner serves it now, Target is where

@@ -49,6 +49,9 @@ func (s *State) checkImage(image stateImage) error {
 		if err := record.check(); err != nil {
 			return err
 		}
+		if record.DeadLetterTopic != "" && s.topics[record.DeadLetterTopic] == nil {
+			return fmt.Errorf("topic %q names dead-letter topic %q, which does not exist", record.Name, record.DeadLetterTopic)
+		}
 		if latest, found := record.LatestSchema(); found && latest.ID > s.schemaSequence {
 			return fmt.Errorf("topic %q has schema id %d past the sequence %d", record.Name, latest.ID, s.schemaSequence)
 		}
@@ -71,6 +74,9 @@ func (t TopicRecord) check() error {
 		if a.Owner == "" || a.Owner == a.Target {
 			return fmt.Errorf("topic %q partition %d: owner %q, target %q", t.Name, partition, a.Owner, a.Target)
 		}
+	}
+	if err := checkDeadLetters(t.Name, t.MaxDeliveries, t.DeadLetterTopic); err != nil {
+		return err
 	}
 	return t.checkSchemas()
 }

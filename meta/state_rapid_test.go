@@ -60,6 +60,9 @@ func (m *model) applyTopic(cmd Command) error {
 		if !m.allMembers(c.Owners) {
 			return ErrMemberNotFound
 		}
+		if c.DeadLetterTopic != "" && m.topics[c.DeadLetterTopic] == nil {
+			return ErrDeadLetterTopicNotFound
+		}
 		n := len(c.Owners)
 		m.topics[c.Name] = &modelTopic{config: c, owners: slices.Clone(c.Owners), targets: make([]string, n), started: make([]int64, n)}
 	case DeleteTopic:
@@ -67,6 +70,11 @@ func (m *model) applyTopic(cmd Command) error {
 			return ErrTopicNotFound
 		}
 		delete(m.topics, c.Name)
+		for _, topic := range m.topics {
+			if topic.config.DeadLetterTopic == c.Name {
+				topic.config.DeadLetterTopic, topic.config.MaxDeliveries = "", 0
+			}
+		}
 	case AlterTopic:
 		return m.alter(c)
 	}
@@ -84,6 +92,20 @@ func (m *model) alter(c AlterTopic) error {
 	if !m.allMembers(c.NewOwners) {
 		return ErrMemberNotFound
 	}
+	maxDeliveries, deadLetterTopic := topic.config.MaxDeliveries, topic.config.DeadLetterTopic
+	if c.MaxDeliveries != nil {
+		maxDeliveries = *c.MaxDeliveries
+	}
+	if c.DeadLetterTopic != nil {
+		deadLetterTopic = *c.DeadLetterTopic
+	}
+	if maxDeliveries > 0 && deadLetterTopic == "" {
+		return ErrInvalidCommand
+	}
+	if c.DeadLetterTopic != nil && deadLetterTopic != "" && m.topics[deadLetterTopic] == nil {
+		return ErrDeadLetterTopicNotFound
+	}
+	topic.config.MaxDeliveries, topic.config.DeadLetterTopic = maxDeliveries, deadLetterTopic
 	if c.RetentionMs != nil {
 		topic.config.RetentionMs = *c.RetentionMs
 	}
@@ -280,7 +302,7 @@ func (m *model) image() stateImage {
 		record := TopicRecord{Name: name, Partitions: len(topic.owners), RetentionMs: topic.config.RetentionMs,
 			VisibilityTimeoutMs: topic.config.VisibilityTimeoutMs, MaxInFlightPerPartition: topic.config.MaxInFlightPerPartition,
 			MaxAckedAheadPerPartition: topic.config.MaxAckedAheadPerPartition, CreatedAtMs: topic.config.CreatedAtMs,
-			CreatedBy: topic.config.CreatedBy}
+			CreatedBy: topic.config.CreatedBy, MaxDeliveries: topic.config.MaxDeliveries, DeadLetterTopic: topic.config.DeadLetterTopic}
 		for p := range topic.owners {
 			record.Assignments = append(record.Assignments, Assignment{Owner: topic.owners[p], Target: topic.targets[p], MoveStartedAtMs: topic.started[p]})
 		}
@@ -319,7 +341,12 @@ func drawCommand(t *rapid.T, m *model) Command {
 	owner, target := m.currentPlacement(t, topic, partition)
 	switch kind {
 	case 0:
-		return createTopic(topic, rapid.SliceOfN(rapid.SampledFrom(memberIDs), 0, 3).Draw(t, "owners")...)
+		create := createTopic(topic, rapid.SliceOfN(rapid.SampledFrom(memberIDs), 0, 3).Draw(t, "owners")...)
+		if rapid.Bool().Draw(t, "create with dead letters") {
+			create.MaxDeliveries = rapid.IntRange(0, 2).Draw(t, "create max deliveries")
+			create.DeadLetterTopic = rapid.SampledFrom(topicNames).Draw(t, "create dead-letter topic")
+		}
+		return create
 	case 1:
 		return DeleteTopic{Name: topic}
 	case 2:
@@ -397,6 +424,10 @@ func drawAlter(t *rapid.T, topic string) AlterTopic {
 	}
 	if rapid.Bool().Draw(t, "alter in flight") {
 		alter.MaxInFlightPerPartition = new(rapid.IntRange(0, 100).Draw(t, "in flight"))
+	}
+	if rapid.Bool().Draw(t, "alter dead letters") {
+		alter.MaxDeliveries = new(rapid.IntRange(-1, 3).Draw(t, "max deliveries"))
+		alter.DeadLetterTopic = new(rapid.SampledFrom(append([]string{""}, topicNames...)).Draw(t, "dead-letter topic"))
 	}
 	if rapid.Bool().Draw(t, "alter partitions") {
 		alter.Partitions = new(rapid.IntRange(1, 5).Draw(t, "partitions"))

@@ -278,3 +278,35 @@ func TestFlipOfAReplacedMoveFails(t *testing.T) {
 	require.NoError(t, CompleteMove{Topic: "t", Partition: 1, ExpectedOwner: "m2", ExpectedTarget: "m3", ExpectedStartedAtMs: 900}.apply(s))
 	require.Equal(t, Assignment{Owner: "m3"}, assignmentOf(t, s, "t", 1))
 }
+
+// Property: a dead-letter setting names an existing other topic, at
+// create and at alter, checked when the entry applies; deleting the
+// dead-letter topic turns the setting off in the same entry; an image
+// whose setting names a missing topic is malformed.
+func TestDeadLetterSettingFollowsItsTopic(t *testing.T) {
+	s := stateWith(t, baseSetup()...)
+	withDeadLetters := createTopic("src", "m1")
+	withDeadLetters.MaxDeliveries, withDeadLetters.DeadLetterTopic = 3, "dead"
+	requireRejected(t, s, withDeadLetters, ErrDeadLetterTopicNotFound)
+	require.NoError(t, createTopic("dead", "m2").apply(s))
+	require.NoError(t, withDeadLetters.apply(s))
+	requireRejected(t, s, AlterTopic{Name: "src", DeadLetterTopic: new("nope")}, ErrDeadLetterTopicNotFound)
+	requireRejected(t, s, AlterTopic{Name: "src", DeadLetterTopic: new("")}, ErrInvalidCommand)
+	requireRejected(t, s, AlterTopic{Name: "src", MaxDeliveries: new(MaxDeliveriesMax + 1)}, ErrInvalidCommand)
+	require.NoError(t, AlterTopic{Name: "src", MaxDeliveries: new(MaxDeliveriesMax)}.apply(s))
+	record, _ := s.Topic("src")
+	require.Equal(t, MaxDeliveriesMax, record.MaxDeliveries)
+	require.Equal(t, "dead", record.DeadLetterTopic)
+
+	clear(s.dirty)
+	require.NoError(t, DeleteTopic{Name: "dead"}.apply(s))
+	record, _ = s.Topic("src")
+	require.Zero(t, record.MaxDeliveries, "deleting the dead-letter topic turns the setting off")
+	require.Empty(t, record.DeadLetterTopic)
+	require.True(t, s.dirty[recordKey{string(bucketTopics), "src"}], "the source's record is written in the same entry")
+
+	dangling := append([]byte{imageFormatVersion}, `{"topics":[{"name":"a","partitions":1,"assignments":[{"owner":"m"}],`+
+		`"max_deliveries":2,"dead_letter_topic":"b"}]}`...)
+	_, err := decodeImage(dangling)
+	require.ErrorIs(t, err, ErrMalformedSnapshot)
+}

@@ -17,10 +17,14 @@ func (c CreateTopic) apply(s *State) error {
 	if err := s.checkPartitionsPerNode(c.Owners, c.Limits.PartitionsPerNodeMax); err != nil {
 		return err
 	}
+	if err := s.checkDeadLetterTopic(c.DeadLetterTopic); err != nil {
+		return err
+	}
 	record := &TopicRecord{Name: c.Name, Partitions: len(c.Owners), RetentionMs: c.RetentionMs,
 		VisibilityTimeoutMs: c.VisibilityTimeoutMs, MaxInFlightPerPartition: c.MaxInFlightPerPartition,
 		MaxAckedAheadPerPartition: c.MaxAckedAheadPerPartition, CreatedAtMs: c.CreatedAtMs,
-		CreatedBy: c.CreatedBy, Assignments: assignmentsOf(c.Owners)}
+		CreatedBy: c.CreatedBy, Assignments: assignmentsOf(c.Owners),
+		MaxDeliveries: c.MaxDeliveries, DeadLetterTopic: c.DeadLetterTopic}
 	if len(c.Schema) > 0 {
 		if err := s.addSchema(record, c.Schema); err != nil {
 			return err
@@ -45,7 +49,48 @@ func (c DeleteTopic) apply(s *State) error {
 	}
 	delete(s.topics, c.Name)
 	s.markTopic(c.Name)
+	s.clearDeadLetterTopic(c.Name)
 	return nil
+}
+
+// clearDeadLetterTopic turns dead letters off in every topic that names
+// deleted as its dead-letter topic, in the entry that deletes it
+// (docs/api.md#dead-letters).
+func (s *State) clearDeadLetterTopic(deleted string) {
+	for name, record := range s.topics { //determinism:ok each topic changes on its own
+		if record.DeadLetterTopic == deleted {
+			record.DeadLetterTopic, record.MaxDeliveries = "", 0
+			s.markTopic(name)
+		}
+	}
+}
+
+// checkDeadLetterTopic checks that a dead-letter topic (empty: none)
+// exists. A delay child, once topics have delays, is refused here too:
+// its records are due to arrive from its parent only.
+func (s *State) checkDeadLetterTopic(name string) error {
+	if name == "" {
+		return nil
+	}
+	if _, exists := s.topics[name]; !exists {
+		return rejectf(ErrDeadLetterTopicNotFound, "topic %q", name)
+	}
+	return nil
+}
+
+// changeDeadLetters checks the dead-letter setting an alter leaves and
+// returns it, changing nothing.
+func (c AlterTopic) changeDeadLetters(s *State, record *TopicRecord) (int, string, error) {
+	maxDeliveries, deadLetterTopic := record.MaxDeliveries, record.DeadLetterTopic
+	setIf(&maxDeliveries, c.MaxDeliveries)
+	setIf(&deadLetterTopic, c.DeadLetterTopic)
+	if err := checkDeadLetters(c.Name, maxDeliveries, deadLetterTopic); err != nil {
+		return 0, "", err
+	}
+	if c.DeadLetterTopic == nil {
+		return maxDeliveries, deadLetterTopic, nil
+	}
+	return maxDeliveries, deadLetterTopic, s.checkDeadLetterTopic(deadLetterTopic)
 }
 
 // apply changes the fields that are set, checking all before changing any.
@@ -60,9 +105,14 @@ func (c AlterTopic) apply(s *State) error {
 	if err := c.checkGrowth(s, record); err != nil {
 		return err
 	}
+	maxDeliveries, deadLetterTopic, err := c.changeDeadLetters(s, record)
+	if err != nil {
+		return err
+	}
 	if err := c.changeSchema(s, record); err != nil {
 		return err
 	}
+	record.MaxDeliveries, record.DeadLetterTopic = maxDeliveries, deadLetterTopic
 	setIf(&record.RetentionMs, c.RetentionMs)
 	setIf(&record.VisibilityTimeoutMs, c.VisibilityTimeoutMs)
 	setIf(&record.MaxInFlightPerPartition, c.MaxInFlightPerPartition)

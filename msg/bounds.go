@@ -16,4 +16,5 @@ const (
 	AckBatchHandlesMax     = 1000      // handles of one batch ack
 	PartitionsMin          = 3         // a topic has at least this many partitions
 	RetentionMsMin         = 3_600_000 // a topic's retention, unless it keeps forever
+	MaxDeliveriesMax       = 1000      // a topic's max_deliveries (0: no dead letters)
 )

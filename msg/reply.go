@@ -58,6 +58,10 @@ type TopicInfo struct {
 	// SchemaVersion is the latest version of the topic's JSON Schema, 0
 	// (left out) for a topic without one (docs/api.md#topic-schemas).
 	SchemaVersion int `json:"schema_version,omitempty"`
+	// MaxDeliveries and DeadLetterTopic are the dead-letter setting
+	// (docs/api.md#dead-letters); left out when off.
+	MaxDeliveries   int    `json:"max_deliveries,omitempty"`
+	DeadLetterTopic string `json:"dead_letter_topic,omitempty"`
 }
 
 // TopicPage is one page of a topic listing.
@@ -110,6 +114,18 @@ type Message struct {
 	TimestampMs   int64  // commit time at the owner
 	ReceiptHandle string // empty for replay
 	DeliveryCount uint32 // 0 for replay
+	// DeadLetter, set on a record of a dead-letter topic, says where the
+	// record came from (docs/api.md#dead-letters); nil otherwise.
+	DeadLetter *DeadLetterOrigin
+}
+
+// DeadLetterOrigin names the record a dead letter was copied from: its
+// source topic, partition and offset, and the deliveries it had there.
+type DeadLetterOrigin struct {
+	Topic         string
+	Partition     int
+	Offset        uint64
+	DeliveryCount uint32
 }
 
 // ConsumeResult holds the reserved messages (none when the wait expired).

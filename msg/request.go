@@ -27,6 +27,11 @@ type CreateTopic struct {
 	// CreatedBy is the authenticated user asking, who becomes the topic's
 	// owner; empty without authentication.
 	CreatedBy string
+	// MaxDeliveries (0: off, at most MaxDeliveriesMax) and
+	// DeadLetterTopic (an existing other topic) are the dead-letter
+	// setting (docs/api.md#dead-letters).
+	MaxDeliveries   int
+	DeadLetterTopic string
 }
 
 // ListTopics lists topics by name, a page at a time (keyset pagination:
@@ -55,6 +60,10 @@ type AlterTopic struct {
 	// Schema, when set, becomes the topic's next schema version, if it
 	// only adds to the latest (meta.CheckSchemaEvolution).
 	Schema []byte
+	// MaxDeliveries and DeadLetterTopic, when set, change the dead-letter
+	// setting; an empty DeadLetterTopic removes it.
+	MaxDeliveries   *int
+	DeadLetterTopic *string
 }
 
 // DeleteTopic deletes a topic and all of its data.

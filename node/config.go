@@ -24,6 +24,10 @@ const retentionForever = 0
 // differ (a negative constant does not convert to uint).
 const _ = uint(msg.SchemaBytesMax-meta.SchemaBytesMax) + uint(meta.SchemaBytesMax-msg.SchemaBytesMax)
 
+// The metastore checks max_deliveries again when it applies a topic
+// change, against its own bound: the two must be one.
+const _ = uint(msg.MaxDeliveriesMax-meta.MaxDeliveriesMax) + uint(meta.MaxDeliveriesMax-msg.MaxDeliveriesMax)
+
 // HandleKeyBytes is the size of Config.HandleKey.
 const HandleKeyBytes = lease.HandleKeyBytes
 

@@ -51,6 +51,7 @@ func (n *Node) createTopic(id msg.RequestID, r msg.CreateTopic) {
 		Name: info.Name, RetentionMs: info.RetentionMs, VisibilityTimeoutMs: info.VisibilityTimeoutMs,
 		MaxInFlightPerPartition: info.InFlightMax, MaxAckedAheadPerPartition: info.AckedAheadMax,
 		CreatedAtMs: n.nowMs, CreatedBy: r.CreatedBy, Owners: owners, Schema: r.Schema, Limits: n.placementLimits(),
+		MaxDeliveries: info.MaxDeliveries, DeadLetterTopic: info.DeadLetterTopic,
 	})
 }
 
@@ -65,11 +66,12 @@ func (n *Node) newTopicInfo(r msg.CreateTopic) (msg.TopicInfo, error) {
 		Name: r.Name, Partitions: r.Partitions, RetentionMs: r.RetentionMs,
 		VisibilityTimeoutMs: r.VisibilityTimeoutMs, InFlightMax: r.InFlightMax,
 		AckedAheadMax: r.AckedAheadMax, CreatedAt: n.nowMs / 1000,
+		MaxDeliveries: r.MaxDeliveries, DeadLetterTopic: r.DeadLetterTopic,
 	}
 	if err := n.applyDefaults(&info); err != nil {
 		return msg.TopicInfo{}, err
 	}
-	return info, nil
+	return info, n.checkDeadLetters(info)
 }
 
 // applyDefaults replaces zero fields by the node defaults and checks every
@@ -208,7 +210,8 @@ func (n *Node) alterTopic(id msg.RequestID, r msg.AlterTopic) {
 	}
 	cmd := meta.AlterTopic{Name: r.Name, RetentionMs: &info.RetentionMs, VisibilityTimeoutMs: &info.VisibilityTimeoutMs,
 		MaxInFlightPerPartition: &info.InFlightMax, MaxAckedAheadPerPartition: &info.AckedAheadMax,
-		Schema: r.Schema, SchemaAfterVersion: t.info.SchemaVersion}
+		Schema: r.Schema, SchemaAfterVersion: t.info.SchemaVersion,
+		MaxDeliveries: &info.MaxDeliveries, DeadLetterTopic: &info.DeadLetterTopic}
 	if info.Partitions > t.info.Partitions {
 		cmd.Partitions = &info.Partitions
 		cmd.NewOwners = n.placePartitions(info.Name, t.info.Partitions, info.Partitions)
@@ -222,8 +225,10 @@ func (n *Node) alterTopic(id msg.RequestID, r msg.AlterTopic) {
 }
 
 func (n *Node) alteredInfo(info msg.TopicInfo, r msg.AlterTopic) (msg.TopicInfo, error) {
-	if r.Partitions == nil && r.RetentionMs == nil && r.VisibilityTimeoutMs == nil && r.InFlightMax == nil && r.AckedAheadMax == nil && len(r.Schema) == 0 {
-		return info, msg.Invalid("nothing to change: set at least one of partitions, retention_ms, visibility_timeout_ms, max_in_flight_per_partition, max_acked_ahead_per_partition, schema")
+	if r.Partitions == nil && r.RetentionMs == nil && r.VisibilityTimeoutMs == nil && r.InFlightMax == nil && r.AckedAheadMax == nil &&
+		len(r.Schema) == 0 && r.MaxDeliveries == nil && r.DeadLetterTopic == nil {
+		return info, msg.Invalid("nothing to change: set at least one of partitions, retention_ms, visibility_timeout_ms, " +
+			"max_in_flight_per_partition, max_acked_ahead_per_partition, schema, max_deliveries, dead_letter_topic")
 	}
 	if r.Partitions != nil {
 		if *r.Partitions <= info.Partitions {
@@ -235,10 +240,12 @@ func (n *Node) alteredInfo(info msg.TopicInfo, r msg.AlterTopic) (msg.TopicInfo,
 	setIf(&info.VisibilityTimeoutMs, r.VisibilityTimeoutMs)
 	setIf(&info.InFlightMax, r.InFlightMax)
 	setIf(&info.AckedAheadMax, r.AckedAheadMax)
+	setIf(&info.MaxDeliveries, r.MaxDeliveries)
+	setIf(&info.DeadLetterTopic, r.DeadLetterTopic)
 	if err := n.applyDefaults(&info); err != nil {
 		return info, err
 	}
-	return info, nil
+	return info, n.checkDeadLetters(info)
 }
 
 func setIf[T any](field *T, value *T) {

@@ -58,7 +58,7 @@ func topicInfoOf(r meta.TopicRecord) msg.TopicInfo {
 		Name: r.Name, Partitions: r.Partitions, RetentionMs: r.RetentionMs,
 		VisibilityTimeoutMs: r.VisibilityTimeoutMs, InFlightMax: r.MaxInFlightPerPartition,
 		AckedAheadMax: r.MaxAckedAheadPerPartition, CreatedAt: r.CreatedAtMs / 1000, Owner: r.CreatedBy,
-		SchemaVersion: latestSchemaVersion(r),
+		SchemaVersion: latestSchemaVersion(r), MaxDeliveries: r.MaxDeliveries, DeadLetterTopic: r.DeadLetterTopic,
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 // Version is the version of the envelope and frame formats. A decoder
 // refuses any other version with ErrVersion; a change of format that an
 // older node cannot read takes a new version.
-const Version = 4 // 2: Member carries Voter; 3: topics carry a JSON Schema, MoveStatus names its move; 4: CreateTopic carries its creator
+const Version = 5 // 2: Member carries Voter; 3: topics carry a JSON Schema, MoveStatus names its move; 4: CreateTopic carries its creator; 5: dead letters
 
 // Bounds of the codec, checked on decode (an input over a bound returns
 // ErrTooLarge before anything of the claimed size is allocated) and
@@ -94,12 +94,12 @@ const (
 	RaftMessageBytesMax = FrameBytesMax - envelopeHeaderBytesMax
 
 	// consumedMessageBytesMax is the largest encoding of one msg.Message:
-	// its variable-length fields at their bounds, plus at most
-	// binary.MaxVarintLen64 bytes for each of its eight length prefixes
-	// and integers.
-	consumedMessageBytesMax = TopicNameBytesMax + KeyBytesMax + PayloadBytesMax +
+	// its variable-length fields at their bounds (the dead-letter origin
+	// names a second topic), plus at most binary.MaxVarintLen64 bytes for
+	// each of its thirteen length prefixes, integers and flags.
+	consumedMessageBytesMax = 2*TopicNameBytesMax + KeyBytesMax + PayloadBytesMax +
 		ReceiptHandleBytesMax + consumedMessageFieldsBytesMax
-	consumedMessageFieldsBytesMax = 8 * binary.MaxVarintLen64
+	consumedMessageFieldsBytesMax = 13 * binary.MaxVarintLen64
 	// frameSlackBytes covers what surrounds the messages of a consume
 	// reply: the envelope header, the forward and reply ids, the result tag
 	// and the message count.
@@ -152,10 +152,10 @@ var (
 const (
 	produceRecordBytesMin   = 3  // key length, partition, payload length
 	receiptHandleBytesMin   = 1  // length
-	topicInfoBytesMin       = 9  // nine one-byte fields
+	topicInfoBytesMin       = 11 // eleven one-byte fields
 	partitionStatsBytesMin  = 11 // eleven one-byte fields
 	placementBytesMin       = 2  // partition, offset
-	consumedMessageBytesMin = 8  // eight one-byte fields
+	consumedMessageBytesMin = 9  // nine one-byte fields (no dead-letter origin)
 	ackItemBytesMin         = 2  // handle length, error flag
 	memberBytesMin          = 7  // seven one-byte fields
 	moveBytesMin            = 8  // eight one-byte fields

@@ -182,6 +182,15 @@ func (d *decoder) optionalInt() *int {
 	return &v
 }
 
+// optionalString reads a presence flag and, if set, the string.
+func (d *decoder) optionalString(l limit) *string {
+	if !d.bool() {
+		return nil
+	}
+	v := d.string(l)
+	return &v
+}
+
 // optionalInt64 reads a presence flag and, if set, the value.
 func (d *decoder) optionalInt64() *int64 {
 	if !d.bool() {

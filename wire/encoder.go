@@ -77,6 +77,14 @@ func (e *encoder) optionalInt(v *int) {
 	}
 }
 
+// optionalString writes a presence flag, then the string if present.
+func (e *encoder) optionalString(v *string, l limit) {
+	e.bool(v != nil)
+	if v != nil {
+		e.string(*v, l)
+	}
+}
+
 // optionalInt64 writes a presence flag, then the value if present.
 func (e *encoder) optionalInt64(v *int64) {
 	e.bool(v != nil)

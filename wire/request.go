@@ -97,6 +97,8 @@ func (e *encoder) createTopic(r msg.CreateTopic) {
 	e.int(r.AckedAheadMax)
 	e.bytes(r.Schema, schemaLimit)
 	e.string(r.CreatedBy, nodeIDLimit)
+	e.int(r.MaxDeliveries)
+	e.string(r.DeadLetterTopic, topicNameLimit)
 }
 
 func (d *decoder) createTopic() msg.CreateTopic {
@@ -109,6 +111,8 @@ func (d *decoder) createTopic() msg.CreateTopic {
 		AckedAheadMax:       d.int(),
 		Schema:              d.bytes(schemaLimit),
 		CreatedBy:           d.string(nodeIDLimit),
+		MaxDeliveries:       d.int(),
+		DeadLetterTopic:     d.string(topicNameLimit),
 	}
 }
 
@@ -123,6 +127,8 @@ func (e *encoder) alterTopic(r msg.AlterTopic) {
 	e.optionalInt(r.InFlightMax)
 	e.optionalInt(r.AckedAheadMax)
 	e.bytes(r.Schema, schemaLimit)
+	e.optionalInt(r.MaxDeliveries)
+	e.optionalString(r.DeadLetterTopic, topicNameLimit)
 }
 
 func (d *decoder) alterTopic() msg.AlterTopic {
@@ -134,6 +140,8 @@ func (d *decoder) alterTopic() msg.AlterTopic {
 		InFlightMax:         d.optionalInt(),
 		AckedAheadMax:       d.optionalInt(),
 		Schema:              d.bytes(schemaLimit),
+		MaxDeliveries:       d.optionalInt(),
+		DeadLetterTopic:     d.optionalString(topicNameLimit),
 	}
 }
 

@@ -88,6 +88,8 @@ func (e *encoder) topicInfo(r *msg.TopicInfo) {
 	e.varint(r.CreatedAt)
 	e.string(r.Owner, nodeIDLimit)
 	e.int(r.SchemaVersion)
+	e.int(r.MaxDeliveries)
+	e.string(r.DeadLetterTopic, topicNameLimit)
 }
 
 func (d *decoder) topicInfo() msg.TopicInfo {
@@ -101,6 +103,8 @@ func (d *decoder) topicInfo() msg.TopicInfo {
 		CreatedAt:           d.varint(),
 		Owner:               d.string(nodeIDLimit),
 		SchemaVersion:       d.int(),
+		MaxDeliveries:       d.int(),
+		DeadLetterTopic:     d.string(topicNameLimit),
 	}
 }
 
@@ -204,6 +208,9 @@ func consumedMessagesBytes(messages []msg.Message) int {
 	for i := range messages {
 		m := &messages[i]
 		size += len(m.Topic) + len(m.Key) + len(m.Payload) + len(m.ReceiptHandle)
+		if m.DeadLetter != nil {
+			size += len(m.DeadLetter.Topic)
+		}
 	}
 	return size + len(messages)*consumedMessageFieldsBytesMax
 }
@@ -228,10 +235,17 @@ func (e *encoder) consumedMessage(m *msg.Message) {
 	e.varint(m.TimestampMs)
 	e.string(m.ReceiptHandle, receiptHandleLimit)
 	e.uvarint(uint64(m.DeliveryCount))
+	e.bool(m.DeadLetter != nil)
+	if m.DeadLetter != nil {
+		e.string(m.DeadLetter.Topic, topicNameLimit)
+		e.int(m.DeadLetter.Partition)
+		e.uvarint(m.DeadLetter.Offset)
+		e.uvarint(uint64(m.DeadLetter.DeliveryCount))
+	}
 }
 
 func (d *decoder) consumedMessage() msg.Message {
-	return msg.Message{
+	m := msg.Message{
 		Topic:         d.string(topicNameLimit),
 		Partition:     d.int(),
 		Offset:        d.uvarint(),
@@ -241,6 +255,10 @@ func (d *decoder) consumedMessage() msg.Message {
 		ReceiptHandle: d.string(receiptHandleLimit),
 		DeliveryCount: d.uint32(),
 	}
+	if d.bool() {
+		m.DeadLetter = &msg.DeadLetterOrigin{Topic: d.string(topicNameLimit), Partition: d.int(), Offset: d.uvarint(), DeliveryCount: d.uint32()}
+	}
+	return m
 }
 
 // replayResult writes a presence flag and, if present, the message.

@@ -37,6 +37,9 @@ type topicSettings struct {
 	maxAckedAhead int
 	// schemaFile names a JSON Schema file ("-" for stdin); "" for none.
 	schemaFile string
+	// maxDeliveries and deadLetterTopic are the dead-letter setting.
+	maxDeliveries   int
+	deadLetterTopic string
 }
 
 func (s *topicSettings) register(flags *pflag.FlagSet, partitionsHelp string) {
@@ -46,10 +49,14 @@ func (s *topicSettings) register(flags *pflag.FlagSet, partitionsHelp string) {
 	flags.IntVar(&s.maxInFlight, "max-in-flight", 0, "most unacknowledged messages per partition")
 	flags.IntVar(&s.maxAckedAhead, "max-acked-ahead", 0, "most out-of-order acks held per partition")
 	flags.StringVar(&s.schemaFile, "schema", "", "JSON Schema file that every message must match (\"-\" reads stdin; at most 256 KiB)")
+	flags.IntVar(&s.maxDeliveries, "max-deliveries", 0,
+		"deliveries a message gets before it moves to the dead-letter topic (1 to 1000; 0 = never; needs --dead-letter-topic)")
+	flags.StringVar(&s.deadLetterTopic, "dead-letter-topic", "",
+		"existing topic that takes the messages which ran out of deliveries (\"\" with --max-deliveries 0 turns it off)")
 }
 
 func (s topicSettings) check() error {
-	if s.partitions < 0 || s.retention < 0 || s.visibility < 0 || s.maxInFlight < 0 || s.maxAckedAhead < 0 {
+	if s.partitions < 0 || s.retention < 0 || s.visibility < 0 || s.maxInFlight < 0 || s.maxAckedAhead < 0 || s.maxDeliveries < 0 {
 		return usagef("topic settings must not be negative")
 	}
 	return nil
@@ -64,7 +71,8 @@ func newTopicAddCommand(a *app) *cobra.Command {
 		Short: "Create a topic and print it as JSON",
 		Example: `  narad topic add orders
   narad topic add orders --partitions 6 --retention 72h --visibility 1m
-  narad topic add orders --schema orders.schema.json   # messages must be JSON matching it`,
+  narad topic add orders --schema orders.schema.json   # messages must be JSON matching it
+  narad topic add orders --max-deliveries 5 --dead-letter-topic orders.dead   # the dead-letter topic must exist`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := settings.check(); err != nil {
@@ -76,7 +84,8 @@ func newTopicAddCommand(a *app) *cobra.Command {
 			request := client.CreateTopicRequest{Name: args[0], Partitions: settings.partitions,
 				RetentionMs: settings.retention.Milliseconds(), VisibilityTimeoutMs: settings.visibility.Milliseconds(),
 				MaxInFlightPerPartition: settings.maxInFlight, MaxAckedAheadPerPartition: settings.maxAckedAhead,
-				Parent: parent, FanoutDelayMs: delay.Milliseconds()}
+				Parent: parent, FanoutDelayMs: delay.Milliseconds(),
+				MaxDeliveries: settings.maxDeliveries, DeadLetterTopic: settings.deadLetterTopic}
 			if settings.schemaFile != "" {
 				schema, err := a.readSchemaFile(settings.schemaFile)
 				if err != nil {
@@ -200,7 +209,9 @@ func newTopicEditCommand(a *app) *cobra.Command {
 		Short: "Change a topic's settings; only the flags given are sent",
 		Example: `  narad topic edit orders --visibility 2m
   narad topic edit orders --partitions 12 --retention 168h
-  narad topic edit orders --schema orders.v2.schema.json   # a new version that only adds to the last`,
+  narad topic edit orders --schema orders.v2.schema.json   # a new version that only adds to the last
+  narad topic edit orders --max-deliveries 5 --dead-letter-topic orders.dead
+  narad topic edit orders --max-deliveries 0 --dead-letter-topic ""   # dead letters off`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := settings.check(); err != nil {
@@ -215,7 +226,8 @@ func newTopicEditCommand(a *app) *cobra.Command {
 				request.Schema = schema
 			}
 			if request.IsEmpty() {
-				return usagef("nothing to change: give at least one of --partitions, --retention, --visibility, --max-in-flight, --max-acked-ahead, --schema")
+				return usagef("nothing to change: give at least one of --partitions, --retention, --visibility, --max-in-flight, --max-acked-ahead, --schema, " +
+					"--max-deliveries, --dead-letter-topic")
 			}
 			broker, err := a.newClient(cmd)
 			if err != nil {
@@ -249,6 +261,12 @@ func (s topicSettings) alterRequest(flags *pflag.FlagSet) client.AlterTopicReque
 	}
 	if flags.Changed("max-acked-ahead") {
 		request.MaxAckedAheadPerPartition = client.Ptr(s.maxAckedAhead)
+	}
+	if flags.Changed("max-deliveries") {
+		request.MaxDeliveries = client.Ptr(s.maxDeliveries)
+	}
+	if flags.Changed("dead-letter-topic") {
+		request.DeadLetterTopic = client.Ptr(s.deadLetterTopic)
 	}
 	return request
 }

@@ -200,3 +200,21 @@ func TestTopicSchemaPrintsAVersion(t *testing.T) {
 	require.Len(t, requests, 2)
 	assert.Equal(t, "version=2", requests[1].Query)
 }
+
+func TestTopicDeadLetterFlags(t *testing.T) {
+	h := newHarness(t)
+	withSetting := `{"name":"orders","partitions":3,"max_deliveries":5,"dead_letter_topic":"orders.dead"}`
+	broker := newFakeBroker(t).on("POST /v1/topics", reply{201, withSetting}).
+		on("PATCH /v1/topics/orders", reply{200, withSetting}).on("GET /v1/topics/orders", reply{200, withSetting})
+	h.againstOK(broker, "topic", "add", "orders", "--max-deliveries", "5", "--dead-letter-topic", "orders.dead")
+	assert.JSONEq(t, `{"name":"orders","max_deliveries":5,"dead_letter_topic":"orders.dead"}`, broker.seen("")[0].Body)
+	h.againstOK(broker, "topic", "edit", "orders", "--max-deliveries", "0", "--dead-letter-topic", "")
+	assert.JSONEq(t, `{"max_deliveries":0,"dead_letter_topic":""}`, broker.seen("")[1].Body, "turning it off sends both, empty")
+	h.againstOK(broker, "topic", "edit", "orders", "--max-deliveries", "7")
+	assert.JSONEq(t, `{"max_deliveries":7}`, broker.seen("")[2].Body)
+	h.againstOK(broker, "topic", "info", "orders")
+	assert.Contains(t, h.stdout.String(), `"max_deliveries": 5`)
+	assert.Contains(t, h.stdout.String(), `"dead_letter_topic": "orders.dead"`)
+	assert.Equal(t, 2, h.against(broker, "topic", "add", "orders", "--max-deliveries", "-1"))
+	assert.Len(t, broker.seen(""), 4, "nothing is sent for a negative --max-deliveries")
+}

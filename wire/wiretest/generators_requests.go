@@ -13,7 +13,8 @@ func Request() *rapid.Generator[msg.Request] {
 			return msg.CreateTopic{Name: topic().Draw(t, "name"), Partitions: rapid.Int().Draw(t, "partitions"),
 				RetentionMs: rapid.Int64().Draw(t, "retention"), VisibilityTimeoutMs: rapid.Int64().Draw(t, "visibility"),
 				InFlightMax: rapid.Int().Draw(t, "inFlight"), AckedAheadMax: rapid.Int().Draw(t, "ackedAhead"),
-				Schema: rapid.SliceOfN(rapid.Byte(), 0, 64).Draw(t, "schema"), CreatedBy: rapid.StringMatching(`[a-z]{0,8}`).Draw(t, "createdBy")}
+				Schema: rapid.SliceOfN(rapid.Byte(), 0, 64).Draw(t, "schema"), CreatedBy: rapid.StringMatching(`[a-z]{0,8}`).Draw(t, "createdBy"),
+				MaxDeliveries: rapid.Int().Draw(t, "maxDeliveries"), DeadLetterTopic: topic().Draw(t, "deadLetterTopic")}
 		}),
 		rapid.Custom(func(t *rapid.T) msg.Request {
 			return msg.ListTopics{Limit: rapid.Int().Draw(t, "limit"), PageToken: topic().Draw(t, "token")}
@@ -25,7 +26,8 @@ func Request() *rapid.Generator[msg.Request] {
 			return msg.AlterTopic{Name: topic().Draw(t, "name"), Partitions: optional(t, "partitions", rapid.Int()),
 				RetentionMs: optional(t, "retention", rapid.Int64()), VisibilityTimeoutMs: optional(t, "visibility", rapid.Int64()),
 				InFlightMax: optional(t, "inFlight", rapid.Int()), AckedAheadMax: optional(t, "ackedAhead", rapid.Int()),
-				Schema: rapid.SliceOfN(rapid.Byte(), 0, 64).Draw(t, "schema")}
+				Schema: rapid.SliceOfN(rapid.Byte(), 0, 64).Draw(t, "schema"), MaxDeliveries: optional(t, "maxDeliveries", rapid.Int()),
+				DeadLetterTopic: optional(t, "deadLetterTopic", topic())}
 		}),
 		rapid.Custom(func(t *rapid.T) msg.Request { return msg.DeleteTopic{Name: topic().Draw(t, "name")} }),
 		rapid.Custom(func(t *rapid.T) msg.Request {

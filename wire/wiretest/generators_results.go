@@ -71,7 +71,8 @@ func topicInfo() *rapid.Generator[msg.TopicInfo] {
 			RetentionMs: rapid.Int64().Draw(t, "retention"), VisibilityTimeoutMs: rapid.Int64().Draw(t, "visibility"),
 			InFlightMax: rapid.Int().Draw(t, "inFlight"), AckedAheadMax: rapid.Int().Draw(t, "ackedAhead"),
 			CreatedAt: rapid.Int64().Draw(t, "created"), Owner: nodeID().Draw(t, "owner"),
-			SchemaVersion: rapid.Int().Draw(t, "schemaVersion")}
+			SchemaVersion: rapid.Int().Draw(t, "schemaVersion"), MaxDeliveries: rapid.Int().Draw(t, "maxDeliveries"),
+			DeadLetterTopic: topic().Draw(t, "deadLetterTopic")}
 	})
 }
 
@@ -97,7 +98,14 @@ func message() *rapid.Generator[msg.Message] {
 		return msg.Message{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition"),
 			Offset: rapid.Uint64().Draw(t, "offset"), Key: bytesRaw(16).Draw(t, "key"), Payload: bytesRaw(64).Draw(t, "payload"),
 			TimestampMs: rapid.Int64().Draw(t, "timestamp"), ReceiptHandle: handle().Draw(t, "handle"),
-			DeliveryCount: rapid.Uint32().Draw(t, "deliveries")}
+			DeliveryCount: rapid.Uint32().Draw(t, "deliveries"), DeadLetter: optional(t, "deadLetter", deadLetterOrigin())}
+	})
+}
+
+func deadLetterOrigin() *rapid.Generator[msg.DeadLetterOrigin] {
+	return rapid.Custom(func(t *rapid.T) msg.DeadLetterOrigin {
+		return msg.DeadLetterOrigin{Topic: topic().Draw(t, "origin topic"), Partition: rapid.Int().Draw(t, "origin partition"),
+			Offset: rapid.Uint64().Draw(t, "origin offset"), DeliveryCount: rapid.Uint32().Draw(t, "origin deliveries")}
 	})
 }
 

@@ -32,7 +32,8 @@ func topicRequestSamples() []NamedRequest {
 		{"CreateTopic/zero", msg.CreateTopic{}},
 		{"CreateTopic/max", msg.CreateTopic{Name: MaxTopic(), Partitions: math.MaxInt, RetentionMs: math.MaxInt64,
 			VisibilityTimeoutMs: math.MaxInt64, InFlightMax: math.MaxInt, AckedAheadMax: math.MaxInt,
-			Schema: bytes.Repeat([]byte("s"), SchemaBytesMax), CreatedBy: strings.Repeat("u", 64)}},
+			Schema: bytes.Repeat([]byte("s"), SchemaBytesMax), CreatedBy: strings.Repeat("u", 64),
+			MaxDeliveries: math.MaxInt, DeadLetterTopic: MaxTopic()}},
 		{"CreateTopic/min", msg.CreateTopic{Name: "t", Partitions: math.MinInt, RetentionMs: math.MinInt64,
 			VisibilityTimeoutMs: -1, InFlightMax: math.MinInt, AckedAheadMax: -1}},
 		{"ListTopics/zero", msg.ListTopics{}},
@@ -45,6 +46,8 @@ func topicRequestSamples() []NamedRequest {
 		{"AlterTopic/extremes", msg.AlterTopic{Name: MaxTopic(), Partitions: &maxInt, RetentionMs: &minInt64,
 			InFlightMax: &maxInt, Schema: bytes.Repeat([]byte("s"), SchemaBytesMax)}},
 		{"AlterTopic/schema", msg.AlterTopic{Name: "orders", Schema: []byte(`{"type":"object"}`)}},
+		{"AlterTopic/dead-letters", msg.AlterTopic{Name: "orders", MaxDeliveries: &maxInt, DeadLetterTopic: new(MaxTopic())}},
+		{"AlterTopic/dead-letters-off", msg.AlterTopic{Name: "orders", MaxDeliveries: &zero, DeadLetterTopic: new("")}},
 		{"DeleteTopic/zero", msg.DeleteTopic{}},
 		{"DeleteTopic/max", msg.DeleteTopic{Name: MaxTopic()}},
 	}

@@ -74,7 +74,8 @@ func clusterResultSamples() []NamedResult {
 func MaxTopicInfo() msg.TopicInfo {
 	return msg.TopicInfo{Name: MaxTopic(), Partitions: math.MaxInt, RetentionMs: math.MaxInt64,
 		VisibilityTimeoutMs: math.MinInt64, InFlightMax: math.MaxInt, AckedAheadMax: math.MinInt,
-		CreatedAt: math.MaxInt64, Owner: strings.Repeat("o", NodeIDBytesMax), SchemaVersion: math.MaxInt}
+		CreatedAt: math.MaxInt64, Owner: strings.Repeat("o", NodeIDBytesMax), SchemaVersion: math.MaxInt,
+		MaxDeliveries: math.MinInt, DeadLetterTopic: MaxTopic()}
 }
 
 // MaxPartitionStats is a PartitionStats with every field at an extreme.
@@ -89,7 +90,8 @@ func MaxPartitionStats() msg.PartitionStats {
 func MaxMessage() msg.Message {
 	return msg.Message{Topic: MaxTopic(), Partition: math.MaxInt, Offset: math.MaxUint64,
 		Key: bytes.Repeat([]byte{1}, msg.KeyBytesMax), Payload: bytes.Repeat([]byte{2}, msg.MessageBytesMax),
-		TimestampMs: math.MinInt64, ReceiptHandle: MaxHandle(), DeliveryCount: math.MaxUint32}
+		TimestampMs: math.MinInt64, ReceiptHandle: MaxHandle(), DeliveryCount: math.MaxUint32,
+		DeadLetter: &msg.DeadLetterOrigin{Topic: MaxTopic(), Partition: math.MinInt, Offset: math.MaxUint64, DeliveryCount: math.MaxUint32}}
 }
 
 func topicInfos(n int) []msg.TopicInfo {
