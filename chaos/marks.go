@@ -126,6 +126,20 @@ const (
 	// MarkNodeRecoveredZeroTail: recovery found a partition log ending in
 	// the zero tail of its active segment (its clean end, not damage).
 	MarkNodeRecoveredZeroTail Mark = "node-recovered-zero-tail"
+	// MarkNodeDeadLettered: a record that ran out of deliveries was
+	// acknowledged in its source once its copy was durable in the
+	// dead-letter topic.
+	MarkNodeDeadLettered Mark = "node-dead-lettered"
+	// MarkNodeDeadLetterFailed: a dead letter's write failed (or its
+	// source partition froze for a move meanwhile); the record is
+	// reservable again.
+	MarkNodeDeadLetterFailed Mark = "node-dead-letter-failed"
+	// MarkNodeDeadLetterOrphaned: a dead letter's write ended after its
+	// source partition was dropped or moved away here.
+	MarkNodeDeadLetterOrphaned Mark = "node-dead-letter-orphaned"
+	// MarkNodeDeadLettersWaitForRelays: exhausted records waited because
+	// the node's relays were at RelaysInFlightMax.
+	MarkNodeDeadLettersWaitForRelays Mark = "node-dead-letters-wait-for-relays"
 	// MarkNodeRedelivery: a record was delivered more than once.
 	MarkNodeRedelivery Mark = "node-redelivery"
 	// MarkNodeStaleCopyDeleted: the sweep deleted a partition copy this
@@ -163,4 +177,5 @@ var Registered = []Mark{
 	MarkNodeProduceRerouted, MarkNodeRecoveredTornTail, MarkNodeRecoveredZeroTail, MarkNodeRedelivery, MarkNodeStaleCopyDeleted,
 	MarkNodeVoterRemoved, MarkNodeWriteFenced,
 	MarkMoveAbortPlanned, MarkMovePlanBoundReached,
+	MarkNodeDeadLettered, MarkNodeDeadLetterFailed, MarkNodeDeadLetterOrphaned, MarkNodeDeadLettersWaitForRelays,
 }

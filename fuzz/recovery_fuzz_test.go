@@ -17,7 +17,7 @@ const recoveryDir = "topics/t/p00000"
 func recoveryConfig() storage.LogConfig {
 	return storage.LogConfig{
 		SegmentBytes:              4096,
-		RecordBytesMax:            900,
+		RecordBytesMax:            600, // with the largest envelope overhead, a frame fits FrameBytesMax
 		FrameBytesMax:             1024,
 		ChunkBytesMax:             1024,
 		CorruptOffsetsReportedMax: 16,

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -52,4 +53,47 @@ func TestDeadLetterSettingRoutes(t *testing.T) {
 			t.Fatalf("%s shows a dead-letter setting it does not have: %s", path, body)
 		}
 	}
+}
+
+// Property: through the real handler and node, a record nacked at its
+// last delivery is consumed from the dead-letter topic with its origin,
+// is not delivered from its topic again, and is counted.
+func TestDeadLetterRoundTrip(t *testing.T) {
+	h := testHost(t)
+	runSteps(t, h, []step{
+		{"create the dead-letter topic", postJSON("/v1/topics", `{"name":"dead"}`), 201, ""},
+		{"create the topic", postJSON("/v1/topics", `{"name":"orders","max_deliveries":1,"dead_letter_topic":"dead"}`), 201, ""},
+		{"produce", post("/v1/topics/orders/produce?key=k1&partition=2", "application/json", `{"id":1}`), 202, `"offset":0`},
+	})
+	status, body := call(t, h, get("/v1/topics/orders/consume?wait=2s"))
+	if status != 200 || !strings.Contains(body, `"delivery_count":1`) {
+		t.Fatalf("consume: %d %s", status, body)
+	}
+	handle := between(t, body, `"receipt_handle":"`, `"`)
+	runSteps(t, h, []step{
+		{"nack its only delivery", post("/v1/topics/orders/ack?receipt_handle="+handle+"&extend=0", "", ""), 204, ""},
+		{"the copy arrives with its origin", get("/v1/topics/dead/consume?wait=5s"), 200,
+			`"key":"k1","payload":{"id":1}`},
+		{"not delivered from its topic again", get("/v1/topics/orders/consume?wait=200ms"), 204, ""},
+		{"counted", get("/metrics"), 200, `narad_dead_letters_total{topic="orders"} 1`},
+	})
+	_, body = call(t, h, get("/v1/topics/dead/consume?partition=0&offset=0"))
+	for partition := 1; !strings.Contains(body, "dead_letter") && partition < 3; partition++ {
+		_, body = call(t, h, get("/v1/topics/dead/consume?partition="+strconv.Itoa(partition)+"&offset=0"))
+	}
+	if !strings.Contains(body, `"dead_letter":{"topic":"orders","partition":2,"offset":0,"delivery_count":1}`) {
+		t.Fatalf("replayed dead letter lacks its origin: %s", body)
+	}
+}
+
+// between returns the text of s between the first prefix and the next
+// suffix after it.
+func between(t *testing.T, s, prefix, suffix string) string {
+	t.Helper()
+	start := strings.Index(s, prefix)
+	if start < 0 {
+		t.Fatalf("%q not in %s", prefix, s)
+	}
+	rest := s[start+len(prefix):]
+	return rest[:strings.Index(rest, suffix)]
 }

@@ -31,6 +31,9 @@ type Metrics struct {
 	ackRepeated      *prometheus.CounterVec
 	ackExtended      *prometheus.CounterVec
 	nacks            *prometheus.CounterVec
+	deadLetters      *prometheus.CounterVec
+	relaysInFlight   prometheus.Gauge
+	relaysMax        prometheus.Gauge
 	corruptSkipped   *prometheus.CounterVec
 	consumerDropped  *prometheus.CounterVec
 	retentionBytes   *prometheus.CounterVec
@@ -99,13 +102,17 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 		consumeEmpty:     counterVec("consume_empty_total", "Consume requests answered with nothing.", []string{"topic"}),
 		consumeWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "narad", Name: "consume_wait_seconds",
 			Help: "How long consumes were parked, by outcome.", Buckets: []float64{.001, .01, .1, .5, 1, 5, 10, 30, 60}}, []string{"topic", "outcome"}),
-		consumerLag:      gaugeVec("consumer_lag_messages", "High-watermark minus committed offset, per open partition.", tp),
-		inflight:         gaugeVec("inflight_size", "Reserved, unacked records, per open partition.", tp),
-		ackedAhead:       gaugeVec("acked_ahead_size", "Records acked above the committed offset, per open partition.", tp),
-		ackRejected:      counterVec("ack_rejected_total", "Acks refused: cap (acked-ahead set full) or stale (410).", []string{"reason"}),
-		ackRepeated:      counterVec("ack_repeated_total", "Acks of records already acknowledged (a retried ack that had landed), answered 204.", []string{"topic"}),
-		ackExtended:      counterVec("ack_extended_total", "Leases extended.", []string{"topic"}),
-		nacks:            counterVec("nack_total", "Leases released for redelivery.", []string{"topic"}),
+		consumerLag: gaugeVec("consumer_lag_messages", "High-watermark minus committed offset, per open partition.", tp),
+		inflight:    gaugeVec("inflight_size", "Reserved, unacked records, per open partition.", tp),
+		ackedAhead:  gaugeVec("acked_ahead_size", "Records acked above the committed offset, per open partition.", tp),
+		ackRejected: counterVec("ack_rejected_total", "Acks refused: cap (acked-ahead set full) or stale (410).", []string{"reason"}),
+		ackRepeated: counterVec("ack_repeated_total", "Acks of records already acknowledged (a retried ack that had landed), answered 204.", []string{"topic"}),
+		ackExtended: counterVec("ack_extended_total", "Leases extended.", []string{"topic"}),
+		nacks:       counterVec("nack_total", "Leases released for redelivery.", []string{"topic"}),
+		deadLetters: counterVec("dead_letters_total",
+			"Records that ran out of deliveries, acknowledged in their topic once their copy was durable in its dead-letter topic.", []string{"topic"}),
+		relaysInFlight:   gauge("relays_in_flight", "Writes this node makes into topics on its own behalf (dead letters) not yet durable."),
+		relaysMax:        gauge("relays_in_flight_max", "Cap of relays_in_flight; past it exhausted records wait."),
 		corruptSkipped:   counterVec("consumer_corrupt_skipped_total", "Corrupt records skipped by consumers.", tp),
 		consumerDropped:  counterVec("consumer_dropped_messages", "Unacked records deleted by retention.", tp),
 		retentionBytes:   counterVec("storage_retention_bytes_deleted_total", "Bytes deleted by retention.", tp),
@@ -135,7 +142,7 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 
 func (m *Metrics) register(reg prometheus.Registerer) {
 	reg.MustRegister(m.producedMessages, m.producedBytes, m.consumedMessages, m.consumedBytes,
-		m.consumePolls, m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRejected, m.ackRepeated, m.ackExtended, m.nacks, m.corruptSkipped,
+		m.consumePolls, m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRejected, m.ackRepeated, m.ackExtended, m.nacks, m.deadLetters, m.relaysInFlight, m.relaysMax, m.corruptSkipped,
 		m.consumerDropped, m.retentionBytes, m.retentionRecords, m.errors, m.syncRound, m.roundRecords,
 		m.bootSeconds, m.topics, m.partitions, m.openLogs, m.openLogsMax, m.logEvictions, m.parkedPolls, m.peerStepErrors, m.peerUnsent)
 }
@@ -211,6 +218,12 @@ func (m *Metrics) ConsumeWait(topic, outcome string, waitedMs int64) {
 	}
 }
 
+// DeadLettered implements node.DeadLetterObserver: the count is by the
+// record's source topic.
+func (m *Metrics) DeadLettered(origin msg.DeadLetterOrigin, _ string, _ msg.Placement) {
+	m.deadLetters.WithLabelValues(origin.Topic).Inc()
+}
+
 // CorruptSkipped implements node.Observer.
 func (m *Metrics) CorruptSkipped(topic string, partition int) {
 	m.corruptSkipped.WithLabelValues(topic, strconv.Itoa(partition)).Inc()
@@ -247,6 +260,8 @@ func (m *Metrics) setInventory(s node.Stats, partitions []node.PartitionState) {
 	m.logEvictions.Add(float64(s.LogEvictions - m.logEvictionsSeen))
 	m.logEvictionsSeen = s.LogEvictions
 	m.parkedPolls.Set(float64(s.ParkedPolls))
+	m.relaysInFlight.Set(float64(s.RelaysInFlight))
+	m.relaysMax.Set(float64(s.RelaysInFlightMax))
 	m.consumerLag.Reset()
 	m.inflight.Reset()
 	m.ackedAhead.Reset()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -108,8 +109,16 @@ func TestEncodeConsumeAndReplay(t *testing.T) {
 		{"replay", msg.Replay{Topic: "orders", Partition: 2, Offset: 41}, ok(msg.ReplayResult{Message: &replayed}), 200,
 			`{"topic":"orders","partition":2,"offset":41,"payload":{"id": 7},"timestamp":1700000000,"timestamp_ms":1700000000123}`},
 		{"replay past the end", msg.Replay{Topic: "orders", Partition: 2, Offset: 99}, ok(msg.ReplayResult{}), 204, ""},
+		{"dead letter", single, ok(msg.ConsumeResult{Messages: []msg.Message{deadLetter}}), 200,
+			strings.TrimSuffix(testMessageJSON, "}") + `,"dead_letter":{"topic":"orders.in","partition":0,"offset":18446744073709551615,"delivery_count":5}}`},
 	})
 }
+
+var deadLetter = func() msg.Message {
+	m := testMessage
+	m.DeadLetter = &msg.DeadLetterOrigin{Topic: "orders.in", Partition: 0, Offset: 1<<64 - 1, DeliveryCount: 5}
+	return m
+}()
 
 func TestEncodePayloadRules(t *testing.T) {
 	cases := []struct {

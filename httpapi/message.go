@@ -37,6 +37,23 @@ func appendMessage(dst []byte, message msg.Message) []byte {
 		dst = append(dst, `,"delivery_count":`...)
 		dst = strconv.AppendUint(dst, uint64(message.DeliveryCount), 10)
 	}
+	if message.DeadLetter != nil {
+		dst = appendDeadLetter(dst, *message.DeadLetter)
+	}
+	return append(dst, '}')
+}
+
+// appendDeadLetter appends the origin of a dead letter
+// (docs/api.md#dead-letters).
+func appendDeadLetter(dst []byte, origin msg.DeadLetterOrigin) []byte {
+	dst = append(dst, `,"dead_letter":{"topic":`...)
+	dst = append(dst, marshalJSON(origin.Topic)...)
+	dst = append(dst, `,"partition":`...)
+	dst = strconv.AppendInt(dst, int64(origin.Partition), 10)
+	dst = append(dst, `,"offset":`...)
+	dst = strconv.AppendUint(dst, origin.Offset, 10)
+	dst = append(dst, `,"delivery_count":`...)
+	dst = strconv.AppendUint(dst, uint64(origin.DeliveryCount), 10)
 	return append(dst, '}')
 }
 

@@ -76,6 +76,9 @@ type ProduceRecord struct {
 	Key       []byte // empty: the record has no key
 	Partition int    // PartitionNone: chosen by key hash, else round-robin
 	Payload   []byte
+	// Origin is set only on a dead letter the node writes itself (never
+	// decoded from a client): the record it copies.
+	Origin *DeadLetterOrigin
 }
 
 // Produce appends records to a topic. The reply comes only after every

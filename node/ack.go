@@ -26,6 +26,7 @@ func (n *Node) ack(r msg.Ack) (msg.Result, error) {
 	// serve a parked long poll (a released record, one on another node).
 	if r.Action == msg.AckNack {
 		n.notifySubscribers(t.info.Name)
+		n.sendDeadLetters() // a nack may exhaust its record
 	}
 	n.wake(t.info.Name)
 	if !r.Batch {

@@ -164,7 +164,7 @@ func (n *Node) message(t *topic, p *partition, record storage.Record, r lease.Re
 		Topic: t.info.Name, Partition: p.key.index, Offset: r.Offset,
 		Key: record.Key, Payload: record.Payload, TimestampMs: record.TimeMs,
 		ReceiptHandle: lease.FormatHandle(n.cfg.HandleKey, t.info.Name, p.key.index, r.Offset, r.Nonce),
-		DeliveryCount: r.DeliveryCount,
+		DeliveryCount: r.DeliveryCount, DeadLetter: messageOrigin(record.Origin),
 	}
 }
 
@@ -284,6 +284,6 @@ func (n *Node) replay(r msg.Replay) (msg.Result, error) {
 	n.observer.Consumed(t.info.Name, r.Partition, 1, int64(len(record.Payload)))
 	return msg.ReplayResult{Message: &msg.Message{
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
-		Key: record.Key, Payload: record.Payload, TimestampMs: record.TimeMs,
+		Key: record.Key, Payload: record.Payload, TimestampMs: record.TimeMs, DeadLetter: messageOrigin(record.Origin),
 	}}, nil
 }

@@ -86,6 +86,9 @@ type Node struct {
 	// ackObserver hears of every ack applied (a no-op unless the
 	// observer implements AckObserver).
 	ackObserver AckObserver
+	// deadLetterObserver hears of every dead letter settled here (a no-op
+	// unless the observer implements DeadLetterObserver).
+	deadLetterObserver DeadLetterObserver
 
 	// The Ready being gathered. replies hold answers in arrival order;
 	// dirty holds the partitions with unsynced records or offsets;
@@ -151,7 +154,7 @@ func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observe
 		dirty: map[partitionKey]*partition{}, dependents: map[partitionKey][]int{},
 		routing: newRouting(), cluster: newClusterState(), sweeper: newSweeper(nowMs, cfg.Moves.SweepIntervalMs),
 		moves: map[partitionKey]*moveSession{}, moveObserver: moveObserverOf(observer),
-		appendObserver: appendObserverOf(observer), ackObserver: ackObserverOf(observer),
+		appendObserver: appendObserverOf(observer), ackObserver: ackObserverOf(observer), deadLetterObserver: deadLetterObserverOf(observer),
 		nextCommitPersistMs: nowMs + cfg.CommitPersistIntervalMs,
 		nextRetentionMs:     nowMs + cfg.RetentionCheckIntervalMs,
 		nextMetaTickMs:      nowMs + cfg.MetaTickIntervalMs,
@@ -193,7 +196,8 @@ func (n *Node) Now() int64 { return n.nowMs }
 //  1. the metastore's raft ticks (at most metaTicksPerTickMax), then this
 //     node's heartbeat when due (and a sole voter's campaign);
 //  2. lease expiry: reservations past their visibility deadline are
-//     released and their topics' long polls woken;
+//     released and their topics' long polls woken; records that ran out
+//     of deliveries are written to their dead-letter topic (deadletter.go);
 //  3. long polls whose wait ran out are answered empty;
 //  4. metastore proposals without an outcome in time answer a retryable
 //     "unknown outcome";
@@ -219,6 +223,7 @@ func (n *Node) Tick(nowMs int64) {
 	n.nowMs = nowMs
 	n.tickMeta()
 	n.expireLeases()
+	n.sendDeadLetters()
 	n.expireWaiters()
 	n.expireProposals()
 	n.expireForwards()
@@ -548,13 +553,16 @@ type Stats struct {
 	// MovesInFlight counts the partitions with a target in this node's
 	// replica of the placement.
 	MovesInFlight int
+	// RelaysInFlight counts this node's own writes into topics (dead
+	// letters) not yet durable; at most RelaysInFlightMax.
+	RelaysInFlight, RelaysInFlightMax int
 }
 
 // Stats returns the node's inventory numbers.
 func (n *Node) Stats() Stats {
 	topics := n.meta.State().Topics()
 	s := Stats{Topics: len(topics), ParkedPolls: n.waiters.len(), OpenLogs: len(n.store.OpenDirs()), MovesInFlight: len(n.meta.State().Moves()),
-		OpenLogsMax: n.store.OpenMax(), LogEvictions: n.logEvictions}
+		OpenLogsMax: n.store.OpenMax(), LogEvictions: n.logEvictions, RelaysInFlight: n.relays.inFlight, RelaysInFlightMax: n.cfg.RelaysInFlightMax}
 	for _, record := range topics {
 		s.Partitions += record.Partitions
 	}

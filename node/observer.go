@@ -76,6 +76,26 @@ func appendObserverOf(observer Observer) AppendObserver {
 	return nopAppendObserver{}
 }
 
+// DeadLetterObserver hears of every record acknowledged in its source
+// because its copy is durable in the dead-letter topic at placement: the
+// host counts them (narad_dead_letters_total), the simulator checks the
+// copy was durable first. An Observer that also implements it gets the
+// calls.
+type DeadLetterObserver interface {
+	DeadLettered(origin msg.DeadLetterOrigin, deadLetterTopic string, placement msg.Placement)
+}
+
+type nopDeadLetterObserver struct{}
+
+func (nopDeadLetterObserver) DeadLettered(msg.DeadLetterOrigin, string, msg.Placement) {}
+
+func deadLetterObserverOf(observer Observer) DeadLetterObserver {
+	if d, ok := observer.(DeadLetterObserver); ok {
+		return d
+	}
+	return nopDeadLetterObserver{}
+}
+
 // AckObserver hears of every ack applied here (not of a repeated ack of a
 // record already acknowledged): the simulator's idempotent-ack checker
 // uses it to know which acks landed even when their answer was lost. An

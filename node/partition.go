@@ -161,7 +161,7 @@ func (n *Node) reportRecovery(p *partition, r storage.Recovery) {
 }
 
 func (n *Node) leaseConfig(t *topic) lease.Config {
-	return lease.Config{InFlightMax: t.info.InFlightMax, AckedAheadMax: t.info.AckedAheadMax}
+	return lease.Config{InFlightMax: t.info.InFlightMax, AckedAheadMax: t.info.AckedAheadMax, MaxDeliveries: t.info.MaxDeliveries}
 }
 
 // failLog handles a storage error of a partition log: the log is dropped

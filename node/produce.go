@@ -190,7 +190,7 @@ func (n *Node) append(t *topic, p *partition, rec msg.ProduceRecord) (uint64, er
 	if log.Syncing() {
 		chaos.Reached(chaos.MarkNodeAppendDuringSyncRound) // pipelined: it waits for the next round
 	}
-	offset, err := log.Append(storage.Record{Key: rec.Key, TimeMs: n.nowMs, Payload: rec.Payload})
+	offset, err := log.Append(storage.Record{Key: rec.Key, TimeMs: n.nowMs, Payload: rec.Payload, Origin: storageOrigin(rec.Origin)})
 	if errors.Is(err, storage.ErrRecordTooLarge) {
 		return 0, msg.TooLarge("request body too large")
 	}

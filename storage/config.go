@@ -17,7 +17,7 @@ const (
 	// recordBytesLimit is the largest RecordBytesMax accepted.
 	recordBytesLimit = 64 << 20
 	// frameBytesLimit is the largest FrameBytesMax accepted.
-	frameBytesLimit = recordBytesLimit + recordOverheadBytes + frameHeaderBytes
+	frameBytesLimit = recordBytesLimit + envelopeOverheadBytes + frameHeaderBytes
 	// chunkBytesLimit is the largest ChunkBytesMax accepted.
 	chunkBytesLimit = 64 << 20
 	// writeBufferBytesLimit is the largest WriteBufferBytesMax accepted.
@@ -82,7 +82,7 @@ func DefaultLogConfig() LogConfig {
 	return LogConfig{
 		SegmentBytes:              64 << 20,
 		RecordBytesMax:            defaultRecordBytesMax,
-		FrameBytesMax:             defaultRecordBytesMax + recordOverheadBytes + frameHeaderBytes,
+		FrameBytesMax:             defaultRecordBytesMax + envelopeOverheadBytes + frameHeaderBytes,
 		ChunkBytesMax:             1 << 20,
 		CorruptOffsetsReportedMax: 64,
 		WriteBufferBytesMax:       1 << 20,
@@ -104,8 +104,8 @@ func (c LogConfig) Validate() error {
 		"SegmentBytes %d not in [%d, %d]", c.SegmentBytes, segmentBytesMin, segmentBytesLimit)
 	check(c.RecordBytesMax >= 1 && c.RecordBytesMax <= recordBytesLimit,
 		"RecordBytesMax %d not in [1, %d]", c.RecordBytesMax, recordBytesLimit)
-	check(c.FrameBytesMax >= c.RecordBytesMax+recordOverheadBytes+frameHeaderBytes,
-		"FrameBytesMax %d below RecordBytesMax %d + overhead %d", c.FrameBytesMax, c.RecordBytesMax, recordOverheadBytes+frameHeaderBytes)
+	check(c.FrameBytesMax >= c.RecordBytesMax+envelopeOverheadBytes+frameHeaderBytes,
+		"FrameBytesMax %d below RecordBytesMax %d + overhead %d", c.FrameBytesMax, c.RecordBytesMax, envelopeOverheadBytes+frameHeaderBytes)
 	check(c.FrameBytesMax <= frameBytesLimit, "FrameBytesMax %d above %d", c.FrameBytesMax, frameBytesLimit)
 	check(c.ChunkBytesMax >= 1 && c.ChunkBytesMax <= chunkBytesLimit,
 		"ChunkBytesMax %d not in [1, %d]", c.ChunkBytesMax, chunkBytesLimit)

@@ -32,7 +32,7 @@ func TestLogConfigValidateReportsEveryProblem(t *testing.T) {
 // The frame limit must leave room for the largest record plus overheads.
 func TestLogConfigFrameMustFitRecord(t *testing.T) {
 	cfg := DefaultLogConfig()
-	cfg.FrameBytesMax = cfg.RecordBytesMax + recordOverheadBytes + frameHeaderBytes - 1
+	cfg.FrameBytesMax = cfg.RecordBytesMax + envelopeOverheadBytes + frameHeaderBytes - 1
 	err := cfg.Validate()
 	require.ErrorIs(t, err, ErrInvalidConfig)
 	require.True(t, strings.Contains(err.Error(), "FrameBytesMax"))

@@ -81,7 +81,7 @@ func DecodeFrame(b []byte, frameBytesMax int) (offset uint64, envelope []byte, s
 // copying the envelope twice (the append path of Log).
 func encodeRecordFrame(dst []byte, offset uint64, r Record) []byte {
 	start := len(dst)
-	dst = slices.Grow(dst, frameHeaderBytes+recordOverheadBytes+recordBytes(r))
+	dst = slices.Grow(dst, frameHeaderBytes+envelopeBytes(r))
 	dst = EncodeRecord(dst[:start+frameHeaderBytes], r)
 	envelopeLength := len(dst) - start - frameHeaderBytes
 	assert(uint64(envelopeLength) <= math.MaxUint32-frameHeaderBytes, "envelope of %d bytes does not fit a frame", envelopeLength)
@@ -102,6 +102,7 @@ func checkEncodedFrame(frame []byte, offset uint64, r Record, frameBytesMax int)
 	assert(err == nil && size == len(frame) && decodedOffset == offset,
 		"frame of offset %d does not decode: offset %d, size %d of %d, error %v", offset, decodedOffset, size, len(frame), err)
 	decoded, err := DecodeRecord(envelope)
-	assert(err == nil && decoded.TimeMs == r.TimeMs && bytes.Equal(decoded.Key, r.Key) && bytes.Equal(decoded.Payload, r.Payload),
+	assert(err == nil && decoded.TimeMs == r.TimeMs && bytes.Equal(decoded.Key, r.Key) && bytes.Equal(decoded.Payload, r.Payload) &&
+		(decoded.Origin == nil) == (r.Origin == nil) && (r.Origin == nil || *decoded.Origin == *r.Origin),
 		"record of offset %d does not round-trip (error %v)", offset, err)
 }

@@ -211,7 +211,12 @@ func (l *Log) Append(r Record) (uint64, error) {
 	if recordBytes(r) > l.cfg.RecordBytesMax {
 		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrRecordTooLarge, recordBytes(r), l.cfg.RecordBytesMax)
 	}
-	frameBytes := int64(frameHeaderBytes + recordOverheadBytes + recordBytes(r))
+	if r.Origin != nil {
+		if err := checkOrigin(*r.Origin); err != nil {
+			return 0, err
+		}
+	}
+	frameBytes := int64(frameHeaderBytes + envelopeBytes(r))
 	if l.active().sizeBytes > 0 && l.active().sizeBytes+frameBytes > l.cfg.SegmentBytes {
 		if err := l.roll(); err != nil {
 			return 0, err

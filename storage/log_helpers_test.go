@@ -38,7 +38,7 @@ func smallLogConfig() LogConfig {
 	return LogConfig{
 		SegmentBytes:              segmentBytesMin,
 		RecordBytesMax:            1024,
-		FrameBytesMax:             1024 + recordOverheadBytes + frameHeaderBytes,
+		FrameBytesMax:             1024 + envelopeOverheadBytes + frameHeaderBytes,
 		ChunkBytesMax:             700,
 		CorruptOffsetsReportedMax: 8,
 		WriteBufferBytesMax:       300,
@@ -83,6 +83,7 @@ func requireSameRecord(t require.TestingT, want, got Record, msgAndArgs ...any) 
 	require.Equal(t, want.TimeMs, got.TimeMs, msgAndArgs...)
 	require.True(t, bytes.Equal(want.Key, got.Key), "key %q, want %q %v", got.Key, want.Key, msgAndArgs)
 	require.True(t, bytes.Equal(want.Payload, got.Payload), "payload differs %v", msgAndArgs)
+	require.Equal(t, want.Origin, got.Origin, msgAndArgs...)
 }
 
 // requireTestRecords reads [from, to) and checks each against testRecord.

@@ -63,7 +63,7 @@ func TestLogRecordLargerThanSegment(t *testing.T) {
 	forEachLogFS(t, func(t *testing.T, fs FS) {
 		cfg := smallLogConfig()
 		cfg.RecordBytesMax = 3 * segmentBytesMin
-		cfg.FrameBytesMax = cfg.RecordBytesMax + recordOverheadBytes + frameHeaderBytes
+		cfg.FrameBytesMax = cfg.RecordBytesMax + envelopeOverheadBytes + frameHeaderBytes
 		log, _ := openTestLog(t, fs, "p", cfg)
 		big := Record{TimeMs: 1, Payload: bytes.Repeat([]byte("x"), 2*segmentBytesMin)}
 		for range 3 {

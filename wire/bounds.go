@@ -150,7 +150,7 @@ var (
 // more elements than the bytes left could hold is refused before the list
 // is allocated. bounds_test.go checks each against a zero-value element.
 const (
-	produceRecordBytesMin   = 3  // key length, partition, payload length
+	produceRecordBytesMin   = 4  // key length, partition, payload length, origin flag
 	receiptHandleBytesMin   = 1  // length
 	topicInfoBytesMin       = 11 // eleven one-byte fields
 	partitionStatsBytesMin  = 11 // eleven one-byte fields

@@ -106,7 +106,13 @@ func TestElementBytesMin(t *testing.T) {
 		encode func(e *encoder)
 		min    int
 	}{
-		"ProduceRecord":  {func(e *encoder) { e.bytes(nil, keyLimit); e.int(0); e.bytes(nil, payloadLimit) }, produceRecordBytesMin},
+		"ProduceRecord": {func(e *encoder) {
+			e.bytes(nil, keyLimit)
+			e.int(0)
+			e.bytes(nil, payloadLimit)
+			e.deadLetterOrigin(nil)
+		},
+			produceRecordBytesMin},
 		"receipt handle": {func(e *encoder) { e.string("", receiptHandleLimit) }, receiptHandleBytesMin},
 		"TopicInfo":      {func(e *encoder) { e.topicInfo(&msg.TopicInfo{}) }, topicInfoBytesMin},
 		"PartitionStats": {func(e *encoder) { e.partitionStats(&msg.PartitionStats{}) }, partitionStatsBytesMin},

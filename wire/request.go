@@ -157,18 +157,22 @@ func (e *encoder) produce(r msg.Produce) {
 		e.bytes(record.Key, keyLimit)
 		e.int(record.Partition)
 		e.bytes(record.Payload, payloadLimit)
+		e.deadLetterOrigin(record.Origin)
 	}
 }
 
 // produceRecordFieldsBytesMax bounds the encoding of a record's two length
-// prefixes and partition.
-const produceRecordFieldsBytesMax = 3 * binary.MaxVarintLen64
+// prefixes, partition, and dead-letter origin without its topic's bytes.
+const produceRecordFieldsBytesMax = 3*binary.MaxVarintLen64 + deadLetterOriginFieldsBytesMax
 
 // produceRecordsBytes is an upper bound of the encoding of records.
 func produceRecordsBytes(records []msg.ProduceRecord) int {
 	size := len(records) * produceRecordFieldsBytesMax
 	for i := range records {
 		size += len(records[i].Key) + len(records[i].Payload)
+		if records[i].Origin != nil {
+			size += len(records[i].Origin.Topic)
+		}
 	}
 	return size
 }
@@ -179,7 +183,7 @@ func (d *decoder) produce() msg.Produce {
 		r.Records = make([]msg.ProduceRecord, n)
 	}
 	for i := range r.Records {
-		r.Records[i] = msg.ProduceRecord{Key: d.bytes(keyLimit), Partition: d.int(), Payload: d.bytes(payloadLimit)}
+		r.Records[i] = msg.ProduceRecord{Key: d.bytes(keyLimit), Partition: d.int(), Payload: d.bytes(payloadLimit), Origin: d.deadLetterOrigin()}
 	}
 	return r
 }

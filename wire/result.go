@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"encoding/binary"
+
 	"narad/msg"
 )
 
@@ -235,13 +237,30 @@ func (e *encoder) consumedMessage(m *msg.Message) {
 	e.varint(m.TimestampMs)
 	e.string(m.ReceiptHandle, receiptHandleLimit)
 	e.uvarint(uint64(m.DeliveryCount))
-	e.bool(m.DeadLetter != nil)
-	if m.DeadLetter != nil {
-		e.string(m.DeadLetter.Topic, topicNameLimit)
-		e.int(m.DeadLetter.Partition)
-		e.uvarint(m.DeadLetter.Offset)
-		e.uvarint(uint64(m.DeadLetter.DeliveryCount))
+	e.deadLetterOrigin(m.DeadLetter)
+}
+
+// deadLetterOriginFieldsBytesMax bounds the encoding of an optional
+// dead-letter origin without its topic's bytes: the presence flag, the
+// topic's length, the partition, the offset and the delivery count.
+const deadLetterOriginFieldsBytesMax = 5 * binary.MaxVarintLen64
+
+// deadLetterOrigin writes a presence flag and, if present, the origin.
+func (e *encoder) deadLetterOrigin(o *msg.DeadLetterOrigin) {
+	e.bool(o != nil)
+	if o != nil {
+		e.string(o.Topic, topicNameLimit)
+		e.int(o.Partition)
+		e.uvarint(o.Offset)
+		e.uvarint(uint64(o.DeliveryCount))
 	}
+}
+
+func (d *decoder) deadLetterOrigin() *msg.DeadLetterOrigin {
+	if !d.bool() {
+		return nil
+	}
+	return &msg.DeadLetterOrigin{Topic: d.string(topicNameLimit), Partition: d.int(), Offset: d.uvarint(), DeliveryCount: d.uint32()}
 }
 
 func (d *decoder) consumedMessage() msg.Message {
@@ -255,9 +274,7 @@ func (d *decoder) consumedMessage() msg.Message {
 		ReceiptHandle: d.string(receiptHandleLimit),
 		DeliveryCount: d.uint32(),
 	}
-	if d.bool() {
-		m.DeadLetter = &msg.DeadLetterOrigin{Topic: d.string(topicNameLimit), Partition: d.int(), Offset: d.uvarint(), DeliveryCount: d.uint32()}
-	}
+	m.DeadLetter = d.deadLetterOrigin()
 	return m
 }
 

@@ -21,6 +21,11 @@ type Config struct {
 	// holds; when full, Reserve serves only the frontier offset and an
 	// out-of-order Ack fails with ErrAckedAheadFull. In (0, CapMax].
 	AckedAheadMax int
+	// MaxDeliveries, when > 0, is the delivery count at which a
+	// reservation that ends without an ack (expiry or nack) exhausts its
+	// record: the record waits for TakeExhausted instead of redelivery
+	// (dead letters). 0: never. At least 0.
+	MaxDeliveries int
 }
 
 // ErrBadConfig is wrapped by every problem Config.Validate reports.
@@ -34,6 +39,9 @@ func (c Config) Validate() error {
 	}
 	if c.AckedAheadMax <= 0 || c.AckedAheadMax > CapMax {
 		problems = append(problems, fmt.Errorf("%w: acked-ahead max %d outside [1, %d]", ErrBadConfig, c.AckedAheadMax, CapMax))
+	}
+	if c.MaxDeliveries < 0 {
+		problems = append(problems, fmt.Errorf("%w: max deliveries %d below 0", ErrBadConfig, c.MaxDeliveries))
 	}
 	return errors.Join(problems...)
 }

@@ -16,6 +16,14 @@ const (
 	stateInFlight entryState = iota + 1
 	// stateReleased: waiting for redelivery; held by Table.released.
 	stateReleased
+	// stateExhausted: its last reservation ended unacked at
+	// Config.MaxDeliveries deliveries; waiting for TakeExhausted, never
+	// redelivered; held by Table.exhausted.
+	stateExhausted
+	// stateDeadLettering: handed out by TakeExhausted, being written to
+	// the dead-letter topic; in no heap (heapIndex -1), never redelivered
+	// until DeadLetterFailed.
+	stateDeadLettering
 )
 
 // entry is one delivered offset that is not yet resolved (acked, skipped

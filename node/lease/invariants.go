@@ -22,6 +22,8 @@ func (t *Table) CheckInvariants() error {
 		t.checkCursor,
 		func() error { return t.checkHeap(&t.deadlines, stateInFlight) },
 		func() error { return t.checkHeap(&t.released, stateReleased) },
+		func() error { return t.checkHeap(&t.exhausted, stateExhausted) },
+		t.checkExhausted,
 		t.checkInFlight,
 		t.checkAckedAhead,
 		t.checkCoverage,
@@ -75,9 +77,9 @@ func (t *Table) checkHeap(h *entryHeap, state entryState) error {
 
 // checkInFlight checks the sizes, the deadlines and the nonces.
 func (t *Table) checkInFlight() error {
-	if len(t.entries) != t.deadlines.Len()+t.released.Len() || len(t.entries) > t.deliveredCeiling {
-		return fmt.Errorf("entries %d: want in flight %d + released %d, at most ceiling %d (in-flight max %d)",
-			len(t.entries), t.deadlines.Len(), t.released.Len(), t.deliveredCeiling, t.cfg.InFlightMax)
+	if len(t.entries) != t.deadlines.Len()+t.released.Len()+t.exhausted.Len()+t.deadLettering() || len(t.entries) > t.deliveredCeiling {
+		return fmt.Errorf("entries %d: want in flight %d + released %d + exhausted %d + dead-lettering %d, at most ceiling %d (in-flight max %d)",
+			len(t.entries), t.deadlines.Len(), t.released.Len(), t.exhausted.Len(), t.deadLettering(), t.deliveredCeiling, t.cfg.InFlightMax)
 	}
 	nonces := make(map[uint64]bool, t.deadlines.Len())
 	for _, e := range t.deadlines.entries {
@@ -120,6 +122,33 @@ func (t *Table) checkCoverage() error {
 		return fmt.Errorf("%d offsets delivered or acked in [%d, %d)", covered, t.committed, t.nextUndelivered)
 	}
 	return nil
+}
+
+// checkExhausted checks that exhausted entries ran out of deliveries and
+// that entries being dead-lettered are in no heap.
+func (t *Table) checkExhausted() error {
+	for _, e := range t.exhausted.entries {
+		if !t.exhausts(e) {
+			return fmt.Errorf("exhausted entry %d has %d deliveries, max %d", e.offset, e.deliveryCount, t.cfg.MaxDeliveries)
+		}
+	}
+	for offset, e := range t.entries { //determinism:ok the first problem found is reported, any will do
+		if e.state == stateDeadLettering && (e.heapIndex != -1 || e.offset < t.committed || e.offset >= t.nextUndelivered) {
+			return fmt.Errorf("entry %d being dead-lettered is in a heap or outside [%d, %d)", offset, t.committed, t.nextUndelivered)
+		}
+	}
+	return nil
+}
+
+// deadLettering counts the entries being dead-lettered.
+func (t *Table) deadLettering() int {
+	count := 0
+	for _, e := range t.entries { //determinism:ok a count
+		if e.state == stateDeadLettering {
+			count++
+		}
+	}
+	return count
 }
 
 func (t *Table) sortedAckedAhead() []uint64 {

@@ -88,7 +88,9 @@ func (t *Table) Skip(offset uint64) {
 		return
 	}
 	if e, ok := t.entries[offset]; ok {
-		t.heapOf(e).remove(e)
+		if e.state != stateDeadLettering {
+			t.heapOf(e).remove(e)
+		}
 		t.forget(e)
 	}
 	t.noteHighWatermark(offset + 1)
@@ -102,8 +104,11 @@ func (t *Table) heapOf(e *entry) *entryHeap {
 	if e.state == stateInFlight {
 		return &t.deadlines
 	}
+	if e.state == stateExhausted {
+		return &t.exhausted
+	}
 	if e.state != stateReleased {
-		invariant.Broken("lease: entry %d must be in flight or released, not state %d", e.offset, e.state)
+		invariant.Broken("lease: entry %d must be in flight, released or exhausted, not state %d", e.offset, e.state)
 	}
 	return &t.released
 }
@@ -185,6 +190,10 @@ func (t *Table) dropEntriesBelow(oldest uint64) {
 	for t.released.Len() > 0 && t.released.top().offset < oldest {
 		t.forget(t.released.popTop())
 	}
+	for t.exhausted.Len() > 0 && t.exhausted.top().offset < oldest {
+		t.forget(t.exhausted.popTop())
+	}
+	t.dropDeadLetteringBelow(oldest)
 	var doomed []*entry
 	for _, e := range t.deadlines.entries {
 		if e.offset < oldest {

@@ -72,6 +72,15 @@ func (t *Table) Snapshot() Snapshot {
 	for _, e := range t.released.entries {
 		entries = append(entries, SnapshotEntry{Offset: e.offset, State: EntryReleased, DeliveryCount: e.deliveryCount})
 	}
+	// Exhausted records, and those being dead-lettered, travel as released
+	// with their counts: RestoreTable exhausts them again, and the new
+	// owner writes them to the dead-letter topic (a copy written here
+	// meanwhile stays: at least once).
+	for _, e := range t.entries { //determinism:ok sorted below
+		if e.state == stateExhausted || e.state == stateDeadLettering {
+			entries = append(entries, SnapshotEntry{Offset: e.offset, State: EntryReleased, DeliveryCount: e.deliveryCount})
+		}
+	}
 	for offset := range t.ackedAhead { //determinism:ok sorted below
 		entries = append(entries, SnapshotEntry{Offset: offset, State: EntryAcked})
 	}
@@ -169,7 +178,12 @@ func (t *Table) restoreEntry(se SnapshotEntry) {
 	}
 	e := &entry{offset: se.Offset, deliveryCount: se.DeliveryCount, state: stateReleased}
 	t.entries[se.Offset] = e
-	t.released.add(e)
+	if t.exhausts(e) { // it ran out of deliveries at the source: dead letters take it
+		e.state = stateExhausted
+		t.exhausted.add(e)
+	} else {
+		t.released.add(e)
+	}
 	if se.State == EntryInFlight {
 		t.lapsedUnreported++
 	}

@@ -59,6 +59,11 @@ type Table struct {
 	deadlines entryHeap
 	// released holds entries waiting for redelivery, by offset.
 	released entryHeap
+	// exhausted holds entries that ran out of deliveries, waiting for
+	// TakeExhausted, by offset. Only release (through the config's
+	// MaxDeliveries) adds; TakeExhausted, SetConfig and the removals of
+	// entries take out.
+	exhausted entryHeap
 	// ackedAhead holds acked or skipped offsets above the frontier.
 	// Invariant: all > committed, none in entries, len <= ackedAheadCeiling.
 	// Ack and Skip add; the frontier and AdvanceTo remove.
@@ -97,6 +102,7 @@ func New(committed uint64, nonceBase uint64, cfg Config) *Table {
 		entries:           make(map[uint64]*entry),
 		deadlines:         entryHeap{less: byDeadline},
 		released:          entryHeap{less: byOffset},
+		exhausted:         entryHeap{less: byOffset},
 		ackedAhead:        make(map[uint64]struct{}),
 		lastNonce:         nonceBase,
 		lastNowMs:         math.MinInt64,
@@ -132,6 +138,7 @@ func (t *Table) SetConfig(cfg Config) {
 	t.cfg = cfg
 	t.deliveredCeiling = max(cfg.InFlightMax, len(t.entries))
 	t.ackedAheadCeiling = max(cfg.AckedAheadMax, len(t.ackedAhead))
+	t.reconsiderExhausted()
 	t.checkIfEnabled()
 }
 
@@ -167,10 +174,16 @@ func (t *Table) observe(nowMs int64) int64 {
 	return t.lastNowMs
 }
 
-// release makes an entry just taken out of deadlines available again.
+// release makes an entry just taken out of deadlines available again,
+// or exhausted when its deliveries reached Config.MaxDeliveries.
 func (t *Table) release(e *entry) {
 	if e.state != stateInFlight {
 		invariant.Broken("lease: only an in-flight entry is released (offset %d, state %d)", e.offset, e.state)
+	}
+	if t.exhausts(e) {
+		e.state = stateExhausted
+		t.exhausted.add(e)
+		return
 	}
 	e.state = stateReleased
 	t.released.add(e)

@@ -83,6 +83,7 @@ func moveRequest() *rapid.Generator[msg.Request] {
 
 func produceRecord() *rapid.Generator[msg.ProduceRecord] {
 	return rapid.Custom(func(t *rapid.T) msg.ProduceRecord {
-		return msg.ProduceRecord{Key: bytesRaw(16).Draw(t, "key"), Partition: rapid.Int().Draw(t, "partition"), Payload: bytesRaw(64).Draw(t, "payload")}
+		return msg.ProduceRecord{Key: bytesRaw(16).Draw(t, "key"), Partition: rapid.Int().Draw(t, "partition"), Payload: bytesRaw(64).Draw(t, "payload"),
+			Origin: optional(t, "origin", deadLetterOrigin())}
 	})
 }

@@ -61,7 +61,11 @@ func dataRequestSamples() []NamedRequest {
 		{"Produce/empty-payload", msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Key: []byte("k")}}}},
 		{"Produce/max-record", msg.Produce{Topic: MaxTopic(), Records: []msg.ProduceRecord{{
 			Key: bytes.Repeat([]byte{0xff}, msg.KeyBytesMax), Partition: math.MaxInt,
-			Payload: bytes.Repeat([]byte{0}, msg.MessageBytesMax)}}}},
+			Payload: bytes.Repeat([]byte{0}, msg.MessageBytesMax),
+			Origin:  &msg.DeadLetterOrigin{Topic: MaxTopic(), Partition: math.MaxInt, Offset: math.MaxUint64, DeliveryCount: math.MaxUint32}}}}},
+		{"Produce/dead-letter", msg.Produce{Topic: "orders.dead", Batch: true, Records: []msg.ProduceRecord{
+			{Key: []byte("k"), Partition: msg.PartitionNone, Payload: []byte("poison"),
+				Origin: &msg.DeadLetterOrigin{Topic: "orders", Partition: 2, Offset: 17, DeliveryCount: 5}}}}},
 		{"Produce/max-batch", msg.Produce{Topic: "orders", Batch: true, Records: produceBatch(msg.ProduceBatchRecordsMax, 8)}},
 		{"Consume/single", msg.Consume{Topic: "orders", Partition: msg.PartitionNone}},
 		{"Consume/batch", msg.Consume{Topic: MaxTopic(), Partition: math.MaxInt, Max: msg.ConsumeBatchMax, WaitMs: math.MaxInt64}},

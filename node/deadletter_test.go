@@ -1,0 +1,121 @@
+package node
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"narad/msg"
+)
+
+// withDeadLetters sets a create's dead-letter setting.
+func withDeadLetters(maxDeliveries int, deadLetterTopic string) func(*msg.CreateTopic) {
+	return func(r *msg.CreateTopic) { r.MaxDeliveries, r.DeadLetterTopic = maxDeliveries, deadLetterTopic }
+}
+
+// nackAll consumes one message of topicName and nacks it.
+func (h *harness) consumeAndNack(topicName string) msg.Message {
+	h.t.Helper()
+	message, ok := h.consume(topicName)
+	require.True(h.t, ok, "a message of %s to nack", topicName)
+	require.NoError(h.t, h.ackHandle(topicName, message.ReceiptHandle, msg.AckNack))
+	return message
+}
+
+// TestExhaustedRecordMovesToTheDeadLetterTopic: a record nacked at its
+// max_deliveries-th delivery is not delivered again; its copy goes to the
+// dead-letter topic with its key, payload and origin, and the source
+// acknowledges it only at the Advance of the round that made the copy
+// durable.
+func TestExhaustedRecordMovesToTheDeadLetterTopic(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("dead")
+	h.createTopic("orders", withDeadLetters(2, "dead"))
+	h.ok(msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Key: []byte("k"), Partition: 1, Payload: []byte("poison")}}})
+	require.Equal(t, uint32(1), h.consumeAndNack("orders").DeliveryCount)
+	message, ok := h.consume("orders")
+	require.True(t, ok)
+	require.Equal(t, uint32(2), message.DeliveryCount)
+
+	h.node.Handle(900, msg.Ack{Topic: "orders", Handles: []string{message.ReceiptHandle}, Action: msg.AckNack})
+	rd := h.node.Ready() // the nack's reply and the copy's sync round
+	require.Len(t, rd.Syncs, 1, "the copy rides the dead-letter partition's sync round")
+	require.Equal(t, "dead", topicOfDir(rd.Syncs[0].Dir))
+	source := h.node.partitions[partitionKey{"orders", 1}]
+	require.Zero(t, source.leases.Committed(), "not acknowledged before its copy is durable")
+	require.NoError(t, rd.Syncs[0].Run())
+	require.Zero(t, source.leases.Committed(), "nor before the round's Advance")
+	h.node.Advance(rd)
+	require.Equal(t, uint64(1), source.leases.Committed(), "acknowledged once the copy is durable")
+	h.flush()
+
+	_, again := h.consume("orders")
+	require.False(t, again, "an exhausted record is not delivered again")
+	copied, ok := h.consume("dead")
+	require.True(t, ok, "the copy is in the dead-letter topic")
+	require.Equal(t, "poison", string(copied.Payload))
+	require.Equal(t, "k", string(copied.Key))
+	require.Equal(t, &msg.DeadLetterOrigin{Topic: "orders", Partition: 1, Offset: 0, DeliveryCount: 2}, copied.DeadLetter)
+	replayed := h.ok(msg.Replay{Topic: "dead", Partition: copied.Partition, Offset: copied.Offset}).(msg.ReplayResult)
+	require.Equal(t, copied.DeadLetter, replayed.Message.DeadLetter, "replay shows the origin too")
+}
+
+// TestExpiredReservationExhaustsToo: a lease that lapses at the maximum
+// exhausts its record like a nack; the next tick sends it.
+func TestExpiredReservationExhaustsToo(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("dead")
+	h.createTopic("orders", withDeadLetters(1, "dead"), func(r *msg.CreateTopic) { r.VisibilityTimeoutMs = 1_000 })
+	h.produce("orders", 0, "slow")
+	_, ok := h.consume("orders")
+	require.True(t, ok)
+	h.tick(1_000)
+	_, again := h.consume("orders")
+	require.False(t, again, "not redelivered after its only delivery lapsed")
+	copied, ok := h.consume("dead")
+	require.True(t, ok)
+	require.Equal(t, uint32(1), copied.DeadLetter.DeliveryCount)
+	require.Equal(t, uint64(1), h.stats("orders", 0).Committed)
+}
+
+// TestUnwritableDeadLetterTopicStallsOnlyItsRecords: when the dead-letter
+// topic's owner does not answer, the exhausted record stays in its source
+// and is reservable again, and the source's produce is untouched; once
+// the owner answers, the next exhaustion moves it.
+func TestUnwritableDeadLetterTopicStallsOnlyItsRecords(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("dead", 3)
+	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "orders", Partitions: 3, MaxDeliveries: 1, DeadLetterTopic: "dead"}).Err)
+	c.tick(100)
+	owners := c.owners(leader, "orders")
+	at := owners[0]
+	deadOwners := c.owners(leader, "dead")
+	silent := c.otherThan(at)
+	partition := slices.Index(deadOwners, silent)
+	require.GreaterOrEqual(t, partition, 0)
+	key := keyFor(t, 3, partition)
+
+	require.NoError(t, c.do(at, msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Key: key, Partition: 0, Payload: []byte("poison")}}}).Err)
+	c.cut[silent] = true
+	nack := func() {
+		reply := c.do(at, msg.Consume{Topic: "orders", Partition: 0})
+		require.NoError(t, reply.Err)
+		message := reply.Result.(msg.ConsumeResult).Messages[0]
+		require.NoError(t, c.do(at, msg.Ack{Topic: "orders", Handles: []string{message.ReceiptHandle}, Action: msg.AckNack}).Err)
+	}
+	nack()
+	for range 30 {
+		c.tick(100)
+	}
+	require.Zero(t, c.nodes[at].partitions[partitionKey{"orders", 0}].leases.Committed(), "the write failed: not acknowledged")
+	require.NoError(t, c.do(at, producePinned("orders", 0, "still flowing")).Err, "the source's produce is not stalled")
+
+	delete(c.cut, silent)
+	c.tick(3_000) // the silent owner is reachable again
+	nack()
+	for range 10 {
+		c.tick(100)
+	}
+	require.Equal(t, uint64(1), c.nodes[at].partitions[partitionKey{"orders", 0}].leases.Committed(), "moved once the dead-letter topic took it")
+}
