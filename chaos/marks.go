@@ -140,6 +140,10 @@ const (
 	// MarkNodeDeadLettersWaitForRelays: exhausted records waited because
 	// the node's relays were at RelaysInFlightMax.
 	MarkNodeDeadLettersWaitForRelays Mark = "node-dead-letters-wait-for-relays"
+	// MarkNodeMoveCarriedLeases: a partition moved here started its lease
+	// table from the source's queue state as of the freeze (delivery
+	// counts and acks ahead carried).
+	MarkNodeMoveCarriedLeases Mark = "node-move-carried-leases"
 	// MarkNodeRedelivery: a record was delivered more than once.
 	MarkNodeRedelivery Mark = "node-redelivery"
 	// MarkNodeStaleCopyDeleted: the sweep deleted a partition copy this
@@ -178,4 +182,5 @@ var Registered = []Mark{
 	MarkNodeVoterRemoved, MarkNodeWriteFenced,
 	MarkMoveAbortPlanned, MarkMovePlanBoundReached,
 	MarkNodeDeadLettered, MarkNodeDeadLetterFailed, MarkNodeDeadLetterOrphaned, MarkNodeDeadLettersWaitForRelays,
+	MarkNodeMoveCarriedLeases,
 }

@@ -75,6 +75,26 @@ type MoveSourceState struct {
 	HWM       uint64
 	Committed uint64
 	Frozen    bool
+	// NextUndelivered and Leases are the source's queue state above
+	// Committed, sent only when Frozen (zero otherwise): no offset at or
+	// above NextUndelivered was delivered, and Leases lists, by
+	// increasing offset, every offset the queue knows above Committed
+	// (at most MoveLeasesMax), so that the new owner carries on with the
+	// same delivery counts and acks.
+	NextUndelivered uint64
+	Leases          []MoveLease
+}
+
+// MoveLeasesMax bounds MoveSourceState.Leases: a partition's queue holds
+// at most its in-flight and acked-ahead caps (each at most 1 << 20).
+const MoveLeasesMax = 2 << 20
+
+// MoveLease is one offset of a source's queue state: delivered and not
+// yet acknowledged, with its delivery count (>= 1), or acknowledged ahead
+// of the committed offset (DeliveryCount 0).
+type MoveLease struct {
+	Offset        uint64
+	DeliveryCount uint32
 }
 
 // MoveChunk is a piece of a segment.

@@ -28,6 +28,10 @@ const _ = uint(msg.SchemaBytesMax-meta.SchemaBytesMax) + uint(meta.SchemaBytesMa
 // change, against its own bound: the two must be one.
 const _ = uint(msg.MaxDeliveriesMax-meta.MaxDeliveriesMax) + uint(meta.MaxDeliveriesMax-msg.MaxDeliveriesMax)
 
+// A frozen source sends its queue state (at most both caps' worth of
+// offsets) within msg.MoveLeasesMax. This fails to compile otherwise.
+const _ = uint(msg.MoveLeasesMax - 2*lease.CapMax)
+
 // HandleKeyBytes is the size of Config.HandleKey.
 const HandleKeyBytes = lease.HandleKeyBytes
 

@@ -6,6 +6,8 @@ import (
 
 	"narad/chaos"
 	"narad/invariant"
+	"narad/msg"
+	"narad/node/lease"
 	"narad/node/movedest"
 	"narad/storage"
 )
@@ -33,6 +35,10 @@ type moveSession struct {
 	// job closed it.
 	staged    *storage.StagedCopy
 	stagedDir string
+	// leases is the queue state of the source's last frozen answer
+	// (valid by lease.Snapshot.Validate); nil before one, or when it did
+	// not validate. The new owner's lease table starts from it.
+	leases *lease.Snapshot
 }
 
 // moveJob is the Finalize work that touches the disk at length: sync the
@@ -149,6 +155,7 @@ func (n *Node) sessionEnded(s *moveSession) bool {
 	switch s.machine.Placement(movedest.Placement{Assigned: ok, Owner: a.Owner, Target: a.Target, StartedAtMs: a.MoveStartedAtMs}) {
 	case movedest.EndCompleted:
 		n.observer.Event("move-completed", fmt.Sprintf("%s/%d from %s, %d bytes copied, forced %t", s.key.topic, s.key.index, source, progress.BytesCopied, progress.Forced))
+		n.adoptMovedLeases(s)
 		n.moveObserver.MoveEnded(outcomeOfSession(progress), n.nowMs-progress.StartedAtMs, progress.BytesCopied)
 		n.endSession(s, false)
 		return true
@@ -198,4 +205,40 @@ func (n *Node) restartSession(s *moveSession, cause error) {
 	chaos.Reached(chaos.MarkNodeMoveRestarted)
 	n.observer.Event("move-restarted", fmt.Sprintf("%s/%d in %s: %v", s.key.topic, s.key.index, s.machine.Phase(), cause))
 	n.endSession(s, false)
+}
+
+// leaseSnapshotOf turns a frozen source's queue state into a lease
+// snapshot; one that does not validate is dropped (the new owner then
+// starts its counts over, as a restart does).
+func (n *Node) leaseSnapshotOf(s *moveSession, state msg.MoveSourceState) *lease.Snapshot {
+	snapshot := lease.Snapshot{Committed: state.Committed, NextUndelivered: max(state.NextUndelivered, state.Committed)}
+	for _, entry := range state.Leases {
+		kind := lease.EntryReleased
+		if entry.DeliveryCount == 0 {
+			kind = lease.EntryAcked
+		}
+		snapshot.Entries = append(snapshot.Entries, lease.SnapshotEntry{Offset: entry.Offset, State: kind, DeliveryCount: entry.DeliveryCount})
+	}
+	if err := snapshot.Validate(); err != nil || snapshot.NextUndelivered > state.HWM {
+		n.observer.Event("move-leases-dropped", fmt.Sprintf("%s/%d: the source's queue state does not fit (%v); delivery counts start over", s.key.topic, s.key.index, err))
+		return nil
+	}
+	return &snapshot
+}
+
+// adoptMovedLeases starts the lease table of a partition that just moved
+// here from its source's queue state as of the freeze: delivery counts
+// carry on and acks made ahead of the committed offset stay made. A table
+// that exists already (the partition was served here meanwhile) is kept.
+func (n *Node) adoptMovedLeases(s *moveSession) {
+	t, ok := n.lookupTopic(s.key.topic)
+	if s.leases == nil || !ok || !n.ownedHere(t, s.key.index) {
+		return
+	}
+	p := n.partitionOf(t, s.key.index)
+	if p.leases != nil {
+		return
+	}
+	p.leases = lease.RestoreTable(*s.leases, n.nonceBase, n.leaseConfig(t))
+	chaos.Reached(chaos.MarkNodeMoveCarriedLeases)
 }

@@ -84,6 +84,9 @@ func (n *Node) sourceAnswered(s *moveSession, action movedest.Action, reply msg.
 	switch result := reply.Result.(type) {
 	case msg.MoveSourceState:
 		answer.State = sourceStateOf(result)
+		if reply.Err == nil && result.Frozen {
+			s.leases = n.leaseSnapshotOf(s, result)
+		}
 	case msg.MoveChunk:
 		if reply.Err == nil && action.Kind == movedest.ActionRead && len(result.Data) > 0 {
 			invariant.Check(s.staged.StagedSize(action.Base) == action.Position, "node: move of %s/%d read segment %d at %d, but %d bytes are staged",

@@ -8,6 +8,7 @@ import (
 	"narad/invariant"
 	"narad/meta"
 	"narad/msg"
+	"narad/node/lease"
 	"narad/storage"
 )
 
@@ -74,12 +75,29 @@ func (n *Node) ownedLog(topicName string, index int) (*topic, *partition, *stora
 func (n *Node) sourceState(p *partition, log *storage.Log, target string, startedAtMs int64) msg.MoveSourceState {
 	frozen := p.freeze.For(target, startedAtMs)
 	state := msg.MoveSourceState{HWM: log.HWM(), Committed: min(p.leases.Committed(), log.HWM()), Frozen: frozen}
+	if frozen {
+		addLeases(&state, p.leases.Snapshot())
+	}
 	for i, s := range log.Segments() {
 		invariant.Check(s.Size >= 0 && (i == 0 || s.Base > state.Segments[i-1].Base),
 			"node: segment %d of %s has %d bytes or is out of order", s.Base, p.dir, s.Size)
 		state.Segments = append(state.Segments, msg.MoveSegment{Base: s.Base, Size: s.Size, Sealed: s.Sealed})
 	}
 	return state
+}
+
+// addLeases puts a frozen source's queue state into its answer, so that
+// the new owner carries on with its delivery counts and acks
+// (docs/architecture.md#moves).
+func addLeases(state *msg.MoveSourceState, snapshot lease.Snapshot) {
+	if snapshot.Committed != state.Committed || len(snapshot.Entries) > msg.MoveLeasesMax {
+		return // nothing consistent (or small enough) to carry: the counts start over
+	}
+	state.NextUndelivered = snapshot.NextUndelivered
+	state.Leases = make([]msg.MoveLease, len(snapshot.Entries))
+	for i, entry := range snapshot.Entries {
+		state.Leases[i] = msg.MoveLease{Offset: entry.Offset, DeliveryCount: entry.DeliveryCount}
+	}
 }
 
 func (n *Node) moveStatus(r msg.MoveStatus) (msg.Result, error) {

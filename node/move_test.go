@@ -450,3 +450,51 @@ func freezeAnswer(rd Ready) *msg.ForwardReply {
 func asForwarded(n *Node, from string) msg.RequestID {
 	return forwardedRequestBit | n.servedID(n.routing.served.Forwarded(incoming{from: from, id: 1}))
 }
+
+// TestDeliveryCountsTravelWithAMove: the new owner of a moved partition
+// goes on from the source's delivery counts and acks as of the freeze: a
+// record delivered twice there is delivered a third time here, one acked
+// ahead of the committed offset is not delivered again, and a record that
+// ran out of deliveries goes to the dead-letter topic from here.
+func TestDeliveryCountsTravelWithAMove(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("dead", 3)
+	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "t", Partitions: 3, MaxDeliveries: 3, DeadLetterTopic: "dead"}).Err)
+	c.tick(100)
+	source := c.owners(leader, "t")[0]
+	target := c.otherThan(source)
+	for i := range 3 {
+		require.NoError(t, c.do(source, producePinned("t", 0, fmt.Sprintf("r%d", i))).Err)
+	}
+	consume := func(at string) msg.Message {
+		reply := c.do(at, msg.Consume{Topic: "t", Partition: 0})
+		require.NoError(t, reply.Err)
+		messages := reply.Result.(msg.ConsumeResult).Messages
+		require.Len(t, messages, 1, "a message at %s", at)
+		return messages[0]
+	}
+	first := consume(source)
+	require.NoError(t, c.do(source, msg.Ack{Topic: "t", Handles: []string{first.ReceiptHandle}, Action: msg.AckNack}).Err)
+	again := consume(source)
+	require.Equal(t, uint32(2), again.DeliveryCount, "offset 0 delivered twice at the source")
+	acked := consume(source)
+	require.Equal(t, uint64(1), acked.Offset)
+	require.NoError(t, c.do(source, msg.Ack{Topic: "t", Handles: []string{acked.ReceiptHandle}, Action: msg.AckCommit}).Err)
+
+	c.startMove(leader, "t", 0, target)
+	c.tickUntil(100, 100, func() bool { return c.owners(leader, "t")[0] == target && c.owners(target, "t")[0] == target })
+	c.tick(100)
+
+	third := consume(target)
+	require.Equal(t, uint64(0), third.Offset)
+	require.Equal(t, uint32(3), third.DeliveryCount, "the count carried on from the source")
+	next := consume(target)
+	require.Equal(t, uint64(2), next.Offset, "offset 1, acked ahead at the source, is not delivered again")
+	require.Equal(t, uint32(1), next.DeliveryCount)
+	require.NoError(t, c.do(target, msg.Ack{Topic: "t", Handles: []string{third.ReceiptHandle}, Action: msg.AckNack}).Err)
+	c.tick(100)
+	c.tickUntil(100, 30, func() bool {
+		p := c.nodes[target].partitions[partitionKey{"t", 0}]
+		return p != nil && p.leases.Committed() == 2
+	})
+}

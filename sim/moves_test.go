@@ -34,7 +34,7 @@ var ExpectedMoveMarks = []chaos.Mark{
 	chaos.MarkNodePlanMove, chaos.MarkNodeJoinProposed, chaos.MarkNodeVoterRemoved,
 	markScaleUp, markDecommissionAccepted, markDecommissionCancelled, markStormDuringCatchup, markStormMoveCutOver,
 	markLeaderChangeAfterScaleUp, markLeaderChangeAfterDecommission, markVoterRemoved,
-	markJoinAfterCompaction, chaos.MarkNodeJoinRelayed, chaos.MarkNodeJoinAccepted,
+	markJoinAfterCompaction, chaos.MarkNodeJoinRelayed, chaos.MarkNodeJoinAccepted, chaos.MarkNodeMoveCarriedLeases,
 }
 
 // ciMoveMarks are the marks the CI sweep must reach; the rest of the

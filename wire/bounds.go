@@ -79,6 +79,10 @@ const (
 	// about 21 MiB, well within a frame. A source with more segments must
 	// not send them in one state (encoding panics).
 	SegmentsMax = 1 << 20
+	// LeasesMax bounds MoveSourceState.Leases (msg.MoveLeasesMax: a
+	// partition's in-flight and acked-ahead caps); their list encodes in
+	// at most 30 MiB, which fits a frame beside the largest segment list.
+	LeasesMax = msg.MoveLeasesMax
 
 	// FrameBytesMax bounds one encoded envelope, which is one frame's
 	// payload. It must hold the largest message the node may legally send:
@@ -143,6 +147,7 @@ var (
 	movesLimit          = limit{"MovesMax", MovesMax}
 	chunkLimit          = limit{"ChunkBytesMax", ChunkBytesMax}
 	segmentsLimit       = limit{"SegmentsMax", SegmentsMax}
+	leasesLimit         = limit{"LeasesMax", LeasesMax}
 )
 
 // The smallest encoding of one element of each list: every field at its
@@ -160,5 +165,6 @@ const (
 	memberBytesMin          = 7  // seven one-byte fields
 	moveBytesMin            = 8  // eight one-byte fields
 	moveSegmentBytesMin     = 3  // base, size, sealed flag
+	moveLeaseBytesMin       = 2  // offset, delivery count
 	peerAddressBytesMin     = 3  // id length, raft id, address length
 )

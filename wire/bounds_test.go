@@ -43,7 +43,8 @@ func requireFits(t *testing.T, name string, env msg.Envelope) {
 // reply of MessagesMax messages at every bound, a batch produce at
 // msg.ProduceBatchBytesMax with maximum keys, the fullest ack, topic,
 // member and move listings, a move chunk of ChunkBytesMax, a source state
-// of SegmentsMax segments, and a Raft message at RaftMessageBytesMax.
+// of SegmentsMax segments and LeasesMax leases, and a Raft message at
+// RaftMessageBytesMax.
 func TestLargestMessagesFitAFrame(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds messages of about FrameBytesMax")
@@ -60,7 +61,8 @@ func TestLargestMessagesFitAFrame(t *testing.T) {
 		Phase: strings.Repeat("p", LabelBytesMax), BytesCopied: -1 << 63, BytesTotal: -1 << 63, StartedAtMs: -1 << 63}, MovesMax)}))
 	requireFits(t, "move chunk", replyOf(msg.MoveChunk{Data: make([]byte, ChunkBytesMax)}))
 	requireFits(t, "move source state", replyOf(msg.MoveSourceState{Segments: repeat(wiretest.MaxMoveSegment(), SegmentsMax),
-		HWM: 1<<64 - 1, Committed: 1<<64 - 1, Frozen: true}))
+		HWM: 1<<64 - 1, Committed: 1<<64 - 1, Frozen: true, NextUndelivered: 1<<64 - 1,
+		Leases: repeat(msg.MoveLease{Offset: 1<<64 - 1, DeliveryCount: 1<<32 - 1}, LeasesMax)}))
 	requireFits(t, "raft message", largestRaftMessage(t))
 }
 
@@ -122,7 +124,9 @@ func TestElementBytesMin(t *testing.T) {
 		"Member":         {func(e *encoder) { e.membersResult(msg.MembersResult{Members: make([]msg.Member, 1)}) }, memberBytesMin + 1},
 		"Move":           {func(e *encoder) { e.movesResult(msg.MovesResult{Moves: make([]msg.Move, 1)}) }, moveBytesMin + 1},
 		"MoveSegment": {func(e *encoder) { e.moveSourceState(msg.MoveSourceState{Segments: make([]msg.MoveSegment, 1)}) },
-			moveSegmentBytesMin + 4},
+			moveSegmentBytesMin + 6},
+		"MoveLease": {func(e *encoder) { e.moveSourceState(msg.MoveSourceState{Leases: make([]msg.MoveLease, 1)}) },
+			moveLeaseBytesMin + 6},
 		"PeerAddress": {func(e *encoder) { e.peerAddresses(make([]msg.PeerAddress, 1)) }, peerAddressBytesMin + 1},
 	}
 	for name, size := range sizes {

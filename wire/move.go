@@ -109,6 +109,12 @@ func (e *encoder) moveSourceState(r msg.MoveSourceState) {
 	e.uvarint(r.HWM)
 	e.uvarint(r.Committed)
 	e.bool(r.Frozen)
+	e.uvarint(r.NextUndelivered)
+	e.length(len(r.Leases), leasesLimit)
+	for _, entry := range r.Leases {
+		e.uvarint(entry.Offset)
+		e.uvarint(uint64(entry.DeliveryCount))
+	}
 }
 
 // moveSourceState reads a source state; an empty segment list decodes as
@@ -124,5 +130,12 @@ func (d *decoder) moveSourceState() msg.MoveSourceState {
 	r.HWM = d.uvarint()
 	r.Committed = d.uvarint()
 	r.Frozen = d.bool()
+	r.NextUndelivered = d.uvarint()
+	if n := d.count(leasesLimit, moveLeaseBytesMin); n > 0 {
+		r.Leases = make([]msg.MoveLease, n)
+	}
+	for i := range r.Leases {
+		r.Leases[i] = msg.MoveLease{Offset: d.uvarint(), DeliveryCount: d.uint32()}
+	}
 	return r
 }

@@ -98,6 +98,7 @@ func canonicalMoveResult(result msg.Result) msg.Result {
 	switch r := result.(type) {
 	case msg.MoveSourceState:
 		r.Segments = nilIfEmpty(r.Segments)
+		r.Leases = nilIfEmpty(r.Leases)
 		return r
 	case msg.MoveChunk:
 		r.Data = nilIfEmpty(r.Data)

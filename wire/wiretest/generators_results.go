@@ -49,7 +49,8 @@ func moveResult() *rapid.Generator[msg.Result] {
 	return rapid.OneOf(
 		rapid.Custom(func(t *rapid.T) msg.Result {
 			return msg.MoveSourceState{Segments: listRaw(moveSegment(), 4).Draw(t, "segments"),
-				HWM: rapid.Uint64().Draw(t, "hwm"), Committed: rapid.Uint64().Draw(t, "committed"), Frozen: rapid.Bool().Draw(t, "frozen")}
+				HWM: rapid.Uint64().Draw(t, "hwm"), Committed: rapid.Uint64().Draw(t, "committed"), Frozen: rapid.Bool().Draw(t, "frozen"),
+				NextUndelivered: rapid.Uint64().Draw(t, "next undelivered"), Leases: listRaw(moveLease(), 4).Draw(t, "leases")}
 		}),
 		rapid.Custom(func(t *rapid.T) msg.Result { return msg.MoveChunk{Data: bytesRaw(64).Draw(t, "data")} }),
 		rapid.Custom(func(t *rapid.T) msg.Result {
@@ -62,6 +63,12 @@ func moveResult() *rapid.Generator[msg.Result] {
 func moveSegment() *rapid.Generator[msg.MoveSegment] {
 	return rapid.Custom(func(t *rapid.T) msg.MoveSegment {
 		return msg.MoveSegment{Base: rapid.Uint64().Draw(t, "base"), Size: rapid.Int64().Draw(t, "size"), Sealed: rapid.Bool().Draw(t, "sealed")}
+	})
+}
+
+func moveLease() *rapid.Generator[msg.MoveLease] {
+	return rapid.Custom(func(t *rapid.T) msg.MoveLease {
+		return msg.MoveLease{Offset: rapid.Uint64().Draw(t, "lease offset"), DeliveryCount: rapid.Uint32().Draw(t, "lease deliveries")}
 	})
 }
 

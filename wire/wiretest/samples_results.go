@@ -149,7 +149,8 @@ func moveResultSamples() []NamedResult {
 	return []NamedResult{
 		{"MoveSourceState/zero", msg.MoveSourceState{}},
 		{"MoveSourceState/max", msg.MoveSourceState{Segments: []msg.MoveSegment{MaxMoveSegment()},
-			HWM: math.MaxUint64, Committed: math.MaxUint64, Frozen: true}},
+			HWM: math.MaxUint64, Committed: math.MaxUint64, Frozen: true, NextUndelivered: math.MaxUint64,
+			Leases: []msg.MoveLease{{Offset: 3, DeliveryCount: 2}, {Offset: 4}, {Offset: math.MaxUint64, DeliveryCount: math.MaxUint32}}}},
 		{"MoveSourceState/min", msg.MoveSourceState{Segments: []msg.MoveSegment{{}, {Base: 1, Size: math.MinInt64}}}},
 		{"MoveSourceState/many", msg.MoveSourceState{Segments: moveSegments(1000), HWM: 1 << 40, Committed: 1 << 39}},
 		{"MoveChunk/zero", msg.MoveChunk{}},
