@@ -132,7 +132,7 @@ func applyError(topicName string, err error) *msg.Error {
 	case errors.Is(err, meta.ErrLimitReached):
 		return msg.Conflict("%s; add nodes or delete topics", strings.TrimPrefix(err.Error(), "meta: limit reached: "))
 	case errors.Is(err, meta.ErrDeadLetterTopicNotFound):
-		return msg.NotFound("dead_letter_topic not found: %s", strings.TrimPrefix(err.Error(), meta.ErrDeadLetterTopicNotFound.Error()+": "))
+		return msg.NotFound("dead_letter_topic %s not found", strings.TrimPrefix(err.Error(), meta.ErrDeadLetterTopicNotFound.Error()+": topic "))
 	case errors.Is(err, meta.ErrTopicNotFound):
 		return msg.NotFound("topic %q not found", topicName)
 	case errors.Is(err, meta.ErrInvalidCommand):
