@@ -119,3 +119,31 @@ func TestUnwritableDeadLetterTopicStallsOnlyItsRecords(t *testing.T) {
 	}
 	require.Equal(t, uint64(1), c.nodes[at].partitions[partitionKey{"orders", 0}].leases.Committed(), "moved once the dead-letter topic took it")
 }
+
+// TestDeadLettersReopenTheirSourceLog: with room for one open log, each
+// dead letter's append to the dead-letter topic closes the source's log;
+// the next exhausted record reopens it (seed 1 of the single-node world
+// with dead letters once read a closed log and panicked).
+func TestDeadLettersReopenTheirSourceLog(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.OpenLogsMax = 1
+	h.restart()
+	h.createTopic("dead")
+	h.createTopic("orders", withDeadLetters(1, "dead"))
+	h.ok(msg.Produce{Topic: "orders", Batch: true, Records: []msg.ProduceRecord{{Partition: 0, Payload: []byte("a")}, {Partition: 0, Payload: []byte("b")}}})
+	result := h.ok(msg.Consume{Topic: "orders", Partition: 0, Max: 2}).(msg.ConsumeResult)
+	require.Len(t, result.Messages, 2)
+	handles := []string{result.Messages[0].ReceiptHandle, result.Messages[1].ReceiptHandle}
+	h.ok(msg.Ack{Topic: "orders", Handles: handles, Action: msg.AckNack, Batch: true})
+	h.flush()
+	require.Equal(t, uint64(1), h.stats("orders", 0).Committed, "the first record moved to the dead-letter topic")
+	// The second could not be read while the dead-letter log, dirty with
+	// the first copy, held the only open slot: it is reservable again,
+	// and moves at its next unacked end once the changed committed offset
+	// is persisted (until then the source log may not close either).
+	h.tick(h.cfg.CommitPersistIntervalMs)
+	h.consumeAndNack("orders")
+	h.tick(h.cfg.CommitPersistIntervalMs)
+	h.flush()
+	require.Equal(t, uint64(2), h.stats("orders", 0).Committed, "both records moved to the dead-letter topic")
+}
