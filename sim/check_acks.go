@@ -63,8 +63,8 @@ func (o nodeObserver) AckApplied(topic string, partition int, offset uint64, _ s
 }
 
 func (a *ackChecker) applied(n *simNode, topic string, partition int, offset uint64) {
-	if a.w.opts.BlackBox {
-		return // it hears from the nodes: not a black-box checker
+	if a.w.opts.BlackBox || topic != a.w.topic {
+		return // it hears from the nodes: not a black-box checker; the dead letters' acks are not its records
 	}
 	record := ackRecord{partition, offset}
 	if _, ok := a.landed[record]; ok && !a.mayHaveLost(record) {

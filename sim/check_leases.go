@@ -31,7 +31,11 @@ import (
 //     and keeps its own reservations until it does, for as long as it
 //     lags, and the client cannot tell who issued a handle). So in a
 //     cluster a partition is checked until its first flip, and a
-//     single-node world throughout.
+//     single-node world throughout;
+//   - the record was acknowledged as a dead letter before the answer (a
+//     node reports it: the one excuse clients do not see, since the
+//     delivery that exhausted a record may never have reached one): an
+//     ack of it succeeds whatever its handle.
 //
 // A restart is no excuse: a node draws a new handle key at every start,
 // so a handle of an earlier start matches no reservation (its delivery
@@ -51,6 +55,9 @@ type leaseModel struct {
 	// flipsMs lists, by partition, when each committed flip was seen, in
 	// order (only the first decides today; the list tells how many).
 	flipsMs map[int][]int64
+	// deadLetteredMs is when a node first reported each record
+	// acknowledged as a dead letter.
+	deadLetteredMs map[ackRecord]int64
 	// checked counts the successes judged; stale those for a known stale
 	// handle that an excuse allowed.
 	checked, stale int
@@ -73,7 +80,7 @@ type sentAck struct {
 
 func newLeaseModel(w *World) *leaseModel {
 	return &leaseModel{w: w, handouts: map[ackRecord][]handout{}, byHandle: map[string]ackRecord{},
-		acks: map[ackRecord][]*sentAck{}, flipsMs: map[int][]int64{}}
+		acks: map[ackRecord][]*sentAck{}, flipsMs: map[int][]int64{}, deadLetteredMs: map[ackRecord]int64{}}
 }
 
 // delivered records a handle a client received from consume c.
@@ -81,6 +88,15 @@ func (l *leaseModel) delivered(c *call, m wireMessage) {
 	record := ackRecord{m.Partition, m.Offset}
 	l.byHandle[m.ReceiptHandle] = record
 	l.handouts[record] = append(l.handouts[record], handout{handle: m.ReceiptHandle, consumeSentMs: c.sentMs, receivedMs: l.w.nowMs})
+}
+
+// deadLettered records that a node acknowledged a record of the topic as
+// a dead letter.
+func (l *leaseModel) deadLettered(topic string, partition int, offset uint64) {
+	record := ackRecord{partition, offset}
+	if _, seen := l.deadLetteredMs[record]; !seen && topic == l.w.topic {
+		l.deadLetteredMs[record] = l.w.nowMs
+	}
 }
 
 // flipped records a committed flip of a partition of the topic.
@@ -118,7 +134,7 @@ func (l *leaseModel) answered(c *call, handle string, status int) {
 		return
 	}
 	l.stale++
-	if l.otherAckMayHaveLanded(record, mine) || l.flippedBy(record.partition, newer.receivedMs) {
+	if _, dead := l.deadLetteredMs[record]; dead || l.otherAckMayHaveLanded(record, mine) || l.flippedBy(record.partition, newer.receivedMs) {
 		return
 	}
 	l.w.fail("lease-model", "%s answered 204 for handle %s of %s offset %d, received at %d ms, though handle %s of the same record (consume sent at %d ms) was received at %d ms, before the ack was sent at %d ms",

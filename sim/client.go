@@ -145,7 +145,11 @@ func (cl *client) later(delayMs int64, f func()) {
 
 // createTopic creates the simulated topic, retrying until it exists.
 func (cl *client) createTopic(partitions, visibilityMs int) {
-	body := fmt.Sprintf(`{"name":%q,"partitions":%d,"visibility_timeout_ms":%d}`, cl.w.topic, partitions, visibilityMs)
+	deadLetters := ""
+	if cl.w.deadLetters != nil {
+		deadLetters = cl.w.deadLetters.createTopicFields()
+	}
+	body := fmt.Sprintf(`{"name":%q,"partitions":%d,"visibility_timeout_ms":%d%s}`, cl.w.topic, partitions, visibilityMs, deadLetters)
 	c := &call{kind: "create-topic", httpRequest: newHTTPRequest(http.MethodPost, "/v1/topics", "application/json", body)}
 	c.onDone = func(response *httpapi.Response) {
 		switch {

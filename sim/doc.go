@@ -67,6 +67,11 @@
 // until then (the source's freeze expires and the move is aborted and
 // started again first): the stale proposals that only the metastore's
 // guards keep from applying to a later move.
+// With -deadletters the topic names a dead-letter topic and a
+// max_deliveries of 1 or 2 (deadletters.go): the consumers' nacks and
+// forgotten leases exhaust some records, and a consumer drains the
+// dead-letter topic.
+//
 // Once a moves world has healed, one more node joins after some replica
 // compacted the metastore's log (latejoin.go), configured with the
 // bootstrap members only (which may not include the leader): it can only
@@ -92,6 +97,12 @@
 //     counted (redelivered_after_lost_ack), with the retries
 //     (ack_retries) and the retries that found their ack had landed
 //     (ack_retries_landed).
+//   - Dead letters (deadletters.go): a node acknowledges a record in its
+//     topic as a dead letter only once the copy's offset is durable at a
+//     node of the dead-letter partition; every dead letter names the
+//     topic as its origin; a record consumed from the dead-letter topic
+//     counts as delivered, so the accounting below holds a record that
+//     exhausted its deliveries to its topic or the dead-letter topic.
 //   - At the end, Jepsen-style accounting over unique message ids: lost
 //     (answered 202, never consumed), unexpected (consumed, never
 //     produced), duplicated and recovered.

@@ -104,6 +104,16 @@ func (h *history) delivered(id string, partition int, offset uint64, callMs, ret
 	h.replayReads--
 }
 
+// deliveredDeadLetter counts a record consumed from the dead-letter topic
+// as delivered (its reads there are not the simulated topic's).
+func (h *history) deliveredDeadLetter(id string, retMs int64) {
+	h.deliveries[id]++
+	if h.deliveries[id] == 1 && h.acked[id] {
+		h.ackedUndelivered--
+	}
+	h.lastDeliveryMs = retMs
+}
+
 func (h *history) read(id string, partition int, offset uint64, callMs, retMs int64) {
 	h.replayReads++
 	h.reads[partition] = append(h.reads[partition], readOp{offset: offset, id: id, callMs: callMs, retMs: retMs})

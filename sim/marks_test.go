@@ -35,15 +35,14 @@ var notYetRequired = map[chaos.Mark]string{
 	chaos.MarkNodeInstallRepaired:          "no crash lands between the two renames of a move's install yet",
 	chaos.MarkNodeMoveForcePromote:         "the moves faults do not yet kill a frozen source for longer than the force-promote delay",
 	chaos.MarkNodeOpenLogsFull:             "no world has more partitions pinned open than the open-log bound",
-	chaos.MarkNodeDeadLettered:             "no simulated world has a topic with dead letters yet",
-	chaos.MarkNodeDeadLetterFailed:         "no simulated world has a topic with dead letters yet",
-	chaos.MarkNodeDeadLetterOrphaned:       "no simulated world has a topic with dead letters yet",
+	chaos.MarkNodeDeadLetterFailed:         "reached by the dead-letters sweep under faults, required by none yet",
+	chaos.MarkNodeDeadLetterOrphaned:       "needs a move or a delete to end a dead letter's source meanwhile; required by none yet",
 	chaos.MarkNodeDeadLettersWaitForRelays: "no simulated world has more exhausted records than the relay bound",
 }
 
 // requiredMarks returns every mark some sweep definition requires.
 func requiredMarks() []chaos.Mark {
-	lists := [][]chaos.Mark{ExpectedMarks, ExpectedClusterMarks, ExpectedMoveMarks, ciMoveMarks, MoveFaultMarks()}
+	lists := [][]chaos.Mark{ExpectedMarks, ExpectedClusterMarks, ExpectedMoveMarks, ciMoveMarks, MoveFaultMarks(), ExpectedDeadLetterMarks}
 	return slices.Concat(lists...)
 }
 

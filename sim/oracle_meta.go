@@ -147,6 +147,8 @@ func (m *metaModel) createTopic(c meta.CreateTopic) string {
 		return "the topic limit is reached"
 	case m.overPerNodeLimit(c.Owners, c.Limits.PartitionsPerNodeMax):
 		return "an owner would pass its partition limit"
+	case c.DeadLetterTopic != "" && m.topics[c.DeadLetterTopic] == nil:
+		return "no such dead-letter topic"
 	}
 	t := &modelTopic{unmodelled: len(c.Schema) > 0}
 	for _, owner := range c.Owners {
@@ -167,7 +169,7 @@ func (m *metaModel) deleteTopic(name string) string {
 func (m *metaModel) alterTopic(c meta.AlterTopic) string {
 	t := m.topics[c.Name]
 	changesNothing := c.RetentionMs == nil && c.VisibilityTimeoutMs == nil && c.MaxInFlightPerPartition == nil &&
-		c.MaxAckedAheadPerPartition == nil && c.Partitions == nil && len(c.Schema) == 0
+		c.MaxAckedAheadPerPartition == nil && c.Partitions == nil && len(c.Schema) == 0 && c.MaxDeliveries == nil && c.DeadLetterTopic == nil
 	switch {
 	case changesNothing || (c.Partitions == nil && len(c.NewOwners) > 0) || !noEmpty(c.NewOwners...):
 		return "malformed"

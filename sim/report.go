@@ -18,6 +18,12 @@ type Report struct {
 	Moves   bool
 	Users   bool
 	Profile string
+	// DeadLetters says whether the run had the dead-letters scenario
+	// (-deadletters); DeadLettersSettled counts the records nodes
+	// acknowledged as dead letters, DeadLettersDelivered the dead
+	// letters its consumer received.
+	DeadLetters                              bool
+	DeadLettersSettled, DeadLettersDelivered int
 	// SafetyMs is the run's safety phase (-duration reproduces it).
 	SafetyMs    int64
 	TraceHash   uint64
@@ -94,6 +100,7 @@ func (w *World) report() Report {
 		AckRetries:      w.acks.retries, AckRetriesLanded: w.acks.retriedLanded, RedeliveredAfterLoss: w.acks.redeliveredAfterLoss,
 		UserChanges: w.userChangesSent(), UsersFinal: len(w.metaLog.users.users), RootSeeds: w.metaLog.users.seeds,
 		LogOperations: w.logOperations, LogResult: w.logResult, OracleChecks: sortedCounts(w.oracleCounts()), Failure: w.failure, TraceTail: w.trace.last(),
+		DeadLetters: w.deadLetters != nil, DeadLettersSettled: w.deadLetters.settledCount(), DeadLettersDelivered: w.deadLetters.deliveredCount(),
 	}
 }
 
@@ -125,6 +132,9 @@ func (r Report) Summary() string {
 		cluster = fmt.Sprintf(" owners=%d moves_started=%d moves=%d forced=%d aborted=%d freeze_ms_max=%d move_outcomes=[%s] move_bytes=%d misdirected=[%s] failovers_ms=%v late_join_ms=%d late_join_compacted_at=%d unreachable=%d peer_sent=[%s] peer_dropped=[%s] step_errors=[%s]",
 			r.Owners, r.MovesStarted, r.MovesCompleted, r.MovesForced, r.MovesAborted, r.FreezeMsMax, countsString(r.MoveOutcomes), r.MoveBytesCopied, countsString(r.Misdirected), r.FailoversMs, r.LateJoinMs, r.LateJoinCompactedAt, r.PeerUnreachable, countsString(r.PeerSent), countsString(r.PeerDropped), countsString(r.StepErrors))
 	}
+	if r.DeadLetters {
+		cluster += fmt.Sprintf(" dead_letters_settled=%d dead_letters_delivered=%d", r.DeadLettersSettled, r.DeadLettersDelivered)
+	}
 	return fmt.Sprintf("seed=%d nodes=%d profile=%s %s acked=%d delivered=%d lost=%d duplicated=%d unexpected=%d recovered=%d ack_retries=%d ack_retries_landed=%d redelivered_after_lost_ack=%d log_ops=%d log=%s oracles=[%s] faults=[%s] marks=%d sim_s=%.1f wall_s=%.2f trace-hash=%016x%s",
 		r.Seed, r.Nodes, r.Profile, status, r.Acked, r.Delivered, r.Lost, r.Duplicated, r.Unexpected, r.Recovered,
 		r.AckRetries, r.AckRetriesLanded, r.RedeliveredAfterLoss, r.LogOperations, r.LogResult, countsString(r.OracleChecks), countsString(r.Faults), len(r.Marks), float64(r.SimMs)/1000, r.WallSeconds, r.TraceHash, cluster)
@@ -139,8 +149,8 @@ func (r Report) FailureText() string {
 	for _, line := range r.TraceTail {
 		fmt.Fprintf(&b, "  %s\n", line)
 	}
-	fmt.Fprintf(&b, "reproduce: go test ./sim -run 'TestSim$' -seed=%d -nodes=%d -moves=%t -users=%t -faults=%s -duration=%dms -v\n",
-		r.Seed, r.Nodes, r.Moves, r.Users, r.Profile, r.SafetyMs)
+	fmt.Fprintf(&b, "reproduce: go test ./sim -run 'TestSim$' -seed=%d -nodes=%d -moves=%t -users=%t -deadletters=%t -faults=%s -duration=%dms -v\n",
+		r.Seed, r.Nodes, r.Moves, r.Users, r.DeadLetters, r.Profile, r.SafetyMs)
 	return b.String()
 }
 

@@ -17,6 +17,7 @@ var (
 	nodesFlag    = flag.Int("nodes", 1, "nodes in the world: 1, or a cluster of 3 or 5")
 	movesFlag    = flag.Bool("moves", false, "in a cluster, add the moves scenario: scale-up, decommission, move-phase faults, write storms")
 	usersFlag    = flag.Bool("users", false, "in a cluster, add the users scenario: root seeds on every node, user changes at random nodes")
+	deadFlag     = flag.Bool("deadletters", false, "give the topic a dead-letter topic and a small max_deliveries, with a consumer of the dead letters")
 )
 
 func optionsFromFlags(t *testing.T, seed uint64) Options {
@@ -29,6 +30,7 @@ func optionsFromFlags(t *testing.T, seed uint64) Options {
 	opts.Nodes = *nodesFlag
 	opts.Moves = *movesFlag
 	opts.Users = *usersFlag
+	opts.DeadLetters = *deadFlag
 	opts.Faults = profile
 	opts.SafetyMs = durationFlag.Milliseconds()
 	if testing.Verbose() && *seedsFlag == 0 {

@@ -52,6 +52,9 @@ func (w *World) spawnWorkload() {
 	if admin := w.clients[0]; admin.role == roleAdmin {
 		admin.later(int64(1_000+rng.IntN(4_000)), admin.alterNext)
 	}
+	if w.deadLetters != nil {
+		w.deadLetters.spawn()
+	}
 	r := newClient(w, "r1", roleReplayer)
 	r.cursors = make([]uint64, w.partitions)
 	w.clients = append(w.clients, r)

@@ -54,6 +54,10 @@ type Options struct {
 	// Users, in a cluster, adds the users scenario: every node carries a
 	// root seed, and user changes go to random nodes (usersScenario).
 	Users bool
+	// DeadLetters gives the simulated topic a dead-letter topic and a
+	// small max_deliveries, with a consumer of the dead letters
+	// (deadletters.go).
+	DeadLetters bool
 }
 
 // DefaultOptions returns a run of 30 simulated seconds with every fault.
@@ -99,6 +103,8 @@ type World struct {
 
 	history *history
 	checker *stateChecker
+	// deadLetters is the dead-letters scenario; nil without it.
+	deadLetters *deadLetters
 	// writers checks that at most one node accepts writes to a partition
 	// after every step, and that no frozen partition takes an append.
 	writers *writerChecker
@@ -194,6 +200,9 @@ func NewWorld(opts Options) *World {
 	}
 	if opts.Users && opts.Nodes > 1 {
 		w.users = newUsersScenario(w)
+	}
+	if opts.DeadLetters {
+		w.deadLetters = newDeadLetters(w)
 	}
 	return w
 }
@@ -367,11 +376,16 @@ func (w *World) setup() {
 	visibilityMs := 1_000 + w.workloadRng.IntN(4_000)
 	admin := newClient(w, "admin", roleAdmin)
 	w.clients = append(w.clients, admin)
+	create := func() { admin.createTopic(w.partitions, visibilityMs) }
+	if d := w.deadLetters; d != nil {
+		createTopic := create
+		create = func() { admin.createDeadLetterTopic(d, createTopic) }
+	}
 	if !w.clustered() {
-		admin.createTopic(w.partitions, visibilityMs)
+		create()
 		return
 	}
-	admin.awaitMembers(membersWaitMsMax, func() { admin.createTopic(w.partitions, visibilityMs) })
+	admin.awaitMembers(membersWaitMsMax, create)
 }
 
 func (w *World) startSafety() {
