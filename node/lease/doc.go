@@ -6,11 +6,15 @@
 //
 // # What it owns
 //
-// For every offset at or above the frontier the table knows one of four
+// For every offset at or above the frontier the table knows one of five
 // things: it was never delivered; it is in flight (reserved under a receipt
 // nonce until a visibility deadline); it was released for redelivery (its
-// lease expired or was nacked); or it is acked ahead of the frontier (acked
-// or skipped while a lower offset is still unresolved). Delivered offsets
+// lease expired or was nacked); it ran out of deliveries (with
+// Config.MaxDeliveries set, its last reservation ended unacked at that
+// count: it waits for TakeExhausted, then for the node to settle it with
+// DeadLettered or DeadLetterFailed, and is never redelivered meanwhile);
+// or it is acked ahead of the frontier (acked, skipped or dead-lettered
+// while a lower offset is still unresolved). Delivered offsets
 // also carry their delivery count (1 on first delivery). Receipt handles
 // "partition:offset:nonce:tag" are formatted and parsed here too: the tag,
 // an HMAC under a key the node's driver draws at every start, binds a
@@ -45,11 +49,13 @@
 //
 // # Memory bound
 //
-// Delivered-but-unresolved offsets (in flight plus released) never exceed
-// InFlightMax. Reserve takes the lowest available offset, and every released
-// offset lies below nextUndelivered, so Reserve only delivers a new offset
-// when nothing is released; at that moment the delivered set is exactly the
-// in-flight set, which the cap keeps below InFlightMax. Between two such
+// Delivered-but-unresolved offsets (in flight, released, exhausted and
+// being dead-lettered) never exceed InFlightMax. Reserve takes the lowest
+// available offset, and every released offset lies below nextUndelivered,
+// so Reserve only delivers a new offset when nothing is released; at that
+// moment the delivered set is the in-flight set with the exhausted and
+// dead-lettering ones, which the cap keeps below InFlightMax (records on
+// their way to the dead-letter topic hold in-flight slots). Between two such
 // moments the delivered set never grows: expiry and nack only move offsets
 // from in flight to released, and acks, skips and retention remove them.
 // However many reservations expire at once, the released set is bounded by

@@ -30,6 +30,7 @@ func (t *Table) TakeExhausted(nowMs int64, limit int) []Exhausted {
 	for len(out) < limit && t.exhausted.Len() > 0 {
 		e := t.exhausted.popTop()
 		e.state = stateDeadLettering
+		t.deadLettering++
 		out = append(out, Exhausted{Offset: e.offset, DeliveryCount: e.deliveryCount})
 	}
 	t.checkIfEnabled()
@@ -47,6 +48,7 @@ func (t *Table) DeadLettered(offset uint64) bool {
 		return false
 	}
 	t.forget(e)
+	t.deadLettering--
 	t.ackedAheadCeiling = max(t.ackedAheadCeiling, len(t.ackedAhead)+1)
 	t.resolve(offset)
 	t.checkIfEnabled()
@@ -64,6 +66,7 @@ func (t *Table) DeadLetterFailed(offset uint64) bool {
 		return false
 	}
 	e.state = stateReleased
+	t.deadLettering--
 	t.released.add(e)
 	t.lapsedUnreported++ // the next Expire reports it, so pollers wake
 	t.checkIfEnabled()
@@ -102,5 +105,6 @@ func (t *Table) dropDeadLetteringBelow(oldest uint64) {
 			invariant.Broken("lease: entry %d being dead-lettered must be in no heap", offset)
 		}
 		delete(t.entries, offset)
+		t.deadLettering--
 	}
 }

@@ -77,9 +77,9 @@ func (t *Table) checkHeap(h *entryHeap, state entryState) error {
 
 // checkInFlight checks the sizes, the deadlines and the nonces.
 func (t *Table) checkInFlight() error {
-	if len(t.entries) != t.deadlines.Len()+t.released.Len()+t.exhausted.Len()+t.deadLettering() || len(t.entries) > t.deliveredCeiling {
+	if len(t.entries) != t.deadlines.Len()+t.released.Len()+t.exhausted.Len()+t.deadLettering || len(t.entries) > t.deliveredCeiling {
 		return fmt.Errorf("entries %d: want in flight %d + released %d + exhausted %d + dead-lettering %d, at most ceiling %d (in-flight max %d)",
-			len(t.entries), t.deadlines.Len(), t.released.Len(), t.exhausted.Len(), t.deadLettering(), t.deliveredCeiling, t.cfg.InFlightMax)
+			len(t.entries), t.deadlines.Len(), t.released.Len(), t.exhausted.Len(), t.deadLettering, t.deliveredCeiling, t.cfg.InFlightMax)
 	}
 	nonces := make(map[uint64]bool, t.deadlines.Len())
 	for _, e := range t.deadlines.entries {
@@ -137,11 +137,14 @@ func (t *Table) checkExhausted() error {
 			return fmt.Errorf("entry %d being dead-lettered is in a heap or outside [%d, %d)", offset, t.committed, t.nextUndelivered)
 		}
 	}
+	if counted := t.countDeadLettering(); counted != t.deadLettering {
+		return fmt.Errorf("%d entries are being dead-lettered, counted %d", counted, t.deadLettering)
+	}
 	return nil
 }
 
-// deadLettering counts the entries being dead-lettered.
-func (t *Table) deadLettering() int {
+// countDeadLettering counts the entries being dead-lettered.
+func (t *Table) countDeadLettering() int {
 	count := 0
 	for _, e := range t.entries { //determinism:ok a count
 		if e.state == stateDeadLettering {

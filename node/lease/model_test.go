@@ -23,6 +23,10 @@ const (
 	modelInFlight
 	modelReleased
 	modelAcked // acked, skipped, or discarded below the frontier
+	// modelExhausted ran out of deliveries (Config.MaxDeliveries) and
+	// waits for TakeExhausted; modelDeadLettering was handed out by it.
+	modelExhausted
+	modelDeadLettering
 )
 
 type modelOffset struct {
@@ -66,6 +70,53 @@ func (m *model) observe(nowMs int64) {
 	m.lastNowMs = max(m.lastNowMs, nowMs)
 	for i := range m.offsets {
 		if m.offsets[i].state == modelInFlight && m.offsets[i].deadlineMs <= m.lastNowMs {
+			m.offsets[i].state = m.unacked(m.offsets[i].count)
+			m.lapsed++
+		}
+	}
+}
+
+// unacked is the state a delivery that ended without an ack leaves: its
+// record exhausted at MaxDeliveries deliveries, else released.
+func (m *model) unacked(count uint32) modelState {
+	if m.cfg.MaxDeliveries > 0 && int(count) >= m.cfg.MaxDeliveries {
+		return modelExhausted
+	}
+	return modelReleased
+}
+
+func (m *model) takeExhausted(nowMs int64, limit int) []lease.Exhausted {
+	m.observe(nowMs)
+	var out []lease.Exhausted
+	for offset := range m.offsets {
+		if len(out) < limit && m.offsets[offset].state == modelExhausted {
+			m.offsets[offset].state = modelDeadLettering
+			out = append(out, lease.Exhausted{Offset: uint64(offset), DeliveryCount: m.offsets[offset].count})
+		}
+	}
+	return out
+}
+
+func (m *model) settleDeadLetter(offset uint64, copied bool) bool {
+	if offset >= uint64(len(m.offsets)) || m.offsets[offset].state != modelDeadLettering {
+		return false
+	}
+	if copied {
+		m.offsets[offset].state = modelAcked
+		m.collapse()
+		return true
+	}
+	m.offsets[offset].state = modelReleased
+	m.lapsed++
+	return true
+}
+
+// setConfig changes the caps; exhausted records that no longer exhaust
+// go back to the queue.
+func (m *model) setConfig(cfg lease.Config) {
+	m.cfg = cfg
+	for i := range m.offsets {
+		if m.offsets[i].state == modelExhausted && m.unacked(m.offsets[i].count) == modelReleased {
 			m.offsets[i].state = modelReleased
 			m.lapsed++
 		}
@@ -87,7 +138,7 @@ func (m *model) ackedAhead() int { return m.count(modelAcked, m.committed) }
 
 func (m *model) reserve(nowMs int64, hwm uint64, visibilityMs int64) (lease.Reservation, bool) {
 	m.observe(nowMs)
-	if m.inFlight() >= m.cfg.InFlightMax {
+	if m.inFlight()+m.count(modelExhausted, 0)+m.count(modelDeadLettering, 0) >= m.cfg.InFlightMax {
 		return lease.Reservation{}, false
 	}
 	for offset := m.committed; offset < hwm; offset++ {
@@ -160,7 +211,7 @@ func (m *model) nack(offset, nonce uint64, nowMs int64) error {
 	if err != nil {
 		return err
 	}
-	slot.state = modelReleased
+	slot.state = m.unacked(slot.count)
 	return nil
 }
 
@@ -211,7 +262,8 @@ func (m *model) snapshot() lease.Snapshot {
 		next++
 	}
 	snapshot := lease.Snapshot{Committed: m.committed, NextUndelivered: next}
-	states := map[modelState]lease.EntryState{modelInFlight: lease.EntryInFlight, modelReleased: lease.EntryReleased, modelAcked: lease.EntryAcked}
+	states := map[modelState]lease.EntryState{modelInFlight: lease.EntryInFlight, modelReleased: lease.EntryReleased, modelAcked: lease.EntryAcked,
+		modelExhausted: lease.EntryReleased, modelDeadLettering: lease.EntryReleased}
 	for offset := m.committed; offset < uint64(len(m.offsets)); offset++ {
 		slot := m.offsets[offset]
 		if slot.state == modelUndelivered {
@@ -226,14 +278,19 @@ func (m *model) snapshot() lease.Snapshot {
 	return snapshot
 }
 
-// restore is what a move does: in-flight offsets become released and are
-// reported by the next Expire; nonces restart from the new base.
+// restore is what a move does: in-flight offsets become released (or
+// exhausted) and are reported by the next Expire; every delivered offset
+// that ran out of deliveries is exhausted again; nonces restart from the
+// new base.
 func (m *model) restore(nonceBase uint64) {
 	m.lapsed = 0
 	for i := range m.offsets {
-		if m.offsets[i].state == modelInFlight {
-			m.offsets[i].state = modelReleased
+		switch m.offsets[i].state {
+		case modelInFlight:
 			m.lapsed++
+			m.offsets[i].state = m.unacked(m.offsets[i].count)
+		case modelReleased, modelExhausted, modelDeadLettering:
+			m.offsets[i].state = m.unacked(m.offsets[i].count)
 		}
 	}
 	m.lastNonce = nonceBase
@@ -246,12 +303,15 @@ type machine struct {
 	nowMs   int64
 	hwm     uint64
 	handles []lease.Reservation // every reservation handed out, live or not
+	// taken lists every offset TakeExhausted handed out, settled or not.
+	taken []uint64
 }
 
 func smallConfig(t *rapid.T, label string) lease.Config {
 	return lease.Config{
 		InFlightMax:   rapid.IntRange(1, 6).Draw(t, label+" in-flight max"),
 		AckedAheadMax: rapid.IntRange(1, 6).Draw(t, label+" acked-ahead max"),
+		MaxDeliveries: rapid.IntRange(0, 3).Draw(t, label+" max deliveries"),
 	}
 }
 
@@ -340,7 +400,37 @@ func (m *machine) AdvanceTo(t *rapid.T) {
 func (m *machine) SetConfig(t *rapid.T) {
 	cfg := smallConfig(t, "altered")
 	m.table.SetConfig(cfg)
-	m.model.cfg = cfg
+	m.model.setConfig(cfg)
+}
+
+func (m *machine) TakeExhausted(t *rapid.T) {
+	limit := rapid.IntRange(1, 3).Draw(t, "take limit")
+	got, want := m.table.TakeExhausted(m.nowMs, limit), m.model.takeExhausted(m.nowMs, limit)
+	if len(got) != len(want) {
+		t.Fatalf("take exhausted(%d): %+v, want %+v", limit, got, want)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("take exhausted(%d): %+v, want %+v", limit, got, want)
+		}
+		m.taken = append(m.taken, got[i].Offset)
+	}
+}
+
+func (m *machine) SettleDeadLetter(t *rapid.T) {
+	offset := rapid.Uint64Range(0, m.hwm+1).Draw(t, "made-up dead letter")
+	if index := rapid.IntRange(0, len(m.taken)).Draw(t, "dead letter"); index < len(m.taken) {
+		offset = m.taken[index]
+	}
+	copied := rapid.Bool().Draw(t, "copy durable")
+	settle := m.table.DeadLetterFailed
+	if copied {
+		settle = m.table.DeadLettered
+	}
+	got := settle(offset)
+	if want := m.model.settleDeadLetter(offset, copied); got != want {
+		t.Fatalf("settle dead letter %d (copied %v): %v, want %v", offset, copied, got, want)
+	}
 }
 
 func (m *machine) SnapshotAndRestore(t *rapid.T) {
@@ -382,6 +472,9 @@ func (m *machine) Check(t *rapid.T) {
 	}
 	if got, want := m.table.AckedAhead(), m.model.ackedAhead(); got != want {
 		t.Fatalf("acked ahead %d, want %d", got, want)
+	}
+	if got, want := m.table.ExhaustedPending(), m.model.count(modelExhausted, 0); got != want {
+		t.Fatalf("exhausted pending %d, want %d", got, want)
 	}
 	gotDeadline, gotOK := m.table.NextDeadline()
 	wantDeadline, wantOK := m.model.nextDeadline()

@@ -38,8 +38,12 @@ func (t *Table) lowestAvailable() uint64 {
 }
 
 // mayReserve applies the caps to the offset Reserve would take.
+// Records on their way to the dead-letter topic (exhausted, or being
+// dead-lettered) hold in-flight slots too: they are delivered and
+// unresolved, and without them counted a new delivery could take the
+// delivered set past InFlightMax (the lease model test found it).
 func (t *Table) mayReserve(offset uint64) bool {
-	if t.deadlines.Len() >= t.cfg.InFlightMax {
+	if t.deadlines.Len()+t.exhausted.Len()+t.deadLettering >= t.cfg.InFlightMax {
 		return false
 	}
 	return len(t.ackedAhead) < t.cfg.AckedAheadMax || offset == t.committed

@@ -88,7 +88,9 @@ func (t *Table) Skip(offset uint64) {
 		return
 	}
 	if e, ok := t.entries[offset]; ok {
-		if e.state != stateDeadLettering {
+		if e.state == stateDeadLettering {
+			t.deadLettering--
+		} else {
 			t.heapOf(e).remove(e)
 		}
 		t.forget(e)

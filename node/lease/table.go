@@ -64,6 +64,10 @@ type Table struct {
 	// MaxDeliveries) adds; TakeExhausted, SetConfig and the removals of
 	// entries take out.
 	exhausted entryHeap
+	// deadLettering counts the entries TakeExhausted handed out and the
+	// node has not settled: in entries, in no heap. TakeExhausted adds;
+	// DeadLettered, DeadLetterFailed, Skip and AdvanceTo take off.
+	deadLettering int
 	// ackedAhead holds acked or skipped offsets above the frontier.
 	// Invariant: all > committed, none in entries, len <= ackedAheadCeiling.
 	// Ack and Skip add; the frontier and AdvanceTo remove.
