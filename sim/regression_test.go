@@ -9,8 +9,8 @@ import (
 )
 
 // TestRegressionSeeds runs every seed in testdata/seeds.txt: seeds that
-// once failed (each line: seed, profile, optionally nodes=N and moves,
-// then why it is kept).
+// once failed (each line: seed, profile, optionally nodes=N, moves and
+// deadletters, then why it is kept).
 func TestRegressionSeeds(t *testing.T) {
 	file, err := os.Open("testdata/seeds.txt")
 	if err != nil {
@@ -41,6 +41,7 @@ func TestRegressionSeeds(t *testing.T) {
 				}
 			}
 			opts.Moves = opts.Moves || field == "moves"
+			opts.DeadLetters = opts.DeadLetters || field == "deadletters"
 		}
 		if report := Run(opts); report.Failure != nil {
 			t.Error(report.FailureText())
