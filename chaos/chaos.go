@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"maps"
 	"math/rand/v2"
 	"sort"
 )
@@ -11,15 +12,17 @@ import (
 var state struct {
 	// marks counts coverage marks reached; nil when not recording.
 	marks map[string]int
-	// rng draws Buggify decisions; nil when fault injection is off.
+	// rng draws Buggify decisions; nil when fault injection is off (never
+	// switched on, or stopped by StopFaults).
 	rng *rand.Rand
 	// sites maps a Buggify site to whether it is enabled this run
 	// (decided once per site per run, on its first call).
-	sites map[string]bool
+	sites map[Site]bool
 	// fireProbability is the chance an enabled site fires per call.
 	fireProbability float64
-	// fired counts Buggify firings per site.
-	fired map[string]int
+	// fired counts Buggify firings per site since Record; kept by
+	// StopFaults.
+	fired map[Site]int
 }
 
 // Reached records that the rare path named by mark ran.
@@ -29,11 +32,18 @@ func Reached(mark Mark) {
 	}
 }
 
-// Buggify reports whether the fault at site should be injected now.
-func Buggify(site string) bool {
+// Buggify reports whether the fault at site should be injected now. Outside
+// a run with faults on it is one load and one branch.
+func Buggify(site Site) bool {
 	if state.rng == nil {
 		return false
 	}
+	return fire(site)
+}
+
+// fire decides whether an enabled site fires now, enabling or disabling
+// it for the whole run on its first call.
+func fire(site Site) bool {
 	enabled, seen := state.sites[site]
 	if !seen {
 		enabled = state.rng.IntN(2) == 0
@@ -52,10 +62,14 @@ func Buggify(site string) bool {
 func Record(rng *rand.Rand, fireProbability float64) {
 	state.marks = map[string]int{}
 	state.rng = rng
-	state.sites = map[string]bool{}
-	state.fired = map[string]int{}
+	state.sites = map[Site]bool{}
+	state.fired = map[Site]int{}
 	state.fireProbability = fireProbability
 }
+
+// StopFaults switches fault injection off for the rest of the run (the
+// simulator's liveness phase), keeping the firings counted so far.
+func StopFaults() { state.rng = nil }
 
 // Reset switches everything off.
 func Reset() {
@@ -71,8 +85,9 @@ type Count struct {
 // Marks returns the marks reached since Record, sorted by name.
 func Marks() []Count { return sorted(state.marks) }
 
-// Fired returns the Buggify sites that fired since Record, sorted by name.
-func Fired() []Count { return sorted(state.fired) }
+// Fired returns how often each Buggify site fired since Record (sites that
+// never fired are absent). The map is the caller's.
+func Fired() map[Site]int { return maps.Clone(state.fired) }
 
 func sorted(m map[string]int) []Count {
 	out := make([]Count, 0, len(m))

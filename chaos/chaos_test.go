@@ -31,7 +31,7 @@ func TestBuggifyIsSeededAndDecidedOncePerSite(t *testing.T) {
 		defer Reset()
 		var out []bool
 		for i := range 200 {
-			out = append(out, Buggify([]string{"x", "y", "z"}[i%3]))
+			out = append(out, Buggify([]Site{"x", "y", "z"}[i%3]))
 		}
 		return out
 	}
@@ -44,4 +44,19 @@ func TestBuggifyIsSeededAndDecidedOncePerSite(t *testing.T) {
 	}
 	require.Positive(t, fired, "an enabled site fires sometimes")
 	require.Less(t, fired, 200, "never always")
+}
+
+func TestStopFaultsKeepsTheCountAndFiresNoMore(t *testing.T) {
+	Record(rand.New(rand.NewPCG(3, 0)), 1)
+	defer Reset()
+	fired := 0
+	for range 20 {
+		if Buggify(SiteMetaCampaign) {
+			fired++
+		}
+	}
+	require.Equal(t, fired, Fired()[SiteMetaCampaign])
+	StopFaults()
+	require.False(t, Buggify(SiteMetaCampaign), "no site fires once faults are stopped")
+	require.Equal(t, fired, Fired()[SiteMetaCampaign], "the firings before the stop are kept")
 }

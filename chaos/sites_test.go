@@ -1,0 +1,64 @@
+package chaos
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// declaredSites returns the value of every constant of type Site declared
+// in sites.go.
+func declaredSites(t *testing.T) []Site {
+	t.Helper()
+	file, err := parser.ParseFile(token.NewFileSet(), "sites.go", nil, 0)
+	require.NoError(t, err)
+	var declared []Site
+	for _, decl := range file.Decls {
+		gen, ok := decl.(*ast.GenDecl)
+		if !ok || gen.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gen.Specs {
+			value := spec.(*ast.ValueSpec)
+			if ident, ok := value.Type.(*ast.Ident); !ok || ident.Name != "Site" {
+				continue
+			}
+			text, err := strconv.Unquote(value.Values[0].(*ast.BasicLit).Value)
+			require.NoError(t, err)
+			declared = append(declared, Site(text))
+		}
+	}
+	return declared
+}
+
+// TestSitesListsEveryDeclaredSiteOnce: Sites holds each constant of
+// sites.go exactly once, and no two constants share a name.
+func TestSitesListsEveryDeclaredSiteOnce(t *testing.T) {
+	declared := slices.Sorted(slices.Values(declaredSites(t)))
+	require.GreaterOrEqual(t, len(declared), 12)
+	require.Equal(t, len(declared), len(slices.Compact(slices.Clone(declared))), "two constants name the same site")
+	require.Equal(t, declared, slices.Sorted(slices.Values(Sites())), "Sites lists exactly the sites declared in sites.go")
+}
+
+func TestFiredCountsSitesByName(t *testing.T) {
+	defer Reset()
+	// With probability 1 a site fires on every call once enabled; half
+	// of the seeds enable it.
+	enabled := false
+	for seed := uint64(1); seed <= 64 && !enabled; seed++ {
+		Record(rand.New(rand.NewPCG(seed, 0)), 1)
+		enabled = Buggify(SiteNodeLeaseCutShort)
+	}
+	require.True(t, enabled, "no seed of 64 enabled the site")
+	require.True(t, Buggify(SiteNodeLeaseCutShort), "an enabled site with probability 1 fires on every call")
+	fired := Fired()
+	require.Equal(t, map[Site]int{SiteNodeLeaseCutShort: 2}, fired)
+	fired[SiteNodeLeaseCutShort] = 9
+	require.Equal(t, 2, Fired()[SiteNodeLeaseCutShort], "the map Fired returns is a copy")
+}
