@@ -26,6 +26,11 @@ const (
 	votersLearnedMax = 1 << 12
 )
 
+// campaignSiteEveryElections is how many election timeouts apart a
+// follower asks fault site SiteMetaCampaign whether to campaign early
+// (only in the simulator; see Meta.Tick).
+const campaignSiteEveryElections = 5
+
 // Defaults of Config (see DefaultConfig).
 const (
 	defaultElectionTicks             = 10

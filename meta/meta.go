@@ -8,6 +8,8 @@ import (
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
+
+	"narad/chaos"
 )
 
 // Meta is one node's replica of the metastore: an etcd raft RawNode whose
@@ -171,12 +173,27 @@ func (m *Meta) usable() error {
 	return nil
 }
 
-// Tick advances raft's logical clock by one tick.
+// Tick advances raft's logical clock by one tick. Under fault site
+// SiteMetaCampaign a follower campaigns early now and then, as one whose
+// election timer fired after a pause.
 func (m *Meta) Tick() {
 	if m.usable() == nil {
 		m.raw.Tick()
 		m.ticks++
 		m.expireSnapshots()
+		m.maybeCampaignEarly()
+	}
+}
+
+// maybeCampaignEarly campaigns (pre-vote first) when fault site
+// SiteMetaCampaign fires, at most once every campaignSiteEveryElections
+// election timeouts.
+func (m *Meta) maybeCampaignEarly() {
+	if m.ticks%uint64(campaignSiteEveryElections*m.config.ElectionTicks) != 0 || m.IsLeader() {
+		return
+	}
+	if chaos.Buggify(chaos.SiteMetaCampaign) {
+		_ = m.raw.Campaign() // refused when this replica may not vote; harmless
 	}
 }
 

@@ -50,10 +50,13 @@ func (m *Meta) Ready() Ready {
 	assert(m.phase == phaseIdle, "Ready called while Ready %d is outstanding (phase %d)", m.readyNumber, m.phase)
 	assert(m.usable() == nil, "Ready called on an unusable instance: %v", m.usable())
 	rd := m.raw.Ready()
-	m.noteSnapshotsSent(rd.Messages)
+	messages := rd.Messages
+	if m.noteSnapshotsSent(rd.Messages) {
+		messages = loseSnapshots(messages)
+	}
 	m.readyNumber++
 	m.phase = phaseTaken
-	return Ready{Messages: rd.Messages, raft: rd, number: m.readyNumber}
+	return Ready{Messages: messages, raft: rd, number: m.readyNumber}
 }
 
 // Persist writes the Ready in one bbolt transaction: a received snapshot

@@ -7,6 +7,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
+
+	"narad/chaos"
 )
 
 // maybeSnapshot writes a snapshot of the state machine at the applied
@@ -80,13 +82,28 @@ func (m *Meta) installSnapshot(tx *bolt.Tx, snapshot *raftpb.Snapshot) error {
 }
 
 // noteSnapshotsSent records the tick at which each MsgSnap among a Ready's
-// messages was handed out.
-func (m *Meta) noteSnapshotsSent(messages []*raftpb.Message) {
+// messages was handed out. It reports whether fault site
+// SiteMetaSnapshotLost fired for one of them: the MsgSnaps are then lost
+// on the way (loseSnapshots), and sent again once counted lost.
+func (m *Meta) noteSnapshotsSent(messages []*raftpb.Message) (lose bool) {
 	for _, msg := range messages {
 		if msg.GetType() == raftpb.MsgSnap {
 			m.snapshotsSent[msg.GetTo()] = m.ticks
+			lose = lose || chaos.Buggify(chaos.SiteMetaSnapshotLost)
 		}
 	}
+	return lose
+}
+
+// loseSnapshots returns messages without its MsgSnaps, in a new slice.
+func loseSnapshots(messages []*raftpb.Message) []*raftpb.Message {
+	kept := make([]*raftpb.Message, 0, len(messages))
+	for _, msg := range messages {
+		if msg.GetType() != raftpb.MsgSnap {
+			kept = append(kept, msg)
+		}
+	}
+	return kept
 }
 
 // expireSnapshots reports as lost every snapshot not acknowledged within

@@ -126,7 +126,7 @@ func (n *Node) reserveOne(t *topic, p *partition) (msg.Message, bool) {
 		return msg.Message{}, false
 	}
 	for range corruptSkipsPerReserveMax {
-		reservation, ok := p.leases.Reserve(n.nowMs, log.HWM(), t.info.VisibilityTimeoutMs)
+		reservation, ok := p.leases.Reserve(n.nowMs, log.HWM(), leaseVisibilityMs(t.info.VisibilityTimeoutMs))
 		if !ok {
 			return msg.Message{}, false
 		}

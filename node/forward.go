@@ -26,6 +26,8 @@ const (
 type incoming struct {
 	from string
 	id   uint64
+	// freeze is set when the request is a MoveFreeze.
+	freeze bool
 }
 
 // routing is the node's state for requests that cross nodes. Only the
@@ -88,7 +90,7 @@ func (n *Node) handleInternal(req msg.Request, done func(msg.Reply)) {
 // stepForwardRequest serves a request a peer forwarded.
 func (n *Node) stepForwardRequest(from string, m msg.ForwardRequest) {
 	invariant.Check(from != n.cfg.NodeID, "node: %T forwarded from this node", m.Request)
-	id := forwardedRequestBit | n.servedID(n.routing.served.Forwarded(incoming{from: from, id: m.ID}))
+	id := forwardedRequestBit | n.servedID(n.routing.served.Forwarded(incoming{from: from, id: m.ID, freeze: isFreeze(m.Request)}))
 	n.handle(id, m.Request)
 }
 
@@ -136,8 +138,7 @@ func (n *Node) routeReplies(rd *Ready) {
 		case reply.ID&forwardedRequestBit != 0:
 			origin, ok := n.routing.served.TakeOrigin(uint64(reply.ID &^ forwardedRequestBit))
 			invariant.Check(ok, "node: reply to unknown forwarded request %d", reply.ID)
-			rd.Messages = append(rd.Messages, msg.Envelope{From: n.cfg.NodeID, To: origin.from,
-				Message: msg.ForwardReply{ID: origin.id, Reply: msg.Reply{Err: reply.Err, Result: reply.Result}}})
+			n.sendForwardReply(rd, origin, reply)
 		case reply.ID&internalRequestBit != 0:
 			rd.internal = append(rd.internal, reply)
 		default:
@@ -145,6 +146,21 @@ func (n *Node) routeReplies(rd *Ready) {
 		}
 	}
 	rd.Replies = clients
+}
+
+// sendForwardReply puts the answer to a forwarded request in rd, unless a
+// fault site loses it or holds it back.
+func (n *Node) sendForwardReply(rd *Ready, origin incoming, reply msg.Reply) {
+	env := msg.Envelope{From: n.cfg.NodeID, To: origin.from,
+		Message: msg.ForwardReply{ID: origin.id, Reply: msg.Reply{Err: reply.Err, Result: reply.Result}}}
+	switch fault, site := forwardReplyFaultOf(origin.freeze); fault {
+	case forwardReplyLost:
+		n.observer.Event("fault-site", string(site))
+	case forwardReplyLate:
+		rd.late = append(rd.late, lateMessage{site: site, envelope: env})
+	default:
+		rd.Messages = append(rd.Messages, env)
+	}
 }
 
 // completeInternal runs the continuations of the internal replies of a

@@ -69,6 +69,14 @@ func (n *Node) noteMove(s *moveSession, note movedest.Note) {
 // promoted), never for a move the source has not yet seen replaced (seed
 // 2698).
 func (n *Node) requestFromSource(s *moveSession, action movedest.Action, req msg.Request) {
+	if n.catchUpSlowed(s, func() { n.sendToSource(s, action, req) }) {
+		return
+	}
+	n.sendToSource(s, action, req)
+}
+
+// sendToSource sends a session's request to the source now.
+func (n *Node) sendToSource(s *moveSession, action movedest.Action, req msg.Request) {
 	n.forward(s.machine.Move().Source, req, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) {
 		if n.moves[s.key] != s {
 			return
@@ -125,7 +133,9 @@ func (n *Node) startFinalizeJob(s *moveSession, action movedest.Action) {
 	}
 	job := &moveJob{fs: n.fs, cfg: n.cfg.Log, staged: s.staged, stagedDir: s.stagedDir,
 		finalDir: PartitionDir(s.key.topic, s.key.index), minHWM: action.HWM, request: action.Request}
-	n.moveJobs = append(n.moveJobs, movePending{session: s, job: job})
+	if pending := (movePending{session: s, job: job}); !n.moveJobLate(pending) {
+		n.moveJobs = append(n.moveJobs, pending)
+	}
 }
 
 // jobDone continues a session whose finalize job ran.

@@ -99,6 +99,13 @@ type Node struct {
 	dependents map[partitionKey][]int
 	messages   []msg.Envelope
 
+	// delayed is the work fault sites put off to a later Tick, and
+	// forwardedTwice the indexes in messages of the produce forwards a
+	// fault site sends twice (faultsites.go); both empty outside the
+	// simulator.
+	delayed        []delayedWork
+	forwardedTwice []int
+
 	// round counts the Readys handed out: the boundary of a sync round.
 	round uint64
 	// advancePending is set from Ready to Advance: the Ready's sync rounds
@@ -191,7 +198,8 @@ func (n *Node) recover() error {
 func (n *Node) Now() int64 { return n.nowMs }
 
 // Tick advances the node's clock to nowMs (a smaller value is ignored) and
-// runs the work that is due, in this order:
+// runs the work that is due, in this order (after the work fault sites put
+// off, which only the simulator makes):
 //
 //  1. the metastore's raft ticks (at most metaTicksPerTickMax), then this
 //     node's heartbeat when due (and a sole voter's campaign);
@@ -221,6 +229,7 @@ func (n *Node) Tick(nowMs int64) {
 		return
 	}
 	n.nowMs = nowMs
+	n.runDelayed()
 	n.tickMeta()
 	n.expireLeases()
 	n.sendDeadLetters()
@@ -405,6 +414,7 @@ func (n *Node) Ready() Ready {
 	n.round++
 	n.advancePending = true
 	rd := Ready{Replies: n.replies, Messages: n.messages}
+	n.duplicateProduceForwards(&rd)
 	for _, p := range n.sortedDirty() {
 		// The round starts now: it covers what was appended so far, and
 		// appends before Advance wait for the next one.
@@ -424,6 +434,7 @@ func (n *Node) Ready() Ready {
 // a Ready of their own, before the sync round that makes them true.
 func (n *Node) readyRepliesFirst() Ready {
 	rd := Ready{Replies: n.replies, Messages: n.messages}
+	n.duplicateProduceForwards(&rd)
 	n.routeReplies(&rd)
 	n.replies, n.messages = nil, nil
 	clear(n.routing.produceForwards)
@@ -441,6 +452,7 @@ func (n *Node) Advance(rd Ready) {
 	n.completeSyncs(rd)
 	n.advanceMeta()
 	n.completeInternal(rd)
+	n.holdLateReplies(rd)
 	topics := map[string]bool{}
 	for _, s := range rd.Syncs {
 		if s.meta != nil {

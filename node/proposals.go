@@ -45,8 +45,20 @@ type pendingProposal struct {
 }
 
 // propose sends cmd to the metastore on behalf of request id. On failure
-// the client is answered at once (503: no leader here).
+// the client is answered at once (503: no leader here). The node's own
+// proposals (id 0) pass fault sites that put them off or repeat them.
 func (n *Node) propose(id msg.RequestID, kind proposalKind, topicName string, cmd meta.Command) {
+	if id == 0 && n.proposalDelayed(kind, topicName, cmd) {
+		return
+	}
+	n.proposeNow(id, kind, topicName, cmd)
+	if id == 0 {
+		n.duplicateProposal(kind, topicName, cmd)
+	}
+}
+
+// proposeNow proposes cmd at once.
+func (n *Node) proposeNow(id msg.RequestID, kind proposalKind, topicName string, cmd meta.Command) {
 	proposal, err := n.meta.Propose(cmd)
 	if err != nil && id == 0 {
 		n.observer.Event("proposal-failed", fmt.Sprintf("%T: %v", cmd, err))

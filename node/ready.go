@@ -20,6 +20,9 @@ type Ready struct {
 	// internal are the replies to this node's own parts of split
 	// requests: Advance hands them to their continuations.
 	internal []msg.Reply
+	// late are answers a fault site holds back: Advance puts them off to
+	// a later Ready (faultsites.go).
+	late []lateMessage
 }
 
 // Sync is one partition's sync round: its new records (data) and/or its

@@ -70,6 +70,7 @@ func (n *Node) forwardProducePart(owner string, part msg.Produce, done func(msg.
 		f = &route.Batch[func(msg.Reply)]{Index: len(n.messages)}
 		f.ID = n.forward(owner, msg.Produce{Topic: part.Topic, Batch: true}, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) { produceBatchAnswered(f, reply) })
 		n.routing.produceForwards[key] = f
+		n.maybeForwardTwice(f.Index)
 	} else {
 		chaos.Reached(chaos.MarkNodeProduceForwardsJoined)
 	}

@@ -10,7 +10,8 @@ import (
 
 // TestRegressionSeeds runs every seed in testdata/seeds.txt: seeds that
 // once failed (each line: seed, profile, optionally nodes=N, moves and
-// deadletters, then why it is kept).
+// deadletters and sites=on (the core's fault sites on; off otherwise),
+// then why it is kept).
 func TestRegressionSeeds(t *testing.T) {
 	file, err := os.Open("testdata/seeds.txt")
 	if err != nil {
@@ -34,6 +35,7 @@ func TestRegressionSeeds(t *testing.T) {
 		}
 		opts := DefaultOptions(seed)
 		opts.Faults = profile
+		opts.Sites = SitesOff // as the seed failed, unless its line says sites=on
 		for _, field := range fields[2:] {
 			if nodes, ok := strings.CutPrefix(field, "nodes="); ok {
 				if opts.Nodes, err = strconv.Atoi(nodes); err != nil {
@@ -42,6 +44,9 @@ func TestRegressionSeeds(t *testing.T) {
 			}
 			opts.Moves = opts.Moves || field == "moves"
 			opts.DeadLetters = opts.DeadLetters || field == "deadletters"
+			if field == "sites=on" {
+				opts.Sites = SitesOn
+			}
 		}
 		if report := Run(opts); report.Failure != nil {
 			t.Error(report.FailureText())

@@ -35,6 +35,12 @@ type Report struct {
 	Faults []chaos.Count
 	// Marks are the coverage marks the core reached, sorted by name.
 	Marks []chaos.Count
+	// SitesOn says whether the core's fault sites were on (-sites),
+	// SitesFirePercent how often an enabled one fired when reached, and
+	// SitesFired the firings by site, sorted by name.
+	SitesOn          bool
+	SitesFirePercent int
+	SitesFired       []chaos.Count
 	// LogOperations were checked by porcupine with result LogResult.
 	LogOperations int
 	LogResult     string
@@ -88,7 +94,7 @@ type Report struct {
 func (w *World) report() Report {
 	return Report{
 		Seed: w.opts.Seed, Nodes: w.opts.Nodes, Moves: w.moves != nil, Users: w.users != nil, Profile: w.opts.Faults.Name, SafetyMs: w.opts.SafetyMs, TraceHash: w.trace.sum(), Events: w.trace.events,
-		SimMs: w.nowMs, accounting: w.history.account(), Faults: sortedCounts(w.faults), Marks: chaos.Marks(),
+		SimMs: w.nowMs, accounting: w.history.account(), Faults: sortedCounts(w.faults), Marks: chaos.Marks(), SitesFired: firedSites(),
 		PeerSent: sortedCounts(w.peers.sent), PeerDropped: sortedCounts(w.peers.dropped), StepErrors: sortedCounts(w.stepErrors),
 		PeerUnreachable: total(w.peers.unreachable),
 		FailoversMs:     w.raft.failoversMs, Owners: w.owners.ownerCount(), LateJoinMs: w.lateJoinMs(),
@@ -135,9 +141,9 @@ func (r Report) Summary() string {
 	if r.DeadLetters {
 		cluster += fmt.Sprintf(" dead_letters_settled=%d dead_letters_delivered=%d", r.DeadLettersSettled, r.DeadLettersDelivered)
 	}
-	return fmt.Sprintf("seed=%d nodes=%d profile=%s %s acked=%d delivered=%d lost=%d duplicated=%d unexpected=%d recovered=%d ack_retries=%d ack_retries_landed=%d redelivered_after_lost_ack=%d log_ops=%d log=%s oracles=[%s] faults=[%s] marks=%d sim_s=%.1f wall_s=%.2f trace-hash=%016x%s",
+	return fmt.Sprintf("seed=%d nodes=%d profile=%s %s acked=%d delivered=%d lost=%d duplicated=%d unexpected=%d recovered=%d ack_retries=%d ack_retries_landed=%d redelivered_after_lost_ack=%d log_ops=%d log=%s oracles=[%s] faults=[%s] marks=%d %s sim_s=%.1f wall_s=%.2f trace-hash=%016x%s",
 		r.Seed, r.Nodes, r.Profile, status, r.Acked, r.Delivered, r.Lost, r.Duplicated, r.Unexpected, r.Recovered,
-		r.AckRetries, r.AckRetriesLanded, r.RedeliveredAfterLoss, r.LogOperations, r.LogResult, countsString(r.OracleChecks), countsString(r.Faults), len(r.Marks), float64(r.SimMs)/1000, r.WallSeconds, r.TraceHash, cluster)
+		r.AckRetries, r.AckRetriesLanded, r.RedeliveredAfterLoss, r.LogOperations, r.LogResult, countsString(r.OracleChecks), countsString(r.Faults), len(r.Marks), r.sitesSummary(), float64(r.SimMs)/1000, r.WallSeconds, r.TraceHash, cluster)
 }
 
 // FailureText is the full account of a failed run: the checker, the last
@@ -149,8 +155,8 @@ func (r Report) FailureText() string {
 	for _, line := range r.TraceTail {
 		fmt.Fprintf(&b, "  %s\n", line)
 	}
-	fmt.Fprintf(&b, "reproduce: go test ./sim -run 'TestSim$' -seed=%d -nodes=%d -moves=%t -users=%t -deadletters=%t -faults=%s -duration=%dms -v\n",
-		r.Seed, r.Nodes, r.Moves, r.Users, r.DeadLetters, r.Profile, r.SafetyMs)
+	fmt.Fprintf(&b, "reproduce: go test ./sim -run 'TestSim$' -seed=%d -nodes=%d -moves=%t -users=%t -deadletters=%t -faults=%s -sites=%s -duration=%dms -v\n",
+		r.Seed, r.Nodes, r.Moves, r.Users, r.DeadLetters, r.Profile, r.sitesFlag(), r.SafetyMs)
 	return b.String()
 }
 

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"narad/chaos"
 )
 
 var (
@@ -16,6 +18,7 @@ var (
 	faultsFlag   = flag.String("faults", "all", "fault profile: none, crash, disk, network, all")
 	nodesFlag    = flag.Int("nodes", 1, "nodes in the world: 1, or a cluster of 3 or 5")
 	movesFlag    = flag.Bool("moves", false, "in a cluster, add the moves scenario: scale-up, decommission, move-phase faults, write storms")
+	sitesFlag    = flag.String("sites", "auto", "the core's fault sites: auto (on in a seeded half of the runs), on, off")
 	usersFlag    = flag.Bool("users", false, "in a cluster, add the users scenario: root seeds on every node, user changes at random nodes")
 	deadFlag     = flag.Bool("deadletters", false, "give the topic a dead-letter topic and a small max_deliveries, with a consumer of the dead letters")
 )
@@ -26,7 +29,12 @@ func optionsFromFlags(t *testing.T, seed uint64) Options {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sites, err := SitesModeByName(*sitesFlag)
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := DefaultOptions(seed)
+	opts.Sites = sites
 	opts.Nodes = *nodesFlag
 	opts.Moves = *movesFlag
 	opts.Users = *usersFlag
@@ -67,6 +75,9 @@ func sweep(t *testing.T, first uint64, count int) {
 	}
 	missing := MissingMarks(stats.marks, expected)
 	fmt.Printf("sim: coverage marks reached %d of %d; never reached: %v\n", len(expected)-len(missing), len(expected), missing)
+	neverFired := NeverFiredSites(stats.sitesFired)
+	fmt.Printf("sim: sites: fired %d of %d in %d runs with sites on; never fired: %v\n",
+		len(chaos.Sites())-len(neverFired), len(chaos.Sites()), stats.sitesOnRuns, neverFired)
 	if count >= markSweepSeedsMin && *faultsFlag == "all" && len(missing) > 0 {
 		t.Errorf("coverage marks never reached in %d seeds: %v", count, missing)
 	}
@@ -79,7 +90,11 @@ type sweepStats struct {
 	simMs                           int64
 	wall                            time.Duration
 	marks                           map[string]int
-	failoversMs                     []int64
+	// sitesFired sums the fault sites' firings by site; sitesOnRuns
+	// counts the runs with the sites on.
+	sitesFired  map[string]int
+	sitesOnRuns int
+	failoversMs []int64
 	// lateJoinsMs are the late joins' times to serving, after compaction.
 	lateJoinsMs []int64
 }
@@ -87,7 +102,7 @@ type sweepStats struct {
 // runSweep runs count seeds from first, each with the options of its
 // seed, and reports every failure; observe, if given, sees every report.
 func runSweep(t *testing.T, first uint64, count int, options func(seed uint64) Options, observe ...func(uint64, Report)) sweepStats {
-	stats := sweepStats{seeds: count, marks: map[string]int{}}
+	stats := sweepStats{seeds: count, marks: map[string]int{}, sitesFired: map[string]int{}}
 	start := time.Now()
 	for seed := first; seed < first+uint64(count); seed++ {
 		report := Run(options(seed))
@@ -105,6 +120,12 @@ func runSweep(t *testing.T, first uint64, count int, options func(seed uint64) O
 		}
 		for _, mark := range report.Marks {
 			stats.marks[mark.Name] += mark.Count
+		}
+		for _, site := range report.SitesFired {
+			stats.sitesFired[site.Name] += site.Count
+		}
+		if report.SitesOn {
+			stats.sitesOnRuns++
 		}
 		if report.Failure != nil {
 			stats.failed++

@@ -58,6 +58,9 @@ type Options struct {
 	// small max_deliveries, with a consumer of the dead letters
 	// (deadletters.go).
 	DeadLetters bool
+	// Sites says whether the core's fault sites are on during the safety
+	// phase (sites.go).
+	Sites SitesMode
 }
 
 // DefaultOptions returns a run of 30 simulated seconds with every fault.
@@ -211,7 +214,7 @@ func NewWorld(opts Options) *World {
 // (crypto/rand.Reader, chaos), so they must not overlap in one process.
 func Run(opts Options) Report {
 	start := time.Now() //determinism:ok wall time only reported, never used in the run
-	chaos.Record(nil, 0)
+	sites := switchSitesOn(opts.Seed, opts.Sites)
 	defer chaos.Reset()
 	restore := pinCryptoRand(opts.Seed)
 	defer restore()
@@ -223,6 +226,7 @@ func Run(opts Options) Report {
 	w.recoverPanic(w.run)
 	w.recoverPanic(w.closeNodes)
 	report := w.report()
+	report.SitesOn, report.SitesFirePercent = sites.on, sites.firePercent
 	report.WallSeconds = time.Since(start).Seconds() //determinism:ok wall time only reported, never used in the run
 	return report
 }
@@ -413,6 +417,7 @@ func (w *World) heal() {
 	}
 	w.phase = phaseLiveness
 	w.healedMs = w.nowMs
+	chaos.StopFaults()
 	w.network.heal()
 	w.peers.heal()
 	for _, n := range w.nodes {

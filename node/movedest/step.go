@@ -1,6 +1,9 @@
 package movedest
 
-import "narad/invariant"
+import (
+	"narad/chaos"
+	"narad/invariant"
+)
 
 // step takes the session's next step: the guards first, then the phase's
 // work. It adds at most one action to out.
@@ -84,7 +87,7 @@ func (s *Session) statusAnswered(seen Seen, answer Answer, out *Output) {
 	converged := lag <= s.cfg.LagBytes
 	stuck := s.passes >= s.cfg.CatchUpPassesMax || (s.lastLagBytes >= 0 && lag >= s.lastLagBytes && !first)
 	s.lastLagBytes = lag
-	if converged || stuck {
+	if converged && !chaos.Buggify(chaos.SiteMoveDestCatchUpPassRepeated) || stuck {
 		out.Notes = append(out.Notes, Note{Kind: NoteCatchUpDone, LagBytes: lag, Passes: s.passes, Converged: converged})
 		s.phase = PhaseHandoff
 	}
@@ -121,7 +124,8 @@ func (s *Session) freezeAnswered(seen Seen, answer Answer, out *Output) {
 // proposeFlip proposes the guarded ownership flip, again if a proposal
 // seems lost: the source stays frozen meanwhile.
 func (s *Session) proposeFlip(seen Seen, out *Output) {
-	if s.flipProposedAtMs != 0 && seen.NowMs-s.flipProposedAtMs < min(FlipRetryMs, s.cfg.ProposalTimeoutMs) {
+	retryDue := seen.NowMs-s.flipProposedAtMs >= min(FlipRetryMs, s.cfg.ProposalTimeoutMs)
+	if s.flipProposedAtMs != 0 && !retryDue && !chaos.Buggify(chaos.SiteMoveDestFlipRepeated) {
 		return
 	}
 	s.flipProposedAtMs = seen.NowMs

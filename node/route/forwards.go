@@ -3,6 +3,7 @@ package route
 import (
 	"slices"
 
+	"narad/chaos"
 	"narad/invariant"
 )
 
@@ -52,10 +53,12 @@ func (f *Forwards[C]) Start(to string, deadlineMs int64, continuation C) uint64 
 // Answered takes the forward a reply from peer from answers: it is
 // removed, and the peer's down mark cleared. A reply with an unknown id
 // (answered, timed out, or of an earlier incarnation) or from another
-// peer than the one asked is dropped: ok is false.
+// peer than the one asked is dropped: ok is false. So is one that fault
+// site SiteRouteReplyDropped loses on the way (only in the simulator):
+// its forward then times out.
 func (f *Forwards[C]) Answered(from string, id uint64) (continuation C, ok bool) {
 	forward, found := f.outgoing[id]
-	if !found || forward.To != from {
+	if !found || forward.To != from || chaos.Buggify(chaos.SiteRouteReplyDropped) {
 		return continuation, false
 	}
 	delete(f.outgoing, id)
