@@ -97,3 +97,16 @@ func sorted(m map[string]int) []Count {
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
+
+// Force switches fault injection on with only the given sites enabled,
+// each firing on every call: for a unit test of what a site does. Call
+// Reset when the test ends.
+func Force(sites ...Site) {
+	Record(rand.New(rand.NewPCG(0, 0)), 1)
+	for _, site := range registeredSites {
+		state.sites[site] = false
+	}
+	for _, site := range sites {
+		state.sites[site] = true
+	}
+}

@@ -12,7 +12,11 @@
 //     by a sweep or excused with a reason.
 //   - Buggify(site) returns true when the simulator has switched fault
 //     injection on for this run and the site fires (FoundationDB's
-//     BUGGIFY). No site of the core calls it yet.
+//     BUGGIFY). Every site is a constant of type Site declared in
+//     sites.go with the fault it injects (a delay, a loss or a duplicate
+//     the real world could produce), and listed by Sites; the lint test
+//     refuses a site of the core made up from a string, and a registered
+//     site no core code names. The simulator reads the firings with Fired.
 //   - Planted(bug) returns true only in a binary built with the
 //     `plantedbugs` build tag, in which a test has planted that bug.
 //     Production builds cannot plant bugs: the function is constant false.

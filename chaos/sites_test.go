@@ -62,3 +62,13 @@ func TestFiredCountsSitesByName(t *testing.T) {
 	fired[SiteNodeLeaseCutShort] = 9
 	require.Equal(t, 2, Fired()[SiteNodeLeaseCutShort], "the map Fired returns is a copy")
 }
+
+func TestForceFiresOnlyTheGivenSitesOnEveryCall(t *testing.T) {
+	Force(SiteMetaCampaign)
+	defer Reset()
+	for range 10 {
+		require.True(t, Buggify(SiteMetaCampaign))
+		require.False(t, Buggify(SiteMetaSnapshotLost))
+	}
+	require.Equal(t, map[Site]int{SiteMetaCampaign: 10}, Fired())
+}

@@ -55,6 +55,11 @@
 //     file and a heading of it, every relative link of a Markdown file
 //     resolves, and no file cites a document that lives outside the
 //     repository, so that the documentation cannot rot silently.
+//  7. Fault sites ("fault-site"): in the core, chaos.Buggify never takes
+//     a string literal and no chaos.Site is made by conversion, so every
+//     site is a constant of the registry in chaos/sites.go; and every
+//     constant of that registry is named by some core code, so no site is
+//     listed without a caller.
 //
 // Invariants: the rules read the repository and never change it; a file
 // that does not parse, or a core package that does not type-check, is itself

@@ -126,10 +126,11 @@ func (n *Node) reserveOne(t *topic, p *partition) (msg.Message, bool) {
 		return msg.Message{}, false
 	}
 	for range corruptSkipsPerReserveMax {
-		reservation, ok := p.leases.Reserve(n.nowMs, log.HWM(), leaseVisibilityMs(t.info.VisibilityTimeoutMs))
+		reservation, ok := p.leases.Reserve(n.nowMs, log.HWM(), t.info.VisibilityTimeoutMs)
 		if !ok {
 			return msg.Message{}, false
 		}
+		n.cutLeaseShort(p, &reservation, t.info.VisibilityTimeoutMs)
 		record, err := log.Read(reservation.Offset)
 		if err == nil {
 			n.observer.Consumed(t.info.Name, p.key.index, 1, int64(len(record.Payload)))

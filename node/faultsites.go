@@ -6,6 +6,7 @@ import (
 	"narad/chaos"
 	"narad/meta"
 	"narad/msg"
+	"narad/node/lease"
 	"narad/node/movedest"
 )
 
@@ -63,24 +64,31 @@ func (n *Node) runDelayed() {
 	}
 }
 
-// proposalFaults are the sites of the node's own proposals, by kind: the
-// proposal put off, and the proposal made again later.
-var proposalFaults = map[proposalKind]struct{ delayed, duplicated chaos.Site }{
-	proposalMove:      {delayed: chaos.SiteNodeMoveProposalDelayed, duplicated: chaos.SiteNodeMoveProposalDuplicated},
-	proposalPlan:      {delayed: chaos.SiteNodePlanProposalDelayed, duplicated: chaos.SiteNodePlanProposalDuplicated},
-	proposalHeartbeat: {delayed: chaos.SiteNodeHeartbeatDelayed},
-	proposalMarkDead:  {duplicated: chaos.SiteNodeMarkDeadDuplicated},
+// proposalSites returns the sites of the node's own proposals of a kind:
+// the proposal put off, and the proposal made again later ("" for none).
+func proposalSites(kind proposalKind) (delayed, duplicated chaos.Site) {
+	switch kind {
+	case proposalMove:
+		return chaos.SiteNodeMoveProposalDelayed, chaos.SiteNodeMoveProposalDuplicated
+	case proposalPlan:
+		return chaos.SiteNodePlanProposalDelayed, chaos.SiteNodePlanProposalDuplicated
+	case proposalHeartbeat:
+		return chaos.SiteNodeHeartbeatDelayed, ""
+	case proposalMarkDead:
+		return "", chaos.SiteNodeMarkDeadDuplicated
+	}
+	return "", ""
 }
 
 // proposalDelayed reports whether a fault site puts the node's own
 // proposal off: it is proposed ProposalTimeoutMs later, as a proposal
 // stuck on its way to the leader arrives.
 func (n *Node) proposalDelayed(kind proposalKind, topicName string, cmd meta.Command) bool {
-	sites, ok := proposalFaults[kind]
-	if !ok || sites.delayed == "" || !n.buggifyDelay(sites.delayed) {
+	site, _ := proposalSites(kind)
+	if site == "" || !n.buggifyDelay(site) {
 		return false
 	}
-	n.delay(sites.delayed, n.cfg.ProposalTimeoutMs, func() { n.proposeNow(0, kind, topicName, cmd) })
+	n.delay(site, n.cfg.ProposalTimeoutMs, func() { n.proposeNow(0, kind, topicName, cmd) })
 	return true
 }
 
@@ -88,11 +96,11 @@ func (n *Node) proposalDelayed(kind proposalKind, topicName string, cmd meta.Com
 // ProposalTimeoutMs later when a fault site fires, as a resent proposal
 // whose first copy was not lost.
 func (n *Node) duplicateProposal(kind proposalKind, topicName string, cmd meta.Command) {
-	sites, ok := proposalFaults[kind]
-	if !ok || sites.duplicated == "" || !n.buggifyDelay(sites.duplicated) {
+	_, site := proposalSites(kind)
+	if site == "" || !n.buggifyDelay(site) {
 		return
 	}
-	n.delay(sites.duplicated, 2*n.cfg.ProposalTimeoutMs, func() { n.proposeNow(0, kind, topicName, cmd) })
+	n.delay(site, 2*n.cfg.ProposalTimeoutMs, func() { n.proposeNow(0, kind, topicName, cmd) })
 }
 
 // forwardReplyFault is what a fault site does to the answer of a
@@ -148,13 +156,16 @@ func (n *Node) duplicateProduceForwards(rd *Ready) {
 	n.forwardedTwice = nil
 }
 
-// leaseVisibilityMs is the visibility timeout of a new reservation: the
-// topic's, or a fraction of it when a fault site cuts the lease short.
-func leaseVisibilityMs(visibilityMs int64) int64 {
-	if chaos.Buggify(chaos.SiteNodeLeaseCutShort) {
-		return max(1, visibilityMs/leaseCutShortDivisor)
+// cutLeaseShort makes a new reservation lapse after a fraction of the
+// visibility timeout when a fault site fires.
+func (n *Node) cutLeaseShort(p *partition, reservation *lease.Reservation, visibilityMs int64) {
+	if !chaos.Buggify(chaos.SiteNodeLeaseCutShort) {
+		return
 	}
-	return visibilityMs
+	deadlineMs, err := p.leases.Extend(reservation.Offset, reservation.Nonce, n.nowMs, max(1, visibilityMs/leaseCutShortDivisor))
+	if err == nil {
+		reservation.DeadlineMs = deadlineMs
+	}
 }
 
 // moveJobLate reports whether a fault site starts a finalize job late: it
@@ -182,8 +193,8 @@ func (n *Node) catchUpSlowed(s *moveSession, send func()) bool {
 	return true
 }
 
-// forwardedTwice marks the produce forward just started at message index
-// to be sent twice when a fault site fires.
+// maybeForwardTwice marks the produce forward just started at message
+// index to be sent twice when a fault site fires.
 func (n *Node) maybeForwardTwice(index int) {
 	if chaos.Buggify(chaos.SiteNodeProduceForwardedTwice) {
 		n.observer.Event("fault-site", string(chaos.SiteNodeProduceForwardedTwice))
