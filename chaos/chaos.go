@@ -23,6 +23,9 @@ var state struct {
 	// fired counts Buggify firings per site since Record; kept by
 	// StopFaults.
 	fired map[Site]int
+	// kept, when not nil, holds the only sites that may still fire
+	// (StopFaults with exceptions).
+	kept map[Site]bool
 }
 
 // Reached records that the rare path named by mark ran.
@@ -44,6 +47,9 @@ func Buggify(site Site) bool {
 // fire decides whether an enabled site fires now, enabling or disabling
 // it for the whole run on its first call.
 func fire(site Site) bool {
+	if state.kept != nil && !state.kept[site] {
+		return false
+	}
 	enabled, seen := state.sites[site]
 	if !seen {
 		enabled = state.rng.IntN(2) == 0
@@ -64,16 +70,27 @@ func Record(rng *rand.Rand, fireProbability float64) {
 	state.rng = rng
 	state.sites = map[Site]bool{}
 	state.fired = map[Site]int{}
+	state.kept = nil
 	state.fireProbability = fireProbability
 }
 
 // StopFaults switches fault injection off for the rest of the run (the
-// simulator's liveness phase), keeping the firings counted so far.
-func StopFaults() { state.rng = nil }
+// simulator's liveness phase), except at the sites listed in keep, keeping
+// the firings counted so far.
+func StopFaults(keep ...Site) {
+	if len(keep) == 0 {
+		state.rng = nil
+		return
+	}
+	state.kept = map[Site]bool{}
+	for _, site := range keep {
+		state.kept[site] = true
+	}
+}
 
 // Reset switches everything off.
 func Reset() {
-	state.marks, state.rng, state.sites, state.fired = nil, nil, nil, nil
+	state.marks, state.rng, state.sites, state.fired, state.kept = nil, nil, nil, nil, nil
 }
 
 // Count is a mark or site with how often it was reached or fired.

@@ -60,3 +60,13 @@ func TestStopFaultsKeepsTheCountAndFiresNoMore(t *testing.T) {
 	require.False(t, Buggify(SiteMetaCampaign), "no site fires once faults are stopped")
 	require.Equal(t, fired, Fired()[SiteMetaCampaign], "the firings before the stop are kept")
 }
+
+func TestStopFaultsMayKeepSomeSites(t *testing.T) {
+	Force(SiteMetaCampaign, SiteMetaSnapshotLost)
+	defer Reset()
+	StopFaults(SiteMetaSnapshotLost)
+	require.False(t, Buggify(SiteMetaCampaign), "a site not kept fires no more")
+	require.True(t, Buggify(SiteMetaSnapshotLost), "a kept site still fires")
+	Force(SiteMetaCampaign)
+	require.True(t, Buggify(SiteMetaCampaign), "a new run starts with every site")
+}

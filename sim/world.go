@@ -417,7 +417,9 @@ func (w *World) heal() {
 	}
 	w.phase = phaseLiveness
 	w.healedMs = w.nowMs
-	chaos.StopFaults()
+	// A lost snapshot is sent again: the late joiner, which starts from a
+	// snapshot in this phase, must get there all the same.
+	chaos.StopFaults(chaos.SiteMetaSnapshotLost)
 	w.network.heal()
 	w.peers.heal()
 	for _, n := range w.nodes {
