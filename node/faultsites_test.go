@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"narad/chaos"
+	"narad/meta"
 	"narad/msg"
 )
 
@@ -120,4 +121,41 @@ func TestADroppedReplyLetsTheForwardTimeOut(t *testing.T) {
 	chaos.Reset()
 	replayed := c.do(owner, msg.Replay{Topic: "t", Partition: remote, Offset: 0})
 	require.NoError(t, replayed.Err, "the record landed all the same")
+}
+
+// pendingKinds counts the node's proposals waiting for an outcome, by kind.
+func pendingKinds(n *Node) map[proposalKind]int {
+	kinds := map[proposalKind]int{}
+	for _, pending := range n.proposals {
+		kinds[pending.kind]++
+	}
+	return kinds
+}
+
+func TestADelayedMoveProposalIsMadeOneProposalTimeoutLater(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("t")
+	chaos.Force(chaos.SiteNodeMoveProposalDelayed)
+	defer chaos.Reset()
+	h.node.propose(0, proposalMove, "t", meta.AbortMove{Topic: "t", Partition: 0, ExpectedTarget: "nobody"})
+	require.Zero(t, pendingKinds(h.node)[proposalMove], "put off, not proposed")
+	h.node.Tick(h.nowMs + h.cfg.ProposalTimeoutMs - 1)
+	require.Zero(t, pendingKinds(h.node)[proposalMove])
+	h.node.Tick(h.nowMs + h.cfg.ProposalTimeoutMs)
+	require.Equal(t, 1, pendingKinds(h.node)[proposalMove], "proposed once due")
+	require.Empty(t, h.node.delayed)
+}
+
+func TestADuplicatedMoveProposalIsMadeAgainLater(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("t")
+	chaos.Force(chaos.SiteNodeMoveProposalDuplicated)
+	defer chaos.Reset()
+	h.node.propose(0, proposalMove, "t", meta.AbortMove{Topic: "t", Partition: 0, ExpectedTarget: "nobody"})
+	require.Equal(t, 1, pendingKinds(h.node)[proposalMove], "proposed at once")
+	h.flush()
+	require.Zero(t, pendingKinds(h.node)[proposalMove], "its outcome arrived (the guard refused it)")
+	h.node.Tick(h.nowMs + 2*h.cfg.ProposalTimeoutMs)
+	require.Equal(t, 1, pendingKinds(h.node)[proposalMove], "the same command proposed again")
+	require.Empty(t, h.node.delayed, "the copy is not copied again")
 }
