@@ -72,3 +72,14 @@ func TestForceFiresOnlyTheGivenSitesOnEveryCall(t *testing.T) {
 	}
 	require.Equal(t, map[Site]int{SiteMetaCampaign: 10}, Fired())
 }
+
+// BenchmarkBuggifyWhenOff is the cost of a site outside a simulated run
+// with the sites on: what production pays.
+func BenchmarkBuggifyWhenOff(b *testing.B) {
+	Reset()
+	for b.Loop() {
+		if Buggify(SiteNodeLeaseCutShort) {
+			b.Fatal("a site fired with faults off")
+		}
+	}
+}
