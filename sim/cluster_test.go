@@ -58,8 +58,24 @@ func clusterSweep(t *testing.T, name string, first uint64, count, nodes int) {
 // same seed reproduces exactly), and B's run between them must not leak
 // into the second.
 func TestClusterSameSeedSameTrace(t *testing.T) {
-	a := requireSameSeedSameTrace(t, clusterOptions(3), 8_000, 3, 4)
+	a := requireSameSeedSameTrace(t, withSites(clusterOptions(3), SitesOff), 8_000, 3, 4)
 	require.Greater(t, a.Events, 10_000, "the run did something")
+}
+
+// TestClusterSameSeedSameTraceWithSites: the fault sites draw from the
+// seed alone, so a cluster run with them on is as reproducible.
+func TestClusterSameSeedSameTraceWithSites(t *testing.T) {
+	a := requireSameSeedSameTrace(t, withSites(clusterOptions(3), SitesOn), 8_000, 3, 4)
+	require.NotEmpty(t, a.SitesFired, "the sites fired")
+}
+
+// withSites sets the fault sites' mode of options.
+func withSites(options func(uint64) Options, mode SitesMode) func(uint64) Options {
+	return func(seed uint64) Options {
+		opts := options(seed)
+		opts.Sites = mode
+		return opts
+	}
 }
 
 // requireSameSeedSameTrace runs seeds a, b, a with the options (safety
