@@ -9,7 +9,7 @@ import (
 )
 
 // TestRegressionSeeds runs every seed in testdata/seeds.txt: seeds that
-// once failed (each line: seed, profile, optionally nodes=N, moves and
+// once failed (each line: seed, profile, optionally nodes=N, moves,
 // deadletters and sites=on (the core's fault sites on; off otherwise),
 // then why it is kept).
 func TestRegressionSeeds(t *testing.T) {
