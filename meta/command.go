@@ -57,6 +57,8 @@ const (
 	TypeDeleteUser      CommandType = 13
 	TypeSetGrants       CommandType = 14
 	TypeSetPassword     CommandType = 15
+	TypeAttachChild     CommandType = 16
+	TypeDetachChild     CommandType = 17
 )
 
 // Command is one change of the state machine. The set is closed: only the
@@ -96,6 +98,11 @@ type CreateTopic struct {
 	// that racing creates cannot pass them together): the topics of the
 	// cluster and the partitions one member owns.
 	Limits PlacementLimits `json:"limits,omitzero"`
+	// Parent, when set, names the topic the new one is attached to as a
+	// fan-out child in the same command (so a failed attach creates
+	// nothing), with FanoutDelayMs as in AttachChild.
+	Parent        string `json:"parent,omitempty"`
+	FanoutDelayMs int64  `json:"fanout_delay_ms,omitempty"`
 }
 
 // PlacementLimits bound what a topic change may add; a zero field is no
@@ -134,6 +141,25 @@ type AlterTopic struct {
 	DeadLetterTopic *string `json:"dead_letter_topic,omitempty"`
 	// Limits bound the partitions NewOwners adds (PartitionsPerNodeMax).
 	Limits PlacementLimits `json:"limits,omitzero"`
+}
+
+// AttachChild makes Child a fan-out child of Parent with a new attach
+// epoch: records committed in Parent after the attach reach Child (after
+// DelayMs when it is set). The rules are those of
+// docs/api.md#fan-out-children; see checkAttach.
+type AttachChild struct {
+	Parent  string `json:"parent"`
+	Child   string `json:"child"`
+	DelayMs int64  `json:"delay_ms,omitempty"`
+	// AttachedAtMs is the proposer's clock.
+	AttachedAtMs int64 `json:"attached_at_ms"`
+}
+
+// DetachChild removes the fan-out link of Child to Parent; both topics
+// stay.
+type DetachChild struct {
+	Parent string `json:"parent"`
+	Child  string `json:"child"`
 }
 
 // MemberHeartbeat records that a member is alive at NowMs, creating it on
@@ -253,3 +279,5 @@ func (PutUser) Type() CommandType         { return TypePutUser }
 func (DeleteUser) Type() CommandType      { return TypeDeleteUser }
 func (SetGrants) Type() CommandType       { return TypeSetGrants }
 func (SetPassword) Type() CommandType     { return TypeSetPassword }
+func (AttachChild) Type() CommandType     { return TypeAttachChild }
+func (DetachChild) Type() CommandType     { return TypeDetachChild }

@@ -95,6 +95,10 @@ func decodeBody(commandType CommandType, body json.RawMessage) (Command, error) 
 		return decodeAs[SetGrants](body)
 	case TypeSetPassword:
 		return decodeAs[SetPassword](body)
+	case TypeAttachChild:
+		return decodeAs[AttachChild](body)
+	case TypeDetachChild:
+		return decodeAs[DetachChild](body)
 	}
 	return nil, fmt.Errorf("%w: type %d", ErrUnknownCommand, commandType)
 }

@@ -74,7 +74,7 @@ func (c CreateTopic) Validate() error {
 		checkNonNegative("max_acked_ahead_per_partition", int64(c.MaxAckedAheadPerPartition)),
 		checkNonNegative("created_at_ms", c.CreatedAtMs),
 		checkOwners(c.Owners), checkOptionalSchema(c.Schema),
-		checkDeadLetters(c.Name, c.MaxDeliveries, c.DeadLetterTopic))
+		checkDeadLetters(c.Name, c.MaxDeliveries, c.DeadLetterTopic), checkOptionalParent(c.Parent, c.FanoutDelayMs))
 }
 
 // checkDeadLetters checks a topic's dead-letter setting on its own:
@@ -92,6 +92,39 @@ func checkDeadLetters(topicName string, maxDeliveries int, deadLetterTopic strin
 		return checkName("dead-letter topic name", deadLetterTopic, nameBytesMax)
 	}
 	return nil
+}
+
+// checkOptionalParent checks the fan-out fields of a create: a delay
+// only with a parent.
+func checkOptionalParent(parent string, delayMs int64) error {
+	if parent == "" && delayMs != 0 {
+		return invalidf("fanout_delay_ms %d needs a parent", delayMs)
+	}
+	if parent == "" {
+		return nil
+	}
+	return errors.Join(checkName("parent topic name", parent, nameBytesMax), checkFanoutDelay(delayMs))
+}
+
+// checkFanoutDelay checks a delay on its own: 0 to FanoutDelayMsMax.
+func checkFanoutDelay(delayMs int64) error {
+	if delayMs < 0 || delayMs > FanoutDelayMsMax {
+		return invalidf("fan-out delay %d ms is outside [0, %d] (one year)", delayMs, FanoutDelayMsMax)
+	}
+	return nil
+}
+
+// Validate implements Command.
+func (c AttachChild) Validate() error {
+	return errors.Join(checkName("parent topic name", c.Parent, nameBytesMax),
+		checkName("child topic name", c.Child, nameBytesMax), checkFanoutDelay(c.DelayMs),
+		checkNonNegative("attached_at_ms", c.AttachedAtMs))
+}
+
+// Validate implements Command.
+func (c DetachChild) Validate() error {
+	return errors.Join(checkName("parent topic name", c.Parent, nameBytesMax),
+		checkName("child topic name", c.Child, nameBytesMax))
 }
 
 // checkOptionalSchema checks a schema document when one is given.

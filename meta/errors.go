@@ -83,6 +83,18 @@ var (
 	ErrRaftIDReused            = errors.New("meta: raft id belonged to a removed peer and may not be reused")
 	ErrTooFewVoters            = errors.New("meta: removal would leave fewer voters than the minimum")
 	ErrUnknownConfChange       = errors.New("meta: unknown configuration change kind")
+	// ErrFanoutRole: an attach breaks a role rule of fan-out (depth 1,
+	// one parent, not its own child, not attached twice).
+	ErrFanoutRole = errors.New("meta: fan-out role conflict")
+	// ErrFanoutSchema: a child's schema differs from its parent's, or a
+	// change of a child's schema, which its parent manages.
+	ErrFanoutSchema = errors.New("meta: fan-out schema conflict")
+	// ErrFanoutDelay: a delay the parent's retention does not cover by
+	// FanoutRetentionMarginMs (or a retention that would stop covering
+	// an attached delay).
+	ErrFanoutDelay = errors.New("meta: fan-out delay not covered by the parent's retention")
+	// ErrNotAttached: the named topic is not a child of the parent.
+	ErrNotAttached = errors.New("meta: not attached")
 )
 
 // NotLeaderError names the leader when this node is not it. It matches

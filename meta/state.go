@@ -32,7 +32,56 @@ type TopicRecord struct {
 	// its deliveries; empty for none. Invariant: another topic of the
 	// state (deleting that topic clears both fields here).
 	DeadLetterTopic string `json:"dead_letter_topic,omitempty"`
+	// Parent names the topic this one is a fan-out child of; empty for a
+	// standalone topic or a parent. Invariant (checkFanoutLinks): the
+	// parent exists, is not itself a child, and lists this topic in its
+	// Children with the same AttachEpoch and FanoutDelayMs.
+	Parent string `json:"parent,omitempty"`
+	// AttachEpoch identifies the attach that linked this child to Parent;
+	// non-zero exactly when Parent is set, and never the epoch of an
+	// earlier attach (a re-attach starts fresh cursors).
+	AttachEpoch uint64 `json:"attach_epoch,omitempty"`
+	// FanoutDelayMs is how long after its commit in the parent a record
+	// reaches this child; 0 for a plain fan-out child and for a topic
+	// without a parent. Invariant: at most FanoutDelayMsMax, and the
+	// parent's retention (unless forever) is at least the delay plus
+	// FanoutRetentionMarginMs.
+	FanoutDelayMs int64 `json:"fanout_delay_ms,omitempty"`
+	// Children are the topic's fan-out children sorted by name, at most
+	// FanoutChildrenMax; empty unless the topic is a parent. A topic has
+	// children or a parent, never both (depth 1).
+	Children []ChildLink `json:"children,omitempty"`
 }
+
+// ChildLink is one fan-out child as its parent's record lists it.
+type ChildLink struct {
+	// Name is the child topic's name.
+	Name string `json:"name"`
+	// Epoch is the child's AttachEpoch.
+	Epoch uint64 `json:"epoch"`
+	// DelayMs is the child's FanoutDelayMs.
+	DelayMs int64 `json:"delay_ms,omitempty"`
+	// AttachedAtMs is the proposer's clock when the attach was proposed.
+	AttachedAtMs int64 `json:"attached_at_ms"`
+}
+
+// Role says whether the topic is a fan-out parent, a child, or neither.
+func (t TopicRecord) Role() string {
+	switch {
+	case t.Parent != "":
+		return RoleChild
+	case len(t.Children) > 0:
+		return RoleParent
+	}
+	return RoleStandalone
+}
+
+// The fan-out roles of a topic (TopicRecord.Role).
+const (
+	RoleStandalone = "standalone"
+	RoleParent     = "parent"
+	RoleChild      = "child"
+)
 
 // Assignment places one partition: Owner serves it now, Target is where
 // it is moving (empty when stable).
@@ -124,6 +173,10 @@ type State struct {
 	// schemaSequence is the id of the last schema version applied; it
 	// only grows, so ids are never reused.
 	schemaSequence uint64
+	// fanoutSequence counts the attaches applied; the epoch of an attach
+	// is derived from it, so epochs never repeat over the life of the
+	// group.
+	fanoutSequence uint64
 	// schemaEpoch grows whenever the latest schema of a topic may have
 	// changed (SchemaEpoch); in memory only.
 	schemaEpoch uint64
@@ -266,6 +319,7 @@ func (t *TopicRecord) clone() TopicRecord {
 	copied := *t
 	copied.Assignments = slices.Clone(t.Assignments)
 	copied.Schemas = slices.Clone(t.Schemas) // documents are shared: never changed
+	copied.Children = slices.Clone(t.Children)
 	return copied
 }
 

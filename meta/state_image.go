@@ -36,6 +36,7 @@ func (s *State) setClusterRecord(record clusterRecord) {
 	}
 	s.usersVersion = record.UsersVersion
 	s.schemaSequence = record.SchemaSequence
+	s.fanoutSequence = record.FanoutSequence
 }
 
 // checkImage checks what a decoded image must satisfy: no duplicate
@@ -55,6 +56,9 @@ func (s *State) checkImage(image stateImage) error {
 		if latest, found := record.LatestSchema(); found && latest.ID > s.schemaSequence {
 			return fmt.Errorf("topic %q has schema id %d past the sequence %d", record.Name, latest.ID, s.schemaSequence)
 		}
+	}
+	if err := s.checkFanoutLinks(); err != nil {
+		return err
 	}
 	if !slices.Equal(slices.Sorted(maps.Keys(s.peers)), s.confState.Voters) {
 		return fmt.Errorf("peers %v are not the voters %v", s.Peers(), s.confState.Voters)

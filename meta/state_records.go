@@ -43,6 +43,8 @@ type clusterRecord struct {
 	UsersVersion   uint64    `json:"users_version"`
 	// SchemaSequence is the id of the last schema version applied.
 	SchemaSequence uint64 `json:"schema_sequence,omitempty"`
+	// FanoutSequence counts the fan-out attaches applied.
+	FanoutSequence uint64 `json:"fanout_sequence,omitempty"`
 }
 
 // stateImage is the whole state machine as sorted slices: the snapshot
@@ -67,7 +69,7 @@ func (s *State) markUser(name string) {
 func (s *State) clusterRecord() clusterRecord {
 	return clusterRecord{ConfState: s.confState.clone(), Peers: s.Peers(),
 		RemovedRaftIDs: slices.Sorted(maps.Keys(s.removedRaftIDs)), UsersVersion: s.usersVersion,
-		SchemaSequence: s.schemaSequence}
+		SchemaSequence: s.schemaSequence, FanoutSequence: s.fanoutSequence}
 }
 
 // recordValue returns the encoded record at key, or false if there is

@@ -25,6 +25,11 @@ func (c CreateTopic) apply(s *State) error {
 		MaxAckedAheadPerPartition: c.MaxAckedAheadPerPartition, CreatedAtMs: c.CreatedAtMs,
 		CreatedBy: c.CreatedBy, Assignments: assignmentsOf(c.Owners),
 		MaxDeliveries: c.MaxDeliveries, DeadLetterTopic: c.DeadLetterTopic}
+	if c.Parent != "" {
+		if err := c.checkParent(s, record); err != nil {
+			return err
+		}
+	}
 	if len(c.Schema) > 0 {
 		if err := s.addSchema(record, c.Schema); err != nil {
 			return err
@@ -32,7 +37,20 @@ func (c CreateTopic) apply(s *State) error {
 	}
 	s.topics[c.Name] = record
 	s.markTopic(c.Name)
+	if c.Parent != "" {
+		return s.attach(s.topics[c.Parent], record, c.FanoutDelayMs, c.CreatedAtMs)
+	}
 	return nil
+}
+
+// checkParent checks the attach of the new topic to its parent, as if
+// its schema (if any) were already its version 1.
+func (c CreateTopic) checkParent(s *State, record *TopicRecord) error {
+	provisional := *record
+	if len(c.Schema) > 0 {
+		provisional.Schemas = []SchemaVersion{{Version: 1, Document: c.Schema}}
+	}
+	return s.checkCreateChild(c, &provisional)
 }
 
 // apply deletes the topic.
@@ -47,6 +65,7 @@ func (c DeleteTopic) apply(s *State) error {
 	if len(record.Schemas) > 0 {
 		s.schemaEpoch++
 	}
+	s.unlinkDeleted(record)
 	delete(s.topics, c.Name)
 	s.markTopic(c.Name)
 	s.clearDeadLetterTopic(c.Name)
@@ -107,6 +126,9 @@ func (c AlterTopic) apply(s *State) error {
 	}
 	maxDeliveries, deadLetterTopic, err := c.changeDeadLetters(s, record)
 	if err != nil {
+		return err
+	}
+	if err := c.checkFanoutAlter(s, record); err != nil {
 		return err
 	}
 	if err := c.changeSchema(s, record); err != nil {
@@ -174,7 +196,11 @@ func (c AlterTopic) changeSchema(s *State, record *TopicRecord) error {
 		return rejectf(ErrGuardFailed, "topic %q: schema version %d was checked, but version %d is the latest",
 			c.Name, c.SchemaAfterVersion, latest.Version)
 	}
-	return s.addSchema(record, c.Schema)
+	if err := s.addSchema(record, c.Schema); err != nil {
+		return err
+	}
+	s.addChildSchemas(record, c.Schema)
+	return nil
 }
 
 // setIf sets *field to *value when value is set.
