@@ -22,8 +22,12 @@ const (
 	// (docs/api.md#topic-schemas); the handler answers it from the schemas
 	// the node published.
 	RouteTopicSchema = "GET /v1/topics/{topic}/schema"
-	RouteMembers     = "GET /v1/cluster/members"
-	RouteMoves       = "GET /v1/cluster/moves"
+	// The fan-out routes (docs/api.md#fan-out-children).
+	RouteAttachChild  = "POST /v1/topics/{topic}/children"
+	RouteListChildren = "GET /v1/topics/{topic}/children"
+	RouteDetachChild  = "DELETE /v1/topics/{topic}/children/{child}"
+	RouteMembers      = "GET /v1/cluster/members"
+	RouteMoves        = "GET /v1/cluster/moves"
 	// RouteDecommission and RouteCancelDecommission start and cancel a
 	// member's drain.
 	RouteDecommission       = "POST /v1/cluster/members/{id}/decommission"
@@ -56,6 +60,9 @@ var routeTable = []struct {
 	{RouteConsume, decodeConsume, nil},
 	{RouteAck, decodeAck, nil},
 	{RouteTopicSchema, nil, nil},
+	{RouteAttachChild, decodeAttachChild, nil},
+	{RouteListChildren, decodeListChildren, nil},
+	{RouteDetachChild, decodeDetachChild, nil},
 	{RouteMembers, decodeListMembers, nil},
 	{RouteMoves, decodeListMoves, nil},
 	{RouteDecommission, decodeDecommission, nil},

@@ -166,10 +166,37 @@ func TestDecodeCreateTopicErrors(t *testing.T) {
 		{name: "create negative acked-ahead cap", method: "POST", target: "/v1/topics",
 			body:       `{"name":"a","max_acked_ahead_per_partition":-1}`,
 			wantStatus: 400, wantMessage: "max_acked_ahead_per_partition must be >= 0"},
-		{name: "create with parent", method: "POST", target: "/v1/topics", body: `{"name":"a","parent":"p"}`,
-			wantStatus: 400, wantMessage: "parent is not supported by this server"},
-		{name: "create with delay", method: "POST", target: "/v1/topics", body: `{"name":"a","fanout_delay_ms":5}`,
-			wantStatus: 400, wantMessage: "fanout_delay_ms is not supported by this server"},
+		{name: "create with delay but no parent", method: "POST", target: "/v1/topics", body: `{"name":"a","fanout_delay_ms":5}`,
+			wantStatus: 400, wantMessage: "fanout_delay_ms requires parent"},
+		{name: "create with negative delay", method: "POST", target: "/v1/topics", body: `{"name":"a","parent":"p","fanout_delay_ms":-5}`,
+			wantStatus: 400, wantMessage: "fanout_delay_ms must be >= 0"},
+		{name: "create with a bad parent name", method: "POST", target: "/v1/topics", body: `{"name":"a","parent":"p q"}`,
+			wantStatus: 400, wantMessage: `invalid parent topic name "p q"`},
+	})
+}
+
+func TestDecodeFanoutErrors(t *testing.T) {
+	runDecodeCases(t, []decodeCase{
+		{name: "attach without child", method: "POST", target: "/v1/topics/orders/children", body: `{}`,
+			wantStatus: 400, wantMessage: "child is required"},
+		{name: "attach negative delay", method: "POST", target: "/v1/topics/orders/children", body: `{"child":"c","delay_ms":-1}`,
+			wantStatus: 400, wantMessage: "delay_ms must be >= 0"},
+		{name: "attach bad child name", method: "POST", target: "/v1/topics/orders/children", body: `{"child":".."}`,
+			wantStatus: 400, wantMessage: `invalid child topic name ".."`},
+		{name: "attach unknown field", method: "POST", target: "/v1/topics/orders/children", body: `{"child":"c","x":1}`,
+			wantStatus: 400, wantMessage: `invalid json: json: unknown field "x"`},
+		{name: "attach bad parent", method: "POST", target: "/v1/topics/a%20b/children", body: `{"child":"c"}`,
+			wantStatus: 400, wantMessage: nameRule},
+		{name: "detach bad child", method: "DELETE", target: "/v1/topics/orders/children/a%20b",
+			wantStatus: 400, wantMessage: `invalid child topic name "a b"`},
+		{name: "attach", method: "POST", target: "/v1/topics/orders/children", body: `{"child":"audit","delay_ms":60000}`,
+			wantRoute: RouteAttachChild, want: msg.AttachChild{Parent: "orders", Child: "audit", DelayMs: 60_000}},
+		{name: "list children", method: "GET", target: "/v1/topics/orders/children",
+			wantRoute: RouteListChildren, want: msg.ListChildren{Parent: "orders"}},
+		{name: "detach", method: "DELETE", target: "/v1/topics/orders/children/audit",
+			wantRoute: RouteDetachChild, want: msg.DetachChild{Parent: "orders", Child: "audit"}},
+		{name: "create child", method: "POST", target: "/v1/topics", body: `{"name":"late","parent":"orders","fanout_delay_ms":5}`,
+			wantRoute: RouteCreateTopic, want: msg.CreateTopic{Name: "late", Parent: "orders", FanoutDelayMs: 5}},
 	})
 }
 
@@ -409,7 +436,8 @@ func TestDecodeMuxAnswers(t *testing.T) {
 	}{
 		{"unknown path", "GET", "/v1/nothing", 404, "404 page not found\n", ""},
 		{"wrong method on users", "PATCH", "/v1/users", 405, "Method Not Allowed\n", "GET, HEAD, POST"},
-		{"unknown sub path", "GET", "/v1/topics/orders/children", 404, "404 page not found\n", ""},
+		{"unknown sub path", "GET", "/v1/topics/orders/partitions", 404, "404 page not found\n", ""},
+		{"wrong method on children", "PUT", "/v1/topics/orders/children", 405, "Method Not Allowed\n", "GET, HEAD, POST"},
 		{"wrong method on topics", "PUT", "/v1/topics", 405, "Method Not Allowed\n", "GET, HEAD, POST"},
 		{"wrong method on produce", "GET", "/v1/topics/orders/produce", 405, "Method Not Allowed\n", "POST"},
 		{"wrong method on topic", "POST", "/v1/topics/orders", 405, "Method Not Allowed\n", "DELETE, GET, HEAD, PATCH"},

@@ -36,10 +36,15 @@ func decodeCreateTopic(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) 
 	if !validTopicName(body.Name) {
 		return nil, failure(errInvalidTopicName)
 	}
-	if failed := rejectUnsupported(body.Parent != "", body.FanoutDelayMs != 0); failed != nil {
-		return nil, failed
+	if body.FanoutDelayMs != 0 && body.Parent == "" {
+		return nil, invalidf("fanout_delay_ms requires parent")
+	}
+	if body.Parent != "" && !validTopicName(body.Parent) {
+		return nil, invalidf("invalid parent topic name %q", body.Parent)
 	}
 	request := msg.CreateTopic{
+		Parent:              body.Parent,
+		FanoutDelayMs:       body.FanoutDelayMs,
 		Name:                body.Name,
 		Partitions:          body.Partitions,
 		RetentionMs:         body.RetentionMs,
@@ -65,19 +70,6 @@ func schemaOf(schema json.RawMessage) []byte {
 	return schema
 }
 
-// rejectUnsupported fails on the reference API's fields that this server does
-// not implement yet: fan-out (parent, delay). Their zero values (absent,
-// null, "", 0) are accepted, since clients send them.
-func rejectUnsupported(hasParent, hasDelay bool) *ErrorResponse {
-	switch {
-	case hasParent:
-		return invalidf("parent is not supported by this server")
-	case hasDelay:
-		return invalidf("fanout_delay_ms is not supported by this server")
-	}
-	return nil
-}
-
 // namedValue is a numeric body field with its JSON name; set is false for
 // an absent optional field.
 type namedValue struct {
@@ -94,6 +86,7 @@ func createFields(request msg.CreateTopic) []namedValue {
 		{"max_in_flight_per_partition", int64(request.InFlightMax), true},
 		{"max_acked_ahead_per_partition", int64(request.AckedAheadMax), true},
 		{"max_deliveries", int64(request.MaxDeliveries), true},
+		{"fanout_delay_ms", request.FanoutDelayMs, true},
 	}
 }
 
@@ -239,4 +232,51 @@ func decodeDecommission(c *Codec, r *http.Request) (msg.Request, *ErrorResponse)
 		return nil, failure(msg.Invalid("invalid member id: want 1 to 64 characters of A-Z a-z 0-9 . _ -"))
 	}
 	return msg.Decommission{ID: id, Cancel: r.Method == http.MethodDelete}, nil
+}
+
+// attachChildBody is the body of POST /v1/topics/{parent}/children
+// (docs/api.md#fan-out-children).
+type attachChildBody struct {
+	Child   string `json:"child"`
+	DelayMs int64  `json:"delay_ms"`
+}
+
+func decodeAttachChild(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) {
+	parent, failed := pathTopic(r)
+	if failed != nil {
+		return nil, failed
+	}
+	var body attachChildBody
+	if failed := c.readJSONBody(r, &body); failed != nil {
+		return nil, failed
+	}
+	switch {
+	case body.Child == "":
+		return nil, invalidf("child is required")
+	case !validTopicName(body.Child):
+		return nil, invalidf("invalid child topic name %q", body.Child)
+	case body.DelayMs < 0:
+		return nil, invalidf("delay_ms must be >= 0")
+	}
+	return msg.AttachChild{Parent: parent, Child: body.Child, DelayMs: body.DelayMs}, nil
+}
+
+func decodeListChildren(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) {
+	parent, failed := pathTopic(r)
+	if failed != nil {
+		return nil, failed
+	}
+	return msg.ListChildren{Parent: parent}, nil
+}
+
+func decodeDetachChild(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) {
+	parent, failed := pathTopic(r)
+	if failed != nil {
+		return nil, failed
+	}
+	child := r.PathValue("child")
+	if !validTopicName(child) {
+		return nil, invalidf("invalid child topic name %q", child)
+	}
+	return msg.DetachChild{Parent: parent, Child: child}, nil
 }

@@ -44,6 +44,22 @@ func Encode(req msg.Request, reply msg.Reply) Response {
 		assert(reply.Result == nil, "decommission replied with a %T result, want nil", reply.Result)
 		return noContent()
 	}
+	return encodeFanout(req, reply)
+}
+
+// encodeFanout answers the fan-out routes.
+func encodeFanout(req msg.Request, reply msg.Reply) Response {
+	switch req.(type) {
+	case msg.AttachChild:
+		return jsonResponse(http.StatusOK, resultAs[msg.TopicInfo](req, reply))
+	case msg.DetachChild:
+		assert(reply.Result == nil, "detach replied with a %T result, want nil", reply.Result)
+		return noContent()
+	case msg.ListChildren:
+		result := resultAs[msg.ChildrenResult](req, reply)
+		result.Children = nonNil(result.Children)
+		return jsonResponse(http.StatusOK, result)
+	}
 	panic(fmt.Sprintf("httpapi: no encoder for request type %T", req))
 }
 

@@ -108,7 +108,10 @@ func (h *apiHandler) authorize(ctx context.Context, caller auth.Identity, reques
 	}
 	switch r := request.(type) {
 	case msg.CreateTopic:
-		return requireGrant(caller.Allowed(auth.ActionCreate, r.Name), caller, auth.ActionCreate, r.Name)
+		if refused := requireGrant(caller.Allowed(auth.ActionCreate, r.Name), caller, auth.ActionCreate, r.Name); refused != nil || r.Parent == "" {
+			return refused
+		}
+		return h.requireOwner(ctx, caller, r.Parent)
 	case msg.Produce:
 		return requireGrant(caller.Allowed(auth.ActionProduce, r.Topic), caller, auth.ActionProduce, r.Topic)
 	case msg.Consume:
@@ -121,9 +124,13 @@ func (h *apiHandler) authorize(ctx context.Context, caller auth.Identity, reques
 		return h.requireOwner(ctx, caller, r.Name)
 	case msg.DeleteTopic:
 		return h.requireOwner(ctx, caller, r.Name)
+	case msg.AttachChild:
+		return h.requireOwner(ctx, caller, r.Parent)
+	case msg.DetachChild:
+		return h.requireOwner(ctx, caller, r.Parent)
 	case msg.Decommission:
 		return forbidden("user %q is not an admin", caller.Username)
-	case nil, msg.ListTopics, msg.GetTopic, msg.ListMembers, msg.ListMoves:
+	case nil, msg.ListTopics, msg.GetTopic, msg.ListMembers, msg.ListMoves, msg.ListChildren:
 		return nil // nil: the schema read-back, a read like GetTopic
 	}
 	return forbidden("user %q may not send %T", caller.Username, request)

@@ -7,14 +7,16 @@ const (
 	TopicNameBytesMax      = 255
 	TopicsPageDefault      = 100
 	TopicsPageMax          = 1000
-	ConsumeBatchMax        = 100       // max of a batch consume
-	ProduceBatchRecordsMax = 1000      // records of one batch produce
-	ProduceBatchBytesMax   = 8 << 20   // payload bytes of one batch produce
-	MessageBytesMax        = 1 << 20   // payload bytes of one record
-	KeyBytesMax            = 4 << 10   // key bytes of one record
-	SchemaBytesMax         = 256 << 10 // bytes of one JSON Schema document
-	AckBatchHandlesMax     = 1000      // handles of one batch ack
-	PartitionsMin          = 3         // a topic has at least this many partitions
-	RetentionMsMin         = 3_600_000 // a topic's retention, unless it keeps forever
-	MaxDeliveriesMax       = 1000      // a topic's max_deliveries (0: no dead letters)
+	ConsumeBatchMax        = 100                  // max of a batch consume
+	ProduceBatchRecordsMax = 1000                 // records of one batch produce
+	ProduceBatchBytesMax   = 8 << 20              // payload bytes of one batch produce
+	MessageBytesMax        = 1 << 20              // payload bytes of one record
+	KeyBytesMax            = 4 << 10              // key bytes of one record
+	SchemaBytesMax         = 256 << 10            // bytes of one JSON Schema document
+	AckBatchHandlesMax     = 1000                 // handles of one batch ack
+	PartitionsMin          = 3                    // a topic has at least this many partitions
+	RetentionMsMin         = 3_600_000            // a topic's retention, unless it keeps forever
+	MaxDeliveriesMax       = 1000                 // a topic's max_deliveries (0: no dead letters)
+	FanoutChildrenMax      = 108                  // fan-out children of one parent
+	FanoutDelayMsMax       = 365 * 24 * 3_600_000 // a delay child's delay: one year
 )

@@ -8,7 +8,9 @@ package msg
 //	CreateTopic, AlterTopic   -> TopicInfo
 //	ListTopics                -> TopicPage
 //	GetTopic                  -> TopicDetail
-//	DeleteTopic               -> nil
+//	DeleteTopic, DetachChild  -> nil
+//	AttachChild               -> TopicInfo (the parent)
+//	ListChildren              -> ChildrenResult
 //	Produce                   -> ProduceResult
 //	Consume                   -> ConsumeResult
 //	Replay                    -> ReplayResult
@@ -44,6 +46,7 @@ func (MovesResult) isResult()     {}
 func (MoveSourceState) isResult() {}
 func (MoveChunk) isResult()       {}
 func (MoveVerdict) isResult()     {}
+func (ChildrenResult) isResult()  {}
 
 // TopicInfo is a topic's configuration (docs/api.md#topic-object).
 type TopicInfo struct {
@@ -62,6 +65,35 @@ type TopicInfo struct {
 	// (docs/api.md#dead-letters); left out when off.
 	MaxDeliveries   int    `json:"max_deliveries,omitempty"`
 	DeadLetterTopic string `json:"dead_letter_topic,omitempty"`
+	// Role is "parent" or "child" for a topic in a fan-out link, empty
+	// (left out) for a standalone topic.
+	Role string `json:"role,omitempty"`
+	// Children names a parent's children, sorted.
+	Children []string `json:"children,omitempty"`
+	// Parent, AttachEpoch (16 hex digits) and FanoutDelayMs describe a
+	// child's link; empty or 0 otherwise.
+	Parent        string `json:"parent,omitempty"`
+	AttachEpoch   string `json:"attach_epoch,omitempty"`
+	FanoutDelayMs int64  `json:"fanout_delay_ms,omitempty"`
+}
+
+// ChildLag is one fan-out child with how far it is behind its parent.
+type ChildLag struct {
+	Name    string `json:"name"`
+	DelayMs int64  `json:"delay_ms"`
+	// LagMessages is the sum over the parent's partitions of the parent's
+	// high watermark minus the child's cursor, over the cursors that
+	// reported.
+	LagMessages uint64 `json:"lag_messages"`
+	// LagComplete is false when some partition's cursor did not report
+	// (its owner was unreachable): LagMessages is then a lower bound.
+	LagComplete bool `json:"lag_complete"`
+}
+
+// ChildrenResult lists a parent's children, sorted by name.
+type ChildrenResult struct {
+	Parent   string     `json:"parent"`
+	Children []ChildLag `json:"children"`
 }
 
 // TopicPage is one page of a topic listing.

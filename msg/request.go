@@ -32,6 +32,11 @@ type CreateTopic struct {
 	// setting (docs/api.md#dead-letters).
 	MaxDeliveries   int
 	DeadLetterTopic string
+	// Parent, when set, makes the new topic a fan-out child of that topic
+	// (docs/api.md#fan-out-children); Partitions 0 then takes the parent's
+	// count. FanoutDelayMs (needs Parent) makes it a delay child.
+	Parent        string
+	FanoutDelayMs int64
 }
 
 // ListTopics lists topics by name, a page at a time (keyset pagination:
@@ -69,6 +74,27 @@ type AlterTopic struct {
 // DeleteTopic deletes a topic and all of its data.
 type DeleteTopic struct {
 	Name string
+}
+
+// AttachChild makes Child a fan-out child of Parent (a delay child when
+// DelayMs > 0). Result: TopicInfo (the parent's).
+type AttachChild struct {
+	Parent  string
+	Child   string
+	DelayMs int64
+}
+
+// DetachChild removes the fan-out link from Parent to Child.
+type DetachChild struct {
+	Parent string
+	Child  string
+}
+
+// ListChildren lists a parent's fan-out children with their lag. A node
+// forwards it to the other owners of the parent's partitions to gather
+// their cursors. Result: ChildrenResult.
+type ListChildren struct {
+	Parent string
 }
 
 // ProduceRecord is one record of a produce request.
@@ -141,14 +167,17 @@ type ListMembers struct{}
 // ListMoves lists the partition moves in flight.
 type ListMoves struct{}
 
-func (CreateTopic) isRequest() {}
-func (ListTopics) isRequest()  {}
-func (GetTopic) isRequest()    {}
-func (AlterTopic) isRequest()  {}
-func (DeleteTopic) isRequest() {}
-func (Produce) isRequest()     {}
-func (Consume) isRequest()     {}
-func (Replay) isRequest()      {}
-func (Ack) isRequest()         {}
-func (ListMembers) isRequest() {}
-func (ListMoves) isRequest()   {}
+func (CreateTopic) isRequest()  {}
+func (ListTopics) isRequest()   {}
+func (GetTopic) isRequest()     {}
+func (AlterTopic) isRequest()   {}
+func (DeleteTopic) isRequest()  {}
+func (Produce) isRequest()      {}
+func (Consume) isRequest()      {}
+func (Replay) isRequest()       {}
+func (Ack) isRequest()          {}
+func (ListMembers) isRequest()  {}
+func (ListMoves) isRequest()    {}
+func (AttachChild) isRequest()  {}
+func (DetachChild) isRequest()  {}
+func (ListChildren) isRequest() {}

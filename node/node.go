@@ -325,6 +325,12 @@ func (n *Node) handle(id msg.RequestID, req msg.Request) {
 		n.reply(id, n.listMembers(), nil)
 	case msg.ListMoves:
 		n.listMovesRouted(id)
+	case msg.AttachChild:
+		n.attachChild(id, r)
+	case msg.DetachChild:
+		n.detachChild(id, r)
+	case msg.ListChildren:
+		n.listChildrenRouted(id, r)
 	default:
 		n.handleMoveRequest(id, req)
 	}

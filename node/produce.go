@@ -18,6 +18,11 @@ func (n *Node) produce(id msg.RequestID, r msg.Produce) {
 	if err == nil && !localOnly(id) {
 		err = checkValidatedSchema(t, r)
 	}
+	if err == nil && !localOnly(id) && t.info.FanoutDelayMs > 0 {
+		// Only the parent's cursors write a delay child (their forwarded
+		// parts are local only), so no record is visible before it is due.
+		err = msg.Conflict("direct produce to a delayed child topic is not allowed (topic %q is a delay child of %q)", t.info.Name, t.info.Parent)
+	}
 	if err != nil {
 		n.reply(id, nil, err)
 		return

@@ -30,6 +30,10 @@ const (
 	proposalUser
 	// proposalSeedRoot is this node's seed of the root user.
 	proposalSeedRoot
+	// proposalAttach answers with the parent's topic; proposalDetach
+	// answers with nothing.
+	proposalAttach
+	proposalDetach
 )
 
 // pendingProposal is a metastore proposal of this node waiting for its
@@ -113,10 +117,14 @@ func (n *Node) proposalResult(pending *pendingProposal, applyErr error) (msg.Res
 	if applyErr != nil && decommission && errors.Is(applyErr, meta.ErrMemberNotFound) {
 		return nil, msg.NotFound("member %q not found", pending.topic)
 	}
+	createdChild := pending.kind == proposalCreateTopic && errors.Is(applyErr, meta.ErrTopicNotFound) // its parent is gone
+	if applyErr != nil && (pending.kind == proposalAttach || pending.kind == proposalDetach || createdChild) {
+		return nil, fanoutApplyError(applyErr)
+	}
 	if applyErr != nil {
 		return nil, applyError(pending.topic, applyErr)
 	}
-	if pending.kind == proposalDeleteTopic || pending.kind == proposalDecommission {
+	if pending.kind == proposalDeleteTopic || pending.kind == proposalDecommission || pending.kind == proposalDetach {
 		return nil, nil
 	}
 	if pending.kind == proposalCancelDecommission {
@@ -151,6 +159,26 @@ func applyError(topicName string, err error) *msg.Error {
 		return msg.Invalid("%v", err)
 	case errors.Is(err, meta.ErrMemberNotFound):
 		return msg.Unavailable("a chosen owner left the cluster; retry: %v", err)
+	}
+	return fanoutApplyError(err)
+}
+
+// fanoutApplyError maps the rejections of fan-out commands.
+func fanoutApplyError(err error) *msg.Error {
+	text := strings.TrimPrefix(err.Error(), "meta: ")
+	switch {
+	case errors.Is(err, meta.ErrFanoutRole), errors.Is(err, meta.ErrFanoutSchema):
+		return msg.Conflict("%s", text)
+	case errors.Is(err, meta.ErrFanoutDelay):
+		return msg.Invalid("%s", text)
+	case errors.Is(err, meta.ErrNotAttached), errors.Is(err, meta.ErrTopicNotFound):
+		return msg.NotFound("%s", text)
+	case errors.Is(err, meta.ErrLimitReached), errors.Is(err, meta.ErrGuardFailed):
+		return msg.Conflict("%s", text)
+	case errors.Is(err, meta.ErrSchemaSpace):
+		return msg.TooLarge("%s", text)
+	case errors.Is(err, meta.ErrInvalidCommand):
+		return msg.Invalid("%s", text)
 	}
 	return msg.Internal("metadata change failed: %v", err)
 }

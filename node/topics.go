@@ -37,10 +37,17 @@ func (n *Node) createTopic(id msg.RequestID, r msg.CreateTopic) {
 	// Whether the name is taken is left to the metastore (ErrTopicExists,
 	// a 409 when the entry applies): this replica may lag, and a 409 from
 	// its copy could deny a topic whose delete was already answered.
-	info, err := n.newTopicInfo(r)
+	parent, err := n.childPlacement(r)
+	if err == nil && parent != nil && r.Partitions == 0 {
+		r.Partitions = parent.info.Partitions
+	}
+	var info msg.TopicInfo
+	if err == nil {
+		info, err = n.newTopicInfo(r)
+	}
 	var owners []string
 	if err == nil {
-		owners = n.placePartitions(info.Name, 0, info.Partitions)
+		owners = n.placeNewTopic(parent, info)
 		err = n.checkPlacementLimits(true, owners)
 	}
 	if err != nil {
@@ -52,7 +59,17 @@ func (n *Node) createTopic(id msg.RequestID, r msg.CreateTopic) {
 		MaxInFlightPerPartition: info.InFlightMax, MaxAckedAheadPerPartition: info.AckedAheadMax,
 		CreatedAtMs: n.nowMs, CreatedBy: r.CreatedBy, Owners: owners, Schema: r.Schema, Limits: n.placementLimits(),
 		MaxDeliveries: info.MaxDeliveries, DeadLetterTopic: info.DeadLetterTopic,
+		Parent: r.Parent, FanoutDelayMs: r.FanoutDelayMs,
 	})
+}
+
+// placeNewTopic places a new topic's partitions, anti-affine to its
+// parent's when it has one.
+func (n *Node) placeNewTopic(parent *topic, info msg.TopicInfo) []string {
+	if parent != nil {
+		return n.placeChildPartitions(parent, info.Name, info.Partitions)
+	}
+	return n.placePartitions(info.Name, 0, info.Partitions)
 }
 
 func (n *Node) newTopicInfo(r msg.CreateTopic) (msg.TopicInfo, error) {
@@ -110,12 +127,7 @@ func pageAfter(names []string, token string, limit int) []string {
 // round-robin over the alive, non-draining members sorted by id, starting
 // at a member picked by the topic's name so topics spread out.
 func (n *Node) placePartitions(topicName string, from, to int) []string {
-	var receivers []string
-	for _, m := range n.meta.State().Members() {
-		if m.Alive && !m.Draining {
-			receivers = append(receivers, m.ID)
-		}
-	}
+	receivers := n.receivers()
 	if len(receivers) == 0 {
 		receivers = []string{n.cfg.NodeID} // the leader heartbeats first; its own entry applies before this one
 	}

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"fmt"
+
 	"narad/invariant"
 	"narad/meta"
 	"narad/msg"
@@ -54,12 +56,35 @@ func (n *Node) lookupTopic(name string) (*topic, bool) {
 }
 
 func topicInfoOf(r meta.TopicRecord) msg.TopicInfo {
-	return msg.TopicInfo{
+	info := msg.TopicInfo{
 		Name: r.Name, Partitions: r.Partitions, RetentionMs: r.RetentionMs,
 		VisibilityTimeoutMs: r.VisibilityTimeoutMs, InFlightMax: r.MaxInFlightPerPartition,
 		AckedAheadMax: r.MaxAckedAheadPerPartition, CreatedAt: r.CreatedAtMs / 1000, Owner: r.CreatedBy,
 		SchemaVersion: latestSchemaVersion(r), MaxDeliveries: r.MaxDeliveries, DeadLetterTopic: r.DeadLetterTopic,
+		Children: childNamesOf(r), Parent: r.Parent,
+		FanoutDelayMs: r.FanoutDelayMs, AttachEpoch: attachEpochText(r.AttachEpoch),
 	}
+	if role := r.Role(); role != meta.RoleStandalone {
+		info.Role = role
+	}
+	return info
+}
+
+// childNamesOf lists a parent's children (nil for any other topic).
+func childNamesOf(r meta.TopicRecord) []string {
+	var names []string
+	for _, link := range r.Children {
+		names = append(names, link.Name)
+	}
+	return names
+}
+
+// attachEpochText shows an attach epoch as 16 hex digits; "" for none.
+func attachEpochText(epoch uint64) string {
+	if epoch == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%016x", epoch)
 }
 
 // owner is the node that serves a partition now.

@@ -38,6 +38,12 @@ func topicOf(req msg.Request) string {
 		return r.Name
 	case msg.DeleteTopic:
 		return r.Name
+	case msg.AttachChild:
+		return r.Parent
+	case msg.DetachChild:
+		return r.Parent
+	case msg.ListChildren:
+		return r.Parent
 	}
 	return ""
 }

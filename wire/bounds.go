@@ -9,7 +9,7 @@ import (
 // Version is the version of the envelope and frame formats. A decoder
 // refuses any other version with ErrVersion; a change of format that an
 // older node cannot read takes a new version.
-const Version = 5 // 2: Member carries Voter; 3: topics carry a JSON Schema, MoveStatus names its move; 4: CreateTopic carries its creator; 5: dead letters, and a frozen source's queue state
+const Version = 6 // 2: Member carries Voter; 3: topics carry a JSON Schema, MoveStatus names its move; 4: CreateTopic carries its creator; 5: dead letters, and a frozen source's queue state; 6: topics carry fan-out links, and a frozen source its fan-out cursors
 
 // Bounds of the codec, checked on decode (an input over a bound returns
 // ErrTooLarge before anything of the claimed size is allocated) and
@@ -62,6 +62,8 @@ const (
 	// PartitionStatsMax bounds TopicDetail.PartitionStats (the node's
 	// configurable partition maximum defaults to 108).
 	PartitionStatsMax = 1 << 16
+	// ChildrenMax bounds TopicInfo.Children and ChildrenResult.Children.
+	ChildrenMax = msg.FanoutChildrenMax
 	// MembersMax bounds MembersResult.Members.
 	MembersMax = 1 << 12
 	// MovesMax bounds MovesResult.Moves.
@@ -144,6 +146,7 @@ var (
 	topicsLimit         = limit{"TopicsMax", TopicsMax}
 	partitionStatsLimit = limit{"PartitionStatsMax", PartitionStatsMax}
 	membersLimit        = limit{"MembersMax", MembersMax}
+	childrenLimit       = limit{"ChildrenMax", ChildrenMax}
 	movesLimit          = limit{"MovesMax", MovesMax}
 	chunkLimit          = limit{"ChunkBytesMax", ChunkBytesMax}
 	segmentsLimit       = limit{"SegmentsMax", SegmentsMax}
@@ -157,7 +160,9 @@ var (
 const (
 	produceRecordBytesMin   = 4  // key length, partition, payload length, origin flag
 	receiptHandleBytesMin   = 1  // length
-	topicInfoBytesMin       = 11 // eleven one-byte fields
+	topicInfoBytesMin       = 16 // sixteen one-byte fields
+	childNameBytesMin       = 1  // length
+	childLagBytesMin        = 4  // four one-byte fields
 	partitionStatsBytesMin  = 11 // eleven one-byte fields
 	placementBytesMin       = 2  // partition, offset
 	consumedMessageBytesMin = 9  // nine one-byte fields (no dead-letter origin)

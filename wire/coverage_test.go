@@ -28,10 +28,11 @@ var (
 	coveredMessages = []string{"RaftMessage", "ForwardRequest", "ForwardReply", "Subscribe", "Notify", "Join", "JoinRelay", "JoinAccepted"}
 	coveredRequests = []string{"CreateTopic", "ListTopics", "GetTopic", "AlterTopic", "DeleteTopic",
 		"Produce", "Consume", "Replay", "Ack", "ListMembers", "ListMoves",
-		"MoveStatus", "MoveRead", "MoveFreeze", "MoveSweepCheck", "Decommission"}
+		"MoveStatus", "MoveRead", "MoveFreeze", "MoveSweepCheck", "Decommission",
+		"AttachChild", "DetachChild", "ListChildren"}
 	coveredResults = []string{"TopicInfo", "TopicPage", "TopicDetail", "ProduceResult", "ConsumeResult",
 		"ReplayResult", "AckResult", "MembersResult", "MovesResult",
-		"MoveSourceState", "MoveChunk", "MoveVerdict"}
+		"MoveSourceState", "MoveChunk", "MoveVerdict", "ChildrenResult"}
 )
 
 // TestCodecCoversTheVocabulary reads package msg's source and checks that

@@ -90,13 +90,13 @@ func TestDecodeRejectsUnknownTypeNumbers(t *testing.T) {
 		_, err := DecodeEnvelope(binary.AppendUvarint(header(), uint64(number)))
 		require.ErrorIs(t, err, ErrUnknownType, "message type number %d", number)
 	}
-	asRequest := []typeNumber{0, typeNotify, 32, 47, typeTopicInfo, typeMoveChunk}
+	asRequest := []typeNumber{0, typeNotify, 35, 47, typeTopicInfo, typeMoveChunk}
 	for _, number := range asRequest {
 		b := append(header(), byte(typeForwardRequest), 0, 0)
 		_, err := DecodeEnvelope(binary.AppendUvarint(b, uint64(number)))
 		require.ErrorIs(t, err, ErrUnknownType, "request type number %d", number)
 	}
-	asResult := []typeNumber{0, typeRaftMessage, typeCreateTopic, typeMoveRead, 61, 95}
+	asResult := []typeNumber{0, typeRaftMessage, typeCreateTopic, typeMoveRead, 62, 95}
 	for _, number := range asResult {
 		b := append(header(), byte(typeForwardReply), 0, 0, 0)
 		_, err := DecodeEnvelope(binary.AppendUvarint(b, uint64(number)))

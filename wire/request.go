@@ -26,6 +26,18 @@ func (e *encoder) request(request msg.Request) {
 	case msg.DeleteTopic:
 		e.typeNumber(typeDeleteTopic)
 		e.string(r.Name, topicNameLimit)
+	case msg.AttachChild:
+		e.typeNumber(typeAttachChild)
+		e.string(r.Parent, topicNameLimit)
+		e.string(r.Child, topicNameLimit)
+		e.varint(r.DelayMs)
+	case msg.DetachChild:
+		e.typeNumber(typeDetachChild)
+		e.string(r.Parent, topicNameLimit)
+		e.string(r.Child, topicNameLimit)
+	case msg.ListChildren:
+		e.typeNumber(typeListChildren)
+		e.string(r.Parent, topicNameLimit)
 	default:
 		e.dataRequest(request)
 	}
@@ -71,6 +83,8 @@ func (d *decoder) request() msg.Request {
 		return d.alterTopic()
 	case typeDeleteTopic:
 		return msg.DeleteTopic{Name: d.string(topicNameLimit)}
+	case typeAttachChild, typeDetachChild, typeListChildren:
+		return d.fanoutRequest(t)
 	case typeProduce:
 		return d.produce()
 	case typeConsume:
@@ -99,6 +113,19 @@ func (e *encoder) createTopic(r msg.CreateTopic) {
 	e.string(r.CreatedBy, nodeIDLimit)
 	e.int(r.MaxDeliveries)
 	e.string(r.DeadLetterTopic, topicNameLimit)
+	e.string(r.Parent, topicNameLimit)
+	e.varint(r.FanoutDelayMs)
+}
+
+// fanoutRequest reads the requests of fan-out.
+func (d *decoder) fanoutRequest(t typeNumber) msg.Request {
+	switch t {
+	case typeAttachChild:
+		return msg.AttachChild{Parent: d.string(topicNameLimit), Child: d.string(topicNameLimit), DelayMs: d.varint()}
+	case typeDetachChild:
+		return msg.DetachChild{Parent: d.string(topicNameLimit), Child: d.string(topicNameLimit)}
+	}
+	return msg.ListChildren{Parent: d.string(topicNameLimit)}
 }
 
 func (d *decoder) createTopic() msg.CreateTopic {
@@ -113,6 +140,8 @@ func (d *decoder) createTopic() msg.CreateTopic {
 		CreatedBy:           d.string(nodeIDLimit),
 		MaxDeliveries:       d.int(),
 		DeadLetterTopic:     d.string(topicNameLimit),
+		Parent:              d.string(topicNameLimit),
+		FanoutDelayMs:       d.varint(),
 	}
 }
 

@@ -23,6 +23,9 @@ func (e *encoder) result(result msg.Result) {
 	case msg.ProduceResult:
 		e.typeNumber(typeProduceResult)
 		e.produceResult(r)
+	case msg.ChildrenResult:
+		e.typeNumber(typeChildrenResult)
+		e.childrenResult(r)
 	default:
 		e.dataResult(result)
 	}
@@ -65,6 +68,8 @@ func (d *decoder) result() msg.Result {
 		return msg.TopicDetail{TopicInfo: d.topicInfo(), PartitionStats: d.partitionStatsList()}
 	case typeProduceResult:
 		return d.produceResult()
+	case typeChildrenResult:
+		return d.childrenResult()
 	case typeConsumeResult:
 		return d.consumeResult()
 	case typeReplayResult:
@@ -92,6 +97,14 @@ func (e *encoder) topicInfo(r *msg.TopicInfo) {
 	e.int(r.SchemaVersion)
 	e.int(r.MaxDeliveries)
 	e.string(r.DeadLetterTopic, topicNameLimit)
+	e.string(r.Role, labelLimit)
+	e.length(len(r.Children), childrenLimit)
+	for _, child := range r.Children {
+		e.string(child, topicNameLimit)
+	}
+	e.string(r.Parent, topicNameLimit)
+	e.string(r.AttachEpoch, labelLimit)
+	e.varint(r.FanoutDelayMs)
 }
 
 func (d *decoder) topicInfo() msg.TopicInfo {
@@ -107,7 +120,48 @@ func (d *decoder) topicInfo() msg.TopicInfo {
 		SchemaVersion:       d.int(),
 		MaxDeliveries:       d.int(),
 		DeadLetterTopic:     d.string(topicNameLimit),
+		Role:                d.string(labelLimit),
+		Children:            d.childNames(),
+		Parent:              d.string(topicNameLimit),
+		AttachEpoch:         d.string(labelLimit),
+		FanoutDelayMs:       d.varint(),
 	}
+}
+
+// childNames reads a parent's children; nil when there are none (JSON
+// leaves "children" out).
+func (d *decoder) childNames() []string {
+	var names []string
+	if n := d.count(childrenLimit, childNameBytesMin); n > 0 {
+		names = make([]string, n)
+	}
+	for i := range names {
+		names[i] = d.string(topicNameLimit)
+	}
+	return names
+}
+
+func (e *encoder) childrenResult(r msg.ChildrenResult) {
+	e.string(r.Parent, topicNameLimit)
+	e.length(len(r.Children), childrenLimit)
+	for _, child := range r.Children {
+		e.string(child.Name, topicNameLimit)
+		e.varint(child.DelayMs)
+		e.uvarint(child.LagMessages)
+		e.bool(child.LagComplete)
+	}
+}
+
+// childrenResult reads a list of children; Children is never nil (JSON
+// "children": []).
+func (d *decoder) childrenResult() msg.ChildrenResult {
+	r := msg.ChildrenResult{Parent: d.string(topicNameLimit)}
+	r.Children = make([]msg.ChildLag, d.count(childrenLimit, childLagBytesMin))
+	for i := range r.Children {
+		r.Children[i] = msg.ChildLag{Name: d.string(topicNameLimit), DelayMs: d.varint(),
+			LagMessages: d.uvarint(), LagComplete: d.bool()}
+	}
+	return r
 }
 
 func (e *encoder) topicPage(r msg.TopicPage) {

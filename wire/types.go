@@ -44,6 +44,10 @@ const (
 	typeMoveFreeze     typeNumber = 29 // msg.MoveFreeze
 	typeMoveSweepCheck typeNumber = 30 // msg.MoveSweepCheck
 	typeDecommission   typeNumber = 31 // msg.Decommission
+	// Fan-out.
+	typeAttachChild  typeNumber = 32 // msg.AttachChild
+	typeDetachChild  typeNumber = 33 // msg.DetachChild
+	typeListChildren typeNumber = 34 // msg.ListChildren
 )
 
 // Results: msg.Reply.Result.
@@ -62,4 +66,6 @@ const (
 	typeMoveSourceState typeNumber = 58 // msg.MoveSourceState
 	typeMoveChunk       typeNumber = 59 // msg.MoveChunk
 	typeMoveVerdict     typeNumber = 60 // msg.MoveVerdict
+	// Fan-out.
+	typeChildrenResult typeNumber = 61 // msg.ChildrenResult
 )

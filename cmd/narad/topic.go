@@ -23,7 +23,8 @@ var errAborted = errors.New("aborted")
 func newTopicCommand(a *app) *cobra.Command {
 	group := newGroupCommand("topic", "Create, list, describe, change and delete topics",
 		newTopicAddCommand(a), newTopicListCommand(a), newTopicInfoCommand(a),
-		newTopicEditCommand(a), newTopicSchemaCommand(a), newTopicRemoveCommand(a))
+		newTopicEditCommand(a), newTopicSchemaCommand(a), newTopicRemoveCommand(a),
+		newTopicAttachCommand(a), newTopicDetachCommand(a), newTopicChildrenCommand(a))
 	group.Aliases = []string{"topics"}
 	return group
 }
@@ -72,7 +73,9 @@ func newTopicAddCommand(a *app) *cobra.Command {
 		Example: `  narad topic add orders
   narad topic add orders --partitions 6 --retention 72h --visibility 1m
   narad topic add orders --schema orders.schema.json   # messages must be JSON matching it
-  narad topic add orders --max-deliveries 5 --dead-letter-topic orders.dead   # the dead-letter topic must exist`,
+  narad topic add orders --max-deliveries 5 --dead-letter-topic orders.dead   # the dead-letter topic must exist
+  narad topic add orders-audit --parent orders          # a fan-out child: gets every new record of orders
+  narad topic add orders-later --parent orders --delay 1h`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := settings.check(); err != nil {

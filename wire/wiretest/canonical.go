@@ -54,10 +54,14 @@ func canonicalRequest(request msg.Request) msg.Request {
 
 func canonicalResult(result msg.Result) msg.Result {
 	switch r := result.(type) {
+	case msg.TopicInfo:
+		r.Children = nilIfEmpty(r.Children)
+		return r
 	case msg.TopicPage:
-		r.Topics = emptyIfNil(r.Topics)
+		r.Topics = emptyIfNil(mapSlice(r.Topics, canonicalTopicInfo))
 		return r
 	case msg.TopicDetail:
+		r.TopicInfo = canonicalTopicInfo(r.TopicInfo)
 		r.PartitionStats = emptyIfNil(r.PartitionStats)
 		return r
 	case msg.ProduceResult:
@@ -90,6 +94,9 @@ func canonicalListResult(result msg.Result) msg.Result {
 	case msg.MovesResult:
 		r.Moves = emptyIfNil(r.Moves)
 		return r
+	case msg.ChildrenResult:
+		r.Children = emptyIfNil(r.Children)
+		return r
 	}
 	return canonicalMoveResult(result)
 }
@@ -105,6 +112,11 @@ func canonicalMoveResult(result msg.Result) msg.Result {
 		return r
 	}
 	return result
+}
+
+func canonicalTopicInfo(info msg.TopicInfo) msg.TopicInfo {
+	info.Children = nilIfEmpty(info.Children)
+	return info
 }
 
 func canonicalMessage(m msg.Message) msg.Message {

@@ -14,7 +14,8 @@ func Request() *rapid.Generator[msg.Request] {
 				RetentionMs: rapid.Int64().Draw(t, "retention"), VisibilityTimeoutMs: rapid.Int64().Draw(t, "visibility"),
 				InFlightMax: rapid.Int().Draw(t, "inFlight"), AckedAheadMax: rapid.Int().Draw(t, "ackedAhead"),
 				Schema: rapid.SliceOfN(rapid.Byte(), 0, 64).Draw(t, "schema"), CreatedBy: rapid.StringMatching(`[a-z]{0,8}`).Draw(t, "createdBy"),
-				MaxDeliveries: rapid.Int().Draw(t, "maxDeliveries"), DeadLetterTopic: topic().Draw(t, "deadLetterTopic")}
+				MaxDeliveries: rapid.Int().Draw(t, "maxDeliveries"), DeadLetterTopic: topic().Draw(t, "deadLetterTopic"),
+				Parent: topic().Draw(t, "parent"), FanoutDelayMs: rapid.Int64().Draw(t, "delay")}
 		}),
 		rapid.Custom(func(t *rapid.T) msg.Request {
 			return msg.ListTopics{Limit: rapid.Int().Draw(t, "limit"), PageToken: topic().Draw(t, "token")}
@@ -30,6 +31,7 @@ func Request() *rapid.Generator[msg.Request] {
 				DeadLetterTopic: optional(t, "deadLetterTopic", topic())}
 		}),
 		rapid.Custom(func(t *rapid.T) msg.Request { return msg.DeleteTopic{Name: topic().Draw(t, "name")} }),
+		fanoutRequest(),
 		rapid.Custom(func(t *rapid.T) msg.Request {
 			return msg.Produce{Topic: topic().Draw(t, "topic"), Records: listRaw(produceRecord(), 4).Draw(t, "records"), Batch: rapid.Bool().Draw(t, "batch")}
 		}),
@@ -86,4 +88,17 @@ func produceRecord() *rapid.Generator[msg.ProduceRecord] {
 		return msg.ProduceRecord{Key: bytesRaw(16).Draw(t, "key"), Partition: rapid.Int().Draw(t, "partition"), Payload: bytesRaw(64).Draw(t, "payload"),
 			Origin: optional(t, "origin", deadLetterOrigin())}
 	})
+}
+
+// fanoutRequest draws the requests of fan-out.
+func fanoutRequest() *rapid.Generator[msg.Request] {
+	return rapid.OneOf(
+		rapid.Custom(func(t *rapid.T) msg.Request {
+			return msg.AttachChild{Parent: topic().Draw(t, "parent"), Child: topic().Draw(t, "child"), DelayMs: rapid.Int64().Draw(t, "delay")}
+		}),
+		rapid.Custom(func(t *rapid.T) msg.Request {
+			return msg.DetachChild{Parent: topic().Draw(t, "parent"), Child: topic().Draw(t, "child")}
+		}),
+		rapid.Custom(func(t *rapid.T) msg.Request { return msg.ListChildren{Parent: topic().Draw(t, "parent")} }),
+	)
 }

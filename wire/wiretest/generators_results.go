@@ -40,6 +40,9 @@ func listResult() *rapid.Generator[msg.Result] {
 			return msg.MembersResult{Members: listRaw(member(), 3).Draw(t, "members")}
 		}),
 		rapid.Custom(func(t *rapid.T) msg.Result { return msg.MovesResult{Moves: listRaw(move(), 3).Draw(t, "moves")} }),
+		rapid.Custom(func(t *rapid.T) msg.Result {
+			return msg.ChildrenResult{Parent: topic().Draw(t, "parent"), Children: listRaw(childLag(), 3).Draw(t, "children")}
+		}),
 		moveResult(),
 	)
 }
@@ -79,7 +82,10 @@ func topicInfo() *rapid.Generator[msg.TopicInfo] {
 			InFlightMax: rapid.Int().Draw(t, "inFlight"), AckedAheadMax: rapid.Int().Draw(t, "ackedAhead"),
 			CreatedAt: rapid.Int64().Draw(t, "created"), Owner: nodeID().Draw(t, "owner"),
 			SchemaVersion: rapid.Int().Draw(t, "schemaVersion"), MaxDeliveries: rapid.Int().Draw(t, "maxDeliveries"),
-			DeadLetterTopic: topic().Draw(t, "deadLetterTopic")}
+			DeadLetterTopic: topic().Draw(t, "deadLetterTopic"),
+			Role:            rapid.SampledFrom([]string{"", "parent", "child"}).Draw(t, "role"),
+			Children:        listRaw(topic(), 3).Draw(t, "children"), Parent: topic().Draw(t, "parent"),
+			AttachEpoch: rapid.StringMatching(`[0-9a-f]{0,16}`).Draw(t, "epoch"), FanoutDelayMs: rapid.Int64().Draw(t, "delay")}
 	})
 }
 
@@ -136,5 +142,12 @@ func move() *rapid.Generator[msg.Move] {
 			From: nodeID().Draw(t, "from"), To: nodeID().Draw(t, "to"), Phase: label().Draw(t, "phase"),
 			BytesCopied: rapid.Int64().Draw(t, "copied"), BytesTotal: rapid.Int64().Draw(t, "total"),
 			StartedAtMs: rapid.Int64().Draw(t, "started")}
+	})
+}
+
+func childLag() *rapid.Generator[msg.ChildLag] {
+	return rapid.Custom(func(t *rapid.T) msg.ChildLag {
+		return msg.ChildLag{Name: topic().Draw(t, "name"), DelayMs: rapid.Int64().Draw(t, "delay"),
+			LagMessages: rapid.Uint64().Draw(t, "lag"), LagComplete: rapid.Bool().Draw(t, "complete")}
 	})
 }

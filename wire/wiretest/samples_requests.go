@@ -33,7 +33,9 @@ func topicRequestSamples() []NamedRequest {
 		{"CreateTopic/max", msg.CreateTopic{Name: MaxTopic(), Partitions: math.MaxInt, RetentionMs: math.MaxInt64,
 			VisibilityTimeoutMs: math.MaxInt64, InFlightMax: math.MaxInt, AckedAheadMax: math.MaxInt,
 			Schema: bytes.Repeat([]byte("s"), SchemaBytesMax), CreatedBy: strings.Repeat("u", 64),
-			MaxDeliveries: math.MaxInt, DeadLetterTopic: MaxTopic()}},
+			MaxDeliveries: math.MaxInt, DeadLetterTopic: MaxTopic(),
+			Parent: MaxTopic(), FanoutDelayMs: math.MaxInt64}},
+		{"CreateTopic/child", msg.CreateTopic{Name: "late", Parent: "orders", FanoutDelayMs: 60_000}},
 		{"CreateTopic/min", msg.CreateTopic{Name: "t", Partitions: math.MinInt, RetentionMs: math.MinInt64,
 			VisibilityTimeoutMs: -1, InFlightMax: math.MinInt, AckedAheadMax: -1}},
 		{"ListTopics/zero", msg.ListTopics{}},
@@ -50,6 +52,10 @@ func topicRequestSamples() []NamedRequest {
 		{"AlterTopic/dead-letters-off", msg.AlterTopic{Name: "orders", MaxDeliveries: &zero, DeadLetterTopic: new("")}},
 		{"DeleteTopic/zero", msg.DeleteTopic{}},
 		{"DeleteTopic/max", msg.DeleteTopic{Name: MaxTopic()}},
+		{"AttachChild/zero", msg.AttachChild{}},
+		{"AttachChild/max", msg.AttachChild{Parent: MaxTopic(), Child: MaxTopic(), DelayMs: math.MinInt64}},
+		{"DetachChild/some", msg.DetachChild{Parent: "orders", Child: "audit"}},
+		{"ListChildren/max", msg.ListChildren{Parent: MaxTopic()}},
 	}
 }
 

@@ -23,6 +23,12 @@ func topicResultSamples() []NamedResult {
 		{"DeleteTopic/nil", nil},
 		{"TopicInfo/zero", msg.TopicInfo{}},
 		{"TopicInfo/max", MaxTopicInfo()},
+		{"TopicInfo/child", msg.TopicInfo{Name: "audit", Partitions: 3, Role: "child", Parent: "orders",
+			AttachEpoch: "67048ff38f82db77", FanoutDelayMs: 60_000}},
+		{"ChildrenResult/empty", msg.ChildrenResult{Parent: "orders", Children: []msg.ChildLag{}}},
+		{"ChildrenResult/some", msg.ChildrenResult{Parent: MaxTopic(), Children: []msg.ChildLag{
+			{Name: "audit", DelayMs: 60_000, LagMessages: 12, LagComplete: true},
+			{Name: MaxTopic(), DelayMs: math.MinInt64, LagMessages: math.MaxUint64}, {}}}},
 		{"TopicPage/empty", msg.TopicPage{Topics: []msg.TopicInfo{}}},
 		{"TopicPage/full", msg.TopicPage{Topics: topicInfos(msg.TopicsPageMax), NextPageToken: MaxTopic()}},
 		{"TopicDetail/no-stats", msg.TopicDetail{TopicInfo: MaxTopicInfo(), PartitionStats: []msg.PartitionStats{}}},
@@ -75,7 +81,18 @@ func MaxTopicInfo() msg.TopicInfo {
 	return msg.TopicInfo{Name: MaxTopic(), Partitions: math.MaxInt, RetentionMs: math.MaxInt64,
 		VisibilityTimeoutMs: math.MinInt64, InFlightMax: math.MaxInt, AckedAheadMax: math.MinInt,
 		CreatedAt: math.MaxInt64, Owner: strings.Repeat("o", NodeIDBytesMax), SchemaVersion: math.MaxInt,
-		MaxDeliveries: math.MinInt, DeadLetterTopic: MaxTopic()}
+		MaxDeliveries: math.MinInt, DeadLetterTopic: MaxTopic(),
+		Role: strings.Repeat("r", LabelBytesMax), Children: maxChildren(), Parent: MaxTopic(),
+		AttachEpoch: strings.Repeat("e", LabelBytesMax), FanoutDelayMs: math.MinInt64}
+}
+
+// maxChildren is the longest list of children, each name at its bound.
+func maxChildren() []string {
+	names := make([]string, msg.FanoutChildrenMax)
+	for i := range names {
+		names[i] = fmt.Sprintf("%03d", i) + MaxTopic()[3:]
+	}
+	return names
 }
 
 // MaxPartitionStats is a PartitionStats with every field at an extreme.

@@ -1,0 +1,64 @@
+package host
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// Every fan-out route and its error codes (docs/api.md#fan-out-children),
+// on one node.
+func TestFanoutRoutes(t *testing.T) {
+	h := testHost(t)
+	runSteps(t, h, []step{
+		{"create parent", postJSON("/v1/topics", `{"name":"orders","retention_ms":86400000}`), 201, ""},
+		{"create other", postJSON("/v1/topics", `{"name":"audit"}`), 201, `"name":"audit"`},
+		{"attach", postJSON("/v1/topics/orders/children", `{"child":"audit"}`), 200, `"role":"parent","children":["audit"]`},
+		{"child shows its link", get("/v1/topics/audit"), 200, `"role":"child","parent":"orders","attach_epoch":"`},
+		{"attach again", postJSON("/v1/topics/orders/children", `{"child":"audit"}`), 409, `already a child`},
+		{"attach parent as child", postJSON("/v1/topics/audit/children", `{"child":"orders"}`), 409, `depth 1`},
+		{"attach itself", postJSON("/v1/topics/orders/children", `{"child":"orders"}`), 409, `its own child`},
+		{"attach missing child", postJSON("/v1/topics/orders/children", `{"child":"nope"}`), 404, `nope`},
+		{"attach to missing parent", postJSON("/v1/topics/nope/children", `{"child":"audit"}`), 404, `"error"`},
+		{"attach without child", postJSON("/v1/topics/orders/children", `{}`), 400, `child is required`},
+		{"attach negative delay", postJSON("/v1/topics/orders/children", `{"child":"x","delay_ms":-1}`), 400, `delay_ms`},
+		{"attach delay over a year", postJSON("/v1/topics/orders/children", `{"child":"x","delay_ms":31536000001}`), 400, `one year`},
+		{"create delay child", postJSON("/v1/topics", `{"name":"later","parent":"orders","fanout_delay_ms":60000}`), 201,
+			`"partitions":3,"retention_ms":`},
+		{"delay child info", get("/v1/topics/later"), 200, `"fanout_delay_ms":60000`},
+		{"create delay past retention", postJSON("/v1/topics", `{"name":"late2","parent":"orders","fanout_delay_ms":82800001}`), 400, `needs at least`},
+		{"create with missing parent", postJSON("/v1/topics", `{"name":"late3","parent":"nope"}`), 404, `"error"`},
+		{"create delay without parent", postJSON("/v1/topics", `{"name":"late4","fanout_delay_ms":5}`), 400, `requires parent`},
+		{"created nothing on failure", get("/v1/topics/late2"), 404, `"error"`},
+		{"list children", get("/v1/topics/orders/children"), 200,
+			`{"parent":"orders","children":[{"name":"audit","delay_ms":0,"lag_messages":0,`},
+		{"list children of missing", get("/v1/topics/nope/children"), 404, `"error"`},
+		{"produce to delay child", post("/v1/topics/later/produce", "text/plain", "x"), 409, `direct produce to a delayed child topic is not allowed`},
+		{"produce to plain child", post("/v1/topics/audit/produce", "text/plain", "x"), 202, `"offset":0`},
+		{"retention below delay cover", patch("/v1/topics/orders", `{"retention_ms":3600000}`), 400, `needs at least`},
+		{"detach", del("/v1/topics/orders/children/audit"), 204, ""},
+		{"detach again", del("/v1/topics/orders/children/audit"), 404, `not a child`},
+		{"detach from missing parent", del("/v1/topics/nope/children/audit"), 404, `"error"`},
+		{"detached is standalone", get("/v1/topics/audit"), 200, `"name":"audit","partitions":3`},
+		{"delete parent", del("/v1/topics/orders"), 204, ""},
+		{"orphaned child is standalone", get("/v1/topics/later"), 200, `"created_at"`},
+	})
+	_, body := call(t, h, get("/v1/topics/later"))
+	if strings.Contains(body, `"parent"`) || strings.Contains(body, `"role"`) {
+		t.Fatalf("a child whose parent was deleted still names a link: %s", body)
+	}
+}
+
+// A parent has at most 108 children: the 109th attach is a 409.
+func TestFanoutChildLimitOverHTTP(t *testing.T) {
+	h := testHost(t)
+	steps := []step{{"create parent", postJSON("/v1/topics", `{"name":"p"}`), 201, ""}}
+	for i := range 109 {
+		steps = append(steps, step{fmt.Sprintf("create c%d", i), postJSON("/v1/topics", fmt.Sprintf(`{"name":"c%d"}`, i)), 201, ""})
+	}
+	for i := range 108 {
+		steps = append(steps, step{fmt.Sprintf("attach c%d", i), postJSON("/v1/topics/p/children", fmt.Sprintf(`{"child":"c%d"}`, i)), 200, ""})
+	}
+	steps = append(steps, step{"attach the 109th", postJSON("/v1/topics/p/children", `{"child":"c108"}`), 409, `limit of 108 children`})
+	runSteps(t, h, steps)
+}
