@@ -167,6 +167,31 @@ const (
 	MarkMovePlanBoundReached Mark = "move-plan-bound-reached"
 )
 
+// The marks of fan-out (node/fanout*.go): the phases of a cursor.
+const (
+	// MarkFanoutCursorStarted: a cursor started its attach's epoch at the
+	// parent partition's tail (no file, or one of an earlier epoch).
+	MarkFanoutCursorStarted Mark = "fanout-cursor-started"
+	// MarkFanoutCursorResumed: a cursor carried on from its file (after a
+	// restart, a log reopen, or a move that carried it).
+	MarkFanoutCursorResumed Mark = "fanout-cursor-resumed"
+	// MarkFanoutBatchCopied: a batch became durable at the child's owners
+	// and the cursor advanced past it.
+	MarkFanoutBatchCopied Mark = "fanout-batch-copied"
+	// MarkFanoutBatchFailed: a batch was refused or failed at the child;
+	// only this cursor waits to retry.
+	MarkFanoutBatchFailed Mark = "fanout-batch-failed"
+	// MarkFanoutDelayHeld: a delay child's next record was not due yet and
+	// its cursor waited.
+	MarkFanoutDelayHeld Mark = "fanout-delay-held"
+	// MarkFanoutCursorMoved: a move's destination installed the cursors
+	// its source reported with the copy.
+	MarkFanoutCursorMoved Mark = "fanout-cursor-moved"
+	// MarkFanoutRecordsAgedOut: parent records expired before their copy;
+	// the cursor skipped to the oldest retained record.
+	MarkFanoutRecordsAgedOut Mark = "fanout-records-aged-out"
+)
+
 // Registered lists every mark of the core, in the order declared.
 var Registered = []Mark{
 	MarkNodeAppendDuringSyncRound, MarkNodeAppendFailed, MarkNodeBatchAck, MarkNodeBatchSpansPartitions, MarkNodeCancelAbortsMove,
@@ -183,4 +208,6 @@ var Registered = []Mark{
 	MarkMoveAbortPlanned, MarkMovePlanBoundReached,
 	MarkNodeDeadLettered, MarkNodeDeadLetterFailed, MarkNodeDeadLetterOrphaned, MarkNodeDeadLettersWaitForRelays,
 	MarkNodeMoveCarriedLeases,
+	MarkFanoutCursorStarted, MarkFanoutCursorResumed, MarkFanoutBatchCopied, MarkFanoutBatchFailed,
+	MarkFanoutDelayHeld, MarkFanoutCursorMoved, MarkFanoutRecordsAgedOut,
 }

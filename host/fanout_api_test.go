@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // Every fan-out route and its error codes (docs/api.md#fan-out-children),
@@ -61,4 +64,30 @@ func TestFanoutChildLimitOverHTTP(t *testing.T) {
 	}
 	steps = append(steps, step{"attach the 109th", postJSON("/v1/topics/p/children", `{"child":"c108"}`), 409, `limit of 108 children`})
 	runSteps(t, h, steps)
+}
+
+// A record produced to a parent over HTTP reaches its child, and the lag
+// and the copy metric show it (bounded wait: the copy runs on the node's
+// ticks, in real time here).
+func TestFanoutCopiesOverHTTP(t *testing.T) {
+	h := testHost(t)
+	runSteps(t, h, []step{
+		{"create parent", postJSON("/v1/topics", `{"name":"orders"}`), 201, ""},
+		{"create child", postJSON("/v1/topics", `{"name":"audit","parent":"orders"}`), 201, `"parent":"orders"`},
+	})
+	require.Eventually(t, func() bool {
+		_, body := call(t, h, get("/v1/topics/orders/children"))
+		return strings.Contains(body, `"lag_complete":true`)
+	}, 5*time.Second, 10*time.Millisecond, "every cursor of the parent reports")
+	runSteps(t, h, []step{
+		{"produce", post("/v1/topics/orders/produce?partition=2&key=k", "text/plain", "hello"), 202, `{"partition":2,"offset":0}`},
+	})
+	require.Eventually(t, func() bool {
+		status, body := call(t, h, get("/v1/topics/audit/consume?partition=2&offset=0"))
+		return status == 200 && strings.Contains(body, `"key":"k"`) && strings.Contains(body, `hello`)
+	}, 5*time.Second, 10*time.Millisecond, "the record reached the child's partition 2 with its key")
+	runSteps(t, h, []step{
+		{"lag drained", get("/v1/topics/orders/children"), 200, `"lag_messages":0,"lag_complete":true`},
+		{"copy counted", get("/metrics"), 200, `narad_fanout_committed_total{child="audit",parent="orders"} 1`},
+	})
 }

@@ -444,7 +444,10 @@ func (l *loop) post(control func(*node.Node)) {
 }
 
 func (l *loop) requestStats() {
-	l.post(func(n *node.Node) { l.metrics.setInventory(n.Stats(), n.OpenPartitions()) })
+	l.post(func(n *node.Node) {
+		l.metrics.setInventory(n.Stats(), n.OpenPartitions())
+		l.metrics.setFanoutLags(n.FanoutLags())
+	})
 }
 
 func (l *loop) releaseWaiters() {

@@ -60,6 +60,8 @@ type Metrics struct {
 	// those four vectors, which hold the same series.
 	flowMu sync.Mutex
 	flows  map[flowKey]flowCounters
+	// fanout are the metrics of the copies into fan-out children.
+	fanout *fanoutMetrics
 }
 
 // flowKey names one partition's produced or consumed counters.
@@ -137,6 +139,7 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 	}
 	m.register(reg)
 	m.moves = newMoveMetrics(reg)
+	m.fanout = newFanoutMetrics(reg)
 	return m
 }
 

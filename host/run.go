@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"narad/config"
+	"narad/msg"
 	"narad/node"
 	"narad/storage"
 )
@@ -92,6 +93,11 @@ func nodeConfig(cfg config.Config) node.Config {
 	n.MemberHeartbeatIntervalMs, n.MemberDeadAfterMs = cfg.Cluster.HeartbeatIntervalMs, cfg.Cluster.DeadAfterMs
 	n.Moves.MaxInFlight, n.Moves.FreezeTTLMs = cfg.Moves.MaxInFlight, cfg.Moves.FreezeTTLMs
 	n.Moves.StallTimeoutMs, n.Moves.ForcePromoteAfterMs = cfg.Moves.StallTimeoutMs, cfg.Moves.ForcePromoteAfterMs
+	// A batch travels to the child's owners as a produce: the settings
+	// are capped at a batch produce's bounds.
+	n.Fanout.BatchRecordsMax = min(cfg.Fanout.MaxBatchRecords, msg.ProduceBatchRecordsMax)
+	n.Fanout.BatchBytesMax = min(cfg.Fanout.MaxBatchBytes, msg.ProduceBatchBytesMax)
+	n.Fanout.LingerMs = cfg.Fanout.LingerMs
 	return n
 }
 

@@ -83,6 +83,10 @@ type MoveSourceState struct {
 	// same delivery counts and acks.
 	NextUndelivered uint64
 	Leases          []MoveLease
+	// Cursors are the partition's fan-out cursors as its files hold them,
+	// at most FanoutChildrenMax: the destination installs them with the
+	// copy, so that the children's backlog survives the move.
+	Cursors []FanoutCursor
 }
 
 // MoveLeasesMax bounds MoveSourceState.Leases: a partition's queue holds
@@ -95,6 +99,15 @@ const MoveLeasesMax = 2 << 20
 type MoveLease struct {
 	Offset        uint64
 	DeliveryCount uint32
+}
+
+// FanoutCursor is where the copy of a parent partition into one child
+// stands: the attach epoch, and the first parent offset not yet durable
+// in the child.
+type FanoutCursor struct {
+	Child      string
+	Epoch      uint64
+	NextOffset uint64
 }
 
 // MoveChunk is a piece of a segment.

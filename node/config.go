@@ -131,6 +131,8 @@ type Config struct {
 	// driver keeps this well below the process's limit. Within
 	// [1, openLogsLimit].
 	OpenLogsMax int
+	// Fanout bounds the copy of parent partitions into their children.
+	Fanout FanoutConfig
 	// RelaysInFlightMax caps the writes this node makes into topics on
 	// its own behalf (dead letters) that are not yet durable; past it a
 	// new one is refused and retried later. Within [1, relaysLimit].
@@ -160,6 +162,7 @@ func DefaultConfig() Config {
 		IdleLogCloseMs:             1_800_000,
 		OpenLogsMax:                1024,
 		RelaysInFlightMax:          1024,
+		Fanout:                     DefaultFanoutConfig(),
 		MetaTickIntervalMs:         100,
 		MemberHeartbeatIntervalMs:  5_000,
 		ProposalTimeoutMs:          5_000,
@@ -212,6 +215,7 @@ func (c Config) Validate() error {
 	check(len(c.HandleKey) == lease.HandleKeyBytes, "handle key of %d bytes, want %d (drawn by the driver)", len(c.HandleKey), lease.HandleKeyBytes)
 	check(c.OpenLogsMax >= 1 && c.OpenLogsMax <= openLogsLimit, "open logs max %d not in [1, %d]", c.OpenLogsMax, openLogsLimit)
 	check(c.RelaysInFlightMax >= 1 && c.RelaysInFlightMax <= relaysLimit, "relays in flight max %d not in [1, %d]", c.RelaysInFlightMax, relaysLimit)
+	problems = append(problems, c.Fanout.problems()...)
 	check(c.IdleLogCloseMs == 0 || c.IdleLogCloseMs >= 60_000, "idle log close must be 0 or >= 60000 ms")
 	check(c.Log.RecordBytesMax >= msg.MessageBytesMax+msg.KeyBytesMax,
 		"log record bytes max %d cannot hold a %d-byte payload with a %d-byte key", c.Log.RecordBytesMax, msg.MessageBytesMax, msg.KeyBytesMax)

@@ -39,6 +39,9 @@ type moveSession struct {
 	// (valid by lease.Snapshot.Validate); nil before one, or when it did
 	// not validate. The new owner's lease table starts from it.
 	leases *lease.Snapshot
+	// cursors are the fan-out cursors of the source's last state; the
+	// finalize installs them with the copy.
+	cursors []msg.FanoutCursor
 }
 
 // moveJob is the Finalize work that touches the disk at length: sync the

@@ -95,6 +95,9 @@ func (n *Node) sourceAnswered(s *moveSession, action movedest.Action, reply msg.
 		if reply.Err == nil && result.Frozen {
 			s.leases = n.leaseSnapshotOf(s, result)
 		}
+		if reply.Err == nil {
+			s.cursors = result.Cursors
+		}
 	case msg.MoveChunk:
 		if reply.Err == nil && action.Kind == movedest.ActionRead && len(result.Data) > 0 {
 			invariant.Check(s.staged.StagedSize(action.Base) == action.Position, "node: move of %s/%d read segment %d at %d, but %d bytes are staged",
@@ -128,6 +131,10 @@ func sourceStateOf(state msg.MoveSourceState) *movedest.SourceState {
 // read back, and the loop must not stall meanwhile.
 func (n *Node) startFinalizeJob(s *moveSession, action movedest.Action) {
 	if err := s.staged.SetState(action.HWM, action.Committed); err != nil {
+		n.restartSession(s, err)
+		return
+	}
+	if err := n.installCursors(s); err != nil {
 		n.restartSession(s, err)
 		return
 	}

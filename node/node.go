@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 
@@ -62,6 +63,12 @@ type Node struct {
 	routing routing
 	// relays counts this node's own writes into topics (relay.go).
 	relays relays
+	// fanout is the list of parents the cursors copy from and the next
+	// time they wait for (fanout_copy.go).
+	fanout fanoutView
+	// fanoutObserver hears of copies and stalls (a no-op unless the
+	// observer implements FanoutObserver).
+	fanoutObserver FanoutObserver
 	// cluster is the membership work: subscriptions, dead detection,
 	// joining (membership.go).
 	cluster clusterState
@@ -162,6 +169,7 @@ func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observe
 		routing: newRouting(), cluster: newClusterState(), sweeper: newSweeper(nowMs, cfg.Moves.SweepIntervalMs),
 		moves: map[partitionKey]*moveSession{}, moveObserver: moveObserverOf(observer),
 		appendObserver: appendObserverOf(observer), ackObserver: ackObserverOf(observer), deadLetterObserver: deadLetterObserverOf(observer),
+		fanoutObserver: fanoutObserverOf(observer), fanout: fanoutView{nextMs: math.MaxInt64},
 		nextCommitPersistMs: nowMs + cfg.CommitPersistIntervalMs,
 		nextRetentionMs:     nowMs + cfg.RetentionCheckIntervalMs,
 		nextMetaTickMs:      nowMs + cfg.MetaTickIntervalMs,
@@ -243,6 +251,7 @@ func (n *Node) Tick(nowMs int64) {
 	n.driveMoves()
 	n.planMoves()
 	n.sweepStaleCopies()
+	n.driveFanout()
 	if nowMs >= n.nextCommitPersistMs {
 		n.nextCommitPersistMs = nowMs + n.cfg.CommitPersistIntervalMs
 		n.scheduleCommitPersist()
@@ -266,7 +275,7 @@ func (n *Node) Tick(nowMs int64) {
 // since the next raft tick is at most MetaTickIntervalMs away, a driver that
 // sleeps until this deadline runs that work at most one raft tick late.
 func (n *Node) NextDeadlineMs() int64 {
-	next := min(n.nextCommitPersistMs, n.nextRetentionMs, n.nextMetaTickMs, n.cluster.nextDeadCheckMs)
+	next := min(n.nextCommitPersistMs, n.nextRetentionMs, n.nextMetaTickMs, n.cluster.nextDeadCheckMs, n.fanout.nextMs)
 	if d, ok := n.waiters.nextDeadline(); ok {
 		next = min(next, d)
 	}

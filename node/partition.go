@@ -37,6 +37,10 @@ type partition struct {
 	// answered once the records accepted before the freeze are durable
 	// (at Advance).
 	freeze movesource.Freeze
+	// fanout holds the cursors of the children of the partition's topic,
+	// by child name, once loaded from their files (fanout_copy.go); each
+	// cursor's epoch is the attach epoch of its link when it was loaded.
+	fanout map[string]*fanoutCursor
 }
 
 // PartitionDir is the directory of a partition's log on its owner's disk.

@@ -62,7 +62,8 @@ const (
 	// PartitionStatsMax bounds TopicDetail.PartitionStats (the node's
 	// configurable partition maximum defaults to 108).
 	PartitionStatsMax = 1 << 16
-	// ChildrenMax bounds TopicInfo.Children and ChildrenResult.Children.
+	// ChildrenMax bounds TopicInfo.Children, ChildrenResult.Children and
+	// MoveSourceState.Cursors.
 	ChildrenMax = msg.FanoutChildrenMax
 	// MembersMax bounds MembersResult.Members.
 	MembersMax = 1 << 12
@@ -163,6 +164,7 @@ const (
 	topicInfoBytesMin       = 16 // sixteen one-byte fields
 	childNameBytesMin       = 1  // length
 	childLagBytesMin        = 4  // four one-byte fields
+	fanoutCursorBytesMin    = 3  // child length, epoch, next offset
 	partitionStatsBytesMin  = 11 // eleven one-byte fields
 	placementBytesMin       = 2  // partition, offset
 	consumedMessageBytesMin = 9  // nine one-byte fields (no dead-letter origin)

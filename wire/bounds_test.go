@@ -124,9 +124,9 @@ func TestElementBytesMin(t *testing.T) {
 		"Member":         {func(e *encoder) { e.membersResult(msg.MembersResult{Members: make([]msg.Member, 1)}) }, memberBytesMin + 1},
 		"Move":           {func(e *encoder) { e.movesResult(msg.MovesResult{Moves: make([]msg.Move, 1)}) }, moveBytesMin + 1},
 		"MoveSegment": {func(e *encoder) { e.moveSourceState(msg.MoveSourceState{Segments: make([]msg.MoveSegment, 1)}) },
-			moveSegmentBytesMin + 6},
+			moveSegmentBytesMin + 7},
 		"MoveLease": {func(e *encoder) { e.moveSourceState(msg.MoveSourceState{Leases: make([]msg.MoveLease, 1)}) },
-			moveLeaseBytesMin + 6},
+			moveLeaseBytesMin + 7},
 		"PeerAddress": {func(e *encoder) { e.peerAddresses(make([]msg.PeerAddress, 1)) }, peerAddressBytesMin + 1},
 	}
 	for name, size := range sizes {

@@ -115,6 +115,12 @@ func (e *encoder) moveSourceState(r msg.MoveSourceState) {
 		e.uvarint(entry.Offset)
 		e.uvarint(uint64(entry.DeliveryCount))
 	}
+	e.length(len(r.Cursors), childrenLimit)
+	for _, cursor := range r.Cursors {
+		e.string(cursor.Child, topicNameLimit)
+		e.uvarint(cursor.Epoch)
+		e.uvarint(cursor.NextOffset)
+	}
 }
 
 // moveSourceState reads a source state; an empty segment list decodes as
@@ -136,6 +142,12 @@ func (d *decoder) moveSourceState() msg.MoveSourceState {
 	}
 	for i := range r.Leases {
 		r.Leases[i] = msg.MoveLease{Offset: d.uvarint(), DeliveryCount: d.uint32()}
+	}
+	if n := d.count(childrenLimit, fanoutCursorBytesMin); n > 0 {
+		r.Cursors = make([]msg.FanoutCursor, n)
+	}
+	for i := range r.Cursors {
+		r.Cursors[i] = msg.FanoutCursor{Child: d.string(topicNameLimit), Epoch: d.uvarint(), NextOffset: d.uvarint()}
 	}
 	return r
 }

@@ -106,6 +106,7 @@ func canonicalMoveResult(result msg.Result) msg.Result {
 	case msg.MoveSourceState:
 		r.Segments = nilIfEmpty(r.Segments)
 		r.Leases = nilIfEmpty(r.Leases)
+		r.Cursors = nilIfEmpty(r.Cursors)
 		return r
 	case msg.MoveChunk:
 		r.Data = nilIfEmpty(r.Data)

@@ -53,7 +53,8 @@ func moveResult() *rapid.Generator[msg.Result] {
 		rapid.Custom(func(t *rapid.T) msg.Result {
 			return msg.MoveSourceState{Segments: listRaw(moveSegment(), 4).Draw(t, "segments"),
 				HWM: rapid.Uint64().Draw(t, "hwm"), Committed: rapid.Uint64().Draw(t, "committed"), Frozen: rapid.Bool().Draw(t, "frozen"),
-				NextUndelivered: rapid.Uint64().Draw(t, "next undelivered"), Leases: listRaw(moveLease(), 4).Draw(t, "leases")}
+				NextUndelivered: rapid.Uint64().Draw(t, "next undelivered"), Leases: listRaw(moveLease(), 4).Draw(t, "leases"),
+				Cursors: listRaw(fanoutCursor(), 3).Draw(t, "cursors")}
 		}),
 		rapid.Custom(func(t *rapid.T) msg.Result { return msg.MoveChunk{Data: bytesRaw(64).Draw(t, "data")} }),
 		rapid.Custom(func(t *rapid.T) msg.Result {
@@ -149,5 +150,11 @@ func childLag() *rapid.Generator[msg.ChildLag] {
 	return rapid.Custom(func(t *rapid.T) msg.ChildLag {
 		return msg.ChildLag{Name: topic().Draw(t, "name"), DelayMs: rapid.Int64().Draw(t, "delay"),
 			LagMessages: rapid.Uint64().Draw(t, "lag"), LagComplete: rapid.Bool().Draw(t, "complete")}
+	})
+}
+
+func fanoutCursor() *rapid.Generator[msg.FanoutCursor] {
+	return rapid.Custom(func(t *rapid.T) msg.FanoutCursor {
+		return msg.FanoutCursor{Child: topic().Draw(t, "child"), Epoch: rapid.Uint64().Draw(t, "epoch"), NextOffset: rapid.Uint64().Draw(t, "next")}
 	})
 }

@@ -1,0 +1,56 @@
+package host
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"narad/node"
+)
+
+// fanoutMetrics are the metrics of the copies from parents into their
+// children (docs/operations.md#metrics).
+type fanoutMetrics struct {
+	copied  *prometheus.CounterVec
+	stalled *prometheus.CounterVec
+	dropped *prometheus.CounterVec
+	// lag is rebuilt from the node's cursors at every inventory poll.
+	lag *prometheus.GaugeVec
+}
+
+func newFanoutMetrics(reg prometheus.Registerer) *fanoutMetrics {
+	pc := []string{"parent", "child"}
+	f := &fanoutMetrics{
+		copied:  counterVec("fanout_committed_total", "Records copied from a parent into a child and durable there (at least once: a retry after a crash or a move counts again).", pc),
+		stalled: counterVec("fanout_stalled_total", "Copy batches a child refused or failed; only that child's cursor waits to retry.", pc),
+		dropped: counterVec("fanout_child_dropped_messages", "Parent records that expired before their copy reached the child (data loss for the child).", pc),
+		lag: gaugeVec("fanout_lag_messages", "Parent records not yet copied into the child, per parent partition this node owns.",
+			[]string{"parent", "child", "partition"}),
+	}
+	reg.MustRegister(f.copied, f.stalled, f.dropped, f.lag)
+	return f
+}
+
+// FanoutCopied implements node.FanoutObserver.
+func (m *Metrics) FanoutCopied(parent, child string, _ int, records int) {
+	m.fanout.copied.WithLabelValues(parent, child).Add(float64(records))
+}
+
+// FanoutStalled implements node.FanoutObserver.
+func (m *Metrics) FanoutStalled(parent, child string, _ int) {
+	m.fanout.stalled.WithLabelValues(parent, child).Inc()
+}
+
+// FanoutDropped implements node.FanoutObserver.
+func (m *Metrics) FanoutDropped(parent, child string, _ int, records uint64) {
+	m.fanout.dropped.WithLabelValues(parent, child).Add(float64(records))
+}
+
+// setFanoutLags rebuilds the lag gauges, so that cursors that went away
+// (a detach, a move) disappear.
+func (m *Metrics) setFanoutLags(lags []node.FanoutLag) {
+	m.fanout.lag.Reset()
+	for _, lag := range lags {
+		m.fanout.lag.WithLabelValues(lag.Parent, lag.Child, strconv.Itoa(lag.Partition)).Set(float64(lag.Messages))
+	}
+}

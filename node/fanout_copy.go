@@ -1,0 +1,256 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"narad/chaos"
+	"narad/meta"
+	"narad/msg"
+	"narad/storage"
+)
+
+// fanoutView is the list of parent topics as of one applied index of the
+// metastore, so that a tick does not copy every topic record.
+type fanoutView struct {
+	// index is the applied index the view was built at.
+	index uint64
+	// parents are the topics with children, sorted by name.
+	parents []meta.TopicRecord
+	// nextMs is the earliest time a cursor has work that waits for the
+	// clock (a linger, a retry, a delayed record); math.MaxInt64 when
+	// none does.
+	nextMs int64
+}
+
+// FanoutObserver hears of the copies of fan-out (host metrics); an
+// Observer that implements it gets the calls.
+type FanoutObserver interface {
+	// FanoutCopied reports records made durable in a child.
+	FanoutCopied(parent, child string, partition, records int)
+	// FanoutStalled reports a batch that failed; the cursor retries.
+	FanoutStalled(parent, child string, partition int)
+	// FanoutDropped reports parent records that expired before they were
+	// copied: data the child never gets.
+	FanoutDropped(parent, child string, partition int, records uint64)
+}
+
+type nopFanoutObserver struct{}
+
+func (nopFanoutObserver) FanoutCopied(string, string, int, int)     {}
+func (nopFanoutObserver) FanoutStalled(string, string, int)         {}
+func (nopFanoutObserver) FanoutDropped(string, string, int, uint64) {}
+
+func fanoutObserverOf(observer Observer) FanoutObserver {
+	if f, ok := observer.(FanoutObserver); ok {
+		return f
+	}
+	return nopFanoutObserver{}
+}
+
+// driveFanout moves every cursor of the parent partitions this node owns
+// as far as its bounds allow (docs/architecture.md#fan-out).
+func (n *Node) driveFanout() {
+	n.refreshFanoutView()
+	n.fanout.nextMs = math.MaxInt64
+	for _, parent := range n.fanout.parents {
+		t, ok := n.lookupTopic(parent.Name)
+		if !ok {
+			continue
+		}
+		for index := range t.info.Partitions {
+			if n.ownedHere(t, index) {
+				n.driveParentPartition(t, index, parent.Children)
+			}
+		}
+	}
+}
+
+// refreshFanoutView rebuilds the list of parents when the metastore
+// applied something, and drops the cursors of links that went away.
+func (n *Node) refreshFanoutView() {
+	index := n.meta.AppliedIndex()
+	if index == n.fanout.index && n.fanout.parents != nil {
+		return
+	}
+	n.fanout.index, n.fanout.parents = index, []meta.TopicRecord{}
+	for _, record := range n.meta.State().Topics() {
+		if len(record.Children) > 0 {
+			n.fanout.parents = append(n.fanout.parents, record)
+		}
+	}
+	for _, p := range n.sortedPartitions() {
+		if p.fanout != nil {
+			record, _ := n.meta.State().Topic(p.key.topic)
+			n.removeStaleCursors(p, record.Children)
+		}
+	}
+}
+
+// driveParentPartition loads the partition's cursors and steps each.
+func (n *Node) driveParentPartition(t *topic, index int, links []meta.ChildLink) {
+	p := n.partitionOf(t, index)
+	log, err := n.openLog(t, p)
+	if err != nil {
+		return // reported by openLog; retried next tick
+	}
+	if p.fanout == nil {
+		p.fanout = map[string]*fanoutCursor{}
+		n.removeStaleCursors(p, links)
+	}
+	for _, link := range links {
+		c := p.fanout[link.Name]
+		if c == nil || c.epoch != link.Epoch {
+			if c, err = n.loadCursor(p, log, link); err != nil {
+				n.observer.Event("fanout-cursor-load-failed", fmt.Sprintf("%s: %v", cursorPath(p.dir, link.Name), err))
+				continue
+			}
+			p.fanout[link.Name] = c
+		}
+		n.stepCursor(t, p, log, link, c)
+	}
+}
+
+// stepCursor sends the cursor's next batch when one is ready: not while a
+// batch is in flight or a retry waits, and only a full batch before the
+// linger ends.
+func (n *Node) stepCursor(t *topic, p *partition, log *storage.Log, link meta.ChildLink, c *fanoutCursor) {
+	if c.sentTo != 0 || n.nowMs < c.retryAtMs {
+		n.fanoutWakeAt(c.retryAtMs)
+		return
+	}
+	n.skipAgedOut(t, p, log, c)
+	hwm := log.HWM()
+	if c.next >= hwm {
+		c.pendingSinceMs = 0
+		return
+	}
+	if c.pendingSinceMs == 0 {
+		c.pendingSinceMs = n.pendingSince(log, c.next)
+	}
+	lingerEndMs := c.pendingSinceMs + n.cfg.Fanout.LingerMs
+	if hwm-c.next < uint64(n.cfg.Fanout.BatchRecordsMax) && n.nowMs < lingerEndMs {
+		n.fanoutWakeAt(lingerEndMs)
+		return
+	}
+	records, end := n.readBatch(p, log, link, c.next, hwm)
+	if len(records) > 0 {
+		n.sendBatch(t, p, c, records, end)
+	}
+}
+
+// pendingSince is when the record at offset was committed (the linger
+// runs from then); now when it cannot be read.
+func (n *Node) pendingSince(log *storage.Log, offset uint64) int64 {
+	record, err := log.Read(offset)
+	if err != nil {
+		return n.nowMs
+	}
+	return min(record.TimeMs, n.nowMs)
+}
+
+// skipAgedOut moves a cursor that retention overtook to the oldest
+// retained record: the records between were never copied.
+func (n *Node) skipAgedOut(t *topic, p *partition, log *storage.Log, c *fanoutCursor) {
+	if oldest := log.Oldest(); c.next < oldest {
+		chaos.Reached(chaos.MarkFanoutRecordsAgedOut)
+		n.fanoutObserver.FanoutDropped(t.info.Name, c.child, p.key.index, oldest-c.next)
+		n.observer.Event("fanout-records-aged-out", fmt.Sprintf("%s -> %s: offsets %d to %d expired before their copy", p.dir, c.child, c.next, oldest-1))
+		c.next = oldest
+	}
+}
+
+// fanoutWakeAt asks for a tick by atMs (NextDeadlineMs).
+func (n *Node) fanoutWakeAt(atMs int64) {
+	if atMs > n.nowMs {
+		n.fanout.nextMs = min(n.fanout.nextMs, atMs)
+	}
+}
+
+// readBatch reads the records of the next batch from offset from: up to
+// the batch bounds (at least one record), and for a delay child only
+// records already due. It returns the records and the offset after them.
+func (n *Node) readBatch(p *partition, log *storage.Log, link meta.ChildLink, from, hwm uint64) ([]msg.ProduceRecord, uint64) {
+	child, ok := n.lookupTopic(link.Name)
+	if !ok {
+		return nil, from // this replica does not know the child yet
+	}
+	var records []msg.ProduceRecord
+	var bytes int64
+	end := from
+	for ; end < hwm && len(records) < n.cfg.Fanout.BatchRecordsMax; end++ {
+		record, err := log.Read(end)
+		if errors.Is(err, storage.ErrCorrupt) {
+			continue // never readable: consumers skip it too
+		}
+		if err != nil {
+			break
+		}
+		if dueMs := record.TimeMs + link.DelayMs; link.DelayMs > 0 && dueMs > n.nowMs {
+			chaos.Reached(chaos.MarkFanoutDelayHeld)
+			n.fanoutWakeAt(dueMs)
+			break
+		}
+		size := int64(len(record.Key) + len(record.Payload))
+		if len(records) > 0 && bytes+size > n.cfg.Fanout.BatchBytesMax {
+			break
+		}
+		bytes += size
+		records = append(records, msg.ProduceRecord{Key: record.Key, Partition: childPartition(p.key.index, child), Payload: record.Payload})
+	}
+	return records, end
+}
+
+// childPartition is where a record of parent partition index goes: the
+// child's partition of the same index when it has one, else placed as a
+// produce places it (by key, or round-robin).
+func childPartition(index int, child *topic) int {
+	if index < child.info.Partitions {
+		return index
+	}
+	return msg.PartitionNone
+}
+
+// sendBatch relays a batch into the child; the cursor advances when it is
+// durable there.
+func (n *Node) sendBatch(t *topic, p *partition, c *fanoutCursor, records []msg.ProduceRecord, end uint64) {
+	c.sentTo = end
+	err := n.relay(c.child, records, func(reply msg.Reply) { n.batchDone(t.info.Name, p, c, len(records), end, reply) })
+	if err != nil {
+		c.sentTo = 0
+		n.cursorStalled(t.info.Name, p, c, err)
+	}
+}
+
+// batchDone advances the cursor past a batch that is durable in the
+// child, after writing it to the cursor file (commit before advance).
+func (n *Node) batchDone(parent string, p *partition, c *fanoutCursor, records int, end uint64, reply msg.Reply) {
+	c.sentTo = 0
+	if n.partitions[p.key] != p || p.fanout[c.child] != c {
+		return // the partition left this node, or the cursor was replaced
+	}
+	if reply.Err != nil {
+		n.cursorStalled(parent, p, c, reply.Err)
+		return
+	}
+	if err := n.writeCursor(p, c, end); err != nil {
+		n.cursorStalled(parent, p, c, err)
+		return
+	}
+	chaos.Reached(chaos.MarkFanoutBatchCopied)
+	c.next, c.copied, c.pendingSinceMs = end, c.copied+uint64(records), 0
+	n.fanoutObserver.FanoutCopied(parent, c.child, p.key.index, records)
+}
+
+// cursorStalled holds a cursor back for a retry, and logs it at most once
+// per StallLogIntervalMs: only this cursor waits, never the parent.
+func (n *Node) cursorStalled(parent string, p *partition, c *fanoutCursor, err error) {
+	chaos.Reached(chaos.MarkFanoutBatchFailed)
+	c.retryAtMs = n.nowMs + n.cfg.Fanout.RetryMs
+	n.fanoutObserver.FanoutStalled(parent, c.child, p.key.index)
+	if c.stalledLogMs == 0 || n.nowMs-c.stalledLogMs >= n.cfg.Fanout.StallLogIntervalMs {
+		c.stalledLogMs = n.nowMs
+		n.observer.Event("fanout-stalled", fmt.Sprintf("%s -> %s at offset %d: %v; retrying", p.dir, c.child, c.next, err))
+	}
+}

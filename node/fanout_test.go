@@ -1,0 +1,220 @@
+package node
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"narad/msg"
+	"narad/storage"
+)
+
+// replayAll returns the payloads of a partition, in offset order.
+func (h *harness) replayAll(topicName string, partition int) []string {
+	h.t.Helper()
+	var payloads []string
+	for offset := uint64(0); ; offset++ {
+		result := h.ok(msg.Replay{Topic: topicName, Partition: partition, Offset: offset}).(msg.ReplayResult)
+		if result.Message == nil {
+			return payloads
+		}
+		payloads = append(payloads, string(result.Message.Payload))
+	}
+}
+
+// fanoutHarness: a parent "orders" (kept a day) and a child "audit"
+// attached to it.
+func fanoutHarness(t *testing.T) *harness {
+	h := newHarness(t)
+	h.createTopic("orders", func(r *msg.CreateTopic) { r.RetentionMs = 24 * 3_600_000 })
+	h.createTopic("audit")
+	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
+	return h
+}
+
+func (h *harness) lagOf(parent, child string) msg.ChildLag {
+	h.t.Helper()
+	result := h.ok(msg.ListChildren{Parent: parent}).(msg.ChildrenResult)
+	for _, lag := range result.Children {
+		if lag.Name == child {
+			return lag
+		}
+	}
+	h.t.Fatalf("%s is not a child of %s: %+v", child, parent, result)
+	return msg.ChildLag{}
+}
+
+// Property: records produced to a parent after the attach reach the
+// child's partition of the same index, keys kept, once the linger passed;
+// the cursor file says how far, and the lag drops to zero.
+func TestFanoutCopiesNewRecords(t *testing.T) {
+	h := fanoutHarness(t)
+	h.tick(1) // the cursors start at the parent's tail
+	h.ok(msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Key: []byte("k"), Partition: 1, Payload: []byte("a")}}})
+	h.produce("orders", 1, "b")
+	require.Equal(t, msg.ChildLag{Name: "audit", LagMessages: 2, LagComplete: true}, h.lagOf("orders", "audit"))
+	h.tick(1)
+	require.Empty(t, h.replayAll("audit", 1), "the batch waits for its linger")
+	h.tick(h.cfg.Fanout.LingerMs)
+	require.Equal(t, []string{"a", "b"}, h.replayAll("audit", 1))
+	copied := h.ok(msg.Replay{Topic: "audit", Partition: 1, Offset: 0}).(msg.ReplayResult)
+	require.Equal(t, "k", string(copied.Message.Key), "keys are kept")
+	require.Equal(t, msg.ChildLag{Name: "audit", LagComplete: true}, h.lagOf("orders", "audit"))
+	require.Equal(t, uint64(2), cursorFileOf(t, h.fs, "orders", 1, "audit").NextOffset)
+}
+
+func cursorFileOf(t *testing.T, fs storage.FS, topicName string, partition int, child string) cursorFile {
+	t.Helper()
+	data, err := storage.ReadFile(fs, cursorPath(PartitionDir(topicName, partition), child))
+	require.NoError(t, err)
+	var file cursorFile
+	require.NoError(t, json.Unmarshal(data, &file))
+	return file
+}
+
+// Property: the parent's backlog at the attach is not copied (a new epoch
+// starts at the tail), and a detach and a re-attach start again at the
+// tail; the detached cursor's file is removed.
+func TestFanoutStartsAtTheTailOfEachEpoch(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	h.createTopic("audit")
+	h.produce("orders", 0, "before")
+	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
+	h.tick(1)
+	h.produce("orders", 0, "after")
+	h.tick(h.cfg.Fanout.LingerMs + 1)
+	require.Equal(t, []string{"after"}, h.replayAll("audit", 0), "no backfill")
+
+	h.ok(msg.DetachChild{Parent: "orders", Child: "audit"})
+	h.tick(1)
+	_, err := h.fs.Stat(cursorPath(PartitionDir("orders", 0), "audit"))
+	require.ErrorIs(t, err, storage.ErrNotExist, "a detached child's cursor file is removed")
+	h.produce("orders", 0, "detached")
+	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
+	h.tick(1)
+	h.produce("orders", 0, "again")
+	h.tick(h.cfg.Fanout.LingerMs + 1)
+	require.Equal(t, []string{"after", "again"}, h.replayAll("audit", 0), "a re-attach is a fresh tail")
+}
+
+// Property: a crash after the copy is durable but before anything else
+// loses nothing; a cursor file written before the crash is where the copy
+// carries on (records are copied at least once).
+func TestFanoutCursorSurvivesACrash(t *testing.T) {
+	h := fanoutHarness(t)
+	h.tick(1)
+	for i := range 3 {
+		h.produce("orders", 2, fmt.Sprint(i))
+	}
+	h.tick(h.cfg.Fanout.LingerMs + 1)
+	h.crash()
+	h.produce("orders", 2, "3")
+	h.tick(1)
+	h.tick(h.cfg.Fanout.LingerMs + 1)
+	require.Equal(t, []string{"0", "1", "2", "3"}, h.replayAll("audit", 2))
+}
+
+// Property: a full batch goes without waiting for the linger, and a batch
+// holds at most BatchRecordsMax records.
+func TestFanoutBatchBounds(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Fanout.BatchRecordsMax = 2
+	h.restart()
+	h.createTopic("orders")
+	h.createTopic("audit")
+	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
+	h.tick(1)
+	for i := range 5 {
+		h.produce("orders", 0, fmt.Sprint(i))
+	}
+	h.tick(1)
+	require.Equal(t, []string{"0", "1"}, h.replayAll("audit", 0), "one full batch of two, at once")
+	h.tick(1)
+	require.Equal(t, []string{"0", "1", "2", "3"}, h.replayAll("audit", 0))
+	h.tick(h.cfg.Fanout.LingerMs)
+	require.Equal(t, []string{"0", "1", "2", "3", "4"}, h.replayAll("audit", 0), "the partial batch after its linger")
+}
+
+// Property: a delay child gets a record no earlier than its commit time
+// plus the delay, and clients cannot produce to it.
+func TestFanoutDelayChildIsNeverEarly(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders", func(r *msg.CreateTopic) { r.RetentionMs = 24 * 3_600_000 })
+	const delayMs = 60_000
+	h.createTopic("later", func(r *msg.CreateTopic) { r.Parent, r.FanoutDelayMs = "orders", delayMs })
+	h.fail(msg.Produce{Topic: "later", Records: []msg.ProduceRecord{{Partition: 0, Payload: []byte("x")}}}, msg.CodeConflict)
+	h.tick(1)
+	committedMs := h.nowMs
+	h.produce("orders", 0, "due")
+	for h.nowMs+1_000 < committedMs+delayMs {
+		h.tick(1_000)
+		require.Empty(t, h.replayAll("later", 0), "not before its commit time plus the delay (now %d)", h.nowMs-committedMs)
+	}
+	h.tick(committedMs + delayMs - 1 - h.nowMs)
+	require.Empty(t, h.replayAll("later", 0), "not 1 ms early")
+	require.LessOrEqual(t, h.node.NextDeadlineMs(), committedMs+delayMs, "the node asks for a tick by the time the record falls due")
+	h.tick(1)
+	require.Equal(t, []string{"due"}, h.replayAll("later", 0), "delivered at the first tick it is due")
+	copied := h.ok(msg.Replay{Topic: "later", Partition: 0, Offset: 0}).(msg.ReplayResult)
+	require.GreaterOrEqual(t, copied.Message.TimestampMs, committedMs+delayMs)
+}
+
+// Property: a child that cannot take writes (deleted here) stalls only its
+// own cursor: the parent takes produces, and another child still gets
+// every record.
+func TestFanoutStalledChildDoesNotStopTheParent(t *testing.T) {
+	h := fanoutHarness(t)
+	h.createTopic("other")
+	h.ok(msg.AttachChild{Parent: "orders", Child: "other"})
+	h.tick(1)
+	other, _ := h.node.lookupTopic("other")
+	h.node.partitionOf(other, 0).freeze.Begin("elsewhere", 1, h.nowMs) // it takes no writes while frozen
+	h.produce("orders", 0, "x")
+	h.tick(h.cfg.Fanout.LingerMs + 1)
+	require.Greater(t, h.node.partitions[partitionKey{"orders", 0}].fanout["other"].retryAtMs, h.nowMs, "the failed batch holds its cursor back")
+	h.produce("orders", 0, "y")
+	h.tick(h.cfg.Fanout.LingerMs + 1)
+	require.Equal(t, []string{"x", "y"}, h.replayAll("audit", 0))
+	require.Zero(t, h.stats("other", 0).HighWatermark, "the stalled cursor copied nothing")
+	require.Equal(t, uint64(2), h.lagOf("orders", "other").LagMessages)
+	h.node.partitionOf(other, 0).freeze.End(h.nowMs)
+	h.tick(h.cfg.Fanout.RetryMs)
+	require.Equal(t, []string{"x", "y"}, h.replayAll("other", 0), "the stalled cursor catches up after its retry")
+}
+
+// Property: a move of a parent partition carries its cursors, so the new
+// owner copies the backlog the old one had not copied yet (a cursor left
+// behind would restart at the new owner's tail and lose it). The child
+// is a delay child, so that the backlog is still there at the flip.
+func TestFanoutCursorTravelsWithAMove(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("orders", 3)
+	const delayMs = 60_000
+	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "audit", Parent: "orders", FanoutDelayMs: delayMs}).Err)
+	c.tick(100)
+	source, childOwner := c.owners(leader, "orders")[0], c.owners(leader, "audit")[0]
+	require.NotEqual(t, source, childOwner, "child partition 0 is placed apart from parent partition 0")
+	for i := range 10 {
+		require.NoError(t, c.do(source, producePinned("orders", 0, fmt.Sprint(i))).Err)
+	}
+	c.tick(100)
+	target := c.otherThan(source, childOwner)
+	c.startMove(leader, "orders", 0, target)
+	c.tickUntil(100, 100, func() bool { return c.owners(leader, "orders")[0] == target })
+	childHWM := func() uint64 {
+		detail, ok := c.do(childOwner, msg.GetTopic{Name: "audit", Partition: 0}).Result.(msg.TopicDetail)
+		require.True(t, ok)
+		return detail.PartitionStats[0].HighWatermark
+	}
+	require.Zero(t, childHWM(), "nothing was due before the flip")
+	c.tickUntil(1_000, 2*delayMs/1_000, func() bool { return childHWM() >= 10 })
+	for i := range 10 {
+		replayed := c.do(childOwner, msg.Replay{Topic: "audit", Partition: 0, Offset: uint64(i)})
+		require.NoError(t, replayed.Err)
+		require.Equal(t, fmt.Sprint(i), string(replayed.Result.(msg.ReplayResult).Message.Payload), "the new owner copied the backlog in order")
+	}
+	require.Equal(t, uint64(10), cursorFileOf(t, c.nodes[target].fs, "orders", 0, "audit").NextOffset, "the new owner's cursor carried on")
+}
