@@ -78,16 +78,17 @@ func (n *Node) cursorLag(t *topic, index int, link meta.ChildLink) (uint64, bool
 
 // loadCursor reads a child's cursor from the partition directory. A
 // missing file, or one of another epoch, starts the attach's epoch at the
-// partition's high watermark (no backfill) and is written at once, so a
-// crash keeps the starting point. A file that does not decode starts at
-// the oldest retained record: copies may repeat, none is skipped.
+// first record committed at or after the attach (epochStart: no backfill)
+// and is written at once, so a crash keeps the starting point. A file
+// that does not decode starts at the oldest retained record: copies may
+// repeat, none is skipped.
 func (n *Node) loadCursor(p *partition, log *storage.Log, link meta.ChildLink) (*fanoutCursor, error) {
 	c := &fanoutCursor{child: link.Name, epoch: link.Epoch}
 	data, err := storage.ReadFile(n.fs, cursorPath(p.dir, link.Name))
 	switch {
 	case errors.Is(err, storage.ErrNotExist):
 		chaos.Reached(chaos.MarkFanoutCursorStarted)
-		c.next = log.HWM()
+		c.next = epochStart(log, link.AttachedAtMs)
 		return c, n.writeCursor(p, c, c.next)
 	case err != nil:
 		return nil, err
@@ -101,12 +102,31 @@ func (n *Node) loadCursor(p *partition, log *storage.Log, link meta.ChildLink) (
 		return c, n.writeCursor(p, c, c.next)
 	case epoch != link.Epoch:
 		chaos.Reached(chaos.MarkFanoutCursorStarted)
-		c.next = log.HWM()
+		c.next = epochStart(log, link.AttachedAtMs)
 		return c, n.writeCursor(p, c, c.next)
 	}
 	chaos.Reached(chaos.MarkFanoutCursorResumed)
 	c.next = min(file.NextOffset, log.HWM())
 	return c, nil
+}
+
+// epochStart is the first offset committed at or after attachedAtMs,
+// the attach's time on the clock of the node that proposed it: the owner
+// may apply the attach after records acknowledged after it, and those
+// belong to the child. Commit times grow with offsets (one owner's
+// clock), so a binary search reads a few records only; a record that
+// cannot be read counts as late, so the start errs towards copying more.
+func epochStart(log *storage.Log, attachedAtMs int64) uint64 {
+	low, high := log.Oldest(), log.HWM()
+	for low < high {
+		middle := low + (high-low)/2
+		if record, err := log.Read(middle); err != nil || record.TimeMs >= attachedAtMs {
+			high = middle
+		} else {
+			low = middle + 1
+		}
+	}
+	return low
 }
 
 // decodeCursorFile parses a cursor file and its epoch.

@@ -75,13 +75,15 @@ func cursorFileOf(t *testing.T, fs storage.FS, topicName string, partition int, 
 }
 
 // Property: the parent's backlog at the attach is not copied (a new epoch
-// starts at the tail), and a detach and a re-attach start again at the
-// tail; the detached cursor's file is removed.
+// starts with the records committed at or after the attach), and a
+// detach and a re-attach start again at the tail; the detached cursor's
+// file is removed.
 func TestFanoutStartsAtTheTailOfEachEpoch(t *testing.T) {
 	h := newHarness(t)
 	h.createTopic("orders")
 	h.createTopic("audit")
 	h.produce("orders", 0, "before")
+	h.tick(1)
 	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
 	h.tick(1)
 	h.produce("orders", 0, "after")
@@ -93,6 +95,7 @@ func TestFanoutStartsAtTheTailOfEachEpoch(t *testing.T) {
 	_, err := h.fs.Stat(cursorPath(PartitionDir("orders", 0), "audit"))
 	require.ErrorIs(t, err, storage.ErrNotExist, "a detached child's cursor file is removed")
 	h.produce("orders", 0, "detached")
+	h.tick(1)
 	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
 	h.tick(1)
 	h.produce("orders", 0, "again")
@@ -217,4 +220,21 @@ func TestFanoutCursorTravelsWithAMove(t *testing.T) {
 		require.Equal(t, fmt.Sprint(i), string(replayed.Result.(msg.ReplayResult).Message.Payload), "the new owner copied the backlog in order")
 	}
 	require.Equal(t, uint64(10), cursorFileOf(t, c.nodes[target].fs, "orders", 0, "audit").NextOffset, "the new owner's cursor carried on")
+}
+
+// Property: records committed after the attach but before the owner first
+// ran the cursor (it applied the attach late) still reach the child.
+func TestFanoutEpochStartsAtTheAttachTime(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	h.createTopic("audit")
+	for i := range 5 {
+		h.produce("orders", 1, fmt.Sprint("old", i))
+		h.tick(1)
+	}
+	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
+	h.produce("orders", 1, "new0") // before any tick ran the cursor
+	h.produce("orders", 1, "new1")
+	h.tick(h.cfg.Fanout.LingerMs + 1)
+	require.Equal(t, []string{"new0", "new1"}, h.replayAll("audit", 1))
 }
