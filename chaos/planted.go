@@ -24,7 +24,16 @@ const (
 	// to the log's end, including the frames appended while it was in
 	// flight, which it did not make durable (pipelined group commit).
 	BugRoundCoversLaterAppends
+	// BugForgetFanoutCursor makes a move's destination forget where the
+	// fan-out cursors its source reported stood, and install each at the
+	// copy's end: the backlog not yet copied is lost for the children.
+	BugForgetFanoutCursor
 )
+
+// FanoutBugs lists the planted bugs of fan-out. They are not in Bugs:
+// only the fan-out scenario (sim Options.Fanout) can catch them, and the
+// simulator's fan-out planted test tries each there.
+var FanoutBugs = []Bug{BugForgetFanoutCursor}
 
 // Bugs lists every planted bug, for tests that try each.
 var Bugs = []Bug{BugAckBeforeSync, BugVisibleBeforeDurable, BugForgetCommitted, BugRepeatedAckStale, BugRecoveryServesUnsynced,
@@ -44,6 +53,8 @@ func (b Bug) String() string {
 		return "recovery-serves-unsynced"
 	case BugRoundCoversLaterAppends:
 		return "round-covers-later-appends"
+	case BugForgetFanoutCursor:
+		return "forget-fanout-cursor"
 	}
 	return "unknown-bug"
 }

@@ -22,6 +22,9 @@ type fanoutView struct {
 	// clock (a linger, a retry, a delayed record); math.MaxInt64 when
 	// none does.
 	nextMs int64
+	// partitionWakeMs is nextMs for the partition being driven, with the
+	// current time for a cursor that has a batch in flight.
+	partitionWakeMs int64
 }
 
 // FanoutObserver hears of the copies of fan-out (host metrics); an
@@ -91,10 +94,16 @@ func (n *Node) refreshFanoutView() {
 // driveParentPartition loads the partition's cursors and steps each.
 func (n *Node) driveParentPartition(t *topic, index int, links []meta.ChildLink) {
 	p := n.partitionOf(t, index)
+	if p.log == nil && p.fanout != nil && n.nowMs < p.fanoutWakeMs {
+		n.fanoutWakeAt(p.fanoutWakeMs) // its cursors wait: no reason to reopen the log
+		return
+	}
 	log, err := n.openLog(t, p)
 	if err != nil {
 		return // reported by openLog; retried next tick
 	}
+	n.fanout.partitionWakeMs = math.MaxInt64
+	defer func() { p.fanoutWakeMs = n.fanout.partitionWakeMs }()
 	if p.fanout == nil {
 		p.fanout = map[string]*fanoutCursor{}
 		n.removeStaleCursors(p, links)
@@ -116,7 +125,11 @@ func (n *Node) driveParentPartition(t *topic, index int, links []meta.ChildLink)
 // batch is in flight or a retry waits, and only a full batch before the
 // linger ends.
 func (n *Node) stepCursor(t *topic, p *partition, log *storage.Log, link meta.ChildLink, c *fanoutCursor) {
-	if c.sentTo != 0 || n.nowMs < c.retryAtMs {
+	if c.sentTo != 0 {
+		n.fanout.partitionWakeMs = n.nowMs
+		return
+	}
+	if n.nowMs < c.retryAtMs {
 		n.fanoutWakeAt(c.retryAtMs)
 		return
 	}
@@ -136,6 +149,7 @@ func (n *Node) stepCursor(t *topic, p *partition, log *storage.Log, link meta.Ch
 	}
 	records, end := n.readBatch(p, log, link, c.next, hwm)
 	if len(records) > 0 {
+		n.fanout.partitionWakeMs = n.nowMs
 		n.sendBatch(t, p, c, records, end)
 	}
 }
@@ -165,6 +179,7 @@ func (n *Node) skipAgedOut(t *topic, p *partition, log *storage.Log, c *fanoutCu
 func (n *Node) fanoutWakeAt(atMs int64) {
 	if atMs > n.nowMs {
 		n.fanout.nextMs = min(n.fanout.nextMs, atMs)
+		n.fanout.partitionWakeMs = min(n.fanout.partitionWakeMs, atMs)
 	}
 }
 

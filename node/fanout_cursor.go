@@ -228,13 +228,20 @@ func (n *Node) writeStagedCursors(stagedDir string, cursors []msg.FanoutCursor) 
 }
 
 // installCursors writes the fan-out cursors of a move's source into the
-// staged copy before it is installed.
-func (n *Node) installCursors(s *moveSession) error {
+// staged copy (whose final HWM is hwm) before it is installed.
+func (n *Node) installCursors(s *moveSession, hwm uint64) error {
 	if len(s.cursors) == 0 {
 		return nil
 	}
 	chaos.Reached(chaos.MarkFanoutCursorMoved)
-	return n.writeStagedCursors(s.stagedDir, s.cursors)
+	cursors := s.cursors
+	if chaos.Planted(chaos.BugForgetFanoutCursor) {
+		cursors = slices.Clone(cursors)
+		for i := range cursors {
+			cursors[i].NextOffset = hwm
+		}
+	}
+	return n.writeStagedCursors(s.stagedDir, cursors)
 }
 
 // FanoutLag is how far one cursor of this node lags: the parent

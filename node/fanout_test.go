@@ -189,9 +189,11 @@ func TestFanoutStalledChildDoesNotStopTheParent(t *testing.T) {
 }
 
 // Property: a move of a parent partition carries its cursors, so the new
-// owner copies the backlog the old one had not copied yet (a cursor left
-// behind would restart at the new owner's tail and lose it). The child
-// is a delay child, so that the backlog is still there at the flip.
+// owner copies exactly the backlog the old one had not copied yet: a
+// cursor left behind would start again at the attach (copying the first
+// records twice), one placed at the copy's end would lose the backlog.
+// The child is a delay child, so that a backlog is still there at the
+// flip.
 func TestFanoutCursorTravelsWithAMove(t *testing.T) {
 	c := newClusterHarness(t, 3)
 	leader := c.electWithTopic("orders", 3)
@@ -200,20 +202,25 @@ func TestFanoutCursorTravelsWithAMove(t *testing.T) {
 	c.tick(100)
 	source, childOwner := c.owners(leader, "orders")[0], c.owners(leader, "audit")[0]
 	require.NotEqual(t, source, childOwner, "child partition 0 is placed apart from parent partition 0")
-	for i := range 10 {
-		require.NoError(t, c.do(source, producePinned("orders", 0, fmt.Sprint(i))).Err)
-	}
-	c.tick(100)
-	target := c.otherThan(source, childOwner)
-	c.startMove(leader, "orders", 0, target)
-	c.tickUntil(100, 100, func() bool { return c.owners(leader, "orders")[0] == target })
 	childHWM := func() uint64 {
 		detail, ok := c.do(childOwner, msg.GetTopic{Name: "audit", Partition: 0}).Result.(msg.TopicDetail)
 		require.True(t, ok)
 		return detail.PartitionStats[0].HighWatermark
 	}
-	require.Zero(t, childHWM(), "nothing was due before the flip")
+	for i := range 5 {
+		require.NoError(t, c.do(source, producePinned("orders", 0, fmt.Sprint(i))).Err)
+	}
+	c.tickUntil(1_000, 2*delayMs/1_000, func() bool { return childHWM() == 5 })
+	for i := 5; i < 10; i++ {
+		require.NoError(t, c.do(source, producePinned("orders", 0, fmt.Sprint(i))).Err)
+	}
+	target := c.otherThan(source, childOwner)
+	c.startMove(leader, "orders", 0, target)
+	c.tickUntil(100, 100, func() bool { return c.owners(leader, "orders")[0] == target })
+	require.Equal(t, uint64(5), childHWM(), "the second five were not due before the flip")
 	c.tickUntil(1_000, 2*delayMs/1_000, func() bool { return childHWM() >= 10 })
+	c.tick(5_000)
+	require.Equal(t, uint64(10), childHWM(), "no record copied twice")
 	for i := range 10 {
 		replayed := c.do(childOwner, msg.Replay{Topic: "audit", Partition: 0, Offset: uint64(i)})
 		require.NoError(t, replayed.Err)

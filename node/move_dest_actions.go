@@ -134,7 +134,7 @@ func (n *Node) startFinalizeJob(s *moveSession, action movedest.Action) {
 		n.restartSession(s, err)
 		return
 	}
-	if err := n.installCursors(s); err != nil {
+	if err := n.installCursors(s, action.HWM); err != nil {
 		n.restartSession(s, err)
 		return
 	}

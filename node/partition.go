@@ -41,6 +41,10 @@ type partition struct {
 	// by child name, once loaded from their files (fanout_copy.go); each
 	// cursor's epoch is the attach epoch of its link when it was loaded.
 	fanout map[string]*fanoutCursor
+	// fanoutWakeMs is when the cursors next have work (math.MaxInt64:
+	// caught up); while the log is closed for idleness it is not reopened
+	// for them before then.
+	fanoutWakeMs int64
 }
 
 // PartitionDir is the directory of a partition's log on its owner's disk.

@@ -38,6 +38,8 @@ func topicOf(req msg.Request) string {
 		return r.Name
 	case msg.DeleteTopic:
 		return r.Name
+	case msg.CreateTopic:
+		return r.Parent // a child's create waits for its parent to be known here
 	case msg.AttachChild:
 		return r.Parent
 	case msg.DetachChild:

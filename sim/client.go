@@ -153,6 +153,8 @@ func (cl *client) createTopic(partitions, visibilityMs int) {
 	c := &call{kind: "create-topic", httpRequest: newHTTPRequest(http.MethodPost, "/v1/topics", "application/json", body)}
 	c.onDone = func(response *httpapi.Response) {
 		switch {
+		case response != nil && (response.Status == http.StatusCreated || response.Status == http.StatusConflict) && cl.w.opts.Fanout:
+			cl.createChildren(cl.w.fanoutChildren())
 		case response != nil && (response.Status == http.StatusCreated || response.Status == http.StatusConflict):
 			cl.w.phase = phaseSafety
 		case response != nil && response.Status < 500:

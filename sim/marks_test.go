@@ -38,22 +38,13 @@ var notYetRequired = map[chaos.Mark]string{
 	chaos.MarkNodeDeadLetterFailed:         "reached by the dead-letters sweep under faults, required by none yet",
 	chaos.MarkNodeDeadLetterOrphaned:       "needs a move or a delete to end a dead letter's source meanwhile; required by none yet",
 	chaos.MarkNodeDeadLettersWaitForRelays: "no simulated world has more exhausted records than the relay bound",
-	chaos.MarkFanoutCursorStarted:          fanoutNotInSweeps,
-	chaos.MarkFanoutCursorResumed:          fanoutNotInSweeps,
-	chaos.MarkFanoutBatchCopied:            fanoutNotInSweeps,
-	chaos.MarkFanoutBatchFailed:            fanoutNotInSweeps,
-	chaos.MarkFanoutDelayHeld:              fanoutNotInSweeps,
-	chaos.MarkFanoutCursorMoved:            fanoutNotInSweeps,
-	chaos.MarkFanoutRecordsAgedOut:         fanoutNotInSweeps,
+	chaos.MarkFanoutRecordsAgedOut:         "no world keeps a parent shorter than its cursors lag (retention is at least an hour)",
 }
-
-// fanoutNotInSweeps excuses the marks of fan-out: no simulated world
-// attaches children yet; node tests reach them.
-const fanoutNotInSweeps = "no simulated world attaches fan-out children yet; node tests reach it"
 
 // requiredMarks returns every mark some sweep definition requires.
 func requiredMarks() []chaos.Mark {
-	lists := [][]chaos.Mark{ExpectedMarks, ExpectedClusterMarks, ExpectedMoveMarks, ciMoveMarks, MoveFaultMarks(), ExpectedDeadLetterMarks}
+	lists := [][]chaos.Mark{ExpectedMarks, ExpectedClusterMarks, ExpectedMoveMarks, ciMoveMarks, MoveFaultMarks(), ExpectedDeadLetterMarks,
+		ExpectedFanoutMarks}
 	return slices.Concat(lists...)
 }
 

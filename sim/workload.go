@@ -173,6 +173,8 @@ type wireMessage struct {
 	PayloadEncoding string          `json:"payload_encoding"`
 	ReceiptHandle   string          `json:"receipt_handle"`
 	DeliveryCount   int             `json:"delivery_count"`
+	// TimestampMs is the record's commit time at its owner.
+	TimestampMs int64 `json:"timestamp_ms"`
 }
 
 // id extracts the message id: every simulated payload is an id, sent as

@@ -61,6 +61,11 @@ type Options struct {
 	// Sites says whether the core's fault sites are on during the safety
 	// phase (sites.go).
 	Sites SitesMode
+	// Fanout adds the fan-out scenario: the topic gets a fan-out child
+	// and a delay child before the workload starts, and the run ends by
+	// checking that every acknowledged record reached both, the delayed
+	// one no earlier than due (check_fanout.go).
+	Fanout bool
 }
 
 // DefaultOptions returns a run of 30 simulated seconds with every fault.
@@ -451,6 +456,9 @@ func (w *World) clientsIdle() bool {
 func (w *World) finish() {
 	if w.failure == nil {
 		w.finalReplay()
+	}
+	if w.failure == nil && w.opts.Fanout {
+		w.checkFanout()
 	}
 	if w.failure == nil && w.clustered() {
 		w.checkClusterLiveness()
