@@ -14,9 +14,11 @@ type Report struct {
 	// Nodes is the world's node count at the start (-nodes reproduces
 	// it); Moves and Users say whether it ran the moves scenario
 	// (-moves) and the users scenario (-users).
-	Nodes   int
-	Moves   bool
-	Users   bool
+	Nodes int
+	Moves bool
+	Users bool
+	// Fanout says whether it ran the fan-out scenario.
+	Fanout  bool
 	Profile string
 	// DeadLetters says whether the run had the dead-letters scenario
 	// (-deadletters); DeadLettersSettled counts the records nodes
@@ -93,7 +95,7 @@ type Report struct {
 
 func (w *World) report() Report {
 	return Report{
-		Seed: w.opts.Seed, Nodes: w.opts.Nodes, Moves: w.moves != nil, Users: w.users != nil, Profile: w.opts.Faults.Name, SafetyMs: w.opts.SafetyMs, TraceHash: w.trace.sum(), Events: w.trace.events,
+		Seed: w.opts.Seed, Nodes: w.opts.Nodes, Moves: w.moves != nil, Users: w.users != nil, Fanout: w.opts.Fanout, Profile: w.opts.Faults.Name, SafetyMs: w.opts.SafetyMs, TraceHash: w.trace.sum(), Events: w.trace.events,
 		SimMs: w.nowMs, accounting: w.history.account(), Faults: sortedCounts(w.faults), Marks: chaos.Marks(), SitesFired: firedSites(),
 		PeerSent: sortedCounts(w.peers.sent), PeerDropped: sortedCounts(w.peers.dropped), StepErrors: sortedCounts(w.stepErrors),
 		PeerUnreachable: total(w.peers.unreachable),
@@ -155,8 +157,8 @@ func (r Report) FailureText() string {
 	for _, line := range r.TraceTail {
 		fmt.Fprintf(&b, "  %s\n", line)
 	}
-	fmt.Fprintf(&b, "reproduce: go test ./sim -run 'TestSim$' -seed=%d -nodes=%d -moves=%t -users=%t -deadletters=%t -faults=%s -sites=%s -duration=%dms -v\n",
-		r.Seed, r.Nodes, r.Moves, r.Users, r.DeadLetters, r.Profile, r.sitesFlag(), r.SafetyMs)
+	fmt.Fprintf(&b, "reproduce: go test ./sim -run 'TestSim$' -seed=%d -nodes=%d -moves=%t -users=%t -deadletters=%t -fanout=%t -faults=%s -sites=%s -duration=%dms -v\n",
+		r.Seed, r.Nodes, r.Moves, r.Users, r.DeadLetters, r.Fanout, r.Profile, r.sitesFlag(), r.SafetyMs)
 	return b.String()
 }
 

@@ -21,6 +21,7 @@ var (
 	sitesFlag    = flag.String("sites", "auto", "the core's fault sites: auto (on in a seeded half of the runs), on, off")
 	usersFlag    = flag.Bool("users", false, "in a cluster, add the users scenario: root seeds on every node, user changes at random nodes")
 	deadFlag     = flag.Bool("deadletters", false, "give the topic a dead-letter topic and a small max_deliveries, with a consumer of the dead letters")
+	fanoutFlag   = flag.Bool("fanout", false, "add the fan-out scenario: a fan-out child and a delay child of the topic, checked at the end")
 )
 
 func optionsFromFlags(t *testing.T, seed uint64) Options {
@@ -39,6 +40,7 @@ func optionsFromFlags(t *testing.T, seed uint64) Options {
 	opts.Moves = *movesFlag
 	opts.Users = *usersFlag
 	opts.DeadLetters = *deadFlag
+	opts.Fanout = *fanoutFlag
 	opts.Faults = profile
 	opts.SafetyMs = durationFlag.Milliseconds()
 	if testing.Verbose() && *seedsFlag == 0 {
