@@ -24,12 +24,15 @@ type FanoutConfig struct {
 	RetryMs int64
 	// StallLogIntervalMs spaces the log lines of one stalled cursor; > 0.
 	StallLogIntervalMs int64
+	// CursorPersistIntervalMs is how often a cursor that advanced is
+	// written to its file (a crash copies the batches since again); > 0.
+	CursorPersistIntervalMs int64
 }
 
 // DefaultFanoutConfig returns the defaults.
 func DefaultFanoutConfig() FanoutConfig {
 	return FanoutConfig{BatchRecordsMax: msg.ProduceBatchRecordsMax, BatchBytesMax: 4 << 20, LingerMs: 25,
-		RetryMs: 1_000, StallLogIntervalMs: 60_000}
+		RetryMs: 1_000, StallLogIntervalMs: 60_000, CursorPersistIntervalMs: 100}
 }
 
 // problems lists what is wrong with the bounds.
@@ -41,9 +44,9 @@ func (c FanoutConfig) problems() []error {
 	if c.BatchBytesMax < 1 || c.BatchBytesMax > msg.ProduceBatchBytesMax {
 		found = append(found, fmt.Errorf("fan-out batch bytes max %d not in [1, %d]", c.BatchBytesMax, msg.ProduceBatchBytesMax))
 	}
-	if c.LingerMs < 0 || c.RetryMs <= 0 || c.StallLogIntervalMs <= 0 {
-		found = append(found, fmt.Errorf("fan-out linger %d ms must be >= 0, retry %d ms and stall log interval %d ms > 0",
-			c.LingerMs, c.RetryMs, c.StallLogIntervalMs))
+	if c.LingerMs < 0 || c.RetryMs <= 0 || c.StallLogIntervalMs <= 0 || c.CursorPersistIntervalMs <= 0 {
+		found = append(found, fmt.Errorf("fan-out linger %d ms must be >= 0, retry %d ms, stall log interval %d ms and cursor persist interval %d ms > 0",
+			c.LingerMs, c.RetryMs, c.StallLogIntervalMs, c.CursorPersistIntervalMs))
 	}
 	return found
 }

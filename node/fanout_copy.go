@@ -3,7 +3,9 @@ package node
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 
 	"narad/chaos"
 	"narad/meta"
@@ -118,6 +120,27 @@ func (n *Node) driveParentPartition(t *topic, index int, links []meta.ChildLink)
 			p.fanout[link.Name] = c
 		}
 		n.stepCursor(t, p, log, link, c)
+	}
+	if n.nowMs >= p.fanoutPersistAtMs {
+		p.fanoutPersistAtMs = n.nowMs + n.cfg.Fanout.CursorPersistIntervalMs
+		n.persistCursors(p)
+	}
+}
+
+// persistCursors writes the cursors that advanced since their file was
+// written. A cursor's file is never ahead of it: a crash before the write
+// copies the batches since again (duplicates, never gaps).
+func (n *Node) persistCursors(p *partition) {
+	for _, child := range slices.Sorted(maps.Keys(p.fanout)) {
+		c := p.fanout[child]
+		if c.next == c.persisted {
+			continue
+		}
+		if err := n.writeCursor(p, c, c.next); err != nil {
+			n.observer.Event("fanout-cursor-write-failed", fmt.Sprintf("%s: %v", cursorPath(p.dir, child), err))
+			continue
+		}
+		c.persisted = c.next
 	}
 }
 
@@ -239,7 +262,8 @@ func (n *Node) sendBatch(t *topic, p *partition, c *fanoutCursor, records []msg.
 }
 
 // batchDone advances the cursor past a batch that is durable in the
-// child, after writing it to the cursor file (commit before advance).
+// child (commit before advance); persistCursors writes it to the file
+// later.
 func (n *Node) batchDone(parent string, p *partition, c *fanoutCursor, records int, end uint64, reply msg.Reply) {
 	c.sentTo = 0
 	if n.partitions[p.key] != p || p.fanout[c.child] != c {
@@ -247,10 +271,6 @@ func (n *Node) batchDone(parent string, p *partition, c *fanoutCursor, records i
 	}
 	if reply.Err != nil {
 		n.cursorStalled(parent, p, c, reply.Err)
-		return
-	}
-	if err := n.writeCursor(p, c, end); err != nil {
-		n.cursorStalled(parent, p, c, err)
 		return
 	}
 	chaos.Reached(chaos.MarkFanoutBatchCopied)

@@ -40,9 +40,12 @@ type cursorFile struct {
 type fanoutCursor struct {
 	child string
 	epoch uint64
-	// next is the first parent offset not yet durable in the child; it
-	// equals the cursor file's (it changes only after the file did).
+	// next is the first parent offset not yet durable in the child: it
+	// advances only once a batch is durable there.
 	next uint64
+	// persisted is the cursor file's next offset; at most next (the file
+	// is written from next, every CursorPersistIntervalMs).
+	persisted uint64
 	// sentTo is the end of the batch in flight; 0 when none is.
 	sentTo uint64
 	// pendingSinceMs is the commit time of the first record waiting to be
@@ -107,6 +110,7 @@ func (n *Node) loadCursor(p *partition, log *storage.Log, link meta.ChildLink) (
 	}
 	chaos.Reached(chaos.MarkFanoutCursorResumed)
 	c.next = min(file.NextOffset, log.HWM())
+	c.persisted = file.NextOffset
 	return c, nil
 }
 
@@ -141,14 +145,17 @@ func decodeCursorFile(data []byte, file *cursorFile) (uint64, error) {
 	return epoch, nil
 }
 
-// writeCursor replaces the cursor file with next; the caller changes c.next
-// only when it succeeded.
+// writeCursor replaces the cursor file with next, which is at most c.next.
 func (n *Node) writeCursor(p *partition, c *fanoutCursor, next uint64) error {
 	data, err := json.Marshal(cursorFile{Epoch: attachEpochText(c.epoch), NextOffset: next})
 	if err != nil {
 		return err
 	}
-	return storage.WriteFileAtomic(n.fs, cursorPath(p.dir, c.child), data)
+	if err := storage.WriteFileAtomic(n.fs, cursorPath(p.dir, c.child), data); err != nil {
+		return err
+	}
+	c.persisted = next
+	return nil
 }
 
 // removeStaleCursors deletes the cursor files of children no longer linked

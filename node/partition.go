@@ -45,6 +45,9 @@ type partition struct {
 	// caught up); while the log is closed for idleness it is not reopened
 	// for them before then.
 	fanoutWakeMs int64
+	// fanoutPersistAtMs is when the cursors that advanced are next
+	// written to their files.
+	fanoutPersistAtMs int64
 }
 
 // PartitionDir is the directory of a partition's log on its owner's disk.
