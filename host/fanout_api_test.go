@@ -91,3 +91,21 @@ func TestFanoutCopiesOverHTTP(t *testing.T) {
 		{"copy counted", get("/metrics"), 200, `narad_fanout_committed_total{child="audit",parent="orders"} 1`},
 	})
 }
+
+// A child's schema must be absent (it takes its parent's) or identical,
+// and only the parent changes it.
+func TestFanoutSchemaRulesOverHTTP(t *testing.T) {
+	h := testHost(t)
+	schema := `{"type":"object","properties":{"id":{"type":"integer"}}}`
+	other := `{"type":"object","properties":{"name":{"type":"string"}}}`
+	runSteps(t, h, []step{
+		{"create parent", postJSON("/v1/topics", `{"name":"typed","schema":`+schema+`}`), 201, `"schema_version":1`},
+		{"create child with another schema", postJSON("/v1/topics", `{"name":"c1","parent":"typed","schema":`+other+`}`), 409, `schema`},
+		{"create child without a schema", postJSON("/v1/topics", `{"name":"c2","parent":"typed"}`), 201, `"schema_version":1`},
+		{"the child took the parent's schema", get("/v1/topics/c2/schema"), 200, `"id"`},
+		{"alter the child's schema", patch("/v1/topics/c2", `{"schema":`+schema+`}`), 409, `manages its schema`},
+		{"alter the parent's schema", patch("/v1/topics/typed", `{"schema":{"type":"object","properties":{"id":{"type":"integer"},"note":{"type":"string"}}}}`), 200, `"schema_version":2`},
+		{"the child follows", get("/v1/topics/c2"), 200, `"schema_version":2`},
+		{"the child validates against it", post("/v1/topics/c2/produce", "application/json", `{"id":"x"}`), 400, `"error"`},
+	})
+}
