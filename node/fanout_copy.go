@@ -152,8 +152,8 @@ func (n *Node) stepCursor(t *topic, p *partition, log *storage.Log, link meta.Ch
 		n.fanout.partitionWakeMs = n.nowMs
 		return
 	}
-	if n.nowMs < c.retryAtMs {
-		n.fanoutWakeAt(c.retryAtMs)
+	if waitMs := max(c.retryAtMs, c.heldUntilMs); n.nowMs < waitMs {
+		n.fanoutWakeAt(waitMs)
 		return
 	}
 	n.skipAgedOut(t, p, log, c)
@@ -170,7 +170,7 @@ func (n *Node) stepCursor(t *topic, p *partition, log *storage.Log, link meta.Ch
 		n.fanoutWakeAt(lingerEndMs)
 		return
 	}
-	records, end := n.readBatch(p, log, link, c.next, hwm)
+	records, end := n.readBatch(p, log, link, c, hwm)
 	if len(records) > 0 {
 		n.fanout.partitionWakeMs = n.nowMs
 		n.sendBatch(t, p, c, records, end)
@@ -206,17 +206,18 @@ func (n *Node) fanoutWakeAt(atMs int64) {
 	}
 }
 
-// readBatch reads the records of the next batch from offset from: up to
-// the batch bounds (at least one record), and for a delay child only
-// records already due. It returns the records and the offset after them.
-func (n *Node) readBatch(p *partition, log *storage.Log, link meta.ChildLink, from, hwm uint64) ([]msg.ProduceRecord, uint64) {
+// readBatch reads the records of the cursor's next batch: up to the
+// batch bounds (at least one record), and for a delay child only records
+// already due (when the first is not, the cursor waits until it is). It
+// returns the records and the offset after them.
+func (n *Node) readBatch(p *partition, log *storage.Log, link meta.ChildLink, c *fanoutCursor, hwm uint64) ([]msg.ProduceRecord, uint64) {
 	child, ok := n.lookupTopic(link.Name)
 	if !ok {
-		return nil, from // this replica does not know the child yet
+		return nil, c.next // this replica does not know the child yet
 	}
 	var records []msg.ProduceRecord
 	var bytes int64
-	end := from
+	end := c.next
 	for ; end < hwm && len(records) < n.cfg.Fanout.BatchRecordsMax; end++ {
 		record, err := log.Read(end)
 		if errors.Is(err, storage.ErrCorrupt) {
@@ -228,6 +229,9 @@ func (n *Node) readBatch(p *partition, log *storage.Log, link meta.ChildLink, fr
 		if dueMs := record.TimeMs + link.DelayMs; link.DelayMs > 0 && dueMs > n.nowMs {
 			chaos.Reached(chaos.MarkFanoutDelayHeld)
 			n.fanoutWakeAt(dueMs)
+			if len(records) == 0 {
+				c.heldUntilMs = dueMs
+			}
 			break
 		}
 		size := int64(len(record.Key) + len(record.Payload))

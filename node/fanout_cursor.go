@@ -53,6 +53,9 @@ type fanoutCursor struct {
 	pendingSinceMs int64
 	// retryAtMs holds the cursor back after a failed batch.
 	retryAtMs int64
+	// heldUntilMs is when the record at next falls due (a delay child),
+	// so that the cursor does not read it again before.
+	heldUntilMs int64
 	// stalledLogMs is when the last stall was logged (rate limit).
 	stalledLogMs int64
 	// copied counts the records this cursor made durable in the child
