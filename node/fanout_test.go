@@ -3,6 +3,7 @@ package node
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -249,4 +250,26 @@ func TestFanoutEpochStartsAtTheAttachTime(t *testing.T) {
 	h.produce("orders", 1, "new1")
 	h.tick(h.cfg.Fanout.LingerMs + 1)
 	require.Equal(t, []string{"new0", "new1"}, h.replayAll("audit", 1))
+}
+
+// Property: the lag of a child sums the cursors of every owner of the
+// parent's partitions, gathered over the peers.
+func TestFanoutLagIsGatheredFromEveryOwner(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("orders", 3)
+	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "later", Parent: "orders", FanoutDelayMs: 60_000}).Err)
+	c.tick(100)
+	owners := c.owners(leader, "orders")
+	require.Len(t, slices.Compact(slices.Sorted(slices.Values(owners))), 3, "one parent partition per node")
+	for partition := range 3 {
+		for i := range partition + 1 {
+			require.NoError(t, c.do(owners[partition], producePinned("orders", partition, fmt.Sprint(i))).Err)
+		}
+	}
+	c.tick(100)
+	for _, at := range owners {
+		result := c.do(at, msg.ListChildren{Parent: "orders"}).Result.(msg.ChildrenResult)
+		require.Equal(t, []msg.ChildLag{{Name: "later", DelayMs: 60_000, LagMessages: 6, LagComplete: true}}, result.Children,
+			"asked at %s: 1 + 2 + 3 records wait on three owners", at)
+	}
 }
