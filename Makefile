@@ -123,7 +123,7 @@ test:
 	$(GO) test -timeout $(SIM_TIMEOUT) ./sim -run '^TestSim$$' -seeds=$(CI_SEEDS) -seed=$(CI_SEED) -v | grep -E '^(sim:|--- |ok|FAIL|PASS)|failed:|reproduce:'
 	$(GO) test -timeout $(SIM_TIMEOUT) ./sim -run '^TestSim$$' -seeds=$(CI_MOVES_SEEDS) -seed=$(CI_MOVES_SEED) -nodes=5 -moves -v | grep -E '^(sim:|--- |ok|FAIL|PASS)|failed:|reproduce:'
 	@echo '==> test 7/7: the simulator catches every planted bug (-tags plantedbugs)'
-	$(GO) test -timeout $(SIM_TIMEOUT) -tags plantedbugs ./sim -run '^TestPlantedBugsAreCaught$$' -v | grep -E 'caught|survived|^(--- |ok|FAIL|PASS)'
+	$(GO) test -timeout $(SIM_TIMEOUT) -tags plantedbugs ./sim -run '^(TestPlantedBugsAreCaught|TestPlantedFanoutBugsAreCaught)$$' -v | grep -E 'caught|survived|^(--- |ok|FAIL|PASS)'
 	@echo '==> test: all steps passed'
 
 help_bench := Run benchmarks (BENCH=regexp BENCHTIME=1s BENCH_PACKAGES=./...); output kept in .bench/latest.txt.
