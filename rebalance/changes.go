@@ -1,6 +1,8 @@
 package rebalance
 
 import (
+	"slices"
+
 	"narad/chaos"
 
 	"narad/invariant"
@@ -89,7 +91,7 @@ func (p *planner) takeMove(source, destination *node) Change {
 		invariant.Broken("rebalance: node %q is both source and destination (load %d, share %d)",
 			source.id, source.load, source.share)
 	}
-	partition := p.input.Partitions[source.takePartition(p.input.Partitions)]
+	partition := p.input.Partitions[source.takePartition(p.input, destination.id)]
 	if partition.Owner != source.id || partition.Target != "" {
 		invariant.Broken("rebalance: planned %s/%d from %q but it is %q -> %q", partition.Topic, partition.Index,
 			source.id, partition.Owner, partition.Target)
@@ -106,24 +108,48 @@ func (p *planner) takeMove(source, destination *node) Change {
 }
 
 // takePartition removes and returns the movable partition that leaves
-// next: of the topic with the most movable partitions here (ties by the
-// smaller topic name, which comes first), the highest index.
-func (n *node) takePartition(partitions []Partition) int {
+// next for destination: of the topic with the most movable partitions
+// here (ties by the smaller topic name, which comes first), the highest
+// index; but when that one should stay apart from destination, the first
+// partition in that order that need not (if any).
+func (n *node) takePartition(in Input, destination string) int {
 	if len(n.movable) == 0 {
 		invariant.Broken("rebalance: node %q gives a partition but has none movable", n.id)
 	}
-	bestEnd, bestLength := 0, 0
+	order := n.leavingOrder(in.Partitions)
+	at := order[0]
+	for _, candidate := range order {
+		partition := in.Partitions[n.movable[candidate]]
+		if !slices.Contains(in.Apart[PartitionRef{partition.Topic, partition.Index}], destination) {
+			at = candidate
+			break
+		}
+	}
+	taken := n.movable[at]
+	n.movable = append(n.movable[:at], n.movable[at+1:]...)
+	return taken
+}
+
+// leavingOrder lists positions in n.movable in the order partitions
+// leave: topics by most movable partitions here (ties by the smaller
+// name), and within a topic the highest index first.
+func (n *node) leavingOrder(partitions []Partition) []int {
+	type run struct{ start, end int }
+	var runs []run
 	for start := 0; start < len(n.movable); {
 		end := start + 1
 		for end < len(n.movable) && partitions[n.movable[end]].Topic == partitions[n.movable[start]].Topic {
 			end++
 		}
-		if end-start > bestLength {
-			bestEnd, bestLength = end, end-start
-		}
+		runs = append(runs, run{start, end})
 		start = end
 	}
-	taken := n.movable[bestEnd-1]
-	n.movable = append(n.movable[:bestEnd-1], n.movable[bestEnd:]...)
-	return taken
+	slices.SortStableFunc(runs, func(a, b run) int { return (b.end - b.start) - (a.end - a.start) })
+	order := make([]int, 0, len(n.movable))
+	for _, r := range runs {
+		for i := r.end - 1; i >= r.start; i-- {
+			order = append(order, i)
+		}
+	}
+	return order
 }

@@ -70,7 +70,11 @@
 // deficit = share - load; then the smaller id). From the source it takes a
 // partition of the topic with the most movable partitions on that source
 // (ties by smaller topic name), the highest index of that topic, so that a
-// node's partitions of one topic spread out rather than leave together.
+// node's partitions of one topic spread out rather than leave together;
+// except that when that partition should stay apart from the destination
+// (Input.Apart: a fan-out child's partition p and its parent's partition
+// p), the first partition in that order that need not goes instead, if
+// there is one. Only which partition moves changes, never how many.
 //
 // # Why it converges (proof sketch)
 //

@@ -34,7 +34,43 @@ func InputFromState(state StateReader, maxInFlightMoves int) Input {
 	for _, member := range metaMembers {
 		members = append(members, Member{ID: member.ID, Alive: member.Alive, Draining: member.Draining})
 	}
-	return Input{Partitions: partitions, Members: members, MaxInFlightMoves: maxInFlightMoves}
+	return Input{Partitions: partitions, Members: members, MaxInFlightMoves: maxInFlightMoves, Apart: apartOf(state.Topics())}
+}
+
+// apartOf lists, for the partitions of fan-out parents and children, the
+// nodes where the partition of the same index of the other side is (its
+// owner and its target), sorted; nil without fan-out.
+func apartOf(topics []meta.TopicRecord) map[PartitionRef][]string {
+	byName := map[string]meta.TopicRecord{}
+	for _, topic := range topics {
+		byName[topic.Name] = topic
+	}
+	var apart map[PartitionRef][]string
+	for _, topic := range topics {
+		parent, isChild := byName[topic.Parent]
+		if !isChild {
+			continue
+		}
+		for index := range min(len(topic.Assignments), len(parent.Assignments)) {
+			if apart == nil {
+				apart = map[PartitionRef][]string{}
+			}
+			child, of := PartitionRef{topic.Name, index}, PartitionRef{parent.Name, index}
+			apart[child] = addNodes(apart[child], parent.Assignments[index])
+			apart[of] = addNodes(apart[of], topic.Assignments[index])
+		}
+	}
+	return apart
+}
+
+// addNodes adds the owner and target of a placement to a sorted set.
+func addNodes(set []string, a meta.Assignment) []string {
+	for _, id := range []string{a.Owner, a.Target} {
+		if at, found := slices.BinarySearch(set, id); id != "" && !found {
+			set = slices.Insert(set, at, id)
+		}
+	}
+	return set
 }
 
 // Validate reports the first broken invariant of the input (in sorted

@@ -265,3 +265,38 @@ func TestPlanSortsChanges(t *testing.T) {
 	}
 	require.IsNonDecreasing(t, keys)
 }
+
+// Property: a move prefers a partition that stays apart from its
+// destination: n1 drains to n2, which holds the parent's partition 1, so
+// the child's partition 0 leaves first though index 1 would lead; with no
+// such partition left, the move goes ahead anyway.
+func TestPlanKeepsFanoutPartitionsApart(t *testing.T) {
+	in := Input{
+		Partitions: []Partition{{Topic: "c", Index: 0, Owner: "n1"}, {Topic: "c", Index: 1, Owner: "n1"},
+			{Topic: "p", Index: 0, Owner: "n3"}, {Topic: "p", Index: 1, Owner: "n2"}},
+		Members:          withMember(receivers("n1", "n2", "n3"), Member{ID: "n1", Alive: true, Draining: true}),
+		MaxInFlightMoves: 1,
+		Apart:            map[PartitionRef][]string{{"c", 0}: {"n3"}, {"c", 1}: {"n2"}, {"p", 0}: {"n1"}, {"p", 1}: {"n1"}},
+	}
+	result, err := Plan(in)
+	require.NoError(t, err)
+	require.Equal(t, []Change{{Topic: "c", Index: 0, From: "n1", To: "n2"}}, result.Changes, "c/1 would sit with p/1 on n2")
+	in.Apart[PartitionRef{"c", 0}] = []string{"n2"}
+	result, err = Plan(in)
+	require.NoError(t, err)
+	require.Equal(t, []Change{{Topic: "c", Index: 1, From: "n1", To: "n2"}}, result.Changes, "no partition can stay apart: the usual order")
+}
+
+// Property: the input lists the nodes of the other side of every fan-out
+// pair of partitions.
+func TestInputFromStateKeepsFanoutApart(t *testing.T) {
+	state := fakeState{topics: []meta.TopicRecord{
+		{Name: "c", Partitions: 2, Parent: "p", Assignments: []meta.Assignment{{Owner: "n2"}, {Owner: "n3", Target: "n1"}}},
+		{Name: "p", Partitions: 3, Children: []meta.ChildLink{{Name: "c", Epoch: 1}},
+			Assignments: []meta.Assignment{{Owner: "n1"}, {Owner: "n2"}, {Owner: "n3"}}},
+	}}
+	in := InputFromState(state, 1)
+	require.Equal(t, map[PartitionRef][]string{
+		{"c", 0}: {"n1"}, {"c", 1}: {"n2"}, {"p", 0}: {"n2"}, {"p", 1}: {"n1", "n3"},
+	}, in.Apart)
+}

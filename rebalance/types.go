@@ -24,6 +24,18 @@ type Input struct {
 	// the ones Plan starts. Invariant: 1 <= MaxInFlightMoves <=
 	// MaxInFlightMovesLimit.
 	MaxInFlightMoves int
+	// Apart lists, for some partitions, the nodes they should not move
+	// to: for a fan-out child's partition p, where its parent's partition
+	// p is (owner and target); for a parent's partition p, where its
+	// children's partitions p are. A move prefers a partition it keeps
+	// apart (docs/api.md#fan-out-children); it never stops a move.
+	Apart map[PartitionRef][]string
+}
+
+// PartitionRef names a partition.
+type PartitionRef struct {
+	Topic string
+	Index int
 }
 
 // Partition is the placement of one partition, as meta.Assignment holds it.
