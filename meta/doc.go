@@ -9,7 +9,10 @@
 // # What it owns
 //
 // The State: topics with the placement of every partition (Owner, and
-// Target while a move is under way), members with their liveness and
+// Target while a move is under way) and their fan-out links (a parent's
+// Children and a child's Parent, attach epoch and delay, both sides kept
+// equal by AttachChild, DetachChild, CreateTopic with a Parent and
+// DeleteTopic; state_fanout.go), members with their liveness and
 // draining flag, users with their password hashes and grants, and the
 // raft voter configuration with each voter's address. The node reads it
 // through State's accessors, which return copies or sorted slices.

@@ -57,6 +57,17 @@
 // every record durable at its owner, or with the error that stopped it.
 // At most Config.RelaysInFlightMax are in flight.
 //
+// # Fan-out (docs/architecture.md#fan-out)
+//
+// The owner of a parent topic's partition copies it into each child with
+// a cursor per child (fanout_copy.go, fanout_cursor.go), on its ticks:
+// batches go through relay, the cursor advances only once a batch is
+// durable in the child, and its file in the partition directory follows
+// every Config.Fanout.CursorPersistIntervalMs, so a crash repeats copies
+// and never skips one. A delay child takes a record only once its commit
+// time plus the delay has passed on the node's clock. A move carries the
+// cursor files (MoveSourceState.Cursors) into the staged copy.
+//
 // # JSON Schemas
 //
 // A topic's schema versions live in the metastore; the node never compiles
