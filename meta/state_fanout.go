@@ -67,7 +67,21 @@ func (s *State) checkAttach(parent, child *TopicRecord, delayMs int64) error {
 	if err := checkDelayCovered(parent.Name, parent.RetentionMs, delayMs); err != nil {
 		return err
 	}
+	if source := s.deadLetterSourceOf(child.Name); delayMs > 0 && source != "" {
+		return rejectf(ErrFanoutRole, "topic %q is the dead-letter topic of %q: a dead letter would reach it before its delay", child.Name, source)
+	}
 	return s.checkChildSchema(parent, child)
+}
+
+// deadLetterSourceOf names the first topic (by name) whose dead-letter
+// topic is name; "" when none is.
+func (s *State) deadLetterSourceOf(name string) string {
+	for _, topic := range s.TopicNames() {
+		if s.topics[topic].DeadLetterTopic == name {
+			return topic
+		}
+	}
+	return ""
 }
 
 // checkDelayCovered checks that a parent keeping records retentionMs (0:

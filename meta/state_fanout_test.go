@@ -204,3 +204,17 @@ func TestFanoutCommandsRoundTrip(t *testing.T) {
 		require.Equal(t, cmd, decoded)
 	}
 }
+
+// Property: a delay child takes no dead letters: it cannot be named a
+// dead-letter topic, and a dead-letter topic cannot become a delay child
+// (a dead letter would reach it before its delay).
+func TestDelayChildTakesNoDeadLetters(t *testing.T) {
+	s := stateWith(t, append(fanoutSetup(), AttachChild{Parent: "p", Child: "c", DelayMs: 60_000})...)
+	withDeadLetters := createTopic("q", "m1")
+	withDeadLetters.MaxDeliveries, withDeadLetters.DeadLetterTopic = 3, "c"
+	requireRejected(t, s, withDeadLetters, ErrFanoutRole)
+	withDeadLetters.DeadLetterTopic = "d"
+	require.NoError(t, withDeadLetters.apply(s))
+	requireRejected(t, s, AttachChild{Parent: "p", Child: "d", DelayMs: 1}, ErrFanoutRole)
+	require.NoError(t, AttachChild{Parent: "p", Child: "d"}.apply(s), "a plain child may take dead letters")
+}

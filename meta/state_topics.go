@@ -91,8 +91,12 @@ func (s *State) checkDeadLetterTopic(name string) error {
 	if name == "" {
 		return nil
 	}
-	if _, exists := s.topics[name]; !exists {
+	target, exists := s.topics[name]
+	if !exists {
 		return rejectf(ErrDeadLetterTopicNotFound, "topic %q", name)
+	}
+	if target.FanoutDelayMs > 0 {
+		return rejectf(ErrFanoutRole, "topic %q is a delay child: a dead letter would reach it before its delay", name)
 	}
 	return nil
 }
