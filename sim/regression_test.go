@@ -10,8 +10,8 @@ import (
 
 // TestRegressionSeeds runs every seed in testdata/seeds.txt: seeds that
 // once failed (each line: seed, profile, optionally nodes=N, moves,
-// deadletters and sites=on (the core's fault sites on; off otherwise),
-// then why it is kept).
+// deadletters, fanout and sites=on (the core's fault sites on; off
+// otherwise), then why it is kept).
 func TestRegressionSeeds(t *testing.T) {
 	file, err := os.Open("testdata/seeds.txt")
 	if err != nil {
@@ -47,6 +47,7 @@ func TestRegressionSeeds(t *testing.T) {
 			if field == "sites=on" {
 				opts.Sites = SitesOn
 			}
+			opts.Fanout = opts.Fanout || field == "fanout"
 		}
 		if report := Run(opts); report.Failure != nil {
 			t.Error(report.FailureText())
