@@ -56,6 +56,6 @@ func (n *Node) letGo(p *partition, newOwner string) {
 	if err := n.store.Close(p.dir); err != nil && !isClosed(err) {
 		n.observer.Event("log-close-failed", fmt.Sprintf("%s: %v", p.dir, err))
 	}
-	delete(n.partitions, p.key)
+	n.removePartition(p)
 	n.sweeper.candidates[p.key] = true
 }

@@ -56,8 +56,15 @@ type Node struct {
 	topicCache      map[string]*topic
 	topicCacheIndex uint64
 
+	// partitions are the partitions this node has state for; only
+	// addPartition and removePartition change it.
 	partitions map[partitionKey]*partition
-	waiters    *waiterSet
+	// partitionOrder is partitions' values sorted by key, shared by every
+	// caller of sortedPartitions (who must not change it). Invariant: nil,
+	// or exactly the values of partitions in key order; addPartition and
+	// removePartition empty it.
+	partitionOrder []*partition
+	waiters        *waiterSet
 
 	// routing tracks requests that cross nodes (forward.go).
 	routing routing
@@ -622,8 +629,9 @@ type PartitionState struct {
 // OpenPartitions reports the state of every open partition log, sorted by
 // topic and partition. The simulator's state checker reads it after every step.
 func (n *Node) OpenPartitions() []PartitionState {
-	var out []PartitionState
-	for _, p := range n.sortedPartitions() {
+	partitions := n.sortedPartitions()
+	out := make([]PartitionState, 0, len(partitions))
+	for _, p := range partitions {
 		if p.log != nil {
 			out = append(out, PartitionState{
 				Dir: p.dir, Topic: p.key.topic, Partition: p.key.index, HWM: p.log.HWM(), Committed: p.log.Committed(),

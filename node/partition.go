@@ -73,9 +73,22 @@ func (n *Node) partitionOf(t *topic, index int) *partition {
 			// before: it stays frozen until the move completes or aborts.
 			p.freeze.Begin(a.Target, a.MoveStartedAtMs, n.nowMs)
 		}
-		n.partitions[key] = p
+		n.addPartition(p)
 	}
 	return p
+}
+
+// addPartition starts tracking p.
+func (n *Node) addPartition(p *partition) {
+	n.partitions[p.key] = p
+	n.partitionOrder = nil
+}
+
+// removePartition stops tracking p. A loop over sortedPartitions may call
+// it: the loop keeps the order it started with.
+func (n *Node) removePartition(p *partition) {
+	delete(n.partitions, p.key)
+	n.partitionOrder = nil
 }
 
 // openLog returns the partition's log, opening (recovering) it if needed;
@@ -206,20 +219,43 @@ func (n *Node) markDirty(p *partition) {
 }
 
 func sortKeys(keys []partitionKey) {
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].topic != keys[j].topic {
-			return keys[i].topic < keys[j].topic
-		}
-		return keys[i].index < keys[j].index
-	})
+	sort.Slice(keys, func(i, j int) bool { return keyLess(keys[i], keys[j]) })
 }
 
 func (n *Node) sortedDirty() []*partition {
 	return sortedValues(n.dirty)
 }
 
+// sortedPartitions returns the partitions sorted by key. The slice is
+// shared until the set changes: callers read it and never modify it. The
+// state checker and several Tick passes ask for it on every step, so it is
+// built once per change of the set, not once per call.
 func (n *Node) sortedPartitions() []*partition {
-	return sortedValues(n.partitions)
+	if n.partitionOrder == nil {
+		n.partitionOrder = sortedValues(n.partitions)
+	}
+	invariant.Costly(func() error { return checkPartitionOrder(n.partitionOrder, n.partitions) })
+	return n.partitionOrder
+}
+
+// checkPartitionOrder verifies the invariant of Node.partitionOrder.
+func checkPartitionOrder(order []*partition, partitions map[partitionKey]*partition) error {
+	if len(order) != len(partitions) {
+		return fmt.Errorf("node: %d partitions in order, %d tracked", len(order), len(partitions))
+	}
+	for i, p := range order {
+		if partitions[p.key] != p || (i > 0 && !keyLess(order[i-1].key, p.key)) {
+			return fmt.Errorf("node: partition order stale or unsorted at %s", p.dir)
+		}
+	}
+	return nil
+}
+
+func keyLess(a, b partitionKey) bool {
+	if a.topic != b.topic {
+		return a.topic < b.topic
+	}
+	return a.index < b.index
 }
 
 func sortedValues(m map[partitionKey]*partition) []*partition {

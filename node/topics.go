@@ -289,7 +289,7 @@ func (n *Node) dropTopicState(name string) {
 		if err := n.store.Close(p.dir); err != nil && !isClosed(err) {
 			n.observer.Event("log-close-failed", fmt.Sprintf("%s: %v", p.dir, err))
 		}
-		delete(n.partitions, p.key)
+		n.removePartition(p)
 	}
 	for _, id := range n.waiters.removeTopic(name) {
 		n.reply(id, nil, gone)

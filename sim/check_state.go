@@ -124,11 +124,11 @@ func (s *stateChecker) afterStep(w *World, touched []*simNode) {
 		if !n.up() {
 			continue
 		}
-		s.checkOpenedServeDurable(n)
+		open := n.node.OpenPartitions()
+		s.checkOpenedServeDurable(n, open)
 		if n.holding {
 			continue // the metastore's round may be applying a topic change
 		}
-		open := n.node.OpenPartitions()
 		for _, state := range open {
 			s.checkPartition(w, n, state)
 		}
@@ -139,10 +139,10 @@ func (s *stateChecker) afterStep(w *World, touched []*simNode) {
 // checkOpenedServeDurable runs checkServedDurable on the partitions that
 // opened (and so recovered) since the checker's last look at n, even while
 // a sync round is in flight: that round could otherwise make the records
-// durable by chance before the check.
-func (s *stateChecker) checkOpenedServeDurable(n *simNode) {
+// durable by chance before the check. open is n's OpenPartitions now.
+func (s *stateChecker) checkOpenedServeDurable(n *simNode, open []node.PartitionState) {
 	var durable *storage.MemFS
-	for _, state := range n.node.OpenPartitions() {
+	for _, state := range open {
 		if s.servedDurable[stateKey(n, state.Dir)] {
 			continue
 		}

@@ -16,6 +16,9 @@ type writerChecker struct {
 	// after the last step that touched it; all false while it is down.
 	// Rows are added as nodes are; only afterStep changes them.
 	accepting [][]bool
+	// names[partition] is partitionName of the topic's partition, built
+	// with the first row (the partition count is fixed after setup).
+	names []string
 }
 
 func newWriterChecker(w *World) *writerChecker { return &writerChecker{w: w} }
@@ -25,6 +28,9 @@ func newWriterChecker(w *World) *writerChecker { return &writerChecker{w: w} }
 func (c *writerChecker) afterStep(touched []*simNode) {
 	if !c.w.clustered() || c.w.partitions == 0 {
 		return
+	}
+	for len(c.names) < c.w.partitions {
+		c.names = append(c.names, partitionName(c.w.topic, len(c.names)))
 	}
 	for len(c.accepting) < len(c.w.nodes) {
 		c.accepting = append(c.accepting, make([]bool, c.w.partitions))
@@ -49,7 +55,7 @@ func (c *writerChecker) afterStep(touched []*simNode) {
 func (c *writerChecker) refresh(n *simNode) {
 	row := c.accepting[n.index]
 	for partition := range row {
-		past := c.w.metaLog.pastOwners[partitionName(c.w.topic, partition)]
+		past := c.w.metaLog.pastOwners[c.names[partition]]
 		row[partition] = n.up() && len(past) > 1 && slices.Contains(past, n.id) && n.node.AcceptsWrites(c.w.topic, partition)
 	}
 }
