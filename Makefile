@@ -52,8 +52,12 @@ CI_MOVES_SEEDS ?= 20
 CI_MOVES_SEED ?= 2020
 SIM_TIMEOUT ?= 60m
 
-# Real-process soak.
+# Real-process soak, and the wall time of make nightly (which takes 1h
+# when DURATION is not given on the command line or in the environment).
 DURATION ?= 30m
+# make nightly: the first seed (empty: drawn from today's date, UTC).
+NIGHTLY_SEED ?=
+nightly_duration = $(if $(filter file,$(origin DURATION)),1h,$(DURATION))
 
 # make move-bench: bytes of payload the moved partition is filled with
 # (default 1 GiB), and the bound of the whole run.
@@ -62,7 +66,7 @@ MOVE_BENCH_TIMEOUT ?= 40m
 
 # The targets, in the order `make help` lists them. Each one has a
 # help_<target> line; `make help` fails if one is missing.
-TARGETS := help build run cluster test bench move-bench fuzz sim soak fmt clean
+TARGETS := help build run cluster test bench move-bench fuzz sim nightly soak fmt clean
 .PHONY: $(TARGETS)
 
 help_help := List the targets and the variables that tune them.
@@ -73,6 +77,7 @@ help:
 	@echo
 	@echo 'Variables: TEST_TIMEOUT=$(TEST_TIMEOUT) BENCH=$(BENCH) BENCHTIME=$(BENCHTIME) FUZZTIME=$(FUZZTIME)'
 	@echo '           SEEDS=$(SEEDS) SEED=$(SEED) SIM_NODES=$(SIM_NODES) DURATION=$(DURATION) RUN_ARGS=$(RUN_ARGS)'
+	@echo '           NIGHTLY_SEED=$(NIGHTLY_SEED) (make nightly runs for DURATION when given, else 1h)'
 	@echo '           NODES=$(NODES) BASE_PORT=$(BASE_PORT) CLUSTER_DIR=$(CLUSTER_DIR)'
 	@echo '           MOVE_BENCH_BYTES=$(MOVE_BENCH_BYTES) MOVE_BENCH_TIMEOUT=$(MOVE_BENCH_TIMEOUT)'
 
@@ -155,6 +160,10 @@ sim:
 		$(GO) test -timeout $(SIM_TIMEOUT) ./sim -run '^TestSim$$' -seeds=$(SEEDS) -seed=$(SEED) -nodes=$$nodes $$moves -v \
 			| grep -E '^(sim:|--- |ok|FAIL|PASS)|failed:|reproduce:'; \
 	done
+
+help_nightly := Simulator worlds in rotation (1, 3, 5 nodes; moves; every fault profile) on fresh seeds for DURATION (1h); marks reached, sites fired, reproduce commands.
+nightly:
+	$(GO) test -count=1 -timeout 0 ./sim -run '^TestNightly$$' -v -nightly=$(nightly_duration) $(if $(NIGHTLY_SEED),-nightly-seed=$(NIGHTLY_SEED))
 
 help_soak := Real-process chaos soak: fault cycles for DURATION (30m), then a replay audit; more flags in SOAK_ARGS (-scenario=decommission -seed=N).
 soak:

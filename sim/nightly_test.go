@@ -1,0 +1,236 @@
+package sim
+
+import (
+	"flag"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"narad/chaos"
+)
+
+var (
+	nightlyFlag     = flag.Duration("nightly", 0, "TestNightly: rotate the worlds on fresh seeds for this long (0: skip the test)")
+	nightlySeedFlag = flag.Uint64("nightly-seed", 0, "TestNightly: the first seed (0: drawn from today's date, UTC)")
+)
+
+// nightlyWorld is one world the nightly rotates through: its node count,
+// scenarios and fault profile.
+type nightlyWorld struct {
+	nodes        int
+	moves, users bool
+	profile      Profile
+}
+
+func (w nightlyWorld) String() string {
+	scenarios := ""
+	if w.moves {
+		scenarios += " moves"
+	}
+	if w.users {
+		scenarios += " users"
+	}
+	return fmt.Sprintf("nodes=%d%s faults=%s", w.nodes, scenarios, w.profile.Name)
+}
+
+// nightlyWorlds lists the worlds in the order the nightly runs them: a
+// single node, three and five nodes with moves, under every fault profile;
+// then a three-node world with the users scenario. Run i of the nightly
+// is world i modulo the list, with seed first+i.
+func nightlyWorlds() []nightlyWorld {
+	var worlds []nightlyWorld
+	for _, profile := range profiles {
+		worlds = append(worlds,
+			nightlyWorld{nodes: 1, profile: profile},
+			nightlyWorld{nodes: 3, moves: true, profile: profile},
+			nightlyWorld{nodes: 5, moves: true, profile: profile})
+	}
+	return append(worlds, nightlyWorld{nodes: 3, users: true, profile: ProfileAll})
+}
+
+func (w nightlyWorld) options(seed uint64) Options {
+	opts := DefaultOptions(seed)
+	opts.Nodes, opts.Moves, opts.Users, opts.Faults = w.nodes, w.moves, w.users, w.profile
+	return opts
+}
+
+// nightlySeedPerDay spaces the seeds of two days' nightlies: a day's first
+// seed is its date (YYYYMMDD) times this, so no two nightlies of a year
+// share a seed unless one runs this many worlds.
+const nightlySeedPerDay = 1_000_000
+
+// nightlyFirstSeed is -nightly-seed, or the first seed of today.
+func nightlyFirstSeed() uint64 {
+	if *nightlySeedFlag != 0 {
+		return *nightlySeedFlag
+	}
+	now := time.Now().UTC() //determinism:ok only picks the first seed, printed so that a run can be repeated
+	date := uint64(now.Year())*10_000 + uint64(now.Month())*100 + uint64(now.Day())
+	return date * nightlySeedPerDay
+}
+
+// nightlyStats sums the runs of a nightly.
+type nightlyStats struct {
+	runs   int
+	simMs  int64
+	wallS  float64
+	marks  map[string]int
+	fired  map[string]int
+	failed []Report
+	// byNodes sums simulated and wall time by world size, for the speed
+	// of each (simulated seconds per wall second).
+	simMsByNodes map[int]int64
+	wallSByNodes map[int]float64
+	runsByNodes  map[int]int
+}
+
+func newNightlyStats() *nightlyStats {
+	return &nightlyStats{marks: map[string]int{}, fired: map[string]int{}, simMsByNodes: map[int]int64{},
+		wallSByNodes: map[int]float64{}, runsByNodes: map[int]int{}}
+}
+
+func (s *nightlyStats) add(report Report) {
+	s.runs++
+	s.simMs += report.SimMs
+	s.wallS += report.WallSeconds
+	s.simMsByNodes[report.Nodes] += report.SimMs
+	s.wallSByNodes[report.Nodes] += report.WallSeconds
+	s.runsByNodes[report.Nodes]++
+	for _, mark := range report.Marks {
+		s.marks[mark.Name] += mark.Count
+	}
+	for _, site := range sitesFiredIn(report) {
+		s.fired[site.Name] += site.Count
+	}
+	if report.Failure != nil {
+		s.failed = append(s.failed, report)
+	}
+}
+
+// TestNightly is `make nightly`: for -nightly of wall time it runs fresh
+// seeds from -nightly-seed, rotating the worlds of nightlyWorlds, and
+// ends with the coverage marks reached, the fault sites fired and the
+// reproduce command of every failed run. Each run is deterministic per
+// seed; the wall clock only decides when to stop starting runs.
+func TestNightly(t *testing.T) {
+	if *nightlyFlag <= 0 {
+		t.Skip("the nightly runs only with -nightly=DURATION (make nightly)")
+	}
+	first, worlds := nightlyFirstSeed(), nightlyWorlds()
+	fmt.Printf("nightly: first seed %d, %d worlds in rotation, for %s (reproduce the whole sequence with -nightly-seed=%d)\n",
+		first, len(worlds), *nightlyFlag, first)
+	stats := newNightlyStats()
+	deadline := time.Now().Add(*nightlyFlag) //determinism:ok bounds the nightly's wall time only
+	for i := 0; i == 0 || time.Now().Before(deadline); i++ {
+		world := worlds[i%len(worlds)]
+		report := Run(world.options(first + uint64(i)))
+		stats.add(report)
+		if report.Failure != nil {
+			fmt.Printf("nightly: run %d (%s) failed:\n%s", i, world, report.FailureText())
+		}
+	}
+	stats.print()
+	if len(stats.failed) > 0 {
+		t.Errorf("%d of %d nightly runs failed; the reproduce commands are above", len(stats.failed), stats.runs)
+	}
+	if missing := stats.missingRequired(len(worlds)); len(missing) > 0 {
+		t.Errorf("marks a sweep requires were never reached in %d runs: %v", stats.runs, missing)
+	}
+}
+
+// nightlyRoundsForMarks is how many times the nightly must have run every
+// world before a required mark never reached fails it (a short nightly
+// only reports them).
+const nightlyRoundsForMarks = markSweepSeedsMin
+
+// missingRequired lists the required marks never reached, once the
+// nightly ran every one of its worlds nightlyRoundsForMarks times.
+func (s *nightlyStats) missingRequired(worlds int) []chaos.Mark {
+	if s.runs < worlds*nightlyRoundsForMarks {
+		return nil
+	}
+	return MissingMarks(s.marks, requiredMarks())
+}
+
+func (s *nightlyStats) print() {
+	fmt.Printf("nightly: runs=%d failed=%d sim_s=%.0f wall_s=%.1f sim_per_wall=%.0f\n",
+		s.runs, len(s.failed), float64(s.simMs)/1000, s.wallS, float64(s.simMs)/1000/max(s.wallS, 0.001))
+	for _, nodes := range slices.Sorted(maps.Keys(s.runsByNodes)) {
+		fmt.Printf("nightly: nodes=%d runs=%d sim_s=%.0f wall_s=%.1f sim_per_wall=%.0f\n", nodes, s.runsByNodes[nodes],
+			float64(s.simMsByNodes[nodes])/1000, s.wallSByNodes[nodes], float64(s.simMsByNodes[nodes])/1000/max(s.wallSByNodes[nodes], 0.001))
+	}
+	all := allMarks()
+	missing := MissingMarks(s.marks, all)
+	fmt.Printf("marks: reached %d of %d; never reached: %v\n", len(all)-len(missing), len(all), missing)
+	sites := registeredSiteNames()
+	var neverFired []string
+	for _, site := range sites {
+		if s.fired[site] == 0 {
+			neverFired = append(neverFired, site)
+		}
+	}
+	fmt.Printf("sites: fired %d of %d; never fired: %v\n", len(sites)-len(neverFired), len(sites), neverFired)
+	for _, report := range s.failed {
+		fmt.Println(reproduceLine(report))
+	}
+}
+
+// allMarks is every mark a run can reach: the core's registry and the
+// simulator's own marks that a sweep requires, each once, sorted.
+func allMarks() []chaos.Mark {
+	marks := slices.Concat(chaos.Registered, requiredMarks())
+	slices.Sort(marks)
+	return slices.Compact(marks)
+}
+
+// reproduceLine is the reproduce command of a failed run, from its
+// failure text.
+func reproduceLine(report Report) string {
+	for line := range strings.Lines(report.FailureText()) {
+		if strings.HasPrefix(line, "reproduce: ") {
+			return strings.TrimSuffix(line, "\n")
+		}
+	}
+	return fmt.Sprintf("reproduce: seed %d (no reproduce command in its failure text)", report.Seed)
+}
+
+// TestNightlyRotatesEveryWorld: the rotation has one, three and five
+// nodes, moves in clusters, every fault profile in each size, and no
+// world twice.
+func TestNightlyRotatesEveryWorld(t *testing.T) {
+	worlds := nightlyWorlds()
+	seen := map[string]bool{}
+	for _, world := range worlds {
+		if seen[world.String()] {
+			t.Errorf("world %s is twice in the rotation", world)
+		}
+		seen[world.String()] = true
+	}
+	for _, nodes := range []int{1, 3, 5} {
+		for _, profile := range profiles {
+			moves := nodes > 1
+			if !seen[nightlyWorld{nodes: nodes, moves: moves, profile: profile}.String()] {
+				t.Errorf("no world of %d nodes (moves %t) with faults %s", nodes, moves, profile.Name)
+			}
+		}
+	}
+}
+
+// TestNightlyReproduceLineIsTheFailuresCommand: a failed run's line names
+// its seed and world as the failure text does.
+func TestNightlyReproduceLineIsTheFailuresCommand(t *testing.T) {
+	report := Report{Seed: 42, Nodes: 5, Moves: true, Profile: "network", SafetyMs: 30_000,
+		Failure: &Failure{Checker: "single-writer", Detail: "two writers"}}
+	line := reproduceLine(report)
+	for _, want := range []string{"reproduce: go test ./sim", "-seed=42", "-nodes=5", "-moves=true", "-faults=network"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("reproduce line %q lacks %q", line, want)
+		}
+	}
+	if strings.Contains(line, "\n") {
+		t.Errorf("reproduce line %q spans lines", line)
+	}
+}
