@@ -101,8 +101,12 @@ func (s *movesScenario) watch(touched []*simNode) {
 // lookAtSessions notices the sessions of n that entered a phase.
 func (m *moveWatcher) lookAtSessions(n *simNode) {
 	previous := m.phases[n.id]
+	sessions := n.node.MoveSessions()
+	if samePhases(previous, sessions) {
+		return // the common case: no session entered a phase
+	}
 	current := map[string]string{}
-	for _, session := range n.node.MoveSessions() {
+	for _, session := range sessions {
 		name := partitionName(session.Topic, session.Partition)
 		current[name] = session.Phase
 		if previous[name] != session.Phase {
@@ -118,8 +122,12 @@ func (m *moveWatcher) lookAtSessions(n *simNode) {
 // lookAtFreezes notices the partitions n froze since the last look.
 func (m *moveWatcher) lookAtFreezes(n *simNode) {
 	previous := m.frozen[n.id]
+	partitions := n.node.FrozenPartitions()
+	if sameFrozen(previous, partitions) {
+		return // the common case: nothing froze or thawed
+	}
 	current := map[string]bool{}
-	for _, frozen := range n.node.FrozenPartitions() {
+	for _, frozen := range partitions {
 		name := partitionName(frozen.Topic, frozen.Partition)
 		current[name] = true
 		if !previous[name] {
@@ -130,6 +138,33 @@ func (m *moveWatcher) lookAtFreezes(n *simNode) {
 		}
 	}
 	m.frozen[n.id] = current
+}
+
+// samePhases reports whether sessions are exactly those of previous, each
+// in the same phase: a look would change nothing.
+func samePhases(previous map[string]string, sessions []msg.Move) bool {
+	if len(previous) != len(sessions) {
+		return false
+	}
+	for _, session := range sessions {
+		if phase, ok := previous[partitionName(session.Topic, session.Partition)]; !ok || phase != session.Phase {
+			return false
+		}
+	}
+	return true
+}
+
+// sameFrozen reports whether partitions are exactly those of previous.
+func sameFrozen(previous map[string]bool, partitions []node.FrozenPartition) bool {
+	if len(previous) != len(partitions) {
+		return false
+	}
+	for _, frozen := range partitions {
+		if !previous[partitionName(frozen.Topic, frozen.Partition)] {
+			return false
+		}
+	}
+	return true
 }
 
 func (m *moveWatcher) phaseEntered(dest *simNode, session msg.Move) {
