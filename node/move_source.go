@@ -201,11 +201,20 @@ func (n *Node) FrozenPartitions() []FrozenPartition {
 // AcceptsWrites reports whether this node would append to the partition
 // now: it owns it in its replica, it is not frozen, and the node is
 // writable. The simulator's single-owner checker asks every node after
-// every step: at most one may answer true.
+// every step: at most one may answer true. It makes localWriteRefusal's
+// checks in the same order but builds no error for a partition owned
+// elsewhere or frozen, the usual answers.
 func (n *Node) AcceptsWrites(topicName string, index int) bool {
 	t, ok := n.lookupTopic(topicName)
 	if !ok || index < 0 || index >= t.info.Partitions {
 		return false
 	}
-	return n.localWriteRefusal(t, index) == nil
+	accepts := n.ownedHere(t, index) && !n.frozen(t, index) && n.writable() == nil
+	invariant.Costly(func() error {
+		if refusal := n.localWriteRefusal(t, index); accepts != (refusal == nil) {
+			return fmt.Errorf("node: AcceptsWrites says %t for %s/%d, localWriteRefusal %v", accepts, topicName, index, refusal)
+		}
+		return nil
+	})
+	return accepts
 }
