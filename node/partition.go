@@ -1,9 +1,10 @@
 package node
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"narad/chaos"
@@ -218,8 +219,18 @@ func (n *Node) markDirty(p *partition) {
 	n.dirty[p.key] = p
 }
 
+// sortKeys sorts keys by topic, then partition. It allocates nothing (a
+// sort.Slice boxes the slice on every call, even an empty one, and the
+// node sorts its move sessions on every tick).
 func sortKeys(keys []partitionKey) {
-	sort.Slice(keys, func(i, j int) bool { return keyLess(keys[i], keys[j]) })
+	slices.SortFunc(keys, compareKeys)
+}
+
+func compareKeys(a, b partitionKey) int {
+	if c := strings.Compare(a.topic, b.topic); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.index, b.index)
 }
 
 func (n *Node) sortedDirty() []*partition {
@@ -244,18 +255,11 @@ func checkPartitionOrder(order []*partition, partitions map[partitionKey]*partit
 		return fmt.Errorf("node: %d partitions in order, %d tracked", len(order), len(partitions))
 	}
 	for i, p := range order {
-		if partitions[p.key] != p || (i > 0 && !keyLess(order[i-1].key, p.key)) {
+		if partitions[p.key] != p || (i > 0 && compareKeys(order[i-1].key, p.key) >= 0) {
 			return fmt.Errorf("node: partition order stale or unsorted at %s", p.dir)
 		}
 	}
 	return nil
-}
-
-func keyLess(a, b partitionKey) bool {
-	if a.topic != b.topic {
-		return a.topic < b.topic
-	}
-	return a.index < b.index
 }
 
 func sortedValues(m map[partitionKey]*partition) []*partition {

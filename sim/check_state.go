@@ -37,7 +37,16 @@ func newStateChecker() *stateChecker {
 	}
 }
 
-func stateKey(n *simNode, dir string) string { return n.id + ":" + dir }
+// stateKey names a partition directory of n in the checker's maps:
+// "id:dir".
+func stateKey(n *simNode, dir string) string {
+	key, ok := n.stateKeys[dir]
+	if !ok {
+		key = n.id + ":" + dir
+		n.stateKeys[dir] = key
+	}
+	return key
+}
 
 // nodeStarted forgets what was seen in the previous incarnation, and
 // checks that the partitions recovered by the start serve only durable

@@ -72,11 +72,15 @@ type simNode struct {
 	// shut down for good: it never restarts, takes no client and no fault.
 	// Set only by retire.
 	retired bool
+	// stateKeys memoizes the state checker's key of each partition
+	// directory of this node (stateKey), asked after every step; it holds
+	// at most one entry per directory the node ever opened.
+	stateKeys map[string]string
 }
 
 func newSimNode(w *World, index int) *simNode {
 	return &simNode{
-		w: w, index: index, id: fmt.Sprintf("n%d", index+1),
+		w: w, index: index, id: fmt.Sprintf("n%d", index+1), stateKeys: map[string]string{},
 		fs: storage.NewMemFS(newRand(w.opts.Seed, uint64(100+index))),
 	}
 }
