@@ -15,31 +15,46 @@ const traceTailLines = 60
 // pointers, paths or wall times) and keeps the last lines for failure
 // reports. With verbose set it also prints every line.
 type trace struct {
-	hash    hash.Hash64
-	tail    []string
+	hash hash.Hash64
+	// tail holds the last lines, a ring once full: next is the oldest.
+	// Each slot's buffer is reused by the line that replaces it, so a
+	// line costs no allocation once the ring is full.
+	tail    [][]byte
 	next    int
 	events  int
 	verbose io.Writer
 }
 
 func newTrace(verbose io.Writer) *trace {
-	return &trace{hash: fnv.New64a(), tail: make([]string, 0, traceTailLines), verbose: verbose}
+	return &trace{hash: fnv.New64a(), tail: make([][]byte, 0, traceTailLines), verbose: verbose}
 }
 
+// lineEnd ends every hashed line.
+var lineEnd = []byte{'\n'}
+
 func (t *trace) add(nowMs int64, format string, args ...any) {
-	line := fmt.Sprintf("%9d ", nowMs) + fmt.Sprintf(format, args...)
-	t.hash.Write([]byte(line))
-	t.hash.Write([]byte{'\n'})
-	t.events++
+	var line []byte
 	if len(t.tail) < traceTailLines {
-		t.tail = append(t.tail, line)
+		t.tail = append(t.tail, nil)
+		line = t.appendLine(len(t.tail)-1, nowMs, format, args)
 	} else {
-		t.tail[t.next] = line
+		line = t.appendLine(t.next, nowMs, format, args)
 		t.next = (t.next + 1) % traceTailLines
 	}
+	t.hash.Write(line)
+	t.hash.Write(lineEnd)
+	t.events++
 	if t.verbose != nil {
-		fmt.Fprintln(t.verbose, line)
+		fmt.Fprintf(t.verbose, "%s\n", line)
 	}
+}
+
+// appendLine formats a line into tail[slot], reusing its buffer.
+func (t *trace) appendLine(slot int, nowMs int64, format string, args []any) []byte {
+	line := fmt.Appendf(t.tail[slot][:0], "%9d ", nowMs)
+	line = fmt.Appendf(line, format, args...)
+	t.tail[slot] = line
+	return line
 }
 
 // addBytes hashes an event given as bytes (a peer message as encoded),
@@ -57,5 +72,9 @@ func (t *trace) sum() uint64 { return t.hash.Sum64() }
 
 // last returns the kept lines, oldest first.
 func (t *trace) last() []string {
-	return append(append([]string(nil), t.tail[t.next:]...), t.tail[:t.next]...)
+	lines := make([]string, 0, len(t.tail))
+	for _, line := range append(append([][]byte(nil), t.tail[t.next:]...), t.tail[:t.next]...) {
+		lines = append(lines, string(line))
+	}
+	return lines
 }
