@@ -20,9 +20,9 @@ var (
 // nightlyWorld is one world the nightly rotates through: its node count,
 // scenarios and fault profile.
 type nightlyWorld struct {
-	nodes                     int
-	moves, users, deadLetters bool
-	profile                   Profile
+	nodes                             int
+	moves, users, deadLetters, fanout bool
+	profile                           Profile
 }
 
 func (w nightlyWorld) String() string {
@@ -36,13 +36,17 @@ func (w nightlyWorld) String() string {
 	if w.deadLetters {
 		scenarios += " deadletters"
 	}
+	if w.fanout {
+		scenarios += " fanout"
+	}
 	return fmt.Sprintf("nodes=%d%s faults=%s", w.nodes, scenarios, w.profile.Name)
 }
 
 // nightlyWorlds lists the worlds in the order the nightly runs them: a
 // single node, three and five nodes with moves, under every fault profile;
-// then a three-node world with the users scenario, and dead letters on one
-// node and on three with moves. Run i of the nightly is world i modulo
+// then a three-node world with the users scenario, dead letters on one
+// node and on three with moves, and fan-out children on three nodes with
+// moves. Run i of the nightly is world i modulo
 // the list, with seed first+i.
 func nightlyWorlds() []nightlyWorld {
 	var worlds []nightlyWorld
@@ -54,12 +58,14 @@ func nightlyWorlds() []nightlyWorld {
 	}
 	return append(worlds, nightlyWorld{nodes: 3, users: true, profile: ProfileAll},
 		nightlyWorld{nodes: 1, deadLetters: true, profile: ProfileAll},
-		nightlyWorld{nodes: 3, moves: true, deadLetters: true, profile: ProfileAll})
+		nightlyWorld{nodes: 3, moves: true, deadLetters: true, profile: ProfileAll},
+		nightlyWorld{nodes: 3, moves: true, fanout: true, profile: ProfileAll})
 }
 
 func (w nightlyWorld) options(seed uint64) Options {
 	opts := DefaultOptions(seed)
 	opts.Nodes, opts.Moves, opts.Users, opts.DeadLetters, opts.Faults = w.nodes, w.moves, w.users, w.deadLetters, w.profile
+	opts.Fanout = w.fanout
 	return opts
 }
 
