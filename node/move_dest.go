@@ -161,6 +161,7 @@ func (n *Node) sessionEnded(s *moveSession) bool {
 		n.adoptMovedLeases(s)
 		n.moveObserver.MoveEnded(outcomeOfSession(progress), n.nowMs-progress.StartedAtMs, progress.BytesCopied)
 		n.endSession(s, false)
+		n.takeOver(s.key)
 		return true
 	case movedest.EndAborted:
 		chaos.Reached(chaos.MarkNodeMoveAborted)
@@ -170,6 +171,22 @@ func (n *Node) sessionEnded(s *moveSession) bool {
 		return true
 	}
 	return false
+}
+
+// takeOver gives the copy adopted into the store a completed move left
+// open to its partition, as a first request would: every log open in the
+// store then belongs to a partition or to a session before its flip, so a
+// deleted topic or a move away closes it (five-node moves seed 2: a
+// deleted topic's moved-in log stayed open, and the re-created topic's
+// partition could never be installed on that node again).
+func (n *Node) takeOver(key partitionKey) {
+	t, known := n.lookupTopic(key.topic)
+	if !known || !n.store.IsOpen(PartitionDir(key.topic, key.index)) {
+		return // nothing adopted: a restart since closed it; it opens on demand
+	}
+	if _, err := n.openLog(t, n.partitionOf(t, key.index)); err != nil {
+		n.observer.Event("move-take-over-failed", fmt.Sprintf("%s/%d: %v", key.topic, key.index, err))
+	}
 }
 
 func outcomeOfSession(progress movedest.Progress) string {

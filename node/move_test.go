@@ -498,3 +498,36 @@ func TestDeliveryCountsTravelWithAMove(t *testing.T) {
 		return p != nil && p.leases.Committed() == 2
 	})
 }
+
+// TestAMovedInLogNobodyReadClosesWithItsTopic: the destination adopts the
+// verified copy into its store at the flip, before any request made it
+// open the partition; deleting the topic must close that log too, or a
+// re-created topic's partition moved to the same node can never install
+// ("a log is open there already") and the move cycles forever (five-node
+// moves seed 2, once the restarted-voter fix changed its trace).
+func TestAMovedInLogNobodyReadClosesWithItsTopic(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	source := c.owners(leader, "t")[0]
+	target := c.otherThan(source)
+	require.NoError(t, c.do(source, producePinned("t", 0, "before")).Err)
+	c.startMove(leader, "t", 0, target)
+	c.tickUntil(100, 100, func() bool { return c.owners(target, "t")[0] == target })
+	dir := PartitionDir("t", 0)
+	require.True(t, c.nodes[target].store.IsOpen(dir), "the flip leaves the adopted copy open")
+
+	require.NoError(t, c.do(leader, msg.DeleteTopic{Name: "t"}).Err)
+	c.tick(100)
+	require.False(t, c.nodes[target].store.IsOpen(dir), "the deleted topic's moved-in log is closed")
+
+	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "t", Partitions: 3}).Err)
+	c.tick(100)
+	owner := c.owners(leader, "t")[0]
+	require.NotEqual(t, target, owner, "the re-created partition starts away from the old destination")
+	require.NoError(t, c.do(owner, producePinned("t", 0, "after")).Err)
+	c.startMove(leader, "t", 0, target)
+	c.tickUntil(100, 100, func() bool { return c.owners(target, "t")[0] == target })
+	replayed := c.do(target, msg.Replay{Topic: "t", Partition: 0, Offset: 0})
+	require.NoError(t, replayed.Err)
+	require.Equal(t, "after", string(replayed.Result.(msg.ReplayResult).Message.Payload))
+}
