@@ -765,3 +765,39 @@ func TestALateForwardReplyOfAnEarlierIncarnationIsDropped(t *testing.T) {
 	_, answered := c.replies[id]
 	require.False(t, answered, "the stale reply was not taken for the produce's")
 }
+
+// TestAVoterBehindANewLeaderItCannotAddressCatchesUp: a voter that was
+// away while a node joined and came to lead has a replica that cannot map
+// the new leader's raft id to an address (the entry adding it is among
+// those it must catch up on), so raft's answers to the leader had nowhere
+// to go. It asks its configured peers for the voters' addresses, as a
+// joiner does, and catches up (sim seed 910268). Knowing the leader's
+// node id from its messages would not do: a driver reaches a peer only at
+// an address the node gave it (ClusterAddrs).
+func TestAVoterBehindANewLeaderItCannotAddressCatchesUp(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.elect()
+	laggard := c.otherThan(leader)
+	c.cut[laggard] = true
+	c.join("n4")
+	c.tickUntil(100, 100, func() bool {
+		_, voter := c.nodes[leader].meta.State().PeerByNodeID("n4")
+		return voter
+	})
+	require.NoError(t, c.nodes[leader].meta.TransferLeadership("n4"))
+	c.tickUntil(100, 100, func() bool { return c.nodes["n4"].meta.IsLeader() })
+	c.crash(laggard)
+	_, known := c.nodes[laggard].meta.PeerByRaftID(meta.RaftIDOf("n4"))
+	require.False(t, known, "the laggard's replica does not know the new leader's address")
+
+	c.drop = func(env msg.Envelope) bool { // the driver reaches only the addresses the node gave it
+		_, addressed := c.nodes[env.From].ClusterAddrs()[env.To]
+		return !addressed
+	}
+	c.cut[laggard] = false
+	c.tickUntil(100, 100, func() bool {
+		_, voter := c.nodes[laggard].meta.State().PeerByNodeID("n4")
+		return voter && c.nodes[laggard].meta.AppliedIndex() == c.nodes["n4"].meta.AppliedIndex()
+	})
+	require.True(t, c.nodes["n4"].meta.IsLeader(), "the joiner still leads: the laggard caught up from it")
+}

@@ -41,6 +41,13 @@ type clusterState struct {
 	// removalRefused holds the drained members whose removal from the
 	// voters the metastore refused, so that is logged once.
 	removalRefused map[string]bool
+	// voterAddressUnknown is set when the metastore had a message for a
+	// raft id this replica cannot address (a voter added while this node
+	// was down, leading now: the replica cannot catch up on the entry
+	// that names it without answering it). Such a voter asks its peers
+	// for the voters' addresses as a joiner does, until a JoinAccepted
+	// clears it.
+	voterAddressUnknown bool
 	// nextDeadCheckMs and nextJoinMs schedule the periodic work.
 	nextDeadCheckMs int64
 	nextJoinMs      int64
@@ -63,7 +70,7 @@ func (n *Node) maintainMembership() {
 		n.cluster.nextDeadCheckMs = n.nowMs + n.cfg.MemberHeartbeatIntervalMs/2
 		n.detectDeadMembers()
 	}
-	if n.cfg.Meta.Join && n.nowMs >= n.cluster.nextJoinMs {
+	if (n.cfg.Meta.Join || n.cluster.voterAddressUnknown) && n.nowMs >= n.cluster.nextJoinMs {
 		n.cluster.nextJoinMs = n.nowMs + joinRetryMs
 		n.askToJoin()
 	}
@@ -98,12 +105,15 @@ func (n *Node) detectDeadMembers() {
 }
 
 // askToJoin sends a Join to every configured peer until this node is a
-// voter. A node its replica knows was removed asks no more: it may not
-// come back (its raft id may not be reused), and the leader would refuse.
+// voter, or while it is a voter that cannot address a peer (the leader
+// answers a voter's Join with the voters' addresses). A node its replica
+// knows was removed asks no more: it may not come back (its raft id may
+// not be reused), and the leader would refuse.
 func (n *Node) askToJoin() {
 	self, _ := n.meta.PeerByNodeID(n.cfg.NodeID)
-	if n.meta.State().RaftIDUsed(self.RaftID) {
-		return // a voter, or removed
+	_, voter := n.meta.State().PeerByNodeID(n.cfg.NodeID)
+	if n.meta.State().RaftIDUsed(self.RaftID) && !(voter && n.cluster.voterAddressUnknown) {
+		return // a voter that can address its peers, or removed
 	}
 	for _, peer := range n.cfg.Meta.Peers {
 		if peer.ID != n.cfg.NodeID {
@@ -134,11 +144,14 @@ func (n *Node) stepJoinRelay(from string, m msg.JoinRelay) {
 }
 
 // stepJoinAccepted learns the voters' addresses while this node is not a
-// voter in its own replica yet.
+// voter in its own replica yet, or is one that cannot address a peer.
 func (n *Node) stepJoinAccepted(m msg.JoinAccepted) {
-	if _, voter := n.meta.State().PeerByNodeID(n.cfg.NodeID); voter || !n.cfg.Meta.Join {
+	_, voter := n.meta.State().PeerByNodeID(n.cfg.NodeID)
+	joining := !voter && n.cfg.Meta.Join
+	if !joining && !(voter && n.cluster.voterAddressUnknown) {
 		return
 	}
+	n.cluster.voterAddressUnknown = false
 	peers := make([]meta.Peer, len(m.Voters))
 	for i, voter := range m.Voters {
 		peers[i] = meta.Peer{ID: voter.ID, RaftID: voter.RaftID, ClusterAddr: voter.ClusterAddr}

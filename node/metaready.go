@@ -59,6 +59,7 @@ func (n *Node) addMetaReady(rd *Ready) {
 		peer, ok := n.meta.PeerByRaftID(message.GetTo())
 		if !ok {
 			n.observer.Event("raft-unknown-peer", fmt.Sprintf("raft id %d", message.GetTo()))
+			n.cluster.voterAddressUnknown = true
 			continue
 		}
 		rd.Messages = append(rd.Messages, msg.Envelope{From: n.cfg.NodeID, To: peer.ID, Message: msg.RaftMessage{Message: message}})
