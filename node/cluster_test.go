@@ -801,3 +801,26 @@ func TestAVoterBehindANewLeaderItCannotAddressCatchesUp(t *testing.T) {
 	})
 	require.True(t, c.nodes["n4"].meta.IsLeader(), "the joiner still leads: the laggard caught up from it")
 }
+
+// TestANodeCutFromTheMetastoreStopsWritingBeforeItCanBeDeclaredDead pins
+// the write fence of writable: a node whose own heartbeat has not been
+// applied for half of MemberDeadAfterMs refuses writes, while the leader
+// still counts it alive, so no other node can take its partitions over
+// while it still appends (docs/necessity.md).
+func TestANodeCutFromTheMetastoreStopsWritingBeforeItCanBeDeclaredDead(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	cut := c.otherThan(leader)
+	index := slices.Index(c.owners(leader, "t"), cut)
+	require.GreaterOrEqual(t, index, 0, "the cut node owns a partition")
+	require.NoError(t, c.do(cut, producePinned("t", index, "before")).Err)
+
+	c.cut[cut] = true
+	for range 4 {
+		c.tick(500) // past half of MemberDeadAfterMs, not past it
+	}
+	member, _ := c.nodes[leader].meta.State().Member(cut)
+	require.True(t, member.Alive, "the leader has not declared the cut node dead yet")
+	refused := c.do(cut, producePinned("t", index, "after"))
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(refused.Err), "the cut node refuses the write it would have taken")
+}

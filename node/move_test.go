@@ -177,9 +177,23 @@ func TestDecommissionDrainsANodeAndRetiresItsVote(t *testing.T) {
 // and then crashed comes back frozen (the destination may hold its final
 // state), and resumes writes only when the move's abort applies.
 func TestASourceRestartedMidMoveStaysFrozen(t *testing.T) {
-	c := newClusterHarness(t, 3)
-	leader := c.electWithTopic("t", 3)
-	source := c.owners(leader, "t")[0]
+	c, leader, source := restartedFrozenSource(t)
+	refused := c.do(source, producePinned("t", 0, "after restart")).Err
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(refused), "still frozen after the restart: %v", refused)
+	c.tickUntil(1_000, 60, func() bool {
+		a, _ := c.nodes[leader].meta.State().Assignment("t", 0)
+		return a.Target == ""
+	})
+	c.tick(100)
+	require.NoError(t, c.do(source, producePinned("t", 0, "resumed")).Err)
+}
+
+// restartedFrozenSource moves partition 0 of t to a node that is cut off,
+// freezes the source for it and restarts the source.
+func restartedFrozenSource(t *testing.T) (c *clusterHarness, leader, source string) {
+	c = newClusterHarness(t, 3)
+	leader = c.electWithTopic("t", 3)
+	source = c.owners(leader, "t")[0]
 	require.NoError(t, c.do(source, producePinned("t", 0, "x")).Err)
 	target := c.otherThan(source, leader)
 	if source == leader {
@@ -191,17 +205,22 @@ func TestASourceRestartedMidMoveStaysFrozen(t *testing.T) {
 	started, _ := c.nodes[source].meta.State().Assignment("t", 0)
 	c.nodes[source].moveFreeze(freezeID, msg.MoveFreeze{Topic: "t", Partition: 0, Target: target, MoveStartedAtMs: started.MoveStartedAtMs})
 	c.settle()
-
 	c.crash(source)
 	c.tick(100)
-	refused := c.do(source, producePinned("t", 0, "after restart")).Err
-	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(refused), "still frozen after the restart: %v", refused)
-	c.tickUntil(1_000, 60, func() bool {
-		a, _ := c.nodes[leader].meta.State().Assignment("t", 0)
-		return a.Target == ""
-	})
-	c.tick(100)
-	require.NoError(t, c.do(source, producePinned("t", 0, "resumed")).Err)
+	return c, leader, source
+}
+
+// TestASourceRestartedMidMoveIsFrozenOnceARequestOpensThePartition pins
+// partitionOf's freeze at start: the first request that builds the
+// partition's state after the restart (here a replay) must not thaw it
+// (docs/necessity.md).
+func TestASourceRestartedMidMoveIsFrozenOnceARequestOpensThePartition(t *testing.T) {
+	c, _, source := restartedFrozenSource(t)
+	require.NoError(t, c.do(source, msg.Replay{Topic: "t", Partition: 0, Offset: 0}).Err)
+	_, built := c.nodes[source].partitions[partitionKey{"t", 0}]
+	require.True(t, built, "the replay built the partition's state")
+	refused := c.do(source, producePinned("t", 0, "after the replay")).Err
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(refused), "still frozen: %v", refused)
 }
 
 // TestADestinationCrashAfterInstallStillFlips: a destination that crashes
@@ -530,4 +549,54 @@ func TestAMovedInLogNobodyReadClosesWithItsTopic(t *testing.T) {
 	replayed := c.do(target, msg.Replay{Topic: "t", Partition: 0, Offset: 0})
 	require.NoError(t, replayed.Err)
 	require.Equal(t, "after", string(replayed.Result.(msg.ReplayResult).Message.Payload))
+}
+
+// TestAnAbortAfterTheInstallRollsTheCopyBack pins the destination's roll
+// back (endSession with RollsBack): a move aborted after its copy was
+// installed, before its flip applied, closes and deletes that copy, or the
+// node would hold an open log and a directory of a partition it does not
+// own, and a later move of it back here could not install
+// (docs/necessity.md).
+func TestAnAbortAfterTheInstallRollsTheCopyBack(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	source := c.owners(leader, "t")[0]
+	target := c.otherThan(source)
+	require.NoError(t, c.do(source, producePinned("t", 0, "r")).Err)
+	c.drop = func(env msg.Envelope) bool { // the target's flip never reaches the leader
+		raft, ok := env.Message.(msg.RaftMessage)
+		return ok && env.From == target && raft.Message.GetType() == raftpb.MsgProp
+	}
+	c.startMove(leader, "t", 0, target)
+	require.Equal(t, "flip", c.nodes[target].MoveSessions()[0].Phase)
+	dir := PartitionDir("t", 0)
+	require.True(t, c.nodes[target].store.IsOpen(dir), "the installed copy is open")
+
+	_, err := c.nodes[leader].meta.Propose(meta.AbortMove{Topic: "t", Partition: 0, ExpectedTarget: target})
+	require.NoError(t, err)
+	c.tick(100)
+	require.Empty(t, c.nodes[target].MoveSessions())
+	require.False(t, c.nodes[target].store.IsOpen(dir), "the rolled back copy is closed")
+	_, err = c.disks[target].Stat(dir)
+	require.Error(t, err, "the rolled back copy is deleted")
+}
+
+// TestAFreezeForAMoveTheSourceHasNotAppliedIsRefused pins moveFreeze's
+// check of the applied move: a source asked to freeze for a move its
+// replica does not show yet refuses and stays writable. Were it to
+// freeze, the next reconcile would thaw it (the applied placement has no
+// such move) after it had answered a final state, and records it then
+// accepted would be missing from the copy (docs/necessity.md).
+func TestAFreezeForAMoveTheSourceHasNotAppliedIsRefused(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	source := c.owners(leader, "t")[0]
+	target := c.otherThan(source)
+	n := c.nodes[source]
+	require.NoError(t, c.do(source, producePinned("t", 0, "x")).Err)
+	n.moveFreeze(asForwarded(n, target), msg.MoveFreeze{Topic: "t", Partition: 0, Target: target, MoveStartedAtMs: c.nowMs})
+	answer := freezeAnswer(n.Ready())
+	require.NotNil(t, answer)
+	require.Equal(t, msg.CodeConflict, msg.CodeOf(answer.Reply.Err))
+	require.True(t, n.AcceptsWrites("t", 0), "the source did not freeze")
 }

@@ -244,3 +244,29 @@ func TestTimeGoingBackIsABug(t *testing.T) {
 	s := New(testMove, testConfig, 50)
 	require.Panics(t, func() { s.Tick(alive(49)) })
 }
+
+// TestAJobOutcomeOfAnotherJobIsIgnored pins JobDone's request check. The
+// node never reports another job's outcome to a session (at most one
+// finalize job per session, and a restarted session is a new Session), so
+// the simulator cannot show it; it is defence in depth (docs/necessity.md).
+func TestAJobOutcomeOfAnotherJobIsIgnored(t *testing.T) {
+	s, finalize := frozenCopy(t, 40)
+	require.Equal(t, Output{}, s.JobDone(alive(5), finalize.Request+1, true), "a later number is not this job")
+	require.Equal(t, Output{}, s.JobDone(alive(5), finalize.Request-1, false), "an earlier number is not this job")
+	require.Equal(t, PhaseFinalize, s.Phase())
+	require.True(t, s.Busy(), "the job in flight still waits")
+	require.Equal(t, ActionFlip, s.JobDone(alive(6), finalize.Request, true).Action.Kind)
+}
+
+// TestAStateNeverAnsweredIsNotPromoted pins givesUp's reached check. A
+// frozen state only arrives in an answer, which sets reached, so the
+// check is implied by the Frozen one and no run can show it; it is
+// defence in depth (docs/necessity.md). The test builds the state by
+// hand.
+func TestAStateNeverAnsweredIsNotPromoted(t *testing.T) {
+	s := New(testMove, testConfig, 0)
+	s.state, s.haveState = *state(true, 0), true
+	out := s.Tick(dead(testConfig.ForcePromoteAfterMs + 1))
+	require.NotEqual(t, ActionFinalize, out.Action.Kind, "a source never reached is not replaced")
+	require.False(t, s.forced)
+}
