@@ -69,6 +69,9 @@ const (
 	// MarkNodeMoveAborted: a destination dropped its session because the
 	// assignment it served changed.
 	MarkNodeMoveAborted Mark = "node-move-aborted"
+	// MarkNodeMoveJobOrphaned: a destination's session ended while its
+	// finalize job was out; the job's return cleaned up after it.
+	MarkNodeMoveJobOrphaned Mark = "node-move-job-orphaned"
 	// MarkNodeMoveCatchupGaveUp: catch-up stopped converging and asked
 	// for the handoff anyway.
 	MarkNodeMoveCatchupGaveUp Mark = "node-move-catchup-gave-up"
@@ -198,7 +201,7 @@ var Registered = []Mark{
 	MarkNodeConsumeProbeHit, MarkNodeCorruptRecordSkipped, MarkNodeFreezeExpired, MarkNodeInstallRepaired,
 	MarkNodeJoinAccepted, MarkNodeJoinProposed, MarkNodeJoinRelayed, MarkNodeKeyedProduceOwnerDown, MarkNodeLeaseExpired,
 	MarkNodeLeadershipHandedOver, MarkNodeLogEvicted, MarkNodeLogFailed, MarkNodeLongPollTimedOut,
-	MarkNodeLongPollWoken, MarkNodeMemberMarkedDead, MarkNodeMoveAborted, MarkNodeMoveCatchupGaveUp,
+	MarkNodeLongPollWoken, MarkNodeMemberMarkedDead, MarkNodeMoveAborted, MarkNodeMoveJobOrphaned, MarkNodeMoveCatchupGaveUp,
 	MarkNodeMoveForcePromote, MarkNodeMoveHandoff, MarkNodeMoveInstalled, MarkNodeMoveRestarted,
 	MarkNodeMoveRolledBack, MarkNodeMoveStalled, MarkNodeMoveStarted, MarkNodeOpenLogsFull,
 	MarkNodePartitionFlippedAway, MarkNodePartitionFrozen, MarkNodePartitionUnfrozen, MarkNodePlanAbort,

@@ -33,6 +33,10 @@ type clusterHarness struct {
 	forwarded map[string]int
 	// drop, when set, drops the envelopes it selects (a one-way fault).
 	drop func(msg.Envelope) bool
+	// holdJobs, when set, keeps the nodes' jobs in held instead of
+	// running them, as a driver whose job is still on its goroutine.
+	holdJobs bool
+	held     []heldJob
 	// disks, metaPaths and configs let restart bring a node back.
 	disks     map[string]*storage.MemFS
 	metaPaths map[string]string
@@ -131,9 +135,19 @@ func (c *clusterHarness) handle(n *Node) {
 	}
 	n.Advance(rd)
 	for _, job := range rd.Jobs {
+		if c.holdJobs {
+			c.held = append(c.held, heldJob{node: n, job: job})
+			continue
+		}
 		job.Run()
 		n.JobDone(job)
 	}
+}
+
+// heldJob is a job the harness has not run yet, and the node it is for.
+type heldJob struct {
+	node *Node
+	job  Job
 }
 
 func (c *clusterHarness) tick(deltaMs int64) {

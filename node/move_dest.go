@@ -35,6 +35,10 @@ type moveSession struct {
 	// job closed it.
 	staged    *storage.StagedCopy
 	stagedDir string
+	// jobOut is set from the start of the finalize job until its JobDone:
+	// meanwhile the job, which may run on another goroutine, owns staged,
+	// stagedDir and the partition directory it installs into.
+	jobOut bool
 	// leases is the queue state of the source's last frozen answer
 	// (valid by lease.Snapshot.Validate); nil before one, or when it did
 	// not validate. The new owner's lease table starts from it.
@@ -88,7 +92,7 @@ func (j *moveJob) run() {
 // moveRunning reports whether a session into the partition runs here.
 func (n *Node) moveRunning(key partitionKey) bool {
 	_, ok := n.moves[key]
-	return ok
+	return ok || n.jobsOrphaned[key]
 }
 
 // driveMoves starts a session for every partition targeting this node,
@@ -96,7 +100,7 @@ func (n *Node) moveRunning(key partitionKey) bool {
 func (n *Node) driveMoves() {
 	for _, m := range n.meta.State().Moves() {
 		key := partitionKey{m.Topic, m.Partition}
-		if m.Target == n.cfg.NodeID && n.moves[key] == nil {
+		if m.Target == n.cfg.NodeID && n.moves[key] == nil && !n.jobsOrphaned[key] {
 			n.startSession(key, m.Owner, m.StartedAtMs)
 		}
 	}
@@ -197,9 +201,16 @@ func outcomeOfSession(progress movedest.Progress) string {
 }
 
 // endSession drops a session's files: the staged copy, and the installed
-// one when rollBack is set (the flip did not happen).
+// one when rollBack is set (the flip did not happen). A session whose
+// finalize job is out leaves them to the job's return (discardJob): the
+// job may be writing them on another goroutine.
 func (n *Node) endSession(s *moveSession, rollBack bool) {
 	delete(n.moves, s.key)
+	if s.jobOut {
+		chaos.Reached(chaos.MarkNodeMoveJobOrphaned)
+		n.jobsOrphaned[s.key] = true
+		return
+	}
 	if s.staged != nil {
 		_ = s.staged.Close() // a failed copy's close error adds nothing
 	}

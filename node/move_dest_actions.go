@@ -140,6 +140,7 @@ func (n *Node) startFinalizeJob(s *moveSession, action movedest.Action) {
 	}
 	job := &moveJob{fs: n.fs, cfg: n.cfg.Log, staged: s.staged, stagedDir: s.stagedDir,
 		finalDir: PartitionDir(s.key.topic, s.key.index), minHWM: action.HWM, request: action.Request}
+	s.jobOut = true
 	if pending := (movePending{session: s, job: job}); !n.moveJobLate(pending) {
 		n.moveJobs = append(n.moveJobs, pending)
 	}
@@ -147,8 +148,9 @@ func (n *Node) startFinalizeJob(s *moveSession, action movedest.Action) {
 
 // jobDone continues a session whose finalize job ran.
 func (n *Node) jobDone(s *moveSession, job *moveJob) {
+	s.jobOut = false
 	if n.moves[s.key] != s {
-		n.discardJob(job)
+		n.discardJob(s, job)
 		return
 	}
 	s.staged = nil // closed by the job
@@ -162,8 +164,16 @@ func (n *Node) jobDone(s *moveSession, job *moveJob) {
 }
 
 // discardJob undoes the install of a job whose session ended meanwhile
-// (the move was aborted): the flip was never proposed.
-func (n *Node) discardJob(job *moveJob) {
+// (the move was aborted): the flip was never proposed. The session left
+// its files to the job (endSession), so they go now, on the loop.
+func (n *Node) discardJob(s *moveSession, job *moveJob) {
+	delete(n.jobsOrphaned, s.key)
+	if s.staged != nil {
+		_ = s.staged.Close() // closed already unless the job failed first
+	}
+	if err := n.fs.RemoveAll(s.stagedDir); err != nil {
+		n.observer.Event("move-cleanup-failed", fmt.Sprintf("%s: %v", s.stagedDir, err))
+	}
 	if job.log == nil {
 		return
 	}

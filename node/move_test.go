@@ -600,3 +600,42 @@ func TestAFreezeForAMoveTheSourceHasNotAppliedIsRefused(t *testing.T) {
 	require.Equal(t, msg.CodeConflict, msg.CodeOf(answer.Reply.Err))
 	require.True(t, n.AcceptsWrites("t", 0), "the source did not freeze")
 }
+
+// TestASessionEndedWhileItsJobIsOutLeavesTheFilesToTheJob: a driver runs
+// the finalize job on a goroutine of its own, so a move aborted meanwhile
+// must not close or delete the staged copy under it, nor start another
+// session into the same directories; the job's return cleans up.
+func TestASessionEndedWhileItsJobIsOutLeavesTheFilesToTheJob(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	source := c.owners(leader, "t")[0]
+	target := c.otherThan(source)
+	require.NoError(t, c.do(source, producePinned("t", 0, "r")).Err)
+	c.holdJobs = true
+	c.startMove(leader, "t", 0, target)
+	c.tickUntil(100, 100, func() bool { return len(c.held) > 0 })
+	out := c.held[0]
+	require.Same(t, c.nodes[target], out.node)
+	staged := out.job.pending.job.stagedDir
+
+	_, err := c.nodes[leader].meta.Propose(meta.AbortMove{Topic: "t", Partition: 0, ExpectedTarget: target})
+	require.NoError(t, err)
+	c.tick(100)
+	require.Empty(t, c.nodes[target].MoveSessions(), "the aborted session ended")
+	_, err = c.disks[target].Stat(staged)
+	require.NoError(t, err, "the staged copy the job works on is left to it")
+	c.startMove(leader, "t", 0, target)
+	c.tick(100)
+	require.Empty(t, c.nodes[target].MoveSessions(), "no session starts into directories a job still owns")
+
+	out.job.Run()
+	require.NoError(t, out.job.pending.job.err, "the job ran on files nobody closed under it")
+	out.node.JobDone(out.job)
+	c.held = nil
+	_, err = c.disks[target].Stat(staged)
+	require.Error(t, err, "the job's return removed the staged copy")
+	_, err = c.disks[target].Stat(PartitionDir("t", 0))
+	require.Error(t, err, "and the copy it installed, the flip never having been proposed")
+	c.holdJobs = false
+	c.tickUntil(100, 100, func() bool { return c.owners(target, "t")[0] == target })
+}

@@ -91,6 +91,12 @@ type Node struct {
 	// moveJobs the finalize jobs for the next Ready (move_dest.go).
 	moves    map[partitionKey]*moveSession
 	moveJobs []movePending
+	// jobsOrphaned holds the partitions whose session ended while its
+	// finalize job was out (handed out, not yet JobDone): the job owns
+	// their staged and partition directories until it returns, so no
+	// session starts there and the sweep leaves them alone meanwhile.
+	// Set by endSession, cleared by jobDone (move_dest_actions.go).
+	jobsOrphaned map[partitionKey]bool
 	// moveObserver receives the move metrics (a no-op unless the
 	// observer implements MoveObserver).
 	moveObserver MoveObserver
@@ -174,7 +180,7 @@ func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observe
 		cursors: map[string]*topicCursors{}, partitions: map[partitionKey]*partition{}, waiters: newWaiterSet(),
 		dirty: map[partitionKey]*partition{}, dependents: map[partitionKey][]int{},
 		routing: newRouting(), cluster: newClusterState(), sweeper: newSweeper(nowMs, cfg.Moves.SweepIntervalMs),
-		moves: map[partitionKey]*moveSession{}, moveObserver: moveObserverOf(observer),
+		moves: map[partitionKey]*moveSession{}, jobsOrphaned: map[partitionKey]bool{}, moveObserver: moveObserverOf(observer),
 		appendObserver: appendObserverOf(observer), ackObserver: ackObserverOf(observer), deadLetterObserver: deadLetterObserverOf(observer),
 		fanoutObserver: fanoutObserverOf(observer), fanout: fanoutView{nextMs: math.MaxInt64},
 		nextCommitPersistMs: nowMs + cfg.CommitPersistIntervalMs,
