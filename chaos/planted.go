@@ -28,6 +28,40 @@ const (
 	// fan-out cursors its source reported stood, and install each at the
 	// copy's end: the backlog not yet copied is lost for the children.
 	BugForgetFanoutCursor
+
+	// The cluster bugs: each needs several nodes, moves or forwards to
+	// show.
+
+	// BugFlipOfReplacedMove makes the metastore apply a flip (or a
+	// force-promotion) whose move was replaced by a later one: the guard
+	// on the move's start time is skipped.
+	BugFlipOfReplacedMove
+	// BugServeAfterFlipAway lets a node deliver records of a partition it
+	// applied a flip away from, from the copy it keeps until the
+	// stale-copy sweep.
+	BugServeAfterFlipAway
+	// BugAppendWhileFrozen lets a source accept produce for a partition
+	// it froze for a move.
+	BugAppendWhileFrozen
+	// BugFreezeTTLIgnored keeps a source frozen past the freeze TTL: it
+	// never proposes the abort of a move that stopped.
+	BugFreezeTTLIgnored
+	// BugPromoteUnfrozenCopy force-promotes a copy of a state the dead
+	// source never froze, so records it accepted later are missing.
+	BugPromoteUnfrozenCopy
+	// BugForwardedProduceUnsynced answers a forwarded produce without
+	// scheduling the owner's sync of its records.
+	BugForwardedProduceUnsynced
+	// BugForwardReplyMismatched hands a peer's reply to the forward
+	// numbered next to the one it answers.
+	BugForwardReplyMismatched
+	// BugStaleHandleAccepted accepts an ack, extend or nack of a record
+	// in flight whatever the receipt handle's nonce, so a handle whose
+	// reservation was superseded still commits.
+	BugStaleHandleAccepted
+	// BugLeaseOutlivesTimeout gives a reservation twice the topic's
+	// visibility timeout.
+	BugLeaseOutlivesTimeout
 )
 
 // FanoutBugs lists the planted bugs of fan-out. They are not in Bugs:
@@ -38,6 +72,12 @@ var FanoutBugs = []Bug{BugForgetFanoutCursor}
 // Bugs lists every planted bug, for tests that try each.
 var Bugs = []Bug{BugAckBeforeSync, BugVisibleBeforeDurable, BugForgetCommitted, BugRepeatedAckStale, BugRecoveryServesUnsynced,
 	BugRoundCoversLaterAppends}
+
+// ClusterBugs lists the planted bugs that only a cluster with moves can
+// show, for the test that tries each in such a world.
+var ClusterBugs = []Bug{BugFlipOfReplacedMove, BugServeAfterFlipAway, BugAppendWhileFrozen, BugFreezeTTLIgnored,
+	BugPromoteUnfrozenCopy, BugForwardedProduceUnsynced, BugForwardReplyMismatched, BugStaleHandleAccepted,
+	BugLeaseOutlivesTimeout}
 
 func (b Bug) String() string {
 	switch b {
@@ -55,6 +95,30 @@ func (b Bug) String() string {
 		return "round-covers-later-appends"
 	case BugForgetFanoutCursor:
 		return "forget-fanout-cursor"
+	}
+	return b.clusterString()
+}
+
+func (b Bug) clusterString() string {
+	switch b {
+	case BugFlipOfReplacedMove:
+		return "flip-of-replaced-move"
+	case BugServeAfterFlipAway:
+		return "serve-after-flip-away"
+	case BugAppendWhileFrozen:
+		return "append-while-frozen"
+	case BugFreezeTTLIgnored:
+		return "freeze-ttl-ignored"
+	case BugPromoteUnfrozenCopy:
+		return "promote-unfrozen-copy"
+	case BugForwardedProduceUnsynced:
+		return "forwarded-produce-unsynced"
+	case BugForwardReplyMismatched:
+		return "forward-reply-mismatched"
+	case BugStaleHandleAccepted:
+		return "stale-handle-accepted"
+	case BugLeaseOutlivesTimeout:
+		return "lease-outlives-timeout"
 	}
 	return "unknown-bug"
 }

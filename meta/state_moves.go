@@ -1,5 +1,7 @@
 package meta
 
+import "narad/chaos"
+
 // apply starts a move of a stable partition owned by ExpectedOwner.
 func (c SetTarget) apply(s *State) error {
 	if err := c.Validate(); err != nil {
@@ -68,7 +70,7 @@ func (s *State) flipOwner(topic string, partition int, expectedOwner, expectedTa
 		return rejectf(ErrGuardFailed, "%s/%d is %q -> %q, proposer expected %q -> %q",
 			topic, partition, a.Owner, a.Target, expectedOwner, expectedTarget)
 	}
-	if expectedStartedAtMs != 0 && a.MoveStartedAtMs != expectedStartedAtMs {
+	if expectedStartedAtMs != 0 && a.MoveStartedAtMs != expectedStartedAtMs && !chaos.Planted(chaos.BugFlipOfReplacedMove) {
 		return rejectf(ErrGuardFailed, "%s/%d: the move %q -> %q that started at %d was replaced by one that started at %d",
 			topic, partition, expectedOwner, expectedTarget, expectedStartedAtMs, a.MoveStartedAtMs)
 	}

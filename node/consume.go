@@ -77,7 +77,7 @@ func (n *Node) reserve(t *topic, r msg.Consume) []msg.Message {
 	payloadBytes := 0
 	full := func() bool { return len(messages) == want || payloadBytes >= n.cfg.ConsumeReplyBytesMax }
 	for _, index := range n.consumeOrder(t, r.Partition) {
-		if !n.ownedHere(t, index) {
+		if !n.ownedHere(t, index) && !(chaos.Planted(chaos.BugServeAfterFlipAway) && n.sweeper.candidates[partitionKey{t.info.Name, index}]) {
 			continue
 		}
 		p := n.partitionOf(t, index)

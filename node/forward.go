@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"narad/chaos"
 
 	"narad/invariant"
 	"narad/msg"
@@ -105,6 +106,9 @@ func (n *Node) servedID(number uint64) msg.RequestID {
 // stepForwardReply hands a peer's answer to the forward's continuation; a
 // reply that comes after the deadline (or from the wrong node) is dropped.
 func (n *Node) stepForwardReply(from string, m msg.ForwardReply) {
+	if chaos.Planted(chaos.BugForwardReplyMismatched) {
+		m.ID ^= 1
+	}
 	if done, ok := n.routing.forwards.Answered(from, m.ID); ok {
 		done(m.Reply)
 	}

@@ -170,7 +170,7 @@ func (n *Node) answerFreezes(p *partition) {
 // TTL; the partition resumes writes when the abort applies.
 func (n *Node) expireFreezes() {
 	for _, p := range n.sortedPartitions() {
-		if !p.freeze.Expire(n.nowMs, n.cfg.Moves.FreezeTTLMs) {
+		if chaos.Planted(chaos.BugFreezeTTLIgnored) || !p.freeze.Expire(n.nowMs, n.cfg.Moves.FreezeTTLMs) {
 			continue
 		}
 		chaos.Reached(chaos.MarkNodeFreezeExpired)

@@ -73,7 +73,9 @@ func (n *Node) produceLocal(id msg.RequestID, t *topic, r msg.Produce, placement
 	replyIndex := len(n.replies) - 1
 	for _, p := range sortedValues(touched) {
 		n.dependents[p.key] = append(n.dependents[p.key], replyIndex)
-		n.markDirty(p)
+		if id&forwardedRequestBit == 0 || !chaos.Planted(chaos.BugForwardedProduceUnsynced) {
+			n.markDirty(p)
+		}
 	}
 }
 
@@ -112,7 +114,7 @@ func (n *Node) localWriteRefusal(t *topic, index int) error {
 	switch {
 	case !n.ownedHere(t, index):
 		return notOwner(t, index)
-	case n.frozen(t, index):
+	case n.frozen(t, index) && !chaos.Planted(chaos.BugAppendWhileFrozen):
 		return frozenError(t, index)
 	}
 	return n.writable()

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"math"
+	"narad/chaos"
 
 	"narad/invariant"
 )
@@ -78,6 +79,9 @@ func (t *Table) lease(e *entry, nowMs, visibilityMs int64) {
 	e.countDelivery()
 	e.nonce = t.nextNonce()
 	e.deadlineMs = deadlineAfter(nowMs, visibilityMs)
+	if chaos.Planted(chaos.BugLeaseOutlivesTimeout) {
+		e.deadlineMs = deadlineAfter(nowMs, 2*visibilityMs)
+	}
 	e.state = stateInFlight
 	t.deadlines.add(e)
 	if e.deadlineMs <= t.lastNowMs {

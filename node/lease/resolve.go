@@ -2,6 +2,7 @@ package lease
 
 import (
 	"math"
+	"narad/chaos"
 
 	"narad/invariant"
 )
@@ -66,7 +67,7 @@ func (t *Table) Nack(offset, nonce uint64, nowMs int64) error {
 func (t *Table) liveReservation(offset, nonce uint64, nowMs int64) (*entry, error) {
 	t.observe(nowMs)
 	e, ok := t.entries[offset]
-	if !ok || e.state != stateInFlight || e.nonce != nonce {
+	if !ok || e.state != stateInFlight || e.nonce != nonce && !chaos.Planted(chaos.BugStaleHandleAccepted) {
 		return nil, ErrStale
 	}
 	if e.deadlineMs <= t.lastNowMs {

@@ -146,7 +146,7 @@ func (s *Session) givesUp(seen Seen, out *Output) bool {
 	}
 	silentForMs := seen.NowMs - s.lastContactMs
 	switch {
-	case seen.SourceDead && s.reached && s.state.Frozen && silentForMs >= s.cfg.ForcePromoteAfterMs && s.lagBytes() == 0:
+	case seen.SourceDead && s.reached && (s.state.Frozen || chaos.Planted(chaos.BugPromoteUnfrozenCopy)) && silentForMs >= s.cfg.ForcePromoteAfterMs && s.lagBytes() == 0:
 		out.Notes = append(out.Notes, Note{Kind: NoteForcePromote, SilentForMs: silentForMs, HWM: s.state.HWM})
 		s.forced, s.phase = true, PhaseFinalize
 		s.send(out, Action{Kind: ActionFinalize, HWM: s.state.HWM, Committed: s.state.Committed})
