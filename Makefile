@@ -42,7 +42,9 @@ FUZZTIME ?= 30s
 # more than one node runs the moves scenario), and the smaller sweeps make
 # test runs (sized to stay within a few minutes): CI_SEEDS single-node
 # seeds, then CI_MOVES_SEEDS five-node moves seeds from CI_MOVES_SEED (the
-# range holds 2032, a metastore crash found there).
+# range holds 2032, a metastore crash found there), and at most
+# CI_PLANTED_SEEDS three-node moves seeds per planted cluster bug (each
+# stops at the first seed that catches it; 50 is also the test's bound).
 SEEDS ?= 1000
 SEED ?= 1
 SIM_NODES ?= 1 3 5
@@ -50,6 +52,7 @@ CI_SEEDS ?= 100
 CI_SEED ?= 1
 CI_MOVES_SEEDS ?= 20
 CI_MOVES_SEED ?= 2020
+CI_PLANTED_SEEDS ?= 50
 SIM_TIMEOUT ?= 60m
 
 # Real-process soak, and the wall time of make nightly (which takes 1h
@@ -129,6 +132,7 @@ test:
 	$(GO) test -timeout $(SIM_TIMEOUT) ./sim -run '^TestSim$$' -seeds=$(CI_MOVES_SEEDS) -seed=$(CI_MOVES_SEED) -nodes=5 -moves -v | grep -E '^(sim:|--- |ok|FAIL|PASS)|failed:|reproduce:'
 	@echo '==> test 7/7: the simulator catches every planted bug (-tags plantedbugs)'
 	$(GO) test -timeout $(SIM_TIMEOUT) -tags plantedbugs ./sim -run '^(TestPlantedBugsAreCaught|TestPlantedFanoutBugsAreCaught)$$' -v | grep -E 'caught|survived|^(--- |ok|FAIL|PASS)'
+	$(GO) test -timeout $(SIM_TIMEOUT) -tags plantedbugs ./sim -run '^TestPlantedClusterBugsAreCaught$$' -planted-seeds=$(CI_PLANTED_SEEDS) -v | grep -E '^planted|^(--- |ok|FAIL|PASS)'
 	@echo '==> test: all steps passed'
 
 help_bench := Run benchmarks (BENCH=regexp BENCHTIME=1s BENCH_PACKAGES=./...); output kept in .bench/latest.txt.

@@ -37,6 +37,15 @@ import (
 //     delivery that exhausted a record may never have reached one): an
 //     ack of it succeeds whatever its handle.
 //
+// A handle is also known lapsed when the ack is sent more than the
+// longest visibility timeout the workload sets after the handle was
+// received (the reservation was made before its consume was answered, so
+// its deadline had passed): a success then fails the run too, unless
+// another ack of the record (an extend included, or an earlier attempt
+// of this one) may have landed before, or the partition flipped since
+// the handout (the handle may then match a newer reservation of a node
+// the partition moved back to).
+//
 // A restart is no excuse: a node draws a new handle key at every start,
 // so a handle of an earlier start matches no reservation (its delivery
 // counts start over too, but handles never match across starts). A
@@ -53,7 +62,8 @@ type leaseModel struct {
 	// filled in when it comes.
 	acks map[ackRecord][]*sentAck
 	// flipsMs lists, by partition, when each committed flip was seen, in
-	// order (only the first decides today; the list tells how many).
+	// order (the first decides whether a newer handout excuses a success;
+	// any one between a handout and its late ack excuses that ack).
 	flipsMs map[int][]int64
 	// deadLetteredMs is when a node first reported each record
 	// acknowledged as a dead letter.
@@ -129,6 +139,7 @@ func (l *leaseModel) answered(c *call, handle string, status int) {
 		return
 	}
 	l.checked++
+	l.judgeLapsed(record, handle, c, mine)
 	own, newer, stale := l.staleness(record, handle, c.sentMs)
 	if !stale {
 		return
@@ -140,6 +151,55 @@ func (l *leaseModel) answered(c *call, handle string, status int) {
 	l.w.fail("lease-model", "%s answered 204 for handle %s of %s offset %d, received at %d ms, though handle %s of the same record (consume sent at %d ms) was received at %d ms, before the ack was sent at %d ms",
 		c.describe(), handle, partitionName(l.w.topic, record.partition), record.offset, own.receivedMs,
 		newer.handle, newer.consumeSentMs, newer.receivedMs, c.sentMs)
+}
+
+// judgeLapsed fails a 204 to an ack whose handle's lease lapsed before
+// the ack was sent, unless an excuse applies.
+func (l *leaseModel) judgeLapsed(record ackRecord, handle string, c *call, mine *sentAck) {
+	if l.w.failure != nil {
+		return
+	}
+	var latest handout
+	for _, h := range l.handouts[record] {
+		if h.handle == handle && h.receivedMs <= c.sentMs {
+			latest = h
+		}
+	}
+	if latest.handle == "" || c.sentMs-latest.receivedMs <= visibilityMsMin+visibilityMsSpread {
+		return
+	}
+	if l.earlierAckMayHaveLanded(record, mine, c.sentMs) || l.flippedBetween(record.partition, latest.receivedMs, c.sentMs) {
+		return
+	}
+	l.w.fail("lease-model", "%s answered 204 for handle %s of %s offset %d, received at %d ms: its lease had lapsed when the ack was sent at %d ms (visibility timeouts are below %d ms)",
+		c.describe(), handle, partitionName(l.w.topic, record.partition), record.offset, latest.receivedMs, c.sentMs,
+		visibilityMsMin+visibilityMsSpread)
+}
+
+// earlierAckMayHaveLanded reports whether an ack of record other than
+// mine (under any handle, an extend included) was sent before sentMs and
+// may have landed: it was answered with success or 503, or not answered.
+func (l *leaseModel) earlierAckMayHaveLanded(record ackRecord, mine *sentAck, sentMs int64) bool {
+	for _, a := range l.acks[record] {
+		if a == mine || a.call.sentMs > sentMs {
+			continue
+		}
+		if !a.answered || a.status == http.StatusNoContent || a.status >= http.StatusInternalServerError {
+			return true
+		}
+	}
+	return false
+}
+
+// flippedBetween reports whether a committed flip of partition was seen
+// in [fromMs, toMs].
+func (l *leaseModel) flippedBetween(partition int, fromMs, toMs int64) bool {
+	for _, atMs := range l.flipsMs[partition] {
+		if atMs >= fromMs && atMs <= toMs {
+			return true
+		}
+	}
+	return false
 }
 
 func (l *leaseModel) findAck(record ackRecord, c *call, handle string) *sentAck {

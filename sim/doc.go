@@ -66,7 +66,13 @@
 // partition's next move started, and some moves' flips are withheld
 // until then (the source's freeze expires and the move is aborted and
 // started again first): the stale proposals that only the metastore's
-// guards keep from applying to a later move.
+// guards keep from applying to a later move. And when a destination in
+// CatchUp has just copied all of its source's last reported state, the
+// two may be cut apart, a client produces one record pinned to the
+// partition at the source, and the source dies once it answered 202, for
+// longer than the force-promotion takes: the destination then holds a
+// complete copy of a state the source never froze, which it must not
+// promote (move_faults.go).
 // With -deadletters the topic names a dead-letter topic and a
 // max_deliveries of 1 or 2 (deadletters.go): the consumers' nacks and
 // forgotten leases exhaust some records, and a consumer drains the
@@ -127,10 +133,17 @@
 //     (meta-model); a client-side model of leases fails a 204 to an ack
 //     of a handle that a newer reservation of its record superseded
 //     before the ack was sent (lease-model; a slow consumer acks after
-//     its leases lapsed, so such acks happen); and an operator's topic
+//     its leases lapsed, so such acks happen), or to an ack sent later
+//     after its handle was received than the longest visibility timeout
+//     the workload sets, when no other ack of the record may have landed
+//     and the partition did not flip in between; and an operator's topic
 //     creates, alters and deletes are checked with porcupine as one
 //     linearizable register per topic name (control-plane). Each
 //     checker's comment says exactly what it excuses.
+//   - Moves end: a move whose flips the network withholds (see Moves)
+//     is ended by its source's freeze TTL, so it must leave the committed
+//     placement within 8 s while its source stays up and can reach a
+//     leader (freeze-ttl).
 //   - Liveness: once faults stop, requests succeed again and the backlog
 //     drains; in a cluster, one node leads and has applied an entry of its
 //     term, the placement settles (every move finished or was aborted, no

@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 
 	"go.etcd.io/raft/v3/raftpb"
 
@@ -31,6 +33,15 @@ const (
 	// the partition's next move: the source's freeze expires, the move is
 	// aborted, and the stale flips arrive once the move was replaced.
 	lateFlipWithheldPercent = 25
+	// withheldMoveEndsMsMax bounds how long a move whose flips are
+	// withheld may stay in the committed placement while its source runs
+	// (one incarnation, up all along) with a way to a leader: its
+	// source's freeze expires after moveFreezeTTLMs and the source
+	// proposes the abort; the rest is room for a proposal lost with a
+	// connection and retried, and for the other faults of the safety
+	// phase. withheldCheckMs is how often it is checked.
+	withheldMoveEndsMsMax = 8_000
+	withheldCheckMs       = 250
 )
 
 // lateProposalStream numbers the random stream of the late proposals
@@ -55,6 +66,24 @@ type lateProposals struct {
 	// proposals are withheld; a move is decided when its first flip
 	// proposal is sent.
 	withheldMoves map[string]bool
+	// withheld lists the moves whose flips are withheld and that have not
+	// ended yet, in the order decided, for the check that each ends
+	// (checkWithheldEnded, every withheldCheckMs while checking is set).
+	withheld []*withheldMove
+	checking bool
+}
+
+// withheldMove is a move whose flips are withheld. sinceMs is when it was
+// decided, or, if later, when its source was last seen down, restarted,
+// or without a way to a leader: the source's incarnation then is
+// sourceIncarnation.
+type withheldMove struct {
+	topic             string
+	partition         int
+	startedAtMs       int64
+	sinceMs           int64
+	source            string
+	sourceIncarnation int
 }
 
 // heldProposal is a copy of a proposal and the link it goes on.
@@ -96,12 +125,78 @@ func (lp *lateProposals) withhold(l *link, env msg.Envelope, kind string, bytes 
 	if !decided {
 		withheld = lp.rng.IntN(100) < lateFlipWithheldPercent
 		lp.withheldMoves[move] = withheld
+		if withheld {
+			lp.watchWithheld(partition, startedAtMs)
+		}
 	}
 	if withheld {
 		lp.w.tracef("late proposals: withhold %s of %s", command, move)
 		lp.held[partition] = append(lp.held[partition], heldProposal{l: l, command: command, kind: kind, bytes: bytes})
 	}
 	return withheld
+}
+
+// watchWithheld starts checking that the withheld move ends.
+func (lp *lateProposals) watchWithheld(partition string, startedAtMs int64) {
+	topic, index, _ := strings.Cut(partition, "/")
+	number, _ := strconv.Atoi(index)
+	lp.withheld = append(lp.withheld, &withheldMove{topic: topic, partition: number, startedAtMs: startedAtMs, sinceMs: lp.w.nowMs})
+	if !lp.checking {
+		lp.checking = true
+		lp.w.at(withheldCheckMs, lp.checkWithheldEnded)
+	}
+}
+
+// checkWithheldEnded fails the run, checker "freeze-ttl", if a move whose
+// flips are withheld is still the partition's move in the committed
+// placement withheldMoveEndsMsMax after it was withheld, its source up
+// all along and never cut off from the leader: only its source's freeze TTL (or the planner, for a dead or
+// draining target) ends such a move, and a source frozen for it accepts
+// no produce meanwhile. It runs during the safety phase, while the
+// flips are withheld.
+func (lp *lateProposals) checkWithheldEnded() {
+	if lp.w.phase != phaseSafety || lp.w.failure != nil {
+		lp.checking = false
+		return
+	}
+	pending := lp.withheld[:0]
+	for _, m := range lp.withheld {
+		a := lp.w.metaLog.assignment(m.topic, m.partition)
+		if a == nil || a.Target == "" || a.MoveStartedAtMs != m.startedAtMs {
+			continue // ended
+		}
+		pending = append(pending, m)
+		source := lp.w.nodeByID(a.Owner)
+		if source == nil || !source.up() || a.Owner != m.source || source.incarnation != m.sourceIncarnation || !lp.reachesLeader(source) {
+			m.sinceMs, m.source = lp.w.nowMs, a.Owner
+			if source != nil {
+				m.sourceIncarnation = source.incarnation
+			}
+			continue
+		}
+		if lp.w.nowMs-m.sinceMs >= withheldMoveEndsMsMax {
+			lp.w.fail("freeze-ttl", "the move of %s to %s that started at %d ms has had its flips withheld, its source %s up, for %d ms, and has not ended (freeze TTL %d ms)",
+				partitionName(m.topic, m.partition), a.Target, m.startedAtMs, a.Owner, lp.w.nowMs-m.sinceMs, moveFreezeTTLMs)
+			return
+		}
+	}
+	lp.withheld = pending
+	lp.w.at(withheldCheckMs, lp.checkWithheldEnded)
+}
+
+// reachesLeader reports whether there is a leader and n's links to and
+// from it are not cut.
+func (lp *lateProposals) reachesLeader(n *simNode) bool {
+	leader, _ := lp.w.raft.currentLeader()
+	if leader == nil || !leader.up() {
+		return false
+	}
+	for _, l := range append(lp.w.peers.between([]*simNode{n}, []*simNode{leader}), lp.w.peers.between([]*simNode{leader}, []*simNode{n})...) {
+		if l.cuts > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // moveStarted releases the copies held for a partition whose next move

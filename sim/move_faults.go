@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"math/rand/v2"
 
 	"narad/chaos"
@@ -29,7 +30,26 @@ const (
 	// bounds how long after.
 	leaderChangePercent    = 50
 	leaderChangeAfterMsMax = 400
+	// caughtUpKillPercent is the chance that, when the destination of a
+	// move, in CatchUp, has just copied all of the source's last reported
+	// state, the two are cut apart at once, a client produces one record
+	// pinned to the partition at the source, and the source is killed as
+	// soon as that record is acknowledged (202), for caughtUpKillDownMsMin
+	// plus up to caughtUpKillDownMsSpread: longer than a member takes to
+	// be declared dead plus moveForcePromoteAfterMs. The destination then
+	// faces a dead source whose last state it holds entirely, but which
+	// never froze and acknowledged a record after it: a copy it must not
+	// promote. Without a 202 within caughtUpCutMs the cut mends and
+	// nobody dies. Drawn from a stream of its own, once per move.
+	caughtUpKillPercent      = 60
+	caughtUpCutMs            = 2_000
+	caughtUpKillDownMsMin    = 9_500
+	caughtUpKillDownMsSpread = 3_000
 )
+
+// caughtUpKillStream numbers the random stream of the caught-up kills
+// apart from the others, so that drawing them moves no other draw.
+const caughtUpKillStream = 9
 
 // The faults aimed at a move, and the phases of a move (node's names for
 // CatchUp, PrepareHandoff, Finalize and CompleteMove). Every pair is a
@@ -72,11 +92,15 @@ type moveWatcher struct {
 	frozen map[string]map[string]bool
 	// landed counts the faults that landed, by coverage mark, in this run.
 	landed map[chaos.Mark]int
+	// caughtUpRng draws the caught-up kills; caughtUpDrawn holds the moves
+	// (partition and start) already drawn for one.
+	caughtUpRng   *rand.Rand
+	caughtUpDrawn map[string]bool
 }
 
 func newMoveWatcher(w *World, rng *rand.Rand) *moveWatcher {
 	return &moveWatcher{w: w, rng: rng, phases: map[string]map[string]string{}, frozen: map[string]map[string]bool{},
-		landed: map[chaos.Mark]int{}}
+		landed: map[chaos.Mark]int{}, caughtUpRng: newRand(w.opts.Seed, caughtUpKillStream), caughtUpDrawn: map[string]bool{}}
 }
 
 // watch looks at the nodes the step touched.
@@ -111,6 +135,9 @@ func (m *moveWatcher) lookAtSessions(n *simNode) {
 		current[name] = session.Phase
 		if previous[name] != session.Phase {
 			m.phaseEntered(n, session)
+		}
+		if n.up() && session.Phase == "catchup" && session.BytesTotal > 0 && session.BytesCopied >= session.BytesTotal {
+			m.caughtUp(session)
 		}
 		if !n.up() {
 			return // a fault took it down
@@ -181,6 +208,39 @@ func (m *moveWatcher) phaseEntered(dest *simNode, session msg.Move) {
 	if source != nil && m.rng.IntN(100) < moveFaultPercent {
 		m.inject(source, dest, session.Phase)
 	}
+}
+
+// caughtUp may kill the source of a move whose destination copied all of
+// the source's last state before the source froze (caughtUpKillPercent).
+func (m *moveWatcher) caughtUp(session msg.Move) {
+	move := fmt.Sprintf("%s@%d", partitionName(session.Topic, session.Partition), session.StartedAtMs)
+	if m.w.phase != phaseSafety || m.caughtUpDrawn[move] {
+		return
+	}
+	m.caughtUpDrawn[move] = true
+	source, dest := m.w.nodeByID(session.From), m.w.nodeByID(session.To)
+	if m.caughtUpRng.IntN(100) >= caughtUpKillPercent || source == nil || dest == nil || !source.up() {
+		return
+	}
+	links := append(m.w.peers.between([]*simNode{source}, []*simNode{dest}), m.w.peers.between([]*simNode{dest}, []*simNode{source})...)
+	cut := m.w.peers.cut(links)
+	m.w.countFault("move-cut-caught-up-source")
+	m.w.tracef("net: partition %d cuts %s, the unfrozen source of %s, from %s, whose copy caught up; the source dies once it acknowledges a record",
+		cut, source.id, move, dest.id)
+	killed := false
+	m.w.witnessProduce(source, session.Partition, func() {
+		if m.w.phase == phaseSafety && source.up() && m.w.mayTakeDown(source) {
+			killed = true
+			m.w.tracef("move fault: kill %s, the unfrozen source of %s, which acknowledged a record since", source.id, move)
+			source.crashFor("move-kill-caught-up-source", int64(caughtUpKillDownMsMin+m.caughtUpRng.IntN(caughtUpKillDownMsSpread)))
+		}
+	})
+	m.w.at(caughtUpCutMs, func() {
+		if !killed {
+			m.w.peers.mend(cut)
+		}
+	})
+	m.w.at(caughtUpKillDownMsMin, func() { m.w.peers.mend(cut) })
 }
 
 // frozeNow: a source froze a partition; the destination's session is in

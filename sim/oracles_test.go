@@ -177,3 +177,51 @@ func TestControlModel(t *testing.T) {
 		}
 	}
 }
+
+// lapseWorld returns a world whose lease model has seen one handle, "h",
+// of record 0/9, received at 1_000 ms.
+func lapseWorld(t *testing.T) (*World, *client) {
+	t.Helper()
+	w := NewWorld(DefaultOptions(1))
+	cl := newClient(w, "c1", roleConsumer)
+	w.nowMs = 1_000
+	w.leases.delivered(&call{client: cl, sentMs: 900}, wireMessage{Partition: 0, Offset: 9, ReceiptHandle: "h"})
+	return w, cl
+}
+
+func TestLeaseModelFailsASuccessAfterTheLeaseLapsed(t *testing.T) {
+	lapsedMs := int64(1_000 + visibilityMsMin + visibilityMsSpread + 1)
+	w, cl := lapseWorld(t)
+	inTime := ackCall(cl, 1_000+visibilityMsMin) // within the longest timeout: may be in time
+	w.leases.sent(inTime, []string{"h"})
+	w.leases.answered(inTime, "h", http.StatusGone)
+	late := ackCall(cl, lapsedMs)
+	w.leases.sent(late, []string{"h"})
+	w.nowMs = lapsedMs + 10
+	w.leases.answered(late, "h", http.StatusNoContent)
+	if w.failure == nil || w.failure.Checker != "lease-model" {
+		t.Fatalf("a 204 for an ack sent after the lease lapsed passed: %v", w.failure)
+	}
+}
+
+func TestLeaseModelExcusesALateSuccessTheDesignAllows(t *testing.T) {
+	lapsedMs := int64(1_000 + visibilityMsMin + visibilityMsSpread + 1)
+	w, cl := lapseWorld(t)
+	first := ackCall(cl, 1_010) // in time, its answer lost: it may have landed, and a retry then succeeds
+	w.leases.sent(first, []string{"h"})
+	retry := ackCall(cl, lapsedMs)
+	w.leases.sent(retry, []string{"h"})
+	w.leases.answered(retry, "h", http.StatusNoContent)
+	if w.failure != nil {
+		t.Fatalf("a retry of an ack that may have landed failed the run: %v", w.failure)
+	}
+	w, cl = lapseWorld(t)
+	w.nowMs = 2_000
+	w.leases.flipped(w.topic, 0) // between the handout and the ack
+	late := ackCall(cl, lapsedMs)
+	w.leases.sent(late, []string{"h"})
+	w.leases.answered(late, "h", http.StatusNoContent)
+	if w.failure != nil {
+		t.Fatalf("a late ack across a flip failed the run: %v", w.failure)
+	}
+}

@@ -20,6 +20,10 @@ const (
 	// its handles may have been handed out again meanwhile.
 	slowAckMs        = 6_000
 	replayThinkMsMax = 60
+	// The topic's visibility timeout, drawn at its creation and at every
+	// alter: visibilityMsMin plus less than visibilityMsSpread.
+	visibilityMsMin    = 1_000
+	visibilityMsSpread = 4_000
 )
 
 // spawnWorkload starts producers, consumers and a replayer. Some seeds
@@ -195,7 +199,7 @@ func (cl *client) alterNext() {
 	if cl.w.phase != phaseSafety {
 		return
 	}
-	visibilityMs := 1_000 + cl.w.workloadRng.IntN(4_000)
+	visibilityMs := visibilityMsMin + cl.w.workloadRng.IntN(visibilityMsSpread)
 	body := fmt.Sprintf(`{"visibility_timeout_ms":%d}`, visibilityMs)
 	c := &call{kind: "alter-topic", httpRequest: newHTTPRequest(http.MethodPatch, "/v1/topics/"+cl.w.topic, "application/json", body)}
 	c.onDone = func(response *httpapi.Response) {
@@ -204,6 +208,26 @@ func (cl *client) alterNext() {
 			return
 		}
 		cl.later(int64(2_000+cl.w.workloadRng.IntN(6_000)), cl.alterNext)
+	}
+	cl.send(c)
+}
+
+// witnessProduce produces one record pinned to partition at node n, once,
+// with no retry; acked runs after its 202 was recorded. The record counts
+// in the accounting as any other.
+func (w *World) witnessProduce(n *simNode, partition int, acked func()) {
+	cl := newClient(w, "witness", roleProducer)
+	cl.pinnedPartition = partition
+	ids := []string{w.history.newID()}
+	c := &call{kind: "produce", httpRequest: cl.produceRequest(ids, false), target: n}
+	w.history.produceCalled(ids, w.nowMs)
+	c.onDone = func(response *httpapi.Response) {
+		if response == nil || response.Status != http.StatusAccepted {
+			w.history.produceIndefinite(w.nowMs, response == nil)
+			return
+		}
+		w.history.produceAcked(ids, placementsOf(cl, c, response, false), c.sentMs, w.nowMs)
+		acked()
 	}
 	cl.send(c)
 }

@@ -390,7 +390,7 @@ func (w *World) setup() {
 	} else {
 		w.partitions = 3 + w.workloadRng.IntN(4)
 	}
-	visibilityMs := 1_000 + w.workloadRng.IntN(4_000)
+	visibilityMs := visibilityMsMin + w.workloadRng.IntN(visibilityMsSpread)
 	admin := newClient(w, "admin", roleAdmin)
 	w.clients = append(w.clients, admin)
 	create := func() { admin.createTopic(w.partitions, visibilityMs) }
