@@ -2,8 +2,8 @@ package node
 
 import (
 	"fmt"
-	"narad/chaos"
 
+	"narad/chaos"
 	"narad/invariant"
 	"narad/msg"
 	"narad/node/route"

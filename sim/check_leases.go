@@ -41,10 +41,11 @@ import (
 // longest visibility timeout the workload sets after the handle was
 // received (the reservation was made before its consume was answered, so
 // its deadline had passed): a success then fails the run too, unless
-// another ack of the record (an extend included, or an earlier attempt
-// of this one) may have landed before, or the partition flipped since
-// the handout (the handle may then match a newer reservation of a node
-// the partition moved back to).
+// another ack of the record, sent before the answer came (under another
+// handle, after a redelivery; an extend; another attempt of this one), may
+// have landed first, or the partition flipped since the handout (the
+// handle may then match a newer reservation of a node the partition moved
+// back to).
 //
 // A restart is no excuse: a node draws a new handle key at every start,
 // so a handle of an earlier start matches no reservation (its delivery
@@ -168,7 +169,7 @@ func (l *leaseModel) judgeLapsed(record ackRecord, handle string, c *call, mine 
 	if latest.handle == "" || c.sentMs-latest.receivedMs <= visibilityMsMin+visibilityMsSpread {
 		return
 	}
-	if l.earlierAckMayHaveLanded(record, mine, c.sentMs) || l.flippedBetween(record.partition, latest.receivedMs, c.sentMs) {
+	if l.anotherAckMayHaveLanded(record, mine) || l.flippedBetween(record.partition, latest.receivedMs, c.sentMs) {
 		return
 	}
 	l.w.fail("lease-model", "%s answered 204 for handle %s of %s offset %d, received at %d ms: its lease had lapsed when the ack was sent at %d ms (visibility timeouts are below %d ms)",
@@ -176,12 +177,13 @@ func (l *leaseModel) judgeLapsed(record ackRecord, handle string, c *call, mine 
 		visibilityMsMin+visibilityMsSpread)
 }
 
-// earlierAckMayHaveLanded reports whether an ack of record other than
-// mine (under any handle, an extend included) was sent before sentMs and
-// may have landed: it was answered with success or 503, or not answered.
-func (l *leaseModel) earlierAckMayHaveLanded(record ackRecord, mine *sentAck, sentMs int64) bool {
+// anotherAckMayHaveLanded reports whether an ack of record other than
+// mine (under any handle, an extend included, sent so far: before mine's
+// answer came) may have landed: it was answered with success or 503, or
+// not answered.
+func (l *leaseModel) anotherAckMayHaveLanded(record ackRecord, mine *sentAck) bool {
 	for _, a := range l.acks[record] {
-		if a == mine || a.call.sentMs > sentMs {
+		if a == mine {
 			continue
 		}
 		if !a.answered || a.status == http.StatusNoContent || a.status >= http.StatusInternalServerError {

@@ -225,3 +225,21 @@ func TestLeaseModelExcusesALateSuccessTheDesignAllows(t *testing.T) {
 		t.Fatalf("a late ack across a flip failed the run: %v", w.failure)
 	}
 }
+
+func TestLeaseModelExcusesALateSuccessAfterARedeliveryWasAcked(t *testing.T) {
+	lapsedMs := int64(1_000 + visibilityMsMin + visibilityMsSpread + 1)
+	w, cl := lapseWorld(t)
+	late := ackCall(cl, lapsedMs)
+	w.leases.sent(late, []string{"h"})
+	w.nowMs = lapsedMs + 50
+	other := newClient(w, "c2", roleConsumer) // the record came back to another consumer, which acked it
+	w.leases.delivered(&call{client: other, sentMs: lapsedMs + 40}, wireMessage{Partition: 0, Offset: 9, ReceiptHandle: "h2"})
+	ack := ackCall(other, lapsedMs+50)
+	w.leases.sent(ack, []string{"h2"})
+	w.leases.answered(ack, "h2", http.StatusNoContent)
+	w.nowMs = lapsedMs + 200
+	w.leases.answered(late, "h", http.StatusNoContent)
+	if w.failure != nil {
+		t.Fatalf("a late ack of a record another consumer acked failed the run: %v", w.failure)
+	}
+}

@@ -2,8 +2,8 @@ package lease
 
 import (
 	"math"
-	"narad/chaos"
 
+	"narad/chaos"
 	"narad/invariant"
 )
 
