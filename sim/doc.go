@@ -142,8 +142,8 @@
 //     checker's comment says exactly what it excuses.
 //   - Moves end: a move whose flips the network withholds (see Moves)
 //     is ended by its source's freeze TTL, so it must leave the committed
-//     placement within 8 s while its source stays up and can reach a
-//     leader (freeze-ttl).
+//     placement within 8 s while its source stays up and reaches the
+//     same leader (freeze-ttl).
 //   - Liveness: once faults stop, requests succeed again and the backlog
 //     drains; in a cluster, one node leads and has applied an entry of its
 //     term, the placement settles (every move finished or was aborted, no

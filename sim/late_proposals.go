@@ -74,9 +74,12 @@ type lateProposals struct {
 }
 
 // withheldMove is a move whose flips are withheld. sinceMs is when it was
-// decided, or, if later, when its source was last seen down, restarted,
-// or without a way to a leader: the source's incarnation then is
-// sourceIncarnation.
+// decided, or, if later, when its source was last seen down or restarted
+// (a source freezes anew at its start, and asks for the abort anew): the
+// source's incarnation then is sourceIncarnation, the leader's term term.
+// excused is set once the source's one request for the abort may have
+// been lost since (the source could not reach a leader, or the term
+// changed); a restart of the source clears it.
 type withheldMove struct {
 	topic             string
 	partition         int
@@ -84,6 +87,8 @@ type withheldMove struct {
 	sinceMs           int64
 	source            string
 	sourceIncarnation int
+	term              uint64
+	excused           bool
 }
 
 // heldProposal is a copy of a proposal and the link it goes on.
@@ -150,7 +155,8 @@ func (lp *lateProposals) watchWithheld(partition string, startedAtMs int64) {
 // checkWithheldEnded fails the run, checker "freeze-ttl", if a move whose
 // flips are withheld is still the partition's move in the committed
 // placement withheldMoveEndsMsMax after it was withheld, its source up
-// all along and never cut off from the leader: only its source's freeze TTL (or the planner, for a dead or
+// all along, never cut off from the leader, and the leader the same:
+// only its source's freeze TTL (or the planner, for a dead or
 // draining target) ends such a move, and a source frozen for it accepts
 // no produce meanwhile. It runs during the safety phase, while the
 // flips are withheld.
@@ -167,14 +173,18 @@ func (lp *lateProposals) checkWithheldEnded() {
 		}
 		pending = append(pending, m)
 		source := lp.w.nodeByID(a.Owner)
-		if source == nil || !source.up() || a.Owner != m.source || source.incarnation != m.sourceIncarnation || !lp.reachesLeader(source) {
-			m.sinceMs, m.source = lp.w.nowMs, a.Owner
+		_, term := lp.w.raft.currentLeader()
+		switch {
+		case source == nil || !source.up() || a.Owner != m.source || source.incarnation != m.sourceIncarnation:
+			m.sinceMs, m.source, m.term, m.excused = lp.w.nowMs, a.Owner, term, false
 			if source != nil {
 				m.sourceIncarnation = source.incarnation
 			}
 			continue
+		case term != m.term || !lp.reachesLeader(source):
+			m.term, m.excused = term, true
 		}
-		if lp.w.nowMs-m.sinceMs >= withheldMoveEndsMsMax {
+		if !m.excused && lp.w.nowMs-m.sinceMs >= withheldMoveEndsMsMax {
 			lp.w.fail("freeze-ttl", "the move of %s to %s that started at %d ms has had its flips withheld, its source %s up, for %d ms, and has not ended (freeze TTL %d ms)",
 				partitionName(m.topic, m.partition), a.Target, m.startedAtMs, a.Owner, lp.w.nowMs-m.sinceMs, moveFreezeTTLMs)
 			return
