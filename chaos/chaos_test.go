@@ -70,3 +70,15 @@ func TestStopFaultsMayKeepSomeSites(t *testing.T) {
 	Force(SiteMetaCampaign)
 	require.True(t, Buggify(SiteMetaCampaign), "a new run starts with every site")
 }
+
+func TestEveryPlantedBugHasItsOwnName(t *testing.T) {
+	seen := map[string]bool{}
+	for _, bug := range append(append([]Bug{}, Bugs...), ClusterBugs...) {
+		name := bug.String()
+		require.NotEqual(t, "unknown-bug", name, "bug %d has no name", int(bug))
+		require.False(t, seen[name], "two planted bugs are named %q", name)
+		seen[name] = true
+		require.False(t, Planted(bug), "no bug is planted in a plain build")
+	}
+	require.Len(t, seen, int(BugLeaseOutlivesTimeout), "every declared bug is listed once")
+}
