@@ -43,9 +43,9 @@ import (
 // its deadline had passed): a success then fails the run too, unless
 // another ack of the record, sent before the answer came (under another
 // handle, after a redelivery; an extend; another attempt of this one), may
-// have landed first, or the partition flipped since the handout (the
-// handle may then match a newer reservation of a node the partition moved
-// back to).
+// have landed first, the record was acknowledged as a dead letter, or the
+// partition flipped since the handout (the handle may then match a newer
+// reservation of a node the partition moved back to).
 //
 // A restart is no excuse: a node draws a new handle key at every start,
 // so a handle of an earlier start matches no reservation (its delivery
@@ -169,7 +169,8 @@ func (l *leaseModel) judgeLapsed(record ackRecord, handle string, c *call, mine 
 	if latest.handle == "" || c.sentMs-latest.receivedMs <= visibilityMsMin+visibilityMsSpread {
 		return
 	}
-	if l.anotherAckMayHaveLanded(record, mine) || l.flippedBetween(record.partition, latest.receivedMs, c.sentMs) {
+	if _, dead := l.deadLetteredMs[record]; dead || l.anotherAckMayHaveLanded(record, mine) ||
+		l.flippedBetween(record.partition, latest.receivedMs, c.sentMs) {
 		return
 	}
 	l.w.fail("lease-model", "%s answered 204 for handle %s of %s offset %d, received at %d ms: its lease had lapsed when the ack was sent at %d ms (visibility timeouts are below %d ms)",
