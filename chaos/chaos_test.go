@@ -71,9 +71,9 @@ func TestStopFaultsMayKeepSomeSites(t *testing.T) {
 	require.True(t, Buggify(SiteMetaCampaign), "a new run starts with every site")
 }
 
-func TestEveryPlantedBugHasItsOwnName(t *testing.T) {
+func TestEveryPlantedBugHasItsOwnName(t *testing.T) { // single-node, fan-out and cluster
 	seen := map[string]bool{}
-	for _, bug := range append(append([]Bug{}, Bugs...), ClusterBugs...) {
+	for _, bug := range append(append(append([]Bug{}, Bugs...), FanoutBugs...), ClusterBugs...) {
 		name := bug.String()
 		require.NotEqual(t, "unknown-bug", name, "bug %d has no name", int(bug))
 		require.False(t, seen[name], "two planted bugs are named %q", name)
