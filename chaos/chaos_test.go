@@ -73,7 +73,7 @@ func TestStopFaultsMayKeepSomeSites(t *testing.T) {
 
 func TestEveryPlantedBugHasItsOwnName(t *testing.T) { // single-node, fan-out and cluster
 	seen := map[string]bool{}
-	for _, bug := range append(append(append([]Bug{}, Bugs...), FanoutBugs...), ClusterBugs...) {
+	for _, bug := range append(append(append(append([]Bug{}, Bugs...), FanoutBugs...), ClusterBugs...), ClusterBugsNotRequired...) {
 		name := bug.String()
 		require.NotEqual(t, "unknown-bug", name, "bug %d has no name", int(bug))
 		require.False(t, seen[name], "two planted bugs are named %q", name)
