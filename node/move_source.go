@@ -167,10 +167,11 @@ func (n *Node) answerFreezes(p *partition) {
 }
 
 // expireFreezes asks for the abort of moves whose freeze outlived its
-// TTL; the partition resumes writes when the abort applies.
+// TTL, again every proposal timeout until it applies (a leader change may
+// lose the proposal); the partition resumes writes when the abort applies.
 func (n *Node) expireFreezes() {
 	for _, p := range n.sortedPartitions() {
-		if chaos.Planted(chaos.BugFreezeTTLIgnored) || !p.freeze.Expire(n.nowMs, n.cfg.Moves.FreezeTTLMs) {
+		if chaos.Planted(chaos.BugFreezeTTLIgnored) || !p.freeze.Expire(n.nowMs, n.cfg.Moves.FreezeTTLMs, n.cfg.ProposalTimeoutMs) {
 			continue
 		}
 		chaos.Reached(chaos.MarkNodeFreezeExpired)

@@ -17,9 +17,11 @@ type Freeze struct {
 	moveStartedAtMs int64
 	// atMs is when the freeze began.
 	atMs int64
-	// abortProposed is set once the freeze outlived its TTL and the abort
-	// was asked for; a new freeze clears it.
-	abortProposed bool
+	// abortAskedAtMs is when the abort of a freeze that outlived its TTL
+	// was last asked for (0: not yet); a new freeze clears it. The ask is
+	// repeated every retry interval while the freeze holds, since a leader
+	// change may lose the proposal.
+	abortAskedAtMs int64
 	// waiting are the freeze requests to answer once the records accepted
 	// before the freeze are durable, in arrival order.
 	waiting []msg.RequestID
@@ -49,7 +51,7 @@ func (f *Freeze) Begin(target string, moveStartedAtMs, nowMs int64) bool {
 	if f.target == target && f.moveStartedAtMs == moveStartedAtMs {
 		return false
 	}
-	f.target, f.moveStartedAtMs, f.atMs, f.abortProposed = target, moveStartedAtMs, nowMs, false
+	f.target, f.moveStartedAtMs, f.atMs, f.abortAskedAtMs = target, moveStartedAtMs, nowMs, 0
 	return true
 }
 
@@ -63,18 +65,23 @@ func (f *Freeze) Outdated(target string, moveStartedAtMs int64) bool {
 // End ends the freeze at nowMs and returns how long it held.
 func (f *Freeze) End(nowMs int64) (heldMs int64) {
 	invariant.Check(f.target != "" && f.atMs <= nowMs, "movesource: a freeze ends at %d that holds for %q since %d", nowMs, f.target, f.atMs)
-	f.target, f.abortProposed = "", false
+	f.target, f.abortAskedAtMs = "", 0
 	return nowMs - f.atMs
 }
 
-// Expire reports, once per freeze, that it held for ttlMs or more at
-// nowMs: the move's abort is due.
-func (f *Freeze) Expire(nowMs, ttlMs int64) bool {
-	if f.target == "" || f.abortProposed || nowMs-f.atMs < ttlMs {
+// Expire reports that the freeze held for ttlMs or more at nowMs, so the
+// move's abort is due: the first time, then again every retryMs while the
+// freeze holds (the abort proposal may be lost with a leader change; a
+// repeat after the abort applied finds the freeze ended).
+func (f *Freeze) Expire(nowMs, ttlMs, retryMs int64) bool {
+	if f.target == "" || nowMs-f.atMs < ttlMs {
+		return false
+	}
+	if f.abortAskedAtMs != 0 && nowMs-f.abortAskedAtMs < retryMs {
 		return false
 	}
 	invariant.Check(f.atMs <= nowMs, "movesource: a freeze began at %d, after now %d", f.atMs, nowMs)
-	f.abortProposed = true
+	f.abortAskedAtMs = nowMs
 	return true
 }
 

@@ -35,18 +35,20 @@ func TestAFreezeEndsWhenTheAppliedMoveIsAnother(t *testing.T) {
 	require.Panics(t, func() { f.End(60) }, "a freeze ends once")
 }
 
-func TestAnExpiredFreezeAsksForTheAbortOnce(t *testing.T) {
+func TestAnExpiredFreezeAsksForTheAbortOncePerRetryInterval(t *testing.T) {
 	var f Freeze
-	require.False(t, f.Expire(1_000, 10), "no freeze, no abort")
+	require.False(t, f.Expire(1_000, 10, 100), "no freeze, no abort")
 	f.Begin("b", 100, 10)
-	require.False(t, f.Expire(19, 10))
-	require.True(t, f.Expire(20, 10))
-	require.False(t, f.Expire(30, 10), "the abort is asked for once per freeze")
-	f.Begin("c", 200, 40)
-	require.True(t, f.Expire(50, 10), "a new freeze may ask again")
-	f.End(60)
-	f.Begin("c", 200, 70)
-	require.False(t, f.Expire(79, 10), "a freeze begun again counts from its new start")
+	require.False(t, f.Expire(19, 10, 100))
+	require.True(t, f.Expire(20, 10, 100))
+	require.False(t, f.Expire(30, 10, 100), "asked for once per retry interval")
+	require.False(t, f.Expire(119, 10, 100))
+	require.True(t, f.Expire(120, 10, 100), "asked again while the freeze holds: the first ask may have been lost")
+	f.Begin("c", 200, 140)
+	require.True(t, f.Expire(150, 10, 100), "a new freeze asks at its own TTL")
+	f.End(160)
+	f.Begin("c", 200, 170)
+	require.False(t, f.Expire(179, 10, 100), "a freeze begun again counts from its new start")
 }
 
 func TestWaitingFreezeRequestsAreTakenInOrderOnce(t *testing.T) {
