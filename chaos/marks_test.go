@@ -14,23 +14,33 @@ import (
 // declaredMarks returns the value of every constant of type Mark declared
 // in marks.go, by name.
 func declaredMarks(t *testing.T) map[string]Mark {
-	t.Helper()
-	file, err := parser.ParseFile(token.NewFileSet(), "marks.go", nil, 0)
-	require.NoError(t, err)
 	declared := map[string]Mark{}
-	for _, decl := range file.Decls {
+	for name, value := range declaredConstants(t, "marks.go", "Mark") {
+		declared[name] = Mark(value)
+	}
+	return declared
+}
+
+// declaredConstants returns the value of every string constant of the
+// named type declared in file (of this package), by constant name.
+func declaredConstants(t *testing.T, file, typeName string) map[string]string {
+	t.Helper()
+	syntax, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+	require.NoError(t, err)
+	declared := map[string]string{}
+	for _, decl := range syntax.Decls {
 		gen, ok := decl.(*ast.GenDecl)
 		if !ok || gen.Tok != token.CONST {
 			continue
 		}
 		for _, spec := range gen.Specs {
 			value := spec.(*ast.ValueSpec)
-			if ident, ok := value.Type.(*ast.Ident); !ok || ident.Name != "Mark" {
+			if ident, ok := value.Type.(*ast.Ident); !ok || ident.Name != typeName {
 				continue
 			}
 			text, err := strconv.Unquote(value.Values[0].(*ast.BasicLit).Value)
 			require.NoError(t, err)
-			declared[value.Names[0].Name] = Mark(text)
+			declared[value.Names[0].Name] = text
 		}
 	}
 	return declared

@@ -1,12 +1,8 @@
 package chaos
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -15,24 +11,9 @@ import (
 // declaredSites returns the value of every constant of type Site declared
 // in sites.go.
 func declaredSites(t *testing.T) []Site {
-	t.Helper()
-	file, err := parser.ParseFile(token.NewFileSet(), "sites.go", nil, 0)
-	require.NoError(t, err)
 	var declared []Site
-	for _, decl := range file.Decls {
-		gen, ok := decl.(*ast.GenDecl)
-		if !ok || gen.Tok != token.CONST {
-			continue
-		}
-		for _, spec := range gen.Specs {
-			value := spec.(*ast.ValueSpec)
-			if ident, ok := value.Type.(*ast.Ident); !ok || ident.Name != "Site" {
-				continue
-			}
-			text, err := strconv.Unquote(value.Values[0].(*ast.BasicLit).Value)
-			require.NoError(t, err)
-			declared = append(declared, Site(text))
-		}
+	for _, value := range declaredConstants(t, "sites.go", "Site") {
+		declared = append(declared, Site(value))
 	}
 	return declared
 }
