@@ -34,7 +34,7 @@ func TestClusterReplicatesInOrder(t *testing.T) {
 			for _, id := range c.ids {
 				a, found := c.meta(id).State().Assignment("orders", 1)
 				require.True(t, found)
-				require.Equal(t, Assignment{Owner: "n3"}, a, "assignment on %s", id)
+				require.Equal(t, Assignment{Owner: "n3", LastMoveStartedAtMs: 20}, a, "assignment on %s", id)
 				require.Len(t, c.meta(id).State().Members(), size)
 			}
 		})

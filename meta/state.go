@@ -92,8 +92,15 @@ type Assignment struct {
 	Owner string `json:"owner"`
 	// Target is empty when the partition is stable; never equal to Owner.
 	Target string `json:"target,omitempty"`
-	// MoveStartedAtMs is when SetTarget was applied; 0 when stable.
+	// MoveStartedAtMs names the running move: the proposer's clock at
+	// SetTarget, raised past LastMoveStartedAtMs; 0 when stable.
 	MoveStartedAtMs int64 `json:"move_started_at_ms,omitempty"`
+	// LastMoveStartedAtMs is the start of the partition's latest move,
+	// kept after it ended. A move starts strictly after it, so every move
+	// of the partition has a start of its own: a SetTarget applied again
+	// (a duplicated or late proposal) cannot revive a move that a withheld
+	// flip still names. Set only by SetTarget.
+	LastMoveStartedAtMs int64 `json:"last_move_started_at_ms,omitempty"`
 }
 
 // Move is a partition with a target, as listed by State.Moves.

@@ -2,7 +2,9 @@ package meta
 
 import "narad/chaos"
 
-// apply starts a move of a stable partition owned by ExpectedOwner.
+// apply starts a move of a stable partition owned by ExpectedOwner; the
+// move's start is the proposer's clock, or one past the partition's latest
+// move when that is later, so that no two moves share a start.
 func (c SetTarget) apply(s *State) error {
 	if err := c.Validate(); err != nil {
 		return err
@@ -20,7 +22,8 @@ func (c SetTarget) apply(s *State) error {
 	if err := s.checkMembers([]string{c.Target}); err != nil {
 		return err
 	}
-	a.Target, a.MoveStartedAtMs = c.Target, c.NowMs
+	start := max(c.NowMs, a.LastMoveStartedAtMs+1)
+	a.Target, a.MoveStartedAtMs, a.LastMoveStartedAtMs = c.Target, start, start
 	s.markTopic(c.Topic)
 	return nil
 }

@@ -26,6 +26,9 @@ type modelTopic struct {
 	owners  []string
 	targets []string
 	started []int64
+	// lastStarted is each partition's latest move start, kept after it
+	// ended.
+	lastStarted []int64
 }
 
 func newModel() *model {
@@ -64,7 +67,7 @@ func (m *model) applyTopic(cmd Command) error {
 			return ErrDeadLetterTopicNotFound
 		}
 		n := len(c.Owners)
-		m.topics[c.Name] = &modelTopic{config: c, owners: slices.Clone(c.Owners), targets: make([]string, n), started: make([]int64, n)}
+		m.topics[c.Name] = &modelTopic{config: c, owners: slices.Clone(c.Owners), targets: make([]string, n), started: make([]int64, n), lastStarted: make([]int64, n)}
 	case DeleteTopic:
 		if m.topics[c.Name] == nil {
 			return ErrTopicNotFound
@@ -122,6 +125,7 @@ func (m *model) alter(c AlterTopic) error {
 		topic.owners = append(topic.owners, owner)
 		topic.targets = append(topic.targets, "")
 		topic.started = append(topic.started, 0)
+		topic.lastStarted = append(topic.lastStarted, 0)
 	}
 	return nil
 }
@@ -220,7 +224,8 @@ func (m *model) setTarget(c SetTarget) error {
 	if m.members[c.Target] == nil {
 		return ErrMemberNotFound
 	}
-	topic.targets[c.Partition], topic.started[c.Partition] = c.Target, c.NowMs
+	start := max(c.NowMs, topic.lastStarted[c.Partition]+1)
+	topic.targets[c.Partition], topic.started[c.Partition], topic.lastStarted[c.Partition] = c.Target, start, start
 	return nil
 }
 
@@ -304,7 +309,7 @@ func (m *model) image() stateImage {
 			MaxAckedAheadPerPartition: topic.config.MaxAckedAheadPerPartition, CreatedAtMs: topic.config.CreatedAtMs,
 			CreatedBy: topic.config.CreatedBy, MaxDeliveries: topic.config.MaxDeliveries, DeadLetterTopic: topic.config.DeadLetterTopic}
 		for p := range topic.owners {
-			record.Assignments = append(record.Assignments, Assignment{Owner: topic.owners[p], Target: topic.targets[p], MoveStartedAtMs: topic.started[p]})
+			record.Assignments = append(record.Assignments, Assignment{Owner: topic.owners[p], Target: topic.targets[p], MoveStartedAtMs: topic.started[p], LastMoveStartedAtMs: topic.lastStarted[p]})
 		}
 		image.Topics = append(image.Topics, record)
 	}

@@ -84,7 +84,7 @@ func TestAlterTopic(t *testing.T) {
 	require.Equal(t, inFlight, record.MaxInFlightPerPartition)
 	require.Equal(t, int64(30_000), record.VisibilityTimeoutMs, "unset fields keep their value")
 	require.Equal(t, 4, record.Partitions)
-	require.Equal(t, []Assignment{{Owner: "m1"}, {Owner: "m2", Target: "m3", MoveStartedAtMs: 150}, {Owner: "m3"}, {Owner: "m1"}},
+	require.Equal(t, []Assignment{{Owner: "m1"}, {Owner: "m2", Target: "m3", MoveStartedAtMs: 150, LastMoveStartedAtMs: 150}, {Owner: "m3"}, {Owner: "m1"}},
 		record.Assignments)
 	shrink, same := 2, 4
 	requireRejected(t, s, AlterTopic{Name: "t", Partitions: &shrink}, ErrInvalidCommand)
@@ -140,7 +140,7 @@ func TestSetDrainingAndRemoveMember(t *testing.T) {
 func TestSetTarget(t *testing.T) {
 	s := stateWith(t, baseSetup()...)
 	require.NoError(t, SetTarget{Topic: "t", Partition: 0, ExpectedOwner: "m1", Target: "m2", NowMs: 300}.apply(s))
-	require.Equal(t, Assignment{Owner: "m1", Target: "m2", MoveStartedAtMs: 300}, assignmentOf(t, s, "t", 0))
+	require.Equal(t, Assignment{Owner: "m1", Target: "m2", MoveStartedAtMs: 300, LastMoveStartedAtMs: 300}, assignmentOf(t, s, "t", 0))
 	requireRejected(t, s, SetTarget{Topic: "t", Partition: 1, ExpectedOwner: "m2", Target: "m1", NowMs: 1}, ErrGuardFailed)
 	require.NoError(t, createTopic("u", "m1").apply(s))
 	requireRejected(t, s, SetTarget{Topic: "u", Partition: 0, ExpectedOwner: "m2", Target: "m3"}, ErrGuardFailed)
@@ -167,7 +167,7 @@ func TestCompleteMoveAndForcePromote(t *testing.T) {
 		requireRejected(t, s, flipCommands("t", 9, "m2", "m3")[i], ErrPartitionNotFound)
 		requireRejected(t, s, flipCommands("x", 1, "m2", "m3")[i], ErrTopicNotFound)
 		require.NoError(t, flipCommands("t", 1, "m2", "m3")[i].apply(s))
-		require.Equal(t, Assignment{Owner: "m3"}, assignmentOf(t, s, "t", 1))
+		require.Equal(t, Assignment{Owner: "m3", LastMoveStartedAtMs: 150}, assignmentOf(t, s, "t", 1))
 		requireRejected(t, s, flipCommands("t", 1, "m2", "m3")[i], ErrGuardFailed) // replayed flip
 	}
 }
@@ -177,7 +177,7 @@ func TestAbortMove(t *testing.T) {
 	requireRejected(t, s, AbortMove{Topic: "t", Partition: 1, ExpectedTarget: "m1"}, ErrGuardFailed)
 	requireRejected(t, s, AbortMove{Topic: "t", Partition: 0, ExpectedTarget: "m3"}, ErrGuardFailed)
 	require.NoError(t, AbortMove{Topic: "t", Partition: 1, ExpectedTarget: "m3"}.apply(s))
-	require.Equal(t, Assignment{Owner: "m2"}, assignmentOf(t, s, "t", 1))
+	require.Equal(t, Assignment{Owner: "m2", LastMoveStartedAtMs: 150}, assignmentOf(t, s, "t", 1))
 	requireRejected(t, s, AbortMove{Topic: "t", Partition: 1, ExpectedTarget: "m3"}, ErrGuardFailed)
 }
 
@@ -276,7 +276,22 @@ func TestFlipOfAReplacedMoveFails(t *testing.T) {
 	requireRejected(t, s, CompleteMove{Topic: "t", Partition: 1, ExpectedOwner: "m2", ExpectedTarget: "m3", ExpectedStartedAtMs: 150}, ErrGuardFailed)
 	requireRejected(t, s, ForcePromote{Topic: "t", Partition: 1, ExpectedOwner: "m2", ExpectedTarget: "m3", ExpectedStartedAtMs: 150}, ErrGuardFailed)
 	require.NoError(t, CompleteMove{Topic: "t", Partition: 1, ExpectedOwner: "m2", ExpectedTarget: "m3", ExpectedStartedAtMs: 900}.apply(s))
-	require.Equal(t, Assignment{Owner: "m3"}, assignmentOf(t, s, "t", 1))
+	require.Equal(t, Assignment{Owner: "m3", LastMoveStartedAtMs: 900}, assignmentOf(t, s, "t", 1))
+}
+
+// Property: a SetTarget applied again after its move was aborted (a
+// duplicated or late proposal carrying the old clock) starts a move with a
+// start of its own, so a withheld flip of the aborted move still fails
+// (sim seed 991239: the revived move matched the withheld flip, which made
+// the destination owner with a copy that missed what the source took after
+// the abort).
+func TestASetTargetAppliedAgainStartsAMoveOfItsOwn(t *testing.T) {
+	s := stateWith(t, baseSetup()...) // t/1 moves m2 -> m3, started at 150
+	require.NoError(t, AbortMove{Topic: "t", Partition: 1, ExpectedTarget: "m3"}.apply(s))
+	require.NoError(t, SetTarget{Topic: "t", Partition: 1, ExpectedOwner: "m2", Target: "m3", NowMs: 150}.apply(s))
+	require.Equal(t, Assignment{Owner: "m2", Target: "m3", MoveStartedAtMs: 151, LastMoveStartedAtMs: 151}, assignmentOf(t, s, "t", 1))
+	requireRejected(t, s, CompleteMove{Topic: "t", Partition: 1, ExpectedOwner: "m2", ExpectedTarget: "m3", ExpectedStartedAtMs: 150}, ErrGuardFailed)
+	require.NoError(t, CompleteMove{Topic: "t", Partition: 1, ExpectedOwner: "m2", ExpectedTarget: "m3", ExpectedStartedAtMs: 151}.apply(s))
 }
 
 // Property: a dead-letter setting names an existing other topic, at

@@ -267,7 +267,8 @@ func (l *metaLog) setTarget(c meta.SetTarget) {
 	if _, member := l.members[c.Target]; a == nil || a.Target != "" || a.Owner != c.ExpectedOwner || !member {
 		return
 	}
-	a.Target, a.MoveStartedAtMs = c.Target, c.NowMs
+	start := max(c.NowMs, a.LastMoveStartedAtMs+1) // every move of a partition has a start of its own
+	a.Target, a.MoveStartedAtMs, a.LastMoveStartedAtMs = c.Target, start, start
 	l.movesStarted++
 	if l.w.lateProposals != nil {
 		l.w.lateProposals.moveStarted(c.Topic, c.Partition)

@@ -39,6 +39,9 @@ type modelTopic struct {
 type modelPlacement struct {
 	owner, target string
 	startedAtMs   int64
+	// lastStartedAtMs is the start of the latest move, kept after it
+	// ended; a move starts strictly after it.
+	lastStartedAtMs int64
 }
 
 // modelMember is a member as its heartbeats and the leader's verdicts
@@ -231,7 +234,8 @@ func (m *metaModel) setTarget(c meta.SetTarget) string {
 	case m.members[c.Target] == nil:
 		return "the target is not a member"
 	}
-	p.target, p.startedAtMs = c.Target, c.NowMs
+	p.target, p.startedAtMs = c.Target, max(c.NowMs, p.lastStartedAtMs+1)
+	p.lastStartedAtMs = p.startedAtMs
 	return ""
 }
 
