@@ -23,14 +23,7 @@ const markConstantPrefix = "Mark"
 // registry is the whole list of marks the sweeps check.
 func checkCoverageMarks(repo *repository) []violation {
 	var violations []violation
-	for _, file := range repo.files {
-		if !file.isDeterministic() || file.component() == simComponent {
-			continue
-		}
-		name, imported := chaosLocalName(repo, file)
-		if !imported {
-			continue
-		}
+	forEachCoreChaosUser(repo, func(file *sourceFile, name string) {
 		ast.Inspect(file.syntax, func(node ast.Node) bool {
 			if call, ok := node.(*ast.CallExpr); ok && isCall(call, name, "Reached") && !isMarkConstant(call, name) {
 				file, line := repo.position(call.Pos())
@@ -39,8 +32,21 @@ func checkCoverageMarks(repo *repository) []violation {
 			}
 			return true
 		})
-	}
+	})
 	return sortViolations(violations)
+}
+
+// forEachCoreChaosUser calls visit with every file of the core (the
+// simulator aside) that imports package chaos, and the name it uses for it.
+func forEachCoreChaosUser(repo *repository, visit func(file *sourceFile, chaosName string)) {
+	for _, file := range repo.files {
+		if !file.isDeterministic() || file.component() == simComponent {
+			continue
+		}
+		if name, imported := chaosLocalName(repo, file); imported {
+			visit(file, name)
+		}
+	}
 }
 
 // chaosLocalName returns the name file refers to package chaos by.

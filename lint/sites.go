@@ -21,14 +21,7 @@ const sitesRegistryFile = "chaos/sites.go"
 func checkFaultSites(repo *repository) []violation {
 	var violations []violation
 	named := map[string]bool{}
-	for _, file := range repo.files {
-		if !file.isDeterministic() || file.component() == simComponent {
-			continue
-		}
-		name, imported := chaosLocalName(repo, file)
-		if !imported {
-			continue
-		}
+	forEachCoreChaosUser(repo, func(file *sourceFile, name string) {
 		ast.Inspect(file.syntax, func(node ast.Node) bool {
 			if call, ok := node.(*ast.CallExpr); ok && madeUpSite(call, name) {
 				file, line := repo.position(call.Pos())
@@ -40,7 +33,7 @@ func checkFaultSites(repo *repository) []violation {
 			}
 			return true
 		})
-	}
+	})
 	violations = append(violations, sitesWithoutCaller(repo, named)...)
 	return sortViolations(violations)
 }
