@@ -136,11 +136,9 @@ func (n *Node) persistCursors(p *partition) {
 		if c.next == c.persisted {
 			continue
 		}
-		if err := n.writeCursor(p, c, c.next); err != nil {
+		if err := n.writeCursor(p, c, c.next); err != nil { // it records what it wrote in c.persisted
 			n.observer.Event("fanout-cursor-write-failed", fmt.Sprintf("%s: %v", cursorPath(p.dir, child), err))
-			continue
 		}
-		c.persisted = c.next
 	}
 }
 
