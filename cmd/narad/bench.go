@@ -57,14 +57,16 @@ type benchOptions struct {
 	// ceiling: also run the produce phase against a server process that
 	// only answers.
 	ceiling bool
+	// children and delay: fan-out children to make and follow, and the
+	// delay of a delay child to measure (0: none); see bench_fanout.go.
+	children int
+	delay    time.Duration
+	// payloadFor, when set, gives record index its own payload.
+	payloadFor func(index int) []byte
 }
 
-func newBenchCommand(a *app) *cobra.Command {
-	var options benchOptions
-	cmd := &cobra.Command{
-		Use:   "bench <topic>",
-		Short: "Measure produce (and consume+ack) throughput and latency",
-		Long: `Produce --count messages of --size bytes from --workers concurrent
+// benchLong is the --help text of narad bench.
+const benchLong = `Produce --count messages of --size bytes from --workers concurrent
 workers, --batch records per request (1: single produce; more: NDJSON batch),
 and report throughput and request latency percentiles. With --consume the
 topic is then drained with consume+ack from --consume-workers workers.
@@ -78,11 +80,30 @@ then runs against a server in a process of its own, on loopback, that
 reads each request and answers 202 without doing anything else: the most
 any broker on this machine could reach with this client. The report gives
 both rates and their ratio, so figures taken on a busy machine can still
-be compared.`,
+be compared.
+
+With --children N the topic gets N fan-out children (<topic>-child-1 ...,
+made unless they exist as its children) and the report says, per child,
+when it had received everything the produce phase wrote (from the start
+of that phase, read from the children's lag every 20ms) and at what rate.
+Compare the produce figures of runs with 0, 1 and 4 children for the cost
+of fan-out on the parent. With --delay D the topic also gets a delay child
+<topic>-delayed; once it caught up, the run's records are read back from
+both topics and each one's commit in the child is compared with its commit
+in the parent plus D: none may be early, and the report gives how late.`
+
+func newBenchCommand(a *app) *cobra.Command {
+	var options benchOptions
+	cmd := &cobra.Command{
+		Use:   "bench <topic>",
+		Short: "Measure produce (and consume+ack) throughput and latency",
+		Long:  benchLong,
 		Example: `  narad bench orders --create
   narad bench orders --count 100000 --workers 16 --batch 100 --consume
   narad bench orders --workers 64 --ceiling
   narad bench orders --keys 1000
+  narad bench orders --create --children 4
+  narad bench orders --create --children 1 --delay 2s
   narad bench orders --json | jq .produce.messages_per_second
   narad bench typed --create --schema order.schema.json --payload order.json`,
 		Args: usageArgs(cobra.ExactArgs(1)),
@@ -123,6 +144,8 @@ be compared.`,
 	flags.StringVar(&options.payloadFile, "payload", "", "file whose content every message carries (replaces --size)")
 	flags.IntVar(&options.keys, "keys", 0, "give each record a key drawn at random from this many (0: no key)")
 	flags.BoolVar(&options.ceiling, "ceiling", false, "also run the produce phase against a loopback server process that only answers, and print the ratio")
+	flags.IntVar(&options.children, "children", 0, "make (or reuse) this many fan-out children <topic>-child-N and measure how fast they receive the produce phase")
+	flags.DurationVar(&options.delay, "delay", 0, "make (or reuse) a delay child <topic>-delayed with this delay and measure delivery against the due time")
 	return cmd
 }
 
@@ -165,7 +188,7 @@ func (o benchOptions) check() error {
 	case o.keys < 0 || o.keys > benchKeysMax:
 		return usagef("--keys must be in 0..%d", benchKeysMax)
 	}
-	return nil
+	return o.checkFanout()
 }
 
 func (a *app) bench(ctx context.Context, broker *client.Client, topic string, options benchOptions, newHTTPClient func() *http.Client) error {
@@ -175,7 +198,10 @@ func (a *app) bench(ctx context.Context, broker *client.Client, topic string, op
 			return err
 		}
 	}
-	report := benchReport{Produce: runProduceBench(ctx, broker, topic, options)}
+	report, err := a.produceAndFanout(ctx, broker, topic, options)
+	if err != nil {
+		return err
+	}
 	if options.consume && report.Produce.OK > 0 && ctx.Err() == nil {
 		consume := runConsumeBench(ctx, broker, topic, options.consumeWorkers, report.Produce.OK)
 		report.Consume = &consume
@@ -224,7 +250,6 @@ func (l *latencyLog) add(latencies []time.Duration) {
 // runProduceBench sends options.count messages from options.workers
 // workers, options.batch records per request.
 func runProduceBench(ctx context.Context, broker *client.Client, topic string, options benchOptions) phaseFigures {
-	payload := options.payload
 	requests := (options.count + options.batch - 1) / options.batch
 	var nextRequest, okCount, failedCount atomic.Int64
 	var firstError atomic.Value
@@ -237,7 +262,7 @@ func runProduceBench(ctx context.Context, broker *client.Client, topic string, o
 			for index := nextRequest.Add(1) - 1; index < int64(requests); index = nextRequest.Add(1) - 1 {
 				size := min(options.batch, options.count-int(index)*options.batch)
 				began := time.Now()
-				err := produceRecords(ctx, broker, topic, payload, size, options.batch, options.keys)
+				err := produceRecords(ctx, broker, topic, options, int(index)*options.batch, size)
 				latencies = append(latencies, time.Since(began))
 				if err != nil {
 					failedCount.Add(int64(size))
@@ -258,14 +283,21 @@ func runProduceBench(ctx context.Context, broker *client.Client, topic string, o
 	return figures
 }
 
-func produceRecords(ctx context.Context, broker *client.Client, topic string, payload []byte, size, batch, keys int) error {
-	if batch <= 1 {
-		_, err := broker.Produce(ctx, topic, payload, benchProduceOptions(keys))
+// produceRecords sends records first..first+size-1 in one request.
+func produceRecords(ctx context.Context, broker *client.Client, topic string, options benchOptions, first, size int) error {
+	payload := func(index int) []byte {
+		if options.payloadFor != nil {
+			return options.payloadFor(index)
+		}
+		return options.payload
+	}
+	if options.batch <= 1 {
+		_, err := broker.Produce(ctx, topic, payload(first), benchProduceOptions(options.keys))
 		return err
 	}
 	records := make([]client.BatchRecord, size)
 	for i := range records {
-		records[i] = client.NewBatchRecord(payload, benchProduceOptions(keys))
+		records[i] = client.NewBatchRecord(payload(first+i), benchProduceOptions(options.keys))
 	}
 	_, err := broker.ProduceBatch(ctx, topic, records)
 	return err

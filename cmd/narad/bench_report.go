@@ -39,6 +39,8 @@ type benchReport struct {
 	// (--ceiling), and CeilingRatio the produce rate over its rate.
 	Ceiling      *phaseFigures `json:"ceiling,omitempty"`
 	CeilingRatio float64       `json:"ceiling_ratio,omitempty"`
+	// Fanout holds the children's figures (--children, --delay).
+	Fanout *fanoutFigures `json:"fanout,omitempty"`
 }
 
 // setCeiling adds the ceiling phase and the ratio of produce to it.
@@ -83,6 +85,9 @@ func (a *app) printBenchReport(report benchReport, asJSON bool) error {
 		fmt.Fprintf(a.stdout, "consume+ack: %d in %s — %.0f msg/s; latency p50=%s p99=%s\n",
 			consume.OK, consume.elapsed.Round(time.Millisecond), consume.MessagesPerSecond,
 			formatLatency(consume.latency.p50), formatLatency(consume.latency.p99))
+	}
+	if report.Fanout != nil {
+		a.printFanout(report.Fanout)
 	}
 	if ceiling := report.Ceiling; ceiling != nil {
 		fmt.Fprintf(a.stdout, "ceiling: %d in %s — %.0f msg/s; latency p50=%s p99=%s; produce is %.0f%% of it\n",
