@@ -31,10 +31,13 @@
 // Group commit: while the loop persists one Ready, new requests queue in
 // the inbox; the next iteration handles all of them (up to
 // inputsPerRoundMax inputs) before the next Ready, so they share one sync
-// round per partition. A round then waits up to gatherWindowMax for as
-// many client requests as the last flush answered plus those queued when
-// it began answering, so that closed-loop clients share one round instead
-// of alternating in two, each waiting for the other's fsync. Peer
+// round per partition. A round that holds a sync or a forward of produced
+// records (node.SharesRound) then waits up to gatherWindowMax for as many
+// client requests as the last flush answered plus those queued when it
+// began answering, so that closed-loop clients share one round instead
+// of alternating in two, each waiting for the other's fsync; a round of
+// consumes, acks and reads answers at once
+// (narad_loop_gather_waits_total counts the rounds that waited). Peer
 // envelopes do not count as client requests in the gather window. The loop does not feed the node while a Ready's
 // syncs run, though the node contract would allow it (loop.go's flush
 // says why).

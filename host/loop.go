@@ -166,10 +166,13 @@ func (l *loop) run(ctx context.Context) error {
 }
 
 // round ticks the node and feeds it first plus whatever else is queued
-// (at most inputsPerRoundMax inputs), waiting up to gatherWindowMax for as
-// many client requests as the last flush answered plus the inputs queued
-// when it began answering. Peer envelopes and control inputs do not count
-// as client requests.
+// (at most inputsPerRoundMax inputs). While the node holds work that later
+// requests would share (node.SharesRound: a sync round or a forward of
+// produced records), it waits up to gatherWindowMax for as many client
+// requests as the last flush answered plus the inputs queued when it
+// began answering. A round of consumes, acks and reads does not wait:
+// nothing in it costs less shared. Peer envelopes and control inputs do
+// not count as client requests.
 func (l *loop) round(first input) {
 	l.node.Tick(l.clock().UnixMilli())
 	requests := l.feedCounted(first)
@@ -179,10 +182,14 @@ func (l *loop) round(first input) {
 			requests += l.feedCounted(in)
 			continue
 		}
+		if requests >= l.answeredLastFlush+l.queuedLastFlush || !l.node.SharesRound() {
+			return
+		}
 		if gatherUntil.IsZero() {
 			gatherUntil = l.clock().Add(gatherWindowMax)
+			l.metrics.gatherWaits.Inc()
 		}
-		if requests >= l.answeredLastFlush+l.queuedLastFlush || !l.gatherOne(&requests, gatherUntil) {
+		if !l.gatherOne(&requests, gatherUntil) {
 			return
 		}
 	}

@@ -4,10 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -68,4 +73,68 @@ func TestShutdownUnderLoadKeepsEveryAcknowledgedRecord(t *testing.T) {
 	for payload := range acknowledged {
 		require.True(t, consumed[payload], "record %s was answered 202 before the shutdown and is gone", payload)
 	}
+}
+
+// TestConsumeAndAckRoundsDoNotGather: rounds of consumes and acks have no
+// sync to share, so the loop answers them without waiting in the gather
+// window for more clients. Only the ticks that persist committed offsets
+// (every 100 ms) may make such a round wait, so the waits stay far below
+// the requests; before this rule nearly every round of several
+// closed-loop consumers waited.
+func TestConsumeAndAckRoundsDoNotGather(t *testing.T) {
+	const records, consumers = 400, 8
+	h := testHost(t)
+	runSteps(t, h, []step{
+		{"create", postJSON("/v1/topics", `{"name":"drain","partitions":4}`), 201, ""},
+		{"batch", post("/v1/topics/drain/produce", "application/x-ndjson", strings.Repeat("{\"payload\":1}\n", records)), 202, ""},
+	})
+	before := gatherWaits(t, h)
+	var requests atomic.Int64
+	var wg sync.WaitGroup
+	for range consumers {
+		wg.Go(func() { requests.Add(drainForTest(t, h, "drain")) })
+	}
+	wg.Wait()
+	waits := gatherWaits(t, h) - before
+	t.Logf("%v of %d consume and ack requests waited in the gather window", waits, requests.Load())
+	require.Positive(t, requests.Load())
+	require.Less(t, waits*10, float64(requests.Load()), "%v of %d consume and ack requests waited in the gather window", waits, requests.Load())
+}
+
+// drainForTest consumes and acks until a consume finds nothing, and
+// returns how many requests it sent.
+func drainForTest(t *testing.T, h *Host, topic string) int64 {
+	base := "http://" + h.Addr() + "/v1/topics/" + topic
+	for sent := int64(0); ; sent += 2 {
+		resp, err := http.Get(base + "/consume")
+		if !assert.NoError(t, err) {
+			return sent
+		}
+		var message struct {
+			ReceiptHandle string `json:"receipt_handle"`
+		}
+		decodeErr := json.NewDecoder(resp.Body).Decode(&message)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusNoContent || !assert.NoError(t, decodeErr) {
+			return sent + 1
+		}
+		acked, err := http.Post(base+"/ack?receipt_handle="+url.QueryEscape(message.ReceiptHandle), "", nil)
+		if !assert.NoError(t, err) {
+			return sent + 1
+		}
+		acked.Body.Close()
+		assert.Equal(t, http.StatusNoContent, acked.StatusCode)
+	}
+}
+
+var gatherWaitsSeries = regexp.MustCompile(`(?m)^narad_loop_gather_waits_total (\S+)$`)
+
+// gatherWaits reads narad_loop_gather_waits_total from the host's metrics.
+func gatherWaits(t *testing.T, h *Host) float64 {
+	_, body := call(t, h, get("/metrics"))
+	match := gatherWaitsSeries.FindStringSubmatch(body)
+	require.NotNil(t, match, "no narad_loop_gather_waits_total in the metrics")
+	value, err := strconv.ParseFloat(match[1], 64)
+	require.NoError(t, err)
+	return value
 }

@@ -432,6 +432,16 @@ func (n *Node) HasReady() bool {
 	return len(n.replies) > 0 || len(n.dirty) > 0 || len(n.messages) > 0 || len(n.moveJobs) > 0 || n.meta.HasReady()
 }
 
+// SharesRound reports whether the Ready being gathered holds work that
+// requests arriving now would share: a partition's sync round or a
+// forward of produced records to another owner. A driver that waits to
+// batch requests (host's gather window) waits only then: consumes, acks
+// and reads are answered without a sync, so holding them back only adds
+// latency.
+func (n *Node) SharesRound() bool {
+	return len(n.dirty) > 0 || len(n.routing.produceForwards) > 0
+}
+
 // Ready hands out the gathered outputs. The driver must handle it (see
 // the package doc) and call Advance before calling any other method.
 func (n *Node) Ready() Ready {
