@@ -266,6 +266,7 @@ func (h *Host) startLoop() {
 	h.cancel = cancel
 	h.goFunc(func() { h.loopErr <- h.loop.run(ctx) })
 	h.goFunc(func() { h.pollInventory(ctx) })
+	h.goFunc(func() { tuneGC(ctx) })
 }
 
 // pollInventory refreshes the inventory gauges; it asks the loop, which
