@@ -19,8 +19,11 @@ type phaseFigures struct {
 	// LatencyMs holds p50, p95 and p99 of the request latencies in ms.
 	LatencyMs  latencyPercentiles `json:"latency_ms"`
 	FirstError string             `json:"first_error,omitempty"`
-	elapsed    time.Duration
-	latency    latencyDurations
+	// ClientCPUMicrosPerMessage is the bench process's own CPU (user +
+	// system) during the phase per message; 0 where unknown.
+	ClientCPUMicrosPerMessage float64 `json:"client_cpu_us_per_message,omitempty"`
+	elapsed                   time.Duration
+	latency                   latencyDurations
 }
 
 type latencyPercentiles struct {
@@ -94,5 +97,19 @@ func (a *app) printBenchReport(report benchReport, asJSON bool) error {
 			ceiling.OK, ceiling.elapsed.Round(time.Millisecond), ceiling.MessagesPerSecond,
 			formatLatency(ceiling.latency.p50), formatLatency(ceiling.latency.p99), 100*report.CeilingRatio)
 	}
+	a.printClientCPU(report)
 	return nil
+}
+
+// printClientCPU prints the bench process's own CPU per message of each
+// phase, when the system reports it.
+func (a *app) printClientCPU(report benchReport) {
+	if report.Produce.ClientCPUMicrosPerMessage <= 0 {
+		return
+	}
+	fmt.Fprintf(a.stdout, "client CPU: produce %.0f µs/msg", report.Produce.ClientCPUMicrosPerMessage)
+	if consume := report.Consume; consume != nil && consume.ClientCPUMicrosPerMessage > 0 {
+		fmt.Fprintf(a.stdout, ", consume+ack %.0f µs/msg", consume.ClientCPUMicrosPerMessage)
+	}
+	fmt.Fprintln(a.stdout)
 }

@@ -20,8 +20,8 @@ import (
 
 const produceRoute = "POST /v1/topics/orders/produce"
 
-var produceLine = regexp.MustCompile(`^produce: (\d+) ok, (\d+) failed in \S+ — \d+ msg/s; latency p50=\S+ p95=\S+ p99=\S+$`)
-var consumeLine = regexp.MustCompile(`^consume\+ack: (\d+) in \S+ — \d+ msg/s; latency p50=\S+ p99=\S+$`)
+var produceLine = regexp.MustCompile(`(?m)^produce: (\d+) ok, (\d+) failed in \S+ — \d+ msg/s; latency p50=\S+ p95=\S+ p99=\S+$`)
+var consumeLine = regexp.MustCompile(`(?m)^consume\+ack: (\d+) in \S+ — \d+ msg/s; latency p50=\S+ p99=\S+$`)
 
 func TestBenchProduce(t *testing.T) {
 	h := newHarness(t)
@@ -33,6 +33,9 @@ func TestBenchProduce(t *testing.T) {
 	match := produceLine.FindStringSubmatch(strings.TrimSpace(h.stdout.String()))
 	require.NotNil(t, match, h.stdout.String())
 	assert.Equal(t, []string{"20", "0"}, match[1:])
+	if processCPU() > 0 {
+		assert.Regexp(t, `(?m)^client CPU: produce \d+ µs/msg$`, h.stdout.String())
+	}
 }
 
 func TestBenchBatches(t *testing.T) {
@@ -62,7 +65,7 @@ func TestBenchConsumeDrains(t *testing.T) {
 	broker := newFakeBroker(t).on(produceRoute, reply{202, `{"partition":0,"offset":1}`}).
 		on(consumeRoute, append(messages, reply{204, ""})...).on(ackRoute, reply{204, ""})
 	h.againstOK(broker, "bench", "orders", "--count", "5", "--consume", "--consume-workers", "2")
-	lines := strings.Split(strings.TrimSpace(h.stdout.String()), "\n")
+	lines := phaseLines(h.stdout.String())
 	require.Len(t, lines, 2, h.stdout.String())
 	match := consumeLine.FindStringSubmatch(lines[1])
 	require.NotNil(t, match, lines[1])
@@ -103,7 +106,7 @@ func TestBenchCeilingRunsTheSamePhaseAgainstAServerThatOnlyAnswers(t *testing.T)
 	broker := newFakeBroker(t).on(produceRoute, reply{202, `{"partition":0,"offset":1}`})
 	h.againstOK(broker, "bench", "orders", "--count", "30", "--workers", "3", "--ceiling")
 	assert.Len(t, broker.seen(produceRoute), 30, "the ceiling phase does not reach the broker")
-	lines := strings.Split(strings.TrimSpace(h.stdout.String()), "\n")
+	lines := phaseLines(h.stdout.String())
 	require.Len(t, lines, 2, h.stdout.String())
 	match := ceilingLine.FindStringSubmatch(lines[1])
 	require.NotNil(t, match, lines[1])
@@ -196,6 +199,38 @@ func TestBenchReportFormatting(t *testing.T) {
 	assert.Equal(t, "produce: 1000 ok, 3 failed in 2s — 500 msg/s; latency p50=50ms p95=95ms p99=99ms\n"+
 		"consume+ack: 990 in 1.5s — 660 msg/s; latency p50=800µs p99=1.23ms\n", h.stdout.String())
 	assert.Equal(t, latencyPercentiles{P50: 50, P95: 95, P99: 99}, produce.LatencyMs)
+}
+
+// phaseLines are the lines of a bench report but its client CPU line.
+func phaseLines(report string) []string {
+	var lines []string
+	for line := range strings.Lines(strings.TrimSpace(report)) {
+		if !strings.HasPrefix(line, "client CPU:") {
+			lines = append(lines, strings.TrimSuffix(line, "\n"))
+		}
+	}
+	return lines
+}
+
+func TestBenchReportsClientCPU(t *testing.T) {
+	produce := newPhaseFigures(1000, time.Second, nil)
+	produce.ClientCPUMicrosPerMessage = 73.4
+	consume := newPhaseFigures(990, time.Second, nil)
+	consume.ClientCPUMicrosPerMessage = 112.6
+	h := newHarness(t)
+	require.NoError(t, h.app.printBenchReport(benchReport{Produce: produce, Consume: &consume}, false))
+	assert.Contains(t, h.stdout.String(), "\nclient CPU: produce 73 µs/msg, consume+ack 113 µs/msg\n")
+	h = newHarness(t)
+	require.NoError(t, h.app.printBenchReport(benchReport{Produce: produce, Consume: &consume}, true))
+	assert.Contains(t, h.stdout.String(), `"client_cpu_us_per_message": 112.6`)
+}
+
+func TestClientCPUPerMessage(t *testing.T) {
+	assert.Zero(t, clientCPU{}.microsPerMessage(10), "unknown start")
+	assert.Zero(t, clientCPU{start: time.Nanosecond}.microsPerMessage(0), "no message")
+	if processCPU() > 0 {
+		assert.Positive(t, clientCPU{start: time.Nanosecond}.microsPerMessage(1))
+	}
 }
 
 // lockedBuffer is a bytes.Buffer safe to read while a command writes it.
