@@ -30,9 +30,13 @@ func (p placement) String() string { return fmt.Sprintf("%s/p%d@%d", p.topic, p.
 // at each offset read, and every offset of each id. An offset that could
 // not be read is in unreadable instead.
 type storedLogs struct {
-	mu         sync.Mutex
-	idAt       map[placement]string
-	offsetsOf  map[string][]placement
+	mu        sync.Mutex
+	idAt      map[placement]string
+	offsetsOf map[string][]placement
+	// keyAt holds the key of each keyed record read; originAt the
+	// dead_letter origin of each record that carries one.
+	keyAt      map[placement]string
+	originAt   map[placement]client.DeadLetter
 	foreign    []string
 	unreadable []string
 	// foreignCount counts payloads that carry no soak id.
@@ -41,7 +45,34 @@ type storedLogs struct {
 }
 
 func newStoredLogs() *storedLogs {
-	return &storedLogs{idAt: map[placement]string{}, offsetsOf: map[string][]placement{}}
+	return &storedLogs{idAt: map[placement]string{}, offsetsOf: map[string][]placement{}, keyAt: map[placement]string{},
+		originAt: map[placement]client.DeadLetter{}}
+}
+
+// topicLogs holds the stored logs of each topic read.
+type topicLogs map[string]*storedLogs
+
+// merged returns one storedLogs holding the given topics' records (their
+// ids do not overlap: each topic's producers name their own).
+func (t topicLogs) merged(topics ...string) *storedLogs {
+	all := newStoredLogs()
+	for _, topic := range topics {
+		s := t[topic]
+		if s == nil {
+			continue
+		}
+		maps.Copy(all.idAt, s.idAt)
+		maps.Copy(all.keyAt, s.keyAt)
+		maps.Copy(all.originAt, s.originAt)
+		for id, offsets := range s.offsetsOf {
+			all.offsetsOf[id] = append(all.offsetsOf[id], offsets...)
+		}
+		all.foreign = append(all.foreign, s.foreign...)
+		all.unreadable = append(all.unreadable, s.unreadable...)
+		all.foreignCount += s.foreignCount
+		all.recordsRead += s.recordsRead
+	}
+	return all
 }
 
 func (s *storedLogs) add(at placement, m client.Message) {
@@ -62,6 +93,12 @@ func (s *storedLogs) add(at placement, m client.Message) {
 	}
 	s.idAt[at] = id
 	s.offsetsOf[id] = append(s.offsetsOf[id], at)
+	if m.Key != "" {
+		s.keyAt[at] = m.Key
+	}
+	if m.DeadLetter != nil {
+		s.originAt[at] = *m.DeadLetter
+	}
 }
 
 func (s *storedLogs) unreadableAt(at placement, why string) {
@@ -96,8 +133,10 @@ func (m MissingRecord) String() string {
 // AuditResult is the outcome of the replay audit.
 type AuditResult struct {
 	// Acknowledged counts the ledger's records (answered 202); Durable
-	// those found by a replay read.
-	Acknowledged, Durable int
+	// those found by a replay read. AcknowledgedIn and DurableIn count
+	// them by topic.
+	Acknowledged, Durable     int
+	AcknowledgedIn, DurableIn map[string]int
 	// Missing lists the acknowledged records no read found, sorted by id.
 	Missing []MissingRecord
 	// Misplaced counts durable records found, but not at the offset their
@@ -125,6 +164,9 @@ type AuditResult struct {
 	// Partitions counts the partitions read; Took is the audit's duration.
 	Partitions int
 	Took       time.Duration
+	// Child audits the fan-out child, DeadLetters the dead-letter topic.
+	Child       ChildAudit
+	DeadLetters DeadLetterAudit
 }
 
 // auditTask replays offsets [from, to) of one partition.
@@ -135,12 +177,14 @@ type auditTask struct {
 }
 
 // runAudit reads every partition of every topic the ledger knows from
-// its oldest offset to its high watermark and compares what it finds
-// with the ledger.
-func runAudit(ctx context.Context, c *cluster, l *ledger) (AuditResult, error) {
+// its oldest offset to its high watermark, and the child and dead-letter
+// topics, and compares what it finds with the ledger. drainBeganMs is
+// when the load stopped producing (ms since the run began).
+func runAudit(ctx context.Context, c *cluster, l *ledger, drainBeganMs int64) (AuditResult, error) {
 	began := time.Now()
 	attempted, acknowledged := l.snapshot()
-	topics := slices.Sorted(maps.Keys(invert(attempted)))
+	produced := slices.Sorted(maps.Keys(invert(attempted)))
+	topics := append(slices.Clone(produced), childTopic, deadTopic)
 	var tasks []auditTask
 	for _, topic := range topics {
 		topicTasks, err := partitionTasks(ctx, c, topic)
@@ -149,12 +193,18 @@ func runAudit(ctx context.Context, c *cluster, l *ledger) (AuditResult, error) {
 		}
 		tasks = append(tasks, topicTasks...)
 	}
-	stored := newStoredLogs()
+	stored := topicLogs{}
+	for _, topic := range topics {
+		stored[topic] = newStoredLogs()
+	}
 	replayAll(ctx, c, tasks, stored)
 	if ctx.Err() != nil {
 		return AuditResult{}, ctx.Err()
 	}
-	result := compare(stored, attempted, acknowledged, l)
+	result := compare(stored.merged(produced...), attempted, acknowledged, l)
+	copies := l.copySnapshot()
+	result.Child = auditChild(stored, acknowledged)
+	result.DeadLetters = auditDeadLetters(stored, acknowledged, copies, drainBeganMs)
 	result.Partitions = countPartitions(tasks)
 	result.Took = time.Since(began)
 	return result, nil
@@ -223,13 +273,13 @@ func allAvailable(stats []client.PartitionStats) bool {
 }
 
 // replayAll runs the tasks with at most auditReadersMax readers.
-func replayAll(ctx context.Context, c *cluster, tasks []auditTask, stored *storedLogs) {
+func replayAll(ctx context.Context, c *cluster, tasks []auditTask, stored topicLogs) {
 	queue := make(chan auditTask)
 	var readers sync.WaitGroup
 	for reader := range auditReadersMax {
 		readers.Go(func() {
 			for task := range queue {
-				replayTask(ctx, c, reader, task, stored)
+				replayTask(ctx, c, reader, task, stored[task.topic])
 			}
 		})
 	}
@@ -280,15 +330,17 @@ func replayOne(ctx context.Context, c *cluster, reader int, at placement) (*clie
 // compare matches the stored logs against the ledger.
 func compare(stored *storedLogs, attempted map[string]string, acknowledged map[string]ledgerEntry, l *ledger) AuditResult {
 	result := AuditResult{Acknowledged: len(acknowledged), Foreign: stored.foreignCount, ForeignShown: stored.foreign,
-		Unreadable: stored.unreadable, RecordsRead: stored.recordsRead}
+		Unreadable: stored.unreadable, RecordsRead: stored.recordsRead, AcknowledgedIn: map[string]int{}, DurableIn: map[string]int{}}
 	for _, id := range slices.Sorted(maps.Keys(acknowledged)) {
 		entry := acknowledged[id]
+		result.AcknowledgedIn[entry.Topic]++
 		offsets := stored.offsetsOf[id]
 		if len(offsets) == 0 {
 			result.Missing = append(result.Missing, missingOf(entry, stored, l))
 			continue
 		}
 		result.Durable++
+		result.DurableIn[entry.Topic]++
 		if !slices.Contains(offsets, placement{topic: entry.Topic, partition: entry.Partition, offset: entry.Offset}) {
 			result.Misplaced++
 		}

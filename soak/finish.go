@@ -21,6 +21,7 @@ const (
 // placement settles, the audit replays every partition, and the nodes'
 // logs are summarized. Every shortfall becomes a failure of the report.
 func (r *run) finish(ctx context.Context) {
+	drainBeganMs := r.ledger.sinceMs()
 	r.drainDeliveries(ctx)
 	if err := r.restartStopped(ctx); err != nil {
 		r.report.fail("restarting the nodes before the audit: %v", err)
@@ -31,7 +32,7 @@ func (r *run) finish(ctx context.Context) {
 		r.report.Placement = placement
 	}
 	r.logf("audit: replaying every partition")
-	audit, err := runAudit(ctx, r.cluster, r.ledger)
+	audit, err := runAudit(ctx, r.cluster, r.ledger, drainBeganMs)
 	if err != nil {
 		r.report.fail("audit could not run: %v", err)
 	}
@@ -42,21 +43,33 @@ func (r *run) finish(ctx context.Context) {
 }
 
 // drainDeliveries lets the consumers run until they have seen every
-// acknowledged record, within deliveryDrainTimeout.
+// acknowledged record, its copy in the child, and every record that had
+// to reach the dead-letter topic there, within deliveryDrainTimeout.
 func (r *run) drainDeliveries(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, deliveryDrainTimeout)
 	defer cancel()
 	began, lastShown := time.Now(), time.Now()
-	for undelivered := r.ledger.undelivered(); len(undelivered) > 0; undelivered = r.ledger.undelivered() {
+	for {
+		undelivered := r.ledger.undelivered()
+		uncopied, undeadLettered := r.ledger.waitingCopies()
+		if len(undelivered)+len(uncopied)+len(undeadLettered) == 0 {
+			break
+		}
 		if time.Since(lastShown) >= drainProgressInterval {
 			lastShown = time.Now()
 			r.logf("drain: %d acknowledged records not consumed yet; %s", len(undelivered), r.describeUndelivered(ctx, undelivered))
+			r.logf("drain: %d not consumed from %s yet (%s), %d not from %s yet (%s)", len(uncopied), childTopic, firstIDs(uncopied),
+				len(undeadLettered), deadTopic, firstIDs(undeadLettered))
 		}
 		if proc.SleepContext(ctx, pollInterval) != nil {
 			break
 		}
 	}
 	r.report.DrainTook = time.Since(began)
+}
+
+func firstIDs(ids []string) string {
+	return strings.Join(ids[:min(len(ids), undeliveredShownMax)], ", ")
 }
 
 // describeUndelivered says where the first undelivered records are and
@@ -141,6 +154,7 @@ func (report *Report) judge(scenario string) {
 	if len(report.Undelivered) > 0 {
 		report.fail("%d acknowledged records were never consumed within %s of the load's end", len(report.Undelivered), deliveryDrainTimeout)
 	}
+	report.judgeCopies()
 	if len(report.Logs.Panics) > 0 {
 		report.fail("node logs hold %d panics or fatal errors", len(report.Logs.Panics))
 	}

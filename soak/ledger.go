@@ -95,6 +95,9 @@ type ledger struct {
 	deliveries int
 	// unknownDeliveries counts consumed payloads that carry no soak id.
 	unknownDeliveries int
+	// copies holds what the consumers saw of the child and dead-letter
+	// topics, and how the hot topic's deliveries ended.
+	copies copyLedger
 	// file receives one JSON line per acknowledged record; fileErr is its
 	// first write error.
 	file    *os.File
@@ -110,7 +113,7 @@ func newLedger(path string, began time.Time) (*ledger, error) {
 		return nil, err
 	}
 	return &ledger{began: began, attempted: map[string]string{}, sends: map[string]int{}, acknowledged: map[string]ledgerEntry{},
-		delivered: map[string]*delivery{}, file: file, writer: bufio.NewWriter(file), step: "start"}, nil
+		delivered: map[string]*delivery{}, copies: newCopyLedger(), file: file, writer: bufio.NewWriter(file), step: "start"}, nil
 }
 
 func (l *ledger) sinceMs() int64 { return time.Since(l.began).Milliseconds() }
@@ -172,8 +175,8 @@ func (l *ledger) write(entry ledgerEntry) {
 	}
 }
 
-// deliver records a consumed message.
-func (l *ledger) deliver(node string, m client.Message) {
+// deliver records a message consumed from topic.
+func (l *ledger) deliver(node, topic string, m client.Message) {
 	payload, err := m.Payload()
 	var id string
 	if err == nil {
@@ -184,6 +187,9 @@ func (l *ledger) deliver(node string, m client.Message) {
 	l.deliveries++
 	if err != nil {
 		l.unknownDeliveries++
+		return
+	}
+	if l.copies.deliver(topic, id, l.sinceMs()) {
 		return
 	}
 	if first, seen := l.delivered[id]; seen {

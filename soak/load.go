@@ -22,6 +22,9 @@ import (
 const (
 	hotTopic            = "soak"
 	hotPartitions       = 12
+	childTopic          = "soak-child" // a fan-out child of hotTopic, with as many partitions
+	deadTopic           = "soak-dead"  // hotTopic's dead-letter topic
+	deadPartitions      = 3
 	coldTopic           = "soak-cold"
 	coldPartitions      = 6
 	coldRecords         = 8400
@@ -35,7 +38,7 @@ const (
 	singleProducers     = 3
 	batchProducers      = 2
 	singleConsumers     = 2
-	batchConsumers      = 3 // on the hot topic; one more drains the cold topic
+	batchConsumers      = 3 // on the hot topic; one more drains each of the cold, child and dead-letter topics
 	singleProducePause  = 20 * time.Millisecond
 	batchProducePause   = 250 * time.Millisecond
 	batchRecordsMax     = 60
@@ -169,13 +172,20 @@ func (l *load) startProducers(ctx context.Context) {
 	}
 }
 
-// startConsumers runs the consumers until ctx ends.
+// startConsumers runs the consumers until ctx ends: those of the hot
+// topic nack (even ones) or abandon (odd ones) its poison records; one
+// batch consumer each acks everything of the cold, child and dead-letter
+// topics.
 func (l *load) startConsumers(ctx context.Context) {
-	for i := range singleConsumers + batchConsumers + 1 {
-		c := &consumer{load: l, topic: hotTopic, batch: i >= singleConsumers, rng: l.rng(uint64(300 + i))}
-		if i == singleConsumers+batchConsumers {
-			c.topic = coldTopic
+	for i := range singleConsumers + batchConsumers {
+		c := &consumer{load: l, topic: hotTopic, batch: i >= singleConsumers, poison: poisonNack, rng: l.rng(uint64(300 + i))}
+		if i%2 == 1 {
+			c.poison = poisonAbandon
 		}
+		l.consumers.Go(func() { c.run(ctx) })
+	}
+	for i, topic := range []string{coldTopic, childTopic, deadTopic} {
+		c := &consumer{load: l, topic: topic, batch: true, poison: poisonAck, rng: l.rng(uint64(400 + i))}
 		l.consumers.Go(func() { c.run(ctx) })
 	}
 }
@@ -313,7 +323,10 @@ type consumer struct {
 	load  *load
 	topic string
 	batch bool
-	rng   *rand.Rand
+	// poison is what the consumer does with a poison record (poisonAck
+	// for the topics that have none).
+	poison poisonPolicy
+	rng    *rand.Rand
 }
 
 func (c *consumer) run(ctx context.Context) {
@@ -348,34 +361,9 @@ func (c *consumer) consumeOnce(ctx context.Context, n *nodeProcess, topic string
 		return err
 	}
 	for _, m := range messages {
-		c.load.ledger.deliver(n.id, m)
+		c.load.ledger.deliver(n.id, topic, m)
 	}
-	return c.ack(ctx, n, topic, messages)
-}
-
-// ack commits the messages; a failed ack only means a redelivery.
-func (c *consumer) ack(ctx context.Context, n *nodeProcess, topic string, messages []client.Message) error {
-	if len(messages) == 0 {
-		return nil
-	}
-	handles := make([]string, len(messages))
-	for i, m := range messages {
-		handles[i] = m.ReceiptHandle
-	}
-	results, err := n.client.AckBatch(ctx, topic, handles, client.AckModeCommit)
-	stale := 0
-	for _, result := range results {
-		if result.Status == http.StatusGone {
-			stale++
-		}
-	}
-	c.load.count(func(counters *LoadCounters) {
-		counters.AcksStale += stale
-		if err != nil {
-			counters.AckErrors++
-		}
-	})
-	return err
+	return c.settle(ctx, n, topic, messages)
 }
 
 // fillCold writes the cold topic's records (batch produce), before the

@@ -145,10 +145,10 @@ func TestLedgerDeliveries(t *testing.T) {
 	l.attempt(hotTopic, []string{"a", "b", "c"})
 	require.NoError(t, l.acknowledge(hotTopic, []string{"a", "b"}, []client.Placement{{Partition: 0, Offset: 0}, {Partition: 0, Offset: 1}}, "n1", true))
 	assert.Error(t, l.acknowledge(hotTopic, []string{"c"}, nil, "n1", false), "a 202 without placements")
-	l.deliver("n2", message(t, "a", 0, 0))
-	l.deliver("n3", message(t, "a", 0, 0))
-	l.deliver("n3", message(t, "c", 0, 2)) // stored without a 202
-	l.deliver("n3", client.Message{RawPayload: json.RawMessage(`"other"`)})
+	l.deliver("n2", hotTopic, message(t, "a", 0, 0))
+	l.deliver("n3", hotTopic, message(t, "a", 0, 0))
+	l.deliver("n3", hotTopic, message(t, "c", 0, 2)) // stored without a 202
+	l.deliver("n3", hotTopic, client.Message{RawPayload: json.RawMessage(`"other"`)})
 	assert.Equal(t, []string{"b"}, l.undelivered())
 	distinct, total, redelivered, unknown := l.deliveryCounts()
 	assert.Equal(t, []int{1, 4, 1, 1}, []int{distinct, total, redelivered, unknown})

@@ -55,6 +55,7 @@ func (report *Report) Lines() []string {
 	lines := []string{fmt.Sprintf("soak: scenario %s, seed %d, %d nodes at the start; ran %s (faults %s)",
 		report.Scenario, report.Seed, report.Nodes, report.Elapsed.Round(time.Second), report.Faults.Round(time.Second))}
 	lines = append(lines, report.auditLines()...)
+	lines = append(lines, report.topicAuditLines()...)
 	lines = append(lines, report.loadLines()...)
 	lines = append(lines, report.moveLines()...)
 	for _, s := range report.Steps {

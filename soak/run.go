@@ -217,8 +217,9 @@ func (r *run) logf(format string, args ...any) {
 	r.opts.Logf("[%s] "+format, append([]any{time.Since(r.began).Round(time.Second)}, args...)...)
 }
 
-// setUp starts the cluster, creates the topics, fills the cold topic and
-// starts the load.
+// setUp starts the cluster, creates the topics (the hot topic with its
+// dead-letter topic and fan-out child), fills the cold topic and starts
+// the load.
 func (r *run) setUp(ctx context.Context) error {
 	r.logf("starting %d nodes in %s (timings: member dead after %s, force-promote after %s, variables honoured: %t; metastore snapshot every %d entries, 0: node default)",
 		r.opts.Nodes, r.opts.Dir, r.timings.memberDeadAfter, r.timings.forcePromoteAfter, r.timings.honoured, r.timings.metaSnapshotEntries)
@@ -226,7 +227,10 @@ func (r *run) setUp(ctx context.Context) error {
 		return err
 	}
 	for _, topic := range []client.CreateTopicRequest{
-		{Name: hotTopic, Partitions: hotPartitions, VisibilityTimeoutMs: visibilityTimeoutMs},
+		{Name: deadTopic, Partitions: deadPartitions, VisibilityTimeoutMs: visibilityTimeoutMs},
+		{Name: hotTopic, Partitions: hotPartitions, VisibilityTimeoutMs: visibilityTimeoutMs, MaxDeliveries: hotMaxDeliveries,
+			DeadLetterTopic: deadTopic},
+		{Name: childTopic, Parent: hotTopic, VisibilityTimeoutMs: visibilityTimeoutMs},
 		{Name: coldTopic, Partitions: coldPartitions, VisibilityTimeoutMs: visibilityTimeoutMs},
 	} {
 		if err := r.cluster.control(ctx, func(ctx context.Context, c *client.Client) error {
