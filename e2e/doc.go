@@ -8,7 +8,12 @@
 // 202 said; the moves' freezes, copy rate and phase times are logged), a
 // decommissioned node's readiness, a schema change made through one node
 // that every node enforces as soon as it applied it (forwarded partitions
-// included), and `narad cluster up`. The move of
+// included), a fan-out parent whose partition's owner is decommissioned
+// (every record reaches the children, the delay child no earlier than
+// due), dead letters across a decommission of their source partition's
+// owner (a record's delivery count moves with the partition; each
+// exhausted record reaches the dead-letter topic once, with its origin),
+// and `narad cluster up`. The move of
 // one large partition (make move-bench) runs only when NARAD_MOVE_BENCH
 // is set. Every test bounds its run time and the number of requests it
 // sends, and talks to 127.0.0.1 only. A failed cluster test keeps its

@@ -202,6 +202,10 @@ func runAudit(ctx context.Context, c *cluster, l *ledger, drainBeganMs int64) (A
 		return AuditResult{}, ctx.Err()
 	}
 	result := compare(stored.merged(produced...), attempted, acknowledged, l)
+	result.RecordsRead = 0
+	for _, logs := range stored {
+		result.RecordsRead += logs.recordsRead
+	}
 	copies := l.copySnapshot()
 	result.Child = auditChild(stored, acknowledged)
 	result.DeadLetters = auditDeadLetters(stored, acknowledged, copies, drainBeganMs)

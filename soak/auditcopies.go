@@ -54,8 +54,9 @@ type DeadLetterAudit struct {
 	// RecordsRead counts the dead letters read; OriginsMatched those whose
 	// dead_letter names a place of the hot topic holding the same record
 	// (id and key) with at least hotMaxDeliveries deliveries;
-	// OriginMismatches the others.
-	RecordsRead, OriginsMatched, OriginMismatches int
+	// OriginMismatches the others; DuplicatedIDs counts the ids found
+	// more than once (copies are at least once).
+	RecordsRead, OriginsMatched, OriginMismatches, DuplicatedIDs int
 	// Unexpected counts dead letters that are no soak record, or a record
 	// neither poison nor seen exhausted; Anomalies quotes the first.
 	Unexpected int
@@ -135,6 +136,11 @@ func auditDeadLetters(stored topicLogs, acknowledged map[string]ledgerEntry, cop
 				audit.Missing = append(audit.Missing, fmt.Sprintf("%s (202 %s; last delivered at %dms, delivered %t)",
 					id, describeEntry(acknowledged[id]), last, delivered))
 			}
+		}
+	}
+	for _, offsets := range dead.offsetsOf {
+		if len(offsets) > 1 {
+			audit.DuplicatedIDs++
 		}
 	}
 	for _, at := range slices.SortedFunc(maps.Keys(dead.idAt), comparePlacements) {

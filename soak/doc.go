@@ -23,7 +23,14 @@
 // rotation, each request again (same records) until it is answered 202;
 // consumers consume one message or a batch and ack it. Every payload
 // starts with "soak:<id>;", so any record read back names itself. A cold
-// topic is filled once before the faults and never written again.
+// topic is filled once before the faults and never written again. The
+// hot topic has a fan-out child and a dead-letter topic (max_deliveries
+// 4): its consumers never ack a fixed 2% of its records (poison, chosen
+// by a hash of the id), half of them nacking such a record, half letting
+// its lease lapse, so those records exhaust their deliveries and move to
+// the dead-letter topic; one consumer each drains the child and the
+// dead-letter topic. The moves of the scenario move the partitions of all
+// four topics, fan-out cursors and delivery counts with them.
 //
 // The scenarios:
 //   - full: cycles of kill -9 of a follower, kill -9 of the metadata
@@ -43,10 +50,23 @@
 //   - decommission: steady load (for Duration), one decommission,
 //     nothing else; any produce refused or unanswered fails the run.
 //
-// Outputs: a Report. At the end the consumers drain, the placement
+// Outputs: a Report. At the end the consumers drain (every record
+// answered 202 consumed, its copy consumed from the child, every poison
+// or exhausted record consumed from the dead-letter topic), the placement
 // settles, and the audit replays every partition of every topic from its
 // oldest offset to its high watermark: every record answered 202 must be
-// found ("audit: N of N records durable"), at the offset its 202 named.
+// found ("audit: N of N records durable", then per topic), at the offset
+// its 202 named. Per topic as well: every record of the hot topic
+// answered 202 is in the child at least once, with its key (a copy is
+// known by its payload), and the child holds nothing the hot topic does
+// not; every record that exhausted its deliveries (a poison record, or
+// one a consumer saw at the limit and could not ack, unless a later ack
+// took it after a restart started its count over) is in the dead-letter
+// topic, or still delivered from the hot topic after the load stopped;
+// every dead letter's dead_letter origin names the place in the hot
+// topic that holds the same record and key, with at least max_deliveries
+// deliveries; and no dead letter is of a record that was neither poison
+// nor seen exhausted.
 // The report adds duplicates (ids stored more than once), records stored
 // without a 202, produce requests refused (by status) and unanswered,
 // deliveries, moves by outcome and freeze durations (from the nodes' JSON

@@ -45,9 +45,9 @@ func (report *Report) topicAuditLines() []string {
 	d := a.DeadLetters
 	lines = append(lines, fmt.Sprintf("audit %s (dead letters of %s, max_deliveries %d): %d of %d exhausted records dead-lettered "+
 		"(%d poison, %d exhausted by a failed ack or a lapsed lease), %d still in %s unacked; %d records read, %d of them with a "+
-		"matching origin, %d unexpected; %d records seen exhausted were acked later (a restart started their count over)",
-		deadTopic, hotTopic, hotMaxDeliveries, d.DeadLettered, d.Expected, d.Poison, d.Exhausted, d.InSource, hotTopic,
-		d.RecordsRead, d.OriginsMatched, d.Unexpected, d.AckedAfterRestart))
+		"matching origin, %d ids dead-lettered more than once, %d unexpected; %d records seen exhausted were acked later "+
+		"(a restart started their count over)", deadTopic, hotTopic, hotMaxDeliveries, d.DeadLettered, d.Expected, d.Poison,
+		d.Exhausted, d.InSource, hotTopic, d.RecordsRead, d.OriginsMatched, d.DuplicatedIDs, d.Unexpected, d.AckedAfterRestart))
 	for _, m := range d.Missing {
 		lines = append(lines, "  not dead-lettered "+m)
 	}
