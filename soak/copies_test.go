@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,4 +154,19 @@ func TestLedgerTracksCopiesAndExhaustion(t *testing.T) {
 	assert.Empty(t, undead)
 	distinct, total, _, _ := l.deliveryCounts()
 	assert.Equal(t, []int{1, 6}, []int{distinct, total}, "copies count as deliveries, not as deliveries of the hot topic's records")
+}
+
+func TestReportPrintsTheAuditPerTopic(t *testing.T) {
+	report := &Report{Load: LoadCounters{Refused: map[int]int{}}, Producing: 10 * time.Second, Audit: AuditResult{
+		AcknowledgedIn: map[string]int{hotTopic: 40, coldTopic: 6}, DurableIn: map[string]int{hotTopic: 40, coldTopic: 5},
+		Child:       ChildAudit{Expected: 40, Copied: 39, MissingCount: 1, Missing: []string{"s1.7"}},
+		DeadLetters: DeadLetterAudit{Expected: 2, DeadLettered: 2, RecordsRead: 2, OriginsMatched: 2}}}
+	text := strings.Join(report.Lines(), "\n")
+	for _, want := range []string{"audit soak: 40 of 40 records durable", "audit soak-cold: 5 of 6 records durable",
+		"audit soak-child (fan-out child of soak): 39 of 40 acknowledged records of soak copied", "not copied s1.7",
+		"audit soak-dead (dead letters of soak, max_deliveries 4): 2 of 2 exhausted records dead-lettered", "4 records/s"} {
+		assert.Contains(t, text, want)
+	}
+	report.judgeCopies()
+	assert.Equal(t, []string{"1 of 40 records answered 202 in soak never reached soak-child"}, report.Failures)
 }

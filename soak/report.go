@@ -19,8 +19,9 @@ type Report struct {
 	Nodes int
 	Dir   string
 	// Elapsed is the whole run; Faults the part spent in the steps;
-	// DrainTook the consumers' final drain.
-	Elapsed, Faults, DrainTook time.Duration
+	// Producing the time the producers ran; DrainTook the consumers'
+	// final drain.
+	Elapsed, Faults, Producing, DrainTook time.Duration
 	// Attempted counts the distinct records sent; Load the request totals.
 	Attempted int
 	Load      LoadCounters
@@ -100,8 +101,9 @@ func (report *Report) auditLines() []string {
 func (report *Report) loadLines() []string {
 	l := report.Load
 	lines := []string{
-		fmt.Sprintf("records: %d answered 202 of %d sent (%d abandoned when the load stopped or was refused for good)",
-			report.Audit.Acknowledged, report.Attempted, l.Abandoned),
+		fmt.Sprintf("records: %d answered 202 of %d sent (%d abandoned when the load stopped or was refused for good); "+
+			"%s: %d answered 202 in %s of producing, %.0f records/s", report.Audit.Acknowledged, report.Attempted, l.Abandoned,
+			hotTopic, report.Audit.AcknowledgedIn[hotTopic], report.Producing.Round(time.Second), report.hotRate()),
 		fmt.Sprintf("produce requests: %d sent; %d refused %s; %d without an answer",
 			l.ProduceRequests, l.refusedTotal(), formatCounts(l.Refused), l.Unanswered),
 		fmt.Sprintf("delivery: %d of %d acknowledged records consumed at least once (drain %s); %d deliveries, %d records redelivered; "+
@@ -157,4 +159,13 @@ func formatCounts[K int | string](counts map[K]int) string {
 		parts = append(parts, fmt.Sprintf("%v %d", key, counts[key]))
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// hotRate is the hot topic's records answered 202 per second of
+// producing (the cold fill excluded).
+func (report *Report) hotRate() float64 {
+	if report.Producing <= 0 {
+		return 0
+	}
+	return float64(report.Audit.AcknowledgedIn[hotTopic]) / report.Producing.Seconds()
 }

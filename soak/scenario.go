@@ -79,6 +79,7 @@ func (r *run) scenario(ctx context.Context) {
 	consuming, stopConsuming := context.WithCancel(ctx)
 	r.stopConsumers = stopConsuming
 	r.load.startConsumers(consuming)
+	producersBegan := time.Now()
 	r.load.startProducers(producing)
 	r.pause(ctx, "warmup", r.warmup())
 	faultsBegan := time.Now()
@@ -96,6 +97,7 @@ func (r *run) scenario(ctx context.Context) {
 	r.ledger.setStep("stopping")
 	stopProducing()
 	r.load.producers.Wait()
+	r.report.Producing = time.Since(producersBegan)
 }
 
 // cycle returns the steps of one cycle, in order: the seed shuffles the
