@@ -57,15 +57,24 @@ func (r *run) drainDeliveries(ctx context.Context) {
 		}
 		if time.Since(lastShown) >= drainProgressInterval {
 			lastShown = time.Now()
-			r.logf("drain: %d acknowledged records not consumed yet; %s", len(undelivered), r.describeUndelivered(ctx, undelivered))
-			r.logf("drain: %d not consumed from %s yet (%s), %d not from %s yet (%s)", len(uncopied), childTopic, firstIDs(uncopied),
-				len(undeadLettered), deadTopic, firstIDs(undeadLettered))
+			r.showDrain(ctx, undelivered, uncopied, undeadLettered)
 		}
 		if proc.SleepContext(ctx, pollInterval) != nil {
 			break
 		}
 	}
 	r.report.DrainTook = time.Since(began)
+}
+
+// showDrain says what the drain still waits for.
+func (r *run) showDrain(ctx context.Context, undelivered, uncopied, undeadLettered []string) {
+	if len(undelivered) > 0 {
+		r.logf("drain: %d acknowledged records not consumed yet; %s", len(undelivered), r.describeUndelivered(ctx, undelivered))
+	}
+	if len(uncopied)+len(undeadLettered) > 0 {
+		r.logf("drain: %d records of %s not consumed from %s yet (%s), %d not from %s yet (%s)", len(uncopied), hotTopic, childTopic,
+			firstIDs(uncopied), len(undeadLettered), deadTopic, firstIDs(undeadLettered))
+	}
 }
 
 func firstIDs(ids []string) string {
