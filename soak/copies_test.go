@@ -143,8 +143,11 @@ func TestLedgerTracksCopiesAndExhaustion(t *testing.T) {
 	last := message(t, plain[0], 0, 1)
 	last.DeliveryCount = hotMaxDeliveries
 	l.deliver("n1", hotTopic, last)
-	l.settled(last, false) // its ack failed at the limit
-	l.settled(message(t, plain[1], 0, 2), false)
+	l.settled(last, deliveryFailed) // its ack failed at the limit
+	l.settled(message(t, plain[1], 0, 2), deliveryRefused)
+	unanswered := message(t, plain[1], 0, 2)
+	unanswered.DeliveryCount = hotMaxDeliveries
+	l.settled(unanswered, deliveryUnknown) // its ack may have been applied
 	uncopied, undead = l.waitingCopies()
 	assert.Empty(t, uncopied)
 	assert.ElementsMatch(t, []string{poison, plain[0]}, undead, "below the limit an unacked delivery is only a redelivery")
@@ -152,6 +155,7 @@ func TestLedgerTracksCopiesAndExhaustion(t *testing.T) {
 	l.deliver("n2", deadTopic, message(t, plain[0], 0, 0))
 	_, undead = l.waitingCopies()
 	assert.Empty(t, undead)
+	assert.Equal(t, []deliveryOutcome{deliveryAcked, deliveryFailed, deliveryUnknown}, []deliveryOutcome{outcomeOf(204), outcomeOf(410), outcomeOf(0)})
 	distinct, total, _, _ := l.deliveryCounts()
 	assert.Equal(t, []int{1, 6}, []int{distinct, total}, "copies count as deliveries, not as deliveries of the hot topic's records")
 }

@@ -17,7 +17,8 @@ type copyLedger struct {
 	copied, deadLettered map[string]int
 	// exhaustedAtMs holds, per hot id, the last delivery that came at
 	// hotMaxDeliveries or later and ended without an ack (refused, or an
-	// ack that failed): the record had to move to the dead-letter topic.
+	// ack answered with a failure; an ack without an answer does not
+	// count): the record had to move to the dead-letter topic.
 	exhaustedAtMs map[string]int64
 	// ackedAtMs holds, per hot id, the last ack answered 204; an ack
 	// later than an exhaustion means a restart started the count over.
@@ -48,9 +49,10 @@ func (c *copyLedger) deliver(topic, id string, atMs int64) bool {
 	return false
 }
 
-// settled notes how a delivery of the hot topic ended: acked (204) or
-// not.
-func (l *ledger) settled(m client.Message, acked bool) {
+// settled notes how a delivery of the hot topic ended. One at the limit
+// that ended without an ack exhausted the record; one whose ack got no
+// answer proves nothing either way.
+func (l *ledger) settled(m client.Message, outcome deliveryOutcome) {
 	payload, err := m.Payload()
 	var id string
 	if err == nil {
@@ -62,9 +64,9 @@ func (l *ledger) settled(m client.Message, acked bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
-	case acked:
+	case outcome == deliveryAcked:
 		l.copies.ackedAtMs[id] = l.sinceMs()
-	case m.DeliveryCount >= hotMaxDeliveries:
+	case outcome != deliveryUnknown && m.DeliveryCount >= hotMaxDeliveries:
 		l.copies.exhaustedAtMs[id] = l.sinceMs()
 	}
 }

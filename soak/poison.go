@@ -63,17 +63,46 @@ func (c *consumer) settle(ctx context.Context, n *nodeProcess, topic string, mes
 			accepted = append(accepted, m)
 		}
 	}
-	acked, err := c.ackBatch(ctx, n, topic, accepted, client.AckModeCommit)
+	statuses, err := c.ackBatch(ctx, n, topic, accepted, client.AckModeCommit)
 	if c.poison == poisonNack {
 		_, nackErr := c.ackBatch(ctx, n, topic, refused, client.AckModeRelease)
 		err = firstError(err, nackErr)
 	}
 	if topic == hotTopic {
-		for _, m := range messages {
-			c.load.ledger.settled(m, acked[m.ReceiptHandle])
+		for _, m := range accepted {
+			c.load.ledger.settled(m, outcomeOf(statuses[m.ReceiptHandle]))
+		}
+		for _, m := range refused {
+			c.load.ledger.settled(m, deliveryRefused)
 		}
 	}
 	return err
+}
+
+// deliveryOutcome is how a delivery of the hot topic ended, as its
+// consumer knows it.
+type deliveryOutcome int
+
+const (
+	// deliveryAcked: the ack was answered 204.
+	deliveryAcked deliveryOutcome = iota + 1
+	// deliveryRefused: the consumer nacked or abandoned it; deliveryFailed:
+	// its ack was answered with another status (the lease had lapsed).
+	// Either way the delivery ended without an ack.
+	deliveryRefused
+	deliveryFailed
+	// deliveryUnknown: the ack got no answer; it may have been applied.
+	deliveryUnknown
+)
+
+func outcomeOf(status int) deliveryOutcome {
+	switch status {
+	case 0:
+		return deliveryUnknown
+	case http.StatusNoContent:
+		return deliveryAcked
+	}
+	return deliveryFailed
 }
 
 func firstError(first, second error) error {
@@ -83,12 +112,12 @@ func firstError(first, second error) error {
 	return second
 }
 
-// ackBatch applies mode to the messages' handles and returns the handles
-// the server answered 204.
-func (c *consumer) ackBatch(ctx context.Context, n *nodeProcess, topic string, messages []client.Message, mode client.AckMode) (map[string]bool, error) {
-	succeeded := map[string]bool{}
+// ackBatch applies mode to the messages' handles and returns the status
+// the server answered for each (none when the request got no answer).
+func (c *consumer) ackBatch(ctx context.Context, n *nodeProcess, topic string, messages []client.Message, mode client.AckMode) (map[string]int, error) {
+	statuses := map[string]int{}
 	if len(messages) == 0 {
-		return succeeded, nil
+		return statuses, nil
 	}
 	handles := make([]string, len(messages))
 	for i, m := range messages {
@@ -97,11 +126,9 @@ func (c *consumer) ackBatch(ctx context.Context, n *nodeProcess, topic string, m
 	results, err := n.client.AckBatch(ctx, topic, handles, mode)
 	stale := 0
 	for _, result := range results {
-		switch result.Status {
-		case http.StatusGone:
+		statuses[result.ReceiptHandle] = result.Status
+		if result.Status == http.StatusGone {
 			stale++
-		case http.StatusNoContent:
-			succeeded[result.ReceiptHandle] = true
 		}
 	}
 	c.load.count(func(counters *LoadCounters) {
@@ -110,5 +137,5 @@ func (c *consumer) ackBatch(ctx context.Context, n *nodeProcess, topic string, m
 			counters.AckErrors++
 		}
 	})
-	return succeeded, err
+	return statuses, err
 }
