@@ -58,7 +58,8 @@ type DeadLetterAudit struct {
 	// more than once (copies are at least once).
 	RecordsRead, OriginsMatched, OriginMismatches, DuplicatedIDs int
 	// Unexpected counts dead letters that are no soak record, or a record
-	// neither poison nor seen exhausted; Anomalies quotes the first.
+	// neither poison nor received at the limit; Anomalies quotes the
+	// first.
 	Unexpected int
 	Anomalies  []string
 	Unreadable []string
@@ -145,9 +146,9 @@ func auditDeadLetters(stored topicLogs, acknowledged map[string]ledgerEntry, cop
 	}
 	for _, at := range slices.SortedFunc(maps.Keys(dead.idAt), comparePlacements) {
 		id := dead.idAt[at]
-		if _, seenExhausted := copies.exhaustedAtMs[id]; !poisonous(id) && !seenExhausted {
+		if !poisonous(id) && !copies.atLimit[id] {
 			audit.Unexpected++
-			audit.note(fmt.Sprintf("%s: %s is not poison and no consumer saw it exhausted", at, id))
+			audit.note(fmt.Sprintf("%s: %s is not poison and no consumer received it at delivery %d", at, id, hotMaxDeliveries))
 		}
 		if why := originMismatch(at, id, dead, parent); why != "" {
 			audit.OriginMismatches++

@@ -95,6 +95,7 @@ func TestAuditDeadLettersChecksOriginsAndWhatHadToArrive(t *testing.T) {
 		exhaustedAtMs:   map[string]int64{exhausted: 50, ackedLater: 60},
 		ackedAtMs:       map[string]int64{ackedLater: 70, stranger: 10},
 		lastDeliveredMs: map[string]int64{missing: 80, pending: 150},
+		atLimit:         map[string]bool{exhausted: true, ackedLater: true},
 	}
 	stored := topicLogs{
 		hotTopic: storedOf(t, hotTopic, map[int64]client.Message{0: keyed(message(t, lettered, 0, 0), "k"), 1: message(t, exhausted, 0, 1),

@@ -25,11 +25,15 @@ type copyLedger struct {
 	ackedAtMs map[string]int64
 	// lastDeliveredMs holds, per hot id, its last delivery.
 	lastDeliveredMs map[string]int64
+	// atLimit holds the hot ids a consumer received at hotMaxDeliveries
+	// or later, whatever became of the delivery: only those (and poison
+	// records) may reach the dead-letter topic.
+	atLimit map[string]bool
 }
 
 func newCopyLedger() copyLedger {
 	return copyLedger{copied: map[string]int{}, deadLettered: map[string]int{}, exhaustedAtMs: map[string]int64{},
-		ackedAtMs: map[string]int64{}, lastDeliveredMs: map[string]int64{}}
+		ackedAtMs: map[string]int64{}, lastDeliveredMs: map[string]int64{}, atLimit: map[string]bool{}}
 }
 
 // deliver notes a delivery of id from topic; it reports whether the
@@ -63,6 +67,9 @@ func (l *ledger) settled(m client.Message, outcome deliveryOutcome) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if m.DeliveryCount >= hotMaxDeliveries {
+		l.copies.atLimit[id] = true
+	}
 	switch {
 	case outcome == deliveryAcked:
 		l.copies.ackedAtMs[id] = l.sinceMs()
@@ -86,6 +93,7 @@ const (
 type copySnapshot struct {
 	copied, deadLettered                      map[string]int
 	exhaustedAtMs, ackedAtMs, lastDeliveredMs map[string]int64
+	atLimit                                   map[string]bool
 }
 
 func (l *ledger) copySnapshot() copySnapshot {
@@ -93,7 +101,8 @@ func (l *ledger) copySnapshot() copySnapshot {
 	defer l.mu.Unlock()
 	c := l.copies
 	return copySnapshot{copied: maps.Clone(c.copied), deadLettered: maps.Clone(c.deadLettered),
-		exhaustedAtMs: maps.Clone(c.exhaustedAtMs), ackedAtMs: maps.Clone(c.ackedAtMs), lastDeliveredMs: maps.Clone(c.lastDeliveredMs)}
+		exhaustedAtMs: maps.Clone(c.exhaustedAtMs), ackedAtMs: maps.Clone(c.ackedAtMs), lastDeliveredMs: maps.Clone(c.lastDeliveredMs),
+		atLimit: maps.Clone(c.atLimit)}
 }
 
 // deadLetterExpected returns the ids that must reach the dead-letter
