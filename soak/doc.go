@@ -60,13 +60,14 @@
 // answered 202 is in the child at least once, with its key (a copy is
 // known by its payload), and the child holds nothing the hot topic does
 // not; every record that exhausted its deliveries (a poison record, or
-// one a consumer saw at the limit and could not ack, unless a later ack
-// took it after a restart started its count over) is in the dead-letter
-// topic, or still delivered from the hot topic after the load stopped;
+// one a consumer received at the limit and did not ack, or whose ack was
+// answered with a failure, unless a later ack took it after a restart
+// started its count over) is in the dead-letter topic, or still
+// delivered from the hot topic after the load stopped;
 // every dead letter's dead_letter origin names the place in the hot
 // topic that holds the same record and key, with at least max_deliveries
 // deliveries; and no dead letter is of a record that was neither poison
-// nor seen exhausted.
+// nor received by a consumer at the limit.
 // The report adds duplicates (ids stored more than once), records stored
 // without a 202, produce requests refused (by status) and unanswered,
 // deliveries, moves by outcome and freeze durations (from the nodes' JSON
