@@ -150,6 +150,12 @@ const (
 	AckExtend
 	// AckNack releases the reservation for immediate redelivery.
 	AckNack
+	// AckReturn hands back a reservation that never reached a consumer
+	// (records a probe reserved for a poll answered meanwhile): released
+	// for immediate redelivery, without counting as a delivery, so it
+	// never exhausts a record. Only nodes send it to each other; the HTTP
+	// API cannot ask for it.
+	AckReturn
 )
 
 // Ack acknowledges, extends or releases reservations by receipt handle.

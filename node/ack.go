@@ -24,7 +24,7 @@ func (n *Node) ack(r msg.Ack) (msg.Result, error) {
 	}
 	// An ack frees an in-flight slot, a nack releases a record: either may
 	// serve a parked long poll (a released record, one on another node).
-	if r.Action == msg.AckNack {
+	if r.Action == msg.AckNack || r.Action == msg.AckReturn {
 		n.notifySubscribers(t.info.Name)
 		n.sendDeadLetters() // a nack may exhaust its record
 	}
@@ -90,6 +90,8 @@ func (n *Node) applyAck(t *topic, p *partition, log *storage.Log, offset, nonce 
 		_, err = p.leases.Extend(offset, nonce, n.nowMs, t.info.VisibilityTimeoutMs)
 	case msg.AckNack:
 		err = p.leases.Nack(offset, nonce, n.nowMs)
+	case msg.AckReturn:
+		err = p.leases.Return(offset, nonce, n.nowMs)
 	default:
 		invariant.Broken("node: unknown ack action %d", action)
 	}

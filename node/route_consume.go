@@ -12,7 +12,9 @@ import (
 // owners, which send a Notify when records become available there; the
 // oldest idle poll of the topic then probes that owner. Records a probe
 // reserved for a poll that was answered meanwhile are released back at
-// once (a nack), so nothing waits out a visibility timeout for nobody.
+// once (a return: a nack that counts no delivery, since no consumer saw
+// them), so nothing waits out a visibility timeout for nobody and no
+// record runs out of deliveries it never had.
 
 // consumeElsewhere serves a consume pinned to another node's partition by
 // forwarding it whole (the owner parks it if it waits).
@@ -125,14 +127,15 @@ func (n *Node) probeForNotify(topicName, owner string) bool {
 	return false
 }
 
-// releaseElsewhere nacks records a probe reserved for a poll that was
-// answered meanwhile, so the owner redelivers them at once.
+// releaseElsewhere returns records a probe reserved for a poll that was
+// answered meanwhile, so the owner redelivers them at once, their
+// delivery counts as they were before the probe.
 func (n *Node) releaseElsewhere(owner, topicName string, messages []msg.Message) {
 	chaos.Reached(chaos.MarkNodeProbeReleased)
 	handles := make([]string, len(messages))
 	for i, m := range messages {
 		handles[i] = m.ReceiptHandle
 	}
-	release := msg.Ack{Topic: topicName, Handles: handles, Action: msg.AckNack, Batch: true}
+	release := msg.Ack{Topic: topicName, Handles: handles, Action: msg.AckReturn, Batch: true}
 	n.forward(owner, release, n.cfg.ForwardTimeoutMs, func(msg.Reply) {})
 }

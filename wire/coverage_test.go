@@ -66,12 +66,12 @@ func TestCodecCoversTheVocabulary(t *testing.T) {
 }
 
 // TestCodecCoversEveryCodeAndAction: the codec accepts codes
-// CodeInvalid..CodeForbidden and actions AckCommit..AckNack; the const
+// CodeInvalid..CodeForbidden and actions AckCommit..AckReturn; the const
 // blocks of msg must declare exactly those.
 func TestCodecCoversEveryCodeAndAction(t *testing.T) {
 	files := parseVocabulary(t)
 	require.Len(t, constsOfType(files, "Code"), int(msg.CodeForbidden-msg.CodeInvalid)+1, "msg.Code constants; wire.validCode covers CodeInvalid..CodeForbidden")
-	require.Len(t, constsOfType(files, "AckAction"), int(msg.AckNack-msg.AckCommit)+1, "msg.AckAction constants; wire covers AckCommit..AckNack")
+	require.Len(t, constsOfType(files, "AckAction"), int(msg.AckReturn-msg.AckCommit)+1, "msg.AckAction constants; wire covers AckCommit..AckReturn")
 }
 
 func typeName(v any) string {

@@ -115,7 +115,7 @@ func TestDecodeRejectsNonCanonicalEncodings(t *testing.T) {
 		"flag byte 2":             append(header(), byte(typeForwardRequest), 0, 2, byte(typeListMoves)),
 		"error code 0":            append(bytes.Clone(forwardReply), 0, 0, 1, 0, 0, byte(typeNoResult)),
 		"error code 10":           append(bytes.Clone(forwardReply), 0, 0, 1, 10, 0, byte(typeNoResult)),
-		"ack action 3":            append(header(), byte(typeForwardRequest), 0, 0, byte(typeAck), 1, 't', 3, 0, 0),
+		"ack action 4":            append(header(), byte(typeForwardRequest), 0, 0, byte(typeAck), 1, 't', 4, 0, 0),
 		"delivery count 2^32": append(append(bytes.Clone(forwardReply), 0, 0, 0, byte(typeReplayResult), 1, 0, 0, 0, 0, 0, 0, 0),
 			binary.AppendUvarint(nil, 1<<32)...),
 		"varint over 64 bits":   append(header(), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02),

@@ -229,7 +229,7 @@ func (d *decoder) consume() msg.Consume {
 }
 
 func (e *encoder) ack(r msg.Ack) {
-	assert(validAckAction(r.Action), "ack action %d is not one of AckCommit, AckExtend, AckNack", r.Action)
+	assert(validAckAction(r.Action), "ack action %d is not one of AckCommit, AckExtend, AckNack, AckReturn", r.Action)
 	e.string(r.Topic, topicNameLimit)
 	e.uvarint(uint64(r.Action))
 	e.bool(r.Batch)
@@ -253,11 +253,11 @@ func (d *decoder) ack() msg.Ack {
 // ackAction reads an ack action, which must be one msg defines.
 func (d *decoder) ackAction() msg.AckAction {
 	v := d.uvarint()
-	if v > uint64(msg.AckNack) {
-		d.malformed("ack action %d is not one of AckCommit, AckExtend, AckNack", v)
+	if v > uint64(msg.AckReturn) {
+		d.malformed("ack action %d is not one of AckCommit, AckExtend, AckNack, AckReturn", v)
 		return 0
 	}
 	return msg.AckAction(v)
 }
 
-func validAckAction(a msg.AckAction) bool { return a >= msg.AckCommit && a <= msg.AckNack }
+func validAckAction(a msg.AckAction) bool { return a >= msg.AckCommit && a <= msg.AckReturn }

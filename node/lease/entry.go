@@ -33,8 +33,15 @@ type entry struct {
 	// nextUndelivered of the owning table. Never changes.
 	offset uint64
 	// deliveryCount counts deliveries of offset so far. Invariant: >= 1.
-	// Incremented on each reservation (saturating).
+	// Incremented on each reservation (saturating), except the one after
+	// a reservation returned unseen at count 1 (see returnedUnseen);
+	// decremented by a Return at count 2 or more.
 	deliveryCount uint32
+	// returnedUnseen is set when a reservation at count 1 was returned
+	// (Table.Return): it reached no consumer, but the count stays >= 1,
+	// so the next reservation does not add one. Not carried by a
+	// snapshot (a move may then count that one delivery more).
+	returnedUnseen bool
 	// state selects the heap that holds the entry.
 	state entryState
 	// nonce is the receipt nonce of the current reservation; meaningful
@@ -53,8 +60,23 @@ func (e *entry) reservation() Reservation {
 	return Reservation{Offset: e.offset, Nonce: e.nonce, DeliveryCount: e.deliveryCount, DeadlineMs: e.deadlineMs}
 }
 
-// countDelivery adds one delivery, saturating instead of wrapping to 0.
+// uncountDelivery takes back the delivery of a reservation returned
+// unseen, keeping the count >= 1.
+func (e *entry) uncountDelivery() {
+	if e.deliveryCount > 1 {
+		e.deliveryCount--
+		return
+	}
+	e.returnedUnseen = true
+}
+
+// countDelivery adds one delivery, saturating instead of wrapping to 0;
+// after a return at count 1 the count already holds this one.
 func (e *entry) countDelivery() {
+	if e.returnedUnseen {
+		e.returnedUnseen = false
+		return
+	}
 	if e.deliveryCount < math.MaxUint32 {
 		e.deliveryCount++
 	}

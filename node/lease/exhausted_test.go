@@ -91,3 +91,28 @@ func TestSnapshotCarriesExhaustedRecords(t *testing.T) {
 	require.Equal(t, uint64(1), moved.Offset)
 	require.Equal(t, uint32(2), moved.DeliveryCount, "the count carried on")
 }
+
+// Property: a reservation handed back unseen (Return) neither exhausts
+// its record nor counts as a delivery: the next reservation has the
+// count a consumer expects, at 1 as above it; a consumer's nack still
+// counts.
+func TestAReturnedReservationCountsNoDelivery(t *testing.T) {
+	table := newTable(t, 0, deadLetterConfig)
+	for now := range int64(3) {
+		r := mustReserve(t, table, now, 1)
+		require.Equal(t, uint32(1), r.DeliveryCount, "returned unseen each time: still the first delivery")
+		require.NoError(t, table.Return(r.Offset, r.Nonce, now))
+		require.Zero(t, table.ExhaustedPending(), "a return never exhausts")
+	}
+	seen := mustReserve(t, table, 10, 1)
+	require.Equal(t, uint32(1), seen.DeliveryCount)
+	require.NoError(t, table.Nack(seen.Offset, seen.Nonce, 11), "a consumer's nack counts")
+	again := mustReserve(t, table, 12, 1)
+	require.Equal(t, uint32(2), again.DeliveryCount)
+	require.NoError(t, table.Return(again.Offset, again.Nonce, 13))
+	last := mustReserve(t, table, 14, 1)
+	require.Equal(t, uint32(2), last.DeliveryCount, "a return at count 2 takes its delivery back")
+	require.ErrorIs(t, table.Return(last.Offset, last.Nonce+1, 15), lease.ErrStale)
+	require.NoError(t, table.Nack(last.Offset, last.Nonce, 15))
+	require.Equal(t, 1, table.ExhaustedPending(), "the second delivery a consumer saw ended unacked")
+}

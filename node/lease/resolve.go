@@ -62,6 +62,24 @@ func (t *Table) Nack(offset, nonce uint64, nowMs int64) error {
 	return nil
 }
 
+// Return hands back a live reservation that never reached a consumer (the
+// node reserved it for a poll that was answered meanwhile): released for
+// redelivery like Nack, but its delivery is taken back, so it never
+// exhausts the record, and the next reservation gets the count this one
+// had. ErrStale as for Ack.
+func (t *Table) Return(offset, nonce uint64, nowMs int64) error {
+	e, err := t.liveReservation(offset, nonce, nowMs)
+	if err != nil {
+		return err
+	}
+	t.deadlines.remove(e)
+	e.uncountDelivery()
+	e.state = stateReleased
+	t.released.add(e)
+	t.checkIfEnabled()
+	return nil
+}
+
 // liveReservation finds the in-flight entry a handle names, after applying
 // expiry at nowMs.
 func (t *Table) liveReservation(offset, nonce uint64, nowMs int64) (*entry, error) {

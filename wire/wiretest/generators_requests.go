@@ -50,7 +50,7 @@ func dataRequest() *rapid.Generator[msg.Request] {
 			return msg.Replay{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition"), Offset: rapid.Uint64().Draw(t, "offset")}
 		}),
 		rapid.Custom(func(t *rapid.T) msg.Request {
-			action := msg.AckAction(rapid.IntRange(int(msg.AckCommit), int(msg.AckNack)).Draw(t, "action"))
+			action := msg.AckAction(rapid.IntRange(int(msg.AckCommit), int(msg.AckReturn)).Draw(t, "action"))
 			return msg.Ack{Topic: topic().Draw(t, "topic"), Handles: listRaw(handle(), 4).Draw(t, "handles"), Action: action, Batch: rapid.Bool().Draw(t, "batch")}
 		}),
 		rapid.Just[msg.Request](msg.ListMembers{}),

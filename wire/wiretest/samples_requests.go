@@ -80,6 +80,7 @@ func dataRequestSamples() []NamedRequest {
 		{"Ack/commit", msg.Ack{Topic: "orders", Handles: []string{"1:2:3"}, Action: msg.AckCommit}},
 		{"Ack/extend", msg.Ack{Topic: "orders", Handles: []string{MaxHandle()}, Action: msg.AckExtend, Batch: true}},
 		{"Ack/nack", msg.Ack{Topic: "orders", Handles: []string{""}, Action: msg.AckNack}},
+		{"Ack/return", msg.Ack{Topic: "orders", Handles: []string{""}, Action: msg.AckReturn, Batch: true}},
 		{"Ack/max-batch", msg.Ack{Topic: MaxTopic(), Handles: handles(msg.AckBatchHandlesMax), Action: msg.AckNack, Batch: true}},
 		{"Ack/no-handles", msg.Ack{Topic: "orders"}},
 	}
