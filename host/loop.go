@@ -320,7 +320,9 @@ func (l *loop) startJob(job node.Job) {
 }
 
 // persist runs the Syncs, in parallel when there are several (each
-// touches only its own partition's files).
+// touches only its own partition's files): the first on the loop
+// goroutine, which waits anyway, the others on goroutines of their own,
+// so a round of n logs starts n-1 goroutines and wakes the loop once.
 func (l *loop) persist(syncs []node.Sync) error {
 	start := l.clock()
 	defer func() {
@@ -331,14 +333,18 @@ func (l *loop) persist(syncs []node.Sync) error {
 			l.metrics.roundRecords.Observe(float64(records))
 		}
 	}()
-	if len(syncs) == 1 {
+	switch len(syncs) {
+	case 0:
+		return nil
+	case 1:
 		return syncs[0].Run()
 	}
 	errs := make([]error, len(syncs))
 	var wg sync.WaitGroup
-	for i := range syncs {
-		wg.Go(func() { errs[i] = syncs[i].Run() })
+	for i := range syncs[1:] {
+		wg.Go(func() { errs[i+1] = syncs[i+1].Run() })
 	}
+	errs[0] = syncs[0].Run()
 	wg.Wait()
 	return errors.Join(errs...)
 }

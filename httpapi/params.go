@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	"narad/msg"
 )
@@ -22,7 +23,12 @@ var errTrailingData = errors.New("unexpected data after the JSON value")
 // parseQuery parses the query string strictly: a malformed pair fails the
 // request instead of being dropped, and so does a parameter given twice
 // (no route lets the first or the last win silently).
+// A request without a query, the common produce, gets no map: reading a
+// nil url.Values finds nothing, and no caller writes to it.
 func parseQuery(r *http.Request) (url.Values, *ErrorResponse) {
+	if r.URL.RawQuery == "" {
+		return nil, nil
+	}
 	values, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return nil, invalidf("invalid query string: %v", err)
@@ -242,9 +248,33 @@ func decodeStrictJSON(data []byte, value any) error {
 	return nil
 }
 
-// hasMediaType reports whether r's Content-Type is mediaType, parameters
-// and letter case aside.
+// hasMediaType reports whether r's Content-Type is mediaType (a valid
+// lower-case type), parameters and letter case aside. A value without
+// parameters is compared as mime.ParseMediaType would (trimmed, any
+// case) without the map of parameters it allocates.
 func hasMediaType(r *http.Request, mediaType string) bool {
-	parsed, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	value := r.Header.Get("Content-Type")
+	if !strings.Contains(value, ";") {
+		return asciiLowerEqual(strings.TrimSpace(value), mediaType)
+	}
+	parsed, _, err := mime.ParseMediaType(value)
 	return err == nil && parsed == mediaType
+}
+
+// asciiLowerEqual reports whether value, with its ASCII letters lowered,
+// is lower (only ASCII folds: a media type is a token).
+func asciiLowerEqual(value, lower string) bool {
+	if len(value) != len(lower) {
+		return false
+	}
+	for i := range len(value) {
+		c := value[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
 }
