@@ -53,6 +53,7 @@ func BenchmarkHandlerProduceSecurity(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				request := httptest.NewRequest(http.MethodPost, "/v1/topics/orders/produce", strings.NewReader(payload))
+				request.Header.Set("Content-Type", "application/octet-stream") // as narad bench and the client send
 				request.SetBasicAuth("ann", "pw")
 				recorder := httptest.NewRecorder()
 				handler.ServeHTTP(recorder, request)

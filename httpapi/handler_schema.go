@@ -42,9 +42,10 @@ func (h *apiHandler) produce(ctx context.Context, req msg.Produce, lines []int) 
 			}
 			req.SchemaID = latest.ID
 		}
-		reply := h.backend.Do(ctx, req)
+		var request msg.Request = req // boxed once for both calls
+		reply := h.backend.Do(ctx, request)
 		if reply.Err != msg.ErrSchemaChanged || attempt == schemaRevalidationsMax {
-			return Encode(req, reply)
+			return Encode(request, reply)
 		}
 	}
 }
