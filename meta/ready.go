@@ -104,6 +104,7 @@ func (m *Meta) Advance(rd Ready) []Outcome {
 
 // writeReady is the body of Persist's transaction.
 func (m *Meta) writeReady(tx *bolt.Tx, rd raft.Ready, work *afterCommit) error {
+	stored := m.applied // what the store holds: a snapshot or an entry moves it below
 	if !raft.IsEmptySnap(rd.Snapshot) {
 		if err := m.installSnapshot(tx, rd.Snapshot); err != nil {
 			return err
@@ -123,10 +124,22 @@ func (m *Meta) writeReady(tx *bolt.Tx, rd raft.Ready, work *afterCommit) error {
 	if err := m.state.flushDirty(tx); err != nil {
 		return err
 	}
-	if err := tx.Bucket(bucketRaft).Put(keyApplied, encodeApplied(m.applied)); err != nil {
+	if err := putApplied(tx, stored, m.applied); err != nil {
 		return err
 	}
 	return m.maybeSnapshot(tx, work)
+}
+
+// putApplied writes the applied position if it moved since the store's
+// (stored: the store holds it after every committed transaction and at
+// New, and an absent key reads as zero). A Ready that only appends
+// entries (about half of a cluster's) then leaves the raft bucket, whose
+// leaf also holds the snapshot, untouched: bbolt rewrites no page of it.
+func putApplied(tx *bolt.Tx, stored, applied appliedPosition) error {
+	if applied == stored {
+		return nil
+	}
+	return tx.Bucket(bucketRaft).Put(keyApplied, encodeApplied(applied))
 }
 
 // updateRaftLog makes raft's in-memory log match the committed
