@@ -232,6 +232,21 @@ func (lp *lateProposals) resend(l *link, command, kind string, bytes []byte) {
 	lp.w.queue.push(arrivalMs, func() { p.arrive(l, epoch, kind, bytes) })
 }
 
+// isMoveCommand reports whether an entry's bytes carry one of the move
+// commands moveCommandOf names, from the command type byte in front of
+// every encoded command: most proposals are heartbeats, and moveCommandOf
+// runs twice on each, so they are not decoded.
+func isMoveCommand(data []byte) bool {
+	if len(data) == 0 {
+		return false
+	}
+	switch meta.CommandType(data[0]) {
+	case meta.TypeSetTarget, meta.TypeCompleteMove, meta.TypeForcePromote, meta.TypeAbortMove:
+		return true
+	}
+	return false
+}
+
 // moveCommandOf names the move command that env, a proposal forwarded
 // to the leader, carries (the first, if several), its partition and, for
 // a flip, the start of the move it ends; "" if none.
@@ -241,6 +256,9 @@ func moveCommandOf(env msg.Envelope) (command, partition string, startedAtMs int
 		return "", "", 0
 	}
 	for _, entry := range m.Message.GetEntries() {
+		if !isMoveCommand(entry.GetData()) {
+			continue
+		}
 		_, decoded, err := meta.DecodeCommand(entry.GetData())
 		if err != nil {
 			continue
