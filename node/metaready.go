@@ -39,7 +39,10 @@ func (n *Node) maintainMeta() {
 	if _, err := n.meta.CampaignIfSoleVoter(); err != nil {
 		n.observer.Event("campaign-failed", err.Error())
 	}
-	if _, leaderKnown := n.meta.Leader(); n.nowMs >= n.nextHeartbeatMs && leaderKnown {
+	if n.nowMs < n.nextHeartbeatMs {
+		return // not due: no leader lookup (a tick runs at every input)
+	}
+	if _, leaderKnown := n.meta.Leader(); leaderKnown {
 		n.heartbeat()
 		n.nextHeartbeatMs = n.nowMs + n.cfg.MemberHeartbeatIntervalMs
 	}

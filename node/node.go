@@ -593,6 +593,10 @@ func (n *Node) Serving() error {
 // commit, applied and snapshot index, leader), for metrics and checkers.
 func (n *Node) MetaStatus() meta.Status { return n.meta.Status() }
 
+// MetaAppliedIndex is MetaStatus().Applied without the rest of the status
+// (the simulator's metastore model asks after every step).
+func (n *Node) MetaAppliedIndex() uint64 { return n.meta.AppliedIndex() }
+
 // Stats are the node's inventory numbers, for metrics.
 type Stats struct {
 	Topics, Partitions, OpenLogs, ParkedPolls int

@@ -129,7 +129,7 @@ func (c *metaModelChecker) afterStep(touched []*simNode) {
 			continue
 		}
 		r := c.replica(n.id)
-		applied := n.node.MetaStatus().Applied
+		applied := n.node.MetaAppliedIndex()
 		c.advance(r, applied)
 		if r.due && r.index == applied && c.w.nowMs-r.comparedAtMs >= metaModelCompareMs {
 			c.compare(n, r)
@@ -145,7 +145,7 @@ func (c *metaModelChecker) finish() {
 	for _, n := range c.w.nodes {
 		if c.w.failure == nil && n.up() {
 			r := c.replica(n.id)
-			c.advance(r, n.node.MetaStatus().Applied)
+			c.advance(r, n.node.MetaAppliedIndex())
 			c.compare(n, r)
 		}
 	}
