@@ -649,9 +649,13 @@ type PartitionState struct {
 // OpenPartitions reports the state of every open partition log, sorted by
 // topic and partition. The simulator's state checker reads it after every step.
 func (n *Node) OpenPartitions() []PartitionState {
-	partitions := n.sortedPartitions()
-	out := make([]PartitionState, 0, len(partitions))
-	for _, p := range partitions {
+	return n.AppendOpenPartitions(make([]PartitionState, 0, len(n.partitions)))
+}
+
+// AppendOpenPartitions appends what OpenPartitions reports to out and
+// returns it, so that a caller that asks after every step reuses one slice.
+func (n *Node) AppendOpenPartitions(out []PartitionState) []PartitionState {
+	for _, p := range n.sortedPartitions() {
 		if p.log != nil {
 			out = append(out, PartitionState{
 				Dir: p.dir, Topic: p.key.topic, Partition: p.key.index, HWM: p.log.HWM(), Committed: p.log.Committed(),

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"slices"
+
 	"narad/msg"
 	"narad/node"
 	"narad/storage"
@@ -27,6 +29,9 @@ type stateChecker struct {
 	// servedDurable marks partitions whose recovered state in the node's
 	// current incarnation was checked against the disk's durable bytes.
 	servedDurable map[string]bool
+	// scratch is afterStep's buffer for a node's open partitions, reused
+	// from step to step; open keeps copies, never scratch itself.
+	scratch []node.PartitionState
 }
 
 func newStateChecker() *stateChecker {
@@ -133,7 +138,8 @@ func (s *stateChecker) afterStep(w *World, touched []*simNode) {
 		if !n.up() {
 			continue
 		}
-		open := n.node.OpenPartitions()
+		open := n.node.AppendOpenPartitions(s.scratch[:0])
+		s.scratch = open
 		s.checkOpenedServeDurable(n, open)
 		if n.holding {
 			continue // the metastore's round may be applying a topic change
@@ -179,7 +185,7 @@ func (s *stateChecker) forgetClosed(w *World, n *simNode, open []node.PartitionS
 	for _, state := range open {
 		current[state.Dir] = true
 	}
-	s.open[n.id] = open
+	s.open[n.id] = slices.Clone(open)
 	for _, state := range previous {
 		if !current[state.Dir] {
 			key := stateKey(n, state.Dir)
