@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"narad/invariant"
@@ -58,6 +59,7 @@ func (n *Node) addMetaReady(rd *Ready) {
 	metaReady := n.meta.Ready()
 	n.metaReady = &metaReady
 	rd.Syncs = append(rd.Syncs, Sync{Dir: metaDir, meta: n.meta, metaReady: n.metaReady})
+	rd.Messages = slices.Grow(rd.Messages, len(metaReady.Messages))
 	for _, message := range metaReady.Messages {
 		peer, ok := n.meta.PeerByRaftID(message.GetTo())
 		if !ok {
@@ -98,8 +100,9 @@ func (n *Node) rememberTopics() {
 // its local data; a changed topic passes new caps to its lease tables and
 // may serve parked polls.
 func (n *Node) reconcileTopics() {
-	current := map[string]meta.TopicRecord{}
-	for _, record := range n.meta.State().Topics() {
+	records := n.meta.State().Topics() // copies every topic: once per reconcile
+	current := make(map[string]meta.TopicRecord, len(records))
+	for _, record := range records {
 		current[record.Name] = record
 	}
 	for _, name := range sortedNames(n.known) {
@@ -108,7 +111,7 @@ func (n *Node) reconcileTopics() {
 			delete(n.known, name)
 		}
 	}
-	for _, record := range n.meta.State().Topics() {
+	for _, record := range records {
 		n.known[record.Name] = record.CreatedAtMs
 		n.refreshLeaseConfig(record)
 	}
