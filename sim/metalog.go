@@ -355,6 +355,19 @@ func (l *metaLog) movesInFlight() int {
 	return count
 }
 
+// anyMoveInFlight reports whether some partition has a target: the moves
+// scenario asks after every step, and stops at the first.
+func (l *metaLog) anyMoveInFlight() bool {
+	for _, assignments := range l.topics { //determinism:ok whether any: the order does not matter
+		for _, a := range assignments {
+			if a.Target != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // owner returns the committed owner of a partition; "" when the topic or
 // the partition does not exist.
 func (l *metaLog) owner(topic string, partition int) string {

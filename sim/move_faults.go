@@ -106,7 +106,7 @@ func newMoveWatcher(w *World, rng *rand.Rand) *moveWatcher {
 // watch looks at the nodes the step touched.
 func (s *movesScenario) watch(touched []*simNode) {
 	s.watchLateJoiner(touched)
-	moving := s.w.metaLog.movesInFlight() > 0
+	moving := s.w.metaLog.anyMoveInFlight()
 	for _, n := range touched {
 		if !n.up() {
 			delete(s.watcher.phases, n.id)
