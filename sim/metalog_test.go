@@ -79,11 +79,13 @@ func TestMetaLogFollowsCommittedPlacement(t *testing.T) {
 	require.Equal(t, 1, w.metaLog.movesInFlight())
 	l.append(meta.CompleteMove{Topic: "sim", Partition: 0, ExpectedOwner: "n1", ExpectedTarget: "n3", ExpectedStartedAtMs: 1}, 0)
 	require.Equal(t, 1, w.metaLog.movesInFlight(), "the flip of another move (started at 1, not 2) fails the guard, as in meta")
+	require.True(t, w.metaLog.anyMoveInFlight())
 	flip := l.append(meta.CompleteMove{Topic: "sim", Partition: 0, ExpectedOwner: "n1", ExpectedTarget: "n3", ExpectedStartedAtMs: 2}, 0)
 	w.metaLog.observe(raftMessage(raftpb.MsgHeartbeat, 2, flip.index))
 	require.Equal(t, []string{"n3", "n2", "n3"}, w.metaLog.owners("sim"), "the guard refused the first flip, not the second")
 	require.Equal(t, 1, w.metaLog.generations["sim/0"])
 	require.Zero(t, w.metaLog.movesInFlight())
+	require.False(t, w.metaLog.anyMoveInFlight())
 	require.Nil(t, w.failure)
 }
 
