@@ -49,103 +49,181 @@ func messageOrigin(o *storage.Origin) *msg.DeadLetterOrigin {
 	return &msg.DeadLetterOrigin{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset, DeliveryCount: o.DeliveryCount}
 }
 
-// deadLetterDue reports whether some partition holds exhausted records
-// waiting to be written to their dead-letter topic.
-func (n *Node) deadLetterDue() bool {
-	for _, p := range n.partitions { //determinism:ok an existence test does not depend on order
-		if p.leases != nil && p.leases.ExhaustedPending() > 0 {
+// Bounds of one dead-letter batch: exhausted records of one source
+// partition relayed together into its dead-letter topic, as one produce.
+// A batch takes at least one record, and one record fits any batch
+// (msg.MessageBytesMax + msg.KeyBytesMax < deadLetterBatchBytesMax).
+const (
+	deadLetterBatchRecordsMax = 100
+	deadLetterBatchBytesMax   = 4 << 20
+)
+
+// The batch bounds must fit a produce: this fails to compile otherwise.
+const (
+	_ = uint(msg.ProduceBatchRecordsMax - deadLetterBatchRecordsMax)
+	_ = uint(msg.ProduceBatchBytesMax - deadLetterBatchBytesMax)
+	_ = uint(deadLetterBatchBytesMax - msg.MessageBytesMax - msg.KeyBytesMax)
+)
+
+// deadLetterBatch is one batch of dead letters in flight.
+type deadLetterBatch struct {
+	key   partitionKey
+	table *lease.Table
+	topic string
+	// origins are where each record of the batch comes from, in the
+	// order of the produce's records (and of its placements).
+	origins []msg.DeadLetterOrigin
+}
+
+// watchExhausted makes the partition's lease table report the records it
+// exhausts into the set of partitions whose dead letters are due, and
+// puts the partition there if it holds some already (a restored table).
+func (n *Node) watchExhausted(p *partition) {
+	key := p.key
+	p.leases.OnExhausted(func() { n.deadLettersDue[key] = struct{}{} })
+	if p.leases.ExhaustedPending() > 0 {
+		n.deadLettersDue[key] = struct{}{}
+	}
+}
+
+// sendDeadLetters starts the dead letters of the partitions that have
+// exhausted records, while relays have room (docs/api.md#dead-letters).
+// It looks only at the partitions in the due set: a tick with nothing due
+// costs nothing.
+func (n *Node) sendDeadLetters() {
+	if len(n.deadLettersDue) == 0 {
+		return // the common case on every tick
+	}
+	keys := make([]partitionKey, 0, len(n.deadLettersDue))
+	for key := range n.deadLettersDue { //determinism:ok collected then sorted
+		keys = append(keys, key)
+	}
+	sortKeys(keys)
+	for _, key := range keys {
+		if !n.sendPartitionDeadLetters(key) {
+			delete(n.deadLettersDue, key)
+		}
+	}
+}
+
+// sendPartitionDeadLetters relays the partition's exhausted records in
+// batches to its topic's dead-letter topic, and reports whether some
+// still wait (the partition stays due). A frozen partition waits: its
+// commit belongs to the move, and the new owner exhausts the records
+// again. A partition that left this node, or whose topic has no
+// dead-letter topic, is no longer due.
+func (n *Node) sendPartitionDeadLetters(key partitionKey) bool {
+	p, ok := n.partitions[key]
+	t, known := n.lookupTopic(key.topic)
+	if !ok || !known || p.leases == nil || p.leases.ExhaustedPending() == 0 || t.info.DeadLetterTopic == "" || !n.ownedHere(t, key.index) {
+		return false
+	}
+	for !p.freeze.Frozen() && p.leases.ExhaustedPending() > 0 {
+		if n.relays.inFlight >= n.cfg.RelaysInFlightMax {
+			chaos.Reached(chaos.MarkNodeDeadLettersWaitForRelays)
+			return true
+		}
+		if !n.sendDeadLetterBatch(t, p) {
 			return true
 		}
 	}
-	return false
+	return p.leases.ExhaustedPending() > 0
 }
 
-// sendDeadLetters starts the dead letters of every partition that has
-// exhausted records, while relays have room (docs/api.md#dead-letters).
-func (n *Node) sendDeadLetters() {
-	if !n.deadLetterDue() {
-		return // the common case on every tick
+// sendDeadLetterBatch takes up to a batch of exhausted records, reads
+// them and relays their copies, with their origins, in one write; it
+// reports false when the log cannot be opened (the records wait). An
+// unreadable record is skipped as a consume would, and one that cannot
+// be read now goes back to the queue; records past the batch's bytes go
+// back among the exhausted for the next batch. The log is opened for
+// each batch: a relay's own append may have closed it to make room for
+// the dead-letter partition's log (seed 1 of -deadletters).
+func (n *Node) sendDeadLetterBatch(t *topic, p *partition) bool {
+	log, err := n.openLog(t, p)
+	if err != nil {
+		return false
 	}
-	for _, p := range n.sortedPartitions() {
-		if t, ok := n.lookupTopic(p.key.topic); ok && p.leases != nil && p.leases.ExhaustedPending() > 0 {
-			n.sendPartitionDeadLetters(t, p)
+	batch := &deadLetterBatch{key: p.key, table: p.leases, topic: t.info.DeadLetterTopic}
+	var records []msg.ProduceRecord
+	bytes := 0
+	taken := p.leases.TakeExhausted(n.nowMs, deadLetterBatchRecordsMax)
+	for i, exhausted := range taken {
+		record, err := log.Read(exhausted.Offset)
+		switch {
+		case errors.Is(err, storage.ErrCorrupt) || errors.Is(err, storage.ErrAgedOut):
+			n.skipUnreadable(t, p, log, exhausted.Offset, err)
+			continue
+		case err != nil:
+			p.leases.DeadLetterFailed(exhausted.Offset)
+			continue
+		}
+		size := len(record.Key) + len(record.Payload)
+		if len(records) > 0 && bytes+size > deadLetterBatchBytesMax {
+			n.returnExhausted(p.leases, taken[i:])
+			break
+		}
+		bytes += size
+		origin := msg.DeadLetterOrigin{Topic: t.info.Name, Partition: p.key.index, Offset: exhausted.Offset, DeliveryCount: exhausted.DeliveryCount}
+		batch.origins = append(batch.origins, origin)
+		records = append(records, msg.ProduceRecord{Key: record.Key, Partition: msg.PartitionNone, Payload: record.Payload, Origin: &origin})
+	}
+	if len(records) > 0 {
+		n.relayDeadLetters(batch, records)
+	}
+	return true
+}
+
+// returnExhausted puts records taken beyond a batch back among the
+// exhausted.
+func (n *Node) returnExhausted(table *lease.Table, rest []lease.Exhausted) {
+	for _, exhausted := range rest {
+		table.ReturnExhausted(exhausted.Offset)
+	}
+}
+
+// relayDeadLetters writes a batch into the dead-letter topic; a relay
+// refused at once puts its records back in the queue (reservable again).
+func (n *Node) relayDeadLetters(batch *deadLetterBatch, records []msg.ProduceRecord) {
+	if err := n.relay(batch.topic, records, func(reply msg.Reply) { n.deadLettersSettled(batch, reply) }); err != nil {
+		for _, origin := range batch.origins {
+			batch.table.DeadLetterFailed(origin.Offset)
 		}
 	}
 }
 
-// sendPartitionDeadLetters relays p's exhausted records, one relay each,
-// to the topic's dead-letter topic. A frozen partition waits: its commit
-// belongs to the move, and the new owner exhausts the records again.
-func (n *Node) sendPartitionDeadLetters(t *topic, p *partition) {
-	if p.freeze.Frozen() || !n.ownedHere(t, p.key.index) || t.info.DeadLetterTopic == "" {
-		return
-	}
-	room := n.cfg.RelaysInFlightMax - n.relays.inFlight
-	if room <= 0 {
-		chaos.Reached(chaos.MarkNodeDeadLettersWaitForRelays)
-		return
-	}
-	for _, exhausted := range p.leases.TakeExhausted(n.nowMs, room) {
-		n.sendDeadLetter(t, p, exhausted)
-	}
-}
-
-// sendDeadLetter reads one exhausted record and relays its copy, with its
-// origin; an unreadable record is skipped as a consume would, and one
-// that cannot be read now goes back to the queue. The log is opened for
-// each record: a relay's own append may have closed it to make room for
-// the dead-letter partition's log (seed 1 of -deadletters).
-func (n *Node) sendDeadLetter(t *topic, p *partition, exhausted lease.Exhausted) {
-	log, err := n.openLog(t, p)
-	if err != nil {
-		p.leases.DeadLetterFailed(exhausted.Offset)
-		return
-	}
-	record, err := log.Read(exhausted.Offset)
-	if errors.Is(err, storage.ErrCorrupt) || errors.Is(err, storage.ErrAgedOut) {
-		n.skipUnreadable(t, p, log, exhausted.Offset, err)
-		return
-	}
-	if err != nil {
-		p.leases.DeadLetterFailed(exhausted.Offset)
-		return
-	}
-	origin := &msg.DeadLetterOrigin{Topic: t.info.Name, Partition: p.key.index, Offset: exhausted.Offset, DeliveryCount: exhausted.DeliveryCount}
-	copied := msg.ProduceRecord{Key: record.Key, Partition: msg.PartitionNone, Payload: record.Payload, Origin: origin}
-	table, deadLetterTopic := p.leases, t.info.DeadLetterTopic
-	done := func(reply msg.Reply) { n.deadLetterSettled(p.key, table, deadLetterTopic, *origin, reply) }
-	if err := n.relay(deadLetterTopic, []msg.ProduceRecord{copied}, done); err != nil {
-		table.DeadLetterFailed(exhausted.Offset) // no room after all: reservable again
-	}
-}
-
-// deadLetterSettled ends one dead letter: once its copy is durable in
-// the dead-letter topic the record is acknowledged in its source; if the
-// write failed, the record is reservable again (and exhausts again). The
-// lease table it came from must still be the partition's, unfrozen.
-func (n *Node) deadLetterSettled(key partitionKey, table *lease.Table, deadLetterTopic string, origin msg.DeadLetterOrigin, reply msg.Reply) {
-	p, ok := n.partitions[key]
-	if !ok || p.leases != table {
+// deadLettersSettled ends a batch of dead letters: once the copies are
+// durable in the dead-letter topic each record is acknowledged in its
+// source; if the write failed, the records are reservable again (and
+// exhaust again). The lease table they came from must still be the
+// partition's, unfrozen.
+func (n *Node) deadLettersSettled(batch *deadLetterBatch, reply msg.Reply) {
+	p, ok := n.partitions[batch.key]
+	if !ok || p.leases != batch.table {
 		chaos.Reached(chaos.MarkNodeDeadLetterOrphaned) // the partition was dropped or moved meanwhile
 		return
 	}
 	if reply.Err != nil || p.freeze.Frozen() {
 		chaos.Reached(chaos.MarkNodeDeadLetterFailed)
-		n.observer.Event("dead-letter-failed", fmt.Sprintf("%s offset %d to %s: %v (frozen %t); the record stays in its topic",
-			p.dir, origin.Offset, deadLetterTopic, reply.Err, p.freeze.Frozen()))
-		table.DeadLetterFailed(origin.Offset)
-		n.wake(key.topic)
+		n.observer.Event("dead-letter-failed", fmt.Sprintf("%s offsets %d.. (%d records) to %s: %v (frozen %t); the records stay in their topic",
+			p.dir, batch.origins[0].Offset, len(batch.origins), batch.topic, reply.Err, p.freeze.Frozen()))
+		for _, origin := range batch.origins {
+			batch.table.DeadLetterFailed(origin.Offset)
+		}
+		n.wake(batch.key.topic)
 		return
 	}
-	if !table.DeadLettered(origin.Offset) {
-		return // retention dropped it meanwhile
-	}
-	chaos.Reached(chaos.MarkNodeDeadLettered)
-	if result, ok := reply.Result.(msg.ProduceResult); ok && len(result.Records) == 1 {
-		n.deadLetterObserver.DeadLettered(origin, deadLetterTopic, result.Records[0])
+	result, _ := reply.Result.(msg.ProduceResult)
+	for i, origin := range batch.origins {
+		if !batch.table.DeadLettered(origin.Offset) {
+			continue // retention dropped it meanwhile
+		}
+		chaos.Reached(chaos.MarkNodeDeadLettered)
+		if i < len(result.Records) {
+			n.deadLetterObserver.DeadLettered(origin, batch.topic, result.Records[i])
+		}
 	}
 	if p.log != nil {
 		n.noteCommitted(p, p.log)
 	}
-	n.wake(key.topic) // a freed in-flight slot may serve a parked poll
+	n.wake(batch.key.topic) // a freed in-flight slot may serve a parked poll
 }

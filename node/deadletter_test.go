@@ -120,7 +120,7 @@ func TestUnwritableDeadLetterTopicStallsOnlyItsRecords(t *testing.T) {
 	require.Equal(t, uint64(1), c.nodes[at].partitions[partitionKey{"orders", 0}].leases.Committed(), "moved once the dead-letter topic took it")
 }
 
-// TestDeadLettersReopenTheirSourceLog: with room for one open log, each
+// TestDeadLettersReopenTheirSourceLog: with room for one open log, a
 // dead letter's append to the dead-letter topic closes the source's log;
 // the next exhausted record reopens it (seed 1 of the single-node world
 // with dead letters once read a closed log and panicked).
@@ -131,19 +131,51 @@ func TestDeadLettersReopenTheirSourceLog(t *testing.T) {
 	h.createTopic("dead")
 	h.createTopic("orders", withDeadLetters(1, "dead"))
 	h.ok(msg.Produce{Topic: "orders", Batch: true, Records: []msg.ProduceRecord{{Partition: 0, Payload: []byte("a")}, {Partition: 0, Payload: []byte("b")}}})
-	result := h.ok(msg.Consume{Topic: "orders", Partition: 0, Max: 2}).(msg.ConsumeResult)
-	require.Len(t, result.Messages, 2)
-	handles := []string{result.Messages[0].ReceiptHandle, result.Messages[1].ReceiptHandle}
-	h.ok(msg.Ack{Topic: "orders", Handles: handles, Action: msg.AckNack, Batch: true})
+	h.consumeAndNack("orders")
 	h.flush()
 	require.Equal(t, uint64(1), h.stats("orders", 0).Committed, "the first record moved to the dead-letter topic")
-	// The second could not be read while the dead-letter log, dirty with
-	// the first copy, held the only open slot: it is reservable again,
-	// and moves at its next unacked end once the changed committed offset
-	// is persisted (until then the source log may not close either).
-	h.tick(h.cfg.CommitPersistIntervalMs)
+	h.tick(h.cfg.CommitPersistIntervalMs) // the source's committed offset is persisted: its log may close
 	h.consumeAndNack("orders")
 	h.tick(h.cfg.CommitPersistIntervalMs)
-	h.flush()
 	require.Equal(t, uint64(2), h.stats("orders", 0).Committed, "both records moved to the dead-letter topic")
+}
+
+// TestDeadLettersTravelInBatches: the records a batch nack exhausts in
+// one partition go to the dead-letter topic as one write (one relay in
+// flight), each with its own origin; with room for one relay, a second
+// partition's dead letters wait for it, then follow.
+func TestDeadLettersTravelInBatches(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.RelaysInFlightMax = 1
+	h.restart()
+	h.createTopic("dead")
+	h.createTopic("orders", withDeadLetters(1, "dead"))
+	var records []msg.ProduceRecord
+	for i := range 4 {
+		records = append(records, msg.ProduceRecord{Partition: i / 3, Payload: []byte{'a' + byte(i)}})
+	}
+	h.ok(msg.Produce{Topic: "orders", Batch: true, Records: records})
+	var handles []string
+	for partition := range 2 {
+		result := h.ok(msg.Consume{Topic: "orders", Partition: partition, Max: 3}).(msg.ConsumeResult)
+		for _, message := range result.Messages {
+			handles = append(handles, message.ReceiptHandle)
+		}
+	}
+	require.Len(t, handles, 4)
+	h.node.Handle(900, msg.Ack{Topic: "orders", Handles: handles, Action: msg.AckNack, Batch: true})
+	require.Equal(t, 1, h.node.RelaysInFlight(), "partition 0's three dead letters in one relay; partition 1's waits")
+	require.Len(t, h.node.deadLettersDue, 1, "partition 1 stays due")
+	h.flush()
+	h.tick(1)
+	require.Equal(t, uint64(3), h.stats("orders", 0).Committed)
+	require.Equal(t, uint64(1), h.stats("orders", 1).Committed, "sent once the relay was free")
+	require.Empty(t, h.node.deadLettersDue, "nothing due: a tick looks at no partition")
+	offsets := map[uint64]bool{}
+	for range 4 {
+		copied, ok := h.consume("dead")
+		require.True(t, ok)
+		offsets[uint64(copied.DeadLetter.Partition)*10+copied.DeadLetter.Offset] = true
+	}
+	require.Equal(t, map[uint64]bool{0: true, 1: true, 2: true, 10: true}, offsets, "each copy names its own origin")
 }

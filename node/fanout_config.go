@@ -24,8 +24,10 @@ type FanoutConfig struct {
 	RetryMs int64
 	// StallLogIntervalMs spaces the log lines of one stalled cursor; > 0.
 	StallLogIntervalMs int64
-	// CursorPersistIntervalMs is how often a cursor that advanced is
-	// written to its file (a crash copies the batches since again); > 0.
+	// CursorPersistIntervalMs is how often, at most, the cursors of a
+	// partition that advanced are written to their files, by the
+	// partition's sync round (a crash copies the batches since again);
+	// > 0.
 	CursorPersistIntervalMs int64
 }
 

@@ -3,9 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"math"
-	"slices"
 
 	"narad/chaos"
 	"narad/meta"
@@ -121,25 +119,7 @@ func (n *Node) driveParentPartition(t *topic, index int, links []meta.ChildLink)
 		}
 		n.stepCursor(t, p, log, link, c)
 	}
-	if n.nowMs >= p.fanoutPersistAtMs {
-		p.fanoutPersistAtMs = n.nowMs + n.cfg.Fanout.CursorPersistIntervalMs
-		n.persistCursors(p)
-	}
-}
-
-// persistCursors writes the cursors that advanced since their file was
-// written. A cursor's file is never ahead of it: a crash before the write
-// copies the batches since again (duplicates, never gaps).
-func (n *Node) persistCursors(p *partition) {
-	for _, child := range slices.Sorted(maps.Keys(p.fanout)) {
-		c := p.fanout[child]
-		if c.next == c.persisted {
-			continue
-		}
-		if err := n.writeCursor(p, c, c.next); err != nil { // it records what it wrote in c.persisted
-			n.observer.Event("fanout-cursor-write-failed", fmt.Sprintf("%s: %v", cursorPath(p.dir, child), err))
-		}
-	}
+	n.scheduleCursorWrites(p)
 }
 
 // stepCursor sends the cursor's next batch when one is ready: not while a
@@ -264,8 +244,8 @@ func (n *Node) sendBatch(t *topic, p *partition, c *fanoutCursor, records []msg.
 }
 
 // batchDone advances the cursor past a batch that is durable in the
-// child (commit before advance); persistCursors writes it to the file
-// later.
+// child (commit before advance); a later sync round of the partition
+// writes it to the file (scheduleCursorWrites).
 func (n *Node) batchDone(parent string, p *partition, c *fanoutCursor, records int, end uint64, reply msg.Reply) {
 	c.sentTo = 0
 	if n.partitions[p.key] != p || p.fanout[c.child] != c {

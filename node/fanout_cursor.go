@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"narad/chaos"
+	"narad/invariant"
 	"narad/meta"
 	"narad/msg"
 	"narad/storage"
@@ -18,10 +19,11 @@ import (
 // The cursor file of one child in a parent partition's directory
 // (docs/architecture.md#fan-out): "fanout-<child>.offset", holding the
 // attach epoch and the next parent offset to copy. It is replaced
-// atomically, and only after the records before next are durable at the
-// child's owners (commit before advance: a crash repeats a batch, never
-// skips one). Because it lives in the partition's directory, a move
-// carries it to the new owner.
+// atomically by the partition's sync round (at most once per
+// CursorPersistIntervalMs), and only with an offset whose records are
+// already durable at the child's owners (commit before advance: a crash
+// repeats a batch, never skips one). Because it lives in the partition's
+// directory, a move carries it to the new owner.
 const (
 	cursorFilePrefix = "fanout-"
 	cursorFileSuffix = ".offset"
@@ -43,9 +45,15 @@ type fanoutCursor struct {
 	// next is the first parent offset not yet durable in the child: it
 	// advances only once a batch is durable there.
 	next uint64
-	// persisted is the cursor file's next offset; at most next (the file
-	// is written from next, every CursorPersistIntervalMs).
+	// persisted is the cursor file's next offset as of the last sync
+	// round that wrote it (or as read at load); the file is written from
+	// next, so persisted <= next but after a load that found it past the
+	// HWM.
 	persisted uint64
+	// unwritten is set while the file does not hold this cursor's epoch
+	// (started afresh, or the file did not decode): the next round
+	// writes it.
+	unwritten bool
 	// sentTo is the end of the batch in flight; 0 when none is.
 	sentTo uint64
 	// pendingSinceMs is the commit time of the first record waiting to be
@@ -61,6 +69,53 @@ type fanoutCursor struct {
 	// copied counts the records this cursor made durable in the child
 	// since it was loaded here.
 	copied uint64
+	// resumed is set when the cursor was loaded from its file (a restart,
+	// or a move's new owner), not started afresh.
+	resumed bool
+}
+
+// The phases a cursor can be in, as FanoutLags reports them: a fault
+// that lands on the cursor's node meets each phase the cursor is in (the
+// simulator's coverage of faults x cursor phases). A cursor may be in
+// several at once (a batch in flight while an earlier one is durable in
+// the child but not yet in the file); one in none is idle.
+const (
+	// CursorPhaseStarted: started afresh at the attach's epoch, no batch
+	// durable in the child yet.
+	CursorPhaseStarted = "started"
+	// CursorPhaseResumed: loaded from its file, no batch durable in the
+	// child since.
+	CursorPhaseResumed = "resumed"
+	// CursorPhaseInFlight: a batch was sent to the child and is not yet
+	// durable there.
+	CursorPhaseInFlight = "in-flight"
+	// CursorPhaseUnpersisted: the cursor advanced past a durable batch and
+	// its file does not hold that yet (a crash copies the batch again).
+	CursorPhaseUnpersisted = "unpersisted"
+	// CursorPhaseHeld: a delay child's cursor waits for its next record
+	// to fall due.
+	CursorPhaseHeld = "held"
+)
+
+// phases lists the phases the cursor is in now.
+func (c *fanoutCursor) phases(nowMs int64) []string {
+	var phases []string
+	switch {
+	case c.copied == 0 && c.resumed:
+		phases = append(phases, CursorPhaseResumed)
+	case c.copied == 0:
+		phases = append(phases, CursorPhaseStarted)
+	}
+	if c.sentTo != 0 {
+		phases = append(phases, CursorPhaseInFlight)
+	}
+	if c.next > c.persisted {
+		phases = append(phases, CursorPhaseUnpersisted)
+	}
+	if c.heldUntilMs > nowMs {
+		phases = append(phases, CursorPhaseHeld)
+	}
+	return phases
 }
 
 // cursorPath is the cursor file of child in a partition directory.
@@ -84,18 +139,19 @@ func (n *Node) cursorLag(t *topic, index int, link meta.ChildLink) (uint64, bool
 
 // loadCursor reads a child's cursor from the partition directory. A
 // missing file, or one of another epoch, starts the attach's epoch at the
-// first record committed at or after the attach (epochStart: no backfill)
-// and is written at once, so a crash keeps the starting point. A file
-// that does not decode starts at the oldest retained record: copies may
-// repeat, none is skipped.
+// first record committed at or after the attach (epochStart: no backfill);
+// a crash before the next sync round writes it finds the same start. A
+// file that does not decode starts at the oldest retained record: copies
+// may repeat, none is skipped.
 func (n *Node) loadCursor(p *partition, log *storage.Log, link meta.ChildLink) (*fanoutCursor, error) {
-	c := &fanoutCursor{child: link.Name, epoch: link.Epoch}
+	c := &fanoutCursor{child: link.Name, epoch: link.Epoch, unwritten: true}
 	data, err := storage.ReadFile(n.fs, cursorPath(p.dir, link.Name))
 	switch {
 	case errors.Is(err, storage.ErrNotExist):
 		chaos.Reached(chaos.MarkFanoutCursorStarted)
 		c.next = epochStart(log, link.AttachedAtMs)
-		return c, n.writeCursor(p, c, c.next)
+		c.persisted = c.next
+		return c, nil
 	case err != nil:
 		return nil, err
 	}
@@ -105,15 +161,17 @@ func (n *Node) loadCursor(p *partition, log *storage.Log, link meta.ChildLink) (
 	case parseErr != nil:
 		n.observer.Event("fanout-cursor-unreadable", fmt.Sprintf("%s: %v; copying again from the oldest record", cursorPath(p.dir, link.Name), parseErr))
 		c.next = log.Oldest()
-		return c, n.writeCursor(p, c, c.next)
+		c.persisted = c.next
+		return c, nil
 	case epoch != link.Epoch:
 		chaos.Reached(chaos.MarkFanoutCursorStarted)
 		c.next = epochStart(log, link.AttachedAtMs)
-		return c, n.writeCursor(p, c, c.next)
+		c.persisted = c.next
+		return c, nil
 	}
 	chaos.Reached(chaos.MarkFanoutCursorResumed)
 	c.next = min(file.NextOffset, log.HWM())
-	c.persisted = file.NextOffset
+	c.persisted, c.resumed, c.unwritten = file.NextOffset, true, false
 	return c, nil
 }
 
@@ -148,23 +206,16 @@ func decodeCursorFile(data []byte, file *cursorFile) (uint64, error) {
 	return epoch, nil
 }
 
-// writeCursor replaces the cursor file with next, which is at most c.next.
-func (n *Node) writeCursor(p *partition, c *fanoutCursor, next uint64) error {
-	data, err := json.Marshal(cursorFile{Epoch: attachEpochText(c.epoch), NextOffset: next})
-	if err != nil {
-		return err
-	}
-	if err := storage.WriteFileAtomic(n.fs, cursorPath(p.dir, c.child), data); err != nil {
-		return err
-	}
-	c.persisted = next
-	return nil
-}
-
 // removeStaleCursors deletes the cursor files of children no longer linked
 // to the partition's topic (detached, deleted, or the parent deleted), and
-// forgets their cursors.
+// forgets their cursors. While the partition's sync round writes cursor
+// files it waits for the round's end (cursorsWritten), which it must not
+// race.
 func (n *Node) removeStaleCursors(p *partition, links []meta.ChildLink) {
+	if p.cursorFiles.inFlight {
+		p.cursorFiles.staleLinks = true
+		return
+	}
 	names, err := n.fs.List(p.dir)
 	if err != nil {
 		return // no directory yet: nothing to remove
@@ -222,6 +273,24 @@ func (n *Node) cursorsOnDisk(dir string) []msg.FanoutCursor {
 	return cursors
 }
 
+// sourceCursors are the cursors a move carries from p: each loaded
+// cursor as it stands (every record before it is durable in the child,
+// whether or not its file says so yet), and the files of the others.
+func (n *Node) sourceCursors(p *partition) []msg.FanoutCursor {
+	cursors := n.cursorsOnDisk(p.dir)
+	for _, child := range slices.Sorted(maps.Keys(p.fanout)) {
+		c := p.fanout[child]
+		current := msg.FanoutCursor{Child: child, Epoch: c.epoch, NextOffset: c.next}
+		if i := slices.IndexFunc(cursors, func(f msg.FanoutCursor) bool { return f.Child == child }); i >= 0 {
+			cursors[i] = current
+		} else if len(cursors) < msg.FanoutChildrenMax {
+			cursors = append(cursors, current)
+		}
+	}
+	slices.SortFunc(cursors, func(a, b msg.FanoutCursor) int { return strings.Compare(a.Child, b.Child) })
+	return cursors
+}
+
 // writeStagedCursors writes the cursors a move's source reported into the
 // staged copy, so that they are installed with it.
 func (n *Node) writeStagedCursors(stagedDir string, cursors []msg.FanoutCursor) error {
@@ -261,6 +330,9 @@ type FanoutLag struct {
 	Child     string
 	Partition int
 	Messages  uint64
+	// Phases are the CursorPhase* values the cursor is in; empty when it
+	// is idle.
+	Phases []string
 }
 
 // FanoutLags lists the lag of every loaded cursor of the parent
@@ -274,8 +346,123 @@ func (n *Node) FanoutLags() []FanoutLag {
 		for _, child := range slices.Sorted(maps.Keys(p.fanout)) {
 			c := p.fanout[child]
 			lags = append(lags, FanoutLag{Parent: p.key.topic, Child: child, Partition: p.key.index,
-				Messages: p.log.HWM() - min(c.next, p.log.HWM())})
+				Messages: p.log.HWM() - min(c.next, p.log.HWM()), Phases: c.phases(n.nowMs)})
 		}
 	}
 	return lags
+}
+
+// cursorFiles schedules the writes of a partition's cursor files.
+type cursorFiles struct {
+	// persistAtMs is when the cursors that advanced may next be written.
+	persistAtMs int64
+	// due is set when the next sync round of the partition writes the
+	// cursors that advanced (the partition is then dirty).
+	due bool
+	// inFlight is set while a sync round writes cursor files: from the
+	// Ready that took them to its Advance.
+	inFlight bool
+	// staleLinks is set when the cursor files of links that went away
+	// must be removed once the round in flight ended.
+	staleLinks bool
+}
+
+// cursorWrite is one cursor file a sync round writes.
+type cursorWrite struct {
+	child string
+	epoch uint64
+	// next is the offset written: the cursor's next when the round was
+	// taken, so durable in the child already.
+	next uint64
+	path string
+	data []byte
+}
+
+// needsWrite reports whether the cursor's file lags behind it.
+func (c *fanoutCursor) needsWrite() bool { return c.unwritten || c.next != c.persisted }
+
+// filesLag reports whether some cursor's file lags behind it.
+func filesLag(cursors map[string]*fanoutCursor) bool {
+	for _, c := range cursors { //determinism:ok an existence test does not depend on order
+		if c.needsWrite() {
+			return true
+		}
+	}
+	return false
+}
+
+// scheduleCursorWrites asks the partition's next sync round to write the
+// cursors that advanced, at most once per CursorPersistIntervalMs (each
+// write is two fsyncs: a crash copies the batches since the last one
+// again), and otherwise wakes the node when the interval ends.
+func (n *Node) scheduleCursorWrites(p *partition) {
+	if p.cursorFiles.due || !filesLag(p.fanout) {
+		return
+	}
+	if n.nowMs < p.cursorFiles.persistAtMs {
+		n.fanoutWakeAt(p.cursorFiles.persistAtMs)
+		return
+	}
+	p.cursorFiles.persistAtMs = n.nowMs + n.cfg.Fanout.CursorPersistIntervalMs
+	p.cursorFiles.due = true
+	n.markDirty(p)
+}
+
+// takeCursorWrites hands the cursor files due to the sync round being
+// taken, each holding the cursor's next offset as of now: every record
+// before it is durable in the child already.
+func (n *Node) takeCursorWrites(p *partition) []cursorWrite {
+	if !p.cursorFiles.due {
+		return nil
+	}
+	p.cursorFiles.due = false
+	var writes []cursorWrite
+	for _, child := range slices.Sorted(maps.Keys(p.fanout)) {
+		c := p.fanout[child]
+		if !c.needsWrite() {
+			continue
+		}
+		data, err := json.Marshal(cursorFile{Epoch: attachEpochText(c.epoch), NextOffset: c.next})
+		invariant.Check(err == nil, "node: encoding the cursor of %s: %v", child, err)
+		writes = append(writes, cursorWrite{child: child, epoch: c.epoch, next: c.next, path: cursorPath(p.dir, child), data: data})
+	}
+	p.cursorFiles.inFlight = len(writes) > 0
+	return writes
+}
+
+// writeCursorFiles replaces the cursor files of a sync round (Sync.Run,
+// off the loop: it touches only those files).
+func writeCursorFiles(fs storage.FS, writes []cursorWrite) error {
+	for _, write := range writes {
+		if err := storage.WriteFileAtomic(fs, write.path, write.data); err != nil {
+			return fmt.Errorf("fan-out cursor %s: %w", write.path, err)
+		}
+	}
+	return nil
+}
+
+// cursorsWritten records the cursor files a completed round wrote, and
+// removes the files of links that went away meanwhile.
+func (n *Node) cursorsWritten(p *partition, writes []cursorWrite) {
+	if p == nil || !p.cursorFiles.inFlight {
+		return
+	}
+	p.cursorFiles.inFlight = false
+	for _, write := range writes {
+		if c := p.fanout[write.child]; c != nil && c.epoch == write.epoch {
+			c.persisted, c.unwritten = write.next, false
+		}
+	}
+	if p.cursorFiles.staleLinks {
+		p.cursorFiles.staleLinks = false
+		record, _ := n.meta.State().Topic(p.key.topic)
+		n.removeStaleCursors(p, record.Children)
+	}
+}
+
+// closeCursors writes the cursor files that lag behind their cursors, at
+// a graceful stop (no round is in flight then).
+func (n *Node) closeCursors(p *partition) error {
+	p.cursorFiles.due = true
+	return writeCursorFiles(n.fs, n.takeCursorWrites(p))
 }

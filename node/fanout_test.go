@@ -274,3 +274,44 @@ func TestFanoutLagIsGatheredFromEveryOwner(t *testing.T) {
 			"asked at %s: 1 + 2 + 3 records wait on three owners", at)
 	}
 }
+
+// Property: a cursor's file is written by its partition's sync round,
+// never on the loop: the Tick that finds it due leaves the file as it
+// was, the Ready then taken carries the write in the parent partition's
+// Sync, and the file holds the new offset only once that Sync ran. A
+// crash before the round ran copies the batch again; a graceful close
+// writes what lags.
+func TestFanoutCursorFileRidesTheSyncRound(t *testing.T) {
+	h := fanoutHarness(t)
+	h.tick(1)
+	h.tick(h.cfg.Fanout.CursorPersistIntervalMs) // the fresh cursors' files say 0
+	require.Equal(t, uint64(0), cursorFileOf(t, h.fs, "orders", 2, "audit").NextOffset)
+	h.produce("orders", 2, "a")
+	h.tick(h.cfg.Fanout.LingerMs + 1) // copied; the file's interval has not ended
+	require.Equal(t, uint64(0), cursorFileOf(t, h.fs, "orders", 2, "audit").NextOffset)
+
+	h.nowMs += h.cfg.Fanout.CursorPersistIntervalMs
+	h.node.Tick(h.nowMs)
+	require.Equal(t, uint64(0), cursorFileOf(t, h.fs, "orders", 2, "audit").NextOffset, "nothing is written on the loop")
+	rd := h.node.Ready()
+	writes := 0
+	for _, s := range rd.Syncs {
+		if s.Dir == PartitionDir("orders", 2) {
+			writes += s.CursorWrites()
+		}
+	}
+	require.Equal(t, 1, writes, "the parent partition's round writes its cursor")
+	for _, s := range rd.Syncs {
+		require.NoError(t, s.Run())
+	}
+	require.Equal(t, uint64(1), cursorFileOf(t, h.fs, "orders", 2, "audit").NextOffset, "the round wrote it")
+	h.node.Advance(rd)
+	h.flush()
+
+	h.produce("orders", 2, "b")
+	h.tick(h.cfg.Fanout.LingerMs + 1)
+	h.restart()
+	require.Equal(t, uint64(2), cursorFileOf(t, h.fs, "orders", 2, "audit").NextOffset, "a graceful close writes what lags")
+	h.tick(h.cfg.Fanout.LingerMs + 1)
+	require.Equal(t, []string{"a", "b"}, h.replayAll("audit", 2), "nothing copied twice after a graceful close")
+}

@@ -271,5 +271,6 @@ func (n *Node) adoptMovedLeases(s *moveSession) {
 		return
 	}
 	p.leases = lease.RestoreTable(*s.leases, n.nonceBase, n.leaseConfig(t))
+	n.watchExhausted(p)
 	chaos.Reached(chaos.MarkNodeMoveCarriedLeases)
 }

@@ -74,9 +74,8 @@ func (n *Node) ownedLog(topicName string, index int) (*topic, *partition, *stora
 // target started at startedAtMs: Frozen only if p is frozen for that move.
 func (n *Node) sourceState(p *partition, log *storage.Log, target string, startedAtMs int64) msg.MoveSourceState {
 	frozen := p.freeze.For(target, startedAtMs)
-	n.persistCursors(p) // the files are what a move carries
 	state := msg.MoveSourceState{HWM: log.HWM(), Committed: min(p.leases.Committed(), log.HWM()), Frozen: frozen,
-		Cursors: n.cursorsOnDisk(p.dir)}
+		Cursors: n.sourceCursors(p)}
 	if frozen {
 		addLeases(&state, p.leases.Snapshot())
 	}

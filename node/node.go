@@ -70,6 +70,10 @@ type Node struct {
 	routing routing
 	// relays counts this node's own writes into topics (relay.go).
 	relays relays
+	// deadLettersDue holds the partitions that may have exhausted records
+	// waiting for their dead-letter topic: their lease tables add them
+	// (watchExhausted), sendDeadLetters removes those with none left.
+	deadLettersDue map[partitionKey]struct{}
 	// fanout is the list of parents the cursors copy from and the next
 	// time they wait for (fanout_copy.go).
 	fanout fanoutView
@@ -182,7 +186,7 @@ func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observe
 		routing: newRouting(), cluster: newClusterState(), sweeper: newSweeper(nowMs, cfg.Moves.SweepIntervalMs),
 		moves: map[partitionKey]*moveSession{}, jobsOrphaned: map[partitionKey]bool{}, moveObserver: moveObserverOf(observer),
 		appendObserver: appendObserverOf(observer), ackObserver: ackObserverOf(observer), deadLetterObserver: deadLetterObserverOf(observer),
-		fanoutObserver: fanoutObserverOf(observer), fanout: fanoutView{nextMs: math.MaxInt64},
+		fanoutObserver: fanoutObserverOf(observer), fanout: fanoutView{nextMs: math.MaxInt64}, deadLettersDue: map[partitionKey]struct{}{},
 		nextCommitPersistMs: nowMs + cfg.CommitPersistIntervalMs,
 		nextRetentionMs:     nowMs + cfg.RetentionCheckIntervalMs,
 		nextMetaTickMs:      nowMs + cfg.MetaTickIntervalMs,
@@ -456,7 +460,8 @@ func (n *Node) Ready() Ready {
 	for _, p := range n.sortedDirty() {
 		// The round starts now: it covers what was appended so far, and
 		// appends before Advance wait for the next one.
-		rd.Syncs = append(rd.Syncs, Sync{Dir: p.dir, log: p.log, round: p.log.PrepareSync(true, true), partition: p})
+		rd.Syncs = append(rd.Syncs, Sync{Dir: p.dir, log: p.log, round: p.log.PrepareSync(true, true), partition: p,
+			fs: n.fs, cursors: n.takeCursorWrites(p)})
 	}
 	n.addMetaReady(&rd)
 	n.addMoveJobs(&rd)
@@ -525,6 +530,7 @@ func (n *Node) completeSyncs(rd Ready) {
 		if err := s.log.CompleteSync(s.round, nil); err != nil {
 			n.observer.Event("log-close-failed", fmt.Sprintf("%s: %v", s.Dir, err))
 		}
+		n.cursorsWritten(s.partition, s.cursors)
 	}
 }
 
@@ -552,6 +558,9 @@ func (n *Node) Close() error {
 			if err := p.log.SyncCommitted(); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", p.dir, err))
 			}
+		}
+		if err := n.closeCursors(p); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p.dir, err))
 		}
 	}
 	if err := n.store.CloseAll(); err != nil {

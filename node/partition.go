@@ -46,9 +46,9 @@ type partition struct {
 	// caught up); while the log is closed for idleness it is not reopened
 	// for them before then.
 	fanoutWakeMs int64
-	// fanoutPersistAtMs is when the cursors that advanced are next
-	// written to their files.
-	fanoutPersistAtMs int64
+	// cursorFiles says when the cursors that advanced are written to
+	// their files, in the partition's sync round (fanout_cursor.go).
+	cursorFiles cursorFiles
 }
 
 // PartitionDir is the directory of a partition's log on its owner's disk.
@@ -112,6 +112,7 @@ func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
 	p.log = log
 	if p.leases == nil {
 		p.leases = lease.New(log.Committed(), n.nonceBase, n.leaseConfig(t))
+		n.watchExhausted(p)
 	}
 	// A log reopened after a failure (or idleness) recovers the committed
 	// offset last persisted; acks since then live in the lease table.

@@ -39,6 +39,10 @@ type Sync struct {
 	// partition is the partition whose round this is (nil for the
 	// metastore's).
 	partition *partition
+	// fs and cursors: the fan-out cursor files the round writes, after
+	// its fsyncs (each replaced atomically; fanout_cursor.go).
+	fs      storage.FS
+	cursors []cursorWrite
 	// meta and metaReady, when set, make this the metastore's persist
 	// step (one bbolt transaction) instead of a partition's round.
 	meta      *meta.Meta
@@ -51,8 +55,14 @@ func (s Sync) Run() error {
 	if s.meta != nil {
 		return s.meta.Persist(*s.metaReady)
 	}
-	return s.round.Run()
+	if err := s.round.Run(); err != nil {
+		return err
+	}
+	return writeCursorFiles(s.fs, s.cursors)
 }
+
+// CursorWrites is how many fan-out cursor files the round writes.
+func (s Sync) CursorWrites() int { return len(s.cursors) }
 
 // Data reports whether the round makes appended records durable.
 func (s Sync) Data() bool { return s.round.Data() }

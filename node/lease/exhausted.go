@@ -55,6 +55,28 @@ func (t *Table) DeadLettered(offset uint64) bool {
 	return true
 }
 
+// OnExhausted sets a function called each time a reservation's end
+// exhausts its record (the node keeps the set of partitions whose dead
+// letters are due with it). A restored table's exhausted records are
+// counted by ExhaustedPending, not announced.
+func (t *Table) OnExhausted(hook func()) { t.exhaustedHook = hook }
+
+// ReturnExhausted puts a record TakeExhausted handed out back among the
+// exhausted, as it was: the node took more than its batch could carry.
+// It reports false, changing nothing, when the offset is no longer being
+// dead-lettered.
+func (t *Table) ReturnExhausted(offset uint64) bool {
+	e, ok := t.entries[offset]
+	if !ok || e.state != stateDeadLettering {
+		return false
+	}
+	e.state = stateExhausted
+	t.deadLettering--
+	t.exhausted.add(e)
+	t.checkIfEnabled()
+	return true
+}
+
 // DeadLetterFailed puts a record TakeExhausted handed out back in the
 // queue: the dead-letter topic did not take it, so it is reservable again
 // (and exhausts again when that reservation ends unacked). It reports

@@ -116,3 +116,27 @@ func TestAReturnedReservationCountsNoDelivery(t *testing.T) {
 	require.NoError(t, table.Nack(last.Offset, last.Nonce, 15))
 	require.Equal(t, 1, table.ExhaustedPending(), "the second delivery a consumer saw ended unacked")
 }
+
+// Property: the exhausted hook is called once per record a reservation's
+// end exhausts, found by Expire, by a nack, or lazily by another call;
+// a record handed out and returned is exhausted again, untouched, and
+// handed out again.
+func TestExhaustedHookAndReturn(t *testing.T) {
+	table := newTable(t, 0, lease.Config{InFlightMax: 64, AckedAheadMax: 64, MaxDeliveries: 1})
+	calls := 0
+	table.OnExhausted(func() { calls++ })
+	r0 := mustReserve(t, table, 0, 3)
+	require.NoError(t, table.Nack(r0.Offset, r0.Nonce, 1))
+	require.Equal(t, 1, calls, "a nack exhausts")
+	mustReserve(t, table, 1, 3)
+	require.Equal(t, uint64(2), mustReserve(t, table, 1+visibilityMs, 3).Offset, "a reserve found offset 1 lapsed")
+	require.Equal(t, 2, calls, "found lazily, announced all the same")
+
+	taken := table.TakeExhausted(2+visibilityMs, 10)
+	require.Len(t, taken, 2)
+	require.True(t, table.ReturnExhausted(1))
+	require.False(t, table.ReturnExhausted(1), "returned once")
+	require.Equal(t, 1, table.ExhaustedPending())
+	require.Equal(t, []lease.Exhausted{{Offset: 1, DeliveryCount: 1}}, table.TakeExhausted(3+visibilityMs, 10))
+	require.Equal(t, 2, calls, "a return is no new exhaustion")
+}

@@ -61,9 +61,12 @@ type Table struct {
 	released entryHeap
 	// exhausted holds entries that ran out of deliveries, waiting for
 	// TakeExhausted, by offset. Only release (through the config's
-	// MaxDeliveries) adds; TakeExhausted, SetConfig and the removals of
-	// entries take out.
+	// MaxDeliveries), RestoreTable and ReturnExhausted add; TakeExhausted,
+	// SetConfig and the removals of entries take out.
 	exhausted entryHeap
+	// exhaustedHook, when set (OnExhausted), is called each time release
+	// adds to exhausted.
+	exhaustedHook func()
 	// deadLettering counts the entries TakeExhausted handed out and the
 	// node has not settled: in entries, in no heap. TakeExhausted adds;
 	// DeadLettered, DeadLetterFailed, Skip and AdvanceTo take off.
@@ -187,6 +190,9 @@ func (t *Table) release(e *entry) {
 	if t.exhausts(e) {
 		e.state = stateExhausted
 		t.exhausted.add(e)
+		if t.exhaustedHook != nil {
+			t.exhaustedHook()
+		}
 		return
 	}
 	e.state = stateReleased
