@@ -33,12 +33,16 @@ const deadLettersStream = 41
 
 // Shape of the scenario.
 const (
-	deadLetterPartitions     = 3
-	deadLetterConsumeWaitMs  = 500
-	deadLetterConsumeMax     = 10
-	deadLetterThinkMsMax     = 200
-	deadLetterMaxDeliveryMin = 1
-	deadLetterMaxDeliveryMax = 2
+	// deadLetterRelaysInFlightMax is the nodes' relay bound in the
+	// scenario: one batch of dead letters (or of fan-out) at a time, so
+	// that exhausted records of another partition wait for it.
+	deadLetterRelaysInFlightMax = 1
+	deadLetterPartitions        = 3
+	deadLetterConsumeWaitMs     = 500
+	deadLetterConsumeMax        = 10
+	deadLetterThinkMsMax        = 200
+	deadLetterMaxDeliveryMin    = 1
+	deadLetterMaxDeliveryMax    = 2
 )
 
 // deadLetters is the scenario's state.

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -8,8 +9,11 @@ import (
 	"narad/chaos"
 )
 
-// ExpectedDeadLetterMarks are the marks the dead-letters sweep must reach.
-var ExpectedDeadLetterMarks = []chaos.Mark{chaos.MarkNodeDeadLettered}
+// ExpectedDeadLetterMarks are the marks the dead-letters sweep must reach:
+// dead letters settled, a batch whose write failed (under faults, or its
+// source frozen by a move meanwhile), and exhausted records waiting for
+// the relay bound (one in the scenario: deadLetterRelaysInFlightMax).
+var ExpectedDeadLetterMarks = []chaos.Mark{chaos.MarkNodeDeadLettered, chaos.MarkNodeDeadLetterFailed, chaos.MarkNodeDeadLettersWaitForRelays}
 
 // Seeds of TestSimDeadLetters: single-node worlds, and three-node worlds
 // with moves (a dead letter's source or dead-letter partition may move
@@ -47,6 +51,25 @@ func TestSimDeadLetters(t *testing.T) {
 	for mark, n := range three.marks { //determinism:ok sums
 		marks[mark] += n
 	}
+	for _, mark := range []chaos.Mark{chaos.MarkNodeDeadLettered, chaos.MarkNodeDeadLetterFailed, chaos.MarkNodeDeadLetterOrphaned,
+		chaos.MarkNodeDeadLettersWaitForRelays} {
+		fmt.Printf("sim-dead-letters: mark %s=%d\n", mark, marks[string(mark)])
+	}
 	require.Positive(t, settled, "no record became a dead letter")
 	require.Empty(t, MissingMarks(marks, ExpectedDeadLetterMarks), "marks the dead-letters sweep must reach")
+}
+
+// TestSimDeadLettersSweep is the long sweep of three-node dead-letter
+// worlds with moves (-seeds=N from -seed): every seed must pass, and it
+// prints how often each dead-letter path was reached.
+func TestSimDeadLettersSweep(t *testing.T) {
+	if *seedsFlag == 0 {
+		t.Skip("the long dead-letters sweep runs with -seeds=N")
+	}
+	stats := runSweep(t, *seedFlag, *seedsFlag, deadLettersOptions(3))
+	stats.print("sim-dead-letters-sweep")
+	for _, mark := range []chaos.Mark{chaos.MarkNodeDeadLettered, chaos.MarkNodeDeadLetterFailed, chaos.MarkNodeDeadLetterOrphaned,
+		chaos.MarkNodeDeadLettersWaitForRelays} {
+		fmt.Printf("sim-dead-letters-sweep: mark %s=%d\n", mark, stats.marks[string(mark)])
+	}
 }

@@ -136,6 +136,7 @@ func (w *World) injectFault(kind string) {
 	case "write-failure":
 		n.fs.FailNext(storage.FaultWrite, storage.ErrNoSpace, 1+w.faultRng.IntN(3))
 		w.countFault("write-failure-armed")
+		w.fanoutFaultLanded("disk", n)
 	case "network-loss":
 		w.network.lossProbability = 0.05 + 0.25*w.faultRng.Float64()
 		w.countFault("network-loss")
@@ -167,7 +168,7 @@ func (w *World) maybeFailSync(n *simNode, rd node.Ready) {
 // files (the metastore's round writes bbolt, not the simulated disk).
 func touchesDisk(rd node.Ready) bool {
 	for _, sync := range rd.Syncs {
-		if sync.Data() || sync.CommittedSync() {
+		if sync.Data() || sync.CommittedSync() || sync.CursorWrites() > 0 {
 			return true
 		}
 	}

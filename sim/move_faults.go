@@ -201,6 +201,7 @@ func (m *moveWatcher) phaseEntered(dest *simNode, session msg.Move) {
 	if w.phase != phaseSafety {
 		return
 	}
+	w.fanoutMoveLanded(session)
 	if session.Phase == "catchup" {
 		w.moves.storm.maybeStart(session.Partition)
 	}

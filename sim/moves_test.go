@@ -67,8 +67,10 @@ func TestSimMoves(t *testing.T) {
 		marks[mark] += count
 	}
 	fmt.Print(moveMatrix(marks))
+	fmt.Print(fanoutMatrix(marks))
 	require.Positive(t, three.movesCompleted+five.movesCompleted, "no move completed")
 	require.Empty(t, MissingMarks(marks, ciMoveMarks), "marks the CI sweep must reach")
+	require.Empty(t, MissingMarks(marks, ciFanoutFaultMarks()), "(fault x cursor phase) pairs the CI sweep must reach")
 }
 
 // TestSimMovesSweep is the long sweep (-seeds=N from -seed): it fails if
@@ -78,7 +80,7 @@ func TestSimMovesSweep(t *testing.T) {
 	if *seedsFlag == 0 {
 		t.Skip("the long moves sweep runs with -seeds=N")
 	}
-	expected := append(MoveFaultMarks(), ExpectedMoveMarks...)
+	expected := slices.Concat(MoveFaultMarks(), ExpectedMoveMarks, FanoutFaultMarks())
 	reached := map[string]int{}
 	completeAfter := 0
 	stats := runSweep(t, *seedFlag, *seedsFlag, func(seed uint64) Options {
@@ -97,6 +99,7 @@ func TestSimMovesSweep(t *testing.T) {
 	})
 	stats.print("sim-moves-sweep")
 	fmt.Print(moveMatrix(stats.marks))
+	fmt.Print(fanoutMatrix(stats.marks))
 	fmt.Printf("sim-moves-sweep: every expected mark reached after %d seeds (0: never)\n", completeAfter)
 	if missing := MissingMarks(stats.marks, expected); len(missing) > 0 {
 		t.Errorf("never reached in %d seeds: %v", *seedsFlag, missing)

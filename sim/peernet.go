@@ -229,6 +229,7 @@ func (p *peerNetwork) cut(links []*link) int {
 	for _, l := range links {
 		l.cuts++
 		p.reset(l)
+		p.w.fanoutFaultLanded("cut", l.from, l.to)
 	}
 	return p.nextPartition
 }

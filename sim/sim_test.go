@@ -76,6 +76,9 @@ func sweep(t *testing.T, first uint64, count int) {
 		expected = append(slices.Clone(ExpectedMarks), ExpectedClusterMarks...)
 	}
 	missing := MissingMarks(stats.marks, expected)
+	if *movesFlag && *nodesFlag > 1 {
+		fmt.Print(fanoutMatrix(stats.marks))
+	}
 	fmt.Printf("sim: coverage marks reached %d of %d; never reached: %v\n", len(expected)-len(missing), len(expected), missing)
 	neverFired := NeverFiredSites(stats.sitesFired)
 	fmt.Printf("sim: sites: fired %d of %d in %d runs with sites on; never fired: %v\n",

@@ -121,6 +121,9 @@ func (n *simNode) config() node.Config {
 	if n.w.users != nil {
 		cfg.RootSeedHash = rootSeedOf(n.id)
 	}
+	if n.w.deadLetters != nil {
+		cfg.RelaysInFlightMax = deadLetterRelaysInFlightMax
+	}
 	return cfg
 }
 
@@ -402,6 +405,7 @@ func (n *simNode) crashFor(kind string, downMs int64) {
 // crashNow takes the node down, and the machine's unsynced writes with it
 // when machine is set.
 func (n *simNode) crashNow(kind string, machine bool, downMs int64) {
+	n.w.fanoutFaultLanded(crashFaultKind(kind), n)
 	if err := n.node.Abandon(); err != nil {
 		n.w.fail("crash", "%s: closing its metastore: %v", n.id, err)
 	}

@@ -178,6 +178,7 @@ func newRand(seed uint64, stream uint64) *rand.Rand {
 // NewWorld builds the world of a seed.
 func NewWorld(opts Options) *World {
 	assert(opts.Nodes >= 1, "a world needs at least one node, got %d", opts.Nodes)
+	opts.Fanout = opts.Fanout || movesWorldFanout(opts)
 	w := &World{
 		opts:        opts,
 		workloadRng: newRand(opts.Seed, 1), networkRng: newRand(opts.Seed, 2), faultRng: newRand(opts.Seed, 3),
