@@ -94,7 +94,7 @@ func (n *Node) refreshFanoutView() {
 // driveParentPartition loads the partition's cursors and steps each.
 func (n *Node) driveParentPartition(t *topic, index int, links []meta.ChildLink) {
 	p := n.partitionOf(t, index)
-	if p.log == nil && p.fanout != nil && n.nowMs < p.fanoutWakeMs {
+	if p.log == nil && p.fanout != nil && n.nowMs < p.fanoutWakeMs && !filesLag(p.fanout) {
 		n.fanoutWakeAt(p.fanoutWakeMs) // its cursors wait: no reason to reopen the log
 		return
 	}

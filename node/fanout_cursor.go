@@ -394,9 +394,15 @@ func filesLag(cursors map[string]*fanoutCursor) bool {
 // scheduleCursorWrites asks the partition's next sync round to write the
 // cursors that advanced, at most once per CursorPersistIntervalMs (each
 // write is two fsyncs: a crash copies the batches since the last one
-// again), and otherwise wakes the node when the interval ends.
+// again), and otherwise wakes the node when the interval ends. A request
+// whose round never came (the log failed, which drops the partition from
+// the next Ready) is made again.
 func (n *Node) scheduleCursorWrites(p *partition) {
-	if p.cursorFiles.due || !filesLag(p.fanout) {
+	if _, dirty := n.dirty[p.key]; dirty && p.cursorFiles.due {
+		return
+	}
+	p.cursorFiles.due = false
+	if !filesLag(p.fanout) {
 		return
 	}
 	if n.nowMs < p.cursorFiles.persistAtMs {

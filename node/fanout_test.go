@@ -315,3 +315,25 @@ func TestFanoutCursorFileRidesTheSyncRound(t *testing.T) {
 	h.tick(h.cfg.Fanout.LingerMs + 1)
 	require.Equal(t, []string{"a", "b"}, h.replayAll("audit", 2), "nothing copied twice after a graceful close")
 }
+
+// Property: a cursor write whose round never came (the parent's log
+// failed after the write was scheduled, which drops the partition from
+// the next Ready) is scheduled again: the file still follows the cursor.
+func TestFanoutCursorWriteOutlivesAFailedLog(t *testing.T) {
+	h := fanoutHarness(t)
+	h.cfg.Log.WriteBufferBytesMax = 1 // an append writes at once: a write fault fails the produce's log
+	h.restart()
+	h.tick(1)
+	h.produce("orders", 2, "a")
+	h.tick(h.cfg.Fanout.LingerMs + 1) // copied; the file says 0
+	h.nowMs += h.cfg.Fanout.CursorPersistIntervalMs
+	h.node.Tick(h.nowMs) // the write is due with the partition's next round
+	h.fs.FailNext(storage.FaultWrite, storage.ErrNoSpace, 1)
+	h.nextID++
+	h.node.Handle(h.nextID, msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Partition: 2, Payload: []byte("b")}}})
+	h.flush()
+	require.Error(t, h.replies[h.nextID].Err, "the append failed the log")
+	require.Equal(t, uint64(0), cursorFileOf(t, h.fs, "orders", 2, "audit").NextOffset, "the round that was to write it left the partition out")
+	h.tick(h.cfg.Fanout.CursorPersistIntervalMs)
+	require.Equal(t, uint64(1), cursorFileOf(t, h.fs, "orders", 2, "audit").NextOffset, "written by a later round")
+}
