@@ -73,9 +73,11 @@
 // longer than the force-promotion takes: the destination then holds a
 // complete copy of a state the source never froze, which it must not
 // promote (move_faults.go). Half of the moves worlds, drawn from the seed,
-// also get the fan-out scenario; a kill, a cut, a disk fault or a move of
-// a parent or child partition then marks "fanout-fault:<fault>@<phase>"
-// for each phase of the cursors it meets (fanout_faults.go).
+// also get the fan-out scenario (their nodes write cursor files once a
+// second, not every 100 ms, so that faults often meet a cursor ahead of
+// its file); a kill, a cut, a disk fault or a move of a parent or child
+// partition then marks "fanout-fault:<fault>@<phase>" for each phase of
+// the cursors it meets (fanout_faults.go).
 // With -deadletters the topic names a dead-letter topic and a
 // max_deliveries of 1 or 2 (deadletters.go): the consumers' nacks and
 // forgotten leases exhaust some records, and a consumer drains the

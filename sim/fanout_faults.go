@@ -31,6 +31,11 @@ const (
 	movesFanoutPercent = 50
 	// movesFanoutStream numbers the random stream of that draw.
 	movesFanoutStream = 42
+	// fanoutCursorPersistIntervalMs is the nodes' cursor-file interval in
+	// a world with fan-out: ten times the default, so that kills and
+	// moves often meet a cursor ahead of its file (the batches since are
+	// copied again: duplicates the checkers allow, never gaps).
+	fanoutCursorPersistIntervalMs = 1_000
 )
 
 var (

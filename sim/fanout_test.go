@@ -71,10 +71,12 @@ func fanoutMatrix(marks map[string]int) string {
 // ciFanoutFaultMarks are the (fault x cursor phase) pairs TestSimMoves
 // must reach: its moves worlds get the fan-out scenario in
 // movesFanoutPercent of the seeds. A move that meets a cursor whose file
-// lags behind it (unpersisted: at most CursorPersistIntervalMs after a
-// batch) is too rare for its seeds, so those two pairs are left to the
-// long moves sweep, which requires every pair (TestSimMovesSweep).
+// lags behind it (unpersisted), and a move of a child partition that
+// meets a delay child's held cursor, are too rare for its seeds (3 to 6
+// each in its 16), so those three pairs are left to the long moves
+// sweep, which requires every pair (TestSimMovesSweep).
 func ciFanoutFaultMarks() []chaos.Mark {
-	rare := []chaos.Mark{fanoutFaultMark("move-parent", node.CursorPhaseUnpersisted), fanoutFaultMark("move-child", node.CursorPhaseUnpersisted)}
+	rare := []chaos.Mark{fanoutFaultMark("move-parent", node.CursorPhaseUnpersisted), fanoutFaultMark("move-child", node.CursorPhaseUnpersisted),
+		fanoutFaultMark("move-child", node.CursorPhaseHeld)}
 	return slices.DeleteFunc(FanoutFaultMarks(), func(mark chaos.Mark) bool { return slices.Contains(rare, mark) })
 }

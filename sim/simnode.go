@@ -124,6 +124,9 @@ func (n *simNode) config() node.Config {
 	if n.w.deadLetters != nil {
 		cfg.RelaysInFlightMax = deadLetterRelaysInFlightMax
 	}
+	if n.w.opts.Fanout {
+		cfg.Fanout.CursorPersistIntervalMs = fanoutCursorPersistIntervalMs
+	}
 	return cfg
 }
 
