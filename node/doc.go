@@ -139,8 +139,9 @@
 // (up to Next() at that moment). The driver handles a Ready in this order:
 //
 //  1. Persist: run every Sync of Ready.Syncs (fsyncs of partition logs and
-//     of committed consumer offsets, and the metastore's one bbolt
-//     transaction: Raft entries, hard state, applied state). Syncs of
+//     of committed consumer offsets, the atomic replace of fan-out cursor
+//     files, and the metastore's one bbolt transaction: Raft entries, hard
+//     state, applied state). Syncs of
 //     different logs are independent and may run in parallel, and on any
 //     goroutine: a partition's Sync touches only file handles and state the
 //     round owns. If any Sync fails, the node instance is finished: the
