@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -439,10 +440,15 @@ func (n *Node) takeCursorWrites(p *partition) []cursorWrite {
 // writeCursorFiles replaces the cursor files of a sync round (Sync.Run,
 // off the loop: it touches only those files).
 func writeCursorFiles(fs storage.FS, writes []cursorWrite) error {
-	for _, write := range writes {
-		if err := storage.WriteFileAtomic(fs, write.path, write.data); err != nil {
-			return fmt.Errorf("fan-out cursor %s: %w", write.path, err)
-		}
+	if len(writes) == 0 {
+		return nil
+	}
+	files := make([]storage.NamedData, len(writes))
+	for i, write := range writes {
+		files[i] = storage.NamedData{Name: write.path, Data: write.data}
+	}
+	if err := storage.WriteFilesAtomic(fs, files); err != nil {
+		return fmt.Errorf("fan-out cursors of %s: %w", path.Dir(writes[0].path), err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -49,21 +50,54 @@ func parentDir(name string) string { return path.Dir(name) }
 // either its old content or all of data: write a temporary file, Sync it,
 // Rename it over name, then SyncDir the parent so the rename is durable.
 func WriteFileAtomic(fs FS, name string, data []byte) error {
-	temporary := name + temporarySuffix
-	file, err := fs.Create(temporary)
+	return WriteFilesAtomic(fs, []NamedData{{Name: name, Data: data}})
+}
+
+// NamedData is a file's name and its whole content.
+type NamedData struct {
+	Name string
+	Data []byte
+}
+
+// WriteFilesAtomic replaces each file as WriteFileAtomic does, sharing the
+// directory syncs: every temporary file is written and synced, then all
+// are renamed, then each parent directory is synced once. After a crash
+// each file holds its old content or its new one (not necessarily the
+// same for all); once it returned, all hold the new.
+func WriteFilesAtomic(fs FS, files []NamedData) error {
+	for _, file := range files {
+		if err := writeTemporary(fs, file.Name+temporarySuffix, file.Data); err != nil {
+			return err
+		}
+	}
+	var dirs []string
+	for _, file := range files {
+		if err := fs.Rename(file.Name+temporarySuffix, file.Name); err != nil {
+			return err
+		}
+		if dir := parentDir(file.Name); !slices.Contains(dirs, dir) {
+			dirs = append(dirs, dir)
+		}
+	}
+	slices.Sort(dirs)
+	for _, dir := range dirs {
+		if err := fs.SyncDir(dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeTemporary creates name with data and makes its content durable.
+func writeTemporary(fs FS, name string, data []byte) error {
+	file, err := fs.Create(name)
 	if err != nil {
 		return err
 	}
 	if err := writeAndSync(file, data); err != nil {
 		return errors.Join(err, file.Close())
 	}
-	if err := file.Close(); err != nil {
-		return err
-	}
-	if err := fs.Rename(temporary, name); err != nil {
-		return err
-	}
-	return fs.SyncDir(parentDir(name))
+	return file.Close()
 }
 
 // writeAndSync appends all of data to file and makes it durable.

@@ -107,3 +107,34 @@ func TestCommittedFileEncoding(t *testing.T) {
 	_, ok = decodeCommitted(data[:8])
 	require.False(t, ok)
 }
+
+// Files replaced together share their directory's sync; a crash after a
+// failed rename leaves each file whole, old or new, and once
+// WriteFilesAtomic returned every file holds its new content.
+func TestWriteFilesAtomicCrash(t *testing.T) {
+	fs := newLogMemFS(3)
+	fs.SetTornWriteProbability(1)
+	require.NoError(t, fs.MkdirAll("p"))
+	require.NoError(t, fs.SyncDir("."))
+	require.NoError(t, WriteFilesAtomic(fs, []NamedData{{"p/a", []byte("a-old")}, {"p/b", []byte("b-old")}}))
+	fs.FailNext(FaultRename, errInjectedSync, 1)
+	require.Error(t, WriteFilesAtomic(fs, []NamedData{{"p/a", []byte("a-new")}, {"p/b", []byte("b-new")}}))
+	fs.Crash()
+	for name, old := range map[string]string{"p/a": "a-old", "p/b": "b-old"} {
+		data, err := ReadFile(fs, name)
+		require.NoError(t, err)
+		require.Equal(t, old, string(data), "the first rename failed: %s keeps its old content", name)
+	}
+	before := fs.Stats()
+	require.NoError(t, WriteFilesAtomic(fs, []NamedData{{"p/a", []byte("a-new")}, {"p/b", []byte("b-new")}}))
+	after := fs.Stats()
+	require.Equal(t, int64(2), after.Syncs-before.Syncs, "one sync per file")
+	require.Equal(t, int64(2), after.Renames-before.Renames)
+	require.Equal(t, int64(1), after.DirSyncs-before.DirSyncs, "one sync of the shared directory")
+	fs.Crash()
+	for name, fresh := range map[string]string{"p/a": "a-new", "p/b": "b-new"} {
+		data, err := ReadFile(fs, name)
+		require.NoError(t, err)
+		require.Equal(t, fresh, string(data))
+	}
+}
