@@ -9,33 +9,13 @@ import (
 	"narad/chaos"
 )
 
-// reachedNotRequired is the reason given for a mark that the moves
-// sweeps of `go test ./sim` reach today but that no sweep requires yet.
-const reachedNotRequired = "reached by the moves sweeps, required by none yet"
-
 // notYetRequired lists the core's marks that no sweep requires, with why.
 // A mark leaves this set when a sweep starts requiring it; the set is
 // meant to empty.
 var notYetRequired = map[chaos.Mark]string{
-	chaos.MarkNodeCancelAbortsMove:      reachedNotRequired,
-	chaos.MarkNodeFreezeExpired:         reachedNotRequired,
-	chaos.MarkNodeLeadershipHandedOver:  reachedNotRequired,
-	chaos.MarkNodeMoveRestarted:         reachedNotRequired,
-	chaos.MarkNodeMoveRolledBack:        reachedNotRequired,
-	chaos.MarkNodeMoveStalled:           reachedNotRequired,
-	chaos.MarkNodePartitionUnfrozen:     reachedNotRequired,
-	chaos.MarkNodePlanAbort:             reachedNotRequired,
-	chaos.MarkNodeProbeReleased:         reachedNotRequired,
-	chaos.MarkNodeProduceForwardsJoined: reachedNotRequired,
-	chaos.MarkNodeWriteFenced:           reachedNotRequired,
-	chaos.MarkNodeKeyedProduceOwnerDown: "new with the rule that a keyed record is not re-placed; no sweep counts it yet",
-	chaos.MarkMoveAbortPlanned:          "the planner's own path; no sweep counts it yet",
-	chaos.MarkMovePlanBoundReached:      "the planner's own path; no sweep counts it yet",
-	chaos.MarkNodeCorruptRecordSkipped:  "no fault of the simulator leaves a corrupt frame below a log's recovered end",
-	chaos.MarkNodeInstallRepaired:       "no crash lands between the two renames of a move's install yet",
-	chaos.MarkNodeMoveForcePromote:      "the moves faults do not yet kill a frozen source for longer than the force-promote delay",
-	chaos.MarkNodeMoveJobOrphaned:       "needs a move to end while its finalize job is out (the node-move-job-late site makes that window longer); required by none yet",
-	chaos.MarkNodeOpenLogsFull:          "no world has more partitions pinned open than the open-log bound",
+	chaos.MarkNodeCorruptRecordSkipped: "no fault of the simulator leaves a corrupt frame below a log's recovered end",
+	chaos.MarkNodeInstallRepaired:      "no crash lands between the two renames of a move's install yet",
+	chaos.MarkNodeMoveForcePromote:     "the moves faults do not yet kill a frozen source for longer than the force-promote delay",
 	chaos.MarkNodeDeadLetterOrphaned: "needs a batch of dead letters in flight when its source partition's move flips (a source refuses new " +
 		"batches once frozen) or its topic is deleted: 0 in 30 seeds of TestSimDeadLettersSweep; no fault aims at that window yet",
 	chaos.MarkFanoutRecordsAgedOut: "needs a child stalled for longer than its parent's retention (at least an hour of simulated time) " +
@@ -45,7 +25,7 @@ var notYetRequired = map[chaos.Mark]string{
 // requiredMarks returns every mark some sweep definition requires.
 func requiredMarks() []chaos.Mark {
 	lists := [][]chaos.Mark{ExpectedMarks, ExpectedClusterMarks, ExpectedMoveMarks, ciMoveMarks, MoveFaultMarks(), ExpectedDeadLetterMarks,
-		ExpectedFanoutMarks, FanoutFaultMarks()}
+		ExpectedFanoutMarks, FanoutFaultMarks(), nightlyMoveMarkList()}
 	return slices.Concat(lists...)
 }
 

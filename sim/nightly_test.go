@@ -97,11 +97,15 @@ type nightlyStats struct {
 	simMsByNodes map[int]int64
 	wallSByNodes map[int]float64
 	runsByNodes  map[int]int
+	// movesRuns and movesMarks count the runs of the worlds
+	// nightlyMoveMarks are required of, and the marks they reached.
+	movesRuns  int
+	movesMarks map[string]int
 }
 
 func newNightlyStats() *nightlyStats {
 	return &nightlyStats{marks: map[string]int{}, fired: map[string]int{}, simMsByNodes: map[int]int64{},
-		wallSByNodes: map[int]float64{}, runsByNodes: map[int]int{}}
+		wallSByNodes: map[int]float64{}, runsByNodes: map[int]int{}, movesMarks: map[string]int{}}
 }
 
 func (s *nightlyStats) add(report Report) {
@@ -111,8 +115,15 @@ func (s *nightlyStats) add(report Report) {
 	s.simMsByNodes[report.Nodes] += report.SimMs
 	s.wallSByNodes[report.Nodes] += report.WallSeconds
 	s.runsByNodes[report.Nodes]++
+	moves := countsForNightlyMoveMarks(report)
+	if moves {
+		s.movesRuns++
+	}
 	for _, mark := range report.Marks {
 		s.marks[mark.Name] += mark.Count
+		if moves {
+			s.movesMarks[mark.Name] += mark.Count
+		}
 	}
 	for _, site := range sitesFiredIn(report) {
 		s.fired[site.Name] += site.Count
@@ -151,6 +162,9 @@ func TestNightly(t *testing.T) {
 	if missing := stats.missingRequired(len(worlds)); len(missing) > 0 {
 		t.Errorf("marks a sweep requires were never reached in %d runs: %v", stats.runs, missing)
 	}
+	if missing, _ := nightlyMoveMarksMissing(stats.movesRuns, stats.movesMarks); len(missing) > 0 {
+		t.Errorf("marks the nightly requires of its moves worlds were never reached in %d runs of them: %v", stats.movesRuns, missing)
+	}
 }
 
 // nightlyRoundsForMarks is how many times the nightly must have run every
@@ -159,12 +173,15 @@ func TestNightly(t *testing.T) {
 const nightlyRoundsForMarks = markSweepSeedsMin
 
 // missingRequired lists the required marks never reached, once the
-// nightly ran every one of its worlds nightlyRoundsForMarks times.
+// nightly ran every one of its worlds nightlyRoundsForMarks times; the
+// rare moves marks have a rule of their own (nightlyMoveMarks).
 func (s *nightlyStats) missingRequired(worlds int) []chaos.Mark {
 	if s.runs < worlds*nightlyRoundsForMarks {
 		return nil
 	}
-	return MissingMarks(s.marks, requiredMarks())
+	rare := nightlyMoveMarkList()
+	required := slices.DeleteFunc(requiredMarks(), func(mark chaos.Mark) bool { return slices.Contains(rare, mark) })
+	return MissingMarks(s.marks, required)
 }
 
 func (s *nightlyStats) print() {
@@ -177,6 +194,7 @@ func (s *nightlyStats) print() {
 	all := allMarks()
 	missing := MissingMarks(s.marks, all)
 	fmt.Printf("marks: reached %d of %d; never reached: %v\n", len(all)-len(missing), len(all), missing)
+	s.printNightlyMoveMarks()
 	sites := registeredSiteNames()
 	var neverFired []string
 	for _, site := range sites {
