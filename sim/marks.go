@@ -41,6 +41,10 @@ const (
 	// markKillDuringSyncRound: a crash landed while the node's sync round
 	// was in flight.
 	markKillDuringSyncRound chaos.Mark = "sim-kill-during-sync-round"
+	// markFrozenSourceKilled: the source of a move, frozen for it, was
+	// killed for longer than the force-promote delay once a destination
+	// that started its session again had copied the frozen state.
+	markFrozenSourceKilled chaos.Mark = "sim-frozen-source-killed"
 )
 
 // movePhaseMark is the mark of a move session entering phase.

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"narad/chaos"
 	"narad/msg"
@@ -45,6 +46,24 @@ const (
 	caughtUpCutMs            = 2_000
 	caughtUpKillDownMsMin    = 9_500
 	caughtUpKillDownMsSpread = 3_000
+)
+
+// frozenSourceKillPercent is the chance that the source of a move, frozen
+// for it, is killed when a destination that started its session again
+// has copied all of the frozen state (frozenSourceCaughtUp); drawn from
+// the caught-up kills' stream, once per move.
+const frozenSourceKillPercent = 90
+
+// frozenDestBlipPercent is the chance that the destination of a move is
+// killed when its source freezes, for frozenDestBlipMsMin plus up to
+// frozenDestBlipMsSpread: well within the freeze's TTL, so that the
+// destination's new session finds the source still frozen for the move
+// (and frozenSourceCaughtUp may kill the source then). Drawn from the
+// caught-up kills' stream.
+const (
+	frozenDestBlipPercent  = 40
+	frozenDestBlipMsMin    = 50
+	frozenDestBlipMsSpread = 300
 )
 
 // caughtUpKillStream numbers the random stream of the caught-up kills
@@ -138,6 +157,9 @@ func (m *moveWatcher) lookAtSessions(n *simNode) {
 		}
 		if n.up() && session.Phase == "catchup" && session.BytesTotal > 0 && session.BytesCopied >= session.BytesTotal {
 			m.caughtUp(session)
+		}
+		if n.up() && session.Phase == "handoff" && previous[name] != "handoff" && session.BytesTotal > 0 && session.BytesCopied >= session.BytesTotal {
+			m.frozenSourceCaughtUp(session)
 		}
 		if !n.up() {
 			return // a fault took it down
@@ -244,6 +266,46 @@ func (m *moveWatcher) caughtUp(session msg.Move) {
 	m.w.at(caughtUpKillDownMsMin, func() { m.w.peers.mend(cut) })
 }
 
+// frozenSourceCaughtUp kills, for longer than a member takes to be
+// declared dead plus the force-promote delay, the source of a move whose
+// destination enters PrepareHandoff with a complete copy of a state the
+// source reported frozen: a destination whose session started again
+// after the freeze (it restarted, or its finalize job failed) hears the
+// frozen state in a status answer (a first session enters PrepareHandoff
+// before the source freezes). Its freeze request is then in flight to a
+// dead node, and it holds a complete copy of a final state: the one case
+// where it must promote that copy. Drawn once per session.
+func (m *moveWatcher) frozenSourceCaughtUp(session msg.Move) {
+	name := partitionName(session.Topic, session.Partition)
+	source := m.w.nodeByID(session.From)
+	if leader, _ := m.w.raft.currentLeader(); leader == source {
+		return // a new leader would take longer to declare it dead than the destination waits
+	}
+	if m.w.phase != phaseSafety || source == nil || !source.up() || !frozenFor(source, session) {
+		return
+	}
+	move := fmt.Sprintf("%s@%d", name, session.StartedAtMs)
+	if m.caughtUpDrawn[move+" frozen"] {
+		return
+	}
+	m.caughtUpDrawn[move+" frozen"] = true
+	if m.caughtUpRng.IntN(100) >= frozenSourceKillPercent || !m.w.mayTakeDown(source) {
+		return
+	}
+	chaos.Reached(markFrozenSourceKilled)
+	m.w.tracef("move fault: kill %s, the source of %s frozen for it, whose copy caught up", source.id, move)
+	source.crashFor("move-kill-frozen-source", int64(caughtUpKillDownMsMin+m.caughtUpRng.IntN(caughtUpKillDownMsSpread)))
+}
+
+// frozenFor reports whether source keeps the session's partition frozen
+// for a move to the session's destination (the session's move, unless an
+// older move to the same node was replaced meanwhile: the kill is then
+// only a kill).
+func frozenFor(source *simNode, session msg.Move) bool {
+	want := node.FrozenPartition{Topic: session.Topic, Partition: session.Partition, Target: session.To}
+	return slices.Contains(source.node.FrozenPartitions(), want)
+}
+
 // frozeNow: a source froze a partition; the destination's session is in
 // PrepareHandoff until the answer reaches it.
 func (m *moveWatcher) frozeNow(source *simNode, frozen node.FrozenPartition) {
@@ -252,6 +314,10 @@ func (m *moveWatcher) frozeNow(source *simNode, frozen node.FrozenPartition) {
 	dest := w.nodeByID(frozen.Target)
 	if w.phase == phaseSafety && dest != nil && m.rng.IntN(100) < moveFaultPercent {
 		m.inject(source, dest, "handoff")
+	}
+	if w.phase == phaseSafety && dest != nil && dest.up() && m.caughtUpRng.IntN(100) < frozenDestBlipPercent && w.mayTakeDown(dest) {
+		w.tracef("move fault: kill %s for a blip while %s is frozen for it; its session starts again", dest.id, source.id)
+		dest.crashFor("move-kill-dest-blip", int64(frozenDestBlipMsMin+m.caughtUpRng.IntN(frozenDestBlipMsSpread)))
 	}
 }
 

@@ -26,16 +26,27 @@ type nightlyMark struct {
 
 // nightlyMoveMarks are the moves paths too rare for the CI seeds. The
 // rates are those of seeds 1-50 of the three-node moves world with the
-// sites on and off, and seeds 1-20 of the five-node one.
+// sites on and off, and seeds 1-20 of the five-node one, unless a
+// comment says otherwise.
 var nightlyMoveMarks = []nightlyMark{
 	// A produce joined a forward under way: 24 runs of 120.
 	{chaos.MarkNodeProduceForwardsJoined, 30},
+	// Cancelling a decommission aborted a move: 24 of 120.
+	{chaos.MarkNodeCancelAbortsMove, 30},
+	// An aborted destination rolled its installed copy back: 26 of 120.
+	{chaos.MarkNodeMoveRolledBack, 30},
 	// A draining metadata leader handed its leadership over: 18 of 120.
 	{chaos.MarkNodeLeadershipHandedOver, 40},
 	// A destination threw its copy away to start again: 8 of 120.
 	{chaos.MarkNodeMoveRestarted, 80},
 	// A move ended while its finalize job was out: 2 of 120.
 	{chaos.MarkNodeMoveJobOrphaned, 300},
+	// A destination promoted its copy of a frozen source that stayed
+	// dead (the frozen-source kill of the moves faults): 2 of 40
+	// three-node seeds.
+	{chaos.MarkNodeMoveForcePromote, 150},
+	// The frozen-source kill that leads to it landed: 4 of 40.
+	{markFrozenSourceKilled, 100},
 }
 
 // nightlyMoveMarkList is the marks of nightlyMoveMarks.
