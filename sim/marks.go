@@ -45,6 +45,9 @@ const (
 	// killed for longer than the force-promote delay once a destination
 	// that started its session again had copied the frozen state.
 	markFrozenSourceKilled chaos.Mark = "sim-frozen-source-killed"
+	// markInstallCrashed: a destination was killed between the two
+	// renames of a move's install.
+	markInstallCrashed chaos.Mark = "sim-install-crashed"
 )
 
 // movePhaseMark is the mark of a move session entering phase.

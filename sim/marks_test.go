@@ -14,7 +14,6 @@ import (
 // meant to empty.
 var notYetRequired = map[chaos.Mark]string{
 	chaos.MarkNodeCorruptRecordSkipped: "no fault of the simulator leaves a corrupt frame below a log's recovered end",
-	chaos.MarkNodeInstallRepaired:      "no crash lands between the two renames of a move's install yet",
 	chaos.MarkNodeDeadLetterOrphaned: "needs a batch of dead letters in flight when its source partition's move flips (a source refuses new " +
 		"batches once frozen) or its topic is deleted: 0 in 30 seeds of TestSimDeadLettersSweep; no fault aims at that window yet",
 	chaos.MarkFanoutRecordsAgedOut: "needs a child stalled for longer than its parent's retention (at least an hour of simulated time) " +

@@ -88,6 +88,9 @@ type movesScenario struct {
 	// watcher aims faults at move phases; storm floods moving partitions.
 	watcher *moveWatcher
 	storm   *stormState
+	// installCrashRng draws the crashes between an install's renames
+	// (install_crash.go).
+	installCrashRng *rand.Rand
 }
 
 // moveStats counts what the nodes' move observers reported (in every
@@ -121,6 +124,7 @@ func newMovesScenario(w *World) *movesScenario {
 	}
 	s.watcher = newMoveWatcher(w, rng)
 	s.storm = newStormState(w, rng)
+	s.installCrashRng = newRand(w.opts.Seed, installCrashStream)
 	return s
 }
 

@@ -47,6 +47,11 @@ var nightlyMoveMarks = []nightlyMark{
 	{chaos.MarkNodeMoveForcePromote, 150},
 	// The frozen-source kill that leads to it landed: 4 of 40.
 	{markFrozenSourceKilled, 100},
+	// A destination killed between the renames of its install, and the
+	// repair of that install when it started again: 2 of 30 three-node
+	// seeds.
+	{markInstallCrashed, 150},
+	{chaos.MarkNodeInstallRepaired, 150},
 }
 
 // nightlyMoveMarkList is the marks of nightlyMoveMarks.

@@ -488,8 +488,14 @@ func (n *simNode) runJob(job node.Job) {
 		if incarnation != n.incarnation || !n.up() {
 			return
 		}
+		if n.crashesMidInstall(job) {
+			return
+		}
 		n.w.tracef("%s job %s", n.id, job.Dir())
 		job.Run()
+		if n.killedAfterInstall() {
+			return
+		}
 		n.input(func() { n.node.JobDone(job) })
 	})
 }
