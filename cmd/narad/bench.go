@@ -266,7 +266,7 @@ func runProduceBench(ctx context.Context, broker *client.Client, topic string, o
 			for index := nextRequest.Add(1) - 1; index < int64(requests); index = nextRequest.Add(1) - 1 {
 				size := min(options.batch, options.count-int(index)*options.batch)
 				began := time.Now()
-				err := produceRecords(ctx, broker, topic, options, int(index)*options.batch, size)
+				err := produceRecords(ctx, broker, topic, &options, int(index)*options.batch, size)
 				latencies = append(latencies, time.Since(began))
 				if err != nil {
 					failedCount.Add(int64(size))
@@ -288,21 +288,23 @@ func runProduceBench(ctx context.Context, broker *client.Client, topic string, o
 	return figures
 }
 
-// produceRecords sends records first..first+size-1 in one request.
-func produceRecords(ctx context.Context, broker *client.Client, topic string, options benchOptions, first, size int) error {
-	payload := func(index int) []byte {
-		if options.payloadFor != nil {
-			return options.payloadFor(index)
-		}
-		return options.payload
+// payloadOf is the payload of record index.
+func (o *benchOptions) payloadOf(index int) []byte {
+	if o.payloadFor != nil {
+		return o.payloadFor(index)
 	}
+	return o.payload
+}
+
+// produceRecords sends records first..first+size-1 in one request.
+func produceRecords(ctx context.Context, broker *client.Client, topic string, options *benchOptions, first, size int) error {
 	if options.batch <= 1 {
-		_, err := broker.Produce(ctx, topic, payload(first), benchProduceOptions(options.keys))
+		_, err := broker.Produce(ctx, topic, options.payloadOf(first), benchProduceOptions(options.keys))
 		return err
 	}
 	records := make([]client.BatchRecord, size)
 	for i := range records {
-		records[i] = client.NewBatchRecord(payload(first+i), benchProduceOptions(options.keys))
+		records[i] = client.NewBatchRecord(options.payloadOf(first+i), benchProduceOptions(options.keys))
 	}
 	_, err := broker.ProduceBatch(ctx, topic, records)
 	return err
