@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"narad/chaos"
 	"narad/meta"
@@ -84,10 +85,15 @@ func (n *Node) refreshFanoutView() {
 		}
 	}
 	for _, p := range n.sortedPartitions() {
-		if p.fanout != nil {
-			record, _ := n.meta.State().Topic(p.key.topic)
-			n.removeStaleCursors(p, record.Children)
+		if p.fanout == nil {
+			continue
 		}
+		record, _ := n.meta.State().Topic(p.key.topic)
+		if p.cursorLinksKnown && slices.Equal(p.cursorLinks, record.Children) {
+			continue // cleaned against these links already: no listing
+		}
+		p.cursorLinks, p.cursorLinksKnown = slices.Clone(record.Children), true
+		n.removeStaleCursors(p, record.Children)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"narad/chaos"
 	"narad/invariant"
+	"narad/meta"
 	"narad/msg"
 	"narad/node/lease"
 	"narad/node/movesource"
@@ -49,6 +50,11 @@ type partition struct {
 	// cursorFiles says when the cursors that advanced are written to
 	// their files, in the partition's sync round (fanout_cursor.go).
 	cursorFiles cursorFiles
+	// cursorLinks are the topic's links the cursor files were last
+	// cleaned against (valid once cursorLinksKnown): refreshFanoutView
+	// lists the directory again only when they change.
+	cursorLinks      []meta.ChildLink
+	cursorLinksKnown bool
 }
 
 // PartitionDir is the directory of a partition's log on its owner's disk.
