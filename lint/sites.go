@@ -3,7 +3,6 @@ package lint
 import (
 	"go/ast"
 	"go/token"
-	"strings"
 )
 
 // siteTypeName is the type of the fault sites in package chaos, and the
@@ -51,11 +50,11 @@ func madeUpSite(call *ast.CallExpr, pkg string) bool {
 	return ok && literal.Kind == token.STRING
 }
 
-// isSiteConstant reports whether selector names pkg.Site<Name>.
+// isSiteConstant reports whether selector names something of pkg (only
+// the registry's constants are then looked up).
 func isSiteConstant(selector *ast.SelectorExpr, pkg string) bool {
 	ident, ok := selector.X.(*ast.Ident)
-	return ok && ident.Name == pkg && strings.HasPrefix(selector.Sel.Name, siteTypeName) && len(selector.Sel.Name) > len(siteTypeName) &&
-		selector.Sel.Name != "Sites"
+	return ok && ident.Name == pkg
 }
 
 // sitesWithoutCaller reports each constant of the registry that no core

@@ -280,9 +280,7 @@ func (s *State) addSchema(record *TopicRecord, document json.RawMessage) error {
 func (s *State) schemaBytes() int {
 	total := 0
 	for _, record := range s.topics { //determinism:ok a sum does not depend on order
-		for _, schema := range record.Schemas {
-			total += len(schema.Document)
-		}
+		total += schemaBytesOf(record.Schemas)
 	}
 	return total
 }

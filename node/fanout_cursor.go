@@ -292,11 +292,16 @@ func (n *Node) sourceCursors(p *partition) []msg.FanoutCursor {
 	return cursors
 }
 
+// encodeCursorFile is the content of a cursor file.
+func encodeCursorFile(epoch, next uint64) ([]byte, error) {
+	return json.Marshal(cursorFile{Epoch: attachEpochText(epoch), NextOffset: next})
+}
+
 // writeStagedCursors writes the cursors a move's source reported into the
 // staged copy, so that they are installed with it.
 func (n *Node) writeStagedCursors(stagedDir string, cursors []msg.FanoutCursor) error {
 	for _, cursor := range cursors {
-		data, err := json.Marshal(cursorFile{Epoch: attachEpochText(cursor.Epoch), NextOffset: cursor.NextOffset})
+		data, err := encodeCursorFile(cursor.Epoch, cursor.NextOffset)
 		if err == nil {
 			err = storage.WriteFileAtomic(n.fs, cursorPath(stagedDir, cursor.Child), data)
 		}
@@ -429,7 +434,7 @@ func (n *Node) takeCursorWrites(p *partition) []cursorWrite {
 		if !c.needsWrite() {
 			continue
 		}
-		data, err := json.Marshal(cursorFile{Epoch: attachEpochText(c.epoch), NextOffset: c.next})
+		data, err := encodeCursorFile(c.epoch, c.next)
 		invariant.Check(err == nil, "node: encoding the cursor of %s: %v", child, err)
 		writes = append(writes, cursorWrite{child: child, epoch: c.epoch, next: c.next, path: cursorPath(p.dir, child), data: data})
 	}

@@ -21,7 +21,8 @@ type heldRequest struct {
 	deadlineMs int64
 }
 
-// topicOf names the topic a request is about ("" for none or create).
+// topicOf names the topic a request is about ("" for none, or a create
+// without a parent).
 func topicOf(req msg.Request) string {
 	switch r := req.(type) {
 	case msg.Produce:

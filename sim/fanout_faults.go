@@ -47,13 +47,7 @@ var (
 // FanoutFaultMarks lists every (fault x cursor phase) mark, sorted by
 // fault then phase.
 func FanoutFaultMarks() []chaos.Mark {
-	var marks []chaos.Mark
-	for _, kind := range fanoutFaultKinds {
-		for _, phase := range fanoutCursorPhases {
-			marks = append(marks, fanoutFaultMark(kind, phase))
-		}
-	}
-	return marks
+	return pairMarks(fanoutFaultMark, fanoutFaultKinds, fanoutCursorPhases)
 }
 
 func fanoutFaultMark(kind, phase string) chaos.Mark {

@@ -83,18 +83,22 @@ var (
 
 // MoveFaultMarks lists every (fault × phase) coverage mark, sorted by
 // fault then phase.
-func MoveFaultMarks() []chaos.Mark {
-	var marks []chaos.Mark
-	for _, kind := range moveFaultKinds {
-		for _, phase := range movePhases {
-			marks = append(marks, moveFaultMark(kind, phase))
-		}
-	}
-	return marks
-}
+func MoveFaultMarks() []chaos.Mark { return pairMarks(moveFaultMark, moveFaultKinds, movePhases) }
 
 func moveFaultMark(kind, phase string) chaos.Mark {
 	return chaos.Mark("move-fault:" + kind + "@" + phase)
+}
+
+// pairMarks lists mark(kind, phase) for every kind and phase, sorted by
+// kind then phase.
+func pairMarks(mark func(kind, phase string) chaos.Mark, kinds, phases []string) []chaos.Mark {
+	var marks []chaos.Mark
+	for _, kind := range kinds {
+		for _, phase := range phases {
+			marks = append(marks, mark(kind, phase))
+		}
+	}
+	return marks
 }
 
 // moveWatcher looks at the moves the nodes run after every step that

@@ -65,8 +65,9 @@ func (c *consumer) settle(ctx context.Context, n *nodeProcess, topic string, mes
 	}
 	statuses, err := c.ackBatch(ctx, n, topic, accepted, client.AckModeCommit)
 	if c.poison == poisonNack {
-		_, nackErr := c.ackBatch(ctx, n, topic, refused, client.AckModeRelease)
-		err = firstError(err, nackErr)
+		if _, nackErr := c.ackBatch(ctx, n, topic, refused, client.AckModeRelease); err == nil {
+			err = nackErr
+		}
 	}
 	if topic == hotTopic {
 		for _, m := range accepted {
@@ -103,13 +104,6 @@ func outcomeOf(status int) deliveryOutcome {
 		return deliveryAcked
 	}
 	return deliveryFailed
-}
-
-func firstError(first, second error) error {
-	if first != nil {
-		return first
-	}
-	return second
 }
 
 // ackBatch applies mode to the messages' handles and returns the status

@@ -350,7 +350,9 @@ func readTagged(ctx context.Context, broker *client.Client, topic, tag string, f
 			for at := range positions {
 				message, err := broker.Replay(ctx, topic, at.partition, at.offset)
 				mu.Lock()
-				firstErr = keepFirst(firstErr, err)
+				if firstErr == nil {
+					firstErr = err
+				}
 				if err == nil && message != nil {
 					recordTagged(found, *message, tag)
 				}
@@ -378,13 +380,6 @@ func recordTagged(found map[string]int64, message client.Message, tag string) {
 		return
 	}
 	found[string(payload)] = message.TimestampMs
-}
-
-func keepFirst(first, err error) error {
-	if first != nil {
-		return first
-	}
-	return err
 }
 
 // produceAndFanout runs the produce phase and, with --children or
