@@ -278,3 +278,38 @@ func (m *Metrics) setInventory(s node.Stats, partitions []node.PartitionState) {
 		m.ackedAhead.WithLabelValues(labels...).Set(float64(p.AckedAhead))
 	}
 }
+
+// TopicDropped implements node.TopicObserver: the series labelled with a
+// deleted (or re-created) topic are forgotten, with the cached counters
+// that point at them, so topic churn leaves no series behind and a topic
+// re-created under the name counts from zero.
+func (m *Metrics) TopicDropped(topic string) {
+	byTopic := prometheus.Labels{"topic": topic}
+	for _, vec := range m.topicSeries() {
+		vec.DeletePartialMatch(byTopic)
+	}
+	for _, vec := range []partialDeleter{m.fanout.copied, m.fanout.stalled, m.fanout.dropped, m.fanout.lag} {
+		vec.DeletePartialMatch(prometheus.Labels{"parent": topic})
+		vec.DeletePartialMatch(prometheus.Labels{"child": topic})
+	}
+	m.flowMu.Lock()
+	defer m.flowMu.Unlock()
+	for key := range m.flows { //determinism:ok host is not the core; deletes only
+		if key.topic == topic {
+			delete(m.flows, key)
+		}
+	}
+}
+
+// partialDeleter is a metric vector whose series can be deleted by a
+// subset of their labels.
+type partialDeleter interface {
+	DeletePartialMatch(labels prometheus.Labels) int
+}
+
+// topicSeries are the vectors with a topic label.
+func (m *Metrics) topicSeries() []partialDeleter {
+	return []partialDeleter{m.producedMessages, m.producedBytes, m.consumedMessages, m.consumedBytes, m.consumePolls,
+		m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRepeated, m.ackExtended, m.nacks,
+		m.deadLetters, m.corruptSkipped, m.consumerDropped, m.retentionBytes, m.retentionRecords}
+}

@@ -3,6 +3,7 @@ package host
 import (
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,4 +32,45 @@ func counterValue(t *testing.T, counter prometheus.Counter) float64 {
 	var metric dto.Metric
 	require.NoError(t, counter.Write(&metric))
 	return metric.GetCounter().GetValue()
+}
+
+// A deleted topic leaves no metric series behind (topic churn must not
+// grow the scrape forever), other topics keep theirs, and a topic
+// re-created under the name counts from zero.
+func TestADeletedTopicLeavesNoSeries(t *testing.T) {
+	h := testHost(t)
+	runSteps(t, h, []step{
+		{"create orders", postJSON("/v1/topics", `{"name":"orders","partitions":3}`), 201, ""},
+		{"create audit", postJSON("/v1/topics", `{"name":"audit","partitions":3}`), 201, ""},
+		{"produce orders", post("/v1/topics/orders/produce?partition=0", "text/plain", "x"), 202, ""},
+		{"produce orders again", post("/v1/topics/orders/produce?partition=0", "text/plain", "y"), 202, ""},
+		{"produce audit", post("/v1/topics/audit/produce?partition=0", "text/plain", "z"), 202, ""},
+		{"consume orders", get("/v1/topics/orders/consume"), 200, ""},
+	})
+	_, before := call(t, h, get("/metrics"))
+	require.Contains(t, before, `narad_messages_produced_total{partition="0",topic="orders"} 2`)
+	require.Contains(t, before, `narad_consume_polls_total{outcome="no_wait",topic="orders"} 1`)
+
+	runSteps(t, h, []step{{"delete orders", del("/v1/topics/orders"), 204, ""}})
+	_, after := call(t, h, get("/metrics"))
+	require.Empty(t, seriesOfTopic(after, "orders"))
+	require.Contains(t, after, `narad_messages_produced_total{partition="0",topic="audit"} 1`)
+
+	runSteps(t, h, []step{
+		{"re-create orders", postJSON("/v1/topics", `{"name":"orders","partitions":3}`), 201, ""},
+		{"produce to the new orders", post("/v1/topics/orders/produce?partition=0", "text/plain", "w"), 202, ""},
+	})
+	_, recreated := call(t, h, get("/metrics"))
+	require.Contains(t, recreated, `narad_messages_produced_total{partition="0",topic="orders"} 1`)
+}
+
+// seriesOfTopic returns the lines of a scrape that carry the topic label.
+func seriesOfTopic(scrape, topic string) []string {
+	var lines []string
+	for _, line := range strings.Split(scrape, "\n") {
+		if strings.Contains(line, `topic="`+topic+`"`) {
+			lines = append(lines, line)
+		}
+	}
+	return lines
 }

@@ -104,6 +104,15 @@ type AckObserver interface {
 	AckApplied(topic string, partition int, offset uint64, handle string)
 }
 
+// TopicObserver hears that the node dropped a topic's local state because
+// the applied metastore state deleted it (or re-created it under its
+// name): the host forgets the topic's metric series then, so deleted
+// topics leave none behind. An Observer that also implements it gets the
+// calls.
+type TopicObserver interface {
+	TopicDropped(topic string)
+}
+
 type nopAckObserver struct{}
 
 func (nopAckObserver) AckApplied(string, int, uint64, string) {}

@@ -300,6 +300,9 @@ func (n *Node) dropTopicState(name string) {
 	if err := n.fs.RemoveAll(topicsDir + "/" + name); err != nil {
 		n.observer.Event("topic-purge-failed", fmt.Sprintf("%s: %v", name, err))
 	}
+	if topics, ok := n.observer.(TopicObserver); ok {
+		topics.TopicDropped(name)
+	}
 }
 
 func isClosed(err error) bool { return errors.Is(err, storage.ErrClosed) }
