@@ -23,6 +23,9 @@ const (
 	// after benchEmptyPollsMax empty polls in a row.
 	benchConsumeWait   = 2 * time.Second
 	benchEmptyPollsMax = 2
+	// benchDrainErrorsMax: a drain worker stops after this many failed
+	// consumes or acks in a row (the server is gone or refuses).
+	benchDrainErrorsMax = 5
 	// benchIdleConnsPerWorker sizes the shared transport's idle pool.
 	benchIdleConnsPerWorker = 2
 	// benchKeysMax bounds --keys.
@@ -69,7 +72,9 @@ type benchOptions struct {
 const benchLong = `Produce --count messages of --size bytes from --workers concurrent
 workers, --batch records per request (1: single produce; more: NDJSON batch),
 and report throughput and request latency percentiles. With --consume the
-topic is then drained with consume+ack from --consume-workers workers.
+topic is then drained with consume+ack from --consume-workers workers; a
+worker stops after 2 empty long polls in a row, or 5 failed requests in a
+row. Failed consumes and acks are reported and make the command fail.
 
 A topic with a JSON Schema accepts only JSON that matches it: give
 --payload FILE, the message every request sends (it replaces --size), and
@@ -223,6 +228,9 @@ func (a *app) bench(ctx context.Context, broker *client.Client, topic string, op
 	if report.Produce.Failed > 0 {
 		return fmt.Errorf("%d of %d messages failed; first error: %s", report.Produce.Failed, options.count, report.Produce.FirstError)
 	}
+	if report.Consume != nil && report.Consume.Failed > 0 {
+		return fmt.Errorf("%d consumes or acks failed; first error: %s", report.Consume.Failed, report.Consume.FirstError)
+	}
 	return nil
 }
 
@@ -320,47 +328,73 @@ func benchProduceOptions(keys int) client.ProduceOptions {
 }
 
 // runConsumeBench drains the topic with consume+ack until target messages
-// were acked or every worker saw benchEmptyPollsMax empty polls in a row.
+// were acked or every worker stopped: after benchEmptyPollsMax empty polls
+// in a row, or benchDrainErrorsMax failed requests in a row. A failed
+// consume or ack counts in Failed (with the first error), never as an
+// empty poll.
 func runConsumeBench(ctx context.Context, broker *client.Client, topic string, workerCount, target int) phaseFigures {
 	drainContext, stop := context.WithCancel(ctx)
 	defer stop()
-	var consumed atomic.Int64
+	var consumed, failed atomic.Int64
+	var firstError atomic.Value
 	var log latencyLog
 	var workers sync.WaitGroup
 	start, cpu := time.Now(), startClientCPU()
 	for range workerCount {
 		workers.Go(func() {
-			latencies := drainWorker(drainContext, broker, topic, func() {
+			tally := drainTally{acked: func() {
 				if consumed.Add(1) >= int64(target) {
 					stop()
 				}
-			})
-			log.add(latencies)
+			}, failed: func(err error) {
+				failed.Add(1)
+				firstError.CompareAndSwap(nil, err.Error())
+			}}
+			log.add(drainWorker(drainContext, broker, topic, tally))
 		})
 	}
 	workers.Wait()
 	figures := newPhaseFigures(int(consumed.Load()), time.Since(start), log.latencies)
+	figures.Failed = int(failed.Load())
+	if text, found := firstError.Load().(string); found {
+		figures.FirstError = text
+	}
 	figures.ClientCPUMicrosPerMessage = cpu.microsPerMessage(figures.OK)
 	return figures
 }
 
-// drainWorker consumes and acks until its context ends or it sees
-// benchEmptyPollsMax empty polls in a row; acked is called per ack.
-func drainWorker(ctx context.Context, broker *client.Client, topic string, acked func()) []time.Duration {
+// drainTally receives a drain worker's outcomes: acked per message acked,
+// failed per consume or ack that failed.
+type drainTally struct {
+	acked  func()
+	failed func(error)
+}
+
+// drainWorker consumes and acks until its context ends, it sees
+// benchEmptyPollsMax empty polls in a row, or benchDrainErrorsMax failed
+// requests in a row. The end of the run's own context is no failure.
+func drainWorker(ctx context.Context, broker *client.Client, topic string, tally drainTally) []time.Duration {
 	var latencies []time.Duration
-	for emptyPolls := 0; emptyPolls < benchEmptyPollsMax && ctx.Err() == nil; {
+	emptyPolls, errorsInARow := 0, 0
+	for emptyPolls < benchEmptyPollsMax && errorsInARow < benchDrainErrorsMax && ctx.Err() == nil {
 		began := time.Now()
 		message, err := broker.Consume(ctx, topic, client.ConsumeOptions{Wait: benchConsumeWait})
-		if err != nil || message == nil {
-			emptyPolls++
-			continue
+		if err == nil && message != nil {
+			err = broker.Ack(context.WithoutCancel(ctx), topic, message.ReceiptHandle)
 		}
-		emptyPolls = 0
-		if err := broker.Ack(context.WithoutCancel(ctx), topic, message.ReceiptHandle); err != nil {
-			continue
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return latencies
+		case err != nil:
+			errorsInARow++
+			tally.failed(err)
+		case message == nil:
+			emptyPolls, errorsInARow = emptyPolls+1, 0
+		default:
+			emptyPolls, errorsInARow = 0, 0
+			latencies = append(latencies, time.Since(began))
+			tally.acked()
 		}
-		latencies = append(latencies, time.Since(began))
-		acked()
 	}
 	return latencies
 }

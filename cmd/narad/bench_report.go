@@ -9,8 +9,8 @@ import (
 
 // phaseFigures are the measured figures of one bench phase.
 type phaseFigures struct {
-	// OK counts messages that succeeded; Failed those that did not
-	// (produce only).
+	// OK counts messages that succeeded; Failed the requests that did
+	// not (a produce; in the drain, a consume or an ack).
 	OK     int `json:"ok"`
 	Failed int `json:"failed"`
 	// Seconds is the wall time of the phase.
@@ -85,8 +85,8 @@ func (a *app) printBenchReport(report benchReport, asJSON bool) error {
 		produce.OK, produce.Failed, produce.elapsed.Round(time.Millisecond), produce.MessagesPerSecond,
 		formatLatency(produce.latency.p50), formatLatency(produce.latency.p95), formatLatency(produce.latency.p99))
 	if consume := report.Consume; consume != nil {
-		fmt.Fprintf(a.stdout, "consume+ack: %d in %s — %.0f msg/s; latency p50=%s p99=%s\n",
-			consume.OK, consume.elapsed.Round(time.Millisecond), consume.MessagesPerSecond,
+		fmt.Fprintf(a.stdout, "consume+ack: %d ok, %d failed in %s — %.0f msg/s; latency p50=%s p99=%s\n",
+			consume.OK, consume.Failed, consume.elapsed.Round(time.Millisecond), consume.MessagesPerSecond,
 			formatLatency(consume.latency.p50), formatLatency(consume.latency.p99))
 	}
 	if report.Fanout != nil {

@@ -21,7 +21,7 @@ import (
 const produceRoute = "POST /v1/topics/orders/produce"
 
 var produceLine = regexp.MustCompile(`(?m)^produce: (\d+) ok, (\d+) failed in \S+ — \d+ msg/s; latency p50=\S+ p95=\S+ p99=\S+$`)
-var consumeLine = regexp.MustCompile(`(?m)^consume\+ack: (\d+) in \S+ — \d+ msg/s; latency p50=\S+ p99=\S+$`)
+var consumeLine = regexp.MustCompile(`(?m)^consume\+ack: (\d+) ok, (\d+) failed in \S+ — \d+ msg/s; latency p50=\S+ p99=\S+$`)
 
 func TestBenchProduce(t *testing.T) {
 	h := newHarness(t)
@@ -162,6 +162,22 @@ func TestBenchCreatesASchemaTopicAndSendsThePayloadFile(t *testing.T) {
 	assert.Equal(t, `{"id":"a-1"}`, produced[0].Body)
 }
 
+// A drain's failed consumes are failures, not empty polls: they are
+// counted and reported, a worker stops after benchDrainErrorsMax of them in
+// a row, and the command fails.
+func TestBenchDrainCountsFailedConsumes(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on(produceRoute, reply{202, `{"partition":0,"offset":1}`}).
+		on(consumeRoute, reply{200, textMessage}, reply{200, textMessage}, reply{500, `{"error":"disk failed"}`}).
+		on(ackRoute, reply{204, ""})
+	assert.Equal(t, 1, h.against(broker, "bench", "orders", "--count", "4", "--consume", "--consume-workers", "1"))
+	match := consumeLine.FindStringSubmatch(h.stdout.String())
+	require.NotNil(t, match, h.stdout.String())
+	assert.Equal(t, []string{"2", "5"}, match[1:])
+	assert.Len(t, broker.seen(consumeRoute), 2+benchDrainErrorsMax)
+	assert.Equal(t, "narad: 5 consumes or acks failed; first error: http 500: disk failed\n", h.stderr.String())
+}
+
 func TestBenchReportsFailures(t *testing.T) {
 	h := newHarness(t)
 	broker := newFakeBroker(t).on(produceRoute, reply{503, `{"error":"no live partition owner"}`})
@@ -197,7 +213,7 @@ func TestBenchReportFormatting(t *testing.T) {
 	h := newHarness(t)
 	require.NoError(t, h.app.printBenchReport(benchReport{Produce: produce, Consume: &consume}, false))
 	assert.Equal(t, "produce: 1000 ok, 3 failed in 2s — 500 msg/s; latency p50=50ms p95=95ms p99=99ms\n"+
-		"consume+ack: 990 in 1.5s — 660 msg/s; latency p50=800µs p99=1.23ms\n", h.stdout.String())
+		"consume+ack: 990 ok, 0 failed in 1.5s — 660 msg/s; latency p50=800µs p99=1.23ms\n", h.stdout.String())
 	assert.Equal(t, latencyPercentiles{P50: 50, P95: 95, P99: 99}, produce.LatencyMs)
 }
 
