@@ -69,11 +69,11 @@ type benchOptions struct {
 }
 
 // benchLong is the --help text of narad bench.
-const benchLong = `Produce --count messages of --size bytes from --workers concurrent
+var benchLong = fmt.Sprintf(`Produce --count messages of --size bytes from --workers concurrent
 workers, --batch records per request (1: single produce; more: NDJSON batch),
 and report throughput and request latency percentiles. With --consume the
 topic is then drained with consume+ack from --consume-workers workers; a
-worker stops after 2 empty long polls in a row, or 5 failed requests in a
+worker stops after %[1]d empty long polls in a row, or %[2]d failed requests in a
 row. Failed consumes and acks are reported and make the command fail.
 
 A topic with a JSON Schema accepts only JSON that matches it: give
@@ -99,7 +99,7 @@ Compare the produce figures of runs with 0, 1 and 4 children for the cost
 of fan-out on the parent. With --delay D the topic also gets a delay child
 <topic>-delayed; once it caught up, the run's records are read back from
 both topics and each one's commit in the child is compared with its commit
-in the parent plus D: none may be early, and the report gives how late.`
+in the parent plus D: none may be early, and the report gives how late.`, benchEmptyPollsMax, benchDrainErrorsMax)
 
 func newBenchCommand(a *app) *cobra.Command {
 	var options benchOptions
