@@ -78,7 +78,7 @@ func TestLiveBench(t *testing.T) {
 	h.runOK("-s", server, "bench", "b", "--create", "--count", "200", "--workers", "4", "--size", "64", "--consume")
 	out := h.stdout.String() + h.stderr.String()
 	require.Regexp(t, `produce: 200 ok, 0 failed`, out)
-	require.Regexp(t, `consume\+ack: 20[0-9] in`, out)
+	require.Regexp(t, `consume\+ack: 20[0-9] ok, 0 failed in`, out)
 }
 
 func TestLiveClusterMembers(t *testing.T) {
