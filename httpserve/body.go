@@ -1,0 +1,268 @@
+package httpserve
+
+import (
+	"errors"
+	"io"
+	"net"
+	"strconv"
+)
+
+// bodyMode is how the current request's body is delimited.
+type bodyMode int
+
+const (
+	// bodyDone: no body, or all of it was read.
+	bodyDone bodyMode = iota
+	// bodyLength: remaining bytes of a Content-Length body are left.
+	bodyLength
+	// bodyChunked: a chunked body; remaining bytes are left of the
+	// current chunk (0: the next chunk-size line is due).
+	bodyChunked
+)
+
+// body is the current request's Body. It reads from the connection's
+// input buffer, and straight from the connection into a large enough
+// read once the buffer is empty.
+type body struct {
+	c    *conn
+	mode bodyMode
+	// remaining: see bodyMode; >= 0.
+	remaining int64
+	// chunkDataRead: a chunk's data was read and its CR LF is due.
+	chunkDataRead bool
+	// expectContinue: the client waits for 100 Continue before sending
+	// the body; continueSent once it was sent.
+	expectContinue, continueSent bool
+	// closed: the handler closed the body; further reads fail.
+	closed bool
+	// err is the first read error; sticky.
+	err error
+	// scratch is where drain discards bytes; allocated on first use.
+	scratch []byte
+}
+
+var (
+	errBodyClosed  = errors.New("httpserve: read on a closed request body")
+	errBadChunk    = errors.New("httpserve: malformed chunked request body")
+	continueAnswer = []byte("HTTP/1.1 100 Continue\r\n\r\n")
+)
+
+// directReadMin is the size of a read into which the body reads straight
+// from the connection, bypassing the buffer.
+const directReadMin = 1 << 10
+
+func (b *body) reset() {
+	*b = body{c: b.c, scratch: b.scratch}
+}
+
+// Read implements io.Reader; it returns io.EOF with the last bytes.
+func (b *body) Read(p []byte) (int, error) {
+	switch {
+	case b.closed:
+		return 0, errBodyClosed
+	case b.err != nil:
+		return 0, b.err
+	case b.mode == bodyDone:
+		return 0, io.EOF
+	case len(p) == 0:
+		return 0, nil
+	}
+	if b.expectContinue && !b.continueSent {
+		if err := b.sendContinue(); err != nil {
+			return 0, b.fail(err)
+		}
+	}
+	if b.mode == bodyLength {
+		return b.readLength(p)
+	}
+	return b.readChunked(p)
+}
+
+// Close implements io.Closer; what is left is drained after the handler.
+func (b *body) Close() error {
+	b.closed = true
+	return nil
+}
+
+func (b *body) sendContinue() error {
+	b.continueSent = true
+	if b.c.writer.headerSent {
+		return nil // the reply is under way: the client need not wait
+	}
+	_, err := b.c.netConn.Write(continueAnswer)
+	return err
+}
+
+// fail records err as the body's sticky error and returns it.
+func (b *body) fail(err error) error {
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	b.err = err
+	return err
+}
+
+func (b *body) readLength(p []byte) (int, error) {
+	n, err := b.readData(p[:min(int64(len(p)), b.remaining)])
+	b.remaining -= int64(n)
+	if err != nil {
+		return n, b.fail(err)
+	}
+	if b.remaining == 0 {
+		b.mode = bodyDone
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// readData reads at least one byte of body into p (not empty).
+func (b *body) readData(p []byte) (int, error) {
+	c := b.c
+	if c.in.buffered() == 0 && len(p) >= directReadMin {
+		c.armReadDeadline()
+		n, err := c.netConn.Read(p)
+		if n > 0 {
+			return n, nil
+		}
+		return 0, c.readError(err)
+	}
+	if c.in.buffered() == 0 {
+		if err := c.needMore(); err != nil {
+			return 0, err
+		}
+	}
+	return c.in.take(p), nil
+}
+
+// readError classifies a failed read of the current request.
+func (c *conn) readError(err error) error {
+	var netError net.Error
+	if errors.As(err, &netError) && netError.Timeout() {
+		c.refused(ReasonReadTimeout)
+		return errRequestTimeout
+	}
+	if err == nil {
+		return io.ErrNoProgress
+	}
+	return err
+}
+
+func (b *body) readChunked(p []byte) (int, error) {
+	if b.remaining == 0 {
+		size, err := b.nextChunk()
+		if err != nil {
+			return 0, b.fail(err)
+		}
+		if size == 0 {
+			b.mode = bodyDone
+			return 0, io.EOF
+		}
+		b.remaining = size
+	}
+	n, err := b.readData(p[:min(int64(len(p)), b.remaining)])
+	b.remaining -= int64(n)
+	b.chunkDataRead = true
+	if err != nil {
+		return n, b.fail(err)
+	}
+	return n, nil
+}
+
+// nextChunk reads the end of the previous chunk and the next chunk-size
+// line; at the last chunk it also reads the trailer.
+func (b *body) nextChunk() (int64, error) {
+	if b.chunkDataRead {
+		line, err := b.c.readLine()
+		if err != nil {
+			return 0, err
+		}
+		if len(line) != 0 {
+			return 0, b.badChunk()
+		}
+		b.chunkDataRead = false
+	}
+	line, err := b.c.readLine()
+	if err != nil {
+		return 0, err
+	}
+	size, ok := parseChunkSize(line)
+	if !ok {
+		return 0, b.badChunk()
+	}
+	if size == 0 {
+		return 0, b.readTrailer()
+	}
+	return size, nil
+}
+
+func (b *body) badChunk() error {
+	b.c.refused(ReasonBody)
+	return errBadChunk
+}
+
+// readTrailer reads and discards the trailer fields up to the blank line.
+func (b *body) readTrailer() error {
+	for total := 0; ; {
+		line, err := b.c.readLine()
+		if err != nil {
+			return err
+		}
+		if len(line) == 0 {
+			return nil
+		}
+		if total += len(line); total > trailerBytesMax {
+			return b.badChunk()
+		}
+	}
+}
+
+// parseChunkSize reads the hexadecimal size before any extension.
+func parseChunkSize(line []byte) (int64, bool) {
+	end := 0
+	for end < len(line) && line[end] != ';' && line[end] != ' ' && line[end] != '\t' {
+		end++
+	}
+	if end == 0 || end > 15 {
+		return 0, false
+	}
+	size, err := strconv.ParseUint(string(line[:end]), 16, 64)
+	return int64(size), err == nil
+}
+
+// readLine returns the next line of the body's framing, reading as
+// needed, at most chunkLineBytesMax long.
+func (c *conn) readLine() ([]byte, error) {
+	for {
+		if line, ok := c.in.line(); ok {
+			return line, nil
+		}
+		if c.in.buffered() > chunkLineBytesMax {
+			c.refused(ReasonBody)
+			return nil, errBadChunk
+		}
+		if err := c.needMore(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// drain reads and discards what the handler left of the body, up to
+// unreadBodyDrainMax; false if the connection cannot serve another
+// request.
+func (b *body) drain() bool {
+	if b.err != nil || b.mode == bodyLength && b.remaining > unreadBodyDrainMax {
+		return false
+	}
+	if b.scratch == nil {
+		b.scratch = make([]byte, directReadMin)
+	}
+	b.closed, b.expectContinue = false, false
+	for total := 0; b.mode != bodyDone; {
+		n, err := b.Read(b.scratch)
+		total += n
+		if err != nil && !errors.Is(err, io.EOF) || total > unreadBodyDrainMax {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,221 @@
+package httpserve
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"sync/atomic"
+	"time"
+)
+
+// The states of a connection, for Shutdown.
+const (
+	// stateActive: reading, serving or answering a request.
+	stateActive int32 = iota
+	// stateIdle: waiting for the first byte of a request, none buffered.
+	stateIdle
+)
+
+// connKey is the context key under which a request's context holds its
+// connection (for WatchClose).
+type connKey struct{}
+
+// conn is one connection and everything it reuses from one request to
+// the next. Only its goroutine touches it, except state (Shutdown), and
+// the input buffer while a watcher runs (see watch.go).
+type conn struct {
+	server  *Server
+	netConn net.Conn
+	// state is stateActive or stateIdle.
+	state atomic.Int32
+	// ctx is every request's context; cancel ends it when the connection
+	// ends or its watcher sees the client leave.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// in buffers what was read and not yet parsed or given to a body.
+	in input
+	// readDeadlineSet: the current request's read deadline is armed (see
+	// needMore). readDeadlineStale: the deadline in force was set for
+	// something else (a watcher's stop) and must be replaced before the
+	// next read.
+	readDeadlineSet, readDeadlineStale bool
+	// request, url and header are reused by every request; template is
+	// the empty request carrying ctx, copied over request each time.
+	request, template *http.Request
+	url               url.URL
+	header            http.Header
+	// values backs the header's value slices; reset each request.
+	values []string
+	// body reads the current request's body.
+	body body
+	// writer is the current request's ResponseWriter.
+	writer responseWriter
+	// remoteAddr is the peer's address, computed once.
+	remoteAddr string
+	// tlsState is set after the first read of a TLS connection.
+	tlsState *tls.ConnectionState
+	// watcher watches for the client's close during one request.
+	watcher watcher
+	// closeAfter: the current reply is the connection's last.
+	closeAfter bool
+}
+
+func newConn(s *Server, netConn net.Conn) *conn {
+	c := &conn{server: s, netConn: netConn, header: make(http.Header)}
+	c.ctx, c.cancel = context.WithCancel(context.WithValue(context.Background(), connKey{}, c))
+	c.template, c.request = (&http.Request{}).WithContext(c.ctx), new(http.Request)
+	c.in.buf = make([]byte, inputBufferBytes)
+	c.remoteAddr = netConn.RemoteAddr().String()
+	c.body.c = c
+	c.writer.c = c
+	c.writer.header = make(http.Header)
+	return c
+}
+
+// serve runs the connection's request loop until it must close.
+func (c *conn) serve() {
+	defer c.finish()
+	for {
+		if !c.waitForRequest() {
+			return
+		}
+		if !c.serveOne() {
+			return
+		}
+	}
+}
+
+// finish recovers a handler's panic, closes the connection and forgets it.
+func (c *conn) finish() {
+	if err := recover(); err != nil && err != http.ErrAbortHandler {
+		c.server.options.Logger.Error("http handler panicked", "remote", c.remoteAddr, "panic", err)
+	}
+	c.watcher.stop(c)
+	c.cancel()
+	_ = c.netConn.Close()
+	c.server.remove(c)
+}
+
+// waitForRequest waits, as an idle connection, until input is buffered;
+// false when the connection must close instead.
+func (c *conn) waitForRequest() bool {
+	c.readDeadlineSet = false
+	if c.in.buffered() > 0 {
+		return !c.server.closing.Load()
+	}
+	c.in.reset()
+	c.state.Store(stateIdle)
+	if c.server.closing.Load() {
+		return false
+	}
+	if timeout := c.server.options.IdleTimeout; timeout > 0 || c.readDeadlineStale {
+		_ = c.netConn.SetReadDeadline(deadline(timeout))
+		c.readDeadlineStale = false
+	}
+	err := c.in.fill(c.netConn)
+	c.state.Store(stateActive)
+	if c.tlsState == nil {
+		c.noteTLS()
+	}
+	return err == nil || c.in.buffered() > 0
+}
+
+// deadline is now plus timeout, or no deadline for 0.
+func deadline(timeout time.Duration) time.Time {
+	if timeout <= 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(timeout)
+}
+
+func (c *conn) noteTLS() {
+	if tlsConn, ok := c.netConn.(*tls.Conn); ok {
+		state := tlsConn.ConnectionState()
+		if state.HandshakeComplete {
+			c.tlsState = &state
+		}
+	}
+}
+
+// armReadDeadline arms the current request's read deadline the first
+// time the server needs more of it than its first read gave.
+func (c *conn) armReadDeadline() {
+	if c.readDeadlineSet {
+		return
+	}
+	options := c.server.options
+	if options.ReadTimeout > 0 || options.IdleTimeout > 0 || c.readDeadlineStale {
+		_ = c.netConn.SetReadDeadline(deadline(options.ReadTimeout))
+	}
+	c.readDeadlineSet, c.readDeadlineStale = true, false
+}
+
+// needMore reads more of the current request into the buffer;
+// errRequestTimeout if its read deadline passed.
+func (c *conn) needMore() error {
+	c.armReadDeadline()
+	if err := c.in.fill(c.netConn); err != nil {
+		if errors.Is(err, errInputFull) {
+			return err
+		}
+		return c.readError(err)
+	}
+	return nil
+}
+
+var errRequestTimeout = errors.New("httpserve: request not read within the read timeout")
+
+func (c *conn) refused(reason Reason) {
+	if c.server.options.Refused != nil {
+		c.server.options.Refused(reason)
+	}
+}
+
+// serveOne reads, serves and answers one request; false when the
+// connection must close.
+func (c *conn) serveOne() bool {
+	header, err := c.readHeader()
+	if err != nil {
+		c.answerRefusal(err)
+		return false
+	}
+	if failure := c.parseRequest(header); failure != nil {
+		c.answerRefusal(failure)
+		return false
+	}
+	if timeout := c.server.options.WriteTimeout; timeout > 0 {
+		_ = c.netConn.SetWriteDeadline(deadline(timeout))
+	}
+	c.writer.begin(c.request.Method == http.MethodHead, c.request.ProtoMinor == 0)
+	c.server.options.Handler.ServeHTTP(&c.writer, c.request)
+	c.watcher.stop(c)
+	c.afterHandler()
+	if err := c.writer.end(); err != nil {
+		return false
+	}
+	return !c.closeAfter
+}
+
+// afterHandler settles the body the handler left, deciding whether the
+// connection survives this request.
+func (c *conn) afterHandler() {
+	if c.watcher.peerGone {
+		c.closeAfter = true
+	}
+	if hasToken(c.writer.header.Get("Connection"), "close") {
+		c.closeAfter = true
+	}
+	if c.body.mode != bodyDone {
+		if c.body.expectContinue && !c.body.continueSent {
+			c.closeAfter = true // the client may or may not send the body now
+		} else if !c.body.drain() {
+			c.closeAfter = true
+		}
+	}
+	if c.server.closing.Load() {
+		c.closeAfter = true
+	}
+}

@@ -1,0 +1,55 @@
+// Package httpserve is the broker's HTTP/1.1 connection server: it serves
+// the connections a net.Listener accepts (plain TCP or *tls.Conn) to an
+// http.Handler, in place of net/http.Server, doing less work per request.
+//
+// What it owns. One goroutine per connection reads a request, calls the
+// handler on that same goroutine, writes the reply and loops. On the
+// common path a request costs no goroutine, no timer, no context and no
+// request or header map allocation: the connection keeps one
+// http.Request, one header map, one input buffer and one output buffer
+// and reuses them; the header block becomes one string of which the
+// method, target, keys and values are substrings. A reply the handler
+// finishes within responseBufferBytesMax goes out in one write with a
+// Content-Length; a larger one streams (chunked for HTTP/1.1, until the
+// close for HTTP/1.0).
+//
+// Bounds, named in limits.go: a request's line and header fields together
+// are at most headerBytesMax (431 past it); a chunk-size line or a trailer
+// at most chunkLineBytesMax; a body the handler left unread is drained up
+// to unreadBodyDrainMax, past which the connection closes instead; a
+// connection holds at most headerBytesMax of input buffer and
+// responseBufferBytesMax (plus one chunk's framing) of output buffer.
+// The number of connections is bounded by the listener (the caller's
+// connection limit).
+//
+// Timeouts (Options): IdleTimeout bounds the wait for the first byte of a
+// request on a kept-alive connection (with no byte buffered);
+// ReadTimeout bounds reading one request, header and body, from the
+// moment the server first needs more of it than its first read gave (in
+// practice from its first bytes); WriteTimeout bounds the time from the
+// end of the request header to the last byte of the reply, handler time
+// included. A request that arrives in one read costs two deadline calls:
+// the read deadline armed for the idle wait, and the write deadline.
+// Whatever exceeds a timeout, the connection is closed.
+//
+// Invariants. Replies leave in the order of their requests (pipelined
+// requests are read from the buffer one after the other). A request the
+// parser refuses is answered (400, 413, 417, 431, 501, 505) with
+// Connection: close and changes nothing, since the handler never sees
+// it. A request with both Content-Length and Transfer-Encoding is refused.
+// A handler's panic closes its connection (logged, except
+// http.ErrAbortHandler) and never the server.
+//
+// The request context is the connection's: it is cancelled when the
+// connection ends, and, for a handler that called WatchClose before
+// waiting (a parked long poll), as soon as the client closes its end.
+// Watching costs a goroutine blocked in a read, started only then and
+// joined before the next request is read.
+//
+// Not supported: HTTP/2 and the upgrade to it, Hijack, Flush, trailers in
+// replies, informational (1xx) replies from handlers (100 Continue is the
+// server's own, sent when the handler first reads a body the client
+// asked to wait for), absolute-form targets of other hosts (the host part
+// is ignored), and keeping the request or its writer after the handler
+// returned (both are reused by the connection's next request).
+package httpserve

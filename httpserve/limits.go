@@ -1,0 +1,38 @@
+package httpserve
+
+import "time"
+
+// The bounds of one connection, in one place.
+const (
+	// headerBytesMax bounds a request's line plus its header fields, and
+	// so the input buffer of a connection; past it the request is answered
+	// 431.
+	headerBytesMax = 64 << 10
+	// inputBufferBytes is a connection's first input buffer; it grows up
+	// to headerBytesMax only for a large header.
+	inputBufferBytes = 4 << 10
+	// responseBufferBytesMax is the largest reply body kept whole and sent
+	// in one write with a Content-Length; a larger one streams.
+	responseBufferBytesMax = 32 << 10
+	// chunkLineBytesMax bounds a chunk-size line and each trailer line of
+	// a chunked request body; trailerBytesMax bounds the trailer in all.
+	chunkLineBytesMax = 4 << 10
+	trailerBytesMax   = 16 << 10
+	// unreadBodyDrainMax is how much of a body the handler did not read
+	// the server reads and discards to keep the connection; past it the
+	// connection is closed after the reply.
+	unreadBodyDrainMax = 256 << 10
+	// acceptRetryFirst and acceptRetryMax are the pauses after a failed
+	// Accept (descriptors exhausted), doubling from the first to the max.
+	acceptRetryFirst = 5 * time.Millisecond
+	acceptRetryMax   = time.Second
+	// refusalWriteTimeout bounds the write of a refusal when no write
+	// timeout is configured.
+	refusalWriteTimeout = time.Second
+	// shutdownPollInterval is how often Shutdown looks for connections
+	// that became idle and whether all have ended.
+	shutdownPollInterval = 10 * time.Millisecond
+)
+
+// aLongTimeAgo is a deadline in the past: it wakes a blocked read at once.
+var aLongTimeAgo = time.Unix(1, 0)

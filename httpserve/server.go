@@ -1,0 +1,244 @@
+package httpserve
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Reason names why the server refused a request without calling the
+// handler, or why it closed a connection in the middle of one.
+type Reason string
+
+// The reasons of Options.Refused.
+const (
+	// ReasonMalformed: the request line or a header field does not parse
+	// (400).
+	ReasonMalformed Reason = "malformed"
+	// ReasonHeaderTooLarge: the line and header exceed headerBytesMax (431).
+	ReasonHeaderTooLarge Reason = "header_too_large"
+	// ReasonVersion: an HTTP version other than 1.0 and 1.1 (505).
+	ReasonVersion Reason = "version"
+	// ReasonFraming: the body's length is ambiguous or unsupported: both
+	// Content-Length and Transfer-Encoding, a bad Content-Length, a
+	// transfer coding other than chunked (400 or 501).
+	ReasonFraming Reason = "framing"
+	// ReasonExpectation: an Expect other than 100-continue (417).
+	ReasonExpectation Reason = "expectation"
+	// ReasonBody: a chunked body that does not parse; the handler got a
+	// read error and the connection closes after its reply.
+	ReasonBody Reason = "body"
+	// ReasonReadTimeout: a request not read in full within ReadTimeout;
+	// the connection is closed without an answer.
+	ReasonReadTimeout Reason = "read_timeout"
+)
+
+// Reasons lists every Reason, for metrics that declare their labels.
+var Reasons = []Reason{ReasonMalformed, ReasonHeaderTooLarge, ReasonVersion, ReasonFraming,
+	ReasonExpectation, ReasonBody, ReasonReadTimeout}
+
+// Options configure a Server. Zero timeouts mean none.
+type Options struct {
+	// Handler serves every request; required.
+	Handler http.Handler
+	// ReadTimeout, WriteTimeout and IdleTimeout: see the package doc. An
+	// IdleTimeout of 0 takes ReadTimeout's value, as net/http does.
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// Refused, if set, is called once per refusal or broken request, from
+	// the connection's goroutine.
+	Refused func(Reason)
+	// Logger receives handler panics; nil discards them.
+	Logger *slog.Logger
+}
+
+// ErrServerClosed is what Serve returns after Shutdown or Close.
+var ErrServerClosed = http.ErrServerClosed
+
+// Server serves connections to a handler. Safe for concurrent use.
+type Server struct {
+	// options are fixed at creation.
+	options Options
+	// closing is set once by Shutdown or Close and never cleared.
+	closing atomic.Bool
+	// dates caches the Date header of the current second.
+	dates dateCache
+	// mu guards listeners and conns. Invariant: conns holds every
+	// connection whose goroutine has not ended.
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+}
+
+// New returns a server of options; it serves nothing until Serve.
+func New(options Options) *Server {
+	if options.IdleTimeout == 0 {
+		options.IdleTimeout = options.ReadTimeout
+	}
+	if options.Logger == nil {
+		options.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Server{options: options, listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{}}
+}
+
+// Serve accepts connections on listener and serves each on a goroutine of
+// its own until Shutdown or Close; it then returns ErrServerClosed, or
+// the listener's error if it failed first.
+func (s *Server) Serve(listener net.Listener) error {
+	if !s.track(listener) {
+		return ErrServerClosed
+	}
+	defer s.untrack(listener)
+	pause := time.Duration(0)
+	for {
+		netConn, err := listener.Accept()
+		if err != nil {
+			if s.closing.Load() {
+				return ErrServerClosed
+			}
+			var netError net.Error
+			if !errors.As(err, &netError) || !netError.Timeout() && !isTemporary(err) {
+				return err
+			}
+			pause = min(max(2*pause, acceptRetryFirst), acceptRetryMax)
+			time.Sleep(pause)
+			continue
+		}
+		pause = 0
+		c := newConn(s, netConn)
+		if !s.add(c) {
+			_ = netConn.Close()
+			return ErrServerClosed
+		}
+		go c.serve()
+	}
+}
+
+// isTemporary reports an accept error worth retrying (descriptors
+// exhausted), as net/http does.
+func isTemporary(err error) bool {
+	var temporary interface{ Temporary() bool }
+	return errors.As(err, &temporary) && temporary.Temporary()
+}
+
+func (s *Server) track(listener net.Listener) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing.Load() {
+		return false
+	}
+	s.listeners[listener] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(listener net.Listener) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.listeners, listener)
+}
+
+func (s *Server) add(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing.Load() {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *Server) remove(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.conns, c)
+}
+
+// Shutdown stops accepting, closes idle connections, lets the others
+// finish their request (their reply says Connection: close) and returns
+// once all have ended, or closes them all when ctx ends and returns its
+// error.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.closeListeners()
+	ticker := time.NewTicker(shutdownPollInterval)
+	defer ticker.Stop()
+	for {
+		if s.closeIdle() == 0 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			s.closeAll()
+			return errors.Join(err, ctx.Err())
+		case <-ticker.C:
+		}
+	}
+}
+
+// Close stops accepting and closes every connection at once.
+func (s *Server) Close() error {
+	err := s.closeListeners()
+	s.closeAll()
+	return err
+}
+
+func (s *Server) closeListeners() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closing.Store(true)
+	var err error
+	for listener := range s.listeners {
+		if closeErr := listener.Close(); closeErr != nil && !errors.Is(closeErr, net.ErrClosed) {
+			err = errors.Join(err, closeErr)
+		}
+	}
+	return err
+}
+
+// closeIdle closes the connections waiting for a request and returns how
+// many connections remain.
+func (s *Server) closeIdle() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		if c.state.Load() == stateIdle {
+			_ = c.netConn.Close()
+		}
+	}
+	return len(s.conns)
+}
+
+func (s *Server) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		_ = c.netConn.Close()
+	}
+}
+
+// dateCache formats the Date header once per second. Safe for
+// concurrent use.
+type dateCache struct {
+	// current is the formatted value of its second; never nil after the
+	// first get.
+	current atomic.Pointer[dateStamp]
+}
+
+type dateStamp struct {
+	second int64
+	value  []byte
+}
+
+// get returns the Date value for now; callers must not modify it.
+func (d *dateCache) get(now time.Time) []byte {
+	second := now.Unix()
+	if stamp := d.current.Load(); stamp != nil && stamp.second == second {
+		return stamp.value
+	}
+	stamp := &dateStamp{second: second, value: now.UTC().AppendFormat(nil, http.TimeFormat)}
+	d.current.Store(stamp)
+	return stamp.value
+}

@@ -1,0 +1,365 @@
+package httpserve
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// testTimeout bounds every wait of these tests (loopback only).
+const testTimeout = 5 * time.Second
+
+// echoHandler answers with the method, path, query, host and the body it
+// read.
+func echoHandler(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	_, _ = io.WriteString(w, r.Method+" "+r.URL.Path+" "+r.URL.RawQuery+" "+r.Host+" "+string(body))
+}
+
+// start serves handler on a loopback port until the test ends.
+func start(t *testing.T, options Options) (*Server, string) {
+	t.Helper()
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	server := New(options)
+	served := make(chan error, 1)
+	go func() { served <- server.Serve(listener) }()
+	t.Cleanup(func() {
+		require.NoError(t, server.Close())
+		require.ErrorIs(t, <-served, ErrServerClosed)
+	})
+	return server, listener.Addr().String()
+}
+
+// rawConn is a client connection that writes bytes as given.
+type rawConn struct {
+	net.Conn
+	reader *bufio.Reader
+}
+
+func dial(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, testTimeout)
+	require.NoError(t, err)
+	require.NoError(t, conn.SetDeadline(time.Now().Add(testTimeout)))
+	t.Cleanup(func() { _ = conn.Close() })
+	return &rawConn{Conn: conn, reader: bufio.NewReader(conn)}
+}
+
+func (c *rawConn) send(t *testing.T, text string) {
+	t.Helper()
+	_, err := io.WriteString(c.Conn, text)
+	require.NoError(t, err)
+}
+
+// response reads one reply.
+func (c *rawConn) response(t *testing.T, method string) (*http.Response, string) {
+	t.Helper()
+	response, err := http.ReadResponse(c.reader, &http.Request{Method: method})
+	require.NoError(t, err)
+	body, err := io.ReadAll(response.Body)
+	require.NoError(t, err)
+	return response, string(body)
+}
+
+// closed reports whether the server closed the connection: EOF next, or
+// a reset when it closed with input unread; a timeout is no close.
+func (c *rawConn) closed(t *testing.T) bool {
+	t.Helper()
+	_, err := c.reader.ReadByte()
+	var netError net.Error
+	return err != nil && !(errors.As(err, &netError) && netError.Timeout())
+}
+
+func TestNetHTTPClient(t *testing.T) {
+	_, addr := start(t, Options{Handler: http.HandlerFunc(echoHandler)})
+	client := &http.Client{Timeout: testTimeout}
+	defer client.CloseIdleConnections()
+	for i := range 3 {
+		response, err := client.Post("http://"+addr+"/v1/x?a=b", "text/plain", strings.NewReader(strings.Repeat("y", i*3000)))
+		require.NoError(t, err)
+		body, err := io.ReadAll(response.Body)
+		require.NoError(t, err)
+		require.NoError(t, response.Body.Close())
+		require.Equal(t, http.StatusOK, response.StatusCode)
+		require.Equal(t, "POST /v1/x a=b "+addr+" "+strings.Repeat("y", i*3000), string(body))
+		require.NotEmpty(t, response.Header.Get("Date"))
+	}
+}
+
+func TestPipelinedRequestsAnsweredInOrder(t *testing.T) {
+	_, addr := start(t, Options{Handler: http.HandlerFunc(echoHandler)})
+	conn := dial(t, addr)
+	conn.send(t, "GET /one HTTP/1.1\r\nHost: h\r\n\r\n"+
+		"POST /two HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc"+
+		"POST /three HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nxy\r\n1;ext=1\r\nz\r\n0\r\nTrailer: t\r\n\r\n")
+	for _, want := range []string{"GET /one  h ", "POST /two  h abc", "POST /three  h xyz"} {
+		response, body := conn.response(t, "GET")
+		require.Equal(t, http.StatusOK, response.StatusCode)
+		require.Equal(t, want, body)
+	}
+}
+
+func TestChunkedReplyWhenLarge(t *testing.T) {
+	large := strings.Repeat("L", responseBufferBytesMax+10)
+	_, addr := start(t, Options{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, large)
+	})})
+	conn := dial(t, addr)
+	conn.send(t, "GET / HTTP/1.1\r\nHost: h\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n")
+	for range 2 {
+		response, body := conn.response(t, "GET")
+		require.Equal(t, []string{"chunked"}, response.TransferEncoding)
+		require.Equal(t, large, body)
+	}
+	conn.send(t, "GET / HTTP/1.0\r\n\r\n")
+	response, body := conn.response(t, "GET")
+	require.Equal(t, int64(-1), response.ContentLength)
+	require.Equal(t, large, body)
+	require.True(t, conn.closed(t))
+}
+
+func TestExpectContinue(t *testing.T) {
+	_, addr := start(t, Options{Handler: http.HandlerFunc(echoHandler)})
+	conn := dial(t, addr)
+	conn.send(t, "POST /e HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n")
+	line, err := conn.reader.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "HTTP/1.1 100 Continue\r\n", line)
+	line, err = conn.reader.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "\r\n", line)
+	conn.send(t, "body")
+	response, body := conn.response(t, "POST")
+	require.Equal(t, http.StatusOK, response.StatusCode)
+	require.Equal(t, "POST /e  h body", body)
+}
+
+func TestExpectContinueUnreadClosesConnection(t *testing.T) {
+	_, addr := start(t, Options{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+	})})
+	conn := dial(t, addr)
+	conn.send(t, "POST /e HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n")
+	response, _ := conn.response(t, "POST")
+	require.Equal(t, http.StatusForbidden, response.StatusCode)
+	require.True(t, response.Close)
+	require.True(t, conn.closed(t))
+}
+
+func TestRefusals(t *testing.T) {
+	cases := []struct {
+		name, request string
+		status        int
+		reason        Reason
+	}{
+		{"garbage", "HELLO\r\n\r\n", 400, ReasonMalformed},
+		{"space in name", "GET / HTTP/1.1\r\nHost: h\r\nBad Name: x\r\n\r\n", 400, ReasonMalformed},
+		{"folded", "GET / HTTP/1.1\r\nHost: h\r\nA: b\r\n c\r\n\r\n", 400, ReasonMalformed},
+		{"control in value", "GET / HTTP/1.1\r\nHost: h\r\nA: b\x01c\r\n\r\n", 400, ReasonMalformed},
+		{"no host", "GET / HTTP/1.1\r\n\r\n", 400, ReasonMalformed},
+		{"two hosts", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, ReasonMalformed},
+		{"version 2", "GET / HTTP/2.0\r\nHost: h\r\n\r\n", 505, ReasonVersion},
+		{"version 0.9", "GET / HTTP/0.9\r\nHost: h\r\n\r\n", 505, ReasonVersion},
+		{"both framings", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", 400, ReasonFraming},
+		{"gzip coding", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n", 501, ReasonFraming},
+		{"bad length", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: -1\r\n\r\n", 400, ReasonFraming},
+		{"plus length", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: +1\r\n\r\n", 400, ReasonFraming},
+		{"two lengths", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400, ReasonFraming},
+		{"expectation", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nExpect: magic\r\n\r\n", 417, ReasonExpectation},
+		{"header too large", "GET / HTTP/1.1\r\nHost: h\r\nA: " + strings.Repeat("a", headerBytesMax) + "\r\n\r\n", 431, ReasonHeaderTooLarge},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var refused atomic.Value
+			served := atomic.Bool{}
+			_, addr := start(t, Options{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served.Store(true) }),
+				Refused: func(reason Reason) { refused.Store(reason) }})
+			conn := dial(t, addr)
+			conn.send(t, tc.request)
+			response, body := conn.response(t, "GET")
+			require.Equal(t, tc.status, response.StatusCode)
+			require.Contains(t, body, `{"error":`)
+			require.True(t, response.Close)
+			require.True(t, conn.closed(t))
+			require.Equal(t, tc.reason, refused.Load())
+			require.False(t, served.Load())
+		})
+	}
+}
+
+func TestMalformedChunkedBody(t *testing.T) {
+	var refused atomic.Value
+	_, addr := start(t, Options{Handler: http.HandlerFunc(echoHandler), Refused: func(reason Reason) { refused.Store(reason) }})
+	conn := dial(t, addr)
+	conn.send(t, "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")
+	response, _ := conn.response(t, "POST")
+	require.Equal(t, http.StatusBadRequest, response.StatusCode)
+	require.True(t, conn.closed(t))
+	require.Equal(t, ReasonBody, refused.Load())
+}
+
+func TestHTTP10AndHead(t *testing.T) {
+	_, addr := start(t, Options{Handler: http.HandlerFunc(echoHandler)})
+	conn := dial(t, addr)
+	conn.send(t, "HEAD /h HTTP/1.1\r\nHost: h\r\n\r\n")
+	response, body := conn.response(t, "HEAD")
+	require.Equal(t, int64(len("HEAD /h  h ")), response.ContentLength)
+	require.Empty(t, body)
+	conn.send(t, "GET /k HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+	response, body = conn.response(t, "GET")
+	require.Equal(t, "GET /k   ", body)
+	require.Equal(t, "keep-alive", response.Header.Get("Connection"))
+	conn.send(t, "GET /c HTTP/1.0\r\n\r\n")
+	response, body = conn.response(t, "GET")
+	require.Equal(t, "GET /c   ", body)
+	require.True(t, response.Close)
+	require.True(t, conn.closed(t))
+}
+
+func TestConnectionClose(t *testing.T) {
+	_, addr := start(t, Options{Handler: http.HandlerFunc(echoHandler)})
+	conn := dial(t, addr)
+	conn.send(t, "GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+	response, _ := conn.response(t, "GET")
+	require.True(t, response.Close)
+	require.True(t, conn.closed(t))
+}
+
+func TestUnreadBodyDrainedOrClosed(t *testing.T) {
+	_, addr := start(t, Options{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusAccepted)
+	})})
+	conn := dial(t, addr)
+	conn.send(t, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\n12345GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+	for range 2 {
+		response, _ := conn.response(t, "POST")
+		require.Equal(t, http.StatusAccepted, response.StatusCode)
+		require.False(t, response.Close)
+	}
+	conn.send(t, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: "+strconv.Itoa(unreadBodyDrainMax+1)+"\r\n\r\n")
+	response, _ := conn.response(t, "POST")
+	require.True(t, response.Close)
+	require.True(t, conn.closed(t))
+}
+
+func TestIdleAndReadTimeouts(t *testing.T) {
+	var refused atomic.Value
+	_, addr := start(t, Options{Handler: http.HandlerFunc(echoHandler), ReadTimeout: 100 * time.Millisecond,
+		IdleTimeout: 100 * time.Millisecond, Refused: func(reason Reason) { refused.Store(reason) }})
+	idle := dial(t, addr)
+	require.True(t, idle.closed(t), "an idle connection is closed after the idle timeout")
+	slow := dial(t, addr)
+	slow.send(t, "GET / HTTP/1.1\r\n")
+	require.True(t, slow.closed(t), "a request not finished within the read timeout closes its connection")
+	require.Equal(t, ReasonReadTimeout, refused.Load())
+}
+
+func TestPanicClosesOnlyTheConnection(t *testing.T) {
+	_, addr := start(t, Options{Handler: http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/panic" {
+			panic("handler bug")
+		}
+	})})
+	conn := dial(t, addr)
+	conn.send(t, "GET /panic HTTP/1.1\r\nHost: h\r\n\r\n")
+	require.True(t, conn.closed(t))
+	other := dial(t, addr)
+	other.send(t, "GET /fine HTTP/1.1\r\nHost: h\r\n\r\n")
+	response, _ := other.response(t, "GET")
+	require.Equal(t, http.StatusOK, response.StatusCode)
+}
+
+// TestWatchCloseCancelsParkedRequest: a handler waiting on its context
+// after WatchClose returns once the client closes, long before its own
+// wait would end; without WatchClose it would not.
+func TestWatchCloseCancelsParkedRequest(t *testing.T) {
+	returned := make(chan error, 1)
+	_, addr := start(t, Options{Handler: http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		WatchClose(r.Context())
+		select {
+		case <-r.Context().Done():
+			returned <- r.Context().Err()
+		case <-time.After(testTimeout):
+			returned <- nil
+		}
+	})})
+	conn := dial(t, addr)
+	conn.send(t, "GET /poll HTTP/1.1\r\nHost: h\r\n\r\n")
+	time.Sleep(20 * time.Millisecond) // let the handler park (the assertion does not depend on it)
+	require.NoError(t, conn.Close())
+	require.ErrorIs(t, <-returned, context.Canceled)
+}
+
+// TestWatchCloseKeepsPipelinedRequest: bytes the watcher read while the
+// handler waited are the next request.
+func TestWatchCloseKeepsPipelinedRequest(t *testing.T) {
+	release := make(chan struct{})
+	_, addr := start(t, Options{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/poll" {
+			WatchClose(r.Context())
+			<-release
+		}
+		_, _ = io.WriteString(w, r.URL.Path)
+	})})
+	conn := dial(t, addr)
+	conn.send(t, "GET /poll HTTP/1.1\r\nHost: h\r\n\r\n")
+	time.Sleep(20 * time.Millisecond)
+	conn.send(t, "GET /next HTTP/1.1\r\nHost: h\r\n\r\n")
+	time.Sleep(20 * time.Millisecond)
+	close(release)
+	for _, want := range []string{"/poll", "/next"} {
+		_, body := conn.response(t, "GET")
+		require.Equal(t, want, body)
+	}
+}
+
+func TestShutdownWaitsForActiveAndClosesIdle(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	server := New(Options{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			close(entered)
+			<-release
+		}
+		_, _ = io.WriteString(w, "done")
+	})})
+	served := make(chan error, 1)
+	go func() { served <- server.Serve(listener) }()
+	addr := listener.Addr().String()
+	idle := dial(t, addr)
+	idle.send(t, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+	idle.response(t, "GET")
+	active := dial(t, addr)
+	active.send(t, "GET /slow HTTP/1.1\r\nHost: h\r\n\r\n")
+	<-entered
+	shutdown := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		shutdown <- server.Shutdown(ctx)
+	}()
+	require.True(t, idle.closed(t))
+	require.ErrorIs(t, <-served, ErrServerClosed)
+	close(release)
+	response, body := active.response(t, "GET")
+	require.Equal(t, "done", body)
+	require.True(t, response.Close)
+	require.NoError(t, <-shutdown)
+}
