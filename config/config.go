@@ -22,8 +22,9 @@ type Config struct {
 type HTTP struct {
 	// Addr is the host:port the HTTP API listens on.
 	Addr string
-	// ReadTimeout, WriteTimeout and IdleTimeout are the http.Server
-	// timeouts; each > 0 and ≤ httpTimeoutMax.
+	// ReadTimeout, WriteTimeout and IdleTimeout are the API connection
+	// server's timeouts (docs/operations.md#http-connections says what
+	// each bounds); each > 0 and ≤ httpTimeoutMax.
 	ReadTimeout  time.Duration
 	WriteTimeout time.Duration
 	IdleTimeout  time.Duration

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -253,4 +255,32 @@ func TestAckIsIdempotentOverHTTP(t *testing.T) {
 		{"extend after restart", post("/v1/topics/orders/ack?receipt_handle="+message.Handle+"&extend=true", "", ""), 410, `already acked`},
 		{"empty", get("/v1/topics/orders/consume"), 204, ""},
 	})
+}
+
+// TestParkedPollOfDepartedClientIsCancelled: a long poll whose client
+// closes its connection is cancelled (its parked slot freed) rather than
+// left to time out: the connection server watches parked requests.
+func TestParkedPollOfDepartedClientIsCancelled(t *testing.T) {
+	h := testHost(t)
+	runSteps(t, h, []step{{"create", postJSON("/v1/topics", `{"name":"q"}`), 201, ""}})
+	conn, err := net.Dial("tcp", h.Addr())
+	require.NoError(t, err)
+	_, err = io.WriteString(conn, "GET /v1/topics/q/consume?wait=2s HTTP/1.1\r\nHost: test\r\n\r\n")
+	require.NoError(t, err)
+	outcome := regexp.MustCompile(`narad_consume_polls_total\{outcome="(cancelled|timeout)",topic="q"\} 1`)
+	parked := regexp.MustCompile(`narad_consume_wait_seconds_count\{outcome="[a-z_]+",topic="q"\}`)
+	scrape := func() string {
+		code, body := call(t, h, apiCall{method: http.MethodGet, path: "/metrics"})
+		require.Equal(t, http.StatusOK, code)
+		return body
+	}
+	require.Never(t, func() bool { return parked.MatchString(scrape()) }, 100*time.Millisecond, 10*time.Millisecond,
+		"the poll has no outcome while its client waits")
+	require.NoError(t, conn.Close())
+	var found []string
+	require.Eventually(t, func() bool {
+		found = outcome.FindStringSubmatch(scrape())
+		return found != nil
+	}, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, "cancelled", found[1])
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"narad/httpserve"
 	"narad/msg"
 )
 
@@ -34,6 +35,11 @@ func (b *backend) Do(ctx context.Context, req msg.Request) msg.Reply {
 	if err := b.send(ctx, input{id: id, request: req, reply: replyCh}); err != nil {
 		replyChannels.Put(replyCh) // the loop never saw it
 		return msg.Reply{ID: id, Err: msg.Unavailable("%v", err)}
+	}
+	if consume, ok := req.(msg.Consume); ok && consume.WaitMs > 0 {
+		// It may park: a client that leaves must cancel ctx, which the
+		// connection server notices only when asked (docs/operations.md#http-connections).
+		httpserve.WatchClose(ctx)
 	}
 	select {
 	case reply := <-replyCh:

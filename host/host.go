@@ -19,6 +19,7 @@ import (
 
 	"narad/auth"
 	"narad/httpapi"
+	"narad/httpserve"
 	"narad/meta"
 	"narad/node"
 	"narad/peer"
@@ -35,7 +36,8 @@ type Options struct {
 	HTTPAddr string
 	// PprofAddr, when set, serves /debug/pprof on a separate listener.
 	PprofAddr string
-	// HTTP server timeouts, and how long graceful shutdown waits.
+	// The API connection server's timeouts (package httpserve), and how
+	// long graceful shutdown waits.
 	ReadTimeout, WriteTimeout, IdleTimeout, ShutdownGrace time.Duration
 	// HTTPConnectionsMax limits the HTTP connections open at once (more
 	// are answered 503 and closed); 0 derives it from the descriptor
@@ -94,7 +96,7 @@ type Host struct {
 	logger   *slog.Logger
 	loop     *loop
 	backend  *backend
-	server   *http.Server
+	server   *httpserve.Server
 	listener net.Listener
 	// connectionsMax is the HTTP connection limit in force (set by listen).
 	connectionsMax int
@@ -229,11 +231,16 @@ func (h *Host) listen(reg *prometheus.Registry, authenticator *auth.Authenticato
 		listener = tls.NewListener(listener, tlsConfig)
 	}
 	h.listener = listener
-	h.server = &http.Server{
+	h.server = httpserve.New(httpserve.Options{
 		Handler:     httpapi.NewHandler(h.backend, codec, reg, h.logger, h.securityOption(authenticator)),
 		ReadTimeout: h.opts.ReadTimeout, WriteTimeout: h.opts.WriteTimeout, IdleTimeout: h.opts.IdleTimeout,
-	}
-	h.goFunc(func() { h.serve(h.server, listener) })
+		Refused: newRefusedCounter(reg), Logger: h.logger,
+	})
+	h.goFunc(func() {
+		if err := h.server.Serve(listener); !errors.Is(err, httpserve.ErrServerClosed) {
+			h.logger.Error("http server failed", "err", err)
+		}
+	})
 	return h.listenPprof()
 }
 

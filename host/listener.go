@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"narad/httpapi"
+	"narad/httpserve"
 )
 
 // The HTTP connection limit's derivation and its refusal.
@@ -120,4 +121,18 @@ func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.listener.release)
 	return err
+}
+
+// newRefusedCounter registers the count of requests the connection server
+// refused or broke off, by reason, and returns what it calls.
+func newRefusedCounter(reg prometheus.Registerer) func(httpserve.Reason) {
+	refused := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "narad", Subsystem: "http",
+		Name: "requests_refused_total", Help: "Requests the HTTP server refused or broke off before the API saw them whole, by reason."},
+		[]string{"reason"})
+	reg.MustRegister(refused)
+	counters := make(map[httpserve.Reason]prometheus.Counter, len(httpserve.Reasons))
+	for _, reason := range httpserve.Reasons {
+		counters[reason] = refused.WithLabelValues(string(reason))
+	}
+	return func(reason httpserve.Reason) { counters[reason].Inc() }
 }

@@ -82,10 +82,12 @@ A topic with a JSON Schema accepts only JSON that matches it: give
 
 With --ceiling the same produce phase (same workers, sizes and batches)
 then runs against a server in a process of its own, on loopback, that
-reads each request and answers 202 without doing anything else: the most
-any broker on this machine could reach with this client. The report gives
-both rates and their ratio, so figures taken on a busy machine can still
-be compared.
+reads each request and answers 202 without doing anything else. It is
+served by the same HTTP connection server as the broker's API, so the
+ceiling is the fastest answering server this machine runs: the most any
+broker here could reach with this client, and the gap to it is what the
+broker itself spends. The report gives both rates and their ratio, so
+figures taken on a busy machine can still be compared.
 
 The last line gives the bench's own CPU time (user + system) per message
 of each phase: when client and server share a machine's cores, what the

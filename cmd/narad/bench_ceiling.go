@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"narad/client"
+	"narad/httpserve"
 )
 
 // ceilingServerStartTimeout bounds how long bench waits for the ceiling
@@ -24,6 +25,9 @@ import (
 const (
 	ceilingServerStartTimeout = 10 * time.Second
 	ceilingServerStopTimeout  = 5 * time.Second
+	// ceilingServerReadTimeout bounds the reading of one request by the
+	// ceiling server (and a connection's idle wait).
+	ceilingServerReadTimeout = 10 * time.Second
 )
 
 // ceilingServerCommand is the hidden command that runs the ceiling server
@@ -39,8 +43,9 @@ const (
 
 // answerCeiling reads the whole body, as the broker does, and accepts
 // without doing anything else: the same client against it measures this
-// machine's HTTP ceiling (client, loopback, Go's HTTP server), the most
-// any broker on this machine could reach with that client shape.
+// machine's HTTP ceiling (client, loopback, the broker's own connection
+// server, package httpserve), the most any broker on this machine could
+// reach with that client shape.
 func answerCeiling(w http.ResponseWriter, r *http.Request) {
 	if _, err := io.Copy(io.Discard, r.Body); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -73,13 +78,13 @@ meant to be run by hand.`,
 			if err != nil {
 				return err
 			}
-			server := &http.Server{Handler: http.HandlerFunc(answerCeiling), ReadHeaderTimeout: 10 * time.Second}
+			server := httpserve.New(httpserve.Options{Handler: http.HandlerFunc(answerCeiling), ReadTimeout: ceilingServerReadTimeout})
 			served := make(chan error, 1)
 			go func() { served <- server.Serve(listener) }()
 			fmt.Fprintf(a.stdout, "http://%s\n", listener.Addr())
 			_, _ = io.Copy(io.Discard, a.stdin) // until the bench closes its end
 			err = server.Close()
-			if servedErr := <-served; !errors.Is(servedErr, http.ErrServerClosed) {
+			if servedErr := <-served; !errors.Is(servedErr, httpserve.ErrServerClosed) {
 				err = errors.Join(err, servedErr)
 			}
 			return err
