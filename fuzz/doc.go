@@ -30,6 +30,12 @@
 //     process, on loopback). The answer is 201 or 400 (413 over the size
 //     bound), never a crash or a 5xx; a created topic reads its schema
 //     back as the same JSON value and is deleted again.
+//   - FuzzServeRequests: any bytes as what a client sends on one
+//     connection to the HTTP connection server (httpserve), in one read or
+//     in short reads. It never panics; what it writes back is a sequence
+//     of whole HTTP/1.1 replies, the handler's own (which echo the request
+//     they saw) followed by at most one refusal (4xx/5xx, Connection:
+//     close) as the last.
 //
 // The package imports the core and is never imported by it.
 package fuzz
