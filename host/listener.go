@@ -1,6 +1,7 @@
 package host
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -135,4 +136,13 @@ func newRefusedCounter(reg prometheus.Registerer) func(httpserve.Reason) {
 		counters[reason] = refused.WithLabelValues(string(reason))
 	}
 	return func(reason httpserve.Reason) { counters[reason].Inc() }
+}
+
+// CloseWrite half-closes the connection when the inner one can, so that
+// the HTTP server can linger before closing (httpserve).
+func (c *limitedConn) CloseWrite() error {
+	if closer, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return closer.CloseWrite()
+	}
+	return errors.ErrUnsupported
 }

@@ -14,6 +14,7 @@ func (c *conn) answerRefusal(err error) {
 		return
 	}
 	c.refused(failure.reason)
+	c.linger = true
 	body := `{"error":` + strconv.Quote(failure.message) + "}\n"
 	out := append(c.writer.out[:0], "HTTP/1.1 "...)
 	out = strconv.AppendInt(out, int64(failure.status), 10)

@@ -61,6 +61,11 @@ type conn struct {
 	watcher watcher
 	// closeAfter: the current reply is the connection's last.
 	closeAfter bool
+	// linger: the connection closes with client input perhaps unread (a
+	// refusal, a body not drained): finish half-closes it and reads what
+	// comes before closing, so that the kernel does not answer that input
+	// with a reset that could destroy the reply before the client read it.
+	linger bool
 }
 
 func newConn(s *Server, netConn net.Conn) *conn {
@@ -95,8 +100,31 @@ func (c *conn) finish() {
 	}
 	c.watcher.stop(c)
 	c.cancel()
+	if c.linger {
+		c.lingerClose()
+	}
 	_ = c.netConn.Close()
 	c.server.remove(c)
+}
+
+// lingerClose sends the FIN and discards input until the client closes
+// too, for at most lingerTimeout and lingerBytesMax.
+func (c *conn) lingerClose() {
+	closer, ok := c.netConn.(interface{ CloseWrite() error })
+	if !ok || closer.CloseWrite() != nil {
+		return
+	}
+	_ = c.netConn.SetReadDeadline(time.Now().Add(lingerTimeout))
+	if c.body.scratch == nil {
+		c.body.scratch = make([]byte, directReadMin)
+	}
+	for total := 0; total < lingerBytesMax; {
+		n, err := c.netConn.Read(c.body.scratch)
+		if err != nil {
+			return
+		}
+		total += n
+	}
 }
 
 // waitForRequest waits, as an idle connection, until input is buffered;
@@ -210,9 +238,9 @@ func (c *conn) afterHandler() {
 	}
 	if c.body.mode != bodyDone {
 		if c.body.expectContinue && !c.body.continueSent {
-			c.closeAfter = true // the client may or may not send the body now
+			c.closeAfter, c.linger = true, true // the client may or may not send the body now
 		} else if !c.body.drain() {
-			c.closeAfter = true
+			c.closeAfter, c.linger = true, true
 		}
 	}
 	if c.server.closing.Load() {

@@ -29,6 +29,10 @@ const (
 	// refusalWriteTimeout bounds the write of a refusal when no write
 	// timeout is configured.
 	refusalWriteTimeout = time.Second
+	// lingerTimeout and lingerBytesMax bound how long, and how much input,
+	// a connection closing with input unread discards after its FIN.
+	lingerTimeout  = 500 * time.Millisecond
+	lingerBytesMax = 1 << 20
 	// shutdownPollInterval is how often Shutdown looks for connections
 	// that became idle and whether all have ended.
 	shutdownPollInterval = 10 * time.Millisecond

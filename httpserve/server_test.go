@@ -363,3 +363,26 @@ func TestShutdownWaitsForActiveAndClosesIdle(t *testing.T) {
 	require.True(t, response.Close)
 	require.NoError(t, <-shutdown)
 }
+
+// TestRefusedLargeBodyReplyIsRead: a reply the handler gives without
+// reading a body too large to drain reaches the client whole, although
+// the client was still sending: the server half-closes and discards
+// instead of resetting the connection.
+func TestRefusedLargeBodyReplyIsRead(t *testing.T) {
+	_, addr := start(t, Options{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusRequestEntityTooLarge)
+	})})
+	for range 3 {
+		conn := dial(t, addr)
+		size := 2 * unreadBodyDrainMax
+		sent := make(chan error, 1)
+		go func() {
+			_, err := io.WriteString(conn.Conn, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: "+strconv.Itoa(size)+"\r\n\r\n"+strings.Repeat("b", size))
+			sent <- err
+		}()
+		<-sent // the client reads only once it sent everything (or failed to)
+		response, _ := conn.response(t, "POST")
+		require.Equal(t, http.StatusRequestEntityTooLarge, response.StatusCode)
+		require.True(t, response.Close)
+	}
+}
