@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -148,7 +149,26 @@ func (c *conn) waitForRequest() bool {
 	if c.tlsState == nil {
 		c.noteTLS()
 	}
+	if recordError := (tls.RecordHeaderError{}); errors.As(err, &recordError) && recordError.Conn != nil {
+		c.answerPlainToTLS(recordError.Conn)
+	}
 	return err == nil || c.in.buffered() > 0
+}
+
+// plainToTLSAnswer is the answer to plain HTTP sent to a TLS listener.
+const plainToTLSAnswer = "HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n" +
+	"This server speaks HTTPS; the request was plain HTTP.\n"
+
+// answerPlainToTLS tells a client that spoke plain HTTP to a TLS
+// listener, on the raw connection, and counts it as malformed.
+func (c *conn) answerPlainToTLS(raw net.Conn) {
+	c.refused(ReasonMalformed)
+	timeout := c.server.options.WriteTimeout
+	if timeout <= 0 {
+		timeout = refusalWriteTimeout
+	}
+	_ = raw.SetWriteDeadline(deadline(timeout))
+	_, _ = io.WriteString(raw, plainToTLSAnswer)
 }
 
 // deadline is now plus timeout, or no deadline for 0.
