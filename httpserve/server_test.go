@@ -32,7 +32,7 @@ func echoHandler(w http.ResponseWriter, r *http.Request) {
 }
 
 // start serves handler on a loopback port until the test ends.
-func start(t *testing.T, options Options) (*Server, string) {
+func start(t testing.TB, options Options) (*Server, string) {
 	t.Helper()
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -52,7 +52,7 @@ type rawConn struct {
 	reader *bufio.Reader
 }
 
-func dial(t *testing.T, addr string) *rawConn {
+func dial(t testing.TB, addr string) *rawConn {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", addr, testTimeout)
 	require.NoError(t, err)
