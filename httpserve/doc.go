@@ -18,7 +18,8 @@
 // at most chunkLineBytesMax; a body the handler left unread is drained up
 // to unreadBodyDrainMax, past which the connection closes instead; a
 // connection holds at most headerBytesMax of input buffer and
-// responseBufferBytesMax (plus one chunk's framing) of output buffer.
+// responseBufferBytesMax (plus a reply header) of output buffer: a larger
+// write of a streamed body goes out from the handler's own slice.
 // The number of connections is bounded by the listener (the caller's
 // connection limit).
 //

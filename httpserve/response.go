@@ -1,6 +1,7 @@
 package httpserve
 
 import (
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -82,10 +83,7 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 	if !w.headerSent {
 		w.startStream()
 	}
-	w.appendChunk(p)
-	if len(w.out) >= responseBufferBytesMax {
-		w.flush()
-	}
+	w.streamWrite(p)
 	if w.err != nil {
 		return 0, w.err
 	}
@@ -119,6 +117,28 @@ func (w *responseWriter) startStream() {
 	body := w.body
 	w.body = w.body[:0]
 	w.appendChunk(body)
+}
+
+// streamWrite sends p as part of a streamed body: copied into out while
+// out stays within responseBufferBytesMax, else written from where it is
+// along with out, so that out never grows past the bound.
+func (w *responseWriter) streamWrite(p []byte) {
+	if len(w.out)+len(p) <= responseBufferBytesMax {
+		w.appendChunk(p)
+		return
+	}
+	if w.chunked {
+		w.out = strconv.AppendInt(w.out, int64(len(p)), 16)
+		w.out = append(w.out, "\r\n"...)
+	}
+	if w.err == nil {
+		buffers := net.Buffers{w.out, p}
+		_, w.err = buffers.WriteTo(w.c.netConn)
+	}
+	w.out = w.out[:0]
+	if w.chunked {
+		w.out = append(w.out, "\r\n"...)
+	}
 }
 
 func (w *responseWriter) appendChunk(p []byte) {

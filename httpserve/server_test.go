@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -117,11 +118,17 @@ func TestPipelinedRequestsAnsweredInOrder(t *testing.T) {
 
 func TestChunkedReplyWhenLarge(t *testing.T) {
 	large := strings.Repeat("L", responseBufferBytesMax+10)
-	_, addr := start(t, Options{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	_, addr := start(t, Options{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/pieces" {
+			for piece := range slices.Chunk([]byte(large), 1000) {
+				_, _ = w.Write(piece)
+			}
+			return
+		}
 		_, _ = io.WriteString(w, large)
 	})})
 	conn := dial(t, addr)
-	conn.send(t, "GET / HTTP/1.1\r\nHost: h\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n")
+	conn.send(t, "GET / HTTP/1.1\r\nHost: h\r\n\r\nGET /pieces HTTP/1.1\r\nHost: h\r\n\r\n")
 	for range 2 {
 		response, body := conn.response(t, "GET")
 		require.Equal(t, []string{"chunked"}, response.TransferEncoding)
