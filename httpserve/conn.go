@@ -136,6 +136,9 @@ func (c *conn) waitForRequest() bool {
 		return !c.server.closing.Load()
 	}
 	c.in.reset()
+	if len(c.in.buf) > inputBufferBytes {
+		c.in.buf = make([]byte, inputBufferBytes) // a large header's buffer is not kept while idle
+	}
 	c.state.Store(stateIdle)
 	if c.server.closing.Load() {
 		return false
