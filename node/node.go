@@ -95,6 +95,10 @@ type Node struct {
 	// moveJobs the finalize jobs for the next Ready (move_dest.go).
 	moves    map[partitionKey]*moveSession
 	moveJobs []movePending
+	// producing names the partitions of the produce whose logs
+	// openProduceLogs is opening (they stay open for it and may go past
+	// the cap of open logs); set and cleared by openProduceLogs only.
+	producing producingPartitions
 	// jobsOrphaned holds the partitions whose session ended while its
 	// finalize job was out (handed out, not yet JobDone): the job owns
 	// their staged and partition directories until it returns, so no
@@ -493,6 +497,7 @@ func (n *Node) Advance(rd Ready) {
 	// or delete a partition, which must not race a round.
 	n.advancePending = false
 	n.completeSyncs(rd)
+	n.closeLogsPastCap()
 	n.advanceMeta()
 	n.completeInternal(rd)
 	n.holdLateReplies(rd)

@@ -14,9 +14,10 @@ const openLogsTestMax = 4
 
 // With far more partitions than open logs allowed, the node stays under
 // its cap and serves every partition, closing the least recently used
-// logs and reopening them on demand; a batch that would need more dirty
-// logs than the cap is refused as retryable (the records it appended
-// before the refusal become durable, as after any 503 of a batch).
+// logs and reopening them on demand. A batch that touches more partitions
+// than the cap is served (it would be refused at every retry otherwise):
+// its own logs go past the cap until its sync round, and are closed back
+// under it then.
 func TestOpenLogsCapServesEveryPartition(t *testing.T) {
 	h := newHarness(t)
 	h.cfg.OpenLogsMax = openLogsTestMax
@@ -25,12 +26,17 @@ func TestOpenLogsCapServesEveryPartition(t *testing.T) {
 	h.createTopic("many", func(c *msg.CreateTopic) { c.Partitions = partitions })
 	h.createTopic("wide", func(c *msg.CreateTopic) { c.Partitions = partitions })
 
-	wide := msg.Produce{Topic: "wide"}
-	for index := range openLogsTestMax + 1 {
+	wide := msg.Produce{Topic: "wide", Batch: true}
+	for index := range openLogsTestMax + 2 {
 		wide.Records = append(wide.Records, msg.ProduceRecord{Partition: index, Payload: []byte("wide")})
 	}
-	h.fail(wide, msg.CodeUnavailable)
-	require.LessOrEqual(t, h.node.Stats().OpenLogs, openLogsTestMax)
+	placed := h.ok(wide).(msg.ProduceResult)
+	require.Len(t, placed.Records, openLogsTestMax+2)
+	require.LessOrEqual(t, h.node.Stats().OpenLogs, openLogsTestMax, "the logs past the cap close after the round")
+	for index := range openLogsTestMax + 2 {
+		stats := h.stats("wide", index)
+		require.Equal(t, [2]uint64{1, 1}, [2]uint64{stats.NextOffset, stats.HighWatermark}, "partition %d holds the batch's one record, durable", index)
+	}
 
 	for index := range partitions {
 		placement := h.produce("many", index, fmt.Sprintf("record %d", index))
@@ -61,4 +67,68 @@ func TestOpenLogsCapServesEveryPartition(t *testing.T) {
 	for index := range partitions {
 		require.Equal(t, uint64(1), h.stats("many", index).Committed, "partition %d", index)
 	}
+}
+
+// A produce that finds every open log held by other partitions' unsynced
+// records is refused as retryable before it appends anything (a retry
+// must not leave a stray copy of its first records each time), and the
+// retry after their sync round is served.
+func TestAProduceRefusedForWantOfRoomAppendsNothing(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.OpenLogsMax = openLogsTestMax
+	h.restart()
+	h.createTopic("held", func(c *msg.CreateTopic) { c.Partitions = 8 })
+	h.createTopic("late", func(c *msg.CreateTopic) { c.Partitions = 8 })
+	held := msg.Produce{Topic: "held", Batch: true}
+	for index := range openLogsTestMax {
+		held.Records = append(held.Records, msg.ProduceRecord{Partition: index, Payload: []byte("held")})
+	}
+	late := msg.Produce{Topic: "late", Batch: true, Records: []msg.ProduceRecord{
+		{Partition: 0, Payload: []byte("late")}, {Partition: 1, Payload: []byte("late")}}}
+
+	h.nextID++
+	h.node.Handle(h.nextID, held) // its logs fill the cap, unsynced until the flush below
+	h.nextID++
+	lateID := h.nextID
+	h.node.Handle(lateID, late)
+	h.flush()
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(h.replies[lateID].Err), "%v", h.replies[lateID].Err)
+	for index := range 2 {
+		require.Equal(t, uint64(0), h.stats("late", index).NextOffset, "partition %d: the refused produce appended nothing", index)
+	}
+
+	h.ok(late)
+	for index := range 2 {
+		require.Equal(t, uint64(1), h.stats("late", index).NextOffset, "partition %d holds the retry's record only", index)
+	}
+}
+
+// A produce that appends to a partition whose log is open and unsynced,
+// and to one more while every open log is unsynced, goes past the cap
+// with its own partitions instead of being refused after appending to the
+// first (which every retry would repeat).
+func TestAProduceGoesPastTheCapWithItsOwnPartitions(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.OpenLogsMax = openLogsTestMax
+	h.restart()
+	h.createTopic("wide", func(c *msg.CreateTopic) { c.Partitions = 8 })
+	first := msg.Produce{Topic: "wide", Batch: true}
+	for index := range openLogsTestMax {
+		first.Records = append(first.Records, msg.ProduceRecord{Partition: index, Payload: []byte("first")})
+	}
+	last := openLogsTestMax - 1
+	second := msg.Produce{Topic: "wide", Batch: true, Records: []msg.ProduceRecord{
+		{Partition: last, Payload: []byte("second")}, {Partition: last + 1, Payload: []byte("second")}}}
+
+	h.nextID++
+	h.node.Handle(h.nextID, first) // its logs fill the cap, unsynced until the flush below
+	h.nextID++
+	secondID := h.nextID
+	h.node.Handle(secondID, second)
+	require.Equal(t, openLogsTestMax+1, h.node.Stats().OpenLogs, "one log past the cap, for the second produce")
+	h.flush()
+	require.NoError(t, h.replies[secondID].Err)
+	require.LessOrEqual(t, h.node.Stats().OpenLogs, openLogsTestMax, "back under the cap after the round")
+	require.Equal(t, uint64(2), h.stats("wide", last).NextOffset, "the first produce's record and the second's")
+	require.Equal(t, uint64(1), h.stats("wide", last+1).NextOffset)
 }

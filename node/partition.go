@@ -100,14 +100,20 @@ func (n *Node) removePartition(p *partition) {
 
 // openLog returns the partition's log, opening (recovering) it if needed;
 // at the cap of open logs it first closes the least recently used one
-// that can close.
+// that can close, or opens it past the cap for the produce whose logs are
+// being opened (makeRoomForLog).
 func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
+	open := n.store.Log
 	if !n.store.IsOpen(p.dir) {
-		if err := n.makeRoomForLog(); err != nil {
+		pastCap, err := n.makeRoomForLog()
+		if err != nil {
 			return nil, err
 		}
+		if pastCap {
+			open = n.store.LogPastCap
+		}
 	}
-	log, recovery, err := n.store.Log(p.dir, n.nowMs)
+	log, recovery, err := open(p.dir, n.nowMs)
 	if err != nil {
 		n.observer.Event("log-open-failed", fmt.Sprintf("%s: %v", p.dir, err))
 		return nil, err
@@ -131,38 +137,80 @@ func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
 
 // makeRoomForLog closes least recently used logs until one more fits
 // under OpenLogsMax. A log with unsynced records or offsets, or one whose
-// partition waits for a sync round, stays open: when every open log is
-// such, the open is refused as retryable (the next sync round frees them,
-// and this one schedules the persist of changed committed offsets)
-// rather than exceeding the cap.
-func (n *Node) makeRoomForLog() error {
+// partition waits for a sync round or is being opened for a produce
+// (producing), stays open. When every open log is such, the log being
+// opened for a produce goes past the cap (pastCap) as long as the logs of
+// other partitions stay under it: a produce that touches more partitions
+// than the cap would otherwise be refused at every retry. Any other open
+// is refused as retryable (the next sync round frees the logs, and this
+// one schedules the persist of changed committed offsets) rather than
+// exceeding the cap. So the open logs stay within the cap plus the
+// partitions of one produce, and closeLogsPastCap brings them back under
+// it once they are synced.
+func (n *Node) makeRoomForLog() (pastCap bool, err error) {
 	for n.store.Full() {
-		dir, ok := n.store.LeastRecent(n.logBusy)
-		if !ok {
-			n.observer.Event("open-logs-full", fmt.Sprintf("%d logs open, none can close", len(n.store.OpenDirs())))
-			// Logs held open only by a changed committed offset can close
-			// once it is persisted: the next sync round does that.
-			n.scheduleCommitPersist()
-			chaos.Reached(chaos.MarkNodeOpenLogsFull)
-			return msg.Unavailable("this node has %d partition logs open, each with unsynced data: retry", n.store.OpenMax())
+		if n.closeLeastRecentLog() {
+			continue
 		}
-		if err := n.store.Close(dir); err != nil {
-			n.observer.Event("log-evict-failed", err.Error())
+		if n.producing.active() && n.openOutsideProducing() < n.store.OpenMax() {
+			return true, nil
 		}
-		n.logEvictions++
-		chaos.Reached(chaos.MarkNodeLogEvicted)
-		if p, ok := n.partitions[partitionKeyOfDir(dir)]; ok {
-			p.log = nil
+		n.observer.Event("open-logs-full", fmt.Sprintf("%d logs open, none can close", len(n.store.OpenDirs())))
+		// Logs held open only by a changed committed offset can close
+		// once it is persisted: the next sync round does that.
+		n.scheduleCommitPersist()
+		chaos.Reached(chaos.MarkNodeOpenLogsFull)
+		return false, msg.Unavailable("this node has %d partition logs open, each with unsynced data: retry", n.store.OpenMax())
+	}
+	return false, nil
+}
+
+// closeLeastRecentLog closes the least recently used log that may close
+// (not logBusy, nothing unsynced), and reports whether there was one.
+func (n *Node) closeLeastRecentLog() bool {
+	dir, ok := n.store.LeastRecent(n.logBusy)
+	if !ok {
+		return false
+	}
+	if err := n.store.Close(dir); err != nil {
+		n.observer.Event("log-evict-failed", err.Error())
+	}
+	n.logEvictions++
+	chaos.Reached(chaos.MarkNodeLogEvicted)
+	if p, ok := n.partitions[partitionKeyOfDir(dir)]; ok {
+		p.log = nil
+	}
+	return true
+}
+
+// closeLogsPastCap closes logs opened past the cap for a produce once they
+// may close (its sync round completed), back down to the cap.
+func (n *Node) closeLogsPastCap() {
+	for n.store.PastCap() && n.closeLeastRecentLog() {
+	}
+}
+
+// openOutsideProducing counts the open logs of partitions other than the
+// produce's being opened.
+func (n *Node) openOutsideProducing() int {
+	count := 0
+	for _, dir := range n.store.OpenDirs() {
+		if !n.producing.has(partitionKeyOfDir(dir)) {
+			count++
 		}
 	}
-	return nil
+	return count
 }
 
 // logBusy reports whether the partition of dir waits for the sync round
-// of the Ready being gathered: its log must stay open until then.
+// of the Ready being gathered, or is one the produce being opened appends
+// to: its log must stay open until then.
 func (n *Node) logBusy(dir string) bool {
 	key := partitionKeyOfDir(dir)
 	if _, dirty := n.dirty[key]; dirty {
+		return true
+	}
+	if n.producing.has(key) {
 		return true
 	}
 	p, ok := n.partitions[key]

@@ -47,6 +47,10 @@ func (n *Node) writePlaced(id msg.RequestID, t *topic, r msg.Produce, placements
 // partition (the driver persists the Ready's Syncs before it sends its
 // Replies).
 func (n *Node) produceLocal(id msg.RequestID, t *topic, r msg.Produce, placements []msg.Placement) {
+	if err := n.openProduceLogs(t, placements); err != nil {
+		n.reply(id, nil, err)
+		return
+	}
 	touched := map[partitionKey]*partition{}
 	for i, rec := range r.Records {
 		p := n.partitionOf(t, placements[i].Partition)
@@ -77,6 +81,56 @@ func (n *Node) produceLocal(id msg.RequestID, t *topic, r msg.Produce, placement
 			n.markDirty(p)
 		}
 	}
+}
+
+// openProduceLogs opens the log of every partition a produce appends to
+// before anything is appended, keeping each open for it (logBusy) and
+// going past the cap of open logs if need be (makeRoomForLog). A produce
+// refused for want of room thus appends nothing, and one that touches more
+// partitions than the cap is not refused at every retry.
+func (n *Node) openProduceLogs(t *topic, placements []msg.Placement) error {
+	n.producing = producingPartitions{topic: t.info.Name, placements: placements}
+	defer func() { n.producing = producingPartitions{} }()
+	for i, placement := range placements {
+		if i > 0 && placement.Partition == placements[i-1].Partition {
+			continue
+		}
+		p := n.partitionOf(t, placement.Partition)
+		if p.log != nil && n.store.IsOpen(p.dir) {
+			continue
+		}
+		if _, err := n.openLog(t, p); err != nil {
+			return msg.Unavailable("partition %d of %s is unavailable: %s", p.key.index, t.info.Name, storageCause(err))
+		}
+	}
+	return nil
+}
+
+// producingPartitions names the partitions of the produce whose logs are
+// being opened. The zero value names none.
+type producingPartitions struct {
+	topic string
+	// placements are the produce's; nil when none is being opened.
+	placements []msg.Placement
+	// indexes holds the partitions of placements, built at the first has
+	// (only when the cap of open logs is reached).
+	indexes map[int]bool
+}
+
+func (s *producingPartitions) active() bool { return s.placements != nil }
+
+// has reports whether key is a partition of the produce.
+func (s *producingPartitions) has(key partitionKey) bool {
+	if s.placements == nil || key.topic != s.topic {
+		return false
+	}
+	if s.indexes == nil {
+		s.indexes = make(map[int]bool, len(s.placements))
+		for _, placement := range s.placements {
+			s.indexes[placement.Partition] = true
+		}
+	}
+	return s.indexes[key.index]
 }
 
 // placeRecords validates every record and picks its partition before

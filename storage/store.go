@@ -20,9 +20,11 @@ type Store struct {
 	openMax int
 	// open maps a directory to its open log. Invariant: every log in it is
 	// open, and len(open) <= openMax except after an Adopt, which may
-	// overshoot by one until the next eviction. Changed by Log, Adopt,
-	// CloseIdle, Close and CloseAll; iterated in sorted key order, except
-	// by LeastRecent, whose minimum does not depend on the order.
+	// overshoot by one until the next eviction, or a LogPastCap, which
+	// overshoots by as many logs as its caller opened that way (the caller
+	// bounds them). Changed by Log, LogPastCap, Adopt, CloseIdle, Close
+	// and CloseAll; iterated in sorted key order, except by LeastRecent,
+	// whose minimum does not depend on the order.
 	open map[string]*storeEntry
 	// uses counts Log and Adopt calls; each entry keeps the count of its
 	// latest use, so the smallest is the least recently used.
@@ -54,14 +56,28 @@ func NewStore(fs FS, cfg LogConfig, openMax int) *Store {
 // already open. Opening a log while the cap is reached fails with
 // ErrOpenLogsFull: the caller chooses what to close (CloseLeastRecent).
 func (s *Store) Log(dir string, nowMs int64) (*Log, Recovery, error) {
-	s.uses++
-	if entry, ok := s.open[dir]; ok {
-		entry.lastUseMs, entry.lastUse = max(entry.lastUseMs, nowMs), s.uses
-		return entry.log, Recovery{}, nil
+	if log, ok := s.use(dir, nowMs); ok {
+		return log, Recovery{}, nil
 	}
 	if s.Full() {
 		return nil, Recovery{}, fmt.Errorf("%w (%d)", ErrOpenLogsFull, s.openMax)
 	}
+	return s.openNew(dir, nowMs)
+}
+
+// use records a use of dir's log at nowMs and returns it, if it is open.
+func (s *Store) use(dir string, nowMs int64) (*Log, bool) {
+	s.uses++
+	entry, ok := s.open[dir]
+	if !ok {
+		return nil, false
+	}
+	entry.lastUseMs, entry.lastUse = max(entry.lastUseMs, nowMs), s.uses
+	return entry.log, true
+}
+
+// openNew opens (recovers) dir's log and adds it, used at nowMs.
+func (s *Store) openNew(dir string, nowMs int64) (*Log, Recovery, error) {
 	log, recovery, err := OpenLog(s.fs, dir, s.cfg)
 	if err != nil {
 		return nil, Recovery{}, err
@@ -70,8 +86,22 @@ func (s *Store) Log(dir string, nowMs int64) (*Log, Recovery, error) {
 	return log, recovery, nil
 }
 
+// LogPastCap is Log without the cap: the caller opens a log past it
+// because every open one must stay open for now, and bounds how far it
+// goes (the node: the partitions of one produce, closed back under the
+// cap once they are synced; PastCap tells when).
+func (s *Store) LogPastCap(dir string, nowMs int64) (*Log, Recovery, error) {
+	if log, ok := s.use(dir, nowMs); ok {
+		return log, Recovery{}, nil
+	}
+	return s.openNew(dir, nowMs)
+}
+
 // Full reports whether opening one more log would exceed the cap.
 func (s *Store) Full() bool { return len(s.open) >= s.openMax }
+
+// PastCap reports whether more logs are open than the cap allows.
+func (s *Store) PastCap() bool { return len(s.open) > s.openMax }
 
 // OpenMax is the cap of open logs.
 func (s *Store) OpenMax() int { return s.openMax }
