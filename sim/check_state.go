@@ -156,15 +156,10 @@ func (s *stateChecker) afterStep(w *World, touched []*simNode) {
 // a sync round is in flight: that round could otherwise make the records
 // durable by chance before the check. open is n's OpenPartitions now.
 func (s *stateChecker) checkOpenedServeDurable(n *simNode, open []node.PartitionState) {
-	var durable *storage.MemFS
 	for _, state := range open {
-		if s.servedDurable[stateKey(n, state.Dir)] {
-			continue
+		if !s.servedDurable[stateKey(n, state.Dir)] {
+			s.checkServedDurable(n, n.fs.DurableCloneDir(state.Dir), state)
 		}
-		if durable == nil {
-			durable = n.fs.DurableClone()
-		}
-		s.checkServedDurable(n, durable, state)
 	}
 }
 

@@ -826,6 +826,62 @@ func (m *MemFS) DurableClone() *MemFS {
 	return clone
 }
 
+// DurableCloneDir is DurableClone limited to the durable subtree of dir
+// (and the directories that lead to it): what a check that opens only dir
+// needs, without copying every other file. The copy's capacity is m's less
+// the durable bytes outside dir, so that a write to it fails exactly when
+// it would fail in a whole DurableClone; when those bytes alone fill m's
+// capacity, it is the whole DurableClone.
+func (m *MemFS) DurableCloneDir(dir string) *MemFS {
+	elements, err := splitPath(dir)
+	if err != nil || len(elements) == 0 {
+		return m.DurableClone()
+	}
+	source := m.root
+	for _, name := range elements {
+		if source = source.durableChildren[name]; source == nil || source.file != nil {
+			return m.DurableClone() // no such durable directory: nothing to save
+		}
+	}
+	outsideBytes := durableBytes(m.root) - durableBytes(source)
+	if m.capacityBytes > 0 && m.capacityBytes-outsideBytes <= 0 {
+		return m.DurableClone()
+	}
+	clone := NewMemFS(rand.New(rand.NewPCG(0, 0)))
+	clone.fileChunkBytes = m.fileChunkBytes
+	if m.capacityBytes > 0 {
+		clone.capacityBytes = m.capacityBytes - outsideBytes
+	}
+	parent := clone.root
+	for i, name := range elements {
+		var copied *memNode
+		if i == len(elements)-1 {
+			copied = clone.cloneDurableDir(source, dir, keepNoUnsyncedByte)
+		} else {
+			copied = newDirNode()
+		}
+		link(parent, name, copied)
+		linkDurable(parent, name, copied)
+		parent = copied
+	}
+	clone.usedBytes = subtreeBytes(clone.root)
+	clone.checkInvariantsIfEnabled()
+	return clone
+}
+
+// durableBytes is the size of node's durable subtree as a crash that keeps
+// no unsynced byte leaves it: each file's durable size.
+func durableBytes(node *memNode) int64 {
+	if node.file != nil {
+		return node.file.durableSize
+	}
+	var total int64
+	for _, child := range node.durableChildren { //determinism:ok a sum does not depend on order
+		total += durableBytes(child)
+	}
+	return total
+}
+
 // keepNoUnsyncedByte is a crash's choice that tears every unsynced write
 // away entirely.
 func keepNoUnsyncedByte(string, int64) int64 { return 0 }

@@ -375,6 +375,33 @@ func TestMemFSCrashCloneLeavesOriginalIntact(t *testing.T) {
 	clone.checkInvariants()
 }
 
+func TestMemFSDurableCloneDirHoldsOnlyThatDirectory(t *testing.T) {
+	fs := newTestMemFS(14)
+	require.NoError(t, fs.MkdirAll("t/p"))
+	require.NoError(t, fs.MkdirAll("t/q"))
+	require.NoError(t, fs.SyncDir("."))
+	require.NoError(t, fs.SyncDir("t"))
+	memDurableFile(t, fs, "t/p/f", "durable")
+	memAppend(t, fs, "t/p/f", "+volatile")
+	memDurableFile(t, fs, "t/q/g", "0123456789")
+	fs.SetCapacity(30)
+
+	clone := fs.DurableCloneDir("t/p")
+	require.Equal(t, "durable", conformReadFile(t, clone, "t/p/f"))
+	requireMissing(t, clone, "t/q")
+	file := memAppend(t, clone, "t/p/f", "1234567890123") // 7 + 13 here and 10 in t/q: exactly full
+	_, err := file.Write([]byte("4"))
+	require.ErrorIs(t, err, ErrNoSpace, "capacity counts the bytes left out")
+	require.Equal(t, "durable1234567890123", conformReadFile(t, clone, "t/p/f"))
+	require.Equal(t, "durable+volatile", conformReadFile(t, fs, "t/p/f"), "the original is unchanged")
+	clone.checkInvariants()
+
+	whole := fs.DurableClone()
+	_, err = whole.Stat("t/q/g")
+	require.NoError(t, err)
+	require.Equal(t, "durable", conformReadFile(t, fs.DurableCloneDir("t/missing"), "t/p/f"), "no such directory: the whole copy")
+}
+
 func TestMemFSFailNextWrite(t *testing.T) {
 	fs := newTestMemFS(14)
 	file, err := fs.Create("f")
