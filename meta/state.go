@@ -188,6 +188,16 @@ type State struct {
 	// schemaEpoch grows whenever the latest schema of a topic may have
 	// changed (SchemaEpoch); in memory only.
 	schemaEpoch uint64
+	// topicsVersion grows whenever a topic record may have changed: every
+	// markTopic and every installed snapshot (TopicsVersion); in memory
+	// only, so it never repeats within a process's State.
+	topicsVersion uint64
+	// moves is what Moves returned at topicsVersion movesVersion, valid
+	// when movesKnown: every node asks on every tick, and the topics seldom
+	// change. Cleared by replaceWith.
+	moves        []Move
+	movesVersion uint64
+	movesKnown   bool
 	// dirty lists the records changed since the last write to the store.
 	// Only the apply functions add to it; only flushDirty empties it.
 	dirty map[recordKey]bool
@@ -212,6 +222,12 @@ func (s *State) Topic(name string) (TopicRecord, bool) {
 // TopicNames returns the names of all topics, sorted.
 func (s *State) TopicNames() []string { return slices.Sorted(maps.Keys(s.topics)) }
 
+// TopicsVersion changes whenever a topic record may have changed (created,
+// altered, deleted, moved, linked, or replaced by an installed snapshot);
+// other commands (heartbeats, members, users) leave it. A reader may keep
+// what it derived from the topics until it changes.
+func (s *State) TopicsVersion() uint64 { return s.topicsVersion }
+
 // Topics returns copies of all topics, sorted by name.
 func (s *State) Topics() []TopicRecord {
 	topics := make([]TopicRecord, 0, len(s.topics))
@@ -231,10 +247,19 @@ func (s *State) Assignment(topic string, partition int) (Assignment, bool) {
 }
 
 // Moves returns the partitions that have a target, sorted by topic and
-// partition.
+// partition, in a slice of the caller's.
 // Every node asks on every tick and a move is rare, so it gathers the
-// few moves first and sorts only those, not every topic name.
+// few moves first and sorts only those, not every topic name; and it
+// gathers them again only after a topic changed.
 func (s *State) Moves() []Move {
+	if !s.movesKnown || s.movesVersion != s.topicsVersion {
+		s.moves, s.movesVersion, s.movesKnown = s.gatherMoves(), s.topicsVersion, true
+	}
+	return slices.Clone(s.moves)
+}
+
+// gatherMoves lists the partitions that have a target, sorted.
+func (s *State) gatherMoves() []Move {
 	var moves []Move
 	for name, record := range s.topics { //determinism:ok sorted below
 		for partition, a := range record.Assignments {

@@ -99,9 +99,11 @@ func countRoots(users []User) int {
 // replaceWith makes s hold other's contents (installing a snapshot), so
 // that the pointer returned by Meta.State stays valid.
 func (s *State) replaceWith(other *State) {
-	dirty, epoch := s.dirty, s.schemaEpoch
+	dirty, epoch, version := s.dirty, s.schemaEpoch, s.topicsVersion
 	*s = *other
 	s.dirty = dirty
 	clear(s.dirty)
 	s.schemaEpoch = epoch + 1 // the installed topics may have other schemas
+	s.topicsVersion = version + 1
+	s.moves, s.movesKnown = nil, false
 }

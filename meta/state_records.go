@@ -56,9 +56,12 @@ type stateImage struct {
 	Cluster clusterRecord `json:"cluster"`
 }
 
-func (s *State) markTopic(name string) { s.dirty[recordKey{string(bucketTopics), name}] = true }
-func (s *State) markMember(id string)  { s.dirty[recordKey{string(bucketMembers), id}] = true }
-func (s *State) markCluster()          { s.dirty[recordKey{string(bucketCluster), clusterKey}] = true }
+func (s *State) markTopic(name string) {
+	s.dirty[recordKey{string(bucketTopics), name}] = true
+	s.topicsVersion++
+}
+func (s *State) markMember(id string) { s.dirty[recordKey{string(bucketMembers), id}] = true }
+func (s *State) markCluster()         { s.dirty[recordKey{string(bucketCluster), clusterKey}] = true }
 func (s *State) markUser(name string) {
 	s.dirty[recordKey{string(bucketUsers), name}] = true
 	s.usersVersion++

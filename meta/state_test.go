@@ -325,3 +325,29 @@ func TestDeadLetterSettingFollowsItsTopic(t *testing.T) {
 	_, err := decodeImage(dangling)
 	require.ErrorIs(t, err, ErrMalformedSnapshot)
 }
+
+// TestTopicsVersionMovesWithTheTopicsOnly pins what readers that keep
+// derived views (the node's topic cache, Moves) rely on: the version
+// changes with every topic change and snapshot install, not with a
+// heartbeat; and Moves answers the current placement in a slice of the
+// caller's.
+func TestTopicsVersionMovesWithTheTopicsOnly(t *testing.T) {
+	s := stateWith(t, baseSetup()...)
+	moves := s.Moves()
+	require.Equal(t, []Move{{Topic: "t", Partition: 1, Owner: "m2", Target: "m3", StartedAtMs: 150}}, moves)
+	moves[0].Target = "changed by the caller"
+	version := s.TopicsVersion()
+	require.NoError(t, heartbeat("m1", 200).apply(s))
+	require.Equal(t, version, s.TopicsVersion(), "a heartbeat changes no topic")
+	require.Equal(t, "m3", s.Moves()[0].Target, "the caller's slice is its own")
+
+	require.NoError(t, AbortMove{Topic: "t", Partition: 1, ExpectedTarget: "m3"}.apply(s))
+	require.Greater(t, s.TopicsVersion(), version)
+	require.Empty(t, s.Moves(), "an aborted move is gone at once")
+
+	version = s.TopicsVersion()
+	installed := stateWith(t, baseSetup()...)
+	s.replaceWith(installed)
+	require.Greater(t, s.TopicsVersion(), version, "installing a snapshot changes the version")
+	require.Len(t, s.Moves(), 1, "and the moves follow the installed topics")
+}

@@ -48,13 +48,14 @@ type Node struct {
 	// cursors are the topics' produce and consume cursors on this node.
 	cursors map[string]*topicCursors
 	// topicCache holds the topics lookupTopic built from the metastore
-	// at applied index topicCacheIndex: a produce looks its topic up once
-	// per record, and building one copies the topic's assignments.
-	// Invariant: every entry agrees with the applied state at that index
-	// and shares cursors[name]; emptied when the index moves or a topic's
-	// cursors are dropped.
-	topicCache      map[string]*topic
-	topicCacheIndex uint64
+	// at its topics version topicCacheVersion: a produce looks its topic
+	// up once per record, and building one copies the topic's assignments.
+	// Invariant: every entry agrees with the applied state's topics at
+	// that version and shares cursors[name]; emptied when the version
+	// moves (a heartbeat's entry does not move it) or a topic's cursors
+	// are dropped.
+	topicCache        map[string]*topic
+	topicCacheVersion uint64
 
 	// partitions are the partitions this node has state for; only
 	// addPartition and removePartition change it.

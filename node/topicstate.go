@@ -34,8 +34,8 @@ type topic struct {
 // lookupTopic reads a topic from the local replica of the metastore,
 // through topicCache. The topic returned must not be changed.
 func (n *Node) lookupTopic(name string) (*topic, bool) {
-	if index := n.meta.AppliedIndex(); n.topicCache == nil || index != n.topicCacheIndex {
-		n.topicCache, n.topicCacheIndex = map[string]*topic{}, index
+	if version := n.meta.State().TopicsVersion(); n.topicCache == nil || version != n.topicCacheVersion {
+		n.topicCache, n.topicCacheVersion = map[string]*topic{}, version
 	}
 	if t, ok := n.topicCache[name]; ok {
 		return t, true
