@@ -19,6 +19,12 @@ type writerChecker struct {
 	// names[partition] is partitionName of the topic's partition, built
 	// with the first row (the partition count is fixed after setup).
 	names []string
+	// contested[partition] is the partition's past owners when it had more
+	// than one, else nil: the metaLog's pastOwners as of its version
+	// contestedVersion, looked up once per change instead of by name for
+	// every partition of every touched node after every step.
+	contested        [][]string
+	contestedVersion int
 }
 
 func newWriterChecker(w *World) *writerChecker { return &writerChecker{w: w} }
@@ -34,6 +40,14 @@ func (c *writerChecker) afterStep(touched []*simNode) {
 	}
 	for len(c.accepting) < len(c.w.nodes) {
 		c.accepting = append(c.accepting, make([]bool, c.w.partitions))
+	}
+	if c.contested == nil || c.contestedVersion != c.w.metaLog.pastOwnersVersion {
+		c.contested, c.contestedVersion = make([][]string, c.w.partitions), c.w.metaLog.pastOwnersVersion
+		for partition, name := range c.names {
+			if past := c.w.metaLog.pastOwners[name]; len(past) > 1 {
+				c.contested[partition] = past
+			}
+		}
 	}
 	for _, n := range touched {
 		c.refresh(n)
@@ -55,8 +69,8 @@ func (c *writerChecker) afterStep(touched []*simNode) {
 func (c *writerChecker) refresh(n *simNode) {
 	row := c.accepting[n.index]
 	for partition := range row {
-		past := c.w.metaLog.pastOwners[c.names[partition]]
-		row[partition] = n.up() && len(past) > 1 && slices.Contains(past, n.id) && n.node.AcceptsWrites(c.w.topic, partition)
+		past := c.contested[partition]
+		row[partition] = n.up() && past != nil && slices.Contains(past, n.id) && n.node.AcceptsWrites(c.w.topic, partition)
 	}
 }
 

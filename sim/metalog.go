@@ -50,6 +50,9 @@ type metaLog struct {
 	// replica's view is a committed prefix, so only these nodes can
 	// believe they own the partition.
 	pastOwners map[string][]string
+	// pastOwnersVersion counts the additions to pastOwners, so that a
+	// checker may keep what it derived from them until it changes.
+	pastOwnersVersion int
 	// movesStarted, movesCompleted, movesForced and movesAborted count the
 	// committed targets, flips (ForcePromote ones also in movesForced)
 	// and aborts.
@@ -321,6 +324,7 @@ func (l *metaLog) addPastOwner(topic string, partition int, id string) {
 		return
 	}
 	l.pastOwners[name] = append(l.pastOwners[name], id)
+	l.pastOwnersVersion++
 	for _, past := range l.pastOwners[name] {
 		if n := l.w.nodeByID(past); n != nil {
 			n.touched = true
