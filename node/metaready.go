@@ -100,7 +100,20 @@ func (n *Node) rememberTopics() {
 // its local data; a changed topic passes new caps to its lease tables and
 // may serve parked polls.
 func (n *Node) reconcileTopics() {
-	records := n.meta.State().Topics() // copies every topic: once per reconcile
+	if version := n.meta.State().TopicsVersion(); !n.topicsReconciled || version != n.reconciledTopics {
+		n.reconciledTopics, n.topicsReconciled = version, true
+		n.reconcileTopicRecords()
+	}
+	n.reconcileMoves()
+	for _, name := range n.waiters.topicNames() {
+		n.wake(name) // more partitions or larger caps may serve parked polls
+	}
+}
+
+// reconcileTopicRecords drops the state of the topics that disappeared or
+// were re-created, and passes the current caps to the lease tables.
+func (n *Node) reconcileTopicRecords() {
+	records := n.meta.State().Topics() // copies every topic: once per change of the topics
 	current := make(map[string]meta.TopicRecord, len(records))
 	for _, record := range records {
 		current[record.Name] = record
@@ -114,10 +127,6 @@ func (n *Node) reconcileTopics() {
 	for _, record := range records {
 		n.known[record.Name] = record.CreatedAtMs
 		n.refreshLeaseConfig(record)
-	}
-	n.reconcileMoves()
-	for _, name := range n.waiters.topicNames() {
-		n.wake(name) // more partitions or larger caps may serve parked polls
 	}
 }
 

@@ -42,6 +42,12 @@ type Node struct {
 	// reconciledIndex is the metastore applied index reconcileTopics last
 	// saw.
 	reconciledIndex uint64
+	// reconciledTopics is the metastore's topics version whose records
+	// reconcileTopics last compared with known, valid once
+	// topicsReconciled: an entry that changed no topic (most are
+	// heartbeats) needs no comparison.
+	reconciledTopics uint64
+	topicsReconciled bool
 	// known maps each topic name of the applied state to its creation
 	// time, to notice deletes and re-creates (reconcileTopics).
 	known map[string]int64
