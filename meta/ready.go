@@ -47,7 +47,9 @@ func (m *Meta) HasReady() bool {
 // Ready returns the pending work. It must be followed by Persist and
 // Advance with the same Ready before the next call.
 func (m *Meta) Ready() Ready {
-	assert(m.phase == phaseIdle, "Ready called while Ready %d is outstanding (phase %d)", m.readyNumber, m.phase)
+	if m.phase != phaseIdle { // guarded: the arguments would allocate on every call
+		assert(false, "Ready called while Ready %d is outstanding (phase %d)", m.readyNumber, m.phase)
+	}
 	assert(m.usable() == nil, "Ready called on an unusable instance: %v", m.usable())
 	rd := m.raw.Ready()
 	messages := rd.Messages
@@ -70,8 +72,9 @@ func (m *Meta) Persist(rd Ready) error {
 	if err := m.usable(); err != nil {
 		return err
 	}
-	assert(m.phase == phaseTaken && rd.number == m.readyNumber, "Persist of Ready %d in phase %d, Ready %d outstanding",
-		rd.number, m.phase, m.readyNumber)
+	if m.phase != phaseTaken || rd.number != m.readyNumber { // guarded: the arguments would allocate on every call
+		assert(false, "Persist of Ready %d in phase %d, Ready %d outstanding", rd.number, m.phase, m.readyNumber)
+	}
 	var work afterCommit
 	if needsWrite(rd.raft) {
 		err := m.store.db.Update(func(tx *bolt.Tx) error { return m.writeReady(tx, rd.raft, &work) })
@@ -93,8 +96,9 @@ func needsWrite(rd raft.Ready) bool {
 // Advance tells raft the Ready was persisted and its messages sent, and
 // returns the outcomes of this node's proposals applied by Persist.
 func (m *Meta) Advance(rd Ready) []Outcome {
-	assert(m.phase == phasePersisted && rd.number == m.readyNumber, "Advance of Ready %d in phase %d, Ready %d outstanding",
-		rd.number, m.phase, m.readyNumber)
+	if m.phase != phasePersisted || rd.number != m.readyNumber { // guarded: the arguments would allocate on every call
+		assert(false, "Advance of Ready %d in phase %d, Ready %d outstanding", rd.number, m.phase, m.readyNumber)
+	}
 	m.raw.Advance(rd.raft)
 	m.phase = phaseIdle
 	outcomes := m.outcomes

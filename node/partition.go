@@ -70,7 +70,9 @@ func topicOfDir(dir string) string {
 
 // partitionOf returns the partition's state, creating it (closed) if new.
 func (n *Node) partitionOf(t *topic, index int) *partition {
-	invariant.Check(index >= 0 && index < t.info.Partitions, "node: partition %d of %s out of range", index, t.info.Name)
+	if index < 0 || index >= t.info.Partitions { // guarded: the arguments would allocate on every call
+		invariant.Broken("node: partition %d of %s out of range", index, t.info.Name)
+	}
 	key := partitionKey{t.info.Name, index}
 	p, ok := n.partitions[key]
 	if !ok {
