@@ -1,7 +1,5 @@
 package sim
 
-import "container/heap"
-
 // event is something that happens at a simulated instant. seq is the
 // insertion counter: equal times pop in insertion order, so the order of
 // events depends only on the seed.
@@ -11,36 +9,74 @@ type event struct {
 	run  func()
 }
 
+// before is the queue's order: by time, then by insertion.
+func (e *event) before(other *event) bool {
+	if e.atMs != other.atMs {
+		return e.atMs < other.atMs
+	}
+	return e.seq < other.seq
+}
+
+// eventQueue is a binary min-heap of events by value, in the order of
+// before: a run pushes and pops an event for every message and tick, so
+// it neither allocates an event nor goes through container/heap's
+// interface. Invariant: items[i] is not after either of its children
+// items[2i+1] and items[2i+2].
 type eventQueue struct {
-	items   eventHeap
+	items   []event
 	nextSeq uint64
 }
 
 func (q *eventQueue) push(atMs int64, run func()) {
 	q.nextSeq++
-	heap.Push(&q.items, &event{atMs: atMs, seq: q.nextSeq, run: run})
+	q.items = append(q.items, event{atMs: atMs, seq: q.nextSeq, run: run})
+	q.up(len(q.items) - 1)
 }
 
-func (q *eventQueue) pop() *event { return heap.Pop(&q.items).(*event) }
-func (q *eventQueue) len() int    { return len(q.items) }
-func (q *eventQueue) peekMs() int64 {
-	return q.items[0].atMs
-}
-
-type eventHeap []*event
-
-func (h eventHeap) Len() int { return len(h) }
-func (h eventHeap) Less(i, j int) bool {
-	if h[i].atMs != h[j].atMs {
-		return h[i].atMs < h[j].atMs
+// pop removes and returns the first event.
+func (q *eventQueue) pop() event {
+	first := q.items[0]
+	last := len(q.items) - 1
+	q.items[0] = q.items[last]
+	q.items[last] = event{} // drop the closure for the collector
+	q.items = q.items[:last]
+	if last > 0 {
+		q.down(0)
 	}
-	return h[i].seq < h[j].seq
+	return first
 }
-func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *eventHeap) Push(x any)   { *h = append(*h, x.(*event)) }
-func (h *eventHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
+
+func (q *eventQueue) len() int { return len(q.items) }
+
+func (q *eventQueue) peekMs() int64 { return q.items[0].atMs }
+
+// up moves items[i] towards the root until its parent is before it.
+func (q *eventQueue) up(i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !q.items[i].before(&q.items[parent]) {
+			return
+		}
+		q.items[i], q.items[parent] = q.items[parent], q.items[i]
+		i = parent
+	}
+}
+
+// down moves items[i] towards the leaves until it is before its children.
+func (q *eventQueue) down(i int) {
+	n := len(q.items)
+	for {
+		first := i
+		if left := 2*i + 1; left < n && q.items[left].before(&q.items[first]) {
+			first = left
+		}
+		if right := 2*i + 2; right < n && q.items[right].before(&q.items[first]) {
+			first = right
+		}
+		if first == i {
+			return
+		}
+		q.items[i], q.items[first] = q.items[first], q.items[i]
+		i = first
+	}
 }
