@@ -49,8 +49,11 @@ type simNode struct {
 	// going down (minorityMax). armGeneration tells a stale disarm apart.
 	syncFaultArmed bool
 	armGeneration  int
-	// ticking is set once the node's tick event is scheduled.
-	ticking bool
+	// ticking is set once the node's tick event is scheduled. tickEvent
+	// and tickInput are the tick's event and input, made once (by
+	// scheduleTick) rather than two closures every tickIntervalMs.
+	ticking              bool
+	tickEvent, tickInput func()
 	// killPending, when not empty, is the kind of a process-only crash
 	// that waits for the node's next sync round with data, so that it lands
 	// between that round's writes and its fsyncs; killDownMs is how long
@@ -178,33 +181,43 @@ func (n *simNode) scheduleTick() {
 		return
 	}
 	n.ticking = true
-	n.tickLater()
+	n.tickEvent = n.tick
+	n.tickInput = func() { n.node.Tick(n.w.nowMs) }
+	n.w.at(tickIntervalMs, n.tickEvent)
 }
 
-func (n *simNode) tickLater() {
-	n.w.at(tickIntervalMs, func() {
-		if n.w.phase == phaseDone {
-			return
-		}
-		n.input(func() { n.node.Tick(n.w.nowMs) })
-		n.tickLater()
-	})
+// tick is the tick event: it ticks the node and schedules the next one.
+func (n *simNode) tick() {
+	if n.w.phase == phaseDone {
+		return
+	}
+	n.input(n.tickInput)
+	n.w.at(tickIntervalMs, n.tickEvent)
 }
 
 // input feeds one input to the node now, or after the sync round in
 // progress, then drives the node.
 func (n *simNode) input(feed func()) {
-	if !n.up() {
+	if !n.takesInputNow() {
+		if n.up() {
+			n.inbox = append(n.inbox, feed)
+		}
 		return
 	}
-	if n.holding {
-		n.inbox = append(n.inbox, feed)
-		return
+	feed()
+	n.drive()
+}
+
+// takesInputNow reports whether the node is up and not holding its inputs
+// for a sync round; if so, the caller feeds it one input now and then
+// drives it, and it is marked touched and ticked first.
+func (n *simNode) takesInputNow() bool {
+	if !n.up() || n.holding {
+		return false
 	}
 	n.touched = true
 	n.node.Tick(n.w.nowMs)
-	feed()
-	n.drive()
+	return true
 }
 
 // receive is a client request arriving at the node.
@@ -226,11 +239,20 @@ func (n *simNode) receive(c *call) {
 // counted and traced, as the host counts and logs it: peers are outside
 // the node, and a bad message must not stop it.
 func (n *simNode) step(env msg.Envelope) {
-	n.input(func() {
-		if err := n.node.Step(env); err != nil {
-			n.w.stepRefused(n, env, err)
-		}
-	})
+	if n.takesInputNow() { // the common case, without a closure
+		n.stepNow(env)
+		n.drive()
+		return
+	}
+	if n.up() {
+		n.inbox = append(n.inbox, func() { n.stepNow(env) })
+	}
+}
+
+func (n *simNode) stepNow(env msg.Envelope) {
+	if err := n.node.Step(env); err != nil {
+		n.w.stepRefused(n, env, err)
+	}
 }
 
 // peerUnreachable tells the node its transport could not reach a peer.

@@ -23,6 +23,9 @@ type trace struct {
 	next    int
 	events  int
 	verbose io.Writer
+	// stamp is addBytes's buffer for the time (a local one escaped to the
+	// hash's interface and was allocated on every message).
+	stamp [8]byte
 }
 
 func newTrace(verbose io.Writer) *trace {
@@ -60,9 +63,8 @@ func (t *trace) appendLine(slot int, nowMs int64, format string, args []any) []b
 // addBytes hashes an event given as bytes (a peer message as encoded),
 // without a trace line.
 func (t *trace) addBytes(nowMs int64, b []byte) {
-	var stamp [8]byte
-	binary.LittleEndian.PutUint64(stamp[:], uint64(nowMs))
-	t.hash.Write(stamp[:])
+	binary.LittleEndian.PutUint64(t.stamp[:], uint64(nowMs))
+	t.hash.Write(t.stamp[:])
 	t.hash.Write(b)
 	t.events++
 }
