@@ -110,6 +110,19 @@
 // whenever a topic's latest schema may have, so a driver knows when to
 // rebuild its view of them. Snapshots carry the schemas with their topics.
 //
+// # The store's layout
+//
+// One bbolt file (Store): bucket "log" holds the entries by big-endian
+// index; bucket "raft" the format, the hard state and the applied
+// position; bucket "snapshot" the latest snapshot; buckets "topics",
+// "members", "users" and "cluster" the state machine, one key per record.
+// The snapshot has a bucket of its own since format 2: in format 1 it
+// shared bucket "raft" with the hard state, so nearly every transaction
+// rewrote its page. OpenStore migrates a format 1 file in place, in one
+// transaction (the snapshot moves, the format becomes 2), and refuses any
+// other format; a format 2 file is refused by a binary that only knows
+// format 1.
+//
 // # Invariants
 //
 //   - snapshot index <= applied index <= commit index, in the store and in

@@ -137,8 +137,8 @@ func (m *Meta) writeReady(tx *bolt.Tx, rd raft.Ready, work *afterCommit) error {
 // putApplied writes the applied position if it moved since the store's
 // (stored: the store holds it after every committed transaction and at
 // New, and an absent key reads as zero). A Ready that only appends
-// entries (about half of a cluster's) then leaves the raft bucket, whose
-// leaf also holds the snapshot, untouched: bbolt rewrites no page of it.
+// entries (about half of a cluster's) then leaves the raft bucket
+// untouched.
 func putApplied(tx *bolt.Tx, stored, applied appliedPosition) error {
 	if applied == stored {
 		return nil

@@ -39,7 +39,7 @@ func (m *Meta) maybeSnapshot(tx *bolt.Tx, work *afterCommit) error {
 	m.voterAdded = false
 	snapshot := &raftpb.Snapshot{Data: m.state.encodeImage(), Metadata: &raftpb.SnapshotMetadata{
 		Index: new(m.applied.index), Term: new(m.applied.term), ConfState: toRaftConfState(m.state.confState)}}
-	if err := putProto(tx.Bucket(bucketRaft), keySnapshot, snapshot); err != nil {
+	if err := putProto(tx.Bucket(bucketSnapshot), keySnapshot, snapshot); err != nil {
 		return err
 	}
 	work.snapshot = snapshot
@@ -68,7 +68,7 @@ func (m *Meta) installSnapshot(tx *bolt.Tx, snapshot *raftpb.Snapshot) error {
 		return fmt.Errorf("%w: snapshot %d: voters %v in the data, %v in the metadata", ErrMalformedSnapshot,
 			metadata.GetIndex(), state.confState.Voters, metadata.GetConfState().GetVoters())
 	}
-	if err := putProto(tx.Bucket(bucketRaft), keySnapshot, snapshot); err != nil {
+	if err := putProto(tx.Bucket(bucketSnapshot), keySnapshot, snapshot); err != nil {
 		return err
 	}
 	if err := dropLog(tx); err != nil {

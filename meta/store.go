@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,19 +12,28 @@ import (
 )
 
 // storeFormatVersion is recorded in a new store and checked on open.
-const storeFormatVersion = 1
+// Format 1 kept the snapshot in bucket "raft" with the hard state, so every
+// transaction that wrote the hard state rewrote the snapshot's page too;
+// format 2 keeps it in a bucket of its own. OpenStore migrates a format 1
+// store in place (migrateFormat1).
+const (
+	storeFormatVersion = 2
+	storeFormat1       = 1
+)
 
 // storeFileMode is the permission of a new bbolt file.
 const storeFileMode = 0o600
 
-// The raft buckets and the keys of bucketRaft.
+// The raft buckets and their keys: bucketRaft holds keyFormat,
+// keyHardState and keyApplied; bucketSnapshot holds keySnapshot.
 var (
-	bucketRaft   = []byte("raft")
-	bucketLog    = []byte("log")
-	keyFormat    = []byte("format")
-	keyHardState = []byte("hard_state")
-	keySnapshot  = []byte("snapshot")
-	keyApplied   = []byte("applied")
+	bucketRaft     = []byte("raft")
+	bucketSnapshot = []byte("snapshot")
+	bucketLog      = []byte("log")
+	keyFormat      = []byte("format")
+	keyHardState   = []byte("hard_state")
+	keySnapshot    = []byte("snapshot")
+	keyApplied     = []byte("applied")
 )
 
 // StoreOptions configures the bbolt file.
@@ -34,9 +44,10 @@ type StoreOptions struct {
 }
 
 // Store is the one bbolt file of a node's metastore: the raft log
-// (bucket "log", keyed by big-endian index), the hard state, the latest
-// snapshot and the applied position (bucket "raft"), and the state machine
-// (buckets "topics", "members", "users", "cluster"). Every write is one
+// (bucket "log", keyed by big-endian index), the hard state and the
+// applied position (bucket "raft", small enough for bbolt to keep inline),
+// the latest snapshot (bucket "snapshot"), and the state machine (buckets
+// "topics", "members", "users", "cluster"). Every write is one
 // transaction made by Meta.Persist; a Store is opened once and handed to
 // New, which owns it from then on.
 type Store struct {
@@ -59,22 +70,45 @@ func OpenStore(path string, opts StoreOptions) (*Store, error) {
 	return &Store{db: db}, nil
 }
 
-// initializeStore creates the buckets of a new store and checks the
-// format of an existing one.
+// initializeStore creates the buckets of a new store, and checks the
+// format of an existing one, migrating format 1.
 func initializeStore(tx *bolt.Tx) error {
 	raftBucket := tx.Bucket(bucketRaft)
 	if raftBucket != nil {
-		if format := raftBucket.Get(keyFormat); len(format) != 1 || format[0] != storeFormatVersion {
-			return fmt.Errorf("%w: format %v, want %d", ErrStoreFormat, format, storeFormatVersion)
+		format := raftBucket.Get(keyFormat)
+		switch {
+		case len(format) == 1 && format[0] == storeFormatVersion:
+			return nil
+		case len(format) == 1 && format[0] == storeFormat1:
+			return migrateFormat1(tx, raftBucket)
 		}
-		return nil
+		return fmt.Errorf("%w: format %v, want %d (or %d, migrated)", ErrStoreFormat, format, storeFormatVersion, storeFormat1)
 	}
-	for _, name := range append([][]byte{bucketRaft, bucketLog}, stateBuckets...) {
+	for _, name := range append([][]byte{bucketRaft, bucketSnapshot, bucketLog}, stateBuckets...) {
 		if _, err := tx.CreateBucket(name); err != nil {
 			return err
 		}
 	}
 	return tx.Bucket(bucketRaft).Put(keyFormat, []byte{storeFormatVersion})
+}
+
+// migrateFormat1 moves a format 1 store's snapshot out of bucket "raft"
+// into bucket "snapshot" and records format 2, in the transaction that
+// opens the store: a crash leaves either format whole.
+func migrateFormat1(tx *bolt.Tx, raftBucket *bolt.Bucket) error {
+	snapshotBucket, err := tx.CreateBucket(bucketSnapshot)
+	if err != nil {
+		return err
+	}
+	if data := raftBucket.Get(keySnapshot); data != nil {
+		if err := snapshotBucket.Put(keySnapshot, bytes.Clone(data)); err != nil {
+			return err
+		}
+		if err := raftBucket.Delete(keySnapshot); err != nil {
+			return err
+		}
+	}
+	return raftBucket.Put(keyFormat, []byte{storeFormatVersion})
 }
 
 // Close closes the file. Closing twice is harmless.
@@ -118,7 +152,7 @@ func (s *Store) load() (persisted, error) {
 	var p persisted
 	err := s.db.View(func(tx *bolt.Tx) error {
 		var err error
-		if p.hardState, p.snapshot, p.applied, err = loadRaftState(tx.Bucket(bucketRaft)); err != nil {
+		if p.hardState, p.snapshot, p.applied, err = loadRaftState(tx.Bucket(bucketRaft), tx.Bucket(bucketSnapshot)); err != nil {
 			return err
 		}
 		if p.entries, err = loadEntries(tx.Bucket(bucketLog)); err != nil {
@@ -130,9 +164,9 @@ func (s *Store) load() (persisted, error) {
 	return p, err
 }
 
-// loadRaftState reads the hard state, the snapshot and the applied
-// position.
-func loadRaftState(bucket *bolt.Bucket) (*raftpb.HardState, *raftpb.Snapshot, appliedPosition, error) {
+// loadRaftState reads the hard state and the applied position from the
+// raft bucket, and the snapshot from its own.
+func loadRaftState(bucket, snapshotBucket *bolt.Bucket) (*raftpb.HardState, *raftpb.Snapshot, appliedPosition, error) {
 	var hardState *raftpb.HardState
 	var snapshot *raftpb.Snapshot
 	var err error
@@ -140,7 +174,7 @@ func loadRaftState(bucket *bolt.Bucket) (*raftpb.HardState, *raftpb.Snapshot, ap
 		hardState = &raftpb.HardState{}
 		err = unmarshalStored(data, hardState)
 	}
-	if data := bucket.Get(keySnapshot); data != nil && err == nil {
+	if data := snapshotBucket.Get(keySnapshot); data != nil && err == nil {
 		snapshot = &raftpb.Snapshot{}
 		err = unmarshalStored(data, snapshot)
 	}

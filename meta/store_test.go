@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"bytes"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,6 +27,64 @@ func TestOpenStoreRejectsOtherFormats(t *testing.T) {
 	require.NoError(t, db.Close())
 	_, err = OpenStore(path, StoreOptions{})
 	require.ErrorIs(t, err, ErrStoreFormat)
+}
+
+// downgradeToFormat1 rewrites a closed format 2 store as format 1 wrote
+// it: the snapshot in bucket "raft", no bucket "snapshot".
+func downgradeToFormat1(t *testing.T, path string) {
+	t.Helper()
+	db, err := bolt.Open(path, storeFileMode, nil)
+	require.NoError(t, err)
+	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+		raftBucket := tx.Bucket(bucketRaft)
+		snapshot := tx.Bucket(bucketSnapshot).Get(keySnapshot)
+		require.NotNil(t, snapshot, "the store holds a snapshot to move")
+		if err := raftBucket.Put(keySnapshot, bytes.Clone(snapshot)); err != nil {
+			return err
+		}
+		if err := tx.DeleteBucket(bucketSnapshot); err != nil {
+			return err
+		}
+		return raftBucket.Put(keyFormat, []byte{storeFormat1})
+	}))
+	require.NoError(t, db.Close())
+}
+
+// Property: a format 1 store (the snapshot beside the hard state) opens:
+// it is migrated in place to format 2 and recovers the same state, applied
+// index and log as before.
+func TestOpenStoreMigratesFormat1(t *testing.T) {
+	cryptotest.SetGlobalRandom(t, 53)
+	c := newTestCluster(t, 1, 53, false, func(config *Config) {
+		config.SnapshotEntries, config.SnapshotTailEntries = 10, 3
+	})
+	leader := c.waitLeader()
+	for i := range 30 {
+		c.requireApplied(c.propose(leader, heartbeat("n1", int64(100+i))), nil)
+	}
+	require.Positive(t, c.meta(leader).Status().SnapshotIndex, "a snapshot was taken")
+	image, applied := c.meta(leader).State().encodeImage(), c.meta(leader).AppliedIndex()
+	c.crash(leader)
+	path := c.nodes[leader].path
+	downgradeToFormat1(t, path)
+
+	c.start(leader)
+	require.Equal(t, string(image), string(c.meta(leader).State().encodeImage()))
+	require.Equal(t, applied, c.meta(leader).AppliedIndex())
+	c.crash(leader)
+	db, err := bolt.Open(path, storeFileMode, &bolt.Options{ReadOnly: true})
+	require.NoError(t, err)
+	require.NoError(t, db.View(func(tx *bolt.Tx) error {
+		require.Equal(t, []byte{storeFormatVersion}, tx.Bucket(bucketRaft).Get(keyFormat))
+		require.Nil(t, tx.Bucket(bucketRaft).Get(keySnapshot), "the snapshot left bucket raft")
+		require.NotNil(t, tx.Bucket(bucketSnapshot).Get(keySnapshot))
+		return nil
+	}))
+	require.NoError(t, db.Close())
+
+	c.start(leader) // and the migrated store serves on
+	leader = c.waitLeader()
+	c.requireApplied(c.propose(leader, createTopic("t", "n1")), nil)
 }
 
 // Property: a single voter elects itself, and its state, applied index
