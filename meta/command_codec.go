@@ -44,8 +44,10 @@ func EncodeCommand(id ProposalID, cmd Command) ([]byte, error) {
 
 // DecodeCommand decodes what EncodeCommand produced. It rejects an unknown
 // command number or version (ErrUnknownCommand), and bytes that are too
-// long, truncated, carry unknown fields or trailing data
-// (ErrMalformedCommand). It does not Validate the command.
+// long, truncated, lack the command, carry unknown fields or trailing data
+// (ErrMalformedCommand). It does not Validate the command. The type byte
+// names the body's type, so the envelope and the body are decoded in one
+// pass (every replica decodes every entry it applies).
 func DecodeCommand(data []byte) (ProposalID, Command, error) {
 	if len(data) < commandHeaderBytes || len(data) > commandBytesMax {
 		return ProposalID{}, nil, fmt.Errorf("%w: %d bytes, want %d to %d", ErrMalformedCommand, len(data), commandHeaderBytes, commandBytesMax)
@@ -54,62 +56,67 @@ func DecodeCommand(data []byte) (ProposalID, Command, error) {
 	if version != commandVersion1 {
 		return ProposalID{}, nil, fmt.Errorf("%w: type %d version %d", ErrUnknownCommand, commandType, version)
 	}
-	var envelope commandEnvelope
-	if err := decodeStrict(data[commandHeaderBytes:], &envelope); err != nil {
-		return ProposalID{}, nil, err
-	}
-	cmd, err := decodeBody(commandType, envelope.Command)
-	return envelope.Proposal, cmd, err
+	return decodeEnvelope(commandType, data[commandHeaderBytes:])
 }
 
-// decodeBody decodes the JSON body of a command of the given type.
-func decodeBody(commandType CommandType, body json.RawMessage) (Command, error) {
+// decodeEnvelope decodes the JSON envelope of a command of the given type.
+func decodeEnvelope(commandType CommandType, envelope []byte) (ProposalID, Command, error) {
 	switch commandType {
 	case TypeCreateTopic:
-		return decodeAs[CreateTopic](body)
+		return decodeAs[CreateTopic](envelope)
 	case TypeDeleteTopic:
-		return decodeAs[DeleteTopic](body)
+		return decodeAs[DeleteTopic](envelope)
 	case TypeAlterTopic:
-		return decodeAs[AlterTopic](body)
+		return decodeAs[AlterTopic](envelope)
 	case TypeMemberHeartbeat:
-		return decodeAs[MemberHeartbeat](body)
+		return decodeAs[MemberHeartbeat](envelope)
 	case TypeMarkMemberDead:
-		return decodeAs[MarkMemberDead](body)
+		return decodeAs[MarkMemberDead](envelope)
 	case TypeSetDraining:
-		return decodeAs[SetDraining](body)
+		return decodeAs[SetDraining](envelope)
 	case TypeRemoveMember:
-		return decodeAs[RemoveMember](body)
+		return decodeAs[RemoveMember](envelope)
 	case TypeSetTarget:
-		return decodeAs[SetTarget](body)
+		return decodeAs[SetTarget](envelope)
 	case TypeCompleteMove:
-		return decodeAs[CompleteMove](body)
+		return decodeAs[CompleteMove](envelope)
 	case TypeAbortMove:
-		return decodeAs[AbortMove](body)
+		return decodeAs[AbortMove](envelope)
 	case TypeForcePromote:
-		return decodeAs[ForcePromote](body)
+		return decodeAs[ForcePromote](envelope)
 	case TypePutUser:
-		return decodeAs[PutUser](body)
+		return decodeAs[PutUser](envelope)
 	case TypeDeleteUser:
-		return decodeAs[DeleteUser](body)
+		return decodeAs[DeleteUser](envelope)
 	case TypeSetGrants:
-		return decodeAs[SetGrants](body)
+		return decodeAs[SetGrants](envelope)
 	case TypeSetPassword:
-		return decodeAs[SetPassword](body)
+		return decodeAs[SetPassword](envelope)
 	case TypeAttachChild:
-		return decodeAs[AttachChild](body)
+		return decodeAs[AttachChild](envelope)
 	case TypeDetachChild:
-		return decodeAs[DetachChild](body)
+		return decodeAs[DetachChild](envelope)
 	}
-	return nil, fmt.Errorf("%w: type %d", ErrUnknownCommand, commandType)
+	return ProposalID{}, nil, fmt.Errorf("%w: type %d", ErrUnknownCommand, commandType)
 }
 
-// decodeAs decodes body strictly into a command of type T.
-func decodeAs[T Command](body json.RawMessage) (Command, error) {
-	var cmd T
-	if err := decodeStrict(body, &cmd); err != nil {
-		return nil, err
+// envelopeOf is commandEnvelope with the body decoded as T; Command is nil
+// when the envelope has none (or null).
+type envelopeOf[T Command] struct {
+	Proposal ProposalID `json:"proposal"`
+	Command  *T         `json:"command"`
+}
+
+// decodeAs decodes an envelope strictly, its body as a command of type T.
+func decodeAs[T Command](envelope []byte) (ProposalID, Command, error) {
+	var decoded envelopeOf[T]
+	if err := decodeStrict(envelope, &decoded); err != nil {
+		return ProposalID{}, nil, err
 	}
-	return cmd, nil
+	if decoded.Command == nil {
+		return ProposalID{}, nil, fmt.Errorf("%w: %T: no command", ErrMalformedCommand, decoded.Command)
+	}
+	return decoded.Proposal, *decoded.Command, nil
 }
 
 // decodeStrict decodes one JSON value with no unknown fields and nothing
