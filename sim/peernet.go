@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 
 	"go.etcd.io/raft/v3/raftpb"
@@ -61,6 +62,10 @@ type peerNetwork struct {
 	links [][]*link
 	// slow is set while a slow-network fault lasts.
 	slow bool
+	// encoded is send's scratch buffer: a message is encoded into it,
+	// then copied out at its exact size (encoding into a fresh slice grew
+	// it several times per message). Holds nothing between sends.
+	encoded []byte
 	// partitions are the active cuts by id, so that healing everything and
 	// a cut's own end do not undo each other. nextPartition numbers them.
 	partitions    map[int][]*link
@@ -113,7 +118,9 @@ func (p *peerNetwork) send(from *simNode, env msg.Envelope) {
 		p.w.fail("peer-network", "%s sent %s from %q to %q, not a peer", from.id, messageKind(env.Message), env.From, env.To)
 		return
 	}
-	bytes, err := wire.EncodeEnvelope(nil, env)
+	var err error
+	p.encoded, err = wire.EncodeEnvelope(p.encoded[:0], env)
+	bytes := slices.Clone(p.encoded)
 	if err != nil {
 		p.w.fail("codec", "%s -> %s: %s cannot be encoded: %v", env.From, env.To, messageKind(env.Message), err)
 		return
