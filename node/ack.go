@@ -37,7 +37,7 @@ func (n *Node) ack(r msg.Ack) (msg.Result, error) {
 }
 
 func (n *Node) ackOne(t *topic, handle string, action msg.AckAction) error {
-	index, offset, nonce, err := lease.VerifyHandle(n.cfg.HandleKey, t.info.Name, handle) // nonce 0 when forged: matches no reservation
+	index, offset, nonce, err := n.handles.Verify(t.info.Name, handle) // nonce 0 when forged: matches no reservation
 	if err != nil {
 		return msg.Invalid("receipt handle is malformed")
 	}

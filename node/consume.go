@@ -164,7 +164,7 @@ func (n *Node) message(t *topic, p *partition, record storage.Record, r lease.Re
 	return msg.Message{
 		Topic: t.info.Name, Partition: p.key.index, Offset: r.Offset,
 		Key: record.Key, Payload: record.Payload, TimestampMs: record.TimeMs,
-		ReceiptHandle: lease.FormatHandle(n.cfg.HandleKey, t.info.Name, p.key.index, r.Offset, r.Nonce),
+		ReceiptHandle: n.handles.Format(t.info.Name, p.key.index, r.Offset, r.Nonce),
 		DeliveryCount: r.DeliveryCount, DeadLetter: messageOrigin(record.Origin),
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"narad/invariant"
 	"narad/meta"
 	"narad/msg"
+	"narad/node/lease"
 	"narad/storage"
 )
 
@@ -21,6 +22,9 @@ type Node struct {
 	fs       storage.FS
 	store    *storage.Store
 	observer Observer
+	// handles formats and verifies receipt handles under cfg.HandleKey;
+	// made once, in newNode.
+	handles *lease.Handles
 
 	// nowMs is the node's clock: the last Tick. Never decreases.
 	nowMs int64
@@ -191,7 +195,7 @@ func New(cfg Config, fs storage.FS, metaStore *meta.Store, nowMs int64, observer
 func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observer Observer) *Node {
 	return &Node{
 		cfg: cfg, fs: fs, store: storage.NewStore(fs, cfg.Log, cfg.OpenLogsMax), observer: observer, nowMs: nowMs,
-		meta: replica, proposals: map[meta.ProposalID]*pendingProposal{}, known: map[string]int64{},
+		handles: lease.NewHandles(cfg.HandleKey), meta: replica, proposals: map[meta.ProposalID]*pendingProposal{}, known: map[string]int64{},
 		cursors: map[string]*topicCursors{}, partitions: map[partitionKey]*partition{}, waiters: newWaiterSet(),
 		dirty: map[partitionKey]*partition{}, dependents: map[partitionKey][]int{},
 		routing: newRouting(), cluster: newClusterState(), sweeper: newSweeper(nowMs, cfg.Moves.SweepIntervalMs),

@@ -105,3 +105,27 @@ func TestFormatHandleRefusesWhatParseRejects(t *testing.T) {
 	assert.Panics(t, func() { lease.FormatHandle(testKey, "t", 0, 0, 0) })
 	assert.Panics(t, func() { lease.FormatHandle(testKey[:31], "t", 0, 0, 1) })
 }
+
+// One Handles, used for many handles in a row, mints each exactly as a
+// fresh one would (its HMAC state starts over for every tag), and
+// verifies them; a Handles of another key, or of a key of the wrong size,
+// verifies none.
+func TestHandlesReusedMintAsFresh(t *testing.T) {
+	handles := lease.NewHandles(testKey)
+	other := lease.NewHandles(bytes.Repeat([]byte{0x43}, lease.HandleKeyBytes))
+	short := lease.NewHandles(testKey[:lease.HandleKeyBytes-1])
+	topics := []string{"orders", "", strings.Repeat("t", 200)}
+	for i := uint64(1); i <= 50; i++ {
+		topic := topics[i%uint64(len(topics))]
+		handle := handles.Format(topic, int(i%7), i*1000, i)
+		require.Equal(t, lease.NewHandles(testKey).Format(topic, int(i%7), i*1000, i), handle)
+		partition, offset, nonce, err := handles.Verify(topic, handle)
+		require.NoError(t, err)
+		require.Equal(t, []uint64{i % 7, i * 1000, i}, []uint64{uint64(partition), offset, nonce})
+		for _, stranger := range []*lease.Handles{other, short} {
+			_, _, nonce, err = stranger.Verify(topic, handle)
+			require.NoError(t, err)
+			require.Zero(t, nonce, "handle %q verified under another key", handle)
+		}
+	}
+}
