@@ -213,6 +213,11 @@ func (f *osFile) Truncate(size int64) error {
 // Sync uses fdatasync: it makes the data and the metadata needed to read
 // it (the size) durable, without the timestamp updates a full fsync
 // journals. Measured here: one data+hwm round fell from 2.0 to 0.9 ms.
+// Its CPU is paid per call, not per byte (BenchmarkDurableWrite, on a
+// two-core VM: 70-130 µs of the thread's CPU for a write and its
+// fdatasync alike at 256 B, 4 KiB and 64 KiB, 8-12 µs for an fdatasync
+// with nothing to write); pwritev2 with RWF_DSYNC and an O_DSYNC file
+// cost the same within the noise, so what saves CPU is fewer calls.
 func (f *osFile) Sync() error {
 	f.fsyncs.Add(1)
 	return f.withFd(func(fd int) error { return syscall.Fdatasync(fd) })
