@@ -51,7 +51,7 @@ func (n *Node) produceLocal(id msg.RequestID, t *topic, r msg.Produce, placement
 		n.reply(id, nil, err)
 		return
 	}
-	touched := map[partitionKey]*partition{}
+	var touched touchedPartitions
 	for i, rec := range r.Records {
 		p := n.partitionOf(t, placements[i].Partition)
 		offset, err := n.append(t, p, rec)
@@ -59,7 +59,7 @@ func (n *Node) produceLocal(id msg.RequestID, t *topic, r msg.Produce, placement
 			// Records already appended still become durable and visible
 			// with their partitions' next sync round; the client retries
 			// the whole request (at-least-once allows the duplicates).
-			for _, q := range sortedValues(touched) {
+			for _, q := range touched.sorted() {
 				if q.log != nil { // a failed log was dropped with its records
 					n.markDirty(q)
 				}
@@ -68,14 +68,14 @@ func (n *Node) produceLocal(id msg.RequestID, t *topic, r msg.Produce, placement
 			return
 		}
 		placements[i].Offset = offset
-		touched[p.key] = p
+		touched.add(p)
 	}
-	if len(touched) > 1 {
+	if touched.more != nil {
 		chaos.Reached(chaos.MarkNodeBatchSpansPartitions)
 	}
 	n.reply(id, msg.ProduceResult{Records: placements, Batch: r.Batch}, nil)
 	replyIndex := len(n.replies) - 1
-	for _, p := range sortedValues(touched) {
+	for _, p := range touched.sorted() {
 		n.dependents[p.key] = append(n.dependents[p.key], replyIndex)
 		if id&forwardedRequestBit == 0 || !chaos.Planted(chaos.BugForwardedProduceUnsynced) {
 			n.markDirty(p)
@@ -131,6 +131,38 @@ func (s *producingPartitions) has(key partitionKey) bool {
 		}
 	}
 	return s.indexes[key.index]
+}
+
+// touchedPartitions are the distinct partitions one produce appended to.
+// A request that touches one (every single produce) allocates nothing.
+type touchedPartitions struct {
+	// one holds the first partition added; nil while none was.
+	one [1]*partition
+	// more holds every partition added once a second one was, the first
+	// included; nil before.
+	more map[partitionKey]*partition
+}
+
+func (t *touchedPartitions) add(p *partition) {
+	switch {
+	case t.one[0] == nil:
+		t.one[0] = p
+	case t.more != nil:
+		t.more[p.key] = p
+	case t.one[0] != p:
+		t.more = map[partitionKey]*partition{t.one[0].key: t.one[0], p.key: p}
+	}
+}
+
+// sorted returns the partitions added, by key.
+func (t *touchedPartitions) sorted() []*partition {
+	if t.more != nil {
+		return sortedValues(t.more)
+	}
+	if t.one[0] == nil {
+		return nil
+	}
+	return t.one[:]
 }
 
 // placeRecords validates every record and picks its partition before
