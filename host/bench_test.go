@@ -6,8 +6,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -99,4 +101,79 @@ func storageCounts(b *testing.B, base string) storageTotals {
 		}
 	}
 	return totals
+}
+
+// BenchmarkConsumeAck drains a 6-partition topic with benchProducers
+// keep-alive clients, each doing a single consume (no wait) and the ack
+// of its message, as `narad bench --consume` does. The records (256-byte
+// payloads, b.N of them) are produced in batches before the timer starts.
+// Time and allocations are of the whole process, clients included.
+func BenchmarkConsumeAck(b *testing.B) {
+	h := testHost(b)
+	base := "http://" + h.Addr()
+	created, err := http.Post(base+"/v1/topics", "application/json", bytes.NewReader([]byte(`{"name":"bench","partitions":6}`)))
+	require.NoError(b, err)
+	require.NoError(b, created.Body.Close())
+	require.Equal(b, http.StatusCreated, created.StatusCode)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: benchProducers}}
+	produceBatches(b, client, base+"/v1/topics/bench/produce", b.N)
+	b.ReportAllocs()
+	b.SetParallelism((benchProducers + 1) / 2)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			handle := consumeOnce(b, client, base+"/v1/topics/bench/consume")
+			ackOnce(b, client, base+"/v1/topics/bench/ack?receipt_handle="+url.QueryEscape(handle))
+		}
+	})
+}
+
+// produceBatches produces count keyless 256-byte records in batches of
+// up to 1,000 and fails the benchmark unless every batch is accepted.
+func produceBatches(b *testing.B, client *http.Client, path string, count int) {
+	line := `{"payload":"` + strings.Repeat("x", 256) + `"}` + "\n"
+	for count > 0 {
+		records := min(count, 1000)
+		response, err := client.Post(path, "application/x-ndjson", strings.NewReader(strings.Repeat(line, records)))
+		require.NoError(b, err)
+		_, _ = io.Copy(io.Discard, response.Body)
+		require.NoError(b, response.Body.Close())
+		require.Equal(b, http.StatusAccepted, response.StatusCode)
+		count -= records
+	}
+}
+
+// consumedHandle finds a consumed message's receipt handle.
+var consumedHandle = regexp.MustCompile(`"receipt_handle":"([^"]+)"`)
+
+// consumeOnce consumes one message and returns its receipt handle; it
+// fails the benchmark when there is none.
+func consumeOnce(b *testing.B, client *http.Client, path string) string {
+	response, err := client.Get(path)
+	if err != nil {
+		b.Error(err)
+		return ""
+	}
+	body, err := io.ReadAll(response.Body)
+	_ = response.Body.Close()
+	match := consumedHandle.FindSubmatch(body)
+	if err != nil || response.StatusCode != http.StatusOK || match == nil {
+		b.Errorf("consume answered %d %q (%v)", response.StatusCode, body, err)
+		return ""
+	}
+	return string(match[1])
+}
+
+// ackOnce acks and fails the benchmark unless the ack is accepted.
+func ackOnce(b *testing.B, client *http.Client, path string) {
+	response, err := client.Post(path, "", nil)
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	_, _ = io.Copy(io.Discard, response.Body)
+	_ = response.Body.Close()
+	if response.StatusCode != http.StatusNoContent {
+		b.Errorf("ack answered %d", response.StatusCode)
+	}
 }
