@@ -410,11 +410,19 @@ func (l *loop) topicSchemas(topic string) []msg.SchemaVersion {
 // servingState wraps the node's readiness answer for atomic publication.
 type servingState struct{ err error }
 
+// publishServing publishes the node's readiness and metastore status
+// after a flush, allocating only when one changed (most flushes change
+// neither: the host flushes once per consume or ack).
 func (l *loop) publishServing() {
-	l.serving.Store(&servingState{err: l.node.Serving()})
+	if err, last := l.node.Serving(), l.serving.Load(); last == nil || err != last.err {
+		l.serving.Store(&servingState{err: err})
+	}
 	status := l.node.MetaStatus()
 	l.leader.Store(status.IsLeader)
-	l.metaStatus.Store(&status)
+	if last := l.metaStatus.Load(); last == nil || *last != status {
+		changed := status
+		l.metaStatus.Store(&changed)
+	}
 }
 
 // lastMetaStatus is the replica summary the loop last published (zero

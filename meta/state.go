@@ -339,14 +339,18 @@ func (s *State) PeerByRaftID(raftID uint64) (Peer, bool) {
 	return peer, found
 }
 
-// PeerByNodeID returns the voter with the given node id.
+// PeerByNodeID returns the voter with the given node id (the one with the
+// lowest raft id, should two share it). It neither sorts nor allocates:
+// the host asks after every sync round, for its readiness.
 func (s *State) PeerByNodeID(nodeID string) (Peer, bool) {
-	for _, peer := range s.Peers() {
-		if peer.ID == nodeID {
-			return peer, true
+	var found Peer
+	ok := false
+	for _, peer := range s.peers { //determinism:ok the lowest raft id wins whatever the order
+		if peer.ID == nodeID && (!ok || peer.RaftID < found.RaftID) {
+			found, ok = peer, true
 		}
 	}
-	return Peer{}, false
+	return found, ok
 }
 
 // RaftIDUsed reports whether raftID belongs to a voter or to a removed

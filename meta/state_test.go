@@ -351,3 +351,22 @@ func TestTopicsVersionMovesWithTheTopicsOnly(t *testing.T) {
 	require.Greater(t, s.TopicsVersion(), version, "installing a snapshot changes the version")
 	require.Len(t, s.Moves(), 1, "and the moves follow the installed topics")
 }
+
+// PeerByNodeID finds each voter by its node id, nothing for an unknown
+// id, and the lowest raft id when two voters share a node id (which the
+// commands never make, so the state is set by hand).
+func TestPeerByNodeID(t *testing.T) {
+	s := newState()
+	for _, peer := range []Peer{{ID: "n3", RaftID: 30}, {ID: "n1", RaftID: 10}, {ID: "n2", RaftID: 20}, {ID: "n2", RaftID: 25}} {
+		s.peers[peer.RaftID] = peer
+	}
+	for id, raftID := range map[string]uint64{"n1": 10, "n2": 20, "n3": 30} {
+		peer, found := s.PeerByNodeID(id)
+		require.True(t, found, id)
+		require.Equal(t, raftID, peer.RaftID, id)
+	}
+	_, found := s.PeerByNodeID("n4")
+	require.False(t, found)
+	allocations := testing.AllocsPerRun(100, func() { _, _ = s.PeerByNodeID("n3") })
+	require.Zero(t, allocations)
+}
