@@ -483,9 +483,21 @@ func (n *Node) Ready() Ready {
 	n.routeReplies(&rd)
 	n.replies, n.messages = nil, nil
 	clear(n.routing.produceForwards)
-	n.dirty = map[partitionKey]*partition{}
-	n.dependents = map[partitionKey][]int{}
+	n.resetRound()
 	return rd
+}
+
+// resetRound empties the partitions and dependents of the round just
+// handed out, with fresh maps only when they hold something: most
+// Readys of consumes and acks have neither, and clearing would keep a
+// burst's large tables for good.
+func (n *Node) resetRound() {
+	if len(n.dirty) > 0 {
+		n.dirty = map[partitionKey]*partition{}
+	}
+	if len(n.dependents) > 0 {
+		n.dependents = map[partitionKey][]int{}
+	}
 }
 
 // readyRepliesFirst is planted bug BugAckBeforeSync: the replies leave in
