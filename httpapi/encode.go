@@ -112,14 +112,14 @@ func encodeConsume(request msg.Consume, result msg.ConsumeResult) Response {
 	if len(result.Messages) == 0 {
 		return noContent()
 	}
-	return rawJSONResponse(http.StatusOK, appendMessage(nil, result.Messages[0]))
+	return rawJSONResponse(http.StatusOK, appendMessage(messageBuffer(result.Messages[0]), result.Messages[0]))
 }
 
 func encodeReplay(result msg.ReplayResult) Response {
 	if result.Message == nil {
 		return noContent()
 	}
-	return rawJSONResponse(http.StatusOK, appendMessage(nil, *result.Message))
+	return rawJSONResponse(http.StatusOK, appendMessage(messageBuffer(*result.Message), *result.Message))
 }
 
 // ackItemBody is one element of a batch ack's results (docs/api.md#batch-ack).

@@ -295,3 +295,33 @@ func TestSharedJSONHeaderStaysAsItWas(t *testing.T) {
 		ok(msg.ProduceResult{Records: []msg.Placement{{Partition: 1, Offset: 7}}}))
 	require.Empty(t, produced.Header.Get("WWW-Authenticate"))
 }
+
+// appendJSONString writes every string exactly as marshalJSON does
+// (encoding/json without HTML escaping), on its direct path for plain
+// ASCII and through marshalJSON for the rest, from a string and from
+// bytes alike.
+func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
+	for _, value := range []string{"", "orders", "1:17:1099511627777:3f9a0011aabbccdd", "a b~!#$%&'()*+,-./<>=?@[]^_`{|}",
+		`quote"`, `back\slash`, "tab\tnewline\n", "\x00\x1f\x7f", "é ü 中文", "\u2028\u2029", "bad \xff utf-8", "<html>&"} {
+		want := string(marshalJSON(value))
+		require.Equal(t, want, string(appendJSONString([]byte("prefix"), value)[len("prefix"):]), "%q", value)
+		require.Equal(t, want, string(appendJSONString(nil, []byte(value))), "%q as bytes", value)
+	}
+}
+
+// appendPayload writes JSON verbatim, other UTF-8 as a JSON string and
+// anything else as base64, as the consumed message's docs say.
+func TestAppendPayloadForms(t *testing.T) {
+	for _, c := range []struct {
+		payload, want, encoding string
+	}{
+		{`{"a": [1, 2]}`, `{"a": [1, 2]}`, ""},
+		{"plain text", `"plain text"`, ""},
+		{"say \"hi\"\n", `"say \"hi\"\n"`, ""},
+		{"\xff\xfe\x00", `"//4A"`, payloadEncodingBase64},
+	} {
+		got, encoding := appendPayload([]byte(`"payload":`), []byte(c.payload))
+		require.Equal(t, `"payload":`+c.want, string(got), "%q", c.payload)
+		require.Equal(t, c.encoding, encoding, "%q", c.payload)
+	}
+}

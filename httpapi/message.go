@@ -17,16 +17,15 @@ const payloadEncodingBase64 = "base64"
 // than through encoding/json so that a JSON payload is embedded byte for
 // byte: encoding/json would compact it.
 func appendMessage(dst []byte, message msg.Message) []byte {
-	payload, encoding := encodePayload(message.Payload)
 	dst = append(dst, `{"topic":`...)
-	dst = append(dst, marshalJSON(message.Topic)...)
+	dst = appendJSONString(dst, message.Topic)
 	dst = append(dst, `,"partition":`...)
 	dst = strconv.AppendInt(dst, int64(message.Partition), 10)
 	dst = append(dst, `,"offset":`...)
 	dst = strconv.AppendUint(dst, message.Offset, 10)
 	dst = appendStringField(dst, "key", string(message.Key))
 	dst = append(dst, `,"payload":`...)
-	dst = append(dst, payload...)
+	dst, encoding := appendPayload(dst, message.Payload)
 	dst = appendStringField(dst, "payload_encoding", encoding)
 	dst = append(dst, `,"timestamp":`...)
 	dst = strconv.AppendInt(dst, message.TimestampMs/1000, 10)
@@ -43,11 +42,23 @@ func appendMessage(dst []byte, message msg.Message) []byte {
 	return append(dst, '}')
 }
 
+// messageFieldsBytes is room for the names and numbers of a consumed
+// message's JSON, beside its topic, key, payload and receipt handle.
+const messageFieldsBytes = 256
+
+// messageBuffer returns an empty buffer with room for the JSON of one
+// plain message (a payload in base64 included), so that appendMessage
+// does not grow it field by field.
+func messageBuffer(message msg.Message) []byte {
+	return make([]byte, 0, messageFieldsBytes+len(message.Topic)+len(message.Key)+
+		base64.StdEncoding.EncodedLen(len(message.Payload))+len(message.ReceiptHandle))
+}
+
 // appendDeadLetter appends the origin of a dead letter
 // (docs/api.md#dead-letters).
 func appendDeadLetter(dst []byte, origin msg.DeadLetterOrigin) []byte {
 	dst = append(dst, `,"dead_letter":{"topic":`...)
-	dst = append(dst, marshalJSON(origin.Topic)...)
+	dst = appendJSONString(dst, origin.Topic)
 	dst = append(dst, `,"partition":`...)
 	dst = strconv.AppendInt(dst, int64(origin.Partition), 10)
 	dst = append(dst, `,"offset":`...)
@@ -66,7 +77,22 @@ func appendStringField(dst []byte, name, value string) []byte {
 	dst = append(dst, ',', '"')
 	dst = append(dst, name...)
 	dst = append(dst, '"', ':')
-	return append(dst, marshalJSON(value)...)
+	return appendJSONString(dst, value)
+}
+
+// appendJSONString appends value as a JSON string exactly as marshalJSON
+// would: directly when every byte is printable ASCII other than a quote
+// and a backslash (topic names, receipt handles, most keys and text
+// payloads), which encode as themselves, else through marshalJSON.
+func appendJSONString[Text string | []byte](dst []byte, value Text) []byte {
+	for i := 0; i < len(value); i++ {
+		if c := value[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			return append(dst, marshalJSON(string(value))...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, value...)
+	return append(dst, '"')
 }
 
 // appendMessageList appends {"messages":[...]}; an empty list is [].
@@ -81,15 +107,17 @@ func appendMessageList(dst []byte, messages []msg.Message) []byte {
 	return append(dst, ']', '}')
 }
 
-// encodePayload chooses the JSON form of a payload: valid JSON (in valid
+// appendPayload appends the JSON form of a payload: valid JSON (in valid
 // UTF-8) verbatim, other valid UTF-8 as a JSON string, anything else as a
-// base64 string with the encoding named.
-func encodePayload(payload []byte) (encoded []byte, encoding string) {
+// base64 string with the encoding it returns.
+func appendPayload(dst, payload []byte) ([]byte, string) {
 	if !utf8.Valid(payload) {
-		return marshalJSON(base64.StdEncoding.EncodeToString(payload)), payloadEncodingBase64
+		dst = append(dst, '"')
+		dst = base64.StdEncoding.AppendEncode(dst, payload)
+		return append(dst, '"'), payloadEncodingBase64
 	}
 	if json.Valid(payload) {
-		return payload, ""
+		return append(dst, payload...), ""
 	}
-	return marshalJSON(string(payload)), ""
+	return appendJSONString(dst, payload), ""
 }
