@@ -52,13 +52,17 @@ func (n *Node) ackRouted(id msg.RequestID, r msg.Ack) {
 }
 
 // handlesByOwner maps each other owner to the indexes of its handles;
-// handles of this node's partitions and malformed ones stay out.
+// handles of this node's partitions and malformed ones stay out. The map
+// is nil when every handle stays here (no allocation for a local ack).
 func (n *Node) handlesByOwner(t *topic, handles []string) map[string][]int {
-	byOwner := map[string][]int{}
+	var byOwner map[string][]int
 	for i, handle := range handles {
 		index, _, _, err := lease.ParseHandle(handle)
 		if err != nil || index >= t.info.Partitions || n.ownedHere(t, index) {
 			continue
+		}
+		if byOwner == nil {
+			byOwner = map[string][]int{}
 		}
 		owner := t.owner(index)
 		byOwner[owner] = append(byOwner[owner], i)
