@@ -53,9 +53,12 @@ func (s *segment) indexedEnd() uint64 { return s.base + uint64(len(s.positions))
 
 // index appends the position of the next offset's frame.
 func (s *segment) index(position int64, timeMs int64) {
-	assert(position >= 0 && position < positionCorrupt, "frame position %d of segment %d does not fit the index", position, s.base)
-	assert(len(s.positions) == 0 || s.lastRealPosition() < position,
-		"frame position %d of segment %d not after the previous one", position, s.base)
+	fits := position >= 0 && position < positionCorrupt
+	ordered := len(s.positions) == 0 || s.lastRealPosition() < position
+	if !fits || !ordered { // guarded: the arguments would allocate on every appended record
+		assert(fits, "frame position %d of segment %d does not fit the index", position, s.base)
+		assert(ordered, "frame position %d of segment %d not after the previous one", position, s.base)
+	}
 	s.positions = append(s.positions, uint32(position))
 	s.newestTimeMs = max(s.newestTimeMs, timeMs)
 }
