@@ -177,18 +177,18 @@ func (c *conn) parseFraming() *refusal {
 		}
 		c.body.mode, request.ContentLength, request.TransferEncoding = bodyChunked, -1, chunked
 	case len(lengths) > 0:
-		length, err := strconv.ParseInt(lengths[0], 10, 64)
+		length, err := strconv.ParseUint(lengths[0], 10, 63) // digits only: no sign, not even "-0"
 		for _, other := range lengths[1:] {
 			if other != lengths[0] {
 				err = strconv.ErrSyntax
 			}
 		}
-		if err != nil || length < 0 || lengths[0][0] == '+' {
+		if err != nil {
 			return refuse(http.StatusBadRequest, ReasonFraming, "malformed Content-Length")
 		}
-		request.ContentLength = length
+		request.ContentLength = int64(length)
 		if length > 0 {
-			c.body.mode, c.body.remaining = bodyLength, length
+			c.body.mode, c.body.remaining = bodyLength, int64(length)
 		}
 	}
 	if c.body.mode == bodyDone {

@@ -187,6 +187,7 @@ func TestRefusals(t *testing.T) {
 		{"gzip coding", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n", 501, ReasonFraming},
 		{"bad length", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: -1\r\n\r\n", 400, ReasonFraming},
 		{"plus length", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: +1\r\n\r\n", 400, ReasonFraming},
+		{"minus zero length", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: -0\r\n\r\n", 400, ReasonFraming},
 		{"two lengths", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400, ReasonFraming},
 		{"expectation", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nExpect: magic\r\n\r\n", 417, ReasonExpectation},
 		{"header too large", "GET / HTTP/1.1\r\nHost: h\r\nA: " + strings.Repeat("a", headerBytesMax) + "\r\n\r\n", 431, ReasonHeaderTooLarge},
