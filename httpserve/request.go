@@ -91,6 +91,9 @@ func parseRequestLine(line string) (method, target string, major, minor int, fai
 	case "HTTP/1.0":
 		return method, target, 1, 0, nil
 	}
+	if len(proto) == len("HTTP/1.1") && strings.HasPrefix(proto, "HTTP/1.") && '2' <= proto[7] && proto[7] <= '9' {
+		return method, target, 1, 1, nil // a later 1.x minor is served as 1.1 (RFC 9110 2.5)
+	}
 	if version, ok := strings.CutPrefix(proto, "HTTP/"); ok && version != "" && strings.Trim(version, "0123456789.") == "" {
 		return "", "", 0, 0, refuse(http.StatusHTTPVersionNotSupported, ReasonVersion, "HTTP version not supported")
 	}

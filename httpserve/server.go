@@ -22,7 +22,8 @@ const (
 	ReasonMalformed Reason = "malformed"
 	// ReasonHeaderTooLarge: the line and header exceed headerBytesMax (431).
 	ReasonHeaderTooLarge Reason = "header_too_large"
-	// ReasonVersion: an HTTP version other than 1.0 and 1.1 (505).
+	// ReasonVersion: an HTTP version other than 1.x (505); a minor above
+	// 1 is served as 1.1.
 	ReasonVersion Reason = "version"
 	// ReasonFraming: the body's length is ambiguous or unsupported: both
 	// Content-Length and Transfer-Encoding, a bad Content-Length, a

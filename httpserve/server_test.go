@@ -183,6 +183,7 @@ func TestRefusals(t *testing.T) {
 		{"two hosts", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, ReasonMalformed},
 		{"version 2", "GET / HTTP/2.0\r\nHost: h\r\n\r\n", 505, ReasonVersion},
 		{"version 0.9", "GET / HTTP/0.9\r\nHost: h\r\n\r\n", 505, ReasonVersion},
+		{"version 1.10", "GET / HTTP/1.10\r\nHost: h\r\n\r\n", 505, ReasonVersion},
 		{"both framings", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", 400, ReasonFraming},
 		{"gzip coding", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n", 501, ReasonFraming},
 		{"bad length", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: -1\r\n\r\n", 400, ReasonFraming},
@@ -238,6 +239,20 @@ func TestHTTP10AndHead(t *testing.T) {
 	require.Equal(t, "GET /c   ", body)
 	require.True(t, response.Close)
 	require.True(t, conn.closed(t))
+}
+
+// TestLaterMinorVersionServedAs11: a client of HTTP/1.x, x > 1, is
+// answered as an HTTP/1.1 one (and kept alive), not refused.
+func TestLaterMinorVersionServedAs11(t *testing.T) {
+	_, addr := start(t, Options{Handler: http.HandlerFunc(echoHandler)})
+	conn := dial(t, addr)
+	for range 2 {
+		conn.send(t, "GET /v HTTP/1.2\r\nHost: h\r\n\r\n")
+		response, body := conn.response(t, "GET")
+		require.Equal(t, http.StatusOK, response.StatusCode)
+		require.Equal(t, "GET /v  h ", body)
+		require.False(t, response.Close)
+	}
 }
 
 func TestConnectionClose(t *testing.T) {
