@@ -37,7 +37,8 @@
 // requests are read from the buffer one after the other). A request the
 // parser refuses is answered (400, 413, 417, 431, 501, 505) with
 // Connection: close and changes nothing, since the handler never sees
-// it. A request with both Content-Length and Transfer-Encoding is refused.
+// it. A request with both Content-Length and Transfer-Encoding, or with
+// Transfer-Encoding in HTTP/1.0, is refused.
 // A handler's panic closes its connection (logged, except
 // http.ErrAbortHandler) and never the server.
 //

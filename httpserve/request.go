@@ -174,6 +174,8 @@ func (c *conn) parseFraming() *refusal {
 	switch {
 	case len(encodings) > 0 && len(lengths) > 0:
 		return refuse(http.StatusBadRequest, ReasonFraming, "both Content-Length and Transfer-Encoding")
+	case len(encodings) > 0 && request.ProtoMinor == 0:
+		return refuse(http.StatusBadRequest, ReasonFraming, "Transfer-Encoding in an HTTP/1.0 request") // RFC 9112 6.1
 	case len(encodings) > 0:
 		if len(encodings) != 1 || !strings.EqualFold(encodings[0], "chunked") {
 			return refuse(http.StatusNotImplemented, ReasonFraming, "unsupported transfer encoding")

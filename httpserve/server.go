@@ -26,8 +26,9 @@ const (
 	// 1 is served as 1.1.
 	ReasonVersion Reason = "version"
 	// ReasonFraming: the body's length is ambiguous or unsupported: both
-	// Content-Length and Transfer-Encoding, a bad Content-Length, a
-	// transfer coding other than chunked (400 or 501).
+	// Content-Length and Transfer-Encoding, a bad Content-Length,
+	// Transfer-Encoding in HTTP/1.0, a transfer coding other than chunked
+	// (400 or 501).
 	ReasonFraming Reason = "framing"
 	// ReasonExpectation: an Expect other than 100-continue (417).
 	ReasonExpectation Reason = "expectation"

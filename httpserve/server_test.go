@@ -185,6 +185,7 @@ func TestRefusals(t *testing.T) {
 		{"version 0.9", "GET / HTTP/0.9\r\nHost: h\r\n\r\n", 505, ReasonVersion},
 		{"version 1.10", "GET / HTTP/1.10\r\nHost: h\r\n\r\n", 505, ReasonVersion},
 		{"both framings", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", 400, ReasonFraming},
+		{"chunked in HTTP/1.0", "POST / HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n\r\n", 400, ReasonFraming},
 		{"gzip coding", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n", 501, ReasonFraming},
 		{"bad length", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: -1\r\n\r\n", 400, ReasonFraming},
 		{"plus length", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: +1\r\n\r\n", 400, ReasonFraming},
