@@ -154,6 +154,9 @@ func (c *conn) parseHost() *refusal {
 	if len(hosts) > 1 || len(hosts) == 0 && c.request.ProtoMinor == 1 {
 		return refuse(http.StatusBadRequest, ReasonMalformed, "missing or repeated Host header")
 	}
+	if len(hosts) == 1 && !isHostText(hosts[0]) {
+		return refuse(http.StatusBadRequest, ReasonMalformed, "malformed Host header")
+	}
 	delete(c.header, "Host")
 	c.request.Host = c.url.Host
 	if c.request.Host == "" && len(hosts) == 1 {
@@ -251,6 +254,29 @@ var tokenByte = func() (table [256]bool) {
 		table[b] = 'A' <= b && b <= 'Z' || 'a' <= b && b <= 'z' || '0' <= b && b <= '9'
 	}
 	for _, b := range "!#$%&'*+-.^_`|~" {
+		table[b] = true
+	}
+	return table
+}()
+
+// isHostText reports a Host value made only of the bytes a host, a port
+// and an IP literal may hold (RFC 3986 reg-name, IP-literal, port, and
+// '%' for escapes and zones); empty is allowed.
+func isHostText(text string) bool {
+	for i := 0; i < len(text); i++ {
+		if !hostByte[text[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// hostByte marks the bytes isHostText allows.
+var hostByte = func() (table [256]bool) {
+	for b := '0'; b <= 'z'; b++ {
+		table[b] = 'A' <= b && b <= 'Z' || 'a' <= b && b <= 'z' || '0' <= b && b <= '9'
+	}
+	for _, b := range "!$%&'()*+,-.:;=[]_~" {
 		table[b] = true
 	}
 	return table

@@ -180,6 +180,8 @@ func TestRefusals(t *testing.T) {
 		{"folded", "GET / HTTP/1.1\r\nHost: h\r\nA: b\r\n c\r\n\r\n", 400, ReasonMalformed},
 		{"control in value", "GET / HTTP/1.1\r\nHost: h\r\nA: b\x01c\r\n\r\n", 400, ReasonMalformed},
 		{"no host", "GET / HTTP/1.1\r\n\r\n", 400, ReasonMalformed},
+		{"space in host", "GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400, ReasonMalformed},
+		{"slash in host", "GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", 400, ReasonMalformed},
 		{"two hosts", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, ReasonMalformed},
 		{"version 2", "GET / HTTP/2.0\r\nHost: h\r\n\r\n", 505, ReasonVersion},
 		{"version 0.9", "GET / HTTP/0.9\r\nHost: h\r\n\r\n", 505, ReasonVersion},
@@ -253,6 +255,18 @@ func TestLaterMinorVersionServedAs11(t *testing.T) {
 		require.Equal(t, http.StatusOK, response.StatusCode)
 		require.Equal(t, "GET /v  h ", body)
 		require.False(t, response.Close)
+	}
+}
+
+// TestHostForms: the forms a Host may take are served as given.
+func TestHostForms(t *testing.T) {
+	_, addr := start(t, Options{Handler: http.HandlerFunc(echoHandler)})
+	conn := dial(t, addr)
+	for _, host := range []string{"h", "broker-1.example:8080", "[::1]:80", "[fe80::1%25eth0]", "127.0.0.1"} {
+		conn.send(t, "GET / HTTP/1.1\r\nHost: "+host+"\r\n\r\n")
+		response, body := conn.response(t, "GET")
+		require.Equal(t, http.StatusOK, response.StatusCode)
+		require.Equal(t, "GET /  "+host+" ", body)
 	}
 }
 
