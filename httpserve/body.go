@@ -233,10 +233,11 @@ func parseChunkSize(line []byte) (int64, bool) {
 // needed, at most chunkLineBytesMax long.
 func (c *conn) readLine() ([]byte, error) {
 	for {
-		if line, ok := c.in.line(); ok {
+		line, ok := c.in.line()
+		if ok && len(line) <= chunkLineBytesMax {
 			return line, nil
 		}
-		if c.in.buffered() > chunkLineBytesMax {
+		if ok || c.in.buffered() > chunkLineBytesMax {
 			c.refused(ReasonBody)
 			return nil, errBadChunk
 		}

@@ -226,6 +226,21 @@ func TestMalformedChunkedBody(t *testing.T) {
 	require.Equal(t, ReasonBody, refused.Load())
 }
 
+// TestLongChunkLineRefused: a chunk-size line longer than
+// chunkLineBytesMax is refused even when it arrived whole in a buffer a
+// large header had grown.
+func TestLongChunkLineRefused(t *testing.T) {
+	var refused atomic.Value
+	_, addr := start(t, Options{Handler: http.HandlerFunc(echoHandler), Refused: func(reason Reason) { refused.Store(reason) }})
+	conn := dial(t, addr)
+	conn.send(t, "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nA: "+strings.Repeat("a", 40<<10)+"\r\n\r\n"+
+		"1;"+strings.Repeat("e", 2*chunkLineBytesMax)+"\r\nx\r\n0\r\n\r\n")
+	response, _ := conn.response(t, "POST")
+	require.Equal(t, http.StatusBadRequest, response.StatusCode)
+	require.True(t, conn.closed(t))
+	require.Equal(t, ReasonBody, refused.Load())
+}
+
 func TestHTTP10AndHead(t *testing.T) {
 	_, addr := start(t, Options{Handler: http.HandlerFunc(echoHandler)})
 	conn := dial(t, addr)
