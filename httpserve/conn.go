@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"sync/atomic"
 	"time"
 )
@@ -217,7 +218,18 @@ func (c *conn) needMore() error {
 	return nil
 }
 
-var errRequestTimeout = errors.New("httpserve: request not read within the read timeout")
+// errRequestTimeout is the error of a read of the current request past
+// its read timeout. It is a net.Error that timed out and wraps
+// os.ErrDeadlineExceeded, so that a handler reading the body tells a
+// slow client from a broken one.
+var errRequestTimeout error = requestTimeout{}
+
+type requestTimeout struct{}
+
+func (requestTimeout) Error() string   { return "httpserve: request not read within the read timeout" }
+func (requestTimeout) Timeout() bool   { return true }
+func (requestTimeout) Temporary() bool { return false }
+func (requestTimeout) Unwrap() error   { return os.ErrDeadlineExceeded }
 
 func (c *conn) refused(reason Reason) {
 	if c.server.options.Refused != nil {

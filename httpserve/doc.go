@@ -31,7 +31,10 @@
 // end of the request header to the last byte of the reply, handler time
 // included. A request that arrives in one read costs two deadline calls:
 // the read deadline armed for the idle wait, and the write deadline.
-// Whatever exceeds a timeout, the connection is closed.
+// Whatever exceeds a timeout, the connection is closed: at once for the
+// idle wait, a header or a reply; for a body, after the handler, whose
+// read failed with a timeout error (a net.Error, os.ErrDeadlineExceeded),
+// answered (its reply says Connection: close).
 //
 // Invariants. Replies leave in the order of their requests (pipelined
 // requests are read from the buffer one after the other). A request the

@@ -35,8 +35,11 @@ const (
 	// ReasonBody: a chunked body that does not parse; the handler got a
 	// read error and the connection closes after its reply.
 	ReasonBody Reason = "body"
-	// ReasonReadTimeout: a request not read in full within ReadTimeout;
-	// the connection is closed without an answer.
+	// ReasonReadTimeout: a request not read in full within ReadTimeout.
+	// A header cut short closes the connection without an answer; a body
+	// cut short fails the handler's read with a timeout error (a net.Error
+	// wrapping os.ErrDeadlineExceeded), the handler's reply is sent with
+	// Connection: close, and the connection closes.
 	ReasonReadTimeout Reason = "read_timeout"
 )
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -320,6 +321,32 @@ func TestIdleAndReadTimeouts(t *testing.T) {
 	slow := dial(t, addr)
 	slow.send(t, "GET / HTTP/1.1\r\n")
 	require.True(t, slow.closed(t), "a request not finished within the read timeout closes its connection")
+	require.Equal(t, ReasonReadTimeout, refused.Load())
+}
+
+// TestBodyReadTimeout: a body that stops coming fails the handler's read
+// with an error that says it timed out (a net.Error, and
+// os.ErrDeadlineExceeded), the handler's reply is sent with
+// Connection: close, and the connection closes.
+func TestBodyReadTimeout(t *testing.T) {
+	var refused atomic.Value
+	readErrors := make(chan error, 1)
+	_, addr := start(t, Options{ReadTimeout: 50 * time.Millisecond, Refused: func(reason Reason) { refused.Store(reason) },
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, err := io.ReadAll(r.Body)
+			readErrors <- err
+			w.WriteHeader(http.StatusBadRequest)
+		})})
+	conn := dial(t, addr)
+	conn.send(t, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nab")
+	err := <-readErrors
+	var netError net.Error
+	require.True(t, errors.As(err, &netError) && netError.Timeout(), "%v", err)
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	response, _ := conn.response(t, "POST")
+	require.Equal(t, http.StatusBadRequest, response.StatusCode)
+	require.True(t, response.Close)
+	require.True(t, conn.closed(t))
 	require.Equal(t, ReasonReadTimeout, refused.Load())
 }
 
