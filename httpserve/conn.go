@@ -49,7 +49,8 @@ type conn struct {
 	request, template *http.Request
 	url               url.URL
 	header            http.Header
-	// values backs the header's value slices; reset each request.
+	// values backs the header's value slices; reset each request, and
+	// its capacity at most headerFieldsKeptMax while idle.
 	values []string
 	// body reads the current request's body.
 	body body
@@ -137,9 +138,7 @@ func (c *conn) waitForRequest() bool {
 		return !c.server.closing.Load()
 	}
 	c.in.reset()
-	if len(c.in.buf) > inputBufferBytes {
-		c.in.buf = make([]byte, inputBufferBytes) // a large header's buffer is not kept while idle
-	}
+	c.releaseIdle()
 	c.state.Store(stateIdle)
 	if c.server.closing.Load() {
 		return false
@@ -157,6 +156,23 @@ func (c *conn) waitForRequest() bool {
 		c.answerPlainToTLS(recordError.Conn)
 	}
 	return err == nil || c.in.buffered() > 0
+}
+
+// releaseIdle lets go, as the connection turns idle, of what its last
+// request grew past the normal size and of every reference to that
+// request's header text, so that an idle connection holds about
+// inputBufferBytes whatever came before.
+func (c *conn) releaseIdle() {
+	if len(c.in.buf) > inputBufferBytes {
+		c.in.buf = make([]byte, inputBufferBytes)
+	}
+	if cap(c.values) > headerFieldsKeptMax {
+		c.header, c.values = make(http.Header), nil // clear does not shrink a map
+	} else {
+		clear(c.header)
+		clear(c.values[:cap(c.values)])
+	}
+	*c.request, c.url = http.Request{}, url.URL{}
 }
 
 // plainToTLSAnswer is the answer to plain HTTP sent to a TLS listener.

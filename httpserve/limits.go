@@ -8,6 +8,13 @@ const (
 	// so the input buffer of a connection; past it the request is answered
 	// 431.
 	headerBytesMax = 64 << 10
+	// headerFieldsMax bounds the field lines of one request; past it the
+	// request is answered 431.
+	headerFieldsMax = 512
+	// headerFieldsKeptMax is how many fields' worth of header map and
+	// value slice an idle connection keeps; a larger request's are
+	// dropped when it ends.
+	headerFieldsKeptMax = 64
 	// inputBufferBytes is a connection's first input buffer; it grows up
 	// to headerBytesMax only for a large header.
 	inputBufferBytes = 4 << 10

@@ -22,7 +22,10 @@ func refuse(status int, reason Reason, message string) *refusal {
 	return &refusal{status: status, reason: reason, message: message}
 }
 
-var errHeaderTooLarge = refuse(http.StatusRequestHeaderFieldsTooLarge, ReasonHeaderTooLarge, "request header too large")
+var (
+	errHeaderTooLarge = refuse(http.StatusRequestHeaderFieldsTooLarge, ReasonHeaderTooLarge, "request header too large")
+	errTooManyFields  = refuse(http.StatusRequestHeaderFieldsTooLarge, ReasonHeaderTooLarge, "too many request header fields")
+)
 
 // readHeader reads until a whole header block is buffered and returns it;
 // a *refusal, or the read's error (the connection then closes silently).
@@ -117,6 +120,9 @@ func (c *conn) parseFields(fields string) *refusal {
 			return refuse(http.StatusBadRequest, ReasonMalformed, "malformed header value")
 		}
 		name = canonicalName(name)
+		if len(c.values) == headerFieldsMax {
+			return errTooManyFields
+		}
 		c.values = append(c.values, value)
 		if existing, ok := c.header[name]; ok {
 			c.header[name] = append(existing, value)

@@ -1,0 +1,59 @@
+package httpserve
+
+import (
+	"net"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// idleConn returns a connection of a server that serves nothing, on one
+// end of a pipe, for tests of what a connection keeps.
+func idleConn(t *testing.T) *conn {
+	t.Helper()
+	server, client := net.Pipe()
+	t.Cleanup(func() { _ = server.Close(); _ = client.Close() })
+	return newConn(New(Options{Handler: http.NotFoundHandler()}), server)
+}
+
+// headerBlock is a request's header block of fields "A: b" lines.
+func headerBlock(fields int) []byte {
+	return []byte("GET /p?q HTTP/1.1\r\nHost: h\r\n" + strings.Repeat("A: b\r\n", fields))
+}
+
+// TestIdleConnectionDropsLargeHeader: after a request of many fields the
+// idle connection keeps neither the grown header map nor the value
+// slice; after a small one it keeps them, emptied, with nothing in them
+// still pointing into the last header.
+func TestIdleConnectionDropsLargeHeader(t *testing.T) {
+	c := idleConn(t)
+	require.Nil(t, c.parseRequest(headerBlock(3*headerFieldsKeptMax)))
+	largeMap := reflect.ValueOf(c.header).Pointer()
+	c.releaseIdle()
+	require.Zero(t, cap(c.values))
+	require.Empty(t, c.header)
+	require.NotEqual(t, largeMap, reflect.ValueOf(c.header).Pointer(), "the grown map is replaced")
+	require.Empty(t, c.request.RequestURI)
+	require.Empty(t, c.url.Path)
+
+	require.Nil(t, c.parseRequest(headerBlock(4)))
+	smallMap, values := reflect.ValueOf(c.header).Pointer(), c.values
+	c.releaseIdle()
+	require.Equal(t, smallMap, reflect.ValueOf(c.header).Pointer(), "a small map is kept")
+	require.Empty(t, c.header)
+	for _, value := range values[:cap(values)] {
+		require.Empty(t, value, "the value slice's tail no longer holds the last header's text")
+	}
+}
+
+func TestTooManyHeaderFields(t *testing.T) {
+	c := idleConn(t)
+	require.Nil(t, c.parseRequest(headerBlock(headerFieldsMax-1)))
+	failure := c.parseRequest(headerBlock(headerFieldsMax))
+	require.NotNil(t, failure)
+	require.Equal(t, http.StatusRequestHeaderFieldsTooLarge, failure.status)
+	require.Equal(t, ReasonHeaderTooLarge, failure.reason)
+}
