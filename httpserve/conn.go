@@ -173,6 +173,7 @@ func (c *conn) releaseIdle() {
 		clear(c.values[:cap(c.values)])
 	}
 	*c.request, c.url = http.Request{}, url.URL{}
+	c.writer.release()
 }
 
 // plainToTLSAnswer is the answer to plain HTTP sent to a TLS listener.

@@ -15,13 +15,15 @@
 //
 // Bounds, named in limits.go: a request's line and header fields together
 // are at most headerBytesMax, and its fields at most headerFieldsMax (431
-// past either); a chunk-size line or a trailer
-// at most chunkLineBytesMax; a body the handler left unread is drained up
-// to unreadBodyDrainMax, past which the connection closes instead; a
-// connection holds at most headerBytesMax of input buffer (and, while
-// idle, inputBufferBytes, with nothing left of its last header) and
-// responseBufferBytesMax (plus a reply header) of output buffer: a larger
-// write of a streamed body goes out from the handler's own slice.
+// past either); a chunk-size line or a trailer at most chunkLineBytesMax;
+// a body the handler left unread is drained up to unreadBodyDrainMax,
+// past which the connection closes instead. A busy connection holds at
+// most headerBytesMax of input buffer and responseBufferBytesMax (plus a
+// reply header) of output buffer: a larger write of a streamed body goes
+// out from the handler's own slice. An idle one holds inputBufferBytes
+// of input, at most outputBufferKeptBytes of each output buffer and
+// headerFieldsKeptMax fields' worth of header map, and nothing of its
+// last request's text.
 // The number of connections is bounded by the listener (the caller's
 // connection limit).
 //

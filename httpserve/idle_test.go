@@ -1,6 +1,7 @@
 package httpserve
 
 import (
+	"io"
 	"net"
 	"net/http"
 	"reflect"
@@ -11,11 +12,21 @@ import (
 )
 
 // idleConn returns a connection of a server that serves nothing, on one
-// end of a pipe, for tests of what a connection keeps.
+// end of a pipe whose other end discards what it reads, for tests of
+// what a connection keeps.
 func idleConn(t *testing.T) *conn {
 	t.Helper()
 	server, client := net.Pipe()
-	t.Cleanup(func() { _ = server.Close(); _ = client.Close() })
+	discarded := make(chan struct{})
+	go func() {
+		defer close(discarded)
+		_, _ = io.Copy(io.Discard, client)
+	}()
+	t.Cleanup(func() {
+		_ = server.Close()
+		_ = client.Close()
+		<-discarded
+	})
 	return newConn(New(Options{Handler: http.NotFoundHandler()}), server)
 }
 
@@ -56,4 +67,30 @@ func TestTooManyHeaderFields(t *testing.T) {
 	require.NotNil(t, failure)
 	require.Equal(t, http.StatusRequestHeaderFieldsTooLarge, failure.status)
 	require.Equal(t, ReasonHeaderTooLarge, failure.reason)
+}
+
+// TestIdleConnectionDropsLargeReplyBuffers: the buffers a large reply
+// grew, whole or streamed, are not kept by the idle connection; those of
+// a small one are.
+func TestIdleConnectionDropsLargeReplyBuffers(t *testing.T) {
+	c := idleConn(t)
+	for _, size := range []int{responseBufferBytesMax, 3 * responseBufferBytesMax} {
+		c.writer.begin(false, false)
+		for range size / 1000 {
+			_, err := c.writer.Write(make([]byte, 1000))
+			require.NoError(t, err)
+		}
+		require.NoError(t, c.writer.end())
+		require.Greater(t, max(cap(c.writer.body), cap(c.writer.out)), outputBufferKeptBytes, "size %d", size)
+		c.releaseIdle()
+		require.LessOrEqual(t, cap(c.writer.body), outputBufferKeptBytes, "size %d", size)
+		require.LessOrEqual(t, cap(c.writer.out), outputBufferKeptBytes, "size %d", size)
+	}
+	c.writer.begin(false, false)
+	_, err := c.writer.Write([]byte("small"))
+	require.NoError(t, err)
+	require.NoError(t, c.writer.end())
+	out := cap(c.writer.out)
+	c.releaseIdle()
+	require.Equal(t, out, cap(c.writer.out), "a small reply's buffer is kept")
 }

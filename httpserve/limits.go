@@ -21,6 +21,10 @@ const (
 	// responseBufferBytesMax is the largest reply body kept whole and sent
 	// in one write with a Content-Length; a larger one streams.
 	responseBufferBytesMax = 32 << 10
+	// outputBufferKeptBytes is how much reply body buffer and output
+	// buffer an idle connection keeps each; larger ones, grown by a large
+	// reply, are dropped when it ends.
+	outputBufferKeptBytes = responseBufferBytesMax / 2
 	// chunkLineBytesMax bounds a chunk-size line and each trailer line of
 	// a chunked request body; trailerBytesMax bounds the trailer in all.
 	chunkLineBytesMax = 4 << 10

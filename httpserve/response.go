@@ -189,10 +189,18 @@ func (w *responseWriter) end() error {
 		w.out = append(w.out, w.body...)
 	}
 	w.flush()
-	if len(w.body) > responseBufferBytesMax/2 {
-		w.body = nil // a rare large reply does not stay held by an idle connection
-	}
 	return w.err
+}
+
+// release drops, while the connection is idle, the buffers a large reply
+// grew past outputBufferKeptBytes.
+func (w *responseWriter) release() {
+	if cap(w.body) > outputBufferKeptBytes {
+		w.body = nil
+	}
+	if cap(w.out) > outputBufferKeptBytes {
+		w.out = nil
+	}
 }
 
 // bodyAllowed reports whether a status may carry a body.
