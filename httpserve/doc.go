@@ -50,10 +50,12 @@
 // http.ErrAbortHandler) and never the server.
 //
 // The request context is the connection's: it is cancelled when the
-// connection ends, and, for a handler that called WatchClose before
+// connection ends, when Close (or a Shutdown whose context ended) closes
+// it, and, for a handler that called WatchClose before
 // waiting (a parked long poll), as soon as the client closes its end.
 // Watching costs a goroutine blocked in a read, started only then and
-// joined before the next request is read.
+// joined before the next request is read. Close and Shutdown return only
+// once every connection's goroutine (and so its handler) has ended.
 //
 // Not supported: HTTP/2 and the upgrade to it, Hijack, Flush, trailers in
 // replies, informational (1xx) replies from handlers (100 Continue is the

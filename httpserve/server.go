@@ -77,6 +77,10 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
+	// serving counts the connection goroutines not yet ended; it is
+	// incremented under mu while closing is unset, so that Close and
+	// Shutdown, which set closing first, can wait for it.
+	serving sync.WaitGroup
 }
 
 // New returns a server of options; it serves nothing until Serve.
@@ -153,25 +157,29 @@ func (s *Server) add(c *conn) bool {
 		return false
 	}
 	s.conns[c] = struct{}{}
+	s.serving.Add(1)
 	return true
 }
 
+// remove forgets c; its goroutine's last act.
 func (s *Server) remove(c *conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.conns, c)
+	s.serving.Done()
 }
 
 // Shutdown stops accepting, closes idle connections, lets the others
 // finish their request (their reply says Connection: close) and returns
-// once all have ended, or closes them all when ctx ends and returns its
-// error.
+// once all have ended; when ctx ends first it does what Close does and
+// returns ctx's error too.
 func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.closeListeners()
 	ticker := time.NewTicker(shutdownPollInterval)
 	defer ticker.Stop()
 	for {
 		if s.closeIdle() == 0 {
+			s.serving.Wait()
 			return err
 		}
 		select {
@@ -183,7 +191,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 }
 
-// Close stops accepting and closes every connection at once.
+// Close stops accepting, closes every connection and cancels its
+// requests' context at once, then waits for the connections' goroutines
+// to end (a handler returns once its context is cancelled or its writes
+// fail).
 func (s *Server) Close() error {
 	err := s.closeListeners()
 	s.closeAll()
@@ -216,12 +227,18 @@ func (s *Server) closeIdle() int {
 	return len(s.conns)
 }
 
+// closeAll closes every connection's socket, then cancels its context
+// (so that a handler woken by the cancel writes to a closed socket, not
+// a reply the client could take for a whole answer), and waits for every
+// connection goroutine to end.
 func (s *Server) closeAll() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for c := range s.conns {
 		_ = c.netConn.Close()
+		c.cancel()
 	}
+	s.mu.Unlock()
+	s.serving.Wait()
 }
 
 // dateCache formats the Date header once per second. Safe for

@@ -444,6 +444,41 @@ func TestShutdownWaitsForActiveAndClosesIdle(t *testing.T) {
 	require.NoError(t, <-shutdown)
 }
 
+// TestCloseCancelsAndJoinsRequests: Close, and Shutdown whose context
+// ended, cancel the context of a request in flight and return only once
+// its handler did.
+func TestCloseCancelsAndJoinsRequests(t *testing.T) {
+	stops := map[string]func(*Server) error{
+		"close": (*Server).Close,
+		"shutdown expired": func(server *Server) error {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return server.Shutdown(ctx)
+		},
+	}
+	for name, stop := range stops {
+		t.Run(name, func(t *testing.T) {
+			entered, unblock := make(chan struct{}), make(chan struct{})
+			defer close(unblock) // frees the handler if the server did not
+			var returned atomic.Bool
+			server, addr := start(t, Options{Handler: http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+				close(entered)
+				select {
+				case <-r.Context().Done():
+				case <-unblock:
+				}
+				returned.Store(true)
+			})})
+			conn := dial(t, addr)
+			conn.send(t, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+			<-entered
+			_ = stop(server)
+			require.True(t, returned.Load(), "the handler returned before the server stopped")
+			require.True(t, conn.closed(t))
+		})
+	}
+}
+
 // TestRefusedLargeBodyReplyIsRead: a reply the handler gives without
 // reading a body too large to drain reaches the client whole, and the
 // client's sending ends, although the server never read the body. (On
