@@ -16,6 +16,12 @@ import (
 // what a connection keeps.
 func idleConn(t *testing.T) *conn {
 	t.Helper()
+	return pipeConn(t, func(server net.Conn) net.Conn { return server })
+}
+
+// pipeConn is idleConn with the server's end of the pipe wrapped.
+func pipeConn(t *testing.T, wrap func(net.Conn) net.Conn) *conn {
+	t.Helper()
 	server, client := net.Pipe()
 	discarded := make(chan struct{})
 	go func() {
@@ -27,7 +33,7 @@ func idleConn(t *testing.T) *conn {
 		_ = client.Close()
 		<-discarded
 	})
-	return newConn(New(Options{Handler: http.NotFoundHandler()}), server)
+	return newConn(New(Options{Handler: http.NotFoundHandler()}), wrap(server))
 }
 
 // headerBlock is a request's header block of fields "A: b" lines.
@@ -93,4 +99,37 @@ func TestIdleConnectionDropsLargeReplyBuffers(t *testing.T) {
 	out := cap(c.writer.out)
 	c.releaseIdle()
 	require.Equal(t, out, cap(c.writer.out), "a small reply's buffer is kept")
+}
+
+// writeSizes is a connection that records the size of each write.
+type writeSizes struct {
+	net.Conn
+	sizes []int
+}
+
+func (w *writeSizes) Write(p []byte) (int, error) {
+	w.sizes = append(w.sizes, len(p))
+	return w.Conn.Write(p)
+}
+
+// TestLargeStreamedWriteCarriesItsFraming: on a connection that is not
+// Go's own TCP one, a large write of a streamed reply does not send the
+// bytes buffered before it (a chunk-size line, a few data bytes) in a
+// write of their own: every write but the last chunk's end is large.
+func TestLargeStreamedWriteCarriesItsFraming(t *testing.T) {
+	for _, http10 := range []bool{false, true} {
+		recorder := &writeSizes{}
+		c := pipeConn(t, func(server net.Conn) net.Conn { recorder.Conn = server; return recorder })
+		c.writer.begin(false, http10)
+		for _, size := range []int{100, 3 * responseBufferBytesMax, 10, 2 * responseBufferBytesMax} {
+			_, err := c.writer.Write(make([]byte, size))
+			require.NoError(t, err)
+		}
+		require.NoError(t, c.writer.end())
+		sizes := recorder.sizes[:len(recorder.sizes)-1] // the end: the last chunk and whatever remained
+		require.NotEmpty(t, sizes)
+		for _, size := range sizes {
+			require.GreaterOrEqual(t, size, responseBufferBytesMax/2, "http10 %v: writes %v", http10, recorder.sizes)
+		}
+	}
 }

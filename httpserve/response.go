@@ -132,12 +132,29 @@ func (w *responseWriter) streamWrite(p []byte) {
 		w.out = append(w.out, "\r\n"...)
 	}
 	if w.err == nil {
-		buffers := net.Buffers{w.out, p}
-		_, w.err = buffers.WriteTo(w.c.netConn)
+		w.writeAlong(p)
 	}
 	w.out = w.out[:0]
 	if w.chunked {
 		w.out = append(w.out, "\r\n"...)
+	}
+}
+
+// writeAlong writes out followed by p. A TCP connection takes both in
+// one writev; on any other (TLS, a wrapper), where net.Buffers would
+// write each apart and send out, perhaps only a chunk-size line, in a
+// segment of its own, out is first filled up to responseBufferBytesMax
+// with p's start, so that two large writes leave instead.
+func (w *responseWriter) writeAlong(p []byte) {
+	if _, vectored := w.c.netConn.(*net.TCPConn); vectored {
+		buffers := net.Buffers{w.out, p}
+		_, w.err = buffers.WriteTo(w.c.netConn)
+		return
+	}
+	along := min(len(p), max(responseBufferBytesMax-len(w.out), 0))
+	w.out = append(w.out, p[:along]...)
+	if _, w.err = w.c.netConn.Write(w.out); w.err == nil && along < len(p) {
+		_, w.err = w.c.netConn.Write(p[along:])
 	}
 }
 
