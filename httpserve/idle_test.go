@@ -4,9 +4,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -131,5 +133,56 @@ func TestLargeStreamedWriteCarriesItsFraming(t *testing.T) {
 		for _, size := range sizes {
 			require.GreaterOrEqual(t, size, responseBufferBytesMax/2, "http10 %v: writes %v", http10, recorder.sizes)
 		}
+	}
+}
+
+// lingerRecorder is a connection whose reads always give a full buffer
+// until a read deadline was set, and then time out after budget more
+// bytes; it records the order of the calls lingerClose should make.
+type lingerRecorder struct {
+	net.Conn
+	calls    []string
+	deadline time.Time
+	budget   int
+	read     int
+}
+
+func (l *lingerRecorder) CloseWrite() error {
+	l.calls = append(l.calls, "closewrite")
+	return nil
+}
+
+func (l *lingerRecorder) SetReadDeadline(deadline time.Time) error {
+	l.calls = append(l.calls, "deadline")
+	l.deadline = deadline
+	return nil
+}
+
+func (l *lingerRecorder) Read(p []byte) (int, error) {
+	if l.read >= l.budget {
+		return 0, os.ErrDeadlineExceeded
+	}
+	l.read += len(p)
+	return len(p), nil
+}
+
+func (l *lingerRecorder) Close() error {
+	l.calls = append(l.calls, "close")
+	return nil
+}
+
+// TestLingerClose: a connection closing with input unread half-closes
+// first, then reads and discards what comes, under a read deadline, until
+// the read fails or lingerBytesMax was discarded, and only then closes.
+func TestLingerClose(t *testing.T) {
+	for _, budget := range []int{3 * directReadMin, 4 * lingerBytesMax} {
+		recorder := &lingerRecorder{budget: budget}
+		c := pipeConn(t, func(server net.Conn) net.Conn { recorder.Conn = server; return recorder })
+		require.True(t, c.server.add(c))
+		c.linger = true
+		c.finish()
+		require.Equal(t, []string{"closewrite", "deadline", "close"}, recorder.calls)
+		require.False(t, recorder.deadline.IsZero(), "the discarding reads have a deadline")
+		require.Equal(t, min(budget, lingerBytesMax), recorder.read, "reads until the deadline or lingerBytesMax")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,6 +39,12 @@ func start(t testing.TB, options Options) (*Server, string) {
 	t.Helper()
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
+	return startOn(t, listener, options)
+}
+
+// startOn is start on a listener of the test's.
+func startOn(t testing.TB, listener net.Listener, options Options) (*Server, string) {
+	t.Helper()
 	server := New(options)
 	served := make(chan error, 1)
 	go func() { served <- server.Serve(listener) }()
@@ -312,16 +319,28 @@ func TestUnreadBodyDrainedOrClosed(t *testing.T) {
 	require.True(t, conn.closed(t))
 }
 
+// TestIdleAndReadTimeouts: each timeout bounds its own wait. Each server
+// has one timeout far beyond the client's patience (testTimeout), so a
+// close the client sees is the other timeout's.
 func TestIdleAndReadTimeouts(t *testing.T) {
-	var refused atomic.Value
-	_, addr := start(t, Options{Handler: http.HandlerFunc(echoHandler), ReadTimeout: 100 * time.Millisecond,
-		IdleTimeout: 100 * time.Millisecond, Refused: func(reason Reason) { refused.Store(reason) }})
-	idle := dial(t, addr)
-	require.True(t, idle.closed(t), "an idle connection is closed after the idle timeout")
-	slow := dial(t, addr)
+	const short, long = 50 * time.Millisecond, 100 * testTimeout
+	var idleRefused, readRefused atomic.Value
+	_, idleAddr := start(t, Options{Handler: http.HandlerFunc(echoHandler), ReadTimeout: long,
+		IdleTimeout: short, Refused: func(reason Reason) { idleRefused.Store(reason) }})
+	idle := dial(t, idleAddr)
+	idle.send(t, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+	idle.response(t, "GET")
+	require.True(t, idle.closed(t), "a kept-alive connection is closed after the idle timeout")
+	fresh := dial(t, idleAddr)
+	require.True(t, fresh.closed(t), "so is a new connection that sends nothing")
+	require.Nil(t, idleRefused.Load(), "an idle close is no refusal")
+
+	_, readAddr := start(t, Options{Handler: http.HandlerFunc(echoHandler), ReadTimeout: short,
+		IdleTimeout: long, Refused: func(reason Reason) { readRefused.Store(reason) }})
+	slow := dial(t, readAddr)
 	slow.send(t, "GET / HTTP/1.1\r\n")
 	require.True(t, slow.closed(t), "a request not finished within the read timeout closes its connection")
-	require.Equal(t, ReasonReadTimeout, refused.Load())
+	require.Equal(t, ReasonReadTimeout, readRefused.Load())
 }
 
 // TestBodyReadTimeout: a body that stops coming fails the handler's read
@@ -369,9 +388,10 @@ func TestPanicClosesOnlyTheConnection(t *testing.T) {
 // after WatchClose returns once the client closes, long before its own
 // wait would end; without WatchClose it would not.
 func TestWatchCloseCancelsParkedRequest(t *testing.T) {
-	returned := make(chan error, 1)
+	returned, parked := make(chan error, 1), make(chan struct{})
 	_, addr := start(t, Options{Handler: http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		WatchClose(r.Context())
+		close(parked)
 		select {
 		case <-r.Context().Done():
 			returned <- r.Context().Err()
@@ -381,7 +401,7 @@ func TestWatchCloseCancelsParkedRequest(t *testing.T) {
 	})})
 	conn := dial(t, addr)
 	conn.send(t, "GET /poll HTTP/1.1\r\nHost: h\r\n\r\n")
-	time.Sleep(20 * time.Millisecond) // let the handler park (the assertion does not depend on it)
+	<-parked
 	require.NoError(t, conn.Close())
 	require.ErrorIs(t, <-returned, context.Canceled)
 }
@@ -389,24 +409,58 @@ func TestWatchCloseCancelsParkedRequest(t *testing.T) {
 // TestWatchCloseKeepsPipelinedRequest: bytes the watcher read while the
 // handler waited are the next request.
 func TestWatchCloseKeepsPipelinedRequest(t *testing.T) {
-	release := make(chan struct{})
-	_, addr := start(t, Options{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	release, parked := make(chan struct{}), make(chan struct{})
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	reads := &readWatch{Listener: listener, marker: "/next", seen: make(chan struct{})}
+	_, addr := startOn(t, reads, Options{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/poll" {
 			WatchClose(r.Context())
+			close(parked)
 			<-release
 		}
 		_, _ = io.WriteString(w, r.URL.Path)
 	})})
 	conn := dial(t, addr)
 	conn.send(t, "GET /poll HTTP/1.1\r\nHost: h\r\n\r\n")
-	time.Sleep(20 * time.Millisecond)
+	<-parked
 	conn.send(t, "GET /next HTTP/1.1\r\nHost: h\r\n\r\n")
-	time.Sleep(20 * time.Millisecond)
+	<-reads.seen // read by the watcher: the handler has not returned
 	close(release)
 	for _, want := range []string{"/poll", "/next"} {
 		_, body := conn.response(t, "GET")
 		require.Equal(t, want, body)
 	}
+}
+
+// readWatch is a listener whose connections close seen the first time a
+// read returns bytes holding marker.
+type readWatch struct {
+	net.Listener
+	marker string
+	seen   chan struct{}
+	once   sync.Once
+}
+
+func (l *readWatch) Accept() (net.Conn, error) {
+	conn, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &readWatchConn{Conn: conn, watch: l}, nil
+}
+
+type readWatchConn struct {
+	net.Conn
+	watch *readWatch
+}
+
+func (c *readWatchConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if strings.Contains(string(p[:n]), c.watch.marker) {
+		c.watch.once.Do(func() { close(c.watch.seen) })
+	}
+	return n, err
 }
 
 func TestShutdownWaitsForActiveAndClosesIdle(t *testing.T) {
@@ -437,6 +491,11 @@ func TestShutdownWaitsForActiveAndClosesIdle(t *testing.T) {
 	}()
 	require.True(t, idle.closed(t))
 	require.ErrorIs(t, <-served, ErrServerClosed)
+	select {
+	case err := <-shutdown:
+		t.Fatalf("Shutdown returned (%v) while a request was in flight", err)
+	default:
+	}
 	close(release)
 	response, body := active.response(t, "GET")
 	require.Equal(t, "done", body)
