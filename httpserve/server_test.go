@@ -542,7 +542,7 @@ func TestCloseCancelsAndJoinsRequests(t *testing.T) {
 // reading a body too large to drain reaches the client whole, and the
 // client's sending ends, although the server never read the body. (On
 // loopback a reset would not destroy a reply already delivered, so this
-// does not show the linger itself; over a network it matters.)
+// does not show the linger itself: TestLingerClose does.)
 func TestRefusedLargeBodyReplyIsRead(t *testing.T) {
 	_, addr := start(t, Options{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusRequestEntityTooLarge)
