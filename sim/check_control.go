@@ -32,10 +32,6 @@ const (
 	controlCheckTimeout = 30 * time.Second
 )
 
-// controlStream numbers the operator's random stream apart from the
-// others, so that its draws move no other draw.
-const controlStream = 8
-
 // controlPlane is an operator that creates, alters and deletes a few
 // small topics (the fewest partitions allowed) during the safety phase, and the record of what
 // it saw. At the end, porcupine checks that every topic name behaved as

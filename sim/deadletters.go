@@ -27,10 +27,6 @@ import (
 //   - every message of the dead-letter topic names the simulated topic as
 //     its origin, with a delivery count of at least max_deliveries.
 
-// deadLettersStream numbers the scenario's random stream (NewWorld's are
-// 1 to 5; the control plane's and others' are higher).
-const deadLettersStream = 41
-
 // Shape of the scenario.
 const (
 	// deadLetterRelaysInFlightMax is the nodes' relay bound in the

@@ -29,8 +29,6 @@ const (
 	// that get the fan-out scenario, so that every moves sweep (the CI's
 	// and the nightly's included) meets cursors with its faults and moves.
 	movesFanoutPercent = 50
-	// movesFanoutStream numbers the random stream of that draw.
-	movesFanoutStream = 42
 	// fanoutCursorPersistIntervalMs is the nodes' cursor-file interval in
 	// a world with fan-out: ten times the default, so that kills and
 	// moves often meet a cursor ahead of its file (the batches since are

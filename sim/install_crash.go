@@ -27,9 +27,6 @@ const (
 	// killed destination stays down.
 	installCrashDownMsMin    = 100
 	installCrashDownMsSpread = 400
-	// installCrashStream numbers the random stream of these crashes
-	// apart from the others.
-	installCrashStream = 43
 	// installAsideSuffix is the name storage's install gives the
 	// directory it sets aside (storage.InstallStaged).
 	installAsideSuffix = ".aside"

@@ -44,10 +44,6 @@ const (
 	withheldCheckMs       = 250
 )
 
-// lateProposalStream numbers the random stream of the late proposals
-// apart from the others, so that drawing them moves no other draw.
-const lateProposalStream = 7
-
 // lateProposals makes, in a moves world, the stale proposal of a move
 // that was since replaced: a copy of a move command (SetTarget,
 // CompleteMove, ForcePromote, AbortMove) that a node forwards to the

@@ -45,6 +45,10 @@ const (
 	// killed for longer than the force-promote delay once a destination
 	// that started its session again had copied the frozen state.
 	markFrozenSourceKilled chaos.Mark = "sim-frozen-source-killed"
+	// markCaughtUpSourceKilled: the source of a move, not frozen, was
+	// killed for longer than the force-promote delay after it
+	// acknowledged a record its destination's caught-up copy lacks.
+	markCaughtUpSourceKilled chaos.Mark = "sim-caught-up-source-killed"
 	// markInstallCrashed: a destination was killed between the two
 	// renames of a move's install.
 	markInstallCrashed chaos.Mark = "sim-install-crashed"

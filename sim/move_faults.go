@@ -66,10 +66,6 @@ const (
 	frozenDestBlipMsSpread = 300
 )
 
-// caughtUpKillStream numbers the random stream of the caught-up kills
-// apart from the others, so that drawing them moves no other draw.
-const caughtUpKillStream = 9
-
 // The faults aimed at a move, and the phases of a move (node's names for
 // CatchUp, PrepareHandoff, Finalize and CompleteMove). Every pair is a
 // coverage mark "move-fault:<fault>@<phase>".
@@ -150,7 +146,10 @@ func (m *moveWatcher) lookAtSessions(n *simNode) {
 	previous := m.phases[n.id]
 	sessions := n.node.MoveSessions()
 	if samePhases(previous, sessions) {
-		return // the common case: no session entered a phase
+		// No session entered a phase (the common case), but a copy in
+		// CatchUp catches up within its phase.
+		m.lookForCaughtUp(n, sessions)
+		return
 	}
 	current := map[string]string{}
 	for _, session := range sessions {
@@ -159,7 +158,7 @@ func (m *moveWatcher) lookAtSessions(n *simNode) {
 		if previous[name] != session.Phase {
 			m.phaseEntered(n, session)
 		}
-		if n.up() && session.Phase == "catchup" && session.BytesTotal > 0 && session.BytesCopied >= session.BytesTotal {
+		if n.up() && caughtUpInCatchUp(session) {
 			m.caughtUp(session)
 		}
 		if n.up() && session.Phase == "handoff" && previous[name] != "handoff" && session.BytesTotal > 0 && session.BytesCopied >= session.BytesTotal {
@@ -205,6 +204,25 @@ func samePhases(previous map[string]string, sessions []msg.Move) bool {
 		}
 	}
 	return true
+}
+
+// lookForCaughtUp calls caughtUp for each session of n in CatchUp whose
+// copy holds all of its source's last reported state.
+func (m *moveWatcher) lookForCaughtUp(n *simNode, sessions []msg.Move) {
+	for _, session := range sessions {
+		if !n.up() {
+			return // a fault took it down
+		}
+		if caughtUpInCatchUp(session) {
+			m.caughtUp(session)
+		}
+	}
+}
+
+// caughtUpInCatchUp reports whether a session in CatchUp has copied all
+// of its source's last reported state.
+func caughtUpInCatchUp(session msg.Move) bool {
+	return session.Phase == "catchup" && session.BytesTotal > 0 && session.BytesCopied >= session.BytesTotal
 }
 
 // sameFrozen reports whether partitions are exactly those of previous.
@@ -258,6 +276,7 @@ func (m *moveWatcher) caughtUp(session msg.Move) {
 	m.w.witnessProduce(source, session.Partition, func() {
 		if m.w.phase == phaseSafety && source.up() && m.w.mayTakeDown(source) {
 			killed = true
+			chaos.Reached(markCaughtUpSourceKilled)
 			m.w.tracef("move fault: kill %s, the unfrozen source of %s, which acknowledged a record since", source.id, move)
 			source.crashFor("move-kill-caught-up-source", int64(caughtUpKillDownMsMin+m.caughtUpRng.IntN(caughtUpKillDownMsSpread)))
 		}

@@ -84,7 +84,7 @@ type simNode struct {
 func newSimNode(w *World, index int) *simNode {
 	return &simNode{
 		w: w, index: index, id: fmt.Sprintf("n%d", index+1), stateKeys: map[string]string{},
-		fs: storage.NewMemFS(newRand(w.opts.Seed, uint64(100+index))),
+		fs: storage.NewMemFS(newRand(w.opts.Seed, uint64(memFSStream+index))),
 	}
 }
 
@@ -143,10 +143,6 @@ func (n *simNode) handleKey() []byte {
 	}
 	return key
 }
-
-// handleKeyStream numbers the random streams of the handle keys (one per
-// node) apart from the others.
-const handleKeyStream = 1_000
 
 // start recovers the node from its disk.
 func (n *simNode) start() {

@@ -47,9 +47,6 @@ func (m SitesMode) String() string {
 
 // The draws of the fault sites.
 const (
-	// sitesStream numbers the random stream of the fault sites apart from
-	// the others, so that their draws move no other draw.
-	sitesStream = 9
 	// sitesOnPercent of the runs in SitesAuto switch the sites on.
 	sitesOnPercent = 50
 	// sitesFirePercentMin and sitesFirePercentMax bound the chance, drawn

@@ -38,7 +38,7 @@ type usersScenario struct {
 }
 
 func newUsersScenario(w *World) *usersScenario {
-	return &usersScenario{w: w, rng: newRand(w.opts.Seed, 6)}
+	return &usersScenario{w: w, rng: newRand(w.opts.Seed, usersStream)}
 }
 
 // rootSeedOf is the root password hash node id proposes; the simulator

@@ -181,8 +181,8 @@ func NewWorld(opts Options) *World {
 	opts.Fanout = opts.Fanout || movesWorldFanout(opts)
 	w := &World{
 		opts:        opts,
-		workloadRng: newRand(opts.Seed, 1), networkRng: newRand(opts.Seed, 2), faultRng: newRand(opts.Seed, 3),
-		peerRng: newRand(opts.Seed, 4), moveRng: newRand(opts.Seed, 5),
+		workloadRng: newRand(opts.Seed, workloadStream), networkRng: newRand(opts.Seed, networkStream), faultRng: newRand(opts.Seed, faultStream),
+		peerRng: newRand(opts.Seed, peerStream), moveRng: newRand(opts.Seed, moveStream),
 		codec:   httpapi.NewCodec(httpapi.DefaultCodecConfig()),
 		history: newHistory(), checker: newStateChecker(), trace: newTrace(opts.Verbose),
 		faults: map[string]int{}, topic: "sim", stepErrors: map[string]int{}, lastEvents: map[string]string{},

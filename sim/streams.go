@@ -1,0 +1,58 @@
+package sim
+
+// The random streams of a run. Every draw of the simulator comes from
+// newRand(seed, stream) with one of these numbers, so that the draws of
+// one part of a run move no draw of another: a new fault draws from a
+// stream of its own and leaves every other part's trace as it was. Each
+// number is used by one part only (TestStreamNumbersAreDistinct); the
+// per-node streams take perNodeStreamSpan numbers from their base.
+const (
+	// workloadStream: the producers and consumers (World.workloadRng).
+	workloadStream = 1
+	// networkStream: the clients' network (World.networkRng).
+	networkStream = 2
+	// faultStream: the fault profile's schedule (World.faultRng).
+	faultStream = 3
+	// peerStream: the peer links (World.peerRng).
+	peerStream = 4
+	// moveStream: the moves scenario and the faults aimed at a move's
+	// phases (World.moveRng).
+	moveStream = 5
+	// usersStream: the users scenario.
+	usersStream = 6
+	// lateProposalStream: the late and repeated metastore proposals.
+	lateProposalStream = 7
+	// controlStream: the operator of the control-plane checker.
+	controlStream = 8
+	// sitesStream: whether the core's fault sites are on and how often
+	// they fire.
+	sitesStream = 9
+	// caughtUpKillStream: the caught-up source cuts and kills, the frozen
+	// source kills and the destination blips of the move faults.
+	caughtUpKillStream = 10
+	// deadLettersStream: the dead-letter scenario.
+	deadLettersStream = 41
+	// movesFanoutStream: whether a moves world gets the fan-out scenario.
+	movesFanoutStream = 42
+	// installCrashStream: the crashes between an install's renames.
+	installCrashStream = 43
+	// memFSStream: the base of the simulated disks' streams (one per
+	// node: memFSStream plus the node's index).
+	memFSStream = 100
+	// handleKeyStream: the base of the receipt handle keys' streams (one
+	// per node, mixed with the node's incarnation in the seed).
+	handleKeyStream = 1_000
+)
+
+// perNodeStreamSpan is how many numbers a per-node stream base reserves:
+// a world has fewer nodes than this.
+const perNodeStreamSpan = 100
+
+// singleStreams and perNodeStreamBases list the streams above, for the
+// test that keeps them apart.
+var (
+	singleStreams = []uint64{workloadStream, networkStream, faultStream, peerStream, moveStream, usersStream,
+		lateProposalStream, controlStream, sitesStream, caughtUpKillStream, deadLettersStream, movesFanoutStream,
+		installCrashStream}
+	perNodeStreamBases = []uint64{memFSStream, handleKeyStream}
+)
