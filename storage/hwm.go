@@ -86,6 +86,19 @@ func (s hwmState) olderSlot() int {
 	return 1
 }
 
+// PersistedHWM returns the high-watermark the hwm file of dir holds, and
+// false if it holds none: every record below it was acknowledged and
+// synced, so recovery treats a damaged frame there as corruption, never
+// as a torn tail.
+func PersistedHWM(fs FS, dir string) (uint64, bool, error) {
+	state, err := readHWMState(fs, dir)
+	if err != nil {
+		return 0, false, err
+	}
+	hwm, ok := state.highest()
+	return hwm, ok, nil
+}
+
 // readHWMState reads the hwm file of dir. A missing file is not an error.
 func readHWMState(fs FS, dir string) (hwmState, error) {
 	data, err := ReadFile(fs, path.Join(dir, hwmFileName))

@@ -726,6 +726,32 @@ func (m *MemFS) List(dir string) ([]string, error) {
 	return sortedNames(node.children), nil
 }
 
+// FlipDurableByte is media corruption: it inverts the bits of the byte
+// at offset of the file name, both in its current and in its durable
+// content (a crash keeps the flip), as a disk that lost a synced sector
+// would. offset must lie within the durable content; the flip is not a
+// write, so it leaves the file's sync state as it was.
+func (m *MemFS) FlipDurableByte(name string, offset int64) error {
+	node, err := m.resolve("flip", name)
+	if err != nil {
+		return err
+	}
+	if node.file == nil {
+		return memPathError("flip", name, errMemIsDir)
+	}
+	file := node.file
+	if offset < 0 || offset >= min(file.durableSize, file.content.size) {
+		return memPathError("flip", name, fmt.Errorf("offset %d outside the durable content (%d bytes)", offset, file.durableSize))
+	}
+	file.content.overwrite([]byte{^file.content.bytes(offset, offset+1)[0]}, offset)
+	for _, record := range file.undo {
+		if at := offset - record.offset; at >= 0 && at < int64(len(record.old)) {
+			record.old[at] = ^record.old[at]
+		}
+	}
+	return nil
+}
+
 // Stat implements FS.
 func (m *MemFS) Stat(name string) (FileInfo, error) {
 	node, err := m.resolve("stat", name)
