@@ -11,6 +11,9 @@ import (
 // accounting is the Jepsen-style total-queue accounting of a run.
 type accounting struct {
 	Attempts, Acked, Delivered, Lost, Unexpected, Duplicated, Recovered int
+	// Excused counts the acknowledged records never consumed that a media
+	// fault destroyed (history.corrupt): not lost by the broker.
+	Excused int
 	// LostIDs lists up to lostIDsShown lost ids, sorted.
 	LostIDs []string
 }
@@ -20,7 +23,9 @@ const lostIDsShown = 10
 func (h *history) account() accounting {
 	a := accounting{Attempts: len(h.firstCallMs), Acked: len(h.acked), Delivered: len(h.deliveries)}
 	for id := range h.acked { //determinism:ok counted, and the ids listed are sorted
-		if h.deliveries[id] == 0 {
+		if h.deliveries[id] == 0 && h.corrupt[id] {
+			a.Excused++
+		} else if h.deliveries[id] == 0 {
 			a.Lost++
 			a.LostIDs = append(a.LostIDs, id)
 		}

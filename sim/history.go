@@ -30,6 +30,10 @@ type history struct {
 	// how many were timeouts.
 	indefinite, timeouts int
 	replayReads          int
+	// corrupt holds the ids of the records a media fault destroyed on
+	// disk (media_faults.go): the no-loss accounting excuses them, and
+	// only them. Only excuseCorrupt adds to it.
+	corrupt map[string]bool
 	// misdirected counts requests answered 421 (their partition moved
 	// while they were under way, or the node asked had not learned of the
 	// move yet), by request kind.
@@ -53,7 +57,7 @@ func newHistory() *history {
 	return &history{
 		firstCallMs: map[string]int64{}, acked: map[string]bool{}, deliveries: map[string]int{},
 		appends: map[int][]appendOp{}, reads: map[int][]readOp{}, observations: map[int]map[uint64]string{},
-		misdirected: map[string]int{},
+		misdirected: map[string]int{}, corrupt: map[string]bool{},
 	}
 }
 
@@ -78,7 +82,7 @@ func (h *history) produceAcked(ids []string, placements []msg.Placement, callMs,
 	for i, id := range ids {
 		if !h.acked[id] {
 			h.acked[id] = true
-			if h.deliveries[id] == 0 {
+			if h.deliveries[id] == 0 && !h.corrupt[id] {
 				h.ackedUndelivered++
 			}
 		}
@@ -96,7 +100,7 @@ func (h *history) produceIndefinite(nowMs int64, timeout bool) {
 
 func (h *history) delivered(id string, partition int, offset uint64, callMs, retMs int64) {
 	h.deliveries[id]++
-	if h.deliveries[id] == 1 && h.acked[id] {
+	if h.deliveries[id] == 1 && h.acked[id] && !h.corrupt[id] {
 		h.ackedUndelivered--
 	}
 	h.lastDeliveryMs = retMs
@@ -108,7 +112,7 @@ func (h *history) delivered(id string, partition int, offset uint64, callMs, ret
 // as delivered (its reads there are not the simulated topic's).
 func (h *history) deliveredDeadLetter(id string, retMs int64) {
 	h.deliveries[id]++
-	if h.deliveries[id] == 1 && h.acked[id] {
+	if h.deliveries[id] == 1 && h.acked[id] && !h.corrupt[id] {
 		h.ackedUndelivered--
 	}
 	h.lastDeliveryMs = retMs
@@ -130,6 +134,18 @@ func (h *history) read(id string, partition int, offset uint64, callMs, retMs in
 func (h *history) readEmpty(partition int, offset uint64, callMs, retMs int64) {
 	h.replayReads++
 	h.reads[partition] = append(h.reads[partition], readOp{offset: offset, callMs: callMs, retMs: retMs})
+}
+
+// excuseCorrupt excuses a record a media fault destroyed from being
+// delivered.
+func (h *history) excuseCorrupt(id string) {
+	if h.corrupt[id] {
+		return
+	}
+	h.corrupt[id] = true
+	if h.acked[id] && h.deliveries[id] == 0 {
+		h.ackedUndelivered--
+	}
 }
 
 func (h *history) allAckedDelivered() bool { return h.ackedUndelivered == 0 }

@@ -13,7 +13,6 @@ import (
 // A mark leaves this set when a sweep starts requiring it; the set is
 // meant to empty.
 var notYetRequired = map[chaos.Mark]string{
-	chaos.MarkNodeCorruptRecordSkipped: "no fault of the simulator leaves a corrupt frame below a log's recovered end",
 	chaos.MarkNodeDeadLetterOrphaned: "needs a batch of dead letters in flight when its source partition's move flips (a source refuses new " +
 		"batches once frozen) or its topic is deleted: 0 in 30 seeds of TestSimDeadLettersSweep; no fault aims at that window yet",
 	chaos.MarkFanoutRecordsAgedOut: "needs a child stalled for longer than its parent's retention (at least an hour of simulated time) " +
@@ -22,7 +21,7 @@ var notYetRequired = map[chaos.Mark]string{
 
 // requiredMarks returns every mark some sweep definition requires.
 func requiredMarks() []chaos.Mark {
-	lists := [][]chaos.Mark{ExpectedMarks, ExpectedClusterMarks, ExpectedMoveMarks, ciMoveMarks, MoveFaultMarks(), ExpectedDeadLetterMarks,
+	lists := [][]chaos.Mark{ExpectedMarks, ExpectedSingleNodeMarks, ExpectedClusterMarks, ExpectedMoveMarks, ciMoveMarks, MoveFaultMarks(), ExpectedDeadLetterMarks,
 		ExpectedFanoutMarks, FanoutFaultMarks(), nightlyMoveMarkList()}
 	return slices.Concat(lists...)
 }

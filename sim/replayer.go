@@ -54,6 +54,9 @@ func (cl *client) replayed(c *call, partition int, offset uint64, response *http
 	case response == nil || response.Status >= 500:
 		cl.later(50, cl.replayNext)
 		return
+	case response.Status == http.StatusGone && cl.w.media.unreadable(partition, offset):
+		// The media fault made this offset unreadable (media_faults.go).
+		cl.cursors[partition]++
 	case response.Status == http.StatusNoContent:
 		cl.w.history.readEmpty(partition, offset, c.sentMs, cl.w.nowMs)
 		cl.nextPartition()

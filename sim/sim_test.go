@@ -71,7 +71,7 @@ const markSweepSeedsMin = 50
 func sweep(t *testing.T, first uint64, count int) {
 	stats := runSweep(t, first, count, func(seed uint64) Options { return optionsFromFlags(t, seed) })
 	stats.print("sim")
-	expected := ExpectedMarks
+	expected := append(slices.Clone(ExpectedMarks), ExpectedSingleNodeMarks...)
 	if *nodesFlag > 1 {
 		expected = append(slices.Clone(ExpectedMarks), ExpectedClusterMarks...)
 	}

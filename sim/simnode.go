@@ -146,6 +146,10 @@ func (n *simNode) handleKey() []byte {
 
 // start recovers the node from its disk.
 func (n *simNode) start() {
+	if n.w.media == nil {
+		n.w.media = newMediaFaults(n.w)
+	}
+	n.w.media.beforeStart(n)
 	cfg := n.config()
 	store, err := meta.OpenStore(n.metaPath(), meta.StoreOptions{NoSync: true})
 	if err != nil {

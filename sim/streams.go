@@ -30,6 +30,8 @@ const (
 	// caughtUpKillStream: the caught-up source cuts and kills, the frozen
 	// source kills and the destination blips of the move faults.
 	caughtUpKillStream = 10
+	// mediaStream: the media corruption of the simulated disks.
+	mediaStream = 11
 	// deadLettersStream: the dead-letter scenario.
 	deadLettersStream = 41
 	// movesFanoutStream: whether a moves world gets the fan-out scenario.
@@ -52,7 +54,7 @@ const perNodeStreamSpan = 100
 // test that keeps them apart.
 var (
 	singleStreams = []uint64{workloadStream, networkStream, faultStream, peerStream, moveStream, usersStream,
-		lateProposalStream, controlStream, sitesStream, caughtUpKillStream, deadLettersStream, movesFanoutStream,
+		lateProposalStream, controlStream, sitesStream, caughtUpKillStream, mediaStream, deadLettersStream, movesFanoutStream,
 		installCrashStream}
 	perNodeStreamBases = []uint64{memFSStream, handleKeyStream}
 )

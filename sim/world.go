@@ -113,6 +113,9 @@ type World struct {
 	checker *stateChecker
 	// deadLetters is the dead-letters scenario; nil without it.
 	deadLetters *deadLetters
+	// media is the media corruption of the disks (media_faults.go); nil
+	// until the first start of a node.
+	media *mediaFaults
 	// writers checks that at most one node accepts writes to a partition
 	// after every step, and that no frozen partition takes an append.
 	writers *writerChecker

@@ -1,0 +1,160 @@
+package sim
+
+import (
+	"math/rand/v2"
+	"path"
+
+	"narad/node"
+	"narad/storage"
+)
+
+// Media corruption: a synced byte of a partition's log goes bad while its
+// node is down, as on a disk that lost a sector. The byte is in a frame
+// below the log's persisted high-watermark, followed by a valid frame of
+// the same segment, so recovery reports the frame as corrupt in the
+// middle and the node skips its offset forever (storage/doc.go,
+// Recovery): consumes pass over it, a replay of it is answered 410. The
+// record the frame held is lost by the fault, not by the broker, so the
+// no-loss checker excuses exactly that record (history.excuseCorrupt) and
+// the replayer skips exactly that offset; every other record stays
+// checked.
+const (
+	// mediaCorruptRunPercent of the single-node runs with disk faults
+	// (profiles disk and all) get media corruption at all.
+	mediaCorruptRunPercent = 30
+	// mediaCorruptStartPercent is the chance, in those runs, that a start
+	// of the node during the safety phase finds one flipped byte.
+	mediaCorruptStartPercent = 40
+	// mediaCorruptRecentFrames: the flip hits one of the last frames
+	// eligible, most likely not consumed yet, so a consume meets it.
+	mediaCorruptRecentFrames = 8
+)
+
+// mediaFaults is the media corruption of a run.
+type mediaFaults struct {
+	w   *World
+	rng *rand.Rand
+	// on: the run drew media corruption.
+	on bool
+	// hit holds the offsets the fault made unreadable, by partition of
+	// the simulated topic; only corrupt adds to it.
+	hit map[int]map[uint64]bool
+}
+
+func newMediaFaults(w *World) *mediaFaults {
+	rng := newRand(w.opts.Seed, mediaStream)
+	profile := w.opts.Faults.Name
+	drawn := rng.IntN(100) < mediaCorruptRunPercent
+	on := drawn && w.opts.Nodes == 1 && !w.opts.Fanout && (profile == ProfileDisk.Name || profile == ProfileAll.Name)
+	return &mediaFaults{w: w, rng: rng, on: on, hit: map[int]map[uint64]bool{}}
+}
+
+// unreadable reports whether the fault made an offset of the simulated
+// topic unreadable.
+func (m *mediaFaults) unreadable(partition int, offset uint64) bool {
+	return m != nil && m.hit[partition][offset]
+}
+
+// beforeStart may flip a byte of n's disk before n recovers from it.
+func (m *mediaFaults) beforeStart(n *simNode) {
+	if m == nil || !m.on || m.w.phase != phaseSafety || m.rng.IntN(100) >= mediaCorruptStartPercent {
+		return
+	}
+	partition := m.rng.IntN(m.w.partitions)
+	frames := m.eligibleFrames(n.fs, node.PartitionDir(m.w.topic, partition), n.config().Log.FrameBytesMax)
+	if len(frames) == 0 {
+		return
+	}
+	recent := frames[max(0, len(frames)-mediaCorruptRecentFrames):]
+	m.corrupt(n, partition, recent[m.rng.IntN(len(recent))])
+}
+
+// mediaFrame is a frame the fault may hit: its segment file, its byte
+// range there, and the id its record holds.
+type mediaFrame struct {
+	file           string
+	position, size int64
+	offset         uint64
+	id             string
+}
+
+// eligibleFrames lists, in offset order, the frames of dir below its
+// persisted high-watermark that another valid frame of the same segment
+// follows (below it too), holding a record of a known id.
+func (m *mediaFaults) eligibleFrames(fs *storage.MemFS, dir string, frameBytesMax int) []mediaFrame {
+	persisted, ok, err := storage.PersistedHWM(fs, dir)
+	if err != nil || !ok {
+		return nil
+	}
+	names, err := fs.List(dir)
+	if err != nil {
+		return nil
+	}
+	var frames []mediaFrame
+	for _, name := range names {
+		if path.Ext(name) == ".log" {
+			frames = append(frames, m.segmentFrames(fs, path.Join(dir, name), persisted, frameBytesMax)...)
+		}
+	}
+	return frames
+}
+
+// segmentFrames lists the eligible frames of one segment file.
+func (m *mediaFaults) segmentFrames(fs *storage.MemFS, file string, persisted uint64, frameBytesMax int) []mediaFrame {
+	data, err := storage.ReadFile(fs, file)
+	if err != nil {
+		return nil
+	}
+	var frames []mediaFrame
+	for position := 0; position < len(data); {
+		offset, envelope, size, err := storage.DecodeFrame(data[position:], frameBytesMax)
+		if err != nil || offset >= persisted {
+			break
+		}
+		if len(frames) > 0 {
+			frames[len(frames)-1].size = int64(position) - frames[len(frames)-1].position // a valid frame follows it
+		}
+		frames = append(frames, mediaFrame{file: file, position: int64(position), offset: offset, id: m.recordID(envelope)})
+		position += size
+	}
+	if len(frames) > 0 {
+		frames = frames[:len(frames)-1] // no valid frame below the high-watermark follows the last one
+	}
+	known := frames[:0]
+	for _, frame := range frames {
+		if frame.id != "" {
+			known = append(known, frame)
+		}
+	}
+	return known
+}
+
+// recordID is the id of the simulated record an envelope holds, "" if it
+// holds none a client produced.
+func (m *mediaFaults) recordID(envelope []byte) string {
+	record, err := storage.DecodeRecord(envelope)
+	if err != nil {
+		return ""
+	}
+	id := idOfPayload(string(record.Payload))
+	if _, produced := m.w.history.firstCallMs[id]; !produced {
+		return ""
+	}
+	return id
+}
+
+// corrupt flips the last byte of the frame (its record's last byte, under
+// the frame's checksum) and excuses its record.
+func (m *mediaFaults) corrupt(n *simNode, partition int, frame mediaFrame) {
+	if err := n.fs.FlipDurableByte(frame.file, frame.position+frame.size-1); err != nil {
+		m.w.fail("media-fault", "%s: flipping a byte of %s: %v", n.id, frame.file, err)
+		return
+	}
+	if m.hit[partition] == nil {
+		m.hit[partition] = map[uint64]bool{}
+	}
+	m.hit[partition][frame.offset] = true
+	m.w.history.excuseCorrupt(frame.id)
+	m.w.countFault("media-corrupt")
+	m.w.tracef("media fault: %s offset %d of partition %d (record %s) is corrupt on %s's disk", frame.file, frame.offset, partition, frame.id, n.id)
+}

@@ -1,0 +1,70 @@
+package sim
+
+import (
+	"testing"
+
+	"narad/chaos"
+	"narad/msg"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestMediaFaultExcusesOnlyTheRecordItHit: a record a media fault
+// destroyed is excused from the no-loss accounting and from the drain,
+// while an acknowledged record next to it that no consumer got is still
+// lost; and only the offset hit may be answered 410 by a replay.
+func TestMediaFaultExcusesOnlyTheRecordItHit(t *testing.T) {
+	h := newHistory()
+	ids := []string{"m0000001", "m0000002", "m0000003"}
+	h.produceCalled(ids, 0)
+	h.produceAcked(ids, placementsAt(0, 0, 1, 2), 0, 1)
+	h.delivered("m0000003", 0, 2, 2, 3)
+	h.excuseCorrupt("m0000001")
+	h.excuseCorrupt("m0000001") // twice: counted once
+	a := h.account()
+	require.Equal(t, 1, a.Lost)
+	require.Equal(t, []string{"m0000002"}, a.LostIDs)
+	require.Equal(t, 1, a.Excused)
+	require.False(t, h.allAckedDelivered(), "m0000002 is still owed")
+	h.delivered("m0000002", 0, 1, 4, 5)
+	require.True(t, h.allAckedDelivered())
+	require.Zero(t, h.account().Lost)
+
+	media := &mediaFaults{hit: map[int]map[uint64]bool{0: {0: true}}}
+	require.True(t, media.unreadable(0, 0))
+	require.False(t, media.unreadable(0, 1))
+	require.False(t, media.unreadable(1, 0))
+	var none *mediaFaults
+	require.False(t, none.unreadable(0, 0), "a world whose node never started has no media fault")
+}
+
+// placementsAt places records in one partition at the offsets given.
+func placementsAt(partition int, offsets ...uint64) []msg.Placement {
+	placements := make([]msg.Placement, len(offsets))
+	for i, offset := range offsets {
+		placements[i] = msg.Placement{Partition: partition, Offset: offset}
+	}
+	return placements
+}
+
+// mediaFaultSeed is a single-node seed whose media fault lands and whose
+// consumers meet the corrupt record.
+const mediaFaultSeed = 3
+
+// TestASingleNodeSeedSkipsACorruptRecord: the media fault builds the one
+// path of the core that skips a record recovery found corrupt, and every
+// checker passes with exactly the records it destroyed excused.
+func TestASingleNodeSeedSkipsACorruptRecord(t *testing.T) {
+	report := Run(DefaultOptions(mediaFaultSeed))
+	require.Nil(t, report.Failure, "seed %d must pass", mediaFaultSeed)
+	faults := map[string]int{}
+	for _, fault := range report.Faults {
+		faults[fault.Name] = fault.Count
+	}
+	require.Positive(t, faults["media-corrupt"], "seed %d no longer corrupts a frame", mediaFaultSeed)
+	reached := map[string]int{}
+	for _, mark := range report.Marks {
+		reached[mark.Name] += mark.Count
+	}
+	require.Positive(t, reached[string(chaos.MarkNodeCorruptRecordSkipped)], "seed %d no longer skips a corrupt record", mediaFaultSeed)
+}
