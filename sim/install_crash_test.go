@@ -12,7 +12,7 @@ import (
 // run reaches a force-promotion and an install repair; if a change of the
 // simulator's draws moves them elsewhere, another seed that reaches both
 // replaces it (the nightly prints how often they are reached).
-const forcePromoteAndRepairSeed = 16
+const forcePromoteAndRepairSeed = 416
 
 // TestAMovesSeedReachesForcePromotionAndAnInstallRepair: the moves faults
 // build both rare ends of a move within the CI's time: a frozen source
