@@ -48,8 +48,8 @@ var nightlyMoveMarks = []nightlyMark{
 	// The frozen-source kill that leads to it landed: 4 of 40.
 	{markFrozenSourceKilled, 100},
 	// An unfrozen source whose destination's copy caught up was killed
-	// after acknowledging a record: 24 of seeds 1-100 of the three-node
-	// moves world, 2 of the 16 seeds of TestSimMoves.
+	// after acknowledging a record: 15 of seeds 1-100 of the three-node
+	// moves world (24 before other changes moved the draws).
 	{markCaughtUpSourceKilled, 30},
 	// A destination killed between the renames of its install, and the
 	// repair of that install when it started again: 2 of 30 three-node
