@@ -337,3 +337,53 @@ func TestFanoutCursorWriteOutlivesAFailedLog(t *testing.T) {
 	h.tick(h.cfg.Fanout.CursorPersistIntervalMs)
 	require.Equal(t, uint64(1), cursorFileOf(t, h.fs, "orders", 2, "audit").NextOffset, "written by a later round")
 }
+
+// fanoutEventLog records the fan-out reports and topic drops a node makes.
+type fanoutEventLog struct {
+	NopObserver
+	events []string
+}
+
+func (o *fanoutEventLog) FanoutCopied(parent, child string, _, _ int) {
+	o.events = append(o.events, "copied:"+parent+"->"+child)
+}
+
+func (o *fanoutEventLog) FanoutStalled(parent, child string, _ int) {
+	o.events = append(o.events, "stalled:"+parent+"->"+child)
+}
+
+func (o *fanoutEventLog) FanoutDropped(parent, child string, _ int, _ uint64) {
+	o.events = append(o.events, "dropped-records:"+parent+"->"+child)
+}
+
+func (o *fanoutEventLog) TopicDropped(topic string) { o.events = append(o.events, "dropped:"+topic) }
+
+// Property: once a child's deletion is applied, no fan-out report names
+// it, even for a copy batch that was in flight then (the host dropped the
+// child's metric series at the deletion; a report would bring one back
+// for as long as the parent lives).
+func TestADeletedChildIsNotReportedAfterItsDrop(t *testing.T) {
+	log := &fanoutEventLog{}
+	h := newHarness(t)
+	h.observer = log
+	h.restart()
+	h.createTopic("orders", func(r *msg.CreateTopic) { r.RetentionMs = 24 * 3_600_000 })
+	h.createTopic("audit")
+	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
+	h.tick(1) // the cursors start at the parent's tail
+	h.produce("orders", 1, "a")
+
+	h.nextID++
+	h.node.Handle(h.nextID, msg.DeleteTopic{Name: "audit"})
+	h.advanceOnce() // the deletion is persisted; it applies at the next Ready's Advance
+	h.nowMs += h.cfg.Fanout.LingerMs
+	h.node.Tick(h.nowMs) // the batch leaves, answered in that same Advance, after the drop
+	h.flush()
+	h.tick(h.cfg.Fanout.RetryMs)
+
+	dropped := slices.Index(log.events, "dropped:audit")
+	require.GreaterOrEqual(t, dropped, 0, "events: %v", log.events)
+	for _, event := range log.events[dropped+1:] {
+		require.NotContains(t, event, "audit", "events: %v", log.events)
+	}
+}

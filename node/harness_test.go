@@ -32,6 +32,8 @@ type harness struct {
 	// messages are the envelopes the node sent (a single node sends only
 	// to members that tests add by hand).
 	messages []msg.Envelope
+	// observer, when set before a (re)start, receives the node's events.
+	observer Observer
 }
 
 const harnessStartMs int64 = 1_700_000_000_000
@@ -61,7 +63,7 @@ func newHarness(t *testing.T) *harness {
 func (h *harness) start() {
 	store, err := meta.OpenStore(h.metaPath, meta.StoreOptions{NoSync: true})
 	require.NoError(h.t, err)
-	n, err := New(h.cfg, h.fs, store, h.nowMs, nil)
+	n, err := New(h.cfg, h.fs, store, h.nowMs, h.observer)
 	require.NoError(h.t, err)
 	h.node = n
 	h.flush()
@@ -108,20 +110,25 @@ func (h *harness) fail(req msg.Request, code msg.Code) *msg.Error {
 
 func (h *harness) flush() {
 	for h.node.HasReady() {
-		rd := h.node.Ready()
-		for _, s := range rd.Syncs {
-			require.NoError(h.t, s.Run())
-			h.syncsRun++
-		}
-		for _, r := range rd.Replies {
-			_, dup := h.replies[r.ID]
-			require.False(h.t, dup, "request %d answered twice", r.ID)
-			h.replies[r.ID] = r
-		}
-		h.messages = append(h.messages, rd.Messages...)
-		h.node.Advance(rd)
-		require.Empty(h.t, rd.Jobs, "a single node never moves a partition")
+		h.advanceOnce()
 	}
+}
+
+// advanceOnce handles one Ready: its syncs, replies and messages.
+func (h *harness) advanceOnce() {
+	rd := h.node.Ready()
+	for _, s := range rd.Syncs {
+		require.NoError(h.t, s.Run())
+		h.syncsRun++
+	}
+	for _, r := range rd.Replies {
+		_, dup := h.replies[r.ID]
+		require.False(h.t, dup, "request %d answered twice", r.ID)
+		h.replies[r.ID] = r
+	}
+	h.messages = append(h.messages, rd.Messages...)
+	h.node.Advance(rd)
+	require.Empty(h.t, rd.Jobs, "a single node never moves a partition")
 }
 
 func (h *harness) tick(deltaMs int64) {

@@ -296,6 +296,13 @@ func (n *Node) dropTopicState(name string) {
 	}
 	delete(n.cursors, name)
 	n.topicCache = nil // its entry shares the cursors just dropped
+	// Parents' cursors into the topic go with it: a copy batch in flight
+	// then finds no cursor when it is answered (batchDone) and reports
+	// nothing of a topic whose metric series were dropped; the cursor
+	// files go at the next cleaning of the parent's links.
+	for _, p := range n.sortedPartitions() {
+		delete(p.fanout, name)
+	}
 	// Leftovers of a failed removal are reclaimed by the startup sweep.
 	if err := n.fs.RemoveAll(topicsDir + "/" + name); err != nil {
 		n.observer.Event("topic-purge-failed", fmt.Sprintf("%s: %v", name, err))
