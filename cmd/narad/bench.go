@@ -374,19 +374,21 @@ type drainTally struct {
 
 // drainWorker consumes and acks until its context ends, it sees
 // benchEmptyPollsMax empty polls in a row, or benchDrainErrorsMax failed
-// requests in a row. The end of the run's own context is no failure.
+// requests in a row. A poll cut by the end of the run's own context is no
+// failure; an ack, which that end does not cut, fails for real.
 func drainWorker(ctx context.Context, broker *client.Client, topic string, tally drainTally) []time.Duration {
 	var latencies []time.Duration
 	emptyPolls, errorsInARow := 0, 0
 	for emptyPolls < benchEmptyPollsMax && errorsInARow < benchDrainErrorsMax && ctx.Err() == nil {
 		began := time.Now()
 		message, err := broker.Consume(ctx, topic, client.ConsumeOptions{Wait: benchConsumeWait})
+		if err != nil && ctx.Err() != nil {
+			return latencies // the run ended during the poll
+		}
 		if err == nil && message != nil {
 			err = broker.Ack(context.WithoutCancel(ctx), topic, message.ReceiptHandle)
 		}
 		switch {
-		case err != nil && ctx.Err() != nil:
-			return latencies
 		case err != nil:
 			errorsInARow++
 			tally.failed(err)
