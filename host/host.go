@@ -163,10 +163,12 @@ func (h *Host) logDescriptorBudget() {
 		h.logger.Warn("cannot read the descriptor limit", "err", err)
 		return
 	}
-	h.logger.Info("file descriptor budget", "limit", limit, "open_logs_max", h.opts.Node.OpenLogsMax,
+	overdraft := openLogsOverdraft(h.opts.Node.PartitionsMax)
+	h.logger.Info("file descriptor budget", "limit", limit, "open_logs_max", h.opts.Node.OpenLogsMax, "open_logs_overdraft", overdraft,
 		"descriptors_per_log_budget", descriptorsPerLogBudget, "http_connections_max", h.connectionsMax)
-	if uint64(h.opts.Node.OpenLogsMax) > logsDescriptorShare(limit) {
-		h.logger.Warn("the cap of open logs could use more than half the descriptor limit", "limit", limit, "open_logs_max", h.opts.Node.OpenLogsMax)
+	if uint64(h.opts.Node.OpenLogsMax)+overdraft > logsDescriptorShare(limit) {
+		h.logger.Warn("the cap of open logs, with one produce's overdraft, could use more than half the descriptor limit",
+			"limit", limit, "open_logs_max", h.opts.Node.OpenLogsMax, "open_logs_overdraft", overdraft)
 	}
 	if uint64(h.connectionsMax) > limit/connectionsShareDivisor {
 		h.logger.Warn("the HTTP connection limit could use more than a quarter of the descriptor limit", "limit", limit, "http_connections_max", h.connectionsMax)

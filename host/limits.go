@@ -3,6 +3,8 @@ package host
 import (
 	"fmt"
 	"syscall"
+
+	"narad/msg"
 )
 
 // The descriptor budget. A node's descriptors go mostly to open partition
@@ -37,18 +39,28 @@ func logsDescriptorShare(limit uint64) uint64 {
 	return limit / logsShareDivisor / descriptorsPerLogBudget
 }
 
+// openLogsOverdraft is how many logs one produce may open past the cap of
+// open logs (its own partitions, until its sync round: node's
+// makeRoomForLog): at most one per record and one per partition of its
+// topic.
+func openLogsOverdraft(partitionsMax int) uint64 {
+	return uint64(min(partitionsMax, msg.ProduceBatchRecordsMax))
+}
+
 // openLogsCap derives the cap of open logs from the descriptor limit
 // when configured is 0, and refuses a configured cap the limit cannot
-// hold.
-func openLogsCap(configured int, limit uint64) (int, error) {
+// hold. The logs' share of the limit holds the cap plus the overdraft of
+// one produce (openLogsOverdraft).
+func openLogsCap(configured int, overdraft, limit uint64) (int, error) {
 	share := logsDescriptorShare(limit)
+	room := share - min(share, overdraft)
 	if configured == 0 {
-		return int(min(max(share, openLogsDerivedMin), openLogsDerivedMax)), nil
+		return int(min(max(room, openLogsDerivedMin), openLogsDerivedMax)), nil
 	}
-	if uint64(configured) > share {
-		return 0, fmt.Errorf("storage.open_logs_max %d needs about %d file descriptors, more than half the process limit %d: "+
-			"raise the limit (ulimit -n) or lower the setting (at most %d here)",
-			configured, configured*descriptorsPerLogBudget, limit, share)
+	if uint64(configured) > room {
+		return 0, fmt.Errorf("storage.open_logs_max %d, plus the %d logs one produce may open past it, needs about %d file descriptors, "+
+			"more than half the process limit %d: raise the limit (ulimit -n) or lower the setting (at most %d here)",
+			configured, overdraft, (uint64(configured)+overdraft)*descriptorsPerLogBudget, limit, room)
 	}
 	return configured, nil
 }

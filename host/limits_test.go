@@ -8,25 +8,29 @@ import (
 	"narad/config"
 )
 
-// The cap of open logs derives from the descriptor limit (clamped), and a
-// configured cap the limit cannot hold refuses the start.
+// The cap of open logs derives from the descriptor limit (clamped), less
+// the logs one produce may open past it, and a configured cap the limit
+// cannot hold with that overdraft refuses the start.
 func TestOpenLogsCapFollowsTheDescriptorLimit(t *testing.T) {
-	derived, err := openLogsCap(0, 20_000)
+	const overdraft = 108
+	derived, err := openLogsCap(0, overdraft, 20_000)
 	require.NoError(t, err)
-	require.Equal(t, 2_500, derived)
-	require.Less(t, derived*descriptorsPerLogBudget, 20_000)
-	derived, err = openLogsCap(0, 64)
+	require.Equal(t, 2_500-overdraft, derived)
+	require.LessOrEqual(t, (derived+overdraft)*descriptorsPerLogBudget, 20_000/logsShareDivisor)
+	derived, err = openLogsCap(0, overdraft, 64)
 	require.NoError(t, err)
 	require.Equal(t, openLogsDerivedMin, derived)
-	derived, err = openLogsCap(0, 1<<40)
+	derived, err = openLogsCap(0, overdraft, 1<<40)
 	require.NoError(t, err)
 	require.Equal(t, openLogsDerivedMax, derived)
 
-	configured, err := openLogsCap(100, 20_000)
+	configured, err := openLogsCap(100, overdraft, 20_000)
 	require.NoError(t, err)
 	require.Equal(t, 100, configured)
-	_, err = openLogsCap(2_501, 20_000)
-	require.ErrorContains(t, err, "storage.open_logs_max 2501")
+	_, err = openLogsCap(2_500-overdraft+1, overdraft, 20_000)
+	require.ErrorContains(t, err, "storage.open_logs_max 2393, plus the 108 logs one produce may open past it")
+	require.Equal(t, uint64(108), openLogsOverdraft(108))
+	require.Equal(t, uint64(1000), openLogsOverdraft(4096), "one log per record at most")
 
 	cfg := config.Default()
 	cfg.Security.Enabled = false
@@ -38,5 +42,6 @@ func TestOpenLogsCapFollowsTheDescriptorLimit(t *testing.T) {
 	require.NoError(t, err)
 	limit, err := descriptorLimit()
 	require.NoError(t, err)
-	require.LessOrEqual(t, uint64(opts.Node.OpenLogsMax), max(logsDescriptorShare(limit), openLogsDerivedMin))
+	require.LessOrEqual(t, uint64(opts.Node.OpenLogsMax)+openLogsOverdraft(opts.Node.PartitionsMax),
+		max(logsDescriptorShare(limit), openLogsDerivedMin+openLogsOverdraft(opts.Node.PartitionsMax)))
 }

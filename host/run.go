@@ -55,7 +55,8 @@ func OptionsFrom(cfg config.Config) (Options, error) {
 	if err != nil {
 		return Options{}, err
 	}
-	if opts.Node.OpenLogsMax, err = openLogsCap(cfg.Storage.OpenLogsMax, limit); err != nil {
+	overdraft := openLogsOverdraft(opts.Node.PartitionsMax)
+	if opts.Node.OpenLogsMax, err = openLogsCap(cfg.Storage.OpenLogsMax, overdraft, limit); err != nil {
 		return Options{}, err
 	}
 	cluster, err := clusterFrom(cfg, opts.Node.NodeID)
