@@ -233,8 +233,10 @@ func (h *Host) listen(reg *prometheus.Registry, authenticator *auth.Authenticato
 		listener = tls.NewListener(listener, tlsConfig)
 	}
 	h.listener = listener
+	handler := httpapi.NewHandler(h.backend, codec, reg, h.logger, h.securityOption(authenticator))
+	h.loop.metrics.forgetTopicsIn(handler)
 	h.server = httpserve.New(httpserve.Options{
-		Handler:     httpapi.NewHandler(h.backend, codec, reg, h.logger, h.securityOption(authenticator)),
+		Handler:     handler,
 		ReadTimeout: h.opts.ReadTimeout, WriteTimeout: h.opts.WriteTimeout, IdleTimeout: h.opts.IdleTimeout,
 		Refused: newRefusedCounter(reg), Logger: h.logger,
 	})

@@ -2,11 +2,13 @@ package host
 
 import (
 	"log/slog"
+	"net/http"
 	"strconv"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"narad/httpapi"
 	"narad/msg"
 	"narad/node"
 )
@@ -63,6 +65,9 @@ type Metrics struct {
 	flows  map[flowKey]flowCounters
 	// fanout are the metrics of the copies into fan-out children.
 	fanout *fanoutMetrics
+	// forgetters drop the per-topic series kept outside these metrics
+	// (the HTTP layer's); set by forgetTopicsIn before the loop starts.
+	forgetters []httpapi.TopicForgetter
 }
 
 // flowKey names one partition's produced or consumed counters.
@@ -292,12 +297,23 @@ func (m *Metrics) TopicDropped(topic string) {
 		vec.DeletePartialMatch(prometheus.Labels{"parent": topic})
 		vec.DeletePartialMatch(prometheus.Labels{"child": topic})
 	}
+	for _, forgetter := range m.forgetters {
+		forgetter.ForgetTopic(topic)
+	}
 	m.flowMu.Lock()
 	defer m.flowMu.Unlock()
 	for key := range m.flows { //determinism:ok host is not the core; deletes only
 		if key.topic == topic {
 			delete(m.flows, key)
 		}
+	}
+}
+
+// forgetTopicsIn makes TopicDropped also drop the series handler keeps
+// per topic, when it keeps any. Called before the loop starts.
+func (m *Metrics) forgetTopicsIn(handler http.Handler) {
+	if forgetter, ok := handler.(httpapi.TopicForgetter); ok {
+		m.forgetters = append(m.forgetters, forgetter)
 	}
 }
 

@@ -40,16 +40,18 @@ func counterValue(t *testing.T, counter prometheus.Counter) float64 {
 func TestADeletedTopicLeavesNoSeries(t *testing.T) {
 	h := testHost(t)
 	runSteps(t, h, []step{
-		{"create orders", postJSON("/v1/topics", `{"name":"orders","partitions":3}`), 201, ""},
+		{"create orders", postJSON("/v1/topics", `{"name":"orders","partitions":3,"schema":`+orderSchema+`}`), 201, ""},
 		{"create audit", postJSON("/v1/topics", `{"name":"audit","partitions":3}`), 201, ""},
-		{"produce orders", post("/v1/topics/orders/produce?partition=0", "text/plain", "x"), 202, ""},
-		{"produce orders again", post("/v1/topics/orders/produce?partition=0", "text/plain", "y"), 202, ""},
+		{"produce orders", postJSON("/v1/topics/orders/produce?partition=0", `{"id":"a","qty":1}`), 202, ""},
+		{"produce orders again", postJSON("/v1/topics/orders/produce?partition=0", `{"id":"b","qty":2}`), 202, ""},
+		{"a record the schema refuses", postJSON("/v1/topics/orders/produce?partition=0", `{"qty":3}`), 400, "does not match"},
 		{"produce audit", post("/v1/topics/audit/produce?partition=0", "text/plain", "z"), 202, ""},
 		{"consume orders", get("/v1/topics/orders/consume"), 200, ""},
 	})
 	_, before := call(t, h, get("/metrics"))
 	require.Contains(t, before, `narad_messages_produced_total{partition="0",topic="orders"} 2`)
 	require.Contains(t, before, `narad_consume_polls_total{outcome="no_wait",topic="orders"} 1`)
+	require.Contains(t, before, `narad_produce_rejections_total{reason="schema",topic="orders"} 1`)
 
 	runSteps(t, h, []step{{"delete orders", del("/v1/topics/orders"), 204, ""}})
 	_, after := call(t, h, get("/metrics"))

@@ -54,6 +54,20 @@ func NewHandler(b Backend, codec *Codec, reg *prometheus.Registry, logger *slog.
 	return &front{metrics: metrics, budget: budget, logger: logger, routes: routes}
 }
 
+// TopicForgetter is implemented by the handler NewHandler returns: the
+// host calls ForgetTopic when its node drops a deleted (or re-created)
+// topic, so the series this layer keeps per topic (schema rejections) go
+// with it.
+type TopicForgetter interface {
+	ForgetTopic(topic string)
+}
+
+// ForgetTopic implements TopicForgetter. A produce validated while the
+// deletion applies may count one more rejection under the name.
+func (f *front) ForgetTopic(topic string) {
+	f.routes.schemas.metrics.rejections.DeletePartialMatch(prometheus.Labels{"topic": topic})
+}
+
 // apiHandler serves every route of the codec. Its fields are set by
 // NewHandler and never change.
 type apiHandler struct {
