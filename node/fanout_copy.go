@@ -108,6 +108,11 @@ func (n *Node) driveParentPartition(t *topic, index int, links []meta.ChildLink)
 	if err != nil {
 		return // reported by openLog; retried next tick
 	}
+	// The copies into children on this node open their logs as it steps
+	// its cursors: those opens must not close the parent's, which its
+	// cursor writes mark dirty below.
+	n.driving = p
+	defer func() { n.driving = nil }()
 	n.fanout.partitionWakeMs = math.MaxInt64
 	defer func() { p.fanoutWakeMs = n.fanout.partitionWakeMs }()
 	if p.fanout == nil {

@@ -110,6 +110,10 @@ type Node struct {
 	// openProduceLogs is opening (they stay open for it and may go past
 	// the cap of open logs); set and cleared by openProduceLogs only.
 	producing producingPartitions
+	// driving is the parent partition whose cursors driveParentPartition
+	// is stepping (its log stays open meanwhile), nil otherwise; set and
+	// cleared there only.
+	driving *partition
 	// jobsOrphaned holds the partitions whose session ended while its
 	// finalize job was out (handed out, not yet JobDone): the job owns
 	// their staged and partition directories until it returns, so no

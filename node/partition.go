@@ -205,14 +205,15 @@ func (n *Node) openOutsideProducing() int {
 }
 
 // logBusy reports whether the partition of dir waits for the sync round
-// of the Ready being gathered, or is one the produce being opened appends
-// to: its log must stay open until then.
+// of the Ready being gathered, is one the produce being opened appends
+// to, or is the parent whose cursors are being driven: its log must stay
+// open until then.
 func (n *Node) logBusy(dir string) bool {
 	key := partitionKeyOfDir(dir)
 	if _, dirty := n.dirty[key]; dirty {
 		return true
 	}
-	if n.producing.has(key) {
+	if n.producing.has(key) || n.driving != nil && n.driving.key == key {
 		return true
 	}
 	p, ok := n.partitions[key]
