@@ -12,7 +12,8 @@ import (
 type accounting struct {
 	Attempts, Acked, Delivered, Lost, Unexpected, Duplicated, Recovered int
 	// Excused counts the acknowledged records never consumed that a media
-	// fault destroyed (history.corrupt): not lost by the broker.
+	// fault destroyed at every placement they were acknowledged at
+	// (history.excused): not lost by the broker.
 	Excused int
 	// LostIDs lists up to lostIDsShown lost ids, sorted.
 	LostIDs []string
@@ -23,7 +24,7 @@ const lostIDsShown = 10
 func (h *history) account() accounting {
 	a := accounting{Attempts: len(h.firstCallMs), Acked: len(h.acked), Delivered: len(h.deliveries)}
 	for id := range h.acked { //determinism:ok counted, and the ids listed are sorted
-		if h.deliveries[id] == 0 && h.corrupt[id] {
+		if h.deliveries[id] == 0 && h.excused(id) {
 			a.Excused++
 		} else if h.deliveries[id] == 0 {
 			a.Lost++

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 
 	"narad/msg"
 )
@@ -30,10 +31,14 @@ type history struct {
 	// how many were timeouts.
 	indefinite, timeouts int
 	replayReads          int
-	// corrupt holds the ids of the records a media fault destroyed on
-	// disk (media_faults.go): the no-loss accounting excuses them, and
-	// only them. Only excuseCorrupt adds to it.
-	corrupt map[string]bool
+	// ackedAt holds, by id, every distinct placement a produce of it was
+	// acknowledged at (a retried produce may place one id twice).
+	ackedAt map[string][]msg.Placement
+	// corrupt holds the placements whose frame a media fault destroyed on
+	// disk (media_faults.go); only excuseCorrupt adds to it. The no-loss
+	// accounting and the drain excuse an id only when every placement it
+	// was acknowledged at is here (history.excused).
+	corrupt map[msg.Placement]bool
 	// misdirected counts requests answered 421 (their partition moved
 	// while they were under way, or the node asked had not learned of the
 	// move yet), by request kind.
@@ -57,7 +62,7 @@ func newHistory() *history {
 	return &history{
 		firstCallMs: map[string]int64{}, acked: map[string]bool{}, deliveries: map[string]int{},
 		appends: map[int][]appendOp{}, reads: map[int][]readOp{}, observations: map[int]map[uint64]string{},
-		misdirected: map[string]int{}, corrupt: map[string]bool{},
+		misdirected: map[string]int{}, ackedAt: map[string][]msg.Placement{}, corrupt: map[msg.Placement]bool{},
 	}
 }
 
@@ -80,13 +85,13 @@ func (h *history) produceAcked(ids []string, placements []msg.Placement, callMs,
 		return // the client already failed the run on this reply
 	}
 	for i, id := range ids {
-		if !h.acked[id] {
-			h.acked[id] = true
-			if h.deliveries[id] == 0 && !h.corrupt[id] {
-				h.ackedUndelivered++
-			}
-		}
 		p := placements[i]
+		wasOwed := h.owed(id)
+		h.acked[id] = true
+		if !slices.Contains(h.ackedAt[id], p) {
+			h.ackedAt[id] = append(h.ackedAt[id], p)
+		}
+		h.recount(id, wasOwed)
 		h.appends[p.Partition] = append(h.appends[p.Partition], appendOp{id: id, offset: p.Offset, callMs: callMs, retMs: retMs})
 	}
 }
@@ -99,10 +104,9 @@ func (h *history) produceIndefinite(nowMs int64, timeout bool) {
 }
 
 func (h *history) delivered(id string, partition int, offset uint64, callMs, retMs int64) {
+	wasOwed := h.owed(id)
 	h.deliveries[id]++
-	if h.deliveries[id] == 1 && h.acked[id] && !h.corrupt[id] {
-		h.ackedUndelivered--
-	}
+	h.recount(id, wasOwed)
 	h.lastDeliveryMs = retMs
 	h.read(id, partition, offset, callMs, retMs)
 	h.replayReads--
@@ -111,10 +115,9 @@ func (h *history) delivered(id string, partition int, offset uint64, callMs, ret
 // deliveredDeadLetter counts a record consumed from the dead-letter topic
 // as delivered (its reads there are not the simulated topic's).
 func (h *history) deliveredDeadLetter(id string, retMs int64) {
+	wasOwed := h.owed(id)
 	h.deliveries[id]++
-	if h.deliveries[id] == 1 && h.acked[id] && !h.corrupt[id] {
-		h.ackedUndelivered--
-	}
+	h.recount(id, wasOwed)
 	h.lastDeliveryMs = retMs
 }
 
@@ -136,14 +139,40 @@ func (h *history) readEmpty(partition int, offset uint64, callMs, retMs int64) {
 	h.reads[partition] = append(h.reads[partition], readOp{offset: offset, callMs: callMs, retMs: retMs})
 }
 
-// excuseCorrupt excuses a record a media fault destroyed from being
-// delivered.
-func (h *history) excuseCorrupt(id string) {
-	if h.corrupt[id] {
-		return
+// excuseCorrupt excuses the placement of record id whose frame a media
+// fault destroyed; the id is excused only while every placement it was
+// acknowledged at is destroyed.
+func (h *history) excuseCorrupt(id string, at msg.Placement) {
+	wasOwed := h.owed(id)
+	h.corrupt[at] = true
+	h.recount(id, wasOwed)
+}
+
+// excused reports whether id was acknowledged only at placements a media
+// fault destroyed: no consumer can get it, and the broker lost nothing.
+func (h *history) excused(id string) bool {
+	placements := h.ackedAt[id]
+	for _, p := range placements {
+		if !h.corrupt[p] {
+			return false
+		}
 	}
-	h.corrupt[id] = true
-	if h.acked[id] && h.deliveries[id] == 0 {
+	return len(placements) > 0
+}
+
+// owed reports whether the drain still waits for id: acknowledged, never
+// delivered, and not excused.
+func (h *history) owed(id string) bool {
+	return h.acked[id] && h.deliveries[id] == 0 && !h.excused(id)
+}
+
+// recount keeps ackedUndelivered in step after a change to id's history;
+// wasOwed is h.owed(id) before the change.
+func (h *history) recount(id string, wasOwed bool) {
+	switch owed := h.owed(id); {
+	case owed && !wasOwed:
+		h.ackedUndelivered++
+	case !owed && wasOwed:
 		h.ackedUndelivered--
 	}
 }

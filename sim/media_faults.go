@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"path"
 
+	"narad/msg"
 	"narad/node"
 	"narad/storage"
 )
@@ -15,9 +16,9 @@ import (
 // middle and the node skips its offset forever (storage/doc.go,
 // Recovery): consumes pass over it, a replay of it is answered 410. The
 // record the frame held is lost by the fault, not by the broker, so the
-// no-loss checker excuses exactly that record (history.excuseCorrupt) and
-// the replayer skips exactly that offset; every other record stays
-// checked.
+// no-loss checker excuses that record only if every placement it was
+// acknowledged at was hit (history.excused), and the replayer skips
+// exactly that offset; every other record stays checked.
 const (
 	// mediaCorruptRunPercent of the single-node runs with disk faults
 	// (profiles disk and all) get media corruption at all.
@@ -154,7 +155,7 @@ func (m *mediaFaults) corrupt(n *simNode, partition int, frame mediaFrame) {
 		m.hit[partition] = map[uint64]bool{}
 	}
 	m.hit[partition][frame.offset] = true
-	m.w.history.excuseCorrupt(frame.id)
+	m.w.history.excuseCorrupt(frame.id, msg.Placement{Partition: partition, Offset: frame.offset})
 	m.w.countFault("media-corrupt")
 	m.w.tracef("media fault: %s offset %d of partition %d (record %s) is corrupt on %s's disk", frame.file, frame.offset, partition, frame.id, n.id)
 }

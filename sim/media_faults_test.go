@@ -19,8 +19,8 @@ func TestMediaFaultExcusesOnlyTheRecordItHit(t *testing.T) {
 	h.produceCalled(ids, 0)
 	h.produceAcked(ids, placementsAt(0, 0, 1, 2), 0, 1)
 	h.delivered("m0000003", 0, 2, 2, 3)
-	h.excuseCorrupt("m0000001")
-	h.excuseCorrupt("m0000001") // twice: counted once
+	h.excuseCorrupt("m0000001", msg.Placement{Partition: 0, Offset: 0})
+	h.excuseCorrupt("m0000001", msg.Placement{Partition: 0, Offset: 0}) // twice: counted once
 	a := h.account()
 	require.Equal(t, 1, a.Lost)
 	require.Equal(t, []string{"m0000002"}, a.LostIDs)
@@ -36,6 +36,35 @@ func TestMediaFaultExcusesOnlyTheRecordItHit(t *testing.T) {
 	require.False(t, media.unreadable(1, 0))
 	var none *mediaFaults
 	require.False(t, none.unreadable(0, 0), "a world whose node never started has no media fault")
+
+	t.Run("a retried copy elsewhere", excusesOnlyThePlacementItHit)
+}
+
+// excusesOnlyThePlacementItHit: a record whose produce was retried has two
+// acknowledged copies; the fault destroying one of them excuses nothing,
+// since the broker still owes the other.
+func excusesOnlyThePlacementItHit(t *testing.T) {
+	h := newHistory()
+	id := []string{"m0000001"}
+	h.produceCalled(id, 0)
+	h.produceAcked(id, placementsAt(2, 5), 0, 1)
+	h.produceAcked(id, placementsAt(2, 12), 2, 3) // the retry after a lost answer
+	h.excuseCorrupt("m0000001", msg.Placement{Partition: 2, Offset: 5})
+	a := h.account()
+	require.Equal(t, 1, a.Lost, "the copy at p2/12 was not hit")
+	require.Zero(t, a.Excused)
+	require.False(t, h.allAckedDelivered(), "the copy at p2/12 is still owed")
+
+	h.excuseCorrupt("m0000001", msg.Placement{Partition: 2, Offset: 12})
+	require.Zero(t, h.account().Lost, "every acknowledged copy was hit")
+	require.True(t, h.allAckedDelivered())
+
+	h.produceAcked(id, placementsAt(2, 20), 4, 5) // a third copy, acknowledged after the hits
+	require.Equal(t, 1, h.account().Lost)
+	require.False(t, h.allAckedDelivered())
+	h.delivered("m0000001", 2, 20, 6, 7)
+	require.True(t, h.allAckedDelivered())
+	require.Zero(t, h.account().Lost)
 }
 
 // placementsAt places records in one partition at the offsets given.
