@@ -726,11 +726,13 @@ func (m *MemFS) List(dir string) ([]string, error) {
 	return sortedNames(node.children), nil
 }
 
-// FlipDurableByte is media corruption: it inverts the bits of the byte
-// at offset of the file name, both in its current and in its durable
-// content (a crash keeps the flip), as a disk that lost a synced sector
-// would. offset must lie within the durable content; the flip is not a
-// write, so it leaves the file's sync state as it was.
+// FlipDurableByte is media corruption: it inverts the bits of the durable
+// byte at offset of the file name (a crash keeps the flip), as a disk that
+// lost a synced sector would. When the current byte there is the durable
+// one, the current content shows the flip too; when an unsynced overwrite
+// changed it, only the durable copy is flipped, so a later sync makes the
+// overwrite durable intact. offset must lie within the durable content;
+// the flip is not a write, so it leaves the file's sync state as it was.
 func (m *MemFS) FlipDurableByte(name string, offset int64) error {
 	node, err := m.resolve("flip", name)
 	if err != nil {
@@ -743,12 +745,13 @@ func (m *MemFS) FlipDurableByte(name string, offset int64) error {
 	if offset < 0 || offset >= min(file.durableSize, file.content.size) {
 		return memPathError("flip", name, fmt.Errorf("offset %d outside the durable content (%d bytes)", offset, file.durableSize))
 	}
-	file.content.overwrite([]byte{^file.content.bytes(offset, offset+1)[0]}, offset)
-	for _, record := range file.undo {
+	for _, record := range file.undo { // the oldest record covering offset holds its durable byte
 		if at := offset - record.offset; at >= 0 && at < int64(len(record.old)) {
 			record.old[at] = ^record.old[at]
+			return nil
 		}
 	}
+	file.content.overwrite([]byte{^file.content.bytes(offset, offset+1)[0]}, offset)
 	return nil
 }
 

@@ -901,7 +901,9 @@ func TestMemFSFlipDurableByteSurvivesACrash(t *testing.T) {
 }
 
 // A flip of a synced byte that an unsynced overwrite changed since is
-// durable too: a crash brings back the synced content with the flip.
+// durable too: a crash brings back the synced content with the flip. The
+// flip hits only that durable copy: the current content keeps the
+// overwrite, and a sync makes the overwrite durable without the flip.
 func TestMemFSFlipDurableByteUnderAnUnsyncedOverwrite(t *testing.T) {
 	fs := newLogMemFS(8)
 	file, err := fs.Create("f")
@@ -913,9 +915,24 @@ func TestMemFSFlipDurableByteUnderAnUnsyncedOverwrite(t *testing.T) {
 	_, err = file.WriteAt([]byte{9, 9}, 1)
 	require.NoError(t, err)
 	require.NoError(t, fs.FlipDurableByte("f", 2))
-	require.NoError(t, file.Close())
-	fs.Crash()
 	data, err := ReadFile(fs, "f")
 	require.NoError(t, err)
+	require.Equal(t, []byte{1, 9, 9, 4}, data, "the unsynced overwrite is the current content, untouched")
+	require.NoError(t, file.Close())
+	fs.Crash()
+	data, err = ReadFile(fs, "f")
+	require.NoError(t, err)
 	require.Equal(t, []byte{1, 2, ^byte(3), 4}, data)
+
+	file, err = fs.Open("f")
+	require.NoError(t, err)
+	_, err = file.WriteAt([]byte{9, 9}, 1)
+	require.NoError(t, err)
+	require.NoError(t, fs.FlipDurableByte("f", 2))
+	require.NoError(t, file.Sync())
+	require.NoError(t, file.Close())
+	fs.Crash()
+	data, err = ReadFile(fs, "f")
+	require.NoError(t, err)
+	require.Equal(t, []byte{1, 9, 9, 4}, data, "a sync after the flip makes the overwrite durable, not the flip")
 }
