@@ -57,9 +57,10 @@ const (
 // movePhaseMark is the mark of a move session entering phase.
 func movePhaseMark(phase string) chaos.Mark { return chaos.Mark("sim-move-phase-" + phase) }
 
-// ExpectedSingleNodeMarks are the marks a long single-node sweep with
-// every fault must reach besides ExpectedMarks: the media corruption of
-// media_faults.go is aimed at single-node worlds only.
+// ExpectedSingleNodeMarks are the marks a long sweep with every fault
+// must reach besides ExpectedMarks when its runs may draw the media
+// corruption of media_faults.go (mediaFaultsApply: single-node worlds
+// without the fan-out scenario).
 var ExpectedSingleNodeMarks = []chaos.Mark{chaos.MarkNodeCorruptRecordSkipped}
 
 // ExpectedMarks are the coverage marks a long sweep with every fault must

@@ -44,10 +44,18 @@ type mediaFaults struct {
 
 func newMediaFaults(w *World) *mediaFaults {
 	rng := newRand(w.opts.Seed, mediaStream)
-	profile := w.opts.Faults.Name
 	drawn := rng.IntN(100) < mediaCorruptRunPercent
-	on := drawn && w.opts.Nodes == 1 && !w.opts.Fanout && (profile == ProfileDisk.Name || profile == ProfileAll.Name)
+	on := drawn && mediaFaultsApply(w.opts)
 	return &mediaFaults{w: w, rng: rng, on: on, hit: map[int]map[uint64]bool{}}
+}
+
+// mediaFaultsApply reports whether runs of opts may draw media corruption:
+// single-node worlds without the fan-out scenario, with disk faults
+// (profiles disk and all). A sweep of such runs must reach
+// ExpectedSingleNodeMarks; no other sweep can.
+func mediaFaultsApply(opts Options) bool {
+	profile := opts.Faults.Name
+	return opts.Nodes == 1 && !opts.Fanout && (profile == ProfileDisk.Name || profile == ProfileAll.Name)
 }
 
 // unreadable reports whether the fault made an offset of the simulated

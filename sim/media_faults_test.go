@@ -76,6 +76,29 @@ func placementsAt(partition int, offsets ...uint64) []msg.Placement {
 	return placements
 }
 
+// TestOnlySweepsWithMediaFaultsExpectTheirMark: a sweep expects the mark of
+// a skipped corrupt record exactly when its runs may draw media corruption;
+// a fan-out sweep never can.
+func TestOnlySweepsWithMediaFaultsExpectTheirMark(t *testing.T) {
+	skipped := chaos.MarkNodeCorruptRecordSkipped
+	opts := DefaultOptions(1)
+	require.True(t, mediaFaultsApply(opts))
+	require.Contains(t, sweepExpectedMarks(opts), skipped)
+	for _, without := range []struct {
+		name   string
+		change func(*Options)
+	}{
+		{"fan-out", func(o *Options) { o.Fanout = true }},
+		{"three nodes", func(o *Options) { o.Nodes = 3 }},
+		{"network", func(o *Options) { o.Faults = ProfileNetwork }},
+	} {
+		opts := DefaultOptions(1)
+		without.change(&opts)
+		require.False(t, mediaFaultsApply(opts), without.name)
+		require.NotContains(t, sweepExpectedMarks(opts), skipped, without.name)
+	}
+}
+
 // mediaFaultSeed is a single-node seed whose media fault lands and whose
 // consumers meet the corrupt record.
 const mediaFaultSeed = 3

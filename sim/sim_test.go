@@ -71,10 +71,7 @@ const markSweepSeedsMin = 50
 func sweep(t *testing.T, first uint64, count int) {
 	stats := runSweep(t, first, count, func(seed uint64) Options { return optionsFromFlags(t, seed) })
 	stats.print("sim")
-	expected := append(slices.Clone(ExpectedMarks), ExpectedSingleNodeMarks...)
-	if *nodesFlag > 1 {
-		expected = append(slices.Clone(ExpectedMarks), ExpectedClusterMarks...)
-	}
+	expected := sweepExpectedMarks(optionsFromFlags(t, first))
 	missing := MissingMarks(stats.marks, expected)
 	if *movesFlag && *nodesFlag > 1 {
 		fmt.Print(fanoutMatrix(stats.marks))
@@ -86,6 +83,19 @@ func sweep(t *testing.T, first uint64, count int) {
 	if count >= markSweepSeedsMin && *faultsFlag == "all" && len(missing) > 0 {
 		t.Errorf("coverage marks never reached in %d seeds: %v", count, missing)
 	}
+}
+
+// sweepExpectedMarks lists the marks a long sweep of runs like opts must
+// reach with every fault.
+func sweepExpectedMarks(opts Options) []chaos.Mark {
+	expected := slices.Clone(ExpectedMarks)
+	if opts.Nodes > 1 {
+		expected = append(expected, ExpectedClusterMarks...)
+	}
+	if mediaFaultsApply(opts) {
+		expected = append(expected, ExpectedSingleNodeMarks...)
+	}
+	return expected
 }
 
 // sweepStats sums the reports of a sweep.
