@@ -34,6 +34,11 @@
 // leader, or a minority split from the majority), one-way partitions, and
 // connection resets. At most a minority of a cluster is down (or carries
 // an armed fsync failure) at once, so a quorum can always make progress.
+// A seeded share of the single-node runs with disk faults (profiles disk
+// and all, not -fanout) also gets media corruption: while the node is
+// down, a synced byte of a frame in the middle of a log goes bad, so
+// recovery finds the record corrupt and the node skips its offset
+// (media_faults.go).
 // A run has a safety phase (faults on) and a liveness phase (every node
 // up, faults off, producers stopped, consumers draining), as TigerBeetle's
 // VOPR does.
@@ -116,7 +121,10 @@
 //     exhausted its deliveries to its topic or the dead-letter topic.
 //   - At the end, Jepsen-style accounting over unique message ids: lost
 //     (answered 202, never consumed), unexpected (consumed, never
-//     produced), duplicated and recovered.
+//     produced), duplicated and recovered. A record never consumed is
+//     excused, not lost, only when media corruption destroyed it at every
+//     placement it was acknowledged at (excused); the replayer likewise
+//     accepts a 410 only for an offset the corruption hit.
 //   - Log consistency with porcupine over every append and replay read of
 //     each partition: an offset once read always holds the same record,
 //     and a partition's visible prefix never shrinks.
