@@ -51,7 +51,9 @@ const (
 const perNodeStreamSpan = 100
 
 // singleStreams and perNodeStreamBases list the streams above, for the
-// test that keeps them apart.
+// test that keeps them apart; TestEveryRandomStreamIsListed reads the
+// source to hold these lists to the block and every newRand call to a
+// constant of it.
 var (
 	singleStreams = []uint64{workloadStream, networkStream, faultStream, peerStream, moveStream, usersStream,
 		lateProposalStream, controlStream, sitesStream, caughtUpKillStream, mediaStream, deadLettersStream, movesFanoutStream,
