@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"strings"
@@ -105,7 +106,7 @@ func (h *history) logOperations() []porcupine.Operation {
 }
 
 func (h *history) patchedAppends(partition int, known map[uint64]bool) []porcupine.Operation {
-	seen := h.observations[partition]
+	seen := h.observationsWithCorrupt(partition)
 	offsets := make([]uint64, 0, len(seen))
 	for offset := range seen { //determinism:ok sorted below
 		if !known[offset] {
@@ -126,6 +127,34 @@ func (h *history) patchedAppends(partition int, known map[uint64]bool) []porcupi
 		})
 	}
 	return ops
+}
+
+// observationsWithCorrupt returns the records observed in a partition,
+// with those a media fault destroyed: such a frame can no longer be read,
+// yet its append happened, so a record whose produce was never answered
+// and never read before the fault still holds its offset in the model.
+func (h *history) observationsWithCorrupt(partition int) map[uint64]string {
+	seen := h.observations[partition]
+	var merged map[uint64]string
+	for at, id := range h.corrupt { //determinism:ok a map is built, read in sorted order by the caller
+		if at.Partition != partition {
+			continue
+		}
+		if _, observed := seen[at.Offset]; observed {
+			continue
+		}
+		if merged == nil {
+			merged = maps.Clone(seen)
+			if merged == nil {
+				merged = map[uint64]string{}
+			}
+		}
+		merged[at.Offset] = id
+	}
+	if merged == nil {
+		return seen
+	}
+	return merged
 }
 
 // partitionsSeen returns a count: partitions are numbered 0..n-1.

@@ -34,11 +34,13 @@ type history struct {
 	// ackedAt holds, by id, every distinct placement a produce of it was
 	// acknowledged at (a retried produce may place one id twice).
 	ackedAt map[string][]msg.Placement
-	// corrupt holds the placements whose frame a media fault destroyed on
-	// disk (media_faults.go); only excuseCorrupt adds to it. The no-loss
-	// accounting and the drain excuse an id only when every placement it
-	// was acknowledged at is here (history.excused).
-	corrupt map[msg.Placement]bool
+	// corrupt maps the placements whose frame a media fault destroyed on
+	// disk (media_faults.go) to the id the frame held; only excuseCorrupt
+	// adds to it. The no-loss accounting and the drain excuse an id only
+	// when every placement it was acknowledged at is here
+	// (history.excused); the log checker patches the append of a
+	// destroyed frame nobody saw or acknowledged (patchedAppends).
+	corrupt map[msg.Placement]string
 	// misdirected counts requests answered 421 (their partition moved
 	// while they were under way, or the node asked had not learned of the
 	// move yet), by request kind.
@@ -62,7 +64,7 @@ func newHistory() *history {
 	return &history{
 		firstCallMs: map[string]int64{}, acked: map[string]bool{}, deliveries: map[string]int{},
 		appends: map[int][]appendOp{}, reads: map[int][]readOp{}, observations: map[int]map[uint64]string{},
-		misdirected: map[string]int{}, ackedAt: map[string][]msg.Placement{}, corrupt: map[msg.Placement]bool{},
+		misdirected: map[string]int{}, ackedAt: map[string][]msg.Placement{}, corrupt: map[msg.Placement]string{},
 	}
 }
 
@@ -144,7 +146,7 @@ func (h *history) readEmpty(partition int, offset uint64, callMs, retMs int64) {
 // acknowledged at is destroyed.
 func (h *history) excuseCorrupt(id string, at msg.Placement) {
 	wasOwed := h.owed(id)
-	h.corrupt[at] = true
+	h.corrupt[at] = id
 	h.recount(id, wasOwed)
 }
 
@@ -153,7 +155,7 @@ func (h *history) excuseCorrupt(id string, at msg.Placement) {
 func (h *history) excused(id string) bool {
 	placements := h.ackedAt[id]
 	for _, p := range placements {
-		if !h.corrupt[p] {
+		if _, hit := h.corrupt[p]; !hit {
 			return false
 		}
 	}
