@@ -45,7 +45,7 @@ func BenchmarkProduceSingle(b *testing.B) {
 					if keys > 0 {
 						path += "?key=k" + strconv.Itoa(rand.IntN(keys))
 					}
-					produceOnce(b, client, path, payload)
+					postOnce(b, client, path, "application/octet-stream", bytes.NewReader(payload), http.StatusAccepted)
 				}
 			})
 			b.StopTimer()
@@ -60,18 +60,18 @@ func BenchmarkProduceSingle(b *testing.B) {
 	}
 }
 
-// produceOnce sends one produce and fails the benchmark unless it is
-// accepted.
-func produceOnce(b *testing.B, client *http.Client, path string, payload []byte) {
-	response, err := client.Post(path, "application/octet-stream", bytes.NewReader(payload))
+// postOnce posts body to path and fails the benchmark unless the answer
+// is want.
+func postOnce(b *testing.B, client *http.Client, path, contentType string, body io.Reader, want int) {
+	response, err := client.Post(path, contentType, body)
 	if err != nil {
 		b.Error(err)
 		return
 	}
 	_, _ = io.Copy(io.Discard, response.Body)
 	_ = response.Body.Close()
-	if response.StatusCode != http.StatusAccepted {
-		b.Errorf("produce answered %d", response.StatusCode)
+	if response.StatusCode != want {
+		b.Errorf("POST %s answered %d, want %d", path, response.StatusCode, want)
 	}
 }
 
@@ -123,7 +123,7 @@ func BenchmarkConsumeAck(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			handle := consumeOnce(b, client, base+"/v1/topics/bench/consume")
-			ackOnce(b, client, base+"/v1/topics/bench/ack?receipt_handle="+url.QueryEscape(handle))
+			postOnce(b, client, base+"/v1/topics/bench/ack?receipt_handle="+url.QueryEscape(handle), "", nil, http.StatusNoContent)
 		}
 	})
 }
@@ -162,18 +162,4 @@ func consumeOnce(b *testing.B, client *http.Client, path string) string {
 		return ""
 	}
 	return string(match[1])
-}
-
-// ackOnce acks and fails the benchmark unless the ack is accepted.
-func ackOnce(b *testing.B, client *http.Client, path string) {
-	response, err := client.Post(path, "", nil)
-	if err != nil {
-		b.Error(err)
-		return
-	}
-	_, _ = io.Copy(io.Discard, response.Body)
-	_ = response.Body.Close()
-	if response.StatusCode != http.StatusNoContent {
-		b.Errorf("ack answered %d", response.StatusCode)
-	}
 }

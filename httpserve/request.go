@@ -242,51 +242,41 @@ func canonicalName(name string) string {
 }
 
 // isToken reports a non-empty RFC 9110 token.
-func isToken(text string) bool {
-	if text == "" {
-		return false
-	}
-	for i := 0; i < len(text); i++ {
-		if !tokenByte[text[i]] {
-			return false
-		}
-	}
-	return true
-}
-
-// tokenByte marks the bytes of an RFC 9110 token.
-var tokenByte = func() (table [256]bool) {
-	for b := '0'; b <= 'z'; b++ {
-		table[b] = 'A' <= b && b <= 'Z' || 'a' <= b && b <= 'z' || '0' <= b && b <= '9'
-	}
-	for _, b := range "!#$%&'*+-.^_`|~" {
-		table[b] = true
-	}
-	return table
-}()
+func isToken(text string) bool { return text != "" && allIn(&tokenByte, text) }
 
 // isHostText reports a Host value made only of the bytes a host, a port
 // and an IP literal may hold (RFC 3986 reg-name, IP-literal, port, and
 // '%' for escapes and zones); empty is allowed.
-func isHostText(text string) bool {
+func isHostText(text string) bool { return allIn(&hostByte, text) }
+
+// tokenByte marks the bytes of an RFC 9110 token; hostByte those
+// isHostText allows.
+var (
+	tokenByte = alphanumericAnd("!#$%&'*+-.^_`|~")
+	hostByte  = alphanumericAnd("!$%&'()*+,-.:;=[]_~")
+)
+
+// alphanumericAnd marks the ASCII letters and digits and the bytes of
+// extra.
+func alphanumericAnd(extra string) (table [256]bool) {
+	for b := '0'; b <= 'z'; b++ {
+		table[b] = 'A' <= b && b <= 'Z' || 'a' <= b && b <= 'z' || '0' <= b && b <= '9'
+	}
+	for _, b := range extra {
+		table[b] = true
+	}
+	return table
+}
+
+// allIn reports whether every byte of text is marked in table.
+func allIn(table *[256]bool, text string) bool {
 	for i := 0; i < len(text); i++ {
-		if !hostByte[text[i]] {
+		if !table[text[i]] {
 			return false
 		}
 	}
 	return true
 }
-
-// hostByte marks the bytes isHostText allows.
-var hostByte = func() (table [256]bool) {
-	for b := '0'; b <= 'z'; b++ {
-		table[b] = 'A' <= b && b <= 'Z' || 'a' <= b && b <= 'z' || '0' <= b && b <= '9'
-	}
-	for _, b := range "!$%&'()*+,-.:;=[]_~" {
-		table[b] = true
-	}
-	return table
-}()
 
 // isTargetText reports a request target without controls or spaces.
 func isTargetText(text string) bool {

@@ -12,6 +12,38 @@ import (
 // openLogsTestMax is the small cap of open logs the test runs under.
 const openLogsTestMax = 4
 
+// cappedHarness is a node capped at openLogsTestMax open logs.
+func cappedHarness(t *testing.T) *harness {
+	h := newHarness(t)
+	h.cfg.OpenLogsMax = openLogsTestMax
+	h.restart()
+	return h
+}
+
+// batchOver is a batch produce of one record into each of partitions
+// from..to-1.
+func batchOver(topicName, payload string, from, to int) msg.Produce {
+	batch := msg.Produce{Topic: topicName, Batch: true}
+	for index := from; index < to; index++ {
+		batch.Records = append(batch.Records, msg.ProduceRecord{Partition: index, Payload: []byte(payload)})
+	}
+	return batch
+}
+
+// handleInOneRound hands requests to the node without a Ready in between
+// (the first's unsynced records still hold their logs when the next
+// comes), then flushes; it returns their ids.
+func (h *harness) handleInOneRound(requests ...msg.Request) []msg.RequestID {
+	ids := make([]msg.RequestID, len(requests))
+	for i, request := range requests {
+		h.nextID++
+		ids[i] = h.nextID
+		h.node.Handle(h.nextID, request)
+	}
+	h.flush()
+	return ids
+}
+
 // With far more partitions than open logs allowed, the node stays under
 // its cap and serves every partition, closing the least recently used
 // logs and reopening them on demand. A batch that touches more partitions
@@ -19,18 +51,12 @@ const openLogsTestMax = 4
 // its own logs go past the cap until its sync round, and are closed back
 // under it then.
 func TestOpenLogsCapServesEveryPartition(t *testing.T) {
-	h := newHarness(t)
-	h.cfg.OpenLogsMax = openLogsTestMax
-	h.restart()
+	h := cappedHarness(t)
 	const partitions = 30
 	h.createTopic("many", func(c *msg.CreateTopic) { c.Partitions = partitions })
 	h.createTopic("wide", func(c *msg.CreateTopic) { c.Partitions = partitions })
 
-	wide := msg.Produce{Topic: "wide", Batch: true}
-	for index := range openLogsTestMax + 2 {
-		wide.Records = append(wide.Records, msg.ProduceRecord{Partition: index, Payload: []byte("wide")})
-	}
-	placed := h.ok(wide).(msg.ProduceResult)
+	placed := h.ok(batchOver("wide", "wide", 0, openLogsTestMax+2)).(msg.ProduceResult)
 	require.Len(t, placed.Records, openLogsTestMax+2)
 	require.LessOrEqual(t, h.node.Stats().OpenLogs, openLogsTestMax, "the logs past the cap close after the round")
 	for index := range openLogsTestMax + 2 {
@@ -74,24 +100,12 @@ func TestOpenLogsCapServesEveryPartition(t *testing.T) {
 // must not leave a stray copy of its first records each time), and the
 // retry after their sync round is served.
 func TestAProduceRefusedForWantOfRoomAppendsNothing(t *testing.T) {
-	h := newHarness(t)
-	h.cfg.OpenLogsMax = openLogsTestMax
-	h.restart()
+	h := cappedHarness(t)
 	h.createTopic("held", func(c *msg.CreateTopic) { c.Partitions = 8 })
 	h.createTopic("late", func(c *msg.CreateTopic) { c.Partitions = 8 })
-	held := msg.Produce{Topic: "held", Batch: true}
-	for index := range openLogsTestMax {
-		held.Records = append(held.Records, msg.ProduceRecord{Partition: index, Payload: []byte("held")})
-	}
-	late := msg.Produce{Topic: "late", Batch: true, Records: []msg.ProduceRecord{
-		{Partition: 0, Payload: []byte("late")}, {Partition: 1, Payload: []byte("late")}}}
-
-	h.nextID++
-	h.node.Handle(h.nextID, held) // its logs fill the cap, unsynced until the flush below
-	h.nextID++
-	lateID := h.nextID
-	h.node.Handle(lateID, late)
-	h.flush()
+	late := batchOver("late", "late", 0, 2)
+	// The first batch's logs fill the cap, unsynced until the round ends.
+	lateID := h.handleInOneRound(batchOver("held", "held", 0, openLogsTestMax), late)[1]
 	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(h.replies[lateID].Err), "%v", h.replies[lateID].Err)
 	for index := range 2 {
 		require.Equal(t, uint64(0), h.stats("late", index).NextOffset, "partition %d: the refused produce appended nothing", index)
@@ -108,18 +122,10 @@ func TestAProduceRefusedForWantOfRoomAppendsNothing(t *testing.T) {
 // with its own partitions instead of being refused after appending to the
 // first (which every retry would repeat).
 func TestAProduceGoesPastTheCapWithItsOwnPartitions(t *testing.T) {
-	h := newHarness(t)
-	h.cfg.OpenLogsMax = openLogsTestMax
-	h.restart()
+	h := cappedHarness(t)
 	h.createTopic("wide", func(c *msg.CreateTopic) { c.Partitions = 8 })
-	first := msg.Produce{Topic: "wide", Batch: true}
-	for index := range openLogsTestMax {
-		first.Records = append(first.Records, msg.ProduceRecord{Partition: index, Payload: []byte("first")})
-	}
 	last := openLogsTestMax - 1
-	second := msg.Produce{Topic: "wide", Batch: true, Records: []msg.ProduceRecord{
-		{Partition: last, Payload: []byte("second")}, {Partition: last + 1, Payload: []byte("second")}}}
-
+	first, second := batchOver("wide", "first", 0, openLogsTestMax), batchOver("wide", "second", last, last+2)
 	h.nextID++
 	h.node.Handle(h.nextID, first) // its logs fill the cap, unsynced until the flush below
 	h.nextID++

@@ -66,12 +66,11 @@ func (t *Table) OnExhausted(hook func()) { t.exhaustedHook = hook }
 // It reports false, changing nothing, when the offset is no longer being
 // dead-lettered.
 func (t *Table) ReturnExhausted(offset uint64) bool {
-	e, ok := t.entries[offset]
-	if !ok || e.state != stateDeadLettering {
+	e, ok := t.takeDeadLettering(offset)
+	if !ok {
 		return false
 	}
 	e.state = stateExhausted
-	t.deadLettering--
 	t.exhausted.add(e)
 	t.checkIfEnabled()
 	return true
@@ -83,16 +82,27 @@ func (t *Table) ReturnExhausted(offset uint64) bool {
 // false, changing nothing, when the offset is no longer being
 // dead-lettered.
 func (t *Table) DeadLetterFailed(offset uint64) bool {
-	e, ok := t.entries[offset]
-	if !ok || e.state != stateDeadLettering {
+	e, ok := t.takeDeadLettering(offset)
+	if !ok {
 		return false
 	}
 	e.state = stateReleased
-	t.deadLettering--
 	t.released.add(e)
 	t.lapsedUnreported++ // the next Expire reports it, so pollers wake
 	t.checkIfEnabled()
 	return true
+}
+
+// takeDeadLettering returns the entry of offset if it is being
+// dead-lettered, no longer counting it so; the caller gives it its next
+// state.
+func (t *Table) takeDeadLettering(offset uint64) (*entry, bool) {
+	e, ok := t.entries[offset]
+	if !ok || e.state != stateDeadLettering {
+		return nil, false
+	}
+	t.deadLettering--
+	return e, true
 }
 
 // reconsiderExhausted returns to the queue the exhausted records that no
