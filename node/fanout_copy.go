@@ -12,11 +12,12 @@ import (
 	"narad/storage"
 )
 
-// fanoutView is the list of parent topics as of one applied index of the
-// metastore, so that a tick does not copy every topic record.
+// fanoutView is the list of parent topics as of one version of the
+// metastore's topics, so that neither a tick nor an applied heartbeat
+// copies every topic record.
 type fanoutView struct {
-	// index is the applied index the view was built at.
-	index uint64
+	// topicsVersion is the meta.State.TopicsVersion the view was built at.
+	topicsVersion uint64
 	// parents are the topics with children, sorted by name.
 	parents []meta.TopicRecord
 	// nextMs is the earliest time a cursor has work that waits for the
@@ -71,14 +72,15 @@ func (n *Node) driveFanout() {
 	}
 }
 
-// refreshFanoutView rebuilds the list of parents when the metastore
-// applied something, and drops the cursors of links that went away.
+// refreshFanoutView rebuilds the list of parents when the metastore's
+// topics changed (links and owners are topic changes), and drops the
+// cursors of links that went away.
 func (n *Node) refreshFanoutView() {
-	index := n.meta.AppliedIndex()
-	if index == n.fanout.index && n.fanout.parents != nil {
+	version := n.meta.State().TopicsVersion()
+	if version == n.fanout.topicsVersion && n.fanout.parents != nil {
 		return
 	}
-	n.fanout.index, n.fanout.parents = index, []meta.TopicRecord{}
+	n.fanout.topicsVersion, n.fanout.parents = version, []meta.TopicRecord{}
 	for _, record := range n.meta.State().Topics() {
 		if len(record.Children) > 0 {
 			n.fanout.parents = append(n.fanout.parents, record)
