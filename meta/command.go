@@ -212,11 +212,16 @@ type CompleteMove struct {
 	ExpectedStartedAtMs int64  `json:"expected_started_at_ms,omitempty"`
 }
 
-// AbortMove clears the target, only if it is still ExpectedTarget.
+// AbortMove clears the target, only if it is still ExpectedTarget and,
+// when ExpectedStartedAtMs is set, the move is still the one that started
+// then: a late or repeated abort of a move must not end a later move of
+// the partition to the same target (entries written before the field
+// existed carry 0 and are checked on the target alone).
 type AbortMove struct {
-	Topic          string `json:"topic"`
-	Partition      int    `json:"partition"`
-	ExpectedTarget string `json:"expected_target"`
+	Topic               string `json:"topic"`
+	Partition           int    `json:"partition"`
+	ExpectedTarget      string `json:"expected_target"`
+	ExpectedStartedAtMs int64  `json:"expected_started_at_ms,omitempty"`
 }
 
 // ForcePromote is CompleteMove when the source died: the same guard, a

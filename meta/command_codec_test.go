@@ -29,6 +29,7 @@ func everyCommand() []Command {
 		SetTarget{Topic: "t", Partition: 1, ExpectedOwner: "a", Target: "b", NowMs: 9},
 		CompleteMove{Topic: "t", Partition: 1, ExpectedOwner: "a", ExpectedTarget: "b"},
 		AbortMove{Topic: "t", Partition: 1, ExpectedTarget: "b"},
+		AbortMove{Topic: "t", Partition: 1, ExpectedTarget: "b", ExpectedStartedAtMs: 77},
 		ForcePromote{Topic: "t", Partition: 1, ExpectedOwner: "a", ExpectedTarget: "b"},
 		PutUser{Username: "ann", PasswordHash: []byte{0, 1, 2, 255}, Root: true, Grants: grants, CreateOnly: true, NowMs: 7},
 		DeleteUser{Username: "ann"},

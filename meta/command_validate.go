@@ -236,7 +236,7 @@ func checkFlip(topic string, partition int, expectedOwner, expectedTarget string
 // Validate implements Command.
 func (c AbortMove) Validate() error {
 	return errors.Join(checkName("topic name", c.Topic, nameBytesMax), checkPartition(c.Partition),
-		checkName("expected target", c.ExpectedTarget, nameBytesMax))
+		checkName("expected target", c.ExpectedTarget, nameBytesMax), checkNonNegative("expected_started_at_ms", c.ExpectedStartedAtMs))
 }
 
 // Validate implements Command.

@@ -77,7 +77,9 @@
 // Target := "") only if Owner and Target are the expected ones (and the
 // move's start time, when given: a later move with the same owner and
 // target is another move); AbortMove
-// only if Target is the expected one; MarkMemberDead only if the last
+// only if Target is the expected one (and, when given, the move's start
+// time, so that a late abort of a replaced move does not end the later
+// one); MarkMemberDead only if the last
 // heartbeat is the one the proposer saw. A committed entry this binary
 // cannot decode stops the replica (assert): skipping it would let the
 // replicas diverge.

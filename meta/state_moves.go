@@ -57,6 +57,10 @@ func (c AbortMove) apply(s *State) error {
 	if a.Target != c.ExpectedTarget {
 		return rejectf(ErrGuardFailed, "%s/%d targets %q, proposer expected %q", c.Topic, c.Partition, a.Target, c.ExpectedTarget)
 	}
+	if c.ExpectedStartedAtMs != 0 && a.MoveStartedAtMs != c.ExpectedStartedAtMs {
+		return rejectf(ErrGuardFailed, "%s/%d: the move to %q that started at %d was replaced by one that started at %d",
+			c.Topic, c.Partition, c.ExpectedTarget, c.ExpectedStartedAtMs, a.MoveStartedAtMs)
+	}
 	a.Target, a.MoveStartedAtMs = "", 0
 	s.markTopic(c.Topic)
 	return nil

@@ -279,6 +279,23 @@ func TestFlipOfAReplacedMoveFails(t *testing.T) {
 	require.Equal(t, Assignment{Owner: "m3", LastMoveStartedAtMs: 900}, assignmentOf(t, s, "t", 1))
 }
 
+// Property: an abort names the move it ends by its start, so a late or
+// repeated abort of a move (a proposal retried by a node that did not
+// learn its outcome) fails once the partition moves again to the same
+// target, and leaves that later move running; an abort without a start
+// (entries written before the field existed) is checked on the target
+// alone.
+func TestALateAbortOfAReplacedMoveFails(t *testing.T) {
+	s := stateWith(t, baseSetup()...) // t/1 moves m2 -> m3, started at 150
+	require.NoError(t, AbortMove{Topic: "t", Partition: 1, ExpectedTarget: "m3", ExpectedStartedAtMs: 150}.apply(s))
+	require.NoError(t, SetTarget{Topic: "t", Partition: 1, ExpectedOwner: "m2", Target: "m3", NowMs: 900}.apply(s))
+	requireRejected(t, s, AbortMove{Topic: "t", Partition: 1, ExpectedTarget: "m3", ExpectedStartedAtMs: 150}, ErrGuardFailed)
+	require.Equal(t, Assignment{Owner: "m2", Target: "m3", MoveStartedAtMs: 900, LastMoveStartedAtMs: 900}, assignmentOf(t, s, "t", 1))
+	requireRejected(t, s, AbortMove{Topic: "t", Partition: 1, ExpectedTarget: "m3", ExpectedStartedAtMs: -1}, ErrInvalidCommand)
+	require.NoError(t, AbortMove{Topic: "t", Partition: 1, ExpectedTarget: "m3"}.apply(s))
+	require.Equal(t, Assignment{Owner: "m2", LastMoveStartedAtMs: 900}, assignmentOf(t, s, "t", 1))
+}
+
 // Property: a SetTarget applied again after its move was aborted (a
 // duplicated or late proposal carrying the old clock) starts a move with a
 // start of its own, so a withheld flip of the aborted move still fails

@@ -32,7 +32,8 @@ func (n *Node) applyMoveOutput(s *moveSession, out movedest.Output, cause error)
 	case movedest.ActionFlip:
 		n.proposeFlip(move, action.Forced)
 	case movedest.ActionAbort:
-		n.propose(0, proposalMove, move.Topic, meta.AbortMove{Topic: move.Topic, Partition: move.Partition, ExpectedTarget: move.Target})
+		n.propose(0, proposalMove, move.Topic, meta.AbortMove{Topic: move.Topic, Partition: move.Partition, ExpectedTarget: move.Target,
+			ExpectedStartedAtMs: move.StartedAtMs})
 	case movedest.ActionRestart:
 		n.restartSession(s, cause)
 	default:

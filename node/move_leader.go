@@ -36,7 +36,9 @@ func (n *Node) planMoves() {
 		invariant.Check(abort.Target != "", "node: the plan aborts %s/%d, which has no target", abort.Topic, abort.Index)
 		chaos.Reached(chaos.MarkNodePlanAbort)
 		n.observer.Event("move-abort-planned", fmt.Sprintf("%s/%d to %s: %s", abort.Topic, abort.Index, abort.Target, abort.Reason))
-		n.propose(0, proposalPlan, abort.Topic, meta.AbortMove{Topic: abort.Topic, Partition: abort.Index, ExpectedTarget: abort.Target})
+		assignment, _ := n.meta.State().Assignment(abort.Topic, abort.Index)
+		n.propose(0, proposalPlan, abort.Topic, meta.AbortMove{Topic: abort.Topic, Partition: abort.Index, ExpectedTarget: abort.Target,
+			ExpectedStartedAtMs: assignment.MoveStartedAtMs})
 	}
 	for _, change := range result.Changes {
 		invariant.Check(change.To != "" && change.From != change.To, "node: the plan moves %s/%d from %q to %q", change.Topic, change.Index, change.From, change.To)
@@ -152,7 +154,8 @@ func (n *Node) abortUncopiedMoves(member string) {
 			}
 			chaos.Reached(chaos.MarkNodeCancelAbortsMove)
 			n.observer.Event("move-abort-on-cancel", fmt.Sprintf("%s/%d to %s: the drain of %s was cancelled", m.Topic, m.Partition, m.To, member))
-			n.propose(0, proposalPlan, m.Topic, meta.AbortMove{Topic: m.Topic, Partition: m.Partition, ExpectedTarget: m.To})
+			n.propose(0, proposalPlan, m.Topic, meta.AbortMove{Topic: m.Topic, Partition: m.Partition, ExpectedTarget: m.To,
+				ExpectedStartedAtMs: m.StartedAtMs})
 		}
 	})
 }

@@ -175,7 +175,8 @@ func (n *Node) expireFreezes() {
 		}
 		chaos.Reached(chaos.MarkNodeFreezeExpired)
 		n.observer.Event("freeze-expired", fmt.Sprintf("%s: the move to %s did not complete; aborting it", p.dir, p.freeze.Target()))
-		n.propose(0, proposalMove, p.key.topic, meta.AbortMove{Topic: p.key.topic, Partition: p.key.index, ExpectedTarget: p.freeze.Target()})
+		n.propose(0, proposalMove, p.key.topic, meta.AbortMove{Topic: p.key.topic, Partition: p.key.index, ExpectedTarget: p.freeze.Target(),
+			ExpectedStartedAtMs: p.freeze.MoveStartedAtMs()})
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 // other changes moved the draws), so each end has a seed of its own.
 const (
 	forcePromoteSeed  = 25
-	installRepairSeed = 1
+	installRepairSeed = 29
 )
 
 // TestAMovesSeedReachesForcePromotionAndAnInstallRepair: the moves faults

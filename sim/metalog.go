@@ -306,6 +306,9 @@ func (l *metaLog) abortMove(c meta.AbortMove) {
 	if a == nil || a.Target != c.ExpectedTarget {
 		return
 	}
+	if c.ExpectedStartedAtMs != 0 && a.MoveStartedAtMs != c.ExpectedStartedAtMs {
+		return // a late abort of a move since replaced by one to the same target (meta's guard)
+	}
 	a.Target, a.MoveStartedAtMs = "", 0
 	l.movesAborted++
 	l.w.tracef("meta: %s/%d move aborted", c.Topic, c.Partition)

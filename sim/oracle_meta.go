@@ -261,7 +261,7 @@ func (m *metaModel) flip(topic string, partition int, expectedOwner, expectedTar
 
 // abortMove clears a target that is still the expected one.
 func (m *metaModel) abortMove(c meta.AbortMove) string {
-	if c.ExpectedTarget == "" {
+	if c.ExpectedTarget == "" || c.ExpectedStartedAtMs < 0 {
 		return "malformed"
 	}
 	p, why := m.placement(c.Topic, c.Partition)
@@ -270,6 +270,8 @@ func (m *metaModel) abortMove(c meta.AbortMove) string {
 		return why
 	case p.target != c.ExpectedTarget:
 		return fmt.Sprintf("the target is %q", p.target)
+	case c.ExpectedStartedAtMs != 0 && c.ExpectedStartedAtMs != p.startedAtMs:
+		return fmt.Sprintf("the move that started at %d was replaced by one that started at %d", c.ExpectedStartedAtMs, p.startedAtMs)
 	}
 	p.target, p.startedAtMs = "", 0
 	return ""

@@ -40,6 +40,7 @@ func TestMetaModelRefusesTheFlipOfAReplacedMove(t *testing.T) {
 		{meta.AbortMove{Topic: "t", ExpectedTarget: "n2"}, false},
 		{meta.SetTarget{Topic: "t", ExpectedOwner: "n1", Target: "n2", NowMs: 200}, false},
 		{meta.CompleteMove{Topic: "t", ExpectedOwner: "n1", ExpectedTarget: "n2", ExpectedStartedAtMs: 100}, true},
+		{meta.AbortMove{Topic: "t", ExpectedTarget: "n2", ExpectedStartedAtMs: 100}, true}, // the replaced move's
 		{meta.AbortMove{Topic: "t", ExpectedTarget: "n1"}, true},
 		{meta.ForcePromote{Topic: "t", ExpectedOwner: "n1", ExpectedTarget: "n2", ExpectedStartedAtMs: 200}, false},
 		{meta.CompleteMove{Topic: "t", ExpectedOwner: "n1", ExpectedTarget: "n2"}, true}, // flipped already
