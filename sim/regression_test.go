@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -36,18 +37,8 @@ func TestRegressionSeeds(t *testing.T) {
 		opts := DefaultOptions(seed)
 		opts.Faults = profile
 		opts.Sites = SitesOff // as the seed failed, unless its line says sites=on
-		for _, field := range fields[2:] {
-			if nodes, ok := strings.CutPrefix(field, "nodes="); ok {
-				if opts.Nodes, err = strconv.Atoi(nodes); err != nil {
-					t.Fatalf("bad nodes in %q: %v", scanner.Text(), err)
-				}
-			}
-			opts.Moves = opts.Moves || field == "moves"
-			opts.DeadLetters = opts.DeadLetters || field == "deadletters"
-			if field == "sites=on" {
-				opts.Sites = SitesOn
-			}
-			opts.Fanout = opts.Fanout || field == "fanout"
+		if err := applySeedFlags(&opts, fields[2:]); err != nil {
+			t.Fatalf("bad seed line %q: %v", scanner.Text(), err)
 		}
 		if report := Run(opts); report.Failure != nil {
 			t.Error(report.FailureText())
@@ -56,5 +47,46 @@ func TestRegressionSeeds(t *testing.T) {
 	}
 	if count == 0 {
 		t.Fatal("testdata/seeds.txt lists no seed")
+	}
+}
+
+// applySeedFlags sets the options a seed line names after its profile:
+// the flags lead, and the first field that is not one starts the reason,
+// so a word of the reason ("moves", say) never changes the run.
+func applySeedFlags(opts *Options, fields []string) error {
+	for _, field := range fields {
+		switch {
+		case strings.HasPrefix(field, "nodes="):
+			nodes, err := strconv.Atoi(strings.TrimPrefix(field, "nodes="))
+			if err != nil {
+				return fmt.Errorf("bad nodes: %w", err)
+			}
+			opts.Nodes = nodes
+		case field == "moves":
+			opts.Moves = true
+		case field == "deadletters":
+			opts.DeadLetters = true
+		case field == "fanout":
+			opts.Fanout = true
+		case field == "sites=on":
+			opts.Sites = SitesOn
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// TestSeedFlagsStopAtTheReason: the words of a reason are not flags.
+func TestSeedFlagsStopAtTheReason(t *testing.T) {
+	opts := DefaultOptions(1)
+	if err := applySeedFlags(&opts, strings.Fields("nodes=3 sites=on a move's flip raced moves fanout deadletters nodes=5")); err != nil {
+		t.Fatal(err)
+	}
+	if opts.Nodes != 3 || opts.Sites != SitesOn || opts.Moves || opts.Fanout || opts.DeadLetters {
+		t.Fatalf("flags read from the reason: %+v", opts)
+	}
+	if err := applySeedFlags(&opts, []string{"nodes=x"}); err == nil {
+		t.Fatal("a bad node count was accepted")
 	}
 }
