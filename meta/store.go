@@ -121,6 +121,20 @@ func (s *Store) Close() error {
 	return err
 }
 
+// View runs read in a read-only transaction of the store: it sees what
+// the last committed transaction left in the file, as a process opening
+// the file afresh would. The simulator's metastore oracle reads a live
+// replica's state machine this way; a second open of the file would wait
+// on the lock the replica holds, and opening a copy maps and unmaps the
+// whole file at every reading. read must not keep the transaction or its
+// byte slices past its return, nor call the store's Meta.
+func (s *Store) View(read func(*bolt.Tx) error) error {
+	if s.db == nil {
+		return ErrClosed
+	}
+	return s.db.View(read)
+}
+
 // appliedPosition is the last applied entry.
 type appliedPosition struct {
 	index uint64

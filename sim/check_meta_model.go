@@ -3,12 +3,8 @@ package sim
 import (
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"os" //determinism:ok only to copy a replica's metastore file and read the copy, which the run decided
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -19,7 +15,7 @@ import (
 )
 
 // metaModelCompareMs is the least simulated time between two comparisons
-// of one replica with its model: a comparison copies the replica's store,
+// of one replica with its model: a comparison reads the replica's store,
 // and a divergence, once there, stays until the same partition or member
 // changes again, which the entries named in the failure show.
 const metaModelCompareMs = 1_000
@@ -39,7 +35,7 @@ var (
 // advanced over the committed entries (which the simulator rebuilds from
 // the leaders' messages, metaLog) up to the entry the replica applied.
 // From time to time, once the replica applied an entry that is not a
-// heartbeat, the replica's own state (read from a copy of its store) is
+// heartbeat, the replica's own state (read from its store) is
 // compared with its model: topics, their placement (owner, target, move
 // start) and members (alive, draining, last heartbeat). A difference is a
 // failure "meta-model" naming the entries since the last agreement that
@@ -62,8 +58,6 @@ type metaModelChecker struct {
 	// counted): which guards the run exercised.
 	refusals     map[string]int
 	countedIndex uint64
-	// copier copies a replica's store for a comparison.
-	copier storeCopier
 	// gap is set if the committed entries ever came with a gap (only a
 	// unit test's hand-made log does that: metaLog fails the run on a
 	// real one); the models cannot follow then, and stop.
@@ -184,10 +178,10 @@ func (c *metaModelChecker) advance(r *replicaModel, applied uint64) {
 	}
 }
 
-// compare reads the replica's state from a copy of its store and fails
+// compare reads the replica's state from its store and fails
 // the run if it differs from the model at the same applied entry.
 func (c *metaModelChecker) compare(n *simNode, r *replicaModel) {
-	report, err := readReplica(n.metaPath(), filepath.Join(c.w.metaDir, "model-copy-"+n.id+".db"), &c.copier)
+	report, err := readReplica(n.store)
 	if err != nil {
 		c.w.fail("meta-model", "%s: cannot read its store: %v", n.id, err)
 		return
@@ -230,58 +224,13 @@ type replicaReport struct {
 	members map[string]meta.Member
 }
 
-// readReplica copies the store at path (the replica holds its lock) to
-// scratch with copier and reads the applied index, the topics and the
-// members.
-func readReplica(path, scratch string, copier *storeCopier) (replicaReport, error) {
-	if err := copier.copy(path, scratch); err != nil {
-		return replicaReport{}, err
-	}
-	db, err := bolt.Open(scratch, 0o600, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		return replicaReport{}, err
-	}
-	defer db.Close()
+// readReplica reads the applied index, the topics and the members from
+// the replica's store, in a read-only transaction that sees what the last
+// committed transaction left in its file.
+func readReplica(store *meta.Store) (replicaReport, error) {
 	report := replicaReport{topics: map[string]meta.TopicRecord{}, members: map[string]meta.Member{}}
-	err = db.View(func(tx *bolt.Tx) error { return report.read(tx) })
+	err := store.View(func(tx *bolt.Tx) error { return report.read(tx) })
 	return report, err
-}
-
-// storeCopier copies a replica's store file into a scratch file, reusing
-// its buffer (a comparison may run every simulated second of every
-// replica, each reading the whole store) and the scratch file's blocks:
-// each replica has its own scratch file, written over in place and cut to
-// the copy's length, never truncated to nothing first (which freed and
-// allocated its blocks again). Invariant: buffer holds no data between
-// copies.
-type storeCopier struct {
-	buffer []byte
-}
-
-func (c *storeCopier) copy(path, scratch string) error {
-	source, err := os.Open(path) //determinism:ok reads the replica's committed store, which the run decided
-	if err != nil {
-		return err
-	}
-	defer source.Close()
-	info, err := source.Stat()
-	if err != nil {
-		return err
-	}
-	size := int(info.Size())
-	if cap(c.buffer) < size {
-		c.buffer = make([]byte, size)
-	}
-	data := c.buffer[:size]
-	if _, err := io.ReadFull(source, data); err != nil {
-		return err
-	}
-	target, err := os.OpenFile(scratch, os.O_WRONLY|os.O_CREATE, 0o600) //determinism:ok a scratch copy in the run's temporary directory
-	if err != nil {
-		return err
-	}
-	_, writeErr := target.WriteAt(data, 0)
-	return errors.Join(writeErr, target.Truncate(int64(size)), target.Close())
 }
 
 func (r *replicaReport) read(tx *bolt.Tx) error {

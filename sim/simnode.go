@@ -27,6 +27,10 @@ type simNode struct {
 	fs    *storage.MemFS
 	// node is nil while the node is down.
 	node *node.Node
+	// store is the metastore file node opened at its start, which node
+	// owns and closes when it goes down; the metastore oracle reads it
+	// while node is up. Nil before the first start.
+	store *meta.Store
 	// incarnation counts starts; events of an earlier incarnation (a sync
 	// completion, a reply) are ignored after a crash.
 	incarnation int
@@ -170,7 +174,7 @@ func (n *simNode) start() {
 		n.w.fail("restart", "%s failed to recover with no fault injected: %v", n.id, err)
 		return
 	}
-	n.node, n.incarnation, n.persisting, n.inbox, n.touched = created, n.incarnation+1, false, nil, true
+	n.node, n.store, n.incarnation, n.persisting, n.inbox, n.touched = created, store, n.incarnation+1, false, nil, true
 	n.calls, n.userChanges = map[msg.RequestID]*call{}, map[msg.RequestID]string{}
 	n.w.checker.nodeStarted(n)
 	n.w.tracef("%s start incarnation %d", n.id, n.incarnation)
