@@ -41,6 +41,14 @@ type StoreOptions struct {
 	// NoSync skips fsync on commit (the simulator, which decides itself
 	// what survives a crash). Production leaves it false.
 	NoSync bool
+	// InitialMmapBytes is the least size of bbolt's map of the file (0:
+	// bbolt's own, the file's size rounded up to a power of two from
+	// 32 KiB). A file that outgrows its map is mapped again at twice the
+	// size, which unmaps the old map; the simulator, which opens and grows
+	// stores all the time, maps ahead (its NoSync files grow only by their
+	// writes). Production leaves it 0: with NoSync false, bbolt grows a
+	// small file to its map's size, so a large map would be a large file.
+	InitialMmapBytes int
 }
 
 // Store is the one bbolt file of a node's metastore: the raft log
@@ -60,7 +68,7 @@ type Store struct {
 // order) and never uses db.Batch (it arms a timer).
 func OpenStore(path string, opts StoreOptions) (*Store, error) {
 	db, err := bolt.Open(path, storeFileMode, &bolt.Options{NoSync: opts.NoSync, NoGrowSync: opts.NoSync,
-		FreelistType: bolt.FreelistArrayType})
+		FreelistType: bolt.FreelistArrayType, InitialMmapSize: opts.InitialMmapBytes})
 	if err != nil {
 		return nil, fmt.Errorf("meta: open store %s: %w", path, err)
 	}
