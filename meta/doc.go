@@ -157,6 +157,7 @@
 // testing/cryptotest.SetGlobalRandom), so one process runs one simulation
 // at a time. bbolt runs on a real file (in the simulator a temporary one,
 // with StoreOptions.NoSync); it keeps bbolt's array freelist (the hashmap
-// freelist allocates pages in Go map order) and never uses db.Batch (it
-// arms a timer). raft's log output is discarded; its panics stay panics.
+// freelist allocates pages in Go map order), does not write the freelist
+// at each commit (bbolt rebuilds it at open, in page order) and never
+// uses db.Batch (it arms a timer). raft's log output is discarded; its panics stay panics.
 package meta

@@ -87,6 +87,33 @@ func TestOpenStoreMigratesFormat1(t *testing.T) {
 	c.requireApplied(c.propose(leader, createTopic("t", "n1")), nil)
 }
 
+// Property: a store this build wrote (no freelist on disk) opens in a
+// build that writes the freelist at each commit, which writes one, and the
+// store that build wrote opens here again with its state whole and serves
+// on: the freelist option can change between releases either way.
+func TestOpenStoreWithOrWithoutFreelist(t *testing.T) {
+	cryptotest.SetGlobalRandom(t, 59)
+	c := newTestCluster(t, 1, 59, false, nil)
+	leader := c.waitLeader()
+	for i := range 10 {
+		c.requireApplied(c.propose(leader, heartbeat("n1", int64(100+i))), nil)
+	}
+	image, applied := c.meta(leader).State().encodeImage(), c.meta(leader).AppliedIndex()
+	c.crash(leader)
+	path := c.nodes[leader].path
+
+	db, err := bolt.Open(path, storeFileMode, &bolt.Options{FreelistType: bolt.FreelistArrayType})
+	require.NoError(t, err)
+	require.NoError(t, db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketRaft).Put([]byte("older-build"), []byte{1}) }))
+	require.NoError(t, db.Close())
+
+	c.start(leader)
+	require.Equal(t, string(image), string(c.meta(leader).State().encodeImage()))
+	require.Equal(t, applied, c.meta(leader).AppliedIndex())
+	leader = c.waitLeader()
+	c.requireApplied(c.propose(leader, createTopic("t", "n1")), nil)
+}
+
 // Property: a single voter elects itself, and its state, applied index
 // and voters survive a restart from its file (with fsync on).
 func TestSingleNodeRestart(t *testing.T) {
