@@ -1,10 +1,11 @@
 // Package meta is the metastore: the cluster metadata, replicated by etcd
 // raft (a raft.RawNode) and stored in one bbolt file per node. It is part
-// of the deterministic core: it starts no goroutines, reads no clock (time
-// arrives as Tick calls and as nowMs fields of commands), draws no global
-// randomness, makes no os calls (bbolt opens its file from the path
-// OpenStore is given) and iterates maps in sorted order wherever the order
-// could reach an output. bbolt buckets iterate in key order.
+// of the deterministic core: it starts no goroutines (bbolt's Open, which
+// rebuilds the freelist, walks the file in one it waits for), reads no
+// clock (time arrives as Tick calls and as nowMs fields of commands), draws
+// no global randomness, makes no os calls (bbolt opens its file from the
+// path OpenStore is given) and iterates maps in sorted order wherever the
+// order could reach an output. bbolt buckets iterate in key order.
 //
 // # What it owns
 //

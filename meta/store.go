@@ -69,8 +69,9 @@ type Store struct {
 // freelist at each commit (NoFreelistSync, as etcd runs bbolt): a
 // transaction writes one page fewer (a quarter of a cluster's metastore
 // writes), and bbolt rebuilds the list at open by walking the file's
-// pages from its roots, in page order, which a compacted metastore keeps
-// cheap. A file written either way opens either way.
+// pages from its roots (in a goroutine Open waits for; the list comes out
+// in page order), which a compacted metastore keeps cheap. A file written
+// either way opens either way.
 func OpenStore(path string, opts StoreOptions) (*Store, error) {
 	db, err := bolt.Open(path, storeFileMode, &bolt.Options{NoSync: opts.NoSync, NoGrowSync: opts.NoSync,
 		FreelistType: bolt.FreelistArrayType, NoFreelistSync: true, InitialMmapSize: opts.InitialMmapBytes})
