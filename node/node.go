@@ -693,6 +693,11 @@ func (n *Node) OpenPartitions() []PartitionState {
 	return n.AppendOpenPartitions(make([]PartitionState, 0, len(n.partitions)))
 }
 
+// OpenLogDirs lists the directories of the partition logs the node's
+// store holds open, sorted. The simulator asks it when the node removes a
+// directory: no open log may lose its files.
+func (n *Node) OpenLogDirs() []string { return n.store.OpenDirs() }
+
 // AppendOpenPartitions appends what OpenPartitions reports to out and
 // returns it, so that a caller that asks after every step reuses one slice.
 func (n *Node) AppendOpenPartitions(out []PartitionState) []PartitionState {

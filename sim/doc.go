@@ -136,6 +136,35 @@
 //     node's memory. Stronger, after every step: at most one node answers
 //     AcceptsWrites for a partition (check_writers.go), and no node
 //     appends to a partition it keeps frozen at that instant.
+//   - Removals (check_removals.go): every removal a node makes on its disk
+//     is seen as it is made. A removal of a topic's directory
+//     ("topics/T") or of a partition directory ("topics/T/p00003") fails
+//     the run if the node's store holds a log in it open, or, in a
+//     cluster, if the committed placement names the node as the owner or
+//     the move target of a partition it removes, and the node had
+//     applied the entry from which it has held that partition without a
+//     break (the create of the topic's current incarnation, or the
+//     SetTarget of the move that made it target, then owner) before the
+//     input it was handling. The placement is the committed log's at its
+//     highest index, or, when the node applied past it (a leader applies
+//     before its messages announce the commit), at the node's applied
+//     index, once the log reaches it. Sound because a node's replica is a
+//     committed prefix: if it applied the start of an unbroken holding,
+//     its own state still says owner or target, and every legitimate
+//     removal is made by a node whose own state says otherwise — a
+//     deleted or re-created topic's directory (dropped in the Advance that
+//     applied the delete or the re-create, before the new incarnation is
+//     served), a flipped-away source's copy swept once the leader and the
+//     replica agree, an installed copy rolled back when the node applied
+//     its move's abort (a new move to the same node, even in the same
+//     Advance, starts a new holding it had not applied), a stale copy
+//     found at start. A holding the node had not applied is not its to
+//     keep: it begins by copying afresh. Not judged: a partition's own
+//     files (retention, recovery's cleanup and the cursor files remove
+//     them by design; the log checker judges what a read then finds),
+//     the copy an install sets aside, a move's staged copy (only its
+//     session uses it), renames (an install replaces a directory with a
+//     verified copy), and removals during a start that fails.
 //   - Raft, from the wire: at most one leader per term (election safety),
 //     one predecessor per entry (log matching), and no committed entry
 //     ever replaced (state machine safety).

@@ -129,6 +129,7 @@ func (l *metaLog) commit(term, index uint64) {
 	for _, id := range chain {
 		l.apply(id)
 		l.applied = id
+		l.w.removals.judgeDeferred(id.index)
 	}
 }
 
@@ -189,6 +190,7 @@ func (l *metaLog) apply(id entryID) {
 		return // meta rejects it without a change
 	}
 	l.applyCommand(command)
+	l.w.removals.placementChanged(id.index, command)
 }
 
 func (l *metaLog) applyCommand(command meta.Command) {

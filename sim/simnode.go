@@ -83,6 +83,10 @@ type simNode struct {
 	// directory of this node (stateKey), asked after every step; it holds
 	// at most one entry per directory the node ever opened.
 	stateKeys map[string]string
+	// appliedKnown is the node's applied metastore index after its last
+	// Advance (or its start): what it had learned before the input it is
+	// handling. The removal checker reads it.
+	appliedKnown uint64
 }
 
 func newSimNode(w *World, index int) *simNode {
@@ -165,7 +169,8 @@ func (n *simNode) start() {
 		n.w.fail("restart", "%s cannot open its metastore: %v", n.id, err)
 		return
 	}
-	created, err := node.New(cfg, n.fs, store, n.w.nowMs, nodeObserver{n: n})
+	var removedAtStart []string
+	created, err := node.New(cfg, watchedFS{MemFS: n.fs, n: n, starting: &removedAtStart}, store, n.w.nowMs, nodeObserver{n: n})
 	if err != nil && n.w.phase == phaseSafety {
 		// An injected disk fault can fail a start, as it would a real
 		// process: its supervisor starts it again.
@@ -180,6 +185,8 @@ func (n *simNode) start() {
 		return
 	}
 	n.node, n.store, n.incarnation, n.persisting, n.inbox, n.touched = created, store, n.incarnation+1, false, nil, true
+	n.appliedKnown = created.MetaAppliedIndex()
+	n.w.removals.started(n, removedAtStart)
 	n.calls, n.userChanges = map[msg.RequestID]*call{}, map[msg.RequestID]string{}
 	n.w.checker.nodeStarted(n)
 	n.w.tracef("%s start incarnation %d", n.id, n.incarnation)
@@ -386,6 +393,9 @@ func (n *simNode) complete(rd node.Ready) {
 		n.reply(reply)
 	}
 	n.node.Advance(rd)
+	if n.up() {
+		n.appliedKnown = n.node.MetaAppliedIndex()
+	}
 	for _, job := range rd.Jobs {
 		n.runJob(job)
 	}

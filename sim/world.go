@@ -119,6 +119,9 @@ type World struct {
 	// writers checks that at most one node accepts writes to a partition
 	// after every step, and that no frozen partition takes an append.
 	writers *writerChecker
+	// removals checks that no node deletes a partition directory the
+	// committed placement relies on it for.
+	removals *removalChecker
 	// acks checks that an ack that landed is answered 204 when sent again
 	// and its record is not delivered again (check_acks.go).
 	acks *ackChecker
@@ -202,6 +205,7 @@ func NewWorld(opts Options) *World {
 	}
 	w.owners = newOwnerChecker(w)
 	w.writers = newWriterChecker(w)
+	w.removals = newRemovalChecker(w)
 	w.acks = newAckChecker(w)
 	w.leases = newLeaseModel(w)
 	w.control = newControlPlane(w)

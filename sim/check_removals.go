@@ -1,0 +1,252 @@
+package sim
+
+import (
+	"strconv"
+	"strings"
+
+	"narad/meta"
+	"narad/storage"
+)
+
+// removalChecker checks that no node deletes a partition directory the
+// committed placement relies on it for (docs: sim/doc.go, "What it
+// checks"). Every removal a node makes on its disk goes through its
+// watchedFS; a removal of a topic's directory ("topics/T") or of one of its
+// partition directories ("topics/T/p00003") is judged at that instant:
+//
+//   - it fails if the node's store holds the partition's log open;
+//   - in a cluster, it fails if the committed placement names the node as
+//     the partition's owner or its move's target, and the node had applied
+//     the entry that began this holding before the input it is handling.
+//
+// The committed placement is metaLog's, at its highest committed index;
+// when the node has applied past it (a leader applies before its messages
+// announce the commit), the removal waits until metaLog reaches the
+// node's applied index and is judged against the placement there.
+type removalChecker struct {
+	w *World
+	// held maps a topic to, by partition, the nodes that hold the
+	// partition in the committed placement (its owner and its target),
+	// each with the index of the committed entry since which it has held
+	// it without a break in the topic's current incarnation. Changed only
+	// by placementChanged, after every committed entry that names the
+	// topic; a deleted topic is absent.
+	held map[string][]map[string]uint64
+	// deferred are removals by a node that had applied past metaLog's
+	// committed index, oldest first; judgeDeferred judges each once
+	// metaLog reaches its index.
+	deferred []removal
+	// judged counts the removals judged against the placement; a test
+	// checks that sweeps judge some.
+	judged int
+}
+
+// removal is one removal of partition directories, as the checker keeps
+// it until it can judge it.
+type removal struct {
+	node *simNode
+	path string
+	// topic is the topic whose directory, or one of whose partition
+	// directories (partition >= 0), was removed; partition is -1 for the
+	// whole topic.
+	topic     string
+	partition int
+	// appliedIndex is the node's applied index at the removal; knownIndex
+	// its applied index before the input it was handling (what it had
+	// learned before it decided).
+	appliedIndex, knownIndex uint64
+}
+
+func newRemovalChecker(w *World) *removalChecker {
+	return &removalChecker{w: w, held: map[string][]map[string]uint64{}}
+}
+
+// removing judges a removal node n is about to make of path.
+func (c *removalChecker) removing(n *simNode, path string) {
+	topic, partition, ok := parsePartitionPath(path)
+	if !ok || c.w.failure != nil || c.w.opts.BlackBox || n.node == nil {
+		return // not a partition directory; or the node is starting, and judged by started
+	}
+	c.checkOpen(n, path)
+	c.judgeOrDefer(removal{node: n, path: path, topic: topic, partition: partition,
+		appliedIndex: n.node.MetaAppliedIndex(), knownIndex: n.appliedKnown})
+}
+
+// checkOpen fails the run if the node's store holds a log open in the
+// removed directory: its writes would land in files no longer on disk.
+func (c *removalChecker) checkOpen(n *simNode, path string) {
+	for _, dir := range n.node.OpenLogDirs() {
+		if dir == path || strings.HasPrefix(dir, path+"/") {
+			c.w.fail("dir-removal", "%s removes %s while it holds the log of %s open", n.id, path, dir)
+			return
+		}
+	}
+}
+
+// judgeOrDefer judges a removal now, or once metaLog has committed what
+// the node applied.
+func (c *removalChecker) judgeOrDefer(r removal) {
+	if !c.w.clustered() {
+		return
+	}
+	if r.appliedIndex > c.w.metaLog.applied.index {
+		c.deferred = append(c.deferred, r)
+		return
+	}
+	c.judge(r)
+}
+
+// judge fails the run if the committed placement has the node hold a
+// removed partition, since an index the node knew.
+func (c *removalChecker) judge(r removal) {
+	c.judged++
+	partitions := c.held[r.topic]
+	for index, holders := range partitions {
+		if r.partition >= 0 && index != r.partition {
+			continue
+		}
+		since, holds := holders[r.node.id]
+		if holds && since <= r.knownIndex {
+			c.w.fail("dir-removal", "%s removes %s, but the committed placement has it own or target %s since index %d, which it had applied (%d)",
+				r.node.id, r.path, partitionName(r.topic, index), since, r.knownIndex)
+			return
+		}
+	}
+}
+
+// started judges the removals a node made while it started (node.New):
+// against what its recovered metastore had applied.
+func (c *removalChecker) started(n *simNode, paths []string) {
+	for _, path := range paths {
+		topic, partition, ok := parsePartitionPath(path)
+		if !ok || c.w.failure != nil || c.w.opts.BlackBox {
+			continue
+		}
+		applied := n.node.MetaAppliedIndex()
+		c.judgeOrDefer(removal{node: n, path: path, topic: topic, partition: partition, appliedIndex: applied, knownIndex: applied})
+	}
+}
+
+// placementChanged brings held in line with metaLog after it applied the
+// committed entry at index.
+func (c *removalChecker) placementChanged(index uint64, command meta.Command) {
+	topic, ok := topicOfCommand(command)
+	if !ok {
+		return
+	}
+	assignments, exists := c.w.metaLog.topics[topic]
+	if !exists {
+		delete(c.held, topic)
+		return
+	}
+	partitions := c.held[topic]
+	for len(partitions) < len(assignments) {
+		partitions = append(partitions, map[string]uint64{})
+	}
+	for i, a := range assignments {
+		updateHolders(partitions[i], index, a.Owner, a.Target)
+	}
+	c.held[topic] = partitions
+}
+
+// updateHolders keeps the holders of one partition: owner and target stay
+// or join (since index), everyone else leaves.
+func updateHolders(holders map[string]uint64, index uint64, owner, target string) {
+	for id := range holders { //determinism:ok deletes from a set; no order reaches an output
+		if id != owner && id != target {
+			delete(holders, id)
+		}
+	}
+	for _, id := range []string{owner, target} {
+		if _, holds := holders[id]; id != "" && !holds {
+			holders[id] = index
+		}
+	}
+}
+
+// judgeDeferred judges the deferred removals metaLog has now reached.
+func (c *removalChecker) judgeDeferred(index uint64) {
+	kept := c.deferred[:0]
+	for _, r := range c.deferred {
+		if r.appliedIndex <= index {
+			c.judge(r)
+			continue
+		}
+		kept = append(kept, r)
+	}
+	c.deferred = kept
+}
+
+// topicOfCommand names the topic a committed command may change the
+// placement of.
+func topicOfCommand(command meta.Command) (string, bool) {
+	switch c := command.(type) {
+	case meta.CreateTopic:
+		return c.Name, true
+	case meta.DeleteTopic:
+		return c.Name, true
+	case meta.AlterTopic:
+		return c.Name, true
+	case meta.SetTarget:
+		return c.Topic, true
+	case meta.CompleteMove:
+		return c.Topic, true
+	case meta.ForcePromote:
+		return c.Topic, true
+	case meta.AbortMove:
+		return c.Topic, true
+	}
+	return "", false
+}
+
+// parsePartitionPath parses "topics/T" (partition -1) and
+// "topics/T/p00003". Other paths (a partition's files, a copy set aside by
+// an install, a move's staged copy) are not partition directories.
+func parsePartitionPath(path string) (topic string, partition int, ok bool) {
+	parts := strings.Split(path, "/")
+	if len(parts) < 2 || len(parts) > 3 || parts[0] != "topics" || parts[1] == "" {
+		return "", 0, false
+	}
+	if len(parts) == 2 {
+		return parts[1], -1, true
+	}
+	digits, isPartition := strings.CutPrefix(parts[2], "p")
+	index, err := strconv.Atoi(digits)
+	if !isPartition || len(digits) != 5 || err != nil {
+		return "", 0, false
+	}
+	return parts[1], index, true
+}
+
+// watchedFS is a node's disk as the node sees it: the simulated disk, with
+// every removal shown to the removal checker first. A new one is made at
+// every start.
+type watchedFS struct {
+	*storage.MemFS
+	n *simNode
+	// starting holds the removals made while the node starts (before
+	// node.New returns, when its applied index cannot be asked).
+	starting *[]string
+}
+
+var _ storage.FS = watchedFS{}
+
+// Remove implements storage.FS.
+func (f watchedFS) Remove(name string) error {
+	f.removing(name)
+	return f.MemFS.Remove(name)
+}
+
+// RemoveAll implements storage.FS.
+func (f watchedFS) RemoveAll(name string) error {
+	f.removing(name)
+	return f.MemFS.RemoveAll(name)
+}
+
+func (f watchedFS) removing(name string) {
+	if f.n.node == nil {
+		*f.starting = append(*f.starting, name)
+		return
+	}
+	f.n.w.removals.removing(f.n, name)
+}

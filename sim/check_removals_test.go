@@ -1,0 +1,91 @@
+package sim
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"narad/meta"
+)
+
+// removalWorld is a three-node world whose committed log has topic "t"
+// created at index 10 with partition 0 owned by n1 and partition 1 owned
+// by n2 and targeted by n3, and whose committed index is 20.
+func removalWorld() *World {
+	opts := DefaultOptions(1)
+	opts.Nodes = 3
+	w := NewWorld(opts)
+	w.metaLog.topics["t"] = []meta.Assignment{{Owner: "n1"}, {Owner: "n2", Target: "n3"}}
+	w.removals.placementChanged(10, meta.CreateTopic{Name: "t"})
+	w.metaLog.applied.index = 20
+	return w
+}
+
+func TestTheRemovalCheckerFailsARemovalOfAPartitionTheNodeKnewItHeld(t *testing.T) {
+	cases := []struct {
+		name      string
+		node      int
+		path      string
+		known     uint64
+		wantsFail bool
+	}{
+		{"the owner, after it applied the create", 0, "topics/t/p00000", 12, true},
+		{"the target, after it applied the target", 2, "topics/t/p00001", 12, true},
+		{"the owner of one partition, removing the topic", 1, "topics/t", 12, true},
+		{"the owner, before it applied the create (an older incarnation)", 0, "topics/t/p00000", 9, false},
+		{"a node holding neither", 0, "topics/t/p00001", 12, false},
+		{"a node holding no partition of the topic, removing it", 0, "topics/other", 12, false},
+	}
+	for _, c := range cases {
+		w := removalWorld()
+		topic, partition, ok := parsePartitionPath(c.path)
+		require.True(t, ok, c.name)
+		w.removals.judgeOrDefer(removal{node: w.nodes[c.node], path: c.path, topic: topic, partition: partition, appliedIndex: 15, knownIndex: c.known})
+		require.Equal(t, c.wantsFail, w.failure != nil, "%s: the removal of %s by n%d must fail the run: %v", c.name, c.path, c.node+1, c.wantsFail)
+		if c.wantsFail {
+			require.Equal(t, "dir-removal", w.failure.Checker)
+		}
+	}
+}
+
+func TestTheRemovalCheckerLetsAPartitionGoOnceTheHoldingEnds(t *testing.T) {
+	w := removalWorld()
+	w.metaLog.topics["t"][1] = meta.Assignment{Owner: "n3"} // the flip
+	w.removals.placementChanged(21, meta.CompleteMove{Topic: "t", Partition: 1})
+	w.metaLog.applied.index = 21
+	w.removals.judgeOrDefer(removal{node: w.nodes[1], path: "topics/t/p00001", topic: "t", partition: 1, appliedIndex: 21, knownIndex: 21})
+	require.Nil(t, w.failure, "the old owner may remove its copy once the flip committed")
+	w.removals.judgeOrDefer(removal{node: w.nodes[2], path: "topics/t/p00001", topic: "t", partition: 1, appliedIndex: 21, knownIndex: 21})
+	require.NotNil(t, w.failure, "the new owner, target since index 10, holds it without a break")
+
+	w = removalWorld()
+	delete(w.metaLog.topics, "t")
+	w.removals.placementChanged(21, meta.DeleteTopic{Name: "t"})
+	w.metaLog.topics["t"] = []meta.Assignment{{Owner: "n1"}}
+	w.removals.placementChanged(22, meta.CreateTopic{Name: "t"})
+	w.metaLog.applied.index = 22
+	w.removals.judgeOrDefer(removal{node: w.nodes[0], path: "topics/t", topic: "t", partition: -1, appliedIndex: 21, knownIndex: 21})
+	require.Nil(t, w.failure, "a node that applied the delete, not the re-create, removes the old incarnation")
+}
+
+func TestTheRemovalCheckerWaitsForTheCommitOfWhatTheNodeApplied(t *testing.T) {
+	w := removalWorld()
+	w.removals.judgeOrDefer(removal{node: w.nodes[0], path: "topics/t/p00000", topic: "t", partition: 0, appliedIndex: 25, knownIndex: 12})
+	require.Nil(t, w.failure, "a removal by a node ahead of the committed log the simulator knows waits")
+	w.removals.judgeDeferred(24)
+	require.Nil(t, w.failure, "it waits until the simulator's log reaches the node's applied index")
+	w.removals.judgeDeferred(25)
+	require.NotNil(t, w.failure, "and is judged there: n1 owns partition 0 since index 10")
+}
+
+func TestPartitionPathsAreParsed(t *testing.T) {
+	for path, want := range map[string]int{"topics/t": -1, "topics/t/p00003": 3} {
+		_, partition, ok := parsePartitionPath(path)
+		require.True(t, ok, path)
+		require.Equal(t, want, partition, path)
+	}
+	for _, path := range []string{"topics", "topics/t/p00003.aside", "topics/t/p00003/00000000000000000000.log", "moves/t/p00003", "topics/t/cursor"} {
+		_, _, ok := parsePartitionPath(path)
+		require.False(t, ok, "%s is not a partition directory", path)
+	}
+}
