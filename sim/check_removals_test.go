@@ -89,3 +89,18 @@ func TestPartitionPathsAreParsed(t *testing.T) {
 		require.False(t, ok, "%s is not a partition directory", path)
 	}
 }
+
+// TestMovesWorldsJudgeRemovals: the checker is not idle. Seeds of the
+// three-node moves world remove partition directories (swept stale
+// copies, dropped topics) and every removal is judged.
+func TestMovesWorldsJudgeRemovals(t *testing.T) {
+	judged := 0
+	for seed := uint64(1); seed <= 2 && judged == 0; seed++ {
+		opts := DefaultOptions(seed)
+		opts.Nodes, opts.Moves = 3, true
+		report := Run(opts)
+		require.Nil(t, report.Failure, "seed %d", seed)
+		judged += report.RemovalsJudged
+	}
+	require.Positive(t, judged, "two seeds of the three-node moves world judged no removal")
+}

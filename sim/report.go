@@ -85,6 +85,9 @@ type Report struct {
 	// UsersFinal the users of the committed log at the end; RootSeeds
 	// the root seeds it applied.
 	UserChanges, UsersFinal, RootSeeds int
+	// RemovalsJudged counts the removals of partition directories the
+	// removal checker judged against the committed placement.
+	RemovalsJudged int
 	// OracleChecks counts what the oracles checked, by oracle, sorted.
 	OracleChecks []chaos.Count
 	// Failure is the first checker that failed, nil for a clean run.
@@ -107,7 +110,7 @@ func (w *World) report() Report {
 		MoveBytesCopied: w.moveStats.bytesCopied,
 		AckRetries:      w.acks.retries, AckRetriesLanded: w.acks.retriedLanded, RedeliveredAfterLoss: w.acks.redeliveredAfterLoss,
 		UserChanges: w.userChangesSent(), UsersFinal: len(w.metaLog.users.users), RootSeeds: w.metaLog.users.seeds,
-		LogOperations: w.logOperations, LogResult: w.logResult, OracleChecks: sortedCounts(w.oracleCounts()), Failure: w.failure, TraceTail: w.trace.last(),
+		LogOperations: w.logOperations, LogResult: w.logResult, OracleChecks: sortedCounts(w.oracleCounts()), RemovalsJudged: w.removals.judged, Failure: w.failure, TraceTail: w.trace.last(),
 		DeadLetters: w.deadLetters != nil, DeadLettersSettled: w.deadLetters.settledCount(), DeadLettersDelivered: w.deadLetters.deliveredCount(),
 	}
 }
