@@ -73,7 +73,8 @@ func (c *removalChecker) removing(n *simNode, path string) {
 }
 
 // checkOpen fails the run if the node's store holds a log open in the
-// removed directory: its writes would land in files no longer on disk.
+// directory removed or renamed away: its writes would land in files no
+// longer where its store reopens them.
 func (c *removalChecker) checkOpen(n *simNode, path string) {
 	for _, dir := range n.node.OpenLogDirs() {
 		if dir == path || strings.HasPrefix(dir, path+"/") {
@@ -241,6 +242,16 @@ func (f watchedFS) Remove(name string) error {
 func (f watchedFS) RemoveAll(name string) error {
 	f.removing(name)
 	return f.MemFS.RemoveAll(name)
+}
+
+// Rename implements storage.FS. Renaming a partition directory away is
+// judged as a removal of the logs open in it only: an install renames the
+// copy it replaces aside, which it may, once that copy's log is closed.
+func (f watchedFS) Rename(oldName, newName string) error {
+	if _, _, ok := parsePartitionPath(oldName); ok && f.n.node != nil && f.n.w.failure == nil && !f.n.w.opts.BlackBox {
+		f.n.w.removals.checkOpen(f.n, oldName)
+	}
+	return f.MemFS.Rename(oldName, newName)
 }
 
 func (f watchedFS) removing(name string) {

@@ -163,8 +163,9 @@
 //     files (retention, recovery's cleanup and the cursor files remove
 //     them by design; the log checker judges what a read then finds),
 //     the copy an install sets aside, a move's staged copy (only its
-//     session uses it), renames (an install replaces a directory with a
-//     verified copy), and removals during a start that fails.
+//     session uses it), and removals during a start that fails. A rename
+//     of a partition directory is judged only for the logs open in it (an
+//     install renames aside the copy it replaces, once its log is closed).
 //   - Raft, from the wire: at most one leader per term (election safety),
 //     one predecessor per entry (log matching), and no committed entry
 //     ever replaced (state machine safety).
