@@ -34,11 +34,13 @@
 // leader, or a minority split from the majority), one-way partitions, and
 // connection resets. At most a minority of a cluster is down (or carries
 // an armed fsync failure) at once, so a quorum can always make progress.
-// A seeded share of the single-node runs with disk faults (profiles disk
-// and all, not -fanout) also gets media corruption: while the node is
-// down, a synced byte of a frame in the middle of a log goes bad, so
-// recovery finds the record corrupt and the node skips its offset
-// (media_faults.go).
+// A seeded share of the runs with disk faults (profiles disk and all) of
+// one node, or of three nodes with -moves, with or without -fanout, also
+// gets media corruption: while a node is down, a synced byte of a frame
+// in the middle of a log goes bad, so recovery finds the record corrupt
+// and the node skips its offset (media_faults.go). In a cluster only a
+// partition the node owns in the committed placement is hit; a move then
+// copies what the owner's log still holds.
 // A run has a safety phase (faults on) and a liveness phase (every node
 // up, faults off, producers stopped, consumers draining), as TigerBeetle's
 // VOPR does.

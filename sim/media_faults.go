@@ -20,8 +20,8 @@ import (
 // acknowledged at was hit (history.excused), and the replayer skips
 // exactly that offset; every other record stays checked.
 const (
-	// mediaCorruptRunPercent of the single-node runs with disk faults
-	// (profiles disk and all) get media corruption at all.
+	// mediaCorruptRunPercent of the runs with disk faults (profiles disk
+	// and all) get media corruption at all.
 	mediaCorruptRunPercent = 30
 	// mediaCorruptStartPercent is the chance, in those runs, that a start
 	// of the node during the safety phase finds one flipped byte.
@@ -50,12 +50,21 @@ func newMediaFaults(w *World) *mediaFaults {
 }
 
 // mediaFaultsApply reports whether runs of opts may draw media corruption:
-// single-node worlds without the fan-out scenario, with disk faults
-// (profiles disk and all). A sweep of such runs must reach
-// ExpectedSingleNodeMarks; no other sweep can.
+// worlds with disk faults (profiles disk and all) of one node, with or
+// without the fan-out scenario, or of three nodes with the moves
+// scenario. A sweep of single-node runs without fan-out must reach
+// ExpectedSingleNodeMarks (singleNodeMediaSweep).
 func mediaFaultsApply(opts Options) bool {
 	profile := opts.Faults.Name
-	return opts.Nodes == 1 && !opts.Fanout && (profile == ProfileDisk.Name || profile == ProfileAll.Name)
+	world := opts.Nodes == 1 || opts.Nodes == 3 && opts.Moves
+	return world && (profile == ProfileDisk.Name || profile == ProfileAll.Name)
+}
+
+// singleNodeMediaSweep reports whether a sweep of runs of opts must reach
+// the mark of a skipped corrupt record: in a cluster a start meets a
+// partition it owns less often, and fan-out runs were never held to it.
+func singleNodeMediaSweep(opts Options) bool {
+	return mediaFaultsApply(opts) && opts.Nodes == 1 && !opts.Fanout
 }
 
 // unreadable reports whether the fault made an offset of the simulated
@@ -70,6 +79,9 @@ func (m *mediaFaults) beforeStart(n *simNode) {
 		return
 	}
 	partition := m.rng.IntN(m.w.partitions)
+	if m.w.clustered() && m.w.metaLog.owner(m.w.topic, partition) != n.id {
+		return // only the owner's copy holds the records a client reads
+	}
 	frames := m.eligibleFrames(n.fs, node.PartitionDir(m.w.topic, partition), n.config().Log.FrameBytesMax)
 	if len(frames) == 0 {
 		return

@@ -84,18 +84,20 @@ func TestOnlySweepsWithMediaFaultsExpectTheirMark(t *testing.T) {
 	opts := DefaultOptions(1)
 	require.True(t, mediaFaultsApply(opts))
 	require.Contains(t, sweepExpectedMarks(opts), skipped)
-	for _, without := range []struct {
+	for _, other := range []struct {
 		name   string
 		change func(*Options)
+		draws  bool
 	}{
-		{"fan-out", func(o *Options) { o.Fanout = true }},
-		{"three nodes", func(o *Options) { o.Nodes = 3 }},
-		{"network", func(o *Options) { o.Faults = ProfileNetwork }},
+		{"fan-out", func(o *Options) { o.Fanout = true }, true},
+		{"three nodes with moves", func(o *Options) { o.Nodes, o.Moves = 3, true }, true},
+		{"three nodes without moves", func(o *Options) { o.Nodes = 3 }, false},
+		{"network", func(o *Options) { o.Faults = ProfileNetwork }, false},
 	} {
 		opts := DefaultOptions(1)
-		without.change(&opts)
-		require.False(t, mediaFaultsApply(opts), without.name)
-		require.NotContains(t, sweepExpectedMarks(opts), skipped, without.name)
+		other.change(&opts)
+		require.Equal(t, other.draws, mediaFaultsApply(opts), other.name)
+		require.NotContains(t, sweepExpectedMarks(opts), skipped, other.name)
 	}
 }
 

@@ -92,7 +92,7 @@ func sweepExpectedMarks(opts Options) []chaos.Mark {
 	if opts.Nodes > 1 {
 		expected = append(expected, ExpectedClusterMarks...)
 	}
-	if mediaFaultsApply(opts) {
+	if singleNodeMediaSweep(opts) {
 		expected = append(expected, ExpectedSingleNodeMarks...)
 	}
 	return expected
@@ -112,6 +112,8 @@ type sweepStats struct {
 	failoversMs []int64
 	// lateJoinsMs are the late joins' times to serving, after compaction.
 	lateJoinsMs []int64
+	// mediaRuns counts the runs a media fault hit.
+	mediaRuns int
 }
 
 // runSweep runs count seeds from first, each with the options of its
@@ -136,6 +138,9 @@ func runSweep(t *testing.T, first uint64, count int, options func(seed uint64) O
 		for _, mark := range report.Marks {
 			stats.marks[mark.Name] += mark.Count
 		}
+		if slices.ContainsFunc(report.Faults, func(fault chaos.Count) bool { return fault.Name == "media-corrupt" }) {
+			stats.mediaRuns++
+		}
 		for _, site := range report.SitesFired {
 			stats.sitesFired[site.Name] += site.Count
 		}
@@ -159,6 +164,9 @@ func (s sweepStats) print(name string) {
 		sorted := slices.Sorted(slices.Values(s.failoversMs))
 		fmt.Printf("%s: failovers=%d min_ms=%d median_ms=%d max_ms=%d\n",
 			name, len(sorted), sorted[0], sorted[len(sorted)/2], sorted[len(sorted)-1])
+	}
+	if s.mediaRuns > 0 {
+		fmt.Printf("%s: media faults hit %d runs; nodes skipped %d corrupt records\n", name, s.mediaRuns, s.marks[string(chaos.MarkNodeCorruptRecordSkipped)])
 	}
 	if len(s.lateJoinsMs) > 0 {
 		sorted := slices.Sorted(slices.Values(s.lateJoinsMs))
