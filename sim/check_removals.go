@@ -39,6 +39,10 @@ type removalChecker struct {
 	// judged counts the removals judged against the placement; a test
 	// checks that sweeps judge some.
 	judged int
+	// installed holds, by node id and partition directory, the
+	// directories the node made by renaming a move's staged copy into
+	// place (an install) and has not removed since.
+	installed map[string]map[string]bool
 }
 
 // removal is one removal of partition directories, as the checker keeps
@@ -55,10 +59,13 @@ type removal struct {
 	// its applied index before the input it was handling (what it had
 	// learned before it decided).
 	appliedIndex, knownIndex uint64
+	// ownInstall is set when the directory is a copy the node installed
+	// itself and had not removed since.
+	ownInstall bool
 }
 
 func newRemovalChecker(w *World) *removalChecker {
-	return &removalChecker{w: w, held: map[string][]map[string]uint64{}}
+	return &removalChecker{w: w, held: map[string][]map[string]uint64{}, installed: map[string]map[string]bool{}}
 }
 
 // removing judges a removal node n is about to make of path.
@@ -68,8 +75,22 @@ func (c *removalChecker) removing(n *simNode, path string) {
 		return // not a partition directory; or the node is starting, and judged by started
 	}
 	c.checkOpen(n, path)
-	c.judgeOrDefer(removal{node: n, path: path, topic: topic, partition: partition,
-		appliedIndex: n.node.MetaAppliedIndex(), knownIndex: n.appliedKnown})
+	r := removal{node: n, path: path, topic: topic, partition: partition,
+		appliedIndex: n.node.MetaAppliedIndex(), knownIndex: n.appliedKnown, ownInstall: c.installed[n.id][path]}
+	delete(c.installed[n.id], path)
+	c.judgeOrDefer(r)
+}
+
+// renamed notes an install: a move's staged copy renamed into place as a
+// partition directory.
+func (c *removalChecker) renamed(n *simNode, oldName, newName string) {
+	if _, _, ok := parsePartitionPath(newName); !ok || !strings.HasPrefix(oldName, "moves/") {
+		return
+	}
+	if c.installed[n.id] == nil {
+		c.installed[n.id] = map[string]bool{}
+	}
+	c.installed[n.id][newName] = true
 }
 
 // checkOpen fails the run if the node's store holds a log open in the
@@ -107,12 +128,23 @@ func (c *removalChecker) judge(r removal) {
 			continue
 		}
 		since, holds := holders[r.node.id]
-		if holds && since <= r.knownIndex {
+		if holds && since <= r.knownIndex && !c.targetDropsItsInstall(r, index) {
 			c.w.fail("dir-removal", "%s removes %s, but the committed placement has it own or target %s since index %d, which it had applied (%d)",
 				r.node.id, r.path, partitionName(r.topic, index), since, r.knownIndex)
 			return
 		}
 	}
+}
+
+// targetDropsItsInstall reports whether the removal is a move target
+// (not the owner) throwing away a copy it installed itself: its
+// verification failed and the move starts its copy again. The flip of
+// that copy was never proposed; a copy whose flip was proposed and that
+// is then removed leaves the new owner without the records, which the
+// state and no-loss checkers catch.
+func (c *removalChecker) targetDropsItsInstall(r removal, index int) bool {
+	a := c.w.metaLog.assignment(r.topic, index)
+	return r.ownInstall && r.partition == index && a != nil && a.Owner != r.node.id && a.Target == r.node.id
 }
 
 // started judges the removals a node made while it started (node.New):
@@ -251,6 +283,7 @@ func (f watchedFS) Rename(oldName, newName string) error {
 	if _, _, ok := parsePartitionPath(oldName); ok && f.n.node != nil && f.n.w.failure == nil && !f.n.w.opts.BlackBox {
 		f.n.w.removals.checkOpen(f.n, oldName)
 	}
+	f.n.w.removals.renamed(f.n, oldName, newName)
 	return f.MemFS.Rename(oldName, newName)
 }
 

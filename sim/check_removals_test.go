@@ -104,3 +104,18 @@ func TestMovesWorldsJudgeRemovals(t *testing.T) {
 	}
 	require.Positive(t, judged, "two seeds of the three-node moves world judged no removal")
 }
+
+func TestATargetMayDropTheCopyItInstalledItself(t *testing.T) {
+	w := removalWorld()
+	n3 := w.nodes[2]
+	w.removals.renamed(n3, "moves/t/p00001", "topics/t/p00001")
+	w.removals.judgeOrDefer(removal{node: n3, path: "topics/t/p00001", topic: "t", partition: 1, appliedIndex: 15, knownIndex: 12,
+		ownInstall: w.removals.installed[n3.id]["topics/t/p00001"]})
+	require.Nil(t, w.failure, "a target whose installed copy failed verification removes it and copies again")
+
+	w.metaLog.topics["t"][1] = meta.Assignment{Owner: "n3"}
+	w.removals.placementChanged(21, meta.CompleteMove{Topic: "t", Partition: 1})
+	w.metaLog.applied.index = 21
+	w.removals.judgeOrDefer(removal{node: n3, path: "topics/t/p00001", topic: "t", partition: 1, appliedIndex: 21, knownIndex: 21, ownInstall: true})
+	require.NotNil(t, w.failure, "once the flip committed, the installed copy is the owner's log")
+}

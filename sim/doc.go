@@ -160,7 +160,10 @@
 //     replica agree, an installed copy rolled back when the node applied
 //     its move's abort (a new move to the same node, even in the same
 //     Advance, starts a new holding it had not applied), a stale copy
-//     found at start. A holding the node had not applied is not its to
+//     found at start; and one by a node that does hold the partition: a
+//     target (not yet owner) removing the copy it installed itself, whose
+//     verification failed (its flip was never proposed; had it been, the
+//     new owner's missing records are the no-loss checkers' to catch). A holding the node had not applied is not its to
 //     keep: it begins by copying afresh. Not judged: a partition's own
 //     files (retention, recovery's cleanup and the cursor files remove
 //     them by design; the log checker judges what a read then finds),
