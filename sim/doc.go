@@ -35,7 +35,8 @@
 // connection resets. At most a minority of a cluster is down (or carries
 // an armed fsync failure) at once, so a quorum can always make progress.
 // A seeded share of the runs with disk faults (profiles disk and all) of
-// one node, or of three nodes with -moves, with or without -fanout, also
+// one node, or of three nodes with -moves and -media-clusters, with or
+// without -fanout, also
 // gets media corruption: while a node is down, a synced byte of a frame
 // in the middle of a log goes bad, so recovery finds the record corrupt
 // and the node skips its offset (media_faults.go). In a cluster only a

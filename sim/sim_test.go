@@ -22,6 +22,7 @@ var (
 	usersFlag    = flag.Bool("users", false, "in a cluster, add the users scenario: root seeds on every node, user changes at random nodes")
 	deadFlag     = flag.Bool("deadletters", false, "give the topic a dead-letter topic and a small max_deliveries, with a consumer of the dead letters")
 	fanoutFlag   = flag.Bool("fanout", false, "add the fan-out scenario: a fan-out child and a delay child of the topic, checked at the end")
+	mediaFlag    = flag.Bool("media-clusters", false, "let three-node moves worlds draw the media fault (off: such a partition cannot move yet)")
 )
 
 func optionsFromFlags(t *testing.T, seed uint64) Options {
@@ -41,6 +42,7 @@ func optionsFromFlags(t *testing.T, seed uint64) Options {
 	opts.Users = *usersFlag
 	opts.DeadLetters = *deadFlag
 	opts.Fanout = *fanoutFlag
+	opts.MediaInClusters = *mediaFlag
 	opts.Faults = profile
 	opts.SafetyMs = durationFlag.Milliseconds()
 	if testing.Verbose() && *seedsFlag == 0 {

@@ -66,6 +66,12 @@ type Options struct {
 	// checking that every acknowledged record reached both, the delayed
 	// one no earlier than due (check_fanout.go).
 	Fanout bool
+	// MediaInClusters lets three-node moves worlds draw the media fault
+	// (media_faults.go). Off by default: a partition whose owner skipped
+	// a corrupt record can never move (the destination refuses every copy
+	// with a corrupt offset), so such runs fail liveness until the broker
+	// moves such partitions.
+	MediaInClusters bool
 }
 
 // DefaultOptions returns a run of 30 simulated seconds with every fault.
