@@ -217,11 +217,15 @@ func (w *World) livenessProbes() []probeSpec {
 }
 
 // judgeReplay accepts a replay of offset 0 of a partition: the record
-// there (recorded for the log checker) or nothing yet.
+// there (recorded for the log checker), nothing yet, or 410 when a media
+// fault destroyed that record (media_faults.go): the partition served.
 func (w *World) judgeReplay(partition int) func(c *call, response *httpapi.Response) bool {
 	return func(c *call, response *httpapi.Response) bool {
 		if response != nil && response.Status == http.StatusNoContent {
 			w.history.readEmpty(partition, 0, c.sentMs, w.nowMs)
+			return true
+		}
+		if response != nil && response.Status == http.StatusGone && w.media.unreadable(partition, 0) {
 			return true
 		}
 		if !w.answered(c, response, http.StatusOK) {
