@@ -23,6 +23,7 @@ var (
 	deadFlag     = flag.Bool("deadletters", false, "give the topic a dead-letter topic and a small max_deliveries, with a consumer of the dead letters")
 	fanoutFlag   = flag.Bool("fanout", false, "add the fan-out scenario: a fan-out child and a delay child of the topic, checked at the end")
 	mediaFlag    = flag.Bool("media-clusters", false, "let three-node moves worlds draw the media fault (off: such a partition cannot move yet)")
+	hashesFlag   = flag.Bool("hashes", false, "in a sweep, print each seed's trace hash (seed=S hash=H, and the failed checker if any), to compare two builds seed by seed")
 )
 
 func optionsFromFlags(t *testing.T, seed uint64) Options {
@@ -71,7 +72,11 @@ func TestSim(t *testing.T) {
 const markSweepSeedsMin = 50
 
 func sweep(t *testing.T, first uint64, count int) {
-	stats := runSweep(t, first, count, func(seed uint64) Options { return optionsFromFlags(t, seed) })
+	var observe []func(uint64, Report)
+	if *hashesFlag {
+		observe = append(observe, printSeedHash)
+	}
+	stats := runSweep(t, first, count, func(seed uint64) Options { return optionsFromFlags(t, seed) }, observe...)
 	stats.print("sim")
 	expected := sweepExpectedMarks(optionsFromFlags(t, first))
 	missing := MissingMarks(stats.marks, expected)
@@ -85,6 +90,17 @@ func sweep(t *testing.T, first uint64, count int) {
 	if count >= markSweepSeedsMin && *faultsFlag == "all" && len(missing) > 0 {
 		t.Errorf("coverage marks never reached in %d seeds: %v", count, missing)
 	}
+}
+
+// printSeedHash prints one line per seed of a sweep, so that two builds
+// (a mutant and the unmutated code) can be compared seed by seed: equal
+// hashes mean the runs took the same course.
+func printSeedHash(seed uint64, report Report) {
+	line := fmt.Sprintf("seed=%d hash=%s", seed, formatHash(report.TraceHash))
+	if report.Failure != nil {
+		line += " failed=" + report.Failure.Checker
+	}
+	fmt.Println(line)
 }
 
 // sweepExpectedMarks lists the marks a long sweep of runs like opts must
