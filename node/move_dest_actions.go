@@ -151,6 +151,10 @@ func (n *Node) startFinalizeJob(s *moveSession, action movedest.Action) {
 func (n *Node) jobDone(s *moveSession, job *moveJob) {
 	s.jobOut = false
 	if n.moves[s.key] != s {
+		if n.ownsTheOrphanedCopy(s) {
+			n.keepOrphanedJob(s, job)
+			return
+		}
 		n.discardJob(s, job)
 		return
 	}
@@ -162,6 +166,42 @@ func (n *Node) jobDone(s *moveSession, job *moveJob) {
 		_ = job.log.Close() // not adopted: nobody else holds it
 	}
 	n.applyMoveOutput(s, s.machine.JobDone(n.seenBy(s), job.request, job.err == nil), job.err)
+}
+
+// ownsTheOrphanedCopy reports whether the session of an orphaned job ended
+// because its own move flipped: the flip that an earlier incarnation of
+// this node proposed for the same move (before a crash) applied while the
+// session, started again, had its finalize job out. The job then installs
+// the source's frozen state, which is what the flip made the partition's
+// log here, so its copy must stay: discarding it would delete the
+// partition's only copy.
+func (n *Node) ownsTheOrphanedCopy(s *moveSession) bool {
+	a, ok := n.meta.State().Assignment(s.key.topic, s.key.index)
+	return ok && a.Owner == n.cfg.NodeID && a.LastMoveStartedAtMs == s.machine.Move().StartedAtMs
+}
+
+// keepOrphanedJob ends the job of a session whose own move flipped while
+// the job was out: its verified copy is adopted and served, as a
+// completed session's is; a failed job left nothing to adopt (the
+// partition opens on demand from what the disk holds, and recovery
+// reports what is missing).
+func (n *Node) keepOrphanedJob(s *moveSession, job *moveJob) {
+	delete(n.jobsOrphaned, s.key)
+	n.observer.Event("move-job-kept-after-flip", fmt.Sprintf("%s: the move flipped while its install ran", job.finalDir))
+	if err := n.fs.RemoveAll(s.stagedDir); err != nil {
+		n.observer.Event("move-cleanup-failed", fmt.Sprintf("%s: %v", s.stagedDir, err))
+	}
+	if job.err == nil {
+		job.err = n.store.Adopt(job.finalDir, job.log, n.nowMs)
+	}
+	if job.err != nil {
+		if job.log != nil {
+			_ = job.log.Close() // not adopted: nobody else holds it
+		}
+		n.observer.Event("move-install-failed-after-flip", fmt.Sprintf("%s: %v", job.finalDir, job.err))
+		return
+	}
+	n.takeOver(s.key)
 }
 
 // discardJob undoes the install of a job whose session ended meanwhile

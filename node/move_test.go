@@ -639,3 +639,46 @@ func TestASessionEndedWhileItsJobIsOutLeavesTheFilesToTheJob(t *testing.T) {
 	c.holdJobs = false
 	c.tickUntil(100, 100, func() bool { return c.owners(target, "t")[0] == target })
 }
+
+// Property: when the flip of a move applies while the destination's
+// session for that same move has its finalize job out (an earlier
+// incarnation proposed the flip before it crashed, and the session
+// started again), the partition is not opened until the job is back, and
+// the copy the job installed stays as the partition's log instead of
+// being discarded as an aborted move's (necessity seed 2500067, with the
+// N10 check removed: the job's return deleted the new owner's directory
+// under its open log, and 106 acknowledged records were lost).
+func TestAFlipAppliedWhileTheInstallRunsKeepsTheInstalledCopy(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	source := c.owners(leader, "t")[0]
+	target := c.otherThan(source)
+	require.NoError(t, c.do(source, producePinned("t", 0, "r")).Err)
+	c.holdJobs = true
+	c.startMove(leader, "t", 0, target)
+	c.tickUntil(100, 100, func() bool { return len(c.held) > 0 })
+	out := c.held[0]
+	require.Same(t, c.nodes[target], out.node)
+
+	a, ok := c.nodes[leader].meta.State().Assignment("t", 0)
+	require.True(t, ok)
+	_, err := c.nodes[leader].meta.Propose(meta.CompleteMove{Topic: "t", Partition: 0, ExpectedOwner: source,
+		ExpectedTarget: target, ExpectedStartedAtMs: a.MoveStartedAtMs})
+	require.NoError(t, err)
+	c.tickUntil(100, 100, func() bool { return c.owners(target, "t")[0] == target })
+	require.Empty(t, c.nodes[target].MoveSessions(), "the flipped session ended with its job out")
+	refused := c.do(target, msg.Replay{Topic: "t", Partition: 0, Offset: 0})
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(refused.Err), "nothing opens the directory the job installs into")
+
+	out.job.Run()
+	require.NoError(t, out.job.pending.job.err)
+	out.node.JobDone(out.job)
+	c.held = nil
+	c.holdJobs = false
+	c.tick(100)
+	_, err = c.disks[target].Stat(out.job.pending.job.stagedDir)
+	require.Error(t, err, "the staged copy went")
+	replayed := c.do(target, msg.Replay{Topic: "t", Partition: 0, Offset: 0})
+	require.NoError(t, replayed.Err, "the installed copy is the partition's log")
+	require.Equal(t, "r", string(replayed.Result.(msg.ReplayResult).Message.Payload))
+}

@@ -105,6 +105,12 @@ func (n *Node) removePartition(p *partition) {
 // that can close, or opens it past the cap for the produce whose logs are
 // being opened (makeRoomForLog).
 func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
+	if n.jobsOrphaned[p.key] {
+		// A move's finalize job is installing a copy into the directory
+		// on another goroutine: nothing may open it before the job is
+		// back (jobDone), even once the node owns the partition.
+		return nil, msg.Unavailable("a move is still installing its copy here; retry")
+	}
 	open := n.store.Log
 	if !n.store.IsOpen(p.dir) {
 		pastCap, err := n.makeRoomForLog()
