@@ -1,7 +1,8 @@
 // Package meta is the metastore: the cluster metadata, replicated by etcd
 // raft (a raft.RawNode) and stored in one bbolt file per node. It is part
-// of the deterministic core: it starts no goroutines (bbolt's Open, which
-// rebuilds the freelist, walks the file in one it waits for), reads no
+// of the deterministic core: it starts no goroutines (bbolt's Open, when
+// it rebuilds the freelist in the simulator, walks the file in one it
+// waits for), reads no
 // clock (time arrives as Tick calls and as nowMs fields of commands), draws
 // no global randomness, makes no os calls (bbolt opens its file from the
 // path OpenStore is given) and iterates maps in sorted order wherever the
@@ -158,7 +159,8 @@
 // testing/cryptotest.SetGlobalRandom), so one process runs one simulation
 // at a time. bbolt runs on a real file (in the simulator a temporary one,
 // with StoreOptions.NoSync); it keeps bbolt's array freelist (the hashmap
-// freelist allocates pages in Go map order), does not write the freelist
-// at each commit (bbolt rebuilds it at open, in page order) and never
-// uses db.Batch (it arms a timer). raft's log output is discarded; its panics stay panics.
+// freelist allocates pages in Go map order) and never uses db.Batch (it
+// arms a timer); in the simulator it does not write the freelist at each
+// commit (StoreOptions.NoFreelistSync; bbolt rebuilds it at open, in page
+// order). raft's log output is discarded; its panics stay panics.
 package meta

@@ -49,6 +49,15 @@ type StoreOptions struct {
 	// writes). Production leaves it 0: with NoSync false, bbolt grows a
 	// small file to its map's size, so a large map would be a large file.
 	InitialMmapBytes int
+	// NoFreelistSync skips writing bbolt's freelist at each commit: a
+	// transaction writes one page fewer (a quarter of a five-node
+	// simulation's metastore writes), and bbolt rebuilds the list at open
+	// by walking every page of the file (in a goroutine Open waits for;
+	// the list comes out in page order). The simulator sets it. Production
+	// leaves it false: the walk makes every open read the whole file (tens
+	// of milliseconds on a large one), and a damaged page then panics the
+	// walk inside bbolt instead of failing the open with an error.
+	NoFreelistSync bool
 }
 
 // Store is the one bbolt file of a node's metastore: the raft log
@@ -65,16 +74,11 @@ type Store struct {
 
 // OpenStore opens or creates the bbolt file at path. It keeps bbolt's
 // array freelist (the hashmap freelist would lay pages out in Go map
-// order) and never uses db.Batch (it arms a timer). It does not write the
-// freelist at each commit (NoFreelistSync, as etcd runs bbolt): a
-// transaction writes one page fewer (a quarter of a cluster's metastore
-// writes), and bbolt rebuilds the list at open by walking the file's
-// pages from its roots (in a goroutine Open waits for; the list comes out
-// in page order), which a compacted metastore keeps cheap. A file written
-// either way opens either way.
+// order) and never uses db.Batch (it arms a timer). A file written with
+// or without StoreOptions.NoFreelistSync opens either way.
 func OpenStore(path string, opts StoreOptions) (*Store, error) {
 	db, err := bolt.Open(path, storeFileMode, &bolt.Options{NoSync: opts.NoSync, NoGrowSync: opts.NoSync,
-		FreelistType: bolt.FreelistArrayType, NoFreelistSync: true, InitialMmapSize: opts.InitialMmapBytes})
+		FreelistType: bolt.FreelistArrayType, NoFreelistSync: opts.NoFreelistSync, InitialMmapSize: opts.InitialMmapBytes})
 	if err != nil {
 		return nil, fmt.Errorf("meta: open store %s: %w", path, err)
 	}

@@ -164,7 +164,7 @@ func (n *simNode) start() {
 	}
 	n.w.media.beforeStart(n)
 	cfg := n.config()
-	store, err := meta.OpenStore(n.metaPath(), meta.StoreOptions{NoSync: true, InitialMmapBytes: simMetaMmapBytes})
+	store, err := meta.OpenStore(n.metaPath(), meta.StoreOptions{NoSync: true, InitialMmapBytes: simMetaMmapBytes, NoFreelistSync: true})
 	if err != nil {
 		n.w.fail("restart", "%s cannot open its metastore: %v", n.id, err)
 		return
