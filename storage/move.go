@@ -267,9 +267,11 @@ func (s *StagedCopy) Close() error {
 }
 
 // VerifyStaged recovers the staged copy in dir as a log and checks that it
-// reaches minHWM with no record lost or corrupt below its HWM: otherwise
-// the error wraps ErrStagedBehind (and ErrCorrupt for corruption).
-func VerifyStaged(fs FS, dir string, cfg LogConfig, minHWM uint64) (Recovery, error) {
+// reaches minHWM with no record lost below its HWM and no corrupt record
+// but exactly those of allowed (the source's, which the copy carries
+// over: checkCorruption): otherwise the error wraps ErrStagedBehind (and
+// ErrCorrupt for corruption).
+func VerifyStaged(fs FS, dir string, cfg LogConfig, minHWM uint64, allowed Corruption) (Recovery, error) {
 	log, recovery, err := OpenLog(fs, dir, cfg)
 	if err != nil {
 		return Recovery{}, err
@@ -277,33 +279,32 @@ func VerifyStaged(fs FS, dir string, cfg LogConfig, minHWM uint64) (Recovery, er
 	if err := log.Close(); err != nil {
 		return recovery, err
 	}
-	return recovery, checkRecovered(recovery, minHWM)
+	return recovery, checkRecovered(recovery, minHWM, allowed)
 }
 
 // OpenVerified opens the log in dir (a copy a move installed) and checks,
 // as VerifyStaged does, that it recovers to at least minHWM with nothing
-// lost or corrupt below its HWM; on success the log stays open for the
-// caller (Store.Adopt), so the copy is read once, not twice.
-func OpenVerified(fs FS, dir string, cfg LogConfig, minHWM uint64) (*Log, Recovery, error) {
+// lost below its HWM and no corruption but allowed; on success the log
+// stays open for the caller (Store.Adopt), so the copy is read once, not
+// twice.
+func OpenVerified(fs FS, dir string, cfg LogConfig, minHWM uint64, allowed Corruption) (*Log, Recovery, error) {
 	log, recovery, err := OpenLog(fs, dir, cfg)
 	if err != nil {
 		return nil, Recovery{}, err
 	}
-	if err := checkRecovered(recovery, minHWM); err != nil {
+	if err := checkRecovered(recovery, minHWM, allowed); err != nil {
 		return nil, recovery, errors.Join(err, log.Close())
 	}
 	return log, recovery, nil
 }
 
-// checkRecovered is the verdict of VerifyStaged and OpenVerified.
-func checkRecovered(recovery Recovery, minHWM uint64) error {
+// checkRecovered is the verdict of VerifyStaged and OpenVerified, the one
+// place the rule for a copy's corruption is applied.
+func checkRecovered(recovery Recovery, minHWM uint64, allowed Corruption) error {
 	if recovery.HWM < minHWM || recovery.LostAcknowledged > 0 {
 		return fmt.Errorf("%w: recovered hwm %d, need %d, lost %d", ErrStagedBehind, recovery.HWM, minHWM, recovery.LostAcknowledged)
 	}
-	if recovery.CorruptCount > 0 {
-		return fmt.Errorf("%w: %w: %d corrupt offsets, first %v", ErrStagedBehind, ErrCorrupt, recovery.CorruptCount, recovery.CorruptOffsets)
-	}
-	return nil
+	return checkCorruption(recovery, allowed)
 }
 
 // InstallStaged makes the verified staged copy the partition directory

@@ -60,7 +60,7 @@ func TestMoveCopyWhileAppending(t *testing.T) {
 		require.NoError(t, staged.Sync())
 		require.NoError(t, staged.Close())
 
-		recovery, err := VerifyStaged(fs, "dst/.moves/t-0", cfg, source.HWM())
+		recovery, err := VerifyStaged(fs, "dst/.moves/t-0", cfg, source.HWM(), Corruption{})
 		require.NoError(t, err)
 		require.Equal(t, source.HWM(), recovery.HWM)
 		require.Equal(t, source.HWM(), recovery.PersistedHWM, "the staged hwm is the source's exact hwm")
@@ -94,7 +94,7 @@ func TestMoveStagedCopySurvivesCrash(t *testing.T) {
 	require.NoError(t, staged.SetState(source.HWM(), 0))
 	require.NoError(t, staged.Sync())
 	fs.Crash()
-	recovery, err := VerifyStaged(fs, "moves/p", cfg, 90)
+	recovery, err := VerifyStaged(fs, "moves/p", cfg, 90, Corruption{})
 	require.NoError(t, err)
 	require.Equal(t, uint64(90), recovery.HWM)
 }
@@ -117,7 +117,7 @@ func TestMoveInstallReplacesExisting(t *testing.T) {
 		require.NoError(t, staged.SetState(5, 5))
 		require.NoError(t, staged.Sync())
 		require.NoError(t, staged.Close())
-		_, err = VerifyStaged(fs, "moves/t-1", cfg, 5)
+		_, err = VerifyStaged(fs, "moves/t-1", cfg, 5, Corruption{})
 		require.NoError(t, err)
 		require.NoError(t, InstallStaged(fs, "moves/t-1", "topics/t/p00001"))
 
@@ -210,22 +210,22 @@ func TestMoveVerifyStagedRefuses(t *testing.T) {
 			require.NoError(t, staged.Close())
 		}
 		build("behind", 60)
-		_, err := VerifyStaged(fs, "behind", cfg, 61)
+		_, err := VerifyStaged(fs, "behind", cfg, 61, Corruption{})
 		require.ErrorIs(t, err, ErrStagedBehind)
 
 		build("short", 60)
 		last := source.Segments()[len(source.Segments())-1]
 		truncateFile(t, fs, segmentPath("short", last.Base), last.Size-1)
-		_, err = VerifyStaged(fs, "short", cfg, 0)
+		_, err = VerifyStaged(fs, "short", cfg, 0, Corruption{})
 		require.ErrorIs(t, err, ErrStagedBehind, "the copy lost data its hwm covers")
 
 		build("corrupt", 60)
 		flipByte(t, fs, segmentPath("corrupt", 0), frameHeaderBytes+1)
-		recovery, err := VerifyStaged(fs, "corrupt", cfg, 60)
+		recovery, err := VerifyStaged(fs, "corrupt", cfg, 60, Corruption{})
 		require.ErrorIs(t, err, ErrStagedBehind)
 		require.ErrorIs(t, err, ErrCorrupt)
 		require.Equal(t, []uint64{0}, recovery.CorruptOffsets)
-		_, _, err = OpenVerified(fs, "corrupt", cfg, 60)
+		_, _, err = OpenVerified(fs, "corrupt", cfg, 60, Corruption{})
 		require.ErrorIs(t, err, ErrCorrupt, "OpenVerified refuses what VerifyStaged refuses")
 		require.NoError(t, source.Close())
 	})
@@ -247,9 +247,9 @@ func TestMoveOpenVerifiedIsAdopted(t *testing.T) {
 		require.NoError(t, staged.Close())
 		require.NoError(t, InstallStaged(fs, "staged", "final"))
 
-		_, _, err = OpenVerified(fs, "final", cfg, 41)
+		_, _, err = OpenVerified(fs, "final", cfg, 41, Corruption{})
 		require.ErrorIs(t, err, ErrStagedBehind)
-		log, recovery, err := OpenVerified(fs, "final", cfg, 40)
+		log, recovery, err := OpenVerified(fs, "final", cfg, 40, Corruption{})
 		require.NoError(t, err)
 		require.Equal(t, uint64(40), recovery.HWM)
 		store := NewStore(fs, cfg, storeOpenMaxTest)

@@ -327,6 +327,7 @@ func (r *recoverer) settleSegment(s *segment, stop int64, nextBase uint64, hasNe
 	}
 	if gap {
 		r.reportCorrupt(end, nextBase)
+		s.corruptCount += nextBase - end
 	}
 	return false, nil
 }

@@ -41,6 +41,12 @@ type segment struct {
 	// newestTimeMs is the largest TimeMs of the segment's records;
 	// math.MinInt64 while it has none. Retention compares it.
 	newestTimeMs int64
+	// corruptCount is the number of offsets of the segment recovery
+	// skipped as corrupt: its positionCorrupt entries plus, for a sealed
+	// segment, the gap from indexedEnd to the next segment's base.
+	// Invariant: set by recovery only, fixed afterwards (Log.Corruption
+	// reads it so that it need not scan the index).
+	corruptCount uint64
 }
 
 // newSegment returns an empty segment around an open file.
@@ -65,6 +71,7 @@ func (s *segment) index(position int64, timeMs int64) {
 
 // indexCorrupt appends count offsets recovery skipped as corrupt.
 func (s *segment) indexCorrupt(count uint64) {
+	s.corruptCount += count
 	for range count {
 		s.positions = append(s.positions, positionCorrupt)
 	}

@@ -322,7 +322,7 @@ func TestZeroTailNotCopiedByMove(t *testing.T) {
 		require.NoError(t, staged.SetState(source.HWM(), source.Committed()))
 		require.NoError(t, staged.Sync())
 		require.NoError(t, staged.Close())
-		recovery, err := VerifyStaged(fs, "dst.staged", cfg, 30)
+		recovery, err := VerifyStaged(fs, "dst.staged", cfg, 30, Corruption{})
 		require.NoError(t, err)
 		require.Equal(t, uint64(30), recovery.HWM)
 		require.Zero(t, recovery.TruncatedBytes)
