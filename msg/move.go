@@ -87,6 +87,14 @@ type MoveSourceState struct {
 	// at most FanoutChildrenMax: the destination installs them with the
 	// copy, so that the children's backlog survives the move.
 	Cursors []FanoutCursor
+	// CorruptCount is the exact number of offsets of the source's log
+	// that media damage destroyed below its HWM (Read answers them as
+	// corrupt), and CorruptOffsets the first of them in increasing order,
+	// at most the source log's CorruptOffsetsReportedMax: the destination
+	// accepts a copy with exactly this damage, as the records are lost
+	// already (docs/architecture.md#moves).
+	CorruptCount   uint64
+	CorruptOffsets []uint64
 }
 
 // MoveLeasesMax bounds MoveSourceState.Leases: a partition's queue holds

@@ -86,6 +86,11 @@ const (
 	// partition's in-flight and acked-ahead caps); their list encodes in
 	// at most 30 MiB, which fits a frame beside the largest segment list.
 	LeasesMax = msg.MoveLeasesMax
+	// CorruptOffsetsMax bounds MoveSourceState.CorruptOffsets: the source
+	// lists at most its log's CorruptOffsetsReportedMax, which storage's
+	// Validate caps at 1 << 20 (default 64); bounds_test.go checks that
+	// storage refuses a larger one. The list encodes in at most 10 MiB.
+	CorruptOffsetsMax = 1 << 20
 
 	// FrameBytesMax bounds one encoded envelope, which is one frame's
 	// payload. It must hold the largest message the node may legally send:
@@ -152,6 +157,7 @@ var (
 	chunkLimit          = limit{"ChunkBytesMax", ChunkBytesMax}
 	segmentsLimit       = limit{"SegmentsMax", SegmentsMax}
 	leasesLimit         = limit{"LeasesMax", LeasesMax}
+	corruptOffsetsLimit = limit{"CorruptOffsetsMax", CorruptOffsetsMax}
 )
 
 // The smallest encoding of one element of each list: every field at its
@@ -173,5 +179,6 @@ const (
 	moveBytesMin            = 8  // eight one-byte fields
 	moveSegmentBytesMin     = 3  // base, size, sealed flag
 	moveLeaseBytesMin       = 2  // offset, delivery count
+	corruptOffsetBytesMin   = 1  // offset
 	peerAddressBytesMin     = 3  // id length, raft id, address length
 )

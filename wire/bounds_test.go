@@ -43,7 +43,8 @@ func requireFits(t *testing.T, name string, env msg.Envelope) {
 // reply of MessagesMax messages at every bound, a batch produce at
 // msg.ProduceBatchBytesMax with maximum keys, the fullest ack, topic,
 // member and move listings, a move chunk of ChunkBytesMax, a source state
-// of SegmentsMax segments and LeasesMax leases, and a Raft message at
+// of SegmentsMax segments, LeasesMax leases and CorruptOffsetsMax corrupt
+// offsets, and a Raft message at
 // RaftMessageBytesMax.
 func TestLargestMessagesFitAFrame(t *testing.T) {
 	if testing.Short() {
@@ -62,7 +63,8 @@ func TestLargestMessagesFitAFrame(t *testing.T) {
 	requireFits(t, "move chunk", replyOf(msg.MoveChunk{Data: make([]byte, ChunkBytesMax)}))
 	requireFits(t, "move source state", replyOf(msg.MoveSourceState{Segments: repeat(wiretest.MaxMoveSegment(), SegmentsMax),
 		HWM: 1<<64 - 1, Committed: 1<<64 - 1, Frozen: true, NextUndelivered: 1<<64 - 1,
-		Leases: repeat(msg.MoveLease{Offset: 1<<64 - 1, DeliveryCount: 1<<32 - 1}, LeasesMax)}))
+		Leases:       repeat(msg.MoveLease{Offset: 1<<64 - 1, DeliveryCount: 1<<32 - 1}, LeasesMax),
+		CorruptCount: 1<<64 - 1, CorruptOffsets: repeat(uint64(1<<64-1), CorruptOffsetsMax)}))
 	requireFits(t, "raft message", largestRaftMessage(t))
 }
 
@@ -124,9 +126,11 @@ func TestElementBytesMin(t *testing.T) {
 		"Member":         {func(e *encoder) { e.membersResult(msg.MembersResult{Members: make([]msg.Member, 1)}) }, memberBytesMin + 1},
 		"Move":           {func(e *encoder) { e.movesResult(msg.MovesResult{Moves: make([]msg.Move, 1)}) }, moveBytesMin + 1},
 		"MoveSegment": {func(e *encoder) { e.moveSourceState(msg.MoveSourceState{Segments: make([]msg.MoveSegment, 1)}) },
-			moveSegmentBytesMin + 7},
+			moveSegmentBytesMin + 9},
 		"MoveLease": {func(e *encoder) { e.moveSourceState(msg.MoveSourceState{Leases: make([]msg.MoveLease, 1)}) },
-			moveLeaseBytesMin + 7},
+			moveLeaseBytesMin + 9},
+		"corrupt offset": {func(e *encoder) { e.moveSourceState(msg.MoveSourceState{CorruptOffsets: make([]uint64, 1)}) },
+			corruptOffsetBytesMin + 9},
 		"PeerAddress": {func(e *encoder) { e.peerAddresses(make([]msg.PeerAddress, 1)) }, peerAddressBytesMin + 1},
 	}
 	for name, size := range sizes {
@@ -179,6 +183,20 @@ func TestChunkBytesMaxCoversStorage(t *testing.T) {
 	err := config.Validate()
 	require.ErrorIs(t, err, storage.ErrInvalidConfig, "storage accepts chunks over wire.ChunkBytesMax")
 	require.Contains(t, err.Error(), "ChunkBytesMax")
+}
+
+// TestCorruptOffsetsMaxCoversStorage: a source lists at most its log's
+// CorruptOffsetsReportedMax corrupt offsets, and storage refuses a config
+// whose bound is over CorruptOffsetsMax, so the codec carries any list.
+func TestCorruptOffsetsMaxCoversStorage(t *testing.T) {
+	config := storage.DefaultLogConfig()
+	require.LessOrEqual(t, config.CorruptOffsetsReportedMax, CorruptOffsetsMax)
+	config.CorruptOffsetsReportedMax = CorruptOffsetsMax
+	require.NoError(t, config.Validate(), "storage accepts a list of CorruptOffsetsMax")
+	config.CorruptOffsetsReportedMax = CorruptOffsetsMax + 1
+	err := config.Validate()
+	require.ErrorIs(t, err, storage.ErrInvalidConfig, "storage lists more corrupt offsets than wire.CorruptOffsetsMax")
+	require.Contains(t, err.Error(), "CorruptOffsetsReportedMax")
 }
 
 // TestTypeNumbersAreUnique reads types.go: every typeNumber constant has

@@ -121,6 +121,11 @@ func (e *encoder) moveSourceState(r msg.MoveSourceState) {
 		e.uvarint(cursor.Epoch)
 		e.uvarint(cursor.NextOffset)
 	}
+	e.uvarint(r.CorruptCount)
+	e.length(len(r.CorruptOffsets), corruptOffsetsLimit)
+	for _, offset := range r.CorruptOffsets {
+		e.uvarint(offset)
+	}
 }
 
 // moveSourceState reads a source state; an empty segment list decodes as
@@ -148,6 +153,13 @@ func (d *decoder) moveSourceState() msg.MoveSourceState {
 	}
 	for i := range r.Cursors {
 		r.Cursors[i] = msg.FanoutCursor{Child: d.string(topicNameLimit), Epoch: d.uvarint(), NextOffset: d.uvarint()}
+	}
+	r.CorruptCount = d.uvarint()
+	if n := d.count(corruptOffsetsLimit, corruptOffsetBytesMin); n > 0 {
+		r.CorruptOffsets = make([]uint64, n)
+	}
+	for i := range r.CorruptOffsets {
+		r.CorruptOffsets[i] = d.uvarint()
 	}
 	return r
 }

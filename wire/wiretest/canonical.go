@@ -107,6 +107,7 @@ func canonicalMoveResult(result msg.Result) msg.Result {
 		r.Segments = nilIfEmpty(r.Segments)
 		r.Leases = nilIfEmpty(r.Leases)
 		r.Cursors = nilIfEmpty(r.Cursors)
+		r.CorruptOffsets = nilIfEmpty(r.CorruptOffsets)
 		return r
 	case msg.MoveChunk:
 		r.Data = nilIfEmpty(r.Data)

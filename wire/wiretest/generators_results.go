@@ -54,7 +54,8 @@ func moveResult() *rapid.Generator[msg.Result] {
 			return msg.MoveSourceState{Segments: listRaw(moveSegment(), 4).Draw(t, "segments"),
 				HWM: rapid.Uint64().Draw(t, "hwm"), Committed: rapid.Uint64().Draw(t, "committed"), Frozen: rapid.Bool().Draw(t, "frozen"),
 				NextUndelivered: rapid.Uint64().Draw(t, "next undelivered"), Leases: listRaw(moveLease(), 4).Draw(t, "leases"),
-				Cursors: listRaw(fanoutCursor(), 3).Draw(t, "cursors")}
+				Cursors: listRaw(fanoutCursor(), 3).Draw(t, "cursors"), CorruptCount: rapid.Uint64().Draw(t, "corrupt count"),
+				CorruptOffsets: listRaw(rapid.Uint64(), 3).Draw(t, "corrupt offsets")}
 		}),
 		rapid.Custom(func(t *rapid.T) msg.Result { return msg.MoveChunk{Data: bytesRaw(64).Draw(t, "data")} }),
 		rapid.Custom(func(t *rapid.T) msg.Result {

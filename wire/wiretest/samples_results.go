@@ -172,6 +172,7 @@ func moveResultSamples() []NamedResult {
 		{"MoveSourceState/many", msg.MoveSourceState{Segments: moveSegments(1000), HWM: 1 << 40, Committed: 1 << 39}},
 		{"MoveSourceState/cursors", msg.MoveSourceState{HWM: 9, Cursors: []msg.FanoutCursor{
 			{Child: "audit", Epoch: 0x67048ff38f82db77, NextOffset: 7}, {Child: MaxTopic(), Epoch: math.MaxUint64, NextOffset: math.MaxUint64}, {}}}},
+		{"MoveSourceState/corrupt", msg.MoveSourceState{HWM: 90, CorruptCount: 1 << 40, CorruptOffsets: []uint64{0, 17, math.MaxUint64}}},
 		{"MoveChunk/zero", msg.MoveChunk{}},
 		{"MoveChunk/small", msg.MoveChunk{Data: []byte{0, 1, 0xff}}},
 		{"MoveChunk/default-max", msg.MoveChunk{Data: bytes.Repeat([]byte{0x5a}, storage.DefaultLogConfig().ChunkBytesMax)}},
