@@ -50,7 +50,8 @@ type moveSession struct {
 
 // moveJob is the Finalize work that touches the disk at length: sync the
 // staged copy, install it, and open it, which verifies that it recovers
-// to the final HWM with nothing lost or corrupt (the open log is then
+// to the final HWM with nothing lost and nothing corrupt but what the
+// source's log lost already (the open log is then
 // adopted by the node's store, so the copy is read once). Its error is
 // the session's, never the node's; a copy that fails verification is
 // deleted again. The flip is proposed only after a verified install.
@@ -61,6 +62,10 @@ type moveJob struct {
 	stagedDir string
 	finalDir  string
 	minHWM    uint64
+	// allowedCorrupt is the source's corruption in its final state: the
+	// verification accepts exactly it in the copy (the records are lost
+	// already), and refuses any other.
+	allowedCorrupt storage.Corruption
 	// request is the session's number for the job.
 	request uint64
 	// log is the verified, open copy; err the failure. Set by run.
@@ -81,7 +86,7 @@ func (j *moveJob) run() {
 		j.err = fmt.Errorf("install staged copy: %w", err)
 		return
 	}
-	log, _, err := storage.OpenVerified(j.fs, j.finalDir, j.cfg, j.minHWM)
+	log, _, err := storage.OpenVerified(j.fs, j.finalDir, j.cfg, j.minHWM, j.allowedCorrupt)
 	if err != nil {
 		j.err = errors.Join(fmt.Errorf("verify installed copy: %w", err), storage.DeletePartition(j.fs, j.finalDir))
 		return

@@ -119,7 +119,8 @@ func (n *Node) sourceAnswered(s *moveSession, action movedest.Action, reply msg.
 
 // sourceStateOf translates the source's state for the session.
 func sourceStateOf(state msg.MoveSourceState) *movedest.SourceState {
-	out := &movedest.SourceState{HWM: state.HWM, Committed: state.Committed, Frozen: state.Frozen}
+	out := &movedest.SourceState{HWM: state.HWM, Committed: state.Committed, Frozen: state.Frozen,
+		Corruption: movedest.Corruption{Count: state.CorruptCount, Offsets: state.CorruptOffsets}}
 	for _, segment := range state.Segments {
 		out.Segments = append(out.Segments, movedest.Segment{Base: segment.Base, Size: segment.Size})
 	}
@@ -140,7 +141,8 @@ func (n *Node) startFinalizeJob(s *moveSession, action movedest.Action) {
 		return
 	}
 	job := &moveJob{fs: n.fs, cfg: n.cfg.Log, staged: s.staged, stagedDir: s.stagedDir,
-		finalDir: PartitionDir(s.key.topic, s.key.index), minHWM: action.HWM, request: action.Request}
+		finalDir: PartitionDir(s.key.topic, s.key.index), minHWM: action.HWM, request: action.Request,
+		allowedCorrupt: storage.Corruption{Count: action.Corruption.Count, Offsets: action.Corruption.Offsets}}
 	s.jobOut = true
 	if pending := (movePending{session: s, job: job}); !n.moveJobLate(pending) {
 		n.moveJobs = append(n.moveJobs, pending)

@@ -79,6 +79,8 @@ func (n *Node) sourceState(p *partition, log *storage.Log, target string, starte
 	if frozen {
 		addLeases(&state, p.leases.Snapshot())
 	}
+	corruption := log.Corruption()
+	state.CorruptCount, state.CorruptOffsets = corruption.Count, corruption.Offsets
 	for i, s := range log.Segments() {
 		invariant.Check(s.Size >= 0 && (i == 0 || s.Base > state.Segments[i-1].Base),
 			"node: segment %d of %s has %d bytes or is out of order", s.Base, p.dir, s.Size)

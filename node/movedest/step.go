@@ -42,10 +42,15 @@ func (s *Session) copyThen(out *Output, then ActionKind) {
 		}
 	}
 	if then == ActionFinalize {
-		s.send(out, Action{Kind: ActionFinalize, HWM: s.state.HWM, Committed: s.state.Committed})
+		s.send(out, s.finalize())
 		return
 	}
 	s.send(out, Action{Kind: then})
+}
+
+// finalize is the finalize of the source's last state.
+func (s *Session) finalize() Action {
+	return Action{Kind: ActionFinalize, HWM: s.state.HWM, Committed: s.state.Committed, Corruption: s.state.Corruption}
 }
 
 // send puts a request or job in flight under the next number.
@@ -149,7 +154,7 @@ func (s *Session) givesUp(seen Seen, out *Output) bool {
 	case seen.SourceDead && s.reached && (s.state.Frozen || chaos.Planted(chaos.BugPromoteUnfrozenCopy)) && silentForMs >= s.cfg.ForcePromoteAfterMs && s.lagBytes() == 0:
 		out.Notes = append(out.Notes, Note{Kind: NoteForcePromote, SilentForMs: silentForMs, HWM: s.state.HWM})
 		s.forced, s.phase = true, PhaseFinalize
-		s.send(out, Action{Kind: ActionFinalize, HWM: s.state.HWM, Committed: s.state.Committed})
+		s.send(out, s.finalize())
 		return true
 	case !seen.SourceDead && !s.abortProposed && seen.NowMs-s.lastProgressMs >= s.cfg.StallTimeoutMs:
 		out.Notes = append(out.Notes, Note{Kind: NoteStalled})

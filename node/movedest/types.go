@@ -67,13 +67,23 @@ type Segment struct {
 }
 
 // SourceState is what the source reported: its segments, HWM and
-// committed consumer offset, and whether it is frozen for this move (then
-// the state is final).
+// committed consumer offset, whether it is frozen for this move (then
+// the state is final), and the corruption of its log.
 type SourceState struct {
 	Segments  []Segment
 	HWM       uint64
 	Committed uint64
 	Frozen    bool
+	// Corruption is what media damage destroyed in the source's log; the
+	// copy carries it over, and the finalize accepts exactly it.
+	Corruption Corruption
+}
+
+// Corruption is the source's corrupt offsets below its HWM: the exact
+// count, and the first offsets in increasing order (a bounded list).
+type Corruption struct {
+	Count   uint64
+	Offsets []uint64
 }
 
 // Seen is what the node sees as it hands the session an input: its clock,
@@ -115,9 +125,12 @@ type Action struct {
 	// Base and Position locate a read.
 	Base     uint64
 	Position int64
-	// HWM and Committed are the final state a finalize records.
-	HWM       uint64
-	Committed uint64
+	// HWM and Committed are the final state a finalize records, and
+	// Corruption the source's, the only corruption its verification
+	// accepts in the copy.
+	HWM        uint64
+	Committed  uint64
+	Corruption Corruption
 	// Forced marks a flip that promotes the copy of a dead source.
 	Forced bool
 }
