@@ -166,6 +166,19 @@
 // InstallStaged renames it into place (RepairInstall finishes or undoes an
 // install a crash interrupted). DeletePartition removes a directory.
 //
+// A copy carries the source's corruption: its segments are byte copies,
+// so a frame recovery skipped at the source is skipped again in the copy.
+// Log.Corruption reports it (exact count, first offsets up to
+// CorruptOffsetsReportedMax, for the retained segments), the source sends
+// it with its state, and VerifyStaged and OpenVerified take it as their
+// allowed argument: a copy is accepted only if its corruption is exactly
+// that (same count, same offsets as far as both lists go, all below the
+// copy's HWM; checkCorruption is the one place of the rule). Anything else
+// corrupt was damaged in the copy and refuses it (ErrStagedBehind and
+// ErrCorrupt). The installed log then answers ErrCorrupt for the same
+// offsets, forever, and its recovery reports them at every open, as the
+// source's did: the records were lost before the move, not by it.
+//
 // # Inputs and outputs
 //
 // Inputs: an FS, directory names, a validated LogConfig, records, and
