@@ -270,3 +270,29 @@ func TestAStateNeverAnsweredIsNotPromoted(t *testing.T) {
 	require.NotEqual(t, ActionFinalize, out.Action.Kind, "a source never reached is not replaced")
 	require.False(t, s.forced)
 }
+
+// TestTheFinalizeCarriesTheFinalStatesCorruption: the corruption the
+// verification accepts is the one of the state the finalize records (the
+// frozen one), not of an earlier pass, also for a forced promotion.
+func TestTheFinalizeCarriesTheFinalStatesCorruption(t *testing.T) {
+	s := New(testMove, testConfig, 0)
+	s.Tick(alive(1))
+	early := state(false, 40)
+	early.Corruption = Corruption{Count: 1, Offsets: []uint64{3}}
+	out := copyAll(t, s, alive(2), answerState(t, s, alive(2), early))
+	out = answerState(t, s, alive(3), early)
+	require.Equal(t, ActionFreeze, out.Action.Kind)
+	final := state(true, 40)
+	final.Corruption = Corruption{Count: 2, Offsets: []uint64{3, 5}}
+	out = copyAll(t, s, alive(4), answerState(t, s, alive(4), final))
+	require.Equal(t, ActionFinalize, out.Action.Kind)
+	require.Equal(t, final.Corruption, out.Action.Corruption)
+
+	forced := New(testMove, testConfig, 0)
+	forced.Tick(alive(1))
+	out = copyAll(t, forced, alive(2), answerState(t, forced, alive(2), final))
+	forced.Answered(dead(3), Answer{Request: out.Action.Request, OK: false})
+	out = forced.Tick(dead(2 + testConfig.ForcePromoteAfterMs))
+	require.Equal(t, ActionFinalize, out.Action.Kind)
+	require.Equal(t, final.Corruption, out.Action.Corruption, "a forced promotion accepts the frozen state's corruption")
+}
