@@ -682,3 +682,29 @@ func TestAFlipAppliedWhileTheInstallRunsKeepsTheInstalledCopy(t *testing.T) {
 	require.NoError(t, replayed.Err, "the installed copy is the partition's log")
 	require.Equal(t, "r", string(replayed.Result.(msg.ReplayResult).Message.Payload))
 }
+
+// TestADeletedTopicClosesAnInstalledCopyBeforeItsDirectoryGoes: a topic
+// deleted while a move's copy of one of its partitions is installed at
+// the target, its flip not applied, closes that open log as it drops the
+// topic's directory; the session that would roll it back ends only later
+// (seed 2700155).
+func TestADeletedTopicClosesAnInstalledCopyBeforeItsDirectoryGoes(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	source := c.owners(leader, "t")[0]
+	target := c.otherThan(source)
+	require.NoError(t, c.do(source, producePinned("t", 0, "r")).Err)
+	c.drop = func(env msg.Envelope) bool { // the target's flip never reaches the leader
+		raft, ok := env.Message.(msg.RaftMessage)
+		return ok && env.From == target && raft.Message.GetType() == raftpb.MsgProp
+	}
+	c.startMove(leader, "t", 0, target)
+	require.Equal(t, "flip", c.nodes[target].MoveSessions()[0].Phase)
+	dir := PartitionDir("t", 0)
+	require.True(t, c.nodes[target].store.IsOpen(dir), "the installed copy is open")
+
+	c.nodes[target].dropTopicState("t")
+	require.False(t, c.nodes[target].store.IsOpen(dir), "the copy is closed with its topic's directory")
+	_, err := c.disks[target].Stat(dir)
+	require.Error(t, err, "and its files are gone")
+}

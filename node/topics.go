@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"regexp"
 	"sort"
+	"strings"
 
 	"narad/meta"
 	"narad/msg"
@@ -291,6 +292,7 @@ func (n *Node) dropTopicState(name string) {
 		}
 		n.removePartition(p)
 	}
+	n.closeTopicLogs(name)
 	for _, id := range n.waiters.removeTopic(name) {
 		n.reply(id, nil, gone)
 	}
@@ -309,6 +311,24 @@ func (n *Node) dropTopicState(name string) {
 	}
 	if topics, ok := n.observer.(TopicObserver); ok {
 		topics.TopicDropped(name)
+	}
+}
+
+// closeTopicLogs closes the logs still open in a dropped topic's
+// directory that no partition of this node serves: a move's installed
+// copy whose flip has not applied (the store adopted it; the session that
+// rolls it back ends only at the next drive of the moves, after the
+// directory is gone). Seed 2700155: the topic's delete applied at the
+// target in flip, whose copy stayed open under the removal.
+func (n *Node) closeTopicLogs(name string) {
+	prefix := topicsDir + "/" + name + "/"
+	for _, dir := range n.store.OpenDirs() {
+		if !strings.HasPrefix(dir, prefix) {
+			continue
+		}
+		if err := n.store.Close(dir); err != nil && !isClosed(err) {
+			n.observer.Event("log-close-failed", fmt.Sprintf("%s: %v", dir, err))
+		}
 	}
 }
 
