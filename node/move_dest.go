@@ -68,9 +68,11 @@ type moveJob struct {
 	allowedCorrupt storage.Corruption
 	// request is the session's number for the job.
 	request uint64
-	// log is the verified, open copy; err the failure. Set by run.
-	log *storage.Log
-	err error
+	// log is the verified, open copy; err the failure; corruptCount the
+	// corrupt offsets its recovery skipped (the source's). Set by run.
+	log          *storage.Log
+	err          error
+	corruptCount uint64
 }
 
 func (j *moveJob) run() {
@@ -86,12 +88,12 @@ func (j *moveJob) run() {
 		j.err = fmt.Errorf("install staged copy: %w", err)
 		return
 	}
-	log, _, err := storage.OpenVerified(j.fs, j.finalDir, j.cfg, j.minHWM, j.allowedCorrupt)
+	log, recovery, err := storage.OpenVerified(j.fs, j.finalDir, j.cfg, j.minHWM, j.allowedCorrupt)
 	if err != nil {
 		j.err = errors.Join(fmt.Errorf("verify installed copy: %w", err), storage.DeletePartition(j.fs, j.finalDir))
 		return
 	}
-	j.log = log
+	j.log, j.corruptCount = log, recovery.CorruptCount
 }
 
 // moveRunning reports whether a session into the partition runs here.

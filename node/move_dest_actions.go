@@ -164,6 +164,10 @@ func (n *Node) jobDone(s *moveSession, job *moveJob) {
 	if job.err == nil {
 		job.err = n.store.Adopt(job.finalDir, job.log, n.nowMs)
 	}
+	if job.err == nil && job.corruptCount > 0 {
+		n.observer.Event("move-carried-corruption", fmt.Sprintf("%s: the copy holds the source's %d corrupt offsets (first %v), lost before the move",
+			job.finalDir, job.corruptCount, job.allowedCorrupt.Offsets))
+	}
 	if job.err != nil && job.log != nil {
 		_ = job.log.Close() // not adopted: nobody else holds it
 	}
