@@ -35,13 +35,16 @@
 // connection resets. At most a minority of a cluster is down (or carries
 // an armed fsync failure) at once, so a quorum can always make progress.
 // A seeded share of the runs with disk faults (profiles disk and all) of
-// one node, or of three nodes with -moves and -media-clusters, with or
-// without -fanout, also
+// one node, or of three nodes with -moves, with or without -fanout, also
 // gets media corruption: while a node is down, a synced byte of a frame
 // in the middle of a log goes bad, so recovery finds the record corrupt
 // and the node skips its offset (media_faults.go). In a cluster only a
 // partition the node owns in the committed placement is hit; a move then
-// copies what the owner's log still holds.
+// copies what the owner's log still holds, damage included, and the
+// destination accepts exactly the owner's corrupt offsets. The fault is
+// on there by default (-media-clusters=false turns it off; it was off
+// while such a partition could not move); a regression seed gets it only
+// if its line says media-clusters.
 // A run has a safety phase (faults on) and a liveness phase (every node
 // up, faults off, producers stopped, consumers draining), as TigerBeetle's
 // VOPR does.

@@ -51,8 +51,8 @@ func newMediaFaults(w *World) *mediaFaults {
 
 // mediaFaultsApply reports whether runs of opts may draw media corruption:
 // worlds with disk faults (profiles disk and all) of one node, with or
-// without the fan-out scenario, or, with MediaInClusters, of three nodes
-// with the moves scenario. A sweep of single-node runs without fan-out must reach
+// without the fan-out scenario, or, with MediaInClusters (the default), of
+// three nodes with the moves scenario. A sweep of single-node runs without fan-out must reach
 // ExpectedSingleNodeMarks (singleNodeMediaSweep).
 func mediaFaultsApply(opts Options) bool {
 	profile := opts.Faults.Name

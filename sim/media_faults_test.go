@@ -91,7 +91,8 @@ func TestOnlySweepsWithMediaFaultsExpectTheirMark(t *testing.T) {
 	}{
 		{"fan-out", func(o *Options) { o.Fanout = true }, true},
 		{"three nodes with moves", func(o *Options) { o.Nodes, o.Moves, o.MediaInClusters = 3, true, true }, true},
-		{"three nodes with moves, by default", func(o *Options) { o.Nodes, o.Moves = 3, true }, false},
+		{"three nodes with moves, by default", func(o *Options) { o.Nodes, o.Moves = 3, true }, true},
+		{"three nodes with moves, turned off", func(o *Options) { o.Nodes, o.Moves, o.MediaInClusters = 3, true, false }, false},
 		{"three nodes without moves", func(o *Options) { o.Nodes = 3 }, false},
 		{"network", func(o *Options) { o.Faults = ProfileNetwork }, false},
 	} {

@@ -11,8 +11,9 @@ import (
 
 // TestRegressionSeeds runs every seed in testdata/seeds.txt: seeds that
 // once failed (each line: seed, profile, optionally nodes=N, moves,
-// deadletters, fanout and sites=on (the core's fault sites on; off
-// otherwise), then why it is kept).
+// deadletters, fanout, sites=on (the core's fault sites on; off
+// otherwise) and media-clusters (Options.MediaInClusters), then why it is
+// kept).
 func TestRegressionSeeds(t *testing.T) {
 	file, err := os.Open("testdata/seeds.txt")
 	if err != nil {
@@ -36,7 +37,8 @@ func TestRegressionSeeds(t *testing.T) {
 		}
 		opts := DefaultOptions(seed)
 		opts.Faults = profile
-		opts.Sites = SitesOff // as the seed failed, unless its line says sites=on
+		opts.Sites = SitesOff        // as the seed failed, unless its line says sites=on
+		opts.MediaInClusters = false // likewise, unless it says media-clusters
 		if err := applySeedFlags(&opts, fields[2:]); err != nil {
 			t.Fatalf("bad seed line %q: %v", scanner.Text(), err)
 		}
@@ -70,6 +72,8 @@ func applySeedFlags(opts *Options, fields []string) error {
 			opts.Fanout = true
 		case field == "sites=on":
 			opts.Sites = SitesOn
+		case field == "media-clusters":
+			opts.MediaInClusters = true
 		default:
 			return nil
 		}
@@ -80,11 +84,20 @@ func applySeedFlags(opts *Options, fields []string) error {
 // TestSeedFlagsStopAtTheReason: the words of a reason are not flags.
 func TestSeedFlagsStopAtTheReason(t *testing.T) {
 	opts := DefaultOptions(1)
-	if err := applySeedFlags(&opts, strings.Fields("nodes=3 sites=on a move's flip raced moves fanout deadletters nodes=5")); err != nil {
+	opts.MediaInClusters = false // as TestRegressionSeeds starts a line
+	if err := applySeedFlags(&opts, strings.Fields("nodes=3 sites=on a move's flip raced moves fanout deadletters media-clusters nodes=5")); err != nil {
 		t.Fatal(err)
 	}
-	if opts.Nodes != 3 || opts.Sites != SitesOn || opts.Moves || opts.Fanout || opts.DeadLetters {
+	if opts.Nodes != 3 || opts.Sites != SitesOn || opts.Moves || opts.Fanout || opts.DeadLetters || opts.MediaInClusters {
 		t.Fatalf("flags read from the reason: %+v", opts)
+	}
+	flagged := DefaultOptions(1)
+	flagged.MediaInClusters = false
+	if err := applySeedFlags(&flagged, strings.Fields("nodes=3 moves media-clusters a reason")); err != nil {
+		t.Fatal(err)
+	}
+	if !flagged.MediaInClusters || !flagged.Moves {
+		t.Fatalf("media-clusters not read as a flag: %+v", flagged)
 	}
 	if err := applySeedFlags(&opts, []string{"nodes=x"}); err == nil {
 		t.Fatal("a bad node count was accepted")

@@ -22,7 +22,7 @@ var (
 	usersFlag    = flag.Bool("users", false, "in a cluster, add the users scenario: root seeds on every node, user changes at random nodes")
 	deadFlag     = flag.Bool("deadletters", false, "give the topic a dead-letter topic and a small max_deliveries, with a consumer of the dead letters")
 	fanoutFlag   = flag.Bool("fanout", false, "add the fan-out scenario: a fan-out child and a delay child of the topic, checked at the end")
-	mediaFlag    = flag.Bool("media-clusters", false, "let three-node moves worlds draw the media fault (off: such a partition cannot move yet)")
+	mediaFlag    = flag.Bool("media-clusters", true, "let three-node moves worlds draw the media fault (=false turns it off there)")
 	hashesFlag   = flag.Bool("hashes", false, "in a sweep, print each seed's trace hash (seed=S hash=H, and the failed checker if any), to compare two builds seed by seed")
 )
 

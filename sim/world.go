@@ -67,16 +67,16 @@ type Options struct {
 	// one no earlier than due (check_fanout.go).
 	Fanout bool
 	// MediaInClusters lets three-node moves worlds draw the media fault
-	// (media_faults.go). Off by default: a partition whose owner skipped
-	// a corrupt record can never move (the destination refuses every copy
-	// with a corrupt offset), so such runs fail liveness until the broker
-	// moves such partitions.
+	// (media_faults.go). On by default: a move carries the owner's
+	// corrupt records over (the destination accepts exactly the source's
+	// corruption). A regression seed turns it off unless its line says
+	// media-clusters, as it failed before it was on.
 	MediaInClusters bool
 }
 
 // DefaultOptions returns a run of 30 simulated seconds with every fault.
 func DefaultOptions(seed uint64) Options {
-	return Options{Seed: seed, Nodes: 1, SafetyMs: 30_000, DrainMsMax: 120_000, Faults: ProfileAll}
+	return Options{Seed: seed, Nodes: 1, SafetyMs: 30_000, DrainMsMax: 120_000, Faults: ProfileAll, MediaInClusters: true}
 }
 
 // World is one simulated run. Everything in it happens on the caller's
