@@ -97,17 +97,12 @@ func (c *removalChecker) renamed(n *simNode, oldName, newName string) {
 
 // checkOpen fails the run if the node's store holds a log open in the
 // directory removed or renamed away: its writes would land in files no
-// longer where its store reopens them. One case is let pass, a known gap
-// of the node reported to be fixed there: a node that drops a deleted
+// longer where its store reopens them. A node that drops a deleted
 // topic's directory while a move into one of its partitions holds the
-// copy it installed open, awaiting a flip that never committed; the
-// session closes that log in the same Advance (five-node moves seed 2034).
+// copy it installed open, awaiting a flip that never committed, must
+// close that log first (five-node moves seed 2034, seed 2700155).
 func (c *removalChecker) checkOpen(n *simNode, path string) {
-	_, partition, _ := parsePartitionPath(path)
 	for _, dir := range n.node.OpenLogDirs() {
-		if partition < 0 && c.installed[n.id][dir] {
-			continue
-		}
 		if dir == path || strings.HasPrefix(dir, path+"/") {
 			c.w.fail("dir-removal", "%s removes %s while it holds the log of %s open", n.id, path, dir)
 			return

@@ -175,10 +175,9 @@
 //     session uses it), and removals during a start that fails. A rename
 //     of a partition directory is judged only for the logs open in it (an
 //     install renames aside the copy it replaces, once its log is closed).
-//     One open log is let pass, a known gap of the node: a move's
-//     installed copy, awaiting a flip that never committed, when the node
-//     drops its deleted topic's directory (the session closes it in the
-//     same Advance; five-node moves seed 2034).
+//     No open log is let pass: a node dropping a deleted topic's
+//     directory closes first even a move's installed copy awaiting a flip
+//     that never committed (five-node moves seed 2034, seed 2700155).
 //   - Raft, from the wire: at most one leader per term (election safety),
 //     one predecessor per entry (log matching), and no committed entry
 //     ever replaced (state machine safety).
