@@ -79,8 +79,26 @@ func (c *removalChecker) removing(n *simNode, path string) {
 	c.checkOpen(n, path)
 	r := removal{node: n, path: path, topic: topic, partition: partition,
 		appliedIndex: n.node.MetaAppliedIndex(), knownIndex: n.appliedKnown, ownInstall: c.installed[n.id][path]}
-	delete(c.installed[n.id], path)
+	c.forgetInstalls(n, path)
 	c.judgeOrDefer(r)
+}
+
+// forgetInstalls drops the installs recorded at path or under it (a
+// topic's directory removed takes its partitions' along).
+func (c *removalChecker) forgetInstalls(n *simNode, path string) {
+	for dir := range c.installed[n.id] { //determinism:ok deletes from a set; no order reaches an output
+		if dir == path || strings.HasPrefix(dir, path+"/") {
+			delete(c.installed[n.id], dir)
+		}
+	}
+}
+
+// restarted forgets the installs of a node that starts again: a crash may
+// have undone a rename that was not yet durable, and the node's sessions
+// start over, so what it removes from now on it did not install in this
+// incarnation.
+func (c *removalChecker) restarted(n *simNode) {
+	delete(c.installed, n.id)
 }
 
 // renamed notes an install: a move's staged copy renamed into place as a
@@ -289,8 +307,11 @@ func (f watchedFS) Rename(oldName, newName string) error {
 	if _, _, ok := parsePartitionPath(oldName); ok && f.n.node != nil && f.n.w.failure == nil && !f.n.w.opts.BlackBox {
 		f.n.w.removals.checkOpen(f.n, oldName)
 	}
+	if err := f.MemFS.Rename(oldName, newName); err != nil {
+		return err // nothing installed
+	}
 	f.n.w.removals.renamed(f.n, oldName, newName)
-	return f.MemFS.Rename(oldName, newName)
+	return nil
 }
 
 func (f watchedFS) removing(name string) {

@@ -119,3 +119,20 @@ func TestATargetMayDropTheCopyItInstalledItself(t *testing.T) {
 	w.removals.judgeOrDefer(removal{node: n3, path: "topics/t/p00001", topic: "t", partition: 1, appliedIndex: 21, knownIndex: 21, ownInstall: true})
 	require.NotNil(t, w.failure, "once the flip committed, the installed copy is the owner's log")
 }
+
+// An install stops excusing a removal once it is gone: removing the
+// topic's directory forgets the installs of its partitions, and a node
+// that starts again forgets every install of its last incarnation (a
+// crash may have undone a rename not yet durable).
+func TestInstallsAreForgottenWithTheirTopicAndAtARestart(t *testing.T) {
+	w := removalWorld()
+	n := w.nodes[2]
+	w.removals.renamed(n, "moves/t/p00001", "topics/t/p00001")
+	w.removals.renamed(n, "moves/u/p00000", "topics/u/p00000")
+	require.True(t, w.removals.installed[n.id]["topics/t/p00001"])
+	w.removals.forgetInstalls(n, "topics/t")
+	require.False(t, w.removals.installed[n.id]["topics/t/p00001"], "the topic's removal took its partition's install along")
+	require.True(t, w.removals.installed[n.id]["topics/u/p00000"], "another topic's install stays")
+	w.removals.restarted(n)
+	require.Empty(t, w.removals.installed[n.id], "a restart forgets every install")
+}

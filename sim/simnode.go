@@ -170,6 +170,7 @@ func (n *simNode) start() {
 		return
 	}
 	var removedAtStart []string
+	n.w.removals.restarted(n)
 	created, err := node.New(cfg, watchedFS{MemFS: n.fs, n: n, starting: &removedAtStart}, store, n.w.nowMs, nodeObserver{n: n})
 	if err != nil && n.w.phase == phaseSafety {
 		// An injected disk fault can fail a start, as it would a real
