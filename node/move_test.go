@@ -551,13 +551,12 @@ func TestAMovedInLogNobodyReadClosesWithItsTopic(t *testing.T) {
 	require.Equal(t, "after", string(replayed.Result.(msg.ReplayResult).Message.Payload))
 }
 
-// TestAnAbortAfterTheInstallRollsTheCopyBack pins the destination's roll
-// back (endSession with RollsBack): a move aborted after its copy was
-// installed, before its flip applied, closes and deletes that copy, or the
-// node would hold an open log and a directory of a partition it does not
-// own, and a later move of it back here could not install
-// (docs/necessity.md).
-func TestAnAbortAfterTheInstallRollsTheCopyBack(t *testing.T) {
+// installedAwaitingFlip moves partition 0 of "t" (one record) to another
+// node whose flip never reaches the leader: the copy is installed and
+// open at the target, in phase flip. It returns the harness, the leader,
+// the target and the partition's directory.
+func installedAwaitingFlip(t *testing.T) (*clusterHarness, string, string, string) {
+	t.Helper()
 	c := newClusterHarness(t, 3)
 	leader := c.electWithTopic("t", 3)
 	source := c.owners(leader, "t")[0]
@@ -571,6 +570,17 @@ func TestAnAbortAfterTheInstallRollsTheCopyBack(t *testing.T) {
 	require.Equal(t, "flip", c.nodes[target].MoveSessions()[0].Phase)
 	dir := PartitionDir("t", 0)
 	require.True(t, c.nodes[target].store.IsOpen(dir), "the installed copy is open")
+	return c, leader, target, dir
+}
+
+// TestAnAbortAfterTheInstallRollsTheCopyBack pins the destination's roll
+// back (endSession with RollsBack): a move aborted after its copy was
+// installed, before its flip applied, closes and deletes that copy, or the
+// node would hold an open log and a directory of a partition it does not
+// own, and a later move of it back here could not install
+// (docs/necessity.md).
+func TestAnAbortAfterTheInstallRollsTheCopyBack(t *testing.T) {
+	c, leader, target, dir := installedAwaitingFlip(t)
 
 	_, err := c.nodes[leader].meta.Propose(meta.AbortMove{Topic: "t", Partition: 0, ExpectedTarget: target})
 	require.NoError(t, err)
@@ -689,19 +699,7 @@ func TestAFlipAppliedWhileTheInstallRunsKeepsTheInstalledCopy(t *testing.T) {
 // topic's directory; the session that would roll it back ends only later
 // (seed 2700155).
 func TestADeletedTopicClosesAnInstalledCopyBeforeItsDirectoryGoes(t *testing.T) {
-	c := newClusterHarness(t, 3)
-	leader := c.electWithTopic("t", 3)
-	source := c.owners(leader, "t")[0]
-	target := c.otherThan(source)
-	require.NoError(t, c.do(source, producePinned("t", 0, "r")).Err)
-	c.drop = func(env msg.Envelope) bool { // the target's flip never reaches the leader
-		raft, ok := env.Message.(msg.RaftMessage)
-		return ok && env.From == target && raft.Message.GetType() == raftpb.MsgProp
-	}
-	c.startMove(leader, "t", 0, target)
-	require.Equal(t, "flip", c.nodes[target].MoveSessions()[0].Phase)
-	dir := PartitionDir("t", 0)
-	require.True(t, c.nodes[target].store.IsOpen(dir), "the installed copy is open")
+	c, _, target, dir := installedAwaitingFlip(t)
 
 	c.nodes[target].dropTopicState("t")
 	require.False(t, c.nodes[target].store.IsOpen(dir), "the copy is closed with its topic's directory")
