@@ -35,7 +35,11 @@ import (
 //   - the record was acknowledged as a dead letter before the answer (a
 //     node reports it: the one excuse clients do not see, since the
 //     delivery that exhausted a record may never have reached one): an
-//     ack of it succeeds whatever its handle.
+//     ack of it succeeds whatever its handle;
+//   - a media fault destroyed the record's frame on disk: the owner's
+//     recovery skips it, consumption resolves it as skipped, and an ack
+//     of it then succeeds whatever its handle, as for an acknowledged
+//     record (it will never be delivered again).
 //
 // A handle is also known lapsed when the ack is sent more than the
 // longest visibility timeout the workload sets after the handle was
@@ -43,7 +47,8 @@ import (
 // its deadline had passed): a success then fails the run too, unless
 // another ack of the record, sent before the answer came (under another
 // handle, after a redelivery; an extend; another attempt of this one), may
-// have landed first, the record was acknowledged as a dead letter, or the
+// have landed first, the record was acknowledged as a dead letter or
+// destroyed by a media fault, or the
 // partition flipped since the handout (the handle may then match a newer
 // reservation of a node the partition moved back to).
 //
@@ -146,7 +151,8 @@ func (l *leaseModel) answered(c *call, handle string, status int) {
 		return
 	}
 	l.stale++
-	if _, dead := l.deadLetteredMs[record]; dead || l.otherAckMayHaveLanded(record, mine) || l.flippedBy(record.partition, newer.receivedMs) {
+	if _, dead := l.deadLetteredMs[record]; dead || l.w.media.unreadable(record.partition, record.offset) || l.otherAckMayHaveLanded(record, mine) ||
+		l.flippedBy(record.partition, newer.receivedMs) {
 		return
 	}
 	l.w.fail("lease-model", "%s answered 204 for handle %s of %s offset %d, received at %d ms, though handle %s of the same record (consume sent at %d ms) was received at %d ms, before the ack was sent at %d ms",
@@ -169,7 +175,7 @@ func (l *leaseModel) judgeLapsed(record ackRecord, handle string, c *call, mine 
 	if latest.handle == "" || c.sentMs-latest.receivedMs <= visibilityMsMin+visibilityMsSpread {
 		return
 	}
-	if _, dead := l.deadLetteredMs[record]; dead || l.anotherAckMayHaveLanded(record, mine) ||
+	if _, dead := l.deadLetteredMs[record]; dead || l.w.media.unreadable(record.partition, record.offset) || l.anotherAckMayHaveLanded(record, mine) ||
 		l.flippedBetween(record.partition, latest.receivedMs, c.sentMs) {
 		return
 	}
