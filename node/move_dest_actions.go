@@ -161,6 +161,14 @@ func (n *Node) jobDone(s *moveSession, job *moveJob) {
 		return
 	}
 	s.staged = nil // closed by the job
+	n.adoptInstalled(job)
+	n.applyMoveOutput(s, s.machine.JobDone(n.seenBy(s), job.request, job.err == nil), job.err)
+}
+
+// adoptInstalled hands the verified copy a job installed to the store
+// (job.err says why not), and closes it when it was not adopted: nobody
+// else holds it.
+func (n *Node) adoptInstalled(job *moveJob) {
 	if job.err == nil {
 		job.err = n.store.Adopt(job.finalDir, job.log, n.nowMs)
 	}
@@ -169,9 +177,8 @@ func (n *Node) jobDone(s *moveSession, job *moveJob) {
 			job.finalDir, job.corruptCount, job.allowedCorrupt.Offsets))
 	}
 	if job.err != nil && job.log != nil {
-		_ = job.log.Close() // not adopted: nobody else holds it
+		_ = job.log.Close()
 	}
-	n.applyMoveOutput(s, s.machine.JobDone(n.seenBy(s), job.request, job.err == nil), job.err)
 }
 
 // ownsTheOrphanedCopy reports whether the session of an orphaned job ended
@@ -197,13 +204,7 @@ func (n *Node) keepOrphanedJob(s *moveSession, job *moveJob) {
 	if err := n.fs.RemoveAll(s.stagedDir); err != nil {
 		n.observer.Event("move-cleanup-failed", fmt.Sprintf("%s: %v", s.stagedDir, err))
 	}
-	if job.err == nil {
-		job.err = n.store.Adopt(job.finalDir, job.log, n.nowMs)
-	}
-	if job.err != nil {
-		if job.log != nil {
-			_ = job.log.Close() // not adopted: nobody else holds it
-		}
+	if n.adoptInstalled(job); job.err != nil {
 		n.observer.Event("move-install-failed-after-flip", fmt.Sprintf("%s: %v", job.finalDir, job.err))
 		return
 	}

@@ -611,11 +611,12 @@ func TestAFreezeForAMoveTheSourceHasNotAppliedIsRefused(t *testing.T) {
 	require.True(t, n.AcceptsWrites("t", 0), "the source did not freeze")
 }
 
-// TestASessionEndedWhileItsJobIsOutLeavesTheFilesToTheJob: a driver runs
-// the finalize job on a goroutine of its own, so a move aborted meanwhile
-// must not close or delete the staged copy under it, nor start another
-// session into the same directories; the job's return cleans up.
-func TestASessionEndedWhileItsJobIsOutLeavesTheFilesToTheJob(t *testing.T) {
+// finalizeJobHeld moves partition 0 of "t" (one record) to another node
+// with the drivers holding jobs back, until the target's finalize job is
+// held. It returns the harness, the leader, the source, the target and
+// the held job.
+func finalizeJobHeld(t *testing.T) (*clusterHarness, string, string, string, heldJob) {
+	t.Helper()
 	c := newClusterHarness(t, 3)
 	leader := c.electWithTopic("t", 3)
 	source := c.owners(leader, "t")[0]
@@ -626,6 +627,15 @@ func TestASessionEndedWhileItsJobIsOutLeavesTheFilesToTheJob(t *testing.T) {
 	c.tickUntil(100, 100, func() bool { return len(c.held) > 0 })
 	out := c.held[0]
 	require.Same(t, c.nodes[target], out.node)
+	return c, leader, source, target, out
+}
+
+// TestASessionEndedWhileItsJobIsOutLeavesTheFilesToTheJob: a driver runs
+// the finalize job on a goroutine of its own, so a move aborted meanwhile
+// must not close or delete the staged copy under it, nor start another
+// session into the same directories; the job's return cleans up.
+func TestASessionEndedWhileItsJobIsOutLeavesTheFilesToTheJob(t *testing.T) {
+	c, leader, _, target, out := finalizeJobHeld(t)
 	staged := out.job.pending.job.stagedDir
 
 	_, err := c.nodes[leader].meta.Propose(meta.AbortMove{Topic: "t", Partition: 0, ExpectedTarget: target})
@@ -659,16 +669,7 @@ func TestASessionEndedWhileItsJobIsOutLeavesTheFilesToTheJob(t *testing.T) {
 // N10 check removed: the job's return deleted the new owner's directory
 // under its open log, and 106 acknowledged records were lost).
 func TestAFlipAppliedWhileTheInstallRunsKeepsTheInstalledCopy(t *testing.T) {
-	c := newClusterHarness(t, 3)
-	leader := c.electWithTopic("t", 3)
-	source := c.owners(leader, "t")[0]
-	target := c.otherThan(source)
-	require.NoError(t, c.do(source, producePinned("t", 0, "r")).Err)
-	c.holdJobs = true
-	c.startMove(leader, "t", 0, target)
-	c.tickUntil(100, 100, func() bool { return len(c.held) > 0 })
-	out := c.held[0]
-	require.Same(t, c.nodes[target], out.node)
+	c, leader, source, target, out := finalizeJobHeld(t)
 
 	a, ok := c.nodes[leader].meta.State().Assignment("t", 0)
 	require.True(t, ok)
