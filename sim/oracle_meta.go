@@ -255,7 +255,7 @@ func (m *metaModel) flip(topic string, partition int, expectedOwner, expectedTar
 	case expectedStartedAtMs != 0 && expectedStartedAtMs != p.startedAtMs:
 		return fmt.Sprintf("the move that started at %d was replaced by one that started at %d", expectedStartedAtMs, p.startedAtMs)
 	}
-	*p = modelPlacement{owner: p.target}
+	*p = modelPlacement{owner: p.target, lastStartedAtMs: p.lastStartedAtMs} // the next move starts after this one
 	return ""
 }
 
