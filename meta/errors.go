@@ -75,6 +75,9 @@ var (
 	ErrPartitionNotFound       = errors.New("meta: partition not found")
 	ErrMemberNotFound          = errors.New("meta: member not found")
 	ErrMemberInUse             = errors.New("meta: member still owns or targets partitions")
+	// ErrMemberNotReceiving: a new partition placed on a member that is
+	// dead or draining.
+	ErrMemberNotReceiving = errors.New("meta: member dead or draining")
 	ErrUserExists              = errors.New("meta: user already exists")
 	ErrUserNotFound            = errors.New("meta: user not found")
 	ErrUserIsRoot              = errors.New("meta: the root user cannot be deleted or regranted, and no existing user becomes root")

@@ -60,8 +60,8 @@ func (m *model) applyTopic(cmd Command) error {
 		if m.topics[c.Name] != nil {
 			return ErrTopicExists
 		}
-		if !m.allMembers(c.Owners) {
-			return ErrMemberNotFound
+		if err := m.receiving(c.Owners); err != nil {
+			return err
 		}
 		if c.DeadLetterTopic != "" && m.topics[c.DeadLetterTopic] == nil {
 			return ErrDeadLetterTopicNotFound
@@ -92,8 +92,8 @@ func (m *model) alter(c AlterTopic) error {
 	if c.Partitions != nil && (*c.Partitions < len(topic.owners) || *c.Partitions-len(topic.owners) != len(c.NewOwners)) {
 		return ErrInvalidCommand
 	}
-	if !m.allMembers(c.NewOwners) {
-		return ErrMemberNotFound
+	if err := m.receiving(c.NewOwners); err != nil {
+		return err
 	}
 	maxDeliveries, deadLetterTopic := topic.config.MaxDeliveries, topic.config.DeadLetterTopic
 	if c.MaxDeliveries != nil {
@@ -126,6 +126,20 @@ func (m *model) alter(c AlterTopic) error {
 		topic.targets = append(topic.targets, "")
 		topic.started = append(topic.started, 0)
 		topic.lastStarted = append(topic.lastStarted, 0)
+	}
+	return nil
+}
+
+// receiving: new partitions go only to alive members that are not
+// draining.
+func (m *model) receiving(ids []string) error {
+	if !m.allMembers(ids) {
+		return ErrMemberNotFound
+	}
+	for _, id := range ids {
+		if !m.members[id].Alive || m.members[id].Draining {
+			return ErrMemberNotReceiving
+		}
 	}
 	return nil
 }

@@ -65,6 +65,22 @@ func TestCreateTopic(t *testing.T) {
 	requireRejected(t, s, negative, ErrInvalidCommand)
 }
 
+// TestNewPartitionsGoOnlyToReceivingMembers: a create or a growth that
+// places a partition on a member that is dead or draining is refused and
+// changes nothing. Its proposer placed it from a replica from before the
+// member died or drained (seed 52 of the three-node moves world: a node
+// restarted with a stale replica created a topic with a partition on a
+// member that had drained and retired, which nothing could ever move).
+func TestNewPartitionsGoOnlyToReceivingMembers(t *testing.T) {
+	s := stateWith(t, append(baseSetup(), heartbeat("m4", 100), MarkMemberDead{ID: "m4", ObservedHeartbeatMs: 100}, SetDraining{ID: "m3", Draining: true})...)
+	for _, owner := range []string{"m3", "m4"} {
+		requireRejected(t, s, createTopic("v", "m1", owner), ErrMemberNotReceiving)
+		grow := 3
+		requireRejected(t, s, AlterTopic{Name: "t", Partitions: &grow, NewOwners: []string{owner}}, ErrMemberNotReceiving)
+	}
+	require.NoError(t, createTopic("v", "m1", "m2").apply(s))
+}
+
 func TestDeleteTopic(t *testing.T) {
 	s := stateWith(t, baseSetup()...)
 	require.NoError(t, DeleteTopic{Name: "t"}.apply(s))

@@ -8,7 +8,7 @@ func (c CreateTopic) apply(s *State) error {
 	if _, exists := s.topics[c.Name]; exists {
 		return rejectf(ErrTopicExists, "topic %q", c.Name)
 	}
-	if err := s.checkMembers(c.Owners); err != nil {
+	if err := s.checkOwners(c.Owners); err != nil {
 		return err
 	}
 	if c.Limits.TopicsMax > 0 && len(s.topics) >= c.Limits.TopicsMax {
@@ -161,7 +161,7 @@ func (c AlterTopic) checkGrowth(s *State, record *TopicRecord) error {
 	if added := *c.Partitions - record.Partitions; added != len(c.NewOwners) {
 		return invalidf("topic %q grows by %d partitions but %d new owners are given", c.Name, added, len(c.NewOwners))
 	}
-	if err := s.checkMembers(c.NewOwners); err != nil {
+	if err := s.checkOwners(c.NewOwners); err != nil {
 		return err
 	}
 	return s.checkPartitionsPerNode(c.NewOwners, c.Limits.PartitionsPerNodeMax)
@@ -224,6 +224,24 @@ func assignmentsOf(owners []string) []Assignment {
 }
 
 // checkMembers rejects a placement on a node that is not a member.
+// checkOwners rejects new partitions placed on a member that is not
+// alive or is draining, which the proposer (placing on the members it
+// saw alive and not draining) could not have chosen had its replica been
+// current: a node just restarted may propose a topic from a replica from
+// before a member drained, retired and died, and nothing could ever
+// move a partition off such a member (its copy would have no source).
+func (s *State) checkOwners(ids []string) error {
+	if err := s.checkMembers(ids); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if member := s.members[id]; !member.Alive || member.Draining {
+			return rejectf(ErrMemberNotReceiving, "member %q (alive %t, draining %t)", id, member.Alive, member.Draining)
+		}
+	}
+	return nil
+}
+
 func (s *State) checkMembers(ids []string) error {
 	for _, id := range ids {
 		if _, found := s.members[id]; !found {

@@ -159,6 +159,8 @@ func applyError(topicName string, err error) *msg.Error {
 		return msg.Invalid("%v", err)
 	case errors.Is(err, meta.ErrMemberNotFound):
 		return msg.Unavailable("a chosen owner left the cluster; retry: %v", err)
+	case errors.Is(err, meta.ErrMemberNotReceiving):
+		return msg.Unavailable("a chosen owner is dead or draining; retry: %v", err)
 	}
 	return fanoutApplyError(err)
 }

@@ -224,9 +224,11 @@ func (l *metaLog) applyCommand(command meta.Command) {
 	}
 }
 
-func (l *metaLog) allMembers(ids []string) bool {
+// allReceiving reports whether every member named may get a new
+// partition (meta's checkOwners): a member, alive and not draining.
+func (l *metaLog) allReceiving(ids []string) bool {
 	for _, id := range ids {
-		if _, ok := l.members[id]; !ok {
+		if member, ok := l.members[id]; !ok || !member.Alive || member.Draining {
 			return false
 		}
 	}
@@ -234,7 +236,7 @@ func (l *metaLog) allMembers(ids []string) bool {
 }
 
 func (l *metaLog) createTopic(c meta.CreateTopic) {
-	if _, exists := l.topics[c.Name]; exists || !l.allMembers(c.Owners) {
+	if _, exists := l.topics[c.Name]; exists || !l.allReceiving(c.Owners) {
 		return
 	}
 	assignments := make([]meta.Assignment, len(c.Owners))
@@ -248,7 +250,7 @@ func (l *metaLog) createTopic(c meta.CreateTopic) {
 // growTopic adds the partitions of an AlterTopic that grows the topic.
 func (l *metaLog) growTopic(c meta.AlterTopic) {
 	assignments, exists := l.topics[c.Name]
-	if !exists || c.Partitions == nil || *c.Partitions-len(assignments) != len(c.NewOwners) || !l.allMembers(c.NewOwners) {
+	if !exists || c.Partitions == nil || *c.Partitions-len(assignments) != len(c.NewOwners) || !l.allReceiving(c.NewOwners) {
 		return
 	}
 	for _, owner := range c.NewOwners {

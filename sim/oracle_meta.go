@@ -102,6 +102,17 @@ func (m *metaModel) allMembers(ids []string) bool {
 	return true
 }
 
+// allReceiving reports whether every member named may get a new
+// partition: alive and not draining.
+func (m *metaModel) allReceiving(ids []string) bool {
+	for _, id := range ids {
+		if member := m.members[id]; member == nil || !member.alive || member.draining {
+			return false
+		}
+	}
+	return true
+}
+
 // ownedCounts counts the partitions each node owns.
 func (m *metaModel) ownedCounts() map[string]int {
 	counts := map[string]int{}
@@ -146,6 +157,8 @@ func (m *metaModel) createTopic(c meta.CreateTopic) string {
 		return "the topic exists"
 	case !m.allMembers(c.Owners):
 		return "an owner is not a member"
+	case !m.allReceiving(c.Owners):
+		return "an owner is dead or draining"
 	case c.Limits.TopicsMax > 0 && len(m.topics) >= c.Limits.TopicsMax:
 		return "the topic limit is reached"
 	case m.overPerNodeLimit(c.Owners, c.Limits.PartitionsPerNodeMax):
@@ -196,6 +209,8 @@ func (m *metaModel) growTopic(t *modelTopic, count int, owners []string, perNode
 		return "new owners do not match the added partitions"
 	case !m.allMembers(owners):
 		return "a new owner is not a member"
+	case !m.allReceiving(owners):
+		return "a new owner is dead or draining"
 	case m.overPerNodeLimit(owners, perNodeMax):
 		return "an owner would pass its partition limit"
 	}
