@@ -19,6 +19,20 @@ func (n *Node) movesFromHere() map[partitionKey]bool {
 	return moving
 }
 
+// freezeMovesFromHere builds, at start, the state of every partition that
+// was moving from here (partitionOf freezes it for the move), so that the
+// freeze's TTL runs from the start and expireFreezes asks for the move's
+// abort even if no request ever touches the partition: a move whose
+// destination cannot finish would otherwise hold it, and a place among
+// the moves in flight, until one did.
+func (n *Node) freezeMovesFromHere() {
+	for _, m := range n.meta.State().Moves() {
+		if t, ok := n.lookupTopic(m.Topic); ok && m.Owner == n.cfg.NodeID && m.Partition < t.info.Partitions {
+			n.partitionOf(t, m.Partition)
+		}
+	}
+}
+
 // reconcileMoves brings the node's partitions in line with the applied
 // placement: a partition whose move target changed is unfrozen, and one
 // this node no longer owns is let go (the flip: its log is closed, its

@@ -188,6 +188,40 @@ func TestASourceRestartedMidMoveStaysFrozen(t *testing.T) {
 	require.NoError(t, c.do(source, producePinned("t", 0, "resumed")).Err)
 }
 
+// TestASourceRestartedMidMoveAbortsTheMoveUntouched: the freeze a source
+// holds since its restart expires after the TTL and asks for the move's
+// abort even when no request ever builds the partition's state (a child
+// partition the fan-out has nothing to copy into, say). The destination
+// is alive but never hears the source (a one-pair cut), so it would wait
+// StallTimeoutMs (60 s) before giving the move up, and the leader has no
+// reason to: only the source's TTL ends the move sooner. Seed 10 of the
+// three-node moves world with -weather=on failed the freeze-ttl check
+// without it.
+func TestASourceRestartedMidMoveAbortsTheMoveUntouched(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	index := slices.IndexFunc(c.owners(leader, "t"), func(owner string) bool { return owner != leader })
+	source := c.owners(leader, "t")[index]
+	target := c.otherThan(source, leader)
+	require.NoError(t, c.do(source, producePinned("t", index, "x")).Err)
+	c.drop = func(env msg.Envelope) bool {
+		return env.From == source && env.To == target || env.From == target && env.To == source
+	}
+	c.startMove(leader, "t", index, target)
+	cfg := c.configs[source]
+	cfg.Moves.FreezeTTLMs = 500
+	c.configs[source] = cfg
+	c.crash(source) // it never answered a freeze: it restarts frozen all the same (movingAtStart)
+	c.tick(100)
+	require.Equal(t, []FrozenPartition{{Topic: "t", Partition: index, Target: target}}, c.nodes[source].FrozenPartitions(),
+		"frozen since the start, before any request")
+	c.tickUntil(500, 6, func() bool {
+		a, _ := c.nodes[leader].meta.State().Assignment("t", index)
+		return a.Target == ""
+	})
+	require.NoError(t, c.do(source, producePinned("t", index, "resumed")).Err)
+}
+
 // restartedFrozenSource moves partition 0 of t to a node that is cut off,
 // freezes the source for it and restarts the source.
 func restartedFrozenSource(t *testing.T) (c *clusterHarness, leader, source string) {

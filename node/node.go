@@ -228,6 +228,7 @@ func (n *Node) recover() error {
 	n.nonceBase = incarnation << incarnationNonceShift
 	n.routing.forwards.Renumber(n.nonceBase)
 	n.movingAtStart = n.movesFromHere()
+	n.freezeMovesFromHere()
 	if err := n.discardStagedCopies(); err != nil {
 		return err
 	}
