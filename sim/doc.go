@@ -45,6 +45,17 @@
 // on there by default (-media-clusters=false turns it off; it was off
 // while such a partition could not move); a regression seed gets it only
 // if its line says media-clusters.
+// Without weather the faults of the moves world leave few moves a quiet
+// moment to flip in: most flips wait for the end of the faults. So a
+// seeded half of the moves worlds (-weather=auto, TestSim's default; on
+// or off forces it; tests and regression seeds run without it unless
+// their line says weather) get weather (weather.go): the safety phase
+// alternates fault spells, in which faults are drawn as above, and
+// lulls of 6 to 14 s, in which no fault and no write storm starts and
+// the producers slow down tenfold, while stale and withheld proposals
+// and the core's fault sites go on. Moves flip in a lull's quiet end,
+// each with its withheld and stale proposals, and the next spell lands
+// on the moves in flight then.
 // A run has a safety phase (faults on) and a liveness phase (every node
 // up, faults off, producers stopped, consumers draining), as TigerBeetle's
 // VOPR does.

@@ -100,7 +100,9 @@ func (w *World) scheduleFault() {
 		if w.phase != phaseSafety {
 			return
 		}
-		w.injectFault(w.drawFault())
+		if w.drawsFaults() {
+			w.injectFault(w.drawFault())
+		}
 		w.scheduleFault()
 	})
 }
@@ -155,7 +157,7 @@ func (w *World) injectFault(kind string) {
 // while the safety phase lasts: its writes reach the disk's cache, the
 // fsync fails, the node crashes and the unsynced tail may tear.
 func (w *World) maybeFailSync(n *simNode, rd node.Ready) {
-	if w.phase != phaseSafety || w.opts.Faults.CrashMidSyncPercent == 0 || !touchesDisk(rd) {
+	if !w.drawsFaults() || w.opts.Faults.CrashMidSyncPercent == 0 || !touchesDisk(rd) {
 		return
 	}
 	if w.faultRng.IntN(100) < w.opts.Faults.CrashMidSyncPercent && w.mayTakeDown(n) {

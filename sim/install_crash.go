@@ -37,7 +37,7 @@ const (
 // and the flip never proposed. It reports whether n was killed.
 func (n *simNode) killedAfterInstall() bool {
 	w := n.w
-	if w.moves == nil || w.phase != phaseSafety || w.moves.installCrashRng.IntN(100) >= installedKillPercent || !w.mayTakeDown(n) {
+	if w.moves == nil || !w.drawsFaults() || w.moves.installCrashRng.IntN(100) >= installedKillPercent || !w.mayTakeDown(n) {
 		return false
 	}
 	w.countFault("move-kill-after-install")
@@ -53,7 +53,7 @@ func (n *simNode) killedAfterInstall() bool {
 // the job is then dropped.
 func (n *simNode) crashesMidInstall(job node.Job) bool {
 	w := n.w
-	if w.moves == nil || w.phase != phaseSafety {
+	if w.moves == nil || !w.drawsFaults() {
 		return false
 	}
 	final := job.Dir()

@@ -75,7 +75,7 @@ func (m *mediaFaults) unreadable(partition int, offset uint64) bool {
 
 // beforeStart may flip a byte of n's disk before n recovers from it.
 func (m *mediaFaults) beforeStart(n *simNode) {
-	if m == nil || !m.on || m.w.phase != phaseSafety || m.rng.IntN(100) >= mediaCorruptStartPercent {
+	if m == nil || !m.on || !m.w.drawsFaults() || m.rng.IntN(100) >= mediaCorruptStartPercent {
 		return
 	}
 	partition := m.rng.IntN(m.w.partitions)

@@ -250,7 +250,7 @@ func (m *moveWatcher) phaseEntered(dest *simNode, session msg.Move) {
 		w.moves.storm.maybeStart(session.Partition)
 	}
 	source := w.nodeByID(session.From)
-	if source != nil && m.rng.IntN(100) < moveFaultPercent {
+	if source != nil && w.drawsFaults() && m.rng.IntN(100) < moveFaultPercent {
 		m.inject(source, dest, session.Phase)
 	}
 }
@@ -259,7 +259,7 @@ func (m *moveWatcher) phaseEntered(dest *simNode, session msg.Move) {
 // the source's last state before the source froze (caughtUpKillPercent).
 func (m *moveWatcher) caughtUp(session msg.Move) {
 	move := fmt.Sprintf("%s@%d", partitionName(session.Topic, session.Partition), session.StartedAtMs)
-	if m.w.phase != phaseSafety || m.caughtUpDrawn[move] {
+	if !m.w.drawsFaults() || m.caughtUpDrawn[move] {
 		return
 	}
 	m.caughtUpDrawn[move] = true
@@ -304,7 +304,7 @@ func (m *moveWatcher) frozenSourceCaughtUp(session msg.Move) {
 	if leader, _ := m.w.raft.currentLeader(); leader == source {
 		return // a new leader would take longer to declare it dead than the destination waits
 	}
-	if m.w.phase != phaseSafety || source == nil || !source.up() || !frozenFor(source, session) {
+	if !m.w.drawsFaults() || source == nil || !source.up() || !frozenFor(source, session) {
 		return
 	}
 	move := fmt.Sprintf("%s@%d", name, session.StartedAtMs)
@@ -335,10 +335,10 @@ func (m *moveWatcher) frozeNow(source *simNode, frozen node.FrozenPartition) {
 	w := m.w
 	w.tracef("move: %s froze %s/%d for %s", source.id, frozen.Topic, frozen.Partition, frozen.Target)
 	dest := w.nodeByID(frozen.Target)
-	if w.phase == phaseSafety && dest != nil && m.rng.IntN(100) < moveFaultPercent {
+	if w.drawsFaults() && dest != nil && m.rng.IntN(100) < moveFaultPercent {
 		m.inject(source, dest, "handoff")
 	}
-	if w.phase == phaseSafety && dest != nil && dest.up() && m.caughtUpRng.IntN(100) < frozenDestBlipPercent && w.mayTakeDown(dest) {
+	if w.drawsFaults() && dest != nil && dest.up() && m.caughtUpRng.IntN(100) < frozenDestBlipPercent && w.mayTakeDown(dest) {
 		w.tracef("move fault: kill %s for a blip while %s is frozen for it; its session starts again", dest.id, source.id)
 		dest.crashFor("move-kill-dest-blip", int64(frozenDestBlipMsMin+m.caughtUpRng.IntN(frozenDestBlipMsSpread)))
 	}
@@ -442,7 +442,7 @@ func (m *moveWatcher) cut(kind string, a, b []*simNode, both bool) {
 // scale-up or a decommission committed: the planner is about to start
 // (or has just started) the moves they call for.
 func (m *moveWatcher) maybeChangeLeader(after chaos.Mark) {
-	if m.w.phase != phaseSafety || m.rng.IntN(100) >= leaderChangePercent {
+	if !m.w.drawsFaults() || m.rng.IntN(100) >= leaderChangePercent {
 		return
 	}
 	m.w.at(int64(m.rng.IntN(leaderChangeAfterMsMax+1)), func() {

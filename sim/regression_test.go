@@ -12,7 +12,8 @@ import (
 // TestRegressionSeeds runs every seed in testdata/seeds.txt: seeds that
 // once failed (each line: seed, profile, optionally nodes=N, moves,
 // deadletters, fanout, sites=on (the core's fault sites on; off
-// otherwise) and media-clusters (Options.MediaInClusters), then why it is
+// otherwise), media-clusters (Options.MediaInClusters) and weather (a
+// moves world's lulls, Options.Weather; off otherwise), then why it is
 // kept).
 func TestRegressionSeeds(t *testing.T) {
 	file, err := os.Open("testdata/seeds.txt")
@@ -74,6 +75,8 @@ func applySeedFlags(opts *Options, fields []string) error {
 			opts.Sites = SitesOn
 		case field == "media-clusters":
 			opts.MediaInClusters = true
+		case field == "weather":
+			opts.Weather = WeatherOn
 		default:
 			return nil
 		}
@@ -93,11 +96,14 @@ func TestSeedFlagsStopAtTheReason(t *testing.T) {
 	}
 	flagged := DefaultOptions(1)
 	flagged.MediaInClusters = false
-	if err := applySeedFlags(&flagged, strings.Fields("nodes=3 moves media-clusters a reason")); err != nil {
+	if err := applySeedFlags(&flagged, strings.Fields("nodes=3 moves media-clusters weather a reason weather")); err != nil {
 		t.Fatal(err)
 	}
-	if !flagged.MediaInClusters || !flagged.Moves {
-		t.Fatalf("media-clusters not read as a flag: %+v", flagged)
+	if !flagged.MediaInClusters || !flagged.Moves || flagged.Weather != WeatherOn {
+		t.Fatalf("media-clusters or weather not read as a flag: %+v", flagged)
+	}
+	if DefaultOptions(1).Weather != WeatherOff {
+		t.Fatal("a regression seed without the word weather would run with it")
 	}
 	if err := applySeedFlags(&opts, []string{"nodes=x"}); err == nil {
 		t.Fatal("a bad node count was accepted")

@@ -16,7 +16,9 @@ type Report struct {
 	// (-moves) and the users scenario (-users).
 	Nodes int
 	Moves bool
-	Users bool
+	// Weather says whether the run's safety phase had lulls (-weather).
+	Weather bool
+	Users   bool
 	// Fanout says whether it ran the fan-out scenario.
 	Fanout  bool
 	Profile string
@@ -98,7 +100,7 @@ type Report struct {
 
 func (w *World) report() Report {
 	return Report{
-		Seed: w.opts.Seed, Nodes: w.opts.Nodes, Moves: w.moves != nil, Users: w.users != nil, Fanout: w.opts.Fanout, Profile: w.opts.Faults.Name, SafetyMs: w.opts.SafetyMs, TraceHash: w.trace.sum(), Events: w.trace.events,
+		Seed: w.opts.Seed, Nodes: w.opts.Nodes, Moves: w.moves != nil, Weather: w.weather != nil, Users: w.users != nil, Fanout: w.opts.Fanout, Profile: w.opts.Faults.Name, SafetyMs: w.opts.SafetyMs, TraceHash: w.trace.sum(), Events: w.trace.events,
 		SimMs: w.nowMs, accounting: w.history.account(), Faults: sortedCounts(w.faults), Marks: chaos.Marks(), SitesFired: firedSites(),
 		PeerSent: sortedCounts(w.peers.sent), PeerDropped: sortedCounts(w.peers.dropped), StepErrors: sortedCounts(w.stepErrors),
 		PeerUnreachable: total(w.peers.unreachable),
@@ -151,6 +153,14 @@ func (r Report) Summary() string {
 		r.AckRetries, r.AckRetriesLanded, r.RedeliveredAfterLoss, r.LogOperations, r.LogResult, countsString(r.OracleChecks), countsString(r.Faults), len(r.Marks), r.sitesSummary(), float64(r.SimMs)/1000, r.WallSeconds, r.TraceHash, cluster)
 }
 
+// weatherFlag is the -weather value that reproduces the run.
+func (r Report) weatherFlag() WeatherMode {
+	if r.Weather {
+		return WeatherOn
+	}
+	return WeatherOff
+}
+
 // FailureText is the full account of a failed run: the checker, the last
 // events and the command that reproduces it.
 func (r Report) FailureText() string {
@@ -160,8 +170,8 @@ func (r Report) FailureText() string {
 	for _, line := range r.TraceTail {
 		fmt.Fprintf(&b, "  %s\n", line)
 	}
-	fmt.Fprintf(&b, "reproduce: go test ./sim -run 'TestSim$' -seed=%d -nodes=%d -moves=%t -users=%t -deadletters=%t -fanout=%t -faults=%s -sites=%s -duration=%dms -v\n",
-		r.Seed, r.Nodes, r.Moves, r.Users, r.DeadLetters, r.Fanout, r.Profile, r.sitesFlag(), r.SafetyMs)
+	fmt.Fprintf(&b, "reproduce: go test ./sim -run 'TestSim$' -seed=%d -nodes=%d -moves=%t -users=%t -deadletters=%t -fanout=%t -faults=%s -sites=%s -weather=%s -duration=%dms -v\n",
+		r.Seed, r.Nodes, r.Moves, r.Users, r.DeadLetters, r.Fanout, r.Profile, r.sitesFlag(), r.weatherFlag(), r.SafetyMs)
 	return b.String()
 }
 

@@ -23,6 +23,7 @@ var (
 	deadFlag     = flag.Bool("deadletters", false, "give the topic a dead-letter topic and a small max_deliveries, with a consumer of the dead letters")
 	fanoutFlag   = flag.Bool("fanout", false, "add the fan-out scenario: a fan-out child and a delay child of the topic, checked at the end")
 	mediaFlag    = flag.Bool("media-clusters", true, "let three-node moves worlds draw the media fault (=false turns it off there)")
+	weatherFlag  = flag.String("weather", "auto", "in a moves world, fault spells and lulls in the safety phase: auto (in a seeded half of the runs), on, off")
 	hashesFlag   = flag.Bool("hashes", false, "in a sweep, print each seed's trace hash (seed=S hash=H, and the failed checker if any), to compare two builds seed by seed")
 )
 
@@ -36,8 +37,13 @@ func optionsFromFlags(t *testing.T, seed uint64) Options {
 	if err != nil {
 		t.Fatal(err)
 	}
+	weather, err := WeatherModeByName(*weatherFlag)
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := DefaultOptions(seed)
 	opts.Sites = sites
+	opts.Weather = weather
 	opts.Nodes = *nodesFlag
 	opts.Moves = *movesFlag
 	opts.Users = *usersFlag

@@ -56,7 +56,7 @@ func (s *stormState) active() bool { return s.w.nowMs < s.untilMs }
 
 // maybeStart starts a storm on the partition, unless one blows already.
 func (s *stormState) maybeStart(partition int) {
-	if s.active() || s.rng.IntN(100) >= stormPercent {
+	if s.active() || !s.w.drawsFaults() || s.rng.IntN(100) >= stormPercent {
 		return
 	}
 	durationMs := int64(stormMsMin + s.rng.IntN(stormMsSpread))

@@ -38,6 +38,8 @@ const (
 	movesFanoutStream = 42
 	// installCrashStream: the crashes between an install's renames.
 	installCrashStream = 43
+	// weatherStream: whether a moves world has weather, and its lulls.
+	weatherStream = 44
 	// memFSStream: the base of the simulated disks' streams (one per
 	// node: memFSStream plus the node's index).
 	memFSStream = 100
@@ -57,6 +59,6 @@ const perNodeStreamSpan = 100
 var (
 	singleStreams = []uint64{workloadStream, networkStream, faultStream, peerStream, moveStream, usersStream,
 		lateProposalStream, controlStream, sitesStream, caughtUpKillStream, mediaStream, deadLettersStream, movesFanoutStream,
-		installCrashStream}
+		installCrashStream, weatherStream}
 	perNodeStreamBases = []uint64{memFSStream, handleKeyStream}
 )

@@ -143,10 +143,16 @@ func (cl *client) retryProduce(ids []string, batch bool, attempt int, response *
 	cl.later(int64(cl.w.workloadRng.IntN(cl.thinkMsMax())), cl.produceNext)
 }
 
-// thinkMsMax bounds a producer's pause between two produces.
+// thinkMsMax bounds a producer's pause between two produces. A lull of
+// the weather slows the workload's producers down (not a write storm's):
+// without faults they would produce an order of magnitude more records
+// than under them, and the end of a run reads every record.
 func (cl *client) thinkMsMax() int {
-	if cl.storm != nil {
+	switch {
+	case cl.storm != nil:
 		return stormThinkMsMax
+	case cl.w.weather.calm(cl.w.nowMs):
+		return producerThinkMsMax * lullThinkFactor
 	}
 	return producerThinkMsMax
 }

@@ -72,6 +72,10 @@ type Options struct {
 	// corruption). A regression seed turns it off unless its line says
 	// media-clusters, as it failed before it was on.
 	MediaInClusters bool
+	// Weather, in a moves world, splits the safety phase into storms and
+	// lulls in which no fault is drawn (weather.go). Off unless asked for:
+	// TestSim's -weather is auto.
+	Weather WeatherMode
 }
 
 // DefaultOptions returns a run of 30 simulated seconds with every fault.
@@ -103,6 +107,9 @@ type World struct {
 	// metaModel runs a naive model of the metastore beside every replica
 	// (check_meta_model.go); nil in a single-node world.
 	metaModel *metaModelChecker
+	// weather holds the safety phase's lulls; nil without weather. Set at
+	// the start of the safety phase.
+	weather *weather
 	// nodes grows by a scale-up (never shrinks: a retired node stays,
 	// down for good); retiredCount counts the retired ones.
 	nodes        []*simNode
@@ -423,6 +430,8 @@ func (w *World) setup() {
 
 func (w *World) startSafety() {
 	w.phase = phaseSafety
+	w.weather = drawWeather(w.opts, w.nowMs)
+	w.weather.schedule(w)
 	w.tracef("safety phase: %d partitions, profile %s", w.partitions, w.opts.Faults.Name)
 	w.spawnWorkload()
 	for _, n := range w.nodes {
