@@ -62,7 +62,7 @@ func TestPlantedClusterBugsAreCaught(t *testing.T) {
 }
 
 // catchInMovesWorld plants bug and runs seeds 1..seeds of the three-node
-// moves world until one fails.
+// moves world (weather in a seeded half of them) until one fails.
 func catchInMovesWorld(bug chaos.Bug, seeds int) plantedCatch {
 	chaos.Plant(bug)
 	defer chaos.Plant(0)
@@ -70,6 +70,7 @@ func catchInMovesWorld(bug chaos.Bug, seeds int) plantedCatch {
 		opts := DefaultOptions(seed)
 		opts.Nodes = 3
 		opts.Moves = true
+		opts.Weather = WeatherAuto // as TestSim's sweeps run
 		if report := Run(opts); report.Failure != nil {
 			return plantedCatch{bug: bug, seed: seed, checker: report.Failure.Checker, detail: report.Failure.Detail}
 		}
