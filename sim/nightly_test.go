@@ -66,6 +66,7 @@ func (w nightlyWorld) options(seed uint64) Options {
 	opts := DefaultOptions(seed)
 	opts.Nodes, opts.Moves, opts.Users, opts.DeadLetters, opts.Faults = w.nodes, w.moves, w.users, w.deadLetters, w.profile
 	opts.Fanout = w.fanout
+	opts.Weather = WeatherAuto // as TestSim's sweeps: a seeded half of the moves worlds
 	return opts
 }
 
