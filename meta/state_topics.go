@@ -223,7 +223,6 @@ func assignmentsOf(owners []string) []Assignment {
 	return assignments
 }
 
-// checkMembers rejects a placement on a node that is not a member.
 // checkOwners rejects new partitions placed on a member that is not
 // alive or is draining, which the proposer (placing on the members it
 // saw alive and not draining) could not have chosen had its replica been
@@ -242,6 +241,7 @@ func (s *State) checkOwners(ids []string) error {
 	return nil
 }
 
+// checkMembers rejects a placement on a node that is not a member.
 func (s *State) checkMembers(ids []string) error {
 	for _, id := range ids {
 		if _, found := s.members[id]; !found {
