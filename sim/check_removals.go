@@ -291,7 +291,32 @@ var _ storage.FS = watchedFS{}
 // Remove implements storage.FS.
 func (f watchedFS) Remove(name string) error {
 	f.removing(name)
-	return f.MemFS.Remove(name)
+	err := f.MemFS.Remove(name)
+	f.n.w.agedOut.removed(f.n, name, err)
+	return err
+}
+
+// SyncDir implements storage.FS.
+func (f watchedFS) SyncDir(dir string) error {
+	err := f.MemFS.SyncDir(dir)
+	f.n.w.agedOut.dirSynced(f.n, dir, err)
+	return err
+}
+
+// Create implements storage.FS: the aged-out world's stall may fail it.
+func (f watchedFS) Create(name string) (storage.File, error) {
+	if f.n.w.agedOut == nil {
+		return f.MemFS.Create(name)
+	}
+	return f.n.w.agedOut.openStalling(name, f.MemFS.Create)
+}
+
+// Open implements storage.FS: the aged-out world's stall may fail it.
+func (f watchedFS) Open(name string) (storage.File, error) {
+	if f.n.w.agedOut == nil {
+		return f.MemFS.Open(name)
+	}
+	return f.n.w.agedOut.openStalling(name, f.MemFS.Open)
 }
 
 // RemoveAll implements storage.FS.

@@ -161,7 +161,8 @@ func (cl *client) createTopic(partitions, visibilityMs int) {
 	if cl.w.deadLetters != nil {
 		deadLetters = cl.w.deadLetters.createTopicFields()
 	}
-	body := fmt.Sprintf(`{"name":%q,"partitions":%d,"visibility_timeout_ms":%d%s}`, cl.w.topic, partitions, visibilityMs, deadLetters)
+	body := fmt.Sprintf(`{"name":%q,"partitions":%d,"visibility_timeout_ms":%d%s%s}`, cl.w.topic, partitions, visibilityMs, deadLetters,
+		cl.w.agedOut.createTopicFields())
 	c := &call{kind: "create-topic", httpRequest: newHTTPRequest(http.MethodPost, "/v1/topics", "application/json", body)}
 	c.onDone = func(response *httpapi.Response) {
 		switch {

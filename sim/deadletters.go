@@ -51,6 +51,9 @@ type deadLetters struct {
 	// settled counts the records nodes acknowledged as dead letters;
 	// delivered the dead letters the consumer got.
 	settled, delivered int
+	// doomed is the doomed topic's operator (deadletters_doomed.go); nil
+	// unless Options.DeadLettersAimed in a cluster.
+	doomed *doomed
 }
 
 func newDeadLetters(w *World) *deadLetters {
@@ -87,6 +90,7 @@ func (d *deadLetters) spawn() {
 	c := newClient(d.w, "dead1", roleConsumer)
 	d.w.clients = append(d.w.clients, c)
 	c.later(int64(d.rng.IntN(50)), func() { d.consumeNext(c) })
+	d.spawnDoomed()
 }
 
 // consumeNext long-polls the dead-letter topic for a batch.
@@ -137,6 +141,9 @@ func (d *deadLetters) consumed(cl *client, c *call, response *httpapi.Response) 
 // received checks one dead letter's origin and counts its record as
 // delivered.
 func (d *deadLetters) received(c *call, m deadLetterMessage) bool {
+	if doomed, ok := d.receivedDoomed(c, m); doomed || !ok {
+		return ok
+	}
 	id, err := m.id()
 	switch {
 	case err != nil:

@@ -103,7 +103,22 @@
 // With -deadletters the topic names a dead-letter topic and a
 // max_deliveries of 1 or 2 (deadletters.go): the consumers' nacks and
 // forgotten leases exhaust some records, and a consumer drains the
-// dead-letter topic.
+// dead-letter topic. With -deadletters-aimed as well, in a cluster, an
+// operator creates small topics whose dead letters go to the same
+// dead-letter topic, nacks their records and deletes each topic while its
+// dead letters are being written, and the peer network loses those
+// writes' forwards, so that batches end with their source partition gone
+// (deadletters_doomed.go).
+//
+// With -fanout -fanout-aged-out on one node (a cluster ignores it; see
+// TestSimFanoutAgedOut) the
+// topic keeps its records an hour (the least the API allows a parent of
+// a delay child) and the copy child's segments fail to open or write for
+// longer, from ten seconds into the safety phase; the producers pause
+// after forty seconds and resume once those records expired, half a
+// minute before the disk heals, so retention deletes records the child's
+// cursors never copied, and the cursors skip them (fanout_agedout.go). The safety phase lasts about an hour of simulated
+// time, some ten seconds of wall time.
 //
 // Once a moves world has healed, one more node joins after some replica
 // compacted the metastore's log (latejoin.go), configured with the
@@ -136,6 +151,15 @@
 //     topic as its origin; a record consumed from the dead-letter topic
 //     counts as delivered, so the accounting below holds a record that
 //     exhausted its deliveries to its topic or the dead-letter topic.
+//   - Fan-out (check_fanout.go): after the drain, every record answered
+//     202 in the topic is in each child, and none reached the delay child
+//     before its first commit in the topic plus the delay. A record is
+//     excused from a child only when media corruption destroyed it, or
+//     retention deleted it, at every offset it was acknowledged at: the
+//     offsets retention deleted are those of the segment files the
+//     simulator saw a node remove durably, oldest first, with a later
+//     segment left (fanout_agedout.go), never the node's own report; the
+//     readers accept a 410 only at such an offset (or a corrupt one).
 //   - At the end, Jepsen-style accounting over unique message ids: lost
 //     (answered 202, never consumed), unexpected (consumed, never
 //     produced), duplicated and recovered. A record never consumed is

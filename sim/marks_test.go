@@ -12,17 +12,12 @@ import (
 // notYetRequired lists the core's marks that no sweep requires, with why.
 // A mark leaves this set when a sweep starts requiring it; the set is
 // meant to empty.
-var notYetRequired = map[chaos.Mark]string{
-	chaos.MarkNodeDeadLetterOrphaned: "needs a batch of dead letters in flight when its source partition's move flips (a source refuses new " +
-		"batches once frozen) or its topic is deleted: 0 in 30 seeds of TestSimDeadLettersSweep; no fault aims at that window yet",
-	chaos.MarkFanoutRecordsAgedOut: "needs a child stalled for longer than its parent's retention (at least an hour of simulated time) " +
-		"and a fan-out checker that excuses the records retention took; no world does both yet",
-}
+var notYetRequired = map[chaos.Mark]string{}
 
 // requiredMarks returns every mark some sweep definition requires.
 func requiredMarks() []chaos.Mark {
 	lists := [][]chaos.Mark{ExpectedMarks, ExpectedSingleNodeMarks, ExpectedClusterMarks, ExpectedMoveMarks, ciMoveMarks, MoveFaultMarks(), ExpectedDeadLetterMarks,
-		ExpectedFanoutMarks, FanoutFaultMarks(), nightlyMoveMarkList()}
+		ExpectedDeadLetterAimedMarks, ExpectedFanoutMarks, FanoutFaultMarks(), ExpectedFanoutAgedOutMarks, nightlyMoveMarkList()}
 	return slices.Concat(lists...)
 }
 

@@ -133,6 +133,10 @@ func (p *peerNetwork) send(from *simNode, env msg.Envelope) {
 	}
 	p.w.raft.observe(env)
 	l := p.links[from.index][to.index]
+	if p.w.deadLetters.losesAimedWrite(env) {
+		p.dropped["dead-letters-aimed"]++
+		return
+	}
 	if p.w.lateProposals != nil && p.w.lateProposals.withhold(l, env, kind, bytes) {
 		return
 	}

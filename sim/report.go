@@ -28,6 +28,17 @@ type Report struct {
 	// letters its consumer received.
 	DeadLetters                              bool
 	DeadLettersSettled, DeadLettersDelivered int
+	// DeadLettersAimed says whether it had the doomed topics
+	// (-deadletters-aimed); DoomedRounds counts the doomed topics deleted,
+	// DoomedDelivered their dead letters the consumer took.
+	DeadLettersAimed              bool
+	DoomedRounds, DoomedDelivered int
+	// FanoutAgedOut says whether it was the aged-out fan-out world
+	// (-fanout-aged-out); AgedOutRanges counts the offset ranges retention
+	// took from the topic, AgedOutExcused the records answered 202 that a
+	// child lacked because retention took them first.
+	FanoutAgedOut                 bool
+	AgedOutRanges, AgedOutExcused int
 	// SafetyMs is the run's safety phase (-duration reproduces it).
 	SafetyMs    int64
 	TraceHash   uint64
@@ -99,6 +110,7 @@ type Report struct {
 }
 
 func (w *World) report() Report {
+	doomedRounds, doomedDelivered := w.deadLetters.doomedCounts()
 	return Report{
 		Seed: w.opts.Seed, Nodes: w.opts.Nodes, Moves: w.moves != nil, Weather: w.weather != nil, Users: w.users != nil, Fanout: w.opts.Fanout, Profile: w.opts.Faults.Name, SafetyMs: w.opts.SafetyMs, TraceHash: w.trace.sum(), Events: w.trace.events,
 		SimMs: w.nowMs, accounting: w.history.account(), Faults: sortedCounts(w.faults), Marks: chaos.Marks(), SitesFired: firedSites(),
@@ -114,6 +126,8 @@ func (w *World) report() Report {
 		UserChanges: w.userChangesSent(), UsersFinal: len(w.metaLog.users.users), RootSeeds: w.metaLog.users.seeds,
 		LogOperations: w.logOperations, LogResult: w.logResult, OracleChecks: sortedCounts(w.oracleCounts()), RemovalsJudged: w.removals.judged, Failure: w.failure, TraceTail: w.trace.last(),
 		DeadLetters: w.deadLetters != nil, DeadLettersSettled: w.deadLetters.settledCount(), DeadLettersDelivered: w.deadLetters.deliveredCount(),
+		DeadLettersAimed: w.opts.DeadLettersAimed, DoomedRounds: doomedRounds, DoomedDelivered: doomedDelivered,
+		FanoutAgedOut: w.agedOut != nil, AgedOutRanges: w.agedOut.rangesRemoved(), AgedOutExcused: w.agedOut.excusedCount(),
 	}
 }
 
@@ -148,6 +162,12 @@ func (r Report) Summary() string {
 	if r.DeadLetters {
 		cluster += fmt.Sprintf(" dead_letters_settled=%d dead_letters_delivered=%d", r.DeadLettersSettled, r.DeadLettersDelivered)
 	}
+	if r.DeadLettersAimed {
+		cluster += fmt.Sprintf(" doomed_rounds=%d doomed_dead_letters=%d", r.DoomedRounds, r.DoomedDelivered)
+	}
+	if r.FanoutAgedOut {
+		cluster += fmt.Sprintf(" aged_out_ranges=%d aged_out_excused=%d", r.AgedOutRanges, r.AgedOutExcused)
+	}
 	return fmt.Sprintf("seed=%d nodes=%d profile=%s %s acked=%d delivered=%d lost=%d duplicated=%d unexpected=%d recovered=%d ack_retries=%d ack_retries_landed=%d redelivered_after_lost_ack=%d log_ops=%d log=%s oracles=[%s] faults=[%s] marks=%d %s sim_s=%.1f wall_s=%.2f trace-hash=%016x%s",
 		r.Seed, r.Nodes, r.Profile, status, r.Acked, r.Delivered, r.Lost, r.Duplicated, r.Unexpected, r.Recovered,
 		r.AckRetries, r.AckRetriesLanded, r.RedeliveredAfterLoss, r.LogOperations, r.LogResult, countsString(r.OracleChecks), countsString(r.Faults), len(r.Marks), r.sitesSummary(), float64(r.SimMs)/1000, r.WallSeconds, r.TraceHash, cluster)
@@ -170,8 +190,8 @@ func (r Report) FailureText() string {
 	for _, line := range r.TraceTail {
 		fmt.Fprintf(&b, "  %s\n", line)
 	}
-	fmt.Fprintf(&b, "reproduce: go test ./sim -run 'TestSim$' -seed=%d -nodes=%d -moves=%t -users=%t -deadletters=%t -fanout=%t -faults=%s -sites=%s -weather=%s -duration=%dms -v\n",
-		r.Seed, r.Nodes, r.Moves, r.Users, r.DeadLetters, r.Fanout, r.Profile, r.sitesFlag(), r.weatherFlag(), r.SafetyMs)
+	fmt.Fprintf(&b, "reproduce: go test ./sim -run 'TestSim$' -seed=%d -nodes=%d -moves=%t -users=%t -deadletters=%t -deadletters-aimed=%t -fanout=%t -fanout-aged-out=%t -faults=%s -sites=%s -weather=%s -duration=%dms -v\n",
+		r.Seed, r.Nodes, r.Moves, r.Users, r.DeadLetters, r.DeadLettersAimed, r.Fanout, r.FanoutAgedOut, r.Profile, r.sitesFlag(), r.weatherFlag(), r.SafetyMs)
 	return b.String()
 }
 

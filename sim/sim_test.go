@@ -21,7 +21,9 @@ var (
 	sitesFlag    = flag.String("sites", "auto", "the core's fault sites: auto (on in a seeded half of the runs), on, off")
 	usersFlag    = flag.Bool("users", false, "in a cluster, add the users scenario: root seeds on every node, user changes at random nodes")
 	deadFlag     = flag.Bool("deadletters", false, "give the topic a dead-letter topic and a small max_deliveries, with a consumer of the dead letters")
+	aimedFlag    = flag.Bool("deadletters-aimed", false, "with -deadletters in a cluster, add topics deleted while their dead letters are being written, whose forwarded writes are lost")
 	fanoutFlag   = flag.Bool("fanout", false, "add the fan-out scenario: a fan-out child and a delay child of the topic, checked at the end")
+	agedOutFlag  = flag.Bool("fanout-aged-out", false, "with -fanout on one node, give the topic an hour's retention and fail the copy child's disk for longer (the safety phase lasts at least AgedOutSafetyMs)")
 	mediaFlag    = flag.Bool("media-clusters", true, "let three-node moves worlds draw the media fault (=false turns it off there)")
 	weatherFlag  = flag.String("weather", "auto", "in a moves world, fault spells and lulls in the safety phase: auto (in a seeded half of the runs), on, off")
 	hashesFlag   = flag.Bool("hashes", false, "in a sweep, print each seed's trace hash (seed=S hash=H, and the failed checker if any), to compare two builds seed by seed")
@@ -48,10 +50,15 @@ func optionsFromFlags(t *testing.T, seed uint64) Options {
 	opts.Moves = *movesFlag
 	opts.Users = *usersFlag
 	opts.DeadLetters = *deadFlag
+	opts.DeadLettersAimed = *aimedFlag
 	opts.Fanout = *fanoutFlag
+	opts.FanoutAgedOut = *agedOutFlag
 	opts.MediaInClusters = *mediaFlag
 	opts.Faults = profile
 	opts.SafetyMs = durationFlag.Milliseconds()
+	if opts.FanoutAgedOut && opts.Nodes == 1 {
+		opts.SafetyMs = max(opts.SafetyMs, AgedOutSafetyMs)
+	}
 	if testing.Verbose() && *seedsFlag == 0 {
 		opts.Verbose = os.Stdout
 	}
@@ -118,6 +125,12 @@ func sweepExpectedMarks(opts Options) []chaos.Mark {
 	}
 	if singleNodeMediaSweep(opts) {
 		expected = append(expected, ExpectedSingleNodeMarks...)
+	}
+	if opts.DeadLetters && opts.DeadLettersAimed && opts.Nodes > 1 {
+		expected = append(expected, ExpectedDeadLetterAimedMarks...)
+	}
+	if opts.Fanout && opts.FanoutAgedOut && opts.Nodes == 1 {
+		expected = append(expected, ExpectedFanoutAgedOutMarks...)
 	}
 	return expected
 }

@@ -143,6 +143,9 @@ func (n *simNode) config() node.Config {
 	if n.w.opts.Fanout {
 		cfg.Fanout.CursorPersistIntervalMs = fanoutCursorPersistIntervalMs
 	}
+	if n.w.agedOut != nil {
+		cfg.RetentionCheckIntervalMs = agedOutRetentionCheckMs
+	}
 	return cfg
 }
 

@@ -75,9 +75,11 @@ func (s *stormState) maybeStart(partition int) {
 }
 
 // payloadOf is the payload that carries a message id: the id itself, or,
-// for a storm's producer, the id padded to stormPayloadBytes.
+// for a storm's producer and every producer of the aged-out world (whose
+// records must fill segments for retention to delete: fanout_agedout.go),
+// the id padded to stormPayloadBytes.
 func (cl *client) payloadOf(id string) string {
-	if cl.storm == nil {
+	if cl.storm == nil && cl.w.agedOut == nil {
 		return id
 	}
 	return id + payloadPadSeparator + strings.Repeat("x", stormPayloadBytes-len(id)-len(payloadPadSeparator))

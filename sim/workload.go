@@ -59,6 +59,7 @@ func (w *World) spawnWorkload() {
 	if w.deadLetters != nil {
 		w.deadLetters.spawn()
 	}
+	w.agedOut.start()
 	r := newClient(w, "r1", roleReplayer)
 	r.cursors = make([]uint64, w.partitions)
 	w.clients = append(w.clients, r)
@@ -71,6 +72,11 @@ func (w *World) spawnWorkload() {
 func (cl *client) produceNext() {
 	if cl.w.phase != phaseSafety || (cl.storm != nil && !cl.storm.active()) {
 		cl.busy = false
+		return
+	}
+	if pauseMs := cl.w.agedOut.producersPausedFor(); pauseMs > 0 {
+		cl.busy = false
+		cl.later(pauseMs, cl.produceNext)
 		return
 	}
 	cl.busy = true

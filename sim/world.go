@@ -58,6 +58,11 @@ type Options struct {
 	// small max_deliveries, with a consumer of the dead letters
 	// (deadletters.go).
 	DeadLetters bool
+	// DeadLettersAimed, with DeadLetters in a cluster, adds topics that
+	// are deleted while their dead letters are being written, whose
+	// forwarded writes the peer network loses (deadletters_doomed.go).
+	// Off unless a run asks for it (kept seeds ran without it).
+	DeadLettersAimed bool
 	// Sites says whether the core's fault sites are on during the safety
 	// phase (sites.go).
 	Sites SitesMode
@@ -76,6 +81,10 @@ type Options struct {
 	// lulls in which no fault is drawn (weather.go). Off unless asked for:
 	// TestSim's -weather is auto.
 	Weather WeatherMode
+	// FanoutAgedOut, with Fanout in a single-node world, gives the topic
+	// an hour's retention and fails the copy child's disk for longer
+	// (fanout_agedout.go). Off unless a run asks for it.
+	FanoutAgedOut bool
 }
 
 // DefaultOptions returns a run of 30 simulated seconds with every fault.
@@ -126,6 +135,8 @@ type World struct {
 	checker *stateChecker
 	// deadLetters is the dead-letters scenario; nil without it.
 	deadLetters *deadLetters
+	// agedOut is the aged-out fan-out world; nil without it.
+	agedOut *fanoutAgedOut
 	// media is the media corruption of the disks (media_faults.go); nil
 	// until the first start of a node.
 	media *mediaFaults
@@ -233,6 +244,7 @@ func NewWorld(opts Options) *World {
 	if opts.DeadLetters {
 		w.deadLetters = newDeadLetters(w)
 	}
+	w.agedOut = newFanoutAgedOut(w)
 	return w
 }
 
