@@ -22,7 +22,11 @@ var (
 type nightlyWorld struct {
 	nodes                             int
 	moves, users, deadLetters, fanout bool
-	profile                           Profile
+	// deadLettersAimed and agedOut add the doomed dead-letter topics
+	// (deadletters_doomed.go) and the aged-out fan-out world
+	// (fanout_agedout.go), each the only world to reach its mark.
+	deadLettersAimed, agedOut bool
+	profile                   Profile
 }
 
 func (w nightlyWorld) String() string {
@@ -39,14 +43,22 @@ func (w nightlyWorld) String() string {
 	if w.fanout {
 		scenarios += " fanout"
 	}
+	if w.deadLettersAimed {
+		scenarios += " deadletters-aimed"
+	}
+	if w.agedOut {
+		scenarios += " fanout-aged-out"
+	}
 	return fmt.Sprintf("nodes=%d%s faults=%s", w.nodes, scenarios, w.profile.Name)
 }
 
 // nightlyWorlds lists the worlds in the order the nightly runs them: a
 // single node, three and five nodes with moves, under every fault profile;
 // then a three-node world with the users scenario, dead letters on one
-// node and on three with moves, and fan-out children on three nodes with
-// moves. Run i of the nightly is world i modulo
+// node and on three with moves, fan-out children on three nodes with
+// moves, doomed dead-letter topics on three nodes with moves, and the
+// aged-out fan-out world on one node (an hour of simulated time, about
+// ten seconds). Run i of the nightly is world i modulo
 // the list, with seed first+i.
 func nightlyWorlds() []nightlyWorld {
 	var worlds []nightlyWorld
@@ -59,13 +71,18 @@ func nightlyWorlds() []nightlyWorld {
 	return append(worlds, nightlyWorld{nodes: 3, users: true, profile: ProfileAll},
 		nightlyWorld{nodes: 1, deadLetters: true, profile: ProfileAll},
 		nightlyWorld{nodes: 3, moves: true, deadLetters: true, profile: ProfileAll},
-		nightlyWorld{nodes: 3, moves: true, fanout: true, profile: ProfileAll})
+		nightlyWorld{nodes: 3, moves: true, fanout: true, profile: ProfileAll},
+		nightlyWorld{nodes: 3, moves: true, deadLetters: true, deadLettersAimed: true, profile: ProfileAll},
+		nightlyWorld{nodes: 1, fanout: true, agedOut: true, profile: ProfileAll})
 }
 
 func (w nightlyWorld) options(seed uint64) Options {
 	opts := DefaultOptions(seed)
 	opts.Nodes, opts.Moves, opts.Users, opts.DeadLetters, opts.Faults = w.nodes, w.moves, w.users, w.deadLetters, w.profile
-	opts.Fanout = w.fanout
+	opts.Fanout, opts.DeadLettersAimed, opts.FanoutAgedOut = w.fanout, w.deadLettersAimed, w.agedOut
+	if w.agedOut {
+		opts.SafetyMs = AgedOutSafetyMs
+	}
 	opts.Weather = WeatherAuto // as TestSim's sweeps: a seeded half of the moves worlds
 	return opts
 }
