@@ -78,14 +78,14 @@ var (
 	// ErrMemberNotReceiving: a new partition placed on a member that is
 	// dead or draining.
 	ErrMemberNotReceiving = errors.New("meta: member dead or draining")
-	ErrUserExists              = errors.New("meta: user already exists")
-	ErrUserNotFound            = errors.New("meta: user not found")
-	ErrUserIsRoot              = errors.New("meta: the root user cannot be deleted or regranted, and no existing user becomes root")
-	ErrPeerExists              = errors.New("meta: peer already a voter")
-	ErrPeerNotFound            = errors.New("meta: peer not found")
-	ErrRaftIDReused            = errors.New("meta: raft id belonged to a removed peer and may not be reused")
-	ErrTooFewVoters            = errors.New("meta: removal would leave fewer voters than the minimum")
-	ErrUnknownConfChange       = errors.New("meta: unknown configuration change kind")
+	ErrUserExists         = errors.New("meta: user already exists")
+	ErrUserNotFound       = errors.New("meta: user not found")
+	ErrUserIsRoot         = errors.New("meta: the root user cannot be deleted or regranted, and no existing user becomes root")
+	ErrPeerExists         = errors.New("meta: peer already a voter")
+	ErrPeerNotFound       = errors.New("meta: peer not found")
+	ErrRaftIDReused       = errors.New("meta: raft id belonged to a removed peer and may not be reused")
+	ErrTooFewVoters       = errors.New("meta: removal would leave fewer voters than the minimum")
+	ErrUnknownConfChange  = errors.New("meta: unknown configuration change kind")
 	// ErrFanoutRole: an attach breaks a role rule of fan-out (depth 1,
 	// one parent, not its own child, not attached twice).
 	ErrFanoutRole = errors.New("meta: fan-out role conflict")
