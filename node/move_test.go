@@ -20,6 +20,17 @@ func (c *clusterHarness) startMove(leader, topicName string, index int, to strin
 	c.settle()
 }
 
+// partitionAwayFromLeader picks a partition of t whose owner is not the
+// metastore leader and a target that is neither, and pins one record,
+// payload, to the partition.
+func (c *clusterHarness) partitionAwayFromLeader(leader, payload string) (index int, source, target string) {
+	index = slices.IndexFunc(c.owners(leader, "t"), func(owner string) bool { return owner != leader })
+	source = c.owners(leader, "t")[index]
+	target = c.otherThan(source, leader)
+	require.NoError(c.t, c.do(source, producePinned("t", index, payload)).Err)
+	return index, source, target
+}
+
 // tickUntil ticks in steps until done holds.
 func (c *clusterHarness) tickUntil(stepMs int64, steps int, done func() bool) {
 	for range steps {
@@ -200,10 +211,7 @@ func TestASourceRestartedMidMoveStaysFrozen(t *testing.T) {
 func TestASourceRestartedMidMoveAbortsTheMoveUntouched(t *testing.T) {
 	c := newClusterHarness(t, 3)
 	leader := c.electWithTopic("t", 3)
-	index := slices.IndexFunc(c.owners(leader, "t"), func(owner string) bool { return owner != leader })
-	source := c.owners(leader, "t")[index]
-	target := c.otherThan(source, leader)
-	require.NoError(t, c.do(source, producePinned("t", index, "x")).Err)
+	index, source, target := c.partitionAwayFromLeader(leader, "x")
 	c.drop = func(env msg.Envelope) bool {
 		return env.From == source && env.To == target || env.From == target && env.To == source
 	}
@@ -382,10 +390,7 @@ func TestADestinationNeverPromotesAStateThatWasNotFrozen(t *testing.T) {
 func TestAStaleFlipOfAReplacedMoveFails(t *testing.T) {
 	c := newClusterHarness(t, 3)
 	leader := c.electWithTopic("t", 3)
-	partition := slices.IndexFunc(c.owners(leader, "t"), func(owner string) bool { return owner != leader })
-	source := c.owners(leader, "t")[partition]
-	target := c.otherThan(source, leader)
-	require.NoError(t, c.do(source, producePinned("t", partition, "before")).Err)
+	partition, source, target := c.partitionAwayFromLeader(leader, "before")
 	var held []msg.Envelope // the target's proposals, held back
 	c.drop = func(env msg.Envelope) bool {
 		raft, ok := env.Message.(msg.RaftMessage)
