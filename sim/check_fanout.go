@@ -122,7 +122,7 @@ func (r *fanoutReader) read(c *call, topic string, response *httpapi.Response) {
 		r.cursors[topic][r.partition]++
 		r.cl.later(0, r.readNext)
 		return
-	case response.Status == http.StatusGone && topic == r.cl.w.topic && r.agedOut():
+	case response.Status == http.StatusGone && topic == r.cl.w.topic && r.cl.w.agedOut.skipTaken(r.partition, &r.cursors[topic][r.partition]):
 		// Retention took this record of the parent (fanout_agedout.go).
 		r.cl.later(0, r.readNext)
 		return
@@ -144,17 +144,6 @@ func (r *fanoutReader) read(c *call, topic string, response *httpapi.Response) {
 	}
 	r.cursors[topic][r.partition]++
 	r.cl.later(0, r.readNext)
-}
-
-// agedOut moves the reading of the parent's partition past the range
-// retention took when its offset lies in one, and reports whether it did.
-func (r *fanoutReader) agedOut() bool {
-	topic := r.cl.w.topic
-	end, taken := r.cl.w.agedOut.removedEnd(r.partition, r.cursors[topic][r.partition])
-	if taken {
-		r.cursors[topic][r.partition] = end
-	}
-	return taken
 }
 
 // nextPartition moves on; after a whole round it stops when every child

@@ -151,13 +151,21 @@ func (l *leaseModel) answered(c *call, handle string, status int) {
 		return
 	}
 	l.stale++
-	if _, dead := l.deadLetteredMs[record]; dead || l.w.media.unreadable(record.partition, record.offset) || l.otherAckMayHaveLanded(record, mine) ||
-		l.flippedBy(record.partition, newer.receivedMs) {
+	if l.settledWithoutAck(record) || l.otherAckMayHaveLanded(record, mine) || l.flippedBy(record.partition, newer.receivedMs) {
 		return
 	}
 	l.w.fail("lease-model", "%s answered 204 for handle %s of %s offset %d, received at %d ms, though handle %s of the same record (consume sent at %d ms) was received at %d ms, before the ack was sent at %d ms",
 		c.describe(), handle, partitionName(l.w.topic, record.partition), record.offset, own.receivedMs,
 		newer.handle, newer.consumeSentMs, newer.receivedMs, c.sentMs)
+}
+
+// settledWithoutAck reports whether the record was settled other than by
+// a client's ack, so that any ack of it succeeds whatever its handle: it
+// was acknowledged as a dead letter, or a media fault destroyed it (the
+// owner skips it and resolves it, and it is never delivered again).
+func (l *leaseModel) settledWithoutAck(record ackRecord) bool {
+	_, dead := l.deadLetteredMs[record]
+	return dead || l.w.media.unreadable(record.partition, record.offset)
 }
 
 // judgeLapsed fails a 204 to an ack whose handle's lease lapsed before
@@ -175,8 +183,7 @@ func (l *leaseModel) judgeLapsed(record ackRecord, handle string, c *call, mine 
 	if latest.handle == "" || c.sentMs-latest.receivedMs <= visibilityMsMin+visibilityMsSpread {
 		return
 	}
-	if _, dead := l.deadLetteredMs[record]; dead || l.w.media.unreadable(record.partition, record.offset) || l.anotherAckMayHaveLanded(record, mine) ||
-		l.flippedBetween(record.partition, latest.receivedMs, c.sentMs) {
+	if l.settledWithoutAck(record) || l.anotherAckMayHaveLanded(record, mine) || l.flippedBetween(record.partition, latest.receivedMs, c.sentMs) {
 		return
 	}
 	l.w.fail("lease-model", "%s answered 204 for handle %s of %s offset %d, received at %d ms: its lease had lapsed when the ack was sent at %d ms (visibility timeouts are below %d ms)",

@@ -212,6 +212,17 @@ func (a *fanoutAgedOut) removedEnd(partition int, offset uint64) (uint64, bool) 
 	return 0, false
 }
 
+// skipTaken moves a reader's cursor of partition past the range
+// retention took when the cursor lies in one, and reports whether it
+// did: a replay answered 410 there is excused.
+func (a *fanoutAgedOut) skipTaken(partition int, cursor *uint64) bool {
+	end, taken := a.removedEnd(partition, *cursor)
+	if taken {
+		*cursor = end
+	}
+	return taken
+}
+
 // excused reports whether every offset the record id was acknowledged at
 // lies in a range retention took.
 func (a *fanoutAgedOut) excused(id string) bool {

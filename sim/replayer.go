@@ -57,7 +57,7 @@ func (cl *client) replayed(c *call, partition int, offset uint64, response *http
 	case response.Status == http.StatusGone && cl.w.media.unreadable(partition, offset):
 		// The media fault made this offset unreadable (media_faults.go).
 		cl.cursors[partition]++
-	case response.Status == http.StatusGone && cl.agedOut(partition, offset):
+	case response.Status == http.StatusGone && cl.w.agedOut.skipTaken(partition, &cl.cursors[partition]): // offset is the cursor
 		// Retention took it (fanout_agedout.go): the cursor moved on.
 	case response.Status == http.StatusNoContent:
 		cl.w.history.readEmpty(partition, offset, c.sentMs, cl.w.nowMs)
@@ -109,15 +109,4 @@ func (w *World) finalReplay() {
 	if !r.done && w.failure == nil {
 		w.fail("liveness", "the final replay did not finish within %d ms", boundMs)
 	}
-}
-
-// agedOut moves the replay of partition past the range retention took
-// when offset lies in one (fanout_agedout.go), and reports whether it
-// did.
-func (cl *client) agedOut(partition int, offset uint64) bool {
-	end, taken := cl.w.agedOut.removedEnd(partition, offset)
-	if taken {
-		cl.cursors[partition] = end
-	}
-	return taken
 }
