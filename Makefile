@@ -60,6 +60,8 @@ SIM_TIMEOUT ?= 60m
 DURATION ?= 30m
 # make nightly: the first seed (empty: drawn from today's date, UTC).
 NIGHTLY_SEED ?=
+# make nightly: worker processes sharing the runs (empty: one per CPU).
+NIGHTLY_PROCS ?=
 nightly_duration = $(if $(filter file,$(origin DURATION)),1h,$(DURATION))
 
 # make move-bench: bytes of payload the moved partition is filled with
@@ -81,6 +83,7 @@ help:
 	@echo 'Variables: TEST_TIMEOUT=$(TEST_TIMEOUT) BENCH=$(BENCH) BENCHTIME=$(BENCHTIME) FUZZTIME=$(FUZZTIME)'
 	@echo '           SEEDS=$(SEEDS) SEED=$(SEED) SIM_NODES=$(SIM_NODES) DURATION=$(DURATION) RUN_ARGS=$(RUN_ARGS)'
 	@echo '           NIGHTLY_SEED=$(NIGHTLY_SEED) (make nightly runs for DURATION when given, else 1h)'
+	@echo '           NIGHTLY_PROCS=$(NIGHTLY_PROCS) (make nightly: worker processes; empty: one per CPU)'
 	@echo '           NODES=$(NODES) BASE_PORT=$(BASE_PORT) CLUSTER_DIR=$(CLUSTER_DIR)'
 	@echo '           MOVE_BENCH_BYTES=$(MOVE_BENCH_BYTES) MOVE_BENCH_TIMEOUT=$(MOVE_BENCH_TIMEOUT)'
 
@@ -167,7 +170,7 @@ sim:
 
 help_nightly := Simulator worlds in rotation (1, 3, 5 nodes; moves; every fault profile) on fresh seeds for DURATION (1h); marks reached, sites fired, reproduce commands.
 nightly:
-	$(GO) test -count=1 -timeout 0 ./sim -run '^TestNightly$$' -v -nightly=$(nightly_duration) $(if $(NIGHTLY_SEED),-nightly-seed=$(NIGHTLY_SEED))
+	$(GO) test -count=1 -timeout 0 ./sim -run '^TestNightly$$' -v -nightly=$(nightly_duration) $(if $(NIGHTLY_SEED),-nightly-seed=$(NIGHTLY_SEED)) $(if $(NIGHTLY_PROCS),-nightly-procs=$(NIGHTLY_PROCS))
 
 help_soak := Real-process chaos soak: fault cycles for DURATION (30m), then a replay audit; more flags in SOAK_ARGS (-scenario=decommission -seed=N).
 soak:

@@ -91,9 +91,9 @@ func nightlyMoveMarksMissing(runs int, reached map[string]int) (missing, pending
 
 // printNightlyMoveMarks prints the line of the nightly's moves marks.
 func (s *nightlyStats) printNightlyMoveMarks() {
-	missing, pending := nightlyMoveMarksMissing(s.movesRuns, s.movesMarks)
+	missing, pending := nightlyMoveMarksMissing(s.MovesRuns, s.MovesMarks)
 	fmt.Printf("nightly: moves marks in %d runs of the moves worlds under every fault: %d of %d reached; missing: %v; too few runs to require: %v\n",
-		s.movesRuns, len(nightlyMoveMarks)-len(missing)-len(pending), len(nightlyMoveMarks), missing, pending)
+		s.MovesRuns, len(nightlyMoveMarks)-len(missing)-len(pending), len(nightlyMoveMarks), missing, pending)
 }
 
 // TestNightlyRequiresAMoveMarkOnlyAfterItsRuns: a rare moves mark never
@@ -108,18 +108,18 @@ func TestNightlyRequiresAMoveMarkOnlyAfterItsRuns(t *testing.T) {
 		stats.add(Report{Nodes: 5, Moves: true, Profile: ProfileNetwork.Name})
 		stats.add(Report{Nodes: 1, Profile: ProfileAll.Name})
 	}
-	missing, pending := nightlyMoveMarksMissing(stats.movesRuns, stats.movesMarks)
-	require.Equal(t, rare.minRuns-1, stats.movesRuns, "only the moves worlds under every fault count")
+	missing, pending := nightlyMoveMarksMissing(stats.MovesRuns, stats.MovesMarks)
+	require.Equal(t, rare.minRuns-1, stats.MovesRuns, "only the moves worlds under every fault count")
 	require.NotContains(t, missing, rare.mark)
 	require.Contains(t, pending, rare.mark)
 
 	stats.add(Report{Nodes: 5, Moves: true, Profile: ProfileAll.Name})
-	missing, pending = nightlyMoveMarksMissing(stats.movesRuns, stats.movesMarks)
+	missing, pending = nightlyMoveMarksMissing(stats.MovesRuns, stats.MovesMarks)
 	require.Contains(t, missing, rare.mark)
 	require.NotContains(t, pending, rare.mark)
 
 	stats.add(Report{Nodes: 3, Moves: true, Profile: ProfileAll.Name, Marks: []chaos.Count{{Name: string(rare.mark), Count: 1}}})
-	missing, pending = nightlyMoveMarksMissing(stats.movesRuns, stats.movesMarks)
+	missing, pending = nightlyMoveMarksMissing(stats.MovesRuns, stats.MovesMarks)
 	require.NotContains(t, slices.Concat(missing, pending), rare.mark)
 }
 

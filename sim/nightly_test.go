@@ -108,52 +108,54 @@ func nightlyFirstSeed() uint64 {
 	return date * nightlySeedPerDay
 }
 
-// nightlyStats sums the runs of a nightly.
+// nightlyStats sums the runs of a nightly. A worker process writes its
+// own as JSON (nightly_procs_test.go) and the nightly merges them.
 type nightlyStats struct {
-	runs   int
-	simMs  int64
-	wallS  float64
-	marks  map[string]int
-	fired  map[string]int
-	failed []Report
-	// byNodes sums simulated and wall time by world size, for the speed
-	// of each (simulated seconds per wall second).
-	simMsByNodes map[int]int64
-	wallSByNodes map[int]float64
-	runsByNodes  map[int]int
-	// movesRuns and movesMarks count the runs of the worlds
+	Runs   int
+	SimMs  int64
+	WallS  float64
+	Marks  map[string]int
+	Fired  map[string]int
+	Failed []Report
+	// SimMsByNodes and WallSByNodes sum simulated and wall time by world
+	// size, for the speed of each (simulated seconds per wall second of
+	// one process).
+	SimMsByNodes map[int]int64
+	WallSByNodes map[int]float64
+	RunsByNodes  map[int]int
+	// MovesRuns and MovesMarks count the runs of the worlds
 	// nightlyMoveMarks are required of, and the marks they reached.
-	movesRuns  int
-	movesMarks map[string]int
+	MovesRuns  int
+	MovesMarks map[string]int
 }
 
 func newNightlyStats() *nightlyStats {
-	return &nightlyStats{marks: map[string]int{}, fired: map[string]int{}, simMsByNodes: map[int]int64{},
-		wallSByNodes: map[int]float64{}, runsByNodes: map[int]int{}, movesMarks: map[string]int{}}
+	return &nightlyStats{Marks: map[string]int{}, Fired: map[string]int{}, SimMsByNodes: map[int]int64{},
+		WallSByNodes: map[int]float64{}, RunsByNodes: map[int]int{}, MovesMarks: map[string]int{}}
 }
 
 func (s *nightlyStats) add(report Report) {
-	s.runs++
-	s.simMs += report.SimMs
-	s.wallS += report.WallSeconds
-	s.simMsByNodes[report.Nodes] += report.SimMs
-	s.wallSByNodes[report.Nodes] += report.WallSeconds
-	s.runsByNodes[report.Nodes]++
+	s.Runs++
+	s.SimMs += report.SimMs
+	s.WallS += report.WallSeconds
+	s.SimMsByNodes[report.Nodes] += report.SimMs
+	s.WallSByNodes[report.Nodes] += report.WallSeconds
+	s.RunsByNodes[report.Nodes]++
 	moves := countsForNightlyMoveMarks(report)
 	if moves {
-		s.movesRuns++
+		s.MovesRuns++
 	}
 	for _, mark := range report.Marks {
-		s.marks[mark.Name] += mark.Count
+		s.Marks[mark.Name] += mark.Count
 		if moves {
-			s.movesMarks[mark.Name] += mark.Count
+			s.MovesMarks[mark.Name] += mark.Count
 		}
 	}
 	for _, site := range sitesFiredIn(report) {
-		s.fired[site.Name] += site.Count
+		s.Fired[site.Name] += site.Count
 	}
 	if report.Failure != nil {
-		s.failed = append(s.failed, report)
+		s.Failed = append(s.Failed, report)
 	}
 }
 
@@ -161,17 +163,49 @@ func (s *nightlyStats) add(report Report) {
 // seeds from -nightly-seed, rotating the worlds of nightlyWorlds, and
 // ends with the coverage marks reached, the fault sites fired and the
 // reproduce command of every failed run. Each run is deterministic per
-// seed; the wall clock only decides when to stop starting runs.
+// seed; the wall clock only decides when to stop starting runs. The runs
+// are shared among -nightly-procs processes (one per CPU by default;
+// nightly_procs_test.go), since one run uses one CPU.
 func TestNightly(t *testing.T) {
 	if *nightlyFlag <= 0 {
 		t.Skip("the nightly runs only with -nightly=DURATION (make nightly)")
 	}
-	first, worlds := nightlyFirstSeed(), nightlyWorlds()
-	fmt.Printf("nightly: first seed %d, %d worlds in rotation, for %s (reproduce the whole sequence with -nightly-seed=%d)\n",
-		first, len(worlds), *nightlyFlag, first)
+	first, procs := nightlyFirstSeed(), nightlyProcs()
+	if *nightlyWorkerFlag >= 0 {
+		runNightlyWorker(t, first, procs)
+		return
+	}
+	fmt.Printf("nightly: first seed %d, %d worlds in rotation, for %s in %d processes (reproduce the whole sequence with -nightly-seed=%d)\n",
+		first, len(nightlyWorlds()), *nightlyFlag, procs, first)
+	began := time.Now() //determinism:ok measures the nightly's wall time only
+	var stats *nightlyStats
+	if procs == 1 {
+		stats = nightlyRuns(first, 0, 1)
+	} else {
+		stats = nightlyInWorkers(t, first, procs)
+	}
+	stats.print()
+	printNightlyThroughput(stats, procs, time.Since(began))
+	if len(stats.Failed) > 0 {
+		t.Errorf("%d of %d nightly runs failed; the reproduce commands are above", len(stats.Failed), stats.Runs)
+	}
+	if missing := stats.missingRequired(len(nightlyWorlds())); len(missing) > 0 {
+		t.Errorf("marks a sweep requires were never reached in %d runs: %v", stats.Runs, missing)
+	}
+	if missing, _ := nightlyMoveMarksMissing(stats.MovesRuns, stats.MovesMarks); len(missing) > 0 {
+		t.Errorf("marks the nightly requires of its moves worlds were never reached in %d runs of them: %v", stats.MovesRuns, missing)
+	}
+}
+
+// nightlyRuns runs, until -nightly has passed since it began, the runs i
+// of the rotation with i modulo procs equal to worker (every run when
+// procs is 1): run i is world i modulo the rotation, with seed first+i.
+// It always makes its first run.
+func nightlyRuns(first uint64, worker, procs int) *nightlyStats {
+	worlds := nightlyWorlds()
 	stats := newNightlyStats()
 	deadline := time.Now().Add(*nightlyFlag) //determinism:ok bounds the nightly's wall time only
-	for i := 0; i == 0 || time.Now().Before(deadline); i++ {
+	for i := worker; i == worker || time.Now().Before(deadline); i += procs {
 		world := worlds[i%len(worlds)]
 		if world.agedOut && (i/len(worlds))%agedOutRoundsPerRun != 0 {
 			continue
@@ -182,16 +216,7 @@ func TestNightly(t *testing.T) {
 			fmt.Printf("nightly: run %d (%s) failed:\n%s", i, world, report.FailureText())
 		}
 	}
-	stats.print()
-	if len(stats.failed) > 0 {
-		t.Errorf("%d of %d nightly runs failed; the reproduce commands are above", len(stats.failed), stats.runs)
-	}
-	if missing := stats.missingRequired(len(worlds)); len(missing) > 0 {
-		t.Errorf("marks a sweep requires were never reached in %d runs: %v", stats.runs, missing)
-	}
-	if missing, _ := nightlyMoveMarksMissing(stats.movesRuns, stats.movesMarks); len(missing) > 0 {
-		t.Errorf("marks the nightly requires of its moves worlds were never reached in %d runs of them: %v", stats.movesRuns, missing)
-	}
+	return stats
 }
 
 // nightlyRoundsForMarks is how many times the nightly must have run every
@@ -203,34 +228,34 @@ const nightlyRoundsForMarks = markSweepSeedsMin
 // nightly ran every one of its worlds nightlyRoundsForMarks times; the
 // rare moves marks have a rule of their own (nightlyMoveMarks).
 func (s *nightlyStats) missingRequired(worlds int) []chaos.Mark {
-	if s.runs < worlds*nightlyRoundsForMarks {
+	if s.Runs < worlds*nightlyRoundsForMarks {
 		return nil
 	}
 	rare := nightlyMoveMarkList()
 	required := slices.DeleteFunc(requiredMarks(), func(mark chaos.Mark) bool { return slices.Contains(rare, mark) })
-	return MissingMarks(s.marks, required)
+	return MissingMarks(s.Marks, required)
 }
 
 func (s *nightlyStats) print() {
 	fmt.Printf("nightly: runs=%d failed=%d sim_s=%.0f wall_s=%.1f sim_per_wall=%.0f\n",
-		s.runs, len(s.failed), float64(s.simMs)/1000, s.wallS, float64(s.simMs)/1000/max(s.wallS, 0.001))
-	for _, nodes := range slices.Sorted(maps.Keys(s.runsByNodes)) {
-		fmt.Printf("nightly: nodes=%d runs=%d sim_s=%.0f wall_s=%.1f sim_per_wall=%.0f\n", nodes, s.runsByNodes[nodes],
-			float64(s.simMsByNodes[nodes])/1000, s.wallSByNodes[nodes], float64(s.simMsByNodes[nodes])/1000/max(s.wallSByNodes[nodes], 0.001))
+		s.Runs, len(s.Failed), float64(s.SimMs)/1000, s.WallS, float64(s.SimMs)/1000/max(s.WallS, 0.001))
+	for _, nodes := range slices.Sorted(maps.Keys(s.RunsByNodes)) {
+		fmt.Printf("nightly: nodes=%d runs=%d sim_s=%.0f wall_s=%.1f sim_per_wall=%.0f\n", nodes, s.RunsByNodes[nodes],
+			float64(s.SimMsByNodes[nodes])/1000, s.WallSByNodes[nodes], float64(s.SimMsByNodes[nodes])/1000/max(s.WallSByNodes[nodes], 0.001))
 	}
 	all := allMarks()
-	missing := MissingMarks(s.marks, all)
+	missing := MissingMarks(s.Marks, all)
 	fmt.Printf("marks: reached %d of %d; never reached: %v\n", len(all)-len(missing), len(all), missing)
 	s.printNightlyMoveMarks()
 	sites := registeredSiteNames()
 	var neverFired []string
 	for _, site := range sites {
-		if s.fired[site] == 0 {
+		if s.Fired[site] == 0 {
 			neverFired = append(neverFired, site)
 		}
 	}
 	fmt.Printf("sites: fired %d of %d; never fired: %v\n", len(sites)-len(neverFired), len(sites), neverFired)
-	for _, report := range s.failed {
+	for _, report := range s.Failed {
 		fmt.Println(reproduceLine(report))
 	}
 }
