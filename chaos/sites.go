@@ -25,8 +25,8 @@ const (
 	// SiteNodePlanProposalDuplicated: a planner proposal is proposed
 	// again seconds later.
 	SiteNodePlanProposalDuplicated Site = "node-plan-proposal-duplicated"
-	// SiteNodeHeartbeatDelayed: a member heartbeat is proposed seconds
-	// late, carrying the time it was made.
+	// SiteNodeHeartbeatDelayed: the leader's round of member heartbeats
+	// is proposed seconds late, each carrying the time it was made.
 	SiteNodeHeartbeatDelayed Site = "node-heartbeat-delayed"
 	// SiteNodeMarkDeadDuplicated: the leader's proposal to mark a member
 	// dead is proposed again seconds later, with the heartbeat it saw

@@ -17,6 +17,9 @@ const (
 	// MaxDeliveriesMax bounds a topic's MaxDeliveries
 	// (docs/api.md#dead-letters).
 	MaxDeliveriesMax = 1000
+	// HeartbeatsPerEntryMax bounds the heartbeats one MemberHeartbeats
+	// carries: one per member, and a cluster has at most wire.MembersMax.
+	HeartbeatsPerEntryMax = 4096
 )
 
 // ProposalID identifies one proposal, so that its proposer can match the
@@ -42,23 +45,24 @@ func (id ProposalID) String() string {
 type CommandType uint8
 
 const (
-	TypeCreateTopic     CommandType = 1
-	TypeDeleteTopic     CommandType = 2
-	TypeAlterTopic      CommandType = 3
-	TypeMemberHeartbeat CommandType = 4
-	TypeMarkMemberDead  CommandType = 5
-	TypeSetDraining     CommandType = 6
-	TypeRemoveMember    CommandType = 7
-	TypeSetTarget       CommandType = 8
-	TypeCompleteMove    CommandType = 9
-	TypeAbortMove       CommandType = 10
-	TypeForcePromote    CommandType = 11
-	TypePutUser         CommandType = 12
-	TypeDeleteUser      CommandType = 13
-	TypeSetGrants       CommandType = 14
-	TypeSetPassword     CommandType = 15
-	TypeAttachChild     CommandType = 16
-	TypeDetachChild     CommandType = 17
+	TypeCreateTopic      CommandType = 1
+	TypeDeleteTopic      CommandType = 2
+	TypeAlterTopic       CommandType = 3
+	TypeMemberHeartbeat  CommandType = 4
+	TypeMarkMemberDead   CommandType = 5
+	TypeSetDraining      CommandType = 6
+	TypeRemoveMember     CommandType = 7
+	TypeSetTarget        CommandType = 8
+	TypeCompleteMove     CommandType = 9
+	TypeAbortMove        CommandType = 10
+	TypeForcePromote     CommandType = 11
+	TypePutUser          CommandType = 12
+	TypeDeleteUser       CommandType = 13
+	TypeSetGrants        CommandType = 14
+	TypeSetPassword      CommandType = 15
+	TypeAttachChild      CommandType = 16
+	TypeDetachChild      CommandType = 17
+	TypeMemberHeartbeats CommandType = 18
 )
 
 // Command is one change of the state machine. The set is closed: only the
@@ -171,6 +175,14 @@ type MemberHeartbeat struct {
 	NowMs       int64  `json:"now_ms"`
 }
 
+// MemberHeartbeats applies the heartbeats the leader gathered from its
+// members (msg.Heartbeat) and its own, each as a MemberHeartbeat: one
+// entry for a whole round of heartbeats. Beats are sorted by ID, one per
+// member, each NowMs on its member's own clock.
+type MemberHeartbeats struct {
+	Beats []MemberHeartbeat `json:"beats"`
+}
+
 // MarkMemberDead marks a member dead, only if no heartbeat was applied
 // since the proposer saw ObservedHeartbeatMs (guarded).
 type MarkMemberDead struct {
@@ -269,20 +281,21 @@ type SetPassword struct {
 	NowMs        int64  `json:"now_ms"`
 }
 
-func (CreateTopic) Type() CommandType     { return TypeCreateTopic }
-func (DeleteTopic) Type() CommandType     { return TypeDeleteTopic }
-func (AlterTopic) Type() CommandType      { return TypeAlterTopic }
-func (MemberHeartbeat) Type() CommandType { return TypeMemberHeartbeat }
-func (MarkMemberDead) Type() CommandType  { return TypeMarkMemberDead }
-func (SetDraining) Type() CommandType     { return TypeSetDraining }
-func (RemoveMember) Type() CommandType    { return TypeRemoveMember }
-func (SetTarget) Type() CommandType       { return TypeSetTarget }
-func (CompleteMove) Type() CommandType    { return TypeCompleteMove }
-func (AbortMove) Type() CommandType       { return TypeAbortMove }
-func (ForcePromote) Type() CommandType    { return TypeForcePromote }
-func (PutUser) Type() CommandType         { return TypePutUser }
-func (DeleteUser) Type() CommandType      { return TypeDeleteUser }
-func (SetGrants) Type() CommandType       { return TypeSetGrants }
-func (SetPassword) Type() CommandType     { return TypeSetPassword }
-func (AttachChild) Type() CommandType     { return TypeAttachChild }
-func (DetachChild) Type() CommandType     { return TypeDetachChild }
+func (CreateTopic) Type() CommandType      { return TypeCreateTopic }
+func (DeleteTopic) Type() CommandType      { return TypeDeleteTopic }
+func (AlterTopic) Type() CommandType       { return TypeAlterTopic }
+func (MemberHeartbeat) Type() CommandType  { return TypeMemberHeartbeat }
+func (MarkMemberDead) Type() CommandType   { return TypeMarkMemberDead }
+func (SetDraining) Type() CommandType      { return TypeSetDraining }
+func (RemoveMember) Type() CommandType     { return TypeRemoveMember }
+func (SetTarget) Type() CommandType        { return TypeSetTarget }
+func (CompleteMove) Type() CommandType     { return TypeCompleteMove }
+func (AbortMove) Type() CommandType        { return TypeAbortMove }
+func (ForcePromote) Type() CommandType     { return TypeForcePromote }
+func (PutUser) Type() CommandType          { return TypePutUser }
+func (DeleteUser) Type() CommandType       { return TypeDeleteUser }
+func (SetGrants) Type() CommandType        { return TypeSetGrants }
+func (SetPassword) Type() CommandType      { return TypeSetPassword }
+func (AttachChild) Type() CommandType      { return TypeAttachChild }
+func (DetachChild) Type() CommandType      { return TypeDetachChild }
+func (MemberHeartbeats) Type() CommandType { return TypeMemberHeartbeats }

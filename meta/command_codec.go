@@ -96,6 +96,8 @@ func decodeEnvelope(commandType CommandType, envelope []byte) (ProposalID, Comma
 		return decodeAs[AttachChild](envelope)
 	case TypeDetachChild:
 		return decodeAs[DetachChild](envelope)
+	case TypeMemberHeartbeats:
+		return decodeAs[MemberHeartbeats](envelope)
 	}
 	return ProposalID{}, nil, fmt.Errorf("%w: type %d", ErrUnknownCommand, commandType)
 }

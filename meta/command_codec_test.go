@@ -35,6 +35,10 @@ func everyCommand() []Command {
 		DeleteUser{Username: "ann"},
 		SetGrants{Username: "ann", Grants: grants, NowMs: 8},
 		SetPassword{Username: "ann", PasswordHash: []byte("h2"), NowMs: 9},
+		AttachChild{Parent: "t", Child: "c", DelayMs: 1000, AttachedAtMs: 10},
+		DetachChild{Parent: "t", Child: "c"},
+		MemberHeartbeats{Beats: []MemberHeartbeat{{ID: "a", HTTPAddr: "a:1", ClusterAddr: "a:2", NowMs: 3},
+			{ID: "b", HTTPAddr: "b:1", ClusterAddr: "b:2", NowMs: 4}}},
 	}
 }
 
@@ -54,14 +58,15 @@ func TestCommandRoundTrip(t *testing.T) {
 		require.Equal(t, cmd, got)
 		seen[cmd.Type()] = true
 	}
-	require.Len(t, seen, int(TypeSetPassword), "every command number has an example")
+	require.Len(t, seen, int(TypeMemberHeartbeats), "every command number has an example")
 }
 
 // Property: command numbers are a frozen, append-only contract.
 func TestCommandNumbersAreFrozen(t *testing.T) {
 	want := map[CommandType]Command{1: CreateTopic{}, 2: DeleteTopic{}, 3: AlterTopic{}, 4: MemberHeartbeat{},
 		5: MarkMemberDead{}, 6: SetDraining{}, 7: RemoveMember{}, 8: SetTarget{}, 9: CompleteMove{}, 10: AbortMove{},
-		11: ForcePromote{}, 12: PutUser{}, 13: DeleteUser{}, 14: SetGrants{}, 15: SetPassword{}}
+		11: ForcePromote{}, 12: PutUser{}, 13: DeleteUser{}, 14: SetGrants{}, 15: SetPassword{}, 16: AttachChild{},
+		17: DetachChild{}, 18: MemberHeartbeats{}}
 	for number, cmd := range want {
 		require.Equal(t, number, cmd.Type(), "%T was renumbered", cmd)
 	}
@@ -125,6 +130,11 @@ func TestValidateRefusesBadCommands(t *testing.T) {
 		AlterTopic{Name: "t", NewOwners: []string{"a"}, RetentionMs: &negative},
 		AlterTopic{Name: "t", Partitions: &zero},
 		MemberHeartbeat{ID: "a", HTTPAddr: "a:1", ClusterAddr: "a:2", NowMs: -1},
+		MemberHeartbeats{},
+		MemberHeartbeats{Beats: []MemberHeartbeat{heartbeat("b", 1), heartbeat("a", 1)}},
+		MemberHeartbeats{Beats: []MemberHeartbeat{heartbeat("a", 1), heartbeat("a", 2)}},
+		MemberHeartbeats{Beats: []MemberHeartbeat{heartbeat("a", 1), {ID: "b", NowMs: 1}}},
+		MemberHeartbeats{Beats: make([]MemberHeartbeat, HeartbeatsPerEntryMax+1)},
 		SetTarget{Topic: "t", Partition: -1, ExpectedOwner: "a", Target: "b"},
 		SetTarget{Topic: "t", Partition: 0, ExpectedOwner: "a", Target: "a"},
 		CompleteMove{Topic: "t", Partition: 0, ExpectedOwner: "a"},

@@ -194,6 +194,23 @@ func (c MemberHeartbeat) Validate() error {
 		checkNonNegative("now_ms", c.NowMs))
 }
 
+// Validate implements Command: one to HeartbeatsPerEntryMax beats, each
+// valid, sorted by member id with none twice.
+func (c MemberHeartbeats) Validate() error {
+	if len(c.Beats) < 1 || len(c.Beats) > HeartbeatsPerEntryMax {
+		return invalidf("%d heartbeats in one entry, want 1 to %d", len(c.Beats), HeartbeatsPerEntryMax)
+	}
+	for i, beat := range c.Beats {
+		if err := beat.Validate(); err != nil {
+			return err
+		}
+		if i > 0 && c.Beats[i-1].ID >= beat.ID {
+			return invalidf("heartbeats not sorted by member id, or twice: %q before %q", c.Beats[i-1].ID, beat.ID)
+		}
+	}
+	return nil
+}
+
 // Validate implements Command.
 func (c MarkMemberDead) Validate() error {
 	return errors.Join(checkName("member id", c.ID, nameBytesMax),

@@ -70,6 +70,7 @@
 //	4 MemberHeartbeat  5 MarkMemberDead  6 SetDraining   7 RemoveMember
 //	8 SetTarget        9 CompleteMove   10 AbortMove    11 ForcePromote
 //	12 PutUser        13 DeleteUser     14 SetGrants    15 SetPassword
+//	16 AttachChild    17 DetachChild    18 MemberHeartbeats
 //
 // Applying a command yields nil or a typed rejection (ErrGuardFailed,
 // ErrTopicExists, ErrTopicNotFound, ...), the same on every replica; a

@@ -17,6 +17,19 @@ func (c MemberHeartbeat) apply(s *State) error {
 	return nil
 }
 
+// apply applies every beat, or none when one is invalid.
+func (c MemberHeartbeats) apply(s *State) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	for _, beat := range c.Beats {
+		if err := beat.apply(s); err != nil { // guarded: the arguments would allocate on every call
+			assert(false, "a validated heartbeat was rejected: %v", err)
+		}
+	}
+	return nil
+}
+
 // apply marks the member dead if its last heartbeat is the one the
 // proposer saw.
 func (c MarkMemberDead) apply(s *State) error {

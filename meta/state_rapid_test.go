@@ -46,6 +46,13 @@ func (m *model) apply(cmd Command) error {
 		return m.applyTopic(c)
 	case MemberHeartbeat, MarkMemberDead, SetDraining, RemoveMember:
 		return m.applyMember(c)
+	case MemberHeartbeats:
+		for _, beat := range c.Beats {
+			if err := m.applyMember(beat); err != nil {
+				return err
+			}
+		}
+		return nil
 	case SetTarget, CompleteMove, ForcePromote, AbortMove:
 		return m.applyMove(c)
 	case PutUser, DeleteUser, SetGrants, SetPassword:
@@ -344,7 +351,7 @@ var (
 
 // commandKinds weights the kinds drawCommand picks from: moves need a topic
 // and the right owner and target, so they get more draws.
-var commandKinds = []int{0, 0, 0, 1, 2, 2, 3, 3, 4, 5, 6, 7, 7, 7, 7, 8, 8, 8, 9, 9, 10, 10, 11, 11, 12, 13, 14}
+var commandKinds = []int{0, 0, 0, 1, 2, 2, 3, 3, 4, 5, 6, 7, 7, 7, 7, 8, 8, 8, 9, 9, 10, 10, 11, 11, 12, 13, 14, 15, 15}
 
 // drawCommand draws a command; guarded ones often carry the values the
 // model holds, so that both outcomes of each guard occur.
@@ -386,8 +393,26 @@ func drawCommand(t *rapid.T, m *model) Command {
 		return ForcePromote{Topic: topic, Partition: partition, ExpectedOwner: owner, ExpectedTarget: target}
 	case 10:
 		return AbortMove{Topic: topic, Partition: partition, ExpectedTarget: target}
+	case 15:
+		return drawHeartbeats(t)
 	}
 	return drawUserCommand(t, kind)
+}
+
+// drawHeartbeats draws a round of heartbeats: some members in id order,
+// each at its own time; sometimes none, or one member twice (both
+// invalid).
+func drawHeartbeats(t *rapid.T) MemberHeartbeats {
+	var round MemberHeartbeats
+	for _, id := range memberIDs {
+		if rapid.Bool().Draw(t, "beats "+id) {
+			round.Beats = append(round.Beats, heartbeat(id, rapid.Int64Range(0, 50).Draw(t, "now of "+id)))
+		}
+	}
+	if len(round.Beats) > 0 && rapid.IntRange(0, 9).Draw(t, "a member twice") == 0 {
+		round.Beats = append(round.Beats, round.Beats[len(round.Beats)-1])
+	}
+	return round
 }
 
 // currentPlacement returns the owner and target the model holds for a

@@ -125,6 +125,22 @@ func TestMemberHeartbeat(t *testing.T) {
 	requireRejected(t, s, MemberHeartbeat{ID: "m1", NowMs: 5}, ErrInvalidCommand)
 }
 
+func TestMemberHeartbeatsAppliesEveryBeatOrNone(t *testing.T) {
+	s := stateWith(t)
+	require.NoError(t, heartbeat("m1", 100).apply(s))
+	require.NoError(t, MarkMemberDead{ID: "m1", ObservedHeartbeatMs: 100}.apply(s))
+	require.NoError(t, MemberHeartbeats{Beats: []MemberHeartbeat{heartbeat("m1", 90), heartbeat("m2", 300)}}.apply(s))
+	m1, _ := s.Member("m1")
+	m2, found := s.Member("m2")
+	require.True(t, found, "a round's beat creates a member on its first heartbeat")
+	require.Equal(t, Member{ID: "m1", HTTPAddr: "m1:7942", ClusterAddr: "m1:7943", Alive: true, LastHeartbeatMs: 100}, m1,
+		"each beat revives its member; LastHeartbeatMs never goes back")
+	require.Equal(t, int64(300), m2.LastHeartbeatMs, "each beat carries its own member's clock")
+	requireRejected(t, s, MemberHeartbeats{Beats: []MemberHeartbeat{heartbeat("m3", 400), heartbeat("m2", 400)}}, ErrInvalidCommand)
+	_, found = s.Member("m3")
+	require.False(t, found, "a round refused for its order applies none of its beats")
+}
+
 func TestMarkMemberDead(t *testing.T) {
 	s := stateWith(t, baseSetup()...)
 	require.NoError(t, heartbeat("m1", 200).apply(s))

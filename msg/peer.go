@@ -25,6 +25,7 @@ func (Notify) isPeerMessage()         {}
 func (Join) isPeerMessage()           {}
 func (JoinRelay) isPeerMessage()      {}
 func (JoinAccepted) isPeerMessage()   {}
+func (Heartbeat) isPeerMessage()      {}
 
 // PeerAddress is one voter of the metastore: node id, raft id and cluster
 // address.
@@ -101,4 +102,14 @@ type JoinRelay struct {
 // leader's Raft messages, which it could not route before).
 type JoinAccepted struct {
 	Voters []PeerAddress
+}
+
+// Heartbeat tells the metastore's leader that the sender is alive at
+// NowMs of its own clock, and where it listens. The leader gathers the
+// heartbeats of its members and proposes them together, as one entry
+// (meta.MemberHeartbeats); its own joins them without a message.
+type Heartbeat struct {
+	HTTPAddr    string
+	ClusterAddr string
+	NowMs       int64
 }

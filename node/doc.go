@@ -42,7 +42,9 @@
 // forwarded to an owner that does not answer fails retryably
 // (Unavailable), so a client that retries learns whether its first attempt
 // landed. The leader (past its barrier) proposes members dead after
-// MemberDeadAfterMs without a heartbeat change on its own clock; a node
+// MemberDeadAfterMs without a heartbeat change on its own clock, and
+// proposes the members' heartbeats (msg.Heartbeat, sent to it once an
+// interval) in rounds of one entry each (heartbeats.go); a node
 // started with Meta.Join sends Join to its configured peers until the
 // leader has added it as a voter (or it knows it was removed); a member
 // that does not lead relays the Join to the leader (JoinRelay), and the

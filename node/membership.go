@@ -48,6 +48,9 @@ type clusterState struct {
 	// for the voters' addresses as a joiner does, until a JoinAccepted
 	// clears it.
 	voterAddressUnknown bool
+	// heartbeats is the round of members' heartbeats this leader gathers
+	// (heartbeats.go).
+	heartbeats heartbeatRound
 	// nextDeadCheckMs and nextJoinMs schedule the periodic work.
 	nextDeadCheckMs int64
 	nextJoinMs      int64
@@ -60,7 +63,8 @@ type heartbeatSeen struct {
 
 func newClusterState() clusterState {
 	return clusterState{subscribers: map[string]map[string]int64{}, subscribedUntilMs: map[string]int64{},
-		notified: map[string][]string{}, deadProposed: map[string]int64{}, removalRefused: map[string]bool{}}
+		notified: map[string][]string{}, deadProposed: map[string]int64{}, removalRefused: map[string]bool{},
+		heartbeats: heartbeatRound{beats: map[string]meta.MemberHeartbeat{}}}
 }
 
 // maintainMembership runs on every tick: the leader marks silent members

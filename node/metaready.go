@@ -35,18 +35,20 @@ func (n *Node) tickMeta() {
 
 // maintainMeta runs after every tick and every applied metastore Ready: a
 // sole voter elects itself as soon as raft lets it (once its bootstrap
-// configuration is applied), and the node heartbeats when due.
+// configuration is applied), the node heartbeats when due, and the
+// leader proposes the heartbeats it gathered (heartbeats.go).
 func (n *Node) maintainMeta() {
 	if _, err := n.meta.CampaignIfSoleVoter(); err != nil {
 		n.observer.Event("campaign-failed", err.Error())
 	}
-	if n.nowMs < n.nextHeartbeatMs {
-		return // not due: no leader lookup (a tick runs at every input)
+	if n.nowMs >= n.nextHeartbeatMs { // only when due: no leader lookup at every input
+		if leader, leaderKnown := n.meta.Leader(); leaderKnown {
+			n.heartbeat(leader)
+			interval := n.cfg.MemberHeartbeatIntervalMs
+			n.nextHeartbeatMs = n.nowMs - n.nowMs%interval + interval // in step with the other members' clocks
+		}
 	}
-	if _, leaderKnown := n.meta.Leader(); leaderKnown {
-		n.heartbeat()
-		n.nextHeartbeatMs = n.nowMs + n.cfg.MemberHeartbeatIntervalMs
-	}
+	n.proposeHeartbeats()
 }
 
 // addMetaReady puts the metastore's Ready into rd: its persistence as one

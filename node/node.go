@@ -445,6 +445,8 @@ func (n *Node) Step(env msg.Envelope) error {
 		n.stepJoinRelay(env.From, m)
 	case msg.JoinAccepted:
 		n.stepJoinAccepted(m)
+	case msg.Heartbeat:
+		n.stepHeartbeat(env.From, m)
 	default:
 		return fmt.Errorf("node %s: unknown peer message %T from %s", n.cfg.NodeID, env.Message, env.From)
 	}

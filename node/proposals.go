@@ -224,19 +224,3 @@ func cmpUint(a, b uint64) int {
 	}
 	return 0
 }
-
-// heartbeat tells the metastore this node is alive (and where it
-// listens). Owners of new partitions must be members, so a node
-// heartbeats as soon as it knows a leader, then every
-// MemberHeartbeatIntervalMs; a follower's heartbeat reaches the leader by
-// raft's proposal forwarding.
-func (n *Node) heartbeat() {
-	for _, pending := range n.proposals { //determinism:ok only looks for one kind
-		if pending.kind == proposalHeartbeat && n.nowMs-pending.proposedAtMs < n.cfg.MemberHeartbeatIntervalMs {
-			return // one at a time, unless the last one was lost on the way
-		}
-	}
-	n.propose(0, proposalHeartbeat, "", meta.MemberHeartbeat{
-		ID: n.cfg.NodeID, HTTPAddr: n.cfg.AdvertiseAddr, ClusterAddr: n.cfg.ClusterAddr, NowMs: n.nowMs,
-	})
-}

@@ -170,7 +170,7 @@ func (c *metaModelChecker) advance(r *replicaModel, applied uint64) {
 				c.refusals[fmt.Sprintf("meta-model-refused-%T", entry.command)]++
 			}
 		}
-		if _, heartbeat := entry.command.(meta.MemberHeartbeat); !heartbeat {
+		if !isHeartbeat(entry.command) {
 			r.due = true
 			r.since = append(r.since, modelVerdict{index: entry.index, about: about,
 				command: fmt.Sprintf("%T%+v", entry.command, entry.command), refusal: refusal})
@@ -331,4 +331,15 @@ func memberDifference(want *modelMember, reported map[string]meta.Member, id str
 			want.alive, want.draining, want.lastHeartbeatMs, got.Alive, got.Draining, got.LastHeartbeatMs)
 	}
 	return ""
+}
+
+// isHeartbeat reports whether a command only records heartbeats (a
+// member's own, or a leader's round): the replicas' states are compared
+// after the other entries only.
+func isHeartbeat(command meta.Command) bool {
+	switch command.(type) {
+	case meta.MemberHeartbeat, meta.MemberHeartbeats:
+		return true
+	}
+	return false
 }

@@ -18,8 +18,10 @@ const (
 	clusterPeerDownMs         = 2_000
 	clusterProposalTimeoutMs  = 3_000
 	// clusterSnapshotEntries is small so that a follower cut off for a few
-	// seconds is brought back by a snapshot, not by appends alone.
-	clusterSnapshotEntries = 200
+	// seconds is brought back by a snapshot, not by appends alone (the
+	// leader proposes one round of heartbeats per interval for the whole
+	// cluster, so a calm cluster applies about three entries a second).
+	clusterSnapshotEntries = 50
 	// membersWaitMsMax bounds how long setup waits for every node to be an
 	// alive member before it creates the topic anyway.
 	membersWaitMsMax = 10_000

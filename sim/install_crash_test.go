@@ -16,7 +16,7 @@ import (
 // caught-up kills drew from a stream of their own, and it stopped when
 // other changes moved the draws), so each end has a seed of its own.
 const (
-	forcePromoteSeed  = 35
+	forcePromoteSeed  = 15
 	installRepairSeed = 29
 )
 

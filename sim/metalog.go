@@ -197,6 +197,10 @@ func (l *metaLog) applyCommand(command meta.Command) {
 	switch c := command.(type) {
 	case meta.MemberHeartbeat:
 		l.heartbeat(c)
+	case meta.MemberHeartbeats:
+		for _, beat := range c.Beats {
+			l.heartbeat(beat)
+		}
 	case meta.MarkMemberDead:
 		l.markDead(c)
 	case meta.SetDraining:

@@ -82,6 +82,8 @@ func (m *metaModel) applyMember(command meta.Command) (refusal string, touched s
 	switch c := command.(type) {
 	case meta.MemberHeartbeat:
 		return m.heartbeat(c), "member " + c.ID
+	case meta.MemberHeartbeats:
+		return m.heartbeats(c), "members"
 	case meta.MarkMemberDead:
 		return m.markDead(c), "member " + c.ID
 	case meta.SetDraining:
@@ -303,6 +305,23 @@ func (m *metaModel) heartbeat(c meta.MemberHeartbeat) string {
 	}
 	member.alive = true
 	member.lastHeartbeatMs = max(member.lastHeartbeatMs, c.NowMs)
+	return ""
+}
+
+// heartbeats applies a leader's round: every beat, or none when the round
+// is empty, names a member twice, or is not in member order.
+func (m *metaModel) heartbeats(c meta.MemberHeartbeats) string {
+	if len(c.Beats) == 0 {
+		return "malformed"
+	}
+	for i, beat := range c.Beats {
+		if beat.ID == "" || (i > 0 && !(c.Beats[i-1].ID < beat.ID)) {
+			return "malformed"
+		}
+	}
+	for _, beat := range c.Beats {
+		m.heartbeat(beat)
+	}
 	return ""
 }
 

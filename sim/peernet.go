@@ -298,6 +298,8 @@ func messageKind(message msg.PeerMessage) string {
 		return "notify"
 	case msg.Join:
 		return "join"
+	case msg.Heartbeat:
+		return "heartbeat"
 	default:
 		return typeName(message)
 	}
@@ -342,6 +344,8 @@ func describeMessage(message msg.PeerMessage) string {
 		return fmt.Sprintf("subscribe %s %d ms", m.Topic, m.ForMs)
 	case msg.Notify:
 		return "notify " + m.Topic
+	case msg.Heartbeat:
+		return fmt.Sprintf("heartbeat at %d", m.NowMs)
 	default:
 		return messageKind(message)
 	}

@@ -10,10 +10,13 @@ import (
 
 // TestSitesFlagReproducesAnAutoRun: -sites=on and -sites=off reproduce a
 // run of -sites=auto exactly (the same trace), whichever way its seed
-// drew; a run with the sites on is deterministic and fires some; and over
-// a sample of seeds, auto switches them on in some runs and off in others.
+// drew; runs with the sites on are deterministic and some fire (a short
+// single-node run passes few sites: one with two calls may fire none);
+// and over a sample of seeds, auto switches them on in some runs and off
+// in others.
 func TestSitesFlagReproducesAnAutoRun(t *testing.T) {
 	seen := map[bool]bool{}
+	firedWithSitesOn := 0
 	for seed := uint64(1); seed <= 6; seed++ {
 		opts := shortOptions(seed)
 		auto := Run(opts)
@@ -24,7 +27,7 @@ func TestSitesFlagReproducesAnAutoRun(t *testing.T) {
 		require.Equal(t, auto.TraceHash, forced.TraceHash, "seed %d with -sites=%s", seed, opts.Sites)
 		require.Equal(t, auto.SitesFired, forced.SitesFired)
 		if auto.SitesOn {
-			require.NotEmpty(t, auto.SitesFired, "seed %d: sites on, none fired", seed)
+			firedWithSitesOn += len(auto.SitesFired)
 			require.Contains(t, auto.Summary(), "sites=on:")
 		} else {
 			require.Empty(t, auto.SitesFired)
@@ -32,6 +35,7 @@ func TestSitesFlagReproducesAnAutoRun(t *testing.T) {
 		}
 	}
 	require.Equal(t, map[bool]bool{true: true, false: true}, seen, "six seeds drew both on and off")
+	require.Positive(t, firedWithSitesOn, "no site fired in any of the runs with the sites on")
 }
 
 func TestSitesModeByName(t *testing.T) {

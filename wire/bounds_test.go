@@ -228,7 +228,7 @@ func TestTypeNumbersAreUnique(t *testing.T) {
 		}
 		block++
 	}
-	require.Len(t, seen, 8+19+14, "type numbers: 8 messages, 19 requests, 14 results")
+	require.Len(t, seen, 9+19+14, "type numbers: 9 messages, 19 requests, 14 results")
 }
 
 // TestCutErrorMessage: text at the bound is kept; longer text is cut to

@@ -89,6 +89,11 @@ func (e *encoder) peerMessage(message msg.PeerMessage) {
 	case msg.JoinAccepted:
 		e.typeNumber(typeJoinAccepted)
 		e.peerAddresses(m.Voters)
+	case msg.Heartbeat:
+		e.typeNumber(typeHeartbeat)
+		e.string(m.HTTPAddr, addressLimit)
+		e.string(m.ClusterAddr, addressLimit)
+		e.varint(m.NowMs)
 	default:
 		e.unknown("envelope message", message)
 	}
@@ -113,6 +118,8 @@ func (d *decoder) peerMessage() msg.PeerMessage {
 		return msg.JoinRelay{NodeID: d.string(nodeIDLimit), Join: d.join()}
 	case typeJoinAccepted:
 		return msg.JoinAccepted{Voters: d.peerAddresses()}
+	case typeHeartbeat:
+		return msg.Heartbeat{HTTPAddr: d.string(addressLimit), ClusterAddr: d.string(addressLimit), NowMs: d.varint()}
 	default:
 		d.unknown("envelope message", t)
 		return nil

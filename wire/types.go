@@ -23,6 +23,7 @@ const (
 	typeJoin           typeNumber = 6 // msg.Join
 	typeJoinRelay      typeNumber = 7 // msg.JoinRelay
 	typeJoinAccepted   typeNumber = 8 // msg.JoinAccepted
+	typeHeartbeat      typeNumber = 9 // msg.Heartbeat
 )
 
 // Requests: msg.ForwardRequest.Request.

@@ -50,6 +50,10 @@ func peerMessage() *rapid.Generator[msg.PeerMessage] {
 			}), 0, 8).Draw(t, "voters")
 			return msg.JoinAccepted{Voters: voters}
 		}),
+		rapid.Custom(func(t *rapid.T) msg.PeerMessage {
+			address := rapid.StringN(0, 32, AddressBytesMax)
+			return msg.Heartbeat{HTTPAddr: address.Draw(t, "http"), ClusterAddr: address.Draw(t, "cluster"), NowMs: rapid.Int64().Draw(t, "now")}
+		}),
 	)
 }
 

@@ -98,6 +98,9 @@ func messageSamples() []Sample {
 		{"JoinRelay/max", msg.Envelope{From: "a", To: "b", Message: msg.JoinRelay{NodeID: MaxNodeID(),
 			Join: msg.Join{RaftID: math.MaxUint64, ClusterAddr: MaxAddress(), HTTPAddr: MaxAddress()}}}},
 		{"Notify/max", msg.Envelope{From: "a", To: "b", Message: msg.Notify{Topic: MaxTopic()}}},
+		{"Heartbeat/zero", msg.Envelope{Message: msg.Heartbeat{}}},
+		{"Heartbeat/max", msg.Envelope{From: "a", To: "b", Message: msg.Heartbeat{HTTPAddr: MaxAddress(), ClusterAddr: MaxAddress(), NowMs: math.MaxInt64}}},
+		{"Heartbeat/min", msg.Envelope{From: "a", To: "b", Message: msg.Heartbeat{HTTPAddr: "h", ClusterAddr: "c", NowMs: math.MinInt64}}},
 	}
 }
 

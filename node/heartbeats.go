@@ -1,0 +1,133 @@
+package node
+
+import (
+	"maps"
+	"slices"
+
+	"narad/meta"
+	"narad/msg"
+)
+
+// Heartbeats. Every node tells the metastore it is alive once every
+// MemberHeartbeatIntervalMs, at the multiples of the interval on its own
+// clock, by a msg.Heartbeat to the leader it knows (the leader's own
+// heartbeat needs no message). The leader gathers the heartbeats that
+// arrive within MemberHeartbeatIntervalMs/heartbeatGatherDivisor of the
+// first of a round and proposes them as one entry (meta.MemberHeartbeats):
+// with clocks roughly in step, one entry per interval for the whole
+// cluster, where each member's own proposal cost one entry each (a raft
+// round and a metastore write on every replica). Clocks out of step only
+// split a round into more entries.
+//
+// Each beat keeps its member's own clock: the write fence (writable)
+// compares a node's applied heartbeat with that node's clock only, and
+// dead detection (detectDeadMembers) ages a heartbeat on the leader's
+// clock only, as before. A heartbeat lost on its way (no leader, a leader
+// deposed, a cut link) is not resent: the next one follows an interval
+// later, and MemberDeadAfterMs spans at least three.
+
+// heartbeatGatherDivisor: the leader proposes a round of heartbeats
+// MemberHeartbeatIntervalMs/heartbeatGatherDivisor after its first
+// arrived, so a member's heartbeat is applied at most that much later
+// than its own proposal was. A heartbeat that is news (a node not yet a
+// member, a member marked dead, new addresses) is proposed at once with
+// the round: a node starting up may own partitions only once a member.
+const heartbeatGatherDivisor = 10
+
+// heartbeatRound is the round of heartbeats the leader is gathering. Only
+// the node's own methods change it.
+type heartbeatRound struct {
+	// beats holds the round's heartbeats, the latest of each member (at
+	// most meta.HeartbeatsPerEntryMax); empty unless this node leads.
+	beats map[string]meta.MemberHeartbeat
+	// proposeAtMs is when the round is proposed (this node's clock); set
+	// when its first heartbeat arrives.
+	proposeAtMs int64
+}
+
+// heartbeat tells the leader this node is alive now.
+func (n *Node) heartbeat(leaderID string) {
+	beat := msg.Heartbeat{HTTPAddr: n.cfg.AdvertiseAddr, ClusterAddr: n.cfg.ClusterAddr, NowMs: n.nowMs}
+	if leaderID == n.cfg.NodeID {
+		n.gatherHeartbeat(n.cfg.NodeID, beat)
+		return
+	}
+	n.send(leaderID, beat)
+}
+
+// stepHeartbeat gathers a member's heartbeat while this node leads, and
+// proposes the round if it is due (news is at once); a node that does
+// not lead drops it (the member's next heartbeat goes to the leader it
+// knows then).
+func (n *Node) stepHeartbeat(from string, m msg.Heartbeat) {
+	if !n.meta.IsLeader() {
+		n.observer.Event("heartbeat-dropped", from+": this node does not lead the metastore")
+		return
+	}
+	n.gatherHeartbeat(from, m)
+	n.proposeHeartbeats()
+}
+
+// gatherHeartbeat adds a valid heartbeat to the round, starting the round
+// if it is the first.
+func (n *Node) gatherHeartbeat(id string, m msg.Heartbeat) {
+	beat := meta.MemberHeartbeat{ID: id, HTTPAddr: m.HTTPAddr, ClusterAddr: m.ClusterAddr, NowMs: m.NowMs}
+	if err := beat.Validate(); err != nil {
+		n.observer.Event("heartbeat-dropped", id+": "+err.Error())
+		return
+	}
+	round := &n.cluster.heartbeats
+	last, gathered := round.beats[id]
+	switch {
+	case gathered && last.NowMs >= beat.NowMs:
+		return // a late copy of an earlier heartbeat
+	case !gathered && len(round.beats) >= meta.HeartbeatsPerEntryMax:
+		n.observer.Event("heartbeat-dropped", id+": the round is full")
+		return
+	case len(round.beats) == 0:
+		round.proposeAtMs = n.nowMs + n.cfg.MemberHeartbeatIntervalMs/heartbeatGatherDivisor
+	}
+	if n.heartbeatIsNews(beat) {
+		round.proposeAtMs = n.nowMs
+	}
+	round.beats[id] = beat
+}
+
+// heartbeatIsNews reports whether applying beat changes more than its
+// member's heartbeat time: it creates or revives the member (marked dead,
+// or proposed dead by this leader for its current heartbeat, the mark
+// still on its way), or changes its addresses.
+func (n *Node) heartbeatIsNews(beat meta.MemberHeartbeat) bool {
+	member, found := n.meta.State().Member(beat.ID)
+	if !found || !member.Alive || member.HTTPAddr != beat.HTTPAddr || member.ClusterAddr != beat.ClusterAddr {
+		return true
+	}
+	proposedDead, proposed := n.cluster.deadProposed[beat.ID]
+	return proposed && proposedDead == member.LastHeartbeatMs
+}
+
+// proposeHeartbeats proposes the round once its gather time has passed,
+// unless the last round is younger than an interval and still pending
+// (the beats then wait for it, the latest of each member kept). A node
+// that no longer leads drops the round.
+func (n *Node) proposeHeartbeats() {
+	round := &n.cluster.heartbeats
+	if len(round.beats) == 0 || n.nowMs < round.proposeAtMs {
+		return
+	}
+	if !n.meta.IsLeader() {
+		clear(round.beats)
+		return
+	}
+	for _, pending := range n.proposals { //determinism:ok only looks for one kind
+		if pending.kind == proposalHeartbeat && n.nowMs-pending.proposedAtMs < n.cfg.MemberHeartbeatIntervalMs {
+			return
+		}
+	}
+	beats := make([]meta.MemberHeartbeat, 0, len(round.beats))
+	for _, id := range slices.Sorted(maps.Keys(round.beats)) {
+		beats = append(beats, round.beats[id])
+	}
+	clear(round.beats)
+	n.propose(0, proposalHeartbeat, "", meta.MemberHeartbeats{Beats: beats})
+}
