@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"slices"
 
 	"narad/chaos"
@@ -169,14 +170,30 @@ func (n *Node) cutLeaseShort(p *partition, reservation *lease.Reservation, visib
 }
 
 // moveJobLate reports whether a fault site starts a finalize job late: it
-// is handed out FreezeTTLMs later, as on a slow disk.
+// is handed out FreezeTTLMs later, as on a slow disk. A job whose session
+// ended meanwhile is not handed out but discarded unrun (its files are
+// the staged copy alone): the partition's directory may belong to
+// another incarnation by then (its topic deleted and created again, with
+// this node an owner), which an install would remove. Only a job whose
+// own move flipped meanwhile still runs: its copy is the partition's log.
 func (n *Node) moveJobLate(pending movePending) bool {
 	if !n.buggifyDelay(chaos.SiteNodeMoveJobLate) {
 		return false
 	}
-	n.delay(chaos.SiteNodeMoveJobLate, n.cfg.Moves.FreezeTTLMs, func() { n.moveJobs = append(n.moveJobs, pending) })
+	n.delay(chaos.SiteNodeMoveJobLate, n.cfg.Moves.FreezeTTLMs, func() {
+		s := pending.session
+		if n.moves[s.key] != s && !n.ownsTheOrphanedCopy(s) {
+			pending.job.err = errJobNotRun
+			n.jobDone(s, pending.job)
+			return
+		}
+		n.moveJobs = append(n.moveJobs, pending)
+	})
 	return true
 }
+
+// errJobNotRun is the error of a finalize job discarded before it ran.
+var errJobNotRun = errors.New("the move ended before its finalize job ran")
 
 // catchUpSlowed reports whether a fault site holds back a destination's
 // CatchUp request to its source: it leaves half of ForwardTimeoutMs later,

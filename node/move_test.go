@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/raft/v3/raftpb"
 
+	"narad/chaos"
 	"narad/meta"
 	"narad/msg"
 )
@@ -745,4 +746,39 @@ func TestADeletedTopicClosesAnInstalledCopyBeforeItsDirectoryGoes(t *testing.T) 
 	require.False(t, c.nodes[target].store.IsOpen(dir), "the copy is closed with its topic's directory")
 	_, err := c.disks[target].Stat(dir)
 	require.Error(t, err, "and its files are gone")
+}
+
+// TestALateFinalizeJobOfAnEndedSessionIsDiscardedUnrun: a finalize job
+// the late-job fault site holds back is not handed out once its session
+// has ended (here the move is aborted): its staged copy goes and nothing
+// is installed into the partition's directory, which by then may be
+// another incarnation's (seed 4110016: the topic deleted and created
+// again with the destination an owner, where the late install removed the
+// new partition's directory).
+func TestALateFinalizeJobOfAnEndedSessionIsDiscardedUnrun(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	source := c.owners(leader, "t")[0]
+	target := c.otherThan(source)
+	require.NoError(t, c.do(source, producePinned("t", 0, "r")).Err)
+	chaos.Force(chaos.SiteNodeMoveJobLate)
+	defer chaos.Reset()
+	c.holdJobs = true
+	c.startMove(leader, "t", 0, target)
+	key := partitionKey{"t", 0}
+	c.tickUntil(100, 100, func() bool { s := c.nodes[target].moves[key]; return s != nil && s.jobOut })
+	staged := c.nodes[target].moves[key].stagedDir
+
+	_, err := c.nodes[leader].meta.Propose(meta.AbortMove{Topic: "t", Partition: 0, ExpectedTarget: target})
+	require.NoError(t, err)
+	c.tick(100)
+	require.Empty(t, c.nodes[target].MoveSessions(), "the aborted session ended")
+	require.True(t, c.nodes[target].jobsOrphaned[key], "its job is still held back")
+	c.tick(c.configs[target].Moves.FreezeTTLMs)
+	require.Empty(t, c.held, "the job was never handed out")
+	require.False(t, c.nodes[target].jobsOrphaned[key])
+	_, err = c.disks[target].Stat(staged)
+	require.Error(t, err, "the staged copy went")
+	_, err = c.disks[target].Stat(PartitionDir("t", 0))
+	require.Error(t, err, "nothing was installed")
 }
