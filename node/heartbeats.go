@@ -38,7 +38,8 @@ const heartbeatGatherDivisor = 10
 // the node's own methods change it.
 type heartbeatRound struct {
 	// beats holds the round's heartbeats, the latest of each member (at
-	// most meta.HeartbeatsPerEntryMax); empty unless this node leads.
+	// most meta.HeartbeatsPerEntryMax); empty unless this node leads (a
+	// node that stopped leading drops them at its next look).
 	beats map[string]meta.MemberHeartbeat
 	// proposeAtMs is when the round is proposed (this node's clock); set
 	// when its first heartbeat arrives.

@@ -7,28 +7,19 @@ import (
 	"narad/msg"
 )
 
-// movesFromHere lists the partitions this node owns that have a move under
-// way in the applied state.
-func (n *Node) movesFromHere() map[partitionKey]bool {
-	moving := map[partitionKey]bool{}
-	for _, m := range n.meta.State().Moves() {
-		if m.Owner == n.cfg.NodeID {
-			moving[partitionKey{m.Topic, m.Partition}] = true
-		}
-	}
-	return moving
-}
-
-// freezeMovesFromHere builds, at start, the state of every partition that
-// was moving from here (partitionOf freezes it for the move), so that the
-// freeze's TTL runs from the start and expireFreezes asks for the move's
-// abort even if no request ever touches the partition: a move whose
-// destination cannot finish would otherwise hold it, and a place among
-// the moves in flight, until one did.
+// freezeMovesFromHere freezes, at start, every partition moving from
+// here, for its move: a source restarted during a move may have answered
+// a freeze before (the destination may hold its final state), so it stays
+// frozen until the move completes or aborts, whether or not a request
+// ever touches the partition. Its state is built now, so the freeze's TTL
+// runs from the start and expireFreezes asks for the move's abort even if
+// no request comes: a move whose destination cannot finish would
+// otherwise hold the partition, and a place among the moves in flight,
+// until one did.
 func (n *Node) freezeMovesFromHere() {
 	for _, m := range n.meta.State().Moves() {
 		if t, ok := n.lookupTopic(m.Topic); ok && m.Owner == n.cfg.NodeID && m.Partition < t.info.Partitions {
-			n.partitionOf(t, m.Partition)
+			n.partitionOf(t, m.Partition).freeze.Begin(m.Target, m.StartedAtMs, n.nowMs)
 		}
 	}
 }

@@ -35,14 +35,11 @@ func (n *Node) writable() error {
 }
 
 // frozen reports whether partition index of t is frozen here. A
-// partition not touched since the start is frozen if it was moving then
-// (partitionOf freezes it when it first builds its state).
+// partition moving from here when the node started has had its state
+// since then, frozen (freezeMovesFromHere); one without state is not.
 func (n *Node) frozen(t *topic, index int) bool {
-	key := partitionKey{t.info.Name, index}
-	if p, ok := n.partitions[key]; ok {
-		return p.freeze.Frozen()
-	}
-	return n.ownedHere(t, index) && n.movingAtStart[key] && t.assignments[index].Target != ""
+	p, ok := n.partitions[partitionKey{t.info.Name, index}]
+	return ok && p.freeze.Frozen()
 }
 
 func frozenError(t *topic, index int) *msg.Error {

@@ -220,7 +220,7 @@ func TestASourceRestartedMidMoveAbortsTheMoveUntouched(t *testing.T) {
 	cfg := c.configs[source]
 	cfg.Moves.FreezeTTLMs = 500
 	c.configs[source] = cfg
-	c.crash(source) // it never answered a freeze: it restarts frozen all the same (movingAtStart)
+	c.crash(source) // it never answered a freeze: it restarts frozen all the same (freezeMovesFromHere)
 	c.tick(100)
 	require.Equal(t, []FrozenPartition{{Topic: "t", Partition: index, Target: target}}, c.nodes[source].FrozenPartitions(),
 		"frozen since the start, before any request")
@@ -254,8 +254,8 @@ func restartedFrozenSource(t *testing.T) (c *clusterHarness, leader, source stri
 }
 
 // TestASourceRestartedMidMoveIsFrozenOnceARequestOpensThePartition pins
-// partitionOf's freeze at start: the first request that builds the
-// partition's state after the restart (here a replay) must not thaw it
+// the freeze at start (freezeMovesFromHere): the first request that uses
+// the partition after the restart (here a replay) must not thaw it
 // (docs/necessity.md).
 func TestASourceRestartedMidMoveIsFrozenOnceARequestOpensThePartition(t *testing.T) {
 	c, _, source := restartedFrozenSource(t)
@@ -781,4 +781,27 @@ func TestALateFinalizeJobOfAnEndedSessionIsDiscardedUnrun(t *testing.T) {
 	require.Error(t, err, "the staged copy went")
 	_, err = c.disks[target].Stat(PartitionDir("t", 0))
 	require.Error(t, err, "nothing was installed")
+}
+
+// TestARecreatedTopicIsNotFrozenForAMoveBeforeTheRestart: the freeze a
+// source keeps across its restart is for the moves under way then; the
+// same partition of a topic deleted and created again, with a move of
+// its own under way that never asked this node to freeze, takes writes.
+func TestARecreatedTopicIsNotFrozenForAMoveBeforeTheRestart(t *testing.T) {
+	c, _, source := restartedFrozenSource(t)
+	require.Len(t, c.nodes[source].FrozenPartitions(), 1, "frozen since its restart")
+	c.tickUntil(100, 100, func() bool { _, ok := c.leader(); return ok })
+	leader, _ := c.leader()
+	target := c.nodes[source].FrozenPartitions()[0].Target
+	owners := c.owners(leader, "t")
+	require.NoError(t, c.do(leader, msg.DeleteTopic{Name: "t"}).Err)
+	c.tick(100)
+	_, err := c.nodes[leader].meta.Propose(meta.CreateTopic{Name: "t", Owners: owners, RetentionMs: 3_600_000,
+		VisibilityTimeoutMs: 30_000, MaxInFlightPerPartition: 1_000, MaxAckedAheadPerPartition: 1_000, CreatedAtMs: c.nowMs})
+	require.NoError(t, err)
+	c.tick(100)
+	c.startMove(leader, "t", 0, target) // the target is still cut off: no freeze is asked
+	c.tick(100)
+	require.Empty(t, c.nodes[source].FrozenPartitions())
+	require.NoError(t, c.do(source, producePinned("t", 0, "new topic")).Err, "the new partition is not frozen")
 }

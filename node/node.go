@@ -94,9 +94,6 @@ type Node struct {
 	// cluster is the membership work: subscriptions, dead detection,
 	// joining (membership.go).
 	cluster clusterState
-	// movingAtStart holds the partitions this node owned with a move under
-	// way when it started: they start frozen (move_source.go).
-	movingAtStart map[partitionKey]bool
 	// held are requests waiting for their topic to reach this replica
 	// (topicwait.go), in arrival order.
 	held []heldRequest
@@ -227,7 +224,6 @@ func (n *Node) recover() error {
 	}
 	n.nonceBase = incarnation << incarnationNonceShift
 	n.routing.forwards.Renumber(n.nonceBase)
-	n.movingAtStart = n.movesFromHere()
 	n.freezeMovesFromHere()
 	if err := n.discardStagedCopies(); err != nil {
 		return err

@@ -77,11 +77,6 @@ func (n *Node) partitionOf(t *topic, index int) *partition {
 	p, ok := n.partitions[key]
 	if !ok {
 		p = &partition{key: key, dir: PartitionDir(t.info.Name, index)}
-		if a := t.assignments[index]; a.Target != "" && n.movingAtStart[key] {
-			// A source restarted during a move may have answered a freeze
-			// before: it stays frozen until the move completes or aborts.
-			p.freeze.Begin(a.Target, a.MoveStartedAtMs, n.nowMs)
-		}
 		n.addPartition(p)
 	}
 	return p
