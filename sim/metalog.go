@@ -42,6 +42,9 @@ type metaLog struct {
 	// one back in.
 	removedRaftIDs map[uint64]bool
 	topics         map[string][]meta.Assignment
+	// moving caches anyMoveInFlight while movingKnown; only applyCommand
+	// changes topics, and it clears movingKnown.
+	moving, movingKnown bool
 	// generations counts the committed flips of each partition, by
 	// partitionName; a partition never flipped is absent.
 	generations map[string]int
@@ -194,6 +197,7 @@ func (l *metaLog) apply(id entryID) {
 }
 
 func (l *metaLog) applyCommand(command meta.Command) {
+	l.movingKnown = false
 	switch c := command.(type) {
 	case meta.MemberHeartbeat:
 		l.heartbeat(c)
@@ -373,6 +377,13 @@ func (l *metaLog) movesInFlight() int {
 // anyMoveInFlight reports whether some partition has a target: the moves
 // scenario asks after every step, and stops at the first.
 func (l *metaLog) anyMoveInFlight() bool {
+	if !l.movingKnown {
+		l.moving, l.movingKnown = l.findMoveInFlight(), true
+	}
+	return l.moving
+}
+
+func (l *metaLog) findMoveInFlight() bool {
 	for _, assignments := range l.topics { //determinism:ok whether any: the order does not matter
 		for _, a := range assignments {
 			if a.Target != "" {
