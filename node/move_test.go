@@ -21,6 +21,19 @@ func (c *clusterHarness) startMove(leader, topicName string, index int, to strin
 	c.settle()
 }
 
+// pinnedForAMove makes a three-node cluster with a topic "t" of three
+// partitions and one record, payload, pinned to partition 0 at its owner
+// (source); target is another node, for a move of that partition.
+func pinnedForAMove(t *testing.T, payload string) (c *clusterHarness, leader, source, target string) {
+	t.Helper()
+	c = newClusterHarness(t, 3)
+	leader = c.electWithTopic("t", 3)
+	source = c.owners(leader, "t")[0]
+	target = c.otherThan(source)
+	require.NoError(t, c.do(source, producePinned("t", 0, payload)).Err)
+	return c, leader, source, target
+}
+
 // partitionAwayFromLeader picks a partition of t whose owner is not the
 // metastore leader and a target that is neither, and pins one record,
 // payload, to the partition.
@@ -565,11 +578,7 @@ func TestDeliveryCountsTravelWithAMove(t *testing.T) {
 // ("a log is open there already") and the move cycles forever (five-node
 // moves seed 2, once the restarted-voter fix changed its trace).
 func TestAMovedInLogNobodyReadClosesWithItsTopic(t *testing.T) {
-	c := newClusterHarness(t, 3)
-	leader := c.electWithTopic("t", 3)
-	source := c.owners(leader, "t")[0]
-	target := c.otherThan(source)
-	require.NoError(t, c.do(source, producePinned("t", 0, "before")).Err)
+	c, leader, _, target := pinnedForAMove(t, "before")
 	c.startMove(leader, "t", 0, target)
 	c.tickUntil(100, 100, func() bool { return c.owners(target, "t")[0] == target })
 	dir := PartitionDir("t", 0)
@@ -597,11 +606,7 @@ func TestAMovedInLogNobodyReadClosesWithItsTopic(t *testing.T) {
 // the target and the partition's directory.
 func installedAwaitingFlip(t *testing.T) (*clusterHarness, string, string, string) {
 	t.Helper()
-	c := newClusterHarness(t, 3)
-	leader := c.electWithTopic("t", 3)
-	source := c.owners(leader, "t")[0]
-	target := c.otherThan(source)
-	require.NoError(t, c.do(source, producePinned("t", 0, "r")).Err)
+	c, leader, _, target := pinnedForAMove(t, "r")
 	c.drop = func(env msg.Envelope) bool { // the target's flip never reaches the leader
 		raft, ok := env.Message.(msg.RaftMessage)
 		return ok && env.From == target && raft.Message.GetType() == raftpb.MsgProp
@@ -657,11 +662,7 @@ func TestAFreezeForAMoveTheSourceHasNotAppliedIsRefused(t *testing.T) {
 // the held job.
 func finalizeJobHeld(t *testing.T) (*clusterHarness, string, string, string, heldJob) {
 	t.Helper()
-	c := newClusterHarness(t, 3)
-	leader := c.electWithTopic("t", 3)
-	source := c.owners(leader, "t")[0]
-	target := c.otherThan(source)
-	require.NoError(t, c.do(source, producePinned("t", 0, "r")).Err)
+	c, leader, source, target := pinnedForAMove(t, "r")
 	c.holdJobs = true
 	c.startMove(leader, "t", 0, target)
 	c.tickUntil(100, 100, func() bool { return len(c.held) > 0 })
@@ -756,11 +757,7 @@ func TestADeletedTopicClosesAnInstalledCopyBeforeItsDirectoryGoes(t *testing.T) 
 // again with the destination an owner, where the late install removed the
 // new partition's directory).
 func TestALateFinalizeJobOfAnEndedSessionIsDiscardedUnrun(t *testing.T) {
-	c := newClusterHarness(t, 3)
-	leader := c.electWithTopic("t", 3)
-	source := c.owners(leader, "t")[0]
-	target := c.otherThan(source)
-	require.NoError(t, c.do(source, producePinned("t", 0, "r")).Err)
+	c, leader, _, target := pinnedForAMove(t, "r")
 	chaos.Force(chaos.SiteNodeMoveJobLate)
 	defer chaos.Reset()
 	c.holdJobs = true

@@ -30,11 +30,7 @@ func dropsFrom(from string, kind raftpb.MessageType) func(msg.Envelope) bool {
 // on asking the source and copying into the staging directory the new
 // one uses.
 func TestALateAnswerToAnEndedSessionDrivesNothing(t *testing.T) {
-	c := newClusterHarness(t, 3)
-	leader := c.electWithTopic("t", 3)
-	source := c.owners(leader, "t")[0]
-	target := c.otherThan(source)
-	require.NoError(t, c.do(source, producePinned("t", 0, "r")).Err)
+	c, leader, source, target := pinnedForAMove(t, "r")
 	var late []msg.Envelope // the source's answers, held back
 	asked := 0              // the requests the target sends the source
 	c.drop = func(env msg.Envelope) bool {
