@@ -48,6 +48,10 @@ type clusterState struct {
 	// for the voters' addresses as a joiner does, until a JoinAccepted
 	// clears it.
 	voterAddressUnknown bool
+	// heardMs holds when this node last received a message from each
+	// voter of its replica (this node's clock); only voters are kept, so
+	// it holds at most one entry per voter, ever.
+	heardMs map[string]int64
 	// heartbeats is the round of members' heartbeats this leader gathers
 	// (heartbeats.go).
 	heartbeats heartbeatRound
@@ -64,7 +68,7 @@ type heartbeatSeen struct {
 func newClusterState() clusterState {
 	return clusterState{subscribers: map[string]map[string]int64{}, subscribedUntilMs: map[string]int64{},
 		notified: map[string][]string{}, deadProposed: map[string]int64{}, removalRefused: map[string]bool{},
-		heartbeats: heartbeatRound{beats: map[string]meta.MemberHeartbeat{}}}
+		heardMs: map[string]int64{}, heartbeats: heartbeatRound{beats: map[string]meta.MemberHeartbeat{}}}
 }
 
 // maintainMembership runs on every tick: the leader marks silent members
@@ -78,6 +82,22 @@ func (n *Node) maintainMembership() {
 		n.cluster.nextJoinMs = n.nowMs + joinRetryMs
 		n.askToJoin()
 	}
+}
+
+// heardFrom records that a message from peer arrived now, if it is a
+// voter.
+func (n *Node) heardFrom(peer string) {
+	if _, voter := n.meta.State().PeerByNodeID(peer); voter {
+		n.cluster.heardMs[peer] = n.nowMs
+	}
+}
+
+// heardLately reports whether a message from the voter arrived within an
+// election timeout: a live voter answers the leader's raft heartbeat
+// every tick.
+func (n *Node) heardLately(peer string) bool {
+	heardMs, heard := n.cluster.heardMs[peer]
+	return heard && n.nowMs-heardMs <= int64(n.cfg.Meta.ElectionTicks)*n.cfg.MetaTickIntervalMs
 }
 
 // detectDeadMembers proposes MarkMemberDead for every alive member whose

@@ -113,11 +113,17 @@ func (n *Node) removeVoter(id string) {
 }
 
 // handLeadershipOver transfers leadership to an alive, non-draining voter
-// so that the new leader can remove this drained node.
+// this node heard from within an election timeout, so that the new leader
+// can remove this drained node. A voter not heard from is skipped even
+// while the metastore still lists it alive: raft drops every proposal
+// while a transfer is pending, the MarkMemberDead of that voter among
+// them, so handing over to a dead voter again and again would stall the
+// metastore until it came back (seed 4300073: ten seconds, and a joiner
+// never admitted).
 func (n *Node) handLeadershipOver() {
 	for _, peer := range n.meta.State().Peers() {
 		m, ok := n.meta.State().Member(peer.ID)
-		if peer.ID == n.cfg.NodeID || !ok || !m.Alive || m.Draining {
+		if peer.ID == n.cfg.NodeID || !ok || !m.Alive || m.Draining || !n.heardLately(peer.ID) {
 			continue
 		}
 		chaos.Reached(chaos.MarkNodeLeadershipHandedOver)

@@ -802,3 +802,31 @@ func TestARecreatedTopicIsNotFrozenForAMoveBeforeTheRestart(t *testing.T) {
 	require.Empty(t, c.nodes[source].FrozenPartitions())
 	require.NoError(t, c.do(source, producePinned("t", 0, "new topic")).Err, "the new partition is not frozen")
 }
+
+// TestADrainedLeaderHandsOverOnlyToAVoterItHears: a drained metadata
+// leader hands its leadership to a voter raft has heard from lately, not
+// to one the metastore still lists alive that is cut off: raft drops
+// every proposal while a transfer is pending, so handing over to the cut
+// voter again and again would keep it from ever being marked dead (seed
+// 4300073 of the three-node moves world).
+func TestADrainedLeaderHandsOverOnlyToAVoterItHears(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.elect()
+	var others []string
+	for _, peer := range c.nodes[leader].meta.State().Peers() {
+		if peer.ID != leader {
+			others = append(others, peer.ID)
+		}
+	}
+	silent, heard := others[0], others[1] // the leader would try silent first
+	c.cut[silent] = true
+	require.NoError(t, c.do(leader, msg.Decommission{ID: leader}).Err)
+	c.tickUntil(100, 100, func() bool {
+		now, ok := c.leader()
+		return ok && now == heard
+	})
+	c.tickUntil(100, 100, func() bool {
+		m, _ := c.nodes[heard].meta.State().Member(silent)
+		return !m.Alive
+	})
+}

@@ -424,6 +424,7 @@ func (n *Node) Step(env msg.Envelope) error {
 	// Any message proves the peer is up again (after a restart, say); a
 	// peer reachable one way only lets the next forward time out again.
 	n.routing.forwards.Heard(env.From)
+	n.heardFrom(env.From)
 	switch m := env.Message.(type) {
 	case msg.RaftMessage:
 		return n.meta.Step(m.Message)
