@@ -278,7 +278,7 @@ func (n *Node) adoptMovedLeases(s *moveSession) {
 	if p.leases != nil {
 		return
 	}
-	p.leases = lease.RestoreTable(*s.leases, n.nonceBase, n.leaseConfig(t))
+	p.leases = lease.RestoreTable(*s.leases, n.nonceFloor, n.leaseConfig(t))
 	n.watchExhausted(p)
 	chaos.Reached(chaos.MarkNodeMoveCarriedLeases)
 }

@@ -830,3 +830,32 @@ func TestADrainedLeaderHandsOverOnlyToAVoterItHears(t *testing.T) {
 		return !m.Alive
 	})
 }
+
+// TestAHandleFromBeforeAMoveAwayAndBackIsStale: a partition that moved
+// away and back within one start of its owner gets a new lease table,
+// whose receipt nonces must not start over: the handle of a delivery from
+// before the moves would otherwise name the first reservation made after
+// them, and its holder's ack would take the record from the new holder
+// (nightly seed 4400727, checker lease-model).
+func TestAHandleFromBeforeAMoveAwayAndBackIsStale(t *testing.T) {
+	c, leader, source, target := pinnedForAMove(t, "r")
+	consume := func() msg.Message {
+		reply := c.do(source, msg.Consume{Topic: "t", Partition: 0})
+		require.NoError(t, reply.Err)
+		messages := reply.Result.(msg.ConsumeResult).Messages
+		require.Len(t, messages, 1)
+		return messages[0]
+	}
+	before := consume()
+	for _, to := range []string{target, source} {
+		c.startMove(leader, "t", 0, to)
+		c.tickUntil(100, 100, func() bool { return c.owners(leader, "t")[0] == to && c.owners(to, "t")[0] == to })
+	}
+	c.tick(100)
+	after := consume()
+	require.Equal(t, before.Offset, after.Offset, "delivered again: the reservation did not survive the moves")
+	require.NotEqual(t, before.ReceiptHandle, after.ReceiptHandle, "a new reservation has a new handle")
+	stale := c.do(source, msg.Ack{Topic: "t", Handles: []string{before.ReceiptHandle}, Action: msg.AckCommit})
+	require.Equal(t, msg.CodeGone, msg.CodeOf(stale.Err), "the handle from before the moves is stale: %v", stale.Err)
+	require.NoError(t, c.do(source, msg.Ack{Topic: "t", Handles: []string{after.ReceiptHandle}, Action: msg.AckCommit}).Err)
+}

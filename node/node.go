@@ -34,6 +34,13 @@ type Node struct {
 	// nonceBase separates the receipt nonces of this incarnation from
 	// those of earlier ones: it derives from a persisted start counter.
 	nonceBase uint64
+	// nonceFloor is the highest receipt nonce handed out by a lease table
+	// this incarnation dropped (removePartition), nonceBase before any: a
+	// new table starts above it (leaseNonceBase), so a handle of a dropped
+	// table never names a reservation of a later table of the same
+	// partition (moved away and back, or its topic deleted and created
+	// again). It only grows.
+	nonceFloor uint64
 
 	// meta is this node's replica of the metastore: topics, placement,
 	// members. Only the loop calls it; its Ready rides in the node's.
@@ -223,6 +230,7 @@ func (n *Node) recover() error {
 		return err
 	}
 	n.nonceBase = incarnation << incarnationNonceShift
+	n.nonceFloor = n.nonceBase
 	n.routing.forwards.Renumber(n.nonceBase)
 	n.freezeMovesFromHere()
 	if err := n.discardStagedCopies(); err != nil {

@@ -91,6 +91,9 @@ func (n *Node) addPartition(p *partition) {
 // removePartition stops tracking p. A loop over sortedPartitions may call
 // it: the loop keeps the order it started with.
 func (n *Node) removePartition(p *partition) {
+	if p.leases != nil {
+		n.nonceFloor = max(n.nonceFloor, p.leases.LastNonce())
+	}
 	delete(n.partitions, p.key)
 	n.partitionOrder = nil
 }
@@ -126,7 +129,7 @@ func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
 	}
 	p.log = log
 	if p.leases == nil {
-		p.leases = lease.New(log.Committed(), n.nonceBase, n.leaseConfig(t))
+		p.leases = lease.New(log.Committed(), n.nonceFloor, n.leaseConfig(t))
 		n.watchExhausted(p)
 	}
 	// A log reopened after a failure (or idleness) recovers the committed

@@ -15,10 +15,11 @@ import (
 // sent if a client had already received another handle H' of R whose
 // consume was sent after H was received: then R was reserved again after
 // H was issued, and a reservation is superseded by the next one of its
-// record (a handle string handed out again, as a move back to a node can
-// do, is the same reservation, not a newer one). A success for a known
-// stale handle fails the run, checker "lease-model", except when the
-// design allows it:
+// record (a handle string handed out again is taken for the same
+// reservation, not a newer one; nodes no longer do it, as they did after
+// a move back before nonces stayed unique per start, seed 4400727). A
+// success for a known stale handle fails the run, checker "lease-model",
+// except when the design allows it:
 //
 //   - the record may already be acknowledged: an ack of an acknowledged
 //     record succeeds whatever its handle (a retried ack learns it

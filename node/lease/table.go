@@ -92,6 +92,12 @@ type Table struct {
 	ackedAheadCeiling int
 }
 
+// LastNonce is the last receipt nonce the table handed out (its nonce
+// base before the first). A later table of the same partition on this
+// node must start above it, or its handles would name reservations of
+// the new table.
+func (t *Table) LastNonce() uint64 { return t.lastNonce }
+
 // New starts a table at a committed frontier. nonceBase makes receipt
 // nonces of this table differ from those of an earlier incarnation of the
 // partition (the node passes something like its start time): nonces handed
