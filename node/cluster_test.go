@@ -838,3 +838,23 @@ func TestANodeCutFromTheMetastoreStopsWritingBeforeItCanBeDeclaredDead(t *testin
 	refused := c.do(cut, producePinned("t", index, "after"))
 	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(refused.Err), "the cut node refuses the write it would have taken")
 }
+
+// TestARestartedNodeNeverRepeatsAProposalID: a node restarted within one
+// metastore term proposes with sequences above those of its earlier
+// start, so a proposal of that start committing late (its MsgProp held up
+// on the way) is never taken for one of this start's (nightly seed
+// 4500542: a delete was answered with the outcome of a move's flip that
+// an earlier start of the same node had proposed, 409).
+func TestARestartedNodeNeverRepeatsAProposalID(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.elect()
+	follower := c.otherThan(leader)
+	before, err := c.nodes[follower].meta.Propose(meta.SetDraining{ID: follower, Draining: false})
+	require.NoError(t, err)
+	c.crash(follower)
+	c.tickUntil(100, 50, func() bool { _, known := c.nodes[follower].meta.Leader(); return known })
+	after, err := c.nodes[follower].meta.Propose(meta.SetDraining{ID: follower, Draining: false})
+	require.NoError(t, err)
+	require.Equal(t, before.Term, after.Term, "the restart stayed within the term")
+	require.Greater(t, after.Sequence, before.Sequence, "no sequence of the earlier start again")
+}

@@ -187,12 +187,25 @@ func New(cfg Config, fs storage.FS, metaStore *meta.Store, nowMs int64, observer
 	if observer == nil {
 		observer = NopObserver{}
 	}
+	// The incarnation advances before the replica opens: each start's
+	// proposal sequence begins above every earlier start's, so a proposal
+	// of an earlier start that commits late (a forwarded MsgProp held up
+	// on its way) never matches one of this start's in the same term.
+	incarnation, err := nextIncarnation(fs)
+	if err != nil {
+		_ = metaStore.Close()
+		return nil, err
+	}
+	cfg.Meta.ProposalSequenceBase = incarnation << incarnationNonceShift
 	replica, err := meta.New(cfg.Meta, metaStore)
 	if err != nil {
 		_ = metaStore.Close()
 		return nil, err
 	}
 	n := newNode(cfg, fs, replica, nowMs, observer)
+	n.nonceBase = incarnation << incarnationNonceShift
+	n.nonceFloor = n.nonceBase
+	n.routing.forwards.Renumber(n.nonceBase)
 	if err := n.recover(); err != nil {
 		_ = replica.Close()
 		return nil, err
@@ -217,21 +230,14 @@ func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observe
 	}
 }
 
-// recover finishes a start: stale topic directories go, the incarnation
-// advances, and a restarted sole voter campaigns (a fresh one waits for
+// recover finishes a start: stale topic directories go, and a restarted
+// sole voter campaigns (a fresh one waits for
 // its bootstrap configuration to apply: maintainMeta runs again then).
 func (n *Node) recover() error {
 	n.rememberTopics()
 	if err := n.sweepOrphans(); err != nil {
 		return err
 	}
-	incarnation, err := nextIncarnation(n.fs)
-	if err != nil {
-		return err
-	}
-	n.nonceBase = incarnation << incarnationNonceShift
-	n.nonceFloor = n.nonceBase
-	n.routing.forwards.Renumber(n.nonceBase)
 	n.freezeMovesFromHere()
 	if err := n.discardStagedCopies(); err != nil {
 		return err
