@@ -17,7 +17,7 @@ import (
 // other changes moved the draws), so each end has a seed of its own.
 const (
 	forcePromoteSeed  = 15
-	installRepairSeed = 29
+	installRepairSeed = 34
 )
 
 // TestAMovesSeedReachesForcePromotionAndAnInstallRepair: the moves faults
