@@ -35,11 +35,11 @@ type Node struct {
 	// those of earlier ones: it derives from a persisted start counter.
 	nonceBase uint64
 	// nonceFloor is the highest receipt nonce handed out by a lease table
-	// this incarnation dropped (removePartition), nonceBase before any: a
-	// new table starts above it (leaseNonceBase), so a handle of a dropped
-	// table never names a reservation of a later table of the same
-	// partition (moved away and back, or its topic deleted and created
-	// again). It only grows.
+	// this incarnation dropped (removePartition), nonceBase before any:
+	// every new or restored table starts above it, so a handle of a
+	// dropped table never names a reservation of a later table of the
+	// same partition (moved away and back, or its topic deleted and
+	// created again). It only grows.
 	nonceFloor uint64
 
 	// meta is this node's replica of the metastore: topics, placement,
@@ -231,8 +231,8 @@ func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observe
 }
 
 // recover finishes a start: stale topic directories go, and a restarted
-// sole voter campaigns (a fresh one waits for
-// its bootstrap configuration to apply: maintainMeta runs again then).
+// sole voter campaigns (a fresh one waits for its bootstrap configuration
+// to apply: maintainMeta runs again then).
 func (n *Node) recover() error {
 	n.rememberTopics()
 	if err := n.sweepOrphans(); err != nil {
