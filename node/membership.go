@@ -85,8 +85,13 @@ func (n *Node) maintainMembership() {
 }
 
 // heardFrom records that a message from peer arrived now, if it is a
-// voter.
+// voter. It runs for every peer message: only a peer's first message
+// (or a non-voter's) looks the voters up.
 func (n *Node) heardFrom(peer string) {
+	if _, known := n.cluster.heardMs[peer]; known {
+		n.cluster.heardMs[peer] = n.nowMs
+		return
+	}
 	if _, voter := n.meta.State().PeerByNodeID(peer); voter {
 		n.cluster.heardMs[peer] = n.nowMs
 	}
