@@ -422,7 +422,8 @@ func TestClusterFullRestart(t *testing.T) {
 
 // Property: a joining replica maps the raft ids of the voters it learned
 // (LearnPeers) to their addresses, skips itself and invalid ids, and a
-// new list replaces the old one.
+// new list adds to the old one, a raft id learned again taking the newer
+// address.
 func TestLearnedPeersAddressTheLeader(t *testing.T) {
 	cryptotest.SetGlobalRandom(t, 31)
 	c := newTestCluster(t, 3, 31, true, nil)
@@ -439,9 +440,14 @@ func TestLearnedPeersAddressTheLeader(t *testing.T) {
 	require.Equal(t, "n2:7943", peer.ClusterAddr)
 	require.Equal(t, []Peer{clusterPeers(3)[0], joiner, {ID: "n2", RaftID: 2, ClusterAddr: "n2:7943"}}, m.KnownPeers(),
 		"the configured peers, then the learned ones without itself or invalid ids")
-	m.LearnPeers([]Peer{{ID: "n3", RaftID: 3, ClusterAddr: "n3:7943"}})
-	_, known = m.PeerByRaftID(2)
-	require.False(t, known, "a new list replaces the old one")
+	m.LearnPeers([]Peer{{ID: "n3", RaftID: 3, ClusterAddr: "n3:7943"}, {ID: "n2", RaftID: 2, ClusterAddr: "n2:8000"}})
+	peer, known = m.PeerByRaftID(2)
+	require.True(t, known, "a list that names n2 again keeps it (a replica behind may answer without it)")
+	require.Equal(t, "n2:8000", peer.ClusterAddr, "the newer address wins")
+	m.LearnPeers([]Peer{{ID: "n5", RaftID: 5, ClusterAddr: "n5:7943"}})
+	require.Equal(t, []Peer{clusterPeers(3)[0], joiner, {ID: "n2", RaftID: 2, ClusterAddr: "n2:8000"},
+		{ID: "n3", RaftID: 3, ClusterAddr: "n3:7943"}, {ID: "n5", RaftID: 5, ClusterAddr: "n5:7943"}}, m.KnownPeers(),
+		"a list that leaves n2 and n3 out forgets neither")
 }
 
 // Property: a replica that applied an added voter before the first

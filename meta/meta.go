@@ -37,9 +37,10 @@ type Meta struct {
 	// snapshotsInstalled counts the leader's snapshots installed by this
 	// instance (installSnapshot); only increases.
 	snapshotsInstalled uint64
-	// learned are peers this replica was told of while it joins (LearnPeers):
+	// learned are peers this replica was told of (LearnPeers: while it
+	// joins, or while it cannot address a voter):
 	// like Config.Peers, they map raft ids to addresses until the state
-	// lists the voters. Replaced whole by LearnPeers.
+	// lists the voters. Only LearnPeers adds to it or updates an entry.
 	learned []Peer
 	// voterAdded is set when a voter was added after the latest snapshot
 	// (applyConfChangeEntry); maybeSnapshot takes one then and clears it,
@@ -281,19 +282,25 @@ func (m *Meta) KnownPeers() []Peer {
 	return append(slices.Clone(m.config.Peers), m.learned...)
 }
 
-// LearnPeers records the voters a joining replica was told of (the node
-// passes on the leader's JoinAccepted), so it can address the leader it
-// was not configured with. Peers with invalid ids or this node's own id
-// are skipped; at most votersLearnedMax are kept.
+// LearnPeers records the voters a replica was told of (the node passes
+// on a JoinAccepted), so it can address a voter it was not configured
+// with. The lists add up: a peer already learned takes the newer address
+// (raft ids are never reused), so an answer from a replica that is behind
+// forgets none learned before. Peers with invalid ids or this node's own
+// id are skipped; at most votersLearnedMax are kept.
 func (m *Meta) LearnPeers(peers []Peer) {
-	m.learned = m.learned[:0]
 	for _, peer := range peers {
+		if peer.ID == "" || peer.ID == m.config.NodeID || peer.RaftID == 0 || peer.RaftID > raftIDMax {
+			continue
+		}
+		if i := slices.IndexFunc(m.learned, func(p Peer) bool { return p.RaftID == peer.RaftID }); i >= 0 {
+			m.learned[i] = peer
+			continue
+		}
 		if len(m.learned) == votersLearnedMax {
 			break
 		}
-		if peer.ID != "" && peer.ID != m.config.NodeID && peer.RaftID != 0 && peer.RaftID <= raftIDMax {
-			m.learned = append(m.learned, peer)
-		}
+		m.learned = append(m.learned, peer)
 	}
 }
 

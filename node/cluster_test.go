@@ -816,6 +816,51 @@ func TestAVoterBehindANewLeaderItCannotAddressCatchesUp(t *testing.T) {
 	require.True(t, c.nodes["n4"].meta.IsLeader(), "the joiner still leads: the laggard caught up from it")
 }
 
+// TestAVoterThatCannotAddressAPeerIsAnsweredByAFollower: a voter whose
+// replica cannot address a newer voter asks its configured peers, and a
+// follower answers with the voters it applied; no relay to the leader is
+// needed, for the leader may be the very voter it cannot reach, or there
+// may be no leader until it can (nightly seed 4601069: no metastore leader
+// for 2.7 s, a late joiner served late).
+func TestAVoterThatCannotAddressAPeerIsAnsweredByAFollower(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.elect()
+	laggard := c.otherThan(leader)
+	c.cut[laggard] = true
+	c.join("n4")
+	c.tickUntil(100, 100, func() bool {
+		_, voter := c.nodes[leader].meta.State().PeerByNodeID("n4")
+		return voter
+	})
+	require.NoError(t, c.nodes[leader].meta.TransferLeadership("n4"))
+	c.tickUntil(100, 100, func() bool { return c.nodes["n4"].meta.IsLeader() })
+	c.crash(laggard)
+
+	relays, answers := 0, 0
+	c.drop = func(env msg.Envelope) bool {
+		switch env.Message.(type) {
+		case msg.JoinRelay:
+			relays++
+			return true // the leader is out of reach of the relay
+		case msg.JoinAccepted:
+			if env.From != "n4" && env.To == laggard {
+				answers++
+			}
+		}
+		_, addressed := c.nodes[env.From].ClusterAddrs()[env.To]
+		return !addressed
+	}
+	c.cut[laggard] = false
+	c.tickUntil(100, 100, func() bool {
+		_, voter := c.nodes[laggard].meta.State().PeerByNodeID("n4")
+		return voter && c.nodes[laggard].meta.AppliedIndex() == c.nodes["n4"].meta.AppliedIndex()
+	})
+	_, voter := c.nodes[laggard].meta.State().PeerByNodeID("n4")
+	require.True(t, voter, "the laggard caught up on the entry that added n4")
+	require.Positive(t, answers, "a follower answered the laggard's Join")
+	require.Zero(t, relays, "a voter's Join is not relayed")
+}
+
 // TestANodeCutFromTheMetastoreStopsWritingBeforeItCanBeDeclaredDead pins
 // the write fence of writable: a node whose own heartbeat has not been
 // applied for half of MemberDeadAfterMs refuses writes, while the leader

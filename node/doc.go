@@ -50,6 +50,8 @@
 // that does not lead relays the Join to the leader (JoinRelay), and the
 // leader answers a Join from a node it has added with the voters'
 // addresses (JoinAccepted), so a joiner may be told of a single member.
+// A voter's Join (its replica cannot address some voter) is answered by
+// whichever voter it reaches, from that voter's applied state.
 //
 // The node also writes into topics on its own behalf (relay.go: a record
 // that exhausted its deliveries goes to its dead-letter topic). Such a

@@ -135,7 +135,7 @@ func (n *Node) detectDeadMembers() {
 
 // askToJoin sends a Join to every configured peer until this node is a
 // voter, or while it is a voter that cannot address a peer (the leader
-// answers a voter's Join with the voters' addresses). A node its replica
+// or any voter answers a voter's Join with the voters' addresses). A node its replica
 // knows was removed asks no more: it may not come back (its raft id may
 // not be reused), and the leader would refuse.
 func (n *Node) askToJoin() {
@@ -151,11 +151,18 @@ func (n *Node) askToJoin() {
 	}
 }
 
-// stepJoin adds the sender as a voter if this node leads; otherwise it
-// relays the Join to the leader it knows.
+// stepJoin adds the sender as a voter if this node leads. A follower
+// answers a voter's Join itself (the voter cannot address some peer, and
+// this replica's applied state names the voters: the leader may be the
+// very peer it cannot reach, or there may be no leader until it can; sim
+// seed 4601069). A follower relays a joiner's Join to the leader it knows.
 func (n *Node) stepJoin(from string, m msg.Join) {
 	if n.meta.IsLeader() {
 		n.addVoter(from, m)
+		return
+	}
+	if _, voter := n.meta.State().PeerByNodeID(from); voter {
+		n.send(from, msg.JoinAccepted{Voters: n.voterAddresses()})
 		return
 	}
 	if leader, known := n.meta.Leader(); known && leader != from && leader != n.cfg.NodeID {

@@ -16,7 +16,7 @@ import (
 // caught-up kills drew from a stream of their own, and it stopped when
 // other changes moved the draws), so each end has a seed of its own.
 const (
-	forcePromoteSeed  = 15
+	forcePromoteSeed  = 63
 	installRepairSeed = 34
 )
 
