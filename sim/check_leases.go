@@ -48,10 +48,12 @@ import (
 // its deadline had passed): a success then fails the run too, unless
 // another ack of the record, sent before the answer came (under another
 // handle, after a redelivery; an extend; another attempt of this one), may
-// have landed first, the record was acknowledged as a dead letter or
-// destroyed by a media fault, or the
-// partition flipped since the handout (the handle may then match a newer
-// reservation of a node the partition moved back to).
+// have landed first, or the record was acknowledged as a dead letter or
+// destroyed by a media fault. A flip is no excuse here: a move hands the
+// new owner the record as released, never reserved, and a node's receipt
+// nonces never repeat for a partition within a start, so a handle from
+// before a move away and back matches no newer reservation (seed 4400727
+// found them repeating).
 //
 // A restart is no excuse: a node draws a new handle key at every start,
 // so a handle of an earlier start matches no reservation (its delivery
@@ -69,8 +71,7 @@ type leaseModel struct {
 	// filled in when it comes.
 	acks map[ackRecord][]*sentAck
 	// flipsMs lists, by partition, when each committed flip was seen, in
-	// order (the first decides whether a newer handout excuses a success;
-	// any one between a handout and its late ack excuses that ack).
+	// order (the first decides whether a newer handout excuses a success).
 	flipsMs map[int][]int64
 	// deadLetteredMs is when a node first reported each record
 	// acknowledged as a dead letter.
@@ -184,7 +185,7 @@ func (l *leaseModel) judgeLapsed(record ackRecord, handle string, c *call, mine 
 	if latest.handle == "" || c.sentMs-latest.receivedMs <= visibilityMsMin+visibilityMsSpread {
 		return
 	}
-	if l.settledWithoutAck(record) || l.anotherAckMayHaveLanded(record, mine) || l.flippedBetween(record.partition, latest.receivedMs, c.sentMs) {
+	if l.settledWithoutAck(record) || l.anotherAckMayHaveLanded(record, mine) {
 		return
 	}
 	l.w.fail("lease-model", "%s answered 204 for handle %s of %s offset %d, received at %d ms: its lease had lapsed when the ack was sent at %d ms (visibility timeouts are below %d ms)",
@@ -202,17 +203,6 @@ func (l *leaseModel) anotherAckMayHaveLanded(record ackRecord, mine *sentAck) bo
 			continue
 		}
 		if !a.answered || a.status == http.StatusNoContent || a.status >= http.StatusInternalServerError {
-			return true
-		}
-	}
-	return false
-}
-
-// flippedBetween reports whether a committed flip of partition was seen
-// in [fromMs, toMs].
-func (l *leaseModel) flippedBetween(partition int, fromMs, toMs int64) bool {
-	for _, atMs := range l.flipsMs[partition] {
-		if atMs >= fromMs && atMs <= toMs {
 			return true
 		}
 	}

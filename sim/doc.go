@@ -226,7 +226,8 @@
 //     its leases lapsed, so such acks happen), or to an ack sent later
 //     after its handle was received than the longest visibility timeout
 //     the workload sets, when no other ack of the record may have landed
-//     and the partition did not flip in between; and an operator's topic
+//     (a flip in between is no excuse: a move hands the record over
+//     released, and nonces never repeat); and an operator's topic
 //     creates, alters and deletes are checked with porcupine as one
 //     linearizable register per topic name (control-plane). Each
 //     checker's comment says exactly what it excuses.
