@@ -289,17 +289,22 @@ func (m *Meta) KnownPeers() []Peer {
 // forgets none learned before. Peers with invalid ids or this node's own
 // id are skipped; at most votersLearnedMax are kept.
 func (m *Meta) LearnPeers(peers []Peer) {
+	index := make(map[uint64]int, len(m.learned))
+	for i, peer := range m.learned {
+		index[peer.RaftID] = i
+	}
 	for _, peer := range peers {
 		if peer.ID == "" || peer.ID == m.config.NodeID || peer.RaftID == 0 || peer.RaftID > raftIDMax {
 			continue
 		}
-		if i := slices.IndexFunc(m.learned, func(p Peer) bool { return p.RaftID == peer.RaftID }); i >= 0 {
+		if i, known := index[peer.RaftID]; known {
 			m.learned[i] = peer
 			continue
 		}
 		if len(m.learned) == votersLearnedMax {
 			break
 		}
+		index[peer.RaftID] = len(m.learned)
 		m.learned = append(m.learned, peer)
 	}
 }

@@ -789,6 +789,24 @@ func TestALateForwardReplyOfAnEarlierIncarnationIsDropped(t *testing.T) {
 // node id from its messages would not do: a driver reaches a peer only at
 // an address the node gave it (ClusterAddrs).
 func TestAVoterBehindANewLeaderItCannotAddressCatchesUp(t *testing.T) {
+	c, laggard := laggardBehindTheJoinerItCannotAddress(t)
+	_, known := c.nodes[laggard].meta.PeerByRaftID(meta.RaftIDOf("n4"))
+	require.False(t, known, "the laggard's replica does not know the new leader's address")
+
+	c.drop = func(env msg.Envelope) bool { // the driver reaches only the addresses the node gave it
+		_, addressed := c.nodes[env.From].ClusterAddrs()[env.To]
+		return !addressed
+	}
+	c.cut[laggard] = false
+	c.tickUntilCaughtUpWith(laggard, "n4")
+	require.True(t, c.nodes["n4"].meta.IsLeader(), "the joiner still leads: the laggard caught up from it")
+}
+
+// laggardBehindTheJoinerItCannotAddress builds a three-node cluster in
+// which n4 joined and came to lead while a voter, the laggard, was cut
+// off and then restarted: the laggard's replica cannot map n4's raft id to
+// an address. It returns the harness and the laggard, still cut off.
+func laggardBehindTheJoinerItCannotAddress(t *testing.T) (*clusterHarness, string) {
 	c := newClusterHarness(t, 3)
 	leader := c.elect()
 	laggard := c.otherThan(leader)
@@ -801,19 +819,16 @@ func TestAVoterBehindANewLeaderItCannotAddressCatchesUp(t *testing.T) {
 	require.NoError(t, c.nodes[leader].meta.TransferLeadership("n4"))
 	c.tickUntil(100, 100, func() bool { return c.nodes["n4"].meta.IsLeader() })
 	c.crash(laggard)
-	_, known := c.nodes[laggard].meta.PeerByRaftID(meta.RaftIDOf("n4"))
-	require.False(t, known, "the laggard's replica does not know the new leader's address")
+	return c, laggard
+}
 
-	c.drop = func(env msg.Envelope) bool { // the driver reaches only the addresses the node gave it
-		_, addressed := c.nodes[env.From].ClusterAddrs()[env.To]
-		return !addressed
-	}
-	c.cut[laggard] = false
+// tickUntilCaughtUpWith ticks (up to 10 s) until the node's replica lists
+// the leader as a voter and has applied as far as it.
+func (c *clusterHarness) tickUntilCaughtUpWith(id, leader string) {
 	c.tickUntil(100, 100, func() bool {
-		_, voter := c.nodes[laggard].meta.State().PeerByNodeID("n4")
-		return voter && c.nodes[laggard].meta.AppliedIndex() == c.nodes["n4"].meta.AppliedIndex()
+		_, voter := c.nodes[id].meta.State().PeerByNodeID(leader)
+		return voter && c.nodes[id].meta.AppliedIndex() == c.nodes[leader].meta.AppliedIndex()
 	})
-	require.True(t, c.nodes["n4"].meta.IsLeader(), "the joiner still leads: the laggard caught up from it")
 }
 
 // TestAVoterThatCannotAddressAPeerIsAnsweredByAFollower: a voter whose
@@ -823,18 +838,7 @@ func TestAVoterBehindANewLeaderItCannotAddressCatchesUp(t *testing.T) {
 // may be no leader until it can (nightly seed 4601069: no metastore leader
 // for 2.7 s, a late joiner served late).
 func TestAVoterThatCannotAddressAPeerIsAnsweredByAFollower(t *testing.T) {
-	c := newClusterHarness(t, 3)
-	leader := c.elect()
-	laggard := c.otherThan(leader)
-	c.cut[laggard] = true
-	c.join("n4")
-	c.tickUntil(100, 100, func() bool {
-		_, voter := c.nodes[leader].meta.State().PeerByNodeID("n4")
-		return voter
-	})
-	require.NoError(t, c.nodes[leader].meta.TransferLeadership("n4"))
-	c.tickUntil(100, 100, func() bool { return c.nodes["n4"].meta.IsLeader() })
-	c.crash(laggard)
+	c, laggard := laggardBehindTheJoinerItCannotAddress(t)
 
 	relays, answers := 0, 0
 	c.drop = func(env msg.Envelope) bool {
@@ -851,10 +855,7 @@ func TestAVoterThatCannotAddressAPeerIsAnsweredByAFollower(t *testing.T) {
 		return !addressed
 	}
 	c.cut[laggard] = false
-	c.tickUntil(100, 100, func() bool {
-		_, voter := c.nodes[laggard].meta.State().PeerByNodeID("n4")
-		return voter && c.nodes[laggard].meta.AppliedIndex() == c.nodes["n4"].meta.AppliedIndex()
-	})
+	c.tickUntilCaughtUpWith(laggard, "n4")
 	_, voter := c.nodes[laggard].meta.State().PeerByNodeID("n4")
 	require.True(t, voter, "the laggard caught up on the entry that added n4")
 	require.Positive(t, answers, "a follower answered the laggard's Join")
