@@ -25,6 +25,14 @@ const (
 	// drainQuietMs ends the drain once every acknowledged record was
 	// consumed and this long passed without a new delivery.
 	drainQuietMs = 3_000
+	// drainMsPerRecord extends the liveness phase's bound by this much for
+	// every acknowledged record not yet delivered when the faults stop: a
+	// backlog drains at the pace of the consumers the workload drew, and
+	// a lone consumer that takes a record at a time, abandoning some to
+	// their redelivery, settles one every 10 to 15 ms (nightly seed
+	// 4832331: five producers, a storm on one partition and one consumer
+	// left 14,473 records, drained steadily past the fixed bound).
+	drainMsPerRecord = 20
 	// setupMsMax bounds the setup: electing a leader, the members
 	// heartbeating, the topic created.
 	setupMsMax = 30_000
@@ -38,7 +46,9 @@ type Options struct {
 	Nodes int
 	// SafetyMs is the simulated time with faults and load.
 	SafetyMs int64
-	// DrainMsMax bounds the liveness phase; not draining by then fails.
+	// DrainMsMax bounds the liveness phase, plus drainMsPerRecord for
+	// each acknowledged record not yet delivered when it starts; not
+	// drained by then fails.
 	DrainMsMax int64
 	// Faults is the fault profile.
 	Faults Profile
@@ -170,6 +180,9 @@ type World struct {
 	faults       map[string]int
 	phase        phase
 	healedMs     int64
+	// drainDeadlineMs ends the liveness phase (set by heal): DrainMsMax
+	// plus drainMsPerRecord for each record left to drain.
+	drainDeadlineMs int64
 	// failure is the first checker failure; the run stops at it.
 	failure *Failure
 	// metaDir holds the nodes' metastore files for this run.
@@ -349,7 +362,7 @@ func (w *World) run() {
 	w.startSafety()
 	w.loop(func() bool { return w.nowMs < w.opts.SafetyMs })
 	w.heal()
-	w.loop(func() bool { return !w.drained() && w.nowMs < w.healedMs+w.opts.DrainMsMax })
+	w.loop(func() bool { return !w.drained() && w.nowMs < w.drainDeadlineMs })
 	w.finish()
 }
 
@@ -467,6 +480,8 @@ func (w *World) heal() {
 	}
 	w.phase = phaseLiveness
 	w.healedMs = w.nowMs
+	backlog := int64(w.history.ackedUndelivered)
+	w.drainDeadlineMs = w.nowMs + w.opts.DrainMsMax + drainMsPerRecord*backlog
 	// A lost snapshot is sent again: the late joiner, which starts from a
 	// snapshot in this phase, must get there all the same.
 	chaos.StopFaults(chaos.SiteMetaSnapshotLost)
@@ -475,7 +490,7 @@ func (w *World) heal() {
 	for _, n := range w.nodes {
 		n.heal()
 	}
-	w.tracef("healed: liveness phase")
+	w.tracef("healed: liveness phase, %d acknowledged records to drain by %d ms", backlog, w.drainDeadlineMs)
 	if w.moves != nil {
 		w.moves.scheduleLateJoin()
 	}
