@@ -134,8 +134,8 @@ func (n *Node) detectDeadMembers() {
 }
 
 // askToJoin sends a Join to every configured peer until this node is a
-// voter, or while it is a voter that cannot address a peer (the leader
-// or any voter answers a voter's Join with the voters' addresses). A node its replica
+// voter, or while it is a voter that cannot address a peer (any voter
+// answers a voter's Join with the voters' addresses). A node its replica
 // knows was removed asks no more: it may not come back (its raft id may
 // not be reused), and the leader would refuse.
 func (n *Node) askToJoin() {

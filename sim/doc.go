@@ -236,8 +236,9 @@
 //     placement within 8 s while its source stays up and reaches the
 //     same leader (freeze-ttl).
 //   - Liveness: once faults stop, requests succeed again and the backlog
-//     drains (within 120 s plus 20 ms a record left to drain); in a cluster, one node leads and has applied an entry of its
-//     term, the placement settles (every move finished or was aborted, no
+//     drains (within 120 s plus 20 ms a record left to drain); in a
+//     cluster, one node leads and has applied an entry of its term, the
+//     placement settles (every move finished or was aborted, no
 //     draining member owns a partition, and the planner run over the
 //     committed state plans nothing: the cluster is balanced), the late
 //     joiner of a moves world serves within 5 s of its start, and through

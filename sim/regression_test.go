@@ -11,10 +11,10 @@ import (
 
 // TestRegressionSeeds runs every seed in testdata/seeds.txt: seeds that
 // once failed (each line: seed, profile, optionally nodes=N, moves,
-// deadletters, deadletters-aimed, fanout, sites=on (the core's fault sites on; off
-// otherwise), media-clusters (Options.MediaInClusters) and weather (a
-// moves world's lulls, Options.Weather; off otherwise), then why it is
-// kept).
+// deadletters, deadletters-aimed, fanout, sites=on (the core's fault
+// sites on; off otherwise), media-clusters (Options.MediaInClusters) and
+// weather (a moves world's lulls, Options.Weather; off otherwise), then
+// why it is kept).
 func TestRegressionSeeds(t *testing.T) {
 	file, err := os.Open("testdata/seeds.txt")
 	if err != nil {
