@@ -31,15 +31,14 @@ type Node struct {
 	// rootSeeded is set once this node's seed of the root user was
 	// applied; it never clears.
 	rootSeeded bool
-	// nonceBase separates the receipt nonces of this incarnation from
-	// those of earlier ones: it derives from a persisted start counter.
-	nonceBase uint64
 	// nonceFloor is the highest receipt nonce handed out by a lease table
-	// this incarnation dropped (removePartition), nonceBase before any:
-	// every new or restored table starts above it, so a handle of a
-	// dropped table never names a reservation of a later table of the
-	// same partition (moved away and back, or its topic deleted and
-	// created again). It only grows.
+	// this incarnation dropped (removePartition); before any, the
+	// incarnation's base (New: the persisted start counter shifted, which
+	// separates this start's nonces from earlier starts'). Every new or
+	// restored table starts above it, so a handle of a dropped table never
+	// names a reservation of a later table of the same partition (moved
+	// away and back, or its topic deleted and created again). It only
+	// grows.
 	nonceFloor uint64
 
 	// meta is this node's replica of the metastore: topics, placement,
@@ -196,16 +195,16 @@ func New(cfg Config, fs storage.FS, metaStore *meta.Store, nowMs int64, observer
 		_ = metaStore.Close()
 		return nil, err
 	}
-	cfg.Meta.ProposalSequenceBase = incarnation << incarnationNonceShift
+	base := incarnation << incarnationNonceShift // this start's numbers: proposals, receipt nonces, forwards
+	cfg.Meta.ProposalSequenceBase = base
 	replica, err := meta.New(cfg.Meta, metaStore)
 	if err != nil {
 		_ = metaStore.Close()
 		return nil, err
 	}
 	n := newNode(cfg, fs, replica, nowMs, observer)
-	n.nonceBase = incarnation << incarnationNonceShift
-	n.nonceFloor = n.nonceBase
-	n.routing.forwards.Renumber(n.nonceBase)
+	n.nonceFloor = base
+	n.routing.forwards.Renumber(base)
 	if err := n.recover(); err != nil {
 		_ = replica.Close()
 		return nil, err

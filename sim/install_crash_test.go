@@ -56,10 +56,5 @@ func reachesAll(report Report, marks []chaos.Mark) bool {
 	for _, mark := range report.Marks {
 		reached[mark.Name] += mark.Count
 	}
-	for _, mark := range marks {
-		if reached[string(mark)] == 0 {
-			return false
-		}
-	}
-	return true
+	return len(MissingMarks(reached, marks)) == 0
 }
