@@ -51,11 +51,16 @@ type routing struct {
 	// parts gathered in the Ready being built (route_produce.go); emptied
 	// when a Ready is handed out.
 	produceForwards map[produceForwardKey]*route.Batch[func(msg.Reply)]
+	// passedConsumes holds the client consumes forwarded whole to their
+	// partition's owner, by request id, until the forward's continuation
+	// runs (a reply or its timeout, so at most the forwards in flight);
+	// true once the client cancelled: the records then go back.
+	passedConsumes map[msg.RequestID]bool
 }
 
 func newRouting() routing {
 	return routing{forwards: route.NewForwards[func(msg.Reply)](0), served: route.NewServed[incoming, func(msg.Reply)](),
-		produceForwards: map[produceForwardKey]*route.Batch[func(msg.Reply)]{}}
+		produceForwards: map[produceForwardKey]*route.Batch[func(msg.Reply)]{}, passedConsumes: map[msg.RequestID]bool{}}
 }
 
 // localOnly reports whether a request must be served from this node's own
@@ -103,15 +108,19 @@ func (n *Node) servedID(number uint64) msg.RequestID {
 	return id
 }
 
-// stepForwardReply hands a peer's answer to the forward's continuation; a
-// reply that comes after the deadline (or from the wrong node) is dropped.
+// stepForwardReply hands a peer's answer to the forward's continuation. A
+// reply that comes after the deadline (or from the wrong node, or to an
+// earlier incarnation) has nobody to go to: records it reserved go back to
+// the node that reserved them (releaseUnclaimed).
 func (n *Node) stepForwardReply(from string, m msg.ForwardReply) {
 	if chaos.Planted(chaos.BugForwardReplyMismatched) {
 		m.ID ^= 1
 	}
 	if done, ok := n.routing.forwards.Answered(from, m.ID); ok {
 		done(m.Reply)
+		return
 	}
+	n.releaseUnclaimed(from, m.Reply)
 }
 
 // expireForwards fails the forwards whose peer did not answer in time and

@@ -417,9 +417,14 @@ func (n *Node) handleMoveRequest(id msg.RequestID, req msg.Request) {
 }
 
 // Cancel drops a parked long poll; a request that was already answered or
-// is not parked is unaffected.
+// is not parked is unaffected. A consume forwarded to its partition's
+// owner stays parked there: what the owner reserves for it goes back when
+// its answer arrives.
 func (n *Node) Cancel(id msg.RequestID) {
 	n.held = slices.DeleteFunc(n.held, func(h heldRequest) bool { return h.id == id })
+	if _, passed := n.routing.passedConsumes[id]; passed {
+		n.routing.passedConsumes[id] = true
+	}
 	if w, ok := n.waiters.get(id); ok {
 		n.waiters.remove(id)
 		n.observer.ConsumeWait(w.request.Topic, "cancelled", n.nowMs-w.parkedAtMs)

@@ -29,7 +29,21 @@ func (n *Node) consumeElsewhere(id msg.RequestID, t *topic, r msg.Consume) {
 		return
 	}
 	wait := min(max(r.WaitMs, 0), n.cfg.ConsumeWaitMaxMs)
-	n.forward(owner, r, wait+n.cfg.ForwardTimeoutMs, func(reply msg.Reply) { n.passThrough(id, reply) })
+	n.routing.passedConsumes[id] = false
+	n.forward(owner, r, wait+n.cfg.ForwardTimeoutMs, func(reply msg.Reply) { n.passConsumeThrough(id, owner, reply) })
+}
+
+// passConsumeThrough answers a client with the owner's answer to its
+// forwarded consume, or, when the client cancelled meanwhile (it left),
+// hands the records reserved for it back to the owner.
+func (n *Node) passConsumeThrough(id msg.RequestID, owner string, reply msg.Reply) {
+	cancelled := n.routing.passedConsumes[id]
+	delete(n.routing.passedConsumes, id)
+	if cancelled {
+		n.releaseUnclaimed(owner, reply)
+		return
+	}
+	n.passThrough(id, reply)
 }
 
 // passThrough answers a client with a forwarded request's reply.
@@ -125,6 +139,27 @@ func (n *Node) probeForNotify(topicName, owner string) bool {
 		}
 	}
 	return false
+}
+
+// releaseUnclaimed hands back the records of a consume's reply that no
+// client will receive: a reply to a forward that timed out, or to a
+// forwarded poll whose client left. Only deliveries that reach a consumer
+// count, so the owner takes them back as if never reserved.
+func (n *Node) releaseUnclaimed(owner string, reply msg.Reply) {
+	result, ok := reply.Result.(msg.ConsumeResult)
+	if !ok || len(result.Messages) == 0 {
+		return
+	}
+	messages := result.Messages
+	for len(messages) > 0 { // one topic per release: a consume's answer holds one, but the peer is not trusted
+		topicName := messages[0].Topic
+		same := 1
+		for same < len(messages) && messages[same].Topic == topicName {
+			same++
+		}
+		n.releaseElsewhere(owner, topicName, messages[:same])
+		messages = messages[same:]
+	}
 }
 
 // releaseElsewhere returns records a probe reserved for a poll that was
