@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"narad/msg"
 )
 
 // Limits that Validate enforces. Each is named with its unit last.
@@ -45,8 +47,9 @@ const (
 	partitionsCeiling = 99_999
 	// retentionMsMin is the shortest non-zero retention (one hour).
 	retentionMsMin = 3_600_000
-	// visibilityTimeoutMsMax is the longest lease (12 hours).
-	visibilityTimeoutMsMax = 12 * 3_600_000
+	// visibilityTimeoutMsMax is the longest lease (12 hours), the bound
+	// a topic's own visibility_timeout_ms is held to.
+	visibilityTimeoutMsMax = msg.VisibilityTimeoutMsMax
 	// perPartitionCapMax bounds the in-flight and acked-ahead caps, which
 	// size in-memory tables.
 	perPartitionCapMax = 1 << 20

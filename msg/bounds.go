@@ -16,6 +16,7 @@ const (
 	AckBatchHandlesMax     = 1000                 // handles of one batch ack
 	PartitionsMin          = 3                    // a topic has at least this many partitions
 	RetentionMsMin         = 3_600_000            // a topic's retention, unless it keeps forever
+	VisibilityTimeoutMsMax = 12 * 3_600_000       // a topic's lease of a consumed record: 12 hours
 	MaxDeliveriesMax       = 1000                 // a topic's max_deliveries (0: no dead letters)
 	FanoutChildrenMax      = 108                  // fan-out children of one parent
 	FanoutDelayMsMax       = 365 * 24 * 3_600_000 // a delay child's delay: one year

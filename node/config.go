@@ -200,7 +200,8 @@ func (c Config) Validate() error {
 		"default partitions %d outside [%d, %d]", c.DefaultPartitions, msg.PartitionsMin, c.PartitionsMax)
 	check(c.DefaultRetentionMs == retentionForever || c.DefaultRetentionMs >= msg.RetentionMsMin,
 		"default retention %d ms must be 0 (keep forever) or at least 1 h", c.DefaultRetentionMs)
-	check(c.DefaultVisibilityTimeoutMs > 0, "default visibility timeout must be > 0")
+	check(c.DefaultVisibilityTimeoutMs > 0 && c.DefaultVisibilityTimeoutMs <= msg.VisibilityTimeoutMsMax,
+		"default visibility timeout %d not in [1, %d]", c.DefaultVisibilityTimeoutMs, msg.VisibilityTimeoutMsMax)
 	check(c.DefaultInFlightMax > 0, "default max in flight must be > 0")
 	check(c.DefaultAckedAheadMax > 0, "default max acked ahead must be > 0")
 	check(c.ConsumeWaitMaxMs >= 0, "consume wait max must be >= 0")

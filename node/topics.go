@@ -109,6 +109,9 @@ func (n *Node) applyDefaults(info *msg.TopicInfo) error {
 	if info.InFlightMax > lease.CapMax || info.AckedAheadMax > lease.CapMax {
 		return msg.Invalid("max_in_flight_per_partition and max_acked_ahead_per_partition must be at most %d", lease.CapMax)
 	}
+	if info.VisibilityTimeoutMs > msg.VisibilityTimeoutMsMax {
+		return msg.Invalid("visibility_timeout_ms must be at most %d (12h), got %d", msg.VisibilityTimeoutMsMax, info.VisibilityTimeoutMs)
+	}
 	if info.RetentionMs != retentionForever && info.RetentionMs < msg.RetentionMsMin {
 		return msg.Invalid("retention_ms must be at least %d (1h), got %d", msg.RetentionMsMin, info.RetentionMs)
 	}

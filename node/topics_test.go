@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"testing"
 
@@ -27,6 +28,7 @@ func TestCreateTopicRejectsBadInputAndChangesNothing(t *testing.T) {
 		{Name: ""}, {Name: "."}, {Name: ".."}, {Name: "a/b"}, {Name: string(make([]byte, 256))},
 		{Name: "t", Partitions: 2}, {Name: "t", Partitions: 109}, {Name: "t", Partitions: -1},
 		{Name: "t", RetentionMs: 3_599_999}, {Name: "t", VisibilityTimeoutMs: -5},
+		{Name: "t", VisibilityTimeoutMs: msg.VisibilityTimeoutMsMax + 1}, {Name: "t", VisibilityTimeoutMs: math.MaxInt64},
 		{Name: "t", InFlightMax: -1}, {Name: "t", AckedAheadMax: -1},
 	}
 	for _, req := range cases {
@@ -102,10 +104,15 @@ func TestAlterTopic(t *testing.T) {
 	h.fail(msg.AlterTopic{Name: "orders"}, msg.CodeInvalid)
 	short := int64(1000)
 	h.fail(msg.AlterTopic{Name: "orders", RetentionMs: &short}, msg.CodeInvalid)
+	endless := int64(msg.VisibilityTimeoutMsMax + 1) // a lease must lapse: one consume may not hold a record for good
+	h.fail(msg.AlterTopic{Name: "orders", VisibilityTimeoutMs: &endless}, msg.CodeInvalid)
 	h.fail(msg.AlterTopic{Name: "missing", Partitions: &partitions}, msg.CodeNotFound)
 	detail := h.ok(msg.GetTopic{Name: "orders", Partition: msg.PartitionNone}).(msg.TopicDetail)
 	require.Equal(t, 5, detail.Partitions, "refused alters change nothing")
 
+	longest := int64(msg.VisibilityTimeoutMsMax)
+	info = h.ok(msg.AlterTopic{Name: "orders", VisibilityTimeoutMs: &longest}).(msg.TopicInfo)
+	require.Equal(t, longest, info.VisibilityTimeoutMs, "the bound itself is accepted")
 	zero := int64(0)
 	info = h.ok(msg.AlterTopic{Name: "orders", VisibilityTimeoutMs: &zero}).(msg.TopicInfo)
 	require.Equal(t, h.cfg.DefaultVisibilityTimeoutMs, info.VisibilityTimeoutMs, "zero restores the default")
