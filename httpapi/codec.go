@@ -144,6 +144,14 @@ type routeHandler struct {
 func (h routeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	captured, ok := w.(*capture)
 	assert(ok, "route handler served with a %T, want the capture of match", w)
+	if r.Method == http.MethodHead && r.Pattern == RouteConsume {
+		// The mux routes HEAD to GET patterns, and a consume reserves
+		// records: a HEAD would lease them and drop their receipt handles
+		// with the body. Answered as the mux answers a wrong method.
+		w.Header().Set("Allow", http.MethodGet)
+		http.Error(w, http.StatusText(http.StatusMethodNotAllowed), http.StatusMethodNotAllowed)
+		return
+	}
 	captured.routed = true
 	captured.route = r.Pattern
 	captured.handler = h
@@ -156,6 +164,14 @@ func (c *capture) decode(r *http.Request) (Decoded, *ErrorResponse) {
 		return Decoded{}, c.muxAnswer()
 	}
 	decoded := Decoded{Route: c.route}
+	if r.URL.RawQuery != "" && c.route != RouteMetrics {
+		// A parameter given twice is 400 on every route, also those whose
+		// decoder reads no query (docs/api.md#conventions); the metrics
+		// exposition takes repeated name[] filters.
+		if _, failed := parseQuery(r); failed != nil {
+			return decoded, failed
+		}
+	}
 	var failed *ErrorResponse
 	switch h := c.handler; {
 	case h.decode != nil:

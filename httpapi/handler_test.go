@@ -233,6 +233,55 @@ func TestHandlerServesMetrics(t *testing.T) {
 	require.Contains(t, body, `narad_http_requests_total{method="GET",route="GET /healthz",status="200"} 1`)
 }
 
+// TestHandlerRefusesHeadOnConsume: the mux routes HEAD to GET patterns;
+// a consume reserves records, and a HEAD's answer has no body to carry
+// their receipt handles, so it is 405 and never reaches the node. HEAD
+// on a GET route that only reads is served.
+func TestHandlerRefusesHeadOnConsume(t *testing.T) {
+	fixture := newHandlerFixture(t)
+	for _, path := range []string{"/v1/topics/orders/consume", "/v1/topics/orders/consume?max=100", "/v1/topics/orders/consume?partition=0&offset=3"} {
+		request, err := http.NewRequest(http.MethodHead, fixture.server.URL+path, nil)
+		require.NoError(t, err)
+		response, err := fixture.server.Client().Do(request)
+		require.NoError(t, err)
+		response.Body.Close()
+		require.Equal(t, http.StatusMethodNotAllowed, response.StatusCode, path)
+		require.Equal(t, http.MethodGet, response.Header.Get("Allow"), path)
+	}
+	require.Empty(t, fixture.backend.received, "a HEAD reserves nothing")
+	request, err := http.NewRequest(http.MethodHead, fixture.server.URL+"/healthz", nil)
+	require.NoError(t, err)
+	response, err := fixture.server.Client().Do(request)
+	require.NoError(t, err)
+	response.Body.Close()
+	require.Equal(t, http.StatusOK, response.StatusCode, "HEAD of a read-only route")
+}
+
+// TestHandlerRefusesRepeatedParametersOnEveryRoute: a query parameter given
+// twice is 400 on every route, also those whose decoder reads no query,
+// and such a request changes nothing; /metrics takes repeated name[]
+// filters (the Prometheus exposition's).
+func TestHandlerRefusesRepeatedParametersOnEveryRoute(t *testing.T) {
+	fixture := newHandlerFixture(t)
+	for _, target := range []struct{ method, path, body string }{
+		{http.MethodPost, "/v1/topics?x=1&x=2", `{"name":"orders"}`},
+		{http.MethodPatch, "/v1/topics/orders?x=1&%78=2", `{"retention_ms":3600000}`},
+		{http.MethodDelete, "/v1/topics/orders?x=1&x=2", ""},
+		{http.MethodPost, "/v1/cluster/members/n1/decommission?x=1&x=2", ""},
+		{http.MethodGet, "/v1/cluster/members?x=1&x=2", ""},
+		{http.MethodGet, "/healthz?x=1&x=2", ""},
+		{http.MethodPost, "/v1/topics?x=%zz", `{"name":"orders"}`},
+	} {
+		status, _, body := fixture.call(t, target.method, target.path, target.body)
+		require.Equal(t, http.StatusBadRequest, status, "%s %s: %s", target.method, target.path, body)
+	}
+	require.Empty(t, fixture.backend.received, "a refused request reaches no node")
+	status, _, body := fixture.call(t, http.MethodGet, "/metrics?name[]=narad_http_requests_total&name[]=narad_http_requests_in_flight", "")
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, body, "narad_http_requests_total")
+	require.NotContains(t, body, "narad_http_request_duration_seconds", "the filter applies")
+}
+
 func TestHandlerRecoversPanics(t *testing.T) {
 	fixture := newHandlerFixture(t)
 	status, contentType, body := fixture.call(t, "GET", "/v1/cluster/moves", "")
