@@ -123,15 +123,51 @@ func (r *reservations) reserve(total int64) bool {
 func TestBodyOfAnnouncedLengthReadsIntoOneBuffer(t *testing.T) {
 	payload := strings.Repeat("x", 256)
 	reserved := &reservations{}
-	body, err := readGrowing(strings.NewReader(payload), int64(len(payload)), reserved)
+	body, err := readGrowing(strings.NewReader(payload), int64(len(payload)), 1<<20, reserved)
 	require.NoError(t, err)
 	require.Equal(t, payload, string(body))
 	require.Equal(t, []int64{257}, reserved.sizes)
 	require.Equal(t, 257, cap(body))
 
 	longer := &reservations{}
-	body, err = readGrowing(strings.NewReader(payload+"yz"), int64(len(payload)), longer)
+	body, err = readGrowing(strings.NewReader(payload+"yz"), int64(len(payload)), 1<<20, longer)
 	require.NoError(t, err)
 	require.Equal(t, payload+"yz", string(body))
 	require.Equal(t, []int64{257, 514}, longer.sizes)
+}
+
+// cappedReservations refuses to reserve more than its cap, as a budget of
+// exactly one largest body would.
+type cappedReservations struct{ capBytes, most int64 }
+
+func (r *cappedReservations) reserve(total int64) bool {
+	r.most = max(r.most, total)
+	return total <= r.capBytes
+}
+
+// A body that ends exactly at its cap, read from a reader that finds the
+// end only on the read after its last bytes (a chunked body, or one whose
+// length was not announced), needs a reservation of its cap, no more: a
+// budget of one largest body must always admit one. One byte more is over
+// the cap.
+func TestBodyAtItsCapFitsABudgetOfItsCap(t *testing.T) {
+	for _, bytesMax := range []int64{readStartBytes, 3*readStartBytes + 5, 16 << 20} {
+		for _, announced := range []bool{false, true} {
+			payload := strings.Repeat("x", int(bytesMax))
+			contentLength := int64(0)
+			if announced {
+				contentLength = bytesMax
+			}
+			budget := &cappedReservations{capBytes: bytesMax}
+			body, err := readGrowing(strings.NewReader(payload), contentLength, bytesMax, budget)
+			require.NoError(t, err, "cap %d, announced %v", bytesMax, announced)
+			require.Len(t, body, int(bytesMax))
+			require.LessOrEqual(t, budget.most, bytesMax, "cap %d: the largest reservation", bytesMax)
+
+			over := &cappedReservations{capBytes: bytesMax}
+			_, err = readGrowing(strings.NewReader(payload+"y"), contentLength, bytesMax, over)
+			require.ErrorIs(t, err, errBodyOverCap, "cap %d, announced %v: one byte over", bytesMax, announced)
+			require.LessOrEqual(t, over.most, bytesMax)
+		}
+	}
 }

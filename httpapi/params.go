@@ -142,12 +142,12 @@ func readBody(r *http.Request, bytesMax int64) ([]byte, *ErrorResponse) {
 		return nil, failure(ErrBodyTooLarge)
 	}
 	reserver, _ := r.Body.(bodyReserver)
-	body, err := readGrowing(io.LimitReader(r.Body, bytesMax+1), r.ContentLength, reserver)
+	body, err := readGrowing(r.Body, r.ContentLength, bytesMax, reserver)
+	if errors.Is(err, errBodyOverCap) {
+		return nil, failure(ErrBodyTooLarge)
+	}
 	if err != nil {
 		return nil, readFailure(err)
-	}
-	if int64(len(body)) > bytesMax {
-		return nil, failure(ErrBodyTooLarge)
 	}
 	_ = r.Body.Close() // read to its end: closing it cannot fail or lose anything
 	return body, nil
@@ -157,6 +157,9 @@ func readBody(r *http.Request, bytesMax int64) ([]byte, *ErrorResponse) {
 // bytes arrive.
 const readStartBytes = 64 << 10
 
+// errBodyOverCap: a body read by readGrowing holds more than its cap.
+var errBodyOverCap = errors.New("request body over its cap")
+
 // readGrowing reads everything into a buffer that doubles as bytes
 // arrive, never past the announced length and one byte more while the
 // body keeps to it: the byte is where the read that finds the end goes,
@@ -164,13 +167,16 @@ const readStartBytes = 64 << 10
 // hands over) is read into one buffer, never copied, and the buffer is at
 // most twice what was received. Each buffer size is reserved from the
 // request body budget (reserver, nil outside the server) before it is
-// allocated.
-func readGrowing(r io.Reader, contentLength int64, reserver bodyReserver) ([]byte, error) {
+// allocated. The buffer never outgrows bytesMax: a body that fills it is
+// probed for one more byte aside (errBodyOverCap if there is one), so
+// that a body at its cap needs a reservation of its cap, no more (a
+// chunked body finds its end only on the read after its last bytes).
+func readGrowing(r io.Reader, contentLength, bytesMax int64, reserver bodyReserver) ([]byte, error) {
 	exact := int64(0) // the announced length and the byte that finds the end; 0 when not announced
 	if contentLength > 0 {
 		exact = contentLength + 1
 	}
-	size := int64(readStartBytes)
+	size := min(int64(readStartBytes), bytesMax)
 	if exact > 0 {
 		size = min(size, exact)
 	}
@@ -180,7 +186,10 @@ func readGrowing(r io.Reader, contentLength int64, reserver bodyReserver) ([]byt
 	body := make([]byte, 0, size)
 	for {
 		if len(body) == cap(body) {
-			grown := int64(2 * cap(body))
+			if int64(cap(body)) >= bytesMax {
+				return body, probeEnd(r)
+			}
+			grown := min(int64(2*cap(body)), bytesMax)
 			if exact > int64(cap(body)) {
 				grown = min(grown, exact)
 			}
@@ -196,6 +205,23 @@ func readGrowing(r io.Reader, contentLength int64, reserver bodyReserver) ([]byt
 		}
 		if err != nil {
 			return body, err
+		}
+	}
+}
+
+// probeEnd reads past a body that filled its cap: nil when it ends there,
+// errBodyOverCap when a byte follows.
+func probeEnd(r io.Reader) error {
+	var probe [1]byte
+	for {
+		n, err := r.Read(probe[:])
+		switch {
+		case n > 0:
+			return errBodyOverCap
+		case err == io.EOF:
+			return nil
+		case err != nil:
+			return err
 		}
 	}
 }
