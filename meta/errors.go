@@ -75,6 +75,11 @@ var (
 	ErrPartitionNotFound       = errors.New("meta: partition not found")
 	ErrMemberNotFound          = errors.New("meta: member not found")
 	ErrMemberInUse             = errors.New("meta: member still owns or targets partitions")
+	// ErrMemberLeftVoters: the decommission of a member that left the
+	// voters cannot be cancelled: its raft id may never vote again, so
+	// it could not follow the metastore as a member that receives
+	// partitions.
+	ErrMemberLeftVoters = errors.New("meta: member left the voters")
 	// ErrMemberNotReceiving: a new partition placed on a member that is
 	// dead or draining.
 	ErrMemberNotReceiving = errors.New("meta: member dead or draining")

@@ -99,7 +99,8 @@ func (m *Meta) resolveConfChange(change ConfChange) (ConfChange, error) {
 	if peer.RaftID == m.self.RaftID {
 		return change, ErrRemovingLeader
 	}
-	return ConfChange{Kind: RemoveVoter, Peer: peer}, nil
+	change.Peer = peer
+	return change, nil
 }
 
 // checkLeaderKnown returns nil when this replica knows a leader to send a

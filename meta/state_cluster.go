@@ -31,6 +31,10 @@ type ConfChange struct {
 	// Peer is the voter to add (all fields), or to remove (ID, or the
 	// whole entry as listed by State.Peers).
 	Peer Peer `json:"peer"`
+	// ExpectDraining guards a removal: it applies only while the member
+	// is still draining (a decommission's removal, proposed once the
+	// member drained, is refused if the drain was cancelled meanwhile).
+	ExpectDraining bool `json:"expect_draining,omitempty"`
 }
 
 // checkConfChange decides, from the state alone, whether a configuration
@@ -41,6 +45,9 @@ func (s *State) checkConfChange(change ConfChange) error {
 	case AddVoter:
 		return s.checkAddVoter(change.Peer)
 	case RemoveVoter:
+		if err := s.checkRemovalGuard(change); err != nil {
+			return err
+		}
 		return s.checkRemoveVoter(change.Peer)
 	}
 	return rejectf(ErrUnknownConfChange, "%v", change.Kind)
@@ -71,6 +78,19 @@ func (s *State) checkRemoveVoter(peer Peer) error {
 	}
 	if len(s.confState.Voters)-1 < minVoters {
 		return rejectf(ErrTooFewVoters, "%d voters, at least %d must stay", len(s.confState.Voters), minVoters)
+	}
+	return nil
+}
+
+// checkRemovalGuard refuses a guarded removal (ExpectDraining) of a voter
+// whose member is no longer draining: the cancel of its decommission
+// applied between the removal's proposal and its apply.
+func (s *State) checkRemovalGuard(change ConfChange) error {
+	if !change.ExpectDraining {
+		return nil
+	}
+	if member, found := s.members[change.Peer.ID]; !found || !member.Draining {
+		return rejectf(ErrGuardFailed, "member %q is not draining: its decommission was cancelled", change.Peer.ID)
 	}
 	return nil
 }

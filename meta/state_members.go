@@ -58,6 +58,9 @@ func (c SetDraining) apply(s *State) error {
 	if !found {
 		return rejectf(ErrMemberNotFound, "member %q", c.ID)
 	}
+	if !c.Draining && s.removedRaftIDs[RaftIDOf(c.ID)] {
+		return rejectf(ErrMemberLeftVoters, "member %q: its decommission is complete", c.ID)
+	}
 	member.Draining = c.Draining
 	s.markMember(c.ID)
 	return nil

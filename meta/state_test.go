@@ -280,6 +280,51 @@ func TestConfChangeChecks(t *testing.T) {
 	require.Equal(t, []Peer{clusterPeers(3)[0], clusterPeers(3)[2], fourth}, s.Peers())
 }
 
+// fourVotersDraining returns a state of four voters m1..m4 (raft ids as
+// the nodes derive them), all members, m4 draining.
+func fourVotersDraining(t *testing.T) (*State, Peer) {
+	s := stateWith(t, heartbeat("m1", 100), heartbeat("m2", 100), heartbeat("m3", 100), heartbeat("m4", 100),
+		SetDraining{ID: "m4", Draining: true})
+	var drained Peer
+	for _, id := range []string{"m1", "m2", "m3", "m4"} {
+		peer := Peer{ID: id, RaftID: RaftIDOf(id), ClusterAddr: id + ":7943"}
+		s.applyConfChange(ConfChange{Kind: AddVoter, Peer: peer}, ConfState{Voters: append(s.ConfState().Voters, peer.RaftID)})
+		drained = peer
+	}
+	return s, drained
+}
+
+// TestACompletedDecommissionCannotBeCancelled: once a drained member left
+// the voters its raft id may never vote again, so it could not follow the
+// metastore as a member that receives partitions: a cancel of its
+// decommission is refused and changes nothing. Before the removal the
+// cancel applies.
+func TestACompletedDecommissionCannotBeCancelled(t *testing.T) {
+	s, drained := fourVotersDraining(t)
+	require.NoError(t, SetDraining{ID: "m4", Draining: false}.apply(s), "a voter's drain can be cancelled")
+	require.NoError(t, SetDraining{ID: "m4", Draining: true}.apply(s))
+	removal := ConfChange{Kind: RemoveVoter, Peer: drained, ExpectDraining: true}
+	require.NoError(t, s.checkConfChange(removal))
+	s.applyConfChange(removal, ConfState{Voters: []uint64{RaftIDOf("m1"), RaftIDOf("m2"), RaftIDOf("m3")}})
+	requireRejected(t, s, SetDraining{ID: "m4", Draining: false}, ErrMemberLeftVoters)
+	member, _ := s.Member("m4")
+	require.True(t, member.Draining)
+	require.NoError(t, SetDraining{ID: "m4", Draining: true}.apply(s), "a decommission again changes nothing")
+}
+
+// TestADecommissionRemovalIsGuardedByTheDrain: a drained member's removal
+// from the voters is proposed with ExpectDraining; when the cancel of its
+// decommission applies first, the removal is refused and the member stays
+// a voter. An unguarded removal does not look at the drain.
+func TestADecommissionRemovalIsGuardedByTheDrain(t *testing.T) {
+	s, drained := fourVotersDraining(t)
+	require.NoError(t, SetDraining{ID: "m4", Draining: false}.apply(s))
+	require.ErrorIs(t, s.checkConfChange(ConfChange{Kind: RemoveVoter, Peer: drained, ExpectDraining: true}), ErrGuardFailed)
+	require.ErrorIs(t, s.checkConfChange(ConfChange{Kind: RemoveVoter, Peer: Peer{ID: "m9", RaftID: 9}, ExpectDraining: true}), ErrGuardFailed,
+		"a guarded removal of no member")
+	require.NoError(t, s.checkConfChange(ConfChange{Kind: RemoveVoter, Peer: drained}))
+}
+
 // Property: snapshot data round-trips; corrupt data is refused.
 func TestStateImageRoundTrip(t *testing.T) {
 	s := stateWith(t, append(baseSetup(), PutUser{Username: "admin", PasswordHash: []byte("h"), Root: true, NowMs: 1})...)

@@ -97,7 +97,7 @@ func (n *Node) holdingMembers() map[string]bool {
 }
 
 func (n *Node) removeVoter(id string) {
-	_, err := n.meta.ProposeConfChange(meta.ConfChange{Kind: meta.RemoveVoter, Peer: meta.Peer{ID: id}})
+	_, err := n.meta.ProposeConfChange(meta.ConfChange{Kind: meta.RemoveVoter, Peer: meta.Peer{ID: id}, ExpectDraining: true})
 	switch {
 	case err == nil:
 		chaos.Reached(chaos.MarkNodeVoterRemoved)

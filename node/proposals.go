@@ -117,6 +117,9 @@ func (n *Node) proposalResult(pending *pendingProposal, applyErr error) (msg.Res
 	if applyErr != nil && decommission && errors.Is(applyErr, meta.ErrMemberNotFound) {
 		return nil, msg.NotFound("member %q not found", pending.topic)
 	}
+	if applyErr != nil && decommission && errors.Is(applyErr, meta.ErrMemberLeftVoters) {
+		return nil, msg.Conflict("member %q has left the metastore's voters: its decommission is complete and cannot be cancelled; stop the node", pending.topic)
+	}
 	createdChild := pending.kind == proposalCreateTopic && errors.Is(applyErr, meta.ErrTopicNotFound) // its parent is gone
 	if applyErr != nil && (pending.kind == proposalAttach || pending.kind == proposalDetach || createdChild) {
 		return nil, fanoutApplyError(applyErr)

@@ -69,6 +69,9 @@ type metaModelChecker struct {
 type committedEntry struct {
 	index   uint64
 	command meta.Command
+	// leftVoters names the member a configuration change took out of the
+	// voters, as the simulator's view of the metastore applied it.
+	leftVoters string
 }
 
 // replicaModel is the model of one replica. Invariant: model is the state
@@ -97,13 +100,15 @@ func newMetaModelChecker(w *World, base uint64) *metaModelChecker {
 	return &metaModelChecker{w: w, base: base, replicas: map[string]*replicaModel{}, refusals: map[string]int{}, countedIndex: base}
 }
 
-// committed takes the next committed entry, as metaLog applies it.
-func (c *metaModelChecker) committed(index uint64, entryType raftpb.EntryType, data []byte) {
+// committed takes the next committed entry, as metaLog applies it;
+// leftVoters names the member a configuration change removed from the
+// voters ("" for none).
+func (c *metaModelChecker) committed(index uint64, entryType raftpb.EntryType, data []byte, leftVoters string) {
 	if c.gap || index != c.base+uint64(len(c.log))+1 {
 		c.gap = true
 		return
 	}
-	entry := committedEntry{index: index}
+	entry := committedEntry{index: index, leftVoters: leftVoters}
 	if entryType == raftpb.EntryNormal && len(data) > 0 {
 		if _, command, err := meta.DecodeCommand(data); err == nil {
 			entry.command = command
@@ -160,6 +165,9 @@ func (c *metaModelChecker) advance(r *replicaModel, applied uint64) {
 	for r.index < applied && r.index < c.base+uint64(len(c.log)) {
 		entry := c.log[r.index-c.base]
 		r.index = entry.index
+		if entry.leftVoters != "" {
+			r.model.leftVoters(entry.leftVoters)
+		}
 		if entry.command == nil {
 			continue
 		}

@@ -174,12 +174,15 @@ func (l *metaLog) chainTo(tip entryID, index uint64) ([]entryID, bool) {
 // not touch members or placement are skipped.
 func (l *metaLog) apply(id entryID) {
 	entry := l.entries[id]
-	if l.w.metaModel != nil {
-		l.w.metaModel.committed(id.index, entry.entryType, entry.data)
-	}
 	if entry.entryType == raftpb.EntryConfChange {
-		l.applyConfChange(id, entry.data)
+		removed := l.applyConfChange(id, entry.data)
+		if l.w.metaModel != nil {
+			l.w.metaModel.committed(id.index, entry.entryType, entry.data, removed)
+		}
 		return
+	}
+	if l.w.metaModel != nil {
+		l.w.metaModel.committed(id.index, entry.entryType, entry.data, "")
 	}
 	if entry.entryType != raftpb.EntryNormal || len(entry.data) == 0 {
 		return

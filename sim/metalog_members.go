@@ -56,8 +56,8 @@ func (l *metaLog) markDead(c meta.MarkMemberDead) {
 
 func (l *metaLog) setDraining(c meta.SetDraining) {
 	member, found := l.members[c.ID]
-	if !found {
-		return
+	if !found || (!c.Draining && l.removedRaftIDs[meta.RaftIDOf(c.ID)]) {
+		return // a member that left the voters stays decommissioned
 	}
 	member.Draining = c.Draining
 	l.w.tracef("meta: %s draining %t", c.ID, c.Draining)
@@ -88,25 +88,30 @@ func (l *metaLog) placed(id string) bool {
 
 // applyConfChange applies a committed change of the Raft voters with
 // meta's checks: an addition of a fresh raft id, a removal that leaves at
-// least metaVotersMin voters; anything else applies as a no-op.
-func (l *metaLog) applyConfChange(id entryID, data []byte) {
+// least metaVotersMin voters of a member still draining (nodes propose
+// removals only for drained members, guarded by the drain); anything
+// else applies as a no-op. It returns the node a removal took out of the
+// voters, "" for none.
+func (l *metaLog) applyConfChange(id entryID, data []byte) (removed string) {
 	change := &raftpb.ConfChange{}
 	if err := proto.Unmarshal(data, change); err != nil {
 		l.w.fail("meta-view", "committed conf change %d of term %d does not decode: %v", id.index, id.term, err)
-		return
+		return ""
 	}
 	raftID := change.GetNodeId()
-	_, voter := l.voters[raftID]
+	nodeID, voter := l.voters[raftID]
 	switch change.GetType() {
 	case raftpb.ConfChangeAddNode:
 		if !voter && !l.removedRaftIDs[raftID] && raftID != 0 {
 			l.addVoter(raftID)
 		}
 	case raftpb.ConfChangeRemoveNode:
-		if voter && len(l.voters)-1 >= metaVotersMin {
+		if member, found := l.members[nodeID]; voter && found && member.Draining && len(l.voters)-1 >= metaVotersMin {
 			l.removeVoter(raftID)
+			return nodeID
 		}
 	}
+	return ""
 }
 
 func (l *metaLog) addVoter(raftID uint64) {

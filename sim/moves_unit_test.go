@@ -81,8 +81,10 @@ func TestMetaLogFollowsMembersAndVoters(t *testing.T) {
 	require.Equal(t, []string{"sim"}, slices.Sorted(maps.Keys(w.metaLog.topics)), "no new partition on a dead or draining member")
 }
 
-// TestMetaLogRemovesAVoterAboveThree: a fourth voter lets one go, and the
-// listener hears of it.
+// TestMetaLogRemovesAVoterAboveThree: a fourth voter lets a draining one
+// go, and the listener hears of it; a removal of a member whose drain was
+// cancelled is refused (the removal is guarded by the drain), and so is
+// the cancel of a member that left the voters.
 func TestMetaLogRemovesAVoterAboveThree(t *testing.T) {
 	w := newWiredWorld(t)
 	joiner := newSimNode(w.World, 3)
@@ -90,13 +92,25 @@ func TestMetaLogRemovesAVoterAboveThree(t *testing.T) {
 	heard := &recordingListener{}
 	w.metaLog.listener = heard
 	l := &leader{t: t, w: w, term: 2, last: entryID{index: 3, term: 1}}
+	l.append(nil, 3)
+	for _, id := range []string{"n1", "n2", "n3", "n4"} {
+		l.append(meta.MemberHeartbeat{ID: id, HTTPAddr: id + ":1", ClusterAddr: id + ":2", NowMs: 10}, 3)
+	}
 	l.confChange(raftpb.ConfChangeAddNode, joiner.id, 3)
-	last := l.confChange(raftpb.ConfChangeRemoveNode, "n2", 3)
+	l.append(meta.SetDraining{ID: "n3", Draining: true}, 3)
+	l.append(meta.SetDraining{ID: "n3", Draining: false}, 3)
+	l.confChange(raftpb.ConfChangeRemoveNode, "n3", 3) // its drain was cancelled: refused
+	l.append(meta.SetDraining{ID: "n2", Draining: true}, 3)
+	l.confChange(raftpb.ConfChangeRemoveNode, "n2", 3)
+	last := l.append(meta.SetDraining{ID: "n2", Draining: false}, 3) // it left the voters: refused
 	w.metaLog.observe(raftMessage(raftpb.MsgHeartbeat, 2, last.index))
 	require.Nil(t, w.failure)
 	require.True(t, w.metaLog.isVoter("n4"))
+	require.True(t, w.metaLog.isVoter("n3"), "a member no longer draining stays a voter")
 	require.False(t, w.metaLog.isVoter("n2"))
-	require.Equal(t, []string{"removed n2"}, heard.heard)
+	member, _ := w.metaLog.member("n2")
+	require.True(t, member.Draining, "the cancel of a member that left the voters is refused")
+	require.Equal(t, []string{"added n1", "added n2", "added n3", "added n4", "draining n3 on", "draining n3 off", "draining n2 on", "removed n2"}, heard.heard)
 	next := l.confChange(raftpb.ConfChangeAddNode, "n2", 0)
 	w.metaLog.observe(raftMessage(raftpb.MsgHeartbeat, 2, next.index))
 	require.False(t, w.metaLog.isVoter("n2"), "a removed raft id never comes back")

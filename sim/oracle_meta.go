@@ -23,6 +23,9 @@ type metaModel struct {
 	// members holds every member by id, from its first heartbeat until a
 	// RemoveMember that found it placed nowhere.
 	members map[string]*modelMember
+	// left holds the members that left the voters: their decommission
+	// is complete and can no longer be cancelled.
+	left map[string]bool
 }
 
 // modelTopic is a topic's placement. Invariant: partitions only grows,
@@ -52,7 +55,7 @@ type modelMember struct {
 }
 
 func newMetaModel() *metaModel {
-	return &metaModel{topics: map[string]*modelTopic{}, members: map[string]*modelMember{}}
+	return &metaModel{topics: map[string]*modelTopic{}, members: map[string]*modelMember{}, left: map[string]bool{}}
 }
 
 // apply applies one command and says what it did: "" when it changed
@@ -339,10 +342,16 @@ func (m *metaModel) markDead(c meta.MarkMemberDead) string {
 	return ""
 }
 
+// leftVoters records that a member left the voters.
+func (m *metaModel) leftVoters(id string) { m.left[id] = true }
+
 func (m *metaModel) setDraining(c meta.SetDraining) string {
 	member := m.members[c.ID]
-	if member == nil {
+	switch {
+	case member == nil:
 		return "no such member"
+	case !c.Draining && m.left[c.ID]:
+		return "the member left the voters: its decommission is complete"
 	}
 	member.draining = c.Draining
 	return ""
