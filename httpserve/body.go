@@ -30,6 +30,11 @@ type body struct {
 	remaining int64
 	// chunkDataRead: a chunk's data was read and its CR LF is due.
 	chunkDataRead bool
+	// framing counts the bytes of chunked framing read: size lines with
+	// their extensions, the line ends after the data and the trailer,
+	// each line with a CR LF. overhead is the framing its chunks' data
+	// did not pay for (see chunkOverheadMax); >= 0.
+	framing, overhead int64
 	// expectContinue: the client waits for 100 Continue before sending
 	// the body; continueSent once it was sent.
 	expectContinue, continueSent bool
@@ -42,9 +47,10 @@ type body struct {
 }
 
 var (
-	errBodyClosed  = errors.New("httpserve: read on a closed request body")
-	errBadChunk    = errors.New("httpserve: malformed chunked request body")
-	continueAnswer = []byte("HTTP/1.1 100 Continue\r\n\r\n")
+	errBodyClosed    = errors.New("httpserve: read on a closed request body")
+	errBadChunk      = errors.New("httpserve: malformed chunked request body")
+	errChunkOverhead = errors.New("httpserve: chunked request body with too much framing for its data")
+	continueAnswer   = []byte("HTTP/1.1 100 Continue\r\n\r\n")
 )
 
 // directReadMin is the size of a read into which the body reads straight
@@ -169,10 +175,12 @@ func (b *body) readChunked(p []byte) (int, error) {
 }
 
 // nextChunk reads the end of the previous chunk and the next chunk-size
-// line; at the last chunk it also reads the trailer.
+// line, charging their framing; at the last chunk it also reads the
+// trailer.
 func (b *body) nextChunk() (int64, error) {
+	framing := b.framing
 	if b.chunkDataRead {
-		line, err := b.c.readLine()
+		line, err := b.readLine()
 		if err != nil {
 			return 0, err
 		}
@@ -181,13 +189,16 @@ func (b *body) nextChunk() (int64, error) {
 		}
 		b.chunkDataRead = false
 	}
-	line, err := b.c.readLine()
+	line, err := b.readLine()
 	if err != nil {
 		return 0, err
 	}
 	size, ok := parseChunkSize(line)
 	if !ok {
 		return 0, b.badChunk()
+	}
+	if err := b.charge(b.framing-framing, size); err != nil {
+		return 0, err
 	}
 	if size == 0 {
 		return 0, b.readTrailer()
@@ -200,10 +211,33 @@ func (b *body) badChunk() error {
 	return errBadChunk
 }
 
+// charge adds a chunk's framing to the overhead, less what the chunk
+// pays for (chunkFramingPerChunk, chunkFramingPerDataByte of its size),
+// and refuses the body once the overhead passes chunkOverheadMax.
+func (b *body) charge(framing, size int64) error {
+	paid := chunkFramingPerChunk + chunkFramingPerDataByte*size // size < 1<<60: no overflow
+	b.overhead = max(b.overhead+framing-paid, 0)
+	if b.overhead > chunkOverheadMax {
+		b.c.refused(ReasonChunkOverhead)
+		return errChunkOverhead
+	}
+	return nil
+}
+
+// readLine reads the next line of the body's framing and counts it, with
+// a CR LF, in framing.
+func (b *body) readLine() ([]byte, error) {
+	line, err := b.c.readLine()
+	if err == nil {
+		b.framing += int64(len(line)) + 2
+	}
+	return line, err
+}
+
 // readTrailer reads and discards the trailer fields up to the blank line.
 func (b *body) readTrailer() error {
 	for total := 0; ; {
-		line, err := b.c.readLine()
+		line, err := b.readLine()
 		if err != nil {
 			return err
 		}
@@ -248,8 +282,8 @@ func (c *conn) readLine() ([]byte, error) {
 }
 
 // drain reads and discards what the handler left of the body, up to
-// unreadBodyDrainMax; false if the connection cannot serve another
-// request.
+// unreadBodyDrainMax counted on the wire (data and chunked framing);
+// false if the connection cannot serve another request.
 func (b *body) drain() bool {
 	if b.err != nil || b.mode == bodyLength && b.remaining > unreadBodyDrainMax {
 		return false
@@ -258,9 +292,10 @@ func (b *body) drain() bool {
 		b.scratch = make([]byte, directReadMin)
 	}
 	b.closed, b.expectContinue = false, false
-	for total := 0; b.mode != bodyDone; {
+	for total := int64(0); b.mode != bodyDone; {
+		framing := b.framing
 		n, err := b.Read(b.scratch)
-		total += n
+		total += int64(n) + b.framing - framing
 		if err != nil && !errors.Is(err, io.EOF) || total > unreadBodyDrainMax {
 			return false
 		}

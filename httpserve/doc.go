@@ -15,8 +15,16 @@
 //
 // Bounds, named in limits.go: a request's line and header fields together
 // are at most headerBytesMax, and its fields at most headerFieldsMax (431
-// past either); a chunk-size line or a trailer at most chunkLineBytesMax;
-// a body the handler left unread is drained up to unreadBodyDrainMax,
+// past either); a chunk-size line or a trailer line at most
+// chunkLineBytesMax, a trailer at most trailerBytesMax; the framing of
+// a chunked body (size lines with their extensions, line ends) beyond
+// chunkFramingPerChunk per chunk and chunkFramingPerDataByte per byte of
+// the chunk's data at most chunkOverheadMax, summed over its chunks, as
+// net/http bounds it: past it the body's read fails, the handler's reply
+// says Connection: close and the connection closes, so that extensions
+// cannot make the server parse gigabytes for a few bytes of data (400
+// from the API, ReasonChunkOverhead). A body the handler left unread is
+// drained up to unreadBodyDrainMax bytes on the wire, framing included,
 // past which the connection closes instead. A busy connection holds at
 // most headerBytesMax of input buffer and responseBufferBytesMax (plus a
 // reply header) of output buffer: a larger write of a streamed body goes

@@ -35,6 +35,10 @@ const (
 	// ReasonBody: a chunked body that does not parse; the handler got a
 	// read error and the connection closes after its reply.
 	ReasonBody Reason = "body"
+	// ReasonChunkOverhead: a chunked body whose framing (chunk extensions
+	// above all) outweighs its data past chunkOverheadMax; the handler
+	// got a read error and the connection closes after its reply.
+	ReasonChunkOverhead Reason = "chunk_overhead"
 	// ReasonReadTimeout: a request not read in full within ReadTimeout.
 	// A header cut short closes the connection without an answer; a body
 	// cut short fails the handler's read with a timeout error (a net.Error
@@ -45,7 +49,7 @@ const (
 
 // Reasons lists every Reason, for metrics that declare their labels.
 var Reasons = []Reason{ReasonMalformed, ReasonHeaderTooLarge, ReasonVersion, ReasonFraming,
-	ReasonExpectation, ReasonBody, ReasonReadTimeout}
+	ReasonExpectation, ReasonBody, ReasonChunkOverhead, ReasonReadTimeout}
 
 // Options configure a Server. Zero timeouts mean none.
 type Options struct {
