@@ -190,6 +190,19 @@ func (n *Node) skipAgedOut(t *topic, p *partition, log *storage.Log, c *fanoutCu
 }
 
 // fanoutWakeAt asks for a tick by atMs (NextDeadlineMs).
+// fanoutDue makes the cursors of a partition whose round made records
+// durable due at the next tick: a cursor that had caught up asked for no
+// wake, and were the log closed before that tick (evicted, say), the
+// driver would otherwise leave it closed and the records uncopied until
+// something else opened it.
+func (n *Node) fanoutDue(p *partition) {
+	if p == nil || p.fanout == nil {
+		return
+	}
+	p.fanoutWakeMs = n.nowMs
+	n.fanout.nextMs = min(n.fanout.nextMs, n.nowMs)
+}
+
 func (n *Node) fanoutWakeAt(atMs int64) {
 	if atMs > n.nowMs {
 		n.fanout.nextMs = min(n.fanout.nextMs, atMs)

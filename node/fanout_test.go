@@ -387,3 +387,29 @@ func TestADeletedChildIsNotReportedAfterItsDrop(t *testing.T) {
 		require.NotContains(t, event, "audit", "events: %v", log.events)
 	}
 }
+
+// TestAParentRecordIsCopiedAfterItsLogIsEvicted: a parent's cursors that
+// caught up ask for no wake; a record made durable then makes them due,
+// so that when the parent's log is closed before the next tick (evicted
+// under OpenLogsMax here) the driver reopens it and copies the record,
+// instead of leaving it uncopied until something else opens the log.
+func TestAParentRecordIsCopiedAfterItsLogIsEvicted(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.OpenLogsMax = 2
+	h.restart()
+	three := func(r *msg.CreateTopic) { r.Partitions = 3 }
+	h.createTopic("orders", three)
+	h.createTopic("audit", three)
+	h.createTopic("other", three)
+	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
+	h.tick(1)
+	h.tick(h.cfg.Fanout.CursorPersistIntervalMs) // cursors loaded, their files written, caught up
+	h.produce("orders", 0, "x")
+	h.produce("other", 0, "a") // two other logs open: the parent's is evicted
+	h.produce("other", 1, "b")
+	require.False(t, h.node.store.IsOpen(PartitionDir("orders", 0)), "the parent's log was evicted")
+	for range 10 {
+		h.tick(1_000)
+	}
+	require.Equal(t, []string{"x"}, h.replayAll("audit", 0), "an acknowledged parent record reaches its child")
+}

@@ -553,6 +553,7 @@ func (n *Node) Advance(rd Ready) {
 		}
 		if s.Data() {
 			topics[topicOfDir(s.Dir)] = true
+			n.fanoutDue(s.partition)
 		}
 		if s.partition != nil {
 			n.answerFreezes(s.partition)
