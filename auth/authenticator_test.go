@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -98,6 +99,22 @@ func TestVerifyCachesAndInvalidatesByVersion(t *testing.T) {
 
 	a.Publish(NewUsers(1, nil))
 	require.Equal(t, uint64(2), a.Users().Version(), "an older view is ignored")
+}
+
+// TestAPasswordPastTheBcryptLimitNeverVerifies: bcrypt compares only the
+// first 72 bytes, so a wrong password that starts with a 72-byte right
+// one would pass; no password that long can be set, and none verifies.
+func TestAPasswordPastTheBcryptLimitNeverVerifies(t *testing.T) {
+	a, _, _ := newTestAuthenticator(t)
+	ctx := context.Background()
+	password := strings.Repeat("p", passwordBytesMax)
+	a.Publish(NewUsers(1, []meta.User{{Username: "carol", PasswordHash: hashed(t, a, password)}}))
+	_, err := a.Verify(ctx, "carol", password)
+	require.NoError(t, err, "the longest password verifies")
+	_, err = a.Verify(ctx, "carol", password+"-not-the-password")
+	require.ErrorIs(t, err, ErrUnauthenticated)
+	_, err = a.Verify(ctx, "carol", password+"p")
+	require.ErrorIs(t, err, ErrUnauthenticated)
 }
 
 func TestBucketThrottlesAndRefills(t *testing.T) {
