@@ -213,6 +213,36 @@ func TestAuthorizationTable(t *testing.T) {
 	}
 }
 
+// TestWritingIntoAnotherUsersTopicNeedsItsGrants: a topic's dead letters
+// and a parent's fan-out copies are written into another topic on the
+// caller's behalf. Naming a dead-letter topic needs produce there, and
+// attaching a child needs owning it as well as the parent; either owner
+// may detach. A refused request changes nothing.
+func TestWritingIntoAnotherUsersTopicNeedsItsGrants(t *testing.T) {
+	h := securedHost(t, rootPassword, io.Discard)
+	root := as{"admin", rootPassword}
+	waitSeeded(t, h, root)
+	alice := addUser(t, h, "alice", `[{"action":"create","patterns":["alice.*"]},{"action":"produce","patterns":["alice.*"]},{"action":"consume","patterns":["alice.*"]}]`)
+	bob := addUser(t, h, "bob", `[{"action":"create","patterns":["bob.*"]},{"action":"produce","patterns":["bob.*"]},{"action":"consume","patterns":["bob.*"]}]`)
+	mustAs(t, h, alice, postJSON("/v1/topics", `{"name":"alice.secret"}`), http.StatusCreated)
+	mustAs(t, h, bob, postJSON("/v1/topics", `{"name":"bob.parent"}`), http.StatusCreated)
+	mustAs(t, h, bob, postJSON("/v1/topics", `{"name":"bob.dead"}`), http.StatusCreated)
+
+	body := mustAs(t, h, bob, postJSON("/v1/topics", `{"name":"bob.q","max_deliveries":1,"dead_letter_topic":"alice.secret"}`), http.StatusForbidden)
+	require.Contains(t, body, "has no produce grant on topic", "the refusal names the missing grant")
+	mustAs(t, h, root, get("/v1/topics/bob.q"), http.StatusNotFound)
+	mustAs(t, h, bob, postJSON("/v1/topics", `{"name":"bob.q"}`), http.StatusCreated)
+	mustAs(t, h, bob, patch("/v1/topics/bob.q", `{"max_deliveries":1,"dead_letter_topic":"alice.secret"}`), http.StatusForbidden)
+	require.NotContains(t, mustAs(t, h, root, get("/v1/topics/bob.q"), http.StatusOK), "alice.secret", "a refused alter changes nothing")
+	mustAs(t, h, bob, patch("/v1/topics/bob.q", `{"max_deliveries":1,"dead_letter_topic":"bob.dead"}`), http.StatusOK)
+
+	mustAs(t, h, bob, postJSON("/v1/topics/bob.parent/children", `{"child":"alice.secret"}`), http.StatusForbidden)
+	require.NotContains(t, mustAs(t, h, root, get("/v1/topics/bob.parent"), http.StatusOK), "alice.secret", "a refused attach changes nothing")
+	mustAs(t, h, root, postJSON("/v1/topics/bob.parent/children", `{"child":"alice.secret"}`), http.StatusOK)
+	mustAs(t, h, alice, del("/v1/topics/bob.parent/children/alice.secret"), http.StatusNoContent)
+	require.NotContains(t, mustAs(t, h, root, get("/v1/topics/bob.parent"), http.StatusOK), "alice.secret", "the child's owner detached it")
+}
+
 func contains(list []string, item string) bool {
 	for _, element := range list {
 		if element == item {

@@ -108,7 +108,10 @@ func (h *apiHandler) authorize(ctx context.Context, caller auth.Identity, reques
 	}
 	switch r := request.(type) {
 	case msg.CreateTopic:
-		if refused := requireGrant(caller.Allowed(auth.ActionCreate, r.Name), caller, auth.ActionCreate, r.Name); refused != nil || r.Parent == "" {
+		if refused := requireGrant(caller.Allowed(auth.ActionCreate, r.Name), caller, auth.ActionCreate, r.Name); refused != nil {
+			return refused
+		}
+		if refused := requireDeadLetterGrant(caller, r.DeadLetterTopic); refused != nil || r.Parent == "" {
 			return refused
 		}
 		return h.requireOwner(ctx, caller, r.Parent)
@@ -121,19 +124,44 @@ func (h *apiHandler) authorize(ctx context.Context, caller auth.Identity, reques
 	case msg.Ack:
 		return requireGrant(caller.Allowed(auth.ActionConsume, r.Topic), caller, auth.ActionConsume, r.Topic)
 	case msg.AlterTopic:
+		if r.DeadLetterTopic != nil {
+			if refused := requireDeadLetterGrant(caller, *r.DeadLetterTopic); refused != nil {
+				return refused
+			}
+		}
 		return h.requireOwner(ctx, caller, r.Name)
 	case msg.DeleteTopic:
 		return h.requireOwner(ctx, caller, r.Name)
 	case msg.AttachChild:
-		return h.requireOwner(ctx, caller, r.Parent)
+		// The parent's records will be written into the child, whose
+		// schema the parent then manages: the caller must own both.
+		if refused := h.requireOwner(ctx, caller, r.Parent); refused != nil {
+			return refused
+		}
+		return h.requireOwner(ctx, caller, r.Child)
 	case msg.DetachChild:
-		return h.requireOwner(ctx, caller, r.Parent)
+		// Either end may cut the link: a child's owner is never stuck
+		// with another user's records.
+		if refused := h.requireOwner(ctx, caller, r.Parent); refused == nil {
+			return nil
+		}
+		return h.requireOwner(ctx, caller, r.Child)
 	case msg.Decommission:
 		return forbidden("user %q is not an admin", caller.Username)
 	case nil, msg.ListTopics, msg.GetTopic, msg.ListMembers, msg.ListMoves, msg.ListChildren:
 		return nil // nil: the schema read-back, a read like GetTopic
 	}
 	return forbidden("user %q may not send %T", caller.Username, request)
+}
+
+// requireDeadLetterGrant: the owner writes a topic's exhausted records
+// into its dead-letter topic on the topic's behalf, so naming one needs
+// produce there ("" names none).
+func requireDeadLetterGrant(caller auth.Identity, deadLetterTopic string) *Response {
+	if deadLetterTopic == "" {
+		return nil
+	}
+	return requireGrant(caller.Allowed(auth.ActionProduce, deadLetterTopic), caller, auth.ActionProduce, deadLetterTopic)
 }
 
 // requireGrant is nil when allowed, else the 403 that names what is missing.
