@@ -209,13 +209,19 @@ func decodeCursorFile(data []byte, file *cursorFile) (uint64, error) {
 
 // removeStaleCursors deletes the cursor files of children no longer linked
 // to the partition's topic (detached, deleted, or the parent deleted), and
-// forgets their cursors. While the partition's sync round writes cursor
-// files it waits for the round's end (cursorsWritten), which it must not
-// race.
+// forgets their cursors, those whose file was not written yet as well
+// (their file would be written later). While the partition's sync round
+// writes cursor files it waits for the round's end (cursorsWritten),
+// which it must not race.
 func (n *Node) removeStaleCursors(p *partition, links []meta.ChildLink) {
 	if p.cursorFiles.inFlight {
 		p.cursorFiles.staleLinks = true
 		return
+	}
+	for child := range p.fanout { //determinism:ok deletions only
+		if !linked(links, child) {
+			delete(p.fanout, child)
+		}
 	}
 	names, err := n.fs.List(p.dir)
 	if err != nil {

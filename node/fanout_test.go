@@ -413,3 +413,28 @@ func TestAParentRecordIsCopiedAfterItsLogIsEvicted(t *testing.T) {
 	}
 	require.Equal(t, []string{"x"}, h.replayAll("audit", 0), "an acknowledged parent record reaches its child")
 }
+
+// TestADetachedChildsUnwrittenCursorIsForgotten: a child attached and
+// detached before its cursors' files were first written leaves no cursor
+// in memory and no file behind: the detach forgets the cursors, not only
+// the files already on disk.
+func TestADetachedChildsUnwrittenCursorIsForgotten(t *testing.T) {
+	h := fanoutHarness(t)
+	h.createTopic("audit2")
+	h.tick(1) // audit's cursors load and their files are written: the interval starts
+	h.ok(msg.AttachChild{Parent: "orders", Child: "audit2"})
+	h.tick(1) // audit2's cursors load; their files wait for the interval
+	h.ok(msg.DetachChild{Parent: "orders", Child: "audit2"})
+	h.tick(1)
+	h.tick(h.cfg.Fanout.CursorPersistIntervalMs) // the next round writes what lags
+	h.tick(60_000)
+	for partition := range 3 {
+		p := h.node.partitions[partitionKey{"orders", partition}]
+		_, inMemory := p.fanout["audit2"]
+		require.False(t, inMemory, "partition %d: the detached child's cursor is forgotten", partition)
+		_, err := h.fs.Stat(cursorPath(PartitionDir("orders", partition), "audit2"))
+		require.ErrorIs(t, err, storage.ErrNotExist, "partition %d: no cursor file of a detached child", partition)
+		_, kept := p.fanout["audit"]
+		require.True(t, kept, "partition %d: the attached child's cursor stays", partition)
+	}
+}
