@@ -117,9 +117,8 @@
 //
 //   - Below the persisted HWM every frame was acknowledged and must be
 //     intact. An invalid frame there is corruption in the middle: the
-//     scan resynchronises by searching forward for the next valid frame
-//     with a higher offset (and few enough skipped offsets to fit in the
-//     skipped bytes); the offsets in between are reported
+//     scan resynchronises on the next genuine frame (below); the offsets
+//     in between, the damaged one always included, are reported
 //     (Recovery.CorruptCount exact, CorruptOffsets bounded) and Read
 //     returns ErrCorrupt for them, forever.
 //   - At or above the persisted HWM, the first invalid frame (or the first
@@ -140,6 +139,54 @@
 //     then truncated), the difference is reported as
 //     Recovery.LostAcknowledged and the HWM is lowered to the recovered
 //     end (and persisted). Appends then reuse those offsets.
+//
+// Resynchronising must not take a frame encoded inside a payload (a topic
+// may carry raw segment bytes, a producer may craft them) for a genuine
+// one, or it would serve the wrong bytes for the damaged offset, or for the
+// next one, read before with its own record. The damaged frame began where
+// the frame before it ended, so a frame found later claiming its offset is
+// never genuine: the next genuine frame has a higher offset. It is
+// searched for in two ways:
+//
+//   - The length fields. Damage to a frame's magic, offset, CRC or
+//     envelope leaves its length intact, so the next frame starts where
+//     the declared length ends. The walk follows the lengths through a
+//     run of damaged frames to the first valid frame, which must claim
+//     exactly the offset the walk counted. This is the common case, and it
+//     never looks inside a damaged payload.
+//   - A byte scan for the magic from inside the damaged frame, for when a
+//     length field of the run is damaged too. A candidate must claim a
+//     higher offset, below the next segment's base, with few enough
+//     skipped offsets to fit in the skipped bytes.
+//
+// Either frame is taken only if corroborated: the frame right after it is
+// valid and claims the next offset, or it ends where the segment's content
+// ends (end of file or zero tail) and claims an offset below the persisted
+// HWM, which must exist. A frame inside a payload is followed by the rest
+// of the payload or by the genuine next frame, whose offset does not
+// follow its own, so it is refused; a torn tail after a frame does not
+// corroborate it either (the rest of a payload looks the same). The
+// walk's frame is also taken uncorroborated when the scan's corroborated
+// frame lies after it and claims a higher offset, or when the scan finds
+// none and it claims an offset below the persisted HWM, so an intact frame
+// between two damaged ones is kept. Otherwise a frame nothing corroborates is
+// reported corrupt with the damaged ones: lost and said so, never served
+// wrongly.
+//
+// The risk left needs records that hold encoded frames, and media damage
+// in the wrong place; records that hold none cannot produce it short of a
+// CRC32C collision, as every frame taken needs a valid CRC. When the byte
+// scan runs, a payload holding a chain of two or more frames claiming
+// consecutive offsets above the damaged one corroborates itself; and in a
+// run of damaged frames whose walk broke on a damaged length, a frame of
+// the run (not the first) whose payload ends with a frame claiming the run
+// frame's own offset is corroborated by the genuine frame after it. A
+// damaged length field that points exactly at a frame inside a payload
+// claiming the offset the walk expects there can make the walk take it.
+// And when the disk also lost the acknowledged frames after the damaged
+// one (LostAcknowledged), a frame ending the damaged payload can be taken
+// for the first lost offset. Each serves the inner frame's bytes for the
+// offset it claims.
 //
 // The committed consumer offset is then clamped into [Oldest, HWM]; a
 // damaged consumer.offset resets it to Oldest (redelivery, never loss).

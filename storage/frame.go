@@ -17,8 +17,11 @@ import (
 //	crc             4 bytes  CRC32C (Castagnoli) over bytes [0,16) and the envelope
 //	envelope        envelopeLength bytes (see record.go)
 //
-// The magic lets recovery resynchronise after a corrupt frame by searching
-// for the next candidate header; the CRC decides whether a candidate is real.
+// The length lets recovery step over a corrupt frame whose length field is
+// intact; the magic lets it search for the next candidate header when the
+// length is damaged too. The CRC tells a candidate that decodes from noise,
+// and what follows a candidate tells a genuine frame from one encoded in a
+// record's payload (recovery.go, resync).
 const (
 	frameMagic       = 0x4e52d1f7
 	frameHeaderBytes = 4 + 4 + 8 + 4

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"math"
 	"path"
@@ -227,13 +228,97 @@ func (r *recoverer) frameAt(position int64) (scannedFrame, error) {
 	return scannedFrame{valid: true, offset: offset, size: size, timeMs: record.TimeMs, position: position}, nil
 }
 
-// resync searches forward from a corrupt frame at badPosition (which
-// should have held offset expected) for the next valid frame that can
-// follow it: its offset is at least expected, below nextBase, and the
-// offsets it skips could fit in the bytes skipped (each frame takes at
-// least frameBytesMin), which rejects stray frames inside payloads that
-// claim far-away offsets.
+// frameLengthStart is where a frame header's envelope length field starts
+// (frame.go): resync reads a damaged frame's declared length from there.
+const frameLengthStart = 4
+
+// resync finds where the scan continues after an invalid frame at
+// badPosition, which should have held offset expected. The frame before it
+// was valid and ended exactly there (or the segment starts there), so frame
+// expected began at badPosition: a frame found later that claims expected
+// can only be a stray one inside a payload, and expected itself is always
+// reported corrupt. The frame the declared lengths lead to is taken when
+// the content after it corroborates it (the common case); otherwise the
+// byte scan decides with it (keepWalked).
 func (r *recoverer) resync(badPosition int64, expected, nextBase uint64) (scannedFrame, bool, error) {
+	walked, walkedFound, err := r.resyncByLength(badPosition, expected, nextBase)
+	if err != nil {
+		return scannedFrame{}, false, err
+	}
+	if walkedFound {
+		corroborated, err := r.corroborated(walked, nextBase)
+		if err != nil || corroborated {
+			return walked, corroborated, err
+		}
+	}
+	scanned, scannedFound, err := r.resyncByScan(badPosition, expected, nextBase)
+	if err != nil || !walkedFound || !r.keepWalked(walked, scanned, scannedFound) {
+		return scanned, scannedFound, err
+	}
+	return walked, true, nil
+}
+
+// keepWalked decides between a frame the walk reached that nothing after
+// it corroborates and the byte scan's result. A damaged length field can
+// point at a frame inside a payload claiming the next offset; the genuine
+// frame of that offset is elsewhere, and the scan finds it, corroborated:
+// the scan's frame is taken unless it claims more than the walked one and
+// lies after it. Then the walked frame is an intact one before further
+// damage (an intact frame between two damaged ones) and is kept, as it is
+// when the scan finds nothing and it claims an offset below the persisted
+// HWM, which must exist.
+func (r *recoverer) keepWalked(walked, scanned scannedFrame, scannedFound bool) bool {
+	if scannedFound {
+		return scanned.offset > walked.offset && scanned.position > walked.position
+	}
+	return walked.offset < r.persistedHWM
+}
+
+// resyncByLength follows the length fields from the damaged frame. Damage
+// to a frame's magic, offset, CRC or envelope leaves its length intact, so
+// the next frame starts where the declared length ends. The walk goes on
+// through invalid frames (a run of damaged ones), and the first valid
+// frame it reaches must claim exactly the offset the walk counted; any
+// other outcome leaves resync to the scan (a damaged length pointing at a
+// later genuine frame, say, which the scan then finds in its place). With
+// the lengths intact this never looks inside a damaged payload, so a frame
+// encoded in one cannot be taken.
+func (r *recoverer) resyncByLength(badPosition int64, expected, nextBase uint64) (scannedFrame, bool, error) {
+	position := badPosition
+	for claimed := expected + 1; claimed < nextBase; claimed++ {
+		end, ok, err := r.declaredEnd(position)
+		if err != nil || !ok {
+			return scannedFrame{}, false, err
+		}
+		frame, err := r.frameAt(end)
+		if err != nil || frame.valid {
+			return frame, frame.valid && frame.offset == claimed, err
+		}
+		position = end
+	}
+	return scannedFrame{}, false, nil
+}
+
+// declaredEnd returns where the frame at position ends by its length
+// field, and whether that is plausible: a frame size within
+// [frameBytesMin, FrameBytesMax], ending before the end of the file (the
+// magic is not required: it may be the damaged part).
+func (r *recoverer) declaredEnd(position int64) (int64, bool, error) {
+	header, err := r.reader.bytesAt(position, frameHeaderBytes)
+	if err != nil || len(header) < frameHeaderBytes {
+		return 0, false, err
+	}
+	size := frameHeaderBytes + int64(binary.BigEndian.Uint32(header[frameLengthStart:]))
+	end := position + size
+	return end, size >= frameBytesMin && size <= int64(r.cfg.FrameBytesMax) && end < r.reader.fileBytes, nil
+}
+
+// resyncByScan searches forward byte by byte from inside the damaged frame,
+// for when the walk fails or what it found is not corroborated (a length
+// field of the run is damaged too). A payload may hold encoded frames, so
+// a candidate is taken only if it can follow (canFollow) and the content
+// after it agrees (corroborated).
+func (r *recoverer) resyncByScan(badPosition int64, expected, nextBase uint64) (scannedFrame, bool, error) {
 	for position := badPosition + 1; position < r.reader.fileBytes; {
 		b, err := r.reader.bytesAt(position, r.cfg.FrameBytesMax)
 		if err != nil {
@@ -249,13 +334,52 @@ func (r *recoverer) resync(badPosition int64, expected, nextBase uint64) (scanne
 		if err != nil {
 			return scannedFrame{}, false, err
 		}
-		skippedMax := uint64(position-badPosition) / frameBytesMin
-		if frame.valid && frame.offset >= expected && frame.offset < nextBase && frame.offset-expected <= skippedMax {
-			return frame, true, nil
+		if canFollow(frame, badPosition, expected, nextBase) {
+			corroborated, err := r.corroborated(frame, nextBase)
+			if err != nil || corroborated {
+				return frame, corroborated, err
+			}
 		}
 		position++
 	}
 	return scannedFrame{}, false, nil
+}
+
+// canFollow reports whether a valid frame found by the byte scan could be
+// the next genuine one after the damaged frame at badPosition: its offset
+// is above expected, below nextBase, and the offsets it skips could fit in
+// the bytes skipped (each frame takes at least frameBytesMin), which
+// rejects stray frames that claim far-away offsets.
+func canFollow(frame scannedFrame, badPosition int64, expected, nextBase uint64) bool {
+	skippedMax := uint64(frame.position-badPosition) / frameBytesMin
+	return frame.valid && frame.offset > expected && frame.offset < nextBase && frame.offset-expected <= skippedMax
+}
+
+// corroborated reports whether the content after a frame resync found
+// agrees that it is a genuine one: the next frame is valid and claims the
+// next offset, or the candidate ends where the segment's valid content
+// ends (the end of the file, or a zero tail) and claims an acknowledged
+// offset, below the persisted HWM, which must exist. A frame encoded in a
+// payload is followed by the rest of that payload, or by the genuine next
+// frame whose offset does not follow its own, so it fails; one at the very
+// end of the log's last payload would claim an offset never written, at or
+// above the persisted HWM, so it fails too. A torn tail after the
+// candidate does not corroborate it: the rest of a payload looks the same.
+func (r *recoverer) corroborated(candidate scannedFrame, nextBase uint64) (bool, error) {
+	end := candidate.position + int64(candidate.size)
+	if end < r.reader.fileBytes {
+		following, err := r.frameAt(end)
+		if err != nil {
+			return false, err
+		}
+		if following.valid && following.offset == candidate.offset+1 && following.offset < nextBase {
+			return true, nil
+		}
+	}
+	if candidate.offset >= r.persistedHWM {
+		return false, nil
+	}
+	return r.zeroFrom(end)
 }
 
 // settleZeroTail recognises a zero tail: the valid content of s stops
