@@ -15,7 +15,7 @@ type peerCollector struct {
 	stats func() peer.Stats
 
 	sent, dropped, connections, dialFailures, authFailures *prometheus.Desc
-	connected, queued                                      *prometheus.Desc
+	connected, queued, queuedBytes                         *prometheus.Desc
 	delivered, unroutable, inboundRefused                  *prometheus.Desc
 	inboundAuthFailures, inboundBroken                     *prometheus.Desc
 	inboundHandshakeErrors, handshakesShed                 *prometheus.Desc
@@ -35,6 +35,7 @@ func newPeerCollector(stats func() peer.Stats) *peerCollector {
 		authFailures:        desc("auth_failures_total", "Handshakes with the peer that failed after connecting.", perPeer),
 		connected:           desc("connected", "1 while an authenticated connection to the peer is up.", perPeer),
 		queued:              desc("queued", "Envelopes waiting in the peer's send queue.", perPeer),
+		queuedBytes:         desc("queued_bytes", "Payload bytes of the envelopes waiting in the peer's send queue.", perPeer),
 		delivered:           desc("delivered_total", "Envelopes received from peers and handed to the node loop.", nil),
 		unroutable:          desc("unroutable_total", "Envelopes addressed to no known peer.", nil),
 		inboundRefused:      desc("inbound_refused_total", "Accepted connections closed at once: too many open.", nil),
@@ -49,7 +50,7 @@ func newPeerCollector(stats func() peer.Stats) *peerCollector {
 // Describe implements prometheus.Collector.
 func (c *peerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.sent, c.dropped, c.connections, c.dialFailures, c.authFailures,
-		c.connected, c.queued, c.delivered, c.unroutable, c.inboundRefused, c.inboundAuthFailures, c.inboundBroken,
+		c.connected, c.queued, c.queuedBytes, c.delivered, c.unroutable, c.inboundRefused, c.inboundAuthFailures, c.inboundBroken,
 		c.inboundHandshakeErrors, c.handshakesShed} {
 		ch <- d
 	}
@@ -72,6 +73,7 @@ func (c *peerCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.authFailures, p.AuthFailures, id)
 		gauge(c.connected, boolFloat(p.Connected), id)
 		gauge(c.queued, float64(p.Queued), id)
+		gauge(c.queuedBytes, float64(p.QueuedBytes), id)
 	}
 	counter(c.delivered, stats.Delivered)
 	counter(c.unroutable, stats.Unroutable)

@@ -56,6 +56,13 @@ type Config struct {
 	// is full Send drops the message and counts it: Raft tolerates loss,
 	// and forwarded requests time out and are retried by their sender.
 	SendQueueMax int
+	// SendQueueBytesMax bounds the payload bytes of the messages queued
+	// for one peer (msg.PayloadBytes: record keys and payloads, Raft entry
+	// data), so that a slow peer cannot make forwards of large batches
+	// pile up to SendQueueMax times their size. Past it Send drops the
+	// message and counts it, as on a full queue; a single message larger
+	// than the bound is still queued when nothing else is.
+	SendQueueBytesMax int64
 }
 
 // DefaultConfig returns a configuration with the default timeouts and
@@ -71,6 +78,7 @@ func DefaultConfig(nodeID, listenAddr string) Config {
 		ReconnectBackoffMin: 50 * time.Millisecond,
 		ReconnectBackoffMax: 5 * time.Second,
 		SendQueueMax:        4096,
+		SendQueueBytesMax:   64 << 20,
 	}
 }
 
@@ -96,6 +104,8 @@ func (c Config) Validate() error {
 		"reconnect backoff min %v above max %v", c.ReconnectBackoffMin, c.ReconnectBackoffMax)
 	check(c.SendQueueMax > 0 && c.SendQueueMax <= sendQueueMaxLimit,
 		"send queue max %d outside [1, %d]", c.SendQueueMax, sendQueueMaxLimit)
+	check(c.SendQueueBytesMax > 0 && c.SendQueueBytesMax <= sendQueueBytesMaxLimit,
+		"send queue bytes max %d outside [1, %d]", c.SendQueueBytesMax, sendQueueBytesMaxLimit)
 	return errors.Join(problems...)
 }
 

@@ -34,6 +34,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		ReconnectBackoffMin: 2 * time.Second,
 		ReconnectBackoffMax: time.Second,
 		SendQueueMax:        sendQueueMaxLimit + 1,
+		SendQueueBytesMax:   0,
 	}
 	err := cfg.Validate()
 	joined, ok := err.(interface{ Unwrap() []error })
@@ -43,10 +44,10 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		require.ErrorIs(t, problem, ErrInvalidConfig)
 	}
 	for _, fragment := range []string{"node id", "listen address", `peer id ""`, `peer "b"`,
-		"exclude each other", "dial timeout", "handshake timeout", "write timeout", "backoff min", "send queue max"} {
+		"exclude each other", "dial timeout", "handshake timeout", "write timeout", "backoff min", "send queue max", "send queue bytes max"} {
 		require.Contains(t, err.Error(), fragment)
 	}
-	require.Len(t, problems, 10)
+	require.Len(t, problems, 11)
 }
 
 func TestNewRejectsInvalidInput(t *testing.T) {

@@ -38,7 +38,9 @@
 //   - Every goroutine starts through Transport.goFuncLocked, counted by
 //     one WaitGroup, and none starts once Close has begun; Close closes
 //     every socket and cancels every wait, then waits for all of them.
-//   - Every queue and buffer is bounded: Config.SendQueueMax per peer,
+//   - Every queue and buffer is bounded: Config.SendQueueMax envelopes
+//     and Config.SendQueueBytesMax payload bytes (msg.PayloadBytes) per
+//     peer,
 //     inboundConnectionsMax authenticated connections and, apart from
 //     them, handshakesInFlightMax connections still in their handshake
 //     (the oldest is shed to admit a new one, so a flood of connections

@@ -26,6 +26,9 @@ const (
 	// envelopes, and a runaway setting would hide a stalled peer behind
 	// memory growth.
 	sendQueueMaxLimit = 1 << 20
+	// sendQueueBytesMaxLimit bounds Config.SendQueueBytesMax, for the
+	// same reason.
+	sendQueueBytesMaxLimit = 4 << 30
 	// inboundConnectionsMax bounds the authenticated inbound connections
 	// open at once. Past it a new connection is closed at once and counted
 	// (Stats.InboundRefused).

@@ -31,6 +31,11 @@ type outbound struct {
 	// random draws the backoff jitter. Only the writer goroutine uses it.
 	random *rand.Rand
 
+	// queuedBytes sums msg.PayloadBytes of the envelopes in queue (and of
+	// one the writer carries to its next connection): Send adds, the
+	// writer takes off as it encodes or drops them.
+	queuedBytes atomic.Int64
+
 	// Counters, written by Send and the writer, read by Stats.
 	sent         atomic.Uint64 // envelopes written to a connection
 	dropped      atomic.Uint64 // envelopes discarded: queue full, peer unreachable, write failed, not encodable
@@ -83,7 +88,8 @@ func (p *outbound) stopLocked() {
 }
 
 // Send queues env for the peer env.To and returns at once. The envelope is
-// dropped and counted when the peer is unknown or its queue is full;
+// dropped and counted when the peer is unknown or its queue is full (in
+// envelopes, or in payload bytes);
 // delivery is never guaranteed (a connection can break with messages in
 // flight). env.From must be this node's id.
 func (t *Transport) Send(env msg.Envelope) {
@@ -93,9 +99,16 @@ func (t *Transport) Send(env msg.Envelope) {
 		t.unroutable.Add(1)
 		return
 	}
+	size := msg.PayloadBytes(env)
+	if queued := p.queuedBytes.Add(size); queued > t.cfg.SendQueueBytesMax && queued > size {
+		p.queuedBytes.Add(-size)
+		p.dropped.Add(1)
+		return
+	}
 	select {
 	case p.queue <- env:
 	default:
+		p.queuedBytes.Add(-size)
 		p.dropped.Add(1)
 	}
 }
@@ -174,7 +187,8 @@ func (p *outbound) wait() (msg.Envelope, bool) {
 func (p *outbound) dropQueued() int {
 	for dropped := range cap(p.queue) {
 		select {
-		case <-p.queue:
+		case env := <-p.queue:
+			p.queuedBytes.Add(-msg.PayloadBytes(env))
 		default:
 			return dropped
 		}

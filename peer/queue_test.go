@@ -171,3 +171,39 @@ func eventually(condition func() bool) bool {
 	}
 	return true
 }
+
+// payloadEnvelope is a forwarded produce of one record of size bytes.
+func payloadEnvelope(size int) msg.Envelope {
+	record := msg.ProduceRecord{Partition: msg.PartitionNone, Payload: bytes.Repeat([]byte{'y'}, size)}
+	return msg.Envelope{From: "a", To: "b", Message: msg.ForwardRequest{ID: 2, Request: msg.Produce{Topic: "t", Records: []msg.ProduceRecord{record}}}}
+}
+
+// The queue of a peer that does not read is bounded in payload bytes as
+// well as in envelopes: behind a stalled peer, large envelopes stop being
+// queued at SendQueueBytesMax, far below SendQueueMax of them, and the
+// bytes queued are in Stats. A single envelope over the bound is still
+// queued when nothing else is.
+func TestSendQueueIsBoundedInBytesBehindAStalledPeer(t *testing.T) {
+	checkGoroutinesEnd(t)
+	cfg := testConfig("a", map[string]string{"b": stalledPeer(t, false)})
+	cfg.SendQueueBytesMax = 1 << 20
+	cfg.HandshakeTimeout = time.Minute
+	a := startTransport(t, cfg)
+	a.Send(payloadEnvelope(2 << 20))
+	require.Zero(t, a.Stats().Peers["b"].Dropped, "one envelope over the bound, alone, is queued")
+	a.Send(payloadEnvelope(2 << 20))
+	require.Equal(t, uint64(1), a.Stats().Peers["b"].Dropped, "a second one is not")
+
+	small := testConfig("a", map[string]string{"b": stalledPeer(t, false)})
+	small.SendQueueBytesMax = 1 << 20
+	small.HandshakeTimeout = time.Minute
+	b := startTransport(t, small)
+	for range 64 {
+		b.Send(payloadEnvelope(64 << 10))
+	}
+	stats := b.Stats().Peers["b"]
+	require.LessOrEqual(t, stats.QueuedBytes, small.SendQueueBytesMax)
+	require.Less(t, stats.Queued, 64, "envelopes past the byte bound are dropped")
+	sent := int(stats.Dropped) + stats.Queued // and one the writer may hold
+	require.True(t, sent == 64 || sent == 63, "each envelope is queued, dropped and counted, or with the writer: %+v", stats)
+}

@@ -36,8 +36,10 @@ type PeerStats struct {
 	Address string
 	// Connected reports an authenticated connection up right now.
 	Connected bool
-	// Queued is the number of envelopes waiting in the send queue.
-	Queued int
+	// Queued is the number of envelopes waiting in the send queue, and
+	// QueuedBytes their payload bytes (msg.PayloadBytes).
+	Queued      int
+	QueuedBytes int64
 	// Sent counts envelopes written to a connection. Written is not
 	// delivered: a connection can break with frames in flight.
 	Sent uint64
@@ -84,6 +86,7 @@ func (p *outbound) statsLocked() PeerStats {
 		Address:      p.locked.address,
 		Connected:    p.connected.Load(),
 		Queued:       len(p.queue),
+		QueuedBytes:  p.queuedBytes.Load(),
 		Sent:         p.sent.Load(),
 		Dropped:      p.dropped.Load(),
 		Connections:  connections,

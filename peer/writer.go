@@ -58,6 +58,7 @@ func (t *Transport) runWriter(p *outbound) {
 		}
 		connection, err := w.connect()
 		if err != nil {
+			p.queuedBytes.Add(-msg.PayloadBytes(first))
 			p.dropped.Add(uint64(1 + p.dropQueued()))
 			if !sleepUnlessStopped(p.ctx, w.backoff.next()) {
 				return
@@ -219,6 +220,7 @@ func (w *writer) gather() {
 // validates what it sends.)
 func (w *writer) add(env msg.Envelope) {
 	assert(w.batchMessages < writeBatchMessagesMax, "batch of %d messages is full", w.batchMessages)
+	w.p.queuedBytes.Add(-msg.PayloadBytes(env))
 	payload, err := wire.EncodeEnvelope(w.payload[:0], env)
 	if err != nil {
 		w.p.dropped.Add(1)

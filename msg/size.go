@@ -1,0 +1,65 @@
+package msg
+
+// PayloadBytes is the bulk an envelope carries: the keys and payloads of
+// records (produced, consumed, replayed), the chunk of a move's read, the
+// schema of a topic change and the data of Raft entries and snapshots. The
+// rest of a message (ids, names, offsets) is small and bounded by its
+// type, so this is what a queue of envelopes must count to bound its
+// memory (peer's send queue does).
+func PayloadBytes(env Envelope) int64 {
+	switch m := env.Message.(type) {
+	case RaftMessage:
+		return raftBytes(m)
+	case ForwardRequest:
+		return requestBytes(m.Request)
+	case ForwardReply:
+		return resultBytes(m.Reply.Result)
+	}
+	return 0
+}
+
+func raftBytes(m RaftMessage) int64 {
+	if m.Message == nil {
+		return 0
+	}
+	total := int64(len(m.Message.GetSnapshot().GetData()))
+	for _, entry := range m.Message.Entries {
+		total += int64(len(entry.Data))
+	}
+	return total
+}
+
+func requestBytes(request Request) int64 {
+	switch r := request.(type) {
+	case Produce:
+		total := int64(0)
+		for _, record := range r.Records {
+			total += int64(len(record.Key) + len(record.Payload))
+		}
+		return total
+	case CreateTopic:
+		return int64(len(r.Schema))
+	case AlterTopic:
+		return int64(len(r.Schema))
+	}
+	return 0
+}
+
+func resultBytes(result Result) int64 {
+	switch r := result.(type) {
+	case ConsumeResult:
+		total := int64(0)
+		for _, m := range r.Messages {
+			total += int64(len(m.Key) + len(m.Payload))
+		}
+		return total
+	case ReplayResult:
+		if r.Message == nil {
+			return 0
+		}
+		return int64(len(r.Message.Key) + len(r.Message.Payload))
+	case MoveChunk:
+		return int64(len(r.Data))
+	}
+	return 0
+}
