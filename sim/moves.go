@@ -69,8 +69,9 @@ func (w *World) moveInFlightMax() int {
 // decommissions a node (meta keeps three voters, so without the scale-up
 // the node only drains); a five-node world decommissions one and may
 // scale up to six. A decommissioned node that leaves the voters is shut
-// down for good (retired), as an operator would, unless the operator's
-// cancel of its decommission was answered 204.
+// down for good (retired), as an operator would: its decommission is then
+// complete, as a voter is removed only while it still drains and a cancel
+// that comes later is refused (409).
 type movesScenario struct {
 	w   *World
 	rng *rand.Rand
@@ -84,10 +85,6 @@ type movesScenario struct {
 	late lateJoin
 	// drained is the node whose decommission was accepted; "" before.
 	drained string
-	// cancelling holds while the operator's cancel of that decommission
-	// is unanswered; kept once it was answered 204: the operator keeps
-	// the node, even if it left the voters meanwhile (retireUnlessKept).
-	cancelling, kept bool
 	// operator is the client that sends decommissions and cancels.
 	operator *client
 	// watcher aims faults at move phases; storm floods moving partitions.
@@ -209,14 +206,11 @@ func (s *movesScenario) cancelNow() {
 	if s.w.phase != phaseSafety || !s.w.metaLog.isVoter(s.drained) {
 		return
 	}
-	s.cancelling = true
 	s.operatorRequest(http.MethodDelete, s.drained, 0, func(status int) {
-		s.cancelling = false
 		if status == http.StatusConflict { // it left the voters meanwhile: the decommission is complete
 			s.w.tracef("operator: the cancel came too late, %s left the voters", s.drained)
 			return
 		}
-		s.kept = true
 		chaos.Reached(markDecommissionCancelled)
 		s.w.countFault("decommission-cancel")
 	})
@@ -292,28 +286,7 @@ func (s *movesScenario) voterRemoved(id string) {
 		return
 	}
 	chaos.Reached(markVoterRemoved)
-	s.w.at(int64(retireAfterMsMin+s.rng.IntN(retireAfterMsSpread)), func() { s.retireUnlessKept(n) })
-}
-
-// retireUnlessKept shuts a node that left the voters down for good, as
-// the operator who decommissioned it would; but not while the operator's
-// cancel of that decommission is unanswered (it waits for the answer),
-// nor once the cancel was answered 204. A cancel sent while the node was
-// a voter may land after it left the voters: the node is then a member
-// that is not draining, which receives partitions again, and an operator
-// who was told the decommission is cancelled keeps it running (seed
-// 5000943: a node shut down after such a cancel got a new topic's
-// partition before it was found dead, and that partition's move out of
-// it could never end).
-func (s *movesScenario) retireUnlessKept(n *simNode) {
-	switch {
-	case n.id == s.drained && s.kept:
-		s.w.tracef("%s kept: its decommission was cancelled", n.id)
-	case n.id == s.drained && s.cancelling:
-		s.w.at(operatorRetryMs, func() { s.retireUnlessKept(n) })
-	default:
-		n.retire()
-	}
+	s.w.at(int64(retireAfterMsMin+s.rng.IntN(retireAfterMsSpread)), func() { n.retire() })
 }
 
 // retire shuts the node down for good.
