@@ -12,7 +12,6 @@ import (
 	"io"
 	"log/slog"
 	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -28,6 +27,7 @@ import (
 	"narad/meta"
 	"narad/msg"
 	"narad/node"
+	"narad/proc"
 )
 
 // clusterConfig is a valid three-node configuration as node n2 sees it.
@@ -169,17 +169,19 @@ func writePEM(t *testing.T, path, kind string, der []byte) {
 // as one cluster without authentication.
 func startTestCluster(t *testing.T, size int) []*Host {
 	t.Helper()
-	ids, clusterAddrs := make([]string, size), make([]string, size)
+	// Every address is drawn at once, so no two of them are the same port.
+	ids, drawn := make([]string, size), freeLoopbackAddrs(t, 2*size)
+	clusterAddrs, httpAddrs := drawn[:size], drawn[size:]
 	var peers []string
 	for i := range size {
-		ids[i], clusterAddrs[i] = fmt.Sprintf("n%d", i+1), freeLoopbackAddr(t)
+		ids[i] = fmt.Sprintf("n%d", i+1)
 		peers = append(peers, ids[i]+"@"+clusterAddrs[i])
 	}
 	hosts := make([]*Host, size)
 	for i := range size {
 		cfg := config.Default()
 		cfg.Security.Enabled = false
-		cfg.HTTP.Addr, cfg.Cluster.Addr, cfg.Cluster.NodeID, cfg.Cluster.Peers = freeLoopbackAddr(t), clusterAddrs[i], ids[i], peers
+		cfg.HTTP.Addr, cfg.Cluster.Addr, cfg.Cluster.NodeID, cfg.Cluster.Peers = httpAddrs[i], clusterAddrs[i], ids[i], peers
 		cfg.Storage.DataDir = t.TempDir()
 		require.NoError(t, cfg.Validate())
 		opts, err := OptionsFrom(cfg)
@@ -192,12 +194,20 @@ func startTestCluster(t *testing.T, size int) []*Host {
 	return hosts
 }
 
-func freeLoopbackAddr(t *testing.T) string {
+// freeLoopbackAddrs returns count distinct loopback addresses that were
+// free a moment ago, outside the kernel's ephemeral range (proc.FreeAddr).
+// Drawing from port 0 and closing it let the kernel hand the same port out
+// twice (a cluster address drawn again as an HTTP address, in CI), and let
+// a peer's outgoing connection take a cluster port before its host bound it.
+func freeLoopbackAddrs(t *testing.T, count int) []string {
 	t.Helper()
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer listener.Close()
-	return listener.Addr().String()
+	addrs := make([]string, count)
+	for i := range count {
+		addr, err := proc.FreeAddr()
+		require.NoError(t, err)
+		addrs[i] = addr
+	}
+	return addrs
 }
 
 // eventually polls condition every 20 ms until it holds or within passes
