@@ -151,6 +151,18 @@ func (s *stateChecker) afterStep(w *World, touched []*simNode) {
 	}
 }
 
+// beforeSyncs checks, just before a sync round's fsyncs run, that the
+// partitions n opened (and so recovered) since the checker's last look
+// serve only durable records. A produce that opens a log appends to it in
+// the same step, and the round that step starts syncs the whole file:
+// checked only after the step, unsynced frames that recovery served
+// without syncing them were durable by then, and the check passed.
+func (s *stateChecker) beforeSyncs(n *simNode) {
+	open := n.node.AppendOpenPartitions(s.scratch[:0])
+	s.scratch = open
+	s.checkOpenedServeDurable(n, open)
+}
+
 // checkOpenedServeDurable runs checkServedDurable on the partitions that
 // opened (and so recovered) since the checker's last look at n, even while
 // a sync round is in flight: that round could otherwise make the records

@@ -9,13 +9,21 @@ import (
 )
 
 // plantedSeedsMax bounds the seeds a sweep may need to catch a planted
-// bug. A simulator that never fails is not evidence. The rarest catch is
-// recovery-serves-unsynced on three nodes: 6 of seeds 1-100 (8 before
-// the leader gathered heartbeats into rounds), so a change that moves the
-// simulator's draws puts its first catch past seed 30 about one time in
-// six, past 50 (the cluster bugs' bound, planted_cluster_test.go) about
-// one in twenty. The seeds are fixed: a pass or a failure is repeatable.
+// bug. A simulator that never fails is not evidence. The seeds are fixed:
+// a pass or a failure is repeatable.
 const plantedSeedsMax = 50
+
+// plantedRareSeedsMax is the bound of the rarest catch,
+// recovery-serves-unsynced on three nodes: it needs a process crash that
+// leaves frames written but not synced (a kill before a round's fsyncs, or
+// while one is in flight), then a reopen of that partition before a later
+// round syncs its file. 11 of seeds 1-200 catch it (the first at 55), 19
+// of 200 on one node (28 since the state checker looks before each
+// round's fsyncs, not only after the step), so at 50 seeds a change that
+// moves the simulator's draws made it survive about one time in twenty,
+// and did (CI, December 2026). At this bound a miss is about one in a
+// thousand.
+const plantedRareSeedsMax = 120
 
 // TestPlantedBugsAreCaught plants each bug in turn and sweeps seeds until
 // a checker fails; it fails if a bug survives plantedSeedsMax seeds. The
@@ -36,19 +44,23 @@ func TestPlantedBugsAreCaught(t *testing.T) {
 		t.Run(bug.String(), func(t *testing.T) {
 			chaos.Plant(bug)
 			defer chaos.Plant(0)
-			catch(t, bug, false, 1)
+			catch(t, bug, false, 1, plantedSeedsMax)
 			if bug != chaos.BugForgetCommitted && bug != chaos.BugRepeatedAckStale && bug != chaos.BugRecoveryServesUnsynced &&
 				bug != chaos.BugRoundCoversLaterAppends {
-				catch(t, bug, true, 1)
+				catch(t, bug, true, 1, plantedSeedsMax)
 			}
-			catch(t, bug, false, 3)
+			clusterSeedsMax := plantedSeedsMax
+			if bug == chaos.BugRecoveryServesUnsynced {
+				clusterSeedsMax = plantedRareSeedsMax
+			}
+			catch(t, bug, false, 3, clusterSeedsMax)
 		})
 	}
 }
 
-func catch(t *testing.T, bug chaos.Bug, blackBox bool, nodes int) {
+func catch(t *testing.T, bug chaos.Bug, blackBox bool, nodes, seedsMax int) {
 	t.Helper()
-	for seed := uint64(1); seed <= plantedSeedsMax; seed++ {
+	for seed := uint64(1); seed <= uint64(seedsMax); seed++ {
 		opts := DefaultOptions(seed)
 		opts.SafetyMs = 10_000
 		opts.BlackBox = blackBox
@@ -62,5 +74,5 @@ func catch(t *testing.T, bug chaos.Bug, blackBox bool, nodes int) {
 			return
 		}
 	}
-	t.Fatalf("%s (black-box only: %v, %d nodes) survived %d seeds", bug, blackBox, nodes, plantedSeedsMax)
+	t.Fatalf("%s (black-box only: %v, %d nodes) survived %d seeds", bug, blackBox, nodes, seedsMax)
 }

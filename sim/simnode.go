@@ -310,6 +310,9 @@ func (n *simNode) drive() {
 			return
 		}
 		n.touched = true
+		if !n.w.opts.BlackBox {
+			n.w.checker.beforeSyncs(n)
+		}
 		n.w.maybeFailSync(n, rd)
 		err := runSyncs(rd)
 		n.w.at(latency, func() { n.persist(rd, incarnation, err) })
