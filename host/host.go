@@ -228,7 +228,7 @@ func (h *Host) listen(reg *prometheus.Registry, authenticator *auth.Authenticato
 		return errors.Join(err, inner.Close())
 	}
 	h.connectionsMax = connectionsCap(h.opts.HTTPConnectionsMax, limit)
-	var listener net.Listener = newLimitListener(inner, h.connectionsMax, reg)
+	var listener net.Listener = newLimitListener(inner, h.connectionsMax, tlsConfig, reg)
 	if tlsConfig != nil {
 		listener = tls.NewListener(listener, tlsConfig)
 	}

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -26,6 +27,16 @@ const (
 	// over the limit (it fits in the socket buffer; a peer that does not
 	// read cannot hold the accept loop).
 	refusalWriteTimeout = 100 * time.Millisecond
+	// tlsRefusalTimeout bounds the whole refusal of a connection over the
+	// limit on a TLS listener: the handshake (a plain answer would reach
+	// the client as a malformed handshake record, not as a 503), the write
+	// and the close. It runs beside the accept loop.
+	tlsRefusalTimeout = time.Second
+	// tlsRefusalsMax bounds the TLS refusals under way at once (each holds
+	// its descriptor and a goroutine for at most tlsRefusalTimeout); past
+	// it a connection over the limit is closed unanswered, and counted as
+	// refused all the same.
+	tlsRefusalsMax = 64
 )
 
 // refusalBody is the body of the answer to a connection over the limit;
@@ -47,11 +58,19 @@ func connectionsCap(configured int, limit uint64) int {
 
 // limitListener accepts at most max connections open at once; a
 // connection past it is answered 503 and closed at once, so it holds no
-// descriptor. Safe for concurrent use.
+// descriptor (on a TLS listener, once the handshake that carries the
+// answer is done: tlsRefusalsMax at once, each for at most
+// tlsRefusalTimeout). Safe for concurrent use.
 type limitListener struct {
 	net.Listener
 	// max is fixed at creation, > 0.
 	max int
+	// tlsConfig is the server's TLS configuration, nil for plain HTTP;
+	// refusals speak TLS with it. Fixed at creation.
+	tlsConfig *tls.Config
+	// tlsRefusals holds a token per TLS refusal under way (capacity
+	// tlsRefusalsMax).
+	tlsRefusals chan struct{}
 	// mu guards open. Invariant: 0 <= open <= max.
 	mu   sync.Mutex
 	open int
@@ -60,9 +79,11 @@ type limitListener struct {
 	refused   prometheus.Counter
 }
 
-// newLimitListener wraps inner and registers the connection metrics.
-func newLimitListener(inner net.Listener, max int, reg prometheus.Registerer) *limitListener {
-	l := &limitListener{Listener: inner, max: max,
+// newLimitListener wraps inner and registers the connection metrics;
+// tlsConfig is the TLS configuration of the listener above it (nil: plain
+// HTTP), which the refusals use.
+func newLimitListener(inner net.Listener, max int, tlsConfig *tls.Config, reg prometheus.Registerer) *limitListener {
+	l := &limitListener{Listener: inner, max: max, tlsConfig: tlsConfig, tlsRefusals: make(chan struct{}, tlsRefusalsMax),
 		openGauge: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "narad", Subsystem: "http",
 			Name: "connections_open", Help: "HTTP connections open now."}),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Subsystem: "http",
@@ -87,10 +108,36 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			return &limitedConn{Conn: conn, listener: l}, nil
 		}
 		l.refused.Inc()
-		_ = conn.SetWriteDeadline(time.Now().Add(refusalWriteTimeout))
-		_, _ = conn.Write(refusal) // best effort: the client may be gone
-		_ = conn.Close()
+		l.refuse(conn)
 	}
+}
+
+// refuse answers a connection over the limit 503 and closes it: at once
+// on plain HTTP; on TLS beside the accept loop, since the answer needs a
+// handshake, unless tlsRefusalsMax are under way (then it is closed
+// unanswered). Best effort: the client may be gone.
+func (l *limitListener) refuse(conn net.Conn) {
+	if l.tlsConfig == nil {
+		_ = conn.SetWriteDeadline(time.Now().Add(refusalWriteTimeout))
+		_, _ = conn.Write(refusal)
+		_ = conn.Close()
+		return
+	}
+	select {
+	case l.tlsRefusals <- struct{}{}:
+	default:
+		_ = conn.Close()
+		return
+	}
+	go func() {
+		defer func() { <-l.tlsRefusals }()
+		_ = conn.SetDeadline(time.Now().Add(tlsRefusalTimeout))
+		secured := tls.Server(conn, l.tlsConfig)
+		if secured.Handshake() == nil {
+			_, _ = secured.Write(refusal)
+		}
+		_ = secured.Close()
+	}()
 }
 
 func (l *limitListener) admit() bool {

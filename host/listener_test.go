@@ -2,6 +2,7 @@ package host
 
 import (
 	"bufio"
+	"crypto/tls"
 	"io"
 	"log/slog"
 	"net"
@@ -83,4 +84,40 @@ func metricsText(t *testing.T, conn net.Conn) string {
 	body, err := io.ReadAll(response.Body)
 	require.NoError(t, err)
 	return string(body)
+}
+
+// On a TLS listener the answer past the connection limit is a 503 spoken
+// over TLS: written in plain text, it reached the client as a malformed
+// handshake record ("first record does not look like a TLS handshake").
+func TestHTTPConnectionLimitOverTLS(t *testing.T) {
+	certFile, keyFile, pool := writeCertificate(t)
+	opts := DefaultOptions(t.TempDir())
+	opts.HTTPAddr = "127.0.0.1:0"
+	opts.HTTPConnectionsMax = 1
+	opts.Security.TLSCertFile, opts.Security.TLSKeyFile = certFile, keyFile
+	h, err := Start(opts, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Shutdown() })
+
+	dial := func() *tls.Conn {
+		conn, err := tls.Dial("tcp", h.Addr(), &tls.Config{RootCAs: pool})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = conn.Close() })
+		return conn
+	}
+	held := dial()
+	_, err = io.WriteString(held, "GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")
+	require.NoError(t, err)
+	response, err := http.ReadResponse(bufio.NewReader(held), nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, response.StatusCode, "the first connection is admitted")
+
+	over := dial()
+	response, err = http.ReadResponse(bufio.NewReader(over), nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusServiceUnavailable, response.StatusCode)
+	require.Equal(t, "1", response.Header.Get("Retry-After"))
+	body, err := io.ReadAll(response.Body)
+	require.NoError(t, err)
+	require.Contains(t, string(body), "too many connections")
 }
