@@ -189,7 +189,6 @@ func (n *Node) skipAgedOut(t *topic, p *partition, log *storage.Log, c *fanoutCu
 	}
 }
 
-// fanoutWakeAt asks for a tick by atMs (NextDeadlineMs).
 // fanoutDue makes the cursors of a partition whose round made records
 // durable due at the next tick: a cursor that had caught up asked for no
 // wake, and were the log closed before that tick (evicted, say), the
@@ -203,6 +202,7 @@ func (n *Node) fanoutDue(p *partition) {
 	n.fanout.nextMs = min(n.fanout.nextMs, n.nowMs)
 }
 
+// fanoutWakeAt asks for a tick by atMs (NextDeadlineMs).
 func (n *Node) fanoutWakeAt(atMs int64) {
 	if atMs > n.nowMs {
 		n.fanout.nextMs = min(n.fanout.nextMs, atMs)
