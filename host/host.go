@@ -139,6 +139,7 @@ func Start(opts Options, logger *slog.Logger) (*Host, error) {
 	}
 	h := &Host{opts: opts, logger: logger, loopErr: make(chan error, 1)}
 	h.loop = newLoop(n, monotonicClock(begin), logger, metrics)
+	reg.MustRegister(newInboxGauges(h.loop)...)
 	h.loop.authenticator, h.loop.seed = authenticator, seed
 	h.backend = &backend{loop: h.loop}
 	if err := h.startCluster(reg); err != nil {

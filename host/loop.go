@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"narad/auth"
 	"narad/meta"
 	"narad/msg"
@@ -126,6 +128,36 @@ func newLoop(n *node.Node, clock func() time.Time, logger *slog.Logger, metrics 
 		peerInbox: make(chan msg.Envelope, peerInboxCapacity), peerAddrs: map[string]string{},
 		pending: map[msg.RequestID]chan msg.Reply{}, done: make(chan struct{}),
 	}
+}
+
+// newInboxGauges expose how full the loop's two queues are, evaluated at
+// each scrape: a full one blocks its writers (HTTP handlers, or the peer
+// transport's readers), so a depth near the capacity is a node that
+// cannot keep up.
+func newInboxGauges(l *loop) []prometheus.Collector {
+	depth := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "narad", Subsystem: "loop", Name: "inbox_depth",
+		Help: "Inputs queued for the node's loop, by queue (requests: client requests and control; peers: messages from other nodes)."},
+		[]string{"queue"})
+	capacity := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "narad", Subsystem: "loop", Name: "inbox_capacity",
+		Help: "Capacity of each queue of the node's loop; a full queue makes its writers wait."}, []string{"queue"})
+	capacity.WithLabelValues("requests").Set(float64(cap(l.inbox)))
+	capacity.WithLabelValues("peers").Set(float64(cap(l.peerInbox)))
+	return []prometheus.Collector{capacity, inboxDepth{depth: depth, loop: l}}
+}
+
+// inboxDepth sets the depth gauges from the channels' lengths at each
+// collection.
+type inboxDepth struct {
+	depth *prometheus.GaugeVec
+	loop  *loop
+}
+
+func (d inboxDepth) Describe(descriptions chan<- *prometheus.Desc) { d.depth.Describe(descriptions) }
+
+func (d inboxDepth) Collect(metrics chan<- prometheus.Metric) {
+	d.depth.WithLabelValues("requests").Set(float64(len(d.loop.inbox)))
+	d.depth.WithLabelValues("peers").Set(float64(len(d.loop.peerInbox)))
+	d.depth.Collect(metrics)
 }
 
 // run is the loop goroutine: it returns when ctx ends (after handling

@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
+
+	"narad/msg"
 )
 
 // A partition's produced and consumed counters, kept after their first
@@ -75,4 +77,34 @@ func seriesOfTopic(scrape, topic string) []string {
 		}
 	}
 	return lines
+}
+
+// The loop's queues show their depth at each scrape, beside their
+// capacity: a queue near full is a node that cannot keep up.
+func TestInboxGaugesShowTheQueuesDepth(t *testing.T) {
+	l := &loop{inbox: make(chan input, 8), peerInbox: make(chan msg.Envelope, 4)}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newInboxGauges(l)...)
+	values := func() map[string]float64 {
+		families, err := reg.Gather()
+		require.NoError(t, err)
+		got := map[string]float64{}
+		for _, family := range families {
+			for _, metric := range family.GetMetric() {
+				got[family.GetName()+"/"+metric.GetLabel()[0].GetValue()] = metric.GetGauge().GetValue()
+			}
+		}
+		return got
+	}
+	require.Equal(t, map[string]float64{"narad_loop_inbox_capacity/peers": 4, "narad_loop_inbox_capacity/requests": 8,
+		"narad_loop_inbox_depth/peers": 0, "narad_loop_inbox_depth/requests": 0}, values())
+	for range 3 {
+		l.inbox <- input{}
+	}
+	l.peerInbox <- msg.Envelope{}
+	got := values()
+	require.Equal(t, 3.0, got["narad_loop_inbox_depth/requests"])
+	require.Equal(t, 1.0, got["narad_loop_inbox_depth/peers"])
+	<-l.inbox
+	require.Equal(t, 2.0, values()["narad_loop_inbox_depth/requests"])
 }
