@@ -109,13 +109,18 @@ type LogStats struct {
 // OpenLog opens the partition log in dir, creating dir if it is missing,
 // and recovers it (see doc.go). The Recovery describes what was found.
 func OpenLog(fs FS, dir string, cfg LogConfig) (*Log, Recovery, error) {
+	return openLog(fs, dir, cfg, nil)
+}
+
+// openLog is OpenLog with recovery's reusable window buffer (recoverLog).
+func openLog(fs FS, dir string, cfg LogConfig, buffer *[]byte) (*Log, Recovery, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, Recovery{}, err
 	}
 	if err := ensureDir(fs, dir); err != nil {
 		return nil, Recovery{}, err
 	}
-	return recoverLog(fs, dir, cfg)
+	return recoverLog(fs, dir, cfg, buffer)
 }
 
 // ensureDir creates dir and its missing ancestors, and makes each new

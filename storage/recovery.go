@@ -59,10 +59,18 @@ type recoverer struct {
 	report   Recovery
 }
 
-// recoverLog runs recovery on dir and returns the open log.
-func recoverLog(fs FS, dir string, cfg LogConfig) (*Log, Recovery, error) {
+// recoverLog runs recovery on dir and returns the open log. buffer, when
+// not nil, holds the read window's buffer between recoveries: recovery
+// starts from it and leaves there the one it used (nothing recovery
+// returns points into it), so a Store does not allocate a window of up to
+// 2×FrameBytesMax at each open.
+func recoverLog(fs FS, dir string, cfg LogConfig, buffer *[]byte) (*Log, Recovery, error) {
 	r := &recoverer{fs: fs, dir: dir, cfg: cfg}
 	r.reader.windowBytes = 2 * cfg.FrameBytesMax
+	if buffer != nil {
+		r.reader.buffer = *buffer
+		defer func() { *buffer = r.reader.buffer }()
+	}
 	log, err := r.run()
 	if err != nil {
 		for _, s := range r.segments {

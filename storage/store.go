@@ -29,6 +29,10 @@ type Store struct {
 	// uses counts Log and Adopt calls; each entry keeps the count of its
 	// latest use, so the smallest is the least recently used.
 	uses uint64
+	// recoveryBuffer is the read window every recovery of an open reuses
+	// (up to 2×FrameBytesMax; nothing an open log holds points into it).
+	// Only openNew changes it.
+	recoveryBuffer []byte
 }
 
 // storeEntry is one open log and when it was last used.
@@ -78,7 +82,7 @@ func (s *Store) use(dir string, nowMs int64) (*Log, bool) {
 
 // openNew opens (recovers) dir's log and adds it, used at nowMs.
 func (s *Store) openNew(dir string, nowMs int64) (*Log, Recovery, error) {
-	log, recovery, err := OpenLog(s.fs, dir, s.cfg)
+	log, recovery, err := openLog(s.fs, dir, s.cfg, &s.recoveryBuffer)
 	if err != nil {
 		return nil, Recovery{}, err
 	}

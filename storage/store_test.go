@@ -120,3 +120,33 @@ func TestStoreCapAndLeastRecent(t *testing.T) {
 	require.Equal(t, []string{"a", "c", "d"}, store.OpenDirs())
 	require.Panics(t, func() { NewStore(newLogMemFS(4), smallLogConfig(), 0) })
 }
+
+// Every recovery of a Store's opens reads through the same window buffer,
+// and a log recovered through it reads back what was written: nothing the
+// open log holds points into the buffer the next recovery overwrites.
+func TestStoreReusesTheRecoveryWindow(t *testing.T) {
+	forEachLogFS(t, func(t *testing.T, fs FS) {
+		store := NewStore(fs, smallLogConfig(), storeOpenMaxTest)
+		for _, dir := range []string{"t/p0", "t/p1"} {
+			log, _, err := store.Log(dir, 100)
+			require.NoError(t, err)
+			appendTestRecords(t, log, 0, 20)
+			require.NoError(t, log.Sync())
+			require.NoError(t, store.Close(dir))
+		}
+		first, recovery, err := store.Log("t/p0", 200)
+		require.NoError(t, err)
+		require.Equal(t, uint64(20), recovery.HWM)
+		require.NotZero(t, cap(store.recoveryBuffer))
+		window := &store.recoveryBuffer[:1][0]
+		_, recovery, err = store.Log("t/p1", 200)
+		require.NoError(t, err)
+		require.Equal(t, uint64(20), recovery.HWM)
+		require.Same(t, window, &store.recoveryBuffer[:1][0], "the second recovery reused the first one's buffer")
+		for offset := range uint64(20) {
+			record, err := first.Read(offset)
+			require.NoError(t, err)
+			requireSameRecord(t, testRecord(offset), record)
+		}
+	})
+}
