@@ -49,14 +49,7 @@ func TestHTTPConnectionLimit(t *testing.T) {
 		require.Equal(t, http.StatusOK, response.StatusCode)
 		held = append(held, conn)
 	}
-	over := dial()
-	response, err := http.ReadResponse(bufio.NewReader(over), nil)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusServiceUnavailable, response.StatusCode)
-	require.Equal(t, "1", response.Header.Get("Retry-After"))
-	body, err := io.ReadAll(response.Body)
-	require.NoError(t, err)
-	require.Contains(t, string(body), "too many connections")
+	requireRefused(t, dial())
 
 	require.NoError(t, held[0].Close())
 	require.Eventually(t, func() bool {
@@ -112,8 +105,14 @@ func TestHTTPConnectionLimitOverTLS(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, response.StatusCode, "the first connection is admitted")
 
-	over := dial()
-	response, err = http.ReadResponse(bufio.NewReader(over), nil)
+	requireRefused(t, dial())
+}
+
+// requireRefused reads the answer to a connection over the limit: 503,
+// with Retry-After and the error in its body.
+func requireRefused(t *testing.T, over net.Conn) {
+	t.Helper()
+	response, err := http.ReadResponse(bufio.NewReader(over), nil)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusServiceUnavailable, response.StatusCode)
 	require.Equal(t, "1", response.Header.Get("Retry-After"))
