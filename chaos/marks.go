@@ -133,6 +133,10 @@ const (
 	// acknowledged in its source once its copy was durable in the
 	// dead-letter topic.
 	MarkNodeDeadLettered Mark = "node-dead-lettered"
+	// MarkNodeDeadLetterFrontierSaved: a dead letter settled while its
+	// source's log was closed, and the commit-persist tick opened the log
+	// to write the frontier it moved.
+	MarkNodeDeadLetterFrontierSaved Mark = "node-dead-letter-frontier-saved"
 	// MarkNodeDeadLetterFailed: a dead letter's write failed (or its
 	// source partition froze for a move meanwhile); the record is
 	// reservable again.
@@ -210,7 +214,7 @@ var Registered = []Mark{
 	MarkNodeVoterRemoved, MarkNodeWriteFenced,
 	MarkMoveAbortPlanned, MarkMovePlanBoundReached,
 	MarkNodeDeadLettered, MarkNodeDeadLetterFailed, MarkNodeDeadLetterOrphaned, MarkNodeDeadLettersWaitForRelays,
-	MarkNodeMoveCarriedLeases,
+	MarkNodeDeadLetterFrontierSaved, MarkNodeMoveCarriedLeases,
 	MarkFanoutCursorStarted, MarkFanoutCursorResumed, MarkFanoutBatchCopied, MarkFanoutBatchFailed,
 	MarkFanoutDelayHeld, MarkFanoutCursorMoved, MarkFanoutRecordsAgedOut,
 }

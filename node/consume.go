@@ -171,6 +171,38 @@ func (n *Node) message(t *topic, p *partition, record storage.Record, r lease.Re
 
 // noteCommitted copies the lease table's frontier into the log, to be
 // persisted at the next commit-persist tick.
+// noteFrontier copies the lease table's frontier into the partition's
+// log, or, when the log is closed, marks the partition for the next
+// commit-persist tick (saveFrontier): the relay of a dead letter often
+// evicts its source's log (or, across nodes, idleness closes it) before
+// the copy is durable, and a frontier only in the lease table was
+// persisted by nothing, so a restart, even a graceful one, delivered the
+// dead-lettered record again.
+func (n *Node) noteFrontier(p *partition) {
+	if p.log == nil {
+		p.frontierUnsaved = true
+		return
+	}
+	n.noteCommitted(p, p.log)
+}
+
+// saveFrontier opens the closed log of a partition marked by noteFrontier,
+// which notes the frontier in it (openLog); a log that cannot open now (at
+// the open-log cap with every open log unsynced, say) stays marked for the
+// next try.
+func (n *Node) saveFrontier(p *partition) {
+	t, ok := n.lookupTopic(p.key.topic)
+	if !ok {
+		p.frontierUnsaved = false // the topic is gone, and its frontier with it
+		return
+	}
+	_, err := n.openLog(t, p)
+	p.frontierUnsaved = err != nil
+	if err == nil {
+		chaos.Reached(chaos.MarkNodeDeadLetterFrontierSaved)
+	}
+}
+
 func (n *Node) noteCommitted(p *partition, log *storage.Log) {
 	if c := p.leases.Committed(); c > log.Committed() {
 		log.SetCommitted(min(c, log.HWM()))

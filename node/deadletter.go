@@ -222,8 +222,6 @@ func (n *Node) deadLettersSettled(batch *deadLetterBatch, reply msg.Reply) {
 			n.deadLetterObserver.DeadLettered(origin, batch.topic, result.Records[i])
 		}
 	}
-	if p.log != nil {
-		n.noteCommitted(p, p.log)
-	}
+	n.noteFrontier(p)
 	n.wake(batch.key.topic) // a freed in-flight slot may serve a parked poll
 }

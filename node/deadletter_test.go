@@ -179,3 +179,34 @@ func TestDeadLettersTravelInBatches(t *testing.T) {
 	}
 	require.Equal(t, map[uint64]bool{0: true, 1: true, 2: true, 10: true}, offsets, "each copy names its own origin")
 }
+
+// A dead letter whose copy becomes durable while its source partition's
+// log is closed (the relay's own append evicted it at OpenLogsMax) moves
+// the log's committed offset as well as the lease table's frontier: it was
+// persisted by nothing, not even a graceful Close, and after the restart
+// the record, acknowledged in its topic long before, was delivered again
+// (review finding).
+func TestADeadLetterSettledWhileItsLogIsClosedStaysAcknowledged(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.OpenLogsMax = 1
+	h.restart()
+	h.createTopic("dead")
+	h.createTopic("orders", withDeadLetters(1, "dead"))
+	h.produce("orders", 0, "poison")
+	h.consumeAndNack("orders") // its only delivery ends unacked: it goes to "dead"
+	h.flush()
+	for range 10 { // a second of commit-persist ticks
+		h.tick(h.cfg.CommitPersistIntervalMs)
+	}
+	source := h.node.partitions[partitionKey{"orders", 0}]
+	require.Equal(t, uint64(1), source.leases.Committed(), "acknowledged in its topic once the copy was durable")
+	require.False(t, source.frontierUnsaved)
+	h.crash() // the commit-persist ticks made it durable
+	again, delivered := h.consume("orders")
+	require.False(t, delivered, "the dead-lettered record came back after a crash: offset %d, delivery %d",
+		again.Offset, again.DeliveryCount)
+	h.restart()
+	again, delivered = h.consume("orders")
+	require.False(t, delivered, "the dead-lettered record came back after a graceful restart: offset %d, delivery %d",
+		again.Offset, again.DeliveryCount)
+}

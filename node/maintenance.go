@@ -7,6 +7,16 @@ import (
 	"narad/msg"
 )
 
+// saveFrontiers opens the closed logs whose frontier moved meanwhile
+// (noteFrontier), so that the commit persist that follows writes it.
+func (n *Node) saveFrontiers() {
+	for _, p := range n.sortedPartitions() {
+		if p.frontierUnsaved {
+			n.saveFrontier(p)
+		}
+	}
+}
+
 // scheduleCommitPersist queues a sync of every open log whose committed
 // consumer offset changed since it was last persisted.
 func (n *Node) scheduleCommitPersist() {

@@ -300,6 +300,7 @@ func (n *Node) Tick(nowMs int64) {
 	n.driveFanout()
 	if nowMs >= n.nextCommitPersistMs {
 		n.nextCommitPersistMs = nowMs + n.cfg.CommitPersistIntervalMs
+		n.saveFrontiers()
 		n.scheduleCommitPersist()
 	}
 	if nowMs >= n.nextRetentionMs {
@@ -605,6 +606,9 @@ func (n *Node) reply(id msg.RequestID, result msg.Result, err error) {
 func (n *Node) Close() error {
 	var errs []error
 	for _, p := range n.sortedPartitions() {
+		if p.frontierUnsaved {
+			n.saveFrontier(p)
+		}
 		if p.log != nil && p.log.CommittedDirty() {
 			if err := p.log.SyncCommitted(); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", p.dir, err))

@@ -55,6 +55,11 @@ type partition struct {
 	// lists the directory again only when they change.
 	cursorLinks      []meta.ChildLink
 	cursorLinksKnown bool
+	// frontierUnsaved is set while the lease table's frontier moved past
+	// the log's committed offset with the log closed (a dead letter
+	// settled then): the commit-persist tick and Close open the log to
+	// note it. Set by noteFrontier, cleared by saveFrontier.
+	frontierUnsaved bool
 }
 
 // PartitionDir is the directory of a partition's log on its owner's disk.

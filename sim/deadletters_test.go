@@ -12,9 +12,12 @@ import (
 
 // ExpectedDeadLetterMarks are the marks the dead-letters sweep must reach:
 // dead letters settled, a batch whose write failed (under faults, or its
-// source frozen by a move meanwhile), and exhausted records waiting for
-// the relay bound (one in the scenario: deadLetterRelaysInFlightMax).
-var ExpectedDeadLetterMarks = []chaos.Mark{chaos.MarkNodeDeadLettered, chaos.MarkNodeDeadLetterFailed, chaos.MarkNodeDeadLettersWaitForRelays}
+// source frozen by a move meanwhile), exhausted records waiting for the
+// relay bound (one in the scenario: deadLetterRelaysInFlightMax), and a
+// frontier moved by a dead letter while its log was closed, written when
+// the log reopened for it.
+var ExpectedDeadLetterMarks = []chaos.Mark{chaos.MarkNodeDeadLettered, chaos.MarkNodeDeadLetterFailed, chaos.MarkNodeDeadLettersWaitForRelays,
+	chaos.MarkNodeDeadLetterFrontierSaved}
 
 // ExpectedDeadLetterAimedMarks are the marks the worlds with doomed
 // topics (Options.DeadLettersAimed) must reach: a batch of dead letters
