@@ -119,4 +119,14 @@ func (c *budgetedBody) Read(buffer []byte) (int, error) {
 	return n, err
 }
 
+// asideReader is implemented by a body read under the budget: readAside
+// reads without charging the budget, for the byte that tells a body at
+// its cap from a longer one (probeEnd). What it returns is never kept: a
+// byte there makes the body over its cap.
+type asideReader interface {
+	readAside(buffer []byte) (int, error)
+}
+
+func (c *budgetedBody) readAside(buffer []byte) (int, error) { return c.reader.Read(buffer) }
+
 func (c *budgetedBody) Close() error { return c.reader.Close() }

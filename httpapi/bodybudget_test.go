@@ -171,3 +171,27 @@ func TestBodyAtItsCapFitsABudgetOfItsCap(t *testing.T) {
 		}
 	}
 }
+
+// A chunked body one byte over its cap is 413, also at the smallest body
+// budget the config accepts (one largest batch): the byte that tells it
+// from a body at its cap is read aside, not charged to the budget, which
+// turned the permanent 413 into a 503 the client retried forever (review
+// finding).
+func TestAChunkedBodyOverItsCapIs413AtTheSmallestBudget(t *testing.T) {
+	cfg := DefaultCodecConfig()
+	cfg.BodyBytesInFlightMax = cfg.BatchBodyBytesMax
+	server, registry := startBudgetServer(t, cfg)
+
+	body := strings.Repeat(" ", int(cfg.BatchBodyBytesMax)+1)
+	// io.MultiReader hides the length: the client sends the body chunked.
+	request, err := http.NewRequest(http.MethodPost, server.URL+"/v1/topics/t/produce", io.MultiReader(strings.NewReader(body)))
+	require.NoError(t, err)
+	request.Header.Set("Content-Type", "application/x-ndjson")
+	response, err := server.Client().Do(request)
+	require.NoError(t, err)
+	data, err := io.ReadAll(response.Body)
+	require.NoError(t, err)
+	require.NoError(t, response.Body.Close())
+	require.Equal(t, http.StatusRequestEntityTooLarge, response.StatusCode, "%s", data)
+	require.Zero(t, series(t, registry, "narad_http_request_body_budget_refused_total")[""], "the budget refused a lone request")
+}

@@ -210,11 +210,19 @@ func readGrowing(r io.Reader, contentLength, bytesMax int64, reserver bodyReserv
 }
 
 // probeEnd reads past a body that filled its cap: nil when it ends there,
-// errBodyOverCap when a byte follows.
+// errBodyOverCap when a byte follows. A body under the budget reads that
+// byte aside (readAside): charged to the budget, it asked for one byte
+// more than a body at its cap may hold, and at the smallest budget (one
+// largest batch) a chunked body over its cap got a 503 to retry, forever,
+// instead of its 413.
 func probeEnd(r io.Reader) error {
+	read := r.Read
+	if aside, ok := r.(asideReader); ok {
+		read = aside.readAside
+	}
 	var probe [1]byte
 	for {
-		n, err := r.Read(probe[:])
+		n, err := read(probe[:])
 		switch {
 		case n > 0:
 			return errBodyOverCap
