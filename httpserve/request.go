@@ -207,21 +207,25 @@ func (c *conn) parseFraming() *refusal {
 	}
 	if c.body.mode == bodyDone {
 		request.Body = http.NoBody
-		return nil
+	} else {
+		request.Body = &c.body
 	}
-	request.Body = &c.body
 	return c.parseExpect()
 }
 
-// parseExpect accepts Expect: 100-continue (sent when the handler first
-// reads the body) and refuses other expectations.
+// parseExpect accepts Expect: 100-continue (the 100 is sent when the
+// handler first reads the body; an HTTP/1.0 request, or one without a
+// body, gets none) and refuses every other expectation, with or without
+// a body: a body-less request that carried one was served (a DELETE with
+// "Expect: magic" deleted its topic), although nothing refused may reach
+// the API.
 func (c *conn) parseExpect() *refusal {
 	expect := c.header["Expect"]
-	if len(expect) == 0 || c.request.ProtoMinor == 0 {
+	switch {
+	case len(expect) == 0:
 		return nil
-	}
-	if len(expect) == 1 && strings.EqualFold(expect[0], "100-continue") {
-		c.body.expectContinue = true
+	case len(expect) == 1 && strings.EqualFold(expect[0], "100-continue"):
+		c.body.expectContinue = c.body.mode != bodyDone && c.request.ProtoMinor > 0
 		return nil
 	}
 	return refuse(http.StatusExpectationFailed, ReasonExpectation, "unsupported expectation")

@@ -165,6 +165,16 @@ func TestExpectContinue(t *testing.T) {
 	require.Equal(t, "POST /e  h body", body)
 }
 
+// A body-less request that expects 100-continue is served, with no 100
+// (there is nothing to continue).
+func TestExpectContinueWithoutABodyIsServed(t *testing.T) {
+	_, addr := start(t, Options{Handler: http.HandlerFunc(echoHandler)})
+	conn := dial(t, addr)
+	conn.send(t, "GET /e HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\n\r\n")
+	response, _ := conn.response(t, "GET")
+	require.Equal(t, http.StatusOK, response.StatusCode)
+}
+
 func TestExpectContinueUnreadClosesConnection(t *testing.T) {
 	_, addr := start(t, Options{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusForbidden)
@@ -202,6 +212,9 @@ func TestRefusals(t *testing.T) {
 		{"minus zero length", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: -0\r\n\r\n", 400, ReasonFraming},
 		{"two lengths", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400, ReasonFraming},
 		{"expectation", "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nExpect: magic\r\n\r\n", 417, ReasonExpectation},
+		// Without a body too: such a DELETE was served (review finding).
+		{"expectation without a body", "DELETE /v1/topics/orders HTTP/1.1\r\nHost: h\r\nExpect: magic\r\n\r\n", 417, ReasonExpectation},
+		{"expectation in HTTP/1.0", "POST / HTTP/1.0\r\nContent-Length: 1\r\nExpect: magic\r\n\r\nx", 417, ReasonExpectation},
 		{"header too large", "GET / HTTP/1.1\r\nHost: h\r\nA: " + strings.Repeat("a", headerBytesMax) + "\r\n\r\n", 431, ReasonHeaderTooLarge},
 	}
 	for _, tc := range cases {
