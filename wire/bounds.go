@@ -123,6 +123,15 @@ const (
 	// (Message.Responses holds Messages). Peers send no responses at all;
 	// the bound keeps a hostile input from recursing deeply.
 	raftRecursionDepthMax = 16
+	// RaftEntriesMax bounds the entries of one Raft message. protobuf
+	// decodes an entry of two bytes on the wire into about 140 bytes of
+	// heap, so without a count a frame of RaftMessageBytesMax could make a
+	// node allocate about 7 GiB; at this bound a message's entries hold at
+	// most about 20 MiB. An append carries at most meta's MaxSizePerMsg (1
+	// MiB) of entries, each a command of tens of bytes at least (the empty
+	// entries of an election are one per term), so no legal message comes
+	// near it.
+	RaftEntriesMax = 1 << 17
 )
 
 // limit names a bound, so that an assertion or a decode error says which

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"narad/msg"
@@ -32,9 +33,16 @@ func (e *encoder) raftMessage(m *raftpb.Message) {
 }
 
 // raftMessage reads a length-prefixed protobuf Raft message into a new
-// raftpb.Message.
+// raftpb.Message, after checking its lists (checkRaftLists).
 func (d *decoder) raftMessage() msg.RaftMessage {
 	n := d.length(raftMessageLimit)
+	if d.err != nil {
+		return msg.RaftMessage{}
+	}
+	if err := checkRaftLists(d.input[:n]); err != nil {
+		d.fail(err)
+		return msg.RaftMessage{}
+	}
 	m := &raftpb.Message{}
 	if err := raftUnmarshal.Unmarshal(d.input[:n], m); err != nil {
 		d.fail(fmt.Errorf("%w: raft message: %v", ErrMalformed, err))
@@ -42,4 +50,40 @@ func (d *decoder) raftMessage() msg.RaftMessage {
 	}
 	d.input = d.input[n:]
 	return msg.RaftMessage{Message: m}
+}
+
+// The fields of raftpb.Message whose elements checkRaftLists counts.
+const (
+	raftEntriesField   protowire.Number = 7
+	raftResponsesField protowire.Number = 14
+)
+
+// checkRaftLists walks the top-level fields of an encoded Raft message,
+// allocating nothing, before protobuf decodes it: a message with
+// Responses (which peers never send) is malformed, and one with more than
+// RaftEntriesMax entries too large. protobuf's own decoding bounds only
+// the nesting: each empty element of a list costs two bytes on the wire
+// and a hundred or more on the heap.
+func checkRaftLists(b []byte) error {
+	entries := 0
+	for len(b) > 0 {
+		number, kind, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return fmt.Errorf("%w: raft message: %v", ErrMalformed, protowire.ParseError(n))
+		}
+		switch number {
+		case raftResponsesField:
+			return fmt.Errorf("%w: raft message with responses, which peers never send", ErrMalformed)
+		case raftEntriesField:
+			if entries++; entries > RaftEntriesMax {
+				return fmt.Errorf("%w: raft message of more than RaftEntriesMax = %d entries", ErrTooLarge, RaftEntriesMax)
+			}
+		}
+		value := protowire.ConsumeFieldValue(number, kind, b[n:])
+		if value < 0 {
+			return fmt.Errorf("%w: raft message: %v", ErrMalformed, protowire.ParseError(value))
+		}
+		b = b[n+value:]
+	}
+	return nil
 }

@@ -132,7 +132,6 @@ func RaftAppendSample() msg.RaftMessage {
 		Reject:     proto.Bool(false),
 		RejectHint: proto.Uint64(7),
 		Context:    []byte{},
-		Responses:  []*raftpb.Message{{Type: raftpb.MessageType_MsgAppResp.Enum(), To: proto.Uint64(1)}},
 	}}
 }
 
