@@ -188,6 +188,9 @@ const (
 	// MarkFanoutBatchFailed: a batch was refused or failed at the child;
 	// only this cursor waits to retry.
 	MarkFanoutBatchFailed Mark = "fanout-batch-failed"
+	// MarkFanoutWaitedForRelay: a cursor with a batch ready found every
+	// relay slot taken (RelaysInFlightMax) and waited for one.
+	MarkFanoutWaitedForRelay Mark = "fanout-waited-for-relay"
 	// MarkFanoutDelayHeld: a delay child's next record was not due yet and
 	// its cursor waited.
 	MarkFanoutDelayHeld Mark = "fanout-delay-held"
@@ -216,5 +219,5 @@ var Registered = []Mark{
 	MarkNodeDeadLettered, MarkNodeDeadLetterFailed, MarkNodeDeadLetterOrphaned, MarkNodeDeadLettersWaitForRelays,
 	MarkNodeDeadLetterFrontierSaved, MarkNodeMoveCarriedLeases,
 	MarkFanoutCursorStarted, MarkFanoutCursorResumed, MarkFanoutBatchCopied, MarkFanoutBatchFailed,
-	MarkFanoutDelayHeld, MarkFanoutCursorMoved, MarkFanoutRecordsAgedOut,
+	MarkFanoutDelayHeld, MarkFanoutCursorMoved, MarkFanoutRecordsAgedOut, MarkFanoutWaitedForRelay,
 }

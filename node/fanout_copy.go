@@ -27,6 +27,23 @@ type fanoutView struct {
 	// partitionWakeMs is nextMs for the partition being driven, with the
 	// current time for a cursor that has a batch in flight.
 	partitionWakeMs int64
+	// turn counts driveFanout's passes; each pass starts at another
+	// parent partition, and each partition at another child, so that at
+	// the relay cap (RelaysInFlightMax) the same cursors do not take
+	// every slot each time while the last ones never copy. Only
+	// driveFanout changes it.
+	turn uint64
+	// owned is driveFanout's scratch list of the parent partitions this
+	// node owns; it holds nothing between passes.
+	owned []ownedParent
+}
+
+// ownedParent is a parent partition this node owns, with its topic's
+// links.
+type ownedParent struct {
+	topic *topic
+	index int
+	links []meta.ChildLink
 }
 
 // FanoutObserver hears of the copies of fan-out (host metrics); an
@@ -59,6 +76,7 @@ func fanoutObserverOf(observer Observer) FanoutObserver {
 func (n *Node) driveFanout() {
 	n.refreshFanoutView()
 	n.fanout.nextMs = math.MaxInt64
+	owned := n.fanout.owned[:0]
 	for _, parent := range n.fanout.parents {
 		t, ok := n.lookupTopic(parent.Name)
 		if !ok {
@@ -66,10 +84,17 @@ func (n *Node) driveFanout() {
 		}
 		for index := range t.info.Partitions {
 			if n.ownedHere(t, index) {
-				n.driveParentPartition(t, index, parent.Children)
+				owned = append(owned, ownedParent{topic: t, index: index, links: parent.Children})
 			}
 		}
 	}
+	n.fanout.turn++
+	for i := range owned {
+		o := owned[(uint64(i)+n.fanout.turn)%uint64(len(owned))]
+		n.driveParentPartition(o.topic, o.index, o.links)
+	}
+	clear(owned) // the scratch list keeps no topics alive
+	n.fanout.owned = owned[:0]
 }
 
 // refreshFanoutView rebuilds the list of parents when the metastore's
@@ -121,7 +146,8 @@ func (n *Node) driveParentPartition(t *topic, index int, links []meta.ChildLink)
 		p.fanout = map[string]*fanoutCursor{}
 		n.removeStaleCursors(p, links)
 	}
-	for _, link := range links {
+	for i := range links {
+		link := links[(uint64(i)+n.fanout.turn)%uint64(len(links))]
 		c := p.fanout[link.Name]
 		if c == nil || c.epoch != link.Epoch {
 			if c, err = n.loadCursor(p, log, link); err != nil {
@@ -159,6 +185,15 @@ func (n *Node) stepCursor(t *topic, p *partition, log *storage.Log, link meta.Ch
 	lingerEndMs := c.pendingSinceMs + n.cfg.Fanout.LingerMs
 	if hwm-c.next < uint64(n.cfg.Fanout.BatchRecordsMax) && n.nowMs < lingerEndMs {
 		n.fanoutWakeAt(lingerEndMs)
+		return
+	}
+	if n.relays.inFlight >= n.cfg.RelaysInFlightMax {
+		// Every relay slot is taken: wait for one without the stall's
+		// backoff (a freed slot wakes the driver, relay.go); backed off a
+		// full retry interval, a cursor refused in one pass came back in
+		// a pass where the others took the slots again, and never copied.
+		chaos.Reached(chaos.MarkFanoutWaitedForRelay)
+		n.fanout.partitionWakeMs = n.nowMs
 		return
 	}
 	records, end := n.readBatch(p, log, link, c, hwm)
@@ -284,6 +319,10 @@ func (n *Node) batchDone(parent string, p *partition, c *fanoutCursor, records i
 	chaos.Reached(chaos.MarkFanoutBatchCopied)
 	c.next, c.copied, c.pendingSinceMs = end, c.copied+uint64(records), 0
 	n.fanoutObserver.FanoutCopied(parent, c.child, p.key.index, records)
+	// The next batch may be ready: without a wake a driver that sleeps
+	// until NextDeadlineMs sent one batch per unrelated tick (a backlog of
+	// ten full batches took half a second; review finding).
+	n.fanoutDue(p)
 }
 
 // cursorStalled holds a cursor back for a retry, and logs it at most once
@@ -291,6 +330,8 @@ func (n *Node) batchDone(parent string, p *partition, c *fanoutCursor, records i
 func (n *Node) cursorStalled(parent string, p *partition, c *fanoutCursor, err error) {
 	chaos.Reached(chaos.MarkFanoutBatchFailed)
 	c.retryAtMs = n.nowMs + n.cfg.Fanout.RetryMs
+	n.fanoutWakeAt(c.retryAtMs) // also from a batch's answer, outside the drive
+	p.fanoutWakeMs = min(p.fanoutWakeMs, c.retryAtMs)
 	n.fanoutObserver.FanoutStalled(parent, c.child, p.key.index)
 	if c.stalledLogMs == 0 || n.nowMs-c.stalledLogMs >= n.cfg.Fanout.StallLogIntervalMs {
 		c.stalledLogMs = n.nowMs

@@ -438,3 +438,53 @@ func TestADetachedChildsUnwrittenCursorIsForgotten(t *testing.T) {
 		require.True(t, kept, "partition %d: the attached child's cursor stays", partition)
 	}
 }
+
+// Once a batch is durable in the child the cursor is due again: a driver
+// that sleeps until NextDeadlineMs copied an idle parent's backlog one
+// batch per unrelated tick (ten full batches took 499 ms; review
+// finding).
+func TestABacklogIsCopiedWithoutWaitingForUnrelatedTicks(t *testing.T) {
+	h := fanoutHarness(t)
+	h.tick(1)
+	const batches = 10
+	for b := range batches {
+		records := make([]msg.ProduceRecord, h.cfg.Fanout.BatchRecordsMax)
+		for i := range records {
+			records[i] = msg.ProduceRecord{Partition: 0, Payload: []byte(fmt.Sprint(b, "-", i))}
+		}
+		h.ok(msg.Produce{Topic: "orders", Records: records, Batch: true})
+	}
+	start := h.nowMs
+	want := uint64(batches * h.cfg.Fanout.BatchRecordsMax)
+	for h.stats("audit", 0).HighWatermark < want && h.nowMs-start < 10_000 {
+		next := max(h.node.NextDeadlineMs(), h.nowMs+1) // a driver sleeps until the node's next deadline
+		h.tick(next - h.nowMs)
+	}
+	require.Equal(t, want, h.stats("audit", 0).HighWatermark)
+	require.Less(t, h.nowMs-start, int64(100), "an idle parent's backlog of %d full batches is copied without waiting for unrelated ticks", batches)
+}
+
+// At the relay cap every cursor gets its turn: stepped always in the same
+// order, the first cursors took every relay slot each time while the
+// last ones, backed off after a refusal, never copied anything as long as
+// the parent was busy (review finding).
+func TestAtTheRelayCapEveryChildGetsCopies(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.RelaysInFlightMax = 1
+	h.restart()
+	h.createTopic("orders", func(r *msg.CreateTopic) { r.RetentionMs = 24 * 3_600_000 })
+	h.createTopic("a-audit")
+	h.createTopic("b-audit")
+	h.ok(msg.AttachChild{Parent: "orders", Child: "a-audit"})
+	h.ok(msg.AttachChild{Parent: "orders", Child: "b-audit"})
+	h.tick(1)
+	produced := 0
+	for range 400 { // 20 s of a steady parent: one record every 50 ms
+		h.produce("orders", 0, fmt.Sprint(produced))
+		produced++
+		h.tick(50)
+	}
+	a, b := len(h.replayAll("a-audit", 0)), len(h.replayAll("b-audit", 0))
+	t.Logf("produced %d; a-audit has %d, b-audit has %d", produced, a, b)
+	require.Greater(t, b, 0, "after 20 s of produce the second child got something (a-audit got %d)", a)
+}

@@ -34,6 +34,10 @@ const (
 	// moves often meet a cursor ahead of its file (the batches since are
 	// copied again: duplicates the checkers allow, never gaps).
 	fanoutCursorPersistIntervalMs = 1_000
+	// fanoutRelaysInFlightMax is the nodes' relay bound in a world with
+	// fan-out: two children per parent partition share two slots, so
+	// cursors often find every slot taken and wait for one.
+	fanoutRelaysInFlightMax = 2
 )
 
 var (

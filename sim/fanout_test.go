@@ -22,7 +22,7 @@ const (
 // ExpectedFanoutMarks are the cursor phases a fan-out sweep must reach.
 var ExpectedFanoutMarks = []chaos.Mark{
 	chaos.MarkFanoutCursorStarted, chaos.MarkFanoutCursorResumed, chaos.MarkFanoutBatchCopied, chaos.MarkFanoutBatchFailed,
-	chaos.MarkFanoutDelayHeld, chaos.MarkFanoutCursorMoved,
+	chaos.MarkFanoutDelayHeld, chaos.MarkFanoutCursorMoved, chaos.MarkFanoutWaitedForRelay,
 }
 
 func fanoutOptions(nodes int) func(seed uint64) Options {
@@ -42,7 +42,8 @@ func TestSimFanout(t *testing.T) {
 	stats := runSweep(t, fanoutFirstSeed, fanoutSeeds, fanoutOptions(3))
 	stats.print("sim-fanout-3-nodes")
 	for _, mark := range []chaos.Mark{chaos.MarkFanoutCursorStarted, chaos.MarkFanoutCursorResumed, chaos.MarkFanoutBatchCopied,
-		chaos.MarkFanoutBatchFailed, chaos.MarkFanoutDelayHeld, chaos.MarkFanoutCursorMoved, chaos.MarkFanoutRecordsAgedOut} {
+		chaos.MarkFanoutBatchFailed, chaos.MarkFanoutDelayHeld, chaos.MarkFanoutCursorMoved, chaos.MarkFanoutRecordsAgedOut,
+		chaos.MarkFanoutWaitedForRelay} {
 		fmt.Printf("sim-fanout-3-nodes: mark %s=%d\n", mark, stats.marks[string(mark)])
 	}
 	fmt.Print(fanoutMatrix(stats.marks))

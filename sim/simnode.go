@@ -142,6 +142,7 @@ func (n *simNode) config() node.Config {
 	}
 	if n.w.opts.Fanout {
 		cfg.Fanout.CursorPersistIntervalMs = fanoutCursorPersistIntervalMs
+		cfg.RelaysInFlightMax = min(cfg.RelaysInFlightMax, fanoutRelaysInFlightMax)
 	}
 	if n.w.agedOut != nil {
 		cfg.RetentionCheckIntervalMs = agedOutRetentionCheckMs
