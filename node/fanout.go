@@ -27,6 +27,9 @@ func checkFanoutRequest(parent, child string, delayMs int64) error {
 	if err := validTopicName(child); err != nil {
 		return err
 	}
+	if len(child) > fanoutChildNameBytesMax {
+		return msg.Invalid("a fan-out child's name is at most %d bytes (its cursor files are named after it), got %d", fanoutChildNameBytesMax, len(child))
+	}
 	if delayMs < 0 || delayMs > msg.FanoutDelayMsMax {
 		return msg.Invalid("delay_ms must be between 0 and %d (one year), got %d", msg.FanoutDelayMsMax, delayMs)
 	}

@@ -28,6 +28,13 @@ import (
 const (
 	cursorFilePrefix = "fanout-"
 	cursorFileSuffix = ".offset"
+	// fanoutChildNameBytesMax bounds the name of a fan-out child: its
+	// cursor file is named after it, and replaced through a temporary file
+	// whose name must fit storage.FileNameBytesMax too. A longer child
+	// (topic names go to 255 bytes) made every sync round that wrote the
+	// cursor fail (a node stopped by its own fsync failure, again at each
+	// restart) or the cursor never load (no copies).
+	fanoutChildNameBytesMax = storage.FileNameBytesMax - len(cursorFilePrefix) - len(cursorFileSuffix) - len(storage.TemporarySuffix)
 )
 
 // cursorFile is the JSON content of a cursor file.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -487,4 +488,24 @@ func TestAtTheRelayCapEveryChildGetsCopies(t *testing.T) {
 	a, b := len(h.replayAll("a-audit", 0)), len(h.replayAll("b-audit", 0))
 	t.Logf("produced %d; a-audit has %d, b-audit has %d", produced, a, b)
 	require.Greater(t, b, 0, "after 20 s of produce the second child got something (a-audit got %d)", a)
+}
+
+// A fan-out child's name is short enough for its cursor files: a longer
+// one (topic names go to 255 bytes) failed every sync round that wrote
+// the cursor on a real file system, or never loaded it (review finding).
+// Both an attach and a create with a parent refuse it, and change nothing.
+func TestAFanoutChildsNameFitsItsCursorFile(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	longest, tooLong := strings.Repeat("c", fanoutChildNameBytesMax), strings.Repeat("c", fanoutChildNameBytesMax+1)
+	require.Equal(t, storage.FileNameBytesMax, len(cursorFilePrefix+longest+cursorFileSuffix+storage.TemporarySuffix))
+	h.createTopic(tooLong)
+	h.fail(msg.AttachChild{Parent: "orders", Child: tooLong}, msg.CodeInvalid)
+	h.fail(msg.CreateTopic{Name: tooLong + "d", Parent: "orders", Partitions: 1}, msg.CodeInvalid)
+	h.createTopic(longest, func(r *msg.CreateTopic) { r.Parent = "orders" })
+	var names []string
+	for _, lag := range h.ok(msg.ListChildren{Parent: "orders"}).(msg.ChildrenResult).Children {
+		names = append(names, lag.Name)
+	}
+	require.Equal(t, []string{longest}, names, "only the child whose name fits was linked")
 }

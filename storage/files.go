@@ -21,6 +21,15 @@ const (
 	segmentNameBytesLen = segmentDigits + len(segmentSuffix)
 )
 
+// TemporarySuffix ends the name of the temporary file through which
+// WriteFileAtomic replaces a file: a caller that names files after user
+// input keeps their names short enough for it (node's fan-out cursors).
+const TemporarySuffix = temporarySuffix
+
+// FileNameBytesMax is the longest file name the file systems a node runs
+// on accept (NAME_MAX of ext4, xfs and tmpfs).
+const FileNameBytesMax = 255
+
 // segmentName is the file name of the segment whose first offset is base:
 // 20 zero-padded decimal digits, so names sort in offset order.
 func segmentName(base uint64) string {
