@@ -2,9 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -120,14 +125,41 @@ func (o subOptions) limitReached(received int) bool {
 }
 
 // retryable reports whether a failed request may succeed if repeated:
-// transport failures, 421, 429 and 5xx.
+// 421, 429 and 5xx answers, and transport failures except those that
+// fail the same way every time (permanent).
 func retryable(err error) bool {
 	var replyError *client.Error
 	if !errors.As(err, &replyError) {
-		return true
+		return !permanent(err)
 	}
 	status := replyError.Status
 	return status >= 500 || status == http.StatusTooManyRequests || status == http.StatusMisdirectedRequest
+}
+
+// permanent reports a failure that no retry can mend: a certificate the
+// client does not trust or that names another host, a server that does
+// not speak TLS, a URL scheme the client cannot use, a reply that is not
+// the API's JSON (a proxy's page, say). Retried, `narad sub` waited
+// forever on them, and exited 0 when interrupted.
+func permanent(err error) bool {
+	var verification *tls.CertificateVerificationError
+	var unknownAuthority x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var notTLS tls.RecordHeaderError
+	var syntax *json.SyntaxError
+	var wrongType *json.UnmarshalTypeError
+	var urlError *url.Error
+	switch {
+	case errors.As(err, &verification), errors.As(err, &unknownAuthority), errors.As(err, &hostname),
+		errors.As(err, &invalid), errors.As(err, &notTLS):
+		return true
+	case errors.As(err, &syntax), errors.As(err, &wrongType):
+		return true
+	case errors.As(err, &urlError):
+		return strings.HasPrefix(urlError.Err.Error(), "unsupported protocol scheme")
+	}
+	return false
 }
 
 // consumeQueue leases, prints and acks messages until --max or Ctrl-C.

@@ -47,6 +47,9 @@ func newUserAddCommand(a *app) *cobra.Command {
   narad user add ops --user-password s3cret --grant admin`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("user-password") {
+				return usagef("user add needs --user-password")
+			}
 			grants, err := parseGrants(grantValues)
 			if err != nil {
 				return err
@@ -64,7 +67,6 @@ func newUserAddCommand(a *app) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&password, "user-password", "", "the new user's password (1 to 72 bytes)")
 	cmd.Flags().StringArrayVar(&grantValues, "grant", nil, grantFlagHelp)
-	_ = cmd.MarkFlagRequired("user-password")
 	return cmd
 }
 
@@ -145,6 +147,9 @@ func newUserPasswdCommand(a *app) *cobra.Command {
   narad -u admin -p root user passwd alice --new-password reset`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("new-password") {
+				return usagef("user passwd needs --new-password")
+			}
 			broker, err := a.newClient(cmd)
 			if err != nil {
 				return err
@@ -158,7 +163,6 @@ func newUserPasswdCommand(a *app) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&current, "current-password", "", "the current password (required to change your own)")
 	cmd.Flags().StringVar(&next, "new-password", "", "the new password (1 to 72 bytes)")
-	_ = cmd.MarkFlagRequired("new-password")
 	return cmd
 }
 
