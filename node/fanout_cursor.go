@@ -132,17 +132,31 @@ func cursorPath(dir, child string) string {
 }
 
 // cursorLag is how far the cursor of a child lags behind parent
-// partition index (owned here), and whether the cursor is known.
+// partition index (owned here), and whether the cursor is known: loaded,
+// with the log open or closed since (an evicted log's lag was reported
+// unknown, 0, although the owner answered: a delay child's backlog looked
+// empty).
 func (n *Node) cursorLag(t *topic, index int, link meta.ChildLink) (uint64, bool) {
 	p, ok := n.partitions[partitionKey{t.info.Name, index}]
-	if !ok || p.log == nil {
+	if !ok {
 		return 0, false
 	}
 	c := p.fanout[link.Name]
 	if c == nil || c.epoch != link.Epoch {
 		return 0, false
 	}
-	return p.log.HWM() - min(c.next, p.log.HWM()), true
+	hwm := p.knownHWM()
+	return hwm - min(c.next, hwm), true
+}
+
+// knownHWM is the partition's high watermark: its open log's, or the one
+// it had when it closed (the log is closed with nothing unsynced, and
+// nothing appends to it while closed).
+func (p *partition) knownHWM() uint64 {
+	if p.log != nil {
+		return p.log.HWM()
+	}
+	return p.closedHWM
 }
 
 // loadCursor reads a child's cursor from the partition directory. A
@@ -359,13 +373,11 @@ type FanoutLag struct {
 func (n *Node) FanoutLags() []FanoutLag {
 	var lags []FanoutLag
 	for _, p := range n.sortedPartitions() {
-		if p.log == nil {
-			continue
-		}
+		hwm := p.knownHWM()
 		for _, child := range slices.Sorted(maps.Keys(p.fanout)) {
 			c := p.fanout[child]
 			lags = append(lags, FanoutLag{Parent: p.key.topic, Child: child, Partition: p.key.index,
-				Messages: p.log.HWM() - min(c.next, p.log.HWM()), Phases: c.phases(n.nowMs)})
+				Messages: hwm - min(c.next, hwm), Phases: c.phases(n.nowMs)})
 		}
 	}
 	return lags

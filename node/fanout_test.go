@@ -509,3 +509,29 @@ func TestAFanoutChildsNameFitsItsCursorFile(t *testing.T) {
 	}
 	require.Equal(t, []string{longest}, names, "only the child whose name fits was linked")
 }
+
+// The owner of a parent partition whose log was evicted still knows its
+// cursors' lag: it was reported unknown (0, lag_complete false), so a
+// delay child's backlog of five records looked empty (review finding).
+func TestTheLagOfAnEvictedParentPartitionIsKnown(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.OpenLogsMax = 2
+	h.restart()
+	three := func(r *msg.CreateTopic) { r.Partitions = 3; r.RetentionMs = 24 * 3_600_000 }
+	h.createTopic("orders", three)
+	h.createTopic("other", three)
+	h.createTopic("later", func(r *msg.CreateTopic) { r.Parent, r.FanoutDelayMs = "orders", 60_000 })
+	h.tick(1)
+	h.tick(h.cfg.Fanout.CursorPersistIntervalMs)
+	for i := range 5 {
+		h.produce("orders", 0, fmt.Sprint(i))
+	}
+	h.tick(h.cfg.Fanout.LingerMs + 1)
+	require.Equal(t, uint64(5), h.lagOf("orders", "later").LagMessages, "five records wait for their delay")
+	h.produce("other", 0, "a") // two other logs open: the parent's is evicted
+	h.produce("other", 1, "b")
+	require.False(t, h.node.store.IsOpen(PartitionDir("orders", 0)), "the parent's log was evicted")
+	h.tick(1_000)
+	require.Equal(t, msg.ChildLag{Name: "later", DelayMs: 60_000, LagMessages: 5, LagComplete: true}, h.lagOf("orders", "later"),
+		"five records still wait for the delay child on this node, which answered")
+}

@@ -127,7 +127,7 @@ func (n *Node) closeIdleLogs() {
 	}
 	for _, p := range n.partitions { //determinism:ok each partition is updated on its own
 		if p.log != nil && !n.store.IsOpen(p.dir) {
-			p.log = nil
+			n.dropLog(p)
 		}
 	}
 }

@@ -55,6 +55,10 @@ type partition struct {
 	// lists the directory again only when they change.
 	cursorLinks      []meta.ChildLink
 	cursorLinksKnown bool
+	// closedHWM is the log's high watermark when it last closed (idle,
+	// evicted or failed): the lag of a fan-out cursor of a closed log is
+	// counted from it. Set by dropLog only.
+	closedHWM uint64
 	// frontierUnsaved is set while the lease table's frontier moved past
 	// the log's committed offset with the log closed (a dead letter
 	// settled then): the commit-persist tick and Close open the log to
@@ -189,9 +193,18 @@ func (n *Node) closeLeastRecentLog() bool {
 	n.logEvictions++
 	chaos.Reached(chaos.MarkNodeLogEvicted)
 	if p, ok := n.partitions[partitionKeyOfDir(dir)]; ok {
-		p.log = nil
+		n.dropLog(p)
 	}
 	return true
+}
+
+// dropLog forgets a partition's closed log, keeping its high watermark
+// (closedHWM). The caller closed it in the store.
+func (n *Node) dropLog(p *partition) {
+	if p.log != nil {
+		p.closedHWM = p.log.HWM()
+	}
+	p.log = nil
 }
 
 // closeLogsPastCap closes logs opened past the cap for a produce once they
@@ -263,7 +276,7 @@ func (n *Node) failLog(p *partition, cause error) {
 	chaos.Reached(chaos.MarkNodeLogFailed)
 	n.observer.Event("log-failed", fmt.Sprintf("%s: %v", p.dir, cause))
 	_ = n.store.Close(p.dir) // the log is failed; its close error adds nothing
-	p.log = nil
+	n.dropLog(p)
 	n.failDependents(p, msg.Unavailable("partition %d of %s: storage failed, retry: %s", p.key.index, p.key.topic, storageCause(cause)))
 }
 
