@@ -120,16 +120,25 @@ func TestUnwritableDeadLetterTopicStallsOnlyItsRecords(t *testing.T) {
 	require.Equal(t, uint64(1), c.nodes[at].partitions[partitionKey{"orders", 0}].leases.Committed(), "moved once the dead-letter topic took it")
 }
 
-// TestDeadLettersReopenTheirSourceLog: with room for one open log, a
-// dead letter's append to the dead-letter topic closes the source's log;
-// the next exhausted record reopens it (seed 1 of the single-node world
-// with dead letters once read a closed log and panicked).
-func TestDeadLettersReopenTheirSourceLog(t *testing.T) {
+// oneOpenLogWithDeadLetters is a node with room for one open log, a
+// topic "orders" whose records are dead-lettered into "dead" after one
+// delivery: a dead letter's append closes its source's log.
+func oneOpenLogWithDeadLetters(t *testing.T) *harness {
+	t.Helper()
 	h := newHarness(t)
 	h.cfg.OpenLogsMax = 1
 	h.restart()
 	h.createTopic("dead")
 	h.createTopic("orders", withDeadLetters(1, "dead"))
+	return h
+}
+
+// TestDeadLettersReopenTheirSourceLog: with room for one open log, a
+// dead letter's append to the dead-letter topic closes the source's log;
+// the next exhausted record reopens it (seed 1 of the single-node world
+// with dead letters once read a closed log and panicked).
+func TestDeadLettersReopenTheirSourceLog(t *testing.T) {
+	h := oneOpenLogWithDeadLetters(t)
 	h.ok(msg.Produce{Topic: "orders", Batch: true, Records: []msg.ProduceRecord{{Partition: 0, Payload: []byte("a")}, {Partition: 0, Payload: []byte("b")}}})
 	h.consumeAndNack("orders")
 	h.flush()
@@ -187,11 +196,7 @@ func TestDeadLettersTravelInBatches(t *testing.T) {
 // the record, acknowledged in its topic long before, was delivered again
 // (review finding).
 func TestADeadLetterSettledWhileItsLogIsClosedStaysAcknowledged(t *testing.T) {
-	h := newHarness(t)
-	h.cfg.OpenLogsMax = 1
-	h.restart()
-	h.createTopic("dead")
-	h.createTopic("orders", withDeadLetters(1, "dead"))
+	h := oneOpenLogWithDeadLetters(t)
 	h.produce("orders", 0, "poison")
 	h.consumeAndNack("orders") // its only delivery ends unacked: it goes to "dead"
 	h.flush()
