@@ -127,6 +127,11 @@ func (h HTTP) validate(found *problems) {
 	if h.MaxBodyBytesInFlight < bodyBytesInFlightMin || h.MaxBodyBytesInFlight > bodyBytesInFlightLimit {
 		found.add("http.max_body_bytes_in_flight", "must be in [%d, %d] (got %d)", bodyBytesInFlightMin, int64(bodyBytesInFlightLimit), h.MaxBodyBytesInFlight)
 	}
+	if h.MaxConsumeWait > 0 && h.MaxConsumeWait < time.Millisecond {
+		// The node counts waits in whole milliseconds: less would be 0,
+		// every long poll answered at once.
+		found.add("http.max_consume_wait", "must be at least 1ms (got %s)", h.MaxConsumeWait)
+	}
 	if h.MaxConsumeWait >= h.WriteTimeout {
 		found.add("http.max_consume_wait", "must be < http.write_timeout (%s ≥ %s)", h.MaxConsumeWait, h.WriteTimeout)
 	}

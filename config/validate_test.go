@@ -54,6 +54,9 @@ func TestValidateRules(t *testing.T) {
 		{"consume wait vs write", func(c *Config) { c.HTTP.MaxConsumeWait = 9 * time.Second; c.HTTP.WriteTimeout = 9 * time.Second },
 			"http.max_consume_wait", "< http.write_timeout"},
 		{"consume wait vs grace", func(c *Config) { c.HTTP.ShutdownGrace = 5 * time.Second }, "http.max_consume_wait", "≤ http.shutdown_grace"},
+		// The node counts waits in milliseconds: 500µs was accepted and
+		// became 0, every long poll answered at once (review finding).
+		{"consume wait under a millisecond", func(c *Config) { c.HTTP.MaxConsumeWait = 500 * time.Microsecond }, "http.max_consume_wait", "at least 1ms"},
 		{"http addr bad", func(c *Config) { c.HTTP.Addr = "7942" }, "http.addr", "host:port"},
 		{"http addr empty", func(c *Config) { c.HTTP.Addr = "" }, "http.addr", "host:port"},
 		{"http port range", func(c *Config) { c.HTTP.Addr = ":70000" }, "http.addr", "1..65535"},

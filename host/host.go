@@ -69,6 +69,10 @@ func DefaultOptions(dataDir string) Options {
 const (
 	metaStoreDir  = "metastore"
 	metaStoreFile = "meta.db"
+	// metaStoreLockTimeout bounds the wait for the metastore's file lock:
+	// a second node started on a data directory in use fails after it,
+	// saying so, instead of waiting silently for good.
+	metaStoreLockTimeout = 2 * time.Second
 )
 
 func openMetaStore(dataDir string) (*meta.Store, error) {
@@ -76,7 +80,10 @@ func openMetaStore(dataDir string) (*meta.Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("metastore dir: %w", err)
 	}
-	store, err := meta.OpenStore(filepath.Join(dir, metaStoreFile), meta.StoreOptions{})
+	store, err := meta.OpenStore(filepath.Join(dir, metaStoreFile), meta.StoreOptions{LockTimeout: metaStoreLockTimeout})
+	if errors.Is(err, meta.ErrStoreLocked) {
+		return nil, fmt.Errorf("data directory %s is in use by another narad process (its metastore is locked): %w", dataDir, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open metastore: %w", err)
 	}
@@ -241,12 +248,18 @@ func (h *Host) listen(reg *prometheus.Registry, authenticator *auth.Authenticato
 		ReadTimeout: h.opts.ReadTimeout, WriteTimeout: h.opts.WriteTimeout, IdleTimeout: h.opts.IdleTimeout,
 		Refused: newRefusedCounter(reg), Logger: h.logger,
 	})
+	// The pprof listener is bound before the API is served: when it cannot
+	// be, the start fails holding no port (the API's listener closes
+	// unserved; it stayed bound and served before).
+	if err := h.listenPprof(); err != nil {
+		return errors.Join(err, listener.Close())
+	}
 	h.goFunc(func() {
 		if err := h.server.Serve(listener); !errors.Is(err, httpserve.ErrServerClosed) {
 			h.logger.Error("http server failed", "err", err)
 		}
 	})
-	return h.listenPprof()
+	return nil
 }
 
 func (h *Host) listenPprof() error {

@@ -3,11 +3,16 @@ package host
 import (
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"narad/meta"
+	"narad/proc"
 )
 
 // testHost starts a real host on a loopback port with its data in a
@@ -76,3 +81,46 @@ func patch(path, body string) apiCall {
 	return apiCall{method: http.MethodPatch, path: path, contentType: "application/json", body: body}
 }
 func del(path string) apiCall { return apiCall{method: http.MethodDelete, path: path} }
+
+// A second node started on a data directory a running node holds is
+// refused, saying why: it waited for the metastore's file lock for good,
+// silently (review finding).
+func TestASecondStartOnADataDirectoryInUseIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	testHostAt(t, dir)
+	opts := DefaultOptions(dir)
+	opts.HTTPAddr = "127.0.0.1:0"
+	done := make(chan error, 1)
+	go func() {
+		h, err := Start(opts, slog.New(slog.DiscardHandler))
+		if err == nil {
+			_ = h.Shutdown()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, meta.ErrStoreLocked)
+		require.ErrorContains(t, err, "in use by another narad process")
+	case <-time.After(30 * time.Second): // a bound on the test only: the refusal comes after metaStoreLockTimeout
+		t.Fatal("the second start on the same data directory still waits")
+	}
+}
+
+// A start that fails on the pprof listener holds no port: the API's
+// listener, bound first, stayed bound and served (review finding).
+func TestAStartFailingOnItsPprofListenerReleasesTheAPIPort(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	httpAddr, err := proc.FreeAddr()
+	require.NoError(t, err)
+	opts := DefaultOptions(t.TempDir())
+	opts.HTTPAddr = httpAddr
+	opts.PprofAddr = busy.Addr().String()
+	_, err = Start(opts, slog.New(slog.DiscardHandler))
+	require.ErrorContains(t, err, "pprof")
+	again, err := net.Listen("tcp", httpAddr)
+	require.NoError(t, err, "the failed start still holds the API's port %s", httpAddr)
+	require.NoError(t, again.Close())
+}

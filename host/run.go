@@ -38,7 +38,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 // OptionsFrom maps the server configuration onto host options, refusing
 // settings this build cannot honour rather than ignoring them.
 func OptionsFrom(cfg config.Config) (Options, error) {
-	if err := unsupported(cfg); err != nil {
+	if err := Unsupported(cfg); err != nil {
 		return Options{}, err
 	}
 	opts := DefaultOptions(cfg.Storage.DataDir)
@@ -102,8 +102,9 @@ func nodeConfig(cfg config.Config) node.Config {
 	return n
 }
 
-// unsupported lists the settings this build refuses, each with what to do.
-func unsupported(cfg config.Config) error {
+// Unsupported lists the settings this build refuses, each with what to
+// do: the server reports them with the configuration's other problems.
+func Unsupported(cfg config.Config) error {
 	var problems []error
 	if cfg.Storage.Codec != "none" {
 		problems = append(problems, fmt.Errorf("storage.codec %q is not supported; use \"none\"", cfg.Storage.Codec))

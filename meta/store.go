@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/raft/v3/raftpb"
@@ -58,7 +59,16 @@ type StoreOptions struct {
 	// of milliseconds on a large one), and a damaged page then panics the
 	// walk inside bbolt instead of failing the open with an error.
 	NoFreelistSync bool
+	// LockTimeout bounds the wait for the file's lock, held by another
+	// process (a node running on the same data directory): past it the
+	// open fails with ErrStoreLocked. 0 waits for good (the simulator,
+	// whose stores no other process opens); the host sets it.
+	LockTimeout time.Duration
 }
+
+// ErrStoreLocked: another process holds the store's file (OpenStore with
+// a LockTimeout).
+var ErrStoreLocked = errors.New("meta: the store's file is locked by another process")
 
 // Store is the one bbolt file of a node's metastore: the raft log
 // (bucket "log", keyed by big-endian index), the hard state and the
@@ -78,7 +88,11 @@ type Store struct {
 // or without StoreOptions.NoFreelistSync opens either way.
 func OpenStore(path string, opts StoreOptions) (*Store, error) {
 	db, err := bolt.Open(path, storeFileMode, &bolt.Options{NoSync: opts.NoSync, NoGrowSync: opts.NoSync,
-		FreelistType: bolt.FreelistArrayType, NoFreelistSync: opts.NoFreelistSync, InitialMmapSize: opts.InitialMmapBytes})
+		FreelistType: bolt.FreelistArrayType, NoFreelistSync: opts.NoFreelistSync, InitialMmapSize: opts.InitialMmapBytes,
+		Timeout: opts.LockTimeout})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("%w: %s (waited %s)", ErrStoreLocked, path, opts.LockTimeout)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("meta: open store %s: %w", path, err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"narad/config"
+	"narad/host"
 )
 
 const (
@@ -131,7 +133,13 @@ func (a *app) serverConfig(flags *pflag.FlagSet, options serveOptions) (config.C
 		}
 	}
 	options.apply(&cfg, flags)
-	if err := cfg.Validate(); err != nil {
+	if err := errors.Join(cfg.Validate(), host.Unsupported(cfg)); err != nil {
+		return cfg, invalidConfig(err)
+	}
+	// What the host refuses on a valid configuration (the node's own
+	// bounds, the descriptor limit) is a configuration error too: exit 2,
+	// not the exit 1 of a node that failed, which a supervisor restarts.
+	if _, err := host.OptionsFrom(cfg); err != nil {
 		return cfg, invalidConfig(err)
 	}
 	return cfg, nil

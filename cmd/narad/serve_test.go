@@ -149,3 +149,16 @@ func TestWithPort(t *testing.T) {
 	assert.Equal(t, "[::1]:3", withPort("[::1]:7942", 3))
 	assert.Equal(t, ":4", withPort("garbage", 4))
 }
+
+// A setting this build refuses (storage.codec "zstd") is a configuration
+// error like the others: reported with them, exit 2 (it was exit 1, after
+// the others were fixed, so a supervisor restarted it; review finding).
+func TestAnUnsupportedCodecIsAConfigurationError(t *testing.T) {
+	h := newHarness(t)
+	path := filepath.Join(t.TempDir(), "narad.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"storage":{"codec":"zstd"}}`), 0o600))
+	code := h.run("serve", "--config", path, "--data-dir", t.TempDir(), "--addr", "127.0.0.1:1", "--log-level", "loud")
+	require.Equal(t, exitUsage, code, h.stderr.String())
+	require.Contains(t, h.stderr.String(), "storage.codec")
+	require.Contains(t, h.stderr.String(), "log.level", "every problem is reported at once")
+}
