@@ -188,6 +188,17 @@
 // for the first lost offset. Each serves the inner frame's bytes for the
 // offset it claims.
 //
+// The refusals cost one more record in one layout: media damage to the
+// frame just below the persisted HWM while exactly one frame, intact and
+// synced, lies past it at the end of the log (the hwm file lags by that
+// frame). Nothing corroborates that frame (it ends the content but does
+// not claim an offset below the persisted HWM), and from the layout alone
+// it looks the same as a frame inside the damaged payload that the damaged
+// length points at, so it is truncated with the damaged one: two
+// acknowledged records lost where one was damaged, and LostAcknowledged
+// counts only the one below the persisted HWM. With two or more frames
+// past the persisted HWM the next one corroborates it.
+//
 // The committed consumer offset is then clamped into [Oldest, HWM]; a
 // damaged consumer.offset resets it to Oldest (redelivery, never loss).
 //
