@@ -13,7 +13,8 @@ import (
 // fields that have no sensible default (Peers, Secret, TLS).
 type Config struct {
 	// NodeID is this node's id: sent in every handshake, and the From every
-	// delivered envelope's sender must not claim. 1 to 255 bytes.
+	// delivered envelope's sender must not claim. 1 to wire.NodeIDBytesMax (64)
+	// bytes (Validate).
 	NodeID string
 	// ListenAddr is where the cluster listener binds, host:port. Port 0
 	// picks a free port; Transport.Addr reports the real address.
