@@ -168,10 +168,11 @@ func (a *app) readBenchFiles(options *benchOptions) error {
 		if err != nil {
 			return usagef("--payload: %v", err)
 		}
+		payload = bytes.TrimSpace(payload) // checked trimmed: what is sent
 		if len(payload) == 0 || len(payload) > messageBytesMax {
-			return usagef("--payload: the message must have 1 to %d bytes", messageBytesMax)
+			return usagef("--payload: the message must have 1 to %d bytes besides surrounding white space", messageBytesMax)
 		}
-		options.payload = bytes.TrimSpace(payload)
+		options.payload = payload
 	}
 	if options.schemaFile == "" {
 		return nil

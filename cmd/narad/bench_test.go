@@ -189,7 +189,9 @@ func TestBenchReportsFailures(t *testing.T) {
 }
 
 func TestBenchFlagErrors(t *testing.T) {
+	blank := writeSchemaFile(t, " \n\t\n") // a payload of white space alone is empty once trimmed
 	for _, args := range [][]string{
+		{"--payload", blank},
 		{"--count", "0"}, {"--size", "0"}, {"--size", "1048577"}, {"--workers", "0"},
 		{"--workers", "1025"}, {"--consume-workers", "0"}, {"--batch", "0"}, {"--batch", "1001"},
 		{"--schema", "x.json"}, {"--create", "--schema", "/nonexistent/x.json"}, {"--payload", "/nonexistent/p.json"},
