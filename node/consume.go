@@ -169,8 +169,6 @@ func (n *Node) message(t *topic, p *partition, record storage.Record, r lease.Re
 	}
 }
 
-// noteCommitted copies the lease table's frontier into the log, to be
-// persisted at the next commit-persist tick.
 // noteFrontier copies the lease table's frontier into the partition's
 // log, or, when the log is closed, marks the partition for the next
 // commit-persist tick (saveFrontier): the relay of a dead letter often
@@ -203,6 +201,8 @@ func (n *Node) saveFrontier(p *partition) {
 	}
 }
 
+// noteCommitted copies the lease table's frontier into the log, to be
+// persisted at the next commit-persist tick.
 func (n *Node) noteCommitted(p *partition, log *storage.Log) {
 	if c := p.leases.Committed(); c > log.Committed() {
 		log.SetCommitted(min(c, log.HWM()))

@@ -234,6 +234,12 @@ func (n *Node) fanoutDue(p *partition) {
 		return
 	}
 	p.fanoutWakeMs = n.nowMs
+	n.fanoutWakeNow()
+}
+
+// fanoutWakeNow asks for the next tick to drive the cursors: something a
+// cursor may wait for happened (records durable, a relay slot freed).
+func (n *Node) fanoutWakeNow() {
 	n.fanout.nextMs = min(n.fanout.nextMs, n.nowMs)
 }
 

@@ -31,7 +31,7 @@ func (n *Node) relay(topicName string, records []msg.ProduceRecord, done func(ms
 	n.relays.inFlight++
 	finish := func(reply msg.Reply) {
 		n.relays.inFlight--
-		n.fanout.nextMs = min(n.fanout.nextMs, n.nowMs) // a fan-out cursor may wait for this slot
+		n.fanoutWakeNow() // a fan-out cursor may wait for this slot
 		done(reply)
 	}
 	id := internalRequestBit | n.servedID(n.routing.served.Part(finish))

@@ -209,3 +209,17 @@ func TestContextsErrors(t *testing.T) {
 	assert.Contains(t, h.stderr.String(), "contexts file")
 	assert.Equal(t, 1, h.run("topic", "ls"), "a broken contexts file stops commands that need a server")
 }
+
+// A missing required flag is a usage error like the others: the usage,
+// exit 2, nothing sent (it was cobra's own error: exit 1, no usage;
+// review finding).
+func TestAMissingRequiredFlagIsAUsageError(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t)
+	for _, args := range [][]string{{"user", "add", "alice"}, {"user", "passwd", "alice"}} {
+		code := h.against(broker, args...)
+		assert.Equal(t, exitUsage, code, "narad %v: stderr %q", args, h.stderr.String())
+		assert.Contains(t, h.stderr.String(), "Usage:", "narad %v prints its usage", args)
+		assert.Empty(t, broker.seen(""), "nothing is sent")
+	}
+}

@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -186,4 +189,27 @@ func TestSubInterruptIsANormalEnd(t *testing.T) {
 	assert.Equal(t, 0, code, h.stderr.String())
 	assert.Equal(t, "consuming orders (Ctrl-C to stop)\n1 message(s)\n", h.stderr.String())
 	assert.Equal(t, "[p0 @5] 22:13:21.000 hello world\n", h.stdout.String())
+}
+
+// sub gives up, exit 1, on a failure no retry can mend: a certificate the
+// client does not trust, a 200 whose body is not the API's JSON. It
+// retried them every second until interrupted, then exited 0 (review
+// finding). The deadline only bounds the test: sub must end long before.
+func TestSubEndsOnAPermanentFailure(t *testing.T) {
+	tlsServer := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer tlsServer.Close()
+	garbage := newFakeBroker(t).on("GET /v1/topics/t/consume", reply{status: http.StatusOK, body: "<html>proxy login</html>"})
+
+	for name, server := range map[string]string{"untrusted TLS certificate": tlsServer.URL, "undecodable 200": garbage.server.URL} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			code := h.runContext(ctx, "-s", server, "sub", "t", "--max", "1")
+			assert.NoError(t, ctx.Err(), "sub gave up on its own, not interrupted; stderr:\n%s", h.stderr.String())
+			assert.Equal(t, exitError, code, "stderr:\n%s", h.stderr.String())
+		})
+	}
 }
