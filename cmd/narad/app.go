@@ -49,6 +49,9 @@ type app struct {
 	// and returns its URL and how to stop it; nil starts this executable's
 	// hidden ceiling command as a child process.
 	startCeiling func() (string, func() error, error)
+	// progressTicks, when set, is where long operations take the ticks at
+	// which they print their progress; nil ticks every progressInterval.
+	progressTicks <-chan time.Time
 
 	// Global flag values, written by cobra during parsing.
 	serverFlag   string

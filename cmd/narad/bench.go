@@ -64,6 +64,12 @@ type benchOptions struct {
 	// delay of a delay child to measure (0: none); see bench_fanout.go.
 	children int
 	delay    time.Duration
+	// progress, when set, prints the progress of a phase named label
+	// (produce, ceiling, consume) while it runs; set by bench from the app.
+	progress func(label string, total int, done func() int) *progress
+	// phase names the produce phase in its progress lines: "produce", or
+	// "ceiling" for the run against the ceiling server.
+	phase string
 	// payloadFor, when set, gives record index its own payload.
 	payloadFor func(index int) []byte
 }
@@ -204,6 +210,7 @@ func (o benchOptions) check() error {
 }
 
 func (a *app) bench(ctx context.Context, broker *client.Client, topic string, options benchOptions, newHTTPClient func() *http.Client) error {
+	options.progress, options.phase = a.startProgress, "produce"
 	if options.create {
 		request := client.CreateTopicRequest{Name: topic, Partitions: options.partitions, Schema: options.schema}
 		if err := a.ensureTopic(ctx, broker, request); err != nil {
@@ -215,7 +222,7 @@ func (a *app) bench(ctx context.Context, broker *client.Client, topic string, op
 		return err
 	}
 	if options.consume && report.Produce.OK > 0 && ctx.Err() == nil {
-		consume := runConsumeBench(ctx, broker, topic, options.consumeWorkers, report.Produce.OK)
+		consume := runConsumeBench(ctx, broker, topic, options.consumeWorkers, report.Produce.OK, options.progress)
 		report.Consume = &consume
 	}
 	if options.ceiling && ctx.Err() == nil {
@@ -270,6 +277,10 @@ func runProduceBench(ctx context.Context, broker *client.Client, topic string, o
 	var firstError atomic.Value
 	var log latencyLog
 	var workers sync.WaitGroup
+	if options.progress != nil {
+		progress := options.progress(options.phase, options.count, func() int { return int(okCount.Load() + failedCount.Load()) })
+		defer progress.Stop()
+	}
 	start, cpu := time.Now(), startClientCPU()
 	for range options.workers {
 		workers.Go(func() {
@@ -331,14 +342,20 @@ func benchProduceOptions(keys int) client.ProduceOptions {
 }
 
 // runConsumeBench drains the topic with consume+ack until target messages
-// were acked or every worker stopped: after benchEmptyPollsMax empty polls
+// were acked or every worker stopped (printing its progress with
+// startProgress when not nil): after benchEmptyPollsMax empty polls
 // in a row, or benchDrainErrorsMax failed requests in a row. A failed
 // consume or ack counts in Failed (with the first error), never as an
 // empty poll.
-func runConsumeBench(ctx context.Context, broker *client.Client, topic string, workerCount, target int) phaseFigures {
+func runConsumeBench(ctx context.Context, broker *client.Client, topic string, workerCount, target int,
+	startProgress func(label string, total int, done func() int) *progress) phaseFigures {
 	drainContext, stop := context.WithCancel(ctx)
 	defer stop()
 	var consumed, failed atomic.Int64
+	if startProgress != nil {
+		progress := startProgress("consume", target, func() int { return int(consumed.Load()) })
+		defer progress.Stop()
+	}
 	var firstError atomic.Value
 	var log latencyLog
 	var workers sync.WaitGroup

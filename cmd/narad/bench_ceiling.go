@@ -171,6 +171,7 @@ func runCeilingBench(ctx context.Context, topic string, options benchOptions, ne
 		return phaseFigures{}, err
 	}
 	httpClient := newHTTPClient()
+	options.phase = "ceiling"
 	figures := runProduceBench(ctx, client.New(url, client.WithHTTPClient(httpClient)), topic, options)
 	httpClient.CloseIdleConnections()
 	return figures, stop()

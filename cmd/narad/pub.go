@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -167,6 +168,9 @@ func (a *app) printAccepted(size int, placement client.Placement) {
 func (a *app) publishMany(ctx context.Context, broker *client.Client, topic string, body []byte,
 	options pubOptions, start time.Time) (int, error) {
 	perRequest := max(options.batch, 1)
+	var accepted atomic.Int64
+	progress := a.startProgress("pub", options.count, func() int { return int(accepted.Load()) })
+	defer progress.Stop()
 	sent := 0
 	for sent < options.count {
 		if err := paceUntil(ctx, start, sent, options.rate); err != nil {
@@ -177,6 +181,7 @@ func (a *app) publishMany(ctx context.Context, broker *client.Client, topic stri
 			return sent, err
 		}
 		sent += size
+		accepted.Store(int64(sent))
 	}
 	return sent, nil
 }
