@@ -68,9 +68,13 @@ func (n *Node) ownedLog(topicName string, index int) (*topic, *partition, *stora
 }
 
 // sourceState describes what a move copies from p now, for the move to
-// target started at startedAtMs: Frozen only if p is frozen for that move.
+// target started at startedAtMs: Frozen only if p is frozen for that move
+// and every record accepted before the freeze is durable. A status asked
+// while those records wait for their sync round is not final: its HWM
+// lacks them, and a destination that force-promotes a Frozen answer
+// would lose records the producer is about to be acknowledged.
 func (n *Node) sourceState(p *partition, log *storage.Log, target string, startedAtMs int64) msg.MoveSourceState {
-	frozen := p.freeze.For(target, startedAtMs)
+	frozen := p.freeze.For(target, startedAtMs) && !log.Dirty()
 	state := msg.MoveSourceState{HWM: log.HWM(), Committed: min(p.leases.Committed(), log.HWM()), Frozen: frozen,
 		Cursors: n.sourceCursors(p)}
 	if frozen {
