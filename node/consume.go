@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"fmt"
 
 	"narad/chaos"
 	"narad/invariant"
@@ -29,7 +30,7 @@ func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 		n.consumeElsewhere(id, t, r)
 		return
 	}
-	messages := n.reserve(t, r)
+	messages, readErr := n.reserve(t, r)
 	var remote []string
 	if !localOnly(id) && r.Partition == msg.PartitionNone {
 		remote = n.remoteOwners(t)
@@ -38,6 +39,8 @@ func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 	case len(messages) > 0:
 		n.observer.ConsumeWait(r.Topic, outcomeOf(r, "hit"), 0)
 		n.reply(id, msg.ConsumeResult{Messages: messages, Batch: r.Max > 0}, nil)
+	case readErr != nil && r.Partition != msg.PartitionNone:
+		n.reply(id, nil, msg.Unavailable("partition %d of %s: %v", r.Partition, r.Topic, readErr))
 	case len(remote) > 0:
 		n.consumeAcross(id, t, r, remote)
 	case r.WaitMs <= 0 || n.draining || n.waiters.len() >= n.cfg.WaitersMax:
@@ -70,10 +73,11 @@ func checkConsume(t *topic, r msg.Consume) error {
 // rotating cursor so that partitions are served fairly; a partition
 // frozen for a move delivers nothing. It stops adding messages once they
 // hold ConsumeReplyBytesMax of payload, so a reply holds at most that
-// plus one record (and always at least one message).
-func (n *Node) reserve(t *topic, r msg.Consume) []msg.Message {
+// plus one record (and always at least one message). readErr is the first
+// record that could not be read from disk (not corruption, which is
+// skipped): that partition delivered nothing more in this call.
+func (n *Node) reserve(t *topic, r msg.Consume) (messages []msg.Message, readErr error) {
 	want := max(r.Max, 1)
-	var messages []msg.Message
 	payloadBytes := 0
 	full := func() bool { return len(messages) == want || payloadBytes >= n.cfg.ConsumeReplyBytesMax }
 	for _, index := range n.consumeOrder(t, r.Partition) {
@@ -88,7 +92,10 @@ func (n *Node) reserve(t *topic, r msg.Consume) []msg.Message {
 			continue
 		}
 		for !full() {
-			message, ok := n.reserveOne(t, p)
+			message, ok, err := n.reserveOne(t, p)
+			if err != nil && readErr == nil {
+				readErr = err
+			}
 			if !ok {
 				break
 			}
@@ -99,7 +106,7 @@ func (n *Node) reserve(t *topic, r msg.Consume) []msg.Message {
 			break
 		}
 	}
-	return messages
+	return messages, readErr
 }
 
 // consumeOrder lists the partitions a consume looks at, in order, and
@@ -119,16 +126,19 @@ func (n *Node) consumeOrder(t *topic, pinned int) []int {
 }
 
 // reserveOne reserves the next available record of p, skipping records
-// that recovery found corrupt and records that retention removed.
-func (n *Node) reserveOne(t *topic, p *partition) (msg.Message, bool) {
+// that recovery found corrupt and records that retention removed. A record
+// the disk fails to read goes back to the table, its delivery uncounted,
+// and the error is returned: it is delivered once a read succeeds, and a
+// bad sector costs the consume its record, never the node.
+func (n *Node) reserveOne(t *topic, p *partition) (msg.Message, bool, error) {
 	log, err := n.openLog(t, p)
 	if err != nil {
-		return msg.Message{}, false
+		return msg.Message{}, false, nil
 	}
 	for range corruptSkipsPerReserveMax {
 		reservation, ok := p.leases.Reserve(n.nowMs, log.HWM(), t.info.VisibilityTimeoutMs)
 		if !ok {
-			return msg.Message{}, false
+			return msg.Message{}, false, nil
 		}
 		n.cutLeaseShort(p, &reservation, t.info.VisibilityTimeoutMs)
 		record, err := log.Read(reservation.Offset)
@@ -137,11 +147,23 @@ func (n *Node) reserveOne(t *topic, p *partition) (msg.Message, bool) {
 			if reservation.DeliveryCount > 1 {
 				chaos.Reached(chaos.MarkNodeRedelivery)
 			}
-			return n.message(t, p, record, reservation), true
+			return n.message(t, p, record, reservation), true, nil
+		}
+		if !skippable(err) {
+			returned := p.leases.Return(reservation.Offset, reservation.Nonce, n.nowMs)
+			invariant.Check(returned == nil, "node: return of the unread reservation %d of %s: %v", reservation.Offset, p.dir, returned)
+			n.observer.Event("read-failed", fmt.Sprintf("%s@%d: %v", p.dir, reservation.Offset, err))
+			return msg.Message{}, false, err
 		}
 		n.skipUnreadable(t, p, log, reservation.Offset, err)
 	}
-	return msg.Message{}, false
+	return msg.Message{}, false, nil
+}
+
+// skippable reports whether a read error is one a consume skips past: a
+// record recovery found corrupt, or one retention removed.
+func skippable(err error) bool {
+	return errors.Is(err, storage.ErrCorrupt) || errors.Is(err, storage.ErrAgedOut)
 }
 
 func (n *Node) skipUnreadable(t *topic, p *partition, log *storage.Log, offset uint64, err error) {
@@ -221,7 +243,7 @@ func (n *Node) wake(topicName string) {
 		if unpinned && unpinnedEmpty {
 			continue // an unpinned poll found nothing: neither will the next
 		}
-		messages := n.reserve(t, w.request)
+		messages, _ := n.reserve(t, w.request) // a read error leaves the poll parked until its wait ends
 		if len(messages) == 0 {
 			unpinnedEmpty = unpinnedEmpty || unpinned
 			continue
