@@ -224,10 +224,13 @@ func (n *Node) alterTopic(id msg.RequestID, r msg.AlterTopic) {
 		n.reply(id, nil, err)
 		return
 	}
-	cmd := meta.AlterTopic{Name: r.Name, RetentionMs: &info.RetentionMs, VisibilityTimeoutMs: &info.VisibilityTimeoutMs,
-		MaxInFlightPerPartition: &info.InFlightMax, MaxAckedAheadPerPartition: &info.AckedAheadMax,
-		Schema: r.Schema, SchemaAfterVersion: t.info.SchemaVersion,
-		MaxDeliveries: &info.MaxDeliveries, DeadLetterTopic: &info.DeadLetterTopic}
+	// Only the fields the request names, with the defaults resolved: the
+	// command applies onto the topic as it is then, so an alter of other
+	// fields taken meanwhile (or applied before this node saw it) stands.
+	cmd := meta.AlterTopic{Name: r.Name, Schema: r.Schema, SchemaAfterVersion: t.info.SchemaVersion,
+		RetentionMs: resolvedIf(r.RetentionMs, &info.RetentionMs), VisibilityTimeoutMs: resolvedIf(r.VisibilityTimeoutMs, &info.VisibilityTimeoutMs),
+		MaxInFlightPerPartition: resolvedIf(r.InFlightMax, &info.InFlightMax), MaxAckedAheadPerPartition: resolvedIf(r.AckedAheadMax, &info.AckedAheadMax),
+		MaxDeliveries: resolvedIf(r.MaxDeliveries, &info.MaxDeliveries), DeadLetterTopic: resolvedIf(r.DeadLetterTopic, &info.DeadLetterTopic)}
 	if info.Partitions > t.info.Partitions {
 		cmd.Partitions = &info.Partitions
 		cmd.NewOwners = n.placePartitions(info.Name, t.info.Partitions, info.Partitions)
@@ -262,6 +265,15 @@ func (n *Node) alteredInfo(info msg.TopicInfo, r msg.AlterTopic) (msg.TopicInfo,
 		return info, err
 	}
 	return info, n.checkDeadLetters(info)
+}
+
+// resolvedIf is resolved when asked is set (the request names the field),
+// else nil (the command leaves it as it is).
+func resolvedIf[T any](asked, resolved *T) *T {
+	if asked == nil {
+		return nil
+	}
+	return resolved
 }
 
 func setIf[T any](field *T, value *T) {
