@@ -129,6 +129,26 @@ func (n *Node) sessionKeys() []partitionKey {
 	return keys
 }
 
+// endTopicSessions ends, as aborted, the moves into this node of a topic
+// that is gone or was re-created. Left to the next drive of the moves, a
+// session of a re-created topic whose partition the new topic placed here
+// judged the placement as its own flip (the target owns the partition)
+// and handed the new, empty partition the old one's queue state. The
+// topic's directories, an installed copy's included, go with the topic.
+func (n *Node) endTopicSessions(name string) {
+	for _, key := range n.sessionKeys() {
+		if key.topic != name {
+			continue
+		}
+		s := n.moves[key]
+		progress := s.machine.Progress()
+		chaos.Reached(chaos.MarkNodeMoveAborted)
+		n.observer.Event("move-aborted", fmt.Sprintf("%s/%d from %s in %s: the topic is gone", key.topic, key.index, s.machine.Move().Source, progress.Phase))
+		n.moveObserver.MoveEnded("aborted", n.nowMs-progress.StartedAtMs, progress.BytesCopied)
+		n.endSession(s, false)
+	}
+}
+
 // startSession begins a move into this node.
 func (n *Node) startSession(key partitionKey, source string, moveStartedAtMs int64) {
 	dir := fmt.Sprintf("%s/%s/p%05d", movesDir, key.topic, key.index)

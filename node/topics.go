@@ -293,10 +293,12 @@ func (n *Node) deleteTopic(id msg.RequestID, r msg.DeleteTopic) {
 }
 
 // dropTopicState forgets every partition of a topic that is gone (or was
-// re-created): open logs are closed, unsynced produces answered 404,
-// parked polls answered 404, and its directory removed.
+// re-created): moves into this node end, open logs are closed, unsynced
+// produces answered 404, parked polls answered 404, and its directory
+// removed.
 func (n *Node) dropTopicState(name string) {
 	gone := msg.NotFound("topic %q not found", name)
+	n.endTopicSessions(name)
 	for _, p := range n.sortedPartitions() {
 		if p.key.topic != name {
 			continue
