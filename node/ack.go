@@ -19,16 +19,13 @@ func (n *Node) ack(r msg.Ack) (msg.Result, error) {
 		return nil, msg.Invalid("an ack carries 1 to %d receipt handles, got %d", msg.AckBatchHandlesMax, len(r.Handles))
 	}
 	result := msg.AckResult{Results: make([]msg.AckItemResult, len(r.Handles)), Batch: r.Batch}
+	freed := false
 	for i, handle := range r.Handles {
-		result.Results[i] = msg.AckItemResult{Handle: handle, Err: n.ackOne(t, handle, r.Action)}
+		freedOne, err := n.ackOne(t, handle, r.Action)
+		result.Results[i] = msg.AckItemResult{Handle: handle, Err: err}
+		freed = freed || freedOne
 	}
-	// An ack frees an in-flight slot, a nack releases a record: either may
-	// serve a parked long poll (a released record, one on another node).
-	if r.Action == msg.AckNack || r.Action == msg.AckReturn {
-		n.notifySubscribers(t.info.Name)
-		n.sendDeadLetters() // a nack may exhaust its record
-	}
-	n.wake(t.info.Name)
+	n.afterLocalAcks(t, r.Action, freed)
 	if !r.Batch {
 		return result, result.Results[0].Err
 	}
@@ -36,41 +33,64 @@ func (n *Node) ack(r msg.Ack) (msg.Result, error) {
 	return result, nil
 }
 
-func (n *Node) ackOne(t *topic, handle string, action msg.AckAction) error {
+// afterLocalAcks serves what acks applied here may have made deliverable:
+// a nack or return releases its record, and an ack that freed a slot of a
+// partition its caps held back (freed) lets its next record go. Either
+// may answer a poll parked here (wake) or on another node (Notify to the
+// subscribers); a nack may also exhaust its record.
+func (n *Node) afterLocalAcks(t *topic, action msg.AckAction, freed bool) {
+	if action == msg.AckExtend {
+		return
+	}
+	released := action == msg.AckNack || action == msg.AckReturn
+	if released || freed {
+		n.notifySubscribers(t.info.Name)
+	}
+	if released {
+		n.sendDeadLetters()
+	}
+	n.wake(t.info.Name)
+}
+
+// ackOne applies one handle of an ack; freed reports that it made a
+// record deliverable that a cap held back (an in-flight slot, or room in
+// the acked-ahead set).
+func (n *Node) ackOne(t *topic, handle string, action msg.AckAction) (freed bool, err error) {
 	index, offset, nonce, err := n.handles.Verify(t.info.Name, handle) // nonce 0 when forged: matches no reservation
 	if err != nil {
-		return msg.Invalid("receipt handle is malformed")
+		return false, msg.Invalid("receipt handle is malformed")
 	}
 	if index >= t.info.Partitions {
-		return msg.Gone("receipt handle is stale")
+		return false, msg.Gone("receipt handle is stale")
 	}
 	if !n.ownedHere(t, index) {
-		return notOwner(t, index)
+		return false, notOwner(t, index)
 	}
 	p := n.partitionOf(t, index)
 	if p.freeze.Frozen() && action == msg.AckCommit {
-		return frozenError(t, index)
+		return false, frozenError(t, index)
 	}
 	log, err := n.openLog(t, p)
 	if err != nil {
-		return msg.Unavailable("partition %d of %s is unavailable: %s", index, t.info.Name, storageCause(err))
+		return false, msg.Unavailable("partition %d of %s is unavailable: %s", index, t.info.Name, storageCause(err))
 	}
+	deliverable := p.leases.Deliverable(log.HWM())
 	err = n.applyAck(t, p, log, offset, nonce, action)
 	n.observer.Acked(t.info.Name, action, ackOutcome(err))
 	if errors.Is(err, lease.ErrAcked) {
 		if chaos.Planted(chaos.BugRepeatedAckStale) {
-			return msg.Gone("receipt handle is stale (planted bug)")
+			return false, msg.Gone("receipt handle is stale (planted bug)")
 		}
-		return nil // a retried ack whose first attempt landed: it says so
+		return false, nil // a retried ack whose first attempt landed: it says so
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	if action == msg.AckCommit {
 		n.ackObserver.AckApplied(t.info.Name, index, offset, handle)
 	}
 	n.noteCommitted(p, log)
-	return nil
+	return !deliverable && p.leases.Deliverable(log.HWM()), nil
 }
 
 // applyAck applies one handle to the lease table. An ack of a record

@@ -209,6 +209,7 @@ func (n *Node) deadLettersSettled(batch *deadLetterBatch, reply msg.Reply) {
 		for _, origin := range batch.origins {
 			batch.table.DeadLetterFailed(origin.Offset)
 		}
+		n.notifySubscribers(batch.key.topic) // reservable again: polls parked elsewhere may take them
 		n.wake(batch.key.topic)
 		return
 	}
@@ -223,5 +224,6 @@ func (n *Node) deadLettersSettled(batch *deadLetterBatch, reply msg.Reply) {
 		}
 	}
 	n.noteFrontier(p)
-	n.wake(batch.key.topic) // a freed in-flight slot may serve a parked poll
+	n.notifySubscribers(batch.key.topic) // a freed in-flight slot may serve a poll parked here or elsewhere
+	n.wake(batch.key.topic)
 }

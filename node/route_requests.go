@@ -79,15 +79,16 @@ func (n *Node) ackAcross(id msg.RequestID, t *topic, r msg.Ack, byOwner map[stri
 			remote[i] = true
 		}
 	}
-	local := false
+	local, freed := false, false
 	for i, handle := range r.Handles {
 		if !remote[i] {
-			j.results[i] = msg.AckItemResult{Handle: handle, Err: n.ackOne(t, handle, r.Action)}
-			local = true
+			freedOne, err := n.ackOne(t, handle, r.Action)
+			j.results[i] = msg.AckItemResult{Handle: handle, Err: err}
+			local, freed = true, freed || freedOne
 		}
 	}
-	if local && r.Action != msg.AckExtend {
-		n.wake(t.info.Name)
+	if local {
+		n.afterLocalAcks(t, r.Action, freed)
 	}
 	owners := make([]string, 0, len(byOwner))
 	for owner := range byOwner { //determinism:ok sorted below

@@ -29,6 +29,15 @@ func (t *Table) Reserve(nowMs int64, hwm uint64, visibilityMs int64) (Reservatio
 	return e.reservation(), true
 }
 
+// Deliverable reports whether Reserve would reserve a record now, with
+// hwm the log's high watermark: one is available below it and no cap
+// stops it. It changes nothing (expiry included: a deadline due counts
+// only once Expire or Reserve applied it).
+func (t *Table) Deliverable(hwm uint64) bool {
+	offset := t.lowestAvailable()
+	return offset < hwm && t.mayReserve(offset)
+}
+
 // lowestAvailable is the least offset a reservation could take: released
 // offsets all lie below nextUndelivered, so the least released one wins.
 func (t *Table) lowestAvailable() uint64 {

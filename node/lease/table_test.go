@@ -474,3 +474,20 @@ func TestReserveRefusesNonPositiveVisibility(t *testing.T) {
 	table := newTable(t, 0, roomyConfig)
 	assert.Panics(t, func() { table.Reserve(0, 1, 0) })
 }
+
+// Deliverable says whether Reserve would deliver a record now: none when
+// every record below the high watermark is out, none while the in-flight
+// cap holds the next one back, one again once an ack frees a slot; and
+// asking changes nothing.
+func TestDeliverableFollowsTheCaps(t *testing.T) {
+	table := newTable(t, 0, lease.Config{InFlightMax: 1, AckedAheadMax: 4})
+	require.False(t, table.Deliverable(0), "nothing below the high watermark")
+	require.True(t, table.Deliverable(2))
+	require.True(t, table.Deliverable(2), "asking reserves nothing")
+	first := mustReserve(t, table, 0, 2)
+	require.False(t, table.Deliverable(2), "the in-flight cap holds record 1 back")
+	require.NoError(t, table.Ack(first.Offset, first.Nonce, 1))
+	require.True(t, table.Deliverable(2), "the ack freed the slot")
+	mustReserve(t, table, 1, 2)
+	require.False(t, table.Deliverable(2), "both records are out")
+}
