@@ -29,7 +29,8 @@
 // then proposed as a forced promotion); a state that was never frozen is
 // never promoted, since the source may have acknowledged records after it.
 // A source that is alive but lets the session make no progress for
-// StallTimeoutMs gets the move aborted (proposed once).
+// StallTimeoutMs gets the move aborted (proposed again every
+// ProposalTimeoutMs until the move ends, as a proposal may be lost).
 //
 // # Inputs and outputs
 //

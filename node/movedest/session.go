@@ -40,8 +40,11 @@ type Session struct {
 	// flipProposedAtMs is when the flip was last proposed (0: not yet).
 	flipProposedAtMs int64
 	bytesCopied      int64
-	// abortProposed is set once the session proposed its own abort.
-	abortProposed bool
+	// abortProposed is set once the session proposed its own abort, and
+	// abortProposedAtMs is when it last did: a proposal may be lost, so
+	// it is proposed again every ProposalTimeoutMs until the move ends.
+	abortProposed     bool
+	abortProposedAtMs int64
 }
 
 // New starts a session for move at nowMs, in CatchUp with an empty copy.

@@ -195,15 +195,23 @@ func TestAFrozenCompleteCopyOfADeadSourceIsPromotedAfterTheDelay(t *testing.T) {
 	require.Equal(t, Action{Kind: ActionFlip, Forced: true}, out.Action)
 }
 
-func TestAStalledSessionProposesItsAbortOnce(t *testing.T) {
+// A stalled session proposes its abort, then goes on asking the source,
+// and proposes the abort again once ProposalTimeoutMs passed without the
+// move ending (the first proposal may have been lost), not before.
+func TestAStalledSessionProposesItsAbortAgainUntilTheMoveEnds(t *testing.T) {
 	s := New(testMove, testConfig, 0)
 	status := s.Tick(alive(1)).Action
 	s.Answered(alive(2), Answer{Request: status.Request, OK: false})
 	require.Equal(t, ActionStatus, s.Tick(alive(testConfig.StallTimeoutMs-1)).Action.Kind)
 	s.Answered(alive(testConfig.StallTimeoutMs-1), Answer{Request: s.pendingRequest, OK: false})
-	out := s.Tick(alive(testConfig.StallTimeoutMs))
-	require.Equal(t, Output{Notes: []Note{{Kind: NoteStalled}}, Action: Action{Kind: ActionAbort}}, out)
-	require.Equal(t, ActionStatus, s.Tick(alive(testConfig.StallTimeoutMs+1)).Action.Kind, "the abort is proposed once; the session goes on asking")
+	stalled := Output{Notes: []Note{{Kind: NoteStalled}}, Action: Action{Kind: ActionAbort}}
+	abortedAt := testConfig.StallTimeoutMs
+	require.Equal(t, stalled, s.Tick(alive(abortedAt)))
+	require.Equal(t, ActionStatus, s.Tick(alive(abortedAt+1)).Action.Kind, "the session goes on asking meanwhile")
+	s.Answered(alive(abortedAt+1), Answer{Request: s.pendingRequest, OK: false})
+	require.NotEqual(t, ActionAbort, s.Tick(alive(abortedAt+testConfig.ProposalTimeoutMs-1)).Action.Kind, "not again before the proposal timeout")
+	s.Answered(alive(abortedAt+testConfig.ProposalTimeoutMs-1), Answer{Request: s.pendingRequest, OK: false})
+	require.Equal(t, stalled, s.Tick(alive(abortedAt+testConfig.ProposalTimeoutMs)), "proposed again: the first may be lost")
 }
 
 func TestAReadOfBytesTheSourceLostRestartsTheCopy(t *testing.T) {

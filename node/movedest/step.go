@@ -137,6 +137,14 @@ func (s *Session) proposeFlip(seen Seen, out *Output) {
 	out.Action = Action{Kind: ActionFlip, Forced: s.forced}
 }
 
+// abortDue reports whether a stalled session proposes its abort now: the
+// first time, or again once ProposalTimeoutMs passed since the last one
+// (which a leader change or a lost message may have dropped: the move
+// would then hold its slot for good).
+func (s *Session) abortDue(nowMs int64) bool {
+	return !s.abortProposed || nowMs-s.abortProposedAtMs >= s.cfg.ProposalTimeoutMs
+}
+
 // givesUp handles a source that stopped answering: a dead source is
 // replaced by the copy after ForcePromoteAfterMs if the copy holds all of
 // its last known state and that state is final (the source answered the
@@ -156,9 +164,9 @@ func (s *Session) givesUp(seen Seen, out *Output) bool {
 		s.forced, s.phase = true, PhaseFinalize
 		s.send(out, s.finalize())
 		return true
-	case !seen.SourceDead && !s.abortProposed && seen.NowMs-s.lastProgressMs >= s.cfg.StallTimeoutMs:
+	case !seen.SourceDead && s.abortDue(seen.NowMs) && seen.NowMs-s.lastProgressMs >= s.cfg.StallTimeoutMs:
 		out.Notes = append(out.Notes, Note{Kind: NoteStalled})
-		s.abortProposed = true
+		s.abortProposed, s.abortProposedAtMs = true, seen.NowMs
 		out.Action = Action{Kind: ActionAbort}
 		return true
 	}
