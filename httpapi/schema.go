@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -279,6 +280,11 @@ func (s *schemaRegistry) validate(ctx context.Context, topic string, version msg
 // violation returns the first way payload breaks schema, "" if it does
 // not.
 func violation(schema *jsonschema.Schema, payload []byte) string {
+	if !utf8.Valid(payload) {
+		// JSON text is UTF-8; the decoder would read invalid bytes as
+		// U+FFFD and pass the record, which consumers then get as binary.
+		return "the payload is not JSON: it is not valid UTF-8, and a topic with a schema accepts only JSON payloads"
+	}
 	instance, err := jsonschema.UnmarshalJSON(bytes.NewReader(payload))
 	if err != nil {
 		return "the payload is not JSON, and a topic with a schema accepts only JSON payloads (" + oneLine(err.Error()) + ")"
