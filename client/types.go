@@ -54,6 +54,11 @@ type PartitionStats struct {
 	// counters are unknown. Nil means the server did not say (the
 	// reference server never does), which IsAvailable reads as available.
 	Available *bool `json:"available,omitempty"`
+	// CommittedOffset and InFlight are the partition's consumer progress:
+	// its committed offset and the records leased now. Nil when the server
+	// did not say (the reference server never does).
+	CommittedOffset *uint64 `json:"committed_offset,omitempty"`
+	InFlight        *int    `json:"in_flight,omitempty"`
 }
 
 // IsAvailable reports whether the partition's stats are live.

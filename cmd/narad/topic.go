@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -160,6 +161,11 @@ func (a *app) printTopicTable(topics []client.Topic) {
 func retentionText(retentionMs int64) string {
 	if retentionMs == 0 {
 		return "forever"
+	}
+	if retentionMs > math.MaxInt64/int64(time.Millisecond) {
+		// Past a time.Duration's 292 years: whole days, which cannot
+		// overflow (the server takes any retention of an hour or more).
+		return strconv.FormatInt(retentionMs/(24*time.Hour).Milliseconds(), 10) + "d"
 	}
 	return shortDuration(time.Duration(retentionMs) * time.Millisecond)
 }

@@ -218,3 +218,39 @@ func TestTopicDeadLetterFlags(t *testing.T) {
 	assert.Equal(t, 2, h.against(broker, "topic", "add", "orders", "--max-deliveries", "-1"))
 	assert.Len(t, broker.seen(""), 4, "nothing is sent for a negative --max-deliveries")
 }
+
+// TestTopicInfoKeepsConsumerProgress: `narad topic info` prints the
+// describe answer as JSON (docs/api.md#cli), and a describe carries
+// committed_offset and in_flight per partition (docs/api.md#describe-a-topic,
+// compatibility note 20). The CLI decodes the answer into client.Topic,
+// whose PartitionStats had no such fields, so both were dropped.
+func TestTopicInfoKeepsConsumerProgress(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on("GET /v1/topics/orders", reply{200, `{"name":"orders","partitions":3,
+	  "partition_stats":[{"index":0,"segments":1,"oldest_offset":0,"next_offset":42,"high_watermark":42,
+	  "size_bytes":4096,"owner_node":"n2","available":true,"committed_offset":40,"in_flight":2}]}`})
+	h.againstOK(broker, "topic", "info", "orders", "--partition", "0")
+	assert.Contains(t, h.stdout.String(), `"committed_offset": 40`)
+	assert.Contains(t, h.stdout.String(), `"in_flight": 2`)
+}
+
+// TestTopicListLongRetention: the server takes any retention_ms of
+// at least an hour (docs/api.md#create-a-topic; a topic cannot ask for
+// "forever", 0 being the server default, so a very long retention is how
+// one keeps records for good). `narad topic ls` turns retention_ms into a
+// time.Duration, which overflows past about 292 years: it printed a
+// negative retention.
+func TestTopicListLongRetention(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on("GET /v1/topics", reply{200, `{"topics":[
+	  {"name":"archive","partitions":3,"retention_ms":10000000000000},
+	  {"name":"ledger","partitions":3,"retention_ms":9223372036854775807}],"next_page_token":""}`})
+	h.againstOK(broker, "topic", "ls")
+	lines := strings.Split(strings.TrimSpace(h.stdout.String()), "\n")
+	require.Len(t, lines, 3)
+	for _, line := range lines[1:] {
+		fields := strings.Fields(line)
+		require.GreaterOrEqual(t, len(fields), 3, line)
+		assert.False(t, strings.HasPrefix(fields[2], "-"), "retention printed as a negative duration: %q", line)
+	}
+}
