@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"narad/chaos"
 	"narad/meta"
@@ -258,6 +259,22 @@ func (n *Node) subscribe(topicName string, owners []string) {
 		}
 		n.cluster.subscribedUntilMs[key] = n.nowMs + forMs
 		n.send(owner, msg.Subscribe{Topic: topicName, ForMs: forMs})
+	}
+}
+
+// forgetSubscriptions drops what this node keeps of a topic's
+// subscriptions (those of other nodes to it here, its own at the owners,
+// the owners that notified it): a topic that is gone keeps none, so a
+// client that keeps creating, polling and deleting topics cannot grow
+// these tables.
+func (n *Node) forgetSubscriptions(topicName string) {
+	delete(n.cluster.subscribers, topicName)
+	delete(n.cluster.notified, topicName)
+	prefix := topicName + "\x00"
+	for key := range n.cluster.subscribedUntilMs { //determinism:ok only deletes
+		if strings.HasPrefix(key, prefix) {
+			delete(n.cluster.subscribedUntilMs, key)
+		}
 	}
 }
 

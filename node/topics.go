@@ -299,6 +299,7 @@ func (n *Node) deleteTopic(id msg.RequestID, r msg.DeleteTopic) {
 func (n *Node) dropTopicState(name string) {
 	gone := msg.NotFound("topic %q not found", name)
 	n.endTopicSessions(name)
+	n.forgetSubscriptions(name)
 	for _, p := range n.sortedPartitions() {
 		if p.key.topic != name {
 			continue
