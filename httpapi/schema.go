@@ -283,7 +283,7 @@ func violation(schema *jsonschema.Schema, payload []byte) string {
 	if !utf8.Valid(payload) {
 		// JSON text is UTF-8; the decoder would read invalid bytes as
 		// U+FFFD and pass the record, which consumers then get as binary.
-		return "the payload is not JSON: it is not valid UTF-8, and a topic with a schema accepts only JSON payloads"
+		return "the payload is not JSON, and a topic with a schema accepts only JSON payloads (it is not valid UTF-8)"
 	}
 	instance, err := jsonschema.UnmarshalJSON(bytes.NewReader(payload))
 	if err != nil {
