@@ -14,8 +14,6 @@ import (
 // for their replies. Safe for concurrent use.
 type backend struct {
 	loop *loop
-	// nextID numbers requests; ids are never reused within a process.
-	nextID atomic.Uint64
 	// shuttingDown is set once graceful shutdown starts.
 	shuttingDown atomic.Bool
 }
@@ -30,7 +28,7 @@ var replyChannels = sync.Pool{New: func() any { return make(chan msg.Reply, 1) }
 
 // Do implements httpapi.Backend.
 func (b *backend) Do(ctx context.Context, req msg.Request) msg.Reply {
-	id := msg.RequestID(b.nextID.Add(1))
+	id := b.loop.newRequestID()
 	replyCh := replyChannels.Get().(chan msg.Reply)
 	if err := b.send(ctx, input{id: id, request: req, reply: replyCh}); err != nil {
 		replyChannels.Put(replyCh) // the loop never saw it
@@ -46,8 +44,10 @@ func (b *backend) Do(ctx context.Context, req msg.Request) msg.Reply {
 		replyChannels.Put(replyCh) // the loop sends one reply per request, and forgets the channel before it sends
 		return reply
 	case <-ctx.Done():
-		// The loop may still answer; the buffered channel absorbs it.
-		_ = b.send(context.Background(), input{id: id, cancel: true})
+		// The loop may still answer; the buffered channel absorbs it, and
+		// the loop, given the channel with the cancel, hands back the
+		// records of a consume answered that nobody will read.
+		_ = b.send(context.Background(), input{id: id, cancel: true, reply: replyCh})
 		return msg.Reply{ID: id, Err: msg.Unavailable("request cancelled: %v", ctx.Err())}
 	case <-b.loop.done:
 		return b.replyAfterStop(id, replyCh)

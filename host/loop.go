@@ -36,9 +36,10 @@ const (
 	gatherWindowMax = 500 * time.Microsecond
 )
 
-// input is one thing for the loop: a request (reply != nil), a cancel,
-// an envelope from a peer (fromPeer), or a control function run on the
-// loop goroutine (stats, shutdown).
+// input is one thing for the loop: a request (reply != nil), a cancel
+// (with the request's reply channel, which nobody reads any more), an
+// envelope from a peer (fromPeer), or a control function run on the loop
+// goroutine (stats, shutdown).
 type input struct {
 	id       msg.RequestID
 	request  msg.Request
@@ -83,6 +84,13 @@ type loop struct {
 
 	// pending maps a request id to where its reply goes.
 	pending map[msg.RequestID]chan msg.Reply
+	// requestIDs numbers the node's requests, the clients' (backend) and
+	// the loop's own; an id is never reused within a process.
+	requestIDs atomic.Uint64
+	// unclaimed are consume replies whose client left before they were
+	// read: their records go back to the node (handBack) as soon as the
+	// node may take inputs. Loop goroutine only.
+	unclaimed []msg.Reply
 	// answeredLastFlush counts the replies the last flush delivered: how
 	// many clients may be about to send again. queuedLastFlush counts the
 	// inputs queued when that flush started delivering: requests of
@@ -273,7 +281,7 @@ func (l *loop) gatherOne(requests *int, until time.Time) bool {
 // feedCounted feeds in and returns 1 for a client request, 0 otherwise.
 func (l *loop) feedCounted(in input) int {
 	l.feed(in)
-	if in.reply != nil {
+	if in.reply != nil && !in.cancel {
 		return 1
 	}
 	return 0
@@ -286,8 +294,7 @@ func (l *loop) feed(in input) {
 	case in.control != nil:
 		in.control(l.node)
 	case in.cancel:
-		delete(l.pending, in.id)
-		l.node.Cancel(in.id)
+		l.cancel(in)
 	case in.reply != nil && in.userChange != nil:
 		l.pending[in.id] = in.reply
 		l.node.ChangeUsers(in.id, in.userChange)
@@ -295,6 +302,51 @@ func (l *loop) feed(in input) {
 		l.pending[in.id] = in.reply
 		l.node.Handle(in.id, in.request)
 	}
+}
+
+// cancel forgets a request whose client left. Not answered yet, its
+// reply will find no pending entry (deliver hands its records back);
+// answered already, the reply waits in the channel that nobody reads,
+// and its records are handed back from there.
+func (l *loop) cancel(in input) {
+	if _, waiting := l.pending[in.id]; waiting {
+		delete(l.pending, in.id)
+	} else if in.reply != nil {
+		select {
+		case reply := <-in.reply:
+			l.unclaimed = append(l.unclaimed, reply)
+		default:
+		}
+	}
+	l.node.Cancel(in.id)
+	l.handBack()
+}
+
+// newRequestID returns a request id never used before in this process.
+// Safe from any goroutine.
+func (l *loop) newRequestID() msg.RequestID { return msg.RequestID(l.requestIDs.Add(1)) }
+
+// handBack returns to the node the records of the consume replies no
+// client read (an AckReturn of their handles, which the node routes to
+// their owners): they are delivered again at once, their delivery
+// uncounted, instead of staying leased for a visibility timeout as if a
+// consumer had them, and counting toward max_deliveries. Called only
+// where the node may take an input (not between a Ready and its Advance).
+func (l *loop) handBack() {
+	for _, reply := range l.unclaimed {
+		result, ok := reply.Result.(msg.ConsumeResult)
+		if !ok || len(result.Messages) == 0 {
+			continue
+		}
+		handles := make([]string, len(result.Messages))
+		for i, m := range result.Messages {
+			handles[i] = m.ReceiptHandle
+		}
+		l.metrics.consumesUnclaimed.Inc()
+		l.node.Handle(l.newRequestID(), msg.Ack{Topic: result.Messages[0].Topic, Handles: handles, Action: msg.AckReturn, Batch: true})
+	}
+	clear(l.unclaimed)
+	l.unclaimed = l.unclaimed[:0]
 }
 
 // flush handles every Ready: persist, then send to peers, then reply,
@@ -332,6 +384,7 @@ func (l *loop) flush() error {
 		}
 		l.answeredLastFlush += len(rd.Replies)
 		l.node.Advance(rd)
+		l.handBack()
 		for _, job := range rd.Jobs {
 			l.startJob(job)
 		}
@@ -393,7 +446,8 @@ func roundRecords(syncs []node.Sync) int {
 func (l *loop) deliver(reply msg.Reply) {
 	ch, ok := l.pending[reply.ID]
 	if !ok {
-		return // cancelled: the client is gone
+		l.unclaimed = append(l.unclaimed, reply) // cancelled: the client is gone
+		return
 	}
 	delete(l.pending, reply.ID)
 	ch <- reply

@@ -44,11 +44,14 @@ type Metrics struct {
 	syncRound        prometheus.Histogram
 	roundRecords     prometheus.Histogram
 	gatherWaits      prometheus.Counter // rounds the loop held in the gather window
-	bootSeconds      prometheus.Gauge
-	topics           prometheus.Gauge
-	partitions       prometheus.Gauge
-	openLogs         prometheus.Gauge
-	openLogsMax      prometheus.Gauge
+	// consumesUnclaimed counts consume replies whose client left before
+	// reading them; their records were handed back.
+	consumesUnclaimed prometheus.Counter
+	bootSeconds       prometheus.Gauge
+	topics            prometheus.Gauge
+	partitions        prometheus.Gauge
+	openLogs          prometheus.Gauge
+	openLogsMax       prometheus.Gauge
 	// logEvictions follows node.Stats.LogEvictions; logEvictionsSeen is
 	// the value last added (setInventory runs on the loop only).
 	logEvictions     prometheus.Counter
@@ -132,6 +135,8 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 			Name: "storage_round_records", Help: "Records made durable by one sync round that made any (all its logs).", Buckets: roundRecordsBuckets}),
 		gatherWaits: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "loop_gather_waits_total",
 			Help: "Rounds that waited (up to the gather window) for more requests to share their sync round."}),
+		consumesUnclaimed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "consume_unclaimed_total",
+			Help: "Consume answers whose client had left before reading them; their records were handed back for redelivery, the delivery uncounted."}),
 		bootSeconds: gauge("boot_duration_seconds", "Time from start to serving."),
 		topics:      gauge("topics_total", "Topics known to this node."),
 		partitions:  gauge("partitions_total", "Partitions of the known topics."),
@@ -155,7 +160,7 @@ func (m *Metrics) register(reg prometheus.Registerer) {
 	reg.MustRegister(m.producedMessages, m.producedBytes, m.consumedMessages, m.consumedBytes,
 		m.consumePolls, m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRejected, m.ackRepeated, m.ackExtended, m.nacks, m.deadLetters, m.relaysInFlight, m.relaysMax, m.corruptSkipped,
 		m.consumerDropped, m.retentionBytes, m.retentionRecords, m.errors, m.syncRound, m.roundRecords,
-		m.gatherWaits, m.bootSeconds, m.topics, m.partitions, m.openLogs, m.openLogsMax, m.logEvictions, m.parkedPolls, m.peerStepErrors, m.peerUnsent)
+		m.gatherWaits, m.consumesUnclaimed, m.bootSeconds, m.topics, m.partitions, m.openLogs, m.openLogsMax, m.logEvictions, m.parkedPolls, m.peerStepErrors, m.peerUnsent)
 }
 
 func counterVec(name, help string, labels []string) *prometheus.CounterVec {

@@ -85,7 +85,7 @@ func (s *rootSeed) logSeeded(logger *slog.Logger) {
 
 // ChangeUsers implements httpapi.UserChanger.
 func (b *backend) ChangeUsers(ctx context.Context, cmd meta.Command) error {
-	id := msg.RequestID(b.nextID.Add(1))
+	id := b.loop.newRequestID()
 	replyCh := make(chan msg.Reply, 1)
 	if err := b.send(ctx, input{id: id, userChange: cmd, reply: replyCh}); err != nil {
 		return msg.Unavailable("%v", err)
