@@ -58,7 +58,7 @@ func (n *Node) holdForTopic(id msg.RequestID, req msg.Request) bool {
 	if name == "" || validTopicName(name) != nil {
 		return false
 	}
-	if _, known := n.meta.State().Topic(name); known {
+	if _, known := n.lookupTopic(name); known { // cached: no copy of the record per request
 		return false
 	}
 	leader, leaderKnown := n.meta.Leader()
