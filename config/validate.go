@@ -297,7 +297,7 @@ func (c Config) validateTimings(found *problems) {
 			found.add(setting.key, "must be > 0 (got %d)", setting.value)
 		}
 	}
-	if c.Cluster.DeadAfterMs < 3*c.Cluster.HeartbeatIntervalMs {
+	if c.Cluster.DeadAfterMs/3 < c.Cluster.HeartbeatIntervalMs { // not 3 × interval, which overflows
 		found.add("cluster.dead_after_ms", "must be at least three heartbeat intervals (%d < 3 × %d)", c.Cluster.DeadAfterMs, c.Cluster.HeartbeatIntervalMs)
 	}
 	if c.Cluster.MetaSnapshotEntries < metaSnapshotEntriesMin || c.Cluster.MetaSnapshotEntries > metaSnapshotEntriesMax {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +45,7 @@ func TestValidateRules(t *testing.T) {
 	}{
 		{"read timeout zero", func(c *Config) { c.HTTP.ReadTimeout = 0 }, "http.read_timeout", "> 0"},
 		{"dead-after under three heartbeats", func(c *Config) { c.Cluster.DeadAfterMs = 2 * c.Cluster.HeartbeatIntervalMs }, "cluster.dead_after_ms", "three heartbeat intervals"},
+		{"heartbeat so long that three overflow", func(c *Config) { c.Cluster.HeartbeatIntervalMs = math.MaxInt64/3 + 1 }, "cluster.dead_after_ms", "three heartbeat intervals"},
 		{"heartbeat zero", func(c *Config) { c.Cluster.HeartbeatIntervalMs = 0 }, "cluster.heartbeat_interval_ms", "> 0"},
 		{"meta snapshot interval too small", func(c *Config) { c.Cluster.MetaSnapshotEntries = 9 }, "cluster.meta_snapshot_entries", "between 10 and 1000000"},
 		{"meta snapshot interval too large", func(c *Config) { c.Cluster.MetaSnapshotEntries = 1_000_001 }, "cluster.meta_snapshot_entries", "between 10 and 1000000"},

@@ -55,7 +55,7 @@ fields. The server keeps the last few versions; older ones answer 404.`,
   narad topic schema orders | jq .schema > orders.schema.json`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if version < 0 {
+			if version < 0 || version == 0 && cmd.Flags().Changed("version") {
 				return usagef("--version must be at least 1")
 			}
 			broker, err := a.newClient(cmd)

@@ -199,6 +199,8 @@ func TestTopicSchemaPrintsAVersion(t *testing.T) {
 	requests := broker.seen("GET /v1/topics/orders/schema")
 	require.Len(t, requests, 2)
 	assert.Equal(t, "version=2", requests[1].Query)
+	assert.Equal(t, 2, h.against(broker, "topic", "schema", "orders", "--version", "0"), "version 0 is no version (it printed the latest)")
+	assert.Len(t, broker.seen(""), 2, "nothing is sent for --version 0")
 }
 
 func TestTopicDeadLetterFlags(t *testing.T) {
