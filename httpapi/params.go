@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -272,7 +273,7 @@ func (c *Codec) readJSONBody(r *http.Request, value any) *ErrorResponse {
 // and no key given twice in one object (the last would silently win);
 // whitespace may follow it, nothing else.
 func decodeStrictJSON(data []byte, value any) error {
-	if key := findDuplicateKey(data); key != "" {
+	if key := findDuplicateKey(data, reflect.TypeOf(value)); key != "" {
 		return errDuplicateKey(key)
 	}
 	decoder := json.NewDecoder(bytes.NewReader(data))
