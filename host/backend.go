@@ -72,11 +72,21 @@ func (b *backend) send(ctx context.Context, in input) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-b.loop.done:
-		if err := b.loop.failure(); err != nil {
-			return err
-		}
-		return errLoopStopped
+		return b.stoppedError()
 	}
+}
+
+// errStorageFailed is what clients are told once the node stopped on a
+// storage failure: the failure itself names files on disk, which the log
+// gives and an answer never does (docs/api.md#errors).
+var errStorageFailed = errors.New("node storage failed; the node stopped and must restart")
+
+// stoppedError says why the loop is no longer serving.
+func (b *backend) stoppedError() error {
+	if b.loop.failure() != nil {
+		return errStorageFailed
+	}
+	return errLoopStopped
 }
 
 // Ready implements httpapi.Backend.
@@ -86,10 +96,7 @@ func (b *backend) Ready() error {
 	}
 	select {
 	case <-b.loop.done:
-		if err := b.loop.failure(); err != nil {
-			return err
-		}
-		return errLoopStopped
+		return b.stoppedError()
 	default:
 		return b.loop.servingError()
 	}
