@@ -127,7 +127,7 @@ func (n *Node) refreshFanoutView() {
 // driveParentPartition loads the partition's cursors and steps each.
 func (n *Node) driveParentPartition(t *topic, index int, links []meta.ChildLink) {
 	p := n.partitionOf(t, index)
-	if p.log == nil && p.fanout != nil && n.nowMs < p.fanoutWakeMs && !filesLag(p.fanout) {
+	if p.log == nil && p.fanout != nil && n.nowMs < p.fanoutWakeMs && !filesLag(p.fanout) && cursorsLoaded(p.fanout, links) {
 		n.fanoutWakeAt(p.fanoutWakeMs) // its cursors wait: no reason to reopen the log
 		return
 	}
@@ -159,6 +159,19 @@ func (n *Node) driveParentPartition(t *topic, index int, links []meta.ChildLink)
 		n.stepCursor(t, p, log, link, c)
 	}
 	n.scheduleCursorWrites(p)
+}
+
+// cursorsLoaded reports whether every link has its cursor, of the link's
+// epoch: a child attached (or attached again) since the cursors were
+// loaded needs the log opened to load its own, or it would get nothing
+// until something else reopened the log.
+func cursorsLoaded(cursors map[string]*fanoutCursor, links []meta.ChildLink) bool {
+	for _, link := range links {
+		if c := cursors[link.Name]; c == nil || c.epoch != link.Epoch {
+			return false
+		}
+	}
+	return true
 }
 
 // stepCursor sends the cursor's next batch when one is ready: not while a
