@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"maps"
 	"path"
 	"slices"
@@ -43,6 +44,20 @@ type cursorFile struct {
 	Epoch string `json:"epoch"`
 	// NextOffset is the first parent offset not yet copied.
 	NextOffset uint64 `json:"next_offset"`
+	// CRC is the CRC32C of the epoch and the offset (cursorCRC), so that
+	// bit rot that leaves valid JSON (a digit of next_offset flipped, and
+	// the child would skip records) reads as a damaged file: copying
+	// starts again from the oldest record, repeating copies, never
+	// skipping one. A file without it is damaged too.
+	CRC *uint32 `json:"crc"`
+}
+
+var cursorCastagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// cursorCRC is the checksum a cursor file carries for its epoch and
+// offset.
+func cursorCRC(epoch string, next uint64) uint32 {
+	return crc32.Checksum(fmt.Appendf(nil, "%s:%d", epoch, next), cursorCastagnoli)
 }
 
 // fanoutCursor is the copy of one parent partition into one child, on
@@ -221,6 +236,9 @@ func decodeCursorFile(data []byte, file *cursorFile) (uint64, error) {
 	if err := json.Unmarshal(data, file); err != nil {
 		return 0, err
 	}
+	if file.CRC == nil || *file.CRC != cursorCRC(file.Epoch, file.NextOffset) {
+		return 0, errors.New("checksum missing or wrong (damaged)")
+	}
 	epoch, err := strconv.ParseUint(file.Epoch, 16, 64)
 	if err != nil || len(file.Epoch) != 16 {
 		return 0, fmt.Errorf("epoch %q is not 16 hex digits", file.Epoch)
@@ -321,7 +339,9 @@ func (n *Node) sourceCursors(p *partition) []msg.FanoutCursor {
 
 // encodeCursorFile is the content of a cursor file.
 func encodeCursorFile(epoch, next uint64) ([]byte, error) {
-	return json.Marshal(cursorFile{Epoch: attachEpochText(epoch), NextOffset: next})
+	text := attachEpochText(epoch)
+	crc := cursorCRC(text, next)
+	return json.Marshal(cursorFile{Epoch: text, NextOffset: next, CRC: &crc})
 }
 
 // writeStagedCursors writes the cursors a move's source reported into the

@@ -17,7 +17,7 @@ import (
 // copied. They never reach the child, silently. A damaged cursor file must
 // be detected and the cursor start where copies may repeat, never skip
 // (loadCursor's rule for a file that does not decode).
-func TestReviewACursorFileDamagedByBitRotSkipsNoRecord(t *testing.T) {
+func TestACursorFileDamagedByBitRotSkipsNoRecord(t *testing.T) {
 	h := fanoutHarness(t)
 	h.tick(1)
 	for i := range 10 {
