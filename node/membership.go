@@ -103,7 +103,7 @@ func (n *Node) heardFrom(peer string) {
 // every tick.
 func (n *Node) heardLately(peer string) bool {
 	heardMs, heard := n.cluster.heardMs[peer]
-	return heard && n.nowMs-heardMs <= int64(n.cfg.Meta.ElectionTicks)*n.cfg.MetaTickIntervalMs
+	return heard && n.nowMs-heardMs <= n.electionTimeoutMs()
 }
 
 // detectDeadMembers proposes MarkMemberDead for every alive member whose
@@ -321,4 +321,10 @@ func (n *Node) ClusterAddrs() map[string]string {
 	}
 	delete(addrs, n.cfg.NodeID)
 	return addrs
+}
+
+// electionTimeoutMs is the metastore's election timeout in node time (the
+// least of raft's randomized range).
+func (n *Node) electionTimeoutMs() int64 {
+	return int64(n.cfg.Meta.ElectionTicks) * n.cfg.MetaTickIntervalMs
 }

@@ -178,8 +178,13 @@ func (n *Node) expireFreezes() {
 		}
 		chaos.Reached(chaos.MarkNodeFreezeExpired)
 		n.observer.Event("freeze-expired", fmt.Sprintf("%s: the move to %s did not complete; aborting it", p.dir, p.freeze.Target()))
-		n.propose(0, proposalMove, p.key.topic, meta.AbortMove{Topic: p.key.topic, Partition: p.key.index, ExpectedTarget: p.freeze.Target(),
-			ExpectedStartedAtMs: p.freeze.MoveStartedAtMs()})
+		abort := meta.AbortMove{Topic: p.key.topic, Partition: p.key.index, ExpectedTarget: p.freeze.Target(), ExpectedStartedAtMs: p.freeze.MoveStartedAtMs()}
+		if !n.propose(0, proposalMove, p.key.topic, abort) {
+			// No leader to propose to (this node restarted, or stands for
+			// election): ask again once one is likely known, not a whole
+			// proposal timeout later, while the partition refuses writes.
+			p.freeze.AbortRefused(n.nowMs, n.electionTimeoutMs(), n.cfg.ProposalTimeoutMs)
+		}
 	}
 }
 

@@ -51,18 +51,22 @@ type pendingProposal struct {
 // propose sends cmd to the metastore on behalf of request id. On failure
 // the client is answered at once (503: no leader here). The node's own
 // proposals (id 0) pass fault sites that put them off or repeat them.
-func (n *Node) propose(id msg.RequestID, kind proposalKind, topicName string, cmd meta.Command) {
+// It reports false when the proposal was refused at once (no leader to
+// propose to, say): it will not apply, and the caller may ask again
+// sooner than a proposal timeout.
+func (n *Node) propose(id msg.RequestID, kind proposalKind, topicName string, cmd meta.Command) bool {
 	if id == 0 && n.proposalDelayed(kind, topicName, cmd) {
-		return
+		return true
 	}
-	n.proposeNow(id, kind, topicName, cmd)
+	proposed := n.proposeNow(id, kind, topicName, cmd)
 	if id == 0 {
 		n.duplicateProposal(kind, topicName, cmd)
 	}
+	return proposed
 }
 
-// proposeNow proposes cmd at once.
-func (n *Node) proposeNow(id msg.RequestID, kind proposalKind, topicName string, cmd meta.Command) {
+// proposeNow proposes cmd at once; false when it was refused.
+func (n *Node) proposeNow(id msg.RequestID, kind proposalKind, topicName string, cmd meta.Command) bool {
 	proposal, err := n.meta.Propose(cmd)
 	if err != nil && id == 0 {
 		n.observer.Event("proposal-failed", fmt.Sprintf("%T: %v", cmd, err))
@@ -71,10 +75,11 @@ func (n *Node) proposeNow(id msg.RequestID, kind proposalKind, topicName string,
 		if id != 0 {
 			n.reply(id, nil, proposeError(err))
 		}
-		return
+		return false
 	}
 	n.proposals[proposal] = &pendingProposal{kind: kind, request: id, topic: topicName,
 		proposedAtMs: n.nowMs, deadlineMs: n.nowMs + n.cfg.ProposalTimeoutMs}
+	return true
 }
 
 func proposeError(err error) *msg.Error {

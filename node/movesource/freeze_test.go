@@ -51,6 +51,22 @@ func TestAnExpiredFreezeAsksForTheAbortOncePerRetryInterval(t *testing.T) {
 	require.False(t, f.Expire(179, 10, 100), "a freeze begun again counts from its new start")
 }
 
+// An abort refused at once (no leader to propose to) is asked again
+// soonMs later, not a whole retry interval later; one that was proposed
+// waits the interval.
+func TestARefusedAbortIsAskedAgainSoon(t *testing.T) {
+	var f Freeze
+	f.Begin("b", 100, 10)
+	require.True(t, f.Expire(20, 10, 100))
+	f.AbortRefused(20, 5, 100)
+	require.False(t, f.Expire(24, 10, 100))
+	require.True(t, f.Expire(25, 10, 100), "asked again soon after the refusal")
+	require.False(t, f.Expire(30, 10, 100), "proposed this time: the retry interval again")
+	require.True(t, f.Expire(125, 10, 100))
+	f.AbortRefused(125, 500, 100)
+	require.True(t, f.Expire(225, 10, 100), "a refusal never puts the next ask past the retry interval")
+}
+
 func TestWaitingFreezeRequestsAreTakenInOrderOnce(t *testing.T) {
 	var f Freeze
 	f.Begin("b", 100, 10)
