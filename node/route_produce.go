@@ -68,7 +68,15 @@ func (n *Node) forwardProducePart(owner string, part msg.Produce, done func(msg.
 	f := n.routing.produceForwards[key]
 	if f == nil || !f.Fits(len(part.Records), payloadBytes, msg.ProduceBatchRecordsMax, msg.ProduceBatchBytesMax) {
 		f = &route.Batch[func(msg.Reply)]{Index: len(n.messages)}
-		f.ID = n.forward(owner, msg.Produce{Topic: part.Topic, Batch: true}, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) { produceBatchAnswered(f, reply) })
+		f.ID = n.forward(owner, msg.Produce{Topic: part.Topic, Batch: true}, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) {
+			// Answered (or failed: its owner unreachable) before the Ready
+			// was taken, the batch takes no more parts: one added now would
+			// ride a forward whose answer matches nothing, never answered.
+			if n.routing.produceForwards[key] == f {
+				delete(n.routing.produceForwards, key)
+			}
+			produceBatchAnswered(f, reply)
+		})
 		n.routing.produceForwards[key] = f
 		n.maybeForwardTwice(f.Index)
 	} else {
