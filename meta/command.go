@@ -167,12 +167,17 @@ type DetachChild struct {
 }
 
 // MemberHeartbeat records that a member is alive at NowMs, creating it on
-// its first heartbeat. LastHeartbeatMs never goes backwards.
+// its first heartbeat. Within one incarnation (one start of the member)
+// LastHeartbeatMs never goes backwards; a later incarnation's first beat
+// replaces it, as its clock may be behind the earlier start's; a beat of
+// an earlier incarnation than the member's is a late copy and changes
+// nothing.
 type MemberHeartbeat struct {
 	ID          string `json:"id"`
 	HTTPAddr    string `json:"http_addr"`
 	ClusterAddr string `json:"cluster_addr"`
 	NowMs       int64  `json:"now_ms"`
+	Incarnation uint64 `json:"incarnation,omitempty"`
 }
 
 // MemberHeartbeats applies the heartbeats the leader gathered from its

@@ -120,9 +120,12 @@ type Member struct {
 	ClusterAddr string `json:"cluster_addr"`
 	// Alive is set by every heartbeat and cleared by MarkMemberDead.
 	Alive bool `json:"alive"`
-	// LastHeartbeatMs is the largest NowMs of the member's heartbeats;
-	// it never decreases. MarkMemberDead is guarded by it.
-	LastHeartbeatMs int64 `json:"last_heartbeat_ms"`
+	// LastHeartbeatMs is the largest NowMs of the heartbeats of the
+	// member's Incarnation (its latest start whose beat applied): it
+	// never decreases within one, and a later incarnation's first beat
+	// replaces it. MarkMemberDead is guarded by it.
+	LastHeartbeatMs int64  `json:"last_heartbeat_ms"`
+	Incarnation     uint64 `json:"incarnation,omitempty"`
 	// Draining is set while the member is being decommissioned.
 	Draining bool `json:"draining"`
 }

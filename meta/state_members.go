@@ -6,13 +6,20 @@ func (c MemberHeartbeat) apply(s *State) error {
 		return err
 	}
 	member, found := s.members[c.ID]
-	if !found {
+	switch {
+	case !found:
 		member = &Member{ID: c.ID}
 		s.members[c.ID] = member
+	case c.Incarnation < member.Incarnation:
+		return nil // a late beat of an earlier start
 	}
 	member.HTTPAddr, member.ClusterAddr = c.HTTPAddr, c.ClusterAddr
 	member.Alive = true
-	member.LastHeartbeatMs = max(member.LastHeartbeatMs, c.NowMs)
+	if c.Incarnation > member.Incarnation {
+		member.Incarnation, member.LastHeartbeatMs = c.Incarnation, c.NowMs
+	} else {
+		member.LastHeartbeatMs = max(member.LastHeartbeatMs, c.NowMs)
+	}
 	s.markMember(c.ID)
 	return nil
 }

@@ -125,6 +125,33 @@ func TestMemberHeartbeat(t *testing.T) {
 	requireRejected(t, s, MemberHeartbeat{ID: "m1", NowMs: 5}, ErrInvalidCommand)
 }
 
+// A member's next start (a later incarnation) stamps its heartbeats on its
+// own clock, which may be behind the earlier start's: its first beat
+// replaces LastHeartbeatMs, which then never goes back within that start;
+// a late beat of an earlier start changes nothing, not even Alive.
+func TestAMemberHeartbeatOfANewStartReplacesTheStamp(t *testing.T) {
+	s := stateWith(t)
+	beat := func(incarnation uint64, nowMs int64) MemberHeartbeat {
+		return MemberHeartbeat{ID: "m1", HTTPAddr: "m1:1", ClusterAddr: "m1:2", NowMs: nowMs, Incarnation: incarnation}
+	}
+	stamp := func() (int64, uint64, bool) {
+		member, _ := s.Member("m1")
+		return member.LastHeartbeatMs, member.Incarnation, member.Alive
+	}
+	require.NoError(t, beat(1, 60_000).apply(s))
+	require.NoError(t, beat(2, 1_000).apply(s))
+	last, incarnation, _ := stamp()
+	require.Equal(t, int64(1_000), last, "a new start's clock is behind the old one's: its stamp replaces")
+	require.Equal(t, uint64(2), incarnation)
+	require.NoError(t, beat(2, 900).apply(s))
+	last, _, _ = stamp()
+	require.Equal(t, int64(1_000), last, "within one start the stamp never goes back")
+	require.NoError(t, MarkMemberDead{ID: "m1", ObservedHeartbeatMs: 1_000}.apply(s))
+	require.NoError(t, beat(1, 70_000).apply(s))
+	last, incarnation, alive := stamp()
+	require.Equal(t, []any{int64(1_000), uint64(2), false}, []any{last, incarnation, alive}, "a late beat of the earlier start changes nothing")
+}
+
 func TestMemberHeartbeatsAppliesEveryBeatOrNone(t *testing.T) {
 	s := stateWith(t)
 	require.NoError(t, heartbeat("m1", 100).apply(s))

@@ -112,4 +112,8 @@ type Heartbeat struct {
 	HTTPAddr    string
 	ClusterAddr string
 	NowMs       int64
+	// Incarnation numbers the sender's start: NowMs is on the clock of
+	// that start, which may be behind an earlier start's (a clock set back
+	// across a restart).
+	Incarnation uint64
 }

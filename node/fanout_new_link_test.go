@@ -48,9 +48,9 @@ func TestAChildAttachedWhileItsParentsLogIsClosedGetsItsRecords(t *testing.T) {
 	c.settle()
 	require.NoError(t, c.replies[attach].Err)
 	require.NoError(t, c.do(owner, producePinned("orders", p, "x")).Err) // committed after the attach
-	c.tick(50)                                                          // copied to audit
-	c.tick(150)                                                         // audit's cursor file written
-	c.tick(10)                                                          // caught up: nothing to wake for
+	c.tick(50)                                                           // copied to audit
+	c.tick(150)                                                          // audit's cursor file written
+	c.tick(10)                                                           // caught up: nothing to wake for
 	for i, o := range c.owners(owner, "other") {
 		if o == owner { // opening three other logs evicts the parent's
 			require.NoError(t, c.do(owner, msg.Replay{Topic: "other", Partition: i}).Err)

@@ -48,7 +48,7 @@ type heartbeatRound struct {
 
 // heartbeat tells the leader this node is alive now.
 func (n *Node) heartbeat(leaderID string) {
-	beat := msg.Heartbeat{HTTPAddr: n.cfg.AdvertiseAddr, ClusterAddr: n.cfg.ClusterAddr, NowMs: n.nowMs}
+	beat := msg.Heartbeat{HTTPAddr: n.cfg.AdvertiseAddr, ClusterAddr: n.cfg.ClusterAddr, NowMs: n.nowMs, Incarnation: n.incarnation}
 	if leaderID == n.cfg.NodeID {
 		n.gatherHeartbeat(n.cfg.NodeID, beat)
 		return
@@ -72,7 +72,7 @@ func (n *Node) stepHeartbeat(from string, m msg.Heartbeat) {
 // gatherHeartbeat adds a valid heartbeat to the round, starting the round
 // if it is the first.
 func (n *Node) gatherHeartbeat(id string, m msg.Heartbeat) {
-	beat := meta.MemberHeartbeat{ID: id, HTTPAddr: m.HTTPAddr, ClusterAddr: m.ClusterAddr, NowMs: m.NowMs}
+	beat := meta.MemberHeartbeat{ID: id, HTTPAddr: m.HTTPAddr, ClusterAddr: m.ClusterAddr, NowMs: m.NowMs, Incarnation: m.Incarnation}
 	if err := beat.Validate(); err != nil {
 		n.observer.Event("heartbeat-dropped", id+": "+err.Error())
 		return
@@ -80,8 +80,8 @@ func (n *Node) gatherHeartbeat(id string, m msg.Heartbeat) {
 	round := &n.cluster.heartbeats
 	last, gathered := round.beats[id]
 	switch {
-	case gathered && last.NowMs >= beat.NowMs:
-		return // a late copy of an earlier heartbeat
+	case gathered && (last.Incarnation > beat.Incarnation || last.Incarnation == beat.Incarnation && last.NowMs >= beat.NowMs):
+		return // a late copy of an earlier heartbeat (or of an earlier start's)
 	case !gathered && len(round.beats) >= meta.HeartbeatsPerEntryMax:
 		n.observer.Event("heartbeat-dropped", id+": the round is full")
 		return

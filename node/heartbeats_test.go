@@ -65,7 +65,8 @@ func TestAFollowerHeartbeatsToTheLeaderNotThroughRaft(t *testing.T) {
 	third := c.otherThan(leader, follower)
 	c.nodes[third].Step(msg.Envelope{From: follower, To: third, Message: msg.Heartbeat{HTTPAddr: "h:1", ClusterAddr: "c:1", NowMs: c.nowMs}})
 	require.Empty(t, c.nodes[third].cluster.heartbeats.beats, "a follower gathers no round")
-	c.nodes[leader].Step(msg.Envelope{From: follower, To: leader, Message: msg.Heartbeat{HTTPAddr: "h:1", ClusterAddr: "c:1", NowMs: c.nowMs + 1}})
+	c.nodes[leader].Step(msg.Envelope{From: follower, To: leader, Message: msg.Heartbeat{HTTPAddr: "h:1", ClusterAddr: "c:1", NowMs: c.nowMs + 1,
+		Incarnation: c.nodes[follower].incarnation}})
 	c.settle()
 	member, _ := c.nodes[leader].meta.State().Member(follower)
 	require.Equal(t, "h:1", member.HTTPAddr, "new addresses are news: proposed at once")

@@ -40,6 +40,11 @@ type Node struct {
 	// away and back, or its topic deleted and created again). It only
 	// grows.
 	nonceFloor uint64
+	// incarnation is this start's number (the persisted start counter,
+	// set by New; 0 in a node built without one): heartbeats carry it, so
+	// the metastore takes a restarted node's stamps, on a clock that may
+	// be behind the earlier start's, as new.
+	incarnation uint64
 
 	// meta is this node's replica of the metastore: topics, placement,
 	// members. Only the loop calls it; its Ready rides in the node's.
@@ -203,6 +208,7 @@ func New(cfg Config, fs storage.FS, metaStore *meta.Store, nowMs int64, observer
 		return nil, err
 	}
 	n := newNode(cfg, fs, replica, nowMs, observer)
+	n.incarnation = incarnation
 	n.nonceFloor = base
 	n.routing.forwards.Renumber(base)
 	if err := n.recover(); err != nil {

@@ -32,13 +32,21 @@ type membershipListener interface {
 
 func (l *metaLog) heartbeat(c meta.MemberHeartbeat) {
 	member, found := l.members[c.ID]
+	if found && c.Incarnation < member.Incarnation {
+		return // a late beat of an earlier start changes nothing
+	}
 	if !found {
 		member = &meta.Member{ID: c.ID}
 		l.members[c.ID] = member
 	}
 	member.HTTPAddr, member.ClusterAddr = c.HTTPAddr, c.ClusterAddr
 	member.Alive = true
-	member.LastHeartbeatMs = max(member.LastHeartbeatMs, c.NowMs)
+	switch {
+	case c.Incarnation > member.Incarnation:
+		member.Incarnation, member.LastHeartbeatMs = c.Incarnation, c.NowMs // a new start, on its own clock
+	default:
+		member.LastHeartbeatMs = max(member.LastHeartbeatMs, c.NowMs)
+	}
 	if !found && l.listener != nil {
 		l.listener.memberAdded(c.ID)
 	}

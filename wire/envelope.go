@@ -94,6 +94,7 @@ func (e *encoder) peerMessage(message msg.PeerMessage) {
 		e.string(m.HTTPAddr, addressLimit)
 		e.string(m.ClusterAddr, addressLimit)
 		e.varint(m.NowMs)
+		e.uvarint(m.Incarnation)
 	default:
 		e.unknown("envelope message", message)
 	}
@@ -119,7 +120,7 @@ func (d *decoder) peerMessage() msg.PeerMessage {
 	case typeJoinAccepted:
 		return msg.JoinAccepted{Voters: d.peerAddresses()}
 	case typeHeartbeat:
-		return msg.Heartbeat{HTTPAddr: d.string(addressLimit), ClusterAddr: d.string(addressLimit), NowMs: d.varint()}
+		return msg.Heartbeat{HTTPAddr: d.string(addressLimit), ClusterAddr: d.string(addressLimit), NowMs: d.varint(), Incarnation: d.uvarint()}
 	default:
 		d.unknown("envelope message", t)
 		return nil
