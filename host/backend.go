@@ -78,7 +78,7 @@ func (b *backend) send(ctx context.Context, in input) error {
 
 // errStorageFailed is what clients are told once the node stopped on a
 // storage failure: the failure itself names files on disk, which the log
-// gives and an answer never does (docs/api.md#errors).
+// gives and an answer never does (docs/api.md#conventions).
 var errStorageFailed = errors.New("node storage failed; the node stopped and must restart")
 
 // stoppedError says why the loop is no longer serving.
