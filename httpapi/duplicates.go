@@ -44,7 +44,7 @@ func findDuplicateKey(data []byte, into reflect.Type) string {
 	var stack []*jsonFrame
 	for {
 		token, err := decoder.Token()
-		if err != nil || len(stack) >= jsonNestingDepthMax {
+		if err != nil || len(stack) > jsonNestingDepthMax {
 			return ""
 		}
 		var top *jsonFrame

@@ -40,7 +40,7 @@ func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 		n.observer.ConsumeWait(r.Topic, outcomeOf(r, "hit"), 0)
 		n.reply(id, msg.ConsumeResult{Messages: messages, Batch: r.Max > 0}, nil)
 	case readErr != nil && r.Partition != msg.PartitionNone:
-		n.reply(id, nil, msg.Unavailable("partition %d of %s: %v", r.Partition, r.Topic, readErr))
+		n.reply(id, nil, msg.Unavailable("partition %d of %s could not be read: %s", r.Partition, r.Topic, storageCause(readErr)))
 	case len(remote) > 0:
 		n.consumeAcross(id, t, r, remote)
 	case r.WaitMs <= 0 || n.draining || n.waiters.len() >= n.cfg.WaitersMax:

@@ -32,6 +32,8 @@ type clusterState struct {
 	// notified maps a topic to owners that sent a Notify no parked poll
 	// was free to act on yet; the next poll to go idle probes them.
 	notified map[string][]string
+	// nextSubscriptionSweepMs is when sweepSubscriptions runs next.
+	nextSubscriptionSweepMs int64
 	// seen maps a member to the last heartbeat the leader saw change and
 	// when (this node's clock); nil unless this node is the leader past
 	// its barrier. Dead detection compares ages on one clock only.
@@ -82,6 +84,43 @@ func (n *Node) maintainMembership() {
 	if (n.cfg.Meta.Join || n.cluster.voterAddressUnknown) && n.nowMs >= n.cluster.nextJoinMs {
 		n.cluster.nextJoinMs = n.nowMs + joinRetryMs
 		n.askToJoin()
+	}
+	if n.nowMs >= n.cluster.nextSubscriptionSweepMs {
+		n.cluster.nextSubscriptionSweepMs = n.nowMs + subscribeForMsMax
+		n.sweepSubscriptions()
+	}
+}
+
+// sweepSubscriptions drops the expired subscription state of topics this
+// node does not know: a Subscribe or Notify that arrived after the topic's
+// delete applied here (sent by a node behind) left state that
+// forgetSubscriptions had already cleared. Unexpired entries stay, as a
+// Subscribe for a topic created elsewhere may arrive before its creation
+// applies here.
+func (n *Node) sweepSubscriptions() {
+	for topicName, subscribers := range n.cluster.subscribers { //determinism:ok only deletes
+		if _, known := n.lookupTopic(topicName); known {
+			continue
+		}
+		for id, untilMs := range subscribers { //determinism:ok only deletes
+			if untilMs < n.nowMs {
+				delete(subscribers, id)
+			}
+		}
+		if len(subscribers) == 0 {
+			delete(n.cluster.subscribers, topicName)
+		}
+	}
+	for key, untilMs := range n.cluster.subscribedUntilMs { //determinism:ok only deletes
+		topicName, _, _ := strings.Cut(key, "\x00")
+		if _, known := n.lookupTopic(topicName); !known && untilMs < n.nowMs {
+			delete(n.cluster.subscribedUntilMs, key)
+		}
+	}
+	for topicName := range n.cluster.notified { //determinism:ok only deletes
+		if _, known := n.lookupTopic(topicName); !known {
+			delete(n.cluster.notified, topicName)
+		}
 	}
 }
 
@@ -282,6 +321,9 @@ func (n *Node) forgetSubscriptions(topicName string) {
 // has new records.
 func (n *Node) stepNotify(from string, m msg.Notify) {
 	n.routing.forwards.Heard(from)
+	if _, known := n.lookupTopic(m.Topic); !known {
+		return // a Notify sent before its owner applied the delete: no poll of it here, and no state to keep
+	}
 	if !n.probeForNotify(m.Topic, from) {
 		pending := n.cluster.notified[m.Topic]
 		for _, owner := range pending {

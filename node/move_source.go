@@ -27,7 +27,11 @@ func (n *Node) writable() error {
 	switch {
 	case !ok || !member.Alive:
 		return msg.Unavailable("node %s is not an alive member; retry on another node", n.cfg.NodeID)
-	case n.nowMs-member.LastHeartbeatMs >= n.cfg.MemberDeadAfterMs/2:
+	case n.nowMs-member.LastHeartbeatMs >= n.cfg.MemberDeadAfterMs/2,
+		member.Incarnation != n.incarnation && member.LastHeartbeatMs > n.nowMs:
+		// The second case: the stamp is an earlier start's, ahead of this
+		// start's clock (set back across the restart), so it says nothing
+		// of this start's contact with the metastore.
 		chaos.Reached(chaos.MarkNodeWriteFenced)
 		return msg.Unavailable("node %s lost contact with the metastore; retry on another node", n.cfg.NodeID)
 	}
