@@ -13,18 +13,21 @@ import (
 )
 
 const (
-	// batchRecordsMax and batchBytesMax are the server's caps on one batch
-	// produce (docs/api.md#batch-produce); the client refuses larger batches
-	// up front.
-	batchRecordsMax = 1000
-	batchBytesMax   = 8 << 20
+	// batchRecordsMax and batchPayloadBytesMax are the server's caps on one
+	// batch produce (docs/api.md#batch-produce): records, and their payload
+	// bytes (as stored, before any base64); batchBodyBytesMax is its
+	// default cap on the raw NDJSON body (docs/operations.md#limits), which
+	// base64 payloads reach at 4/3 their size. The client refuses larger
+	// batches up front.
+	batchRecordsMax      = 1000
+	batchPayloadBytesMax = 8 << 20
+	batchBodyBytesMax    = 16 << 20
 	// consumeBatchMax is the largest max of a batch consume
 	// (docs/api.md#batch-consume).
 	consumeBatchMax = 100
-	// ackBatchHandlesMax bounds the handles of one batch ack so the JSON body
-	// stays under the server's 1 MiB cap for JSON bodies (handles are short:
-	// three decimal numbers).
-	ackBatchHandlesMax = 10_000
+	// ackBatchHandlesMax is the server's cap on the handles of one batch
+	// ack (docs/api.md#batch-ack: 413 above it, and nothing is acked).
+	ackBatchHandlesMax = 1_000
 )
 
 // Sentinel errors for requests the client refuses to send.
@@ -127,16 +130,21 @@ func encodeBatch(records []BatchRecord) ([]byte, error) {
 	var body bytes.Buffer
 	encoder := json.NewEncoder(&body) // Encode ends each value with '\n'.
 	encoder.SetEscapeHTML(false)
+	payloadBytes := 0
 	for index, record := range records {
 		if (len(record.Payload) == 0) == (len(record.PayloadBase64) == 0) {
 			return nil, fmt.Errorf("batch record %d: set exactly one of payload and payload_base64", index)
 		}
+		payloadBytes += len(record.Payload) + len(record.PayloadBase64)
 		if err := encoder.Encode(record); err != nil {
 			return nil, fmt.Errorf("batch record %d: %w", index, err)
 		}
 	}
-	if body.Len() > batchBytesMax {
-		return nil, fmt.Errorf("%w: %d bytes (max %d)", ErrBatchTooLarge, body.Len(), batchBytesMax)
+	if payloadBytes > batchPayloadBytesMax {
+		return nil, fmt.Errorf("%w: %d payload bytes (max %d)", ErrBatchTooLarge, payloadBytes, batchPayloadBytesMax)
+	}
+	if body.Len() > batchBodyBytesMax {
+		return nil, fmt.Errorf("%w: %d bytes of body (max %d)", ErrBatchTooLarge, body.Len(), batchBodyBytesMax)
 	}
 	return body.Bytes(), nil
 }

@@ -105,7 +105,7 @@ func TestProduceBatchRefusesBadBatches(t *testing.T) {
 	_, err = c.ProduceBatch(context.Background(), "t", tooMany)
 	assert.ErrorIs(t, err, ErrBatchTooLarge)
 	big := NewBatchRecord(bytes.Repeat([]byte("y"), 1<<20), ProduceOptions{})
-	tooBig := []BatchRecord{big, big, big, big, big, big, big}
+	tooBig := []BatchRecord{big, big, big, big, big, big, big, big, big} // 9 MiB of payload: over the 8 MiB cap
 	_, err = c.ProduceBatch(context.Background(), "t", tooBig)
 	assert.ErrorIs(t, err, ErrBatchTooLarge)
 	_, err = c.ProduceBatch(context.Background(), "t", []BatchRecord{{Key: "no payload"}})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"narad/client"
 	"narad/proc"
@@ -28,6 +29,9 @@ type peekSession struct {
 	printer  messagePrinter
 	cursors  []peekCursor
 	received int
+	// idleSweeps counts the idle sweeps since the stats were last read
+	// for partitions added while the peek runs.
+	idleSweeps int
 }
 
 // peek tails every partition (or one) with replay reads until --max or
@@ -98,7 +102,7 @@ func (s *peekSession) loop(ctx context.Context) error {
 		if err := proc.SleepContext(ctx, peekIdleDelay); err != nil {
 			return nil
 		}
-		s.refreshUnready(ctx)
+		s.refresh(ctx)
 	}
 	return nil
 }
@@ -160,15 +164,34 @@ func (s *peekSession) replayFailed(ctx context.Context, cursor *peekCursor, err 
 	}
 }
 
-// refreshUnready re-reads the stats when some partition had none yet.
-func (s *peekSession) refreshUnready(ctx context.Context) {
-	for _, cursor := range s.cursors {
-		if !cursor.ready {
-			stats, err := s.partitionStats(ctx)
-			if err == nil {
-				s.placeCursors(stats)
-			}
-			return
+// refresh re-reads the stats after an idle sweep when some partition had
+// none yet, and every peekGrowthCheckSweeps idle sweeps when the peek
+// follows every partition, so that partitions added to the topic while
+// it runs are followed too.
+func (s *peekSession) refresh(ctx context.Context) {
+	s.idleSweeps++
+	growth := s.options.partition < 0 && s.idleSweeps >= peekGrowthCheckSweeps
+	unready := slices.ContainsFunc(s.cursors, func(c peekCursor) bool { return !c.ready })
+	if !growth && !unready {
+		return
+	}
+	s.idleSweeps = 0
+	stats, err := s.partitionStats(ctx)
+	if err != nil {
+		return
+	}
+	s.placeCursors(stats)
+	s.addPartitions(stats)
+}
+
+// addPartitions follows the partitions the stats list that the peek does
+// not: added to the topic since it started, all of their records are new,
+// so each is read from its oldest retained offset.
+func (s *peekSession) addPartitions(stats []client.PartitionStats) {
+	for _, stat := range stats {
+		known := slices.ContainsFunc(s.cursors, func(c peekCursor) bool { return c.partition == stat.Index })
+		if !known && stat.IsAvailable() {
+			s.cursors = append(s.cursors, peekCursor{partition: stat.Index, next: stat.OldestOffset, ready: true})
 		}
 	}
 }

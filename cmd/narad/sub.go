@@ -31,6 +31,10 @@ const (
 	peekReadsPerSweepMax = 100
 	// peekIdleDelay is the pause after a sweep that read nothing.
 	peekIdleDelay = 400 * time.Millisecond
+	// peekGrowthCheckSweeps is how many idle sweeps pass between reads of
+	// the topic's stats, which find partitions added while a peek runs
+	// (every 2 s of idleness).
+	peekGrowthCheckSweeps = 5
 )
 
 // subOptions are the flags of narad sub.
