@@ -10,6 +10,36 @@ import (
 	"narad/msg"
 )
 
+// clockAheadMs is how far ahead a node's clock runs in its first life in
+// the tests below.
+const clockAheadMs = 60_000
+
+// aheadFirstLife is a three-node cluster whose node skewed, owner of
+// partition index of topic "t", ran its first life with its clock
+// clockAheadMs ahead of the others', long enough for a heartbeat stamped
+// ahead to apply.
+func aheadFirstLife(t *testing.T) (c *clusterHarness, leader, skewed string, index int) {
+	c = newClusterHarness(t, 3)
+	leader = c.electWithTopic("t", 3)
+	skewed = c.otherThan(leader)
+	index = slices.Index(c.owners(leader, "t"), skewed)
+	require.GreaterOrEqual(t, index, 0, "the skewed node owns a partition")
+	for range 6 {
+		c.nowMs += 500
+		for _, id := range c.ids {
+			skew := int64(0)
+			if id == skewed {
+				skew = clockAheadMs
+			}
+			c.nodes[id].Tick(c.nowMs + skew)
+		}
+		c.settle()
+	}
+	member, _ := c.nodes[leader].meta.State().Member(skewed)
+	require.Greater(t, member.LastHeartbeatMs, c.nowMs+clockAheadMs/2, "sanity: a heartbeat stamped ahead was applied")
+	return c, leader, skewed, index
+}
+
 // TestARestartedNodeWhoseClockWasAheadIsFencedAndDetected: a node ran
 // with its clock a minute ahead (started before NTP set the clock, say:
 // host's clock keeps the offset it booted with) and restarts with the
@@ -23,27 +53,7 @@ import (
 // minute; heartbeats now carry the node's incarnation, and a new start's
 // stamps replace the earlier start's.
 func TestARestartedNodeWhoseClockWasAheadIsFencedAndDetected(t *testing.T) {
-	const aheadMs = 60_000
-	c := newClusterHarness(t, 3)
-	leader := c.electWithTopic("t", 3)
-	skewed := c.otherThan(leader)
-	index := slices.Index(c.owners(leader, "t"), skewed)
-	require.GreaterOrEqual(t, index, 0, "the skewed node owns a partition")
-
-	// First life: the node's clock runs a minute ahead of the others'.
-	for range 6 {
-		c.nowMs += 500
-		for _, id := range c.ids {
-			skew := int64(0)
-			if id == skewed {
-				skew = aheadMs
-			}
-			c.nodes[id].Tick(c.nowMs + skew)
-		}
-		c.settle()
-	}
-	member, _ := c.nodes[leader].meta.State().Member(skewed)
-	require.Greater(t, member.LastHeartbeatMs, c.nowMs+aheadMs/2, "sanity: a heartbeat stamped ahead was applied")
+	c, leader, skewed, index := aheadFirstLife(t)
 
 	// Second life: the right time, and heartbeats every interval.
 	c.crash(skewed)
@@ -68,4 +78,26 @@ func TestARestartedNodeWhoseClockWasAheadIsFencedAndDetected(t *testing.T) {
 	}
 	m, _ = c.nodes[leader].meta.State().Member(skewed)
 	assert.False(t, m.Alive, "the leader never declares the silent node dead")
+}
+
+// TestARestartedNodeCutOffBeforeItsFirstBeatIsFenced: a node writes only
+// while its own heartbeat was applied within half of MemberDeadAfterMs,
+// so that a node cut off from the metastore stops writing before another
+// may take its partitions over. A node whose clock ran a minute ahead
+// restarts with the right time and is cut off at once, before any
+// heartbeat of its new start applies: writable() compared its clock with
+// the earlier start's stamp (a minute in its future), so it went on
+// accepting writes long after the leader declared it dead.
+func TestARestartedNodeCutOffBeforeItsFirstBeatIsFenced(t *testing.T) {
+	c, leader, skewed, index := aheadFirstLife(t)
+	c.crash(skewed) // second life: the right time, but cut off at once
+	c.cut[skewed] = true
+	for range 10 {
+		c.tick(500) // 5 s: past MemberDeadAfterMs (3 s)
+	}
+	m, _ := c.nodes[leader].meta.State().Member(skewed)
+	require.False(t, m.Alive, "sanity: the leader declared the silent node dead")
+	refused := c.do(skewed, producePinned("t", index, "split-brain"))
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(refused.Err),
+		"a node cut off since its restart, no heartbeat of this start ever applied, accepted a write 5 s later (err %v)", refused.Err)
 }
