@@ -51,11 +51,25 @@ func buildMemoryStorage(p persisted) (*raft.MemoryStorage, error) {
 	return storage, storage.Append(entries)
 }
 
-// checkPersisted checks the relations between the parts of a store.
+// checkPersisted checks the relations between the parts of a store: a
+// damaged or hand-made file is refused here, where raft would panic on it.
 func checkPersisted(p persisted) error {
 	snapshotIndex, commit := p.snapshot.GetMetadata().GetIndex(), p.hardState.GetCommit()
 	if p.applied.index < snapshotIndex || p.applied.index > commit {
 		return fmt.Errorf("%w: applied index %d outside [snapshot %d, commit %d]", ErrStoreFormat, p.applied.index, snapshotIndex, commit)
+	}
+	lastIndex := snapshotIndex
+	for _, entry := range p.entries {
+		if entry.GetIndex() <= snapshotIndex {
+			continue
+		}
+		if entry.GetIndex() != lastIndex+1 {
+			return fmt.Errorf("%w: the log skips from %d to %d", ErrStoreFormat, lastIndex, entry.GetIndex())
+		}
+		lastIndex = entry.GetIndex()
+	}
+	if commit > lastIndex {
+		return fmt.Errorf("%w: commit index %d past the last entry %d", ErrStoreFormat, commit, lastIndex)
 	}
 	return nil
 }
