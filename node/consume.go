@@ -43,7 +43,7 @@ func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 		n.reply(id, nil, msg.Unavailable("partition %d of %s could not be read: %s", r.Partition, r.Topic, storageCause(readErr)))
 	case len(remote) > 0:
 		n.consumeAcross(id, t, r, remote)
-	case r.WaitMs <= 0 || n.draining || n.waiters.len() >= n.cfg.WaitersMax:
+	case r.WaitMs <= 0 || n.draining || n.waiters.parked() >= n.cfg.WaitersMax:
 		n.observer.ConsumeWait(r.Topic, "no_wait", 0)
 		n.reply(id, msg.ConsumeResult{Messages: []msg.Message{}, Batch: r.Max > 0}, nil)
 	default:

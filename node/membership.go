@@ -288,12 +288,15 @@ func (n *Node) notifySubscribers(topicName string) {
 }
 
 // subscribe asks the owners to notify this node of new records of a
-// topic, unless a subscription there is still fresh.
-func (n *Node) subscribe(topicName string, owners []string) {
+// topic, unless a subscription there already lasts until untilMs (the
+// poll's deadline plus a forward timeout): a poll parked near the end of
+// a subscription would otherwise outlive it, and the owner, which drops
+// an expired subscriber, would notify nobody of a record it then took.
+func (n *Node) subscribe(topicName string, owners []string, untilMs int64) {
 	forMs := n.cfg.ConsumeWaitMaxMs + n.cfg.ForwardTimeoutMs
 	for _, owner := range owners {
 		key := topicName + "\x00" + owner
-		if n.cluster.subscribedUntilMs[key] > n.nowMs+forMs/2 {
+		if n.cluster.subscribedUntilMs[key] >= untilMs {
 			continue
 		}
 		n.cluster.subscribedUntilMs[key] = n.nowMs + forMs

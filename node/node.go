@@ -685,7 +685,7 @@ type Stats struct {
 // Stats returns the node's inventory numbers.
 func (n *Node) Stats() Stats {
 	topics := n.meta.State().Topics()
-	s := Stats{Topics: len(topics), ParkedPolls: n.waiters.len(), OpenLogs: len(n.store.OpenDirs()), MovesInFlight: len(n.meta.State().Moves()),
+	s := Stats{Topics: len(topics), ParkedPolls: n.waiters.parked(), OpenLogs: len(n.store.OpenDirs()), MovesInFlight: len(n.meta.State().Moves()),
 		OpenLogsMax: n.store.OpenMax(), LogEvictions: n.logEvictions, RelaysInFlight: n.relays.inFlight, RelaysInFlightMax: n.cfg.RelaysInFlightMax}
 	for _, record := range topics {
 		s.Partitions += record.Partitions

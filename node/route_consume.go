@@ -28,6 +28,9 @@ func (n *Node) consumeElsewhere(id msg.RequestID, t *topic, r msg.Consume) {
 		n.reply(id, nil, msg.Unavailable("partition %d of %s is unavailable (owner %s is down or unreachable); retry", r.Partition, t.info.Name, owner))
 		return
 	}
+	if n.draining {
+		r.WaitMs = 0 // shutting down: no consume waits, here or at its owner
+	}
 	wait := min(max(r.WaitMs, 0), n.cfg.ConsumeWaitMaxMs)
 	n.routing.passedConsumes[id] = false
 	n.forward(owner, r, wait+n.cfg.ForwardTimeoutMs, func(reply msg.Reply) { n.passConsumeThrough(id, owner, reply) })
@@ -55,12 +58,12 @@ func (n *Node) passThrough(id msg.RequestID, reply msg.Reply) {
 // other owners. A consume that does not wait stays parked only while its
 // probes are in flight.
 func (n *Node) consumeAcross(id msg.RequestID, t *topic, r msg.Consume, owners []string) {
-	noWait := r.WaitMs <= 0 || n.draining || n.waiters.len() >= n.cfg.WaitersMax
+	noWait := r.WaitMs <= 0 || n.draining || n.waiters.parked() >= n.cfg.WaitersMax
 	deadline := n.nowMs + min(r.WaitMs, n.cfg.ConsumeWaitMaxMs)
 	if noWait {
 		deadline = n.nowMs + n.cfg.ForwardTimeoutMs
 	} else {
-		n.subscribe(t.info.Name, owners) // before the probes: a link keeps order
+		n.subscribe(t.info.Name, owners, deadline+n.cfg.ForwardTimeoutMs) // before the probes: a link keeps order
 	}
 	w := &waiter{id: id, request: r, parkedAtMs: n.nowMs, deadlineMs: deadline, probeOwners: owners, noWait: noWait}
 	n.waiters.add(w)

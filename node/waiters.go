@@ -32,6 +32,9 @@ type waiterSet struct {
 	byID       map[msg.RequestID]*waiter
 	byTopic    map[string][]*waiter
 	byDeadline waiterHeap
+	// waiting counts the waiters that wait (not noWait): the long polls
+	// WaitersMax bounds, which the parked-polls metric shows.
+	waiting int
 }
 
 func newWaiterSet() *waiterSet {
@@ -39,6 +42,10 @@ func newWaiterSet() *waiterSet {
 }
 
 func (s *waiterSet) len() int { return len(s.byID) }
+
+// parked is how many long polls wait now: the consumes that asked not to
+// wait, held only while their probes are in flight, are not counted.
+func (s *waiterSet) parked() int { return s.waiting }
 
 func (s *waiterSet) get(id msg.RequestID) (*waiter, bool) {
 	w, ok := s.byID[id]
@@ -50,6 +57,9 @@ func (s *waiterSet) add(w *waiter) {
 	s.byID[w.id] = w
 	s.byTopic[w.request.Topic] = append(s.byTopic[w.request.Topic], w)
 	heap.Push(&s.byDeadline, w)
+	if !w.noWait {
+		s.waiting++
+	}
 }
 
 // remove drops a waiter; it reports whether it was parked.
@@ -59,6 +69,9 @@ func (s *waiterSet) remove(id msg.RequestID) bool {
 		return false
 	}
 	delete(s.byID, id)
+	if !w.noWait {
+		s.waiting--
+	}
 	heap.Remove(&s.byDeadline, w.heapIndex)
 	list := s.byTopic[w.request.Topic]
 	for i, other := range list {

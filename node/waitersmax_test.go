@@ -1,0 +1,56 @@
+package node
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"narad/msg"
+)
+
+// newCappedCluster starts three nodes whose cap of parked long polls is
+// one, with a topic of three partitions (one per node); it returns the
+// cluster and a node to poll through.
+func newCappedCluster(t *testing.T) (*clusterHarness, string) {
+	c := newClusterHarness(t, 3)
+	for _, id := range c.ids {
+		cfg := c.configs[id]
+		cfg.WaitersMax = 1
+		c.configs[id] = cfg
+		require.NoError(t, c.nodes[id].Abandon())
+		c.start(id)
+	}
+	leader := c.electWithTopic("t", 3)
+	return c, c.owners(leader, "t")[0]
+}
+
+// TestAZeroWaitConsumeDoesNotTakeALongPollsPlace: a consume that
+// does not wait is held only while its probes of the other owners are in
+// flight; it is no long poll. With the cap at one and no long poll parked,
+// a long poll that arrives meanwhile must park, not be answered empty at
+// once as if the cap were reached.
+func TestAZeroWaitConsumeDoesNotTakeALongPollsPlace(t *testing.T) {
+	c, poller := newCappedCluster(t)
+	c.send(poller, msg.Consume{Topic: "t", Partition: msg.PartitionNone}) // no wait: probes the others
+	poll := c.send(poller, msg.Consume{Topic: "t", Partition: msg.PartitionNone, WaitMs: 8_000})
+	c.settle()
+	_, answered := c.replies[poll]
+	require.False(t, answered, "no long poll is parked: the cap of one leaves room for this one, which must wait")
+}
+
+// TestParkedPollsNeverExceedTheCap: with the cap at one and one long
+// poll parked, another long poll answers without waiting; the node must
+// never count more parked polls than the cap (narad_consume_parked_polls
+// reads Stats().ParkedPolls).
+func TestParkedPollsNeverExceedTheCap(t *testing.T) {
+	c, poller := newCappedCluster(t)
+	c.send(poller, msg.Consume{Topic: "t", Partition: msg.PartitionNone, WaitMs: 8_000})
+	c.settle()
+	require.Equal(t, 1, c.nodes[poller].Stats().ParkedPolls)
+	for range 3 {
+		c.send(poller, msg.Consume{Topic: "t", Partition: msg.PartitionNone, WaitMs: 8_000})
+	}
+	require.LessOrEqual(t, c.nodes[poller].Stats().ParkedPolls, 1,
+		"long polls parked at once are capped at WaitersMax (1)")
+	c.settle()
+}
