@@ -180,7 +180,7 @@ func (n *Node) placeRecords(r msg.Produce, local bool) (*topic, []msg.Placement,
 	placements := make([]msg.Placement, len(r.Records))
 	var payloadBytes int
 	for i, rec := range r.Records {
-		if err := n.checkRecord(t, rec); err != nil {
+		if err := n.checkRecord(t, rec, local); err != nil {
 			return nil, nil, err
 		}
 		payloadBytes += len(rec.Payload)
@@ -219,7 +219,14 @@ func (n *Node) placeRecord(t *topic, rec msg.ProduceRecord, local bool) (int, er
 	return index, err
 }
 
-func (n *Node) checkRecord(t *topic, rec msg.ProduceRecord) error {
+// checkRecord checks one record against the topic as this replica knows
+// it. A record forwarded here (local) names a partition the forwarding
+// node placed: past this replica's count, it was placed after a growth
+// this replica has not applied yet, so the answer is retryable, not 400.
+func (n *Node) checkRecord(t *topic, rec msg.ProduceRecord, local bool) error {
+	if local && rec.Partition >= t.info.Partitions {
+		return msg.Unavailable("partition %d of %s is not known here yet (the topic grew); retry", rec.Partition, t.info.Name)
+	}
 	if rec.Partition != msg.PartitionNone && (rec.Partition < 0 || rec.Partition >= t.info.Partitions) {
 		return msg.Invalid("invalid partition %d: topic %s has %d partitions", rec.Partition, t.info.Name, t.info.Partitions)
 	}

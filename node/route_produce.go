@@ -1,6 +1,8 @@
 package node
 
 import (
+	"slices"
+
 	"narad/chaos"
 	"narad/invariant"
 	"narad/msg"
@@ -134,7 +136,7 @@ func (n *Node) producePartAnswered(j *produceJoin, owner string, indexes []int, 
 			j.placements[i] = result.Records[k]
 		}
 	case j.parts.Reroute(retryable(reply.Err)):
-		j.parts.Exclude(owner, n.peerReachable(owner), j.partitionsOf(indexes))
+		j.parts.Exclude(owner, n.peerReachable(owner), n.refusedPartitions(j, owner, indexes))
 		n.rerouteProducePart(j, indexes, reply.Err)
 	default:
 		j.parts.Fail(reply.Err)
@@ -142,6 +144,35 @@ func (n *Node) producePartAnswered(j *produceJoin, owner string, indexes []int, 
 	if j.parts.Done() {
 		n.finishProduceJoin(j)
 	}
+}
+
+// refusedPartitions are the partitions of a refused part that its records
+// move off. The owner refuses a whole forward at its first record it may
+// not write, and one forward carries every part of the Ready for that
+// owner and topic (other clients' too), so a partition frozen for a move
+// would push keyed records off partitions nobody froze. So: when some of
+// the part's partitions are moving in the applied placement, only those
+// are refused; when none is but another partition of the owner's is, the
+// refusal was likely that one's, and nothing is (the records are sent
+// again as they were, using a re-placement); when the owner moves nothing
+// (it fenced itself, say), all of them are.
+func (n *Node) refusedPartitions(j *produceJoin, owner string, indexes []int) []int {
+	all := j.partitionsOf(indexes)
+	moving := func(partition int) bool {
+		a, ok := n.meta.State().Assignment(j.topic, partition)
+		return ok && a.Owner == owner && a.Target != ""
+	}
+	if refused := slices.DeleteFunc(slices.Clone(all), func(partition int) bool { return !moving(partition) }); len(refused) > 0 {
+		return refused
+	}
+	if t, ok := n.lookupTopic(j.topic); ok {
+		for partition := range t.info.Partitions {
+			if moving(partition) {
+				return nil
+			}
+		}
+	}
+	return all
 }
 
 // partitionsOf lists the partitions the records at indexes are placed in.
