@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"net/http"
+	"strings"
 
 	"narad/msg"
 )
@@ -130,7 +131,19 @@ func (c *Codec) Decode(r *http.Request) (Decoded, *ErrorResponse) {
 func (c *Codec) match(r *http.Request) *capture {
 	captured := &capture{}
 	c.mux.ServeHTTP(captured, r)
+	if captured.status == http.StatusMethodNotAllowed && isConsumePath(r.URL.Path) {
+		// The mux offers HEAD with every GET route, but a HEAD on consume
+		// is refused (it would lease records and drop their handles).
+		captured.Header().Set("Allow", http.MethodGet)
+	}
 	return captured
+}
+
+// isConsumePath reports whether path is /v1/topics/{topic}/consume.
+func isConsumePath(path string) bool {
+	rest, ok := strings.CutPrefix(path, "/v1/topics/")
+	topic, ok2 := strings.CutSuffix(rest, "/consume")
+	return ok && ok2 && topic != "" && !strings.Contains(topic, "/")
 }
 
 // routeHandler is the mux handler of one route: served with a capture,

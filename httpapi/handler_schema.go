@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -45,9 +46,25 @@ func (h *apiHandler) produce(ctx context.Context, req msg.Produce, lines []int) 
 		var request msg.Request = req // boxed once for both calls
 		reply := h.backend.Do(ctx, request)
 		if reply.Err != msg.ErrSchemaChanged || attempt == schemaRevalidationsMax {
-			return Encode(request, reply)
+			return Encode(request, nameTheLine(reply, lines))
 		}
 	}
+}
+
+// nameTheLine turns the node's "record N: " refusal of a batch record
+// into "record N (ndjson line L): ", so a 400 names the line
+// (docs/api.md#batch-produce); other replies pass unchanged.
+func nameTheLine(reply msg.Reply, lines []int) msg.Reply {
+	var refusal *msg.Error
+	if lines == nil || !errors.As(reply.Err, &refusal) || refusal.Code != msg.CodeInvalid {
+		return reply
+	}
+	index, rest, ok := msg.ParseBatchRecordPrefix(refusal.Message)
+	if !ok || index >= len(lines) {
+		return reply
+	}
+	reply.Err = msg.Invalid("record %d (ndjson line %d): %s", index+1, lines[index], rest)
+	return reply
 }
 
 // schemaBody is the answer of GET /v1/topics/{topic}/schema

@@ -173,6 +173,9 @@ func (d *lineDecoder) record() (msg.ProduceRecord, error) {
 	if given := d.fields[fieldKey]; given.kind == kindString && given.end-given.start > len(`""`) {
 		key = d.stringBytes(given)
 	}
+	if len(key) > msg.KeyBytesMax {
+		return msg.ProduceRecord{}, fmt.Errorf("key is %d bytes, at most %d allowed", len(key), msg.KeyBytesMax)
+	}
 	return msg.ProduceRecord{Key: key, Partition: partition, Payload: payload}, nil
 }
 

@@ -1,6 +1,10 @@
 package msg
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // Code classifies a request failure. httpapi maps each code to one HTTP
 // status; the simulator's clients read the same codes.
@@ -52,4 +56,25 @@ func CodeOf(err error) Code {
 		return e.Code
 	}
 	return CodeInternal
+}
+
+// BatchRecordPrefix starts the message of an error that refuses record
+// index (from 0) of a batch produce: "record N: ", N counted from 1.
+// ParseBatchRecordPrefix reads it back, so the HTTP layer can name the
+// record's NDJSON line.
+func BatchRecordPrefix(index int) string { return fmt.Sprintf("record %d: ", index+1) }
+
+// ParseBatchRecordPrefix splits a message that starts with
+// BatchRecordPrefix into the record's index (from 0) and the rest.
+func ParseBatchRecordPrefix(message string) (index int, rest string, ok bool) {
+	head, rest, found := strings.Cut(message, ": ")
+	number, isRecord := strings.CutPrefix(head, "record ")
+	if !found || !isRecord {
+		return 0, "", false
+	}
+	n, err := strconv.Atoi(number)
+	if err != nil || n < 1 {
+		return 0, "", false
+	}
+	return n - 1, rest, true
 }

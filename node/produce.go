@@ -181,7 +181,7 @@ func (n *Node) placeRecords(r msg.Produce, local bool) (*topic, []msg.Placement,
 	var payloadBytes int
 	for i, rec := range r.Records {
 		if err := n.checkRecord(t, rec, local); err != nil {
-			return nil, nil, err
+			return nil, nil, recordError(r, i, err)
 		}
 		payloadBytes += len(rec.Payload)
 		if placements[i].Partition, err = n.placeRecord(t, rec, local); err != nil {
@@ -192,6 +192,16 @@ func (n *Node) placeRecords(r msg.Produce, local bool) (*topic, []msg.Placement,
 		return nil, nil, msg.TooLarge("request body too large")
 	}
 	return t, placements, nil
+}
+
+// recordError names the record of a batch that err refuses ("record N: ",
+// counted from 1), which the HTTP layer turns into its NDJSON line.
+func recordError(r msg.Produce, index int, err error) error {
+	var refusal *msg.Error
+	if !r.Batch || !errors.As(err, &refusal) || refusal.Code != msg.CodeInvalid {
+		return err
+	}
+	return msg.Invalid("%s%s", msg.BatchRecordPrefix(index), refusal.Message)
 }
 
 // localWriteRefusal says why this node may not write partition index of
