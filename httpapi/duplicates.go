@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"unicode"
-	"unicode/utf8"
 )
 
 // jsonFrame is one object or array open in the walk of findDuplicateKey.
@@ -186,9 +185,6 @@ func foldKey(key string) string {
 		least := r
 		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
 			least = min(least, f)
-		}
-		if least == utf8.RuneError && r != utf8.RuneError {
-			least = r
 		}
 		folded.WriteRune(least)
 	}

@@ -91,12 +91,13 @@ func (n *Node) maintainMembership() {
 	}
 }
 
-// sweepSubscriptions drops the expired subscription state of topics this
-// node does not know: a Subscribe or Notify that arrived after the topic's
-// delete applied here (sent by a node behind) left state that
-// forgetSubscriptions had already cleared. Unexpired entries stay, as a
-// Subscribe for a topic created elsewhere may arrive before its creation
-// applies here.
+// sweepSubscriptions drops the expired subscribers of topics this node
+// does not know: a Subscribe that arrived after the topic's delete applied
+// here (sent by a node behind) left an entry that forgetSubscriptions had
+// already cleared. Unexpired entries stay, as a Subscribe for a topic
+// created elsewhere may arrive before its creation applies here. (This
+// node's own subscriptions are made for known topics only, and a Notify of
+// an unknown topic is dropped on arrival: neither needs a sweep.)
 func (n *Node) sweepSubscriptions() {
 	for topicName, subscribers := range n.cluster.subscribers { //determinism:ok only deletes
 		if _, known := n.lookupTopic(topicName); known {
@@ -109,17 +110,6 @@ func (n *Node) sweepSubscriptions() {
 		}
 		if len(subscribers) == 0 {
 			delete(n.cluster.subscribers, topicName)
-		}
-	}
-	for key, untilMs := range n.cluster.subscribedUntilMs { //determinism:ok only deletes
-		topicName, _, _ := strings.Cut(key, "\x00")
-		if _, known := n.lookupTopic(topicName); !known && untilMs < n.nowMs {
-			delete(n.cluster.subscribedUntilMs, key)
-		}
-	}
-	for topicName := range n.cluster.notified { //determinism:ok only deletes
-		if _, known := n.lookupTopic(topicName); !known {
-			delete(n.cluster.notified, topicName)
 		}
 	}
 }

@@ -73,16 +73,6 @@ func (f *Freeze) End(nowMs int64) (heldMs int64) {
 // move's abort is due: the first time, then again every retryMs while the
 // freeze holds (the abort proposal may be lost with a leader change; a
 // repeat after the abort applied finds the freeze ended).
-// AbortRefused records that the abort Expire asked for was refused at
-// once (no metastore leader to propose it to): it is asked again soonMs
-// from now instead of a whole retryMs, as a leader is usually known
-// again within an election.
-func (f *Freeze) AbortRefused(nowMs, soonMs, retryMs int64) {
-	if f.abortAskedAtMs != 0 {
-		f.abortAskedAtMs = min(f.abortAskedAtMs, nowMs+soonMs-retryMs)
-	}
-}
-
 func (f *Freeze) Expire(nowMs, ttlMs, retryMs int64) bool {
 	if f.target == "" || nowMs-f.atMs < ttlMs {
 		return false
@@ -93,6 +83,16 @@ func (f *Freeze) Expire(nowMs, ttlMs, retryMs int64) bool {
 	invariant.Check(f.atMs <= nowMs, "movesource: a freeze began at %d, after now %d", f.atMs, nowMs)
 	f.abortAskedAtMs = nowMs
 	return true
+}
+
+// AbortRefused records that the abort Expire asked for was refused at
+// once (no metastore leader to propose it to): it is asked again soonMs
+// from now instead of a whole retryMs, as a leader is usually known
+// again within an election.
+func (f *Freeze) AbortRefused(nowMs, soonMs, retryMs int64) {
+	if f.abortAskedAtMs != 0 {
+		f.abortAskedAtMs = min(f.abortAskedAtMs, nowMs+soonMs-retryMs)
+	}
 }
 
 // Wait keeps a freeze request to answer after the next sync round.
