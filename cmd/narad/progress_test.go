@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,12 +16,14 @@ import (
 // the rate since the start, and none after Stop.
 func TestProgressPrintsAtEachTickUntilStopped(t *testing.T) {
 	var out bytes.Buffer
-	var done atomic.Int64
+	// Each line asks done once, from the printing goroutine, after its
+	// tick was taken; the answers come in order so that no store of the
+	// test can race with the goroutine's read.
+	answers := []int{250, 600}
+	var asked atomic.Int64
 	ticks := make(chan time.Time)
-	p := startProgress(&out, "produce", 1000, func() int { return int(done.Load()) }, ticks)
-	done.Store(250)
+	p := startProgress(&out, "produce", 1000, func() int { return answers[asked.Add(1)-1] }, ticks)
 	ticks <- p.start.Add(5 * time.Second)
-	done.Store(600)
 	ticks <- p.start.Add(10 * time.Second)
 	p.Stop()
 	require.Equal(t, []string{"produce: 250 of 1000 (50 msg/s)", "produce: 600 of 1000 (60 msg/s)"},
@@ -32,22 +36,54 @@ func TestProgressPrintsAtEachTickUntilStopped(t *testing.T) {
 }
 
 // tickAtRequest makes the fake broker hand the app one progress tick
-// while it answers request number at; the tick is taken (so its line is
-// printed) before that request is answered. A command that takes no tick
-// fails the test instead of hanging it.
+// while it answers request number at, and answer that request only once
+// the tick's line is written, so the line counts the requests answered
+// before it. A command that takes no tick, or prints no line, fails the
+// test instead of hanging it.
 func tickAtRequest(t *testing.T, h *harness, broker *fakeBroker, at int) {
 	ticks := make(chan time.Time)
 	h.app.progressTicks = ticks
+	stderr := &signalingWriter{w: h.stderr, wrote: make(chan struct{}, 1)}
+	h.app.stderr = stderr
 	broker.onRequest = func(count int) {
 		if count != at {
 			return
+		}
+		select { // forget writes made before the tick
+		case <-stderr.wrote:
+		default:
 		}
 		select {
 		case ticks <- time.Now():
 		case <-time.After(10 * time.Second):
 			t.Errorf("request %d: the command took no progress tick", at)
+			return
+		}
+		select {
+		case <-stderr.wrote:
+		case <-time.After(10 * time.Second):
+			t.Errorf("request %d: the progress tick printed no line", at)
 		}
 	}
+}
+
+// signalingWriter passes writes to w, one at a time, and signals wrote
+// after each.
+type signalingWriter struct {
+	mu    sync.Mutex
+	w     io.Writer
+	wrote chan struct{}
+}
+
+func (s *signalingWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, err := s.w.Write(b)
+	select {
+	case s.wrote <- struct{}{}:
+	default:
+	}
+	return n, err
 }
 
 // pub --count prints its progress at each tick while it runs.
