@@ -50,6 +50,12 @@ type HTTP struct {
 	// once, across requests (503 with Retry-After past it); within
 	// [bodyBytesInFlightMin, bodyBytesInFlightLimit].
 	MaxBodyBytesInFlight int64
+	// MaxReplyBytesInFlight caps the encoded consume and replay reply
+	// bytes the server holds at once while it writes them (503 with
+	// Retry-After past it, a consume's records handed back); within
+	// [replyBytesInFlightMin, replyBytesInFlightLimit]. A single reply
+	// larger than the cap is sent alone.
+	MaxReplyBytesInFlight int64
 }
 
 // Cluster configures node identity and the node-to-node transport.
@@ -194,7 +200,8 @@ func Default() Config {
 			ShutdownGrace:  10 * time.Second,
 			MaxConsumeWait: 10 * time.Second,
 			// MaxConnections 0: derived from the descriptor limit.
-			MaxBodyBytesInFlight: 256 << 20,
+			MaxBodyBytesInFlight:  256 << 20,
+			MaxReplyBytesInFlight: 256 << 20,
 		},
 		Cluster: Cluster{Addr: ":7943", HeartbeatIntervalMs: 5_000, DeadAfterMs: 30_000, MetaSnapshotEntries: 1_000},
 		Moves:   Moves{MaxInFlight: 8, FreezeTTLMs: 30_000, StallTimeoutMs: 60_000, ForcePromoteAfterMs: 120_000},

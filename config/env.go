@@ -65,6 +65,7 @@ var envVariables = []envVariable{
 	{name: "NARAD_TOPIC_MAX_TOPICS", apply: integer(func(c *Config) *int { return &c.Topic.MaxTopics })},
 	{name: "NARAD_TOPIC_MAX_PARTITIONS_PER_NODE", apply: integer(func(c *Config) *int { return &c.Topic.MaxPartitionsPerNode })},
 	{name: "NARAD_HTTP_MAX_BODY_BYTES_IN_FLIGHT", apply: integer(func(c *Config) *int64 { return &c.HTTP.MaxBodyBytesInFlight })},
+	{name: "NARAD_HTTP_MAX_REPLY_BYTES_IN_FLIGHT", apply: integer(func(c *Config) *int64 { return &c.HTTP.MaxReplyBytesInFlight })},
 }
 
 // EnvNames returns the names of every NARAD_* variable ApplyEnv reads.

@@ -34,6 +34,7 @@ func TestEnvNamesCoverTheContract(t *testing.T) {
 		"NARAD_MOVES_FREEZE_TTL_MS", "NARAD_MOVES_STALL_TIMEOUT_MS", "NARAD_MOVES_FORCE_PROMOTE_AFTER_MS",
 		"NARAD_STORAGE_OPEN_LOGS_MAX", "NARAD_HTTP_MAX_CONNECTIONS",
 		"NARAD_TOPIC_MAX_TOPICS", "NARAD_TOPIC_MAX_PARTITIONS_PER_NODE", "NARAD_HTTP_MAX_BODY_BYTES_IN_FLIGHT",
+		"NARAD_HTTP_MAX_REPLY_BYTES_IN_FLIGHT",
 	}
 	assert.Equal(t, want, EnvNames())
 }
@@ -61,7 +62,8 @@ func TestApplyEnvSetsEveryVariable(t *testing.T) {
 		"NARAD_MOVES_MAX_IN_FLIGHT":           "2", "NARAD_MOVES_FREEZE_TTL_MS": "3000",
 		"NARAD_MOVES_STALL_TIMEOUT_MS": "4000", "NARAD_MOVES_FORCE_PROMOTE_AFTER_MS": "5000",
 		"NARAD_STORAGE_OPEN_LOGS_MAX": "300", "NARAD_HTTP_MAX_CONNECTIONS": "500", "NARAD_HTTP_MAX_BODY_BYTES_IN_FLIGHT": "33554432",
-		"NARAD_TOPIC_MAX_TOPICS": "50", "NARAD_TOPIC_MAX_PARTITIONS_PER_NODE": "60",
+		"NARAD_HTTP_MAX_REPLY_BYTES_IN_FLIGHT": "50331648",
+		"NARAD_TOPIC_MAX_TOPICS":               "50", "NARAD_TOPIC_MAX_PARTITIONS_PER_NODE": "60",
 	}
 	require.Len(t, env, len(EnvNames()), "the test sets every variable")
 	cfg := Default()
@@ -69,7 +71,7 @@ func TestApplyEnvSetsEveryVariable(t *testing.T) {
 	assert.Equal(t, HTTP{Addr: "127.0.0.1:8000", PprofAddr: "127.0.0.1:6060", ReadTimeout: time.Second,
 		WriteTimeout: 2 * time.Second, IdleTimeout: 3 * time.Second, ShutdownGrace: 4 * time.Second,
 		MaxConsumeWait: 500 * time.Millisecond, TLSCertFile: "api.pem", TLSKeyFile: "api-key.pem",
-		MaxConnections: 500, MaxBodyBytesInFlight: 32 << 20}, cfg.HTTP)
+		MaxConnections: 500, MaxBodyBytesInFlight: 32 << 20, MaxReplyBytesInFlight: 48 << 20}, cfg.HTTP)
 	assert.Equal(t, Cluster{Addr: "127.0.0.1:8001", NodeID: "n1", InitialMembers: []string{"n1", "n2", "n3"},
 		Peers: []string{"n1@a:1", "n2@b:2", "n3@c:3"}, TLSCertFile: "c.pem", TLSKeyFile: "k.pem",
 		TLSCAFile: "ca.pem", HeartbeatIntervalMs: 250, DeadAfterMs: 1000, MetaSnapshotEntries: 40}, cfg.Cluster)

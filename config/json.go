@@ -116,6 +116,8 @@ type httpJSON struct {
 	MaxConnections int          `json:"max_connections"`
 	// MaxBodyBytesInFlight is the request body budget in bytes.
 	MaxBodyBytesInFlight int64 `json:"max_body_bytes_in_flight"`
+	// MaxReplyBytesInFlight is the consume and replay reply budget in bytes.
+	MaxReplyBytesInFlight int64 `json:"max_reply_bytes_in_flight"`
 }
 
 // MarshalJSON writes the durations as Go duration strings.
@@ -126,6 +128,7 @@ func (h HTTP) MarshalJSON() ([]byte, error) {
 		MaxConsumeWait: jsonDuration(h.MaxConsumeWait), PprofAddr: h.PprofAddr,
 		TLSCertFile: h.TLSCertFile, TLSKeyFile: h.TLSKeyFile,
 		MaxConnections: h.MaxConnections, MaxBodyBytesInFlight: h.MaxBodyBytesInFlight,
+		MaxReplyBytesInFlight: h.MaxReplyBytesInFlight,
 	})
 }
 
@@ -149,6 +152,7 @@ func (h *HTTP) UnmarshalJSON(data []byte) error {
 		MaxConsumeWait: time.Duration(wire.MaxConsumeWait), PprofAddr: wire.PprofAddr,
 		TLSCertFile: wire.TLSCertFile, TLSKeyFile: wire.TLSKeyFile,
 		MaxConnections: wire.MaxConnections, MaxBodyBytesInFlight: wire.MaxBodyBytesInFlight,
+		MaxReplyBytesInFlight: wire.MaxReplyBytesInFlight,
 	}
 	return nil
 }

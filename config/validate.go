@@ -36,6 +36,12 @@ const (
 	// (16 MiB), at most 64 GiB.
 	bodyBytesInFlightMin   = 16 << 20
 	bodyBytesInFlightLimit = 64 << 30
+	// replyBytesInFlightMin and replyBytesInFlightLimit bound
+	// http.max_reply_bytes_in_flight: at least two of the largest consume
+	// replies' payloads (8 MiB each; a larger reply is sent alone), at
+	// most 64 GiB.
+	replyBytesInFlightMin   = 16 << 20
+	replyBytesInFlightLimit = 64 << 30
 	// placementMax bounds topic.max_topics and topic.max_partitions_per_node.
 	placementMax = 1 << 24
 	// openLogsMaxLimit bounds storage.open_logs_max.
@@ -126,6 +132,9 @@ func (h HTTP) validate(found *problems) {
 	}
 	if h.MaxBodyBytesInFlight < bodyBytesInFlightMin || h.MaxBodyBytesInFlight > bodyBytesInFlightLimit {
 		found.add("http.max_body_bytes_in_flight", "must be in [%d, %d] (got %d)", bodyBytesInFlightMin, int64(bodyBytesInFlightLimit), h.MaxBodyBytesInFlight)
+	}
+	if h.MaxReplyBytesInFlight < replyBytesInFlightMin || h.MaxReplyBytesInFlight > replyBytesInFlightLimit {
+		found.add("http.max_reply_bytes_in_flight", "must be in [%d, %d] (got %d)", replyBytesInFlightMin, int64(replyBytesInFlightLimit), h.MaxReplyBytesInFlight)
 	}
 	if h.MaxConsumeWait > 0 && h.MaxConsumeWait < time.Millisecond {
 		// The node counts waits in whole milliseconds: less would be 0,

@@ -88,6 +88,8 @@ func TestValidateRules(t *testing.T) {
 		{"segment too large", func(c *Config) { c.Storage.SegmentBytes = 2 << 30 }, "storage.segment_bytes", "[4096,"},
 		{"connections negative", func(c *Config) { c.HTTP.MaxConnections = -1 }, "http.max_connections", "0 (derive"},
 		{"body budget small", func(c *Config) { c.HTTP.MaxBodyBytesInFlight = 1 << 20 }, "http.max_body_bytes_in_flight", "[16777216,"},
+		{"reply budget small", func(c *Config) { c.HTTP.MaxReplyBytesInFlight = 1 << 20 }, "http.max_reply_bytes_in_flight", "[16777216,"},
+		{"reply budget large", func(c *Config) { c.HTTP.MaxReplyBytesInFlight = 65 << 30 }, "http.max_reply_bytes_in_flight", "68719476736]"},
 		{"max topics zero", func(c *Config) { c.Topic.MaxTopics = 0 }, "topic.max_topics", "[1,"},
 		{"partitions per node huge", func(c *Config) { c.Topic.MaxPartitionsPerNode = 1<<24 + 1 }, "topic.max_partitions_per_node", "[1,"},
 		{"open logs negative", func(c *Config) { c.Storage.OpenLogsMax = -1 }, "storage.open_logs_max", "0 (derive"},

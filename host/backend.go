@@ -8,6 +8,7 @@ import (
 
 	"narad/httpserve"
 	"narad/msg"
+	"narad/node"
 )
 
 // backend is what httpapi calls: it passes requests to the loop and waits
@@ -104,6 +105,17 @@ func (b *backend) Ready() error {
 
 // TopicSchemas implements httpapi.Backend.
 func (b *backend) TopicSchemas(topic string) []msg.SchemaVersion { return b.loop.topicSchemas(topic) }
+
+// HandBack implements httpapi.Backend: the loop hands the reply's
+// records back as it does those of a consume whose client left. It waits
+// only for the loop to take the input; a loop that has stopped has
+// nothing left to hand them to.
+func (b *backend) HandBack(reply msg.Reply) {
+	_ = b.send(context.Background(), input{control: func(*node.Node) {
+		b.loop.unclaimed = append(b.loop.unclaimed, reply)
+		b.loop.handBack()
+	}})
+}
 
 // ShuttingDown implements httpapi.Backend.
 func (b *backend) ShuttingDown() bool { return b.shuttingDown.Load() }

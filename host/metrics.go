@@ -136,7 +136,7 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 		gatherWaits: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "loop_gather_waits_total",
 			Help: "Rounds that waited (up to the gather window) for more requests to share their sync round."}),
 		consumesUnclaimed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "consume_unclaimed_total",
-			Help: "Consume answers whose client had left before reading them; their records were handed back for redelivery, the delivery uncounted."}),
+			Help: "Consume answers whose client had left before reading them, or that the reply budget refused; their records were handed back for redelivery, the delivery uncounted."}),
 		bootSeconds: gauge("boot_duration_seconds", "Time from start to serving."),
 		topics:      gauge("topics_total", "Topics known to this node."),
 		partitions:  gauge("partitions_total", "Partitions of the known topics."),

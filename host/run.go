@@ -49,6 +49,7 @@ func OptionsFrom(cfg config.Config) (Options, error) {
 	opts.Security.Enabled, opts.Security.AdminPassword = cfg.Security.Enabled, cfg.Security.AdminPassword
 	opts.Security.TLSCertFile, opts.Security.TLSKeyFile = cfg.HTTP.TLSCertFile, cfg.HTTP.TLSKeyFile
 	opts.Codec.BodyBytesInFlightMax = cfg.HTTP.MaxBodyBytesInFlight
+	opts.Codec.ReplyBytesInFlightMax = cfg.HTTP.MaxReplyBytesInFlight
 	opts.HTTPConnectionsMax = cfg.HTTP.MaxConnections
 	opts.Node = nodeConfig(cfg)
 	limit, err := descriptorLimit()

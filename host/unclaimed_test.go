@@ -73,3 +73,15 @@ func TestAConsumeAnswerNobodyReadHandsItsRecordsBack(t *testing.T) {
 	h.loop.post(func(*node.Node) { h.loop.feed(input{id: in.id, cancel: true, reply: reply}) })
 	requireRedeliveredAtOnce(t, h)
 }
+
+// A consume reply the reply budget refused: the handler hands it back
+// through the backend, and its record is delivered again at once, as its
+// first delivery.
+func TestAConsumeReplyHandedBackIsDeliveredAgainAtOnce(t *testing.T) {
+	h := unclaimedFixture(t)
+	reply := h.backend.Do(t.Context(), msg.Consume{Topic: "queue", Partition: msg.PartitionNone})
+	require.NoError(t, reply.Err)
+	require.Len(t, reply.Result.(msg.ConsumeResult).Messages, 1)
+	h.backend.HandBack(reply)
+	requireRedeliveredAtOnce(t, h)
+}

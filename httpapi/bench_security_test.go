@@ -25,6 +25,7 @@ func (instantBackend) Do(_ context.Context, req msg.Request) msg.Reply {
 }
 func (instantBackend) Ready() error                                    { return nil }
 func (instantBackend) ShuttingDown() bool                              { return false }
+func (instantBackend) HandBack(msg.Reply)                              {}
 func (instantBackend) TopicSchemas(string) []msg.SchemaVersion         { return nil }
 func (instantBackend) ChangeUsers(context.Context, meta.Command) error { return nil }
 

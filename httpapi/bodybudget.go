@@ -17,45 +17,67 @@ var errBodyBudgetFull = errors.New("request body bytes in flight at their cap")
 // errBodyBudget answers a request refused by the body budget.
 var errBodyBudget = msg.Unavailable("the server holds its cap of request body bytes in flight; retry")
 
-// bodyBudget bounds the bytes of request bodies the server holds at once,
-// across requests: a body takes from the budget the buffer it reads into,
-// which grows with the bytes that arrive (never from an announced
-// Content-Length alone), and gives it back when its request is answered.
-// Safe for concurrent use.
-type bodyBudget struct {
-	// bytesMax is the cap; fixed at newBodyBudget, > 0.
+// byteBudget bounds bytes the server holds at once across requests: the
+// bodies of requests (newBodyBudget) or the encoded replies being written
+// (newReplyBudget). Safe for concurrent use.
+type byteBudget struct {
+	// bytesMax is the cap; fixed at creation, > 0.
 	bytesMax int64
-	// mu guards held. Invariant: 0 <= held <= bytesMax.
+	// admitAlone lets take admit any size when nothing is held, so that a
+	// single item larger than the cap is served alone rather than never.
+	// Fixed at creation.
+	admitAlone bool
+	// mu guards held. Invariant: 0 <= held, and held <= bytesMax unless
+	// admitAlone admitted one item above it.
 	mu   sync.Mutex
 	held int64
-	// inFlight mirrors held; refused counts the reads refused.
+	// inFlight mirrors held; refused counts the requests refused.
 	inFlight prometheus.Gauge
 	refused  prometheus.Counter
 }
 
-// newBodyBudget creates a budget of bytesMax and registers its metrics.
-func newBodyBudget(bytesMax int64, reg prometheus.Registerer) *bodyBudget {
-	assert(bytesMax > 0, "request body budget of %d bytes", bytesMax)
-	budget := &bodyBudget{
-		bytesMax: bytesMax,
+// budgetMetrics names the series of a byteBudget: its bytes held, its
+// refusals and its cap.
+type budgetMetrics struct {
+	inFlight, inFlightHelp, refused, refusedHelp, bytesMax, bytesMaxHelp string
+}
+
+// newByteBudget creates a budget of bytesMax and registers its metrics.
+func newByteBudget(bytesMax int64, admitAlone bool, names budgetMetrics, reg prometheus.Registerer) *byteBudget {
+	assert(bytesMax > 0, "budget %s of %d bytes", names.bytesMax, bytesMax)
+	budget := &byteBudget{
+		bytesMax: bytesMax, admitAlone: admitAlone,
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "narad", Subsystem: "http",
-			Name: "request_body_bytes_in_flight", Help: "Request body bytes held (buffers sized by the bytes that arrived) by requests not yet answered."}),
+			Name: names.inFlight, Help: names.inFlightHelp}),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Subsystem: "http",
-			Name: "request_body_budget_refused_total", Help: "Requests refused (503) because request bodies in flight held their cap."}),
+			Name: names.refused, Help: names.refusedHelp}),
 	}
 	budgetMax := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "narad", Subsystem: "http",
-		Name: "request_body_bytes_in_flight_max", Help: "Cap of the request body bytes held at once."})
+		Name: names.bytesMax, Help: names.bytesMaxHelp})
 	budgetMax.Set(float64(bytesMax))
 	reg.MustRegister(budget.inFlight, budget.refused, budgetMax)
 	return budget
 }
 
+// newBodyBudget is the budget of request body bytes: a body takes from it
+// the buffer it reads into, which grows with the bytes that arrive (never
+// from an announced Content-Length alone), and gives it back when its
+// request is answered. The configuration keeps the cap at or above one
+// largest body.
+func newBodyBudget(bytesMax int64, reg prometheus.Registerer) *byteBudget {
+	return newByteBudget(bytesMax, false, budgetMetrics{
+		inFlight: "request_body_bytes_in_flight", inFlightHelp: "Request body bytes held (buffers sized by the bytes that arrived) by requests not yet answered.",
+		refused: "request_body_budget_refused_total", refusedHelp: "Requests refused (503) because request bodies in flight held their cap.",
+		bytesMax: "request_body_bytes_in_flight_max", bytesMaxHelp: "Cap of the request body bytes held at once.",
+	}, reg)
+}
+
 // take adds bytes to the held total, or reports false if that would pass
 // the cap.
-func (b *bodyBudget) take(bytes int64) bool {
+func (b *byteBudget) take(bytes int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.held+bytes > b.bytesMax {
+	if b.held+bytes > b.bytesMax && !(b.admitAlone && b.held == 0) {
 		return false
 	}
 	b.held += bytes
@@ -64,16 +86,16 @@ func (b *bodyBudget) take(bytes int64) bool {
 }
 
 // give returns bytes taken earlier.
-func (b *bodyBudget) give(bytes int64) {
+func (b *byteBudget) give(bytes int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.held -= bytes
-	assert(b.held >= 0, "request body budget gave back more than it took")
+	assert(b.held >= 0, "budget gave back more than it took")
 	b.inFlight.Set(float64(b.held))
 }
 
 // Held is the bytes held now (for tests).
-func (b *bodyBudget) Held() int64 {
+func (b *byteBudget) Held() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.held
@@ -85,7 +107,7 @@ func (b *bodyBudget) Held() int64 {
 // goroutine.
 type budgetedBody struct {
 	reader io.ReadCloser
-	budget *bodyBudget
+	budget *byteBudget
 	// read counts the bytes returned; held is what this body took from
 	// the budget. Invariant: read <= held.
 	read, held int64

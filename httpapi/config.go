@@ -21,6 +21,11 @@ const (
 	defaultBodyBytesInFlightMax = 256 << 20
 	// bodyBytesInFlightLimit bounds BodyBytesInFlightMax.
 	bodyBytesInFlightLimit = 64 << 30
+	// defaultReplyBytesInFlightMax holds thirty-two of the largest
+	// consume replies' payloads.
+	defaultReplyBytesInFlightMax = 256 << 20
+	// replyBytesInFlightLimit bounds ReplyBytesInFlightMax.
+	replyBytesInFlightLimit = 64 << 30
 )
 
 // CodecConfig bounds what Decode accepts. Start from DefaultCodecConfig.
@@ -41,16 +46,24 @@ type CodecConfig struct {
 	// [BatchBodyBytesMax, bodyBytesInFlightLimit], so one largest batch
 	// always fits.
 	BodyBytesInFlightMax int64
+	// ReplyBytesInFlightMax caps the encoded consume and replay reply
+	// bytes the server holds at once while it writes them (charged when
+	// encoded, released once written); past it a consume or replay
+	// answers 503 with Retry-After, and a consume hands its records back.
+	// A reply larger than the cap is sent when no other is held. Within
+	// [1, replyBytesInFlightLimit].
+	ReplyBytesInFlightMax int64
 }
 
 // DefaultCodecConfig returns the defaults of docs/api.md#conventions.
 func DefaultCodecConfig() CodecConfig {
 	return CodecConfig{
-		ConsumeWaitMaxMs:     defaultConsumeWaitMaxMs,
-		JSONBodyBytesMax:     defaultJSONBodyBytesMax,
-		MessageBodyBytesMax:  defaultMessageBodyBytesMax,
-		BatchBodyBytesMax:    defaultBatchBodyBytesMax,
-		BodyBytesInFlightMax: defaultBodyBytesInFlightMax,
+		ConsumeWaitMaxMs:      defaultConsumeWaitMaxMs,
+		JSONBodyBytesMax:      defaultJSONBodyBytesMax,
+		MessageBodyBytesMax:   defaultMessageBodyBytesMax,
+		BatchBodyBytesMax:     defaultBatchBodyBytesMax,
+		BodyBytesInFlightMax:  defaultBodyBytesInFlightMax,
+		ReplyBytesInFlightMax: defaultReplyBytesInFlightMax,
 	}
 }
 
@@ -71,5 +84,7 @@ func (c CodecConfig) Validate() error {
 		"batch body bytes max %d below the batch payload max %d", c.BatchBodyBytesMax, msg.ProduceBatchBytesMax)
 	check(c.BodyBytesInFlightMax >= c.BatchBodyBytesMax && c.BodyBytesInFlightMax <= bodyBytesInFlightLimit,
 		"body bytes in flight max %d not in [batch body bytes max %d, %d]", c.BodyBytesInFlightMax, c.BatchBodyBytesMax, int64(bodyBytesInFlightLimit))
+	check(c.ReplyBytesInFlightMax > 0 && c.ReplyBytesInFlightMax <= replyBytesInFlightLimit,
+		"reply bytes in flight max %d not in [1, %d]", c.ReplyBytesInFlightMax, int64(replyBytesInFlightLimit))
 	return errors.Join(problems...)
 }

@@ -57,6 +57,11 @@
 //     them): an announced Content-Length reserves nothing. The bytes read
 //     count against CodecConfig.BodyBytesInFlightMax until the answer; a
 //     read past it answers 503.
+//   - An encoded consume or replay reply counts against
+//     CodecConfig.ReplyBytesInFlightMax from its encoding until it is
+//     written; past it the request answers 503 and a consume's records go
+//     back to the node (Backend.HandBack). A reply larger than the cap is
+//     sent when no other is held.
 //   - Strict input: a JSON body with a key given twice in one object, or a
 //     query parameter given twice, is 400 on every route; an error body
 //     names no file on disk and no socket address.

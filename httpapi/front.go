@@ -14,7 +14,7 @@ import (
 // allocation. Its fields are set by NewHandler and never change.
 type front struct {
 	metrics *HTTPMetrics
-	budget  *bodyBudget
+	budget  *byteBudget
 	logger  *slog.Logger
 	routes  *apiHandler
 }

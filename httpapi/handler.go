@@ -29,6 +29,10 @@ type Backend interface {
 	// nil for a topic without a schema or unknown to the node. The slice
 	// and its documents must not be changed.
 	TopicSchemas(topic string) []msg.SchemaVersion
+	// HandBack returns to the node the records of a consume reply that
+	// will not be sent (the reply budget refused it): they are delivered
+	// again at once, their delivery uncounted.
+	HandBack(reply msg.Reply)
 }
 
 // NewHandler is the HTTP server of one node. Middleware, outer to inner:
@@ -46,6 +50,7 @@ func NewHandler(b Backend, codec *Codec, reg *prometheus.Registry, logger *slog.
 		metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}),
 		schemas: newSchemaRegistry(newSchemaMetrics(reg)),
 		logger:  logger,
+		replies: newReplyBudget(codec.config.ReplyBytesInFlightMax, reg),
 	}
 	for _, option := range options {
 		option(routes)
@@ -78,6 +83,8 @@ type apiHandler struct {
 	logger  *slog.Logger
 	// security is nil without WithSecurity: no user routes, no checks.
 	security *Security
+	// replies is the budget of consume and replay replies being written.
+	replies *byteBudget
 }
 
 // serve answers r, which front routed (matched.route is "" when no
@@ -103,7 +110,11 @@ func (h *apiHandler) serve(w http.ResponseWriter, r *http.Request, matched *capt
 	case userRoutes[decoded.Route]:
 		h.serveUsers(r, decoded.Route, caller).Write(w)
 	default:
-		h.serveNode(r, decoded, caller).Write(w)
+		response := h.serveNode(r, decoded, caller)
+		response.Write(w)
+		if response.held > 0 {
+			h.replies.give(response.held)
+		}
 	}
 }
 
@@ -126,7 +137,7 @@ func (h *apiHandler) serveNode(r *http.Request, decoded Decoded, caller auth.Ide
 	}
 	reply := h.backend.Do(r.Context(), request)
 	h.auditDecommission(request, reply, caller)
-	return Encode(request, reply)
+	return h.budgetReply(request, reply, Encode(request, reply))
 }
 
 // statusBody is the body of /healthz and /readyz.

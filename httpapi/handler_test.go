@@ -35,6 +35,8 @@ type tableBackend struct {
 	// a produce instead of the table (it runs with mu held).
 	schemas   map[string][]msg.SchemaVersion
 	onProduce func(msg.Produce) msg.Reply
+	// handedBack lists the replies HandBack was given.
+	handedBack []msg.Reply
 }
 
 func (b *tableBackend) Do(ctx context.Context, req msg.Request) msg.Reply {
@@ -81,6 +83,12 @@ func (b *tableBackend) TopicSchemas(topic string) []msg.SchemaVersion {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.schemas[topic]
+}
+
+func (b *tableBackend) HandBack(reply msg.Reply) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.handedBack = append(b.handedBack, reply)
 }
 
 func (b *tableBackend) ShuttingDown() bool {

@@ -21,6 +21,9 @@ type Response struct {
 	Header http.Header
 	// Body is sent as is; empty for 204.
 	Body []byte
+	// held is what the response took from the reply budget
+	// (budgetReply), given back once it is written; 0 for the rest.
+	held int64
 }
 
 // Write sends the response.
