@@ -1,0 +1,78 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/bcrypt"
+
+	"narad/auth"
+	"narad/meta"
+	"narad/msg"
+)
+
+// createdMeanwhileBackend does not know any topic when asked (GetTopic),
+// but serves every other request as if another user had created the
+// topic just after: what a node does when the create applies between the
+// owner check and the request.
+type createdMeanwhileBackend struct {
+	instantBackend
+	mu     sync.Mutex
+	served []msg.Request
+}
+
+func (b *createdMeanwhileBackend) Do(_ context.Context, req msg.Request) msg.Reply {
+	if get, ok := req.(msg.GetTopic); ok {
+		return msg.Reply{Err: msg.NotFound("topic %q not found", get.Name)}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.served = append(b.served, req)
+	return msg.Reply{Result: msg.TopicInfo{Name: "alice.t"}}
+}
+
+// A user who owns nothing cannot delete, alter, attach to, or make a child
+// of a topic the node does not know yet: the owner check answers 404
+// itself, so a topic another user creates meanwhile is never changed by
+// the request.
+func TestOwnerCheckOfAnUnknownTopicAnswers404(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	authenticator, err := auth.New(auth.DefaultConfig(), reg)
+	require.NoError(t, err)
+	hash, err := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
+	require.NoError(t, err)
+	authenticator.Publish(auth.NewUsers(1, []meta.User{{Username: "bob", PasswordHash: hash,
+		Grants: []meta.Grant{{Action: auth.ActionCreate, Patterns: []string{"bob.*"}}}}}))
+	backend := &createdMeanwhileBackend{}
+	handler := NewHandler(backend, newTestCodec(), reg, slog.New(slog.DiscardHandler),
+		WithSecurity(Security{Enabled: true, Auth: authenticator, Users: instantBackend{}}))
+	answers := map[string]string{}
+	for _, tc := range []struct{ method, path, body string }{
+		{http.MethodDelete, "/v1/topics/alice.t", ""},
+		{http.MethodPatch, "/v1/topics/alice.t", `{"retention_ms":1000}`},
+		{http.MethodPost, "/v1/topics", `{"name":"bob.spy","parent":"alice.t"}`},
+		{http.MethodPost, "/v1/topics/alice.t/children", `{"child":"bob.c"}`},
+		{http.MethodDelete, "/v1/topics/alice.t/children/bob.c", ""},
+	} {
+		request := httptest.NewRequest(tc.method, tc.path, strings.NewReader(tc.body))
+		if tc.body != "" {
+			request.Header.Set("Content-Type", "application/json")
+		}
+		request.SetBasicAuth("bob", "pw")
+		recorder := httptest.NewRecorder()
+		handler.ServeHTTP(recorder, request)
+		answers[tc.method+" "+tc.path+" "+tc.body] = strconv.Itoa(recorder.Code) + " " + recorder.Body.String()
+	}
+	require.Empty(t, backend.served, "no request reached the node past the owner check")
+	for request, answer := range answers {
+		require.True(t, strings.HasPrefix(answer, "404 ") && strings.Contains(answer, "not found"), "%s: %s", request, answer)
+	}
+}
