@@ -1,10 +1,12 @@
 package httpserve
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
 	"strconv"
+	"strings"
 )
 
 // bodyMode is how the current request's body is delimited.
@@ -235,6 +237,9 @@ func (b *body) readLine() ([]byte, error) {
 }
 
 // readTrailer reads and discards the trailer fields up to the blank line.
+// Each line must be a field line: anything else (such as the next
+// pipelined request, after a last chunk without its final CR LF) fails
+// the body rather than being swallowed as trailer.
 func (b *body) readTrailer() error {
 	for total := 0; ; {
 		line, err := b.readLine()
@@ -247,16 +252,26 @@ func (b *body) readTrailer() error {
 		if total += len(line); total > trailerBytesMax {
 			return b.badChunk()
 		}
+		name, value, found := strings.Cut(string(line), ":")
+		if !found || !isToken(name) || !isFieldValue(strings.Trim(value, " \t")) {
+			return b.badChunk()
+		}
 	}
 }
 
-// parseChunkSize reads the hexadecimal size before any extension.
+// parseChunkSize reads the hexadecimal size before any extension: a
+// chunk-size line is the size, optional blanks, then nothing or ";" and
+// an extension (RFC 9112 7.1). Anything else after the size fails it, as
+// a front proxy may read such a line otherwise.
 func parseChunkSize(line []byte) (int64, bool) {
 	end := 0
 	for end < len(line) && line[end] != ';' && line[end] != ' ' && line[end] != '\t' {
 		end++
 	}
 	if end == 0 || end > 15 {
+		return 0, false
+	}
+	if rest := bytes.TrimLeft(line[end:], " \t"); len(rest) > 0 && rest[0] != ';' {
 		return 0, false
 	}
 	size, err := strconv.ParseUint(string(line[:end]), 16, 64)

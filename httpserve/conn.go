@@ -280,22 +280,24 @@ func (c *conn) serveOne() bool {
 }
 
 // afterHandler settles the body the handler left, deciding whether the
-// connection survives this request.
+// connection survives this request. The body is drained only to keep the
+// connection: one that closes after this answer answers at once and
+// discards the body after its FIN (linger), so a client that waits for an
+// early answer (a 401, a 413) before sending its body is not kept waiting
+// for the read timeout.
 func (c *conn) afterHandler() {
-	if c.watcher.peerGone {
+	if c.watcher.peerGone || hasToken(c.writer.header.Get("Connection"), "close") || c.server.closing.Load() {
 		c.closeAfter = true
 	}
-	if hasToken(c.writer.header.Get("Connection"), "close") {
-		c.closeAfter = true
+	if c.body.mode == bodyDone {
+		return
 	}
-	if c.body.mode != bodyDone {
-		if c.body.expectContinue && !c.body.continueSent {
-			c.closeAfter, c.linger = true, true // the client may or may not send the body now
-		} else if !c.body.drain() {
-			c.closeAfter, c.linger = true, true
-		}
-	}
-	if c.server.closing.Load() {
-		c.closeAfter = true
+	switch {
+	case c.closeAfter:
+		c.linger = true
+	case c.body.expectContinue && !c.body.continueSent:
+		c.closeAfter, c.linger = true, true // the client may or may not send the body now
+	case !c.body.drain():
+		c.closeAfter, c.linger = true, true
 	}
 }
