@@ -131,7 +131,11 @@
 //     process crash. Recovery exposes the whole run: the HWM becomes the
 //     end of the valid log only after those segments and the directory
 //     are fsynced and the new HWM is written, before anything is served,
-//     so what becomes visible is durable and stays visible. At-least-once
+//     so what becomes visible is durable and stays visible. The run's
+//     bytes are written again before that fsync: they may be a round
+//     whose fsync failed before the restart, and Linux marks the pages of
+//     a failed write-back clean, so a bare fsync would succeed without
+//     writing them (rewritten, they are dirty again). At-least-once
 //     delivery allows the unacknowledged ones; the producer may have
 //     retried them, giving duplicates, never gaps.
 //   - If the persisted HWM is above the recovered end (the last segment

@@ -569,9 +569,15 @@ func (r *recoverer) settleHWM(next uint64) (*hwmFile, error) {
 	return openHWMFile(r.fs, r.dir, state)
 }
 
-// syncUnacknowledged fsyncs every segment holding offsets at or above the
-// persisted HWM, and the directory, before a higher HWM is written.
+// syncUnacknowledged makes durable every frame at or above the persisted
+// HWM, then the directory, before a higher HWM is written. It writes
+// those bytes again before the fsync: found in the page cache after a
+// process restart, they may belong to a round whose fsync failed, and
+// Linux marks the pages of a failed write-back clean, so a bare fsync
+// would report success and write nothing. Written again, they are dirty,
+// and the fsync writes them or fails.
 func (r *recoverer) syncUnacknowledged() error {
+	var buffer []byte
 	for i, s := range r.segments {
 		spanEnd := s.indexedEnd()
 		if i+1 < len(r.segments) {
@@ -580,11 +586,38 @@ func (r *recoverer) syncUnacknowledged() error {
 		if spanEnd <= r.persistedHWM || s.sizeBytes == 0 {
 			continue
 		}
+		var err error
+		if buffer, err = rewriteRange(s.file, s.durableBytesBelow(r.persistedHWM), s.sizeBytes, buffer); err != nil {
+			return err
+		}
 		if err := s.file.Sync(); err != nil {
 			return err
 		}
 	}
 	return r.fs.SyncDir(r.dir)
+}
+
+// rewriteChunkBytes is how much of a file rewriteRange holds at once.
+const rewriteChunkBytes = 1 << 20
+
+// rewriteRange reads the bytes of file in [from, to) and writes them back
+// in place, rewriteChunkBytes at a time, reusing buffer (returned, grown).
+func rewriteRange(file File, from, to int64, buffer []byte) ([]byte, error) {
+	for position := from; position < to; {
+		n := min(to-position, rewriteChunkBytes)
+		if int64(cap(buffer)) < n {
+			buffer = make([]byte, n)
+		}
+		chunk := buffer[:n]
+		if err := readFull(file, chunk, position); err != nil {
+			return buffer, err
+		}
+		if _, err := file.WriteAt(chunk, position); err != nil {
+			return buffer, err
+		}
+		position += n
+	}
+	return buffer, nil
 }
 
 // settleCommitted loads the committed consumer offset, clamped into
