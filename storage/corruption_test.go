@@ -356,7 +356,8 @@ func TestResyncScanSkipsAStrayFrameBeforeADamagedOne(t *testing.T) {
 // corroborates it. When the genuine 11 follows, the byte scan finds it,
 // corroborated and claiming no more, and it is taken instead; when frame
 // 10 is the last, the scan finds nothing, and 11, at the persisted HWM, is
-// no offset that must exist, so the damaged frame ends the log.
+// no offset that must exist: the damaged frame is reported corrupt and
+// kept, and the HWM stays at the persisted one.
 func TestResyncRefusesADamagedLengthPointingIntoThePayload(t *testing.T) {
 	for _, count := range []uint64{20, 11} {
 		t.Run(fmt.Sprintf("%d records", count), func(t *testing.T) {
@@ -371,9 +372,9 @@ func TestResyncRefusesADamagedLengthPointingIntoThePayload(t *testing.T) {
 			if count > 11 {
 				requireOnlyCorrupt(t, log, recovery, built, 10)
 			} else {
-				require.Zero(t, recovery.CorruptCount)
-				require.Equal(t, uint64(1), recovery.LostAcknowledged)
-				require.Equal(t, uint64(10), recovery.HWM)
+				require.Equal(t, []uint64{10}, recovery.CorruptOffsets)
+				require.Zero(t, recovery.LostAcknowledged)
+				require.Equal(t, uint64(11), recovery.HWM)
 			}
 			require.NoError(t, log.Close())
 		})
@@ -409,7 +410,7 @@ func TestResyncKeepsAnIntactFrameBetweenTwoDamagedOnes(t *testing.T) {
 
 // The same at the end of the log: 12 is its damaged last frame, so the
 // byte scan finds nothing, and 11, an acknowledged offset below the
-// persisted HWM, is kept; 12 is lost and reported as such.
+// persisted HWM, is kept; 12 is reported corrupt, and the HWM stays.
 func TestResyncKeepsAnIntactFrameBeforeADamagedLastOne(t *testing.T) {
 	fs := newLogMemFS(1)
 	cfg := smallLogConfig()
@@ -417,9 +418,9 @@ func TestResyncKeepsAnIntactFrameBeforeADamagedLastOne(t *testing.T) {
 	require.NoError(t, fs.FlipDurableByte(built.name, built.positions[10]+17))
 	require.NoError(t, fs.FlipDurableByte(built.name, built.positions[12]+17))
 	log, recovery := openTestLog(t, fs, "p", cfg)
-	require.Equal(t, []uint64{10}, recovery.CorruptOffsets)
-	require.Equal(t, uint64(1), recovery.LostAcknowledged)
-	require.Equal(t, uint64(12), recovery.HWM)
+	require.Equal(t, []uint64{10, 12}, recovery.CorruptOffsets)
+	require.Zero(t, recovery.LostAcknowledged)
+	require.Equal(t, uint64(13), recovery.HWM)
 	requireTestRecords(t, log, 11, 12)
 	require.NoError(t, log.Close())
 }
@@ -458,8 +459,9 @@ func TestResyncScanTakesTheLastFrameOfASegment(t *testing.T) {
 // The last frame of the log is damaged in its length field and its
 // payload ends with a frame claiming the next offset, which was never
 // written: the byte scan reaches the end of the log on it, but an offset
-// at the persisted HWM is not one that must exist, so it is refused and
-// the damaged frame is the end of the log, as without the stray frame.
+// at the persisted HWM is not one that must exist, so it is refused; the
+// damaged frame is reported corrupt, as without the stray frame, and the
+// next append takes offset 11, never 10 again.
 func TestResyncRefusesAFrameEndingTheLastPayload(t *testing.T) {
 	fs := newLogMemFS(1)
 	cfg := smallLogConfig()
@@ -467,9 +469,12 @@ func TestResyncRefusesAFrameEndingTheLastPayload(t *testing.T) {
 	require.NoError(t, fs.FlipDurableByte(built.name, built.positions[10]+5))
 	log, recovery := openTestLog(t, fs, "p", cfg)
 	require.Equal(t, uint64(11), recovery.PersistedHWM)
-	require.Zero(t, recovery.CorruptCount)
-	require.Equal(t, uint64(1), recovery.LostAcknowledged)
-	require.Equal(t, uint64(10), recovery.HWM)
+	require.Equal(t, []uint64{10}, recovery.CorruptOffsets)
+	require.Zero(t, recovery.LostAcknowledged)
+	require.Equal(t, uint64(11), recovery.HWM)
 	requireTestRecords(t, log, 0, 10)
+	offset, err := log.Append(testRecord(11))
+	require.NoError(t, err)
+	require.Equal(t, uint64(11), offset)
 	require.NoError(t, log.Close())
 }

@@ -138,9 +138,14 @@
 //     writing them (rewritten, they are dirty again). At-least-once
 //     delivery allows the unacknowledged ones; the producer may have
 //     retried them, giving duplicates, never gaps.
-//   - If the persisted HWM is above the recovered end (the last segment
-//     is short, or ends in damage with no valid frame after it, which is
-//     then truncated), the difference is reported as
+//   - Damage in the last segment below the persisted HWM with no frame
+//     taken after it is corruption too, never a torn tail: the offsets up
+//     to the persisted HWM are reported corrupt and skipped, the bytes
+//     stay (appends go after the last byte that is not zero, where a later
+//     recovery finds them), and no offset is used twice.
+//   - If the persisted HWM is above the recovered end because the last
+//     segment is short (its bytes are gone, or too few to hold the
+//     missing offsets), the difference is reported as
 //     Recovery.LostAcknowledged and the HWM is lowered to the recovered
 //     end (and persisted). Appends then reuse those offsets.
 //
@@ -198,10 +203,11 @@
 // frame). Nothing corroborates that frame (it ends the content but does
 // not claim an offset below the persisted HWM), and from the layout alone
 // it looks the same as a frame inside the damaged payload that the damaged
-// length points at, so it is truncated with the damaged one: two
-// acknowledged records lost where one was damaged, and LostAcknowledged
-// counts only the one below the persisted HWM. With two or more frames
-// past the persisted HWM the next one corroborates it.
+// length points at, so it is left unindexed after the damaged one: two
+// acknowledged records lost where one was damaged, the damaged one
+// reported corrupt, the other unreported, and its offset taken by the next
+// append. With two or more frames past the persisted HWM the next one
+// corroborates it.
 //
 // The committed consumer offset is then clamped into [Oldest, HWM]; a
 // damaged consumer.offset resets it to Oldest (redelivery, never loss).

@@ -449,11 +449,19 @@ func (r *recoverer) zeroFrom(position int64) (bool, error) {
 //     up to the next base, at or above the persisted HWM is a torn tail:
 //     it is truncated and later segments are removed.
 //   - Below the persisted HWM such a gap is corruption in the middle: the
-//     missing offsets are reported and skipped.
+//     missing offsets are reported and skipped. In the last segment too
+//     (keepDamagedEnd): damage there with no frame found after it is never
+//     cut as a torn tail, which would take intact frames after it and let
+//     appends reuse acknowledged offsets.
 func (r *recoverer) settleSegment(s *segment, stop int64, nextBase uint64, hasNext bool) (bool, error) {
 	end := s.indexedEnd()
 	gap := hasNext && end < nextBase
 	assert(!hasNext || end <= nextBase, "segment %d indexes up to %d, past the next base %d", s.base, end, nextBase)
+	if !hasNext && end < r.persistedHWM && stop < s.sizeBytes {
+		if kept, err := r.keepDamagedEnd(s, stop); kept || err != nil {
+			return false, err
+		}
+	}
 	if !hasNext || (end >= r.persistedHWM && (gap || stop < s.sizeBytes)) {
 		return hasNext, r.truncateSegment(s, stop)
 	}
@@ -462,6 +470,58 @@ func (r *recoverer) settleSegment(s *segment, stop int64, nextBase uint64, hasNe
 		s.corruptCount += nextBase - end
 	}
 	return false, nil
+}
+
+// keepDamagedEnd settles a last segment whose scan stopped, at stop, at
+// damage below the persisted HWM with no frame it could take after it: the
+// offsets up to the persisted HWM are reported corrupt and skipped (Read
+// returns ErrCorrupt for them, as for a gap in a sealed segment), and the
+// bytes stay. Appends go after the last byte that is not zero, so a later
+// recovery finds them past the damage and the skipped offsets are never
+// reused. It keeps nothing (false) when the skipped offsets could not fit
+// in the damaged bytes: the hwm file is then not to be believed, and the
+// segment is truncated at stop as a torn tail.
+func (r *recoverer) keepDamagedEnd(s *segment, stop int64) (bool, error) {
+	contentEnd, err := r.contentEnd(s, stop)
+	if err != nil {
+		return false, err
+	}
+	skipped := r.persistedHWM - s.indexedEnd()
+	if skipped > uint64(contentEnd-stop)/frameBytesMin+1 {
+		return false, nil
+	}
+	r.reportCorrupt(s.indexedEnd(), r.persistedHWM)
+	s.indexCorrupt(skipped)
+	s.sizeBytes, s.writtenBytes, s.syncedBytes = contentEnd, contentEnd, contentEnd
+	return true, nil
+}
+
+// contentEnd is the position after the last byte of s's file from stop on
+// that is not zero (what follows is the zero tail appends write over).
+func (r *recoverer) contentEnd(s *segment, stop int64) (int64, error) {
+	end := stop
+	for position := stop; position < r.reader.fileBytes; {
+		b, err := r.reader.bytesAt(position, int(min(int64(r.reader.windowBytes), r.reader.fileBytes-position)))
+		if err != nil {
+			return 0, err
+		}
+		if last := lastNonZero(b); last >= 0 {
+			end = position + int64(last) + 1
+		}
+		position += int64(len(b))
+	}
+	assert(end <= s.sizeBytes, "segment %d content ends at %d past its size %d", s.base, end, s.sizeBytes)
+	return end, nil
+}
+
+// lastNonZero is the index of the last byte of b that is not zero, or -1.
+func lastNonZero(b []byte) int {
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] != 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 // truncateSegment cuts s at stop, durably.
