@@ -65,22 +65,26 @@ type Authenticator struct {
 	flights map[flightKey]*flight
 }
 
-// flightKey names a comparison: the credential and the users version.
+// flightKey names a comparison: the credential and the password hash it
+// is compared with.
 type flightKey struct {
-	version uint64
-	mac     credentialMAC
+	hash string
+	mac  credentialMAC
 }
 
-// verifiedEntry is a credential that passed bcrypt at a users version.
+// verifiedEntry is a credential that passed bcrypt against the user's
+// password hash hash. It holds while the user keeps that hash: a change
+// of another user, or of this user's grants, leaves it valid (grants are
+// read from the current view at each request).
 type verifiedEntry struct {
-	version uint64
-	mac     credentialMAC
+	hash string
+	mac  credentialMAC
 }
 
-// rejectedEntry is a credential that failed bcrypt at a users version,
-// remembered until expires.
+// rejectedEntry is a credential that failed bcrypt against the user's
+// password hash hash, remembered until expires.
 type rejectedEntry struct {
-	version uint64
+	hash    string
 	mac     credentialMAC
 	expires time.Time
 }
@@ -152,7 +156,7 @@ func (a *Authenticator) Verify(ctx context.Context, username, password string) (
 	}
 	identity := Identity{Username: user.Username, Root: user.Root, Grants: user.Grants}
 	mac := a.mac(username, password)
-	ok, err := a.check(ctx, users.version, username, user.PasswordHash, password, mac)
+	ok, err := a.check(ctx, username, user.PasswordHash, password, mac)
 	if err != nil {
 		return Identity{}, err
 	}
@@ -163,20 +167,20 @@ func (a *Authenticator) Verify(ctx context.Context, username, password string) (
 }
 
 // check answers from the caches, or runs (or joins) a bcrypt comparison.
-func (a *Authenticator) check(ctx context.Context, version uint64, username string, hash []byte, password string, mac credentialMAC) (bool, error) {
+func (a *Authenticator) check(ctx context.Context, username string, hash []byte, password string, mac credentialMAC) (bool, error) {
 	now := a.cfg.Now()
 	a.mu.Lock()
-	if entry, ok := a.verified[username]; ok && entry.version == version && hmac.Equal(entry.mac[:], mac[:]) {
+	if entry, ok := a.verified[username]; ok && entry.hash == string(hash) && hmac.Equal(entry.mac[:], mac[:]) {
 		a.mu.Unlock()
 		a.metrics.attempts.WithLabelValues("cached").Inc()
 		return true, nil
 	}
-	if a.rejectedLocked(username, version, mac, now) {
+	if a.rejectedLocked(username, hash, mac, now) {
 		a.mu.Unlock()
 		a.metrics.attempts.WithLabelValues("rejected_cached").Inc()
 		return false, nil
 	}
-	key := flightKey{version: version, mac: mac}
+	key := flightKey{hash: string(hash), mac: mac}
 	f, joined := a.flights[key]
 	if !joined {
 		if !a.takeLocked(username, now) {
@@ -191,7 +195,7 @@ func (a *Authenticator) check(ctx context.Context, version uint64, username stri
 	if joined {
 		return a.await(ctx, f)
 	}
-	a.fly(ctx, f, version, username, hash, password, mac)
+	a.fly(ctx, f, username, hash, password, mac)
 	return f.ok, f.err
 }
 
@@ -207,25 +211,25 @@ func (a *Authenticator) await(ctx context.Context, f *flight) (bool, error) {
 }
 
 // fly runs the comparison of flight f and records its outcome.
-func (a *Authenticator) fly(ctx context.Context, f *flight, version uint64, username string, hash []byte, password string, mac credentialMAC) {
+func (a *Authenticator) fly(ctx context.Context, f *flight, username string, hash []byte, password string, mac credentialMAC) {
 	err := a.withTurn(ctx, "verify", func() error {
 		return bcrypt.CompareHashAndPassword(hash, []byte(password))
 	})
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	delete(a.flights, flightKey{version: version, mac: mac})
+	delete(a.flights, flightKey{hash: string(hash), mac: mac})
 	switch {
 	case err == nil:
 		f.ok = true
 		a.refundLocked(username)
-		a.rememberVerifiedLocked(username, verifiedEntry{version: version, mac: mac})
+		a.rememberVerifiedLocked(username, verifiedEntry{hash: string(hash), mac: mac})
 		a.metrics.attempts.WithLabelValues("verified").Inc()
 	case errors.Is(err, ErrUnavailable):
 		f.err = err
 		a.refundLocked(username)
 		a.metrics.attempts.WithLabelValues("unavailable").Inc()
 	default:
-		a.rememberRejectedLocked(username, rejectedEntry{version: version, mac: mac, expires: a.cfg.Now().Add(a.cfg.RejectedTTL)})
+		a.rememberRejectedLocked(username, rejectedEntry{hash: string(hash), mac: mac, expires: a.cfg.Now().Add(a.cfg.RejectedTTL)})
 		a.metrics.attempts.WithLabelValues("wrong_password").Inc()
 	}
 	close(f.done)

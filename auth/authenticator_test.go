@@ -67,7 +67,7 @@ func seriesCount(t *testing.T, reg *prometheus.Registry, names ...string) int {
 	return count
 }
 
-func TestVerifyCachesAndInvalidatesByVersion(t *testing.T) {
+func TestVerifyCachesAndInvalidatesOnAPasswordChange(t *testing.T) {
 	a, _, _ := newTestAuthenticator(t)
 	ctx := context.Background()
 	grants := []meta.Grant{{Action: ActionProduce, Patterns: []string{"o*"}}}
@@ -96,9 +96,41 @@ func TestVerifyCachesAndInvalidatesByVersion(t *testing.T) {
 	id, err = a.Verify(ctx, "ann", "pw2")
 	require.NoError(t, err)
 	require.Empty(t, id.Grants, "the grants of the new version")
+	a.Publish(NewUsers(3, []meta.User{{Username: "ann", PasswordHash: hashed(t, a, "pw2")}}))
+	_, err = a.Verify(ctx, "ann", "pw2")
+	require.NoError(t, err, "the user deleted and created again with the same password: a new hash")
+	require.Equal(t, 5.0, bcryptRuns(a, "verify"), "a new hash is compared again")
 
 	a.Publish(NewUsers(1, nil))
-	require.Equal(t, uint64(2), a.Users().Version(), "an older view is ignored")
+	require.Equal(t, uint64(3), a.Users().Version(), "an older view is ignored")
+}
+
+// Another user's change leaves a verified credential cached: a root whose
+// bucket a stranger emptied with wrong guesses still gets in after any
+// user changed its own password, and a grant edit counts at once.
+func TestAnotherUsersChangeKeepsAVerifiedCredential(t *testing.T) {
+	a, _, _ := newTestAuthenticator(t)
+	ctx := context.Background()
+	rootHash, annHash := hashed(t, a, "root-pw"), hashed(t, a, "ann-pw")
+	grants := []meta.Grant{{Action: ActionProduce, Patterns: []string{"o*"}}}
+	a.Publish(NewUsers(1, []meta.User{{Username: "admin", PasswordHash: rootHash, Root: true},
+		{Username: "ann", PasswordHash: annHash}}))
+	_, err := a.Verify(ctx, "admin", "root-pw")
+	require.NoError(t, err)
+	for i := range defaultBucketBurst {
+		_, err := a.Verify(ctx, "admin", "guess-"+string(rune('a'+i)))
+		require.ErrorIs(t, err, ErrUnauthenticated)
+	}
+	a.Publish(NewUsers(2, []meta.User{{Username: "admin", PasswordHash: rootHash, Root: true},
+		{Username: "ann", PasswordHash: hashed(t, a, "ann-pw2"), Grants: grants}}))
+	id, err := a.Verify(ctx, "admin", "root-pw")
+	require.NoError(t, err, "ann's change did not send the root back to an empty bucket")
+	require.True(t, id.Root)
+	a.Publish(NewUsers(3, []meta.User{{Username: "admin", PasswordHash: rootHash, Root: true, Grants: grants},
+		{Username: "ann", PasswordHash: hashed(t, a, "ann-pw2"), Grants: grants}}))
+	id, err = a.Verify(ctx, "admin", "root-pw")
+	require.NoError(t, err)
+	require.Equal(t, grants, id.Grants, "grants come from the current view")
 }
 
 // TestAPasswordPastTheBcryptLimitNeverVerifies: bcrypt compares only the

@@ -6,9 +6,10 @@
 // Basic credential against the current view:
 //
 //   - an unknown user fails at once (no bcrypt);
-//   - a credential verified under the current version passes from a cache
-//     that keeps a keyed hash of the credential, never the password;
-//   - a credential that recently failed under the current version fails
+//   - a credential verified against the user's current password hash
+//     passes from a cache that keeps a keyed hash of the credential, never
+//     the password;
+//   - a credential that recently failed against that password hash fails
 //     from a negative cache;
 //   - otherwise one bcrypt comparison runs, bounded per process
 //     (Config.BcryptConcurrencyMax) and shared by identical concurrent
@@ -16,8 +17,13 @@
 //     Config.BucketBurst, one more every Config.BucketRefill): an empty
 //     bucket answers ErrThrottled (429). A success gives the token back.
 //
-// A new version (any applied user change) invalidates both caches, so a
-// password change or a grant edit counts from the next request on.
+// A user's new password hash (a password change, or the user deleted and
+// created again) invalidates that user's entries in both caches, so it
+// counts from the next request on; grants are read from the current view
+// at every request. Another user's change leaves the caches as they are:
+// were it to flush them, anyone able to change a user (their own password
+// included) would send every caller back to bcrypt and its token bucket,
+// where a few wrong guesses lock a user out.
 //
 // Grants (actions produce, consume, create, admin;
 // docs/api.md#authentication) and their patterns (a literal topic name or a

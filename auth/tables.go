@@ -6,11 +6,11 @@ import (
 	"time"
 )
 
-// rejectedLocked reports whether the credential failed recently at this
-// version. a.mu is held.
-func (a *Authenticator) rejectedLocked(username string, version uint64, mac credentialMAC, now time.Time) bool {
+// rejectedLocked reports whether the credential failed recently against
+// this password hash. a.mu is held.
+func (a *Authenticator) rejectedLocked(username string, hash []byte, mac credentialMAC, now time.Time) bool {
 	return slices.ContainsFunc(a.rejected[username], func(e rejectedEntry) bool {
-		return e.version == version && now.Before(e.expires) && hmac.Equal(e.mac[:], mac[:])
+		return e.hash == string(hash) && now.Before(e.expires) && hmac.Equal(e.mac[:], mac[:])
 	})
 }
 
@@ -32,7 +32,7 @@ func (a *Authenticator) rememberVerifiedLocked(username string, entry verifiedEn
 func (a *Authenticator) rememberRejectedLocked(username string, entry rejectedEntry) {
 	now := a.cfg.Now()
 	entries := slices.DeleteFunc(a.rejected[username], func(e rejectedEntry) bool {
-		return e.version != entry.version || !now.Before(e.expires)
+		return e.hash != entry.hash || !now.Before(e.expires)
 	})
 	if len(entries) == 0 && len(a.rejected) >= a.cfg.RejectedUsersMax {
 		if _, present := a.rejected[username]; !present {
