@@ -274,6 +274,11 @@ func (m *model) applyUser(cmd Command) error {
 			return ErrUserIsRoot
 		}
 		delete(m.users, c.Username)
+		for _, topic := range m.topics {
+			if topic.config.CreatedBy == c.Username {
+				topic.config.CreatedBy = ""
+			}
+		}
 	case SetGrants:
 		if m.users[c.Username] == nil {
 			return ErrUserNotFound

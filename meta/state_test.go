@@ -491,3 +491,23 @@ func TestPeerByNodeID(t *testing.T) {
 	allocations := testing.AllocsPerRun(100, func() { _, _ = s.PeerByNodeID("n3") })
 	require.Zero(t, allocations)
 }
+
+// A deleted user's topics lose their owner: a user created again under
+// the name does not own them; another user's topics keep theirs.
+func TestDeletingAUserClearsTheOwnerOfItsTopics(t *testing.T) {
+	bobs, anns := createTopic("bob.ledger", "m1"), createTopic("ann.orders", "m1")
+	bobs.CreatedBy, anns.CreatedBy = "bob", "ann"
+	s := stateWith(t, heartbeat("m1", 100),
+		PutUser{Username: "bob", PasswordHash: []byte("h1"), CreateOnly: true, NowMs: 1},
+		PutUser{Username: "ann", PasswordHash: []byte("h2"), CreateOnly: true, NowMs: 1}, bobs, anns)
+	version := s.TopicsVersion()
+	require.NoError(t, DeleteUser{Username: "bob"}.apply(s))
+	record, _ := s.Topic("bob.ledger")
+	require.Empty(t, record.CreatedBy, "no one owns the deleted user's topic")
+	record, _ = s.Topic("ann.orders")
+	require.Equal(t, "ann", record.CreatedBy)
+	require.Greater(t, s.TopicsVersion(), version, "the topic change is published")
+	require.NoError(t, PutUser{Username: "bob", PasswordHash: []byte("h3"), CreateOnly: true, NowMs: 2}.apply(s))
+	record, _ = s.Topic("bob.ledger")
+	require.Empty(t, record.CreatedBy)
+}

@@ -1,6 +1,9 @@
 package meta
 
-import "slices"
+import (
+	"maps"
+	"slices"
+)
 
 // apply creates or replaces the user. A user becomes root only when it is
 // created and no root exists; the root keeps its root flag and grants.
@@ -39,7 +42,9 @@ func (c PutUser) checkReplace(s *State, existing *User, exists bool) error {
 	return nil
 }
 
-// apply deletes a user other than the root.
+// apply deletes a user other than the root. The user's topics lose their
+// owner (only admins manage them then): ownership is the user's name, and
+// a user created again under the name must not inherit them.
 func (c DeleteUser) apply(s *State) error {
 	if err := c.Validate(); err != nil {
 		return err
@@ -53,6 +58,12 @@ func (c DeleteUser) apply(s *State) error {
 	}
 	delete(s.users, c.Username)
 	s.markUser(c.Username)
+	for _, name := range slices.Sorted(maps.Keys(s.topics)) {
+		if topic := s.topics[name]; topic.CreatedBy == c.Username {
+			topic.CreatedBy = ""
+			s.markTopic(name)
+		}
+	}
 	return nil
 }
 
