@@ -57,6 +57,9 @@ type recoverer struct {
 	segments []*segment
 	reader   segmentReader
 	report   Recovery
+	// keptDamagedEnd is set by keepDamagedEnd: the log's first sync round
+	// must write the hwm file.
+	keptDamagedEnd bool
 }
 
 // recoverLog runs recovery on dir and returns the open log. buffer, when
@@ -476,11 +479,15 @@ func (r *recoverer) settleSegment(s *segment, stop int64, nextBase uint64, hasNe
 // damage below the persisted HWM with no frame it could take after it: the
 // offsets up to the persisted HWM are reported corrupt and skipped (Read
 // returns ErrCorrupt for them, as for a gap in a sealed segment), and the
-// bytes stay. Appends go after the last byte that is not zero, so a later
-// recovery finds them past the damage and the skipped offsets are never
-// reused. It keeps nothing (false) when the skipped offsets could not fit
-// in the damaged bytes: the hwm file is then not to be believed, and the
-// segment is truncated at stop as a torn tail.
+// bytes stay. Appends go after the last byte that is not zero, and at
+// least frameBytesMin bytes per skipped offset past stop, so that a later
+// recovery's byte scan, which takes a frame only where the skipped offsets
+// fit in the bytes skipped, finds them; and the next sync round writes the
+// hwm file (keptDamagedEnd), so that they lie below a persisted HWM, where
+// they are corroborated, before a crash can meet them. The skipped offsets
+// are never reused. It keeps nothing (false) when the skipped offsets
+// could not fit in the damaged bytes: the hwm file is then not to be
+// believed, and the segment is truncated at stop as a torn tail.
 func (r *recoverer) keepDamagedEnd(s *segment, stop int64) (bool, error) {
 	contentEnd, err := r.contentEnd(s, stop)
 	if err != nil {
@@ -490,9 +497,18 @@ func (r *recoverer) keepDamagedEnd(s *segment, stop int64) (bool, error) {
 	if skipped > uint64(contentEnd-stop)/frameBytesMin+1 {
 		return false, nil
 	}
+	appendAt := max(contentEnd, stop+int64(skipped)*frameBytesMin)
+	for s.fileBytes < appendAt {
+		piece := zeroBlock[:min(appendAt-s.fileBytes, int64(len(zeroBlock)))]
+		if _, err := s.file.WriteAt(piece, s.fileBytes); err != nil {
+			return false, err
+		}
+		s.fileBytes += int64(len(piece))
+	}
 	r.reportCorrupt(s.indexedEnd(), r.persistedHWM)
 	s.indexCorrupt(skipped)
-	s.sizeBytes, s.writtenBytes, s.syncedBytes = contentEnd, contentEnd, contentEnd
+	s.sizeBytes, s.writtenBytes, s.syncedBytes = appendAt, appendAt, appendAt
+	r.keptDamagedEnd = true
 	return true, nil
 }
 
@@ -592,6 +608,7 @@ func (r *recoverer) buildLog() (*Log, error) {
 	}
 	log := &Log{fs: r.fs, dir: r.dir, cfg: r.cfg, segments: r.segments, next: next, hwm: next,
 		hwmFile: hwmFile, unsyncedFrom: len(r.segments) - 1, directoryDirty: true}
+	log.hwmLag.sealed = r.keptDamagedEnd // the frames appended past the damage lie below the hwm file's next value
 	if err := r.settleCommitted(log); err != nil {
 		hwmFile.file.Close()
 		return nil, err

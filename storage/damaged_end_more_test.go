@@ -1,0 +1,90 @@
+package storage
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// zeroBytes overwrites [from, to) of a file with zeros, durably.
+func zeroBytes(t *testing.T, fs FS, name string, from, to int64) {
+	t.Helper()
+	file, err := fs.Open(name)
+	require.NoError(t, err)
+	_, err = file.WriteAt(make([]byte, to-from), from)
+	require.NoError(t, err)
+	require.NoError(t, file.Sync())
+	require.NoError(t, file.Close())
+}
+
+// The last frame below the persisted HWM loses everything after its
+// length field (a zeroed sector): fewer bytes than a frame are left of it.
+// Recovery keeps it as corrupt, and the next append must land where a
+// later recovery's byte scan takes it (frameBytesMin per skipped offset
+// past the damage), not right after the last byte that is not zero, where
+// it would be reported corrupt too.
+func TestAnAppendAfterAShortDamagedEndSurvivesTheNextRecovery(t *testing.T) {
+	fs := newLogMemFS(1)
+	cfg := smallLogConfig()
+	log, _ := openTestLog(t, fs, "p", cfg)
+	appendTestRecords(t, log, 0, 3)
+	require.NoError(t, log.Sync())
+	name, last := framePosition(t, log, 2)
+	_, length, ok := log.segmentOf(2).frameBounds(2, cfg.FrameBytesMax)
+	require.True(t, ok)
+	require.NoError(t, log.Close())
+	zeroBytes(t, fs, name, last+8, last+int64(length)) // magic and length stay
+
+	log, recovery := openTestLog(t, fs, "p", cfg)
+	require.Equal(t, uint64(3), recovery.HWM)
+	require.Equal(t, []uint64{2}, recovery.CorruptOffsets)
+	requireTestRecords(t, log, 0, 2)
+	offset, err := log.Append(testRecord(3))
+	require.NoError(t, err)
+	require.Equal(t, uint64(3), offset)
+	require.NoError(t, log.Sync())
+	requireTestRecords(t, log, 3, 4)
+	require.NoError(t, log.Close())
+	persisted, ok, err := PersistedHWM(fs, "p")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, uint64(4), persisted, "offset 3 was acknowledged")
+
+	log, recovery = openTestLog(t, fs, "p", cfg)
+	require.Equal(t, []uint64{2}, recovery.CorruptOffsets, "only the damaged offset is corrupt")
+	requireTestRecords(t, log, 3, 4)
+	require.NoError(t, log.Close())
+}
+
+// After recovery kept a damaged last frame below the persisted HWM, one
+// record is appended and synced (served: the HWM covers it) while the
+// lazy hwm file lags, then the process crashes. The next recovery must
+// not hand that acknowledged offset out again.
+func TestOneRecordAfterAKeptDamagedEndSurvivesACrash(t *testing.T) {
+	fs := newLogMemFS(1)
+	cfg := lazyLogConfig(1 << 20)
+	log, _ := openTestLog(t, fs, "p", cfg)
+	appendTestRecords(t, log, 0, 3)
+	require.NoError(t, log.Sync())
+	name, last := framePosition(t, log, 2)
+	require.NoError(t, log.Close())
+	flipByte(t, fs, name, last+frameHeaderBytes+2) // the last frame's envelope
+
+	log, recovery := openTestLog(t, fs, "p", cfg)
+	require.Equal(t, []uint64{2}, recovery.CorruptOffsets)
+	require.Equal(t, uint64(3), recovery.HWM)
+	offset, err := log.Append(testRecord(3))
+	require.NoError(t, err)
+	require.Equal(t, uint64(3), offset)
+	require.NoError(t, log.Sync())
+	require.Equal(t, uint64(4), log.HWM(), "offset 3 is durable and served")
+	requireTestRecords(t, log, 3, 4)
+	fs.Crash()
+
+	log, recovery = openTestLog(t, fs, "p", cfg)
+	require.GreaterOrEqual(t, recovery.HWM, uint64(4), "the served offset 3 is not below the HWM again (recovery %+v)", recovery)
+	offset, err = log.Append(testRecord(4))
+	require.NoError(t, err)
+	require.Equal(t, uint64(4), offset, "offset 3 was acknowledged; it must not be reused")
+	require.NoError(t, log.Close())
+}
