@@ -1,6 +1,10 @@
 package meta
 
-// apply creates or refreshes the member and marks it alive.
+// apply creates or refreshes the member and marks it alive. A beat that
+// brings no news changes nothing: one of an earlier start, or one of the
+// same start no later than the last recorded (a beat proposed late or
+// twice), which applied after MarkMemberDead would revive a member the
+// leader, seeing the same last heartbeat, would never mark dead again.
 func (c MemberHeartbeat) apply(s *State) error {
 	if err := c.Validate(); err != nil {
 		return err
@@ -12,6 +16,8 @@ func (c MemberHeartbeat) apply(s *State) error {
 		s.members[c.ID] = member
 	case c.Incarnation < member.Incarnation:
 		return nil // a late beat of an earlier start
+	case c.Incarnation == member.Incarnation && c.NowMs <= member.LastHeartbeatMs:
+		return nil // no later than the last beat: a late or repeated one
 	}
 	member.HTTPAddr, member.ClusterAddr = c.HTTPAddr, c.ClusterAddr
 	member.Alive = true

@@ -163,12 +163,13 @@ func (m *model) allMembers(ids []string) bool {
 func (m *model) applyMember(cmd Command) error {
 	switch c := cmd.(type) {
 	case MemberHeartbeat:
-		last := c.NowMs
-		if old := m.members[c.ID]; old != nil && old.LastHeartbeatMs > last {
-			last = old.LastHeartbeatMs
+		old := m.members[c.ID]
+		if old != nil && (c.Incarnation < old.Incarnation || c.Incarnation == old.Incarnation && c.NowMs <= old.LastHeartbeatMs) {
+			return nil // no news: an earlier start's beat, or one no later than the last
 		}
-		draining := m.members[c.ID] != nil && m.members[c.ID].Draining
-		m.members[c.ID] = &Member{ID: c.ID, HTTPAddr: c.HTTPAddr, ClusterAddr: c.ClusterAddr, Alive: true, LastHeartbeatMs: last, Draining: draining}
+		draining := old != nil && old.Draining
+		m.members[c.ID] = &Member{ID: c.ID, HTTPAddr: c.HTTPAddr, ClusterAddr: c.ClusterAddr, Alive: true,
+			LastHeartbeatMs: c.NowMs, Incarnation: c.Incarnation, Draining: draining}
 	case MarkMemberDead:
 		if m.members[c.ID] == nil {
 			return ErrMemberNotFound

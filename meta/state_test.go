@@ -117,11 +117,17 @@ func TestMemberHeartbeat(t *testing.T) {
 	s := stateWith(t)
 	require.NoError(t, heartbeat("m1", 100).apply(s))
 	require.NoError(t, MarkMemberDead{ID: "m1", ObservedHeartbeatMs: 100}.apply(s))
-	require.NoError(t, MemberHeartbeat{ID: "m1", HTTPAddr: "new:1", ClusterAddr: "new:2", NowMs: 90}.apply(s))
+	for _, late := range []int64{90, 100} { // proposed late, or twice
+		require.NoError(t, MemberHeartbeat{ID: "m1", HTTPAddr: "old:1", ClusterAddr: "old:2", NowMs: late}.apply(s))
+		member, _ := s.Member("m1")
+		require.Equal(t, Member{ID: "m1", HTTPAddr: "m1:7942", ClusterAddr: "m1:7943", LastHeartbeatMs: 100}, member,
+			"a beat no later than the last brings no news: the member stays dead")
+	}
+	require.NoError(t, MemberHeartbeat{ID: "m1", HTTPAddr: "new:1", ClusterAddr: "new:2", NowMs: 110}.apply(s))
 	member, found := s.Member("m1")
 	require.True(t, found)
-	require.Equal(t, Member{ID: "m1", HTTPAddr: "new:1", ClusterAddr: "new:2", Alive: true, LastHeartbeatMs: 100}, member,
-		"a heartbeat revives and updates addresses; LastHeartbeatMs never goes back")
+	require.Equal(t, Member{ID: "m1", HTTPAddr: "new:1", ClusterAddr: "new:2", Alive: true, LastHeartbeatMs: 110}, member,
+		"a later heartbeat revives and updates addresses")
 	requireRejected(t, s, MemberHeartbeat{ID: "m1", NowMs: 5}, ErrInvalidCommand)
 }
 
@@ -156,12 +162,12 @@ func TestMemberHeartbeatsAppliesEveryBeatOrNone(t *testing.T) {
 	s := stateWith(t)
 	require.NoError(t, heartbeat("m1", 100).apply(s))
 	require.NoError(t, MarkMemberDead{ID: "m1", ObservedHeartbeatMs: 100}.apply(s))
-	require.NoError(t, MemberHeartbeats{Beats: []MemberHeartbeat{heartbeat("m1", 90), heartbeat("m2", 300)}}.apply(s))
+	require.NoError(t, MemberHeartbeats{Beats: []MemberHeartbeat{heartbeat("m1", 120), heartbeat("m2", 300)}}.apply(s))
 	m1, _ := s.Member("m1")
 	m2, found := s.Member("m2")
 	require.True(t, found, "a round's beat creates a member on its first heartbeat")
-	require.Equal(t, Member{ID: "m1", HTTPAddr: "m1:7942", ClusterAddr: "m1:7943", Alive: true, LastHeartbeatMs: 100}, m1,
-		"each beat revives its member; LastHeartbeatMs never goes back")
+	require.Equal(t, Member{ID: "m1", HTTPAddr: "m1:7942", ClusterAddr: "m1:7943", Alive: true, LastHeartbeatMs: 120}, m1,
+		"each beat revives its member")
 	require.Equal(t, int64(300), m2.LastHeartbeatMs, "each beat carries its own member's clock")
 	requireRejected(t, s, MemberHeartbeats{Beats: []MemberHeartbeat{heartbeat("m3", 400), heartbeat("m2", 400)}}, ErrInvalidCommand)
 	_, found = s.Member("m3")

@@ -52,6 +52,8 @@ type modelPlacement struct {
 type modelMember struct {
 	alive, draining bool
 	lastHeartbeatMs int64
+	// incarnation is the start the last beat that counted came from.
+	incarnation uint64
 }
 
 func newMetaModel() *metaModel {
@@ -302,12 +304,18 @@ func (m *metaModel) heartbeat(c meta.MemberHeartbeat) string {
 		return "malformed"
 	}
 	member := m.members[c.ID]
-	if member == nil {
-		member = &modelMember{}
+	switch {
+	case member == nil:
+		member = &modelMember{incarnation: c.Incarnation, lastHeartbeatMs: c.NowMs}
 		m.members[c.ID] = member
+	case c.Incarnation > member.incarnation:
+		member.incarnation, member.lastHeartbeatMs = c.Incarnation, c.NowMs // a new start's first beat
+	case c.Incarnation < member.incarnation || c.NowMs <= member.lastHeartbeatMs:
+		return "" // an earlier start's, or no later than the last: no news
+	default:
+		member.lastHeartbeatMs = c.NowMs
 	}
 	member.alive = true
-	member.lastHeartbeatMs = max(member.lastHeartbeatMs, c.NowMs)
 	return ""
 }
 
