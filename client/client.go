@@ -199,6 +199,10 @@ func (c *Client) newHTTPRequest(ctx context.Context, req request) (*http.Request
 	}
 	httpRequest, err := http.NewRequestWithContext(ctx, req.method, target, body)
 	if err != nil {
+		var urlError *url.Error
+		if errors.As(err, &urlError) {
+			urlError.URL = redactUserinfo(urlError.URL) // a URL that does not parse is quoted whole
+		}
 		return nil, err
 	}
 	if req.contentType != "" {
@@ -209,6 +213,30 @@ func (c *Client) newHTTPRequest(ctx context.Context, req request) (*http.Request
 		httpRequest.SetBasicAuth(c.user, c.password)
 	}
 	return httpRequest, nil
+}
+
+// redactUserinfo hides the password of a URL's user information, for a
+// URL net/url cannot parse (and so cannot redact): everything between
+// the scheme's "//" and the last "@" before the path.
+func redactUserinfo(rawURL string) string {
+	start := strings.Index(rawURL, "//")
+	if start < 0 {
+		return rawURL
+	}
+	start += 2
+	end := len(rawURL)
+	if slash := strings.IndexByte(rawURL[start:], '/'); slash >= 0 {
+		end = start + slash
+	}
+	at := strings.LastIndexByte(rawURL[start:end], '@')
+	if at < 0 {
+		return rawURL
+	}
+	user, _, hasPassword := strings.Cut(rawURL[start:start+at], ":")
+	if !hasPassword {
+		return rawURL
+	}
+	return rawURL[:start] + user + ":xxxxx" + rawURL[start+at:]
 }
 
 func readBounded(reader io.Reader, limitBytes int64) ([]byte, error) {

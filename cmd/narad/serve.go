@@ -133,6 +133,9 @@ func (a *app) serverConfig(flags *pflag.FlagSet, options serveOptions) (config.C
 		}
 	}
 	options.apply(&cfg, flags)
+	if options.dev && !loopbackAddr(cfg.HTTP.Addr) {
+		return cfg, usageError{fmt.Errorf("--dev serves without authentication, so only on a loopback address; --addr %s is not one (run without --dev to listen elsewhere, with security on)", cfg.HTTP.Addr)}
+	}
 	if err := errors.Join(cfg.Validate(), host.Unsupported(cfg)); err != nil {
 		return cfg, invalidConfig(err)
 	}
@@ -155,7 +158,22 @@ func invalidConfig(err error) error {
 	return exitCodeError{code: exitUsage, message: message.String()}
 }
 
-// applyDev sets the --dev settings; explicit flags still win afterwards.
+// loopbackAddr reports whether a host:port listens on loopback only (an
+// empty host listens on every interface).
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// applyDev sets the --dev settings; explicit flags still win afterwards
+// (serverConfig refuses an address that is not loopback).
 func (a *app) applyDev(cfg *config.Config, flags *pflag.FlagSet, options serveOptions) error {
 	cfg.Security.Enabled = false
 	cfg.HTTP.Addr = net.JoinHostPort(devLoopback, strconv.Itoa(options.port))
@@ -223,11 +241,15 @@ func newLogger(a *app, settings config.Log) *slog.Logger {
 
 func (a *app) printDevBanner(cfg config.Config) {
 	_, port, _ := net.SplitHostPort(cfg.HTTP.Addr)
+	server := ""
+	if cfg.HTTP.Addr != net.JoinHostPort(devLoopback, strconv.Itoa(portDefault)) {
+		server = "-s http://" + cfg.HTTP.Addr + " " // the commands' default server is another
+	}
 	fmt.Fprintf(a.stderr, `narad dev server: http://%s (auth off, data in %s)
 try, in another terminal:
-  narad topic add orders
-  narad pub orders hello
-  narad sub orders
+  narad %stopic add orders
+  narad %spub orders hello
+  narad %ssub orders
   curl localhost:%s/v1/topics
-`, cfg.HTTP.Addr, cfg.Storage.DataDir, port)
+`, cfg.HTTP.Addr, cfg.Storage.DataDir, server, server, server, port)
 }

@@ -170,7 +170,7 @@ func permanent(err error) bool {
 func (a *app) consumeQueue(ctx context.Context, broker *client.Client, topic string, options subOptions) error {
 	fmt.Fprintf(a.stderr, "consuming %s (Ctrl-C to stop)\n", topic)
 	printer := a.newMessagePrinter(options.raw)
-	received := 0
+	received, ackFailures := 0, 0
 	var failure error
 	for !options.limitReached(received) && ctx.Err() == nil {
 		message, err := broker.Consume(ctx, topic, options.consumeOptions())
@@ -187,11 +187,14 @@ func (a *app) consumeQueue(ctx context.Context, broker *client.Client, topic str
 		if failure = printer.print(*message); failure != nil {
 			break
 		}
-		if !options.noAck {
-			a.ackWithRetry(ctx, broker, topic, message.ReceiptHandle)
+		if !options.noAck && !a.ackWithRetry(ctx, broker, topic, message.ReceiptHandle) {
+			ackFailures++
 		}
 	}
 	fmt.Fprintf(a.stderr, "%d message(s)\n", received)
+	if failure == nil && ackFailures > 0 {
+		failure = fmt.Errorf("%d ack(s) failed; those messages will be delivered again", ackFailures)
+	}
 	return failure
 }
 
@@ -210,9 +213,12 @@ func (a *app) consumeFailed(ctx context.Context, err error) error {
 }
 
 // ackWithRetry acks, retrying with the same handle after a 503 or a lost
-// answer (client.AckRetrying). It reports, but does not return, failures:
-// the message will simply be redelivered.
-func (a *app) ackWithRetry(ctx context.Context, broker *client.Client, topic, receiptHandle string) {
+// answer (client.AckRetrying), and reports whether the ack landed. A
+// failure is printed and the consumer goes on (the message will be
+// delivered again); the command then ends with a non-zero exit. A lease
+// that lapsed (410) counts as landed: the documented outcome of a slow
+// consumer, not a failure of the command.
+func (a *app) ackWithRetry(ctx context.Context, broker *client.Client, topic, receiptHandle string) bool {
 	policy := client.DefaultAckRetry()
 	policy.AttemptTimeout = ackAttemptTimeout
 	retries, err := broker.AckRetrying(context.WithoutCancel(ctx), topic, receiptHandle, policy)
@@ -222,7 +228,10 @@ func (a *app) ackWithRetry(ctx context.Context, broker *client.Client, topic, re
 		fmt.Fprintln(a.stderr, "lease lapsed before ack (410) — message may redeliver")
 	case retries == policy.Attempts-1 && retryable(err):
 		fmt.Fprintf(a.stderr, "ack failed after %d attempts: %v — message may redeliver\n", policy.Attempts, err)
+		return false
 	default:
 		fmt.Fprintf(a.stderr, "ack failed: %v — message may redeliver\n", err)
+		return false
 	}
+	return true
 }
