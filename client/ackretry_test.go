@@ -79,3 +79,37 @@ func TestAckRetryingRefusesABadPolicy(t *testing.T) {
 	_, err := New("http://127.0.0.1:1").AckRetrying(context.Background(), "orders", "1:2:3", AckRetry{})
 	assert.ErrorIs(t, err, errAckRetryInvalid)
 }
+
+// A retried ack waits at least the Retry-After of the 503 it got.
+func TestAckRetryingWaitsTheRetryAfter(t *testing.T) {
+	var mu sync.Mutex
+	var times []time.Time
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		times = append(times, time.Now())
+		first := len(times) == 1
+		mu.Unlock()
+		if first {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"error":"partition is being handed over"}` + "\n"))
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(server.Close)
+	retries, err := New(server.URL).AckRetrying(context.Background(), "orders", "1:2:3", DefaultAckRetry())
+	require.NoError(t, err)
+	require.Equal(t, 1, retries)
+	mu.Lock()
+	defer mu.Unlock()
+	require.GreaterOrEqual(t, times[1].Sub(times[0]), time.Second, "the retry came before the Retry-After")
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	for value, want := range map[string]time.Duration{"1": time.Second, " 3 ": 3 * time.Second, "": 0, "-1": 0,
+		"0": 0, "Wed, 21 Oct 2015 07:28:00 GMT": 0, "3600": retryAfterMax} {
+		require.Equal(t, want, parseRetryAfter(value), "%q", value)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -138,6 +139,31 @@ type Error struct {
 	// Message is the server's {"error": "..."} text, the trimmed text/plain
 	// body, or the standard status text when the body said nothing.
 	Message string
+	// RetryAfter is the reply's Retry-After in whole seconds (every 503
+	// carries one); 0 when absent or not a number of seconds.
+	RetryAfter time.Duration
+}
+
+// retryAfterMax bounds the Retry-After a client honours: a server asking
+// for longer is waited for this long.
+const retryAfterMax = time.Minute
+
+// parseRetryAfter reads a Retry-After of delay-seconds; 0 otherwise.
+func parseRetryAfter(value string) time.Duration {
+	seconds, err := strconv.Atoi(strings.TrimSpace(value))
+	if err != nil || seconds <= 0 {
+		return 0
+	}
+	return min(time.Duration(seconds)*time.Second, retryAfterMax)
+}
+
+// RetryAfterOf is the Retry-After of err's reply, or 0.
+func RetryAfterOf(err error) time.Duration {
+	var replyError *Error
+	if errors.As(err, &replyError) {
+		return replyError.RetryAfter
+	}
+	return 0
 }
 
 // Error renders the reply as "http <code>: <message>".
@@ -185,7 +211,9 @@ func (c *Client) send(ctx context.Context, req request, accepted ...int) (int, [
 			return status, body, nil
 		}
 	}
-	return response.StatusCode, body, newError(response.StatusCode, body)
+	replyError := newError(response.StatusCode, body)
+	replyError.RetryAfter = parseRetryAfter(response.Header.Get("Retry-After"))
+	return response.StatusCode, body, replyError
 }
 
 func (c *Client) newHTTPRequest(ctx context.Context, req request) (*http.Request, error) {

@@ -207,8 +207,9 @@ func (a *app) consumeFailed(ctx context.Context, err error) error {
 	if !retryable(err) {
 		return err
 	}
-	fmt.Fprintf(a.stderr, "consume failed: %v (retrying in %s)\n", err, consumeRetryDelay)
-	_ = proc.SleepContext(ctx, consumeRetryDelay)
+	delay := max(consumeRetryDelay, client.RetryAfterOf(err))
+	fmt.Fprintf(a.stderr, "consume failed: %v (retrying in %s)\n", err, delay)
+	_ = proc.SleepContext(ctx, delay)
 	return nil
 }
 
