@@ -57,10 +57,12 @@
 //     is delivered only when its From is the authenticated dialer and its
 //     To is this node; otherwise the connection is closed and counted.
 //   - Per sender and receiver, envelopes are delivered in the order they
-//     were sent while one connection lasts. Across a reconnect there is
-//     no promise: envelopes may be lost (counted as dropped where the
-//     sender can tell), and the reader of the old connection may still
-//     be delivering its last buffered frames when the new one starts.
+//     were sent while one connection lasts. Across a reconnect envelopes
+//     may be lost (counted as dropped where the sender can tell), never
+//     reordered: once a dialer's new connection is authenticated, only
+//     its reader delivers; the old reader finishes a delivery it is in
+//     the middle of (the new one waits for it) and drops the frames it
+//     still holds.
 //   - The secret never appears in logs or errors.
 //
 // One mutex (Transport.mu) guards the peer table, the open connections and

@@ -8,8 +8,10 @@ import (
 	"io"
 	"net"
 	"slices"
+	"sync"
 	"time"
 
+	"narad/msg"
 	"narad/wire"
 )
 
@@ -86,7 +88,7 @@ func (t *Transport) serveInbound(raw net.Conn) {
 		return
 	}
 	t.authenticated(raw, dialerID)
-	err = t.readFrames(conn, dialerID)
+	err = t.readFrames(raw, conn, dialerID)
 	t.logReadEnd(dialerID, err)
 }
 
@@ -146,11 +148,19 @@ func (t *Transport) authenticated(raw net.Conn, dialerID string) {
 	}
 	t.stopHandshakingLocked(raw)
 	t.mu.inbound[raw] = dialerID
+	t.mu.current[dialerID] = raw
+	if t.mu.deliveries[dialerID] == nil {
+		t.mu.deliveries[dialerID] = &sync.Mutex{}
+	}
 }
 
 // forgetInbound closes raw and drops it from the open connections.
 func (t *Transport) forgetInbound(raw net.Conn) {
 	t.mu.Lock()
+	if id := t.mu.inbound[raw]; id != "" && t.mu.current[id] == raw {
+		delete(t.mu.current, id)
+		delete(t.mu.deliveries, id)
+	}
 	delete(t.mu.inbound, raw)
 	delete(t.mu.shed, raw)
 	t.stopHandshakingLocked(raw)
@@ -161,10 +171,14 @@ func (t *Transport) forgetInbound(raw net.Conn) {
 // errMisaddressed: an envelope's From or To does not match its connection.
 var errMisaddressed = errors.New("envelope misaddressed")
 
-// readFrames delivers the envelopes arriving on conn from dialerID until
-// an error, which it returns. Each frame's length is checked against
-// wire.FrameBytesMax (by wire.ReadFrame) before its payload is read.
-func (t *Transport) readFrames(conn net.Conn, dialerID string) error {
+// errReplaced ends the reader of a connection its dialer replaced.
+var errReplaced = errors.New("peer connection replaced by a newer one")
+
+// readFrames delivers the envelopes arriving on conn (raw, under any TLS)
+// from dialerID until an error, which it returns. Each frame's length is
+// checked against wire.FrameBytesMax (by wire.ReadFrame) before its
+// payload is read.
+func (t *Transport) readFrames(raw, conn net.Conn, dialerID string) error {
 	reader := bufio.NewReaderSize(conn, readBufferBytes)
 	var buffer []byte
 	for {
@@ -182,10 +196,35 @@ func (t *Transport) readFrames(conn net.Conn, dialerID string) error {
 		if env.From != dialerID || env.To != t.cfg.NodeID {
 			return &brokenError{fmt.Errorf("%w: from %q to %q on the connection of %q", errMisaddressed, env.From, env.To, dialerID)}
 		}
-		t.delivered.Add(1)
-		t.deliver(env)
+		if !t.deliverIfCurrent(raw, dialerID, env) {
+			return errReplaced
+		}
 		buffer = keepBuffer(payload)
 	}
+}
+
+// deliverIfCurrent delivers env if raw is still its dialer's newest
+// connection, and reports whether it was. Frames an old connection still
+// holds once the dialer reconnected are dropped, never delivered after
+// the new connection's: a reconnect loses envelopes, never reorders them.
+func (t *Transport) deliverIfCurrent(raw net.Conn, dialerID string, env msg.Envelope) bool {
+	t.mu.Lock()
+	deliveries := t.mu.deliveries[dialerID]
+	t.mu.Unlock()
+	if deliveries == nil {
+		return false
+	}
+	deliveries.Lock()
+	defer deliveries.Unlock()
+	t.mu.Lock()
+	current := t.mu.current[dialerID] == raw
+	t.mu.Unlock()
+	if !current {
+		return false
+	}
+	t.delivered.Add(1)
+	t.deliver(env)
+	return true
 }
 
 // isBadInput reports a read that failed on what the peer sent (a frame
@@ -210,7 +249,7 @@ func (t *Transport) logReadEnd(dialerID string, err error) {
 	case errors.As(err, &broken):
 		t.inboundBroken.Add(1)
 		t.logger.Warn("closing peer connection: bad message", "peer", dialerID, "err", err)
-	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), isConnectionReset(err):
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, errReplaced), isConnectionReset(err):
 		t.logger.Debug("peer connection closed", "peer", dialerID, "err", err)
 	default:
 		t.logger.Info("peer connection ended", "peer", dialerID, "err", err)

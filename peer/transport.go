@@ -65,6 +65,14 @@ type Transport struct {
 		// shed marks the handshakes closed to admit newer connections, until
 		// their reader ends.
 		shed map[net.Conn]bool
+		// current is, per dialer id, its newest authenticated connection:
+		// only its reader delivers (an older one's reader drops what it
+		// still holds). deliveries serializes each dialer's deliveries,
+		// so the new reader's first envelope waits for a delivery the old
+		// reader is in the middle of. Both have an entry exactly for the
+		// dialers with a connection in inbound.
+		current    map[string]net.Conn
+		deliveries map[string]*sync.Mutex
 	}
 	// failureLogs rate-limits the warnings about failed inbound
 	// connections.
@@ -101,6 +109,8 @@ func New(cfg Config, deliver func(msg.Envelope), logger *slog.Logger) (*Transpor
 	t.mu.peers = map[string]*outbound{}
 	t.mu.inbound = map[net.Conn]string{}
 	t.mu.shed = map[net.Conn]bool{}
+	t.mu.current = map[string]net.Conn{}
+	t.mu.deliveries = map[string]*sync.Mutex{}
 	t.failureLogs = newLogLimiter(inboundFailureLogsPerSecond)
 	for id, address := range peers {
 		t.setPeerLocked(id, address)
