@@ -132,6 +132,12 @@ const (
 	// entries of an election are one per term), so no legal message comes
 	// near it.
 	RaftEntriesMax = 1 << 17
+	// RaftConfStateIDsMax bounds the raft ids a Raft message's snapshot
+	// lists in its ConfState (voters, learners, outgoing voters, next
+	// learners, over every occurrence, which protobuf merges): each costs
+	// one byte on the wire and eight on the heap, plus append's regrowth.
+	// The metastore learns at most 4,096 voters, so four full lists fit.
+	RaftConfStateIDsMax = 1 << 14
 )
 
 // limit names a bound, so that an assertion or a decode error says which

@@ -52,36 +52,95 @@ func (d *decoder) raftMessage() msg.RaftMessage {
 	return msg.RaftMessage{Message: m}
 }
 
-// The fields of raftpb.Message whose elements checkRaftLists counts.
+// The fields of raftpb.Message whose elements checkRaftLists counts:
+// Message.entries and Message.responses, and the path to the ConfState's
+// id lists, Message.snapshot, Snapshot.metadata, SnapshotMetadata.conf_state,
+// whose fields 1 to 4 are the lists.
 const (
-	raftEntriesField   protowire.Number = 7
-	raftResponsesField protowire.Number = 14
+	raftEntriesField           protowire.Number = 7
+	raftResponsesField         protowire.Number = 14
+	raftSnapshotField          protowire.Number = 9
+	raftSnapshotMetadataField  protowire.Number = 2
+	raftMetadataConfStateField protowire.Number = 1
+	raftConfStateListLast      protowire.Number = 4
 )
 
-// checkRaftLists walks the top-level fields of an encoded Raft message,
-// allocating nothing, before protobuf decodes it: a message with
+// checkRaftLists walks the fields of an encoded Raft message that hold
+// lists, allocating nothing, before protobuf decodes it: a message with
 // Responses (which peers never send) is malformed, and one with more than
-// RaftEntriesMax entries too large. protobuf's own decoding bounds only
-// the nesting: each empty element of a list costs two bytes on the wire
-// and a hundred or more on the heap.
+// RaftEntriesMax entries, or more than RaftConfStateIDsMax ids in its
+// snapshot's ConfState, too large. protobuf's own decoding bounds only
+// the nesting: each empty element of a list costs a byte or two on the
+// wire and eight to a hundred or more on the heap.
 func checkRaftLists(b []byte) error {
-	entries := 0
+	entries, ids := 0, 0
+	return walkFields(b, func(number protowire.Number, kind protowire.Type, value []byte) error {
+		switch {
+		case number == raftResponsesField:
+			return fmt.Errorf("%w: raft message with responses, which peers never send", ErrMalformed)
+		case number == raftEntriesField:
+			if entries++; entries > RaftEntriesMax {
+				return fmt.Errorf("%w: raft message of more than RaftEntriesMax = %d entries", ErrTooLarge, RaftEntriesMax)
+			}
+		case number == raftSnapshotField && kind == protowire.BytesType:
+			return countConfStateIDs(value, &ids)
+		}
+		return nil
+	})
+}
+
+// countConfStateIDs adds to *ids the raft ids listed in the ConfState of
+// an encoded Snapshot, failing past RaftConfStateIDsMax.
+func countConfStateIDs(snapshot []byte, ids *int) error {
+	return walkFields(snapshot, func(number protowire.Number, kind protowire.Type, metadata []byte) error {
+		if number != raftSnapshotMetadataField || kind != protowire.BytesType {
+			return nil
+		}
+		return walkFields(metadata, func(number protowire.Number, kind protowire.Type, confState []byte) error {
+			if number != raftMetadataConfStateField || kind != protowire.BytesType {
+				return nil
+			}
+			return walkFields(confState, func(number protowire.Number, kind protowire.Type, list []byte) error {
+				if number < 1 || number > raftConfStateListLast {
+					return nil
+				}
+				if kind == protowire.BytesType { // packed: one id per varint, each ending in a byte below 0x80
+					for _, c := range list {
+						if c < 0x80 {
+							*ids++
+						}
+					}
+				} else {
+					*ids++
+				}
+				if *ids > RaftConfStateIDsMax {
+					return fmt.Errorf("%w: raft snapshot listing more than RaftConfStateIDsMax = %d ids", ErrTooLarge, RaftConfStateIDsMax)
+				}
+				return nil
+			})
+		})
+	})
+}
+
+// walkFields calls visit with each field of an encoded protobuf message:
+// its number, wire type and value bytes (a length-delimited field's
+// contents; otherwise the encoded value).
+func walkFields(b []byte, visit func(protowire.Number, protowire.Type, []byte) error) error {
 	for len(b) > 0 {
 		number, kind, n := protowire.ConsumeTag(b)
 		if n < 0 {
 			return fmt.Errorf("%w: raft message: %v", ErrMalformed, protowire.ParseError(n))
 		}
-		switch number {
-		case raftResponsesField:
-			return fmt.Errorf("%w: raft message with responses, which peers never send", ErrMalformed)
-		case raftEntriesField:
-			if entries++; entries > RaftEntriesMax {
-				return fmt.Errorf("%w: raft message of more than RaftEntriesMax = %d entries", ErrTooLarge, RaftEntriesMax)
-			}
-		}
 		value := protowire.ConsumeFieldValue(number, kind, b[n:])
 		if value < 0 {
 			return fmt.Errorf("%w: raft message: %v", ErrMalformed, protowire.ParseError(value))
+		}
+		contents := b[n : n+value]
+		if kind == protowire.BytesType {
+			contents, _ = protowire.ConsumeBytes(contents)
+		}
+		if err := visit(number, kind, contents); err != nil {
+			return err
 		}
 		b = b[n+value:]
 	}
