@@ -30,8 +30,8 @@ var (
 
 // ValidUsername checks a user name (docs/api.md#authentication).
 func ValidUsername(name string) error {
-	if !usernamePattern.MatchString(name) {
-		return fmt.Errorf("invalid username %q: want 1-64 of [A-Za-z0-9._-]", name)
+	if !usernamePattern.MatchString(name) || name == "." || name == ".." {
+		return fmt.Errorf("invalid username %q: want 1-64 of [A-Za-z0-9._-], not . or .. (a path segment of the user's URL)", name)
 	}
 	return nil
 }

@@ -124,7 +124,8 @@ func TestValidGrants(t *testing.T) {
 		require.Error(t, ValidGrants(grants), "%v", grants)
 	}
 	require.NoError(t, ValidUsername("ann.b-1_x"))
-	for _, name := range []string{"", "a b", strings.Repeat("u", 65), "é"} {
+	require.NoError(t, ValidUsername("..."), "only . and .. are path segments")
+	for _, name := range []string{"", "a b", strings.Repeat("u", 65), "é", ".", ".."} {
 		require.Error(t, ValidUsername(name), "%q", name)
 	}
 }

@@ -68,3 +68,23 @@ func TestAServerURLThatDoesNotParseHidesItsPassword(t *testing.T) {
 	require.NotContains(t, h.stderr.String(), "s3cret-pw")
 	require.Contains(t, h.stderr.String(), "admin:xxxxx@127.0.0.1:79x2")
 }
+
+// Durations the API cannot carry (a fraction of a millisecond, dropped
+// silently before) and a rate that is not a number are usage errors, and
+// nothing is sent.
+func TestDurationsAndRatesTheAPICannotCarryAreRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"topic", "add", "later", "--parent", "orders", "--delay", "500us"},
+		{"topic", "add", "later", "--parent", "orders", "--delay", "-1s"},
+		{"topic", "add", "orders", "--visibility", "1500us"},
+		{"topic", "alter", "orders", "--retention", "1h0m0.5s"},
+		{"topic", "attach", "orders", "later", "--delay", "1.5ms"},
+		{"pub", "orders", "x", "--count", "2", "--rate", "NaN"},
+		{"pub", "orders", "x", "--count", "2", "--rate", "+Inf"},
+	} {
+		h := newHarness(t)
+		broker := newFakeBroker(t)
+		require.Equal(t, exitUsage, h.against(broker, args...), "%v: %s", args, h.stderr.String())
+		require.Empty(t, broker.seen(""), "%v sent a request", args)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sync/atomic"
 	"time"
@@ -79,8 +80,8 @@ func (o pubOptions) check(args []string) error {
 		return usagef("give the message as an argument or with --file, not both")
 	case o.count < 1:
 		return usagef("--count must be at least 1")
-	case o.rate < 0:
-		return usagef("--rate must not be negative")
+	case o.rate < 0 || math.IsNaN(o.rate) || math.IsInf(o.rate, 0):
+		return usagef("--rate must be a finite number, not negative")
 	case o.batch < 0 || o.batch > batchRecordsMax:
 		return usagef("--batch must be in 0..%d", batchRecordsMax)
 	case o.partition < -1:

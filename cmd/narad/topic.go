@@ -61,6 +61,19 @@ func (s topicSettings) check() error {
 	if s.partitions < 0 || s.retention < 0 || s.visibility < 0 || s.maxInFlight < 0 || s.maxAckedAhead < 0 || s.maxDeliveries < 0 {
 		return usagef("topic settings must not be negative")
 	}
+	if err := wholeMilliseconds("--retention", s.retention); err != nil {
+		return err
+	}
+	return wholeMilliseconds("--visibility", s.visibility)
+}
+
+// wholeMilliseconds refuses a duration the API cannot carry: the API
+// counts milliseconds, and a fraction would be dropped silently (a
+// --delay of 500us would make a plain child instead of a delay child).
+func wholeMilliseconds(flag string, d time.Duration) error {
+	if d%time.Millisecond != 0 {
+		return usagef("%s %s is not a whole number of milliseconds", flag, d)
+	}
 	return nil
 }
 
@@ -84,6 +97,12 @@ func newTopicAddCommand(a *app) *cobra.Command {
 			}
 			if cmd.Flags().Changed("delay") && parent == "" {
 				return usagef("--delay needs --parent")
+			}
+			if delay < 0 {
+				return usagef("--delay must not be negative")
+			}
+			if err := wholeMilliseconds("--delay", delay); err != nil {
+				return err
 			}
 			request := client.CreateTopicRequest{Name: args[0], Partitions: settings.partitions,
 				RetentionMs: settings.retention.Milliseconds(), VisibilityTimeoutMs: settings.visibility.Milliseconds(),

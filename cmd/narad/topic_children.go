@@ -26,6 +26,9 @@ has one parent and cannot itself be a parent.`,
 			if delay < 0 {
 				return usagef("--delay must not be negative")
 			}
+			if err := wholeMilliseconds("--delay", delay); err != nil {
+				return err
+			}
 			broker, err := a.newClient(cmd)
 			if err != nil {
 				return err
