@@ -48,8 +48,8 @@ var errAckRetryInvalid = errors.New("client: ack retry needs Attempts >= 1, 0 < 
 // nil (acked), an *Error with status 410 (the lease lapsed and the record
 // will be delivered again), another *Error, the last retryable failure
 // once policy.Attempts are spent, or ctx's error. Between attempts it
-// waits its backoff, or the reply's Retry-After when that is longer. It
-// sends at most
+// waits its backoff, or the reply's Retry-After when that is longer, at
+// most policy.MaxBackoff. It sends at most
 // policy.Attempts requests, each bounded by the client's timeout and
 // policy.AttemptTimeout.
 func (c *Client) AckRetrying(ctx context.Context, topic, receiptHandle string, policy AckRetry) (retries int, err error) {
@@ -62,7 +62,7 @@ func (c *Client) AckRetrying(ctx context.Context, topic, receiptHandle string, p
 		if err == nil || !ackRetryable(err) || attempt == policy.Attempts || ctx.Err() != nil {
 			return attempt - 1, err
 		}
-		if waitErr := pause(ctx, max(backoff, RetryAfterOf(err))); waitErr != nil {
+		if waitErr := pause(ctx, min(max(backoff, RetryAfterOf(err)), policy.MaxBackoff)); waitErr != nil {
 			return attempt - 1, err
 		}
 		backoff = min(2*backoff, policy.MaxBackoff)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"slices"
 	"sync"
@@ -157,11 +158,17 @@ func (t *Transport) authenticated(raw net.Conn, dialerID string) {
 // forgetInbound closes raw and drops it from the open connections.
 func (t *Transport) forgetInbound(raw net.Conn) {
 	t.mu.Lock()
-	if id := t.mu.inbound[raw]; id != "" && t.mu.current[id] == raw {
+	id := t.mu.inbound[raw]
+	delete(t.mu.inbound, raw)
+	if id != "" && t.mu.current[id] == raw {
 		delete(t.mu.current, id)
+	}
+	if id != "" && !slices.Contains(slices.Collect(maps.Values(t.mu.inbound)), id) {
+		// The last connection of the dialer: an older reader still in a
+		// delivery holds this mutex, and the next connection must wait
+		// for it, so it goes only with the dialer's last connection.
 		delete(t.mu.deliveries, id)
 	}
-	delete(t.mu.inbound, raw)
 	delete(t.mu.shed, raw)
 	t.stopHandshakingLocked(raw)
 	t.mu.Unlock()
