@@ -110,8 +110,15 @@ func (n *Node) retain(t *topic, p *partition) {
 	if result.SegmentsDeleted > 0 {
 		n.observer.RetentionDeleted(p.key.topic, p.key.index, result.BytesDeleted, result.RecordsDeleted)
 	}
+	deliverable := p.leases.Deliverable(p.log.HWM())
 	if dropped := p.leases.AdvanceTo(p.log.Oldest()); dropped > 0 {
 		n.observer.ConsumerDropped(p.key.topic, p.key.index, dropped)
+	}
+	if !deliverable && p.leases.Deliverable(p.log.HWM()) {
+		// Dropped reservations freed in-flight slots: parked polls, here
+		// and on the nodes subscribed, may take the next record now.
+		n.notifySubscribers(p.key.topic)
+		n.wake(p.key.topic)
 	}
 }
 

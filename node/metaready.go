@@ -102,13 +102,39 @@ func (n *Node) rememberTopics() {
 // its local data; a changed topic passes new caps to its lease tables and
 // may serve parked polls.
 func (n *Node) reconcileTopics() {
+	changed := false
 	if version := n.meta.State().TopicsVersion(); !n.topicsReconciled || version != n.reconciledTopics {
 		n.reconciledTopics, n.topicsReconciled = version, true
 		n.reconcileTopicRecords()
+		changed = true
 	}
 	n.reconcileMoves()
 	for _, name := range n.waiters.topicNames() {
+		if changed {
+			n.subscribeNewOwners(name)
+		}
 		n.wake(name) // more partitions or larger caps may serve parked polls
+	}
+}
+
+// subscribeNewOwners subscribes the topic's parked polls at its owners as
+// they are now: a poll subscribed at the owners of when it parked, and a
+// partition added or moved since to a node it never subscribed at, would
+// not be told of a record there. subscribe skips the owners whose
+// subscription already lasts long enough.
+func (n *Node) subscribeNewOwners(name string) {
+	t, ok := n.lookupTopic(name)
+	if !ok {
+		return
+	}
+	latest := int64(-1)
+	for _, w := range n.waiters.topic(name) {
+		if !w.noWait && w.request.Partition == msg.PartitionNone {
+			latest = max(latest, w.deadlineMs)
+		}
+	}
+	if latest >= 0 {
+		n.subscribe(name, n.remoteOwners(t), latest+n.cfg.ForwardTimeoutMs)
 	}
 }
 
@@ -132,12 +158,24 @@ func (n *Node) reconcileTopicRecords() {
 	}
 }
 
+// refreshLeaseConfig passes a topic's caps to its lease tables. A change
+// may make records available (a larger in-flight or acked-ahead cap,
+// exhausted records put back in the queue): the nodes subscribed to the
+// topic are told, as for a produce, since the polls parked there cannot
+// see this node's partitions change (this node's own polls are woken by
+// reconcileTopics).
 func (n *Node) refreshLeaseConfig(record meta.TopicRecord) {
 	t, _ := n.lookupTopic(record.Name)
+	changed := false
 	for i := range record.Partitions {
 		if p := n.partitions[partitionKey{record.Name, i}]; p != nil && p.leases != nil {
-			p.leases.SetConfig(n.leaseConfig(t))
+			cfg := n.leaseConfig(t)
+			changed = changed || p.leases.Config() != cfg
+			p.leases.SetConfig(cfg)
 		}
+	}
+	if changed {
+		n.notifySubscribers(record.Name)
 	}
 }
 

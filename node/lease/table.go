@@ -144,6 +144,9 @@ func (t *Table) AckedAhead() int { return len(t.ackedAhead) }
 // SetConfig changes the caps (a topic alter). It applies to the next calls;
 // lowering a cap below a current count drops nothing, it only stops new
 // reservations (or out-of-order acks) until the count falls below it.
+// Config is the table's current configuration.
+func (t *Table) Config() Config { return t.cfg }
+
 func (t *Table) SetConfig(cfg Config) {
 	if err := cfg.Validate(); err != nil {
 		invariant.Broken("lease: config must be valid: %v", err)

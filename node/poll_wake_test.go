@@ -1,0 +1,115 @@
+package node
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"narad/msg"
+)
+
+// Retention that drops an in-flight reservation frees an in-flight slot
+// of a partition held at max_in_flight_per_partition: a poll parked on
+// that partition must be woken, since a record is deliverable now.
+func TestRetentionFreeingASlotWakesAParkedPoll(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Log.SegmentBytes = 4096
+	h.cfg.RetentionCheckIntervalMs = 1_000
+	h.restart()
+	h.createTopic("orders", func(c *msg.CreateTopic) {
+		c.InFlightMax = 1
+		c.RetentionMs = msg.RetentionMsMin
+		c.VisibilityTimeoutMs = msg.VisibilityTimeoutMsMax
+	})
+	payload := string(make([]byte, 1000))
+	for range 20 {
+		h.produce("orders", 0, payload)
+	}
+	first := h.ok(msg.Consume{Topic: "orders", Partition: 0}).(msg.ConsumeResult).Messages[0]
+	require.Equal(t, uint64(0), first.Offset)
+	h.tick(msg.RetentionMsMin - 500) // retention has not expired anything yet
+	require.Zero(t, h.stats("orders", 0).OldestOffset)
+	id := h.send(msg.Consume{Topic: "orders", Partition: 0, WaitMs: 10_000})
+	require.NotContains(t, h.replies, id, "the partition is at its in-flight cap: the poll waits")
+	h.tick(2_000) // retention deletes the sealed segments, the lease of offset 0 with them
+	require.Positive(t, h.stats("orders", 0).OldestOffset)
+	_, answered := h.replies[id]
+	require.True(t, answered, "retention freed the in-flight slot: the parked poll must get a record")
+}
+
+// An alter that raises max_in_flight_per_partition makes the next record
+// of a partition held at its cap available: a poll parked on another node
+// must be woken with it (as an ack freeing the slot does), not answered
+// empty when its wait ends.
+func TestRaisingTheInFlightCapWakesARemotePoll(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.elect()
+	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "t", Partitions: 3, InFlightMax: 1}).Err)
+	c.tick(100)
+	owners := c.owners(leader, "t")
+	owner := owners[0]
+	poller := c.otherThan(owner)
+	partition := slices.IndexFunc(owners, func(o string) bool { return o == owner })
+	for _, payload := range []string{"first", "second"} {
+		require.NoError(t, c.do(owner, producePinned("t", partition, payload)).Err)
+	}
+	held := c.do(owner, msg.Consume{Topic: "t", Partition: partition})
+	require.NoError(t, held.Err)
+	require.Equal(t, "first", string(held.Result.(msg.ConsumeResult).Messages[0].Payload))
+
+	poll := c.send(poller, msg.Consume{Topic: "t", Partition: msg.PartitionNone, WaitMs: 8_000})
+	c.tick(100)
+	_, answered := c.replies[poll]
+	require.False(t, answered, "the only partition with records is at its in-flight cap: the poll waits")
+
+	two := 2
+	require.NoError(t, c.do(leader, msg.AlterTopic{Name: "t", InFlightMax: &two}).Err)
+	reply := c.await(poll, 100, 100) // the poll's wait ends within 8 s
+	require.NoError(t, reply.Err)
+	messages := reply.Result.(msg.ConsumeResult).Messages
+	require.Len(t, messages, 1, "the raised cap made the next record available: the parked poll must get it, not an empty answer")
+	require.Equal(t, "second", string(messages[0].Payload))
+}
+
+// A poll parked on one node is subscribed at the owners of the topic's
+// partitions as they were when it parked. A partition added meanwhile
+// (or moved to a node that owned none) is owned by a node the poll never
+// subscribed at: a record produced there must still wake the poll
+// (docs/api.md#consume: "woken when a record becomes available on any
+// partition of the topic, wherever its owner is"): the node subscribes its
+// parked polls at the new owners when the topic changes.
+func TestARecordOnAPartitionAddedWhileParkedWakesThePoll(t *testing.T) {
+	c := newClusterHarness(t, 4)
+	leader := c.elect()
+	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "t", Partitions: 3}).Err)
+	c.tick(100)
+	owners := c.owners(leader, "t")
+	var idle string
+	for _, id := range c.ids {
+		if !slices.Contains(owners, id) {
+			idle = id
+		}
+	}
+	require.NotEmpty(t, idle, "one of the four nodes owns no partition of t")
+	poller := owners[0]
+
+	poll := c.send(poller, msg.Consume{Topic: "t", Partition: msg.PartitionNone, WaitMs: 8_000})
+	c.tick(100)
+	_, answered := c.replies[poll]
+	require.False(t, answered, "the topic is empty: the poll waits")
+
+	four := 4
+	require.NoError(t, c.do(leader, msg.AlterTopic{Name: "t", Partitions: &four}).Err)
+	c.tick(100)
+	grown := c.owners(leader, "t")
+	require.Len(t, grown, 4)
+	require.Equal(t, idle, grown[3], "the new partition goes to the node that owned none")
+	require.NoError(t, c.do(idle, producePinned("t", 3, "new")).Err)
+
+	reply := c.await(poll, 100, 100) // the poll's wait ends within 8 s
+	require.NoError(t, reply.Err)
+	messages := reply.Result.(msg.ConsumeResult).Messages
+	require.Len(t, messages, 1, "a record became available on a partition of the topic: the parked poll must get it")
+	require.Equal(t, "new", string(messages[0].Payload))
+}
