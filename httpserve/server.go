@@ -100,9 +100,12 @@ func New(options Options) *Server {
 
 // Serve accepts connections on listener and serves each on a goroutine of
 // its own until Shutdown or Close; it then returns ErrServerClosed, or
-// the listener's error if it failed first.
+// the listener's error if it failed first. A server already shutting down
+// closes the listener at once (Shutdown closes only the listeners Serve
+// took before it).
 func (s *Server) Serve(listener net.Listener) error {
 	if !s.track(listener) {
+		_ = listener.Close()
 		return ErrServerClosed
 	}
 	defer s.untrack(listener)
