@@ -43,33 +43,10 @@ func TestRetentionFreeingASlotWakesAParkedPoll(t *testing.T) {
 // must be woken with it (as an ack freeing the slot does), not answered
 // empty when its wait ends.
 func TestRaisingTheInFlightCapWakesARemotePoll(t *testing.T) {
-	c := newClusterHarness(t, 3)
-	leader := c.elect()
-	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "t", Partitions: 3, InFlightMax: 1}).Err)
-	c.tick(100)
-	owners := c.owners(leader, "t")
-	owner := owners[0]
-	poller := c.otherThan(owner)
-	partition := slices.IndexFunc(owners, func(o string) bool { return o == owner })
-	for _, payload := range []string{"first", "second"} {
-		require.NoError(t, c.do(owner, producePinned("t", partition, payload)).Err)
-	}
-	held := c.do(owner, msg.Consume{Topic: "t", Partition: partition})
-	require.NoError(t, held.Err)
-	require.Equal(t, "first", string(held.Result.(msg.ConsumeResult).Messages[0].Payload))
-
-	poll := c.send(poller, msg.Consume{Topic: "t", Partition: msg.PartitionNone, WaitMs: 8_000})
-	c.tick(100)
-	_, answered := c.replies[poll]
-	require.False(t, answered, "the only partition with records is at its in-flight cap: the poll waits")
-
+	f := parkAtACappedPartition(t)
 	two := 2
-	require.NoError(t, c.do(leader, msg.AlterTopic{Name: "t", InFlightMax: &two}).Err)
-	reply := c.await(poll, 100, 100) // the poll's wait ends within 8 s
-	require.NoError(t, reply.Err)
-	messages := reply.Result.(msg.ConsumeResult).Messages
-	require.Len(t, messages, 1, "the raised cap made the next record available: the parked poll must get it, not an empty answer")
-	require.Equal(t, "second", string(messages[0].Payload))
+	require.NoError(t, f.c.do(f.leader, msg.AlterTopic{Name: "t", InFlightMax: &two}).Err)
+	f.requireWokenWithTheSecond(t, "the raised cap made the next record available: the parked poll must get it, not an empty answer")
 }
 
 // A poll parked on one node is subscribed at the owners of the topic's

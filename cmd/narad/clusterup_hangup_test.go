@@ -20,6 +20,33 @@ import (
 	"narad/proc"
 )
 
+// startUntilLine starts cmd and returns once a line of its stderr starts
+// with prefix; the process is killed and the test fails (with failure)
+// if none does within 30 s.
+func startUntilLine(t *testing.T, cmd *exec.Cmd, prefix, failure string) {
+	t.Helper()
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	seen := make(chan struct{})
+	go func() {
+		scanner := bufio.NewScanner(stderr)
+		signalled := false
+		for scanner.Scan() {
+			if !signalled && strings.HasPrefix(scanner.Text(), prefix) {
+				signalled = true
+				close(seen)
+			}
+		}
+	}()
+	select {
+	case <-seen:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal(failure)
+	}
+}
+
 // childPids lists the processes whose parent is pid (from /proc/*/stat).
 func childPids(t *testing.T, pid int) []int {
 	t.Helper()
@@ -53,26 +80,7 @@ func TestClusterUpStopsItsNodesOnHangup(t *testing.T) {
 	require.NoError(t, err)
 	base := 21000 + 100*rand.IntN(90)
 	cmd := exec.Command(binary, "cluster", "up", "--base-port", strconv.Itoa(base), "--data-dir", filepath.Join(t.TempDir(), "cluster"))
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	waiting := make(chan struct{})
-	go func() {
-		scanner := bufio.NewScanner(stderr)
-		signalled := false
-		for scanner.Scan() {
-			if !signalled && strings.HasPrefix(scanner.Text(), "waiting for ") {
-				signalled = true
-				close(waiting)
-			}
-		}
-	}()
-	select {
-	case <-waiting:
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatal("cluster up did not start its nodes within 30 s")
-	}
+	startUntilLine(t, cmd, "waiting for ", "cluster up did not start its nodes within 30 s")
 	nodes := childPids(t, cmd.Process.Pid)
 	require.Len(t, nodes, 3, "three narad serve children")
 	t.Cleanup(func() {

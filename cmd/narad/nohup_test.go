@@ -3,12 +3,10 @@
 package main
 
 import (
-	"bufio"
 	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -28,26 +26,8 @@ func TestANohupServerSurvivesAHangup(t *testing.T) {
 	port := 23000 + rand.IntN(5000)
 	cmd := exec.Command("sh", "-c", `trap "" HUP; exec "$0" server start --dev --port "$1" --data-dir "$2"`,
 		binary, strconv.Itoa(port), filepath.Join(t.TempDir(), "data"))
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
+	startUntilLine(t, cmd, "narad dev server:", "the dev server did not start within 30 s")
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	ready := make(chan struct{})
-	go func() {
-		scanner := bufio.NewScanner(stderr)
-		signalled := false
-		for scanner.Scan() {
-			if !signalled && strings.HasPrefix(scanner.Text(), "narad dev server:") {
-				signalled = true
-				close(ready)
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the dev server did not start within 30 s")
-	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	require.NoError(t, cmd.Process.Signal(syscall.SIGHUP))
