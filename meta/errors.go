@@ -90,7 +90,10 @@ var (
 	ErrPeerNotFound       = errors.New("meta: peer not found")
 	ErrRaftIDReused       = errors.New("meta: raft id belonged to a removed peer and may not be reused")
 	ErrTooFewVoters       = errors.New("meta: removal would leave fewer voters than the minimum")
-	ErrUnknownConfChange  = errors.New("meta: unknown configuration change kind")
+	// ErrQuorumAtRisk: a decommission's removal would leave fewer live
+	// voters than the new configuration's quorum.
+	ErrQuorumAtRisk      = errors.New("meta: removal would leave too few live voters for a quorum")
+	ErrUnknownConfChange = errors.New("meta: unknown configuration change kind")
 	// ErrFanoutRole: an attach breaks a role rule of fan-out (depth 1,
 	// one parent, not its own child, not attached twice).
 	ErrFanoutRole = errors.New("meta: fan-out role conflict")

@@ -83,14 +83,32 @@ func (s *State) checkRemoveVoter(peer Peer) error {
 }
 
 // checkRemovalGuard refuses a guarded removal (ExpectDraining) of a voter
-// whose member is no longer draining: the cancel of its decommission
-// applied between the removal's proposal and its apply.
+// whose member is no longer draining (the cancel of its decommission
+// applied between the removal's proposal and its apply), and one that
+// would leave fewer live voters than the new configuration's quorum: with
+// two of five voters dead, removing a live third leaves four that need
+// three votes and have two, and the metastore could never commit again.
+// The drained node then stays a voter until enough voters are alive.
 func (s *State) checkRemovalGuard(change ConfChange) error {
 	if !change.ExpectDraining {
 		return nil
 	}
 	if member, found := s.members[change.Peer.ID]; !found || !member.Draining {
 		return rejectf(ErrGuardFailed, "member %q is not draining: its decommission was cancelled", change.Peer.ID)
+	}
+	remaining, alive := 0, 0
+	for _, peer := range s.peers { //determinism:ok only counts
+		if peer.ID == change.Peer.ID {
+			continue
+		}
+		remaining++
+		if member, found := s.members[peer.ID]; found && member.Alive {
+			alive++
+		}
+	}
+	if quorum := remaining/2 + 1; alive < quorum {
+		return rejectf(ErrQuorumAtRisk, "removing %q leaves %d voters, %d of them alive, fewer than the quorum of %d",
+			change.Peer.ID, remaining, alive, quorum)
 	}
 	return nil
 }
