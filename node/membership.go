@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -317,15 +318,20 @@ func (n *Node) stepNotify(from string, m msg.Notify) {
 	if _, known := n.lookupTopic(m.Topic); !known {
 		return // a Notify sent before its owner applied the delete: no poll of it here, and no state to keep
 	}
-	if !n.probeForNotify(m.Topic, from) {
-		pending := n.cluster.notified[m.Topic]
-		for _, owner := range pending {
-			if owner == from {
-				return
-			}
-		}
-		n.cluster.notified[m.Topic] = append(pending, from)
+	n.notifiedBy(m.Topic, from)
+}
+
+// notifiedBy probes owner for a parked poll of the topic now, or, when
+// every poll is busy probing, remembers that owner has records.
+func (n *Node) notifiedBy(topicName, owner string) {
+	if n.probeForNotify(topicName, owner) {
+		return
 	}
+	pending := n.cluster.notified[topicName]
+	if slices.Contains(pending, owner) {
+		return
+	}
+	n.cluster.notified[topicName] = append(pending, owner)
 }
 
 // voterAddresses lists the voters of this replica's state, by raft id.

@@ -133,8 +133,21 @@ func (n *Node) subscribeNewOwners(name string) {
 			latest = max(latest, w.deadlineMs)
 		}
 	}
-	if latest >= 0 {
-		n.subscribe(name, n.remoteOwners(t), latest+n.cfg.ForwardTimeoutMs)
+	if latest < 0 {
+		return
+	}
+	until := latest + n.cfg.ForwardTimeoutMs
+	var fresh []string
+	for _, owner := range n.remoteOwners(t) {
+		if n.cluster.subscribedUntilMs[name+"\x00"+owner] < until {
+			fresh = append(fresh, owner)
+		}
+	}
+	n.subscribe(name, fresh, until)
+	for _, owner := range fresh {
+		// A record it held before the subscription sends no Notify: probe
+		// it as if it had notified (after the Subscribe on the link).
+		n.notifiedBy(name, owner)
 	}
 }
 
@@ -156,6 +169,31 @@ func (n *Node) reconcileTopicRecords() {
 		n.known[record.Name] = record.CreatedAtMs
 		n.refreshLeaseConfig(record)
 	}
+	n.notifyGainedPartitions(records)
+}
+
+// notifyGainedPartitions tells the subscribers of a topic that this node
+// gained one of its partitions (a move's flip, a forced promotion, a
+// partition added): its records are deliverable here at once (a move
+// carries no reservation), and a poll parked elsewhere would otherwise
+// wait out its wait for a record that was ready.
+func (n *Node) notifyGainedPartitions(records []meta.TopicRecord) {
+	owned := make(map[partitionKey]bool, len(n.ownedAtReconcile))
+	for _, record := range records { // sorted by name
+		gained := false
+		for index, assignment := range record.Assignments {
+			if assignment.Owner != n.cfg.NodeID {
+				continue
+			}
+			key := partitionKey{record.Name, index}
+			owned[key] = true
+			gained = gained || (n.ownedAtReconcile != nil && !n.ownedAtReconcile[key])
+		}
+		if gained {
+			n.notifySubscribers(record.Name)
+		}
+	}
+	n.ownedAtReconcile = owned
 }
 
 // refreshLeaseConfig passes a topic's caps to its lease tables. A change

@@ -66,6 +66,9 @@ type Node struct {
 	// known maps each topic name of the applied state to its creation
 	// time, to notice deletes and re-creates (reconcileTopics).
 	known map[string]int64
+	// ownedAtReconcile holds the partitions this node owned at the last topics
+	// reconcile (reconcileTopicRecords), to notice the ones it gains.
+	ownedAtReconcile map[partitionKey]bool
 	// cursors are the topics' produce and consume cursors on this node.
 	cursors map[string]*topicCursors
 	// topicCache holds the topics lookupTopic built from the metastore

@@ -1,0 +1,61 @@
+package node
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"narad/msg"
+)
+
+// A poll parked on one node waits for a record of the topic. The only
+// record sits in partition 0 on another node, reserved by a consumer with
+// a long visibility timeout. Partition 0 then moves to a node that owned
+// no partition of the topic; a move carries no reservation, so at the new
+// owner the record is deliverable at once: the poll gets it (the poller
+// probes the owner it newly subscribes at, and the new owner notifies its
+// subscribers of the partition it gained), not an empty answer at the end
+// of its wait.
+func TestAPollParkedAcrossAMoveGetsTheRecordReadyAtTheNewOwner(t *testing.T) {
+	c := newClusterHarness(t, 4)
+	leader := c.elect()
+	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "t", Partitions: 3, VisibilityTimeoutMs: msg.VisibilityTimeoutMsMax}).Err)
+	c.tick(100)
+	owners := c.owners(leader, "t")
+	var idle string
+	for _, id := range c.ids {
+		if !slices.Contains(owners, id) {
+			idle = id
+		}
+	}
+	require.NotEmpty(t, idle, "one of the four nodes owns no partition of t")
+	source, poller := owners[0], owners[1]
+	require.NotEqual(t, source, poller)
+	require.NoError(t, c.do(source, producePinned("t", 0, "only")).Err)
+	held := c.do(source, msg.Consume{Topic: "t", Partition: 0})
+	require.NoError(t, held.Err)
+	require.Len(t, held.Result.(msg.ConsumeResult).Messages, 1)
+
+	parkedAtMs := c.nowMs
+	poll := c.send(poller, msg.Consume{Topic: "t", Partition: msg.PartitionNone, WaitMs: 10_000})
+	c.tick(100)
+	_, answered := c.replies[poll]
+	require.False(t, answered, "the only record is reserved: the poll waits")
+
+	c.startMove(leader, "t", 0, idle)
+	c.tickUntil(100, 60, func() bool { return c.owners(poller, "t")[0] == idle && c.owners(idle, "t")[0] == idle })
+	t.Logf("partition 0 flipped to %s %d ms after the poll parked at %s", idle, c.nowMs-parkedAtMs, poller)
+
+	reply := c.await(poll, 100, 120) // the poll's wait ends within 10 s
+	require.NoError(t, reply.Err)
+	if len(reply.Result.(msg.ConsumeResult).Messages) == 0 {
+		direct := c.do(idle, msg.Consume{Topic: "t", Partition: 0})
+		require.NoError(t, direct.Err)
+		require.Len(t, direct.Result.(msg.ConsumeResult).Messages, 1)
+		t.Logf("the poll was answered empty %d ms after parking; a consume at %s right after got %q",
+			c.nowMs-parkedAtMs, idle, direct.Result.(msg.ConsumeResult).Messages[0].Payload)
+	}
+	require.Len(t, reply.Result.(msg.ConsumeResult).Messages, 1,
+		"the record is deliverable at the partition's new owner: the parked poll must get it, not an empty answer")
+}
