@@ -60,11 +60,9 @@
 // A partition in flight, or being aborted, is not movable.
 //
 // Bound. Every partition with a Target, kept or being aborted, holds one
-// of the MaxInFlightMoves slots, except a move kept while its owner is
-// down: it copies nothing, and it may wait as long as the owner stays
-// down, so counted, such moves could hold every slot and stall every drain
-// in the cluster. The planner starts at most MaxInFlightMoves minus the
-// slots held (none when the bound is already reached or exceeded).
+// of the MaxInFlightMoves slots. The planner starts at most
+// MaxInFlightMoves minus that many moves (none when the bound is already
+// reached or exceeded).
 //
 // Order. While slots remain, the planner takes a source (shedders before
 // receivers; then the larger number of partitions still to leave; then the

@@ -34,14 +34,10 @@ func (p *planner) placeStable(i int, partition Partition) {
 }
 
 // placeMove counts a partition in flight at its target, or at its owner
-// when the move is to be aborted. A kept move whose owner is down holds
-// no slot (holdsSlot).
+// when the move is to be aborted.
 func (p *planner) placeMove(partition Partition) {
-	owner, target := p.roleOfID(partition.Owner), p.roleOfID(partition.Target)
-	if holdsSlot(owner, target) {
-		p.inFlight++
-	}
-	reason := abortReason(owner, target)
+	p.inFlight++
+	reason := abortReason(p.roleOfID(partition.Owner), p.roleOfID(partition.Target))
 	if reason == "" {
 		p.countID(partition.Target)
 		return
@@ -50,16 +46,6 @@ func (p *planner) placeMove(partition Partition) {
 	p.aborts = append(p.aborts, Abort{Topic: partition.Topic, Index: partition.Index,
 		Owner: partition.Owner, Target: partition.Target, Reason: reason})
 	p.countID(partition.Owner)
-}
-
-// holdsSlot says whether a move from an owner to a target in these roles
-// holds one of the MaxInFlightMoves slots: every move but one kept while
-// its owner is down, which copies nothing (there is no source to read),
-// and may wait as long as the owner stays down (a destination neither
-// aborts it nor, unless the source froze, promotes it): counted, such
-// moves could hold every slot and stall every drain in the cluster.
-func holdsSlot(owner, target role) bool {
-	return owner != roleDown || abortReason(owner, target) != ""
 }
 
 // abortReason says whether a move from an owner to a target in these roles
