@@ -62,8 +62,12 @@ func (n *Node) proposalPending(kind proposalKind) bool {
 }
 
 // retireDrainedVoters removes from the voter set each draining member
-// that owns and targets nothing; a draining leader hands leadership over
-// first. The metastore refuses a removal below three voters.
+// that owns and targets nothing, one configuration change at a time; a
+// draining leader hands leadership over first. A removal this node would
+// not leave a quorum it heard from after (quorumHeardWithout), or that the
+// metastore refuses (below three voters, too few live voters), is skipped
+// for the next drained member: another's removal may be safe, and may make
+// this one safe.
 func (n *Node) retireDrainedVoters() {
 	holding := n.holdingMembers()
 	for _, m := range n.meta.State().Members() {
@@ -77,9 +81,31 @@ func (n *Node) retireDrainedVoters() {
 			n.handLeadershipOver()
 			return
 		}
-		n.removeVoter(m.ID)
-		return // one configuration change at a time
+		if !n.quorumHeardWithout(m.ID) {
+			continue
+		}
+		if n.removeVoter(m.ID) {
+			return // one configuration change at a time
+		}
 	}
+}
+
+// quorumHeardWithout reports whether the voters other than id that this
+// node heard from within an election timeout (itself included) make a
+// quorum of the voters left: the metastore's own check counts members
+// alive, which lags a crash by cluster.dead_after_ms.
+func (n *Node) quorumHeardWithout(id string) bool {
+	remaining, heard := 0, 0
+	for _, peer := range n.meta.State().Peers() {
+		if peer.ID == id {
+			continue
+		}
+		remaining++
+		if peer.ID == n.cfg.NodeID || n.heardLately(peer.ID) {
+			heard++
+		}
+	}
+	return heard >= remaining/2+1
 }
 
 // holdingMembers lists the members that own or target a partition.
@@ -96,13 +122,18 @@ func (n *Node) holdingMembers() map[string]bool {
 	return holding
 }
 
-func (n *Node) removeVoter(id string) {
+// removeVoter proposes id's removal and reports whether a configuration
+// change is now under way (proposed, or another in progress), so that no
+// other may be proposed this round.
+func (n *Node) removeVoter(id string) bool {
 	_, err := n.meta.ProposeConfChange(meta.ConfChange{Kind: meta.RemoveVoter, Peer: meta.Peer{ID: id}, ExpectDraining: true})
 	switch {
 	case err == nil:
 		chaos.Reached(chaos.MarkNodeVoterRemoved)
 		n.observer.Event("voter-removal-proposed", id+" is drained")
+		return true
 	case errors.Is(err, meta.ErrConfChangeInProgress) || errors.Is(err, meta.ErrBarrierPending):
+		return true
 	case n.cluster.removalRefused[id]:
 		// said once already: a drained member of a three-voter cluster
 		// stays a voter, and the leader retries every round
@@ -110,6 +141,7 @@ func (n *Node) removeVoter(id string) {
 		n.cluster.removalRefused[id] = true
 		n.observer.Event("voter-removal-refused", fmt.Sprintf("%s: %v (it stays a voter; said once)", id, err))
 	}
+	return false
 }
 
 // handLeadershipOver transfers leadership to an alive, non-draining voter
