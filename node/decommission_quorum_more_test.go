@@ -18,12 +18,7 @@ import (
 func TestARefusedRemovalDoesNotBlockASafeOne(t *testing.T) {
 	c := newClusterHarness(t, 5)
 	leader := c.elect()
-	var others []string
-	for _, id := range c.ids {
-		if id != leader {
-			others = append(others, id)
-		}
-	}
+	others := c.except(leader)
 	slices.Sort(others)
 	live, dead := others[0], others[2:] // live sorts before both dead ones
 	for _, id := range dead {
@@ -53,12 +48,7 @@ func TestARefusedRemovalDoesNotBlockASafeOne(t *testing.T) {
 func TestARemovalWaitsForVotersHeardNotForTheAliveFlag(t *testing.T) {
 	c := newClusterHarness(t, 5)
 	leader := c.elect()
-	var others []string
-	for _, id := range c.ids {
-		if id != leader {
-			others = append(others, id)
-		}
-	}
+	others := c.except(leader)
 	down, leaving := others[:2], others[2]
 	c.tick(1_000) // the leader hears from everyone
 	for _, id := range down {
@@ -78,4 +68,15 @@ func TestARemovalWaitsForVotersHeardNotForTheAliveFlag(t *testing.T) {
 	reply := c.await(id, 100, 100)
 	require.NoError(t, reply.Err, "the metastore cannot commit (drained node still a voter: %t; voters %v)",
 		voter, c.nodes[now].meta.State().ConfState().Voters)
+}
+
+// except lists the cluster's nodes but id, in id order.
+func (c *clusterHarness) except(id string) []string {
+	var others []string
+	for _, other := range c.ids {
+		if other != id {
+			others = append(others, other)
+		}
+	}
+	return others
 }

@@ -14,12 +14,7 @@ import (
 func TestDecommissionNeverLeavesTooFewLiveVotersForAQuorum(t *testing.T) {
 	c := newClusterHarness(t, 5)
 	leader := c.electWithTopic("t", 10)
-	var others []string
-	for _, id := range c.ids {
-		if id != leader {
-			others = append(others, id)
-		}
-	}
+	others := c.except(leader)
 	down, leaving := others[:2], others[2]
 	for _, id := range down {
 		c.cut[id] = true

@@ -62,13 +62,7 @@ func TestARecordOnAPartitionAddedWhileParkedWakesThePoll(t *testing.T) {
 	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "t", Partitions: 3}).Err)
 	c.tick(100)
 	owners := c.owners(leader, "t")
-	var idle string
-	for _, id := range c.ids {
-		if !slices.Contains(owners, id) {
-			idle = id
-		}
-	}
-	require.NotEmpty(t, idle, "one of the four nodes owns no partition of t")
+	idle := c.ownsNone(t, owners)
 	poller := owners[0]
 
 	poll := c.send(poller, msg.Consume{Topic: "t", Partition: msg.PartitionNone, WaitMs: 8_000})
@@ -89,4 +83,15 @@ func TestARecordOnAPartitionAddedWhileParkedWakesThePoll(t *testing.T) {
 	messages := reply.Result.(msg.ConsumeResult).Messages
 	require.Len(t, messages, 1, "a record became available on a partition of the topic: the parked poll must get it")
 	require.Equal(t, "new", string(messages[0].Payload))
+}
+
+// ownsNone is a node of the cluster that is not among owners.
+func (c *clusterHarness) ownsNone(t *testing.T, owners []string) string {
+	for _, id := range c.ids {
+		if !slices.Contains(owners, id) {
+			return id
+		}
+	}
+	require.Fail(t, "every node owns a partition")
+	return ""
 }
