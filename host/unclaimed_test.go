@@ -3,6 +3,7 @@ package host
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,6 +34,12 @@ func consumeInput(h *Host, reply chan msg.Reply) input {
 // timeout), as its first delivery.
 func requireRedeliveredAtOnce(t *testing.T, h *Host) {
 	t.Helper()
+	// The loop hands the records back at its next round (handBack), which
+	// the consume below may otherwise overtake.
+	require.Eventually(t, func() bool {
+		_, metrics := call(t, h, get("/metrics"))
+		return strings.Contains(metrics, "narad_consume_unclaimed_total 1\n")
+	}, 10*time.Second, time.Millisecond, "the records are handed back")
 	status, body := call(t, h, get("/v1/topics/queue/consume"))
 	require.Equal(t, http.StatusOK, status, "the record is available again at once: %s", body)
 	var m struct {

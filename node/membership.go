@@ -283,7 +283,8 @@ func (n *Node) notifySubscribers(topicName string) {
 // poll's deadline plus a forward timeout): a poll parked near the end of
 // a subscription would otherwise outlive it, and the owner, which drops
 // an expired subscriber, would notify nobody of a record it then took.
-func (n *Node) subscribe(topicName string, owners []string, untilMs int64) {
+// It returns the owners it sent a Subscribe to.
+func (n *Node) subscribe(topicName string, owners []string, untilMs int64) (subscribed []string) {
 	forMs := n.cfg.ConsumeWaitMaxMs + n.cfg.ForwardTimeoutMs
 	for _, owner := range owners {
 		key := topicName + "\x00" + owner
@@ -292,7 +293,9 @@ func (n *Node) subscribe(topicName string, owners []string, untilMs int64) {
 		}
 		n.cluster.subscribedUntilMs[key] = n.nowMs + forMs
 		n.send(owner, msg.Subscribe{Topic: topicName, ForMs: forMs})
+		subscribed = append(subscribed, owner)
 	}
+	return subscribed
 }
 
 // forgetSubscriptions drops what this node keeps of a topic's

@@ -136,15 +136,7 @@ func (n *Node) subscribeNewOwners(name string) {
 	if latest < 0 {
 		return
 	}
-	until := latest + n.cfg.ForwardTimeoutMs
-	var fresh []string
-	for _, owner := range n.remoteOwners(t) {
-		if n.cluster.subscribedUntilMs[name+"\x00"+owner] < until {
-			fresh = append(fresh, owner)
-		}
-	}
-	n.subscribe(name, fresh, until)
-	for _, owner := range fresh {
+	for _, owner := range n.subscribe(name, n.remoteOwners(t), latest+n.cfg.ForwardTimeoutMs) {
 		// A record it held before the subscription sends no Notify: probe
 		// it as if it had notified (after the Subscribe on the link).
 		n.notifiedBy(name, owner)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"slices"
 	"sync"
@@ -163,7 +162,7 @@ func (t *Transport) forgetInbound(raw net.Conn) {
 	if id != "" && t.mu.current[id] == raw {
 		delete(t.mu.current, id)
 	}
-	if id != "" && !slices.Contains(slices.Collect(maps.Values(t.mu.inbound)), id) {
+	if id != "" && !t.hasInboundLocked(id) {
 		// The last connection of the dialer: an older reader still in a
 		// delivery holds this mutex, and the next connection must wait
 		// for it, so it goes only with the dialer's last connection.
@@ -173,6 +172,17 @@ func (t *Transport) forgetInbound(raw net.Conn) {
 	t.stopHandshakingLocked(raw)
 	t.mu.Unlock()
 	raw.Close()
+}
+
+// hasInboundLocked reports whether a connection of dialer id is open.
+// t.mu is held.
+func (t *Transport) hasInboundLocked(id string) bool {
+	for _, other := range t.mu.inbound {
+		if other == id {
+			return true
+		}
+	}
+	return false
 }
 
 // errMisaddressed: an envelope's From or To does not match its connection.

@@ -249,7 +249,12 @@ func (l *Log) extendZeroTail(s *segment) error {
 	if s.fileBytes-s.writtenBytes >= step/2 {
 		return nil
 	}
-	target := min(s.writtenBytes+step, l.cfg.SegmentBytes)
+	return s.zeroUpTo(min(s.writtenBytes+step, l.cfg.SegmentBytes))
+}
+
+// zeroUpTo writes zeros past the end of s's file up to target, raising
+// fileBytes; nothing when the file already reaches it.
+func (s *segment) zeroUpTo(target int64) error {
 	for s.fileBytes < target {
 		piece := zeroBlock[:min(target-s.fileBytes, int64(len(zeroBlock)))]
 		n, err := s.file.WriteAt(piece, s.fileBytes)

@@ -498,12 +498,8 @@ func (r *recoverer) keepDamagedEnd(s *segment, stop int64) (bool, error) {
 		return false, nil
 	}
 	appendAt := max(contentEnd, stop+int64(skipped)*frameBytesMin)
-	for s.fileBytes < appendAt {
-		piece := zeroBlock[:min(appendAt-s.fileBytes, int64(len(zeroBlock)))]
-		if _, err := s.file.WriteAt(piece, s.fileBytes); err != nil {
-			return false, err
-		}
-		s.fileBytes += int64(len(piece))
+	if err := s.zeroUpTo(appendAt); err != nil {
+		return false, err
 	}
 	r.reportCorrupt(s.indexedEnd(), r.persistedHWM)
 	s.indexCorrupt(skipped)
