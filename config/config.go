@@ -130,6 +130,13 @@ type Storage struct {
 	// start; otherwise within [1, openLogsMaxLimit], and the start refuses
 	// a value the descriptor limit cannot hold.
 	OpenLogsMax int `json:"open_logs_max"`
+	// GroupSync lets one sync round make the records of several partitions
+	// durable with one syncfs(2) of the data directory's file system
+	// rather than an fdatasync per partition log (Linux 5.8 or later;
+	// elsewhere the node logs why and fsyncs each). Turn it off when other
+	// programs write much to the same file system: a syncfs waits for
+	// their data too.
+	GroupSync bool `json:"group_sync"`
 }
 
 // Topic holds the defaults and limits applied to topics.
@@ -211,6 +218,7 @@ func Default() Config {
 			CompressionLevel:  "fastest",
 			IdleLogEvictionMs: 30 * 60 * 1000,
 			SegmentBytes:      64 << 20,
+			GroupSync:         true,
 		},
 		Topic: Topic{
 			DefaultPartitions:                3,

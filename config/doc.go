@@ -10,10 +10,12 @@
 //
 // Differences from the reference configuration: besides data_dir, codec,
 // compression_level and idle_log_eviction_ms, the storage section also
-// accepts segment_bytes (the reference rejects it as internal) and
+// accepts segment_bytes (the reference rejects it as internal),
 // open_logs_max (the cap of partition logs open at once, derived from the
-// process's descriptor limit when 0; NARAD_STORAGE_OPEN_LOGS_MAX); the other
-// internal storage keys of the reference (fsync, flush_*, sync_*, …) are
+// process's descriptor limit when 0; NARAD_STORAGE_OPEN_LOGS_MAX) and
+// group_sync (one syncfs for the partitions of a sync round;
+// NARAD_STORAGE_GROUP_SYNC); the other internal storage keys of the
+// reference (fsync, flush_*, sync_*, …) are
 // rejected with a message that says they are internal.
 //
 // Limits a client could otherwise exhaust are settings of their own, each

@@ -32,7 +32,7 @@ func TestEnvNamesCoverTheContract(t *testing.T) {
 		"NARAD_CLUSTER_HEARTBEAT_INTERVAL_MS", "NARAD_CLUSTER_DEAD_AFTER_MS", "NARAD_CLUSTER_META_SNAPSHOT_ENTRIES",
 		"NARAD_MOVES_MAX_IN_FLIGHT",
 		"NARAD_MOVES_FREEZE_TTL_MS", "NARAD_MOVES_STALL_TIMEOUT_MS", "NARAD_MOVES_FORCE_PROMOTE_AFTER_MS",
-		"NARAD_STORAGE_OPEN_LOGS_MAX", "NARAD_HTTP_MAX_CONNECTIONS",
+		"NARAD_STORAGE_OPEN_LOGS_MAX", "NARAD_STORAGE_GROUP_SYNC", "NARAD_HTTP_MAX_CONNECTIONS",
 		"NARAD_TOPIC_MAX_TOPICS", "NARAD_TOPIC_MAX_PARTITIONS_PER_NODE", "NARAD_HTTP_MAX_BODY_BYTES_IN_FLIGHT",
 		"NARAD_HTTP_MAX_REPLY_BYTES_IN_FLIGHT",
 	}
@@ -61,7 +61,7 @@ func TestApplyEnvSetsEveryVariable(t *testing.T) {
 		"NARAD_CLUSTER_META_SNAPSHOT_ENTRIES": "40",
 		"NARAD_MOVES_MAX_IN_FLIGHT":           "2", "NARAD_MOVES_FREEZE_TTL_MS": "3000",
 		"NARAD_MOVES_STALL_TIMEOUT_MS": "4000", "NARAD_MOVES_FORCE_PROMOTE_AFTER_MS": "5000",
-		"NARAD_STORAGE_OPEN_LOGS_MAX": "300", "NARAD_HTTP_MAX_CONNECTIONS": "500", "NARAD_HTTP_MAX_BODY_BYTES_IN_FLIGHT": "33554432",
+		"NARAD_STORAGE_OPEN_LOGS_MAX": "300", "NARAD_STORAGE_GROUP_SYNC": "false", "NARAD_HTTP_MAX_CONNECTIONS": "500", "NARAD_HTTP_MAX_BODY_BYTES_IN_FLIGHT": "33554432",
 		"NARAD_HTTP_MAX_REPLY_BYTES_IN_FLIGHT": "50331648",
 		"NARAD_TOPIC_MAX_TOPICS":               "50", "NARAD_TOPIC_MAX_PARTITIONS_PER_NODE": "60",
 	}
@@ -78,6 +78,7 @@ func TestApplyEnvSetsEveryVariable(t *testing.T) {
 	assert.Equal(t, Moves{MaxInFlight: 2, FreezeTTLMs: 3000, StallTimeoutMs: 4000, ForcePromoteAfterMs: 5000}, cfg.Moves)
 	assert.Equal(t, "/data", cfg.Storage.DataDir)
 	assert.Equal(t, 300, cfg.Storage.OpenLogsMax)
+	assert.False(t, cfg.Storage.GroupSync, "NARAD_STORAGE_GROUP_SYNC=false turns group sync off")
 	assert.Equal(t, Topic{DefaultPartitions: 4, MaxPartitions: 16, DefaultRetentionAgeMs: 7_200_000,
 		DefaultVisibilityTimeoutMs: 5000, DefaultMaxInFlightPerPartition: 10,
 		DefaultMaxAckedAheadPerPartition: 20, MaxTopics: 50, MaxPartitionsPerNode: 60}, cfg.Topic)

@@ -32,6 +32,11 @@ type Options struct {
 	Node node.Config
 	// DataDir holds the node's files (created if missing).
 	DataDir string
+	// GroupSync lets a Ready that makes records of several partitions
+	// durable do it with one syncfs(2) of the data directory's file system
+	// instead of an fdatasync per partition (storage.OSFS.EnableGroupSync;
+	// on where it is unavailable, the host logs why and fsyncs each).
+	GroupSync bool
 	// HTTPAddr is where the API listens; port 0 picks a free port.
 	HTTPAddr string
 	// PprofAddr, when set, serves /debug/pprof on a separate listener.
@@ -57,7 +62,7 @@ type Options struct {
 // data directory.
 func DefaultOptions(dataDir string) Options {
 	return Options{
-		Node: node.DefaultConfig(), DataDir: dataDir, HTTPAddr: "127.0.0.1:7942",
+		Node: node.DefaultConfig(), DataDir: dataDir, GroupSync: true, HTTPAddr: "127.0.0.1:7942",
 		ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
 		IdleTimeout: 60 * time.Second, ShutdownGrace: 10 * time.Second,
 		Codec: httpapi.DefaultCodecConfig(), Security: SecurityOptions{Auth: auth.DefaultConfig()},
@@ -113,6 +118,9 @@ type Host struct {
 	// node. Started before the loop, closed after it stopped.
 	transport *peer.Transport
 
+	// fs is the node's file system, closed after the node.
+	fs *storage.OSFS
+
 	// wg tracks every goroutine the host starts (goFunc).
 	wg      sync.WaitGroup
 	loopErr chan error
@@ -128,7 +136,7 @@ func Start(opts Options, logger *slog.Logger) (*Host, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := NewMetrics(reg, logger)
-	registerFsyncs(reg, fs.Fsyncs)
+	registerFsyncs(reg, fs.Fsyncs, fs.GroupSyncs)
 	authenticator, seed, err := newAuthenticator(&opts, reg)
 	if err != nil {
 		return nil, err
@@ -144,17 +152,19 @@ func Start(opts Options, logger *slog.Logger) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Host{opts: opts, logger: logger, loopErr: make(chan error, 1)}
+	groupSync := enableGroupSync(fs, opts.GroupSync, logger)
+	h := &Host{opts: opts, logger: logger, loopErr: make(chan error, 1), fs: fs}
 	h.loop = newLoop(n, monotonicClock(begin), logger, metrics)
+	h.loop.groupSync = groupSync
 	reg.MustRegister(newInboxGauges(h.loop)...)
 	h.loop.authenticator, h.loop.seed = authenticator, seed
 	h.backend = &backend{loop: h.loop}
 	if err := h.startCluster(reg); err != nil {
-		return nil, errors.Join(err, n.Close())
+		return nil, errors.Join(err, n.Close(), fs.Close())
 	}
 	if err := h.listen(reg, authenticator); err != nil {
 		close(h.loop.done) // the loop never ran: peer readers waiting on it give up
-		return nil, errors.Join(err, h.closeTransport(), n.Close())
+		return nil, errors.Join(err, h.closeTransport(), n.Close(), fs.Close())
 	}
 	h.startLoop()
 	h.logDescriptorBudget()
@@ -322,6 +332,19 @@ func (h *Host) Addr() string { return h.listener.Addr().String() }
 // fails (the node must then restart).
 func (h *Host) Failed() <-chan error { return h.loopErr }
 
+// enableGroupSync turns group sync on in fs when asked and available,
+// and returns fs as the loop's group syncer then (nil otherwise).
+func enableGroupSync(fs *storage.OSFS, asked bool, logger *slog.Logger) storage.GroupSyncer {
+	if !asked {
+		return nil
+	}
+	if err := fs.EnableGroupSync(); err != nil {
+		logger.Warn("group sync is off: each partition log is fsynced on its own", "reason", err)
+		return nil
+	}
+	return fs
+}
+
 // Shutdown stops the node gracefully: it stops accepting requests,
 // answers parked long polls, lets in-flight requests finish (up to
 // ShutdownGrace), stops the loop and closes the logs.
@@ -349,5 +372,5 @@ func (h *Host) Shutdown() error {
 		closeErr = h.loop.node.Close()
 	}
 	h.logger.Info("narad node stopped", "node", h.opts.Node.NodeID)
-	return errors.Join(serverErr, loopErr, transportErr, closeErr)
+	return errors.Join(serverErr, loopErr, transportErr, closeErr, h.fs.Close())
 }

@@ -15,6 +15,7 @@ import (
 	"narad/meta"
 	"narad/msg"
 	"narad/node"
+	"narad/storage"
 )
 
 // Bounds of the loop.
@@ -34,6 +35,13 @@ const (
 	// one and a round of the rest (measured: rounds alternated 1 and 15
 	// with 16 closed-loop producers, halving throughput).
 	gatherWindowMax = 500 * time.Microsecond
+	// groupSyncRoundsMin is the fewest partition rounds carrying records
+	// that one Ready's persist makes durable together (node.RunTogether,
+	// one syncfs) rather than with an fdatasync each in parallel.
+	// Measured on this kind of two-core VM (600 B per log per round):
+	// parallel fdatasyncs took 0.27 ms for one log, 0.45 for two, 0.65
+	// for three and 0.95 for five; one syncfs 0.35, 0.43, 0.48 and 0.53.
+	groupSyncRoundsMin = 2
 )
 
 // input is one thing for the loop: a request (reply != nil), a cancel
@@ -102,6 +110,10 @@ type loop struct {
 	answeredLastFlush, queuedLastFlush int
 	// gather is the reusable timer of the gather window.
 	gather *time.Timer
+	// groupSync, when not nil, is the node's file system with group sync
+	// enabled: a Ready with at least groupSyncRoundsMin data rounds is
+	// persisted with node.RunTogether. Set before run starts.
+	groupSync storage.GroupSyncer
 	// serving holds the node's last Serving() answer (nil when ready),
 	// published by the loop for the readiness probe.
 	serving atomic.Pointer[servingState]
@@ -404,8 +416,10 @@ func (l *loop) startJob(job node.Job) {
 	})
 }
 
-// persist runs the Syncs, in parallel when there are several (each
-// touches only its own partition's files): the first on the loop
+// persist runs the Syncs: the partitions' rounds together (persistGroup)
+// when group sync is on and at least groupSyncRoundsMin of them carry
+// records; otherwise each on its own, in parallel when there are several
+// (each touches only its own partition's files): the first on the loop
 // goroutine, which waits anyway, the others on goroutines of their own,
 // so a round of n logs starts n-1 goroutines and wakes the loop once.
 func (l *loop) persist(syncs []node.Sync) error {
@@ -418,6 +432,9 @@ func (l *loop) persist(syncs []node.Sync) error {
 			l.metrics.roundRecords.Observe(float64(records))
 		}
 	}()
+	if l.groupSync != nil && dataRounds(syncs) >= groupSyncRoundsMin {
+		return l.persistGroup(syncs)
+	}
 	switch len(syncs) {
 	case 0:
 		return nil
@@ -432,6 +449,36 @@ func (l *loop) persist(syncs []node.Sync) error {
 	errs[0] = syncs[0].Run()
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// persistGroup runs the metastore's persist, if the Ready has one, on a
+// goroutine of its own, and every partition round together on the loop
+// goroutine (node.RunTogether: one file-system sync for all their data).
+func (l *loop) persistGroup(syncs []node.Sync) error {
+	errs := make([]error, len(syncs)+1)
+	var wg sync.WaitGroup
+	partitions := make([]node.Sync, 0, len(syncs))
+	for i, s := range syncs {
+		if s.Metastore() {
+			wg.Go(func() { errs[i] = s.Run() })
+			continue
+		}
+		partitions = append(partitions, s)
+	}
+	errs[len(syncs)] = node.RunTogether(l.groupSync, partitions)
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// dataRounds is how many of a Ready's Syncs make appended records durable.
+func dataRounds(syncs []node.Sync) int {
+	rounds := 0
+	for _, s := range syncs {
+		if s.Data() {
+			rounds++
+		}
+	}
+	return rounds
 }
 
 // roundRecords is how many records a round's Syncs make durable.

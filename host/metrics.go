@@ -92,11 +92,15 @@ var roundRecordsBuckets = prometheus.ExponentialBuckets(1, 2, 13)
 
 // registerFsyncs exposes the fsyncs counted by the node's file system
 // (partition logs, hwm, consumer offsets and directories; the metastore's
-// bbolt file is not included).
-func registerFsyncs(reg prometheus.Registerer, count func() uint64) {
+// bbolt file is not included), and the file-system syncs that stood in for
+// several of them (group sync).
+func registerFsyncs(reg prometheus.Registerer, fsyncs, groupSyncs func() uint64) {
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "narad", Name: "storage_fsyncs_total",
 		Help: "fsyncs run on partition files and directories (the metastore's own are not counted)."},
-		func() float64 { return float64(count()) }))
+		func() float64 { return float64(fsyncs()) }))
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "narad", Name: "storage_group_syncs_total",
+		Help: "syncfs calls that made the records of several partitions durable at once (storage.group_sync)."},
+		func() float64 { return float64(groupSyncs()) }))
 }
 
 // NewMetrics registers the node metrics on reg.

@@ -51,6 +51,7 @@ func OptionsFrom(cfg config.Config) (Options, error) {
 	opts.Codec.BodyBytesInFlightMax = cfg.HTTP.MaxBodyBytesInFlight
 	opts.Codec.ReplyBytesInFlightMax = cfg.HTTP.MaxReplyBytesInFlight
 	opts.HTTPConnectionsMax = cfg.HTTP.MaxConnections
+	opts.GroupSync = cfg.Storage.GroupSync
 	opts.Node = nodeConfig(cfg)
 	limit, err := descriptorLimit()
 	if err != nil {

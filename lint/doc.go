@@ -24,7 +24,8 @@
 //     rebalance/, invariant/, storage/ and sim/ starts no goroutine, reads no wall clock,
 //     draws no global randomness and does no I/O except through
 //     storage.FS, whose os implementation in storage/osfs.go is the one
-//     file allowed to import os and syscall. The simulator, a driver, may
+//     file allowed to import os, syscall and golang.org/x/sys/unix. The
+//     simulator, a driver, may
 //     mark a reviewed exception for its harness with
 //     `//determinism:ok <reason>` on the line or the line above; the core
 //     may not. Import names are resolved per file, so renamed and shadowed

@@ -183,7 +183,8 @@ func TestDeterminismRuleOperatingSystem(t *testing.T) {
 			"storage/osfs.go": "package storage\n\nimport (\n\t\"os\"\n\t\"syscall\"\n)\n\nvar _, _ = os.Stat, syscall.EIO\n",
 			"storage/log.go":  "package storage\n\nimport \"os\"\n\nvar _ = os.Stat\n",
 			"node/a.go":       "package node\n\nimport (\n\t\"net\"\n\t\"syscall\"\n)\n\nvar _, _ = net.Dial, syscall.EIO\n",
-		}, want: []string{"node/a.go:4 [os-import]", "node/a.go:5 [os-import]", "storage/log.go:3 [os-import]"}},
+			"storage/sync.go": "package storage\n\nimport \"golang.org/x/sys/unix\"\n\nvar _ = unix.Syncfs\n",
+		}, want: []string{"node/a.go:4 [os-import]", "node/a.go:5 [os-import]", "storage/log.go:3 [os-import]", "storage/sync.go:3 [os-import]"}},
 		{name: "os/exec and net are not allowed even in storage/osfs.go", files: map[string]string{
 			"storage/osfs.go": "package storage\n\nimport (\n\t\"net\"\n\t\"os/exec\"\n)\n\nvar _, _ = exec.Command, net.Dial\n",
 		}, want: []string{"storage/osfs.go:4 [os-import]", "storage/osfs.go:5 [os-import]"}},

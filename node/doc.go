@@ -148,7 +148,10 @@
 //     state, applied state). Syncs of
 //     different logs are independent and may run in parallel, and on any
 //     goroutine: a partition's Sync touches only file handles and state the
-//     round owns. If any Sync fails, the node instance is finished: the
+//     round owns. The partitions' Syncs may instead run together
+//     (RunTogether: one storage.GroupSyncer call makes the data of every
+//     round durable before any round writes its hwm slot or committed
+//     offset), the metastore's beside them. If any Sync fails, the node instance is finished: the
 //     driver must not deliver this Ready's replies or messages and must
 //     not call Advance; it answers every outstanding request as failed and
 //     restarts the node from its disk (a crash, in the simulator). After a

@@ -1,6 +1,9 @@
 package node
 
 import (
+	"fmt"
+
+	"narad/invariant"
 	"narad/meta"
 	"narad/msg"
 	"narad/storage"
@@ -59,6 +62,41 @@ func (s Sync) Run() error {
 		return err
 	}
 	return writeCursorFiles(s.fs, s.cursors)
+}
+
+// Metastore reports whether this is the metastore's persist (one bbolt
+// transaction) rather than a partition's round.
+func (s Sync) Metastore() bool { return s.meta != nil }
+
+// RunTogether runs partition rounds of one node (never the metastore's
+// persist) as Run of each would, with one group.SyncGroup for the data and
+// directories of them all (storage.RunTogether), then the fan-out cursor
+// files of every round, replaced together. group must be the file system of the node's logs. It
+// fails as a whole, like a failed Run: the node instance is finished.
+func RunTogether(group storage.GroupSyncer, syncs []Sync) error {
+	rounds := make([]*storage.SyncRound, len(syncs))
+	for i, s := range syncs {
+		invariant.Check(s.meta == nil, "node: RunTogether given the metastore's persist")
+		rounds[i] = s.round
+	}
+	if err := storage.RunTogether(group, rounds); err != nil {
+		return err
+	}
+	var cursors []storage.NamedData
+	var fs storage.FS
+	for _, s := range syncs {
+		for _, write := range s.cursors {
+			cursors = append(cursors, storage.NamedData{Name: write.path, Data: write.data})
+			fs = s.fs
+		}
+	}
+	if len(cursors) == 0 {
+		return nil
+	}
+	if err := storage.WriteFilesAtomicTogether(fs, group, cursors, nil); err != nil {
+		return fmt.Errorf("fan-out cursors of %d partitions: %w", len(syncs), err)
+	}
+	return nil
 }
 
 // CursorWrites is how many fan-out cursor files the round writes.

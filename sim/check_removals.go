@@ -303,6 +303,20 @@ func (f watchedFS) SyncDir(dir string) error {
 	return err
 }
 
+// SyncGroup implements storage.GroupSyncer: the files on the MemFS, the
+// directories through SyncDir above, so the aged-out world sees them.
+func (f watchedFS) SyncGroup(files []storage.File, dirs []string) error {
+	if err := f.MemFS.SyncGroup(files, nil); err != nil {
+		return err
+	}
+	for _, dir := range dirs {
+		if err := f.SyncDir(dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Create implements storage.FS: the aged-out world's stall may fail it.
 func (f watchedFS) Create(name string) (storage.File, error) {
 	if f.n.w.agedOut == nil {

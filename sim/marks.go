@@ -49,6 +49,9 @@ const (
 	// killed for longer than the force-promote delay after it
 	// acknowledged a record its destination's caught-up copy lacks.
 	markCaughtUpSourceKilled chaos.Mark = "sim-caught-up-source-killed"
+	// markGroupSyncRound: a node ran the partition rounds of a Ready, two
+	// or more of them with records, together (node.RunTogether).
+	markGroupSyncRound chaos.Mark = "sim-group-sync-round"
 	// markInstallCrashed: a destination was killed between the two
 	// renames of a move's install.
 	markInstallCrashed chaos.Mark = "sim-install-crashed"
@@ -79,6 +82,7 @@ var ExpectedMarks = []chaos.Mark{
 	chaos.MarkNodeRecoveredZeroTail,
 	chaos.MarkNodeRedelivery,
 	markKillDuringSyncRound,
+	markGroupSyncRound,
 }
 
 // ExpectedClusterMarks are the further marks a sweep of multi-node worlds

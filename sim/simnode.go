@@ -25,6 +25,9 @@ type simNode struct {
 	index int
 	id    string
 	fs    *storage.MemFS
+	// disk is fs as this incarnation's node sees it (the removal checker's
+	// watch around it); set at each start.
+	disk watchedFS
 	// node is nil while the node is down.
 	node *node.Node
 	// store is the metastore file node opened at its start, which node
@@ -175,7 +178,8 @@ func (n *simNode) start() {
 	}
 	var removedAtStart []string
 	n.w.removals.restarted(n)
-	created, err := node.New(cfg, watchedFS{MemFS: n.fs, n: n, starting: &removedAtStart}, store, n.w.nowMs, nodeObserver{n: n})
+	n.disk = watchedFS{MemFS: n.fs, n: n, starting: &removedAtStart}
+	created, err := node.New(cfg, n.disk, store, n.w.nowMs, nodeObserver{n: n})
 	if err != nil && n.w.phase == phaseSafety {
 		// An injected disk fault can fail a start, as it would a real
 		// process: its supervisor starts it again.
@@ -315,7 +319,7 @@ func (n *simNode) drive() {
 			n.w.checker.beforeSyncs(n)
 		}
 		n.w.maybeFailSync(n, rd)
-		err := runSyncs(rd)
+		err := n.runSyncs(rd)
 		n.w.at(latency, func() { n.persist(rd, incarnation, err) })
 	}
 }
@@ -342,14 +346,44 @@ func (n *simNode) killBeforeSyncs(latencyMs int64) bool {
 	return false
 }
 
-// runSyncs runs a Ready's Syncs in order and returns the first failure.
-func runSyncs(rd node.Ready) error {
+// runSyncs runs a Ready's Syncs and returns the first failure: in order,
+// each on its own, or, in a world with group sync (World.groupSync) and
+// two or more rounds with records, the metastore's persist and then the
+// partitions' rounds together, as the host runs them with
+// storage.group_sync on.
+func (n *simNode) runSyncs(rd node.Ready) error {
+	if !n.w.groupSync || dataRounds(rd.Syncs) < 2 {
+		for _, s := range rd.Syncs {
+			if err := s.Run(); err != nil {
+				return fmt.Errorf("sync %s: %w", s.Dir, err)
+			}
+		}
+		return nil
+	}
+	partitions := make([]node.Sync, 0, len(rd.Syncs))
 	for _, s := range rd.Syncs {
-		if err := s.Run(); err != nil {
+		if !s.Metastore() {
+			partitions = append(partitions, s)
+		} else if err := s.Run(); err != nil {
 			return fmt.Errorf("sync %s: %w", s.Dir, err)
 		}
 	}
+	chaos.Reached(markGroupSyncRound)
+	if err := node.RunTogether(n.disk, partitions); err != nil {
+		return fmt.Errorf("sync of %d partitions together: %w", len(partitions), err)
+	}
 	return nil
+}
+
+// dataRounds is how many of syncs make appended records durable.
+func dataRounds(syncs []node.Sync) int {
+	rounds := 0
+	for _, s := range syncs {
+		if s.Data() {
+			rounds++
+		}
+	}
+	return rounds
 }
 
 // syncsData reports whether a round makes appended records durable.

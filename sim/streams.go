@@ -40,6 +40,9 @@ const (
 	installCrashStream = 43
 	// weatherStream: whether a moves world has weather, and its lulls.
 	weatherStream = 44
+	// groupSyncStream: whether the nodes run a Ready's partition rounds
+	// together (node.RunTogether), as the host does with group sync on.
+	groupSyncStream = 45
 	// memFSStream: the base of the simulated disks' streams (one per
 	// node: memFSStream plus the node's index).
 	memFSStream = 100
@@ -59,6 +62,6 @@ const perNodeStreamSpan = 100
 var (
 	singleStreams = []uint64{workloadStream, networkStream, faultStream, peerStream, moveStream, usersStream,
 		lateProposalStream, controlStream, sitesStream, caughtUpKillStream, mediaStream, deadLettersStream, movesFanoutStream,
-		installCrashStream, weatherStream}
+		installCrashStream, weatherStream, groupSyncStream}
 	perNodeStreamBases = []uint64{memFSStream, handleKeyStream}
 )

@@ -147,6 +147,11 @@ type World struct {
 	deadLetters *deadLetters
 	// agedOut is the aged-out fan-out world; nil without it.
 	agedOut *fanoutAgedOut
+	// groupSync: the nodes run a Ready's partition rounds together when
+	// two or more carry records (simNode.runSyncs), as the host does with
+	// storage.group_sync; drawn for groupSyncPercent of the runs. Fixed
+	// at NewWorld.
+	groupSync bool
 	// media is the media corruption of the disks (media_faults.go); nil
 	// until the first start of a node.
 	media *mediaFaults
@@ -258,6 +263,7 @@ func NewWorld(opts Options) *World {
 		w.deadLetters = newDeadLetters(w)
 	}
 	w.agedOut = newFanoutAgedOut(w)
+	w.groupSync = newRand(opts.Seed, groupSyncStream).IntN(100) < groupSyncPercent
 	return w
 }
 
@@ -282,6 +288,10 @@ func Run(opts Options) Report {
 	report.WallSeconds = time.Since(start).Seconds() //determinism:ok wall time only reported, never used in the run
 	return report
 }
+
+// groupSyncPercent is the share of runs whose nodes run the partition
+// rounds of a Ready together (World.groupSync).
+const groupSyncPercent = 50
 
 // simGCPercent is the garbage collector's target during a run. A run
 // keeps a few MB live and allocates hundreds of MB, so the default (100)

@@ -44,6 +44,13 @@
 // round completes (an fsync covers what was written before it started,
 // which is everything the round covers).
 //
+// RunTogether runs the rounds of several logs as their Runs would, but
+// with one GroupSyncer.SyncGroup for the step 1 of them all (OSFS, with
+// EnableGroupSync: one syncfs(2) of the file system, which Linux documents
+// as an fsync of every file on it and which reports any file's write-back
+// error since 5.8), then step 2 of each: no hwm slot is written before
+// every round's data is durable.
+//
 // A produce is acknowledged only after the round covering it returned, so
 // its frame is durable. The hwm file is written lazily: step 2 runs only
 // when the frames appended since its last write reach

@@ -97,6 +97,54 @@ func WriteFilesAtomic(fs FS, files []NamedData) error {
 	return nil
 }
 
+// WriteFilesAtomicTogether replaces each file as WriteFilesAtomic does,
+// with one group.SyncGroup for every temporary file (and for alsoSync,
+// files the caller wrote and wants durable at the same time) and one for
+// the parent directories after the renames. group must sync fs's files.
+func WriteFilesAtomicTogether(fs FS, group GroupSyncer, files []NamedData, alsoSync []File) error {
+	temporaries := make([]File, 0, len(files))
+	closeAll := func() error {
+		var errs []error
+		for _, file := range temporaries {
+			errs = append(errs, file.Close())
+		}
+		temporaries = temporaries[:0]
+		return errors.Join(errs...)
+	}
+	for _, named := range files {
+		file, err := fs.Create(named.Name + temporarySuffix)
+		if err != nil {
+			return errors.Join(err, closeAll())
+		}
+		temporaries = append(temporaries, file)
+		n, err := file.Write(named.Data)
+		if err != nil {
+			return errors.Join(err, closeAll())
+		}
+		assert(n == len(named.Data), "short write without error: %d of %d bytes", n, len(named.Data))
+	}
+	if err := group.SyncGroup(append(alsoSync, temporaries...), nil); err != nil {
+		return errors.Join(err, closeAll())
+	}
+	if err := closeAll(); err != nil {
+		return err
+	}
+	var dirs []string
+	for _, named := range files {
+		if err := fs.Rename(named.Name+temporarySuffix, named.Name); err != nil {
+			return err
+		}
+		if dir := parentDir(named.Name); !slices.Contains(dirs, dir) {
+			dirs = append(dirs, dir)
+		}
+	}
+	if len(dirs) == 0 {
+		return nil
+	}
+	slices.Sort(dirs)
+	return group.SyncGroup(nil, dirs)
+}
+
 // writeTemporary creates name with data and makes its content durable.
 func writeTemporary(fs FS, name string, data []byte) error {
 	file, err := fs.Create(name)

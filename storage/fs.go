@@ -41,6 +41,18 @@ type FS interface {
 	SyncDir(dir string) error
 }
 
+// GroupSyncer is an FS that can make writes to several of its files, and
+// the entries of several directories, durable at once for less than an
+// fsync each (OSFS: one syncfs(2) of the file system, once enabled).
+// RunTogether uses it for the rounds of one Ready.
+type GroupSyncer interface {
+	// SyncGroup makes durable every write so far to each of files and the
+	// entries of each of dirs, as File.Sync of each file and SyncDir of
+	// each directory would; it may make more durable than that (other
+	// files of the file system). It fails if any of them may not be.
+	SyncGroup(files []File, dirs []string) error
+}
+
 // File is an open file of an FS. Write appends at the end of the file;
 // WriteAt and reads are positional.
 type File interface {

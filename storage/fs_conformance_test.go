@@ -21,6 +21,20 @@ func TestFSConformanceOS(t *testing.T) {
 	})
 }
 
+// TestFSConformanceOSGroupSync runs the suite with group sync enabled, so
+// SyncGroup goes through syncfs(2).
+func TestFSConformanceOSGroupSync(t *testing.T) {
+	runFSConformance(t, func(t *testing.T) FS {
+		fs, err := NewOSFS(t.TempDir())
+		require.NoError(t, err)
+		if err := fs.EnableGroupSync(); err != nil {
+			t.Skipf("group sync unavailable here: %v", err)
+		}
+		t.Cleanup(func() { require.NoError(t, fs.Close()) })
+		return fs
+	})
+}
+
 func TestFSConformanceMem(t *testing.T) {
 	runFSConformance(t, func(t *testing.T) FS {
 		return NewMemFS(rand.New(rand.NewPCG(1, 2)))
@@ -49,6 +63,7 @@ func runFSConformance(t *testing.T, newFS func(t *testing.T) FS) {
 		{"Truncate", conformTruncate},
 		{"CreateTruncatesExisting", conformCreateTruncatesExisting},
 		{"Sync", conformSync},
+		{"SyncGroup", conformSyncGroup},
 		{"ListSorted", conformListSorted},
 		{"Stat", conformStat},
 		{"RenameReplaces", conformRenameReplaces},
@@ -262,6 +277,28 @@ func conformSync(t *testing.T, fs FS) {
 	require.NoError(t, fs.SyncDir("d"))
 	require.NoError(t, fs.SyncDir("."))
 	require.ErrorIs(t, fs.SyncDir("missing"), ErrNotExist)
+}
+
+func conformSyncGroup(t *testing.T, fs FS) {
+	group, ok := fs.(GroupSyncer)
+	require.True(t, ok, "every FS implements GroupSyncer")
+	require.NoError(t, group.SyncGroup(nil, nil), "an empty group")
+	var files []File
+	for _, dir := range []string{"a", "b"} {
+		require.NoError(t, fs.MkdirAll(dir))
+		file, err := fs.Create(dir + "/f")
+		require.NoError(t, err)
+		conformWrite(t, file, "data of "+dir)
+		files = append(files, file)
+	}
+	require.NoError(t, group.SyncGroup(files, []string{"a", "b", "."}))
+	for i, dir := range []string{"a", "b"} {
+		require.Equal(t, "data of "+dir, conformReadAll(t, files[i]))
+	}
+	require.ErrorIs(t, group.SyncGroup(files[:1], []string{"missing"}), ErrNotExist)
+	require.NoError(t, files[1].Close())
+	require.ErrorIs(t, group.SyncGroup(files, nil), ErrClosed, "a closed file fails the group")
+	require.NoError(t, files[0].Close())
 }
 
 func conformListSorted(t *testing.T, fs FS) {

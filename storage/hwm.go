@@ -166,10 +166,18 @@ func (h *hwmFile) write(value uint64) error {
 // writeHWMSlot writes the encoded slot number slot in place and fsyncs
 // the file. It touches only file, so a sync round may run it off the loop.
 func writeHWMSlot(file File, encoded []byte, slot int) error {
+	if err := writeHWMSlotUnsynced(file, encoded, slot); err != nil {
+		return err
+	}
+	return file.Sync()
+}
+
+// writeHWMSlotUnsynced writes an encoded slot without making it durable.
+func writeHWMSlotUnsynced(file File, encoded []byte, slot int) error {
 	n, err := file.WriteAt(encoded, int64(slot*hwmSlotBytes))
 	if err != nil {
 		return err
 	}
 	assert(n == hwmSlotBytes, "short hwm slot write without error: %d bytes", n)
-	return file.Sync()
+	return nil
 }

@@ -65,6 +65,7 @@ type MemFSStats struct {
 	Truncates      int64 // successful File.Truncate calls
 	Syncs          int64 // successful File.Sync calls
 	DirSyncs       int64 // successful SyncDir calls
+	GroupSyncs     int64 // successful SyncGroup calls (their files and directories count as above)
 	Renames        int64 // successful Rename calls
 	Crashes        int64 // Crash and CrashWith calls (and the crash a CrashClone starts from)
 	InjectedFaults int64 // operations failed by FailNext or SetFailureProbability
@@ -787,6 +788,24 @@ func (m *MemFS) SyncDir(dir string) error {
 	}
 	m.stats.DirSyncs++
 	m.checkInvariantsIfEnabled()
+	return nil
+}
+
+// SyncGroup implements GroupSyncer: each file's Sync, then each
+// directory's SyncDir, each subject to the faults injected for it; the
+// first failure ends the group.
+func (m *MemFS) SyncGroup(files []File, dirs []string) error {
+	for _, file := range files {
+		if err := file.Sync(); err != nil {
+			return err
+		}
+	}
+	for _, dir := range dirs {
+		if err := m.SyncDir(dir); err != nil {
+			return err
+		}
+	}
+	m.stats.GroupSyncs++
 	return nil
 }
 

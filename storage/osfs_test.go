@@ -1,6 +1,10 @@
 package storage
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
 
 func TestOSFSCountsFsyncs(t *testing.T) {
 	fs, err := NewOSFS(t.TempDir())
@@ -23,5 +27,50 @@ func TestOSFSCountsFsyncs(t *testing.T) {
 	}
 	if got := fs.Fsyncs(); got != 2 {
 		t.Fatalf("Fsyncs() = %d after one file and one directory sync, want 2", got)
+	}
+}
+
+// TestOSFSGroupSyncCounts: with group sync on, a group is one syncfs and
+// no fsync; with it off, an fsync per file and directory.
+func TestOSFSGroupSyncCounts(t *testing.T) {
+	for _, enabled := range []bool{false, true} {
+		fs, err := NewOSFS(t.TempDir())
+		require.NoError(t, err)
+		if enabled {
+			if err := fs.EnableGroupSync(); err != nil {
+				t.Skipf("group sync unavailable here: %v", err)
+			}
+		}
+		require.Equal(t, enabled, fs.GroupSyncEnabled())
+		var files []File
+		for _, name := range []string{"a", "b", "c"} {
+			file, err := fs.Create(name)
+			require.NoError(t, err)
+			_, err = file.Write([]byte(name))
+			require.NoError(t, err)
+			files = append(files, file)
+		}
+		require.NoError(t, fs.SyncGroup(files, []string{"."}))
+		if enabled {
+			require.Equal(t, uint64(1), fs.GroupSyncs())
+			require.Equal(t, uint64(0), fs.Fsyncs(), "files on the root's device need no fsync of their own")
+		} else {
+			require.Equal(t, uint64(0), fs.GroupSyncs())
+			require.Equal(t, uint64(4), fs.Fsyncs(), "three files and one directory")
+		}
+		for _, file := range files {
+			require.NoError(t, file.Close())
+		}
+		require.NoError(t, fs.Close())
+	}
+}
+
+func TestKernelAtLeast(t *testing.T) {
+	least := [2]int{5, 8}
+	for release, want := range map[string]bool{
+		"5.8.0": true, "5.10.102-99.473.amzn2.x86_64": true, "6.1.0-13-amd64": true, "6.18.44-fc-v1045": true,
+		"5.7.19": false, "4.19.0-25-amd64": false, "5": false, "": false, "x.y": false, "10.0": true,
+	} {
+		require.Equal(t, want, kernelAtLeast(release, least), release)
 	}
 }

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"path"
 
 	"narad/chaos"
 )
@@ -173,6 +174,12 @@ func (r *SyncRound) Run() error {
 			return err
 		}
 	}
+	return r.runAfterData()
+}
+
+// runAfterData is what a round does once its data and directory are
+// durable: the hwm slot, then the committed offset.
+func (r *SyncRound) runAfterData() error {
 	if r.hwmSlot != nil {
 		if err := writeHWMSlot(r.hwmFile, r.hwmSlot, r.hwmSlotIndex); err != nil {
 			return err
@@ -180,6 +187,69 @@ func (r *SyncRound) Run() error {
 	}
 	if r.committed {
 		return writeCommittedFile(r.fs, r.dir, r.committedOffset)
+	}
+	return nil
+}
+
+// RunTogether runs rounds of logs on group's file system as Run of each
+// would, with group.SyncGroup calls in place of their fsyncs: one for the
+// data and directories of them all, then, when any round writes its hwm
+// slot or committed offset, one for those (and, for committed offsets,
+// one for the directories of their renames). The order of a round is
+// kept across the group: no hwm slot or committed offset is written
+// before the data of every round is durable. It fails as a whole: a
+// failed Ready fails its node (node package doc). Nil rounds are skipped.
+// Safe on any goroutine, as Run.
+func RunTogether(group GroupSyncer, rounds []*SyncRound) error {
+	var files []File
+	var dirs []string
+	for _, r := range rounds {
+		if r == nil {
+			continue
+		}
+		if r.err != nil {
+			return r.err
+		}
+		files = append(files, r.files...)
+		if r.syncDirectory {
+			dirs = append(dirs, r.dir)
+		}
+	}
+	if len(files) > 0 || len(dirs) > 0 {
+		if err := group.SyncGroup(files, dirs); err != nil {
+			return err
+		}
+	}
+	return writeAfterDataTogether(group, rounds)
+}
+
+// writeAfterDataTogether is the part of each round after its data is
+// durable (runAfterData), for rounds whose data is: the hwm slots are
+// written and made durable with the committed offsets' temporary files.
+func writeAfterDataTogether(group GroupSyncer, rounds []*SyncRound) error {
+	var slots []File
+	var committed []NamedData
+	var fs FS
+	for _, r := range rounds {
+		if r == nil {
+			continue
+		}
+		if r.hwmSlot != nil {
+			if err := writeHWMSlotUnsynced(r.hwmFile, r.hwmSlot, r.hwmSlotIndex); err != nil {
+				return err
+			}
+			slots = append(slots, r.hwmFile)
+		}
+		if r.committed {
+			committed = append(committed, NamedData{Name: path.Join(r.dir, committedFileName), Data: encodeCommitted(r.committedOffset)})
+			fs = r.fs
+		}
+	}
+	if len(committed) > 0 {
+		return WriteFilesAtomicTogether(fs, group, committed, slots)
+	}
+	if len(slots) > 0 {
+		return group.SyncGroup(slots, nil)
 	}
 	return nil
 }
