@@ -132,10 +132,10 @@ type Storage struct {
 	OpenLogsMax int `json:"open_logs_max"`
 	// GroupSync lets one sync round make the records of several partitions
 	// durable with one syncfs(2) of the data directory's file system
-	// rather than an fdatasync per partition log (Linux 5.8 or later;
-	// elsewhere the node logs why and fsyncs each). Turn it off when other
-	// programs write much to the same file system: a syncfs waits for
-	// their data too.
+	// rather than an fdatasync per partition log (ext4 on Linux 5.17 or
+	// later; elsewhere the node logs why and fsyncs each). Turn it off
+	// when other programs write much to the same file system: a syncfs
+	// waits for their data too.
 	GroupSync bool `json:"group_sync"`
 }
 

@@ -27,10 +27,11 @@
 //     the loop and closes after the loop stopped;
 //   - short-lived sync workers, one per partition of a Ready, joined
 //     before the loop goes on; with group sync (storage.group_sync, on by
-//     default where the kernel's syncfs reports write-back errors) a
-//     Ready that makes records of groupSyncRoundsMin or more partitions
-//     durable runs their rounds together on the loop goroutine instead
-//     (node.RunTogether: one syncfs), the metastore's persist beside it.
+//     default where it is safe: ext4 on Linux 5.17 or later) a Ready that
+//     makes records of groupSyncRoundsMin or more partitions durable, on
+//     a node where no move is staging a copy, runs their rounds together
+//     on the loop goroutine instead (node.RunTogether: one syncfs), the
+//     metastore's persist beside it.
 //
 // Every goroutine starts through Host.goFunc, registered with a WaitGroup,
 // so shutdown can wait for all of them.

@@ -417,8 +417,9 @@ func (l *loop) startJob(job node.Job) {
 }
 
 // persist runs the Syncs: the partitions' rounds together (persistGroup)
-// when group sync is on and at least groupSyncRoundsMin of them carry
-// records; otherwise each on its own, in parallel when there are several
+// when group sync is on, at least groupSyncRoundsMin of them carry records
+// and no move is staging a copy here (node.StagingMoves: the syncfs would
+// wait for the copy's unsynced bytes); otherwise each on its own, in parallel when there are several
 // (each touches only its own partition's files): the first on the loop
 // goroutine, which waits anyway, the others on goroutines of their own,
 // so a round of n logs starts n-1 goroutines and wakes the loop once.
@@ -432,7 +433,7 @@ func (l *loop) persist(syncs []node.Sync) error {
 			l.metrics.roundRecords.Observe(float64(records))
 		}
 	}()
-	if l.groupSync != nil && dataRounds(syncs) >= groupSyncRoundsMin {
+	if l.groupSync != nil && node.DataRounds(syncs) >= groupSyncRoundsMin && !l.node.StagingMoves() {
 		return l.persistGroup(syncs)
 	}
 	switch len(syncs) {
@@ -468,17 +469,6 @@ func (l *loop) persistGroup(syncs []node.Sync) error {
 	errs[len(syncs)] = node.RunTogether(l.groupSync, partitions)
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// dataRounds is how many of a Ready's Syncs make appended records durable.
-func dataRounds(syncs []node.Sync) int {
-	rounds := 0
-	for _, s := range syncs {
-		if s.Data() {
-			rounds++
-		}
-	}
-	return rounds
 }
 
 // roundRecords is how many records a round's Syncs make durable.

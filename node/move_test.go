@@ -859,3 +859,28 @@ func TestAHandleFromBeforeAMoveAwayAndBackIsStale(t *testing.T) {
 	require.Equal(t, msg.CodeGone, msg.CodeOf(stale.Err), "the handle from before the moves is stale: %v", stale.Err)
 	require.NoError(t, c.do(source, msg.Ack{Topic: "t", Handles: []string{after.ReceiptHandle}, Action: msg.AckCommit}).Err)
 }
+
+// TestStagingMovesWhileACopyIsBuilt: a node reports a move staging from
+// its session's start until the finalize job of the ended session is gone,
+// so that a driver never runs a file-system sync that would wait for the
+// copy's unsynced bytes.
+func TestStagingMovesWhileACopyIsBuilt(t *testing.T) {
+	c, leader, _, target := pinnedForAMove(t, "r")
+	chaos.Force(chaos.SiteNodeMoveJobLate)
+	defer chaos.Reset()
+	c.holdJobs = true
+	require.False(t, c.nodes[target].StagingMoves(), "no move yet")
+	c.startMove(leader, "t", 0, target)
+	key := partitionKey{"t", 0}
+	c.tickUntil(100, 100, func() bool { return c.nodes[target].moves[key] != nil })
+	require.True(t, c.nodes[target].StagingMoves(), "a session builds its copy")
+	c.tickUntil(100, 100, func() bool { s := c.nodes[target].moves[key]; return s != nil && s.jobOut })
+
+	_, err := c.nodes[leader].meta.Propose(meta.AbortMove{Topic: "t", Partition: 0, ExpectedTarget: target})
+	require.NoError(t, err)
+	c.tick(100)
+	require.Empty(t, c.nodes[target].MoveSessions())
+	require.True(t, c.nodes[target].StagingMoves(), "the ended session's job is still held back")
+	c.tick(c.configs[target].Moves.FreezeTTLMs)
+	require.False(t, c.nodes[target].StagingMoves(), "the job was discarded")
+}

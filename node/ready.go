@@ -68,6 +68,27 @@ func (s Sync) Run() error {
 // transaction) rather than a partition's round.
 func (s Sync) Metastore() bool { return s.meta != nil }
 
+// StagingMoves reports whether a move into this node is building its
+// staged copy, or a finalize job of an ended one still runs: a copy is
+// written without fsyncs until its finalize syncs it, so a file-system
+// sync (RunTogether's, with a GroupSyncer that syncs the whole file
+// system) would wait for all of it. A driver runs such Readys' Syncs each
+// on its own. Ask between Ready and Advance on the goroutine that drives
+// the node.
+func (n *Node) StagingMoves() bool { return len(n.moves) > 0 || len(n.jobsOrphaned) > 0 }
+
+// DataRounds is how many of syncs make appended records durable: what
+// running them together saves fsyncs on.
+func DataRounds(syncs []Sync) int {
+	rounds := 0
+	for _, s := range syncs {
+		if s.Data() {
+			rounds++
+		}
+	}
+	return rounds
+}
+
 // RunTogether runs partition rounds of one node (never the metastore's
 // persist) as Run of each would, with one group.SyncGroup for the data and
 // directories of them all (storage.RunTogether), then the fan-out cursor

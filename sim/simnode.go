@@ -347,12 +347,13 @@ func (n *simNode) killBeforeSyncs(latencyMs int64) bool {
 }
 
 // runSyncs runs a Ready's Syncs and returns the first failure: in order,
-// each on its own, or, in a world with group sync (World.groupSync) and
-// two or more rounds with records, the metastore's persist and then the
+// each on its own, or, in a world with group sync (World.groupSync), two
+// or more rounds with records and no move staging a copy on the node
+// (node.StagingMoves), the metastore's persist and then the
 // partitions' rounds together, as the host runs them with
 // storage.group_sync on.
 func (n *simNode) runSyncs(rd node.Ready) error {
-	if !n.w.groupSync || dataRounds(rd.Syncs) < 2 {
+	if !n.w.groupSync || node.DataRounds(rd.Syncs) < 2 || n.node.StagingMoves() {
 		for _, s := range rd.Syncs {
 			if err := s.Run(); err != nil {
 				return fmt.Errorf("sync %s: %w", s.Dir, err)
@@ -373,17 +374,6 @@ func (n *simNode) runSyncs(rd node.Ready) error {
 		return fmt.Errorf("sync of %d partitions together: %w", len(partitions), err)
 	}
 	return nil
-}
-
-// dataRounds is how many of syncs make appended records durable.
-func dataRounds(syncs []node.Sync) int {
-	rounds := 0
-	for _, s := range syncs {
-		if s.Data() {
-			rounds++
-		}
-	}
-	return rounds
 }
 
 // syncsData reports whether a round makes appended records durable.

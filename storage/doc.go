@@ -47,9 +47,10 @@
 // RunTogether runs the rounds of several logs as their Runs would, but
 // with one GroupSyncer.SyncGroup for the step 1 of them all (OSFS, with
 // EnableGroupSync: one syncfs(2) of the file system, which Linux documents
-// as an fsync of every file on it and which reports any file's write-back
-// error since 5.8), then step 2 of each: no hwm slot is written before
-// every round's data is durable.
+// as an fsync of every file on it, which on ext4 always flushes the
+// disk's cache, and which since 5.17 reports every failure an fsync
+// would), then step 2 of them all, the hwm slots made durable by one more:
+// no hwm slot is written before every round's data is durable.
 //
 // A produce is acknowledged only after the round covering it returned, so
 // its frame is durable. The hwm file is written lazily: step 2 runs only

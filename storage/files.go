@@ -79,16 +79,10 @@ func WriteFilesAtomic(fs FS, files []NamedData) error {
 			return err
 		}
 	}
-	var dirs []string
-	for _, file := range files {
-		if err := fs.Rename(file.Name+temporarySuffix, file.Name); err != nil {
-			return err
-		}
-		if dir := parentDir(file.Name); !slices.Contains(dirs, dir) {
-			dirs = append(dirs, dir)
-		}
+	dirs, err := renameTemporaries(fs, files)
+	if err != nil {
+		return err
 	}
-	slices.Sort(dirs)
 	for _, dir := range dirs {
 		if err := fs.SyncDir(dir); err != nil {
 			return err
@@ -129,20 +123,27 @@ func WriteFilesAtomicTogether(fs FS, group GroupSyncer, files []NamedData, alsoS
 	if err := closeAll(); err != nil {
 		return err
 	}
+	dirs, err := renameTemporaries(fs, files)
+	if err != nil || len(dirs) == 0 {
+		return err
+	}
+	return group.SyncGroup(nil, dirs)
+}
+
+// renameTemporaries renames each file's temporary over it and returns the
+// parent directories, sorted, whose entries changed.
+func renameTemporaries(fs FS, files []NamedData) ([]string, error) {
 	var dirs []string
-	for _, named := range files {
-		if err := fs.Rename(named.Name+temporarySuffix, named.Name); err != nil {
-			return err
+	for _, file := range files {
+		if err := fs.Rename(file.Name+temporarySuffix, file.Name); err != nil {
+			return nil, err
 		}
-		if dir := parentDir(named.Name); !slices.Contains(dirs, dir) {
+		if dir := parentDir(file.Name); !slices.Contains(dirs, dir) {
 			dirs = append(dirs, dir)
 		}
 	}
-	if len(dirs) == 0 {
-		return nil
-	}
 	slices.Sort(dirs)
-	return group.SyncGroup(nil, dirs)
+	return dirs, nil
 }
 
 // writeTemporary creates name with data and makes its content durable.

@@ -42,15 +42,27 @@ func NewOSFS(dir string) (*OSFS, error) {
 }
 
 // groupSyncKernelMin is the first Linux release whose syncfs(2) reports
-// the write-back errors of the file system's files (5.8); an older one
-// may return success for data it failed to write.
-var groupSyncKernelMin = [2]int{5, 8}
+// every failure an fsync would: write-back errors of the file system's
+// files since 5.8, and the file system's own sync step (ext4's journal
+// commit and disk-cache flush) only since 5.17; an older one may return
+// success for data it failed to make durable.
+var groupSyncKernelMin = [2]int{5, 17}
+
+// groupSyncFileSystem reports whether syncfs(2) on a file system of this
+// type (statfs f_type) flushes the disk's write cache every time, as an
+// fdatasync does. ext4's sync step always does (it commits the journal or
+// issues the flush itself); XFS's forces its log and sends no flush when
+// nothing was logged, which is the common case for a round that
+// overwrites a segment's zero tail, so its data could still sit in the
+// disk's cache when the round is acknowledged. Others are not known safe.
+func groupSyncFileSystem(fsType int64) bool { return fsType == unix.EXT4_SUPER_MAGIC }
 
 // EnableGroupSync lets SyncGroup make its files and directories durable
 // with one syncfs(2) of the file system that holds Root, instead of an
 // fsync each. It fails, changing nothing, on a kernel before
-// groupSyncKernelMin or when Root cannot be opened. Call it before the FS
-// is shared; Close releases what it holds. A second call does nothing.
+// groupSyncKernelMin, on a file system groupSyncFileSystem does not know
+// safe, or when Root cannot be opened. Call it before the FS is shared;
+// Close releases what it holds. A second call does nothing.
 func (o *OSFS) EnableGroupSync() error {
 	if o.root != nil {
 		return nil
@@ -61,12 +73,22 @@ func (o *OSFS) EnableGroupSync() error {
 	}
 	release := utsString(name.Release[:])
 	if !kernelAtLeast(release, groupSyncKernelMin) {
-		return fmt.Errorf("group sync needs Linux %d.%d or later (its syncfs reports write-back errors); this kernel is %s",
+		return fmt.Errorf("group sync needs Linux %d.%d or later (whose syncfs reports every failure an fsync would); this kernel is %s",
 			groupSyncKernelMin[0], groupSyncKernelMin[1], release)
 	}
 	root, err := os.Open(o.Root) //determinism:ok the os implementation of FS
 	if err != nil {
 		return mapOSError(err)
+	}
+	var stat unix.Statfs_t
+	if err := unix.Fstatfs(int(root.Fd()), &stat); err != nil {
+		root.Close()
+		return mapOSError(os.NewSyscallError("fstatfs", err))
+	}
+	if !groupSyncFileSystem(int64(stat.Type)) {
+		root.Close()
+		return fmt.Errorf("group sync is known safe only on ext4 (whose syncfs always flushes the disk's cache); %s is on file system type %#x",
+			o.Root, stat.Type)
 	}
 	device, err := deviceOf(root)
 	if err != nil {
@@ -95,7 +117,8 @@ func (o *OSFS) Close() error {
 // SyncGroup implements GroupSyncer. Once group sync is enabled, the files
 // and directories on Root's device are made durable by one syncfs(2) of
 // that file system: Linux documents it as the same guarantee as an fsync
-// of every file on it, and since 5.8 it fails when any file's write-back
+// of every file on it, on ext4 it always flushes the disk's cache, and
+// since 5.17 it fails when any file's write-back or the journal's commit
 // failed since the last call (a failure elsewhere on the file system, too,
 // which fails the round: a false alarm costs a restart, never data).
 // Those on another device (a mount below Root) are fsynced each, as is

@@ -74,3 +74,22 @@ func TestKernelAtLeast(t *testing.T) {
 		require.Equal(t, want, kernelAtLeast(release, least), release)
 	}
 }
+
+// Before 5.17 syncfs dropped the errors of the file system's own sync
+// step (ext4's journal commit and cache flush): group sync stays off there.
+func TestGroupSyncKernelGate(t *testing.T) {
+	for _, release := range []string{"5.8.0", "5.10.0-28-amd64", "5.14.0-427.el9.x86_64", "5.15.0-105-generic", "5.16.20"} {
+		require.False(t, kernelAtLeast(release, groupSyncKernelMin), release)
+	}
+	for _, release := range []string{"5.17.0", "6.1.0-13-amd64", "6.18.44-fc-v1045"} {
+		require.True(t, kernelAtLeast(release, groupSyncKernelMin), release)
+	}
+}
+
+// Only ext4 is known to flush the disk's cache on every syncfs.
+func TestGroupSyncFileSystems(t *testing.T) {
+	require.True(t, groupSyncFileSystem(0xEF53), "ext4")
+	for name, magic := range map[string]int64{"xfs": 0x58465342, "btrfs": 0x9123683E, "tmpfs": 0x01021994, "overlayfs": 0x794C7630, "nfs": 0x6969, "fuse": 0x65735546} {
+		require.False(t, groupSyncFileSystem(magic), name)
+	}
+}
