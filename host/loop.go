@@ -361,8 +361,10 @@ func (l *loop) handBack() {
 	l.unclaimed = l.unclaimed[:0]
 }
 
-// flush handles every Ready: persist, then send to peers, then reply,
-// then advance. A Ready whose persist failed sends and answers nothing.
+// flush handles every Ready: send its produce forwards and deliver its
+// early replies (neither depends on a Sync), persist, then send the rest
+// to peers, then reply, then advance. A Ready whose persist failed sends
+// and answers nothing more.
 //
 // The node contract allows the loop to keep feeding the node while a
 // Ready's partition syncs run off the loop (pipelined group commit), and
@@ -381,6 +383,10 @@ func (l *loop) flush() error {
 	defer func() { l.queuedLastFlush = max(l.queuedLastFlush, 0) }()
 	for l.node.HasReady() {
 		rd := l.node.Ready()
+		l.send(rd.ProduceForwards) // they depend on no Sync: on their way while this node fsyncs
+		if len(rd.EarlyReplies) > 0 {
+			l.deliverAll(rd.EarlyReplies) // likewise
+		}
 		if err := l.persist(rd.Syncs); err != nil {
 			l.failPending(msg.Unavailable("node storage failed; retry")) // the log line names the files
 			return fmt.Errorf("persist: %w", err)
@@ -388,13 +394,7 @@ func (l *loop) flush() error {
 		l.publishSchemas()
 		l.publishUsers() // before the replies: a user change is visible once answered
 		l.send(rd.Messages)
-		if l.queuedLastFlush < 0 {
-			l.queuedLastFlush = len(l.inbox) // before any reply leaves: none of these is an answered client's
-		}
-		for _, reply := range rd.Replies {
-			l.deliver(reply)
-		}
-		l.answeredLastFlush += len(rd.Replies)
+		l.deliverAll(rd.Replies)
 		l.node.Advance(rd)
 		l.handBack()
 		for _, job := range rd.Jobs {
@@ -478,6 +478,17 @@ func roundRecords(syncs []node.Sync) int {
 		records += s.Records()
 	}
 	return records
+}
+
+// deliverAll delivers replies and counts them as answered in this flush.
+func (l *loop) deliverAll(replies []msg.Reply) {
+	if l.queuedLastFlush < 0 {
+		l.queuedLastFlush = len(l.inbox) // before any reply leaves: none of these is an answered client's
+	}
+	for _, reply := range replies {
+		l.deliver(reply)
+	}
+	l.answeredLastFlush += len(replies)
 }
 
 func (l *loop) deliver(reply msg.Reply) {

@@ -115,13 +115,31 @@ func (c *clusterHarness) settle() {
 
 func (c *clusterHarness) handle(n *Node) {
 	rd := n.Ready()
+	c.deliver(rd.ProduceForwards) // before the syncs, as the host sends them
+	for _, r := range rd.EarlyReplies {
+		c.replies[r.ID] = r
+	}
 	for _, s := range rd.Syncs {
 		require.NoError(c.t, s.Run())
 	}
 	for _, r := range rd.Replies {
 		c.replies[r.ID] = r
 	}
-	for _, env := range rd.Messages {
+	c.deliver(rd.Messages)
+	n.Advance(rd)
+	for _, job := range rd.Jobs {
+		if c.holdJobs {
+			c.held = append(c.held, heldJob{node: n, job: job})
+			continue
+		}
+		job.Run()
+		n.JobDone(job)
+	}
+}
+
+// deliver steps envelopes into their nodes, unless cut off or dropped.
+func (c *clusterHarness) deliver(envelopes []msg.Envelope) {
+	for _, env := range envelopes {
 		if c.cut[env.From] || c.cut[env.To] || (c.drop != nil && c.drop(env)) {
 			continue
 		}
@@ -132,15 +150,6 @@ func (c *clusterHarness) handle(n *Node) {
 		if _, isRaft := env.Message.(msg.RaftMessage); !isRaft {
 			require.NoError(c.t, err) // raft refuses messages of removed voters, as it should
 		}
-	}
-	n.Advance(rd)
-	for _, job := range rd.Jobs {
-		if c.holdJobs {
-			c.held = append(c.held, heldJob{node: n, job: job})
-			continue
-		}
-		job.Run()
-		n.JobDone(job)
 	}
 }
 

@@ -152,7 +152,7 @@ func (n *Node) holdLateReplies(rd Ready) {
 // produce forwards a fault site picked when they were started.
 func (n *Node) duplicateProduceForwards(rd *Ready) {
 	for _, index := range n.forwardedTwice {
-		rd.Messages = append(rd.Messages, rd.Messages[index])
+		rd.ProduceForwards = append(rd.ProduceForwards, rd.ProduceForwards[index])
 	}
 	n.forwardedTwice = nil
 }
@@ -210,8 +210,8 @@ func (n *Node) catchUpSlowed(s *moveSession, send func()) bool {
 	return true
 }
 
-// maybeForwardTwice marks the produce forward just started at message
-// index to be sent twice when a fault site fires.
+// maybeForwardTwice marks the produce forward just started at index of
+// produceForwards to be sent twice when a fault site fires.
 func (n *Node) maybeForwardTwice(index int) {
 	if chaos.Buggify(chaos.SiteNodeProduceForwardedTwice) {
 		n.observer.Event("fault-site", string(chaos.SiteNodeProduceForwardedTwice))

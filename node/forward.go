@@ -81,7 +81,12 @@ func (n *Node) send(to string, message msg.PeerMessage) {
 func (n *Node) forward(to string, req msg.Request, timeoutMs int64, done func(msg.Reply)) uint64 {
 	invariant.Check(to != n.cfg.NodeID, "node: forward of %T to itself", req)
 	id := n.routing.forwards.Start(to, n.nowMs+timeoutMs, done)
-	n.send(to, msg.ForwardRequest{ID: id, Request: req, LocalOnly: true})
+	forward := msg.ForwardRequest{ID: id, Request: req, LocalOnly: true}
+	if _, produce := req.(msg.Produce); produce {
+		n.produceForwards = append(n.produceForwards, msg.Envelope{From: n.cfg.NodeID, To: to, Message: forward})
+	} else {
+		n.send(to, forward)
+	}
 	return id
 }
 

@@ -117,18 +117,25 @@ func (h *harness) flush() {
 // advanceOnce handles one Ready: its syncs, replies and messages.
 func (h *harness) advanceOnce() {
 	rd := h.node.Ready()
+	h.messages = append(h.messages, rd.ProduceForwards...) // before the syncs, as the host sends them
+	h.takeReplies(rd.EarlyReplies)
 	for _, s := range rd.Syncs {
 		require.NoError(h.t, s.Run())
 		h.syncsRun++
 	}
-	for _, r := range rd.Replies {
+	h.takeReplies(rd.Replies)
+	h.messages = append(h.messages, rd.Messages...)
+	h.node.Advance(rd)
+	require.Empty(h.t, rd.Jobs, "a single node never moves a partition")
+}
+
+// takeReplies records replies, each request answered at most once.
+func (h *harness) takeReplies(replies []msg.Reply) {
+	for _, r := range replies {
 		_, dup := h.replies[r.ID]
 		require.False(h.t, dup, "request %d answered twice", r.ID)
 		h.replies[r.ID] = r
 	}
-	h.messages = append(h.messages, rd.Messages...)
-	h.node.Advance(rd)
-	require.Empty(h.t, rd.Jobs, "a single node never moves a partition")
 }
 
 func (h *harness) tick(deltaMs int64) {

@@ -152,9 +152,16 @@ type Node struct {
 	dirty      map[partitionKey]*partition
 	dependents map[partitionKey][]int
 	messages   []msg.Envelope
+	// produceForwards are the produce parts forwarded to their owners in
+	// the Ready being built (Ready.ProduceForwards), apart from messages:
+	// they may leave before the Ready's Syncs run.
+	produceForwards []msg.Envelope
+	// earlyReplies are the client replies of the Ready being built that
+	// depend on none of its Syncs (Ready.EarlyReplies).
+	earlyReplies []msg.Reply
 
 	// delayed is the work fault sites put off to a later Tick, and
-	// forwardedTwice the indexes in messages of the produce forwards a
+	// forwardedTwice the indexes in produceForwards of the forwards a
 	// fault site sends twice (faultsites.go); both empty outside the
 	// simulator.
 	delayed        []delayedWork
@@ -480,7 +487,8 @@ func (n *Node) Step(env msg.Envelope) error {
 
 // HasReady reports whether Ready has anything to hand out.
 func (n *Node) HasReady() bool {
-	return len(n.replies) > 0 || len(n.dirty) > 0 || len(n.messages) > 0 || len(n.moveJobs) > 0 || n.meta.HasReady()
+	return len(n.replies) > 0 || len(n.dirty) > 0 || len(n.messages) > 0 || len(n.produceForwards) > 0 ||
+		len(n.earlyReplies) > 0 || len(n.moveJobs) > 0 || n.meta.HasReady()
 }
 
 // SharesRound reports whether the Ready being gathered holds work that
@@ -502,7 +510,7 @@ func (n *Node) Ready() Ready {
 	invariant.Check(!n.advancePending, "node: Ready taken before the previous one was advanced")
 	n.round++
 	n.advancePending = true
-	rd := Ready{Replies: n.replies, Messages: n.messages}
+	rd := Ready{Replies: n.replies, Messages: n.messages, ProduceForwards: n.produceForwards, EarlyReplies: n.earlyReplies}
 	n.duplicateProduceForwards(&rd)
 	for _, p := range n.sortedDirty() {
 		// The round starts now: it covers what was appended so far, and
@@ -513,7 +521,7 @@ func (n *Node) Ready() Ready {
 	n.addMetaReady(&rd)
 	n.addMoveJobs(&rd)
 	n.routeReplies(&rd)
-	n.replies, n.messages = nil, nil
+	n.replies, n.messages, n.produceForwards, n.earlyReplies = nil, nil, nil, nil
 	clear(n.routing.produceForwards)
 	n.resetRound()
 	return rd
@@ -535,10 +543,10 @@ func (n *Node) resetRound() {
 // readyRepliesFirst is planted bug BugAckBeforeSync: the replies leave in
 // a Ready of their own, before the sync round that makes them true.
 func (n *Node) readyRepliesFirst() Ready {
-	rd := Ready{Replies: n.replies, Messages: n.messages}
+	rd := Ready{Replies: n.replies, Messages: n.messages, ProduceForwards: n.produceForwards, EarlyReplies: n.earlyReplies}
 	n.duplicateProduceForwards(&rd)
 	n.routeReplies(&rd)
-	n.replies, n.messages = nil, nil
+	n.replies, n.messages, n.produceForwards, n.earlyReplies = nil, nil, nil, nil
 	clear(n.routing.produceForwards)
 	n.dependents = map[partitionKey][]int{}
 	return rd
@@ -599,6 +607,19 @@ func (n *Node) completeSyncs(rd Ready) {
 // handler's (result, error) pair can be passed straight through.
 func (n *Node) answer(id msg.RequestID) func(msg.Result, error) {
 	return func(result msg.Result, err error) { n.reply(id, result, err) }
+}
+
+// replyDurable is reply for an answer that depends on nothing the Ready
+// being built makes durable (a produce join whose every part was answered
+// after its owner's sync round): a client's goes out in
+// Ready.EarlyReplies, one for an internal part or a forwarded request
+// as any other.
+func (n *Node) replyDurable(id msg.RequestID, result msg.Result, err error) {
+	if localOnly(id) {
+		n.reply(id, result, err)
+		return
+	}
+	n.earlyReplies = append(n.earlyReplies, msg.Reply{ID: id, Result: result, Err: err})
 }
 
 func (n *Node) reply(id msg.RequestID, result msg.Result, err error) {

@@ -11,10 +11,26 @@ import (
 
 // Ready is what the node asks its driver to do, in this order: run the
 // Syncs, then deliver Messages and Replies, then call Advance.
+// ProduceForwards may leave at any time from the Ready's taking on.
 type Ready struct {
 	Syncs    []Sync
 	Messages []msg.Envelope
 	Replies  []msg.Reply
+	// ProduceForwards are the produce parts this Ready forwards to their
+	// owners (ForwardRequest envelopes). None depends on the Ready's
+	// Syncs: the records they carry are written by their owners, and what
+	// this node wrote is answered to its client only once durable here. A
+	// driver may send them before it persists (the host does, so a part
+	// does not wait for this node's fsyncs on its way), or with Messages;
+	// they may leave even if the persist then fails (the client, answered
+	// 503, sends again: a duplicate, never a loss).
+	ProduceForwards []msg.Envelope
+	// EarlyReplies are client replies that depend on none of the Ready's
+	// Syncs: produce requests split across owners, answered once every
+	// part was durable at its owner (this node's own parts at an earlier
+	// Advance). A driver may deliver them before it persists (the host
+	// does), or with Replies.
+	EarlyReplies []msg.Reply
 	// Jobs are long disk work (a move's install and verification) for the
 	// driver to run off the loop once this Ready was handled: Job.Run on
 	// any goroutine, then JobDone on the loop. A job of a node that

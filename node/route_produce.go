@@ -69,7 +69,7 @@ func (n *Node) forwardProducePart(owner string, part msg.Produce, done func(msg.
 	}
 	f := n.routing.produceForwards[key]
 	if f == nil || !f.Fits(len(part.Records), payloadBytes, msg.ProduceBatchRecordsMax, msg.ProduceBatchBytesMax) {
-		f = &route.Batch[func(msg.Reply)]{Index: len(n.messages)}
+		f = &route.Batch[func(msg.Reply)]{Index: len(n.produceForwards)}
 		f.ID = n.forward(owner, msg.Produce{Topic: part.Topic, Batch: true}, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) {
 			// Answered (or failed: its owner unreachable) before the Ready
 			// was taken, the batch takes no more parts: one added now would
@@ -84,9 +84,9 @@ func (n *Node) forwardProducePart(owner string, part msg.Produce, done func(msg.
 	} else {
 		chaos.Reached(chaos.MarkNodeProduceForwardsJoined)
 	}
-	envelope := &n.messages[f.Index]
+	envelope := &n.produceForwards[f.Index]
 	request, ok := envelope.Message.(msg.ForwardRequest)
-	invariant.Check(ok && request.ID == f.ID && envelope.To == owner, "node: produce forward %d is not at message %d", f.ID, f.Index)
+	invariant.Check(ok && request.ID == f.ID && envelope.To == owner, "node: produce forward %d is not at forward %d", f.ID, f.Index)
 	batch := request.Request.(msg.Produce)
 	batch.Records = append(batch.Records, part.Records...)
 	request.Request = batch
@@ -210,10 +210,10 @@ func (n *Node) rerouteProducePart(j *produceJoin, indexes []int, cause error) {
 // allows the duplicates.
 func (n *Node) finishProduceJoin(j *produceJoin) {
 	if err := j.parts.Err(); err != nil {
-		n.reply(j.client, nil, retryableForClient(err))
+		n.replyDurable(j.client, nil, retryableForClient(err))
 		return
 	}
-	n.reply(j.client, msg.ProduceResult{Records: j.placements, Batch: j.batch}, nil)
+	n.replyDurable(j.client, msg.ProduceResult{Records: j.placements, Batch: j.batch}, nil)
 }
 
 // retryableForClient turns an owner's "not the owner" (views of the

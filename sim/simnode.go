@@ -304,6 +304,7 @@ func (n *simNode) cancel(c *call) {
 func (n *simNode) drive() {
 	for n.up() && !n.persisting && n.node.HasReady() {
 		rd := n.node.Ready()
+		n.sendProduceForwards(rd)
 		if len(rd.Syncs) == 0 {
 			n.complete(rd)
 			continue
@@ -413,6 +414,19 @@ func (n *simNode) persist(rd node.Ready, incarnation int, err error) {
 		feed()
 	}
 	n.drive()
+}
+
+// sendProduceForwards sends a Ready's produce forwards and delivers its
+// early replies as soon as it is taken, before its syncs run, as the host
+// does (node.Ready's ProduceForwards and EarlyReplies): a crash or a
+// failed fsync of the round no longer holds them back.
+func (n *simNode) sendProduceForwards(rd node.Ready) {
+	for _, env := range rd.ProduceForwards {
+		n.w.peers.send(n, env)
+	}
+	for _, reply := range rd.EarlyReplies {
+		n.reply(reply)
+	}
 }
 
 // complete sends a handled Ready's messages and replies, and advances the
