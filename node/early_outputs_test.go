@@ -5,7 +5,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"narad/meta"
 	"narad/msg"
 )
 
@@ -15,20 +14,7 @@ import (
 // that also syncs this node's newer writes, which it does not wait for.
 func TestSplitProduceForwardsAndAnswersWithoutWaitingForSyncs(t *testing.T) {
 	h := newHarness(t)
-	_, err := h.node.meta.Propose(meta.MemberHeartbeat{ID: "node-2", HTTPAddr: "127.0.0.2:7942", ClusterAddr: "127.0.0.2:7943", NowMs: h.nowMs})
-	require.NoError(t, err)
-	h.flush()
-	h.createTopic("orders", func(c *msg.CreateTopic) { c.Partitions = 4 })
-	mine, theirs := -1, -1
-	record, _ := h.node.meta.State().Topic("orders")
-	for index, a := range record.Assignments {
-		if a.Owner == h.cfg.NodeID {
-			mine = index
-		} else {
-			theirs = index
-		}
-	}
-	require.True(t, mine >= 0 && theirs >= 0)
+	mine, theirs := ordersOverTwoMembers(t, h)
 
 	h.nextID++
 	client := h.nextID

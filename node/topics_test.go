@@ -173,20 +173,7 @@ func TestDataWithoutItsMetastoreIsNotSwept(t *testing.T) {
 // report its partitions unavailable.
 func TestOnlyTheOwnerServesAPartition(t *testing.T) {
 	h := newHarness(t)
-	_, err := h.node.meta.Propose(meta.MemberHeartbeat{ID: "node-2", HTTPAddr: "127.0.0.2:7942", ClusterAddr: "127.0.0.2:7943", NowMs: h.nowMs})
-	require.NoError(t, err)
-	h.flush()
-	h.createTopic("orders", func(c *msg.CreateTopic) { c.Partitions = 4 })
-	mine, theirs := -1, -1
-	record, _ := h.node.meta.State().Topic("orders")
-	for index, a := range record.Assignments {
-		if a.Owner == h.cfg.NodeID {
-			mine = index
-		} else {
-			theirs = index
-		}
-	}
-	require.True(t, mine >= 0 && theirs >= 0, "placement spreads over both members: %+v", record.Assignments)
+	mine, theirs := ordersOverTwoMembers(t, h)
 	h.produce("orders", mine, "here")
 
 	forwarded := []msg.Request{
@@ -257,4 +244,25 @@ func TestDrainingNodeParksNoPolls(t *testing.T) {
 	require.Contains(t, h.replies, parked, "parked polls are answered")
 	late := h.send(msg.Consume{Topic: "q", Partition: msg.PartitionNone, WaitMs: 5_000})
 	require.Contains(t, h.replies, late, "a poll after the release does not park")
+}
+
+// ordersOverTwoMembers adds member node-2 (which never answers) and
+// creates topic "orders" with 4 partitions over both members; it returns
+// a partition this node owns and one node-2 owns.
+func ordersOverTwoMembers(t *testing.T, h *harness) (mine, theirs int) {
+	_, err := h.node.meta.Propose(meta.MemberHeartbeat{ID: "node-2", HTTPAddr: "127.0.0.2:7942", ClusterAddr: "127.0.0.2:7943", NowMs: h.nowMs})
+	require.NoError(t, err)
+	h.flush()
+	h.createTopic("orders", func(c *msg.CreateTopic) { c.Partitions = 4 })
+	mine, theirs = -1, -1
+	record, _ := h.node.meta.State().Topic("orders")
+	for index, a := range record.Assignments {
+		if a.Owner == h.cfg.NodeID {
+			mine = index
+		} else {
+			theirs = index
+		}
+	}
+	require.True(t, mine >= 0 && theirs >= 0, "placement spreads over both members: %+v", record.Assignments)
+	return mine, theirs
 }
