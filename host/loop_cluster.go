@@ -29,7 +29,8 @@ func (l *loop) step(env msg.Envelope) {
 }
 
 // send hands a Ready's envelopes to the transport (which queues them and
-// never blocks). Called only after the Ready's Syncs succeeded. An
+// never blocks). Called only after the Ready's Syncs succeeded, except
+// for its ProduceForwards, which depend on none of them. An
 // envelope to a peer the transport does not know yet (a node that has
 // just joined) refreshes the address book first, once per call: the
 // transport would drop it, and the first messages to a joiner are the
