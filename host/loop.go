@@ -419,10 +419,11 @@ func (l *loop) startJob(job node.Job) {
 // persist runs the Syncs: the partitions' rounds together (persistGroup)
 // when group sync is on, at least groupSyncRoundsMin of them carry records
 // and no move is staging a copy here (node.StagingMoves: the syncfs would
-// wait for the copy's unsynced bytes); otherwise each on its own, in parallel when there are several
-// (each touches only its own partition's files): the first on the loop
-// goroutine, which waits anyway, the others on goroutines of their own,
-// so a round of n logs starts n-1 goroutines and wakes the loop once.
+// wait for the copy's unsynced bytes); otherwise each on its own, in
+// parallel when there are several (each touches only its own partition's
+// files): the first on the loop goroutine, which waits anyway, the others
+// on goroutines of their own, so a round of n logs starts n-1 goroutines
+// and wakes the loop once.
 func (l *loop) persist(syncs []node.Sync) error {
 	start := l.clock()
 	defer func() {

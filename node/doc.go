@@ -161,8 +161,9 @@
 //     maps node ids to addresses) and Ready.Replies to clients. Both may
 //     depend on the Syncs (a produce's 202, or the ForwardReply that
 //     becomes one on another node), which is why they wait for step 1.
-//     Ready.ProduceForwards and Ready.EarlyReplies (a produce split across
-//     owners, answered once every part was durable at its owner) depend on
+//     Ready.ProduceForwards and Ready.EarlyReplies (a produce sent in whole
+//     or in part to other owners, answered once every part was durable at
+//     its owner) depend on
 //     none: they may leave before step 1 (the host sends them first), even
 //     if step 1 then fails.
 //  3. Advance(ready): tell the node the Ready was handled. The range each

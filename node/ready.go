@@ -26,9 +26,9 @@ type Ready struct {
 	// 503, sends again: a duplicate, never a loss).
 	ProduceForwards []msg.Envelope
 	// EarlyReplies are client replies that depend on none of the Ready's
-	// Syncs: produce requests split across owners, answered once every
-	// part was durable at its owner (this node's own parts at an earlier
-	// Advance). A driver may deliver them before it persists (the host
+	// Syncs: produce requests sent in whole or in part to other owners,
+	// answered once every part was durable at its owner (this node's own
+	// parts at an earlier Advance). A driver may deliver them before it persists (the host
 	// does), or with Replies.
 	EarlyReplies []msg.Reply
 	// Jobs are long disk work (a move's install and verification) for the
