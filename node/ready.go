@@ -11,7 +11,8 @@ import (
 
 // Ready is what the node asks its driver to do, in this order: run the
 // Syncs, then deliver Messages and Replies, then call Advance.
-// ProduceForwards may leave at any time from the Ready's taking on.
+// ProduceForwards and EarlyReplies may leave at any time from the Ready's
+// taking on.
 type Ready struct {
 	Syncs    []Sync
 	Messages []msg.Envelope
@@ -28,8 +29,8 @@ type Ready struct {
 	// EarlyReplies are client replies that depend on none of the Ready's
 	// Syncs: produce requests sent in whole or in part to other owners,
 	// answered once every part was durable at its owner (this node's own
-	// parts at an earlier Advance). A driver may deliver them before it persists (the host
-	// does), or with Replies.
+	// parts at an earlier Advance). A driver may deliver them before it
+	// persists (the host does), or with Replies.
 	EarlyReplies []msg.Reply
 	// Jobs are long disk work (a move's install and verification) for the
 	// driver to run off the loop once this Ready was handled: Job.Run on
@@ -108,8 +109,9 @@ func DataRounds(syncs []Sync) int {
 // RunTogether runs partition rounds of one node (never the metastore's
 // persist) as Run of each would, with one group.SyncGroup for the data and
 // directories of them all (storage.RunTogether), then the fan-out cursor
-// files of every round, replaced together. group must be the file system of the node's logs. It
-// fails as a whole, like a failed Run: the node instance is finished.
+// files of every round, replaced together. group must be the file system
+// of the node's logs. It fails as a whole, like a failed Run: the node
+// instance is finished.
 func RunTogether(group storage.GroupSyncer, syncs []Sync) error {
 	rounds := make([]*storage.SyncRound, len(syncs))
 	for i, s := range syncs {

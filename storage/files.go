@@ -117,7 +117,7 @@ func WriteFilesAtomicTogether(fs FS, group GroupSyncer, files []NamedData, alsoS
 		}
 		assert(n == len(named.Data), "short write without error: %d of %d bytes", n, len(named.Data))
 	}
-	if err := group.SyncGroup(append(alsoSync, temporaries...), nil); err != nil {
+	if err := group.SyncGroup(slices.Concat(alsoSync, temporaries), nil); err != nil {
 		return errors.Join(err, closeAll())
 	}
 	if err := closeAll(); err != nil {
