@@ -189,6 +189,44 @@ func (c *clusterHarness) elect() string {
 	return ""
 }
 
+// except lists the cluster's nodes but id, in id order.
+func (c *clusterHarness) except(id string) []string {
+	var others []string
+	for _, other := range c.ids {
+		if other != id {
+			others = append(others, other)
+		}
+	}
+	return others
+}
+
+// cutUntilMarkedDead cuts ids off the network and ticks until the leader's
+// metastore holds each of them dead.
+func (c *clusterHarness) cutUntilMarkedDead(leader string, ids ...string) {
+	for _, id := range ids {
+		c.cut[id] = true
+	}
+	c.tickUntil(100, 100, func() bool {
+		for _, id := range ids {
+			if m, _ := c.nodes[leader].meta.State().Member(id); m.Alive {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// requireMetastoreCommits fails the test unless the cluster still has a
+// leader that commits a topic creation, after drained was decommissioned.
+func (c *clusterHarness) requireMetastoreCommits(drained string) {
+	now, ok := c.leader()
+	require.True(c.t, ok, "the metastore lost its leader")
+	_, voter := c.nodes[now].meta.State().PeerByNodeID(drained)
+	reply := c.await(c.send(now, msg.CreateTopic{Name: "after", Partitions: 3}), 100, 100)
+	require.NoError(c.t, reply.Err, "the metastore cannot commit (drained node still a voter: %t; voters %v)",
+		voter, c.nodes[now].meta.State().ConfState().Voters)
+}
+
 func (c *clusterHarness) allAlive(at string) bool {
 	for _, id := range c.ids {
 		if m, ok := c.nodes[at].meta.State().Member(id); !ok || !m.Alive {

@@ -21,17 +21,7 @@ func TestARefusedRemovalDoesNotBlockASafeOne(t *testing.T) {
 	others := c.except(leader)
 	slices.Sort(others)
 	live, dead := others[0], others[2:] // live sorts before both dead ones
-	for _, id := range dead {
-		c.cut[id] = true
-	}
-	c.tickUntil(100, 100, func() bool {
-		for _, id := range dead {
-			if m, _ := c.nodes[leader].meta.State().Member(id); m.Alive {
-				return false
-			}
-		}
-		return true
-	})
+	c.cutUntilMarkedDead(leader, dead...)
 	require.NoError(t, c.do(leader, msg.Decommission{ID: live}).Err)
 	require.NoError(t, c.do(leader, msg.Decommission{ID: dead[0]}).Err)
 	c.tickUntil(100, 300, func() bool { // thirty simulated seconds, many planning rounds
@@ -61,22 +51,5 @@ func TestARemovalWaitsForVotersHeardNotForTheAliveFlag(t *testing.T) {
 	}
 	require.NoError(t, c.do(leader, msg.Decommission{ID: leaving}).Err)
 	c.tick(5_000) // planning rounds
-	now, ok := c.leader()
-	require.True(t, ok, "the metastore lost its leader")
-	_, voter := c.nodes[now].meta.State().PeerByNodeID(leaving)
-	id := c.send(now, msg.CreateTopic{Name: "after", Partitions: 3})
-	reply := c.await(id, 100, 100)
-	require.NoError(t, reply.Err, "the metastore cannot commit (drained node still a voter: %t; voters %v)",
-		voter, c.nodes[now].meta.State().ConfState().Voters)
-}
-
-// except lists the cluster's nodes but id, in id order.
-func (c *clusterHarness) except(id string) []string {
-	var others []string
-	for _, other := range c.ids {
-		if other != id {
-			others = append(others, other)
-		}
-	}
-	return others
+	c.requireMetastoreCommits(leaving)
 }

@@ -74,21 +74,7 @@ type NamedData struct {
 // each file holds its old content or its new one (not necessarily the
 // same for all); once it returned, all hold the new.
 func WriteFilesAtomic(fs FS, files []NamedData) error {
-	for _, file := range files {
-		if err := writeTemporary(fs, file.Name+temporarySuffix, file.Data); err != nil {
-			return err
-		}
-	}
-	dirs, err := renameTemporaries(fs, files)
-	if err != nil {
-		return err
-	}
-	for _, dir := range dirs {
-		if err := fs.SyncDir(dir); err != nil {
-			return err
-		}
-	}
-	return nil
+	return WriteFilesAtomicTogether(fs, eachSyncer{fs}, files, nil)
 }
 
 // WriteFilesAtomicTogether replaces each file as WriteFilesAtomic does,
@@ -146,26 +132,26 @@ func renameTemporaries(fs FS, files []NamedData) ([]string, error) {
 	return dirs, nil
 }
 
-// writeTemporary creates name with data and makes its content durable.
-func writeTemporary(fs FS, name string, data []byte) error {
-	file, err := fs.Create(name)
-	if err != nil {
-		return err
-	}
-	if err := writeAndSync(file, data); err != nil {
-		return errors.Join(err, file.Close())
-	}
-	return file.Close()
-}
+// eachSyncer is the GroupSyncer of an FS that makes each file and
+// directory durable on its own (syncEach).
+type eachSyncer struct{ fs FS }
 
-// writeAndSync appends all of data to file and makes it durable.
-func writeAndSync(file File, data []byte) error {
-	n, err := file.Write(data)
-	if err != nil {
-		return err
+func (e eachSyncer) SyncGroup(files []File, dirs []string) error { return syncEach(e.fs, files, dirs) }
+
+// syncEach runs File.Sync of each file, then fs.SyncDir of each
+// directory, and stops at the first failure.
+func syncEach(fs FS, files []File, dirs []string) error {
+	for _, file := range files {
+		if err := file.Sync(); err != nil {
+			return err
+		}
 	}
-	assert(n == len(data), "short write without error: %d of %d bytes", n, len(data))
-	return file.Sync()
+	for _, dir := range dirs {
+		if err := fs.SyncDir(dir); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ReadFile returns the whole content of name. Files above readFileBytesMax

@@ -795,15 +795,8 @@ func (m *MemFS) SyncDir(dir string) error {
 // directory's SyncDir, each subject to the faults injected for it; the
 // first failure ends the group.
 func (m *MemFS) SyncGroup(files []File, dirs []string) error {
-	for _, file := range files {
-		if err := file.Sync(); err != nil {
-			return err
-		}
-	}
-	for _, dir := range dirs {
-		if err := m.SyncDir(dir); err != nil {
-			return err
-		}
+	if err := syncEach(m, files, dirs); err != nil {
+		return err
 	}
 	m.stats.GroupSyncs++
 	return nil

@@ -162,8 +162,8 @@ func (o *OSFS) coversDir(dir string) bool {
 	if err != nil {
 		return false
 	}
-	stat, ok := info.Sys().(*syscall.Stat_t)
-	return ok && uint64(stat.Dev) == o.rootDevice
+	device, err := deviceIn(info)
+	return err == nil && device == o.rootDevice
 }
 
 // syncfs runs syncfs(2) on Root's file system.
@@ -188,9 +188,14 @@ func deviceOf(f *os.File) (uint64, error) {
 	if err != nil {
 		return 0, mapOSError(err)
 	}
+	return deviceIn(info)
+}
+
+// deviceIn returns the device a stat result names.
+func deviceIn(info fs.FileInfo) (uint64, error) {
 	stat, ok := info.Sys().(*syscall.Stat_t)
 	if !ok {
-		return 0, fmt.Errorf("stat of %s: no device number", f.Name())
+		return 0, fmt.Errorf("stat of %s: no device number", info.Name())
 	}
 	return uint64(stat.Dev), nil
 }
@@ -272,12 +277,12 @@ func (o *OSFS) Open(name string) (File, error) {
 		f.Close()
 		return nil, mapOSError(err)
 	}
-	stat, ok := info.Sys().(*syscall.Stat_t)
-	if !ok {
+	device, err := deviceIn(info)
+	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("stat of %s: no device number", p)
+		return nil, err
 	}
-	return &osFile{f: f, end: info.Size(), device: uint64(stat.Dev), fsyncs: o.fsyncs}, nil
+	return &osFile{f: f, end: info.Size(), device: device, fsyncs: o.fsyncs}, nil
 }
 
 // Remove implements FS.
