@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,6 +66,60 @@ func TestHTTPConnectionLimit(t *testing.T) {
 	metrics := metricsText(t, held[1])
 	require.Contains(t, metrics, "narad_http_connections_max 3")
 	require.Regexp(t, `narad_http_connections_refused_total [1-9]`, metrics)
+}
+
+// A client over the connection limit that sent a request with a body
+// reads the 503: the refusal discards the request after its FIN instead of
+// closing with it unread, whose reset destroyed the answer before the
+// client read it (a chunked body of 64 KiB: some of 100 clients in every
+// run on plain HTTP, and over TLS), on plain HTTP and over TLS.
+func TestHTTPConnectionLimitAnswersClientsThatSentABody(t *testing.T) {
+	for _, secured := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "tls"}[secured], func(t *testing.T) {
+			opts := DefaultOptions(t.TempDir())
+			opts.HTTPAddr = "127.0.0.1:0"
+			opts.HTTPConnectionsMax = 1
+			scheme, transport := "http", &http.Transport{DisableKeepAlives: true}
+			if secured {
+				certFile, keyFile, pool := writeCertificate(t)
+				opts.Security.TLSCertFile, opts.Security.TLSKeyFile = certFile, keyFile
+				scheme, transport.TLSClientConfig = "https", &tls.Config{RootCAs: pool}
+			}
+			h, err := Start(opts, slog.New(slog.DiscardHandler))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = h.Shutdown() })
+			client := &http.Client{Transport: transport, Timeout: 10 * time.Second}
+			dial := func() (net.Conn, error) { return net.Dial("tcp", h.Addr()) }
+			if secured {
+				dial = func() (net.Conn, error) { return tls.Dial("tcp", h.Addr(), transport.TLSClientConfig) }
+			}
+			held, err := dial() // the one slot, held open
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = held.Close() })
+			require.Equal(t, http.StatusOK, mustServe(t, held).StatusCode)
+
+			body := strings.Repeat("x", 64<<10)
+			for i := range 100 {
+				response, err := client.Post(scheme+"://"+h.Addr()+"/v1/topics/t/messages", "application/json", struct{ io.Reader }{strings.NewReader(body)}) // chunked: no length
+				require.NoError(t, err, "client %d over the limit", i)
+				require.Equal(t, http.StatusServiceUnavailable, response.StatusCode)
+				require.NoError(t, response.Body.Close())
+			}
+			require.Regexp(t, `narad_http_connections_refused_total 100\b`, metricsText(t, held))
+		})
+	}
+}
+
+// mustServe asks for healthz on an admitted connection.
+func mustServe(t *testing.T, conn net.Conn) *http.Response {
+	t.Helper()
+	_, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")
+	require.NoError(t, err)
+	response, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	_, err = io.ReadAll(response.Body)
+	require.NoError(t, err)
+	return response
 }
 
 // metricsText reads /metrics on an admitted connection.
