@@ -75,7 +75,8 @@ func checkConsume(t *topic, r msg.Consume) error {
 // hold ConsumeReplyBytesMax of payload, so a reply holds at most that
 // plus one record (and always at least one message). readErr is the first
 // record that could not be read from disk (not corruption, which is
-// skipped): that partition delivered nothing more in this call.
+// skipped), or the first log that could not open: that partition
+// delivered nothing more in this call.
 func (n *Node) reserve(t *topic, r msg.Consume) (messages []msg.Message, readErr error) {
 	want := max(r.Max, 1)
 	payloadBytes := 0
@@ -129,11 +130,13 @@ func (n *Node) consumeOrder(t *topic, pinned int) []int {
 // that recovery found corrupt and records that retention removed. A record
 // the disk fails to read goes back to the table, its delivery uncounted,
 // and the error is returned: it is delivered once a read succeeds, and a
-// bad sector costs the consume its record, never the node.
+// bad sector costs the consume its record, never the node. A log that
+// cannot open now (the open-log cap, a move installing its copy, a disk
+// error) is returned as its error too.
 func (n *Node) reserveOne(t *topic, p *partition) (msg.Message, bool, error) {
 	log, err := n.openLog(t, p)
 	if err != nil {
-		return msg.Message{}, false, nil
+		return msg.Message{}, false, err // a pinned consume answers it (503), as a read error
 	}
 	for range corruptSkipsPerReserveMax {
 		reservation, ok := p.leases.Reserve(n.nowMs, log.HWM(), t.info.VisibilityTimeoutMs)

@@ -70,12 +70,16 @@ func TestOpenLogsCapServesEveryPartition(t *testing.T) {
 		require.LessOrEqual(t, h.node.Stats().OpenLogs, openLogsTestMax)
 	}
 	for index := range partitions {
-		result := h.ok(msg.Consume{Topic: "many", Partition: index}).(msg.ConsumeResult)
-		if len(result.Messages) == 0 {
+		consumed := h.do(msg.Consume{Topic: "many", Partition: index})
+		if consumed.Err != nil {
 			// Every open log held an unpersisted committed offset: the
-			// refused open scheduled their persist, so a retry succeeds.
-			result = h.ok(msg.Consume{Topic: "many", Partition: index}).(msg.ConsumeResult)
+			// refused open (503) scheduled their persist, so a retry
+			// succeeds.
+			require.Equal(t, msg.CodeUnavailable, msg.CodeOf(consumed.Err), "%v", consumed.Err)
+			consumed = h.do(msg.Consume{Topic: "many", Partition: index})
 		}
+		require.NoError(t, consumed.Err)
+		result := consumed.Result.(msg.ConsumeResult)
 		require.Len(t, result.Messages, 1, "partition %d", index)
 		require.Equal(t, fmt.Sprintf("record %d", index), string(result.Messages[0].Payload))
 		reply := h.do(msg.Ack{Topic: "many", Handles: []string{result.Messages[0].ReceiptHandle}, Action: msg.AckCommit})
@@ -137,4 +141,29 @@ func TestAProduceGoesPastTheCapWithItsOwnPartitions(t *testing.T) {
 	require.LessOrEqual(t, h.node.Stats().OpenLogs, openLogsTestMax, "back under the cap after the round")
 	require.Equal(t, uint64(2), h.stats("wide", last).NextOffset, "the first produce's record and the second's")
 	require.Equal(t, uint64(1), h.stats("wide", last+1).NextOffset)
+}
+
+// A pinned consume of a partition whose log cannot open now (the node is
+// at its open-log cap and every open log holds unsynced records) is
+// answered 503, as a pinned consume whose record cannot be read is: it was
+// answered 204, as if the partition held nothing. Once the round synced,
+// the record is delivered.
+func TestPinnedConsumeOfALogThatCannotOpenIsUnavailable(t *testing.T) {
+	h := cappedHarness(t)
+	h.createTopic("many", func(c *msg.CreateTopic) { c.Partitions = 2 * openLogsTestMax })
+	pinned := openLogsTestMax + 1
+	h.produce("many", pinned, "waiting")
+
+	// The batch's logs fill the cap (the pinned partition's, synced, is
+	// closed to make room) and stay unsynced until the round's end.
+	ids := h.handleInOneRound(batchOver("many", "x", 0, openLogsTestMax), msg.Consume{Topic: "many", Partition: pinned})
+	refused := h.replies[ids[1]]
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(refused.Err), "consume answered %+v", refused)
+	require.Contains(t, refused.Err.Error(), fmt.Sprintf("partition %d of many", pinned))
+
+	again := h.do(msg.Consume{Topic: "many", Partition: pinned})
+	require.NoError(t, again.Err)
+	messages := again.Result.(msg.ConsumeResult).Messages
+	require.Len(t, messages, 1)
+	require.Equal(t, "waiting", string(messages[0].Payload))
 }
