@@ -44,6 +44,7 @@ func (n *Node) reconcileMoves() {
 			target := p.freeze.Target()
 			n.moveObserver.FreezeEnded(p.freeze.End(n.nowMs))
 			n.observer.Event("partition-unfrozen", fmt.Sprintf("%s: the move to %s ended without a flip", p.dir, target))
+			n.notifySubscribers(p.key.topic) // its records are served again: polls parked here or elsewhere may take them
 			n.wake(p.key.topic)
 		}
 	}

@@ -244,6 +244,38 @@ func TestASourceRestartedMidMoveAbortsTheMoveUntouched(t *testing.T) {
 	require.NoError(t, c.do(source, producePinned("t", index, "resumed")).Err)
 }
 
+// A move's end without a flip unfreezes the source's partition, whose
+// records are then served again: a poll parked on another node, which
+// asked the source while it was frozen and got nothing, is told at once
+// (Notify), as it is of new records. It was woken only on the source, so
+// the poll elsewhere waited out its wait with the record there.
+func TestAnUnfrozenPartitionWakesPollsParkedOnOtherNodes(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	index, source, target := c.partitionAwayFromLeader(leader, "held")
+	c.drop = func(env msg.Envelope) bool {
+		return env.From == source && env.To == target || env.From == target && env.To == source
+	}
+	c.startMove(leader, "t", index, target)
+	cfg := c.configs[source]
+	cfg.Moves.FreezeTTLMs = 500
+	c.configs[source] = cfg
+	c.crash(source) // frozen from its restart (freezeMovesFromHere); its TTL asks for the abort
+	c.tick(100)
+	require.NotEmpty(t, c.nodes[source].FrozenPartitions())
+
+	poll := c.send(leader, msg.Consume{Topic: "t", Partition: msg.PartitionNone, WaitMs: 30_000})
+	c.settle()
+	_, answered := c.replies[poll]
+	require.False(t, answered, "the only record is frozen at the source: the poll parks")
+
+	c.tickUntil(100, 60, func() bool { return len(c.nodes[source].FrozenPartitions()) == 0 })
+	reply, answered := c.replies[poll]
+	require.True(t, answered, "the source's unfreeze notified the poll parked on %s", leader)
+	require.NoError(t, reply.Err)
+	require.Equal(t, "held", string(reply.Result.(msg.ConsumeResult).Messages[0].Payload))
+}
+
 // restartedFrozenSource moves partition 0 of t to a node that is cut off,
 // freezes the source for it and restarts the source.
 func restartedFrozenSource(t *testing.T) (c *clusterHarness, leader, source string) {
