@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -24,22 +25,26 @@ const (
 	// limit.
 	connectionsDerivedMin = 64
 	connectionsDerivedMax = 65_536
-	// refusalTimeout bounds the whole refusal of a connection over the
-	// limit: on a TLS listener the handshake (a plain answer would reach
-	// the client as a malformed handshake record, not as a 503), then the
-	// write of the answer, its FIN, and the discarding of what the client
-	// sent (its request and body): a connection closed with input unread
-	// is reset, and the reset can destroy the 503 before the client reads
-	// it (measured: 1 to 9 in 100 clients that had sent a request got a
-	// broken pipe instead). It runs beside the accept loop.
-	refusalTimeout = time.Second
-	// refusalDrainBytesMax bounds the input a refusal discards after its
-	// FIN; a client that sends more may see a reset.
+	// A refusal of a connection over the limit runs beside the accept
+	// loop. refusalRequestTimeout bounds its first part: on a TLS listener
+	// the handshake (a plain answer would reach the client as a malformed
+	// handshake record, not as a 503), then the wait for the request's
+	// header, which the answer follows (written before, it can reach the
+	// client as an unsolicited response on an idle connection).
+	// refusalLingerTimeout bounds the rest: the answer, its FIN, and the
+	// discarding of what else the client sent (its body) until it closes;
+	// a connection closed with input unread is reset, and the reset can
+	// destroy the 503 before the client reads it (measured: 1 to 9 in 100
+	// clients that had sent a request got a broken pipe instead).
+	refusalRequestTimeout = time.Second
+	refusalLingerTimeout  = 500 * time.Millisecond
+	// refusalDrainBytesMax bounds the input a refusal reads, before its
+	// answer and after it; a client that sends more may see a reset.
 	refusalDrainBytesMax = 1 << 20
 	// refusalsMax bounds the refusals under way at once (each holds its
-	// descriptor and a goroutine for at most refusalTimeout); past it a
-	// connection over the limit is closed unanswered, and counted as
-	// refused all the same.
+	// descriptor and a goroutine for at most refusalRequestTimeout plus
+	// refusalLingerTimeout); past it a connection over the limit is closed
+	// unanswered, and counted as refused all the same.
 	refusalsMax = 64
 )
 
@@ -62,8 +67,9 @@ func connectionsCap(configured int, limit uint64) int {
 
 // limitListener accepts at most max connections open at once; a
 // connection past it is answered 503 and closed beside the accept loop
-// (refusalsMax at once, each for at most refusalTimeout), so that it holds
-// its descriptor only that long. Safe for concurrent use.
+// (refusalsMax at once, each for at most refusalRequestTimeout plus
+// refusalLingerTimeout), so that it holds its descriptor only that long.
+// Safe for concurrent use.
 type limitListener struct {
 	net.Listener
 	// max is fixed at creation, > 0.
@@ -135,13 +141,14 @@ func (l *limitListener) refuse(conn net.Conn) {
 	}()
 }
 
-// answerRefusal writes the refusal on conn (over TLS when tlsConfig is not
-// nil), sends its FIN and discards the client's input until the client
-// closes, so that the close resets nothing, all within refusalTimeout;
-// then closes conn.
+// answerRefusal answers the request on conn (over TLS when tlsConfig is
+// not nil) with the refusal once its header has arrived (or
+// refusalRequestTimeout passed), sends its FIN and discards the rest of
+// the client's input until the client closes, so that the close resets
+// nothing (for at most refusalLingerTimeout); then closes conn.
 func answerRefusal(conn net.Conn, tlsConfig *tls.Config) {
 	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(refusalTimeout))
+	_ = conn.SetDeadline(time.Now().Add(refusalRequestTimeout))
 	answer := conn
 	if tlsConfig != nil {
 		secured := tls.Server(conn, tlsConfig)
@@ -151,6 +158,8 @@ func answerRefusal(conn net.Conn, tlsConfig *tls.Config) {
 		defer secured.Close()
 		answer = secured
 	}
+	awaitRequestHeader(answer)
+	_ = conn.SetDeadline(time.Now().Add(refusalLingerTimeout))
 	if _, err := answer.Write(refusal); err != nil {
 		return
 	}
@@ -161,6 +170,28 @@ func answerRefusal(conn net.Conn, tlsConfig *tls.Config) {
 		return
 	}
 	_, _ = io.CopyN(io.Discard, conn, refusalDrainBytesMax)
+}
+
+// requestHeaderEnd ends a request's header.
+var requestHeaderEnd = []byte("\r\n\r\n")
+
+// awaitRequestHeader reads the client's input until the end of a
+// request's header, the end of the input, an error (the refusal's
+// deadline) or refusalDrainBytesMax read: an answer written before the client
+// sent its request reaches some clients as an unsolicited response on an
+// idle connection, and they fail the request instead of reading it (Go's
+// HTTP transport does, under load).
+func awaitRequestHeader(conn io.Reader) {
+	buffer := make([]byte, 4096)
+	kept := 0 // bytes of the previous read kept at the buffer's start: a header's end may straddle two reads
+	for total := 0; total < refusalDrainBytesMax; {
+		n, err := conn.Read(buffer[kept:])
+		if bytes.Contains(buffer[:kept+n], requestHeaderEnd) || err != nil {
+			return
+		}
+		total += n
+		kept = copy(buffer, buffer[max(kept+n-len(requestHeaderEnd)+1, 0):kept+n])
+	}
 }
 
 func (l *limitListener) admit() bool {

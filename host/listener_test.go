@@ -51,6 +51,7 @@ func TestHTTPConnectionLimit(t *testing.T) {
 		held = append(held, conn)
 	}
 	requireRefused(t, dial())
+	requireAnsweredRefused(t, dial()) // a client that sends nothing is answered once the refusal's wait ends
 
 	require.NoError(t, held[0].Close())
 	require.Eventually(t, func() bool {
@@ -69,10 +70,12 @@ func TestHTTPConnectionLimit(t *testing.T) {
 }
 
 // A client over the connection limit that sent a request with a body
-// reads the 503: the refusal discards the request after its FIN instead of
-// closing with it unread, whose reset destroyed the answer before the
-// client read it (a chunked body of 64 KiB: some of 100 clients in every
-// run on plain HTTP, and over TLS), on plain HTTP and over TLS.
+// reads the 503, on plain HTTP and over TLS: the refusal answers once the
+// request's header arrived (an answer before it reached Go's transport,
+// under load, as an unsolicited response, and it failed the request), and
+// discards the body after its FIN instead of closing with it unread,
+// whose reset destroyed the answer before the client read it (a chunked
+// body of 64 KiB: some of 100 clients in every run).
 func TestHTTPConnectionLimitAnswersClientsThatSentABody(t *testing.T) {
 	for _, secured := range []bool{false, true} {
 		t.Run(map[bool]string{false: "plain", true: "tls"}[secured], func(t *testing.T) {
@@ -163,9 +166,17 @@ func TestHTTPConnectionLimitOverTLS(t *testing.T) {
 	requireRefused(t, dial())
 }
 
-// requireRefused reads the answer to a connection over the limit: 503,
-// with Retry-After and the error in its body.
+// requireRefused sends a request on a connection over the limit and reads
+// the answer: 503, with Retry-After and the error in its body.
 func requireRefused(t *testing.T, over net.Conn) {
+	t.Helper()
+	_, err := io.WriteString(over, "GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")
+	require.NoError(t, err)
+	requireAnsweredRefused(t, over)
+}
+
+// requireAnsweredRefused reads the answer to a connection over the limit.
+func requireAnsweredRefused(t *testing.T, over net.Conn) {
 	t.Helper()
 	response, err := http.ReadResponse(bufio.NewReader(over), nil)
 	require.NoError(t, err)
