@@ -209,6 +209,10 @@ func (n *Node) keepOrphanedJob(s *moveSession, job *moveJob) {
 		return
 	}
 	n.takeOver(s.key)
+	// Servable only now: the Notify sent at the flip, and the probes
+	// since, found the partition closed to them while the job was out.
+	n.notifySubscribers(s.key.topic)
+	n.wake(s.key.topic)
 }
 
 // discardJob undoes the install of a job whose session ended meanwhile

@@ -733,6 +733,37 @@ func TestASessionEndedWhileItsJobIsOutLeavesTheFilesToTheJob(t *testing.T) {
 	c.tickUntil(100, 100, func() bool { return c.owners(target, "t")[0] == target })
 }
 
+// A partition the new owner could not serve at its flip, because the
+// move's install job was still out, becomes servable when the job comes
+// back: a poll parked on a third node, which the flip's Notify and its own
+// probes found nothing for, is told then. It was told nothing, and waited
+// out its wait with the record servable at the new owner.
+func TestAKeptInstallJobNotifiesPollsParkedElsewhere(t *testing.T) {
+	c, leader, source, target, out := finalizeJobHeld(t)
+	a, ok := c.nodes[leader].meta.State().Assignment("t", 0)
+	require.True(t, ok)
+	_, err := c.nodes[leader].meta.Propose(meta.CompleteMove{Topic: "t", Partition: 0, ExpectedOwner: source,
+		ExpectedTarget: target, ExpectedStartedAtMs: a.MoveStartedAtMs})
+	require.NoError(t, err)
+	third := c.otherThan(source, target)
+	c.tickUntil(100, 100, func() bool { return c.owners(target, "t")[0] == target && c.owners(third, "t")[0] == target })
+
+	poll := c.send(third, msg.Consume{Topic: "t", Partition: msg.PartitionNone, WaitMs: 30_000})
+	c.tick(100)
+	_, answered := c.replies[poll]
+	require.False(t, answered, "the only record is behind the install: the poll parks")
+
+	out.job.Run()
+	require.NoError(t, out.job.pending.job.err)
+	out.node.JobDone(out.job)
+	c.held, c.holdJobs = nil, false
+	c.tick(100)
+	reply, answered := c.replies[poll]
+	require.True(t, answered, "the record servable at %s was offered to the poll parked on %s", target, third)
+	require.NoError(t, reply.Err)
+	require.Equal(t, "r", string(reply.Result.(msg.ConsumeResult).Messages[0].Payload))
+}
+
 // Property: when the flip of a move applies while the destination's
 // session for that same move has its finalize job out (an earlier
 // incarnation proposed the flip before it crashed, and the session
