@@ -38,6 +38,10 @@ const (
 	// clients that had sent a request got a broken pipe instead).
 	refusalRequestTimeout = time.Second
 	refusalLingerTimeout  = 500 * time.Millisecond
+	// refusalWriteTimeout bounds the write of a refusal answered in the
+	// accept loop, past refusalsMax (it fits in the socket buffer; a peer
+	// that does not read cannot hold the accept loop).
+	refusalWriteTimeout = 100 * time.Millisecond
 	// refusalDrainBytesMax bounds the input a refusal reads, before its
 	// answer and after it; a client that sends more may see a reset.
 	refusalDrainBytesMax = 1 << 20
@@ -97,7 +101,7 @@ func newLimitListener(inner net.Listener, max int, tlsConfig *tls.Config, reg pr
 		openGauge: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "narad", Subsystem: "http",
 			Name: "connections_open", Help: "HTTP connections open now."}),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Subsystem: "http",
-			Name: "connections_refused_total", Help: "HTTP connections refused (503) because the connection limit was reached."}),
+			Name: "connections_refused_total", Help: "HTTP connections refused because the connection limit was reached: answered 503, or closed unanswered past the refusals under way."}),
 		refusing: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "narad", Subsystem: "http",
 			Name: "connection_refusals_in_flight", Help: fmt.Sprintf("Refusals of connections over the limit under way (at most %d).", refusalsMax)}),
 	}
@@ -125,12 +129,19 @@ func (l *limitListener) Accept() (net.Conn, error) {
 }
 
 // refuse answers a connection over the limit 503 and closes it, beside
-// the accept loop, unless refusalsMax are under way (then it is closed
-// unanswered). Best effort: the client may be gone.
+// the accept loop, unless refusalsMax are under way: then a plain
+// connection is answered at once in the accept loop, within
+// refusalWriteTimeout, and closed (its unread request, if any, may reset
+// it), and a TLS one, whose answer would need a handshake, is closed
+// unanswered. Best effort: the client may be gone.
 func (l *limitListener) refuse(conn net.Conn) {
 	select {
 	case l.refusals <- struct{}{}:
 	default:
+		if l.tlsConfig == nil {
+			_ = conn.SetWriteDeadline(time.Now().Add(refusalWriteTimeout))
+			_, _ = conn.Write(refusal)
+		}
 		_ = conn.Close()
 		return
 	}
@@ -148,10 +159,11 @@ func (l *limitListener) refuse(conn net.Conn) {
 // nothing (for at most refusalLingerTimeout); then closes conn.
 func answerRefusal(conn net.Conn, tlsConfig *tls.Config) {
 	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(refusalRequestTimeout))
+	start := time.Now()
+	_ = conn.SetDeadline(start.Add(refusalRequestTimeout))
 	answer := conn
 	if tlsConfig != nil {
-		secured := tls.Server(conn, tlsConfig)
+		secured := tls.Server(deadlineCapped{Conn: conn, last: start.Add(refusalRequestTimeout + refusalLingerTimeout)}, tlsConfig)
 		if secured.Handshake() != nil {
 			return
 		}
@@ -170,6 +182,21 @@ func answerRefusal(conn net.Conn, tlsConfig *tls.Config) {
 		return
 	}
 	_, _ = io.CopyN(io.Discard, conn, refusalDrainBytesMax)
+}
+
+// deadlineCapped keeps the write deadlines set on it (crypto/tls sets
+// one 5 s away for a close_notify) at or before last, the end of a
+// refusal.
+type deadlineCapped struct {
+	net.Conn
+	last time.Time
+}
+
+func (c deadlineCapped) SetWriteDeadline(t time.Time) error {
+	if t.IsZero() || t.After(c.last) {
+		t = c.last
+	}
+	return c.Conn.SetWriteDeadline(t)
 }
 
 // requestHeaderEnd ends a request's header.

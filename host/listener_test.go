@@ -3,11 +3,13 @@ package host
 import (
 	"bufio"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,8 +17,9 @@ import (
 )
 
 // Past the HTTP connection limit a new connection is answered 503 with
-// Retry-After and closed (it holds no descriptor); a slot freed by a
-// closed connection admits the next one.
+// Retry-After and closed, within refusalRequestTimeout plus
+// refusalLingerTimeout (a client that sends nothing is answered when the
+// first ends); a slot freed by a closed connection admits the next one.
 func TestHTTPConnectionLimit(t *testing.T) {
 	opts := DefaultOptions(t.TempDir())
 	opts.HTTPAddr = "127.0.0.1:0"
@@ -111,6 +114,95 @@ func TestHTTPConnectionLimitAnswersClientsThatSentABody(t *testing.T) {
 			require.Regexp(t, `narad_http_connections_refused_total 100\b`, metricsText(t, held))
 		})
 	}
+}
+
+// Past refusalsMax refusals under way (64 connections over the limit
+// that send nothing hold theirs for refusalRequestTimeout), a plain
+// connection over the limit is still answered 503, at once, by the accept
+// loop: it was closed unanswered.
+func TestHTTPConnectionLimitAnswersPastTheRefusalsUnderWay(t *testing.T) {
+	opts := DefaultOptions(t.TempDir())
+	opts.HTTPAddr = "127.0.0.1:0"
+	opts.HTTPConnectionsMax = 1
+	h, err := Start(opts, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Shutdown() })
+	held, err := net.Dial("tcp", h.Addr())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = held.Close() })
+	require.Equal(t, http.StatusOK, mustServe(t, held).StatusCode)
+	for range refusalsMax {
+		silent, err := net.Dial("tcp", h.Addr())
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = silent.Close() })
+	}
+	require.Eventually(t, func() bool {
+		return strings.Contains(metricsText(t, held), fmt.Sprintf("narad_http_connection_refusals_in_flight %d\n", refusalsMax))
+	}, 5*time.Second, 10*time.Millisecond, "every refusal under way")
+
+	over, err := net.Dial("tcp", h.Addr())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = over.Close() })
+	require.NoError(t, over.SetReadDeadline(time.Now().Add(refusalRequestTimeout/2)))
+	requireAnsweredRefused(t, over) // before any refusal under way could end and take it
+}
+
+// A TLS refusal sets no deadline past refusalRequestTimeout plus
+// refusalLingerTimeout, even when the client stops reading after the
+// handshake: crypto/tls writes its close_notify under a write deadline of
+// its own, 5 s away, which held the refusal (its goroutine, descriptor
+// and slot) for 6 s (net.Pipe has no buffer, so the write blocks at once).
+func TestATLSRefusalSetsNoDeadlinePastItsEnd(t *testing.T) {
+	certFile, keyFile, pool := writeCertificate(t)
+	certificate, err := tls.LoadX509KeyPair(certFile, keyFile)
+	require.NoError(t, err)
+	server, client := net.Pipe()
+	t.Cleanup(func() { _ = client.Close() })
+	recorder := &deadlineRecorder{Conn: server}
+	start := time.Now()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		answerRefusal(recorder, &tls.Config{Certificates: []tls.Certificate{certificate}})
+	}()
+	secured := tls.Client(client, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
+	require.NoError(t, secured.Handshake())
+	_, err = io.WriteString(secured, "GET / HTTP/1.1\r\nHost: test\r\n\r\n")
+	require.NoError(t, err)
+	<-done // the client reads nothing more
+	require.False(t, recorder.latest().After(start.Add(refusalRequestTimeout+refusalLingerTimeout+time.Second)),
+		"a deadline %v after the refusal's start", recorder.latest().Sub(start))
+}
+
+// deadlineRecorder remembers the latest deadline set on its connection.
+type deadlineRecorder struct {
+	net.Conn
+	mu       sync.Mutex
+	deadline time.Time
+}
+
+func (r *deadlineRecorder) note(t time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t.After(r.deadline) {
+		r.deadline = t
+	}
+}
+
+func (r *deadlineRecorder) latest() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.deadline
+}
+
+func (r *deadlineRecorder) SetDeadline(t time.Time) error {
+	r.note(t)
+	return r.Conn.SetDeadline(t)
+}
+
+func (r *deadlineRecorder) SetWriteDeadline(t time.Time) error {
+	r.note(t)
+	return r.Conn.SetWriteDeadline(t)
 }
 
 // mustServe asks for healthz on an admitted connection.
