@@ -3,6 +3,7 @@ package host
 import (
 	"bufio"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,12 +22,8 @@ import (
 // refusalLingerTimeout (a client that sends nothing is answered when the
 // first ends); a slot freed by a closed connection admits the next one.
 func TestHTTPConnectionLimit(t *testing.T) {
-	opts := DefaultOptions(t.TempDir())
-	opts.HTTPAddr = "127.0.0.1:0"
-	opts.HTTPConnectionsMax = 3
-	h, err := Start(opts, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = h.Shutdown() })
+	const connectionsMax = 3
+	h, _ := startLimited(t, connectionsMax, false)
 
 	dial := func() net.Conn {
 		conn, err := net.Dial("tcp", h.Addr())
@@ -46,7 +43,7 @@ func TestHTTPConnectionLimit(t *testing.T) {
 		return response, err
 	}
 	var held []net.Conn
-	for range opts.HTTPConnectionsMax {
+	for range connectionsMax {
 		conn := dial()
 		response, err := served(conn)
 		require.NoError(t, err)
@@ -82,18 +79,11 @@ func TestHTTPConnectionLimit(t *testing.T) {
 func TestHTTPConnectionLimitAnswersClientsThatSentABody(t *testing.T) {
 	for _, secured := range []bool{false, true} {
 		t.Run(map[bool]string{false: "plain", true: "tls"}[secured], func(t *testing.T) {
-			opts := DefaultOptions(t.TempDir())
-			opts.HTTPAddr = "127.0.0.1:0"
-			opts.HTTPConnectionsMax = 1
+			h, pool := startLimited(t, 1, secured)
 			scheme, transport := "http", &http.Transport{DisableKeepAlives: true}
 			if secured {
-				certFile, keyFile, pool := writeCertificate(t)
-				opts.Security.TLSCertFile, opts.Security.TLSKeyFile = certFile, keyFile
 				scheme, transport.TLSClientConfig = "https", &tls.Config{RootCAs: pool}
 			}
-			h, err := Start(opts, slog.New(slog.DiscardHandler))
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = h.Shutdown() })
 			client := &http.Client{Transport: transport, Timeout: 10 * time.Second}
 			dial := func() (net.Conn, error) { return net.Dial("tcp", h.Addr()) }
 			if secured {
@@ -121,12 +111,7 @@ func TestHTTPConnectionLimitAnswersClientsThatSentABody(t *testing.T) {
 // connection over the limit is still answered 503, at once, by the accept
 // loop: it was closed unanswered.
 func TestHTTPConnectionLimitAnswersPastTheRefusalsUnderWay(t *testing.T) {
-	opts := DefaultOptions(t.TempDir())
-	opts.HTTPAddr = "127.0.0.1:0"
-	opts.HTTPConnectionsMax = 1
-	h, err := Start(opts, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = h.Shutdown() })
+	h, _ := startLimited(t, 1, false)
 	held, err := net.Dial("tcp", h.Addr())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = held.Close() })
@@ -217,6 +202,25 @@ func mustServe(t *testing.T, conn net.Conn) *http.Response {
 	return response
 }
 
+// startLimited starts a host on loopback that admits connectionsMax HTTP
+// connections at once, serving TLS when secured; pool then holds the CA
+// of its certificate.
+func startLimited(t *testing.T, connectionsMax int, secured bool) (h *Host, pool *x509.CertPool) {
+	t.Helper()
+	opts := DefaultOptions(t.TempDir())
+	opts.HTTPAddr = "127.0.0.1:0"
+	opts.HTTPConnectionsMax = connectionsMax
+	if secured {
+		var certFile, keyFile string
+		certFile, keyFile, pool = writeCertificate(t)
+		opts.Security.TLSCertFile, opts.Security.TLSKeyFile = certFile, keyFile
+	}
+	h, err := Start(opts, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Shutdown() })
+	return h, pool
+}
+
 // metricsText reads /metrics on an admitted connection.
 func metricsText(t *testing.T, conn net.Conn) string {
 	t.Helper()
@@ -233,14 +237,7 @@ func metricsText(t *testing.T, conn net.Conn) string {
 // over TLS: written in plain text, it reached the client as a malformed
 // handshake record ("first record does not look like a TLS handshake").
 func TestHTTPConnectionLimitOverTLS(t *testing.T) {
-	certFile, keyFile, pool := writeCertificate(t)
-	opts := DefaultOptions(t.TempDir())
-	opts.HTTPAddr = "127.0.0.1:0"
-	opts.HTTPConnectionsMax = 1
-	opts.Security.TLSCertFile, opts.Security.TLSKeyFile = certFile, keyFile
-	h, err := Start(opts, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = h.Shutdown() })
+	h, pool := startLimited(t, 1, true)
 
 	dial := func() *tls.Conn {
 		conn, err := tls.Dial("tcp", h.Addr(), &tls.Config{RootCAs: pool})
@@ -248,12 +245,7 @@ func TestHTTPConnectionLimitOverTLS(t *testing.T) {
 		t.Cleanup(func() { _ = conn.Close() })
 		return conn
 	}
-	held := dial()
-	_, err = io.WriteString(held, "GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")
-	require.NoError(t, err)
-	response, err := http.ReadResponse(bufio.NewReader(held), nil)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, response.StatusCode, "the first connection is admitted")
+	require.Equal(t, http.StatusOK, mustServe(t, dial()).StatusCode, "the first connection is admitted")
 
 	requireRefused(t, dial())
 }

@@ -223,18 +223,7 @@ func TestASourceRestartedMidMoveStaysFrozen(t *testing.T) {
 // three-node moves world with -weather=on failed the freeze-ttl check
 // without it.
 func TestASourceRestartedMidMoveAbortsTheMoveUntouched(t *testing.T) {
-	c := newClusterHarness(t, 3)
-	leader := c.electWithTopic("t", 3)
-	index, source, target := c.partitionAwayFromLeader(leader, "x")
-	c.drop = func(env msg.Envelope) bool {
-		return env.From == source && env.To == target || env.From == target && env.To == source
-	}
-	c.startMove(leader, "t", index, target)
-	cfg := c.configs[source]
-	cfg.Moves.FreezeTTLMs = 500
-	c.configs[source] = cfg
-	c.crash(source) // it never answered a freeze: it restarts frozen all the same (freezeMovesFromHere)
-	c.tick(100)
+	c, leader, index, source, target := restartedFrozenSourceCutFromTarget(t, "x")
 	require.Equal(t, []FrozenPartition{{Topic: "t", Partition: index, Target: target}}, c.nodes[source].FrozenPartitions(),
 		"frozen since the start, before any request")
 	c.tickUntil(500, 6, func() bool {
@@ -244,15 +233,17 @@ func TestASourceRestartedMidMoveAbortsTheMoveUntouched(t *testing.T) {
 	require.NoError(t, c.do(source, producePinned("t", index, "resumed")).Err)
 }
 
-// A move's end without a flip unfreezes the source's partition, whose
-// records are then served again: a poll parked on another node, which
-// asked the source while it was frozen and got nothing, is told at once
-// (Notify), as it is of new records. It was woken only on the source, so
-// the poll elsewhere waited out its wait with the record there.
-func TestAnUnfrozenPartitionWakesPollsParkedOnOtherNodes(t *testing.T) {
-	c := newClusterHarness(t, 3)
-	leader := c.electWithTopic("t", 3)
-	index, source, target := c.partitionAwayFromLeader(leader, "held")
+// restartedFrozenSourceCutFromTarget moves a partition of t holding one
+// record, payload, whose owner (source) is not the metastore leader, to a
+// target the source cannot talk to (a one-pair cut), and restarts the
+// source with a freeze TTL of 500 ms: it never answered a freeze, but it
+// restarts frozen all the same (freezeMovesFromHere), and its TTL asks for
+// the move's abort.
+func restartedFrozenSourceCutFromTarget(t *testing.T, payload string) (c *clusterHarness, leader string, index int, source, target string) {
+	t.Helper()
+	c = newClusterHarness(t, 3)
+	leader = c.electWithTopic("t", 3)
+	index, source, target = c.partitionAwayFromLeader(leader, payload)
 	c.drop = func(env msg.Envelope) bool {
 		return env.From == source && env.To == target || env.From == target && env.To == source
 	}
@@ -260,8 +251,18 @@ func TestAnUnfrozenPartitionWakesPollsParkedOnOtherNodes(t *testing.T) {
 	cfg := c.configs[source]
 	cfg.Moves.FreezeTTLMs = 500
 	c.configs[source] = cfg
-	c.crash(source) // frozen from its restart (freezeMovesFromHere); its TTL asks for the abort
+	c.crash(source)
 	c.tick(100)
+	return c, leader, index, source, target
+}
+
+// A move's end without a flip unfreezes the source's partition, whose
+// records are then served again: a poll parked on another node, which
+// asked the source while it was frozen and got nothing, is told at once
+// (Notify), as it is of new records. It was woken only on the source, so
+// the poll elsewhere waited out its wait with the record there.
+func TestAnUnfrozenPartitionWakesPollsParkedOnOtherNodes(t *testing.T) {
+	c, leader, _, source, _ := restartedFrozenSourceCutFromTarget(t, "held")
 	require.NotEmpty(t, c.nodes[source].FrozenPartitions())
 
 	poll := c.send(leader, msg.Consume{Topic: "t", Partition: msg.PartitionNone, WaitMs: 30_000})
@@ -733,6 +734,26 @@ func TestASessionEndedWhileItsJobIsOutLeavesTheFilesToTheJob(t *testing.T) {
 	c.tickUntil(100, 100, func() bool { return c.owners(target, "t")[0] == target })
 }
 
+// proposeFlip has the leader propose the flip of partition 0 of t from
+// source to target, guarded by the move it applies to.
+func (c *clusterHarness) proposeFlip(leader, source, target string) {
+	a, ok := c.nodes[leader].meta.State().Assignment("t", 0)
+	require.True(c.t, ok)
+	_, err := c.nodes[leader].meta.Propose(meta.CompleteMove{Topic: "t", Partition: 0, ExpectedOwner: source,
+		ExpectedTarget: target, ExpectedStartedAtMs: a.MoveStartedAtMs})
+	require.NoError(c.t, err)
+}
+
+// returnHeldJob runs the held finalize job, hands its end back to its
+// node, stops holding jobs and ticks.
+func (c *clusterHarness) returnHeldJob(out heldJob) {
+	out.job.Run()
+	require.NoError(c.t, out.job.pending.job.err)
+	out.node.JobDone(out.job)
+	c.held, c.holdJobs = nil, false
+	c.tick(100)
+}
+
 // A partition the new owner could not serve at its flip, because the
 // move's install job was still out, becomes servable when the job comes
 // back: a poll parked on a third node, which the flip's Notify and its own
@@ -740,11 +761,7 @@ func TestASessionEndedWhileItsJobIsOutLeavesTheFilesToTheJob(t *testing.T) {
 // out its wait with the record servable at the new owner.
 func TestAKeptInstallJobNotifiesPollsParkedElsewhere(t *testing.T) {
 	c, leader, source, target, out := finalizeJobHeld(t)
-	a, ok := c.nodes[leader].meta.State().Assignment("t", 0)
-	require.True(t, ok)
-	_, err := c.nodes[leader].meta.Propose(meta.CompleteMove{Topic: "t", Partition: 0, ExpectedOwner: source,
-		ExpectedTarget: target, ExpectedStartedAtMs: a.MoveStartedAtMs})
-	require.NoError(t, err)
+	c.proposeFlip(leader, source, target)
 	third := c.otherThan(source, target)
 	c.tickUntil(100, 100, func() bool { return c.owners(target, "t")[0] == target && c.owners(third, "t")[0] == target })
 
@@ -753,11 +770,7 @@ func TestAKeptInstallJobNotifiesPollsParkedElsewhere(t *testing.T) {
 	_, answered := c.replies[poll]
 	require.False(t, answered, "the only record is behind the install: the poll parks")
 
-	out.job.Run()
-	require.NoError(t, out.job.pending.job.err)
-	out.node.JobDone(out.job)
-	c.held, c.holdJobs = nil, false
-	c.tick(100)
+	c.returnHeldJob(out)
 	reply, answered := c.replies[poll]
 	require.True(t, answered, "the record servable at %s was offered to the poll parked on %s", target, third)
 	require.NoError(t, reply.Err)
@@ -775,23 +788,14 @@ func TestAKeptInstallJobNotifiesPollsParkedElsewhere(t *testing.T) {
 func TestAFlipAppliedWhileTheInstallRunsKeepsTheInstalledCopy(t *testing.T) {
 	c, leader, source, target, out := finalizeJobHeld(t)
 
-	a, ok := c.nodes[leader].meta.State().Assignment("t", 0)
-	require.True(t, ok)
-	_, err := c.nodes[leader].meta.Propose(meta.CompleteMove{Topic: "t", Partition: 0, ExpectedOwner: source,
-		ExpectedTarget: target, ExpectedStartedAtMs: a.MoveStartedAtMs})
-	require.NoError(t, err)
+	c.proposeFlip(leader, source, target)
 	c.tickUntil(100, 100, func() bool { return c.owners(target, "t")[0] == target })
 	require.Empty(t, c.nodes[target].MoveSessions(), "the flipped session ended with its job out")
 	refused := c.do(target, msg.Replay{Topic: "t", Partition: 0, Offset: 0})
 	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(refused.Err), "nothing opens the directory the job installs into")
 
-	out.job.Run()
-	require.NoError(t, out.job.pending.job.err)
-	out.node.JobDone(out.job)
-	c.held = nil
-	c.holdJobs = false
-	c.tick(100)
-	_, err = c.disks[target].Stat(out.job.pending.job.stagedDir)
+	c.returnHeldJob(out)
+	_, err := c.disks[target].Stat(out.job.pending.job.stagedDir)
 	require.Error(t, err, "the staged copy went")
 	replayed := c.do(target, msg.Replay{Topic: "t", Partition: 0, Offset: 0})
 	require.NoError(t, replayed.Err, "the installed copy is the partition's log")
