@@ -179,6 +179,12 @@ type Node struct {
 	retentionCursor int
 	// logEvictions counts the logs closed to stay under OpenLogsMax.
 	logEvictions uint64
+	// openRefused holds the topics a log of which the open-log cap
+	// refused to open (makeRoomForLog) since the last Advance: their
+	// polls, here and on other nodes, are told at the next Advance, whose
+	// round may have freed the logs. At most one entry per topic; emptied
+	// by Advance.
+	openRefused map[string]bool
 
 	// Deadlines of periodic work, in node time.
 	nextCommitPersistMs int64
@@ -564,7 +570,11 @@ func (n *Node) Advance(rd Ready) {
 	n.advanceMeta()
 	n.completeInternal(rd)
 	n.holdLateReplies(rd)
-	topics := map[string]bool{}
+	topics := n.openRefused // the round may have freed the logs they were refused
+	n.openRefused = nil
+	if topics == nil {
+		topics = map[string]bool{}
+	}
 	for _, s := range rd.Syncs {
 		if s.meta != nil {
 			continue

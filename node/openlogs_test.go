@@ -167,3 +167,24 @@ func TestPinnedConsumeOfALogThatCannotOpenIsUnavailable(t *testing.T) {
 	require.Len(t, messages, 1)
 	require.Equal(t, "waiting", string(messages[0].Payload))
 }
+
+// A waiting consume that found a partition's log closed to it by the
+// open-log cap (every open log held unsynced records) is served once the
+// round that held them ends: the round's end tells the topic's polls, here
+// and on other nodes, as it does of new records. Nothing told them: the
+// poll waited out its wait with the record there.
+func TestAPollRefusedAnOpenIsServedWhenTheRoundEnds(t *testing.T) {
+	h := cappedHarness(t)
+	h.createTopic("fill", func(c *msg.CreateTopic) { c.Partitions = openLogsTestMax })
+	h.createTopic("wanted")
+	h.produce("wanted", 0, "waiting")
+
+	ids := h.handleInOneRound(batchOver("fill", "x", 0, openLogsTestMax),
+		msg.Consume{Topic: "wanted", Partition: msg.PartitionNone, WaitMs: 10_000})
+	reply, answered := h.replies[ids[1]]
+	require.True(t, answered, "the round's end served the poll")
+	require.NoError(t, reply.Err)
+	messages := reply.Result.(msg.ConsumeResult).Messages
+	require.Len(t, messages, 1)
+	require.Equal(t, "waiting", string(messages[0].Payload))
+}

@@ -122,6 +122,7 @@ func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
 	if !n.store.IsOpen(p.dir) {
 		pastCap, err := n.makeRoomForLog()
 		if err != nil {
+			n.noteOpenRefused(t.info.Name)
 			return nil, err
 		}
 		if pastCap {
@@ -148,6 +149,17 @@ func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
 		n.observer.ConsumerDropped(t.info.Name, p.key.index, dropped)
 	}
 	return log, nil
+}
+
+// noteOpenRefused remembers a topic whose log the open-log cap refused, so
+// that the next Advance tells its polls (here and elsewhere) to try again:
+// a poll that found the log closed to it is woken by nothing else when no
+// record is added.
+func (n *Node) noteOpenRefused(topicName string) {
+	if n.openRefused == nil {
+		n.openRefused = map[string]bool{}
+	}
+	n.openRefused[topicName] = true
 }
 
 // makeRoomForLog closes least recently used logs until one more fits
