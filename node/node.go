@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -180,10 +181,14 @@ type Node struct {
 	// logEvictions counts the logs closed to stay under OpenLogsMax.
 	logEvictions uint64
 	// openRefused holds the topics a log of which the open-log cap
-	// refused to open (makeRoomForLog) since the last Advance: their
-	// polls, here and on other nodes, are told at the next Advance, whose
-	// round may have freed the logs. At most one entry per topic; emptied
-	// by Advance.
+	// refused to open (makeRoomForLog) since the last Advance that
+	// completed partition rounds: their polls, here and on other nodes,
+	// are told at the next such Advance, whose rounds may have freed the
+	// logs. Told at every Advance, a probe from another node refused
+	// again, while a log stayed held with no round to free it, was
+	// answered and notified again at once, without end (a planted bug's
+	// sweep ran out of memory that way). At most one entry per topic;
+	// emptied by that Advance.
 	openRefused map[string]bool
 
 	// Deadlines of periodic work, in node time.
@@ -570,10 +575,10 @@ func (n *Node) Advance(rd Ready) {
 	n.advanceMeta()
 	n.completeInternal(rd)
 	n.holdLateReplies(rd)
-	topics := n.openRefused // the round may have freed the logs they were refused
-	n.openRefused = nil
-	if topics == nil {
-		topics = map[string]bool{}
+	topics := map[string]bool{}
+	if partitionRounds(rd) > 0 {
+		maps.Copy(topics, n.openRefused) // the rounds may have freed the logs they were refused
+		n.openRefused = nil
 	}
 	for _, s := range rd.Syncs {
 		if s.meta != nil {
@@ -596,6 +601,18 @@ func (n *Node) Advance(rd Ready) {
 		n.notifySubscribers(name)
 		n.wake(name)
 	}
+}
+
+// partitionRounds counts a Ready's partition sync rounds (not the
+// metastore's persist).
+func partitionRounds(rd Ready) int {
+	rounds := 0
+	for _, s := range rd.Syncs {
+		if s.meta == nil {
+			rounds++
+		}
+	}
+	return rounds
 }
 
 // completeSyncs ends the partitions' sync rounds of a persisted Ready:
