@@ -47,8 +47,9 @@ const (
 	refusalDrainBytesMax = 1 << 20
 	// refusalsMax bounds the refusals under way at once (each holds its
 	// descriptor and a goroutine for at most refusalRequestTimeout plus
-	// refusalLingerTimeout); past it a connection over the limit is closed
-	// unanswered, and counted as refused all the same.
+	// refusalLingerTimeout); past it a connection over the limit is
+	// answered by the accept loop (plain HTTP) or closed unanswered (TLS),
+	// and counted as refused all the same.
 	refusalsMax = 64
 )
 
@@ -204,10 +205,10 @@ var requestHeaderEnd = []byte("\r\n\r\n")
 
 // awaitRequestHeader reads the client's input until the end of a
 // request's header, the end of the input, an error (the refusal's
-// deadline) or refusalDrainBytesMax read: an answer written before the client
-// sent its request reaches some clients as an unsolicited response on an
-// idle connection, and they fail the request instead of reading it (Go's
-// HTTP transport does, under load).
+// deadline) or refusalDrainBytesMax read: an answer written before the
+// client sent its request reaches some clients as an unsolicited response
+// on an idle connection, and they fail the request instead of reading it
+// (Go's HTTP transport does, under load).
 func awaitRequestHeader(conn io.Reader) {
 	buffer := make([]byte, 4096)
 	kept := 0 // bytes of the previous read kept at the buffer's start: a header's end may straddle two reads

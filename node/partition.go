@@ -152,9 +152,9 @@ func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
 }
 
 // noteOpenRefused remembers a topic whose log the open-log cap refused, so
-// that the next Advance tells its polls (here and elsewhere) to try again:
-// a poll that found the log closed to it is woken by nothing else when no
-// record is added.
+// that the next Advance that completes partition rounds tells its polls
+// (here and elsewhere) to try again: a poll that found the log closed to
+// it is woken by nothing else when no record is added.
 func (n *Node) noteOpenRefused(topicName string) {
 	if n.openRefused == nil {
 		n.openRefused = map[string]bool{}
