@@ -85,6 +85,14 @@ type limitListener struct {
 	// refusals holds a token per refusal under way (capacity
 	// refusalsMax).
 	refusals chan struct{}
+	// refusalsMu guards answering and closed: the connections of the
+	// refusals under way, which Close cuts short, and whether Close ran
+	// (no refusal starts after it). refusalsDone counts the refusals'
+	// goroutines, which Close waits for.
+	refusalsMu   sync.Mutex
+	answering    map[*refusalConn]struct{}
+	closed       bool
+	refusalsDone sync.WaitGroup
 	// mu guards open. Invariant: 0 <= open <= max.
 	mu   sync.Mutex
 	open int
@@ -146,11 +154,109 @@ func (l *limitListener) refuse(conn net.Conn) {
 		_ = conn.Close()
 		return
 	}
+	refusing := &refusalConn{Conn: conn}
+	if !l.startRefusal(refusing) {
+		<-l.refusals
+		_ = conn.Close()
+		return
+	}
 	l.refusing.Inc()
 	go func() {
-		defer func() { l.refusing.Dec(); <-l.refusals }()
-		answerRefusal(conn, l.tlsConfig)
+		defer l.endRefusal(refusing)
+		answerRefusal(refusing, l.tlsConfig)
 	}()
+}
+
+// startRefusal records a refusal under way on conn, unless the listener
+// is closed.
+func (l *limitListener) startRefusal(conn *refusalConn) bool {
+	l.refusalsMu.Lock()
+	defer l.refusalsMu.Unlock()
+	if l.closed {
+		return false
+	}
+	if l.answering == nil {
+		l.answering = map[*refusalConn]struct{}{}
+	}
+	l.answering[conn] = struct{}{}
+	l.refusalsDone.Add(1)
+	return true
+}
+
+// endRefusal forgets a refusal that ended and gives its token back.
+func (l *limitListener) endRefusal(conn *refusalConn) {
+	l.refusalsMu.Lock()
+	delete(l.answering, conn)
+	l.refusalsMu.Unlock()
+	l.refusing.Dec()
+	<-l.refusals
+	l.refusalsDone.Done()
+}
+
+// Close closes the listener and cuts the refusals under way short (their
+// deadlines pass at once), and returns once they ended: a host that shut
+// down holds none of their descriptors or goroutines.
+func (l *limitListener) Close() error {
+	err := l.Listener.Close()
+	l.refusalsMu.Lock()
+	l.closed = true
+	for conn := range l.answering { //determinism:ok host is not the core; order does not matter
+		conn.cutShort()
+	}
+	l.refusalsMu.Unlock()
+	l.refusalsDone.Wait()
+	return err
+}
+
+// aLongTimeAgo is a deadline in the past: it wakes a blocked read or write
+// at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// refusalConn is the connection of a refusal under way. Once cut short
+// (the listener closed), every deadline set on it is in the past, so the
+// refusal cannot extend it again.
+type refusalConn struct {
+	net.Conn
+	// mu orders cutShort with the deadlines set; cut is set once, by
+	// cutShort.
+	mu  sync.Mutex
+	cut bool
+}
+
+func (c *refusalConn) cutShort() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cut = true
+	_ = c.Conn.SetDeadline(aLongTimeAgo)
+}
+
+func (c *refusalConn) SetDeadline(t time.Time) error {
+	return c.set(c.Conn.SetDeadline, t)
+}
+
+func (c *refusalConn) SetReadDeadline(t time.Time) error {
+	return c.set(c.Conn.SetReadDeadline, t)
+}
+
+func (c *refusalConn) SetWriteDeadline(t time.Time) error {
+	return c.set(c.Conn.SetWriteDeadline, t)
+}
+
+func (c *refusalConn) set(setter func(time.Time) error, t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cut {
+		t = aLongTimeAgo
+	}
+	return setter(t)
+}
+
+// CloseWrite half-closes the connection when the inner one can.
+func (c *refusalConn) CloseWrite() error {
+	if closer, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return closer.CloseWrite()
+	}
+	return errors.ErrUnsupported
 }
 
 // answerRefusal answers the request on conn (over TLS when tlsConfig is

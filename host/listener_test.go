@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -188,6 +189,32 @@ func (r *deadlineRecorder) SetDeadline(t time.Time) error {
 func (r *deadlineRecorder) SetWriteDeadline(t time.Time) error {
 	r.note(t)
 	return r.Conn.SetWriteDeadline(t)
+}
+
+// A host's shutdown cuts the refusals under way short and waits for them:
+// they outlived it by up to a second and a half, each with its descriptor
+// and goroutine.
+func TestShutdownEndsTheRefusalsUnderWay(t *testing.T) {
+	opts := DefaultOptions(t.TempDir())
+	opts.HTTPAddr = "127.0.0.1:0"
+	opts.HTTPConnectionsMax = 1
+	h, err := Start(opts, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	held, err := net.Dial("tcp", h.Addr())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = held.Close() })
+	require.Equal(t, http.StatusOK, mustServe(t, held).StatusCode)
+	silent, err := net.Dial("tcp", h.Addr()) // over the limit; its refusal waits for a request
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = silent.Close() })
+	require.Eventually(t, func() bool {
+		return strings.Contains(metricsText(t, held), "narad_http_connection_refusals_in_flight 1\n")
+	}, 5*time.Second, 10*time.Millisecond, "the refusal is under way")
+
+	require.NoError(t, held.Close())
+	require.NoError(t, h.Shutdown())
+	stacks := make([]byte, 1<<20)
+	require.NotContains(t, string(stacks[:runtime.Stack(stacks, true)]), "answerRefusal", "a refusal outlived the shutdown")
 }
 
 // mustServe asks for healthz on an admitted connection.
