@@ -154,7 +154,7 @@ func (l *limitListener) refuse(conn net.Conn) {
 		_ = conn.Close()
 		return
 	}
-	refusing := &refusalConn{Conn: conn}
+	refusing := newRefusalConn(conn)
 	if !l.startRefusal(refusing) {
 		<-l.refusals
 		_ = conn.Close()
@@ -212,15 +212,25 @@ func (l *limitListener) Close() error {
 // at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// refusalConn is the connection of a refusal under way. Once cut short
-// (the listener closed), every deadline set on it is in the past, so the
-// refusal cannot extend it again.
+// refusalConn is the connection of a refusal under way. No deadline set
+// on it is later than the refusal's end (crypto/tls sets one 5 s away for
+// a close_notify), and once it is cut short (the listener closed), every
+// deadline set on it is in the past, so the refusal cannot extend it
+// again.
 type refusalConn struct {
 	net.Conn
+	// last is the refusal's end, fixed at creation.
+	last time.Time
 	// mu orders cutShort with the deadlines set; cut is set once, by
 	// cutShort.
 	mu  sync.Mutex
 	cut bool
+}
+
+// newRefusalConn starts the refusal of conn: it ends within
+// refusalRequestTimeout plus refusalLingerTimeout.
+func newRefusalConn(conn net.Conn) *refusalConn {
+	return &refusalConn{Conn: conn, last: time.Now().Add(refusalRequestTimeout + refusalLingerTimeout)}
 }
 
 func (c *refusalConn) cutShort() {
@@ -245,15 +255,21 @@ func (c *refusalConn) SetWriteDeadline(t time.Time) error {
 func (c *refusalConn) set(setter func(time.Time) error, t time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.cut {
+	switch {
+	case c.cut:
 		t = aLongTimeAgo
+	case t.IsZero() || t.After(c.last):
+		t = c.last
 	}
 	return setter(t)
 }
 
 // CloseWrite half-closes the connection when the inner one can.
-func (c *refusalConn) CloseWrite() error {
-	if closer, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+func (c *refusalConn) CloseWrite() error { return closeWrite(c.Conn) }
+
+// closeWrite half-closes conn when it can.
+func closeWrite(conn net.Conn) error {
+	if closer, ok := conn.(interface{ CloseWrite() error }); ok {
 		return closer.CloseWrite()
 	}
 	return errors.ErrUnsupported
@@ -264,13 +280,12 @@ func (c *refusalConn) CloseWrite() error {
 // refusalRequestTimeout passed), sends its FIN and discards the rest of
 // the client's input until the client closes, so that the close resets
 // nothing (for at most refusalLingerTimeout); then closes conn.
-func answerRefusal(conn net.Conn, tlsConfig *tls.Config) {
+func answerRefusal(conn *refusalConn, tlsConfig *tls.Config) {
 	defer conn.Close()
-	start := time.Now()
-	_ = conn.SetDeadline(start.Add(refusalRequestTimeout))
-	answer := conn
+	_ = conn.SetDeadline(time.Now().Add(refusalRequestTimeout))
+	var answer net.Conn = conn
 	if tlsConfig != nil {
-		secured := tls.Server(deadlineCapped{Conn: conn, last: start.Add(refusalRequestTimeout + refusalLingerTimeout)}, tlsConfig)
+		secured := tls.Server(conn, tlsConfig)
 		if secured.Handshake() != nil {
 			return
 		}
@@ -285,25 +300,10 @@ func answerRefusal(conn net.Conn, tlsConfig *tls.Config) {
 	if secured, ok := answer.(*tls.Conn); ok {
 		_ = secured.CloseWrite() // close_notify; the TCP FIN follows
 	}
-	if closer, ok := conn.(interface{ CloseWrite() error }); !ok || closer.CloseWrite() != nil {
+	if conn.CloseWrite() != nil {
 		return
 	}
 	_, _ = io.CopyN(io.Discard, conn, refusalDrainBytesMax)
-}
-
-// deadlineCapped keeps the write deadlines set on it (crypto/tls sets
-// one 5 s away for a close_notify) at or before last, the end of a
-// refusal.
-type deadlineCapped struct {
-	net.Conn
-	last time.Time
-}
-
-func (c deadlineCapped) SetWriteDeadline(t time.Time) error {
-	if t.IsZero() || t.After(c.last) {
-		t = c.last
-	}
-	return c.Conn.SetWriteDeadline(t)
 }
 
 // requestHeaderEnd ends a request's header.
@@ -375,9 +375,4 @@ func newRefusedCounter(reg prometheus.Registerer) func(httpserve.Reason) {
 
 // CloseWrite half-closes the connection when the inner one can, so that
 // the HTTP server can linger before closing (httpserve).
-func (c *limitedConn) CloseWrite() error {
-	if closer, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return closer.CloseWrite()
-	}
-	return errors.ErrUnsupported
-}
+func (c *limitedConn) CloseWrite() error { return closeWrite(c.Conn) }

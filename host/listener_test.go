@@ -149,7 +149,7 @@ func TestATLSRefusalSetsNoDeadlinePastItsEnd(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		answerRefusal(recorder, &tls.Config{Certificates: []tls.Certificate{certificate}})
+		answerRefusal(newRefusalConn(recorder), &tls.Config{Certificates: []tls.Certificate{certificate}})
 	}()
 	secured := tls.Client(client, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
 	require.NoError(t, secured.Handshake())

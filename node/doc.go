@@ -163,9 +163,8 @@
 //     becomes one on another node), which is why they wait for step 1.
 //     Ready.ProduceForwards and Ready.EarlyReplies (a produce sent in whole
 //     or in part to other owners, answered once every part was durable at
-//     its owner) depend on
-//     none: they may leave before step 1 (the host sends them first), even
-//     if step 1 then fails.
+//     its owner) depend on none: they may leave before step 1 (the host
+//     sends them first), even if step 1 then fails.
 //  3. Advance(ready): tell the node the Ready was handled. The range each
 //     Sync fixed becomes visible to consumers here (and nothing appended
 //     after the Ready was taken), freezes whose records are all durable

@@ -576,13 +576,13 @@ func (n *Node) Advance(rd Ready) {
 	n.completeInternal(rd)
 	n.holdLateReplies(rd)
 	topics := map[string]bool{}
-	if partitionRounds(rd) > 0 {
-		maps.Copy(topics, n.openRefused) // the rounds may have freed the logs they were refused
-		n.openRefused = nil
-	}
 	for _, s := range rd.Syncs {
 		if s.meta != nil {
 			continue
+		}
+		if n.openRefused != nil { // the rounds may have freed the logs they were refused
+			maps.Copy(topics, n.openRefused)
+			n.openRefused = nil
 		}
 		if s.Data() {
 			topics[topicOfDir(s.Dir)] = true
@@ -601,18 +601,6 @@ func (n *Node) Advance(rd Ready) {
 		n.notifySubscribers(name)
 		n.wake(name)
 	}
-}
-
-// partitionRounds counts a Ready's partition sync rounds (not the
-// metastore's persist).
-func partitionRounds(rd Ready) int {
-	rounds := 0
-	for _, s := range rd.Syncs {
-		if s.meta == nil {
-			rounds++
-		}
-	}
-	return rounds
 }
 
 // completeSyncs ends the partitions' sync rounds of a persisted Ready:

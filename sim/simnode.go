@@ -304,7 +304,7 @@ func (n *simNode) cancel(c *call) {
 func (n *simNode) drive() {
 	for n.up() && !n.persisting && n.node.HasReady() {
 		rd := n.node.Ready()
-		n.sendProduceForwards(rd)
+		n.sendEarlyOutputs(rd)
 		if len(rd.Syncs) == 0 {
 			n.complete(rd)
 			continue
@@ -312,7 +312,7 @@ func (n *simNode) drive() {
 		n.persisting, n.holding = true, rd.Metastore()
 		incarnation := n.incarnation
 		latency := int64(syncLatencyMsMin + n.w.networkRng.IntN(syncLatencyMsMax-syncLatencyMsMin+1))
-		if n.killPending != "" && syncsData(rd.Syncs) && n.killBeforeSyncs(latency) {
+		if n.killPending != "" && node.DataRounds(rd.Syncs) > 0 && n.killBeforeSyncs(latency) {
 			return
 		}
 		n.touched = true
@@ -377,16 +377,6 @@ func (n *simNode) runSyncs(rd node.Ready) error {
 	return nil
 }
 
-// syncsData reports whether a round makes appended records durable.
-func syncsData(syncs []node.Sync) bool {
-	for _, s := range syncs {
-		if s.Data() {
-			return true
-		}
-	}
-	return false
-}
-
 // persist ends a sync round whose fsyncs ran when it started: a failure is
 // fatal for the node (it crashes and recovers from what is durable);
 // otherwise the round's replies and messages leave and the node advances.
@@ -416,11 +406,11 @@ func (n *simNode) persist(rd node.Ready, incarnation int, err error) {
 	n.drive()
 }
 
-// sendProduceForwards sends a Ready's produce forwards and delivers its
+// sendEarlyOutputs sends a Ready's produce forwards and delivers its
 // early replies as soon as it is taken, before its syncs run, as the host
 // does (node.Ready's ProduceForwards and EarlyReplies): a crash or a
 // failed fsync of the round no longer holds them back.
-func (n *simNode) sendProduceForwards(rd node.Ready) {
+func (n *simNode) sendEarlyOutputs(rd node.Ready) {
 	for _, env := range rd.ProduceForwards {
 		n.w.peers.send(n, env)
 	}
