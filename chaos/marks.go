@@ -93,6 +93,10 @@ const (
 	// MarkNodeMoveStalled: a session made no progress within the stall
 	// timeout and asked for the move's abort.
 	MarkNodeMoveStalled Mark = "node-move-stalled"
+	// MarkNodeMoveSourceLost: a session whose source stayed dead past the
+	// promotion delay, with a copy it may not promote, asked for the
+	// move's abort.
+	MarkNodeMoveSourceLost Mark = "node-move-source-lost"
 	// MarkNodeMoveStarted: a destination staged a partition and began a
 	// move session.
 	MarkNodeMoveStarted Mark = "node-move-started"
@@ -210,7 +214,7 @@ var Registered = []Mark{
 	MarkNodeLeadershipHandedOver, MarkNodeLogEvicted, MarkNodeLogFailed, MarkNodeLongPollTimedOut,
 	MarkNodeLongPollWoken, MarkNodeMemberMarkedDead, MarkNodeMoveAborted, MarkNodeMoveJobOrphaned, MarkNodeMoveCatchupGaveUp,
 	MarkNodeMoveForcePromote, MarkNodeMoveHandoff, MarkNodeMoveInstalled, MarkNodeMoveRestarted,
-	MarkNodeMoveRolledBack, MarkNodeMoveStalled, MarkNodeMoveStarted, MarkNodeOpenLogsFull,
+	MarkNodeMoveRolledBack, MarkNodeMoveStalled, MarkNodeMoveSourceLost, MarkNodeMoveStarted, MarkNodeOpenLogsFull,
 	MarkNodePartitionFlippedAway, MarkNodePartitionFrozen, MarkNodePartitionUnfrozen, MarkNodePlanAbort,
 	MarkNodePlanMove, MarkNodeProbeReleased, MarkNodeProduceForwarded, MarkNodeProduceForwardsJoined,
 	MarkNodeProduceRerouted, MarkNodeRecoveredTornTail, MarkNodeRecoveredZeroTail, MarkNodeRedelivery, MarkNodeStaleCopyDeleted,

@@ -105,7 +105,9 @@ type Moves struct {
 	// alive) aborts its move.
 	StallTimeoutMs int64 `json:"stall_timeout_ms"`
 	// ForcePromoteAfterMs: a destination whose source died promotes a
-	// complete copy this long after its last contact.
+	// complete copy of a frozen state this long after its last contact;
+	// it aborts a move whose copy it may not promote after the longer of
+	// this and StallTimeoutMs.
 	ForcePromoteAfterMs int64 `json:"force_promote_after_ms"`
 }
 

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -47,4 +48,47 @@ func TestAStalledMoveWhoseAbortWasLostIsAbortedLater(t *testing.T) {
 	}
 	assignment, _ = c.nodes[leader].meta.State().Assignment("t", partition)
 	require.Empty(t, assignment.Target, "the stalled move is aborted once a proposal can get through")
+}
+
+// TestAMoveWhoseSourceDiedFreesItsSlotForADrain: a move whose source died
+// before it froze can never be promoted (the copy may lack records the
+// source acknowledged after it). The destination used to wait for the
+// source, holding one of the planner's moves.max_in_flight slots for as
+// long as the node stayed down: with the bound reached, a decommission
+// elsewhere never started a move. Once the source was silent for the
+// promotion delay (and the stall timeout), the destination now proposes
+// the abort, the partition stays with its dead owner, and the drain goes
+// on.
+func TestAMoveWhoseSourceDiedFreesItsSlotForADrain(t *testing.T) {
+	c := newClusterHarness(t, 4)
+	leader := c.electWithTopic("t", 8)
+	for _, n := range c.nodes {
+		n.cfg.Moves.MaxInFlight = 1
+		n.cfg.Moves.ForcePromoteAfterMs, n.cfg.Moves.StallTimeoutMs = 5_000, 5_000
+	}
+	owners := c.owners(leader, "t")
+	partition := slices.IndexFunc(owners, func(owner string) bool { return owner != leader })
+	source := owners[partition]
+	target := c.otherThan(source, leader)
+	leaving := c.otherThan(source, leader, target)
+	require.Contains(t, owners, leaving, "the node to drain owns partitions")
+	require.NoError(t, c.do(source, producePinned("t", partition, "r")).Err)
+	c.drop = func(env msg.Envelope) bool { // no freeze reaches the source: its copy is never final
+		forward, ok := env.Message.(msg.ForwardRequest)
+		_, freeze := forward.Request.(msg.MoveFreeze)
+		return ok && freeze && env.To == source
+	}
+	c.startMove(leader, "t", partition, target)
+	c.tick(100)
+	require.Len(t, c.nodes[target].MoveSessions(), 1, "the move copies")
+	c.cut[source] = true
+
+	require.NoError(t, c.do(leader, msg.Decommission{ID: leaving}).Err)
+	c.tickUntil(1_000, 60, func() bool { return !slices.Contains(c.owners(leader, "t"), leaving) })
+	member, _ := c.nodes[leader].meta.State().Member(source)
+	require.False(t, member.Alive, "the source is dead in the metastore")
+	assignment, _ := c.nodes[leader].meta.State().Assignment("t", partition)
+	require.Equal(t, source, assignment.Owner, "the copy was not promoted")
+	require.Empty(t, assignment.Target, "the move was aborted")
+	require.Empty(t, c.nodes[target].MoveSessions(), "the destination's session ended")
 }

@@ -392,7 +392,9 @@ func TestADecommissionedNodeIsNotReady(t *testing.T) {
 // answered the freeze, never force-promotes its copy, however long it
 // waits: the source may have acknowledged records after the state the
 // copy holds, and promoting it would lose them (the bug of seeds 186, 163
-// and 112). The move waits for the source instead.
+// and 112). The move waits for the source instead, here past the promotion
+// delay; after the stall timeout too (60 s by default, longer than this
+// test) it is aborted (TestAMoveWhoseSourceDiedFreesItsSlotForADrain).
 func TestADestinationNeverPromotesAStateThatWasNotFrozen(t *testing.T) {
 	c := newClusterHarness(t, 3)
 	leader := c.electWithTopic("t", 3)

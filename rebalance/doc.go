@@ -41,7 +41,9 @@
 // it when its target is down, or when its target is a shedder while its
 // owner is alive. A move from a down owner to a shedder is kept: the
 // shedder's copy is the partition's only way back to a live node (by
-// ForcePromote), after which the shedder sheds it like any other.
+// ForcePromote), after which the shedder sheds it like any other. (A move
+// from a down owner whose copy may not be promoted is aborted by its
+// destination, not by the planner: node/movedest.)
 //
 // Placement. A partition is counted where it will be once the moves in
 // flight settle: at its Target for a move that is kept, at its Owner for a

@@ -44,7 +44,7 @@ var ciMoveMarks = []chaos.Mark{
 	moveFaultMark("kill-source", "catchup"), moveFaultMark("kill-dest", "catchup"),
 	// The rarer paths the CI seeds reach often (each at least five
 	// times); the rarest are required by the nightly (nightlyMoveMarks).
-	chaos.MarkNodeFreezeExpired, chaos.MarkNodeMoveStalled,
+	chaos.MarkNodeFreezeExpired, chaos.MarkNodeMoveStalled, chaos.MarkNodeMoveSourceLost,
 	chaos.MarkNodePartitionUnfrozen, chaos.MarkNodePlanAbort, chaos.MarkMoveAbortPlanned, chaos.MarkMovePlanBoundReached,
 	chaos.MarkNodeProbeReleased, chaos.MarkNodeWriteFenced, chaos.MarkNodeKeyedProduceOwnerDown, chaos.MarkNodeOpenLogsFull,
 }

@@ -23,14 +23,19 @@
 //     (bounded by the proposal timeout) until the applied placement shows
 //     it.
 //
-// Two guards run before every step of the first three phases. A source
+// Three guards run before every step of the first three phases. A source
 // that is dead and whose last answer was a frozen state the copy holds
 // entirely is replaced by the copy after ForcePromoteAfterMs (the flip is
 // then proposed as a forced promotion); a state that was never frozen is
 // never promoted, since the source may have acknowledged records after it.
-// A source that is alive but lets the session make no progress for
-// StallTimeoutMs gets the move aborted (proposed again every
-// ProposalTimeoutMs until the move ends, as a proposal may be lost).
+// A dead source whose copy cannot be promoted gets the move aborted once
+// it was silent for the longer of ForcePromoteAfterMs and StallTimeoutMs,
+// so that the move does not hold a slot of the planner's bound for as
+// long as the node stays down. A source that is alive but lets the
+// session make no progress for StallTimeoutMs gets the move aborted,
+// except in Finalize with a frozen state (the final tail is read). An
+// abort is proposed again every ProposalTimeoutMs until the move ends, as
+// a proposal may be lost.
 //
 // # Inputs and outputs
 //

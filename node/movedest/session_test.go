@@ -146,10 +146,18 @@ func TestADeadSourceIsReplacedOnlyByACopyOfAFrozenState(t *testing.T) {
 	out := copyAll(t, s, alive(2), answerState(t, s, alive(2), state(false, 30)))
 	require.Equal(t, ActionStatus, out.Action.Kind)
 	s.Answered(dead(3), Answer{Request: out.Action.Request, OK: false})
-	for _, at := range []int64{4, 3 + testConfig.ForcePromoteAfterMs, 100_000} {
+	for _, at := range []int64{4, 2 + testConfig.ForcePromoteAfterMs - 1} {
 		require.Equal(t, Output{}, s.Tick(dead(at)), "a state that was never frozen is never promoted")
 	}
+	out = s.Tick(dead(2 + testConfig.ForcePromoteAfterMs))
+	require.Equal(t, sourceLost(testConfig.ForcePromoteAfterMs), out, "nor waited for: the move is aborted")
 	require.False(t, s.Progress().Forced)
+}
+
+// sourceLost is the output of a session that gives a dead source up after
+// silentForMs: the abort, never a promotion.
+func sourceLost(silentForMs int64) Output {
+	return Output{Notes: []Note{{Kind: NoteSourceLost, SilentForMs: silentForMs}}, Action: Action{Kind: ActionAbort}}
 }
 
 func TestAFailedInstallRestarts(t *testing.T) {
@@ -165,8 +173,10 @@ func TestADeadSourceIsReplacedOnlyByACompleteCopy(t *testing.T) {
 	s.Answered(alive(3), Answer{Request: read.Request, OK: true, Written: 20})
 	require.Equal(t, ActionRead, s.pending)
 	s.Answered(dead(4), Answer{Request: s.pendingRequest, OK: false})
-	require.Equal(t, Output{}, s.Tick(dead(3+testConfig.ForcePromoteAfterMs)), "the copy misses 10 bytes: no promotion")
+	require.Equal(t, Output{}, s.Tick(dead(3+testConfig.ForcePromoteAfterMs-1)), "the copy misses 10 bytes: no promotion")
+	require.Equal(t, sourceLost(testConfig.ForcePromoteAfterMs), s.Tick(dead(3+testConfig.ForcePromoteAfterMs)), "the move is aborted instead")
 	require.Equal(t, PhaseCatchUp, s.Phase())
+	require.False(t, s.Progress().Forced)
 }
 
 func TestAFrozenSourceThatDiesInFinalizeIsWaitedFor(t *testing.T) {
@@ -176,9 +186,44 @@ func TestAFrozenSourceThatDiesInFinalizeIsWaitedFor(t *testing.T) {
 	read := answerState(t, s, alive(3), state(true, 30)).Action
 	require.Equal(t, PhaseFinalize, s.Phase())
 	s.Answered(dead(4), Answer{Request: read.Request, OK: false})
-	out := s.Tick(dead(4 + 10*testConfig.ForcePromoteAfterMs))
+	out := s.Tick(dead(3 + testConfig.ForcePromoteAfterMs - 1))
 	require.Equal(t, Action{Kind: ActionRead, Request: out.Action.Request, Position: 0}, out.Action,
-		"a frozen source's final tail is read from it: the copy is neither promoted nor aborted")
+		"a frozen source's final tail is read from it: the copy is neither promoted nor aborted at once")
+	s.Answered(dead(3+testConfig.ForcePromoteAfterMs-1), Answer{Request: out.Action.Request, OK: false})
+	require.Equal(t, sourceLost(testConfig.ForcePromoteAfterMs), s.Tick(dead(3+testConfig.ForcePromoteAfterMs)),
+		"a source dead for the promotion delay gets the move aborted: the tail may never come")
+}
+
+// TestAnAliveFrozenSourceInFinalizeIsNeverGivenUp: a stall with the final
+// tail still to read, the source alive, is no reason to abort: the move is
+// about to complete.
+func TestAnAliveFrozenSourceInFinalizeIsNeverGivenUp(t *testing.T) {
+	s := New(testMove, testConfig, 0)
+	s.Tick(alive(1))
+	answerState(t, s, alive(2), state(false, 0))
+	read := answerState(t, s, alive(3), state(true, 30)).Action
+	s.Answered(alive(4), Answer{Request: read.Request, OK: false})
+	out := s.Tick(alive(4 + 10*testConfig.StallTimeoutMs))
+	require.Equal(t, ActionRead, out.Action.Kind)
+	require.Empty(t, out.Notes)
+}
+
+// TestADeadSourceNeverReachedGetsTheMoveAbortedFromTheSessionStart: a
+// session that began while its source was already dead (the destination
+// restarted, say) counts the silence from its own start, and gives the
+// source up after the longer of the promotion delay and the stall timeout;
+// it proposes the abort again every proposal timeout until the move ends.
+func TestADeadSourceNeverReachedGetsTheMoveAbortedFromTheSessionStart(t *testing.T) {
+	const startMs = 50_000
+	config := testConfig
+	config.StallTimeoutMs = 2 * config.ForcePromoteAfterMs
+	s := New(testMove, config, startMs)
+	require.Equal(t, Output{}, s.Tick(dead(startMs+1)), "a dead source is not asked")
+	require.Equal(t, Output{}, s.Tick(dead(startMs+config.StallTimeoutMs-1)), "the longer of the two delays")
+	require.Equal(t, sourceLost(config.StallTimeoutMs), s.Tick(dead(startMs+config.StallTimeoutMs)))
+	require.Equal(t, Output{}, s.Tick(dead(startMs+config.StallTimeoutMs+config.ProposalTimeoutMs-1)), "not again before the proposal timeout")
+	require.Equal(t, sourceLost(config.StallTimeoutMs+config.ProposalTimeoutMs), s.Tick(dead(startMs+config.StallTimeoutMs+config.ProposalTimeoutMs)),
+		"again: the first proposal may be lost")
 }
 
 func TestAFrozenCompleteCopyOfADeadSourceIsPromotedAfterTheDelay(t *testing.T) {

@@ -145,30 +145,56 @@ func (s *Session) abortDue(nowMs int64) bool {
 	return !s.abortProposed || nowMs-s.abortProposedAtMs >= s.cfg.ProposalTimeoutMs
 }
 
-// givesUp handles a source that stopped answering: a dead source is
+// givesUp handles a source that stopped answering. A dead source is
 // replaced by the copy after ForcePromoteAfterMs if the copy holds all of
 // its last known state and that state is final (the source answered the
 // freeze, so it accepted nothing after it; promoting an earlier state
-// would lose records the source acknowledged since); an alive one that
-// lets the session make no progress for StallTimeoutMs gets the move
-// aborted. It reports whether the session took that path (or waits for a
+// would lose records the source acknowledged since). A dead source whose
+// copy cannot be promoted gets the move aborted once it was silent for
+// sourceLostAfterMs: waiting for it would hold one of the planner's
+// moves.max_in_flight slots for as long as the node stays down, and with
+// the bound reached by such moves no drain or rebalance elsewhere could
+// start (an abort is always safe: the source, back, finds the move ended
+// and thaws). An alive source that lets the session make no progress for
+// StallTimeoutMs gets the move aborted too, except in Finalize with a
+// frozen state (its final tail is read, the move about to complete). It
+// reports whether the session took one of these paths (or waits for a
 // dead source).
 func (s *Session) givesUp(seen Seen, out *Output) bool {
-	if s.phase == PhaseFlip || s.phase == PhaseFinalize && !s.forced && s.state.Frozen {
+	if s.phase == PhaseFlip || s.forced {
 		return false
 	}
+	finalTail := s.phase == PhaseFinalize && s.state.Frozen
 	silentForMs := seen.NowMs - s.lastContactMs
 	switch {
-	case seen.SourceDead && s.reached && (s.state.Frozen || chaos.Planted(chaos.BugPromoteUnfrozenCopy)) && silentForMs >= s.cfg.ForcePromoteAfterMs && s.lagBytes() == 0:
+	case !finalTail && seen.SourceDead && s.reached && (s.state.Frozen || chaos.Planted(chaos.BugPromoteUnfrozenCopy)) && silentForMs >= s.cfg.ForcePromoteAfterMs && s.lagBytes() == 0:
 		out.Notes = append(out.Notes, Note{Kind: NoteForcePromote, SilentForMs: silentForMs, HWM: s.state.HWM})
 		s.forced, s.phase = true, PhaseFinalize
 		s.send(out, s.finalize())
 		return true
-	case !seen.SourceDead && s.abortDue(seen.NowMs) && seen.NowMs-s.lastProgressMs >= s.cfg.StallTimeoutMs:
+	case seen.SourceDead && s.abortDue(seen.NowMs) && seen.NowMs-max(s.lastContactMs, s.startedAtMs) >= s.sourceLostAfterMs():
+		out.Notes = append(out.Notes, Note{Kind: NoteSourceLost, SilentForMs: seen.NowMs - max(s.lastContactMs, s.startedAtMs)})
+		s.proposeAbort(seen, out)
+		return true
+	case !finalTail && !seen.SourceDead && s.abortDue(seen.NowMs) && seen.NowMs-s.lastProgressMs >= s.cfg.StallTimeoutMs:
 		out.Notes = append(out.Notes, Note{Kind: NoteStalled})
-		s.abortProposed, s.abortProposedAtMs = true, seen.NowMs
-		out.Action = Action{Kind: ActionAbort}
+		s.proposeAbort(seen, out)
 		return true
 	}
-	return seen.SourceDead // wait for the source, or for the promotion delay
+	return seen.SourceDead && !finalTail // wait for the source, or for the promotion delay
+}
+
+// sourceLostAfterMs is how long a dead source may stay silent (since its
+// last answer, or the session's start) before a session that cannot
+// promote its copy proposes the move's abort: no sooner than a copy that
+// can be promoted would be, nor than an alive source's stall.
+func (s *Session) sourceLostAfterMs() int64 {
+	return max(s.cfg.ForcePromoteAfterMs, s.cfg.StallTimeoutMs)
+}
+
+// proposeAbort asks for the move's abort, again every ProposalTimeoutMs
+// until the move ends (abortDue).
+func (s *Session) proposeAbort(seen Seen, out *Output) {
+	s.abortProposed, s.abortProposedAtMs = true, seen.NowMs
+	out.Action = Action{Kind: ActionAbort}
 }

@@ -43,7 +43,9 @@ type Config struct {
 	// source is alive, proposes the move's abort.
 	StallTimeoutMs int64
 	// ForcePromoteAfterMs: a session whose source died waits this long
-	// after the source's last answer before it promotes a frozen copy.
+	// after the source's last answer before it promotes a frozen copy;
+	// one whose copy cannot be promoted proposes the move's abort after
+	// the longer of this and StallTimeoutMs.
 	ForcePromoteAfterMs int64
 	// ProposalTimeoutMs bounds the wait between two proposals of the flip.
 	ProposalTimeoutMs int64
@@ -152,6 +154,9 @@ const (
 	NoteStalled
 	// NoteInstalled: the finalize job installed and verified the copy.
 	NoteInstalled
+	// NoteSourceLost: the source is dead, silent for SilentForMs, and the
+	// copy cannot be promoted; the session proposes the abort.
+	NoteSourceLost
 )
 
 // Note reports a step of the protocol, for the node's events and
