@@ -177,8 +177,13 @@ type State struct {
 	confState ConfState
 	// peers by raft id. Invariant: its keys are exactly the voters.
 	peers map[uint64]Peer
-	// removedRaftIDs may never join again.
+	// removedRaftIDs may never join again. removedNodeIDs are the node
+	// ids of the voters removed since the state kept them (a node's raft
+	// id need not be RaftIDOf its node id: a cluster grown from one node
+	// keeps raft id 1 for it): their decommission is complete. Both only
+	// grow, at the apply of a removal.
 	removedRaftIDs map[uint64]bool
+	removedNodeIDs map[string]bool
 	// usersVersion counts changes to users, for authentication caches.
 	usersVersion uint64
 	// schemaSequence is the id of the last schema version applied; it
@@ -209,7 +214,7 @@ type State struct {
 // newState returns an empty state machine.
 func newState() *State {
 	return &State{topics: map[string]*TopicRecord{}, members: map[string]*Member{},
-		users: map[string]*User{}, peers: map[uint64]Peer{}, removedRaftIDs: map[uint64]bool{},
+		users: map[string]*User{}, peers: map[uint64]Peer{}, removedRaftIDs: map[uint64]bool{}, removedNodeIDs: map[string]bool{},
 		dirty: map[recordKey]bool{}}
 }
 

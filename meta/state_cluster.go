@@ -120,6 +120,9 @@ func (s *State) applyConfChange(change ConfChange, confState ConfState) {
 	case AddVoter:
 		s.peers[change.Peer.RaftID] = change.Peer
 	case RemoveVoter:
+		if peer, voter := s.peers[change.Peer.RaftID]; voter {
+			s.removedNodeIDs[peer.ID] = true
+		}
 		delete(s.peers, change.Peer.RaftID)
 		s.removedRaftIDs[change.Peer.RaftID] = true
 	}

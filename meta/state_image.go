@@ -34,6 +34,9 @@ func (s *State) setClusterRecord(record clusterRecord) {
 	for _, raftID := range record.RemovedRaftIDs {
 		s.removedRaftIDs[raftID] = true
 	}
+	for _, id := range record.RemovedNodeIDs {
+		s.removedNodeIDs[id] = true
+	}
 	s.usersVersion = record.UsersVersion
 	s.schemaSequence = record.SchemaSequence
 	s.fanoutSequence = record.FanoutSequence

@@ -71,12 +71,21 @@ func (c SetDraining) apply(s *State) error {
 	if !found {
 		return rejectf(ErrMemberNotFound, "member %q", c.ID)
 	}
-	if !c.Draining && s.removedRaftIDs[RaftIDOf(c.ID)] {
+	if !c.Draining && s.leftVoters(c.ID) {
 		return rejectf(ErrMemberLeftVoters, "member %q: its decommission is complete", c.ID)
 	}
 	member.Draining = c.Draining
 	s.markMember(c.ID)
 	return nil
+}
+
+// leftVoters reports whether the node was removed from the voters: its
+// decommission is complete. A state written before removals kept node ids
+// knows only raft ids, so a removed raft id derived from the node id
+// (RaftIDOf, as a cluster bootstrapped from a peer list assigns them)
+// counts too.
+func (s *State) leftVoters(id string) bool {
+	return s.removedNodeIDs[id] || s.removedRaftIDs[RaftIDOf(id)]
 }
 
 // apply forgets the member if no partition refers to it.

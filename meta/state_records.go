@@ -35,12 +35,16 @@ func compareRecordKeys(a, b recordKey) int {
 }
 
 // clusterRecord is the voter configuration, the peers' addresses, the
-// removed raft ids and the users version: small, written as one record.
+// removed raft and node ids and the users version: small, written as one
+// record.
 type clusterRecord struct {
 	ConfState      ConfState `json:"conf_state"`
 	Peers          []Peer    `json:"peers"`
 	RemovedRaftIDs []uint64  `json:"removed_raft_ids,omitempty"`
-	UsersVersion   uint64    `json:"users_version"`
+	// RemovedNodeIDs are the node ids of the removed voters (absent from
+	// records written before they were kept).
+	RemovedNodeIDs []string `json:"removed_node_ids,omitempty"`
+	UsersVersion   uint64   `json:"users_version"`
 	// SchemaSequence is the id of the last schema version applied.
 	SchemaSequence uint64 `json:"schema_sequence,omitempty"`
 	// FanoutSequence counts the fan-out attaches applied.
@@ -71,7 +75,7 @@ func (s *State) markUser(name string) {
 // clusterRecord returns the cluster record of the state.
 func (s *State) clusterRecord() clusterRecord {
 	return clusterRecord{ConfState: s.confState.clone(), Peers: s.Peers(),
-		RemovedRaftIDs: slices.Sorted(maps.Keys(s.removedRaftIDs)), UsersVersion: s.usersVersion,
+		RemovedRaftIDs: slices.Sorted(maps.Keys(s.removedRaftIDs)), RemovedNodeIDs: slices.Sorted(maps.Keys(s.removedNodeIDs)), UsersVersion: s.usersVersion,
 		SchemaSequence: s.schemaSequence, FanoutSequence: s.fanoutSequence}
 }
 

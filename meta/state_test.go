@@ -345,6 +345,33 @@ func TestACompletedDecommissionCannotBeCancelled(t *testing.T) {
 	require.NoError(t, SetDraining{ID: "m4", Draining: true}.apply(s), "a decommission again changes nothing")
 }
 
+// TestACompletedDecommissionOfANodeWithAnUnderivedRaftIDCannotBeCancelled:
+// a cluster grown from one node keeps raft id 1 for that node, not the id
+// RaftIDOf derives from its name. Its completed decommission is known by
+// its node id, also after a snapshot; the cancel was accepted, which made
+// a node out of the voters a member that receives partitions again.
+func TestACompletedDecommissionOfANodeWithAnUnderivedRaftIDCannotBeCancelled(t *testing.T) {
+	s := stateWith(t, heartbeat("first", 100), heartbeat("m2", 100), heartbeat("m3", 100), heartbeat("m4", 100),
+		SetDraining{ID: "first", Draining: true})
+	first := Peer{ID: "first", RaftID: 1, ClusterAddr: "first:7943"}
+	require.NotEqual(t, RaftIDOf(first.ID), first.RaftID)
+	s.applyConfChange(ConfChange{Kind: AddVoter, Peer: first}, ConfState{Voters: []uint64{1}})
+	for _, id := range []string{"m2", "m3", "m4"} {
+		peer := Peer{ID: id, RaftID: RaftIDOf(id), ClusterAddr: id + ":7943"}
+		s.applyConfChange(ConfChange{Kind: AddVoter, Peer: peer}, ConfState{Voters: append(s.ConfState().Voters, peer.RaftID)})
+	}
+	removal := ConfChange{Kind: RemoveVoter, Peer: first, ExpectDraining: true}
+	require.NoError(t, s.checkConfChange(removal))
+	s.applyConfChange(removal, ConfState{Voters: []uint64{RaftIDOf("m2"), RaftIDOf("m3"), RaftIDOf("m4")}})
+	requireRejected(t, s, SetDraining{ID: "first", Draining: false}, ErrMemberLeftVoters)
+
+	restored, err := decodeImage(s.encodeImage())
+	require.NoError(t, err)
+	requireRejected(t, restored, SetDraining{ID: "first", Draining: false}, ErrMemberLeftVoters)
+	member, _ := restored.Member("first")
+	require.True(t, member.Draining)
+}
+
 // TestADecommissionRemovalIsGuardedByTheDrain: a drained member's removal
 // from the voters is proposed with ExpectDraining; when the cancel of its
 // decommission applies first, the removal is refused and the member stays

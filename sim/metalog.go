@@ -39,8 +39,10 @@ type metaLog struct {
 	members map[string]*meta.Member
 	voters  map[uint64]string
 	// removedRaftIDs are the raft ids of removed voters: meta never lets
-	// one back in.
+	// one back in; removedNodeIDs their node ids: their decommission is
+	// complete and cannot be cancelled.
 	removedRaftIDs map[uint64]bool
+	removedNodeIDs map[string]bool
 	topics         map[string][]meta.Assignment
 	// moving caches anyMoveInFlight while movingKnown; only applyCommand
 	// changes topics, and it clears movingKnown.
@@ -82,7 +84,7 @@ func newMetaLog(w *World) *metaLog {
 		voters[meta.RaftIDOf(n.id)] = n.id
 	}
 	return &metaLog{w: w, entries: map[entryID]loggedEntry{}, tips: map[uint64]entryID{}, applied: bootstrap,
-		members: map[string]*meta.Member{}, voters: voters, removedRaftIDs: map[uint64]bool{},
+		members: map[string]*meta.Member{}, voters: voters, removedRaftIDs: map[uint64]bool{}, removedNodeIDs: map[string]bool{},
 		topics: map[string][]meta.Assignment{}, generations: map[string]int{}, pastOwners: map[string][]string{},
 		users: shadowUsers{users: map[string]meta.User{}}}
 }

@@ -64,7 +64,7 @@ func (l *metaLog) markDead(c meta.MarkMemberDead) {
 
 func (l *metaLog) setDraining(c meta.SetDraining) {
 	member, found := l.members[c.ID]
-	if !found || (!c.Draining && l.removedRaftIDs[meta.RaftIDOf(c.ID)]) {
+	if !found || (!c.Draining && l.removedNodeIDs[c.ID]) {
 		return // a member that left the voters stays decommissioned
 	}
 	member.Draining = c.Draining
@@ -137,6 +137,7 @@ func (l *metaLog) removeVoter(raftID uint64) {
 	id := l.voters[raftID]
 	delete(l.voters, raftID)
 	l.removedRaftIDs[raftID] = true
+	l.removedNodeIDs[id] = true
 	l.w.tracef("meta: %s is no longer a voter", id)
 	if l.listener != nil {
 		l.listener.voterRemoved(id)
