@@ -260,8 +260,10 @@ type PutUser struct {
 	Grants       []Grant `json:"grants"`
 	CreateOnly   bool    `json:"create_only,omitempty"`
 	// IfNoUsers makes the command fail (ErrUserExists) unless no user
-	// exists at all: the guard of the root seeding, so that a seed
-	// proposed by two successive leaders is applied at most once.
+	// exists at all. Root seeds carried it until seeds came to be
+	// proposed beside users created with security off; it stays so that
+	// the entries in existing logs decode and apply alike (CreateOnly and
+	// the one-root rule keep a seed of two successive leaders to one).
 	IfNoUsers bool  `json:"if_no_users,omitempty"`
 	NowMs     int64 `json:"now_ms"`
 }

@@ -99,6 +99,9 @@ func (c SetPassword) apply(s *State) error {
 }
 
 // hasRoot reports whether some user is root.
+// HasRoot reports whether a root user exists.
+func (s *State) HasRoot() bool { return s.hasRoot() }
+
 func (s *State) hasRoot() bool {
 	for _, user := range s.users { //determinism:ok the loop only answers yes or no
 		if user.Root {

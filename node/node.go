@@ -30,8 +30,11 @@ type Node struct {
 	// nowMs is the node's clock: the last Tick. Never decreases.
 	nowMs int64
 	// rootSeeded is set once this node's seed of the root user was
-	// applied; it never clears.
-	rootSeeded bool
+	// applied; rootSeedSettled once the node saw that it need not or
+	// cannot seed (a root exists, or a user that is not root holds its
+	// name). Neither ever clears.
+	rootSeeded      bool
+	rootSeedSettled bool
 	// nonceFloor is the highest receipt nonce handed out by a lease table
 	// this incarnation dropped (removePartition); before any, the
 	// incarnation's base (New: the persisted start counter shifted, which

@@ -66,18 +66,30 @@ func userApplyError(username string, err error) error {
 }
 
 // seedRoot proposes the root user while this node leads the metastore,
-// its term's barrier is applied, no user exists and no seed of its own is
-// pending. The metastore applies the seed only while no user exists
-// (PutUser.IfNoUsers), so seeds of successive leaders apply at most once.
+// its term's barrier is applied, no root user exists and no seed of its
+// own is pending. The metastore creates a root only under a name no user
+// holds (PutUser.CreateOnly) and while no root exists, so seeds of
+// successive leaders apply at most once. Users may exist without a root:
+// those created while security was off (every caller is then a nameless
+// root); the root is seeded beside them, or the operator would have no
+// admin once security is on. A user that is not root but holds the
+// root's name (created with security off too) leaves the cluster without
+// a seed: the node says so once.
 func (n *Node) seedRoot() {
-	if len(n.cfg.RootSeedHash) == 0 || n.rootSeeded || !n.meta.IsLeader() || !n.meta.Barrier() {
+	if len(n.cfg.RootSeedHash) == 0 || n.rootSeeded || n.rootSeedSettled || !n.meta.IsLeader() || !n.meta.Barrier() || n.seedPending() {
 		return
 	}
-	if n.meta.State().UserCount() > 0 || n.seedPending() {
+	state := n.meta.State()
+	if holder, taken := state.User(RootUsername); taken || state.HasRoot() {
+		n.rootSeedSettled = true
+		if taken && !holder.Root {
+			n.observer.Event("root-seed-skipped", fmt.Sprintf("user %q exists and is not root (created with security off); no root user is seeded. "+
+				"To get an admin: with security off, grant admin to a user (or delete %q), then turn security on", RootUsername, RootUsername))
+		}
 		return
 	}
 	n.propose(0, proposalSeedRoot, RootUsername, meta.PutUser{Username: RootUsername,
-		PasswordHash: slices.Clone(n.cfg.RootSeedHash), Root: true, CreateOnly: true, IfNoUsers: true, NowMs: n.nowMs})
+		PasswordHash: slices.Clone(n.cfg.RootSeedHash), Root: true, CreateOnly: true, NowMs: n.nowMs})
 }
 
 // seedPending reports whether a seed of this node awaits its outcome.

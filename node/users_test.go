@@ -20,7 +20,7 @@ func (h *harness) changeUsers(cmd meta.Command) msg.Reply {
 	return reply
 }
 
-func TestRootSeededOnceWhileNoUserExists(t *testing.T) {
+func TestRootSeededOnce(t *testing.T) {
 	h := newHarness(t)
 	require.Empty(t, h.node.Users(), "a node without a seed hash seeds nothing")
 	h.cfg.RootSeedHash = []byte("seed-1")
@@ -36,10 +36,63 @@ func TestRootSeededOnceWhileNoUserExists(t *testing.T) {
 	h.cfg.RootSeedHash = []byte("seed-2")
 	h.restart()
 	h.tick(10)
-	require.False(t, h.node.RootSeeded(), "users exist: no second seed")
+	require.False(t, h.node.RootSeeded(), "a root exists: no second seed")
 	require.Equal(t, version, h.node.UsersVersion())
 	root, _ := h.node.meta.State().User(RootUsername)
 	require.Equal(t, []byte("seed-1"), root.PasswordHash)
+}
+
+// TestRootSeededBesideUsersCreatedWithSecurityOff: users created while
+// security was off (no seed hash: every caller is a nameless root) do not
+// keep the root from being seeded once security is on. It was seeded
+// only while no user existed, so turning security on left the cluster
+// without an admin, and said nothing.
+func TestRootSeededBesideUsersCreatedWithSecurityOff(t *testing.T) {
+	h := newHarness(t)
+	grants := []meta.Grant{{Action: "produce", Patterns: []string{"orders*"}}}
+	require.NoError(t, h.changeUsers(meta.PutUser{Username: "ann", PasswordHash: []byte("h1"), Grants: grants, CreateOnly: true}).Err)
+	h.tick(10)
+	require.False(t, h.node.meta.State().HasRoot(), "no seed without security")
+
+	h.cfg.RootSeedHash = []byte("seed")
+	h.restart()
+	h.tick(10)
+	require.True(t, h.node.RootSeeded())
+	root, found := h.node.meta.State().User(RootUsername)
+	require.True(t, found)
+	require.True(t, root.Root)
+	require.Equal(t, []byte("seed"), root.PasswordHash)
+	ann, found := h.node.meta.State().User("ann")
+	require.True(t, found, "the other users stay")
+	require.Equal(t, grants, ann.Grants)
+}
+
+// eventRecorder keeps the node's events.
+type eventRecorder struct {
+	NopObserver
+	events []string
+}
+
+func (r *eventRecorder) Event(kind, _ string) { r.events = append(r.events, kind) }
+
+// TestNoRootSeededOverAUserHoldingItsName: a user that is not root but
+// holds the root's name (created with security off) cannot become root,
+// so no root is seeded; the node says so once and stops proposing.
+func TestNoRootSeededOverAUserHoldingItsName(t *testing.T) {
+	h := newHarness(t)
+	require.NoError(t, h.changeUsers(meta.PutUser{Username: RootUsername, PasswordHash: []byte("h1"), CreateOnly: true}).Err)
+	version := h.node.UsersVersion()
+	events := &eventRecorder{}
+	h.observer = events
+	h.cfg.RootSeedHash = []byte("seed")
+	h.restart()
+	for range 5 {
+		h.tick(10)
+	}
+	require.False(t, h.node.RootSeeded())
+	require.False(t, h.node.meta.State().HasRoot())
+	require.Equal(t, version, h.node.UsersVersion(), "nothing was applied")
+	require.Equal(t, []string{"root-seed-skipped"}, events.events)
 }
 
 func TestChangeUsers(t *testing.T) {
@@ -79,7 +132,7 @@ func carriesSeed(env msg.Envelope, hash string) bool {
 	}
 	for _, entry := range raft.Message.Entries {
 		if _, cmd, err := meta.DecodeCommand(entry.Data); err == nil {
-			if put, isPut := cmd.(meta.PutUser); isPut && put.IfNoUsers && string(put.PasswordHash) == hash {
+			if put, isPut := cmd.(meta.PutUser); isPut && put.Root && string(put.PasswordHash) == hash {
 				return true
 			}
 		}

@@ -134,7 +134,7 @@ func (l *metaLog) applyUser(command meta.Command) {
 			return
 		}
 		u.users[c.Username] = meta.User{Username: c.Username, PasswordHash: c.PasswordHash, Root: c.Root, Grants: c.Grants}
-		if c.IfNoUsers {
+		if c.Root {
 			u.seeds++
 			l.w.tracef("meta-view: root seeded (%s)", c.PasswordHash)
 		}
