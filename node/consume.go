@@ -3,6 +3,8 @@ package node
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"narad/chaos"
 	"narad/invariant"
@@ -160,7 +162,34 @@ func (n *Node) reserveOne(t *topic, p *partition) (msg.Message, bool, error) {
 		}
 		n.skipUnreadable(t, p, log, reservation.Offset, err)
 	}
+	n.noteSkipsCapped(t.info.Name)
 	return msg.Message{}, false, nil
+}
+
+// noteSkipsCapped remembers a topic one reserve of which skipped as many
+// corrupt records as it may: the partition may hold good records beyond
+// them, and nothing else would tell the polls that found it empty.
+func (n *Node) noteSkipsCapped(topicName string) {
+	if n.skipsCapped == nil {
+		n.skipsCapped = map[string]bool{}
+	}
+	n.skipsCapped[topicName] = true
+}
+
+// wakeSkipsCapped tells the polls of the topics whose reserves stopped at
+// the skip bound, here and on other nodes, so that they look again (and
+// skip on). A look that stops at the bound again notes its topic for the
+// next Tick.
+func (n *Node) wakeSkipsCapped() {
+	if n.skipsCapped == nil {
+		return
+	}
+	topics := slices.Sorted(maps.Keys(n.skipsCapped))
+	n.skipsCapped = nil
+	for _, name := range topics {
+		n.notifySubscribers(name)
+		n.wake(name)
+	}
 }
 
 // skippable reports whether a read error is one a consume skips past: a

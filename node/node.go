@@ -193,6 +193,13 @@ type Node struct {
 	// sweep ran out of memory that way). At most one entry per topic;
 	// emptied by that Advance.
 	openRefused map[string]bool
+	// skipsCapped holds the topics a reserve of which stopped after
+	// corruptSkipsPerReserveMax corrupt records, with the partition maybe
+	// holding good records beyond them: their polls, here and on other
+	// nodes, are told at the next Tick, whose look goes on skipping (each
+	// look skips for good what it passed, so a damaged run ends). At
+	// most one entry per topic; emptied by that Tick.
+	skipsCapped map[string]bool
 
 	// Deadlines of periodic work, in node time.
 	nextCommitPersistMs int64
@@ -317,6 +324,7 @@ func (n *Node) Tick(nowMs int64) {
 	n.tickMeta()
 	n.expireLeases()
 	n.sendDeadLetters()
+	n.wakeSkipsCapped()
 	n.expireWaiters()
 	n.expireProposals()
 	n.expireForwards()
