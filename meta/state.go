@@ -178,10 +178,11 @@ type State struct {
 	// peers by raft id. Invariant: its keys are exactly the voters.
 	peers map[uint64]Peer
 	// removedRaftIDs may never join again. removedNodeIDs are the node
-	// ids of the voters removed since the state kept them (a node's raft
-	// id need not be RaftIDOf its node id: a cluster grown from one node
-	// keeps raft id 1 for it): their decommission is complete. Both only
-	// grow, at the apply of a removal.
+	// ids of the voters removed by entries that asked for it
+	// (ConfChange.RecordNodeID; a node's raft id need not be RaftIDOf its
+	// node id: a cluster grown from one node keeps raft id 1 for it):
+	// their decommission is complete. Both only grow, at the apply of a
+	// removal.
 	removedRaftIDs map[uint64]bool
 	removedNodeIDs map[string]bool
 	// usersVersion counts changes to users, for authentication caches.

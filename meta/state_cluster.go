@@ -35,6 +35,12 @@ type ConfChange struct {
 	// is still draining (a decommission's removal, proposed once the
 	// member drained, is refused if the drain was cancelled meanwhile).
 	ExpectDraining bool `json:"expect_draining,omitempty"`
+	// RecordNodeID makes a removal record the member's node id as one
+	// that left the voters (State.leftVoters), whatever its raft id.
+	// Removals proposed before the field existed record only the raft id;
+	// since a replica applies an entry alike whichever release it runs,
+	// the intent travels in the entry, never in the applying code.
+	RecordNodeID bool `json:"record_node_id,omitempty"`
 }
 
 // checkConfChange decides, from the state alone, whether a configuration
@@ -120,7 +126,7 @@ func (s *State) applyConfChange(change ConfChange, confState ConfState) {
 	case AddVoter:
 		s.peers[change.Peer.RaftID] = change.Peer
 	case RemoveVoter:
-		if peer, voter := s.peers[change.Peer.RaftID]; voter {
+		if peer, voter := s.peers[change.Peer.RaftID]; voter && change.RecordNodeID {
 			s.removedNodeIDs[peer.ID] = true
 		}
 		delete(s.peers, change.Peer.RaftID)

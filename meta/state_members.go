@@ -80,8 +80,8 @@ func (c SetDraining) apply(s *State) error {
 }
 
 // leftVoters reports whether the node was removed from the voters: its
-// decommission is complete. A state written before removals kept node ids
-// knows only raft ids, so a removed raft id derived from the node id
+// decommission is complete. Removals proposed before they recorded node
+// ids left only raft ids, so a removed raft id derived from the node id
 // (RaftIDOf, as a cluster bootstrapped from a peer list assigns them)
 // counts too.
 func (s *State) leftVoters(id string) bool {

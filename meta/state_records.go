@@ -41,8 +41,8 @@ type clusterRecord struct {
 	ConfState      ConfState `json:"conf_state"`
 	Peers          []Peer    `json:"peers"`
 	RemovedRaftIDs []uint64  `json:"removed_raft_ids,omitempty"`
-	// RemovedNodeIDs are the node ids of the removed voters (absent from
-	// records written before they were kept).
+	// RemovedNodeIDs are the node ids of the voters removed by entries
+	// with ConfChange.RecordNodeID.
 	RemovedNodeIDs []string `json:"removed_node_ids,omitempty"`
 	UsersVersion   uint64   `json:"users_version"`
 	// SchemaSequence is the id of the last schema version applied.

@@ -360,7 +360,7 @@ func TestACompletedDecommissionOfANodeWithAnUnderivedRaftIDCannotBeCancelled(t *
 		peer := Peer{ID: id, RaftID: RaftIDOf(id), ClusterAddr: id + ":7943"}
 		s.applyConfChange(ConfChange{Kind: AddVoter, Peer: peer}, ConfState{Voters: append(s.ConfState().Voters, peer.RaftID)})
 	}
-	removal := ConfChange{Kind: RemoveVoter, Peer: first, ExpectDraining: true}
+	removal := ConfChange{Kind: RemoveVoter, Peer: first, ExpectDraining: true, RecordNodeID: true}
 	require.NoError(t, s.checkConfChange(removal))
 	s.applyConfChange(removal, ConfState{Voters: []uint64{RaftIDOf("m2"), RaftIDOf("m3"), RaftIDOf("m4")}})
 	requireRejected(t, s, SetDraining{ID: "first", Draining: false}, ErrMemberLeftVoters)
@@ -370,6 +370,26 @@ func TestACompletedDecommissionOfANodeWithAnUnderivedRaftIDCannotBeCancelled(t *
 	requireRejected(t, restored, SetDraining{ID: "first", Draining: false}, ErrMemberLeftVoters)
 	member, _ := restored.Member("first")
 	require.True(t, member.Draining)
+}
+
+// TestARemovalProposedBeforeNodeIDsWereRecordedAppliesAsItDid: a removal
+// entry without RecordNodeID (proposed by an earlier release, perhaps
+// applied by some replicas under it) records only the raft id, on every
+// replica whichever release applies it: a replica that lagged and applies
+// it after the upgrade must end in the state of one that applied it
+// before, or a later cancel would apply on one and not on the other.
+func TestARemovalProposedBeforeNodeIDsWereRecordedAppliesAsItDid(t *testing.T) {
+	s := stateWith(t, heartbeat("first", 100), heartbeat("m2", 100), heartbeat("m3", 100), heartbeat("m4", 100),
+		SetDraining{ID: "first", Draining: true})
+	first := Peer{ID: "first", RaftID: 1, ClusterAddr: "first:7943"}
+	s.applyConfChange(ConfChange{Kind: AddVoter, Peer: first}, ConfState{Voters: []uint64{1}})
+	for _, id := range []string{"m2", "m3", "m4"} {
+		peer := Peer{ID: id, RaftID: RaftIDOf(id), ClusterAddr: id + ":7943"}
+		s.applyConfChange(ConfChange{Kind: AddVoter, Peer: peer}, ConfState{Voters: append(s.ConfState().Voters, peer.RaftID)})
+	}
+	s.applyConfChange(ConfChange{Kind: RemoveVoter, Peer: first, ExpectDraining: true}, ConfState{Voters: []uint64{RaftIDOf("m2"), RaftIDOf("m3"), RaftIDOf("m4")}})
+	require.Empty(t, s.clusterRecord().RemovedNodeIDs, "the entry did not ask for the node id")
+	require.NoError(t, SetDraining{ID: "first", Draining: false}.apply(s), "as the release that proposed the removal applied it")
 }
 
 // TestADecommissionRemovalIsGuardedByTheDrain: a drained member's removal

@@ -126,7 +126,7 @@ func (n *Node) holdingMembers() map[string]bool {
 // change is now under way (proposed, or another in progress), so that no
 // other may be proposed this round.
 func (n *Node) removeVoter(id string) bool {
-	_, err := n.meta.ProposeConfChange(meta.ConfChange{Kind: meta.RemoveVoter, Peer: meta.Peer{ID: id}, ExpectDraining: true})
+	_, err := n.meta.ProposeConfChange(meta.ConfChange{Kind: meta.RemoveVoter, Peer: meta.Peer{ID: id}, ExpectDraining: true, RecordNodeID: true})
 	switch {
 	case err == nil:
 		chaos.Reached(chaos.MarkNodeVoterRemoved)
