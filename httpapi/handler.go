@@ -126,7 +126,7 @@ func (h *apiHandler) serveNode(r *http.Request, decoded Decoded, caller auth.Ide
 	if refused := h.authorize(r.Context(), caller, decoded.Request); refused != nil {
 		return *refused
 	}
-	request := withCreator(decoded.Request, caller)
+	request := withExpectedOwner(withCreator(decoded.Request, caller), caller)
 	switch decoded.Route {
 	case RouteTopicSchema:
 		return h.topicSchema(r)

@@ -197,6 +197,37 @@ func withCreator(request msg.Request, caller auth.Identity) msg.Request {
 	return request
 }
 
+// withExpectedOwner guards a change that requireOwner let through for a
+// caller who is not an admin: the metastore applies it only while the
+// topics it checked are still that caller's. Between the check and the
+// apply another user may delete a topic and create it again under its
+// name; unguarded, the change would then apply to that user's topic.
+func withExpectedOwner(request msg.Request, caller auth.Identity) msg.Request {
+	if caller.Admin() {
+		return request
+	}
+	switch r := request.(type) {
+	case msg.CreateTopic:
+		if r.Parent != "" {
+			r.ExpectedOwner = caller.Username
+		}
+		return r
+	case msg.AlterTopic:
+		r.ExpectedOwner = caller.Username
+		return r
+	case msg.DeleteTopic:
+		r.ExpectedOwner = caller.Username
+		return r
+	case msg.AttachChild:
+		r.ExpectedOwner = caller.Username
+		return r
+	case msg.DetachChild:
+		r.ExpectedOwner = caller.Username
+		return r
+	}
+	return request
+}
+
 // auditDecommission logs a decommission or its cancel that succeeded.
 func (h *apiHandler) auditDecommission(request msg.Request, reply msg.Reply, caller auth.Identity) {
 	decommission, ok := request.(msg.Decommission)

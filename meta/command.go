@@ -107,6 +107,10 @@ type CreateTopic struct {
 	// nothing), with FanoutDelayMs as in AttachChild.
 	Parent        string `json:"parent,omitempty"`
 	FanoutDelayMs int64  `json:"fanout_delay_ms,omitempty"`
+	// ExpectedOwner, when set, is the user the proposer's caller was
+	// checked against as the owner of Parent: the create applies only
+	// while Parent is still that user's (ErrOwnerChanged).
+	ExpectedOwner string `json:"expected_owner,omitempty"`
 }
 
 // PlacementLimits bound what a topic change may add; a zero field is no
@@ -119,6 +123,12 @@ type PlacementLimits struct {
 // DeleteTopic deletes a topic and its assignments.
 type DeleteTopic struct {
 	Name string `json:"name"`
+	// ExpectedOwner, when set, is the user the proposer's caller was
+	// checked against as the topic's owner (a caller who is not an
+	// admin): the change applies only while the topic is still that
+	// user's (CreatedBy), not to a topic deleted and created again by
+	// another user between the check and this apply (ErrOwnerChanged).
+	ExpectedOwner string `json:"expected_owner,omitempty"`
 }
 
 // AlterTopic changes the fields that are set. Partitions may only grow;
@@ -145,6 +155,12 @@ type AlterTopic struct {
 	DeadLetterTopic *string `json:"dead_letter_topic,omitempty"`
 	// Limits bound the partitions NewOwners adds (PartitionsPerNodeMax).
 	Limits PlacementLimits `json:"limits,omitzero"`
+	// ExpectedOwner, when set, is the user the proposer's caller was
+	// checked against as the topic's owner (a caller who is not an
+	// admin): the change applies only while the topic is still that
+	// user's (CreatedBy), not to a topic deleted and created again by
+	// another user between the check and this apply (ErrOwnerChanged).
+	ExpectedOwner string `json:"expected_owner,omitempty"`
 }
 
 // AttachChild makes Child a fan-out child of Parent with a new attach
@@ -157,6 +173,10 @@ type AttachChild struct {
 	DelayMs int64  `json:"delay_ms,omitempty"`
 	// AttachedAtMs is the proposer's clock.
 	AttachedAtMs int64 `json:"attached_at_ms"`
+	// ExpectedOwner, when set, is the user the proposer's caller was
+	// checked against as the owner of both topics: the attach applies
+	// only while both are still that user's (ErrOwnerChanged).
+	ExpectedOwner string `json:"expected_owner,omitempty"`
 }
 
 // DetachChild removes the fan-out link of Child to Parent; both topics
@@ -164,6 +184,11 @@ type AttachChild struct {
 type DetachChild struct {
 	Parent string `json:"parent"`
 	Child  string `json:"child"`
+	// ExpectedOwner, when set, is the user the proposer's caller was
+	// checked against as the owner of the parent or of the child: the
+	// detach applies only while one of them is still that user's
+	// (ErrOwnerChanged).
+	ExpectedOwner string `json:"expected_owner,omitempty"`
 }
 
 // MemberHeartbeat records that a member is alive at NowMs, creating it on

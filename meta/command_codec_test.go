@@ -18,7 +18,7 @@ func everyCommand() []Command {
 		CreateTopic{Name: "t", RetentionMs: 1, VisibilityTimeoutMs: 2, MaxInFlightPerPartition: 3,
 			MaxAckedAheadPerPartition: 4, CreatedAtMs: 5, CreatedBy: "ann", Owners: []string{"a", "b"},
 			Schema: []byte(`{"type":"object"}`)},
-		DeleteTopic{Name: "t"},
+		DeleteTopic{Name: "t", ExpectedOwner: "ann"},
 		AlterTopic{Name: "t", RetentionMs: &retention, VisibilityTimeoutMs: &visibility, MaxInFlightPerPartition: &inFlight,
 			MaxAckedAheadPerPartition: &ackedAhead, Partitions: &partitions, NewOwners: []string{"c", "d", "e"},
 			Schema: []byte(`{"type":"object","properties":{"a":{"type":"string"}}}`), SchemaAfterVersion: 1},

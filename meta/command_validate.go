@@ -74,7 +74,16 @@ func (c CreateTopic) Validate() error {
 		checkNonNegative("max_acked_ahead_per_partition", int64(c.MaxAckedAheadPerPartition)),
 		checkNonNegative("created_at_ms", c.CreatedAtMs),
 		checkOwners(c.Owners), checkOptionalSchema(c.Schema),
-		checkDeadLetters(c.Name, c.MaxDeliveries, c.DeadLetterTopic), checkOptionalParent(c.Parent, c.FanoutDelayMs))
+		checkDeadLetters(c.Name, c.MaxDeliveries, c.DeadLetterTopic), checkOptionalParent(c.Parent, c.FanoutDelayMs),
+		checkExpectedOwner(c.ExpectedOwner))
+}
+
+// checkExpectedOwner checks an owner guard when one is given.
+func checkExpectedOwner(owner string) error {
+	if owner == "" {
+		return nil
+	}
+	return checkName("expected owner", owner, usernameBytesMax)
 }
 
 // checkDeadLetters checks a topic's dead-letter setting on its own:
@@ -118,13 +127,13 @@ func checkFanoutDelay(delayMs int64) error {
 func (c AttachChild) Validate() error {
 	return errors.Join(checkName("parent topic name", c.Parent, nameBytesMax),
 		checkName("child topic name", c.Child, nameBytesMax), checkFanoutDelay(c.DelayMs),
-		checkNonNegative("attached_at_ms", c.AttachedAtMs))
+		checkNonNegative("attached_at_ms", c.AttachedAtMs), checkExpectedOwner(c.ExpectedOwner))
 }
 
 // Validate implements Command.
 func (c DetachChild) Validate() error {
 	return errors.Join(checkName("parent topic name", c.Parent, nameBytesMax),
-		checkName("child topic name", c.Child, nameBytesMax))
+		checkName("child topic name", c.Child, nameBytesMax), checkExpectedOwner(c.ExpectedOwner))
 }
 
 // checkOptionalSchema checks a schema document when one is given.
@@ -136,11 +145,13 @@ func checkOptionalSchema(document []byte) error {
 }
 
 // Validate implements Command.
-func (c DeleteTopic) Validate() error { return checkName("topic name", c.Name, nameBytesMax) }
+func (c DeleteTopic) Validate() error {
+	return errors.Join(checkName("topic name", c.Name, nameBytesMax), checkExpectedOwner(c.ExpectedOwner))
+}
 
 // Validate implements Command.
 func (c AlterTopic) Validate() error {
-	if err := checkName("topic name", c.Name, nameBytesMax); err != nil {
+	if err := errors.Join(checkName("topic name", c.Name, nameBytesMax), checkExpectedOwner(c.ExpectedOwner)); err != nil {
 		return err
 	}
 	if c.RetentionMs == nil && c.VisibilityTimeoutMs == nil && c.MaxInFlightPerPartition == nil &&

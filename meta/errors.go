@@ -61,6 +61,10 @@ var (
 	// ErrGuardFailed: a guarded command found the state changed since its
 	// proposer looked (compare-and-swap failed).
 	ErrGuardFailed = errors.New("meta: guard failed")
+	// ErrOwnerChanged: a change guarded by the owner its caller was
+	// checked against found the topic owned by someone else (or by no
+	// one): it was deleted and created again meanwhile.
+	ErrOwnerChanged = errors.New("meta: topic owner changed")
 	// ErrSchemaSpace: a schema version would take the schemas of all
 	// topics over their byte bound.
 	ErrSchemaSpace = errors.New("meta: no room for another schema version")

@@ -29,6 +29,12 @@ func (c AttachChild) apply(s *State) error {
 	if err != nil {
 		return err
 	}
+	if err := s.checkOwnedBy(c.ExpectedOwner, c.Parent); err != nil {
+		return err
+	}
+	if err := s.checkOwnedBy(c.ExpectedOwner, c.Child); err != nil {
+		return err
+	}
 	if err := s.checkAttach(parent, child, c.DelayMs); err != nil {
 		return err
 	}
@@ -162,6 +168,9 @@ func (c DetachChild) apply(s *State) error {
 	child, found := s.topics[c.Child]
 	if !found || child.Parent != c.Parent {
 		return rejectf(ErrNotAttached, "topic %q is not a child of %q", c.Child, c.Parent)
+	}
+	if err := s.checkOwnedBy(c.ExpectedOwner, c.Parent, c.Child); err != nil {
+		return err
 	}
 	s.unlink(parent, child)
 	return nil

@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -543,6 +544,44 @@ func TestPeerByNodeID(t *testing.T) {
 	require.False(t, found)
 	allocations := testing.AllocsPerRun(100, func() { _, _ = s.PeerByNodeID("n3") })
 	require.Zero(t, allocations)
+}
+
+// TestAnOwnerGuardedChangeAppliesOnlyWhileItsCallerOwnsTheTopic: the
+// HTTP layer checks that a caller who is not an admin owns the topics it
+// changes, then the change is proposed; a topic deleted and created again
+// by another user in between must not take the change meant for the old
+// one. A guarded change applies to its caller's topics, and is refused
+// (ErrOwnerChanged) once they are someone else's; an unguarded one (an
+// admin's) applies to either.
+func TestAnOwnerGuardedChangeAppliesOnlyWhileItsCallerOwnsTheTopic(t *testing.T) {
+	owned := func(name, owner string) CreateTopic {
+		c := createTopic(name, "m1", "m1", "m1")
+		c.CreatedBy = owner
+		return c
+	}
+	retention := int64(60_000)
+	s := stateWith(t, heartbeat("m1", 100), owned("t", "bob"), owned("parent", "bob"), owned("child", "bob"))
+	changes := []Command{
+		DeleteTopic{Name: "t", ExpectedOwner: "ann"},
+		AlterTopic{Name: "t", RetentionMs: &retention, ExpectedOwner: "ann"},
+		AttachChild{Parent: "parent", Child: "child", AttachedAtMs: 1, ExpectedOwner: "ann"},
+	}
+	for _, change := range changes {
+		requireRejected(t, s, change, ErrOwnerChanged)
+	}
+	created := owned("new-child", "ann")
+	created.Parent, created.ExpectedOwner = "parent", "ann"
+	requireRejected(t, s, created, ErrOwnerChanged)
+	_, found := s.Topic("new-child")
+	require.False(t, found, "a refused create leaves nothing")
+
+	require.NoError(t, AttachChild{Parent: "parent", Child: "child", AttachedAtMs: 1, ExpectedOwner: "bob"}.apply(s))
+	requireRejected(t, s, DetachChild{Parent: "parent", Child: "child", ExpectedOwner: "ann"}, ErrOwnerChanged)
+	require.NoError(t, DetachChild{Parent: "parent", Child: "child", ExpectedOwner: "bob"}.apply(s))
+	require.NoError(t, AlterTopic{Name: "t", RetentionMs: &retention, ExpectedOwner: "bob"}.apply(s))
+	require.NoError(t, DeleteTopic{Name: "t"}.apply(s), "an admin's change is not guarded")
+	requireRejected(t, s, DeleteTopic{Name: "t", ExpectedOwner: "bob"}, ErrTopicNotFound)
+	requireRejected(t, s, DeleteTopic{Name: "parent", ExpectedOwner: strings.Repeat("u", usernameBytesMax+1)}, ErrInvalidCommand)
 }
 
 // A deleted user's topics lose their owner: a user created again under

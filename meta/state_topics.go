@@ -29,6 +29,9 @@ func (c CreateTopic) apply(s *State) error {
 		if err := c.checkParent(s, record); err != nil {
 			return err
 		}
+		if err := s.checkOwnedBy(c.ExpectedOwner, c.Parent); err != nil {
+			return err
+		}
 	}
 	if len(c.Schema) > 0 {
 		if err := s.addSchema(record, c.Schema); err != nil {
@@ -61,6 +64,9 @@ func (c DeleteTopic) apply(s *State) error {
 	record, exists := s.topics[c.Name]
 	if !exists {
 		return rejectf(ErrTopicNotFound, "topic %q", c.Name)
+	}
+	if err := s.checkOwnedBy(c.ExpectedOwner, c.Name); err != nil {
+		return err
 	}
 	if len(record.Schemas) > 0 {
 		s.schemaEpoch++
@@ -124,6 +130,9 @@ func (c AlterTopic) apply(s *State) error {
 	record, exists := s.topics[c.Name]
 	if !exists {
 		return rejectf(ErrTopicNotFound, "topic %q", c.Name)
+	}
+	if err := s.checkOwnedBy(c.ExpectedOwner, c.Name); err != nil {
+		return err
 	}
 	if err := c.checkGrowth(s, record); err != nil {
 		return err
@@ -249,4 +258,21 @@ func (s *State) checkMembers(ids []string) error {
 		}
 	}
 	return nil
+}
+
+// checkOwnedBy refuses a change guarded by the owner its caller was
+// checked against (expected, "" for no guard) unless one of the named
+// topics is still that user's: a topic that is gone, or was deleted and
+// created again by another user since the check, is not. The caller
+// checks that the topics exist where that matters.
+func (s *State) checkOwnedBy(expected string, names ...string) error {
+	if expected == "" {
+		return nil
+	}
+	for _, name := range names {
+		if record, found := s.topics[name]; found && record.CreatedBy == expected {
+			return nil
+		}
+	}
+	return rejectf(ErrOwnerChanged, "%q owns none of %q now", expected, names)
 }

@@ -37,6 +37,10 @@ type CreateTopic struct {
 	// count. FanoutDelayMs (needs Parent) makes it a delay child.
 	Parent        string
 	FanoutDelayMs int64
+	// ExpectedOwner is the user the HTTP layer checked owns Parent (empty
+	// for an admin, or with security off): the create applies only while
+	// Parent is still that user's (meta's owner guard).
+	ExpectedOwner string
 }
 
 // ListTopics lists topics by name, a page at a time (keyset pagination:
@@ -69,11 +73,19 @@ type AlterTopic struct {
 	// setting; an empty DeadLetterTopic removes it.
 	MaxDeliveries   *int
 	DeadLetterTopic *string
+	// ExpectedOwner is the user the HTTP layer checked owns the topic
+	// (empty for an admin, or with security off): the change applies only
+	// while the topic is still that user's (meta's owner guard).
+	ExpectedOwner string
 }
 
 // DeleteTopic deletes a topic and all of its data.
 type DeleteTopic struct {
 	Name string
+	// ExpectedOwner is the user the HTTP layer checked owns the topic
+	// (empty for an admin, or with security off): the change applies only
+	// while the topic is still that user's (meta's owner guard).
+	ExpectedOwner string
 }
 
 // AttachChild makes Child a fan-out child of Parent (a delay child when
@@ -82,12 +94,20 @@ type AttachChild struct {
 	Parent  string
 	Child   string
 	DelayMs int64
+	// ExpectedOwner is the user the HTTP layer checked owns both topics
+	// (empty for an admin, or with security off): the attach applies only
+	// while both are still that user's (meta's owner guard).
+	ExpectedOwner string
 }
 
 // DetachChild removes the fan-out link from Parent to Child.
 type DetachChild struct {
 	Parent string
 	Child  string
+	// ExpectedOwner is the user the HTTP layer checked owns one of the
+	// topics (empty for an admin, or with security off): the detach
+	// applies only while one of them is still that user's.
+	ExpectedOwner string
 }
 
 // ListChildren lists a parent's fan-out children with their lag. A node

@@ -47,7 +47,8 @@ func (n *Node) attachChild(id msg.RequestID, r msg.AttachChild) {
 		n.reply(id, nil, err)
 		return
 	}
-	n.propose(id, proposalAttach, r.Parent, meta.AttachChild{Parent: r.Parent, Child: r.Child, DelayMs: r.DelayMs, AttachedAtMs: n.nowMs})
+	n.propose(id, proposalAttach, r.Parent, meta.AttachChild{Parent: r.Parent, Child: r.Child, DelayMs: r.DelayMs, AttachedAtMs: n.nowMs,
+		ExpectedOwner: r.ExpectedOwner})
 }
 
 // detachChild proposes the removal of the link.
@@ -63,7 +64,7 @@ func (n *Node) detachChild(id msg.RequestID, r msg.DetachChild) {
 		n.reply(id, nil, err)
 		return
 	}
-	n.propose(id, proposalDetach, r.Parent, meta.DetachChild{Parent: r.Parent, Child: r.Child})
+	n.propose(id, proposalDetach, r.Parent, meta.DetachChild{Parent: r.Parent, Child: r.Child, ExpectedOwner: r.ExpectedOwner})
 }
 
 // childPlacement is the parent of a topic being created, and the owner of

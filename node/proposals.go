@@ -153,6 +153,8 @@ func applyError(topicName string, err error) *msg.Error {
 		return msg.Invalid("%s", strings.TrimPrefix(err.Error(), "meta: "))
 	case errors.Is(err, meta.ErrGuardFailed):
 		return msg.Conflict("topic %q changed meanwhile; retry: %v", topicName, err)
+	case errors.Is(err, meta.ErrOwnerChanged):
+		return ownerChanged(err)
 	case errors.Is(err, meta.ErrSchemaSpace):
 		return msg.TooLarge("%v", err)
 	case errors.Is(err, meta.ErrTopicExists):
@@ -173,10 +175,19 @@ func applyError(topicName string, err error) *msg.Error {
 	return fanoutApplyError(err)
 }
 
+// ownerChanged is the answer to a change whose caller was checked as
+// the owner of a topic that someone else owns by the time it applies: as
+// the owner check would have answered then.
+func ownerChanged(err error) *msg.Error {
+	return msg.Forbidden("%s: the topic was deleted and created again by another user since the owner check", strings.TrimPrefix(err.Error(), "meta: "))
+}
+
 // fanoutApplyError maps the rejections of fan-out commands.
 func fanoutApplyError(err error) *msg.Error {
 	text := strings.TrimPrefix(err.Error(), "meta: ")
 	switch {
+	case errors.Is(err, meta.ErrOwnerChanged):
+		return ownerChanged(err)
 	case errors.Is(err, meta.ErrFanoutRole), errors.Is(err, meta.ErrFanoutSchema):
 		return msg.Conflict("%s", text)
 	case errors.Is(err, meta.ErrFanoutDelay):

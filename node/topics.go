@@ -60,7 +60,7 @@ func (n *Node) createTopic(id msg.RequestID, r msg.CreateTopic) {
 		MaxInFlightPerPartition: info.InFlightMax, MaxAckedAheadPerPartition: info.AckedAheadMax,
 		CreatedAtMs: n.nowMs, CreatedBy: r.CreatedBy, Owners: owners, Schema: r.Schema, Limits: n.placementLimits(),
 		MaxDeliveries: info.MaxDeliveries, DeadLetterTopic: info.DeadLetterTopic,
-		Parent: r.Parent, FanoutDelayMs: r.FanoutDelayMs,
+		Parent: r.Parent, FanoutDelayMs: r.FanoutDelayMs, ExpectedOwner: r.ExpectedOwner,
 	})
 }
 
@@ -230,7 +230,8 @@ func (n *Node) alterTopic(id msg.RequestID, r msg.AlterTopic) {
 	cmd := meta.AlterTopic{Name: r.Name, Schema: r.Schema, SchemaAfterVersion: t.info.SchemaVersion,
 		RetentionMs: resolvedIf(r.RetentionMs, &info.RetentionMs), VisibilityTimeoutMs: resolvedIf(r.VisibilityTimeoutMs, &info.VisibilityTimeoutMs),
 		MaxInFlightPerPartition: resolvedIf(r.InFlightMax, &info.InFlightMax), MaxAckedAheadPerPartition: resolvedIf(r.AckedAheadMax, &info.AckedAheadMax),
-		MaxDeliveries: resolvedIf(r.MaxDeliveries, &info.MaxDeliveries), DeadLetterTopic: resolvedIf(r.DeadLetterTopic, &info.DeadLetterTopic)}
+		MaxDeliveries: resolvedIf(r.MaxDeliveries, &info.MaxDeliveries), DeadLetterTopic: resolvedIf(r.DeadLetterTopic, &info.DeadLetterTopic),
+		ExpectedOwner: r.ExpectedOwner}
 	if info.Partitions > t.info.Partitions {
 		cmd.Partitions = &info.Partitions
 		cmd.NewOwners = n.placePartitions(info.Name, t.info.Partitions, info.Partitions)
@@ -289,7 +290,7 @@ func (n *Node) deleteTopic(id msg.RequestID, r msg.DeleteTopic) {
 		n.reply(id, nil, err)
 		return
 	}
-	n.propose(id, proposalDeleteTopic, r.Name, meta.DeleteTopic{Name: r.Name})
+	n.propose(id, proposalDeleteTopic, r.Name, meta.DeleteTopic{Name: r.Name, ExpectedOwner: r.ExpectedOwner})
 }
 
 // dropTopicState forgets every partition of a topic that is gone (or was

@@ -187,3 +187,27 @@ func TestRootSeedAcrossALeaderChange(t *testing.T) {
 	require.True(t, c.nodes[second].RootSeeded())
 	require.False(t, c.nodes[first].RootSeeded(), "the first leader's seed never applied")
 }
+
+// TestATopicChangeGuardedByAnotherOwnerIsForbidden: a topic change whose
+// caller was checked as the owner of a topic that another user owns by
+// the time it applies (deleted and created again under its name) is
+// refused with 403 and changes nothing; guarded by the owner, it applies.
+func TestATopicChangeGuardedByAnotherOwnerIsForbidden(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("t", func(r *msg.CreateTopic) { r.CreatedBy = "bob" })
+	h.createTopic("c", func(r *msg.CreateTopic) { r.CreatedBy = "bob" })
+	retention := int64(7_200_000)
+	for _, req := range []msg.Request{
+		msg.DeleteTopic{Name: "t", ExpectedOwner: "ann"},
+		msg.AlterTopic{Name: "t", RetentionMs: &retention, ExpectedOwner: "ann"},
+		msg.AttachChild{Parent: "t", Child: "c", ExpectedOwner: "ann"},
+		msg.CreateTopic{Name: "d", Parent: "t", CreatedBy: "ann", ExpectedOwner: "ann"},
+	} {
+		e := h.fail(req, msg.CodeForbidden)
+		require.Contains(t, e.Message, "owner", "%T", req)
+	}
+	require.NoError(t, h.do(msg.AttachChild{Parent: "t", Child: "c", ExpectedOwner: "bob"}).Err)
+	h.fail(msg.DetachChild{Parent: "t", Child: "c", ExpectedOwner: "ann"}, msg.CodeForbidden)
+	require.NoError(t, h.do(msg.DetachChild{Parent: "t", Child: "c", ExpectedOwner: "bob"}).Err)
+	require.NoError(t, h.do(msg.DeleteTopic{Name: "t", ExpectedOwner: "bob"}).Err)
+}

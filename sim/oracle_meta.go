@@ -35,6 +35,11 @@ type modelTopic struct {
 	// unmodelled is set for a topic with a schema: the schema rules are
 	// not modelled, so the topic is left out of the comparison.
 	unmodelled bool
+	// owner is the user that created the topic, for the owner guard of
+	// topic changes. Users are not modelled, so a user's deletion does
+	// not clear it as meta does; the simulator's clients run without
+	// security, so no topic has an owner and no change carries a guard.
+	owner string
 }
 
 // modelPlacement places one partition. Invariant: target is empty or
@@ -68,7 +73,7 @@ func (m *metaModel) apply(command meta.Command) (refusal string, touched string)
 	case meta.CreateTopic:
 		return m.createTopic(c), "topic " + c.Name
 	case meta.DeleteTopic:
-		return m.deleteTopic(c.Name), "topic " + c.Name
+		return m.deleteTopic(c), "topic " + c.Name
 	case meta.AlterTopic:
 		return m.alterTopic(c), "topic " + c.Name
 	case meta.SetTarget:
@@ -173,7 +178,7 @@ func (m *metaModel) createTopic(c meta.CreateTopic) string {
 	case c.DeadLetterTopic != "" && m.topics[c.DeadLetterTopic] == nil:
 		return "no such dead-letter topic"
 	}
-	t := &modelTopic{unmodelled: len(c.Schema) > 0}
+	t := &modelTopic{unmodelled: len(c.Schema) > 0, owner: c.CreatedBy}
 	for _, owner := range c.Owners {
 		t.partitions = append(t.partitions, modelPlacement{owner: owner})
 	}
@@ -181,11 +186,15 @@ func (m *metaModel) createTopic(c meta.CreateTopic) string {
 	return ""
 }
 
-func (m *metaModel) deleteTopic(name string) string {
-	if m.topics[name] == nil {
+func (m *metaModel) deleteTopic(c meta.DeleteTopic) string {
+	t := m.topics[c.Name]
+	switch {
+	case t == nil:
 		return "no such topic"
+	case c.ExpectedOwner != "" && t.owner != c.ExpectedOwner:
+		return "the topic is not the expected owner's"
 	}
-	delete(m.topics, name)
+	delete(m.topics, c.Name)
 	return ""
 }
 
@@ -198,6 +207,8 @@ func (m *metaModel) alterTopic(c meta.AlterTopic) string {
 		return "malformed"
 	case t == nil:
 		return "no such topic"
+	case c.ExpectedOwner != "" && t.owner != c.ExpectedOwner:
+		return "the topic is not the expected owner's"
 	case len(c.Schema) > 0:
 		t.unmodelled = true // the schema guard is not modelled
 	}

@@ -9,7 +9,7 @@ import (
 // Version is the version of the envelope and frame formats. A decoder
 // refuses any other version with ErrVersion; a change of format that an
 // older node cannot read takes a new version.
-const Version = 8 // 2: Member carries Voter; 3: topics carry a JSON Schema, MoveStatus names its move; 4: CreateTopic carries its creator; 5: dead letters, and a frozen source's queue state; 6: topics carry fan-out links, and a frozen source its fan-out cursors; 7: the peer ack action Return (a probe's record handed back uncounted); 8: a heartbeat carries its node's incarnation
+const Version = 9 // 2: Member carries Voter; 3: topics carry a JSON Schema, MoveStatus names its move; 4: CreateTopic carries its creator; 5: dead letters, and a frozen source's queue state; 6: topics carry fan-out links, and a frozen source its fan-out cursors; 7: the peer ack action Return (a probe's record handed back uncounted); 8: a heartbeat carries its node's incarnation; 9: topic changes carry the owner their caller was checked against
 
 // Bounds of the codec, checked on decode (an input over a bound returns
 // ErrTooLarge before anything of the claimed size is allocated) and
@@ -23,7 +23,8 @@ const (
 	// Member.ID, Move.From and Move.To, MoveFreeze.Target,
 	// Decommission.ID, MoveVerdict.Owner and Target). 64 is the longest
 	// Linux host name, the default node id. It also bounds the user names
-	// TopicInfo.Owner and CreateTopic.CreatedBy, at most 64 bytes too.
+	// TopicInfo.Owner, CreateTopic.CreatedBy and the ExpectedOwner of topic
+	// changes, at most 64 bytes too.
 	NodeIDBytesMax = 64
 	// TopicNameBytesMax bounds every topic name.
 	TopicNameBytesMax = msg.TopicNameBytesMax

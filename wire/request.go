@@ -26,15 +26,18 @@ func (e *encoder) request(request msg.Request) {
 	case msg.DeleteTopic:
 		e.typeNumber(typeDeleteTopic)
 		e.string(r.Name, topicNameLimit)
+		e.string(r.ExpectedOwner, nodeIDLimit)
 	case msg.AttachChild:
 		e.typeNumber(typeAttachChild)
 		e.string(r.Parent, topicNameLimit)
 		e.string(r.Child, topicNameLimit)
 		e.varint(r.DelayMs)
+		e.string(r.ExpectedOwner, nodeIDLimit)
 	case msg.DetachChild:
 		e.typeNumber(typeDetachChild)
 		e.string(r.Parent, topicNameLimit)
 		e.string(r.Child, topicNameLimit)
+		e.string(r.ExpectedOwner, nodeIDLimit)
 	case msg.ListChildren:
 		e.typeNumber(typeListChildren)
 		e.string(r.Parent, topicNameLimit)
@@ -82,7 +85,7 @@ func (d *decoder) request() msg.Request {
 	case typeAlterTopic:
 		return d.alterTopic()
 	case typeDeleteTopic:
-		return msg.DeleteTopic{Name: d.string(topicNameLimit)}
+		return msg.DeleteTopic{Name: d.string(topicNameLimit), ExpectedOwner: d.string(nodeIDLimit)}
 	case typeAttachChild, typeDetachChild, typeListChildren:
 		return d.fanoutRequest(t)
 	case typeProduce:
@@ -115,15 +118,17 @@ func (e *encoder) createTopic(r msg.CreateTopic) {
 	e.string(r.DeadLetterTopic, topicNameLimit)
 	e.string(r.Parent, topicNameLimit)
 	e.varint(r.FanoutDelayMs)
+	e.string(r.ExpectedOwner, nodeIDLimit)
 }
 
 // fanoutRequest reads the requests of fan-out.
 func (d *decoder) fanoutRequest(t typeNumber) msg.Request {
 	switch t {
 	case typeAttachChild:
-		return msg.AttachChild{Parent: d.string(topicNameLimit), Child: d.string(topicNameLimit), DelayMs: d.varint()}
+		return msg.AttachChild{Parent: d.string(topicNameLimit), Child: d.string(topicNameLimit), DelayMs: d.varint(),
+			ExpectedOwner: d.string(nodeIDLimit)}
 	case typeDetachChild:
-		return msg.DetachChild{Parent: d.string(topicNameLimit), Child: d.string(topicNameLimit)}
+		return msg.DetachChild{Parent: d.string(topicNameLimit), Child: d.string(topicNameLimit), ExpectedOwner: d.string(nodeIDLimit)}
 	}
 	return msg.ListChildren{Parent: d.string(topicNameLimit)}
 }
@@ -142,6 +147,7 @@ func (d *decoder) createTopic() msg.CreateTopic {
 		DeadLetterTopic:     d.string(topicNameLimit),
 		Parent:              d.string(topicNameLimit),
 		FanoutDelayMs:       d.varint(),
+		ExpectedOwner:       d.string(nodeIDLimit),
 	}
 }
 
@@ -158,6 +164,7 @@ func (e *encoder) alterTopic(r msg.AlterTopic) {
 	e.bytes(r.Schema, schemaLimit)
 	e.optionalInt(r.MaxDeliveries)
 	e.optionalString(r.DeadLetterTopic, topicNameLimit)
+	e.string(r.ExpectedOwner, nodeIDLimit)
 }
 
 func (d *decoder) alterTopic() msg.AlterTopic {
@@ -171,6 +178,7 @@ func (d *decoder) alterTopic() msg.AlterTopic {
 		Schema:              d.bytes(schemaLimit),
 		MaxDeliveries:       d.optionalInt(),
 		DeadLetterTopic:     d.optionalString(topicNameLimit),
+		ExpectedOwner:       d.string(nodeIDLimit),
 	}
 }
 

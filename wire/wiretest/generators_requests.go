@@ -15,7 +15,7 @@ func Request() *rapid.Generator[msg.Request] {
 				InFlightMax: rapid.Int().Draw(t, "inFlight"), AckedAheadMax: rapid.Int().Draw(t, "ackedAhead"),
 				Schema: rapid.SliceOfN(rapid.Byte(), 0, 64).Draw(t, "schema"), CreatedBy: rapid.StringMatching(`[a-z]{0,8}`).Draw(t, "createdBy"),
 				MaxDeliveries: rapid.Int().Draw(t, "maxDeliveries"), DeadLetterTopic: topic().Draw(t, "deadLetterTopic"),
-				Parent: topic().Draw(t, "parent"), FanoutDelayMs: rapid.Int64().Draw(t, "delay")}
+				Parent: topic().Draw(t, "parent"), FanoutDelayMs: rapid.Int64().Draw(t, "delay"), ExpectedOwner: nodeID().Draw(t, "expectedOwner")}
 		}),
 		rapid.Custom(func(t *rapid.T) msg.Request {
 			return msg.ListTopics{Limit: rapid.Int().Draw(t, "limit"), PageToken: topic().Draw(t, "token")}
@@ -28,9 +28,11 @@ func Request() *rapid.Generator[msg.Request] {
 				RetentionMs: optional(t, "retention", rapid.Int64()), VisibilityTimeoutMs: optional(t, "visibility", rapid.Int64()),
 				InFlightMax: optional(t, "inFlight", rapid.Int()), AckedAheadMax: optional(t, "ackedAhead", rapid.Int()),
 				Schema: rapid.SliceOfN(rapid.Byte(), 0, 64).Draw(t, "schema"), MaxDeliveries: optional(t, "maxDeliveries", rapid.Int()),
-				DeadLetterTopic: optional(t, "deadLetterTopic", topic())}
+				DeadLetterTopic: optional(t, "deadLetterTopic", topic()), ExpectedOwner: nodeID().Draw(t, "expectedOwner")}
 		}),
-		rapid.Custom(func(t *rapid.T) msg.Request { return msg.DeleteTopic{Name: topic().Draw(t, "name")} }),
+		rapid.Custom(func(t *rapid.T) msg.Request {
+			return msg.DeleteTopic{Name: topic().Draw(t, "name"), ExpectedOwner: nodeID().Draw(t, "expectedOwner")}
+		}),
 		fanoutRequest(),
 		rapid.Custom(func(t *rapid.T) msg.Request {
 			return msg.Produce{Topic: topic().Draw(t, "topic"), Records: listRaw(produceRecord(), 4).Draw(t, "records"), Batch: rapid.Bool().Draw(t, "batch")}
@@ -94,10 +96,11 @@ func produceRecord() *rapid.Generator[msg.ProduceRecord] {
 func fanoutRequest() *rapid.Generator[msg.Request] {
 	return rapid.OneOf(
 		rapid.Custom(func(t *rapid.T) msg.Request {
-			return msg.AttachChild{Parent: topic().Draw(t, "parent"), Child: topic().Draw(t, "child"), DelayMs: rapid.Int64().Draw(t, "delay")}
+			return msg.AttachChild{Parent: topic().Draw(t, "parent"), Child: topic().Draw(t, "child"), DelayMs: rapid.Int64().Draw(t, "delay"),
+				ExpectedOwner: nodeID().Draw(t, "expectedOwner")}
 		}),
 		rapid.Custom(func(t *rapid.T) msg.Request {
-			return msg.DetachChild{Parent: topic().Draw(t, "parent"), Child: topic().Draw(t, "child")}
+			return msg.DetachChild{Parent: topic().Draw(t, "parent"), Child: topic().Draw(t, "child"), ExpectedOwner: nodeID().Draw(t, "expectedOwner")}
 		}),
 		rapid.Custom(func(t *rapid.T) msg.Request { return msg.ListChildren{Parent: topic().Draw(t, "parent")} }),
 	)
