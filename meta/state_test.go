@@ -574,6 +574,13 @@ func TestAnOwnerGuardedChangeAppliesOnlyWhileItsCallerOwnsTheTopic(t *testing.T)
 	requireRejected(t, s, created, ErrOwnerChanged)
 	_, found := s.Topic("new-child")
 	require.False(t, found, "a refused create leaves nothing")
+	annsChild := owned("anns-child", "ann")
+	annsChild.Parent = "anns-parent"
+	require.NoError(t, owned("anns-parent", "ann").apply(s))
+	require.NoError(t, annsChild.apply(s))
+	created.Parent = "anns-child" // ann's topic breaks a fan-out rule too (a child has no children): the owner is told first
+	created.ExpectedOwner = "bob"
+	requireRejected(t, s, created, ErrOwnerChanged)
 
 	require.NoError(t, AttachChild{Parent: "parent", Child: "child", AttachedAtMs: 1, ExpectedOwner: "bob"}.apply(s))
 	requireRejected(t, s, DetachChild{Parent: "parent", Child: "child", ExpectedOwner: "ann"}, ErrOwnerChanged)

@@ -26,10 +26,12 @@ func (c CreateTopic) apply(s *State) error {
 		CreatedBy: c.CreatedBy, Assignments: assignmentsOf(c.Owners),
 		MaxDeliveries: c.MaxDeliveries, DeadLetterTopic: c.DeadLetterTopic}
 	if c.Parent != "" {
-		if err := c.checkParent(s, record); err != nil {
-			return err
+		if _, found := s.topics[c.Parent]; found { // the owner first: a parent created again by another user breaks no rule of its own
+			if err := s.checkOwnedBy(c.ExpectedOwner, c.Parent); err != nil {
+				return err
+			}
 		}
-		if err := s.checkOwnedBy(c.ExpectedOwner, c.Parent); err != nil {
+		if err := c.checkParent(s, record); err != nil {
 			return err
 		}
 	}
