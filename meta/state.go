@@ -181,8 +181,9 @@ type State struct {
 	// ids of the voters removed by entries that asked for it
 	// (ConfChange.RecordNodeID; a node's raft id need not be RaftIDOf its
 	// node id: a cluster grown from one node keeps raft id 1 for it):
-	// their decommission is complete. Both only grow, at the apply of a
-	// removal.
+	// their decommission is complete. removedRaftIDs only grows, at the
+	// apply of a removal; a node id leaves removedNodeIDs when a voter is
+	// added under it again (with a raft id never used).
 	removedRaftIDs map[uint64]bool
 	removedNodeIDs map[string]bool
 	// usersVersion counts changes to users, for authentication caches.

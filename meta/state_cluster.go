@@ -125,6 +125,7 @@ func (s *State) applyConfChange(change ConfChange, confState ConfState) {
 	switch change.Kind {
 	case AddVoter:
 		s.peers[change.Peer.RaftID] = change.Peer
+		delete(s.removedNodeIDs, change.Peer.ID) // a new node under the id (a new raft id): a voter whose drain may be cancelled
 	case RemoveVoter:
 		if peer, voter := s.peers[change.Peer.RaftID]; voter && change.RecordNodeID {
 			s.removedNodeIDs[peer.ID] = true

@@ -371,6 +371,13 @@ func TestACompletedDecommissionOfANodeWithAnUnderivedRaftIDCannotBeCancelled(t *
 	requireRejected(t, restored, SetDraining{ID: "first", Draining: false}, ErrMemberLeftVoters)
 	member, _ := restored.Member("first")
 	require.True(t, member.Draining)
+
+	// A new node joins under the id (with the raft id it derives): a
+	// voter, whose decommission may be cancelled again.
+	again := Peer{ID: "first", RaftID: RaftIDOf("first"), ClusterAddr: "first:7943"}
+	require.NoError(t, restored.checkConfChange(ConfChange{Kind: AddVoter, Peer: again}))
+	restored.applyConfChange(ConfChange{Kind: AddVoter, Peer: again}, ConfState{Voters: append(restored.ConfState().Voters, again.RaftID)})
+	require.NoError(t, SetDraining{ID: "first", Draining: false}.apply(restored))
 }
 
 // TestARemovalProposedBeforeNodeIDsWereRecordedAppliesAsItDid: a removal

@@ -126,6 +126,7 @@ func (l *metaLog) addVoter(raftID uint64) {
 	for _, n := range l.w.nodes {
 		if meta.RaftIDOf(n.id) == raftID {
 			l.voters[raftID] = n.id
+			delete(l.removedNodeIDs, n.id)
 			l.w.tracef("meta: %s is a voter", n.id)
 			return
 		}
