@@ -60,7 +60,9 @@
 // The request context is the connection's: it is cancelled when the
 // connection ends, when Close (or a Shutdown whose context ended) closes
 // it, and, for a handler that called WatchClose before
-// waiting (a parked long poll), as soon as the client closes its end.
+// waiting (a parked long poll), as soon as the client closes its end
+// (WatchClose first discards what the handler left of the body, up to
+// the drain bound, unless the client waits for 100 Continue).
 // Watching costs a goroutine blocked in a read, started only then and
 // joined before the next request is read. Close and Shutdown return only
 // once every connection's goroutine (and so its handler) has ended.

@@ -419,6 +419,31 @@ func TestWatchCloseCancelsParkedRequest(t *testing.T) {
 	require.ErrorIs(t, <-returned, context.Canceled)
 }
 
+// TestWatchCloseWatchesARequestWithASmallBodyLeftUnread: a handler that
+// parks without reading the request's body (a long poll sent with a
+// body) is still told when the client leaves, when the body arrived
+// whole with the request: WatchClose discards it and watches. Before, it
+// watched only requests whose body was read to its end, and the poll
+// waited out its whole wait after its client left.
+func TestWatchCloseWatchesARequestWithASmallBodyLeftUnread(t *testing.T) {
+	returned, parked := make(chan error, 1), make(chan struct{})
+	_, addr := start(t, Options{Handler: http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		WatchClose(r.Context())
+		close(parked)
+		select {
+		case <-r.Context().Done():
+			returned <- r.Context().Err()
+		case <-time.After(testTimeout):
+			returned <- nil
+		}
+	})})
+	conn := dial(t, addr)
+	conn.send(t, "GET /poll HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+	<-parked
+	require.NoError(t, conn.Close())
+	require.ErrorIs(t, <-returned, context.Canceled)
+}
+
 // TestWatchCloseKeepsPipelinedRequest: bytes the watcher read while the
 // handler waited are the next request.
 func TestWatchCloseKeepsPipelinedRequest(t *testing.T) {

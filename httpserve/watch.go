@@ -10,13 +10,20 @@ import (
 // WatchClose asks the connection serving ctx's request to cancel ctx as
 // soon as the client closes its end, until the handler returns. A handler
 // calls it, from its own goroutine, just before it waits for something
-// that may take long (a parked long poll), once the request's body was
-// read in full; otherwise, or for a context of another server, it does
-// nothing. Watching costs a goroutine and a read, so a request that will
-// not wait should not ask.
+// that may take long (a parked long poll), once it read what it wants of
+// the request's body: what it left unread is discarded first (at most
+// unreadBodyDrainMax, as after a handler; a long poll sent with a body
+// has no use for it), unless the client waits for 100 Continue before
+// sending it, or the body is too long to drain: the request is then not
+// watched. For a context of another server it does nothing. Watching
+// costs a goroutine and a read, so a request that will not wait should
+// not ask.
 func WatchClose(ctx context.Context) {
 	c, ok := ctx.Value(connKey{}).(*conn)
-	if !ok || c.watcher.active || c.body.mode != bodyDone || c.server.closing.Load() {
+	if !ok || c.watcher.active || c.server.closing.Load() {
+		return
+	}
+	if c.body.mode != bodyDone && (c.body.expectContinue && !c.body.continueSent || !c.body.drain()) {
 		return
 	}
 	c.watcher.start(c)
