@@ -2,6 +2,8 @@ package peer
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -60,4 +62,36 @@ func TestFailureLogsAreRateLimited(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(output.String()), "\n")
 	require.Len(t, lines, 4)
 	require.Contains(t, lines[3], "suppressed=7")
+}
+
+// A flood of connections that never authenticate, from one address, sheds
+// its own handshakes, not one from another address in progress: the
+// shed handshake is the oldest of the address that holds the most. The
+// oldest overall was shed before, so a flood from one host could keep a
+// real peer's handshake from ever completing.
+func TestAHandshakeFloodFromOneAddressShedsItsOwnHandshakes(t *testing.T) {
+	checkGoroutinesEnd(t)
+	b := startTransport(t, testConfig("b", nil))
+	dialFrom := func(ip string) net.Conn {
+		dialer := net.Dialer{Timeout: waitMax, LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+		conn, err := dialer.Dial("tcp", b.Addr())
+		require.NoError(t, err)
+		return conn
+	}
+	inProgress := dialFrom("127.0.0.1") // a peer's handshake, not yet complete
+	defer inProgress.Close()
+	var flood []net.Conn
+	defer func() {
+		for _, conn := range flood {
+			conn.Close()
+		}
+	}()
+	for range handshakesInFlightMax + 10 {
+		flood = append(flood, dialFrom("127.0.0.2"))
+	}
+	requireEventually(t, func() bool { return b.Stats().HandshakesShed >= 11 }, "the flood's handshakes not shed")
+	require.NoError(t, inProgress.SetReadDeadline(time.Now().Add(100*time.Millisecond)))
+	_, err := io.Copy(io.Discard, inProgress) // what the listener sent of its handshake, then the end or the deadline
+	var netError net.Error
+	require.True(t, errors.As(err, &netError) && netError.Timeout(), "the handshake from the other address is still open: %v", err)
 }

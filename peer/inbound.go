@@ -48,8 +48,8 @@ func (t *Transport) admit(conn net.Conn) {
 }
 
 // admitted registers conn and starts its reader, unless the transport is
-// closed or full. At handshakesInFlightMax handshakes it closes the
-// oldest one to make room.
+// closed or full. At handshakesInFlightMax handshakes it closes one to
+// make room (shedIndexLocked).
 func (t *Transport) admitted(conn net.Conn) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -57,17 +57,46 @@ func (t *Transport) admitted(conn net.Conn) bool {
 		return false
 	}
 	if len(t.mu.handshaking) >= handshakesInFlightMax {
-		oldest := t.mu.handshaking[0]
-		t.mu.handshaking = t.mu.handshaking[1:]
-		t.mu.shed[oldest] = true
+		index := shedIndex(t.mu.handshaking)
+		victim := t.mu.handshaking[index]
+		t.mu.handshaking = slices.Delete(t.mu.handshaking, index, index+1)
+		t.mu.shed[victim] = true
 		t.handshakesShed.Add(1)
-		oldest.Close() // its reader fails its handshake and forgets it
+		victim.Close() // its reader fails its handshake and forgets it
 	}
 	t.mu.inbound[conn] = ""
 	t.mu.handshaking = append(t.mu.handshaking, conn)
 	t.goFuncLocked(func() { t.serveInbound(conn) })
 	assert(len(t.mu.handshaking) <= handshakesInFlightMax, "%d handshakes in flight, bound %d", len(t.mu.handshaking), handshakesInFlightMax)
 	return true
+}
+
+// shedIndex picks the handshake to shed from those in flight, oldest
+// first: the oldest of the remote host that holds the most of them (on
+// a tie, the host that reached that count first), so that a flood of connections
+// from one address sheds its own and not a peer's from another address.
+// Peers that share the flood's address (a cluster on one machine) are
+// shed oldest first, as before.
+func shedIndex(handshaking []net.Conn) int {
+	counts := make(map[string]int, len(handshaking))
+	busiest := ""
+	for _, conn := range handshaking {
+		host := remoteHost(conn)
+		counts[host]++
+		if counts[host] > counts[busiest] {
+			busiest = host
+		}
+	}
+	return slices.IndexFunc(handshaking, func(conn net.Conn) bool { return remoteHost(conn) == busiest })
+}
+
+// remoteHost is the host part of a connection's remote address.
+func remoteHost(conn net.Conn) string {
+	address := conn.RemoteAddr().String()
+	if host, _, err := net.SplitHostPort(address); err == nil {
+		return host
+	}
+	return address
 }
 
 // stopHandshakingLocked drops conn from the handshakes in flight. t.mu is held.

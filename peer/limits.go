@@ -35,9 +35,10 @@ const (
 	inboundConnectionsMax = 1024
 	// handshakesInFlightMax bounds the accepted connections still in their
 	// handshake, apart from the authenticated ones: past it the oldest
-	// handshake is closed to admit the new connection (Stats.HandshakesShed),
-	// so that a flood of connections that never authenticate cannot keep
-	// out a real peer, whose handshake takes milliseconds.
+	// handshake of the remote host holding the most is closed to admit the
+	// new connection (Stats.HandshakesShed), so that a flood of connections
+	// that never authenticate cannot keep out a real peer, whose handshake
+	// takes milliseconds, nor shed one from another address.
 	handshakesInFlightMax = 64
 	// inboundFailureLogsPerSecond bounds the warnings logged for inbound
 	// connections that fail their handshake or are refused; the rest are
