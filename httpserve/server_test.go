@@ -401,6 +401,14 @@ func TestPanicClosesOnlyTheConnection(t *testing.T) {
 // after WatchClose returns once the client closes, long before its own
 // wait would end; without WatchClose it would not.
 func TestWatchCloseCancelsParkedRequest(t *testing.T) {
+	requireCancelledWhenTheClientLeaves(t, "GET /poll HTTP/1.1\r\nHost: h\r\n\r\n")
+}
+
+// requireCancelledWhenTheClientLeaves sends request to a handler that
+// calls WatchClose and waits on its context, closes the connection, and
+// requires the context cancelled.
+func requireCancelledWhenTheClientLeaves(t *testing.T, request string) {
+	t.Helper()
 	returned, parked := make(chan error, 1), make(chan struct{})
 	_, addr := start(t, Options{Handler: http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		WatchClose(r.Context())
@@ -413,7 +421,7 @@ func TestWatchCloseCancelsParkedRequest(t *testing.T) {
 		}
 	})})
 	conn := dial(t, addr)
-	conn.send(t, "GET /poll HTTP/1.1\r\nHost: h\r\n\r\n")
+	conn.send(t, request)
 	<-parked
 	require.NoError(t, conn.Close())
 	require.ErrorIs(t, <-returned, context.Canceled)
@@ -426,22 +434,7 @@ func TestWatchCloseCancelsParkedRequest(t *testing.T) {
 // watched only requests whose body was read to its end, and the poll
 // waited out its whole wait after its client left.
 func TestWatchCloseWatchesARequestWithASmallBodyLeftUnread(t *testing.T) {
-	returned, parked := make(chan error, 1), make(chan struct{})
-	_, addr := start(t, Options{Handler: http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-		WatchClose(r.Context())
-		close(parked)
-		select {
-		case <-r.Context().Done():
-			returned <- r.Context().Err()
-		case <-time.After(testTimeout):
-			returned <- nil
-		}
-	})})
-	conn := dial(t, addr)
-	conn.send(t, "GET /poll HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
-	<-parked
-	require.NoError(t, conn.Close())
-	require.ErrorIs(t, <-returned, context.Canceled)
+	requireCancelledWhenTheClientLeaves(t, "GET /poll HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
 }
 
 // TestWatchCloseKeepsPipelinedRequest: bytes the watcher read while the
