@@ -43,9 +43,10 @@
 //     peer,
 //     inboundConnectionsMax authenticated connections and, apart from
 //     them, handshakesInFlightMax connections still in their handshake
-//     (the oldest of the remote host holding the most is shed to admit a
-//     new one, so a flood of connections that never authenticate cannot
-//     keep a real peer out, nor, from one address, shed another's),
+//     (the oldest is shed to admit a new one, of a remote host holding
+//     floodHandshakesMin or more if one does, so a flood of connections
+//     that never authenticate cannot keep a real peer out, nor, from one
+//     address, shed another's),
 //     writeBatchBytesMax and writeBatchMessagesMax per write,
 //     wire.FrameBytesMax per frame, and the handshake reads at most
 //     helloBytesMax plus one tag. Warnings about failed inbound

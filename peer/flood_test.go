@@ -3,6 +3,7 @@ package peer
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -94,4 +95,33 @@ func TestAHandshakeFloodFromOneAddressShedsItsOwnHandshakes(t *testing.T) {
 	_, err := io.Copy(io.Discard, inProgress) // what the listener sent of its handshake, then the end or the deadline
 	var netError net.Error
 	require.True(t, errors.As(err, &netError) && netError.Timeout(), "the handshake from the other address is still open: %v", err)
+}
+
+// addressedConn is a connection that only reports its remote address.
+type addressedConn struct {
+	net.Conn
+	remote net.Addr
+}
+
+func (c addressedConn) RemoteAddr() net.Addr { return c.remote }
+
+// Under a flood from many addresses, one handshake each, the oldest
+// handshake is shed, not those of two peers on one machine that began
+// just now: shedding by host applies only to a host holding
+// floodHandshakesMin or more (shed by host alone, the pair lived one
+// arrival instead of 62; found in review).
+func TestAFloodFromManyAddressesShedsTheOldestHandshake(t *testing.T) {
+	from := func(ip string, port int) net.Conn {
+		return addressedConn{remote: &net.TCPAddr{IP: net.ParseIP(ip), Port: port}}
+	}
+	var handshaking []net.Conn
+	for i := range handshakesInFlightMax - 2 {
+		handshaking = append(handshaking, from(fmt.Sprintf("192.0.2.%d", i+1), 40000))
+	}
+	handshaking = append(handshaking, from("10.0.0.1", 50001), from("10.0.0.1", 50002))
+	require.Equal(t, 0, shedIndex(handshaking), "the flood's oldest")
+	for i := range floodHandshakesMin {
+		handshaking[10+i] = from("198.51.100.1", 40000+i)
+	}
+	require.Equal(t, 10, shedIndex(handshaking), "the oldest of a host holding floodHandshakesMin")
 }

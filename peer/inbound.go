@@ -72,11 +72,13 @@ func (t *Transport) admitted(conn net.Conn) bool {
 }
 
 // shedIndex picks the handshake to shed from those in flight, oldest
-// first: the oldest of the remote host that holds the most of them (on
-// a tie, the host that reached that count first), so that a flood of connections
-// from one address sheds its own and not a peer's from another address.
-// Peers that share the flood's address (a cluster on one machine) are
-// shed oldest first, as before.
+// first. When one remote host holds at least floodHandshakesMin of them
+// (more than any peer host would: a node dials each peer once, a machine
+// runs a few nodes), it is the oldest of that host (on a tie, the host
+// that reached the count first), so that a flood from one address sheds
+// its own handshakes and not a peer's from another address. Otherwise,
+// a flood from many addresses, it is the oldest overall, so that the
+// handshakes of peers sharing a machine are not the ones shed first.
 func shedIndex(handshaking []net.Conn) int {
 	counts := make(map[string]int, len(handshaking))
 	busiest := ""
@@ -86,6 +88,9 @@ func shedIndex(handshaking []net.Conn) int {
 		if counts[host] > counts[busiest] {
 			busiest = host
 		}
+	}
+	if counts[busiest] < floodHandshakesMin {
+		return 0
 	}
 	return slices.IndexFunc(handshaking, func(conn net.Conn) bool { return remoteHost(conn) == busiest })
 }

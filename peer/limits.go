@@ -35,11 +35,16 @@ const (
 	inboundConnectionsMax = 1024
 	// handshakesInFlightMax bounds the accepted connections still in their
 	// handshake, apart from the authenticated ones: past it the oldest
-	// handshake of the remote host holding the most is closed to admit the
-	// new connection (Stats.HandshakesShed), so that a flood of connections
-	// that never authenticate cannot keep out a real peer, whose handshake
-	// takes milliseconds, nor shed one from another address.
+	// handshake is closed to admit the new connection (Stats.HandshakesShed),
+	// of the remote host holding floodHandshakesMin or more if one does, so
+	// that a flood of connections that never authenticate cannot keep out
+	// a real peer, whose handshake takes milliseconds, nor, from one
+	// address, shed one from another.
 	handshakesInFlightMax = 64
+	// floodHandshakesMin is how many handshakes in flight from one remote
+	// host make it the one whose handshakes are shed first: far more than
+	// the nodes of one machine dial at once.
+	floodHandshakesMin = handshakesInFlightMax / 4
 	// inboundFailureLogsPerSecond bounds the warnings logged for inbound
 	// connections that fail their handshake or are refused; the rest are
 	// counted, and the next warning says how many were suppressed.
