@@ -46,12 +46,17 @@ type body struct {
 	err error
 	// scratch is where drain discards bytes; allocated on first use.
 	scratch []byte
+	// drained counts what drain discarded, on the wire, over all its
+	// calls for this request (WatchClose's, then afterHandler's): the
+	// bound unreadBodyDrainMax is the request's, not each call's.
+	drained int64
 }
 
 var (
 	errBodyClosed    = errors.New("httpserve: read on a closed request body")
 	errBadChunk      = errors.New("httpserve: malformed chunked request body")
 	errChunkOverhead = errors.New("httpserve: chunked request body with too much framing for its data")
+	errDrainBound    = errors.New("httpserve: unread request body over the drain bound")
 	continueAnswer   = []byte("HTTP/1.1 100 Continue\r\n\r\n")
 )
 
@@ -297,21 +302,29 @@ func (c *conn) readLine() ([]byte, error) {
 }
 
 // drain reads and discards what the handler left of the body, up to
-// unreadBodyDrainMax counted on the wire (data and chunked framing);
-// false if the connection cannot serve another request.
+// unreadBodyDrainMax counted on the wire (data and chunked framing) over
+// all its calls for the request; false if the connection cannot serve
+// another request, for good (the body's error is then set).
 func (b *body) drain() bool {
-	if b.err != nil || b.mode == bodyLength && b.remaining > unreadBodyDrainMax {
+	if b.err == nil && b.mode == bodyLength && b.drained+b.remaining > unreadBodyDrainMax {
+		b.err = errDrainBound
+	}
+	if b.err != nil {
 		return false
 	}
 	if b.scratch == nil {
 		b.scratch = make([]byte, directReadMin)
 	}
 	b.closed, b.expectContinue = false, false
-	for total := int64(0); b.mode != bodyDone; {
+	for b.mode != bodyDone {
 		framing := b.framing
 		n, err := b.Read(b.scratch)
-		total += int64(n) + b.framing - framing
-		if err != nil && !errors.Is(err, io.EOF) || total > unreadBodyDrainMax {
+		b.drained += int64(n) + b.framing - framing
+		if err != nil && !errors.Is(err, io.EOF) {
+			return false // the body's error is set (Read)
+		}
+		if b.drained > unreadBodyDrainMax {
+			b.err = errDrainBound
 			return false
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -435,6 +436,37 @@ func requireCancelledWhenTheClientLeaves(t *testing.T, request string) {
 // waited out its whole wait after its client left.
 func TestWatchCloseWatchesARequestWithASmallBodyLeftUnread(t *testing.T) {
 	requireCancelledWhenTheClientLeaves(t, "GET /poll HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+}
+
+// TestWatchCloseKeepsTheDrainBoundOfTheRequest: a chunked body longer
+// than unreadBodyDrainMax, left unread, closes the connection after the
+// reply whether or not the handler called WatchClose, whose drain counts
+// toward the same bound (each drain counted from zero, the connection
+// served the next request after two partial drains; found in review).
+func TestWatchCloseKeepsTheDrainBoundOfTheRequest(t *testing.T) {
+	for _, watch := range []bool{false, true} {
+		t.Run(fmt.Sprint("watch=", watch), func(t *testing.T) {
+			_, addr := start(t, Options{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if watch {
+					WatchClose(r.Context())
+				}
+				w.WriteHeader(http.StatusAccepted)
+			})})
+			conn := dial(t, addr)
+			var request strings.Builder
+			request.WriteString("POST /poll HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n")
+			chunk := strings.Repeat("x", 4096)
+			for total := 0; total < unreadBodyDrainMax+unreadBodyDrainMax/4; total += len(chunk) {
+				fmt.Fprintf(&request, "%x\r\n%s\r\n", len(chunk), chunk)
+			}
+			request.WriteString("0\r\n\r\nGET /next HTTP/1.1\r\nHost: h\r\n\r\n")
+			go func() { _, _ = conn.Write([]byte(request.String())) }() // the server stops reading at the bound
+			response, _ := conn.response(t, "POST")
+			require.Equal(t, http.StatusAccepted, response.StatusCode)
+			require.True(t, response.Close, "a body past unreadBodyDrainMax closes the connection")
+			require.True(t, conn.closed(t))
+		})
+	}
 }
 
 // TestWatchCloseKeepsPipelinedRequest: bytes the watcher read while the
