@@ -183,7 +183,8 @@ type State struct {
 	// node id: a cluster grown from one node keeps raft id 1 for it):
 	// their decommission is complete. removedRaftIDs only grows, at the
 	// apply of a removal; a node id leaves removedNodeIDs when a voter is
-	// added under it again (with a raft id never used).
+	// added under it again (with a raft id never used) by an entry that
+	// asked for it.
 	removedRaftIDs map[uint64]bool
 	removedNodeIDs map[string]bool
 	// usersVersion counts changes to users, for authentication caches.

@@ -36,10 +36,11 @@ type ConfChange struct {
 	// member drained, is refused if the drain was cancelled meanwhile).
 	ExpectDraining bool `json:"expect_draining,omitempty"`
 	// RecordNodeID makes a removal record the member's node id as one
-	// that left the voters (State.leftVoters), whatever its raft id.
-	// Removals proposed before the field existed record only the raft id;
-	// since a replica applies an entry alike whichever release it runs,
-	// the intent travels in the entry, never in the applying code.
+	// that left the voters (State.leftVoters), whatever its raft id, and
+	// an addition clear it (a new node under the id). Entries proposed
+	// without it leave the node ids as they are; since a replica applies
+	// an entry alike whichever release it runs, the intent travels in the
+	// entry, never in the applying code.
 	RecordNodeID bool `json:"record_node_id,omitempty"`
 }
 
@@ -125,7 +126,9 @@ func (s *State) applyConfChange(change ConfChange, confState ConfState) {
 	switch change.Kind {
 	case AddVoter:
 		s.peers[change.Peer.RaftID] = change.Peer
-		delete(s.removedNodeIDs, change.Peer.ID) // a new node under the id (a new raft id): a voter whose drain may be cancelled
+		if change.RecordNodeID { // a new node under the id (a new raft id): a voter whose drain may be cancelled
+			delete(s.removedNodeIDs, change.Peer.ID)
+		}
 	case RemoveVoter:
 		if peer, voter := s.peers[change.Peer.RaftID]; voter && change.RecordNodeID {
 			s.removedNodeIDs[peer.ID] = true

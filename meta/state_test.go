@@ -373,11 +373,26 @@ func TestACompletedDecommissionOfANodeWithAnUnderivedRaftIDCannotBeCancelled(t *
 	require.True(t, member.Draining)
 
 	// A new node joins under the id (with the raft id it derives): a
-	// voter, whose decommission may be cancelled again.
+	// voter, whose decommission may be cancelled again, when the addition
+	// asks for it. An addition without RecordNodeID (proposed by a release
+	// before it cleared node ids) keeps the id, as that release applied it.
 	again := Peer{ID: "first", RaftID: RaftIDOf("first"), ClusterAddr: "first:7943"}
-	require.NoError(t, restored.checkConfChange(ConfChange{Kind: AddVoter, Peer: again}))
-	restored.applyConfChange(ConfChange{Kind: AddVoter, Peer: again}, ConfState{Voters: append(restored.ConfState().Voters, again.RaftID)})
+	old := decodedCopy(t, restored)
+	old.applyConfChange(ConfChange{Kind: AddVoter, Peer: again}, ConfState{Voters: append(old.ConfState().Voters, again.RaftID)})
+	require.Equal(t, []string{"first"}, old.clusterRecord().RemovedNodeIDs)
+	requireRejected(t, old, SetDraining{ID: "first", Draining: false}, ErrMemberLeftVoters)
+	add := ConfChange{Kind: AddVoter, Peer: again, RecordNodeID: true}
+	require.NoError(t, restored.checkConfChange(add))
+	restored.applyConfChange(add, ConfState{Voters: append(restored.ConfState().Voters, again.RaftID)})
 	require.NoError(t, SetDraining{ID: "first", Draining: false}.apply(restored))
+}
+
+// decodedCopy is a copy of s through its image.
+func decodedCopy(t *testing.T, s *State) *State {
+	t.Helper()
+	copied, err := decodeImage(s.encodeImage())
+	require.NoError(t, err)
+	return copied
 }
 
 // TestARemovalProposedBeforeNodeIDsWereRecordedAppliesAsItDid: a removal

@@ -236,7 +236,7 @@ func (n *Node) addVoter(id string, m msg.Join) {
 		return
 	}
 	_, err := n.meta.ProposeConfChange(meta.ConfChange{Kind: meta.AddVoter,
-		Peer: meta.Peer{ID: id, RaftID: m.RaftID, ClusterAddr: m.ClusterAddr}})
+		Peer: meta.Peer{ID: id, RaftID: m.RaftID, ClusterAddr: m.ClusterAddr}, RecordNodeID: true})
 	if err != nil && !errors.Is(err, meta.ErrConfChangeInProgress) && !errors.Is(err, meta.ErrBarrierPending) {
 		n.observer.Event("join-refused", fmt.Sprintf("%s: %v", id, err))
 		return
