@@ -162,34 +162,46 @@ func (n *Node) reserveOne(t *topic, p *partition) (msg.Message, bool, error) {
 		}
 		n.skipUnreadable(t, p, log, reservation.Offset, err)
 	}
-	n.noteSkipsCapped(t.info.Name)
+	n.skipsCapped.add(t.info.Name) // good records may lie beyond: nothing else would tell the polls that found none
 	return msg.Message{}, false, nil
 }
 
-// noteSkipsCapped remembers a topic one reserve of which skipped as many
-// corrupt records as it may: the partition may hold good records beyond
-// them, and nothing else would tell the polls that found it empty.
-func (n *Node) noteSkipsCapped(topicName string) {
-	if n.skipsCapped == nil {
-		n.skipsCapped = map[string]bool{}
+// wakeSkipsCapped tells the polls of the topics whose reserves stopped at
+// the skip bound, so that they look again (and skip on). A look that
+// stops at the bound again notes its topic for the next Tick.
+func (n *Node) wakeSkipsCapped() {
+	for _, name := range n.skipsCapped.take() {
+		n.tellPolls(name)
 	}
-	n.skipsCapped[topicName] = true
 }
 
-// wakeSkipsCapped tells the polls of the topics whose reserves stopped at
-// the skip bound, here and on other nodes, so that they look again (and
-// skip on). A look that stops at the bound again notes its topic for the
-// next Tick.
-func (n *Node) wakeSkipsCapped() {
-	if n.skipsCapped == nil {
-		return
+// tellPolls makes the polls of a topic look again: those parked here
+// (wake) and, through their subscriptions, those parked on other nodes.
+func (n *Node) tellPolls(topicName string) {
+	n.notifySubscribers(topicName)
+	n.wake(topicName)
+}
+
+// topicsToTell is a set of topics whose polls are to be told to look
+// again later (tellPolls); nil when empty. The node's own methods add to
+// it and take it whole.
+type topicsToTell map[string]bool
+
+func (s *topicsToTell) add(topicName string) {
+	if *s == nil {
+		*s = topicsToTell{}
 	}
-	topics := slices.Sorted(maps.Keys(n.skipsCapped))
-	n.skipsCapped = nil
-	for _, name := range topics {
-		n.notifySubscribers(name)
-		n.wake(name)
+	(*s)[topicName] = true
+}
+
+// take empties the set and returns its topics, sorted.
+func (s *topicsToTell) take() []string {
+	if *s == nil {
+		return nil
 	}
+	names := slices.Sorted(maps.Keys(*s))
+	*s = nil
+	return names
 }
 
 // skippable reports whether a read error is one a consume skips past: a
@@ -332,8 +344,7 @@ func (n *Node) expireLeases() {
 		}
 	}
 	for _, name := range woken {
-		n.notifySubscribers(name)
-		n.wake(name)
+		n.tellPolls(name)
 	}
 }
 

@@ -3,10 +3,8 @@ package node
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
-	"sort"
 
 	"narad/chaos"
 	"narad/invariant"
@@ -192,14 +190,14 @@ type Node struct {
 	// answered and notified again at once, without end (a planted bug's
 	// sweep ran out of memory that way). At most one entry per topic;
 	// emptied by that Advance.
-	openRefused map[string]bool
+	openRefused topicsToTell
 	// skipsCapped holds the topics a reserve of which stopped after
 	// corruptSkipsPerReserveMax corrupt records, with the partition maybe
 	// holding good records beyond them: their polls, here and on other
 	// nodes, are told at the next Tick, whose look goes on skipping (each
 	// look skips for good what it passed, so a damaged run ends). At
 	// most one entry per topic; emptied by that Tick.
-	skipsCapped map[string]bool
+	skipsCapped topicsToTell
 
 	// Deadlines of periodic work, in node time.
 	nextCommitPersistMs int64
@@ -586,31 +584,24 @@ func (n *Node) Advance(rd Ready) {
 	n.advanceMeta()
 	n.completeInternal(rd)
 	n.holdLateReplies(rd)
-	topics := map[string]bool{}
+	var topics topicsToTell
 	for _, s := range rd.Syncs {
 		if s.meta != nil {
 			continue
 		}
-		if n.openRefused != nil { // the rounds may have freed the logs they were refused
-			maps.Copy(topics, n.openRefused)
-			n.openRefused = nil
+		for _, name := range n.openRefused.take() { // the rounds may have freed the logs they were refused
+			topics.add(name)
 		}
 		if s.Data() {
-			topics[topicOfDir(s.Dir)] = true
+			topics.add(topicOfDir(s.Dir))
 			n.fanoutDue(s.partition)
 		}
 		if s.partition != nil {
 			n.answerFreezes(s.partition)
 		}
 	}
-	names := make([]string, 0, len(topics))
-	for name := range topics { //determinism:ok collected then sorted
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		n.notifySubscribers(name)
-		n.wake(name)
+	for _, name := range topics.take() {
+		n.tellPolls(name)
 	}
 }
 

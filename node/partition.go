@@ -122,7 +122,7 @@ func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
 	if !n.store.IsOpen(p.dir) {
 		pastCap, err := n.makeRoomForLog()
 		if err != nil {
-			n.noteOpenRefused(t.info.Name)
+			n.openRefused.add(t.info.Name) // a poll that found the log closed to it is woken by nothing else
 			return nil, err
 		}
 		if pastCap {
@@ -149,17 +149,6 @@ func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
 		n.observer.ConsumerDropped(t.info.Name, p.key.index, dropped)
 	}
 	return log, nil
-}
-
-// noteOpenRefused remembers a topic whose log the open-log cap refused, so
-// that the next Advance that completes partition rounds tells its polls
-// (here and elsewhere) to try again: a poll that found the log closed to
-// it is woken by nothing else when no record is added.
-func (n *Node) noteOpenRefused(topicName string) {
-	if n.openRefused == nil {
-		n.openRefused = map[string]bool{}
-	}
-	n.openRefused[topicName] = true
 }
 
 // makeRoomForLog closes least recently used logs until one more fits

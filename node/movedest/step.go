@@ -166,14 +166,15 @@ func (s *Session) givesUp(seen Seen, out *Output) bool {
 	}
 	finalTail := s.phase == PhaseFinalize && s.state.Frozen
 	silentForMs := seen.NowMs - s.lastContactMs
+	lostForMs := seen.NowMs - max(s.lastContactMs, s.startedAtMs) // a session begun without contact counts from its start
 	switch {
 	case !finalTail && seen.SourceDead && s.reached && (s.state.Frozen || chaos.Planted(chaos.BugPromoteUnfrozenCopy)) && silentForMs >= s.cfg.ForcePromoteAfterMs && s.lagBytes() == 0:
 		out.Notes = append(out.Notes, Note{Kind: NoteForcePromote, SilentForMs: silentForMs, HWM: s.state.HWM})
 		s.forced, s.phase = true, PhaseFinalize
 		s.send(out, s.finalize())
 		return true
-	case seen.SourceDead && s.abortDue(seen.NowMs) && seen.NowMs-max(s.lastContactMs, s.startedAtMs) >= s.sourceLostAfterMs():
-		out.Notes = append(out.Notes, Note{Kind: NoteSourceLost, SilentForMs: seen.NowMs - max(s.lastContactMs, s.startedAtMs)})
+	case seen.SourceDead && s.abortDue(seen.NowMs) && lostForMs >= s.sourceLostAfterMs():
+		out.Notes = append(out.Notes, Note{Kind: NoteSourceLost, SilentForMs: lostForMs})
 		s.proposeAbort(seen, out)
 		return true
 	case !finalTail && !seen.SourceDead && s.abortDue(seen.NowMs) && seen.NowMs-s.lastProgressMs >= s.cfg.StallTimeoutMs:
