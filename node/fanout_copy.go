@@ -24,8 +24,8 @@ type fanoutView struct {
 	// clock (a linger, a retry, a delayed record); math.MaxInt64 when
 	// none does.
 	nextMs int64
-	// partitionWakeMs is nextMs for the partition being driven, with the
-	// current time for a cursor that has a batch in flight.
+	// partitionWakeMs is nextMs for the partition being driven: a cursor
+	// with a batch in flight asks for none, its answer wakes the partition.
 	partitionWakeMs int64
 	// turn counts driveFanout's passes; each pass starts at another
 	// parent partition, and each partition at another child, so that at
@@ -179,7 +179,9 @@ func cursorsLoaded(cursors map[string]*fanoutCursor, links []meta.ChildLink) boo
 // linger ends.
 func (n *Node) stepCursor(t *topic, p *partition, log *storage.Log, link meta.ChildLink, c *fanoutCursor) {
 	if c.sentTo != 0 {
-		n.fanout.partitionWakeMs = n.nowMs
+		// The batch's answer wakes the partition (batchDone's fanoutDue,
+		// or cursorStalled's retry): until then there is nothing to do,
+		// and no reason to keep its log open or to reopen it each tick.
 		return
 	}
 	if waitMs := max(c.retryAtMs, c.heldUntilMs); n.nowMs < waitMs {
@@ -211,7 +213,6 @@ func (n *Node) stepCursor(t *topic, p *partition, log *storage.Log, link meta.Ch
 	}
 	records, end := n.readBatch(p, log, link, c, hwm)
 	if len(records) > 0 {
-		n.fanout.partitionWakeMs = n.nowMs
 		n.sendBatch(t, p, c, records, end)
 	}
 }
