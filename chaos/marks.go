@@ -55,6 +55,9 @@ const (
 	// MarkNodeLogEvicted: an idle partition log was closed to stay within
 	// the open-log bound.
 	MarkNodeLogEvicted Mark = "node-log-evicted"
+	// MarkNodeClosedLogLeftClosed: a consume left a log closed intact,
+	// its lease table having none of its records to deliver.
+	MarkNodeClosedLogLeftClosed Mark = "node-closed-log-left-closed"
 	// MarkNodeLogFailed: a partition log hit a storage error and was
 	// dropped, to reopen from disk.
 	MarkNodeLogFailed Mark = "node-log-failed"
@@ -211,7 +214,7 @@ var Registered = []Mark{
 	MarkNodeAppendDuringSyncRound, MarkNodeAppendFailed, MarkNodeBatchAck, MarkNodeBatchSpansPartitions, MarkNodeCancelAbortsMove,
 	MarkNodeConsumeProbeHit, MarkNodeCorruptRecordSkipped, MarkNodeFreezeExpired, MarkNodeInstallRepaired,
 	MarkNodeJoinAccepted, MarkNodeJoinProposed, MarkNodeJoinRelayed, MarkNodeKeyedProduceOwnerDown, MarkNodeLeaseExpired,
-	MarkNodeLeadershipHandedOver, MarkNodeLogEvicted, MarkNodeLogFailed, MarkNodeLongPollTimedOut,
+	MarkNodeLeadershipHandedOver, MarkNodeLogEvicted, MarkNodeClosedLogLeftClosed, MarkNodeLogFailed, MarkNodeLongPollTimedOut,
 	MarkNodeLongPollWoken, MarkNodeMemberMarkedDead, MarkNodeMoveAborted, MarkNodeMoveJobOrphaned, MarkNodeMoveCatchupGaveUp,
 	MarkNodeMoveForcePromote, MarkNodeMoveHandoff, MarkNodeMoveInstalled, MarkNodeMoveRestarted,
 	MarkNodeMoveRolledBack, MarkNodeMoveStalled, MarkNodeMoveSourceLost, MarkNodeMoveStarted, MarkNodeOpenLogsFull,

@@ -136,6 +136,9 @@ func (n *Node) consumeOrder(t *topic, pinned int) []int {
 // cannot open now (the open-log cap, a move installing its copy, a disk
 // error) is returned as its error too.
 func (n *Node) reserveOne(t *topic, p *partition) (msg.Message, bool, error) {
+	if n.nothingToReserveClosed(p) {
+		return msg.Message{}, false, nil
+	}
 	log, err := n.openLog(t, p)
 	if err != nil {
 		return msg.Message{}, false, err // a pinned consume answers it (503), as a read error
@@ -164,6 +167,27 @@ func (n *Node) reserveOne(t *topic, p *partition) (msg.Message, bool, error) {
 	}
 	n.skipsCapped.add(t.info.Name) // good records may lie beyond: nothing else would tell the polls that found none
 	return msg.Message{}, false, nil
+}
+
+// nothingToReserveClosed reports that p's log is closed intact and its
+// lease table would reserve none of the records the log holds: no
+// deadline is due (a lapse applies only at a Reserve or Expire) and no
+// record below the high watermark it closed at is deliverable. A consume
+// then leaves the log closed: reopening it to find nothing would recover
+// it again (a scan of every segment) and, at the open-log cap, evict
+// another.
+func (n *Node) nothingToReserveClosed(p *partition) bool {
+	if p.log != nil || !p.closedIntact || p.leases == nil {
+		return false
+	}
+	if deadlineMs, ok := p.leases.NextDeadline(); ok && deadlineMs <= n.nowMs {
+		return false
+	}
+	if p.leases.Deliverable(p.closedHWM) {
+		return false
+	}
+	chaos.Reached(chaos.MarkNodeClosedLogLeftClosed)
+	return true
 }
 
 // wakeSkipsCapped tells the polls of the topics whose reserves stopped at

@@ -134,7 +134,7 @@ func (n *Node) closeIdleLogs() {
 	}
 	for _, p := range n.partitions { //determinism:ok each partition is updated on its own
 		if p.log != nil && !n.store.IsOpen(p.dir) {
-			n.dropLog(p)
+			n.dropLog(p, err == nil)
 		}
 	}
 }

@@ -188,3 +188,68 @@ func TestAPollRefusedAnOpenIsServedWhenTheRoundEnds(t *testing.T) {
 	require.Len(t, messages, 1)
 	require.Equal(t, "waiting", string(messages[0].Payload))
 }
+
+// consumePinned consumes one record of a partition, retrying once past a
+// refused open (every open log held an unpersisted committed offset: the
+// refusal scheduled their persist); it returns the records delivered.
+func (h *harness) consumePinned(topicName string, index int) []msg.Message {
+	h.t.Helper()
+	reply := h.do(msg.Consume{Topic: topicName, Partition: index})
+	if reply.Err != nil {
+		require.Equal(h.t, msg.CodeUnavailable, msg.CodeOf(reply.Err), "%v", reply.Err)
+		reply = h.do(msg.Consume{Topic: topicName, Partition: index})
+	}
+	require.NoError(h.t, reply.Err)
+	return reply.Result.(msg.ConsumeResult).Messages
+}
+
+// A consume that finds a partition's log closed intact, with none of its
+// records left to deliver, leaves it closed: reopening it would recover
+// it again and, at the cap, evict another log, all to find nothing. A
+// record whose lease lapsed while its log was closed is delivered again.
+func TestAConsumeLeavesAClosedLogWithNothingToDeliverClosed(t *testing.T) {
+	h := cappedHarness(t)
+	const partitions = 2 * openLogsTestMax
+	h.createTopic("drained", func(c *msg.CreateTopic) { c.Partitions = partitions; c.VisibilityTimeoutMs = 1_000 })
+	for index := range partitions {
+		h.produce("drained", index, fmt.Sprintf("record %d", index))
+	}
+	for index := range partitions {
+		messages := h.consumePinned("drained", index)
+		require.Len(t, messages, 1, "partition %d", index)
+		if err := h.ackHandle("drained", messages[0].ReceiptHandle, msg.AckCommit); err != nil {
+			require.Equal(t, msg.CodeUnavailable, msg.CodeOf(err), "%v", err)
+			require.NoError(t, h.ackHandle("drained", messages[0].ReceiptHandle, msg.AckCommit))
+		}
+	}
+	h.tick(h.cfg.CommitPersistIntervalMs) // the acked offsets persisted: every log may close
+
+	before := h.node.Stats()
+	closed := 0
+	for index := range partitions {
+		if h.node.partitions[partitionKey{"drained", index}].log == nil {
+			closed++
+		}
+		require.Empty(t, h.consumePinned("drained", index), "partition %d was drained", index)
+	}
+	require.GreaterOrEqual(t, closed, partitions-openLogsTestMax)
+	require.Equal(t, before.LogEvictions, h.node.Stats().LogEvictions, "a consume reopened a drained log, evicting another")
+	require.Equal(t, before.OpenLogs, h.node.Stats().OpenLogs)
+
+	// A lease that lapses while its log is closed makes the record
+	// deliverable again: the consume reopens the log for it.
+	h.produce("drained", 0, "again")
+	messages := h.consumePinned("drained", 0)
+	require.Len(t, messages, 1)
+	for index := 1; index <= openLogsTestMax; index++ {
+		h.produce("drained", index, "evicts partition 0")
+	}
+	p := h.node.partitions[partitionKey{"drained", 0}]
+	require.Nil(t, p.log, "partition 0 was evicted by the produces to the others")
+	require.True(t, p.closedIntact)
+	h.tick(1_000)
+	again := h.consumePinned("drained", 0)
+	require.Len(t, again, 1, "the lapsed record is delivered again")
+	require.Equal(t, "again", string(again[0].Payload))
+	require.Equal(t, uint32(2), again[0].DeliveryCount)
+}

@@ -59,6 +59,12 @@ type partition struct {
 	// evicted or failed): the lag of a fan-out cursor of a closed log is
 	// counted from it. Set by dropLog only.
 	closedHWM uint64
+	// closedIntact is set while the log is closed after a clean close
+	// (evicted or idle: nothing unsynced, no error): its files then hold
+	// exactly closedHWM records, and a reserve whose lease table has none
+	// of them to deliver need not reopen (and so recover) the log. Set by
+	// dropLog, cleared by openLog.
+	closedIntact bool
 	// frontierUnsaved is set while the lease table's frontier moved past
 	// the log's committed offset with the log closed (a dead letter
 	// settled then): the commit-persist tick and Close open the log to
@@ -137,7 +143,7 @@ func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
 	if p.log != log {
 		n.reportRecovery(p, recovery)
 	}
-	p.log = log
+	p.log, p.closedIntact = log, false
 	if p.leases == nil {
 		p.leases = lease.New(log.Committed(), n.nonceFloor, n.leaseConfig(t))
 		n.watchExhausted(p)
@@ -188,23 +194,26 @@ func (n *Node) closeLeastRecentLog() bool {
 	if !ok {
 		return false
 	}
-	if err := n.store.Close(dir); err != nil {
+	err := n.store.Close(dir)
+	if err != nil {
 		n.observer.Event("log-evict-failed", err.Error())
 	}
 	n.logEvictions++
 	chaos.Reached(chaos.MarkNodeLogEvicted)
 	if p, ok := n.partitions[partitionKeyOfDir(dir)]; ok {
-		n.dropLog(p)
+		n.dropLog(p, err == nil)
 	}
 	return true
 }
 
 // dropLog forgets a partition's closed log, keeping its high watermark
-// (closedHWM). The caller closed it in the store.
-func (n *Node) dropLog(p *partition) {
+// (closedHWM). The caller closed it in the store; intact says the close
+// was clean (closedIntact).
+func (n *Node) dropLog(p *partition, intact bool) {
 	if p.log != nil {
 		p.closedHWM = p.log.HWM()
 	}
+	p.closedIntact = intact && p.log != nil
 	p.log = nil
 }
 
@@ -277,7 +286,7 @@ func (n *Node) failLog(p *partition, cause error) {
 	chaos.Reached(chaos.MarkNodeLogFailed)
 	n.observer.Event("log-failed", fmt.Sprintf("%s: %v", p.dir, cause))
 	_ = n.store.Close(p.dir) // the log is failed; its close error adds nothing
-	n.dropLog(p)
+	n.dropLog(p, false)
 	n.failDependents(p, msg.Unavailable("partition %d of %s: storage failed, retry: %s", p.key.index, p.key.topic, storageCause(cause)))
 }
 

@@ -75,6 +75,7 @@ var ExpectedMarks = []chaos.Mark{
 	chaos.MarkNodeBatchSpansPartitions,
 	chaos.MarkNodeLeaseExpired,
 	chaos.MarkNodeLogEvicted,
+	chaos.MarkNodeClosedLogLeftClosed,
 	chaos.MarkNodeLogFailed,
 	chaos.MarkNodeLongPollTimedOut,
 	chaos.MarkNodeLongPollWoken,
