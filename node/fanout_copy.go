@@ -127,8 +127,11 @@ func (n *Node) refreshFanoutView() {
 // driveParentPartition loads the partition's cursors and steps each.
 func (n *Node) driveParentPartition(t *topic, index int, links []meta.ChildLink) {
 	p := n.partitionOf(t, index)
-	if p.log == nil && p.fanout != nil && n.nowMs < p.fanoutWakeMs && !filesLag(p.fanout) && cursorsLoaded(p.fanout, links) {
+	if p.log == nil && p.fanout != nil && n.nowMs < p.fanoutWakeMs && !n.cursorWritesDue(p) && cursorsLoaded(p.fanout, links) {
 		n.fanoutWakeAt(p.fanoutWakeMs) // its cursors wait: no reason to reopen the log
+		if filesLag(p.fanout) {
+			n.fanoutWakeAt(p.cursorFiles.persistAtMs) // nor for their files before they may be written
+		}
 		return
 	}
 	log, err := n.openLog(t, p)

@@ -442,6 +442,13 @@ func filesLag(cursors map[string]*fanoutCursor) bool {
 	return false
 }
 
+// cursorWritesDue reports whether scheduleCursorWrites would ask for the
+// files of p's cursors to be written now: some lag, and the interval
+// since the last write ended. A lag before then needs only a wake.
+func (n *Node) cursorWritesDue(p *partition) bool {
+	return filesLag(p.fanout) && n.nowMs >= p.cursorFiles.persistAtMs
+}
+
 // scheduleCursorWrites asks the partition's next sync round to write the
 // cursors that advanced, at most once per CursorPersistIntervalMs (each
 // write is two fsyncs: a crash copies the batches since the last one

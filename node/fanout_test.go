@@ -415,6 +415,43 @@ func TestAParentRecordIsCopiedAfterItsLogIsEvicted(t *testing.T) {
 	require.Equal(t, []string{"x"}, h.replayAll("audit", 0), "an acknowledged parent record reaches its child")
 }
 
+// TestAnEvictedParentLogWaitsClosedForItsCursorFiles: a cursor that
+// advanced while its file may not yet be written (CursorPersistIntervalMs)
+// leaves its evicted parent log closed until the interval ends, instead of
+// reopening (and recovering) it at every tick to learn that; the file is
+// written once the interval ends.
+func TestAnEvictedParentLogWaitsClosedForItsCursorFiles(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.OpenLogsMax = 2
+	h.cfg.Fanout.CursorPersistIntervalMs = 1_000 // far past the linger
+	h.restart()
+	three := func(r *msg.CreateTopic) { r.Partitions = 3 }
+	h.createTopic("orders", three)
+	h.createTopic("audit", three)
+	h.createTopic("other", three)
+	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
+	h.tick(1)
+	h.tick(h.cfg.Fanout.CursorPersistIntervalMs) // cursors loaded, their files written: the interval starts
+	h.produce("orders", 0, "x")
+	h.tick(h.cfg.Fanout.LingerMs) // the record is copied: the cursor advances, its file lags
+	h.tick(1)
+	cursor := h.node.partitions[partitionKey{"orders", 0}].fanout["audit"]
+	require.Equal(t, uint64(1), cursor.next, "the record was copied")
+	require.NotEqual(t, cursor.next, cursor.persisted, "its file waits for the interval")
+	h.produce("other", 0, "a") // two other logs open: the parent's is evicted
+	h.produce("other", 1, "b")
+	parent := PartitionDir("orders", 0)
+	require.False(t, h.node.store.IsOpen(parent), "the parent's log was evicted")
+	persistAtMs := h.node.partitions[partitionKey{"orders", 0}].cursorFiles.persistAtMs
+	for h.nowMs+1 < persistAtMs {
+		h.tick(1)
+		require.False(t, h.node.store.IsOpen(parent), "the parent's log was reopened %d ms before its cursor file may be written", persistAtMs-h.nowMs)
+	}
+	h.tick(h.cfg.Fanout.CursorPersistIntervalMs)
+	h.tick(1)
+	require.Equal(t, cursor.next, cursor.persisted, "the cursor's file is written once the interval ended")
+}
+
 // TestADetachedChildsUnwrittenCursorIsForgotten: a child attached and
 // detached before its cursors' files were first written leaves no cursor
 // in memory and no file behind: the detach forgets the cursors, not only
