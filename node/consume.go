@@ -183,7 +183,7 @@ func (n *Node) nothingToReserveClosed(p *partition) bool {
 	if deadlineMs, ok := p.leases.NextDeadline(); ok && deadlineMs <= n.nowMs {
 		return false
 	}
-	if p.leases.Deliverable(p.closedHWM) {
+	if p.leases.Deliverable(p.closed.HWM) {
 		return false
 	}
 	chaos.Reached(chaos.MarkNodeClosedLogLeftClosed)

@@ -321,6 +321,37 @@ func TestRetentionReachesLogsClosedSinceRestart(t *testing.T) {
 	require.Positive(t, h.stats("orders", 0).OldestOffset, "expired sealed segments were deleted without any client touching the partition")
 }
 
+// A log closed intact is described by what it held when it closed: a
+// stats request does not reopen (and so recover) it, nor does a retention
+// pass while none of its segments has expired. Once one has, retention
+// reopens it and deletes the segment.
+func TestAnIntactClosedLogIsReopenedOnlyForExpiredSegments(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Log.SegmentBytes = 4096
+	h.restart()
+	h.createTopic("orders")
+	payload := string(make([]byte, 1000))
+	for range 20 {
+		h.produce("orders", 0, payload)
+	}
+	open := h.stats("orders", 0)
+	require.Greater(t, open.Segments, 1)
+	dir := PartitionDir("orders", 0)
+	h.tick(h.cfg.IdleLogCloseMs)
+	require.False(t, h.node.store.IsOpen(dir), "the idle log closed")
+
+	for range 3 {
+		h.tick(h.cfg.RetentionCheckIntervalMs)
+		require.False(t, h.node.store.IsOpen(dir), "a retention pass reopened a log with no expired segment")
+	}
+	require.Equal(t, open, h.stats("orders", 0), "a closed log's stats are those it closed with")
+	require.False(t, h.node.store.IsOpen(dir), "a stats request reopened the closed log")
+
+	h.tick(h.cfg.DefaultRetentionMs)
+	h.tick(h.cfg.RetentionCheckIntervalMs)
+	require.Positive(t, h.stats("orders", 0).OldestOffset, "the expired segments were deleted")
+}
+
 // A batch consume stops adding messages once they hold
 // ConsumeReplyBytesMax of payload: twenty 1 MiB records asked for a
 // hundred at a time come back eight, eight and four.

@@ -171,7 +171,7 @@ func (p *partition) knownHWM() uint64 {
 	if p.log != nil {
 		return p.log.HWM()
 	}
-	return p.closedHWM
+	return p.closed.HWM
 }
 
 // loadCursor reads a child's cursor from the partition directory. A

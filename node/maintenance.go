@@ -76,13 +76,26 @@ func (n *Node) closedLogsWithSealedSegments() []retentionCandidate {
 		}
 		for index := range t.info.Partitions {
 			dir := PartitionDir(name, index)
-			if !n.ownedHere(t, index) || n.store.IsOpen(dir) || n.segmentFiles(dir) < 2 {
+			if !n.ownedHere(t, index) || n.store.IsOpen(dir) || !n.retentionMayDelete(t, index) || n.segmentFiles(dir) < 2 {
 				continue
 			}
 			out = append(out, retentionCandidate{topic: t, partition: n.partitionOf(t, index)})
 		}
 	}
 	return out
+}
+
+// retentionMayDelete reports whether retention may find a segment to
+// delete in the closed log of t's partition index: unless the log closed
+// intact, it cannot tell without opening it; if it did, only when the log
+// had a sealed segment then whose newest record is now past retention (a
+// segment of no record counts as past it, as retention counts it).
+func (n *Node) retentionMayDelete(t *topic, index int) bool {
+	p, ok := n.partitions[partitionKey{t.info.Name, index}]
+	if !ok || !p.closedIntact {
+		return true
+	}
+	return p.closed.Segments >= 2 && p.closed.OldestSegmentTimeMs < n.nowMs-t.info.RetentionMs
 }
 
 // segmentFiles counts the segment files of a partition directory.

@@ -55,15 +55,16 @@ type partition struct {
 	// lists the directory again only when they change.
 	cursorLinks      []meta.ChildLink
 	cursorLinksKnown bool
-	// closedHWM is the log's high watermark when it last closed (idle,
+	// closed describes the log as it was when it last closed (idle,
 	// evicted or failed): the lag of a fan-out cursor of a closed log is
-	// counted from it. Set by dropLog only.
-	closedHWM uint64
+	// counted from its HWM. Set by dropLog only.
+	closed storage.LogStats
 	// closedIntact is set while the log is closed after a clean close
 	// (evicted or idle: nothing unsynced, no error): its files then hold
-	// exactly closedHWM records, and a reserve whose lease table has none
-	// of them to deliver need not reopen (and so recover) the log. Set by
-	// dropLog, cleared by openLog.
+	// what closed describes, so that a reserve whose lease table has none
+	// of its records to deliver, a stats request, and a retention pass
+	// with nothing yet expired need not reopen (and so recover) the log.
+	// Set by dropLog, cleared by openLog.
 	closedIntact bool
 	// frontierUnsaved is set while the lease table's frontier moved past
 	// the log's committed offset with the log closed (a dead letter
@@ -206,12 +207,12 @@ func (n *Node) closeLeastRecentLog() bool {
 	return true
 }
 
-// dropLog forgets a partition's closed log, keeping its high watermark
-// (closedHWM). The caller closed it in the store; intact says the close
-// was clean (closedIntact).
+// dropLog forgets a partition's closed log, keeping its description
+// (closed). The caller closed it in the store; intact says the close was
+// clean (closedIntact).
 func (n *Node) dropLog(p *partition, intact bool) {
 	if p.log != nil {
-		p.closedHWM = p.log.HWM()
+		p.closed = p.log.Stats()
 	}
 	p.closedIntact = intact && p.log != nil
 	p.log = nil

@@ -195,11 +195,14 @@ func (n *Node) partitionStats(t *topic, index int) msg.PartitionStats {
 		return stats // another node's: its stats arrive with forwarding
 	}
 	p := n.partitionOf(t, index)
-	log, err := n.openLog(t, p)
-	if err != nil {
-		return stats
+	s := p.closed // a log closed intact is described as it closed, not reopened for it
+	if !p.closedIntact || p.log != nil || p.leases == nil {
+		log, err := n.openLog(t, p)
+		if err != nil {
+			return stats
+		}
+		s = log.Stats()
 	}
-	s := log.Stats()
 	stats.Available = true
 	stats.Segments, stats.SizeBytes = s.Segments, s.SizeBytes
 	stats.OldestOffset, stats.NextOffset, stats.HighWatermark = s.Oldest, s.HWM, s.HWM
