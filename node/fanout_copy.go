@@ -214,10 +214,25 @@ func (n *Node) stepCursor(t *topic, p *partition, log *storage.Log, link meta.Ch
 		n.fanout.partitionWakeMs = n.nowMs
 		return
 	}
-	records, end := n.readBatch(p, log, link, c, hwm)
-	if len(records) > 0 {
+	records, end, err := n.readBatch(p, log, link, c, hwm)
+	switch {
+	case len(records) > 0:
 		n.sendBatch(t, p, c, records, end)
+	case end > c.next:
+		n.skipCorrupt(p, c, end)
+	case err != nil:
+		n.cursorStalled(t.info.Name, p, c, err) // retried, as a failed batch is
 	}
+}
+
+// skipCorrupt moves a cursor past parent records up to end that are all
+// corrupt: none can be copied (consumers skip them too), and left below
+// them the cursor would read them again at every drive, counted as lag,
+// until a good record followed.
+func (n *Node) skipCorrupt(p *partition, c *fanoutCursor, end uint64) {
+	n.observer.Event("fanout-corrupt-skipped", fmt.Sprintf("%s -> %s: offsets %d to %d are corrupt and never copied", p.dir, c.child, c.next, end-1))
+	c.next, c.pendingSinceMs = end, 0
+	n.fanout.partitionWakeMs = n.nowMs // the records after them, if any
 }
 
 // pendingSince is when the record at offset was committed (the linger
@@ -271,11 +286,12 @@ func (n *Node) fanoutWakeAt(atMs int64) {
 // readBatch reads the records of the cursor's next batch: up to the
 // batch bounds (at least one record), and for a delay child only records
 // already due (when the first is not, the cursor waits until it is). It
-// returns the records and the offset after them.
-func (n *Node) readBatch(p *partition, log *storage.Log, link meta.ChildLink, c *fanoutCursor, hwm uint64) ([]msg.ProduceRecord, uint64) {
+// returns the records and the offset after them (past the corrupt records
+// among them), and the read error that stopped it, if one did.
+func (n *Node) readBatch(p *partition, log *storage.Log, link meta.ChildLink, c *fanoutCursor, hwm uint64) ([]msg.ProduceRecord, uint64, error) {
 	child, ok := n.lookupTopic(link.Name)
 	if !ok {
-		return nil, c.next // this replica does not know the child yet
+		return nil, c.next, nil // this replica does not know the child yet
 	}
 	var records []msg.ProduceRecord
 	var bytes int64
@@ -286,7 +302,7 @@ func (n *Node) readBatch(p *partition, log *storage.Log, link meta.ChildLink, c 
 			continue // never readable: consumers skip it too
 		}
 		if err != nil {
-			break
+			return records, end, err
 		}
 		if dueMs := record.TimeMs + link.DelayMs; link.DelayMs > 0 && dueMs > n.nowMs {
 			chaos.Reached(chaos.MarkFanoutDelayHeld)
@@ -303,7 +319,7 @@ func (n *Node) readBatch(p *partition, log *storage.Log, link meta.ChildLink, c 
 		bytes += size
 		records = append(records, msg.ProduceRecord{Key: record.Key, Partition: childPartition(p.key.index, child), Payload: record.Payload})
 	}
-	return records, end
+	return records, end, nil
 }
 
 // childPartition is where a record of parent partition index goes: the
