@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
@@ -218,21 +219,30 @@ func (n *Node) stepCursor(t *topic, p *partition, log *storage.Log, link meta.Ch
 	switch {
 	case len(records) > 0:
 		n.sendBatch(t, p, c, records, end)
-	case end > c.next:
-		n.skipCorrupt(p, c, end)
 	case err != nil:
 		n.cursorStalled(t.info.Name, p, c, err) // retried, as a failed batch is
 	}
 }
 
-// skipCorrupt moves a cursor past parent records up to end that are all
-// corrupt: none can be copied (consumers skip them too), and left below
-// them the cursor would read them again at every drive, counted as lag,
-// until a good record followed.
-func (n *Node) skipCorrupt(p *partition, c *fanoutCursor, end uint64) {
-	n.observer.Event("fanout-corrupt-skipped", fmt.Sprintf("%s -> %s: offsets %d to %d are corrupt and never copied", p.dir, c.child, c.next, end-1))
-	c.next, c.pendingSinceMs = end, 0
-	n.fanout.partitionWakeMs = n.nowMs // the records after them, if any
+// rewindCursors brings back the cursors of p that stand past the high
+// watermark its log just reopened at: recovery truncated a tail damaged
+// above the persisted high watermark, taking records the cursors had
+// copied (storage's corruption window), and new records will take those
+// offsets, which the children must get. A batch in flight then advances
+// its cursor no further than that high watermark (sentCap). Run at every
+// open of a new log, before anything appends to it.
+func (n *Node) rewindCursors(p *partition, hwm uint64) {
+	for _, child := range slices.Sorted(maps.Keys(p.fanout)) {
+		c := p.fanout[child]
+		if c.sentTo != 0 {
+			c.sentCap = min(c.sentCap, hwm)
+		}
+		if c.next > hwm {
+			n.observer.Event("fanout-cursor-rewound", fmt.Sprintf("%s -> %s: the log reopened at high watermark %d, below the cursor %d (recovery truncated a damaged tail); copying from there",
+				p.dir, c.child, hwm, c.next))
+			c.next, c.pendingSinceMs = hwm, 0
+		}
+	}
 }
 
 // pendingSince is when the record at offset was committed (the linger
@@ -286,8 +296,10 @@ func (n *Node) fanoutWakeAt(atMs int64) {
 // readBatch reads the records of the cursor's next batch: up to the
 // batch bounds (at least one record), and for a delay child only records
 // already due (when the first is not, the cursor waits until it is). It
-// returns the records and the offset after them (past the corrupt records
-// among them), and the read error that stopped it, if one did.
+// returns the records and the offset after them, and the read error that
+// stopped it, if one did. A corrupt record is left out but never skipped
+// alone: one that reads as corrupt now may lie above the persisted high
+// watermark, where recovery would truncate it and reuse its offset.
 func (n *Node) readBatch(p *partition, log *storage.Log, link meta.ChildLink, c *fanoutCursor, hwm uint64) ([]msg.ProduceRecord, uint64, error) {
 	child, ok := n.lookupTopic(link.Name)
 	if !ok {
@@ -335,7 +347,7 @@ func childPartition(index int, child *topic) int {
 // sendBatch relays a batch into the child; the cursor advances when it is
 // durable there.
 func (n *Node) sendBatch(t *topic, p *partition, c *fanoutCursor, records []msg.ProduceRecord, end uint64) {
-	c.sentTo = end
+	c.sentTo, c.sentCap = end, math.MaxUint64
 	err := n.relay(c.child, records, func(reply msg.Reply) { n.batchDone(t.info.Name, p, c, len(records), end, reply) })
 	if err != nil {
 		c.sentTo = 0
@@ -356,7 +368,7 @@ func (n *Node) batchDone(parent string, p *partition, c *fanoutCursor, records i
 		return
 	}
 	chaos.Reached(chaos.MarkFanoutBatchCopied)
-	c.next, c.copied, c.pendingSinceMs = end, c.copied+uint64(records), 0
+	c.next, c.copied, c.pendingSinceMs = min(end, c.sentCap), c.copied+uint64(records), 0
 	n.fanoutObserver.FanoutCopied(parent, c.child, p.key.index, records)
 	// The next batch may be ready: without a wake a driver that sleeps
 	// until NextDeadlineMs sent one batch per unrelated tick (a backlog of

@@ -6,45 +6,40 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"narad/msg"
+	"narad/storage"
 )
 
-// A parent whose records from the cursor to its high watermark are all
-// corrupt has nothing to copy: the cursor moves past them (consumers skip
-// them too), and the lag drops to zero, instead of the cursor staying
-// below them, re-reading the damaged run at each drive and counting it as
-// lag until a good record follows.
-func TestAFanoutCursorMovesPastACorruptTail(t *testing.T) {
-	h := newHarness(t)
-	h.cfg.Log.HWMLagBytesMax, h.cfg.Log.HWMLagMsMax = 0, 0 // every acknowledged record below the persisted HWM
+// A parent log whose tail, copied already, is damaged above the persisted
+// high watermark and then reopened (its log failed) recovers below the
+// cursor: the damaged record and the ones after it are gone (storage's
+// corruption window), and new records take their offsets. The cursor goes
+// back to the high watermark so that the child gets them; left above it,
+// it counted no lag and copied nothing until the log passed it again.
+func TestAFanoutCursorPastItsParentsRecoveredTailGoesBack(t *testing.T) {
+	h := newHarness(t)                // default HWM lag: the hwm file lags the HWM
+	h.cfg.Log.WriteBufferBytesMax = 1 // an append writes at once: a write fault fails the log
 	h.restart()
-	h.createTopic("orders", func(r *msg.CreateTopic) { r.Partitions = 3 })
-	h.createTopic("audit", func(r *msg.CreateTopic) { r.Partitions = 3 })
+	h.createTopic("orders")
+	h.createTopic("audit")
 	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
 	h.tick(1) // the cursor starts at the parent's tail
-	h.produce("orders", 0, "good")
+	h.produce("orders", 0, "first")
+	h.produce("orders", 0, "second")
 	h.tick(h.cfg.Fanout.LingerMs)
 	h.tick(1)
-	require.Equal(t, []string{"good"}, h.replayAll("audit", 0))
-	h.tick(h.cfg.Fanout.CursorPersistIntervalMs) // the cursor's file says it was copied
-	h.produce("orders", 0, "damaged-1")
-	h.produce("orders", 0, "damaged-2")
-	require.NoError(t, h.node.Abandon()) // before the linger ends: neither copied
-	h.node = nil
-	h.fs.Crash()
-	damagePayload(t, h.fs, PartitionDir("orders", 0), "damaged-1")
-	damagePayload(t, h.fs, PartitionDir("orders", 0), "damaged-2")
-	h.start()
-	require.Equal(t, msg.CodeGone, msg.CodeOf(h.do(msg.Replay{Topic: "orders", Partition: 0, Offset: 2}).Err),
-		"recovery found the damaged records corrupt")
+	require.Equal(t, []string{"first", "second"}, h.replayAll("audit", 0))
+	cursor := h.node.partitions[partitionKey{"orders", 0}].fanout["audit"]
+	require.Equal(t, uint64(2), cursor.next)
 
-	for range 5 {
+	damagePayload(t, h.fs, PartitionDir("orders", 0), "first") // bit rot above the lagging hwm file
+	h.fs.FailNext(storage.FaultWrite, storage.ErrNoSpace, 1)
+	h.fail(msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Partition: 0, Payload: []byte("x")}}}, msg.CodeUnavailable)
+	require.Equal(t, uint64(0), h.produce("orders", 0, "fresh-1").Offset, "the reopened log recovered below the damaged record")
+	require.Equal(t, uint64(1), h.produce("orders", 0, "fresh-2").Offset)
+	for range 3 {
 		h.tick(h.cfg.Fanout.LingerMs)
 	}
-	require.Equal(t, []string{"good"}, h.replayAll("audit", 0))
-	lag := h.lagOf("orders", "audit")
-	require.Zero(t, lag.LagMessages, "the corrupt tail is not counted as lag: %+v", lag)
-	h.tick(h.cfg.Fanout.CursorPersistIntervalMs)
-	cursor := h.node.partitions[partitionKey{"orders", 0}].fanout["audit"]
-	require.Equal(t, uint64(3), cursor.next)
-	require.Equal(t, cursor.next, cursor.persisted, "the cursor's file says so too")
+	require.Equal(t, []string{"first", "second", "fresh-1", "fresh-2"}, h.replayAll("audit", 0),
+		"the records written at the offsets the cursor had passed reach the child")
+	require.Zero(t, h.lagOf("orders", "audit").LagMessages)
 }

@@ -79,6 +79,10 @@ type fanoutCursor struct {
 	unwritten bool
 	// sentTo is the end of the batch in flight; 0 when none is.
 	sentTo uint64
+	// sentCap bounds where the batch in flight advances the cursor: the
+	// lowest high watermark the parent's log reopened at since it was
+	// sent (rewindCursors), else math.MaxUint64. Set by sendBatch.
+	sentCap uint64
 	// pendingSinceMs is the commit time of the first record waiting to be
 	// copied (the linger runs from it); 0 until it was read.
 	pendingSinceMs int64

@@ -143,6 +143,7 @@ func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
 	}
 	if p.log != log {
 		n.reportRecovery(p, recovery)
+		n.rewindCursors(p, log.HWM())
 	}
 	p.log, p.closedIntact = log, false
 	if p.leases == nil {
