@@ -103,14 +103,7 @@ func TestAckAfterTheLeaseLapsed(t *testing.T) {
 // TestAckBelowRetentionIsStale: retention may drop records unacked, so a
 // handle below the oldest retained offset is stale whatever it names.
 func TestAckBelowRetentionIsStale(t *testing.T) {
-	h := newHarness(t)
-	h.cfg.Log.SegmentBytes = 4096
-	h.restart()
-	h.createTopic("orders")
-	payload := string(make([]byte, 1000))
-	for range 20 {
-		h.produce("orders", 0, payload)
-	}
+	h := segmentedHarness(t)
 	m, _ := h.consume("orders")
 	require.NoError(t, h.ackHandle("orders", m.ReceiptHandle, msg.AckCommit))
 	h.tick(h.cfg.DefaultRetentionMs + h.cfg.RetentionCheckIntervalMs)

@@ -259,7 +259,9 @@ func TestRedeliveryAfterCrashOfUnackedRecords(t *testing.T) {
 	require.Equal(t, msg.CodeGone, msg.CodeOf(h.ackHandle("orders", m.ReceiptHandle, msg.AckCommit)), "handles of the old incarnation are stale")
 }
 
-func TestRetentionAgesOutOldSegments(t *testing.T) {
+// segmentedHarness is a node whose topic "orders" has 20 records of
+// 1,000 bytes in partition 0, over several 4 KiB segments.
+func segmentedHarness(t *testing.T) *harness {
 	h := newHarness(t)
 	h.cfg.Log.SegmentBytes = 4096
 	h.restart()
@@ -268,6 +270,11 @@ func TestRetentionAgesOutOldSegments(t *testing.T) {
 	for range 20 {
 		h.produce("orders", 0, payload)
 	}
+	return h
+}
+
+func TestRetentionAgesOutOldSegments(t *testing.T) {
+	h := segmentedHarness(t)
 	h.tick(h.cfg.DefaultRetentionMs + h.cfg.RetentionCheckIntervalMs)
 	stats := h.stats("orders", 0)
 	require.Positive(t, stats.OldestOffset, "sealed segments past retention are deleted")
@@ -307,14 +314,7 @@ func TestReopenedLogKeepsTheAckedFrontier(t *testing.T) {
 // after a restart still loses its expired segments (the retention pass
 // reopens closed logs that hold sealed segments).
 func TestRetentionReachesLogsClosedSinceRestart(t *testing.T) {
-	h := newHarness(t)
-	h.cfg.Log.SegmentBytes = 4096
-	h.restart()
-	h.createTopic("orders")
-	payload := string(make([]byte, 1000))
-	for range 20 {
-		h.produce("orders", 0, payload)
-	}
+	h := segmentedHarness(t)
 	h.restart()
 	require.Empty(t, h.node.store.OpenDirs(), "nothing is open after a restart")
 	h.tick(h.cfg.DefaultRetentionMs + h.cfg.RetentionCheckIntervalMs)
@@ -326,14 +326,7 @@ func TestRetentionReachesLogsClosedSinceRestart(t *testing.T) {
 // pass while none of its segments has expired. Once one has, retention
 // reopens it and deletes the segment.
 func TestAnIntactClosedLogIsReopenedOnlyForExpiredSegments(t *testing.T) {
-	h := newHarness(t)
-	h.cfg.Log.SegmentBytes = 4096
-	h.restart()
-	h.createTopic("orders")
-	payload := string(make([]byte, 1000))
-	for range 20 {
-		h.produce("orders", 0, payload)
-	}
+	h := segmentedHarness(t)
 	open := h.stats("orders", 0)
 	require.Greater(t, open.Segments, 1)
 	dir := PartitionDir("orders", 0)

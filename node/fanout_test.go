@@ -389,14 +389,14 @@ func TestADeletedChildIsNotReportedAfterItsDrop(t *testing.T) {
 	}
 }
 
-// TestAParentRecordIsCopiedAfterItsLogIsEvicted: a parent's cursors that
-// caught up ask for no wake; a record made durable then makes them due,
-// so that when the parent's log is closed before the next tick (evicted
-// under OpenLogsMax here) the driver reopens it and copies the record,
-// instead of leaving it uncopied until something else opens the log.
-func TestAParentRecordIsCopiedAfterItsLogIsEvicted(t *testing.T) {
+// evictingFanoutHarness is a node that keeps two logs open, with a
+// parent "orders" and its child "audit" and a third topic "other" (three
+// partitions each), whose cursors are loaded and their files written (the
+// write interval, cursorPersistIntervalMs, starts then).
+func evictingFanoutHarness(t *testing.T, cursorPersistIntervalMs int64) *harness {
 	h := newHarness(t)
 	h.cfg.OpenLogsMax = 2
+	h.cfg.Fanout.CursorPersistIntervalMs = cursorPersistIntervalMs
 	h.restart()
 	three := func(r *msg.CreateTopic) { r.Partitions = 3 }
 	h.createTopic("orders", three)
@@ -404,7 +404,17 @@ func TestAParentRecordIsCopiedAfterItsLogIsEvicted(t *testing.T) {
 	h.createTopic("other", three)
 	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
 	h.tick(1)
-	h.tick(h.cfg.Fanout.CursorPersistIntervalMs) // cursors loaded, their files written, caught up
+	h.tick(h.cfg.Fanout.CursorPersistIntervalMs)
+	return h
+}
+
+// TestAParentRecordIsCopiedAfterItsLogIsEvicted: a parent's cursors that
+// caught up ask for no wake; a record made durable then makes them due,
+// so that when the parent's log is closed before the next tick (evicted
+// under OpenLogsMax here) the driver reopens it and copies the record,
+// instead of leaving it uncopied until something else opens the log.
+func TestAParentRecordIsCopiedAfterItsLogIsEvicted(t *testing.T) {
+	h := evictingFanoutHarness(t, DefaultFanoutConfig().CursorPersistIntervalMs)
 	h.produce("orders", 0, "x")
 	h.produce("other", 0, "a") // two other logs open: the parent's is evicted
 	h.produce("other", 1, "b")
@@ -421,17 +431,7 @@ func TestAParentRecordIsCopiedAfterItsLogIsEvicted(t *testing.T) {
 // reopening (and recovering) it at every tick to learn that; the file is
 // written once the interval ends.
 func TestAnEvictedParentLogWaitsClosedForItsCursorFiles(t *testing.T) {
-	h := newHarness(t)
-	h.cfg.OpenLogsMax = 2
-	h.cfg.Fanout.CursorPersistIntervalMs = 1_000 // far past the linger
-	h.restart()
-	three := func(r *msg.CreateTopic) { r.Partitions = 3 }
-	h.createTopic("orders", three)
-	h.createTopic("audit", three)
-	h.createTopic("other", three)
-	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
-	h.tick(1)
-	h.tick(h.cfg.Fanout.CursorPersistIntervalMs) // cursors loaded, their files written: the interval starts
+	h := evictingFanoutHarness(t, 1_000) // far past the linger
 	h.produce("orders", 0, "x")
 	h.tick(h.cfg.Fanout.LingerMs) // the record is copied: the cursor advances, its file lags
 	h.tick(1)
