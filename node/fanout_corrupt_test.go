@@ -43,3 +43,30 @@ func TestAFanoutCursorPastItsParentsRecoveredTailGoesBack(t *testing.T) {
 		"the records written at the offsets the cursor had passed reach the child")
 	require.Zero(t, h.lagOf("orders", "audit").LagMessages)
 }
+
+// The same across a crash: the cursor file says 2, the recovery truncates
+// the damaged tail to 0, and records produced before the cursor is loaded
+// take offsets 0 and 1. The cursor loads no higher than the high
+// watermark the log recovered at, so the child gets them.
+func TestAFanoutCursorLoadedAfterItsParentRecoveredLowerStartsThere(t *testing.T) {
+	h := newHarness(t) // default HWM lag: the hwm file lags the HWM
+	h.createTopic("orders")
+	h.createTopic("audit")
+	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
+	h.tick(1) // the cursor starts at the parent's tail
+	h.produce("orders", 0, "first")
+	h.produce("orders", 0, "second")
+	h.tick(h.cfg.Fanout.LingerMs)
+	h.tick(h.cfg.Fanout.CursorPersistIntervalMs)
+	cursor := h.node.partitions[partitionKey{"orders", 0}].fanout["audit"]
+	require.Equal(t, [2]uint64{2, 2}, [2]uint64{cursor.next, cursor.persisted}, "both copied, and the cursor file says so")
+
+	damagePayload(t, h.fs, PartitionDir("orders", 0), "first") // bit rot above the lagging hwm file
+	h.crash()
+	require.Equal(t, uint64(0), h.produce("orders", 0, "fresh-1").Offset, "the recovery truncated the damaged tail")
+	require.Equal(t, uint64(1), h.produce("orders", 0, "fresh-2").Offset)
+	for range 3 {
+		h.tick(h.cfg.Fanout.LingerMs)
+	}
+	require.Equal(t, []string{"first", "second", "fresh-1", "fresh-2"}, h.replayAll("audit", 0))
+}

@@ -66,6 +66,13 @@ type partition struct {
 	// with nothing yet expired need not reopen (and so recover) the log.
 	// Set by dropLog, cleared by openLog.
 	closedIntact bool
+	// recoveredHWM is the lowest high watermark the partition's log had
+	// when this process opened it (valid once recovered is set): a cursor
+	// loaded later starts no higher (loadCursor), for its file may name
+	// offsets that a recovery truncated (a damaged tail) and that new
+	// records have taken since. Set by openLog.
+	recoveredHWM uint64
+	recovered    bool
 	// frontierUnsaved is set while the lease table's frontier moved past
 	// the log's committed offset with the log closed (a dead letter
 	// settled then): the commit-persist tick and Close open the log to
@@ -144,6 +151,9 @@ func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
 	if p.log != log {
 		n.reportRecovery(p, recovery)
 		n.rewindCursors(p, log.HWM())
+		if !p.recovered || log.HWM() < p.recoveredHWM {
+			p.recoveredHWM, p.recovered = log.HWM(), true
+		}
 	}
 	p.log, p.closedIntact = log, false
 	if p.leases == nil {
