@@ -224,6 +224,64 @@ func (n *Node) stepCursor(t *topic, p *partition, log *storage.Log, link meta.Ch
 	}
 }
 
+// clampCursorFiles rewrites, durably and before anything appends to the
+// log of p just opened at hwm, the cursor files of p's children that
+// name an offset above hwm. In the normal course no file does: a file
+// follows the fsync of the records it passes, and recovery keeps every
+// durable record. A recovery that truncated a tail damaged above the
+// persisted high watermark takes records the files passed, though, and
+// new records will take those offsets: a file left naming them would,
+// after a crash, skip them. It refuses (retry) while a sync round writes
+// the files, which could write the old offsets after it.
+func (n *Node) clampCursorFiles(p *partition, hwm uint64) error {
+	if record, ok := n.meta.State().Topic(p.key.topic); !ok || len(record.Children) == 0 {
+		return nil
+	}
+	names, err := n.fs.List(p.dir)
+	if err != nil {
+		return err
+	}
+	var writes []storage.NamedData
+	var clamped []*fanoutCursor
+	for _, name := range names {
+		child, isCursor := cursorChild(name)
+		if !isCursor {
+			continue
+		}
+		path := cursorPath(p.dir, child)
+		data, err := storage.ReadFile(n.fs, path)
+		if err != nil {
+			return err
+		}
+		var file cursorFile
+		epoch, err := decodeCursorFile(data, &file)
+		if err != nil || file.NextOffset <= hwm {
+			continue // an unreadable file starts from the oldest record anyway (loadCursor)
+		}
+		if data, err = encodeCursorFile(epoch, hwm); err != nil {
+			return err
+		}
+		writes = append(writes, storage.NamedData{Name: path, Data: data})
+		if c := p.fanout[child]; c != nil && c.epoch == epoch {
+			clamped = append(clamped, c)
+		}
+	}
+	if len(writes) == 0 {
+		return nil
+	}
+	if p.cursorFiles.inFlight {
+		return errors.New("a sync round is writing its cursor files")
+	}
+	n.observer.Event("fanout-cursor-files-clamped", fmt.Sprintf("%s: %d cursor files named offsets above the recovered high watermark %d", p.dir, len(writes), hwm))
+	if err := storage.WriteFilesAtomic(n.fs, writes); err != nil {
+		return err
+	}
+	for _, c := range clamped {
+		c.persisted = hwm
+	}
+	return nil
+}
+
 // rewindCursors brings back the cursors of p that stand past the high
 // watermark its log just reopened at: recovery truncated a tail damaged
 // above the persisted high watermark, taking records the cursors had

@@ -70,3 +70,40 @@ func TestAFanoutCursorLoadedAfterItsParentRecoveredLowerStartsThere(t *testing.T
 	}
 	require.Equal(t, []string{"first", "second", "fresh-1", "fresh-2"}, h.replayAll("audit", 0))
 }
+
+// A cursor brought back below a recovered parent's high watermark has its
+// file brought back too, durably, before new records take the offsets:
+// left naming the old offset until the next cursor write, a crash in
+// between made the restarted node skip the records written there.
+func TestARewoundCursorsFileIsDurableBeforeTheOffsetsAreReused(t *testing.T) {
+	h := newHarness(t)                // default HWM lag: the hwm file lags the HWM
+	h.cfg.Log.WriteBufferBytesMax = 1 // an append writes at once: a write fault fails the log
+	h.restart()
+	h.createTopic("orders")
+	h.createTopic("audit")
+	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
+	h.tick(1)
+	h.produce("orders", 0, "first")
+	h.produce("orders", 0, "second")
+	h.tick(h.cfg.Fanout.LingerMs)
+	h.tick(1)
+	require.Equal(t, []string{"first", "second"}, h.replayAll("audit", 0))
+	h.tick(h.cfg.Fanout.CursorPersistIntervalMs)
+	h.tick(1)
+	cursor := h.node.partitions[partitionKey{"orders", 0}].fanout["audit"]
+	require.Equal(t, uint64(2), cursor.persisted, "the file says 2")
+
+	damagePayload(t, h.fs, PartitionDir("orders", 0), "first") // bit rot above the lagging hwm file
+	h.fs.FailNext(storage.FaultWrite, storage.ErrNoSpace, 1)
+	h.fail(msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Partition: 0, Payload: []byte("x")}}}, msg.CodeUnavailable)
+	require.Equal(t, uint64(0), h.produce("orders", 0, "fresh-1").Offset)
+	require.Equal(t, uint64(1), h.produce("orders", 0, "fresh-2").Offset)
+	require.Equal(t, uint64(2), h.produce("orders", 0, "fresh-3").Offset)
+	h.tick(1) // within the linger and the cursor write interval: nothing copied or written yet
+	h.crash()
+	for range 5 {
+		h.tick(h.cfg.Fanout.LingerMs)
+	}
+	require.Equal(t, []string{"first", "second", "fresh-1", "fresh-2", "fresh-3"}, h.replayAll("audit", 0),
+		"every record at the reused offsets reaches the child")
+}

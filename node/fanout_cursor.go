@@ -183,8 +183,8 @@ func (p *partition) knownHWM() uint64 {
 // first record committed at or after the attach (epochStart: no backfill);
 // a crash before the next sync round writes it finds the same start. A
 // file that does not decode starts at the oldest retained record: copies
-// may repeat, none is skipped. A file's offset above the high watermark
-// the log recovered at (partition.recoveredHWM) is brought down to it.
+// may repeat, none is skipped. A file never names an offset above the
+// high watermark the log opened at (clampCursorFiles).
 func (n *Node) loadCursor(p *partition, log *storage.Log, link meta.ChildLink) (*fanoutCursor, error) {
 	c := &fanoutCursor{child: link.Name, epoch: link.Epoch, unwritten: true}
 	data, err := storage.ReadFile(n.fs, cursorPath(p.dir, link.Name))
@@ -213,11 +213,6 @@ func (n *Node) loadCursor(p *partition, log *storage.Log, link meta.ChildLink) (
 	}
 	chaos.Reached(chaos.MarkFanoutCursorResumed)
 	c.next = min(file.NextOffset, log.HWM())
-	if p.recovered && c.next > p.recoveredHWM {
-		n.observer.Event("fanout-cursor-rewound", fmt.Sprintf("%s: the log recovered at high watermark %d, below the cursor file's %d (a damaged tail was truncated); copying from there",
-			cursorPath(p.dir, link.Name), p.recoveredHWM, c.next))
-		c.next = p.recoveredHWM
-	}
 	c.persisted, c.resumed, c.unwritten = file.NextOffset, true, false
 	return c, nil
 }

@@ -66,13 +66,6 @@ type partition struct {
 	// with nothing yet expired need not reopen (and so recover) the log.
 	// Set by dropLog, cleared by openLog.
 	closedIntact bool
-	// recoveredHWM is the lowest high watermark the partition's log had
-	// when this process opened it (valid once recovered is set): a cursor
-	// loaded later starts no higher (loadCursor), for its file may name
-	// offsets that a recovery truncated (a damaged tail) and that new
-	// records have taken since. Set by openLog.
-	recoveredHWM uint64
-	recovered    bool
 	// frontierUnsaved is set while the lease table's frontier moved past
 	// the log's committed offset with the log closed (a dead letter
 	// settled then): the commit-persist tick and Close open the log to
@@ -150,10 +143,12 @@ func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
 	}
 	if p.log != log {
 		n.reportRecovery(p, recovery)
-		n.rewindCursors(p, log.HWM())
-		if !p.recovered || log.HWM() < p.recoveredHWM {
-			p.recoveredHWM, p.recovered = log.HWM(), true
+		if err := n.clampCursorFiles(p, log.HWM()); err != nil {
+			_ = n.store.Close(p.dir) // reopened, and its cursor files clamped, at the next use
+			n.observer.Event("fanout-cursor-clamp-failed", fmt.Sprintf("%s: %v", p.dir, err))
+			return nil, msg.Unavailable("partition %d of %s: its fan-out cursors could not be brought back to its recovered log: retry", p.key.index, p.key.topic)
 		}
+		n.rewindCursors(p, log.HWM())
 	}
 	p.log, p.closedIntact = log, false
 	if p.leases == nil {
