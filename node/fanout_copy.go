@@ -224,6 +224,16 @@ func (n *Node) stepCursor(t *topic, p *partition, log *storage.Log, link meta.Ch
 	}
 }
 
+// clampCursorFilesUnlessIntact is clampCursorFiles for a log that did not
+// close intact (closedIntact): one that did held every record its cursor
+// files passed, and nothing writes them while it is closed.
+func (n *Node) clampCursorFilesUnlessIntact(p *partition, hwm uint64) error {
+	if p.closedIntact {
+		return nil
+	}
+	return n.clampCursorFiles(p, hwm)
+}
+
 // clampCursorFiles rewrites, durably and before anything appends to the
 // log of p just opened at hwm, the cursor files of p's children that
 // name an offset above hwm. In the normal course no file does: a file
@@ -232,9 +242,12 @@ func (n *Node) stepCursor(t *topic, p *partition, log *storage.Log, link meta.Ch
 // persisted high watermark takes records the files passed, though, and
 // new records will take those offsets: a file left naming them would,
 // after a crash, skip them. It refuses (retry) while a sync round writes
-// the files, which could write the old offsets after it.
+// the files, which could write the old offsets after it. Only the files of
+// linked children count; one that cannot be read is left to loadCursor,
+// which meets the same error for that child alone.
 func (n *Node) clampCursorFiles(p *partition, hwm uint64) error {
-	if record, ok := n.meta.State().Topic(p.key.topic); !ok || len(record.Children) == 0 {
+	record, ok := n.meta.State().Topic(p.key.topic)
+	if !ok || len(record.Children) == 0 {
 		return nil
 	}
 	names, err := n.fs.List(p.dir)
@@ -245,13 +258,14 @@ func (n *Node) clampCursorFiles(p *partition, hwm uint64) error {
 	var clamped []*fanoutCursor
 	for _, name := range names {
 		child, isCursor := cursorChild(name)
-		if !isCursor {
-			continue
+		if !isCursor || !linked(record.Children, child) {
+			continue // a detached child's file: no cursor reads it, the links' cleaning removes it
 		}
 		path := cursorPath(p.dir, child)
 		data, err := storage.ReadFile(n.fs, path)
 		if err != nil {
-			return err
+			n.observer.Event("fanout-cursor-unreadable", fmt.Sprintf("%s: %v; not clamped (its cursor stalls at its load)", path, err))
+			continue // loadCursor meets the same error: that child's cursor stalls, not the partition
 		}
 		var file cursorFile
 		epoch, err := decodeCursorFile(data, &file)

@@ -143,7 +143,7 @@ func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
 	}
 	if p.log != log {
 		n.reportRecovery(p, recovery)
-		if err := n.clampCursorFiles(p, log.HWM()); err != nil {
+		if err := n.clampCursorFilesUnlessIntact(p, log.HWM()); err != nil {
 			_ = n.store.Close(p.dir) // reopened, and its cursor files clamped, at the next use
 			n.observer.Event("fanout-cursor-clamp-failed", fmt.Sprintf("%s: %v", p.dir, err))
 			return nil, msg.Unavailable("partition %d of %s: its fan-out cursors could not be brought back to its recovered log: retry", p.key.index, p.key.topic)
