@@ -9,16 +9,17 @@ import (
 	"narad/storage"
 )
 
-// A parent log whose tail, copied already, is damaged above the persisted
-// high watermark and then reopened (its log failed) recovers below the
-// cursor: the damaged record and the ones after it are gone (storage's
-// corruption window), and new records take their offsets. The cursor goes
-// back to the high watermark so that the child gets them; left above it,
-// it counted no lag and copied nothing until the log passed it again.
-func TestAFanoutCursorPastItsParentsRecoveredTailGoesBack(t *testing.T) {
-	h := newHarness(t)                // default HWM lag: the hwm file lags the HWM
-	h.cfg.Log.WriteBufferBytesMax = 1 // an append writes at once: a write fault fails the log
-	h.restart()
+// copiedParentHarness is a node whose parent "orders" has two records,
+// "first" and "second", in partition 0, both copied into its child
+// "audit" and the cursor's file written; the hwm file lags (the default
+// HWM lag), and with failingWrites an append writes at once, so that a
+// write fault fails the log.
+func copiedParentHarness(t *testing.T, failingWrites bool) *harness {
+	h := newHarness(t)
+	if failingWrites {
+		h.cfg.Log.WriteBufferBytesMax = 1
+		h.restart()
+	}
 	h.createTopic("orders")
 	h.createTopic("audit")
 	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
@@ -26,10 +27,21 @@ func TestAFanoutCursorPastItsParentsRecoveredTailGoesBack(t *testing.T) {
 	h.produce("orders", 0, "first")
 	h.produce("orders", 0, "second")
 	h.tick(h.cfg.Fanout.LingerMs)
-	h.tick(1)
+	h.tick(h.cfg.Fanout.CursorPersistIntervalMs)
 	require.Equal(t, []string{"first", "second"}, h.replayAll("audit", 0))
 	cursor := h.node.partitions[partitionKey{"orders", 0}].fanout["audit"]
-	require.Equal(t, uint64(2), cursor.next)
+	require.Equal(t, [2]uint64{2, 2}, [2]uint64{cursor.next, cursor.persisted}, "both copied, and the cursor file says so")
+	return h
+}
+
+// A parent log whose tail, copied already, is damaged above the persisted
+// high watermark and then reopened (its log failed) recovers below the
+// cursor: the damaged record and the ones after it are gone (storage's
+// corruption window), and new records take their offsets. The cursor goes
+// back to the high watermark so that the child gets them; left above it,
+// it counted no lag and copied nothing until the log passed it again.
+func TestAFanoutCursorPastItsParentsRecoveredTailGoesBack(t *testing.T) {
+	h := copiedParentHarness(t, true)
 
 	damagePayload(t, h.fs, PartitionDir("orders", 0), "first") // bit rot above the lagging hwm file
 	h.fs.FailNext(storage.FaultWrite, storage.ErrNoSpace, 1)
@@ -49,17 +61,7 @@ func TestAFanoutCursorPastItsParentsRecoveredTailGoesBack(t *testing.T) {
 // take offsets 0 and 1. The cursor loads no higher than the high
 // watermark the log recovered at, so the child gets them.
 func TestAFanoutCursorLoadedAfterItsParentRecoveredLowerStartsThere(t *testing.T) {
-	h := newHarness(t) // default HWM lag: the hwm file lags the HWM
-	h.createTopic("orders")
-	h.createTopic("audit")
-	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
-	h.tick(1) // the cursor starts at the parent's tail
-	h.produce("orders", 0, "first")
-	h.produce("orders", 0, "second")
-	h.tick(h.cfg.Fanout.LingerMs)
-	h.tick(h.cfg.Fanout.CursorPersistIntervalMs)
-	cursor := h.node.partitions[partitionKey{"orders", 0}].fanout["audit"]
-	require.Equal(t, [2]uint64{2, 2}, [2]uint64{cursor.next, cursor.persisted}, "both copied, and the cursor file says so")
+	h := copiedParentHarness(t, false)
 
 	damagePayload(t, h.fs, PartitionDir("orders", 0), "first") // bit rot above the lagging hwm file
 	h.crash()
@@ -76,22 +78,7 @@ func TestAFanoutCursorLoadedAfterItsParentRecoveredLowerStartsThere(t *testing.T
 // left naming the old offset until the next cursor write, a crash in
 // between made the restarted node skip the records written there.
 func TestARewoundCursorsFileIsDurableBeforeTheOffsetsAreReused(t *testing.T) {
-	h := newHarness(t)                // default HWM lag: the hwm file lags the HWM
-	h.cfg.Log.WriteBufferBytesMax = 1 // an append writes at once: a write fault fails the log
-	h.restart()
-	h.createTopic("orders")
-	h.createTopic("audit")
-	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
-	h.tick(1)
-	h.produce("orders", 0, "first")
-	h.produce("orders", 0, "second")
-	h.tick(h.cfg.Fanout.LingerMs)
-	h.tick(1)
-	require.Equal(t, []string{"first", "second"}, h.replayAll("audit", 0))
-	h.tick(h.cfg.Fanout.CursorPersistIntervalMs)
-	h.tick(1)
-	cursor := h.node.partitions[partitionKey{"orders", 0}].fanout["audit"]
-	require.Equal(t, uint64(2), cursor.persisted, "the file says 2")
+	h := copiedParentHarness(t, true)
 
 	damagePayload(t, h.fs, PartitionDir("orders", 0), "first") // bit rot above the lagging hwm file
 	h.fs.FailNext(storage.FaultWrite, storage.ErrNoSpace, 1)
