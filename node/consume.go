@@ -177,7 +177,7 @@ func (n *Node) reserveOne(t *topic, p *partition) (msg.Message, bool, error) {
 // it again (a scan of every segment) and, at the open-log cap, evict
 // another.
 func (n *Node) nothingToReserveClosed(p *partition) bool {
-	if p.log != nil || !p.closedIntact || p.leases == nil {
+	if !p.closedIntact {
 		return false
 	}
 	if deadlineMs, ok := p.leases.NextDeadline(); ok && deadlineMs <= n.nowMs {

@@ -224,14 +224,19 @@ func (n *Node) stepCursor(t *topic, p *partition, log *storage.Log, link meta.Ch
 	}
 }
 
-// clampCursorFilesUnlessIntact is clampCursorFiles for a log that did not
-// close intact (closedIntact): one that did held every record its cursor
-// files passed, and nothing writes them while it is closed.
-func (n *Node) clampCursorFilesUnlessIntact(p *partition, hwm uint64) error {
+// settleCursors brings p's cursors, in their files (clampCursorFiles) and
+// in memory (rewindCursors), down to the high watermark its log just
+// opened at, before anything appends to it. A log that closed intact
+// (closedIntact) reopens where it closed, past every cursor: nothing to do.
+func (n *Node) settleCursors(p *partition, hwm uint64) error {
 	if p.closedIntact {
 		return nil
 	}
-	return n.clampCursorFiles(p, hwm)
+	if err := n.clampCursorFiles(p, hwm); err != nil {
+		return err
+	}
+	n.rewindCursors(p, hwm)
+	return nil
 }
 
 // clampCursorFiles rewrites, durably and before anything appends to the
@@ -301,8 +306,7 @@ func (n *Node) clampCursorFiles(p *partition, hwm uint64) error {
 // above the persisted high watermark, taking records the cursors had
 // copied (storage's corruption window), and new records will take those
 // offsets, which the children must get. A batch in flight then advances
-// its cursor no further than that high watermark (sentCap). Run at every
-// open of a new log, before anything appends to it.
+// its cursor no further than that high watermark (sentCap).
 func (n *Node) rewindCursors(p *partition, hwm uint64) {
 	for _, child := range slices.Sorted(maps.Keys(p.fanout)) {
 		c := p.fanout[child]

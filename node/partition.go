@@ -64,7 +64,8 @@ type partition struct {
 	// what closed describes, so that a reserve whose lease table has none
 	// of its records to deliver, a stats request, and a retention pass
 	// with nothing yet expired need not reopen (and so recover) the log.
-	// Set by dropLog, cleared by openLog.
+	// Set by dropLog, cleared by openLog; so while it is set, log is nil
+	// and leases (made at the first open) is not.
 	closedIntact bool
 	// frontierUnsaved is set while the lease table's frontier moved past
 	// the log's committed offset with the log closed (a dead letter
@@ -143,12 +144,11 @@ func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
 	}
 	if p.log != log {
 		n.reportRecovery(p, recovery)
-		if err := n.clampCursorFilesUnlessIntact(p, log.HWM()); err != nil {
-			_ = n.store.Close(p.dir) // reopened, and its cursor files clamped, at the next use
+		if err := n.settleCursors(p, log.HWM()); err != nil {
+			_ = n.store.Close(p.dir) // reopened, and its cursors settled, at the next use
 			n.observer.Event("fanout-cursor-clamp-failed", fmt.Sprintf("%s: %v", p.dir, err))
 			return nil, msg.Unavailable("partition %d of %s: its fan-out cursors could not be brought back to its recovered log: retry", p.key.index, p.key.topic)
 		}
-		n.rewindCursors(p, log.HWM())
 	}
 	p.log, p.closedIntact = log, false
 	if p.leases == nil {

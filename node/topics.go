@@ -196,7 +196,7 @@ func (n *Node) partitionStats(t *topic, index int) msg.PartitionStats {
 	}
 	p := n.partitionOf(t, index)
 	s := p.closed // a log closed intact is described as it closed, not reopened for it
-	if !p.closedIntact || p.log != nil || p.leases == nil {
+	if !p.closedIntact {
 		log, err := n.openLog(t, p)
 		if err != nil {
 			return stats
