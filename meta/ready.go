@@ -87,6 +87,12 @@ func (m *Meta) Persist(rd Ready) error {
 	return nil
 }
 
+// NeedsStore reports whether Persist of the Ready writes the store. One
+// that carries only messages (heartbeats and their answers, most Readys
+// of a cluster at rest) costs no transaction and no fsync: its Persist
+// touches memory alone, so a driver may run it where it stands.
+func (rd Ready) NeedsStore() bool { return needsWrite(rd.raft) }
+
 // needsWrite reports whether a Ready has anything for the store; one that
 // only carries messages (heartbeats) costs no transaction and no fsync.
 func needsWrite(rd raft.Ready) bool {

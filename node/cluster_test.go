@@ -113,8 +113,10 @@ func (c *clusterHarness) settle() {
 	}
 }
 
-func (c *clusterHarness) handle(n *Node) {
-	rd := n.Ready()
+func (c *clusterHarness) handle(n *Node) { c.finish(n, n.Ready()) }
+
+// finish handles a Ready taken from n as a driver does.
+func (c *clusterHarness) finish(n *Node, rd Ready) {
 	c.deliver(rd.ProduceForwards) // before the syncs, as the host sends them
 	for _, r := range rd.EarlyReplies {
 		c.replies[r.ID] = r

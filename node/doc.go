@@ -145,7 +145,9 @@
 //  1. Persist: run every Sync of Ready.Syncs (fsyncs of partition logs and
 //     of committed consumer offsets, the atomic replace of fan-out cursor
 //     files, and the metastore's one bbolt transaction: Raft entries, hard
-//     state, applied state). Syncs of
+//     state, applied state; a metastore Ready with nothing for the store,
+//     only Raft heartbeats and their answers, is persisted by the node
+//     itself and adds no Sync). Syncs of
 //     different logs are independent and may run in parallel, and on any
 //     goroutine: a partition's Sync touches only file handles and state the
 //     round owns. The partitions' Syncs may instead run together

@@ -52,7 +52,12 @@ func (n *Node) maintainMeta() {
 }
 
 // addMetaReady puts the metastore's Ready into rd: its persistence as one
-// more Sync, its messages as envelopes.
+// more Sync, its messages as envelopes. A Ready with nothing for the store
+// (only Raft messages: heartbeats and their answers) is persisted here, in
+// memory, and adds no Sync: it would otherwise make a sync round of every
+// heartbeat, holding its answer and the node's inputs for the round. If
+// that Persist fails (the replica failed earlier), the Sync stays, and the
+// driver meets the failure as for any other.
 func (n *Node) addMetaReady(rd *Ready) {
 	if !n.meta.HasReady() {
 		return
@@ -60,7 +65,9 @@ func (n *Node) addMetaReady(rd *Ready) {
 	invariant.Check(n.metaReady == nil, "node: a metastore Ready is still in flight")
 	metaReady := n.meta.Ready()
 	n.metaReady = &metaReady
-	rd.Syncs = append(rd.Syncs, Sync{Dir: metaDir, meta: n.meta, metaReady: n.metaReady})
+	if metaReady.NeedsStore() || n.meta.Persist(metaReady) != nil {
+		rd.Syncs = append(rd.Syncs, Sync{Dir: metaDir, meta: n.meta, metaReady: n.metaReady})
+	}
 	rd.Messages = slices.Grow(rd.Messages, len(metaReady.Messages))
 	for _, message := range metaReady.Messages {
 		peer, ok := n.meta.PeerByRaftID(message.GetTo())
