@@ -94,3 +94,42 @@ func TestARewoundCursorsFileIsDurableBeforeTheOffsetsAreReused(t *testing.T) {
 	require.Equal(t, []string{"first", "second", "fresh-1", "fresh-2", "fresh-3"}, h.replayAll("audit", 0),
 		"every record at the reused offsets reaches the child")
 }
+
+// A batch in flight when the parent's log reopens lower advances its
+// cursor no further than the high watermark the log reopened at
+// (fanoutCursor.sentCap): its answer, arriving after the rewind, would
+// otherwise put the cursor back past the offsets that new records take.
+func TestABatchInFlightAcrossARewindDoesNotCarryTheCursorPastIt(t *testing.T) {
+	h := copiedParentHarness(t, true)
+	require.Equal(t, uint64(2), h.produce("orders", 0, "third").Offset)
+
+	h.nowMs += h.cfg.Fanout.LingerMs
+	h.node.Tick(h.nowMs) // sends the batch of "third" to the child
+	cursor := h.node.partitions[partitionKey{"orders", 0}].fanout["audit"]
+	require.Equal(t, uint64(3), cursor.sentTo, "the batch of \"third\" is in flight")
+	inFlight := h.node.Ready() // the child's round that makes the batch durable
+
+	damagePayload(t, h.fs, PartitionDir("orders", 0), "first") // bit rot above the lagging hwm file
+	h.fs.FailNext(storage.FaultWrite, storage.ErrNoSpace, 1)
+	h.nextID++
+	h.node.Handle(h.nextID, msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Partition: 0, Payload: []byte("x")}}})
+	h.nextID++
+	h.node.Handle(h.nextID, msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Partition: 0, Payload: []byte("fresh-1")}}})
+	require.Equal(t, uint64(0), cursor.next, "the reopened log recovered below the damaged record: the cursor went back")
+
+	for _, s := range inFlight.Syncs {
+		require.NoError(t, s.Run())
+	}
+	h.takeReplies(inFlight.Replies)
+	h.node.Advance(inFlight)
+	require.Equal(t, uint64(0), cursor.next, "the batch's answer left the cursor at the reopened high watermark")
+	h.flush()
+
+	require.Equal(t, uint64(1), h.produce("orders", 0, "fresh-2").Offset)
+	require.Equal(t, uint64(2), h.produce("orders", 0, "fresh-3").Offset)
+	for range 3 {
+		h.tick(h.cfg.Fanout.LingerMs)
+	}
+	require.Equal(t, []string{"first", "second", "third", "fresh-1", "fresh-2", "fresh-3"}, h.replayAll("audit", 0),
+		"every record written at the offsets the batch had passed reaches the child")
+}
