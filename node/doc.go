@@ -203,7 +203,10 @@
 //   - A Ready that carries the metastore's persist is not overlapped: the
 //     driver persists and advances it before feeding anything else (Raft
 //     must see its entries persisted before it is stepped again, and the
-//     applied state is read by every input).
+//     applied state is read by every input). A metastore Ready of Raft
+//     messages alone, which the node persisted in memory (no Sync), may be
+//     outstanding while inputs are fed: it carries no entries and no hard
+//     state.
 //
 // A driver may also feed nothing between Ready and Advance; the node is
 // the same state machine either way, driven by the sequence of calls.

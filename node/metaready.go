@@ -55,9 +55,9 @@ func (n *Node) maintainMeta() {
 // more Sync, its messages as envelopes. A Ready with nothing for the store
 // (only Raft messages: heartbeats and their answers) is persisted here, in
 // memory, and adds no Sync: it would otherwise make a sync round of every
-// heartbeat, holding its answer and the node's inputs for the round. If
-// that Persist fails (the replica failed earlier), the Sync stays, and the
-// driver meets the failure as for any other.
+// heartbeat, holding its answer and the node's inputs for the round.
+// Should that Persist ever fail, the Sync stays, and the driver meets the
+// failure as for any other.
 func (n *Node) addMetaReady(rd *Ready) {
 	if !n.meta.HasReady() {
 		return
