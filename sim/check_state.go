@@ -12,45 +12,52 @@ import (
 // reads the nodes' partition state (never the clients' view) and compares
 // it with what the sync rounds made durable.
 type stateChecker struct {
-	// durableHWM and durableCommitted are, per node and partition
-	// directory, the high-watermark and committed offset that completed
-	// sync rounds (or a recovery, or a graceful stop) made durable.
-	durableHWM       map[string]uint64
-	durableCommitted map[string]uint64
-	// seen marks partitions already checked in the node's current
-	// incarnation: the first sighting after a start is the recovered state.
-	seen map[string]bool
-	// lastCommitted is the committed offset at the previous step, per
-	// partition, in the current incarnation.
-	lastCommitted map[string]uint64
 	// open lists, per node id, the partitions open at the checker's last
 	// look at the node, in OpenPartitions order.
 	open map[string][]node.PartitionState
-	// servedDurable marks partitions whose recovered state in the node's
-	// current incarnation was checked against the disk's durable bytes.
-	servedDurable map[string]bool
 	// scratch is afterStep's buffer for a node's open partitions, reused
 	// from step to step; open keeps copies, never scratch itself.
 	scratch []node.PartitionState
 }
 
-func newStateChecker() *stateChecker {
-	return &stateChecker{
-		durableHWM: map[string]uint64{}, durableCommitted: map[string]uint64{},
-		seen: map[string]bool{}, lastCommitted: map[string]uint64{}, open: map[string][]node.PartitionState{},
-		servedDurable: map[string]bool{},
-	}
+// partitionRecord is what the state checker knows of one partition
+// directory of one node (simNode.stateRecords), kept across the node's
+// restarts; at most one per directory the node ever opened.
+type partitionRecord struct {
+	// key names the directory in failures: "id:dir".
+	key string
+	// durableHWM and durableCommitted are the high-watermark and committed
+	// offset that completed sync rounds (or a recovery, or a graceful
+	// stop) made durable.
+	durableHWM, durableCommitted uint64
+	// The rest is of the node's current incarnation, cleared at a start
+	// and when the partition closes:
+	// seen marks a partition already checked: the first sighting after a
+	// start is the recovered state.
+	seen bool
+	// lastCommitted is the committed offset at the previous step.
+	lastCommitted uint64
+	// servedDurable marks a partition whose recovered state was checked
+	// against the disk's durable bytes.
+	servedDurable bool
 }
 
-// stateKey names a partition directory of n in the checker's maps:
-// "id:dir".
-func stateKey(n *simNode, dir string) string {
-	key, ok := n.stateKeys[dir]
+// forget clears what the record knows of the current incarnation.
+func (r *partitionRecord) forget() { r.seen, r.lastCommitted, r.servedDurable = false, 0, false }
+
+func newStateChecker() *stateChecker {
+	return &stateChecker{open: map[string][]node.PartitionState{}}
+}
+
+// record is the checker's record of a partition directory of n, made at
+// the first ask: one map lookup per ask after every step.
+func record(n *simNode, dir string) *partitionRecord {
+	r, ok := n.stateRecords[dir]
 	if !ok {
-		key = n.id + ":" + dir
-		n.stateKeys[dir] = key
+		r = &partitionRecord{key: n.id + ":" + dir}
+		n.stateRecords[dir] = r
 	}
-	return key
+	return r
 }
 
 // nodeStarted forgets what was seen in the previous incarnation, and
@@ -58,17 +65,8 @@ func stateKey(n *simNode, dir string) string {
 // records: before any later sync round can make them durable by chance.
 func (s *stateChecker) nodeStarted(n *simNode) {
 	delete(s.open, n.id)
-	prefix := n.id + ":"
-	for key := range s.seen { //determinism:ok only deletes
-		if len(key) > len(prefix) && key[:len(prefix)] == prefix {
-			delete(s.seen, key)
-			delete(s.lastCommitted, key)
-		}
-	}
-	for key := range s.servedDurable { //determinism:ok only deletes
-		if len(key) > len(prefix) && key[:len(prefix)] == prefix {
-			delete(s.servedDurable, key)
-		}
+	for _, r := range n.stateRecords { //determinism:ok only clears
+		r.forget()
 	}
 	if open := n.node.OpenPartitions(); len(open) > 0 {
 		durable := n.fs.DurableClone()
@@ -83,12 +81,12 @@ func (s *stateChecker) nodeStarted(n *simNode) {
 // appends and acks handled while the round was in flight are not durable.
 func (s *stateChecker) synced(n *simNode, rd node.Ready) {
 	for _, sync := range rd.Syncs {
-		key := stateKey(n, sync.Dir)
+		r := record(n, sync.Dir)
 		if sync.Data() {
-			s.durableHWM[key] = max(s.durableHWM[key], sync.DurableHWM())
+			r.durableHWM = max(r.durableHWM, sync.DurableHWM())
 		}
 		if sync.CommittedSync() {
-			s.durableCommitted[key] = max(s.durableCommitted[key], sync.DurableCommitted())
+			r.durableCommitted = max(r.durableCommitted, sync.DurableCommitted())
 		}
 	}
 }
@@ -97,8 +95,8 @@ func (s *stateChecker) synced(n *simNode, rd node.Ready) {
 // offset of the partitions open when it began (states).
 func (s *stateChecker) stopped(n *simNode, states map[string]node.PartitionState) {
 	for dir, state := range states { //determinism:ok only records
-		key := stateKey(n, dir)
-		s.durableCommitted[key] = max(s.durableCommitted[key], state.Committed)
+		r := record(n, dir)
+		r.durableCommitted = max(r.durableCommitted, state.Committed)
 	}
 }
 
@@ -126,7 +124,7 @@ func (s *stateChecker) replied(n *simNode, c *call, reply msg.Reply) {
 func (s *stateChecker) durableAnywhere(w *World, dir string) uint64 {
 	var hwm uint64
 	for _, n := range w.nodes {
-		hwm = max(hwm, s.durableHWM[stateKey(n, dir)])
+		hwm = max(hwm, record(n, dir).durableHWM)
 	}
 	return hwm
 }
@@ -169,7 +167,7 @@ func (s *stateChecker) beforeSyncs(n *simNode) {
 // durable by chance before the check. open is n's OpenPartitions now.
 func (s *stateChecker) checkOpenedServeDurable(n *simNode, open []node.PartitionState) {
 	for _, state := range open {
-		if !s.servedDurable[stateKey(n, state.Dir)] {
+		if !record(n, state.Dir).servedDurable {
 			s.checkServedDurable(n, n.fs.DurableCloneDir(state.Dir), state)
 		}
 	}
@@ -195,10 +193,7 @@ func (s *stateChecker) forgetClosed(w *World, n *simNode, open []node.PartitionS
 	s.open[n.id] = slices.Clone(open)
 	for _, state := range previous {
 		if !current[state.Dir] {
-			key := stateKey(n, state.Dir)
-			delete(s.seen, key)
-			delete(s.lastCommitted, key)
-			delete(s.servedDurable, key)
+			record(n, state.Dir).forget()
 		}
 	}
 }
@@ -216,22 +211,22 @@ func samePartitions(previous, open []node.PartitionState) bool {
 }
 
 func (s *stateChecker) checkPartition(w *World, n *simNode, state node.PartitionState) {
-	key := stateKey(n, state.Dir)
-	if !s.seen[key] {
-		s.recovered(w, n, key, state)
+	r := record(n, state.Dir)
+	if !r.seen {
+		s.recovered(w, r, state)
 		return
 	}
 	switch {
-	case state.HWM > s.durableHWM[key]:
-		w.fail("visible-is-durable", "%s: high-watermark %d is visible but only %d is durable", key, state.HWM, s.durableHWM[key])
-	case state.HWM < s.durableHWM[key]:
-		w.fail("visible-is-durable", "%s: high-watermark %d fell below the durable %d", key, state.HWM, s.durableHWM[key])
+	case state.HWM > r.durableHWM:
+		w.fail("visible-is-durable", "%s: high-watermark %d is visible but only %d is durable", r.key, state.HWM, r.durableHWM)
+	case state.HWM < r.durableHWM:
+		w.fail("visible-is-durable", "%s: high-watermark %d fell below the durable %d", r.key, state.HWM, r.durableHWM)
 	case state.Committed > state.HWM:
-		w.fail("committed-below-hwm", "%s: committed %d above high-watermark %d", key, state.Committed, state.HWM)
-	case state.Committed < s.lastCommitted[key]:
-		w.fail("committed-monotonic", "%s: committed went back from %d to %d", key, s.lastCommitted[key], state.Committed)
+		w.fail("committed-below-hwm", "%s: committed %d above high-watermark %d", r.key, state.Committed, state.HWM)
+	case state.Committed < r.lastCommitted:
+		w.fail("committed-monotonic", "%s: committed went back from %d to %d", r.key, r.lastCommitted, state.Committed)
 	}
-	s.lastCommitted[key] = state.Committed
+	r.lastCommitted = state.Committed
 }
 
 // recovered checks a partition's first state after a start: recovery may
@@ -241,17 +236,17 @@ func (s *stateChecker) checkPartition(w *World, n *simNode, state node.Partition
 // only the durable bytes of the disk reaches at least the same
 // high-watermark (the records past the lazily persisted one that a
 // process crash left in the page cache were synced before serving).
-func (s *stateChecker) recovered(w *World, n *simNode, key string, state node.PartitionState) {
-	s.seen[key] = true
+func (s *stateChecker) recovered(w *World, r *partitionRecord, state node.PartitionState) {
+	r.seen = true
 	switch {
-	case state.HWM < s.durableHWM[key]:
-		w.fail("recovery", "%s recovered high-watermark %d below the durable %d", key, state.HWM, s.durableHWM[key])
-	case state.Committed < s.durableCommitted[key]:
-		w.fail("recovery", "%s recovered committed offset %d below the persisted %d", key, state.Committed, s.durableCommitted[key])
+	case state.HWM < r.durableHWM:
+		w.fail("recovery", "%s recovered high-watermark %d below the durable %d", r.key, state.HWM, r.durableHWM)
+	case state.Committed < r.durableCommitted:
+		w.fail("recovery", "%s recovered committed offset %d below the persisted %d", r.key, state.Committed, r.durableCommitted)
 	}
 
-	s.durableHWM[key] = state.HWM
-	s.lastCommitted[key] = state.Committed
+	r.durableHWM = state.HWM
+	r.lastCommitted = state.Committed
 }
 
 // checkServedDurable recovers a partition again from durable, a copy of
@@ -259,18 +254,18 @@ func (s *stateChecker) recovered(w *World, n *simNode, key string, state node.Pa
 // high-watermark than the node serves: a crash now would take back
 // records it may already have delivered.
 func (s *stateChecker) checkServedDurable(n *simNode, durable *storage.MemFS, state node.PartitionState) {
-	key := stateKey(n, state.Dir)
-	s.servedDurable[key] = true
+	r := record(n, state.Dir)
+	r.servedDurable = true
 	log, recovery, err := storage.OpenLog(durable, state.Dir, n.config().Log)
 	if err == nil {
 		err = log.Close()
 	}
 	switch {
 	case err != nil:
-		n.w.fail("recovery", "%s: recovering from its durable bytes alone failed: %v", key, err)
+		n.w.fail("recovery", "%s: recovering from its durable bytes alone failed: %v", r.key, err)
 	case recovery.HWM < state.HWM:
 		n.w.fail("recovery-serves-durable", "%s serves up to %d after recovery, but only %d would survive a crash now",
-			key, state.HWM, recovery.HWM)
+			r.key, state.HWM, recovery.HWM)
 	}
 }
 

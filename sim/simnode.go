@@ -82,10 +82,11 @@ type simNode struct {
 	// shut down for good: it never restarts, takes no client and no fault.
 	// Set only by retire.
 	retired bool
-	// stateKeys memoizes the state checker's key of each partition
-	// directory of this node (stateKey), asked after every step; it holds
-	// at most one entry per directory the node ever opened.
-	stateKeys map[string]string
+	// stateRecords is the state checker's record of each partition
+	// directory of this node (record), asked after every step; it holds
+	// at most one entry per directory the node ever opened. Only the
+	// state checker changes it.
+	stateRecords map[string]*partitionRecord
 	// appliedKnown is the node's applied metastore index after its last
 	// Advance (or its start): what it had learned before the input it is
 	// handling. The removal checker reads it.
@@ -94,7 +95,7 @@ type simNode struct {
 
 func newSimNode(w *World, index int) *simNode {
 	return &simNode{
-		w: w, index: index, id: fmt.Sprintf("n%d", index+1), stateKeys: map[string]string{},
+		w: w, index: index, id: fmt.Sprintf("n%d", index+1), stateRecords: map[string]*partitionRecord{},
 		fs: storage.NewMemFS(newRand(w.opts.Seed, uint64(memFSStream+index))),
 	}
 }
