@@ -61,10 +61,13 @@ func (cl *client) createChildren(children []fanoutChild) {
 	cl.send(c)
 }
 
-// fanoutReader reads the parent and its children to their ends by
-// replay, round after round, remembering how far it got.
+// fanoutReader reads the children to their ends by replay, round after
+// round, remembering how far it got. The parent needs no second reading:
+// the final replay, just before, read every record of it
+// (World.topicCommitMs).
 type fanoutReader struct {
-	cl     *client
+	cl *client
+	// topics are the children, in fanoutChildren order.
 	topics []string
 	// cursors[topic][partition] is the next offset to read.
 	cursors map[string][]uint64
@@ -79,7 +82,7 @@ type fanoutReader struct {
 // checkFanout reads the children until every acknowledged record is in
 // each (or fanoutReadMsMax passes), then checks the delay.
 func (w *World) checkFanout() {
-	r := &fanoutReader{cl: newClient(w, "fanout-reader", roleReplayer), topics: []string{w.topic},
+	r := &fanoutReader{cl: newClient(w, "fanout-reader", roleReplayer),
 		cursors: map[string][]uint64{}, seen: map[string]map[string]int64{}, deadlineMs: w.nowMs + fanoutReadMsMax}
 	w.clients = append(w.clients, r.cl)
 	for _, child := range w.fanoutChildren() {
@@ -116,15 +119,6 @@ func (r *fanoutReader) read(c *call, topic string, response *httpapi.Response) {
 		return
 	case response.Status == http.StatusNoContent:
 		r.nextPartition()
-		return
-	case response.Status == http.StatusGone && topic == r.cl.w.topic && r.cl.w.media.unreadable(r.partition, r.cursors[topic][r.partition]):
-		// A media fault destroyed this record of the parent (media_faults.go).
-		r.cursors[topic][r.partition]++
-		r.cl.later(0, r.readNext)
-		return
-	case response.Status == http.StatusGone && topic == r.cl.w.topic && r.cl.w.agedOut.skipTaken(r.partition, &r.cursors[topic][r.partition]):
-		// Retention took this record of the parent (fanout_agedout.go).
-		r.cl.later(0, r.readNext)
 		return
 	case response.Status != http.StatusOK:
 		r.cl.unexpected(c, response)
@@ -175,7 +169,7 @@ func (r *fanoutReader) nextPartition() {
 // A record in a child that nobody produced fails the run at once.
 func (r *fanoutReader) checkComplete(fail bool) bool {
 	h := r.cl.w.history
-	for _, topic := range r.topics[1:] {
+	for _, topic := range r.topics {
 		for _, id := range slices.Sorted(maps.Keys(r.seen[topic])) {
 			if _, attempted := h.firstCallMs[id]; !attempted {
 				r.cl.w.fail("nothing-invented", "child %s holds %s, which nobody produced", topic, id)
@@ -217,7 +211,7 @@ func (r *fanoutReader) checkComplete(fail bool) bool {
 // cannot precede (seed 3200100 of the aged-out world: the child held the
 // first copy, retention had taken it, the parent kept a retry's later one).
 func (r *fanoutReader) checkDelay() {
-	parent := r.seen[r.cl.w.topic]
+	parent := r.cl.w.topicCommitMs
 	destroyed := map[string]bool{}
 	for _, id := range r.cl.w.history.corrupt { //determinism:ok a set is built
 		destroyed[id] = true

@@ -153,7 +153,8 @@
 //     exhausted its deliveries to its topic or the dead-letter topic.
 //   - Fan-out (check_fanout.go): after the drain, every record answered
 //     202 in the topic is in each child, and none reached the delay child
-//     before its first commit in the topic plus the delay. A record is
+//     before its first commit in the topic plus the delay (as the final
+//     replay read it: the children are read after it). A record is
 //     excused from a child only when media corruption destroyed it, or
 //     retention deleted it, at every offset it was acknowledged at: the
 //     offsets retention deleted are those of the segment files the

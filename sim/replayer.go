@@ -73,6 +73,9 @@ func (cl *client) replayed(c *call, partition int, offset uint64, response *http
 			return
 		}
 		cl.w.history.read(id, partition, offset, c.sentMs, cl.w.nowMs)
+		if cl.final {
+			cl.w.finalRead(id, m.TimestampMs)
+		}
 		cl.cursors[partition]++
 	default:
 		cl.unexpected(c, response)
@@ -80,6 +83,17 @@ func (cl *client) replayed(c *call, partition int, offset uint64, response *http
 	}
 	if !cl.done {
 		cl.later(think, cl.replayNext)
+	}
+}
+
+// finalRead keeps the earliest commit time of a record the final replay
+// read (a retried produce may have committed it more than once).
+func (w *World) finalRead(id string, committedMs int64) {
+	if w.topicCommitMs == nil {
+		w.topicCommitMs = map[string]int64{}
+	}
+	if first, ok := w.topicCommitMs[id]; !ok || committedMs < first {
+		w.topicCommitMs[id] = committedMs
 	}
 }
 

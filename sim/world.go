@@ -147,6 +147,10 @@ type World struct {
 	deadLetters *deadLetters
 	// agedOut is the aged-out fan-out world; nil without it.
 	agedOut *fanoutAgedOut
+	// topicCommitMs is the earliest commit time of each record the final
+	// replay read in the topic: the fan-out checker judges the delay
+	// child against it (checkDelay). Set only by the final replay.
+	topicCommitMs map[string]int64
 	// groupSync: the nodes run a Ready's partition rounds together when
 	// two or more carry records (simNode.runSyncs), as the host does with
 	// storage.group_sync; drawn for groupSyncPercent of the runs. Fixed
