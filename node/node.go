@@ -368,7 +368,7 @@ func (n *Node) NextDeadlineMs() int64 {
 	for _, h := range n.held {
 		next = min(next, h.deadlineMs)
 	}
-	for _, p := range n.partitions { //determinism:ok a minimum does not depend on order
+	for _, p := range n.sortedPartitions() {
 		if p.leases == nil {
 			continue
 		}

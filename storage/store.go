@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 )
 
@@ -29,6 +30,11 @@ type Store struct {
 	// uses counts Log and Adopt calls; each entry keeps the count of its
 	// latest use, so the smallest is the least recently used.
 	uses uint64
+	// lastUseFloorMs is at most the lastUseMs of every open log (uses only
+	// raise those): CloseIdle skips its scan of the open logs while no
+	// log can be idle yet. math.MaxInt64 with no log open. Lowered by
+	// openNew and Adopt, recomputed by CloseIdle's scan.
+	lastUseFloorMs int64
 	// recoveryBuffer is the read window every recovery of an open reuses
 	// (up to 2×FrameBytesMax; nothing an open log holds points into it).
 	// Only openNew changes it.
@@ -52,7 +58,7 @@ var ErrOpenLogsFull = errors.New("storage: open logs at their cap")
 // (at least 1) at once.
 func NewStore(fs FS, cfg LogConfig, openMax int) *Store {
 	assert(openMax >= 1, "store with an open-log cap of %d", openMax)
-	return &Store{fs: fs, cfg: cfg, openMax: openMax, open: make(map[string]*storeEntry)}
+	return &Store{fs: fs, cfg: cfg, openMax: openMax, open: make(map[string]*storeEntry), lastUseFloorMs: math.MaxInt64}
 }
 
 // Log returns the open log of dir, opening (and recovering) it if needed,
@@ -87,6 +93,7 @@ func (s *Store) openNew(dir string, nowMs int64) (*Log, Recovery, error) {
 		return nil, Recovery{}, err
 	}
 	s.open[dir] = &storeEntry{log: log, lastUseMs: nowMs, lastUse: s.uses}
+	s.lastUseFloorMs = min(s.lastUseFloorMs, nowMs)
 	return log, recovery, nil
 }
 
@@ -129,17 +136,25 @@ func (s *Store) LeastRecent(keep func(dir string) bool) (dir string, ok bool) {
 // CloseIdle closes the logs unused for at least idleMs that have nothing
 // to sync (neither Dirty nor CommittedDirty), and returns their
 // directories, sorted. Close errors are joined; the log is dropped anyway.
-// The node calls it on every tick and a log is rarely idle, so it sorts
-// the idle directories only, not every open one.
+// The node calls it on every tick and a log is rarely idle, so it does
+// not look at the open logs until the least recently used may be idle
+// (lastUseFloorMs), and sorts the idle directories only, not every open
+// one.
 func (s *Store) CloseIdle(nowMs, idleMs int64) ([]string, error) {
 	if idleMs <= 0 { // guarded: the arguments would allocate on every call
 		assert(false, "idle close with a non-positive idle time %d ms", idleMs)
 	}
+	if nowMs-s.lastUseFloorMs < idleMs {
+		return nil, nil
+	}
 	var closed []string
-	for dir, entry := range s.open { //determinism:ok sorted below, before any is closed
+	s.lastUseFloorMs = math.MaxInt64
+	for dir, entry := range s.open { //determinism:ok sorted below, before any is closed; a minimum
 		if nowMs-entry.lastUseMs >= idleMs && !entry.log.Dirty() && !entry.log.CommittedDirty() {
 			closed = append(closed, dir)
+			continue
 		}
+		s.lastUseFloorMs = min(s.lastUseFloorMs, entry.lastUseMs)
 	}
 	slices.Sort(closed)
 	var errs []error
@@ -192,5 +207,6 @@ func (s *Store) Adopt(dir string, log *Log, nowMs int64) error {
 	}
 	s.uses++
 	s.open[dir] = &storeEntry{log: log, lastUseMs: nowMs, lastUse: s.uses}
+	s.lastUseFloorMs = min(s.lastUseFloorMs, nowMs)
 	return nil
 }

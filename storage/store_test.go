@@ -71,6 +71,44 @@ func TestStoreCloseIdle(t *testing.T) {
 	require.Panics(t, func() { _, _ = store.CloseIdle(0, 0) })
 }
 
+// CloseIdle looks at the open logs only once the least recently used may
+// be idle; a log opened or adopted with an older clock than the others
+// (a move's copy adopted at the time its session began) is not skipped.
+func TestStoreCloseIdleAfterASkippedScan(t *testing.T) {
+	store := NewStore(newLogMemFS(1), smallLogConfig(), storeOpenMaxTest)
+	_, _, err := store.Log("a", 1_000)
+	require.NoError(t, err)
+	closed, err := store.CloseIdle(1_500, 1_000)
+	require.NoError(t, err)
+	require.Empty(t, closed)
+
+	adopted, _, err := OpenLog(newLogMemFS(2), "b", smallLogConfig())
+	require.NoError(t, err)
+	require.NoError(t, store.Adopt("b", adopted, 200))
+	closed, err = store.CloseIdle(1_200, 1_000)
+	require.NoError(t, err)
+	require.Equal(t, []string{"b"}, closed)
+
+	closed, err = store.CloseIdle(1_999, 1_000)
+	require.NoError(t, err)
+	require.Empty(t, closed)
+	_, _, err = store.Log("a", 1_999) // used again: idle from 2,999
+	require.NoError(t, err)
+	closed, err = store.CloseIdle(2_998, 1_000)
+	require.NoError(t, err)
+	require.Empty(t, closed)
+	closed, err = store.CloseIdle(2_999, 1_000)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a"}, closed)
+	require.Empty(t, store.OpenDirs())
+
+	_, _, err = store.Log("c", 5_000) // opened into an empty store
+	require.NoError(t, err)
+	closed, err = store.CloseIdle(6_000, 1_000)
+	require.NoError(t, err)
+	require.Equal(t, []string{"c"}, closed)
+}
+
 // A log the Store cannot open is reported and not kept.
 func TestStoreOpenFailure(t *testing.T) {
 	fs := newLogMemFS(2)
