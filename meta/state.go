@@ -263,10 +263,16 @@ func (s *State) Assignment(topic string, partition int) (Assignment, bool) {
 // few moves first and sorts only those, not every topic name; and it
 // gathers them again only after a topic changed.
 func (s *State) Moves() []Move {
+	return s.AppendMoves(nil)
+}
+
+// AppendMoves is Moves appended to dst: a caller that asks on every
+// tick reuses its slice instead of getting a new one each time.
+func (s *State) AppendMoves(dst []Move) []Move {
 	if !s.movesKnown || s.movesVersion != s.topicsVersion {
 		s.moves, s.movesVersion, s.movesKnown = s.gatherMoves(), s.topicsVersion, true
 	}
-	return slices.Clone(s.moves)
+	return append(dst, s.moves...)
 }
 
 // gatherMoves lists the partitions that have a target, sorted.

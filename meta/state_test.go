@@ -537,6 +537,11 @@ func TestTopicsVersionMovesWithTheTopicsOnly(t *testing.T) {
 	require.NoError(t, heartbeat("m1", 200).apply(s))
 	require.Equal(t, version, s.TopicsVersion(), "a heartbeat changes no topic")
 	require.Equal(t, "m3", s.Moves()[0].Target, "the caller's slice is its own")
+	scratch := s.AppendMoves(make([]Move, 0, 4))
+	scratch[0].Target = "changed in the caller's scratch"
+	scratch = s.AppendMoves(scratch[:0])
+	require.Equal(t, "m3", scratch[0].Target, "AppendMoves copies into the caller's slice")
+	require.Len(t, s.AppendMoves(scratch), 2, "after what the slice held")
 
 	require.NoError(t, AbortMove{Topic: "t", Partition: 1, ExpectedTarget: "m3"}.apply(s))
 	require.Greater(t, s.TopicsVersion(), version)

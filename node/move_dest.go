@@ -105,7 +105,8 @@ func (n *Node) moveRunning(key partitionKey) bool {
 // driveMoves starts a session for every partition targeting this node,
 // ends the sessions whose move ended, and steps the idle ones.
 func (n *Node) driveMoves() {
-	for _, m := range n.meta.State().Moves() {
+	n.movesScratch = n.meta.State().AppendMoves(n.movesScratch[:0])
+	for _, m := range n.movesScratch {
 		key := partitionKey{m.Topic, m.Partition}
 		if m.Target == n.cfg.NodeID && n.moves[key] == nil && !n.jobsOrphaned[key] {
 			n.startSession(key, m.Owner, m.StartedAtMs)

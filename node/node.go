@@ -119,6 +119,9 @@ type Node struct {
 	// moveJobs the finalize jobs for the next Ready (move_dest.go).
 	moves    map[partitionKey]*moveSession
 	moveJobs []movePending
+	// movesScratch is driveMoves' copy of the metastore's moves, reused
+	// from tick to tick; it means nothing between calls.
+	movesScratch []meta.Move
 	// producing names the partitions of the produce whose logs
 	// openProduceLogs is opening (they stay open for it and may go past
 	// the cap of open logs); set and cleared by openProduceLogs only.
