@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 
 	"narad/chaos"
@@ -333,16 +334,22 @@ func (n *Node) expireWaiters() {
 }
 
 // leaseDeadlineDue reports whether any reservation's deadline has passed.
-func (n *Node) leaseDeadlineDue() bool {
-	for _, p := range n.sortedPartitions() { // the cached slice: no map iteration on every tick
+func (n *Node) leaseDeadlineDue() bool { return n.nextLeaseDeadlineMs() <= n.nowMs }
+
+// nextLeaseDeadlineMs is the earliest reservation deadline of any
+// partition, math.MaxInt64 with none. Asked on every tick, it walks the
+// cached partition slice, not the map.
+func (n *Node) nextLeaseDeadlineMs() int64 {
+	next := int64(math.MaxInt64)
+	for _, p := range n.sortedPartitions() {
 		if p.leases == nil {
 			continue
 		}
-		if d, ok := p.leases.NextDeadline(); ok && d <= n.nowMs {
-			return true
+		if d, ok := p.leases.NextDeadline(); ok {
+			next = min(next, d)
 		}
 	}
-	return false
+	return next
 }
 
 // expireLeases releases reservations past their deadline and wakes the

@@ -371,15 +371,7 @@ func (n *Node) NextDeadlineMs() int64 {
 	for _, h := range n.held {
 		next = min(next, h.deadlineMs)
 	}
-	for _, p := range n.sortedPartitions() {
-		if p.leases == nil {
-			continue
-		}
-		if d, ok := p.leases.NextDeadline(); ok {
-			next = min(next, d)
-		}
-	}
-	return next
+	return min(next, n.nextLeaseDeadlineMs())
 }
 
 // Handle processes one client request. Its reply appears in a later Ready

@@ -33,7 +33,7 @@ type Store struct {
 	// lastUseFloorMs is at most the lastUseMs of every open log (uses only
 	// raise those): CloseIdle skips its scan of the open logs while no
 	// log can be idle yet. math.MaxInt64 with no log open. Lowered by
-	// openNew and Adopt, recomputed by CloseIdle's scan.
+	// add, recomputed by CloseIdle's scan.
 	lastUseFloorMs int64
 	// recoveryBuffer is the read window every recovery of an open reuses
 	// (up to 2×FrameBytesMax; nothing an open log holds points into it).
@@ -92,9 +92,15 @@ func (s *Store) openNew(dir string, nowMs int64) (*Log, Recovery, error) {
 	if err != nil {
 		return nil, Recovery{}, err
 	}
+	s.add(dir, log, nowMs)
+	return log, recovery, nil
+}
+
+// add makes log the open log of dir, used at nowMs: the one place an
+// entry joins open, so the floor of last uses stays a lower bound.
+func (s *Store) add(dir string, log *Log, nowMs int64) {
 	s.open[dir] = &storeEntry{log: log, lastUseMs: nowMs, lastUse: s.uses}
 	s.lastUseFloorMs = min(s.lastUseFloorMs, nowMs)
-	return log, recovery, nil
 }
 
 // LogPastCap is Log without the cap: the caller opens a log past it
@@ -206,7 +212,6 @@ func (s *Store) Adopt(dir string, log *Log, nowMs int64) error {
 		return fmt.Errorf("storage: adopt %s: a log is open there already", dir)
 	}
 	s.uses++
-	s.open[dir] = &storeEntry{log: log, lastUseMs: nowMs, lastUse: s.uses}
-	s.lastUseFloorMs = min(s.lastUseFloorMs, nowMs)
+	s.add(dir, log, nowMs)
 	return nil
 }
