@@ -50,6 +50,19 @@ func (c *Client) Readyz(ctx context.Context) (Health, error) {
 	return health, err
 }
 
+// Metrics reads the node's Prometheus exposition (GET /metrics, which
+// needs no credentials), only the families named when names are given
+// (its name[] filter). The page is returned as text, at most the reply
+// bound of every answer.
+func (c *Client) Metrics(ctx context.Context, names ...string) ([]byte, error) {
+	var query url.Values
+	if len(names) > 0 {
+		query = url.Values{"name[]": names}
+	}
+	_, body, err := c.send(ctx, request{method: http.MethodGet, path: "/metrics", query: query}, http.StatusOK)
+	return body, err
+}
+
 // CreateUser creates a user (POST /v1/users, 201).
 func (c *Client) CreateUser(ctx context.Context, req CreateUserRequest) (User, error) {
 	if req.Grants == nil {

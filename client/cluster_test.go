@@ -137,3 +137,21 @@ func TestUserForbidden(t *testing.T) {
 	assert.True(t, IsStatus(err, 403))
 	assert.JSONEq(t, `{"grants":[]}`, server.only().Body)
 }
+
+func TestMetricsReadsThePageTheFamiliesNamed(t *testing.T) {
+	page := "# TYPE narad_storage_fsyncs_total counter\nnarad_storage_fsyncs_total 7\n"
+	server := newRecorder(t, cannedReply{Status: 200, Body: page}, cannedReply{Status: 200, Body: page},
+		cannedReply{Status: 503, Body: `{"error":"shutting down"}`})
+	c := server.client()
+	body, err := c.Metrics(context.Background(), "narad_storage_fsyncs_total", "narad_loop_gather_waits_total")
+	require.NoError(t, err)
+	assert.Equal(t, page, string(body))
+	_, err = c.Metrics(context.Background())
+	require.NoError(t, err)
+	_, err = c.Metrics(context.Background())
+	assert.True(t, IsStatus(err, 503))
+	requests := server.all()
+	assert.Equal(t, "/metrics", requests[0].Path)
+	assert.Equal(t, "name%5B%5D=narad_storage_fsyncs_total&name%5B%5D=narad_loop_gather_waits_total", requests[0].Query)
+	assert.Empty(t, requests[1].Query, "no filter: the whole page")
+}

@@ -124,6 +124,16 @@ func hasAll(have, want map[string]string) bool {
 	return true
 }
 
+// HistogramOf adds up the observation count and sum of the histogram
+// name over its metrics whose labels include every pair of labels.
+func (m Metrics) HistogramOf(name string, labels map[string]string) (count, sum float64) {
+	for _, metric := range m.matching(name, labels) {
+		count += histogramCount(metric.GetHistogram())
+		sum += metric.GetHistogram().GetSampleSum()
+	}
+	return count, sum
+}
+
 // HistogramCount and HistogramSum add up the observation count and sum of
 // the histogram name over its metrics.
 func (m Metrics) HistogramCount(name string) float64 {

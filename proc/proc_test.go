@@ -66,6 +66,31 @@ func TestMetricsHistogramsSumOverPages(t *testing.T) {
 	assert.Equal(t, 10.0, metrics.HistogramCountAbove(name, 0.01))
 }
 
+func TestMetricsHistogramOfTheMatchingLabels(t *testing.T) {
+	page := `# TYPE narad_http_request_duration_seconds histogram
+narad_http_request_duration_seconds_bucket{route="POST /v1/topics/{topic}/produce",status="202",le="+Inf"} 4
+narad_http_request_duration_seconds_sum{route="POST /v1/topics/{topic}/produce",status="202"} 0.4
+narad_http_request_duration_seconds_count{route="POST /v1/topics/{topic}/produce",status="202"} 4
+narad_http_request_duration_seconds_bucket{route="POST /v1/topics/{topic}/produce",status="503",le="+Inf"} 1
+narad_http_request_duration_seconds_sum{route="POST /v1/topics/{topic}/produce",status="503"} 0.1
+narad_http_request_duration_seconds_count{route="POST /v1/topics/{topic}/produce",status="503"} 1
+narad_http_request_duration_seconds_bucket{route="GET /healthz",status="200",le="+Inf"} 9
+narad_http_request_duration_seconds_sum{route="GET /healthz",status="200"} 9
+narad_http_request_duration_seconds_count{route="GET /healthz",status="200"} 9
+`
+	metrics, err := ParseMetrics(strings.NewReader(page))
+	require.NoError(t, err)
+	const name = "narad_http_request_duration_seconds"
+	count, sum := metrics.HistogramOf(name, map[string]string{"route": "POST /v1/topics/{topic}/produce"})
+	assert.Equal(t, 5.0, count, "every status of the route")
+	assert.InDelta(t, 0.5, sum, 1e-12)
+	count, sum = metrics.HistogramOf(name, nil)
+	assert.Equal(t, 14.0, count)
+	assert.InDelta(t, 9.5, sum, 1e-12)
+	count, _ = metrics.HistogramOf(name, map[string]string{"route": "GET /v1/topics/{topic}/consume"})
+	assert.Zero(t, count)
+}
+
 func TestScanLogSplitsRecordsFromText(t *testing.T) {
 	log := `{"time":"2026-01-02T03:04:05.123Z","level":"WARN","msg":"node event","kind":"partition-frozen","detail":"topics/a/p00001: to n2"}
 panic: boom

@@ -385,8 +385,11 @@ func recordTagged(found map[string]int64, message client.Message, tag string) {
 // produceAndFanout runs the produce phase and, with --children or
 // --delay, follows the children while it runs and after it ends.
 func (a *app) produceAndFanout(ctx context.Context, broker *client.Client, topic string, options benchOptions) (benchReport, error) {
+	produce := func() phaseFigures {
+		return sampleServer(ctx, broker, produceRoutes, func() phaseFigures { return runProduceBench(ctx, broker, topic, options) })
+	}
 	if !options.fanout() {
-		return benchReport{Produce: runProduceBench(ctx, broker, topic, options)}, nil
+		return benchReport{Produce: produce()}, nil
 	}
 	topics, err := a.setupFanout(ctx, broker, topic, options)
 	if err != nil {
@@ -398,7 +401,7 @@ func (a *app) produceAndFanout(ctx context.Context, broker *client.Client, topic
 	watch := &lagWatch{broker: broker, parent: topic, children: topics.children, start: time.Now(), produced: make(chan struct{})}
 	watched := make(chan []childFigures, 1)
 	go func() { watched <- watch.run(ctx) }()
-	report := benchReport{Produce: runProduceBench(ctx, broker, topic, options), Fanout: &fanoutFigures{}}
+	report := benchReport{Produce: produce(), Fanout: &fanoutFigures{}}
 	watch.producedAt = time.Now()
 	close(watch.produced)
 	if len(topics.children) > 0 {

@@ -22,8 +22,13 @@ type phaseFigures struct {
 	// ClientCPUMicrosPerMessage is the bench process's own CPU (user +
 	// system) during the phase per message; 0 where unknown.
 	ClientCPUMicrosPerMessage float64 `json:"client_cpu_us_per_message,omitempty"`
-	elapsed                   time.Duration
-	latency                   latencyDurations
+	// Server holds the figures of the node the phase ran against (its
+	// /metrics before and after; bench_server.go), or ServerError why
+	// there are none. Neither for the ceiling phase.
+	Server      *serverFigures `json:"server,omitempty"`
+	ServerError string         `json:"server_error,omitempty"`
+	elapsed     time.Duration
+	latency     latencyDurations
 }
 
 type latencyPercentiles struct {
@@ -98,6 +103,7 @@ func (a *app) printBenchReport(report benchReport, asJSON bool) error {
 			formatLatency(ceiling.latency.p50), formatLatency(ceiling.latency.p99), 100*report.CeilingRatio)
 	}
 	a.printClientCPU(report)
+	a.printServer(report)
 	return nil
 }
 

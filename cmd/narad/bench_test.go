@@ -219,11 +219,12 @@ func TestBenchReportFormatting(t *testing.T) {
 	assert.Equal(t, latencyPercentiles{P50: 50, P95: 95, P99: 99}, produce.LatencyMs)
 }
 
-// phaseLines are the lines of a bench report but its client CPU line.
+// phaseLines are the lines of a bench report but its client CPU and
+// server lines.
 func phaseLines(report string) []string {
 	var lines []string
 	for line := range strings.Lines(strings.TrimSpace(report)) {
-		if !strings.HasPrefix(line, "client CPU:") {
+		if !strings.HasPrefix(line, "client CPU:") && !strings.HasPrefix(line, "server (") {
 			lines = append(lines, strings.TrimSuffix(line, "\n"))
 		}
 	}

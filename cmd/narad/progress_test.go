@@ -103,7 +103,7 @@ func TestPubCountPrintsProgress(t *testing.T) {
 func TestBenchPrintsProgressOfEachPhaseOnStderr(t *testing.T) {
 	h := newHarness(t)
 	broker := newFakeBroker(t).on(produceRoute, reply{202, `{"partition":0,"offset":1}`})
-	tickAtRequest(t, h, broker, 3)
+	tickAtRequest(t, h, broker, 4) // the first request reads the node's /metrics (bench_server.go)
 	h.againstOK(broker, "bench", "orders", "--count", "5", "--workers", "1", "--json")
 	require.Regexp(t, `(?m)^produce: 2 of 5 \(\d+ msg/s\)$`, h.stderr.String())
 	require.NotContains(t, h.stdout.String(), "produce:")
