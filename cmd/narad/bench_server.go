@@ -75,7 +75,7 @@ func sampleServer(ctx context.Context, broker *client.Client, routes map[string]
 	if err == nil {
 		var after serverCounters
 		if after, err = readServerCounters(ctx, broker, routes); err == nil {
-			figures.Server = after.since(before)
+			figures.Server, err = after.since(before)
 		}
 	}
 	if err != nil {
@@ -115,8 +115,13 @@ func parseServerCounters(page io.Reader, routes map[string]string) (serverCounte
 	return counters, nil
 }
 
-// since is what happened between an earlier reading and this one.
-func (c serverCounters) since(earlier serverCounters) *serverFigures {
+// since is what happened between an earlier reading and this one; an
+// error if the counters went back (the node restarted meanwhile: they are
+// a process's).
+func (c serverCounters) since(earlier serverCounters) (*serverFigures, error) {
+	if c.fsyncs < earlier.fsyncs || c.rounds < earlier.rounds || c.persists < earlier.persists {
+		return nil, errors.New("the node's counters went back: it restarted during the phase")
+	}
 	figures := &serverFigures{SyncRounds: int(c.rounds - earlier.rounds), GroupSyncs: int(c.groupSyncs - earlier.groupSyncs),
 		GatherWaits: int(c.gatherWaits - earlier.gatherWaits), RequestMs: map[string]float64{}}
 	if figures.SyncRounds > 0 {
@@ -132,7 +137,7 @@ func (c serverCounters) since(earlier serverCounters) *serverFigures {
 			figures.RequestMs[name] = 1000 * (c.requestSeconds[name] - earlier.requestSeconds[name]) / requests
 		}
 	}
-	return figures
+	return figures, nil
 }
 
 // printServer prints the server's figures of each phase that has them,

@@ -46,7 +46,8 @@ func TestServerFiguresAreTheDifferenceOfTwoReadings(t *testing.T) {
 	after, err := parseServerCounters(strings.NewReader(metricsPage(105, 1150, 112, 3, 92, 107, 0.207,
 		map[string][2]float64{"POST /v1/topics/{topic}/produce": {1150, 1.6}, "GET /healthz": {9, 900}})), produceRoutes)
 	require.NoError(t, err)
-	figures := after.since(before)
+	figures, err := after.since(before)
+	require.NoError(t, err)
 	assert.Equal(t, 100, figures.SyncRounds)
 	assert.InDelta(t, 11.0, figures.RecordsPerRound, 1e-9)
 	assert.InDelta(t, 1.06, figures.FsyncsPerRound, 1e-9)
@@ -65,12 +66,22 @@ func TestServerFiguresOfAPhaseWithoutRoundsOrRequests(t *testing.T) {
 	require.NoError(t, err)
 	after, err := parseServerCounters(strings.NewReader(page), drainRoutes)
 	require.NoError(t, err)
-	figures := after.since(before)
+	figures, err := after.since(before)
+	require.NoError(t, err)
 	assert.Zero(t, figures.SyncRounds)
 	assert.Zero(t, figures.PersistMs, "no division by zero rounds")
 	assert.Empty(t, figures.RequestMs)
 	assert.Equal(t, "no sync round made records durable at this node", figures.describe(true, []string{"produce"}))
 	assert.Empty(t, figures.describe(false, []string{"consume", "ack"}))
+}
+
+func TestServerFiguresRefuseCountersThatWentBack(t *testing.T) {
+	before, err := parseServerCounters(strings.NewReader(metricsPage(50, 500, 50, 0, 9, 50, 0.05, nil)), produceRoutes)
+	require.NoError(t, err)
+	after, err := parseServerCounters(strings.NewReader(metricsPage(3, 30, 3, 0, 1, 3, 0.003, nil)), produceRoutes)
+	require.NoError(t, err)
+	_, err = after.since(before)
+	require.EqualError(t, err, "the node's counters went back: it restarted during the phase")
 }
 
 func TestServerFiguresNeedANaradPage(t *testing.T) {
