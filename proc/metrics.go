@@ -134,22 +134,16 @@ func (m Metrics) HistogramOf(name string, labels map[string]string) (count, sum 
 	return count, sum
 }
 
-// HistogramCount and HistogramSum add up the observation count and sum of
-// the histogram name over its metrics.
+// HistogramCount is the observation count of the histogram name over
+// all its metrics.
 func (m Metrics) HistogramCount(name string) float64 {
-	count := 0.0
-	for _, metric := range m[name].GetMetric() {
-		count += histogramCount(metric.GetHistogram())
-	}
+	count, _ := m.HistogramOf(name, nil)
 	return count
 }
 
 // HistogramSum is the sum of every observation of the histogram name.
 func (m Metrics) HistogramSum(name string) float64 {
-	sum := 0.0
-	for _, metric := range m[name].GetMetric() {
-		sum += metric.GetHistogram().GetSampleSum()
-	}
+	_, sum := m.HistogramOf(name, nil)
 	return sum
 }
 

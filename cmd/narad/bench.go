@@ -102,12 +102,14 @@ what the client spends is CPU the server does not get.
 A "server" line per phase explains it from the node the bench talks to,
 read from its /metrics before and after the phase: for produce, the sync
 rounds that made records durable there, their records and fsyncs each,
-the mean time to persist one and how many waited to gather more requests;
-for each phase, the mean time its requests spent in the server (a
-consume's includes its long poll's wait for a record). They count all
-that node did meanwhile, other clients' requests too, and in a cluster
-not the rounds at the owners it forwarded records to. A node whose
-/metrics cannot be read gets "no figures" and the reason.
+the group syncs (syncfs calls), the persists of anything to sync and
+their mean time, and how often the loop waited to gather more requests;
+for each phase, the mean time its requests spent in the node's handler
+(a consume's includes its long poll's wait for a record). They count all
+that node did meanwhile (other clients' requests, fan-out copies), and
+in a cluster not the rounds at the owners it forwarded records to. A
+node whose /metrics cannot be read within 5s, or that restarted during
+the phase, gets "no figures" and the reason.
 
 With --children N the topic gets N fan-out children (<topic>-child-1 ...,
 made unless they exist as its children) and the report says, per child,
@@ -232,7 +234,7 @@ func (a *app) bench(ctx context.Context, broker *client.Client, topic string, op
 		return err
 	}
 	if options.consume && report.Produce.OK > 0 && ctx.Err() == nil {
-		consume := sampleServer(ctx, broker, drainRoutes, func() phaseFigures {
+		consume := sampleServer(ctx, broker, drainPhase, func() phaseFigures {
 			return runConsumeBench(ctx, broker, topic, options.consumeWorkers, report.Produce.OK, options.progress)
 		})
 		report.Consume = &consume

@@ -385,11 +385,10 @@ func recordTagged(found map[string]int64, message client.Message, tag string) {
 // produceAndFanout runs the produce phase and, with --children or
 // --delay, follows the children while it runs and after it ends.
 func (a *app) produceAndFanout(ctx context.Context, broker *client.Client, topic string, options benchOptions) (benchReport, error) {
-	produce := func() phaseFigures {
-		return sampleServer(ctx, broker, produceRoutes, func() phaseFigures { return runProduceBench(ctx, broker, topic, options) })
-	}
 	if !options.fanout() {
-		return benchReport{Produce: produce()}, nil
+		return benchReport{Produce: sampleServer(ctx, broker, producePhase, func() phaseFigures {
+			return runProduceBench(ctx, broker, topic, options)
+		})}, nil
 	}
 	topics, err := a.setupFanout(ctx, broker, topic, options)
 	if err != nil {
@@ -398,12 +397,16 @@ func (a *app) produceAndFanout(ctx context.Context, broker *client.Client, topic
 	if topics.tag != "" {
 		options.payloadFor = func(index int) []byte { return taggedPayload(topics.tag, index, options.sizeBytes) }
 	}
+	// The node's counters are read outside the watch's times, so that the
+	// children's lags and rates do not count the two readings.
+	sample := startServerSample(ctx, broker, producePhase)
 	watch := &lagWatch{broker: broker, parent: topic, children: topics.children, start: time.Now(), produced: make(chan struct{})}
 	watched := make(chan []childFigures, 1)
 	go func() { watched <- watch.run(ctx) }()
-	report := benchReport{Produce: produce(), Fanout: &fanoutFigures{}}
+	report := benchReport{Produce: runProduceBench(ctx, broker, topic, options), Fanout: &fanoutFigures{}}
 	watch.producedAt = time.Now()
 	close(watch.produced)
+	sample.finish(ctx, &report.Produce)
 	if len(topics.children) > 0 {
 		fmt.Fprintf(a.stderr, "waiting for %d children to catch up (at most %s)\n", len(topics.children), benchCatchUpMax)
 	}

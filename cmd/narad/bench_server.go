@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"time"
 
 	"narad/client"
 	"narad/httpapi"
@@ -14,8 +16,9 @@ import (
 )
 
 // The node's series that explain a phase (host/metrics.go,
-// httpapi/metrics.go): read from its /metrics before and after the
-// phase, only these families (the page's name[] filter).
+// httpapi/metrics.go, and the process collector's start time): read from
+// its /metrics before and after the phase, only these families (the
+// page's name[] filter).
 const (
 	seriesRoundRecords = "narad_storage_round_records"
 	seriesFsyncs       = "narad_storage_fsyncs_total"
@@ -23,38 +26,58 @@ const (
 	seriesSyncRound    = "narad_storage_sync_round_duration_seconds"
 	seriesGatherWaits  = "narad_loop_gather_waits_total"
 	seriesRequestTime  = "narad_http_request_duration_seconds"
+	seriesStartTime    = "process_start_time_seconds"
 )
 
-// The routes whose time in the server a phase reports, by the name the
-// report gives them.
+// serverReadTimeout bounds each reading of the node's counters, so that a
+// /metrics that hangs costs a phase at most this twice; it holds after the
+// bench is interrupted too, so that a phase cut short keeps its figures.
+const serverReadTimeout = 5 * time.Second
+
+// serverPhase is what a phase's server line reports: its label, whether
+// the node's sync rounds (produce), and the time in the handler of its
+// routes, in the order printed.
+type serverPhase struct {
+	label  string
+	rounds bool
+	routes []namedRoute
+}
+
+// namedRoute is a route (its ServeMux pattern, the metrics' route label)
+// and the name the report gives it.
+type namedRoute struct{ name, pattern string }
+
 var (
-	produceRoutes = map[string]string{"produce": httpapi.RouteProduce}
-	drainRoutes   = map[string]string{"consume": httpapi.RouteConsume, "ack": httpapi.RouteAck}
+	producePhase = serverPhase{label: "produce", rounds: true, routes: []namedRoute{{"produce", httpapi.RouteProduce}}}
+	drainPhase   = serverPhase{label: "consume+ack", routes: []namedRoute{{"consume", httpapi.RouteConsume}, {"ack", httpapi.RouteAck}}}
 )
 
 // serverFigures explain a phase from the node the bench sent it to: the
 // differences of that node's counters from the phase's start to its end.
-// They count everything the node did meanwhile (other clients' requests
-// too), and only that node: in a cluster, the rounds at the owners it
-// forwarded records to are not in them.
+// They count everything the node did meanwhile (other clients' requests,
+// fan-out copies), and only that node: in a cluster, the rounds at the
+// owners it forwarded records to are not in them.
 type serverFigures struct {
 	// SyncRounds counts the sync rounds that made records durable, and
 	// RecordsPerRound and FsyncsPerRound average over them (fsyncs of
 	// partition files and directories, not the metastore's; a group
-	// sync's syncfs is counted in GroupSyncs instead).
+	// sync's syncfs calls, one or more a round, are counted in GroupSyncs
+	// instead).
 	SyncRounds      int     `json:"sync_rounds"`
 	RecordsPerRound float64 `json:"records_per_round"`
 	FsyncsPerRound  float64 `json:"fsyncs_per_round"`
 	GroupSyncs      int     `json:"group_syncs"`
-	// PersistMs is the mean time the loop took to persist a Ready with
-	// anything to sync (the metastore's included).
+	// Persists counts the loop's persists of a Ready with anything to sync
+	// (records, the metastore's entries, offsets, cursors), and PersistMs
+	// is their mean time.
+	Persists  int     `json:"persists"`
 	PersistMs float64 `json:"persist_ms"`
-	// GatherWaits counts the loop's rounds that waited in the gather
+	// GatherWaits counts the rounds of the loop that waited in the gather
 	// window for more requests to share their sync round.
 	GatherWaits int `json:"gather_waits"`
-	// RequestMs is the mean time a request spent in the node, from its
-	// first byte read to its answer written, by route name (produce;
-	// consume and ack).
+	// RequestMs is the mean time a request spent in the node's handler,
+	// from its start (the headers read) to its return, by route name
+	// (produce; consume and ack).
 	RequestMs map[string]float64 `json:"request_ms"`
 }
 
@@ -62,40 +85,70 @@ type serverFigures struct {
 type serverCounters struct {
 	rounds, records, fsyncs, groupSyncs, gatherWaits float64
 	persists, persistSeconds                         float64
+	// startTime is the node process's start (Unix seconds), 0 where its
+	// page does not say.
+	startTime float64
 	// requests and requestSeconds are by route name.
 	requests, requestSeconds map[string]float64
 }
 
-// sampleServer runs phase between two readings of the counters of the
-// node broker talks to and adds their difference to the phase's figures,
-// or, when a reading failed, why there is none.
-func sampleServer(ctx context.Context, broker *client.Client, routes map[string]string, phase func() phaseFigures) phaseFigures {
-	before, err := readServerCounters(ctx, broker, routes)
-	figures := phase()
+// serverSample is a phase's first reading of the counters of the node
+// broker talks to, or why it failed.
+type serverSample struct {
+	broker *client.Client
+	phase  serverPhase
+	before serverCounters
+	err    error
+}
+
+// startServerSample reads the node's counters as a phase starts.
+func startServerSample(ctx context.Context, broker *client.Client, phase serverPhase) *serverSample {
+	sample := &serverSample{broker: broker, phase: phase}
+	sample.before, sample.err = readServerCounters(ctx, broker, phase)
+	return sample
+}
+
+// finish reads the counters again as the phase ends and puts their
+// difference in figures, or why there is none.
+func (s *serverSample) finish(ctx context.Context, figures *phaseFigures) {
+	err := s.err
 	if err == nil {
 		var after serverCounters
-		if after, err = readServerCounters(ctx, broker, routes); err == nil {
-			figures.Server, err = after.since(before)
+		if after, err = readServerCounters(ctx, s.broker, s.phase); err == nil {
+			figures.Server, err = after.since(s.before)
 		}
 	}
 	if err != nil {
 		figures.ServerError = err.Error()
 	}
+}
+
+// sampleServer runs phase between two readings of the node's counters.
+func sampleServer(ctx context.Context, broker *client.Client, phase serverPhase, run func() phaseFigures) phaseFigures {
+	sample := startServerSample(ctx, broker, phase)
+	figures := run()
+	sample.finish(ctx, &figures)
 	return figures
 }
 
 // readServerCounters reads the node's /metrics, only the families the
-// figures need. A page without the node's fsync counter is no narad
-// node's (or not one this bench knows): an error, not a row of zeros.
-func readServerCounters(ctx context.Context, broker *client.Client, routes map[string]string) (serverCounters, error) {
-	body, err := broker.Metrics(ctx, seriesRoundRecords, seriesFsyncs, seriesGroupSyncs, seriesSyncRound, seriesGatherWaits, seriesRequestTime)
+// figures need, within serverReadTimeout even once ctx is done.
+func readServerCounters(ctx context.Context, broker *client.Client, phase serverPhase) (serverCounters, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), serverReadTimeout)
+	defer cancel()
+	body, err := broker.Metrics(ctx, seriesRoundRecords, seriesFsyncs, seriesGroupSyncs, seriesSyncRound, seriesGatherWaits,
+		seriesRequestTime, seriesStartTime)
 	if err != nil {
 		return serverCounters{}, fmt.Errorf("GET /metrics: %w", err)
 	}
-	return parseServerCounters(bytes.NewReader(body), routes)
+	return parseServerCounters(bytes.NewReader(body), phase)
 }
 
-func parseServerCounters(page io.Reader, routes map[string]string) (serverCounters, error) {
+// parseServerCounters reads the counters off a /metrics page, the request
+// times of phase's routes only. A page without the node's fsync counter
+// is no narad node's (or not one this bench knows): an error, not a row
+// of zeros.
+func parseServerCounters(page io.Reader, phase serverPhase) (serverCounters, error) {
 	metrics, err := proc.ParseMetrics(page)
 	if err != nil {
 		return serverCounters{}, fmt.Errorf("GET /metrics: %w", err)
@@ -107,30 +160,37 @@ func parseServerCounters(page io.Reader, routes map[string]string) (serverCounte
 	counters := serverCounters{fsyncs: fsyncs, requests: map[string]float64{}, requestSeconds: map[string]float64{}}
 	counters.groupSyncs, _ = metrics.Value(seriesGroupSyncs)
 	counters.gatherWaits, _ = metrics.Value(seriesGatherWaits)
+	counters.startTime, _ = metrics.Value(seriesStartTime)
 	counters.rounds, counters.records = metrics.HistogramOf(seriesRoundRecords, nil)
 	counters.persists, counters.persistSeconds = metrics.HistogramOf(seriesSyncRound, nil)
-	for name, route := range routes {
-		counters.requests[name], counters.requestSeconds[name] = metrics.HistogramOf(seriesRequestTime, map[string]string{"route": route})
+	for _, route := range phase.routes {
+		counters.requests[route.name], counters.requestSeconds[route.name] =
+			metrics.HistogramOf(seriesRequestTime, map[string]string{"route": route.pattern})
 	}
 	return counters, nil
 }
 
+// errNodeRestarted: the counters are a process's, so a restart between
+// two readings leaves their difference meaningless.
+var errNodeRestarted = errors.New("the node restarted during the phase (its start time changed, or its counters went back)")
+
 // since is what happened between an earlier reading and this one; an
-// error if the counters went back (the node restarted meanwhile: they are
-// a process's).
+// error if the node restarted meanwhile: its process start time changed
+// (where its page gives one), or a counter went back.
 func (c serverCounters) since(earlier serverCounters) (*serverFigures, error) {
-	if c.fsyncs < earlier.fsyncs || c.rounds < earlier.rounds || c.persists < earlier.persists {
-		return nil, errors.New("the node's counters went back: it restarted during the phase")
+	if c.restartedSince(earlier) {
+		return nil, errNodeRestarted
 	}
 	figures := &serverFigures{SyncRounds: int(c.rounds - earlier.rounds), GroupSyncs: int(c.groupSyncs - earlier.groupSyncs),
-		GatherWaits: int(c.gatherWaits - earlier.gatherWaits), RequestMs: map[string]float64{}}
+		Persists: int(c.persists - earlier.persists), GatherWaits: int(c.gatherWaits - earlier.gatherWaits),
+		RequestMs: map[string]float64{}}
 	if figures.SyncRounds > 0 {
 		rounds := float64(figures.SyncRounds)
 		figures.RecordsPerRound = (c.records - earlier.records) / rounds
 		figures.FsyncsPerRound = (c.fsyncs - earlier.fsyncs) / rounds
 	}
-	if persists := c.persists - earlier.persists; persists > 0 {
-		figures.PersistMs = 1000 * (c.persistSeconds - earlier.persistSeconds) / persists
+	if figures.Persists > 0 {
+		figures.PersistMs = 1000 * (c.persistSeconds - earlier.persistSeconds) / float64(figures.Persists)
 	}
 	for name, requests := range c.requests {
 		if requests -= earlier.requests[name]; requests > 0 {
@@ -140,18 +200,29 @@ func (c serverCounters) since(earlier serverCounters) (*serverFigures, error) {
 	return figures, nil
 }
 
+func (c serverCounters) restartedSince(earlier serverCounters) bool {
+	if c.startTime != earlier.startTime {
+		return true
+	}
+	backs := []bool{c.rounds < earlier.rounds, c.records < earlier.records, c.fsyncs < earlier.fsyncs,
+		c.groupSyncs < earlier.groupSyncs, c.gatherWaits < earlier.gatherWaits, c.persists < earlier.persists}
+	for name, requests := range c.requests {
+		backs = append(backs, requests < earlier.requests[name])
+	}
+	return slices.Contains(backs, true)
+}
+
 // printServer prints the server's figures of each phase that has them,
 // and why a phase has none.
 func (a *app) printServer(report benchReport) {
 	for _, phase := range []struct {
-		label   string
+		serverPhase
 		figures *phaseFigures
-		routes  []string
-	}{{"produce", &report.Produce, []string{"produce"}}, {"consume+ack", report.Consume, []string{"consume", "ack"}}} {
+	}{{producePhase, &report.Produce}, {drainPhase, report.Consume}} {
 		switch {
 		case phase.figures == nil:
 		case phase.figures.Server != nil:
-			fmt.Fprintf(a.stdout, "server (%s): %s\n", phase.label, phase.figures.Server.describe(phase.label == "produce", phase.routes))
+			fmt.Fprintf(a.stdout, "server (%s): %s\n", phase.label, phase.figures.Server.describe(phase.serverPhase))
 		case phase.figures.ServerError != "":
 			fmt.Fprintf(a.stdout, "server (%s): no figures (%s)\n", phase.label, phase.figures.ServerError)
 		}
@@ -159,25 +230,31 @@ func (a *app) printServer(report benchReport) {
 }
 
 // describe puts the figures in words: the rounds (for a produce phase),
-// then the time each route's requests spent in the server.
-func (f *serverFigures) describe(rounds bool, routes []string) string {
+// then the time each route's requests spent in the server's handler.
+func (f *serverFigures) describe(phase serverPhase) string {
 	var parts []string
-	switch {
-	case !rounds:
-	case f.SyncRounds == 0:
-		parts = append(parts, "no sync round made records durable at this node")
-	default:
-		parts = append(parts, fmt.Sprintf("%d sync rounds of %.1f records, %.2f fsyncs each (%d group syncs), %.2f ms to persist; %d waited to gather",
-			f.SyncRounds, f.RecordsPerRound, f.FsyncsPerRound, f.GroupSyncs, f.PersistMs, f.GatherWaits))
+	if phase.rounds {
+		parts = append(parts, f.describeRounds())
 	}
 	var times []string
-	for _, route := range routes {
-		if ms, found := f.RequestMs[route]; found {
-			times = append(times, fmt.Sprintf("%s %.2f ms", route, ms))
+	for _, route := range phase.routes {
+		if ms, found := f.RequestMs[route.name]; found {
+			times = append(times, fmt.Sprintf("%s %.2f ms", route.name, ms))
 		}
 	}
 	if len(times) > 0 {
-		parts = append(parts, "time in the server per request: "+strings.Join(times, ", "))
+		parts = append(parts, "time in the handler per request: "+strings.Join(times, ", "))
+	} else {
+		parts = append(parts, "no request of this phase's routes seen")
 	}
 	return strings.Join(parts, "; ")
+}
+
+func (f *serverFigures) describeRounds() string {
+	rounds := "no sync round made records durable at this node"
+	if f.SyncRounds > 0 {
+		rounds = fmt.Sprintf("%d sync rounds of %.1f records, %.2f fsyncs each", f.SyncRounds, f.RecordsPerRound, f.FsyncsPerRound)
+	}
+	return fmt.Sprintf("%s, %d group syncs; %d persists of %.2f ms; the loop waited to gather %d times",
+		rounds, f.GroupSyncs, f.Persists, f.PersistMs, f.GatherWaits)
 }

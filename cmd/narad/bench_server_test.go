@@ -12,10 +12,12 @@ import (
 
 // metricsPage renders a node's /metrics page as the figures read it:
 // counters, and histograms by their _count and _sum (the parser needs no
-// buckets), one request-time histogram per route.
+// buckets), one request-time histogram per route; the process started at
+// Unix second 1,700,000,000.
 func metricsPage(rounds, records, fsyncs, groupSyncs, gatherWaits, persists int, persistSeconds float64,
 	requestTime map[string][2]float64) string {
 	var page strings.Builder
+	page.WriteString("# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds 1.7e+09\n")
 	fmt.Fprintf(&page, "# TYPE narad_storage_fsyncs_total counter\nnarad_storage_fsyncs_total %d\n", fsyncs)
 	fmt.Fprintf(&page, "# TYPE narad_storage_group_syncs_total counter\nnarad_storage_group_syncs_total %d\n", groupSyncs)
 	fmt.Fprintf(&page, "# TYPE narad_loop_gather_waits_total counter\nnarad_loop_gather_waits_total %d\n", gatherWaits)
@@ -41,10 +43,10 @@ func metricsPage(rounds, records, fsyncs, groupSyncs, gatherWaits, persists int,
 
 func TestServerFiguresAreTheDifferenceOfTwoReadings(t *testing.T) {
 	before, err := parseServerCounters(strings.NewReader(metricsPage(5, 50, 6, 1, 2, 7, 0.007,
-		map[string][2]float64{"POST /v1/topics/{topic}/produce": {50, 0.5}, "GET /healthz": {3, 30}})), produceRoutes)
+		map[string][2]float64{"POST /v1/topics/{topic}/produce": {50, 0.5}, "GET /healthz": {3, 30}})), producePhase)
 	require.NoError(t, err)
 	after, err := parseServerCounters(strings.NewReader(metricsPage(105, 1150, 112, 3, 92, 107, 0.207,
-		map[string][2]float64{"POST /v1/topics/{topic}/produce": {1150, 1.6}, "GET /healthz": {9, 900}})), produceRoutes)
+		map[string][2]float64{"POST /v1/topics/{topic}/produce": {1150, 1.6}, "GET /healthz": {9, 900}})), producePhase)
 	require.NoError(t, err)
 	figures, err := after.since(before)
 	require.NoError(t, err)
@@ -53,41 +55,59 @@ func TestServerFiguresAreTheDifferenceOfTwoReadings(t *testing.T) {
 	assert.InDelta(t, 1.06, figures.FsyncsPerRound, 1e-9)
 	assert.Equal(t, 2, figures.GroupSyncs)
 	assert.Equal(t, 90, figures.GatherWaits)
+	assert.Equal(t, 100, figures.Persists)
 	assert.InDelta(t, 2.0, figures.PersistMs, 1e-9, "0.2 s over 100 persists")
 	require.Len(t, figures.RequestMs, 1, "only the phase's routes: /healthz's time is not a produce's")
 	assert.InDelta(t, 1.0, figures.RequestMs["produce"], 1e-9, "1.1 s over 1100 produces")
-	assert.Equal(t, "100 sync rounds of 11.0 records, 1.06 fsyncs each (2 group syncs), 2.00 ms to persist; 90 waited to gather; "+
-		"time in the server per request: produce 1.00 ms", figures.describe(true, []string{"produce"}))
+	assert.Equal(t, "100 sync rounds of 11.0 records, 1.06 fsyncs each, 2 group syncs; 100 persists of 2.00 ms; "+
+		"the loop waited to gather 90 times; time in the handler per request: produce 1.00 ms", figures.describe(producePhase))
 }
 
 func TestServerFiguresOfAPhaseWithoutRoundsOrRequests(t *testing.T) {
-	page := metricsPage(4, 40, 4, 0, 0, 4, 0.004, nil)
-	before, err := parseServerCounters(strings.NewReader(page), drainRoutes)
+	before, err := parseServerCounters(strings.NewReader(metricsPage(4, 40, 4, 0, 0, 4, 0.004, nil)), drainPhase)
 	require.NoError(t, err)
-	after, err := parseServerCounters(strings.NewReader(page), drainRoutes)
+	after, err := parseServerCounters(strings.NewReader(metricsPage(4, 40, 4, 0, 3, 4, 0.004, nil)), drainPhase)
 	require.NoError(t, err)
 	figures, err := after.since(before)
 	require.NoError(t, err)
 	assert.Zero(t, figures.SyncRounds)
-	assert.Zero(t, figures.PersistMs, "no division by zero rounds")
+	assert.Zero(t, figures.RecordsPerRound, "no division by zero rounds")
+	assert.Zero(t, figures.PersistMs, "no division by zero persists")
 	assert.Empty(t, figures.RequestMs)
-	assert.Equal(t, "no sync round made records durable at this node", figures.describe(true, []string{"produce"}))
-	assert.Empty(t, figures.describe(false, []string{"consume", "ack"}))
+	assert.Equal(t, "no sync round made records durable at this node, 0 group syncs; 0 persists of 0.00 ms; "+
+		"the loop waited to gather 3 times; no request of this phase's routes seen", figures.describe(producePhase),
+		"a node that only forwarded still says that it gathered")
+	assert.Equal(t, "no request of this phase's routes seen", figures.describe(drainPhase))
 }
 
-func TestServerFiguresRefuseCountersThatWentBack(t *testing.T) {
-	before, err := parseServerCounters(strings.NewReader(metricsPage(50, 500, 50, 0, 9, 50, 0.05, nil)), produceRoutes)
+func TestServerFiguresRefuseANodeThatRestarted(t *testing.T) {
+	produced := map[string][2]float64{"POST /v1/topics/{topic}/produce": {500, 0.5}}
+	before, err := parseServerCounters(strings.NewReader(metricsPage(50, 500, 50, 7, 9, 50, 0.05, produced)), producePhase)
 	require.NoError(t, err)
-	after, err := parseServerCounters(strings.NewReader(metricsPage(3, 30, 3, 0, 1, 3, 0.003, nil)), produceRoutes)
-	require.NoError(t, err)
-	_, err = after.since(before)
-	require.EqualError(t, err, "the node's counters went back: it restarted during the phase")
+	for name, change := range map[string]func(*serverCounters){
+		"start time":   func(c *serverCounters) { c.startTime++ },
+		"rounds":       func(c *serverCounters) { c.rounds-- },
+		"records":      func(c *serverCounters) { c.records-- },
+		"fsyncs":       func(c *serverCounters) { c.fsyncs-- },
+		"group syncs":  func(c *serverCounters) { c.groupSyncs-- },
+		"gather waits": func(c *serverCounters) { c.gatherWaits-- },
+		"persists":     func(c *serverCounters) { c.persists-- },
+		"requests":     func(c *serverCounters) { c.requests["produce"]-- },
+	} {
+		after, err := parseServerCounters(strings.NewReader(metricsPage(50, 500, 50, 7, 9, 50, 0.05, produced)), producePhase)
+		require.NoError(t, err)
+		_, err = after.since(before)
+		require.NoError(t, err, "unchanged")
+		change(&after)
+		_, err = after.since(before)
+		require.ErrorIs(t, err, errNodeRestarted, name)
+	}
 }
 
 func TestServerFiguresNeedANaradPage(t *testing.T) {
-	_, err := parseServerCounters(strings.NewReader("# TYPE up gauge\nup 1\n"), produceRoutes)
+	_, err := parseServerCounters(strings.NewReader("# TYPE up gauge\nup 1\n"), producePhase)
 	require.ErrorContains(t, err, "the page has no narad_storage_fsyncs_total")
-	_, err = parseServerCounters(strings.NewReader("narad_storage_fsyncs_total{\n"), produceRoutes)
+	_, err = parseServerCounters(strings.NewReader("narad_storage_fsyncs_total{\n"), producePhase)
 	require.ErrorContains(t, err, "GET /metrics")
 }
 
@@ -102,9 +122,9 @@ func TestBenchPrintsTheServerFiguresOfEachPhase(t *testing.T) {
 		on("GET /metrics", reply{200, metricsPage(0, 0, 0, 0, 0, 0, 0, nil)}, reply{200, metricsPage(2, 4, 2, 0, 1, 2, 0.003, produced)},
 			reply{200, metricsPage(2, 4, 2, 0, 1, 2, 0.003, produced)}, reply{200, metricsPage(2, 4, 2, 0, 1, 2, 0.003, drained)})
 	h.againstOK(broker, "bench", "orders", "--count", "4", "--workers", "2", "--consume", "--consume-workers", "1")
-	assert.Contains(t, h.stdout.String(), "server (produce): 2 sync rounds of 2.0 records, 1.00 fsyncs each (0 group syncs), "+
-		"1.50 ms to persist; 1 waited to gather; time in the server per request: produce 2.00 ms\n")
-	assert.Contains(t, h.stdout.String(), "server (consume+ack): time in the server per request: consume 1.00 ms, ack 0.50 ms\n")
+	assert.Contains(t, h.stdout.String(), "server (produce): 2 sync rounds of 2.0 records, 1.00 fsyncs each, 0 group syncs; "+
+		"2 persists of 1.50 ms; the loop waited to gather 1 times; time in the handler per request: produce 2.00 ms\n")
+	assert.Contains(t, h.stdout.String(), "server (consume+ack): time in the handler per request: consume 1.00 ms, ack 0.50 ms\n")
 	for _, request := range broker.seen("GET /metrics") {
 		assert.Contains(t, request.Query, "name%5B%5D=narad_storage_fsyncs_total", "only the families the figures need")
 	}
