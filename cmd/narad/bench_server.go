@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -200,16 +199,20 @@ func (c serverCounters) since(earlier serverCounters) (*serverFigures, error) {
 	return figures, nil
 }
 
+// restartedSince says whether the node's process changed between the
+// two readings: its start time differs, or a counter went back.
 func (c serverCounters) restartedSince(earlier serverCounters) bool {
-	if c.startTime != earlier.startTime {
+	if c.startTime != earlier.startTime || c.rounds < earlier.rounds || c.records < earlier.records ||
+		c.fsyncs < earlier.fsyncs || c.groupSyncs < earlier.groupSyncs || c.gatherWaits < earlier.gatherWaits ||
+		c.persists < earlier.persists {
 		return true
 	}
-	backs := []bool{c.rounds < earlier.rounds, c.records < earlier.records, c.fsyncs < earlier.fsyncs,
-		c.groupSyncs < earlier.groupSyncs, c.gatherWaits < earlier.gatherWaits, c.persists < earlier.persists}
 	for name, requests := range c.requests {
-		backs = append(backs, requests < earlier.requests[name])
+		if requests < earlier.requests[name] {
+			return true
+		}
 	}
-	return slices.Contains(backs, true)
+	return false
 }
 
 // printServer prints the server's figures of each phase that has them,
