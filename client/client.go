@@ -73,7 +73,8 @@ func WithHTTPClient(httpClient *http.Client) Option {
 // WithRootCAs trusts only these CAs for an https:// server (a server
 // whose certificate the system does not know). It applies to the HTTP
 // client whatever the order of the options: its transport is cloned with
-// the pool, which must be an *http.Transport (or nil for the default).
+// the pool, which must be an *http.Transport (or nil for the default), or
+// a RootCAsTransport, which is handed the pool.
 func WithRootCAs(pool *x509.CertPool) Option {
 	return func(c *Client) { c.rootCAs = pool }
 }
@@ -105,8 +106,23 @@ func New(baseURL string, options ...Option) *Client {
 	return c
 }
 
+// RootCAsTransport is a transport that applies a pool of trusted CAs
+// itself (one that wraps an *http.Transport, say): WithRootCAs hands it
+// the pool rather than replacing it with a clone of Go's default.
+type RootCAsTransport interface {
+	http.RoundTripper
+	// WithRootCAs returns a transport like this one that trusts only pool
+	// for https:// servers.
+	WithRootCAs(pool *x509.CertPool) http.RoundTripper
+}
+
 // withRootCAs returns a copy of httpClient whose transport trusts pool.
 func withRootCAs(httpClient *http.Client, pool *x509.CertPool) *http.Client {
+	if wrapper, ok := httpClient.Transport.(RootCAsTransport); ok {
+		copied := *httpClient
+		copied.Transport = wrapper.WithRootCAs(pool)
+		return &copied
+	}
 	transport, ok := httpClient.Transport.(*http.Transport)
 	if !ok || transport == nil {
 		transport = http.DefaultTransport.(*http.Transport)

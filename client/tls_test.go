@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"net/http"
 	"net/http/httptest"
@@ -29,4 +30,43 @@ func TestWithRootCAsTrustsTheGivenCA(t *testing.T) {
 	require.NoError(t, err)
 	_, err = New(server.URL).Healthz(ctx)
 	require.ErrorContains(t, err, "certificate")
+}
+
+// poolTakingTransport is a RootCAsTransport that records the pool it was
+// handed and sends through a transport trusting it.
+type poolTakingTransport struct {
+	pool     *x509.CertPool
+	standard *http.Transport
+}
+
+func (t *poolTakingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	return t.standard.RoundTrip(req)
+}
+
+func (t *poolTakingTransport) WithRootCAs(pool *x509.CertPool) http.RoundTripper {
+	standard := t.standard.Clone()
+	standard.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return &poolTakingTransport{pool: pool, standard: standard}
+}
+
+// TestWithRootCAsHandsThePoolToARootCAsTransport: a transport that takes
+// the pool itself keeps its own kind (it is not replaced by a clone of
+// Go's default transport) and trusts the CA.
+func TestWithRootCAsHandsThePoolToARootCAsTransport(t *testing.T) {
+	server := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}`))
+	}))
+	defer server.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(server.Certificate())
+	original := &poolTakingTransport{standard: &http.Transport{}}
+
+	c := New(server.URL, WithHTTPClient(&http.Client{Transport: original}), WithRootCAs(pool))
+	_, err := c.Healthz(context.Background())
+	require.NoError(t, err)
+	taken, ok := c.httpClient.Transport.(*poolTakingTransport)
+	require.True(t, ok, "the transport is %T", c.httpClient.Transport)
+	require.Same(t, pool, taken.pool)
+	require.Nil(t, original.pool, "the caller's transport is left as it was")
 }

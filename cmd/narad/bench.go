@@ -97,7 +97,12 @@ figures taken on a busy machine can still be compared.
 
 A "client CPU" line gives the bench's own CPU time (user + system) per
 message of each phase: when client and server share a machine's cores,
-what the client spends is CPU the server does not get.
+what the client spends is CPU the server does not get. To spend less, the
+bench talks to a plain http:// server through its own HTTP/1.1 transport:
+the worker that sends a request reads its answer itself, on a kept-alive
+connection, with none of Go's standard transport's hand-offs between
+goroutines. An https:// server, or one reached through a proxy, gets
+Go's standard transport.
 
 A "server" line per phase explains it from the node the bench talks to,
 read from its /metrics before and after the phase: for produce, the sync
@@ -147,8 +152,9 @@ func newBenchCommand(a *app) *cobra.Command {
 				return err
 			}
 			newHTTPClient := func() *http.Client {
-				return &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment,
-					MaxIdleConnsPerHost: benchIdleConnsPerWorker * max(options.workers, options.consumeWorkers)}}
+				idleMax := benchIdleConnsPerWorker * max(options.workers, options.consumeWorkers)
+				return &http.Client{Transport: &benchTransport{lean: newLeanTransport(idleMax),
+					standard: &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: idleMax}}}
 			}
 			httpClient := newHTTPClient()
 			broker, err := a.newClient(cmd, client.WithHTTPClient(httpClient))
