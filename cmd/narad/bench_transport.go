@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"sync"
 	"time"
@@ -20,12 +21,19 @@ const (
 	// leanBufferBytes sizes each connection's read and write buffers: a
 	// single produce and its answer fit in one system call each.
 	leanBufferBytes = 16 << 10
+	// leanHeaderBytesMax bounds the head of an answer (status line and
+	// header fields), as net/http's transport does.
+	leanHeaderBytesMax = 1 << 20
 	// leanDialTimeout bounds a connection's dial when the request's
 	// context sets no earlier deadline.
 	leanDialTimeout = 10 * time.Second
-	// leanIdleMax is how long a connection stays pooled: well below the
-	// server's idle timeout (http.idle_timeout, 60 s by default), so that
-	// a request seldom meets a connection the server just closed.
+	// leanProbeAfter is how long a connection may sit idle before it is
+	// checked, without blocking, for the server having closed it (its idle
+	// timeout, 10 s for the ceiling server, 60 s by default for a node,
+	// shorter behind some proxies). A connection in constant use is never
+	// checked.
+	leanProbeAfter = 50 * time.Millisecond
+	// leanIdleMax is how long a connection stays pooled at most.
 	leanIdleMax = 30 * time.Second
 )
 
@@ -39,29 +47,35 @@ const (
 // itself as much as the server.
 //
 // It speaks what the bench needs and no more: no proxies, no TLS (an
-// https:// server gets net/http's Transport), no HTTP/2, no redirects.
-// Each connection serves one request at a time; idle connections stay
-// pooled up to idleMax (for at most leanIdleMax), and one the server
-// closed is dropped when next used: a request that got no byte of answer
-// on a reused connection is sent once more on a new one if it may be
-// repeated (replayable), as net/http does.
+// https:// server gets net/http's Transport), no HTTP/2, no
+// 100-continue (http.Client still follows redirects above it). Each
+// connection serves one request at a time; idle connections stay pooled
+// up to idleMax, for at most leanIdleMax. A connection idle for
+// leanProbeAfter is checked for a close by the server before it is used
+// (net/http's reader goroutine sees that close as it happens); should a
+// request still meet a closed connection and get no byte of answer, it is
+// sent once more on a new one if it may be repeated (replayable).
 type leanTransport struct {
 	dialer net.Dialer
-	// idleMax bounds the pooled idle connections.
+	// idleMax bounds the pooled idle connections per server.
 	idleMax int
 
 	mu sync.Mutex
-	// idle holds idle connections by host:port; guarded by mu.
+	// idle holds idle connections by server address, oldest first;
+	// guarded by mu.
 	idle map[string][]*leanConn
 }
 
 // leanConn is one connection with its buffers. Used by one request at a
 // time: the pool hands it out, the request's body returns it.
 type leanConn struct {
-	host   string
-	conn   net.Conn
-	reader *bufio.Reader
-	writer *bufio.Writer
+	address string
+	conn    net.Conn
+	// metered counts the bytes the reader may take while an answer's head
+	// is read.
+	metered *meteredConn
+	reader  *bufio.Reader
+	writer  *bufio.Writer
 	// reused is set once the connection has served a request; idleSince
 	// is when it was last pooled.
 	reused    bool
@@ -72,33 +86,46 @@ func newLeanTransport(idleMax int) *leanTransport {
 	return &leanTransport{idleMax: max(idleMax, 1), idle: map[string][]*leanConn{}}
 }
 
+// dialAddress is where a request's connection goes: the URL's host and
+// port, port 80 when the URL names none.
+func dialAddress(u *url.URL) string {
+	if u.Port() == "" {
+		return net.JoinHostPort(u.Hostname(), "80")
+	}
+	return u.Host
+}
+
 // RoundTrip sends req and reads the head of its answer; the body is read
-// from the connection as the caller reads it, and closing it (or reading
-// it to its end) returns the connection to the pool.
+// from the connection as the caller reads it, and reading it to its end
+// returns the connection to the pool (closing it before then closes the
+// connection).
 func (t *leanTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme != "http" {
 		closeRequestBody(req)
 		return nil, fmt.Errorf("bench transport: %s is not an http:// URL", req.URL.Redacted())
 	}
-	c, err := t.take(req.Context(), req.URL.Host)
+	address := dialAddress(req.URL)
+	c, err := t.take(req.Context(), address)
 	if err != nil {
 		closeRequestBody(req)
 		return nil, err
 	}
 	response, err := t.exchange(c, req)
 	if err != nil && c.reused && errors.Is(err, errNoAnswer) && replayable(req) {
-		// The server most likely closed the idle connection before this
-		// request reached it: once more, on a new connection.
+		// The server closed the connection before this request reached
+		// it: once more, on a new connection, with the body read anew
+		// (the caller's request stays as it was).
+		again := *req
 		if req.GetBody != nil {
-			if req.Body, err = req.GetBody(); err != nil {
+			if again.Body, err = req.GetBody(); err != nil {
 				return nil, err
 			}
 		}
-		if c, err = t.dial(req.Context(), req.URL.Host); err != nil {
-			closeRequestBody(req)
+		if c, err = t.dial(req.Context(), address); err != nil {
+			closeRequestBody(&again)
 			return nil, err
 		}
-		response, err = t.exchange(c, req)
+		response, err = t.exchange(c, &again)
 	}
 	return response, err
 }
@@ -113,6 +140,7 @@ func (t *leanTransport) exchange(c *leanConn, req *http.Request) (*http.Response
 	ctx := req.Context()
 	deadline, _ := ctx.Deadline() // the zero time clears an earlier one
 	if err := c.conn.SetDeadline(deadline); err != nil {
+		closeRequestBody(req)
 		c.conn.Close()
 		return nil, err
 	}
@@ -120,18 +148,14 @@ func (t *leanTransport) exchange(c *leanConn, req *http.Request) (*http.Response
 	fail := func(err error) (*http.Response, error) {
 		stop()
 		c.conn.Close()
-		if _, ok := ctx.Deadline(); ok && errors.Is(err, os.ErrDeadlineExceeded) {
-			<-ctx.Done() // the connection's deadline is the context's: it ends now
-		}
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, ctxErr
-		}
-		return nil, err
+		return nil, contextError(ctx, err)
 	}
 	writeErr := req.Write(c.writer)
 	if writeErr == nil {
 		writeErr = c.writer.Flush()
 	}
+	c.metered.budget = leanHeaderBytesMax // the head's bound; the buffer may read a little of the body with it
+	defer func() { c.metered.budget = unmetered }()
 	if _, err := c.reader.Peek(1); err != nil {
 		if writeErr != nil {
 			err = writeErr
@@ -140,58 +164,111 @@ func (t *leanTransport) exchange(c *leanConn, req *http.Request) (*http.Response
 	}
 	// An answer, even after a failed write: a server may refuse a
 	// request (413, say) and close before reading all of it.
-	response, err := http.ReadResponse(c.reader, req)
+	response, err := readFinalResponse(c, req)
 	if err != nil {
 		return fail(err)
 	}
 	keep := !response.Close && writeErr == nil
-	response.Body = &leanBody{transport: t, conn: c, body: response.Body, stop: stop, keep: keep}
+	if response.Body == http.NoBody { // nothing more to read: released now
+		t.release(c, stop, keep)
+		return response, nil
+	}
+	response.Body = &leanBody{transport: t, ctx: ctx, conn: c, body: response.Body, stop: stop, keep: keep}
 	return response, nil
 }
 
-// take returns an idle connection to host, or a new one.
-func (t *leanTransport) take(ctx context.Context, host string) (*leanConn, error) {
+// readFinalResponse reads an answer's head, past any informational (1xx)
+// answer before it; c's reads are metered (leanHeaderBytesMax).
+func readFinalResponse(c *leanConn, req *http.Request) (*http.Response, error) {
+	for {
+		response, err := http.ReadResponse(c.reader, req)
+		if err != nil {
+			if errors.Is(err, errHeadTooLarge) {
+				return nil, fmt.Errorf("answer head larger than %d bytes: %w", leanHeaderBytesMax, err)
+			}
+			return nil, err
+		}
+		if response.StatusCode >= 200 || response.StatusCode == http.StatusSwitchingProtocols {
+			return response, nil
+		}
+	}
+}
+
+// contextError is err, or the context's error once the context ended (a
+// connection's deadline is its context's, and a cancel cuts it).
+func contextError(ctx context.Context, err error) error {
+	if _, ok := ctx.Deadline(); ok && errors.Is(err, os.ErrDeadlineExceeded) {
+		<-ctx.Done() // the connection's deadline is the context's: it ends now
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	return err
+}
+
+// take returns a pooled connection to address that is still open, or a
+// new one.
+func (t *leanTransport) take(ctx context.Context, address string) (*leanConn, error) {
 	for {
 		t.mu.Lock()
-		pool := t.idle[host]
+		pool := t.idle[address]
 		n := len(pool)
 		if n == 0 {
 			t.mu.Unlock()
-			return t.dial(ctx, host)
+			return t.dial(ctx, address)
 		}
 		c := pool[n-1]
 		pool[n-1] = nil
-		t.idle[host] = pool[:n-1]
+		t.idle[address] = pool[:n-1]
 		t.mu.Unlock()
-		if time.Since(c.idleSince) < leanIdleMax {
+		idle := time.Since(c.idleSince)
+		if idle < leanProbeAfter || (idle < leanIdleMax && stillOpen(c.conn)) {
 			return c, nil
 		}
 		c.conn.Close()
 	}
 }
 
-func (t *leanTransport) dial(ctx context.Context, host string) (*leanConn, error) {
+func (t *leanTransport) dial(ctx context.Context, address string) (*leanConn, error) {
 	ctx, cancel := context.WithTimeout(ctx, leanDialTimeout)
 	defer cancel()
-	conn, err := t.dialer.DialContext(ctx, "tcp", host)
+	conn, err := t.dialer.DialContext(ctx, "tcp", address)
 	if err != nil {
 		return nil, err
 	}
-	return &leanConn{host: host, conn: conn, reader: bufio.NewReaderSize(conn, leanBufferBytes),
+	metered := &meteredConn{Conn: conn, budget: unmetered}
+	return &leanConn{address: address, conn: conn, metered: metered, reader: bufio.NewReaderSize(metered, leanBufferBytes),
 		writer: bufio.NewWriterSize(conn, leanBufferBytes)}, nil
 }
 
-// put pools c, or closes it when the pool is full.
-func (t *leanTransport) put(c *leanConn) {
-	c.reused, c.idleSince = true, time.Now()
-	t.mu.Lock()
-	if pool := t.idle[c.host]; len(pool) < t.idleMax {
-		t.idle[c.host] = append(pool, c)
-		t.mu.Unlock()
+// release ends a request's use of c: pooled when the answer was read to
+// its end, the server keeps the connection alive, nothing else is on it
+// and the request's context can no longer cut it (stop reports the
+// context's callback will not run); closed otherwise.
+func (t *leanTransport) release(c *leanConn, stop func() bool, keep bool) {
+	if !stop() || !keep || c.reader.Buffered() > 0 {
+		c.conn.Close()
 		return
 	}
+	c.reused, c.idleSince = true, time.Now()
+	t.mu.Lock()
+	pool := t.idle[c.address]
+	var expired *leanConn
+	if len(pool) > 0 && c.idleSince.Sub(pool[0].idleSince) >= leanIdleMax {
+		expired, pool = pool[0], pool[1:] // the oldest, at the bottom of the stack
+	}
+	full := len(pool) >= t.idleMax
+	if !full {
+		pool = append(pool, c)
+	}
+	t.idle[c.address] = pool
 	t.mu.Unlock()
-	c.conn.Close()
+	if expired != nil {
+		expired.conn.Close()
+	}
+	if full {
+		c.conn.Close()
+	}
 }
 
 // CloseIdleConnections closes every pooled connection (http.Client calls
@@ -208,48 +285,80 @@ func (t *leanTransport) CloseIdleConnections() {
 	}
 }
 
-// leanBody is an answer's body: at its end the connection goes back to
-// the pool if the answer keeps it alive; closed before its end, the
-// connection is closed (the rest of the answer is still on it).
+// leanBody is an answer's body: read to its end, the connection goes back
+// to the pool if the answer keeps it alive; closed before its end, the
+// connection is closed (the rest of the answer is still on it). A read
+// after an error or a Close returns that error again.
 type leanBody struct {
 	transport *leanTransport
+	ctx       context.Context
 	conn      *leanConn
 	body      io.ReadCloser
 	stop      func() bool
 	keep      bool
-	done      bool
+
+	mu sync.Mutex
+	// err, once set, ends the body: io.EOF after its end, errBodyClosed
+	// after a Close, else the read's error.
+	err error
 }
+
+var errBodyClosed = errors.New("read of a closed answer body")
 
 func (b *leanBody) Read(p []byte) (int, error) {
-	if b.done {
-		return 0, io.EOF
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err != nil {
+		return 0, b.err
 	}
 	n, err := b.body.Read(p)
-	if err == io.EOF {
-		b.finish(true)
-	} else if err != nil {
-		b.finish(false)
+	switch {
+	case err == io.EOF:
+		b.err = io.EOF
+		b.transport.release(b.conn, b.stop, b.keep)
+	case err != nil:
+		b.err = contextError(b.ctx, err)
+		b.transport.release(b.conn, b.stop, false)
 	}
-	return n, err
+	return n, b.err
 }
 
+// Close closes the connection unless the body was read to its end.
 func (b *leanBody) Close() error {
-	if !b.done {
-		b.finish(false)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err == nil {
+		b.err = errBodyClosed
+		b.transport.release(b.conn, b.stop, false)
 	}
 	return nil
 }
 
-// finish releases the connection once: pooled when the whole answer was
-// read and the server keeps it alive, closed otherwise.
-func (b *leanBody) finish(complete bool) {
-	b.done = true
-	if b.stop() && complete && b.keep { // not stopped: the context's end may yet cut the connection
+// meteredConn is a connection whose reads stop with errHeadTooLarge once
+// budget bytes were read, while budget is not unmetered.
+type meteredConn struct {
+	net.Conn
+	budget int
+}
 
-		b.transport.put(b.conn)
-		return
+// unmetered is the budget of a connection whose reads are not counted.
+const unmetered = -1
+
+var errHeadTooLarge = errors.New("answer head too large")
+
+func (m *meteredConn) Read(p []byte) (int, error) {
+	if m.budget == unmetered {
+		return m.Conn.Read(p)
 	}
-	b.conn.conn.Close()
+	if m.budget == 0 {
+		return 0, errHeadTooLarge
+	}
+	if len(p) > m.budget {
+		p = p[:m.budget]
+	}
+	n, err := m.Conn.Read(p)
+	m.budget -= n
+	return n, err
 }
 
 // replayable reports whether req may be sent again after a connection
@@ -262,7 +371,7 @@ func replayable(req *http.Request) bool {
 		return false
 	}
 	switch req.Method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
 		return true
 	}
 	_, keyed := req.Header["Idempotency-Key"]
@@ -285,12 +394,20 @@ type benchTransport struct {
 }
 
 func (t *benchTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Scheme == "http" {
-		if proxy, err := t.standard.Proxy(req); err == nil && proxy == nil {
-			return t.lean.RoundTrip(req)
-		}
+	if req.URL.Scheme == "http" && !t.proxied(req) {
+		return t.lean.RoundTrip(req)
 	}
 	return t.standard.RoundTrip(req)
+}
+
+// proxied reports whether the standard transport would send req through
+// a proxy.
+func (t *benchTransport) proxied(req *http.Request) bool {
+	if t.standard.Proxy == nil {
+		return false
+	}
+	proxy, err := t.standard.Proxy(req)
+	return err != nil || proxy != nil
 }
 
 // CloseIdleConnections closes the idle connections of both transports.

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -118,10 +119,16 @@ func TestLeanTransportPoolsNoMoreThanIdleMax(t *testing.T) {
 	arrived.Add(concurrent)
 	var group sync.WaitGroup
 	for range concurrent {
-		group.Go(func() {
-			status, body := leanGet(t, client, server.URL)
-			assert.Equal(t, http.StatusOK, status)
-			assert.Equal(t, "ok", body)
+		group.Go(func() { // no require here: a failure must not leave arrived.Wait hanging
+			response, err := client.Get(server.URL)
+			if !assert.NoError(t, err) {
+				arrived.Done()
+				return
+			}
+			body, err := io.ReadAll(response.Body)
+			response.Body.Close()
+			assert.NoError(t, err)
+			assert.Equal(t, "ok", string(body))
 		})
 	}
 	arrived.Wait() // five connections open at once
@@ -138,10 +145,13 @@ func TestLeanTransportOpensANewConnectionWhenTheServerClosesIt(t *testing.T) {
 		fmt.Fprint(w, "bye")
 	})
 	client := &http.Client{Transport: newLeanTransport(4)}
-	for range 3 {
-		status, body := leanGet(t, client, server.URL)
-		assert.Equal(t, http.StatusOK, status)
-		assert.Equal(t, "bye", body)
+	for range 3 { // a POST is not sent twice: reusing a closed connection would fail it
+		response, err := client.Post(server.URL, "text/plain", strings.NewReader("hi"))
+		require.NoError(t, err)
+		body, err := io.ReadAll(response.Body)
+		require.NoError(t, err)
+		response.Body.Close()
+		assert.Equal(t, "bye", string(body))
 	}
 	assert.EqualValues(t, 3, accepted.Load())
 }
@@ -303,4 +313,192 @@ func TestBenchTransportSendsHTTPSThroughNetHTTPWithTheGivenCAs(t *testing.T) {
 	require.NoError(t, err, "the bench's transport takes --ca-file's pool for https")
 	_, err = client.New(server.URL, client.WithHTTPClient(bench)).Healthz(context.Background())
 	require.ErrorContains(t, err, "certificate", "without the pool, the server's certificate is unknown")
+}
+
+func TestLeanTransportDialsPort80WhenTheURLNamesNoPort(t *testing.T) {
+	for raw, want := range map[string]string{
+		"http://broker.example/v1":      "broker.example:80",
+		"http://broker.example:7942/v1": "broker.example:7942",
+		"http://[::1]/v1":               "[::1]:80",
+		"http://127.0.0.1:1/":           "127.0.0.1:1",
+	} {
+		u, err := url.Parse(raw)
+		require.NoError(t, err)
+		assert.Equal(t, want, dialAddress(u), raw)
+	}
+}
+
+func TestLeanTransportDropsAnIdleConnectionTheServerClosedBeforeSendingAPost(t *testing.T) {
+	var accepted atomic.Int64
+	server := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		fmt.Fprint(w, "ok")
+	}))
+	server.Config.IdleTimeout = 20 * time.Millisecond
+	server.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			accepted.Add(1)
+		}
+	}
+	server.Start()
+	defer server.Close()
+	client := &http.Client{Transport: newLeanTransport(4)}
+	for range 3 {
+		response, err := client.Post(server.URL, "text/plain", strings.NewReader("produce"))
+		require.NoError(t, err, "a POST is never sent on a connection the server closed while it was idle")
+		body, err := io.ReadAll(response.Body)
+		require.NoError(t, err)
+		response.Body.Close()
+		assert.Equal(t, "ok", string(body))
+		time.Sleep(200 * time.Millisecond) // past the server's idle timeout and leanProbeAfter
+	}
+	assert.EqualValues(t, 3, accepted.Load())
+}
+
+func TestLeanTransportDropsAConnectionPooledLongerThanIdleMax(t *testing.T) {
+	server, accepted := countingServer(t, func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
+	transport := newLeanTransport(4)
+	client := &http.Client{Transport: transport}
+	leanGet(t, client, server.URL)
+	transport.mu.Lock()
+	pool := transport.idle[strings.TrimPrefix(server.URL, "http://")]
+	require.Len(t, pool, 1)
+	pool[0].idleSince = time.Now().Add(-leanIdleMax)
+	transport.mu.Unlock()
+	status, body := leanGet(t, client, server.URL)
+	assert.Equal(t, http.StatusOK, status)
+	assert.Equal(t, "ok", body)
+	assert.EqualValues(t, 2, accepted.Load(), "the expired connection was closed, a new one dialled")
+}
+
+// rawServer answers each connection's requests with answer (raw bytes)
+// until the client closes it.
+func rawServer(t *testing.T, answer string) string {
+	t.Helper()
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { listener.Close() })
+	go func() {
+		for {
+			conn, err := listener.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				reader := bufio.NewReader(conn)
+				for {
+					request, err := http.ReadRequest(reader)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, request.Body)
+					if _, err := io.WriteString(conn, answer); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return "http://" + listener.Addr().String()
+}
+
+func TestLeanTransportSkipsInformationalAnswers(t *testing.T) {
+	url := rawServer(t, "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfinal")
+	client := &http.Client{Transport: newLeanTransport(4)}
+	for range 2 {
+		status, body := leanGet(t, client, url)
+		assert.Equal(t, http.StatusOK, status)
+		assert.Equal(t, "final", body, "each request gets its own final answer")
+	}
+}
+
+func TestLeanTransportRefusesAnAnswerHeadOverItsBound(t *testing.T) {
+	url := rawServer(t, "HTTP/1.1 200 OK\r\nX-Big: "+strings.Repeat("x", leanHeaderBytesMax)+"\r\nContent-Length: 0\r\n\r\n")
+	_, err := (&http.Client{Transport: newLeanTransport(1)}).Get(url)
+	require.ErrorIs(t, err, errHeadTooLarge)
+}
+
+func TestLeanTransportKeepsTheConnectionOfAnAnswerWithNoBody(t *testing.T) {
+	server, accepted := countingServer(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	client := &http.Client{Transport: newLeanTransport(4)}
+	for range 3 {
+		response, err := client.Get(server.URL)
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusNoContent, response.StatusCode)
+		require.NoError(t, response.Body.Close()) // closed without a read
+	}
+	assert.EqualValues(t, 1, accepted.Load())
+}
+
+func TestLeanTransportGivesTheContextsErrorWhenItEndsDuringTheBody(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	server, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "100")
+		fmt.Fprint(w, "part")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	request, err := http.NewRequestWithContext(ctx, http.MethodGet, server.URL, nil)
+	require.NoError(t, err)
+	response, err := (&http.Client{Transport: newLeanTransport(1)}).Do(request)
+	require.NoError(t, err)
+	defer response.Body.Close()
+	time.AfterFunc(20*time.Millisecond, cancel)
+	_, err = io.ReadAll(response.Body)
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = response.Body.Read(make([]byte, 1))
+	require.ErrorIs(t, err, context.Canceled, "the error sticks")
+}
+
+func TestLeanTransportClosesAConnectionItsEndedContextMayStillCut(t *testing.T) {
+	server, accepted := countingServer(t, func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "whole answer") })
+	client := &http.Client{Transport: newLeanTransport(4)}
+	ctx, cancel := context.WithCancel(context.Background())
+	request, err := http.NewRequestWithContext(ctx, http.MethodGet, server.URL, nil)
+	require.NoError(t, err)
+	response, err := client.Do(request)
+	require.NoError(t, err)
+	cancel()                          // its callback sets the connection's deadline in the past
+	time.Sleep(20 * time.Millisecond) // and has run
+	body, err := io.ReadAll(response.Body)
+	require.NoError(t, err, "the answer was buffered whole")
+	assert.Equal(t, "whole answer", string(body))
+	leanGet(t, client, server.URL)
+	assert.EqualValues(t, 2, accepted.Load(), "the first connection was not pooled")
+}
+
+func TestLeanTransportResendsAnIdempotentPostWithoutChangingTheCallersRequest(t *testing.T) {
+	url, answered := closingServer(t)
+	client := &http.Client{Transport: newLeanTransport(4)}
+	leanGet(t, client, url)
+	time.Sleep(20 * time.Millisecond) // the server has closed the pooled connection
+	request, err := http.NewRequest(http.MethodPost, url, strings.NewReader("payload"))
+	require.NoError(t, err)
+	request.Header.Set("Idempotency-Key", "k1")
+	body := request.Body
+	response, err := client.Do(request)
+	require.NoError(t, err)
+	response.Body.Close()
+	assert.Equal(t, http.StatusOK, response.StatusCode)
+	assert.EqualValues(t, 2, answered.Load())
+	assert.True(t, body == request.Body, "the retry sent a copy of the request")
+}
+
+func TestBenchTransportSendsAProxiedHTTPRequestThroughNetHTTP(t *testing.T) {
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "via proxy "+r.URL.String())
+	}))
+	defer proxy.Close()
+	proxyURL, err := url.Parse(proxy.URL)
+	require.NoError(t, err)
+	client := &http.Client{Transport: &benchTransport{lean: newLeanTransport(1), standard: &http.Transport{Proxy: http.ProxyURL(proxyURL)}}}
+	status, body := leanGet(t, client, "http://broker.example/v1/healthz")
+	assert.Equal(t, http.StatusOK, status)
+	assert.Equal(t, "via proxy http://broker.example/v1/healthz", body)
 }
