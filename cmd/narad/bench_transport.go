@@ -154,18 +154,11 @@ func (t *leanTransport) exchange(c *leanConn, req *http.Request) (*http.Response
 	if writeErr == nil {
 		writeErr = c.writer.Flush()
 	}
-	c.metered.budget = leanHeaderBytesMax // the head's bound; the buffer may read a little of the body with it
-	defer func() { c.metered.budget = unmetered }()
-	if _, err := c.reader.Peek(1); err != nil {
-		if writeErr != nil {
-			err = writeErr
-		}
-		return fail(fmt.Errorf("%w: %w", errNoAnswer, err))
-	}
-	// An answer, even after a failed write: a server may refuse a
-	// request (413, say) and close before reading all of it.
-	response, err := readFinalResponse(c, req)
+	response, err := readAnswer(c, req)
 	if err != nil {
+		if writeErr != nil {
+			err = fmt.Errorf("%w (the request's write failed: %w)", err, writeErr)
+		}
 		return fail(err)
 	}
 	keep := !response.Close && writeErr == nil
@@ -177,9 +170,24 @@ func (t *leanTransport) exchange(c *leanConn, req *http.Request) (*http.Response
 	return response, nil
 }
 
-// readFinalResponse reads an answer's head, past any informational (1xx)
-// answer before it; c's reads are metered (leanHeaderBytesMax).
+// readAnswer reads the head of the answer to req, even after a failed
+// write (a server may refuse a request, 413 say, and close before reading
+// all of it), past any informational (1xx) answer before it, in at most
+// leanHeaderBytesMax (and what the buffer reads of the body with it). An
+// end of the connection before any byte is errNoAnswer.
+func readAnswer(c *leanConn, req *http.Request) (*http.Response, error) {
+	c.metered.budget = leanHeaderBytesMax
+	// Unmetered again before the connection can be released to another
+	// request (a deferred reset would race with it).
+	response, err := readFinalResponse(c, req)
+	c.metered.budget = unmetered
+	return response, err
+}
+
 func readFinalResponse(c *leanConn, req *http.Request) (*http.Response, error) {
+	if _, err := c.reader.Peek(1); err != nil {
+		return nil, fmt.Errorf("%w: %w", errNoAnswer, err)
+	}
 	for {
 		response, err := http.ReadResponse(c.reader, req)
 		if err != nil {
