@@ -11,17 +11,26 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestWithRootCAsTrustsTheGivenCA: an https server whose certificate the
-// system does not know is reached with its CA, whatever the order of the
-// options, and refused without it.
-func TestWithRootCAsTrustsTheGivenCA(t *testing.T) {
+// healthyTLSServer is an https server whose certificate the system does
+// not know, answering every request as a healthy node; the pool holds its
+// certificate.
+func healthyTLSServer(t *testing.T) (*httptest.Server, *x509.CertPool) {
+	t.Helper()
 	server := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}`))
 	}))
-	defer server.Close()
+	t.Cleanup(server.Close)
 	pool := x509.NewCertPool()
 	pool.AddCert(server.Certificate())
+	return server, pool
+}
+
+// TestWithRootCAsTrustsTheGivenCA: an https server whose certificate the
+// system does not know is reached with its CA, whatever the order of the
+// options, and refused without it.
+func TestWithRootCAsTrustsTheGivenCA(t *testing.T) {
+	server, pool := healthyTLSServer(t)
 	ctx := context.Background()
 
 	_, err := New(server.URL, WithRootCAs(pool), WithHTTPClient(&http.Client{})).Healthz(ctx)
@@ -53,13 +62,7 @@ func (t *poolTakingTransport) WithRootCAs(pool *x509.CertPool) http.RoundTripper
 // the pool itself keeps its own kind (it is not replaced by a clone of
 // Go's default transport) and trusts the CA.
 func TestWithRootCAsHandsThePoolToARootCAsTransport(t *testing.T) {
-	server := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"status":"ok"}`))
-	}))
-	defer server.Close()
-	pool := x509.NewCertPool()
-	pool.AddCert(server.Certificate())
+	server, pool := healthyTLSServer(t)
 	original := &poolTakingTransport{standard: &http.Transport{}}
 
 	c := New(server.URL, WithHTTPClient(&http.Client{Transport: original}), WithRootCAs(pool))

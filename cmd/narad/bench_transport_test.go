@@ -229,15 +229,13 @@ func TestLeanTransportEndsARequestWhenItsContextEnds(t *testing.T) {
 	assert.Equal(t, "ok", body)
 }
 
-// closingServer answers each connection's first request with a kept-alive
-// 200, then closes the connection without saying so, as a server does at
-// its idle timeout; it counts the requests it answered.
-func closingServer(t *testing.T) (string, *atomic.Int64) {
+// serveRaw listens on loopback and runs handle on each connection it
+// accepts, closing the connection after; it returns the server's URL.
+func serveRaw(t *testing.T, handle func(conn net.Conn)) string {
 	t.Helper()
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { listener.Close() })
-	var answered atomic.Int64
 	go func() {
 		for {
 			conn, err := listener.Accept()
@@ -246,17 +244,29 @@ func closingServer(t *testing.T) (string, *atomic.Int64) {
 			}
 			go func() {
 				defer conn.Close()
-				request, err := http.ReadRequest(bufio.NewReader(conn))
-				if err != nil {
-					return
-				}
-				io.Copy(io.Discard, request.Body)
-				answered.Add(1)
-				fmt.Fprint(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				handle(conn)
 			}()
 		}
 	}()
-	return "http://" + listener.Addr().String(), &answered
+	return "http://" + listener.Addr().String()
+}
+
+// closingServer answers each connection's first request with a kept-alive
+// 200, then closes the connection without saying so, as a server does at
+// its idle timeout; it counts the requests it answered.
+func closingServer(t *testing.T) (string, *atomic.Int64) {
+	t.Helper()
+	var answered atomic.Int64
+	url := serveRaw(t, func(conn net.Conn) {
+		request, err := http.ReadRequest(bufio.NewReader(conn))
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, request.Body)
+		answered.Add(1)
+		fmt.Fprint(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	})
+	return url, &answered
 }
 
 func TestLeanTransportSendsARepeatableRequestAgainAfterTheServerClosedTheIdleConnection(t *testing.T) {
@@ -277,22 +287,14 @@ func TestLeanTransportSendsARepeatableRequestAgainAfterTheServerClosedTheIdleCon
 }
 
 func TestLeanTransportReadsAnAnswerToARequestTheServerDidNotRead(t *testing.T) {
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer listener.Close()
-	go func() {
-		conn, err := listener.Accept()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
+	url := serveRaw(t, func(conn net.Conn) {
 		if _, err := http.ReadRequest(bufio.NewReader(conn)); err != nil {
 			return
 		}
 		fmt.Fprint(conn, "HTTP/1.1 413 Request Entity Too Large\r\nConnection: close\r\nContent-Length: 8\r\n\r\ntoo long")
-	}()
+	})
 	client := &http.Client{Transport: newLeanTransport(4)}
-	response, err := client.Post("http://"+listener.Addr().String(), "text/plain", strings.NewReader(strings.Repeat("x", 32<<10)))
+	response, err := client.Post(url, "text/plain", strings.NewReader(strings.Repeat("x", 32<<10)))
 	require.NoError(t, err)
 	defer response.Body.Close()
 	body, err := io.ReadAll(response.Body)
@@ -383,32 +385,19 @@ func TestLeanTransportDropsAConnectionPooledLongerThanIdleMax(t *testing.T) {
 // until the client closes it.
 func rawServer(t *testing.T, answer string) string {
 	t.Helper()
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { listener.Close() })
-	go func() {
+	return serveRaw(t, func(conn net.Conn) {
+		reader := bufio.NewReader(conn)
 		for {
-			conn, err := listener.Accept()
+			request, err := http.ReadRequest(reader)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer conn.Close()
-				reader := bufio.NewReader(conn)
-				for {
-					request, err := http.ReadRequest(reader)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, request.Body)
-					if _, err := io.WriteString(conn, answer); err != nil {
-						return
-					}
-				}
-			}()
+			io.Copy(io.Discard, request.Body)
+			if _, err := io.WriteString(conn, answer); err != nil {
+				return
+			}
 		}
-	}()
-	return "http://" + listener.Addr().String()
+	})
 }
 
 func TestLeanTransportSkipsInformationalAnswers(t *testing.T) {
