@@ -295,8 +295,9 @@ func (t *leanTransport) CloseIdleConnections() {
 
 // leanBody is an answer's body: read to its end, the connection goes back
 // to the pool if the answer keeps it alive; closed before its end, the
-// connection is closed (the rest of the answer is still on it). A read
-// after an error or a Close returns that error again.
+// connection is closed (the rest of the answer is still on it), which
+// also ends a read under way. A read after the end, an error or a Close
+// returns that again.
 type leanBody struct {
 	transport *leanTransport
 	ctx       context.Context
@@ -307,39 +308,48 @@ type leanBody struct {
 
 	mu sync.Mutex
 	// err, once set, ends the body: io.EOF after its end, errBodyClosed
-	// after a Close, else the read's error.
+	// after a Close, else the read's error. Set once, by finish.
 	err error
 }
 
 var errBodyClosed = errors.New("read of a closed answer body")
 
 func (b *leanBody) Read(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.err != nil {
-		return 0, b.err
+	if err := b.ended(); err != nil {
+		return 0, err
 	}
-	n, err := b.body.Read(p)
+	n, err := b.body.Read(p) // one reader at a time, as for any io.Reader
 	switch {
 	case err == io.EOF:
-		b.err = io.EOF
-		b.transport.release(b.conn, b.stop, b.keep)
+		err = b.finish(io.EOF, b.keep)
 	case err != nil:
-		b.err = contextError(b.ctx, err)
-		b.transport.release(b.conn, b.stop, false)
+		err = b.finish(contextError(b.ctx, err), false)
 	}
-	return n, b.err
+	return n, err
 }
 
 // Close closes the connection unless the body was read to its end.
 func (b *leanBody) Close() error {
+	b.finish(errBodyClosed, false)
+	return nil
+}
+
+func (b *leanBody) ended() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
+}
+
+// finish ends the body with err and releases its connection, the first
+// time only; it returns the error the body ended with.
+func (b *leanBody) finish(err error, keep bool) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.err == nil {
-		b.err = errBodyClosed
-		b.transport.release(b.conn, b.stop, false)
+		b.err = err
+		b.transport.release(b.conn, b.stop, keep)
 	}
-	return nil
+	return b.err
 }
 
 // meteredConn is a connection whose reads stop with errHeadTooLarge once

@@ -499,3 +499,32 @@ func TestBenchTransportSendsAProxiedHTTPRequestThroughNetHTTP(t *testing.T) {
 	assert.Equal(t, http.StatusOK, status)
 	assert.Equal(t, "via proxy http://broker.example/v1/healthz", body)
 }
+
+func TestLeanTransportCloseEndsAReadUnderWay(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	server, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "100")
+		fmt.Fprint(w, "part")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	response, err := (&http.Client{Transport: newLeanTransport(1)}).Get(server.URL)
+	require.NoError(t, err)
+	read := make(chan error, 1)
+	go func() {
+		_, err := io.ReadAll(response.Body)
+		read <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // the read waits for the rest of the body
+	require.NoError(t, response.Body.Close())
+	select {
+	case err := <-read:
+		require.Error(t, err, "the body was cut")
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not end the read under way")
+	}
+}
