@@ -161,7 +161,7 @@ func (t *leanTransport) exchange(c *leanConn, req *http.Request) (*http.Response
 		}
 		return fail(err)
 	}
-	keep := !response.Close && writeErr == nil
+	keep := !response.Close && writeErr == nil && response.StatusCode != http.StatusSwitchingProtocols
 	if response.Body == http.NoBody { // nothing more to read: released now
 		t.release(c, stop, keep)
 		return response, nil
@@ -258,12 +258,19 @@ func (t *leanTransport) release(c *leanConn, stop func() bool, keep bool) {
 		c.conn.Close()
 		return
 	}
+	// The request's deadline would fail stillOpen's look once past; the
+	// next request sets its own.
+	if err := c.conn.SetDeadline(time.Time{}); err != nil {
+		c.conn.Close()
+		return
+	}
 	c.reused, c.idleSince = true, time.Now()
 	t.mu.Lock()
 	pool := t.idle[c.address]
 	var expired *leanConn
 	if len(pool) > 0 && c.idleSince.Sub(pool[0].idleSince) >= leanIdleMax {
-		expired, pool = pool[0], pool[1:] // the oldest, at the bottom of the stack
+		expired, pool[0] = pool[0], nil // the oldest, at the bottom of the stack
+		pool = pool[1:]
 	}
 	full := len(pool) >= t.idleMax
 	if !full {
