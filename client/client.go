@@ -118,13 +118,23 @@ type RootCAsTransport interface {
 
 // withRootCAs returns a copy of httpClient whose transport trusts pool.
 func withRootCAs(httpClient *http.Client, pool *x509.CertPool) *http.Client {
-	if wrapper, ok := httpClient.Transport.(RootCAsTransport); ok {
-		copied := *httpClient
-		copied.Transport = wrapper.WithRootCAs(pool)
-		return &copied
+	copied := *httpClient
+	switch transport := httpClient.Transport.(type) {
+	case RootCAsTransport:
+		copied.Transport = transport.WithRootCAs(pool)
+	case *http.Transport:
+		copied.Transport = TransportWithRootCAs(transport, pool)
+	default:
+		copied.Transport = TransportWithRootCAs(nil, pool) // Go's default
 	}
-	transport, ok := httpClient.Transport.(*http.Transport)
-	if !ok || transport == nil {
+	return &copied
+}
+
+// TransportWithRootCAs returns a clone of transport that trusts only pool
+// for https:// servers (TLS 1.2 at least where it set no TLS config); a
+// nil transport is Go's default.
+func TransportWithRootCAs(transport *http.Transport, pool *x509.CertPool) *http.Transport {
+	if transport == nil {
 		transport = http.DefaultTransport.(*http.Transport)
 	}
 	transport = transport.Clone()
@@ -132,9 +142,7 @@ func withRootCAs(httpClient *http.Client, pool *x509.CertPool) *http.Client {
 		transport.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
 	transport.TLSClientConfig.RootCAs = pool
-	copied := *httpClient
-	copied.Transport = transport
-	return &copied
+	return transport
 }
 
 // BaseURL returns the normalized base URL the client sends requests to.

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"net/http"
 	"net/http/httptest"
@@ -53,9 +52,7 @@ func (t *poolTakingTransport) RoundTrip(req *http.Request) (*http.Response, erro
 }
 
 func (t *poolTakingTransport) WithRootCAs(pool *x509.CertPool) http.RoundTripper {
-	standard := t.standard.Clone()
-	standard.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	return &poolTakingTransport{pool: pool, standard: standard}
+	return &poolTakingTransport{pool: pool, standard: TransportWithRootCAs(t.standard, pool)}
 }
 
 // TestWithRootCAsHandsThePoolToARootCAsTransport: a transport that takes

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -14,6 +13,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"narad/client"
 )
 
 // Bounds of the bench's transport.
@@ -76,11 +77,13 @@ type leanConn struct {
 	metered *meteredConn
 	reader  *bufio.Reader
 	writer  *bufio.Writer
-	// reused is set once the connection has served a request; idleSince
-	// is when it was last pooled.
-	reused    bool
+	// idleSince is when the connection was last pooled; zero until it has
+	// served a request.
 	idleSince time.Time
 }
+
+// reused reports whether c served a request before the one it carries.
+func (c *leanConn) reused() bool { return !c.idleSince.IsZero() }
 
 func newLeanTransport(idleMax int) *leanTransport {
 	return &leanTransport{idleMax: max(idleMax, 1), idle: map[string][]*leanConn{}}
@@ -111,7 +114,7 @@ func (t *leanTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	response, err := t.exchange(c, req)
-	if err != nil && c.reused && errors.Is(err, errNoAnswer) && replayable(req) {
+	if err != nil && c.reused() && errors.Is(err, errNoAnswer) && replayable(req) {
 		// The server closed the connection before this request reached
 		// it: once more, on a new connection, with the body read anew
 		// (the caller's request stays as it was).
@@ -264,7 +267,7 @@ func (t *leanTransport) release(c *leanConn, stop func() bool, keep bool) {
 		c.conn.Close()
 		return
 	}
-	c.reused, c.idleSince = true, time.Now()
+	c.idleSince = time.Now()
 	t.mu.Lock()
 	pool := t.idle[c.address]
 	var expired *leanConn
@@ -445,10 +448,5 @@ func (t *benchTransport) CloseIdleConnections() {
 // only pool for https:// servers (--ca-file); the lean one, plain http://
 // only, is shared.
 func (t *benchTransport) WithRootCAs(pool *x509.CertPool) http.RoundTripper {
-	standard := t.standard.Clone()
-	if standard.TLSClientConfig == nil {
-		standard.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-	}
-	standard.TLSClientConfig.RootCAs = pool
-	return &benchTransport{lean: t.lean, standard: standard}
+	return &benchTransport{lean: t.lean, standard: client.TransportWithRootCAs(t.standard, pool)}
 }
