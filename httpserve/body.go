@@ -276,19 +276,34 @@ func parseChunkSize(line []byte) (int64, bool) {
 	if end == 0 || end > 15 {
 		return 0, false
 	}
-	if rest := bytes.TrimLeft(line[end:], " \t"); len(rest) > 0 && rest[0] != ';' {
+	if rest := bytes.TrimLeft(line[end:], " \t"); len(rest) > 0 && (rest[0] != ';' || !isExtension(rest)) {
 		return 0, false
 	}
 	size, err := strconv.ParseUint(string(line[:end]), 16, 64)
 	return int64(size), err == nil
 }
 
+// isExtension reports that a chunk extension holds no control byte but
+// HTAB (a bare CR within it is how the same line reads as two to another
+// parser).
+func isExtension(extension []byte) bool {
+	for _, b := range extension {
+		if (b < ' ' && b != '\t') || b == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
 // readLine returns the next line of the body's framing, reading as
-// needed, at most chunkLineBytesMax long.
+// needed, at most chunkLineBytesMax long. The framing's lines end in
+// CR LF: a bare LF fails the body (unlike in the header, where RFC 9112
+// 2.2 lets a server accept it), since a front proxy that reads it as part
+// of a chunk extension would see another body than ours.
 func (c *conn) readLine() ([]byte, error) {
 	for {
-		line, ok := c.in.line()
-		if ok && len(line) <= chunkLineBytesMax {
+		line, crlf, ok := c.in.line()
+		if ok && crlf && len(line) <= chunkLineBytesMax {
 			return line, nil
 		}
 		if ok || c.in.buffered() > chunkLineBytesMax {

@@ -19,6 +19,11 @@ const (
 	stateActive int32 = iota
 	// stateIdle: waiting for the first byte of a request, none buffered.
 	stateIdle
+	// stateClosed: Shutdown closed the connection while it was idle. Only
+	// Shutdown moves a connection here, and only from stateIdle, so its
+	// goroutine either turned active first (and serves the request it
+	// read) or finds this state and drops what it read unserved.
+	stateClosed
 )
 
 // connKey is the context key under which a request's context holds its
@@ -31,7 +36,9 @@ type connKey struct{}
 type conn struct {
 	server  *Server
 	netConn net.Conn
-	// state is stateActive or stateIdle.
+	// state is stateActive, stateIdle or stateClosed; the goroutine moves
+	// it between active and idle, Shutdown from idle to closed (by
+	// compare-and-swap on both sides).
 	state atomic.Int32
 	// ctx is every request's context; cancel ends it when the connection
 	// ends or its watcher sees the client leave.
@@ -130,10 +137,14 @@ func (c *conn) lingerClose() {
 	}
 }
 
-// waitForRequest waits, as an idle connection, until input is buffered;
-// false when the connection must close instead.
+// waitForRequest waits, as an idle connection, until input other than
+// the blank lines a client may send between requests is buffered; false
+// when the connection must close instead. Blank lines keep it idle (under
+// the idle timeout, not the read timeout, and closable by Shutdown)
+// without extending its idle deadline.
 func (c *conn) waitForRequest() bool {
 	c.readDeadlineSet = false
+	c.in.skipBlankLines()
 	if c.in.buffered() > 0 {
 		return !c.server.closing.Load()
 	}
@@ -147,8 +158,10 @@ func (c *conn) waitForRequest() bool {
 		_ = c.netConn.SetReadDeadline(deadline(timeout))
 		c.readDeadlineStale = false
 	}
-	err := c.in.fill(c.netConn)
-	c.state.Store(stateActive)
+	err := c.fillIdle()
+	if !c.state.CompareAndSwap(stateIdle, stateActive) {
+		return false // Shutdown closed it: what was read is not served
+	}
 	if c.tlsState == nil {
 		c.noteTLS()
 	}
@@ -156,6 +169,19 @@ func (c *conn) waitForRequest() bool {
 		c.answerPlainToTLS(recordError.Conn)
 	}
 	return err == nil || c.in.buffered() > 0
+}
+
+// fillIdle reads until something other than blank lines is buffered or
+// the read fails.
+func (c *conn) fillIdle() error {
+	for {
+		err := c.in.fill(c.netConn)
+		c.in.skipBlankLines()
+		if err != nil || c.in.buffered() > 0 {
+			return err
+		}
+		c.in.reset()
+	}
 }
 
 // releaseIdle lets go, as the connection turns idle, of what its last
@@ -286,7 +312,7 @@ func (c *conn) serveOne() bool {
 // early answer (a 401, a 413) before sending its body is not kept waiting
 // for the read timeout.
 func (c *conn) afterHandler() {
-	if c.watcher.peerGone || hasToken(c.writer.header.Get("Connection"), "close") || c.server.closing.Load() {
+	if c.watcher.peerGone || c.mustClose() {
 		c.closeAfter = true
 	}
 	if c.body.mode == bodyDone {
@@ -300,4 +326,26 @@ func (c *conn) afterHandler() {
 	case !c.body.drain():
 		c.closeAfter, c.linger = true, true
 	}
+}
+
+// closesAfterStream decides, as a reply's header is about to stream out
+// before the handler returned, whether the connection closes after it, so
+// that the header says so: a client told nothing reuses a connection that
+// is going away. Besides what closes any connection (mustClose), a body
+// the client has not been asked for yet (100 Continue), a body that has
+// failed, or a Content-Length body left past the drain bound closes it.
+// It may close one that afterHandler would have kept (the handler may
+// still read the body), never the reverse.
+func (c *conn) closesAfterStream() bool {
+	body := &c.body
+	return c.closeAfter || c.mustClose() || body.err != nil ||
+		(body.mode != bodyDone && body.expectContinue && !body.continueSent) ||
+		(body.mode == bodyLength && body.drained+body.remaining > unreadBodyDrainMax)
+}
+
+// mustClose reports what closes the connection after any reply: the
+// handler asked for it (Connection: close) or the server is shutting
+// down.
+func (c *conn) mustClose() bool {
+	return hasToken(c.writer.header.Get("Connection"), "close") || c.server.closing.Load()
 }

@@ -53,7 +53,16 @@
 // parser refuses is answered (400, 413, 417, 431, 501, 505) with
 // Connection: close and changes nothing, since the handler never sees
 // it. A request with both Content-Length and Transfer-Encoding, or with
-// Transfer-Encoding in HTTP/1.0, is refused.
+// Transfer-Encoding in HTTP/1.0, is refused; so is a chunked body whose
+// framing lines end in a bare LF (accepted in the header only, RFC 9112
+// 2.2) or whose chunk extensions hold a control byte other than HTAB,
+// since a front proxy could read such a body otherwise. A reply says
+// Connection: close whenever the connection closes after it, a streamed
+// one included (its header leaves before the handler returns, so the
+// server decides then, closing when in doubt). Blank lines between
+// requests keep a connection idle. Shutdown closes an idle connection
+// only by compare-and-swap of its state: a request read as it closed is
+// dropped unserved, never served with its reply lost.
 // A handler's panic closes its connection (logged, except
 // http.ErrAbortHandler) and never the server.
 //

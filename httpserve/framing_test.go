@@ -57,3 +57,36 @@ func TestTrailerLinesMustBeFieldLines(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, response.StatusCode, "body read as %q", body)
 	require.Equal(t, ReasonBody, refused.Load())
 }
+
+// The lines of a chunked body end in CR LF. A bare LF ends no framing
+// line (net/http refuses it too): a front proxy that reads "1\nx\n0\n\n"
+// as one chunk-size line with an extension would see another body. A
+// chunk extension holds no control byte but HTAB, as a bare CR is the
+// other way to make a line read as two.
+func TestChunkedFramingLinesEndInCRLF(t *testing.T) {
+	for name, body := range map[string]string{
+		"bare LF everywhere":           "1\nx\n0\n\n",
+		"bare LF after the chunk data": "1\r\nx\n0\r\n\r\n",
+		"bare LF after the last chunk": "1\r\nx\r\n0\n\r\n",
+		"bare LF ending the trailer":   "1\r\nx\r\n0\r\n\n",
+		"bare CR in an extension":      "1;a\rb\r\nx\r\n0\r\n\r\n",
+		"NUL in an extension":          "1;a\x00b\r\nx\r\n0\r\n\r\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			var refused atomic.Value
+			_, addr := start(t, Options{Handler: http.HandlerFunc(echoHandler), Refused: func(reason Reason) { refused.Store(reason) }})
+			conn := dial(t, addr)
+			conn.send(t, "POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"+body)
+			response, read := conn.response(t, "POST")
+			require.Equal(t, http.StatusBadRequest, response.StatusCode, "body read as %q", read)
+			require.True(t, conn.closed(t))
+			require.Equal(t, ReasonBody, refused.Load())
+		})
+	}
+	_, addr := start(t, Options{Handler: http.HandlerFunc(echoHandler)})
+	conn := dial(t, addr)
+	conn.send(t, "POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1;a=\"b\tc\"\r\nx\r\n0\r\n\r\n")
+	response, read := conn.response(t, "POST")
+	require.Equal(t, http.StatusOK, response.StatusCode)
+	require.Equal(t, "POST /a  h x", read)
+}

@@ -101,13 +101,14 @@ func (in *input) headerEnd() []byte {
 }
 
 // line returns the next line (without its CR LF) if one is buffered,
-// consuming it.
-func (in *input) line() ([]byte, bool) {
+// consuming it; crlf reports that it ended in CR LF, not in a bare LF.
+func (in *input) line() (line []byte, crlf, ok bool) {
 	data := in.buf[in.start:in.end]
 	lineFeed := bytes.IndexByte(data, '\n')
 	if lineFeed < 0 {
-		return nil, false
+		return nil, false, false
 	}
 	in.start += lineFeed + 1
-	return bytes.TrimSuffix(data[:lineFeed], []byte{'\r'}), true
+	line, crlf = bytes.CutSuffix(data[:lineFeed], []byte{'\r'})
+	return line, crlf, true
 }

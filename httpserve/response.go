@@ -105,6 +105,9 @@ func (w *responseWriter) WriteString(s string) (int, error) {
 // for HTTP/1.1, or delimited by the close for HTTP/1.0.
 func (w *responseWriter) startStream() {
 	w.headerSent = true
+	if w.c.closesAfterStream() {
+		w.c.closeAfter = true
+	}
 	length := w.declared
 	if length < 0 {
 		if w.http10 {
@@ -195,10 +198,13 @@ func (w *responseWriter) end() error {
 		return w.err
 	}
 	length := int64(len(w.body))
-	if w.head || w.declared >= 0 {
+	switch {
+	case w.head && w.written == 0 && w.declared < 0:
+		length = -1 // no Content-Length: the handler told nothing of the GET's length
+	case w.head || w.declared >= 0:
 		length = max(w.written, w.declared)
 	}
-	if w.declared >= 0 && w.written < w.declared && !w.head {
+	if w.declared >= 0 && w.written < w.declared && !w.head && bodyAllowed(w.status) {
 		w.c.closeAfter = true // the handler broke its promise: the client learns from the close
 	}
 	w.out = w.appendHeader(w.out[:0], length, w.body)

@@ -227,7 +227,7 @@ func (s *Server) closeIdle() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c := range s.conns {
-		if c.state.Load() == stateIdle {
+		if c.state.CompareAndSwap(stateIdle, stateClosed) {
 			_ = c.netConn.Close()
 		}
 	}
