@@ -67,7 +67,7 @@ func newSchemaMetrics(reg prometheus.Registerer) *schemaMetrics {
 	metrics := &schemaMetrics{
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "narad", Name: "produce_rejections_total",
-			Help: "Produce requests refused by topic and reason (schema: a record broke the topic's JSON Schema).",
+			Help: "Produce requests refused by topic and reason (schema: a record broke the topic's JSON Schema; schema_work: validating it would pass the request's bound).",
 		}, []string{"topic", "reason"}),
 		compiles: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "narad", Subsystem: "schema", Name: "compiles_total",
@@ -106,11 +106,12 @@ type schemaRegistry struct {
 	uses uint64
 }
 
-// compiledSchema is one cached compile. ready is closed once schema or
-// err is set; neither changes afterwards.
+// compiledSchema is one cached compile. ready is closed once schema (and
+// its graph) or err is set; none changes afterwards.
 type compiledSchema struct {
 	ready    chan struct{}
 	schema   *jsonschema.Schema
+	graph    *schemaGraph
 	err      *msg.Error
 	lastUsed uint64 // guarded by the registry's mu
 }
@@ -182,7 +183,7 @@ func compileDocument(document []byte) (schema *jsonschema.Schema, err error) {
 
 // compiled returns the compiled schema of a version, compiling it on a
 // miss; concurrent misses of one version share one compile.
-func (s *schemaRegistry) compiled(ctx context.Context, version msg.SchemaVersion) (*jsonschema.Schema, *msg.Error) {
+func (s *schemaRegistry) compiled(ctx context.Context, version msg.SchemaVersion) (*compiledSchema, *msg.Error) {
 	s.mu.Lock()
 	s.uses++
 	entry, found := s.cache[version.ID]
@@ -190,7 +191,7 @@ func (s *schemaRegistry) compiled(ctx context.Context, version msg.SchemaVersion
 		entry.lastUsed = s.uses
 		s.mu.Unlock()
 		<-entry.ready
-		return entry.schema, entry.err
+		return entry, entry.err
 	}
 	entry = &compiledSchema{ready: make(chan struct{}), lastUsed: s.uses}
 	s.cache[version.ID] = entry
@@ -206,8 +207,11 @@ func (s *schemaRegistry) compiled(ctx context.Context, version msg.SchemaVersion
 		err = msg.Unavailable("schema version %d is still compiling on this node; retry", version.Version)
 	}
 	entry.schema, entry.err = schema, err
+	if schema != nil {
+		entry.graph = newSchemaGraph(schema)
+	}
 	close(entry.ready)
-	return schema, err
+	return entry, err
 }
 
 // evictBeyondBound drops the least recently used entries beyond the
@@ -253,43 +257,72 @@ func (s *schemaRegistry) checkDocument(ctx context.Context, document []byte) *Er
 // validate checks every record of a produce against a schema version:
 // the first record that is not JSON or breaks the schema fails the whole
 // request (400), naming the record (its line in a batch) and the first
-// violation. lines[i] is record i's line, nil for a single produce.
+// violation, and so does one whose validation would take the request's
+// records past schemaWorkBudget (counted before the library runs).
+// lines[i] is record i's line, nil for a single produce.
 func (s *schemaRegistry) validate(ctx context.Context, topic string, version msg.SchemaVersion, records []msg.ProduceRecord, lines []int) *ErrorResponse {
-	schema, err := s.compiled(ctx, version)
+	compiled, err := s.compiled(ctx, version)
 	if err != nil {
 		if err.Code == msg.CodeInvalid { // an applied version that does not compile here
 			return failure(msg.Internal("schema version %d of topic %s does not compile on this node: %s", version.Version, topic, err.Message))
 		}
 		return failure(err)
 	}
+	work := &schemaWork{graph: compiled.graph, budget: schemaWorkBudget(payloadBytes(records))}
 	for i, record := range records {
-		problem := violation(schema, record.Payload)
+		instance, problem := parseInstance(record.Payload)
+		if problem == "" && !work.record(instance) {
+			s.metrics.rejections.WithLabelValues(topic, "schema_work").Inc()
+			return invalidf("validating %s against the schema of topic %s (version %d) could take more than the %d schema evaluations allowed to this request "+
+				"(%d, plus %d per payload byte): nest it less deeply, send fewer records at once, or use a schema whose oneOf/anyOf branches do not both recurse",
+				recordName(i, lines), topic, version.Version, work.budget, schemaWorkFloor, schemaWorkPerPayloadByte)
+		}
 		if problem == "" {
-			continue
+			problem = violation(compiled.schema, instance)
 		}
-		s.metrics.rejections.WithLabelValues(topic, "schema").Inc()
-		where := "the message"
-		if lines != nil {
-			where = fmt.Sprintf("record %d (ndjson line %d)", i+1, lines[i])
+		if problem != "" {
+			s.metrics.rejections.WithLabelValues(topic, "schema").Inc()
+			return invalidf("%s does not match the schema of topic %s (version %d): %s", recordName(i, lines), topic, version.Version, problem)
 		}
-		return invalidf("%s does not match the schema of topic %s (version %d): %s", where, topic, version.Version, problem)
 	}
 	return nil
 }
 
-// violation returns the first way payload breaks schema, "" if it does
-// not.
-func violation(schema *jsonschema.Schema, payload []byte) string {
+// recordName names record i of a produce: its line in a batch.
+func recordName(i int, lines []int) string {
+	if lines == nil {
+		return "the message"
+	}
+	return fmt.Sprintf("record %d (ndjson line %d)", i+1, lines[i])
+}
+
+func payloadBytes(records []msg.ProduceRecord) int {
+	total := 0
+	for _, record := range records {
+		total += len(record.Payload)
+	}
+	return total
+}
+
+// parseInstance parses a payload for validation; problem says why it is
+// not JSON.
+func parseInstance(payload []byte) (instance any, problem string) {
 	if !utf8.Valid(payload) {
 		// JSON text is UTF-8; the decoder would read invalid bytes as
 		// U+FFFD and pass the record, which consumers then get as binary.
-		return "the payload is not JSON, and a topic with a schema accepts only JSON payloads (it is not valid UTF-8)"
+		return nil, "the payload is not JSON, and a topic with a schema accepts only JSON payloads (it is not valid UTF-8)"
 	}
 	instance, err := jsonschema.UnmarshalJSON(bytes.NewReader(payload))
 	if err != nil {
-		return "the payload is not JSON, and a topic with a schema accepts only JSON payloads (" + oneLine(err.Error()) + ")"
+		return nil, "the payload is not JSON, and a topic with a schema accepts only JSON payloads (" + oneLine(err.Error()) + ")"
 	}
-	err = schema.Validate(instance)
+	return instance, ""
+}
+
+// violation returns the first way a parsed record breaks schema, "" if
+// it does not.
+func violation(schema *jsonschema.Schema, instance any) string {
+	err := schema.Validate(instance)
 	if err == nil {
 		return ""
 	}

@@ -1,0 +1,436 @@
+package httpapi
+
+import (
+	"math"
+	"math/bits"
+	"slices"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// The work of validating a record is not bounded by the sizes of the
+// record and the schema: the library evaluates every branch of a oneOf
+// or anyOf, so a schema whose branches recurse into the same child (two
+// branches of {"type":"array","items":{"$ref":"#"}}) evaluates a record
+// nested d deep 2^d times, and a chain of $defs each listing the next
+// twice does the same on a flat record. One 80-byte produce would hold a
+// core for ever, and the library takes no context.
+//
+// So before the library runs, a count bounds its work: a walk of the
+// record that carries, for each node of the record, how many evaluation
+// paths reach each schema applied to it (saturating), and adds them up,
+// with the items hashed by each uniqueItems and the patterns matched
+// against each member's name. A request whose records
+// would take more than schemaWorkBudget is refused (400) before any of
+// them is validated. The count is an upper bound: it follows every
+// in-place applicator (allOf, anyOf, oneOf, not, if/then/else, $ref,
+// dependent schemas) and every applicator of a child that may apply
+// (properties by name, patternProperties by match, additionalProperties,
+// items by index, contains, unevaluated*), whatever the outcome of the
+// others. Its own cost is at most the work it counts, so it is bounded by
+// the same budget.
+
+const (
+	// schemaWorkFloor is the work (schema evaluations, of the order of a
+	// microsecond each) any produce request may spend on validation.
+	schemaWorkFloor = 1 << 18
+	// schemaWorkPerPayloadByte is the work allowed per byte of the
+	// request's payloads on top of the floor: a linear schema costs a few
+	// evaluations per node of a record, and a node takes a few bytes.
+	schemaWorkPerPayloadByte = 8
+)
+
+// schemaWorkBudget is the validation work allowed to a request whose
+// records' payloads total payloadBytes.
+func schemaWorkBudget(payloadBytes int) uint64 {
+	return schemaWorkFloor + schemaWorkPerPayloadByte*uint64(payloadBytes)
+}
+
+// schemaGraph is a compiled schema seen as a graph: each schema reachable
+// from the root gets an index; inPlace lists, with repetitions, the
+// schemas that apply to the same instance; position orders the in-place
+// edges (an edge to a schema at an earlier position closes a cycle, which
+// the library refuses while validating, and is not followed).
+// Immutable once built.
+type schemaGraph struct {
+	schemas  []*jsonschema.Schema
+	index    map[*jsonschema.Schema]int32
+	inPlace  [][]int32
+	position []int32
+}
+
+// newSchemaGraph indexes every schema reachable from root.
+func newSchemaGraph(root *jsonschema.Schema) *schemaGraph {
+	g := &schemaGraph{index: map[*jsonschema.Schema]int32{}}
+	g.add(root)
+	for i := 0; i < len(g.schemas); i++ {
+		for _, child := range childSchemas(g.schemas[i]) {
+			g.add(child)
+		}
+	}
+	dynamic := map[string][]*jsonschema.Schema{}
+	var recursive []*jsonschema.Schema
+	for _, s := range g.schemas {
+		if s.DynamicAnchor != "" {
+			dynamic[s.DynamicAnchor] = append(dynamic[s.DynamicAnchor], s)
+		}
+		if s.RecursiveAnchor {
+			recursive = append(recursive, s)
+		}
+	}
+	g.inPlace = make([][]int32, len(g.schemas))
+	for i, s := range g.schemas {
+		for _, target := range inPlaceSchemas(s, dynamic, recursive) {
+			g.inPlace[i] = append(g.inPlace[i], g.add(target))
+		}
+	}
+	g.order()
+	return g
+}
+
+func (g *schemaGraph) add(s *jsonschema.Schema) int32 {
+	if id, ok := g.index[s]; ok {
+		return id
+	}
+	id := int32(len(g.schemas))
+	g.index[s] = id
+	g.schemas = append(g.schemas, s)
+	return id
+}
+
+// order sets position to a topological order of the in-place edges:
+// reverse post-order of a depth-first walk, iterative so that a deep
+// schema cannot exhaust the stack.
+func (g *schemaGraph) order() {
+	const unvisited, open, done = 0, 1, 2
+	state := make([]uint8, len(g.schemas))
+	postOrder := make([]int32, 0, len(g.schemas))
+	type frame struct{ id, next int32 }
+	for start := range g.schemas {
+		if state[start] != unvisited {
+			continue
+		}
+		stack := []frame{{id: int32(start)}}
+		state[start] = open
+		for len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			if int(top.next) < len(g.inPlace[top.id]) {
+				target := g.inPlace[top.id][top.next]
+				top.next++
+				if state[target] == unvisited {
+					state[target] = open
+					stack = append(stack, frame{id: target})
+				}
+				continue
+			}
+			state[top.id] = done
+			postOrder = append(postOrder, top.id)
+			stack = stack[:len(stack)-1]
+		}
+	}
+	g.position = make([]int32, len(g.schemas))
+	for i, id := range postOrder {
+		g.position[id] = int32(len(postOrder) - 1 - i)
+	}
+}
+
+// inPlaceSchemas lists the schemas that apply to the instance s applies
+// to. A dynamic or recursive reference may resolve to any schema with its
+// anchor, so it counts all of them.
+func inPlaceSchemas(s *jsonschema.Schema, dynamic map[string][]*jsonschema.Schema, recursive []*jsonschema.Schema) []*jsonschema.Schema {
+	var targets []*jsonschema.Schema
+	add := func(schemas ...*jsonschema.Schema) {
+		for _, target := range schemas {
+			if target != nil {
+				targets = append(targets, target)
+			}
+		}
+	}
+	add(s.Ref, s.Not, s.If, s.Then, s.Else)
+	add(s.AllOf...)
+	add(s.AnyOf...)
+	add(s.OneOf...)
+	if s.RecursiveRef != nil {
+		add(s.RecursiveRef)
+		add(recursive...)
+	}
+	if s.DynamicRef != nil {
+		add(s.DynamicRef.Ref)
+		if s.DynamicRef.Anchor != "" {
+			add(dynamic[s.DynamicRef.Anchor]...)
+		}
+	}
+	for _, name := range sortedKeys(s.DependentSchemas) {
+		add(s.DependentSchemas[name])
+	}
+	for _, name := range sortedKeys(s.Dependencies) {
+		if dependency, ok := s.Dependencies[name].(*jsonschema.Schema); ok {
+			add(dependency)
+		}
+	}
+	return targets
+}
+
+// childSchemas lists every schema s refers to, in place or to a child,
+// for indexing.
+func childSchemas(s *jsonschema.Schema) []*jsonschema.Schema {
+	children := inPlaceSchemas(s, nil, nil)
+	add := func(schemas ...*jsonschema.Schema) {
+		for _, child := range schemas {
+			if child != nil {
+				children = append(children, child)
+			}
+		}
+	}
+	add(s.PropertyNames, s.UnevaluatedProperties, s.Contains, s.Items2020, s.UnevaluatedItems, s.ContentSchema)
+	add(s.PrefixItems...)
+	for _, name := range sortedKeys(s.Properties) {
+		add(s.Properties[name])
+	}
+	for _, pattern := range s.PatternProperties {
+		add(pattern)
+	}
+	for _, maybe := range []any{s.AdditionalProperties, s.AdditionalItems, s.Items} {
+		switch value := maybe.(type) {
+		case *jsonschema.Schema:
+			add(value)
+		case []*jsonschema.Schema:
+			add(value...)
+		}
+	}
+	return children
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for key := range m {
+		keys = append(keys, key)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// path is a schema and the number of evaluation paths that reach it at
+// one node of the record (saturating at math.MaxUint64).
+type path struct {
+	id    int32
+	count uint64
+}
+
+func addSaturating(a, b uint64) uint64 {
+	sum, carry := bits.Add64(a, b, 0)
+	if carry != 0 {
+		return math.MaxUint64
+	}
+	return sum
+}
+
+func mulSaturating(a, b uint64) uint64 {
+	high, low := bits.Mul64(a, b)
+	if high != 0 {
+		return math.MaxUint64
+	}
+	return low
+}
+
+// schemaWork counts the validation work of a request's records against
+// one schema graph, up to budget.
+type schemaWork struct {
+	graph  *schemaGraph
+	budget uint64
+	// spent is the work counted so far; over budget, the count stops.
+	spent uint64
+	// slot[id] is 1 + the index of schema id in the list being built,
+	// 0 when absent; every slot is 0 between two uses.
+	slot []int32
+}
+
+// record adds the work of one record (its parsed JSON) and reports
+// whether the request is still within its budget.
+func (w *schemaWork) record(instance any) bool {
+	if w.slot == nil {
+		w.slot = make([]int32, len(w.graph.schemas))
+	}
+	_, ok := w.node(instance, []path{{id: 0, count: 1}})
+	return ok
+}
+
+func (w *schemaWork) charge(work uint64) bool {
+	w.spent = addSaturating(w.spent, work)
+	return w.spent <= w.budget
+}
+
+// node counts the work at one node of the record reached by entry, then
+// at its children; it returns the number of nodes of its subtree. The
+// order of an object's members does not matter: the count is a sum.
+func (w *schemaWork) node(instance any, entry []path) (uint64, bool) {
+	reached, ok := w.closure(entry)
+	if !ok {
+		return 0, false
+	}
+	size := uint64(1)
+	switch value := instance.(type) {
+	case map[string]any:
+		for name, member := range value {
+			if !w.propertyNames(name, reached) {
+				return 0, false
+			}
+			childSize, ok := w.node(member, w.property(name, reached))
+			if !ok {
+				return 0, false
+			}
+			size += childSize
+		}
+	case []any:
+		for i, item := range value {
+			childSize, ok := w.node(item, w.item(i, reached))
+			if !ok {
+				return 0, false
+			}
+			size += childSize
+		}
+		for _, p := range reached {
+			if w.graph.schemas[p.id].UniqueItems && !w.charge(mulSaturating(p.count, size)) {
+				return 0, false
+			}
+		}
+	}
+	return size, true
+}
+
+// closure follows the in-place edges from entry in topological order,
+// charging one unit of work per schema it reaches and one per evaluation
+// path of each.
+func (w *schemaWork) closure(entry []path) ([]path, bool) {
+	reached := entry
+	for i := 0; i < len(reached); i++ {
+		w.slot[reached[i].id] = int32(i + 1)
+	}
+	for i := 0; i < len(reached); i++ {
+		for _, target := range w.graph.inPlace[reached[i].id] {
+			if w.slot[target] == 0 {
+				reached = append(reached, path{id: target})
+				w.slot[target] = int32(len(reached))
+			}
+		}
+	}
+	defer w.clearSlots(reached)
+	if !w.charge(uint64(len(reached))) {
+		return nil, false
+	}
+	if len(reached) > 1 {
+		position := w.graph.position
+		slices.SortFunc(reached, func(a, b path) int { return int(position[a.id] - position[b.id]) })
+		for i, p := range reached {
+			w.slot[p.id] = int32(i + 1)
+		}
+	}
+	for i := range reached {
+		p := reached[i]
+		if !w.charge(p.count) {
+			return nil, false
+		}
+		for _, target := range w.graph.inPlace[p.id] {
+			if w.graph.position[target] > w.graph.position[p.id] {
+				at := &reached[w.slot[target]-1]
+				at.count = addSaturating(at.count, p.count)
+			}
+		}
+	}
+	return reached, true
+}
+
+func (w *schemaWork) clearSlots(list []path) {
+	for _, p := range list {
+		w.slot[p.id] = 0
+	}
+}
+
+// property is the entry of the member name of an object reached as
+// given: the schemas of properties, matching patternProperties,
+// additionalProperties when neither applies, and unevaluatedProperties.
+func (w *schemaWork) property(name string, reached []path) []path {
+	var entry []path
+	for _, p := range reached {
+		s := w.graph.schemas[p.id]
+		named := false
+		if child, ok := s.Properties[name]; ok {
+			entry = w.add(entry, child, p.count)
+			named = true
+		}
+		w.charge(uint64(len(s.PatternProperties))) // each pattern is matched: checked at the member's closure
+		for pattern, child := range s.PatternProperties {
+			if pattern.MatchString(name) {
+				entry = w.add(entry, child, p.count)
+				named = true
+			}
+		}
+		if additional, ok := s.AdditionalProperties.(*jsonschema.Schema); ok && !named {
+			entry = w.add(entry, additional, p.count)
+		}
+		entry = w.add(entry, s.UnevaluatedProperties, p.count)
+	}
+	w.clearSlots(entry)
+	return entry
+}
+
+// propertyNames counts the evaluation of a member's name by the
+// propertyNames schemas of the object.
+func (w *schemaWork) propertyNames(name string, reached []path) bool {
+	var entry []path
+	for _, p := range reached {
+		entry = w.add(entry, w.graph.schemas[p.id].PropertyNames, p.count)
+	}
+	w.clearSlots(entry)
+	if len(entry) == 0 {
+		return true
+	}
+	_, ok := w.node(name, entry)
+	return ok
+}
+
+// item is the entry of item index of an array reached as given.
+func (w *schemaWork) item(index int, reached []path) []path {
+	var entry []path
+	for _, p := range reached {
+		s := w.graph.schemas[p.id]
+		if index < len(s.PrefixItems) {
+			entry = w.add(entry, s.PrefixItems[index], p.count)
+		} else {
+			entry = w.add(entry, s.Items2020, p.count)
+		}
+		switch items := s.Items.(type) {
+		case *jsonschema.Schema:
+			entry = w.add(entry, items, p.count)
+		case []*jsonschema.Schema:
+			if index < len(items) {
+				entry = w.add(entry, items[index], p.count)
+			} else if additional, ok := s.AdditionalItems.(*jsonschema.Schema); ok {
+				entry = w.add(entry, additional, p.count)
+			}
+		}
+		entry = w.add(entry, s.Contains, p.count)
+		entry = w.add(entry, s.UnevaluatedItems, p.count)
+	}
+	w.clearSlots(entry)
+	return entry
+}
+
+// add adds count paths to s in entry (slots mark entry's schemas; the
+// caller clears them).
+func (w *schemaWork) add(entry []path, s *jsonschema.Schema, count uint64) []path {
+	if s == nil {
+		return entry
+	}
+	id, ok := w.graph.index[s]
+	if !ok { // every schema reachable from the root was indexed
+		panic("httpapi: a schema outside the graph of its root")
+	}
+	if at := w.slot[id]; at != 0 {
+		entry[at-1].count = addSaturating(entry[at-1].count, count)
+		return entry
+	}
+	entry = append(entry, path{id: id, count: count})
+	w.slot[id] = int32(len(entry))
+	return entry
+}
