@@ -21,7 +21,10 @@
 //     tracks a request in one allocation (front.go), then authentication (WithSecurity: HTTP Basic checked by
 //     package auth; /healthz, /readyz and /metrics exempt), then Decode,
 //     authorization by route at this node (grants, topic owner, admin),
-//     Backend.Do, Encode and Write. The users routes are served by the
+//     Backend.Do, Encode and Write. Consume, replay and schema replies
+//     hold their bytes from the reply budget (replybudget.go: a bound of
+//     the encoding is taken before it runs), and /metrics serves at most
+//     scrapesMax scrapes at once (scrapelimit.go). The users routes are served by the
 //     handler itself: it validates, hashes passwords with bcrypt and hands
 //     user changes to a UserChanger; answers and audit lines
 //     (component=audit) never carry a password or a hash.

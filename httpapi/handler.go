@@ -47,7 +47,7 @@ func NewHandler(b Backend, codec *Codec, reg *prometheus.Registry, logger *slog.
 	routes := &apiHandler{
 		backend: b,
 		codec:   codec,
-		metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}),
+		metrics: newScrapeLimit(promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}), reg),
 		schemas: newSchemaRegistry(newSchemaMetrics(reg)),
 		logger:  logger,
 		replies: newReplyBudget(codec.config.ReplyBytesInFlightMax, reg),
@@ -129,7 +129,7 @@ func (h *apiHandler) serveNode(r *http.Request, decoded Decoded, caller auth.Ide
 	request := withExpectedOwner(withCreator(decoded.Request, caller), caller)
 	switch decoded.Route {
 	case RouteTopicSchema:
-		return h.topicSchema(r)
+		return h.holdReply(h.topicSchema(r))
 	case RouteProduce:
 		return h.produce(r.Context(), request.(msg.Produce), decoded.Lines)
 	case RouteCreateTopic, RouteAlterTopic:
@@ -137,7 +137,7 @@ func (h *apiHandler) serveNode(r *http.Request, decoded Decoded, caller auth.Ide
 	}
 	reply := h.backend.Do(r.Context(), request)
 	h.auditDecommission(request, reply, caller)
-	return h.budgetReply(request, reply, Encode(request, reply))
+	return h.budgetReply(request, reply)
 }
 
 // statusBody is the body of /healthz and /readyz.

@@ -1,6 +1,12 @@
 package httpapi
 
 import (
+	"encoding/base64"
+	"encoding/json"
+	"math"
+	"net/http"
+	"unicode/utf8"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"narad/msg"
@@ -23,30 +29,145 @@ func newReplyBudget(bytesMax int64, reg prometheus.Registerer) *byteBudget {
 	}, reg)
 }
 
-// budgetReply charges the encoded reply of a consume or replay to the
-// reply budget. It returns response holding its bytes (serve gives them
-// back once it is written), or, when the budget is full, a 503 instead:
-// a consume's records are then handed back to the node, delivered again
-// at once with their delivery uncounted. Other replies are small and
-// bounded by their own caps, and are never refused after the request
-// took effect.
-func (h *apiHandler) budgetReply(request msg.Request, reply msg.Reply, response Response) Response {
+// budgetReply encodes the reply of a consume or replay under the reply
+// budget: it first takes a bound of the encoded size (replyBytesBound),
+// so that the encoding itself (up to six times the bytes of a text
+// payload of control characters) never runs past the cap, then gives
+// back what the encoded body did not use. It returns response holding
+// its bytes (serve gives them back once it is written), or, when the
+// budget is full, a 503 instead: a consume's records are then handed back
+// to the node, delivered again at once with their delivery uncounted.
+// Other replies are encoded as they are: small and bounded by their own
+// caps, and never refused after the request took effect.
+func (h *apiHandler) budgetReply(request msg.Request, reply msg.Reply) Response {
+	bound, budgeted := replyBytesBound(request, reply)
+	if !budgeted {
+		return Encode(request, reply)
+	}
+	if !h.replies.take(bound) {
+		h.replies.refused.Inc()
+		if result, ok := reply.Result.(msg.ConsumeResult); ok && len(result.Messages) > 0 {
+			h.backend.HandBack(reply)
+		}
+		return errorResponse(errReplyBudget)
+	}
+	response := Encode(request, reply)
+	held := int64(len(response.Body))
+	assert(held <= bound, "a reply of %d bytes past its bound of %d", held, bound)
+	h.replies.give(bound - held)
+	response.held = held
+	return response
+}
+
+// holdReply charges a reply that is not a consume or replay but may be
+// large (a schema read back, up to msg.SchemaBytesMax) to the reply
+// budget, or answers 503 when the budget is full; the request changed
+// nothing.
+func (h *apiHandler) holdReply(response Response) Response {
+	bytes := int64(len(response.Body))
+	if response.Status != http.StatusOK || bytes == 0 {
+		return response
+	}
+	if !h.replies.take(bytes) {
+		h.replies.refused.Inc()
+		return errorResponse(errReplyBudget)
+	}
+	response.held = bytes
+	return response
+}
+
+// jsonEscapeMax is the most bytes JSON encodes one byte of a string into
+// (a control character, or <, > and & as json.Marshal escapes them:
+// \u00XX).
+const jsonEscapeMax = 6
+
+// messageNumbersBytesMax bounds what a consumed message's JSON holds
+// beside the contents of its strings: every field name, brace, quote and
+// separator (a batch's comma included), and the numbers at their longest
+// with a dead-letter origin's. It is measured on the encoder itself.
+var messageNumbersBytesMax = 1 + int64(len(appendMessage(nil, msg.Message{
+	Topic: "t", Partition: math.MinInt64, Offset: math.MaxUint64, Key: []byte("k"), Payload: []byte{0xff},
+	TimestampMs: math.MinInt64, ReceiptHandle: "h", DeliveryCount: math.MaxUint32,
+	DeadLetter: &msg.DeadLetterOrigin{Topic: "t", Partition: math.MinInt64, Offset: math.MaxUint64, DeliveryCount: math.MaxUint32},
+})))
+
+// messageListBytes is the {"messages":[]} around a batch.
+const messageListBytes = int64(len(`{"messages":[]}`))
+
+// replyBytesBound is an upper bound of the encoded size of a consume or
+// replay reply with records; budgeted is false for any other reply.
+func replyBytesBound(request msg.Request, reply msg.Reply) (bound int64, budgeted bool) {
+	if reply.Err != nil {
+		return 0, false
+	}
+	var messages []msg.Message
+	switch result := reply.Result.(type) {
+	case msg.ConsumeResult:
+		messages = result.Messages
+	case msg.ReplayResult:
+		if result.Message != nil {
+			messages = []msg.Message{*result.Message}
+		}
+	}
+	if len(messages) == 0 {
+		return 0, false
+	}
 	switch request.(type) {
 	case msg.Consume, msg.Replay:
 	default:
-		return response
+		return 0, false
 	}
-	bytes := int64(len(response.Body))
-	if reply.Err != nil || bytes == 0 {
-		return response
+	bound = messageListBytes
+	for _, message := range messages {
+		bound += messageNumbersBytesMax + payloadBytesBound(message.Payload) + stringBytesBound([]byte(message.Topic)) +
+			stringBytesBound(message.Key) + stringBytesBound([]byte(message.ReceiptHandle))
+		if message.DeadLetter != nil {
+			bound += stringBytesBound([]byte(message.DeadLetter.Topic))
+		}
 	}
-	if h.replies.take(bytes) {
-		response.held = bytes
-		return response
+	return bound, true
+}
+
+// payloadBytesBound bounds the encoding of a payload as appendPayload
+// chooses it: base64 for bytes that are not UTF-8, as is for JSON, an
+// escaped string for other text.
+func payloadBytesBound(payload []byte) int64 {
+	switch {
+	case !utf8.Valid(payload):
+		return int64(base64.StdEncoding.EncodedLen(len(payload)) + 2)
+	case json.Valid(payload):
+		return int64(len(payload))
+	default:
+		return escapedBytesBound(payload)
 	}
-	h.replies.refused.Inc()
-	if result, ok := reply.Result.(msg.ConsumeResult); ok && len(result.Messages) > 0 {
-		h.backend.HandBack(reply)
+}
+
+// stringBytesBound bounds the JSON string of text, whose invalid bytes
+// each become \ufffd.
+func stringBytesBound(text []byte) int64 {
+	if !utf8.Valid(text) {
+		return jsonEscapeMax*int64(len(text)) + 2
 	}
-	return errorResponse(errReplyBudget)
+	return escapedBytesBound(text)
+}
+
+// escapedBytesBound bounds the JSON string of valid UTF-8 text: six
+// bytes for a control character and for <, > and & (\u00XX), two for a
+// quote or a backslash, and six for U+2028 and U+2029, whose three bytes
+// start with 0xE2 (counted four, the two after it one each).
+func escapedBytesBound(text []byte) int64 {
+	bound := int64(2)
+	for _, b := range text {
+		switch {
+		case b < 0x20 || b == '<' || b == '>' || b == '&':
+			bound += jsonEscapeMax
+		case b == '"' || b == '\\':
+			bound += 2
+		case b == 0xE2:
+			bound += 4
+		default:
+			bound++
+		}
+	}
+	return bound
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 
 	"narad/msg"
 )
@@ -127,5 +128,105 @@ func TestReplyBudgetSendsAnOversizedReplyAlone(t *testing.T) {
 	require.Equal(t, 2, strings.Count(string(body), `"receipt_handle"`))
 	// The handler gives the bytes back once its write returned, which may
 	// be just after the client read the last byte.
+	gaugeReaches(t, registry, "narad_http_reply_bytes_in_flight", 0)
+}
+
+// Property: the bound charged before a consume or replay reply is encoded
+// is never below the encoded size, whatever the bytes of its strings:
+// control characters and <, > and & (six bytes each), invalid UTF-8
+// (base64), JSON payloads (as they are), the largest numbers and a
+// dead-letter origin.
+func TestReplyBytesBoundIsAnUpperBound(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		text := rapid.SliceOfN(rapid.SampledFrom([]byte("a\x00\x1f\"\\<>&\u2028\xff{}[]1 ,:")), 0, 64)
+		messages := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) msg.Message {
+			message := msg.Message{Topic: string(text.Draw(t, "topic")), Key: text.Draw(t, "key"),
+				Payload: text.Draw(t, "payload"), ReceiptHandle: string(text.Draw(t, "handle")),
+				Partition: rapid.IntRange(0, 1<<31).Draw(t, "partition"), Offset: rapid.Uint64().Draw(t, "offset"),
+				TimestampMs: rapid.Int64().Draw(t, "timestamp"), DeliveryCount: rapid.Uint32().Draw(t, "deliveries")}
+			if rapid.Bool().Draw(t, "json") {
+				message.Payload = []byte(`{"a":[1,"<&>"]}`)
+			}
+			if rapid.Bool().Draw(t, "dead letter") {
+				message.DeadLetter = &msg.DeadLetterOrigin{Topic: string(text.Draw(t, "source")), Partition: 1 << 31,
+					Offset: rapid.Uint64().Draw(t, "source offset"), DeliveryCount: rapid.Uint32().Draw(t, "source deliveries")}
+			}
+			return message
+		}), 1, 8).Draw(t, "messages")
+		batch := rapid.Bool().Draw(t, "batch")
+		request, reply := msg.Request(msg.Consume{Topic: "t", Max: len(messages)}), msg.Reply{Result: msg.ConsumeResult{Messages: messages, Batch: true}}
+		switch {
+		case !batch && rapid.Bool().Draw(t, "replay"):
+			request, reply = msg.Replay{Topic: "t"}, msg.Reply{Result: msg.ReplayResult{Message: &messages[0]}}
+		case !batch:
+			request, reply = msg.Consume{Topic: "t"}, msg.Reply{Result: msg.ConsumeResult{Messages: messages[:1]}}
+		}
+		bound, budgeted := replyBytesBound(request, reply)
+		require.True(t, budgeted)
+		encoded := Encode(request, reply)
+		require.Equal(t, http.StatusOK, encoded.Status)
+		require.LessOrEqual(t, int64(len(encoded.Body)), bound)
+	})
+}
+
+// A consume reply takes the bound of its encoding from the budget before
+// it is encoded: a batch of text payloads that could encode to six times
+// their size is refused (503, records handed back) when that bound does
+// not fit beside a reply already held, and the bytes held once encoded
+// are the body's.
+func TestReplyBudgetChargesTheBoundBeforeEncoding(t *testing.T) {
+	backend := &bigConsumeBackend{tableBackend: &tableBackend{}, messages: 4, payloadBytes: 100}
+	cfg := DefaultCodecConfig()
+	cfg.ReplyBytesInFlightMax = 8 << 10
+	registry := prometheus.NewRegistry()
+	api := NewHandler(backend, NewCodec(cfg), registry, slog.New(slog.DiscardHandler)).(*front).routes
+	require.True(t, api.replies.take(4<<10)) // a reply being written
+	request, reply := msg.Consume{Topic: "t", Max: 4}, backend.Do(context.Background(), msg.Consume{Topic: "t", Max: 4})
+	bound, _ := replyBytesBound(request, reply)
+	require.Less(t, bound, int64(4<<10), "plain text payloads bound close to their size")
+	response := api.budgetReply(request, reply)
+	require.Equal(t, http.StatusOK, response.Status)
+	require.Equal(t, int64(len(response.Body)), response.held)
+	require.Equal(t, (4<<10)+response.held, api.replies.Held())
+	api.replies.give(response.held)
+
+	text := msg.Message{Topic: "t", Payload: bytes.Repeat([]byte{0x01}, 800), ReceiptHandle: "h"}
+	reply = msg.Reply{Result: msg.ConsumeResult{Messages: []msg.Message{text}, Batch: true}}
+	response = api.budgetReply(msg.Consume{Topic: "t", Max: 1}, reply)
+	require.Equal(t, http.StatusServiceUnavailable, response.Status, "800 control bytes take 4,800: past the 4 KiB left")
+	require.Equal(t, int64(4<<10), api.replies.Held())
+	backend.mu.Lock()
+	require.Len(t, backend.handedBack, 1)
+	backend.mu.Unlock()
+}
+
+// A schema read back (up to 256 KiB) holds its bytes from the reply
+// budget while it is written, like a consume: refused with 503 while the
+// budget is full, and given back once written.
+func TestSchemaReadBackHoldsReplyBytes(t *testing.T) {
+	backend := &tableBackend{schemas: map[string][]msg.SchemaVersion{"orders": {anyObject}}}
+	cfg := DefaultCodecConfig()
+	cfg.ReplyBytesInFlightMax = 1 << 10
+	registry := prometheus.NewRegistry()
+	handler := NewHandler(backend, NewCodec(cfg), registry, slog.New(slog.DiscardHandler))
+	server := httptest.NewServer(handler)
+	t.Cleanup(server.Close)
+	get := func() (int, string) {
+		response, err := server.Client().Get(server.URL + "/v1/topics/orders/schema")
+		require.NoError(t, err)
+		body, err := io.ReadAll(response.Body)
+		require.NoError(t, err)
+		require.NoError(t, response.Body.Close())
+		return response.StatusCode, string(body)
+	}
+	replies := handler.(*front).routes.replies
+	require.True(t, replies.take(1<<10))
+	status, body := get()
+	require.Equal(t, http.StatusServiceUnavailable, status, body)
+	require.Equal(t, 1.0, series(t, registry, "narad_http_reply_budget_refused_total")[""])
+	replies.give(1 << 10)
+	status, body = get()
+	require.Equal(t, http.StatusOK, status, body)
+	require.Contains(t, body, `"schema":{"type":"object"}`)
 	gaugeReaches(t, registry, "narad_http_reply_bytes_in_flight", 0)
 }
