@@ -285,7 +285,9 @@ func (h *Host) listenPprof() error {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	h.pprof = &http.Server{Handler: mux}
+	// Header and idle timeouts bound slow or idle clients; none on writes,
+	// which a profile of ?seconds=N takes N seconds to start.
+	h.pprof = &http.Server{Handler: mux, ReadHeaderTimeout: pprofHeaderTimeout, IdleTimeout: pprofIdleTimeout}
 	h.goFunc(func() { h.serve(h.pprof, listener) })
 	return nil
 }

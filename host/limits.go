@@ -3,6 +3,7 @@ package host
 import (
 	"fmt"
 	"syscall"
+	"time"
 
 	"narad/msg"
 )
@@ -64,3 +65,10 @@ func openLogsCap(configured int, overdraft, limit uint64) (int, error) {
 	}
 	return configured, nil
 }
+
+// The optional profiling server's (Options.PprofAddr) bounds on slow and
+// idle clients.
+const (
+	pprofHeaderTimeout = 10 * time.Second
+	pprofIdleTimeout   = 60 * time.Second
+)

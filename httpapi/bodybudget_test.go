@@ -195,3 +195,16 @@ func TestAChunkedBodyOverItsCapIs413AtTheSmallestBudget(t *testing.T) {
 	require.Equal(t, http.StatusRequestEntityTooLarge, response.StatusCode, "%s", data)
 	require.Zero(t, series(t, registry, "narad_http_request_body_budget_refused_total")[""], "the budget refused a lone request")
 }
+
+// A request without a body (Content-Length: 0) reads nothing: no buffer
+// is allocated for it, since only bodies charge the body budget.
+func TestReadBodyOfAnEmptyRequestAllocatesNothing(t *testing.T) {
+	request := httptest.NewRequest(http.MethodPost, "/v1/topics/t/produce", http.NoBody)
+	request.ContentLength = 0
+	allocations := testing.AllocsPerRun(100, func() {
+		body, failed := readBody(request, 1<<20)
+		require.Nil(t, failed)
+		require.Empty(t, body)
+	})
+	require.Zero(t, allocations)
+}

@@ -136,7 +136,7 @@ func boundedInt(query url.Values, name string, lowest, highest, fallback int) (i
 // discard before it answers (it otherwise copies the rest of an unclosed
 // body through io.Discard, an allocation and a read per request).
 func readBody(r *http.Request, bytesMax int64) ([]byte, *ErrorResponse) {
-	if r.Body == nil {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 { // nothing to read: no buffer, uncharged
 		return nil, nil
 	}
 	if r.ContentLength > bytesMax {
