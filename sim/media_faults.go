@@ -29,6 +29,15 @@ const (
 	// mediaCorruptRecentFrames: the flip hits one of the last frames
 	// eligible, most likely not consumed yet, so a consume meets it.
 	mediaCorruptRecentFrames = 8
+	// mediaZeroPercent of the faults zero the last frames of a partition's
+	// active segment to the end of its file instead, when they all lie
+	// below its persisted high-watermark: writes the disk never made read
+	// as zeros, which recovery must tell from the zero tail it writes
+	// ahead (storage/doc.go) and keep as corrupt, handing none of their
+	// offsets out again.
+	mediaZeroPercent = 30
+	// mediaZeroFramesMax bounds the frames one such fault zeroes.
+	mediaZeroFramesMax = 3
 )
 
 // mediaFaults is the media corruption of a run.
@@ -82,7 +91,11 @@ func (m *mediaFaults) beforeStart(n *simNode) {
 	if m.w.clustered() && m.w.metaLog.owner(m.w.topic, partition) != n.id {
 		return // only the owner's copy holds the records a client reads
 	}
-	frames := m.eligibleFrames(n.fs, node.PartitionDir(m.w.topic, partition), n.config().Log.FrameBytesMax)
+	dir, frameBytesMax := node.PartitionDir(m.w.topic, partition), n.config().Log.FrameBytesMax
+	if m.rng.IntN(100) < mediaZeroPercent && m.zeroLastFrames(n, partition, dir, frameBytesMax) {
+		return
+	}
+	frames := m.eligibleFrames(n.fs, dir, frameBytesMax)
 	if len(frames) == 0 {
 		return
 	}
@@ -164,6 +177,16 @@ func (m *mediaFaults) recordID(envelope []byte) string {
 	return id
 }
 
+// excuse records that the fault made frame's offset unreadable and
+// excuses its record.
+func (m *mediaFaults) excuse(partition int, frame mediaFrame) {
+	if m.hit[partition] == nil {
+		m.hit[partition] = map[uint64]bool{}
+	}
+	m.hit[partition][frame.offset] = true
+	m.w.history.excuseCorrupt(frame.id, msg.Placement{Partition: partition, Offset: frame.offset})
+}
+
 // corrupt flips the last byte of the frame (its record's last byte, under
 // the frame's checksum) and excuses its record.
 func (m *mediaFaults) corrupt(n *simNode, partition int, frame mediaFrame) {
@@ -171,11 +194,74 @@ func (m *mediaFaults) corrupt(n *simNode, partition int, frame mediaFrame) {
 		m.w.fail("media-fault", "%s: flipping a byte of %s: %v", n.id, frame.file, err)
 		return
 	}
-	if m.hit[partition] == nil {
-		m.hit[partition] = map[uint64]bool{}
-	}
-	m.hit[partition][frame.offset] = true
-	m.w.history.excuseCorrupt(frame.id, msg.Placement{Partition: partition, Offset: frame.offset})
+	m.excuse(partition, frame)
 	m.w.countFault("media-corrupt")
 	m.w.tracef("media fault: %s offset %d of partition %d (record %s) is corrupt on %s's disk", frame.file, frame.offset, partition, frame.id, n.id)
+}
+
+// zeroLastFrames zeroes the last frames of dir's active segment to the
+// end of its file and excuses their records, if the segment's valid
+// frames end exactly at the persisted high-watermark (none above it, whose
+// loss recovery could not see) and only zeros follow them; false if it
+// zeroed nothing.
+func (m *mediaFaults) zeroLastFrames(n *simNode, partition int, dir string, frameBytesMax int) bool {
+	persisted, ok, err := storage.PersistedHWM(n.fs, dir)
+	if err != nil || !ok {
+		return false
+	}
+	names, err := n.fs.List(dir)
+	if err != nil {
+		return false
+	}
+	var active string
+	for _, name := range names { // sorted: segment names sort by base
+		if path.Ext(name) == ".log" {
+			active = path.Join(dir, name)
+		}
+	}
+	if active == "" {
+		return false
+	}
+	data, err := storage.ReadFile(n.fs, active)
+	if err != nil {
+		return false
+	}
+	var frames []mediaFrame
+	position := 0
+	for position < len(data) {
+		offset, envelope, size, err := storage.DecodeFrame(data[position:], frameBytesMax)
+		if err != nil {
+			break
+		}
+		frames = append(frames, mediaFrame{file: active, position: int64(position), size: int64(size), offset: offset, id: m.recordID(envelope)})
+		position += size
+	}
+	if len(frames) == 0 || frames[len(frames)-1].offset+1 != persisted || !allZero(data[position:]) {
+		return false
+	}
+	chosen := frames[len(frames)-1-m.rng.IntN(min(mediaZeroFramesMax, len(frames))):]
+	for _, frame := range chosen {
+		if frame.id == "" {
+			return false
+		}
+	}
+	if err := n.fs.ZeroDurableRange(active, chosen[0].position, int64(len(data))); err != nil {
+		m.w.fail("media-fault", "%s: zeroing the end of %s: %v", n.id, active, err)
+		return false
+	}
+	for _, frame := range chosen {
+		m.excuse(partition, frame)
+	}
+	m.w.countFault("media-zeroed")
+	m.w.tracef("media fault: %s offsets %d to %d of partition %d read as zeros on %s's disk", active, chosen[0].offset, persisted-1, partition, n.id)
+	return true
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }

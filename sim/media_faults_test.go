@@ -124,3 +124,24 @@ func TestASingleNodeSeedSkipsACorruptRecord(t *testing.T) {
 	}
 	require.Positive(t, reached[string(chaos.MarkNodeCorruptRecordSkipped)], "seed %d no longer skips a corrupt record", mediaFaultSeed)
 }
+
+// zeroedEndSeed is a single-node seed (disk faults) whose media fault
+// zeroes the last frames of a segment below its persisted high-watermark.
+// Recovery once took those zeros for the zero tail it writes ahead,
+// lowered the high-watermark below acknowledged records and handed their
+// offsets out again ("recovered high-watermark 32 below the durable 33").
+const zeroedEndSeed = 6100003
+
+// TestAZeroedSegmentEndIsKeptAsCorrupt: the zeroed frames are kept as
+// corrupt (skipped, their records excused), and every checker passes.
+func TestAZeroedSegmentEndIsKeptAsCorrupt(t *testing.T) {
+	opts := DefaultOptions(zeroedEndSeed)
+	opts.Faults = ProfileDisk
+	report := Run(opts)
+	require.Nil(t, report.Failure, "seed %d must pass: %s", zeroedEndSeed, report.FailureText())
+	faults := map[string]int{}
+	for _, fault := range report.Faults {
+		faults[fault.Name] = fault.Count
+	}
+	require.Positive(t, faults["media-zeroed"], "seed %d no longer zeroes the end of a segment", zeroedEndSeed)
+}

@@ -149,8 +149,9 @@ type sweepStats struct {
 	failoversMs []int64
 	// lateJoinsMs are the late joins' times to serving, after compaction.
 	lateJoinsMs []int64
-	// mediaRuns counts the runs a media fault hit.
-	mediaRuns int
+	// mediaRuns counts the runs a media fault hit; zeroedRuns those where
+	// one zeroed the last frames of a segment.
+	mediaRuns, zeroedRuns int
 }
 
 // runSweep runs count seeds from first, each with the options of its
@@ -175,8 +176,11 @@ func runSweep(t *testing.T, first uint64, count int, options func(seed uint64) O
 		for _, mark := range report.Marks {
 			stats.marks[mark.Name] += mark.Count
 		}
-		if slices.ContainsFunc(report.Faults, func(fault chaos.Count) bool { return fault.Name == "media-corrupt" }) {
+		if slices.ContainsFunc(report.Faults, func(fault chaos.Count) bool { return fault.Name == "media-corrupt" || fault.Name == "media-zeroed" }) {
 			stats.mediaRuns++
+		}
+		if slices.ContainsFunc(report.Faults, func(fault chaos.Count) bool { return fault.Name == "media-zeroed" }) {
+			stats.zeroedRuns++
 		}
 		for _, site := range report.SitesFired {
 			stats.sitesFired[site.Name] += site.Count
@@ -203,7 +207,8 @@ func (s sweepStats) print(name string) {
 			name, len(sorted), sorted[0], sorted[len(sorted)/2], sorted[len(sorted)-1])
 	}
 	if s.mediaRuns > 0 {
-		fmt.Printf("%s: media faults hit %d runs; nodes skipped %d corrupt records\n", name, s.mediaRuns, s.marks[string(chaos.MarkNodeCorruptRecordSkipped)])
+		fmt.Printf("%s: media faults hit %d runs (%d zeroed the end of a segment); nodes skipped %d corrupt records\n",
+			name, s.mediaRuns, s.zeroedRuns, s.marks[string(chaos.MarkNodeCorruptRecordSkipped)])
 	}
 	if len(s.lateJoinsMs) > 0 {
 		sorted := slices.Sorted(slices.Values(s.lateJoinsMs))

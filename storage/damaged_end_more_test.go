@@ -88,3 +88,67 @@ func TestOneRecordAfterAKeptDamagedEndSurvivesACrash(t *testing.T) {
 	require.Equal(t, uint64(4), offset, "offset 3 was acknowledged; it must not be reused")
 	require.NoError(t, log.Close())
 }
+
+// The last frames below the persisted HWM read as zeros to the end of the
+// file (writes the disk never made): that is damage, not the zero tail
+// the active segment writes ahead. Their offsets are kept as corrupt and
+// the next append gets the offset after them, never one already
+// acknowledged, also after the next recovery.
+func TestZeroedLastFramesBelowThePersistedHWMAreNotAZeroTail(t *testing.T) {
+	for _, zeroed := range []uint64{1, 2} {
+		fs := newLogMemFS(1)
+		cfg := smallLogConfig()
+		log, _ := openTestLog(t, fs, "p", cfg)
+		appendTestRecords(t, log, 0, 4)
+		require.NoError(t, log.Sync())
+		first := 4 - zeroed
+		name, from := framePosition(t, log, first)
+		size, err := log.active().file.Size()
+		require.NoError(t, err)
+		require.NoError(t, log.Close())
+		zeroBytes(t, fs, name, from, size)
+
+		log, recovery := openTestLog(t, fs, "p", cfg)
+		require.Equal(t, uint64(4), recovery.HWM, "%d zeroed", zeroed)
+		require.Zero(t, recovery.LostAcknowledged)
+		require.Len(t, recovery.CorruptOffsets, int(zeroed))
+		requireTestRecords(t, log, 0, first)
+		offset, err := log.Append(testRecord(4))
+		require.NoError(t, err)
+		require.Equal(t, uint64(4), offset, "an acknowledged offset was handed out again")
+		require.NoError(t, log.Sync())
+		require.NoError(t, log.Close())
+
+		log, recovery = openTestLog(t, fs, "p", cfg)
+		require.Equal(t, uint64(5), recovery.HWM)
+		require.Len(t, recovery.CorruptOffsets, int(zeroed))
+		requireTestRecords(t, log, 4, 5)
+		require.NoError(t, log.Close())
+	}
+}
+
+// With both slots of the hwm file damaged, a damaged frame in a sealed
+// segment is corruption in the middle, as it is under a readable hwm
+// file: the frames of sealed segments were durable before the next
+// segment's file was, so nothing after the damage is cut or removed.
+func TestADamagedHWMFileLeavesSealedSegmentsProtected(t *testing.T) {
+	fs := newLogMemFS(1)
+	cfg := smallLogConfig()
+	log, _ := openTestLog(t, fs, "p", cfg)
+	appendTestRecords(t, log, 0, 200)
+	require.NoError(t, log.Sync())
+	require.Greater(t, log.Stats().Segments, 2)
+	name, position := framePosition(t, log, 1)
+	require.NoError(t, log.Close())
+	flipByte(t, fs, "p/hwm", 5)
+	flipByte(t, fs, "p/hwm", hwmSlotBytes+5)
+	flipByte(t, fs, name, position+frameHeaderBytes+1)
+
+	log, recovery := openTestLog(t, fs, "p", cfg)
+	require.True(t, recovery.HWMFileCorrupt)
+	require.Equal(t, uint64(200), recovery.HWM)
+	require.Equal(t, []uint64{1}, recovery.CorruptOffsets)
+	require.Zero(t, recovery.TruncatedBytes)
+	requireTestRecords(t, log, 2, 200)
+	require.NoError(t, log.Close())
+}

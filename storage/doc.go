@@ -116,7 +116,10 @@
 // as damage nor reported as such (Recovery.ZeroTailBytes counts it). The
 // last segment keeps it and writes its next frames over it; an earlier
 // segment is cut there, durably. A tail holding anything but zeros after
-// the last valid frame is a torn tail, handled as below.
+// the last valid frame is a torn tail, handled as below. Zeros that start
+// below the persisted HWM in the last segment are no zero tail either:
+// acknowledged frames read as zeros when the disk lost their write, and
+// they are damage (below).
 //
 // # Recovery (OpenLog)
 //
@@ -147,13 +150,21 @@
 //     delivery allows the unacknowledged ones; the producer may have
 //     retried them, giving duplicates, never gaps.
 //   - Damage in the last segment below the persisted HWM with no frame
-//     taken after it is corruption too, never a torn tail: the offsets up
+//     taken after it is corruption too, never a torn tail, whether its
+//     bytes are garbage or zeros to the end of the file: the offsets up
 //     to the persisted HWM are reported corrupt and skipped, the bytes
-//     stay (appends go after the last byte that is not zero, where a later
-//     recovery finds them), and no offset is used twice.
+//     stay (appends go after the last byte that is not zero, and at
+//     least frameBytesMin per skipped offset past the damage, where a
+//     later recovery finds them), and no offset is used twice.
+//   - A damaged hwm file (it exists, neither slot is valid) protects
+//     sealed segments all the same: the persisted HWM is taken to be at
+//     least the base of the last segment, since a segment's file becomes
+//     durable in the sync round that makes the frames before it durable.
+//     Damage in a sealed segment is then corruption in the middle, never a
+//     reason to cut the log and remove every later segment.
 //   - If the persisted HWM is above the recovered end because the last
-//     segment is short (its bytes are gone, or too few to hold the
-//     missing offsets), the difference is reported as
+//     segment is short (its bytes are gone, or too few, zeros included, to
+//     hold the missing offsets), the difference is reported as
 //     Recovery.LostAcknowledged and the HWM is lowered to the recovered
 //     end (and persisted). Appends then reuse those offsets.
 //

@@ -735,25 +735,45 @@ func (m *MemFS) List(dir string) ([]string, error) {
 // overwrite durable intact. offset must lie within the durable content;
 // the flip is not a write, so it leaves the file's sync state as it was.
 func (m *MemFS) FlipDurableByte(name string, offset int64) error {
-	node, err := m.resolve("flip", name)
+	return m.changeDurableBytes("flip", name, offset, offset+1, func(b byte) byte { return ^b })
+}
+
+// ZeroDurableRange is media damage too: the durable bytes [from, to) of
+// the file name read as zeros, as a disk that never made a write leaves
+// them, under the same rules as FlipDurableByte.
+func (m *MemFS) ZeroDurableRange(name string, from, to int64) error {
+	return m.changeDurableBytes("zero", name, from, to, func(byte) byte { return 0 })
+}
+
+// changeDurableBytes applies change to each durable byte of [from, to)
+// of the file name: in the oldest undo record covering it, or in the
+// content when the current byte is the durable one.
+func (m *MemFS) changeDurableBytes(op, name string, from, to int64, change func(byte) byte) error {
+	node, err := m.resolve(op, name)
 	if err != nil {
 		return err
 	}
 	if node.file == nil {
-		return memPathError("flip", name, errMemIsDir)
+		return memPathError(op, name, errMemIsDir)
 	}
 	file := node.file
-	if offset < 0 || offset >= min(file.durableSize, file.content.size) {
-		return memPathError("flip", name, fmt.Errorf("offset %d outside the durable content (%d bytes)", offset, file.durableSize))
+	if from < 0 || from >= to || to > min(file.durableSize, file.content.size) {
+		return memPathError(op, name, fmt.Errorf("range [%d, %d) outside the durable content (%d bytes)", from, to, file.durableSize))
 	}
+	for offset := from; offset < to; offset++ {
+		changeDurableByte(file, offset, change)
+	}
+	return nil
+}
+
+func changeDurableByte(file *memFile, offset int64, change func(byte) byte) {
 	for _, record := range file.undo { // the oldest record covering offset holds its durable byte
 		if at := offset - record.offset; at >= 0 && at < int64(len(record.old)) {
-			record.old[at] = ^record.old[at]
-			return nil
+			record.old[at] = change(record.old[at])
+			return
 		}
 	}
-	file.content.overwrite([]byte{^file.content.bytes(offset, offset+1)[0]}, offset)
-	return nil
+	file.content.overwrite([]byte{change(file.content.bytes(offset, offset+1)[0])}, offset)
 }
 
 // Stat implements FS.

@@ -93,6 +93,7 @@ func (r *recoverer) run() (*Log, error) {
 	if err := r.readHWM(); err != nil {
 		return nil, err
 	}
+	r.protectSealedSegments(bases)
 	if err := r.scanSegments(bases); err != nil {
 		return nil, err
 	}
@@ -135,6 +136,19 @@ func (r *recoverer) readHWM() error {
 	r.report.PersistedHWM = highest
 	r.report.HWMFileCorrupt = state.exists && !anyValid
 	return nil
+}
+
+// protectSealedSegments gives a log whose hwm file is damaged (it exists,
+// no slot is valid) a persisted HWM no lower than the base of its last
+// segment. A segment's file becomes durable in the sync round that makes
+// the frames before it durable (data, then the directory), so frames of
+// sealed segments are no torn tail: damage there is corruption in the
+// middle, skipped and reported, never a reason to cut the log and remove
+// every later segment.
+func (r *recoverer) protectSealedSegments(bases []uint64) {
+	if r.report.HWMFileCorrupt && len(bases) > 0 {
+		r.persistedHWM = max(r.persistedHWM, bases[len(bases)-1])
+	}
 }
 
 // scanSegments opens and verifies every segment, stopping at a torn tail.
@@ -401,8 +415,13 @@ func (r *recoverer) corroborated(candidate scannedFrame, nextBase uint64) (bool,
 // frames over it; an earlier, sealed one is cut there, durably, so sealed
 // segments end at their last frame. Either way s ends at stop for the
 // rules that follow.
+//
+// Zeros that start below the persisted HWM in the last segment are not a
+// zero tail but acknowledged frames lost to the medium (a write the disk
+// never made reads as zeros): they are left to settleSegment, which keeps
+// their offsets as corrupt and never hands them out again.
 func (r *recoverer) settleZeroTail(s *segment, stop int64, hasNext bool) error {
-	if stop >= s.sizeBytes {
+	if stop >= s.sizeBytes || (!hasNext && s.indexedEnd() < r.persistedHWM) {
 		return nil
 	}
 	zero, err := r.zeroFrom(stop)
@@ -494,7 +513,7 @@ func (r *recoverer) keepDamagedEnd(s *segment, stop int64) (bool, error) {
 		return false, err
 	}
 	skipped := r.persistedHWM - s.indexedEnd()
-	if skipped > uint64(contentEnd-stop)/frameBytesMin+1 {
+	if skipped > uint64(s.sizeBytes-stop)/frameBytesMin+1 { // the damaged bytes: zeroed ones count
 		return false, nil
 	}
 	appendAt := max(contentEnd, stop+int64(skipped)*frameBytesMin)
