@@ -115,6 +115,21 @@ func (n *Node) removePartition(p *partition) {
 	n.partitionOrder = nil
 }
 
+// forgetLeases drops the lease table of a partition whose log came back
+// below the offsets the table has seen: recovery lost acknowledged frames
+// (media damage above the persisted HWM) and hands their offsets out
+// again. The table's deliveries, acks and frontier there name records
+// that are gone; kept, they would hide the new records at those offsets
+// from consumers for ever and let an old receipt handle ack one nobody
+// received. The next table starts at the log's committed offset with
+// nonces above this one's, so no old handle names its reservations.
+func (n *Node) forgetLeases(p *partition, log *storage.Log) {
+	n.observer.Event("leases-forgotten", fmt.Sprintf("%s: the log recovered to %d, below the %d its lease table had seen",
+		p.dir, log.HWM(), p.leases.HighWatermarkSeen()))
+	n.nonceFloor = max(n.nonceFloor, p.leases.LastNonce())
+	p.leases = nil
+}
+
 // openLog returns the partition's log, opening (recovering) it if needed;
 // at the cap of open logs it first closes the least recently used one
 // that can close, or opens it past the cap for the produce whose logs are
@@ -151,6 +166,9 @@ func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
 		}
 	}
 	p.log, p.closedIntact = log, false
+	if p.leases != nil && p.leases.HighWatermarkSeen() > log.HWM() {
+		n.forgetLeases(p, log)
+	}
 	if p.leases == nil {
 		p.leases = lease.New(log.Committed(), n.nonceFloor, n.leaseConfig(t))
 		n.watchExhausted(p)

@@ -92,6 +92,11 @@ type Table struct {
 	ackedAheadCeiling int
 }
 
+// HighWatermarkSeen is the largest HWM the table has been told of: it
+// may hold state (deliveries, acks, the frontier) for offsets below it,
+// never at or above it.
+func (t *Table) HighWatermarkSeen() uint64 { return t.highWatermarkSeen }
+
 // LastNonce is the last receipt nonce the table handed out (its nonce
 // base before the first). A later table of the same partition on this
 // node must start above it, or its handles would name reservations of
