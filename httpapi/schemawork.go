@@ -20,9 +20,9 @@ import (
 // record that carries, for each node of the record, how many evaluation
 // paths reach each schema applied to it (saturating), and adds them up,
 // with the items hashed by each uniqueItems and the patterns matched
-// against each member's name. A request whose records
-// would take more than schemaWorkBudget is refused (400) before any of
-// them is validated. The count is an upper bound: it follows every
+// against each member's name. A request whose records would together
+// take more than schemaWorkBudget is refused (400) at the first record
+// that passes it, before the library validates that record. The count is an upper bound: it follows every
 // in-place applicator (allOf, anyOf, oneOf, not, if/then/else, $ref,
 // dependent schemas) and every applicator of a child that may apply
 // (properties by name, patternProperties by match, additionalProperties,
@@ -79,13 +79,37 @@ func newSchemaGraph(root *jsonschema.Schema) *schemaGraph {
 		}
 	}
 	g.inPlace = make([][]int32, len(g.schemas))
-	for i, s := range g.schemas {
-		for _, target := range inPlaceSchemas(s, dynamic, recursive) {
-			g.inPlace[i] = append(g.inPlace[i], g.add(target))
+	hubs := map[string]int32{}
+	for i, s := range g.schemas { // the hubs appended meanwhile have their edges already
+		for _, target := range inPlaceSchemas(s) {
+			g.inPlace[i] = append(g.inPlace[i], g.index[target])
+		}
+		if s.RecursiveRef != nil {
+			g.inPlace[i] = append(g.inPlace[i], g.hub(hubs, "", recursive))
+		}
+		if s.DynamicRef != nil && s.DynamicRef.Anchor != "" {
+			g.inPlace[i] = append(g.inPlace[i], g.hub(hubs, "#"+s.DynamicRef.Anchor, dynamic[s.DynamicRef.Anchor]))
 		}
 	}
 	g.order()
 	return g
+}
+
+// hub returns the node standing for every schema a dynamic or recursive
+// reference may resolve to (key names the anchor): an empty schema with
+// an edge to each, so that the graph holds one edge per reference and one
+// per anchor, not their product.
+func (g *schemaGraph) hub(hubs map[string]int32, key string, targets []*jsonschema.Schema) int32 {
+	if id, ok := hubs[key]; ok {
+		return id
+	}
+	id := g.add(&jsonschema.Schema{})
+	hubs[key] = id
+	g.inPlace = append(g.inPlace, nil)
+	for _, target := range targets {
+		g.inPlace[id] = append(g.inPlace[id], g.index[target])
+	}
+	return id
 }
 
 func (g *schemaGraph) add(s *jsonschema.Schema) int32 {
@@ -135,9 +159,10 @@ func (g *schemaGraph) order() {
 }
 
 // inPlaceSchemas lists the schemas that apply to the instance s applies
-// to. A dynamic or recursive reference may resolve to any schema with its
-// anchor, so it counts all of them.
-func inPlaceSchemas(s *jsonschema.Schema, dynamic map[string][]*jsonschema.Schema, recursive []*jsonschema.Schema) []*jsonschema.Schema {
+// to, but for those a dynamic or recursive reference may resolve to
+// besides its static target (any schema with its anchor: the graph's
+// hubs).
+func inPlaceSchemas(s *jsonschema.Schema) []*jsonschema.Schema {
 	var targets []*jsonschema.Schema
 	add := func(schemas ...*jsonschema.Schema) {
 		for _, target := range schemas {
@@ -150,15 +175,9 @@ func inPlaceSchemas(s *jsonschema.Schema, dynamic map[string][]*jsonschema.Schem
 	add(s.AllOf...)
 	add(s.AnyOf...)
 	add(s.OneOf...)
-	if s.RecursiveRef != nil {
-		add(s.RecursiveRef)
-		add(recursive...)
-	}
+	add(s.RecursiveRef)
 	if s.DynamicRef != nil {
 		add(s.DynamicRef.Ref)
-		if s.DynamicRef.Anchor != "" {
-			add(dynamic[s.DynamicRef.Anchor]...)
-		}
 	}
 	for _, name := range sortedKeys(s.DependentSchemas) {
 		add(s.DependentSchemas[name])
@@ -174,7 +193,7 @@ func inPlaceSchemas(s *jsonschema.Schema, dynamic map[string][]*jsonschema.Schem
 // childSchemas lists every schema s refers to, in place or to a child,
 // for indexing.
 func childSchemas(s *jsonschema.Schema) []*jsonschema.Schema {
-	children := inPlaceSchemas(s, nil, nil)
+	children := inPlaceSchemas(s)
 	add := func(schemas ...*jsonschema.Schema) {
 		for _, child := range schemas {
 			if child != nil {

@@ -129,7 +129,7 @@ func TestProduceRefusesValidationPastItsWorkBudget(t *testing.T) {
 // Property: every schema the library reaches is in the graph, whatever
 // applicator leads to it (the walk would panic on one outside it).
 func TestSchemaGraphIndexesEveryApplicator(t *testing.T) {
-	schema := `{"$defs":{"s":{"type":"string"}},"allOf":[{"$ref":"#/$defs/s"}],"anyOf":[true],"oneOf":[{}],"not":false,` +
+	schema := `{"$defs":{"s":{"type":"string"},"d":{"$dynamicRef":"#top"}},"allOf":[{"$ref":"#/$defs/s"}],"anyOf":[true,{"$ref":"#/$defs/d"}],"oneOf":[{}],"not":false,` +
 		`"if":{},"then":{},"else":{},"dependentSchemas":{"a":{}},"propertyNames":{"maxLength":9},` +
 		`"properties":{"p":{}},"patternProperties":{"^q":{}},"additionalProperties":{},"unevaluatedProperties":{},` +
 		`"prefixItems":[{}],"items":{},"contains":{},"unevaluatedItems":{},"$dynamicAnchor":"top","$comment":"x"}`
@@ -149,6 +149,14 @@ func TestSchemaGraphIndexesEveryApplicator(t *testing.T) {
 		}
 	}
 	require.NotNil(t, dynamic)
+	hubs := 0
+	for i, s := range graph.schemas {
+		if s.Location == "" { // a hub: an edge to every schema with the anchor
+			hubs++
+			require.Equal(t, []int32{graph.index[dynamic]}, graph.inPlace[i])
+		}
+	}
+	require.Equal(t, 1, hubs, "the $dynamicRef reaches the anchor's schemas through one hub")
 	for _, record := range []string{`{"p":1,"q":[1,2],"r":"s"}`, `[1,[2],{"a":3}]`, `"s"`} {
 		_, ok := countWork(t, schema, record, ^uint64(0))
 		require.True(t, ok)
