@@ -27,6 +27,9 @@ var (
 	ErrRemovingLeader = errors.New("meta: the leader cannot remove itself; transfer leadership first")
 	// ErrMisdirected: Step got a message addressed to another raft id.
 	ErrMisdirected = errors.New("meta: message addressed to another node")
+	// ErrBadPeerMessage: Step got a raft message no replica sends, or
+	// one whose fields would make raft panic (checkPeerMessage).
+	ErrBadPeerMessage = errors.New("meta: refused raft message")
 	// ErrClosed: the Meta or Store was closed.
 	ErrClosed = errors.New("meta: closed")
 	// ErrCommandTooLarge: an encoded command is over commandBytesMax.

@@ -206,6 +206,9 @@ func (m *Meta) Step(msg *raftpb.Message) error {
 	if msg.GetTo() != m.self.RaftID {
 		return fmt.Errorf("%w: message for raft id %d reached %d", ErrMisdirected, msg.GetTo(), m.self.RaftID)
 	}
+	if reason := m.checkPeerMessage(msg); reason != "" {
+		return fmt.Errorf("%w: %s %s from raft id %d", ErrBadPeerMessage, msg.GetType(), reason, msg.GetFrom())
+	}
 	return m.raw.Step(msg)
 }
 

@@ -953,3 +953,23 @@ func TestARestartedNodeNeverRepeatsAProposalID(t *testing.T) {
 	require.Equal(t, before.Term, after.Term, "the restart stayed within the term")
 	require.Greater(t, after.Sequence, before.Sequence, "no sequence of the earlier start again")
 }
+
+// A raft message is stepped only from the node its sender's raft id
+// belongs to: a peer cannot speak for another member, and a message raft
+// would panic on is refused, never stepped (meta.ErrBadPeerMessage).
+func TestStepRefusesRaftMessagesForOtherSendersOrRaftWouldPanicOn(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	c.settle()
+	target, impostor, claimed := c.nodes[c.ids[0]], c.ids[1], c.ids[2]
+	peer, known := target.meta.PeerByRaftID(meta.RaftIDOf(claimed))
+	require.True(t, known)
+	heartbeat, term, to, from := raftpb.MsgHeartbeat, target.meta.Status().Term, meta.RaftIDOf(c.ids[0]), peer.RaftID
+	forged := msg.Envelope{From: impostor, To: c.ids[0], Message: msg.RaftMessage{Message: &raftpb.Message{Type: &heartbeat, To: &to, From: &from, Term: &term}}}
+	require.ErrorContains(t, target.Step(forged), "names "+claimed)
+
+	far := uint64(1 << 40)
+	own, ownPeer := c.ids[1], meta.RaftIDOf(c.ids[1])
+	bad := msg.Envelope{From: own, To: c.ids[0], Message: msg.RaftMessage{Message: &raftpb.Message{Type: &heartbeat, To: &to, From: &ownPeer, Term: &term, Commit: &far}}}
+	require.ErrorIs(t, target.Step(bad), meta.ErrBadPeerMessage)
+	c.settle()
+}

@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 
+	"go.etcd.io/raft/v3/raftpb"
+
 	"narad/chaos"
 	"narad/invariant"
 	"narad/meta"
@@ -477,6 +479,11 @@ func (n *Node) Step(env msg.Envelope) error {
 	n.heardFrom(env.From)
 	switch m := env.Message.(type) {
 	case msg.RaftMessage:
+		// A proposal keeps its proposer's raft id as it is relayed towards
+		// the leader; every other raft message comes from its sender.
+		if peer, known := n.meta.PeerByRaftID(m.Message.GetFrom()); known && peer.ID != env.From && m.Message.GetType() != raftpb.MsgProp {
+			return fmt.Errorf("node %s: a raft message from %s names %s's raft id %d as its sender", n.cfg.NodeID, env.From, peer.ID, m.Message.GetFrom())
+		}
 		return n.meta.Step(m.Message)
 	case msg.ForwardRequest:
 		n.stepForwardRequest(env.From, m)

@@ -1,0 +1,61 @@
+package meta
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.etcd.io/raft/v3/raftpb"
+)
+
+// Property: raft messages no replica sends, or whose fields raft would
+// panic on, are refused with ErrBadPeerMessage and change nothing: each
+// of them made etcd raft panic (the process would end on one forged or
+// corrupted message), and the cluster commits as before afterwards.
+func TestStepRefusesMessagesRaftWouldPanicOn(t *testing.T) {
+	c := newTestCluster(t, 3, 1, true, nil)
+	leader := c.waitLeader()
+	c.stabilize()
+	follower := c.meta(otherThan(c.ids, leader)[0])
+	leaderMeta := c.meta(leader)
+	term := follower.raw.BasicStatus().GetTerm()
+	message := func(kind raftpb.MessageType, to, from *Meta, fill func(*raftpb.Message)) *raftpb.Message {
+		toID, fromID := to.self.RaftID, from.self.RaftID
+		m := &raftpb.Message{Type: &kind, To: &toID, From: &fromID, Term: &term}
+		if fill != nil {
+			fill(m)
+		}
+		return m
+	}
+	far := uint64(1 << 40)
+	confChange := raftpb.EntryConfChange
+	badVoters := &raftpb.ConfState{Learners: []uint64{2}} // learners and no voter
+	zero := uint64(0)
+	for name, m := range map[string]*raftpb.Message{
+		"heartbeat committing past the log": message(raftpb.MsgHeartbeat, follower, leaderMeta, func(m *raftpb.Message) { m.Commit = &far }),
+		"empty proposal":                    message(raftpb.MsgProp, leaderMeta, follower, nil),
+		"forwarded configuration change": message(raftpb.MsgProp, leaderMeta, follower, func(m *raftpb.Message) {
+			m.Entries = []*raftpb.Entry{{Type: &confChange, Data: []byte{0xff, 0xff}}}
+		}),
+		"acknowledgement past the log": message(raftpb.MsgAppResp, leaderMeta, follower, func(m *raftpb.Message) { m.Index = &far }),
+		"snapshot without metadata":    message(raftpb.MsgSnap, follower, leaderMeta, func(m *raftpb.Message) { m.Snapshot = &raftpb.Snapshot{} }),
+		"snapshot whose configuration does not restore": message(raftpb.MsgSnap, follower, leaderMeta, func(m *raftpb.Message) {
+			index := uint64(1 << 20)
+			m.Snapshot = &raftpb.Snapshot{Metadata: &raftpb.SnapshotMetadata{Index: &index, Term: &term, ConfState: badVoters}}
+		}),
+		"a replica's own campaign":  message(raftpb.MsgHup, follower, leaderMeta, nil),
+		"a replica's own heartbeat": message(raftpb.MsgBeat, leaderMeta, follower, nil),
+		"no sender":                 message(raftpb.MsgHeartbeat, follower, leaderMeta, func(m *raftpb.Message) { m.From = &zero }),
+	} {
+		to := follower
+		if m.GetTo() == leaderMeta.self.RaftID {
+			to = leaderMeta
+		}
+		require.NotPanics(t, func() {
+			require.ErrorIs(t, to.Step(m), ErrBadPeerMessage, name)
+		}, name)
+	}
+	c.stabilize()
+	require.Equal(t, leader, c.waitLeader(), "nothing refused changed the leadership")
+	c.heartbeatAll(leader, 10)
+	c.requireApplied(c.propose(leader, createTopic("after", leader)), nil)
+}
