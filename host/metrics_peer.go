@@ -15,6 +15,7 @@ type peerCollector struct {
 	stats func() peer.Stats
 
 	sent, dropped, connections, dialFailures, authFailures *prometheus.Desc
+	shortConnections                                       *prometheus.Desc
 	connected, queued, queuedBytes                         *prometheus.Desc
 	delivered, unroutable, inboundRefused                  *prometheus.Desc
 	inboundAuthFailures, inboundBroken                     *prometheus.Desc
@@ -27,12 +28,14 @@ func newPeerCollector(stats func() peer.Stats) *peerCollector {
 		return prometheus.NewDesc(prometheus.BuildFQName("narad", "peer", name), help, labels, nil)
 	}
 	return &peerCollector{
-		stats:               stats,
-		sent:                desc("sent_total", "Envelopes written to the peer's connection.", perPeer),
-		dropped:             desc("dropped_total", "Envelopes to the peer discarded (queue full, unreachable, write failed).", perPeer),
-		connections:         desc("connections_total", "Authenticated connections to the peer established.", perPeer),
-		dialFailures:        desc("dial_failures_total", "Failed TCP connects to the peer.", perPeer),
-		authFailures:        desc("auth_failures_total", "Handshakes with the peer that failed after connecting.", perPeer),
+		stats:        stats,
+		sent:         desc("sent_total", "Envelopes written to the peer's connection.", perPeer),
+		dropped:      desc("dropped_total", "Envelopes to the peer discarded (queue full, unreachable, write failed).", perPeer),
+		connections:  desc("connections_total", "Authenticated connections to the peer established.", perPeer),
+		dialFailures: desc("dial_failures_total", "Failed TCP connects to the peer.", perPeer),
+		authFailures: desc("auth_failures_total", "Handshakes with the peer that failed after connecting.", perPeer),
+		shortConnections: desc("short_connections_total",
+			"Authenticated connections to the peer that ended within a second (each followed by a backoff pause before the redial).", perPeer),
 		connected:           desc("connected", "1 while an authenticated connection to the peer is up.", perPeer),
 		queued:              desc("queued", "Envelopes waiting in the peer's send queue.", perPeer),
 		queuedBytes:         desc("queued_bytes", "Payload bytes of the envelopes waiting in the peer's send queue.", perPeer),
@@ -49,7 +52,7 @@ func newPeerCollector(stats func() peer.Stats) *peerCollector {
 
 // Describe implements prometheus.Collector.
 func (c *peerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.sent, c.dropped, c.connections, c.dialFailures, c.authFailures,
+	for _, d := range []*prometheus.Desc{c.sent, c.dropped, c.connections, c.dialFailures, c.authFailures, c.shortConnections,
 		c.connected, c.queued, c.queuedBytes, c.delivered, c.unroutable, c.inboundRefused, c.inboundAuthFailures, c.inboundBroken,
 		c.inboundHandshakeErrors, c.handshakesShed} {
 		ch <- d
@@ -71,6 +74,7 @@ func (c *peerCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.connections, p.Connections, id)
 		counter(c.dialFailures, p.DialFailures, id)
 		counter(c.authFailures, p.AuthFailures, id)
+		counter(c.shortConnections, p.ShortConnections, id)
 		gauge(c.connected, boolFloat(p.Connected), id)
 		gauge(c.queued, float64(p.Queued), id)
 		gauge(c.queuedBytes, float64(p.QueuedBytes), id)

@@ -106,10 +106,11 @@ func TestReconnectFollowsBackoffSchedule(t *testing.T) {
 
 // scriptedDialer refuses every attempt except the one numbered accept
 // (from 1), which it answers with an in-memory connection to a listener
-// that completes the handshake, reads one frame and hangs up.
+// that completes the handshake, reads one frame, waits hold and hangs up.
 type scriptedDialer struct {
 	dialLog
 	accept   int
+	hold     time.Duration
 	frames   chan []byte
 	listener sync.WaitGroup
 }
@@ -131,19 +132,21 @@ func (d *scriptedDialer) dial(ctx context.Context, network, address string) (net
 		if frame, err := wire.ReadFrame(listenerEnd, nil); err == nil {
 			d.frames <- frame
 		}
+		time.Sleep(d.hold)
 	})
 	return dialerEnd, nil
 }
 
-// A connection that succeeds resets the backoff: after it breaks, the next
-// failed attempt is followed by a pause of the minimum step again.
+// A connection that lasts connectionHealthyMin resets the backoff: after
+// it breaks, the next failed attempt is followed by a pause of the
+// minimum step again.
 func TestBackoffResetsAfterConnection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := testConfig("a", map[string]string{"b": "127.0.0.1:9"})
 		cfg.ReconnectBackoffMin, cfg.ReconnectBackoffMax = 100*time.Millisecond, 800*time.Millisecond
 		transport, err := New(cfg, func(msg.Envelope) {}, nil)
 		require.NoError(t, err)
-		dialer := &scriptedDialer{accept: 4, frames: make(chan []byte, 1)}
+		dialer := &scriptedDialer{accept: 4, hold: connectionHealthyMin, frames: make(chan []byte, 1)}
 		transport.dial = dialer.dial
 
 		const sends, sendInterval = 3000, time.Millisecond
@@ -166,5 +169,36 @@ func TestBackoffResetsAfterConnection(t *testing.T) {
 		require.LessOrEqual(t, gapAfterFirstFailureSinceConnection, cfg.ReconnectBackoffMin+sendInterval)
 		gapBeforeConnection := attempts[3].Sub(attempts[2])
 		require.GreaterOrEqual(t, gapBeforeConnection, 2*cfg.ReconnectBackoffMin, "third failure waits the 400 ms step")
+	})
+}
+
+// A connection the peer closes at once (as a receiver does on a frame it
+// refuses) is a failed attempt: the writer waits its backoff before it
+// dials and authenticates again, instead of redialing for every message.
+func TestAConnectionClosedAtOnceKeepsBackingOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testConfig("a", map[string]string{"b": "127.0.0.1:9"})
+		cfg.ReconnectBackoffMin, cfg.ReconnectBackoffMax = 100*time.Millisecond, 800*time.Millisecond
+		transport, err := New(cfg, func(msg.Envelope) {}, nil)
+		require.NoError(t, err)
+		dialer := &scriptedDialer{accept: 4, frames: make(chan []byte, 1)}
+		transport.dial = dialer.dial
+
+		const sends, sendInterval = 3000, time.Millisecond
+		for range sends {
+			transport.Send(msg.Envelope{From: "a", To: "b", Message: msg.Notify{Topic: "t"}})
+			time.Sleep(sendInterval)
+		}
+		synctest.Wait()
+		stats := transport.Stats().Peers["b"]
+		require.Equal(t, uint64(1), stats.Connections)
+		require.Equal(t, uint64(1), stats.ShortConnections)
+		require.NoError(t, transport.Close())
+		dialer.listener.Wait()
+
+		attempts := dialer.attempts
+		require.Greater(t, len(attempts), 4)
+		gapAfterShortConnection := attempts[4].Sub(attempts[3])
+		require.GreaterOrEqual(t, gapAfterShortConnection, cfg.ReconnectBackoffMax/2, "the short connection waits the next step, 800 ms")
 	})
 }

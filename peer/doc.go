@@ -17,7 +17,10 @@
 //     and per outbound connection a watcher goroutine that reads nothing
 //     (the peer never writes after the handshake) but notices at once
 //     when the peer hangs up, so an idle writer reconnects instead of
-//     writing its next message into a dead connection.
+//     writing its next message into a dead connection. A failed connect
+//     or handshake, and a connection that ends within
+//     connectionHealthyMin (a peer that refuses what it is sent closes at
+//     the first frame), wait the reconnect backoff before the next dial.
 //     A peer's messages to us arrive on the connection it dialed; ours go
 //     over the one we dialed, so each connection carries one direction.
 //   - The handshake (handshake.go), and the counters read by Stats.

@@ -49,6 +49,10 @@ const (
 	// connections that fail their handshake or are refused; the rest are
 	// counted, and the next warning says how many were suppressed.
 	inboundFailureLogsPerSecond = 5
+	// connectionHealthyMin is how long a connection must last for the
+	// writer's reconnect backoff to start afresh when it ends; a shorter
+	// one counts as a failed attempt (Stats.ShortConnections).
+	connectionHealthyMin = time.Second
 	// readBufferBytes is the buffered reader of an accepted connection.
 	readBufferBytes = 64 << 10
 	// writeBatchBytesMax bounds the frames a writer gathers into one write.

@@ -42,7 +42,10 @@ type outbound struct {
 	connections  atomic.Uint64 // authenticated connections established
 	dialFailures atomic.Uint64 // TCP connects that failed
 	authFailures atomic.Uint64 // handshakes (TLS or secret) that failed after connecting
-	connected    atomic.Bool   // an authenticated connection is up now
+	// shortConnections: authenticated connections that ended within
+	// connectionHealthyMin, each followed by a backoff pause.
+	shortConnections atomic.Uint64
+	connected        atomic.Bool // an authenticated connection is up now
 
 	// locked fields are guarded by Transport.mu.
 	locked struct {

@@ -57,6 +57,10 @@ type PeerStats struct {
 	// certificate refused. A listener that closed before its verdict
 	// (shedding load, stopping) counts as a DialFailure instead.
 	AuthFailures uint64
+	// ShortConnections counts authenticated connections that ended within
+	// connectionHealthyMin (the peer closed at once, as it does on a frame
+	// it refuses); each is followed by a backoff pause before the redial.
+	ShortConnections uint64
 }
 
 // Stats returns a snapshot of the counters.
@@ -83,15 +87,16 @@ func (t *Transport) Stats() Stats {
 func (p *outbound) statsLocked() PeerStats {
 	connections := p.connections.Load()
 	return PeerStats{
-		Address:      p.locked.address,
-		Connected:    p.connected.Load(),
-		Queued:       len(p.queue),
-		QueuedBytes:  p.queuedBytes.Load(),
-		Sent:         p.sent.Load(),
-		Dropped:      p.dropped.Load(),
-		Connections:  connections,
-		Reconnects:   max(connections, 1) - 1,
-		DialFailures: p.dialFailures.Load(),
-		AuthFailures: p.authFailures.Load(),
+		Address:          p.locked.address,
+		Connected:        p.connected.Load(),
+		Queued:           len(p.queue),
+		QueuedBytes:      p.queuedBytes.Load(),
+		Sent:             p.sent.Load(),
+		Dropped:          p.dropped.Load(),
+		Connections:      connections,
+		Reconnects:       max(connections, 1) - 1,
+		DialFailures:     p.dialFailures.Load(),
+		AuthFailures:     p.authFailures.Load(),
+		ShortConnections: p.shortConnections.Load(),
 	}
 }

@@ -65,10 +65,28 @@ func (t *Transport) runWriter(p *outbound) {
 			}
 			continue
 		}
-		w.backoff.reset()
+		started := time.Now()
 		w.stream(connection, first)
 		t.disconnect(p, connection.raw)
+		if !w.settleBackoff(time.Since(started)) {
+			return
+		}
 	}
+}
+
+// settleBackoff ends a connection's life: one that lasted
+// connectionHealthyMin starts the next attempt afresh; one the peer
+// closed sooner (a receiver that refuses what it is sent closes at the
+// first frame) counts as a failed attempt and waits its backoff, so that
+// the writer does not redial and authenticate again for every message.
+// It reports false when p is stopped.
+func (w *writer) settleBackoff(lasted time.Duration) bool {
+	if lasted >= connectionHealthyMin {
+		w.backoff.reset()
+		return true
+	}
+	w.p.shortConnections.Add(1)
+	return sleepUnlessStopped(w.p.ctx, w.backoff.next())
 }
 
 // next returns the carried envelope, else waits for one to be queued. It
