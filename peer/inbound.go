@@ -299,7 +299,7 @@ func (t *Transport) logReadEnd(dialerID string, err error) {
 	case t.ctx.Err() != nil:
 	case errors.As(err, &broken):
 		t.inboundBroken.Add(1)
-		t.logger.Warn("closing peer connection: bad message", "peer", dialerID, "err", err)
+		t.failureLogs.warn(t.logger, "closing peer connection: bad message", "peer", dialerID, "err", err)
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, errReplaced), isConnectionReset(err):
 		t.logger.Debug("peer connection closed", "peer", dialerID, "err", err)
 	default:
