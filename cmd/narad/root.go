@@ -4,6 +4,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -68,6 +69,9 @@ type connection struct {
 
 // resolveConnection applies the precedence of docs/api.md#cli to each field:
 // flag > NARAD_ADDR / NARAD_USER / NARAD_PASS > selected context > default.
+// The selected context's user and password go only to the context's own
+// server: named another (-s, NARAD_ADDR), the CLI would hand a saved
+// password, production's admin say, to whatever listens there.
 func (a *app) resolveConnection(cmd *cobra.Command) (connection, error) {
 	contexts, err := a.loadContexts()
 	if err != nil {
@@ -75,11 +79,22 @@ func (a *app) resolveConnection(cmd *cobra.Command) (connection, error) {
 	}
 	selected := contexts.Contexts[contexts.Current]
 	flags := cmd.Flags()
+	server := pick(flags.Changed("server"), a.serverFlag, a.getenv("NARAD_ADDR"), selected.Server, serverDefault)
+	contextUser, contextPassword := selected.User, selected.Password
+	if !sameServer(server, selected.Server) {
+		contextUser, contextPassword = "", ""
+	}
 	return connection{
-		server:   pick(flags.Changed("server"), a.serverFlag, a.getenv("NARAD_ADDR"), selected.Server, serverDefault),
-		user:     pick(flags.Changed("user"), a.userFlag, a.getenv("NARAD_USER"), selected.User, ""),
-		password: pick(flags.Changed("password"), a.passwordFlag, a.getenv("NARAD_PASS"), selected.Password, ""),
+		server:   server,
+		user:     pick(flags.Changed("user"), a.userFlag, a.getenv("NARAD_USER"), contextUser, ""),
+		password: pick(flags.Changed("password"), a.passwordFlag, a.getenv("NARAD_PASS"), contextPassword, ""),
 	}, nil
+}
+
+// sameServer reports whether two server URLs name the same server, a
+// trailing slash aside.
+func sameServer(a, b string) bool {
+	return strings.TrimRight(a, "/") == strings.TrimRight(b, "/")
 }
 
 // pick returns the flag value if the flag was given, else the first

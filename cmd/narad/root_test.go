@@ -44,8 +44,14 @@ func TestConnectionPrecedence(t *testing.T) {
 	}{
 		{"default", nil, nil, nil, connection{server: "http://127.0.0.1:7942"}},
 		{"context", &selected, nil, nil, connection{"http://context:7942", "ctx-user", "ctx-pass"}},
-		{"env over context", &selected, map[string]string{"NARAD_ADDR": "http://env:1", "NARAD_USER": "env-user"}, nil,
-			connection{"http://env:1", "env-user", "ctx-pass"}},
+		{"env over context, the context's password staying with its server", &selected,
+			map[string]string{"NARAD_ADDR": "http://env:1", "NARAD_USER": "env-user"}, nil, connection{"http://env:1", "env-user", ""}},
+		{"another server gets none of the context's credentials", &selected, nil, []string{"-s", "http://other:7942"},
+			connection{"http://other:7942", "", ""}},
+		{"the context's own server named gets them", &selected, nil, []string{"-s", "http://context:7942/"},
+			connection{"http://context:7942/", "ctx-user", "ctx-pass"}},
+		{"env credentials go anywhere", &selected, map[string]string{"NARAD_USER": "env-user", "NARAD_PASS": "env-pass"},
+			[]string{"-s", "http://other:7942"}, connection{"http://other:7942", "env-user", "env-pass"}},
 		{"flags over env", &selected, map[string]string{"NARAD_ADDR": "http://env:1", "NARAD_PASS": "env-pass"},
 			[]string{"-s", "http://flag:2", "-u", "flag-user"}, connection{"http://flag:2", "flag-user", "env-pass"}},
 		{"long flags", nil, nil, []string{"--server", "http://flag:3", "--user", "u", "--password", "p"},
@@ -83,6 +89,8 @@ func TestRequestsGoToTheResolvedServerWithAuth(t *testing.T) {
 	h.runOK("topics", "ls")
 	assert.Len(t, envBroker.seen(""), 1, "NARAD_ADDR beats the context")
 	assert.Len(t, contextBroker.seen(""), 1)
+	_, _, ok = (&http.Request{Header: envBroker.seen("")[0].Header}).BasicAuth()
+	assert.False(t, ok, "the context's password went to another server")
 }
 
 func TestServerErrorsPrintStatusAndMessage(t *testing.T) {
