@@ -305,10 +305,13 @@ func runProduceBench(ctx context.Context, broker *client.Client, topic string, o
 	for range options.workers {
 		workers.Go(func() {
 			var latencies []time.Duration
-			for index := nextRequest.Add(1) - 1; index < int64(requests); index = nextRequest.Add(1) - 1 {
+			for index := nextRequest.Add(1) - 1; index < int64(requests) && ctx.Err() == nil; index = nextRequest.Add(1) - 1 {
 				size := min(options.batch, options.count-int(index)*options.batch)
 				began := time.Now()
 				err := produceRecords(ctx, broker, topic, &options, int(index)*options.batch, size)
+				if err != nil && ctx.Err() != nil {
+					break // interrupted: neither a failure of the server nor a latency
+				}
 				latencies = append(latencies, time.Since(began))
 				if err != nil {
 					failedCount.Add(int64(size))
@@ -323,6 +326,7 @@ func runProduceBench(ctx context.Context, broker *client.Client, topic string, o
 	workers.Wait()
 	figures := newPhaseFigures(int(okCount.Load()), time.Since(start), log.latencies)
 	figures.Failed = int(failedCount.Load())
+	figures.Interrupted = ctx.Err() != nil
 	figures.ClientCPUMicrosPerMessage = cpu.microsPerMessage(figures.OK + figures.Failed)
 	if text, found := firstError.Load().(string); found {
 		figures.FirstError = text

@@ -19,6 +19,9 @@ type phaseFigures struct {
 	// LatencyMs holds p50, p95 and p99 of the request latencies in ms.
 	LatencyMs  latencyPercentiles `json:"latency_ms"`
 	FirstError string             `json:"first_error,omitempty"`
+	// Interrupted: the phase stopped early (Ctrl-C); the figures cover
+	// the requests answered until then, none cut short counted.
+	Interrupted bool `json:"interrupted,omitempty"`
 	// ClientCPUMicrosPerMessage is the bench process's own CPU (user +
 	// system) during the phase per message; 0 where unknown.
 	ClientCPUMicrosPerMessage float64 `json:"client_cpu_us_per_message,omitempty"`
@@ -81,14 +84,23 @@ func formatLatency(d time.Duration) string {
 	return d.Round(10 * time.Microsecond).String()
 }
 
+// interruptedNote marks the line of a phase stopped early.
+func interruptedNote(interrupted bool) string {
+	if interrupted {
+		return " (interrupted)"
+	}
+	return ""
+}
+
 func (a *app) printBenchReport(report benchReport, asJSON bool) error {
 	if asJSON {
 		return printJSON(a.stdout, report)
 	}
 	produce := report.Produce
-	fmt.Fprintf(a.stdout, "produce: %d ok, %d failed in %s — %.0f msg/s; latency p50=%s p95=%s p99=%s\n",
+	fmt.Fprintf(a.stdout, "produce: %d ok, %d failed in %s — %.0f msg/s; latency p50=%s p95=%s p99=%s%s\n",
 		produce.OK, produce.Failed, produce.elapsed.Round(time.Millisecond), produce.MessagesPerSecond,
-		formatLatency(produce.latency.p50), formatLatency(produce.latency.p95), formatLatency(produce.latency.p99))
+		formatLatency(produce.latency.p50), formatLatency(produce.latency.p95), formatLatency(produce.latency.p99),
+		interruptedNote(produce.Interrupted))
 	if consume := report.Consume; consume != nil {
 		fmt.Fprintf(a.stdout, "consume+ack: %d ok, %d failed in %s — %.0f msg/s; latency p50=%s p99=%s\n",
 			consume.OK, consume.Failed, consume.elapsed.Round(time.Millisecond), consume.MessagesPerSecond,

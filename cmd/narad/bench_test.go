@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strings"
@@ -298,4 +300,38 @@ func TestCeilingServerCommandAnswersUntilStdinEnds(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the ceiling server did not stop when its stdin ended")
 	}
+}
+
+// Interrupting a bench (Ctrl-C cancels its context) stops its workers
+// taking requests: what was cut short counts neither as failed nor in
+// the latencies, and the report says the phase was interrupted.
+func TestBenchInterruptedStopsAndSaysSo(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var seen sync.Mutex
+	count := 0
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		seen.Lock()
+		count++
+		if count == 50 {
+			cancel()
+		}
+		seen.Unlock()
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = io.WriteString(w, `{"partition":0,"offset":1}`)
+	}))
+	t.Cleanup(server.Close)
+	options := benchOptions{count: 100_000, workers: 4, batch: 1, payload: []byte("x")}
+	figures := runProduceBench(ctx, client.New(server.URL), "orders", options)
+	require.True(t, figures.Interrupted)
+	require.Zero(t, figures.Failed, "requests cut short are no failures")
+	require.Less(t, figures.OK, 100_000)
+	seen.Lock()
+	defer seen.Unlock()
+	require.LessOrEqual(t, count, 50+options.workers, "no worker takes a request after the interrupt")
+
+	var out bytes.Buffer
+	(&app{stdout: &out}).printBenchReport(benchReport{Produce: figures}, false)
+	require.Contains(t, out.String(), "(interrupted)")
 }
