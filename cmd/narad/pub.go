@@ -82,6 +82,8 @@ func (o pubOptions) check(args []string) error {
 		return usagef("--count must be at least 1")
 	case o.rate < 0 || math.IsNaN(o.rate) || math.IsInf(o.rate, 0):
 		return usagef("--rate must be a finite number, not negative")
+	case o.rate > 0 && o.rate < rateMin:
+		return usagef("--rate must be 0 (as fast as possible) or at least %g message a second (one a day), got %g", rateMin, o.rate)
 	case o.batch < 0 || o.batch > batchRecordsMax:
 		return usagef("--batch must be in 0..%d", batchRecordsMax)
 	case o.partition < -1:
@@ -199,6 +201,10 @@ func sendRecords(ctx context.Context, broker *client.Client, topic string, body 
 	_, err := broker.ProduceBatch(ctx, topic, records)
 	return err
 }
+
+// rateMin is the slowest --rate: one message a day. Slower ones would
+// overflow the pacing's time.Duration and send everything at once.
+const rateMin = 1.0 / 86_400
 
 // paceUntil waits until message number sent is due at rate messages per
 // second counted from start; rate 0 never waits.

@@ -80,6 +80,7 @@ func TestPubBadInput(t *testing.T) {
 		{"empty stdin", nil, "", "the message is empty", 2},
 		{"count zero", []string{"x", "--count", "0"}, "", "--count", 2},
 		{"negative rate", []string{"x", "--rate", "-1"}, "", "--rate", 2},
+		{"rate too slow to pace", []string{"x", "--rate", "1e-12", "--count", "3"}, "", "at least", 2},
 		{"batch too large", []string{"x", "--batch", "1001"}, "", "--batch", 2},
 		{"missing file", []string{"-f", path + ".missing"}, "", "no such file", 1},
 		{"too large", nil, strings.Repeat("a", messageBytesMax+1), "larger than", 1},
