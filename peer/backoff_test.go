@@ -137,36 +137,46 @@ func (d *scriptedDialer) dial(ctx context.Context, network, address string) (net
 	return dialerEnd, nil
 }
 
+// scriptedRun sends to peer b every sendInterval for sends messages
+// (inside a synctest bubble) while b refuses every dial but the fourth,
+// whose connection lasts hold after its first frame; it returns the
+// dialer, once the transport is closed, and b's stats before the close.
+func scriptedRun(t *testing.T, hold time.Duration) (*scriptedDialer, PeerStats, Config) {
+	cfg := testConfig("a", map[string]string{"b": "127.0.0.1:9"})
+	cfg.ReconnectBackoffMin, cfg.ReconnectBackoffMax = 100*time.Millisecond, 800*time.Millisecond
+	transport, err := New(cfg, func(msg.Envelope) {}, nil)
+	require.NoError(t, err)
+	dialer := &scriptedDialer{accept: 4, hold: hold, frames: make(chan []byte, 1)}
+	transport.dial = dialer.dial
+	for range scriptedSends {
+		transport.Send(msg.Envelope{From: "a", To: "b", Message: msg.Notify{Topic: "t"}})
+		time.Sleep(scriptedSendInterval)
+	}
+	synctest.Wait()
+	stats := transport.Stats().Peers["b"]
+	require.NoError(t, transport.Close())
+	dialer.listener.Wait()
+	return dialer, stats, cfg
+}
+
+const scriptedSends, scriptedSendInterval = 3000, time.Millisecond
+
 // A connection that lasts connectionHealthyMin resets the backoff: after
 // it breaks, the next failed attempt is followed by a pause of the
 // minimum step again.
 func TestBackoffResetsAfterConnection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := testConfig("a", map[string]string{"b": "127.0.0.1:9"})
-		cfg.ReconnectBackoffMin, cfg.ReconnectBackoffMax = 100*time.Millisecond, 800*time.Millisecond
-		transport, err := New(cfg, func(msg.Envelope) {}, nil)
-		require.NoError(t, err)
-		dialer := &scriptedDialer{accept: 4, hold: connectionHealthyMin, frames: make(chan []byte, 1)}
-		transport.dial = dialer.dial
-
-		const sends, sendInterval = 3000, time.Millisecond
-		for range sends {
-			transport.Send(msg.Envelope{From: "a", To: "b", Message: msg.Notify{Topic: "t"}})
-			time.Sleep(sendInterval)
-		}
-		synctest.Wait()
-		stats := transport.Stats().Peers["b"]
+		dialer, stats, cfg := scriptedRun(t, connectionHealthyMin)
 		require.Equal(t, uint64(1), stats.Connections)
-		require.Equal(t, uint64(sends), stats.Sent+stats.Dropped+uint64(stats.Queued), "every envelope is accounted for")
-		require.NoError(t, transport.Close())
-		dialer.listener.Wait()
+		require.Zero(t, stats.ShortConnections)
+		require.Equal(t, uint64(scriptedSends), stats.Sent+stats.Dropped+uint64(stats.Queued), "every envelope is accounted for")
 		require.Len(t, dialer.frames, 1, "the accepted connection carried a frame")
 
 		attempts := dialer.attempts
 		require.Greater(t, len(attempts), 6)
 		gapAfterFirstFailureSinceConnection := attempts[5].Sub(attempts[4])
 		require.GreaterOrEqual(t, gapAfterFirstFailureSinceConnection, cfg.ReconnectBackoffMin/2)
-		require.LessOrEqual(t, gapAfterFirstFailureSinceConnection, cfg.ReconnectBackoffMin+sendInterval)
+		require.LessOrEqual(t, gapAfterFirstFailureSinceConnection, cfg.ReconnectBackoffMin+scriptedSendInterval)
 		gapBeforeConnection := attempts[3].Sub(attempts[2])
 		require.GreaterOrEqual(t, gapBeforeConnection, 2*cfg.ReconnectBackoffMin, "third failure waits the 400 ms step")
 	})
@@ -177,24 +187,9 @@ func TestBackoffResetsAfterConnection(t *testing.T) {
 // dials and authenticates again, instead of redialing for every message.
 func TestAConnectionClosedAtOnceKeepsBackingOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := testConfig("a", map[string]string{"b": "127.0.0.1:9"})
-		cfg.ReconnectBackoffMin, cfg.ReconnectBackoffMax = 100*time.Millisecond, 800*time.Millisecond
-		transport, err := New(cfg, func(msg.Envelope) {}, nil)
-		require.NoError(t, err)
-		dialer := &scriptedDialer{accept: 4, frames: make(chan []byte, 1)}
-		transport.dial = dialer.dial
-
-		const sends, sendInterval = 3000, time.Millisecond
-		for range sends {
-			transport.Send(msg.Envelope{From: "a", To: "b", Message: msg.Notify{Topic: "t"}})
-			time.Sleep(sendInterval)
-		}
-		synctest.Wait()
-		stats := transport.Stats().Peers["b"]
+		dialer, stats, cfg := scriptedRun(t, 0)
 		require.Equal(t, uint64(1), stats.Connections)
 		require.Equal(t, uint64(1), stats.ShortConnections)
-		require.NoError(t, transport.Close())
-		dialer.listener.Wait()
 
 		attempts := dialer.attempts
 		require.Greater(t, len(attempts), 4)
