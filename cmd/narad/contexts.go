@@ -140,19 +140,27 @@ NARAD_USER, NARAD_PASS says otherwise.`
 }
 
 func newContextAddCommand(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "add <name> --server URL [--user U --password P]",
+	var fromStdin *bool
+	cmd := &cobra.Command{
+		Use:   "add <name> --server URL [--user U (--password P | --password-stdin)]",
 		Short: "Save a context (the first one saved becomes current)",
 		Example: `  narad ctx add prod --server http://10.0.0.5:7942 -u admin -p secret
+  printf '%s\n' "$PROD_PASSWORD" | narad ctx add prod -s http://10.0.0.5:7942 -u admin --password-stdin
   narad ctx add local -s http://127.0.0.1:7942`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("server") || a.serverFlag == "" {
 				return usagef("ctx add needs --server")
 			}
-			return a.addContext(args[0], savedContext{Server: a.serverFlag, User: a.userFlag, Password: a.passwordFlag})
+			password, _, err := a.passwordFrom(cmd, "password", a.passwordFlag, *fromStdin)
+			if err != nil {
+				return err
+			}
+			return a.addContext(args[0], savedContext{Server: a.serverFlag, User: a.userFlag, Password: password})
 		},
 	}
+	fromStdin = addPasswordStdinFlag(cmd, "the password to save")
+	return cmd
 }
 
 func (a *app) addContext(name string, saved savedContext) error {

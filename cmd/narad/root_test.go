@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -230,4 +232,42 @@ func TestAMissingRequiredFlagIsAUsageError(t *testing.T) {
 		assert.Contains(t, h.stderr.String(), "Usage:", "narad %v prints its usage", args)
 		assert.Empty(t, broker.seen(""), "nothing is sent")
 	}
+}
+
+// --password-stdin takes a password from the first line of standard
+// input, kept out of ps: for a new user, a new password and a saved
+// context. Given with the flag it stands for, or with nothing on stdin,
+// it is a usage error that sends nothing.
+func TestPasswordsFromStandardInput(t *testing.T) {
+	broker := newFakeBroker(t).on("POST /v1/users", reply{201, `{"username":"ops","grants":[]}`}).
+		on("PUT /v1/users/alice/password", reply{204, ""})
+	h := newHarness(t)
+	h.app.stdin = strings.NewReader("from-stdin\r\nignored\n")
+	h.againstOK(broker, "user", "add", "ops", "--password-stdin")
+	assert.JSONEq(t, `{"username":"ops","password":"from-stdin","grants":[]}`, broker.seen("POST /v1/users")[0].Body)
+
+	h = newHarness(t)
+	h.app.stdin = strings.NewReader("next-one")
+	h.againstOK(broker, "user", "passwd", "alice", "--password-stdin")
+	assert.Contains(t, broker.seen("PUT /v1/users/alice/password")[0].Body, `"new_password":"next-one"`)
+
+	h = newHarness(t)
+	h.app.stdin = strings.NewReader("saved-secret\n")
+	h.runOK("ctx", "add", "prod", "-s", "http://10.0.0.5:7942", "-u", "admin", "--password-stdin")
+	assert.Equal(t, connection{"http://10.0.0.5:7942", "admin", "saved-secret"}, resolveFor(t, h))
+
+	for _, args := range [][]string{
+		{"user", "add", "ops", "--password-stdin", "--user-password", "x"},
+		{"user", "add", "ops", "--password-stdin"},
+		{"user", "passwd", "alice", "--password-stdin"},
+	} {
+		h = newHarness(t)
+		h.app.stdin = strings.NewReader("")
+		if slices.Contains(args, "--user-password") {
+			h.app.stdin = strings.NewReader("pw\n")
+		}
+		assert.Equal(t, 2, h.against(broker, args...), "%v", args)
+		assert.Contains(t, h.stderr.String(), "--password-stdin", "%v", args)
+	}
+	assert.Len(t, broker.seen("POST /v1/users"), 1, "a refused command sends nothing")
 }

@@ -40,15 +40,21 @@ func parseGrants(values []string) ([]client.Grant, error) {
 func newUserAddCommand(a *app) *cobra.Command {
 	var password string
 	var grantValues []string
+	var fromStdin *bool
 	cmd := &cobra.Command{
-		Use:   "add <username> --user-password P [--grant action:pattern]...",
+		Use:   "add <username> (--user-password P | --password-stdin) [--grant action:pattern]...",
 		Short: "Create a user",
 		Example: `  narad user add alice --user-password s3cret --grant produce:orders --grant consume:orders*
-  narad user add ops --user-password s3cret --grant admin`,
+  narad user add ops --user-password s3cret --grant admin
+  printf '%s\n' "$OPS_PASSWORD" | narad user add ops --password-stdin --grant admin`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !cmd.Flags().Changed("user-password") {
-				return usagef("user add needs --user-password")
+			password, given, err := a.passwordFrom(cmd, "user-password", password, *fromStdin)
+			if err != nil {
+				return err
+			}
+			if !given {
+				return usagef("user add needs --user-password or --password-stdin")
 			}
 			grants, err := parseGrants(grantValues)
 			if err != nil {
@@ -66,6 +72,7 @@ func newUserAddCommand(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&password, "user-password", "", "the new user's password (1 to 72 bytes)")
+	fromStdin = addPasswordStdinFlag(cmd, "the new user's password")
 	cmd.Flags().StringArrayVar(&grantValues, "grant", nil, grantFlagHelp)
 	return cmd
 }
@@ -140,15 +147,21 @@ func newUserGrantCommand(a *app) *cobra.Command {
 
 func newUserPasswdCommand(a *app) *cobra.Command {
 	var current, next string
+	var fromStdin *bool
 	cmd := &cobra.Command{
-		Use:   "passwd <username> --new-password P [--current-password C]",
+		Use:   "passwd <username> (--new-password P | --password-stdin) [--current-password C]",
 		Short: "Change a password (your own with --current-password; an admin another's without)",
 		Example: `  narad -u alice -p old user passwd alice --current-password old --new-password new
-  narad -u admin -p root user passwd alice --new-password reset`,
+  narad -u admin -p root user passwd alice --new-password reset
+  printf '%s\n' "$NEW" | narad -u admin user passwd alice --password-stdin   # -p from NARAD_PASS`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !cmd.Flags().Changed("new-password") {
-				return usagef("user passwd needs --new-password")
+			next, given, err := a.passwordFrom(cmd, "new-password", next, *fromStdin)
+			if err != nil {
+				return err
+			}
+			if !given {
+				return usagef("user passwd needs --new-password or --password-stdin")
 			}
 			broker, err := a.newClient(cmd)
 			if err != nil {
@@ -163,6 +176,7 @@ func newUserPasswdCommand(a *app) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&current, "current-password", "", "the current password (required to change your own)")
 	cmd.Flags().StringVar(&next, "new-password", "", "the new password (1 to 72 bytes)")
+	fromStdin = addPasswordStdinFlag(cmd, "the new password")
 	return cmd
 }
 
