@@ -73,10 +73,40 @@ type messagePrinter struct {
 	raw      bool
 	location *time.Location
 	style    style
+	// terminal: stdout is a terminal, where a key or payload's control
+	// characters are shown escaped (a producer's escape sequences would
+	// otherwise drive the operator's terminal); --raw prints them as they
+	// are.
+	terminal bool
 }
 
 func (a *app) newMessagePrinter(raw bool) messagePrinter {
-	return messagePrinter{out: a.stdout, raw: raw, location: a.location, style: a.style()}
+	return messagePrinter{out: a.stdout, raw: raw, location: a.location, style: a.style(), terminal: a.stdoutIsTerminal}
+}
+
+// terminalSafe escapes, for a terminal, the control characters of text
+// but tab and newline (C0, DEL and C1: what makes escape sequences) as
+// \xNN or \u00NN.
+func terminalSafe(text string) string {
+	if !strings.ContainsFunc(text, isTerminalControl) {
+		return text
+	}
+	var safe strings.Builder
+	for _, r := range text {
+		switch {
+		case !isTerminalControl(r):
+			safe.WriteRune(r)
+		case r < 0x80:
+			fmt.Fprintf(&safe, "\\x%02x", r)
+		default:
+			fmt.Fprintf(&safe, "\\u%04x", r)
+		}
+	}
+	return safe.String()
+}
+
+func isTerminalControl(r rune) bool {
+	return (r < 0x20 && r != '\t' && r != '\n') || (r >= 0x7f && r <= 0x9f)
 }
 
 // print writes one message as
@@ -96,14 +126,18 @@ func (p messagePrinter) print(message client.Message) error {
 	}
 	var line strings.Builder
 	line.WriteString(p.style.dim(fmt.Sprintf("[p%d @%d]", message.Partition, message.Offset)))
-	if message.Key != "" {
-		line.WriteString(" key=" + p.style.bold(message.Key))
+	key, text := message.Key, string(payload)
+	if p.terminal {
+		key, text = terminalSafe(key), terminalSafe(text)
+	}
+	if key != "" {
+		line.WriteString(" key=" + p.style.bold(key))
 	}
 	line.WriteString(" " + p.style.dim(message.Time().In(p.location).Format("15:04:05.000")) + " ")
 	if message.IsBinary() {
 		fmt.Fprintf(&line, "(binary, %d bytes)\n%s", len(payload), hex.Dump(payload))
 	} else {
-		line.Write(payload)
+		line.WriteString(text)
 		line.WriteString("\n")
 	}
 	_, err = io.WriteString(p.out, line.String())
