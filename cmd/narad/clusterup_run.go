@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +42,9 @@ func (a *app) runCluster(ctx context.Context, plan clusterPlan) error {
 	if plan.secrets, err = loadClusterSecrets(plan.dataDir); err != nil {
 		return err
 	}
+	if err := checkPortsFree(plan); err != nil {
+		return err
+	}
 	fmt.Fprintf(a.stderr, "narad cluster: starting %d nodes; data and logs in %s\n", len(plan.nodes), plan.dataDir)
 	exits := make(chan *devNode, len(plan.nodes))
 	nodes, err := startNodes(plan, executable, exits)
@@ -53,6 +57,23 @@ func (a *app) runCluster(ctx context.Context, plan clusterPlan) error {
 	}
 	a.printClusterBanner(plan, nodes, commandName(executable))
 	return a.superviseCluster(ctx, nodes, exits)
+}
+
+// checkPortsFree refuses to start when a port of the plan is taken: a
+// node left running by an earlier cluster up (killed with its nodes
+// orphaned) would answer the readiness probe in place of the node this
+// run starts, which then fails on the same data directory.
+func checkPortsFree(plan clusterPlan) error {
+	for _, planned := range plan.nodes {
+		for _, address := range []string{planned.httpAddr, planned.clusterAddr} {
+			listener, err := net.Listen("tcp", address)
+			if err != nil {
+				return fmt.Errorf("%s: %s is taken (a node of an earlier cluster up still running? stop it, or give --base-port): %w", planned.id, address, err)
+			}
+			_ = listener.Close()
+		}
+	}
+	return nil
 }
 
 // startNodes starts every node; on an error it returns those it started.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -116,4 +117,22 @@ func TestClusterUpHelpExplainsItself(t *testing.T) {
 	for _, want := range []string{"--nodes", "--base-port", "--data-dir", "Ctrl-C", "7942/7943, 7952/7953, 7962/7963", "/readyz"} {
 		assert.Contains(t, help, want)
 	}
+}
+
+// A port of the plan already taken (a node an earlier cluster up left
+// running) stops cluster up before it starts anything, naming the node
+// and the address; free ports pass.
+func TestClusterUpRefusesTakenPorts(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	port := taken.Addr().(*net.TCPAddr).Port
+	err = checkPortsFree(planCluster(t.TempDir(), 1, port)) // n1's HTTP port is the taken one
+	require.ErrorContains(t, err, "n1: "+taken.Addr().String()+" is taken")
+
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	freePort := free.Addr().(*net.TCPAddr).Port
+	require.NoError(t, free.Close())
+	require.NoError(t, checkPortsFree(planCluster(t.TempDir(), 1, freePort)))
 }
