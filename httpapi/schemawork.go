@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"maps"
 	"math"
 	"math/bits"
 	"slices"
@@ -179,10 +180,10 @@ func inPlaceSchemas(s *jsonschema.Schema) []*jsonschema.Schema {
 	if s.DynamicRef != nil {
 		add(s.DynamicRef.Ref)
 	}
-	for _, name := range sortedKeys(s.DependentSchemas) {
+	for _, name := range slices.Sorted(maps.Keys(s.DependentSchemas)) {
 		add(s.DependentSchemas[name])
 	}
-	for _, name := range sortedKeys(s.Dependencies) {
+	for _, name := range slices.Sorted(maps.Keys(s.Dependencies)) {
 		if dependency, ok := s.Dependencies[name].(*jsonschema.Schema); ok {
 			add(dependency)
 		}
@@ -203,7 +204,7 @@ func childSchemas(s *jsonschema.Schema) []*jsonschema.Schema {
 	}
 	add(s.PropertyNames, s.UnevaluatedProperties, s.Contains, s.Items2020, s.UnevaluatedItems, s.ContentSchema)
 	add(s.PrefixItems...)
-	for _, name := range sortedKeys(s.Properties) {
+	for _, name := range slices.Sorted(maps.Keys(s.Properties)) {
 		add(s.Properties[name])
 	}
 	for _, pattern := range s.PatternProperties {
@@ -218,15 +219,6 @@ func childSchemas(s *jsonschema.Schema) []*jsonschema.Schema {
 		}
 	}
 	return children
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for key := range m {
-		keys = append(keys, key)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // path is a schema and the number of evaluation paths that reach it at

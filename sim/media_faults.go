@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"path"
 
@@ -120,17 +121,27 @@ func (m *mediaFaults) eligibleFrames(fs *storage.MemFS, dir string, frameBytesMa
 	if err != nil || !ok {
 		return nil
 	}
+	var frames []mediaFrame
+	for _, file := range segmentFiles(fs, dir) {
+		frames = append(frames, m.segmentFrames(fs, file, persisted, frameBytesMax)...)
+	}
+	return frames
+}
+
+// segmentFiles lists the segment files of dir in offset order (segment
+// names sort by base); nil if it cannot be listed.
+func segmentFiles(fs *storage.MemFS, dir string) []string {
 	names, err := fs.List(dir)
 	if err != nil {
 		return nil
 	}
-	var frames []mediaFrame
+	var files []string
 	for _, name := range names {
 		if path.Ext(name) == ".log" {
-			frames = append(frames, m.segmentFrames(fs, path.Join(dir, name), persisted, frameBytesMax)...)
+			files = append(files, path.Join(dir, name))
 		}
 	}
-	return frames
+	return files
 }
 
 // segmentFrames lists the eligible frames of one segment file.
@@ -139,21 +150,12 @@ func (m *mediaFaults) segmentFrames(fs *storage.MemFS, file string, persisted ui
 	if err != nil {
 		return nil
 	}
-	var frames []mediaFrame
-	for position := 0; position < len(data); {
-		offset, envelope, size, err := storage.DecodeFrame(data[position:], frameBytesMax)
-		if err != nil || offset >= persisted {
-			break
-		}
-		if len(frames) > 0 {
-			frames[len(frames)-1].size = int64(position) - frames[len(frames)-1].position // a valid frame follows it
-		}
-		frames = append(frames, mediaFrame{file: file, position: int64(position), offset: offset, id: m.recordID(envelope)})
-		position += size
+	frames, _ := m.decodeFrames(file, data, frameBytesMax)
+	below := 0
+	for below < len(frames) && frames[below].offset < persisted {
+		below++
 	}
-	if len(frames) > 0 {
-		frames = frames[:len(frames)-1] // no valid frame below the high-watermark follows the last one
-	}
+	frames = frames[:max(below-1, 0)] // no valid frame below the high-watermark follows the last one
 	known := frames[:0]
 	for _, frame := range frames {
 		if frame.id != "" {
@@ -161,6 +163,20 @@ func (m *mediaFaults) segmentFrames(fs *storage.MemFS, file string, persisted ui
 		}
 	}
 	return known
+}
+
+// decodeFrames lists the valid frames at the start of a segment file's
+// data, in order, and the position where they end.
+func (m *mediaFaults) decodeFrames(file string, data []byte, frameBytesMax int) (frames []mediaFrame, end int) {
+	for end < len(data) {
+		offset, envelope, size, err := storage.DecodeFrame(data[end:], frameBytesMax)
+		if err != nil {
+			break
+		}
+		frames = append(frames, mediaFrame{file: file, position: int64(end), size: int64(size), offset: offset, id: m.recordID(envelope)})
+		end += size
+	}
+	return frames, end
 }
 
 // recordID is the id of the simulated record an envelope holds, "" if it
@@ -209,34 +225,17 @@ func (m *mediaFaults) zeroLastFrames(n *simNode, partition int, dir string, fram
 	if err != nil || !ok {
 		return false
 	}
-	names, err := n.fs.List(dir)
-	if err != nil {
+	files := segmentFiles(n.fs, dir)
+	if len(files) == 0 {
 		return false
 	}
-	var active string
-	for _, name := range names { // sorted: segment names sort by base
-		if path.Ext(name) == ".log" {
-			active = path.Join(dir, name)
-		}
-	}
-	if active == "" {
-		return false
-	}
+	active := files[len(files)-1]
 	data, err := storage.ReadFile(n.fs, active)
 	if err != nil {
 		return false
 	}
-	var frames []mediaFrame
-	position := 0
-	for position < len(data) {
-		offset, envelope, size, err := storage.DecodeFrame(data[position:], frameBytesMax)
-		if err != nil {
-			break
-		}
-		frames = append(frames, mediaFrame{file: active, position: int64(position), size: int64(size), offset: offset, id: m.recordID(envelope)})
-		position += size
-	}
-	if len(frames) == 0 || frames[len(frames)-1].offset+1 != persisted || !allZero(data[position:]) {
+	frames, end := m.decodeFrames(active, data, frameBytesMax)
+	if len(frames) == 0 || frames[len(frames)-1].offset+1 != persisted || len(bytes.TrimRight(data[end:], "\x00")) > 0 {
 		return false
 	}
 	chosen := frames[len(frames)-1-m.rng.IntN(min(mediaZeroFramesMax, len(frames))):]
@@ -254,14 +253,5 @@ func (m *mediaFaults) zeroLastFrames(n *simNode, partition int, dir string, fram
 	}
 	m.w.countFault("media-zeroed")
 	m.w.tracef("media fault: %s offsets %d to %d of partition %d read as zeros on %s's disk", active, chosen[0].offset, persisted-1, partition, n.id)
-	return true
-}
-
-func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
 	return true
 }

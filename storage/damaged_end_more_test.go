@@ -24,11 +24,8 @@ func zeroBytes(t *testing.T, fs FS, name string, from, to int64) {
 // past the damage), not right after the last byte that is not zero, where
 // it would be reported corrupt too.
 func TestAnAppendAfterAShortDamagedEndSurvivesTheNextRecovery(t *testing.T) {
-	fs := newLogMemFS(1)
 	cfg := smallLogConfig()
-	log, _ := openTestLog(t, fs, "p", cfg)
-	appendTestRecords(t, log, 0, 3)
-	require.NoError(t, log.Sync())
+	fs, log := syncedTestLog(t, cfg, 3)
 	name, last := framePosition(t, log, 2)
 	_, length, ok := log.segmentOf(2).frameBounds(2, cfg.FrameBytesMax)
 	require.True(t, ok)
@@ -61,11 +58,8 @@ func TestAnAppendAfterAShortDamagedEndSurvivesTheNextRecovery(t *testing.T) {
 // lazy hwm file lags, then the process crashes. The next recovery must
 // not hand that acknowledged offset out again.
 func TestOneRecordAfterAKeptDamagedEndSurvivesACrash(t *testing.T) {
-	fs := newLogMemFS(1)
 	cfg := lazyLogConfig(1 << 20)
-	log, _ := openTestLog(t, fs, "p", cfg)
-	appendTestRecords(t, log, 0, 3)
-	require.NoError(t, log.Sync())
+	fs, log := syncedTestLog(t, cfg, 3)
 	name, last := framePosition(t, log, 2)
 	require.NoError(t, log.Close())
 	flipByte(t, fs, name, last+frameHeaderBytes+2) // the last frame's envelope
@@ -96,11 +90,8 @@ func TestOneRecordAfterAKeptDamagedEndSurvivesACrash(t *testing.T) {
 // acknowledged, also after the next recovery.
 func TestZeroedLastFramesBelowThePersistedHWMAreNotAZeroTail(t *testing.T) {
 	for _, zeroed := range []uint64{1, 2} {
-		fs := newLogMemFS(1)
 		cfg := smallLogConfig()
-		log, _ := openTestLog(t, fs, "p", cfg)
-		appendTestRecords(t, log, 0, 4)
-		require.NoError(t, log.Sync())
+		fs, log := syncedTestLog(t, cfg, 4)
 		first := 4 - zeroed
 		name, from := framePosition(t, log, first)
 		size, err := log.active().file.Size()
@@ -132,11 +123,8 @@ func TestZeroedLastFramesBelowThePersistedHWMAreNotAZeroTail(t *testing.T) {
 // file: the frames of sealed segments were durable before the next
 // segment's file was, so nothing after the damage is cut or removed.
 func TestADamagedHWMFileLeavesSealedSegmentsProtected(t *testing.T) {
-	fs := newLogMemFS(1)
 	cfg := smallLogConfig()
-	log, _ := openTestLog(t, fs, "p", cfg)
-	appendTestRecords(t, log, 0, 200)
-	require.NoError(t, log.Sync())
+	fs, log := syncedTestLog(t, cfg, 200)
 	require.Greater(t, log.Stats().Segments, 2)
 	name, position := framePosition(t, log, 1)
 	require.NoError(t, log.Close())

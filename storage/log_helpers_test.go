@@ -96,6 +96,17 @@ func requireTestRecords(t *testing.T, log *Log, from, to uint64) {
 	}
 }
 
+// syncedTestLog opens a log "p" of cfg on a fresh MemFS and appends and
+// syncs records 0..count-1.
+func syncedTestLog(t *testing.T, cfg LogConfig, count uint64) (*MemFS, *Log) {
+	t.Helper()
+	fs := newLogMemFS(1)
+	log, _ := openTestLog(t, fs, "p", cfg)
+	appendTestRecords(t, log, 0, count)
+	require.NoError(t, log.Sync())
+	return fs, log
+}
+
 // flipByte inverts the byte at position of a file, durably.
 func flipByte(t *testing.T, fs FS, name string, position int64) {
 	t.Helper()

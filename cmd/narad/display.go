@@ -84,6 +84,14 @@ func (a *app) newMessagePrinter(raw bool) messagePrinter {
 	return messagePrinter{out: a.stdout, raw: raw, location: a.location, style: a.style(), terminal: a.stdoutIsTerminal}
 }
 
+// shown is text as the printer writes it: escaped for a terminal.
+func (p messagePrinter) shown(text string) string {
+	if p.terminal {
+		return terminalSafe(text)
+	}
+	return text
+}
+
 // terminalSafe escapes, for a terminal, the control characters of text
 // but tab and newline (C0, DEL and C1: what makes escape sequences) as
 // \xNN or \u00NN.
@@ -126,18 +134,14 @@ func (p messagePrinter) print(message client.Message) error {
 	}
 	var line strings.Builder
 	line.WriteString(p.style.dim(fmt.Sprintf("[p%d @%d]", message.Partition, message.Offset)))
-	key, text := message.Key, string(payload)
-	if p.terminal {
-		key, text = terminalSafe(key), terminalSafe(text)
-	}
-	if key != "" {
-		line.WriteString(" key=" + p.style.bold(key))
+	if message.Key != "" {
+		line.WriteString(" key=" + p.style.bold(p.shown(message.Key)))
 	}
 	line.WriteString(" " + p.style.dim(message.Time().In(p.location).Format("15:04:05.000")) + " ")
 	if message.IsBinary() {
 		fmt.Fprintf(&line, "(binary, %d bytes)\n%s", len(payload), hex.Dump(payload))
 	} else {
-		line.WriteString(text)
+		line.WriteString(p.shown(string(payload)))
 		line.WriteString("\n")
 	}
 	_, err = io.WriteString(p.out, line.String())
