@@ -52,6 +52,8 @@ type app struct {
 	// progressTicks, when set, is where long operations take the ticks at
 	// which they print their progress; nil ticks every progressInterval.
 	progressTicks <-chan time.Time
+	// drainPollEvery, when positive, replaces drainPollInterval.
+	drainPollEvery time.Duration
 
 	// Global flag values, written by cobra during parsing.
 	serverFlag   string

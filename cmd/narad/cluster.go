@@ -149,14 +149,31 @@ func moveAge(move client.Move, now time.Time) string {
 }
 
 func newDecommissionCommand(a *app) *cobra.Command {
-	var cancel bool
+	var cancel, wait bool
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "decommission <node-id>",
 		Short: "Drain a node's partitions away (or --cancel the drain)",
+		Long: `Marks the node draining: its partitions move to the other nodes by live
+copy while produce goes on, and once it owns nothing the leader takes it
+out of the voters (never below three). The command returns once the drain
+has started; with --wait it follows the drain, printing on stderr how many
+partitions are left whenever that changes, and returns once the node owns
+none (exit 0), or with exit 1 if the drain was cancelled, --timeout passed
+or it was interrupted (the drain itself goes on).`,
 		Example: `  narad cluster decommission n3
+  narad cluster decommission n3 --wait --timeout 30m
   narad cluster decommission n3 --cancel`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case cancel && wait:
+				return usagef("--wait follows a drain; it cannot be used with --cancel")
+			case timeout < 0:
+				return usagef("--timeout must not be negative")
+			case timeout > 0 && !wait:
+				return usagef("--timeout bounds --wait; give --wait too")
+			}
 			broker, err := a.newClient(cmd)
 			if err != nil {
 				return err
@@ -164,16 +181,36 @@ func newDecommissionCommand(a *app) *cobra.Command {
 			if err := broker.Decommission(cmd.Context(), args[0], cancel); err != nil {
 				return err
 			}
-			if cancel {
+			switch {
+			case cancel:
 				fmt.Fprintf(a.stderr, "decommission of %s cancelled\n", args[0])
-			} else {
-				fmt.Fprintf(a.stderr, "%s is draining (watch with: narad cluster moves --watch)\n", args[0])
+				return nil
+			case !wait:
+				fmt.Fprintf(a.stderr, "%s is draining (follow it with --wait, or with: narad cluster moves --watch)\n", args[0])
+				return nil
 			}
-			return nil
+			fmt.Fprintf(a.stderr, "%s is draining; waiting until it owns no partition (Ctrl-C stops waiting, not the drain)\n", args[0])
+			ctx := cmd.Context()
+			if timeout > 0 {
+				var stop context.CancelFunc
+				ctx, stop = context.WithTimeoutCause(ctx, timeout, errDrainTimeout)
+				defer stop()
+			}
+			return a.waitForDrain(ctx, broker, args[0], a.drainPoll())
 		},
 	}
 	cmd.Flags().BoolVar(&cancel, "cancel", false, "cancel a decommission in progress")
+	cmd.Flags().BoolVar(&wait, "wait", false, "follow the drain until the node owns no partition")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --wait: stop waiting after this long (0: no limit)")
 	return cmd
+}
+
+// drainPoll is how often decommission --wait reads the members.
+func (a *app) drainPoll() time.Duration {
+	if a.drainPollEvery > 0 {
+		return a.drainPollEvery
+	}
+	return drainPollInterval
 }
 
 func yesOrDash(flag bool) string {

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"narad/client"
+	"narad/proc"
+)
+
+// drainPollInterval is how often decommission --wait reads the members.
+const drainPollInterval = time.Second
+
+// drainState is what decommission --wait shows of the draining member at
+// one poll; a line is printed when it changes.
+type drainState struct {
+	owned, outbound int
+	status          string
+	voter           bool
+}
+
+func drainStateOf(member client.Member) drainState {
+	return drainState{owned: member.OwnedPartitions, outbound: member.OutboundMoves, status: member.Status, voter: member.Voter}
+}
+
+// drained reports whether the member owns nothing and moves nothing out:
+// its decommission has done what the caller waits for (the leader takes
+// it out of the voters next, where the cluster allows it).
+func (s drainState) drained() bool { return s.owned == 0 && s.outbound == 0 }
+
+func (s drainState) line(id string, elapsed time.Duration) string {
+	text := fmt.Sprintf("%s: %d partition(s) left, %d moving out (%s)", id, s.owned, s.outbound, shortDuration(elapsed.Round(time.Second)))
+	if s.status == "dead" {
+		text += "; it is dead: its partitions wait for it to come back"
+	}
+	return text
+}
+
+// errDrainCancelled ends a wait whose member stopped draining.
+var errDrainCancelled = errors.New("the decommission was cancelled")
+
+// waitForDrain polls the members until id owns no partition and has no
+// move out, printing a line on stderr whenever that changes (and every
+// progressInterval while it does not). A poll that fails in a way a retry
+// may mend is reported and retried; ctx ending (Ctrl-C, --timeout) is an
+// error, since the node has not drained: the drain itself goes on.
+func (a *app) waitForDrain(ctx context.Context, broker *client.Client, id string, poll time.Duration) error {
+	start := time.Now()
+	var latest, printed drainState
+	var seen bool
+	var printedAt time.Time
+	for {
+		members, err := broker.ClusterMembers(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return drainUnfinished(ctx, id, latest, seen)
+		case err != nil && !retryable(err):
+			return err
+		case err != nil:
+			fmt.Fprintf(a.stderr, "reading the members failed: %v (retrying)\n", err)
+		default:
+			member, found := findMember(members, id)
+			if !found {
+				fmt.Fprintf(a.stderr, "%s is no longer a member\n", id)
+				return nil
+			}
+			if !member.Draining {
+				return fmt.Errorf("%s: %w", id, errDrainCancelled)
+			}
+			latest = drainStateOf(member)
+			if latest.drained() {
+				a.printDrained(id, latest, time.Since(start))
+				return nil
+			}
+			if !seen || latest != printed || time.Since(printedAt) >= progressInterval {
+				fmt.Fprintln(a.stderr, latest.line(id, time.Since(start)))
+				printed, printedAt = latest, time.Now()
+			}
+			seen = true
+		}
+		if proc.SleepContext(ctx, poll) != nil {
+			return drainUnfinished(ctx, id, latest, seen)
+		}
+	}
+}
+
+func findMember(members []client.Member, id string) (client.Member, bool) {
+	for _, member := range members {
+		if member.ID == id {
+			return member, true
+		}
+	}
+	return client.Member{}, false
+}
+
+func (a *app) printDrained(id string, state drainState, elapsed time.Duration) {
+	took := shortDuration(elapsed.Round(time.Second))
+	if !state.voter {
+		fmt.Fprintf(a.stderr, "%s drained in %s and is not a voter: stop its process (never start it again under this id)\n", id, took)
+		return
+	}
+	fmt.Fprintf(a.stderr, "%s drained in %s: it owns no partition; the leader takes it out of the voters next, "+
+		"unless fewer than three voters, or too few live ones, would be left (see narad cluster members)\n", id, took)
+}
+
+// drainUnfinished is the error of a wait that ended before the drain did.
+func drainUnfinished(ctx context.Context, id string, latest drainState, seen bool) error {
+	reason := "interrupted"
+	if errors.Is(context.Cause(ctx), errDrainTimeout) {
+		reason = "timed out"
+	}
+	where := "before the members could be read"
+	if seen {
+		where = fmt.Sprintf("with %d partition(s) left on %s and %d moving out", latest.owned, id, latest.outbound)
+	}
+	return fmt.Errorf("%s %s: the drain goes on (follow it with narad cluster members, or stop it with --cancel)", reason, where)
+}
+
+// errDrainTimeout is the cause of a wait's context ended by --timeout.
+var errDrainTimeout = errors.New("decommission --timeout reached")

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// membersReply is a GET /v1/cluster/members answer with n3 in the given
+// state beside an alive n1.
+func membersReply(owned, outbound int, status string, draining, voter bool) reply {
+	return reply{200, fmt.Sprintf(`{"members":[
+	  {"id":"n1","addr":"10.0.0.1:7943","status":"alive","voter":true,"owned_partitions":9},
+	  {"id":"n3","addr":"10.0.0.3:7943","status":%q,"draining":%t,"voter":%t,"owned_partitions":%d,"outbound_moves":%d}]}`,
+		status, draining, voter, owned, outbound)}
+}
+
+func drainHarness(t *testing.T) *harness {
+	h := newHarness(t)
+	h.app.drainPollEvery = time.Millisecond
+	return h
+}
+
+func TestDecommissionWaitFollowsTheDrainToTheEnd(t *testing.T) {
+	h := drainHarness(t)
+	broker := newFakeBroker(t).on("POST /v1/cluster/members/n3/decommission", reply{204, ""}).
+		on("GET /v1/cluster/members",
+			membersReply(3, 1, "alive", true, true),
+			membersReply(3, 1, "alive", true, true),
+			reply{503, `{"error":"no metastore leader"}`},
+			membersReply(1, 1, "alive", true, true),
+			membersReply(0, 0, "alive", true, false))
+	h.againstOK(broker, "cluster", "decommission", "n3", "--wait")
+	lines := strings.Split(strings.TrimSpace(h.stderr.String()), "\n")
+	require.Len(t, lines, 5, h.stderr.String())
+	assert.Contains(t, lines[0], "n3 is draining; waiting")
+	assert.Contains(t, lines[1], "n3: 3 partition(s) left, 1 moving out")
+	assert.Contains(t, lines[2], "reading the members failed: http 503: no metastore leader (retrying)")
+	assert.Contains(t, lines[3], "n3: 1 partition(s) left, 1 moving out")
+	assert.Contains(t, lines[4], "n3 drained in")
+	assert.Contains(t, lines[4], "is not a voter: stop its process")
+	assert.Len(t, broker.seen("GET /v1/cluster/members"), 5)
+}
+
+func TestDecommissionWaitSaysWhenTheNodeStaysAVoter(t *testing.T) {
+	h := drainHarness(t)
+	broker := newFakeBroker(t).on("POST /v1/cluster/members/n3/decommission", reply{204, ""}).
+		on("GET /v1/cluster/members", membersReply(0, 0, "alive", true, true))
+	h.againstOK(broker, "cluster", "decommission", "n3", "--wait")
+	assert.Contains(t, h.stderr.String(), "n3 drained in 0s: it owns no partition; the leader takes it out of the voters next")
+}
+
+func TestDecommissionWaitNamesADeadMember(t *testing.T) {
+	h := drainHarness(t)
+	broker := newFakeBroker(t).on("POST /v1/cluster/members/n3/decommission", reply{204, ""}).
+		on("GET /v1/cluster/members", membersReply(2, 0, "dead", true, true), membersReply(0, 0, "alive", true, true))
+	h.againstOK(broker, "cluster", "decommission", "n3", "--wait")
+	assert.Contains(t, h.stderr.String(), "n3: 2 partition(s) left, 0 moving out (0s); it is dead: its partitions wait for it to come back")
+}
+
+func TestDecommissionWaitEndsWhenTheDrainIsCancelled(t *testing.T) {
+	h := drainHarness(t)
+	broker := newFakeBroker(t).on("POST /v1/cluster/members/n3/decommission", reply{204, ""}).
+		on("GET /v1/cluster/members", membersReply(2, 1, "alive", true, true), membersReply(2, 0, "alive", false, true))
+	assert.Equal(t, exitError, h.against(broker, "cluster", "decommission", "n3", "--wait"))
+	assert.Contains(t, h.stderr.String(), "narad: n3: the decommission was cancelled")
+}
+
+func TestDecommissionWaitTimesOut(t *testing.T) {
+	h := drainHarness(t)
+	broker := newFakeBroker(t).on("POST /v1/cluster/members/n3/decommission", reply{204, ""}).
+		on("GET /v1/cluster/members", membersReply(2, 1, "alive", true, true))
+	assert.Equal(t, exitError, h.against(broker, "cluster", "decommission", "n3", "--wait", "--timeout", "30ms"))
+	assert.Contains(t, h.stderr.String(), "timed out with 2 partition(s) left on n3 and 1 moving out: the drain goes on")
+	assert.Equal(t, 1, strings.Count(h.stderr.String(), "n3: 2 partition(s) left"), "an unchanged state is printed once per progress interval")
+}
+
+func TestDecommissionWaitEndsWhenTheMemberIsGone(t *testing.T) {
+	h := drainHarness(t)
+	broker := newFakeBroker(t).on("POST /v1/cluster/members/n3/decommission", reply{204, ""}).
+		on("GET /v1/cluster/members", reply{200, `{"members":[{"id":"n1","status":"alive","voter":true}]}`})
+	h.againstOK(broker, "cluster", "decommission", "n3", "--wait")
+	assert.Contains(t, h.stderr.String(), "n3 is no longer a member")
+}
+
+func TestDecommissionWaitStopsOnAPermanentFailure(t *testing.T) {
+	h := drainHarness(t)
+	broker := newFakeBroker(t).on("POST /v1/cluster/members/n3/decommission", reply{204, ""}).
+		on("GET /v1/cluster/members", reply{403, `{"error":"forbidden"}`})
+	assert.Equal(t, exitError, h.against(broker, "cluster", "decommission", "n3", "--wait"))
+	assert.Contains(t, h.stderr.String(), "narad: http 403: forbidden")
+	assert.Len(t, broker.seen("GET /v1/cluster/members"), 1)
+}
+
+func TestDecommissionWaitFlagsAreChecked(t *testing.T) {
+	for _, args := range [][]string{
+		{"--wait", "--cancel"},
+		{"--timeout", "1m"},
+		{"--wait", "--timeout", "-1s"},
+	} {
+		h := drainHarness(t)
+		broker := newFakeBroker(t)
+		assert.Equal(t, exitUsage, h.against(broker, append([]string{"cluster", "decommission", "n3"}, args...)...), args)
+		assert.Empty(t, broker.seen(""), "a refused command sends nothing: %v", args)
+	}
+}
