@@ -107,6 +107,11 @@ const MoveLeasesMax = 2 << 20
 type MoveLease struct {
 	Offset        uint64
 	DeliveryCount uint32
+	// ReturnedUnseen: the record's one reservation (DeliveryCount 1) was
+	// handed back before any consumer saw it (AckReturn), so no consumer
+	// has seen it yet: it must not count toward the topic's
+	// max_deliveries at the new owner. Only with DeliveryCount 1.
+	ReturnedUnseen bool
 }
 
 // FanoutCursor is where the copy of a parent partition into one child

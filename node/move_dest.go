@@ -277,7 +277,8 @@ func (n *Node) leaseSnapshotOf(s *moveSession, state msg.MoveSourceState) *lease
 		if entry.DeliveryCount == 0 {
 			kind = lease.EntryAcked
 		}
-		snapshot.Entries = append(snapshot.Entries, lease.SnapshotEntry{Offset: entry.Offset, State: kind, DeliveryCount: entry.DeliveryCount})
+		snapshot.Entries = append(snapshot.Entries, lease.SnapshotEntry{Offset: entry.Offset, State: kind, DeliveryCount: entry.DeliveryCount,
+			ReturnedUnseen: entry.ReturnedUnseen})
 	}
 	if err := snapshot.Validate(); err != nil || snapshot.NextUndelivered > state.HWM {
 		n.observer.Event("move-leases-dropped", fmt.Sprintf("%s/%d: the source's queue state does not fit (%v); delivery counts start over", s.key.topic, s.key.index, err))

@@ -104,7 +104,7 @@ func addLeases(state *msg.MoveSourceState, snapshot lease.Snapshot) {
 	state.NextUndelivered = snapshot.NextUndelivered
 	state.Leases = make([]msg.MoveLease, len(snapshot.Entries))
 	for i, entry := range snapshot.Entries {
-		state.Leases[i] = msg.MoveLease{Offset: entry.Offset, DeliveryCount: entry.DeliveryCount}
+		state.Leases[i] = msg.MoveLease{Offset: entry.Offset, DeliveryCount: entry.DeliveryCount, ReturnedUnseen: entry.ReturnedUnseen}
 	}
 }
 

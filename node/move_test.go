@@ -606,6 +606,36 @@ func TestDeliveryCountsTravelWithAMove(t *testing.T) {
 	})
 }
 
+// TestARecordReturnedUnseenTravelsUnseen: a record whose one reservation
+// was handed back before any consumer saw it (a probe's AckReturn) is
+// delivered by the new owner of its partition, even with max_deliveries
+// 1, instead of going to the dead-letter topic unseen.
+func TestARecordReturnedUnseenTravelsUnseen(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("dead", 3)
+	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "t", Partitions: 3, MaxDeliveries: 1, DeadLetterTopic: "dead"}).Err)
+	c.tick(100)
+	source := c.owners(leader, "t")[0]
+	target := c.otherThan(source)
+	require.NoError(t, c.do(source, producePinned("t", 0, "r0")).Err)
+	reply := c.do(source, msg.Consume{Topic: "t", Partition: 0})
+	require.NoError(t, reply.Err)
+	reserved := reply.Result.(msg.ConsumeResult).Messages
+	require.Len(t, reserved, 1)
+	require.NoError(t, c.do(source, msg.Ack{Topic: "t", Handles: []string{reserved[0].ReceiptHandle}, Action: msg.AckReturn, Batch: true}).Err)
+
+	c.startMove(leader, "t", 0, target)
+	c.tickUntil(100, 100, func() bool { return c.owners(leader, "t")[0] == target && c.owners(target, "t")[0] == target })
+	c.tick(100)
+
+	reply = c.do(target, msg.Consume{Topic: "t", Partition: 0})
+	require.NoError(t, reply.Err)
+	delivered := reply.Result.(msg.ConsumeResult).Messages
+	require.Len(t, delivered, 1, "the record no consumer saw is delivered, not dead-lettered")
+	require.Equal(t, "r0", string(delivered[0].Payload))
+	require.Equal(t, uint32(1), delivered[0].DeliveryCount, "its first delivery a consumer sees")
+}
+
 // TestAMovedInLogNobodyReadClosesWithItsTopic: the destination adopts the
 // verified copy into its store at the flip, before any request made it
 // open the partition; deleting the topic must close that log too, or a

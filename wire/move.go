@@ -114,6 +114,7 @@ func (e *encoder) moveSourceState(r msg.MoveSourceState) {
 	for _, entry := range r.Leases {
 		e.uvarint(entry.Offset)
 		e.uvarint(uint64(entry.DeliveryCount))
+		e.bool(entry.ReturnedUnseen)
 	}
 	e.length(len(r.Cursors), childrenLimit)
 	for _, cursor := range r.Cursors {
@@ -146,7 +147,7 @@ func (d *decoder) moveSourceState() msg.MoveSourceState {
 		r.Leases = make([]msg.MoveLease, n)
 	}
 	for i := range r.Leases {
-		r.Leases[i] = msg.MoveLease{Offset: d.uvarint(), DeliveryCount: d.uint32()}
+		r.Leases[i] = msg.MoveLease{Offset: d.uvarint(), DeliveryCount: d.uint32(), ReturnedUnseen: d.bool()}
 	}
 	if n := d.count(childrenLimit, fanoutCursorBytesMin); n > 0 {
 		r.Cursors = make([]msg.FanoutCursor, n)

@@ -39,8 +39,8 @@ type entry struct {
 	deliveryCount uint32
 	// returnedUnseen is set when a reservation at count 1 was returned
 	// (Table.Return): it reached no consumer, but the count stays >= 1,
-	// so the next reservation does not add one. Not carried by a
-	// snapshot (a move may then count that one delivery more).
+	// so the next reservation does not add one, and the entry does not
+	// exhaust. Carried by a snapshot (SnapshotEntry.ReturnedUnseen).
 	returnedUnseen bool
 	// state selects the heap that holds the entry.
 	state entryState
@@ -68,6 +68,15 @@ func (e *entry) uncountDelivery() {
 		return
 	}
 	e.returnedUnseen = true
+}
+
+// deliveriesSeen is the deliveries that reached a consumer: the count,
+// less the one a return at count 1 took back.
+func (e *entry) deliveriesSeen() uint32 {
+	if e.returnedUnseen {
+		return e.deliveryCount - 1
+	}
+	return e.deliveryCount
 }
 
 // countDelivery adds one delivery, saturating instead of wrapping to 0;

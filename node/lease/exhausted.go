@@ -12,7 +12,7 @@ type Exhausted struct {
 // exhausts reports whether an entry that leaves flight unacked has run
 // out of deliveries under the current config.
 func (t *Table) exhausts(e *entry) bool {
-	return t.cfg.MaxDeliveries > 0 && uint64(e.deliveryCount) >= uint64(t.cfg.MaxDeliveries)
+	return t.cfg.MaxDeliveries > 0 && uint64(e.deliveriesSeen()) >= uint64(t.cfg.MaxDeliveries)
 }
 
 // ExhaustedPending counts the exhausted records not yet taken, as of the

@@ -133,6 +133,9 @@ func (t *Table) checkExhausted() error {
 		}
 	}
 	for offset, e := range t.entries { //determinism:ok the first problem found is reported, any will do
+		if e.returnedUnseen && (e.state != stateReleased || e.deliveryCount != 1) {
+			return fmt.Errorf("entry %d returned unseen is in state %d at delivery count %d, not released at 1", offset, e.state, e.deliveryCount)
+		}
 		if e.state == stateDeadLettering && (e.heapIndex != -1 || e.offset < t.committed || e.offset >= t.nextUndelivered) {
 			return fmt.Errorf("entry %d being dead-lettered is in a heap or outside [%d, %d)", offset, t.committed, t.nextUndelivered)
 		}

@@ -42,6 +42,11 @@ type SnapshotEntry struct {
 	// DeliveryCount is how often the offset was delivered: >= 1 for
 	// in-flight and released entries, 0 for acked ones (no longer kept).
 	DeliveryCount uint32
+	// ReturnedUnseen: a released entry whose one reservation was handed
+	// back before a consumer saw it (Table.Return at count 1); its count
+	// of 1 is then no delivery a consumer saw, and the next reservation
+	// does not add one. Only with EntryReleased and DeliveryCount 1.
+	ReturnedUnseen bool
 }
 
 // Snapshot is the queue state a move carries to the new owner with the
@@ -70,7 +75,8 @@ func (t *Table) Snapshot() Snapshot {
 		entries = append(entries, SnapshotEntry{Offset: e.offset, State: EntryInFlight, DeliveryCount: e.deliveryCount})
 	}
 	for _, e := range t.released.entries {
-		entries = append(entries, SnapshotEntry{Offset: e.offset, State: EntryReleased, DeliveryCount: e.deliveryCount})
+		entries = append(entries, SnapshotEntry{Offset: e.offset, State: EntryReleased, DeliveryCount: e.deliveryCount,
+			ReturnedUnseen: e.returnedUnseen})
 	}
 	// Exhausted records, and those being dead-lettered, travel as released
 	// with their counts: RestoreTable exhausts them again, and the new
@@ -120,7 +126,7 @@ func (s Snapshot) Validate() error {
 func (s Snapshot) validateEntry(e SnapshotEntry) error {
 	switch e.State {
 	case EntryAcked:
-		if e.Offset <= s.Committed || e.Offset == math.MaxUint64 || e.DeliveryCount != 0 {
+		if e.Offset <= s.Committed || e.Offset == math.MaxUint64 || e.DeliveryCount != 0 || e.ReturnedUnseen {
 			return fmt.Errorf("%w: acked offset %d must lie in (%d, max uint64) with no delivery count",
 				ErrBadSnapshot, e.Offset, s.Committed)
 		}
@@ -128,6 +134,10 @@ func (s Snapshot) validateEntry(e SnapshotEntry) error {
 		if e.Offset < s.Committed || e.Offset >= s.NextUndelivered || e.DeliveryCount == 0 {
 			return fmt.Errorf("%w: delivered offset %d must lie in [%d, %d) with a delivery count",
 				ErrBadSnapshot, e.Offset, s.Committed, s.NextUndelivered)
+		}
+		if e.ReturnedUnseen && (e.State != EntryReleased || e.DeliveryCount != 1) {
+			return fmt.Errorf("%w: offset %d returned unseen must be released at delivery count 1, not %s at %d",
+				ErrBadSnapshot, e.Offset, e.State, e.DeliveryCount)
 		}
 	default:
 		return fmt.Errorf("%w: offset %d has unknown state %d", ErrBadSnapshot, e.Offset, e.State)
@@ -176,7 +186,7 @@ func (t *Table) restoreEntry(se SnapshotEntry) {
 		t.noteHighWatermark(se.Offset + 1)
 		return
 	}
-	e := &entry{offset: se.Offset, deliveryCount: se.DeliveryCount, state: stateReleased}
+	e := &entry{offset: se.Offset, deliveryCount: se.DeliveryCount, returnedUnseen: se.ReturnedUnseen, state: stateReleased}
 	t.entries[se.Offset] = e
 	if t.exhausts(e) { // it ran out of deliveries at the source: dead letters take it
 		e.state = stateExhausted

@@ -99,6 +99,12 @@ func TestSnapshotValidateRejects(t *testing.T) {
 		{"acked with a count", lease.Snapshot{Committed: 0, NextUndelivered: 0, Entries: entries{{Offset: 4, State: lease.EntryAcked, DeliveryCount: 1}}}},
 		{"acked at the largest offset", lease.Snapshot{Committed: 0, NextUndelivered: 0, Entries: entries{acked(math.MaxUint64)}}},
 		{"unknown state", lease.Snapshot{Committed: 0, NextUndelivered: 1, Entries: entries{{Offset: 0, State: 9, DeliveryCount: 1}}}},
+		{"returned unseen in flight", lease.Snapshot{Committed: 0, NextUndelivered: 1,
+			Entries: entries{{Offset: 0, State: lease.EntryInFlight, DeliveryCount: 1, ReturnedUnseen: true}}}},
+		{"returned unseen at count 2", lease.Snapshot{Committed: 0, NextUndelivered: 1,
+			Entries: entries{{Offset: 0, State: lease.EntryReleased, DeliveryCount: 2, ReturnedUnseen: true}}}},
+		{"returned unseen but acked", lease.Snapshot{Committed: 0, NextUndelivered: 0,
+			Entries: entries{{Offset: 4, State: lease.EntryAcked, ReturnedUnseen: true}}}},
 	}
 	for _, test := range tests {
 		t.Run(test.name, func(t *testing.T) {
@@ -128,4 +134,36 @@ func TestRestoreSettlesTheCursorPastAckedOffsets(t *testing.T) {
 	require.NoError(t, restored.CheckInvariants())
 	assert.Equal(t, uint64(0), mustReserve(t, restored, 0, 10).Offset)
 	assert.Equal(t, uint64(3), mustReserve(t, restored, 0, 10).Offset, "offsets acked at the source are not delivered again")
+}
+
+// Property: a record handed back unseen (Return at its first delivery)
+// travels as such, so that with max_deliveries 1 the new owner delivers
+// it instead of dead-lettering a record no consumer saw; one a consumer
+// saw and nacked exhausts there as it would have at the source.
+func TestAReturnedUnseenRecordTravelsUnseen(t *testing.T) {
+	oneDelivery := lease.Config{InFlightMax: 64, AckedAheadMax: 64, MaxDeliveries: 1}
+	table := newTable(t, 0, oneDelivery)
+	returned := mustReserve(t, table, 0, 2)
+	seen := mustReserve(t, table, 0, 2)
+	require.Equal(t, []uint64{0, 1}, []uint64{returned.Offset, seen.Offset})
+	require.NoError(t, table.Return(returned.Offset, returned.Nonce, 0))
+	require.NoError(t, table.Nack(seen.Offset, seen.Nonce, 0))
+	require.Equal(t, 1, table.ExhaustedPending(), "the record a consumer saw ran out")
+
+	snapshot := table.Snapshot()
+	require.NoError(t, snapshot.Validate())
+	assert.Equal(t, []lease.SnapshotEntry{
+		{Offset: 0, State: lease.EntryReleased, DeliveryCount: 1, ReturnedUnseen: true},
+		{Offset: 1, State: lease.EntryReleased, DeliveryCount: 1},
+	}, snapshot.Entries)
+
+	restored := lease.RestoreTable(snapshot, 5000, oneDelivery)
+	require.NoError(t, restored.CheckInvariants())
+	assert.Equal(t, 1, restored.ExhaustedPending(), "only the record a consumer saw is for the dead letters")
+	again := mustReserve(t, restored, 1, 2)
+	assert.Equal(t, uint64(0), again.Offset)
+	assert.Equal(t, uint32(1), again.DeliveryCount, "its first delivery a consumer sees")
+	require.NoError(t, restored.Nack(again.Offset, again.Nonce, 1))
+	assert.Equal(t, 2, restored.ExhaustedPending(), "seen once and nacked: now it ran out")
+	require.NoError(t, restored.CheckInvariants())
 }

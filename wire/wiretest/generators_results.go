@@ -73,7 +73,8 @@ func moveSegment() *rapid.Generator[msg.MoveSegment] {
 
 func moveLease() *rapid.Generator[msg.MoveLease] {
 	return rapid.Custom(func(t *rapid.T) msg.MoveLease {
-		return msg.MoveLease{Offset: rapid.Uint64().Draw(t, "lease offset"), DeliveryCount: rapid.Uint32().Draw(t, "lease deliveries")}
+		return msg.MoveLease{Offset: rapid.Uint64().Draw(t, "lease offset"), DeliveryCount: rapid.Uint32().Draw(t, "lease deliveries"),
+			ReturnedUnseen: rapid.Bool().Draw(t, "lease returned unseen")}
 	})
 }
 

@@ -167,7 +167,7 @@ func moveResultSamples() []NamedResult {
 		{"MoveSourceState/zero", msg.MoveSourceState{}},
 		{"MoveSourceState/max", msg.MoveSourceState{Segments: []msg.MoveSegment{MaxMoveSegment()},
 			HWM: math.MaxUint64, Committed: math.MaxUint64, Frozen: true, NextUndelivered: math.MaxUint64,
-			Leases: []msg.MoveLease{{Offset: 3, DeliveryCount: 2}, {Offset: 4}, {Offset: math.MaxUint64, DeliveryCount: math.MaxUint32}}}},
+			Leases: []msg.MoveLease{{Offset: 3, DeliveryCount: 2}, {Offset: 4}, {Offset: 5, DeliveryCount: 1, ReturnedUnseen: true}, {Offset: math.MaxUint64, DeliveryCount: math.MaxUint32}}}},
 		{"MoveSourceState/min", msg.MoveSourceState{Segments: []msg.MoveSegment{{}, {Base: 1, Size: math.MinInt64}}}},
 		{"MoveSourceState/many", msg.MoveSourceState{Segments: moveSegments(1000), HWM: 1 << 40, Committed: 1 << 39}},
 		{"MoveSourceState/cursors", msg.MoveSourceState{HWM: 9, Cursors: []msg.FanoutCursor{
