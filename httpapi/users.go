@@ -119,13 +119,14 @@ func (h *apiHandler) createUser(r *http.Request, caller auth.Identity) Response 
 
 func (h *apiHandler) deleteUser(r *http.Request, caller auth.Identity) Response {
 	username := r.PathValue("username")
-	if user, found := h.security.Auth.Users().User(username); found && user.Root {
+	user, found := h.security.Auth.Users().User(username)
+	if found && user.Root {
 		return *forbidden("the root user cannot be deleted")
 	}
 	if username == caller.Username {
 		return *forbidden("a user cannot delete itself")
 	}
-	if err := h.security.Users.ChangeUsers(r.Context(), meta.DeleteUser{Username: username}); err != nil {
+	if err := h.security.Users.ChangeUsers(r.Context(), meta.DeleteUser{Username: username, UserCreatedAtMs: user.CreatedAtMs}); err != nil {
 		return errorResponse(err)
 	}
 	h.audit("user.delete", slog.String("user", username), slog.String("by", caller.Username))
@@ -141,7 +142,8 @@ func (h *apiHandler) setGrants(r *http.Request, caller auth.Identity) Response {
 	if failed := checkUserInput(username, body.Grants); failed != nil {
 		return *failed
 	}
-	switch user, found := h.security.Auth.Users().User(username); {
+	user, found := h.security.Auth.Users().User(username)
+	switch {
 	case found && user.Root:
 		return *forbidden("the root user's grants cannot be changed")
 	case username == caller.Username:
@@ -150,7 +152,7 @@ func (h *apiHandler) setGrants(r *http.Request, caller auth.Identity) Response {
 	if conferred := h.mayConfer(caller, body.Grants); conferred != nil {
 		return *conferred
 	}
-	if err := h.security.Users.ChangeUsers(r.Context(), meta.SetGrants{Username: username, Grants: body.Grants}); err != nil {
+	if err := h.security.Users.ChangeUsers(r.Context(), meta.SetGrants{Username: username, Grants: body.Grants, UserCreatedAtMs: user.CreatedAtMs}); err != nil {
 		return errorResponse(err)
 	}
 	h.audit("user.grants", slog.String("user", username), slog.String("by", caller.Username), slog.Any("grants", body.Grants))
@@ -184,7 +186,7 @@ func (h *apiHandler) setPassword(r *http.Request, caller auth.Identity) Response
 	if failed != nil {
 		return *failed
 	}
-	if err := h.security.Users.ChangeUsers(r.Context(), meta.SetPassword{Username: username, PasswordHash: hash}); err != nil {
+	if err := h.security.Users.ChangeUsers(r.Context(), meta.SetPassword{Username: username, PasswordHash: hash, UserCreatedAtMs: target.CreatedAtMs}); err != nil {
 		return errorResponse(err)
 	}
 	h.audit("user.password", slog.String("user", username), slog.String("by", caller.Username))

@@ -296,6 +296,13 @@ type PutUser struct {
 // DeleteUser deletes a user other than the root.
 type DeleteUser struct {
 	Username string `json:"username"`
+	// UserCreatedAtMs, when not 0, is the CreatedAtMs of the user the
+	// change was checked against: a user deleted and created again under
+	// the name meanwhile is another account, and the change fails
+	// (ErrUserChanged) instead of reaching it. 0 (entries of earlier
+	// versions, and a change checked against no user) applies to
+	// whichever user holds the name.
+	UserCreatedAtMs int64 `json:"user_created_at_ms,omitempty"`
 }
 
 // SetGrants replaces the grants of a user other than the root.
@@ -303,6 +310,8 @@ type SetGrants struct {
 	Username string  `json:"username"`
 	Grants   []Grant `json:"grants"`
 	NowMs    int64   `json:"now_ms"`
+	// UserCreatedAtMs: as DeleteUser's.
+	UserCreatedAtMs int64 `json:"user_created_at_ms,omitempty"`
 }
 
 // SetPassword replaces the password hash of a user, root included,
@@ -311,6 +320,10 @@ type SetPassword struct {
 	Username     string `json:"username"`
 	PasswordHash []byte `json:"password_hash"`
 	NowMs        int64  `json:"now_ms"`
+	// UserCreatedAtMs: as DeleteUser's. A self-service change was checked
+	// with the current password of that account; applied to a namesake
+	// created later, it would hand its caller the new account.
+	UserCreatedAtMs int64 `json:"user_created_at_ms,omitempty"`
 }
 
 func (CreateTopic) Type() CommandType      { return TypeCreateTopic }

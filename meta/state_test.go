@@ -637,3 +637,31 @@ func TestDeletingAUserClearsTheOwnerOfItsTopics(t *testing.T) {
 	record, _ = s.Topic("bob.ledger")
 	require.Empty(t, record.CreatedBy)
 }
+
+// TestAChangeOfADeletedUserMissesItsNamesake: a password, grants or
+// delete change checked against one user (UserCreatedAtMs) is refused
+// once that user was deleted and created again under its name, and
+// leaves the new user as it is; unchecked (0) it applies as before.
+func TestAChangeOfADeletedUserMissesItsNamesake(t *testing.T) {
+	s := stateWith(t, PutUser{Username: "eve", PasswordHash: []byte("old"), CreateOnly: true, NowMs: 1})
+	checked := int64(1)
+	stale := []Command{
+		SetPassword{Username: "eve", PasswordHash: []byte("eves-new"), NowMs: 2, UserCreatedAtMs: checked},
+		SetGrants{Username: "eve", Grants: []Grant{{Action: "admin", Patterns: []string{"*"}}}, NowMs: 2, UserCreatedAtMs: checked},
+		DeleteUser{Username: "eve", UserCreatedAtMs: checked},
+	}
+	require.NoError(t, DeleteUser{Username: "eve", UserCreatedAtMs: checked}.apply(s))
+	require.NoError(t, PutUser{Username: "eve", PasswordHash: []byte("someone-else"), CreateOnly: true, NowMs: 3}.apply(s))
+	for _, cmd := range stale {
+		requireRejected(t, s, cmd, ErrUserChanged)
+	}
+	user, ok := s.User("eve")
+	require.True(t, ok)
+	require.Equal(t, []byte("someone-else"), user.PasswordHash)
+	require.Empty(t, user.Grants)
+
+	require.NoError(t, SetPassword{Username: "eve", PasswordHash: []byte("by-name"), NowMs: 4}.apply(s), "0: unchecked")
+	require.NoError(t, SetPassword{Username: "eve", PasswordHash: []byte("checked"), NowMs: 5, UserCreatedAtMs: 3}.apply(s))
+	user, _ = s.User("eve")
+	require.Equal(t, []byte("checked"), user.PasswordHash)
+}

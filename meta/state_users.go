@@ -49,9 +49,9 @@ func (c DeleteUser) apply(s *State) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	user, exists := s.users[c.Username]
-	if !exists {
-		return rejectf(ErrUserNotFound, "user %q", c.Username)
+	user, err := s.checkedUser(c.Username, c.UserCreatedAtMs)
+	if err != nil {
+		return err
 	}
 	if user.Root {
 		return rejectf(ErrUserIsRoot, "user %q", c.Username)
@@ -72,9 +72,9 @@ func (c SetGrants) apply(s *State) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	user, exists := s.users[c.Username]
-	if !exists {
-		return rejectf(ErrUserNotFound, "user %q", c.Username)
+	user, err := s.checkedUser(c.Username, c.UserCreatedAtMs)
+	if err != nil {
+		return err
 	}
 	if user.Root {
 		return rejectf(ErrUserIsRoot, "user %q", c.Username)
@@ -89,16 +89,31 @@ func (c SetPassword) apply(s *State) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	user, exists := s.users[c.Username]
-	if !exists {
-		return rejectf(ErrUserNotFound, "user %q", c.Username)
+	user, err := s.checkedUser(c.Username, c.UserCreatedAtMs)
+	if err != nil {
+		return err
 	}
 	user.PasswordHash, user.UpdatedAtMs = slices.Clone(c.PasswordHash), c.NowMs
 	s.markUser(c.Username)
 	return nil
 }
 
-// hasRoot reports whether some user is root.
+// checkedUser returns the user a change names: ErrUserNotFound if there
+// is none, ErrUserChanged if createdAtMs is set and the user holding the
+// name was created at another time (deleted and created again since the
+// change was checked).
+func (s *State) checkedUser(username string, createdAtMs int64) (*User, error) {
+	user, exists := s.users[username]
+	switch {
+	case !exists:
+		return nil, rejectf(ErrUserNotFound, "user %q", username)
+	case createdAtMs != 0 && user.CreatedAtMs != createdAtMs:
+		return nil, rejectf(ErrUserChanged, "user %q was created at %d ms, the change was checked against the one created at %d ms",
+			username, user.CreatedAtMs, createdAtMs)
+	}
+	return user, nil
+}
+
 // HasRoot reports whether a root user exists.
 func (s *State) HasRoot() bool { return s.hasRoot() }
 

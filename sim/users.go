@@ -18,6 +18,9 @@ const (
 	// usersSettleMsMax bounds the wait, after the liveness probes, for
 	// every replica's users to equal the committed log's.
 	usersSettleMsMax = 10_000
+	// usersRaceOneIn: one change in this many is raced against the
+	// deletion and re-creation of its user (usersScenario.race).
+	usersRaceOneIn = 4
 )
 
 // usersNames are the users the scenario creates, changes and deletes.
@@ -51,23 +54,53 @@ func (s *usersScenario) start() {
 }
 
 // next sends one change to a random node and schedules the following one,
-// until the safety phase ends.
+// until the safety phase ends. Now and then it races a change against the
+// deletion and re-creation of its user at another node.
 func (s *usersScenario) next() {
 	if s.w.phase != phaseSafety {
 		return
 	}
 	target := s.w.clientNode(s.rng)
-	cmd := s.draw()
-	if target.up() {
-		s.sent++
-		target.input(func() {
+	if s.rng.IntN(usersRaceOneIn) == 0 {
+		s.race(target)
+	} else {
+		s.send(target, s.draw())
+	}
+	s.w.at(int64(usersChangeMsMin+s.rng.IntN(usersChangeMsMax-usersChangeMsMin)), s.next)
+}
+
+// send hands cmd to target, stamped with the creation time of its user as
+// target sees it (checkedAgainst), as the HTTP layer does.
+func (s *usersScenario) send(target *simNode, cmds ...meta.Command) {
+	if !target.up() {
+		return
+	}
+	s.sent += len(cmds)
+	target.input(func() {
+		for _, cmd := range cmds {
+			cmd := checkedAgainst(cmd, target.node.Users())
 			target.nextID++
 			target.userChanges[target.nextID] = fmt.Sprintf("%T %s", cmd, userOf(cmd))
 			s.w.tracef("%s user change #%d %T %s", target.id, target.nextID, cmd, userOf(cmd))
 			target.node.ChangeUsers(target.nextID, cmd)
-		})
-	}
-	s.w.at(int64(usersChangeMsMin+s.rng.IntN(usersChangeMsMax-usersChangeMsMin)), s.next)
+		}
+	})
+}
+
+// race sends a change of a user to target and, at once, its deletion and
+// re-creation to another node: whichever applies first, the change must
+// never reach the re-created user (meta.ErrUserChanged).
+func (s *usersScenario) race(target *simNode) {
+	name := usersNames[s.rng.IntN(len(usersNames))]
+	change := []meta.Command{
+		meta.SetPassword{Username: name, PasswordHash: []byte("hash-raced")},
+		meta.SetGrants{Username: name, Grants: []meta.Grant{{Action: "consume", Patterns: []string{"raced*"}}}},
+		meta.DeleteUser{Username: name},
+	}[s.rng.IntN(3)]
+	s.send(target, change)
+	other := s.w.clientNode(s.rng)
+	s.send(other, meta.DeleteUser{Username: name},
+		meta.PutUser{Username: name, PasswordHash: []byte("hash-recreated"), Grants: []meta.Grant{{Action: "produce", Patterns: []string{"t0*"}}}, CreateOnly: true})
 }
 
 // draw picks a change: mostly creations and edits of the scenario's
@@ -87,6 +120,30 @@ func (s *usersScenario) draw() meta.Command {
 		return meta.DeleteUser{Username: name}
 	}
 	return meta.DeleteUser{Username: node.RootUsername}
+}
+
+// checkedAgainst stamps a change with the creation time of the user it
+// names in the node's view, as the HTTP API does after its checks: a
+// change that applies after the user was deleted and created again must
+// fail (meta.ErrUserChanged), which the shadow view checks too.
+func checkedAgainst(cmd meta.Command, users []meta.User) meta.Command {
+	i := slices.IndexFunc(users, func(user meta.User) bool { return user.Username == userOf(cmd) })
+	if i < 0 {
+		return cmd
+	}
+	createdAtMs := users[i].CreatedAtMs
+	switch c := cmd.(type) {
+	case meta.SetGrants:
+		c.UserCreatedAtMs = createdAtMs
+		return c
+	case meta.SetPassword:
+		c.UserCreatedAtMs = createdAtMs
+		return c
+	case meta.DeleteUser:
+		c.UserCreatedAtMs = createdAtMs
+		return c
+	}
+	return cmd
 }
 
 func userOf(cmd meta.Command) string {
@@ -121,6 +178,9 @@ type shadowUsers struct {
 	users map[string]meta.User
 	// seeds counts the root seeds applied.
 	seeds int
+	// recreatedRefused counts the changes refused because the user they
+	// were checked against was deleted and created again meanwhile.
+	recreatedRefused int
 }
 
 // apply applies a user change of the committed log; it reports a second
@@ -133,7 +193,11 @@ func (l *metaLog) applyUser(command meta.Command) {
 		if (c.IfNoUsers && len(u.users) > 0) || (exists && c.CreateOnly) || (c.Root && !exists && u.hasRoot()) {
 			return
 		}
-		u.users[c.Username] = meta.User{Username: c.Username, PasswordHash: c.PasswordHash, Root: c.Root, Grants: c.Grants}
+		createdAtMs := c.NowMs
+		if existing, ok := u.users[c.Username]; ok {
+			createdAtMs = existing.CreatedAtMs
+		}
+		u.users[c.Username] = meta.User{Username: c.Username, PasswordHash: c.PasswordHash, Root: c.Root, Grants: c.Grants, CreatedAtMs: createdAtMs}
 		if c.Root {
 			u.seeds++
 			l.w.tracef("meta-view: root seeded (%s)", c.PasswordHash)
@@ -142,20 +206,30 @@ func (l *metaLog) applyUser(command meta.Command) {
 			l.w.fail("users", "the root was seeded %d times", u.seeds)
 		}
 	case meta.DeleteUser:
-		if user, exists := u.users[c.Username]; exists && !user.Root {
+		if user, exists := u.users[c.Username]; exists && !user.Root && u.sameUser(user, c.UserCreatedAtMs) {
 			delete(u.users, c.Username)
 		}
 	case meta.SetGrants:
-		if user, exists := u.users[c.Username]; exists && !user.Root {
+		if user, exists := u.users[c.Username]; exists && !user.Root && u.sameUser(user, c.UserCreatedAtMs) {
 			user.Grants = c.Grants
 			u.users[c.Username] = user
 		}
 	case meta.SetPassword:
-		if user, exists := u.users[c.Username]; exists {
+		if user, exists := u.users[c.Username]; exists && u.sameUser(user, c.UserCreatedAtMs) {
 			user.PasswordHash = c.PasswordHash
 			u.users[c.Username] = user
 		}
 	}
+}
+
+// sameUser reports whether a change checked against the user created at
+// createdAtMs (0: unchecked) may apply to user; counts the refusals.
+func (u *shadowUsers) sameUser(user meta.User, createdAtMs int64) bool {
+	if createdAtMs != 0 && createdAtMs != user.CreatedAtMs {
+		u.recreatedRefused++
+		return false
+	}
+	return true
 }
 
 func (u *shadowUsers) hasRoot() bool {
@@ -209,7 +283,7 @@ func (w *World) checkUsers() {
 	if w.failure == nil && w.metaLog.users.seeds != 1 {
 		w.fail("users", "the root was seeded %d times, want once", w.metaLog.users.seeds)
 	}
-	w.tracef("users: %d changes sent; final users [%s]", w.users.sent, describeUsers(slices.Collect(maps.Values(w.metaLog.users.users))))
+	w.tracef("users: %d changes sent, %d refused for a user created again; final users [%s]", w.users.sent, w.metaLog.users.recreatedRefused, describeUsers(slices.Collect(maps.Values(w.metaLog.users.users))))
 }
 
 // userChangesSent is how many changes the users scenario sent.
