@@ -95,11 +95,11 @@ var (
 	ErrUserIsRoot         = errors.New("meta: the root user cannot be deleted or regranted, and no existing user becomes root")
 	// ErrUserChanged: a change checked against a user that was deleted
 	// and created again under its name before the change applied.
-	ErrUserChanged = errors.New("meta: user deleted and created again")
-	ErrPeerExists         = errors.New("meta: peer already a voter")
-	ErrPeerNotFound       = errors.New("meta: peer not found")
-	ErrRaftIDReused       = errors.New("meta: raft id belonged to a removed peer and may not be reused")
-	ErrTooFewVoters       = errors.New("meta: removal would leave fewer voters than the minimum")
+	ErrUserChanged  = errors.New("meta: user deleted and created again")
+	ErrPeerExists   = errors.New("meta: peer already a voter")
+	ErrPeerNotFound = errors.New("meta: peer not found")
+	ErrRaftIDReused = errors.New("meta: raft id belonged to a removed peer and may not be reused")
+	ErrTooFewVoters = errors.New("meta: removal would leave fewer voters than the minimum")
 	// ErrQuorumAtRisk: a decommission's removal would leave fewer live
 	// voters than the new configuration's quorum.
 	ErrQuorumAtRisk      = errors.New("meta: removal would leave too few live voters for a quorum")
