@@ -73,6 +73,9 @@ type moveJob struct {
 	log          *storage.Log
 	err          error
 	corruptCount uint64
+	// asideKept is why the directory the install set aside could not be
+	// removed (nil when it was): reported, never the job's failure.
+	asideKept error
 }
 
 func (j *moveJob) run() {
@@ -85,14 +88,17 @@ func (j *moveJob) run() {
 		return
 	}
 	if err := storage.InstallStaged(j.fs, j.stagedDir, j.finalDir); err != nil {
-		j.err = fmt.Errorf("install staged copy: %w", err)
+		j.err = errors.Join(fmt.Errorf("install staged copy: %w", err), storage.UndoInstall(j.fs, j.finalDir))
 		return
 	}
 	log, recovery, err := storage.OpenVerified(j.fs, j.finalDir, j.cfg, j.minHWM, j.allowedCorrupt)
 	if err != nil {
-		j.err = errors.Join(fmt.Errorf("verify installed copy: %w", err), storage.DeletePartition(j.fs, j.finalDir))
+		j.err = errors.Join(fmt.Errorf("verify installed copy: %w", err), storage.UndoInstall(j.fs, j.finalDir))
 		return
 	}
+	// A directory left aside goes at the node's next start (RepairInstall
+	// keeps the verified copy); the copy itself is good.
+	j.asideKept = storage.FinishInstall(j.fs, j.finalDir)
 	j.log, j.corruptCount = log, recovery.CorruptCount
 }
 

@@ -176,6 +176,9 @@ func (n *Node) adoptInstalled(job *moveJob) {
 	if job.err == nil {
 		job.err = n.store.Adopt(job.finalDir, job.log, n.nowMs)
 	}
+	if job.asideKept != nil {
+		n.observer.Event("move-cleanup-failed", fmt.Sprintf("%s: the directory the install set aside stays until the next start: %v", job.finalDir, job.asideKept))
+	}
 	if job.err == nil && job.corruptCount > 0 {
 		n.observer.Event("move-carried-corruption", fmt.Sprintf("%s: the copy holds the source's %d corrupt offsets (first %v), lost before the move",
 			job.finalDir, job.corruptCount, job.allowedCorrupt.Offsets))

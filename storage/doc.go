@@ -250,8 +250,10 @@
 // (StagedCopy) while the source keeps appending gets a prefix of frames.
 // SetState reproduces the source's HWM and committed offset, VerifyStaged
 // recovers the copy as a log and refuses it if it falls short, and
-// InstallStaged renames it into place (RepairInstall finishes or undoes an
-// install a crash interrupted). DeletePartition removes a directory.
+// InstallStaged renames it into place, setting aside the directory it
+// replaces until the installed copy verified (FinishInstall removes it,
+// UndoInstall puts it back; RepairInstall finishes or undoes an install a
+// crash interrupted). DeletePartition removes a directory.
 //
 // A copy carries the source's corruption: its segments are byte copies,
 // so a frame recovery skipped at the source is skipped again in the copy.

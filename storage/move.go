@@ -307,10 +307,14 @@ func checkRecovered(recovery Recovery, minHWM uint64, allowed Corruption) error 
 	return checkCorruption(recovery, allowed)
 }
 
-// InstallStaged makes the verified staged copy the partition directory
-// finalDir: if finalDir exists it is renamed aside, the staged directory is
-// renamed to finalDir, the parents are synced, and only then the aside
-// copy is removed. A crash in between leaves finalDir or its aside copy;
+// InstallStaged makes the staged copy the partition directory finalDir:
+// if finalDir exists it is renamed aside, the staged directory is renamed
+// to finalDir and the parents are synced. The directory set aside stays
+// until the caller has verified the installed copy: FinishInstall then
+// removes it, UndoInstall puts it back (a copy that fails its
+// verification must never have cost the copy it replaced, which may be
+// an earlier verified install of the same move whose flip is still on
+// its way). A crash in between leaves finalDir or its aside copy;
 // RepairInstall puts that right. The caller closes any open Log of
 // finalDir first.
 func InstallStaged(fs FS, stagedDir, finalDir string) error {
@@ -327,10 +331,27 @@ func InstallStaged(fs FS, stagedDir, finalDir string) error {
 	if err := fs.Rename(stagedDir, finalDir); err != nil {
 		return err
 	}
-	if err := syncParents(fs, stagedDir, finalDir); err != nil {
+	return syncParents(fs, stagedDir, finalDir)
+}
+
+// FinishInstall removes the directory InstallStaged set aside, once the
+// installed copy verified.
+func FinishInstall(fs FS, finalDir string) error { return DeletePartition(fs, finalDir+asideSuffix) }
+
+// UndoInstall removes what InstallStaged (complete or not) put at
+// finalDir and renames the directory it set aside, if any, back to
+// finalDir.
+func UndoInstall(fs FS, finalDir string) error {
+	aside := finalDir + asideSuffix
+	if _, err := fs.Stat(aside); errors.Is(err, ErrNotExist) {
+		return DeletePartition(fs, finalDir)
+	} else if err != nil {
 		return err
 	}
-	return DeletePartition(fs, aside)
+	if err := DeletePartition(fs, finalDir); err != nil {
+		return err
+	}
+	return RepairInstall(fs, finalDir)
 }
 
 // renameIfExists renames from to to when from exists.

@@ -120,8 +120,12 @@ func TestMoveInstallReplacesExisting(t *testing.T) {
 		_, err = VerifyStaged(fs, "moves/t-1", cfg, 5, Corruption{})
 		require.NoError(t, err)
 		require.NoError(t, InstallStaged(fs, "moves/t-1", "topics/t/p00001"))
-
 		names, err := fs.List("topics/t")
+		require.NoError(t, err)
+		require.Equal(t, []string{"p00001", "p00001.aside"}, names, "the replaced copy stays until the install verifies")
+		require.NoError(t, FinishInstall(fs, "topics/t/p00001"))
+
+		names, err = fs.List("topics/t")
 		require.NoError(t, err)
 		require.Equal(t, []string{"p00001"}, names, "the aside copy is gone")
 		installed, recovery := openTestLog(t, fs, "topics/t/p00001", cfg)
@@ -312,4 +316,41 @@ func TestDeletePartitionDurable(t *testing.T) {
 	fs.Crash()
 	_, err := fs.Stat("topics/t/p00003")
 	require.ErrorIs(t, err, ErrNotExist)
+}
+
+// UndoInstall puts back the copy an install replaced (a copy that fails
+// its verification must not cost the one before it), and removes a
+// failed install that replaced nothing.
+func TestMoveUndoInstall(t *testing.T) {
+	forEachLogFS(t, func(t *testing.T, fs FS) {
+		cfg := smallLogConfig()
+		earlier, _ := openTestLog(t, fs, "topics/t/p00003", cfg)
+		appendTestRecords(t, earlier, 0, 7)
+		require.NoError(t, earlier.Sync())
+		require.NoError(t, earlier.Close())
+		staged, err := CreateStaged(fs, "moves/t-3", cfg)
+		require.NoError(t, err)
+		require.NoError(t, staged.Sync())
+		require.NoError(t, staged.Close())
+		require.NoError(t, InstallStaged(fs, "moves/t-3", "topics/t/p00003"))
+		_, _, err = OpenVerified(fs, "topics/t/p00003", cfg, 7, Corruption{})
+		require.ErrorIs(t, err, ErrStagedBehind, "the empty copy does not verify")
+
+		require.NoError(t, UndoInstall(fs, "topics/t/p00003"))
+		names, err := fs.List("topics/t")
+		require.NoError(t, err)
+		require.Equal(t, []string{"p00003"}, names)
+		restored, recovery := openTestLog(t, fs, "topics/t/p00003", cfg)
+		require.Equal(t, uint64(7), recovery.HWM, "the earlier copy is back")
+		requireTestRecords(t, restored, 0, 7)
+		require.NoError(t, restored.Close())
+
+		fresh, err := CreateStaged(fs, "moves/t-4", cfg)
+		require.NoError(t, err)
+		require.NoError(t, fresh.Close())
+		require.NoError(t, InstallStaged(fs, "moves/t-4", "topics/t/p00004"))
+		require.NoError(t, UndoInstall(fs, "topics/t/p00004"))
+		_, err = fs.Stat("topics/t/p00004")
+		require.ErrorIs(t, err, ErrNotExist, "an install that replaced nothing leaves nothing")
+	})
 }
