@@ -189,7 +189,7 @@ func (h *Host) logDescriptorBudget() {
 			"limit", limit, "open_logs_max", h.opts.Node.OpenLogsMax, "open_logs_overdraft", overdraft)
 	}
 	if uint64(h.connectionsMax) > limit/connectionsShareDivisor {
-		h.logger.Warn("the HTTP connection limit could use more than a quarter of the descriptor limit", "limit", limit, "http_connections_max", h.connectionsMax)
+		h.logger.Warn("the derived HTTP connection limit (its floor) could use more than a quarter of the descriptor limit", "limit", limit, "http_connections_max", h.connectionsMax)
 	}
 }
 
@@ -245,7 +245,9 @@ func (h *Host) listen(reg *prometheus.Registry, authenticator *auth.Authenticato
 	if err != nil {
 		return errors.Join(err, inner.Close())
 	}
-	h.connectionsMax = connectionsCap(h.opts.HTTPConnectionsMax, limit)
+	if h.connectionsMax, err = connectionsCap(h.opts.HTTPConnectionsMax, limit); err != nil {
+		return errors.Join(err, inner.Close())
+	}
 	var listener net.Listener = newLimitListener(inner, h.connectionsMax, tlsConfig, reg)
 	if tlsConfig != nil {
 		listener = tls.NewListener(listener, tlsConfig)

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"log/slog"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -44,4 +45,33 @@ func TestOpenLogsCapFollowsTheDescriptorLimit(t *testing.T) {
 	require.NoError(t, err)
 	require.LessOrEqual(t, uint64(opts.Node.OpenLogsMax)+openLogsOverdraft(opts.Node.PartitionsMax),
 		max(logsDescriptorShare(limit), openLogsDerivedMin+openLogsOverdraft(opts.Node.PartitionsMax)))
+}
+
+// The HTTP connection limit derives from the descriptor limit (clamped),
+// and a configured one over a quarter of the limit refuses the start: the
+// connections would take the descriptors the partition logs need, and a
+// produce would fail with a storage error (host review, medium).
+func TestConnectionsCapFollowsTheDescriptorLimit(t *testing.T) {
+	derived, err := connectionsCap(0, 20_000)
+	require.NoError(t, err)
+	require.Equal(t, 5_000, derived)
+	derived, err = connectionsCap(0, 100)
+	require.NoError(t, err)
+	require.Equal(t, connectionsDerivedMin, derived)
+	configured, err := connectionsCap(5_000, 20_000)
+	require.NoError(t, err)
+	require.Equal(t, 5_000, configured)
+	_, err = connectionsCap(5_001, 20_000)
+	require.ErrorContains(t, err, "http.max_connections 5001 needs as many file descriptors, more than a quarter of the process limit 20000")
+
+	limit, err := descriptorLimit()
+	require.NoError(t, err)
+	opts := DefaultOptions(t.TempDir())
+	opts.HTTPAddr = "127.0.0.1:0"
+	opts.HTTPConnectionsMax = int(min(limit/connectionsShareDivisor+1, 1<<30))
+	host, err := Start(opts, slog.New(slog.DiscardHandler))
+	if err == nil {
+		require.NoError(t, host.Shutdown())
+	}
+	require.ErrorContains(t, err, "ulimit -n")
 }

@@ -62,12 +62,20 @@ var refusal = []byte(fmt.Sprintf("HTTP/1.1 503 Service Unavailable\r\nContent-Ty
 	"Connection: close\r\nContent-Length: %d\r\n\r\n%s", httpapi.RetryAfterSeconds, len(refusalBody), refusalBody))
 
 // connectionsCap derives the HTTP connection limit from the descriptor
-// limit when configured is 0.
-func connectionsCap(configured int, limit uint64) int {
-	if configured > 0 {
-		return configured
+// limit when configured is 0, and refuses a configured limit over the
+// connections' share of it: idle clients up to such a limit would take
+// the descriptors the partition logs need (a produce would then fail
+// with a storage error instead of the client getting a 503).
+func connectionsCap(configured int, limit uint64) (int, error) {
+	share := limit / connectionsShareDivisor
+	if configured == 0 {
+		return int(min(max(share, connectionsDerivedMin), connectionsDerivedMax)), nil
 	}
-	return int(min(max(limit/connectionsShareDivisor, connectionsDerivedMin), connectionsDerivedMax))
+	if uint64(configured) > share {
+		return 0, fmt.Errorf("http.max_connections %d needs as many file descriptors, more than a quarter of the process limit %d: "+
+			"raise the limit (ulimit -n) or lower the setting (at most %d here)", configured, limit, share)
+	}
+	return configured, nil
 }
 
 // limitListener accepts at most max connections open at once; a
