@@ -48,6 +48,10 @@ type Options struct {
 	// are answered 503 and closed); 0 derives it from the descriptor
 	// limit at start (listener.go).
 	HTTPConnectionsMax int
+	// NodeIDFromHostname says Node.NodeID is the host name standing in
+	// for an id nobody configured: a single node then takes the id its
+	// data directory names (checkIdentity).
+	NodeIDFromHostname bool
 	// Codec bounds request decoding (body sizes, consume wait).
 	Codec httpapi.CodecConfig
 	// Cluster configures the node-to-node transport; zero for a single
@@ -144,6 +148,9 @@ func Start(opts Options, logger *slog.Logger) (*Host, error) {
 	metaStore, err := openMetaStore(opts.DataDir)
 	if err != nil {
 		return nil, err
+	}
+	if err := checkIdentity(&opts, fs, logger); err != nil {
+		return nil, errors.Join(err, metaStore.Close())
 	}
 	if len(opts.Node.HandleKey) == 0 {
 		opts.Node.HandleKey = drawHandleKey()

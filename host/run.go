@@ -53,6 +53,7 @@ func OptionsFrom(cfg config.Config) (Options, error) {
 	opts.HTTPConnectionsMax = cfg.HTTP.MaxConnections
 	opts.GroupSync = cfg.Storage.GroupSync
 	opts.Node = nodeConfig(cfg)
+	opts.NodeIDFromHostname = cfg.Cluster.NodeID == ""
 	limit, err := descriptorLimit()
 	if err != nil {
 		return Options{}, err

@@ -1,0 +1,89 @@
+package host
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"narad/storage"
+)
+
+// identityFile, in the data directory, names the node the directory
+// belongs to and whether it is a single node or a member of a cluster,
+// as written at the directory's first start (docs/operations.md#data-directory).
+// A directory's partitions, its metastore replica and its raft id belong
+// to that node: started under another id, the node owned none of them
+// and waited for good on a node that no longer exists; a single node's
+// directory started as a member of a new cluster made a second,
+// diverging metastore. Both are refused at start, naming both sides.
+const identityFile = "identity.json"
+
+// dataIdentity is the content of identityFile.
+type dataIdentity struct {
+	NodeID string `json:"node_id"`
+	// Cluster is false for a single node (its own cluster, raft id 1).
+	Cluster bool `json:"cluster"`
+}
+
+func (i dataIdentity) describe() string {
+	if i.Cluster {
+		return fmt.Sprintf("node %q of a cluster", i.NodeID)
+	}
+	return fmt.Sprintf("the single node %q", i.NodeID)
+}
+
+// checkIdentity compares the options with the data directory's identity,
+// writing it on the directory's first start. A single node whose id was
+// not configured (the host name stands in) takes the directory's id: a
+// host renamed, or a container created again, keeps its data. Any other
+// difference is an error, and nothing is changed.
+func checkIdentity(opts *Options, dir storage.FS, logger *slog.Logger) error {
+	want := dataIdentity{NodeID: opts.Node.NodeID, Cluster: opts.Cluster.Enabled}
+	name := filepath.Join(opts.DataDir, identityFile)
+	stored, found, err := readIdentity(name)
+	switch {
+	case err != nil:
+		return err
+	case !found:
+		return writeIdentity(dir, want)
+	case stored == want:
+		return nil
+	case !stored.Cluster && !want.Cluster && opts.NodeIDFromHostname:
+		logger.Info("the data directory names this node; the host name differs", "node_id", stored.NodeID, "host_name", want.NodeID)
+		opts.Node.NodeID = stored.NodeID
+		return nil
+	}
+	return fmt.Errorf("data directory %s belongs to %s, and this process is configured as %s: "+
+		"start it with that identity (cluster.node_id, and cluster settings only if it was a member of one), or use another data directory",
+		opts.DataDir, stored.describe(), want.describe())
+}
+
+func readIdentity(name string) (dataIdentity, bool, error) {
+	data, err := os.ReadFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return dataIdentity{}, false, nil
+	}
+	if err != nil {
+		return dataIdentity{}, false, fmt.Errorf("read the data directory's identity: %w", err)
+	}
+	var identity dataIdentity
+	if err := json.Unmarshal(data, &identity); err != nil || identity.NodeID == "" {
+		return dataIdentity{}, false, fmt.Errorf("the data directory's identity %s is damaged (%q): restore it, naming this node as {\"node_id\": ..., \"cluster\": ...}", name, data)
+	}
+	return identity, true, nil
+}
+
+func writeIdentity(dir storage.FS, identity dataIdentity) error {
+	data, err := json.Marshal(identity)
+	if err != nil {
+		return err
+	}
+	if err := storage.WriteFileAtomic(dir, identityFile, append(data, '\n')); err != nil {
+		return fmt.Errorf("write the data directory's identity: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,66 @@
+package host
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"narad/storage"
+)
+
+func startNamed(t *testing.T, dir, id string, fromHostname bool) (*Host, error) {
+	t.Helper()
+	opts := DefaultOptions(dir)
+	opts.HTTPAddr, opts.Node.NodeID, opts.NodeIDFromHostname = "127.0.0.1:0", id, fromHostname
+	return Start(opts, slog.New(slog.DiscardHandler))
+}
+
+// A single node's data directory names its node: started under another
+// configured id it is refused, saying which (the node owned none of the
+// directory's partitions and answered 503 for good; host review, high);
+// with the id taken from a host name that changed, the node keeps the
+// directory's id and its data.
+func TestADataDirectoryKeepsItsNodeID(t *testing.T) {
+	dir := t.TempDir()
+	h, err := startNamed(t, dir, "a", false)
+	require.NoError(t, err)
+	runSteps(t, h, []step{{"create", postJSON("/v1/topics", `{"name":"orders","partitions":3}`), 201, ""},
+		{"produce", post("/v1/topics/orders/produce?partition=1", "text/plain", "x"), 202, ""}})
+	require.NoError(t, h.Shutdown())
+
+	_, err = startNamed(t, dir, "b", false)
+	require.ErrorContains(t, err, `belongs to the single node "a", and this process is configured as the single node "b"`)
+
+	h, err = startNamed(t, dir, "renamed-host", true)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, h.Shutdown()) }()
+	runSteps(t, h, []step{{"produce after the rename", post("/v1/topics/orders/produce?partition=1", "text/plain", "y"), 202, ""}})
+	status, body := call(t, h, get("/v1/topics/orders/consume?partition=1&offset=0"))
+	require.Equal(t, 200, status, body)
+	require.Contains(t, body, `"offset":0`)
+}
+
+// A single node's directory is refused as a cluster member's, and a
+// member's as a single node's; a damaged identity refuses the start.
+func TestADataDirectoryKeepsItsMode(t *testing.T) {
+	dir := t.TempDir()
+	osfs, err := storage.NewOSFS(dir)
+	require.NoError(t, err)
+	opts := DefaultOptions(dir)
+	opts.Node.NodeID = "n1"
+	require.NoError(t, checkIdentity(&opts, osfs, slog.New(slog.DiscardHandler)), "the first start writes it")
+	require.NoError(t, checkIdentity(&opts, osfs, slog.New(slog.DiscardHandler)))
+
+	opts.Cluster.Enabled = true
+	require.ErrorContains(t, checkIdentity(&opts, osfs, slog.New(slog.DiscardHandler)),
+		`belongs to the single node "n1", and this process is configured as node "n1" of a cluster`)
+	opts.NodeIDFromHostname = true
+	require.Error(t, checkIdentity(&opts, osfs, slog.New(slog.DiscardHandler)), "a cluster member never takes another id")
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, identityFile), []byte("{"), 0o644))
+	opts.Cluster.Enabled = false
+	require.ErrorContains(t, checkIdentity(&opts, osfs, slog.New(slog.DiscardHandler)), "is damaged")
+}
