@@ -141,6 +141,15 @@ type Produce struct {
 	// a topic without a schema); the parts it forwards are not checked
 	// again, and the peer codec does not carry the field.
 	SchemaID uint64
+	// FanoutEpoch is set on the records a fan-out cursor copies into a
+	// child: the attach epoch of the link it copies for (0 for a client's
+	// produce and for dead letters). The owner of a delay child takes a
+	// forwarded or internal part only at the child's current epoch, so a
+	// client's produce or a dead letter forwarded by a node that had not
+	// applied the attach yet is refused (409) as the receiving node would
+	// have refused it, and nothing enters the child before it is due.
+	// Parts of different epochs never share a forward.
+	FanoutEpoch uint64
 }
 
 // Consume reserves up to Max records for the topic's visibility timeout.

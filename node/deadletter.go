@@ -184,7 +184,7 @@ func (n *Node) returnExhausted(table *lease.Table, rest []lease.Exhausted) {
 // relayDeadLetters writes a batch into the dead-letter topic; a relay
 // refused at once puts its records back in the queue (reservable again).
 func (n *Node) relayDeadLetters(batch *deadLetterBatch, records []msg.ProduceRecord) {
-	if err := n.relay(batch.topic, records, func(reply msg.Reply) { n.deadLettersSettled(batch, reply) }); err != nil {
+	if err := n.relay(batch.topic, 0, records, func(reply msg.Reply) { n.deadLettersSettled(batch, reply) }); err != nil {
 		for _, origin := range batch.origins {
 			batch.table.DeadLetterFailed(origin.Offset)
 		}

@@ -424,7 +424,7 @@ func childPartition(index int, child *topic) int {
 // durable there.
 func (n *Node) sendBatch(t *topic, p *partition, c *fanoutCursor, records []msg.ProduceRecord, end uint64) {
 	c.sentTo, c.sentCap = end, math.MaxUint64
-	err := n.relay(c.child, records, func(reply msg.Reply) { n.batchDone(t.info.Name, p, c, len(records), end, reply) })
+	err := n.relay(c.child, c.epoch, records, func(reply msg.Reply) { n.batchDone(t.info.Name, p, c, len(records), end, reply) })
 	if err != nil {
 		c.sentTo = 0
 		n.cursorStalled(t.info.Name, p, c, err)

@@ -172,6 +172,39 @@ func TestFanoutDelayChildIsNeverEarly(t *testing.T) {
 	require.GreaterOrEqual(t, copied.Message.TimestampMs, committedMs+delayMs)
 }
 
+// Property: a produce part forwarded to the owner of a delay child is
+// refused unless it carries the child's attach epoch, as a fan-out
+// cursor's copy does: a client's produce that a node forwarded before it
+// applied the attach (and saw the child as a plain topic) must not enter
+// the child at once (meta and fan-out review, medium).
+func TestAForwardedPartEntersADelayChildOnlyAtItsEpoch(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders", func(r *msg.CreateTopic) { r.RetentionMs = 24 * 3_600_000 })
+	h.createTopic("later", func(r *msg.CreateTopic) { r.Parent, r.FanoutDelayMs = "orders", 60_000 })
+	later, _ := h.node.lookupTopic("later")
+	require.NotZero(t, later.attachEpoch)
+	forward := func(id uint64, epoch uint64, payload string) msg.ForwardReply {
+		require.NoError(t, h.node.Step(msg.Envelope{From: "n9", To: h.cfg.NodeID, Message: msg.ForwardRequest{ID: id,
+			Request: msg.Produce{Topic: "later", Batch: true, FanoutEpoch: epoch, Records: []msg.ProduceRecord{{Partition: 0, Payload: []byte(payload)}}}}}))
+		h.flush()
+		for _, env := range h.messages {
+			if reply, ok := env.Message.(msg.ForwardReply); ok && reply.ID == id {
+				return reply
+			}
+		}
+		t.Fatalf("no answer to forward %d", id)
+		return msg.ForwardReply{}
+	}
+	refused := forward(1, 0, "early")
+	require.Equal(t, msg.CodeConflict, msg.CodeOf(refused.Reply.Err), "a client's part")
+	stale := forward(2, later.attachEpoch+1, "stale")
+	require.Equal(t, msg.CodeConflict, msg.CodeOf(stale.Reply.Err), "a copy for another attach")
+	require.Empty(t, h.replayAll("later", 0))
+	copied := forward(3, later.attachEpoch, "due")
+	require.NoError(t, copied.Reply.Err, "a cursor's copy at the child's epoch")
+	require.Equal(t, []string{"due"}, h.replayAll("later", 0))
+}
+
 // Property: a child that cannot take writes (deleted here) stalls only its
 // own cursor: the parent takes produces, and another child still gets
 // every record.

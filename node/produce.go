@@ -18,9 +18,12 @@ func (n *Node) produce(id msg.RequestID, r msg.Produce) {
 	if err == nil && !localOnly(id) {
 		err = checkValidatedSchema(t, r)
 	}
-	if err == nil && !localOnly(id) && t.info.FanoutDelayMs > 0 {
-		// Only the parent's cursors write a delay child (their forwarded
-		// parts are local only), so no record is visible before it is due.
+	if err == nil && t.info.FanoutDelayMs > 0 && (!localOnly(id) || r.FanoutEpoch != t.attachEpoch) {
+		// Only the parent's cursors write a delay child, so no record is
+		// visible before it is due: a part forwarded here carries the
+		// epoch of the link it was copied for, and a client's part (or a
+		// dead letter) that a node forwarded before it applied the attach
+		// carries none.
 		err = msg.Conflict("direct produce to a delayed child topic is not allowed (topic %q is a delay child of %q)", t.info.Name, t.info.Parent)
 	}
 	if err != nil {

@@ -21,10 +21,13 @@ type relays struct {
 // failed produce: the caller may write them again). The write carries no
 // client request id, so no reply of it reaches the driver.
 //
+// fanoutEpoch is the attach epoch of the fan-out link a cursor copies for
+// (msg.Produce.FanoutEpoch), 0 for any other write.
+//
 // A relay is refused (Unavailable, done not called) when
 // Config.RelaysInFlightMax relays are in flight. Schemas are not checked:
 // the caller decides what may enter the topic.
-func (n *Node) relay(topicName string, records []msg.ProduceRecord, done func(msg.Reply)) error {
+func (n *Node) relay(topicName string, fanoutEpoch uint64, records []msg.ProduceRecord, done func(msg.Reply)) error {
 	if n.relays.inFlight >= n.cfg.RelaysInFlightMax {
 		return msg.Unavailable("this node has %d writes between topics in flight, its limit; retry", n.relays.inFlight)
 	}
@@ -35,7 +38,7 @@ func (n *Node) relay(topicName string, records []msg.ProduceRecord, done func(ms
 		done(reply)
 	}
 	id := internalRequestBit | n.servedID(n.routing.served.Part(finish))
-	r := msg.Produce{Topic: topicName, Records: records, Batch: true}
+	r := msg.Produce{Topic: topicName, Records: records, Batch: true, FanoutEpoch: fanoutEpoch}
 	t, placements, err := n.placeRecords(r, false)
 	if err != nil {
 		n.reply(id, nil, err) // answered at the next Advance, like the rest

@@ -26,7 +26,7 @@ func TestLocalRelayCompletesOnlyAfterItsSyncRound(t *testing.T) {
 	h := newHarness(t)
 	h.createTopic("dead")
 	var got relayRecorder
-	require.NoError(t, h.node.relay("dead", relayRecord(1, "poison"), got.done))
+	require.NoError(t, h.node.relay("dead", 0, relayRecord(1, "poison"), got.done))
 	require.Empty(t, got.replies, "not completed from within relay")
 	require.Equal(t, 1, h.node.RelaysInFlight())
 	rd := h.node.Ready()
@@ -52,7 +52,7 @@ func TestRelayFailuresCompleteLater(t *testing.T) {
 	h := newHarness(t)
 	h.createTopic("dead")
 	var missing relayRecorder
-	require.NoError(t, h.node.relay("nowhere", relayRecord(msg.PartitionNone, "x"), missing.done))
+	require.NoError(t, h.node.relay("nowhere", 0, relayRecord(msg.PartitionNone, "x"), missing.done))
 	require.Empty(t, missing.replies, "not completed from within relay")
 	h.flush()
 	require.Len(t, missing.replies, 1)
@@ -60,14 +60,14 @@ func TestRelayFailuresCompleteLater(t *testing.T) {
 
 	h.node.cfg.RelaysInFlightMax = 1
 	var first, second relayRecorder
-	require.NoError(t, h.node.relay("dead", relayRecord(0, "a"), first.done))
-	err := h.node.relay("dead", relayRecord(0, "b"), second.done)
+	require.NoError(t, h.node.relay("dead", 0, relayRecord(0, "a"), first.done))
+	err := h.node.relay("dead", 0, relayRecord(0, "b"), second.done)
 	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(err), "the second relay is past the cap")
 	h.flush()
 	require.Len(t, first.replies, 1)
 	require.NoError(t, first.replies[0].Err)
 	require.Empty(t, second.replies, "a refused relay is never completed")
-	require.NoError(t, h.node.relay("dead", relayRecord(0, "c"), second.done), "room again once the first completed")
+	require.NoError(t, h.node.relay("dead", 0, relayRecord(0, "c"), second.done), "room again once the first completed")
 	h.flush()
 	require.Len(t, second.replies, 1)
 }
@@ -85,7 +85,7 @@ func TestForwardedRelayCompletesWithTheOwnersReply(t *testing.T) {
 	require.GreaterOrEqual(t, remote, 0)
 
 	var got relayRecorder
-	require.NoError(t, c.nodes[at].relay("dead", relayRecord(remote, "poison"), got.done))
+	require.NoError(t, c.nodes[at].relay("dead", 0, relayRecord(remote, "poison"), got.done))
 	forwardedBefore := c.forwarded[owners[remote]]
 	c.handle(c.nodes[at])
 	require.Empty(t, got.replies, "not completed before the owner answered")
@@ -103,7 +103,7 @@ func TestForwardedRelayCompletesWithTheOwnersReply(t *testing.T) {
 
 	c.cut[owners[remote]] = true
 	var cut relayRecorder
-	require.NoError(t, c.nodes[at].relay("dead", relayRecord(remote, "again"), cut.done))
+	require.NoError(t, c.nodes[at].relay("dead", 0, relayRecord(remote, "again"), cut.done))
 	for range 30 {
 		if len(cut.replies) > 0 {
 			break

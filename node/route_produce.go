@@ -20,6 +20,9 @@ type produceJoin struct {
 	records    []msg.ProduceRecord
 	placements []msg.Placement
 	batch      bool
+	// fanoutEpoch is the request's msg.Produce.FanoutEpoch, carried by
+	// every part.
+	fanoutEpoch uint64
 	// parts counts the parts in flight, the re-placements and what they
 	// avoid, and the first failure no re-placement could fix.
 	parts *route.Join
@@ -29,7 +32,8 @@ type produceJoin struct {
 func (n *Node) produceAcross(id msg.RequestID, t *topic, r msg.Produce, placements []msg.Placement) {
 	chaos.Reached(chaos.MarkNodeProduceForwarded)
 	invariant.Check(len(placements) == len(r.Records), "node: %d placements for %d records", len(placements), len(r.Records))
-	j := &produceJoin{client: id, topic: t.info.Name, records: r.Records, placements: placements, batch: r.Batch, parts: route.NewJoin()}
+	j := &produceJoin{client: id, topic: t.info.Name, records: r.Records, placements: placements, batch: r.Batch,
+		fanoutEpoch: r.FanoutEpoch, parts: route.NewJoin()}
 	indexes := make([]int, len(r.Records))
 	for i := range indexes {
 		indexes[i] = i
@@ -52,8 +56,13 @@ func (n *Node) sendProduceParts(j *produceJoin, t *topic, indexes []int) {
 	}
 }
 
-// produceForwardKey names the produce forward of one owner and topic.
-type produceForwardKey struct{ owner, topic string }
+// produceForwardKey names the produce forward of one owner, topic and
+// fan-out epoch (msg.Produce.FanoutEpoch: parts of different epochs,
+// clients' included, never share one).
+type produceForwardKey struct {
+	owner, topic string
+	fanoutEpoch  uint64
+}
 
 // forwardProducePart sends a produce part to owner, in the forward to that
 // owner and topic of this Ready when the batch has room, else in a new one:
@@ -62,7 +71,7 @@ type produceForwardKey struct{ owner, topic string }
 // serves them in one loop round, and answers them with one reply, which is
 // split back into the parts'.
 func (n *Node) forwardProducePart(owner string, part msg.Produce, done func(msg.Reply)) {
-	key := produceForwardKey{owner: owner, topic: part.Topic}
+	key := produceForwardKey{owner: owner, topic: part.Topic, fanoutEpoch: part.FanoutEpoch}
 	payloadBytes := 0
 	for _, rec := range part.Records {
 		payloadBytes += len(rec.Payload)
@@ -70,7 +79,7 @@ func (n *Node) forwardProducePart(owner string, part msg.Produce, done func(msg.
 	f := n.routing.produceForwards[key]
 	if f == nil || !f.Fits(len(part.Records), payloadBytes, msg.ProduceBatchRecordsMax, msg.ProduceBatchBytesMax) {
 		f = &route.Batch[func(msg.Reply)]{Index: len(n.produceForwards)}
-		f.ID = n.forward(owner, msg.Produce{Topic: part.Topic, Batch: true}, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) {
+		f.ID = n.forward(owner, msg.Produce{Topic: part.Topic, Batch: true, FanoutEpoch: part.FanoutEpoch}, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) {
 			// Answered (or failed: its owner unreachable) before the Ready
 			// was taken, the batch takes no more parts: one added now would
 			// ride a forward whose answer matches nothing, never answered.
@@ -118,7 +127,7 @@ func (j *produceJoin) part(indexes []int) msg.Produce {
 		records[k] = j.records[i]
 		records[k].Partition = j.placements[i].Partition
 	}
-	return msg.Produce{Topic: j.topic, Records: records, Batch: true}
+	return msg.Produce{Topic: j.topic, Records: records, Batch: true, FanoutEpoch: j.fanoutEpoch}
 }
 
 // producePartAnswered records a part's outcome; a retryable failure

@@ -29,6 +29,9 @@ type topic struct {
 	cursors     *topicCursors
 	// schemaID is the id of the latest schema version, 0 for none.
 	schemaID uint64
+	// attachEpoch is the child's attach epoch (meta.TopicRecord's), 0
+	// for a topic without a parent.
+	attachEpoch uint64
 }
 
 // lookupTopic reads a topic from the local replica of the metastore,
@@ -50,7 +53,7 @@ func (n *Node) lookupTopic(name string) (*topic, bool) {
 		n.cursors[name] = cursors
 	}
 	latest, _ := record.LatestSchema()
-	t := &topic{info: topicInfoOf(record), assignments: record.Assignments, cursors: cursors, schemaID: latest.ID}
+	t := &topic{info: topicInfoOf(record), assignments: record.Assignments, cursors: cursors, schemaID: latest.ID, attachEpoch: record.AttachEpoch}
 	n.topicCache[name] = t
 	return t, true
 }

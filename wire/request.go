@@ -187,6 +187,7 @@ func (d *decoder) alterTopic() msg.AlterTopic {
 func (e *encoder) produce(r msg.Produce) {
 	e.string(r.Topic, topicNameLimit)
 	e.bool(r.Batch)
+	e.uvarint(r.FanoutEpoch)
 	e.length(len(r.Records), recordsLimit)
 	e.grow(produceRecordsBytes(r.Records))
 	for i := range r.Records {
@@ -215,7 +216,7 @@ func produceRecordsBytes(records []msg.ProduceRecord) int {
 }
 
 func (d *decoder) produce() msg.Produce {
-	r := msg.Produce{Topic: d.string(topicNameLimit), Batch: d.bool()}
+	r := msg.Produce{Topic: d.string(topicNameLimit), Batch: d.bool(), FanoutEpoch: d.uvarint()}
 	if n := d.count(recordsLimit, produceRecordBytesMin); n > 0 {
 		r.Records = make([]msg.ProduceRecord, n)
 	}

@@ -35,7 +35,8 @@ func Request() *rapid.Generator[msg.Request] {
 		}),
 		fanoutRequest(),
 		rapid.Custom(func(t *rapid.T) msg.Request {
-			return msg.Produce{Topic: topic().Draw(t, "topic"), Records: listRaw(produceRecord(), 4).Draw(t, "records"), Batch: rapid.Bool().Draw(t, "batch")}
+			return msg.Produce{Topic: topic().Draw(t, "topic"), Records: listRaw(produceRecord(), 4).Draw(t, "records"), Batch: rapid.Bool().Draw(t, "batch"),
+				FanoutEpoch: rapid.Uint64().Draw(t, "fanout epoch")}
 		}),
 		dataRequest(),
 	)

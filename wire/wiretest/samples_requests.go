@@ -74,6 +74,8 @@ func dataRequestSamples() []NamedRequest {
 			{Key: []byte("k"), Partition: msg.PartitionNone, Payload: []byte("poison"),
 				Origin: &msg.DeadLetterOrigin{Topic: "orders", Partition: 2, Offset: 17, DeliveryCount: 5}}}}},
 		{"Produce/max-batch", msg.Produce{Topic: "orders", Batch: true, Records: produceBatch(msg.ProduceBatchRecordsMax, 8)}},
+		{"Produce/fan-out", msg.Produce{Topic: "orders.later", Batch: true, FanoutEpoch: math.MaxUint64, Records: []msg.ProduceRecord{
+			{Key: []byte("k"), Partition: 1, Payload: []byte("copied")}}}},
 		{"Consume/single", msg.Consume{Topic: "orders", Partition: msg.PartitionNone}},
 		{"Consume/batch", msg.Consume{Topic: MaxTopic(), Partition: math.MaxInt, Max: msg.ConsumeBatchMax, WaitMs: math.MaxInt64}},
 		{"Replay/zero", msg.Replay{}},
