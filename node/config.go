@@ -255,6 +255,10 @@ type MoveConfig struct {
 	// converge (a partition written faster than it copies); it then hands
 	// off anyway, for a longer freeze.
 	CatchUpPassesMax int
+	// RestartsMax bounds the restarts of one move on its destination (a
+	// failure that recurs at every attempt, such as a disk too small for
+	// the copy): the next session proposes the move's abort instead.
+	RestartsMax int
 	// FreezeTTLMs is how long a source stays frozen without the move
 	// completing before it asks for the move's abort (and resumes writes
 	// once the abort applies).
@@ -274,14 +278,14 @@ type MoveConfig struct {
 // DefaultMoveConfig returns the defaults of the move protocol
 // (docs/architecture.md#moves).
 func DefaultMoveConfig() MoveConfig {
-	return MoveConfig{MaxInFlight: rebalance.MaxInFlightMovesDefault, LagBytes: 4 << 20, CatchUpPassesMax: 16, FreezeTTLMs: 30_000,
+	return MoveConfig{MaxInFlight: rebalance.MaxInFlightMovesDefault, LagBytes: 4 << 20, CatchUpPassesMax: 16, RestartsMax: 8, FreezeTTLMs: 30_000,
 		StallTimeoutMs: 60_000, ForcePromoteAfterMs: 120_000, PlanIntervalMs: 1_000, SweepIntervalMs: 10_000}
 }
 
 func (c MoveConfig) problems() []string {
 	var problems []string
-	if c.MaxInFlight < 1 || c.MaxInFlight > rebalance.MaxInFlightMovesLimit || c.LagBytes < 1 || c.CatchUpPassesMax < 1 {
-		problems = append(problems, fmt.Sprintf("moves: max in flight must be 1 to %d; lag bytes and catch-up passes must be > 0", rebalance.MaxInFlightMovesLimit))
+	if c.MaxInFlight < 1 || c.MaxInFlight > rebalance.MaxInFlightMovesLimit || c.LagBytes < 1 || c.CatchUpPassesMax < 1 || c.RestartsMax < 1 {
+		problems = append(problems, fmt.Sprintf("moves: max in flight must be 1 to %d; lag bytes, catch-up passes and restarts must be > 0", rebalance.MaxInFlightMovesLimit))
 	}
 	if c.FreezeTTLMs < 1 || c.StallTimeoutMs < 1 || c.ForcePromoteAfterMs < 1 || c.PlanIntervalMs < 1 || c.SweepIntervalMs < 1 {
 		problems = append(problems, "moves: every interval and timeout must be > 0")

@@ -153,28 +153,60 @@ func (n *Node) endTopicSessions(name string) {
 		n.observer.Event("move-aborted", fmt.Sprintf("%s/%d from %s in %s: the topic is gone", key.topic, key.index, s.machine.Move().Source, progress.Phase))
 		n.moveObserver.MoveEnded("aborted", n.nowMs-progress.StartedAtMs, progress.BytesCopied)
 		n.endSession(s, false)
+		delete(n.moveRestarts, key)
 	}
 }
 
-// startSession begins a move into this node.
+// moveRestartCount is how many sessions of the move that started at
+// moveStartedAtMs ended in a restart on this node.
+type moveRestartCount struct {
+	moveStartedAtMs int64
+	count           int
+}
+
+// startSession begins a move into this node. A move restarted
+// MoveConfig.RestartsMax times gets a session that only proposes its
+// abort, without a staged copy (it copies nothing); so does one whose
+// copy cannot be staged that often.
 func (n *Node) startSession(key partitionKey, source string, moveStartedAtMs int64) {
 	dir := fmt.Sprintf("%s/%s/p%05d", movesDir, key.topic, key.index)
-	staged, err := storage.CreateStaged(n.fs, dir, n.cfg.Log)
-	if err != nil {
-		n.observer.Event("move-stage-failed", fmt.Sprintf("%s: %v", dir, err))
-		return
+	restarts := n.restartsOf(key, moveStartedAtMs)
+	var staged *storage.StagedCopy
+	if restarts < n.cfg.Moves.RestartsMax {
+		var err error
+		if staged, err = storage.CreateStaged(n.fs, dir, n.cfg.Log); err != nil {
+			n.observer.Event("move-stage-failed", fmt.Sprintf("%s: %v", dir, err))
+			n.countRestart(key, moveStartedAtMs)
+			return
+		}
 	}
 	chaos.Reached(chaos.MarkNodeMoveStarted)
 	n.observer.Event("move-started", fmt.Sprintf("%s/%d from %s", key.topic, key.index, source))
 	move := movedest.Move{Topic: key.topic, Partition: key.index, Source: source, Target: n.cfg.NodeID, StartedAtMs: moveStartedAtMs}
-	n.moves[key] = &moveSession{key: key, machine: movedest.New(move, n.sessionConfig(), n.nowMs), staged: staged, stagedDir: dir}
+	machine := movedest.New(move, n.sessionConfig(), n.nowMs)
+	machine.Restarted(restarts)
+	n.moves[key] = &moveSession{key: key, machine: machine, staged: staged, stagedDir: dir}
+}
+
+// restartsOf is how many sessions of the move restarted here so far.
+func (n *Node) restartsOf(key partitionKey, moveStartedAtMs int64) int {
+	if r, ok := n.moveRestarts[key]; ok && r.moveStartedAtMs == moveStartedAtMs {
+		return r.count
+	}
+	return 0
+}
+
+// countRestart counts one more restart of the move (or failure to stage
+// its copy).
+func (n *Node) countRestart(key partitionKey, moveStartedAtMs int64) {
+	n.moveRestarts[key] = moveRestartCount{moveStartedAtMs: moveStartedAtMs, count: n.restartsOf(key, moveStartedAtMs) + 1}
 }
 
 // sessionConfig is the part of the node's configuration a session uses.
 func (n *Node) sessionConfig() movedest.Config {
 	return movedest.Config{LagBytes: n.cfg.Moves.LagBytes, CatchUpPassesMax: n.cfg.Moves.CatchUpPassesMax,
 		StallTimeoutMs: n.cfg.Moves.StallTimeoutMs, ForcePromoteAfterMs: n.cfg.Moves.ForcePromoteAfterMs,
-		ProposalTimeoutMs: n.cfg.ProposalTimeoutMs}
+		ProposalTimeoutMs: n.cfg.ProposalTimeoutMs, RestartsMax: n.cfg.Moves.RestartsMax}
 }
 
 // seenBy is what a session's input comes with: the clock, and whether its
@@ -200,6 +232,7 @@ func (n *Node) sessionEnded(s *moveSession) bool {
 		n.adoptMovedLeases(s)
 		n.moveObserver.MoveEnded(outcomeOfSession(progress), n.nowMs-progress.StartedAtMs, progress.BytesCopied)
 		n.endSession(s, false)
+		delete(n.moveRestarts, s.key)
 		n.takeOver(s.key)
 		return true
 	case movedest.EndAborted:
@@ -207,6 +240,7 @@ func (n *Node) sessionEnded(s *moveSession) bool {
 		n.observer.Event("move-aborted", fmt.Sprintf("%s/%d from %s in %s", s.key.topic, s.key.index, source, progress.Phase))
 		n.moveObserver.MoveEnded("aborted", n.nowMs-progress.StartedAtMs, progress.BytesCopied)
 		n.endSession(s, s.machine.RollsBack())
+		delete(n.moveRestarts, s.key)
 		return true
 	}
 	return false
@@ -271,6 +305,7 @@ func (n *Node) restartSession(s *moveSession, cause error) {
 	chaos.Reached(chaos.MarkNodeMoveRestarted)
 	n.observer.Event("move-restarted", fmt.Sprintf("%s/%d in %s: %v", s.key.topic, s.key.index, s.machine.Phase(), cause))
 	n.endSession(s, false)
+	n.countRestart(s.key, s.machine.Move().StartedAtMs)
 }
 
 // leaseSnapshotOf turns a frozen source's queue state into a lease

@@ -64,6 +64,8 @@ func (n *Node) noteMove(s *moveSession, note movedest.Note) {
 			s.key.topic, s.key.index, s.machine.Move().Source, note.SilentForMs))
 	case movedest.NoteInstalled:
 		chaos.Reached(chaos.MarkNodeMoveInstalled)
+	case movedest.NoteRestartsExhausted:
+		n.observer.Event("move-restarts-exhausted", fmt.Sprintf("%s/%d: restarted %d times here; aborting the move", s.key.topic, s.key.index, note.Restarts))
 	}
 }
 

@@ -138,6 +138,12 @@ type Node struct {
 	// session starts there and the sweep leaves them alone meanwhile.
 	// Set by endSession, cleared by jobDone (move_dest_actions.go).
 	jobsOrphaned map[partitionKey]bool
+	// moveRestarts counts, per partition, the restarts of the move into
+	// this node that last restarted there (move_dest.go), for
+	// MoveConfig.RestartsMax. An entry goes when its move ends here, or
+	// is replaced when another move of the partition restarts; at most
+	// one per partition targeting this node.
+	moveRestarts map[partitionKey]moveRestartCount
 	// moveObserver receives the move metrics (a no-op unless the
 	// observer implements MoveObserver).
 	moveObserver MoveObserver
@@ -259,7 +265,7 @@ func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observe
 		cursors: map[string]*topicCursors{}, partitions: map[partitionKey]*partition{}, waiters: newWaiterSet(),
 		dirty: map[partitionKey]*partition{}, dependents: map[partitionKey][]int{},
 		routing: newRouting(), cluster: newClusterState(), sweeper: newSweeper(nowMs, cfg.Moves.SweepIntervalMs),
-		moves: map[partitionKey]*moveSession{}, jobsOrphaned: map[partitionKey]bool{}, moveObserver: moveObserverOf(observer),
+		moves: map[partitionKey]*moveSession{}, jobsOrphaned: map[partitionKey]bool{}, moveRestarts: map[partitionKey]moveRestartCount{}, moveObserver: moveObserverOf(observer),
 		appendObserver: appendObserverOf(observer), ackObserver: ackObserverOf(observer), deadLetterObserver: deadLetterObserverOf(observer),
 		fanoutObserver: fanoutObserverOf(observer), fanout: fanoutView{nextMs: math.MaxInt64}, deadLettersDue: map[partitionKey]struct{}{},
 		nextCommitPersistMs: nowMs + cfg.CommitPersistIntervalMs,

@@ -19,8 +19,11 @@ const (
 	moveChunkBytesMax    = 1_024
 	moveLagBytes         = 2_048
 	moveCatchUpPassesMax = 4
-	moveFreezeTTLMs      = 3_000
-	moveStallTimeoutMs   = 5_000
+	// moveRestartsMax is lower than the default (8), so that the runs
+	// where faults restart one move's sessions again and again reach it.
+	moveRestartsMax    = 4
+	moveFreezeTTLMs    = 3_000
+	moveStallTimeoutMs = 5_000
 	// moveForcePromoteAfterMs exceeds clusterMemberDeadAfterMs: a source
 	// is declared dead before its partitions may be promoted elsewhere.
 	moveForcePromoteAfterMs = 6_000
@@ -50,7 +53,7 @@ const (
 
 // moveConfig is the node.MoveConfig of every node of the world.
 func (w *World) moveConfig() node.MoveConfig {
-	return node.MoveConfig{MaxInFlight: w.moveInFlightMax(), LagBytes: moveLagBytes, CatchUpPassesMax: moveCatchUpPassesMax,
+	return node.MoveConfig{MaxInFlight: w.moveInFlightMax(), LagBytes: moveLagBytes, CatchUpPassesMax: moveCatchUpPassesMax, RestartsMax: moveRestartsMax,
 		FreezeTTLMs: moveFreezeTTLMs, StallTimeoutMs: moveStallTimeoutMs, ForcePromoteAfterMs: moveForcePromoteAfterMs,
 		PlanIntervalMs: movePlanIntervalMs, SweepIntervalMs: moveSweepIntervalMs}
 }

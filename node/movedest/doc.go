@@ -33,9 +33,11 @@
 // so that the move does not hold a slot of the planner's bound for as
 // long as the node stays down. A source that is alive but lets the
 // session make no progress for StallTimeoutMs gets the move aborted,
-// except in Finalize with a frozen state (the final tail is read). An
-// abort is proposed again every ProposalTimeoutMs until the move ends, as
-// a proposal may be lost.
+// except in Finalize with a frozen state (the final tail is read). A
+// session whose move was restarted RestartsMax times on its node
+// (Restarted: a failure that recurs at every attempt) proposes the abort
+// and copies nothing. An abort is proposed again every ProposalTimeoutMs
+// until the move ends, as a proposal may be lost.
 //
 // # Inputs and outputs
 //

@@ -45,6 +45,9 @@ type Session struct {
 	// it is proposed again every ProposalTimeoutMs until the move ends.
 	abortProposed     bool
 	abortProposedAtMs int64
+	// restarts counts the earlier sessions of the same move on this node
+	// that ended in a restart (Restarted); fixed once stepping begins.
+	restarts int
 }
 
 // New starts a session for move at nowMs, in CatchUp with an empty copy.
@@ -55,6 +58,11 @@ func New(move Move, cfg Config, nowMs int64) *Session {
 	return &Session{cfg: cfg, move: move, phase: PhaseCatchUp, copied: map[uint64]int64{},
 		startedAtMs: nowMs, lastProgressMs: nowMs, latestMs: nowMs, lastLagBytes: -1}
 }
+
+// Restarted tells a new session how many sessions of its move ended in a
+// restart on this node before it; at Config.RestartsMax it only proposes
+// the move's abort. Called before the first step.
+func (s *Session) Restarted(count int) { s.restarts = count }
 
 // Move returns the move the session runs.
 func (s *Session) Move() Move { return s.move }

@@ -349,3 +349,24 @@ func TestTheFinalizeCarriesTheFinalStatesCorruption(t *testing.T) {
 	require.Equal(t, ActionFinalize, out.Action.Kind)
 	require.Equal(t, final.Corruption, out.Action.Corruption, "a forced promotion accepts the frozen state's corruption")
 }
+
+// TestASessionPastItsRestartsOnlyProposesTheAbort: a session whose move
+// was restarted RestartsMax times on its node asks the source for
+// nothing; it proposes the abort at once, and again every
+// ProposalTimeoutMs until the move ends. Below the bound it copies.
+func TestASessionPastItsRestartsOnlyProposesTheAbort(t *testing.T) {
+	config := testConfig
+	config.RestartsMax = 3
+	below := New(testMove, config, 0)
+	below.Restarted(2)
+	require.Equal(t, ActionStatus, below.Tick(alive(1)).Action.Kind, "below the bound it copies")
+
+	s := New(testMove, config, 0)
+	s.Restarted(3)
+	out := s.Tick(alive(1))
+	require.Equal(t, Output{Notes: []Note{{Kind: NoteRestartsExhausted, Restarts: 3}}, Action: Action{Kind: ActionAbort}}, out)
+	require.False(t, s.Busy(), "nothing asked of the source")
+	require.Equal(t, Output{}, s.Tick(alive(1+config.ProposalTimeoutMs-1)), "not again before the proposal timeout")
+	require.Equal(t, ActionAbort, s.Tick(alive(1+config.ProposalTimeoutMs)).Action.Kind, "again after it")
+	require.Equal(t, Output{}, s.Tick(dead(2+config.ProposalTimeoutMs)), "a dead source changes nothing")
+}

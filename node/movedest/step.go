@@ -164,6 +164,13 @@ func (s *Session) givesUp(seen Seen, out *Output) bool {
 	if s.phase == PhaseFlip || s.forced {
 		return false
 	}
+	if s.cfg.RestartsMax > 0 && s.restarts >= s.cfg.RestartsMax {
+		if s.abortDue(seen.NowMs) {
+			out.Notes = append(out.Notes, Note{Kind: NoteRestartsExhausted, Restarts: s.restarts})
+			s.proposeAbort(seen, out)
+		}
+		return true // never copy again: the abort, or a placement that ends the move, ends the session
+	}
 	finalTail := s.phase == PhaseFinalize && s.state.Frozen
 	silentForMs := seen.NowMs - s.lastContactMs
 	lostForMs := seen.NowMs - max(s.lastContactMs, s.startedAtMs) // a session begun without contact counts from its start

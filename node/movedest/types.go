@@ -49,6 +49,14 @@ type Config struct {
 	ForcePromoteAfterMs int64
 	// ProposalTimeoutMs bounds the wait between two proposals of the flip.
 	ProposalTimeoutMs int64
+	// RestartsMax: a session whose move was restarted this many times on
+	// its node (Session.Restarted) proposes the move's abort instead of
+	// copying again; 0 never does. A failure that recurs at every
+	// attempt before the freeze (a disk too small for the copy, a segment
+	// retention removes faster than a copy takes) makes progress within
+	// each session, so no stall shows, and would hold the move, and a
+	// slot of the planner's bound, for ever.
+	RestartsMax int
 }
 
 // Move names the move a session runs: its SetTarget's time tells it from
@@ -157,6 +165,9 @@ const (
 	// NoteSourceLost: the source is dead, silent for SilentForMs, and the
 	// copy cannot be promoted; the session proposes the abort.
 	NoteSourceLost
+	// NoteRestartsExhausted: the move was restarted Config.RestartsMax
+	// times on this node; the session proposes the abort.
+	NoteRestartsExhausted
 )
 
 // Note reports a step of the protocol, for the node's events and
@@ -168,6 +179,7 @@ type Note struct {
 	Converged   bool
 	SilentForMs int64
 	HWM         uint64
+	Restarts    int
 }
 
 // Output is what one input produced: notes in the order they happened,

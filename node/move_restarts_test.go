@@ -1,0 +1,54 @@
+package node
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestAMoveThatCannotFitEnds: a destination whose disk cannot hold the
+// copy restarts its session at every failed chunk write, and each session
+// makes progress before it fails, so no stall shows; after
+// MoveConfig.RestartsMax restarts the next session proposes the move's
+// abort, and the move ends (every move ends; move review, medium).
+func TestAMoveThatCannotFitEnds(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	source := c.owners(leader, "t")[0]
+	target := c.otherThan(source)
+	payload := string(bytes.Repeat([]byte("x"), 32<<10))
+	for range 40 {
+		require.NoError(t, c.do(source, producePinned("t", 0, payload)).Err)
+	}
+	c.nodes[target].cfg.Moves.LagBytes = 64 << 10 // CatchUp runs over several passes before any freeze
+	events := &detailRecorder{}
+	c.nodes[target].observer = events
+	c.disks[target].SetCapacity(400 << 10) // well below the 1.3 MB partition
+	c.startMove(leader, "t", 0, target)
+	ended := false
+	for range 600 { // 600 s, ten times moves.stall_timeout_ms
+		c.tick(1_000)
+		if a, _ := c.nodes[leader].meta.State().Assignment("t", 0); a.Target == "" {
+			ended = true
+			break
+		}
+	}
+	require.True(t, ended, "the move ended")
+	a, _ := c.nodes[leader].meta.State().Assignment("t", 0)
+	require.Equal(t, source, a.Owner, "aborted: the source keeps the partition")
+	restarts := slices.IndexFunc(events.events, func(e string) bool { return strings.HasPrefix(e, "move-restarts-exhausted") })
+	require.GreaterOrEqual(t, restarts, 0, "the destination gave up after its restarts: %v", events.events)
+	require.Contains(t, events.events[restarts], "restarted 8 times here")
+	require.Empty(t, c.nodes[target].moveRestarts, "the ended move's count is forgotten")
+}
+
+// detailRecorder keeps the node's events with their details.
+type detailRecorder struct {
+	NopObserver
+	events []string
+}
+
+func (r *detailRecorder) Event(kind, detail string) { r.events = append(r.events, kind+": "+detail) }
