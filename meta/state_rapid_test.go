@@ -97,7 +97,7 @@ func (m *model) alter(c AlterTopic) error {
 		return ErrTopicNotFound
 	}
 	if c.Partitions != nil && (*c.Partitions < len(topic.owners) || *c.Partitions-len(topic.owners) != len(c.NewOwners)) {
-		return ErrInvalidCommand
+		return ErrGuardFailed // the count the change grew from is not the topic's any more
 	}
 	if err := m.receiving(c.NewOwners); err != nil {
 		return err

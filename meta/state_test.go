@@ -104,8 +104,12 @@ func TestAlterTopic(t *testing.T) {
 	require.Equal(t, []Assignment{{Owner: "m1"}, {Owner: "m2", Target: "m3", MoveStartedAtMs: 150, LastMoveStartedAtMs: 150}, {Owner: "m3"}, {Owner: "m1"}},
 		record.Assignments)
 	shrink, same := 2, 4
-	requireRejected(t, s, AlterTopic{Name: "t", Partitions: &shrink}, ErrInvalidCommand)
-	requireRejected(t, s, AlterTopic{Name: "t", Partitions: &partitions, NewOwners: []string{"m1"}}, ErrInvalidCommand)
+	requireRejected(t, s, AlterTopic{Name: "t", Partitions: &shrink}, ErrGuardFailed)
+	requireRejected(t, s, AlterTopic{Name: "t", Partitions: &partitions, NewOwners: []string{"m1"}}, ErrGuardFailed)
+	racedGrowth := 5
+	// A growth from 3 to 5, applied after another grew the topic to 4: a
+	// topic changed meanwhile.
+	requireRejected(t, s, AlterTopic{Name: "t", Partitions: &racedGrowth, NewOwners: []string{"m1", "m2"}}, ErrGuardFailed)
 	grow := 5
 	requireRejected(t, s, AlterTopic{Name: "t", Partitions: &grow, NewOwners: []string{"ghost"}}, ErrMemberNotFound)
 	requireRejected(t, s, AlterTopic{Name: "t"}, ErrInvalidCommand)

@@ -161,16 +161,20 @@ func (c AlterTopic) apply(s *State) error {
 }
 
 // checkGrowth checks a change of the partition count: it may only grow,
-// and NewOwners places exactly the added partitions on members.
+// and NewOwners places exactly the added partitions on members. The node
+// checked both against its replica before proposing, so a count that
+// fails them here was changed meanwhile (another growth applied first):
+// ErrGuardFailed, which the client sees as a topic changed meanwhile
+// (409, retry), not as a bad request.
 func (c AlterTopic) checkGrowth(s *State, record *TopicRecord) error {
 	if c.Partitions == nil {
 		return nil
 	}
 	if *c.Partitions < record.Partitions {
-		return invalidf("topic %q has %d partitions; the count may not shrink to %d", c.Name, record.Partitions, *c.Partitions)
+		return rejectf(ErrGuardFailed, "topic %q has %d partitions; the count may not shrink to %d", c.Name, record.Partitions, *c.Partitions)
 	}
 	if added := *c.Partitions - record.Partitions; added != len(c.NewOwners) {
-		return invalidf("topic %q grows by %d partitions but %d new owners are given", c.Name, added, len(c.NewOwners))
+		return rejectf(ErrGuardFailed, "topic %q grows by %d partitions but %d new owners are given", c.Name, added, len(c.NewOwners))
 	}
 	if err := s.checkOwners(c.NewOwners); err != nil {
 		return err
