@@ -175,11 +175,29 @@ func (n *Node) decommission(id msg.RequestID, r msg.Decommission) {
 		n.reply(id, nil, msg.NotFound("member %q not found", r.ID))
 		return
 	}
+	if !r.Cancel && !n.anotherReceiver(r.ID) {
+		n.reply(id, nil, msg.Conflict("no other member can take %s's partitions: every other member is dead or draining "+
+			"(a single node cannot be decommissioned); add a node, or bring one back, first", r.ID))
+		return
+	}
 	kind := proposalDecommission
 	if r.Cancel {
 		kind = proposalCancelDecommission
 	}
 	n.propose(id, kind, r.ID, meta.SetDraining{ID: r.ID, Draining: !r.Cancel})
+}
+
+// anotherReceiver reports whether a member other than id is alive and not
+// draining, in this node's replica: one that a drain of id could move
+// partitions to. Two drains started at once may both see the other's
+// member as a receiver; the drains then wait until a node is added.
+func (n *Node) anotherReceiver(id string) bool {
+	for _, m := range n.meta.State().Members() {
+		if m.ID != id && m.Alive && !m.Draining {
+			return true
+		}
+	}
+	return false
 }
 
 // abortUncopiedMoves aborts the moves off a member that no destination

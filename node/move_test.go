@@ -198,6 +198,37 @@ func TestDecommissionDrainsANodeAndRetiresItsVote(t *testing.T) {
 	require.Equal(t, msg.CodeNotFound, msg.CodeOf(c.do(leader, msg.Decommission{ID: "nobody"}).Err))
 }
 
+// TestADecommissionNobodyCanTakeIsRefused: with every other member
+// draining, a drain could never end (and topic creation would answer 503
+// for good), so it is refused at once (409), changing nothing; a
+// single node cannot be decommissioned either.
+func TestADecommissionNobodyCanTakeIsRefused(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	first, second := c.otherThan(leader), ""
+	for id := range c.nodes {
+		if id != leader && id != first {
+			second = id
+		}
+	}
+	require.NoError(t, c.do(leader, msg.Decommission{ID: first}).Err)
+	require.NoError(t, c.do(leader, msg.Decommission{ID: second}).Err, "the leader still takes partitions")
+	c.tick(100)
+	refused := c.do(leader, msg.Decommission{ID: leader}).Err
+	require.Equal(t, msg.CodeConflict, msg.CodeOf(refused))
+	require.Contains(t, refused.Error(), "no other member can take")
+	member, _ := c.nodes[leader].meta.State().Member(leader)
+	require.False(t, member.Draining, "nothing changed")
+	require.NoError(t, c.do(leader, msg.Decommission{ID: second, Cancel: true}).Err)
+	c.tick(100)
+	require.NoError(t, c.do(leader, msg.Decommission{ID: leader}).Err, "with a receiver back, it drains")
+
+	h := newHarness(t)
+	single := h.do(msg.Decommission{ID: h.cfg.NodeID}).Err
+	require.Equal(t, msg.CodeConflict, msg.CodeOf(single), "a single node")
+	require.Contains(t, single.Error(), "no other member can take")
+}
+
 // TestASourceRestartedMidMoveStaysFrozen: a source that answered a freeze
 // and then crashed comes back frozen (the destination may hold its final
 // state), and resumes writes only when the move's abort applies.

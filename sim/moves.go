@@ -222,7 +222,8 @@ func (s *movesScenario) cancelNow() {
 // operatorRequest sends a decommission (POST) or its cancel (DELETE)
 // through a random node, as the CLI would, until it is answered 204, or
 // a cancel 409 (the member left the voters: its decommission is
-// complete); then it runs done with that status. A lagging replica may
+// complete); then it runs done with that status. A decommission refused
+// with 409 (no other member could take the partitions) is given up. A lagging replica may
 // not know the member yet (404): that is retried a bounded number of
 // times.
 func (s *movesScenario) operatorRequest(method, id string, notFound int, done func(status int)) {
@@ -232,6 +233,10 @@ func (s *movesScenario) operatorRequest(method, id string, notFound int, done fu
 		switch {
 		case response != nil && (response.Status == http.StatusNoContent || (method == http.MethodDelete && response.Status == http.StatusConflict)):
 			done(response.Status)
+		case response != nil && method == http.MethodPost && response.Status == http.StatusConflict:
+			// No other member alive and not draining in the answering
+			// node's view: the drain could never end, so it is refused.
+			s.w.tracef("operator: decommission of %s refused: %s", id, response.Body)
 		case response != nil && response.Status == http.StatusNotFound && notFound < operatorNotFoundRetryMax:
 			cl.later(operatorRetryMs, func() { s.operatorRequest(method, id, notFound+1, done) })
 		case response != nil && response.Status < 500:
