@@ -218,6 +218,13 @@ type MemberHeartbeats struct {
 type MarkMemberDead struct {
 	ID                  string `json:"id"`
 	ObservedHeartbeatMs int64  `json:"observed_heartbeat_ms"`
+	// ObservedIncarnation, when not 0, is the member's Incarnation the
+	// proposer saw: a later start of the member replaces LastHeartbeatMs
+	// with its own clock, which may be behind and come to equal the
+	// observed value, so a delayed or repeated MarkMemberDead would
+	// otherwise mark a member dead right after it beat. 0 (entries of
+	// earlier versions) checks the heartbeat time alone.
+	ObservedIncarnation uint64 `json:"observed_incarnation,omitempty"`
 }
 
 // SetDraining starts (true) or cancels (false) a member's decommission.

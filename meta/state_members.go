@@ -57,6 +57,10 @@ func (c MarkMemberDead) apply(s *State) error {
 		return rejectf(ErrGuardFailed, "member %q heartbeat at %d ms, proposer saw %d ms",
 			c.ID, member.LastHeartbeatMs, c.ObservedHeartbeatMs)
 	}
+	if c.ObservedIncarnation != 0 && member.Incarnation != c.ObservedIncarnation {
+		return rejectf(ErrGuardFailed, "member %q started again (incarnation %d), proposer saw incarnation %d",
+			c.ID, member.Incarnation, c.ObservedIncarnation)
+	}
 	member.Alive = false
 	s.markMember(c.ID)
 	return nil

@@ -669,3 +669,21 @@ func TestAChangeOfADeletedUserMissesItsNamesake(t *testing.T) {
 	user, _ = s.User("eve")
 	require.Equal(t, []byte("checked"), user.PasswordHash)
 }
+
+// TestAMarkDeadOfAnEarlierStartMissesALaterOne: a later start of a member
+// replaces its heartbeat time with its own clock, which may be behind and
+// come to equal the time a delayed MarkMemberDead observed; the observed
+// incarnation tells the two starts apart.
+func TestAMarkDeadOfAnEarlierStartMissesALaterOne(t *testing.T) {
+	beat := func(incarnation uint64, nowMs int64) MemberHeartbeat {
+		return MemberHeartbeat{ID: "m1", HTTPAddr: "a", ClusterAddr: "b", NowMs: nowMs, Incarnation: incarnation}
+	}
+	s := stateWith(t, beat(1, 10_000))
+	stale := MarkMemberDead{ID: "m1", ObservedHeartbeatMs: 10_000, ObservedIncarnation: 1}
+	require.NoError(t, beat(2, 9_000).apply(s))
+	require.NoError(t, beat(2, 10_000).apply(s))
+	requireRejected(t, s, stale, ErrGuardFailed)
+	require.NoError(t, MarkMemberDead{ID: "m1", ObservedHeartbeatMs: 10_000, ObservedIncarnation: 2}.apply(s))
+	member, _ := s.Member("m1")
+	require.False(t, member.Alive)
+}

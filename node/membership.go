@@ -159,7 +159,7 @@ func (n *Node) detectDeadMembers() {
 			n.cluster.deadProposed[m.ID] = m.LastHeartbeatMs
 			chaos.Reached(chaos.MarkNodeMemberMarkedDead)
 			n.observer.Event("member-dead", fmt.Sprintf("%s: no heartbeat for %d ms", m.ID, n.nowMs-last.atMs))
-			n.propose(0, proposalMarkDead, "", meta.MarkMemberDead{ID: m.ID, ObservedHeartbeatMs: m.LastHeartbeatMs})
+			n.propose(0, proposalMarkDead, "", meta.MarkMemberDead{ID: m.ID, ObservedHeartbeatMs: m.LastHeartbeatMs, ObservedIncarnation: m.Incarnation})
 		}
 	}
 }

@@ -356,6 +356,8 @@ func (m *metaModel) markDead(c meta.MarkMemberDead) string {
 		return "no such member"
 	case member.lastHeartbeatMs != c.ObservedHeartbeatMs:
 		return "a later heartbeat came"
+	case c.ObservedIncarnation != 0 && member.incarnation != c.ObservedIncarnation:
+		return "the member started again"
 	}
 	member.alive = false
 	return ""
