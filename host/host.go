@@ -223,8 +223,15 @@ func (h *Host) closeTransport() error {
 	if h.transport == nil {
 		return nil
 	}
+	if !h.transport.Drain(transportDrainMax) {
+		h.logger.Warn("stopping with peer messages unsent", "waited", transportDrainMax)
+	}
 	return h.transport.Close()
 }
+
+// transportDrainMax bounds how long a stopping node waits for its last
+// messages to peers (the answers of its last round) to be written.
+const transportDrainMax = time.Second
 
 // ClusterAddr is the address the node-to-node transport listens on, ""
 // for a single node.

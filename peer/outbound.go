@@ -37,6 +37,7 @@ type outbound struct {
 	queuedBytes atomic.Int64
 
 	// Counters, written by Send and the writer, read by Stats.
+	offered      atomic.Uint64 // envelopes handed to Send: each ends sent or dropped, or is still queued
 	sent         atomic.Uint64 // envelopes written to a connection
 	dropped      atomic.Uint64 // envelopes discarded: queue full, peer unreachable, write failed, not encodable
 	connections  atomic.Uint64 // authenticated connections established
@@ -102,6 +103,7 @@ func (t *Transport) Send(env msg.Envelope) {
 		t.unroutable.Add(1)
 		return
 	}
+	p.offered.Add(1)
 	size := msg.PayloadBytes(env)
 	if queued := p.queuedBytes.Add(size); queued > t.cfg.SendQueueBytesMax && queued > size {
 		p.queuedBytes.Add(-size)
@@ -114,6 +116,48 @@ func (t *Transport) Send(env msg.Envelope) {
 		p.queuedBytes.Add(-size)
 		p.dropped.Add(1)
 	}
+}
+
+// unsettled is how many envelopes Send took for p that were neither
+// written nor dropped yet.
+func (p *outbound) unsettled() uint64 {
+	// dropped and sent are read before offered, so a Send between the
+	// loads can only make the difference larger, never wrap it.
+	settled := p.dropped.Load() + p.sent.Load()
+	return p.offered.Load() - settled
+}
+
+// Drain waits, up to timeout, until every envelope Send took has been
+// written to its connection or dropped (its peer unreachable), and
+// reports whether all were. A node stopping calls it before Close, so
+// that the answers of its last round (a forwarded produce made durable,
+// say) reach their peers instead of being thrown away with the queues:
+// a lost answer is a client's retry, and a duplicate.
+func (t *Transport) Drain(timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		if t.unsettled() == 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(drainPoll)
+	}
+}
+
+// drainPoll is how often Drain looks at the queues.
+const drainPoll = 2 * time.Millisecond
+
+// unsettled sums the unsettled envelopes of every peer.
+func (t *Transport) unsettled() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var total uint64
+	for _, p := range t.mu.peers {
+		total += p.unsettled()
+	}
+	return total
 }
 
 // writerFor returns the peer id with its writer running, or nil when id is
