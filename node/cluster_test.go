@@ -973,3 +973,33 @@ func TestStepRefusesRaftMessagesForOtherSendersOrRaftWouldPanicOn(t *testing.T) 
 	require.ErrorIs(t, target.Step(bad), meta.ErrBadPeerMessage)
 	c.settle()
 }
+
+// TestAVoterAtANewAddressIsReachedThereUntilTheMetastoreRecordsIt: a voter
+// whose cluster address is not the one the metastore records (restarted
+// at a new address) tells its peers with a Join; they serve the new
+// address from ClusterAddrs until its heartbeat records it, and the
+// override then goes. A Join naming the recorded address changes nothing.
+func TestAVoterAtANewAddressIsReachedThereUntilTheMetastoreRecordsIt(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	moved := c.otherThan(leader)
+	recorded := c.nodes[leader].ClusterAddrs()[moved]
+	require.NotEmpty(t, recorded)
+	require.NoError(t, c.nodes[leader].Step(msg.Envelope{From: moved, To: leader, Message: msg.Join{RaftID: 99, ClusterAddr: recorded}}))
+	require.Empty(t, c.nodes[leader].cluster.movedAddrs)
+
+	const newAddr = "10.9.9.9:7943"
+	c.nodes[moved].cfg.ClusterAddr = newAddr // as if restarted there
+	require.True(t, c.nodes[moved].addressMoved())
+	overridden := false
+	c.tickUntil(100, 100, func() bool {
+		overridden = overridden || c.nodes[leader].cluster.movedAddrs[moved] == newAddr
+		member, _ := c.nodes[leader].meta.State().Member(moved)
+		return member.ClusterAddr == newAddr
+	})
+	require.True(t, overridden, "the leader served the new address before the metastore recorded it")
+	c.tick(100)
+	require.Empty(t, c.nodes[leader].cluster.movedAddrs, "recorded: the override went")
+	require.Equal(t, newAddr, c.nodes[leader].ClusterAddrs()[moved])
+	require.False(t, c.nodes[moved].addressMoved())
+}

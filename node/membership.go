@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -52,6 +53,13 @@ type clusterState struct {
 	// for the voters' addresses as a joiner does, until a JoinAccepted
 	// clears it.
 	voterAddressUnknown bool
+	// movedAddrs maps a voter that told this node (a Join) it listens on
+	// another cluster address than the metastore records for it (a node
+	// restarted at a new address) to that address: ClusterAddrs serves it
+	// until the metastore records it (the voter's heartbeat, once it hears
+	// from a leader again), since the raft messages that would tell it a
+	// leader went to the old address. At most one entry per voter.
+	movedAddrs map[string]string
 	// heardMs holds when this node last received a message from each
 	// voter of its replica (this node's clock); only voters are kept, so
 	// it holds at most one entry per voter, ever.
@@ -72,7 +80,7 @@ type heartbeatSeen struct {
 func newClusterState() clusterState {
 	return clusterState{subscribers: map[string]map[string]int64{}, subscribedUntilMs: map[string]int64{},
 		notified: map[string][]string{}, deadProposed: map[string]int64{}, removalRefused: map[string]bool{},
-		heardMs: map[string]int64{}, heartbeats: heartbeatRound{beats: map[string]meta.MemberHeartbeat{}}}
+		heardMs: map[string]int64{}, movedAddrs: map[string]string{}, heartbeats: heartbeatRound{beats: map[string]meta.MemberHeartbeat{}}}
 }
 
 // maintainMembership runs on every tick: the leader marks silent members
@@ -82,10 +90,11 @@ func (n *Node) maintainMembership() {
 		n.cluster.nextDeadCheckMs = n.nowMs + n.cfg.MemberHeartbeatIntervalMs/2
 		n.detectDeadMembers()
 	}
-	if (n.cfg.Meta.Join || n.cluster.voterAddressUnknown) && n.nowMs >= n.cluster.nextJoinMs {
+	if (n.cfg.Meta.Join || n.cluster.voterAddressUnknown || n.addressMoved()) && n.nowMs >= n.cluster.nextJoinMs {
 		n.cluster.nextJoinMs = n.nowMs + joinRetryMs
 		n.askToJoin()
 	}
+	n.forgetRecordedMoves()
 	if n.nowMs >= n.cluster.nextSubscriptionSweepMs {
 		n.cluster.nextSubscriptionSweepMs = n.nowMs + subscribeForMsMax
 		n.sweepSubscriptions()
@@ -166,18 +175,78 @@ func (n *Node) detectDeadMembers() {
 
 // askToJoin sends a Join to every configured peer until this node is a
 // voter, or while it is a voter that cannot address a peer (any voter
-// answers a voter's Join with the voters' addresses). A node its replica
-// knows was removed asks no more: it may not come back (its raft id may
-// not be reused), and the leader would refuse.
+// answers a voter's Join with the voters' addresses), or one whose cluster
+// address moved (the Join tells the others where it listens now; the
+// voters of its replica are asked too, as their addresses there hold). A
+// node its replica knows was removed asks no more: it may not come back
+// (its raft id may not be reused), and the leader would refuse.
 func (n *Node) askToJoin() {
 	self, _ := n.meta.PeerByNodeID(n.cfg.NodeID)
 	_, voter := n.meta.State().PeerByNodeID(n.cfg.NodeID)
-	if n.meta.State().RaftIDUsed(self.RaftID) && !(voter && n.cluster.voterAddressUnknown) {
+	moved := voter && n.addressMoved()
+	if n.meta.State().RaftIDUsed(self.RaftID) && !(voter && n.cluster.voterAddressUnknown) && !moved {
 		return // a voter that can address its peers, or removed
 	}
+	join := msg.Join{RaftID: self.RaftID, ClusterAddr: n.cfg.ClusterAddr, HTTPAddr: n.cfg.AdvertiseAddr}
+	asked := map[string]bool{n.cfg.NodeID: true}
 	for _, peer := range n.cfg.Meta.Peers {
-		if peer.ID != n.cfg.NodeID {
-			n.send(peer.ID, msg.Join{RaftID: self.RaftID, ClusterAddr: n.cfg.ClusterAddr, HTTPAddr: n.cfg.AdvertiseAddr})
+		if !asked[peer.ID] {
+			asked[peer.ID] = true
+			n.send(peer.ID, join)
+		}
+	}
+	if !moved {
+		return
+	}
+	for _, peer := range n.meta.State().Peers() {
+		if !asked[peer.ID] {
+			asked[peer.ID] = true
+			n.send(peer.ID, join)
+		}
+	}
+}
+
+// addressMoved reports whether this node listens on another cluster
+// address than the one its metastore records for it (it was restarted at
+// a new address): its peers must be told, or their raft messages keep
+// going to the old one.
+func (n *Node) addressMoved() bool {
+	recorded := n.recordedClusterAddr(n.cfg.NodeID)
+	return n.cfg.ClusterAddr != "" && recorded != "" && recorded != n.cfg.ClusterAddr
+}
+
+// recordedClusterAddr is the cluster address the metastore records for a
+// node: its member entry's, else its voter entry's ("" when neither).
+func (n *Node) recordedClusterAddr(id string) string {
+	if member, ok := n.meta.State().Member(id); ok && member.ClusterAddr != "" {
+		return member.ClusterAddr
+	}
+	if peer, ok := n.meta.State().PeerByNodeID(id); ok {
+		return peer.ClusterAddr
+	}
+	return ""
+}
+
+// noteMovedVoter keeps the new address a voter's Join gives, when the
+// metastore records another (ClusterAddrs serves it meanwhile).
+func (n *Node) noteMovedVoter(id string, m msg.Join) {
+	if _, voter := n.meta.State().PeerByNodeID(id); !voter || m.ClusterAddr == "" || id == n.cfg.NodeID {
+		return
+	}
+	if m.ClusterAddr == n.recordedClusterAddr(id) || m.ClusterAddr == n.cluster.movedAddrs[id] {
+		return
+	}
+	n.cluster.movedAddrs[id] = m.ClusterAddr
+	n.observer.Event("voter-address-moved", fmt.Sprintf("%s listens on %s; the metastore records %s until its next heartbeat applies",
+		id, m.ClusterAddr, n.recordedClusterAddr(id)))
+}
+
+// forgetRecordedMoves drops the moved addresses the metastore records
+// now, and those of nodes that are no longer voters.
+func (n *Node) forgetRecordedMoves() {
+	for id, addr := range n.cluster.movedAddrs { //determinism:ok only deletes
+		if _, voter := n.meta.State().PeerByNodeID(id); !voter || n.recordedClusterAddr(id) == addr {
+			delete(n.cluster.movedAddrs, id)
 		}
 	}
 }
@@ -188,6 +257,7 @@ func (n *Node) askToJoin() {
 // very peer it cannot reach, or there may be no leader until it can; sim
 // seed 4601069). A follower relays a joiner's Join to the leader it knows.
 func (n *Node) stepJoin(from string, m msg.Join) {
+	n.noteMovedVoter(from, m)
 	if n.meta.IsLeader() {
 		n.addVoter(from, m)
 		return
@@ -363,6 +433,7 @@ func (n *Node) ClusterAddrs() map[string]string {
 			addrs[member.ID] = member.ClusterAddr
 		}
 	}
+	maps.Copy(addrs, n.cluster.movedAddrs)
 	delete(addrs, n.cfg.NodeID)
 	return addrs
 }
