@@ -205,6 +205,35 @@ func TestAForwardedPartEntersADelayChildOnlyAtItsEpoch(t *testing.T) {
 	require.Equal(t, []string{"due"}, h.replayAll("later", 0))
 }
 
+// Property: a cursor's copy made for a link that ended at the child's
+// owner (the child detached, or deleted and created again) is refused
+// there, until the parent's node applies the end and stops the cursor: a
+// topic that is no longer the child gets no parent records.
+func TestACopyForAnEndedLinkIsRefused(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	h.createTopic("audit", func(r *msg.CreateTopic) { r.Parent = "orders" })
+	audit, _ := h.node.lookupTopic("audit")
+	epoch := audit.attachEpoch
+	require.NotZero(t, epoch)
+	h.ok(msg.DeleteTopic{Name: "audit"})
+	h.createTopic("audit")
+	require.NoError(t, h.node.Step(msg.Envelope{From: "n9", To: h.cfg.NodeID, Message: msg.ForwardRequest{ID: 7,
+		Request: msg.Produce{Topic: "audit", Batch: true, FanoutEpoch: epoch, Records: []msg.ProduceRecord{{Partition: 0, Payload: []byte("late")}}}}}))
+	h.flush()
+	var answered bool
+	for _, env := range h.messages {
+		if reply, ok := env.Message.(msg.ForwardReply); ok && reply.ID == 7 {
+			answered = true
+			require.Equal(t, msg.CodeConflict, msg.CodeOf(reply.Reply.Err))
+		}
+	}
+	require.True(t, answered)
+	require.Empty(t, h.replayAll("audit", 0), "the re-created topic holds nothing of the old parent")
+	h.produce("audit", 0, "own")
+	require.Equal(t, []string{"own"}, h.replayAll("audit", 0), "a client's produce (no epoch) is served as ever")
+}
+
 // Property: a child that cannot take writes (deleted here) stalls only its
 // own cursor: the parent takes produces, and another child still gets
 // every record.

@@ -26,6 +26,15 @@ func (n *Node) produce(id msg.RequestID, r msg.Produce) {
 		// carries none.
 		err = msg.Conflict("direct produce to a delayed child topic is not allowed (topic %q is a delay child of %q)", t.info.Name, t.info.Parent)
 	}
+	if err == nil && r.FanoutEpoch != 0 && r.FanoutEpoch != t.attachEpoch {
+		// A cursor's copy for a link that ended here (detached, the child
+		// deleted and created again, or attached again since): the
+		// parent's node has not applied that yet, and stops the cursor
+		// when it does. Written, it would put the parent's records in a
+		// topic that is no longer, or not in that way, its child.
+		err = msg.Conflict("topic %q is no longer the fan-out child this copy was made for (attach epoch %016x, the topic's is %016x)",
+			t.info.Name, r.FanoutEpoch, t.attachEpoch)
+	}
 	if err != nil {
 		n.reply(id, nil, err)
 		return
