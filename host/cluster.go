@@ -22,6 +22,13 @@ const (
 	// full queue blocks the reader goroutine of that peer's connection
 	// (backpressure on one sender), never grows.
 	peerInboxCapacity = 4096
+	// peerInboxBytesMax bounds the payload bytes (msg.PayloadBytes) of the
+	// envelopes queued from peers: an envelope that would pass it waits,
+	// blocking its connection's reader, until the loop took enough (one
+	// alone always fits). Forwarded batches and move chunks are up to
+	// wire.FrameBytesMax each, so the count alone let the queue hold
+	// hundreds of gigabytes.
+	peerInboxBytesMax = 256 << 20
 	// peerRefreshInterval is how often the loop hands the node's address
 	// book (node.ClusterAddrs) to the transport, so that nodes that joined
 	// become reachable and removed ones are forgotten.

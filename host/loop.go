@@ -72,6 +72,15 @@ type loop struct {
 	// write, the loop reads). Separate from inbox so that a flood of
 	// client requests cannot hold Raft traffic back.
 	peerInbox chan msg.Envelope
+	// peerInboxBytes sums the payload bytes of the envelopes in peerInbox
+	// (at most peerInboxBytesMax, or one envelope's); fromPeer adds
+	// before it queues, tookFromPeer takes off. peerRoom wakes a reader
+	// waiting for room (capacity 1: a wake is never lost, and each take
+	// sends one).
+	peerInboxBytes atomic.Int64
+	peerRoom       chan struct{}
+	// peerBytesMax is peerInboxBytesMax (tests lower it); set before run.
+	peerBytesMax int64
 	// transport sends the node's envelopes; nil for a single node. Set
 	// before run starts, then only used by the loop goroutine.
 	transport transport
@@ -145,7 +154,7 @@ type loop struct {
 func newLoop(n *node.Node, clock func() time.Time, logger *slog.Logger, metrics *Metrics) *loop {
 	return &loop{
 		node: n, inbox: make(chan input, inboxCapacity), clock: clock, logger: logger, metrics: metrics,
-		peerInbox: make(chan msg.Envelope, peerInboxCapacity), peerAddrs: map[string]string{},
+		peerInbox: make(chan msg.Envelope, peerInboxCapacity), peerRoom: make(chan struct{}, 1), peerBytesMax: peerInboxBytesMax, peerAddrs: map[string]string{},
 		pending: map[msg.RequestID]chan msg.Reply{}, done: make(chan struct{}),
 	}
 }
@@ -162,22 +171,33 @@ func newInboxGauges(l *loop) []prometheus.Collector {
 		Help: "Capacity of each queue of the node's loop; a full queue makes its writers wait."}, []string{"queue"})
 	capacity.WithLabelValues("requests").Set(float64(cap(l.inbox)))
 	capacity.WithLabelValues("peers").Set(float64(cap(l.peerInbox)))
-	return []prometheus.Collector{capacity, inboxDepth{depth: depth, loop: l}}
+	bytes := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "narad", Subsystem: "loop", Name: "peer_inbox_bytes",
+		Help: "Payload bytes of the messages from other nodes queued for the loop; at narad_loop_peer_inbox_bytes_max the connections' readers wait."})
+	bytesMax := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "narad", Subsystem: "loop", Name: "peer_inbox_bytes_max",
+		Help: "Bound of narad_loop_peer_inbox_bytes (one message alone always fits)."})
+	bytesMax.Set(peerInboxBytesMax)
+	return []prometheus.Collector{capacity, bytesMax, inboxDepth{depth: depth, bytes: bytes, loop: l}}
 }
 
 // inboxDepth sets the depth gauges from the channels' lengths at each
 // collection.
 type inboxDepth struct {
 	depth *prometheus.GaugeVec
+	bytes prometheus.Gauge
 	loop  *loop
 }
 
-func (d inboxDepth) Describe(descriptions chan<- *prometheus.Desc) { d.depth.Describe(descriptions) }
+func (d inboxDepth) Describe(descriptions chan<- *prometheus.Desc) {
+	d.depth.Describe(descriptions)
+	d.bytes.Describe(descriptions)
+}
 
 func (d inboxDepth) Collect(metrics chan<- prometheus.Metric) {
 	d.depth.WithLabelValues("requests").Set(float64(len(d.loop.inbox)))
 	d.depth.WithLabelValues("peers").Set(float64(len(d.loop.peerInbox)))
 	d.depth.Collect(metrics)
+	d.bytes.Set(float64(d.loop.peerInboxBytes.Load()))
+	d.bytes.Collect(metrics)
 }
 
 // run is the loop goroutine: it returns when ctx ends (after handling
@@ -203,7 +223,7 @@ func (l *loop) run(ctx context.Context) error {
 		case in := <-l.inbox:
 			l.round(in)
 		case env := <-l.peerInbox:
-			l.round(input{fromPeer: true, envelope: env})
+			l.round(l.tookFromPeer(env))
 		case <-timer.C:
 			l.round(input{})
 		}
@@ -251,7 +271,7 @@ func (l *loop) round(first input) {
 func (l *loop) poll() (input, bool) {
 	select {
 	case env := <-l.peerInbox:
-		return input{fromPeer: true, envelope: env}, true
+		return l.tookFromPeer(env), true
 	default:
 	}
 	select {
@@ -279,7 +299,7 @@ func (l *loop) gatherOne(requests *int, until time.Time) bool {
 	select {
 	case in = <-l.inbox:
 	case env := <-l.peerInbox:
-		in = input{fromPeer: true, envelope: env}
+		in = l.tookFromPeer(env)
 	case <-l.gather.C:
 		return false
 	}

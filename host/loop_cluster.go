@@ -12,10 +12,44 @@ import (
 // stopped (so the transport's readers can end at shutdown). It runs on
 // the transport's reader goroutines.
 func (l *loop) fromPeer(env msg.Envelope) {
+	size := int64(msg.PayloadBytes(env))
+	for !l.reservePeerBytes(size) {
+		select {
+		case <-l.peerRoom:
+		case <-l.done:
+			return
+		}
+	}
 	select {
 	case l.peerInbox <- env:
 	case <-l.done:
 	}
+}
+
+// reservePeerBytes counts size into the peer inbox's bytes when it fits
+// under peerInboxBytesMax, or the inbox holds none (one envelope alone
+// always fits); false means wait for room.
+func (l *loop) reservePeerBytes(size int64) bool {
+	for {
+		queued := l.peerInboxBytes.Load()
+		if queued > 0 && queued+size > l.peerBytesMax {
+			return false
+		}
+		if l.peerInboxBytes.CompareAndSwap(queued, queued+size) {
+			return true
+		}
+	}
+}
+
+// tookFromPeer is the loop taking env from the peer inbox: its bytes
+// leave the budget, and a reader waiting for room is woken.
+func (l *loop) tookFromPeer(env msg.Envelope) input {
+	l.peerInboxBytes.Add(-int64(msg.PayloadBytes(env)))
+	select {
+	case l.peerRoom <- struct{}{}:
+	default:
+	}
+	return input{fromPeer: true, envelope: env}
 }
 
 // step hands a peer's envelope to the node. A refused envelope (unknown
