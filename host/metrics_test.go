@@ -91,20 +91,27 @@ func TestInboxGaugesShowTheQueuesDepth(t *testing.T) {
 		got := map[string]float64{}
 		for _, family := range families {
 			for _, metric := range family.GetMetric() {
-				got[family.GetName()+"/"+metric.GetLabel()[0].GetValue()] = metric.GetGauge().GetValue()
+				name := family.GetName()
+				if labels := metric.GetLabel(); len(labels) > 0 {
+					name += "/" + labels[0].GetValue()
+				}
+				got[name] = metric.GetGauge().GetValue()
 			}
 		}
 		return got
 	}
 	require.Equal(t, map[string]float64{"narad_loop_inbox_capacity/peers": 4, "narad_loop_inbox_capacity/requests": 8,
-		"narad_loop_inbox_depth/peers": 0, "narad_loop_inbox_depth/requests": 0}, values())
+		"narad_loop_inbox_depth/peers": 0, "narad_loop_inbox_depth/requests": 0,
+		"narad_loop_peer_inbox_bytes": 0, "narad_loop_peer_inbox_bytes_max": peerInboxBytesMax}, values())
 	for range 3 {
 		l.inbox <- input{}
 	}
 	l.peerInbox <- msg.Envelope{}
+	l.peerInboxBytes.Add(700)
 	got := values()
 	require.Equal(t, 3.0, got["narad_loop_inbox_depth/requests"])
 	require.Equal(t, 1.0, got["narad_loop_inbox_depth/peers"])
+	require.Equal(t, 700.0, got["narad_loop_peer_inbox_bytes"])
 	<-l.inbox
 	require.Equal(t, 2.0, values()["narad_loop_inbox_depth/requests"])
 }
