@@ -14,6 +14,11 @@ const (
 	passwordHashBytesMax = 1024
 	grantsPerUserMax     = 64
 	patternsPerGrantMax  = 256
+	// UsersMax bounds the users of a cluster: a create past it is
+	// refused (ErrLimitReached). Each user may hold up to
+	// grantsPerUserMax grants of patternsPerGrantMax patterns, held by
+	// every replica and every node's authenticator.
+	UsersMax = 10_000
 	// MaxDeliveriesMax bounds a topic's MaxDeliveries
 	// (docs/api.md#dead-letters).
 	MaxDeliveriesMax = 1000

@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -686,4 +687,17 @@ func TestAMarkDeadOfAnEarlierStartMissesALaterOne(t *testing.T) {
 	require.NoError(t, MarkMemberDead{ID: "m1", ObservedHeartbeatMs: 10_000, ObservedIncarnation: 2}.apply(s))
 	member, _ := s.Member("m1")
 	require.False(t, member.Alive)
+}
+
+// TestUsersAreBounded: a create past UsersMax is refused and changes
+// nothing; a replacement of an existing user still applies.
+func TestUsersAreBounded(t *testing.T) {
+	s := stateWith(t)
+	for i := range UsersMax {
+		require.NoError(t, PutUser{Username: fmt.Sprintf("u%d", i), PasswordHash: []byte("h"), CreateOnly: true, NowMs: 1}.apply(s))
+	}
+	requireRejected(t, s, PutUser{Username: "one-more", PasswordHash: []byte("h"), CreateOnly: true, NowMs: 2}, ErrLimitReached)
+	require.NoError(t, PutUser{Username: "u7", PasswordHash: []byte("h2"), NowMs: 3}.apply(s), "a replacement adds no user")
+	require.NoError(t, DeleteUser{Username: "u7"}.apply(s))
+	require.NoError(t, PutUser{Username: "one-more", PasswordHash: []byte("h"), CreateOnly: true, NowMs: 4}.apply(s), "room again")
 }

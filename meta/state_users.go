@@ -15,6 +15,9 @@ func (c PutUser) apply(s *State) error {
 	if err := c.checkReplace(s, existing, exists); err != nil {
 		return err
 	}
+	if !exists && len(s.users) >= UsersMax {
+		return rejectf(ErrLimitReached, "the cluster holds its limit of %d users", UsersMax)
+	}
 	user := &User{Username: c.Username, PasswordHash: slices.Clone(c.PasswordHash), Root: c.Root,
 		Grants: cloneGrants(c.Grants), CreatedAtMs: c.NowMs, UpdatedAtMs: c.NowMs}
 	if exists {

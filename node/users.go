@@ -61,6 +61,8 @@ func userApplyError(username string, err error) error {
 		return msg.NotFound("user %q not found", username)
 	case errors.Is(err, meta.ErrUserIsRoot):
 		return msg.Forbidden("the root user cannot be deleted or regranted")
+	case errors.Is(err, meta.ErrLimitReached):
+		return msg.Conflict("the cluster holds its limit of %d users; delete users first", meta.UsersMax)
 	case errors.Is(err, meta.ErrUserChanged):
 		return msg.Conflict("user %q was deleted and created again meanwhile; nothing changed", username)
 	}
