@@ -154,7 +154,7 @@ func (a *Authenticator) Verify(ctx context.Context, username, password string) (
 		a.metrics.attempts.WithLabelValues("wrong_password").Inc()
 		return Identity{}, ErrUnauthenticated
 	}
-	identity := Identity{Username: user.Username, Root: user.Root, Grants: user.Grants}
+	identity := Identity{Username: user.Username, Root: user.Root, Grants: user.Grants, CreatedAtMs: user.CreatedAtMs}
 	mac := a.mac(username, password)
 	ok, err := a.check(ctx, username, user.PasswordHash, password, mac)
 	if err != nil {

@@ -126,6 +126,10 @@ type Identity struct {
 	Root bool
 	// Grants are the user's grants in the view it was verified against.
 	Grants []meta.Grant
+	// CreatedAtMs is the user's creation time in that view: it tells the
+	// user from a namesake created after a delete (what the caller creates
+	// is guarded by it).
+	CreatedAtMs int64
 }
 
 // Admin reports whether the caller is root or holds the admin grant.

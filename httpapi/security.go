@@ -191,7 +191,7 @@ func (h *apiHandler) requireOwner(ctx context.Context, caller auth.Identity, top
 // withCreator records the caller as the owner of a topic it creates.
 func withCreator(request msg.Request, caller auth.Identity) msg.Request {
 	if create, ok := request.(msg.CreateTopic); ok {
-		create.CreatedBy = caller.Username
+		create.CreatedBy, create.CreatorCreatedAtMs = caller.Username, caller.CreatedAtMs
 		return create
 	}
 	return request

@@ -93,6 +93,11 @@ type CreateTopic struct {
 	CreatedAtMs               int64  `json:"created_at_ms"`
 	// CreatedBy is the user who created the topic ("owner" in the API).
 	CreatedBy string `json:"created_by,omitempty"`
+	// CreatorCreatedAtMs, when not 0, is CreatedBy's CreatedAtMs as the
+	// proposer authenticated it: the create fails (ErrUserChanged) if
+	// that user was deleted meanwhile, created again or not, as a user
+	// created again under a name must not get the old one's topics.
+	CreatorCreatedAtMs int64 `json:"creator_created_at_ms,omitempty"`
 	// Owners[p] is the member that will own partition p; its length is
 	// the partition count. Every owner must be a member.
 	Owners []string `json:"owners"`

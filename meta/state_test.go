@@ -701,3 +701,21 @@ func TestUsersAreBounded(t *testing.T) {
 	require.NoError(t, DeleteUser{Username: "u7"}.apply(s))
 	require.NoError(t, PutUser{Username: "one-more", PasswordHash: []byte("h"), CreateOnly: true, NowMs: 4}.apply(s), "room again")
 }
+
+// TestACreateOfADeletedUserIsNotInheritedByItsNamesake: a topic creation
+// checked against a user (CreatorCreatedAtMs) that applies after the user
+// was deleted, and created again for someone else, is refused: the
+// namesake does not get the topic.
+func TestACreateOfADeletedUserIsNotInheritedByItsNamesake(t *testing.T) {
+	s := stateWith(t, heartbeat("m1", 100), PutUser{Username: "bob", PasswordHash: []byte("h1"), CreateOnly: true, NowMs: 1})
+	create := CreateTopic{Name: "bob.ledger", Owners: []string{"m1"}, RetentionMs: 1, VisibilityTimeoutMs: 1,
+		MaxInFlightPerPartition: 1, MaxAckedAheadPerPartition: 1, CreatedBy: "bob", CreatorCreatedAtMs: 1}
+	require.NoError(t, DeleteUser{Username: "bob"}.apply(s))
+	requireRejected(t, s, create, ErrUserChanged)
+	require.NoError(t, PutUser{Username: "bob", PasswordHash: []byte("other"), CreateOnly: true, NowMs: 2}.apply(s))
+	requireRejected(t, s, create, ErrUserChanged)
+	create.CreatorCreatedAtMs = 2
+	require.NoError(t, create.apply(s), "the new bob's own create")
+	record, _ := s.Topic("bob.ledger")
+	require.Equal(t, "bob", record.CreatedBy)
+}

@@ -8,6 +8,9 @@ func (c CreateTopic) apply(s *State) error {
 	if _, exists := s.topics[c.Name]; exists {
 		return rejectf(ErrTopicExists, "topic %q", c.Name)
 	}
+	if err := s.checkCreator(c.CreatedBy, c.CreatorCreatedAtMs); err != nil {
+		return err
+	}
 	if err := s.checkOwners(c.Owners); err != nil {
 		return err
 	}

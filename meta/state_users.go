@@ -117,6 +117,18 @@ func (s *State) checkedUser(username string, createdAtMs int64) (*User, error) {
 	return user, nil
 }
 
+// checkCreator refuses a creation asked by a user (createdAtMs set: the
+// time the proposer saw it created) that no longer exists as that user.
+func (s *State) checkCreator(username string, createdAtMs int64) error {
+	if createdAtMs == 0 {
+		return nil
+	}
+	if user, exists := s.users[username]; !exists || user.CreatedAtMs != createdAtMs {
+		return rejectf(ErrUserChanged, "user %q, who asked, was deleted before the change applied", username)
+	}
+	return nil
+}
+
 // HasRoot reports whether a root user exists.
 func (s *State) HasRoot() bool { return s.hasRoot() }
 

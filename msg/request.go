@@ -27,6 +27,12 @@ type CreateTopic struct {
 	// CreatedBy is the authenticated user asking, who becomes the topic's
 	// owner; empty without authentication.
 	CreatedBy string
+	// CreatorCreatedAtMs is CreatedBy's creation time as the receiving
+	// node authenticated it (0 without authentication): a create that
+	// applies after that user was deleted, and perhaps created again by
+	// an admin for someone else, is refused instead of giving the topic
+	// to the namesake.
+	CreatorCreatedAtMs int64
 	// MaxDeliveries (0: off, at most MaxDeliveriesMax) and
 	// DeadLetterTopic (an existing other topic) are the dead-letter
 	// setting (docs/api.md#dead-letters).

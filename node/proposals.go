@@ -155,6 +155,8 @@ func applyError(topicName string, err error) *msg.Error {
 		return msg.Conflict("topic %q changed meanwhile; retry: %v", topicName, err)
 	case errors.Is(err, meta.ErrOwnerChanged):
 		return ownerChanged(err)
+	case errors.Is(err, meta.ErrUserChanged):
+		return msg.Conflict("%s; nothing changed", strings.TrimPrefix(err.Error(), "meta: "))
 	case errors.Is(err, meta.ErrSchemaSpace):
 		return msg.TooLarge("%v", err)
 	case errors.Is(err, meta.ErrTopicExists):

@@ -58,7 +58,7 @@ func (n *Node) createTopic(id msg.RequestID, r msg.CreateTopic) {
 	n.propose(id, proposalCreateTopic, r.Name, meta.CreateTopic{
 		Name: info.Name, RetentionMs: info.RetentionMs, VisibilityTimeoutMs: info.VisibilityTimeoutMs,
 		MaxInFlightPerPartition: info.InFlightMax, MaxAckedAheadPerPartition: info.AckedAheadMax,
-		CreatedAtMs: n.nowMs, CreatedBy: r.CreatedBy, Owners: owners, Schema: r.Schema, Limits: n.placementLimits(),
+		CreatedAtMs: n.nowMs, CreatedBy: r.CreatedBy, CreatorCreatedAtMs: r.CreatorCreatedAtMs, Owners: owners, Schema: r.Schema, Limits: n.placementLimits(),
 		MaxDeliveries: info.MaxDeliveries, DeadLetterTopic: info.DeadLetterTopic,
 		Parent: r.Parent, FanoutDelayMs: r.FanoutDelayMs, ExpectedOwner: r.ExpectedOwner,
 	})

@@ -114,6 +114,7 @@ func (e *encoder) createTopic(r msg.CreateTopic) {
 	e.int(r.AckedAheadMax)
 	e.bytes(r.Schema, schemaLimit)
 	e.string(r.CreatedBy, nodeIDLimit)
+	e.varint(r.CreatorCreatedAtMs)
 	e.int(r.MaxDeliveries)
 	e.string(r.DeadLetterTopic, topicNameLimit)
 	e.string(r.Parent, topicNameLimit)
@@ -143,6 +144,7 @@ func (d *decoder) createTopic() msg.CreateTopic {
 		AckedAheadMax:       d.int(),
 		Schema:              d.bytes(schemaLimit),
 		CreatedBy:           d.string(nodeIDLimit),
+		CreatorCreatedAtMs:  d.varint(),
 		MaxDeliveries:       d.int(),
 		DeadLetterTopic:     d.string(topicNameLimit),
 		Parent:              d.string(topicNameLimit),

@@ -14,7 +14,8 @@ func Request() *rapid.Generator[msg.Request] {
 				RetentionMs: rapid.Int64().Draw(t, "retention"), VisibilityTimeoutMs: rapid.Int64().Draw(t, "visibility"),
 				InFlightMax: rapid.Int().Draw(t, "inFlight"), AckedAheadMax: rapid.Int().Draw(t, "ackedAhead"),
 				Schema: rapid.SliceOfN(rapid.Byte(), 0, 64).Draw(t, "schema"), CreatedBy: rapid.StringMatching(`[a-z]{0,8}`).Draw(t, "createdBy"),
-				MaxDeliveries: rapid.Int().Draw(t, "maxDeliveries"), DeadLetterTopic: topic().Draw(t, "deadLetterTopic"),
+				CreatorCreatedAtMs: rapid.Int64().Draw(t, "creatorCreatedAtMs"),
+				MaxDeliveries:      rapid.Int().Draw(t, "maxDeliveries"), DeadLetterTopic: topic().Draw(t, "deadLetterTopic"),
 				Parent: topic().Draw(t, "parent"), FanoutDelayMs: rapid.Int64().Draw(t, "delay"), ExpectedOwner: nodeID().Draw(t, "expectedOwner")}
 		}),
 		rapid.Custom(func(t *rapid.T) msg.Request {

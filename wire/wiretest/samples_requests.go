@@ -32,7 +32,7 @@ func topicRequestSamples() []NamedRequest {
 		{"CreateTopic/zero", msg.CreateTopic{}},
 		{"CreateTopic/max", msg.CreateTopic{Name: MaxTopic(), Partitions: math.MaxInt, RetentionMs: math.MaxInt64,
 			VisibilityTimeoutMs: math.MaxInt64, InFlightMax: math.MaxInt, AckedAheadMax: math.MaxInt,
-			Schema: bytes.Repeat([]byte("s"), SchemaBytesMax), CreatedBy: strings.Repeat("u", 64),
+			Schema: bytes.Repeat([]byte("s"), SchemaBytesMax), CreatedBy: strings.Repeat("u", 64), CreatorCreatedAtMs: math.MinInt64,
 			MaxDeliveries: math.MaxInt, DeadLetterTopic: MaxTopic(),
 			Parent: MaxTopic(), FanoutDelayMs: math.MaxInt64}},
 		{"CreateTopic/child", msg.CreateTopic{Name: "late", Parent: "orders", FanoutDelayMs: 60_000, ExpectedOwner: "ann"}},
