@@ -10,15 +10,15 @@ import (
 	"narad/msg"
 )
 
-// reinstallAfterCrash: the target installs its copy and proposes the flip
-// (dropped on its way), crashes, restarts, and its new session of the same
-// move reaches its finalize job, which the harness holds.
-func reinstallAfterCrash(t *testing.T) (c *clusterHarness, leader, source, target string, out heldJob) {
+// installedUnflipped moves partition 0 of "t" (records r0.. written at the
+// source) to another node whose proposals never reach the leader: the
+// copy is verified and installed, the flip proposed and lost.
+func installedUnflipped(t *testing.T, records int) (c *clusterHarness, leader, source, target string) {
 	c = newClusterHarness(t, 3)
 	leader = c.electWithTopic("t", 3)
 	source = c.owners(leader, "t")[0]
 	target = c.otherThan(source)
-	for i := range 5 {
+	for i := range records {
 		require.NoError(t, c.do(source, producePinned("t", 0, fmt.Sprintf("r%d", i))).Err)
 	}
 	c.drop = func(env msg.Envelope) bool { // the target's proposals never reach the leader
@@ -26,16 +26,47 @@ func reinstallAfterCrash(t *testing.T) (c *clusterHarness, leader, source, targe
 		return ok && env.From == target && raft.Message.GetType() == raftpb.MsgProp
 	}
 	c.startMove(leader, "t", 0, target)
-	require.Equal(t, "flip", c.nodes[target].MoveSessions()[0].Phase, "installed, the flip proposed")
+	sessions := c.nodes[target].MoveSessions()
+	require.Len(t, sessions, 1)
+	require.Equal(t, "flip", sessions[0].Phase, "copied, verified, installed; the flip is not applied")
 	_, err := c.disks[target].Stat(PartitionDir("t", 0))
-	require.NoError(t, err, "the earlier incarnation's verified copy is installed")
+	require.NoError(t, err, "the copy is installed")
+	return c, leader, source, target
+}
 
+// requireRecordsAt replays partition 0 of "t" at node: r0 .. r(count-1).
+func requireRecordsAt(t *testing.T, c *clusterHarness, node string, count int) {
+	t.Helper()
+	for i := range count {
+		r := c.do(node, msg.Replay{Topic: "t", Partition: 0, Offset: uint64(i)})
+		require.NoError(t, r.Err, "offset %d", i)
+		result, _ := r.Result.(msg.ReplayResult)
+		require.NotNil(t, result.Message, "offset %d acknowledged at the source is lost at %s (%+v)", i, node, r.Result)
+		require.Equal(t, fmt.Sprintf("r%d", i), string(result.Message.Payload))
+	}
+}
+
+// reinstallAfterCrash: the target installs its copy and proposes the flip
+// (dropped on its way), crashes, restarts, and its new session of the same
+// move reaches its finalize job, which the harness holds.
+func reinstallAfterCrash(t *testing.T) (c *clusterHarness, leader, source, target string, out heldJob) {
+	c, leader, source, target = installedUnflipped(t, 5)
 	c.crash(target)
 	c.holdJobs = true
 	c.tickUntil(100, 200, func() bool { return len(c.held) > 0 })
 	out = c.held[0]
 	require.Same(t, c.nodes[target], out.node)
 	return c, leader, source, target, out
+}
+
+// failHeldJob runs the held finalize job on its damaged copy and hands
+// its failure back to the node.
+func failHeldJob(t *testing.T, c *clusterHarness, target string, out heldJob) {
+	damageStaged(t, c, target, out)
+	out.job.Run()
+	require.Error(t, out.job.pending.job.err, "the damaged copy fails verification")
+	out.node.JobDone(out.job)
+	c.held, c.holdJobs = nil, false
 }
 
 // damageStaged models media damage on the destination's disk in the staged
@@ -66,20 +97,9 @@ func TestAFailedReinstallKeepsTheEarlierInstallForALateFlip(t *testing.T) {
 	c.proposeFlip(leader, source, target) // the earlier incarnation's flip, applied late
 	c.tickUntil(100, 100, func() bool { return c.owners(target, "t")[0] == target })
 
-	damageStaged(t, c, target, out)
-	out.job.Run()
-	require.Error(t, out.job.pending.job.err, "the damaged copy fails verification")
-	out.node.JobDone(out.job)
-	c.held, c.holdJobs = nil, false
+	failHeldJob(t, c, target, out)
 	c.tick(100)
-
-	for i := range 5 {
-		r := c.do(target, msg.Replay{Topic: "t", Partition: 0, Offset: uint64(i)})
-		require.NoError(t, r.Err, "offset %d", i)
-		result, _ := r.Result.(msg.ReplayResult)
-		require.NotNil(t, result.Message, "offset %d acknowledged at the source is lost at the new owner (%+v)", i, r.Result)
-		require.Equal(t, fmt.Sprintf("r%d", i), string(result.Message.Payload))
-	}
+	requireRecordsAt(t, c, target, 5)
 }
 
 // TestAFailedReinstallBeforeALateFlipKeepsTheEarlierInstall: as above, but
@@ -87,21 +107,11 @@ func TestAFailedReinstallKeepsTheEarlierInstallForALateFlip(t *testing.T) {
 // the flip then applies.
 func TestAFailedReinstallBeforeALateFlipKeepsTheEarlierInstall(t *testing.T) {
 	c, leader, source, target, out := reinstallAfterCrash(t)
-	damageStaged(t, c, target, out)
-	out.job.Run()
-	require.Error(t, out.job.pending.job.err)
-	out.node.JobDone(out.job)
-	c.held, c.holdJobs = nil, false
+	failHeldJob(t, c, target, out)
 	c.drop = nil
 	c.proposeFlip(leader, source, target) // the earlier incarnation's flip, applied late
 	c.settle()
 	require.Equal(t, target, c.owners(target, "t")[0])
 	c.tick(100)
-	for i := range 5 {
-		r := c.do(target, msg.Replay{Topic: "t", Partition: 0, Offset: uint64(i)})
-		require.NoError(t, r.Err, "offset %d", i)
-		result, _ := r.Result.(msg.ReplayResult)
-		require.NotNil(t, result.Message, "offset %d acknowledged at the source is lost at the new owner (%+v)", i, r.Result)
-		require.Equal(t, fmt.Sprintf("r%d", i), string(result.Message.Payload))
-	}
+	requireRecordsAt(t, c, target, 5)
 }

@@ -348,33 +348,12 @@ func TestASourceRestartedMidMoveIsFrozenOnceARequestOpensThePartition(t *testing
 // the leader) starts the move over, installs over its old install and
 // completes; every record is there.
 func TestADestinationCrashAfterInstallStillFlips(t *testing.T) {
-	c := newClusterHarness(t, 3)
-	leader := c.electWithTopic("t", 3)
-	source := c.owners(leader, "t")[0]
-	target := c.otherThan(source)
-	for i := range 20 {
-		require.NoError(t, c.do(source, producePinned("t", 0, fmt.Sprintf("r%d", i))).Err)
-	}
-	c.drop = func(env msg.Envelope) bool { // the target's proposals never reach the leader
-		raft, ok := env.Message.(msg.RaftMessage)
-		return ok && env.From == target && raft.Message.GetType() == raftpb.MsgProp
-	}
-	c.startMove(leader, "t", 0, target)
-	sessions := c.nodes[target].MoveSessions()
-	require.Len(t, sessions, 1)
-	require.Equal(t, "flip", sessions[0].Phase, "copied, verified, installed; the flip is not applied")
-	_, err := c.disks[target].Stat(PartitionDir("t", 0))
-	require.NoError(t, err, "the copy is installed")
-
+	c, leader, source, target := installedUnflipped(t, 20)
 	c.crash(target)
 	c.drop = nil
 	c.tickUntil(100, 200, func() bool { return c.owners(leader, "t")[0] == target })
 	c.tick(100)
-	for i := range 20 {
-		replayed := c.do(source, msg.Replay{Topic: "t", Partition: 0, Offset: uint64(i)})
-		require.NoError(t, replayed.Err)
-		require.Equal(t, fmt.Sprintf("r%d", i), string(replayed.Result.(msg.ReplayResult).Message.Payload))
-	}
+	requireRecordsAt(t, c, source, 20)
 }
 
 // TestCancelledDecommissionAbortsMovesNotYetCopying: cancelling a drain
@@ -589,18 +568,25 @@ func asForwarded(n *Node, from string) msg.RequestID {
 	return forwardedRequestBit | n.servedID(n.routing.served.Forwarded(incoming{from: from, id: 1}))
 }
 
+// deadLetterTopicToMove makes topic "t" with maxDeliveries and the
+// dead-letter topic "dead" on three nodes, and names the source of
+// partition 0 and another node to move it to.
+func deadLetterTopicToMove(t *testing.T, maxDeliveries int) (c *clusterHarness, leader, source, target string) {
+	c = newClusterHarness(t, 3)
+	leader = c.electWithTopic("dead", 3)
+	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "t", Partitions: 3, MaxDeliveries: maxDeliveries, DeadLetterTopic: "dead"}).Err)
+	c.tick(100)
+	source = c.owners(leader, "t")[0]
+	return c, leader, source, c.otherThan(source)
+}
+
 // TestDeliveryCountsTravelWithAMove: the new owner of a moved partition
 // goes on from the source's delivery counts and acks as of the freeze: a
 // record delivered twice there is delivered a third time here, one acked
 // ahead of the committed offset is not delivered again, and a record that
 // ran out of deliveries goes to the dead-letter topic from here.
 func TestDeliveryCountsTravelWithAMove(t *testing.T) {
-	c := newClusterHarness(t, 3)
-	leader := c.electWithTopic("dead", 3)
-	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "t", Partitions: 3, MaxDeliveries: 3, DeadLetterTopic: "dead"}).Err)
-	c.tick(100)
-	source := c.owners(leader, "t")[0]
-	target := c.otherThan(source)
+	c, leader, source, target := deadLetterTopicToMove(t, 3)
 	for i := range 3 {
 		require.NoError(t, c.do(source, producePinned("t", 0, fmt.Sprintf("r%d", i))).Err)
 	}
@@ -642,12 +628,7 @@ func TestDeliveryCountsTravelWithAMove(t *testing.T) {
 // delivered by the new owner of its partition, even with max_deliveries
 // 1, instead of going to the dead-letter topic unseen.
 func TestARecordReturnedUnseenTravelsUnseen(t *testing.T) {
-	c := newClusterHarness(t, 3)
-	leader := c.electWithTopic("dead", 3)
-	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "t", Partitions: 3, MaxDeliveries: 1, DeadLetterTopic: "dead"}).Err)
-	c.tick(100)
-	source := c.owners(leader, "t")[0]
-	target := c.otherThan(source)
+	c, leader, source, target := deadLetterTopicToMove(t, 1)
 	require.NoError(t, c.do(source, producePinned("t", 0, "r0")).Err)
 	reply := c.do(source, msg.Consume{Topic: "t", Partition: 0})
 	require.NoError(t, reply.Err)

@@ -106,10 +106,7 @@ func TestCheckCorruption(t *testing.T) {
 func TestLogCorruptionListsGapsAndIsBounded(t *testing.T) {
 	forEachLogFS(t, func(t *testing.T, fs FS) {
 		cfg := smallLogConfig()
-		log, _ := openTestLog(t, fs, "gap", cfg)
-		appendTestRecords(t, log, 0, 150)
-		require.NoError(t, log.Sync())
-		require.NoError(t, log.Close())
+		writeClosedTestLog(t, fs, "gap", cfg, 150)
 		segments := func() []SegmentInfo {
 			log, _ := openTestLog(t, fs, "gap", cfg)
 			defer func() { require.NoError(t, log.Close()) }()

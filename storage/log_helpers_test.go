@@ -107,6 +107,16 @@ func syncedTestLog(t *testing.T, cfg LogConfig, count uint64) (*MemFS, *Log) {
 	return fs, log
 }
 
+// writeClosedTestLog writes count records to a log in dir of fs, syncs and
+// closes it.
+func writeClosedTestLog(t *testing.T, fs FS, dir string, cfg LogConfig, count uint64) {
+	t.Helper()
+	log, _ := openTestLog(t, fs, dir, cfg)
+	appendTestRecords(t, log, 0, count)
+	require.NoError(t, log.Sync())
+	require.NoError(t, log.Close())
+}
+
 // flipByte inverts the byte at position of a file, durably.
 func flipByte(t *testing.T, fs FS, name string, position int64) {
 	t.Helper()

@@ -103,10 +103,7 @@ func TestMoveStagedCopySurvivesCrash(t *testing.T) {
 func TestMoveInstallReplacesExisting(t *testing.T) {
 	forEachLogFS(t, func(t *testing.T, fs FS) {
 		cfg := smallLogConfig()
-		stale, _ := openTestLog(t, fs, "topics/t/p00001", cfg)
-		appendTestRecords(t, stale, 0, 100)
-		require.NoError(t, stale.Sync())
-		require.NoError(t, stale.Close())
+		writeClosedTestLog(t, fs, "topics/t/p00001", cfg, 100)
 
 		source, _ := openTestLog(t, fs, "src", cfg)
 		appendTestRecords(t, source, 0, 5)
@@ -324,10 +321,7 @@ func TestDeletePartitionDurable(t *testing.T) {
 func TestMoveUndoInstall(t *testing.T) {
 	forEachLogFS(t, func(t *testing.T, fs FS) {
 		cfg := smallLogConfig()
-		earlier, _ := openTestLog(t, fs, "topics/t/p00003", cfg)
-		appendTestRecords(t, earlier, 0, 7)
-		require.NoError(t, earlier.Sync())
-		require.NoError(t, earlier.Close())
+		writeClosedTestLog(t, fs, "topics/t/p00003", cfg, 7)
 		staged, err := CreateStaged(fs, "moves/t-3", cfg)
 		require.NoError(t, err)
 		require.NoError(t, staged.Sync())
