@@ -264,8 +264,8 @@ func (f Fanout) validate(found *problems) {
 	if f.MaxBatchBytes <= 0 {
 		found.add("fanout.max_batch_bytes", "must be > 0 (got %d)", f.MaxBatchBytes)
 	}
-	if f.LingerMs < 0 {
-		found.add("fanout.linger_ms", "must be ≥ 0 (got %d)", f.LingerMs)
+	if f.LingerMs < 0 || f.LingerMs > fanoutLingerMsMax {
+		found.add("fanout.linger_ms", "must be in [0, %d] (got %d)", fanoutLingerMsMax, f.LingerMs)
 	}
 }
 
@@ -282,6 +282,15 @@ func checkOneOf(found *problems, key, value string, allowed []string) {
 
 // movesInFlightMax bounds moves.max_in_flight (the planner's limit).
 const movesInFlightMax = 1024
+
+// timingMsMax bounds the cluster's heartbeat and move timings (a day): a
+// node adds them to its clock, and past this they stop meaning anything
+// but "never" long before they overflow.
+const timingMsMax = 24 * 3_600_000
+
+// fanoutLingerMsMax bounds fanout.linger_ms: a record may wait at most
+// this long after its commit for its batch to fill.
+const fanoutLingerMsMax = 60_000
 
 // The bounds of cluster.meta_snapshot_entries: below the minimum a busy
 // cluster would snapshot (and fsync a whole image) every few entries;
@@ -302,8 +311,8 @@ func (c Config) validateTimings(found *problems) {
 		{"moves.force_promote_after_ms", c.Moves.ForcePromoteAfterMs},
 	}
 	for _, setting := range positive {
-		if setting.value <= 0 {
-			found.add(setting.key, "must be > 0 (got %d)", setting.value)
+		if setting.value <= 0 || setting.value > timingMsMax {
+			found.add(setting.key, "must be in [1, %d] (got %d)", timingMsMax, setting.value)
 		}
 	}
 	if c.Cluster.DeadAfterMs/3 < c.Cluster.HeartbeatIntervalMs { // not 3 × interval, which overflows

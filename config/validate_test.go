@@ -2,7 +2,6 @@ package config
 
 import (
 	"errors"
-	"math"
 	"strings"
 	"testing"
 	"time"
@@ -45,12 +44,13 @@ func TestValidateRules(t *testing.T) {
 	}{
 		{"read timeout zero", func(c *Config) { c.HTTP.ReadTimeout = 0 }, "http.read_timeout", "> 0"},
 		{"dead-after under three heartbeats", func(c *Config) { c.Cluster.DeadAfterMs = 2 * c.Cluster.HeartbeatIntervalMs }, "cluster.dead_after_ms", "three heartbeat intervals"},
-		{"heartbeat so long that three overflow", func(c *Config) { c.Cluster.HeartbeatIntervalMs = math.MaxInt64/3 + 1 }, "cluster.dead_after_ms", "three heartbeat intervals"},
-		{"heartbeat zero", func(c *Config) { c.Cluster.HeartbeatIntervalMs = 0 }, "cluster.heartbeat_interval_ms", "> 0"},
+		{"heartbeat of a day, dead-after shorter", func(c *Config) { c.Cluster.HeartbeatIntervalMs = timingMsMax }, "cluster.dead_after_ms", "three heartbeat intervals"},
+		{"heartbeat zero", func(c *Config) { c.Cluster.HeartbeatIntervalMs = 0 }, "cluster.heartbeat_interval_ms", "must be in [1, 86400000]"},
 		{"meta snapshot interval too small", func(c *Config) { c.Cluster.MetaSnapshotEntries = 9 }, "cluster.meta_snapshot_entries", "between 10 and 1000000"},
 		{"meta snapshot interval too large", func(c *Config) { c.Cluster.MetaSnapshotEntries = 1_000_001 }, "cluster.meta_snapshot_entries", "between 10 and 1000000"},
 		{"moves in flight zero", func(c *Config) { c.Moves.MaxInFlight = 0 }, "moves.max_in_flight", "between 1 and 1024"},
-		{"force promote negative", func(c *Config) { c.Moves.ForcePromoteAfterMs = -1 }, "moves.force_promote_after_ms", "> 0"},
+		{"force promote negative", func(c *Config) { c.Moves.ForcePromoteAfterMs = -1 }, "moves.force_promote_after_ms", "must be in [1, 86400000]"},
+		{"stall timeout past a day", func(c *Config) { c.Moves.StallTimeoutMs = 1 << 62 }, "moves.stall_timeout_ms", "must be in [1, 86400000]"},
 		{"write timeout too long", func(c *Config) { c.HTTP.WriteTimeout = 2 * time.Hour }, "http.write_timeout", "≤ 1h"},
 		{"idle timeout negative", func(c *Config) { c.HTTP.IdleTimeout = -time.Second }, "http.idle_timeout", "> 0"},
 		{"consume wait vs write", func(c *Config) { c.HTTP.MaxConsumeWait = 9 * time.Second; c.HTTP.WriteTimeout = 9 * time.Second },
@@ -105,7 +105,8 @@ func TestValidateRules(t *testing.T) {
 		{"acked ahead cap huge", func(c *Config) { c.Topic.DefaultMaxAckedAheadPerPartition = 1<<20 + 1 }, "topic.default_max_acked_ahead_per_partition", "[1,"},
 		{"fanout records", func(c *Config) { c.Fanout.MaxBatchRecords = 0 }, "fanout.max_batch_records", "> 0"},
 		{"fanout bytes", func(c *Config) { c.Fanout.MaxBatchBytes = -1 }, "fanout.max_batch_bytes", "> 0"},
-		{"fanout linger", func(c *Config) { c.Fanout.LingerMs = -1 }, "fanout.linger_ms", "≥ 0"},
+		{"fanout linger", func(c *Config) { c.Fanout.LingerMs = -1 }, "fanout.linger_ms", "must be in [0, 60000]"},
+		{"fanout linger past a minute", func(c *Config) { c.Fanout.LingerMs = 60_001 }, "fanout.linger_ms", "must be in [0, 60000]"},
 		{"log level", func(c *Config) { c.Log.Level = "verbose" }, "log.level", "one of"},
 		{"log format", func(c *Config) { c.Log.Format = "xml" }, "log.format", "one of"},
 	}
