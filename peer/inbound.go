@@ -27,7 +27,7 @@ func (t *Transport) acceptLoop(listener net.Listener) {
 		if t.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 			return
 		}
-		t.logger.Warn("accepting a peer connection failed", "err", err)
+		t.failureLogs.warn(t.logger, "accepting a peer connection failed", "err", err) // at every retry while descriptors run out
 		if !sleepUnlessStopped(t.ctx, acceptRetryDelay) {
 			return
 		}
