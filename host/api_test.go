@@ -173,6 +173,8 @@ func TestClusterHealthAndMetricsRoutes(t *testing.T) {
 		`narad_consumer_lag_messages{partition=`,
 		`narad_topics_total 1`,
 		`narad_moves_inflight 0`,
+		`narad_moves_sessions 0`,
+		`narad_moves_frozen_partitions 0`,
 		`narad_moves_total{outcome="force_promoted"} 0`,
 		`narad_moves_bytes_total 0`,
 		`narad_moves_freeze_duration_seconds_count 0`,

@@ -12,6 +12,8 @@ import (
 // partitions this node froze as a source, how long each freeze lasted.
 type moveMetrics struct {
 	inflight prometheus.Gauge
+	sessions prometheus.Gauge
+	frozen   prometheus.Gauge
 	total    *prometheus.CounterVec
 	duration prometheus.Histogram
 	bytes    prometheus.Counter
@@ -21,6 +23,8 @@ type moveMetrics struct {
 func newMoveMetrics(reg prometheus.Registerer) *moveMetrics {
 	m := &moveMetrics{
 		inflight: gauge("moves_inflight", "Partition moves in flight in the cluster (targets set)."),
+		sessions: gauge("moves_sessions", "Moves into this node that it is copying now."),
+		frozen:   gauge("moves_frozen_partitions", "Partitions this node keeps frozen (no produce) as the source of a move."),
 		total: counterVec("moves_total", "Moves into this node that ended, by outcome (completed, force_promoted, aborted).",
 			[]string{"outcome"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "narad", Name: "moves_duration_seconds",
@@ -33,7 +37,7 @@ func newMoveMetrics(reg prometheus.Registerer) *moveMetrics {
 	for _, outcome := range []string{"completed", "force_promoted", "aborted"} {
 		m.total.WithLabelValues(outcome)
 	}
-	reg.MustRegister(m.inflight, m.total, m.duration, m.bytes, m.freeze)
+	reg.MustRegister(m.inflight, m.sessions, m.frozen, m.total, m.duration, m.bytes, m.freeze)
 	return m
 }
 

@@ -31,6 +31,8 @@ func installedUnflipped(t *testing.T, records int) (c *clusterHarness, leader, s
 	require.Equal(t, "flip", sessions[0].Phase, "copied, verified, installed; the flip is not applied")
 	_, err := c.disks[target].Stat(PartitionDir("t", 0))
 	require.NoError(t, err, "the copy is installed")
+	require.Equal(t, 1, c.nodes[target].Stats().MoveSessions, "the metrics count the session")
+	require.Equal(t, 1, c.nodes[source].Stats().FrozenPartitions, "and the source's frozen partition")
 	return c, leader, source, target
 }
 

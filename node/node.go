@@ -726,6 +726,9 @@ type Stats struct {
 	// MovesInFlight counts the partitions with a target in this node's
 	// replica of the placement.
 	MovesInFlight int
+	// MoveSessions counts the moves into this node it is copying, and
+	// FrozenPartitions the partitions it keeps frozen as a move's source.
+	MoveSessions, FrozenPartitions int
 	// RelaysInFlight counts this node's own writes into topics (dead
 	// letters) not yet durable; at most RelaysInFlightMax.
 	RelaysInFlight, RelaysInFlightMax int
@@ -738,6 +741,12 @@ func (n *Node) Stats() Stats {
 		OpenLogsMax: n.store.OpenMax(), LogEvictions: n.logEvictions, RelaysInFlight: n.relays.inFlight, RelaysInFlightMax: n.cfg.RelaysInFlightMax}
 	for _, record := range topics {
 		s.Partitions += record.Partitions
+	}
+	s.MoveSessions = len(n.moves)
+	for _, p := range n.partitions { //determinism:ok counts only
+		if p.freeze.Frozen() {
+			s.FrozenPartitions++
+		}
 	}
 	return s
 }
