@@ -88,7 +88,7 @@ func (j *moveJob) run() {
 		return
 	}
 	if err := storage.InstallStaged(j.fs, j.stagedDir, j.finalDir); err != nil {
-		j.err = errors.Join(fmt.Errorf("install staged copy: %w", err), storage.UndoInstall(j.fs, j.finalDir))
+		j.err = fmt.Errorf("install staged copy: %w", err) // nothing installed; the partition directory is as it was
 		return
 	}
 	log, recovery, err := storage.OpenVerified(j.fs, j.finalDir, j.cfg, j.minHWM, j.allowedCorrupt)
@@ -96,9 +96,13 @@ func (j *moveJob) run() {
 		j.err = errors.Join(fmt.Errorf("verify installed copy: %w", err), storage.UndoInstall(j.fs, j.finalDir))
 		return
 	}
-	// A directory left aside goes at the node's next start (RepairInstall
-	// keeps the verified copy); the copy itself is good.
-	j.asideKept = storage.FinishInstall(j.fs, j.finalDir)
+	if err := storage.CommitInstall(j.fs, j.finalDir); err != nil { // not recorded as verified: a crash would undo it
+		j.err = errors.Join(fmt.Errorf("commit installed copy: %w", err), log.Close(), storage.UndoInstall(j.fs, j.finalDir))
+		return
+	}
+	// A replaced directory left behind goes at the node's next start
+	// (RepairInstall); the copy itself is good.
+	j.asideKept = storage.DropReplaced(j.fs, j.finalDir)
 	j.log, j.corruptCount = log, recovery.CorruptCount
 }
 

@@ -79,8 +79,13 @@ func (n *Node) partitionEntries(topicName string) ([]string, error) {
 // repairInstall finishes or undoes an install a crash interrupted (a
 // partition directory renamed aside): see storage.RepairInstall.
 func (n *Node) repairInstall(topicName, entry string) error {
-	final, aside := strings.CutSuffix(entry, asideSuffix)
-	if !aside {
+	final, ok := "", false
+	for _, suffix := range []string{asideSuffix, replacedSuffix, unverifiedSuffix} {
+		if final, ok = strings.CutSuffix(entry, suffix); ok {
+			break
+		}
+	}
+	if !ok {
 		return nil
 	}
 	chaos.Reached(chaos.MarkNodeInstallRepaired)
@@ -90,9 +95,15 @@ func (n *Node) repairInstall(topicName, entry string) error {
 	return nil
 }
 
-// asideSuffix marks a partition directory set aside by storage's install
-// (storage keeps the same name).
-const asideSuffix = ".aside"
+// asideSuffix and replacedSuffix mark a partition directory set aside by
+// storage's install, before and after the installed copy verified, and
+// unverifiedSuffix an installed copy being discarded (storage keeps the
+// same names).
+const (
+	asideSuffix      = ".aside"
+	replacedSuffix   = ".replaced"
+	unverifiedSuffix = ".unverified"
+)
 
 // partitionIndexOf parses a partition directory name ("p00003").
 func partitionIndexOf(entry string) (int, bool) {

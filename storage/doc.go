@@ -251,9 +251,10 @@
 // SetState reproduces the source's HWM and committed offset, VerifyStaged
 // recovers the copy as a log and refuses it if it falls short, and
 // InstallStaged renames it into place, setting aside the directory it
-// replaces until the installed copy verified (FinishInstall removes it,
-// UndoInstall puts it back; RepairInstall finishes or undoes an install a
-// crash interrupted). DeletePartition removes a directory.
+// replaces until the installed copy verified (CommitInstall records that,
+// DropReplaced then removes it; UndoInstall puts it back; RepairInstall
+// finishes or undoes an install a crash interrupted: an aside copy comes
+// back, a replaced one goes). DeletePartition removes a directory.
 //
 // A copy carries the source's corruption: its segments are byte copies,
 // so a frame recovery skipped at the source is skipped again in the copy.

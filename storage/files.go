@@ -18,6 +18,8 @@ const (
 	committedFileName   = "consumer.offset"
 	temporarySuffix     = ".tmp"
 	asideSuffix         = ".aside"
+	replacedSuffix      = ".replaced"
+	unverifiedSuffix    = ".unverified"
 	segmentNameBytesLen = segmentDigits + len(segmentSuffix)
 )
 

@@ -310,13 +310,14 @@ func checkRecovered(recovery Recovery, minHWM uint64, allowed Corruption) error 
 // InstallStaged makes the staged copy the partition directory finalDir:
 // if finalDir exists it is renamed aside, the staged directory is renamed
 // to finalDir and the parents are synced. The directory set aside stays
-// until the caller has verified the installed copy: FinishInstall then
-// removes it, UndoInstall puts it back (a copy that fails its
-// verification must never have cost the copy it replaced, which may be
-// an earlier verified install of the same move whose flip is still on
-// its way). A crash in between leaves finalDir or its aside copy;
-// RepairInstall puts that right. The caller closes any open Log of
-// finalDir first.
+// until the caller has verified the installed copy: CommitInstall then
+// marks it replaced (DropReplaced removes it), UndoInstall puts it back.
+// A copy that fails its verification must never cost the copy it
+// replaced, which may be an earlier verified install of the same move
+// whose flip is still on its way. On an error nothing is installed and
+// finalDir is what it was. A crash in between leaves finalDir with its
+// aside (or replaced) copy, or the aside copy alone; RepairInstall puts
+// that right. The caller closes any open Log of finalDir first.
 func InstallStaged(fs FS, stagedDir, finalDir string) error {
 	aside := finalDir + asideSuffix
 	if err := fs.RemoveAll(aside); err != nil {
@@ -329,29 +330,47 @@ func InstallStaged(fs FS, stagedDir, finalDir string) error {
 		return err
 	}
 	if err := fs.Rename(stagedDir, finalDir); err != nil {
-		return err
+		return errors.Join(err, renameIfExists(fs, aside, finalDir))
 	}
-	return syncParents(fs, stagedDir, finalDir)
+	if err := syncParents(fs, stagedDir, finalDir); err != nil {
+		return errors.Join(err, UndoInstall(fs, finalDir))
+	}
+	return nil
 }
 
-// FinishInstall removes the directory InstallStaged set aside, once the
-// installed copy verified.
-func FinishInstall(fs FS, finalDir string) error { return DeletePartition(fs, finalDir+asideSuffix) }
-
-// UndoInstall removes what InstallStaged (complete or not) put at
-// finalDir and renames the directory it set aside, if any, back to
-// finalDir.
-func UndoInstall(fs FS, finalDir string) error {
-	aside := finalDir + asideSuffix
-	if _, err := fs.Stat(aside); errors.Is(err, ErrNotExist) {
-		return DeletePartition(fs, finalDir)
-	} else if err != nil {
+// CommitInstall records, durably, that the copy InstallStaged installed
+// at finalDir verified: the directory it set aside is renamed to its
+// replaced name, which RepairInstall removes, where it would restore an
+// aside one. Until it returns, a crash puts the replaced copy back.
+func CommitInstall(fs FS, finalDir string) error {
+	if err := renameIfExists(fs, finalDir+asideSuffix, finalDir+replacedSuffix); err != nil {
 		return err
 	}
-	if err := DeletePartition(fs, finalDir); err != nil {
+	return fs.SyncDir(parentDir(finalDir))
+}
+
+// DropReplaced removes the directory a committed install replaced.
+func DropReplaced(fs FS, finalDir string) error { return DeletePartition(fs, finalDir+replacedSuffix) }
+
+// UndoInstall removes the copy InstallStaged installed at finalDir and
+// renames the directory it set aside, if any, back to finalDir.
+func UndoInstall(fs FS, finalDir string) error {
+	if err := discardInstalled(fs, finalDir); err != nil {
 		return err
 	}
 	return RepairInstall(fs, finalDir)
+}
+
+// discardInstalled renames the copy at finalDir to its unverified name,
+// which RepairInstall removes: the partition directory's own name is
+// never removed while a copy set aside may take its place (a node never
+// deletes a partition directory it owns or targets).
+func discardInstalled(fs FS, finalDir string) error {
+	unverified := finalDir + unverifiedSuffix
+	if err := fs.RemoveAll(unverified); err != nil {
+		return err
+	}
+	return renameIfExists(fs, finalDir, unverified)
 }
 
 // renameIfExists renames from to to when from exists.
@@ -375,24 +394,29 @@ func syncParents(fs FS, first, second string) error {
 	return fs.SyncDir(parentDir(first))
 }
 
-// RepairInstall finishes or undoes an InstallStaged interrupted by a
-// crash: if finalDir is missing but its aside copy exists, the aside copy
-// is restored (the move did not complete); if both exist the aside copy
-// is removed. Call it before opening finalDir.
+// RepairInstall finishes or undoes an install a crash interrupted. An
+// aside copy is restored to finalDir, in place of the copy installed
+// there if any (that copy never verified: CommitInstall had not renamed
+// the aside one), which is renamed unverified first; unverified and
+// replaced copies are removed (a replaced one was replaced by a verified
+// install). Call it before opening finalDir.
 func RepairInstall(fs FS, finalDir string) error {
 	aside := finalDir + asideSuffix
-	if _, err := fs.Stat(aside); errors.Is(err, ErrNotExist) {
-		return nil
-	} else if err != nil {
-		return err
-	}
-	if _, err := fs.Stat(finalDir); err == nil {
-		return DeletePartition(fs, aside)
+	if _, err := fs.Stat(aside); err == nil {
+		if err := discardInstalled(fs, finalDir); err != nil {
+			return err
+		}
+		if err := fs.Rename(aside, finalDir); err != nil {
+			return err
+		}
+		if err := fs.SyncDir(parentDir(finalDir)); err != nil {
+			return err
+		}
 	} else if !errors.Is(err, ErrNotExist) {
 		return err
 	}
-	if err := fs.Rename(aside, finalDir); err != nil {
+	if err := DeletePartition(fs, finalDir+unverifiedSuffix); err != nil {
 		return err
 	}
-	return fs.SyncDir(parentDir(finalDir))
+	return DeletePartition(fs, finalDir+replacedSuffix)
 }

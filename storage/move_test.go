@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"errors"
 	"path"
 	"testing"
 
@@ -120,11 +121,15 @@ func TestMoveInstallReplacesExisting(t *testing.T) {
 		names, err := fs.List("topics/t")
 		require.NoError(t, err)
 		require.Equal(t, []string{"p00001", "p00001.aside"}, names, "the replaced copy stays until the install verifies")
-		require.NoError(t, FinishInstall(fs, "topics/t/p00001"))
+		require.NoError(t, CommitInstall(fs, "topics/t/p00001"))
+		names, err = fs.List("topics/t")
+		require.NoError(t, err)
+		require.Equal(t, []string{"p00001", "p00001.replaced"}, names, "verified: the old copy is marked replaced")
+		require.NoError(t, DropReplaced(fs, "topics/t/p00001"))
 
 		names, err = fs.List("topics/t")
 		require.NoError(t, err)
-		require.Equal(t, []string{"p00001"}, names, "the aside copy is gone")
+		require.Equal(t, []string{"p00001"}, names, "the replaced copy is gone")
 		installed, recovery := openTestLog(t, fs, "topics/t/p00001", cfg)
 		require.Equal(t, uint64(5), recovery.HWM)
 		require.Equal(t, uint64(5), installed.Committed())
@@ -279,14 +284,64 @@ func TestMoveRepairInstall(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "old", string(data), "the aside copy is back")
 
-		require.NoError(t, fs.MkdirAll(final+asideSuffix))
+		require.NoError(t, WriteFileAtomic(fs, path.Join(final, "marker"), []byte("new")))
+		require.NoError(t, fs.MkdirAll(final+replacedSuffix))
 		require.NoError(t, RepairInstall(fs, final))
-		_, err = fs.Stat(final + asideSuffix)
-		require.ErrorIs(t, err, ErrNotExist, "a finished install loses its aside copy")
+		_, err = fs.Stat(final + replacedSuffix)
+		require.ErrorIs(t, err, ErrNotExist, "a committed install loses its replaced copy")
+		data, err = ReadFile(fs, path.Join(final, "marker"))
+		require.NoError(t, err)
+		require.Equal(t, "new", string(data), "and keeps what it installed")
 		require.NoError(t, RepairInstall(fs, final), "nothing to repair")
 		_, err = fs.Stat(final)
 		require.NoError(t, err)
 	})
+}
+
+// A crash after an install, before its copy verified (both the new copy
+// and the aside one on disk), puts the aside copy back: it may be the
+// verified install a late flip was proposed for (move self-review).
+func TestMoveCrashBeforeVerificationKeepsTheReplacedCopy(t *testing.T) {
+	forEachLogFS(t, func(t *testing.T, fs FS) {
+		cfg := smallLogConfig()
+		writeClosedTestLog(t, fs, "topics/t/p00003", cfg, 7)
+		staged, err := CreateStaged(fs, "moves/t-3", cfg)
+		require.NoError(t, err)
+		require.NoError(t, staged.Sync())
+		require.NoError(t, staged.Close())
+		require.NoError(t, InstallStaged(fs, "moves/t-3", "topics/t/p00003"))
+		require.NoError(t, RepairInstall(fs, "topics/t/p00003")) // the crash, then the start
+		log, recovery := openTestLog(t, fs, "topics/t/p00003", cfg)
+		require.Equal(t, uint64(7), recovery.HWM, "the copy before the install is back")
+		require.NoError(t, log.Close())
+	})
+}
+
+// An install that fails before the staged copy is in place leaves the
+// partition directory as it was (move self-review: an undo after a
+// failed rename aside deleted the very copy a late flip needed).
+func TestMoveFailedInstallLeavesTheDirectoryAsItWas(t *testing.T) {
+	fs := newLogMemFS(7)
+	cfg := smallLogConfig()
+	writeClosedTestLog(t, fs, "topics/t/p00003", cfg, 7)
+	staged, err := CreateStaged(fs, "moves/t-3", cfg)
+	require.NoError(t, err)
+	require.NoError(t, staged.Sync())
+	require.NoError(t, staged.Close())
+	requireAsItWas := func(step string) {
+		t.Helper()
+		names, err := fs.List("topics/t")
+		require.NoError(t, err)
+		require.Equal(t, []string{"p00003"}, names, step)
+		log, recovery := openTestLog(t, fs, "topics/t/p00003", cfg)
+		require.Equal(t, uint64(7), recovery.HWM, step)
+		require.NoError(t, log.Close())
+	}
+	fs.FailNext(FaultRename, errors.New("EIO"), 1)
+	require.Error(t, InstallStaged(fs, "moves/t-3", "topics/t/p00003"))
+	requireAsItWas("the rename aside failed")
+	require.Error(t, InstallStaged(fs, "moves/none", "topics/t/p00003"))
+	requireAsItWas("the rename of the staged copy failed, after the rename aside")
 }
 
 func TestDeletePartition(t *testing.T) {
