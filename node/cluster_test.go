@@ -993,7 +993,7 @@ func TestAVoterAtANewAddressIsReachedThereUntilTheMetastoreRecordsIt(t *testing.
 	require.True(t, c.nodes[moved].addressMoved())
 	overridden := false
 	c.tickUntil(100, 100, func() bool {
-		overridden = overridden || c.nodes[leader].cluster.movedAddrs[moved] == newAddr
+		overridden = overridden || c.nodes[leader].cluster.movedAddrs[moved].addr == newAddr
 		member, _ := c.nodes[leader].meta.State().Member(moved)
 		return member.ClusterAddr == newAddr
 	})
@@ -1002,4 +1002,20 @@ func TestAVoterAtANewAddressIsReachedThereUntilTheMetastoreRecordsIt(t *testing.
 	require.Empty(t, c.nodes[leader].cluster.movedAddrs, "recorded: the override went")
 	require.Equal(t, newAddr, c.nodes[leader].ClusterAddrs()[moved])
 	require.False(t, c.nodes[moved].addressMoved())
+}
+
+// TestAMovedAddressThatIsNeverRecordedIsForgotten: a Join naming an
+// address the voter does not listen on any more (it moved back, or the
+// Join was stale) is served only until the voter's next heartbeat
+// applies, which holds its address of that moment (self-review).
+func TestAMovedAddressThatIsNeverRecordedIsForgotten(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	moved := c.otherThan(leader)
+	recorded := c.nodes[leader].ClusterAddrs()[moved]
+	require.NoError(t, c.nodes[leader].Step(msg.Envelope{From: moved, To: leader,
+		Message: msg.Join{RaftID: 99, ClusterAddr: "10.9.9.9:7943"}}))
+	require.Equal(t, "10.9.9.9:7943", c.nodes[leader].ClusterAddrs()[moved])
+	c.tickUntil(100, 200, func() bool { return c.nodes[leader].ClusterAddrs()[moved] == recorded })
+	require.Empty(t, c.nodes[leader].cluster.movedAddrs)
 }

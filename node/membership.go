@@ -3,7 +3,6 @@ package node
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -58,8 +57,11 @@ type clusterState struct {
 	// restarted at a new address) to that address: ClusterAddrs serves it
 	// until the metastore records it (the voter's heartbeat, once it hears
 	// from a leader again), since the raft messages that would tell it a
-	// leader went to the old address. At most one entry per voter.
-	movedAddrs map[string]string
+	// leader went to the old address. Each entry keeps the member's
+	// heartbeat time when it was noted: any later heartbeat applied holds
+	// the voter's current address, so the entry goes then, recorded or
+	// not (a node moved back, or a stale Join). At most one per voter.
+	movedAddrs map[string]movedAddr
 	// heardMs holds when this node last received a message from each
 	// voter of its replica (this node's clock); only voters are kept, so
 	// it holds at most one entry per voter, ever.
@@ -72,6 +74,13 @@ type clusterState struct {
 	nextJoinMs      int64
 }
 
+// movedAddr is a voter's cluster address learned from its Join, and the
+// heartbeat time the metastore recorded for it then.
+type movedAddr struct {
+	addr        string
+	heartbeatMs int64
+}
+
 type heartbeatSeen struct {
 	heartbeatMs int64
 	atMs        int64
@@ -80,7 +89,7 @@ type heartbeatSeen struct {
 func newClusterState() clusterState {
 	return clusterState{subscribers: map[string]map[string]int64{}, subscribedUntilMs: map[string]int64{},
 		notified: map[string][]string{}, deadProposed: map[string]int64{}, removalRefused: map[string]bool{},
-		heardMs: map[string]int64{}, movedAddrs: map[string]string{}, heartbeats: heartbeatRound{beats: map[string]meta.MemberHeartbeat{}}}
+		heardMs: map[string]int64{}, movedAddrs: map[string]movedAddr{}, heartbeats: heartbeatRound{beats: map[string]meta.MemberHeartbeat{}}}
 }
 
 // maintainMembership runs on every tick: the leader marks silent members
@@ -233,19 +242,23 @@ func (n *Node) noteMovedVoter(id string, m msg.Join) {
 	if _, voter := n.meta.State().PeerByNodeID(id); !voter || m.ClusterAddr == "" || id == n.cfg.NodeID {
 		return
 	}
-	if m.ClusterAddr == n.recordedClusterAddr(id) || m.ClusterAddr == n.cluster.movedAddrs[id] {
+	if m.ClusterAddr == n.recordedClusterAddr(id) || m.ClusterAddr == n.cluster.movedAddrs[id].addr {
 		return
 	}
-	n.cluster.movedAddrs[id] = m.ClusterAddr
+	member, _ := n.meta.State().Member(id)
+	n.cluster.movedAddrs[id] = movedAddr{addr: m.ClusterAddr, heartbeatMs: member.LastHeartbeatMs}
 	n.observer.Event("voter-address-moved", fmt.Sprintf("%s listens on %s; the metastore records %s until its next heartbeat applies",
 		id, m.ClusterAddr, n.recordedClusterAddr(id)))
 }
 
-// forgetRecordedMoves drops the moved addresses the metastore records
-// now, and those of nodes that are no longer voters.
+// forgetRecordedMoves drops the moved addresses of nodes that are no
+// longer voters, and those a heartbeat applied since (it records the
+// voter's address of that moment, the moved one or not).
 func (n *Node) forgetRecordedMoves() {
-	for id, addr := range n.cluster.movedAddrs { //determinism:ok only deletes
-		if _, voter := n.meta.State().PeerByNodeID(id); !voter || n.recordedClusterAddr(id) == addr {
+	for id, moved := range n.cluster.movedAddrs { //determinism:ok only deletes
+		_, voter := n.meta.State().PeerByNodeID(id)
+		member, _ := n.meta.State().Member(id)
+		if !voter || n.recordedClusterAddr(id) == moved.addr || member.LastHeartbeatMs != moved.heartbeatMs {
 			delete(n.cluster.movedAddrs, id)
 		}
 	}
@@ -433,7 +446,9 @@ func (n *Node) ClusterAddrs() map[string]string {
 			addrs[member.ID] = member.ClusterAddr
 		}
 	}
-	maps.Copy(addrs, n.cluster.movedAddrs)
+	for id, moved := range n.cluster.movedAddrs { //determinism:ok a map is built
+		addrs[id] = moved.addr
+	}
 	delete(addrs, n.cfg.NodeID)
 	return addrs
 }
