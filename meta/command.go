@@ -14,10 +14,11 @@ const (
 	passwordHashBytesMax = 1024
 	grantsPerUserMax     = 64
 	patternsPerGrantMax  = 256
-	// UsersMax bounds the users of a cluster: a create past it is
-	// refused (ErrLimitReached). Each user may hold up to
-	// grantsPerUserMax grants of patternsPerGrantMax patterns, held by
-	// every replica and every node's authenticator.
+	// UsersMax bounds the users of a cluster: a node proposes every user
+	// creation with it (PutUser.UsersMax), and one past it is refused
+	// (ErrLimitReached). Each user may hold up to grantsPerUserMax grants
+	// of patternsPerGrantMax patterns, held by every replica and every
+	// node's authenticator.
 	UsersMax = 10_000
 	// MaxDeliveriesMax bounds a topic's MaxDeliveries
 	// (docs/api.md#dead-letters).
@@ -308,6 +309,10 @@ type PutUser struct {
 	// the one-root rule keep a seed of two successive leaders to one).
 	IfNoUsers bool  `json:"if_no_users,omitempty"`
 	NowMs     int64 `json:"now_ms"`
+	// UsersMax, when not 0, refuses a create once the cluster holds that
+	// many users (ErrLimitReached). The proposer sets it (UsersMax), so
+	// that entries of releases without the bound apply as they did.
+	UsersMax int `json:"users_max,omitempty"`
 }
 
 // DeleteUser deletes a user other than the root.

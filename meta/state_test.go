@@ -689,17 +689,20 @@ func TestAMarkDeadOfAnEarlierStartMissesALaterOne(t *testing.T) {
 	require.False(t, member.Alive)
 }
 
-// TestUsersAreBounded: a create past UsersMax is refused and changes
-// nothing; a replacement of an existing user still applies.
+// TestUsersAreBounded: a create carrying the UsersMax bound past it is
+// refused and changes nothing; a replacement of an existing user still
+// applies; an entry without the bound (an earlier release's) applies as
+// it did, so that every replica replays it alike.
 func TestUsersAreBounded(t *testing.T) {
 	s := stateWith(t)
 	for i := range UsersMax {
-		require.NoError(t, PutUser{Username: fmt.Sprintf("u%d", i), PasswordHash: []byte("h"), CreateOnly: true, NowMs: 1}.apply(s))
+		require.NoError(t, PutUser{Username: fmt.Sprintf("u%d", i), PasswordHash: []byte("h"), CreateOnly: true, NowMs: 1, UsersMax: UsersMax}.apply(s))
 	}
-	requireRejected(t, s, PutUser{Username: "one-more", PasswordHash: []byte("h"), CreateOnly: true, NowMs: 2}, ErrLimitReached)
-	require.NoError(t, PutUser{Username: "u7", PasswordHash: []byte("h2"), NowMs: 3}.apply(s), "a replacement adds no user")
+	requireRejected(t, s, PutUser{Username: "one-more", PasswordHash: []byte("h"), CreateOnly: true, NowMs: 2, UsersMax: UsersMax}, ErrLimitReached)
+	require.NoError(t, PutUser{Username: "u7", PasswordHash: []byte("h2"), NowMs: 3, UsersMax: UsersMax}.apply(s), "a replacement adds no user")
 	require.NoError(t, DeleteUser{Username: "u7"}.apply(s))
-	require.NoError(t, PutUser{Username: "one-more", PasswordHash: []byte("h"), CreateOnly: true, NowMs: 4}.apply(s), "room again")
+	require.NoError(t, PutUser{Username: "one-more", PasswordHash: []byte("h"), CreateOnly: true, NowMs: 4, UsersMax: UsersMax}.apply(s), "room again")
+	require.NoError(t, PutUser{Username: "older-release", PasswordHash: []byte("h"), CreateOnly: true, NowMs: 5}.apply(s), "unbounded entry")
 }
 
 // TestACreateOfADeletedUserIsNotInheritedByItsNamesake: a topic creation

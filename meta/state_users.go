@@ -15,8 +15,8 @@ func (c PutUser) apply(s *State) error {
 	if err := c.checkReplace(s, existing, exists); err != nil {
 		return err
 	}
-	if !exists && len(s.users) >= UsersMax {
-		return rejectf(ErrLimitReached, "the cluster holds its limit of %d users", UsersMax)
+	if !exists && c.UsersMax > 0 && len(s.users) >= c.UsersMax {
+		return rejectf(ErrLimitReached, "the cluster holds its limit of %d users", c.UsersMax)
 	}
 	user := &User{Username: c.Username, PasswordHash: slices.Clone(c.PasswordHash), Root: c.Root,
 		Grants: cloneGrants(c.Grants), CreatedAtMs: c.NowMs, UpdatedAtMs: c.NowMs}

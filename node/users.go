@@ -33,7 +33,7 @@ func (n *Node) ChangeUsers(id msg.RequestID, cmd meta.Command) {
 	var username string
 	switch c := cmd.(type) {
 	case meta.PutUser:
-		c.NowMs, c.IfNoUsers, username = n.nowMs, false, c.Username
+		c.NowMs, c.IfNoUsers, c.UsersMax, username = n.nowMs, false, meta.UsersMax, c.Username
 		cmd = c
 	case meta.DeleteUser:
 		username = c.Username
