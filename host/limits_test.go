@@ -68,7 +68,7 @@ func TestConnectionsCapFollowsTheDescriptorLimit(t *testing.T) {
 	require.NoError(t, err)
 	opts := DefaultOptions(t.TempDir())
 	opts.HTTPAddr = "127.0.0.1:0"
-	opts.HTTPConnectionsMax = int(min(limit/connectionsShareDivisor+1, 1<<30))
+	opts.HTTPConnectionsMax = int(limit/connectionsShareDivisor + 1)
 	host, err := Start(opts, slog.New(slog.DiscardHandler))
 	if err == nil {
 		require.NoError(t, host.Shutdown())

@@ -95,7 +95,7 @@ var (
 	ErrUserIsRoot         = errors.New("meta: the root user cannot be deleted or regranted, and no existing user becomes root")
 	// ErrUserChanged: a change checked against a user that was deleted
 	// and created again under its name before the change applied.
-	ErrUserChanged  = errors.New("meta: user deleted and created again")
+	ErrUserChanged  = errors.New("meta: user changed since the change was checked")
 	ErrPeerExists   = errors.New("meta: peer already a voter")
 	ErrPeerNotFound = errors.New("meta: peer not found")
 	ErrRaftIDReused = errors.New("meta: raft id belonged to a removed peer and may not be reused")

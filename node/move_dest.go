@@ -118,10 +118,11 @@ func (n *Node) driveMoves() {
 	n.movesScratch = n.meta.State().AppendMoves(n.movesScratch[:0])
 	for _, m := range n.movesScratch {
 		key := partitionKey{m.Topic, m.Partition}
-		if m.Target == n.cfg.NodeID && n.moves[key] == nil && !n.jobsOrphaned[key] {
+		if m.Target == n.cfg.NodeID && n.moves[key] == nil && !n.jobsOrphaned[key] && n.mayStartSession(key, m.StartedAtMs) {
 			n.startSession(key, m.Owner, m.StartedAtMs)
 		}
 	}
+	n.forgetEndedRestarts()
 	for _, key := range n.sessionKeys() {
 		s := n.moves[key]
 		if n.sessionEnded(s) {
@@ -166,7 +167,15 @@ func (n *Node) endTopicSessions(name string) {
 type moveRestartCount struct {
 	moveStartedAtMs int64
 	count           int
+	// retryAtMs, after a failure to stage the copy, is when the next
+	// session may start: a failure lasting a moment (descriptors run out)
+	// must not use up the restarts in as many ticks.
+	retryAtMs int64
 }
+
+// stageRetryMs spaces the attempts to stage a move's copy after one
+// failed.
+const stageRetryMs = 1_000
 
 // startSession begins a move into this node. A move restarted
 // MoveConfig.RestartsMax times gets a session that only proposes its
@@ -181,6 +190,9 @@ func (n *Node) startSession(key partitionKey, source string, moveStartedAtMs int
 		if staged, err = storage.CreateStaged(n.fs, dir, n.cfg.Log); err != nil {
 			n.observer.Event("move-stage-failed", fmt.Sprintf("%s: %v", dir, err))
 			n.countRestart(key, moveStartedAtMs)
+			count := n.moveRestarts[key]
+			count.retryAtMs = n.nowMs + stageRetryMs
+			n.moveRestarts[key] = count
 			return
 		}
 	}
@@ -190,6 +202,32 @@ func (n *Node) startSession(key partitionKey, source string, moveStartedAtMs int
 	machine := movedest.New(move, n.sessionConfig(), n.nowMs)
 	machine.Restarted(restarts)
 	n.moves[key] = &moveSession{key: key, machine: machine, staged: staged, stagedDir: dir}
+}
+
+// mayStartSession reports whether a session of the move may start now:
+// not before the retry time a failure to stage its copy set.
+func (n *Node) mayStartSession(key partitionKey, moveStartedAtMs int64) bool {
+	r, ok := n.moveRestarts[key]
+	return !ok || r.moveStartedAtMs != moveStartedAtMs || n.nowMs >= r.retryAtMs
+}
+
+// forgetEndedRestarts drops the restart counts of moves that no longer
+// target this node (ended, or re-targeted) and run no session here.
+func (n *Node) forgetEndedRestarts() {
+	if len(n.moveRestarts) == 0 {
+		return
+	}
+	targeted := map[partitionKey]int64{}
+	for _, m := range n.movesScratch {
+		if m.Target == n.cfg.NodeID {
+			targeted[partitionKey{m.Topic, m.Partition}] = m.StartedAtMs
+		}
+	}
+	for key, r := range n.moveRestarts { //determinism:ok only deletes
+		if startedAtMs, ok := targeted[key]; (!ok || startedAtMs != r.moveStartedAtMs) && n.moves[key] == nil {
+			delete(n.moveRestarts, key)
+		}
+	}
 }
 
 // restartsOf is how many sessions of the move restarted here so far.

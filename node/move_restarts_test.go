@@ -52,3 +52,21 @@ type detailRecorder struct {
 }
 
 func (r *detailRecorder) Event(kind, detail string) { r.events = append(r.events, kind+": "+detail) }
+
+// TestAFailedStagingWaitsBeforeTheNextSession: after a failure to stage a
+// move's copy, no session of that move starts before stageRetryMs (a
+// moment without descriptors must not use up the restarts in as many
+// ticks); another move of the partition is not held back; a count whose
+// move no longer targets the node is forgotten.
+func TestAFailedStagingWaitsBeforeTheNextSession(t *testing.T) {
+	h := newHarness(t)
+	key := partitionKey{"t", 0}
+	h.node.moveRestarts[key] = moveRestartCount{moveStartedAtMs: 5, count: 1, retryAtMs: h.nowMs + stageRetryMs}
+	require.False(t, h.node.mayStartSession(key, 5))
+	require.True(t, h.node.mayStartSession(key, 6), "another move of the partition")
+	h.tick(stageRetryMs)
+	require.True(t, h.node.mayStartSession(key, 5))
+	h.node.movesScratch = nil
+	h.node.forgetEndedRestarts()
+	require.Empty(t, h.node.moveRestarts, "no move targets this node: the count goes")
+}

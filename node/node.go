@@ -140,9 +140,9 @@ type Node struct {
 	jobsOrphaned map[partitionKey]bool
 	// moveRestarts counts, per partition, the restarts of the move into
 	// this node that last restarted there (move_dest.go), for
-	// MoveConfig.RestartsMax. An entry goes when its move ends here, or
-	// is replaced when another move of the partition restarts; at most
-	// one per partition targeting this node.
+	// MoveConfig.RestartsMax. An entry goes when its move ends here or
+	// no longer targets this node (driveMoves), or is replaced when
+	// another move of the partition restarts; at most one per partition.
 	moveRestarts map[partitionKey]moveRestartCount
 	// moveObserver receives the move metrics (a no-op unless the
 	// observer implements MoveObserver).

@@ -85,7 +85,7 @@ const (
 	SegmentsMax = 1 << 20
 	// LeasesMax bounds MoveSourceState.Leases (msg.MoveLeasesMax: a
 	// partition's in-flight and acked-ahead caps); their list encodes in
-	// at most 30 MiB, which fits a frame beside the largest segment list.
+	// at most 32 MiB, which fits a frame beside the largest segment list.
 	LeasesMax = msg.MoveLeasesMax
 	// CorruptOffsetsMax bounds MoveSourceState.CorruptOffsets: the source
 	// lists at most its log's CorruptOffsetsReportedMax, which storage's

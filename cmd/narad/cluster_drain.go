@@ -49,7 +49,7 @@ var errDrainCancelled = errors.New("the decommission was cancelled")
 func (a *app) waitForDrain(ctx context.Context, broker *client.Client, id string, poll time.Duration) error {
 	start := time.Now()
 	var latest, printed drainState
-	var seen bool
+	var seen, sawDraining bool
 	var printedAt time.Time
 	for {
 		members, err := broker.ClusterMembers(ctx)
@@ -66,9 +66,10 @@ func (a *app) waitForDrain(ctx context.Context, broker *client.Client, id string
 				fmt.Fprintf(a.stderr, "%s is no longer a member\n", id)
 				return nil
 			}
-			if !member.Draining {
+			if !member.Draining && sawDraining {
 				return fmt.Errorf("%s: %w", id, errDrainCancelled)
 			}
+			sawDraining = sawDraining || member.Draining
 			latest = drainStateOf(member)
 			if latest.drained() {
 				a.printDrained(id, latest, time.Since(start))

@@ -108,3 +108,15 @@ func TestDecommissionWaitFlagsAreChecked(t *testing.T) {
 		assert.Empty(t, broker.seen(""), "a refused command sends nothing: %v", args)
 	}
 }
+
+// A first answer from a node that has not applied the decommission yet
+// (not draining) is no cancel: the wait goes on until it sees the drain.
+func TestDecommissionWaitIsNotFooledByALaggingNode(t *testing.T) {
+	h := drainHarness(t)
+	broker := newFakeBroker(t).on("POST /v1/cluster/members/n3/decommission", reply{204, ""}).
+		on("GET /v1/cluster/members", membersReply(2, 0, "alive", false, true), membersReply(2, 1, "alive", true, true),
+			membersReply(0, 0, "alive", true, false))
+	h.againstOK(broker, "cluster", "decommission", "n3", "--wait")
+	assert.Contains(t, h.stderr.String(), "n3 drained in")
+	assert.NotContains(t, h.stderr.String(), "cancelled")
+}

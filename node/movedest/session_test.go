@@ -367,6 +367,8 @@ func TestASessionPastItsRestartsOnlyProposesTheAbort(t *testing.T) {
 	require.Equal(t, Output{Notes: []Note{{Kind: NoteRestartsExhausted, Restarts: 3}}, Action: Action{Kind: ActionAbort}}, out)
 	require.False(t, s.Busy(), "nothing asked of the source")
 	require.Equal(t, Output{}, s.Tick(alive(1+config.ProposalTimeoutMs-1)), "not again before the proposal timeout")
-	require.Equal(t, ActionAbort, s.Tick(alive(1+config.ProposalTimeoutMs)).Action.Kind, "again after it")
+	again := s.Tick(alive(1 + config.ProposalTimeoutMs))
+	require.Equal(t, ActionAbort, again.Action.Kind, "again after it")
+	require.Empty(t, again.Notes, "the exhaustion is noted once")
 	require.Equal(t, Output{}, s.Tick(dead(2+config.ProposalTimeoutMs)), "a dead source changes nothing")
 }

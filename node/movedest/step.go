@@ -166,7 +166,9 @@ func (s *Session) givesUp(seen Seen, out *Output) bool {
 	}
 	if s.cfg.RestartsMax > 0 && s.restarts >= s.cfg.RestartsMax {
 		if s.abortDue(seen.NowMs) {
-			out.Notes = append(out.Notes, Note{Kind: NoteRestartsExhausted, Restarts: s.restarts})
+			if !s.abortProposed {
+				out.Notes = append(out.Notes, Note{Kind: NoteRestartsExhausted, Restarts: s.restarts})
+			}
 			s.proposeAbort(seen, out)
 		}
 		return true // never copy again: the abort, or a placement that ends the move, ends the session
