@@ -304,11 +304,7 @@ func TestMoveRepairInstall(t *testing.T) {
 func TestMoveCrashBeforeVerificationKeepsTheReplacedCopy(t *testing.T) {
 	forEachLogFS(t, func(t *testing.T, fs FS) {
 		cfg := smallLogConfig()
-		writeClosedTestLog(t, fs, "topics/t/p00003", cfg, 7)
-		staged, err := CreateStaged(fs, "moves/t-3", cfg)
-		require.NoError(t, err)
-		require.NoError(t, staged.Sync())
-		require.NoError(t, staged.Close())
+		sevenRecordsAndAnEmptyStagedCopy(t, fs, cfg)
 		require.NoError(t, InstallStaged(fs, "moves/t-3", "topics/t/p00003"))
 		require.NoError(t, RepairInstall(fs, "topics/t/p00003")) // the crash, then the start
 		log, recovery := openTestLog(t, fs, "topics/t/p00003", cfg)
@@ -323,11 +319,7 @@ func TestMoveCrashBeforeVerificationKeepsTheReplacedCopy(t *testing.T) {
 func TestMoveFailedInstallLeavesTheDirectoryAsItWas(t *testing.T) {
 	fs := newLogMemFS(7)
 	cfg := smallLogConfig()
-	writeClosedTestLog(t, fs, "topics/t/p00003", cfg, 7)
-	staged, err := CreateStaged(fs, "moves/t-3", cfg)
-	require.NoError(t, err)
-	require.NoError(t, staged.Sync())
-	require.NoError(t, staged.Close())
+	sevenRecordsAndAnEmptyStagedCopy(t, fs, cfg)
 	requireAsItWas := func(step string) {
 		t.Helper()
 		names, err := fs.List("topics/t")
@@ -370,19 +362,27 @@ func TestDeletePartitionDurable(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotExist)
 }
 
+// sevenRecordsAndAnEmptyStagedCopy writes a partition log of 7 records at
+// topics/t/p00003 and an empty staged copy at moves/t-3, synced and
+// closed: an install of the copy replaces the log, and never verifies.
+func sevenRecordsAndAnEmptyStagedCopy(t *testing.T, fs FS, cfg LogConfig) {
+	t.Helper()
+	writeClosedTestLog(t, fs, "topics/t/p00003", cfg, 7)
+	staged, err := CreateStaged(fs, "moves/t-3", cfg)
+	require.NoError(t, err)
+	require.NoError(t, staged.Sync())
+	require.NoError(t, staged.Close())
+}
+
 // UndoInstall puts back the copy an install replaced (a copy that fails
 // its verification must not cost the one before it), and removes a
 // failed install that replaced nothing.
 func TestMoveUndoInstall(t *testing.T) {
 	forEachLogFS(t, func(t *testing.T, fs FS) {
 		cfg := smallLogConfig()
-		writeClosedTestLog(t, fs, "topics/t/p00003", cfg, 7)
-		staged, err := CreateStaged(fs, "moves/t-3", cfg)
-		require.NoError(t, err)
-		require.NoError(t, staged.Sync())
-		require.NoError(t, staged.Close())
+		sevenRecordsAndAnEmptyStagedCopy(t, fs, cfg)
 		require.NoError(t, InstallStaged(fs, "moves/t-3", "topics/t/p00003"))
-		_, _, err = OpenVerified(fs, "topics/t/p00003", cfg, 7, Corruption{})
+		_, _, err := OpenVerified(fs, "topics/t/p00003", cfg, 7, Corruption{})
 		require.ErrorIs(t, err, ErrStagedBehind, "the empty copy does not verify")
 
 		require.NoError(t, UndoInstall(fs, "topics/t/p00003"))
