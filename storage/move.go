@@ -320,7 +320,9 @@ func checkRecovered(recovery Recovery, minHWM uint64, allowed Corruption) error 
 // that right. The caller closes any open Log of finalDir first.
 func InstallStaged(fs FS, stagedDir, finalDir string) error {
 	aside := finalDir + asideSuffix
-	if err := fs.RemoveAll(aside); err != nil {
+	// An earlier install's leftovers (an undo that failed part-way) are
+	// put right first: an aside copy there is the one to keep.
+	if err := RepairInstall(fs, finalDir); err != nil {
 		return err
 	}
 	if err := ensureDir(fs, parentDir(finalDir)); err != nil {

@@ -403,3 +403,18 @@ func TestMoveUndoInstall(t *testing.T) {
 		require.ErrorIs(t, err, ErrNotExist, "an install that replaced nothing leaves nothing")
 	})
 }
+
+// An install over the leftovers of an undo that failed part-way (the
+// installed copy renamed unverified, the aside copy not yet back) puts
+// the aside copy back first, and sets it aside again: it is never lost.
+func TestMoveInstallAfterAFailedUndoKeepsTheAsideCopy(t *testing.T) {
+	fs := newLogMemFS(9)
+	cfg := smallLogConfig()
+	sevenRecordsAndAnEmptyStagedCopy(t, fs, cfg)
+	require.NoError(t, fs.Rename("topics/t/p00003", "topics/t/p00003"+asideSuffix)) // as the failed undo left it
+	require.NoError(t, InstallStaged(fs, "moves/t-3", "topics/t/p00003"))
+	require.NoError(t, UndoInstall(fs, "topics/t/p00003"))
+	log, recovery := openTestLog(t, fs, "topics/t/p00003", cfg)
+	require.Equal(t, uint64(7), recovery.HWM)
+	require.NoError(t, log.Close())
+}
