@@ -4,10 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
 
 	"narad/storage"
 )
@@ -43,8 +40,7 @@ func (i dataIdentity) describe() string {
 // difference is an error, and nothing is changed.
 func checkIdentity(opts *Options, dir storage.FS, logger *slog.Logger) error {
 	want := dataIdentity{NodeID: opts.Node.NodeID, Cluster: opts.Cluster.Enabled}
-	name := filepath.Join(opts.DataDir, identityFile)
-	stored, found, err := readIdentity(name)
+	stored, found, err := readIdentity(dir)
 	switch {
 	case err != nil:
 		return err
@@ -62,9 +58,9 @@ func checkIdentity(opts *Options, dir storage.FS, logger *slog.Logger) error {
 		opts.DataDir, stored.describe(), want.describe())
 }
 
-func readIdentity(name string) (dataIdentity, bool, error) {
-	data, err := os.ReadFile(name)
-	if errors.Is(err, fs.ErrNotExist) {
+func readIdentity(dir storage.FS) (dataIdentity, bool, error) {
+	data, err := storage.ReadFile(dir, identityFile)
+	if errors.Is(err, storage.ErrNotExist) {
 		return dataIdentity{}, false, nil
 	}
 	if err != nil {
@@ -72,7 +68,7 @@ func readIdentity(name string) (dataIdentity, bool, error) {
 	}
 	var identity dataIdentity
 	if err := json.Unmarshal(data, &identity); err != nil || identity.NodeID == "" {
-		return dataIdentity{}, false, fmt.Errorf("the data directory's identity %s is damaged (%q): restore it, naming this node as {\"node_id\": ..., \"cluster\": ...}", name, data)
+		return dataIdentity{}, false, fmt.Errorf("the data directory's identity %s is damaged (%q): restore it, naming this node as {\"node_id\": ..., \"cluster\": ...}", identityFile, data)
 	}
 	return identity, true, nil
 }

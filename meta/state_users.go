@@ -123,7 +123,7 @@ func (s *State) checkCreator(username string, createdAtMs int64) error {
 	if createdAtMs == 0 {
 		return nil
 	}
-	if user, exists := s.users[username]; !exists || user.CreatedAtMs != createdAtMs {
+	if _, err := s.checkedUser(username, createdAtMs); err != nil {
 		return rejectf(ErrUserChanged, "user %q, who asked, was deleted before the change applied", username)
 	}
 	return nil

@@ -158,7 +158,6 @@ func (n *Node) endTopicSessions(name string) {
 		n.observer.Event("move-aborted", fmt.Sprintf("%s/%d from %s in %s: the topic is gone", key.topic, key.index, s.machine.Move().Source, progress.Phase))
 		n.moveObserver.MoveEnded("aborted", n.nowMs-progress.StartedAtMs, progress.BytesCopied)
 		n.endSession(s, false)
-		delete(n.moveRestarts, key)
 	}
 }
 
@@ -189,10 +188,7 @@ func (n *Node) startSession(key partitionKey, source string, moveStartedAtMs int
 		var err error
 		if staged, err = storage.CreateStaged(n.fs, dir, n.cfg.Log); err != nil {
 			n.observer.Event("move-stage-failed", fmt.Sprintf("%s: %v", dir, err))
-			n.countRestart(key, moveStartedAtMs)
-			count := n.moveRestarts[key]
-			count.retryAtMs = n.nowMs + stageRetryMs
-			n.moveRestarts[key] = count
+			n.countRestart(key, moveStartedAtMs, n.nowMs+stageRetryMs)
 			return
 		}
 	}
@@ -239,9 +235,9 @@ func (n *Node) restartsOf(key partitionKey, moveStartedAtMs int64) int {
 }
 
 // countRestart counts one more restart of the move (or failure to stage
-// its copy).
-func (n *Node) countRestart(key partitionKey, moveStartedAtMs int64) {
-	n.moveRestarts[key] = moveRestartCount{moveStartedAtMs: moveStartedAtMs, count: n.restartsOf(key, moveStartedAtMs) + 1}
+// its copy), whose next session may start at retryAtMs.
+func (n *Node) countRestart(key partitionKey, moveStartedAtMs, retryAtMs int64) {
+	n.moveRestarts[key] = moveRestartCount{moveStartedAtMs: moveStartedAtMs, count: n.restartsOf(key, moveStartedAtMs) + 1, retryAtMs: retryAtMs}
 }
 
 // sessionConfig is the part of the node's configuration a session uses.
@@ -274,7 +270,6 @@ func (n *Node) sessionEnded(s *moveSession) bool {
 		n.adoptMovedLeases(s)
 		n.moveObserver.MoveEnded(outcomeOfSession(progress), n.nowMs-progress.StartedAtMs, progress.BytesCopied)
 		n.endSession(s, false)
-		delete(n.moveRestarts, s.key)
 		n.takeOver(s.key)
 		return true
 	case movedest.EndAborted:
@@ -282,7 +277,6 @@ func (n *Node) sessionEnded(s *moveSession) bool {
 		n.observer.Event("move-aborted", fmt.Sprintf("%s/%d from %s in %s", s.key.topic, s.key.index, source, progress.Phase))
 		n.moveObserver.MoveEnded("aborted", n.nowMs-progress.StartedAtMs, progress.BytesCopied)
 		n.endSession(s, s.machine.RollsBack())
-		delete(n.moveRestarts, s.key)
 		return true
 	}
 	return false
@@ -347,7 +341,7 @@ func (n *Node) restartSession(s *moveSession, cause error) {
 	chaos.Reached(chaos.MarkNodeMoveRestarted)
 	n.observer.Event("move-restarted", fmt.Sprintf("%s/%d in %s: %v", s.key.topic, s.key.index, s.machine.Phase(), cause))
 	n.endSession(s, false)
-	n.countRestart(s.key, s.machine.Move().StartedAtMs)
+	n.countRestart(s.key, s.machine.Move().StartedAtMs, n.nowMs)
 }
 
 // leaseSnapshotOf turns a frozen source's queue state into a lease

@@ -42,6 +42,7 @@ func TestAMoveThatCannotFitEnds(t *testing.T) {
 	restarts := slices.IndexFunc(events.events, func(e string) bool { return strings.HasPrefix(e, "move-restarts-exhausted") })
 	require.GreaterOrEqual(t, restarts, 0, "the destination gave up after its restarts: %v", events.events)
 	require.Contains(t, events.events[restarts], "restarted 8 times here")
+	c.tick(100)
 	require.Empty(t, c.nodes[target].moveRestarts, "the ended move's count is forgotten")
 }
 

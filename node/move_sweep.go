@@ -79,12 +79,7 @@ func (n *Node) partitionEntries(topicName string) ([]string, error) {
 // repairInstall finishes or undoes an install a crash interrupted (a
 // partition directory renamed aside): see storage.RepairInstall.
 func (n *Node) repairInstall(topicName, entry string) error {
-	final, ok := "", false
-	for _, suffix := range []string{asideSuffix, replacedSuffix, unverifiedSuffix} {
-		if final, ok = strings.CutSuffix(entry, suffix); ok {
-			break
-		}
-	}
+	final, ok := storage.InstallLeftover(entry)
 	if !ok {
 		return nil
 	}
@@ -94,16 +89,6 @@ func (n *Node) repairInstall(topicName, entry string) error {
 	}
 	return nil
 }
-
-// asideSuffix and replacedSuffix mark a partition directory set aside by
-// storage's install, before and after the installed copy verified, and
-// unverifiedSuffix an installed copy being discarded (storage keeps the
-// same names).
-const (
-	asideSuffix      = ".aside"
-	replacedSuffix   = ".replaced"
-	unverifiedSuffix = ".unverified"
-)
 
 // partitionIndexOf parses a partition directory name ("p00003").
 func partitionIndexOf(entry string) (int, bool) {

@@ -140,9 +140,10 @@ type Node struct {
 	jobsOrphaned map[partitionKey]bool
 	// moveRestarts counts, per partition, the restarts of the move into
 	// this node that last restarted there (move_dest.go), for
-	// MoveConfig.RestartsMax. An entry goes when its move ends here or
-	// no longer targets this node (driveMoves), or is replaced when
-	// another move of the partition restarts; at most one per partition.
+	// MoveConfig.RestartsMax. An entry goes once its move no longer
+	// targets this node and no session of it runs here (driveMoves), or
+	// is replaced when another move of the partition restarts; at most
+	// one per partition.
 	moveRestarts map[partitionKey]moveRestartCount
 	// moveObserver receives the move metrics (a no-op unless the
 	// observer implements MoveObserver).
@@ -742,12 +743,7 @@ func (n *Node) Stats() Stats {
 	for _, record := range topics {
 		s.Partitions += record.Partitions
 	}
-	s.MoveSessions = len(n.moves)
-	for _, p := range n.partitions { //determinism:ok counts only
-		if p.freeze.Frozen() {
-			s.FrozenPartitions++
-		}
-	}
+	s.MoveSessions, s.FrozenPartitions = len(n.moves), len(n.FrozenPartitions())
 	return s
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // SegmentInfo describes a segment for the move protocol.
@@ -394,6 +395,19 @@ func syncParents(fs FS, first, second string) error {
 		return nil
 	}
 	return fs.SyncDir(parentDir(first))
+}
+
+// InstallLeftover reports whether entry, a name in a topic's directory,
+// is what an install leaves beside a partition directory (an aside,
+// replaced or unverified copy), and names that partition directory: the
+// caller runs RepairInstall on it.
+func InstallLeftover(entry string) (partitionDir string, ok bool) {
+	for _, suffix := range []string{asideSuffix, replacedSuffix, unverifiedSuffix} {
+		if partitionDir, ok = strings.CutSuffix(entry, suffix); ok {
+			return partitionDir, true
+		}
+	}
+	return "", false
 }
 
 // RepairInstall finishes or undoes an install a crash interrupted. An
