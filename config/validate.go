@@ -22,6 +22,10 @@ const (
 	// joinPeersMin is the shortest peer list of a node that joins: itself
 	// and one member to ask (members relay a join to the leader).
 	joinPeersMin = 2
+	// clusterSecretBytesMin is the shortest cluster secret: every peer
+	// connection proves it, so a short one is a guessable key to the
+	// metastore (`narad cluster up` makes 24 random bytes).
+	clusterSecretBytesMin = 16
 	// clusterPeersMax bounds the peer list.
 	clusterPeersMax = 1000
 	// segmentBytesMin and segmentBytesMax bound a log segment.
@@ -203,6 +207,9 @@ func isWildcardHost(host string) bool {
 func (c Config) validateSecurity(found *problems) {
 	if c.Security.Enabled && len(c.Cluster.Peers) > 0 && c.Security.ClusterSecret == "" {
 		found.add("security.cluster_secret", "NARAD_CLUSTER_SECRET is required when security is enabled and cluster.peers is set")
+	}
+	if secret := c.Security.ClusterSecret; secret != "" && len(secret) < clusterSecretBytesMin {
+		found.add("security.cluster_secret", "NARAD_CLUSTER_SECRET must be at least %d bytes (got %d)", clusterSecretBytesMin, len(secret))
 	}
 	if (c.HTTP.TLSCertFile == "") != (c.HTTP.TLSKeyFile == "") {
 		found.add("http.tls_cert_file", "NARAD_HTTP_TLS_CERT_FILE and NARAD_HTTP_TLS_KEY_FILE are set together or not at all")

@@ -32,7 +32,7 @@ func cluster3(cfg *Config) {
 	cfg.Cluster.NodeID = "n1"
 	cfg.Cluster.Addr = "10.0.0.1:7943"
 	cfg.Cluster.Peers = []string{"n1@10.0.0.1:7943", "n2@10.0.0.2:7943", "n3@10.0.0.3:7943"}
-	cfg.Security.ClusterSecret = "secret"
+	cfg.Security.ClusterSecret = "a-cluster-secret-16+"
 }
 
 func TestValidateRules(t *testing.T) {
@@ -78,6 +78,7 @@ func TestValidateRules(t *testing.T) {
 		{"initial member unknown", func(c *Config) { cluster3(c); c.Cluster.InitialMembers = []string{"n1", "n7"} }, "cluster.initial_members", `"n7" is not in cluster.peers`},
 		{"initial member duplicate", func(c *Config) { c.Cluster.InitialMembers = []string{"n1", "n1"} }, "cluster.initial_members", "duplicate"},
 		{"secret required", func(c *Config) { cluster3(c); c.Security.ClusterSecret = "" }, "security.cluster_secret", "NARAD_CLUSTER_SECRET"},
+		{"secret too short", func(c *Config) { cluster3(c); c.Security.ClusterSecret = "fifteen-bytes.." }, "security.cluster_secret", "at least 16 bytes (got 15)"},
 		{"tls cert without key", func(c *Config) { c.HTTP.TLSCertFile = "c.pem" }, "http.tls_cert_file", "NARAD_HTTP_TLS_KEY_FILE"},
 		{"tls key without cert", func(c *Config) { c.HTTP.TLSKeyFile = "k.pem" }, "http.tls_cert_file", "set together"},
 		{"tls partial", func(c *Config) { c.Cluster.TLSCertFile = "c.pem" }, "cluster.tls_cert_file", "1 of 3"},

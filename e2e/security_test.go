@@ -93,7 +93,7 @@ func TestSecuredClusterUsers(t *testing.T) {
 		require.NoError(t, err, "%s accepts the new password", n.id)
 	}
 
-	c.security = securityEnv("not-the-secret")
+	c.security = securityEnv("not-the-cluster-secret")
 	stranger := c.addJoiningNode("n4")
 	time.Sleep(securedJoinWindow)
 	members, err := as(n1, "admin", securedAdminPassword).ClusterMembers(ctx)

@@ -42,7 +42,7 @@ func clusterConfig() config.Config {
 
 func TestOptionsFromClusterPeers(t *testing.T) {
 	cfg := clusterConfig()
-	cfg.Security.ClusterSecret = "s3cret"
+	cfg.Security.ClusterSecret = "s3cret-of-16-bytes"
 	require.NoError(t, cfg.Validate())
 	opts, err := OptionsFrom(cfg)
 	require.NoError(t, err)
@@ -57,7 +57,7 @@ func TestOptionsFromClusterPeers(t *testing.T) {
 		want := meta.Peer{ID: id, RaftID: meta.RaftIDOf(id), ClusterAddr: fmt.Sprintf("10.0.0.%d:7943", i+1)}
 		assert.Equal(t, want, opts.Node.Meta.Peers[i])
 	}
-	assert.Equal(t, ClusterOptions{Enabled: true, ListenAddr: ":7943", Secret: "s3cret",
+	assert.Equal(t, ClusterOptions{Enabled: true, ListenAddr: ":7943", Secret: "s3cret-of-16-bytes",
 		Peers: map[string]string{"n1": "10.0.0.1:7943", "n3": "10.0.0.3:7943"}}, opts.Cluster)
 }
 

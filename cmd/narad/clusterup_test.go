@@ -36,10 +36,10 @@ func TestClusterUpPlanLaysOutLoopbackPorts(t *testing.T) {
 
 func TestClusterUpNodeEnvironmentDropsStrayNaradVariables(t *testing.T) {
 	plan := planCluster("/data", 3, 7942)
-	plan.secrets = clusterSecrets{AdminPassword: "pw", ClusterSecret: "cs"}
+	plan.secrets = clusterSecrets{AdminPassword: "pw", ClusterSecret: "a-cluster-secret-16+"}
 	spec := plan.spec("narad", []string{"HOME=/root", "NARAD_CLUSTER_INITIAL_MEMBERS=x", "NARAD_SECURITY_ENABLED=false", "PATH=/bin"}, plan.nodes[1])
 	assert.Equal(t, []string{"HOME=/root", "PATH=/bin", "NARAD_SECURITY_ENABLED=true", "NARAD_ADMIN_PASSWORD=pw",
-		"NARAD_CLUSTER_SECRET=cs", "NARAD_CLUSTER_ADDR=127.0.0.1:7953",
+		"NARAD_CLUSTER_SECRET=a-cluster-secret-16+", "NARAD_CLUSTER_ADDR=127.0.0.1:7953",
 		"NARAD_CLUSTER_PEERS=n1@127.0.0.1:7943,n2@127.0.0.1:7953,n3@127.0.0.1:7963"}, spec.Environ())
 	assert.Equal(t, []string{"serve", "--addr", "127.0.0.1:7952", "--data-dir", filepath.Join("/data", "n2"),
 		"--log-format", "text", "--node-id", "n2"}, spec.Args())
