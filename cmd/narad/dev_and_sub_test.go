@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -87,4 +90,20 @@ func TestDurationsAndRatesTheAPICannotCarryAreRefused(t *testing.T) {
 		require.Equal(t, exitUsage, h.against(broker, args...), "%v: %s", args, h.stderr.String())
 		require.Empty(t, broker.seen(""), "%v sent a request", args)
 	}
+}
+
+// `narad sub` stopped while no broker answered ends non-zero: an interrupt
+// is a clean end only when the consumer was being answered.
+func TestSubInterruptedWhileTheBrokerIsUnreachableFails(t *testing.T) {
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	address := listener.Addr().String()
+	require.NoError(t, listener.Close()) // nothing listens there now
+	h := newHarness(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	code := h.runContext(ctx, "-s", "http://"+address, "sub", "orders")
+	require.NotEqual(t, 0, code, "stderr:\n%s", h.stderr.String())
+	require.Contains(t, h.stderr.String(), "consume failed")
+	require.Contains(t, h.stderr.String(), "stopped while consumes were failing")
 }

@@ -65,7 +65,9 @@ acknowledged. A 410 means the lease lapsed: the message will be delivered
 again. With --no-ack the lease lapses and the message is delivered again
 later. With --peek sub reads every partition from
 its tail (or from --from, which needs --partition) without taking leases, so
-other consumers are not affected.`,
+other consumers are not affected. A consume that fails with a 5xx, a 429 or a
+broken connection is retried every second; interrupted while they fail,
+sub exits non-zero.`,
 		Example: `  narad sub orders
   narad sub orders --max 10 --raw > ten.txt
   narad sub orders --peek
@@ -171,15 +173,21 @@ func (a *app) consumeQueue(ctx context.Context, broker *client.Client, topic str
 	fmt.Fprintf(a.stderr, "consuming %s (Ctrl-C to stop)\n", topic)
 	printer := a.newMessagePrinter(options.raw)
 	received, ackFailures := 0, 0
-	var failure error
+	// failing is the last consume failure not followed by an answer: an
+	// interrupt while the broker cannot be reached is not a clean end.
+	var failure, failing error
 	for !options.limitReached(received) && ctx.Err() == nil {
 		message, err := broker.Consume(ctx, topic, options.consumeOptions())
 		if err != nil {
+			if ctx.Err() == nil {
+				failing = err
+			}
 			if failure = a.consumeFailed(ctx, err); failure != nil {
 				break
 			}
 			continue
 		}
+		failing = nil
 		if message == nil {
 			continue
 		}
@@ -192,8 +200,11 @@ func (a *app) consumeQueue(ctx context.Context, broker *client.Client, topic str
 		}
 	}
 	fmt.Fprintf(a.stderr, "%d message(s)\n", received)
-	if failure == nil && ackFailures > 0 {
+	switch {
+	case failure == nil && ackFailures > 0:
 		failure = fmt.Errorf("%d ack(s) failed; those messages will be delivered again", ackFailures)
+	case failure == nil && failing != nil:
+		failure = fmt.Errorf("stopped while consumes were failing: %w", failing)
 	}
 	return failure
 }
