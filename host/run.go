@@ -16,7 +16,7 @@ import (
 // Run starts a node from a validated configuration and serves until ctx
 // ends (graceful shutdown) or the node fails (an fsync error: the process
 // should exit and be restarted).
-func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
+func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, started func()) error {
 	opts, err := OptionsFrom(cfg)
 	if err != nil {
 		return err
@@ -25,6 +25,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	started()
 	select {
 	case <-ctx.Done():
 		logger.Info("shutting down", "grace", opts.ShutdownGrace)

@@ -44,7 +44,7 @@ type app struct {
 	userConfigDir func() (string, error)
 	userHomeDir   func() (string, error)
 	// runHost starts the server and blocks until ctx ends.
-	runHost func(ctx context.Context, cfg config.Config, logger *slog.Logger) error
+	runHost func(ctx context.Context, cfg config.Config, logger *slog.Logger, started func()) error
 	// startCeiling, when set, starts the server bench --ceiling measures
 	// and returns its URL and how to stop it; nil starts this executable's
 	// hidden ceiling command as a child process.

@@ -126,8 +126,9 @@ func newHarness(t *testing.T) *harness {
 		location:      time.UTC,
 		userConfigDir: func() (string, error) { return filepath.Join(h.homeDir, ".config"), nil },
 		userHomeDir:   func() (string, error) { return h.homeDir, nil },
-		runHost: func(_ context.Context, cfg config.Config, _ *slog.Logger) error {
+		runHost: func(_ context.Context, cfg config.Config, _ *slog.Logger, started func()) error {
 			h.hostConfig = &cfg
+			started()
 			return nil
 		},
 		startCeiling: func() (string, func() error, error) {

@@ -108,10 +108,11 @@ func (a *app) serve(cmd *cobra.Command, options serveOptions) error {
 	if err != nil {
 		return err
 	}
-	if options.dev {
-		a.printDevBanner(cfg)
+	started := func() {}
+	if options.dev { // the banner's commands work only once the node listens
+		started = func() { a.printDevBanner(cfg) }
 	}
-	return a.runHost(cmd.Context(), cfg, newLogger(a, cfg.Log))
+	return a.runHost(cmd.Context(), cfg, newLogger(a, cfg.Log), started)
 }
 
 // serverConfig layers defaults → file → environment → (dev) → flags and

@@ -8,8 +8,9 @@ import (
 	"narad/host"
 )
 
-// runHost starts the production driver and blocks until ctx ends. It is the
-// only place this package uses package host.
-func runHost(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
-	return host.Run(ctx, cfg, logger)
+// runHost starts the production driver, calls started once the node
+// listens, and blocks until ctx ends. It is the only place this package
+// uses package host.
+func runHost(ctx context.Context, cfg config.Config, logger *slog.Logger, started func()) error {
+	return host.Run(ctx, cfg, logger, started)
 }

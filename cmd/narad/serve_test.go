@@ -91,11 +91,22 @@ func TestServeBadEnvironmentAndFile(t *testing.T) {
 
 func TestServeHostFailureExitsOne(t *testing.T) {
 	h := newHarness(t)
-	h.app.runHost = func(context.Context, config.Config, *slog.Logger) error {
+	h.app.runHost = func(context.Context, config.Config, *slog.Logger, func()) error {
 		return errors.New("listen tcp :7942: address already in use")
 	}
 	assert.Equal(t, 1, h.run("serve"))
 	assert.Equal(t, "narad: listen tcp :7942: address already in use\n", h.stderr.String())
+}
+
+// A dev server that fails to start prints no banner: its example commands
+// would reach nothing.
+func TestADevServerThatFailsToStartPrintsNoBanner(t *testing.T) {
+	h := newHarness(t)
+	h.app.runHost = func(context.Context, config.Config, *slog.Logger, func()) error {
+		return errors.New("listen tcp 127.0.0.1:7942: address already in use")
+	}
+	assert.Equal(t, 1, h.run("server", "start", "--dev", "--data-dir", t.TempDir()))
+	assert.Equal(t, "narad: listen tcp 127.0.0.1:7942: address already in use\n", h.stderr.String())
 }
 
 func TestServerStartDev(t *testing.T) {
