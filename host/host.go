@@ -163,6 +163,7 @@ func Start(opts Options, logger *slog.Logger) (*Host, error) {
 	h := &Host{opts: opts, logger: logger, loopErr: make(chan error, 1), fs: fs}
 	h.loop = newLoop(n, monotonicClock(begin), logger, metrics)
 	h.loop.groupSync = groupSync
+	h.loop.jobsWaitMax = opts.ShutdownGrace
 	reg.MustRegister(newInboxGauges(h.loop)...)
 	h.loop.authenticator, h.loop.seed = authenticator, seed
 	h.backend = &backend{loop: h.loop}
@@ -384,9 +385,12 @@ func (h *Host) Shutdown() error {
 	default:
 	}
 	var closeErr error
-	if h.loop.failure() != nil {
+	switch {
+	case h.loop.failure() != nil:
 		closeErr = h.loop.node.Abandon() // a failed fsync finished this instance: persist nothing more
-	} else {
+	case h.loop.jobsLeft.Load():
+		closeErr = h.loop.node.Abandon() // a move job still writes its own files: leave them as a crash would
+	default:
 		closeErr = h.loop.node.Close()
 	}
 	h.logger.Info("narad node stopped", "node", h.opts.Node.NodeID)

@@ -136,8 +136,15 @@ type loop struct {
 	failed   error
 	done     chan struct{}
 	// jobs counts the node's off-loop jobs still running; run waits for
-	// them before it returns.
-	jobs sync.WaitGroup
+	// them before it returns, at most jobsWaitMax (set before run: the
+	// host's shutdown grace). jobsLeft, set by run as it returns, says
+	// some were still running then: the node must be dropped as a crash
+	// would (Abandon), since a job still writes its files, which the
+	// next start repairs (storage.RepairInstall).
+	jobs        sync.WaitGroup
+	jobsRunning atomic.Int64
+	jobsWaitMax time.Duration
+	jobsLeft    atomic.Bool
 
 	// authenticator receives the node's users whenever their version
 	// changes, before the replies of the Ready that applied the change
@@ -203,7 +210,7 @@ func (d inboxDepth) Collect(metrics chan<- prometheus.Metric) {
 // run is the loop goroutine: it returns when ctx ends (after handling
 // what it holds) or when persisting fails.
 func (l *loop) run(ctx context.Context) error {
-	defer l.jobs.Wait() // after done is closed (defers run last first), so a job's post cannot block
+	defer l.waitJobs() // after done is closed (defers run last first), so a job's post cannot block
 	defer close(l.done)
 	timer := time.NewTimer(tickIntervalMax)
 	defer timer.Stop()
@@ -428,12 +435,44 @@ func (l *loop) flush() error {
 // verification) on a goroutine of its own, so the loop keeps serving,
 // and hands its end back to the node on the loop.
 func (l *loop) startJob(job node.Job) {
-	l.jobs.Go(func() {
+	l.goJob(func() {
 		start := l.clock()
 		job.Run()
 		l.logger.Debug("job done", "dir", job.Dir(), "duration", time.Since(start))
 		l.post(func(n *node.Node) { n.JobDone(job) })
 	})
+}
+
+// goJob runs work on a goroutine counted in jobs and jobsRunning.
+func (l *loop) goJob(work func()) {
+	l.jobsRunning.Add(1)
+	l.jobs.Go(func() {
+		defer l.jobsRunning.Add(-1)
+		work()
+	})
+}
+
+// waitJobs waits for the jobs still running when the loop stops, at most
+// jobsWaitMax, and records in jobsLeft whether some outlived the wait.
+// A job installs and verifies a move's copy: it reads the whole
+// partition, which can take minutes on a large one.
+func (l *loop) waitJobs() {
+	running := l.jobsRunning.Load()
+	if running == 0 {
+		return
+	}
+	l.logger.Info("waiting for move jobs to end (install and verification of a copy)", "jobs", running, "wait_max", l.jobsWaitMax)
+	ended := make(chan struct{})
+	go func() { l.jobs.Wait(); close(ended) }()
+	wait := time.NewTimer(l.jobsWaitMax)
+	defer wait.Stop()
+	select {
+	case <-ended:
+	case <-wait.C:
+		l.jobsLeft.Store(true)
+		l.logger.Warn("move jobs still running after the shutdown grace; stopping as a crash would (the next start puts their install right)",
+			"jobs", l.jobsRunning.Load())
+	}
 }
 
 // persist runs the Syncs: the partitions' rounds together (persistGroup)
