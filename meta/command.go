@@ -134,6 +134,11 @@ type PlacementLimits struct {
 // DeleteTopic deletes a topic and its assignments.
 type DeleteTopic struct {
 	Name string `json:"name"`
+	// ExpectedCreatedAtMs, when set, is the CreatedAtMs of the topic the
+	// proposer checked: the delete applies only to that topic, not to
+	// one deleted and created again under the name since
+	// (ErrGuardFailed).
+	ExpectedCreatedAtMs int64 `json:"expected_created_at_ms,omitempty"`
 	// ExpectedOwner, when set, is the user the proposer's caller was
 	// checked against as the topic's owner (a caller who is not an
 	// admin): the change applies only while the topic is still that
@@ -148,7 +153,12 @@ type DeleteTopic struct {
 // is still SchemaAfterVersion (0: the topic has none), and only if it
 // evolves that version additively (CheckSchemaEvolution).
 type AlterTopic struct {
-	Name                      string   `json:"name"`
+	Name string `json:"name"`
+	// ExpectedCreatedAtMs, when set, is the CreatedAtMs of the topic the
+	// proposer checked the change against: it applies only to that
+	// topic, not to one deleted and created again under the name since
+	// (ErrGuardFailed).
+	ExpectedCreatedAtMs       int64    `json:"expected_created_at_ms,omitempty"`
 	RetentionMs               *int64   `json:"retention_ms,omitempty"`
 	VisibilityTimeoutMs       *int64   `json:"visibility_timeout_ms,omitempty"`
 	MaxInFlightPerPartition   *int     `json:"max_in_flight_per_partition,omitempty"`

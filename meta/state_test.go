@@ -722,3 +722,29 @@ func TestACreateOfADeletedUserIsNotInheritedByItsNamesake(t *testing.T) {
 	record, _ := s.Topic("bob.ledger")
 	require.Equal(t, "bob", record.CreatedBy)
 }
+
+// A change checked against a topic applies only to that topic: one
+// deleted and created again under its name between the check and the
+// apply (by anyone, admins included) is refused the change
+// (ErrGuardFailed) and left as it is.
+func TestAChangeOfADeletedTopicMissesItsNamesake(t *testing.T) {
+	first := createTopic("t", "m1", "m1", "m1")
+	first.CreatedAtMs = 1_000
+	second := createTopic("t", "m1", "m1", "m1")
+	second.CreatedAtMs = 2_000
+	s := stateWith(t, heartbeat("m1", 100), first, DeleteTopic{Name: "t"}, second)
+	retention := int64(60_000)
+	requireRejected(t, s, AlterTopic{Name: "t", RetentionMs: &retention, ExpectedCreatedAtMs: first.CreatedAtMs}, ErrGuardFailed)
+	requireRejected(t, s, DeleteTopic{Name: "t", ExpectedCreatedAtMs: first.CreatedAtMs}, ErrGuardFailed)
+	record, found := s.Topic("t")
+	require.True(t, found, "the namesake stays")
+	require.Equal(t, second.CreatedAtMs, record.CreatedAtMs)
+	require.NotEqual(t, retention, record.RetentionMs, "and keeps its retention")
+
+	require.NoError(t, AlterTopic{Name: "t", RetentionMs: &retention, ExpectedCreatedAtMs: second.CreatedAtMs}.apply(s))
+	record, _ = s.Topic("t")
+	require.Equal(t, retention, record.RetentionMs, "a change checked against the namesake applies")
+	require.NoError(t, DeleteTopic{Name: "t", ExpectedCreatedAtMs: second.CreatedAtMs}.apply(s))
+	_, found = s.Topic("t")
+	require.False(t, found)
+}

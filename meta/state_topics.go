@@ -73,6 +73,9 @@ func (c DeleteTopic) apply(s *State) error {
 	if err := s.checkOwnedBy(c.ExpectedOwner, c.Name); err != nil {
 		return err
 	}
+	if err := checkIncarnation(record, c.ExpectedCreatedAtMs); err != nil {
+		return err
+	}
 	if len(record.Schemas) > 0 {
 		s.schemaEpoch++
 	}
@@ -137,6 +140,9 @@ func (c AlterTopic) apply(s *State) error {
 		return rejectf(ErrTopicNotFound, "topic %q", c.Name)
 	}
 	if err := s.checkOwnedBy(c.ExpectedOwner, c.Name); err != nil {
+		return err
+	}
+	if err := checkIncarnation(record, c.ExpectedCreatedAtMs); err != nil {
 		return err
 	}
 	if err := c.checkGrowth(s, record); err != nil {
@@ -267,6 +273,17 @@ func (s *State) checkMembers(ids []string) error {
 		}
 	}
 	return nil
+}
+
+// checkIncarnation refuses a change checked against another topic of the
+// same name (expectedCreatedAtMs, 0 for no guard): one deleted and
+// created again since the check.
+func checkIncarnation(record *TopicRecord, expectedCreatedAtMs int64) error {
+	if expectedCreatedAtMs == 0 || record.CreatedAtMs == expectedCreatedAtMs {
+		return nil
+	}
+	return rejectf(ErrGuardFailed, "topic %q was deleted and created again since the check (created at %d ms, not %d)",
+		record.Name, record.CreatedAtMs, expectedCreatedAtMs)
 }
 
 // checkOwnedBy refuses a change guarded by the owner its caller was

@@ -234,7 +234,7 @@ func (n *Node) alterTopic(id msg.RequestID, r msg.AlterTopic) {
 		RetentionMs: resolvedIf(r.RetentionMs, &info.RetentionMs), VisibilityTimeoutMs: resolvedIf(r.VisibilityTimeoutMs, &info.VisibilityTimeoutMs),
 		MaxInFlightPerPartition: resolvedIf(r.InFlightMax, &info.InFlightMax), MaxAckedAheadPerPartition: resolvedIf(r.AckedAheadMax, &info.AckedAheadMax),
 		MaxDeliveries: resolvedIf(r.MaxDeliveries, &info.MaxDeliveries), DeadLetterTopic: resolvedIf(r.DeadLetterTopic, &info.DeadLetterTopic),
-		ExpectedOwner: r.ExpectedOwner}
+		ExpectedOwner: r.ExpectedOwner, ExpectedCreatedAtMs: t.createdAtMs}
 	if info.Partitions > t.info.Partitions {
 		cmd.Partitions = &info.Partitions
 		cmd.NewOwners = n.placePartitions(info.Name, t.info.Partitions, info.Partitions)
@@ -289,11 +289,12 @@ func setIf[T any](field *T, value *T) {
 // deleteTopic proposes the deletion; every node drops its partitions of
 // the topic when the entry applies (reconcileTopics).
 func (n *Node) deleteTopic(id msg.RequestID, r msg.DeleteTopic) {
-	if _, err := n.topic(r.Name); err != nil {
+	t, err := n.topic(r.Name)
+	if err != nil {
 		n.reply(id, nil, err)
 		return
 	}
-	n.propose(id, proposalDeleteTopic, r.Name, meta.DeleteTopic{Name: r.Name, ExpectedOwner: r.ExpectedOwner})
+	n.propose(id, proposalDeleteTopic, r.Name, meta.DeleteTopic{Name: r.Name, ExpectedOwner: r.ExpectedOwner, ExpectedCreatedAtMs: t.createdAtMs})
 }
 
 // dropTopicState forgets every partition of a topic that is gone (or was

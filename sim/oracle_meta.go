@@ -40,6 +40,15 @@ type modelTopic struct {
 	// not clear it as meta does; the simulator's clients run without
 	// security, so no topic has an owner and no change carries a guard.
 	owner string
+	// createdAtMs is the creation's time, for the incarnation guard of
+	// topic changes (one checked against an earlier topic of the name).
+	createdAtMs int64
+}
+
+// changedSince reports whether a change guarded by the creation time of
+// the topic it was checked against (0: no guard) finds another topic.
+func (t *modelTopic) changedSince(expectedCreatedAtMs int64) bool {
+	return expectedCreatedAtMs != 0 && expectedCreatedAtMs != t.createdAtMs
 }
 
 // modelPlacement places one partition. Invariant: target is empty or
@@ -178,7 +187,7 @@ func (m *metaModel) createTopic(c meta.CreateTopic) string {
 	case c.DeadLetterTopic != "" && m.topics[c.DeadLetterTopic] == nil:
 		return "no such dead-letter topic"
 	}
-	t := &modelTopic{unmodelled: len(c.Schema) > 0, owner: c.CreatedBy}
+	t := &modelTopic{unmodelled: len(c.Schema) > 0, owner: c.CreatedBy, createdAtMs: c.CreatedAtMs}
 	for _, owner := range c.Owners {
 		t.partitions = append(t.partitions, modelPlacement{owner: owner})
 	}
@@ -193,6 +202,8 @@ func (m *metaModel) deleteTopic(c meta.DeleteTopic) string {
 		return "no such topic"
 	case c.ExpectedOwner != "" && t.owner != c.ExpectedOwner:
 		return "the topic is not the expected owner's"
+	case t.changedSince(c.ExpectedCreatedAtMs):
+		return "the topic was created again since the check"
 	}
 	delete(m.topics, c.Name)
 	return ""
@@ -209,6 +220,8 @@ func (m *metaModel) alterTopic(c meta.AlterTopic) string {
 		return "no such topic"
 	case c.ExpectedOwner != "" && t.owner != c.ExpectedOwner:
 		return "the topic is not the expected owner's"
+	case t.changedSince(c.ExpectedCreatedAtMs):
+		return "the topic was created again since the check"
 	case len(c.Schema) > 0:
 		t.unmodelled = true // the schema guard is not modelled
 	}
