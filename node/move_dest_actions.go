@@ -235,13 +235,19 @@ func (n *Node) discardJob(s *moveSession, job *moveJob) {
 	if err := n.fs.RemoveAll(s.stagedDir); err != nil {
 		n.observer.Event("move-cleanup-failed", fmt.Sprintf("%s: %v", s.stagedDir, err))
 	}
-	if job.log == nil {
-		return
+	if job.log != nil {
+		_ = job.log.Close() // never adopted
 	}
-	_ = job.log.Close() // never adopted
+	// What the job leaves in the partition directory is no copy this node
+	// serves: its move ended without making this node the owner (or its
+	// topic was deleted), and nothing opened the directory while the job
+	// was out (openLog). That is its own verified copy, or the install
+	// it replaced, which a failed job put back for a late flip that can
+	// no longer apply.
 	if err := storage.DeletePartition(n.fs, job.finalDir); err != nil {
 		n.observer.Event("move-rollback-failed", fmt.Sprintf("%s: %v", job.finalDir, err))
 	}
+	n.purgeDroppedTopicDir(s.key.topic)
 }
 
 // proposeFlip proposes the guarded ownership flip: CompleteMove, or

@@ -8,6 +8,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 
 	"narad/msg"
+	"narad/storage"
 )
 
 // installedUnflipped moves partition 0 of "t" (records r0.. written at the
@@ -116,4 +117,27 @@ func TestAFailedReinstallBeforeALateFlipKeepsTheEarlierInstall(t *testing.T) {
 	require.Equal(t, target, c.owners(target, "t")[0])
 	c.tick(100)
 	requireRecordsAt(t, c, target, 5)
+}
+
+// TestATopicDeletedWhileAJobIsOutIsPurgedWhenTheJobReturns: a topic
+// deleted while a move's finalize job is out leaves the job's partition
+// directory to the job, which renames and reads it on another goroutine:
+// the loop removing it meanwhile raced the job (and could leave the
+// install the job puts back on failure). When the job returns, here
+// failed after putting back the install it replaced, its directory and
+// then the topic's go.
+func TestATopicDeletedWhileAJobIsOutIsPurgedWhenTheJobReturns(t *testing.T) {
+	c, leader, _, target, out := reinstallAfterCrash(t)
+	c.drop = nil
+	require.NoError(t, c.do(leader, msg.DeleteTopic{Name: "t"}).Err)
+	c.settle()
+	_, err := c.disks[target].Stat(PartitionDir("t", 0))
+	require.NoError(t, err, "the directory the job works in is left to it")
+
+	failHeldJob(t, c, target, out)
+	c.tick(100)
+	_, err = c.disks[target].Stat(PartitionDir("t", 0))
+	require.ErrorIs(t, err, storage.ErrNotExist, "the install the failed job put back goes with the job")
+	_, err = c.disks[target].Stat(topicsDir + "/t")
+	require.ErrorIs(t, err, storage.ErrNotExist, "and the deleted topic's directory after it")
 }

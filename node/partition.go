@@ -76,8 +76,12 @@ type partition struct {
 
 // PartitionDir is the directory of a partition's log on its owner's disk.
 func PartitionDir(topicName string, index int) string {
-	return fmt.Sprintf("%s/%s/p%05d", topicsDir, topicName, index)
+	return topicsDir + "/" + topicName + "/" + partitionEntry(index)
 }
+
+// partitionEntry is the name of a partition's directory in its topic's
+// ("p00003"); partitionIndexOf parses it.
+func partitionEntry(index int) string { return fmt.Sprintf("p%05d", index) }
 
 func topicOfDir(dir string) string {
 	parts := strings.Split(dir, "/")

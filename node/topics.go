@@ -336,11 +336,64 @@ func (n *Node) dropTopicState(name string) {
 	// sweep. (A crash after the metastore applied the delete and a
 	// re-create but before this removal still leaves that window:
 	// docs/operations.md#data-directory names it.)
-	if err := storage.DeletePartition(n.fs, topicsDir+"/"+name); err != nil {
+	if err := n.purgeTopicDir(name); err != nil {
 		n.observer.Event("topic-purge-failed", fmt.Sprintf("%s: %v", name, err))
 	}
 	if topics, ok := n.observer.(TopicObserver); ok {
 		topics.TopicDropped(name)
+	}
+}
+
+// purgeTopicDir removes a dropped topic's directory, durably. The
+// directory of a partition whose move's finalize job is still out
+// (jobsOrphaned), and the install leftovers beside it, stay: the job
+// renames and reads them on another goroutine. Its return (discardJob)
+// removes them, then the topic's directory (purgeDroppedTopicDir).
+func (n *Node) purgeTopicDir(name string) error {
+	kept := n.orphanedJobEntries(name)
+	if len(kept) == 0 {
+		return storage.DeletePartition(n.fs, topicsDir+"/"+name)
+	}
+	entries, err := n.partitionEntries(name)
+	if err != nil {
+		return err
+	}
+	for _, entry := range entries {
+		final, leftover := storage.InstallLeftover(entry)
+		if kept[entry] || (leftover && kept[final]) {
+			continue
+		}
+		if err := storage.DeletePartition(n.fs, topicsDir+"/"+name+"/"+entry); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// orphanedJobEntries names the partition directories of a topic (entries
+// of its directory) that a finalize job still out works in.
+func (n *Node) orphanedJobEntries(name string) map[string]bool {
+	var kept map[string]bool
+	for key := range n.jobsOrphaned { //determinism:ok a set, read by lookup
+		if key.topic == name {
+			if kept == nil {
+				kept = map[string]bool{}
+			}
+			kept[partitionEntry(key.index)] = true
+		}
+	}
+	return kept
+}
+
+// purgeDroppedTopicDir removes the directory of a topic that is gone once
+// no finalize job works in it any more (a job's return, discardJob). A
+// topic created again under the name keeps its directory.
+func (n *Node) purgeDroppedTopicDir(name string) {
+	if _, exists := n.meta.State().Topic(name); exists || len(n.orphanedJobEntries(name)) > 0 {
+		return
+	}
+	if err := storage.DeletePartition(n.fs, topicsDir+"/"+name); err != nil {
+		n.observer.Event("topic-purge-failed", fmt.Sprintf("%s: %v", name, err))
 	}
 }
 
