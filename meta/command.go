@@ -134,11 +134,12 @@ type PlacementLimits struct {
 // DeleteTopic deletes a topic and its assignments.
 type DeleteTopic struct {
 	Name string `json:"name"`
-	// ExpectedCreatedAtMs, when set, is the CreatedAtMs of the topic the
-	// proposer checked: the delete applies only to that topic, not to
-	// one deleted and created again under the name since
-	// (ErrGuardFailed).
-	ExpectedCreatedAtMs int64 `json:"expected_created_at_ms,omitempty"`
+	// ExpectedIncarnation and ExpectedCreatedAtMs, when either is set,
+	// are the Identity of the topic the proposer checked: the delete
+	// applies only to that topic, not to one deleted and created again
+	// under the name since (ErrGuardFailed).
+	ExpectedIncarnation uint64 `json:"expected_incarnation,omitempty"`
+	ExpectedCreatedAtMs int64  `json:"expected_created_at_ms,omitempty"`
 	// ExpectedOwner, when set, is the user the proposer's caller was
 	// checked against as the topic's owner (a caller who is not an
 	// admin): the change applies only while the topic is still that
@@ -154,10 +155,11 @@ type DeleteTopic struct {
 // evolves that version additively (CheckSchemaEvolution).
 type AlterTopic struct {
 	Name string `json:"name"`
-	// ExpectedCreatedAtMs, when set, is the CreatedAtMs of the topic the
-	// proposer checked the change against: it applies only to that
-	// topic, not to one deleted and created again under the name since
-	// (ErrGuardFailed).
+	// ExpectedIncarnation and ExpectedCreatedAtMs, when either is set,
+	// are the Identity of the topic the proposer checked the change
+	// against: it applies only to that topic, not to one deleted and
+	// created again under the name since (ErrGuardFailed).
+	ExpectedIncarnation       uint64   `json:"expected_incarnation,omitempty"`
 	ExpectedCreatedAtMs       int64    `json:"expected_created_at_ms,omitempty"`
 	RetentionMs               *int64   `json:"retention_ms,omitempty"`
 	VisibilityTimeoutMs       *int64   `json:"visibility_timeout_ms,omitempty"`

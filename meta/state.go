@@ -17,6 +17,11 @@ type TopicRecord struct {
 	MaxInFlightPerPartition   int   `json:"max_in_flight_per_partition"`
 	MaxAckedAheadPerPartition int   `json:"max_acked_ahead_per_partition"`
 	CreatedAtMs               int64 `json:"created_at_ms"`
+	// Incarnation numbers the topic's creation among all the creations the
+	// group applied (topicSequence): non-zero, and never that of another
+	// topic, for a topic created by this release; 0 for one created
+	// before it. With CreatedAtMs it is the topic's Identity.
+	Incarnation uint64 `json:"incarnation,omitempty"`
 	// CreatedBy is the user who created the topic; empty without auth.
 	CreatedBy string `json:"created_by,omitempty"`
 	// Assignments[p] places partition p.
@@ -52,6 +57,20 @@ type TopicRecord struct {
 	// FanoutChildrenMax; empty unless the topic is a parent. A topic has
 	// children or a parent, never both (depth 1).
 	Children []ChildLink `json:"children,omitempty"`
+}
+
+// TopicIdentity tells a topic from every other topic of its name: one
+// deleted and created again (even within the millisecond of a proposer's
+// clock) has another. Only topics created before Incarnation existed
+// rely on CreatedAtMs alone.
+type TopicIdentity struct {
+	Incarnation uint64
+	CreatedAtMs int64
+}
+
+// Identity returns the topic's identity.
+func (r *TopicRecord) Identity() TopicIdentity {
+	return TopicIdentity{Incarnation: r.Incarnation, CreatedAtMs: r.CreatedAtMs}
 }
 
 // ChildLink is one fan-out child as its parent's record lists it.
@@ -192,6 +211,10 @@ type State struct {
 	// schemaSequence is the id of the last schema version applied; it
 	// only grows, so ids are never reused.
 	schemaSequence uint64
+	// topicSequence counts the topic creations applied; a creation's
+	// Incarnation is its count, so incarnations never repeat over the
+	// life of the group.
+	topicSequence uint64
 	// fanoutSequence counts the attaches applied; the epoch of an attach
 	// is derived from it, so epochs never repeat over the life of the
 	// group.

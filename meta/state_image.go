@@ -39,6 +39,7 @@ func (s *State) setClusterRecord(record clusterRecord) {
 	}
 	s.usersVersion = record.UsersVersion
 	s.schemaSequence = record.SchemaSequence
+	s.topicSequence = record.TopicSequence
 	s.fanoutSequence = record.FanoutSequence
 }
 
@@ -55,6 +56,9 @@ func (s *State) checkImage(image stateImage) error {
 		}
 		if record.DeadLetterTopic != "" && s.topics[record.DeadLetterTopic] == nil {
 			return fmt.Errorf("topic %q names dead-letter topic %q, which does not exist", record.Name, record.DeadLetterTopic)
+		}
+		if record.Incarnation > s.topicSequence {
+			return fmt.Errorf("topic %q has incarnation %d past the sequence %d", record.Name, record.Incarnation, s.topicSequence)
 		}
 		if latest, found := record.LatestSchema(); found && latest.ID > s.schemaSequence {
 			return fmt.Errorf("topic %q has schema id %d past the sequence %d", record.Name, latest.ID, s.schemaSequence)

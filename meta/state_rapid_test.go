@@ -19,13 +19,17 @@ type model struct {
 	members      map[string]*Member
 	users        map[string]*User
 	usersVersion uint64
+	// creations counts the topic creations applied: each numbers its
+	// topic's incarnation.
+	creations uint64
 }
 
 type modelTopic struct {
-	config  CreateTopic // the creating command, with fields altered in place
-	owners  []string
-	targets []string
-	started []int64
+	config      CreateTopic // the creating command, with fields altered in place
+	incarnation uint64
+	owners      []string
+	targets     []string
+	started     []int64
 	// lastStarted is each partition's latest move start, kept after it
 	// ended.
 	lastStarted []int64
@@ -74,7 +78,8 @@ func (m *model) applyTopic(cmd Command) error {
 			return ErrDeadLetterTopicNotFound
 		}
 		n := len(c.Owners)
-		m.topics[c.Name] = &modelTopic{config: c, owners: slices.Clone(c.Owners), targets: make([]string, n), started: make([]int64, n), lastStarted: make([]int64, n)}
+		m.creations++
+		m.topics[c.Name] = &modelTopic{config: c, incarnation: m.creations, owners: slices.Clone(c.Owners), targets: make([]string, n), started: make([]int64, n), lastStarted: make([]int64, n)}
 	case DeleteTopic:
 		if m.topics[c.Name] == nil {
 			return ErrTopicNotFound
@@ -334,7 +339,7 @@ func (m *model) image() stateImage {
 		record := TopicRecord{Name: name, Partitions: len(topic.owners), RetentionMs: topic.config.RetentionMs,
 			VisibilityTimeoutMs: topic.config.VisibilityTimeoutMs, MaxInFlightPerPartition: topic.config.MaxInFlightPerPartition,
 			MaxAckedAheadPerPartition: topic.config.MaxAckedAheadPerPartition, CreatedAtMs: topic.config.CreatedAtMs,
-			CreatedBy: topic.config.CreatedBy, MaxDeliveries: topic.config.MaxDeliveries, DeadLetterTopic: topic.config.DeadLetterTopic}
+			Incarnation: topic.incarnation, CreatedBy: topic.config.CreatedBy, MaxDeliveries: topic.config.MaxDeliveries, DeadLetterTopic: topic.config.DeadLetterTopic}
 		for p := range topic.owners {
 			record.Assignments = append(record.Assignments, Assignment{Owner: topic.owners[p], Target: topic.targets[p], MoveStartedAtMs: topic.started[p], LastMoveStartedAtMs: topic.lastStarted[p]})
 		}

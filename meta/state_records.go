@@ -47,6 +47,8 @@ type clusterRecord struct {
 	UsersVersion   uint64   `json:"users_version"`
 	// SchemaSequence is the id of the last schema version applied.
 	SchemaSequence uint64 `json:"schema_sequence,omitempty"`
+	// TopicSequence counts the topic creations applied.
+	TopicSequence uint64 `json:"topic_sequence,omitempty"`
 	// FanoutSequence counts the fan-out attaches applied.
 	FanoutSequence uint64 `json:"fanout_sequence,omitempty"`
 }
@@ -76,7 +78,7 @@ func (s *State) markUser(name string) {
 func (s *State) clusterRecord() clusterRecord {
 	return clusterRecord{ConfState: s.confState.clone(), Peers: s.Peers(),
 		RemovedRaftIDs: slices.Sorted(maps.Keys(s.removedRaftIDs)), RemovedNodeIDs: slices.Sorted(maps.Keys(s.removedNodeIDs)), UsersVersion: s.usersVersion,
-		SchemaSequence: s.schemaSequence, FanoutSequence: s.fanoutSequence}
+		SchemaSequence: s.schemaSequence, TopicSequence: s.topicSequence, FanoutSequence: s.fanoutSequence}
 }
 
 // recordValue returns the encoded record at key, or false if there is

@@ -55,7 +55,7 @@ func TestCreateTopic(t *testing.T) {
 	record, found := s.Topic("u")
 	require.True(t, found)
 	require.Equal(t, TopicRecord{Name: "u", Partitions: 3, RetentionMs: 3_600_000, VisibilityTimeoutMs: 30_000,
-		MaxInFlightPerPartition: 1024, MaxAckedAheadPerPartition: 1024, CreatedAtMs: 1_000,
+		MaxInFlightPerPartition: 1024, MaxAckedAheadPerPartition: 1024, CreatedAtMs: 1_000, Incarnation: 2,
 		Assignments: []Assignment{{Owner: "m3"}, {Owner: "m1"}, {Owner: "m2"}}}, record)
 	require.Equal(t, []string{"t", "u"}, s.TopicNames())
 	requireRejected(t, s, createTopic("u", "m1"), ErrTopicExists)
@@ -725,26 +725,35 @@ func TestACreateOfADeletedUserIsNotInheritedByItsNamesake(t *testing.T) {
 
 // A change checked against a topic applies only to that topic: one
 // deleted and created again under its name between the check and the
-// apply (by anyone, admins included) is refused the change
-// (ErrGuardFailed) and left as it is.
+// apply (by anyone, admins included), even within the same millisecond
+// of the proposer's clock, has another identity; it is refused the
+// change (ErrGuardFailed) and left as it is.
 func TestAChangeOfADeletedTopicMissesItsNamesake(t *testing.T) {
-	first := createTopic("t", "m1", "m1", "m1")
-	first.CreatedAtMs = 1_000
-	second := createTopic("t", "m1", "m1", "m1")
-	second.CreatedAtMs = 2_000
-	s := stateWith(t, heartbeat("m1", 100), first, DeleteTopic{Name: "t"}, second)
+	s := stateWith(t, heartbeat("m1", 100), createTopic("t", "m1", "m1", "m1"))
+	first, _ := s.Topic("t")
+	require.NoError(t, DeleteTopic{Name: "t"}.apply(s))
+	require.NoError(t, createTopic("t", "m1", "m1", "m1").apply(s)) // the same CreatedAtMs
+	second, _ := s.Topic("t")
+	require.Equal(t, first.CreatedAtMs, second.CreatedAtMs)
+	require.NotEqual(t, first.Identity(), second.Identity(), "a creation has its own incarnation")
+
 	retention := int64(60_000)
-	requireRejected(t, s, AlterTopic{Name: "t", RetentionMs: &retention, ExpectedCreatedAtMs: first.CreatedAtMs}, ErrGuardFailed)
-	requireRejected(t, s, DeleteTopic{Name: "t", ExpectedCreatedAtMs: first.CreatedAtMs}, ErrGuardFailed)
+	alter := func(identity TopicIdentity) AlterTopic {
+		return AlterTopic{Name: "t", RetentionMs: &retention, ExpectedIncarnation: identity.Incarnation, ExpectedCreatedAtMs: identity.CreatedAtMs}
+	}
+	remove := func(identity TopicIdentity) DeleteTopic {
+		return DeleteTopic{Name: "t", ExpectedIncarnation: identity.Incarnation, ExpectedCreatedAtMs: identity.CreatedAtMs}
+	}
+	requireRejected(t, s, alter(first.Identity()), ErrGuardFailed)
+	requireRejected(t, s, remove(first.Identity()), ErrGuardFailed)
 	record, found := s.Topic("t")
 	require.True(t, found, "the namesake stays")
-	require.Equal(t, second.CreatedAtMs, record.CreatedAtMs)
 	require.NotEqual(t, retention, record.RetentionMs, "and keeps its retention")
 
-	require.NoError(t, AlterTopic{Name: "t", RetentionMs: &retention, ExpectedCreatedAtMs: second.CreatedAtMs}.apply(s))
+	require.NoError(t, alter(second.Identity()).apply(s))
 	record, _ = s.Topic("t")
 	require.Equal(t, retention, record.RetentionMs, "a change checked against the namesake applies")
-	require.NoError(t, DeleteTopic{Name: "t", ExpectedCreatedAtMs: second.CreatedAtMs}.apply(s))
+	require.NoError(t, remove(second.Identity()).apply(s))
 	_, found = s.Topic("t")
 	require.False(t, found)
 }

@@ -43,6 +43,9 @@ func (c CreateTopic) apply(s *State) error {
 			return err
 		}
 	}
+	s.topicSequence++
+	record.Incarnation = s.topicSequence
+	s.markCluster()
 	s.topics[c.Name] = record
 	s.markTopic(c.Name)
 	if c.Parent != "" {
@@ -73,7 +76,7 @@ func (c DeleteTopic) apply(s *State) error {
 	if err := s.checkOwnedBy(c.ExpectedOwner, c.Name); err != nil {
 		return err
 	}
-	if err := checkIncarnation(record, c.ExpectedCreatedAtMs); err != nil {
+	if err := checkIdentity(record, TopicIdentity{Incarnation: c.ExpectedIncarnation, CreatedAtMs: c.ExpectedCreatedAtMs}); err != nil {
 		return err
 	}
 	if len(record.Schemas) > 0 {
@@ -142,7 +145,7 @@ func (c AlterTopic) apply(s *State) error {
 	if err := s.checkOwnedBy(c.ExpectedOwner, c.Name); err != nil {
 		return err
 	}
-	if err := checkIncarnation(record, c.ExpectedCreatedAtMs); err != nil {
+	if err := checkIdentity(record, TopicIdentity{Incarnation: c.ExpectedIncarnation, CreatedAtMs: c.ExpectedCreatedAtMs}); err != nil {
 		return err
 	}
 	if err := c.checkGrowth(s, record); err != nil {
@@ -275,15 +278,15 @@ func (s *State) checkMembers(ids []string) error {
 	return nil
 }
 
-// checkIncarnation refuses a change checked against another topic of the
-// same name (expectedCreatedAtMs, 0 for no guard): one deleted and
-// created again since the check.
-func checkIncarnation(record *TopicRecord, expectedCreatedAtMs int64) error {
-	if expectedCreatedAtMs == 0 || record.CreatedAtMs == expectedCreatedAtMs {
+// checkIdentity refuses a change checked against another topic of the
+// same name (expected, zero for no guard): one deleted and created again
+// since the check.
+func checkIdentity(record *TopicRecord, expected TopicIdentity) error {
+	if expected == (TopicIdentity{}) || record.Identity() == expected {
 		return nil
 	}
-	return rejectf(ErrGuardFailed, "topic %q was deleted and created again since the check (created at %d ms, not %d)",
-		record.Name, record.CreatedAtMs, expectedCreatedAtMs)
+	return rejectf(ErrGuardFailed, "topic %q was deleted and created again since the check (incarnation %d, not %d)",
+		record.Name, record.Incarnation, expected.Incarnation)
 }
 
 // checkOwnedBy refuses a change guarded by the owner its caller was

@@ -100,7 +100,7 @@ func (n *Node) advanceMeta() {
 // rememberTopics records the topics of the applied state.
 func (n *Node) rememberTopics() {
 	for _, record := range n.meta.State().Topics() {
-		n.known[record.Name] = record.CreatedAtMs
+		n.known[record.Name] = record.Identity()
 	}
 }
 
@@ -159,13 +159,13 @@ func (n *Node) reconcileTopicRecords() {
 		current[record.Name] = record
 	}
 	for _, name := range sortedNames(n.known) {
-		if record, ok := current[name]; !ok || record.CreatedAtMs != n.known[name] {
+		if record, ok := current[name]; !ok || record.Identity() != n.known[name] {
 			n.dropTopicState(name)
 			delete(n.known, name)
 		}
 	}
 	for _, record := range records {
-		n.known[record.Name] = record.CreatedAtMs
+		n.known[record.Name] = record.Identity()
 		n.refreshLeaseConfig(record)
 	}
 	n.notifyGainedPartitions(records)
@@ -216,7 +216,7 @@ func (n *Node) refreshLeaseConfig(record meta.TopicRecord) {
 	}
 }
 
-func sortedNames(m map[string]int64) []string {
+func sortedNames[V any](m map[string]V) []string {
 	names := make([]string, 0, len(m))
 	for name := range m { //determinism:ok sorted below
 		names = append(names, name)

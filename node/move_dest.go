@@ -6,6 +6,7 @@ import (
 
 	"narad/chaos"
 	"narad/invariant"
+	"narad/meta"
 	"narad/msg"
 	"narad/node/lease"
 	"narad/node/movedest"
@@ -29,7 +30,11 @@ const movesDir = "moves"
 // the staged copy it fills. Only the move_*.go files of the node change
 // it.
 type moveSession struct {
-	key     partitionKey
+	key partitionKey
+	// topic is the identity of the topic the move is of: a job that
+	// returns after the topic was deleted and created again under its
+	// name finds another (discardJob).
+	topic   meta.TopicIdentity
 	machine *movedest.Session
 	// staged is the copy being built in stagedDir; nil once the finalize
 	// job closed it.
@@ -197,7 +202,11 @@ func (n *Node) startSession(key partitionKey, source string, moveStartedAtMs int
 	move := movedest.Move{Topic: key.topic, Partition: key.index, Source: source, Target: n.cfg.NodeID, StartedAtMs: moveStartedAtMs}
 	machine := movedest.New(move, n.sessionConfig(), n.nowMs)
 	machine.Restarted(restarts)
-	n.moves[key] = &moveSession{key: key, machine: machine, staged: staged, stagedDir: dir}
+	var identity meta.TopicIdentity
+	if t, ok := n.lookupTopic(key.topic); ok {
+		identity = t.identity
+	}
+	n.moves[key] = &moveSession{key: key, topic: identity, machine: machine, staged: staged, stagedDir: dir}
 }
 
 // mayStartSession reports whether a session of the move may start now:

@@ -238,16 +238,30 @@ func (n *Node) discardJob(s *moveSession, job *moveJob) {
 	if job.log != nil {
 		_ = job.log.Close() // never adopted
 	}
-	// What the job leaves in the partition directory is no copy this node
-	// serves: its move ended without making this node the owner (or its
-	// topic was deleted), and nothing opened the directory while the job
-	// was out (openLog). That is its own verified copy, or the install
-	// it replaced, which a failed job put back for a late flip that can
-	// no longer apply.
-	if err := storage.DeletePartition(n.fs, job.finalDir); err != nil {
-		n.observer.Event("move-rollback-failed", fmt.Sprintf("%s: %v", job.finalDir, err))
+	if n.jobLeftNothingNeeded(s) {
+		if err := storage.DeletePartition(n.fs, job.finalDir); err != nil {
+			n.observer.Event("move-rollback-failed", fmt.Sprintf("%s: %v", job.finalDir, err))
+		}
 	}
 	n.purgeDroppedTopicDir(s.key.topic)
+}
+
+// jobLeftNothingNeeded reports whether what an orphaned job left in the
+// partition directory (its verified copy, or the install a failed job
+// put back for a late flip that can no longer apply: its move ended
+// without making this node the owner) must go. It must when the topic
+// is gone, or was created again under its name (nothing opened the
+// directory while the job was out, openLog, so it holds the old topic's
+// records only), and may when this node neither owns nor targets the
+// partition; a node that targets it again keeps it for its next
+// session's install, which sets it aside until its own copy verified.
+func (n *Node) jobLeftNothingNeeded(s *moveSession) bool {
+	t, ok := n.lookupTopic(s.key.topic)
+	if !ok || t.identity != s.topic || s.key.index >= len(t.assignments) {
+		return true
+	}
+	a := t.assignments[s.key.index]
+	return a.Owner != n.cfg.NodeID && a.Target != n.cfg.NodeID
 }
 
 // proposeFlip proposes the guarded ownership flip: CompleteMove, or

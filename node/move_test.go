@@ -11,6 +11,7 @@ import (
 	"narad/chaos"
 	"narad/meta"
 	"narad/msg"
+	"narad/storage"
 )
 
 // startMove proposes a move through the leader and settles.
@@ -751,7 +752,9 @@ func finalizeJobHeld(t *testing.T) (*clusterHarness, string, string, string, hel
 // TestASessionEndedWhileItsJobIsOutLeavesTheFilesToTheJob: a driver runs
 // the finalize job on a goroutine of its own, so a move aborted meanwhile
 // must not close or delete the staged copy under it, nor start another
-// session into the same directories; the job's return cleans up.
+// session into the same directories; the job's return cleans up (the
+// copy it installed goes only once no move targets this node: see
+// TestAnAbortedJobsCopyGoesOnceNoMoveTargetsTheNode).
 func TestASessionEndedWhileItsJobIsOutLeavesTheFilesToTheJob(t *testing.T) {
 	c, leader, _, target, out := finalizeJobHeld(t)
 	staged := out.job.pending.job.stagedDir
@@ -773,9 +776,29 @@ func TestASessionEndedWhileItsJobIsOutLeavesTheFilesToTheJob(t *testing.T) {
 	_, err = c.disks[target].Stat(staged)
 	require.Error(t, err, "the job's return removed the staged copy")
 	_, err = c.disks[target].Stat(PartitionDir("t", 0))
-	require.Error(t, err, "and the copy it installed, the flip never having been proposed")
+	require.NoError(t, err, "the copy it installed stays for the next move into this node, whose install sets it aside")
 	c.holdJobs = false
 	c.tickUntil(100, 100, func() bool { return c.owners(target, "t")[0] == target })
+}
+
+// TestAnAbortedJobsCopyGoesOnceNoMoveTargetsTheNode: the job of an
+// aborted move returns to a node that neither owns nor targets the
+// partition: what it installed goes with its staged copy, and the
+// partition stays its source's.
+func TestAnAbortedJobsCopyGoesOnceNoMoveTargetsTheNode(t *testing.T) {
+	c, leader, source, target, out := finalizeJobHeld(t)
+	_, err := c.nodes[leader].meta.Propose(meta.AbortMove{Topic: "t", Partition: 0, ExpectedTarget: target})
+	require.NoError(t, err)
+	c.tick(100)
+	require.Empty(t, c.nodes[target].MoveSessions(), "the aborted session ended")
+
+	out.job.Run()
+	require.NoError(t, out.job.pending.job.err)
+	out.node.JobDone(out.job)
+	c.held, c.holdJobs = nil, false
+	_, err = c.disks[target].Stat(PartitionDir("t", 0))
+	require.ErrorIs(t, err, storage.ErrNotExist, "the copy of a move that ended without a flip goes")
+	require.Equal(t, source, c.owners(target, "t")[0])
 }
 
 // proposeFlip has the leader propose the flip of partition 0 of t from

@@ -67,9 +67,10 @@ type Node struct {
 	// heartbeats) needs no comparison.
 	reconciledTopics uint64
 	topicsReconciled bool
-	// known maps each topic name of the applied state to its creation
-	// time, to notice deletes and re-creates (reconcileTopics).
-	known map[string]int64
+	// known maps each topic name of the applied state to its identity, to
+	// notice deletes and re-creates (reconcileTopics), even a delete and
+	// a re-create applied together within a millisecond.
+	known map[string]meta.TopicIdentity
 	// ownedAtReconcile holds the partitions this node owned at the last topics
 	// reconcile (reconcileTopicRecords), to notice the ones it gains.
 	ownedAtReconcile map[partitionKey]bool
@@ -262,7 +263,7 @@ func New(cfg Config, fs storage.FS, metaStore *meta.Store, nowMs int64, observer
 func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observer Observer) *Node {
 	return &Node{
 		cfg: cfg, fs: fs, store: storage.NewStore(fs, cfg.Log, cfg.OpenLogsMax), observer: observer, nowMs: nowMs,
-		handles: lease.NewHandles(cfg.HandleKey), meta: replica, proposals: map[meta.ProposalID]*pendingProposal{}, known: map[string]int64{},
+		handles: lease.NewHandles(cfg.HandleKey), meta: replica, proposals: map[meta.ProposalID]*pendingProposal{}, known: map[string]meta.TopicIdentity{},
 		cursors: map[string]*topicCursors{}, partitions: map[partitionKey]*partition{}, waiters: newWaiterSet(),
 		dirty: map[partitionKey]*partition{}, dependents: map[partitionKey][]int{},
 		routing: newRouting(), cluster: newClusterState(), sweeper: newSweeper(nowMs, cfg.Moves.SweepIntervalMs),

@@ -32,9 +32,9 @@ type topic struct {
 	// attachEpoch is the child's attach epoch (meta.TopicRecord's), 0
 	// for a topic without a parent.
 	attachEpoch uint64
-	// createdAtMs is meta.TopicRecord's CreatedAtMs: with the name, it
-	// tells this topic from one deleted and created again under it.
-	createdAtMs int64
+	// identity is meta.TopicRecord's: it tells this topic from one
+	// deleted and created again under its name.
+	identity meta.TopicIdentity
 }
 
 // lookupTopic reads a topic from the local replica of the metastore,
@@ -56,7 +56,7 @@ func (n *Node) lookupTopic(name string) (*topic, bool) {
 		n.cursors[name] = cursors
 	}
 	latest, _ := record.LatestSchema()
-	t := &topic{info: topicInfoOf(record), assignments: record.Assignments, cursors: cursors, schemaID: latest.ID, attachEpoch: record.AttachEpoch, createdAtMs: record.CreatedAtMs}
+	t := &topic{info: topicInfoOf(record), assignments: record.Assignments, cursors: cursors, schemaID: latest.ID, attachEpoch: record.AttachEpoch, identity: record.Identity()}
 	n.topicCache[name] = t
 	return t, true
 }

@@ -26,6 +26,9 @@ type metaModel struct {
 	// left holds the members that left the voters: their decommission
 	// is complete and can no longer be cancelled.
 	left map[string]bool
+	// creations counts the topic creations applied: the last one's
+	// count is its topic's incarnation.
+	creations uint64
 }
 
 // modelTopic is a topic's placement. Invariant: partitions only grows,
@@ -40,15 +43,18 @@ type modelTopic struct {
 	// not clear it as meta does; the simulator's clients run without
 	// security, so no topic has an owner and no change carries a guard.
 	owner string
-	// createdAtMs is the creation's time, for the incarnation guard of
-	// topic changes (one checked against an earlier topic of the name).
+	// incarnation and createdAtMs tell the topic from the others of its
+	// name, for the identity guard of topic changes (one checked against
+	// an earlier topic of the name).
+	incarnation uint64
 	createdAtMs int64
 }
 
-// changedSince reports whether a change guarded by the creation time of
-// the topic it was checked against (0: no guard) finds another topic.
-func (t *modelTopic) changedSince(expectedCreatedAtMs int64) bool {
-	return expectedCreatedAtMs != 0 && expectedCreatedAtMs != t.createdAtMs
+// changedSince reports whether a change guarded by the identity of the
+// topic it was checked against (zero: no guard) finds another topic.
+func (t *modelTopic) changedSince(expectedIncarnation uint64, expectedCreatedAtMs int64) bool {
+	guarded := expectedIncarnation != 0 || expectedCreatedAtMs != 0
+	return guarded && (expectedIncarnation != t.incarnation || expectedCreatedAtMs != t.createdAtMs)
 }
 
 // modelPlacement places one partition. Invariant: target is empty or
@@ -187,7 +193,8 @@ func (m *metaModel) createTopic(c meta.CreateTopic) string {
 	case c.DeadLetterTopic != "" && m.topics[c.DeadLetterTopic] == nil:
 		return "no such dead-letter topic"
 	}
-	t := &modelTopic{unmodelled: len(c.Schema) > 0, owner: c.CreatedBy, createdAtMs: c.CreatedAtMs}
+	m.creations++
+	t := &modelTopic{unmodelled: len(c.Schema) > 0, owner: c.CreatedBy, incarnation: m.creations, createdAtMs: c.CreatedAtMs}
 	for _, owner := range c.Owners {
 		t.partitions = append(t.partitions, modelPlacement{owner: owner})
 	}
@@ -202,7 +209,7 @@ func (m *metaModel) deleteTopic(c meta.DeleteTopic) string {
 		return "no such topic"
 	case c.ExpectedOwner != "" && t.owner != c.ExpectedOwner:
 		return "the topic is not the expected owner's"
-	case t.changedSince(c.ExpectedCreatedAtMs):
+	case t.changedSince(c.ExpectedIncarnation, c.ExpectedCreatedAtMs):
 		return "the topic was created again since the check"
 	}
 	delete(m.topics, c.Name)
@@ -220,7 +227,7 @@ func (m *metaModel) alterTopic(c meta.AlterTopic) string {
 		return "no such topic"
 	case c.ExpectedOwner != "" && t.owner != c.ExpectedOwner:
 		return "the topic is not the expected owner's"
-	case t.changedSince(c.ExpectedCreatedAtMs):
+	case t.changedSince(c.ExpectedIncarnation, c.ExpectedCreatedAtMs):
 		return "the topic was created again since the check"
 	case len(c.Schema) > 0:
 		t.unmodelled = true // the schema guard is not modelled
