@@ -103,8 +103,7 @@ func (n *Node) heartbeatIsNews(beat meta.MemberHeartbeat) bool {
 	if !found || !member.Alive || member.HTTPAddr != beat.HTTPAddr || member.ClusterAddr != beat.ClusterAddr {
 		return true
 	}
-	proposedDead, proposed := n.cluster.deadProposed[beat.ID]
-	return proposed && proposedDead == member.LastHeartbeatMs
+	return n.proposedDead(member)
 }
 
 // proposeHeartbeats proposes the round once its gather time has passed,

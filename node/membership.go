@@ -40,8 +40,11 @@ type clusterState struct {
 	// its barrier. Dead detection compares ages on one clock only.
 	seen map[string]heartbeatSeen
 	// deadProposed holds the members this leader proposed dead, with the
-	// heartbeat observed, so it does not propose again for that heartbeat.
-	deadProposed map[string]int64
+	// heartbeat observed and when, so it does not propose again for that
+	// heartbeat before the proposal timed out (a proposal raft dropped, or
+	// lost in a change of leader, is made again). Emptied when the node
+	// stops leading: a later term proposes afresh.
+	deadProposed map[string]deadProposal
 	// removalRefused holds the drained members whose removal from the
 	// voters the metastore refused, so that is logged once.
 	removalRefused map[string]bool
@@ -88,7 +91,7 @@ type heartbeatSeen struct {
 
 func newClusterState() clusterState {
 	return clusterState{subscribers: map[string]map[string]int64{}, subscribedUntilMs: map[string]int64{},
-		notified: map[string][]string{}, deadProposed: map[string]int64{}, removalRefused: map[string]bool{},
+		notified: map[string][]string{}, deadProposed: map[string]deadProposal{}, removalRefused: map[string]bool{},
 		heardMs: map[string]int64{}, movedAddrs: map[string]movedAddr{}, heartbeats: heartbeatRound{beats: map[string]meta.MemberHeartbeat{}}}
 }
 
@@ -154,12 +157,27 @@ func (n *Node) heardLately(peer string) bool {
 	return heard && n.nowMs-heardMs <= n.electionTimeoutMs()
 }
 
+// deadProposal is one MarkMemberDead this leader proposed: the heartbeat
+// it observed, and when (this node's clock).
+type deadProposal struct {
+	heartbeatMs  int64
+	proposedAtMs int64
+}
+
+// proposedDead reports whether this leader proposed m dead for its
+// current heartbeat, and that proposal may still apply.
+func (n *Node) proposedDead(m meta.Member) bool {
+	proposal, ok := n.cluster.deadProposed[m.ID]
+	return ok && proposal.heartbeatMs == m.LastHeartbeatMs && n.nowMs-proposal.proposedAtMs < n.cfg.ProposalTimeoutMs
+}
+
 // detectDeadMembers proposes MarkMemberDead for every alive member whose
 // heartbeat has not changed for MemberDeadAfterMs of the leader's clock.
 // A new leader starts every member's age at zero.
 func (n *Node) detectDeadMembers() {
 	if !n.meta.IsLeader() || !n.meta.Barrier() {
 		n.cluster.seen = nil
+		clear(n.cluster.deadProposed)
 		return
 	}
 	fresh := n.cluster.seen == nil
@@ -173,11 +191,13 @@ func (n *Node) detectDeadMembers() {
 			continue
 		}
 		silent := n.nowMs-last.atMs >= n.cfg.MemberDeadAfterMs
-		if m.Alive && silent && m.ID != n.cfg.NodeID && n.cluster.deadProposed[m.ID] != m.LastHeartbeatMs {
-			n.cluster.deadProposed[m.ID] = m.LastHeartbeatMs
+		if m.Alive && silent && m.ID != n.cfg.NodeID && !n.proposedDead(m) {
+			n.cluster.deadProposed[m.ID] = deadProposal{heartbeatMs: m.LastHeartbeatMs, proposedAtMs: n.nowMs}
 			chaos.Reached(chaos.MarkNodeMemberMarkedDead)
 			n.observer.Event("member-dead", fmt.Sprintf("%s: no heartbeat for %d ms", m.ID, n.nowMs-last.atMs))
-			n.propose(0, proposalMarkDead, "", meta.MarkMemberDead{ID: m.ID, ObservedHeartbeatMs: m.LastHeartbeatMs, ObservedIncarnation: m.Incarnation})
+			if !n.propose(0, proposalMarkDead, "", meta.MarkMemberDead{ID: m.ID, ObservedHeartbeatMs: m.LastHeartbeatMs, ObservedIncarnation: m.Incarnation}) {
+				delete(n.cluster.deadProposed, m.ID) // refused (a leadership transfer pending): the next tick asks again
+			}
 		}
 	}
 }
