@@ -234,7 +234,7 @@ func (n *Node) alterTopic(id msg.RequestID, r msg.AlterTopic) {
 		RetentionMs: resolvedIf(r.RetentionMs, &info.RetentionMs), VisibilityTimeoutMs: resolvedIf(r.VisibilityTimeoutMs, &info.VisibilityTimeoutMs),
 		MaxInFlightPerPartition: resolvedIf(r.InFlightMax, &info.InFlightMax), MaxAckedAheadPerPartition: resolvedIf(r.AckedAheadMax, &info.AckedAheadMax),
 		MaxDeliveries: resolvedIf(r.MaxDeliveries, &info.MaxDeliveries), DeadLetterTopic: resolvedIf(r.DeadLetterTopic, &info.DeadLetterTopic),
-		ExpectedOwner: r.ExpectedOwner,
+		ExpectedOwner:       r.ExpectedOwner,
 		ExpectedIncarnation: t.identity.Incarnation, ExpectedCreatedAtMs: t.identity.CreatedAtMs}
 	if info.Partitions > t.info.Partitions {
 		cmd.Partitions = &info.Partitions
