@@ -144,9 +144,20 @@ type Produce struct {
 	// every record was validated against, 0 for none. The node that
 	// receives the request from a client refuses it (ErrSchemaChanged)
 	// unless it is the id of the topic's latest applied version (or 0 for
-	// a topic without a schema); the parts it forwards are not checked
-	// again, and the peer codec does not carry the field.
+	// a topic without a schema). The parts it forwards carry it, and
+	// their owner refuses a client's part (no FanoutEpoch, no dead-letter
+	// Origin) validated against another version than its own latest: a
+	// node that lags on the schema, or on the topic's re-creation with
+	// one, does not write records the owner's schema never saw.
 	SchemaID uint64
+	// TopicIncarnation and TopicCreatedAtMs, on a part a node forwards or
+	// serves internally, are the identity of the topic its records were
+	// placed for (meta.TopicRecord's Identity); zero on a client's
+	// request. The owner refuses a part placed for another topic of the
+	// name (deleted and created again since), retryably: written, its
+	// records would enter a topic they were not produced to.
+	TopicIncarnation uint64
+	TopicCreatedAtMs int64
 	// FanoutEpoch is set on the records a fan-out cursor copies into a
 	// child: the attach epoch of the link it copies for (0 for a client's
 	// produce and for dead letters). The owner of a delay child takes a

@@ -83,7 +83,12 @@
 // client's produce with the latest and names it (Produce.SchemaID). The
 // node that receives the request refuses it with ErrSchemaChanged unless
 // that is the topic's latest applied version, so no record is taken on the
-// strength of an older one; the parts it forwards are not checked again.
+// strength of an older one. The parts it forwards carry that id and the
+// identity of the topic they were placed for (a topic deleted and created
+// again under its name is another); their owner refuses a part of another
+// topic, or a client's part validated against another version than its
+// own latest (checkPlacedPart), so a node behind on either never writes
+// records the owner's topic did not take.
 //
 // # Moves (docs/architecture.md#moves)
 //

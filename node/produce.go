@@ -18,6 +18,9 @@ func (n *Node) produce(id msg.RequestID, r msg.Produce) {
 	if err == nil && !localOnly(id) {
 		err = checkValidatedSchema(t, r)
 	}
+	if err == nil && localOnly(id) {
+		err = checkPlacedPart(t, r)
+	}
 	if err == nil && t.info.FanoutDelayMs > 0 && (!localOnly(id) || r.FanoutEpoch != t.attachEpoch) {
 		// Only the parent's cursors write a delay child, so no record is
 		// visible before it is due: a part forwarded here carries the

@@ -5,6 +5,7 @@ import (
 
 	"narad/chaos"
 	"narad/invariant"
+	"narad/meta"
 	"narad/msg"
 	"narad/node/route"
 )
@@ -20,9 +21,13 @@ type produceJoin struct {
 	records    []msg.ProduceRecord
 	placements []msg.Placement
 	batch      bool
-	// fanoutEpoch is the request's msg.Produce.FanoutEpoch, carried by
-	// every part.
+	// fanoutEpoch and schemaID are the request's msg.Produce.FanoutEpoch
+	// and SchemaID, and identity the topic's its records were placed for:
+	// every part carries the three, and a re-placement happens only in
+	// that topic.
 	fanoutEpoch uint64
+	schemaID    uint64
+	identity    meta.TopicIdentity
 	// parts counts the parts in flight, the re-placements and what they
 	// avoid, and the first failure no re-placement could fix.
 	parts *route.Join
@@ -33,7 +38,7 @@ func (n *Node) produceAcross(id msg.RequestID, t *topic, r msg.Produce, placemen
 	chaos.Reached(chaos.MarkNodeProduceForwarded)
 	invariant.Check(len(placements) == len(r.Records), "node: %d placements for %d records", len(placements), len(r.Records))
 	j := &produceJoin{client: id, topic: t.info.Name, records: r.Records, placements: placements, batch: r.Batch,
-		fanoutEpoch: r.FanoutEpoch, parts: route.NewJoin()}
+		fanoutEpoch: r.FanoutEpoch, schemaID: r.SchemaID, identity: t.identity, parts: route.NewJoin()}
 	indexes := make([]int, len(r.Records))
 	for i := range indexes {
 		indexes[i] = i
@@ -57,11 +62,14 @@ func (n *Node) sendProduceParts(j *produceJoin, t *topic, indexes []int) {
 }
 
 // produceForwardKey names the produce forward of one owner, topic and
-// fan-out epoch (msg.Produce.FanoutEpoch: parts of different epochs,
-// clients' included, never share one).
+// the fields a forward carries once for all its parts (msg.Produce's
+// FanoutEpoch, SchemaID and topic identity): parts that differ in them
+// never share one.
 type produceForwardKey struct {
 	owner, topic string
 	fanoutEpoch  uint64
+	schemaID     uint64
+	identity     meta.TopicIdentity
 }
 
 // forwardProducePart sends a produce part to owner, in the forward to that
@@ -71,7 +79,8 @@ type produceForwardKey struct {
 // serves them in one loop round, and answers them with one reply, which is
 // split back into the parts'.
 func (n *Node) forwardProducePart(owner string, part msg.Produce, done func(msg.Reply)) {
-	key := produceForwardKey{owner: owner, topic: part.Topic, fanoutEpoch: part.FanoutEpoch}
+	key := produceForwardKey{owner: owner, topic: part.Topic, fanoutEpoch: part.FanoutEpoch, schemaID: part.SchemaID,
+		identity: meta.TopicIdentity{Incarnation: part.TopicIncarnation, CreatedAtMs: part.TopicCreatedAtMs}}
 	payloadBytes := 0
 	for _, rec := range part.Records {
 		payloadBytes += len(rec.Payload)
@@ -79,7 +88,9 @@ func (n *Node) forwardProducePart(owner string, part msg.Produce, done func(msg.
 	f := n.routing.produceForwards[key]
 	if f == nil || !f.Fits(len(part.Records), payloadBytes, msg.ProduceBatchRecordsMax, msg.ProduceBatchBytesMax) {
 		f = &route.Batch[func(msg.Reply)]{Index: len(n.produceForwards)}
-		f.ID = n.forward(owner, msg.Produce{Topic: part.Topic, Batch: true, FanoutEpoch: part.FanoutEpoch}, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) {
+		header := part
+		header.Records = nil
+		f.ID = n.forward(owner, header, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) {
 			// Answered (or failed: its owner unreachable) before the Ready
 			// was taken, the batch takes no more parts: one added now would
 			// ride a forward whose answer matches nothing, never answered.
@@ -127,7 +138,8 @@ func (j *produceJoin) part(indexes []int) msg.Produce {
 		records[k] = j.records[i]
 		records[k].Partition = j.placements[i].Partition
 	}
-	return msg.Produce{Topic: j.topic, Records: records, Batch: true, FanoutEpoch: j.fanoutEpoch}
+	return msg.Produce{Topic: j.topic, Records: records, Batch: true, FanoutEpoch: j.fanoutEpoch, SchemaID: j.schemaID,
+		TopicIncarnation: j.identity.Incarnation, TopicCreatedAtMs: j.identity.CreatedAtMs}
 }
 
 // producePartAnswered records a part's outcome; a retryable failure
@@ -201,6 +213,10 @@ func (n *Node) rerouteProducePart(j *produceJoin, indexes []int, cause error) {
 		j.parts.Fail(msg.NotFound("topic %q not found", j.topic))
 		return
 	}
+	if t.identity != j.identity { // its placements name partitions of the topic that was deleted
+		j.parts.Fail(topicRecreated(j.topic))
+		return
+	}
 	for _, i := range indexes {
 		rec := j.records[i]
 		index, err := n.routeRecord(t, rec, j.placements[i].Partition, j.parts)
@@ -212,6 +228,12 @@ func (n *Node) rerouteProducePart(j *produceJoin, indexes []int, cause error) {
 	}
 	chaos.Reached(chaos.MarkNodeProduceRerouted)
 	n.sendProduceParts(j, t, indexes)
+}
+
+// topicRecreated refuses a produce part placed for a topic deleted and
+// created again under its name while the part was in flight.
+func topicRecreated(name string) error {
+	return msg.Unavailable("topic %q was deleted and created again while this produce was in flight; retry", name)
 }
 
 // finishProduceJoin answers the client. Parts that succeeded before

@@ -63,6 +63,39 @@ func checkValidatedSchema(t *topic, r msg.Produce) error {
 	return msg.ErrSchemaChanged
 }
 
+// checkPlacedPart refuses a part a node placed (a forward, or a join's
+// own part) for another topic of the name than t, one deleted and
+// created again since; and a client's part validated against another
+// schema version than t's latest (a node behind on the schema, or on a
+// re-creation with one). A part without an identity comes from a peer of
+// an earlier release, which validated it as before. Copies of a fan-out
+// link (FanoutEpoch) and dead letters (Origin) are not validated: their
+// writers decide what enters the topic.
+func checkPlacedPart(t *topic, r msg.Produce) error {
+	placedFor := meta.TopicIdentity{Incarnation: r.TopicIncarnation, CreatedAtMs: r.TopicCreatedAtMs}
+	if placedFor == (meta.TopicIdentity{}) {
+		return nil
+	}
+	if placedFor != t.identity {
+		return topicRecreated(t.info.Name)
+	}
+	if r.SchemaID == t.schemaID || r.FanoutEpoch != 0 || !hasClientRecords(r) {
+		return nil
+	}
+	return msg.ErrSchemaChanged
+}
+
+// hasClientRecords reports whether a part carries a record a client
+// produced (one that is not a dead letter).
+func hasClientRecords(r msg.Produce) bool {
+	for i := range r.Records {
+		if r.Records[i].Origin == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // SchemaEpoch changes whenever the latest schema of a topic may have
 // changed in the applied metadata (see meta.State.SchemaEpoch). A driver
 // compares it after each persist to know when to rebuild its view of the

@@ -75,7 +75,8 @@ func largestProduce() msg.Produce {
 	record := msg.ProduceRecord{Key: bytes.Repeat([]byte{'k'}, KeyBytesMax), Partition: -1 << 63, Payload: payload}
 	records := repeat(record, RecordsMax)
 	records[0].Payload = make([]byte, len(payload)+msg.ProduceBatchBytesMax%RecordsMax)
-	return msg.Produce{Topic: wiretest.MaxTopic(), Records: records, Batch: true, FanoutEpoch: 1<<64 - 1}
+	return msg.Produce{Topic: wiretest.MaxTopic(), Records: records, Batch: true, FanoutEpoch: 1<<64 - 1, SchemaID: 1<<64 - 1,
+		TopicIncarnation: 1<<64 - 1, TopicCreatedAtMs: -1 << 63}
 }
 
 // largestRaftMessage is a Raft message whose encoding is exactly

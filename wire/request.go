@@ -190,6 +190,9 @@ func (e *encoder) produce(r msg.Produce) {
 	e.string(r.Topic, topicNameLimit)
 	e.bool(r.Batch)
 	e.uvarint(r.FanoutEpoch)
+	e.uvarint(r.SchemaID)
+	e.uvarint(r.TopicIncarnation)
+	e.varint(r.TopicCreatedAtMs)
 	e.length(len(r.Records), recordsLimit)
 	e.grow(produceRecordsBytes(r.Records))
 	for i := range r.Records {
@@ -218,7 +221,8 @@ func produceRecordsBytes(records []msg.ProduceRecord) int {
 }
 
 func (d *decoder) produce() msg.Produce {
-	r := msg.Produce{Topic: d.string(topicNameLimit), Batch: d.bool(), FanoutEpoch: d.uvarint()}
+	r := msg.Produce{Topic: d.string(topicNameLimit), Batch: d.bool(), FanoutEpoch: d.uvarint(),
+		SchemaID: d.uvarint(), TopicIncarnation: d.uvarint(), TopicCreatedAtMs: d.varint()}
 	if n := d.count(recordsLimit, produceRecordBytesMin); n > 0 {
 		r.Records = make([]msg.ProduceRecord, n)
 	}

@@ -37,7 +37,8 @@ func Request() *rapid.Generator[msg.Request] {
 		fanoutRequest(),
 		rapid.Custom(func(t *rapid.T) msg.Request {
 			return msg.Produce{Topic: topic().Draw(t, "topic"), Records: listRaw(produceRecord(), 4).Draw(t, "records"), Batch: rapid.Bool().Draw(t, "batch"),
-				FanoutEpoch: rapid.Uint64().Draw(t, "fanout epoch")}
+				FanoutEpoch: rapid.Uint64().Draw(t, "fanout epoch"), SchemaID: rapid.Uint64().Draw(t, "schema id"),
+				TopicIncarnation: rapid.Uint64().Draw(t, "topic incarnation"), TopicCreatedAtMs: rapid.Int64().Draw(t, "topic created at")}
 		}),
 		dataRequest(),
 	)

@@ -76,6 +76,8 @@ func dataRequestSamples() []NamedRequest {
 		{"Produce/max-batch", msg.Produce{Topic: "orders", Batch: true, Records: produceBatch(msg.ProduceBatchRecordsMax, 8)}},
 		{"Produce/fan-out", msg.Produce{Topic: "orders.later", Batch: true, FanoutEpoch: math.MaxUint64, Records: []msg.ProduceRecord{
 			{Key: []byte("k"), Partition: 1, Payload: []byte("copied")}}}},
+		{"Produce/placed-part", msg.Produce{Topic: "orders", Batch: true, SchemaID: 7, TopicIncarnation: math.MaxUint64, TopicCreatedAtMs: math.MinInt64,
+			Records: []msg.ProduceRecord{{Partition: 2, Payload: []byte(`{"id":1}`)}}}},
 		{"Consume/single", msg.Consume{Topic: "orders", Partition: msg.PartitionNone}},
 		{"Consume/batch", msg.Consume{Topic: MaxTopic(), Partition: math.MaxInt, Max: msg.ConsumeBatchMax, WaitMs: math.MaxInt64}},
 		{"Replay/zero", msg.Replay{}},
