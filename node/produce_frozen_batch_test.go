@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -96,4 +97,34 @@ func frozenNeighbour(t *testing.T) (c *clusterHarness, a, b int, at string) {
 	require.False(t, c.nodes[source].frozen(&topic{info: msg.TopicInfo{Name: "t", Partitions: 6}}, b))
 
 	return c, a, b, at
+}
+
+// TestSustainedProduceToAFrozenPartitionSparesItsOwnersOtherPartitions:
+// while partition a is frozen at its owner for a move, other clients keep
+// producing to a through node `at`, a record for it in every round. A
+// record pinned to b (same owner, not frozen) travels in a forward of its
+// own, apart from a's records, which the owner refuses whole at their
+// first: it is written, where sharing their forward it was refused round
+// after round until its re-placements ran out (produce review).
+func TestSustainedProduceToAFrozenPartitionSparesItsOwnersOtherPartitions(t *testing.T) {
+	c, a, b, at := frozenNeighbour(t)
+	victim := c.send(at, producePinned("t", b, "victim"))
+	for i := 0; i < 40; i++ {
+		if _, ok := c.replies[victim]; ok {
+			break
+		}
+		for _, id := range c.ids { // one round of the cluster; at gets a record for a before each of its Readys
+			n := c.nodes[id]
+			if id == at {
+				c.send(at, producePinned("t", a, fmt.Sprintf("noise-%d", i)))
+			}
+			if n.HasReady() {
+				c.handle(n)
+			}
+		}
+	}
+	reply, ok := c.replies[victim]
+	require.True(t, ok, "the record for b is answered")
+	require.NoError(t, reply.Err, "a record pinned to live, unfrozen partition %d is written while %d is frozen", b, a)
+	require.Equal(t, b, reply.Result.(msg.ProduceResult).Records[0].Partition)
 }

@@ -49,16 +49,68 @@ func (n *Node) produceAcross(id msg.RequestID, t *topic, r msg.Produce, placemen
 // sendProduceParts groups the given records by owner and sends each group
 // as one request with explicit partitions, served locally only.
 func (n *Node) sendProduceParts(j *produceJoin, t *topic, indexes []int) {
-	for _, part := range route.ByOwner(indexes, func(i int) string { return t.owner(j.placements[i].Partition) }) {
-		request := j.part(part.Indexes)
-		done := func(reply msg.Reply) { n.producePartAnswered(j, part.Owner, part.Indexes, reply) }
-		j.parts.Sent()
-		if part.Owner == n.cfg.NodeID {
-			n.handleInternal(request, done)
-		} else {
-			n.forwardProducePart(part.Owner, request, done)
+	for _, byOwner := range route.ByOwner(indexes, func(i int) string { return t.owner(j.placements[i].Partition) }) {
+		if byOwner.Owner == n.cfg.NodeID {
+			n.sendProducePart(j, byOwner, notMoving)
+			continue
+		}
+		for _, share := range j.byMovingPartition(t, byOwner) {
+			n.sendProducePart(j, share.part, share.moving)
 		}
 	}
+}
+
+// sendProducePart sends one part: to this node's own partitions, or in
+// the forward to its owner for moving (a partition being moved, or
+// notMoving).
+func (n *Node) sendProducePart(j *produceJoin, part route.Part, moving int) {
+	request := j.part(part.Indexes)
+	done := func(reply msg.Reply) { n.producePartAnswered(j, part.Owner, part.Indexes, reply) }
+	j.parts.Sent()
+	if part.Owner == n.cfg.NodeID {
+		n.handleInternal(request, done)
+		return
+	}
+	n.forwardProducePart(part.Owner, request, moving, done)
+}
+
+// notMoving marks a share of records whose partitions no move targets.
+const notMoving = -1
+
+// movingShare is the share of a part bound for one partition being
+// moved (moving), or for partitions no move targets (notMoving).
+type movingShare struct {
+	part   route.Part
+	moving int
+}
+
+// byMovingPartition splits an owner's part: the records of each partition
+// a move targets in the applied placement go apart from the others. The
+// owner refuses a whole forward at its first record of a partition it
+// froze for the move; sharing one, the records of its partitions that
+// nobody froze were refused with them, round after round while clients
+// kept producing to the frozen one, until they ran out of re-placements
+// (produce review).
+func (j *produceJoin) byMovingPartition(t *topic, part route.Part) []movingShare {
+	var shares []movingShare
+	share := func(moving int) *movingShare {
+		for k := range shares {
+			if shares[k].moving == moving {
+				return &shares[k]
+			}
+		}
+		shares = append(shares, movingShare{part: route.Part{Owner: part.Owner}, moving: moving})
+		return &shares[len(shares)-1]
+	}
+	for _, i := range part.Indexes {
+		partition, moving := j.placements[i].Partition, notMoving
+		if t.assignments[partition].Target != "" {
+			moving = partition
+		}
+		s := share(moving)
+		s.part.Indexes = append(s.part.Indexes, i)
+	}
+	return shares
 }
 
 // produceForwardKey names the produce forward of one owner, topic and
@@ -70,17 +122,21 @@ type produceForwardKey struct {
 	fanoutEpoch  uint64
 	schemaID     uint64
 	identity     meta.TopicIdentity
+	// moving is the partition being moved whose records alone the
+	// forward carries, or notMoving (byMovingPartition).
+	moving int
 }
 
 // forwardProducePart sends a produce part to owner, in the forward to that
 // owner and topic of this Ready when the batch has room, else in a new one:
 // one ForwardRequest carries, as one batch produce, every produce part this
-// node sends one owner for one topic in the Ready being built; the owner
+// node sends one owner for one topic in the Ready being built (those of
+// a partition being moved apart, byMovingPartition); the owner
 // serves them in one loop round, and answers them with one reply, which is
 // split back into the parts'.
-func (n *Node) forwardProducePart(owner string, part msg.Produce, done func(msg.Reply)) {
+func (n *Node) forwardProducePart(owner string, part msg.Produce, moving int, done func(msg.Reply)) {
 	key := produceForwardKey{owner: owner, topic: part.Topic, fanoutEpoch: part.FanoutEpoch, schemaID: part.SchemaID,
-		identity: meta.TopicIdentity{Incarnation: part.TopicIncarnation, CreatedAtMs: part.TopicCreatedAtMs}}
+		identity: meta.TopicIdentity{Incarnation: part.TopicIncarnation, CreatedAtMs: part.TopicCreatedAtMs}, moving: moving}
 	payloadBytes := 0
 	for _, rec := range part.Records {
 		payloadBytes += len(rec.Payload)
@@ -170,8 +226,10 @@ func (n *Node) producePartAnswered(j *produceJoin, owner string, indexes []int, 
 // refusedPartitions are the partitions of a refused part that its records
 // move off. The owner refuses a whole forward at its first record it may
 // not write, and one forward carries every part of the Ready for that
-// owner and topic (other clients' too), so a partition frozen for a move
-// would push keyed records off partitions nobody froze. So: when some of
+// owner and topic (other clients' too; a partition being moved in the
+// applied placement travels apart, but this node's placement may lag the
+// owner's), so a partition frozen for a move could push keyed records off
+// partitions nobody froze. So: when some of
 // the part's partitions are moving in the applied placement, only those
 // are refused; when none is but another partition of the owner's is, the
 // refusal was likely that one's, and nothing is (the records are sent
