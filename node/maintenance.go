@@ -115,6 +115,10 @@ func (n *Node) segmentFiles(dir string) int {
 
 // retain applies t's retention to p's open log.
 func (n *Node) retain(t *topic, p *partition) {
+	if p.log.Syncing() {
+		p.retentionDeferred = true
+		return
+	}
 	result, err := p.log.ApplyRetention(n.nowMs, t.info.RetentionMs)
 	if err != nil {
 		n.failLog(p, fmt.Errorf("retention: %w", err))
@@ -133,6 +137,20 @@ func (n *Node) retain(t *topic, p *partition) {
 		n.notifySubscribers(p.key.topic)
 		n.wake(p.key.topic)
 	}
+}
+
+// retainDeferred retains a partition whose retention waited for its
+// sync round, which has completed (Advance).
+func (n *Node) retainDeferred(p *partition) {
+	if !p.retentionDeferred {
+		return
+	}
+	p.retentionDeferred = false
+	t, ok := n.lookupTopic(p.key.topic)
+	if !ok || p.log == nil || t.info.RetentionMs == retentionForever {
+		return
+	}
+	n.retain(t, p)
 }
 
 // closeIdleLogs closes logs unused for IdleLogCloseMs; they reopen on

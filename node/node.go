@@ -608,6 +608,7 @@ func (n *Node) Advance(rd Ready) {
 		}
 		if s.partition != nil {
 			n.answerFreezes(s.partition)
+			n.retainDeferred(s.partition)
 		}
 	}
 	for _, name := range topics.take() {

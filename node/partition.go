@@ -32,6 +32,12 @@ type partition struct {
 	// leases is the queue state; created when the log is first opened and
 	// kept while the log is closed for idleness.
 	leases *lease.Table
+	// retentionDeferred is set by retain when the log's sync round was in
+	// flight (a driver that ticks while a Ready's rounds run): the log
+	// deletes nothing then, and Advance retains it once that round
+	// completed, rather than a whole check interval later, when the next
+	// round may be in flight again.
+	retentionDeferred bool
 	// freeze is the partition's freeze for a move: no produce and no
 	// commit is accepted while it holds. Begun by MoveFreeze (or at start
 	// for a partition with a move under way); ended by reconcileMoves
