@@ -103,6 +103,11 @@ func (s *State) checkRemovalGuard(change ConfChange) error {
 	if member, found := s.members[change.Peer.ID]; !found || !member.Draining {
 		return rejectf(ErrGuardFailed, "member %q is not draining: its decommission was cancelled", change.Peer.ID)
 	}
+	if s.memberPlaced(change.Peer.ID) {
+		// The leader saw it hold nothing; a move to it planned before its
+		// drain applied since.
+		return rejectf(ErrGuardFailed, "member %q still owns or is the target of a partition", change.Peer.ID)
+	}
 	remaining, alive := 0, 0
 	for _, peer := range s.peers { //determinism:ok only counts
 		if peer.ID == change.Peer.ID {

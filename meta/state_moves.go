@@ -19,12 +19,28 @@ func (c SetTarget) apply(s *State) error {
 	if a.Owner != c.ExpectedOwner {
 		return rejectf(ErrGuardFailed, "%s/%d is owned by %q, proposer saw %q", c.Topic, c.Partition, a.Owner, c.ExpectedOwner)
 	}
-	if err := s.checkMembers([]string{c.Target}); err != nil {
+	if err := s.checkTarget(c.Target); err != nil {
 		return err
 	}
 	start := max(c.NowMs, a.LastMoveStartedAtMs+1)
 	a.Target, a.MoveStartedAtMs, a.LastMoveStartedAtMs = c.Target, start, start
 	s.markTopic(c.Topic)
+	return nil
+}
+
+// checkTarget refuses a move to a member that could not take it: not a
+// member, dead, draining, or out of the voters (its decommission
+// complete). The planner chose the target on its replica; one planned
+// before a drain and applied after it would move a partition onto a
+// node on its way out, which no longer follows the metastore once it
+// left the voters.
+func (s *State) checkTarget(target string) error {
+	if err := s.checkOwners([]string{target}); err != nil {
+		return err
+	}
+	if s.leftVoters(target) {
+		return rejectf(ErrMemberNotReceiving, "member %q left the voters", target)
+	}
 	return nil
 }
 

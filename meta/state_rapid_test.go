@@ -248,8 +248,11 @@ func (m *model) setTarget(c SetTarget) error {
 	if topic.targets[c.Partition] != "" || topic.owners[c.Partition] != c.ExpectedOwner {
 		return ErrGuardFailed
 	}
-	if m.members[c.Target] == nil {
+	switch target := m.members[c.Target]; {
+	case target == nil:
 		return ErrMemberNotFound
+	case !target.Alive || target.Draining:
+		return ErrMemberNotReceiving
 	}
 	start := max(c.NowMs, topic.lastStarted[c.Partition]+1)
 	topic.targets[c.Partition], topic.started[c.Partition], topic.lastStarted[c.Partition] = c.Target, start, start

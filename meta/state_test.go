@@ -757,3 +757,38 @@ func TestAChangeOfADeletedTopicMissesItsNamesake(t *testing.T) {
 	_, found = s.Topic("t")
 	require.False(t, found)
 }
+
+// TestAMoveToAMemberThatCannotTakeItIsRefused: a move's target is chosen
+// on the proposer's replica; one that applies after its target died,
+// began to drain or left the voters is refused (ErrMemberNotReceiving)
+// and starts nothing, as a new partition placed there would be.
+func TestAMoveToAMemberThatCannotTakeItIsRefused(t *testing.T) {
+	s, drained := fourVotersDraining(t)
+	require.NoError(t, createTopic("t", "m1").apply(s))
+	require.NoError(t, MarkMemberDead{ID: "m3", ObservedHeartbeatMs: 100}.apply(s))
+	for _, target := range []string{"m3", "m4"} { // dead; draining
+		requireRejected(t, s, SetTarget{Topic: "t", Partition: 0, ExpectedOwner: "m1", Target: target, NowMs: 200}, ErrMemberNotReceiving)
+	}
+	require.NoError(t, s.checkConfChange(ConfChange{Kind: RemoveVoter, Peer: drained, ExpectDraining: true, RecordNodeID: true}))
+	s.applyConfChange(ConfChange{Kind: RemoveVoter, Peer: drained, RecordNodeID: true}, ConfState{Voters: []uint64{RaftIDOf("m1"), RaftIDOf("m2"), RaftIDOf("m3")}})
+	requireRejected(t, s, SetTarget{Topic: "t", Partition: 0, ExpectedOwner: "m1", Target: "m4", NowMs: 200}, ErrMemberNotReceiving)
+	a, _ := s.Assignment("t", 0)
+	require.Empty(t, a.Target, "no move started")
+	require.NoError(t, SetTarget{Topic: "t", Partition: 0, ExpectedOwner: "m1", Target: "m2", NowMs: 200}.apply(s))
+}
+
+// TestADrainedRemovalIsRefusedWhileTheMemberHoldsAPartition: the removal
+// of a draining voter is refused while a partition is owned by it or
+// moving to it: the leader saw it hold nothing when it proposed, and a
+// move to it planned before its drain applied since (membership review).
+func TestADrainedRemovalIsRefusedWhileTheMemberHoldsAPartition(t *testing.T) {
+	s, drained := fourVotersDraining(t)
+	require.NoError(t, createTopic("t", "m1").apply(s))
+	a, _ := s.assignment("t", 0)
+	a.Target = "m4" // a SetTarget planned while m4 was a receiver, applied after its drain began
+	require.True(t, s.memberPlaced("m4"))
+	removal := ConfChange{Kind: RemoveVoter, Peer: drained, ExpectDraining: true, RecordNodeID: true}
+	require.ErrorIs(t, s.checkConfChange(removal), ErrGuardFailed)
+	a.Target = ""
+	require.NoError(t, s.checkConfChange(removal), "placed nowhere, it may go")
+}

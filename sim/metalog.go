@@ -284,7 +284,9 @@ func (l *metaLog) assignment(topic string, partition int) *meta.Assignment {
 
 func (l *metaLog) setTarget(c meta.SetTarget) {
 	a := l.assignment(c.Topic, c.Partition)
-	if _, member := l.members[c.Target]; a == nil || a.Target != "" || a.Owner != c.ExpectedOwner || !member {
+	target, member := l.members[c.Target]
+	receiving := member && target.Alive && !target.Draining && !l.removedNodeIDs[c.Target] && !l.removedRaftIDs[meta.RaftIDOf(c.Target)]
+	if a == nil || a.Target != "" || a.Owner != c.ExpectedOwner || !receiving {
 		return
 	}
 	start := max(c.NowMs, a.LastMoveStartedAtMs+1) // every move of a partition has a start of its own

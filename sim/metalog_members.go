@@ -96,8 +96,9 @@ func (l *metaLog) placed(id string) bool {
 
 // applyConfChange applies a committed change of the Raft voters with
 // meta's checks: an addition of a fresh raft id, a removal that leaves at
-// least metaVotersMin voters of a member still draining (nodes propose
-// removals only for drained members, guarded by the drain); anything
+// least metaVotersMin voters of a member still draining and placed
+// nowhere (nodes propose removals only for drained members, guarded by
+// the drain); anything
 // else applies as a no-op. It returns the node a removal took out of the
 // voters, "" for none.
 func (l *metaLog) applyConfChange(id entryID, data []byte) (removed string) {
@@ -114,7 +115,7 @@ func (l *metaLog) applyConfChange(id entryID, data []byte) (removed string) {
 			l.addVoter(raftID)
 		}
 	case raftpb.ConfChangeRemoveNode:
-		if member, found := l.members[nodeID]; voter && found && member.Draining && len(l.voters)-1 >= metaVotersMin {
+		if member, found := l.members[nodeID]; voter && found && member.Draining && !l.placed(nodeID) && len(l.voters)-1 >= metaVotersMin {
 			l.removeVoter(raftID)
 			return nodeID
 		}

@@ -286,6 +286,10 @@ func (m *metaModel) setTarget(c meta.SetTarget) string {
 		return "owned by another node"
 	case m.members[c.Target] == nil:
 		return "the target is not a member"
+	case !m.members[c.Target].alive || m.members[c.Target].draining:
+		return "the target is dead or draining"
+	case m.left[c.Target]:
+		return "the target left the voters"
 	}
 	p.target, p.startedAtMs = c.Target, max(c.NowMs, p.lastStartedAtMs+1)
 	p.lastStartedAtMs = p.startedAtMs
