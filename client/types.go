@@ -233,6 +233,7 @@ type Member struct {
 	Voter           bool   `json:"voter"`
 	OwnedPartitions int    `json:"owned_partitions"`
 	OutboundMoves   int    `json:"outbound_moves"`
+	InboundMoves    int    `json:"inbound_moves"`
 }
 
 // Move is one entry of GET /v1/cluster/moves (docs/api.md#cluster).

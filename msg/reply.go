@@ -196,6 +196,10 @@ type Member struct {
 	Voter           bool `json:"voter"`
 	OwnedPartitions int  `json:"owned_partitions"`
 	OutboundMoves   int  `json:"outbound_moves"`
+	// InboundMoves counts the partitions moving to the member: a draining
+	// member that is the target of a move it may still finish (from a
+	// dead owner, which the planner keeps) is not drained yet.
+	InboundMoves int `json:"inbound_moves"`
 }
 
 // MembersResult lists the members sorted by id.

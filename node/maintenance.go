@@ -174,12 +174,13 @@ func (n *Node) closeIdleLogs() {
 // partitions each owns and how many it is moving away.
 func (n *Node) listMembers() msg.MembersResult {
 	state := n.meta.State()
-	owned, outbound := map[string]int{}, map[string]int{}
+	owned, outbound, inbound := map[string]int{}, map[string]int{}, map[string]int{}
 	for _, record := range state.Topics() {
 		for _, a := range record.Assignments {
 			owned[a.Owner]++
 			if a.Target != "" {
 				outbound[a.Owner]++
+				inbound[a.Target]++
 			}
 		}
 	}
@@ -191,7 +192,7 @@ func (n *Node) listMembers() msg.MembersResult {
 		}
 		_, voter := state.PeerByNodeID(m.ID)
 		result.Members = append(result.Members, msg.Member{ID: m.ID, Addr: m.HTTPAddr, Status: status,
-			Draining: m.Draining, Voter: voter, OwnedPartitions: owned[m.ID], OutboundMoves: outbound[m.ID]})
+			Draining: m.Draining, Voter: voter, OwnedPartitions: owned[m.ID], OutboundMoves: outbound[m.ID], InboundMoves: inbound[m.ID]})
 	}
 	return result
 }

@@ -217,7 +217,7 @@ func (r *run) awaitDrained(ctx context.Context, id string) error {
 func ownsNothing(members []client.Member, id string) bool {
 	for _, m := range members {
 		if m.ID == id {
-			return m.Draining && m.OwnedPartitions == 0 && m.OutboundMoves == 0
+			return m.Draining && m.OwnedPartitions == 0 && m.OutboundMoves == 0 && m.InboundMoves == 0
 		}
 	}
 	return false

@@ -380,6 +380,7 @@ func (e *encoder) membersResult(r msg.MembersResult) {
 		e.bool(m.Voter)
 		e.int(m.OwnedPartitions)
 		e.int(m.OutboundMoves)
+		e.int(m.InboundMoves)
 	}
 }
 
@@ -395,6 +396,7 @@ func (d *decoder) members() []msg.Member {
 			Voter:           d.bool(),
 			OwnedPartitions: d.int(),
 			OutboundMoves:   d.int(),
+			InboundMoves:    d.int(),
 		}
 	}
 	return members

@@ -16,22 +16,27 @@ const drainPollInterval = time.Second
 // drainState is what decommission --wait shows of the draining member at
 // one poll; a line is printed when it changes.
 type drainState struct {
-	owned, outbound int
-	status          string
-	voter           bool
+	owned, outbound, inbound int
+	status                   string
+	voter                    bool
 }
 
 func drainStateOf(member client.Member) drainState {
-	return drainState{owned: member.OwnedPartitions, outbound: member.OutboundMoves, status: member.Status, voter: member.Voter}
+	return drainState{owned: member.OwnedPartitions, outbound: member.OutboundMoves, inbound: member.InboundMoves,
+		status: member.Status, voter: member.Voter}
 }
 
-// drained reports whether the member owns nothing and moves nothing out:
-// its decommission has done what the caller waits for (the leader takes
-// it out of the voters next, where the cluster allows it).
-func (s drainState) drained() bool { return s.owned == 0 && s.outbound == 0 }
+// drained reports whether the member owns nothing and nothing moves out
+// of it or into it (a move from a dead owner may still end there): its
+// decommission has done what the caller waits for (the leader takes it
+// out of the voters next, where the cluster allows it).
+func (s drainState) drained() bool { return s.owned == 0 && s.outbound == 0 && s.inbound == 0 }
 
 func (s drainState) line(id string, elapsed time.Duration) string {
 	text := fmt.Sprintf("%s: %d partition(s) left, %d moving out (%s)", id, s.owned, s.outbound, shortDuration(elapsed.Round(time.Second)))
+	if s.inbound > 0 {
+		text += fmt.Sprintf("; %d still moving in (from a dead owner)", s.inbound)
+	}
 	if s.status == "dead" {
 		text += "; it is dead: its partitions wait for it to come back"
 	}

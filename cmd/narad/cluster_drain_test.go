@@ -120,3 +120,21 @@ func TestDecommissionWaitIsNotFooledByALaggingNode(t *testing.T) {
 	assert.Contains(t, h.stderr.String(), "n3 drained in")
 	assert.NotContains(t, h.stderr.String(), "cancelled")
 }
+
+// A draining member that owns nothing but is the target of a move (from
+// a dead owner, which the planner keeps) is not drained: it may still
+// end up owning the partition, so stopping it then could lose the only
+// copy that can be promoted.
+func TestDecommissionWaitWaitsForAMoveIntoTheNode(t *testing.T) {
+	h := drainHarness(t)
+	inbound := reply{200, `{"members":[
+	  {"id":"n1","addr":"10.0.0.1:7943","status":"dead","voter":true,"owned_partitions":9,"outbound_moves":1},
+	  {"id":"n3","addr":"10.0.0.3:7943","status":"alive","draining":true,"voter":true,"owned_partitions":0,"outbound_moves":0,"inbound_moves":1}]}`}
+	broker := newFakeBroker(t).on("POST /v1/cluster/members/n3/decommission", reply{204, ""}).
+		on("GET /v1/cluster/members", inbound, membersReply(0, 0, "alive", true, false))
+	h.againstOK(broker, "cluster", "decommission", "n3", "--wait")
+	assert.Contains(t, h.stderr.String(), "n3: 0 partition(s) left, 0 moving out")
+	assert.Contains(t, h.stderr.String(), "1 still moving in (from a dead owner)")
+	assert.Contains(t, h.stderr.String(), "n3 drained in")
+	assert.Len(t, broker.seen("GET /v1/cluster/members"), 2, "the first answer was not taken as drained")
+}

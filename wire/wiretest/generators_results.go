@@ -135,7 +135,8 @@ func member() *rapid.Generator[msg.Member] {
 	return rapid.Custom(func(t *rapid.T) msg.Member {
 		return msg.Member{ID: nodeID().Draw(t, "id"), Addr: rapid.StringN(0, -1, AddressBytesMax).Draw(t, "addr"),
 			Status: label().Draw(t, "status"), Draining: rapid.Bool().Draw(t, "draining"), Voter: rapid.Bool().Draw(t, "voter"),
-			OwnedPartitions: rapid.Int().Draw(t, "owned"), OutboundMoves: rapid.Int().Draw(t, "outbound")}
+			OwnedPartitions: rapid.Int().Draw(t, "owned"), OutboundMoves: rapid.Int().Draw(t, "outbound"),
+			InboundMoves: rapid.Int().Draw(t, "inbound")}
 	})
 }
 
