@@ -36,6 +36,8 @@ type Metrics struct {
 	deadLetters      *prometheus.CounterVec
 	relaysInFlight   prometheus.Gauge
 	relaysMax        prometheus.Gauge
+	held             prometheus.Gauge
+	heldMax          prometheus.Gauge
 	corruptSkipped   *prometheus.CounterVec
 	consumerDropped  *prometheus.CounterVec
 	retentionBytes   *prometheus.CounterVec
@@ -128,6 +130,8 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 			"Records that ran out of deliveries, acknowledged in their topic once their copy was durable in its dead-letter topic.", []string{"topic"}),
 		relaysInFlight:   gauge("relays_in_flight", "Writes this node makes into topics on its own behalf (dead letters) not yet durable."),
 		relaysMax:        gauge("relays_in_flight_max", "Cap of relays_in_flight; past it exhausted records wait."),
+		held:             gauge("held_requests", "Requests waiting for their topic to reach this node's replica of the metadata (a topic just created elsewhere)."),
+		heldMax:          gauge("held_requests_max", "Cap of held_requests; past it such a request is answered 503 at once."),
 		corruptSkipped:   counterVec("consumer_corrupt_skipped_total", "Corrupt records skipped by consumers.", tp),
 		consumerDropped:  counterVec("consumer_dropped_messages", "Unacked records deleted by retention.", tp),
 		retentionBytes:   counterVec("storage_retention_bytes_deleted_total", "Bytes deleted by retention.", tp),
@@ -162,7 +166,7 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 
 func (m *Metrics) register(reg prometheus.Registerer) {
 	reg.MustRegister(m.producedMessages, m.producedBytes, m.consumedMessages, m.consumedBytes,
-		m.consumePolls, m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRejected, m.ackRepeated, m.ackExtended, m.nacks, m.deadLetters, m.relaysInFlight, m.relaysMax, m.corruptSkipped,
+		m.consumePolls, m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRejected, m.ackRepeated, m.ackExtended, m.nacks, m.deadLetters, m.relaysInFlight, m.relaysMax, m.held, m.heldMax, m.corruptSkipped,
 		m.consumerDropped, m.retentionBytes, m.retentionRecords, m.errors, m.syncRound, m.roundRecords,
 		m.gatherWaits, m.consumesUnclaimed, m.bootSeconds, m.topics, m.partitions, m.openLogs, m.openLogsMax, m.logEvictions, m.parkedPolls, m.peerStepErrors, m.peerUnsent)
 }
@@ -284,6 +288,8 @@ func (m *Metrics) setInventory(s node.Stats, partitions []node.PartitionState) {
 	m.parkedPolls.Set(float64(s.ParkedPolls))
 	m.relaysInFlight.Set(float64(s.RelaysInFlight))
 	m.relaysMax.Set(float64(s.RelaysInFlightMax))
+	m.held.Set(float64(s.HeldRequests))
+	m.heldMax.Set(float64(s.HeldRequestsMax))
 	m.consumerLag.Reset()
 	m.inflight.Reset()
 	m.ackedAhead.Reset()

@@ -112,6 +112,10 @@ type Config struct {
 	// WaitersMax bounds the long polls parked at once; past it a consume
 	// that finds nothing answers at once with nothing.
 	WaitersMax int
+	// HeldRequestsMax bounds the requests held at once for a topic this
+	// replica does not know yet (topicwait.go); past it such a request is
+	// answered 503 at once.
+	HeldRequestsMax int
 	// CommitPersistIntervalMs is how often changed committed consumer
 	// offsets are persisted (a lost update only causes redelivery).
 	CommitPersistIntervalMs int64
@@ -156,6 +160,7 @@ func DefaultConfig() Config {
 		TopicsMax:                  10_000,
 		PartitionsPerNodeMax:       20_000,
 		WaitersMax:                 10_000,
+		HeldRequestsMax:            4_096,
 		ConsumeReplyBytesMax:       8 << 20,
 		CommitPersistIntervalMs:    100,
 		RetentionCheckIntervalMs:   60_000,
@@ -206,6 +211,7 @@ func (c Config) Validate() error {
 	check(c.DefaultAckedAheadMax > 0, "default max acked ahead must be > 0")
 	check(c.ConsumeWaitMaxMs >= 0, "consume wait max must be >= 0")
 	check(c.WaitersMax > 0, "waiters max must be > 0")
+	check(c.HeldRequestsMax > 0, "held requests max must be > 0")
 	check(c.TopicsMax >= 1 && c.TopicsMax <= placementLimit, "topics max %d not in [1, %d]", c.TopicsMax, placementLimit)
 	check(c.PartitionsPerNodeMax >= 1 && c.PartitionsPerNodeMax <= placementLimit,
 		"partitions per node max %d not in [1, %d]", c.PartitionsPerNodeMax, placementLimit)

@@ -114,8 +114,11 @@ type Node struct {
 	// joining (membership.go).
 	cluster clusterState
 	// held are requests waiting for their topic to reach this replica
-	// (topicwait.go), in arrival order.
-	held []heldRequest
+	// (topicwait.go), in arrival order; at most Config.HeldRequestsMax.
+	// heldAsked names the topics whose GetTopic to the leader is in
+	// flight for them: one per topic, whatever the requests held for it.
+	held      []heldRequest
+	heldAsked map[string]bool
 	// sweeper deletes stale copies of partitions (move_sweep.go).
 	sweeper sweeper
 	// moves are the sessions of moves into this node, by partition;
@@ -267,7 +270,7 @@ func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observe
 		cursors: map[string]*topicCursors{}, partitions: map[partitionKey]*partition{}, waiters: newWaiterSet(),
 		dirty: map[partitionKey]*partition{}, dependents: map[partitionKey][]int{},
 		routing: newRouting(), cluster: newClusterState(), sweeper: newSweeper(nowMs, cfg.Moves.SweepIntervalMs),
-		moves: map[partitionKey]*moveSession{}, jobsOrphaned: map[partitionKey]bool{}, moveRestarts: map[partitionKey]moveRestartCount{}, moveObserver: moveObserverOf(observer),
+		moves: map[partitionKey]*moveSession{}, jobsOrphaned: map[partitionKey]bool{}, heldAsked: map[string]bool{}, moveRestarts: map[partitionKey]moveRestartCount{}, moveObserver: moveObserverOf(observer),
 		appendObserver: appendObserverOf(observer), ackObserver: ackObserverOf(observer), deadLetterObserver: deadLetterObserverOf(observer),
 		fanoutObserver: fanoutObserverOf(observer), fanout: fanoutView{nextMs: math.MaxInt64}, deadLettersDue: map[partitionKey]struct{}{},
 		nextCommitPersistMs: nowMs + cfg.CommitPersistIntervalMs,
@@ -735,13 +738,17 @@ type Stats struct {
 	// RelaysInFlight counts this node's own writes into topics (dead
 	// letters) not yet durable; at most RelaysInFlightMax.
 	RelaysInFlight, RelaysInFlightMax int
+	// HeldRequests counts the requests waiting for their topic to reach
+	// this replica; at most HeldRequestsMax.
+	HeldRequests, HeldRequestsMax int
 }
 
 // Stats returns the node's inventory numbers.
 func (n *Node) Stats() Stats {
 	topics := n.meta.State().Topics()
 	s := Stats{Topics: len(topics), ParkedPolls: n.waiters.parked(), OpenLogs: len(n.store.OpenDirs()), MovesInFlight: len(n.meta.State().Moves()),
-		OpenLogsMax: n.store.OpenMax(), LogEvictions: n.logEvictions, RelaysInFlight: n.relays.inFlight, RelaysInFlightMax: n.cfg.RelaysInFlightMax}
+		OpenLogsMax: n.store.OpenMax(), LogEvictions: n.logEvictions, RelaysInFlight: n.relays.inFlight, RelaysInFlightMax: n.cfg.RelaysInFlightMax,
+		HeldRequests: len(n.held), HeldRequestsMax: n.cfg.HeldRequestsMax}
 	for _, record := range topics {
 		s.Partitions += record.Partitions
 	}

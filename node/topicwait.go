@@ -69,25 +69,34 @@ func (n *Node) holdForTopic(id msg.RequestID, req msg.Request) bool {
 		n.reply(id, nil, msg.Unavailable("topic %q is not known here and no metadata leader is known to ask; retry", name))
 		return true
 	}
+	if len(n.held) >= n.cfg.HeldRequestsMax {
+		n.reply(id, nil, msg.Unavailable("topic %q is not known here yet, and %d requests already wait for their topics (the limit); retry", name, len(n.held)))
+		return true
+	}
 	n.held = append(n.held, heldRequest{id: id, request: req, topic: name, deadlineMs: n.nowMs + n.cfg.ForwardTimeoutMs})
-	if !localOnly(id) {
+	if !localOnly(id) && !n.heldAsked[name] {
+		n.heldAsked[name] = true
 		n.forward(leader, msg.GetTopic{Name: name, Partition: msg.PartitionNone}, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) {
+			delete(n.heldAsked, name)
 			if msg.CodeOf(reply.Err) == msg.CodeNotFound {
-				n.releaseHeld(id, reply.Err)
+				n.releaseHeldClients(name, reply.Err)
 			}
 		})
 	}
 	return true
 }
 
-// releaseHeld answers a held request with err, if it is still held.
-func (n *Node) releaseHeld(id msg.RequestID, err error) {
-	i := slices.IndexFunc(n.held, func(h heldRequest) bool { return h.id == id })
-	if i < 0 {
-		return
-	}
-	n.held = slices.Delete(n.held, i, i+1)
-	n.reply(id, nil, err)
+// releaseHeldClients answers err to the clients' requests held for the
+// topic (the leader does not know it either); a peer's request waits for
+// its own deadline, as its sender asked its leader already.
+func (n *Node) releaseHeldClients(topic string, err error) {
+	n.held = slices.DeleteFunc(n.held, func(h heldRequest) bool {
+		if h.topic != topic || localOnly(h.id) {
+			return false
+		}
+		n.reply(h.id, nil, err)
+		return true
+	})
 }
 
 // serveHeld serves the held requests whose topic appeared, and answers
@@ -99,7 +108,7 @@ func (n *Node) serveHeld() {
 	waiting := n.held[:0:0]
 	var ready []heldRequest
 	for _, h := range n.held {
-		_, known := n.meta.State().Topic(h.topic)
+		_, known := n.lookupTopic(h.topic) // cached: no copy of the record per request
 		switch {
 		case known:
 			ready = append(ready, h)

@@ -1,0 +1,49 @@
+package node
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"narad/msg"
+)
+
+// TestRequestsHeldForAnUnknownTopicAreBounded: requests naming a topic a
+// lagging replica does not know yet wait for it, at most
+// Config.HeldRequestsMax of them (the next is answered 503 at once), and
+// the node asks the leader about the topic once, not once per request;
+// once the replica learns the topic, the held ones are served (produce
+// review).
+func TestRequestsHeldForAnUnknownTopicAreBounded(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.elect()
+	lagging := c.except(leader)[0]
+	c.nodes[lagging].cfg.HeldRequestsMax = 2
+	c.dropRaftOf(lagging)
+	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "new", Partitions: 3}).Err)
+
+	asked := 0
+	drop := c.drop
+	c.drop = func(env msg.Envelope) bool {
+		if forward, ok := env.Message.(msg.ForwardRequest); ok && env.From == lagging {
+			if _, get := forward.Request.(msg.GetTopic); get {
+				asked++
+			}
+		}
+		return drop(env)
+	}
+	first := c.send(lagging, producePinned("new", 0, "a"))
+	second := c.send(lagging, producePinned("new", 1, "b"))
+	third := c.send(lagging, producePinned("new", 2, "c"))
+	refused := c.await(third, 10, 5)
+	require.Error(t, refused.Err)
+	require.Contains(t, refused.Err.Error(), "the limit")
+	require.Equal(t, 2, c.nodes[lagging].Stats().HeldRequests)
+	require.Equal(t, 1, asked, "one question to the leader for the topic")
+
+	c.drop = nil
+	for _, id := range []msg.RequestID{first, second} {
+		require.NoError(t, c.await(id, 100, 30).Err, "a held request is served once the topic is known here")
+	}
+	require.Zero(t, c.nodes[lagging].Stats().HeldRequests)
+}
