@@ -108,6 +108,10 @@ func (c RemoveMember) apply(s *State) error {
 	return nil
 }
 
+// MemberPlaced reports whether any partition is owned by or moving to
+// id, reading the topics in place (no copy).
+func (s *State) MemberPlaced(id string) bool { return s.memberPlaced(id) }
+
 // memberPlaced reports whether any partition is owned by or moving to id.
 func (s *State) memberPlaced(id string) bool {
 	for _, record := range s.topics { //determinism:ok the loop only answers yes or no

@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 
 	"narad/chaos"
 	"narad/invariant"
@@ -27,11 +28,20 @@ func (n *Node) planMoves() {
 	if !n.meta.IsLeader() || !n.meta.Barrier() || n.proposalPending(proposalPlan) {
 		return
 	}
+	input := n.planInput()
+	if n.planned.idle && input == n.planned.input {
+		// A plan is a function of what it reads: the last one, of the same,
+		// asked for nothing. Building the input copies every assignment,
+		// tens of ms a second on a large cluster at rest.
+		n.retireDrainedVoters()
+		return
+	}
 	result, err := rebalance.Plan(rebalance.InputFromState(n.meta.State(), n.cfg.Moves.MaxInFlight))
 	if err != nil {
 		n.observer.Event("plan-failed", err.Error())
 		return
 	}
+	n.planned = lastPlan{input: input, idle: len(result.Aborts) == 0 && len(result.Changes) == 0}
 	for _, abort := range result.Aborts {
 		invariant.Check(abort.Target != "", "node: the plan aborts %s/%d, which has no target", abort.Topic, abort.Index)
 		chaos.Reached(chaos.MarkNodePlanAbort)
@@ -48,6 +58,38 @@ func (n *Node) planMoves() {
 			ExpectedOwner: change.From, Target: change.To, NowMs: n.nowMs})
 	}
 	n.retireDrainedVoters()
+}
+
+// lastPlan is what the leader's last plan read, and whether it asked for
+// nothing (idle).
+type lastPlan struct {
+	input planInputVersion
+	idle  bool
+}
+
+// planInputVersion identifies what rebalance.InputFromState reads: the
+// topics (their assignments and fan-out links), by the version that
+// every change of a topic moves, and each member's id, liveness and
+// drain, by a hash of them.
+type planInputVersion struct {
+	topics  uint64
+	members uint64
+}
+
+func (n *Node) planInput() planInputVersion {
+	h := fnv.New64a()
+	for _, m := range n.meta.State().Members() { // sorted by id
+		h.Write([]byte(m.ID))
+		h.Write([]byte{0, boolByte(m.Alive), boolByte(m.Draining)})
+	}
+	return planInputVersion{topics: n.meta.State().TopicsVersion(), members: h.Sum64()}
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // proposalPending reports whether a proposal of the kind waits for its
@@ -69,9 +111,8 @@ func (n *Node) proposalPending(kind proposalKind) bool {
 // for the next drained member: another's removal may be safe, and may make
 // this one safe.
 func (n *Node) retireDrainedVoters() {
-	holding := n.holdingMembers()
 	for _, m := range n.meta.State().Members() {
-		if !m.Draining || holding[m.ID] {
+		if !m.Draining || n.meta.State().MemberPlaced(m.ID) {
 			continue
 		}
 		if _, voter := n.meta.State().PeerByNodeID(m.ID); !voter {
@@ -106,20 +147,6 @@ func (n *Node) quorumHeardWithout(id string) bool {
 		}
 	}
 	return heard >= remaining/2+1
-}
-
-// holdingMembers lists the members that own or target a partition.
-func (n *Node) holdingMembers() map[string]bool {
-	holding := map[string]bool{}
-	for _, record := range n.meta.State().Topics() {
-		for _, a := range record.Assignments {
-			holding[a.Owner] = true
-			if a.Target != "" {
-				holding[a.Target] = true
-			}
-		}
-	}
-	return holding
 }
 
 // removeVoter proposes id's removal and reports whether a configuration

@@ -113,6 +113,8 @@ type Node struct {
 	// cluster is the membership work: subscriptions, dead detection,
 	// joining (membership.go).
 	cluster clusterState
+	// planned is the leader's last plan (move_leader.go).
+	planned lastPlan
 	// held are requests waiting for their topic to reach this replica
 	// (topicwait.go), in arrival order; at most Config.HeldRequestsMax.
 	// heldAsked names the topics whose GetTopic to the leader is in

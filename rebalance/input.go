@@ -22,8 +22,13 @@ var _ StateReader = (*meta.State)(nil)
 // InputFromState builds the planner's input from the metastore's state:
 // one Partition per assignment and one Member per member.
 func InputFromState(state StateReader, maxInFlightMoves int) Input {
-	var partitions []Partition
-	for _, topic := range state.Topics() {
+	topics := state.Topics()
+	count := 0
+	for _, topic := range topics {
+		count += len(topic.Assignments)
+	}
+	partitions := make([]Partition, 0, count)
+	for _, topic := range topics {
 		for index, assignment := range topic.Assignments {
 			partitions = append(partitions, Partition{Topic: topic.Name, Index: index,
 				Owner: assignment.Owner, Target: assignment.Target})
@@ -34,7 +39,7 @@ func InputFromState(state StateReader, maxInFlightMoves int) Input {
 	for _, member := range metaMembers {
 		members = append(members, Member{ID: member.ID, Alive: member.Alive, Draining: member.Draining})
 	}
-	return Input{Partitions: partitions, Members: members, MaxInFlightMoves: maxInFlightMoves, Apart: apartOf(state.Topics())}
+	return Input{Partitions: partitions, Members: members, MaxInFlightMoves: maxInFlightMoves, Apart: apartOf(topics)}
 }
 
 // apartOf lists, for the partitions of fan-out parents and children, the
