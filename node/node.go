@@ -547,6 +547,7 @@ func (n *Node) Ready() Ready {
 	n.advancePending = true
 	rd := Ready{Replies: n.replies, Messages: n.messages, ProduceForwards: n.produceForwards, EarlyReplies: n.earlyReplies}
 	n.duplicateProduceForwards(&rd)
+	rd.ProduceForwards = dropFailedForwards(rd.ProduceForwards)
 	for _, p := range n.sortedDirty() {
 		// The round starts now: it covers what was appended so far, and
 		// appends before Advance wait for the next one.
@@ -560,6 +561,12 @@ func (n *Node) Ready() Ready {
 	clear(n.routing.produceForwards)
 	n.resetRound()
 	return rd
+}
+
+// dropFailedForwards removes the produce forwards that failed before they
+// left (forwardProducePart blanks them).
+func dropFailedForwards(forwards []msg.Envelope) []msg.Envelope {
+	return slices.DeleteFunc(forwards, func(env msg.Envelope) bool { return env.Message == nil })
 }
 
 // resetRound empties the partitions and dependents of the round just
@@ -580,6 +587,7 @@ func (n *Node) resetRound() {
 func (n *Node) readyRepliesFirst() Ready {
 	rd := Ready{Replies: n.replies, Messages: n.messages, ProduceForwards: n.produceForwards, EarlyReplies: n.earlyReplies}
 	n.duplicateProduceForwards(&rd)
+	rd.ProduceForwards = dropFailedForwards(rd.ProduceForwards)
 	n.routeReplies(&rd)
 	n.replies, n.messages, n.produceForwards, n.earlyReplies = nil, nil, nil, nil
 	clear(n.routing.produceForwards)

@@ -2,6 +2,7 @@ package node
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -91,4 +92,32 @@ func TestAProducePartPlacedForADeletedTopicIsNotPlacedAgainInItsNamesake(t *test
 	reply := c.replies[id]
 	require.Error(t, reply.Err)
 	require.Contains(t, reply.Err.Error(), "deleted and created again")
+}
+
+// TestAForwardThatFailedBeforeItLeftIsNotSent: a produce forward whose
+// owner is found unreachable before the Ready carrying it is taken fails
+// its parts (placed again elsewhere when they may move; here a pinned
+// record, answered 503); the forward itself must not leave too, or the
+// owner writes records that were placed again a second time (produce
+// review).
+func TestAForwardThatFailedBeforeItLeftIsNotSent(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 6)
+	at := c.except(leader)[0]
+	owners := c.owners(at, "t")
+	away := slices.IndexFunc(owners, func(owner string) bool { return owner != at })
+	owner := owners[away]
+	n := c.nodes[at]
+	id := c.send(at, producePinned("t", away, "once"))
+	require.Len(t, n.produceForwards, 1, "the part waits for the Ready")
+
+	n.PeerUnreachable(owner)
+	rd := n.Ready()
+	require.Empty(t, rd.ProduceForwards, "the forward that failed before it left is not sent")
+	c.finish(n, rd)
+	require.Error(t, c.await(id, 100, 30).Err, "a pinned record whose owner is unreachable is refused")
+	c.settle()
+	replay := c.do(owner, msg.Replay{Topic: "t", Partition: away, Offset: 0})
+	require.NoError(t, replay.Err)
+	require.Nil(t, replay.Result.(msg.ReplayResult).Message, "the owner never got the record")
 }

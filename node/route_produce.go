@@ -147,11 +147,14 @@ func (n *Node) forwardProducePart(owner string, part msg.Produce, moving int, do
 		header := part
 		header.Records = nil
 		f.ID = n.forward(owner, header, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) {
-			// Answered (or failed: its owner unreachable) before the Ready
-			// was taken, the batch takes no more parts: one added now would
+			// Answered (failed: its owner unreachable) before the Ready was
+			// taken, the batch takes no more parts: one added now would
 			// ride a forward whose answer matches nothing, never answered.
+			// Nor does it leave: its parts are placed again, and sent as
+			// well it would write their records twice (Ready drops it).
 			if n.routing.produceForwards[key] == f {
 				delete(n.routing.produceForwards, key)
+				n.produceForwards[f.Index].Message = nil
 			}
 			produceBatchAnswered(f, reply)
 		})
