@@ -210,8 +210,12 @@ func (n *Node) startSession(key partitionKey, source string, moveStartedAtMs int
 }
 
 // mayStartSession reports whether a session of the move may start now:
-// not before the retry time a failure to stage its copy set.
+// not before the retry time a failure to stage its copy set, nor while
+// the files of a deleted topic of the name are still to be removed.
 func (n *Node) mayStartSession(key partitionKey, moveStartedAtMs int64) bool {
+	if n.purgesPending[key.topic] {
+		return false
+	}
 	r, ok := n.moveRestarts[key]
 	return !ok || r.moveStartedAtMs != moveStartedAtMs || n.nowMs >= r.retryAtMs
 }

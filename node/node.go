@@ -113,6 +113,11 @@ type Node struct {
 	// cluster is the membership work: subscriptions, dead detection,
 	// joining (membership.go).
 	cluster clusterState
+	// purgesPending names the deleted topics whose directory removal
+	// failed; retryPurges tries again at every tick, and meanwhile no
+	// partition of the name opens (openLog) nor does a move into one
+	// start (mayStartSession).
+	purgesPending map[string]bool
 	// planned is the leader's last plan (move_leader.go).
 	planned lastPlan
 	// held are requests waiting for their topic to reach this replica
@@ -272,7 +277,7 @@ func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observe
 		cursors: map[string]*topicCursors{}, partitions: map[partitionKey]*partition{}, waiters: newWaiterSet(),
 		dirty: map[partitionKey]*partition{}, dependents: map[partitionKey][]int{},
 		routing: newRouting(), cluster: newClusterState(), sweeper: newSweeper(nowMs, cfg.Moves.SweepIntervalMs),
-		moves: map[partitionKey]*moveSession{}, jobsOrphaned: map[partitionKey]bool{}, heldAsked: map[string]bool{}, moveRestarts: map[partitionKey]moveRestartCount{}, moveObserver: moveObserverOf(observer),
+		moves: map[partitionKey]*moveSession{}, jobsOrphaned: map[partitionKey]bool{}, heldAsked: map[string]bool{}, purgesPending: map[string]bool{}, moveRestarts: map[partitionKey]moveRestartCount{}, moveObserver: moveObserverOf(observer),
 		appendObserver: appendObserverOf(observer), ackObserver: ackObserverOf(observer), deadLetterObserver: deadLetterObserverOf(observer),
 		fanoutObserver: fanoutObserverOf(observer), fanout: fanoutView{nextMs: math.MaxInt64}, deadLettersDue: map[partitionKey]struct{}{},
 		nextCommitPersistMs: nowMs + cfg.CommitPersistIntervalMs,
@@ -351,6 +356,7 @@ func (n *Node) Tick(nowMs int64) {
 	n.driveMoves()
 	n.planMoves()
 	n.sweepStaleCopies()
+	n.retryPurges()
 	n.driveFanout()
 	if nowMs >= n.nextCommitPersistMs {
 		n.nextCommitPersistMs = nowMs + n.cfg.CommitPersistIntervalMs

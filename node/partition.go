@@ -151,6 +151,9 @@ func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
 		// back (jobDone), even once the node owns the partition.
 		return nil, msg.Unavailable("a move is still installing its copy here; retry")
 	}
+	if n.purgesPending[p.key.topic] {
+		return nil, msg.Unavailable("the files of a deleted topic of this name are still being removed here; retry")
+	}
 	open := n.store.Log
 	if !n.store.IsOpen(p.dir) {
 		pastCap, err := n.makeRoomForLog()

@@ -340,9 +340,24 @@ func (n *Node) dropTopicState(name string) {
 	// docs/operations.md#data-directory names it.)
 	if err := n.purgeTopicDir(name); err != nil {
 		n.observer.Event("topic-purge-failed", fmt.Sprintf("%s: %v", name, err))
+		n.purgesPending[name] = true
 	}
 	if topics, ok := n.observer.(TopicObserver); ok {
 		topics.TopicDropped(name)
+	}
+}
+
+// retryPurges removes again the directories of deleted topics whose
+// removal failed (an I/O error): until it succeeds, no partition of a
+// topic created again under the name opens, nor does a move into one
+// start, so none serves or installs over the deleted topic's files.
+func (n *Node) retryPurges() {
+	for _, name := range sortedNames(n.purgesPending) {
+		if err := n.purgeTopicDir(name); err != nil {
+			continue // reported when it first failed; tried again next tick
+		}
+		delete(n.purgesPending, name)
+		n.observer.Event("topic-purged", name+": the directory a failed removal left is gone")
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"narad/msg"
+	"narad/storage"
 )
 
 // A delete and a re-create of a topic that reach a node together (two
@@ -60,4 +61,25 @@ func TestASmallerTopicCreatedInTheSameRoundForgetsTheOldPartitions(t *testing.T)
 	require.NotPanics(t, func() { h.tick(2000) }, "the lease of the old partition 5 lapses")
 	_, ok := h.consume("dlq")
 	require.False(t, ok, "the deleted topic's record is not dead-lettered either")
+}
+
+// A deleted topic's directory whose removal failed (an I/O error, no
+// crash) is removed again at the next ticks; until then no partition of
+// a topic created again under the name opens, so none serves the deleted
+// topic's files (topic review).
+func TestAFailedTopicRemovalIsRetriedBeforeANamesakeOpens(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders", func(r *msg.CreateTopic) { r.Partitions = 3 })
+	h.produce("orders", 0, "old-record")
+	h.fs.FailNext(storage.FaultSyncDir, storage.ErrIO, 1) // the removal is not made durable
+	h.ok(msg.DeleteTopic{Name: "orders"})
+	h.createTopic("orders", func(r *msg.CreateTopic) { r.Partitions = 3 })
+	refused := h.fail(producePinned("orders", 0, "new-record"), msg.CodeUnavailable)
+	require.Contains(t, refused.Message, "still being removed")
+
+	h.tick(1_000)
+	h.produce("orders", 0, "new-record")
+	m, ok := h.consume("orders")
+	require.True(t, ok)
+	require.Equal(t, "new-record", string(m.Payload), "the namesake starts empty")
 }
