@@ -364,12 +364,52 @@ func enableGroupSync(fs *storage.OSFS, asked bool, logger *slog.Logger) storage.
 	return fs
 }
 
+// handLeadershipOver hands the metastore's leadership to another voter
+// when this node leads a cluster, and waits for it to move, so that the
+// cluster does not wait an election timeout for a leader after this node
+// stops. A transfer to a caught-up voter takes a round trip or two; raft
+// abandons one that has not ended within an election timeout (its target
+// stopped too, say), and so does the wait.
+func (h *Host) handLeadershipOver() {
+	if !h.loop.leader.Load() {
+		return
+	}
+	started := make(chan bool, 1)
+	h.loop.post(func(n *node.Node) { started <- n.HandLeadershipOver() })
+	electionTimeout := time.Duration(int64(h.opts.Node.Meta.ElectionTicks)*h.opts.Node.MetaTickIntervalMs) * time.Millisecond
+	wait := time.NewTimer(electionTimeout)
+	defer wait.Stop()
+	select {
+	case ok := <-started:
+		if !ok {
+			return // a single node, or no voter to hand over to
+		}
+	case <-h.loop.done:
+		return
+	case <-wait.C:
+		return
+	}
+	for h.loop.leader.Load() {
+		select {
+		case <-h.loop.done:
+			return
+		case <-wait.C:
+			h.logger.Warn("the metastore's leadership did not move before the stop; the others elect a leader after their election timeout")
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	h.logger.Info("handed the metastore's leadership over before stopping")
+}
+
 // Shutdown stops the node gracefully: it stops accepting requests,
-// answers parked long polls, lets in-flight requests finish (up to
-// ShutdownGrace), stops the loop and closes the logs.
+// answers parked long polls, hands the metastore's leadership over when
+// it holds it, lets in-flight requests finish (up to ShutdownGrace),
+// stops the loop and closes the logs.
 func (h *Host) Shutdown() error {
 	h.backend.shuttingDown.Store(true)
 	h.loop.releaseWaiters()
+	h.handLeadershipOver()
 	ctx, cancel := context.WithTimeout(context.Background(), h.opts.ShutdownGrace)
 	defer cancel()
 	serverErr := h.server.Shutdown(ctx)

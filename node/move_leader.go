@@ -179,19 +179,33 @@ func (n *Node) removeVoter(id string) bool {
 // them, so handing over to a dead voter again and again would stall the
 // metastore until it came back (seed 4300073: ten seconds, and a joiner
 // never admitted).
-func (n *Node) handLeadershipOver() {
+func (n *Node) handLeadershipOver() { n.transferLeadership("drained") }
+
+// HandLeadershipOver hands the metastore's leadership, when this node
+// holds it, to a live voter it heard from lately, and reports whether a
+// transfer started: a node about to stop spares the others an election
+// timeout without a leader. Call it on the loop.
+func (n *Node) HandLeadershipOver() bool {
+	return n.meta.IsLeader() && n.transferLeadership("stopping")
+}
+
+// transferLeadership starts the transfer to the first live, undrained
+// voter heard from lately; why says why, for the event.
+func (n *Node) transferLeadership(why string) bool {
 	for _, peer := range n.meta.State().Peers() {
 		m, ok := n.meta.State().Member(peer.ID)
 		if peer.ID == n.cfg.NodeID || !ok || !m.Alive || m.Draining || !n.heardLately(peer.ID) {
 			continue
 		}
 		chaos.Reached(chaos.MarkNodeLeadershipHandedOver)
-		n.observer.Event("leadership-transfer", fmt.Sprintf("drained leader %s hands over to %s", n.cfg.NodeID, peer.ID))
+		n.observer.Event("leadership-transfer", fmt.Sprintf("%s leader %s hands over to %s", why, n.cfg.NodeID, peer.ID))
 		if err := n.meta.TransferLeadership(peer.ID); err != nil {
 			n.observer.Event("leadership-transfer-failed", err.Error())
+			return false
 		}
-		return
+		return true
 	}
+	return false
 }
 
 // decommission starts or cancels a member's drain. A cancel also aborts

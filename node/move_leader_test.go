@@ -30,3 +30,30 @@ func TestAPlanIsBuiltAgainOnlyWhenWhatItReadsChanged(t *testing.T) {
 	require.NotEqual(t, before, at.planInput(), "a drain does")
 	c.tickUntil(100, 100, func() bool { return len(at.meta.State().Moves()) > 0 || !at.meta.State().MemberPlaced(drained) })
 }
+
+// TestAStoppingLeaderHandsItsLeadershipOver: a leader about to stop
+// hands the metastore over to a live voter, which leads within a few
+// ticks, well before the election timeout the others would otherwise
+// wait out; a follower, or a lone node, has nothing to hand over.
+func TestAStoppingLeaderHandsItsLeadershipOver(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	follower := c.except(leader)[0]
+	require.False(t, c.nodes[follower].HandLeadershipOver(), "a follower holds nothing to hand over")
+	require.True(t, c.nodes[leader].HandLeadershipOver())
+	electionTicks := c.configs[leader].Meta.ElectionTicks
+	for range electionTicks / 2 {
+		c.tick(c.configs[leader].MetaTickIntervalMs)
+	}
+	require.False(t, c.nodes[leader].meta.IsLeader(), "the old leader stepped down")
+	led := 0
+	for _, id := range c.except(leader) {
+		if c.nodes[id].meta.IsLeader() {
+			led++
+		}
+	}
+	require.Equal(t, 1, led, "another voter leads within half an election timeout")
+
+	single := newHarness(t)
+	require.False(t, single.node.HandLeadershipOver(), "a lone node has no one to hand over to")
+}
