@@ -344,12 +344,18 @@ func InstallStaged(fs FS, stagedDir, finalDir string) error {
 // CommitInstall records, durably, that the copy InstallStaged installed
 // at finalDir verified: the directory it set aside is renamed to its
 // replaced name, which RepairInstall removes, where it would restore an
-// aside one. Until it returns, a crash puts the replaced copy back.
+// aside one. Until it returns, a crash puts the replaced copy back. A
+// commit that fails leaves the aside copy under its aside name (the
+// rename is undone when the sync after it fails), so the caller's
+// UndoInstall restores it rather than removing it as replaced.
 func CommitInstall(fs FS, finalDir string) error {
 	if err := renameIfExists(fs, finalDir+asideSuffix, finalDir+replacedSuffix); err != nil {
 		return err
 	}
-	return fs.SyncDir(parentDir(finalDir))
+	if err := fs.SyncDir(parentDir(finalDir)); err != nil {
+		return errors.Join(err, renameIfExists(fs, finalDir+replacedSuffix, finalDir+asideSuffix))
+	}
+	return nil
 }
 
 // DropReplaced removes the directory a committed install replaced.
