@@ -319,6 +319,9 @@ func (n *Node) append(t *topic, p *partition, rec msg.ProduceRecord) (uint64, er
 	if errors.Is(err, storage.ErrRecordTooLarge) {
 		return 0, msg.TooLarge("request body too large")
 	}
+	if errors.Is(err, storage.ErrSegmentNotCreated) { // the log stays usable: only this record is refused
+		return 0, msg.Unavailable("produce failed: %s; retry", storageCause(err))
+	}
 	if err != nil {
 		chaos.Reached(chaos.MarkNodeAppendFailed)
 		n.failLog(p, err)

@@ -14,6 +14,10 @@ const (
 	segmentBytesMin = 4 << 10
 	// segmentBytesLimit is the largest segment size accepted.
 	segmentBytesLimit = 1 << 30
+	// stagedSegmentBytesMax bounds a staged segment a move copies: a log
+	// rolls a segment once a frame took it past its size, so none holds
+	// more than segmentBytesLimit plus one frame of frameBytesLimit.
+	stagedSegmentBytesMax = segmentBytesLimit + frameBytesLimit
 	// recordBytesLimit is the largest RecordBytesMax accepted.
 	recordBytesLimit = 64 << 20
 	// frameBytesLimit is the largest FrameBytesMax accepted.

@@ -15,6 +15,11 @@ var (
 	ErrCorrupt = errors.New("storage: corrupt record")
 	// ErrRecordTooLarge: key plus payload exceed LogConfig.RecordBytesMax.
 	ErrRecordTooLarge = errors.New("storage: record too large")
+	// ErrSegmentNotCreated: an append needed a new segment and its file
+	// could not be created (descriptors or inodes ran out). Nothing was
+	// written or lost; the log stays usable and the next append that
+	// needs the segment tries again.
+	ErrSegmentNotCreated = errors.New("storage: the next segment could not be created")
 	// ErrFrameTruncated: the buffer ends before the frame does.
 	ErrFrameTruncated = errors.New("storage: frame truncated")
 	// ErrFrameCorrupt: the frame header or its CRC is wrong.

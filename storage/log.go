@@ -316,7 +316,9 @@ func (l *Log) roll() error {
 	}
 	file, err := l.fs.Create(segmentPath(l.dir, l.next))
 	if err != nil {
-		return l.fail(err)
+		// Nothing changed but the tail cut: the append is refused and the
+		// log stays as it was (a file Create failed to make is not there).
+		return errors.Join(ErrSegmentNotCreated, err)
 	}
 	l.segments = append(l.segments, newSegment(l.next, file))
 	l.directoryDirty = true
@@ -339,6 +341,9 @@ func (l *Log) flushPending() error {
 	active.fileBytes = max(active.fileBytes, active.writtenBytes)
 	assert(active.writtenBytes == active.sizeBytes, "segment %d written %d bytes, size %d", active.base, active.writtenBytes, active.sizeBytes)
 	l.pending = l.pending[:0]
+	if cap(l.pending) > l.cfg.WriteBufferBytesMax {
+		l.pending = nil // grown past the buffer by a large frame: an idle log does not keep it
+	}
 	return nil
 }
 

@@ -146,6 +146,11 @@ func (s *StagedCopy) WriteChunk(base uint64, position int64, data []byte) error 
 	if err != nil {
 		return err
 	}
+	if staged.sizeBytes+int64(len(data)) > stagedSegmentBytesMax {
+		// No segment of a log grows past this (its roll comes first); its
+		// positions must stay below what a segment's index can hold.
+		return fmt.Errorf("%w: staged segment %d would grow past %d bytes", ErrChunkTooLarge, base, int64(stagedSegmentBytesMax))
+	}
 	n, err := staged.file.Write(data)
 	if err != nil {
 		return s.fail(err)

@@ -53,3 +53,19 @@ func TestAFailedCommitKeepsTheReplacedCopyForTheUndo(t *testing.T) {
 	require.Equal(t, uint64(7), restored.HWM(), "the copy the install replaced")
 	require.NoError(t, restored.Close())
 }
+
+// TestAStagedSegmentPastAnyLogsSizeIsRefused: no segment of a log holds
+// more than the largest segment plus one frame, so a chunk that would
+// grow a staged segment past that is refused (the move fails) instead of
+// being written, to panic in the verification, whose index cannot hold
+// positions past 4 GiB (storage review).
+func TestAStagedSegmentPastAnyLogsSizeIsRefused(t *testing.T) {
+	fs := newLogMemFS(33)
+	staged, err := CreateStaged(fs, "moves/t-1", smallLogConfig())
+	require.NoError(t, err)
+	require.NoError(t, staged.WriteChunk(0, 0, []byte("frames")))
+	staged.segments[0].sizeBytes = stagedSegmentBytesMax - 4 // as if that much had been copied
+	err = staged.WriteChunk(0, stagedSegmentBytesMax-4, []byte("more than four"))
+	require.ErrorIs(t, err, ErrChunkTooLarge)
+	require.NoError(t, staged.WriteChunk(0, stagedSegmentBytesMax-4, []byte("four")), "up to the bound is taken")
+}
