@@ -51,6 +51,29 @@ func (n *Node) reconcileMoves() {
 	n.driveMoves()
 }
 
+// releasePinnedPolls takes off this node the long polls pinned to a
+// partition that moved away: nothing here will wake them, while the new
+// owner may serve them at once (a move carries no reservation). A
+// client's poll is served again with what is left of its wait (it goes
+// to the new owner); a peer's is answered with nothing at once, and its
+// client polls again, at the new owner.
+func (n *Node) releasePinnedPolls(key partitionKey) {
+	for _, w := range n.waiters.topic(key.topic) {
+		if w.request.Partition != key.index {
+			continue
+		}
+		n.waiters.remove(w.id)
+		n.observer.ConsumeWait(key.topic, "moved", n.nowMs-w.parkedAtMs)
+		if localOnly(w.id) {
+			n.reply(w.id, msg.ConsumeResult{Messages: []msg.Message{}, Batch: w.request.Max > 0}, nil)
+			continue
+		}
+		again := w.request
+		again.WaitMs = max(0, w.deadlineMs-n.nowMs)
+		n.handle(w.id, again)
+	}
+}
+
 // letGo stops serving a partition that moved to newOwner.
 func (n *Node) letGo(p *partition, newOwner string) {
 	chaos.Reached(chaos.MarkNodePartitionFlippedAway)
@@ -59,6 +82,7 @@ func (n *Node) letGo(p *partition, newOwner string) {
 	}
 	n.observer.Event("partition-moved-away", fmt.Sprintf("%s now owned by %s", p.dir, newOwner))
 	n.failDependents(p, msg.NotOwner("partition %d of %s moved to %s", p.key.index, p.key.topic, newOwner))
+	n.releasePinnedPolls(p.key)
 	if err := n.store.Close(p.dir); err != nil && !isClosed(err) {
 		n.observer.Event("log-close-failed", fmt.Sprintf("%s: %v", p.dir, err))
 	}

@@ -95,3 +95,43 @@ func (c *clusterHarness) ownsNone(t *testing.T, owners []string) string {
 	require.Fail(t, "every node owns a partition")
 	return ""
 }
+
+// TestAPollPinnedToAPartitionThatMovesAwayFollowsIt: a poll pinned to a
+// partition parks at its owner; the partition moves away. Nothing at the
+// old owner will wake it, while the record is deliverable at the new
+// owner at once (a move carries no reservation): the old owner takes the
+// poll off. A client's poll there goes on at the new owner with what is
+// left of its wait and gets the record; one forwarded by another node is
+// answered at once, so that its client polls again (consume review).
+func TestAPollPinnedToAPartitionThatMovesAwayFollowsIt(t *testing.T) {
+	c := newClusterHarness(t, 4)
+	leader := c.elect()
+	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "t", Partitions: 3, VisibilityTimeoutMs: msg.VisibilityTimeoutMsMax}).Err)
+	c.tick(100)
+	owners := c.owners(leader, "t")
+	idle := c.ownsNone(t, owners)
+	source := owners[0]
+	asker := c.otherThan(source, idle)
+	require.NoError(t, c.do(source, producePinned("t", 0, "only")).Err)
+	held := c.do(source, msg.Consume{Topic: "t", Partition: 0}) // reserved for the whole test at the source
+	require.NoError(t, held.Err)
+	require.Len(t, held.Result.(msg.ConsumeResult).Messages, 1)
+
+	local := c.send(source, msg.Consume{Topic: "t", Partition: 0, WaitMs: 10_000})
+	forwarded := c.send(asker, msg.Consume{Topic: "t", Partition: 0, WaitMs: 10_000}) // parks at the source too
+	c.tick(100)
+	require.Equal(t, 2, c.nodes[source].waiters.parked(), "both polls wait at the owner")
+
+	c.startMove(leader, "t", 0, idle)
+	c.tickUntil(100, 60, func() bool { return c.owners(source, "t")[0] == idle })
+	require.Zero(t, c.nodes[source].waiters.parked(), "the old owner keeps no poll of the partition")
+	c.tick(100)
+	reply, answered := c.replies[forwarded]
+	require.True(t, answered, "the forwarded poll is answered at once")
+	require.NoError(t, reply.Err)
+	reply = c.await(local, 100, 20)
+	require.NoError(t, reply.Err)
+	messages := reply.Result.(msg.ConsumeResult).Messages
+	require.Len(t, messages, 1, "the client's poll went on at the new owner, where the record is deliverable")
+	require.Equal(t, "only", string(messages[0].Payload))
+}
