@@ -51,6 +51,9 @@ func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 		n.reply(id, msg.ConsumeResult{Messages: []msg.Message{}, Batch: r.Max > 0}, nil)
 	default:
 		wait := min(r.WaitMs, n.cfg.ConsumeWaitMaxMs)
+		if !localOnly(id) && r.Partition == msg.PartitionNone {
+			n.subscribeAll(t, n.nowMs+wait) // no other owner may be asked now; one back within the wait tells
+		}
 		n.waiters.add(&waiter{id: id, request: r, parkedAtMs: n.nowMs, deadlineMs: n.nowMs + wait})
 	}
 }

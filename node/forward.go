@@ -102,6 +102,7 @@ func (n *Node) handleInternal(req msg.Request, done func(msg.Reply)) {
 func (n *Node) stepForwardRequest(from string, m msg.ForwardRequest) {
 	invariant.Check(from != n.cfg.NodeID, "node: %T forwarded from this node", m.Request)
 	id := forwardedRequestBit | n.servedID(n.routing.served.Forwarded(incoming{from: from, id: m.ID, freeze: isFreeze(m.Request)}))
+	n.subscribeProber(from, m.Request)
 	n.handle(id, m.Request)
 }
 

@@ -16,7 +16,9 @@ import (
 const (
 	// joinRetryMs is how often a joining node asks the members to add it.
 	joinRetryMs = 1_000
-	// subscribeForMsMax bounds how long one Subscribe lasts at the owner.
+	// subscribeForMsMax bounds how long one Subscribe lasts at the owner,
+	// unless its own longest wait plus a forward timeout is longer
+	// (subscriptionForMsMax).
 	subscribeForMsMax = 60_000
 )
 
@@ -354,7 +356,27 @@ func (n *Node) stepSubscribe(from string, m msg.Subscribe) {
 		subscribers = map[string]int64{}
 		n.cluster.subscribers[m.Topic] = subscribers
 	}
-	subscribers[from] = n.nowMs + min(max(m.ForMs, 0), subscribeForMsMax)
+	subscribers[from] = max(subscribers[from], n.nowMs+min(max(m.ForMs, 0), n.subscriptionForMsMax()))
+}
+
+// subscriptionForMsMax is the longest a subscription lasts here: what a
+// poll of this node's longest wait asks for (the peers of a cluster share
+// the setting), and at least subscribeForMsMax. Capped shorter, a poll
+// waiting past it was not told of a record that came after.
+func (n *Node) subscriptionForMsMax() int64 {
+	return max(subscribeForMsMax, n.cfg.ConsumeWaitMaxMs+n.cfg.ForwardTimeoutMs)
+}
+
+// subscribeProber registers a peer that probed this node for a topic's
+// records (an unpinned consume forwarded here, which a peer sends only
+// for a poll parked there) as a subscriber, as its own Subscribe does:
+// the subscriptions a restart of this node forgot, or a lost Subscribe
+// never made, are made again by the next probe, and a peer that thinks
+// it is subscribed sends no Subscribe (consume review).
+func (n *Node) subscribeProber(from string, req msg.Request) {
+	if r, ok := req.(msg.Consume); ok && r.Partition == msg.PartitionNone {
+		n.stepSubscribe(from, msg.Subscribe{Topic: r.Topic, ForMs: n.cfg.ConsumeWaitMaxMs + n.cfg.ForwardTimeoutMs})
+	}
 }
 
 // notifySubscribers tells the nodes subscribed to a topic that records

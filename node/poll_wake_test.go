@@ -135,3 +135,87 @@ func TestAPollPinnedToAPartitionThatMovesAwayFollowsIt(t *testing.T) {
 	require.Len(t, messages, 1, "the client's poll went on at the new owner, where the record is deliverable")
 	require.Equal(t, "only", string(messages[0].Payload))
 }
+
+// pollSetup makes a 3-node cluster with topic "t" of 3 partitions and
+// returns the poller (owner of partition 0) and a partition owned by
+// another node, with that node.
+func pollSetup(t *testing.T) (c *clusterHarness, poller string, remote int, remoteOwner string) {
+	c = newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	owners := c.owners(leader, "t")
+	poller = owners[0]
+	remote = slices.IndexFunc(owners, func(o string) bool { return o != poller })
+	require.GreaterOrEqual(t, remote, 0)
+	return c, poller, remote, owners[remote]
+}
+
+// requireWokenBy produces a record at the owner of partition and
+// requires the parked poll to get it at once, not at its deadline.
+func requireWokenBy(t *testing.T, c *clusterHarness, poll msg.RequestID, owner string, partition int) {
+	t.Helper()
+	require.NoError(t, c.do(owner, producePinned("t", partition, "woken")).Err)
+	c.tick(100)
+	reply, answered := c.replies[poll]
+	require.True(t, answered, "a record became visible at an owner within the poll's wait: the poll is woken")
+	require.NoError(t, reply.Err)
+	require.Len(t, reply.Result.(msg.ConsumeResult).Messages, 1)
+}
+
+// TestAPollIsWokenByAnOwnerThatRestartedSinceItsSubscription: an owner
+// keeps its subscribers in memory only; after it restarts, a poller that
+// believes its subscription there still lasts sends no Subscribe when a
+// new poll parks. The poll's probe of the owner registers it again, so a
+// record produced there wakes the poll (consume review).
+func TestAPollIsWokenByAnOwnerThatRestartedSinceItsSubscription(t *testing.T) {
+	c, poller, remote, remoteOwner := pollSetup(t)
+	first := c.send(poller, msg.Consume{Topic: "t", Partition: msg.PartitionNone, WaitMs: 500})
+	c.settle()
+	c.await(first, 100, 20) // subscribed at remoteOwner for ConsumeWaitMaxMs + ForwardTimeoutMs
+
+	c.crash(remoteOwner) // forgets its subscribers
+	c.tick(100)
+	c.tick(100)
+	poll := c.send(poller, msg.Consume{Topic: "t", Partition: msg.PartitionNone, WaitMs: 5_000})
+	c.settle()
+	c.tick(100)
+	_, answered := c.replies[poll]
+	require.False(t, answered, "nothing to consume yet: the poll waits")
+	requireWokenBy(t, c, poll, remoteOwner, remote)
+}
+
+// TestAPollLongerThanAMinuteIsWokenAfterAMinute: a node whose longest
+// wait is 90 s keeps a peer's subscription that long; capped at 60 s, a
+// record that came after a minute did not wake a 90 s poll (consume
+// review).
+func TestAPollLongerThanAMinuteIsWokenAfterAMinute(t *testing.T) {
+	c, poller, remote, remoteOwner := pollSetup(t)
+	for _, n := range c.nodes {
+		n.cfg.ConsumeWaitMaxMs = 90_000
+	}
+	poll := c.send(poller, msg.Consume{Topic: "t", Partition: msg.PartitionNone, WaitMs: 90_000})
+	c.settle()
+	for range 650 { // 65 s
+		c.tick(100)
+	}
+	_, answered := c.replies[poll]
+	require.False(t, answered, "nothing to consume yet: the poll waits")
+	requireWokenBy(t, c, poll, remoteOwner, remote)
+}
+
+// TestAnOwnerDownWhenAPollParksWakesItOnceBack: an owner marked down (a
+// failed dial) when a poll parks is not probed, but the poll subscribes
+// there all the same: a record there once it is back wakes the poll
+// (consume review).
+func TestAnOwnerDownWhenAPollParksWakesItOnceBack(t *testing.T) {
+	c, poller, remote, remoteOwner := pollSetup(t)
+	c.nodes[poller].PeerUnreachable(remoteOwner) // avoided for PeerDownMs (2 s)
+	poll := c.send(poller, msg.Consume{Topic: "t", Partition: msg.PartitionNone, WaitMs: 8_000})
+	c.settle()
+	for range 25 { // 2.5 s: it is reachable again
+		c.tick(100)
+	}
+	_, answered := c.replies[poll]
+	require.False(t, answered)
+	require.True(t, c.nodes[poller].peerReachable(remoteOwner))
+	requireWokenBy(t, c, poll, remoteOwner, remote)
+}

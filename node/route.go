@@ -62,12 +62,17 @@ func (n *Node) routeRecord(t *topic, rec msg.ProduceRecord, preferred int, join 
 // remoteOwners lists the other nodes that own partitions of t (the pinned
 // partition only, when pinned >= 0) and may be asked now, sorted and then
 // rotated by the topic's consume cursor so probes spread over owners.
-func (n *Node) remoteOwners(t *topic) []string {
+func (n *Node) remoteOwners(t *topic) []string { return n.ownersElsewhere(t, true) }
+
+// ownersElsewhere lists the other nodes that own partitions of t, those that
+// may be asked now only when available is set, sorted and then rotated
+// by the topic's consume cursor.
+func (n *Node) ownersElsewhere(t *topic, available bool) []string {
 	seen := map[string]bool{}
 	var owners []string
 	for index := range t.info.Partitions {
 		owner := t.owner(index)
-		if owner == n.cfg.NodeID || seen[owner] || !n.ownerAvailable(owner, nil) {
+		if owner == n.cfg.NodeID || seen[owner] || (available && !n.ownerAvailable(owner, nil)) {
 			continue
 		}
 		seen[owner] = true

@@ -63,11 +63,20 @@ func (n *Node) consumeAcross(id msg.RequestID, t *topic, r msg.Consume, owners [
 	if noWait {
 		deadline = n.nowMs + n.cfg.ForwardTimeoutMs
 	} else {
-		n.subscribe(t.info.Name, owners, deadline+n.cfg.ForwardTimeoutMs) // before the probes: a link keeps order
+		n.subscribeAll(t, deadline) // before the probes: a link keeps order
 	}
 	w := &waiter{id: id, request: r, parkedAtMs: n.nowMs, deadlineMs: deadline, probeOwners: owners, noWait: noWait}
 	n.waiters.add(w)
 	n.probeNext(w)
+}
+
+// subscribeAll subscribes a poll parked until deadline at every other
+// owner of the topic, those marked down too: a Subscribe is one message
+// that nobody answers, and an owner that comes back within the wait then
+// tells of its records (consume review). Only the available ones are
+// probed.
+func (n *Node) subscribeAll(t *topic, deadline int64) {
+	n.subscribe(t.info.Name, n.ownersElsewhere(t, false), deadline+n.cfg.ForwardTimeoutMs)
 }
 
 // probeNext asks the next owner of the waiter's round, or ends the round:
