@@ -61,7 +61,13 @@ func (n *Node) ackOne(t *topic, handle string, action msg.AckAction) (freed bool
 		return false, msg.Invalid("receipt handle is malformed")
 	}
 	if index >= t.info.Partitions {
-		return false, msg.Gone("receipt handle is stale")
+		if n.meta.IsLeader() { // the replica that knows every growth: a larger topic's, deleted since, or forged
+			return false, msg.Gone("receipt handle is stale")
+		}
+		// Partitions only grow: the handle names one this replica has not
+		// applied yet. 410 would tell the client its ack can never land,
+		// while the lease may be live at the owner.
+		return false, msg.Unavailable("partition %d of %s is not known to this node yet; retry", index, t.info.Name)
 	}
 	if !n.ownedHere(t, index) {
 		return false, notOwner(t, index)

@@ -192,3 +192,28 @@ func TestAForwardedAckThatTimesOutIsRetryable(t *testing.T) {
 	c.tick(c.nodes[at].cfg.PeerDownMs)
 	require.NoError(t, c.do(at, msg.Ack{Topic: "t", Handles: []string{handle}, Action: msg.AckCommit}).Err)
 }
+
+// TestAnAckThroughAReplicaBehindOnPartitionsIsRetryable: partitions were
+// added; an ack of a record of a new partition sent through a node whose
+// replica has not applied the growth is answered 503 (retry), not 410:
+// the lease is live at its owner, and 410 tells the client its ack can
+// never land (consume review).
+func TestAnAckThroughAReplicaBehindOnPartitionsIsRetryable(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	behind := c.otherThan(leader)
+	c.cut[behind] = true
+	grown := 6
+	require.NoError(t, c.await(c.send(leader, msg.AlterTopic{Name: "t", Partitions: &grown}), 100, 10).Err)
+	owners := c.owners(leader, "t")
+	added := slices.IndexFunc(owners[3:], func(o string) bool { return o != behind }) + 3
+	require.NoError(t, c.do(owners[added], producePinned("t", added, "new")).Err)
+	got := c.do(owners[added], msg.Consume{Topic: "t", Partition: added})
+	require.NoError(t, got.Err)
+	handle := got.Result.(msg.ConsumeResult).Messages[0].ReceiptHandle
+
+	require.Len(t, c.owners(behind, "t"), 3, "the cut replica has not applied the growth")
+	ack := c.do(behind, msg.Ack{Topic: "t", Handles: []string{handle}, Action: msg.AckCommit})
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(ack.Err), "retryable: %v", ack.Err)
+	require.NoError(t, c.do(owners[added], msg.Ack{Topic: "t", Handles: []string{handle}, Action: msg.AckCommit}).Err, "the lease was live")
+}
