@@ -14,6 +14,15 @@ import (
 	"narad/storage"
 )
 
+// remoteFirstEvery is how often an unpinned consume asks the other owners
+// of the topic before this node's own partitions: a node serves its own
+// first (no round trip), and without a bound a backlog here held the
+// records of every other owner's partitions back from its consumers for
+// good, until retention deleted them unread (consume review). Every
+// fourth consume gives the others at least a quarter of this node's
+// consumers.
+const remoteFirstEvery = 4
+
 // corruptSkipsPerReserveMax bounds how many corrupt records one reserve
 // call skips before it gives up for this round, so a damaged segment
 // cannot stall the loop.
@@ -33,11 +42,15 @@ func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 		n.consumeElsewhere(id, t, r)
 		return
 	}
-	messages, readErr := n.reserve(t, r)
 	var remote []string
 	if !localOnly(id) && r.Partition == msg.PartitionNone {
 		remote = n.remoteOwners(t)
 	}
+	if len(remote) > 0 && n.remoteTurn(t) {
+		n.consumeAcross(id, t, r, remote) // this node's own partitions are tried when the round ends
+		return
+	}
+	messages, readErr := n.reserve(t, r)
 	switch {
 	case len(messages) > 0:
 		n.observer.ConsumeWait(r.Topic, outcomeOf(r, "hit"), 0)
@@ -56,6 +69,13 @@ func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 		}
 		n.waiters.add(&waiter{id: id, request: r, parkedAtMs: n.nowMs, deadlineMs: n.nowMs + wait})
 	}
+}
+
+// remoteTurn reports whether this unpinned consume asks the other owners
+// first (every remoteFirstEvery-th).
+func (n *Node) remoteTurn(t *topic) bool {
+	t.cursors.consumes++
+	return t.cursors.consumes%remoteFirstEvery == 0
 }
 
 func outcomeOf(r msg.Consume, hit string) string {

@@ -33,7 +33,8 @@
 // dead or silent is refused at once (Unavailable, a 503 with Retry-After),
 // never forwarded to wait out the timeout nor moved to another partition;
 // a keyed record does move off a partition frozen for a move. A consume of any partition serves this node's
-// partitions first, then probes the other owners one at a time; a parked
+// partitions first, then probes the other owners one at a time (every
+// remoteFirstEvery-th asks them first, then this node's); a parked
 // poll subscribes at the owners (Subscribe), which Notify it when records
 // become available there. Acks go to the partitions' owners, by the
 // partition in the receipt handle; an ack is idempotent: one whose record

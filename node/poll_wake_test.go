@@ -219,3 +219,29 @@ func TestAnOwnerDownWhenAPollParksWakesItOnceBack(t *testing.T) {
 	require.True(t, c.nodes[poller].peerReachable(remoteOwner))
 	requireWokenBy(t, c, poll, remoteOwner, remote)
 }
+
+// TestARemotePartitionIsNotStarvedByALocalBacklog: a consumer connected
+// to one node is served that node's partitions first, but every fourth
+// consume asks the other owners first: a record on another node's
+// partition is delivered while the node's own partition keeps a backlog
+// (consume review: it never was, and retention would have deleted it
+// unread).
+func TestARemotePartitionIsNotStarvedByALocalBacklog(t *testing.T) {
+	c, consumer, remote, remoteOwner := pollSetup(t)
+	require.NoError(t, c.do(remoteOwner, producePinned("t", remote, "remote")).Err)
+	for i := range 5 {
+		require.NoError(t, c.do(consumer, producePinned("t", 0, "local")).Err, "backlog %d", i)
+	}
+	for round := range remoteFirstEvery {
+		require.NoError(t, c.do(consumer, producePinned("t", 0, "local")).Err) // the producer keeps pace
+		got := c.do(consumer, msg.Consume{Topic: "t", Partition: msg.PartitionNone})
+		require.NoError(t, got.Err)
+		messages := got.Result.(msg.ConsumeResult).Messages
+		require.Len(t, messages, 1)
+		if string(messages[0].Payload) == "remote" {
+			return
+		}
+		require.NoError(t, c.do(consumer, msg.Ack{Topic: "t", Handles: []string{messages[0].ReceiptHandle}, Action: msg.AckCommit}).Err, "round %d", round)
+	}
+	t.Fatalf("%d consumes at the node served only its own partition", remoteFirstEvery)
+}

@@ -92,6 +92,9 @@ func (n *Node) probeNext(w *waiter) {
 		}
 	}
 	w.probing = ""
+	if n.serveHere(w) {
+		return
+	}
 	if w.noWait {
 		n.waiters.remove(w.id)
 		n.observer.ConsumeWait(w.request.Topic, "no_wait", 0)
@@ -106,6 +109,25 @@ func (n *Node) probeNext(w *waiter) {
 		w.probeOwners = []string{pending[0]}
 		n.probeNext(w)
 	}
+}
+
+// serveHere serves a waiter whose probe round ended with this node's own
+// partitions: a round that asked the other owners first (remoteTurn) ends
+// here, and records may have come here while it ran. It reports whether
+// the waiter was answered.
+func (n *Node) serveHere(w *waiter) bool {
+	t, ok := n.lookupTopic(w.request.Topic)
+	if !ok {
+		return false
+	}
+	messages, _ := n.reserve(t, w.request) // a read error leaves the waiter as it was
+	if len(messages) == 0 {
+		return false
+	}
+	n.waiters.remove(w.id)
+	n.observer.ConsumeWait(w.request.Topic, outcomeOf(w.request, "hit"), n.nowMs-w.parkedAtMs)
+	n.reply(w.id, msg.ConsumeResult{Messages: messages, Batch: w.request.Max > 0}, nil)
+	return true
 }
 
 // probe asks owner for records on behalf of the waiter.

@@ -18,6 +18,10 @@ type topicCursors struct {
 	produceRound uint64
 	// consume is where the next consume starts looking.
 	consume int
+	// consumes counts the unpinned consumes of clients this node served
+	// with other owners to ask: every remoteFirstEvery-th asks them first
+	// (consume.go).
+	consumes uint64
 }
 
 // topic is a topic as the metastore's applied state has it, with this
