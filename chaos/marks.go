@@ -207,6 +207,10 @@ const (
 	// MarkFanoutRecordsAgedOut: parent records expired before their copy;
 	// the cursor skipped to the oldest retained record.
 	MarkFanoutRecordsAgedOut Mark = "fanout-records-aged-out"
+	// MarkStorageSegmentReopened: a read reopened the file of a sealed
+	// segment that its log had closed (past the bound of open sealed
+	// files).
+	MarkStorageSegmentReopened Mark = "storage-segment-reopened"
 )
 
 // Registered lists every mark of the core, in the order declared.
@@ -227,4 +231,5 @@ var Registered = []Mark{
 	MarkNodeDeadLetterFrontierSaved, MarkNodeMoveCarriedLeases,
 	MarkFanoutCursorStarted, MarkFanoutCursorResumed, MarkFanoutBatchCopied, MarkFanoutBatchFailed,
 	MarkFanoutDelayHeld, MarkFanoutCursorMoved, MarkFanoutRecordsAgedOut, MarkFanoutWaitedForRelay,
+	MarkStorageSegmentReopened,
 }

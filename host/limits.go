@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"narad/msg"
+	"narad/storage"
 )
 
 // The descriptor budget. A node's descriptors go mostly to open partition
@@ -13,9 +14,10 @@ import (
 // files opened briefly) fit in what these shares leave.
 const (
 	// descriptorsPerLogBudget is what one open partition log is budgeted:
-	// its hwm file, its active segment, and room for sealed segments and
-	// a consumer offset file being replaced.
-	descriptorsPerLogBudget = 4
+	// the files it holds open (storage.LogFilesOpenMax: its hwm file, its
+	// active segment and the few sealed ones it keeps open) and a consumer
+	// offset file being replaced.
+	descriptorsPerLogBudget = storage.LogFilesOpenMax + 1
 	// logsShareDivisor: open logs may use 1/2 of the descriptor limit.
 	logsShareDivisor = 2
 	// openLogsDerivedMin and openLogsDerivedMax clamp the derived cap of

@@ -16,7 +16,7 @@ func TestOpenLogsCapFollowsTheDescriptorLimit(t *testing.T) {
 	const overdraft = 108
 	derived, err := openLogsCap(0, overdraft, 20_000)
 	require.NoError(t, err)
-	require.Equal(t, 2_500-overdraft, derived)
+	require.Equal(t, 20_000/logsShareDivisor/descriptorsPerLogBudget-overdraft, derived) // 2,000 logs of five descriptors
 	require.LessOrEqual(t, (derived+overdraft)*descriptorsPerLogBudget, 20_000/logsShareDivisor)
 	derived, err = openLogsCap(0, overdraft, 64)
 	require.NoError(t, err)
@@ -28,8 +28,8 @@ func TestOpenLogsCapFollowsTheDescriptorLimit(t *testing.T) {
 	configured, err := openLogsCap(100, overdraft, 20_000)
 	require.NoError(t, err)
 	require.Equal(t, 100, configured)
-	_, err = openLogsCap(2_500-overdraft+1, overdraft, 20_000)
-	require.ErrorContains(t, err, "storage.open_logs_max 2393, plus the 108 logs one produce may open past it")
+	_, err = openLogsCap(2_000-overdraft+1, overdraft, 20_000)
+	require.ErrorContains(t, err, "storage.open_logs_max 1893, plus the 108 logs one produce may open past it")
 	require.Equal(t, uint64(108), openLogsOverdraft(108))
 	require.Equal(t, uint64(1000), openLogsOverdraft(4096), "one log per record at most")
 

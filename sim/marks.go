@@ -82,6 +82,7 @@ var ExpectedMarks = []chaos.Mark{
 	chaos.MarkNodeRecoveredTornTail,
 	chaos.MarkNodeRecoveredZeroTail,
 	chaos.MarkNodeRedelivery,
+	chaos.MarkStorageSegmentReopened,
 	markKillDuringSyncRound,
 	markGroupSyncRound,
 }

@@ -14,6 +14,19 @@ const (
 	segmentBytesMin = 4 << 10
 	// segmentBytesLimit is the largest segment size accepted.
 	segmentBytesLimit = 1 << 30
+	// sealedFilesOpenMax bounds the sealed segments of one log whose files
+	// stay open (the least recently read are closed, and reopened for a
+	// read): with its active segment and its hwm file, an open log holds
+	// at most this plus two descriptors, however many segments it keeps.
+	sealedFilesOpenMax = 2
+	// LogFilesOpenMax bounds the files an open log holds open: its hwm
+	// file, its active segment and sealedFilesOpenMax sealed ones (a
+	// consumer offset being replaced adds one for a moment).
+	LogFilesOpenMax = sealedFilesOpenMax + 2
+	// stagedFilesOpenMax bounds the staged segments of a move's copy whose
+	// files stay open once synced: the newest, which a catch-up pass may
+	// extend.
+	stagedFilesOpenMax = 2
 	// stagedSegmentBytesMax bounds a staged segment a move copies: a log
 	// rolls a segment once a frame took it past its size, so none holds
 	// more than segmentBytesLimit plus one frame of frameBytesLimit.

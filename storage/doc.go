@@ -20,6 +20,14 @@
 // LogConfig.FrameBytesMax before it is read, and its CRC is verified by
 // recovery and again by every Read: the log never serves unverified bytes.
 //
+// An open log holds at most LogFilesOpenMax files open, however many
+// segments it keeps: its hwm file, its active segment, and the
+// sealedFilesOpenMax sealed segments read most recently (a sealed
+// segment's file closes once every byte of it is synced and it is not
+// among those; a read reopens it). Recovery opens every segment while it
+// scans, then closes all but those. A move's staged copy keeps likewise
+// the newest stagedFilesOpenMax of its synced segments open.
+//
 // # The sync round, and why an acknowledged record is never hidden
 //
 // Append only buffers and indexes a frame; nothing is visible or durable

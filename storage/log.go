@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"narad/chaos"
@@ -23,6 +24,12 @@ type Log struct {
 	// open; bases strictly increase. Changed by Append (roll) and
 	// ApplyRetention.
 	segments []*segment
+	// sealedOpen are the sealed, synced segments whose files are open,
+	// least recently read first; at most sealedFilesOpenMax. A sealed
+	// segment not in it has its file closed, but for those sealed since
+	// the last completed round (they are being synced). Changed by
+	// releaseSealedFiles, segmentFile and retention.
+	sealedOpen []*segment
 	// pending holds frames appended to the active segment but not yet
 	// written to its file. Invariant: len(pending) ==
 	// active.sizeBytes - active.writtenBytes, and is below
@@ -375,7 +382,10 @@ func (l *Log) checkInvariants() {
 		assert(i == len(l.segments)-1 || s.fileBytes == s.writtenBytes, "sealed segment %d keeps a zero tail", s.base)
 		assert(i == 0 || l.segments[i-1].indexedEnd() <= s.base, "segment %d overlaps the one before", s.base)
 		assert(i >= l.unsyncedFrom || s.syncedBytes == s.sizeBytes, "segment %d before unsyncedFrom is not durable", s.base)
+		assert(s.file != nil || (i < len(l.segments)-1 && s.syncedBytes == s.sizeBytes), "segment %d closed while active or unsynced", s.base)
+		assert(!s.keptOpen || s.file != nil, "segment %d kept open has no file", s.base)
 	}
+	assert(len(l.sealedOpen) <= sealedFilesOpenMax, "%d sealed segment files open, bound %d", len(l.sealedOpen), sealedFilesOpenMax)
 	assert(int64(len(l.pending)) == l.active().sizeBytes-l.active().writtenBytes,
 		"pending %d bytes, active segment has %d unwritten", len(l.pending), l.active().sizeBytes-l.active().writtenBytes)
 }
@@ -413,7 +423,11 @@ func (l *Log) Read(offset uint64) (Record, error) {
 			offset, position+int64(length), s.base, s.writtenBytes)
 	}
 	buffer := make([]byte, length)
-	if err := readFull(s.file, buffer, position); err != nil {
+	file, err := l.segmentFile(s)
+	if err != nil {
+		return Record{}, err
+	}
+	if err := readFull(file, buffer, position); err != nil {
 		return Record{}, err
 	}
 	return decodeStoredRecord(buffer, offset, l.cfg.FrameBytesMax)
@@ -501,8 +515,71 @@ func (l *Log) Close() error {
 func (l *Log) closeFiles() error {
 	var errs []error
 	for _, s := range l.segments {
-		errs = append(errs, s.file.Close())
+		if s.file != nil {
+			errs = append(errs, s.file.Close())
+		}
 	}
+	l.sealedOpen = nil
 	errs = append(errs, l.hwmFile.file.Close())
 	return errors.Join(errs...)
+}
+
+// segmentFile returns the file of segment s, reopening that of a sealed
+// segment the log closed (past sealedFilesOpenMax, the least recently
+// read one's closes). Only reads use it: a closed file is fully synced.
+func (l *Log) segmentFile(s *segment) (File, error) {
+	if s.file != nil {
+		l.readFrom(s)
+		return s.file, nil
+	}
+	chaos.Reached(chaos.MarkStorageSegmentReopened)
+	file, err := l.fs.Open(segmentPath(l.dir, s.base))
+	if err != nil {
+		return nil, err
+	}
+	s.file = file
+	l.keepOpen(s)
+	return file, nil
+}
+
+// readFrom marks a sealed segment kept open as the most recently read.
+func (l *Log) readFrom(s *segment) {
+	if !s.keptOpen || l.sealedOpen[len(l.sealedOpen)-1] == s {
+		return
+	}
+	index := slices.Index(l.sealedOpen, s)
+	l.sealedOpen = append(slices.Delete(l.sealedOpen, index, index+1), s)
+}
+
+// keepOpen adds a sealed, synced segment with an open file to
+// sealedOpen, closing the least recently read past the bound.
+func (l *Log) keepOpen(s *segment) {
+	assert(s.syncedBytes == s.sizeBytes && s != l.active(), "keeping open segment %d of %s, active or unsynced", s.base, l.dir)
+	s.keptOpen = true
+	l.sealedOpen = append(l.sealedOpen, s)
+	for len(l.sealedOpen) > sealedFilesOpenMax {
+		oldest := l.sealedOpen[0]
+		l.sealedOpen = l.sealedOpen[1:]
+		oldest.keptOpen = false
+		_ = oldest.file.Close() // only read, and every byte synced: its close loses nothing
+		oldest.file = nil
+	}
+}
+
+// releaseSealedFiles bounds the open files of sealed segments once they
+// are synced: after a completed round and after recovery. Those not yet
+// in sealedOpen are the newest sealed ones (segments seal in order, and
+// a round syncs every segment it finds unsynced).
+func (l *Log) releaseSealedFiles() {
+	start := len(l.segments) - 1
+	for start > 0 {
+		s := l.segments[start-1]
+		if s.file == nil || s.keptOpen || s.syncedBytes != s.sizeBytes {
+			break
+		}
+		start--
+	}
+	for _, s := range l.segments[start : len(l.segments)-1] {
+		l.keepOpen(s)
+	}
 }

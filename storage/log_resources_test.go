@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"syscall"
 	"testing"
 
@@ -64,4 +65,55 @@ func TestAnIdleLogDoesNotKeepALargeWriteBuffer(t *testing.T) {
 		require.NoError(t, log.Sync())
 	}
 	require.LessOrEqual(t, cap(log.pending), cfg.WriteBufferBytesMax, "an idle log keeps a %d-byte write buffer", cap(log.pending))
+}
+
+// TestALogHoldsBoundedDescriptorsHoweverManySegments: an open log keeps
+// the files of at most sealedFilesOpenMax sealed segments open (the least
+// recently read close, and reopen for a read), so its descriptors do not
+// grow with its retained segments: one log of 4 KiB segments held one
+// per segment, 268, and the open-logs cap bounded none of it (storage
+// review). Records of every segment stay readable.
+func TestALogHoldsBoundedDescriptorsHoweverManySegments(t *testing.T) {
+	if _, err := os.ReadDir("/proc/self/fd"); err != nil {
+		t.Skip("counts descriptors in /proc/self/fd")
+	}
+	fs, err := NewOSFS(t.TempDir())
+	require.NoError(t, err)
+	cfg := smallLogConfig()
+	before := openDescriptors(t)
+	log, _ := openTestLog(t, fs, "p", cfg)
+	payload := bytes.Repeat([]byte{1}, 1000)
+	const records = 600 // three to a 4 KiB segment: 200 segments
+	for i := range records {
+		_, err := log.Append(Record{TimeMs: int64(i), Payload: payload})
+		require.NoError(t, err)
+		if i%10 == 9 {
+			require.NoError(t, log.Sync())
+		}
+	}
+	require.NoError(t, log.Sync())
+	require.Greater(t, len(log.segments), 100)
+	bound := sealedFilesOpenMax + 2 // and the active segment and the hwm file
+	require.LessOrEqual(t, openDescriptors(t)-before, bound, "after the appends")
+	for _, offset := range []uint64{0, 300, 3, 599, 150, 1} {
+		record, err := log.Read(offset)
+		require.NoError(t, err, "offset %d", offset)
+		require.Equal(t, int64(offset), record.TimeMs)
+	}
+	require.LessOrEqual(t, openDescriptors(t)-before, bound, "after reads across the segments")
+	require.NoError(t, log.Close())
+
+	reopened, _ := openTestLog(t, fs, "p", cfg) // recovery opens every segment, then keeps the bound
+	require.LessOrEqual(t, openDescriptors(t)-before, bound, "after recovery")
+	record, err := reopened.Read(7)
+	require.NoError(t, err)
+	require.Equal(t, int64(7), record.TimeMs)
+	require.NoError(t, reopened.Close())
+}
+
+func openDescriptors(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	return len(entries)
 }

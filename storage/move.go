@@ -52,7 +52,11 @@ func (l *Log) ReadChunk(base uint64, position int64, buf []byte) (int, error) {
 		return 0, fmt.Errorf("%w: position %d, segment %d has %d readable bytes", ErrChunkPosition, position, base, size)
 	}
 	n := int(min(int64(len(buf)), int64(l.cfg.ChunkBytesMax), size-position))
-	if err := readFull(s.file, buf[:n], position); err != nil {
+	file, err := l.segmentFile(s)
+	if err != nil {
+		return 0, err
+	}
+	if err := readFull(file, buf[:n], position); err != nil {
 		return 0, err
 	}
 	return n, nil
@@ -92,6 +96,9 @@ type StagedCopy struct {
 // stagedSegment is one segment file of a staged copy.
 type stagedSegment struct {
 	base uint64
+	// file is the open segment file; nil once Sync made every byte of a
+	// segment durable and it is not among the newest stagedFilesOpenMax
+	// (segmentFor reopens it for a chunk that extends it).
 	file File
 	// sizeBytes is what WriteChunk appended; syncedBytes what Sync made
 	// durable. Invariant: syncedBytes <= sizeBytes.
@@ -151,7 +158,7 @@ func (s *StagedCopy) WriteChunk(base uint64, position int64, data []byte) error 
 		// positions must stay below what a segment's index can hold.
 		return fmt.Errorf("%w: staged segment %d would grow past %d bytes", ErrChunkTooLarge, base, int64(stagedSegmentBytesMax))
 	}
-	n, err := staged.file.Write(data)
+	n, err := staged.file.WriteAt(data, staged.sizeBytes)
 	if err != nil {
 		return s.fail(err)
 	}
@@ -168,6 +175,13 @@ func (s *StagedCopy) segmentFor(base uint64, position int64) (*stagedSegment, er
 		staged := s.segments[index]
 		if position != staged.sizeBytes {
 			return nil, fmt.Errorf("%w: chunk at %d, staged segment %d has %d bytes", ErrChunkPosition, position, base, staged.sizeBytes)
+		}
+		if staged.file == nil { // closed by a Sync: the source's segment grew since
+			file, err := s.fs.Open(segmentPath(s.dir, base))
+			if err != nil {
+				return nil, s.fail(err)
+			}
+			staged.file = file
 		}
 		return staged, nil
 	}
@@ -241,6 +255,23 @@ func (s *StagedCopy) syncSegments() error {
 		}
 		staged.syncedBytes = staged.sizeBytes
 	}
+	return s.releaseFiles()
+}
+
+// releaseFiles closes the files of the staged segments whose every byte
+// is durable, but for the newest stagedFilesOpenMax (a catch-up pass
+// extends those): a copy of a partition of thousands of segments held a
+// descriptor for each until its install (storage review).
+func (s *StagedCopy) releaseFiles() error {
+	for _, staged := range s.segments[:max(0, len(s.segments)-stagedFilesOpenMax)] {
+		if staged.file == nil || staged.syncedBytes != staged.sizeBytes {
+			continue
+		}
+		if err := staged.file.Close(); err != nil {
+			return err
+		}
+		staged.file = nil
+	}
 	return nil
 }
 
@@ -267,7 +298,9 @@ func (s *StagedCopy) Close() error {
 	s.closed = true
 	var errs []error
 	for _, staged := range s.segments {
-		errs = append(errs, staged.file.Close())
+		if staged.file != nil {
+			errs = append(errs, staged.file.Close())
+		}
 	}
 	return errors.Join(errs...)
 }

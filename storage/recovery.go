@@ -629,6 +629,7 @@ func (r *recoverer) buildLog() (*Log, error) {
 		return nil, err
 	}
 	r.fillReport(log)
+	log.releaseSealedFiles()
 	if invariantsEnabled {
 		log.checkInvariants()
 	}

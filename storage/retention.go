@@ -1,5 +1,7 @@
 package storage
 
+import "slices"
+
 // RetentionResult reports what one ApplyRetention call deleted.
 type RetentionResult struct {
 	SegmentsDeleted int
@@ -59,8 +61,15 @@ func (l *Log) deleteOldestSegment(result *RetentionResult) error {
 	oldest, following := l.segments[0], l.segments[1]
 	assert(oldest.syncedBytes == oldest.sizeBytes, "deleting segment %d with %d of %d bytes unsynced",
 		oldest.base, oldest.sizeBytes-oldest.syncedBytes, oldest.sizeBytes)
-	if err := oldest.file.Close(); err != nil {
-		return err
+	if oldest.keptOpen {
+		l.sealedOpen = slices.DeleteFunc(l.sealedOpen, func(s *segment) bool { return s == oldest })
+		oldest.keptOpen = false
+	}
+	if oldest.file != nil {
+		if err := oldest.file.Close(); err != nil {
+			return err
+		}
+		oldest.file = nil
 	}
 	if err := l.fs.Remove(segmentPath(l.dir, oldest.base)); err != nil {
 		return err

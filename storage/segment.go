@@ -16,8 +16,11 @@ type segment struct {
 	// base is the first offset of the segment, as in its file name.
 	// Invariant: fixed for the life of the segment.
 	base uint64
-	// file is the open segment file.
+	// file is the open segment file; nil for a sealed segment, every byte
+	// synced, whose file the log closed (Log.segmentFile reopens it).
 	file File
+	// keptOpen is set while the segment is in its log's sealedOpen.
+	keptOpen bool
 	// positions[i] is the byte position of the frame of offset base+i, or
 	// positionCorrupt. Invariant: real positions strictly increase. A sealed
 	// segment recovered with a corrupt tail may index fewer offsets than it

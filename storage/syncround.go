@@ -287,6 +287,7 @@ func (l *Log) completeRound(r *SyncRound) {
 	for l.unsyncedFrom < len(l.segments)-1 && l.segments[l.unsyncedFrom].syncedBytes == l.segments[l.unsyncedFrom].sizeBytes {
 		l.unsyncedFrom++
 	}
+	l.releaseSealedFiles()
 	if r.hwmSlot != nil {
 		l.hwmFile.value, l.hwmFile.nextSlot = r.hwm, 1-r.hwmSlotIndex
 	}
