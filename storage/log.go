@@ -508,6 +508,12 @@ func (l *Log) Close() error {
 	if l.failure == nil && l.hwmFile.value < l.hwm {
 		errs = append(errs, l.persistHWM(l.hwm))
 	}
+	if l.failure == nil {
+		// A closed log keeps no zero tail on disk (up to a step a
+		// partition, whatever the cap of open logs); recovery would cut
+		// one it finds, and reopened, the log writes a new one.
+		errs = append(errs, l.cutZeroTail(l.active()))
+	}
 	return errors.Join(append(errs, l.closeFiles())...)
 }
 

@@ -130,7 +130,9 @@ func (l *Log) prepareData(r *SyncRound) error {
 		return err
 	}
 	if active := l.active(); active.syncedBytes < active.sizeBytes { // so this round's fsync covers the zeros
-		if err := l.extendZeroTail(active); err != nil {
+		// The tail only spares later fsyncs a size change: a disk too full
+		// for it still takes the frames, and this round commits them.
+		if err := l.extendZeroTail(active); err != nil && !errors.Is(err, ErrNoSpace) {
 			return err
 		}
 	}
