@@ -156,7 +156,7 @@ func TestADiskTooFullForTheZeroTailStillTakesTheFrames(t *testing.T) {
 	log, _ := openTestLog(t, fs, "p", cfg)
 	_, err := log.Append(Record{TimeMs: 1, Payload: []byte("first")})
 	require.NoError(t, err)
-	require.NoError(t, log.Sync()) // the hwm file, the segment and its first zeros
+	require.NoError(t, log.Sync())         // the hwm file, the segment and its first zeros
 	fs.SetCapacity(fs.usedBytes + 200<<10) // room for the frames below, not for the next step of zeros
 	for i := range 180 {
 		_, err := log.Append(Record{TimeMs: 1, Payload: bytes.Repeat([]byte{1}, 1000)})
