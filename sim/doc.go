@@ -28,7 +28,8 @@
 // node is dropped and, half of the time, its machine with it: the disk
 // loses unsynced writes, possibly tearing the last one; otherwise only the
 // process dies, as under kill -9, at the start of a sync round, after its
-// writes and before its fsyncs, and the page cache keeps them), restarts, graceful stops, fsync and write failures, and lost
+// writes and before its fsyncs, and the page cache keeps them), restarts, graceful stops, fsync and write failures (half of
+// the write failures with failures of opens, reads or removals), and lost
 // or slow client messages; in a cluster also kills of the metastore's
 // leader and of followers, full partitions (a node cut off, often the
 // leader, or a minority split from the majority), one-way partitions, and

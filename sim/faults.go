@@ -139,6 +139,7 @@ func (w *World) injectFault(kind string) {
 		n.fs.FailNext(storage.FaultWrite, storage.ErrNoSpace, 1+w.faultRng.IntN(3))
 		w.countFault("write-failure-armed")
 		w.fanoutFaultLanded("disk", n)
+		w.armReadSideFault(n)
 	case "network-loss":
 		w.network.lossProbability = 0.05 + 0.25*w.faultRng.Float64()
 		w.countFault("network-loss")
@@ -151,6 +152,23 @@ func (w *World) injectFault(kind string) {
 	default:
 		w.injectClusterFault(kind)
 	}
+}
+
+// readSideFaults are the disk operations a read-side fault fails: opening
+// a file (a sealed segment reopened for a read, recovery), reading one,
+// and removing one (retention, a topic's delete).
+var readSideFaults = []storage.FaultOp{storage.FaultOpen, storage.FaultRead, storage.FaultRemove}
+
+// armReadSideFault arms, in half of the write failures, the next one to
+// three operations of one read-side kind to fail with an I/O error, from
+// a stream of its own (the other draws of a run stay as they were).
+func (w *World) armReadSideFault(n *simNode) {
+	if w.readFaultRng.IntN(2) == 0 {
+		return
+	}
+	op := readSideFaults[w.readFaultRng.IntN(len(readSideFaults))]
+	n.fs.FailNext(op, storage.ErrIO, 1+w.readFaultRng.IntN(3))
+	w.countFault(op.String() + "-failure-armed")
 }
 
 // maybeFailSync arms an fsync failure for the sync round about to run,

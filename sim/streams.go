@@ -43,6 +43,9 @@ const (
 	// groupSyncStream: whether the nodes run a Ready's partition rounds
 	// together (node.RunTogether), as the host does with group sync on.
 	groupSyncStream = 45
+	// readFaultStream: the open, read and remove failures armed beside a
+	// write failure.
+	readFaultStream = 46
 	// memFSStream: the base of the simulated disks' streams (one per
 	// node: memFSStream plus the node's index).
 	memFSStream = 100
@@ -62,6 +65,6 @@ const perNodeStreamSpan = 100
 var (
 	singleStreams = []uint64{workloadStream, networkStream, faultStream, peerStream, moveStream, usersStream,
 		lateProposalStream, controlStream, sitesStream, caughtUpKillStream, mediaStream, deadLettersStream, movesFanoutStream,
-		installCrashStream, weatherStream, groupSyncStream}
+		installCrashStream, weatherStream, groupSyncStream, readFaultStream}
 	perNodeStreamBases = []uint64{memFSStream, handleKeyStream}
 )

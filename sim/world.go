@@ -113,6 +113,9 @@ type World struct {
 	workloadRng, networkRng, faultRng, peerRng *rand.Rand
 	// moveRng draws the moves scenario, its faults and its storms.
 	moveRng *rand.Rand
+	// readFaultRng draws the open, read and remove failures armed beside a
+	// write failure (armReadSideFault).
+	readFaultRng *rand.Rand
 
 	codec   *httpapi.Codec
 	network *network
@@ -234,7 +237,7 @@ func NewWorld(opts Options) *World {
 	w := &World{
 		opts:        opts,
 		workloadRng: newRand(opts.Seed, workloadStream), networkRng: newRand(opts.Seed, networkStream), faultRng: newRand(opts.Seed, faultStream),
-		peerRng: newRand(opts.Seed, peerStream), moveRng: newRand(opts.Seed, moveStream),
+		peerRng: newRand(opts.Seed, peerStream), moveRng: newRand(opts.Seed, moveStream), readFaultRng: newRand(opts.Seed, readFaultStream),
 		codec:   httpapi.NewCodec(httpapi.DefaultCodecConfig()),
 		history: newHistory(), checker: newStateChecker(), trace: newTrace(opts.Verbose),
 		faults: map[string]int{}, topic: "sim", stepErrors: map[string]int{}, lastEvents: map[string]string{},

@@ -44,13 +44,19 @@ const (
 	FaultCreate
 	// FaultSyncDir covers FS.SyncDir.
 	FaultSyncDir
+	// FaultOpen covers FS.Open.
+	FaultOpen
+	// FaultRead covers File.ReadAt.
+	FaultRead
+	// FaultRemove covers FS.Remove and FS.RemoveAll.
+	FaultRemove
 	// faultOpCount is the number of FaultOp values; it is not an op.
 	faultOpCount
 )
 
 // String returns the name of the operation kind.
 func (op FaultOp) String() string {
-	names := [faultOpCount]string{"write", "sync", "rename", "create", "syncdir"}
+	names := [faultOpCount]string{"write", "sync", "rename", "create", "syncdir", "open", "read", "remove"}
 	if op < 0 || op >= faultOpCount {
 		return fmt.Sprintf("FaultOp(%d)", int(op))
 	}
@@ -592,6 +598,9 @@ func (m *MemFS) Open(name string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := m.injectFault(FaultOpen); err != nil {
+		return nil, memPathError("open", name, err)
+	}
 	if node.file == nil {
 		return nil, memPathError("open", name, errMemIsDir)
 	}
@@ -615,6 +624,9 @@ func (m *MemFS) Remove(name string) error {
 	if node.file == nil && len(node.children) > 0 {
 		return memPathError("remove", name, fmt.Errorf("directory not empty: %w", ErrExist))
 	}
+	if err := m.injectFault(FaultRemove); err != nil {
+		return memPathError("remove", name, err)
+	}
 	m.account(node, -subtreeBytes(node))
 	unlink(node)
 	return nil
@@ -632,6 +644,9 @@ func (m *MemFS) RemoveAll(name string) error {
 	node := parent.children[base]
 	if node == nil {
 		return nil
+	}
+	if err := m.injectFault(FaultRemove); err != nil {
+		return memPathError("removeall", name, err)
 	}
 	m.account(node, -subtreeBytes(node))
 	unlink(node)
@@ -1226,6 +1241,9 @@ func (h *memHandle) ReadAt(p []byte, off int64) (int, error) {
 	}
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if err := h.fs.injectFault(FaultRead); err != nil {
+		return 0, memPathError("read", h.name, err)
 	}
 	if off >= file.content.size {
 		return 0, io.EOF
