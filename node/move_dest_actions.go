@@ -178,6 +178,12 @@ func (n *Node) adoptInstalled(job *moveJob) {
 	if job.err == nil {
 		job.err = n.store.Adopt(job.finalDir, job.log, n.nowMs)
 	}
+	if job.err == nil {
+		// Adopt takes the log past the cap of open logs: close the least
+		// recently used now, not at the next Advance (several jobs that
+		// return in one round took the node that many past it).
+		n.closeLogsPastCap()
+	}
 	if job.asideKept != nil {
 		n.observer.Event("move-cleanup-failed", fmt.Sprintf("%s: the directory the install set aside stays until the next start: %v", job.finalDir, job.asideKept))
 	}

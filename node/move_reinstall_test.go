@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -140,4 +141,36 @@ func TestATopicDeletedWhileAJobIsOutIsPurgedWhenTheJobReturns(t *testing.T) {
 	require.ErrorIs(t, err, storage.ErrNotExist, "the install the failed job put back goes with the job")
 	_, err = c.disks[target].Stat(topicsDir + "/t")
 	require.ErrorIs(t, err, storage.ErrNotExist, "and the deleted topic's directory after it")
+}
+
+// TestAnAdoptedCopyKeepsTheNodeWithinItsCapOfOpenLogs: a move's verified
+// copy is adopted open, past the cap of open logs; the node closes its
+// least recently used log at once, not at its next Advance (several jobs
+// returning in one round took it that many past the cap: storage review).
+func TestAnAdoptedCopyKeepsTheNodeWithinItsCapOfOpenLogs(t *testing.T) {
+	c, leader, source, target := pinnedForAMove(t, "r")
+	cfg := c.configs[target]
+	cfg.OpenLogsMax = 1
+	c.configs[target] = cfg
+	c.crash(target) // starts again with the cap of one
+	c.settle()
+	mine := slices.IndexFunc(c.owners(leader, "t"), func(owner string) bool { return owner == target })
+	require.GreaterOrEqual(t, mine, 0, "the target owns a partition of its own")
+	require.NoError(t, c.do(target, producePinned("t", mine, "own")).Err) // its one open log
+	require.Len(t, c.nodes[target].store.OpenDirs(), 1)
+
+	c.holdJobs = true
+	c.startMove(leader, "t", 0, target)
+	c.tickUntil(100, 100, func() bool { return len(c.held) > 0 })
+	out := c.held[0]
+	out.job.Run()
+	require.NoError(t, out.job.pending.job.err)
+	out.node.JobDone(out.job)
+	require.LessOrEqual(t, len(c.nodes[target].store.OpenDirs()), 1, "within the cap as soon as the copy is adopted")
+	c.held, c.holdJobs = nil, false
+	c.settle()
+	require.Equal(t, target, c.owners(leader, "t")[0], "the move ends")
+	replay := c.do(target, msg.Replay{Topic: "t", Partition: 0, Offset: 0})
+	require.NoError(t, replay.Err)
+	require.Equal(t, "r", string(replay.Result.(msg.ReplayResult).Message.Payload), "the copy closed past the cap opens again (moved from %s)", source)
 }

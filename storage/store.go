@@ -206,7 +206,8 @@ func (s *Store) OpenDirs() []string {
 // Adopt adds a log the caller opened (a move's verified copy, see
 // OpenVerified) as the open log of dir. It fails if dir has one already.
 // It does not check the cap (the log is open already): the caller makes
-// room before its next Log.
+// room at once (the node closes its least recently used logs past the
+// cap, LogPastCap and Close).
 func (s *Store) Adopt(dir string, log *Log, nowMs int64) error {
 	if _, ok := s.open[dir]; ok {
 		return fmt.Errorf("storage: adopt %s: a log is open there already", dir)
