@@ -269,6 +269,11 @@ type SetTarget struct {
 	ExpectedOwner string `json:"expected_owner"`
 	Target        string `json:"target"`
 	NowMs         int64  `json:"now_ms"`
+	// MovesMax, when set, is the planner's bound of moves in flight: the
+	// move starts only while fewer partitions have a target
+	// (ErrGuardFailed). A plan proposal held up on its way and applied
+	// after the next plan's would otherwise pass the bound.
+	MovesMax int `json:"moves_max,omitempty"`
 }
 
 // CompleteMove flips ownership to the target: Owner := Target, Target := "",

@@ -26,7 +26,7 @@ func everyCommand() []Command {
 		MarkMemberDead{ID: "a", ObservedHeartbeatMs: 3},
 		SetDraining{ID: "a", Draining: true},
 		RemoveMember{ID: "a"},
-		SetTarget{Topic: "t", Partition: 1, ExpectedOwner: "a", Target: "b", NowMs: 9},
+		SetTarget{Topic: "t", Partition: 1, ExpectedOwner: "a", Target: "b", NowMs: 9, MovesMax: 8},
 		CompleteMove{Topic: "t", Partition: 1, ExpectedOwner: "a", ExpectedTarget: "b"},
 		AbortMove{Topic: "t", Partition: 1, ExpectedTarget: "b"},
 		AbortMove{Topic: "t", Partition: 1, ExpectedTarget: "b", ExpectedStartedAtMs: 77},

@@ -22,6 +22,9 @@ func (c SetTarget) apply(s *State) error {
 	if err := s.checkTarget(c.Target); err != nil {
 		return err
 	}
+	if inFlight := len(s.Moves()); c.MovesMax > 0 && inFlight >= c.MovesMax {
+		return rejectf(ErrGuardFailed, "%d moves in flight, the planner's bound is %d", inFlight, c.MovesMax)
+	}
 	start := max(c.NowMs, a.LastMoveStartedAtMs+1)
 	a.Target, a.MoveStartedAtMs, a.LastMoveStartedAtMs = c.Target, start, start
 	s.markTopic(c.Topic)

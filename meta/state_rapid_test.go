@@ -253,10 +253,24 @@ func (m *model) setTarget(c SetTarget) error {
 		return ErrMemberNotFound
 	case !target.Alive || target.Draining:
 		return ErrMemberNotReceiving
+	case c.MovesMax > 0 && m.movesInFlight() >= c.MovesMax:
+		return ErrGuardFailed
 	}
 	start := max(c.NowMs, topic.lastStarted[c.Partition]+1)
 	topic.targets[c.Partition], topic.started[c.Partition], topic.lastStarted[c.Partition] = c.Target, start, start
 	return nil
+}
+
+func (m *model) movesInFlight() int {
+	count := 0
+	for _, topic := range m.topics {
+		for _, target := range topic.targets {
+			if target != "" {
+				count++
+			}
+		}
+	}
+	return count
 }
 
 func (m *model) flip(name string, partition int, owner, target string) error {
@@ -400,7 +414,8 @@ func drawCommand(t *rapid.T, m *model) Command {
 	case 6:
 		return RemoveMember{ID: member}
 	case 7:
-		return SetTarget{Topic: topic, Partition: partition, ExpectedOwner: owner, Target: member, NowMs: now}
+		return SetTarget{Topic: topic, Partition: partition, ExpectedOwner: owner, Target: member, NowMs: now,
+			MovesMax: rapid.IntRange(0, 2).Draw(t, "moves max")}
 	case 8:
 		return CompleteMove{Topic: topic, Partition: partition, ExpectedOwner: owner, ExpectedTarget: target}
 	case 9:

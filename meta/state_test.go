@@ -792,3 +792,18 @@ func TestADrainedRemovalIsRefusedWhileTheMemberHoldsAPartition(t *testing.T) {
 	a.Target = ""
 	require.NoError(t, s.checkConfChange(removal), "placed nowhere, it may go")
 }
+
+// TestAMoveStartsOnlyWithinThePlannersBound: a move carries the bound of
+// moves in flight its plan kept; one that applies when that many
+// partitions already have a target (a plan proposal held up on its way,
+// applied after the next plan's) is refused and starts nothing
+// (membership review).
+func TestAMoveStartsOnlyWithinThePlannersBound(t *testing.T) {
+	s := stateWith(t, heartbeat("m1", 100), heartbeat("m2", 100), createTopic("t", "m1", "m1", "m1"))
+	require.NoError(t, SetTarget{Topic: "t", Partition: 0, ExpectedOwner: "m1", Target: "m2", NowMs: 200, MovesMax: 2}.apply(s))
+	require.NoError(t, SetTarget{Topic: "t", Partition: 1, ExpectedOwner: "m1", Target: "m2", NowMs: 200, MovesMax: 2}.apply(s))
+	requireRejected(t, s, SetTarget{Topic: "t", Partition: 2, ExpectedOwner: "m1", Target: "m2", NowMs: 200, MovesMax: 2}, ErrGuardFailed)
+	a, _ := s.Assignment("t", 2)
+	require.Empty(t, a.Target)
+	require.NoError(t, SetTarget{Topic: "t", Partition: 2, ExpectedOwner: "m1", Target: "m2", NowMs: 200}.apply(s), "an entry without the bound (an earlier release's) is not bounded")
+}

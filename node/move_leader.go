@@ -55,7 +55,7 @@ func (n *Node) planMoves() {
 		chaos.Reached(chaos.MarkNodePlanMove)
 		n.observer.Event("move-planned", fmt.Sprintf("%s/%d from %s to %s", change.Topic, change.Index, change.From, change.To))
 		n.propose(0, proposalPlan, change.Topic, meta.SetTarget{Topic: change.Topic, Partition: change.Index,
-			ExpectedOwner: change.From, Target: change.To, NowMs: n.nowMs})
+			ExpectedOwner: change.From, Target: change.To, NowMs: n.nowMs, MovesMax: n.cfg.Moves.MaxInFlight})
 	}
 	n.retireDrainedVoters()
 }

@@ -286,7 +286,7 @@ func (l *metaLog) setTarget(c meta.SetTarget) {
 	a := l.assignment(c.Topic, c.Partition)
 	target, member := l.members[c.Target]
 	receiving := member && target.Alive && !target.Draining && !l.removedNodeIDs[c.Target] && !l.removedRaftIDs[meta.RaftIDOf(c.Target)]
-	if a == nil || a.Target != "" || a.Owner != c.ExpectedOwner || !receiving {
+	if a == nil || a.Target != "" || a.Owner != c.ExpectedOwner || !receiving || (c.MovesMax > 0 && l.movesInFlight() >= c.MovesMax) {
 		return
 	}
 	start := max(c.NowMs, a.LastMoveStartedAtMs+1) // every move of a partition has a start of its own

@@ -258,6 +258,19 @@ func (m *metaModel) growTopic(t *modelTopic, count int, owners []string, perNode
 	return ""
 }
 
+// movesInFlight counts the partitions with a target.
+func (m *metaModel) movesInFlight() int {
+	count := 0
+	for _, t := range m.topics { //determinism:ok a count
+		for _, p := range t.partitions {
+			if p.target != "" {
+				count++
+			}
+		}
+	}
+	return count
+}
+
 // placement returns a partition's placement, or nil and why not.
 func (m *metaModel) placement(topic string, partition int) (*modelPlacement, string) {
 	t := m.topics[topic]
@@ -290,6 +303,8 @@ func (m *metaModel) setTarget(c meta.SetTarget) string {
 		return "the target is dead or draining"
 	case m.left[c.Target]:
 		return "the target left the voters"
+	case c.MovesMax > 0 && m.movesInFlight() >= c.MovesMax:
+		return "the planner's bound of moves in flight is reached"
 	}
 	p.target, p.startedAtMs = c.Target, max(c.NowMs, p.lastStartedAtMs+1)
 	p.lastStartedAtMs = p.startedAtMs
