@@ -12,7 +12,7 @@ import (
 // createTopic is a CreateTopic with defaults and the given owners.
 func createTopic(name string, owners ...string) CreateTopic {
 	return CreateTopic{Name: name, RetentionMs: 3_600_000, VisibilityTimeoutMs: 30_000, MaxInFlightPerPartition: 1024,
-		MaxAckedAheadPerPartition: 1024, CreatedAtMs: 1_000, Owners: owners}
+		MaxAckedAheadPerPartition: 1024, CreatedAtMs: 1_000, Owners: owners, Numbered: true}
 }
 
 // Property: a cluster elects a leader, and proposals commit and apply on

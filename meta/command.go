@@ -99,6 +99,12 @@ type CreateTopic struct {
 	// that user was deleted meanwhile, created again or not, as a user
 	// created again under a name must not get the old one's topics.
 	CreatorCreatedAtMs int64 `json:"creator_created_at_ms,omitempty"`
+	// Numbered is set by the proposers of this release: the apply numbers
+	// the topic's incarnation (topicSequence). An entry of an earlier
+	// release leaves it 0 on every replica, whichever release applies it,
+	// and a replica of an earlier release stops at this field (strict
+	// decoding) rather than number the topics otherwise.
+	Numbered bool `json:"numbered,omitempty"`
 	// Owners[p] is the member that will own partition p; its length is
 	// the partition count. Every owner must be a member.
 	Owners []string `json:"owners"`

@@ -16,7 +16,7 @@ func everyCommand() []Command {
 	grants := []Grant{{Action: "produce", Patterns: []string{"a*", "b"}}, {Action: "admin"}}
 	return []Command{
 		CreateTopic{Name: "t", RetentionMs: 1, VisibilityTimeoutMs: 2, MaxInFlightPerPartition: 3,
-			MaxAckedAheadPerPartition: 4, CreatedAtMs: 5, CreatedBy: "ann", Owners: []string{"a", "b"},
+			MaxAckedAheadPerPartition: 4, CreatedAtMs: 5, CreatedBy: "ann", Owners: []string{"a", "b"}, Numbered: true,
 			Schema: []byte(`{"type":"object"}`)},
 		DeleteTopic{Name: "t", ExpectedOwner: "ann", ExpectedIncarnation: 3, ExpectedCreatedAtMs: 5},
 		AlterTopic{Name: "t", ExpectedIncarnation: 3, ExpectedCreatedAtMs: 5, RetentionMs: &retention, VisibilityTimeoutMs: &visibility, MaxInFlightPerPartition: &inFlight,

@@ -78,8 +78,12 @@ func (m *model) applyTopic(cmd Command) error {
 			return ErrDeadLetterTopicNotFound
 		}
 		n := len(c.Owners)
-		m.creations++
-		m.topics[c.Name] = &modelTopic{config: c, incarnation: m.creations, owners: slices.Clone(c.Owners), targets: make([]string, n), started: make([]int64, n), lastStarted: make([]int64, n)}
+		var incarnation uint64
+		if c.Numbered {
+			m.creations++
+			incarnation = m.creations
+		}
+		m.topics[c.Name] = &modelTopic{config: c, incarnation: incarnation, owners: slices.Clone(c.Owners), targets: make([]string, n), started: make([]int64, n), lastStarted: make([]int64, n)}
 	case DeleteTopic:
 		if m.topics[c.Name] == nil {
 			return ErrTopicNotFound

@@ -807,3 +807,30 @@ func TestAMoveStartsOnlyWithinThePlannersBound(t *testing.T) {
 	require.Empty(t, a.Target)
 	require.NoError(t, SetTarget{Topic: "t", Partition: 2, ExpectedOwner: "m1", Target: "m2", NowMs: 200}.apply(s), "an entry without the bound (an earlier release's) is not bounded")
 }
+
+// TestACreateOfAnEarlierReleaseIsNumberedAlikeEverywhere: a creation
+// proposed by an earlier release carries no Numbered; whichever release
+// applies it, and whether before or after an upgrade, the topic gets
+// incarnation 0 and the sequence does not move, so the replicas number
+// the later creations alike (diff review: a replica that applied an old
+// creation after the upgrade numbered every later topic one higher).
+func TestACreateOfAnEarlierReleaseIsNumberedAlikeEverywhere(t *testing.T) {
+	old := createTopic("x", "m1")
+	old.Numbered = false
+	upgraded := stateWith(t, heartbeat("m1", 100))
+	upgraded.topics["x"] = &TopicRecord{Name: "x", Partitions: 1, RetentionMs: old.RetentionMs, VisibilityTimeoutMs: old.VisibilityTimeoutMs,
+		MaxInFlightPerPartition: 1024, MaxAckedAheadPerPartition: 1024, CreatedAtMs: old.CreatedAtMs, Assignments: assignmentsOf(old.Owners)} // applied by the earlier release
+	lagging := stateWith(t, heartbeat("m1", 100), old) // applies the same entry with this release
+	x, _ := lagging.Topic("x")
+	require.Zero(t, x.Incarnation)
+
+	for _, s := range []*State{upgraded, lagging} {
+		next := createTopic("y", "m1")
+		next.CreatedAtMs = 2_000
+		require.NoError(t, next.apply(s))
+	}
+	yUpgraded, _ := upgraded.Topic("y")
+	yLagging, _ := lagging.Topic("y")
+	require.Equal(t, yUpgraded.Identity(), yLagging.Identity(), "one entry, one identity on every replica")
+	require.Equal(t, uint64(1), yLagging.Incarnation)
+}

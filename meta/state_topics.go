@@ -43,9 +43,11 @@ func (c CreateTopic) apply(s *State) error {
 			return err
 		}
 	}
-	s.topicSequence++
-	record.Incarnation = s.topicSequence
-	s.markCluster()
+	if c.Numbered {
+		s.topicSequence++
+		record.Incarnation = s.topicSequence
+		s.markCluster()
+	}
 	s.topics[c.Name] = record
 	s.markTopic(c.Name)
 	if c.Parent != "" {

@@ -60,7 +60,7 @@ func (n *Node) createTopic(id msg.RequestID, r msg.CreateTopic) {
 		MaxInFlightPerPartition: info.InFlightMax, MaxAckedAheadPerPartition: info.AckedAheadMax,
 		CreatedAtMs: n.nowMs, CreatedBy: r.CreatedBy, CreatorCreatedAtMs: r.CreatorCreatedAtMs, Owners: owners, Schema: r.Schema, Limits: n.placementLimits(),
 		MaxDeliveries: info.MaxDeliveries, DeadLetterTopic: info.DeadLetterTopic,
-		Parent: r.Parent, FanoutDelayMs: r.FanoutDelayMs, ExpectedOwner: r.ExpectedOwner,
+		Parent: r.Parent, FanoutDelayMs: r.FanoutDelayMs, ExpectedOwner: r.ExpectedOwner, Numbered: true,
 	})
 }
 

@@ -26,8 +26,8 @@ type metaModel struct {
 	// left holds the members that left the voters: their decommission
 	// is complete and can no longer be cancelled.
 	left map[string]bool
-	// creations counts the topic creations applied: the last one's
-	// count is its topic's incarnation.
+	// creations counts the numbered topic creations applied: the last
+	// one's count is its topic's incarnation.
 	creations uint64
 }
 
@@ -193,8 +193,11 @@ func (m *metaModel) createTopic(c meta.CreateTopic) string {
 	case c.DeadLetterTopic != "" && m.topics[c.DeadLetterTopic] == nil:
 		return "no such dead-letter topic"
 	}
-	m.creations++
-	t := &modelTopic{unmodelled: len(c.Schema) > 0, owner: c.CreatedBy, incarnation: m.creations, createdAtMs: c.CreatedAtMs}
+	t := &modelTopic{unmodelled: len(c.Schema) > 0, owner: c.CreatedBy, createdAtMs: c.CreatedAtMs}
+	if c.Numbered {
+		m.creations++
+		t.incarnation = m.creations
+	}
 	for _, owner := range c.Owners {
 		t.partitions = append(t.partitions, modelPlacement{owner: owner})
 	}
