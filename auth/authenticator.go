@@ -5,9 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"hash"
 	"sync"
 	"sync/atomic"
@@ -47,9 +45,6 @@ type Authenticator struct {
 	// bcryptTurns holds a token per bcrypt run in progress; its capacity
 	// is cfg.BcryptConcurrencyMax.
 	bcryptTurns chan struct{}
-	// decoy is decoyHash's, set once under decoyOnce.
-	decoyOnce sync.Once
-	decoy     []byte
 	// verifyRuns counts the bcrypt comparisons run; only increases.
 	verifyRuns atomic.Uint64
 	metrics    *metrics
@@ -149,12 +144,7 @@ func (a *Authenticator) Verify(ctx context.Context, username, password string) (
 	users := a.users.Load()
 	user, known := users.User(username)
 	if !known {
-		// Compared with a decoy hash, as a known user's wrong password
-		// is with theirs: answered at once, a wrong username told by the
-		// time of the 401 which users exist.
-		if _, err := a.check(ctx, username, a.decoyHash(), password, a.mac(username, password), "unknown_user"); err != nil {
-			return Identity{}, err
-		}
+		a.metrics.attempts.WithLabelValues("unknown_user").Inc()
 		return Identity{}, ErrUnauthenticated
 	}
 	if len(password) > passwordBytesMax {
@@ -166,7 +156,7 @@ func (a *Authenticator) Verify(ctx context.Context, username, password string) (
 	}
 	identity := Identity{Username: user.Username, Root: user.Root, Grants: user.Grants, CreatedAtMs: user.CreatedAtMs}
 	mac := a.mac(username, password)
-	ok, err := a.check(ctx, username, user.PasswordHash, password, mac, "wrong_password")
+	ok, err := a.check(ctx, username, user.PasswordHash, password, mac)
 	if err != nil {
 		return Identity{}, err
 	}
@@ -176,9 +166,8 @@ func (a *Authenticator) Verify(ctx context.Context, username, password string) (
 	return identity, nil
 }
 
-// check answers from the caches, or runs (or joins) a bcrypt comparison;
-// refused is the attempts label of a credential the comparison refuses.
-func (a *Authenticator) check(ctx context.Context, username string, hash []byte, password string, mac credentialMAC, refused string) (bool, error) {
+// check answers from the caches, or runs (or joins) a bcrypt comparison.
+func (a *Authenticator) check(ctx context.Context, username string, hash []byte, password string, mac credentialMAC) (bool, error) {
 	now := a.cfg.Now()
 	a.mu.Lock()
 	if entry, ok := a.verified[username]; ok && entry.hash == string(hash) && hmac.Equal(entry.mac[:], mac[:]) {
@@ -206,7 +195,7 @@ func (a *Authenticator) check(ctx context.Context, username string, hash []byte,
 	if joined {
 		return a.await(ctx, f)
 	}
-	a.fly(ctx, f, username, hash, password, mac, refused)
+	a.fly(ctx, f, username, hash, password, mac)
 	return f.ok, f.err
 }
 
@@ -222,7 +211,7 @@ func (a *Authenticator) await(ctx context.Context, f *flight) (bool, error) {
 }
 
 // fly runs the comparison of flight f and records its outcome.
-func (a *Authenticator) fly(ctx context.Context, f *flight, username string, hash []byte, password string, mac credentialMAC, refused string) {
+func (a *Authenticator) fly(ctx context.Context, f *flight, username string, hash []byte, password string, mac credentialMAC) {
 	err := a.withTurn(ctx, "verify", func() error {
 		return bcrypt.CompareHashAndPassword(hash, []byte(password))
 	})
@@ -241,7 +230,7 @@ func (a *Authenticator) fly(ctx context.Context, f *flight, username string, has
 		a.metrics.attempts.WithLabelValues("unavailable").Inc()
 	default:
 		a.rememberRejectedLocked(username, rejectedEntry{hash: string(hash), mac: mac, expires: a.cfg.Now().Add(a.cfg.RejectedTTL)})
-		a.metrics.attempts.WithLabelValues(refused).Inc()
+		a.metrics.attempts.WithLabelValues("wrong_password").Inc()
 	}
 	close(f.done)
 }
@@ -278,22 +267,6 @@ func (a *Authenticator) HashPassword(ctx context.Context, password string) ([]by
 		return err
 	})
 	return hash, err
-}
-
-// decoyHash is a bcrypt hash, at the configured cost, that no password
-// matches (it hashes random bytes, made once, at the first unknown
-// username): what an unknown user's credential is compared with.
-func (a *Authenticator) decoyHash() []byte {
-	a.decoyOnce.Do(func() {
-		secret := make([]byte, 32)
-		_, _ = rand.Read(secret) // crypto/rand does not fail (Go 1.24)
-		hash, err := bcrypt.GenerateFromPassword([]byte(hex.EncodeToString(secret)), a.cfg.BcryptCost)
-		if err != nil {
-			panic(fmt.Sprintf("auth: decoy hash: %v", err)) // a valid cost and a 64-byte password: cannot happen
-		}
-		a.decoy = hash
-	})
-	return a.decoy
 }
 
 // mac is the keyed hash of a credential. The keyed hashers are reused
