@@ -126,6 +126,8 @@ type Node struct {
 	// flight for them: one per topic, whatever the requests held for it.
 	held      []heldRequest
 	heldAsked map[string]bool
+	// heldSeq numbers the held requests (heldRequest.seq).
+	heldSeq uint64
 	// sweeper deletes stale copies of partitions (move_sweep.go).
 	sweeper sweeper
 	// moves are the sessions of moves into this node, by partition;

@@ -19,6 +19,9 @@ type heldRequest struct {
 	request    msg.Request
 	topic      string
 	deadlineMs int64
+	// seq numbers the request among all held (Node.heldSeq): a leader's
+	// answer covers only those held before its question left.
+	seq uint64
 }
 
 // topicOf names the topic a request is about ("" for none, or a create
@@ -73,30 +76,55 @@ func (n *Node) holdForTopic(id msg.RequestID, req msg.Request) bool {
 		n.reply(id, nil, msg.Unavailable("topic %q is not known here yet, and %d requests already wait for their topics (the limit); retry", name, len(n.held)))
 		return true
 	}
-	n.held = append(n.held, heldRequest{id: id, request: req, topic: name, deadlineMs: n.nowMs + n.cfg.ForwardTimeoutMs})
-	if !localOnly(id) && !n.heldAsked[name] {
-		n.heldAsked[name] = true
-		n.forward(leader, msg.GetTopic{Name: name, Partition: msg.PartitionNone}, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) {
-			delete(n.heldAsked, name)
-			if msg.CodeOf(reply.Err) == msg.CodeNotFound {
-				n.releaseHeldClients(name, reply.Err)
-			}
-		})
+	n.heldSeq++
+	n.held = append(n.held, heldRequest{id: id, request: req, topic: name, deadlineMs: n.nowMs + n.cfg.ForwardTimeoutMs, seq: n.heldSeq})
+	if !localOnly(id) {
+		n.askLeaderAbout(leader, name)
 	}
 	return true
 }
 
+// askLeaderAbout asks the metastore leader whether a topic this replica
+// does not know exists, once at a time per topic. Its "not found" is
+// the answer of the clients' requests held before the question left; one
+// held after it may be for a topic created since, and is asked about
+// again (diff review: a slow "not found" answered a request held after a
+// create that was acknowledged meanwhile).
+func (n *Node) askLeaderAbout(leader, name string) {
+	if n.heldAsked[name] {
+		return
+	}
+	n.heldAsked[name] = true
+	covered := n.heldSeq
+	n.forward(leader, msg.GetTopic{Name: name, Partition: msg.PartitionNone}, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) {
+		delete(n.heldAsked, name)
+		if msg.CodeOf(reply.Err) != msg.CodeNotFound {
+			return // it exists (the held requests wait for this replica) or the question failed (they wait out their deadline)
+		}
+		n.releaseHeldClients(name, covered, reply.Err)
+		if leader, ok := n.meta.Leader(); ok && leader != n.cfg.NodeID && n.clientHeldFor(name) {
+			n.askLeaderAbout(leader, name)
+		}
+	})
+}
+
 // releaseHeldClients answers err to the clients' requests held for the
-// topic (the leader does not know it either); a peer's request waits for
-// its own deadline, as its sender asked its leader already.
-func (n *Node) releaseHeldClients(topic string, err error) {
+// topic before the question that err answers (seq up to covered); a
+// peer's request waits for its own deadline, as its sender asked its
+// leader already.
+func (n *Node) releaseHeldClients(topic string, covered uint64, err error) {
 	n.held = slices.DeleteFunc(n.held, func(h heldRequest) bool {
-		if h.topic != topic || localOnly(h.id) {
+		if h.topic != topic || localOnly(h.id) || h.seq > covered {
 			return false
 		}
 		n.reply(h.id, nil, err)
 		return true
 	})
+}
+
+// clientHeldFor reports whether a client's request waits for the topic.
+func (n *Node) clientHeldFor(topic string) bool {
+	return slices.ContainsFunc(n.held, func(h heldRequest) bool { return h.topic == topic && !localOnly(h.id) })
 }
 
 // serveHeld serves the held requests whose topic appeared, and answers

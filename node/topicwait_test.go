@@ -47,3 +47,39 @@ func TestRequestsHeldForAnUnknownTopicAreBounded(t *testing.T) {
 	}
 	require.Zero(t, c.nodes[lagging].Stats().HeldRequests)
 }
+
+// TestAHeldRequestIsNotAnsweredByAQuestionAskedBeforeIt: a request held
+// for a topic this replica does not know waits for the leader's answer to
+// a question asked for it, not to one asked before it was held: a slow
+// "not found" to an earlier request must not answer one held after the
+// topic was created meanwhile (diff review).
+func TestAHeldRequestIsNotAnsweredByAQuestionAskedBeforeIt(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.elect()
+	lagging := c.except(leader)[0]
+	c.dropRaftOf(lagging)
+	raftDrop := c.drop
+	var answer []msg.Envelope
+	c.drop = func(env msg.Envelope) bool {
+		if _, ok := env.Message.(msg.ForwardReply); ok && env.From == leader && env.To == lagging && answer == nil {
+			answer = append(answer, env) // the first answer is slow
+			return true
+		}
+		return raftDrop(env)
+	}
+	early := c.send(lagging, producePinned("new", 0, "before the create"))
+	c.settle()
+	require.Len(t, answer, 1)
+	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "new", Partitions: 3}).Err)
+	late := c.send(lagging, producePinned("new", 0, "after the create"))
+	c.settle()
+	c.deliver(answer)
+	c.settle()
+	require.Equal(t, msg.CodeNotFound, msg.CodeOf(c.replies[early].Err), "the early request gets its answer")
+	if reply, ok := c.replies[late]; ok {
+		require.NotEqual(t, msg.CodeNotFound, msg.CodeOf(reply.Err), "the late one is not answered by the early question")
+	}
+	c.drop = nil
+	reply := c.await(late, 100, 30)
+	require.NoError(t, reply.Err, "once the replica learns the topic, the late request is served")
+}
