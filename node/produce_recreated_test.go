@@ -2,6 +2,7 @@ package node
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -120,4 +121,31 @@ func TestAForwardThatFailedBeforeItLeftIsNotSent(t *testing.T) {
 	replay := c.do(owner, msg.Replay{Topic: "t", Partition: away, Offset: 0})
 	require.NoError(t, replay.Err)
 	require.Nil(t, replay.Result.(msg.ReplayResult).Message, "the owner never got the record")
+}
+
+// TestAFullForwardThatFailedBeforeItLeftIsNotSent: as above, with two
+// forwards to the owner in the Ready, the first full and replaced by the
+// second as the one that takes parts: neither leaves (diff review).
+func TestAFullForwardThatFailedBeforeItLeftIsNotSent(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 6)
+	at := c.except(leader)[0]
+	owners := c.owners(at, "t")
+	away := slices.IndexFunc(owners, func(owner string) bool { return owner != at })
+	n := c.nodes[at]
+	batch := func(tag string) msg.Produce {
+		records := make([]msg.ProduceRecord, msg.ProduceBatchRecordsMax/2+1)
+		for i := range records {
+			records[i] = msg.ProduceRecord{Partition: away, Payload: []byte(fmt.Sprintf("%s-%d", tag, i))}
+		}
+		return msg.Produce{Topic: "t", Records: records, Batch: true}
+	}
+	first, second := c.send(at, batch("a")), c.send(at, batch("b"))
+	require.Len(t, n.produceForwards, 2, "the second batch did not fit the first forward")
+	n.PeerUnreachable(owners[away])
+	rd := n.Ready()
+	require.Empty(t, rd.ProduceForwards, "no forward that failed before it left is sent")
+	c.finish(n, rd)
+	require.Error(t, c.await(first, 100, 30).Err)
+	require.Error(t, c.await(second, 100, 30).Err)
 }

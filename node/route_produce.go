@@ -154,8 +154,8 @@ func (n *Node) forwardProducePart(owner string, part msg.Produce, moving int, do
 			// well it would write their records twice (Ready drops it).
 			if n.routing.produceForwards[key] == f {
 				delete(n.routing.produceForwards, key)
-				n.produceForwards[f.Index].Message = nil
 			}
+			n.dropUnsentForward(f)
 			produceBatchAnswered(f, reply)
 		})
 		n.routing.produceForwards[key] = f
@@ -171,6 +171,18 @@ func (n *Node) forwardProducePart(owner string, part msg.Produce, moving int, do
 	request.Request = batch
 	envelope.Message = request
 	f.Add(len(part.Records), payloadBytes, done)
+}
+
+// dropUnsentForward blanks a produce forward that failed while still in
+// the Ready being built (Ready drops it), whether or not a later batch
+// for its owner and topic replaced it: a full one had been (diff review).
+func (n *Node) dropUnsentForward(f *route.Batch[func(msg.Reply)]) {
+	if f.Index >= len(n.produceForwards) {
+		return
+	}
+	if request, ok := n.produceForwards[f.Index].Message.(msg.ForwardRequest); ok && request.ID == f.ID {
+		n.produceForwards[f.Index].Message = nil
+	}
 }
 
 // produceBatchAnswered splits the owner's reply into the parts': each gets
