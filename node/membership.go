@@ -368,8 +368,9 @@ func (n *Node) subscriptionForMsMax() int64 {
 }
 
 // subscribeProber registers a peer that probed this node for a topic's
-// records (an unpinned consume forwarded here, which a peer sends only
-// for a poll parked there) as a subscriber, as its own Subscribe does:
+// records (an unpinned consume forwarded here, which a peer sends for a
+// poll parked there, or for a consume that asks the other owners first)
+// as a subscriber, as its own Subscribe does:
 // the subscriptions a restart of this node forgot, or a lost Subscribe
 // never made, are made again by the next probe, and a peer that thinks
 // it is subscribed sends no Subscribe (consume review).
@@ -416,7 +417,12 @@ func (n *Node) subscribe(topicName string, owners []string, untilMs int64) (subs
 		if n.cluster.subscribedUntilMs[key] >= untilMs {
 			continue
 		}
-		n.cluster.subscribedUntilMs[key] = n.nowMs + forMs
+		if n.ownerAvailable(owner, nil) {
+			// Recorded only where it may arrive: the transport drops what
+			// it queues for a peer it cannot reach, and a Subscribe
+			// recorded as made is not sent again for a whole wait.
+			n.cluster.subscribedUntilMs[key] = n.nowMs + forMs
+		}
 		n.send(owner, msg.Subscribe{Topic: topicName, ForMs: forMs})
 		subscribed = append(subscribed, owner)
 	}

@@ -67,8 +67,8 @@ func checkValidatedSchema(t *topic, r msg.Produce) error {
 // own part) for another topic of the name than t, one deleted and
 // created again since; and a client's part validated against another
 // schema version than t's latest (a node behind on the schema, or on a
-// re-creation with one). A part without an identity comes from a peer of
-// an earlier release, which validated it as before. Copies of a fan-out
+// re-creation with one). A part without an identity (every part this
+// release places carries one) is taken as before. Copies of a fan-out
 // link (FanoutEpoch) and dead letters (Origin) are not validated: their
 // writers decide what enters the topic.
 func checkPlacedPart(t *topic, r msg.Produce) error {
