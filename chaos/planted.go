@@ -62,6 +62,10 @@ const (
 	// BugLeaseOutlivesTimeout gives a reservation twice the topic's
 	// visibility timeout.
 	BugLeaseOutlivesTimeout
+	// BugAckAnsweredNotApplied answers 204 to every third commit ack of a
+	// live reservation without acknowledging the record: it releases it,
+	// to be delivered again.
+	BugAckAnsweredNotApplied
 )
 
 // FanoutBugs lists the planted bugs of fan-out. They are not in Bugs:
@@ -71,7 +75,7 @@ var FanoutBugs = []Bug{BugForgetFanoutCursor}
 
 // Bugs lists every planted bug, for tests that try each.
 var Bugs = []Bug{BugAckBeforeSync, BugVisibleBeforeDurable, BugForgetCommitted, BugRepeatedAckStale, BugRecoveryServesUnsynced,
-	BugRoundCoversLaterAppends}
+	BugRoundCoversLaterAppends, BugAckAnsweredNotApplied}
 
 // ClusterBugs lists the planted bugs that only a cluster with moves can
 // show, for the test that tries each in such a world.
@@ -105,6 +109,8 @@ func (b Bug) String() string {
 		return "round-covers-later-appends"
 	case BugForgetFanoutCursor:
 		return "forget-fanout-cursor"
+	case BugAckAnsweredNotApplied:
+		return "ack-answered-not-applied"
 	}
 	return b.clusterString()
 }

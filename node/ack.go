@@ -81,6 +81,12 @@ func (n *Node) ackOne(t *topic, handle string, action msg.AckAction) (freed bool
 		return false, msg.Unavailable("partition %d of %s is unavailable: %s", index, t.info.Name, storageCause(err))
 	}
 	deliverable := p.leases.Deliverable(log.HWM())
+	if action == msg.AckCommit && chaos.Planted(chaos.BugAckAnsweredNotApplied) && nonce%3 == 0 {
+		if p.leases.Nack(offset, nonce, n.nowMs) == nil { // planted: answered 204, released to be delivered again
+			n.wake(t.info.Name)
+			return false, nil
+		}
+	}
 	err = n.applyAck(t, p, log, offset, nonce, action)
 	n.observer.Acked(t.info.Name, action, ackOutcome(err))
 	if errors.Is(err, lease.ErrAcked) {

@@ -27,6 +27,11 @@ type ackChecker struct {
 	records map[string]ackRecord
 	// landed holds, per record, its first ack applied.
 	landed map[ackRecord]ackLanding
+	// answered204 holds, per record, the first 204 a client got to a
+	// commit ack of it, with the partition's committed owner then as the
+	// node that applied it: what clients saw, so it holds in a black-box
+	// run too, and it judges a 204 whose ack the node never applied.
+	answered204 map[ackRecord]ackLanding
 	// retries counts ack requests sent again after a lost answer or a
 	// 503; retriedLanded counts the handles of retried acks whose ack had
 	// landed before (the retry learned it did); redeliveredAfterLoss
@@ -54,7 +59,7 @@ type ackLanding struct {
 }
 
 func newAckChecker(w *World) *ackChecker {
-	return &ackChecker{w: w, records: map[string]ackRecord{}, landed: map[ackRecord]ackLanding{}}
+	return &ackChecker{w: w, records: map[string]ackRecord{}, landed: map[ackRecord]ackLanding{}, answered204: map[ackRecord]ackLanding{}}
 }
 
 // AckApplied is an ack the node applied (node.AckObserver).
@@ -79,10 +84,50 @@ func (a *ackChecker) applied(n *simNode, topic string, partition int, offset uin
 // mayHaveLost reports whether the record's landed ack may have been lost
 // since it landed.
 func (a *ackChecker) mayHaveLost(record ackRecord) bool {
-	landing := a.landed[record]
+	return a.lostSince(record, a.landed[record])
+}
+
+// lostSince reports whether an ack that landed as landing may have been
+// lost since: its node was not the committed owner, went down or
+// restarted, or the partition changed owner.
+func (a *ackChecker) lostSince(record ackRecord, landing ackLanding) bool {
 	n := landing.node
-	return !landing.committedOwner || !n.up() || n.incarnation != landing.incarnation ||
+	return n == nil || !landing.committedOwner || !n.up() || n.incarnation != landing.incarnation ||
 		a.w.metaLog.generations[partitionName(a.w.topic, record.partition)] != landing.generation
+}
+
+// answeredNoContent records a 204 to a commit ack of the record, answered
+// now: the partition's committed owner (the one node of a single-node
+// world) applied it, or had it applied already.
+func (a *ackChecker) answeredNoContent(record ackRecord) {
+	if _, ok := a.answered204[record]; ok {
+		return
+	}
+	owner := a.w.nodes[0]
+	if a.w.clustered() {
+		owner = a.w.nodeByID(a.w.metaLog.owner(a.w.topic, record.partition))
+	}
+	if owner == nil || !owner.up() {
+		return // a 204 from a node that has since gone: nothing to hold it to
+	}
+	a.answered204[record] = ackLanding{atMs: a.w.nowMs, node: owner, incarnation: owner.incarnation,
+		generation: a.w.metaLog.generations[partitionName(a.w.topic, record.partition)], committedOwner: true}
+}
+
+// answeredBefore reports whether a client got a 204 to a commit ack of the
+// record before sentMs (a consume sent then must not get the record) and,
+// if so, whether the ack may have been lost since; a 204 that may have
+// been is forgotten.
+func (a *ackChecker) answeredBefore(record ackRecord, sentMs int64) (answered, excused bool) {
+	landing, ok := a.answered204[record]
+	if !ok || landing.atMs >= sentMs {
+		return false, false
+	}
+	if a.lostSince(record, landing) {
+		delete(a.answered204, record)
+		return true, true
+	}
+	return true, false
 }
 
 // landedBefore reports whether the record's ack landed before sentMs
@@ -114,6 +159,12 @@ func (a *ackChecker) delivered(c *call, m wireMessage) {
 		landing := a.landed[record]
 		a.w.fail("ack-idempotent", "%s: %s offset %d was delivered again (delivery %d) though its ack landed at %d ms on %s",
 			c.describe(), partitionName(a.w.topic, m.Partition), m.Offset, m.DeliveryCount, landing.atMs, landing.node.id)
+		return
+	}
+	if answered, excused := a.answeredBefore(record, c.sentMs); answered && !excused {
+		landing := a.answered204[record]
+		a.w.fail("ack-answered", "%s: %s offset %d was delivered again (delivery %d) though a commit ack of it was answered 204 at %d ms (owner %s)",
+			c.describe(), partitionName(a.w.topic, m.Partition), m.Offset, m.DeliveryCount, landing.atMs, landing.node.id)
 	}
 }
 
@@ -124,6 +175,9 @@ func (a *ackChecker) answered(c *call, handle string, status, attempt int) {
 	record, ok := a.records[handle]
 	if !ok || status == http.StatusServiceUnavailable {
 		return
+	}
+	if status == http.StatusNoContent {
+		a.answeredNoContent(record)
 	}
 	landed, excused := a.landedBefore(record, c.sentMs)
 	if excused {

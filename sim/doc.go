@@ -145,7 +145,10 @@
 //     the node was not its committed owner; such redeliveries are
 //     counted (redelivered_after_lost_ack), with the retries
 //     (ack_retries) and the retries that found their ack had landed
-//     (ack_retries_landed).
+//     (ack_retries_landed). The same holds of what clients saw alone
+//     (ack-answered, black-box too): once a commit ack of a record was
+//     answered 204, no consume sent after may deliver it, unless the
+//     owner then went down or restarted or the partition moved.
 //   - Dead letters (deadletters.go): a node acknowledges a record in its
 //     topic as a dead letter only once the copy's offset is durable at a
 //     node of the dead-letter partition; every dead letter names the
