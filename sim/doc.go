@@ -149,6 +149,10 @@
 //     (ack-answered, black-box too): once a commit ack of a record was
 //     answered 204, no consume sent after may deliver it, unless the
 //     owner then went down or restarted or the partition moved.
+//   - Payloads (storm.go): a padded payload's padding is drawn from its
+//     record's id, and every delivered or replayed one is checked against
+//     it ("payload"): a byte changed, lost or taken from another record
+//     shows.
 //   - Dead letters (deadletters.go): a node acknowledges a record in its
 //     topic as a dead letter only once the copy's offset is durable at a
 //     node of the dead-letter partition; every dead letter names the

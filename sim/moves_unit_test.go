@@ -168,6 +168,15 @@ func TestStormPayloadsCarryTheirID(t *testing.T) {
 	require.Len(t, padded, stormPayloadBytes)
 	require.Equal(t, "m0000002", idOfPayload(padded))
 	require.Equal(t, "m0000001", idOfPayload("m0000001"))
+	id, err := checkedIDOfPayload(padded)
+	require.NoError(t, err)
+	require.Equal(t, "m0000002", id)
+	changed := []byte(padded)
+	changed[500] ^= 1
+	_, err = checkedIDOfPayload(string(changed))
+	require.Error(t, err, "a changed byte of the padding shows")
+	_, err = checkedIDOfPayload("m0000003" + padded[len("m0000002"):])
+	require.Error(t, err, "as does another record's padding under an id")
 }
 
 // TestMoveFaultMatrix: every fault meets every phase in the marks, and

@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"strings"
 
@@ -82,11 +84,51 @@ func (cl *client) payloadOf(id string) string {
 	if cl.storm == nil && cl.w.agedOut == nil {
 		return id
 	}
-	return id + payloadPadSeparator + strings.Repeat("x", stormPayloadBytes-len(id)-len(payloadPadSeparator))
+	return id + payloadPadSeparator + paddingOf(id, stormPayloadBytes-len(id)-len(payloadPadSeparator))
+}
+
+// paddingOf is the padding of id's payload: letters drawn from the id's
+// hash, so that a byte of it changed, lost or taken from another record
+// shows (sim review: a padding of one letter repeated hid any change).
+func paddingOf(id string, length int) string {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	state := h.Sum64()
+	padding := make([]byte, length)
+	for i := range padding {
+		state = state*6364136223846793005 + 1442695040888963407
+		padding[i] = 'a' + byte(state>>59)%26
+	}
+	return string(padding)
 }
 
 // idOfPayload strips a storm's padding from a payload.
 func idOfPayload(payload string) string {
 	id, _, _ := strings.Cut(payload, payloadPadSeparator)
 	return id
+}
+
+// errPayloadChanged marks a delivered payload that is not the one its
+// record was produced with: the checker "payload" fails the run.
+var errPayloadChanged = errors.New("payload changed")
+
+// payloadChanged reports whether a failure's arguments carry
+// errPayloadChanged.
+func payloadChanged(args []any) bool {
+	for _, arg := range args {
+		if err, ok := arg.(error); ok && errors.Is(err, errPayloadChanged) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkedIDOfPayload returns the id of a payload whose padding, if any,
+// is the id's.
+func checkedIDOfPayload(payload string) (string, error) {
+	id, padding, padded := strings.Cut(payload, payloadPadSeparator)
+	if padded && padding != paddingOf(id, len(padding)) {
+		return "", fmt.Errorf("%w: the payload of %s is not the one produced (its padding changed)", errPayloadChanged, id)
+	}
+	return id, nil
 }

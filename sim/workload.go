@@ -201,7 +201,7 @@ func (m wireMessage) id() (string, error) {
 	if err := json.Unmarshal(m.Payload, &payload); err != nil {
 		return "", fmt.Errorf("payload %s is not an id: %w", m.Payload, err)
 	}
-	return idOfPayload(payload), nil
+	return checkedIDOfPayload(payload)
 }
 
 // alterNext changes the topic's visibility timeout now and then during the

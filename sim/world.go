@@ -443,6 +443,9 @@ func (w *World) tracef(format string, args ...any) { w.trace.add(w.nowMs, format
 
 // fail records the first checker failure.
 func (w *World) fail(checker, format string, args ...any) {
+	if checker == "client" && payloadChanged(args) {
+		checker = "payload" // not an answer no server gives: a record's bytes changed on their way
+	}
 	if w.failure == nil {
 		w.failure = &Failure{Checker: checker, Detail: fmt.Sprintf(format, args...)}
 		w.tracef("FAIL %s: %s", checker, w.failure.Detail)
