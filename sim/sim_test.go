@@ -62,7 +62,32 @@ func optionsFromFlags(t *testing.T, seed uint64) Options {
 	if testing.Verbose() && *seedsFlag == 0 {
 		opts.Verbose = os.Stdout
 	}
+	if err := ignoredFlags(opts); err != nil {
+		t.Fatal(err)
+	}
 	return opts
+}
+
+// ignoredFlags refuses a world the flags do not make: a node count the
+// simulator has no world of, or a flag set on that the world ignores (a
+// sweep that seems to test a scenario while it runs without it; sim
+// review). The reproduce lines name every flag, the false ones too.
+func ignoredFlags(opts Options) error {
+	switch {
+	case opts.Nodes != 1 && opts.Nodes != 3 && opts.Nodes != 5:
+		return fmt.Errorf("-nodes=%d: the simulator has worlds of 1, 3 and 5 nodes", opts.Nodes)
+	case opts.Nodes == 1 && (opts.Moves || opts.Users):
+		return fmt.Errorf("-moves and -users need a cluster: add -nodes=3 or -nodes=5")
+	case opts.DeadLettersAimed && (!opts.DeadLetters || opts.Nodes == 1):
+		return fmt.Errorf("-deadletters-aimed needs -deadletters in a cluster")
+	case opts.FanoutAgedOut && (!opts.Fanout || opts.Nodes != 1):
+		return fmt.Errorf("-fanout-aged-out needs -fanout on one node")
+	case *weatherFlag == "on" && !opts.Moves:
+		return fmt.Errorf("-weather=on needs -moves")
+	case !*mediaFlag && !(opts.Nodes == 3 && opts.Moves):
+		return fmt.Errorf("-media-clusters=false changes only three-node moves worlds")
+	}
+	return nil
 }
 
 // TestSim runs -seed, or sweeps -seeds seeds from -seed, and prints the
