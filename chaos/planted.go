@@ -66,6 +66,9 @@ const (
 	// live reservation without acknowledging the record: it releases it,
 	// to be delivered again.
 	BugAckAnsweredNotApplied
+	// BugLeaseExpiresEarly gives a reservation a fiftieth of the topic's
+	// visibility timeout.
+	BugLeaseExpiresEarly
 )
 
 // FanoutBugs lists the planted bugs of fan-out. They are not in Bugs:
@@ -75,7 +78,7 @@ var FanoutBugs = []Bug{BugForgetFanoutCursor}
 
 // Bugs lists every planted bug, for tests that try each.
 var Bugs = []Bug{BugAckBeforeSync, BugVisibleBeforeDurable, BugForgetCommitted, BugRepeatedAckStale, BugRecoveryServesUnsynced,
-	BugRoundCoversLaterAppends, BugAckAnsweredNotApplied}
+	BugRoundCoversLaterAppends, BugAckAnsweredNotApplied, BugLeaseExpiresEarly}
 
 // ClusterBugs lists the planted bugs that only a cluster with moves can
 // show, for the test that tries each in such a world.
@@ -111,6 +114,8 @@ func (b Bug) String() string {
 		return "forget-fanout-cursor"
 	case BugAckAnsweredNotApplied:
 		return "ack-answered-not-applied"
+	case BugLeaseExpiresEarly:
+		return "lease-expires-early"
 	}
 	return b.clusterString()
 }

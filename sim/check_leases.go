@@ -3,6 +3,8 @@ package sim
 import (
 	"net/http"
 	"slices"
+
+	"narad/chaos"
 )
 
 // leaseModel is a client-side model of consumer leases: every success
@@ -79,6 +81,11 @@ type leaseModel struct {
 	// checked counts the successes judged; stale those for a known stale
 	// handle that an excuse allowed.
 	checked, stale int
+	// startsMs lists when a node started (again), in order: a restart
+	// ends every reservation it held (judgeEarlyGone).
+	startsMs []int64
+	// goneChecked counts the 410s judged by judgeEarlyGone.
+	goneChecked int
 }
 
 // handout is one receipt handle a client received.
@@ -117,6 +124,47 @@ func (l *leaseModel) deadLettered(topic string, partition int, offset uint64) {
 	}
 }
 
+// nodeStarted records that a node started, at its first start or again.
+func (l *leaseModel) nodeStarted() { l.startsMs = append(l.startsMs, l.w.nowMs) }
+
+// judgeEarlyGone fails a 410 to an ack sent before its handle's lease
+// could have lapsed: the reservation was made after its consume was sent,
+// for at least visibilityMsMin, so until then only another reservation of
+// the record, another ack of it (a nack releases it), a node's restart (a
+// new handle key), a move of the partition, a dead letter or a media
+// fault, or the fault site that cuts a lease short may end it (sim
+// review: leases lasting a fiftieth of their timeout passed every
+// checker).
+func (l *leaseModel) judgeEarlyGone(record ackRecord, handle string, c *call, mine *sentAck) {
+	handouts := l.handouts[record]
+	own := slices.IndexFunc(handouts, func(h handout) bool { return h.handle == handle })
+	if l.w.failure != nil || own < 0 || c.sentMs >= handouts[own].consumeSentMs+visibilityMsMin {
+		return
+	}
+	since := handouts[own].consumeSentMs
+	switch {
+	case len(handouts) > 1, l.anotherAckSent(record, mine), l.settledWithoutAck(record), l.w.opts.FanoutAgedOut,
+		l.eventSince(l.flipsMs[record.partition], since), l.eventSince(l.startsMs, since),
+		chaos.Fired()[chaos.SiteNodeLeaseCutShort] > 0:
+		return
+	}
+	l.goneChecked++
+	l.w.fail("lease-model", "%s answered 410 for handle %s of %s offset %d, whose consume was sent at %d ms: the ack was sent at %d ms, before any lease of it could lapse (visibility timeouts are at least %d ms)",
+		c.describe(), handle, partitionName(l.w.topic, record.partition), record.offset, since, c.sentMs, visibilityMsMin)
+}
+
+// anotherAckSent reports whether an ack of record other than mine was
+// sent, whatever its answer.
+func (l *leaseModel) anotherAckSent(record ackRecord, mine *sentAck) bool {
+	return slices.ContainsFunc(l.acks[record], func(a *sentAck) bool { return a != mine })
+}
+
+// eventSince reports whether one of the times (in order) is at or after
+// sinceMs.
+func (l *leaseModel) eventSince(timesMs []int64, sinceMs int64) bool {
+	return len(timesMs) > 0 && timesMs[len(timesMs)-1] >= sinceMs
+}
+
 // flipped records a committed flip of a partition of the topic.
 func (l *leaseModel) flipped(topic string, partition int) {
 	if topic == l.w.topic {
@@ -142,6 +190,9 @@ func (l *leaseModel) answered(c *call, handle string, status int) {
 	mine := l.findAck(record, c, handle)
 	if mine != nil {
 		mine.answered, mine.status = true, status
+	}
+	if status == http.StatusGone {
+		l.judgeEarlyGone(record, handle, c, mine)
 	}
 	if status != http.StatusNoContent {
 		return

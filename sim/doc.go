@@ -236,7 +236,12 @@
 //     after its handle was received than the longest visibility timeout
 //     the workload sets, when no other ack of the record may have landed
 //     (a flip in between is no excuse: a move hands the record over
-//     released, and nonces never repeat); and an operator's topic
+//     released, and nonces never repeat), and a 410 to an ack sent
+//     before any lease of its handle could lapse (sooner after its
+//     consume was sent than the shortest visibility timeout), unless
+//     another handout or ack of the record, a node's start, a flip, a
+//     dead letter, a media fault or the site that cuts leases short
+//     could have ended it; and an operator's topic
 //     creates, alters and deletes are checked with porcupine as one
 //     linearizable register per topic name (control-plane). Each
 //     checker's comment says exactly what it excuses.

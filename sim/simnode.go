@@ -167,6 +167,7 @@ func (n *simNode) handleKey() []byte {
 
 // start recovers the node from its disk.
 func (n *simNode) start() {
+	n.w.leases.nodeStarted()
 	if n.w.media == nil {
 		n.w.media = newMediaFaults(n.w)
 	}

@@ -91,6 +91,9 @@ func (t *Table) lease(e *entry, nowMs, visibilityMs int64) {
 	if chaos.Planted(chaos.BugLeaseOutlivesTimeout) {
 		e.deadlineMs = deadlineAfter(nowMs, 2*visibilityMs)
 	}
+	if chaos.Planted(chaos.BugLeaseExpiresEarly) {
+		e.deadlineMs = deadlineAfter(nowMs, max(1, visibilityMs/50))
+	}
 	e.state = stateInFlight
 	t.deadlines.add(e)
 	if e.deadlineMs <= t.lastNowMs {
