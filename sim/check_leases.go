@@ -124,12 +124,21 @@ func (l *leaseModel) deadLettered(topic string, partition int, offset uint64) {
 	}
 }
 
+// earlyGoneWindowMs is how soon after its consume was sent an ack must be
+// sent for judgeEarlyGone to judge its 410: the shortest visibility
+// timeout, less the longest an ack may take to reach the owner (a slow
+// client link, then a slow peer link when a node forwards it) and a
+// margin, so that an ack sent in time cannot arrive after its lease's
+// deadline.
+const earlyGoneWindowMs = visibilityMsMin - slowLinkDelayMsMax - peerSlowDelayMsMax - 50
+
 // nodeStarted records that a node started, at its first start or again.
 func (l *leaseModel) nodeStarted() { l.startsMs = append(l.startsMs, l.w.nowMs) }
 
 // judgeEarlyGone fails a 410 to an ack sent before its handle's lease
 // could have lapsed: the reservation was made after its consume was sent,
-// for at least visibilityMsMin, so until then only another reservation of
+// for at least visibilityMsMin, so an ack sent within earlyGoneWindowMs of
+// that reaches the owner before its deadline, and only another reservation of
 // the record, another ack of it (a nack releases it), a node's restart (a
 // new handle key), a move of the partition, a dead letter or a media
 // fault, or the fault site that cuts a lease short may end it (sim
@@ -138,13 +147,13 @@ func (l *leaseModel) nodeStarted() { l.startsMs = append(l.startsMs, l.w.nowMs) 
 func (l *leaseModel) judgeEarlyGone(record ackRecord, handle string, c *call, mine *sentAck) {
 	handouts := l.handouts[record]
 	own := slices.IndexFunc(handouts, func(h handout) bool { return h.handle == handle })
-	if l.w.failure != nil || own < 0 || c.sentMs >= handouts[own].consumeSentMs+visibilityMsMin {
+	if l.w.failure != nil || own < 0 || c.sentMs >= handouts[own].consumeSentMs+earlyGoneWindowMs {
 		return
 	}
 	since := handouts[own].consumeSentMs
 	switch {
 	case len(handouts) > 1, l.anotherAckSent(record, mine), l.settledWithoutAck(record), l.w.opts.FanoutAgedOut,
-		l.eventSince(l.flipsMs[record.partition], since), l.eventSince(l.startsMs, since),
+		len(l.flipsMs[record.partition]) > 0, l.eventSince(l.startsMs, since),
 		chaos.Fired()[chaos.SiteNodeLeaseCutShort] > 0:
 		return
 	}

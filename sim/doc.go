@@ -238,7 +238,8 @@
 //     (a flip in between is no excuse: a move hands the record over
 //     released, and nonces never repeat), and a 410 to an ack sent
 //     before any lease of its handle could lapse (sooner after its
-//     consume was sent than the shortest visibility timeout), unless
+//     consume was sent than the shortest visibility timeout less the
+//     slowest way to the owner), unless
 //     another handout or ack of the record, a node's start, a flip, a
 //     dead letter, a media fault or the site that cuts leases short
 //     could have ended it; and an operator's topic
