@@ -23,6 +23,15 @@ import (
 // consumers.
 const remoteFirstEvery = 4
 
+// remoteBackoffMsMin and remoteBackoffMsMax bound how long a node waits,
+// after asking the other owners first found nothing there, before it asks
+// them first again (remoteRoundEnded): records on their partitions wait
+// at most remoteBackoffMsMax for this node's consumers.
+const (
+	remoteBackoffMsMin = 50
+	remoteBackoffMsMax = 1_000
+)
+
 // corruptSkipsPerReserveMax bounds how many corrupt records one reserve
 // call skips before it gives up for this round, so a damaged segment
 // cannot stall the loop.
@@ -48,6 +57,9 @@ func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 	}
 	if len(remote) > 0 && n.remoteTurn(t) {
 		n.consumeAcross(id, t, r, remote) // this node's own partitions are tried when the round ends
+		if w, parked := n.waiters.get(id); parked {
+			w.remoteFirst = true
+		}
 		return
 	}
 	messages, readErr := n.reserve(t, r)
@@ -72,10 +84,30 @@ func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 }
 
 // remoteTurn reports whether this unpinned consume asks the other owners
-// first (every remoteFirstEvery-th).
+// first: every remoteFirstEvery-th, while they were last found with
+// records (or their quiet time after an empty round passed).
 func (n *Node) remoteTurn(t *topic) bool {
 	t.cursors.consumes++
-	return t.cursors.consumes%remoteFirstEvery == 0
+	return t.cursors.consumes%remoteFirstEvery == 0 && n.nowMs >= t.cursors.remoteQuietUntilMs
+}
+
+// remoteRoundEnded records how a round that asked the other owners first
+// ended: empty, it puts the next such round off (doubling, up to
+// remoteBackoffMsMax), so a node whose records are all its own pays a
+// round trip a second at most, not one per remoteFirstEvery consumes; a
+// hit ends the back-off.
+func (n *Node) remoteRoundEnded(topicName string, hit bool) {
+	t, ok := n.lookupTopic(topicName)
+	if !ok {
+		return
+	}
+	c := t.cursors
+	if hit {
+		c.remoteBackoffMs, c.remoteQuietUntilMs = 0, 0
+		return
+	}
+	c.remoteBackoffMs = min(max(2*c.remoteBackoffMs, remoteBackoffMsMin), remoteBackoffMsMax)
+	c.remoteQuietUntilMs = n.nowMs + c.remoteBackoffMs
 }
 
 func outcomeOf(r msg.Consume, hit string) string {

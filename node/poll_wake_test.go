@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -244,4 +245,31 @@ func TestARemotePartitionIsNotStarvedByALocalBacklog(t *testing.T) {
 		require.NoError(t, c.do(consumer, msg.Ack{Topic: "t", Handles: []string{messages[0].ReceiptHandle}, Action: msg.AckCommit}).Err, "round %d", round)
 	}
 	t.Fatalf("%d consumes at the node served only its own partition", remoteFirstEvery)
+}
+
+// TestANodeWhoseRecordsAreAllItsOwnAsksTheOthersFirstRarely: every fourth
+// consume asks the other owners first, but after such a round found
+// nothing there it waits (50 ms, doubling up to a second) before asking
+// first again: a node whose records are all its own paid a round trip
+// every fourth consume (a quarter of the consume rate through one node).
+func TestANodeWhoseRecordsAreAllItsOwnAsksTheOthersFirstRarely(t *testing.T) {
+	c, consumer, _, remoteOwner := pollSetup(t)
+	for i := range 40 {
+		require.NoError(t, c.do(consumer, producePinned("t", 0, fmt.Sprintf("local-%d", i))).Err)
+	}
+	probes := 0
+	c.drop = func(env msg.Envelope) bool {
+		if forward, ok := env.Message.(msg.ForwardRequest); ok && env.To == remoteOwner {
+			if _, consume := forward.Request.(msg.Consume); consume {
+				probes++
+			}
+		}
+		return false
+	}
+	for range 40 { // within one millisecond of the harness's clock
+		got := c.do(consumer, msg.Consume{Topic: "t", Partition: msg.PartitionNone})
+		require.NoError(t, got.Err)
+		require.Len(t, got.Result.(msg.ConsumeResult).Messages, 1, "served from its own partition")
+	}
+	require.Equal(t, 1, probes, "one round asked the other owners first; the rest waited out its back-off")
 }

@@ -92,6 +92,10 @@ func (n *Node) probeNext(w *waiter) {
 		}
 	}
 	w.probing = ""
+	if w.remoteFirst {
+		w.remoteFirst = false
+		n.remoteRoundEnded(w.request.Topic, false)
+	}
 	if n.serveHere(w) {
 		return
 	}
@@ -156,6 +160,9 @@ func (n *Node) probeAnswered(id msg.RequestID, topicName, owner string, reply ms
 		return
 	}
 	chaos.Reached(chaos.MarkNodeConsumeProbeHit)
+	if w.remoteFirst {
+		n.remoteRoundEnded(topicName, true)
+	}
 	n.waiters.remove(id)
 	n.observer.ConsumeWait(topicName, outcomeOf(w.request, "hit"), n.nowMs-w.parkedAtMs)
 	n.reply(id, msg.ConsumeResult{Messages: result.Messages, Batch: w.request.Max > 0}, nil)

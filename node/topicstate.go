@@ -20,8 +20,13 @@ type topicCursors struct {
 	consume int
 	// consumes counts the unpinned consumes of clients this node served
 	// with other owners to ask: every remoteFirstEvery-th asks them first
-	// (consume.go).
-	consumes uint64
+	// (consume.go), unless the last such round found nothing there less
+	// than remoteBackoffMs ago (remoteQuietUntilMs): remoteBackoffMs
+	// doubles with each empty round, up to remoteBackoffMsMax, and a round
+	// that finds records there resets it.
+	consumes           uint64
+	remoteQuietUntilMs int64
+	remoteBackoffMs    int64
 }
 
 // topic is a topic as the metastore's applied state has it, with this

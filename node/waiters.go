@@ -24,6 +24,10 @@ type waiter struct {
 	// noWait marks a consume that asked not to wait: it is parked only
 	// while its probes of other owners are in flight.
 	noWait bool
+	// remoteFirst marks a consume that asked the other owners before this
+	// node's partitions (remoteTurn); how its first round ends is
+	// recorded (remoteRoundEnded).
+	remoteFirst bool
 }
 
 // waiterSet holds the parked long polls: by id, by topic in arrival order
