@@ -16,19 +16,28 @@ import (
 // probes the owner it newly subscribes at, and the new owner notifies its
 // subscribers of the partition it gained), not an empty answer at the end
 // of its wait.
-func TestAPollParkedAcrossAMoveGetsTheRecordReadyAtTheNewOwner(t *testing.T) {
-	c := newClusterHarness(t, 4)
-	leader := c.elect()
+// reservedBeforeAMove makes four nodes, a topic of three partitions with
+// the longest visibility timeout on three of them (idle owns none), and
+// the one record of partition 0 ("only") reserved at its owner, owners[0],
+// for the whole test.
+func reservedBeforeAMove(t *testing.T) (c *clusterHarness, leader string, owners []string, idle string) {
+	c = newClusterHarness(t, 4)
+	leader = c.elect()
 	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "t", Partitions: 3, VisibilityTimeoutMs: msg.VisibilityTimeoutMsMax}).Err)
 	c.tick(100)
-	owners := c.owners(leader, "t")
-	idle := c.ownsNone(t, owners)
-	source, poller := owners[0], owners[1]
-	require.NotEqual(t, source, poller)
-	require.NoError(t, c.do(source, producePinned("t", 0, "only")).Err)
-	held := c.do(source, msg.Consume{Topic: "t", Partition: 0})
+	owners = c.owners(leader, "t")
+	idle = c.ownsNone(t, owners)
+	require.NoError(t, c.do(owners[0], producePinned("t", 0, "only")).Err)
+	held := c.do(owners[0], msg.Consume{Topic: "t", Partition: 0})
 	require.NoError(t, held.Err)
 	require.Len(t, held.Result.(msg.ConsumeResult).Messages, 1)
+	return c, leader, owners, idle
+}
+
+func TestAPollParkedAcrossAMoveGetsTheRecordReadyAtTheNewOwner(t *testing.T) {
+	c, leader, owners, idle := reservedBeforeAMove(t)
+	source, poller := owners[0], owners[1]
+	require.NotEqual(t, source, poller)
 
 	parkedAtMs := c.nowMs
 	poll := c.send(poller, msg.Consume{Topic: "t", Partition: msg.PartitionNone, WaitMs: 10_000})

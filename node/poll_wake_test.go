@@ -105,18 +105,9 @@ func (c *clusterHarness) ownsNone(t *testing.T, owners []string) string {
 // left of its wait and gets the record; one forwarded by another node is
 // answered at once, so that its client polls again (consume review).
 func TestAPollPinnedToAPartitionThatMovesAwayFollowsIt(t *testing.T) {
-	c := newClusterHarness(t, 4)
-	leader := c.elect()
-	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "t", Partitions: 3, VisibilityTimeoutMs: msg.VisibilityTimeoutMsMax}).Err)
-	c.tick(100)
-	owners := c.owners(leader, "t")
-	idle := c.ownsNone(t, owners)
+	c, leader, owners, idle := reservedBeforeAMove(t)
 	source := owners[0]
 	asker := c.otherThan(source, idle)
-	require.NoError(t, c.do(source, producePinned("t", 0, "only")).Err)
-	held := c.do(source, msg.Consume{Topic: "t", Partition: 0}) // reserved for the whole test at the source
-	require.NoError(t, held.Err)
-	require.Len(t, held.Result.(msg.ConsumeResult).Messages, 1)
 
 	local := c.send(source, msg.Consume{Topic: "t", Partition: 0, WaitMs: 10_000})
 	forwarded := c.send(asker, msg.Consume{Topic: "t", Partition: 0, WaitMs: 10_000}) // parks at the source too

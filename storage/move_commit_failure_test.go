@@ -25,12 +25,7 @@ func TestAFailedCommitKeepsTheReplacedCopyForTheUndo(t *testing.T) {
 	source, _ := openTestLog(t, fs, "src", cfg)
 	appendTestRecords(t, source, 0, 9)
 	require.NoError(t, source.Sync())
-	staged, err := CreateStaged(fs, "moves/t-3", cfg)
-	require.NoError(t, err)
-	copyPass(t, source, staged)
-	require.NoError(t, staged.SetState(9, 0))
-	require.NoError(t, staged.Sync())
-	require.NoError(t, staged.Close())
+	stageCopy(t, fs, "moves/t-3", cfg, source)
 
 	require.NoError(t, InstallStaged(fs, "moves/t-3", final))
 	log, _, err := OpenVerified(fs, final, cfg, 9, Corruption{})
