@@ -194,11 +194,12 @@ func (c *metaModelChecker) compare(n *simNode, r *replicaModel) {
 		c.w.fail("meta-model", "%s: cannot read its store: %v", n.id, err)
 		return
 	}
-	c.comparisons++
-	r.due, r.comparedAtMs = false, c.w.nowMs
+	r.comparedAtMs = c.w.nowMs
 	if report.applied != r.index {
-		return // a restart recovered an older Ready's view: compare later
+		return // a restart recovered an older Ready's view: still due, compared later (sim review)
 	}
+	c.comparisons++
+	r.due = false
 	if about, difference := differences(r.model, report); difference != "" {
 		c.w.fail("meta-model", "%s at entry %d: %s differs: %s; entries about it since the last agreement: %s",
 			n.id, r.index, about, difference, describeVerdicts(r.since, about))
