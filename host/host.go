@@ -389,6 +389,8 @@ func (h *Host) handLeadershipOver() {
 	case <-wait.C:
 		return
 	}
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
 	for h.loop.leader.Load() {
 		select {
 		case <-h.loop.done:
@@ -396,7 +398,7 @@ func (h *Host) handLeadershipOver() {
 		case <-wait.C:
 			h.logger.Warn("the metastore's leadership did not move before the stop; the others elect a leader after their election timeout")
 			return
-		case <-time.After(10 * time.Millisecond):
+		case <-poll.C:
 		}
 	}
 	h.logger.Info("handed the metastore's leadership over before stopping")

@@ -364,8 +364,12 @@ func (n *Node) stepSubscribe(from string, m msg.Subscribe) {
 // the setting), and at least subscribeForMsMax. Capped shorter, a poll
 // waiting past it was not told of a record that came after.
 func (n *Node) subscriptionForMsMax() int64 {
-	return max(subscribeForMsMax, n.cfg.ConsumeWaitMaxMs+n.cfg.ForwardTimeoutMs)
+	return max(subscribeForMsMax, n.subscriptionForMs())
 }
+
+// subscriptionForMs is how long a subscription this node asks for lasts:
+// its longest wait plus a forward timeout.
+func (n *Node) subscriptionForMs() int64 { return n.cfg.ConsumeWaitMaxMs + n.cfg.ForwardTimeoutMs }
 
 // subscribeProber registers a peer that probed this node for a topic's
 // records (an unpinned consume forwarded here, which a peer sends for a
@@ -376,7 +380,7 @@ func (n *Node) subscriptionForMsMax() int64 {
 // it is subscribed sends no Subscribe (consume review).
 func (n *Node) subscribeProber(from string, req msg.Request) {
 	if r, ok := req.(msg.Consume); ok && r.Partition == msg.PartitionNone {
-		n.stepSubscribe(from, msg.Subscribe{Topic: r.Topic, ForMs: n.cfg.ConsumeWaitMaxMs + n.cfg.ForwardTimeoutMs})
+		n.stepSubscribe(from, msg.Subscribe{Topic: r.Topic, ForMs: n.subscriptionForMs()})
 	}
 }
 
@@ -411,7 +415,7 @@ func (n *Node) notifySubscribers(topicName string) {
 // an expired subscriber, would notify nobody of a record it then took.
 // It returns the owners it sent a Subscribe to.
 func (n *Node) subscribe(topicName string, owners []string, untilMs int64) (subscribed []string) {
-	forMs := n.cfg.ConsumeWaitMaxMs + n.cfg.ForwardTimeoutMs
+	forMs := n.subscriptionForMs()
 	for _, owner := range owners {
 		key := topicName + "\x00" + owner
 		if n.cluster.subscribedUntilMs[key] >= untilMs {

@@ -186,7 +186,7 @@ const stageRetryMs = 1_000
 // abort, without a staged copy (it copies nothing); so does one whose
 // copy cannot be staged that often.
 func (n *Node) startSession(key partitionKey, source string, moveStartedAtMs int64) {
-	dir := fmt.Sprintf("%s/%s/p%05d", movesDir, key.topic, key.index)
+	dir := movesDir + "/" + key.topic + "/" + partitionEntry(key.index)
 	restarts := n.restartsOf(key, moveStartedAtMs)
 	var staged *storage.StagedCopy
 	if restarts < n.cfg.Moves.RestartsMax {

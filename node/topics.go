@@ -352,6 +352,9 @@ func (n *Node) dropTopicState(name string) {
 // topic created again under the name opens, nor does a move into one
 // start, so none serves or installs over the deleted topic's files.
 func (n *Node) retryPurges() {
+	if len(n.purgesPending) == 0 {
+		return // at every tick: nothing to sort
+	}
 	for _, name := range sortedNames(n.purgesPending) {
 		if err := n.purgeTopicDir(name); err != nil {
 			continue // reported when it first failed; tried again next tick
