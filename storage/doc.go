@@ -24,8 +24,12 @@
 // segments it keeps: its hwm file, its active segment, and the
 // sealedFilesOpenMax sealed segments read most recently (a sealed
 // segment's file closes once every byte of it is synced and it is not
-// among those; a read reopens it). Recovery opens every segment while it
-// scans, then closes all but those. A move's staged copy keeps likewise
+// among those; a read reopens it). Recovery holds no more: it closes each
+// sealed segment once scanned if the hwm file covers all of it (nothing
+// later in recovery writes those). What it holds open is the segments the
+// hwm file does not cover, those the last round wrote (a round that seals
+// a segment writes the hwm file, so one or two unless a round's records
+// spanned more), and the hwm file. A move's staged copy keeps likewise
 // the newest stagedFilesOpenMax of its synced segments open.
 //
 // # The sync round, and why an acknowledged record is never hidden

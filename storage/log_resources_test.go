@@ -104,12 +104,80 @@ func TestALogHoldsBoundedDescriptorsHoweverManySegments(t *testing.T) {
 	require.LessOrEqual(t, openDescriptors(t)-before, bound, "after reads across the segments")
 	require.NoError(t, log.Close())
 
-	reopened, _ := openTestLog(t, fs, "p", cfg) // recovery opens every segment, then keeps the bound
+	reopened, _ := openTestLog(t, fs, "p", cfg)
 	require.LessOrEqual(t, openDescriptors(t)-before, bound, "after recovery")
 	record, err := reopened.Read(7)
 	require.NoError(t, err)
 	require.Equal(t, int64(7), record.TimeMs)
 	require.NoError(t, reopened.Close())
+}
+
+// TestRecoveryHoldsFewFilesWhateverTheSegments: recovery of a log of 200
+// segments never holds more files open at once than an open log may: it
+// closes each sealed segment the hwm file covers once it is scanned. It
+// held all of them until the end, so a node with long logs could run out
+// of descriptors at start, where the cap of open logs never looks.
+func TestRecoveryHoldsFewFilesWhateverTheSegments(t *testing.T) {
+	memFS := newLogMemFS(47)
+	cfg := smallLogConfig()
+	log, _ := openTestLog(t, memFS, "p", cfg)
+	payload := bytes.Repeat([]byte{1}, 1000)
+	for i := range 600 {
+		_, err := log.Append(Record{TimeMs: int64(i), Payload: payload})
+		require.NoError(t, err)
+		if i%10 == 9 {
+			require.NoError(t, log.Sync())
+		}
+	}
+	_, err := log.Append(Record{TimeMs: 600, Payload: payload}) // written, never synced: recovery settles it
+	require.NoError(t, err)
+	require.NoError(t, log.Close())
+
+	counted := &countingFS{FS: memFS}
+	reopened, recovery := openTestLog(t, counted, "p", cfg)
+	require.Greater(t, recovery.Segments, 150)
+	require.LessOrEqual(t, counted.peak, LogFilesOpenMax, "files open at once during recovery")
+	for _, offset := range []uint64{0, 599, 300, 600} {
+		record, err := reopened.Read(offset)
+		require.NoError(t, err, "offset %d", offset)
+		require.Equal(t, int64(offset), record.TimeMs)
+	}
+	require.LessOrEqual(t, counted.open, LogFilesOpenMax, "after reads across the segments")
+	require.NoError(t, reopened.Close())
+	require.Zero(t, counted.open, "a closed log holds no file")
+}
+
+// countingFS counts the files open through it and their peak.
+type countingFS struct {
+	FS
+	open, peak int
+}
+
+func (c *countingFS) Create(name string) (File, error) { return c.counted(c.FS.Create(name)) }
+func (c *countingFS) Open(name string) (File, error)   { return c.counted(c.FS.Open(name)) }
+
+func (c *countingFS) counted(file File, err error) (File, error) {
+	if err != nil {
+		return nil, err
+	}
+	c.open++
+	c.peak = max(c.peak, c.open)
+	return &countedFile{File: file, fs: c}, nil
+}
+
+// countedFile is a file of countingFS; its Close counts once.
+type countedFile struct {
+	File
+	fs     *countingFS
+	closed bool
+}
+
+func (f *countedFile) Close() error {
+	if !f.closed {
+		f.closed = true
+		f.fs.open--
+	}
+	return f.File.Close()
 }
 
 func openDescriptors(t *testing.T) int {

@@ -77,7 +77,9 @@ func recoverLog(fs FS, dir string, cfg LogConfig, buffer *[]byte) (*Log, Recover
 	log, err := r.run()
 	if err != nil {
 		for _, s := range r.segments {
-			s.file.Close()
+			if s.file != nil {
+				s.file.Close()
+			}
 		}
 		return nil, Recovery{}, err
 	}
@@ -173,8 +175,27 @@ func (r *recoverer) scanSegments(bases []uint64) error {
 		if err != nil || tail {
 			return errors.Join(err, r.removeSegments(bases[i+1:]))
 		}
+		if err := r.closeSettled(s, nextBase, hasNext); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// closeSettled closes the file of a scanned sealed segment whose every
+// offset lies below the persisted HWM: nothing later in recovery writes
+// it (syncUnacknowledged rewrites only what reaches past that HWM), and
+// reads reopen it (Log.segmentFile). So recovery holds the files of the
+// segments the hwm file does not cover, those the last round wrote (a
+// round that seals a segment writes the hwm file, hwmLag.sealed), however
+// many segments the log has: it held every one of them until the end.
+func (r *recoverer) closeSettled(s *segment, nextBase uint64, hasNext bool) error {
+	if !hasNext || nextBase > r.persistedHWM {
+		return nil
+	}
+	err := s.file.Close()
+	s.file = nil
+	return err
 }
 
 // openSegment opens the segment file of base and records it.
