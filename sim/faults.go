@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"syscall"
 
 	"narad/node"
 	"narad/storage"
@@ -140,6 +141,7 @@ func (w *World) injectFault(kind string) {
 		w.countFault("write-failure-armed")
 		w.fanoutFaultLanded("disk", n)
 		w.armReadSideFault(n)
+		w.armNamespaceFault(n)
 	case "network-loss":
 		w.network.lossProbability = 0.05 + 0.25*w.faultRng.Float64()
 		w.countFault("network-loss")
@@ -170,6 +172,40 @@ func (w *World) armReadSideFault(n *simNode) {
 	n.fs.FailNext(op, storage.ErrIO, 1+w.readFaultRng.IntN(3))
 	w.countFault(op.String() + "-failure-armed")
 }
+
+// namespaceFaults are the disk operations on names a namespace fault
+// fails: creating a file (a segment's roll, a staged copy's segment, the
+// temporary file of an atomic replace), renaming one (an atomic replace,
+// a move's install) and syncing a directory (a sync round's, an install's).
+var namespaceFaults = []storage.FaultOp{storage.FaultCreate, storage.FaultRename, storage.FaultSyncDir}
+
+// armNamespaceFault arms, in half of the write failures, the next one to
+// three operations of one namespace kind to fail, from a stream of its
+// own: a create with the error of a process out of descriptors, a rename
+// or directory sync with an I/O error. Any of them failing inside a sync
+// round (a cursor file's replace, the directory's sync) crashes the node
+// as a failed fsync does, so they are armed only on a node the run may
+// take down.
+func (w *World) armNamespaceFault(n *simNode) {
+	if w.namespaceFaultRng.IntN(2) == 0 {
+		return
+	}
+	op := namespaceFaults[w.namespaceFaultRng.IntN(len(namespaceFaults))]
+	count := 1 + w.namespaceFaultRng.IntN(3)
+	if !w.mayTakeDown(n) {
+		return
+	}
+	err := storage.ErrIO
+	if op == storage.FaultCreate {
+		err = errTooManyOpenFiles
+	}
+	n.fs.FailNext(op, err, count)
+	w.countFault(op.String() + "-failure-armed")
+}
+
+// errTooManyOpenFiles is the error of a create that found the process
+// out of descriptors.
+var errTooManyOpenFiles = fmt.Errorf("too many open files: %w", syscall.EMFILE)
 
 // maybeFailSync arms an fsync failure for the sync round about to run,
 // while the safety phase lasts: its writes reach the disk's cache, the

@@ -46,6 +46,9 @@ const (
 	// readFaultStream: the open, read and remove failures armed beside a
 	// write failure.
 	readFaultStream = 46
+	// namespaceFaultStream: the create, rename and directory-sync
+	// failures armed beside a write failure.
+	namespaceFaultStream = 47
 	// memFSStream: the base of the simulated disks' streams (one per
 	// node: memFSStream plus the node's index).
 	memFSStream = 100
@@ -65,6 +68,6 @@ const perNodeStreamSpan = 100
 var (
 	singleStreams = []uint64{workloadStream, networkStream, faultStream, peerStream, moveStream, usersStream,
 		lateProposalStream, controlStream, sitesStream, caughtUpKillStream, mediaStream, deadLettersStream, movesFanoutStream,
-		installCrashStream, weatherStream, groupSyncStream, readFaultStream}
+		installCrashStream, weatherStream, groupSyncStream, readFaultStream, namespaceFaultStream}
 	perNodeStreamBases = []uint64{memFSStream, handleKeyStream}
 )

@@ -116,6 +116,9 @@ type World struct {
 	// readFaultRng draws the open, read and remove failures armed beside a
 	// write failure (armReadSideFault).
 	readFaultRng *rand.Rand
+	// namespaceFaultRng draws the create, rename and directory-sync
+	// failures armed beside a write failure (armNamespaceFault).
+	namespaceFaultRng *rand.Rand
 
 	codec   *httpapi.Codec
 	network *network
@@ -238,8 +241,9 @@ func NewWorld(opts Options) *World {
 		opts:        opts,
 		workloadRng: newRand(opts.Seed, workloadStream), networkRng: newRand(opts.Seed, networkStream), faultRng: newRand(opts.Seed, faultStream),
 		peerRng: newRand(opts.Seed, peerStream), moveRng: newRand(opts.Seed, moveStream), readFaultRng: newRand(opts.Seed, readFaultStream),
-		codec:   httpapi.NewCodec(httpapi.DefaultCodecConfig()),
-		history: newHistory(), checker: newStateChecker(), trace: newTrace(opts.Verbose),
+		namespaceFaultRng: newRand(opts.Seed, namespaceFaultStream),
+		codec:             httpapi.NewCodec(httpapi.DefaultCodecConfig()),
+		history:           newHistory(), checker: newStateChecker(), trace: newTrace(opts.Verbose),
 		faults: map[string]int{}, topic: "sim", stepErrors: map[string]int{}, lastEvents: map[string]string{},
 	}
 	w.network = newNetwork(w)
