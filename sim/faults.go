@@ -1,10 +1,10 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
-	"syscall"
 
 	"narad/node"
 	"narad/storage"
@@ -204,8 +204,8 @@ func (w *World) armNamespaceFault(n *simNode) {
 }
 
 // errTooManyOpenFiles is the error of a create that found the process
-// out of descriptors.
-var errTooManyOpenFiles = fmt.Errorf("too many open files: %w", syscall.EMFILE)
+// out of descriptors (as EMFILE reads).
+var errTooManyOpenFiles = errors.New("too many open files")
 
 // maybeFailSync arms an fsync failure for the sync round about to run,
 // while the safety phase lasts: its writes reach the disk's cache, the
