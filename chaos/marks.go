@@ -114,6 +114,9 @@ const (
 	// MarkNodePartitionUnfrozen: a source lifted a freeze whose move ended
 	// or changed.
 	MarkNodePartitionUnfrozen Mark = "node-partition-unfrozen"
+	// MarkNodeDestinationRested: the leader rested a destination whose
+	// moves kept ending without their flip (node/move_rest.go).
+	MarkNodeDestinationRested Mark = "node-destination-rested"
 	// MarkNodePlanAbort: the planner asked for a move's abort.
 	MarkNodePlanAbort Mark = "node-plan-abort"
 	// MarkNodePlanMove: the planner proposed a move.
@@ -216,7 +219,7 @@ const (
 // Registered lists every mark of the core, in the order declared.
 var Registered = []Mark{
 	MarkNodeAppendDuringSyncRound, MarkNodeAppendFailed, MarkNodeBatchAck, MarkNodeBatchSpansPartitions, MarkNodeCancelAbortsMove,
-	MarkNodeConsumeProbeHit, MarkNodeCorruptRecordSkipped, MarkNodeFreezeExpired, MarkNodeInstallRepaired,
+	MarkNodeConsumeProbeHit, MarkNodeCorruptRecordSkipped, MarkNodeDestinationRested, MarkNodeFreezeExpired, MarkNodeInstallRepaired,
 	MarkNodeJoinAccepted, MarkNodeJoinProposed, MarkNodeJoinRelayed, MarkNodeKeyedProduceOwnerDown, MarkNodeLeaseExpired,
 	MarkNodeLeadershipHandedOver, MarkNodeLogEvicted, MarkNodeClosedLogLeftClosed, MarkNodeLogFailed, MarkNodeLongPollTimedOut,
 	MarkNodeLongPollWoken, MarkNodeMemberMarkedDead, MarkNodeMoveAborted, MarkNodeMoveJobOrphaned, MarkNodeMoveCatchupGaveUp,

@@ -278,6 +278,7 @@ func (m *Metrics) Event(kind, detail string) {
 func (m *Metrics) setInventory(s node.Stats, partitions []node.PartitionState) {
 	m.moves.inflight.Set(float64(s.MovesInFlight))
 	m.moves.sessions.Set(float64(s.MoveSessions))
+	m.moves.resting.Set(float64(s.RestingDestinations))
 	m.moves.frozen.Set(float64(s.FrozenPartitions))
 	m.topics.Set(float64(s.Topics))
 	m.partitions.Set(float64(s.Partitions))

@@ -14,6 +14,7 @@ type moveMetrics struct {
 	inflight prometheus.Gauge
 	sessions prometheus.Gauge
 	frozen   prometheus.Gauge
+	resting  prometheus.Gauge
 	total    *prometheus.CounterVec
 	duration prometheus.Histogram
 	bytes    prometheus.Counter
@@ -25,6 +26,8 @@ func newMoveMetrics(reg prometheus.Registerer) *moveMetrics {
 		inflight: gauge("moves_inflight", "Partition moves in flight in the cluster (targets set)."),
 		sessions: gauge("moves_sessions", "Moves into this node that it is copying now."),
 		frozen:   gauge("moves_frozen_partitions", "Partitions this node keeps frozen (no produce) as the source of a move."),
+		resting: gauge("moves_resting_destinations",
+			"Members the leader gives no new partition for a while, after moves to them kept ending without their flip (0 on followers)."),
 		total: counterVec("moves_total", "Moves into this node that ended, by outcome (completed, force_promoted, aborted).",
 			[]string{"outcome"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "narad", Name: "moves_duration_seconds",
@@ -37,7 +40,7 @@ func newMoveMetrics(reg prometheus.Registerer) *moveMetrics {
 	for _, outcome := range []string{"completed", "force_promoted", "aborted"} {
 		m.total.WithLabelValues(outcome)
 	}
-	reg.MustRegister(m.inflight, m.sessions, m.frozen, m.total, m.duration, m.bytes, m.freeze)
+	reg.MustRegister(m.inflight, m.sessions, m.frozen, m.resting, m.total, m.duration, m.bytes, m.freeze)
 	return m
 }
 

@@ -279,21 +279,30 @@ type MoveConfig struct {
 	PlanIntervalMs int64
 	// SweepIntervalMs is how often a node checks its stale copies.
 	SweepIntervalMs int64
+	// DestinationFailuresMax is how many moves to one destination in a
+	// row, with no completed move between, may end without their flip
+	// before the leader rests it (rebalance.Member.Resting).
+	DestinationFailuresMax int
+	// DestinationRestMs is how long a rested destination takes no new
+	// partition.
+	DestinationRestMs int64
 }
 
 // DefaultMoveConfig returns the defaults of the move protocol
 // (docs/architecture.md#moves).
 func DefaultMoveConfig() MoveConfig {
 	return MoveConfig{MaxInFlight: rebalance.MaxInFlightMovesDefault, LagBytes: 4 << 20, CatchUpPassesMax: 16, RestartsMax: 8, FreezeTTLMs: 30_000,
-		StallTimeoutMs: 60_000, ForcePromoteAfterMs: 120_000, PlanIntervalMs: 1_000, SweepIntervalMs: 10_000}
+		StallTimeoutMs: 60_000, ForcePromoteAfterMs: 120_000, PlanIntervalMs: 1_000, SweepIntervalMs: 10_000,
+		DestinationFailuresMax: 2, DestinationRestMs: 60_000}
 }
 
 func (c MoveConfig) problems() []string {
 	var problems []string
-	if c.MaxInFlight < 1 || c.MaxInFlight > rebalance.MaxInFlightMovesLimit || c.LagBytes < 1 || c.CatchUpPassesMax < 1 || c.RestartsMax < 1 {
-		problems = append(problems, fmt.Sprintf("moves: max in flight must be 1 to %d; lag bytes, catch-up passes and restarts must be > 0", rebalance.MaxInFlightMovesLimit))
+	if c.MaxInFlight < 1 || c.MaxInFlight > rebalance.MaxInFlightMovesLimit || c.LagBytes < 1 || c.CatchUpPassesMax < 1 || c.RestartsMax < 1 ||
+		c.DestinationFailuresMax < 1 {
+		problems = append(problems, fmt.Sprintf("moves: max in flight must be 1 to %d; lag bytes, catch-up passes, restarts and destination failures must be > 0", rebalance.MaxInFlightMovesLimit))
 	}
-	if c.FreezeTTLMs < 1 || c.StallTimeoutMs < 1 || c.ForcePromoteAfterMs < 1 || c.PlanIntervalMs < 1 || c.SweepIntervalMs < 1 {
+	if c.FreezeTTLMs < 1 || c.StallTimeoutMs < 1 || c.ForcePromoteAfterMs < 1 || c.PlanIntervalMs < 1 || c.SweepIntervalMs < 1 || c.DestinationRestMs < 1 {
 		problems = append(problems, "moves: every interval and timeout must be > 0")
 	}
 	return problems

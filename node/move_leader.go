@@ -25,7 +25,11 @@ func (n *Node) planMoves() {
 		return
 	}
 	n.nextPlanMs = n.nowMs + n.cfg.Moves.PlanIntervalMs
-	if !n.meta.IsLeader() || !n.meta.Barrier() || n.proposalPending(proposalPlan) {
+	if !n.meta.IsLeader() {
+		n.forgetFlights()
+		return
+	}
+	if !n.meta.Barrier() || n.proposalPending(proposalPlan) {
 		return
 	}
 	input := n.planInput()
@@ -36,7 +40,10 @@ func (n *Node) planMoves() {
 		n.retireDrainedVoters()
 		return
 	}
-	result, err := rebalance.Plan(rebalance.InputFromState(n.meta.State(), n.cfg.Moves.MaxInFlight))
+	planned := rebalance.InputFromState(n.meta.State(), n.cfg.Moves.MaxInFlight)
+	n.watchFlights(planned.Partitions)
+	n.markResting(&planned)
+	result, err := rebalance.Plan(planned)
 	if err != nil {
 		n.observer.Event("plan-failed", err.Error())
 		return
@@ -67,10 +74,10 @@ type lastPlan struct {
 	idle  bool
 }
 
-// planInputVersion identifies what rebalance.InputFromState reads: the
-// topics (their assignments and fan-out links), by the version that
-// every change of a topic moves, and each member's id, liveness and
-// drain, by a hash of them.
+// planInputVersion identifies what the planner's input holds: the topics
+// (their assignments and fan-out links), by the version that every change
+// of a topic moves, and each member's id, liveness, drain and rest, by a
+// hash of them. A rest that ends changes it with nothing else changing.
 type planInputVersion struct {
 	topics  uint64
 	members uint64
@@ -80,7 +87,7 @@ func (n *Node) planInput() planInputVersion {
 	h := fnv.New64a()
 	for _, m := range n.meta.State().Members() { // sorted by id
 		h.Write([]byte(m.ID))
-		h.Write([]byte{0, boolByte(m.Alive), boolByte(m.Draining)})
+		h.Write([]byte{0, boolByte(m.Alive), boolByte(m.Draining), boolByte(n.resting(m.ID))})
 	}
 	return planInputVersion{topics: n.meta.State().TopicsVersion(), members: h.Sum64()}
 }

@@ -120,6 +120,9 @@ type Node struct {
 	purgesPending map[string]bool
 	// planned is the leader's last plan (move_leader.go).
 	planned lastPlan
+	// rest is the leader's memory of how the moves it saw ended, and of
+	// the destinations it rests (move_rest.go).
+	rest destinationRest
 	// held are requests waiting for their topic to reach this replica
 	// (topicwait.go), in arrival order; at most Config.HeldRequestsMax.
 	// heldAsked names the topics whose GetTopic to the leader is in
@@ -753,6 +756,9 @@ type Stats struct {
 	// MoveSessions counts the moves into this node it is copying, and
 	// FrozenPartitions the partitions it keeps frozen as a move's source.
 	MoveSessions, FrozenPartitions int
+	// RestingDestinations counts the members this node, as the leader,
+	// rests after their moves kept failing (move_rest.go); 0 elsewhere.
+	RestingDestinations int
 	// RelaysInFlight counts this node's own writes into topics (dead
 	// letters) not yet durable; at most RelaysInFlightMax.
 	RelaysInFlight, RelaysInFlightMax int
@@ -771,6 +777,7 @@ func (n *Node) Stats() Stats {
 		s.Partitions += record.Partitions
 	}
 	s.MoveSessions, s.FrozenPartitions = len(n.moves), len(n.FrozenPartitions())
+	s.RestingDestinations = n.restingDestinations()
 	return s
 }
 

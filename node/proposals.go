@@ -46,6 +46,8 @@ type pendingProposal struct {
 	// proposedAtMs and deadlineMs are in node time.
 	proposedAtMs int64
 	deadlineMs   int64
+	// command is what was proposed.
+	command meta.Command
 }
 
 // propose sends cmd to the metastore on behalf of request id. On failure
@@ -78,7 +80,7 @@ func (n *Node) proposeNow(id msg.RequestID, kind proposalKind, topicName string,
 		return false
 	}
 	n.proposals[proposal] = &pendingProposal{kind: kind, request: id, topic: topicName,
-		proposedAtMs: n.nowMs, deadlineMs: n.nowMs + n.cfg.ProposalTimeoutMs}
+		proposedAtMs: n.nowMs, deadlineMs: n.nowMs + n.cfg.ProposalTimeoutMs, command: cmd}
 	return true
 }
 
@@ -107,6 +109,9 @@ func (n *Node) handleOutcomes(outcomes []meta.Outcome) {
 		delete(n.proposals, outcome.ID)
 		if pending.kind == proposalSeedRoot {
 			n.seededRoot(outcome.Err)
+		}
+		if pending.kind == proposalPlan && outcome.Err == nil {
+			n.watchPlanned(pending.command)
 		}
 		if pending.request != 0 {
 			n.answer(pending.request)(n.proposalResult(pending, outcome.Err))

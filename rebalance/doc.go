@@ -32,10 +32,12 @@
 //
 // # The rules
 //
-// Members fall in three roles. A receiver is alive and not draining. A
-// shedder is alive and draining: it must end with no partitions. Anything
-// else is down: a member that is not alive, or an id that is not a member
-// at all.
+// Members fall in four roles. A receiver is alive, not draining and not
+// resting. A shedder is alive and draining: it must end with no
+// partitions. A resting member is alive and not draining, but the leader
+// saw its last moves in fail (Member.Resting, a cooling-off the node
+// decides): it receives nothing until the rest ends. Anything else is
+// down: a member that is not alive, or an id that is not a member at all.
 //
 // Aborts. A partition with a Target is a move in flight. The planner aborts
 // it when its target is down, or when its target is a shedder while its
@@ -52,7 +54,15 @@
 // The total T counts the partitions placed on a receiver or on a shedder.
 // A partition placed on a down node is pinned: it cannot move (the planner
 // never moves a dead owner's partition, and a dead node cannot receive), so
-// it is left out of T and its node is not a receiver. With R receivers,
+// it is left out of T and its node is not a receiver. A partition placed
+// on a resting member is pinned likewise: the rest is short, and moving a
+// resting node's partitions away would only bring them back after it. A
+// move in flight to a resting member is kept (placed there, so pinned):
+// the rest stops new moves, it does not undo those that may yet succeed.
+// Without the rest, a receiver that heartbeats but cannot take copies (a
+// full disk) would get every move its deficit allows, each aborted after
+// its restarts, and a drain whose partitions it must take would never end;
+// at rest, the others' shares grow and take them. With R receivers,
 // base = floor(T/R) and extra = T mod R; the extra receivers that hold the
 // most (ties by smaller id) get a share of base+1, the others base. Giving
 // the ceiling to the largest loads minimises the number of moves.

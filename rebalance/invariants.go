@@ -67,8 +67,8 @@ func checkChanges(in Input, changes []Change, roleOfID func(string) role) error 
 			return fmt.Errorf("change %+v names no partition", change)
 		case partition.Target != "" || partition.Owner != change.From:
 			return fmt.Errorf("change %+v of partition %+v", change, partition)
-		case roleOfID(change.From) == roleDown:
-			return fmt.Errorf("change %+v moves a down owner's partition", change)
+		case roleOfID(change.From).pinned():
+			return fmt.Errorf("change %+v moves a pinned (down or resting) owner's partition", change)
 		case roleOfID(change.To) != roleReceiver || change.To == change.From:
 			return fmt.Errorf("change %+v targets a node that is not a receiver", change)
 		}

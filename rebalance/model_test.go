@@ -85,10 +85,11 @@ func (c *cluster) member(id string) (Member, bool) {
 	return Member{}, false
 }
 
-// isReceiver, isShedder and isDown classify an id the naive way.
+// isReceiver, isShedder, isResting and isDown classify an id the naive
+// way.
 func (c *cluster) isReceiver(id string) bool {
 	member, found := c.member(id)
-	return found && member.Alive && !member.Draining
+	return found && member.Alive && !member.Draining && !member.Resting
 }
 
 func (c *cluster) isShedder(id string) bool {
@@ -96,7 +97,14 @@ func (c *cluster) isShedder(id string) bool {
 	return found && member.Alive && member.Draining
 }
 
-func (c *cluster) isDown(id string) bool { return !c.isReceiver(id) && !c.isShedder(id) }
+func (c *cluster) isResting(id string) bool {
+	member, found := c.member(id)
+	return found && member.Alive && !member.Draining && member.Resting
+}
+
+func (c *cluster) isDown(id string) bool {
+	return !c.isReceiver(id) && !c.isShedder(id) && !c.isResting(id)
+}
 
 // receiverIDs returns the receivers' ids, sorted.
 func (c *cluster) receiverIDs() []string {
@@ -115,7 +123,8 @@ func (c *cluster) placement(partition Partition) string {
 	if partition.Target == "" {
 		return partition.Owner
 	}
-	kept := c.isReceiver(partition.Target) || (c.isShedder(partition.Target) && c.isDown(partition.Owner))
+	kept := c.isReceiver(partition.Target) || c.isResting(partition.Target) ||
+		(c.isShedder(partition.Target) && c.isDown(partition.Owner))
 	if kept {
 		return partition.Target
 	}
@@ -130,7 +139,7 @@ func (c *cluster) loads() (int, map[string]int) {
 	}
 	for _, partition := range c.partitions {
 		place := c.placement(partition)
-		if !c.isDown(place) {
+		if c.isReceiver(place) || c.isShedder(place) { // pinned at a down or resting node otherwise
 			total++
 		}
 		if c.isReceiver(place) {

@@ -23,10 +23,10 @@ func (p *planner) placePartitions() {
 }
 
 // placeStable counts a partition without a target at its owner, where it
-// is movable unless the owner is down.
+// is movable, unless the owner is pinned (down or resting).
 func (p *planner) placeStable(i int, partition Partition) {
 	owner, found := p.nodeByID[partition.Owner]
-	if !found || owner.role == roleDown {
+	if !found || owner.role.pinned() {
 		return
 	}
 	owner.movable = append(owner.movable, i)
@@ -62,17 +62,17 @@ func abortReason(owner, target role) AbortReason {
 }
 
 // countID counts one partition at the node with this id, if it is a
-// member that is not down.
+// member that is not pinned.
 func (p *planner) countID(id string) {
-	if n, found := p.nodeByID[id]; found && n.role != roleDown {
+	if n, found := p.nodeByID[id]; found && !n.role.pinned() {
 		p.count(n)
 	}
 }
 
-// count counts one partition at a node that is not down.
+// count counts one partition at a node that is not pinned.
 func (p *planner) count(n *node) {
-	if n.role == roleDown {
-		invariant.Broken("rebalance: partition counted at down node %q", n.id)
+	if n.role.pinned() {
+		invariant.Broken("rebalance: partition counted at pinned node %q", n.id)
 	}
 	n.load++
 	p.total++

@@ -33,6 +33,10 @@ const (
 	roleReceiver
 	// roleShedder: alive and draining; must end with no partitions.
 	roleShedder
+	// roleResting: alive, not draining, resting (Member.Resting). Its
+	// partitions are pinned as a down node's are, but the moves in flight
+	// to it are kept.
+	roleResting
 )
 
 // roleOf returns the role of a member.
@@ -42,10 +46,16 @@ func roleOf(member Member) role {
 		return roleDown
 	case member.Draining:
 		return roleShedder
+	case member.Resting:
+		return roleResting
 	default:
 		return roleReceiver
 	}
 }
+
+// pinned reports whether the partitions placed on a node of this role
+// stay where they are, out of the total T: a down or resting node's.
+func (r role) pinned() bool { return r == roleDown || r == roleResting }
 
 // node is the planner's view of one member.
 type node struct {
@@ -54,14 +64,14 @@ type node struct {
 	role role
 	// load counts the partitions placed on this node (package doc,
 	// "Placement"). Only placePartitions and takeMove change it.
-	// Invariant: 0 for a down node.
+	// Invariant: 0 for a pinned (down or resting) node.
 	load int
 	// share is the receiver's share of the total, set by assignShares.
-	// Invariant: 0 for a shedder or a down node.
+	// Invariant: 0 for a shedder or a pinned node.
 	share int
 	// movable are the indexes (into the sorted partitions) of the stable
 	// partitions this node owns, in (topic, index) order. Invariant: empty
-	// for a down node. takePartition removes the ones that leave.
+	// for a pinned node. takePartition removes the ones that leave.
 	movable []int
 	// leaving is how many more partitions may leave: all movable ones of
 	// a shedder, up to the surplus of a receiver. Set by planChanges.

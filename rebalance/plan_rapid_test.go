@@ -17,7 +17,8 @@ var topicPool = []string{"a", "b", "c"}
 // drawMember draws one member with the given id.
 func drawMember(t *rapid.T, id string) Member {
 	return Member{ID: id, Alive: rapid.Float64Range(0, 1).Draw(t, id+"-alive") < 0.8,
-		Draining: rapid.Float64Range(0, 1).Draw(t, id+"-draining") < 0.2}
+		Draining: rapid.Float64Range(0, 1).Draw(t, id+"-draining") < 0.2,
+		Resting:  rapid.Float64Range(0, 1).Draw(t, id+"-resting") < 0.15}
 }
 
 // drawMembers draws 1 to 6 members.
@@ -103,6 +104,7 @@ func TestPlanFollowsTheRules(t *testing.T) {
 			require.Empty(t, partition.Target, "change of a partition in flight: %+v", change)
 			require.Equal(t, partition.Owner, change.From)
 			require.False(t, c.isDown(change.From), "moved a down owner's partition: %+v", change)
+			require.False(t, c.isResting(change.From), "moved a resting owner's partition: %+v", change)
 			require.True(t, c.isReceiver(change.To), "moved to a non-receiver: %+v", change)
 		}
 		require.LessOrEqual(t, len(result.Changes), max(0, c.maxInFlightMoves-c.inFlight()), "bound")
@@ -334,7 +336,7 @@ func TestPlanDrainsToZero(t *testing.T) {
 		}
 		pinned := map[Partition]string{}
 		for _, partition := range c.partitions {
-			if c.isDown(partition.Owner) {
+			if c.isDown(partition.Owner) || c.isResting(partition.Owner) {
 				pinned[Partition{Topic: partition.Topic, Index: partition.Index}] = partition.Owner
 			}
 		}

@@ -114,6 +114,23 @@ var planCases = []struct {
 		want: Result{Changes: []Change{{"a", 0, "n1", "n3"}}},
 	},
 	{
+		// n2 drains t/1, t/4; n3 rests: R=1 (n1), T=4 (n3's two are
+		// pinned), share 4. Both go to n1, none to the resting n3.
+		name: "a draining node's partitions skip a resting receiver",
+		in: Input{Partitions: roundRobin("t", 6, "n1", "n2", "n3"), MaxInFlightMoves: 8,
+			Members: withMember(withMember(receivers("n1", "n2", "n3"), Member{ID: "n2", Alive: true, Draining: true}),
+				Member{ID: "n3", Alive: true, Resting: true})},
+		want: Result{Changes: []Change{{"t", 1, "n2", "n1"}, {"t", 4, "n2", "n1"}}},
+	},
+	{
+		// n3 rests: its own t/2 and the t/0 coming to it are pinned and
+		// kept, T=2 over n1, n2 (one each): nothing moves, nothing aborts.
+		name: "a resting receiver keeps its partitions and the moves to it",
+		in: Input{Partitions: []Partition{{"t", 0, "n1", "n3"}, {"t", 1, "n1", ""}, {"t", 2, "n3", ""}, {"t", 3, "n2", ""}},
+			Members: withMember(receivers("n1", "n2", "n3"), Member{ID: "n3", Alive: true, Resting: true}), MaxInFlightMoves: 8},
+		want: Result{},
+	},
+	{
 		// Four moves are needed but only two slots are free.
 		name: "the bound cuts the plan short",
 		in:   Input{Partitions: roundRobin("t", 6, "n1"), Members: receivers("n1", "n2", "n3"), MaxInFlightMoves: 2},

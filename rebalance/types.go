@@ -59,6 +59,11 @@ type Member struct {
 	Alive bool
 	// Draining is set while the member is being decommissioned.
 	Draining bool
+	// Resting is set by the leader for a member that is alive and not
+	// draining but whose last moves in failed (the node's cooling-off of
+	// a destination, docs/architecture.md#the-planner): it takes no new
+	// partition until the rest ends, and keeps its own.
+	Resting bool
 }
 
 // Change starts a move: set the Target of Topic/Index, owned by From, to

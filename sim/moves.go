@@ -29,6 +29,11 @@ const (
 	moveForcePromoteAfterMs = 6_000
 	movePlanIntervalMs      = 200
 	moveSweepIntervalMs     = 1_000
+	// moveDestinationRestMs is the leader's rest of a destination whose
+	// moves keep failing, a tenth of the default as the freeze's is, so
+	// that rests end within a run and the rested node receives again.
+	moveDestinationRestMs      = 6_000
+	moveDestinationFailuresMax = 2
 )
 
 // moveInFlightChoices are the bounds on moves in flight a moves world
@@ -55,7 +60,8 @@ const (
 func (w *World) moveConfig() node.MoveConfig {
 	return node.MoveConfig{MaxInFlight: w.moveInFlightMax(), LagBytes: moveLagBytes, CatchUpPassesMax: moveCatchUpPassesMax, RestartsMax: moveRestartsMax,
 		FreezeTTLMs: moveFreezeTTLMs, StallTimeoutMs: moveStallTimeoutMs, ForcePromoteAfterMs: moveForcePromoteAfterMs,
-		PlanIntervalMs: movePlanIntervalMs, SweepIntervalMs: moveSweepIntervalMs}
+		PlanIntervalMs: movePlanIntervalMs, SweepIntervalMs: moveSweepIntervalMs,
+		DestinationFailuresMax: moveDestinationFailuresMax, DestinationRestMs: moveDestinationRestMs}
 }
 
 // moveInFlightMax is the planner's bound of the world: drawn in a moves

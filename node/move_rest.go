@@ -1,0 +1,180 @@
+package node
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"narad/chaos"
+	"narad/meta"
+	"narad/rebalance"
+)
+
+// The leader's cooling-off of destinations whose moves fail
+// (rebalance.Member.Resting; docs/architecture.md#the-planner). The
+// planner remembers nothing between plans, so a receiver that heartbeats
+// but cannot take copies (a full disk, a broken directory) got every move
+// its deficit allowed, each aborted after its restarts, and a drain whose
+// partitions it had to take never ended. The leader watches how the moves
+// it saw in flight end: one that ends without its flip is a failure of
+// its destination; Moves.DestinationFailuresMax failures in a row, with
+// no completed move between, rest the destination for
+// Moves.DestinationRestMs, during which the planner gives it nothing new
+// and the others' shares take its part.
+//
+// The memory is the leader's own, not the metastore's: a new leader
+// starts without it and learns again, at the cost of the moves it takes
+// to fail again.
+
+// destinationRest is the leader's memory of its destinations. Changed by
+// the loop only, in planMoves.
+type destinationRest struct {
+	// flights are the moves in flight the last plan read, and those the
+	// leader's plans started since (watchStarted), by partition: their
+	// owner and target then. At most one entry a partition; emptied while
+	// this node is not the leader.
+	flights map[rebalance.PartitionRef]flight
+	// failures counts, by destination, the moves to it that ended without
+	// their flip since its last completed one or its last rest. Only
+	// members' ids; an entry at 0 is deleted.
+	failures map[string]int
+	// untilMs is, by destination, when its rest ends (node time); an entry
+	// whose time has come is deleted at the next plan.
+	untilMs map[string]int64
+}
+
+// flight is a move in flight as a plan read it.
+type flight struct {
+	owner, target string
+}
+
+// resting reports whether the destination id rests now.
+func (n *Node) resting(id string) bool { return n.rest.untilMs[id] > n.nowMs }
+
+// markResting sets Resting on the input's members that rest now.
+func (n *Node) markResting(input *rebalance.Input) {
+	for i := range input.Members {
+		input.Members[i].Resting = n.resting(input.Members[i].ID)
+	}
+}
+
+// watchPlanned follows a planner's command of this node that applied. A
+// move it started (SetTarget) is watched from now: the next plan counts
+// its end even if it ended before that plan read the placement (a small
+// partition's move takes less than a plan interval). A move it aborted
+// (AbortMove: a target down or draining, a drain cancelled) is not
+// watched any more: that end is the leader's decision, not the
+// destination's failure. (An abort for a cancelled drain proposed by
+// another node does count against its destination: at most one rest,
+// after an operator's cancel.)
+func (n *Node) watchPlanned(command meta.Command) {
+	if !n.meta.IsLeader() {
+		return
+	}
+	switch command := command.(type) {
+	case meta.SetTarget:
+		if n.rest.flights == nil {
+			n.rest.flights = map[rebalance.PartitionRef]flight{}
+		}
+		n.rest.flights[rebalance.PartitionRef{Topic: command.Topic, Index: command.Partition}] = flight{owner: command.ExpectedOwner, target: command.Target}
+	case meta.AbortMove:
+		delete(n.rest.flights, rebalance.PartitionRef{Topic: command.Topic, Index: command.Partition})
+	}
+}
+
+// forgetFlights drops what the leader saw in flight: a node that is not
+// the leader does not watch moves end, and a later leadership starts from
+// what it reads then.
+func (n *Node) forgetFlights() {
+	n.rest.flights = nil
+}
+
+// watchFlights compares the moves in flight the last plan read with those
+// of partitions, the input of the plan about to run, and counts each that
+// ended: at its target's completion or failure. It ends the rests whose
+// time came and forgets the failures of ids that are no longer members.
+func (n *Node) watchFlights(partitions []rebalance.Partition) {
+	current := make(map[rebalance.PartitionRef]flight, len(n.rest.flights))
+	for _, partition := range partitions {
+		if partition.Target != "" {
+			current[rebalance.PartitionRef{Topic: partition.Topic, Index: partition.Index}] = flight{owner: partition.Owner, target: partition.Target}
+		}
+	}
+	ended := make([]rebalance.PartitionRef, 0, len(n.rest.flights))
+	for ref, before := range n.rest.flights { //determinism:ok sorted below
+		if current[ref] != before {
+			ended = append(ended, ref)
+		}
+	}
+	slices.SortFunc(ended, func(a, b rebalance.PartitionRef) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Index, b.Index))
+	})
+	for _, ref := range ended {
+		n.flightEnded(ref, n.rest.flights[ref])
+	}
+	n.rest.flights = current
+	for id, until := range n.rest.untilMs { //determinism:ok deletes only
+		if until <= n.nowMs {
+			delete(n.rest.untilMs, id)
+		}
+	}
+	for id := range n.rest.failures { //determinism:ok deletes only
+		if _, member := n.meta.State().Member(id); !member {
+			delete(n.rest.failures, id)
+		}
+	}
+}
+
+// flightEnded counts the end of a move the last plan saw in flight: a
+// flip to its target is a completion; the partition back at its owner
+// with another target or none is a failure of the target, if the target
+// is a receiver still (a planner's abort of a down or draining target
+// is not the target's failure to take a copy, and a deleted topic ends
+// its moves for nobody's fault).
+func (n *Node) flightEnded(ref rebalance.PartitionRef, before flight) {
+	assignment, found := n.meta.State().Assignment(ref.Topic, ref.Index)
+	switch {
+	case !found:
+	case assignment.Owner == before.target:
+		delete(n.rest.failures, before.target)
+	case assignment.Owner == before.owner && n.receives(before.target):
+		n.destinationFailed(before.target, ref)
+	}
+}
+
+// receives reports whether id is a member that is alive and not draining.
+func (n *Node) receives(id string) bool {
+	member, found := n.meta.State().Member(id)
+	return found && member.Alive && !member.Draining
+}
+
+// destinationFailed counts a failed move to id and rests id once the
+// failures in a row reach Moves.DestinationFailuresMax.
+func (n *Node) destinationFailed(id string, ref rebalance.PartitionRef) {
+	if n.rest.failures == nil {
+		n.rest.failures = map[string]int{}
+	}
+	n.rest.failures[id]++
+	if n.rest.failures[id] < n.cfg.Moves.DestinationFailuresMax {
+		return
+	}
+	delete(n.rest.failures, id)
+	if n.rest.untilMs == nil {
+		n.rest.untilMs = map[string]int64{}
+	}
+	n.rest.untilMs[id] = n.nowMs + n.cfg.Moves.DestinationRestMs
+	chaos.Reached(chaos.MarkNodeDestinationRested)
+	n.observer.Event("move-destination-resting", fmt.Sprintf("%s: %d moves to it in a row ended without their flip (the last %s/%d); it takes no new partition for %d ms",
+		id, n.cfg.Moves.DestinationFailuresMax, ref.Topic, ref.Index, n.cfg.Moves.DestinationRestMs))
+}
+
+// restingDestinations counts the destinations that rest now.
+func (n *Node) restingDestinations() int {
+	count := 0
+	for _, until := range n.rest.untilMs { //determinism:ok a count
+		if until > n.nowMs {
+			count++
+		}
+	}
+	return count
+}

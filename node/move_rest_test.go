@@ -1,0 +1,104 @@
+package node
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"narad/meta"
+	"narad/msg"
+	"narad/rebalance"
+)
+
+// TestADrainEndsPastADestinationThatCannotTakeCopies: one of the two
+// receivers of a drain heartbeats but its disk is too small for a copy.
+// Each move to it is aborted after its restarts; after two in a row the
+// leader rests it, the drained node's last partitions go to the other
+// receiver, and the drain ends. Without the rest the planner sent every
+// one of them to the full node again, for good, and the drain never ended
+// (membership review).
+func TestADrainEndsPastADestinationThatCannotTakeCopies(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 6)
+	drained := c.except(leader)[0]
+	full := c.otherThan(leader, drained)
+	payload := string(bytes.Repeat([]byte("x"), 32<<10))
+	for index, owner := range c.owners(leader, "t") {
+		if owner == drained {
+			for range 20 {
+				require.NoError(t, c.do(drained, producePinned("t", index, payload)).Err)
+			}
+		}
+	}
+	c.nodes[full].cfg.Moves.RestartsMax = 1
+	c.disks[full].SetCapacity(400 << 10) // well below a 650 KB partition
+	events := &detailRecorder{}
+	c.nodes[leader].observer = events
+
+	require.NoError(t, c.do(leader, msg.Decommission{ID: drained}).Err)
+	c.tickUntil(1_000, 1_200, func() bool { return !c.nodes[leader].meta.State().MemberPlaced(drained) })
+
+	rested := slices.IndexFunc(events.events, func(e string) bool { return strings.HasPrefix(e, "move-destination-resting: "+full) })
+	require.GreaterOrEqual(t, rested, 0, "the full node was rested: %v", events.events)
+	for index, owner := range c.owners(leader, "t") {
+		require.NotEqual(t, drained, owner, "t/%d", index)
+	}
+	require.Equal(t, 2, c.holding(leader, "t", full), "the full node kept its own two and took none")
+	require.Equal(t, 4, c.holding(leader, "t", leader))
+}
+
+// TestARestEndsAndTheDestinationReceivesAgain: a rested destination takes
+// no partition while it rests, is a receiver again once the rest ends
+// (the plan's input changes with nothing else changing), and a completed
+// move clears its failures.
+func TestARestEndsAndTheDestinationReceivesAgain(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 6)
+	at := c.nodes[leader]
+	rested := c.except(leader)[0]
+	c.tick(3_000)
+	require.True(t, at.planned.idle)
+
+	at.rest.untilMs = map[string]int64{rested: at.nowMs + at.cfg.Moves.DestinationRestMs}
+	before := at.planInput()
+	require.Equal(t, 1, at.Stats().RestingDestinations)
+	c.tick(at.cfg.Moves.DestinationRestMs / 2)
+	require.Equal(t, 2, c.holding(leader, "t", rested), "a resting receiver keeps its own")
+	require.NotEqual(t, before, func() planInputVersion { c.tick(at.cfg.Moves.DestinationRestMs); return at.planInput() }(),
+		"the rest's end changes what a plan reads")
+	require.Zero(t, at.Stats().RestingDestinations)
+	require.Empty(t, at.rest.untilMs, "an ended rest is forgotten at the next plan")
+
+	at.rest.failures = map[string]int{rested: 1}
+	c.startMove(leader, "t", slices.Index(c.owners(leader, "t"), rested), leader) // the plan moves one back
+	require.Equal(t, 1, c.holding(leader, "t", rested))
+	c.tickUntil(100, 600, func() bool { return c.holding(leader, "t", rested) == 2 })
+	c.tickUntil(100, 30, func() bool { _, counted := at.rest.failures[rested]; return !counted })
+	require.Equal(t, 2, c.holding(leader, "t", rested), "a completed move clears its destination's failures")
+}
+
+// TestTheLeadersOwnAbortIsNoFailureOfTheDestination: a move the leader's
+// plan started is watched from its SetTarget's outcome; one the leader
+// aborted itself (its target down or draining, a drain cancelled) is not
+// watched any more, so its end is no failure of the destination. A
+// follower watches nothing.
+func TestTheLeadersOwnAbortIsNoFailureOfTheDestination(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 6)
+	at := c.nodes[leader]
+	to := c.except(leader)[0]
+	ref := rebalance.PartitionRef{Topic: "t", Index: 0}
+	at.watchPlanned(meta.SetTarget{Topic: "t", Partition: 0, ExpectedOwner: leader, Target: to})
+	require.Equal(t, flight{owner: leader, target: to}, at.rest.flights[ref])
+	at.watchPlanned(meta.AbortMove{Topic: "t", Partition: 0, ExpectedTarget: to})
+	require.NotContains(t, at.rest.flights, ref)
+	at.watchFlights(nil)
+	require.Empty(t, at.rest.failures, "nothing ended that was watched")
+
+	follower := c.nodes[c.except(leader)[1]]
+	follower.watchPlanned(meta.SetTarget{Topic: "t", Partition: 0, ExpectedOwner: leader, Target: to})
+	require.Empty(t, follower.rest.flights)
+}
