@@ -96,10 +96,14 @@ func (a *ackChecker) lostSince(record ackRecord, landing ackLanding) bool {
 		a.w.metaLog.generations[partitionName(a.w.topic, record.partition)] != landing.generation
 }
 
-// answeredNoContent records a 204 to a commit ack of the record, answered
-// now: the partition's committed owner (the one node of a single-node
-// world) applied it, or had it applied already.
-func (a *ackChecker) answeredNoContent(record ackRecord) {
+// answeredNoContent records a 204 to a commit ack of the record sent at
+// sentMs, answered now: the partition's committed owner (the one node of
+// a single-node world) applied it, or had it applied already. An owner
+// that started since the ack was sent may have applied it in its
+// previous incarnation (an answer slow on the network outlives a
+// restart) and lost it at the restart, as any ack not yet persisted: such
+// a 204 is held to nothing.
+func (a *ackChecker) answeredNoContent(record ackRecord, sentMs int64) {
 	if _, ok := a.answered204[record]; ok {
 		return
 	}
@@ -107,8 +111,8 @@ func (a *ackChecker) answeredNoContent(record ackRecord) {
 	if a.w.clustered() {
 		owner = a.w.nodeByID(a.w.metaLog.owner(a.w.topic, record.partition))
 	}
-	if owner == nil || !owner.up() {
-		return // a 204 from a node that has since gone: nothing to hold it to
+	if owner == nil || !owner.up() || owner.startedMs > sentMs {
+		return // a 204 from a node that has since gone or started again: nothing to hold it to
 	}
 	a.answered204[record] = ackLanding{atMs: a.w.nowMs, node: owner, incarnation: owner.incarnation,
 		generation: a.w.metaLog.generations[partitionName(a.w.topic, record.partition)], committedOwner: true}
@@ -177,7 +181,7 @@ func (a *ackChecker) answered(c *call, handle string, status, attempt int) {
 		return
 	}
 	if status == http.StatusNoContent {
-		a.answeredNoContent(record)
+		a.answeredNoContent(record, c.sentMs)
 	}
 	landed, excused := a.landedBefore(record, c.sentMs)
 	if excused {

@@ -35,8 +35,10 @@ type simNode struct {
 	// while node is up. Nil before the first start.
 	store *meta.Store
 	// incarnation counts starts; events of an earlier incarnation (a sync
-	// completion, a reply) are ignored after a crash.
+	// completion, a reply) are ignored after a crash. startedMs is when
+	// the latest one started.
 	incarnation int
+	startedMs   int64
 	// persisting is true between a Ready with syncs and its completion.
 	// The node keeps taking inputs meanwhile, except while holding (the
 	// Ready carries the metastore's persist): inputs then wait in inbox,
@@ -196,6 +198,7 @@ func (n *simNode) start() {
 		return
 	}
 	n.node, n.store, n.incarnation, n.persisting, n.inbox, n.touched = created, store, n.incarnation+1, false, nil, true
+	n.startedMs = n.w.nowMs
 	n.appliedKnown = created.MetaAppliedIndex()
 	n.w.removals.started(n, removedAtStart)
 	n.calls, n.userChanges = map[msg.RequestID]*call{}, map[msg.RequestID]string{}
