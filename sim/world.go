@@ -564,6 +564,9 @@ func (w *World) finish() {
 		w.checkClusterLiveness()
 	}
 	if w.failure == nil {
+		w.checkQueueEmptied()
+	}
+	if w.failure == nil {
 		w.checkUsers()
 	}
 	w.finishOracles()
