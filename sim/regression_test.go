@@ -73,6 +73,9 @@ func applySeedFlags(opts *Options, fields []string) error {
 			opts.DeadLettersAimed = true
 		case field == "fanout":
 			opts.Fanout = true
+		case field == "fanout-aged-out":
+			opts.FanoutAgedOut = true
+			opts.SafetyMs = max(opts.SafetyMs, AgedOutSafetyMs)
 		case field == "sites=on":
 			opts.Sites = SitesOn
 		case field == "media-clusters":
