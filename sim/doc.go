@@ -29,7 +29,9 @@
 // loses unsynced writes, possibly tearing the last one; otherwise only the
 // process dies, as under kill -9, at the start of a sync round, after its
 // writes and before its fsyncs, and the page cache keeps them), restarts, graceful stops, fsync and write failures (half of
-// the write failures with failures of opens, reads or removals), and lost
+// the write failures with failures of opens, reads or removals, and, on a
+// node the run may take down, half with failures of creates, renames or
+// directory syncs), and lost
 // or slow client messages; in a cluster also kills of the metastore's
 // leader and of followers, full partitions (a node cut off, often the
 // leader, or a minority split from the majority), one-way partitions, and
@@ -259,6 +261,13 @@
 //     joiner of a moves world serves within 5 s of its start, and through
 //     every node not retired all members are alive, the owners are the
 //     committed ones, and every partition can be replayed.
+//   - The queue empties (check_emptied.go): after the drain, every
+//     partition of the topic, as its owner describes it through the API,
+//     reaches a committed offset equal to its high watermark with nothing
+//     in flight, within the longest visibility timeout and a redelivery's
+//     drain. The accounting counts ids, so a second copy of a record left
+//     queued for good, or a committed offset stopped short, shows only
+//     here.
 //
 // It also measures failovers in simulated time: from a leader's kill to
 // the first moment another node leads and has applied an entry of its
