@@ -14,10 +14,12 @@ import (
 	"narad/meta"
 )
 
-// metaModelCompareMs is the least simulated time between two comparisons
-// of one replica with its model: a comparison reads the replica's store,
-// and a divergence, once there, stays until the same partition or member
-// changes again, which the entries named in the failure show.
+// metaModelCompareMs is the least simulated time between two full
+// comparisons of one replica with its model: a full comparison reads the
+// replica's whole store. Between them, the topics and members each
+// applied entry touched are compared at once (compareTouched), so that a
+// divergence healed within the second (the same partition changing
+// twice) shows too.
 const metaModelCompareMs = 1_000
 
 // The replica's store, as the metastore lays it out: the bucket of the
@@ -51,8 +53,9 @@ type metaModelChecker struct {
 	base uint64
 	// replicas holds each node's model, by node id.
 	replicas map[string]*replicaModel
-	// comparisons counts the comparisons made, for the report.
-	comparisons int
+	// comparisons counts the full comparisons made, for the report;
+	// touchedComparisons those of the touched records alone.
+	comparisons, touchedComparisons int
 	// refusals counts the entries the model refused, by command type, at
 	// the first replica that applied them (countedIndex is the last entry
 	// counted): which guards the run exercised.
@@ -84,8 +87,10 @@ type replicaModel struct {
 	due          bool
 	comparedAtMs int64
 	// since lists the model's verdicts on the entries applied since the
-	// last comparison that agreed.
-	since []modelVerdict
+	// last comparison that agreed; the first touchedCompared of them had
+	// what they touched compared (compareTouched).
+	since           []modelVerdict
+	touchedCompared int
 }
 
 // modelVerdict is what the model did with one entry.
@@ -130,8 +135,12 @@ func (c *metaModelChecker) afterStep(touched []*simNode) {
 		r := c.replica(n.id)
 		applied := n.node.MetaAppliedIndex()
 		c.advance(r, applied)
-		if r.due && r.index == applied && c.w.nowMs-r.comparedAtMs >= metaModelCompareMs {
+		switch {
+		case !r.due || r.index != applied:
+		case c.w.nowMs-r.comparedAtMs >= metaModelCompareMs:
 			c.compare(n, r)
+		default:
+			c.compareTouched(n, r)
 		}
 	}
 }
@@ -205,7 +214,81 @@ func (c *metaModelChecker) compare(n *simNode, r *replicaModel) {
 			n.id, r.index, about, difference, describeVerdicts(r.since, about))
 		return
 	}
-	r.since = r.since[:0]
+	r.since, r.touchedCompared = r.since[:0], 0
+}
+
+// compareTouched compares the topics and members that the entries applied
+// since the last such comparison touched, reading those records alone
+// from the replica's store.
+func (c *metaModelChecker) compareTouched(n *simNode, r *replicaModel) {
+	var abouts []string
+	for _, verdict := range r.since[r.touchedCompared:] {
+		if verdict.about != "" && !slices.Contains(abouts, verdict.about) {
+			abouts = append(abouts, verdict.about)
+		}
+	}
+	if len(abouts) == 0 {
+		return
+	}
+	report := replicaReport{topics: map[string]meta.TopicRecord{}, members: map[string]meta.Member{}}
+	if err := n.store.View(func(tx *bolt.Tx) error { return report.readItems(tx, abouts) }); err != nil {
+		c.w.fail("meta-model", "%s: cannot read its store: %v", n.id, err)
+		return
+	}
+	if report.applied != r.index {
+		return // as in compare: compared when the store is at the entry
+	}
+	r.touchedCompared = len(r.since)
+	c.touchedComparisons++
+	for _, about := range abouts {
+		if difference := aboutDifference(r.model, report, about); difference != "" {
+			c.w.fail("meta-model", "%s at entry %d: %s differs: %s; entries about it since the last agreement: %s",
+				n.id, r.index, about, difference, describeVerdicts(r.since, about))
+			return
+		}
+	}
+}
+
+// readItems reads the applied index and the records abouts name ("topic
+// T", "member M"; others are not read).
+func (r *replicaReport) readItems(tx *bolt.Tx, abouts []string) error {
+	raft, topics, members := tx.Bucket(replicaRaftBucket), tx.Bucket(replicaTopicsBucket), tx.Bucket(replicaMembersBucket)
+	if raft == nil || topics == nil || members == nil {
+		return fmt.Errorf("the store lacks a bucket")
+	}
+	if applied := raft.Get(replicaAppliedKey); len(applied) >= 8 {
+		r.applied = binary.BigEndian.Uint64(applied)
+	}
+	for _, about := range abouts {
+		if name, ok := strings.CutPrefix(about, "topic "); ok {
+			if value := topics.Get([]byte(name)); value != nil {
+				var record meta.TopicRecord
+				if err := decodeInto(value, &record, func() { r.topics[name] = record }); err != nil {
+					return err
+				}
+			}
+		}
+		if id, ok := strings.CutPrefix(about, "member "); ok {
+			if value := members.Get([]byte(id)); value != nil {
+				var member meta.Member
+				if err := decodeInto(value, &member, func() { r.members[id] = member }); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// aboutDifference is differences for one thing an entry touched.
+func aboutDifference(model *metaModel, report replicaReport, about string) string {
+	if name, ok := strings.CutPrefix(about, "topic "); ok {
+		return topicDifference(model.topics[name], report.topics, name)
+	}
+	if id, ok := strings.CutPrefix(about, "member "); ok {
+		return memberDifference(model.members[id], report.members, id)
+	}
+	return ""
 }
 
 func describeVerdicts(verdicts []modelVerdict, about string) string {

@@ -32,6 +32,7 @@ func (w *World) oracleCounts() map[string]int {
 		"control-ops": len(w.control.operations)}
 	if w.metaModel != nil {
 		counts["meta-model-comparisons"] = w.metaModel.comparisons
+		counts["meta-model-touched-comparisons"] = w.metaModel.touchedComparisons
 		counts["meta-model-entries"] = len(w.metaModel.log)
 		maps.Copy(counts, w.metaModel.refusals)
 	}
