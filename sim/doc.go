@@ -230,8 +230,8 @@
 //   - Oracles that share no code with what they check (oracles.go): a
 //     naive model of the metastore's commands and guards runs beside
 //     every replica of a cluster, over the committed entries, and is
-//     compared from time to time with the replica's own store
-//     (meta-model); a client-side model of leases fails a 204 to an ack
+//     compared with the replica's own store (meta-model): what each
+//     applied entry touched at once, all of it at most once a second; a client-side model of leases fails a 204 to an ack
 //     of a handle that a newer reservation of its record superseded
 //     before the ack was sent (lease-model; a slow consumer acks after
 //     its leases lapsed, so such acks happen), or to an ack sent later
