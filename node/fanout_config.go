@@ -29,12 +29,19 @@ type FanoutConfig struct {
 	// partition's sync round (a crash copies the batches since again);
 	// > 0.
 	CursorPersistIntervalMs int64
+	// AttachClockSkewMs is how far the nodes' clocks may disagree: an
+	// attach's epoch starts at the records committed this long before
+	// the attach's time, since that time is the proposer's clock and a
+	// record's is its owner's (a record committed after the attach on a
+	// clock behind would look older). >= 0; the child may get a few
+	// records committed just before the attach, never miss one after.
+	AttachClockSkewMs int64
 }
 
 // DefaultFanoutConfig returns the defaults.
 func DefaultFanoutConfig() FanoutConfig {
 	return FanoutConfig{BatchRecordsMax: msg.ProduceBatchRecordsMax, BatchBytesMax: 4 << 20, LingerMs: 25,
-		RetryMs: 1_000, StallLogIntervalMs: 60_000, CursorPersistIntervalMs: 100}
+		RetryMs: 1_000, StallLogIntervalMs: 60_000, CursorPersistIntervalMs: 100, AttachClockSkewMs: 1_000}
 }
 
 // problems lists what is wrong with the bounds.
@@ -49,6 +56,9 @@ func (c FanoutConfig) problems() []error {
 	if c.LingerMs < 0 || c.RetryMs <= 0 || c.StallLogIntervalMs <= 0 || c.CursorPersistIntervalMs <= 0 {
 		found = append(found, fmt.Errorf("fan-out linger %d ms must be >= 0, retry %d ms, stall log interval %d ms and cursor persist interval %d ms > 0",
 			c.LingerMs, c.RetryMs, c.StallLogIntervalMs, c.CursorPersistIntervalMs))
+	}
+	if c.AttachClockSkewMs < 0 {
+		found = append(found, fmt.Errorf("fan-out attach clock skew %d ms must be >= 0", c.AttachClockSkewMs))
 	}
 	return found
 }

@@ -191,7 +191,7 @@ func (n *Node) loadCursor(p *partition, log *storage.Log, link meta.ChildLink) (
 	switch {
 	case errors.Is(err, storage.ErrNotExist):
 		chaos.Reached(chaos.MarkFanoutCursorStarted)
-		c.next = epochStart(log, link.AttachedAtMs)
+		c.next = epochStart(log, link.AttachedAtMs-n.cfg.Fanout.AttachClockSkewMs)
 		c.persisted = c.next
 		return c, nil
 	case err != nil:
@@ -207,7 +207,7 @@ func (n *Node) loadCursor(p *partition, log *storage.Log, link meta.ChildLink) (
 		return c, nil
 	case epoch != link.Epoch:
 		chaos.Reached(chaos.MarkFanoutCursorStarted)
-		c.next = epochStart(log, link.AttachedAtMs)
+		c.next = epochStart(log, link.AttachedAtMs-n.cfg.Fanout.AttachClockSkewMs)
 		c.persisted = c.next
 		return c, nil
 	}
@@ -217,17 +217,20 @@ func (n *Node) loadCursor(p *partition, log *storage.Log, link meta.ChildLink) (
 	return c, nil
 }
 
-// epochStart is the first offset committed at or after attachedAtMs,
-// the attach's time on the clock of the node that proposed it: the owner
+// epochStart is the first offset committed at or after fromMs: the
+// attach's time on the clock of the node that proposed it, less
+// FanoutConfig.AttachClockSkewMs for the clocks' disagreement. The owner
 // may apply the attach after records acknowledged after it, and those
 // belong to the child. Commit times grow with offsets (one owner's
-// clock), so a binary search reads a few records only; a record that
-// cannot be read counts as late, so the start errs towards copying more.
-func epochStart(log *storage.Log, attachedAtMs int64) uint64 {
+// clock, and a partition that moved keeps its old owner's times below
+// its new owner's within the skew), so a binary search reads a few
+// records only; a record that cannot be read counts as late, so the
+// start errs towards copying more.
+func epochStart(log *storage.Log, fromMs int64) uint64 {
 	low, high := log.Oldest(), log.HWM()
 	for low < high {
 		middle := low + (high-low)/2
-		if record, err := log.Read(middle); err != nil || record.TimeMs >= attachedAtMs {
+		if record, err := log.Read(middle); err != nil || record.TimeMs >= fromMs {
 			high = middle
 		} else {
 			low = middle + 1

@@ -86,7 +86,7 @@ func TestFanoutStartsAtTheTailOfEachEpoch(t *testing.T) {
 	h.createTopic("orders")
 	h.createTopic("audit")
 	h.produce("orders", 0, "before")
-	h.tick(1)
+	h.tick(h.cfg.Fanout.AttachClockSkewMs + 1) // older than the clocks may disagree by
 	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
 	h.tick(1)
 	h.produce("orders", 0, "after")
@@ -98,7 +98,7 @@ func TestFanoutStartsAtTheTailOfEachEpoch(t *testing.T) {
 	_, err := h.fs.Stat(cursorPath(PartitionDir("orders", 0), "audit"))
 	require.ErrorIs(t, err, storage.ErrNotExist, "a detached child's cursor file is removed")
 	h.produce("orders", 0, "detached")
-	h.tick(1)
+	h.tick(h.cfg.Fanout.AttachClockSkewMs + 1)
 	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
 	h.tick(1)
 	h.produce("orders", 0, "again")
@@ -309,11 +309,33 @@ func TestFanoutEpochStartsAtTheAttachTime(t *testing.T) {
 		h.produce("orders", 1, fmt.Sprint("old", i))
 		h.tick(1)
 	}
+	h.tick(h.cfg.Fanout.AttachClockSkewMs)
 	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
 	h.produce("orders", 1, "new0") // before any tick ran the cursor
 	h.produce("orders", 1, "new1")
 	h.tick(h.cfg.Fanout.LingerMs + 1)
 	require.Equal(t, []string{"new0", "new1"}, h.replayAll("audit", 1))
+}
+
+// Property: an attach's time is its proposer's clock and a record's its
+// owner's, which may be behind: a record committed before the attach's
+// time by less than FanoutConfig.AttachClockSkewMs reaches the child
+// (it may have been committed after the attach), an older one does not.
+// Without the allowance, a cluster whose clocks disagreed by a few
+// hundred ms dropped the records produced right after an attach (the
+// simulator's skewed clocks).
+func TestAnAttachFromAClockAheadMissesNoRecordCommittedAfterIt(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	h.createTopic("audit")
+	h.produce("orders", 2, "long before")
+	h.tick(h.cfg.Fanout.AttachClockSkewMs + 400)
+	h.produce("orders", 2, "just before") // as an owner whose clock is 300 ms behind the proposer's stamps one after
+	h.tick(300)
+	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
+	h.produce("orders", 2, "after")
+	h.tick(h.cfg.Fanout.LingerMs + 1)
+	require.Equal(t, []string{"just before", "after"}, h.replayAll("audit", 2))
 }
 
 // Property: the lag of a child sums the cursors of every owner of the
