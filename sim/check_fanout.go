@@ -222,7 +222,9 @@ func (r *fanoutReader) checkDelay() {
 			if r.cl.w.agedOut.mayHaveTaken(id) {
 				committedMs, inParent = r.cl.w.history.firstCallMs[id], true
 			}
-			if atMs := r.seen[child.name][id]; inParent && !destroyed[id] && atMs < committedMs+child.delayMs {
+			// Both times are nodes' clocks, the parent's owner's and the
+			// child's, which may differ by the clocks' spread.
+			if atMs := r.seen[child.name][id]; inParent && !destroyed[id] && atMs < committedMs+child.delayMs-r.cl.w.clockSkew.spreadMs() {
 				r.cl.w.fail("fanout-delay", "%s reached %s at %d ms, %d ms after its commit in %s at %d ms: earlier than its delay of %d ms",
 					id, child.name, atMs, atMs-committedMs, r.cl.w.topic, committedMs, child.delayMs)
 				return

@@ -59,6 +59,10 @@
 // and the core's fault sites go on. Moves flip in a lull's quiet end,
 // each with its withheld and stale proposals, and the next spell lands
 // on the moves in flight then.
+// In a seeded half of the cluster worlds the nodes' clocks disagree: each
+// start of a node draws an offset of its clock within ±250 ms, kept until
+// it stops (clock_skew.go); the checkers that compare two nodes' times
+// (the delay child's) allow for the spread.
 // A run has a safety phase (faults on) and a liveness phase (every node
 // up, faults off, producers stopped, consumers draining), as TigerBeetle's
 // VOPR does.

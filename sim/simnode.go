@@ -39,6 +39,9 @@ type simNode struct {
 	// the latest one started.
 	incarnation int
 	startedMs   int64
+	// clockOffsetMs is what this start's clock reads ahead of the world's
+	// (behind when negative): the node's time is clockMs().
+	clockOffsetMs int64
 	// persisting is true between a Ready with syncs and its completion.
 	// The node keeps taking inputs meanwhile, except while holding (the
 	// Ready carries the metastore's persist): inputs then wait in inbox,
@@ -183,7 +186,8 @@ func (n *simNode) start() {
 	var removedAtStart []string
 	n.w.removals.restarted(n)
 	n.disk = watchedFS{MemFS: n.fs, n: n, starting: &removedAtStart}
-	created, err := node.New(cfg, n.disk, store, n.w.nowMs, nodeObserver{n: n})
+	n.clockOffsetMs = n.w.clockSkew.draw(n)
+	created, err := node.New(cfg, n.disk, store, n.clockMs(), nodeObserver{n: n})
 	if err != nil && n.w.phase == phaseSafety {
 		// An injected disk fault can fail a start, as it would a real
 		// process: its supervisor starts it again.
@@ -212,7 +216,7 @@ func (n *simNode) scheduleTick() {
 	}
 	n.ticking = true
 	n.tickEvent = n.tick
-	n.tickInput = func() { n.node.Tick(n.w.nowMs) }
+	n.tickInput = func() { n.node.Tick(n.clockMs()) }
 	n.w.at(tickIntervalMs, n.tickEvent)
 }
 
@@ -246,7 +250,7 @@ func (n *simNode) takesInputNow() bool {
 		return false
 	}
 	n.touched = true
-	n.node.Tick(n.w.nowMs)
+	n.node.Tick(n.clockMs())
 	return true
 }
 
@@ -405,7 +409,7 @@ func (n *simNode) persist(rd node.Ready, incarnation int, err error) {
 		if !n.up() {
 			return
 		}
-		n.node.Tick(n.w.nowMs)
+		n.node.Tick(n.clockMs())
 		feed()
 	}
 	n.drive()

@@ -49,6 +49,9 @@ const (
 	// namespaceFaultStream: the create, rename and directory-sync
 	// failures armed beside a write failure.
 	namespaceFaultStream = 47
+	// clockSkewStream: whether a cluster's nodes run on skewed clocks,
+	// and each start's offset.
+	clockSkewStream = 48
 	// memFSStream: the base of the simulated disks' streams (one per
 	// node: memFSStream plus the node's index).
 	memFSStream = 100
@@ -68,6 +71,6 @@ const perNodeStreamSpan = 100
 var (
 	singleStreams = []uint64{workloadStream, networkStream, faultStream, peerStream, moveStream, usersStream,
 		lateProposalStream, controlStream, sitesStream, caughtUpKillStream, mediaStream, deadLettersStream, movesFanoutStream,
-		installCrashStream, weatherStream, groupSyncStream, readFaultStream, namespaceFaultStream}
+		installCrashStream, weatherStream, groupSyncStream, readFaultStream, namespaceFaultStream, clockSkewStream}
 	perNodeStreamBases = []uint64{memFSStream, handleKeyStream}
 )

@@ -119,6 +119,8 @@ type World struct {
 	// namespaceFaultRng draws the create, rename and directory-sync
 	// failures armed beside a write failure (armNamespaceFault).
 	namespaceFaultRng *rand.Rand
+	// clockSkew draws the nodes' clock offsets (clock_skew.go).
+	clockSkew clockSkew
 
 	codec   *httpapi.Codec
 	network *network
@@ -242,6 +244,7 @@ func NewWorld(opts Options) *World {
 		workloadRng: newRand(opts.Seed, workloadStream), networkRng: newRand(opts.Seed, networkStream), faultRng: newRand(opts.Seed, faultStream),
 		peerRng: newRand(opts.Seed, peerStream), moveRng: newRand(opts.Seed, moveStream), readFaultRng: newRand(opts.Seed, readFaultStream),
 		namespaceFaultRng: newRand(opts.Seed, namespaceFaultStream),
+		clockSkew:         newClockSkew(opts),
 		codec:             httpapi.NewCodec(httpapi.DefaultCodecConfig()),
 		history:           newHistory(), checker: newStateChecker(), trace: newTrace(opts.Verbose),
 		faults: map[string]int{}, topic: "sim", stepErrors: map[string]int{}, lastEvents: map[string]string{},
