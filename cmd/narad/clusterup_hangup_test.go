@@ -99,11 +99,44 @@ func TestClusterUpStopsItsNodesOnHangup(t *testing.T) {
 	}
 	time.Sleep(500 * time.Millisecond)
 	for _, pid := range nodes {
-		alive := syscall.Kill(pid, 0) == nil
-		if alive {
-			stat, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-			alive = !strings.Contains(string(stat), ") Z ")
+		assert.False(t, running(pid), "node pid %d still runs after cluster up ended on SIGHUP", pid)
+	}
+}
+
+// running reports whether pid is a process that has not exited (a zombie
+// has).
+func running(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	return !strings.Contains(string(stat), ") Z ")
+}
+
+// A `narad cluster up` killed with SIGKILL cannot stop its nodes; the
+// kernel sends each SIGTERM when it dies (Pdeathsig), and each stops
+// gracefully. They ran on for good, holding their ports and data
+// directories.
+func TestClusterUpKilledLeavesNoNodeRunning(t *testing.T) {
+	binary, err := proc.Build(t.TempDir())
+	require.NoError(t, err)
+	base := 21000 + 100*rand.IntN(90)
+	cmd := exec.Command(binary, "cluster", "up", "--base-port", strconv.Itoa(base), "--data-dir", filepath.Join(t.TempDir(), "cluster"))
+	startUntilLine(t, cmd, "waiting for ", "cluster up did not start its nodes within 30 s")
+	nodes := childPids(t, cmd.Process.Pid)
+	require.Len(t, nodes, 3, "three narad serve children")
+	t.Cleanup(func() {
+		for _, pid := range nodes {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		assert.False(t, alive, "node pid %d still runs after cluster up ended on SIGHUP", pid)
+	})
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, pid := range nodes {
+		for running(pid) && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		assert.False(t, running(pid), "node pid %d still runs 30 s after cluster up was killed", pid)
 	}
 }
