@@ -173,11 +173,37 @@ func (w *World) armReadSideFault(n *simNode) {
 	w.countFault(op.String() + "-failure-armed")
 }
 
-// namespaceFaults are the disk operations on names a namespace fault
-// fails: creating a file (a segment's roll, a staged copy's segment, the
-// temporary file of an atomic replace), renaming one (an atomic replace,
-// a move's install) and syncing a directory (a sync round's, an install's).
-var namespaceFaults = []storage.FaultOp{storage.FaultCreate, storage.FaultRename, storage.FaultSyncDir}
+// namespaceFault is one kind of failure of an operation on names: the
+// operation, and the paths it is aimed at (nil: whichever comes next).
+type namespaceFault struct {
+	op    storage.FaultOp
+	name  string
+	match func(path string) bool
+	// jobOnly: the operations aimed at run in a move's job, whose failure
+	// restarts the move and never takes the node down, so the fault needs
+	// no room in the down budget and waits for its operation however long.
+	jobOnly bool
+}
+
+// namespaceFaults are the failures a namespace fault draws from. Unaimed,
+// they mostly hit what a node does most: starts (its incarnation file,
+// recovery's files) and the cursor and committed-offset replaces. Aimed,
+// they reach the paths that rarely come next: a segment's create (a
+// roll, a staged copy's segment, recovery's first segment), a move
+// install's rename out of moves/, and a partition directory's sync (a
+// sync round's, after a roll).
+var namespaceFaults = []namespaceFault{
+	{op: storage.FaultCreate, name: "create"},
+	{op: storage.FaultRename, name: "rename"},
+	{op: storage.FaultSyncDir, name: "syncdir"},
+	{op: storage.FaultCreate, name: "create-segment", match: func(path string) bool { return strings.HasSuffix(path, ".log") }},
+	{op: storage.FaultRename, name: "rename-install", match: func(path string) bool {
+		return strings.HasPrefix(path, "moves/") && strings.Count(path, "/") == 2 // a staged copy's directory
+	}, jobOnly: true},
+	{op: storage.FaultSyncDir, name: "syncdir-partition", match: func(path string) bool {
+		return strings.HasPrefix(path, "topics/") && strings.Count(path, "/") == 2
+	}},
+}
 
 // armNamespaceFault arms, in half of the write failures, the next one to
 // three operations of one namespace kind to fail, from a stream of its
@@ -185,22 +211,27 @@ var namespaceFaults = []storage.FaultOp{storage.FaultCreate, storage.FaultRename
 // or directory sync with an I/O error. Any of them failing inside a sync
 // round (a cursor file's replace, the directory's sync) crashes the node
 // as a failed fsync does, so they are armed only on a node the run may
-// take down.
+// take down, and in a cluster the node counts as at risk while the fault
+// is armed, at most syncFaultArmedMsMax (as an armed fsync failure does);
+// but for a fault aimed at a move's job (jobOnly).
 func (w *World) armNamespaceFault(n *simNode) {
 	if w.namespaceFaultRng.IntN(2) == 0 {
 		return
 	}
-	op := namespaceFaults[w.namespaceFaultRng.IntN(len(namespaceFaults))]
+	fault := namespaceFaults[w.namespaceFaultRng.IntN(len(namespaceFaults))]
 	count := 1 + w.namespaceFaultRng.IntN(3)
-	if !w.mayTakeDown(n) {
+	if !fault.jobOnly && !w.mayTakeDown(n) {
 		return
 	}
 	err := storage.ErrIO
-	if op == storage.FaultCreate {
+	if fault.op == storage.FaultCreate {
 		err = errTooManyOpenFiles
 	}
-	n.fs.FailNext(op, err, count)
-	w.countFault(op.String() + "-failure-armed")
+	n.fs.FailNextMatching(fault.op, err, count, fault.match)
+	w.countFault(fault.name + "-failure-armed")
+	if w.clustered() && !fault.jobOnly {
+		w.markAtRisk(n, fault.op)
+	}
 }
 
 // errTooManyOpenFiles is the error of a create that found the process

@@ -28,12 +28,19 @@ func (w *World) armSyncFailure(n *simNode) {
 	if !w.clustered() {
 		return
 	}
+	w.markAtRisk(n, storage.FaultSync)
+}
+
+// markAtRisk counts n as at risk of going down (mayTakeDown) while a
+// fault of kind op is armed on its disk, for at most syncFaultArmedMsMax:
+// then the fault is cancelled if it has not fired.
+func (w *World) markAtRisk(n *simNode, op storage.FaultOp) {
 	n.syncFaultArmed = true
 	n.armGeneration++
 	generation := n.armGeneration
 	w.at(syncFaultArmedMsMax, func() {
 		if n.syncFaultArmed && n.armGeneration == generation {
-			n.fs.FailNext(storage.FaultSync, nil, 0)
+			n.fs.FailNext(op, nil, 0)
 			n.syncFaultArmed = false
 		}
 	})

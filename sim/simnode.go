@@ -56,7 +56,8 @@ type simNode struct {
 	nextID      msg.RequestID
 	// restartPending is true while a restart is scheduled.
 	restartPending bool
-	// syncFaultArmed is set while an injected fsync failure waits on this
+	// syncFaultArmed is set while an injected fsync failure, or a
+	// namespace fault (a create, rename or directory sync), waits on this
 	// node's disk in a multi-node world: the node counts as at risk of
 	// going down (minorityMax). armGeneration tells a stale disarm apart.
 	syncFaultArmed bool

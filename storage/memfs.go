@@ -174,6 +174,10 @@ type memFaultRule struct {
 	// nextErr != nil when nextCount > 0.
 	nextErr   error
 	nextCount int
+	// nextMatch, when set, limits the next-count rule to the operations
+	// whose path (a rename's source) it accepts; the others proceed and
+	// do not count.
+	nextMatch func(name string) bool
 	// probabilityErr is returned with probability probability, in [0, 1].
 	// Invariant: probabilityErr != nil when probability > 0.
 	probabilityErr error
@@ -306,6 +310,17 @@ func (m *MemFS) FailNext(op FaultOp, err error, count int) {
 	assert(err != nil || count == 0, "FailNext: nil error for %d %s ops", count, op)
 	m.faults[op].nextErr = err
 	m.faults[op].nextCount = count
+	m.faults[op].nextMatch = nil
+}
+
+// FailNextMatching is FailNext for the operations whose path (a rename's
+// source path) match accepts: the next count of those fail, the others
+// proceed. The simulator aims a fault at one path this way (a segment's
+// create, a move install's rename) rather than at whichever operation of
+// the kind comes next.
+func (m *MemFS) FailNextMatching(op FaultOp, err error, count int, match func(name string) bool) {
+	m.FailNext(op, err, count)
+	m.faults[op].nextMatch = match
 }
 
 // SetFailureProbability makes each operation of kind op fail with err with
@@ -343,11 +358,11 @@ func (m *MemFS) Stats() MemFSStats {
 	return m.stats
 }
 
-// injectFault returns the injected error for one operation of kind op, or
-// nil if the operation should proceed.
-func (m *MemFS) injectFault(op FaultOp) error {
+// injectFault returns the injected error for one operation of kind op on
+// name, or nil if the operation should proceed.
+func (m *MemFS) injectFault(op FaultOp, name string) error {
 	rule := &m.faults[op]
-	if rule.nextCount > 0 {
+	if rule.nextCount > 0 && (rule.nextMatch == nil || rule.nextMatch(name)) {
 		rule.nextCount--
 		m.stats.InjectedFaults++
 		return rule.nextErr
@@ -577,7 +592,7 @@ func (m *MemFS) Create(name string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := m.injectFault(FaultCreate); err != nil {
+	if err := m.injectFault(FaultCreate, name); err != nil {
 		return nil, memPathError("create", name, err)
 	}
 	node := parent.children[base]
@@ -598,7 +613,7 @@ func (m *MemFS) Open(name string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := m.injectFault(FaultOpen); err != nil {
+	if err := m.injectFault(FaultOpen, name); err != nil {
 		return nil, memPathError("open", name, err)
 	}
 	if node.file == nil {
@@ -624,7 +639,7 @@ func (m *MemFS) Remove(name string) error {
 	if node.file == nil && len(node.children) > 0 {
 		return memPathError("remove", name, fmt.Errorf("directory not empty: %w", ErrExist))
 	}
-	if err := m.injectFault(FaultRemove); err != nil {
+	if err := m.injectFault(FaultRemove, name); err != nil {
 		return memPathError("remove", name, err)
 	}
 	m.account(node, -subtreeBytes(node))
@@ -645,7 +660,7 @@ func (m *MemFS) RemoveAll(name string) error {
 	if node == nil {
 		return nil
 	}
-	if err := m.injectFault(FaultRemove); err != nil {
+	if err := m.injectFault(FaultRemove, name); err != nil {
 		return memPathError("removeall", name, err)
 	}
 	m.account(node, -subtreeBytes(node))
@@ -663,7 +678,7 @@ func (m *MemFS) Rename(oldName, newName string) error {
 	if err != nil {
 		return err
 	}
-	if err := m.injectFault(FaultRename); err != nil {
+	if err := m.injectFault(FaultRename, oldName); err != nil {
 		return memPathError("rename", oldName, err)
 	}
 	source := oldParent.children[oldBase]
@@ -812,7 +827,7 @@ func (m *MemFS) SyncDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := m.injectFault(FaultSyncDir); err != nil {
+	if err := m.injectFault(FaultSyncDir, dir); err != nil {
 		return memPathError("syncdir", dir, err)
 	}
 	for _, name := range sortedNames(node.durableChildren) {
@@ -1242,7 +1257,7 @@ func (h *memHandle) ReadAt(p []byte, off int64) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if err := h.fs.injectFault(FaultRead); err != nil {
+	if err := h.fs.injectFault(FaultRead, h.name); err != nil {
 		return 0, memPathError("read", h.name, err)
 	}
 	if off >= file.content.size {
@@ -1282,7 +1297,7 @@ func (h *memHandle) write(op string, file *memFile, p []byte, off int64) (int, e
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if err := h.fs.injectFault(FaultWrite); err != nil {
+	if err := h.fs.injectFault(FaultWrite, h.name); err != nil {
 		return 0, memPathError(op, h.name, err)
 	}
 	growthBytes := max(0, off+int64(len(p))-file.content.size)
@@ -1305,7 +1320,7 @@ func (h *memHandle) Truncate(size int64) error {
 	if size < 0 {
 		return memPathError("truncate", h.name, errMemNegativeOffset)
 	}
-	if err := h.fs.injectFault(FaultWrite); err != nil {
+	if err := h.fs.injectFault(FaultWrite, h.name); err != nil {
 		return memPathError("truncate", h.name, err)
 	}
 	deltaBytes := size - file.content.size
@@ -1324,7 +1339,7 @@ func (h *memHandle) Sync() error {
 	if err != nil {
 		return err
 	}
-	if err := h.fs.injectFault(FaultSync); err != nil {
+	if err := h.fs.injectFault(FaultSync, h.name); err != nil {
 		return memPathError("sync", h.name, err)
 	}
 	file.sync()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -462,6 +463,27 @@ func TestMemFSFailNextCreate(t *testing.T) {
 	require.Equal(t, "keep me", conformReadFile(t, fs, "existing"), "a failed create does not truncate")
 	_, err = fs.Create("new")
 	require.NoError(t, err)
+}
+
+// TestMemFSFailNextMatchingAimsAtOnePath: a rule limited to some paths
+// fails the next operations on those only; the others proceed and do not
+// use it up; a later FailNext replaces it, matcher and all.
+func TestMemFSFailNextMatchingAimsAtOnePath(t *testing.T) {
+	fs := newTestMemFS(20)
+	fs.FailNextMatching(FaultCreate, errInjectedSpace, 1, func(name string) bool { return strings.HasSuffix(name, ".log") })
+	_, err := fs.Create("cursor.tmp")
+	require.NoError(t, err, "a path the rule does not aim at")
+	_, err = fs.Create("00000000000000000000.log")
+	require.ErrorIs(t, err, ErrNoSpace)
+	_, err = fs.Create("00000000000000000000.log")
+	require.NoError(t, err, "the rule failed one")
+	require.Equal(t, int64(1), fs.Stats().InjectedFaults)
+
+	fs.FailNextMatching(FaultRename, errInjectedIO, 1, func(name string) bool { return name == "b" })
+	memDurableFile(t, fs, "a", "A")
+	memDurableFile(t, fs, "b", "B")
+	fs.FailNext(FaultRename, errInjectedIO, 1)
+	require.ErrorIs(t, fs.Rename("a", "c"), ErrIO, "FailNext replaced the rule and its matcher")
 }
 
 func TestMemFSFailureProbability(t *testing.T) {
