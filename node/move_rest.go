@@ -43,9 +43,27 @@ type destinationRest struct {
 	untilMs map[string]int64
 }
 
-// flight is a move in flight as a plan read it.
+// flight is a move in flight as a plan read it: its owner and target,
+// its topic's identity (a topic deleted and created again under the same
+// name is another topic), and whether its owner was draining at some plan
+// that saw it (a cancelled drain aborts the moves off the node that has
+// not started copying).
 type flight struct {
 	owner, target string
+	identity      meta.TopicIdentity
+	ownerDraining bool
+}
+
+// sameMove reports whether two flights are the same move of a partition.
+func (f flight) sameMove(other flight) bool {
+	return f.owner == other.owner && f.target == other.target && f.identity == other.identity
+}
+
+// flightOf is the flight of a move of topic from owner to target, as the
+// applied state has it now.
+func (n *Node) flightOf(topic, owner, target string) flight {
+	member, _ := n.meta.State().Member(owner)
+	return flight{owner: owner, target: target, identity: n.known[topic], ownerDraining: member.Draining}
 }
 
 // resting reports whether the destination id rests now.
@@ -76,17 +94,17 @@ func (n *Node) watchPlanned(command meta.Command) {
 		if n.rest.flights == nil {
 			n.rest.flights = map[rebalance.PartitionRef]flight{}
 		}
-		n.rest.flights[rebalance.PartitionRef{Topic: command.Topic, Index: command.Partition}] = flight{owner: command.ExpectedOwner, target: command.Target}
+		n.rest.flights[rebalance.PartitionRef{Topic: command.Topic, Index: command.Partition}] = n.flightOf(command.Topic, command.ExpectedOwner, command.Target)
 	case meta.AbortMove:
 		delete(n.rest.flights, rebalance.PartitionRef{Topic: command.Topic, Index: command.Partition})
 	}
 }
 
-// forgetFlights drops what the leader saw in flight: a node that is not
-// the leader does not watch moves end, and a later leadership starts from
-// what it reads then.
+// forgetFlights drops the leader's memory, flights, failures and rests: a
+// node that is not the leader watches no move end and rests no one, and a
+// later leadership starts from what it reads then.
 func (n *Node) forgetFlights() {
-	n.rest.flights = nil
+	n.rest = destinationRest{}
 }
 
 // watchFlights compares the moves in flight the last plan read with those
@@ -97,12 +115,17 @@ func (n *Node) watchFlights(partitions []rebalance.Partition) {
 	current := make(map[rebalance.PartitionRef]flight, len(n.rest.flights))
 	for _, partition := range partitions {
 		if partition.Target != "" {
-			current[rebalance.PartitionRef{Topic: partition.Topic, Index: partition.Index}] = flight{owner: partition.Owner, target: partition.Target}
+			ref := rebalance.PartitionRef{Topic: partition.Topic, Index: partition.Index}
+			now := n.flightOf(partition.Topic, partition.Owner, partition.Target)
+			if before, watched := n.rest.flights[ref]; watched && before.sameMove(now) {
+				now.ownerDraining = now.ownerDraining || before.ownerDraining
+			}
+			current[ref] = now
 		}
 	}
 	ended := make([]rebalance.PartitionRef, 0, len(n.rest.flights))
 	for ref, before := range n.rest.flights { //determinism:ok sorted below
-		if current[ref] != before {
+		if now, inFlight := current[ref]; !inFlight || !now.sameMove(before) {
 			ended = append(ended, ref)
 		}
 	}
@@ -127,17 +150,24 @@ func (n *Node) watchFlights(partitions []rebalance.Partition) {
 
 // flightEnded counts the end of a move the last plan saw in flight: a
 // flip to its target is a completion; the partition back at its owner
-// with another target or none is a failure of the target, if the target
-// is a receiver still (a planner's abort of a down or draining target
-// is not the target's failure to take a copy, and a deleted topic ends
-// its moves for nobody's fault).
+// with another target or none is a failure of the target, unless the
+// move ended for another reason than the target's: a planner's abort of
+// a target down or draining (the target does not receive now), a
+// deleted or re-created topic (another identity, or none), an owner
+// that died (its destination gives up on a silent source) or whose drain
+// was cancelled (the moves off it that had not started copying are
+// aborted).
 func (n *Node) flightEnded(ref rebalance.PartitionRef, before flight) {
 	assignment, found := n.meta.State().Assignment(ref.Topic, ref.Index)
+	identity, known := n.known[ref.Topic]
+	owner, _ := n.meta.State().Member(before.owner)
 	switch {
-	case !found:
+	case !found || !known || identity != before.identity:
 	case assignment.Owner == before.target:
 		delete(n.rest.failures, before.target)
-	case assignment.Owner == before.owner && n.receives(before.target):
+	case assignment.Owner != before.owner || !n.receives(before.target) || !owner.Alive:
+	case before.ownerDraining && !owner.Draining:
+	default:
 		n.destinationFailed(before.target, ref)
 	}
 }

@@ -92,7 +92,7 @@ func TestTheLeadersOwnAbortIsNoFailureOfTheDestination(t *testing.T) {
 	to := c.except(leader)[0]
 	ref := rebalance.PartitionRef{Topic: "t", Index: 0}
 	at.watchPlanned(meta.SetTarget{Topic: "t", Partition: 0, ExpectedOwner: leader, Target: to})
-	require.Equal(t, flight{owner: leader, target: to}, at.rest.flights[ref])
+	require.True(t, at.rest.flights[ref].sameMove(at.flightOf("t", leader, to)))
 	at.watchPlanned(meta.AbortMove{Topic: "t", Partition: 0, ExpectedTarget: to})
 	require.NotContains(t, at.rest.flights, ref)
 	at.watchFlights(nil)
@@ -101,4 +101,85 @@ func TestTheLeadersOwnAbortIsNoFailureOfTheDestination(t *testing.T) {
 	follower := c.nodes[c.except(leader)[1]]
 	follower.watchPlanned(meta.SetTarget{Topic: "t", Partition: 0, ExpectedOwner: leader, Target: to})
 	require.Empty(t, follower.rest.flights)
+}
+
+// TestAMoveEndedByItsTopicOrItsSourceIsNoFailureOfTheDestination: the
+// moves the leader watched end without their flip, but not for their
+// destination's sake: their topic was deleted and created again under its
+// name (the same placement, another topic), or their source died (the
+// destination gives up on a silent source). Neither rests the destination
+// (diff review: both did).
+func TestAMoveEndedByItsTopicOrItsSourceIsNoFailureOfTheDestination(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 6)
+	at := c.nodes[leader]
+	dest := c.except(leader)[0]
+	at.rest.flights = map[rebalance.PartitionRef]flight{}
+	for i, owner := range c.owners(leader, "t") {
+		if owner != dest {
+			at.rest.flights[rebalance.PartitionRef{Topic: "t", Index: i}] = at.flightOf("t", owner, dest)
+		}
+	}
+	require.NoError(t, c.do(leader, msg.DeleteTopic{Name: "t"}).Err)
+	c.tick(100)
+	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "t", Partitions: 6}).Err)
+	c.tick(100)
+	at.watchFlights(rebalance.InputFromState(at.meta.State(), at.cfg.Moves.MaxInFlight).Partitions)
+	require.Empty(t, at.rest.failures, "the moves of a deleted topic")
+
+	source := c.otherThan(leader, dest)
+	c.cut[source] = true
+	for i, owner := range c.owners(leader, "t") {
+		if owner == source {
+			c.startMove(leader, "t", i, dest)
+		}
+	}
+	c.cutUntilMarkedDead(leader, source)
+	c.tickUntil(1_000, 400, func() bool { return len(at.meta.State().Moves()) == 0 })
+	c.tick(2_000)
+	require.Empty(t, at.rest.failures, "the moves off a dead source")
+	require.False(t, at.resting(dest))
+}
+
+// TestAMoveAbortedByACancelledDrainIsNoFailureOfTheDestination: the
+// moves off a node whose drain an operator cancelled through a follower
+// are aborted by that follower, not by the leader's plan; their ends do
+// not count against their destination (diff review: with two of them,
+// the destination rested).
+func TestAMoveAbortedByACancelledDrainIsNoFailureOfTheDestination(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 6)
+	at := c.nodes[leader]
+	drained := c.except(leader)[0]
+	dest := c.otherThan(leader, drained)
+	require.NoError(t, c.do(leader, msg.Decommission{ID: drained}).Err)
+	c.tick(100)
+	at.rest.flights = map[rebalance.PartitionRef]flight{}
+	for i, owner := range c.owners(leader, "t") {
+		if owner == drained {
+			at.rest.flights[rebalance.PartitionRef{Topic: "t", Index: i}] = at.flightOf("t", owner, dest)
+		}
+	}
+	require.True(t, at.rest.flights[rebalance.PartitionRef{Topic: "t", Index: slices.Index(c.owners(leader, "t"), drained)}].ownerDraining)
+	require.NoError(t, c.do(c.otherThan(leader, drained), msg.Decommission{ID: drained, Cancel: true}).Err)
+	c.tick(100)
+	at.watchFlights(rebalance.InputFromState(at.meta.State(), at.cfg.Moves.MaxInFlight).Partitions)
+	require.Empty(t, at.rest.failures)
+}
+
+// TestALeaderThatStepsDownForgetsItsRests: a node that stops leading
+// drops its flights, failures and rests (the metric says 0 on followers,
+// and a later leadership starts afresh).
+func TestALeaderThatStepsDownForgetsItsRests(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	at := c.nodes[leader]
+	other := c.except(leader)[0]
+	at.rest = destinationRest{failures: map[string]int{other: 1}, untilMs: map[string]int64{other: at.nowMs + 60_000},
+		flights: map[rebalance.PartitionRef]flight{{Topic: "t", Index: 0}: {owner: leader, target: other}}}
+	require.True(t, at.HandLeadershipOver())
+	c.tickUntil(100, 100, func() bool { return !at.meta.IsLeader() })
+	c.tick(at.cfg.Moves.PlanIntervalMs)
+	require.Equal(t, destinationRest{}, at.rest)
+	require.Zero(t, at.Stats().RestingDestinations)
 }

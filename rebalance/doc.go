@@ -96,7 +96,10 @@
 // partition where it was counted (at its target), and the planner asks for
 // an abort only when a target stops being a receiver, which ends the epoch
 // (so does an abort the node decides on for its own reasons, such as a
-// mover that gave up).
+// mover that gave up, and a rest that starts or ends: a resting member is
+// not a receiver). A destination that never takes a copy thus ends an
+// epoch at every rest: the cluster converges around it while it rests,
+// and moves towards it again, to fail, after each rest.
 //
 // Deficits cover sources. The shares sum to T, the receivers' loads sum to
 // T minus the partitions placed on shedders, so the sum of deficits is at

@@ -32,7 +32,7 @@ var ExpectedMoveMarks = []chaos.Mark{
 	chaos.MarkNodeMoveStarted, chaos.MarkNodeMoveHandoff, chaos.MarkNodeMoveInstalled, chaos.MarkNodeMoveCatchupGaveUp,
 	chaos.MarkNodePartitionFrozen, chaos.MarkNodePartitionFlippedAway, chaos.MarkNodeMoveAborted, chaos.MarkNodeStaleCopyDeleted,
 	chaos.MarkNodePlanMove, chaos.MarkNodeJoinProposed, chaos.MarkNodeVoterRemoved,
-	// The leader rested a destination: 21 of seeds 1-60 of the
+	// The leader rested a destination: 16 of seeds 1-60 of the
 	// three-node moves world.
 	chaos.MarkNodeDestinationRested,
 	markScaleUp, markDecommissionAccepted, markDecommissionCancelled, markStormDuringCatchup, markStormMoveCutOver,
