@@ -102,8 +102,9 @@ func (a *ackChecker) lostSince(record ackRecord, landing ackLanding) bool {
 // that started since the ack was sent may have applied it in its
 // previous incarnation (an answer slow on the network outlives a
 // restart) and lost it at the restart, as any ack not yet persisted: such
-// a 204 is held to nothing.
-func (a *ackChecker) answeredNoContent(record ackRecord, sentMs int64) {
+// a 204 is held to nothing, unless the owner's current incarnation is the
+// one that took the request.
+func (a *ackChecker) answeredNoContent(record ackRecord, c *call) {
 	if _, ok := a.answered204[record]; ok {
 		return
 	}
@@ -111,7 +112,8 @@ func (a *ackChecker) answeredNoContent(record ackRecord, sentMs int64) {
 	if a.w.clustered() {
 		owner = a.w.nodeByID(a.w.metaLog.owner(a.w.topic, record.partition))
 	}
-	if owner == nil || !owner.up() || owner.startedMs > sentMs {
+	tookIt := c.node == owner && c.nodeIncarnation == owner.incarnation
+	if owner == nil || !owner.up() || (owner.startedMs > c.sentMs && !tookIt) {
 		return // a 204 from a node that has since gone or started again: nothing to hold it to
 	}
 	a.answered204[record] = ackLanding{atMs: a.w.nowMs, node: owner, incarnation: owner.incarnation,
@@ -181,7 +183,7 @@ func (a *ackChecker) answered(c *call, handle string, status, attempt int) {
 		return
 	}
 	if status == http.StatusNoContent {
-		a.answeredNoContent(record, c.sentMs)
+		a.answeredNoContent(record, c)
 	}
 	landed, excused := a.landedBefore(record, c.sentMs)
 	if excused {
