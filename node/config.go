@@ -181,6 +181,10 @@ func DefaultConfig() Config {
 // singleNodeRaftID is the raft id of a node that is its own cluster.
 const singleNodeRaftID = 1
 
+// destinationRestMsLimit bounds MoveConfig.DestinationRestMs: a day, so
+// that its doublings stay far from overflowing.
+const destinationRestMsLimit = 24 * 60 * 60 * 1000
+
 // withMetaDefaults fills in a single-node metastore configuration when
 // none is given.
 func (c Config) withMetaDefaults() Config {
@@ -284,7 +288,9 @@ type MoveConfig struct {
 	// before the leader rests it (rebalance.Member.Resting).
 	DestinationFailuresMax int
 	// DestinationRestMs is how long a rested destination takes no new
-	// partition.
+	// partition, the first time since its last completed move; each rest
+	// after that lasts twice the one before, up to 16 times this. At most
+	// destinationRestMsLimit.
 	DestinationRestMs int64
 }
 
@@ -304,6 +310,9 @@ func (c MoveConfig) problems() []string {
 	}
 	if c.FreezeTTLMs < 1 || c.StallTimeoutMs < 1 || c.ForcePromoteAfterMs < 1 || c.PlanIntervalMs < 1 || c.SweepIntervalMs < 1 || c.DestinationRestMs < 1 {
 		problems = append(problems, "moves: every interval and timeout must be > 0")
+	}
+	if c.DestinationRestMs > destinationRestMsLimit {
+		problems = append(problems, fmt.Sprintf("moves: a destination's rest must be at most %d ms", destinationRestMsLimit))
 	}
 	return problems
 }

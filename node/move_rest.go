@@ -41,7 +41,17 @@ type destinationRest struct {
 	// untilMs is, by destination, when its rest ends (node time); an entry
 	// whose time has come is deleted at the next plan.
 	untilMs map[string]int64
+	// rests counts, by destination, its rests since its last completed
+	// move: each rest lasts twice the one before, up to
+	// destinationRestDoublingsMax doublings. Only members' ids.
+	rests map[string]int
 }
+
+// destinationRestDoublingsMax bounds the growth of a destination's rests:
+// the fifth and later in a row last 16 times Moves.DestinationRestMs (16
+// minutes by default). A destination that never takes a copy then costs
+// two failed moves every 16 minutes, not every minute.
+const destinationRestDoublingsMax = 4
 
 // flight is a move in flight as a plan read it: its owner and target,
 // its topic's identity (a topic deleted and created again under the same
@@ -146,6 +156,11 @@ func (n *Node) watchFlights(partitions []rebalance.Partition) {
 			delete(n.rest.failures, id)
 		}
 	}
+	for id := range n.rest.rests { //determinism:ok deletes only
+		if _, member := n.meta.State().Member(id); !member {
+			delete(n.rest.rests, id)
+		}
+	}
 }
 
 // flightEnded counts the end of a move the last plan saw in flight: a
@@ -165,6 +180,7 @@ func (n *Node) flightEnded(ref rebalance.PartitionRef, before flight) {
 	case !found || !known || identity != before.identity:
 	case assignment.Owner == before.target:
 		delete(n.rest.failures, before.target)
+		delete(n.rest.rests, before.target)
 	case assignment.Owner != before.owner || !n.receives(before.target) || !owner.Alive:
 	case before.ownerDraining && !owner.Draining:
 	default:
@@ -190,12 +206,14 @@ func (n *Node) destinationFailed(id string, ref rebalance.PartitionRef) {
 	}
 	delete(n.rest.failures, id)
 	if n.rest.untilMs == nil {
-		n.rest.untilMs = map[string]int64{}
+		n.rest.untilMs, n.rest.rests = map[string]int64{}, map[string]int{}
 	}
-	n.rest.untilMs[id] = n.nowMs + n.cfg.Moves.DestinationRestMs
+	restMs := n.cfg.Moves.DestinationRestMs << min(n.rest.rests[id], destinationRestDoublingsMax)
+	n.rest.rests[id]++
+	n.rest.untilMs[id] = n.nowMs + restMs
 	chaos.Reached(chaos.MarkNodeDestinationRested)
-	n.observer.Event("move-destination-resting", fmt.Sprintf("%s: %d moves to it in a row ended without their flip (the last %s/%d); it takes no new partition for %d ms",
-		id, n.cfg.Moves.DestinationFailuresMax, ref.Topic, ref.Index, n.cfg.Moves.DestinationRestMs))
+	n.observer.Event("move-destination-resting", fmt.Sprintf("%s: %d moves to it in a row ended without their flip (the last %s/%d); it takes no new partition for %d ms (rest %d since its last completed move)",
+		id, n.cfg.Moves.DestinationFailuresMax, ref.Topic, ref.Index, restMs, n.rest.rests[id]))
 }
 
 // restingDestinations counts the destinations that rest now.

@@ -183,3 +183,36 @@ func TestALeaderThatStepsDownForgetsItsRests(t *testing.T) {
 	require.Equal(t, destinationRest{}, at.rest)
 	require.Zero(t, at.Stats().RestingDestinations)
 }
+
+// TestRestsInARowGrowAndACompletionEndsTheSeries: each rest of a
+// destination since its last completed move lasts twice the one before,
+// up to 16 times the first; a completed move to it starts the series
+// again. A destination that never takes a copy then costs two failed
+// moves every 16 minutes, not every minute.
+func TestRestsInARowGrowAndACompletionEndsTheSeries(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	at := c.nodes[leader]
+	to := c.except(leader)[0]
+	ref := rebalance.PartitionRef{Topic: "t", Index: 0}
+	restMs := at.cfg.Moves.DestinationRestMs
+	var lengths []int64
+	for range 7 {
+		for range at.cfg.Moves.DestinationFailuresMax {
+			at.destinationFailed(to, ref)
+		}
+		lengths = append(lengths, at.rest.untilMs[to]-at.nowMs)
+	}
+	require.Equal(t, []int64{restMs, 2 * restMs, 4 * restMs, 8 * restMs, 16 * restMs, 16 * restMs, 16 * restMs}, lengths)
+
+	index := slices.IndexFunc(c.owners(leader, "t"), func(owner string) bool { return owner != to })
+	moved := rebalance.PartitionRef{Topic: "t", Index: index}
+	at.rest.flights = map[rebalance.PartitionRef]flight{moved: at.flightOf("t", c.owners(leader, "t")[index], to)}
+	c.startMove(leader, "t", index, to)
+	at.watchFlights(rebalance.InputFromState(at.meta.State(), at.cfg.Moves.MaxInFlight).Partitions)
+	require.NotContains(t, at.rest.rests, to, "a completed move ends the series")
+	for range at.cfg.Moves.DestinationFailuresMax {
+		at.destinationFailed(to, ref)
+	}
+	require.Equal(t, restMs, at.rest.untilMs[to]-at.nowMs)
+}
