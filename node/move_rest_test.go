@@ -114,17 +114,12 @@ func TestAMoveEndedByItsTopicOrItsSourceIsNoFailureOfTheDestination(t *testing.T
 	leader := c.electWithTopic("t", 6)
 	at := c.nodes[leader]
 	dest := c.except(leader)[0]
-	at.rest.flights = map[rebalance.PartitionRef]flight{}
-	for i, owner := range c.owners(leader, "t") {
-		if owner != dest {
-			at.rest.flights[rebalance.PartitionRef{Topic: "t", Index: i}] = at.flightOf("t", owner, dest)
-		}
-	}
+	watchMovesTo(c, at, "t", dest, func(owner string) bool { return owner != dest })
 	require.NoError(t, c.do(leader, msg.DeleteTopic{Name: "t"}).Err)
 	c.tick(100)
 	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "t", Partitions: 6}).Err)
 	c.tick(100)
-	at.watchFlights(rebalance.InputFromState(at.meta.State(), at.cfg.Moves.MaxInFlight).Partitions)
+	watchPlacement(at)
 	require.Empty(t, at.rest.failures, "the moves of a deleted topic")
 
 	source := c.otherThan(leader, dest)
@@ -154,16 +149,11 @@ func TestAMoveAbortedByACancelledDrainIsNoFailureOfTheDestination(t *testing.T) 
 	dest := c.otherThan(leader, drained)
 	require.NoError(t, c.do(leader, msg.Decommission{ID: drained}).Err)
 	c.tick(100)
-	at.rest.flights = map[rebalance.PartitionRef]flight{}
-	for i, owner := range c.owners(leader, "t") {
-		if owner == drained {
-			at.rest.flights[rebalance.PartitionRef{Topic: "t", Index: i}] = at.flightOf("t", owner, dest)
-		}
-	}
+	watchMovesTo(c, at, "t", dest, func(owner string) bool { return owner == drained })
 	require.True(t, at.rest.flights[rebalance.PartitionRef{Topic: "t", Index: slices.Index(c.owners(leader, "t"), drained)}].ownerDraining)
 	require.NoError(t, c.do(c.otherThan(leader, drained), msg.Decommission{ID: drained, Cancel: true}).Err)
 	c.tick(100)
-	at.watchFlights(rebalance.InputFromState(at.meta.State(), at.cfg.Moves.MaxInFlight).Partitions)
+	watchPlacement(at)
 	require.Empty(t, at.rest.failures)
 }
 
@@ -209,10 +199,27 @@ func TestRestsInARowGrowAndACompletionEndsTheSeries(t *testing.T) {
 	moved := rebalance.PartitionRef{Topic: "t", Index: index}
 	at.rest.flights = map[rebalance.PartitionRef]flight{moved: at.flightOf("t", c.owners(leader, "t")[index], to)}
 	c.startMove(leader, "t", index, to)
-	at.watchFlights(rebalance.InputFromState(at.meta.State(), at.cfg.Moves.MaxInFlight).Partitions)
+	watchPlacement(at)
 	require.NotContains(t, at.rest.rests, to, "a completed move ends the series")
 	for range at.cfg.Moves.DestinationFailuresMax {
 		at.destinationFailed(to, ref)
 	}
 	require.Equal(t, restMs, at.rest.untilMs[to]-at.nowMs)
+}
+
+// watchPlacement has the leader at compare the moves in flight in its
+// applied placement with those it watched, as a plan does.
+func watchPlacement(at *Node) {
+	at.watchFlights(rebalance.InputFromState(at.meta.State(), at.cfg.Moves.MaxInFlight).Partitions)
+}
+
+// watchMovesTo has the leader at watch, as if its plan had started them,
+// moves to dest of the partitions of topic whose owner from selects.
+func watchMovesTo(c *clusterHarness, at *Node, topic, dest string, from func(owner string) bool) {
+	at.rest.flights = map[rebalance.PartitionRef]flight{}
+	for i, owner := range c.owners(at.cfg.NodeID, topic) {
+		if from(owner) {
+			at.rest.flights[rebalance.PartitionRef{Topic: topic, Index: i}] = at.flightOf(topic, owner, dest)
+		}
+	}
 }

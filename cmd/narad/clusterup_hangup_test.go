@@ -71,11 +71,11 @@ func childPids(t *testing.T, pid int) []int {
 	return children
 }
 
-// `narad cluster up` puts its nodes in their own process group, where a
-// hangup of its terminal never reaches them: on SIGHUP (the terminal or
-// ssh session closed) it stops them as on Ctrl-C, leaving no node holding
-// its ports and data directory.
-func TestClusterUpStopsItsNodesOnHangup(t *testing.T) {
+// startClusterUp builds narad, starts `narad cluster up` on free ports
+// and returns it with its three node processes, which the test's cleanup
+// kills whatever happened.
+func startClusterUp(t *testing.T) (*exec.Cmd, []int) {
+	t.Helper()
 	binary, err := proc.Build(t.TempDir())
 	require.NoError(t, err)
 	base := 21000 + 100*rand.IntN(90)
@@ -88,6 +88,15 @@ func TestClusterUpStopsItsNodesOnHangup(t *testing.T) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
+	return cmd, nodes
+}
+
+// `narad cluster up` puts its nodes in their own process group, where a
+// hangup of its terminal never reaches them: on SIGHUP (the terminal or
+// ssh session closed) it stops them as on Ctrl-C, leaving no node holding
+// its ports and data directory.
+func TestClusterUpStopsItsNodesOnHangup(t *testing.T) {
+	cmd, nodes := startClusterUp(t)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGHUP))
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -118,18 +127,7 @@ func running(pid int) bool {
 // gracefully. They ran on for good, holding their ports and data
 // directories.
 func TestClusterUpKilledLeavesNoNodeRunning(t *testing.T) {
-	binary, err := proc.Build(t.TempDir())
-	require.NoError(t, err)
-	base := 21000 + 100*rand.IntN(90)
-	cmd := exec.Command(binary, "cluster", "up", "--base-port", strconv.Itoa(base), "--data-dir", filepath.Join(t.TempDir(), "cluster"))
-	startUntilLine(t, cmd, "waiting for ", "cluster up did not start its nodes within 30 s")
-	nodes := childPids(t, cmd.Process.Pid)
-	require.Len(t, nodes, 3, "three narad serve children")
-	t.Cleanup(func() {
-		for _, pid := range nodes {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
+	cmd, nodes := startClusterUp(t)
 	require.NoError(t, cmd.Process.Kill())
 	_ = cmd.Wait()
 	deadline := time.Now().Add(30 * time.Second)
