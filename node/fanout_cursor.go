@@ -221,11 +221,14 @@ func (n *Node) loadCursor(p *partition, log *storage.Log, link meta.ChildLink) (
 // attach's time on the clock of the node that proposed it, less
 // FanoutConfig.AttachClockSkewMs for the clocks' disagreement. The owner
 // may apply the attach after records acknowledged after it, and those
-// belong to the child. Commit times grow with offsets (one owner's
-// clock, and a partition that moved keeps its old owner's times below
-// its new owner's within the skew), so a binary search reads a few
-// records only; a record that cannot be read counts as late, so the
-// start errs towards copying more.
+// belong to the child. A binary search reads a few records only. It is
+// right whatever order the commit times are in (a partition that moved,
+// or whose owner restarted, carries another clock's times): it passes a
+// record only when its time is below fromMs, committed before the
+// attach, and takes every record before it for as old; so it never
+// starts past a record committed after the attach, only, at worst,
+// before some committed earlier (copied too). A record that cannot be
+// read counts as late, which also copies more.
 func epochStart(log *storage.Log, fromMs int64) uint64 {
 	low, high := log.Oldest(), log.HWM()
 	for low < high {

@@ -83,11 +83,11 @@ func (w *World) minorityMax() int {
 }
 
 // downOrAtRisk counts the nodes not retired that are down, restarting, or
-// carry an armed fsync fault that will crash them.
+// carry an armed disk fault that may crash them (riskArmed).
 func (w *World) downOrAtRisk() int {
 	count := 0
 	for _, n := range w.activeNodes() {
-		if !n.up() || n.syncFaultArmed {
+		if !n.up() || n.atRisk() {
 			count++
 		}
 	}
@@ -112,7 +112,7 @@ func (w *World) activeNodes() []*simNode {
 // mayTakeDown reports whether one more node may go down without leaving
 // less than a quorum up.
 func (w *World) mayTakeDown(n *simNode) bool {
-	if !n.up() || n.syncFaultArmed {
+	if !n.up() || n.atRisk() {
 		return true // already counted
 	}
 	return w.downOrAtRisk()+1 <= w.minorityMax()

@@ -229,7 +229,10 @@ func (w *World) armNamespaceFault(n *simNode) {
 	}
 	n.fs.FailNextMatching(fault.op, err, count, fault.match)
 	w.countFault(fault.name + "-failure-armed")
-	if w.clustered() && !fault.jobOnly {
+	switch {
+	case fault.jobOnly:
+		n.forgetRisk(fault.op)
+	case w.clustered():
 		w.markAtRisk(n, fault.op)
 	}
 }

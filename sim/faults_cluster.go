@@ -33,18 +33,41 @@ func (w *World) armSyncFailure(n *simNode) {
 
 // markAtRisk counts n as at risk of going down (mayTakeDown) while a
 // fault of kind op is armed on its disk, for at most syncFaultArmedMsMax:
-// then the fault is cancelled if it has not fired.
+// then the fault is cancelled, unless it was cancelled or armed anew
+// meanwhile.
 func (w *World) markAtRisk(n *simNode, op storage.FaultOp) {
-	n.syncFaultArmed = true
+	if n.riskArmed == nil {
+		n.riskArmed = map[storage.FaultOp]int{}
+	}
 	n.armGeneration++
 	generation := n.armGeneration
+	n.riskArmed[op] = generation
 	w.at(syncFaultArmedMsMax, func() {
-		if n.syncFaultArmed && n.armGeneration == generation {
+		if n.riskArmed[op] == generation {
 			n.fs.FailNext(op, nil, 0)
-			n.syncFaultArmed = false
+			delete(n.riskArmed, op)
 		}
 	})
 }
+
+// atRisk reports whether a fault that may crash n is armed on its disk.
+func (n *simNode) atRisk() bool { return len(n.riskArmed) > 0 }
+
+// disarmRisks cancels the faults armed on n that may crash it: it went
+// down (one of them most likely fired), and what is left of them (a
+// namespace fault arms up to three operations) must not crash it again
+// outside the down budget.
+func (n *simNode) disarmRisks() {
+	for op := range n.riskArmed { //determinism:ok each cancelled, order unseen
+		n.fs.FailNext(op, nil, 0)
+	}
+	n.riskArmed = nil
+}
+
+// forgetRisk notes that a fault of kind op armed on n no longer may crash
+// it: a fault aimed at a move's job replaced it (FailNext keeps one rule
+// an operation).
+func (n *simNode) forgetRisk(op storage.FaultOp) { delete(n.riskArmed, op) }
 
 // injectClusterFault injects one of the faults only a cluster has.
 func (w *World) injectClusterFault(kind string) {

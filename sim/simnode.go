@@ -56,12 +56,14 @@ type simNode struct {
 	nextID      msg.RequestID
 	// restartPending is true while a restart is scheduled.
 	restartPending bool
-	// syncFaultArmed is set while an injected fsync failure, or a
-	// namespace fault (a create, rename or directory sync), waits on this
-	// node's disk in a multi-node world: the node counts as at risk of
-	// going down (minorityMax). armGeneration tells a stale disarm apart.
-	syncFaultArmed bool
-	armGeneration  int
+	// riskArmed holds, by operation, the disk faults armed on this node in
+	// a multi-node world that may crash it (an fsync failure, a namespace
+	// fault), each with the generation it was armed at: while one is, the
+	// node counts as at risk of going down (minorityMax). A fault is
+	// cancelled at its deadline, or when the node goes down, so a fault
+	// left over never crashes it uncounted. armGeneration numbers arms.
+	riskArmed     map[storage.FaultOp]int
+	armGeneration int
 	// ticking is set once the node's tick event is scheduled. tickEvent
 	// and tickInput are the tick's event and input, made once (by
 	// scheduleTick) rather than two closures every tickIntervalMs.
@@ -193,7 +195,7 @@ func (n *simNode) start() {
 		// An injected disk fault can fail a start, as it would a real
 		// process: its supervisor starts it again.
 		n.w.countFault("start-failed")
-		n.syncFaultArmed = false // the armed fault most likely failed the start
+		n.disarmRisks() // the armed fault most likely failed the start
 		n.fs.Crash()
 		n.scheduleRestart(int64(100 + n.w.faultRng.IntN(1_000)))
 		return
@@ -397,7 +399,7 @@ func (n *simNode) persist(rd node.Ready, incarnation int, err error) {
 	n.touched = true
 	if err != nil {
 		n.w.tracef("%s %v", n.id, err)
-		n.syncFaultArmed = false
+		n.disarmRisks()
 		n.crash("sync-failure")
 		return
 	}
@@ -559,7 +561,7 @@ func (n *simNode) scheduleRestart(delayMs int64) {
 // heal brings the node up and its disk back to health.
 func (n *simNode) heal() {
 	n.fs.ClearFaults()
-	n.syncFaultArmed = false
+	n.riskArmed = nil
 	if !n.up() && !n.restartPending && !n.retired {
 		n.start()
 	}
