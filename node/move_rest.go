@@ -19,18 +19,20 @@ import (
 // it saw in flight end: one that ends without its flip is a failure of
 // its destination; Moves.DestinationFailuresMax failures in a row, with
 // no completed move between, rest the destination for
-// Moves.DestinationRestMs, during which the planner gives it nothing new
-// and the others' shares take its part.
+// Moves.DestinationRestMs (each later rest in a row twice as long, up to
+// 16 times), during which the planner gives it nothing new and the
+// others' shares take its part.
 //
 // The memory is the leader's own, not the metastore's: a new leader
 // starts without it and learns again, at the cost of the moves it takes
 // to fail again.
 
 // destinationRest is the leader's memory of its destinations. Changed by
-// the loop only, in planMoves.
+// the loop only: in planMoves, and by the outcomes of the plan's own
+// proposals (watchPlanned).
 type destinationRest struct {
 	// flights are the moves in flight the last plan read, and those the
-	// leader's plans started since (watchStarted), by partition: their
+	// leader's plans started since (watchPlanned), by partition: their
 	// owner and target then. At most one entry a partition; emptied while
 	// this node is not the leader.
 	flights map[rebalance.PartitionRef]flight
