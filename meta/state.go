@@ -149,6 +149,10 @@ type Member struct {
 	Draining bool `json:"draining"`
 }
 
+// Receiving reports whether the member may take partitions: alive and
+// not draining.
+func (m Member) Receiving() bool { return m.Alive && !m.Draining }
+
 // User is an account of the HTTP API.
 type User struct {
 	Username string `json:"username"`

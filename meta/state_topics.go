@@ -263,7 +263,7 @@ func (s *State) checkOwners(ids []string) error {
 		return err
 	}
 	for _, id := range ids {
-		if member := s.members[id]; !member.Alive || member.Draining {
+		if member := s.members[id]; !member.Receiving() {
 			return rejectf(ErrMemberNotReceiving, "member %q (alive %t, draining %t)", id, member.Alive, member.Draining)
 		}
 	}

@@ -131,7 +131,7 @@ func (n *Node) antiAffineSwap(parent *topic, owners []string, p int) int {
 func (n *Node) receivers() []string {
 	var ids []string
 	for _, m := range n.meta.State().Members() {
-		if m.Alive && !m.Draining {
+		if m.Receiving() {
 			ids = append(ids, m.ID)
 		}
 	}

@@ -241,7 +241,7 @@ func (n *Node) decommission(id msg.RequestID, r msg.Decommission) {
 // member as a receiver; the drains then wait until a node is added.
 func (n *Node) anotherReceiver(id string) bool {
 	for _, m := range n.meta.State().Members() {
-		if m.ID != id && m.Alive && !m.Draining {
+		if m.ID != id && m.Receiving() {
 			return true
 		}
 	}

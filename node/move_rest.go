@@ -190,10 +190,10 @@ func (n *Node) flightEnded(ref rebalance.PartitionRef, before flight) {
 	}
 }
 
-// receives reports whether id is a member that is alive and not draining.
+// receives reports whether id is a member that may take partitions.
 func (n *Node) receives(id string) bool {
 	member, found := n.meta.State().Member(id)
-	return found && member.Alive && !member.Draining
+	return found && member.Receiving()
 }
 
 // destinationFailed counts a failed move to id and rests id once the

@@ -210,11 +210,17 @@ func (c *metaModelChecker) compare(n *simNode, r *replicaModel) {
 	c.comparisons++
 	r.due = false
 	if about, difference := differences(r.model, report); difference != "" {
-		c.w.fail("meta-model", "%s at entry %d: %s differs: %s; entries about it since the last agreement: %s",
-			n.id, r.index, about, difference, describeVerdicts(r.since, about))
+		c.failDiffering(n, r, about, difference)
 		return
 	}
 	r.since, r.touchedCompared = r.since[:0], 0
+}
+
+// failDiffering fails the run on a difference between a replica and its
+// model, naming the entries about it since the last agreement.
+func (c *metaModelChecker) failDiffering(n *simNode, r *replicaModel, about, difference string) {
+	c.w.fail("meta-model", "%s at entry %d: %s differs: %s; entries about it since the last agreement: %s",
+		n.id, r.index, about, difference, describeVerdicts(r.since, about))
 }
 
 // compareTouched compares the topics and members that the entries applied
@@ -242,8 +248,7 @@ func (c *metaModelChecker) compareTouched(n *simNode, r *replicaModel) {
 	c.touchedComparisons++
 	for _, about := range abouts {
 		if difference := aboutDifference(r.model, report, about); difference != "" {
-			c.w.fail("meta-model", "%s at entry %d: %s differs: %s; entries about it since the last agreement: %s",
-				n.id, r.index, about, difference, describeVerdicts(r.since, about))
+			c.failDiffering(n, r, about, difference)
 			return
 		}
 	}
@@ -252,26 +257,21 @@ func (c *metaModelChecker) compareTouched(n *simNode, r *replicaModel) {
 // readItems reads the applied index and the records abouts name ("topic
 // T", "member M"; others are not read).
 func (r *replicaReport) readItems(tx *bolt.Tx, abouts []string) error {
-	raft, topics, members := tx.Bucket(replicaRaftBucket), tx.Bucket(replicaTopicsBucket), tx.Bucket(replicaMembersBucket)
-	if raft == nil || topics == nil || members == nil {
-		return fmt.Errorf("the store lacks a bucket")
-	}
-	if applied := raft.Get(replicaAppliedKey); len(applied) >= 8 {
-		r.applied = binary.BigEndian.Uint64(applied)
+	topics, members, err := r.openBuckets(tx)
+	if err != nil {
+		return err
 	}
 	for _, about := range abouts {
 		if name, ok := strings.CutPrefix(about, "topic "); ok {
 			if value := topics.Get([]byte(name)); value != nil {
-				var record meta.TopicRecord
-				if err := decodeInto(value, &record, func() { r.topics[name] = record }); err != nil {
+				if err := r.keepTopic([]byte(name), value); err != nil {
 					return err
 				}
 			}
 		}
 		if id, ok := strings.CutPrefix(about, "member "); ok {
 			if value := members.Get([]byte(id)); value != nil {
-				var member meta.Member
-				if err := decodeInto(value, &member, func() { r.members[id] = member }); err != nil {
+				if err := r.keepMember([]byte(id), value); err != nil {
 					return err
 				}
 			}
@@ -326,24 +326,38 @@ func readReplica(store *meta.Store) (replicaReport, error) {
 }
 
 func (r *replicaReport) read(tx *bolt.Tx) error {
+	topics, members, err := r.openBuckets(tx)
+	if err != nil {
+		return err
+	}
+	if err := topics.ForEach(r.keepTopic); err != nil {
+		return err
+	}
+	return members.ForEach(r.keepMember)
+}
+
+// openBuckets reads the applied index into r and returns the buckets of
+// the topics and the members.
+func (r *replicaReport) openBuckets(tx *bolt.Tx) (topics, members *bolt.Bucket, err error) {
 	raft, topics, members := tx.Bucket(replicaRaftBucket), tx.Bucket(replicaTopicsBucket), tx.Bucket(replicaMembersBucket)
 	if raft == nil || topics == nil || members == nil {
-		return fmt.Errorf("the store lacks a bucket")
+		return nil, nil, fmt.Errorf("the store lacks a bucket")
 	}
 	if applied := raft.Get(replicaAppliedKey); len(applied) >= 8 {
 		r.applied = binary.BigEndian.Uint64(applied)
 	}
-	err := topics.ForEach(func(key, value []byte) error {
-		var record meta.TopicRecord
-		return decodeInto(value, &record, func() { r.topics[string(key)] = record })
-	})
-	if err != nil {
-		return err
-	}
-	return members.ForEach(func(key, value []byte) error {
-		var member meta.Member
-		return decodeInto(value, &member, func() { r.members[string(key)] = member })
-	})
+	return topics, members, nil
+}
+
+// keepTopic and keepMember decode one record of the store into r.
+func (r *replicaReport) keepTopic(key, value []byte) error {
+	var record meta.TopicRecord
+	return decodeInto(value, &record, func() { r.topics[string(key)] = record })
+}
+
+func (r *replicaReport) keepMember(key, value []byte) error {
+	var member meta.Member
+	return decodeInto(value, &member, func() { r.members[string(key)] = member })
 }
 
 func decodeInto(data []byte, into any, keep func()) error {

@@ -11,10 +11,12 @@ import "math/rand/v2"
 // must then hold: the metastore's guards compare values, never clocks; a
 // member's silence is timed on the leader's own clock and the write fence
 // on the node's own; a move's start is the proposer's clock, raised past
-// the partition's previous move. Two things measure time across nodes by
-// design, and their checkers allow for the skew: a delay child's release
-// (the parent's commit time on its owner's clock, the release on the
-// copier's; checkDelay) and nothing else.
+// the partition's previous move. Two things compare time across nodes by
+// design: a fan-out attach's epoch (the attach's time on its proposer's
+// clock, the records' on their owners'), which starts a second early for
+// it (FanoutConfig.AttachClockSkewMs), and a delay child's release after
+// a move (the commit time on the old owner's clock, the release on the
+// new one's), whose checker allows for the spread (checkDelay).
 
 // clockSkewMsMax bounds a node's clock offset: well above what NTP keeps
 // a fleet within, well below a heartbeat interval.
