@@ -114,7 +114,8 @@ func (j *moveJob) run() {
 // moveRunning reports whether a session into the partition runs here.
 func (n *Node) moveRunning(key partitionKey) bool {
 	_, ok := n.moves[key]
-	return ok || n.jobsOrphaned[key]
+	_, orphaned := n.jobsOrphaned[key]
+	return ok || orphaned
 }
 
 // driveMoves starts a session for every partition targeting this node,
@@ -123,7 +124,7 @@ func (n *Node) driveMoves() {
 	n.movesScratch = n.meta.State().AppendMoves(n.movesScratch[:0])
 	for _, m := range n.movesScratch {
 		key := partitionKey{m.Topic, m.Partition}
-		if m.Target == n.cfg.NodeID && n.moves[key] == nil && !n.jobsOrphaned[key] && n.mayStartSession(key, m.StartedAtMs) {
+		if _, orphaned := n.jobsOrphaned[key]; m.Target == n.cfg.NodeID && n.moves[key] == nil && !orphaned && n.mayStartSession(key, m.StartedAtMs) {
 			n.startSession(key, m.Owner, m.StartedAtMs)
 		}
 	}
@@ -326,7 +327,7 @@ func (n *Node) endSession(s *moveSession, rollBack bool) {
 	delete(n.moves, s.key)
 	if s.jobOut {
 		chaos.Reached(chaos.MarkNodeMoveJobOrphaned)
-		n.jobsOrphaned[s.key] = true
+		n.jobsOrphaned[s.key] = s.topic
 		return
 	}
 	if s.staged != nil {

@@ -230,11 +230,24 @@ func (n *Node) keepOrphanedJob(s *moveSession, job *moveJob) {
 	n.wake(s.key.topic)
 }
 
+// OrphanedJob reports whether the partition directory dir is held by a
+// move's finalize job whose session ended while it was out, with the
+// identity of the topic the move was of: until the job's return has
+// settled the directory (discardJob removes it when that topic is gone),
+// nothing opens it. A read for the simulator's checkers.
+func (n *Node) OrphanedJob(dir string) (meta.TopicIdentity, bool) {
+	for key, topic := range n.jobsOrphaned { //determinism:ok at most one key has the directory
+		if PartitionDir(key.topic, key.index) == dir {
+			return topic, true
+		}
+	}
+	return meta.TopicIdentity{}, false
+}
+
 // discardJob undoes the install of a job whose session ended meanwhile
 // (the move was aborted): the flip was never proposed. The session left
 // its files to the job (endSession), so they go now, on the loop.
 func (n *Node) discardJob(s *moveSession, job *moveJob) {
-	delete(n.jobsOrphaned, s.key)
 	if s.staged != nil {
 		_ = s.staged.Close() // closed already unless the job failed first
 	}
@@ -249,6 +262,7 @@ func (n *Node) discardJob(s *moveSession, job *moveJob) {
 			n.observer.Event("move-rollback-failed", fmt.Sprintf("%s: %v", job.finalDir, err))
 		}
 	}
+	delete(n.jobsOrphaned, s.key) // held until its directory is settled (OrphanedJob)
 	n.purgeDroppedTopicDir(s.key.topic)
 }
 

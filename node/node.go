@@ -152,8 +152,9 @@ type Node struct {
 	// finalize job was out (handed out, not yet JobDone): the job owns
 	// their staged and partition directories until it returns, so no
 	// session starts there and the sweep leaves them alone meanwhile.
-	// Set by endSession, cleared by jobDone (move_dest_actions.go).
-	jobsOrphaned map[partitionKey]bool
+	// Each holds the identity of the topic the move was of. Set by
+	// endSession, cleared by jobDone (move_dest_actions.go).
+	jobsOrphaned map[partitionKey]meta.TopicIdentity
 	// moveRestarts counts, per partition, the restarts of the move into
 	// this node that last restarted there (move_dest.go), for
 	// MoveConfig.RestartsMax. An entry goes once its move no longer
@@ -282,7 +283,7 @@ func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observe
 		cursors: map[string]*topicCursors{}, partitions: map[partitionKey]*partition{}, waiters: newWaiterSet(),
 		dirty: map[partitionKey]*partition{}, dependents: map[partitionKey][]int{},
 		routing: newRouting(), cluster: newClusterState(), sweeper: newSweeper(nowMs, cfg.Moves.SweepIntervalMs),
-		moves: map[partitionKey]*moveSession{}, jobsOrphaned: map[partitionKey]bool{}, heldAsked: map[string]bool{}, purgesPending: map[string]bool{}, moveRestarts: map[partitionKey]moveRestartCount{}, moveObserver: moveObserverOf(observer),
+		moves: map[partitionKey]*moveSession{}, jobsOrphaned: map[partitionKey]meta.TopicIdentity{}, heldAsked: map[string]bool{}, purgesPending: map[string]bool{}, moveRestarts: map[partitionKey]moveRestartCount{}, moveObserver: moveObserverOf(observer),
 		appendObserver: appendObserverOf(observer), ackObserver: ackObserverOf(observer), deadLetterObserver: deadLetterObserverOf(observer),
 		fanoutObserver: fanoutObserverOf(observer), fanout: fanoutView{nextMs: math.MaxInt64}, deadLettersDue: map[partitionKey]struct{}{},
 		nextCommitPersistMs: nowMs + cfg.CommitPersistIntervalMs,

@@ -145,7 +145,7 @@ func (n *Node) forgetLeases(p *partition, log *storage.Log) {
 // that can close, or opens it past the cap for the produce whose logs are
 // being opened (makeRoomForLog).
 func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
-	if n.jobsOrphaned[p.key] {
+	if _, orphaned := n.jobsOrphaned[p.key]; orphaned {
 		// A move's finalize job is installing a copy into the directory
 		// on another goroutine: nothing may open it before the job is
 		// back (jobDone), even once the node owns the partition.

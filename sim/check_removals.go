@@ -18,7 +18,14 @@ import (
 //   - it fails if the node's store holds the partition's log open;
 //   - in a cluster, it fails if the committed placement names the node as
 //     the partition's owner or its move's target, and the node had applied
-//     the entry that began this holding before the input it is handling.
+//     the entry that began this holding before the input it is handling;
+//     unless the directory is held by a move's finalize job whose session
+//     ended (node.OrphanedJob), for a topic deleted since: the committed
+//     topic of the name, if any, was created again (its creation time
+//     differs from the job's topic). While the job was out the node opened
+//     nothing in the directory, so it holds the old topic's records only,
+//     and the job's return removes them (node: jobLeftNothingNeeded;
+//     three-node moves seed 6306001).
 //
 // The committed placement is metaLog's, at its highest committed index;
 // when the node has applied past it (a leader applies before its messages
@@ -45,6 +52,13 @@ type removalChecker struct {
 	// place (an install), has not removed since, and does not own in the
 	// committed placement (placementChanged forgets them at the flip).
 	installed map[string]map[string]bool
+	// createdAtMs holds, by topic, the creation time of the committed
+	// topic of that name (its identity's clock part); a deleted topic is
+	// absent. Changed only by placementChanged.
+	createdAtMs map[string]int64
+	// oldJobDrops counts the removals excused as a returning job dropping
+	// its install of a deleted topic; a test checks the seed that makes one.
+	oldJobDrops int
 }
 
 // removal is one removal of partition directories, as the checker keeps
@@ -64,10 +78,14 @@ type removal struct {
 	// ownInstall is set when the directory is a copy the node installed
 	// itself and had not removed since.
 	ownInstall bool
+	// jobTopic is the identity of the topic of the move whose orphaned
+	// finalize job held the directory removed; nil for every other
+	// removal.
+	jobTopic *meta.TopicIdentity
 }
 
 func newRemovalChecker(w *World) *removalChecker {
-	return &removalChecker{w: w, held: map[string][]map[string]uint64{}, installed: map[string]map[string]bool{}}
+	return &removalChecker{w: w, held: map[string][]map[string]uint64{}, installed: map[string]map[string]bool{}, createdAtMs: map[string]int64{}}
 }
 
 // removing judges a removal node n is about to make of path.
@@ -79,6 +97,9 @@ func (c *removalChecker) removing(n *simNode, path string) {
 	c.checkOpen(n, path)
 	r := removal{node: n, path: path, topic: topic, partition: partition,
 		appliedIndex: n.node.MetaAppliedIndex(), knownIndex: n.appliedKnown, ownInstall: c.installed[n.id][path]}
+	if identity, orphaned := n.node.OrphanedJob(path); orphaned {
+		r.jobTopic = &identity
+	}
 	c.forgetInstalls(n, path)
 	c.judgeOrDefer(r)
 }
@@ -145,6 +166,10 @@ func (c *removalChecker) judgeOrDefer(r removal) {
 // removed partition, since an index the node knew.
 func (c *removalChecker) judge(r removal) {
 	c.judged++
+	if c.jobDropsOldInstall(r) {
+		c.oldJobDrops++
+		return
+	}
 	partitions := c.held[r.topic]
 	for index, holders := range partitions {
 		if r.partition >= 0 && index != r.partition {
@@ -157,6 +182,16 @@ func (c *removalChecker) judge(r removal) {
 			return
 		}
 	}
+}
+
+// jobDropsOldInstall reports whether the removal is of a directory an
+// orphaned move job held, for a topic that is no longer the committed
+// topic of its name (a job can only be of the topic's incarnation that
+// was committed when its move began, so another creation time means the
+// name was created again).
+func (c *removalChecker) jobDropsOldInstall(r removal) bool {
+	createdAtMs, exists := c.createdAtMs[r.topic]
+	return r.jobTopic != nil && (!exists || createdAtMs != r.jobTopic.CreatedAtMs)
 }
 
 // targetDropsItsInstall reports whether the removal is a move target
@@ -193,7 +228,13 @@ func (c *removalChecker) placementChanged(index uint64, command meta.Command) {
 	assignments, exists := c.w.metaLog.topics[topic]
 	if !exists {
 		delete(c.held, topic)
+		delete(c.createdAtMs, topic)
 		return
+	}
+	if create, ok := command.(meta.CreateTopic); ok {
+		if _, known := c.createdAtMs[topic]; !known {
+			c.createdAtMs[topic] = create.CreatedAtMs
+		}
 	}
 	partitions := c.held[topic]
 	for len(partitions) < len(assignments) {

@@ -136,3 +136,38 @@ func TestInstallsAreForgottenWithTheirTopicAndAtARestart(t *testing.T) {
 	w.removals.restarted(n)
 	require.Empty(t, w.removals.installed[n.id], "a restart forgets every install")
 }
+
+// A move job that returns after its session ended and its topic was
+// deleted and created again drops what its directory holds: the old
+// topic's records only (the node opened nothing there while the job was
+// out). The same removal for a job of the current topic is judged as any
+// other.
+func TestAReturningJobMayDropItsInstallOfADeletedTopic(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		createdAtMs int64
+		wantsFail   bool
+	}{
+		{"a job of the topic deleted since", 5_000, false},
+		{"a job of the committed topic", 0, true},
+	} {
+		w := removalWorld()
+		job := meta.TopicIdentity{Incarnation: 1, CreatedAtMs: c.createdAtMs}
+		w.removals.judgeOrDefer(removal{node: w.nodes[0], path: "topics/t/p00000", topic: "t", partition: 0, appliedIndex: 15, knownIndex: 12, jobTopic: &job})
+		require.Equal(t, c.wantsFail, w.failure != nil, "%s: the removal must fail the run: %v", c.name, c.wantsFail)
+		require.Equal(t, !c.wantsFail, w.removals.oldJobDrops == 1, "%s: counted as a returning job's drop", c.name)
+	}
+}
+
+// Seed 6306001 of the three-node moves world (fault sites and weather on)
+// holds a move's finalize job back (node-move-job-late) while its topic is
+// deleted and created again with the partition on the same node; the
+// job's return, never run, drops the directory it held. The removal
+// checker once failed it.
+func TestTheLateJobOfARecreatedTopicDropsItsInstall(t *testing.T) {
+	opts := DefaultOptions(6306001)
+	opts.Nodes, opts.Moves, opts.Sites, opts.Weather, opts.MediaInClusters = 3, true, SitesOn, WeatherOn, true
+	report := Run(opts)
+	require.Nil(t, report.Failure, "seed 6306001: %v", report.FailureText())
+	require.Positive(t, report.RemovalsOldJobDrops, "the late job dropped its install of the deleted topic")
+}
