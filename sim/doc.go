@@ -181,9 +181,14 @@
 //     excused, not lost, only when media corruption destroyed it at every
 //     placement it was acknowledged at (excused); the replayer likewise
 //     accepts a 410 only for an offset the corruption hit.
-//   - Log consistency with porcupine over every append and replay read of
-//     each partition: an offset once read always holds the same record,
-//     and a partition's visible prefix never shrinks.
+//   - Log consistency over every append and replay read of each
+//     partition: an offset once read always holds the same record, and a
+//     partition's visible prefix never shrinks. A one-pass check decides
+//     it (the model's appends take the offsets in order, so each append
+//     has an earliest point it can take effect at, check_log_order.go);
+//     porcupine checks the same history, and a verdict of its that
+//     contradicts the one-pass check fails the run (log-checkers), while
+//     porcupine out of its budget leaves the one-pass verdict.
 //   - Single owner: every append is made by the partition's owner in the
 //     committed metastore at that instant, and a partition's appender
 //     changes only across a committed flip of its ownership (CompleteMove
