@@ -260,10 +260,38 @@ func (n *Node) discardJob(s *moveSession, job *moveJob) {
 	if n.jobLeftNothingNeeded(s) {
 		if err := storage.DeletePartition(n.fs, job.finalDir); err != nil {
 			n.observer.Event("move-rollback-failed", fmt.Sprintf("%s: %v", job.finalDir, err))
+			if n.jobTopicGone(s) {
+				n.orphansUnremoved[s.key] = true // held in jobsOrphaned until retryOrphanRemovals removes it
+				return
+			}
 		}
 	}
 	delete(n.jobsOrphaned, s.key) // held until its directory is settled (OrphanedJob)
 	n.purgeDroppedTopicDir(s.key.topic)
+}
+
+// retryOrphanRemovals removes again the directories an orphaned job's
+// return could not (orphansUnremoved): the files of a topic that is gone,
+// which a topic created again under its name must never open.
+func (n *Node) retryOrphanRemovals() {
+	if len(n.orphansUnremoved) == 0 {
+		return // at every tick: nothing to sort
+	}
+	keys := make([]partitionKey, 0, len(n.orphansUnremoved))
+	for key := range n.orphansUnremoved { //determinism:ok sorted below
+		keys = append(keys, key)
+	}
+	sortKeys(keys)
+	for _, key := range keys {
+		dir := PartitionDir(key.topic, key.index)
+		if err := storage.DeletePartition(n.fs, dir); err != nil {
+			continue // reported when it first failed; tried again next tick
+		}
+		delete(n.orphansUnremoved, key)
+		delete(n.jobsOrphaned, key)
+		n.observer.Event("move-rollback-retried", dir+": the deleted topic's files a move job left are gone")
+		n.purgeDroppedTopicDir(key.topic)
+	}
 }
 
 // jobLeftNothingNeeded reports whether what an orphaned job left in the
@@ -276,12 +304,19 @@ func (n *Node) discardJob(s *moveSession, job *moveJob) {
 // partition; a node that targets it again keeps it for its next
 // session's install, which sets it aside until its own copy verified.
 func (n *Node) jobLeftNothingNeeded(s *moveSession) bool {
-	t, ok := n.lookupTopic(s.key.topic)
-	if !ok || t.identity != s.topic || s.key.index >= len(t.assignments) {
+	if n.jobTopicGone(s) {
 		return true
 	}
+	t, _ := n.lookupTopic(s.key.topic)
 	a := t.assignments[s.key.index]
 	return a.Owner != n.cfg.NodeID && a.Target != n.cfg.NodeID
+}
+
+// jobTopicGone reports whether the topic of an orphaned job's move is
+// gone: deleted, perhaps created again under its name since.
+func (n *Node) jobTopicGone(s *moveSession) bool {
+	t, ok := n.lookupTopic(s.key.topic)
+	return !ok || t.identity != s.topic || s.key.index >= len(t.assignments)
 }
 
 // proposeFlip proposes the guarded ownership flip: CompleteMove, or

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -1019,4 +1020,52 @@ func TestStagingMovesWhileACopyIsBuilt(t *testing.T) {
 	require.True(t, c.nodes[target].StagingMoves(), "the ended session's job is still held back")
 	c.tick(c.configs[target].Moves.FreezeTTLMs)
 	require.False(t, c.nodes[target].StagingMoves(), "the job was discarded")
+}
+
+// TestARecreatedTopicNeverOpensTheFilesAnOrphanedJobCouldNotRemove: a
+// finalize job held back while its topic is deleted and created again,
+// with the partition on the job's node, comes back after its session
+// ended; its return must remove the partition directory, which holds
+// the old topic's files. While that removal fails (an I/O error) the
+// partition stays withheld, so the new topic never opens the old files;
+// a later tick removes them and the partition serves.
+func TestARecreatedTopicNeverOpensTheFilesAnOrphanedJobCouldNotRemove(t *testing.T) {
+	c, leader, source, target := pinnedForAMove(t, "r")
+	chaos.Force(chaos.SiteNodeMoveJobLate)
+	defer chaos.Reset()
+	c.holdJobs = true
+	c.startMove(leader, "t", 0, target)
+	key := partitionKey{"t", 0}
+	c.tickUntil(100, 100, func() bool { s := c.nodes[target].moves[key]; return s != nil && s.jobOut })
+	dir := PartitionDir("t", 0)
+	c.disks[target].FailNextMatching(storage.FaultRemove, errors.New("injected I/O error"), 1_000, func(name string) bool { return name == dir })
+
+	require.NoError(t, c.do(leader, msg.DeleteTopic{Name: "t"}).Err)
+	c.tick(100)
+	require.Empty(t, c.nodes[target].MoveSessions(), "the session ended with its topic")
+	_, err := c.nodes[leader].meta.Propose(meta.CreateTopic{Name: "t", Owners: []string{target, source, target}, RetentionMs: 3_600_000,
+		VisibilityTimeoutMs: 30_000, MaxInFlightPerPartition: 1_000, MaxAckedAheadPerPartition: 1_000, CreatedAtMs: c.nowMs, Numbered: true})
+	require.NoError(t, err)
+	c.tick(100)
+	require.Equal(t, target, c.owners(target, "t")[0], "the new topic's partition 0 is on the job's node")
+	require.NoError(t, c.disks[target].MkdirAll(dir)) // the old topic's files, as a failed install puts them back
+	old, err := c.disks[target].Create(dir + "/old")
+	require.NoError(t, err)
+	require.NoError(t, old.Close())
+
+	c.tick(c.configs[target].Moves.FreezeTTLMs) // the late job is discarded; its directory's removal fails
+	require.Empty(t, c.held, "the job was never handed out")
+	_, withheld := c.nodes[target].OrphanedJob(dir)
+	require.True(t, withheld, "the old topic's directory is still there, and withheld")
+	reply := c.do(target, producePinned("t", 0, "new"))
+	require.Error(t, reply.Err, "the new partition does not open the old files")
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(reply.Err))
+
+	c.disks[target].ClearFaults()
+	c.tick(100)
+	_, withheld = c.nodes[target].OrphanedJob(dir)
+	require.False(t, withheld, "a tick removed the old files")
+	_, err = c.disks[target].Stat(dir + "/old")
+	require.Error(t, err, "the old files are gone")
+	require.NoError(t, c.do(target, producePinned("t", 0, "new")).Err)
 }

@@ -153,8 +153,17 @@ type Node struct {
 	// their staged and partition directories until it returns, so no
 	// session starts there and the sweep leaves them alone meanwhile.
 	// Each holds the identity of the topic the move was of. Set by
-	// endSession, cleared by jobDone (move_dest_actions.go).
+	// endSession, cleared by jobDone (move_dest_actions.go), or, when the
+	// job's return could not remove the old topic's directory, by
+	// retryOrphanRemovals once it could.
 	jobsOrphaned map[partitionKey]meta.TopicIdentity
+	// orphansUnremoved are the partitions of jobsOrphaned whose job came
+	// back after its topic was deleted (and perhaps created again) and
+	// whose directory, holding that old topic's files, could not be
+	// removed (an I/O error): retryOrphanRemovals tries again at every
+	// tick, and the partition stays in jobsOrphaned meanwhile, so nothing
+	// opens the old files as the new topic's.
+	orphansUnremoved map[partitionKey]bool
 	// moveRestarts counts, per partition, the restarts of the move into
 	// this node that last restarted there (move_dest.go), for
 	// MoveConfig.RestartsMax. An entry goes once its move no longer
@@ -283,7 +292,7 @@ func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observe
 		cursors: map[string]*topicCursors{}, partitions: map[partitionKey]*partition{}, waiters: newWaiterSet(),
 		dirty: map[partitionKey]*partition{}, dependents: map[partitionKey][]int{},
 		routing: newRouting(), cluster: newClusterState(), sweeper: newSweeper(nowMs, cfg.Moves.SweepIntervalMs),
-		moves: map[partitionKey]*moveSession{}, jobsOrphaned: map[partitionKey]meta.TopicIdentity{}, heldAsked: map[string]bool{}, purgesPending: map[string]bool{}, moveRestarts: map[partitionKey]moveRestartCount{}, moveObserver: moveObserverOf(observer),
+		moves: map[partitionKey]*moveSession{}, jobsOrphaned: map[partitionKey]meta.TopicIdentity{}, orphansUnremoved: map[partitionKey]bool{}, heldAsked: map[string]bool{}, purgesPending: map[string]bool{}, moveRestarts: map[partitionKey]moveRestartCount{}, moveObserver: moveObserverOf(observer),
 		appendObserver: appendObserverOf(observer), ackObserver: ackObserverOf(observer), deadLetterObserver: deadLetterObserverOf(observer),
 		fanoutObserver: fanoutObserverOf(observer), fanout: fanoutView{nextMs: math.MaxInt64}, deadLettersDue: map[partitionKey]struct{}{},
 		nextCommitPersistMs: nowMs + cfg.CommitPersistIntervalMs,
@@ -363,6 +372,7 @@ func (n *Node) Tick(nowMs int64) {
 	n.planMoves()
 	n.sweepStaleCopies()
 	n.retryPurges()
+	n.retryOrphanRemovals()
 	n.driveFanout()
 	if nowMs >= n.nextCommitPersistMs {
 		n.nextCommitPersistMs = nowMs + n.cfg.CommitPersistIntervalMs

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"narad/chaos"
+	"narad/msg"
 )
 
 // leaseModel is a client-side model of consumer leases: every success
@@ -29,12 +30,15 @@ import (
 //     the answer came and not refused for sure (answered success, 503,
 //     or never answered), excuses it;
 //   - the partition changed owner (a committed flip) before H' was
-//     received: H and H' may then come from different nodes, one of
-//     them a deposed owner that has not applied the flip yet (it serves
-//     and keeps its own reservations until it does, for as long as it
-//     lags, and the client cannot tell who issued a handle). So in a
-//     cluster a partition is checked until its first flip, and a
-//     single-node world throughout;
+//     received, and H and H' came from different nodes (or starts), one
+//     of them perhaps a deposed owner that has not applied the flip yet:
+//     it serves and keeps its own reservations until it does, for as
+//     long as it lags. Who issued a handle is read off the wire: the
+//     node whose forward reply carried it to the node the client asked,
+//     else the node that answered the client (handleIssuer). Two handles
+//     of one issuer come from one lease table, where the newer
+//     reservation superseded the older whatever the flips (a table a
+//     move back rebuilt knows neither's predecessor);
 //   - the record was acknowledged as a dead letter before the answer (a
 //     node reports it: the one excuse clients do not see, since the
 //     delivery that exhausted a record may never have reached one): an
@@ -86,12 +90,28 @@ type leaseModel struct {
 	startsMs []int64
 	// goneChecked counts the 410s judged by judgeEarlyGone.
 	goneChecked int
+	// forwardIssuers maps a handle a node sent in a forward's consume
+	// reply to that node, as it was when it sent it (the wire shows it).
+	forwardIssuers map[string]handleIssuer
+	// afterFlip counts the successes judged on a partition that had
+	// flipped before their ack was sent (only a handle's issuer decides
+	// then whether a flip excuses it); flipExcused the handouts of stale
+	// handles that a flip excused, their issuers differing or unknown.
+	afterFlip, flipExcused int
+}
+
+// handleIssuer is the node, in one of its starts, whose lease table made
+// a reservation; its zero value is unknown.
+type handleIssuer struct {
+	node        string
+	incarnation int
 }
 
 // handout is one receipt handle a client received.
 type handout struct {
 	handle                    string
 	consumeSentMs, receivedMs int64
+	issuer                    handleIssuer
 }
 
 // sentAck is one ack request's use of one handle.
@@ -105,14 +125,47 @@ type sentAck struct {
 
 func newLeaseModel(w *World) *leaseModel {
 	return &leaseModel{w: w, handouts: map[ackRecord][]handout{}, byHandle: map[string]ackRecord{},
-		acks: map[ackRecord][]*sentAck{}, flipsMs: map[int][]int64{}, deadLetteredMs: map[ackRecord]int64{}}
+		acks: map[ackRecord][]*sentAck{}, flipsMs: map[int][]int64{}, deadLetteredMs: map[ackRecord]int64{},
+		forwardIssuers: map[string]handleIssuer{}}
 }
 
 // delivered records a handle a client received from consume c.
 func (l *leaseModel) delivered(c *call, m wireMessage) {
 	record := ackRecord{m.Partition, m.Offset}
 	l.byHandle[m.ReceiptHandle] = record
-	l.handouts[record] = append(l.handouts[record], handout{handle: m.ReceiptHandle, consumeSentMs: c.sentMs, receivedMs: l.w.nowMs})
+	l.handouts[record] = append(l.handouts[record], handout{handle: m.ReceiptHandle, consumeSentMs: c.sentMs, receivedMs: l.w.nowMs,
+		issuer: l.issuerOf(c, m.ReceiptHandle)})
+}
+
+// issuerOf names the node that made the reservation of a handle consume
+// c received: the one whose forward reply carried it, else the node that
+// answered c (unknown if none took it).
+func (l *leaseModel) issuerOf(c *call, handle string) handleIssuer {
+	if issuer, forwarded := l.forwardIssuers[handle]; forwarded {
+		return issuer
+	}
+	if c.node == nil {
+		return handleIssuer{}
+	}
+	return handleIssuer{node: c.node.id, incarnation: c.nodeIncarnation}
+}
+
+// forwarded notes the handles of a consume's forward reply that node n
+// sends now (peerNetwork.send): n made their reservations.
+func (l *leaseModel) forwarded(n *simNode, env msg.Envelope) {
+	reply, ok := env.Message.(msg.ForwardReply)
+	if !ok {
+		return
+	}
+	result, ok := reply.Reply.Result.(msg.ConsumeResult)
+	if !ok {
+		return
+	}
+	for _, m := range result.Messages {
+		if m.Topic == l.w.topic {
+			l.forwardIssuers[m.ReceiptHandle] = handleIssuer{node: n.id, incarnation: n.incarnation}
+		}
+	}
 }
 
 // deadLettered records that a node acknowledged a record of the topic as
@@ -207,13 +260,19 @@ func (l *leaseModel) answered(c *call, handle string, status int) {
 		return
 	}
 	l.checked++
+	if l.flippedBy(record.partition, c.sentMs) {
+		l.afterFlip++
+	}
 	l.judgeLapsed(record, handle, c, mine)
 	own, newer, stale := l.staleness(record, handle, c.sentMs)
 	if !stale {
 		return
 	}
 	l.stale++
-	if l.settledWithoutAck(record) || l.otherAckMayHaveLanded(record, mine) || l.flippedBy(record.partition, newer.receivedMs) {
+	if l.settledWithoutAck(record) || l.otherAckMayHaveLanded(record, mine) {
+		return
+	}
+	if newer, stale = l.supersededUnexcused(record, own, c.sentMs); !stale {
 		return
 	}
 	l.w.fail("lease-model", "%s answered 204 for handle %s of %s offset %d, received at %d ms, though handle %s of the same record (consume sent at %d ms) was received at %d ms, before the ack was sent at %d ms",
@@ -308,6 +367,26 @@ func (l *leaseModel) otherAckMayHaveLanded(record ackRecord, mine *sentAck) bool
 		}
 	}
 	return false
+}
+
+// supersededUnexcused finds a handout of record newer than own (its
+// consume sent after own was received, itself received before sentMs)
+// that no flip excuses: none was seen before it was received, or its
+// issuer also issued own.
+func (l *leaseModel) supersededUnexcused(record ackRecord, own handout, sentMs int64) (handout, bool) {
+	for _, h := range l.handouts[record] {
+		if h.handle == own.handle || h.consumeSentMs <= own.receivedMs || h.receivedMs >= sentMs {
+			continue
+		}
+		if !l.flippedBy(record.partition, h.receivedMs) {
+			return h, true
+		}
+		if own.issuer.node != "" && own.issuer == h.issuer {
+			return h, true
+		}
+		l.flipExcused++
+	}
+	return handout{}, false
 }
 
 // flippedBy reports whether a committed flip of partition was seen at or

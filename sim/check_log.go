@@ -204,9 +204,9 @@ func (w *World) checkLogContents() {
 // offset-order check (check_log_order.go), then has porcupine check the
 // whole history too: a verdict of porcupine's that contradicts the order
 // check fails the run (one of the two checkers is wrong), and porcupine
-// running out of its budget (Unknown) leaves the order check's verdict,
-// reported as log=Unknown. The run's outcome never depends on the
-// machine's speed.
+// running out of its budget (Unknown) leaves the order check's verdict
+// (Report.PorcupineUnknown says so, outside the summary line). The run's
+// outcome and its summary never depend on the machine's speed.
 func (w *World) checkLogs() {
 	w.checkLogContents()
 	if w.failure != nil {
@@ -216,15 +216,16 @@ func (w *World) checkLogs() {
 	w.logOperations = len(ops)
 	for _, partition := range partitionOperations(ops) {
 		if why := offsetOrderViolation(partition); why != "" {
-			w.logResult = string(porcupine.Illegal)
+			w.logResult = string(porcupine.Illegal) // decided without porcupine
 			w.fail("log-consistency", "p%d: %s: an offset changed its record or a visible prefix shrank",
 				partition[0].Input.(logInput).partition, why)
 			return
 		}
 	}
 	result := porcupine.CheckOperationsTimeout(logModel, ops, logCheckTimeout)
-	w.logResult = string(result)
+	w.logResult, w.porcupineUnknown = string(porcupine.Ok), result == porcupine.Unknown
 	if result == porcupine.Illegal {
+		w.logResult = string(result)
 		w.fail("log-checkers", "porcupine says %s over %d operations (%s), but the offset-order check linearizes every partition",
 			result, len(ops), illegalPartitions(ops))
 	}

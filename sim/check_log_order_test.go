@@ -38,6 +38,8 @@ func TestTheOffsetOrderCheckDecidesSmallHistories(t *testing.T) {
 		{"the prefix shrank", []porcupine.Operation{appendOf("a", 0, 1, 2), readOf(0, "", 3, 4)}, false},
 		{"a read found a record before its append began", []porcupine.Operation{readOf(0, "a", 1, 2), appendOf("a", 0, 3, 4)}, false},
 		{"offset order against real time", []porcupine.Operation{appendOf("b", 1, 1, 2), appendOf("a", 0, 3, 4)}, false},
+		{"the later called of two reads that found nothing bounds the append", []porcupine.Operation{appendOf("a", 0, 1, 20),
+			readOf(0, "", 2, 15), readOf(0, "", 10, 11), readOf(0, "a", 3, 9)}, false},
 		{"a later offset found before an earlier one could land", []porcupine.Operation{appendOf("a", 0, 5, 6), appendOf("b", 1, 1, 9), readOf(1, "b", 2, 3)}, false},
 	}
 	for _, c := range cases {

@@ -21,8 +21,8 @@ import (
 //     the entry that began this holding before the input it is handling;
 //     unless the directory is held by a move's finalize job whose session
 //     ended (node.OrphanedJob), for a topic deleted since: the committed
-//     topic of the name, if any, was created again (its creation time
-//     differs from the job's topic). While the job was out the node opened
+//     topic of the name, if any, was created again (its identity, as
+//     metaLog keeps it, differs from the job's topic). While the job was out the node opened
 //     nothing in the directory, so it holds the old topic's records only,
 //     and the job's return removes them (node: jobLeftNothingNeeded;
 //     three-node moves seed 6306001).
@@ -52,10 +52,6 @@ type removalChecker struct {
 	// place (an install), has not removed since, and does not own in the
 	// committed placement (placementChanged forgets them at the flip).
 	installed map[string]map[string]bool
-	// createdAtMs holds, by topic, the creation time of the committed
-	// topic of that name (its identity's clock part); a deleted topic is
-	// absent. Changed only by placementChanged.
-	createdAtMs map[string]int64
 	// oldJobDrops counts the removals excused as a returning job dropping
 	// its install of a deleted topic; a test checks the seed that makes one.
 	oldJobDrops int
@@ -85,7 +81,7 @@ type removal struct {
 }
 
 func newRemovalChecker(w *World) *removalChecker {
-	return &removalChecker{w: w, held: map[string][]map[string]uint64{}, installed: map[string]map[string]bool{}, createdAtMs: map[string]int64{}}
+	return &removalChecker{w: w, held: map[string][]map[string]uint64{}, installed: map[string]map[string]bool{}}
 }
 
 // removing judges a removal node n is about to make of path.
@@ -186,12 +182,12 @@ func (c *removalChecker) judge(r removal) {
 
 // jobDropsOldInstall reports whether the removal is of a directory an
 // orphaned move job held, for a topic that is no longer the committed
-// topic of its name (a job can only be of the topic's incarnation that
-// was committed when its move began, so another creation time means the
-// name was created again).
+// topic of its name (a job can only be of the topic that was committed
+// when its move began, so another identity means the name was created
+// again).
 func (c *removalChecker) jobDropsOldInstall(r removal) bool {
-	createdAtMs, exists := c.createdAtMs[r.topic]
-	return r.jobTopic != nil && (!exists || createdAtMs != r.jobTopic.CreatedAtMs)
+	identity, exists := c.w.metaLog.identities[r.topic]
+	return r.jobTopic != nil && (!exists || identity != *r.jobTopic)
 }
 
 // targetDropsItsInstall reports whether the removal is a move target
@@ -228,13 +224,7 @@ func (c *removalChecker) placementChanged(index uint64, command meta.Command) {
 	assignments, exists := c.w.metaLog.topics[topic]
 	if !exists {
 		delete(c.held, topic)
-		delete(c.createdAtMs, topic)
 		return
-	}
-	if create, ok := command.(meta.CreateTopic); ok {
-		if _, known := c.createdAtMs[topic]; !known {
-			c.createdAtMs[topic] = create.CreatedAtMs
-		}
 	}
 	partitions := c.held[topic]
 	for len(partitions) < len(assignments) {

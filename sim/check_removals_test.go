@@ -16,6 +16,7 @@ func removalWorld() *World {
 	opts.Nodes = 3
 	w := NewWorld(opts)
 	w.metaLog.topics["t"] = []meta.Assignment{{Owner: "n1"}, {Owner: "n2", Target: "n3"}}
+	w.metaLog.identities["t"] = meta.TopicIdentity{Incarnation: 1, CreatedAtMs: 1_000}
 	w.removals.placementChanged(10, meta.CreateTopic{Name: "t"})
 	w.metaLog.applied.index = 20
 	return w
@@ -144,15 +145,16 @@ func TestInstallsAreForgottenWithTheirTopicAndAtARestart(t *testing.T) {
 // other.
 func TestAReturningJobMayDropItsInstallOfADeletedTopic(t *testing.T) {
 	for _, c := range []struct {
-		name        string
-		createdAtMs int64
-		wantsFail   bool
+		name      string
+		job       meta.TopicIdentity
+		wantsFail bool
 	}{
-		{"a job of the topic deleted since", 5_000, false},
-		{"a job of the committed topic", 0, true},
+		{"a job of the topic deleted since", meta.TopicIdentity{Incarnation: 1, CreatedAtMs: 500}, false},
+		{"a job of a topic of the same millisecond, deleted since", meta.TopicIdentity{Incarnation: 2, CreatedAtMs: 1_000}, false},
+		{"a job of the committed topic", meta.TopicIdentity{Incarnation: 1, CreatedAtMs: 1_000}, true},
 	} {
 		w := removalWorld()
-		job := meta.TopicIdentity{Incarnation: 1, CreatedAtMs: c.createdAtMs}
+		job := c.job
 		w.removals.judgeOrDefer(removal{node: w.nodes[0], path: "topics/t/p00000", topic: "t", partition: 0, appliedIndex: 15, knownIndex: 12, jobTopic: &job})
 		require.Equal(t, c.wantsFail, w.failure != nil, "%s: the removal must fail the run: %v", c.name, c.wantsFail)
 		require.Equal(t, !c.wantsFail, w.removals.oldJobDrops == 1, "%s: counted as a returning job's drop", c.name)

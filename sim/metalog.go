@@ -44,6 +44,13 @@ type metaLog struct {
 	removedRaftIDs map[uint64]bool
 	removedNodeIDs map[string]bool
 	topics         map[string][]meta.Assignment
+	// identities holds each topic's identity as meta gives it: the
+	// creation time its CreateTopic carries and, for a numbered create,
+	// the count of numbered creates applied (topicSequence). A topic
+	// change guarded by an identity (DeleteTopic, AlterTopic) applies only
+	// to the topic that has it.
+	identities    map[string]meta.TopicIdentity
+	topicSequence uint64
 	// moving caches anyMoveInFlight while movingKnown; only applyCommand
 	// changes topics, and it clears movingKnown.
 	moving, movingKnown bool
@@ -85,7 +92,7 @@ func newMetaLog(w *World) *metaLog {
 	}
 	return &metaLog{w: w, entries: map[entryID]loggedEntry{}, tips: map[uint64]entryID{}, applied: bootstrap,
 		members: map[string]*meta.Member{}, voters: voters, removedRaftIDs: map[uint64]bool{}, removedNodeIDs: map[string]bool{},
-		topics: map[string][]meta.Assignment{}, generations: map[string]int{}, pastOwners: map[string][]string{},
+		topics: map[string][]meta.Assignment{}, identities: map[string]meta.TopicIdentity{}, generations: map[string]int{}, pastOwners: map[string][]string{},
 		users: shadowUsers{users: map[string]meta.User{}}}
 }
 
@@ -219,7 +226,10 @@ func (l *metaLog) applyCommand(command meta.Command) {
 	case meta.CreateTopic:
 		l.createTopic(c)
 	case meta.DeleteTopic:
-		delete(l.topics, c.Name)
+		if l.identityHolds(c.Name, meta.TopicIdentity{Incarnation: c.ExpectedIncarnation, CreatedAtMs: c.ExpectedCreatedAtMs}) {
+			delete(l.topics, c.Name)
+			delete(l.identities, c.Name)
+		}
 	case meta.AlterTopic:
 		l.growTopic(c)
 	case meta.SetTarget:
@@ -258,12 +268,25 @@ func (l *metaLog) createTopic(c meta.CreateTopic) {
 		l.addPastOwner(c.Name, i, owner)
 	}
 	l.topics[c.Name] = assignments
+	identity := meta.TopicIdentity{CreatedAtMs: c.CreatedAtMs}
+	if c.Numbered {
+		l.topicSequence++
+		identity.Incarnation = l.topicSequence
+	}
+	l.identities[c.Name] = identity
+}
+
+// identityHolds reports whether a change guarded by expected (zero: no
+// guard) finds the topic it was checked against (meta's checkIdentity).
+func (l *metaLog) identityHolds(name string, expected meta.TopicIdentity) bool {
+	return expected == (meta.TopicIdentity{}) || l.identities[name] == expected
 }
 
 // growTopic adds the partitions of an AlterTopic that grows the topic.
 func (l *metaLog) growTopic(c meta.AlterTopic) {
 	assignments, exists := l.topics[c.Name]
-	if !exists || c.Partitions == nil || *c.Partitions-len(assignments) != len(c.NewOwners) || !l.allReceiving(c.NewOwners) {
+	guard := meta.TopicIdentity{Incarnation: c.ExpectedIncarnation, CreatedAtMs: c.ExpectedCreatedAtMs}
+	if !exists || !l.identityHolds(c.Name, guard) || c.Partitions == nil || *c.Partitions-len(assignments) != len(c.NewOwners) || !l.allReceiving(c.NewOwners) {
 		return
 	}
 	for _, owner := range c.NewOwners {

@@ -105,3 +105,29 @@ func TestCommittedEntryReplacedFailsTheRun(t *testing.T) {
 	require.NotNil(t, w.failure)
 	require.Equal(t, "raft-state-machine-safety", w.failure.Checker)
 }
+
+// TestMetaLogKeepsTopicIdentities: the shadow gives each topic meta's
+// identity (the creation time, and the count of numbered creates), and a
+// delete or alter guarded by another identity changes nothing, as in meta.
+func TestMetaLogKeepsTopicIdentities(t *testing.T) {
+	w := NewWorld(DefaultOptions(1))
+	l := w.metaLog
+	l.members["n1"] = &meta.Member{ID: "n1", Alive: true}
+	l.applyCommand(meta.CreateTopic{Name: "t", Owners: []string{"n1"}, CreatedAtMs: 5, Numbered: true})
+	first := meta.TopicIdentity{Incarnation: 1, CreatedAtMs: 5}
+	require.Equal(t, first, l.identities["t"])
+	l.applyCommand(meta.DeleteTopic{Name: "t"})
+	l.applyCommand(meta.CreateTopic{Name: "t", Owners: []string{"n1"}, CreatedAtMs: 5, Numbered: true})
+	require.Equal(t, meta.TopicIdentity{Incarnation: 2, CreatedAtMs: 5}, l.identities["t"], "created again within the same millisecond")
+
+	l.applyCommand(meta.DeleteTopic{Name: "t", ExpectedIncarnation: first.Incarnation, ExpectedCreatedAtMs: first.CreatedAtMs})
+	require.Contains(t, l.topics, "t", "a delete checked against the first topic leaves the second")
+	two := 2
+	l.applyCommand(meta.AlterTopic{Name: "t", Partitions: &two, NewOwners: []string{"n1"}, ExpectedIncarnation: first.Incarnation, ExpectedCreatedAtMs: first.CreatedAtMs})
+	require.Len(t, l.topics["t"], 1, "so does an alter")
+	l.applyCommand(meta.AlterTopic{Name: "t", Partitions: &two, NewOwners: []string{"n1"}, ExpectedIncarnation: 2, ExpectedCreatedAtMs: 5})
+	require.Len(t, l.topics["t"], 2, "an alter checked against it grows it")
+	l.applyCommand(meta.DeleteTopic{Name: "t", ExpectedIncarnation: 2, ExpectedCreatedAtMs: 5})
+	require.NotContains(t, l.topics, "t")
+	require.NotContains(t, l.identities, "t")
+}

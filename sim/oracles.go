@@ -29,6 +29,7 @@ func (w *World) finishOracles() {
 // oracleCounts says how much each oracle checked.
 func (w *World) oracleCounts() map[string]int {
 	counts := map[string]int{"lease-successes": w.leases.checked, "lease-stale-excused": w.leases.stale,
+		"lease-successes-after-flip": w.leases.afterFlip, "lease-stale-flip-excused": w.leases.flipExcused,
 		"control-ops": len(w.control.operations)}
 	if w.metaModel != nil {
 		counts["meta-model-comparisons"] = w.metaModel.comparisons

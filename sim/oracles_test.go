@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"github.com/stretchr/testify/require"
 	"math"
 	"net/http"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"narad/meta"
+	"narad/msg"
 )
 
 // movedModel returns a model with members n1 and n2 and topic t of one
@@ -270,5 +272,51 @@ func TestLeaseModelExcusesALateSuccessAfterARedeliveryWasAcked(t *testing.T) {
 	w.leases.answered(late, "h", http.StatusNoContent)
 	if w.failure != nil {
 		t.Fatalf("a late ack of a record another consumer acked failed the run: %v", w.failure)
+	}
+}
+
+// A flip excuses a success for a superseded handle only when another
+// node (or start) issued the newer handle: two handles of one issuer come
+// from one lease table. The issuer of a forwarded consume's handle is the
+// node whose forward reply carried it.
+func TestLeaseModelHoldsOneIssuersHandlesToOrderAcrossFlips(t *testing.T) {
+	for _, c := range []struct {
+		name                string
+		oldFrom, newFrom    int // the node that answered each consume
+		newForwardedBy      int // -1: not forwarded
+		newFromAnotherStart bool
+		wantsFail           bool
+	}{
+		{"one node issued both", 0, 0, -1, false, true},
+		{"another node issued the newer", 0, 1, -1, false, false},
+		{"the node's next start issued the newer", 0, 0, -1, true, false},
+		{"the newer came through a forward from the same node", 0, 1, 0, false, true},
+		{"the newer came through a forward from another node", 0, 0, 2, false, false},
+	} {
+		opts := DefaultOptions(1)
+		opts.Nodes = 3
+		w := NewWorld(opts)
+		cl := newClient(w, "c1", roleConsumer)
+		w.nowMs = 100
+		w.leases.delivered(&call{client: cl, sentMs: 90, node: w.nodes[c.oldFrom], nodeIncarnation: 1}, wireMessage{Partition: 0, Offset: 7, ReceiptHandle: "old"})
+		w.nowMs = 150
+		w.leases.flipped(w.topic, 0)
+		w.nowMs = 205
+		if c.newForwardedBy >= 0 {
+			w.nodes[c.newForwardedBy].incarnation = 1
+			w.leases.forwarded(w.nodes[c.newForwardedBy], msg.Envelope{Message: msg.ForwardReply{Reply: msg.Reply{Result: msg.ConsumeResult{
+				Messages: []msg.Message{{Topic: w.topic, Partition: 0, Offset: 7, ReceiptHandle: "new"}}}}}})
+		}
+		incarnation := 1
+		if c.newFromAnotherStart {
+			incarnation = 2
+		}
+		w.leases.delivered(&call{client: cl, sentMs: 200, node: w.nodes[c.newFrom], nodeIncarnation: incarnation}, wireMessage{Partition: 0, Offset: 7, ReceiptHandle: "new"})
+		late := ackCall(cl, 300)
+		w.leases.sent(late, []string{"old"})
+		w.nowMs = 310
+		w.leases.answered(late, "old", http.StatusNoContent)
+		require.Equal(t, c.wantsFail, w.failure != nil, "%s: %v", c.name, w.failure)
+		require.Equal(t, 1, w.leases.afterFlip, "%s: the success came after a flip", c.name)
 	}
 }

@@ -132,6 +132,7 @@ func (p *peerNetwork) send(from *simNode, env msg.Envelope) {
 		p.w.tracef("net %s>%s %s", env.From, env.To, describeMessage(env.Message))
 	}
 	p.w.raft.observe(env)
+	p.w.leases.forwarded(from, env)
 	l := p.links[from.index][to.index]
 	if p.w.deadLetters.losesAimedWrite(env) {
 		p.dropped["dead-letters-aimed"]++

@@ -177,6 +177,9 @@ type sweepStats struct {
 	// mediaRuns counts the runs a media fault hit; zeroedRuns those where
 	// one zeroed the last frames of a segment.
 	mediaRuns, zeroedRuns int
+	// porcupineUnknown counts the runs whose log history porcupine could
+	// not finish in its budget (the one-pass check decided them).
+	porcupineUnknown int
 }
 
 // runSweep runs count seeds from first, each with the options of its
@@ -213,6 +216,9 @@ func runSweep(t *testing.T, first uint64, count int, options func(seed uint64) O
 		if report.SitesOn {
 			stats.sitesOnRuns++
 		}
+		if report.PorcupineUnknown {
+			stats.porcupineUnknown++
+		}
 		if report.Failure != nil {
 			stats.failed++
 			t.Error(report.FailureText())
@@ -230,6 +236,9 @@ func (s sweepStats) print(name string) {
 		sorted := slices.Sorted(slices.Values(s.failoversMs))
 		fmt.Printf("%s: failovers=%d min_ms=%d median_ms=%d max_ms=%d\n",
 			name, len(sorted), sorted[0], sorted[len(sorted)/2], sorted[len(sorted)-1])
+	}
+	if s.porcupineUnknown > 0 {
+		fmt.Printf("%s: porcupine ran out of its budget in %d runs; the one-pass log check decided them\n", name, s.porcupineUnknown)
 	}
 	if s.mediaRuns > 0 {
 		fmt.Printf("%s: media faults hit %d runs (%d zeroed the end of a segment); nodes skipped %d corrupt records\n",

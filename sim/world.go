@@ -204,9 +204,12 @@ type World struct {
 	failure *Failure
 	// metaDir holds the nodes' metastore files for this run.
 	metaDir string
-	// logOperations and logResult are porcupine's input size and verdict.
-	logOperations int
-	logResult     string
+	// logOperations and logResult are the log check's input size and
+	// verdict; porcupineUnknown is set when porcupine ran out of its
+	// budget on it (checkLogs).
+	logOperations    int
+	logResult        string
+	porcupineUnknown bool
 	// stepErrors counts peer messages a node refused, by message kind.
 	stepErrors map[string]int
 	// lastEvents holds each node's latest traced event detail, by node and
