@@ -884,6 +884,21 @@ func TestADeletedTopicClosesAnInstalledCopyBeforeItsDirectoryGoes(t *testing.T) 
 	require.Error(t, err, "and its files are gone")
 }
 
+// lateFinalizeJob starts the move of partition 0 of "t" to target with
+// the late-job fault site forced, and ticks until its finalize job is out
+// (held back by the site).
+func lateFinalizeJob(t *testing.T) (c *clusterHarness, leader, source, target string, key partitionKey) {
+	t.Helper()
+	c, leader, source, target = pinnedForAMove(t, "r")
+	chaos.Force(chaos.SiteNodeMoveJobLate)
+	t.Cleanup(chaos.Reset)
+	c.holdJobs = true
+	c.startMove(leader, "t", 0, target)
+	key = partitionKey{"t", 0}
+	c.tickUntil(100, 100, func() bool { s := c.nodes[target].moves[key]; return s != nil && s.jobOut })
+	return c, leader, source, target, key
+}
+
 // TestALateFinalizeJobOfAnEndedSessionIsDiscardedUnrun: a finalize job
 // the late-job fault site holds back is not handed out once its session
 // has ended (here the move is aborted): its staged copy goes and nothing
@@ -892,13 +907,7 @@ func TestADeletedTopicClosesAnInstalledCopyBeforeItsDirectoryGoes(t *testing.T) 
 // again with the destination an owner, where the late install removed the
 // new partition's directory).
 func TestALateFinalizeJobOfAnEndedSessionIsDiscardedUnrun(t *testing.T) {
-	c, leader, _, target := pinnedForAMove(t, "r")
-	chaos.Force(chaos.SiteNodeMoveJobLate)
-	defer chaos.Reset()
-	c.holdJobs = true
-	c.startMove(leader, "t", 0, target)
-	key := partitionKey{"t", 0}
-	c.tickUntil(100, 100, func() bool { s := c.nodes[target].moves[key]; return s != nil && s.jobOut })
+	c, leader, _, target, key := lateFinalizeJob(t)
 	staged := c.nodes[target].moves[key].stagedDir
 
 	_, err := c.nodes[leader].meta.Propose(meta.AbortMove{Topic: "t", Partition: 0, ExpectedTarget: target})
@@ -1030,13 +1039,7 @@ func TestStagingMovesWhileACopyIsBuilt(t *testing.T) {
 // partition stays withheld, so the new topic never opens the old files;
 // a later tick removes them and the partition serves.
 func TestARecreatedTopicNeverOpensTheFilesAnOrphanedJobCouldNotRemove(t *testing.T) {
-	c, leader, source, target := pinnedForAMove(t, "r")
-	chaos.Force(chaos.SiteNodeMoveJobLate)
-	defer chaos.Reset()
-	c.holdJobs = true
-	c.startMove(leader, "t", 0, target)
-	key := partitionKey{"t", 0}
-	c.tickUntil(100, 100, func() bool { s := c.nodes[target].moves[key]; return s != nil && s.jobOut })
+	c, leader, source, target, _ := lateFinalizeJob(t)
 	dir := PartitionDir("t", 0)
 	c.disks[target].FailNextMatching(storage.FaultRemove, errors.New("injected I/O error"), 1_000, func(name string) bool { return name == dir })
 
