@@ -36,9 +36,10 @@ import (
 //     long as it lags. Who issued a handle is read off the wire: the
 //     node whose forward reply carried it to the node the client asked,
 //     else the node that answered the client (handleIssuer). Two handles
-//     of one issuer come from one lease table, where the newer
-//     reservation superseded the older whatever the flips (a table a
-//     move back rebuilt knows neither's predecessor);
+//     of one issuer (one node in one start) come from its lease table,
+//     where the newer reservation superseded the older whatever the
+//     flips: a partition that moved away and back in between has a table
+//     rebuilt from the move, which never knew the older handle either;
 //   - the record was acknowledged as a dead letter before the answer (a
 //     node reports it: the one excuse clients do not see, since the
 //     delivery that exhausted a record may never have reached one): an
