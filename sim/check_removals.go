@@ -22,10 +22,10 @@ import (
 //     unless the directory is held by a move's finalize job whose session
 //     ended (node.OrphanedJob), for a topic deleted since: the committed
 //     topic of the name, if any, was created again (its identity, as
-//     metaLog keeps it, differs from the job's topic). While the job was out the node opened
-//     nothing in the directory, so it holds the old topic's records only,
-//     and the job's return removes them (node: jobLeftNothingNeeded;
-//     three-node moves seed 6306001).
+//     metaLog keeps it, differs from the job's topic). While the job was
+//     out the node opened nothing in the directory, so it holds the old
+//     topic's records only, and the job's return removes them (node:
+//     jobLeftNothingNeeded; three-node moves seed 6306001).
 //
 // The committed placement is metaLog's, at its highest committed index;
 // when the node has applied past it (a leader applies before its messages
