@@ -230,18 +230,14 @@ func (n *Node) keepOrphanedJob(s *moveSession, job *moveJob) {
 	n.wake(s.key.topic)
 }
 
-// OrphanedJob reports whether the partition directory dir is held by a
-// move's finalize job whose session ended while it was out, with the
-// identity of the topic the move was of: until the job's return has
-// settled the directory (discardJob removes it when that topic is gone),
-// nothing opens it. A read for the simulator's checkers.
-func (n *Node) OrphanedJob(dir string) (meta.TopicIdentity, bool) {
-	for key, topic := range n.jobsOrphaned { //determinism:ok at most one key has the directory
-		if PartitionDir(key.topic, key.index) == dir {
-			return topic, true
-		}
-	}
-	return meta.TopicIdentity{}, false
+// OrphanedJob reports whether the directory of partition index of topic
+// is held by a move's finalize job whose session ended while it was out,
+// with the identity of the topic the move was of: until the job's return
+// has settled the directory (discardJob removes it when that topic is
+// gone), nothing opens it. A read for the simulator's checkers.
+func (n *Node) OrphanedJob(topic string, index int) (meta.TopicIdentity, bool) {
+	identity, orphaned := n.jobsOrphaned[partitionKey{topic, index}]
+	return identity, orphaned
 }
 
 // discardJob undoes the install of a job whose session ended meanwhile

@@ -153,14 +153,15 @@ func (n *Node) watchFlights(partitions []rebalance.Partition) {
 			delete(n.rest.untilMs, id)
 		}
 	}
-	for id := range n.rest.failures { //determinism:ok deletes only
+	n.dropNonMembers(n.rest.failures)
+	n.dropNonMembers(n.rest.rests)
+}
+
+// dropNonMembers deletes the counts of ids that are no longer members.
+func (n *Node) dropNonMembers(counts map[string]int) {
+	for id := range counts { //determinism:ok deletes only
 		if _, member := n.meta.State().Member(id); !member {
-			delete(n.rest.failures, id)
-		}
-	}
-	for id := range n.rest.rests { //determinism:ok deletes only
-		if _, member := n.meta.State().Member(id); !member {
-			delete(n.rest.rests, id)
+			delete(counts, id)
 		}
 	}
 }

@@ -55,9 +55,7 @@ func TestADrainEndsPastADestinationThatCannotTakeCopies(t *testing.T) {
 // (the plan's input changes with nothing else changing), and a completed
 // move clears its failures.
 func TestARestEndsAndTheDestinationReceivesAgain(t *testing.T) {
-	c := newClusterHarness(t, 3)
-	leader := c.electWithTopic("t", 6)
-	at := c.nodes[leader]
+	c, leader, at := clusterLeadingTopic(t, 6)
 	rested := c.except(leader)[0]
 	c.tick(3_000)
 	require.True(t, at.planned.idle)
@@ -86,9 +84,7 @@ func TestARestEndsAndTheDestinationReceivesAgain(t *testing.T) {
 // watched any more, so its end is no failure of the destination. A
 // follower watches nothing.
 func TestTheLeadersOwnAbortIsNoFailureOfTheDestination(t *testing.T) {
-	c := newClusterHarness(t, 3)
-	leader := c.electWithTopic("t", 6)
-	at := c.nodes[leader]
+	c, leader, at := clusterLeadingTopic(t, 6)
 	to := c.except(leader)[0]
 	ref := rebalance.PartitionRef{Topic: "t", Index: 0}
 	at.watchPlanned(meta.SetTarget{Topic: "t", Partition: 0, ExpectedOwner: leader, Target: to})
@@ -110,9 +106,7 @@ func TestTheLeadersOwnAbortIsNoFailureOfTheDestination(t *testing.T) {
 // destination gives up on a silent source). Neither rests the destination
 // (diff review: both did).
 func TestAMoveEndedByItsTopicOrItsSourceIsNoFailureOfTheDestination(t *testing.T) {
-	c := newClusterHarness(t, 3)
-	leader := c.electWithTopic("t", 6)
-	at := c.nodes[leader]
+	c, leader, at := clusterLeadingTopic(t, 6)
 	dest := c.except(leader)[0]
 	watchMovesTo(c, at, "t", dest, func(owner string) bool { return owner != dest })
 	require.NoError(t, c.do(leader, msg.DeleteTopic{Name: "t"}).Err)
@@ -142,9 +136,7 @@ func TestAMoveEndedByItsTopicOrItsSourceIsNoFailureOfTheDestination(t *testing.T
 // not count against their destination (diff review: with two of them,
 // the destination rested).
 func TestAMoveAbortedByACancelledDrainIsNoFailureOfTheDestination(t *testing.T) {
-	c := newClusterHarness(t, 3)
-	leader := c.electWithTopic("t", 6)
-	at := c.nodes[leader]
+	c, leader, at := clusterLeadingTopic(t, 6)
 	drained := c.except(leader)[0]
 	dest := c.otherThan(leader, drained)
 	require.NoError(t, c.do(leader, msg.Decommission{ID: drained}).Err)
@@ -161,9 +153,7 @@ func TestAMoveAbortedByACancelledDrainIsNoFailureOfTheDestination(t *testing.T) 
 // drops its flights, failures and rests (the metric says 0 on followers,
 // and a later leadership starts afresh).
 func TestALeaderThatStepsDownForgetsItsRests(t *testing.T) {
-	c := newClusterHarness(t, 3)
-	leader := c.electWithTopic("t", 3)
-	at := c.nodes[leader]
+	c, leader, at := clusterLeadingTopic(t, 3)
 	other := c.except(leader)[0]
 	at.rest = destinationRest{failures: map[string]int{other: 1}, untilMs: map[string]int64{other: at.nowMs + 60_000},
 		flights: map[rebalance.PartitionRef]flight{{Topic: "t", Index: 0}: {owner: leader, target: other}}}
@@ -180,9 +170,7 @@ func TestALeaderThatStepsDownForgetsItsRests(t *testing.T) {
 // again. A destination that never takes a copy then costs two failed
 // moves every 16 minutes, not every minute.
 func TestRestsInARowGrowAndACompletionEndsTheSeries(t *testing.T) {
-	c := newClusterHarness(t, 3)
-	leader := c.electWithTopic("t", 3)
-	at := c.nodes[leader]
+	c, leader, at := clusterLeadingTopic(t, 3)
 	to := c.except(leader)[0]
 	ref := rebalance.PartitionRef{Topic: "t", Index: 0}
 	restMs := at.cfg.Moves.DestinationRestMs
@@ -205,6 +193,15 @@ func TestRestsInARowGrowAndACompletionEndsTheSeries(t *testing.T) {
 		at.destinationFailed(to, ref)
 	}
 	require.Equal(t, restMs, at.rest.untilMs[to]-at.nowMs)
+}
+
+// clusterLeadingTopic starts a three-node cluster with a topic "t" of
+// partitions partitions, and returns it with its leader's id and node.
+func clusterLeadingTopic(t *testing.T, partitions int) (c *clusterHarness, leader string, at *Node) {
+	t.Helper()
+	c = newClusterHarness(t, 3)
+	leader = c.electWithTopic("t", partitions)
+	return c, leader, c.nodes[leader]
 }
 
 // watchPlacement has the leader at compare the moves in flight in its

@@ -914,11 +914,11 @@ func TestALateFinalizeJobOfAnEndedSessionIsDiscardedUnrun(t *testing.T) {
 	require.NoError(t, err)
 	c.tick(100)
 	require.Empty(t, c.nodes[target].MoveSessions(), "the aborted session ended")
-	_, orphaned := c.nodes[target].OrphanedJob(PartitionDir("t", 0))
+	_, orphaned := c.nodes[target].OrphanedJob("t", 0)
 	require.True(t, orphaned, "its job is still held back")
 	c.tick(c.configs[target].Moves.FreezeTTLMs)
 	require.Empty(t, c.held, "the job was never handed out")
-	_, orphaned = c.nodes[target].OrphanedJob(PartitionDir("t", 0))
+	_, orphaned = c.nodes[target].OrphanedJob("t", 0)
 	require.False(t, orphaned, "the job's return settled the directory")
 	_, err = c.disks[target].Stat(staged)
 	require.Error(t, err, "the staged copy went")
@@ -1058,7 +1058,7 @@ func TestARecreatedTopicNeverOpensTheFilesAnOrphanedJobCouldNotRemove(t *testing
 
 	c.tick(c.configs[target].Moves.FreezeTTLMs) // the late job is discarded; its directory's removal fails
 	require.Empty(t, c.held, "the job was never handed out")
-	_, withheld := c.nodes[target].OrphanedJob(dir)
+	_, withheld := c.nodes[target].OrphanedJob("t", 0)
 	require.True(t, withheld, "the old topic's directory is still there, and withheld")
 	reply := c.do(target, producePinned("t", 0, "new"))
 	require.Error(t, reply.Err, "the new partition does not open the old files")
@@ -1066,7 +1066,7 @@ func TestARecreatedTopicNeverOpensTheFilesAnOrphanedJobCouldNotRemove(t *testing
 
 	c.disks[target].ClearFaults()
 	c.tick(100)
-	_, withheld = c.nodes[target].OrphanedJob(dir)
+	_, withheld = c.nodes[target].OrphanedJob("t", 0)
 	require.False(t, withheld, "a tick removed the old files")
 	_, err = c.disks[target].Stat(dir + "/old")
 	require.Error(t, err, "the old files are gone")

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"narad/httpapi"
+	"narad/msg"
 )
 
 // The emptied-queue check. The drain ends once every acknowledged record
@@ -57,16 +58,6 @@ func (w *World) checkQueueEmptied() {
 	}
 }
 
-// partitionStats is what the check reads of a described partition.
-type partitionStats struct {
-	Index         int    `json:"index"`
-	HighWatermark uint64 `json:"high_watermark"`
-	Committed     uint64 `json:"committed_offset"`
-	InFlight      int    `json:"in_flight"`
-	Available     bool   `json:"available"`
-	Owner         string `json:"owner_node"`
-}
-
 // queuePending reads a description of the topic: answered is false when
 // there is none to read (an error, a node down); pending names the first
 // partition not emptied, "" when every one is.
@@ -74,16 +65,14 @@ func queuePending(response *httpapi.Response) (pending string, answered bool) {
 	if response == nil || response.Status != http.StatusOK {
 		return "", false
 	}
-	var described struct {
-		Stats []partitionStats `json:"partition_stats"`
-	}
-	if json.Unmarshal(response.Body, &described) != nil || len(described.Stats) == 0 {
+	var described msg.TopicDetail
+	if json.Unmarshal(response.Body, &described) != nil || len(described.PartitionStats) == 0 {
 		return "", false
 	}
-	for _, p := range described.Stats {
+	for _, p := range described.PartitionStats {
 		if !p.Available || p.Committed != p.HighWatermark || p.InFlight != 0 {
 			return fmt.Sprintf("partition %d at %s: available %t, committed %d of %d, %d in flight",
-				p.Index, p.Owner, p.Available, p.Committed, p.HighWatermark, p.InFlight), true
+				p.Index, p.OwnerNode, p.Available, p.Committed, p.HighWatermark, p.InFlight), true
 		}
 	}
 	return "", true

@@ -93,7 +93,7 @@ func (c *removalChecker) removing(n *simNode, path string) {
 	c.checkOpen(n, path)
 	r := removal{node: n, path: path, topic: topic, partition: partition,
 		appliedIndex: n.node.MetaAppliedIndex(), knownIndex: n.appliedKnown, ownInstall: c.installed[n.id][path]}
-	if identity, orphaned := n.node.OrphanedJob(path); orphaned {
+	if identity, orphaned := n.node.OrphanedJob(topic, partition); orphaned {
 		r.jobTopic = &identity
 	}
 	c.forgetInstalls(n, path)

@@ -197,12 +197,14 @@ var namespaceFaults = []namespaceFault{
 	{op: storage.FaultRename, name: "rename"},
 	{op: storage.FaultSyncDir, name: "syncdir"},
 	{op: storage.FaultCreate, name: "create-segment", match: func(path string) bool { return strings.HasSuffix(path, ".log") }},
-	{op: storage.FaultRename, name: "rename-install", match: func(path string) bool {
-		return strings.HasPrefix(path, "moves/") && strings.Count(path, "/") == 2 // a staged copy's directory
-	}, jobOnly: true},
-	{op: storage.FaultSyncDir, name: "syncdir-partition", match: func(path string) bool {
-		return strings.HasPrefix(path, "topics/") && strings.Count(path, "/") == 2
-	}},
+	{op: storage.FaultRename, name: "rename-install", match: partitionLevelUnder("moves"), jobOnly: true}, // a staged copy's directory
+	{op: storage.FaultSyncDir, name: "syncdir-partition", match: partitionLevelUnder("topics")},
+}
+
+// partitionLevelUnder matches the paths root/T/P: a partition's directory
+// (root "topics") or a staged copy's (root "moves").
+func partitionLevelUnder(root string) func(path string) bool {
+	return func(path string) bool { return strings.HasPrefix(path, root+"/") && strings.Count(path, "/") == 2 }
 }
 
 // armNamespaceFault arms, in half of the write failures, the next one to
