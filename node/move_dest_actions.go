@@ -146,6 +146,10 @@ func (n *Node) startFinalizeJob(s *moveSession, action movedest.Action) {
 		n.restartSession(s, err)
 		return
 	}
+	if err := n.stampStaged(s); err != nil {
+		n.restartSession(s, err)
+		return
+	}
 	job := &moveJob{fs: n.fs, cfg: n.cfg.Log, staged: s.staged, stagedDir: s.stagedDir,
 		finalDir: PartitionDir(s.key.topic, s.key.index), minHWM: action.HWM, request: action.Request,
 		allowedCorrupt: storage.Corruption{Count: action.Corruption.Count, Offsets: action.Corruption.Offsets}}

@@ -116,7 +116,8 @@ type Node struct {
 	// purgesPending names the deleted topics whose directory removal
 	// failed; retryPurges tries again at every tick, and meanwhile no
 	// partition of the name opens (openLog) nor does a move into one
-	// start (mayStartSession).
+	// start (mayStartSession). A restart forgets it: the old creation's
+	// stamp then has the first open remove its files (stamp.go).
 	purgesPending map[string]bool
 	// planned is the leader's last plan (move_leader.go).
 	planned lastPlan
@@ -162,7 +163,9 @@ type Node struct {
 	// whose directory, holding that old topic's files, could not be
 	// removed (an I/O error): retryOrphanRemovals tries again at every
 	// tick, and the partition stays in jobsOrphaned meanwhile, so nothing
-	// opens the old files as the new topic's.
+	// opens the old files as the new topic's. A restart forgets it: the
+	// install carries the old creation's stamp (stampStaged), and the
+	// first open removes it (stamp.go).
 	orphansUnremoved map[partitionKey]bool
 	// moveRestarts counts, per partition, the restarts of the move into
 	// this node that last restarted there (move_dest.go), for

@@ -29,6 +29,10 @@ type partition struct {
 	// log is the open log, or nil while closed (idle, failed, not yet
 	// opened). Only openLog sets it; closeLog and failLog clear it.
 	log *storage.Log
+	// stamped is set once the directory's stamp is known to name the
+	// topic's identity (stamp.go); only stampPartition sets it, before
+	// the partition's first open.
+	stamped bool
 	// leases is the queue state; created when the log is first opened and
 	// kept while the log is closed for idleness.
 	leases *lease.Table
@@ -153,6 +157,10 @@ func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
 	}
 	if n.purgesPending[p.key.topic] {
 		return nil, msg.Unavailable("the files of a deleted topic of this name are still being removed here; retry")
+	}
+	if err := n.stampPartition(t, p); err != nil {
+		n.observer.Event("log-open-failed", fmt.Sprintf("%s: its topic stamp: %v", p.dir, err))
+		return nil, err
 	}
 	open := n.store.Log
 	if !n.store.IsOpen(p.dir) {

@@ -330,14 +330,12 @@ func (n *Node) dropTopicState(name string) {
 	for _, p := range n.sortedPartitions() {
 		delete(p.fanout, name)
 	}
-	// Durably (the topics directory synced): a removal a crash undid would
-	// bring the deleted topic's records back under a topic created again
-	// with its name, which the metastore knows, so nothing at start tells
-	// the old directory from the new topic's. Leftovers of a failed
-	// removal of a topic that stays deleted are reclaimed by the startup
-	// sweep. (A crash after the metastore applied the delete and a
-	// re-create but before this removal still leaves that window:
-	// docs/operations.md#data-directory names it.)
+	// Durably (the topics directory synced). Leftovers of a failed removal
+	// of a topic that stays deleted are reclaimed by the startup sweep;
+	// those a topic created again under the name finds (a crash after the
+	// metastore applied the delete and the re-create but before this
+	// removal, or a restart before retryPurges succeeded) carry the old
+	// creation's stamp, and its first open removes them (stamp.go).
 	if err := n.purgeTopicDir(name); err != nil {
 		n.observer.Event("topic-purge-failed", fmt.Sprintf("%s: %v", name, err))
 		n.purgesPending[name] = true

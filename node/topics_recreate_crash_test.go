@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"narad/msg"
+	"narad/storage"
 )
 
 // TestARecreatedTopicDoesNotResurrectTheDeletedOnesRecordsAfterACrash:
@@ -28,4 +29,31 @@ func TestARecreatedTopicDoesNotResurrectTheDeletedOnesRecordsAfterACrash(t *test
 	require.Equal(t, uint64(0), h.stats("orders", 0).HighWatermark, "the re-created topic is still empty after a crash")
 	m, ok := h.consume("orders")
 	require.False(t, ok, "the deleted topic's record %q is served by its re-creation", m.Payload)
+}
+
+// TestARestartDoesNotHandAFailedPurgeToTheTopicCreatedAgain: a topic's
+// delete cannot remove its directory (an I/O error), so the node keeps it
+// withheld (purgesPending) while the name is created again; the node then
+// restarts before a retry removed it. Nothing in memory survives the
+// restart: the partition directory's stamp must tell the old creation's
+// files from the new topic's, or the new topic serves the deleted one's
+// records.
+func TestARestartDoesNotHandAFailedPurgeToTheTopicCreatedAgain(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders", func(r *msg.CreateTopic) { r.Partitions = 3 })
+	h.produce("orders", 0, "old-record")
+	h.fs.FailNextMatching(storage.FaultRemove, storage.ErrIO, 1, func(name string) bool { return name == "topics/orders" })
+	h.ok(msg.DeleteTopic{Name: "orders"})
+	h.createTopic("orders", func(r *msg.CreateTopic) { r.Partitions = 3 })
+	h.fail(msg.Replay{Topic: "orders", Partition: 0, Offset: 0}, msg.CodeUnavailable)
+
+	h.restart()
+
+	require.Equal(t, uint64(0), h.stats("orders", 0).HighWatermark, "the topic created again is empty")
+	m, ok := h.consume("orders")
+	require.False(t, ok, "the deleted topic's record %q is served by its re-creation", m.Payload)
+	h.produce("orders", 0, "new-record")
+	m, ok = h.consume("orders")
+	require.True(t, ok)
+	require.Equal(t, "new-record", string(m.Payload))
 }

@@ -55,6 +55,31 @@ type controlPlane struct {
 	operations []porcupine.Operation
 	// result is porcupine's verdict, for the report.
 	result string
+	// records are the operator's writes into its topics and its reads of
+	// them (check_resurrect.go).
+	records *controlRecords
+	// purge aims failing removals and a crash at some of its deletes
+	// (purge_faults.go).
+	purge purgeFault
+}
+
+// controlKinds are the operator's operations and their shares, in
+// percent: writes and reads of its topics' records (controlRecords), and
+// the creates, alters and deletes porcupine checks.
+var controlKinds = []struct {
+	kind    string
+	percent int
+}{{"write", 20}, {"read", 20}, {"create", 25}, {"alter", 10}, {"delete", 25}}
+
+// controlKindOf maps a roll in [0, 100) to an operation's kind.
+func controlKindOf(roll int) string {
+	for _, k := range controlKinds {
+		if roll < k.percent {
+			return k.kind
+		}
+		roll -= k.percent
+	}
+	panic("sim: control roll out of range")
 }
 
 // controlInput is one operation: kind is "create", "alter" or "delete";
@@ -82,32 +107,53 @@ type controlState struct {
 }
 
 func newControlPlane(w *World) *controlPlane {
-	return &controlPlane{w: w, rng: newRand(w.opts.Seed, controlStream), cl: newClient(w, "operator-ctl", roleAdmin)}
+	cp := &controlPlane{w: w, rng: newRand(w.opts.Seed, controlStream), cl: newClient(w, "operator-ctl", roleAdmin)}
+	cp.records = newControlRecords(cp)
+	cp.purge.cp = cp
+	return cp
+}
+
+// scheduleNext has the operator think, then send its next operation.
+func (cp *controlPlane) scheduleNext() {
+	cp.cl.later(int64(controlThinkMsMin+cp.rng.IntN(controlThinkMsMax)), cp.next)
 }
 
 // start schedules the operator's first operation.
 func (cp *controlPlane) start() {
-	cp.cl.later(int64(controlThinkMsMin+cp.rng.IntN(controlThinkMsMax)), cp.next)
+	cp.scheduleNext()
 }
 
-// next sends one operation on a random topic name to a random node.
+// next sends one operation on a random topic name to a random node: a
+// create, alter or delete (checked by porcupine), or a write or read of
+// the topic's records (checked by controlRecords).
 func (cp *controlPlane) next() {
 	if cp.w.phase != phaseSafety {
 		return
 	}
 	in := controlInput{topic: fmt.Sprintf("ctl%d", cp.rng.IntN(controlTopicsCount)), visibilityMs: 1_000 + cp.rng.IntN(4_000)}
+	in.kind = controlKindOf(cp.rng.IntN(100))
+	if topic, forced := cp.purge.forcedRead(); forced {
+		in.topic, in.kind = topic, "read" // after a purge fault's crash
+	}
+	if topic, forced := cp.purge.forcedCreate(); forced {
+		in.topic, in.kind = topic, "create" // after a purge fault's delete
+	}
 	var c *call
-	switch roll := cp.rng.IntN(100); {
-	case roll < 40:
-		in.kind = "create"
+	switch in.kind {
+	case "write":
+		cp.records.write(in.topic)
+		return
+	case "read":
+		cp.records.read(in.topic, 0, 0)
+		return
+	case "create":
 		body := fmt.Sprintf(`{"name":%q,"partitions":%d,"visibility_timeout_ms":%d}`, in.topic, msg.PartitionsMin, in.visibilityMs)
 		c = &call{kind: "ctl-create", httpRequest: newHTTPRequest(http.MethodPost, "/v1/topics", "application/json", body)}
-	case roll < 70:
-		in.kind = "alter"
+	case "alter":
 		body := fmt.Sprintf(`{"visibility_timeout_ms":%d}`, in.visibilityMs)
 		c = &call{kind: "ctl-alter", httpRequest: newHTTPRequest(http.MethodPatch, "/v1/topics/"+in.topic, "application/json", body)}
 	default:
-		in.kind = "delete"
+		cp.purge.arm(in.topic)
 		c = &call{kind: "ctl-delete", httpRequest: newHTTPRequest(http.MethodDelete, "/v1/topics/"+in.topic, "", "")}
 	}
 	c.target = cp.w.clientNode(cp.rng)
@@ -136,7 +182,13 @@ func (cp *controlPlane) done(c *call, in controlInput, response *httpapi.Respons
 		return
 	}
 	cp.operations = append(cp.operations, op)
-	cp.cl.later(int64(controlThinkMsMin+cp.rng.IntN(controlThinkMsMax)), cp.next)
+	if in.kind == "create" && status == http.StatusCreated {
+		cp.records.created(in.topic, cp.w.nowMs)
+	}
+	if in.kind == "create" {
+		cp.purge.created(in.topic, status)
+	}
+	cp.scheduleNext()
 }
 
 func alterSetVisibility(body []byte, visibilityMs int) bool {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"narad/meta"
 	"narad/node"
 )
 
@@ -15,7 +16,7 @@ import (
 // after the flip that made it owner committed, and an old owner must not
 // append once it committed (its writes stay frozen until it learns). In
 // every world, a partition's appender may change only across a committed
-// flip of its ownership.
+// flip of its ownership, or a creation of its topic again under its name.
 type ownerChecker struct {
 	w *World
 	// last holds, per partition name, the node that appended last and the
@@ -29,6 +30,9 @@ type ownerChecker struct {
 type appendSeen struct {
 	node       string
 	generation int
+	// identity is the committed topic's identity: a topic created again
+	// under its name is placed anew, with no flip between the creations.
+	identity meta.TopicIdentity
 }
 
 func newOwnerChecker(w *World) *ownerChecker {
@@ -38,8 +42,8 @@ func newOwnerChecker(w *World) *ownerChecker {
 // appended records that node n appended a record to a partition now.
 func (o *ownerChecker) appended(n *simNode, topic string, partition int) {
 	name := partitionName(topic, partition)
-	seen := appendSeen{node: n.id, generation: o.w.metaLog.generations[name]}
-	if previous, ok := o.last[name]; ok && previous.node != n.id && previous.generation == seen.generation {
+	seen := appendSeen{node: n.id, generation: o.w.metaLog.generations[name], identity: o.w.metaLog.identities[topic]}
+	if previous, ok := o.last[name]; ok && previous.node != n.id && previous.generation == seen.generation && previous.identity == seen.identity {
 		o.w.fail("single-owner", "%s appended to %s after %s did, and its ownership did not change in between", n.id, name, previous.node)
 		return
 	}
@@ -97,6 +101,9 @@ func (o nodeObserver) Appended(topic string, partition int, offset uint64) {
 // unless it repeats the node's previous event of that kind word for word
 // (a refusal retried every planning round would bury the trace).
 func (o nodeObserver) Event(kind, detail string) {
+	if kind == "stale-partition-removed" {
+		o.n.w.staleCreationsRemoved++
+	}
 	key := o.n.id + " " + kind
 	if o.n.w.lastEvents[key] == detail {
 		return

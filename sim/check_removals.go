@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"narad/meta"
+	"narad/node"
 	"narad/storage"
 )
 
@@ -25,7 +26,9 @@ import (
 //     metaLog keeps it, differs from the job's topic). While the job was
 //     out the node opened nothing in the directory, so it holds the old
 //     topic's records only, and the job's return removes them (node:
-//     jobLeftNothingNeeded; three-node moves seed 6306001).
+//     jobLeftNothingNeeded; three-node moves seed 6306003); and unless
+//     the partition directory's stamp names a creation of the topic that
+//     is not the committed one (removesOtherCreation).
 //
 // The committed placement is metaLog's, at its highest committed index;
 // when the node has applied past it (a leader applies before its messages
@@ -55,6 +58,9 @@ type removalChecker struct {
 	// oldJobDrops counts the removals excused as a returning job dropping
 	// its install of a deleted topic; a test checks the seed that makes one.
 	oldJobDrops int
+	// otherCreations counts the removals excused as another creation's
+	// files (removesOtherCreation).
+	otherCreations int
 }
 
 // removal is one removal of partition directories, as the checker keeps
@@ -78,6 +84,12 @@ type removal struct {
 	// finalize job held the directory removed; nil for every other
 	// removal.
 	jobTopic *meta.TopicIdentity
+	// stamps are, by partition, what the removed partition directories
+	// held, read off the disk without faults just before the removal: the
+	// topic identity their stamp named (node.StampPath), nil when a
+	// directory had none or it did not parse. A partition absent here had
+	// no directory (a removal of the topic's directory only).
+	stamps map[int]*meta.TopicIdentity
 }
 
 func newRemovalChecker(w *World) *removalChecker {
@@ -96,6 +108,7 @@ func (c *removalChecker) removing(n *simNode, path string) {
 	if identity, orphaned := n.node.OrphanedJob(topic, partition); orphaned {
 		r.jobTopic = &identity
 	}
+	r.stamps = stampsUnder(n, path, topic, partition)
 	c.forgetInstalls(n, path)
 	c.judgeOrDefer(r)
 }
@@ -172,6 +185,10 @@ func (c *removalChecker) judge(r removal) {
 			continue
 		}
 		since, holds := holders[r.node.id]
+		if holds && since <= r.knownIndex && c.removesOtherCreation(r, index) {
+			c.otherCreations++
+			continue
+		}
 		if holds && since <= r.knownIndex && !c.targetDropsItsInstall(r, index) {
 			c.w.fail("dir-removal", "%s removes %s, but the committed placement has it own or target %s since index %d, which it had applied (%d)",
 				r.node.id, r.path, partitionName(r.topic, index), since, r.knownIndex)
@@ -188,6 +205,65 @@ func (c *removalChecker) judge(r removal) {
 func (c *removalChecker) jobDropsOldInstall(r removal) bool {
 	identity, exists := c.w.metaLog.identities[r.topic]
 	return r.jobTopic != nil && (!exists || identity != *r.jobTopic)
+}
+
+// removesOtherCreation reports whether the removal takes nothing of the
+// committed creation of the topic from the partition: its directory was
+// stamped with another creation (the files of a deleted topic that a
+// failed or interrupted removal left, which the node removes before it
+// opens the new topic's partition there, node: stampPartition, or with
+// the whole topic's directory while it retries the delete's removal), or
+// the removal is of the topic's directory, the partition has none there,
+// and the directories there are all stamped with other creations (at
+// least one: what a delete's removal left, retried). A stamp that named
+// the committed creation excuses nothing; one the node wrote wrong would
+// let a removal of live records pass here, and the no-loss accounting
+// catches those.
+func (c *removalChecker) removesOtherCreation(r removal, index int) bool {
+	identity, exists := c.w.metaLog.identities[r.topic]
+	other := func(stamped *meta.TopicIdentity) bool { return stamped != nil && (!exists || identity != *stamped) }
+	if stamped, present := r.stamps[index]; present {
+		return other(stamped)
+	}
+	if r.partition >= 0 || len(r.stamps) == 0 {
+		return false
+	}
+	for _, stamped := range r.stamps { //determinism:ok a conjunction: order reaches nothing
+		if !other(stamped) {
+			return false
+		}
+	}
+	return true
+}
+
+// stampsUnder reads the stamps of the partition directories a removal of
+// path takes: path itself, or every partition directory of the topic's
+// directory.
+func stampsUnder(n *simNode, path, topic string, partition int) map[int]*meta.TopicIdentity {
+	stamps := map[int]*meta.TopicIdentity{}
+	indexes := []int{partition}
+	if partition < 0 {
+		indexes = indexes[:0]
+		entries, _ := n.fs.List(path) // a missing directory lists nothing
+		for _, entry := range entries {
+			if _, index, ok := parsePartitionPath(path + "/" + entry); ok {
+				indexes = append(indexes, index)
+			}
+		}
+	}
+	for _, index := range indexes {
+		dir := node.PartitionDir(topic, index)
+		if _, err := n.fs.Stat(dir); err != nil {
+			continue
+		}
+		stamps[index] = nil
+		if data, err := n.fs.Peek(node.StampPath(dir)); err == nil {
+			if identity, err := node.ParseStamp(data); err == nil {
+				stamps[index] = &identity
+			}
+		}
+	}
+	return stamps
 }
 
 // targetDropsItsInstall reports whether the removal is a move target
@@ -385,6 +461,7 @@ func (f watchedFS) Rename(oldName, newName string) error {
 }
 
 func (f watchedFS) removing(name string) {
+	f.n.w.checker.removing(f.n, name)
 	if f.n.node == nil {
 		*f.starting = append(*f.starting, name)
 		return

@@ -49,6 +49,39 @@ func TestTheRemovalCheckerFailsARemovalOfAPartitionTheNodeKnewItHeld(t *testing.
 	}
 }
 
+// TestTheRemovalCheckerExcusesOnlyAnotherCreationsFiles: a removal by a
+// holder passes when what it takes is stamped with another creation of
+// the topic than the committed one (the committed identity here is the
+// zero one of removalWorld's topic), never when a directory it takes is
+// of the committed creation or unstamped.
+func TestTheRemovalCheckerExcusesOnlyAnotherCreationsFiles(t *testing.T) {
+	committed, other := meta.TopicIdentity{}, meta.TopicIdentity{Incarnation: 7, CreatedAtMs: 1}
+	cases := []struct {
+		name      string
+		path      string
+		stamps    map[int]*meta.TopicIdentity
+		wantsFail bool
+	}{
+		{"its partition, of another creation", "topics/t/p00000", map[int]*meta.TopicIdentity{0: &other}, false},
+		{"its partition, of the committed creation", "topics/t/p00000", map[int]*meta.TopicIdentity{0: &committed}, true},
+		{"its partition, unstamped", "topics/t/p00000", map[int]*meta.TopicIdentity{0: nil}, true},
+		{"its partition, absent", "topics/t/p00000", map[int]*meta.TopicIdentity{}, true},
+		{"the topic, its partition absent, another creation's beside it", "topics/t", map[int]*meta.TopicIdentity{2: &other}, false},
+		{"the topic, its partition of another creation", "topics/t", map[int]*meta.TopicIdentity{0: &other, 2: &other}, false},
+		{"the topic, its partition absent, the committed creation's beside it", "topics/t", map[int]*meta.TopicIdentity{2: &committed}, true},
+		{"the topic, its partition absent, an unstamped one beside it", "topics/t", map[int]*meta.TopicIdentity{1: &other, 2: nil}, true},
+		{"the topic, empty", "topics/t", map[int]*meta.TopicIdentity{}, true},
+	}
+	for _, c := range cases {
+		w := removalWorld()
+		w.metaLog.identities["t"] = committed
+		topic, partition, ok := parsePartitionPath(c.path)
+		require.True(t, ok, c.name)
+		w.removals.judgeOrDefer(removal{node: w.nodes[0], path: c.path, topic: topic, partition: partition, appliedIndex: 15, knownIndex: 12, stamps: c.stamps})
+		require.Equal(t, c.wantsFail, w.failure != nil, "%s: must fail the run: %v", c.name, c.wantsFail)
+	}
+}
+
 func TestTheRemovalCheckerLetsAPartitionGoOnceTheHoldingEnds(t *testing.T) {
 	w := removalWorld()
 	w.metaLog.topics["t"][1] = meta.Assignment{Owner: "n3"} // the flip
@@ -161,15 +194,30 @@ func TestAReturningJobMayDropItsInstallOfADeletedTopic(t *testing.T) {
 	}
 }
 
-// Seed 6306001 of the three-node moves world (fault sites and weather on)
+// Seed 6306003 of the three-node moves world (fault sites and weather on)
 // holds a move's finalize job back (node-move-job-late) while its topic is
 // deleted and created again with the partition on the same node; the
 // job's return, never run, drops the directory it held. The removal
-// checker once failed it.
+// checker once failed it (seed 6306001, whose draws the control plane's
+// records changed since).
 func TestTheLateJobOfARecreatedTopicDropsItsInstall(t *testing.T) {
-	opts := DefaultOptions(6306001)
+	opts := DefaultOptions(6306003)
 	opts.Nodes, opts.Moves, opts.Sites, opts.Weather, opts.MediaInClusters = 3, true, SitesOn, WeatherOn, true
 	report := Run(opts)
-	require.Nil(t, report.Failure, "seed 6306001: %v", report.FailureText())
+	require.Nil(t, report.Failure, "seed 6306003: %v", report.FailureText())
 	require.Positive(t, report.RemovalsOldJobDrops, "the late job dropped its install of the deleted topic")
+}
+
+// Seed 6345010 of the one-node world (every fault) builds the purge
+// fault: the operator deletes ctl1 while the node's removal of its
+// directory fails, creates it again, and the node crashes (a sync
+// failure, before the purge fault's own crash) with the old files still
+// there. Its restart forgot the removal; without partition stamps the
+// new ctl1 served the deleted creation's records
+// (control-resurrection). The stamps make the node remove them first.
+func TestARestartAfterAFailedPurgeServesNothingOfTheDeletedCreation(t *testing.T) {
+	opts := DefaultOptions(6345010)
+	report := Run(opts)
+	require.Nil(t, report.Failure, "seed 6345010: %v", report.FailureText())
+	require.Positive(t, report.StaleCreationsRemoved, "the restarted node removed the deleted creation's directories")
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"slices"
+	"strings"
 
 	"narad/msg"
 	"narad/node"
@@ -72,6 +73,21 @@ func (s *stateChecker) nodeStarted(n *simNode) {
 		durable := n.fs.DurableClone()
 		for _, state := range open {
 			s.checkServedDurable(n, durable, state)
+		}
+	}
+}
+
+// removing forgets what the checker knows of the partition directories at
+// or under path, which n is about to remove (a topic's delete, a stale
+// copy swept, another creation's files): a directory made again under
+// the name (the topic created again) starts empty. A removal a crash
+// undoes brings back records the checker no longer requires, which the
+// removal checker and the no-loss accounting judge instead.
+func (s *stateChecker) removing(n *simNode, path string) {
+	for dir, r := range n.stateRecords { //determinism:ok only clears
+		if dir == path || strings.HasPrefix(dir, path+"/") {
+			r.durableHWM, r.durableCommitted = 0, 0
+			r.forget()
 		}
 	}
 }

@@ -63,6 +63,13 @@
 // start of a node draws an offset of its clock within ±250 ms, kept until
 // it stops (clock_skew.go); the checkers that compare two nodes' times
 // (the delay child's) allow for the spread.
+// In profiles with crashes, half of the control-plane operator's deletes of
+// a topic that holds records meet a node whose removal of the topic's
+// directory keeps failing; the operator creates the name again at once,
+// the node crashes once it could apply that create, and the operator
+// reads the topic after its restart (purge_faults.go): the situation the
+// partition directories' stamps exist for, too narrow to arise from
+// independent faults.
 // A run has a safety phase (faults on) and a liveness phase (every node
 // up, faults off, producers stopped, consumers draining), as TigerBeetle's
 // VOPR does.
@@ -255,7 +262,11 @@
 //     dead letter, a media fault or the site that cuts leases short
 //     could have ended it; and an operator's topic
 //     creates, alters and deletes are checked with porcupine as one
-//     linearizable register per topic name (control-plane). Each
+//     linearizable register per topic name (control-plane); the operator
+//     also writes records into its topics and replays them, and a record
+//     acknowledged into one creation of a name must never be read after a
+//     later create of the name was answered 201 (control-resurrection:
+//     partition directories carry their creation's stamp). Each
 //     checker's comment says exactly what it excuses.
 //   - Moves end: a move whose flips the network withholds (see Moves)
 //     is ended by its source's freeze TTL, so it must leave the committed

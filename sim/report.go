@@ -108,6 +108,11 @@ type Report struct {
 	// RemovalsOldJobDrops counts the removals excused as a move job,
 	// returning after its topic was deleted, dropping its own install.
 	RemovalsOldJobDrops int
+	// StaleCreationsRemoved counts the partition directories of another
+	// creation of their topic that nodes removed before opening the
+	// committed topic's partition there (the node's event
+	// stale-partition-removed).
+	StaleCreationsRemoved int
 	// OracleChecks counts what the oracles checked, by oracle, sorted.
 	OracleChecks []chaos.Count
 	// Failure is the first checker that failed, nil for a clean run.
@@ -131,7 +136,7 @@ func (w *World) report() Report {
 		MoveBytesCopied: w.moveStats.bytesCopied,
 		AckRetries:      w.acks.retries, AckRetriesLanded: w.acks.retriedLanded, RedeliveredAfterLoss: w.acks.redeliveredAfterLoss,
 		UserChanges: w.userChangesSent(), UsersFinal: len(w.metaLog.users.users), RootSeeds: w.metaLog.users.seeds,
-		LogOperations: w.logOperations, LogResult: w.logResult, PorcupineUnknown: w.porcupineUnknown, OracleChecks: sortedCounts(w.oracleCounts()), RemovalsJudged: w.removals.judged, RemovalsOldJobDrops: w.removals.oldJobDrops, Failure: w.failure, TraceTail: w.trace.last(),
+		LogOperations: w.logOperations, LogResult: w.logResult, PorcupineUnknown: w.porcupineUnknown, OracleChecks: sortedCounts(w.oracleCounts()), RemovalsJudged: w.removals.judged, RemovalsOldJobDrops: w.removals.oldJobDrops, StaleCreationsRemoved: w.staleCreationsRemoved, Failure: w.failure, TraceTail: w.trace.last(),
 		DeadLetters: w.deadLetters != nil, DeadLettersSettled: w.deadLetters.settledCount(), DeadLettersDelivered: w.deadLetters.deliveredCount(),
 		DeadLettersAimed: w.opts.DeadLettersAimed, DoomedRounds: doomedRounds, DoomedDelivered: doomedDelivered,
 		FanoutAgedOut: w.agedOut != nil, AgedOutRanges: w.agedOut.rangesRemoved(), AgedOutExcused: w.agedOut.excusedCount(),

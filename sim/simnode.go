@@ -180,6 +180,7 @@ func (n *simNode) start() {
 		n.w.media = newMediaFaults(n.w)
 	}
 	n.w.media.beforeStart(n)
+	n.w.control.purge.starting(n)
 	cfg := n.config()
 	store, err := meta.OpenStore(n.metaPath(), meta.StoreOptions{NoSync: true, InitialMmapBytes: simMetaMmapBytes, NoFreelistSync: true})
 	if err != nil {

@@ -215,6 +215,9 @@ type World struct {
 	// lastEvents holds each node's latest traced event detail, by node and
 	// kind (nodeObserver.Event).
 	lastEvents map[string]string
+	// staleCreationsRemoved counts the nodes' stale-partition-removed
+	// events (Report.StaleCreationsRemoved).
+	staleCreationsRemoved int
 }
 
 type phase int

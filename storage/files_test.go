@@ -138,3 +138,23 @@ func TestWriteFilesAtomicCrash(t *testing.T) {
 		require.Equal(t, fresh, string(data))
 	}
 }
+
+// TestADirectoryMadeAgainAfterAFailedSyncSurvivesACrash: ensureDir
+// creates a directory and its missing ancestors, and the sync of one
+// ancestor's entry fails; the caller tries again, which finds every
+// directory there. The retry must still make the whole chain durable: it
+// once synced only the directory's own parent, so a crash then took the
+// ancestor, and everything later written and synced below it, away.
+func TestADirectoryMadeAgainAfterAFailedSyncSurvivesACrash(t *testing.T) {
+	for failed := 1; failed <= 3; failed++ {
+		fs := newTestMemFS(uint64(failed))
+		fs.FailNext(FaultSyncDir, ErrIO, failed) // the first syncs of the chain
+		for range failed {
+			require.ErrorIs(t, ensureDir(fs, "topics/t/p00000"), ErrIO)
+		}
+		require.NoError(t, ensureDir(fs, "topics/t/p00000"), "the retry")
+		fs.Crash()
+		_, err := fs.Stat("topics/t/p00000")
+		require.NoError(t, err, "after %d failed syncs: the directory is durable once ensureDir returned nil", failed)
+	}
+}

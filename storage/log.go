@@ -130,10 +130,18 @@ func openLog(fs FS, dir string, cfg LogConfig, buffer *[]byte) (*Log, Recovery, 
 	return recoverLog(fs, dir, cfg, buffer)
 }
 
-// ensureDir creates dir and its missing ancestors, and makes each new
-// directory entry durable by syncing its parent. The parent of dir is
-// synced even when dir existed: an earlier process may have created it
-// and crashed, or failed, before syncing it.
+// EnsureDir is ensureDir for callers outside the package (a node stamps a
+// partition directory before its log is first opened there).
+func EnsureDir(fs FS, dir string) error { return ensureDir(fs, dir) }
+
+// ensureDir creates dir and its missing ancestors, and makes the entry of
+// dir and of each ancestor durable by syncing its parent: every one, at
+// every call. An earlier call (or process) may have created them and
+// failed, or crashed, before one of those syncs; a retry that synced
+// only what it created itself, or only dir's parent, would leave an
+// ancestor's entry to a crash, and every file later made durable below it
+// with it. A directory sync is cheap next to a log's recovery, which
+// every open of a log runs anyway.
 func ensureDir(fs FS, dir string) error {
 	missing, err := missingDirs(fs, dir)
 	if err != nil {
@@ -144,12 +152,12 @@ func ensureDir(fs FS, dir string) error {
 			return err
 		}
 	}
-	for i := len(missing) - 1; i >= 1; i-- {
-		if err := fs.SyncDir(parentDir(missing[i])); err != nil {
+	for current := dir; current != "." && current != "/"; current = parentDir(current) {
+		if err := fs.SyncDir(parentDir(current)); err != nil {
 			return err
 		}
 	}
-	return fs.SyncDir(parentDir(dir))
+	return nil
 }
 
 // missingDirs returns dir and those of its ancestors that do not exist,

@@ -757,6 +757,20 @@ func (m *MemFS) List(dir string) ([]string, error) {
 	return sortedNames(node.children), nil
 }
 
+// Peek returns the current content of the file name without injecting
+// any fault or touching its state: a checker's look at the disk, which
+// must not consume the faults armed for the code under test.
+func (m *MemFS) Peek(name string) ([]byte, error) {
+	node, err := m.resolve("peek", name)
+	if err != nil {
+		return nil, err
+	}
+	if node.file == nil {
+		return nil, memPathError("peek", name, errMemIsDir)
+	}
+	return node.file.content.bytes(0, node.file.content.size), nil
+}
+
 // FlipDurableByte is media corruption: it inverts the bits of the durable
 // byte at offset of the file name (a crash keeps the flip), as a disk that
 // lost a synced sector would. When the current byte there is the durable
