@@ -63,6 +63,14 @@ type removalChecker struct {
 	otherCreations int
 }
 
+// dirSeen is what a removed partition directory held: the topic identity
+// its stamp named (node.StampPath), nil when it had none or it did not
+// parse; and whether it held a segment file (records).
+type dirSeen struct {
+	stamp   *meta.TopicIdentity
+	records bool
+}
+
 // removal is one removal of partition directories, as the checker keeps
 // it until it can judge it.
 type removal struct {
@@ -84,12 +92,11 @@ type removal struct {
 	// finalize job held the directory removed; nil for every other
 	// removal.
 	jobTopic *meta.TopicIdentity
-	// stamps are, by partition, what the removed partition directories
-	// held, read off the disk without faults just before the removal: the
-	// topic identity their stamp named (node.StampPath), nil when a
-	// directory had none or it did not parse. A partition absent here had
-	// no directory (a removal of the topic's directory only).
-	stamps map[int]*meta.TopicIdentity
+	// dirs are, by partition, what the removed partition directories
+	// held, read off the disk without faults just before the removal. A
+	// partition absent here had no directory (a removal of the topic's
+	// directory only).
+	dirs map[int]dirSeen
 }
 
 func newRemovalChecker(w *World) *removalChecker {
@@ -108,7 +115,7 @@ func (c *removalChecker) removing(n *simNode, path string) {
 	if identity, orphaned := n.node.OrphanedJob(topic, partition); orphaned {
 		r.jobTopic = &identity
 	}
-	r.stamps = stampsUnder(n, path, topic, partition)
+	r.dirs = dirsUnder(n, path, topic, partition)
 	c.forgetInstalls(n, path)
 	c.judgeOrDefer(r)
 }
@@ -208,39 +215,41 @@ func (c *removalChecker) jobDropsOldInstall(r removal) bool {
 }
 
 // removesOtherCreation reports whether the removal takes nothing of the
-// committed creation of the topic from the partition: its directory was
-// stamped with another creation (the files of a deleted topic that a
-// failed or interrupted removal left, which the node removes before it
-// opens the new topic's partition there, node: stampPartition, or with
-// the whole topic's directory while it retries the delete's removal), or
-// the removal is of the topic's directory, the partition has none there,
-// and the directories there are all stamped with other creations (at
+// committed creation of the topic from the partition: its directory held
+// no segment, or was stamped with another creation (the files of a
+// deleted topic that a failed or interrupted removal left, which the node
+// removes before it opens the new topic's partition there, node:
+// stampPartition, or with the whole topic's directory while it retries
+// the delete's removal); or the removal is of the topic's directory, the
+// partition has none there, and so it is for every directory there (at
 // least one: what a delete's removal left, retried). A stamp that named
 // the committed creation excuses nothing; one the node wrote wrong would
 // let a removal of live records pass here, and the no-loss accounting
 // catches those.
 func (c *removalChecker) removesOtherCreation(r removal, index int) bool {
 	identity, exists := c.w.metaLog.identities[r.topic]
-	other := func(stamped *meta.TopicIdentity) bool { return stamped != nil && (!exists || identity != *stamped) }
-	if stamped, present := r.stamps[index]; present {
-		return other(stamped)
+	harmless := func(seen dirSeen) bool {
+		return !seen.records || seen.stamp != nil && (!exists || identity != *seen.stamp)
 	}
-	if r.partition >= 0 || len(r.stamps) == 0 {
+	if seen, present := r.dirs[index]; present {
+		return harmless(seen)
+	}
+	if r.partition >= 0 || len(r.dirs) == 0 {
 		return false
 	}
-	for _, stamped := range r.stamps { //determinism:ok a conjunction: order reaches nothing
-		if !other(stamped) {
+	for _, seen := range r.dirs { //determinism:ok a conjunction: order reaches nothing
+		if !harmless(seen) {
 			return false
 		}
 	}
 	return true
 }
 
-// stampsUnder reads the stamps of the partition directories a removal of
-// path takes: path itself, or every partition directory of the topic's
+// dirsUnder reads what the partition directories a removal of path takes
+// held: path itself, or every partition directory of the topic's
 // directory.
-func stampsUnder(n *simNode, path, topic string, partition int) map[int]*meta.TopicIdentity {
-	stamps := map[int]*meta.TopicIdentity{}
+func dirsUnder(n *simNode, path, topic string, partition int) map[int]dirSeen {
+	dirs := map[int]dirSeen{}
 	indexes := []int{partition}
 	if partition < 0 {
 		indexes = indexes[:0]
@@ -256,14 +265,15 @@ func stampsUnder(n *simNode, path, topic string, partition int) map[int]*meta.To
 		if _, err := n.fs.Stat(dir); err != nil {
 			continue
 		}
-		stamps[index] = nil
+		seen := dirSeen{records: len(segmentFiles(n.fs, dir)) > 0}
 		if data, err := n.fs.Peek(node.StampPath(dir)); err == nil {
 			if identity, err := node.ParseStamp(data); err == nil {
-				stamps[index] = &identity
+				seen.stamp = &identity
 			}
 		}
+		dirs[index] = seen
 	}
-	return stamps
+	return dirs
 }
 
 // targetDropsItsInstall reports whether the removal is a move target

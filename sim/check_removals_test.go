@@ -50,34 +50,38 @@ func TestTheRemovalCheckerFailsARemovalOfAPartitionTheNodeKnewItHeld(t *testing.
 }
 
 // TestTheRemovalCheckerExcusesOnlyAnotherCreationsFiles: a removal by a
-// holder passes when what it takes is stamped with another creation of
-// the topic than the committed one (the committed identity here is the
-// zero one of removalWorld's topic), never when a directory it takes is
-// of the committed creation or unstamped.
+// holder passes when what it takes holds no segment or is stamped with
+// another creation of the topic than the committed one, never when a
+// directory with records it takes is of the committed creation or
+// unstamped.
 func TestTheRemovalCheckerExcusesOnlyAnotherCreationsFiles(t *testing.T) {
-	committed, other := meta.TopicIdentity{}, meta.TopicIdentity{Incarnation: 7, CreatedAtMs: 1}
+	committed, otherCreation := meta.TopicIdentity{Incarnation: 1, CreatedAtMs: 1_000}, meta.TopicIdentity{Incarnation: 7, CreatedAtMs: 1}
+	other := dirSeen{stamp: &otherCreation, records: true}
+	current := dirSeen{stamp: &committed, records: true}
+	unstamped, empty := dirSeen{records: true}, dirSeen{}
 	cases := []struct {
 		name      string
 		path      string
-		stamps    map[int]*meta.TopicIdentity
+		dirs      map[int]dirSeen
 		wantsFail bool
 	}{
-		{"its partition, of another creation", "topics/t/p00000", map[int]*meta.TopicIdentity{0: &other}, false},
-		{"its partition, of the committed creation", "topics/t/p00000", map[int]*meta.TopicIdentity{0: &committed}, true},
-		{"its partition, unstamped", "topics/t/p00000", map[int]*meta.TopicIdentity{0: nil}, true},
-		{"its partition, absent", "topics/t/p00000", map[int]*meta.TopicIdentity{}, true},
-		{"the topic, its partition absent, another creation's beside it", "topics/t", map[int]*meta.TopicIdentity{2: &other}, false},
-		{"the topic, its partition of another creation", "topics/t", map[int]*meta.TopicIdentity{0: &other, 2: &other}, false},
-		{"the topic, its partition absent, the committed creation's beside it", "topics/t", map[int]*meta.TopicIdentity{2: &committed}, true},
-		{"the topic, its partition absent, an unstamped one beside it", "topics/t", map[int]*meta.TopicIdentity{1: &other, 2: nil}, true},
-		{"the topic, empty", "topics/t", map[int]*meta.TopicIdentity{}, true},
+		{"its partition, of another creation", "topics/t/p00000", map[int]dirSeen{0: other}, false},
+		{"its partition, with no segment", "topics/t/p00000", map[int]dirSeen{0: empty}, false},
+		{"its partition, of the committed creation", "topics/t/p00000", map[int]dirSeen{0: current}, true},
+		{"its partition, unstamped", "topics/t/p00000", map[int]dirSeen{0: unstamped}, true},
+		{"its partition, absent", "topics/t/p00000", map[int]dirSeen{}, true},
+		{"the topic, its partition absent, another creation's beside it", "topics/t", map[int]dirSeen{2: other}, false},
+		{"the topic, its partition of another creation", "topics/t", map[int]dirSeen{0: other, 2: other}, false},
+		{"the topic, its partition with no segment", "topics/t", map[int]dirSeen{0: empty}, false},
+		{"the topic, its partition absent, the committed creation's beside it", "topics/t", map[int]dirSeen{2: current}, true},
+		{"the topic, its partition absent, an unstamped one beside it", "topics/t", map[int]dirSeen{1: other, 2: unstamped}, true},
+		{"the topic, empty", "topics/t", map[int]dirSeen{}, true},
 	}
 	for _, c := range cases {
 		w := removalWorld()
-		w.metaLog.identities["t"] = committed
 		topic, partition, ok := parsePartitionPath(c.path)
 		require.True(t, ok, c.name)
-		w.removals.judgeOrDefer(removal{node: w.nodes[0], path: c.path, topic: topic, partition: partition, appliedIndex: 15, knownIndex: 12, stamps: c.stamps})
+		w.removals.judgeOrDefer(removal{node: w.nodes[0], path: c.path, topic: topic, partition: partition, appliedIndex: 15, knownIndex: 12, dirs: c.dirs})
 		require.Equal(t, c.wantsFail, w.failure != nil, "%s: must fail the run: %v", c.name, c.wantsFail)
 	}
 }
