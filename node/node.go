@@ -809,8 +809,10 @@ const maxTimeMs = int64(^uint64(0) >> 1)
 
 // PartitionState is a checker's view of one open partition log.
 type PartitionState struct {
-	Dir        string
-	Topic      string
+	Dir   string
+	Topic string
+	// Identity is the creation of the topic the partition is open for.
+	Identity   meta.TopicIdentity
 	Partition  int
 	HWM        uint64
 	Committed  uint64
@@ -835,7 +837,7 @@ func (n *Node) AppendOpenPartitions(out []PartitionState) []PartitionState {
 	for _, p := range n.sortedPartitions() {
 		if p.log != nil {
 			out = append(out, PartitionState{
-				Dir: p.dir, Topic: p.key.topic, Partition: p.key.index, HWM: p.log.HWM(), Committed: p.log.Committed(),
+				Dir: p.dir, Topic: p.key.topic, Identity: n.known[p.key.topic], Partition: p.key.index, HWM: p.log.HWM(), Committed: p.log.Committed(),
 				InFlight: p.leases.InFlight(), AckedAhead: p.leases.AckedAhead(),
 			})
 		}

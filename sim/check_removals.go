@@ -471,7 +471,6 @@ func (f watchedFS) Rename(oldName, newName string) error {
 }
 
 func (f watchedFS) removing(name string) {
-	f.n.w.checker.removing(f.n, name)
 	if f.n.node == nil {
 		*f.starting = append(*f.starting, name)
 		return

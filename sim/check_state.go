@@ -2,8 +2,8 @@ package sim
 
 import (
 	"slices"
-	"strings"
 
+	"narad/meta"
 	"narad/msg"
 	"narad/node"
 	"narad/storage"
@@ -31,6 +31,10 @@ type partitionRecord struct {
 	// offset that completed sync rounds (or a recovery, or a graceful
 	// stop) made durable.
 	durableHWM, durableCommitted uint64
+	// identity is the creation of the topic the durable values are of,
+	// as the node last reported the partition open: a partition of a
+	// topic created again under its name starts empty (recovered).
+	identity meta.TopicIdentity
 	// The rest is of the node's current incarnation, cleared at a start
 	// and when the partition closes:
 	// seen marks a partition already checked: the first sighting after a
@@ -73,21 +77,6 @@ func (s *stateChecker) nodeStarted(n *simNode) {
 		durable := n.fs.DurableClone()
 		for _, state := range open {
 			s.checkServedDurable(n, durable, state)
-		}
-	}
-}
-
-// removing forgets what the checker knows of the partition directories at
-// or under path, which n is about to remove (a topic's delete, a stale
-// copy swept, another creation's files): a directory made again under
-// the name (the topic created again) starts empty. A removal a crash
-// undoes brings back records the checker no longer requires, which the
-// removal checker and the no-loss accounting judge instead.
-func (s *stateChecker) removing(n *simNode, path string) {
-	for dir, r := range n.stateRecords { //determinism:ok only clears
-		if dir == path || strings.HasPrefix(dir, path+"/") {
-			r.durableHWM, r.durableCommitted = 0, 0
-			r.forget()
 		}
 	}
 }
@@ -254,6 +243,9 @@ func (s *stateChecker) checkPartition(w *World, n *simNode, state node.Partition
 // process crash left in the page cache were synced before serving).
 func (s *stateChecker) recovered(w *World, r *partitionRecord, state node.PartitionState) {
 	r.seen = true
+	if r.identity != state.Identity {
+		r.durableHWM, r.durableCommitted, r.identity = 0, 0, state.Identity
+	}
 	switch {
 	case state.HWM < r.durableHWM:
 		w.fail("recovery", "%s recovered high-watermark %d below the durable %d", r.key, state.HWM, r.durableHWM)

@@ -164,10 +164,14 @@
 //   - Damage in the last segment below the persisted HWM with no frame
 //     taken after it is corruption too, never a torn tail, whether its
 //     bytes are garbage or zeros to the end of the file: the offsets up
-//     to the persisted HWM are reported corrupt and skipped, the bytes
-//     stay (appends go after the last byte that is not zero, and at
-//     least frameBytesMin per skipped offset past the damage, where a
-//     later recovery finds them), and no offset is used twice.
+//     to the persisted HWM are reported corrupt and skipped, and no
+//     offset is used twice. The segment ends at the damage: the first
+//     append seals it there (the damaged bytes go with its zero tail)
+//     and starts a new segment at the persisted HWM, so no later
+//     recovery has to find a frame past the damage (a byte scan there
+//     cannot tell the last acknowledged frame, followed by a torn
+//     append, from a frame inside a payload). Until then the damage is
+//     the end of the log; after, a gap in a sealed segment.
 //   - A damaged hwm file (it exists, neither slot is valid) protects
 //     sealed segments all the same: the persisted HWM is taken to be at
 //     least the base of the last segment, since a segment's file becomes

@@ -49,6 +49,13 @@ type Log struct {
 	// hwmLag is what was appended since the hwm file was last written;
 	// it decides when a round writes it again.
 	hwmLag hwmLag
+	// rollBeforeAppend is set by a recovery that kept a damaged end of
+	// the active segment (recovery.go, keepDamagedEnd): the next Append
+	// seals that segment at its last valid frame and starts a new one, so
+	// that no later recovery has to find frames past the damage (it could
+	// not tell the last of them from a frame inside a payload when a torn
+	// append follows it). Cleared by roll.
+	rollBeforeAppend bool
 	// unsyncedFrom indexes the first segment that may hold bytes not yet
 	// fsynced: every segment before it is durable. Changed by Sync (moves
 	// to the active segment) and ApplyRetention (shifts down).
@@ -237,7 +244,7 @@ func (l *Log) Append(r Record) (uint64, error) {
 		}
 	}
 	frameBytes := int64(frameHeaderBytes + envelopeBytes(r))
-	if l.active().sizeBytes > 0 && l.active().sizeBytes+frameBytes > l.cfg.SegmentBytes {
+	if l.rollBeforeAppend || l.active().sizeBytes > 0 && l.active().sizeBytes+frameBytes > l.cfg.SegmentBytes {
 		if err := l.roll(); err != nil {
 			return 0, err
 		}
@@ -338,6 +345,7 @@ func (l *Log) roll() error {
 	l.segments = append(l.segments, newSegment(l.next, file))
 	l.directoryDirty = true
 	l.hwmLag.sealed = true
+	l.rollBeforeAppend = false
 	return nil
 }
 
