@@ -50,6 +50,7 @@ func (n *Node) findStaleCopies() error {
 			if err := n.repairInstall(name, entry); err != nil {
 				return err
 			}
+			n.removeDeletingLeftover(name, entry)
 		}
 		if entries, err = n.partitionEntries(name); err != nil {
 			return err
@@ -88,6 +89,19 @@ func (n *Node) repairInstall(topicName, entry string) error {
 		return fmt.Errorf("repair install of %s/%s: %w", topicName, final, err)
 	}
 	return nil
+}
+
+// removeDeletingLeftover removes what a partition directory's removal
+// that stopped partway left aside (storage.DeletePartition): never opened,
+// it only holds disk. A failure is reported; the next start tries again.
+func (n *Node) removeDeletingLeftover(topicName, entry string) {
+	if !storage.DeletingLeftover(entry) {
+		return
+	}
+	path := topicsDir + "/" + topicName + "/" + entry
+	if err := n.fs.RemoveAll(path); err != nil {
+		n.observer.Event("leftover-removal-failed", fmt.Sprintf("%s: %v", path, err))
+	}
 }
 
 // partitionIndexOf parses a partition directory name ("p00003").

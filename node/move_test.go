@@ -1041,7 +1041,7 @@ func TestStagingMovesWhileACopyIsBuilt(t *testing.T) {
 func TestARecreatedTopicNeverOpensTheFilesAnOrphanedJobCouldNotRemove(t *testing.T) {
 	c, leader, source, target, _ := lateFinalizeJob(t)
 	dir := PartitionDir("t", 0)
-	c.disks[target].FailNextMatching(storage.FaultRemove, errors.New("injected I/O error"), 1_000, func(name string) bool { return name == dir })
+	c.disks[target].FailNextMatching(storage.FaultRename, errors.New("injected I/O error"), 1_000, func(name string) bool { return name == dir })
 
 	require.NoError(t, c.do(leader, msg.DeleteTopic{Name: "t"}).Err)
 	c.tick(100)

@@ -30,10 +30,9 @@ import (
 //   - a directory without a stamp (written by a release before stamps, or
 //     cut by a crash between its creation and its stamp) is taken as the
 //     committed topic's and stamped; so is one whose stamp is damaged: a
-//     doubt never deletes records. (A removal the file system stops
-//     partway may take the stamp before the segments, and leave such a
-//     directory with another creation's records: a known gap, until
-//     removals take the stamp last.)
+//     doubt never deletes records. A removal never leaves part of a
+//     directory, its stamp gone and its segments left, under its name:
+//     storage.DeletePartition renames it aside first.
 
 // stampFile is the stamp's name in a partition directory.
 const stampFile = "topic.stamp"

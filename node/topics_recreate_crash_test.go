@@ -42,7 +42,7 @@ func TestARestartDoesNotHandAFailedPurgeToTheTopicCreatedAgain(t *testing.T) {
 	h := newHarness(t)
 	h.createTopic("orders", func(r *msg.CreateTopic) { r.Partitions = 3 })
 	h.produce("orders", 0, "old-record")
-	h.fs.FailNextMatching(storage.FaultRemove, storage.ErrIO, 1, func(name string) bool { return name == "topics/orders" })
+	h.fs.FailNextMatching(storage.FaultRename, storage.ErrIO, 1, func(name string) bool { return name == "topics/orders" })
 	h.ok(msg.DeleteTopic{Name: "orders"})
 	h.createTopic("orders", func(r *msg.CreateTopic) { r.Partitions = 3 })
 	h.fail(msg.Replay{Topic: "orders", Partition: 0, Offset: 0}, msg.CodeUnavailable)
@@ -56,4 +56,27 @@ func TestARestartDoesNotHandAFailedPurgeToTheTopicCreatedAgain(t *testing.T) {
 	m, ok = h.consume("orders")
 	require.True(t, ok)
 	require.Equal(t, "new-record", string(m.Payload))
+}
+
+// TestAStartRemovesWhatAStoppedRemovalLeftAside: a partition directory's
+// removal renames it aside first (storage.DeletePartition) and stopped
+// there; the next start removes the leftover, which no open ever reads.
+func TestAStartRemovesWhatAStoppedRemovalLeftAside(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders", func(r *msg.CreateTopic) { r.Partitions = 3 })
+	h.produce("orders", 1, "kept")
+	leftover := PartitionDir("orders", 2) + "~deleting"
+	require.NoError(t, h.fs.MkdirAll(leftover))
+	file, err := h.fs.Create(leftover + "/00000000000000000000.log")
+	require.NoError(t, err)
+	require.NoError(t, file.Close())
+	require.True(t, storage.DeletingLeftover("p00002~deleting"))
+
+	h.restart()
+
+	_, err = h.fs.Stat(leftover)
+	require.ErrorIs(t, err, storage.ErrNotExist, "the leftover is gone")
+	m, ok := h.consume("orders")
+	require.True(t, ok)
+	require.Equal(t, "kept", string(m.Payload))
 }

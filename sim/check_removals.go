@@ -221,8 +221,9 @@ func (c *removalChecker) jobDropsOldInstall(r removal) bool {
 // removes before it opens the new topic's partition there, node:
 // stampPartition, or with the whole topic's directory while it retries
 // the delete's removal); or the removal is of the topic's directory, the
-// partition has none there, and so it is for every directory there (at
-// least one: what a delete's removal left, retried). A stamp that named
+// partition has none there, and so it is for every partition directory
+// there, if any (a delete's removal retried, by a node that held no
+// directory of the partition: three-node moves seed 6365099). A stamp that named
 // the committed creation excuses nothing; one the node wrote wrong would
 // let a removal of live records pass here, and the no-loss accounting
 // catches those.
@@ -234,8 +235,8 @@ func (c *removalChecker) removesOtherCreation(r removal, index int) bool {
 	if seen, present := r.dirs[index]; present {
 		return harmless(seen)
 	}
-	if r.partition >= 0 || len(r.dirs) == 0 {
-		return false
+	if r.partition >= 0 || r.dirs == nil {
+		return false // the partition's own directory, gone already; or the disk was not read
 	}
 	for _, seen := range r.dirs { //determinism:ok a conjunction: order reaches nothing
 		if !harmless(seen) {
@@ -459,8 +460,14 @@ func (f watchedFS) RemoveAll(name string) error {
 // Rename implements storage.FS. Renaming a partition directory away is
 // judged as a removal of the logs open in it only: an install renames the
 // copy it replaces aside, which it may, once that copy's log is closed.
+// A rename aside to remove it (storage.DeletePartition) is judged as the
+// removal it begins.
 func (f watchedFS) Rename(oldName, newName string) error {
-	if _, _, ok := parsePartitionPath(oldName); ok && f.n.node != nil && f.n.w.failure == nil && !f.n.w.opts.BlackBox {
+	_, _, partitionPath := parsePartitionPath(oldName)
+	switch {
+	case partitionPath && storage.DeletingLeftover(newName):
+		f.removing(oldName)
+	case partitionPath && f.n.node != nil && f.n.w.failure == nil && !f.n.w.opts.BlackBox:
 		f.n.w.removals.checkOpen(f.n, oldName)
 	}
 	if err := f.MemFS.Rename(oldName, newName); err != nil {

@@ -23,10 +23,11 @@ const (
 
 // purgeFault builds, on purpose, the situation partition stamps exist for
 // (node: stampPartition): the operator deletes one of its topics while a
-// node that holds records of it cannot remove its directory (an I/O error
-// at every try), creates the name again at once, and once the node has
-// had time to apply the new creation (the old files still there, withheld
-// from every open) the node crashes. Its restart forgets which directory
+// node that holds records of it cannot remove its directory (the rename
+// that begins the removal fails with an I/O error at every try), creates
+// the name again at once, and once the node has had time to apply the new
+// creation (the old files still there, withheld from every open) the
+// node crashes. Its restart forgets which directory
 // it was still to remove; only the old files' stamp then keeps the new
 // topic from serving the deleted one's records, which the operator's
 // reads check (control-resurrection). The situation is too narrow to
@@ -64,7 +65,7 @@ func (f *purgeFault) arm(topic string) bool {
 		if _, err := n.fs.Stat(dir); err != nil || !n.up() || !w.mayTakeDown(n) {
 			continue
 		}
-		n.fs.FailNextMatching(storage.FaultRemove, storage.ErrIO, purgeFailuresMax, func(path string) bool { return path == dir })
+		n.fs.FailNextMatching(storage.FaultRename, storage.ErrIO, purgeFailuresMax, func(path string) bool { return path == dir })
 		f.node, f.topic, f.createNext = n, topic, true
 		w.countFault("purge-failure-armed")
 		w.tracef("%s: the removal of %s will fail", n.id, dir)
@@ -141,10 +142,12 @@ func (f *purgeFault) starting(n *simNode) {
 
 // disarm cancels the failing removals (a node restarted with them armed
 // could not remove the directory of a topic it no longer knows, and its
-// starts would fail) and ends the purge fault.
+// starts would fail) and ends the purge fault. It cancels whatever rename
+// fault the node has armed: a namespace fault armed meanwhile on the node
+// goes with it (MemFS keeps one rule per operation).
 func (f *purgeFault) disarm() {
 	if f.node != nil {
-		f.node.fs.FailNext(storage.FaultRemove, nil, 0)
+		f.node.fs.FailNext(storage.FaultRename, nil, 0)
 	}
 	f.node, f.createNext, f.created201 = nil, false, false
 }

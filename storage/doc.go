@@ -270,7 +270,10 @@
 // replaces until the installed copy verified (CommitInstall records that,
 // DropReplaced then removes it; UndoInstall puts it back; RepairInstall
 // finishes or undoes an install a crash interrupted: an aside copy comes
-// back, a replaced one goes). DeletePartition removes a directory.
+// back, a replaced one goes). DeletePartition removes a directory: it
+// renames it aside first (durably), so that a removal that stops partway
+// leaves nothing under the name (DeletingLeftover names what it leaves
+// aside).
 //
 // A copy carries the source's corruption: its segments are byte copies,
 // so a frame recovery skipped at the source is skipped again in the copy.

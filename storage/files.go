@@ -195,15 +195,38 @@ func readFull(file File, buf []byte, position int64) error {
 	return fmt.Errorf("storage: read %d of %d bytes at %d: %w", n, len(buf), position, err)
 }
 
-// DeletePartition removes a partition directory and everything in it, and
-// makes the removal durable. The caller closes any open Log of dir first
-// (Store.Close).
+// deletingSuffix names a directory DeletePartition renamed aside to
+// remove it. A topic's name never holds '~' (node: topicNamePattern), so
+// the aside of a topic's directory is never another topic's.
+const deletingSuffix = "~deleting"
+
+// DeletePartition removes a partition directory (or a topic's) and
+// everything in it, and makes the removal durable. The caller closes any
+// open Log of dir first (Store.Close). The name goes first, in one rename
+// made durable: a removal that stops partway (an I/O error, as
+// os.RemoveAll goes on entry by entry, or a crash) never leaves part of
+// the directory under its name, where a later open would take what is
+// left (its stamp gone before its segments, say) for a directory of its
+// own. What a stopped removal leaves aside (DeletingLeftover) goes at the
+// next DeletePartition of the name, or when the caller sweeps it.
 func DeletePartition(fs FS, dir string) error {
-	if err := fs.RemoveAll(dir); err != nil {
+	aside := dir + deletingSuffix
+	if err := fs.RemoveAll(aside); err != nil { // a stopped removal's
+		return err
+	}
+	if _, err := fs.Stat(dir); err == nil {
+		if err := fs.Rename(dir, aside); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, ErrNotExist) {
 		return err
 	}
 	if err := fs.SyncDir(parentDir(dir)); err != nil && !errors.Is(err, ErrNotExist) {
 		return err
 	}
-	return nil
+	return fs.RemoveAll(aside)
 }
+
+// DeletingLeftover reports whether entry, a name in a directory, is what
+// a DeletePartition that stopped partway left aside.
+func DeletingLeftover(entry string) bool { return strings.HasSuffix(entry, deletingSuffix) }

@@ -158,3 +158,28 @@ func TestADirectoryMadeAgainAfterAFailedSyncSurvivesACrash(t *testing.T) {
 		require.NoError(t, err, "after %d failed syncs: the directory is durable once ensureDir returned nil", failed)
 	}
 }
+
+// TestADeletionThatStopsPartwayLeavesNothingUnderTheName: the removal of
+// a partition directory fails after its rename aside (an I/O error in the
+// middle, as os.RemoveAll stops there and leaves part of the files); the
+// name is gone at once, durably, and what is left aside goes with the
+// next removal of the name.
+func TestADeletionThatStopsPartwayLeavesNothingUnderTheName(t *testing.T) {
+	fs := newTestMemFS(7)
+	writeClosedTestLog(t, fs, "topics/t/p00000", smallLogConfig(), 3)
+	fs.FailNextMatching(FaultRemove, ErrIO, 1, func(name string) bool { return name == "topics/t/p00000"+deletingSuffix })
+	require.ErrorIs(t, DeletePartition(fs, "topics/t/p00000"), ErrIO)
+	fs.Crash()
+	_, err := fs.Stat("topics/t/p00000")
+	require.ErrorIs(t, err, ErrNotExist, "the name went first, durably")
+	names, err := fs.List("topics/t")
+	require.NoError(t, err)
+	require.Equal(t, []string{"p00000" + deletingSuffix}, names)
+	require.True(t, DeletingLeftover(names[0]))
+	require.False(t, DeletingLeftover("p00000"))
+
+	require.NoError(t, DeletePartition(fs, "topics/t/p00000"), "a later removal of the name, with nothing under it")
+	names, err = fs.List("topics/t")
+	require.NoError(t, err)
+	require.Empty(t, names, "the leftover went with it")
+}
