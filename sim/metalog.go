@@ -51,6 +51,10 @@ type metaLog struct {
 	// to the topic that has it.
 	identities    map[string]meta.TopicIdentity
 	topicSequence uint64
+	// createdIndex is, by topic name, the committed index of the create
+	// of its current creation (controlRecords: a node that has not applied
+	// it may still serve the creation before).
+	createdIndex map[string]uint64
 	// moving caches anyMoveInFlight while movingKnown; only applyCommand
 	// changes topics, and it clears movingKnown.
 	moving, movingKnown bool
@@ -92,7 +96,7 @@ func newMetaLog(w *World) *metaLog {
 	}
 	return &metaLog{w: w, entries: map[entryID]loggedEntry{}, tips: map[uint64]entryID{}, applied: bootstrap,
 		members: map[string]*meta.Member{}, voters: voters, removedRaftIDs: map[uint64]bool{}, removedNodeIDs: map[string]bool{},
-		topics: map[string][]meta.Assignment{}, identities: map[string]meta.TopicIdentity{}, generations: map[string]int{}, pastOwners: map[string][]string{},
+		topics: map[string][]meta.Assignment{}, identities: map[string]meta.TopicIdentity{}, createdIndex: map[string]uint64{}, generations: map[string]int{}, pastOwners: map[string][]string{},
 		users: shadowUsers{users: map[string]meta.User{}}}
 }
 
@@ -204,7 +208,12 @@ func (l *metaLog) apply(id entryID) {
 	if valid, ok := command.(interface{ Validate() error }); ok && valid.Validate() != nil {
 		return // meta rejects it without a change
 	}
+	create, creates := command.(meta.CreateTopic)
+	_, existed := l.topics[create.Name]
 	l.applyCommand(command)
+	if _, exists := l.topics[create.Name]; creates && !existed && exists {
+		l.createdIndex[create.Name] = id.index
+	}
 	l.w.removals.placementChanged(id.index, command)
 }
 
