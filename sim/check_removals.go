@@ -58,9 +58,6 @@ type removalChecker struct {
 	// oldJobDrops counts the removals excused as a returning job dropping
 	// its install of a deleted topic; a test checks the seed that makes one.
 	oldJobDrops int
-	// otherCreations counts the removals excused as another creation's
-	// files (removesOtherCreation).
-	otherCreations int
 }
 
 // dirSeen is what a removed partition directory held: the topic identity
@@ -193,7 +190,6 @@ func (c *removalChecker) judge(r removal) {
 		}
 		since, holds := holders[r.node.id]
 		if holds && since <= r.knownIndex && c.removesOtherCreation(r, index) {
-			c.otherCreations++
 			continue
 		}
 		if holds && since <= r.knownIndex && !c.targetDropsItsInstall(r, index) {

@@ -55,6 +55,8 @@ type metaLog struct {
 	// of its current creation (controlRecords: a node that has not applied
 	// it may still serve the creation before).
 	createdIndex map[string]uint64
+	// applying is the index of the entry being applied (apply).
+	applying uint64
 	// moving caches anyMoveInFlight while movingKnown; only applyCommand
 	// changes topics, and it clears movingKnown.
 	moving, movingKnown bool
@@ -208,12 +210,8 @@ func (l *metaLog) apply(id entryID) {
 	if valid, ok := command.(interface{ Validate() error }); ok && valid.Validate() != nil {
 		return // meta rejects it without a change
 	}
-	create, creates := command.(meta.CreateTopic)
-	_, existed := l.topics[create.Name]
+	l.applying = id.index
 	l.applyCommand(command)
-	if _, exists := l.topics[create.Name]; creates && !existed && exists {
-		l.createdIndex[create.Name] = id.index
-	}
 	l.w.removals.placementChanged(id.index, command)
 }
 
@@ -277,6 +275,7 @@ func (l *metaLog) createTopic(c meta.CreateTopic) {
 		l.addPastOwner(c.Name, i, owner)
 	}
 	l.topics[c.Name] = assignments
+	l.createdIndex[c.Name] = l.applying
 	identity := meta.TopicIdentity{CreatedAtMs: c.CreatedAtMs}
 	if c.Numbered {
 		l.topicSequence++

@@ -165,13 +165,14 @@
 //     taken after it is corruption too, never a torn tail, whether its
 //     bytes are garbage or zeros to the end of the file: the offsets up
 //     to the persisted HWM are reported corrupt and skipped, and no
-//     offset is used twice. The segment ends at the damage: the first
-//     append seals it there (the damaged bytes go with its zero tail)
-//     and starts a new segment at the persisted HWM, so no later
-//     recovery has to find a frame past the damage (a byte scan there
-//     cannot tell the last acknowledged frame, followed by a torn
-//     append, from a frame inside a payload). Until then the damage is
-//     the end of the log; after, a gap in a sealed segment.
+//     offset is used twice. The damaged bytes stay (they hold the
+//     skipped offsets while the segment may be the last one again), and
+//     the first append seals the segment as it is and starts a new one
+//     at the persisted HWM, so no later recovery has to find a frame
+//     past the damage (a byte scan there cannot tell the last
+//     acknowledged frame, followed by a torn append, from a frame inside
+//     a payload). Until then the damage is the end of the log; after, a
+//     gap in a sealed segment, whose zeros recovery keeps.
 //   - A damaged hwm file (it exists, neither slot is valid) protects
 //     sealed segments all the same: the persisted HWM is taken to be at
 //     least the base of the last segment, since a segment's file becomes

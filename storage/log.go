@@ -51,10 +51,10 @@ type Log struct {
 	hwmLag hwmLag
 	// rollBeforeAppend is set by a recovery that kept a damaged end of
 	// the active segment (recovery.go, keepDamagedEnd): the next Append
-	// seals that segment at its last valid frame and starts a new one, so
-	// that no later recovery has to find frames past the damage (it could
-	// not tell the last of them from a frame inside a payload when a torn
-	// append follows it). Cleared by roll.
+	// seals that segment as it is, damaged bytes included, and starts a
+	// new one, so that no later recovery has to find frames past the
+	// damage (it could not tell the last of them from a frame inside a
+	// payload when a torn append follows it). Cleared by roll.
 	rollBeforeAppend bool
 	// unsyncedFrom indexes the first segment that may hold bytes not yet
 	// fsynced: every segment before it is durable. Changed by Sync (moves
