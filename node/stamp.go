@@ -30,7 +30,9 @@ import (
 //   - a directory without a stamp (written by a release before stamps, or
 //     cut by a crash between its creation and its stamp) is taken as the
 //     committed topic's and stamped; so is one whose stamp is damaged: a
-//     doubt never deletes records. A removal never leaves part of a
+//     doubt never deletes records. When that stamp cannot be written (a
+//     full disk), such a directory that holds a log opens unstamped, and
+//     its next open stamps it. A removal never leaves part of a
 //     directory, its stamp gone and its segments left, under its name:
 //     storage.DeletePartition renames it aside first.
 
@@ -120,9 +122,24 @@ func (n *Node) stampPartition(t *topic, p *partition) error {
 		return err
 	}
 	if err := writeStamp(n.fs, p.dir, t.identity); err != nil {
-		return err
+		return n.openUnstamped(p, err)
 	}
 	p.stamped = true
+	return nil
+}
+
+// openUnstamped decides what a failed stamp write (a full disk) of a
+// directory without a valid stamp means for its open. A directory that
+// holds a log already is taken as the committed topic's in any case (the
+// invariants above), so it opens unstamped and the next open stamps it:
+// refusing would keep retention from freeing the very space the stamp
+// needs. A new directory gets no record before its stamp.
+func (n *Node) openUnstamped(p *partition, stampErr error) error {
+	holdsLog, err := storage.HoldsSegments(n.fs, p.dir)
+	if err != nil || !holdsLog {
+		return stampErr
+	}
+	n.observer.Event("topic-stamp-unwritten", fmt.Sprintf("%s: %v (opened unstamped; the next open stamps it)", p.dir, stampErr))
 	return nil
 }
 

@@ -1,12 +1,14 @@
 package node
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"narad/meta"
 	"narad/msg"
+	"narad/storage"
 )
 
 func TestAStampNamesItsCreationAndRefusesDamage(t *testing.T) {
@@ -124,4 +126,46 @@ func TestAMovedPartitionArrivesStamped(t *testing.T) {
 	replayed := c.do(target, msg.Replay{Topic: "t", Partition: 0, Offset: 0})
 	require.NoError(t, replayed.Err)
 	require.Equal(t, "r", string(replayed.Result.(msg.ReplayResult).Message.Payload), "the moved record is served")
+}
+
+// isStampWrite selects the temporary file through which a stamp is
+// written.
+func isStampWrite(name string) bool {
+	return strings.HasSuffix(name, stampFile+storage.TemporarySuffix)
+}
+
+// TestAFullDiskOpensAnUnstampedLogAndStampsItLater: a directory with a
+// log and no stamp (a release before stamps) opens even when its stamp
+// cannot be written (a full disk: retention must be able to free space
+// there); the next open stamps it. A new directory gets no record before
+// its stamp.
+func TestAFullDiskOpensAnUnstampedLogAndStampsItLater(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	h.produce("orders", 0, "kept")
+	require.NoError(t, h.node.Close())
+	h.node = nil
+	require.NoError(t, h.fs.Remove(StampPath(PartitionDir("orders", 0))))
+	h.fs.FailNextMatching(storage.FaultCreate, storage.ErrNoSpace, 1_000, isStampWrite)
+	h.start()
+
+	replay := h.ok(msg.Replay{Topic: "orders", Partition: 0, Offset: 0}).(msg.ReplayResult)
+	require.NotNil(t, replay.Message, "the unstamped log is served")
+	require.Equal(t, "kept", string(replay.Message.Payload))
+	_, err := readStamp(h.fs, PartitionDir("orders", 0))
+	require.ErrorIs(t, err, storage.ErrNotExist, "the disk is full: no stamp yet")
+
+	h.fail(msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Partition: 1, Payload: []byte("new")}}}, msg.CodeUnavailable)
+	holds, err := storage.HoldsSegments(h.fs, PartitionDir("orders", 1))
+	require.NoError(t, err)
+	require.False(t, holds, "no log was written in the unstamped new directory")
+
+	h.fs.FailNext(storage.FaultCreate, nil, 0) // space again
+	require.NoError(t, h.node.Close())
+	h.node = nil
+	h.start()
+	h.ok(msg.Replay{Topic: "orders", Partition: 0, Offset: 0})
+	identity, err := readStamp(h.fs, PartitionDir("orders", 0))
+	require.NoError(t, err, "the next open stamps it")
+	require.Equal(t, h.topicIdentityOf("orders"), identity)
 }

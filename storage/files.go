@@ -54,6 +54,22 @@ func parseSegmentName(name string) (uint64, bool) {
 	return base, err == nil
 }
 
+// HoldsSegments reports whether dir holds a segment file: a log was
+// written there. A missing directory holds none.
+func HoldsSegments(fs FS, dir string) (bool, error) {
+	names, err := fs.List(dir)
+	if errors.Is(err, ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(names, func(name string) bool {
+		_, segment := parseSegmentName(name)
+		return segment
+	}), nil
+}
+
 // parentDir returns the directory holding name ("." at the root).
 func parentDir(name string) string { return path.Dir(name) }
 
