@@ -169,6 +169,9 @@ const (
 	// MarkNodeVoterRemoved: the leader proposed removing a drained member
 	// from the voters.
 	MarkNodeVoterRemoved Mark = "node-voter-removed"
+	// MarkNodeRetiredMemberForgotten: the leader proposed forgetting a
+	// member whose decommission is complete, once dead.
+	MarkNodeRetiredMemberForgotten Mark = "node-retired-member-forgotten"
 	// MarkNodeWriteFenced: a member refused a write because its own
 	// heartbeat is close to making it dead.
 	MarkNodeWriteFenced Mark = "node-write-fenced"
@@ -228,7 +231,7 @@ var Registered = []Mark{
 	MarkNodePartitionFlippedAway, MarkNodePartitionFrozen, MarkNodePartitionUnfrozen, MarkNodePlanAbort,
 	MarkNodePlanMove, MarkNodeProbeReleased, MarkNodeProduceForwarded, MarkNodeProduceForwardsJoined,
 	MarkNodeProduceRerouted, MarkNodeRecoveredTornTail, MarkNodeRecoveredZeroTail, MarkNodeRedelivery, MarkNodeStaleCopyDeleted,
-	MarkNodeVoterRemoved, MarkNodeWriteFenced,
+	MarkNodeVoterRemoved, MarkNodeRetiredMemberForgotten, MarkNodeWriteFenced,
 	MarkMoveAbortPlanned, MarkMovePlanBoundReached,
 	MarkNodeDeadLettered, MarkNodeDeadLetterFailed, MarkNodeDeadLetterOrphaned, MarkNodeDeadLettersWaitForRelays,
 	MarkNodeDeadLetterFrontierSaved, MarkNodeMoveCarriedLeases,

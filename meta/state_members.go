@@ -92,6 +92,18 @@ func (s *State) leftVoters(id string) bool {
 	return s.removedNodeIDs[id] || s.removedRaftIDs[RaftIDOf(id)]
 }
 
+// Retired reports whether the member's decommission is complete: it left
+// the voters (leftVoters) and no voter holds its id again (a new node
+// that joined under the id). A retired member's heartbeats are no longer
+// recorded, and the leader forgets it once it is dead and placed nowhere
+// (node: forgetRetiredMembers).
+func (s *State) Retired(id string) bool {
+	if _, voter := s.PeerByNodeID(id); voter {
+		return false
+	}
+	return s.leftVoters(id)
+}
+
 // apply forgets the member if no partition refers to it.
 func (c RemoveMember) apply(s *State) error {
 	if err := c.Validate(); err != nil {

@@ -77,6 +77,12 @@ func (n *Node) gatherHeartbeat(id string, m msg.Heartbeat) {
 		n.observer.Event("heartbeat-dropped", id+": "+err.Error())
 		return
 	}
+	if n.meta.State().Retired(id) {
+		// its decommission is complete: a retired node stays out of the
+		// members once forgotten (forgetRetiredMembers), even if started again
+		n.observer.Event("heartbeat-dropped", id+": it left the voters (decommissioned)")
+		return
+	}
 	round := &n.cluster.heartbeats
 	last, gathered := round.beats[id]
 	switch {

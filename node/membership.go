@@ -68,8 +68,9 @@ type clusterState struct {
 	// not (a node moved back, or a stale Join). At most one per voter.
 	movedAddrs map[string]movedAddr
 	// heardMs holds when this node last received a message from each
-	// voter of its replica (this node's clock); only voters are kept, so
-	// it holds at most one entry per voter, ever.
+	// voter of its replica (this node's clock); only voters are added, and
+	// an id that is neither voter nor member any more is dropped
+	// (pruneMemberState).
 	heardMs map[string]int64
 	// heartbeats is the round of members' heartbeats this leader gathers
 	// (heartbeats.go).
@@ -103,6 +104,8 @@ func (n *Node) maintainMembership() {
 	if n.nowMs >= n.cluster.nextDeadCheckMs {
 		n.cluster.nextDeadCheckMs = n.nowMs + n.cfg.MemberHeartbeatIntervalMs/2
 		n.detectDeadMembers()
+		n.forgetRetiredMembers()
+		n.pruneMemberState()
 	}
 	if (n.cfg.Meta.Join || n.cluster.voterAddressUnknown || n.addressMoved()) && n.nowMs >= n.cluster.nextJoinMs {
 		n.cluster.nextJoinMs = n.nowMs + joinRetryMs
@@ -200,6 +203,65 @@ func (n *Node) detectDeadMembers() {
 			if !n.propose(0, proposalMarkDead, "", meta.MarkMemberDead{ID: m.ID, ObservedHeartbeatMs: m.LastHeartbeatMs, ObservedIncarnation: m.Incarnation}) {
 				delete(n.cluster.deadProposed, m.ID) // refused (a leadership transfer pending): the next tick asks again
 			}
+		}
+	}
+}
+
+// forgetRetiredMembers has the leader remove from the members, one at a
+// time, each member whose decommission is complete (meta.State.Retired),
+// that is marked dead and that no partition names as owner or target:
+// without it every node ever decommissioned would stay listed, and count
+// against wire.MembersMax, for the cluster's life. A retired node's
+// heartbeats are dropped (gatherHeartbeat), so a retired node still
+// running is marked dead a cluster.dead_after_ms after its decommission
+// completed, and one started again never comes back; a beat gathered
+// before the retirement that applies after the removal makes a member
+// that dies and goes again.
+func (n *Node) forgetRetiredMembers() {
+	if !n.meta.IsLeader() || !n.meta.Barrier() || n.proposalPending(proposalForgetMember) {
+		return
+	}
+	state := n.meta.State()
+	for _, m := range state.Members() {
+		if m.Alive || m.ID == n.cfg.NodeID || !state.Retired(m.ID) || state.MemberPlaced(m.ID) {
+			continue
+		}
+		if n.propose(0, proposalForgetMember, "", meta.RemoveMember{ID: m.ID}) {
+			chaos.Reached(chaos.MarkNodeRetiredMemberForgotten)
+			n.observer.Event("member-forgotten", m.ID+": decommissioned, dead and placed nowhere")
+		}
+		return
+	}
+}
+
+// pruneMemberState drops what this node keeps of ids that are neither
+// members nor voters (retired members forgotten), so those maps are
+// bounded by the cluster's size, not by its history.
+func (n *Node) pruneMemberState() {
+	state := n.meta.State()
+	gone := func(id string) bool {
+		_, member := state.Member(id)
+		_, voter := state.PeerByNodeID(id)
+		return !member && !voter
+	}
+	for id := range n.cluster.heardMs { //determinism:ok only deletes
+		if gone(id) {
+			delete(n.cluster.heardMs, id)
+		}
+	}
+	for id := range n.cluster.seen { //determinism:ok only deletes
+		if gone(id) {
+			delete(n.cluster.seen, id)
+		}
+	}
+	for id := range n.cluster.deadProposed { //determinism:ok only deletes
+		if gone(id) {
+			delete(n.cluster.deadProposed, id)
+		}
+	}
+	for id := range n.cluster.removalRefused { //determinism:ok only deletes
+		if gone(id) {
+			delete(n.cluster.removalRefused, id)
 		}
 	}
 }

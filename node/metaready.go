@@ -43,7 +43,9 @@ func (n *Node) maintainMeta() {
 	}
 	if n.nowMs >= n.nextHeartbeatMs { // only when due: no leader lookup at every input
 		if leader, leaderKnown := n.meta.Leader(); leaderKnown {
-			n.heartbeat(leader)
+			if !n.meta.State().Retired(n.cfg.NodeID) { // decommissioned: no member to keep alive
+				n.heartbeat(leader)
+			}
 			interval := n.cfg.MemberHeartbeatIntervalMs
 			n.nextHeartbeatMs = n.nowMs - n.nowMs%interval + interval // in step with the other members' clocks
 		}

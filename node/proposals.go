@@ -34,6 +34,9 @@ const (
 	// answers with nothing.
 	proposalAttach
 	proposalDetach
+	// proposalForgetMember is the leader's removal of a retired member
+	// (forgetRetiredMembers).
+	proposalForgetMember
 )
 
 // pendingProposal is a metastore proposal of this node waiting for its

@@ -31,7 +31,7 @@ const (
 var ExpectedMoveMarks = []chaos.Mark{
 	chaos.MarkNodeMoveStarted, chaos.MarkNodeMoveHandoff, chaos.MarkNodeMoveInstalled, chaos.MarkNodeMoveCatchupGaveUp,
 	chaos.MarkNodePartitionFrozen, chaos.MarkNodePartitionFlippedAway, chaos.MarkNodeMoveAborted, chaos.MarkNodeStaleCopyDeleted,
-	chaos.MarkNodePlanMove, chaos.MarkNodeJoinProposed, chaos.MarkNodeVoterRemoved,
+	chaos.MarkNodePlanMove, chaos.MarkNodeJoinProposed, chaos.MarkNodeVoterRemoved, chaos.MarkNodeRetiredMemberForgotten,
 	// The leader rested a destination: 16 of seeds 1-60 of the
 	// three-node moves world.
 	chaos.MarkNodeDestinationRested,

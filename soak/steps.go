@@ -214,13 +214,18 @@ func (r *run) awaitDrained(ctx context.Context, id string) error {
 	}
 }
 
+// ownsNothing reports whether the draining member id owns nothing and
+// nothing moves to or from it. A member no longer listed was forgotten
+// once its decommission completed and it was dead, which the leader does
+// only for a member placed nowhere (a node stopped before its drain ended
+// goes soon after its removal from the voters).
 func ownsNothing(members []client.Member, id string) bool {
 	for _, m := range members {
 		if m.ID == id {
 			return m.Draining && m.OwnedPartitions == 0 && m.OutboundMoves == 0 && m.InboundMoves == 0
 		}
 	}
-	return false
+	return true
 }
 
 // voterRemoved reports whether some node logged the removal of id from

@@ -1,0 +1,68 @@
+package node
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"narad/msg"
+)
+
+// A decommissioned node leaves the member list once its decommission is
+// complete and it is dead, and stays out of it: while it keeps running
+// (its heartbeats are dropped), and after it starts again on its data.
+func TestADecommissionedNodeIsForgottenOnceDeadAndStaysForgotten(t *testing.T) {
+	c := newClusterHarness(t, 4) // four voters: a removal leaves three
+	leader := c.elect()
+	leaving := c.except(leader)[0]
+	require.NoError(t, c.do(leader, msg.Decommission{ID: leaving}).Err)
+	c.tickUntil(100, 300, func() bool { return c.nodes[leader].meta.State().Retired(leaving) })
+	_, listed := c.nodes[leader].meta.State().Member(leaving)
+	require.True(t, listed, "a member is not forgotten before it is marked dead")
+
+	c.tickUntil(100, 100, func() bool {
+		_, listed := c.nodes[leader].meta.State().Member(leaving)
+		return !listed
+	})
+	c.tick(5_000) // the retired node still runs, past a heartbeat interval and a dead check
+	c.crash(leaving)
+	c.tick(5_000) // and starts again on its data
+	for _, id := range c.except(leaving) {
+		_, listed := c.nodes[id].meta.State().Member(leaving)
+		require.False(t, listed, "%s lists the retired member %s again", id, leaving)
+	}
+	require.Error(t, c.nodes[leaving].Serving(), "a retired node is not ready")
+	now, ok := c.leader()
+	require.True(t, ok)
+	require.NoError(t, c.do(now, msg.CreateTopic{Name: "after", Partitions: 3}).Err, "the metastore commits without it")
+	require.Len(t, c.nodes[now].listMembers().Members, 3)
+	for _, id := range c.except(leaving) {
+		_, kept := c.nodes[id].cluster.heardMs[leaving]
+		require.False(t, kept, "%s keeps when it last heard from the forgotten %s", id, leaving)
+	}
+}
+
+// The leader drops the heartbeat of a member that left the voters, so a
+// retired node (one whose replica never learned of its removal, or an
+// old release's) never becomes a member again, while a node never seen
+// becomes one by its first heartbeat.
+func TestTheLeaderDropsTheHeartbeatOfARetiredNode(t *testing.T) {
+	c := newClusterHarness(t, 4)
+	leader := c.elect()
+	leaving := c.except(leader)[0]
+	require.NoError(t, c.do(leader, msg.Decommission{ID: leaving}).Err)
+	c.tickUntil(100, 400, func() bool {
+		_, listed := c.nodes[leader].meta.State().Member(leaving)
+		return !listed
+	})
+
+	n := c.nodes[leader]
+	beat := msg.Heartbeat{HTTPAddr: "127.0.0.9:7942", ClusterAddr: "127.0.0.9:7943", NowMs: c.nowMs, Incarnation: 99}
+	n.stepHeartbeat(leaving, beat)
+	n.stepHeartbeat("n9", beat)
+	c.tick(100)
+	_, listed := n.meta.State().Member(leaving)
+	require.False(t, listed, "a retired node's heartbeat made it a member again")
+	_, listed = n.meta.State().Member("n9")
+	require.True(t, listed, "a new node's heartbeat makes it a member")
+}
