@@ -80,7 +80,7 @@ func (n *Node) gatherHeartbeat(id string, m msg.Heartbeat) {
 	if n.meta.State().Retired(id) {
 		// its decommission is complete: a retired node stays out of the
 		// members once forgotten (forgetRetiredMembers), even if started again
-		n.observer.Event("heartbeat-dropped", id+": it left the voters (decommissioned)")
+		n.observer.Event("heartbeat-dropped", id+": its decommission is complete (it left the voters); stop that node")
 		return
 	}
 	round := &n.cluster.heartbeats

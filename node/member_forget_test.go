@@ -66,3 +66,25 @@ func TestTheLeaderDropsTheHeartbeatOfARetiredNode(t *testing.T) {
 	_, listed = n.meta.State().Member("n9")
 	require.True(t, listed, "a new node's heartbeat makes it a member")
 }
+
+// A decommission retried after the member was forgotten (its first answer
+// lost) is answered as done, and a cancel as too late, as before the
+// member was forgotten; an id never seen is not found.
+func TestADecommissionOfAForgottenMemberAnswersAsComplete(t *testing.T) {
+	c := newClusterHarness(t, 4)
+	leader := c.elect()
+	leaving := c.except(leader)[0]
+	require.NoError(t, c.do(leader, msg.Decommission{ID: leaving}).Err)
+	c.tickUntil(100, 400, func() bool {
+		_, listed := c.nodes[leader].meta.State().Member(leaving)
+		return !listed
+	})
+	asker := c.except(leaving)[1]
+	require.NoError(t, c.do(asker, msg.Decommission{ID: leaving}).Err, "a retried decommission")
+	cancel := c.do(asker, msg.Decommission{ID: leaving, Cancel: true})
+	require.Error(t, cancel.Err)
+	require.Equal(t, msg.CodeConflict, cancel.Err.(*msg.Error).Code, "%v", cancel.Err)
+	unknown := c.do(asker, msg.Decommission{ID: "n9"})
+	require.Error(t, unknown.Err)
+	require.Equal(t, msg.CodeNotFound, unknown.Err.(*msg.Error).Code, "%v", unknown.Err)
+}

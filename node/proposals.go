@@ -131,7 +131,7 @@ func (n *Node) proposalResult(pending *pendingProposal, applyErr error) (msg.Res
 		return nil, msg.NotFound("member %q not found", pending.topic)
 	}
 	if applyErr != nil && decommission && errors.Is(applyErr, meta.ErrMemberLeftVoters) {
-		return nil, msg.Conflict("member %q has left the metastore's voters: its decommission is complete and cannot be cancelled; stop the node", pending.topic)
+		return nil, errDecommissionComplete(pending.topic)
 	}
 	createdChild := pending.kind == proposalCreateTopic && errors.Is(applyErr, meta.ErrTopicNotFound) // its parent is gone
 	if applyErr != nil && (pending.kind == proposalAttach || pending.kind == proposalDetach || createdChild) {
@@ -153,6 +153,12 @@ func (n *Node) proposalResult(pending *pendingProposal, applyErr error) (msg.Res
 		return nil, msg.NotFound("topic %q not found", pending.topic)
 	}
 	return t.info, nil
+}
+
+// errDecommissionComplete answers the cancel of a decommission that is
+// complete: the member left the voters.
+func errDecommissionComplete(member string) *msg.Error {
+	return msg.Conflict("member %q has left the metastore's voters: its decommission is complete and cannot be cancelled; stop the node", member)
 }
 
 func applyError(topicName string, err error) *msg.Error {

@@ -147,13 +147,6 @@ func (l *metaLog) removeVoter(raftID uint64) {
 }
 
 // isVoter reports whether a node is a committed voter.
-// forgotten reports whether id left the voters and the members: a
-// retired member the leader forgot.
-func (l *metaLog) forgotten(id string) bool {
-	_, listed := l.members[id]
-	return !listed && !l.isVoter(id)
-}
-
 func (l *metaLog) isVoter(id string) bool {
 	_, voter := l.voters[meta.RaftIDOf(id)]
 	return voter

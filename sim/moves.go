@@ -216,8 +216,8 @@ func (s *movesScenario) cancelNow() {
 		return
 	}
 	s.operatorRequest(http.MethodDelete, s.drained, 0, func(status int) {
-		if status == http.StatusConflict || status == http.StatusNotFound { // it left the voters meanwhile (and was forgotten)
-			s.w.tracef("operator: the cancel came too late, %s left the voters (%d)", s.drained, status)
+		if status == http.StatusConflict { // it left the voters meanwhile: the decommission is complete
+			s.w.tracef("operator: the cancel came too late, %s left the voters", s.drained)
 			return
 		}
 		chaos.Reached(markDecommissionCancelled)
@@ -228,8 +228,7 @@ func (s *movesScenario) cancelNow() {
 // operatorRequest sends a decommission (POST) or its cancel (DELETE)
 // through a random node, as the CLI would, until it is answered 204, or
 // a cancel 409 (the member left the voters: its decommission is
-// complete) or 404 (the member was forgotten since, as the committed log
-// says); then it runs done with that status. A decommission refused
+// complete); then it runs done with that status. A decommission refused
 // with 409 (no other member could take the partitions) is given up. A lagging replica may
 // not know the member yet (404): that is retried a bounded number of
 // times.
@@ -240,8 +239,6 @@ func (s *movesScenario) operatorRequest(method, id string, notFound int, done fu
 		switch {
 		case response != nil && (response.Status == http.StatusNoContent || (method == http.MethodDelete && response.Status == http.StatusConflict)):
 			done(response.Status)
-		case response != nil && method == http.MethodDelete && response.Status == http.StatusNotFound && s.w.metaLog.forgotten(id):
-			done(response.Status) // its decommission completed and the leader forgot the member
 		case response != nil && method == http.MethodPost && response.Status == http.StatusConflict:
 			// No other member alive and not draining in the answering
 			// node's view: the drain could never end, so it is refused.

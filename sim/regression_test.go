@@ -11,7 +11,7 @@ import (
 
 // TestRegressionSeeds runs every seed in testdata/seeds.txt: seeds that
 // once failed (each line: seed, profile, optionally nodes=N, moves,
-// deadletters, deadletters-aimed, fanout, sites=on (the core's fault
+// users, deadletters, deadletters-aimed, fanout, sites=on (the core's fault
 // sites on; off otherwise), media-clusters (Options.MediaInClusters) and
 // weather (a moves world's lulls, Options.Weather; off otherwise), then
 // why it is kept).
@@ -67,6 +67,8 @@ func applySeedFlags(opts *Options, fields []string) error {
 			opts.Nodes = nodes
 		case field == "moves":
 			opts.Moves = true
+		case field == "users":
+			opts.Users = true
 		case field == "deadletters":
 			opts.DeadLetters = true
 		case field == "deadletters-aimed":
