@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -14,13 +13,25 @@ import (
 	"narad/storage"
 )
 
-var topicNamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,255}$`)
+// topicNameBytesMax bounds a topic's name (it names a directory).
+const topicNameBytesMax = 255
 
+// validTopicName accepts 1 to topicNameBytesMax of [A-Za-z0-9._-], but
+// not "." or "..": a name is a directory's. Every produce checks it, so
+// it is a loop over the bytes rather than a regular expression.
 func validTopicName(name string) error {
-	if !topicNamePattern.MatchString(name) || name == "." || name == ".." {
+	valid := len(name) >= 1 && len(name) <= topicNameBytesMax && name != "." && name != ".."
+	for i := 0; valid && i < len(name); i++ {
+		valid = topicNameByte(name[i])
+	}
+	if !valid {
 		return msg.Invalid("invalid topic name %q: want 1-255 of [A-Za-z0-9._-], not . or ..", name)
 	}
 	return nil
+}
+
+func topicNameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
 }
 
 func (n *Node) topic(name string) (*topic, error) {

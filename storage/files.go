@@ -212,7 +212,7 @@ func readFull(file File, buf []byte, position int64) error {
 }
 
 // deletingSuffix names a directory DeletePartition renamed aside to
-// remove it. A topic's name never holds '~' (node: topicNamePattern), so
+// remove it. A topic's name never holds '~' (node: validTopicName), so
 // the aside of a topic's directory is never another topic's.
 const deletingSuffix = "~deleting"
 
