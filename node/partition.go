@@ -33,6 +33,10 @@ type partition struct {
 	// topic's identity (stamp.go); only stampPartition sets it, before
 	// the partition's first open.
 	stamped bool
+	// stampRetryAtMs is when stampPartition next tries to write the stamp
+	// of a directory that opened unstamped (a full disk, openUnstamped);
+	// 0 otherwise. Only stamp.go changes it.
+	stampRetryAtMs int64
 	// leases is the queue state; created when the log is first opened and
 	// kept while the log is closed for idleness.
 	leases *lease.Table

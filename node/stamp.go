@@ -32,7 +32,7 @@ import (
 //     committed topic's and stamped; so is one whose stamp is damaged: a
 //     doubt never deletes records. When that stamp cannot be written (a
 //     full disk), such a directory that holds a log opens unstamped, and
-//     its next open stamps it. A removal never leaves part of a
+//     the stamp is tried again a minute later. A removal never leaves part of a
 //     directory, its stamp gone and its segments left, under its name:
 //     storage.DeletePartition renames it aside first.
 
@@ -104,7 +104,7 @@ func writeStamp(fs storage.FS, dir string, identity meta.TopicIdentity) error {
 // or one without a valid stamp. Checked once per partition: p.stamped
 // stays set while the node serves the partition.
 func (n *Node) stampPartition(t *topic, p *partition) error {
-	if p.stamped {
+	if p.stamped || n.nowMs < p.stampRetryAtMs {
 		return nil
 	}
 	identity, err := readStamp(n.fs, p.dir)
@@ -128,18 +128,27 @@ func (n *Node) stampPartition(t *topic, p *partition) error {
 	return nil
 }
 
-// openUnstamped decides what a failed stamp write (a full disk) of a
-// directory without a valid stamp means for its open. A directory that
+// stampRetryMs is how long a partition that opened unstamped serves
+// before its stamp is tried again (openUnstamped).
+const stampRetryMs = 60_000
+
+// openUnstamped decides what a failed stamp write of a directory without
+// a valid stamp means for its open. On a full disk, a directory that
 // holds a log already is taken as the committed topic's in any case (the
-// invariants above), so it opens unstamped and the next open stamps it:
-// refusing would keep retention from freeing the very space the stamp
-// needs. A new directory gets no record before its stamp.
+// invariants above), so it opens unstamped and its stamp is tried again
+// stampRetryMs later: refusing would keep retention from freeing the very
+// space the stamp needs. A new directory gets no record before its stamp,
+// and any other failure refuses the open.
 func (n *Node) openUnstamped(p *partition, stampErr error) error {
+	if !errors.Is(stampErr, storage.ErrNoSpace) {
+		return stampErr
+	}
 	holdsLog, err := storage.HoldsSegments(n.fs, p.dir)
 	if err != nil || !holdsLog {
 		return stampErr
 	}
-	n.observer.Event("topic-stamp-unwritten", fmt.Sprintf("%s: %v (opened unstamped; the next open stamps it)", p.dir, stampErr))
+	p.stampRetryAtMs = n.nowMs + stampRetryMs
+	n.observer.Event("topic-stamp-unwritten", fmt.Sprintf("%s: %v (opened unstamped; tried again in %d s)", p.dir, stampErr, stampRetryMs/1000))
 	return nil
 }
 

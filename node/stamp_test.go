@@ -136,9 +136,11 @@ func isStampWrite(name string) bool {
 
 // TestAFullDiskOpensAnUnstampedLogAndStampsItLater: a directory with a
 // log and no stamp (a release before stamps) opens even when its stamp
-// cannot be written (a full disk: retention must be able to free space
-// there); the next open stamps it. A new directory gets no record before
-// its stamp.
+// cannot be written for want of space (retention must be able to free
+// space there), tries the stamp again only after stampRetryMs (one event,
+// however many requests), and stamps it once there is space. A new
+// directory gets no record before its stamp; another failure than a full
+// disk refuses the open.
 func TestAFullDiskOpensAnUnstampedLogAndStampsItLater(t *testing.T) {
 	h := newHarness(t)
 	h.createTopic("orders")
@@ -146,14 +148,20 @@ func TestAFullDiskOpensAnUnstampedLogAndStampsItLater(t *testing.T) {
 	require.NoError(t, h.node.Close())
 	h.node = nil
 	require.NoError(t, h.fs.Remove(StampPath(PartitionDir("orders", 0))))
+	events := &detailRecorder{}
+	h.observer = events
 	h.fs.FailNextMatching(storage.FaultCreate, storage.ErrNoSpace, 1_000, isStampWrite)
 	h.start()
 
 	replay := h.ok(msg.Replay{Topic: "orders", Partition: 0, Offset: 0}).(msg.ReplayResult)
 	require.NotNil(t, replay.Message, "the unstamped log is served")
 	require.Equal(t, "kept", string(replay.Message.Payload))
+	for range 5 {
+		h.produce("orders", 0, "more")
+	}
 	_, err := readStamp(h.fs, PartitionDir("orders", 0))
 	require.ErrorIs(t, err, storage.ErrNotExist, "the disk is full: no stamp yet")
+	require.Equal(t, 1, countPrefix(events.events, "topic-stamp-unwritten"), "tried once until stampRetryMs: %v", events.events)
 
 	h.fail(msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Partition: 1, Payload: []byte("new")}}}, msg.CodeUnavailable)
 	holds, err := storage.HoldsSegments(h.fs, PartitionDir("orders", 1))
@@ -161,11 +169,33 @@ func TestAFullDiskOpensAnUnstampedLogAndStampsItLater(t *testing.T) {
 	require.False(t, holds, "no log was written in the unstamped new directory")
 
 	h.fs.FailNext(storage.FaultCreate, nil, 0) // space again
+	h.tick(stampRetryMs)
+	h.produce("orders", 0, "stamped")
+	identity, err := readStamp(h.fs, PartitionDir("orders", 0))
+	require.NoError(t, err, "the stamp is written once tried again")
+	require.Equal(t, h.topicIdentityOf("orders"), identity)
+}
+
+// TestAStampWriteThatFailsForAnotherReasonRefusesTheOpen: only a full
+// disk lets an unstamped log open; an I/O error refuses it (retryable).
+func TestAStampWriteThatFailsForAnotherReasonRefusesTheOpen(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	h.produce("orders", 0, "kept")
 	require.NoError(t, h.node.Close())
 	h.node = nil
+	require.NoError(t, h.fs.Remove(StampPath(PartitionDir("orders", 0))))
+	h.fs.FailNextMatching(storage.FaultCreate, storage.ErrIO, 1_000, isStampWrite)
 	h.start()
-	h.ok(msg.Replay{Topic: "orders", Partition: 0, Offset: 0})
-	identity, err := readStamp(h.fs, PartitionDir("orders", 0))
-	require.NoError(t, err, "the next open stamps it")
-	require.Equal(t, h.topicIdentityOf("orders"), identity)
+	h.fail(msg.Replay{Topic: "orders", Partition: 0, Offset: 0}, msg.CodeUnavailable)
+}
+
+func countPrefix(lines []string, prefix string) int {
+	count := 0
+	for _, line := range lines {
+		if strings.HasPrefix(line, prefix) {
+			count++
+		}
+	}
+	return count
 }
