@@ -131,7 +131,7 @@ func (n *Node) antiAffineSwap(parent *topic, owners []string, p int) int {
 func (n *Node) receivers() []string {
 	var ids []string
 	for _, m := range n.meta.State().Members() {
-		if m.Receiving() {
+		if n.receiving(m) {
 			ids = append(ids, m.ID)
 		}
 	}

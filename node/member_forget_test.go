@@ -1,10 +1,12 @@
 package node
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"narad/meta"
 	"narad/msg"
 )
 
@@ -87,4 +89,66 @@ func TestADecommissionOfAForgottenMemberAnswersAsComplete(t *testing.T) {
 	unknown := c.do(asker, msg.Decommission{ID: "n9"})
 	require.Error(t, unknown.Err)
 	require.Equal(t, msg.CodeNotFound, unknown.Err.(*msg.Error).Code, "%v", unknown.Err)
+}
+
+// forgetAfterDecommission decommissions a follower of a four-node cluster
+// and ticks until the leader forgot it; it returns the leader and the id.
+func forgetAfterDecommission(t *testing.T, c *clusterHarness) (leader, leaving string) {
+	leader = c.elect()
+	leaving = c.except(leader)[0]
+	require.NoError(t, c.do(leader, msg.Decommission{ID: leaving}).Err)
+	c.tickUntil(100, 400, func() bool {
+		_, listed := c.nodes[leader].meta.State().Member(leaving)
+		return !listed
+	})
+	return leader, leaving
+}
+
+// A heartbeat proposed before the retirement that applies after the
+// member was forgotten (held back, or forwarded late by a deposed leader)
+// lists it again, alive and not draining. It takes no partition, is
+// marked draining again, and goes once dead.
+func TestARetiredMemberListedAgainTakesNoPartitionAndGoesAgain(t *testing.T) {
+	c := newClusterHarness(t, 4)
+	leader, leaving := forgetAfterDecommission(t, c)
+	n := c.nodes[leader]
+	late := meta.MemberHeartbeat{ID: leaving, HTTPAddr: c.configs[leaving].AdvertiseAddr, ClusterAddr: c.configs[leaving].ClusterAddr,
+		NowMs: c.nowMs, Incarnation: 99}
+	require.True(t, n.proposeNow(0, proposalHeartbeat, "", meta.MemberHeartbeats{Beats: []meta.MemberHeartbeat{late}}))
+	c.settle()
+	m, listed := n.meta.State().Member(leaving)
+	require.True(t, listed && m.Alive && !m.Draining, "listed again, alive and not draining: %+v", m)
+
+	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "fresh", Partitions: 8}).Err)
+	require.NotContains(t, c.owners(leader, "fresh"), leaving, "a retired member takes no partition")
+	c.tickUntil(100, 100, func() bool {
+		m, listed := n.meta.State().Member(leaving)
+		return listed && m.Draining
+	})
+	c.tickUntil(100, 100, func() bool {
+		_, listed := n.meta.State().Member(leaving)
+		return !listed
+	})
+}
+
+// A decommission or its cancel whose SetDraining applies after the member
+// was forgotten (proposed through a lagging replica, or racing the
+// removal) is answered as complete, as one checked after it is.
+func TestADecommissionAppliedAfterTheForgetAnswersAsComplete(t *testing.T) {
+	c := newClusterHarness(t, 4)
+	leader, leaving := forgetAfterDecommission(t, c)
+	n := c.nodes[leader]
+	notFound := fmt.Errorf("%w: member %q", meta.ErrMemberNotFound, leaving)
+	_, err := n.proposalResult(&pendingProposal{kind: proposalDecommission, topic: leaving}, notFound)
+	require.Nil(t, err, "a decommission: done")
+	_, err = n.proposalResult(&pendingProposal{kind: proposalCancelDecommission, topic: leaving}, notFound)
+	require.Equal(t, msg.CodeConflict, codeOf(t, err), "a cancel: too late")
+	_, err = n.proposalResult(&pendingProposal{kind: proposalDecommission, topic: "n9"}, fmt.Errorf("%w: n9", meta.ErrMemberNotFound))
+	require.Equal(t, msg.CodeNotFound, codeOf(t, err), "an id never seen")
+}
+
+func codeOf(t *testing.T, err error) msg.Code {
+	var failure *msg.Error
+	require.ErrorAs(t, err, &failure)
+	return failure.Code
 }

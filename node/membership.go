@@ -213,22 +213,33 @@ func (n *Node) detectDeadMembers() {
 // without it every node ever decommissioned would stay listed, and count
 // against wire.MembersMax, for the cluster's life. A retired node's
 // heartbeats are dropped (gatherHeartbeat), so a retired node still
-// running is marked dead a cluster.dead_after_ms after its decommission
-// completed, and one started again never comes back; a beat gathered
-// before the retirement that applies after the removal makes a member
-// that dies and goes again.
+// running is marked dead a cluster.dead_after_ms after its last beat
+// applied, and one started again never comes back. A beat proposed before
+// the retirement can still apply after the removal (a proposal held back,
+// or forwarded late by a deposed leader) and list the member again, alive
+// and not draining: it is first marked draining again here, and until
+// then no placement takes it (receives, receivers, the planner's input);
+// it dies and goes again.
 func (n *Node) forgetRetiredMembers() {
 	if !n.meta.IsLeader() || !n.meta.Barrier() || n.proposalPending(proposalForgetMember) {
 		return
 	}
 	state := n.meta.State()
 	for _, m := range state.Members() {
-		if m.Alive || m.ID == n.cfg.NodeID || !state.Retired(m.ID) || state.MemberPlaced(m.ID) {
+		if m.ID == n.cfg.NodeID || !state.Retired(m.ID) {
+			continue
+		}
+		if !m.Draining {
+			n.observer.Event("member-listed-again", m.ID+": retired, listed again by a late heartbeat; marking it draining")
+			n.propose(0, proposalForgetMember, "", meta.SetDraining{ID: m.ID, Draining: true})
+			return
+		}
+		if m.Alive || state.MemberPlaced(m.ID) {
 			continue
 		}
 		if n.propose(0, proposalForgetMember, "", meta.RemoveMember{ID: m.ID}) {
 			chaos.Reached(chaos.MarkNodeRetiredMemberForgotten)
-			n.observer.Event("member-forgotten", m.ID+": decommissioned, dead and placed nowhere")
+			n.observer.Event("member-forget-proposed", m.ID+": decommissioned, dead and placed nowhere")
 		}
 		return
 	}

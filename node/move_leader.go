@@ -249,7 +249,7 @@ func (n *Node) decommission(id msg.RequestID, r msg.Decommission) {
 // member as a receiver; the drains then wait until a node is added.
 func (n *Node) anotherReceiver(id string) bool {
 	for _, m := range n.meta.State().Members() {
-		if m.ID != id && m.Receiving() {
+		if m.ID != id && n.receiving(m) {
 			return true
 		}
 	}

@@ -194,7 +194,15 @@ func (n *Node) flightEnded(ref rebalance.PartitionRef, before flight) {
 // receives reports whether id is a member that may take partitions.
 func (n *Node) receives(id string) bool {
 	member, found := n.meta.State().Member(id)
-	return found && member.Receiving()
+	return found && n.receiving(member)
+}
+
+// receiving reports whether the member may take partitions: alive, not
+// draining, and not retired (a retired member listed again by a late
+// heartbeat is alive and not draining until forgetRetiredMembers marks it
+// draining again, and it would never follow the metastore).
+func (n *Node) receiving(m meta.Member) bool {
+	return m.Receiving() && !n.meta.State().Retired(m.ID)
 }
 
 // destinationFailed counts a failed move to id and rests id once the

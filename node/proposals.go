@@ -127,7 +127,13 @@ func (n *Node) proposalResult(pending *pendingProposal, applyErr error) (msg.Res
 		return nil, userApplyError(pending.topic, applyErr)
 	}
 	decommission := pending.kind == proposalDecommission || pending.kind == proposalCancelDecommission
-	if applyErr != nil && decommission && errors.Is(applyErr, meta.ErrMemberNotFound) {
+	retiredAndForgotten := decommission && errors.Is(applyErr, meta.ErrMemberNotFound) && n.meta.State().Retired(pending.topic)
+	switch {
+	case retiredAndForgotten && pending.kind == proposalCancelDecommission:
+		return nil, errDecommissionComplete(pending.topic) // as decommission answers it before proposing
+	case retiredAndForgotten:
+		return nil, nil
+	case decommission && errors.Is(applyErr, meta.ErrMemberNotFound):
 		return nil, msg.NotFound("member %q not found", pending.topic)
 	}
 	if applyErr != nil && decommission && errors.Is(applyErr, meta.ErrMemberLeftVoters) {

@@ -15,6 +15,9 @@ type StateReader interface {
 	Topics() []meta.TopicRecord
 	// Members returns every member, sorted by id.
 	Members() []meta.Member
+	// Retired reports whether the member's decommission is complete (it
+	// left the voters): it sheds and never receives, draining or not.
+	Retired(id string) bool
 }
 
 var _ StateReader = (*meta.State)(nil)
@@ -37,7 +40,9 @@ func InputFromState(state StateReader, maxInFlightMoves int) Input {
 	metaMembers := state.Members()
 	members := make([]Member, 0, len(metaMembers))
 	for _, member := range metaMembers {
-		members = append(members, Member{ID: member.ID, Alive: member.Alive, Draining: member.Draining})
+		// a retired member listed again by a late heartbeat sheds, as it
+		// will once marked draining again (node: forgetRetiredMembers)
+		members = append(members, Member{ID: member.ID, Alive: member.Alive, Draining: member.Draining || state.Retired(member.ID)})
 	}
 	return Input{Partitions: partitions, Members: members, MaxInFlightMoves: maxInFlightMoves, Apart: apartOf(topics)}
 }

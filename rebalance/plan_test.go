@@ -236,10 +236,12 @@ func TestValidate(t *testing.T) {
 type fakeState struct {
 	topics  []meta.TopicRecord
 	members []meta.Member
+	retired map[string]bool
 }
 
 func (f fakeState) Topics() []meta.TopicRecord { return f.topics }
 func (f fakeState) Members() []meta.Member     { return f.members }
+func (f fakeState) Retired(id string) bool     { return f.retired[id] }
 
 func TestInputFromState(t *testing.T) {
 	state := fakeState{
@@ -247,12 +249,14 @@ func TestInputFromState(t *testing.T) {
 			{Name: "a", Partitions: 2, Assignments: []meta.Assignment{{Owner: "n1"}, {Owner: "n1", Target: "n2", MoveStartedAtMs: 5}}},
 			{Name: "b", Partitions: 1, Assignments: []meta.Assignment{{Owner: "n2"}}},
 		},
-		members: []meta.Member{{ID: "n1", Alive: true, HTTPAddr: "h1"}, {ID: "n2", Alive: false, Draining: true}},
+		members: []meta.Member{{ID: "n1", Alive: true, HTTPAddr: "h1"}, {ID: "n2", Alive: false, Draining: true},
+			{ID: "n3", Alive: true}},
+		retired: map[string]bool{"n3": true}, // listed again by a late heartbeat: it sheds
 	}
 	got := InputFromState(state, 3)
 	require.Equal(t, Input{
 		Partitions:       []Partition{{"a", 0, "n1", ""}, {"a", 1, "n1", "n2"}, {"b", 0, "n2", ""}},
-		Members:          []Member{{ID: "n1", Alive: true}, {ID: "n2", Draining: true}},
+		Members:          []Member{{ID: "n1", Alive: true}, {ID: "n2", Draining: true}, {ID: "n3", Alive: true, Draining: true}},
 		MaxInFlightMoves: 3,
 	}, got)
 }
