@@ -50,14 +50,7 @@ func TestADecommissionedNodeIsForgottenOnceDeadAndStaysForgotten(t *testing.T) {
 // becomes one by its first heartbeat.
 func TestTheLeaderDropsTheHeartbeatOfARetiredNode(t *testing.T) {
 	c := newClusterHarness(t, 4)
-	leader := c.elect()
-	leaving := c.except(leader)[0]
-	require.NoError(t, c.do(leader, msg.Decommission{ID: leaving}).Err)
-	c.tickUntil(100, 400, func() bool {
-		_, listed := c.nodes[leader].meta.State().Member(leaving)
-		return !listed
-	})
-
+	leader, leaving := forgetAfterDecommission(t, c)
 	n := c.nodes[leader]
 	beat := msg.Heartbeat{HTTPAddr: "127.0.0.9:7942", ClusterAddr: "127.0.0.9:7943", NowMs: c.nowMs, Incarnation: 99}
 	n.stepHeartbeat(leaving, beat)
@@ -74,13 +67,7 @@ func TestTheLeaderDropsTheHeartbeatOfARetiredNode(t *testing.T) {
 // member was forgotten; an id never seen is not found.
 func TestADecommissionOfAForgottenMemberAnswersAsComplete(t *testing.T) {
 	c := newClusterHarness(t, 4)
-	leader := c.elect()
-	leaving := c.except(leader)[0]
-	require.NoError(t, c.do(leader, msg.Decommission{ID: leaving}).Err)
-	c.tickUntil(100, 400, func() bool {
-		_, listed := c.nodes[leader].meta.State().Member(leaving)
-		return !listed
-	})
+	_, leaving := forgetAfterDecommission(t, c)
 	asker := c.except(leaving)[1]
 	require.NoError(t, c.do(asker, msg.Decommission{ID: leaving}).Err, "a retried decommission")
 	cancel := c.do(asker, msg.Decommission{ID: leaving, Cancel: true})

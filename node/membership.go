@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -255,26 +256,10 @@ func (n *Node) pruneMemberState() {
 		_, voter := state.PeerByNodeID(id)
 		return !member && !voter
 	}
-	for id := range n.cluster.heardMs { //determinism:ok only deletes
-		if gone(id) {
-			delete(n.cluster.heardMs, id)
-		}
-	}
-	for id := range n.cluster.seen { //determinism:ok only deletes
-		if gone(id) {
-			delete(n.cluster.seen, id)
-		}
-	}
-	for id := range n.cluster.deadProposed { //determinism:ok only deletes
-		if gone(id) {
-			delete(n.cluster.deadProposed, id)
-		}
-	}
-	for id := range n.cluster.removalRefused { //determinism:ok only deletes
-		if gone(id) {
-			delete(n.cluster.removalRefused, id)
-		}
-	}
+	maps.DeleteFunc(n.cluster.heardMs, func(id string, _ int64) bool { return gone(id) })
+	maps.DeleteFunc(n.cluster.seen, func(id string, _ heartbeatSeen) bool { return gone(id) })
+	maps.DeleteFunc(n.cluster.deadProposed, func(id string, _ deadProposal) bool { return gone(id) })
+	maps.DeleteFunc(n.cluster.removalRefused, func(id string, _ bool) bool { return gone(id) })
 }
 
 // askToJoin sends a Join to every configured peer until this node is a

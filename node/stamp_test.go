@@ -134,6 +134,24 @@ func isStampWrite(name string) bool {
 	return strings.HasSuffix(name, stampFile+storage.TemporarySuffix)
 }
 
+// startUnstamped starts a node over partition orders/0 holding the record
+// "kept" and no stamp (a release before stamps), every write of a stamp
+// failing with stampErr, its events going to observer when not nil.
+func startUnstamped(t *testing.T, stampErr error, observer Observer) *harness {
+	h := newHarness(t)
+	h.createTopic("orders")
+	h.produce("orders", 0, "kept")
+	require.NoError(t, h.node.Close())
+	h.node = nil
+	require.NoError(t, h.fs.Remove(StampPath(PartitionDir("orders", 0))))
+	if observer != nil {
+		h.observer = observer
+	}
+	h.fs.FailNextMatching(storage.FaultCreate, stampErr, 1_000, isStampWrite)
+	h.start()
+	return h
+}
+
 // TestAFullDiskOpensAnUnstampedLogAndStampsItLater: a directory with a
 // log and no stamp (a release before stamps) opens even when its stamp
 // cannot be written for want of space (retention must be able to free
@@ -142,16 +160,8 @@ func isStampWrite(name string) bool {
 // directory gets no record before its stamp; another failure than a full
 // disk refuses the open.
 func TestAFullDiskOpensAnUnstampedLogAndStampsItLater(t *testing.T) {
-	h := newHarness(t)
-	h.createTopic("orders")
-	h.produce("orders", 0, "kept")
-	require.NoError(t, h.node.Close())
-	h.node = nil
-	require.NoError(t, h.fs.Remove(StampPath(PartitionDir("orders", 0))))
 	events := &detailRecorder{}
-	h.observer = events
-	h.fs.FailNextMatching(storage.FaultCreate, storage.ErrNoSpace, 1_000, isStampWrite)
-	h.start()
+	h := startUnstamped(t, storage.ErrNoSpace, events)
 
 	replay := h.ok(msg.Replay{Topic: "orders", Partition: 0, Offset: 0}).(msg.ReplayResult)
 	require.NotNil(t, replay.Message, "the unstamped log is served")
@@ -179,14 +189,7 @@ func TestAFullDiskOpensAnUnstampedLogAndStampsItLater(t *testing.T) {
 // TestAStampWriteThatFailsForAnotherReasonRefusesTheOpen: only a full
 // disk lets an unstamped log open; an I/O error refuses it (retryable).
 func TestAStampWriteThatFailsForAnotherReasonRefusesTheOpen(t *testing.T) {
-	h := newHarness(t)
-	h.createTopic("orders")
-	h.produce("orders", 0, "kept")
-	require.NoError(t, h.node.Close())
-	h.node = nil
-	require.NoError(t, h.fs.Remove(StampPath(PartitionDir("orders", 0))))
-	h.fs.FailNextMatching(storage.FaultCreate, storage.ErrIO, 1_000, isStampWrite)
-	h.start()
+	h := startUnstamped(t, storage.ErrIO, nil)
 	h.fail(msg.Replay{Topic: "orders", Partition: 0, Offset: 0}, msg.CodeUnavailable)
 }
 
