@@ -186,7 +186,7 @@ or it was interrupted (the drain itself goes on).`,
 				fmt.Fprintf(a.stderr, "decommission of %s cancelled\n", args[0])
 				return nil
 			case !wait:
-				fmt.Fprintf(a.stderr, "%s is draining (follow it with --wait, or with: narad cluster moves --watch)\n", args[0])
+				a.sayDecommissioned(cmd.Context(), broker, args[0])
 				return nil
 			}
 			fmt.Fprintf(a.stderr, "%s is draining; waiting until it owns no partition (Ctrl-C stops waiting, not the drain)\n", args[0])

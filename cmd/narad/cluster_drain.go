@@ -92,6 +92,19 @@ func (a *app) waitForDrain(ctx context.Context, broker *client.Client, id string
 	}
 }
 
+// sayDecommissioned reports a decommission the broker accepted: the
+// member drains, or, no longer listed, its decommission was complete
+// already (a retry after the leader forgot the retired member). When the
+// members cannot be read, it says the member drains.
+func (a *app) sayDecommissioned(ctx context.Context, broker *client.Client, id string) {
+	members, err := broker.ClusterMembers(ctx)
+	if _, listed := findMember(members, id); err == nil && !listed {
+		fmt.Fprintf(a.stderr, "%s's decommission is complete: it left the voters and is no longer a member\n", id)
+		return
+	}
+	fmt.Fprintf(a.stderr, "%s is draining (follow it with --wait, or with: narad cluster moves --watch)\n", id)
+}
+
 func findMember(members []client.Member, id string) (client.Member, bool) {
 	for _, member := range members {
 		if member.ID == id {

@@ -56,15 +56,27 @@ func TestClusterMovesCommand(t *testing.T) {
 func TestClusterDecommission(t *testing.T) {
 	h := newHarness(t)
 	route := "/v1/cluster/members/n3/decommission"
-	broker := newFakeBroker(t).on("POST "+route, reply{204, ""}).on("DELETE "+route, reply{204, ""})
+	broker := newFakeBroker(t).on("POST "+route, reply{204, ""}).on("DELETE "+route, reply{204, ""}).
+		on("GET /v1/cluster/members", membersReply(2, 1, "alive", true, true))
 	h.againstOK(broker, "cluster", "decommission", "n3")
 	assert.Contains(t, h.stderr.String(), "n3 is draining")
 	h.againstOK(broker, "cluster", "decommission", "n3", "--cancel")
 	assert.Contains(t, h.stderr.String(), "decommission of n3 cancelled")
 	requests := broker.seen("")
-	require.Len(t, requests, 2)
+	require.Len(t, requests, 3)
 	assert.Equal(t, "POST", requests[0].Method)
-	assert.Equal(t, "DELETE", requests[1].Method)
+	assert.Equal(t, "GET", requests[1].Method, "the members, to tell a drain from a decommission complete already")
+	assert.Equal(t, "DELETE", requests[2].Method)
+
+	// A retry after the retired member was forgotten: 204, and it is not listed.
+	forgotten := newFakeBroker(t).on("POST "+route, reply{204, ""}).
+		on("GET /v1/cluster/members", reply{200, `{"members":[{"id":"n1","status":"alive","voter":true}]}`})
+	h.againstOK(forgotten, "cluster", "decommission", "n3")
+	assert.Contains(t, h.stderr.String(), "n3's decommission is complete: it left the voters and is no longer a member")
+	// The members cannot be read: the drain is assumed.
+	unread := newFakeBroker(t).on("POST "+route, reply{204, ""}).on("GET /v1/cluster/members", reply{403, `{"error":"forbidden"}`})
+	h.againstOK(unread, "cluster", "decommission", "n3")
+	assert.Contains(t, h.stderr.String(), "n3 is draining")
 
 	unknown := newFakeBroker(t).on("POST /v1/cluster/members/n9/decommission", reply{404, `{"error":"not found"}`})
 	assert.Equal(t, 1, h.against(unknown, "cluster", "decommission", "n9"))
