@@ -219,16 +219,8 @@ func (n *Node) transferLeadership(why string) bool {
 // the moves off the member whose destination has not copied a byte yet
 // (handleOutcomes calls abortUncopiedMoves once the cancel applied).
 func (n *Node) decommission(id msg.RequestID, r msg.Decommission) {
-	_, listed := n.meta.State().Member(r.ID)
-	switch {
-	case !listed && n.meta.State().Retired(r.ID) && r.Cancel:
-		n.reply(id, nil, errDecommissionComplete(r.ID))
-		return
-	case !listed && n.meta.State().Retired(r.ID):
-		n.reply(id, nil, nil) // complete, and the member forgotten since: a retry of a decommission whose answer was lost
-		return
-	case !listed:
-		n.reply(id, nil, msg.NotFound("member %q not found", r.ID))
+	if _, listed := n.meta.State().Member(r.ID); !listed {
+		n.reply(id, nil, n.decommissionOfUnlisted(r.ID, r.Cancel))
 		return
 	}
 	if !r.Cancel && !n.anotherReceiver(r.ID) {

@@ -127,14 +127,8 @@ func (n *Node) proposalResult(pending *pendingProposal, applyErr error) (msg.Res
 		return nil, userApplyError(pending.topic, applyErr)
 	}
 	decommission := pending.kind == proposalDecommission || pending.kind == proposalCancelDecommission
-	retiredAndForgotten := decommission && errors.Is(applyErr, meta.ErrMemberNotFound) && n.meta.State().Retired(pending.topic)
-	switch {
-	case retiredAndForgotten && pending.kind == proposalCancelDecommission:
-		return nil, errDecommissionComplete(pending.topic) // as decommission answers it before proposing
-	case retiredAndForgotten:
-		return nil, nil
-	case decommission && errors.Is(applyErr, meta.ErrMemberNotFound):
-		return nil, msg.NotFound("member %q not found", pending.topic)
+	if decommission && errors.Is(applyErr, meta.ErrMemberNotFound) { // forgotten meanwhile, or never a member
+		return nil, n.decommissionOfUnlisted(pending.topic, pending.kind == proposalCancelDecommission)
 	}
 	if applyErr != nil && decommission && errors.Is(applyErr, meta.ErrMemberLeftVoters) {
 		return nil, errDecommissionComplete(pending.topic)
@@ -165,6 +159,21 @@ func (n *Node) proposalResult(pending *pendingProposal, applyErr error) (msg.Res
 // complete: the member left the voters.
 func errDecommissionComplete(member string) *msg.Error {
 	return msg.Conflict("member %q has left the metastore's voters: its decommission is complete and cannot be cancelled; stop the node", member)
+}
+
+// decommissionOfUnlisted answers a decommission (or its cancel) of a
+// member the metastore does not list, whether seen before proposing or at
+// the apply: a retired member the leader forgot answers as one still
+// listed would (done, or too late to cancel: a retry whose first answer
+// was lost must not fail), any other id is not found.
+func (n *Node) decommissionOfUnlisted(member string, cancel bool) error {
+	switch {
+	case !n.meta.State().Retired(member):
+		return msg.NotFound("member %q not found", member)
+	case cancel:
+		return errDecommissionComplete(member)
+	}
+	return nil
 }
 
 func applyError(topicName string, err error) *msg.Error {

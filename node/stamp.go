@@ -32,9 +32,9 @@ import (
 //     committed topic's and stamped; so is one whose stamp is damaged: a
 //     doubt never deletes records. When that stamp cannot be written (a
 //     full disk), such a directory that holds a log opens unstamped, and
-//     the stamp is tried again a minute later. A removal never leaves part of a
-//     directory, its stamp gone and its segments left, under its name:
-//     storage.DeletePartition renames it aside first.
+//     the stamp is tried again a minute later. A removal never leaves
+//     part of a directory, its stamp gone and its segments left, under
+//     its name: storage.DeletePartition renames it aside first.
 
 // stampFile is the stamp's name in a partition directory.
 const stampFile = "topic.stamp"

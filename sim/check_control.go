@@ -182,10 +182,10 @@ func (cp *controlPlane) done(c *call, in controlInput, response *httpapi.Respons
 		return
 	}
 	cp.operations = append(cp.operations, op)
-	if in.kind == "create" && status == http.StatusCreated {
-		cp.records.created(in.topic, cp.w.nowMs)
-	}
 	if in.kind == "create" {
+		if status == http.StatusCreated {
+			cp.records.created(in.topic, cp.w.nowMs)
+		}
 		cp.purge.created(in.topic, status)
 	}
 	cp.scheduleNext()

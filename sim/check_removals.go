@@ -219,10 +219,10 @@ func (c *removalChecker) jobDropsOldInstall(r removal) bool {
 // the delete's removal); or the removal is of the topic's directory, the
 // partition has none there, and so it is for every partition directory
 // there, if any (a delete's removal retried, by a node that held no
-// directory of the partition: three-node moves seed 6365099). A stamp that named
-// the committed creation excuses nothing; one the node wrote wrong would
-// let a removal of live records pass here, and the no-loss accounting
-// catches those.
+// directory of the partition: three-node moves seed 6365099). A stamp
+// that named the committed creation excuses nothing; one the node wrote
+// wrong would let a removal of live records pass here, and the no-loss
+// accounting catches those.
 func (c *removalChecker) removesOtherCreation(r removal, index int) bool {
 	identity, exists := c.w.metaLog.identities[r.topic]
 	harmless := func(seen dirSeen) bool {

@@ -146,13 +146,13 @@ func (l *metaLog) removeVoter(raftID uint64) {
 	}
 }
 
-// isVoter reports whether a node is a committed voter.
 // Retired reports whether id left the voters (its decommission is
 // complete) and is not a voter again.
 func (l *metaLog) Retired(id string) bool {
 	return !l.isVoter(id) && (l.removedNodeIDs[id] || l.removedRaftIDs[meta.RaftIDOf(id)])
 }
 
+// isVoter reports whether a node is a committed voter.
 func (l *metaLog) isVoter(id string) bool {
 	_, voter := l.voters[meta.RaftIDOf(id)]
 	return voter

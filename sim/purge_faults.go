@@ -27,12 +27,11 @@ const (
 // that begins the removal fails with an I/O error at every try), creates
 // the name again at once, and once the node has had time to apply the new
 // creation (the old files still there, withheld from every open) the
-// node crashes. Its restart forgets which directory
-// it was still to remove; only the old files' stamp then keeps the new
-// topic from serving the deleted one's records, which the operator's
-// reads check (control-resurrection). The situation is too narrow to
-// arise from independent faults: a failed removal is retried ten
-// milliseconds later.
+// node crashes. Its restart forgets which directory it was still to
+// remove; only the old files' stamp then keeps the new topic from
+// serving the deleted one's records, which the operator's reads check
+// (control-resurrection). The situation is too narrow to arise from
+// independent faults: a failed removal is retried ten milliseconds later.
 type purgeFault struct {
 	cp *controlPlane
 	// node is the node whose removal fails, nil when no purge fault is
@@ -40,7 +39,7 @@ type purgeFault struct {
 	node  *simNode
 	topic string
 	// createNext is set from the delete's send until the create that
-	// follows it is sent; created once that create was answered 201.
+	// follows it is sent; created201 once that create was answered 201.
 	createNext, created201 bool
 	// readsLeft are the reads of the topic the operator makes next, once
 	// the node went down after the create: they judge what it serves

@@ -530,10 +530,10 @@ func (r *recoverer) settleSegment(s *segment, stop int64, nextBase uint64, hasNe
 // log's first Append seals the segment as it is and starts a new one at
 // the persisted HWM (Log.rollBeforeAppend), so its frames are read from
 // a segment's start by every later recovery, and the damage is a gap in
-// a sealed segment (settleZeroTail keeps the zeros of such a gap). Frames appended past the damage in the same
-// segment once had to be found by a byte scan that rejected the last
-// acknowledged one when a torn append followed it (seed 6362279 of the
-// one-node fan-out world). The skipped offsets are never reused. It keeps
+// a sealed segment (settleZeroTail keeps the zeros of such a gap).
+// Frames appended past the damage in the same segment once had to be
+// found by a byte scan that rejected the last acknowledged one when a
+// torn append followed it (seed 6362279 of the one-node fan-out world). The skipped offsets are never reused. It keeps
 // nothing (false) when the skipped offsets could not fit in the damaged
 // bytes: the hwm file is then not to be believed, and the segment is
 // truncated at stop as a torn tail.
