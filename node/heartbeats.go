@@ -34,6 +34,12 @@ import (
 // the round: a node starting up may own partitions only once a member.
 const heartbeatGatherDivisor = 10
 
+// retiredBeatWarnEveryMs: the leader names a retired node that still
+// heartbeats (one started again, or cut off before it learned of its
+// removal) in a heartbeat-dropped event at most once per this period, not
+// at each of its beats, so a node left running does not fill the log.
+const retiredBeatWarnEveryMs = 5 * 60 * 1000
+
 // heartbeatRound is the round of heartbeats the leader is gathering. Only
 // the node's own methods change it.
 type heartbeatRound struct {
@@ -44,6 +50,12 @@ type heartbeatRound struct {
 	// proposeAtMs is when the round is proposed (this node's clock); set
 	// when its first heartbeat arrives.
 	proposeAtMs int64
+	// retiredWarnedMs maps a retired node whose heartbeat this node
+	// dropped to when it last said so (this node's clock); an entry older
+	// than retiredBeatWarnEveryMs goes at the next prune
+	// (pruneMemberState), so it holds only the retired nodes that beat
+	// within that period.
+	retiredWarnedMs map[string]int64
 }
 
 // heartbeat tells the leader this node is alive now.
@@ -80,7 +92,7 @@ func (n *Node) gatherHeartbeat(id string, m msg.Heartbeat) {
 	if n.meta.State().Retired(id) {
 		// its decommission is complete: a retired node stays out of the
 		// members once forgotten (forgetRetiredMembers), even if started again
-		n.observer.Event("heartbeat-dropped", id+": its decommission is complete (it left the voters); stop that node")
+		n.warnRetiredBeat(id)
 		return
 	}
 	round := &n.cluster.heartbeats
@@ -98,6 +110,17 @@ func (n *Node) gatherHeartbeat(id string, m msg.Heartbeat) {
 		round.proposeAtMs = n.nowMs
 	}
 	round.beats[id] = beat
+}
+
+// warnRetiredBeat tells the operator that a retired node still runs, at
+// most once per retiredBeatWarnEveryMs for each.
+func (n *Node) warnRetiredBeat(id string) {
+	warned := n.cluster.heartbeats.retiredWarnedMs
+	if last, ok := warned[id]; ok && n.nowMs-last < retiredBeatWarnEveryMs {
+		return
+	}
+	warned[id] = n.nowMs
+	n.observer.Event("heartbeat-dropped", id+": its decommission is complete (it left the voters); stop that node")
 }
 
 // heartbeatIsNews reports whether applying beat changes more than its

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -138,4 +139,39 @@ func codeOf(t *testing.T, err error) msg.Code {
 	var failure *msg.Error
 	require.ErrorAs(t, err, &failure)
 	return failure.Code
+}
+
+// A retired node left running is named in a heartbeat-dropped event once
+// per retiredBeatWarnEveryMs, not at each of its beats; the note of it
+// goes once it stops beating.
+func TestARetiredNodesHeartbeatIsWarnedOfOncePerPeriod(t *testing.T) {
+	c := newClusterHarness(t, 4)
+	leader, leaving := forgetAfterDecommission(t, c)
+	n := c.nodes[leader]
+	recorder := &detailRecorder{}
+	n.observer = recorder
+	beat := func() {
+		n.stepHeartbeat(leaving, msg.Heartbeat{HTTPAddr: "127.0.0.9:7942", ClusterAddr: "127.0.0.9:7943", NowMs: c.nowMs, Incarnation: 99})
+	}
+	dropped := func() int {
+		count := 0
+		for _, event := range recorder.events {
+			if strings.HasPrefix(event, "heartbeat-dropped: "+leaving+": its decommission is complete") {
+				count++
+			}
+		}
+		return count
+	}
+	interval := c.configs[leader].MemberHeartbeatIntervalMs
+	for range retiredBeatWarnEveryMs / interval {
+		beat()
+		c.tick(interval)
+	}
+	require.Equal(t, 1, dropped(), "one warning for a period of beats: %v", recorder.events)
+	beat()
+	require.Equal(t, 2, dropped(), "a beat a period after the warning warns again")
+	c.tick(retiredBeatWarnEveryMs)
+	require.NotContains(t, n.cluster.heartbeats.retiredWarnedMs, leaving, "the note goes once the node stopped beating")
+	_, listed := n.meta.State().Member(leaving)
+	require.False(t, listed, "a retired node's heartbeat made it a member again")
 }

@@ -96,7 +96,7 @@ type heartbeatSeen struct {
 func newClusterState() clusterState {
 	return clusterState{subscribers: map[string]map[string]int64{}, subscribedUntilMs: map[string]int64{},
 		notified: map[string][]string{}, deadProposed: map[string]deadProposal{}, removalRefused: map[string]bool{},
-		heardMs: map[string]int64{}, movedAddrs: map[string]movedAddr{}, heartbeats: heartbeatRound{beats: map[string]meta.MemberHeartbeat{}}}
+		heardMs: map[string]int64{}, movedAddrs: map[string]movedAddr{}, heartbeats: heartbeatRound{beats: map[string]meta.MemberHeartbeat{}, retiredWarnedMs: map[string]int64{}}}
 }
 
 // maintainMembership runs on every tick: the leader marks silent members
@@ -248,7 +248,8 @@ func (n *Node) forgetRetiredMembers() {
 
 // pruneMemberState drops what this node keeps of ids that are neither
 // members nor voters (retired members forgotten), so those maps are
-// bounded by the cluster's size, not by its history.
+// bounded by the cluster's size, not by its history; and the warnings of
+// retired nodes' heartbeats older than retiredBeatWarnEveryMs.
 func (n *Node) pruneMemberState() {
 	state := n.meta.State()
 	gone := func(id string) bool {
@@ -260,6 +261,9 @@ func (n *Node) pruneMemberState() {
 	maps.DeleteFunc(n.cluster.seen, func(id string, _ heartbeatSeen) bool { return gone(id) })
 	maps.DeleteFunc(n.cluster.deadProposed, func(id string, _ deadProposal) bool { return gone(id) })
 	maps.DeleteFunc(n.cluster.removalRefused, func(id string, _ bool) bool { return gone(id) })
+	maps.DeleteFunc(n.cluster.heartbeats.retiredWarnedMs, func(_ string, atMs int64) bool {
+		return n.nowMs-atMs >= retiredBeatWarnEveryMs
+	})
 }
 
 // askToJoin sends a Join to every configured peer until this node is a
