@@ -4,6 +4,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -27,7 +28,7 @@ context (see "narad ctx"), then http://127.0.0.1:7942 without credentials.`,
   narad topic add orders
   narad pub orders '{"id": 1}'
   narad sub orders`,
-		Args:          usageArgs(cobra.NoArgs),
+		Args:          subcommandArgs,
 		RunE:          showHelp,
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -53,12 +54,49 @@ func showHelp(cmd *cobra.Command, _ []string) error {
 }
 
 // newGroupCommand returns a command that only holds subcommands; an unknown
-// subcommand is a usage error.
+// subcommand is a usage error that suggests the nearest names.
 func newGroupCommand(use, short string, children ...*cobra.Command) *cobra.Command {
-	group := &cobra.Command{Use: use, Short: short, Args: usageArgs(cobra.NoArgs), RunE: showHelp}
+	group := &cobra.Command{Use: use, Short: short, Args: subcommandArgs, RunE: showHelp}
+	for _, child := range children {
+		child.SuggestFor = append(child.SuggestFor, synonyms[child.Name()]...)
+	}
 	group.AddCommand(children...)
 	return group
 }
+
+// synonyms maps a subcommand's name to the words other tools use for it,
+// which an unknown subcommand's error suggests it for ("topic list": did
+// you mean ls?). They are suggestions, not aliases: each command keeps
+// one name, as scripts and docs spell it.
+var synonyms = map[string][]string{
+	"add":  {"create", "new", "make"},
+	"ls":   {"list", "dir", "all"},
+	"info": {"describe", "show", "get", "status", "inspect"},
+	"edit": {"alter", "update", "set", "change", "modify"},
+	"rm":   {"delete", "remove", "del", "drop", "destroy"},
+}
+
+// subcommandArgs is the Args of a command that only holds subcommands: an
+// argument is a subcommand it does not have, a usage error that names the
+// subcommands spelled nearest to it (or those it is a synonym of).
+func subcommandArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	err := fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = suggestionDistanceMax
+	}
+	suggestions := slices.Compact(cmd.SuggestionsFor(args[0]))
+	if len(suggestions) == 0 {
+		return usageError{err}
+	}
+	return usageError{fmt.Errorf("%w; did you mean %s?", err, strings.Join(suggestions, " or "))}
+}
+
+// suggestionDistanceMax is the largest edit distance between an unknown
+// subcommand and a name it suggests.
+const suggestionDistanceMax = 2
 
 // connection is where and as whom the client connects.
 type connection struct {

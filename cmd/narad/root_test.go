@@ -271,3 +271,29 @@ func TestPasswordsFromStandardInput(t *testing.T) {
 	}
 	assert.Len(t, broker.seen("POST /v1/users"), 1, "a refused command sends nothing")
 }
+
+// An unknown subcommand is a usage error that suggests the names spelled
+// nearest to it, or the command it is another tool's word for; one near
+// nothing suggests nothing.
+func TestAnUnknownSubcommandSuggestsTheNearestNames(t *testing.T) {
+	h := newHarness(t)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"topc"}, `unknown command "topc" for "narad"; did you mean topic?`},
+		{[]string{"topic", "list"}, `unknown command "list" for "narad topic"; did you mean ls?`},
+		{[]string{"topic", "describe", "orders"}, `unknown command "describe" for "narad topic"; did you mean info?`},
+		{[]string{"topic", "delete", "orders"}, `unknown command "delete" for "narad topic"; did you mean rm?`},
+		{[]string{"user", "create", "ann"}, `unknown command "create" for "narad user"; did you mean add?`},
+		{[]string{"cluster", "member"}, `unknown command "member" for "narad cluster"; did you mean members?`},
+	}
+	for _, c := range cases {
+		require.Equal(t, exitUsage, h.run(c.args...), c.args)
+		require.Contains(t, h.stderr.String(), c.want, c.args)
+		require.Equal(t, 1, strings.Count(h.stderr.String(), "did you mean"), c.args)
+	}
+	require.Equal(t, exitUsage, h.run("topic", "zzzz"))
+	require.Contains(t, h.stderr.String(), `unknown command "zzzz" for "narad topic"`)
+	require.NotContains(t, h.stderr.String(), "did you mean")
+}
