@@ -98,9 +98,20 @@ func PartitionDir(topicName string, index int) string {
 func partitionEntry(index int) string { return fmt.Sprintf("p%05d", index) }
 
 func topicOfDir(dir string) string {
-	parts := strings.Split(dir, "/")
-	invariant.Check(len(parts) == 3 && parts[0] == topicsDir, "node: bad partition dir %q", dir)
-	return parts[1]
+	topicName, _ := splitPartitionDir(dir)
+	return topicName
+}
+
+// splitPartitionDir splits a PartitionDir into its topic's name and its
+// partition's entry; it runs at every eviction's look at the open logs,
+// so it neither allocates nor scans with fmt.
+func splitPartitionDir(dir string) (topicName, entry string) {
+	rest, underTopics := strings.CutPrefix(dir, topicsDir+"/")
+	topicName, entry, split := strings.Cut(rest, "/")
+	if !underTopics || !split || topicName == "" || strings.IndexByte(entry, '/') >= 0 { // guarded: the arguments would allocate on every call
+		invariant.Broken("node: bad partition dir %q", dir)
+	}
+	return topicName, entry
 }
 
 // partitionOf returns the partition's state, creating it (closed) if new.
@@ -304,10 +315,11 @@ func (n *Node) logBusy(dir string) bool {
 
 // partitionKeyOfDir is the inverse of PartitionDir.
 func partitionKeyOfDir(dir string) partitionKey {
-	topicName := topicOfDir(dir)
-	var index int
-	_, err := fmt.Sscanf(dir[strings.LastIndexByte(dir, '/')+1:], "p%05d", &index)
-	invariant.Check(err == nil, "node: bad partition dir %q: %v", dir, err)
+	topicName, entry := splitPartitionDir(dir)
+	index, ok := partitionIndexOf(entry)
+	if !ok { // guarded: the arguments would allocate on every call
+		invariant.Broken("node: bad partition dir %q", dir)
+	}
 	return partitionKey{topicName, index}
 }
 

@@ -38,3 +38,28 @@ func TestTopicNamesAreCheckedAsTheirRuleSays(t *testing.T) {
 		}
 	})
 }
+
+// TestPartitionDirsParseBack: partitionKeyOfDir and topicOfDir invert
+// PartitionDir for every valid topic name and partition index, and a
+// directory that is not a partition's is a broken invariant.
+func TestPartitionDirsParseBack(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		length := rapid.IntRange(1, topicNameBytesMax).Draw(t, "length")
+		name := string(rapid.SliceOfN(rapid.SampledFrom([]byte("azAZ09._-")), length, length).Draw(t, "name"))
+		if validTopicName(name) != nil {
+			t.Skip("not a topic name")
+		}
+		index := rapid.IntRange(0, 99_999).Draw(t, "index")
+		dir := PartitionDir(name, index)
+		if got := partitionKeyOfDir(dir); got != (partitionKey{name, index}) {
+			t.Fatalf("%s parsed as %v", dir, got)
+		}
+		if got := topicOfDir(dir); got != name {
+			t.Fatalf("%s: topic %q", dir, got)
+		}
+	})
+	for _, dir := range []string{"topics/orders", "topics//p00001", "other/orders/p00001", "topics/orders/p1",
+		"topics/orders/q00001", "topics/orders/p00001/x"} {
+		require.Panics(t, func() { partitionKeyOfDir(dir) }, dir)
+	}
+}

@@ -24,12 +24,15 @@ type Store struct {
 	// overshoot by one until the next eviction, or a LogPastCap, which
 	// overshoots by as many logs as its caller opened that way (the caller
 	// bounds them). Changed by Log, LogPastCap, Adopt, CloseIdle, Close
-	// and CloseAll; iterated in sorted key order, except by LeastRecent,
-	// whose minimum does not depend on the order.
+	// and CloseAll; iterated in sorted key order (LeastRecent walks
+	// recency instead).
 	open map[string]*storeEntry
-	// uses counts Log and Adopt calls; each entry keeps the count of its
-	// latest use, so the smallest is the least recently used.
-	uses uint64
+	// recency is the ring of open's entries in the order of their latest
+	// use (Log, LogPastCap, Adopt), least recent first: recency.next is
+	// the least recently used, recency.previous the most. The ring holds
+	// exactly the entries of open; recency itself is its sentinel, holding
+	// no log. Changed with open, by add, use and Close.
+	recency storeEntry
 	// lastUseFloorMs is at most the lastUseMs of every open log (uses only
 	// raise those): CloseIdle skips its scan of the open logs while no
 	// log can be idle yet. math.MaxInt64 with no log open. Lowered by
@@ -43,12 +46,28 @@ type Store struct {
 
 // storeEntry is one open log and when it was last used.
 type storeEntry struct {
+	// dir is the entry's key in Store.open.
+	dir string
 	log *Log
 	// lastUseMs is the nowMs of the latest Store.Log call for it.
 	lastUseMs int64
-	// lastUse is Store.uses at its latest use (the LRU order: unlike the
-	// clock, it tells apart uses within one millisecond).
-	lastUse uint64
+	// previous and next link the entry into Store.recency, the order of
+	// latest uses (unlike the clock, it tells apart uses within one
+	// millisecond); only the Store's link and unlink change them.
+	previous, next *storeEntry
+}
+
+// link puts entry at the most recent end of the recency ring.
+func (s *Store) link(entry *storeEntry) {
+	last := s.recency.previous
+	entry.previous, entry.next = last, &s.recency
+	last.next, s.recency.previous = entry, entry
+}
+
+// unlink takes entry out of the recency ring.
+func (s *Store) unlink(entry *storeEntry) {
+	entry.previous.next, entry.next.previous = entry.next, entry.previous
+	entry.previous, entry.next = nil, nil
 }
 
 // ErrOpenLogsFull: the Store holds its cap of open logs; close one first.
@@ -58,7 +77,9 @@ var ErrOpenLogsFull = errors.New("storage: open logs at their cap")
 // (at least 1) at once.
 func NewStore(fs FS, cfg LogConfig, openMax int) *Store {
 	assert(openMax >= 1, "store with an open-log cap of %d", openMax)
-	return &Store{fs: fs, cfg: cfg, openMax: openMax, open: make(map[string]*storeEntry), lastUseFloorMs: math.MaxInt64}
+	s := &Store{fs: fs, cfg: cfg, openMax: openMax, open: make(map[string]*storeEntry), lastUseFloorMs: math.MaxInt64}
+	s.recency.previous, s.recency.next = &s.recency, &s.recency
+	return s
 }
 
 // Log returns the open log of dir, opening (and recovering) it if needed,
@@ -77,12 +98,15 @@ func (s *Store) Log(dir string, nowMs int64) (*Log, Recovery, error) {
 
 // use records a use of dir's log at nowMs and returns it, if it is open.
 func (s *Store) use(dir string, nowMs int64) (*Log, bool) {
-	s.uses++
 	entry, ok := s.open[dir]
 	if !ok {
 		return nil, false
 	}
-	entry.lastUseMs, entry.lastUse = max(entry.lastUseMs, nowMs), s.uses
+	entry.lastUseMs = max(entry.lastUseMs, nowMs)
+	if s.recency.previous != entry {
+		s.unlink(entry)
+		s.link(entry)
+	}
 	return entry.log, true
 }
 
@@ -99,7 +123,9 @@ func (s *Store) openNew(dir string, nowMs int64) (*Log, Recovery, error) {
 // add makes log the open log of dir, used at nowMs: the one place an
 // entry joins open, so the floor of last uses stays a lower bound.
 func (s *Store) add(dir string, log *Log, nowMs int64) {
-	s.open[dir] = &storeEntry{log: log, lastUseMs: nowMs, lastUse: s.uses}
+	entry := &storeEntry{dir: dir, log: log, lastUseMs: nowMs}
+	s.open[dir] = entry
+	s.link(entry)
 	s.lastUseFloorMs = min(s.lastUseFloorMs, nowMs)
 }
 
@@ -125,18 +151,18 @@ func (s *Store) OpenMax() int { return s.openMax }
 
 // LeastRecent returns the least recently used open log that can be closed
 // without losing anything (neither Dirty nor CommittedDirty) and that
-// keep does not claim; ok is false when there is none.
+// keep does not claim; ok is false when there is none. It walks the
+// recency ring from its least recent end, so it looks at the logs in use
+// (a round's, usually few) and stops at the first it may close, where a
+// scan of every open log cost each open past the cap thousands of checks.
 func (s *Store) LeastRecent(keep func(dir string) bool) (dir string, ok bool) {
-	var oldest *storeEntry
-	for candidate, entry := range s.open { //determinism:ok the minimum of distinct use counts does not depend on the order
-		if entry.log.Dirty() || entry.log.CommittedDirty() || keep(candidate) {
+	for entry := s.recency.next; entry != &s.recency; entry = entry.next {
+		if entry.log.Dirty() || entry.log.CommittedDirty() || keep(entry.dir) {
 			continue
 		}
-		if oldest == nil || entry.lastUse < oldest.lastUse {
-			oldest, dir = entry, candidate
-		}
+		return entry.dir, true
 	}
-	return dir, oldest != nil
+	return "", false
 }
 
 // CloseIdle closes the logs unused for at least idleMs that have nothing
@@ -177,6 +203,7 @@ func (s *Store) Close(dir string) error {
 		return nil
 	}
 	delete(s.open, dir)
+	s.unlink(entry)
 	if err := entry.log.Close(); err != nil {
 		return fmt.Errorf("storage: closing %s: %w", dir, err)
 	}
@@ -212,7 +239,6 @@ func (s *Store) Adopt(dir string, log *Log, nowMs int64) error {
 	if _, ok := s.open[dir]; ok {
 		return fmt.Errorf("storage: adopt %s: a log is open there already", dir)
 	}
-	s.uses++
 	s.add(dir, log, nowMs)
 	return nil
 }

@@ -1,9 +1,11 @@
 package storage
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 )
 
 // Store opens logs on demand, returns the same open log on later calls,
@@ -185,6 +187,78 @@ func TestStoreReusesTheRecoveryWindow(t *testing.T) {
 			record, err := first.Read(offset)
 			require.NoError(t, err)
 			requireSameRecord(t, testRecord(offset), record)
+		}
+	})
+}
+
+// TestLeastRecentFollowsTheUseOrder: over random opens, uses, appends,
+// syncs and closes, LeastRecent names the log a naive model names (the
+// smallest use count among the logs neither dirty nor kept), and the
+// Store's recency ring holds exactly its open logs.
+func TestLeastRecentFollowsTheUseOrder(t *testing.T) {
+	dirs := []string{"t/p0", "t/p1", "t/p2", "t/p3", "t/p4", "t/p5"}
+	rapid.Check(t, func(t *rapid.T) {
+		store := NewStore(newLogMemFS(5), smallLogConfig(), len(dirs))
+		lastUse := map[string]int{} // the model: the step of each open log's latest use
+		next := map[string]uint64{}
+		for step := range rapid.IntRange(1, 60).Draw(t, "steps") {
+			dir := rapid.SampledFrom(dirs).Draw(t, "dir")
+			switch rapid.IntRange(0, 3).Draw(t, "action") {
+			case 0, 1: // open or use
+				log, _, err := store.Log(dir, int64(step))
+				if err != nil {
+					t.Fatalf("open %s: %v", dir, err)
+				}
+				lastUse[dir] = step
+				if rapid.Bool().Draw(t, "append") {
+					if _, err := log.Append(testRecord(next[dir])); err != nil {
+						t.Fatalf("append %s: %v", dir, err)
+					}
+					next[dir]++
+				}
+			case 2: // sync: clean again
+				if entry, ok := store.open[dir]; ok {
+					if err := entry.log.Sync(); err != nil {
+						t.Fatalf("sync %s: %v", dir, err)
+					}
+				}
+			case 3:
+				if _, dirty := store.open[dir]; dirty && store.open[dir].log.Dirty() {
+					if err := store.open[dir].log.Sync(); err != nil {
+						t.Fatalf("sync %s: %v", dir, err)
+					}
+				}
+				if err := store.Close(dir); err != nil {
+					t.Fatalf("close %s: %v", dir, err)
+				}
+				delete(lastUse, dir)
+			}
+			kept := rapid.SliceOfDistinct(rapid.SampledFrom(dirs), rapid.ID[string]).Draw(t, "kept")
+			keep := func(dir string) bool { return slices.Contains(kept, dir) }
+			want, wantOK := "", false
+			for dir, use := range lastUse {
+				entry := store.open[dir]
+				if entry.log.Dirty() || entry.log.CommittedDirty() || keep(dir) {
+					continue
+				}
+				if !wantOK || use < lastUse[want] {
+					want, wantOK = dir, true
+				}
+			}
+			got, gotOK := store.LeastRecent(keep)
+			if got != want || gotOK != wantOK {
+				t.Fatalf("step %d: LeastRecent %q %t, the model %q %t", step, got, gotOK, want, wantOK)
+			}
+			ring := 0
+			for entry := store.recency.next; entry != &store.recency; entry = entry.next {
+				if store.open[entry.dir] != entry || entry.next.previous != entry {
+					t.Fatalf("step %d: the ring holds %s, not open or badly linked", step, entry.dir)
+				}
+				ring++
+			}
+			if ring != len(store.open) {
+				t.Fatalf("step %d: the ring holds %d entries, %d logs are open", step, ring, len(store.open))
+			}
 		}
 	})
 }
