@@ -109,10 +109,17 @@
 // (WriteAt, never an append at the end of the file), and a round that
 // leaves less than half a step of zeros ahead writes the next step of
 // zeros past the logical end before its fsync, which makes them durable
-// with the frames. Steps grow with the segment between
-// zeroTailStepMinBytes and zeroTailStepMaxBytes (fs.go) and stop at
-// LogConfig.SegmentBytes, so an empty partition holds a few tens of
-// kilobytes of zeros and no round writes megabytes of them. It works on
+// with the frames. Steps grow with the bytes the segment took since its
+// log opened, between zeroTailStepMinBytes and zeroTailStepMaxBytes
+// (fs.go), and stop at LogConfig.SegmentBytes, so an empty partition
+// holds a few tens of kilobytes of zeros and no round writes megabytes of
+// them. A log that closes keeps zeroTailKeptBytes of its tail at most (a
+// first step): reopened (a node with more partitions than open logs
+// closes and reopens them all the time), its first rounds write over
+// those zeros, where a new tail would cost each reopen a block allocation
+// in its first fsync. The zeros a node holds are therefore bounded by
+// zeroTailKeptBytes per partition on its disk plus zeroTailStepMaxBytes
+// per open log. It works on
 // any FS (plain positioned writes), the in-memory one included, so the
 // simulator's crashes tear and lose zero writes like frame writes.
 //

@@ -72,15 +72,19 @@ type File interface {
 }
 
 // How far ahead of its frames the active segment keeps zeros written in
-// its file (its zero tail; see doc.go): as far as the segment holds
-// already, at least zeroTailStepMinBytes and at most zeroTailStepMaxBytes,
-// and never past LogConfig.SegmentBytes. A round tops the tail up when
-// less than half a step is left, so an empty partition writes a few tens
-// of kilobytes of zeros, not megabytes, and no round writes more than
-// zeroTailStepMaxBytes of them.
+// its file (its zero tail; see doc.go): as far as the segment grew since
+// its log opened, at least zeroTailStepMinBytes and at most
+// zeroTailStepMaxBytes, and never past LogConfig.SegmentBytes. A round
+// tops the tail up when less than half a step is left, so an empty
+// partition writes a few tens of kilobytes of zeros, not megabytes, and
+// no round writes more than zeroTailStepMaxBytes of them. A closed log
+// keeps at most zeroTailKeptBytes of its tail, a step of a log just
+// opened: a node holds at most that much of zeros per partition it
+// does not have open, and zeroTailStepMaxBytes per open one.
 const (
 	zeroTailStepMinBytes = 64 << 10
 	zeroTailStepMaxBytes = 1 << 20
+	zeroTailKeptBytes    = zeroTailStepMinBytes
 )
 
 // zeroBlock is the source of the zero tail's writes, written in pieces of

@@ -123,16 +123,20 @@ type LogStats struct {
 // OpenLog opens the partition log in dir, creating dir if it is missing,
 // and recovers it (see doc.go). The Recovery describes what was found.
 func OpenLog(fs FS, dir string, cfg LogConfig) (*Log, Recovery, error) {
-	return openLog(fs, dir, cfg, nil)
+	return openLog(fs, dir, cfg, nil, false)
 }
 
 // openLog is OpenLog with recovery's reusable window buffer (recoverLog).
-func openLog(fs FS, dir string, cfg LogConfig, buffer *[]byte) (*Log, Recovery, error) {
+// ensured says this process made dir's entries durable already
+// (Store.ensured) and dir exists: the directory syncs are skipped.
+func openLog(fs FS, dir string, cfg LogConfig, buffer *[]byte, ensured bool) (*Log, Recovery, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, Recovery{}, err
 	}
-	if err := ensureDir(fs, dir); err != nil {
-		return nil, Recovery{}, err
+	if !ensured {
+		if err := ensureDir(fs, dir); err != nil {
+			return nil, Recovery{}, err
+		}
 	}
 	return recoverLog(fs, dir, cfg, buffer)
 }
@@ -267,7 +271,7 @@ func (l *Log) Append(r Record) (uint64, error) {
 // their fsyncs commit no size change or extent conversion. The writes go
 // past the logical end only, never under a frame.
 func (l *Log) extendZeroTail(s *segment) error {
-	step := min(max(s.writtenBytes, zeroTailStepMinBytes), zeroTailStepMaxBytes)
+	step := min(max(s.writtenBytes-s.openedBytes, zeroTailStepMinBytes), zeroTailStepMaxBytes)
 	if s.fileBytes-s.writtenBytes >= step/2 {
 		return nil
 	}
@@ -292,14 +296,19 @@ func (s *segment) zeroUpTo(target int64) error {
 // cutZeroTail truncates the zero tail of s, which is being sealed: sealed
 // segments end at their last frame. The cut becomes durable with the next
 // fsync of s, if any; until then recovery cuts a zero tail it finds.
-func (l *Log) cutZeroTail(s *segment) error {
-	if s.fileBytes == s.writtenBytes {
+func (l *Log) cutZeroTail(s *segment) error { return l.trimZeroTail(s, 0) }
+
+// trimZeroTail truncates the zero tail of s to at most keep bytes. Like a
+// cut, the trim becomes durable with the next fsync of s, if any; until
+// then recovery takes the longer tail it finds for the zero tail it is.
+func (l *Log) trimZeroTail(s *segment, keep int64) error {
+	if s.fileBytes-s.writtenBytes <= keep {
 		return nil
 	}
-	if err := s.file.Truncate(s.writtenBytes); err != nil {
+	if err := s.file.Truncate(s.writtenBytes + keep); err != nil {
 		return err
 	}
-	s.fileBytes = s.writtenBytes
+	s.fileBytes = s.writtenBytes + keep
 	return nil
 }
 
@@ -525,10 +534,11 @@ func (l *Log) Close() error {
 		errs = append(errs, l.persistHWM(l.hwm))
 	}
 	if l.failure == nil {
-		// A closed log keeps no zero tail on disk (up to a step a
-		// partition, whatever the cap of open logs); recovery would cut
-		// one it finds, and reopened, the log writes a new one.
-		errs = append(errs, l.cutZeroTail(l.active()))
+		// A closed log keeps at most zeroTailKeptBytes of its zero tail
+		// (doc.go): reopened, its first rounds write over those zeros, so
+		// their fsyncs commit no block allocation, where cutting it all
+		// made every reopen's round write a new tail and journal it.
+		errs = append(errs, l.trimZeroTail(l.active(), zeroTailKeptBytes))
 	}
 	return errors.Join(append(errs, l.closeFiles())...)
 }

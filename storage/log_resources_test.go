@@ -187,31 +187,74 @@ func openDescriptors(t *testing.T) int {
 	return len(entries)
 }
 
-// TestAClosedLogKeepsNoZeroTail: the zero tail written ahead of the
-// active segment's frames is cut when the log closes: closed logs kept up
-// to a step of zeros each (1 MiB), whatever the cap of open logs, and
-// their stats did not show it (storage review).
-func TestAClosedLogKeepsNoZeroTail(t *testing.T) {
+// TestAClosedLogKeepsAtMostAStepOfZeroTail: the zero tail written ahead
+// of the active segment's frames is trimmed to zeroTailKeptBytes when the
+// log closes: closed logs kept up to a step of zeros each (1 MiB),
+// whatever the cap of open logs (storage review), and cutting it all made
+// every reopen write and journal a new one.
+func TestAClosedLogKeepsAtMostAStepOfZeroTail(t *testing.T) {
 	root := t.TempDir()
 	fs, err := NewOSFS(root)
 	require.NoError(t, err)
 	cfg := DefaultLogConfig()
-	var logical, onDisk int64
 	for p := range 4 {
 		dir := fmt.Sprintf("p%d", p)
 		log, _ := openTestLog(t, fs, dir, cfg)
+		for range p + 1 {
+			_, err := log.Append(Record{TimeMs: 1, Payload: bytes.Repeat([]byte{1}, 400<<10)})
+			require.NoError(t, err)
+		}
+		require.NoError(t, log.Sync())
+		logical := log.Stats().SizeBytes
+		tail := log.active().fileBytes - log.active().writtenBytes
+		require.Positive(t, tail, "an open log keeps zeros ahead of its frames")
+		require.NoError(t, log.Close())
+		info, err := os.Stat(filepath.Join(root, dir, segmentName(0)))
+		require.NoError(t, err)
+		require.Equal(t, logical+min(tail, zeroTailKeptBytes), info.Size(), "log %d: %d bytes of zero tail kept of %d", p, info.Size()-logical, tail)
+	}
+}
+
+// TestAReopenedLogWritesNoZerosAtItsFirstRounds: a log reopened after a
+// clean close writes its first rounds over the zeros its close kept, and
+// tops its tail up by small steps, however large its active segment: the
+// steps grow with the bytes written since it opened.
+func TestAReopenedLogWritesNoZerosAtItsFirstRounds(t *testing.T) {
+	forEachLogFS(t, func(t *testing.T, fs FS) {
+		cfg := DefaultLogConfig()
+		log, _ := openTestLog(t, fs, "p", cfg)
 		for range 3 {
 			_, err := log.Append(Record{TimeMs: 1, Payload: bytes.Repeat([]byte{1}, 400<<10)})
 			require.NoError(t, err)
 		}
 		require.NoError(t, log.Sync())
-		logical += log.Stats().SizeBytes
+		require.Greater(t, log.active().fileBytes-log.active().writtenBytes, int64(zeroTailKeptBytes), "a busy log's steps grew")
 		require.NoError(t, log.Close())
-		info, err := os.Stat(filepath.Join(root, dir, segmentName(0)))
-		require.NoError(t, err)
-		onDisk += info.Size()
-	}
-	require.Equal(t, logical, onDisk, "closed logs keep %d bytes of zero tail", onDisk-logical)
+
+		log, recovery := openTestLog(t, fs, "p", cfg)
+		require.Equal(t, int64(zeroTailKeptBytes), recovery.ZeroTailBytes)
+		fileBytes := log.active().fileBytes
+		for i := range 10 {
+			_, err := log.Append(Record{TimeMs: 1, Payload: bytes.Repeat([]byte{2}, 1000)})
+			require.NoError(t, err)
+			require.NoError(t, log.Sync(), "round %d", i)
+		}
+		require.Equal(t, fileBytes, log.active().fileBytes, "the first rounds write over the kept zeros")
+		for range 30 {
+			_, err := log.Append(Record{TimeMs: 1, Payload: bytes.Repeat([]byte{3}, 1000)})
+			require.NoError(t, err)
+			require.NoError(t, log.Sync())
+		}
+		grown := log.active().fileBytes - fileBytes
+		require.Positive(t, grown, "the tail is topped up")
+		require.LessOrEqual(t, grown, int64(zeroTailStepMinBytes)+40*1100, "by a small step, not by the segment's size")
+		require.Equal(t, uint64(43), log.HWM())
+		for offset := range uint64(43) {
+			_, err := log.Read(offset)
+			require.NoError(t, err, "offset %d", offset)
+		}
+		require.NoError(t, log.Close())
+	})
 }
 
 // TestADiskTooFullForTheZeroTailStillTakesTheFrames: the zero tail is an

@@ -609,6 +609,7 @@ func (r *recoverer) ensureSegment() error {
 // buildLog settles the hwm and committed offset and returns the open log.
 func (r *recoverer) buildLog() (*Log, error) {
 	last := r.segments[len(r.segments)-1]
+	last.openedBytes = last.writtenBytes
 	next := last.indexedEnd()
 	hwmFile, err := r.settleHWM(next)
 	if err != nil {

@@ -39,8 +39,15 @@ type segment struct {
 	// active segment, the zero tail written ahead of them (doc.go).
 	// Invariant: fileBytes >= writtenBytes, and the bytes in
 	// [writtenBytes, fileBytes) were written as zeros. Raised by
-	// flushPending and extendZeroTail, cut to writtenBytes at a seal.
+	// flushPending and extendZeroTail, cut to writtenBytes at a seal and
+	// trimmed to zeroTailKeptBytes past it at a close.
 	fileBytes int64
+	// openedBytes is writtenBytes when the log opened: recovery sets it
+	// on the last segment, a segment rolled later starts at 0. The zero
+	// tail's steps grow with the bytes written since (extendZeroTail), so
+	// a log reopened on a large active segment writes small steps until
+	// it proves busy. Fixed once set.
+	openedBytes int64
 	// newestTimeMs is the largest TimeMs of the segment's records;
 	// math.MinInt64 while it has none. Retention compares it.
 	newestTimeMs int64

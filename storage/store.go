@@ -38,6 +38,15 @@ type Store struct {
 	// log can be idle yet. math.MaxInt64 with no log open. Lowered by
 	// add, recomputed by CloseIdle's scan.
 	lastUseFloorMs int64
+	// ensured holds the directories whose entries (and their ancestors')
+	// this Store made durable by an open's ensureDir: a log reopened there
+	// (after an eviction, say) skips the directory syncs, one fsync of
+	// each ancestor, while its directory exists. A directory removed and
+	// made again is made durable by what made it (ensureDir, an install's
+	// rename and its parent's sync), so the entry stays true. At most
+	// ensuredDirsMax entries (those of deleted topics linger): cleared
+	// when full. Changed by openNew only.
+	ensured map[string]struct{}
 	// recoveryBuffer is the read window every recovery of an open reuses
 	// (up to 2×FrameBytesMax; nothing an open log holds points into it).
 	// Only openNew changes it.
@@ -77,7 +86,8 @@ var ErrOpenLogsFull = errors.New("storage: open logs at their cap")
 // (at least 1) at once.
 func NewStore(fs FS, cfg LogConfig, openMax int) *Store {
 	assert(openMax >= 1, "store with an open-log cap of %d", openMax)
-	s := &Store{fs: fs, cfg: cfg, openMax: openMax, open: make(map[string]*storeEntry), lastUseFloorMs: math.MaxInt64}
+	s := &Store{fs: fs, cfg: cfg, openMax: openMax, open: make(map[string]*storeEntry), lastUseFloorMs: math.MaxInt64,
+		ensured: make(map[string]struct{})}
 	s.recency.previous, s.recency.next = &s.recency, &s.recency
 	return s
 }
@@ -112,13 +122,32 @@ func (s *Store) use(dir string, nowMs int64) (*Log, bool) {
 
 // openNew opens (recovers) dir's log and adds it, used at nowMs.
 func (s *Store) openNew(dir string, nowMs int64) (*Log, Recovery, error) {
-	log, recovery, err := openLog(s.fs, dir, s.cfg, &s.recoveryBuffer)
+	log, recovery, err := openLog(s.fs, dir, s.cfg, &s.recoveryBuffer, s.isEnsured(dir))
 	if err != nil {
 		return nil, Recovery{}, err
 	}
+	if len(s.ensured) >= ensuredDirsMax {
+		clear(s.ensured)
+	}
+	s.ensured[dir] = struct{}{}
 	s.add(dir, log, nowMs)
 	return log, recovery, nil
 }
+
+// isEnsured reports whether this Store made dir's entries durable before
+// and dir still exists (a Stat, where ensureDir syncs every ancestor).
+func (s *Store) isEnsured(dir string) bool {
+	if _, ok := s.ensured[dir]; !ok {
+		return false
+	}
+	info, err := s.fs.Stat(dir)
+	return err == nil && info.IsDir
+}
+
+// ensuredDirsMax bounds Store.ensured: a few times the partitions a node
+// may hold (node.Config.PartitionsPerNodeMax, 20,000 by default), a few
+// megabytes of names.
+const ensuredDirsMax = 65_536
 
 // add makes log the open log of dir, used at nowMs: the one place an
 // entry joins open, so the floor of last uses stays a lower bound.

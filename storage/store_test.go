@@ -262,3 +262,36 @@ func TestLeastRecentFollowsTheUseOrder(t *testing.T) {
 		}
 	})
 }
+
+// A log the Store reopens in a directory whose entries it made durable
+// syncs no directory; one whose directory was removed since is made
+// durable again, and survives a crash with its records.
+func TestAReopenSyncsNoDirectoryTheStoreMadeDurable(t *testing.T) {
+	fs := newLogMemFS(7)
+	store := NewStore(fs, smallLogConfig(), storeOpenMaxTest)
+	const dir = "topics/t/p00000"
+	log, _, err := store.Log(dir, 0)
+	require.NoError(t, err)
+	appendTestRecords(t, log, 0, 3)
+	require.NoError(t, log.Sync())
+	first := fs.Stats().DirSyncs
+	require.Positive(t, first, "the first open makes the directories durable")
+	require.NoError(t, store.Close(dir))
+
+	_, _, err = store.Log(dir, 1)
+	require.NoError(t, err)
+	require.Equal(t, first, fs.Stats().DirSyncs, "a reopen syncs no directory")
+	require.NoError(t, store.Close(dir))
+
+	require.NoError(t, DeletePartition(fs, dir))
+	removed := fs.Stats().DirSyncs
+	log, _, err = store.Log(dir, 2)
+	require.NoError(t, err)
+	require.Greater(t, fs.Stats().DirSyncs, removed, "a directory made again is made durable again")
+	appendTestRecords(t, log, 0, 2)
+	require.NoError(t, log.Sync())
+	fs.Crash()
+	recovered, _, err := OpenLog(fs, dir, smallLogConfig())
+	require.NoError(t, err)
+	require.Equal(t, uint64(2), recovered.Stats().HWM)
+}
