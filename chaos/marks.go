@@ -217,6 +217,10 @@ const (
 	// segment that its log had closed (past the bound of open sealed
 	// files).
 	MarkStorageSegmentReopened Mark = "storage-segment-reopened"
+	// MarkStorageRecoveredPastHWM: recovery found valid frames past the
+	// persisted high watermark (the lazy hwm file lagged at a crash) and
+	// made them durable before serving them.
+	MarkStorageRecoveredPastHWM Mark = "storage-recovered-past-hwm"
 )
 
 // Registered lists every mark of the core, in the order declared.
@@ -237,5 +241,5 @@ var Registered = []Mark{
 	MarkNodeDeadLetterFrontierSaved, MarkNodeMoveCarriedLeases,
 	MarkFanoutCursorStarted, MarkFanoutCursorResumed, MarkFanoutBatchCopied, MarkFanoutBatchFailed,
 	MarkFanoutDelayHeld, MarkFanoutCursorMoved, MarkFanoutRecordsAgedOut, MarkFanoutWaitedForRelay,
-	MarkStorageSegmentReopened,
+	MarkStorageSegmentReopened, MarkStorageRecoveredPastHWM,
 }

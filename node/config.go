@@ -123,6 +123,12 @@ type Config struct {
 	RetentionCheckIntervalMs int64
 	// IdleLogCloseMs closes a log unused this long (0: never).
 	IdleLogCloseMs int64
+	// HWMEagerAfterEvictionMs: for this long after the node closed a log
+	// for room (OpenLogsMax), every sync round writes the hwm files of
+	// its logs, so the logs it closes have none to write and fsync at
+	// their close (evicting); 0 never does, and hwm files stay as lazy as
+	// Log.HWMLagBytesMax and Log.HWMLagMsMax allow.
+	HWMEagerAfterEvictionMs int64
 	// HandleKey makes receipt handles unguessable and binds them to their
 	// topic (lease.FormatHandle). The driver draws it at every start
 	// (crypto/rand in production, the seed in the simulator): handles of
@@ -165,6 +171,7 @@ func DefaultConfig() Config {
 		CommitPersistIntervalMs:    100,
 		RetentionCheckIntervalMs:   60_000,
 		IdleLogCloseMs:             1_800_000,
+		HWMEagerAfterEvictionMs:    1_000,
 		OpenLogsMax:                1024,
 		RelaysInFlightMax:          1024,
 		Fanout:                     DefaultFanoutConfig(),
@@ -228,6 +235,7 @@ func (c Config) Validate() error {
 	check(c.RelaysInFlightMax >= 1 && c.RelaysInFlightMax <= relaysLimit, "relays in flight max %d not in [1, %d]", c.RelaysInFlightMax, relaysLimit)
 	problems = append(problems, c.Fanout.problems()...)
 	check(c.IdleLogCloseMs == 0 || c.IdleLogCloseMs >= 60_000, "idle log close must be 0 or >= 60000 ms")
+	check(c.HWMEagerAfterEvictionMs >= 0, "hwm eager after eviction must be >= 0 ms")
 	check(c.Log.RecordBytesMax >= msg.MessageBytesMax+msg.KeyBytesMax,
 		"log record bytes max %d cannot hold a %d-byte payload with a %d-byte key", c.Log.RecordBytesMax, msg.MessageBytesMax, msg.KeyBytesMax)
 	check(c.Meta.NodeID == "" || c.Meta.NodeID == c.NodeID, "metastore node id %q differs from node id %q", c.Meta.NodeID, c.NodeID)

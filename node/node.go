@@ -220,8 +220,10 @@ type Node struct {
 	draining bool
 	// retentionCursor rotates the closed logs a retention pass reopens.
 	retentionCursor int
-	// logEvictions counts the logs closed to stay under OpenLogsMax.
-	logEvictions uint64
+	// logEvictions counts the logs closed to stay under OpenLogsMax, the
+	// latest at lastEvictionMs (math.MinInt64 before the first).
+	logEvictions   uint64
+	lastEvictionMs int64
 	// openRefused holds the topics a log of which the open-log cap
 	// refused to open (makeRoomForLog) since the last Advance that
 	// completed partition rounds: their polls, here and on other nodes,
@@ -302,6 +304,7 @@ func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observe
 		nextRetentionMs:     nowMs + cfg.RetentionCheckIntervalMs,
 		nextMetaTickMs:      nowMs + cfg.MetaTickIntervalMs,
 		nextHeartbeatMs:     nowMs,
+		lastEvictionMs:      math.MinInt64,
 	}
 }
 
@@ -573,7 +576,11 @@ func (n *Node) Ready() Ready {
 	rd := Ready{Replies: n.replies, Messages: n.messages, ProduceForwards: n.produceForwards, EarlyReplies: n.earlyReplies}
 	n.duplicateProduceForwards(&rd)
 	rd.ProduceForwards = dropFailedForwards(rd.ProduceForwards)
+	evicting := n.evicting()
 	for _, p := range n.sortedDirty() {
+		if evicting {
+			p.log.PersistHWMNextRound()
+		}
 		// The round starts now: it covers what was appended so far, and
 		// appends before Advance wait for the next one.
 		rd.Syncs = append(rd.Syncs, Sync{Dir: p.dir, log: p.log, round: p.log.PrepareSync(true, true), partition: p,

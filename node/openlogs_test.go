@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"narad/msg"
+	"narad/storage"
 
 	"github.com/stretchr/testify/require"
 )
@@ -252,4 +253,44 @@ func TestAConsumeLeavesAClosedLogWithNothingToDeliverClosed(t *testing.T) {
 	require.Len(t, again, 1, "the lapsed record is delivered again")
 	require.Equal(t, "again", string(again[0].Payload))
 	require.Equal(t, uint32(2), again[0].DeliveryCount)
+}
+
+// While the node evicts logs, every round writes the hwm files of its
+// logs, so a log closed for room has no lagging hwm file to write (and
+// fsync) at its close; before the first eviction, and once evictions
+// stopped for Config.HWMEagerAfterEvictionMs, the hwm file lags as it
+// may; and with 0 there, it lags while the node evicts too.
+func TestRoundsWriteTheHWMFilesWhileTheNodeEvicts(t *testing.T) {
+	h := cappedHarness(t)
+	h.createTopic("many", func(c *msg.CreateTopic) { c.Partitions = 3 * openLogsTestMax })
+	persisted := func(partition int) uint64 {
+		value, ok, err := storage.PersistedHWM(h.fs, PartitionDir("many", partition))
+		require.NoError(t, err)
+		require.True(t, ok)
+		return value
+	}
+	h.produce("many", 0, "calm")
+	require.Zero(t, persisted(0), "no eviction yet: the hwm file lags")
+	require.Zero(t, h.node.logEvictions)
+
+	for partition := range 2 * openLogsTestMax {
+		h.produce("many", partition, "churn")
+	}
+	require.Positive(t, h.node.logEvictions)
+	last := 2*openLogsTestMax - 1
+	require.Equal(t, uint64(1), persisted(last), "a round while the node evicts writes the hwm file")
+
+	h.tick(h.cfg.HWMEagerAfterEvictionMs)
+	h.produce("many", last, "calm again")
+	require.Equal(t, uint64(1), persisted(last), "evictions stopped: the hwm file lags again")
+	require.Equal(t, uint64(2), h.stats("many", last).HighWatermark)
+
+	h.cfg.HWMEagerAfterEvictionMs = 0
+	h.restart()
+	for partition := range 2 * openLogsTestMax {
+		h.produce("many", partition, "lazy churn")
+	}
+	require.Positive(t, h.node.logEvictions)
+	require.Equal(t, uint64(3), h.stats("many", last).HighWatermark)
+	require.Less(t, persisted(last), uint64(3), "turned off: the hwm file lags while the node evicts")
 }

@@ -260,11 +260,22 @@ func (n *Node) closeLeastRecentLog() bool {
 		n.observer.Event("log-evict-failed", err.Error())
 	}
 	n.logEvictions++
+	n.lastEvictionMs = n.nowMs
 	chaos.Reached(chaos.MarkNodeLogEvicted)
 	if p, ok := n.partitions[partitionKeyOfDir(dir)]; ok {
 		n.dropLog(p, err == nil)
 	}
 	return true
+}
+
+// evicting reports whether the node closed a log for room within the last
+// Config.HWMEagerAfterEvictionMs. Its logs then write their hwm files with
+// each round (storage.Log.PersistHWMNextRound), so a log evicted later
+// has nothing to write at its close: a lazy hwm file costs the close an
+// fsync of its own on the loop, one per eviction, where the rounds' hwm
+// writes share one group sync per round.
+func (n *Node) evicting() bool {
+	return n.cfg.HWMEagerAfterEvictionMs > 0 && n.nowMs-n.cfg.HWMEagerAfterEvictionMs < n.lastEvictionMs
 }
 
 // dropLog forgets a partition's closed log, keeping its description

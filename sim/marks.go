@@ -83,6 +83,7 @@ var ExpectedMarks = []chaos.Mark{
 	chaos.MarkNodeRecoveredZeroTail,
 	chaos.MarkNodeRedelivery,
 	chaos.MarkStorageSegmentReopened,
+	chaos.MarkStorageRecoveredPastHWM,
 	markKillDuringSyncRound,
 	markGroupSyncRound,
 }

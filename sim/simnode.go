@@ -142,6 +142,9 @@ func (n *simNode) config() node.Config {
 	cfg.ConsumeWaitMaxMs = 10_000
 	cfg.HandleKey = n.handleKey()
 	cfg.OpenLogsMax = simOpenLogsMax // below the partitions a node owns: logs close and reopen
+	if !n.w.hwmEager {
+		cfg.HWMEagerAfterEvictionMs = 0
+	}
 	if n.w.clustered() {
 		cfg.OpenLogsMax = simClusterOpenLogsMax
 		cfg = n.w.clusterConfig(cfg, n)

@@ -52,6 +52,9 @@ const (
 	// clockSkewStream: whether a cluster's nodes run on skewed clocks,
 	// and each start's offset.
 	clockSkewStream = 48
+	// hwmEagerStream: whether the nodes write their hwm files with every
+	// round while they evict logs.
+	hwmEagerStream = 49
 	// memFSStream: the base of the simulated disks' streams (one per
 	// node: memFSStream plus the node's index).
 	memFSStream = 100
@@ -71,6 +74,7 @@ const perNodeStreamSpan = 100
 var (
 	singleStreams = []uint64{workloadStream, networkStream, faultStream, peerStream, moveStream, usersStream,
 		lateProposalStream, controlStream, sitesStream, caughtUpKillStream, mediaStream, deadLettersStream, movesFanoutStream,
-		installCrashStream, weatherStream, groupSyncStream, readFaultStream, namespaceFaultStream, clockSkewStream}
+		installCrashStream, weatherStream, groupSyncStream, readFaultStream, namespaceFaultStream, clockSkewStream,
+		hwmEagerStream}
 	perNodeStreamBases = []uint64{memFSStream, handleKeyStream}
 )

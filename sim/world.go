@@ -164,6 +164,12 @@ type World struct {
 	// storage.group_sync; drawn for groupSyncPercent of the runs. Fixed
 	// at NewWorld.
 	groupSync bool
+	// hwmEager: the nodes write their logs' hwm files with every round
+	// while they evict logs (node.Config.HWMEagerAfterEvictionMs, on in
+	// production); drawn for hwmEagerPercent of the runs, since the
+	// simulator's nodes evict all the time and the lazy hwm file (and
+	// recovery past it) must stay under test. Fixed at NewWorld.
+	hwmEager bool
 	// media is the media corruption of the disks (media_faults.go); nil
 	// until the first start of a node.
 	media *mediaFaults
@@ -284,6 +290,7 @@ func NewWorld(opts Options) *World {
 	}
 	w.agedOut = newFanoutAgedOut(w)
 	w.groupSync = newRand(opts.Seed, groupSyncStream).IntN(100) < groupSyncPercent
+	w.hwmEager = newRand(opts.Seed, hwmEagerStream).IntN(100) < hwmEagerPercent
 	return w
 }
 
@@ -328,6 +335,10 @@ func metastoreTempDir() (string, error) {
 // groupSyncPercent is the share of runs whose nodes run the partition
 // rounds of a Ready together (World.groupSync).
 const groupSyncPercent = 50
+
+// hwmEagerPercent is the share of runs whose nodes write the hwm files
+// with every round while they evict logs (World.hwmEager).
+const hwmEagerPercent = 50
 
 // simGCPercent is the garbage collector's target during a run. A run
 // keeps a few MB live and allocates hundreds of MB, so the default (100)

@@ -68,9 +68,12 @@
 // its frame is durable. The hwm file is written lazily: step 2 runs only
 // when the frames appended since its last write reach
 // LogConfig.HWMLagBytesMax bytes, when the newest record's time is
-// LogConfig.HWMLagMsMax past the first of them, or when a segment was
-// sealed; Close writes it too. Most rounds therefore cost one data fsync
-// per segment written and nothing more. The persisted HWM is a lower bound
+// LogConfig.HWMLagMsMax past the first of them, when a segment was
+// sealed, or when the caller asked for it (PersistHWMNextRound: a node
+// that closes logs for room asks it of every round, so the logs it closes
+// have nothing to write); Close writes it too, with an fsync of its own,
+// when it lags. Most rounds therefore cost one data fsync per segment
+// written and nothing more. The persisted HWM is a lower bound
 // of the durable log, never above it (step 1 before step 2).
 //
 // After any crash, every acknowledged record is either below the

@@ -154,3 +154,31 @@ func TestLazyHWMCorruptionWindow(t *testing.T) {
 		})
 	}
 }
+
+// PersistHWMNextRound makes the next round that carries frames write the
+// hwm file, however little it lags, and only that round; a close after it
+// has nothing to write.
+func TestPersistHWMNextRoundWritesItOnce(t *testing.T) {
+	fs := newLogMemFS(4)
+	log, _ := openTestLog(t, fs, "p", lazyLogConfig(1<<20))
+	appendTestRecords(t, log, 0, 2)
+	require.NoError(t, log.Sync())
+	require.Zero(t, log.hwmFile.value, "lazy: the hwm file lags")
+
+	log.PersistHWMNextRound()
+	appendTestRecords(t, log, 2, 3)
+	before := fs.Stats()
+	require.NoError(t, log.Sync())
+	require.Equal(t, int64(2), fs.Stats().Syncs-before.Syncs, "the data, then the hwm file")
+	require.Equal(t, uint64(3), log.hwmFile.value)
+
+	appendTestRecords(t, log, 3, 4)
+	require.NoError(t, log.Sync())
+	require.Equal(t, uint64(3), log.hwmFile.value, "the next round is lazy again")
+	log.PersistHWMNextRound()
+	appendTestRecords(t, log, 4, 5)
+	require.NoError(t, log.Sync())
+	before = fs.Stats()
+	require.NoError(t, log.Close())
+	require.Equal(t, before.Syncs, fs.Stats().Syncs, "nothing lags at the close: no fsync")
+}

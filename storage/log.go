@@ -92,6 +92,8 @@ type hwmLag struct {
 	firstTimeMs, newestTimeMs int64
 	// sealed is set when a segment was sealed since then.
 	sealed bool
+	// asked is set by PersistHWMNextRound.
+	asked bool
 }
 
 // add accounts one appended frame.
@@ -105,8 +107,15 @@ func (h *hwmLag) add(frameBytes, timeMs int64) {
 
 // due reports whether the next round must write the hwm file.
 func (h hwmLag) due(cfg LogConfig) bool {
-	return h.sealed || h.bytes >= cfg.HWMLagBytesMax || h.newestTimeMs-h.firstTimeMs >= cfg.HWMLagMsMax
+	return h.sealed || h.asked || h.bytes >= cfg.HWMLagBytesMax || h.newestTimeMs-h.firstTimeMs >= cfg.HWMLagMsMax
 }
+
+// PersistHWMNextRound makes the next sync round that carries frames
+// write the hwm file, however little it lags. A caller that expects to
+// close the log soon asks for it: Close writes a lagging hwm file with an
+// fsync of its own, where a round's hwm write shares the round's (one
+// group sync for every log of the round, EnableGroupSync).
+func (l *Log) PersistHWMNextRound() { l.hwmLag.asked = true }
 
 // LogStats is a snapshot of a log's size and bounds.
 type LogStats struct {

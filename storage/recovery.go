@@ -646,6 +646,9 @@ func (r *recoverer) settleHWM(next uint64) (*hwmFile, error) {
 	if chaos.Planted(chaos.BugRecoveryServesUnsynced) && r.hwmState.wellFormed && anyValid && highest < next {
 		return openHWMFile(r.fs, r.dir, r.hwmState)
 	}
+	if r.hwmState.wellFormed && anyValid && highest < next {
+		chaos.Reached(chaos.MarkStorageRecoveredPastHWM)
+	}
 	if err := r.syncUnacknowledged(); err != nil {
 		return nil, err
 	}
