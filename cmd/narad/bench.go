@@ -30,6 +30,8 @@ const (
 	benchIdleConnsPerWorker = 2
 	// benchKeysMax bounds --keys.
 	benchKeysMax = 1 << 20
+	// benchTopicsMax bounds --topics: the server's default topic.max_topics.
+	benchTopicsMax = 10_000
 )
 
 // benchOptions are the flags of narad bench.
@@ -72,6 +74,11 @@ type benchOptions struct {
 	phase string
 	// payloadFor, when set, gives record index its own payload.
 	payloadFor func(index int) []byte
+	// topics: the produce phase spreads its requests over this many
+	// topics, <topic>-1 ... <topic>-N, round-robin by request (1: the
+	// topic itself); topicNames holds their names, set before the run.
+	topics     int
+	topicNames []string
 }
 
 // benchLong is the --help text of narad bench.
@@ -94,6 +101,14 @@ ceiling is the fastest answering server this machine runs: the most any
 broker here could reach with this client, and the gap to it is what the
 broker itself spends. The report gives both rates and their ratio, so
 figures taken on a busy machine can still be compared.
+
+With --topics N (above 1) the produce phase spreads its requests
+round-robin over N topics named <topic>-1 ... <topic>-N (made by --create
+with --partitions each, unless they exist), as a broker with many topics
+sees them: compare the figures of 1, 300 and 2,000 topics for the cost
+of many partitions per node (their logs close and reopen past
+storage.open_logs_max). It does not go with --consume, --children or
+--delay.
 
 A "client CPU" line gives the bench's own CPU time (user + system) per
 message of each phase: when client and server share a machine's cores,
@@ -136,6 +151,7 @@ func newBenchCommand(a *app) *cobra.Command {
   narad bench orders --count 100000 --workers 16 --batch 100 --consume
   narad bench orders --workers 64 --ceiling
   narad bench orders --keys 1000
+  narad bench many --create --topics 2000 --workers 16 --count 20000
   narad bench orders --create --children 4
   narad bench orders --create --children 1 --delay 2s
   narad bench orders --json | jq .produce.messages_per_second
@@ -181,6 +197,7 @@ func newBenchCommand(a *app) *cobra.Command {
 	flags.BoolVar(&options.ceiling, "ceiling", false, "also run the produce phase against a loopback server process that only answers, and print the ratio")
 	flags.IntVar(&options.children, "children", 0, "make (or reuse) this many fan-out children <topic>-child-N and measure how fast they receive the produce phase")
 	flags.DurationVar(&options.delay, "delay", 0, "make (or reuse) a delay child <topic>-delayed with this delay and measure delivery against the due time")
+	flags.IntVar(&options.topics, "topics", 1, "spread the produce phase over this many topics <topic>-1 ... <topic>-N (1: the topic itself)")
 	return cmd
 }
 
@@ -223,15 +240,19 @@ func (o benchOptions) check() error {
 		return usagef("--partitions must not be negative")
 	case o.keys < 0 || o.keys > benchKeysMax:
 		return usagef("--keys must be in 0..%d", benchKeysMax)
+	case o.topics < 1 || o.topics > benchTopicsMax:
+		return usagef("--topics must be in 1..%d", benchTopicsMax)
+	case o.topics > 1 && (o.consume || o.children > 0 || o.delay > 0):
+		return usagef("--topics above 1 does not go with --consume, --children or --delay")
 	}
 	return o.checkFanout()
 }
 
 func (a *app) bench(ctx context.Context, broker *client.Client, topic string, options benchOptions, newHTTPClient func() *http.Client) error {
 	options.progress, options.phase = a.startProgress, "produce"
+	options.topicNames = benchTopicNames(topic, options.topics)
 	if options.create {
-		request := client.CreateTopicRequest{Name: topic, Partitions: options.partitions, Schema: options.schema}
-		if err := a.ensureTopic(ctx, broker, request); err != nil {
+		if err := a.ensureBenchTopics(ctx, broker, options); err != nil {
 			return err
 		}
 	}
@@ -277,6 +298,47 @@ func (a *app) ensureTopic(ctx context.Context, broker *client.Client, request cl
 	return nil
 }
 
+// benchTopicNames names the topics of --topics n: topic itself for 1.
+func benchTopicNames(topic string, n int) []string {
+	if n <= 1 {
+		return []string{topic}
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%d", topic, i+1)
+	}
+	return names
+}
+
+// ensureBenchTopics creates the bench's topics that do not exist: the
+// topic as ensureTopic does, or the --topics ones with a progress line
+// and a count at the end rather than a line each.
+func (a *app) ensureBenchTopics(ctx context.Context, broker *client.Client, options benchOptions) error {
+	request := client.CreateTopicRequest{Partitions: options.partitions, Schema: options.schema}
+	if len(options.topicNames) == 1 {
+		request.Name = options.topicNames[0]
+		return a.ensureTopic(ctx, broker, request)
+	}
+	var done, created atomic.Int64
+	if options.progress != nil {
+		progress := options.progress("create", len(options.topicNames), func() int { return int(done.Load()) })
+		defer progress.Stop()
+	}
+	for _, name := range options.topicNames {
+		request.Name = name
+		_, err := broker.CreateTopic(ctx, request)
+		switch {
+		case err == nil:
+			created.Add(1)
+		case !client.IsStatus(err, http.StatusConflict):
+			return fmt.Errorf("creating topic %s: %w", name, err)
+		}
+		done.Add(1)
+	}
+	fmt.Fprintf(a.stderr, "created %d topics (%d existed)\n", created.Load(), int64(len(options.topicNames))-created.Load())
+	return nil
+}
+
 // latencyLog collects request latencies from several workers.
 type latencyLog struct {
 	mu        sync.Mutex
@@ -308,7 +370,7 @@ func runProduceBench(ctx context.Context, broker *client.Client, topic string, o
 			for index := nextRequest.Add(1) - 1; index < int64(requests) && ctx.Err() == nil; index = nextRequest.Add(1) - 1 {
 				size := min(options.batch, options.count-int(index)*options.batch)
 				began := time.Now()
-				err := produceRecords(ctx, broker, topic, &options, int(index)*options.batch, size)
+				err := produceRecords(ctx, broker, options.topicOf(topic, index), &options, int(index)*options.batch, size)
 				if err != nil && ctx.Err() != nil {
 					break // interrupted: neither a failure of the server nor a latency
 				}
@@ -332,6 +394,15 @@ func runProduceBench(ctx context.Context, broker *client.Client, topic string, o
 		figures.FirstError = text
 	}
 	return figures
+}
+
+// topicOf is the topic request index produces to: topic itself, or the
+// --topics ones round-robin.
+func (o *benchOptions) topicOf(topic string, index int64) string {
+	if len(o.topicNames) <= 1 {
+		return topic
+	}
+	return o.topicNames[index%int64(len(o.topicNames))]
 }
 
 // payloadOf is the payload of record index.

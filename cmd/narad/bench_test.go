@@ -335,3 +335,31 @@ func TestBenchInterruptedStopsAndSaysSo(t *testing.T) {
 	(&app{stdout: &out}).printBenchReport(benchReport{Produce: figures}, false)
 	require.Contains(t, out.String(), "(interrupted)")
 }
+
+// With --topics N the produce phase spreads its requests round-robin over
+// <topic>-1 ... <topic>-N, which --create makes unless they exist (a 409
+// is an existing one), saying how many it made; --topics does not go with
+// the phases that read one topic back.
+func TestBenchTopicsSpreadsTheProduceOverManyTopics(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on("POST /v1/topics", reply{201, ordersJSON}, reply{409, `{"error":"topic exists"}`}, reply{201, ordersJSON})
+	for _, name := range []string{"orders-1", "orders-2", "orders-3"} {
+		broker.on("POST /v1/topics/"+name+"/produce", reply{202, `{"partition":0,"offset":1}`})
+	}
+	h.againstOK(broker, "bench", "orders", "--count", "12", "--workers", "4", "--topics", "3", "--create", "--partitions", "3")
+	creates := broker.seen("POST /v1/topics")
+	require.Len(t, creates, 3)
+	assert.JSONEq(t, `{"name":"orders-2","partitions":3}`, creates[1].Body)
+	assert.Contains(t, h.stderr.String(), "created 2 topics (1 existed)\n")
+	for _, name := range []string{"orders-1", "orders-2", "orders-3"} {
+		assert.Len(t, broker.seen("POST /v1/topics/"+name+"/produce"), 4, name)
+	}
+	assert.Empty(t, broker.seen(produceRoute), "no request goes to the topic itself")
+	match := produceLine.FindStringSubmatch(strings.TrimSpace(h.stdout.String()))
+	require.NotNil(t, match, h.stdout.String())
+	assert.Equal(t, []string{"12", "0"}, match[1:])
+
+	for _, args := range [][]string{{"--topics", "0"}, {"--topics", "10001"}, {"--topics", "2", "--consume"}, {"--topics", "2", "--children", "1"}} {
+		assert.Equal(t, exitUsage, h.against(broker, append([]string{"bench", "orders"}, args...)...), args)
+	}
+}
