@@ -90,9 +90,11 @@ func readStamp(fs storage.FS, partitionDir string) (meta.TopicIdentity, error) {
 // another creation's files.
 func StampPath(partitionDir string) string { return partitionDir + "/" + stampFile }
 
-// writeStamp writes dir's stamp, durably, creating dir if needed.
-func writeStamp(fs storage.FS, dir string, identity meta.TopicIdentity) error {
-	if err := storage.EnsureDir(fs, dir); err != nil {
+// writeStamp writes dir's stamp, durably, creating dir if needed with
+// ensure (storage.EnsureDir, or the Store's, which skips the syncs of
+// directories it made durable already).
+func writeStamp(fs storage.FS, ensure func(dir string) error, dir string, identity meta.TopicIdentity) error {
+	if err := ensure(dir); err != nil {
 		return err
 	}
 	return storage.WriteFileAtomic(fs, StampPath(dir), encodeStamp(identity))
@@ -121,7 +123,7 @@ func (n *Node) stampPartition(t *topic, p *partition) error {
 	case !errors.Is(err, storage.ErrNotExist):
 		return err
 	}
-	if err := writeStamp(n.fs, p.dir, t.identity); err != nil {
+	if err := writeStamp(n.fs, n.store.EnsureDir, p.dir, t.identity); err != nil {
 		return n.openUnstamped(p, err)
 	}
 	p.stamped = true
@@ -177,5 +179,5 @@ func (n *Node) stampStaged(s *moveSession) error {
 	if s.topic == (meta.TopicIdentity{}) {
 		return nil
 	}
-	return writeStamp(n.fs, s.stagedDir, s.topic)
+	return writeStamp(n.fs, func(dir string) error { return storage.EnsureDir(n.fs, dir) }, s.stagedDir, s.topic)
 }

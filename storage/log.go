@@ -132,26 +132,24 @@ type LogStats struct {
 // OpenLog opens the partition log in dir, creating dir if it is missing,
 // and recovers it (see doc.go). The Recovery describes what was found.
 func OpenLog(fs FS, dir string, cfg LogConfig) (*Log, Recovery, error) {
-	return openLog(fs, dir, cfg, nil, false)
+	return openLog(fs, dir, cfg, nil, nil)
 }
 
-// openLog is OpenLog with recovery's reusable window buffer (recoverLog).
-// ensured says this process made dir's entries durable already
-// (Store.ensured) and dir exists: the directory syncs are skipped.
-func openLog(fs FS, dir string, cfg LogConfig, buffer *[]byte, ensured bool) (*Log, Recovery, error) {
+// openLog is OpenLog with recovery's reusable window buffer (recoverLog)
+// and the directories a Store knows it made durable (ensureDirKnown; nil:
+// none).
+func openLog(fs FS, dir string, cfg LogConfig, buffer *[]byte, known map[string]struct{}) (*Log, Recovery, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, Recovery{}, err
 	}
-	if !ensured {
-		if err := ensureDir(fs, dir); err != nil {
-			return nil, Recovery{}, err
-		}
+	if err := ensureDirKnown(fs, dir, known); err != nil {
+		return nil, Recovery{}, err
 	}
 	return recoverLog(fs, dir, cfg, buffer)
 }
 
-// EnsureDir is ensureDir for callers outside the package (a node stamps a
-// partition directory before its log is first opened there).
+// EnsureDir is ensureDir for callers outside the package (a move stamps
+// its staged copy's directory).
 func EnsureDir(fs FS, dir string) error { return ensureDir(fs, dir) }
 
 // ensureDir creates dir and its missing ancestors, and makes the entry of
@@ -160,9 +158,19 @@ func EnsureDir(fs FS, dir string) error { return ensureDir(fs, dir) }
 // failed, or crashed, before one of those syncs; a retry that synced
 // only what it created itself, or only dir's parent, would leave an
 // ancestor's entry to a crash, and every file later made durable below it
-// with it. A directory sync is cheap next to a log's recovery, which
-// every open of a log runs anyway.
-func ensureDir(fs FS, dir string) error {
+// with it.
+func ensureDir(fs FS, dir string) error { return ensureDirKnown(fs, dir, nil) }
+
+// ensureDirKnown is ensureDir that skips the sync of an existing
+// directory's entry when known holds it, and adds to known every
+// directory whose entry it made durable. known lists what this process
+// made durable (a Store's, see Store.ensured): an entry made durable
+// stays so, and a directory removed and made again is made durable by
+// whatever made it (this function, which finds it missing, or an
+// install's rename and the sync of its parent), so a known directory
+// that exists needs no sync. A nil known syncs every ancestor, as
+// ensureDir must for what another process may have left.
+func ensureDirKnown(fs FS, dir string, known map[string]struct{}) error {
 	missing, err := missingDirs(fs, dir)
 	if err != nil {
 		return err
@@ -173,8 +181,14 @@ func ensureDir(fs FS, dir string) error {
 		}
 	}
 	for current := dir; current != "." && current != "/"; current = parentDir(current) {
+		if _, ok := known[current]; ok && !slices.Contains(missing, current) {
+			continue
+		}
 		if err := fs.SyncDir(parentDir(current)); err != nil {
 			return err
+		}
+		if known != nil {
+			known[current] = struct{}{}
 		}
 	}
 	return nil

@@ -38,14 +38,12 @@ type Store struct {
 	// log can be idle yet. math.MaxInt64 with no log open. Lowered by
 	// add, recomputed by CloseIdle's scan.
 	lastUseFloorMs int64
-	// ensured holds the directories whose entries (and their ancestors')
-	// this Store made durable by an open's ensureDir: a log reopened there
-	// (after an eviction, say) skips the directory syncs, one fsync of
-	// each ancestor, while its directory exists. A directory removed and
-	// made again is made durable by what made it (ensureDir, an install's
-	// rename and its parent's sync), so the entry stays true. At most
+	// ensured holds the directories whose entries in their parents this
+	// Store made durable (ensureDirKnown, by an open or EnsureDir): a log
+	// reopened there (after an eviction, say) syncs no directory, and a
+	// partition's first open syncs only what is new above it. At most
 	// ensuredDirsMax entries (those of deleted topics linger): cleared
-	// when full. Changed by openNew only.
+	// when full. Changed by openNew and EnsureDir only.
 	ensured map[string]struct{}
 	// recoveryBuffer is the read window every recovery of an open reuses
 	// (up to 2×FrameBytesMax; nothing an open log holds points into it).
@@ -122,26 +120,29 @@ func (s *Store) use(dir string, nowMs int64) (*Log, bool) {
 
 // openNew opens (recovers) dir's log and adds it, used at nowMs.
 func (s *Store) openNew(dir string, nowMs int64) (*Log, Recovery, error) {
-	log, recovery, err := openLog(s.fs, dir, s.cfg, &s.recoveryBuffer, s.isEnsured(dir))
+	s.boundEnsured()
+	log, recovery, err := openLog(s.fs, dir, s.cfg, &s.recoveryBuffer, s.ensured)
 	if err != nil {
 		return nil, Recovery{}, err
 	}
-	if len(s.ensured) >= ensuredDirsMax {
-		clear(s.ensured)
-	}
-	s.ensured[dir] = struct{}{}
 	s.add(dir, log, nowMs)
 	return log, recovery, nil
 }
 
-// isEnsured reports whether this Store made dir's entries durable before
-// and dir still exists (a Stat, where ensureDir syncs every ancestor).
-func (s *Store) isEnsured(dir string) bool {
-	if _, ok := s.ensured[dir]; !ok {
-		return false
+// EnsureDir creates dir and its missing ancestors and makes their entries
+// durable, syncing only those this Store did not make durable before (a
+// node stamps a partition's directory before its log's first open there).
+func (s *Store) EnsureDir(dir string) error {
+	s.boundEnsured()
+	return ensureDirKnown(s.fs, dir, s.ensured)
+}
+
+// boundEnsured empties Store.ensured when it is full: it only spares
+// syncs, so forgetting costs a few of them again.
+func (s *Store) boundEnsured() {
+	if len(s.ensured) >= ensuredDirsMax {
+		clear(s.ensured)
 	}
-	info, err := s.fs.Stat(dir)
-	return err == nil && info.IsDir
 }
 
 // ensuredDirsMax bounds Store.ensured: a few times the partitions a node

@@ -283,6 +283,18 @@ func TestAReopenSyncsNoDirectoryTheStoreMadeDurable(t *testing.T) {
 	require.Equal(t, first, fs.Stats().DirSyncs, "a reopen syncs no directory")
 	require.NoError(t, store.Close(dir))
 
+	second := fs.Stats().DirSyncs
+	require.NoError(t, store.EnsureDir("topics/t/p00001"))
+	require.Equal(t, second+1, fs.Stats().DirSyncs, "a new partition of a known topic syncs only its topic's directory")
+	_, _, err = store.Log("topics/t/p00001", 1)
+	require.NoError(t, err)
+	storeOpen := fs.Stats().DirSyncs - (second + 1)
+	before := fs.Stats().DirSyncs
+	plain, _, err := OpenLog(fs, "topics/t/p00002", smallLogConfig())
+	require.NoError(t, err)
+	require.NoError(t, plain.Close())
+	require.Equal(t, storeOpen+3, fs.Stats().DirSyncs-before, "its open syncs none of the three ancestors a plain open syncs")
+
 	require.NoError(t, DeletePartition(fs, dir))
 	removed := fs.Stats().DirSyncs
 	log, _, err = store.Log(dir, 2)
