@@ -137,7 +137,9 @@ const (
 	// log.
 	MarkNodeRecoveredTornTail Mark = "node-recovered-torn-tail"
 	// MarkNodeRecoveredZeroTail: recovery found a partition log ending in
-	// the zero tail of its active segment (its clean end, not damage).
+	// the zero tail of its active segment (its clean end, not damage), on
+	// a log the node had not closed cleanly itself (whose close keeps a
+	// short tail): one a crash left.
 	MarkNodeRecoveredZeroTail Mark = "node-recovered-zero-tail"
 	// MarkNodeDeadLettered: a record that ran out of deliveries was
 	// acknowledged in its source once its copy was durable in the

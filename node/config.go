@@ -188,6 +188,10 @@ func DefaultConfig() Config {
 // singleNodeRaftID is the raft id of a node that is its own cluster.
 const singleNodeRaftID = 1
 
+// hwmEagerAfterEvictionMsLimit bounds Config.HWMEagerAfterEvictionMs: an
+// hour, far from overflowing the node's clock arithmetic.
+const hwmEagerAfterEvictionMsLimit = 60 * 60 * 1000
+
 // destinationRestMsLimit bounds MoveConfig.DestinationRestMs: a day, so
 // that its doublings stay far from overflowing.
 const destinationRestMsLimit = 24 * 60 * 60 * 1000
@@ -235,7 +239,8 @@ func (c Config) Validate() error {
 	check(c.RelaysInFlightMax >= 1 && c.RelaysInFlightMax <= relaysLimit, "relays in flight max %d not in [1, %d]", c.RelaysInFlightMax, relaysLimit)
 	problems = append(problems, c.Fanout.problems()...)
 	check(c.IdleLogCloseMs == 0 || c.IdleLogCloseMs >= 60_000, "idle log close must be 0 or >= 60000 ms")
-	check(c.HWMEagerAfterEvictionMs >= 0, "hwm eager after eviction must be >= 0 ms")
+	check(c.HWMEagerAfterEvictionMs >= 0 && c.HWMEagerAfterEvictionMs <= hwmEagerAfterEvictionMsLimit,
+		"hwm eager after eviction must be in [0, %d] ms", hwmEagerAfterEvictionMsLimit)
 	check(c.Log.RecordBytesMax >= msg.MessageBytesMax+msg.KeyBytesMax,
 		"log record bytes max %d cannot hold a %d-byte payload with a %d-byte key", c.Log.RecordBytesMax, msg.MessageBytesMax, msg.KeyBytesMax)
 	check(c.Meta.NodeID == "" || c.Meta.NodeID == c.NodeID, "metastore node id %q differs from node id %q", c.Meta.NodeID, c.NodeID)

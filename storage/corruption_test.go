@@ -445,7 +445,7 @@ func TestResyncScanTakesTheLastFrameOfASegment(t *testing.T) {
 		fs := newLogMemFS(1)
 		cfg := smallLogConfig()
 		built := logWithPayloads(t, fs, cfg, 20, nil)
-		fs.Crash() // the close's cut of the zero tail was not synced: the tail comes back
+		fs.Crash() // the close kept a short zero tail, and its trim of the rest was not synced: the whole tail comes back
 		require.NoError(t, fs.FlipDurableByte(built.name, built.positions[18]+5))
 		log, recovery := openTestLog(t, fs, "p", cfg)
 		require.Positive(t, recovery.ZeroTailBytes)

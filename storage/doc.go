@@ -121,8 +121,10 @@
 // closes and reopens them all the time), its first rounds write over
 // those zeros, where a new tail would cost each reopen a block allocation
 // in its first fsync. The zeros a node holds are therefore bounded by
-// zeroTailKeptBytes per partition on its disk plus zeroTailStepMaxBytes
-// per open log. It works on
+// zeroTailKeptBytes per partition whose log closed cleanly (Close, or the
+// completion of the round a Close left in flight), and by
+// zeroTailStepMaxBytes per open log, per failed log, and per log open at
+// a crash until it is opened and closed again. It works on
 // any FS (plain positioned writes), the in-memory one included, so the
 // simulator's crashes tear and lose zero writes like frame writes.
 //
@@ -269,6 +271,13 @@
 //   - The in-memory index holds, per segment, the byte position of every
 //     offset (a uint32 each, so Read is one lookup and one ReadAt) and the
 //     newest record time, which retention compares.
+//   - Whatever makes a directory under the data directory makes its entry
+//     durable before it returns: ensureDir (MkdirAll, then a sync of each
+//     parent), InstallStaged and RepairInstall (a rename, then a sync of
+//     the parent); DeletePartition's rename aside is synced too. A Store
+//     relies on it: it skips the syncs of directories it made durable
+//     itself while they exist (Store.ensured), so a new way to make one
+//     must sync its parent as well.
 //
 // # Moves
 //

@@ -278,3 +278,21 @@ func TestADiskTooFullForTheZeroTailStillTakesTheFrames(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, record.Payload, 1000)
 }
+
+// TestALogClosedWithARoundInFlightKeepsAtMostAStepOfZeroTail: Close
+// leaves a log whose round is in flight to that round's completion, which
+// trims the zero tail as Close does (a review's finding: it kept all of it).
+func TestALogClosedWithARoundInFlightKeepsAtMostAStepOfZeroTail(t *testing.T) {
+	fs := newLogMemFS(3)
+	log, _ := openTestLog(t, fs, "p", DefaultLogConfig())
+	for range 3 {
+		_, err := log.Append(Record{TimeMs: 1, Payload: bytes.Repeat([]byte{1}, 400<<10)})
+		require.NoError(t, err)
+	}
+	round := log.PrepareSync(true, false)
+	require.NoError(t, log.Close()) // in flight: the files stay open
+	require.NoError(t, log.CompleteSync(round, round.Run()))
+	info, err := fs.Stat("p/" + segmentName(0))
+	require.NoError(t, err)
+	require.Equal(t, log.active().writtenBytes+zeroTailKeptBytes, info.Size, "the completed round trimmed the tail")
+}

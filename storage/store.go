@@ -93,7 +93,7 @@ func NewStore(fs FS, cfg LogConfig, openMax int) *Store {
 // Log returns the open log of dir, opening (and recovering) it if needed,
 // and records nowMs as its last use. The Recovery is zero when the log was
 // already open. Opening a log while the cap is reached fails with
-// ErrOpenLogsFull: the caller chooses what to close (CloseLeastRecent).
+// ErrOpenLogsFull: the caller chooses what to close (LeastRecent, then Close).
 func (s *Store) Log(dir string, nowMs int64) (*Log, Recovery, error) {
 	if log, ok := s.use(dir, nowMs); ok {
 		return log, Recovery{}, nil
@@ -146,8 +146,9 @@ func (s *Store) boundEnsured() {
 }
 
 // ensuredDirsMax bounds Store.ensured: a few times the partitions a node
-// may hold (node.Config.PartitionsPerNodeMax, 20,000 by default), a few
-// megabytes of names.
+// may hold (node.Config.PartitionsPerNodeMax, 20,000 by default) with
+// their topics' directories: at most about 20 MB of names at the longest
+// (255-byte topic names), a few MB as topics are usually named.
 const ensuredDirsMax = 65_536
 
 // add makes log the open log of dir, used at nowMs: the one place an

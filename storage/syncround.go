@@ -276,6 +276,9 @@ func (l *Log) CompleteSync(r *SyncRound, err error) error {
 		l.completeRound(r)
 	}
 	if l.closed {
+		if err == nil && l.failure == nil {
+			err = l.trimZeroTail(l.active(), zeroTailKeptBytes) // as Close does, which left it to this round
+		}
 		return errors.Join(err, l.closeFiles())
 	}
 	return err
