@@ -194,7 +194,7 @@ func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
 		return nil, err
 	}
 	if p.log != log {
-		n.reportRecovery(p, recovery, p.closedIntact)
+		n.reportRecovery(p, recovery)
 		if err := n.settleCursors(p, log.HWM()); err != nil {
 			_ = n.store.Close(p.dir) // reopened, and its cursors settled, at the next use
 			n.observer.Event("fanout-cursor-clamp-failed", fmt.Sprintf("%s: %v", p.dir, err))
@@ -334,11 +334,11 @@ func partitionKeyOfDir(dir string) partitionKey {
 	return partitionKey{topicName, index}
 }
 
-// reportRecovery reports what recovery found on opening p's log;
-// reopened says the node closed that log cleanly itself, so the zero tail
-// it finds is the one the close kept, not one a crash left.
-func (n *Node) reportRecovery(p *partition, r storage.Recovery, reopened bool) {
-	if r.ZeroTailBytes > 0 && !reopened { // the clean end of an active segment: nothing to report
+// reportRecovery reports what recovery found on opening p's log. A zero
+// tail on a log the node closed cleanly itself (closedIntact, not yet
+// cleared) is the one its close kept, not one a crash left.
+func (n *Node) reportRecovery(p *partition, r storage.Recovery) {
+	if r.ZeroTailBytes > 0 && !p.closedIntact { // the clean end of an active segment: nothing to report
 		chaos.Reached(chaos.MarkNodeRecoveredZeroTail)
 	}
 	if r.TruncatedBytes == 0 && r.CorruptCount == 0 && r.LostAcknowledged == 0 {

@@ -91,8 +91,8 @@ func readStamp(fs storage.FS, partitionDir string) (meta.TopicIdentity, error) {
 func StampPath(partitionDir string) string { return partitionDir + "/" + stampFile }
 
 // writeStamp writes dir's stamp, durably, creating dir if needed with
-// ensure (storage.EnsureDir, or the Store's, which skips the syncs of
-// directories it made durable already).
+// ensure (a Store's EnsureDir, which skips the syncs of directories it
+// made durable already).
 func writeStamp(fs storage.FS, ensure func(dir string) error, dir string, identity meta.TopicIdentity) error {
 	if err := ensure(dir); err != nil {
 		return err
@@ -179,5 +179,5 @@ func (n *Node) stampStaged(s *moveSession) error {
 	if s.topic == (meta.TopicIdentity{}) {
 		return nil
 	}
-	return writeStamp(n.fs, func(dir string) error { return storage.EnsureDir(n.fs, dir) }, s.stagedDir, s.topic)
+	return writeStamp(n.fs, n.store.EnsureDir, s.stagedDir, s.topic)
 }

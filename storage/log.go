@@ -148,10 +148,6 @@ func openLog(fs FS, dir string, cfg LogConfig, buffer *[]byte, known map[string]
 	return recoverLog(fs, dir, cfg, buffer)
 }
 
-// EnsureDir is ensureDir for callers outside the package (a move stamps
-// its staged copy's directory).
-func EnsureDir(fs FS, dir string) error { return ensureDir(fs, dir) }
-
 // ensureDir creates dir and its missing ancestors, and makes the entry of
 // dir and of each ancestor durable by syncing its parent: every one, at
 // every call. An earlier call (or process) may have created them and

@@ -200,10 +200,7 @@ func TestAClosedLogKeepsAtMostAStepOfZeroTail(t *testing.T) {
 	for p := range 4 {
 		dir := fmt.Sprintf("p%d", p)
 		log, _ := openTestLog(t, fs, dir, cfg)
-		for range p + 1 {
-			_, err := log.Append(Record{TimeMs: 1, Payload: bytes.Repeat([]byte{1}, 400<<10)})
-			require.NoError(t, err)
-		}
+		appendLargeRecords(t, log, p+1)
 		require.NoError(t, log.Sync())
 		logical := log.Stats().SizeBytes
 		tail := log.active().fileBytes - log.active().writtenBytes
@@ -223,10 +220,7 @@ func TestAReopenedLogWritesNoZerosAtItsFirstRounds(t *testing.T) {
 	forEachLogFS(t, func(t *testing.T, fs FS) {
 		cfg := DefaultLogConfig()
 		log, _ := openTestLog(t, fs, "p", cfg)
-		for range 3 {
-			_, err := log.Append(Record{TimeMs: 1, Payload: bytes.Repeat([]byte{1}, 400<<10)})
-			require.NoError(t, err)
-		}
+		appendLargeRecords(t, log, 3)
 		require.NoError(t, log.Sync())
 		require.Greater(t, log.active().fileBytes-log.active().writtenBytes, int64(zeroTailKeptBytes), "a busy log's steps grew")
 		require.NoError(t, log.Close())
@@ -285,14 +279,21 @@ func TestADiskTooFullForTheZeroTailStillTakesTheFrames(t *testing.T) {
 func TestALogClosedWithARoundInFlightKeepsAtMostAStepOfZeroTail(t *testing.T) {
 	fs := newLogMemFS(3)
 	log, _ := openTestLog(t, fs, "p", DefaultLogConfig())
-	for range 3 {
-		_, err := log.Append(Record{TimeMs: 1, Payload: bytes.Repeat([]byte{1}, 400<<10)})
-		require.NoError(t, err)
-	}
+	appendLargeRecords(t, log, 3)
 	round := log.PrepareSync(true, false)
 	require.NoError(t, log.Close()) // in flight: the files stay open
 	require.NoError(t, log.CompleteSync(round, round.Run()))
 	info, err := fs.Stat("p/" + segmentName(0))
 	require.NoError(t, err)
 	require.Equal(t, log.active().writtenBytes+zeroTailKeptBytes, info.Size, "the completed round trimmed the tail")
+}
+
+// appendLargeRecords appends count records of 400 KiB each: a few make
+// the zero tail's steps grow past their first.
+func appendLargeRecords(t *testing.T, log *Log, count int) {
+	t.Helper()
+	for range count {
+		_, err := log.Append(Record{TimeMs: 1, Payload: bytes.Repeat([]byte{1}, 400<<10)})
+		require.NoError(t, err)
+	}
 }

@@ -131,7 +131,8 @@ func (s *Store) openNew(dir string, nowMs int64) (*Log, Recovery, error) {
 
 // EnsureDir creates dir and its missing ancestors and makes their entries
 // durable, syncing only those this Store did not make durable before (a
-// node stamps a partition's directory before its log's first open there).
+// node stamps a partition's directory before its log's first open there,
+// and a move's staged copy).
 func (s *Store) EnsureDir(dir string) error {
 	s.boundEnsured()
 	return ensureDirKnown(s.fs, dir, s.ensured)
