@@ -53,6 +53,7 @@ type Metrics struct {
 	topics            prometheus.Gauge
 	partitions        prometheus.Gauge
 	openLogs          prometheus.Gauge
+	zeroTailBytes     prometheus.Gauge
 	openLogsMax       prometheus.Gauge
 	// logEvictions follows node.Stats.LogEvictions; logEvictionsSeen is
 	// the value last added (setInventory runs on the loop only).
@@ -150,6 +151,8 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 		partitions:  gauge("partitions_total", "Partitions of the known topics."),
 		openLogs:    gauge("open_partition_logs", "Partition logs open now."),
 		openLogsMax: gauge("open_partition_logs_max", "Cap of the partition logs open at once."),
+		zeroTailBytes: gauge("storage_zero_tail_bytes",
+			"Disk preallocated as zeros ahead of the partition logs' frames (open logs, and logs closed since start): at most 1 MiB per open log, 64 KiB per closed one."),
 		logEvictions: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "partition_log_evictions_total",
 			Help: "Partition logs closed to stay under the cap of open logs (they reopen on demand)."}),
 		parkedPolls: gauge("consume_parked_polls", "Long polls waiting now."),
@@ -168,7 +171,7 @@ func (m *Metrics) register(reg prometheus.Registerer) {
 	reg.MustRegister(m.producedMessages, m.producedBytes, m.consumedMessages, m.consumedBytes,
 		m.consumePolls, m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRejected, m.ackRepeated, m.ackExtended, m.nacks, m.deadLetters, m.relaysInFlight, m.relaysMax, m.held, m.heldMax, m.corruptSkipped,
 		m.consumerDropped, m.retentionBytes, m.retentionRecords, m.errors, m.syncRound, m.roundRecords,
-		m.gatherWaits, m.consumesUnclaimed, m.bootSeconds, m.topics, m.partitions, m.openLogs, m.openLogsMax, m.logEvictions, m.parkedPolls, m.peerStepErrors, m.peerUnsent)
+		m.gatherWaits, m.consumesUnclaimed, m.bootSeconds, m.topics, m.partitions, m.openLogs, m.openLogsMax, m.zeroTailBytes, m.logEvictions, m.parkedPolls, m.peerStepErrors, m.peerUnsent)
 }
 
 func counterVec(name, help string, labels []string) *prometheus.CounterVec {
@@ -284,6 +287,7 @@ func (m *Metrics) setInventory(s node.Stats, partitions []node.PartitionState) {
 	m.partitions.Set(float64(s.Partitions))
 	m.openLogs.Set(float64(s.OpenLogs))
 	m.openLogsMax.Set(float64(s.OpenLogsMax))
+	m.zeroTailBytes.Set(float64(s.ZeroTailBytes))
 	m.logEvictions.Add(float64(s.LogEvictions - m.logEvictionsSeen))
 	m.logEvictionsSeen = s.LogEvictions
 	m.parkedPolls.Set(float64(s.ParkedPolls))

@@ -786,6 +786,12 @@ type Stats struct {
 	// HeldRequests counts the requests waiting for their topic to reach
 	// this replica; at most HeldRequestsMax.
 	HeldRequests, HeldRequestsMax int
+	// ZeroTailBytes is the disk the partition logs hold preallocated as
+	// zero tails (storage/doc.go): those of the open logs, and those the
+	// logs closed since the node started left behind. A partition not
+	// opened since the start is not counted (its tail is unknown until
+	// its log's recovery reads it).
+	ZeroTailBytes int64
 }
 
 // Stats returns the node's inventory numbers.
@@ -799,7 +805,20 @@ func (n *Node) Stats() Stats {
 	}
 	s.MoveSessions, s.FrozenPartitions = len(n.moves), len(n.FrozenPartitions())
 	s.RestingDestinations = n.restingDestinations()
+	s.ZeroTailBytes = n.zeroTailBytes()
 	return s
+}
+
+// zeroTailBytes sums the zero tails of the open logs and of the logs the
+// node closed and has not reopened.
+func (n *Node) zeroTailBytes() int64 {
+	total := n.store.ZeroTailBytes()
+	for _, p := range n.partitions { //determinism:ok a sum
+		if p.log == nil {
+			total += p.closed.ZeroTailBytes
+		}
+	}
+	return total
 }
 
 // ReleaseWaiters answers every parked long poll with nothing, at once, and

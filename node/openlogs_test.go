@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"narad/msg"
@@ -293,4 +294,46 @@ func TestRoundsWriteTheHWMFilesWhileTheNodeEvicts(t *testing.T) {
 	require.Positive(t, h.node.logEvictions)
 	require.Equal(t, uint64(3), h.stats("many", last).HighWatermark)
 	require.Less(t, persisted(last), uint64(3), "turned off: the hwm file lags while the node evicts")
+}
+
+// TestStatsCountTheZeroTailsOnDisk: Stats().ZeroTailBytes is the disk the
+// partitions' files hold past their frames, open logs and closed ones
+// alike (the metric narad_storage_zero_tail_bytes): measured here from
+// the files' sizes, with every partition holding one record in one
+// segment, so a file's frames are the same size in every partition.
+func TestStatsCountTheZeroTailsOnDisk(t *testing.T) {
+	h := cappedHarness(t)
+	const partitions = 3 * openLogsTestMax
+	h.createTopic("tails", func(c *msg.CreateTopic) { c.Partitions = partitions })
+	require.Zero(t, h.node.Stats().ZeroTailBytes, "no log has written yet")
+	for index := range partitions { // one round each: the later ones evict the earlier
+		h.ok(batchOver("tails", "tail", index, index+1))
+	}
+	h.ok(msg.Replay{Topic: "tails", Partition: 0, Offset: 0}) // reopens a log closed before: counted once
+	require.True(t, h.node.store.IsOpen(PartitionDir("tails", 0)))
+	open := h.node.store.OpenDirs()
+	require.Len(t, open, openLogsTestMax)
+	log, _, err := h.node.store.Log(open[0], h.nowMs)
+	require.NoError(t, err)
+	frames := log.Stats().SizeBytes
+
+	var onDisk int64
+	for index := range partitions {
+		dir := PartitionDir("tails", index)
+		names, err := h.fs.List(dir)
+		require.NoError(t, err)
+		var segments []string
+		for _, name := range names {
+			if strings.HasSuffix(name, ".log") {
+				segments = append(segments, name)
+			}
+		}
+		require.Len(t, segments, 1, "partition %d", index)
+		info, err := h.fs.Stat(dir + "/" + segments[0])
+		require.NoError(t, err)
+		require.Greater(t, info.Size, frames, "partition %d holds zeros past its frame", index)
+		onDisk += info.Size - frames
+	}
+	require.Equal(t, onDisk, h.node.Stats().ZeroTailBytes)
+	require.Greater(t, onDisk, h.node.store.ZeroTailBytes(), "the closed logs' tails count too")
 }

@@ -124,7 +124,8 @@
 // zeroTailKeptBytes per partition whose log closed cleanly (Close, or the
 // completion of the round a Close left in flight), and by
 // zeroTailStepMaxBytes per open log, per failed log, and per log open at
-// a crash until it is opened and closed again. It works on
+// a crash until it is opened and closed again (LogStats.ZeroTailBytes and
+// Store.ZeroTailBytes count them; the node's metric sums them). It works on
 // any FS (plain positioned writes), the in-memory one included, so the
 // simulator's crashes tear and lose zero writes like frame writes.
 //

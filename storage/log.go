@@ -117,6 +117,14 @@ func (h hwmLag) due(cfg LogConfig) bool {
 // group sync for every log of the round, EnableGroupSync).
 func (l *Log) PersistHWMNextRound() { l.hwmLag.asked = true }
 
+// ZeroTailBytes is the zero tail of the active segment: the bytes of its
+// file past its written frames (doc.go). Of a closed log, what its close
+// left.
+func (l *Log) ZeroTailBytes() int64 {
+	active := l.active()
+	return active.fileBytes - active.writtenBytes
+}
+
 // LogStats is a snapshot of a log's size and bounds.
 type LogStats struct {
 	Segments  int
@@ -127,6 +135,10 @@ type LogStats struct {
 	// OldestSegmentTimeMs is the newest record time of the oldest segment
 	// (the time retention compares), or 0 if that segment has no record.
 	OldestSegmentTimeMs int64
+	// ZeroTailBytes is the zero tail of the active segment: disk the log
+	// holds written ahead of its frames (doc.go). Of a closed log, the
+	// tail its close left.
+	ZeroTailBytes int64
 }
 
 // OpenLog opens the partition log in dir, creating dir if it is missing,
@@ -524,7 +536,7 @@ func (l *Log) SyncCommitted() error {
 
 // Stats returns a snapshot of the log's bounds and size.
 func (l *Log) Stats() LogStats {
-	stats := LogStats{Segments: len(l.segments), Oldest: l.Oldest(), HWM: l.hwm, Next: l.next}
+	stats := LogStats{Segments: len(l.segments), Oldest: l.Oldest(), HWM: l.hwm, Next: l.next, ZeroTailBytes: l.ZeroTailBytes()}
 	for _, s := range l.segments {
 		stats.SizeBytes += s.sizeBytes
 	}

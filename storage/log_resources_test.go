@@ -205,10 +205,12 @@ func TestAClosedLogKeepsAtMostAStepOfZeroTail(t *testing.T) {
 		logical := log.Stats().SizeBytes
 		tail := log.active().fileBytes - log.active().writtenBytes
 		require.Positive(t, tail, "an open log keeps zeros ahead of its frames")
+		require.Equal(t, tail, log.Stats().ZeroTailBytes)
 		require.NoError(t, log.Close())
 		info, err := os.Stat(filepath.Join(root, dir, segmentName(0)))
 		require.NoError(t, err)
 		require.Equal(t, logical+min(tail, zeroTailKeptBytes), info.Size(), "log %d: %d bytes of zero tail kept of %d", p, info.Size()-logical, tail)
+		require.Equal(t, info.Size()-logical, log.Stats().ZeroTailBytes, "a closed log's stats say what its close left")
 	}
 }
 

@@ -257,6 +257,16 @@ func (s *Store) IsOpen(dir string) bool {
 	return open
 }
 
+// ZeroTailBytes sums the zero tails of the open logs (Log.ZeroTailBytes):
+// disk preallocated ahead of their frames.
+func (s *Store) ZeroTailBytes() int64 {
+	var total int64
+	for entry := s.recency.next; entry != &s.recency; entry = entry.next {
+		total += entry.log.ZeroTailBytes()
+	}
+	return total
+}
+
 // OpenDirs returns the directories of the open logs, sorted.
 func (s *Store) OpenDirs() []string {
 	return slices.Sorted(maps.Keys(s.open))
