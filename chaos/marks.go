@@ -223,6 +223,9 @@ const (
 	// persisted high watermark (the lazy hwm file lagged at a crash) and
 	// made them durable before serving them.
 	MarkStorageRecoveredPastHWM Mark = "storage-recovered-past-hwm"
+	// MarkStorageReopenedWarm: a log closed cleanly was opened again from
+	// the state its close kept, without recovering its directory.
+	MarkStorageReopenedWarm Mark = "storage-reopened-warm"
 )
 
 // Registered lists every mark of the core, in the order declared.
@@ -243,5 +246,5 @@ var Registered = []Mark{
 	MarkNodeDeadLetterFrontierSaved, MarkNodeMoveCarriedLeases,
 	MarkFanoutCursorStarted, MarkFanoutCursorResumed, MarkFanoutBatchCopied, MarkFanoutBatchFailed,
 	MarkFanoutDelayHeld, MarkFanoutCursorMoved, MarkFanoutRecordsAgedOut, MarkFanoutWaitedForRelay,
-	MarkStorageSegmentReopened, MarkStorageRecoveredPastHWM,
+	MarkStorageSegmentReopened, MarkStorageRecoveredPastHWM, MarkStorageReopenedWarm,
 }

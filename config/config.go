@@ -132,6 +132,11 @@ type Storage struct {
 	// start; otherwise within [1, openLogsMaxLimit], and the start refuses
 	// a value the descriptor limit cannot hold.
 	OpenLogsMax int `json:"open_logs_max"`
+	// ClosedLogsKeptBytesMax bounds the memory of the partition logs kept
+	// after an eviction or idle close (their index, 4 bytes a record), so
+	// that reopening one reads none of its segments; 0 keeps none;
+	// otherwise at most closedLogsKeptBytesLimit.
+	ClosedLogsKeptBytesMax int64 `json:"closed_logs_kept_bytes_max"`
 	// GroupSync lets one sync round make the records of several partitions
 	// durable with one syncfs(2) of the data directory's file system
 	// rather than an fdatasync per partition log (ext4 on Linux 5.17 or
@@ -215,12 +220,13 @@ func Default() Config {
 		Cluster: Cluster{Addr: ":7943", HeartbeatIntervalMs: 5_000, DeadAfterMs: 30_000, MetaSnapshotEntries: 1_000},
 		Moves:   Moves{MaxInFlight: 8, FreezeTTLMs: 30_000, StallTimeoutMs: 60_000, ForcePromoteAfterMs: 120_000},
 		Storage: Storage{
-			DataDir:           "data",
-			Codec:             "none",
-			CompressionLevel:  "fastest",
-			IdleLogEvictionMs: 30 * 60 * 1000,
-			SegmentBytes:      64 << 20,
-			GroupSync:         true,
+			DataDir:                "data",
+			Codec:                  "none",
+			CompressionLevel:       "fastest",
+			IdleLogEvictionMs:      30 * 60 * 1000,
+			SegmentBytes:           64 << 20,
+			GroupSync:              true,
+			ClosedLogsKeptBytesMax: 256 << 20,
 		},
 		Topic: Topic{
 			DefaultPartitions:                3,

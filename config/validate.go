@@ -50,6 +50,8 @@ const (
 	placementMax = 1 << 24
 	// openLogsMaxLimit bounds storage.open_logs_max.
 	openLogsMaxLimit = 1 << 20
+	// closedLogsKeptBytesLimit bounds storage.closed_logs_kept_bytes_max.
+	closedLogsKeptBytesLimit = 64 << 30
 	// partitionsMin is the fewest partitions a topic may have.
 	partitionsMin = 3
 	// partitionsCeiling bounds topic.max_partitions (partition directories
@@ -227,6 +229,9 @@ func (s Storage) validate(found *problems) {
 	}
 	if s.OpenLogsMax < 0 || s.OpenLogsMax > openLogsMaxLimit {
 		found.add("storage.open_logs_max", "must be 0 (derive from the descriptor limit) or in [1, %d] (got %d)", openLogsMaxLimit, s.OpenLogsMax)
+	}
+	if s.ClosedLogsKeptBytesMax < 0 || s.ClosedLogsKeptBytesMax > closedLogsKeptBytesLimit {
+		found.add("storage.closed_logs_kept_bytes_max", "must be in [0, %d] (got %d)", int64(closedLogsKeptBytesLimit), s.ClosedLogsKeptBytesMax)
 	}
 	if s.IdleLogEvictionMs != 0 && s.IdleLogEvictionMs < idleLogEvictionMsMin {
 		found.add("storage.idle_log_eviction_ms", "must be 0 (never) or ≥ %d (got %d)", idleLogEvictionMsMin, s.IdleLogEvictionMs)

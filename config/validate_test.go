@@ -95,6 +95,8 @@ func TestValidateRules(t *testing.T) {
 		{"partitions per node huge", func(c *Config) { c.Topic.MaxPartitionsPerNode = 1<<24 + 1 }, "topic.max_partitions_per_node", "[1,"},
 		{"open logs negative", func(c *Config) { c.Storage.OpenLogsMax = -1 }, "storage.open_logs_max", "0 (derive"},
 		{"open logs huge", func(c *Config) { c.Storage.OpenLogsMax = 1<<20 + 1 }, "storage.open_logs_max", "[1, 1048576]"},
+		{"kept logs negative", func(c *Config) { c.Storage.ClosedLogsKeptBytesMax = -1 }, "storage.closed_logs_kept_bytes_max", "[0, 68719476736]"},
+		{"kept logs huge", func(c *Config) { c.Storage.ClosedLogsKeptBytesMax = 64<<30 + 1 }, "storage.closed_logs_kept_bytes_max", "[0, 68719476736]"},
 		{"idle eviction short", func(c *Config) { c.Storage.IdleLogEvictionMs = 59_999 }, "storage.idle_log_eviction_ms", "≥ 60000"},
 		{"max partitions high", func(c *Config) { c.Topic.MaxPartitions = 100_000 }, "topic.max_partitions", "[3, 99999]"},
 		{"default partitions low", func(c *Config) { c.Topic.DefaultPartitions = 2 }, "topic.default_partitions", "[3,"},

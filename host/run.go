@@ -94,6 +94,7 @@ func nodeConfig(cfg config.Config) node.Config {
 	n.TopicsMax, n.PartitionsPerNodeMax = cfg.Topic.MaxTopics, cfg.Topic.MaxPartitionsPerNode
 	n.ConsumeWaitMaxMs = cfg.HTTP.MaxConsumeWait.Milliseconds()
 	n.IdleLogCloseMs = cfg.Storage.IdleLogEvictionMs
+	n.ClosedLogsKeptBytesMax = cfg.Storage.ClosedLogsKeptBytesMax
 	n.HandleKey = drawHandleKey()
 	n.MemberHeartbeatIntervalMs, n.MemberDeadAfterMs = cfg.Cluster.HeartbeatIntervalMs, cfg.Cluster.DeadAfterMs
 	n.Moves.MaxInFlight, n.Moves.FreezeTTLMs = cfg.Moves.MaxInFlight, cfg.Moves.FreezeTTLMs

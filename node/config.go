@@ -39,6 +39,9 @@ const HandleKeyBytes = lease.HandleKeyBytes
 // alone would exceed any sane process limit.
 const openLogsLimit = 1 << 20
 
+// closedLogsKeptBytesLimit bounds Config.ClosedLogsKeptBytesMax.
+const closedLogsKeptBytesLimit = 64 << 30
+
 // placementLimit bounds Config.TopicsMax and PartitionsPerNodeMax.
 const placementLimit = 1 << 24
 
@@ -141,6 +144,14 @@ type Config struct {
 	// driver keeps this well below the process's limit. Within
 	// [1, openLogsLimit].
 	OpenLogsMax int
+	// ClosedLogsKeptBytesMax bounds the memory of the logs the node keeps
+	// after closing them for room or idleness, so that their next open is
+	// a warm reopen, without recovery's read of every segment (a
+	// partition of a gigabyte read a gigabyte at each reopen); past it the
+	// least recently closed are forgotten and recover when opened again.
+	// A kept log holds its index (4 bytes a record) and no descriptor.
+	// 0 keeps none. Within [0, closedLogsKeptBytesLimit].
+	ClosedLogsKeptBytesMax int64
 	// Fanout bounds the copy of parent partitions into their children.
 	Fanout FanoutConfig
 	// RelaysInFlightMax caps the writes this node makes into topics on
@@ -173,6 +184,7 @@ func DefaultConfig() Config {
 		IdleLogCloseMs:             1_800_000,
 		HWMEagerAfterEvictionMs:    1_000,
 		OpenLogsMax:                1024,
+		ClosedLogsKeptBytesMax:     256 << 20,
 		RelaysInFlightMax:          1024,
 		Fanout:                     DefaultFanoutConfig(),
 		MetaTickIntervalMs:         100,
@@ -236,6 +248,8 @@ func (c Config) Validate() error {
 	check(c.RetentionCheckIntervalMs > 0, "retention check interval must be > 0")
 	check(len(c.HandleKey) == lease.HandleKeyBytes, "handle key of %d bytes, want %d (drawn by the driver)", len(c.HandleKey), lease.HandleKeyBytes)
 	check(c.OpenLogsMax >= 1 && c.OpenLogsMax <= openLogsLimit, "open logs max %d not in [1, %d]", c.OpenLogsMax, openLogsLimit)
+	check(c.ClosedLogsKeptBytesMax >= 0 && c.ClosedLogsKeptBytesMax <= closedLogsKeptBytesLimit,
+		"closed logs kept bytes max %d not in [0, %d]", c.ClosedLogsKeptBytesMax, int64(closedLogsKeptBytesLimit))
 	check(c.RelaysInFlightMax >= 1 && c.RelaysInFlightMax <= relaysLimit, "relays in flight max %d not in [1, %d]", c.RelaysInFlightMax, relaysLimit)
 	problems = append(problems, c.Fanout.problems()...)
 	check(c.IdleLogCloseMs == 0 || c.IdleLogCloseMs >= 60_000, "idle log close must be 0 or >= 60000 ms")

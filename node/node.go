@@ -292,7 +292,7 @@ func New(cfg Config, fs storage.FS, metaStore *meta.Store, nowMs int64, observer
 
 func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observer Observer) *Node {
 	return &Node{
-		cfg: cfg, fs: fs, store: storage.NewStore(fs, cfg.Log, cfg.OpenLogsMax), observer: observer, nowMs: nowMs,
+		cfg: cfg, fs: fs, store: storage.NewStore(fs, cfg.Log, cfg.OpenLogsMax, cfg.ClosedLogsKeptBytesMax), observer: observer, nowMs: nowMs,
 		handles: lease.NewHandles(cfg.HandleKey), meta: replica, proposals: map[meta.ProposalID]*pendingProposal{}, known: map[string]meta.TopicIdentity{},
 		cursors: map[string]*topicCursors{}, partitions: map[partitionKey]*partition{}, waiters: newWaiterSet(),
 		dirty: map[partitionKey]*partition{}, dependents: map[partitionKey][]int{},
@@ -792,6 +792,11 @@ type Stats struct {
 	// opened since the start is not counted (its tail is unknown until
 	// its log's recovery reads it).
 	ZeroTailBytes int64
+	// KeptLogs counts the logs closed for room or idleness that the node
+	// keeps for a warm reopen, KeptLogBytes their memory, at most
+	// KeptLogBytesMax (Config.ClosedLogsKeptBytesMax).
+	KeptLogs                      int
+	KeptLogBytes, KeptLogBytesMax int64
 }
 
 // Stats returns the node's inventory numbers.
@@ -806,6 +811,8 @@ func (n *Node) Stats() Stats {
 	s.MoveSessions, s.FrozenPartitions = len(n.moves), len(n.FrozenPartitions())
 	s.RestingDestinations = n.restingDestinations()
 	s.ZeroTailBytes = n.zeroTailBytes()
+	s.KeptLogs, s.KeptLogBytes = n.store.Kept()
+	s.KeptLogBytesMax = n.cfg.ClosedLogsKeptBytesMax
 	return s
 }
 

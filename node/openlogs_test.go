@@ -337,3 +337,65 @@ func TestStatsCountTheZeroTailsOnDisk(t *testing.T) {
 	require.Equal(t, onDisk, h.node.Stats().ZeroTailBytes)
 	require.Greater(t, onDisk, h.node.store.ZeroTailBytes(), "the closed logs' tails count too")
 }
+
+// replayPayloads reads a partition by replay from offset 0 to its end.
+func (h *harness) replayPayloads(topicName string, partition int) []string {
+	h.t.Helper()
+	var payloads []string
+	for offset := uint64(0); ; offset++ {
+		result := h.ok(msg.Replay{Topic: topicName, Partition: partition, Offset: offset}).(msg.ReplayResult)
+		if result.Message == nil {
+			return payloads
+		}
+		payloads = append(payloads, string(result.Message.Payload))
+	}
+}
+
+// TestAnEvictedPartitionReopensWarm: the logs the node closes for room
+// are kept (Stats.KeptLogs), and a kept log's next open is warm: it
+// leaves the kept ones and serves every record.
+func TestAnEvictedPartitionReopensWarm(t *testing.T) {
+	h := cappedHarness(t)
+	const partitions = 2 * openLogsTestMax
+	h.createTopic("warm", func(c *msg.CreateTopic) { c.Partitions = partitions })
+	for index := range partitions {
+		for i := range 3 {
+			h.produce("warm", index, fmt.Sprintf("%d-%d", index, i))
+		}
+	}
+	stats := h.node.Stats()
+	require.Equal(t, partitions-openLogsTestMax, stats.KeptLogs, "every evicted log is kept")
+	require.Positive(t, stats.KeptLogBytes)
+	require.LessOrEqual(t, stats.KeptLogBytes, stats.KeptLogBytesMax)
+
+	require.Equal(t, []string{"0-0", "0-1", "0-2"}, h.replayPayloads("warm", 0))
+	require.Equal(t, partitions-openLogsTestMax, h.node.Stats().KeptLogs, "partition 0 left the kept logs, another joined them")
+	h.produce("warm", 0, "0-3")
+	require.Equal(t, []string{"0-0", "0-1", "0-2", "0-3"}, h.replayPayloads("warm", 0))
+}
+
+// TestADeletedTopicLeavesNoKeptLog: the logs kept for a warm reopen are
+// forgotten with their topic, so a topic created again under the name
+// serves its own records only, never the old topic's through a kept
+// index.
+func TestADeletedTopicLeavesNoKeptLog(t *testing.T) {
+	h := cappedHarness(t)
+	const partitions = 2 * openLogsTestMax
+	h.createTopic("again", func(c *msg.CreateTopic) { c.Partitions = partitions })
+	for index := range partitions {
+		h.produce("again", index, fmt.Sprintf("old-%d", index))
+		h.produce("again", index, fmt.Sprintf("old-%d", index))
+	}
+	require.Positive(t, h.node.Stats().KeptLogs)
+	h.ok(msg.DeleteTopic{Name: "again"})
+	require.Zero(t, h.node.Stats().KeptLogs)
+	require.Zero(t, h.node.Stats().KeptLogBytes)
+
+	h.createTopic("again", func(c *msg.CreateTopic) { c.Partitions = partitions })
+	for index := range partitions {
+		h.produce("again", index, fmt.Sprintf("new-%d", index))
+	}
+	for index := range partitions {
+		require.Equal(t, []string{fmt.Sprintf("new-%d", index)}, h.replayPayloads("again", index), "partition %d", index)
+	}
+}

@@ -255,7 +255,7 @@ func (n *Node) closeLeastRecentLog() bool {
 	if !ok {
 		return false
 	}
-	err := n.store.Close(dir)
+	err := n.store.Evict(dir)
 	if err != nil {
 		n.observer.Event("log-evict-failed", err.Error())
 	}

@@ -93,7 +93,7 @@ func TestAStaleCreationIsRemovedBeforeTheNewTopicOpens(t *testing.T) {
 	require.NoError(t, h.node.Close())
 	h.node = nil
 	stale.Incarnation++ // as if the directory were another creation's
-	require.NoError(t, writeStamp(h.fs, storage.NewStore(h.fs, h.cfg.Log, 1).EnsureDir, PartitionDir("orders", 2), stale))
+	require.NoError(t, writeStamp(h.fs, storage.NewStore(h.fs, h.cfg.Log, 1, 0).EnsureDir, PartitionDir("orders", 2), stale))
 	h.start()
 
 	require.Equal(t, uint64(0), h.stats("orders", 2).HighWatermark, "the other creation's record is gone")

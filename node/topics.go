@@ -433,6 +433,7 @@ func (n *Node) purgeDroppedTopicDir(name string) {
 // directory is gone). Seed 2700155: the topic's delete applied at the
 // target in flip, whose copy stayed open under the removal.
 func (n *Node) closeTopicLogs(name string) {
+	n.store.ForgetUnder(topicsDir + "/" + name)
 	prefix := topicsDir + "/" + name + "/"
 	for _, dir := range n.store.OpenDirs() {
 		if !strings.HasPrefix(dir, prefix) {

@@ -84,6 +84,7 @@ var ExpectedMarks = []chaos.Mark{
 	chaos.MarkNodeRedelivery,
 	chaos.MarkStorageSegmentReopened,
 	chaos.MarkStorageRecoveredPastHWM,
+	chaos.MarkStorageReopenedWarm,
 	markKillDuringSyncRound,
 	markGroupSyncRound,
 }

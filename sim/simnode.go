@@ -145,6 +145,9 @@ func (n *simNode) config() node.Config {
 	if !n.w.hwmEager {
 		cfg.HWMEagerAfterEvictionMs = 0
 	}
+	if !n.w.warmReopen {
+		cfg.ClosedLogsKeptBytesMax = 0
+	}
 	if n.w.clustered() {
 		cfg.OpenLogsMax = simClusterOpenLogsMax
 		cfg = n.w.clusterConfig(cfg, n)

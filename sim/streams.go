@@ -55,6 +55,9 @@ const (
 	// hwmEagerStream: whether the nodes write their hwm files with every
 	// round while they evict logs.
 	hwmEagerStream = 49
+	// warmReopenStream: whether the nodes keep the logs they close for a
+	// warm reopen.
+	warmReopenStream = 50
 	// memFSStream: the base of the simulated disks' streams (one per
 	// node: memFSStream plus the node's index).
 	memFSStream = 100
@@ -75,6 +78,6 @@ var (
 	singleStreams = []uint64{workloadStream, networkStream, faultStream, peerStream, moveStream, usersStream,
 		lateProposalStream, controlStream, sitesStream, caughtUpKillStream, mediaStream, deadLettersStream, movesFanoutStream,
 		installCrashStream, weatherStream, groupSyncStream, readFaultStream, namespaceFaultStream, clockSkewStream,
-		hwmEagerStream}
+		hwmEagerStream, warmReopenStream}
 	perNodeStreamBases = []uint64{memFSStream, handleKeyStream}
 )

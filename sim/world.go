@@ -170,6 +170,12 @@ type World struct {
 	// simulator's nodes evict all the time and the lazy hwm file (and
 	// recovery past it) must stay under test. Fixed at NewWorld.
 	hwmEager bool
+	// warmReopen: the nodes keep the logs they close for room or
+	// idleness and reopen them warm, without recovery
+	// (node.Config.ClosedLogsKeptBytesMax, on in production); drawn for
+	// warmReopenPercent of the runs, since recovery of an evicted log
+	// must stay under test too. Fixed at NewWorld.
+	warmReopen bool
 	// media is the media corruption of the disks (media_faults.go); nil
 	// until the first start of a node.
 	media *mediaFaults
@@ -291,6 +297,7 @@ func NewWorld(opts Options) *World {
 	w.agedOut = newFanoutAgedOut(w)
 	w.groupSync = newRand(opts.Seed, groupSyncStream).IntN(100) < groupSyncPercent
 	w.hwmEager = newRand(opts.Seed, hwmEagerStream).IntN(100) < hwmEagerPercent
+	w.warmReopen = newRand(opts.Seed, warmReopenStream).IntN(100) < warmReopenPercent
 	return w
 }
 
@@ -339,6 +346,10 @@ const groupSyncPercent = 50
 // hwmEagerPercent is the share of runs whose nodes write the hwm files
 // with every round while they evict logs (World.hwmEager).
 const hwmEagerPercent = 50
+
+// warmReopenPercent is the share of runs whose nodes reopen closed logs
+// warm (World.warmReopen).
+const warmReopenPercent = 50
 
 // simGCPercent is the garbage collector's target during a run. A run
 // keeps a few MB live and allocates hundreds of MB, so the default (100)

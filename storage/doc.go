@@ -261,6 +261,19 @@
 // The committed consumer offset is then clamped into [Oldest, HWM]; a
 // damaged consumer.offset resets it to Oldest (redelivery, never loss).
 //
+// # Warm reopen (Store.Evict, Store.CloseIdle)
+//
+// Recovery reads every frame, so reopening a large log costs a read of
+// all of it. A Store keeps the logs it evicts or closes for idleness
+// when their close left their files exactly as their state describes
+// (reopen.go), within a budget of index memory, and opens such a log
+// again from that state after checking that its directory is as the
+// close left it; any other open recovers. Store.Close, which every caller
+// that removes or replaces a partition directory calls first, forgets
+// the kept log, as do Store.ForgetUnder and Store.Adopt. A warm reopen
+// and a recovery of the same files show the same log (a property test
+// holds them to it).
+//
 // # Invariants
 //
 //   - Oldest() <= Committed() <= HWM() <= Next(); HWM never decreases while

@@ -76,6 +76,10 @@ type Log struct {
 	failure error
 	// closed is set by Close.
 	closed bool
+	// reopenable is set by a Close that left the log's files exactly as
+	// its state describes them (reopen.go); spent is set once a warm
+	// reopen took its state over. Both change only at Close and reopen.
+	reopenable, spent bool
 	// syncing is the sync round in flight (PrepareSync to CompleteSync),
 	// or nil. Invariant: while set, Dirty() or CommittedDirty() holds, the
 	// files stay open (Close defers closing them to CompleteSync) and no
@@ -571,7 +575,10 @@ func (l *Log) Close() error {
 		// made every reopen's round write a new tail and journal it.
 		errs = append(errs, l.trimZeroTail(l.active(), zeroTailKeptBytes))
 	}
-	return errors.Join(append(errs, l.closeFiles())...)
+	settled := l.settledForReopen()
+	err := errors.Join(append(errs, l.closeFiles())...)
+	l.reopenable = settled && err == nil
+	return err
 }
 
 // closeFiles closes the segment files and the hwm file.

@@ -258,7 +258,7 @@ func TestMoveOpenVerifiedIsAdopted(t *testing.T) {
 		log, recovery, err := OpenVerified(fs, "final", cfg, 40, Corruption{})
 		require.NoError(t, err)
 		require.Equal(t, uint64(40), recovery.HWM)
-		store := NewStore(fs, cfg, storeOpenMaxTest)
+		store := NewStore(fs, cfg, storeOpenMaxTest, storeKeptBytesTest)
 		require.NoError(t, store.Adopt("final", log, 5))
 		require.Error(t, store.Adopt("final", log, 5), "one log per directory")
 		got, reopened, err := store.Log("final", 6)

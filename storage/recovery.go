@@ -43,6 +43,10 @@ type Recovery struct {
 	// CommittedReset: the consumer.offset file was corrupt, or its value
 	// was above the recovered HWM, so Committed was reset.
 	CommittedReset bool
+	// Warm: the log was not recovered but reopened from the state its
+	// clean close kept (reopen.go); only Segments, HWM, PersistedHWM and
+	// Committed are set, and nothing was found.
+	Warm bool
 }
 
 // recoverer holds the state of one recovery. It is used once.

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 )
 
 // Store holds the open logs of one node, keyed by partition directory. It
@@ -49,26 +50,44 @@ type Store struct {
 	// (up to 2×FrameBytesMax; nothing an open log holds points into it).
 	// Only openNew changes it.
 	recoveryBuffer []byte
+	// kept maps a directory to the log an eviction or idle close closed
+	// cleanly there, kept for a warm reopen (reopen.go); keptOrder rings
+	// them least recently closed first (its sentinel holds no log), and
+	// keptBytes sums their keptBytes. Invariant: keptBytes <= keptBytesMax
+	// (fixed at NewStore; 0 keeps nothing), no directory is both open and
+	// kept, and every kept log is reopenable and not spent. Changed by
+	// keep, forget and openNew.
+	kept         map[string]*storeEntry
+	keptOrder    storeEntry
+	keptBytes    int64
+	keptBytesMax int64
 }
 
-// storeEntry is one open log and when it was last used.
+// storeEntry is one open log and when it was last used, or one kept
+// closed (Store.kept).
 type storeEntry struct {
-	// dir is the entry's key in Store.open.
+	// dir is the entry's key in Store.open (or Store.kept).
 	dir string
 	log *Log
 	// lastUseMs is the nowMs of the latest Store.Log call for it.
 	lastUseMs int64
+	// keptBytes is the log's keptBytes while it is kept.
+	keptBytes int64
 	// previous and next link the entry into Store.recency, the order of
 	// latest uses (unlike the clock, it tells apart uses within one
-	// millisecond); only the Store's link and unlink change them.
+	// millisecond), or into Store.keptOrder; only the Store's link and
+	// unlink change them.
 	previous, next *storeEntry
 }
 
 // link puts entry at the most recent end of the recency ring.
-func (s *Store) link(entry *storeEntry) {
-	last := s.recency.previous
-	entry.previous, entry.next = last, &s.recency
-	last.next, s.recency.previous = entry, entry
+func (s *Store) link(entry *storeEntry) { linkLast(&s.recency, entry) }
+
+// linkLast puts entry at the most recent end of the ring of ring.
+func linkLast(ring, entry *storeEntry) {
+	last := ring.previous
+	entry.previous, entry.next = last, ring
+	last.next, ring.previous = entry, entry
 }
 
 // unlink takes entry out of the recency ring.
@@ -81,12 +100,14 @@ func (s *Store) unlink(entry *storeEntry) {
 var ErrOpenLogsFull = errors.New("storage: open logs at their cap")
 
 // NewStore returns an empty store opening logs with cfg, at most openMax
-// (at least 1) at once.
-func NewStore(fs FS, cfg LogConfig, openMax int) *Store {
-	assert(openMax >= 1, "store with an open-log cap of %d", openMax)
+// (at least 1) at once, keeping logs it closes for a warm reopen within
+// keptBytesMax of memory (0: none).
+func NewStore(fs FS, cfg LogConfig, openMax int, keptBytesMax int64) *Store {
+	assert(openMax >= 1 && keptBytesMax >= 0, "store with an open-log cap of %d, %d bytes of kept logs", openMax, keptBytesMax)
 	s := &Store{fs: fs, cfg: cfg, openMax: openMax, open: make(map[string]*storeEntry), lastUseFloorMs: math.MaxInt64,
-		ensured: make(map[string]struct{})}
+		ensured: make(map[string]struct{}), kept: make(map[string]*storeEntry), keptBytesMax: keptBytesMax}
 	s.recency.previous, s.recency.next = &s.recency, &s.recency
+	s.keptOrder.previous, s.keptOrder.next = &s.keptOrder, &s.keptOrder
 	return s
 }
 
@@ -118,8 +139,20 @@ func (s *Store) use(dir string, nowMs int64) (*Log, bool) {
 	return entry.log, true
 }
 
-// openNew opens (recovers) dir's log and adds it, used at nowMs.
+// openNew opens dir's log and adds it, used at nowMs: warm, from the
+// log kept there if the directory is as it left it, else by recovery.
 func (s *Store) openNew(dir string, nowMs int64) (*Log, Recovery, error) {
+	if entry, ok := s.kept[dir]; ok {
+		s.forget(dir)
+		log, ok, err := entry.log.reopen()
+		if err != nil {
+			return nil, Recovery{}, err
+		}
+		if ok {
+			s.add(dir, log, nowMs)
+			return log, log.warmRecovery(), nil
+		}
+	}
 	s.boundEnsured()
 	log, recovery, err := openLog(s.fs, dir, s.cfg, &s.recoveryBuffer, s.ensured)
 	if err != nil {
@@ -128,6 +161,51 @@ func (s *Store) openNew(dir string, nowMs int64) (*Log, Recovery, error) {
 	s.add(dir, log, nowMs)
 	return log, recovery, nil
 }
+
+// keep keeps log, just closed from dir, for a warm reopen, if its close
+// left it reopenable: the least recently closed kept logs go to make room
+// within keptBytesMax, and a log larger than all of it is not kept.
+func (s *Store) keep(dir string, log *Log) {
+	if !log.reopenable {
+		return
+	}
+	bytes := log.keptBytes()
+	if bytes > s.keptBytesMax {
+		return
+	}
+	for s.keptBytes+bytes > s.keptBytesMax {
+		s.forget(s.keptOrder.next.dir)
+	}
+	entry := &storeEntry{dir: dir, log: log, keptBytes: bytes}
+	s.kept[dir] = entry
+	linkLast(&s.keptOrder, entry)
+	s.keptBytes += bytes
+}
+
+// forget drops the log kept for dir, if any.
+func (s *Store) forget(dir string) {
+	entry, ok := s.kept[dir]
+	if !ok {
+		return
+	}
+	delete(s.kept, dir)
+	s.unlink(entry)
+	s.keptBytes -= entry.keptBytes
+}
+
+// ForgetUnder drops the logs kept for dir and the directories below it
+// (a topic's directory, whose partitions' directories go with it).
+func (s *Store) ForgetUnder(dir string) {
+	for _, kept := range slices.Sorted(maps.Keys(s.kept)) {
+		if kept == dir || strings.HasPrefix(kept, dir+"/") {
+			s.forget(kept)
+		}
+	}
+}
+
+// Kept reports how many closed logs the Store keeps for a warm reopen,
+// and the memory they hold (at most the keptBytesMax of NewStore).
+func (s *Store) Kept() (logs int, bytes int64) { return len(s.kept), s.keptBytes }
 
 // EnsureDir creates dir and its missing ancestors and makes their entries
 // durable, syncing only those this Store did not make durable before (a
@@ -223,30 +301,54 @@ func (s *Store) CloseIdle(nowMs, idleMs int64) ([]string, error) {
 	slices.Sort(closed)
 	var errs []error
 	for _, dir := range closed {
-		errs = append(errs, s.Close(dir))
+		errs = append(errs, s.Evict(dir))
 	}
 	return closed, errors.Join(errs...)
 }
 
-// Close closes the log of dir if it is open.
+// Close closes the log of dir if it is open, and forgets any log kept for
+// a warm reopen there: whoever removes or replaces a partition directory
+// closes it first.
 func (s *Store) Close(dir string) error {
+	s.forget(dir)
+	_, err := s.closeOpen(dir)
+	return err
+}
+
+// Evict closes the log of dir, if it is open, to make room or because it
+// is idle: the directory stays as it is, so the log is kept for a warm
+// reopen when its close left it reopenable.
+func (s *Store) Evict(dir string) error {
+	log, err := s.closeOpen(dir)
+	if log != nil && err == nil {
+		s.keep(dir, log)
+	}
+	return err
+}
+
+// closeOpen closes the open log of dir and returns it (nil if none).
+func (s *Store) closeOpen(dir string) (*Log, error) {
 	entry, ok := s.open[dir]
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	delete(s.open, dir)
 	s.unlink(entry)
 	if err := entry.log.Close(); err != nil {
-		return fmt.Errorf("storage: closing %s: %w", dir, err)
+		return entry.log, fmt.Errorf("storage: closing %s: %w", dir, err)
 	}
-	return nil
+	return entry.log, nil
 }
 
-// CloseAll closes every open log (without syncing) and joins the errors.
+// CloseAll closes every open log (without syncing), forgets the kept
+// ones, and joins the errors.
 func (s *Store) CloseAll() error {
 	var errs []error
 	for _, dir := range s.OpenDirs() {
 		errs = append(errs, s.Close(dir))
+	}
+	for len(s.kept) > 0 {
+		s.forget(s.keptOrder.next.dir)
 	}
 	return errors.Join(errs...)
 }
@@ -281,6 +383,7 @@ func (s *Store) Adopt(dir string, log *Log, nowMs int64) error {
 	if _, ok := s.open[dir]; ok {
 		return fmt.Errorf("storage: adopt %s: a log is open there already", dir)
 	}
+	s.forget(dir)
 	s.add(dir, log, nowMs)
 	return nil
 }

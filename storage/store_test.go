@@ -12,7 +12,7 @@ import (
 // and reports a Recovery only when it actually opened one.
 func TestStoreOpensOnDemand(t *testing.T) {
 	forEachLogFS(t, func(t *testing.T, fs FS) {
-		store := NewStore(fs, smallLogConfig(), storeOpenMaxTest)
+		store := NewStore(fs, smallLogConfig(), storeOpenMaxTest, storeKeptBytesTest)
 		log, recovery, err := store.Log("t/p1", 100)
 		require.NoError(t, err)
 		require.Equal(t, 1, recovery.Segments)
@@ -40,7 +40,7 @@ func TestStoreOpensOnDemand(t *testing.T) {
 // CloseIdle closes the logs unused for idleMs that have nothing to sync,
 // and reports them sorted.
 func TestStoreCloseIdle(t *testing.T) {
-	store := NewStore(newLogMemFS(1), smallLogConfig(), storeOpenMaxTest)
+	store := NewStore(newLogMemFS(1), smallLogConfig(), storeOpenMaxTest, storeKeptBytesTest)
 	open := func(dir string, nowMs int64) *Log {
 		log, _, err := store.Log(dir, nowMs)
 		require.NoError(t, err)
@@ -77,7 +77,7 @@ func TestStoreCloseIdle(t *testing.T) {
 // be idle; a log opened or adopted with an older clock than the others
 // (a move's copy adopted at the time its session began) is not skipped.
 func TestStoreCloseIdleAfterASkippedScan(t *testing.T) {
-	store := NewStore(newLogMemFS(1), smallLogConfig(), storeOpenMaxTest)
+	store := NewStore(newLogMemFS(1), smallLogConfig(), storeOpenMaxTest, storeKeptBytesTest)
 	_, _, err := store.Log("a", 1_000)
 	require.NoError(t, err)
 	closed, err := store.CloseIdle(1_500, 1_000)
@@ -115,7 +115,7 @@ func TestStoreCloseIdleAfterASkippedScan(t *testing.T) {
 func TestStoreOpenFailure(t *testing.T) {
 	fs := newLogMemFS(2)
 	require.NoError(t, WriteFileAtomic(fs, "file", []byte("x")))
-	store := NewStore(fs, smallLogConfig(), storeOpenMaxTest)
+	store := NewStore(fs, smallLogConfig(), storeOpenMaxTest, storeKeptBytesTest)
 	_, _, err := store.Log("file", 0)
 	require.Error(t, err)
 	require.Empty(t, store.OpenDirs())
@@ -128,7 +128,7 @@ const storeOpenMaxTest = 64
 // least recently used log that can close without loss, skipping dirty
 // ones and those the caller keeps.
 func TestStoreCapAndLeastRecent(t *testing.T) {
-	store := NewStore(newLogMemFS(3), smallLogConfig(), 3)
+	store := NewStore(newLogMemFS(3), smallLogConfig(), 3, storeKeptBytesTest)
 	open := func(dir string) *Log {
 		log, _, err := store.Log(dir, 0)
 		require.NoError(t, err)
@@ -158,7 +158,7 @@ func TestStoreCapAndLeastRecent(t *testing.T) {
 	require.NoError(t, store.Close(oldest))
 	open("d")
 	require.Equal(t, []string{"a", "c", "d"}, store.OpenDirs())
-	require.Panics(t, func() { NewStore(newLogMemFS(4), smallLogConfig(), 0) })
+	require.Panics(t, func() { NewStore(newLogMemFS(4), smallLogConfig(), 0, 0) })
 }
 
 // Every recovery of a Store's opens reads through the same window buffer,
@@ -166,7 +166,7 @@ func TestStoreCapAndLeastRecent(t *testing.T) {
 // open log holds points into the buffer the next recovery overwrites.
 func TestStoreReusesTheRecoveryWindow(t *testing.T) {
 	forEachLogFS(t, func(t *testing.T, fs FS) {
-		store := NewStore(fs, smallLogConfig(), storeOpenMaxTest)
+		store := NewStore(fs, smallLogConfig(), storeOpenMaxTest, storeKeptBytesTest)
 		for _, dir := range []string{"t/p0", "t/p1"} {
 			log, _, err := store.Log(dir, 100)
 			require.NoError(t, err)
@@ -198,7 +198,7 @@ func TestStoreReusesTheRecoveryWindow(t *testing.T) {
 func TestLeastRecentFollowsTheUseOrder(t *testing.T) {
 	dirs := []string{"t/p0", "t/p1", "t/p2", "t/p3", "t/p4", "t/p5"}
 	rapid.Check(t, func(t *rapid.T) {
-		store := NewStore(newLogMemFS(5), smallLogConfig(), len(dirs))
+		store := NewStore(newLogMemFS(5), smallLogConfig(), len(dirs), storeKeptBytesTest)
 		lastUse := map[string]int{} // the model: the step of each open log's latest use
 		next := map[string]uint64{}
 		for step := range rapid.IntRange(1, 60).Draw(t, "steps") {
@@ -268,7 +268,7 @@ func TestLeastRecentFollowsTheUseOrder(t *testing.T) {
 // durable again, and survives a crash with its records.
 func TestAReopenSyncsNoDirectoryTheStoreMadeDurable(t *testing.T) {
 	fs := newLogMemFS(7)
-	store := NewStore(fs, smallLogConfig(), storeOpenMaxTest)
+	store := NewStore(fs, smallLogConfig(), storeOpenMaxTest, storeKeptBytesTest)
 	const dir = "topics/t/p00000"
 	log, _, err := store.Log(dir, 0)
 	require.NoError(t, err)
@@ -307,3 +307,7 @@ func TestAReopenSyncsNoDirectoryTheStoreMadeDurable(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, uint64(2), recovered.Stats().HWM)
 }
+
+// storeKeptBytesTest is the budget of kept logs of the stores under test:
+// their logs are small, so it keeps them all.
+const storeKeptBytesTest = 1 << 20
