@@ -158,10 +158,8 @@ func (n *Node) openUnstamped(p *partition, stampErr error) error {
 // names another creation of the topic: a delete's removal that failed, or
 // that a crash cut, and that the node forgot at its restart.
 func (n *Node) removeOtherCreation(p *partition, stamped meta.TopicIdentity) error {
-	if n.store.IsOpen(p.dir) {
-		if err := n.store.Close(p.dir); err != nil && !isClosed(err) {
-			return err
-		}
+	if err := n.store.Close(p.dir); err != nil && !isClosed(err) { // closes an open log, forgets a kept one
+		return err
 	}
 	if err := storage.DeletePartition(n.fs, p.dir); err != nil {
 		return err

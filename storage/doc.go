@@ -268,9 +268,10 @@
 // when their close left their files exactly as their state describes
 // (reopen.go), within a budget of index memory, and opens such a log
 // again from that state after checking that its directory is as the
-// close left it; any other open recovers. Store.Close, which every caller
-// that removes or replaces a partition directory calls first, forgets
-// the kept log, as do Store.ForgetUnder and Store.Adopt. A warm reopen
+// close left it; any other open recovers. Store.Close, Store.ForgetUnder
+// and Store.Adopt forget a kept log; the node keeps logs only of what it
+// serves, which leaves through a Store.Close before its directory is
+// removed or replaced (reopen.go). A warm reopen
 // and a recovery of the same files show the same log (a property test
 // holds them to it).
 //

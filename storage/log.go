@@ -578,6 +578,7 @@ func (l *Log) Close() error {
 	settled := l.settledForReopen()
 	err := errors.Join(append(errs, l.closeFiles())...)
 	l.reopenable = settled && err == nil
+	l.pending = nil // dropped frames; a closed log (kept, say) holds no write buffer
 	return err
 }
 

@@ -19,22 +19,27 @@ import (
 // succeeded. Its files then hold exactly what its index describes.
 //
 // The Store keeps such logs (Store.Evict, Store.CloseIdle) within a
-// budget of index memory and forgets one whenever its directory may
-// change under it: Store.Close (every caller that removes or replaces a
-// partition directory closes it first), Store.ForgetUnder, Store.Adopt.
-// As a second guard, reopen checks that the directory still holds what
-// the log left (the same segment files and no other, the active
-// segment's size, the hwm file's value, the committed offset's file) and
-// otherwise declines, so the caller recovers the directory as any other.
+// budget of index memory and forgets one on Store.Close, Store.ForgetUnder
+// and Store.Adopt. The node keeps logs only of the partitions it serves
+// and of its move sessions' adopted copies, and each of those leaves
+// through a Store.Close (a partition moved away or its topic deleted, a
+// copy rolled back) before anything removes or replaces its directory;
+// the other removals (stale copies, orphaned jobs' directories, purges of
+// deleted topics) touch directories of no such log. As a second guard,
+// reopen checks that the directory still holds what the log left (the
+// same segment files and no other, each of the size the log knows, the
+// hwm file's value, the committed offset's file) and otherwise declines,
+// so the caller recovers the directory as any other.
 
 // reopenSegmentOverheadBytes approximates the memory of a segment beside
 // its index, for the budget of kept logs.
 const reopenSegmentOverheadBytes = 160
 
 // keptBytes is the memory a log closed for a warm reopen holds: its
-// segments' indexes and their structures.
+// segments' indexes and their structures (Close released its write
+// buffer).
 func (l *Log) keptBytes() int64 {
-	total := int64(0)
+	total := int64(cap(l.pending))
 	for _, s := range l.segments {
 		total += int64(cap(s.positions))*4 + reopenSegmentOverheadBytes
 	}
@@ -129,9 +134,13 @@ func (l *Log) reopenFiles() (*hwmFile, File, error) {
 }
 
 // sameSegmentFiles checks that l's directory lists exactly l's segment
-// files, and no temporary file (recovery removes those).
+// files, sealed ones of the sizes l knows, and no temporary file
+// (recovery removes those).
 func (l *Log) sameSegmentFiles() error {
 	names, err := l.fs.List(l.dir)
+	if errors.Is(err, ErrNotExist) {
+		return errNotReopenable
+	}
 	if err != nil {
 		return err
 	}
@@ -151,6 +160,15 @@ func (l *Log) sameSegmentFiles() error {
 	}
 	if next != len(l.segments) {
 		return errNotReopenable
+	}
+	for _, s := range l.segments[:len(l.segments)-1] {
+		info, err := l.fs.Stat(segmentPath(l.dir, s.base))
+		if err != nil {
+			return err
+		}
+		if info.Size != s.fileBytes {
+			return errNotReopenable
+		}
 	}
 	return nil
 }

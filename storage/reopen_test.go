@@ -113,6 +113,13 @@ func TestAWarmReopenDeclinesAChangedDirectory(t *testing.T) {
 			require.NoError(t, file.Truncate(log.active().writtenBytes))
 			require.NoError(t, file.Close())
 		},
+		"a sealed segment shorter": func(t *testing.T, fs *MemFS, log *Log) {
+			sealed := log.segments[0]
+			file, err := fs.Open(segmentPath(dir, sealed.base))
+			require.NoError(t, err)
+			require.NoError(t, file.Truncate(sealed.fileBytes-1))
+			require.NoError(t, file.Close())
+		},
 		"the hwm file rewritten": func(t *testing.T, fs *MemFS, log *Log) {
 			require.NoError(t, writeHWMFile(fs, dir, log.HWM()-1))
 		},
@@ -140,6 +147,7 @@ func TestAWarmReopenDeclinesAChangedDirectory(t *testing.T) {
 			require.NoError(t, err)
 			appendTestRecords(t, log, 0, 40)
 			require.NoError(t, log.Sync())
+			require.Greater(t, len(log.segments), 1)
 			require.NoError(t, store.Evict(dir))
 			change(t, fs, log)
 			reopened, recovery, err := store.Log(dir, 1)
@@ -276,4 +284,83 @@ func TestAWarmReopenOpensOnlyTheActiveSegment(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, bytes.Equal(testRecord(offset).Payload, record.Payload), "offset %d", offset)
 	}
+}
+
+// A kept log holds its index and no write buffer: Close releases the
+// buffer its last writes grew (up to WriteBufferBytesMax), which the
+// budget of kept logs does not count (a review's finding).
+func TestAKeptLogHoldsNoWriteBuffer(t *testing.T) {
+	cfg := smallLogConfig()
+	cfg.WriteBufferBytesMax = 64 << 10
+	store := NewStore(newLogMemFS(8), cfg, storeOpenMaxTest, storeKeptBytesTest)
+	log, _, err := store.Log("p", 0)
+	require.NoError(t, err)
+	appendTestRecords(t, log, 0, 60)
+	require.Positive(t, cap(log.pending))
+	require.NoError(t, log.Sync())
+	require.NoError(t, store.Evict("p"))
+	require.Zero(t, cap(log.pending))
+	_, bytes := store.Kept()
+	require.Equal(t, log.keptBytes(), bytes)
+}
+
+// A log recovered with damage (a corrupt frame in a sealed segment, a
+// kept damaged end in the last) and evicted reopens warm with the same
+// index, corrupt offsets and pending seal as a recovery of its files, and
+// its first append seals the damaged segment as recovery's log would.
+func TestADamagedLogReopensWarmAsRecoveryWould(t *testing.T) {
+	cfg := lazyLogConfig(1 << 20)
+	cfg.SegmentBytes = segmentBytesMin
+	fs, log := syncedTestLog(t, cfg, 120)
+	require.Greater(t, len(log.segments), 2)
+	sealedName, sealed := framePosition(t, log, 3)
+	lastName, last := framePosition(t, log, 119)
+	require.NoError(t, log.Close())
+	flipByte(t, fs, sealedName, sealed+frameHeaderBytes+2)
+	flipByte(t, fs, lastName, last+frameHeaderBytes+2)
+
+	store := NewStore(fs, cfg, storeOpenMaxTest, storeKeptBytesTest)
+	damaged, recovery, err := store.Log("p", 0)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{3, 119}, recovery.CorruptOffsets)
+	require.True(t, damaged.rollBeforeAppend, "a kept damaged end")
+	reopened, recovery, coldView := evictAndReopen(t, store, fs, "p", cfg, 1)
+	require.True(t, recovery.Warm)
+	require.Equal(t, coldView, viewOf(t, reopened))
+	require.True(t, reopened.rollBeforeAppend)
+	cold, _ := openTestLog(t, fs, "p", cfg)
+	for i, s := range reopened.segments {
+		require.Equal(t, cold.segments[i].positions, s.positions, "segment %d", s.base)
+		require.Equal(t, cold.segments[i].corruptCount, s.corruptCount, "segment %d", s.base)
+	}
+	require.NoError(t, cold.Close())
+
+	segments := len(reopened.segments)
+	appendTestRecords(t, reopened, 120, 121)
+	require.NoError(t, reopened.Sync())
+	require.Len(t, reopened.segments, segments+1, "the damaged segment sealed")
+	require.NoError(t, store.Close("p"))
+	cold, _ = openTestLog(t, fs, "p", cfg)
+	requireTestRecords(t, cold, 120, 121)
+}
+
+// Adopting a log for a directory forgets the log kept there: the adopted
+// one (a move's verified copy) replaced its files.
+func TestAdoptForgetsTheLogKeptThere(t *testing.T) {
+	cfg := smallLogConfig()
+	fs := newLogMemFS(10)
+	store := NewStore(fs, cfg, storeOpenMaxTest, storeKeptBytesTest)
+	log, _, err := store.Log("p", 0)
+	require.NoError(t, err)
+	appendTestRecords(t, log, 0, 5)
+	require.NoError(t, log.Sync())
+	require.NoError(t, store.Evict("p"))
+	logs, _ := store.Kept()
+	require.Equal(t, 1, logs)
+
+	adopted, _ := openTestLog(t, fs, "p", cfg)
+	require.NoError(t, store.Adopt("p", adopted, 1))
+	logs, bytes := store.Kept()
+	require.Zero(t, logs)
+	require.Zero(t, bytes)
 }

@@ -24,15 +24,15 @@ type Store struct {
 	// open, and len(open) <= openMax except after an Adopt, which may
 	// overshoot by one until the next eviction, or a LogPastCap, which
 	// overshoots by as many logs as its caller opened that way (the caller
-	// bounds them). Changed by Log, LogPastCap, Adopt, CloseIdle, Close
-	// and CloseAll; iterated in sorted key order (LeastRecent walks
+	// bounds them). Changed by Log, LogPastCap, Adopt, CloseIdle, Close,
+	// Evict and CloseAll (closeOpen); iterated in sorted key order (LeastRecent walks
 	// recency instead).
 	open map[string]*storeEntry
 	// recency is the ring of open's entries in the order of their latest
 	// use (Log, LogPastCap, Adopt), least recent first: recency.next is
 	// the least recently used, recency.previous the most. The ring holds
 	// exactly the entries of open; recency itself is its sentinel, holding
-	// no log. Changed with open, by add, use and Close.
+	// no log. Changed with open, by add, use and closeOpen.
 	recency storeEntry
 	// lastUseFloorMs is at most the lastUseMs of every open log (uses only
 	// raise those): CloseIdle skips its scan of the open logs while no
@@ -90,7 +90,7 @@ func linkLast(ring, entry *storeEntry) {
 	last.next, ring.previous = entry, entry
 }
 
-// unlink takes entry out of the recency ring.
+// unlink takes entry out of its ring (recency or keptOrder).
 func (s *Store) unlink(entry *storeEntry) {
 	entry.previous.next, entry.next.previous = entry.next, entry.previous
 	entry.previous, entry.next = nil, nil
@@ -174,6 +174,7 @@ func (s *Store) keep(dir string, log *Log) {
 		return
 	}
 	for s.keptBytes+bytes > s.keptBytesMax {
+		assert(len(s.kept) > 0, "kept logs: %d bytes counted and none kept", s.keptBytes)
 		s.forget(s.keptOrder.next.dir)
 	}
 	entry := &storeEntry{dir: dir, log: log, keptBytes: bytes}
