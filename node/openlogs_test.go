@@ -338,19 +338,6 @@ func TestStatsCountTheZeroTailsOnDisk(t *testing.T) {
 	require.Greater(t, onDisk, h.node.store.ZeroTailBytes(), "the closed logs' tails count too")
 }
 
-// replayPayloads reads a partition by replay from offset 0 to its end.
-func (h *harness) replayPayloads(topicName string, partition int) []string {
-	h.t.Helper()
-	var payloads []string
-	for offset := uint64(0); ; offset++ {
-		result := h.ok(msg.Replay{Topic: topicName, Partition: partition, Offset: offset}).(msg.ReplayResult)
-		if result.Message == nil {
-			return payloads
-		}
-		payloads = append(payloads, string(result.Message.Payload))
-	}
-}
-
 // TestAnEvictedPartitionReopensWarm: the logs the node closes for room
 // are kept (Stats.KeptLogs), and a kept log's next open is warm: it
 // leaves the kept ones and serves every record.
@@ -368,10 +355,10 @@ func TestAnEvictedPartitionReopensWarm(t *testing.T) {
 	require.Positive(t, stats.KeptLogBytes)
 	require.LessOrEqual(t, stats.KeptLogBytes, stats.KeptLogBytesMax)
 
-	require.Equal(t, []string{"0-0", "0-1", "0-2"}, h.replayPayloads("warm", 0))
+	require.Equal(t, []string{"0-0", "0-1", "0-2"}, h.replayAll("warm", 0))
 	require.Equal(t, partitions-openLogsTestMax, h.node.Stats().KeptLogs, "partition 0 left the kept logs, another joined them")
 	h.produce("warm", 0, "0-3")
-	require.Equal(t, []string{"0-0", "0-1", "0-2", "0-3"}, h.replayPayloads("warm", 0))
+	require.Equal(t, []string{"0-0", "0-1", "0-2", "0-3"}, h.replayAll("warm", 0))
 }
 
 // TestADeletedTopicLeavesNoKeptLog: the logs kept for a warm reopen are
@@ -396,6 +383,6 @@ func TestADeletedTopicLeavesNoKeptLog(t *testing.T) {
 		h.produce("again", index, fmt.Sprintf("new-%d", index))
 	}
 	for index := range partitions {
-		require.Equal(t, []string{fmt.Sprintf("new-%d", index)}, h.replayPayloads("again", index), "partition %d", index)
+		require.Equal(t, []string{fmt.Sprintf("new-%d", index)}, h.replayAll("again", index), "partition %d", index)
 	}
 }

@@ -95,6 +95,18 @@ func TestAnEvictedLogReopensWarmAsRecoveryWould(t *testing.T) {
 	})
 }
 
+// evictedLog opens dir in store, appends count records in one round, and
+// evicts it; it returns the evicted log.
+func evictedLog(t *testing.T, store *Store, dir string, count uint64) *Log {
+	t.Helper()
+	log, _, err := store.Log(dir, 0)
+	require.NoError(t, err)
+	appendTestRecords(t, log, 0, count)
+	require.NoError(t, log.Sync())
+	require.NoError(t, store.Evict(dir))
+	return log
+}
+
 // A kept log is reopened warm only while its directory holds what it
 // left; any change sends its next open through recovery, which sees the
 // change.
@@ -220,21 +232,12 @@ func TestKeptLogsStayWithinTheirBudget(t *testing.T) {
 	cfg := smallLogConfig()
 	fs := newLogMemFS(5)
 	probe := NewStore(fs, cfg, storeOpenMaxTest, storeKeptBytesTest)
-	log, _, err := probe.Log("probe", 0)
-	require.NoError(t, err)
-	appendTestRecords(t, log, 0, 10)
-	require.NoError(t, log.Sync())
-	require.NoError(t, probe.Evict("probe"))
+	evictedLog(t, probe, "probe", 10)
 	_, one := probe.Kept()
 
 	store := NewStore(fs, cfg, storeOpenMaxTest, 2*one)
 	for i := range 3 {
-		dir := fmt.Sprintf("d%d", i)
-		log, _, err := store.Log(dir, 0)
-		require.NoError(t, err)
-		appendTestRecords(t, log, 0, 10)
-		require.NoError(t, log.Sync())
-		require.NoError(t, store.Evict(dir))
+		evictedLog(t, store, fmt.Sprintf("d%d", i), 10)
 	}
 	logs, bytes := store.Kept()
 	require.Equal(t, 2, logs)
@@ -246,11 +249,7 @@ func TestKeptLogsStayWithinTheirBudget(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, recovery.Warm)
 
-	big, _, err := store.Log("big", 0)
-	require.NoError(t, err)
-	appendTestRecords(t, big, 0, 100)
-	require.NoError(t, big.Sync())
-	require.NoError(t, store.Evict("big"))
+	evictedLog(t, store, "big", 100)
 	_, bytes = store.Kept()
 	require.LessOrEqual(t, bytes, 2*one)
 	_, recovery, err = store.Log("big", 1)
@@ -265,12 +264,8 @@ func TestAWarmReopenOpensOnlyTheActiveSegment(t *testing.T) {
 	cfg := smallLogConfig()
 	fs := newLogMemFS(6)
 	store := NewStore(fs, cfg, storeOpenMaxTest, storeKeptBytesTest)
-	log, _, err := store.Log("p", 0)
-	require.NoError(t, err)
-	appendTestRecords(t, log, 0, 200)
-	require.NoError(t, log.Sync())
+	log := evictedLog(t, store, "p", 200)
 	require.Greater(t, len(log.segments), 3)
-	require.NoError(t, store.Evict("p"))
 
 	reopened, recovery, err := store.Log("p", 1)
 	require.NoError(t, err)
@@ -350,11 +345,7 @@ func TestAdoptForgetsTheLogKeptThere(t *testing.T) {
 	cfg := smallLogConfig()
 	fs := newLogMemFS(10)
 	store := NewStore(fs, cfg, storeOpenMaxTest, storeKeptBytesTest)
-	log, _, err := store.Log("p", 0)
-	require.NoError(t, err)
-	appendTestRecords(t, log, 0, 5)
-	require.NoError(t, log.Sync())
-	require.NoError(t, store.Evict("p"))
+	evictedLog(t, store, "p", 5)
 	logs, _ := store.Kept()
 	require.Equal(t, 1, logs)
 
