@@ -25,8 +25,8 @@ type Store struct {
 	// overshoot by one until the next eviction, or a LogPastCap, which
 	// overshoots by as many logs as its caller opened that way (the caller
 	// bounds them). Changed by Log, LogPastCap, Adopt, CloseIdle, Close,
-	// Evict and CloseAll (closeOpen); iterated in sorted key order (LeastRecent walks
-	// recency instead).
+	// Evict and CloseAll (closeOpen); iterated in sorted key order
+	// (LeastRecent walks recency instead).
 	open map[string]*storeEntry
 	// recency is the ring of open's entries in the order of their latest
 	// use (Log, LogPastCap, Adopt), least recent first: recency.next is
