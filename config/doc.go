@@ -14,15 +14,17 @@
 // open_logs_max (the cap of partition logs open at once, derived from the
 // process's descriptor limit when 0; NARAD_STORAGE_OPEN_LOGS_MAX),
 // closed_logs_kept_bytes_max (the memory of the closed logs kept for a
-// warm reopen; NARAD_STORAGE_CLOSED_LOGS_KEPT_BYTES_MAX) and group_sync (one syncfs for the partitions of a sync round;
+// warm reopen; NARAD_STORAGE_CLOSED_LOGS_KEPT_BYTES_MAX) and group_sync
+// (one syncfs for the partitions of a sync round;
 // NARAD_STORAGE_GROUP_SYNC); the other internal storage keys of the
 // reference (fsync, flush_*, sync_*, …) are
 // rejected with a message that says they are internal.
 //
 // Limits a client could otherwise exhaust are settings of their own, each
 // validated: http.max_connections and http.max_body_bytes_in_flight,
-// storage.open_logs_max, storage.closed_logs_kept_bytes_max, topic.max_topics and
-// topic.max_partitions_per_node (each with a NARAD_* variable).
+// storage.open_logs_max, storage.closed_logs_kept_bytes_max,
+// topic.max_topics and topic.max_partitions_per_node (each with a NARAD_*
+// variable).
 //
 // Inputs: a file path or bytes, and a getenv function (so tests and the
 // CLI pass their own). Outputs: a Config value and errors; the package keeps
