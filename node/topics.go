@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sort"
-	"strings"
 
 	"narad/meta"
 	"narad/msg"
@@ -433,15 +432,8 @@ func (n *Node) purgeDroppedTopicDir(name string) {
 // directory is gone). Seed 2700155: the topic's delete applied at the
 // target in flip, whose copy stayed open under the removal.
 func (n *Node) closeTopicLogs(name string) {
-	n.store.ForgetUnder(topicsDir + "/" + name)
-	prefix := topicsDir + "/" + name + "/"
-	for _, dir := range n.store.OpenDirs() {
-		if !strings.HasPrefix(dir, prefix) {
-			continue
-		}
-		if err := n.store.Close(dir); err != nil && !isClosed(err) {
-			n.observer.Event("log-close-failed", fmt.Sprintf("%s: %v", dir, err))
-		}
+	if err := n.store.CloseUnder(topicsDir + "/" + name); err != nil {
+		n.observer.Event("log-close-failed", err.Error()) // each names its directory
 	}
 }
 

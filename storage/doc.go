@@ -268,7 +268,7 @@
 // when their close left their files exactly as their state describes
 // (reopen.go), within a budget of index memory, and opens such a log
 // again from that state after checking that its directory is as the
-// close left it; any other open recovers. Store.Close, Store.ForgetUnder
+// close left it; any other open recovers. Store.Close, Store.CloseUnder
 // and Store.Adopt forget a kept log; the node keeps logs only of what it
 // serves, which leaves through a Store.Close before its directory is
 // removed or replaced (reopen.go). A warm reopen

@@ -19,7 +19,7 @@ import (
 // succeeded. Its files then hold exactly what its index describes.
 //
 // The Store keeps such logs (Store.Evict, Store.CloseIdle) within a
-// budget of index memory and forgets one on Store.Close, Store.ForgetUnder
+// budget of index memory and forgets one on Store.Close, Store.CloseUnder
 // and Store.Adopt. The node keeps logs only of the partitions it serves
 // and of its move sessions' adopted copies, and each of those leaves
 // through a Store.Close (a partition moved away or its topic deleted, a
@@ -39,7 +39,7 @@ const reopenSegmentOverheadBytes = 160
 // segments' indexes and their structures (Close released its write
 // buffer).
 func (l *Log) keptBytes() int64 {
-	total := int64(cap(l.pending))
+	total := int64(0)
 	for _, s := range l.segments {
 		total += int64(cap(s.positions))*4 + reopenSegmentOverheadBytes
 	}
@@ -50,11 +50,11 @@ func (l *Log) keptBytes() int64 {
 // from its state, given that its close steps succeeded (Close calls it
 // before closing the files).
 func (l *Log) settledForReopen() bool {
-	if l.failure != nil || l.syncing != nil || l.Dirty() || l.CommittedDirty() || len(l.pending) > 0 {
+	if l.failure != nil || l.syncing != nil || l.Dirty() || l.CommittedDirty() {
 		return false
 	}
 	for _, s := range l.segments {
-		if s.syncedBytes != s.sizeBytes || s.writtenBytes != s.sizeBytes {
+		if s.syncedBytes != s.sizeBytes { // synced <= written <= size: all written too, nothing pending
 			return false
 		}
 	}

@@ -52,9 +52,7 @@ func evictAndReopen(t *testing.T, store *Store, fs FS, dir string, cfg LogConfig
 // appends, and a cold recovery after it agrees again.
 func TestAnEvictedLogReopensWarmAsRecoveryWould(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		fs := newLogMemFS(rapid.Uint64().Draw(rt, "fs"))
-		cfg := smallLogConfig()
-		store := NewStore(fs, cfg, storeOpenMaxTest, storeKeptBytesTest)
+		fs, cfg, store := newKeptStore(rapid.Uint64().Draw(rt, "fs"))
 		const dir = "t/p00000"
 		log, _, err := store.Log(dir, 0)
 		require.NoError(rt, err)
@@ -93,6 +91,13 @@ func TestAnEvictedLogReopensWarmAsRecoveryWould(t *testing.T) {
 		require.Equal(rt, final, viewOf(t, cold))
 		require.NoError(rt, cold.Close())
 	})
+}
+
+// newKeptStore is a Store of small logs on a MemFS of seed that keeps
+// every log it evicts.
+func newKeptStore(seed uint64) (*MemFS, LogConfig, *Store) {
+	fs, cfg := newLogMemFS(seed), smallLogConfig()
+	return fs, cfg, NewStore(fs, cfg, storeOpenMaxTest, storeKeptBytesTest)
 }
 
 // evictedLog opens dir in store, appends count records in one round, and
@@ -153,14 +158,9 @@ func TestAWarmReopenDeclinesAChangedDirectory(t *testing.T) {
 	}
 	for name, change := range changes {
 		t.Run(name, func(t *testing.T) {
-			fs := newLogMemFS(9)
-			store := NewStore(fs, cfg, storeOpenMaxTest, storeKeptBytesTest)
-			log, _, err := store.Log(dir, 0)
-			require.NoError(t, err)
-			appendTestRecords(t, log, 0, 40)
-			require.NoError(t, log.Sync())
+			fs, _, store := newKeptStore(9)
+			log := evictedLog(t, store, dir, 40)
 			require.Greater(t, len(log.segments), 1)
-			require.NoError(t, store.Evict(dir))
 			change(t, fs, log)
 			reopened, recovery, err := store.Log(dir, 1)
 			require.NoError(t, err)
@@ -177,9 +177,7 @@ func TestAWarmReopenDeclinesAChangedDirectory(t *testing.T) {
 // failed one, or one closed by Close (whose callers may remove or replace
 // its directory) recovers at its next open.
 func TestOnlyACleanEvictionKeepsALog(t *testing.T) {
-	cfg := smallLogConfig()
-	fs := newLogMemFS(4)
-	store := NewStore(fs, cfg, storeOpenMaxTest, storeKeptBytesTest)
+	_, _, store := newKeptStore(4)
 	open := func(dir string) *Log {
 		log, _, err := store.Log(dir, 0)
 		require.NoError(t, err)
@@ -208,9 +206,12 @@ func TestOnlyACleanEvictionKeepsALog(t *testing.T) {
 	for _, dir := range []string{"a/p1", "a/p2", "ab/p1"} {
 		require.NoError(t, store.Evict(dir))
 	}
-	store.ForgetUnder("a")
+	open("a/p3")
+	open("ab/p2")
+	require.NoError(t, store.CloseUnder("a"))
 	logs, _ = store.Kept()
 	require.Equal(t, 1, logs, "ab/p1 is not under a")
+	require.Equal(t, []string{"ab/p2"}, store.OpenDirs(), "a/p3 closed, ab/p2 not under a")
 
 	for _, dir := range []string{"dirty", "closed", "forgotten", "a/p1", "a/p2"} {
 		_, recovery, err := store.Log(dir, 1)
@@ -229,9 +230,7 @@ func TestOnlyACleanEvictionKeepsALog(t *testing.T) {
 // The kept logs stay within the Store's budget: the least recently closed
 // are forgotten first, and a log larger than the budget is not kept.
 func TestKeptLogsStayWithinTheirBudget(t *testing.T) {
-	cfg := smallLogConfig()
-	fs := newLogMemFS(5)
-	probe := NewStore(fs, cfg, storeOpenMaxTest, storeKeptBytesTest)
+	fs, cfg, probe := newKeptStore(5)
 	evictedLog(t, probe, "probe", 10)
 	_, one := probe.Kept()
 
@@ -261,9 +260,7 @@ func TestKeptLogsStayWithinTheirBudget(t *testing.T) {
 // them: an evicted log with sealed segments reopens with one segment file
 // open, and its sealed records are read back.
 func TestAWarmReopenOpensOnlyTheActiveSegment(t *testing.T) {
-	cfg := smallLogConfig()
-	fs := newLogMemFS(6)
-	store := NewStore(fs, cfg, storeOpenMaxTest, storeKeptBytesTest)
+	_, _, store := newKeptStore(6)
 	log := evictedLog(t, store, "p", 200)
 	require.Greater(t, len(log.segments), 3)
 
@@ -342,9 +339,7 @@ func TestADamagedLogReopensWarmAsRecoveryWould(t *testing.T) {
 // Adopting a log for a directory forgets the log kept there: the adopted
 // one (a move's verified copy) replaced its files.
 func TestAdoptForgetsTheLogKeptThere(t *testing.T) {
-	cfg := smallLogConfig()
-	fs := newLogMemFS(10)
-	store := NewStore(fs, cfg, storeOpenMaxTest, storeKeptBytesTest)
+	fs, cfg, store := newKeptStore(10)
 	evictedLog(t, store, "p", 5)
 	logs, _ := store.Kept()
 	require.Equal(t, 1, logs)

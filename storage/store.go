@@ -194,14 +194,27 @@ func (s *Store) forget(dir string) {
 	s.keptBytes -= entry.keptBytes
 }
 
-// ForgetUnder drops the logs kept for dir and the directories below it
-// (a topic's directory, whose partitions' directories go with it).
-func (s *Store) ForgetUnder(dir string) {
-	for _, kept := range slices.Sorted(maps.Keys(s.kept)) {
-		if kept == dir || strings.HasPrefix(kept, dir+"/") {
+// CloseUnder closes (Close) every open log of dir and of the directories
+// below it, in sorted order, and forgets the logs kept there: a topic's
+// directory, going with its partitions'. Errors of logs closed already
+// are dropped; the others are joined.
+func (s *Store) CloseUnder(dir string) error {
+	under := func(other string) bool { return other == dir || strings.HasPrefix(other, dir+"/") }
+	for kept := range s.kept { //determinism:ok forgetting is order-free and has no output
+		if under(kept) {
 			s.forget(kept)
 		}
 	}
+	var errs []error
+	for _, open := range s.OpenDirs() {
+		if !under(open) {
+			continue
+		}
+		if err := s.Close(open); err != nil && !errors.Is(err, ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Kept reports how many closed logs the Store keeps for a warm reopen,
