@@ -226,6 +226,15 @@ const (
 	// MarkStorageReopenedWarm: a log closed cleanly was opened again from
 	// the state its close kept, without recovering its directory.
 	MarkStorageReopenedWarm Mark = "storage-reopened-warm"
+	// MarkStorageSegmentIndexWritten: a sealed segment that the persisted
+	// HWM covers got its index file.
+	MarkStorageSegmentIndexWritten Mark = "storage-segment-index-written"
+	// MarkStorageSegmentIndexLoaded: recovery took a sealed segment's
+	// state from its index file instead of scanning it.
+	MarkStorageSegmentIndexLoaded Mark = "storage-segment-index-loaded"
+	// MarkStorageVerifyFoundDamage: VerifySegments found media damage in
+	// a segment recovery had taken from its index file.
+	MarkStorageVerifyFoundDamage Mark = "storage-verify-found-damage"
 )
 
 // Registered lists every mark of the core, in the order declared.
@@ -247,4 +256,5 @@ var Registered = []Mark{
 	MarkFanoutCursorStarted, MarkFanoutCursorResumed, MarkFanoutBatchCopied, MarkFanoutBatchFailed,
 	MarkFanoutDelayHeld, MarkFanoutCursorMoved, MarkFanoutRecordsAgedOut, MarkFanoutWaitedForRelay,
 	MarkStorageSegmentReopened, MarkStorageRecoveredPastHWM, MarkStorageReopenedWarm,
+	MarkStorageSegmentIndexWritten, MarkStorageSegmentIndexLoaded, MarkStorageVerifyFoundDamage,
 }

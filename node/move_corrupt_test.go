@@ -141,3 +141,49 @@ func TestACopyDamagedAtTheDestinationIsCopiedAgain(t *testing.T) {
 	requireUnreadable(t, c, target, 7, "the new owner serves the source's gap")
 	requireRecords(t, c, target)
 }
+
+// TestDamageUnderASegmentIndexIsFoundBeforeAMove: on a source whose
+// recovery took the damaged record's sealed segment from its index file
+// (so it did not see the damage), the move's first status scans that
+// segment first and reports the damage, and the destination accepts the
+// copy carrying it; without the scan the copy would hold a corrupt
+// record the source does not report, refused at every attempt.
+func TestDamageUnderASegmentIndexIsFoundBeforeAMove(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	source := c.owners(leader, "t")[0]
+	cfg := c.configs[source]
+	cfg.Log.HWMLagBytesMax, cfg.Log.HWMLagMsMax = 0, 0
+	cfg.Log.SegmentBytes = 4 << 10 // a few records a segment: record-07 lands in a sealed one
+	require.True(t, cfg.Log.SegmentIndexFiles, "on by default")
+	c.configs[source] = cfg
+	c.crash(source)
+	c.tickUntilServing(source)
+	padding := string(bytes.Repeat([]byte{'.'}, 600))
+	for i := range 20 {
+		require.NoError(t, c.do(source, producePinned("t", 0, fmt.Sprintf("record-%02d%s", i, padding))).Err)
+	}
+	require.NoError(t, c.nodes[source].Close()) // a clean stop: the index files stay (a crash may lose them, unsynced)
+	damagePayload(t, c.disks[source], PartitionDir("t", 0), corruptPayload)
+	c.start(source)
+	c.tickUntilServing(source)
+	requireUnreadable(t, c, source, 7, "a read verifies the frame")
+
+	status, err := c.nodes[source].moveStatus(msg.MoveStatus{Topic: "t", Partition: 0})
+	require.NoError(t, err)
+	state := status.(msg.MoveSourceState)
+	require.Greater(t, len(state.Segments), 2, "the records span sealed segments")
+	require.Equal(t, uint64(1), state.CorruptCount, "the move's status scanned the indexed segments")
+	require.Equal(t, []uint64{7}, state.CorruptOffsets)
+
+	target := c.otherThan(source)
+	c.startMove(leader, "t", 0, target)
+	c.tickUntil(100, 100, func() bool { return c.owners(leader, "t")[0] == target })
+	c.tick(100)
+	requireUnreadable(t, c, target, 7, "the new owner serves the same gap")
+	for _, i := range []int{0, 6, 8, 19} {
+		replayed := c.do(target, msg.Replay{Topic: "t", Partition: 0, Offset: uint64(i)})
+		require.NoError(t, replayed.Err)
+		require.Equal(t, fmt.Sprintf("record-%02d%s", i, padding), string(replayed.Result.(msg.ReplayResult).Message.Payload))
+	}
+}

@@ -68,6 +68,9 @@ func (n *Node) ownedLog(topicName string, index int) (*topic, *partition, *stora
 	if err != nil {
 		return nil, nil, nil, msg.Unavailable("partition %d of %s is unavailable: %v", index, topicName, err)
 	}
+	if err := n.verifyForMove(p, log); err != nil {
+		return nil, nil, nil, msg.Unavailable("partition %d of %s could not be verified for its move: %v; retry", index, topicName, err)
+	}
 	return t, p, log, nil
 }
 
@@ -230,4 +233,25 @@ func (n *Node) AcceptsWrites(topicName string, index int) bool {
 		return nil
 	})
 	return accepts
+}
+
+// verifyForMove scans the segments of log that its recovery took from
+// their index files (storage.Log.VerifySegments), once per open of the
+// log, before a move reads its state: the copy carries exactly the
+// corruption the source knows, and a destination refuses a copy with
+// more, so damage the medium did since the index files were written must
+// be known here first.
+func (n *Node) verifyForMove(p *partition, log *storage.Log) error {
+	if !log.Unverified() {
+		return nil
+	}
+	before := log.Corruption().Count
+	if err := log.VerifySegments(); err != nil {
+		return err
+	}
+	if after := log.Corruption().Count; after != before {
+		n.observer.Event("log-verified", fmt.Sprintf("%s: a move's verification found %d corrupt records its index files did not show (now %d in all)",
+			p.dir, after-before, after))
+	}
+	return nil
 }

@@ -85,6 +85,8 @@ var ExpectedMarks = []chaos.Mark{
 	chaos.MarkStorageSegmentReopened,
 	chaos.MarkStorageRecoveredPastHWM,
 	chaos.MarkStorageReopenedWarm,
+	chaos.MarkStorageSegmentIndexWritten,
+	chaos.MarkStorageSegmentIndexLoaded,
 	markKillDuringSyncRound,
 	markGroupSyncRound,
 }

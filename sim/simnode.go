@@ -148,6 +148,7 @@ func (n *simNode) config() node.Config {
 	if !n.w.warmReopen {
 		cfg.ClosedLogsKeptBytesMax = 0
 	}
+	cfg.Log.SegmentIndexFiles = n.w.segmentIndexes
 	if n.w.clustered() {
 		cfg.OpenLogsMax = simClusterOpenLogsMax
 		cfg = n.w.clusterConfig(cfg, n)

@@ -58,6 +58,9 @@ const (
 	// warmReopenStream: whether the nodes keep the logs they close for a
 	// warm reopen.
 	warmReopenStream = 50
+	// segmentIndexStream: whether the nodes' logs keep index files of
+	// their sealed segments.
+	segmentIndexStream = 51
 	// memFSStream: the base of the simulated disks' streams (one per
 	// node: memFSStream plus the node's index).
 	memFSStream = 100
@@ -78,6 +81,6 @@ var (
 	singleStreams = []uint64{workloadStream, networkStream, faultStream, peerStream, moveStream, usersStream,
 		lateProposalStream, controlStream, sitesStream, caughtUpKillStream, mediaStream, deadLettersStream, movesFanoutStream,
 		installCrashStream, weatherStream, groupSyncStream, readFaultStream, namespaceFaultStream, clockSkewStream,
-		hwmEagerStream, warmReopenStream}
+		hwmEagerStream, warmReopenStream, segmentIndexStream}
 	perNodeStreamBases = []uint64{memFSStream, handleKeyStream}
 )

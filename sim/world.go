@@ -176,6 +176,12 @@ type World struct {
 	// warmReopenPercent of the runs, since recovery of an evicted log
 	// must stay under test too. Fixed at NewWorld.
 	warmReopen bool
+	// segmentIndexes: the nodes' logs keep index files of their sealed
+	// segments and recover from them (storage.LogConfig.SegmentIndexFiles,
+	// on in production); drawn for segmentIndexPercent of the runs, since
+	// scans of sealed segments must stay under test too. Fixed at
+	// NewWorld.
+	segmentIndexes bool
 	// media is the media corruption of the disks (media_faults.go); nil
 	// until the first start of a node.
 	media *mediaFaults
@@ -298,6 +304,7 @@ func NewWorld(opts Options) *World {
 	w.groupSync = newRand(opts.Seed, groupSyncStream).IntN(100) < groupSyncPercent
 	w.hwmEager = newRand(opts.Seed, hwmEagerStream).IntN(100) < hwmEagerPercent
 	w.warmReopen = newRand(opts.Seed, warmReopenStream).IntN(100) < warmReopenPercent
+	w.segmentIndexes = newRand(opts.Seed, segmentIndexStream).IntN(100) < segmentIndexPercent
 	return w
 }
 
@@ -350,6 +357,10 @@ const hwmEagerPercent = 50
 // warmReopenPercent is the share of runs whose nodes reopen closed logs
 // warm (World.warmReopen).
 const warmReopenPercent = 50
+
+// segmentIndexPercent is the share of runs whose logs keep segment index
+// files (World.segmentIndexes).
+const segmentIndexPercent = 50
 
 // simGCPercent is the garbage collector's target during a run. A run
 // keeps a few MB live and allocates hundreds of MB, so the default (100)

@@ -88,6 +88,12 @@ type LogConfig struct {
 	// one hour.
 	HWMLagBytesMax int64
 	HWMLagMsMax    int64
+	// SegmentIndexFiles: each sealed segment that the persisted HWM covers
+	// gets an index file, and recovery takes the segment's index from it
+	// instead of reading the segment (doc.go, "Segment index files").
+	// Default on; the simulator turns it off in some runs so that scans
+	// of sealed segments stay under test.
+	SegmentIndexFiles bool
 }
 
 // defaultRecordBytesMax fits the API's largest record: a 1 MiB payload
@@ -105,6 +111,7 @@ func DefaultLogConfig() LogConfig {
 		WriteBufferBytesMax:       1 << 20,
 		HWMLagBytesMax:            4 << 20,
 		HWMLagMsMax:               1000,
+		SegmentIndexFiles:         true,
 	}
 }
 

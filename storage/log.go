@@ -80,6 +80,12 @@ type Log struct {
 	// its state describes them (reopen.go); spent is set once a warm
 	// reopen took its state over. Both change only at Close and reopen.
 	reopenable, spent bool
+	// indexedThrough counts the leading segments past which
+	// writeDueIndexes looks for sealed segments due an index file (doc.go,
+	// "Segment index files"): each before it has one, or its write was
+	// tried once. Changed by writeDueIndexes and ApplyRetention (shifts
+	// down).
+	indexedThrough int
 	// syncing is the sync round in flight (PrepareSync to CompleteSync),
 	// or nil. Invariant: while set, Dirty() or CommittedDirty() holds, the
 	// files stay open (Close defers closing them to CompleteSync) and no
@@ -567,6 +573,9 @@ func (l *Log) Close() error {
 	var errs []error
 	if l.failure == nil && l.hwmFile.value < l.hwm {
 		errs = append(errs, l.persistHWM(l.hwm))
+	}
+	if l.failure == nil && len(errs) == 0 {
+		l.writeDueIndexes()
 	}
 	if l.failure == nil {
 		// A closed log keeps at most zeroTailKeptBytes of its zero tail

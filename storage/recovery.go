@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"path"
+	"slices"
 	"strings"
 
 	"narad/chaos"
@@ -43,6 +44,10 @@ type Recovery struct {
 	// CommittedReset: the consumer.offset file was corrupt, or its value
 	// was above the recovered HWM, so Committed was reset.
 	CommittedReset bool
+	// SegmentsFromIndex counts the sealed segments whose state came from
+	// their index file instead of a scan; SegmentIndexesWritten those
+	// scanned whose index file recovery wrote (segindex.go).
+	SegmentsFromIndex, SegmentIndexesWritten int
 	// Warm: the log was not recovered but reopened from the state its
 	// clean close kept (reopen.go); only Segments, HWM, PersistedHWM and
 	// Committed are set, and nothing was found.
@@ -64,6 +69,8 @@ type recoverer struct {
 	// keptDamagedEnd is set by keepDamagedEnd: the log's first Append
 	// seals the damaged segment (Log.rollBeforeAppend).
 	keptDamagedEnd bool
+	// indexed holds the bases of the segments listed with an index file.
+	indexed map[uint64]bool
 }
 
 // recoverLog runs recovery on dir and returns the open log. buffer, when
@@ -116,7 +123,7 @@ func (r *recoverer) listSegments() ([]uint64, error) {
 	if err != nil {
 		return nil, err
 	}
-	var bases []uint64
+	var bases, indexed []uint64
 	for _, name := range names {
 		if strings.HasSuffix(name, temporarySuffix) {
 			if err := r.fs.Remove(path.Join(r.dir, name)); err != nil {
@@ -127,8 +134,26 @@ func (r *recoverer) listSegments() ([]uint64, error) {
 			assert(len(bases) == 0 || bases[len(bases)-1] < base, "segment names of %s listed out of order", r.dir)
 			bases = append(bases, base)
 		}
+		if base, ok := parseSegmentIndexName(name); ok {
+			indexed = append(indexed, base)
+		}
 	}
+	r.removeOrphanIndexes(bases, indexed)
 	return bases, nil
+}
+
+// removeOrphanIndexes removes the index files whose segment is gone (a
+// crash between the two removals of retention), and records which
+// segments have one.
+func (r *recoverer) removeOrphanIndexes(bases, indexed []uint64) {
+	r.indexed = make(map[uint64]bool, len(indexed))
+	for _, base := range indexed {
+		if _, found := slices.BinarySearch(bases, base); found {
+			r.indexed[base] = true
+			continue
+		}
+		removeSegmentIndex(r.fs, r.dir, base)
+	}
 }
 
 // readHWM loads the hwm file.
@@ -158,15 +183,27 @@ func (r *recoverer) protectSealedSegments(bases []uint64) {
 }
 
 // scanSegments opens and verifies every segment, stopping at a torn tail.
+// A sealed segment that the persisted HWM covers is taken from its index
+// file when that holds (loadIndexed), and gets one when it is scanned.
 func (r *recoverer) scanSegments(bases []uint64) error {
 	for i, base := range bases {
-		s, err := r.openSegment(base)
-		if err != nil {
-			return err
-		}
 		nextBase, hasNext := uint64(math.MaxUint64), i+1 < len(bases)
 		if hasNext {
 			nextBase = bases[i+1]
+		}
+		settled := hasNext && nextBase <= r.persistedHWM && r.cfg.SegmentIndexFiles
+		if settled && r.indexed[base] {
+			loaded, err := r.loadIndexed(base, nextBase)
+			if err != nil {
+				return err
+			}
+			if loaded {
+				continue
+			}
+		}
+		s, err := r.openSegment(base)
+		if err != nil {
+			return err
 		}
 		stop, err := r.scanSegment(s, nextBase)
 		if err != nil {
@@ -182,8 +219,52 @@ func (r *recoverer) scanSegments(bases []uint64) error {
 		if err := r.closeSettled(s, nextBase, hasNext); err != nil {
 			return err
 		}
+		if settled && writeSegmentIndex(r.fs, r.dir, s, nextBase) {
+			s.indexFile = true
+			r.report.SegmentIndexesWritten++
+		}
 	}
 	return nil
+}
+
+// loadIndexed takes the sealed segment of base, which the segment of
+// nextBase follows and the persisted HWM covers, from its index file,
+// and reports its corrupt offsets as a scan would. It reports false,
+// having recorded nothing, when the index file does not hold; the segment
+// is then scanned.
+func (r *recoverer) loadIndexed(base, nextBase uint64) (bool, error) {
+	info, err := r.fs.Stat(segmentPath(r.dir, base))
+	if err != nil {
+		return false, err
+	}
+	s := newSegment(base, nil)
+	s.sizeBytes, s.writtenBytes, s.syncedBytes, s.fileBytes = info.Size, info.Size, info.Size, info.Size
+	if err := loadSegmentIndex(r.fs, r.dir, s, nextBase, r.cfg); err != nil {
+		if errors.Is(err, errSegmentIndexUnusable) {
+			return false, nil
+		}
+		return false, err
+	}
+	chaos.Reached(chaos.MarkStorageSegmentIndexLoaded)
+	s.indexFile, s.unverified = true, true
+	r.segments = append(r.segments, s)
+	r.report.SegmentsFromIndex++
+	for i := 0; i < len(s.positions); {
+		if s.positions[i] != positionCorrupt {
+			i++
+			continue
+		}
+		run := i
+		for run < len(s.positions) && s.positions[run] == positionCorrupt {
+			run++
+		}
+		r.reportCorrupt(base+uint64(i), base+uint64(run))
+		i = run
+	}
+	if end := s.indexedEnd(); end < nextBase {
+		r.reportCorrupt(end, nextBase)
+	}
+	return true, nil
 }
 
 // closeSettled closes the file of a scanned sealed segment whose every
@@ -558,6 +639,7 @@ func (r *recoverer) truncateSegment(s *segment, stop int64) error {
 		return nil
 	}
 	assert(stop >= 0 && stop < s.sizeBytes, "truncating segment %d of %d bytes at %d", s.base, s.sizeBytes, stop)
+	removeSegmentIndex(r.fs, r.dir, s.base)
 	if err := s.file.Truncate(stop); err != nil {
 		return err
 	}
@@ -577,6 +659,7 @@ func (r *recoverer) removeSegments(bases []uint64) error {
 		if err != nil {
 			return err
 		}
+		removeSegmentIndex(r.fs, r.dir, base)
 		if err := r.fs.Remove(name); err != nil {
 			return err
 		}

@@ -71,6 +71,7 @@ func (l *Log) deleteOldestSegment(result *RetentionResult) error {
 		}
 		oldest.file = nil
 	}
+	removeSegmentIndex(l.fs, l.dir, oldest.base)
 	if err := l.fs.Remove(segmentPath(l.dir, oldest.base)); err != nil {
 		return err
 	}
@@ -79,6 +80,7 @@ func (l *Log) deleteOldestSegment(result *RetentionResult) error {
 	}
 	l.segments = l.segments[1:]
 	l.unsyncedFrom = max(l.unsyncedFrom-1, 0)
+	l.indexedThrough = max(l.indexedThrough-1, 0)
 	result.SegmentsDeleted++
 	result.RecordsDeleted += following.base - oldest.base
 	result.BytesDeleted += oldest.sizeBytes

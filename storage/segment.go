@@ -54,9 +54,20 @@ type segment struct {
 	// corruptCount is the number of offsets of the segment recovery
 	// skipped as corrupt: its positionCorrupt entries plus, for a sealed
 	// segment, the gap from indexedEnd to the next segment's base.
-	// Invariant: set by recovery only, fixed afterwards (Log.Corruption
+	// Invariant: set by recovery, and by VerifySegments on a segment
+	// recovery took from its index file; fixed afterwards (Log.Corruption
 	// reads it so that it need not scan the index).
 	corruptCount uint64
+	// indexFile is set once the segment's index file is known to describe
+	// it (segindex.go): recovery loaded or wrote it, or writeDueIndexes
+	// did. Never cleared while the segment is retained.
+	indexFile bool
+	// unverified is set by recovery on a segment it took from its index
+	// file: its frames were not read since the log opened, so media
+	// damage there is found by Read (ErrCorrupt) and counted in
+	// corruptCount only once VerifySegments scanned it. Cleared by
+	// VerifySegments.
+	unverified bool
 }
 
 // newSegment returns an empty segment around an open file.

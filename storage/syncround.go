@@ -295,6 +295,7 @@ func (l *Log) completeRound(r *SyncRound) {
 	l.releaseSealedFiles()
 	if r.hwmSlot != nil {
 		l.hwmFile.value, l.hwmFile.nextSlot = r.hwm, 1-r.hwmSlotIndex
+		l.writeDueIndexes()
 	}
 	if r.committed {
 		l.committedSynced = r.committedOffset
