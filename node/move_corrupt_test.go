@@ -95,17 +95,9 @@ func requireRecords(t *testing.T, c *clusterHarness, at string) {
 // the new owner answers the lost offset as the old one did.
 func TestAPartitionWithACorruptRecordMoves(t *testing.T) {
 	c, leader, source := corruptSource(t)
-	status, err := c.nodes[source].moveStatus(msg.MoveStatus{Topic: "t", Partition: 0})
-	require.NoError(t, err)
-	state := status.(msg.MoveSourceState)
-	require.Equal(t, uint64(1), state.CorruptCount)
-	require.Equal(t, []uint64{7}, state.CorruptOffsets)
-
-	target := c.otherThan(source)
-	c.startMove(leader, "t", 0, target)
-	c.tickUntil(100, 100, func() bool { return c.owners(leader, "t")[0] == target })
-	c.tick(100)
-	requireUnreadable(t, c, target, 7, "the new owner serves the same gap")
+	state := sourceReportsRecord7(t, c, source)
+	require.NotEmpty(t, state.Segments)
+	target := moveWithGap(t, c, leader, source)
 	requireRecords(t, c, target)
 	produced := c.do(target, producePinned("t", 0, "after"))
 	require.NoError(t, produced.Err)
@@ -169,21 +161,36 @@ func TestDamageUnderASegmentIndexIsFoundBeforeAMove(t *testing.T) {
 	c.tickUntilServing(source)
 	requireUnreadable(t, c, source, 7, "a read verifies the frame")
 
-	status, err := c.nodes[source].moveStatus(msg.MoveStatus{Topic: "t", Partition: 0})
-	require.NoError(t, err)
-	state := status.(msg.MoveSourceState)
+	state := sourceReportsRecord7(t, c, source) // the move's status scanned the indexed segments
 	require.Greater(t, len(state.Segments), 2, "the records span sealed segments")
-	require.Equal(t, uint64(1), state.CorruptCount, "the move's status scanned the indexed segments")
-	require.Equal(t, []uint64{7}, state.CorruptOffsets)
-
-	target := c.otherThan(source)
-	c.startMove(leader, "t", 0, target)
-	c.tickUntil(100, 100, func() bool { return c.owners(leader, "t")[0] == target })
-	c.tick(100)
-	requireUnreadable(t, c, target, 7, "the new owner serves the same gap")
+	target := moveWithGap(t, c, leader, source)
 	for _, i := range []int{0, 6, 8, 19} {
 		replayed := c.do(target, msg.Replay{Topic: "t", Partition: 0, Offset: uint64(i)})
 		require.NoError(t, replayed.Err)
 		require.Equal(t, fmt.Sprintf("record-%02d%s", i, padding), string(replayed.Result.(msg.ReplayResult).Message.Payload))
 	}
+}
+
+// sourceReportsRecord7 asks source for partition 0's move status and
+// checks that it reports offset 7, and only it, corrupt.
+func sourceReportsRecord7(t *testing.T, c *clusterHarness, source string) msg.MoveSourceState {
+	t.Helper()
+	status, err := c.nodes[source].moveStatus(msg.MoveStatus{Topic: "t", Partition: 0})
+	require.NoError(t, err)
+	state := status.(msg.MoveSourceState)
+	require.Equal(t, uint64(1), state.CorruptCount)
+	require.Equal(t, []uint64{7}, state.CorruptOffsets)
+	return state
+}
+
+// moveWithGap moves partition 0 from source to another node, checks that
+// the new owner answers offset 7 as lost, and returns it.
+func moveWithGap(t *testing.T, c *clusterHarness, leader, source string) string {
+	t.Helper()
+	target := c.otherThan(source)
+	c.startMove(leader, "t", 0, target)
+	c.tickUntil(100, 100, func() bool { return c.owners(leader, "t")[0] == target })
+	c.tick(100)
+	requireUnreadable(t, c, target, 7, "the new owner serves the same gap")
+	return target
 }

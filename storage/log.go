@@ -574,7 +574,7 @@ func (l *Log) Close() error {
 	if l.failure == nil && l.hwmFile.value < l.hwm {
 		errs = append(errs, l.persistHWM(l.hwm))
 	}
-	if l.failure == nil && len(errs) == 0 {
+	if l.failure == nil && errors.Join(errs...) == nil {
 		l.writeDueIndexes()
 	}
 	if l.failure == nil {
