@@ -71,6 +71,10 @@ type recoverer struct {
 	keptDamagedEnd bool
 	// indexed holds the bases of the segments listed with an index file.
 	indexed map[uint64]bool
+	// indexedThrough counts the leading segments the persisted HWM covers
+	// (each loaded from its index, or scanned and its index written where
+	// it could be): the log's Log.indexedThrough.
+	indexedThrough int
 }
 
 // recoverLog runs recovery on dir and returns the open log. buffer, when
@@ -191,19 +195,22 @@ func (r *recoverer) scanSegments(bases []uint64) error {
 		if hasNext {
 			nextBase = bases[i+1]
 		}
+		s, err := r.openSegment(base)
+		if err != nil {
+			return err
+		}
 		settled := hasNext && nextBase <= r.persistedHWM && r.cfg.SegmentIndexFiles
+		if settled {
+			r.indexedThrough++
+		}
 		if settled && r.indexed[base] {
-			loaded, err := r.loadIndexed(base, nextBase)
+			loaded, err := r.loadIndexed(s, nextBase)
 			if err != nil {
 				return err
 			}
 			if loaded {
 				continue
 			}
-		}
-		s, err := r.openSegment(base)
-		if err != nil {
-			return err
 		}
 		stop, err := r.scanSegment(s, nextBase)
 		if err != nil {
@@ -220,51 +227,30 @@ func (r *recoverer) scanSegments(bases []uint64) error {
 			return err
 		}
 		if settled && writeSegmentIndex(r.fs, r.dir, s, nextBase) {
-			s.indexFile = true
 			r.report.SegmentIndexesWritten++
 		}
 	}
 	return nil
 }
 
-// loadIndexed takes the sealed segment of base, which the segment of
+// loadIndexed fills s, a sealed segment just opened, which the segment of
 // nextBase follows and the persisted HWM covers, from its index file,
-// and reports its corrupt offsets as a scan would. It reports false,
-// having recorded nothing, when the index file does not hold; the segment
-// is then scanned.
-func (r *recoverer) loadIndexed(base, nextBase uint64) (bool, error) {
-	info, err := r.fs.Stat(segmentPath(r.dir, base))
-	if err != nil {
-		return false, err
-	}
-	s := newSegment(base, nil)
-	s.sizeBytes, s.writtenBytes, s.syncedBytes, s.fileBytes = info.Size, info.Size, info.Size, info.Size
-	if err := loadSegmentIndex(r.fs, r.dir, s, nextBase, r.cfg); err != nil {
+// reports its corrupt offsets as a scan would, and closes its file as
+// closeSettled does after a scan. It reports false, s unchanged, when the
+// index file does not hold; the segment is then scanned.
+func (r *recoverer) loadIndexed(s *segment, nextBase uint64) (bool, error) {
+	if err := loadSegmentIndex(r.fs, r.dir, s, nextBase, r.cfg.FrameBytesMax); err != nil {
 		if errors.Is(err, errSegmentIndexUnusable) {
 			return false, nil
 		}
 		return false, err
 	}
 	chaos.Reached(chaos.MarkStorageSegmentIndexLoaded)
-	s.indexFile, s.unverified = true, true
-	r.segments = append(r.segments, s)
+	s.unverified = true
 	r.report.SegmentsFromIndex++
-	for i := 0; i < len(s.positions); {
-		if s.positions[i] != positionCorrupt {
-			i++
-			continue
-		}
-		run := i
-		for run < len(s.positions) && s.positions[run] == positionCorrupt {
-			run++
-		}
-		r.reportCorrupt(base+uint64(i), base+uint64(run))
-		i = run
-	}
-	if end := s.indexedEnd(); end < nextBase {
-		r.reportCorrupt(end, nextBase)
-	}
-	return true, nil
+	r.report.CorruptCount += s.corruptCount
+	r.report.CorruptOffsets = s.appendCorrupt(r.report.CorruptOffsets, nextBase, r.cfg.CorruptOffsetsReportedMax)
+	return true, r.closeSettled(s, nextBase, true)
 }
 
 // closeSettled closes the file of a scanned sealed segment whose every
@@ -705,6 +691,7 @@ func (r *recoverer) buildLog() (*Log, error) {
 	log := &Log{fs: r.fs, dir: r.dir, cfg: r.cfg, segments: r.segments, next: next, hwm: next,
 		hwmFile: hwmFile, unsyncedFrom: len(r.segments) - 1, directoryDirty: true}
 	log.rollBeforeAppend = r.keptDamagedEnd
+	log.indexedThrough = r.indexedThrough
 	if err := r.settleCommitted(log); err != nil {
 		hwmFile.file.Close()
 		return nil, err

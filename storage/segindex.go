@@ -161,20 +161,16 @@ func writeSegmentIndex(fs FS, dir string, s *segment, nextBase uint64) bool {
 	return true
 }
 
-// loadSegmentIndex fills s, a sealed segment of dir that the segment of
-// nextBase follows and whose file is sizeBytes long, from its index file,
-// after checking that the file describes this segment: its base, the next
-// base and the segment's size, and the first and last frames it indexes
-// read back as the offsets it says. It reports errSegmentIndexUnusable
-// when the file does not hold (the segment is then scanned); other errors
-// are read errors of the segment file.
-func loadSegmentIndex(fs FS, dir string, s *segment, nextBase uint64, cfg LogConfig) error {
-	name := segmentIndexPath(dir, s.base)
-	info, err := fs.Stat(name)
-	if err != nil || info.Size > segmentIndexBytesMax {
-		return errSegmentIndexUnusable
-	}
-	data, err := ReadFile(fs, name)
+// loadSegmentIndex fills s, a sealed segment of dir with its file open
+// and nothing indexed yet, which the segment of nextBase follows, from its
+// index file, after checking that the file describes this segment: its
+// base, the next base and the segment's size, and the first and last
+// frames it indexes read back as the offsets it says. It reports
+// errSegmentIndexUnusable, s unchanged, when the file does not hold (the
+// segment is then scanned); other errors are read errors of the segment
+// file.
+func loadSegmentIndex(fs FS, dir string, s *segment, nextBase uint64, frameBytesMax int) error {
+	data, err := ReadFile(fs, segmentIndexPath(dir, s.base)) // bounded by readFileBytesMax, segmentIndexBytesMax
 	if err != nil {
 		return errSegmentIndexUnusable
 	}
@@ -186,17 +182,18 @@ func loadSegmentIndex(fs FS, dir string, s *segment, nextBase uint64, cfg LogCon
 		return fmt.Errorf("%w: describes [%d, %d) in %d bytes, not [%d, %d) in %d", errSegmentIndexUnusable,
 			index.base, index.nextBase, index.segmentBytes, s.base, nextBase, s.sizeBytes)
 	}
-	candidate := &segment{base: s.base, positions: index.positions, sizeBytes: s.sizeBytes}
-	if err := checkIndexedEnds(fs, dir, candidate, cfg.FrameBytesMax); err != nil {
+	candidate := &segment{base: s.base, file: s.file, positions: index.positions, sizeBytes: s.sizeBytes}
+	if err := checkIndexedEnds(candidate, frameBytesMax); err != nil {
 		return err
 	}
 	s.positions, s.newestTimeMs, s.corruptCount = index.positions, index.newestTimeMs, index.corruptCount
 	return nil
 }
 
-// checkIndexedEnds reads the first and the last frame s indexes and
-// checks that each verifies and holds the offset the index gives it.
-func checkIndexedEnds(fs FS, dir string, s *segment, frameBytesMax int) error {
+// checkIndexedEnds reads the first and the last frame s indexes from its
+// open file and checks that each verifies and holds the offset the index
+// gives it.
+func checkIndexedEnds(s *segment, frameBytesMax int) error {
 	first, last := -1, -1
 	for i, position := range s.positions {
 		if position != positionCorrupt {
@@ -209,16 +206,11 @@ func checkIndexedEnds(fs FS, dir string, s *segment, frameBytesMax int) error {
 	if first < 0 {
 		return nil
 	}
-	file, err := fs.Open(segmentPath(dir, s.base))
-	if err != nil {
-		return err
-	}
-	defer file.Close()
 	for _, i := range []int{first, last} {
 		offset := s.base + uint64(i)
 		position, length, _ := s.frameBounds(offset, frameBytesMax)
 		buffer := make([]byte, length)
-		if err := readFull(file, buffer, position); err != nil {
+		if err := readFull(s.file, buffer, position); err != nil {
 			return err
 		}
 		if _, err := decodeStoredRecord(buffer, offset, frameBytesMax); err != nil {
@@ -237,9 +229,10 @@ func removeSegmentIndex(fs FS, dir string, base uint64) {
 }
 
 // writeDueIndexes writes the index file of every sealed segment that the
-// persisted HWM now covers and that has none, once each: such a segment
-// never changes again (recovery cuts nothing below the persisted HWM),
-// so its index stays true for as long as the file keeps its name.
+// persisted HWM now covers, once each, from Log.indexedThrough on (the
+// recovery loaded or wrote those it covered): such a segment never
+// changes again (recovery cuts nothing below the persisted HWM), so its
+// index stays true for as long as the file keeps its name.
 func (l *Log) writeDueIndexes() {
 	if !l.cfg.SegmentIndexFiles {
 		return
@@ -249,10 +242,8 @@ func (l *Log) writeDueIndexes() {
 		if next.base > l.hwmFile.value || s.syncedBytes != s.sizeBytes {
 			return
 		}
-		if !s.indexFile {
-			chaos.Reached(chaos.MarkStorageSegmentIndexWritten)
-			s.indexFile = writeSegmentIndex(l.fs, l.dir, s, next.base)
-		}
+		chaos.Reached(chaos.MarkStorageSegmentIndexWritten)
+		writeSegmentIndex(l.fs, l.dir, s, next.base)
 		l.indexedThrough++
 	}
 }
@@ -286,7 +277,7 @@ func (l *Log) VerifySegments() error {
 		if !slices.Equal(scanned.positions, s.positions) || scanned.corruptCount != s.corruptCount {
 			chaos.Reached(chaos.MarkStorageVerifyFoundDamage)
 			s.positions, s.corruptCount, s.newestTimeMs = scanned.positions, scanned.corruptCount, scanned.newestTimeMs
-			s.indexFile = writeSegmentIndex(l.fs, l.dir, s, l.segments[i+1].base)
+			writeSegmentIndex(l.fs, l.dir, s, l.segments[i+1].base)
 		}
 		s.unverified = false
 	}
@@ -306,11 +297,12 @@ func (l *Log) scanSealed(s *segment, nextBase uint64) (*segment, error) {
 	r.reader.windowBytes = 2 * l.cfg.FrameBytesMax
 	scanned := newSegment(s.base, file)
 	scanned.sizeBytes = s.sizeBytes
-	if _, err := r.scanSegment(scanned, nextBase); err != nil {
+	stop, err := r.scanSegment(scanned, nextBase)
+	if err != nil {
 		return nil, err
 	}
-	if end := scanned.indexedEnd(); end < nextBase {
-		scanned.corruptCount += nextBase - end
+	if _, err := r.settleSegment(scanned, stop, nextBase, true); err != nil { // below the HWM: counts a gap, cuts nothing
+		return nil, err
 	}
 	scanned.file = nil
 	return scanned, nil

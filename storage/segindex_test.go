@@ -274,3 +274,24 @@ func TestRecoveryWithIndexFilesAgreesWithAScan(t *testing.T) {
 		}
 	})
 }
+
+// TestARecoveredLogWritesNoIndexAgain: the rounds after a recovery write
+// the index of no segment the recovery loaded or wrote (a start would
+// otherwise rewrite every index of the node at its first rounds), only
+// those of segments sealed since.
+func TestARecoveredLogWritesNoIndexAgain(t *testing.T) {
+	fs, cfg := newLogMemFS(1), indexedLogConfig()
+	writeClosedTestLog(t, fs, "p", cfg, 150)
+	log, recovery := openTestLog(t, fs, "p", cfg)
+	require.Positive(t, recovery.SegmentsFromIndex)
+	loaded := log.segments[0].base
+	require.NoError(t, fs.Remove(segmentIndexPath("p", loaded)))
+	sealed := len(log.segments) - 1
+	appendTestRecords(t, log, 150, 250)
+	require.NoError(t, log.Sync())
+	require.Greater(t, len(log.segments)-1, sealed, "the appends sealed more segments")
+	bases := indexFiles(t, fs, "p")
+	require.NotContains(t, bases, loaded, "a loaded segment's index was written again")
+	require.Contains(t, bases, log.segments[len(log.segments)-2].base, "a segment sealed since got its index")
+	require.NoError(t, log.Close())
+}

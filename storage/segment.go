@@ -58,10 +58,6 @@ type segment struct {
 	// recovery took from its index file; fixed afterwards (Log.Corruption
 	// reads it so that it need not scan the index).
 	corruptCount uint64
-	// indexFile is set once the segment's index file is known to describe
-	// it (segindex.go): recovery loaded or wrote it, or writeDueIndexes
-	// did. Never cleared while the segment is retained.
-	indexFile bool
 	// unverified is set by recovery on a segment it took from its index
 	// file: its frames were not read since the log opened, so media
 	// damage there is found by Read (ErrCorrupt) and counted in
