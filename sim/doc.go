@@ -40,7 +40,8 @@
 // A seeded share of the runs with disk faults (profiles disk and all) of
 // one node, or of three nodes with -moves, with or without -fanout, also
 // gets media corruption: while a node is down, a synced byte of a frame
-// in the middle of a log goes bad, so recovery finds the record corrupt
+// in the middle of a log goes bad, so recovery (or, in a segment it took
+// from its index file, the first read) finds the record corrupt
 // and the node skips its offset (media_faults.go). In a cluster only a
 // partition the node owns in the committed placement is hit; a move then
 // copies what the owner's log still holds, damage included, and the

@@ -12,11 +12,7 @@ import (
 // notYetRequired lists the core's marks that no sweep requires, with why.
 // A mark leaves this set when a sweep starts requiring it; the set is
 // meant to empty.
-var notYetRequired = map[chaos.Mark]string{
-	chaos.MarkStorageVerifyFoundDamage: "needs media damage in a sealed segment a recovery took from its index, then a move from that node: " +
-		"the media faults aim at the last frames of a log (mostly its active segment), and 200 seeds of the three-node moves world " +
-		"with every fault never built it; storage and node tests cover the path",
-}
+var notYetRequired = map[chaos.Mark]string{}
 
 // requiredMarks returns every mark some sweep definition requires.
 func requiredMarks() []chaos.Mark {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"path"
+	"strings"
 
 	"narad/msg"
 	"narad/node"
@@ -15,7 +16,9 @@ import (
 // below the log's persisted high-watermark, followed by a valid frame of
 // the same segment, so recovery reports the frame as corrupt in the
 // middle and the node skips its offset forever (storage/doc.go,
-// Recovery): consumes pass over it, a replay of it is answered 410. The
+// Recovery): consumes pass over it, a replay of it is answered 410. In a
+// segment recovery takes from its index file, the read finds it instead
+// (storage/doc.go, Segment index files), with the same answers. The
 // record the frame held is lost by the fault, not by the broker, so the
 // no-loss checker excuses that record only if every placement it was
 // acknowledged at was hit (history.excused), and the replayer skips
@@ -39,6 +42,12 @@ const (
 	mediaZeroPercent = 30
 	// mediaZeroFramesMax bounds the frames one such fault zeroes.
 	mediaZeroFramesMax = 3
+	// mediaIndexedPercent of the flips, in runs whose logs keep segment
+	// index files, hit a frame of a sealed segment that has one instead:
+	// recovery then takes the segment from its index and does not see the
+	// damage, which a read (ErrCorrupt) or a move's verification of the
+	// source (storage.Log.VerifySegments) must find.
+	mediaIndexedPercent = 40
 )
 
 // mediaFaults is the media corruption of a run.
@@ -100,8 +109,26 @@ func (m *mediaFaults) beforeStart(n *simNode) {
 	if len(frames) == 0 {
 		return
 	}
+	if m.w.segmentIndexes && m.rng.IntN(100) < mediaIndexedPercent {
+		if indexed := indexedFrames(n.fs, frames); len(indexed) > 0 {
+			frames = indexed
+		}
+	}
 	recent := frames[max(0, len(frames)-mediaCorruptRecentFrames):]
 	m.corrupt(n, partition, recent[m.rng.IntN(len(recent))])
+}
+
+// indexedFrames keeps the frames whose segment file has an index file
+// beside it (storage's segment index files, named as the segment with
+// .index for .log).
+func indexedFrames(fs *storage.MemFS, frames []mediaFrame) []mediaFrame {
+	var indexed []mediaFrame
+	for _, frame := range frames {
+		if _, err := fs.Stat(strings.TrimSuffix(frame.file, ".log") + ".index"); err == nil {
+			indexed = append(indexed, frame)
+		}
+	}
+	return indexed
 }
 
 // mediaFrame is a frame the fault may hit: its segment file, its byte

@@ -56,6 +56,12 @@ var nightlyMoveMarks = []nightlyMark{
 	// seeds.
 	{markInstallCrashed, 150},
 	{chaos.MarkNodeInstallRepaired, 150},
+	// A move's source found media damage under a segment index that its
+	// recovery had not seen (media faults aimed at indexed segments, then
+	// a move of that partition): in the seeds 6546000-6546049 of the
+	// three-node moves world with every fault, not in 6546050-6546199;
+	// only three-node runs draw media faults.
+	{chaos.MarkStorageVerifyFoundDamage, 1500},
 }
 
 // nightlyMoveMarkList is the marks of nightlyMoveMarks.

@@ -64,7 +64,8 @@ type Log struct {
 	// yet, so the next sync round must sync it before the hwm covers them:
 	// a segment created since the last round, or, after recovery, entries
 	// found by listing the directory (a listing shows names a crash could
-	// still take away). Set by roll and recovery, cleared by Sync.
+	// still take away), or an index file written since (writeDueIndexes).
+	// Set by roll, recovery and writeDueIndexes, cleared by Sync.
 	directoryDirty bool
 	// committed is the in-memory committed consumer offset, and
 	// committedSynced the value last made durable. Invariant: Oldest() <=

@@ -138,11 +138,12 @@ func decodeSegmentIndex(b []byte) (segmentIndex, error) {
 }
 
 // writeSegmentIndex writes the index file of s, a sealed segment that the
-// segment of nextBase follows and that the persisted HWM covers, without
-// syncing it: a file a crash tore or lost fails its checks and the
-// segment is scanned. It reports whether the file was written; an error
-// is not the log's (it stays usable), and a partly written file is
-// removed where it can be.
+// segment of nextBase follows and that the persisted HWM covers, and
+// syncs it, so that it outlives a power loss too once its name is
+// durable (the caller's next directory sync). It reports whether the file
+// was written. An error is not the log's, which stays usable: a file a
+// crash tore or lost, or whose fsync failed, fails its checks and the
+// segment is scanned; a partly written file is removed where it can be.
 func writeSegmentIndex(fs FS, dir string, s *segment, nextBase uint64) bool {
 	data, ok := encodeSegmentIndex(s, nextBase)
 	if !ok {
@@ -154,6 +155,9 @@ func writeSegmentIndex(fs FS, dir string, s *segment, nextBase uint64) bool {
 		return false
 	}
 	_, err = file.Write(data)
+	if err == nil {
+		err = file.Sync()
+	}
 	if err = errors.Join(err, file.Close()); err != nil {
 		_ = fs.Remove(name) // a torn one would fail its checksum anyway
 		return false
@@ -243,7 +247,9 @@ func (l *Log) writeDueIndexes() {
 			return
 		}
 		chaos.Reached(chaos.MarkStorageSegmentIndexWritten)
-		writeSegmentIndex(l.fs, l.dir, s, next.base)
+		if writeSegmentIndex(l.fs, l.dir, s, next.base) {
+			l.directoryDirty = true // the next round makes its name durable
+		}
 		l.indexedThrough++
 	}
 }

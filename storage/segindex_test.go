@@ -295,3 +295,26 @@ func TestARecoveredLogWritesNoIndexAgain(t *testing.T) {
 	require.Contains(t, bases, log.segments[len(log.segments)-2].base, "a segment sealed since got its index")
 	require.NoError(t, log.Close())
 }
+
+// TestIndexFilesOutliveAPowerLoss: an index file is synced when written,
+// and the round after it syncs the directory, so a crash (power loss)
+// after that round keeps every index: the recovery scans no sealed
+// segment.
+func TestIndexFilesOutliveAPowerLoss(t *testing.T) {
+	fs, cfg := newLogMemFS(1), indexedLogConfig()
+	log, _ := openTestLog(t, fs, "p", cfg)
+	appendTestRecords(t, log, 0, 150)
+	require.NoError(t, log.Sync())
+	sealed := len(log.segments) - 1
+	require.True(t, log.directoryDirty, "the indexes written ask for a directory sync")
+	appendTestRecords(t, log, 150, 151)
+	require.NoError(t, log.Sync())
+	require.Equal(t, sealed, len(log.segments)-1, "one record seals nothing")
+	fs.Crash()
+
+	want, _ := scannedView(t, fs, "p")
+	log, recovery := openTestLog(t, fs, "p", cfg)
+	require.Equal(t, sealed, recovery.SegmentsFromIndex)
+	require.Equal(t, want, viewOf(t, log))
+	require.NoError(t, log.Close())
+}
