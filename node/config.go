@@ -51,6 +51,11 @@ const relaysLimit = 1 << 16
 // consumeReplyBytesLimit bounds Config.ConsumeReplyBytesMax.
 const consumeReplyBytesLimit = 64 << 20
 
+// verifySegmentsPerMoveRequest bounds the sealed segments a move's source
+// reads to verify at each move request of the partition (verifyForMove):
+// one segment, at most storage.segment_bytes, per request on the loop.
+const verifySegmentsPerMoveRequest = 1
+
 // Config holds a node's settings. Callers start from DefaultConfig and
 // change what they need; Validate reports every problem at once.
 type Config struct {

@@ -136,10 +136,11 @@ func TestACopyDamagedAtTheDestinationIsCopiedAgain(t *testing.T) {
 
 // TestDamageUnderASegmentIndexIsFoundBeforeAMove: on a source whose
 // recovery took the damaged record's sealed segment from its index file
-// (so it did not see the damage), the move's first status scans that
-// segment first and reports the damage, and the destination accepts the
-// copy carrying it; without the scan the copy would hold a corrupt
-// record the source does not report, refused at every attempt.
+// (so it did not see the damage), each move request scans one more such
+// segment, the damage is reported once its segment is scanned, a freeze
+// is not answered as final before all are, and the destination accepts
+// the copy carrying the damage; without the scans the copy would hold a
+// corrupt record the source does not report, refused at every attempt.
 func TestDamageUnderASegmentIndexIsFoundBeforeAMove(t *testing.T) {
 	c := newClusterHarness(t, 3)
 	leader := c.electWithTopic("t", 3)
@@ -161,8 +162,23 @@ func TestDamageUnderASegmentIndexIsFoundBeforeAMove(t *testing.T) {
 	c.tickUntilServing(source)
 	requireUnreadable(t, c, source, 7, "a read verifies the frame")
 
-	state := sourceReportsRecord7(t, c, source) // the move's status scanned the indexed segments
-	require.Greater(t, len(state.Segments), 2, "the records span sealed segments")
+	n := c.nodes[source]
+	p := n.partitions[partitionKey{"t", 0}]
+	require.True(t, p.log.Unverified(), "recovery took the sealed segments from their indexes")
+	sealed := len(p.log.Segments()) - 1
+	require.Greater(t, sealed, 2, "the records span sealed segments")
+	p.freeze.Begin("probe", 1, n.nowMs) // a freeze, to see when a state would be final
+	for range sealed - 1 {
+		status, err := n.moveStatus(msg.MoveStatus{Topic: "t", Partition: 0})
+		require.NoError(t, err)
+		require.True(t, p.log.Unverified(), "one segment a request")
+		require.False(t, n.sourceState(p, p.log, "probe", 1).Frozen, "no final state before every segment is verified")
+		require.LessOrEqual(t, status.(msg.MoveSourceState).CorruptCount, uint64(1))
+	}
+	sourceReportsRecord7(t, c, source) // the last request scanned the last one
+	require.False(t, p.log.Unverified())
+	require.True(t, n.sourceState(p, p.log, "probe", 1).Frozen)
+	p.freeze.End(n.nowMs)
 	target := moveWithGap(t, c, leader, source)
 	for _, i := range []int{0, 6, 8, 19} {
 		replayed := c.do(target, msg.Replay{Topic: "t", Partition: 0, Offset: uint64(i)})

@@ -75,13 +75,14 @@ func (n *Node) ownedLog(topicName string, index int) (*topic, *partition, *stora
 }
 
 // sourceState describes what a move copies from p now, for the move to
-// target started at startedAtMs: Frozen only if p is frozen for that move
-// and every record accepted before the freeze is durable. A status asked
+// target started at startedAtMs: Frozen only if p is frozen for that move,
+// every record accepted before the freeze is durable, and its log's
+// corruption is known in full (verifyForMove). A status asked
 // while those records wait for their sync round is not final: its HWM
 // lacks them, and a destination that force-promotes a Frozen answer
 // would lose records the producer is about to be acknowledged.
 func (n *Node) sourceState(p *partition, log *storage.Log, target string, startedAtMs int64) msg.MoveSourceState {
-	frozen := p.freeze.For(target, startedAtMs) && !log.Dirty()
+	frozen := p.freeze.For(target, startedAtMs) && !log.Dirty() && !log.Unverified()
 	state := msg.MoveSourceState{HWM: log.HWM(), Committed: min(p.leases.Committed(), log.HWM()), Frozen: frozen,
 		Cursors: n.sourceCursors(p)}
 	if frozen {
@@ -235,18 +236,21 @@ func (n *Node) AcceptsWrites(topicName string, index int) bool {
 	return accepts
 }
 
-// verifyForMove scans the segments of log that its recovery took from
-// their index files (storage.Log.VerifySegments), once per open of the
-// log, before a move reads its state: the copy carries exactly the
-// corruption the source knows, and a destination refuses a copy with
-// more, so damage the medium did since the index files were written must
-// be known here first.
+// verifyForMove scans one more of the segments of log that its recovery
+// took from their index files (storage.Log.VerifySegments) at each move
+// request of the partition, so no request holds the loop for more than
+// one segment's read, and the copy's reads (a chunk at a time, many a
+// segment) have verified them all long before the copy ends. The copy
+// carries exactly the corruption the source knows, and a destination
+// refuses a copy with more, so damage the medium did since the index
+// files were written must be known first: sourceState reports no frozen
+// (final) state while a segment is unverified.
 func (n *Node) verifyForMove(p *partition, log *storage.Log) error {
 	if !log.Unverified() {
 		return nil
 	}
 	before := log.Corruption().Count
-	if err := log.VerifySegments(); err != nil {
+	if err := log.VerifySegments(verifySegmentsPerMoveRequest); err != nil {
 		return err
 	}
 	if after := log.Corruption().Count; after != before {

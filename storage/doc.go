@@ -295,10 +295,10 @@
 // by Read, which verifies every frame (ErrCorrupt, as for damage after a
 // recovery), not by the recovery. A move carries over exactly its
 // source's known corruption and its destination refuses a copy with
-// more, so the source scans those segments (Log.VerifySegments, once per
-// open of the log, on its loop) before it answers a move's first status;
-// damage found there becomes corrupt offsets as a recovery's would, and
-// the index is rewritten with them. A property test holds a recovery with
+// more, so the source scans those segments (Log.VerifySegments, a bounded
+// number a call: the node scans one at each move request, and answers no
+// final state before all are); damage found there becomes corrupt offsets
+// as a recovery's would, and the index is rewritten with them. A property test holds a recovery with
 // index files to one without across histories of appends, rolls,
 // retention, closes and crashes with torn writes.
 //

@@ -261,14 +261,15 @@ func (l *Log) Unverified() bool {
 	return slices.ContainsFunc(l.segments, func(s *segment) bool { return s.unverified })
 }
 
-// VerifySegments scans every sealed segment recovery took from its index
-// file, as recovery would have, so that Corruption counts the damage the
-// medium did since the index was written (a move's copy carries exactly
-// the source's known corruption, and its destination refuses any other).
-// Offsets found damaged become corrupt for Read, as recovery's are. It
-// reads each such segment whole, once per open of the log; a read error
-// is returned and the log stays as it was for the segments not scanned.
-func (l *Log) VerifySegments() error {
+// VerifySegments scans up to segmentsMax of the sealed segments recovery
+// took from their index files, oldest first, as recovery would have, so
+// that Corruption counts the damage the medium did since the index was
+// written (a move's copy carries exactly the source's known corruption,
+// and its destination refuses any other). Offsets found damaged become
+// corrupt for Read, as recovery's are. Each segment is read whole, once
+// per open of the log, so a call reads at most segmentsMax segments; a
+// read error is returned and the segments not scanned stay unverified.
+func (l *Log) VerifySegments(segmentsMax int) error {
 	if err := l.usable(); err != nil {
 		return err
 	}
@@ -276,6 +277,10 @@ func (l *Log) VerifySegments() error {
 		if !s.unverified {
 			continue
 		}
+		if segmentsMax <= 0 {
+			return nil
+		}
+		segmentsMax--
 		scanned, err := l.scanSealed(s, l.segments[i+1].base)
 		if err != nil {
 			return err

@@ -150,7 +150,7 @@ func TestDamageUnderAnIndexIsFoundByReadAndByVerification(t *testing.T) {
 	requireTestRecords(t, log, damaged+1, damaged+5)
 	require.Zero(t, log.Corruption().Count)
 
-	require.NoError(t, log.VerifySegments())
+	require.NoError(t, log.VerifySegments(len(log.segments)))
 	require.False(t, log.Unverified())
 	require.Equal(t, Corruption{Count: 1, Offsets: []uint64{damaged}}, log.Corruption())
 	require.Equal(t, want, viewOf(t, log))
@@ -265,7 +265,7 @@ func TestRecoveryWithIndexFilesAgreesWithAScan(t *testing.T) {
 		log, _, err := OpenLog(fs, dir, cfg)
 		require.NoError(rt, err)
 		require.Equal(rt, view, viewOf(t, log))
-		require.NoError(rt, log.VerifySegments())
+		require.NoError(rt, log.VerifySegments(len(log.segments)))
 		require.Equal(rt, view, viewOf(t, log), "a verification of intact segments changes nothing")
 		require.NoError(rt, log.Close())
 		for _, base := range indexFiles(t, fs, dir) {
