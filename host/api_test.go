@@ -185,6 +185,7 @@ func TestClusterHealthAndMetricsRoutes(t *testing.T) {
 		require.Contains(t, body, metric)
 	}
 	require.Regexp(t, `narad_storage_fsyncs_total [1-9]`, body)
+	require.Regexp(t, `narad_storage_open_log_index_bytes [1-9]`, body, "the produced record's log holds an index")
 }
 
 func TestLongPollAcrossHTTP(t *testing.T) {

@@ -56,6 +56,7 @@ type Metrics struct {
 	zeroTailBytes     prometheus.Gauge
 	keptLogs          prometheus.Gauge
 	keptLogBytes      prometheus.Gauge
+	openLogIndexBytes prometheus.Gauge
 	keptLogBytesMax   prometheus.Gauge
 	openLogsMax       prometheus.Gauge
 	// logEvictions follows node.Stats.LogEvictions; logEvictionsSeen is
@@ -149,14 +150,15 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 			Help: "Rounds that waited (up to the gather window) for more requests to share their sync round."}),
 		consumesUnclaimed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "consume_unclaimed_total",
 			Help: "Consume answers whose client had left before reading them, or that the reply budget refused; their records were handed back for redelivery, the delivery uncounted."}),
-		bootSeconds:     gauge("boot_duration_seconds", "Time from start to serving."),
-		topics:          gauge("topics_total", "Topics known to this node."),
-		partitions:      gauge("partitions_total", "Partitions of the known topics."),
-		openLogs:        gauge("open_partition_logs", "Partition logs open now."),
-		openLogsMax:     gauge("open_partition_logs_max", "Cap of the partition logs open at once."),
-		keptLogs:        gauge("storage_kept_closed_logs", "Partition logs closed for room or idleness and kept in memory, so that their next open reads none of their segments."),
-		keptLogBytes:    gauge("storage_kept_closed_log_bytes", "Memory of the kept closed logs (their indexes)."),
-		keptLogBytesMax: gauge("storage_kept_closed_log_bytes_max", "Cap of storage_kept_closed_log_bytes (storage.closed_logs_kept_bytes_max); past it the least recently closed are forgotten."),
+		bootSeconds:       gauge("boot_duration_seconds", "Time from start to serving."),
+		topics:            gauge("topics_total", "Topics known to this node."),
+		partitions:        gauge("partitions_total", "Partitions of the known topics."),
+		openLogs:          gauge("open_partition_logs", "Partition logs open now."),
+		openLogsMax:       gauge("open_partition_logs_max", "Cap of the partition logs open at once."),
+		keptLogs:          gauge("storage_kept_closed_logs", "Partition logs closed for room or idleness and kept in memory, so that their next open reads none of their segments."),
+		keptLogBytes:      gauge("storage_kept_closed_log_bytes", "Memory of the kept closed logs (their indexes)."),
+		openLogIndexBytes: gauge("storage_open_log_index_bytes", "Memory of the open partition logs' indexes (4 bytes a record of their segments)."),
+		keptLogBytesMax:   gauge("storage_kept_closed_log_bytes_max", "Cap of storage_kept_closed_log_bytes (storage.closed_logs_kept_bytes_max); past it the least recently closed are forgotten."),
 		zeroTailBytes: gauge("storage_zero_tail_bytes",
 			"Disk preallocated as zeros ahead of the partition logs' frames (open logs, and logs closed since start): at most 1 MiB per open log, 64 KiB per closed one."),
 		logEvictions: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "partition_log_evictions_total",
@@ -177,7 +179,7 @@ func (m *Metrics) register(reg prometheus.Registerer) {
 	reg.MustRegister(m.producedMessages, m.producedBytes, m.consumedMessages, m.consumedBytes,
 		m.consumePolls, m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRejected, m.ackRepeated, m.ackExtended, m.nacks, m.deadLetters, m.relaysInFlight, m.relaysMax, m.held, m.heldMax, m.corruptSkipped,
 		m.consumerDropped, m.retentionBytes, m.retentionRecords, m.errors, m.syncRound, m.roundRecords,
-		m.gatherWaits, m.consumesUnclaimed, m.bootSeconds, m.topics, m.partitions, m.openLogs, m.openLogsMax, m.zeroTailBytes, m.keptLogs, m.keptLogBytes, m.keptLogBytesMax, m.logEvictions, m.parkedPolls, m.peerStepErrors, m.peerUnsent)
+		m.gatherWaits, m.consumesUnclaimed, m.bootSeconds, m.topics, m.partitions, m.openLogs, m.openLogsMax, m.zeroTailBytes, m.keptLogs, m.keptLogBytes, m.keptLogBytesMax, m.openLogIndexBytes, m.logEvictions, m.parkedPolls, m.peerStepErrors, m.peerUnsent)
 }
 
 func counterVec(name, help string, labels []string) *prometheus.CounterVec {
@@ -296,6 +298,7 @@ func (m *Metrics) setInventory(s node.Stats, partitions []node.PartitionState) {
 	m.zeroTailBytes.Set(float64(s.ZeroTailBytes))
 	m.keptLogs.Set(float64(s.KeptLogs))
 	m.keptLogBytes.Set(float64(s.KeptLogBytes))
+	m.openLogIndexBytes.Set(float64(s.OpenLogIndexBytes))
 	m.keptLogBytesMax.Set(float64(s.KeptLogBytesMax))
 	m.logEvictions.Add(float64(s.LogEvictions - m.logEvictionsSeen))
 	m.logEvictionsSeen = s.LogEvictions

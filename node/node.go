@@ -797,6 +797,9 @@ type Stats struct {
 	// KeptLogBytesMax (Config.ClosedLogsKeptBytesMax).
 	KeptLogs                      int
 	KeptLogBytes, KeptLogBytesMax int64
+	// OpenLogIndexBytes is the memory of the open logs' indexes (4 bytes
+	// a record): OpenLogsMax bounds their number, their records their size.
+	OpenLogIndexBytes int64
 }
 
 // Stats returns the node's inventory numbers.
@@ -813,6 +816,7 @@ func (n *Node) Stats() Stats {
 	s.ZeroTailBytes = n.zeroTailBytes()
 	s.KeptLogs, s.KeptLogBytes = n.store.Kept()
 	s.KeptLogBytesMax = n.cfg.ClosedLogsKeptBytesMax
+	s.OpenLogIndexBytes = n.store.OpenIndexBytes()
 	return s
 }
 

@@ -350,3 +350,30 @@ func TestAdoptForgetsTheLogKeptThere(t *testing.T) {
 	require.Zero(t, logs)
 	require.Zero(t, bytes)
 }
+
+// OpenIndexBytes counts the index memory of the open logs only: it grows
+// with their records, a log's share moves to Kept when it is evicted and
+// back when it reopens warm, and a Close drops it.
+func TestOpenIndexBytesFollowTheOpenLogs(t *testing.T) {
+	_, _, store := newKeptStore(9)
+	require.Zero(t, store.OpenIndexBytes())
+	log, _, err := store.Log("t/p0", 0)
+	require.NoError(t, err)
+	empty := store.OpenIndexBytes()
+	appendTestRecords(t, log, 0, 200)
+	require.NoError(t, log.Sync())
+	full := store.OpenIndexBytes()
+	require.GreaterOrEqual(t, full-empty, int64(200*4), "4 bytes a record")
+
+	require.NoError(t, store.Evict("t/p0"))
+	require.Zero(t, store.OpenIndexBytes())
+	_, kept := store.Kept()
+	require.Equal(t, full, kept, "the evicted log's index is counted as kept")
+
+	_, recovery, err := store.Log("t/p0", 1)
+	require.NoError(t, err)
+	require.True(t, recovery.Warm)
+	require.Equal(t, full, store.OpenIndexBytes())
+	require.NoError(t, store.Close("t/p0"))
+	require.Zero(t, store.OpenIndexBytes())
+}

@@ -383,6 +383,18 @@ func (s *Store) ZeroTailBytes() int64 {
 	return total
 }
 
+// OpenIndexBytes is the memory the open logs' indexes hold: 4 bytes a
+// record and a few hundred bytes a segment, as a kept log's
+// (Log.keptBytes). The open-log cap bounds how many logs hold one, not
+// their size: this is the figure an operator watches.
+func (s *Store) OpenIndexBytes() int64 {
+	var total int64
+	for entry := s.recency.next; entry != &s.recency; entry = entry.next {
+		total += entry.log.keptBytes()
+	}
+	return total
+}
+
 // OpenDirs returns the directories of the open logs, sorted.
 func (s *Store) OpenDirs() []string {
 	return slices.Sorted(maps.Keys(s.open))
