@@ -276,7 +276,11 @@
 // corrupt offsets, newest record time) and a CRC32C. It is synced, and
 // the next round syncs the directory, so it outlives a power loss too; a
 // failure to write or sync it is not the log's (the segment is scanned
-// at the next open), which costs one small fsync per sealed segment. Such a
+// at the next open), which costs one small fsync per sealed segment; the
+// roll that seals a segment whose frames were all synced also fsyncs it,
+// so that the size its zero tail was cut to, which the index names, is
+// durable before the index (otherwise a power loss leaves the tail and
+// every such segment is scanned again). Such a
 // segment never changes again: recovery cuts nothing below the persisted
 // HWM, retention removes the oldest segments only (their index first), and
 // a partition directory is only ever replaced whole (delete, install).

@@ -354,6 +354,25 @@ func (l *Log) trimZeroTail(s *segment, keep int64) error {
 	return nil
 }
 
+// sealActive cuts the zero tail of the active segment that a roll seals.
+// With index files, the cut size must be durable before the segment's
+// index is written (an index names its segment's size, and recovery
+// refuses one that differs): a segment whose frames a round synced
+// already is in no later round, so its cut is fsynced here, one fsync a
+// roll; one with unsynced frames is synced, cut included, by the next
+// round.
+func (l *Log) sealActive() error {
+	s := l.active()
+	cut := s.fileBytes > s.writtenBytes
+	if err := l.cutZeroTail(s); err != nil {
+		return err
+	}
+	if cut && l.cfg.SegmentIndexFiles && s.syncedBytes == s.sizeBytes {
+		return s.file.Sync()
+	}
+	return nil
+}
+
 // plantedVisibleBeforeDurable is planted bug BugVisibleBeforeDurable: the
 // record becomes readable before any fsync.
 func (l *Log) plantedVisibleBeforeDurable() error {
@@ -384,7 +403,7 @@ func (l *Log) roll() error {
 	if err := l.flushPending(); err != nil {
 		return err
 	}
-	if err := l.cutZeroTail(l.active()); err != nil {
+	if err := l.sealActive(); err != nil {
 		return l.fail(err)
 	}
 	file, err := l.fs.Create(segmentPath(l.dir, l.next))

@@ -248,8 +248,10 @@ func (r *recoverer) loadIndexed(s *segment, nextBase uint64) (bool, error) {
 	chaos.Reached(chaos.MarkStorageSegmentIndexLoaded)
 	s.unverified = true
 	r.report.SegmentsFromIndex++
-	r.report.CorruptCount += s.corruptCount
-	r.report.CorruptOffsets = s.appendCorrupt(r.report.CorruptOffsets, nextBase, r.cfg.CorruptOffsetsReportedMax)
+	if s.corruptCount > 0 { // else appendCorrupt would walk every offset to find none
+		r.report.CorruptCount += s.corruptCount
+		r.report.CorruptOffsets = s.appendCorrupt(r.report.CorruptOffsets, nextBase, r.cfg.CorruptOffsetsReportedMax)
+	}
 	return true, r.closeSettled(s, nextBase, true)
 }
 

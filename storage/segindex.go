@@ -285,7 +285,7 @@ func (l *Log) VerifySegments(segmentsMax int) error {
 		if err != nil {
 			return err
 		}
-		if !slices.Equal(scanned.positions, s.positions) || scanned.corruptCount != s.corruptCount {
+		if !sameFrames(scanned, s) {
 			chaos.Reached(chaos.MarkStorageVerifyFoundDamage)
 			s.positions, s.corruptCount, s.newestTimeMs = scanned.positions, scanned.corruptCount, scanned.newestTimeMs
 			writeSegmentIndex(l.fs, l.dir, s, l.segments[i+1].base)
@@ -293,6 +293,22 @@ func (l *Log) VerifySegments(segmentsMax int) error {
 		s.unverified = false
 	}
 	return nil
+}
+
+// sameFrames reports whether two indexes of one sealed segment give the
+// same frames and the same corrupt offsets. A run of corrupt offsets at
+// its end is either marked (a damaged end recovery kept, indexCorrupt) or
+// a gap below the next segment's base (a scan's): the two are the same
+// offsets, so the marks at the end are not compared.
+func sameFrames(a, b *segment) bool {
+	trim := func(positions []uint32) []uint32 {
+		end := len(positions)
+		for end > 0 && positions[end-1] == positionCorrupt {
+			end--
+		}
+		return positions[:end]
+	}
+	return a.corruptCount == b.corruptCount && slices.Equal(trim(a.positions), trim(b.positions))
 }
 
 // scanSealed scans the sealed segment s, which the segment of nextBase

@@ -296,6 +296,54 @@ func TestARecoveredLogWritesNoIndexAgain(t *testing.T) {
 	require.NoError(t, log.Close())
 }
 
+// TestAWarmReopenWritesNoIndexAgain: a log evicted and reopened warm
+// keeps what its indexes cover, so its next close (an eviction of an idle
+// log, every few ticks) writes and fsyncs none of them again.
+func TestAWarmReopenWritesNoIndexAgain(t *testing.T) {
+	fs, cfg := newLogMemFS(1), indexedLogConfig()
+	store := NewStore(fs, cfg, storeOpenMaxTest, storeKeptBytesTest)
+	log, _, err := store.Log("p", 0)
+	require.NoError(t, err)
+	appendTestRecords(t, log, 0, 300)
+	require.NoError(t, log.Sync())
+	require.Greater(t, len(log.segments), 2)
+	require.NoError(t, store.Evict("p"))
+	for cycle := range 3 {
+		_, recovery, err := store.Log("p", int64(cycle))
+		require.NoError(t, err)
+		require.True(t, recovery.Warm)
+		syncs := fs.Stats().Syncs
+		require.NoError(t, store.Evict("p"))
+		require.Zero(t, fs.Stats().Syncs-syncs, "cycle %d: the close of an idle log rewrote indexes", cycle)
+	}
+}
+
+// TestASegmentSealedAfterItsFramesSyncedKeepsItsIndex: a segment whose
+// every frame a round synced, with its zero tail, is sealed by the next
+// append, which cuts the tail; the cut size is synced before the index
+// names it, so a power loss leaves segment and index in agreement and the
+// recovery scans no sealed segment.
+func TestASegmentSealedAfterItsFramesSyncedKeepsItsIndex(t *testing.T) {
+	fs, cfg := newLogMemFS(1), indexedLogConfig()
+	log, _ := openTestLog(t, fs, "p", cfg)
+	for offset := range uint64(150) {
+		appendTestRecords(t, log, offset, offset+1)
+		require.NoError(t, log.Sync())
+	}
+	sealed := len(log.segments) - 1
+	require.Positive(t, sealed)
+	appendTestRecords(t, log, 150, 151)
+	require.NoError(t, log.Sync()) // syncs the directory the indexes were written in
+	fs.Crash()
+
+	log, recovery := openTestLog(t, fs, "p", cfg)
+	require.Equal(t, sealed, recovery.SegmentsFromIndex)
+	got := viewOf(t, log)
+	require.NoError(t, log.Close())
+	want, _ := scannedView(t, fs, "p") // after: its recovery cuts the zero tails durably
+	require.Equal(t, want, got)
+}
+
 // TestIndexFilesOutliveAPowerLoss: an index file is synced when written,
 // and the round after it syncs the directory, so a crash (power loss)
 // after that round keeps every index: the recovery scans no sealed
@@ -316,5 +364,38 @@ func TestIndexFilesOutliveAPowerLoss(t *testing.T) {
 	log, recovery := openTestLog(t, fs, "p", cfg)
 	require.Equal(t, sealed, recovery.SegmentsFromIndex)
 	require.Equal(t, want, viewOf(t, log))
+	require.NoError(t, log.Close())
+}
+
+// TestVerifyingAnUnchangedDamagedEndFindsNothing: a damaged end that
+// recovery kept is marked corrupt offset by offset in the index, where a
+// scan of the same bytes leaves a gap; the verification of that unchanged
+// segment finds no new damage and rewrites nothing.
+func TestVerifyingAnUnchangedDamagedEndFindsNothing(t *testing.T) {
+	cfg := indexedLogConfig()
+	fs, log := syncedTestLog(t, cfg, 10)
+	name, from := framePosition(t, log, 8)
+	size, err := log.active().file.Size()
+	require.NoError(t, err)
+	require.NoError(t, log.Close())
+	zeroBytes(t, fs, name, from, size)
+
+	log, recovery := openTestLog(t, fs, "p", cfg)
+	require.Equal(t, uint64(2), recovery.CorruptCount)
+	appendTestRecords(t, log, 10, 12) // the roll before this append seals the damaged segment
+	require.NoError(t, log.Sync())
+	require.NoError(t, log.Close())
+
+	log, recovery = openTestLog(t, fs, "p", cfg)
+	require.Equal(t, 1, recovery.SegmentsFromIndex)
+	before, err := ReadFile(fs, segmentIndexPath("p", 0))
+	require.NoError(t, err)
+	corruption := log.Corruption()
+	require.NoError(t, log.VerifySegments(10))
+	require.False(t, log.Unverified())
+	after, err := ReadFile(fs, segmentIndexPath("p", 0))
+	require.NoError(t, err)
+	require.Equal(t, before, after, "the verification rewrote the index of an unchanged segment")
+	require.Equal(t, corruption, log.Corruption())
 	require.NoError(t, log.Close())
 }
