@@ -235,6 +235,9 @@ const (
 	// MarkStorageVerifyFoundDamage: VerifySegments found media damage in
 	// a segment recovery had taken from its index file.
 	MarkStorageVerifyFoundDamage Mark = "storage-verify-found-damage"
+	// MarkStorageSegmentPagedIn: a read took a paged-out sealed segment's
+	// positions back from its index file.
+	MarkStorageSegmentPagedIn Mark = "storage-segment-paged-in"
 )
 
 // Registered lists every mark of the core, in the order declared.
@@ -256,5 +259,5 @@ var Registered = []Mark{
 	MarkFanoutCursorStarted, MarkFanoutCursorResumed, MarkFanoutBatchCopied, MarkFanoutBatchFailed,
 	MarkFanoutDelayHeld, MarkFanoutCursorMoved, MarkFanoutRecordsAgedOut, MarkFanoutWaitedForRelay,
 	MarkStorageSegmentReopened, MarkStorageRecoveredPastHWM, MarkStorageReopenedWarm,
-	MarkStorageSegmentIndexWritten, MarkStorageSegmentIndexLoaded, MarkStorageVerifyFoundDamage,
+	MarkStorageSegmentIndexWritten, MarkStorageSegmentIndexLoaded, MarkStorageVerifyFoundDamage, MarkStorageSegmentPagedIn,
 }

@@ -154,8 +154,9 @@ type Config struct {
 	// a warm reopen, without recovery's read of every segment (a
 	// partition of a gigabyte read a gigabyte at each reopen); past it the
 	// least recently closed are forgotten and recover when opened again.
-	// A kept log holds its index (4 bytes a record, a few hundred bytes a
-	// segment), no write buffer and no descriptor.
+	// A kept log holds its index (4 bytes a record of the segments whose
+	// positions are resident, a few hundred bytes a segment), no write
+	// buffer and no descriptor.
 	// 0 keeps none. Within [0, closedLogsKeptBytesLimit].
 	ClosedLogsKeptBytesMax int64
 	// Fanout bounds the copy of parent partitions into their children.

@@ -87,6 +87,7 @@ var ExpectedMarks = []chaos.Mark{
 	chaos.MarkStorageReopenedWarm,
 	chaos.MarkStorageSegmentIndexWritten,
 	chaos.MarkStorageSegmentIndexLoaded,
+	chaos.MarkStorageSegmentPagedIn,
 	markKillDuringSyncRound,
 	markGroupSyncRound,
 }

@@ -42,6 +42,7 @@ func (l *Log) Corruption() Corruption {
 // next segment's base, which closes a sealed segment's gap), until list
 // holds limit offsets.
 func (s *segment) appendCorrupt(list []uint64, end uint64, limit int) []uint64 {
+	assert(!s.paged, "corrupt offsets of paged segment %d", s.base) // one with corrupt offsets is never paged out
 	for offset := s.base; offset < end && len(list) < limit; offset++ {
 		index := offset - s.base
 		if index >= uint64(len(s.positions)) || s.positions[index] == positionCorrupt {

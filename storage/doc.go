@@ -306,6 +306,19 @@
 // index files to one without across histories of appends, rolls,
 // retention, closes and crashes with torn writes.
 //
+// The index files also bound the memory of an open log. The positions of
+// a sealed segment (4 bytes a record) are paged out once its index file
+// holds them (written or read by this log), but for the
+// residentSealedSegmentsMax sealed segments read most recently; a read of
+// a paged-out segment pages it in from its index file (checksum, and the
+// base, next base, size and count the log knows), pages another out, and
+// an index file that no longer holds is replaced by a scan of the
+// segment, as VerifySegments scans. A segment with corrupt offsets stays
+// resident (Corruption lists them without a read). So an open log holds
+// the positions of its active segment and of two sealed ones, whatever
+// its length; without index files (or where writing one failed) every
+// position stays in memory as before.
+//
 // # Warm reopen (Store.Evict, Store.CloseIdle)
 //
 // Recovery reads every frame, so reopening a large log costs a read of

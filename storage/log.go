@@ -87,6 +87,9 @@ type Log struct {
 	// tried once. Changed by writeDueIndexes and ApplyRetention (shifts
 	// down).
 	indexedThrough int
+	// uses counts the reads of sealed segments (pageIn), whose
+	// segment.lastUse orders them for paging out. Changed by pageIn.
+	uses uint64
 	// syncing is the sync round in flight (PrepareSync to CompleteSync),
 	// or nil. Invariant: while set, Dirty() or CommittedDirty() holds, the
 	// files stay open (Close defers closing them to CompleteSync) and no
@@ -470,6 +473,8 @@ func (l *Log) checkInvariants() {
 		assert(i >= l.unsyncedFrom || s.syncedBytes == s.sizeBytes, "segment %d before unsyncedFrom is not durable", s.base)
 		assert(s.file != nil || (i < len(l.segments)-1 && s.syncedBytes == s.sizeBytes), "segment %d closed while active or unsynced", s.base)
 		assert(!s.keptOpen || s.file != nil, "segment %d kept open has no file", s.base)
+		assert(!s.paged || (i < len(l.segments)-1 && s.indexFile && s.corruptCount == 0 && s.positions == nil),
+			"segment %d paged out while active, without its index file, with corrupt offsets or with its positions", s.base)
 	}
 	assert(len(l.sealedOpen) <= sealedFilesOpenMax, "%d sealed segment files open, bound %d", len(l.sealedOpen), sealedFilesOpenMax)
 	assert(int64(len(l.pending)) == l.active().sizeBytes-l.active().writtenBytes,
@@ -499,7 +504,13 @@ func (l *Log) Read(offset uint64) (Record, error) {
 	if offset < l.Oldest() {
 		return Record{}, fmt.Errorf("%w: offset %d, oldest %d", ErrAgedOut, offset, l.Oldest())
 	}
-	s := l.segmentOf(offset)
+	i := l.segmentIndexOf(offset)
+	s := l.segments[i]
+	if i < len(l.segments)-1 {
+		if err := l.pageIn(i); err != nil {
+			return Record{}, err
+		}
+	}
 	position, length, ok := s.frameBounds(offset, l.cfg.FrameBytesMax)
 	if !ok {
 		return Record{}, fmt.Errorf("%w: offset %d was skipped by recovery", ErrCorrupt, offset)
@@ -531,12 +542,16 @@ func decodeStoredRecord(buffer []byte, offset uint64, frameBytesMax int) (Record
 	return DecodeRecord(envelope)
 }
 
-// segmentOf returns the segment holding offset, which must be retained.
-func (l *Log) segmentOf(offset uint64) *segment {
+// segmentIndexOf returns the index in l.segments of the segment holding
+// offset, which must be retained.
+func (l *Log) segmentIndexOf(offset uint64) int {
 	index := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].base > offset }) - 1
 	assert(index >= 0, "offset %d below the oldest segment %d", offset, l.segments[0].base)
-	return l.segments[index]
+	return index
 }
+
+// segmentOf returns the segment holding offset, which must be retained.
+func (l *Log) segmentOf(offset uint64) *segment { return l.segments[l.segmentIndexOf(offset)] }
 
 // Committed is the in-memory committed consumer offset.
 func (l *Log) Committed() uint64 { return l.committed }

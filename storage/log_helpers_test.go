@@ -146,10 +146,20 @@ func truncateFile(t *testing.T, fs FS, name string, size int64) {
 // segment file, and that file's path, from the log's index.
 func framePosition(t *testing.T, log *Log, offset uint64) (string, int64) {
 	t.Helper()
-	s := log.segmentOf(offset)
+	s := residentSegment(t, log, log.segmentIndexOf(offset))
 	position, _, ok := s.frameBounds(offset, log.cfg.FrameBytesMax)
 	require.True(t, ok)
 	return segmentPath(log.dir, s.base), position
+}
+
+// residentSegment returns the segment at index i of log with its
+// positions in memory (a sealed one is paged in).
+func residentSegment(t *testing.T, log *Log, i int) *segment {
+	t.Helper()
+	if i < len(log.segments)-1 {
+		require.NoError(t, log.pageIn(i))
+	}
+	return log.segments[i]
 }
 
 // syncFramesOnly makes the appended frames and segment names durable

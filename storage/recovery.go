@@ -227,6 +227,7 @@ func (r *recoverer) scanSegments(bases []uint64) error {
 			return err
 		}
 		if settled && writeSegmentIndex(r.fs, r.dir, s, nextBase) {
+			s.indexFile = true
 			r.report.SegmentIndexesWritten++
 		}
 	}
@@ -246,7 +247,7 @@ func (r *recoverer) loadIndexed(s *segment, nextBase uint64) (bool, error) {
 		return false, err
 	}
 	chaos.Reached(chaos.MarkStorageSegmentIndexLoaded)
-	s.unverified = true
+	s.unverified, s.indexFile = true, true
 	r.report.SegmentsFromIndex++
 	if s.corruptCount > 0 { // else appendCorrupt would walk every offset to find none
 		r.report.CorruptCount += s.corruptCount
@@ -700,6 +701,7 @@ func (r *recoverer) buildLog() (*Log, error) {
 	}
 	r.fillReport(log)
 	log.releaseSealedFiles()
+	log.pageOut()
 	if invariantsEnabled {
 		log.checkInvariants()
 	}

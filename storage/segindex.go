@@ -247,10 +247,10 @@ func (l *Log) writeDueIndexes() {
 			return
 		}
 		chaos.Reached(chaos.MarkStorageSegmentIndexWritten)
-		if writeSegmentIndex(l.fs, l.dir, s, next.base) {
-			l.directoryDirty = true // the next round makes its name durable
-		}
+		s.indexFile = writeSegmentIndex(l.fs, l.dir, s, next.base)
+		l.directoryDirty = l.directoryDirty || s.indexFile // the next round makes its name durable
 		l.indexedThrough++
+		l.pageOut()
 	}
 }
 
@@ -281,17 +281,23 @@ func (l *Log) VerifySegments(segmentsMax int) error {
 			return nil
 		}
 		segmentsMax--
+		if err := l.pageIn(i); err != nil {
+			return err
+		}
+		if !s.unverified {
+			continue // its index file did not hold: pageIn scanned it
+		}
 		scanned, err := l.scanSealed(s, l.segments[i+1].base)
 		if err != nil {
 			return err
 		}
 		if !sameFrames(scanned, s) {
 			chaos.Reached(chaos.MarkStorageVerifyFoundDamage)
-			s.positions, s.corruptCount, s.newestTimeMs = scanned.positions, scanned.corruptCount, scanned.newestTimeMs
-			writeSegmentIndex(l.fs, l.dir, s, l.segments[i+1].base)
+			l.adoptScan(i, scanned)
 		}
 		s.unverified = false
 	}
+	l.pageOut()
 	return nil
 }
 

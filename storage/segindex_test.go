@@ -92,14 +92,14 @@ func TestAnUnusableIndexFileIsScannedAndRewritten(t *testing.T) {
 			truncateFile(t, fs, segmentIndexPath("p", log.segments[1].base), segmentIndexHeaderSize)
 		},
 		"the segment's size": func(t *testing.T, fs FS, log *Log) {
-			s := log.segments[1]
+			s := residentSegment(t, log, 1)
 			truncateFile(t, fs, segmentPath("p", s.base), int64(s.positions[len(s.positions)-1]))
 		},
 		"its first frame": func(t *testing.T, fs FS, log *Log) {
 			flipByte(t, fs, segmentPath("p", log.segments[1].base), frameHeaderBytes+2)
 		},
 		"its last frame": func(t *testing.T, fs FS, log *Log) {
-			s := log.segments[1]
+			s := residentSegment(t, log, 1)
 			flipByte(t, fs, segmentPath("p", s.base), int64(s.positions[len(s.positions)-1])+frameHeaderBytes+2)
 		},
 	} {
@@ -135,7 +135,7 @@ func TestDamageUnderAnIndexIsFoundByReadAndByVerification(t *testing.T) {
 	fs, cfg := newLogMemFS(1), indexedLogConfig()
 	writeClosedTestLog(t, fs, "p", cfg, 150)
 	log, _ := openTestLog(t, fs, "p", cfg)
-	s := log.segments[1]
+	s := residentSegment(t, log, 1)
 	damaged := s.base + uint64(len(s.positions))/2
 	name, position := framePosition(t, log, damaged)
 	require.NoError(t, log.Close())

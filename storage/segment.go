@@ -64,6 +64,20 @@ type segment struct {
 	// corruptCount only once VerifySegments scanned it. Cleared by
 	// VerifySegments.
 	unverified bool
+	// indexFile: the segment's index file holds exactly its positions,
+	// written (writeSegmentIndex) or read (loadSegmentIndex) by this log.
+	// Only such a segment is paged out. Set where those succeed; cleared
+	// when a rewrite fails (writeSegmentIndex removes the file).
+	indexFile bool
+	// paged: a sealed segment whose positions were dropped from memory
+	// (Log.pageOut); its index file holds them, pagedCount of them. Log.pageIn
+	// reads them back. Invariant: paged implies indexFile, sealed, no
+	// corrupt offset (corruptCount 0) and positions nil.
+	paged      bool
+	pagedCount uint64
+	// lastUse is the Log's use count at this sealed segment's latest
+	// read: the most recently read ones stay resident (Log.pageOut).
+	lastUse uint64
 }
 
 // newSegment returns an empty segment around an open file.
@@ -72,7 +86,12 @@ func newSegment(base uint64, file File) *segment {
 }
 
 // indexedEnd is the offset after the last offset the segment indexes.
-func (s *segment) indexedEnd() uint64 { return s.base + uint64(len(s.positions)) }
+func (s *segment) indexedEnd() uint64 {
+	if s.paged {
+		return s.base + s.pagedCount
+	}
+	return s.base + uint64(len(s.positions))
+}
 
 // index appends the position of the next offset's frame.
 func (s *segment) index(position int64, timeMs int64) {
@@ -109,6 +128,7 @@ func (s *segment) lastRealPosition() int64 {
 // frame's position to the next indexed frame (or the segment's end), at
 // most frameBytesMax. ok is false for a corrupt or unindexed offset.
 func (s *segment) frameBounds(offset uint64, frameBytesMax int) (position int64, length int, ok bool) {
+	assert(!s.paged, "frame bounds of offset %d in paged segment %d", offset, s.base)
 	index := offset - s.base
 	if index >= uint64(len(s.positions)) || s.positions[index] == positionCorrupt {
 		return 0, 0, false
@@ -129,6 +149,10 @@ func (s *segment) frameBounds(offset uint64, frameBytesMax int) (position int64,
 func (s *segment) durableBytesBelow(hwm uint64) int64 {
 	if hwm <= s.base {
 		return 0
+	}
+	if s.paged {
+		assert(hwm >= s.indexedEnd(), "hwm %d inside paged segment %d", hwm, s.base) // paged segments lie below the persisted HWM
+		return s.syncedBytes
 	}
 	for index := hwm - s.base; index < uint64(len(s.positions)); index++ {
 		if s.positions[index] != positionCorrupt {
