@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,6 +112,7 @@ func TestSchemaCompileIsBounded(t *testing.T) {
 		require.False(t, final, "a timeout is not the schema's fault")
 	}
 	require.Equal(t, float64(schemaCompilesMax), collectorValue(registry.metrics.compiling))
+	require.Equal(t, float64(schemaCompilesMax), collectorValue(registry.metrics.abandoned), "each holds its slot, answered")
 	_, _, err := registry.compile(context.Background(), []byte(`{}`))
 	require.NotNil(t, err)
 	require.Equal(t, msg.CodeUnavailable, err.Code, "every slot is held by a timed-out compile")
@@ -121,6 +123,7 @@ func TestSchemaCompileIsBounded(t *testing.T) {
 	require.Empty(t, registry.cache, "and not cached")
 	close(release)
 	require.Eventually(t, func() bool { return collectorValue(registry.metrics.compiling) == 0 }, 10*time.Second, time.Millisecond)
+	require.Zero(t, collectorValue(registry.metrics.abandoned))
 	registry.compileFunc = compileDocument
 	_, err = registry.compiled(context.Background(), version)
 	require.Nil(t, err)
@@ -151,6 +154,62 @@ func TestSchemaCacheIsBounded(t *testing.T) {
 	require.Equal(t, float64(schemaCacheEntriesMax), collectorValue(registry.metrics.cacheEntries))
 	_, kept := registry.cache[1]
 	require.False(t, kept, "the least recently used version was dropped")
+}
+
+// Property: the cached versions' estimated bytes stay within
+// schemaCacheBytesMax, least recently used dropped first, the newest kept
+// even alone past it; the gauge follows.
+func TestSchemaCacheBytesAreBounded(t *testing.T) {
+	registry := newTestSchemaRegistry()
+	registry.compileFunc = func([]byte) (*jsonschema.Schema, error) { // the bookkeeping is under test, not the library
+		return compileDocument([]byte(`{}`))
+	}
+	large := func(id uint64) msg.SchemaVersion {
+		document := fmt.Sprintf(`{"anyOf":[%s{"maxLength":%d}]}`, strings.Repeat(`{},`, SchemaContainersMax-3), id)
+		return msg.SchemaVersion{Version: 1, ID: id, Document: []byte(document)}
+	}
+	entryBytes := schemaEntryBytes(large(1).Document)
+	require.Greater(t, entryBytes, int64(SchemaContainersMax-1)*schemaBytesPerContainer)
+	fits := int(schemaCacheBytesMax / entryBytes)
+	for id := range uint64(fits + 3) {
+		_, err := registry.compiled(context.Background(), large(id+1))
+		require.Nil(t, err)
+	}
+	require.Len(t, registry.cache, fits)
+	require.LessOrEqual(t, registry.cacheBytes, int64(schemaCacheBytesMax))
+	require.Equal(t, float64(registry.cacheBytes), collectorValue(registry.metrics.cacheBytes))
+	_, kept := registry.cache[3]
+	require.False(t, kept, "the least recently used were dropped")
+	_, kept = registry.cache[uint64(fits+3)]
+	require.True(t, kept)
+
+	huge := msg.SchemaVersion{Version: 1, ID: 1 << 40, Document: []byte(fmt.Sprintf(`{"anyOf":[%s{}]}`, strings.Repeat(`{},`, schemaCacheBytesMax/schemaBytesPerContainer)))}
+	_, err := registry.compiled(context.Background(), huge)
+	require.Nil(t, err)
+	require.Len(t, registry.cache, 1, "alone past the bound")
+}
+
+// Property: a schema sent to create or alter a topic with more objects
+// and arrays than SchemaContainersMax is refused before it is compiled;
+// one at the bound compiles.
+func TestSchemaContainersAreBounded(t *testing.T) {
+	registry := newTestSchemaRegistry()
+	compiles := 0
+	registry.compileFunc = func(document []byte) (*jsonschema.Schema, error) {
+		compiles++
+		return compileDocument(document)
+	}
+	atBound := fmt.Sprintf(`{"anyOf":[%s{"type":["string","null"]}]}`, strings.Repeat(`{"minLength":1},`, SchemaContainersMax-4))
+	require.Equal(t, SchemaContainersMax, jsonContainers([]byte(atBound)))
+	require.Nil(t, registry.checkDocument(context.Background(), []byte(atBound)))
+	require.Equal(t, 1, compiles)
+	past := strings.Replace(atBound, `{"minLength":1}`, `{"minLength":1,"not":{}}`, 1)
+	failed := registry.checkDocument(context.Background(), []byte(past))
+	require.NotNil(t, failed)
+	require.Equal(t, http.StatusBadRequest, failed.Status())
+	require.Contains(t, failed.Err.Message, fmt.Sprintf("%d objects and arrays, at most %d", SchemaContainersMax+1, SchemaContainersMax))
+	require.Equal(t, 1, compiles, "refused before compiling")
+	require.Equal(t, 2, jsonContainers([]byte(`{"a":"{[\"{","b":[]}`)), "brackets inside strings are not counted")
 }
 
 // collectorValue reads a gauge or a counter.
