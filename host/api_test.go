@@ -186,6 +186,8 @@ func TestClusterHealthAndMetricsRoutes(t *testing.T) {
 	}
 	require.Regexp(t, `narad_storage_fsyncs_total [1-9]`, body)
 	require.Regexp(t, `narad_storage_open_log_index_bytes [1-9]`, body, "the produced record's log holds an index")
+	require.Contains(t, body, "narad_leases_held 1\n", "the consumed record is leased")
+	require.Contains(t, body, "narad_leases_max 4.194304e+06\n")
 }
 
 func TestLongPollAcrossHTTP(t *testing.T) {

@@ -57,6 +57,8 @@ type Metrics struct {
 	keptLogs          prometheus.Gauge
 	keptLogBytes      prometheus.Gauge
 	openLogIndexBytes prometheus.Gauge
+	leasesHeld        prometheus.Gauge
+	leasesMax         prometheus.Gauge
 	keptLogBytesMax   prometheus.Gauge
 	openLogsMax       prometheus.Gauge
 	// logEvictions follows node.Stats.LogEvictions; logEvictionsSeen is
@@ -157,6 +159,8 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 		openLogsMax:       gauge("open_partition_logs_max", "Cap of the partition logs open at once."),
 		keptLogs:          gauge("storage_kept_closed_logs", "Partition logs closed for room or idleness and kept in memory, so that their next open reads none of their segments."),
 		keptLogBytes:      gauge("storage_kept_closed_log_bytes", "Memory of the kept closed logs (their indexes)."),
+		leasesHeld:        gauge("leases_held", "Offsets the node's lease tables hold (records delivered and not acked, acks above a frontier), counted every 100 ms plus the reservations since: an upper bound."),
+		leasesMax:         gauge("leases_max", "Bound of narad_leases_held; past it a consume served here answers 503."),
 		openLogIndexBytes: gauge("storage_open_log_index_bytes", "Memory of the open partition logs' indexes (4 bytes a record of their segments)."),
 		keptLogBytesMax:   gauge("storage_kept_closed_log_bytes_max", "Cap of storage_kept_closed_log_bytes (storage.closed_logs_kept_bytes_max); past it the least recently closed are forgotten."),
 		zeroTailBytes: gauge("storage_zero_tail_bytes",
@@ -179,7 +183,7 @@ func (m *Metrics) register(reg prometheus.Registerer) {
 	reg.MustRegister(m.producedMessages, m.producedBytes, m.consumedMessages, m.consumedBytes,
 		m.consumePolls, m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRejected, m.ackRepeated, m.ackExtended, m.nacks, m.deadLetters, m.relaysInFlight, m.relaysMax, m.held, m.heldMax, m.corruptSkipped,
 		m.consumerDropped, m.retentionBytes, m.retentionRecords, m.errors, m.syncRound, m.roundRecords,
-		m.gatherWaits, m.consumesUnclaimed, m.bootSeconds, m.topics, m.partitions, m.openLogs, m.openLogsMax, m.zeroTailBytes, m.keptLogs, m.keptLogBytes, m.keptLogBytesMax, m.openLogIndexBytes, m.logEvictions, m.parkedPolls, m.peerStepErrors, m.peerUnsent)
+		m.gatherWaits, m.consumesUnclaimed, m.bootSeconds, m.topics, m.partitions, m.openLogs, m.openLogsMax, m.zeroTailBytes, m.keptLogs, m.keptLogBytes, m.keptLogBytesMax, m.openLogIndexBytes, m.leasesHeld, m.leasesMax, m.logEvictions, m.parkedPolls, m.peerStepErrors, m.peerUnsent)
 }
 
 func counterVec(name, help string, labels []string) *prometheus.CounterVec {
@@ -299,6 +303,8 @@ func (m *Metrics) setInventory(s node.Stats, partitions []node.PartitionState) {
 	m.keptLogs.Set(float64(s.KeptLogs))
 	m.keptLogBytes.Set(float64(s.KeptLogBytes))
 	m.openLogIndexBytes.Set(float64(s.OpenLogIndexBytes))
+	m.leasesHeld.Set(float64(s.LeasesHeld))
+	m.leasesMax.Set(float64(s.LeasesMax))
 	m.keptLogBytesMax.Set(float64(s.KeptLogBytesMax))
 	m.logEvictions.Add(float64(s.LogEvictions - m.logEvictionsSeen))
 	m.logEvictionsSeen = s.LogEvictions

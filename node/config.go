@@ -124,6 +124,12 @@ type Config struct {
 	// replica does not know yet (topicwait.go); past it such a request is
 	// answered 503 at once.
 	HeldRequestsMax int
+	// LeasesMax bounds the offsets the lease tables of the node hold
+	// together (lease.Table.Held: records delivered and not acked, acks
+	// above a frontier), about 100 bytes each: the topics' caps bound each
+	// partition, this the node (leases.go). Past it a consume served here
+	// answers 503.
+	LeasesMax int
 	// CommitPersistIntervalMs is how often changed committed consumer
 	// offsets are persisted (a lost update only causes redelivery).
 	CommitPersistIntervalMs int64
@@ -185,6 +191,7 @@ func DefaultConfig() Config {
 		PartitionsPerNodeMax:       20_000,
 		WaitersMax:                 10_000,
 		HeldRequestsMax:            4_096,
+		LeasesMax:                  4 << 20,
 		ConsumeReplyBytesMax:       8 << 20,
 		CommitPersistIntervalMs:    100,
 		RetentionCheckIntervalMs:   60_000,
@@ -246,6 +253,7 @@ func (c Config) Validate() error {
 	check(c.ConsumeWaitMaxMs >= 0, "consume wait max must be >= 0")
 	check(c.WaitersMax > 0, "waiters max must be > 0")
 	check(c.HeldRequestsMax > 0, "held requests max must be > 0")
+	check(c.LeasesMax > 0, "leases max must be > 0")
 	check(c.TopicsMax >= 1 && c.TopicsMax <= placementLimit, "topics max %d not in [1, %d]", c.TopicsMax, placementLimit)
 	check(c.PartitionsPerNodeMax >= 1 && c.PartitionsPerNodeMax <= placementLimit,
 		"partitions per node max %d not in [1, %d]", c.PartitionsPerNodeMax, placementLimit)

@@ -62,6 +62,10 @@ func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 		}
 		return
 	}
+	if full := n.leasesFull(); full != nil && len(remote) == 0 {
+		n.reply(id, nil, full) // with other owners, reserve takes nothing here and they are asked
+		return
+	}
 	messages, readErr := n.reserve(t, r)
 	switch {
 	case len(messages) > 0:
@@ -131,14 +135,17 @@ func checkConsume(t *topic, r msg.Consume) error {
 // rotating cursor so that partitions are served fairly; a partition
 // frozen for a move delivers nothing. It stops adding messages once they
 // hold ConsumeReplyBytesMax of payload, so a reply holds at most that
-// plus one record (and always at least one message). readErr is the first
+// plus one record (and always at least one message), and at the node's
+// lease budget (leases.go). readErr is the first
 // record that could not be read from disk (not corruption, which is
 // skipped), or the first log that could not open: that partition
 // delivered nothing more in this call.
 func (n *Node) reserve(t *topic, r msg.Consume) (messages []msg.Message, readErr error) {
 	want := max(r.Max, 1)
 	payloadBytes := 0
-	full := func() bool { return len(messages) == want || payloadBytes >= n.cfg.ConsumeReplyBytesMax }
+	full := func() bool {
+		return len(messages) == want || payloadBytes >= n.cfg.ConsumeReplyBytesMax || n.leasesFull() != nil // the node's lease budget (leases.go)
+	}
 	for _, index := range n.consumeOrder(t, r.Partition) {
 		if !n.ownedHere(t, index) && !(chaos.Planted(chaos.BugServeAfterFlipAway) && n.sweeper.candidates[partitionKey{t.info.Name, index}]) {
 			continue
@@ -204,6 +211,7 @@ func (n *Node) reserveOne(t *topic, p *partition) (msg.Message, bool, error) {
 		if !ok {
 			return msg.Message{}, false, nil
 		}
+		n.leaseBudget.reservedSince++
 		n.cutLeaseShort(p, &reservation, t.info.VisibilityTimeoutMs)
 		record, err := log.Read(reservation.Offset)
 		if err == nil {

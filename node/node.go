@@ -244,10 +244,13 @@ type Node struct {
 
 	// Deadlines of periodic work, in node time.
 	nextCommitPersistMs int64
-	nextRetentionMs     int64
-	nextMetaTickMs      int64
-	nextHeartbeatMs     int64
-	nextPlanMs          int64
+	// leaseBudget counts the lease tables against Config.LeasesMax
+	// (leases.go).
+	leaseBudget     leaseBudget
+	nextRetentionMs int64
+	nextMetaTickMs  int64
+	nextHeartbeatMs int64
+	nextPlanMs      int64
 }
 
 // New recovers a node at time nowMs: partition logs from fs (lazily, on
@@ -362,6 +365,7 @@ func (n *Node) Tick(nowMs int64) {
 		return
 	}
 	n.nowMs = nowMs
+	n.countLeases()
 	n.runDelayed()
 	n.tickMeta()
 	n.expireLeases()
@@ -800,6 +804,10 @@ type Stats struct {
 	// OpenLogIndexBytes is the memory of the open logs' indexes (4 bytes
 	// a record): OpenLogsMax bounds their number, their records their size.
 	OpenLogIndexBytes int64
+	// LeasesHeld bounds from above the offsets the lease tables hold
+	// (counted every leaseCountIntervalMs), at most about LeasesMax
+	// (Config.LeasesMax).
+	LeasesHeld, LeasesMax int
 }
 
 // Stats returns the node's inventory numbers.
@@ -817,6 +825,7 @@ func (n *Node) Stats() Stats {
 	s.KeptLogs, s.KeptLogBytes = n.store.Kept()
 	s.KeptLogBytesMax = n.cfg.ClosedLogsKeptBytesMax
 	s.OpenLogIndexBytes = n.store.OpenIndexBytes()
+	s.LeasesHeld, s.LeasesMax = n.leasesHeld(), n.cfg.LeasesMax
 	return s
 }
 

@@ -146,6 +146,12 @@ func (t *Table) InFlight() int { return t.deadlines.Len() }
 // AckedAhead counts acked or skipped offsets above the frontier.
 func (t *Table) AckedAhead() int { return len(t.ackedAhead) }
 
+// Held counts the offsets the table holds state for, in memory: the
+// delivered and unresolved ones (in flight, released, exhausted) and the
+// acked ones above the frontier. Only a reservation of an offset never
+// delivered and a skip add to it.
+func (t *Table) Held() int { return len(t.entries) + len(t.ackedAhead) }
+
 // SetConfig changes the caps (a topic alter). It applies to the next calls;
 // lowering a cap below a current count drops nothing, it only stops new
 // reservations (or out-of-order acks) until the count falls below it.

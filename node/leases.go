@@ -1,0 +1,63 @@
+package node
+
+import "narad/msg"
+
+// The node's lease budget. A topic's caps (max_in_flight_per_partition,
+// max_acked_ahead_per_partition, up to lease.CapMax each) bound what one
+// partition's lease table holds, about 100 bytes an offset; nothing bounded
+// the node's tables together, and one topic of 108 partitions with the
+// largest caps and a 12-hour visibility timeout could hold 20 GB of leases
+// until an OOM kill. Config.LeasesMax bounds them: a consume that would
+// reserve here while the tables hold that many offsets answers 503 (with
+// Retry-After), naming the bound, until acks (or expiries and redeliveries
+// that end in acks) bring them back under it.
+//
+// Counting every table at each consume would cost a walk of the
+// partitions; instead the node counts them every leaseCountIntervalMs
+// (Tick) and adds every reservation since, an upper bound of what was
+// added meanwhile (a redelivery adds nothing; a skip of a corrupt record,
+// which adds one, is not counted and bounded by corruption; a move's
+// restored table is counted at the next count). So the budget may refuse
+// for up to one interval after acks freed room, and a batch consume stops
+// at the bound.
+
+// leaseCountIntervalMs is how often the node counts its lease tables.
+const leaseCountIntervalMs = 100
+
+// leaseBudget is what the node knows of its lease tables' size. Only the
+// node's methods below change it.
+type leaseBudget struct {
+	// counted is the sum of Held over every lease table at the last count.
+	counted int
+	// reservedSince counts the reservations made since that count.
+	reservedSince int
+	// nextCountMs is when the next count is due (node clock).
+	nextCountMs int64
+}
+
+// countLeases recounts the lease tables when due.
+func (n *Node) countLeases() {
+	if n.nowMs < n.leaseBudget.nextCountMs {
+		return
+	}
+	n.leaseBudget.nextCountMs = n.nowMs + leaseCountIntervalMs
+	held := 0
+	for _, p := range n.partitions { //determinism:ok a sum
+		if p.leases != nil {
+			held += p.leases.Held()
+		}
+	}
+	n.leaseBudget.counted, n.leaseBudget.reservedSince = held, 0
+}
+
+// leasesHeld is the upper bound of the offsets the lease tables hold.
+func (n *Node) leasesHeld() int { return n.leaseBudget.counted + n.leaseBudget.reservedSince }
+
+// leasesFull reports a consume that may not reserve here now, as the
+// error to answer it with.
+func (n *Node) leasesFull() error {
+	if n.leasesHeld() < n.cfg.LeasesMax {
+		return nil
+	}
+	return msg.Unavailable("this node holds %d leases (records delivered and not acked), at most %d: ack, or retry later", n.leasesHeld(), n.cfg.LeasesMax)
+}

@@ -1,0 +1,47 @@
+package node
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"narad/msg"
+)
+
+// TestTheLeaseBudgetBoundsTheNode: the lease tables of the node hold at
+// most Config.LeasesMax offsets whatever the topics' caps; a consume
+// past it answers 503 naming the bound (a parked one takes nothing), and
+// acks bring the budget back at the next count. Stats shows the count.
+func TestTheLeaseBudgetBoundsTheNode(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.LeasesMax = 3
+	h.restart()
+	h.createTopic("orders")
+	for i := range 6 {
+		h.produce("orders", i%3, fmt.Sprint(i))
+	}
+	var handles []string
+	for range 3 {
+		m, ok := h.consume("orders")
+		require.True(t, ok)
+		handles = append(handles, m.ReceiptHandle)
+	}
+	require.Equal(t, 3, h.node.Stats().LeasesHeld)
+	refused := h.fail(msg.Consume{Topic: "orders", Partition: msg.PartitionNone}, msg.CodeUnavailable)
+	require.Contains(t, refused.Message, "holds 3 leases (records delivered and not acked), at most 3")
+	h.fail(msg.Consume{Topic: "orders", Partition: 1}, msg.CodeUnavailable)
+	poll := h.send(msg.Consume{Topic: "orders", Partition: msg.PartitionNone, WaitMs: 5_000, Max: 2})
+	require.Contains(t, h.replies, poll, "a long poll past the budget is answered too")
+
+	for _, handle := range handles[:2] {
+		require.NoError(t, h.ackHandle("orders", handle, msg.AckCommit))
+	}
+	h.fail(msg.Consume{Topic: "orders", Partition: msg.PartitionNone}, msg.CodeUnavailable) // not counted yet
+	h.tick(leaseCountIntervalMs)
+	require.Equal(t, 1, h.node.Stats().LeasesHeld, "two acked at the frontier of their partitions")
+	result := h.ok(msg.Consume{Topic: "orders", Partition: msg.PartitionNone, Max: 10}).(msg.ConsumeResult)
+	require.Len(t, result.Messages, 2, "a batch stops at the budget")
+	require.Equal(t, 3, h.node.Stats().LeasesHeld)
+	h.fail(msg.Consume{Topic: "orders", Partition: msg.PartitionNone}, msg.CodeUnavailable)
+}
