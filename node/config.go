@@ -127,8 +127,8 @@ type Config struct {
 	// LeasesMax bounds the offsets the lease tables of the node hold
 	// together (lease.Table.Held: records delivered and not acked, acks
 	// above a frontier), about 100 bytes each: the topics' caps bound each
-	// partition, this the node (leases.go). Past it a consume served here
-	// answers 503.
+	// partition, this the node (leases.go). At it a consume served here
+	// delivers only records whose leases lapsed, else answers 503.
 	LeasesMax int
 	// CommitPersistIntervalMs is how often changed committed consumer
 	// offsets are persisted (a lost update only causes redelivery).

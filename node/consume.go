@@ -62,11 +62,8 @@ func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 		}
 		return
 	}
-	if full := n.leasesFull(); full != nil && len(remote) == 0 {
-		n.reply(id, nil, full) // with other owners, reserve takes nothing here and they are asked
-		return
-	}
 	messages, readErr := n.reserve(t, r)
+	full := n.leasesFull()
 	switch {
 	case len(messages) > 0:
 		n.observer.ConsumeWait(r.Topic, outcomeOf(r, "hit"), 0)
@@ -75,6 +72,8 @@ func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 		n.reply(id, nil, msg.Unavailable("partition %d of %s could not be read: %s", r.Partition, r.Topic, storageCause(readErr)))
 	case len(remote) > 0:
 		n.consumeAcross(id, t, r, remote)
+	case full != nil:
+		n.reply(id, nil, full) // nothing to deliver again here, and the budget holds the new records back
 	case r.WaitMs <= 0 || n.draining || n.waiters.parked() >= n.cfg.WaitersMax:
 		n.observer.ConsumeWait(r.Topic, "no_wait", 0)
 		n.reply(id, msg.ConsumeResult{Messages: []msg.Message{}, Batch: r.Max > 0}, nil)
@@ -135,17 +134,16 @@ func checkConsume(t *topic, r msg.Consume) error {
 // rotating cursor so that partitions are served fairly; a partition
 // frozen for a move delivers nothing. It stops adding messages once they
 // hold ConsumeReplyBytesMax of payload, so a reply holds at most that
-// plus one record (and always at least one message), and at the node's
-// lease budget (leases.go). readErr is the first
+// plus one record (and always at least one message). At the node's lease
+// budget (leases.go) it delivers only records delivered before and
+// released since. readErr is the first
 // record that could not be read from disk (not corruption, which is
 // skipped), or the first log that could not open: that partition
 // delivered nothing more in this call.
 func (n *Node) reserve(t *topic, r msg.Consume) (messages []msg.Message, readErr error) {
 	want := max(r.Max, 1)
 	payloadBytes := 0
-	full := func() bool {
-		return len(messages) == want || payloadBytes >= n.cfg.ConsumeReplyBytesMax || n.leasesFull() != nil // the node's lease budget (leases.go)
-	}
+	full := func() bool { return len(messages) == want || payloadBytes >= n.cfg.ConsumeReplyBytesMax }
 	for _, index := range n.consumeOrder(t, r.Partition) {
 		if !n.ownedHere(t, index) && !(chaos.Planted(chaos.BugServeAfterFlipAway) && n.sweeper.candidates[partitionKey{t.info.Name, index}]) {
 			continue
@@ -207,11 +205,10 @@ func (n *Node) reserveOne(t *topic, p *partition) (msg.Message, bool, error) {
 		return msg.Message{}, false, err // a pinned consume answers it (503), as a read error
 	}
 	for range corruptSkipsPerReserveMax {
-		reservation, ok := p.leases.Reserve(n.nowMs, log.HWM(), t.info.VisibilityTimeoutMs)
+		reservation, ok := n.reserveLease(t, p, log)
 		if !ok {
 			return msg.Message{}, false, nil
 		}
-		n.leaseBudget.reservedSince++
 		n.cutLeaseShort(p, &reservation, t.info.VisibilityTimeoutMs)
 		record, err := log.Read(reservation.Offset)
 		if err == nil {

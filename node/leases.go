@@ -1,25 +1,30 @@
 package node
 
-import "narad/msg"
+import (
+	"narad/msg"
+	"narad/node/lease"
+	"narad/storage"
+)
 
 // The node's lease budget. A topic's caps (max_in_flight_per_partition,
 // max_acked_ahead_per_partition, up to lease.CapMax each) bound what one
 // partition's lease table holds, about 100 bytes an offset; nothing bounded
 // the node's tables together, and one topic of 108 partitions with the
 // largest caps and a 12-hour visibility timeout could hold 20 GB of leases
-// until an OOM kill. Config.LeasesMax bounds them: a consume that would
-// reserve here while the tables hold that many offsets answers 503 (with
-// Retry-After), naming the bound, until acks (or expiries and redeliveries
-// that end in acks) bring them back under it.
+// until an OOM kill. Config.LeasesMax bounds them: while the tables hold
+// that many offsets, a consume here delivers only records delivered before
+// and released since (a lapse, a nack: they add nothing), and one that
+// finds none answers 503 (with Retry-After), naming the bound, until acks
+// bring the tables back under it.
 //
 // Counting every table at each consume would cost a walk of the
 // partitions; instead the node counts them every leaseCountIntervalMs
-// (Tick) and adds every reservation since, an upper bound of what was
+// (Tick) and adds every first delivery since, an upper bound of what was
 // added meanwhile (a redelivery adds nothing; a skip of a corrupt record,
 // which adds one, is not counted and bounded by corruption; a move's
 // restored table is counted at the next count). So the budget may refuse
 // for up to one interval after acks freed room, and a batch consume stops
-// at the bound.
+// at the bound but for redeliveries.
 
 // leaseCountIntervalMs is how often the node counts its lease tables.
 const leaseCountIntervalMs = 100
@@ -29,7 +34,8 @@ const leaseCountIntervalMs = 100
 type leaseBudget struct {
 	// counted is the sum of Held over every lease table at the last count.
 	counted int
-	// reservedSince counts the reservations made since that count.
+	// reservedSince counts the first deliveries since that count (an
+	// upper bound of the offsets the tables added).
 	reservedSince int
 	// nextCountMs is when the next count is due (node clock).
 	nextCountMs int64
@@ -48,6 +54,21 @@ func (n *Node) countLeases() {
 		}
 	}
 	n.leaseBudget.counted, n.leaseBudget.reservedSince = held, 0
+}
+
+// reserveLease reserves p's next record: any, under the budget; at it,
+// only one delivered before and released since (a lapse, a nack), which
+// adds nothing to the tables: those records still go out, and their acks
+// bring the budget back.
+func (n *Node) reserveLease(t *topic, p *partition, log *storage.Log) (lease.Reservation, bool) {
+	if n.leasesFull() != nil {
+		return p.leases.ReserveReleased(n.nowMs, log.HWM(), t.info.VisibilityTimeoutMs)
+	}
+	reservation, ok := p.leases.Reserve(n.nowMs, log.HWM(), t.info.VisibilityTimeoutMs)
+	if ok && reservation.DeliveryCount == 1 {
+		n.leaseBudget.reservedSince++
+	}
+	return reservation, ok
 }
 
 // leasesHeld is the upper bound of the offsets the lease tables hold.

@@ -45,3 +45,38 @@ func TestTheLeaseBudgetBoundsTheNode(t *testing.T) {
 	require.Equal(t, 3, h.node.Stats().LeasesHeld)
 	h.fail(msg.Consume{Topic: "orders", Partition: msg.PartitionNone}, msg.CodeUnavailable)
 }
+
+// TestAtTheLeaseBudgetLapsedRecordsAreDeliveredAgain: at the budget, the
+// records whose leases lapsed (their consumers gone) are still delivered
+// again, adding nothing, and their acks bring the budget back; only new
+// records wait.
+func TestAtTheLeaseBudgetLapsedRecordsAreDeliveredAgain(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.LeasesMax = 3
+	h.restart()
+	h.createTopic("orders", func(c *msg.CreateTopic) { c.VisibilityTimeoutMs = 1_000 })
+	for i := range 6 {
+		h.produce("orders", i%3, fmt.Sprint(i))
+	}
+	for range 3 {
+		_, ok := h.consume("orders")
+		require.True(t, ok)
+	}
+	h.tick(1_000) // the consumers are gone: every lease lapses
+	var handles []string
+	for range 3 {
+		m, ok := h.consume("orders")
+		require.True(t, ok, "a lapsed record goes out again at the budget")
+		require.Equal(t, uint32(2), m.DeliveryCount)
+		handles = append(handles, m.ReceiptHandle)
+	}
+	h.fail(msg.Consume{Topic: "orders", Partition: msg.PartitionNone}, msg.CodeUnavailable)
+	for _, handle := range handles {
+		require.NoError(t, h.ackHandle("orders", handle, msg.AckCommit))
+	}
+	h.tick(leaseCountIntervalMs)
+	require.Zero(t, h.node.Stats().LeasesHeld)
+	m, ok := h.consume("orders")
+	require.True(t, ok)
+	require.Equal(t, uint32(1), m.DeliveryCount, "new records go out again")
+}

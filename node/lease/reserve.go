@@ -29,6 +29,19 @@ func (t *Table) Reserve(nowMs int64, hwm uint64, visibilityMs int64) (Reservatio
 	return e.reservation(), true
 }
 
+// ReserveReleased is Reserve limited to offsets delivered before and
+// released since (a lapse or a nack): it never takes an offset not yet
+// delivered, so it adds nothing to Held. The node reserves this way at its
+// lease budget, so that released records still go out and their acks
+// bring the budget back.
+func (t *Table) ReserveReleased(nowMs int64, hwm uint64, visibilityMs int64) (Reservation, bool) {
+	t.observe(nowMs)
+	if t.released.Len() == 0 {
+		return Reservation{}, false
+	}
+	return t.Reserve(nowMs, hwm, visibilityMs)
+}
+
 // Deliverable reports whether Reserve would reserve a record now, with
 // hwm the log's high watermark: one is available below it and no cap
 // stops it. It changes nothing (expiry included: a deadline due counts

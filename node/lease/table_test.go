@@ -491,3 +491,21 @@ func TestDeliverableFollowsTheCaps(t *testing.T) {
 	mustReserve(t, table, 1, 2)
 	require.False(t, table.Deliverable(2), "both records are out")
 }
+
+// ReserveReleased takes only offsets delivered before and released since
+// (a lapse applied lazily included), never a new one, so Held does not
+// grow.
+func TestReserveReleasedTakesNoNewOffset(t *testing.T) {
+	table := newTable(t, 10, roomyConfig)
+	_, ok := table.ReserveReleased(1, 12, visibilityMs)
+	assert.False(t, ok, "nothing was delivered yet")
+	first := mustReserve(t, table, 1, 12)
+	assert.Equal(t, 1, table.Held())
+	_, ok = table.ReserveReleased(2, 12, visibilityMs)
+	assert.False(t, ok, "offset 11 was never delivered")
+	again, ok := table.ReserveReleased(first.DeadlineMs, 12, visibilityMs)
+	require.True(t, ok, "the lapsed lease is taken again")
+	assert.Equal(t, first.Offset, again.Offset)
+	assert.Equal(t, uint32(2), again.DeliveryCount)
+	assert.Equal(t, 1, table.Held())
+}
