@@ -149,6 +149,7 @@ func (n *simNode) config() node.Config {
 		cfg.ClosedLogsKeptBytesMax = 0
 	}
 	cfg.Log.SegmentIndexFiles = n.w.segmentIndexes
+	cfg.Log.ResidentPositionsBytesMax = n.w.residentPositionsBytes
 	if n.w.clustered() {
 		cfg.OpenLogsMax = simClusterOpenLogsMax
 		cfg = n.w.clusterConfig(cfg, n)

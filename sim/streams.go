@@ -61,6 +61,9 @@ const (
 	// segmentIndexStream: whether the nodes' logs keep index files of
 	// their sealed segments.
 	segmentIndexStream = 51
+	// residentPositionsStream: how many bytes of sealed segments'
+	// positions the nodes' logs keep in memory.
+	residentPositionsStream = 52
 	// memFSStream: the base of the simulated disks' streams (one per
 	// node: memFSStream plus the node's index).
 	memFSStream = 100
@@ -81,6 +84,6 @@ var (
 	singleStreams = []uint64{workloadStream, networkStream, faultStream, peerStream, moveStream, usersStream,
 		lateProposalStream, controlStream, sitesStream, caughtUpKillStream, mediaStream, deadLettersStream, movesFanoutStream,
 		installCrashStream, weatherStream, groupSyncStream, readFaultStream, namespaceFaultStream, clockSkewStream,
-		hwmEagerStream, warmReopenStream, segmentIndexStream}
+		hwmEagerStream, warmReopenStream, segmentIndexStream, residentPositionsStream}
 	perNodeStreamBases = []uint64{memFSStream, handleKeyStream}
 )

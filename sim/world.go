@@ -182,6 +182,11 @@ type World struct {
 	// scans of sealed segments must stay under test too. Fixed at
 	// NewWorld.
 	segmentIndexes bool
+	// residentPositionsBytes is the nodes' storage.LogConfig.ResidentPositionsBytesMax:
+	// drawn small (a few of the simulator's small segments, or none past
+	// the minimum), so that their logs page segments out and in. Fixed at
+	// NewWorld.
+	residentPositionsBytes int
 	// media is the media corruption of the disks (media_faults.go); nil
 	// until the first start of a node.
 	media *mediaFaults
@@ -305,6 +310,7 @@ func NewWorld(opts Options) *World {
 	w.hwmEager = newRand(opts.Seed, hwmEagerStream).IntN(100) < hwmEagerPercent
 	w.warmReopen = newRand(opts.Seed, warmReopenStream).IntN(100) < warmReopenPercent
 	w.segmentIndexes = newRand(opts.Seed, segmentIndexStream).IntN(100) < segmentIndexPercent
+	w.residentPositionsBytes = newRand(opts.Seed, residentPositionsStream).IntN(residentPositionsBytesSimMax + 1)
 	return w
 }
 
@@ -357,6 +363,10 @@ const hwmEagerPercent = 50
 // warmReopenPercent is the share of runs whose nodes reopen closed logs
 // warm (World.warmReopen).
 const warmReopenPercent = 50
+
+// residentPositionsBytesSimMax bounds the draw of
+// World.residentPositionsBytes: a few of the simulator's segments' worth.
+const residentPositionsBytesSimMax = 2048
 
 // segmentIndexPercent is the share of runs whose logs keep segment index
 // files (World.segmentIndexes).

@@ -94,6 +94,13 @@ type LogConfig struct {
 	// Default on; the simulator turns it off in some runs so that scans
 	// of sealed segments stay under test.
 	SegmentIndexFiles bool
+	// ResidentPositionsBytesMax bounds the positions (4 bytes a record)
+	// of the sealed segments a log keeps in memory once their index files
+	// hold them: those read most recently, at least
+	// residentSealedSegmentsMin of them (doc.go, "Segment index files").
+	// Default 8 MiB; at most 1 GiB; the simulator draws small ones so
+	// that paging stays under test.
+	ResidentPositionsBytesMax int
 }
 
 // defaultRecordBytesMax fits the API's largest record: a 1 MiB payload
@@ -112,6 +119,7 @@ func DefaultLogConfig() LogConfig {
 		HWMLagBytesMax:            4 << 20,
 		HWMLagMsMax:               1000,
 		SegmentIndexFiles:         true,
+		ResidentPositionsBytesMax: 8 << 20,
 	}
 }
 
@@ -141,5 +149,7 @@ func (c LogConfig) Validate() error {
 		"HWMLagBytesMax %d not in [0, %d]", c.HWMLagBytesMax, hwmLagBytesLimit)
 	check(c.HWMLagMsMax >= 0 && c.HWMLagMsMax <= hwmLagMsLimit,
 		"HWMLagMsMax %d not in [0, %d]", c.HWMLagMsMax, hwmLagMsLimit)
+	check(c.ResidentPositionsBytesMax >= 0 && c.ResidentPositionsBytesMax <= residentPositionsBytesLimit,
+		"ResidentPositionsBytesMax %d not in [0, %d]", c.ResidentPositionsBytesMax, residentPositionsBytesLimit)
 	return errors.Join(problems...)
 }

@@ -308,16 +308,22 @@
 //
 // The index files also bound the memory of an open log. The positions of
 // a sealed segment (4 bytes a record) are paged out once its index file
-// holds them (written or read by this log), but for the
-// residentSealedSegmentsMax sealed segments read most recently; a read of
-// a paged-out segment pages it in from its index file (checksum, and the
-// base, next base, size and count the log knows), pages another out, and
+// holds them (written or read by this log), but for the sealed segments
+// read most recently, as many as LogConfig.ResidentPositionsBytesMax (8
+// MiB) holds and at least residentSealedSegmentsMin (2); a read of a
+// paged-out segment pages it in from its index file (checksum, and the
+// base, next base, size and count the log knows), pages others out, and
 // an index file that no longer holds is replaced by a scan of the
 // segment, as VerifySegments scans. A segment with corrupt offsets stays
 // resident (Corruption lists them without a read). So an open log holds
-// the positions of its active segment and of two sealed ones, whatever
-// its length; without index files (or where writing one failed) every
-// position stays in memory as before.
+// the positions of its active segment and at most 8 MiB (or two
+// segments') more, whatever its length; without index files (or where
+// writing one failed) every position stays in memory as before. Readers
+// taking turns over more old segments than that (many lagging fan-out
+// cursors of one parent, say) read an index file at each turn: a few
+// hundred microseconds for a segment of 64 MiB of 256-byte records. A
+// segment whose index file no longer holds and whose scan fails (a bad
+// sector) is scanned again at each read that reaches it.
 //
 // # Warm reopen (Store.Evict, Store.CloseIdle)
 //

@@ -8,15 +8,23 @@ import (
 	"narad/chaos"
 )
 
-// residentSealedSegmentsMax bounds the sealed segments of a log whose
-// positions stay in memory once their index files hold them: the ones
-// read most recently (a consumer's and a replay's, say). The others are
-// paged out and read back from their index files at their next read.
-const residentSealedSegmentsMax = 2
+// The sealed segments of a log whose positions stay in memory once their
+// index files hold them are the ones read most recently (a consumer's, a
+// replay's, fan-out cursors', redeliveries'), as many as
+// LogConfig.ResidentPositionsBytesMax of positions hold and at least
+// residentSealedSegmentsMin. The others are paged out and read back from
+// their index files at their next read (one file read, a few hundred
+// microseconds for a segment of 64 MiB of 256-byte records), so readers
+// that take turns over more segments than that pay one at each turn.
+const (
+	residentSealedSegmentsMin = 2
+	// residentPositionsBytesLimit bounds LogConfig.ResidentPositionsBytesMax.
+	residentPositionsBytesLimit = 1 << 30
+)
 
 // pageOut drops the positions of the sealed segments whose index files
-// hold them, but for the residentSealedSegmentsMax read most recently
-// (of equal use, the newest stay). Segments with corrupt offsets stay
+// hold them, but for those read most recently within the bounds above (of
+// equal use, the newest stay). Segments with corrupt offsets stay
 // resident: Corruption lists them without reading a file.
 func (l *Log) pageOut() {
 	if !l.cfg.SegmentIndexFiles {
@@ -28,12 +36,18 @@ func (l *Log) pageOut() {
 			resident = append(resident, s)
 		}
 	}
-	if len(resident) <= residentSealedSegmentsMax {
+	if len(resident) <= residentSealedSegmentsMin {
 		return
 	}
-	slices.SortStableFunc(resident, func(a, b *segment) int { return cmp.Compare(a.lastUse, b.lastUse) })
-	for _, s := range resident[:len(resident)-residentSealedSegmentsMax] {
-		s.pagedCount, s.positions, s.paged = uint64(len(s.positions)), nil, true
+	slices.SortFunc(resident, func(a, b *segment) int { // most recently read first; of equal use, the newest
+		return cmp.Or(cmp.Compare(b.lastUse, a.lastUse), cmp.Compare(b.base, a.base))
+	})
+	bytes := 0
+	for i, s := range resident {
+		bytes += 4 * len(s.positions)
+		if i >= residentSealedSegmentsMin && bytes > l.cfg.ResidentPositionsBytesMax {
+			s.pagedCount, s.positions, s.paged = uint64(len(s.positions)), nil, true
+		}
 	}
 }
 
@@ -75,6 +89,7 @@ func (l *Log) adoptScan(i int, scanned *segment) {
 	s := l.segments[i]
 	s.positions, s.corruptCount, s.newestTimeMs = scanned.positions, scanned.corruptCount, scanned.newestTimeMs
 	s.indexFile = writeSegmentIndex(l.fs, l.dir, s, l.segments[i+1].base)
+	l.directoryDirty = l.directoryDirty || s.indexFile // the next round makes its name durable
 	s.unverified = false
 }
 

@@ -20,7 +20,7 @@ func residentSealed(log *Log) int {
 
 // TestSealedSegmentsArePagedOut: once their index files hold them, the
 // sealed segments of an open log keep their positions in memory only for
-// the residentSealedSegmentsMax read last; every record still reads back,
+// the residentSealedSegmentsMin read last; every record still reads back,
 // a read pages its segment in, and the index memory of the log no longer
 // grows with its sealed segments.
 func TestSealedSegmentsArePagedOut(t *testing.T) {
@@ -29,8 +29,8 @@ func TestSealedSegmentsArePagedOut(t *testing.T) {
 	appendTestRecords(t, log, 0, 400)
 	require.NoError(t, log.Sync())
 	sealed := len(log.segments) - 1
-	require.Greater(t, sealed, residentSealedSegmentsMax+2)
-	require.Equal(t, residentSealedSegmentsMax, residentSealed(log))
+	require.Greater(t, sealed, residentSealedSegmentsMin+2)
+	require.Equal(t, residentSealedSegmentsMin, residentSealed(log))
 	paged := log.keptBytes()
 	sealedPositions := func(log *Log) (count int) {
 		for _, s := range log.segments[:len(log.segments)-1] {
@@ -38,12 +38,12 @@ func TestSealedSegmentsArePagedOut(t *testing.T) {
 		}
 		return count
 	}
-	require.Equal(t, sealedPositions(log), int(log.segments[sealed].base-log.segments[sealed-residentSealedSegmentsMax].base),
+	require.Equal(t, sealedPositions(log), int(log.segments[sealed].base-log.segments[sealed-residentSealedSegmentsMin].base),
 		"the newest sealed segments' positions only")
 
 	requireTestRecords(t, log, 0, 400)
 	requireTestRecords(t, log, 0, log.segments[2].base)
-	require.Equal(t, residentSealedSegmentsMax, residentSealed(log))
+	require.Equal(t, residentSealedSegmentsMin, residentSealed(log))
 	require.False(t, log.segments[0].paged || log.segments[1].paged, "read last, though the oldest")
 	require.LessOrEqual(t, log.keptBytes(), paged, "no more positions resident than before")
 
@@ -58,6 +58,41 @@ func TestSealedSegmentsArePagedOut(t *testing.T) {
 	require.NoError(t, log.Close())
 }
 
+// TestResidentPositionsFollowTheirByteBound: the sealed segments read
+// most recently stay resident as long as their positions fit
+// ResidentPositionsBytesMax, so readers taking turns over that many
+// segments page none in.
+func TestResidentPositionsFollowTheirByteBound(t *testing.T) {
+	fs, cfg := newLogMemFS(1), indexedLogConfig()
+	log, _ := openTestLog(t, fs, "p", cfg)
+	appendTestRecords(t, log, 0, 600)
+	require.NoError(t, log.Sync())
+	require.Greater(t, len(log.segments)-1, 6)
+	perSegment := 4 * int(log.segments[1].base-log.segments[0].base)
+	log.cfg.ResidentPositionsBytesMax = 4*perSegment + perSegment/2
+	readers := []uint64{log.segments[0].base, log.segments[1].base, log.segments[2].base, log.segments[3].base}
+	for _, offset := range readers {
+		requireTestRecords(t, log, offset, offset+1)
+	}
+	require.Equal(t, 4, residentSealed(log), "four segments' positions fit")
+	pagedIn := func() (count int) {
+		for range 5 {
+			for _, offset := range readers {
+				wasPaged := log.segmentOf(offset).paged
+				requireTestRecords(t, log, offset, offset+1)
+				if wasPaged {
+					count++
+				}
+			}
+		}
+		return count
+	}
+	require.Zero(t, pagedIn(), "four readers over four resident segments")
+	readers = append(readers, log.segments[4].base)
+	require.Positive(t, pagedIn(), "a fifth takes turns past the bound")
+	require.NoError(t, log.Close())
+}
+
 // TestARecoveryPagesOutWhatItLoaded: the segments a recovery takes from
 // their index files, or scans and indexes, are paged out but the newest;
 // the verification a move asks for pages each in and out again.
@@ -67,11 +102,11 @@ func TestARecoveryPagesOutWhatItLoaded(t *testing.T) {
 	want, _ := scannedView(t, fs, "p")
 	log, recovery := openTestLog(t, fs, "p", cfg)
 	require.Equal(t, len(log.segments)-1, recovery.SegmentsFromIndex)
-	require.Equal(t, residentSealedSegmentsMax, residentSealed(log))
+	require.Equal(t, residentSealedSegmentsMin, residentSealed(log))
 	require.True(t, log.segments[len(log.segments)-2].indexFile && !log.segments[len(log.segments)-2].paged, "the newest stay")
 	require.NoError(t, log.VerifySegments(len(log.segments)))
 	require.False(t, log.Unverified())
-	require.Equal(t, residentSealedSegmentsMax, residentSealed(log))
+	require.Equal(t, residentSealedSegmentsMin, residentSealed(log))
 	require.Equal(t, want, viewOf(t, log))
 	requireTestRecords(t, log, 0, 400)
 	require.NoError(t, log.Close())

@@ -278,7 +278,7 @@ func (l *Log) VerifySegments(segmentsMax int) error {
 			continue
 		}
 		if segmentsMax <= 0 {
-			return nil
+			break
 		}
 		segmentsMax--
 		if err := l.pageIn(i); err != nil {

@@ -14,6 +14,7 @@ import (
 func indexedLogConfig() LogConfig {
 	cfg := smallLogConfig()
 	cfg.SegmentIndexFiles = true
+	cfg.ResidentPositionsBytesMax = 0 // only residentSealedSegmentsMin stay: paging at every turn
 	return cfg
 }
 
