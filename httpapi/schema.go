@@ -16,6 +16,7 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
+	"narad/meta"
 	"narad/msg"
 	"narad/node"
 )
@@ -151,27 +152,7 @@ type compiledSchema struct {
 
 // schemaEntryBytes estimates the memory a compiled document keeps.
 func schemaEntryBytes(document []byte) int64 {
-	return int64(len(document)) + int64(jsonContainers(document))*schemaBytesPerContainer
-}
-
-// jsonContainers counts the objects and arrays of a JSON document (the
-// subschemas of a schema, and the arrays inside it).
-func jsonContainers(document []byte) int {
-	count, inString, escaped := 0, false, false
-	for _, c := range document {
-		switch {
-		case inString && escaped:
-			escaped = false
-		case inString && c == '\\':
-			escaped = true
-		case c == '"':
-			inString = !inString
-		case inString:
-		case c == '{' || c == '[':
-			count++
-		}
-	}
-	return count
+	return int64(len(document)) + int64(meta.SchemaContainers(document))*schemaBytesPerContainer
 }
 
 func newSchemaRegistry(metrics *schemaMetrics) *schemaRegistry {
@@ -334,7 +315,7 @@ func (s *schemaRegistry) checkDocument(ctx context.Context, document []byte) *Er
 	if err := node.CheckSchemaDocument(document); err != nil {
 		return failure(err)
 	}
-	if containers := jsonContainers(document); containers > SchemaContainersMax {
+	if containers := meta.SchemaContainers(document); containers > SchemaContainersMax {
 		return failure(msg.Invalid("invalid schema: it has %d objects and arrays, at most %d", containers, SchemaContainersMax))
 	}
 	if _, _, err := s.compile(ctx, document); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
+	"narad/meta"
 	"narad/msg"
 )
 
@@ -200,7 +201,7 @@ func TestSchemaContainersAreBounded(t *testing.T) {
 		return compileDocument(document)
 	}
 	atBound := fmt.Sprintf(`{"anyOf":[%s{"type":["string","null"]}]}`, strings.Repeat(`{"minLength":1},`, SchemaContainersMax-4))
-	require.Equal(t, SchemaContainersMax, jsonContainers([]byte(atBound)))
+	require.Equal(t, SchemaContainersMax, meta.SchemaContainers([]byte(atBound)))
 	require.Nil(t, registry.checkDocument(context.Background(), []byte(atBound)))
 	require.Equal(t, 1, compiles)
 	past := strings.Replace(atBound, `{"minLength":1}`, `{"minLength":1,"not":{}}`, 1)
@@ -209,7 +210,7 @@ func TestSchemaContainersAreBounded(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, failed.Status())
 	require.Contains(t, failed.Err.Message, fmt.Sprintf("%d objects and arrays, at most %d", SchemaContainersMax+1, SchemaContainersMax))
 	require.Equal(t, 1, compiles, "refused before compiling")
-	require.Equal(t, 2, jsonContainers([]byte(`{"a":"{[\"{","b":[]}`)), "brackets inside strings are not counted")
+	require.Equal(t, 2, meta.SchemaContainers([]byte(`{"a":"{[\"{","b":[]}`)), "brackets inside strings are not counted")
 }
 
 // collectorValue reads a gauge or a counter.

@@ -94,7 +94,22 @@ func CheckSchemaDocument(document []byte) error {
 // jsonNesting returns the deepest nesting of arrays and objects of valid
 // JSON.
 func jsonNesting(document []byte) int {
-	depth, deepest, inString, escaped := 0, 0, false, false
+	deepest, _ := jsonShape(document)
+	return deepest
+}
+
+// SchemaContainers counts the objects and arrays of a schema document (its
+// subschemas, and the arrays inside it), valid JSON; the HTTP layer bounds
+// it before it compiles a schema.
+func SchemaContainers(document []byte) int {
+	_, containers := jsonShape(document)
+	return containers
+}
+
+// jsonShape returns the deepest nesting of arrays and objects of valid
+// JSON, and how many there are.
+func jsonShape(document []byte) (deepest, containers int) {
+	depth, inString, escaped := 0, false, false
 	for _, c := range document {
 		switch {
 		case inString && escaped:
@@ -106,12 +121,13 @@ func jsonNesting(document []byte) int {
 		case inString:
 		case c == '{' || c == '[':
 			depth++
+			containers++
 			deepest = max(deepest, depth)
 		case c == '}' || c == ']':
 			depth--
 		}
 	}
-	return deepest
+	return deepest, containers
 }
 
 // CheckSchemaEvolution checks that next only adds to previous: no property

@@ -63,7 +63,6 @@ func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 		return
 	}
 	messages, readErr := n.reserve(t, r)
-	full := n.leasesFull()
 	switch {
 	case len(messages) > 0:
 		n.observer.ConsumeWait(r.Topic, outcomeOf(r, "hit"), 0)
@@ -72,8 +71,8 @@ func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 		n.reply(id, nil, msg.Unavailable("partition %d of %s could not be read: %s", r.Partition, r.Topic, storageCause(readErr)))
 	case len(remote) > 0:
 		n.consumeAcross(id, t, r, remote)
-	case full != nil:
-		n.reply(id, nil, full) // nothing to deliver again here, and the budget holds the new records back
+	case n.atLeaseBudget():
+		n.reply(id, nil, n.leasesFull()) // nothing to deliver again here, and the budget holds the new records back
 	case r.WaitMs <= 0 || n.draining || n.waiters.parked() >= n.cfg.WaitersMax:
 		n.observer.ConsumeWait(r.Topic, "no_wait", 0)
 		n.reply(id, msg.ConsumeResult{Messages: []msg.Message{}, Batch: r.Max > 0}, nil)

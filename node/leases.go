@@ -61,7 +61,7 @@ func (n *Node) countLeases() {
 // adds nothing to the tables: those records still go out, and their acks
 // bring the budget back.
 func (n *Node) reserveLease(t *topic, p *partition, log *storage.Log) (lease.Reservation, bool) {
-	if n.leasesFull() != nil {
+	if n.atLeaseBudget() {
 		return p.leases.ReserveReleased(n.nowMs, log.HWM(), t.info.VisibilityTimeoutMs)
 	}
 	reservation, ok := p.leases.Reserve(n.nowMs, log.HWM(), t.info.VisibilityTimeoutMs)
@@ -74,10 +74,14 @@ func (n *Node) reserveLease(t *topic, p *partition, log *storage.Log) (lease.Res
 // leasesHeld is the upper bound of the offsets the lease tables hold.
 func (n *Node) leasesHeld() int { return n.leaseBudget.counted + n.leaseBudget.reservedSince }
 
-// leasesFull reports a consume that may not reserve here now, as the
-// error to answer it with.
+// atLeaseBudget reports that the lease tables may hold LeasesMax offsets:
+// a consume here may only deliver records again.
+func (n *Node) atLeaseBudget() bool { return n.leasesHeld() >= n.cfg.LeasesMax }
+
+// leasesFull is the answer to a consume that found nothing to deliver
+// again at the lease budget, or nil under it.
 func (n *Node) leasesFull() error {
-	if n.leasesHeld() < n.cfg.LeasesMax {
+	if !n.atLeaseBudget() {
 		return nil
 	}
 	return msg.Unavailable("this node holds %d leases (records delivered and not acked), at most %d: ack, or retry later", n.leasesHeld(), n.cfg.LeasesMax)

@@ -241,15 +241,19 @@ func (l *Log) writeDueIndexes() {
 	if !l.cfg.SegmentIndexFiles {
 		return
 	}
+	written := false
 	for l.indexedThrough < len(l.segments)-1 {
 		s, next := l.segments[l.indexedThrough], l.segments[l.indexedThrough+1]
 		if next.base > l.hwmFile.value || s.syncedBytes != s.sizeBytes {
-			return
+			break
 		}
 		chaos.Reached(chaos.MarkStorageSegmentIndexWritten)
 		s.indexFile = writeSegmentIndex(l.fs, l.dir, s, next.base)
-		l.directoryDirty = l.directoryDirty || s.indexFile // the next round makes its name durable
+		written = written || s.indexFile
 		l.indexedThrough++
+	}
+	if written {
+		l.directoryDirty = true // the next round makes their names durable
 		l.pageOut()
 	}
 }
