@@ -96,19 +96,13 @@ func (l *Log) adoptScan(i int, scanned *segment) {
 // readPagedPositions reads the positions of the paged segment s from its
 // index file, which this log wrote or read: it must still describe s.
 func (l *Log) readPagedPositions(s *segment, nextBase uint64) ([]uint32, error) {
-	data, err := ReadFile(l.fs, segmentIndexPath(l.dir, s.base))
+	index, err := readSegmentIndex(l.fs, l.dir, s, nextBase)
 	if err != nil {
 		return nil, err
 	}
-	index, err := decodeSegmentIndex(data)
-	if err != nil {
-		return nil, err
-	}
-	if index.base != s.base || index.nextBase != nextBase || index.segmentBytes != s.sizeBytes ||
-		uint64(len(index.positions)) != s.pagedCount || index.corruptCount != 0 {
-		return nil, fmt.Errorf("%w: describes [%d, %d) in %d bytes, %d frames, %d corrupt; the log pages [%d, %d) in %d bytes, %d frames",
-			errSegmentIndexUnusable, index.base, index.nextBase, index.segmentBytes, len(index.positions), index.corruptCount,
-			s.base, nextBase, s.sizeBytes, s.pagedCount)
+	if uint64(len(index.positions)) != s.pagedCount || index.corruptCount != 0 {
+		return nil, fmt.Errorf("%w: %d frames, %d corrupt; the log paged out %d frames, none corrupt",
+			errSegmentIndexUnusable, len(index.positions), index.corruptCount, s.pagedCount)
 	}
 	return index.positions, nil
 }

@@ -24,14 +24,12 @@ func residentSealed(log *Log) int {
 // a read pages its segment in, and the index memory of the log no longer
 // grows with its sealed segments.
 func TestSealedSegmentsArePagedOut(t *testing.T) {
-	fs, cfg := newLogMemFS(1), indexedLogConfig()
-	log, _ := openTestLog(t, fs, "p", cfg)
-	appendTestRecords(t, log, 0, 400)
-	require.NoError(t, log.Sync())
+	cfg := indexedLogConfig()
+	_, log := syncedTestLog(t, cfg, 400)
 	sealed := len(log.segments) - 1
 	require.Greater(t, sealed, residentSealedSegmentsMin+2)
 	require.Equal(t, residentSealedSegmentsMin, residentSealed(log))
-	paged := log.keptBytes()
+	paged := log.indexBytes()
 	sealedPositions := func(log *Log) (count int) {
 		for _, s := range log.segments[:len(log.segments)-1] {
 			count += len(s.positions)
@@ -45,7 +43,7 @@ func TestSealedSegmentsArePagedOut(t *testing.T) {
 	requireTestRecords(t, log, 0, log.segments[2].base)
 	require.Equal(t, residentSealedSegmentsMin, residentSealed(log))
 	require.False(t, log.segments[0].paged || log.segments[1].paged, "read last, though the oldest")
-	require.LessOrEqual(t, log.keptBytes(), paged, "no more positions resident than before")
+	require.LessOrEqual(t, log.indexBytes(), paged, "no more positions resident than before")
 
 	unpaged := newLogMemFS(1)
 	plain := cfg
@@ -63,10 +61,8 @@ func TestSealedSegmentsArePagedOut(t *testing.T) {
 // ResidentPositionsBytesMax, so readers taking turns over that many
 // segments page none in.
 func TestResidentPositionsFollowTheirByteBound(t *testing.T) {
-	fs, cfg := newLogMemFS(1), indexedLogConfig()
-	log, _ := openTestLog(t, fs, "p", cfg)
-	appendTestRecords(t, log, 0, 600)
-	require.NoError(t, log.Sync())
+	cfg := indexedLogConfig()
+	_, log := syncedTestLog(t, cfg, 600)
 	require.Greater(t, len(log.segments)-1, 6)
 	perSegment := 4 * int(log.segments[1].base-log.segments[0].base)
 	log.cfg.ResidentPositionsBytesMax = 4*perSegment + perSegment/2
@@ -127,10 +123,8 @@ func TestAPagedSegmentWhoseIndexNoLongerHoldsIsScanned(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			fs, cfg := newLogMemFS(1), indexedLogConfig()
-			log, _ := openTestLog(t, fs, "p", cfg)
-			appendTestRecords(t, log, 0, 400)
-			require.NoError(t, log.Sync())
+			cfg := indexedLogConfig()
+			fs, log := syncedTestLog(t, cfg, 400)
 			s := log.segments[0]
 			require.True(t, s.paged)
 			damage(t, fs, log, s)
@@ -142,10 +136,8 @@ func TestAPagedSegmentWhoseIndexNoLongerHoldsIsScanned(t *testing.T) {
 		})
 	}
 	t.Run("and the segment damaged too", func(t *testing.T) {
-		fs, cfg := newLogMemFS(1), indexedLogConfig()
-		log, _ := openTestLog(t, fs, "p", cfg)
-		appendTestRecords(t, log, 0, 400)
-		require.NoError(t, log.Sync())
+		cfg := indexedLogConfig()
+		fs, log := syncedTestLog(t, cfg, 400)
 		s := log.segments[0]
 		name, position := framePosition(t, log, s.base+1) // pages it in
 		requireTestRecords(t, log, 200, 400)              // and out again

@@ -35,10 +35,11 @@ import (
 // its index, for the budget of kept logs.
 const reopenSegmentOverheadBytes = 160
 
-// keptBytes is the memory a log closed for a warm reopen holds: its
-// segments' indexes and their structures (Close released its write
-// buffer).
-func (l *Log) keptBytes() int64 {
+// indexBytes is the memory of the log's index: its segments' resident
+// positions and their structures. It is all a log closed for a warm
+// reopen holds (Close released its write buffer), and what an open log
+// holds besides that buffer (Store.OpenIndexBytes).
+func (l *Log) indexBytes() int64 {
 	total := int64(0)
 	for _, s := range l.segments {
 		total += int64(cap(s.positions))*4 + reopenSegmentOverheadBytes

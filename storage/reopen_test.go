@@ -293,7 +293,7 @@ func TestAKeptLogHoldsNoWriteBuffer(t *testing.T) {
 	require.NoError(t, store.Evict("p"))
 	require.Zero(t, cap(log.pending))
 	_, bytes := store.Kept()
-	require.Equal(t, log.keptBytes(), bytes)
+	require.Equal(t, log.indexBytes(), bytes)
 }
 
 // A log recovered with damage (a corrupt frame in a sealed segment, a

@@ -174,17 +174,9 @@ func writeSegmentIndex(fs FS, dir string, s *segment, nextBase uint64) bool {
 // segment is then scanned); other errors are read errors of the segment
 // file.
 func loadSegmentIndex(fs FS, dir string, s *segment, nextBase uint64, frameBytesMax int) error {
-	data, err := ReadFile(fs, segmentIndexPath(dir, s.base)) // bounded by readFileBytesMax, segmentIndexBytesMax
-	if err != nil {
-		return errSegmentIndexUnusable
-	}
-	index, err := decodeSegmentIndex(data)
+	index, err := readSegmentIndex(fs, dir, s, nextBase)
 	if err != nil {
 		return err
-	}
-	if index.base != s.base || index.nextBase != nextBase || index.segmentBytes != s.sizeBytes {
-		return fmt.Errorf("%w: describes [%d, %d) in %d bytes, not [%d, %d) in %d", errSegmentIndexUnusable,
-			index.base, index.nextBase, index.segmentBytes, s.base, nextBase, s.sizeBytes)
 	}
 	candidate := &segment{base: s.base, file: s.file, positions: index.positions, sizeBytes: s.sizeBytes}
 	if err := checkIndexedEnds(candidate, frameBytesMax); err != nil {
@@ -192,6 +184,26 @@ func loadSegmentIndex(fs FS, dir string, s *segment, nextBase uint64, frameBytes
 	}
 	s.positions, s.newestTimeMs, s.corruptCount = index.positions, index.newestTimeMs, index.corruptCount
 	return nil
+}
+
+// readSegmentIndex reads and decodes the index file of s, a sealed segment
+// that the segment of nextBase follows, and checks that it names s: its
+// base, the next base and the segment's size. Every failure, a missing or
+// unreadable file included, is errSegmentIndexUnusable.
+func readSegmentIndex(fs FS, dir string, s *segment, nextBase uint64) (segmentIndex, error) {
+	data, err := ReadFile(fs, segmentIndexPath(dir, s.base)) // bounded by readFileBytesMax, segmentIndexBytesMax
+	if err != nil {
+		return segmentIndex{}, fmt.Errorf("%w: %w", errSegmentIndexUnusable, err)
+	}
+	index, err := decodeSegmentIndex(data)
+	if err != nil {
+		return segmentIndex{}, err
+	}
+	if index.base != s.base || index.nextBase != nextBase || index.segmentBytes != s.sizeBytes {
+		return segmentIndex{}, fmt.Errorf("%w: describes [%d, %d) in %d bytes, not [%d, %d) in %d", errSegmentIndexUnusable,
+			index.base, index.nextBase, index.segmentBytes, s.base, nextBase, s.sizeBytes)
+	}
+	return index, nil
 }
 
 // checkIndexedEnds reads the first and the last frame s indexes from its

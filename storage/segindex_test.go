@@ -169,10 +169,8 @@ func TestDamageUnderAnIndexIsFoundByReadAndByVerification(t *testing.T) {
 // segment's index with it, and recovery removes an index left without
 // its segment (a crash between the two removals).
 func TestRetentionRemovesIndexFilesAndRecoveryOrphans(t *testing.T) {
-	fs, cfg := newLogMemFS(1), indexedLogConfig()
-	log, _ := openTestLog(t, fs, "p", cfg)
-	appendTestRecords(t, log, 0, 150)
-	require.NoError(t, log.Sync())
+	cfg := indexedLogConfig()
+	fs, log := syncedTestLog(t, cfg, 150)
 	first, second := log.segments[0].base, log.segments[1].base
 	result, err := log.ApplyRetention(1<<40, 1)
 	require.NoError(t, err)
@@ -350,10 +348,8 @@ func TestASegmentSealedAfterItsFramesSyncedKeepsItsIndex(t *testing.T) {
 // after that round keeps every index: the recovery scans no sealed
 // segment.
 func TestIndexFilesOutliveAPowerLoss(t *testing.T) {
-	fs, cfg := newLogMemFS(1), indexedLogConfig()
-	log, _ := openTestLog(t, fs, "p", cfg)
-	appendTestRecords(t, log, 0, 150)
-	require.NoError(t, log.Sync())
+	cfg := indexedLogConfig()
+	fs, log := syncedTestLog(t, cfg, 150)
 	sealed := len(log.segments) - 1
 	require.True(t, log.directoryDirty, "the indexes written ask for a directory sync")
 	appendTestRecords(t, log, 150, 151)

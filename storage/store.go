@@ -169,7 +169,7 @@ func (s *Store) keep(dir string, log *Log) {
 	if !log.reopenable {
 		return
 	}
-	bytes := log.keptBytes()
+	bytes := log.indexBytes()
 	if bytes > s.keptBytesMax {
 		return
 	}
@@ -385,12 +385,12 @@ func (s *Store) ZeroTailBytes() int64 {
 
 // OpenIndexBytes is the memory the open logs' indexes hold: 4 bytes a
 // record and a few hundred bytes a segment, as a kept log's
-// (Log.keptBytes). The open-log cap bounds how many logs hold one, not
+// (Log.indexBytes). The open-log cap bounds how many logs hold one, not
 // their size: this is the figure an operator watches.
 func (s *Store) OpenIndexBytes() int64 {
 	var total int64
 	for entry := s.recency.next; entry != &s.recency; entry = entry.next {
-		total += entry.log.keptBytes()
+		total += entry.log.indexBytes()
 	}
 	return total
 }
