@@ -17,6 +17,9 @@ import (
 // append once it committed (its writes stay frozen until it learns). In
 // every world, a partition's appender may change only across a committed
 // flip of its ownership, or a creation of its topic again under its name.
+// A delete freezes nothing: a node that has not applied it (cut off from
+// the metastore, inside its write fence) may still append to a partition
+// it owned in the creation the delete removed, and only that node.
 type ownerChecker struct {
 	w *World
 	// last holds, per partition name, the node that appended last and the
@@ -42,6 +45,9 @@ func newOwnerChecker(w *World) *ownerChecker {
 // appended records that node n appended a record to a partition now.
 func (o *ownerChecker) appended(n *simNode, topic string, partition int) {
 	name := partitionName(topic, partition)
+	if o.staleAppend(n, topic, partition) {
+		return
+	}
 	seen := appendSeen{node: n.id, generation: o.w.metaLog.generations[name], identity: o.w.metaLog.identities[topic]}
 	if previous, ok := o.last[name]; ok && previous.node != n.id && previous.generation == seen.generation && previous.identity == seen.identity {
 		o.w.fail("single-owner", "%s appended to %s after %s did, and its ownership did not change in between", n.id, name, previous.node)
@@ -54,6 +60,25 @@ func (o *ownerChecker) appended(n *simNode, topic string, partition int) {
 	if owner := o.w.metaLog.owner(topic, partition); owner != n.id {
 		o.w.fail("single-owner", "%s appended to %s, but the committed metastore says %q owns it", n.id, name, owner)
 	}
+}
+
+// staleAppend reports whether n's append went to a creation of the topic
+// that a committed delete removed, and n has not applied that delete and
+// owned the partition when it committed. Such an append is not compared
+// with the appenders of the committed creation: it writes a removed one,
+// whose directory n deletes when it applies the delete.
+func (o *ownerChecker) staleAppend(n *simNode, topic string, partition int) bool {
+	deletions := o.w.metaLog.deletions[topic]
+	if len(deletions) == 0 {
+		return false
+	}
+	applied := n.node.MetaAppliedIndex()
+	for _, deletion := range deletions {
+		if deletion.index > applied {
+			return partition < len(deletion.owners) && deletion.owners[partition] == n.id
+		}
+	}
+	return false
 }
 
 // judgeOwners compares the owners a topic description returned (from the

@@ -55,6 +55,11 @@ type metaLog struct {
 	// of its current creation (controlRecords: a node that has not applied
 	// it may still serve the creation before).
 	createdIndex map[string]uint64
+	// deletions holds, by topic name, each committed delete of the topic
+	// in log order, with its owners at that moment: a node that has not
+	// applied a delete may still write to the creation it removed
+	// (ownerChecker.staleAppend).
+	deletions map[string][]topicDeletion
 	// applying is the index of the entry being applied (apply).
 	applying uint64
 	// moving caches anyMoveInFlight while movingKnown; only applyCommand
@@ -98,7 +103,7 @@ func newMetaLog(w *World) *metaLog {
 	}
 	return &metaLog{w: w, entries: map[entryID]loggedEntry{}, tips: map[uint64]entryID{}, applied: bootstrap,
 		members: map[string]*meta.Member{}, voters: voters, removedRaftIDs: map[uint64]bool{}, removedNodeIDs: map[string]bool{},
-		topics: map[string][]meta.Assignment{}, identities: map[string]meta.TopicIdentity{}, createdIndex: map[string]uint64{}, generations: map[string]int{}, pastOwners: map[string][]string{},
+		topics: map[string][]meta.Assignment{}, identities: map[string]meta.TopicIdentity{}, createdIndex: map[string]uint64{}, deletions: map[string][]topicDeletion{}, generations: map[string]int{}, pastOwners: map[string][]string{},
 		users: shadowUsers{users: map[string]meta.User{}}}
 }
 
@@ -234,6 +239,7 @@ func (l *metaLog) applyCommand(command meta.Command) {
 		l.createTopic(c)
 	case meta.DeleteTopic:
 		if l.identityHolds(c.Name, meta.TopicIdentity{Incarnation: c.ExpectedIncarnation, CreatedAtMs: c.ExpectedCreatedAtMs}) {
+			l.deletions[c.Name] = append(l.deletions[c.Name], topicDeletion{index: l.applying, owners: l.owners(c.Name)})
 			delete(l.topics, c.Name)
 			delete(l.identities, c.Name)
 		}
@@ -263,6 +269,13 @@ func (l *metaLog) allReceiving(ids []string) bool {
 		}
 	}
 	return true
+}
+
+// topicDeletion is one committed delete of a topic: its index and the
+// owners of the partitions it removed, by partition.
+type topicDeletion struct {
+	index  uint64
+	owners []string
 }
 
 func (l *metaLog) createTopic(c meta.CreateTopic) {
