@@ -45,6 +45,9 @@ type Authenticator struct {
 	// bcryptTurns holds a token per bcrypt run in progress; its capacity
 	// is cfg.BcryptConcurrencyMax.
 	bcryptTurns chan struct{}
+	// hashTurns holds a token per hash waiting for or holding a turn of
+	// bcryptTurns; its capacity is cfg.hashTurnsMax().
+	hashTurns chan struct{}
 	// verifyRuns counts the bcrypt comparisons run; only increases.
 	verifyRuns atomic.Uint64
 	metrics    *metrics
@@ -116,7 +119,8 @@ func New(cfg Config, reg prometheus.Registerer) (*Authenticator, error) {
 		return nil, err
 	}
 	a := &Authenticator{cfg: cfg, macKey: key, bcryptTurns: make(chan struct{}, cfg.BcryptConcurrencyMax),
-		verified: map[string]verifiedEntry{}, rejected: map[string][]rejectedEntry{},
+		hashTurns: make(chan struct{}, cfg.hashTurnsMax()),
+		verified:  map[string]verifiedEntry{}, rejected: map[string][]rejectedEntry{},
 		buckets: map[string]bucket{}, flights: map[flightKey]*flight{}}
 	a.macs.New = func() any { return hmac.New(sha256.New, key) }
 	a.users.Store(NewUsers(0, nil))
@@ -255,11 +259,18 @@ func (a *Authenticator) withTurn(ctx context.Context, op string, f func() error)
 func (a *Authenticator) VerifyRuns() uint64 { return a.verifyRuns.Load() }
 
 // HashPassword hashes a new password with bcrypt, within the bound on
-// concurrent bcrypt runs.
+// concurrent bcrypt runs and within the hashes' share of it
+// (Config.hashTurnsMax); ErrUnavailable if ctx ends first.
 func (a *Authenticator) HashPassword(ctx context.Context, password string) ([]byte, error) {
 	if password == "" || len(password) > passwordBytesMax {
 		return nil, ErrPasswordInvalid
 	}
+	select {
+	case a.hashTurns <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ErrUnavailable
+	}
+	defer func() { <-a.hashTurns }()
 	var hash []byte
 	err := a.withTurn(ctx, "hash", func() error {
 		var err error

@@ -191,7 +191,30 @@ func TestTablesStayBounded(t *testing.T) {
 	require.LessOrEqual(t, rejected, 2)
 	require.LessOrEqual(t, buckets, 2)
 	require.Equal(t, 2, throttled, "users past the bucket table's bound are refused, not added")
-	require.Equal(t, 8, seriesCount(t, reg, "narad_auth_table_entries", "narad_auth_table_entries_max"), "four tables, each with its size and its bound")
+	require.Equal(t, 10, seriesCount(t, reg, "narad_auth_table_entries", "narad_auth_table_entries_max"), "five tables, each with its size and its bound")
+}
+
+// TestHashesNeverHoldEveryBcryptTurn: while hashes hold their share of
+// the turns (a loop of password changes), a further hash waits for one
+// of them and gives up with its request, and a verification still runs
+// at once on the turns left.
+func TestHashesNeverHoldEveryBcryptTurn(t *testing.T) {
+	a, _, _ := newTestAuthenticator(t)
+	a.Publish(NewUsers(1, []meta.User{{Username: "ann", PasswordHash: hashed(t, a, "pw")}}))
+	require.Equal(t, 2, a.cfg.hashTurnsMax(), "half of the default 4 turns")
+	for range a.cfg.hashTurnsMax() { // as two hashes in progress hold them
+		a.hashTurns <- struct{}{}
+		a.bcryptTurns <- struct{}{}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := a.HashPassword(ctx, "another")
+	require.ErrorIs(t, err, ErrUnavailable, "a third hash waits for the hashes' share, not for the free turns")
+
+	_, err = a.Verify(context.Background(), "ann", "pw")
+	require.NoError(t, err, "a verification runs on the turns the hashes cannot take")
+	require.Equal(t, 1.0, bcryptRuns(a, "verify"))
 }
 
 func TestHashPasswordBounds(t *testing.T) {

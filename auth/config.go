@@ -28,7 +28,8 @@ type Config struct {
 	// BcryptCost is the cost of the hashes HashPassword makes.
 	BcryptCost int
 	// BcryptConcurrencyMax bounds the bcrypt runs (verify or hash) of the
-	// process at any moment; more wait their turn.
+	// process at any moment; more wait their turn. Hashes hold at most
+	// hashTurnsMax of them.
 	BcryptConcurrencyMax int
 	// VerifiedUsersMax bounds the users with a cached verified credential.
 	VerifiedUsersMax int
@@ -74,3 +75,10 @@ func (c Config) Validate() error {
 	check(c.BucketsMax > 0 && c.BucketBurst > 0 && c.BucketRefill > 0, "bucket bounds (%d buckets, burst %d, refill %v) must be > 0", c.BucketsMax, c.BucketBurst, c.BucketRefill)
 	return errors.Join(problems...)
 }
+
+// hashTurnsMax bounds the bcrypt turns that hashes (password changes and
+// user creations) hold at once: half of them, at least one. A user may
+// change its own password as often as it likes, so without it a loop of
+// changes could hold every turn, and other users' first requests would
+// wait for a verification until they gave up (503).
+func (c Config) hashTurnsMax() int { return max(1, c.BcryptConcurrencyMax/2) }

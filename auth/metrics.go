@@ -43,7 +43,8 @@ func (c *tableCollector) Collect(ch chan<- prometheus.Metric) {
 		table       string
 		size, bound int
 	}{{"verified", verified, cfg.VerifiedUsersMax}, {"rejected", rejected, cfg.RejectedUsersMax},
-		{"buckets", buckets, cfg.BucketsMax}, {"bcrypt_turns", len(c.a.bcryptTurns), cfg.BcryptConcurrencyMax}} {
+		{"buckets", buckets, cfg.BucketsMax}, {"bcrypt_turns", len(c.a.bcryptTurns), cfg.BcryptConcurrencyMax},
+		{"bcrypt_hash_turns", len(c.a.hashTurns), cfg.hashTurnsMax()}} {
 		ch <- prometheus.MustNewConstMetric(tableEntriesDesc, prometheus.GaugeValue, float64(row.size), row.table)
 		ch <- prometheus.MustNewConstMetric(tableLimitDesc, prometheus.GaugeValue, float64(row.bound), row.table)
 	}
