@@ -115,6 +115,8 @@ func (n *Node) applyAck(t *topic, p *partition, log *storage.Log, offset, nonce 
 		return msg.Gone("receipt handle is stale: offset %d aged out of retention (oldest retained: %d)", offset, log.Oldest())
 	}
 	var err error
+	held := p.leases.Held()
+	defer func() { n.leasesReleased(held - p.leases.Held()) }()
 	switch action {
 	case msg.AckCommit:
 		err = p.leases.Ack(offset, nonce, n.nowMs)

@@ -22,9 +22,10 @@ import (
 // (Tick) and adds every first delivery since, an upper bound of what was
 // added meanwhile (a redelivery adds nothing; a skip of a corrupt record,
 // which adds one, is not counted and bounded by corruption; a move's
-// restored table is counted at the next count). So the budget may refuse
-// for up to one interval after acks freed room, and a batch consume stops
-// at the bound but for redeliveries.
+// restored table is counted at the next count). What an ack takes out of
+// a table (an ack at its partition's frontier) comes off the count at
+// once, so a consume right after the acks that freed room is served. A
+// batch consume stops at the bound but for redeliveries.
 
 // leaseCountIntervalMs is how often the node counts its lease tables.
 const leaseCountIntervalMs = 100
@@ -69,6 +70,19 @@ func (n *Node) reserveLease(t *topic, p *partition, log *storage.Log) (lease.Res
 		n.leaseBudget.reservedSince++
 	}
 	return reservation, ok
+}
+
+// leasesReleased takes off the count what an ack, extend or nack took
+// out of a lease table (count offsets): the count stays an upper bound.
+func (n *Node) leasesReleased(count int) {
+	if count <= 0 {
+		return
+	}
+	budget := &n.leaseBudget
+	budget.counted -= count
+	if budget.counted < 0 { // taken from offsets added since the count
+		budget.reservedSince, budget.counted = max(0, budget.reservedSince+budget.counted), 0
+	}
 }
 
 // leasesHeld is the upper bound of the offsets the lease tables hold.
