@@ -116,7 +116,7 @@ func (n *Node) applyAck(t *topic, p *partition, log *storage.Log, offset, nonce 
 	}
 	var err error
 	held := p.leases.Held()
-	defer func() { n.leasesReleased(held - p.leases.Held()) }()
+	defer func() { n.leasesChanged(held, p.leases.Held()) }()
 	switch action {
 	case msg.AckCommit:
 		err = p.leases.Ack(offset, nonce, n.nowMs)

@@ -19,13 +19,14 @@ import (
 //
 // Counting every table at each consume would cost a walk of the
 // partitions; instead the node counts them every leaseCountIntervalMs
-// (Tick) and adds every first delivery since, an upper bound of what was
-// added meanwhile (a redelivery adds nothing; a skip of a corrupt record,
-// which adds one, is not counted and bounded by corruption; a move's
-// restored table is counted at the next count). What an ack takes out of
-// a table (an ack at its partition's frontier) comes off the count at
-// once, so a consume right after the acks that freed room is served. A
-// batch consume stops at the bound but for redeliveries.
+// (Tick) and adds at once what grows a table meanwhile: every first
+// delivery (a redelivery adds nothing), a skip of a corrupt record, a
+// table a move restored. What an ack takes out of a table (an ack at its
+// partition's frontier, collapsing the acked run after it) comes off at
+// once too, so a consume right after the acks that freed room is served;
+// since every addition was counted, the count stays an upper bound of
+// what the tables hold. A batch consume stops at the bound but for
+// redeliveries.
 
 // leaseCountIntervalMs is how often the node counts its lease tables.
 const leaseCountIntervalMs = 100
@@ -35,8 +36,8 @@ const leaseCountIntervalMs = 100
 type leaseBudget struct {
 	// counted is the sum of Held over every lease table at the last count.
 	counted int
-	// reservedSince counts the first deliveries since that count (an
-	// upper bound of the offsets the tables added).
+	// reservedSince counts the offsets the tables added since that
+	// count (leasesChanged), less what acks took out beyond counted.
 	reservedSince int
 	// nextCountMs is when the next count is due (node clock).
 	nextCountMs int64
@@ -62,24 +63,24 @@ func (n *Node) countLeases() {
 // adds nothing to the tables: those records still go out, and their acks
 // bring the budget back.
 func (n *Node) reserveLease(t *topic, p *partition, log *storage.Log) (lease.Reservation, bool) {
+	held := p.leases.Held()
+	defer func() { n.leasesChanged(held, p.leases.Held()) }()
 	if n.atLeaseBudget() {
 		return p.leases.ReserveReleased(n.nowMs, log.HWM(), t.info.VisibilityTimeoutMs)
 	}
-	reservation, ok := p.leases.Reserve(n.nowMs, log.HWM(), t.info.VisibilityTimeoutMs)
-	if ok && reservation.DeliveryCount == 1 {
-		n.leaseBudget.reservedSince++
-	}
-	return reservation, ok
+	return p.leases.Reserve(n.nowMs, log.HWM(), t.info.VisibilityTimeoutMs)
 }
 
-// leasesReleased takes off the count what an ack, extend or nack took
-// out of a lease table (count offsets): the count stays an upper bound.
-func (n *Node) leasesReleased(count int) {
-	if count <= 0 {
+// leasesChanged counts a change of one lease table's Held, from before to
+// after, since the last count: what it added at once, and what it took
+// out (an ack at the frontier) off the count, which stays an upper bound.
+func (n *Node) leasesChanged(before, after int) {
+	budget := &n.leaseBudget
+	if after >= before {
+		budget.reservedSince += after - before
 		return
 	}
-	budget := &n.leaseBudget
-	budget.counted -= count
+	budget.counted -= before - after
 	if budget.counted < 0 { // taken from offsets added since the count
 		budget.reservedSince, budget.counted = max(0, budget.reservedSince+budget.counted), 0
 	}

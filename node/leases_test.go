@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"narad/msg"
+	"narad/node/lease"
 )
 
 // TestTheLeaseBudgetBoundsTheNode: the lease tables of the node hold at
@@ -78,4 +79,47 @@ func TestAtTheLeaseBudgetLapsedRecordsAreDeliveredAgain(t *testing.T) {
 	m, ok := h.consume("orders")
 	require.True(t, ok)
 	require.Equal(t, uint32(1), m.DeliveryCount, "new records go out again")
+}
+
+// TestTheLeaseBudgetCountsARestoredTable: a table a move restored after
+// the last count is counted at once, so an ack that collapses its acked
+// run does not take off the count what other tables hold (found in
+// review: the budget fell to 0 with 3 held, and a batch then took the
+// tables to 7 past a bound of 4).
+func TestTheLeaseBudgetCountsARestoredTable(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.LeasesMax = 4
+	h.restart()
+	h.createTopic("orders", func(c *msg.CreateTopic) { c.Partitions = 3 })
+	for i := range 10 {
+		h.produce("orders", 0, fmt.Sprint(i))
+		h.produce("orders", 1, fmt.Sprint(i))
+	}
+	for range 3 {
+		require.Len(t, h.ok(msg.Consume{Topic: "orders", Partition: 0}).(msg.ConsumeResult).Messages, 1)
+	}
+	h.tick(leaseCountIntervalMs)
+	restored := lease.Snapshot{NextUndelivered: 1, Entries: []lease.SnapshotEntry{{Offset: 0, State: lease.EntryReleased, DeliveryCount: 1}}}
+	for offset := uint64(1); offset <= 8; offset++ {
+		restored.Entries = append(restored.Entries, lease.SnapshotEntry{Offset: offset, State: lease.EntryAcked})
+	}
+	orders, _ := h.node.lookupTopic("orders")
+	h.node.partitionOf(orders, 1).leases = nil
+	h.node.adoptMovedLeases(&moveSession{key: partitionKey{"orders", 1}, leases: &restored})
+	held := func() (count int) {
+		for _, p := range h.node.partitions {
+			if p.leases != nil {
+				count += p.leases.Held()
+			}
+		}
+		return count
+	}
+	require.LessOrEqual(t, held(), h.node.Stats().LeasesHeld, "the restored table is counted")
+
+	redelivered := h.ok(msg.Consume{Topic: "orders", Partition: 1}).(msg.ConsumeResult)
+	require.NoError(t, h.ackHandle("orders", redelivered.Messages[0].ReceiptHandle, msg.AckCommit))
+	require.Equal(t, 3, held(), "the ack at the frontier collapsed the restored run")
+	require.LessOrEqual(t, held(), h.node.Stats().LeasesHeld, "the count stays an upper bound")
+	h.ok(msg.Consume{Topic: "orders", Partition: 0, Max: 10})
+	require.LessOrEqual(t, held(), h.cfg.LeasesMax)
 }

@@ -392,6 +392,7 @@ func (n *Node) adoptMovedLeases(s *moveSession) {
 		return
 	}
 	p.leases = lease.RestoreTable(*s.leases, n.nonceFloor, n.leaseConfig(t))
+	n.leasesChanged(0, p.leases.Held())
 	n.watchExhausted(p)
 	chaos.Reached(chaos.MarkNodeMoveCarriedLeases)
 }
