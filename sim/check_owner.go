@@ -63,8 +63,8 @@ func (o *ownerChecker) appended(n *simNode, topic string, partition int) {
 }
 
 // staleAppend reports whether n's append went to a creation of the topic
-// that a committed delete removed, and n has not applied that delete and
-// owned the partition when it committed. Such an append is not compared
+// that a committed delete removed, and n has not applied that delete but
+// had applied the entry that made it the partition's owner then. Such an append is not compared
 // with the appenders of the committed creation: it writes a removed one,
 // whose directory n deletes when it applies the delete.
 func (o *ownerChecker) staleAppend(n *simNode, topic string, partition int) bool {
@@ -75,7 +75,7 @@ func (o *ownerChecker) staleAppend(n *simNode, topic string, partition int) bool
 	applied := n.node.MetaAppliedIndex()
 	for _, deletion := range deletions {
 		if deletion.index > applied {
-			return partition < len(deletion.owners) && deletion.owners[partition] == n.id
+			return partition < len(deletion.owners) && deletion.owners[partition] == n.id && deletion.ownedSince[partition] <= applied
 		}
 	}
 	return false

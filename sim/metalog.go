@@ -60,6 +60,9 @@ type metaLog struct {
 	// applied a delete may still write to the creation it removed
 	// (ownerChecker.staleAppend).
 	deletions map[string][]topicDeletion
+	// ownedSince holds, by partition name, the index of the entry that
+	// gave the partition its current owner (ownerSet).
+	ownedSince map[string]uint64
 	// applying is the index of the entry being applied (apply).
 	applying uint64
 	// moving caches anyMoveInFlight while movingKnown; only applyCommand
@@ -103,7 +106,7 @@ func newMetaLog(w *World) *metaLog {
 	}
 	return &metaLog{w: w, entries: map[entryID]loggedEntry{}, tips: map[uint64]entryID{}, applied: bootstrap,
 		members: map[string]*meta.Member{}, voters: voters, removedRaftIDs: map[uint64]bool{}, removedNodeIDs: map[string]bool{},
-		topics: map[string][]meta.Assignment{}, identities: map[string]meta.TopicIdentity{}, createdIndex: map[string]uint64{}, deletions: map[string][]topicDeletion{}, generations: map[string]int{}, pastOwners: map[string][]string{},
+		topics: map[string][]meta.Assignment{}, identities: map[string]meta.TopicIdentity{}, createdIndex: map[string]uint64{}, deletions: map[string][]topicDeletion{}, ownedSince: map[string]uint64{}, generations: map[string]int{}, pastOwners: map[string][]string{},
 		users: shadowUsers{users: map[string]meta.User{}}}
 }
 
@@ -239,7 +242,7 @@ func (l *metaLog) applyCommand(command meta.Command) {
 		l.createTopic(c)
 	case meta.DeleteTopic:
 		if l.identityHolds(c.Name, meta.TopicIdentity{Incarnation: c.ExpectedIncarnation, CreatedAtMs: c.ExpectedCreatedAtMs}) {
-			l.deletions[c.Name] = append(l.deletions[c.Name], topicDeletion{index: l.applying, owners: l.owners(c.Name)})
+			l.deletions[c.Name] = append(l.deletions[c.Name], l.deletion(c.Name))
 			delete(l.topics, c.Name)
 			delete(l.identities, c.Name)
 		}
@@ -271,11 +274,22 @@ func (l *metaLog) allReceiving(ids []string) bool {
 	return true
 }
 
-// topicDeletion is one committed delete of a topic: its index and the
-// owners of the partitions it removed, by partition.
+// topicDeletion is one committed delete of a topic: its index and, by
+// partition, the owners of the partitions it removed and the index of the
+// entry that made each the owner.
 type topicDeletion struct {
-	index  uint64
-	owners []string
+	index      uint64
+	owners     []string
+	ownedSince []uint64
+}
+
+// deletion describes the delete of topic being applied.
+func (l *metaLog) deletion(topic string) topicDeletion {
+	d := topicDeletion{index: l.applying, owners: l.owners(topic)}
+	for partition := range d.owners {
+		d.ownedSince = append(d.ownedSince, l.ownedSince[partitionName(topic, partition)])
+	}
+	return d
 }
 
 func (l *metaLog) createTopic(c meta.CreateTopic) {
@@ -285,7 +299,7 @@ func (l *metaLog) createTopic(c meta.CreateTopic) {
 	assignments := make([]meta.Assignment, len(c.Owners))
 	for i, owner := range c.Owners {
 		assignments[i] = meta.Assignment{Owner: owner}
-		l.addPastOwner(c.Name, i, owner)
+		l.ownerSet(c.Name, i, owner)
 	}
 	l.topics[c.Name] = assignments
 	l.createdIndex[c.Name] = l.applying
@@ -311,7 +325,7 @@ func (l *metaLog) growTopic(c meta.AlterTopic) {
 		return
 	}
 	for _, owner := range c.NewOwners {
-		l.addPastOwner(c.Name, len(assignments), owner)
+		l.ownerSet(c.Name, len(assignments), owner)
 		assignments = append(assignments, meta.Assignment{Owner: owner})
 	}
 	l.topics[c.Name] = assignments
@@ -354,7 +368,7 @@ func (l *metaLog) flip(topic string, partition int, expectedOwner, expectedTarge
 	}
 	a.Owner, a.Target, a.MoveStartedAtMs = a.Target, "", 0
 	l.generations[partitionName(topic, partition)]++
-	l.addPastOwner(topic, partition, a.Owner)
+	l.ownerSet(topic, partition, a.Owner)
 	l.movesCompleted++
 	l.w.leases.flipped(topic, partition)
 	l.w.tracef("meta: %s/%d now owned by %s", topic, partition, a.Owner)
@@ -378,6 +392,13 @@ func (l *metaLog) abortMove(c meta.AbortMove) {
 	if l.listener != nil {
 		l.listener.aborted(c.Topic, c.Partition)
 	}
+}
+
+// ownerSet records that the entry being applied made id a partition's
+// owner (a create, a growth, a flip).
+func (l *metaLog) ownerSet(topic string, partition int, id string) {
+	l.ownedSince[partitionName(topic, partition)] = l.applying
+	l.addPastOwner(topic, partition, id)
 }
 
 // addPastOwner records that id owns a partition now. When the list of

@@ -27,11 +27,13 @@ func TestAppendByANonOwnerFailsTheRun(t *testing.T) {
 // append to a partition it owned in the creation a committed delete
 // removed (seed 6634173 of the three-node world with users and all
 // faults); any other node's append there still fails the run, and so
-// does the owner's once it applied the delete.
+// does the owner's once it applied the delete, or before it applied the
+// entry that made it the owner.
 func TestAnAppendToADeletedCreationIsItsOwnersAloneUntilItAppliesTheDelete(t *testing.T) {
 	w := startedWorld(t, 2)
 	require.Less(t, w.nodes[0].node.MetaAppliedIndex(), uint64(7))
-	w.metaLog.deletions["gone"] = []topicDeletion{{index: 7, owners: []string{"n1", "n2"}}}
+	applied := w.nodes[0].node.MetaAppliedIndex()
+	w.metaLog.deletions["gone"] = []topicDeletion{{index: 7, owners: []string{"n1", "n2"}, ownedSince: []uint64{applied, 0}}}
 	w.owners.appended(w.nodes[0], "gone", 0)
 	w.owners.appended(w.nodes[1], "gone", 1)
 	require.Nil(t, w.failure)
@@ -39,10 +41,16 @@ func TestAnAppendToADeletedCreationIsItsOwnersAloneUntilItAppliesTheDelete(t *te
 	require.NotNil(t, w.failure)
 	require.Contains(t, w.failure.Detail, `n1 appended to gone/1, but the committed metastore says "" owns it`)
 
-	applied := startedWorld(t, 1)
-	applied.metaLog.deletions["gone"] = []topicDeletion{{index: applied.nodes[0].node.MetaAppliedIndex(), owners: []string{"n1", "n2"}}}
-	applied.owners.appended(applied.nodes[0], "gone", 0)
-	require.NotNil(t, applied.failure, "a node that applied the delete must not append to the creation it removed")
+	learned := startedWorld(t, 1)
+	learned.metaLog.deletions["gone"] = []topicDeletion{{index: learned.nodes[0].node.MetaAppliedIndex(), owners: []string{"n1", "n2"}, ownedSince: []uint64{0, 0}}}
+	learned.owners.appended(learned.nodes[0], "gone", 0)
+	require.NotNil(t, learned.failure, "a node that applied the delete must not append to the creation it removed")
+
+	early := startedWorld(t, 1)
+	applied = early.nodes[0].node.MetaAppliedIndex()
+	early.metaLog.deletions["gone"] = []topicDeletion{{index: applied + 5, owners: []string{"n1", "n2"}, ownedSince: []uint64{applied + 1, 0}}}
+	early.owners.appended(early.nodes[0], "gone", 0)
+	require.NotNil(t, early.failure, "a node that had not applied its ownership must not append as the owner")
 }
 
 // startedWorld is a wired world of three nodes whose first count nodes
