@@ -138,6 +138,7 @@ func (c *testCluster) killAndRestart(t *testing.T, run *ackRun, victim *clusterN
 	run.kills.Add(1)
 	t.Logf("killing %s (-9) with %d of %d records acked", victim.id, run.ackedCount(), len(run.produced))
 	c.kill(victim)
+	run.kills.Add(1) // the process is gone: see ackRun.kills
 	time.Sleep(ackDowntime)
 	c.start(victim)
 	c.waitReady(victim)
@@ -173,8 +174,11 @@ const repeatFailuresShownMax = 10
 
 // ackRun is what the consumers did and saw.
 type ackRun struct {
-	// kills counts the kills begun; a repeated ack is judged only when
-	// none began between its first attempt and its answer.
+	// kills counts twice per kill, as it begins and once the process is
+	// gone: a repeated ack is judged only when it did not change between
+	// its first attempt and its answer, so neither a kill begun meanwhile
+	// nor one under way when the first attempt started (that attempt may
+	// land on the dying process, whose acks the restart forgets).
 	kills atomic.Int64
 	// ackSequence numbers the acks that answered 204, to pick those
 	// repeated.
