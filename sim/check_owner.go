@@ -25,6 +25,8 @@ type ownerChecker struct {
 	// last holds, per partition name, the node that appended last and the
 	// partition's flip generation at that moment.
 	last map[string]appendSeen
+	// deletedCreationAppends counts the appends staleAppend excused.
+	deletedCreationAppends int
 	// describeMismatch is the latest topic description whose owners
 	// differed from the committed ones, for the liveness failure.
 	describeMismatch string
@@ -64,9 +66,14 @@ func (o *ownerChecker) appended(n *simNode, topic string, partition int) {
 
 // staleAppend reports whether n's append went to a creation of the topic
 // that a committed delete removed, and n has not applied that delete but
-// had applied the entry that made it the partition's owner then. Such an append is not compared
-// with the appenders of the committed creation: it writes a removed one,
-// whose directory n deletes when it applies the delete.
+// had applied the entry that made it the partition's owner then. Such an
+// append is not compared with the appenders of the committed creation: it
+// writes a removed one, whose directory n deletes when it applies the
+// delete. It must come within the node's write fence: its last applied
+// heartbeat was sent before the delete committed, so less than half of
+// MemberDeadAfterMs after the commit (docs/api.md, delete a topic), on
+// the node's clock, which a restart may have set back by up to the
+// world's clock spread.
 func (o *ownerChecker) staleAppend(n *simNode, topic string, partition int) bool {
 	deletions := o.w.metaLog.deletions[topic]
 	if len(deletions) == 0 {
@@ -74,9 +81,19 @@ func (o *ownerChecker) staleAppend(n *simNode, topic string, partition int) bool
 	}
 	applied := n.node.MetaAppliedIndex()
 	for _, deletion := range deletions {
-		if deletion.index > applied {
-			return partition < len(deletion.owners) && deletion.owners[partition] == n.id && deletion.ownedSince[partition] <= applied
+		if deletion.index <= applied {
+			continue
 		}
+		if partition >= len(deletion.owners) || deletion.owners[partition] != n.id || deletion.ownedSince[partition] > applied {
+			return false
+		}
+		fenceMs := clusterMemberDeadAfterMs/2 + o.w.clockSkew.spreadMs()
+		if sinceMs := o.w.nowMs - deletion.committedMs; sinceMs >= fenceMs {
+			o.w.fail("single-owner", "%s appended to %s/%d %d ms after the delete of its creation committed, past its write fence (%d ms)",
+				n.id, topic, partition, sinceMs, fenceMs)
+		}
+		o.deletedCreationAppends++
+		return true
 	}
 	return false
 }

@@ -274,18 +274,20 @@ func (l *metaLog) allReceiving(ids []string) bool {
 	return true
 }
 
-// topicDeletion is one committed delete of a topic: its index and, by
-// partition, the owners of the partitions it removed and the index of the
-// entry that made each the owner.
+// topicDeletion is one committed delete of a topic: its index, when the
+// simulator saw it commit (no earlier than it did) and, by partition, the
+// owners of the partitions it removed and the index of the entry that
+// made each the owner.
 type topicDeletion struct {
-	index      uint64
-	owners     []string
-	ownedSince []uint64
+	index       uint64
+	committedMs int64
+	owners      []string
+	ownedSince  []uint64
 }
 
 // deletion describes the delete of topic being applied.
 func (l *metaLog) deletion(topic string) topicDeletion {
-	d := topicDeletion{index: l.applying, owners: l.owners(topic)}
+	d := topicDeletion{index: l.applying, committedMs: l.w.nowMs, owners: l.owners(topic)}
 	for partition := range d.owners {
 		d.ownedSince = append(d.ownedSince, l.ownedSince[partitionName(topic, partition)])
 	}

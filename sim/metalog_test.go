@@ -27,8 +27,8 @@ func TestAppendByANonOwnerFailsTheRun(t *testing.T) {
 // append to a partition it owned in the creation a committed delete
 // removed (seed 6634173 of the three-node world with users and all
 // faults); any other node's append there still fails the run, and so
-// does the owner's once it applied the delete, or before it applied the
-// entry that made it the owner.
+// does the owner's once it applied the delete, before it applied the
+// entry that made it the owner, or past its write fence.
 func TestAnAppendToADeletedCreationIsItsOwnersAloneUntilItAppliesTheDelete(t *testing.T) {
 	w := startedWorld(t, 2)
 	require.Less(t, w.nodes[0].node.MetaAppliedIndex(), uint64(7))
@@ -51,6 +51,14 @@ func TestAnAppendToADeletedCreationIsItsOwnersAloneUntilItAppliesTheDelete(t *te
 	early.metaLog.deletions["gone"] = []topicDeletion{{index: applied + 5, owners: []string{"n1", "n2"}, ownedSince: []uint64{applied + 1, 0}}}
 	early.owners.appended(early.nodes[0], "gone", 0)
 	require.NotNil(t, early.failure, "a node that had not applied its ownership must not append as the owner")
+
+	late := startedWorld(t, 1)
+	applied = late.nodes[0].node.MetaAppliedIndex()
+	late.metaLog.deletions["gone"] = []topicDeletion{{index: applied + 1, owners: []string{"n1"}, ownedSince: []uint64{0}}}
+	late.nowMs = clusterMemberDeadAfterMs/2 + late.clockSkew.spreadMs()
+	late.owners.appended(late.nodes[0], "gone", 0)
+	require.NotNil(t, late.failure, "the owner must stop at its write fence")
+	require.Contains(t, late.failure.Detail, "past its write fence")
 }
 
 // startedWorld is a wired world of three nodes whose first count nodes

@@ -30,7 +30,8 @@ func (w *World) finishOracles() {
 func (w *World) oracleCounts() map[string]int {
 	counts := map[string]int{"lease-successes": w.leases.checked, "lease-stale-excused": w.leases.stale,
 		"lease-successes-after-flip": w.leases.afterFlip, "lease-stale-flip-excused": w.leases.flipExcused,
-		"control-ops": len(w.control.operations), "control-records-judged": w.control.records.judged}
+		"control-ops": len(w.control.operations), "control-records-judged": w.control.records.judged,
+		"owner-deleted-creation-excused": w.owners.deletedCreationAppends}
 	if w.metaModel != nil {
 		counts["meta-model-comparisons"] = w.metaModel.comparisons
 		counts["meta-model-touched-comparisons"] = w.metaModel.touchedComparisons
