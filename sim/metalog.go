@@ -60,6 +60,10 @@ type metaLog struct {
 	// applied a delete may still write to the creation it removed
 	// (ownerChecker.staleAppend).
 	deletions map[string][]topicDeletion
+	// creators holds, by topic name, the user who created the topic's
+	// current creation ("" once that user is deleted): what a change
+	// guarded by ExpectedOwner finds (meta's checkOwnedBy).
+	creators map[string]string
 	// ownedSince holds, by partition name, the index of the entry that
 	// gave the partition its current owner (ownerSet).
 	ownedSince map[string]uint64
@@ -106,7 +110,7 @@ func newMetaLog(w *World) *metaLog {
 	}
 	return &metaLog{w: w, entries: map[entryID]loggedEntry{}, tips: map[uint64]entryID{}, applied: bootstrap,
 		members: map[string]*meta.Member{}, voters: voters, removedRaftIDs: map[uint64]bool{}, removedNodeIDs: map[string]bool{},
-		topics: map[string][]meta.Assignment{}, identities: map[string]meta.TopicIdentity{}, createdIndex: map[string]uint64{}, deletions: map[string][]topicDeletion{}, ownedSince: map[string]uint64{}, generations: map[string]int{}, pastOwners: map[string][]string{},
+		topics: map[string][]meta.Assignment{}, identities: map[string]meta.TopicIdentity{}, createdIndex: map[string]uint64{}, deletions: map[string][]topicDeletion{}, ownedSince: map[string]uint64{}, creators: map[string]string{}, generations: map[string]int{}, pastOwners: map[string][]string{},
 		users: shadowUsers{users: map[string]meta.User{}}}
 }
 
@@ -241,10 +245,12 @@ func (l *metaLog) applyCommand(command meta.Command) {
 	case meta.CreateTopic:
 		l.createTopic(c)
 	case meta.DeleteTopic:
-		if l.identityHolds(c.Name, meta.TopicIdentity{Incarnation: c.ExpectedIncarnation, CreatedAtMs: c.ExpectedCreatedAtMs}) {
+		_, exists := l.topics[c.Name]
+		if exists && l.ownedBy(c.Name, c.ExpectedOwner) && l.identityHolds(c.Name, meta.TopicIdentity{Incarnation: c.ExpectedIncarnation, CreatedAtMs: c.ExpectedCreatedAtMs}) {
 			l.deletions[c.Name] = append(l.deletions[c.Name], l.deletion(c.Name))
 			delete(l.topics, c.Name)
 			delete(l.identities, c.Name)
+			delete(l.creators, c.Name)
 		}
 	case meta.AlterTopic:
 		l.growTopic(c)
@@ -295,9 +301,14 @@ func (l *metaLog) deletion(topic string) topicDeletion {
 }
 
 func (l *metaLog) createTopic(c meta.CreateTopic) {
-	if _, exists := l.topics[c.Name]; exists || !l.allReceiving(c.Owners) {
-		return
+	_, exists := l.topics[c.Name]
+	_, deadLetterExists := l.topics[c.DeadLetterTopic]
+	if exists || !l.creatorHolds(c.CreatedBy, c.CreatorCreatedAtMs) || !l.allReceiving(c.Owners) ||
+		c.Limits.TopicsMax > 0 && len(l.topics) >= c.Limits.TopicsMax || l.overPerNodeLimit(c.Owners, c.Limits.PartitionsPerNodeMax) ||
+		c.DeadLetterTopic != "" && !deadLetterExists {
+		return // meta refuses it
 	}
+	l.creators[c.Name] = c.CreatedBy
 	assignments := make([]meta.Assignment, len(c.Owners))
 	for i, owner := range c.Owners {
 		assignments[i] = meta.Assignment{Owner: owner}
@@ -313,6 +324,41 @@ func (l *metaLog) createTopic(c meta.CreateTopic) {
 	l.identities[c.Name] = identity
 }
 
+// overPerNodeLimit reports whether owners of new partitions would take a
+// member past perNodeMax partitions (0: no limit; meta's
+// checkPartitionsPerNode).
+func (l *metaLog) overPerNodeLimit(added []string, perNodeMax int) bool {
+	if perNodeMax <= 0 || len(added) == 0 {
+		return false
+	}
+	owned := map[string]int{}
+	for _, assignments := range l.topics { //determinism:ok counts only
+		for _, a := range assignments {
+			owned[a.Owner]++
+		}
+	}
+	for _, owner := range added {
+		owned[owner]++
+		if owned[owner] > perNodeMax {
+			return true
+		}
+	}
+	return false
+}
+
+// creatorHolds reports whether a create's creator, checked as created at
+// createdAtMs (0: unchecked), is still that user (meta's checkCreator).
+func (l *metaLog) creatorHolds(username string, createdAtMs int64) bool {
+	user, exists := l.users.users[username]
+	return createdAtMs == 0 || exists && user.CreatedAtMs == createdAtMs
+}
+
+// ownedBy reports whether a change guarded by the topic's owner
+// (expected; "": no guard) finds it that user's (meta's checkOwnedBy).
+func (l *metaLog) ownedBy(topic, expected string) bool {
+	return expected == "" || l.creators[topic] == expected
+}
+
 // identityHolds reports whether a change guarded by expected (zero: no
 // guard) finds the topic it was checked against (meta's checkIdentity).
 func (l *metaLog) identityHolds(name string, expected meta.TopicIdentity) bool {
@@ -323,7 +369,7 @@ func (l *metaLog) identityHolds(name string, expected meta.TopicIdentity) bool {
 func (l *metaLog) growTopic(c meta.AlterTopic) {
 	assignments, exists := l.topics[c.Name]
 	guard := meta.TopicIdentity{Incarnation: c.ExpectedIncarnation, CreatedAtMs: c.ExpectedCreatedAtMs}
-	if !exists || !l.identityHolds(c.Name, guard) || c.Partitions == nil || *c.Partitions-len(assignments) != len(c.NewOwners) || !l.allReceiving(c.NewOwners) {
+	if !exists || !l.identityHolds(c.Name, guard) || !l.ownedBy(c.Name, c.ExpectedOwner) || l.overPerNodeLimit(c.NewOwners, c.Limits.PartitionsPerNodeMax) || c.Partitions == nil || *c.Partitions-len(assignments) != len(c.NewOwners) || !l.allReceiving(c.NewOwners) {
 		return
 	}
 	for _, owner := range c.NewOwners {

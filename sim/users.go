@@ -208,6 +208,11 @@ func (l *metaLog) applyUser(command meta.Command) {
 	case meta.DeleteUser:
 		if user, exists := u.users[c.Username]; exists && !user.Root && u.sameUser(user, c.UserCreatedAtMs) {
 			delete(u.users, c.Username)
+			for topic, creator := range l.creators { //determinism:ok each is cleared alone
+				if creator == c.Username {
+					l.creators[topic] = ""
+				}
+			}
 		}
 	case meta.SetGrants:
 		if user, exists := u.users[c.Username]; exists && !user.Root && u.sameUser(user, c.UserCreatedAtMs) {
