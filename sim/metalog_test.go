@@ -184,3 +184,36 @@ func TestMetaLogKeepsTopicIdentities(t *testing.T) {
 	require.NotContains(t, l.topics, "t")
 	require.NotContains(t, l.identities, "t")
 }
+
+// TestMetaLogRefusesWhatMetaRefuses: the shadow keeps a topic whose
+// delete or growth was checked against another owner (its creator, or ""
+// once that user is deleted), and places no topic whose creator was
+// deleted meanwhile, past the topic or per-node partition limit, or
+// naming a missing dead-letter topic, as meta refuses each.
+func TestMetaLogRefusesWhatMetaRefuses(t *testing.T) {
+	w := NewWorld(DefaultOptions(1))
+	l := w.metaLog
+	l.members["n1"] = &meta.Member{ID: "n1", Alive: true}
+	l.applyUser(meta.PutUser{Username: "ann", NowMs: 7})
+	l.applyCommand(meta.CreateTopic{Name: "t", Owners: []string{"n1"}, CreatedAtMs: 5, CreatedBy: "ann", CreatorCreatedAtMs: 7})
+	require.Contains(t, l.topics, "t")
+	two := 2
+	l.applyCommand(meta.AlterTopic{Name: "t", Partitions: &two, NewOwners: []string{"n1"}, ExpectedOwner: "bob"})
+	require.Len(t, l.topics["t"], 1, "a growth checked against another owner")
+	l.applyCommand(meta.DeleteTopic{Name: "t", ExpectedOwner: "bob"})
+	require.Contains(t, l.topics, "t", "a delete checked against another owner")
+	l.applyUser(meta.DeleteUser{Username: "ann"})
+	l.applyCommand(meta.DeleteTopic{Name: "t", ExpectedOwner: "ann"})
+	require.Contains(t, l.topics, "t", "its owner was deleted: the topic is no one's")
+
+	l.applyCommand(meta.CreateTopic{Name: "u", Owners: []string{"n1"}, CreatedBy: "ann", CreatorCreatedAtMs: 7})
+	require.NotContains(t, l.topics, "u", "its creator was deleted before the create applied")
+	l.applyCommand(meta.CreateTopic{Name: "u", Owners: []string{"n1"}, Limits: meta.PlacementLimits{TopicsMax: 1}})
+	require.NotContains(t, l.topics, "u", "past the topic limit")
+	l.applyCommand(meta.CreateTopic{Name: "u", Owners: []string{"n1"}, Limits: meta.PlacementLimits{PartitionsPerNodeMax: 1}})
+	require.NotContains(t, l.topics, "u", "past the per-node partition limit")
+	l.applyCommand(meta.CreateTopic{Name: "u", Owners: []string{"n1"}, DeadLetterTopic: "missing"})
+	require.NotContains(t, l.topics, "u", "naming a missing dead-letter topic")
+	l.applyCommand(meta.CreateTopic{Name: "u", Owners: []string{"n1"}, DeadLetterTopic: "t"})
+	require.Contains(t, l.topics, "u")
+}
