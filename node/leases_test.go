@@ -16,10 +16,7 @@ import (
 // acks at the frontier bring the budget back at once, others at the next
 // count. Stats shows the count.
 func TestTheLeaseBudgetBoundsTheNode(t *testing.T) {
-	h := newHarness(t)
-	h.cfg.LeasesMax = 3
-	h.restart()
-	h.createTopic("orders")
+	h := budgetHarness(t, 3)
 	for i := range 6 {
 		h.produce("orders", i%3, fmt.Sprint(i))
 	}
@@ -51,10 +48,7 @@ func TestTheLeaseBudgetBoundsTheNode(t *testing.T) {
 // again, adding nothing, and their acks bring the budget back; only new
 // records wait.
 func TestAtTheLeaseBudgetLapsedRecordsAreDeliveredAgain(t *testing.T) {
-	h := newHarness(t)
-	h.cfg.LeasesMax = 3
-	h.restart()
-	h.createTopic("orders", func(c *msg.CreateTopic) { c.VisibilityTimeoutMs = 1_000 })
+	h := budgetHarness(t, 3, func(c *msg.CreateTopic) { c.VisibilityTimeoutMs = 1_000 })
 	for i := range 6 {
 		h.produce("orders", i%3, fmt.Sprint(i))
 	}
@@ -87,10 +81,7 @@ func TestAtTheLeaseBudgetLapsedRecordsAreDeliveredAgain(t *testing.T) {
 // review: the budget fell to 0 with 3 held, and a batch then took the
 // tables to 7 past a bound of 4).
 func TestTheLeaseBudgetCountsARestoredTable(t *testing.T) {
-	h := newHarness(t)
-	h.cfg.LeasesMax = 4
-	h.restart()
-	h.createTopic("orders", func(c *msg.CreateTopic) { c.Partitions = 3 })
+	h := budgetHarness(t, 4, func(c *msg.CreateTopic) { c.Partitions = 3 })
 	for i := range 10 {
 		h.produce("orders", 0, fmt.Sprint(i))
 		h.produce("orders", 1, fmt.Sprint(i))
@@ -122,4 +113,14 @@ func TestTheLeaseBudgetCountsARestoredTable(t *testing.T) {
 	require.LessOrEqual(t, held(), h.node.Stats().LeasesHeld, "the count stays an upper bound")
 	h.ok(msg.Consume{Topic: "orders", Partition: 0, Max: 10})
 	require.LessOrEqual(t, held(), h.cfg.LeasesMax)
+}
+
+// budgetHarness is a node whose lease budget is leasesMax, with a topic
+// "orders" made with the given changes.
+func budgetHarness(t *testing.T, leasesMax int, changes ...func(*msg.CreateTopic)) *harness {
+	h := newHarness(t)
+	h.cfg.LeasesMax = leasesMax
+	h.restart()
+	h.createTopic("orders", changes...)
+	return h
 }
