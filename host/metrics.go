@@ -159,7 +159,7 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 		openLogsMax:       gauge("open_partition_logs_max", "Cap of the partition logs open at once."),
 		keptLogs:          gauge("storage_kept_closed_logs", "Partition logs closed for room or idleness and kept in memory, so that their next open reads none of their segments."),
 		keptLogBytes:      gauge("storage_kept_closed_log_bytes", "Memory of the kept closed logs (their indexes)."),
-		leasesHeld:        gauge("leases_held", "Offsets the node's lease tables hold (records delivered and not acked, acks above a frontier), counted every 100 ms plus the first deliveries since: an upper bound."),
+		leasesHeld:        gauge("leases_held", "Offsets the node's lease tables hold (records delivered and not acked, acks above a frontier), an upper bound, counted every 100 ms and moved by every change since."),
 		leasesMax:         gauge("leases_max", "Bound of narad_leases_held; past it a consume served here answers 503."),
 		openLogIndexBytes: gauge("storage_open_log_index_bytes", "Memory of the open partition logs' indexes (4 bytes a record of their segments)."),
 		keptLogBytesMax:   gauge("storage_kept_closed_log_bytes_max", "Cap of storage_kept_closed_log_bytes (storage.closed_logs_kept_bytes_max); past it the least recently closed are forgotten."),

@@ -116,7 +116,6 @@ func (n *Node) applyAck(t *topic, p *partition, log *storage.Log, offset, nonce 
 	}
 	var err error
 	held := p.leases.Held()
-	defer func() { n.leasesChanged(held, p.leases.Held()) }()
 	switch action {
 	case msg.AckCommit:
 		err = p.leases.Ack(offset, nonce, n.nowMs)
@@ -129,6 +128,7 @@ func (n *Node) applyAck(t *topic, p *partition, log *storage.Log, offset, nonce 
 	default:
 		invariant.Broken("node: unknown ack action %d", action)
 	}
+	n.leasesChanged(held, p.leases.Held())
 	switch {
 	case errors.Is(err, lease.ErrAcked):
 		return err

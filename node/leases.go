@@ -34,11 +34,10 @@ const leaseCountIntervalMs = 100
 // leaseBudget is what the node knows of its lease tables' size. Only the
 // node's methods below change it.
 type leaseBudget struct {
-	// counted is the sum of Held over every lease table at the last count.
-	counted int
-	// reservedSince counts the offsets the tables added since that
-	// count (leasesChanged), less what acks took out beyond counted.
-	reservedSince int
+	// held is an upper bound of the sum of Held over every lease table:
+	// exact at each count, then moved by every change since
+	// (leasesChanged).
+	held int
 	// nextCountMs is when the next count is due (node clock).
 	nextCountMs int64
 }
@@ -55,7 +54,7 @@ func (n *Node) countLeases() {
 			held += p.leases.Held()
 		}
 	}
-	n.leaseBudget.counted, n.leaseBudget.reservedSince = held, 0
+	n.leaseBudget.held = held
 }
 
 // reserveLease reserves p's next record: any, under the budget; at it,
@@ -64,40 +63,32 @@ func (n *Node) countLeases() {
 // bring the budget back.
 func (n *Node) reserveLease(t *topic, p *partition, log *storage.Log) (lease.Reservation, bool) {
 	held := p.leases.Held()
-	defer func() { n.leasesChanged(held, p.leases.Held()) }()
+	reserve := p.leases.Reserve
 	if n.atLeaseBudget() {
-		return p.leases.ReserveReleased(n.nowMs, log.HWM(), t.info.VisibilityTimeoutMs)
+		reserve = p.leases.ReserveReleased
 	}
-	return p.leases.Reserve(n.nowMs, log.HWM(), t.info.VisibilityTimeoutMs)
+	reservation, ok := reserve(n.nowMs, log.HWM(), t.info.VisibilityTimeoutMs)
+	n.leasesChanged(held, p.leases.Held())
+	return reservation, ok
 }
 
-// leasesChanged counts a change of one lease table's Held, from before to
-// after, since the last count: what it added at once, and what it took
-// out (an ack at the frontier) off the count, which stays an upper bound.
+// leasesChanged moves the count by a change of one lease table's Held,
+// from before to after: what it added, and what it took out (an ack at
+// the frontier). Every addition is counted, so the count stays an upper
+// bound.
 func (n *Node) leasesChanged(before, after int) {
-	budget := &n.leaseBudget
-	if after >= before {
-		budget.reservedSince += after - before
-		return
-	}
-	budget.counted -= before - after
-	if budget.counted < 0 { // taken from offsets added since the count
-		budget.reservedSince, budget.counted = max(0, budget.reservedSince+budget.counted), 0
-	}
+	n.leaseBudget.held = max(0, n.leaseBudget.held+after-before)
 }
 
 // leasesHeld is the upper bound of the offsets the lease tables hold.
-func (n *Node) leasesHeld() int { return n.leaseBudget.counted + n.leaseBudget.reservedSince }
+func (n *Node) leasesHeld() int { return n.leaseBudget.held }
 
 // atLeaseBudget reports that the lease tables may hold LeasesMax offsets:
 // a consume here may only deliver records again.
 func (n *Node) atLeaseBudget() bool { return n.leasesHeld() >= n.cfg.LeasesMax }
 
 // leasesFull is the answer to a consume that found nothing to deliver
-// again at the lease budget, or nil under it.
+// again at the lease budget.
 func (n *Node) leasesFull() error {
-	if !n.atLeaseBudget() {
-		return nil
-	}
 	return msg.Unavailable("this node holds %d leases (records delivered and not acked), at most %d: ack, or retry later", n.leasesHeld(), n.cfg.LeasesMax)
 }

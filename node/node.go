@@ -805,8 +805,8 @@ type Stats struct {
 	// a record): OpenLogsMax bounds their number, their records their size.
 	OpenLogIndexBytes int64
 	// LeasesHeld bounds from above the offsets the lease tables hold
-	// (counted every leaseCountIntervalMs), at most about LeasesMax
-	// (Config.LeasesMax).
+	// (counted every leaseCountIntervalMs, moved by every change since),
+	// at most about LeasesMax (Config.LeasesMax).
 	LeasesHeld, LeasesMax int
 }
 
