@@ -48,6 +48,11 @@ type Authenticator struct {
 	// hashTurns holds a token per hash waiting for or holding a turn of
 	// bcryptTurns; its capacity is cfg.hashTurnsMax().
 	hashTurns chan struct{}
+	// hashers maps a requester to the turn its hashes take one at a
+	// time (hashing.go); an entry lives while a hash of its requester
+	// holds or waits for that turn. At most hashersMax entries; guarded
+	// by mu.
+	hashers map[string]*hasher
 	// verifyRuns counts the bcrypt comparisons run; only increases.
 	verifyRuns atomic.Uint64
 	metrics    *metrics
@@ -121,7 +126,7 @@ func New(cfg Config, reg prometheus.Registerer) (*Authenticator, error) {
 	a := &Authenticator{cfg: cfg, macKey: key, bcryptTurns: make(chan struct{}, cfg.BcryptConcurrencyMax),
 		hashTurns: make(chan struct{}, cfg.hashTurnsMax()),
 		verified:  map[string]verifiedEntry{}, rejected: map[string][]rejectedEntry{},
-		buckets: map[string]bucket{}, flights: map[flightKey]*flight{}}
+		buckets: map[string]bucket{}, flights: map[flightKey]*flight{}, hashers: map[string]*hasher{}}
 	a.macs.New = func() any { return hmac.New(sha256.New, key) }
 	a.users.Store(NewUsers(0, nil))
 	a.metrics = newMetrics(a, reg)
@@ -257,28 +262,6 @@ func (a *Authenticator) withTurn(ctx context.Context, op string, f func() error)
 
 // VerifyRuns is the number of bcrypt comparisons run so far.
 func (a *Authenticator) VerifyRuns() uint64 { return a.verifyRuns.Load() }
-
-// HashPassword hashes a new password with bcrypt, within the bound on
-// concurrent bcrypt runs and within the hashes' share of it
-// (Config.hashTurnsMax); ErrUnavailable if ctx ends first.
-func (a *Authenticator) HashPassword(ctx context.Context, password string) ([]byte, error) {
-	if password == "" || len(password) > passwordBytesMax {
-		return nil, ErrPasswordInvalid
-	}
-	select {
-	case a.hashTurns <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ErrUnavailable
-	}
-	defer func() { <-a.hashTurns }()
-	var hash []byte
-	err := a.withTurn(ctx, "hash", func() error {
-		var err error
-		hash, err = bcrypt.GenerateFromPassword([]byte(password), a.cfg.BcryptCost)
-		return err
-	})
-	return hash, err
-}
 
 // mac is the keyed hash of a credential. The keyed hashers are reused
 // (macs), since every request computes one.

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -46,7 +47,7 @@ func newTestAuthenticator(t *testing.T) (*Authenticator, *fakeClock, *prometheus
 
 func hashed(t *testing.T, a *Authenticator, password string) []byte {
 	t.Helper()
-	hash, err := a.HashPassword(context.Background(), password)
+	hash, err := a.HashPassword(context.Background(), "", password)
 	require.NoError(t, err)
 	return hash
 }
@@ -186,12 +187,12 @@ func TestTablesStayBounded(t *testing.T) {
 			throttled++
 		}
 	}
-	verified, rejected, buckets := a.tableSizes()
+	verified, rejected, buckets, _ := a.tableSizes()
 	require.LessOrEqual(t, verified, 2)
 	require.LessOrEqual(t, rejected, 2)
 	require.LessOrEqual(t, buckets, 2)
 	require.Equal(t, 2, throttled, "users past the bucket table's bound are refused, not added")
-	require.Equal(t, 10, seriesCount(t, reg, "narad_auth_table_entries", "narad_auth_table_entries_max"), "five tables, each with its size and its bound")
+	require.Equal(t, 12, seriesCount(t, reg, "narad_auth_table_entries", "narad_auth_table_entries_max"), "six tables, each with its size and its bound")
 }
 
 // TestHashesNeverHoldEveryBcryptTurn: while hashes hold their share of
@@ -209,7 +210,7 @@ func TestHashesNeverHoldEveryBcryptTurn(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err := a.HashPassword(ctx, "another")
+	_, err := a.HashPassword(ctx, "bob", "another")
 	require.ErrorIs(t, err, ErrUnavailable, "a third hash waits for the hashes' share, not for the free turns")
 
 	_, err = a.Verify(context.Background(), "ann", "pw")
@@ -217,18 +218,56 @@ func TestHashesNeverHoldEveryBcryptTurn(t *testing.T) {
 	require.Equal(t, 1.0, bcryptRuns(a, "verify"))
 }
 
+// TestOneRequestersHashesRunOneAtATime: while a hash of ann runs (one of
+// her loop of password changes), her next one waits for it and gives up
+// with its request, though a hash turn is free, and bob's runs at once;
+// the table of requesters empties after them and is bounded.
+func TestOneRequestersHashesRunOneAtATime(t *testing.T) {
+	a, _, _ := newTestAuthenticator(t)
+	running, err := a.joinHasher("ann") // as her first hash, running
+	require.NoError(t, err)
+	running.turn <- struct{}{}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = a.HashPassword(ctx, "ann", "second")
+	require.ErrorIs(t, err, ErrUnavailable, "ann's second hash waits for her first")
+	require.Zero(t, bcryptRuns(a, "hash"), "it never took a bcrypt turn")
+	hash, err := a.HashPassword(context.Background(), "bob", "his")
+	require.NoError(t, err, "another requester's hash is not held up by ann's")
+	require.NoError(t, bcrypt.CompareHashAndPassword(hash, []byte("his")))
+	_, _, _, hashers := a.tableSizes()
+	require.Equal(t, 1, hashers, "only ann's running hash is left")
+
+	<-running.turn
+	a.leaveHasher("ann", running)
+	_, err = a.HashPassword(context.Background(), "ann", "second")
+	require.NoError(t, err, "ann's next hash runs once her first is done")
+	_, _, _, hashers = a.tableSizes()
+	require.Zero(t, hashers)
+
+	for i := range hashersMax {
+		_, err := a.joinHasher(fmt.Sprintf("user%d", i))
+		require.NoError(t, err)
+	}
+	_, err = a.HashPassword(context.Background(), "one-more", "pw")
+	require.ErrorIs(t, err, ErrUnavailable, "past hashersMax requesters a hash is refused")
+	_, _, _, hashers = a.tableSizes()
+	require.Equal(t, hashersMax, hashers)
+}
+
 func TestHashPasswordBounds(t *testing.T) {
 	a, _, _ := newTestAuthenticator(t)
-	_, err := a.HashPassword(context.Background(), "")
+	_, err := a.HashPassword(context.Background(), "ann", "")
 	require.ErrorIs(t, err, ErrPasswordInvalid)
-	_, err = a.HashPassword(context.Background(), string(make([]byte, passwordBytesMax+1)))
+	_, err = a.HashPassword(context.Background(), "ann", string(make([]byte, passwordBytesMax+1)))
 	require.ErrorIs(t, err, ErrPasswordInvalid)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for range cap(a.bcryptTurns) {
 		a.bcryptTurns <- struct{}{}
 	}
-	_, err = a.HashPassword(ctx, "pw")
+	_, err = a.HashPassword(ctx, "ann", "pw")
 	require.ErrorIs(t, err, ErrUnavailable, "no bcrypt turn before the request ended")
 }
 

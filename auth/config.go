@@ -19,6 +19,11 @@ const (
 	defaultBucketsMax           = 4096
 	defaultBucketBurst          = 5
 	defaultBucketRefill         = 12 * time.Second
+	// hashersMax bounds the requesters with a hash running or waiting
+	// (Authenticator.hashers): each holds a request open, so the
+	// connection limit bounds them first; past it a hash is refused
+	// (ErrUnavailable, 503) rather than the table grown.
+	hashersMax = 1024
 	// passwordBytesMax is bcrypt's own limit: it refuses longer input.
 	passwordBytesMax = 72
 )
@@ -80,5 +85,7 @@ func (c Config) Validate() error {
 // user creations) hold at once: half of them, at least one. A user may
 // change its own password as often as it likes, so without it a loop of
 // changes could hold every turn, and other users' first requests would
-// wait for a verification until they gave up (503).
+// wait for a verification until they gave up (503); and since one
+// requester's hashes run one at a time (hashing.go), such a loop holds
+// one of these, not all.
 func (c Config) hashTurnsMax() int { return max(1, c.BcryptConcurrencyMax/2) }

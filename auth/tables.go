@@ -106,10 +106,10 @@ func (a *Authenticator) pruneBucketsLocked(now time.Time) {
 	}
 }
 
-// tableSizes returns the sizes of the verified, rejected and bucket
-// tables, for the metrics.
-func (a *Authenticator) tableSizes() (verified, rejected, buckets int) {
+// tableSizes returns the sizes of the verified, rejected, bucket and
+// hasher tables, for the metrics.
+func (a *Authenticator) tableSizes() (verified, rejected, buckets, hashers int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.verified), len(a.rejected), len(a.buckets)
+	return len(a.verified), len(a.rejected), len(a.buckets), len(a.hashers)
 }

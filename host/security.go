@@ -63,7 +63,7 @@ func newAuthenticator(opts *Options, reg prometheus.Registerer) (*auth.Authentic
 		}
 		seed.password, seed.generated = base64.RawURLEncoding.EncodeToString(secret), true
 	}
-	seed.hash, err = authenticator.HashPassword(context.Background(), seed.password)
+	seed.hash, err = authenticator.HashPassword(context.Background(), "", seed.password)
 	if err != nil {
 		return nil, nil, fmt.Errorf("admin password: %w", err)
 	}

@@ -105,7 +105,7 @@ func (h *apiHandler) createUser(r *http.Request, caller auth.Identity) Response 
 	if conferred := h.mayConfer(caller, body.Grants); conferred != nil {
 		return *conferred
 	}
-	hash, failed := h.hash(r, body.Password)
+	hash, failed := h.hash(r, caller, body.Password)
 	if failed != nil {
 		return *failed
 	}
@@ -182,7 +182,7 @@ func (h *apiHandler) setPassword(r *http.Request, caller auth.Identity) Response
 			return *failed
 		}
 	}
-	hash, failed := h.hash(r, body.NewPassword)
+	hash, failed := h.hash(r, caller, body.NewPassword)
 	if failed != nil {
 		return *failed
 	}
@@ -223,9 +223,10 @@ func (h *apiHandler) mayConfer(caller auth.Identity, grants []meta.Grant) *Respo
 	return nil
 }
 
-// hash hashes a new password (400 when empty or too long).
-func (h *apiHandler) hash(r *http.Request, password string) ([]byte, *Response) {
-	hash, err := h.security.Auth.HashPassword(r.Context(), password)
+// hash hashes a new password for caller, after caller's earlier hashes
+// (400 when empty or too long).
+func (h *apiHandler) hash(r *http.Request, caller auth.Identity, password string) ([]byte, *Response) {
+	hash, err := h.security.Auth.HashPassword(r.Context(), caller.Username, password)
 	switch {
 	case err == nil:
 		return hash, nil
