@@ -21,7 +21,8 @@ var (
 	ErrUnauthenticated = errors.New("authentication required")
 	// ErrThrottled: the user's bucket of attempts is empty (429).
 	ErrThrottled = errors.New("too many failed authentication attempts")
-	// ErrUnavailable: the request ended while waiting for a bcrypt turn.
+	// ErrUnavailable: the request ended while waiting for a bcrypt turn,
+	// or a hash found hashersMax requesters already hashing.
 	ErrUnavailable = errors.New("authentication unavailable")
 	// ErrPasswordInvalid: a password to hash is empty or over 72 bytes.
 	ErrPasswordInvalid = errors.New("password must have 1 to 72 bytes")
@@ -48,11 +49,6 @@ type Authenticator struct {
 	// hashTurns holds a token per hash waiting for or holding a turn of
 	// bcryptTurns; its capacity is cfg.hashTurnsMax().
 	hashTurns chan struct{}
-	// hashers maps a requester to the turn its hashes take one at a
-	// time (hashing.go); an entry lives while a hash of its requester
-	// holds or waits for that turn. At most hashersMax entries; guarded
-	// by mu.
-	hashers map[string]*hasher
 	// verifyRuns counts the bcrypt comparisons run; only increases.
 	verifyRuns atomic.Uint64
 	metrics    *metrics
@@ -71,6 +67,10 @@ type Authenticator struct {
 	// flights are the bcrypt comparisons in progress, by credential, so
 	// that identical concurrent attempts share one.
 	flights map[flightKey]*flight
+	// hashers maps a requester to the turn its hashes take one at a
+	// time (hashing.go); an entry lives while a hash of its requester
+	// holds or waits for that turn. At most hashersMax entries.
+	hashers map[string]*hasher
 }
 
 // flightKey names a comparison: the credential and the password hash it

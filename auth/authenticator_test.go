@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/bcrypt"
 
@@ -52,7 +53,14 @@ func hashed(t *testing.T, a *Authenticator, password string) []byte {
 	return hash
 }
 
-func bcryptRuns(a *Authenticator, _ string) float64 { return float64(a.VerifyRuns()) }
+// bcryptRuns reads narad_auth_bcrypt_runs_total for op (verify, hash).
+func bcryptRuns(a *Authenticator, op string) float64 {
+	var m dto.Metric
+	if err := a.metrics.bcryptRuns.WithLabelValues(op).Write(&m); err != nil {
+		panic(err)
+	}
+	return m.GetCounter().GetValue()
+}
 
 // seriesCount counts the series of the named metric families.
 func seriesCount(t *testing.T, reg *prometheus.Registry, names ...string) int {
@@ -219,26 +227,43 @@ func TestHashesNeverHoldEveryBcryptTurn(t *testing.T) {
 }
 
 // TestOneRequestersHashesRunOneAtATime: while a hash of ann runs (one of
-// her loop of password changes), her next one waits for it and gives up
-// with its request, though a hash turn is free, and bob's runs at once;
-// the table of requesters empties after them and is bounded.
+// her loop of password changes, holding her turn and one of the two hash
+// turns), her next one waits for her turn holding no hash turn, so bob's
+// hash takes the other one at once; hers gives up with its request. The
+// table of requesters empties after them and is bounded.
 func TestOneRequestersHashesRunOneAtATime(t *testing.T) {
 	a, _, _ := newTestAuthenticator(t)
+	require.Equal(t, 2, a.cfg.hashTurnsMax())
 	running, err := a.joinHasher("ann") // as her first hash, running
 	require.NoError(t, err)
 	running.turn <- struct{}{}
+	a.hashTurns <- struct{}{}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	_, err = a.HashPassword(ctx, "ann", "second")
-	require.ErrorIs(t, err, ErrUnavailable, "ann's second hash waits for her first")
-	require.Zero(t, bcryptRuns(a, "hash"), "it never took a bcrypt turn")
-	hash, err := a.HashPassword(context.Background(), "bob", "his")
-	require.NoError(t, err, "another requester's hash is not held up by ann's")
+	ctx, cancel := context.WithCancel(context.Background())
+	second := make(chan error, 1)
+	go func() {
+		_, err := a.HashPassword(ctx, "ann", "second")
+		second <- err
+	}()
+	require.Eventually(t, func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return running.requests == 2
+	}, 5*time.Second, time.Millisecond, "ann's second hash joins her turn")
+	time.Sleep(20 * time.Millisecond) // for it to reach its wait, whichever it is
+	bobs, cancelBob := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancelBob()
+	hash, err := a.HashPassword(bobs, "bob", "his")
+	require.NoError(t, err, "bob's hash takes the hash turn ann's waiting one does not hold")
 	require.NoError(t, bcrypt.CompareHashAndPassword(hash, []byte("his")))
+	require.Len(t, a.hashTurns, 1, "ann's waiting hash holds no hash turn")
+	cancel()
+	require.ErrorIs(t, <-second, ErrUnavailable, "ann's second hash waited for her first")
+	require.Equal(t, 1.0, bcryptRuns(a, "hash"), "only bob's ran")
 	_, _, _, hashers := a.tableSizes()
 	require.Equal(t, 1, hashers, "only ann's running hash is left")
 
+	<-a.hashTurns
 	<-running.turn
 	a.leaveHasher("ann", running)
 	_, err = a.HashPassword(context.Background(), "ann", "second")

@@ -20,9 +20,8 @@ const (
 	defaultBucketBurst          = 5
 	defaultBucketRefill         = 12 * time.Second
 	// hashersMax bounds the requesters with a hash running or waiting
-	// (Authenticator.hashers): each holds a request open, so the
-	// connection limit bounds them first; past it a hash is refused
-	// (ErrUnavailable, 503) rather than the table grown.
+	// (Authenticator.hashers), each holding a request open; past it a
+	// hash is refused (ErrUnavailable, 503) rather than the table grown.
 	hashersMax = 1024
 	// passwordBytesMax is bcrypt's own limit: it refuses longer input.
 	passwordBytesMax = 72

@@ -20,7 +20,8 @@ type hasher struct {
 }
 
 // HashPassword hashes a new password with bcrypt for requester (the
-// authenticated user asking; "" for the process itself), after the
+// authenticated user asking; "" for the process itself, and for every
+// caller of a node with authentication off), after the
 // requester's earlier hashes, within the hashes' share of the bcrypt
 // turns (Config.hashTurnsMax) and the bound on concurrent bcrypt runs.
 // ErrUnavailable if ctx ends first, or if hashersMax requesters are
@@ -34,6 +35,8 @@ func (a *Authenticator) HashPassword(ctx context.Context, requester, password st
 		return nil, err
 	}
 	defer a.leaveHasher(requester, h)
+	// The requester's own turn first: a hash waiting for it holds none
+	// of the hashes' share, which the other requesters then take.
 	if !take(ctx, h.turn) {
 		return nil, ErrUnavailable
 	}
