@@ -11,7 +11,10 @@ package msg
 // source may be frozen for another move (one its replica has not yet
 // seen aborted, after a restart) and take writes again once it has; a
 // destination that took that for its own final state would promote a
-// copy missing the records acknowledged after it (seed 2698).
+// copy missing the records acknowledged after it (seed 2698). A source
+// whose replica does not show the move answers Conflict: what it holds
+// under the partition's directory may be of a deleted creation of the
+// topic, which the move must not copy.
 type MoveStatus struct {
 	Topic           string
 	Partition       int
@@ -20,12 +23,16 @@ type MoveStatus struct {
 }
 
 // MoveRead asks a partition's owner for the bytes of segment Base from
-// Position on, at most the log's chunk size. Result: MoveChunk.
+// Position on, at most the log's chunk size, for the move to Target
+// started at MoveStartedAtMs: as for MoveStatus, a source whose replica
+// does not show that move answers Conflict. Result: MoveChunk.
 type MoveRead struct {
-	Topic     string
-	Partition int
-	Base      uint64
-	Position  int64
+	Topic           string
+	Partition       int
+	Target          string
+	MoveStartedAtMs int64
+	Base            uint64
+	Position        int64
 }
 
 // MoveFreeze asks a partition's owner to stop accepting writes (produce

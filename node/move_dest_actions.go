@@ -24,7 +24,8 @@ func (n *Node) applyMoveOutput(s *moveSession, out movedest.Output, cause error)
 	case movedest.ActionStatus:
 		n.requestFromSource(s, action, msg.MoveStatus{Topic: move.Topic, Partition: move.Partition, Target: move.Target, MoveStartedAtMs: move.StartedAtMs})
 	case movedest.ActionRead:
-		n.requestFromSource(s, action, msg.MoveRead{Topic: move.Topic, Partition: move.Partition, Base: action.Base, Position: action.Position})
+		n.requestFromSource(s, action, msg.MoveRead{Topic: move.Topic, Partition: move.Partition, Target: move.Target, MoveStartedAtMs: move.StartedAtMs,
+			Base: action.Base, Position: action.Position})
 	case movedest.ActionFreeze:
 		n.requestFromSource(s, action, msg.MoveFreeze{Topic: move.Topic, Partition: move.Partition, Target: move.Target, MoveStartedAtMs: move.StartedAtMs})
 	case movedest.ActionFinalize:

@@ -72,7 +72,7 @@ func TestARestEndsAndTheDestinationReceivesAgain(t *testing.T) {
 
 	at.rest.failures = map[string]int{rested: 1}
 	c.startMove(leader, "t", slices.Index(c.owners(leader, "t"), rested), leader) // the plan moves one back
-	require.Equal(t, 1, c.holding(leader, "t", rested))
+	c.tickUntil(100, 30, func() bool { return c.holding(leader, "t", rested) == 1 })
 	c.tickUntil(100, 600, func() bool { return c.holding(leader, "t", rested) == 2 })
 	c.tickUntil(100, 30, func() bool { _, counted := at.rest.failures[rested]; return !counted })
 	require.Equal(t, 2, c.holding(leader, "t", rested), "a completed move clears its destination's failures")

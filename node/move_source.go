@@ -50,30 +50,6 @@ func frozenError(t *topic, index int) *msg.Error {
 	return msg.Unavailable("partition %d of %s is frozen for a move; retry", index, t.info.Name)
 }
 
-// ownedLog returns the open log of a partition this node owns, for the
-// move requests.
-func (n *Node) ownedLog(topicName string, index int) (*topic, *partition, *storage.Log, error) {
-	t, err := n.topic(topicName)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if index < 0 || index >= t.info.Partitions {
-		return nil, nil, nil, msg.Invalid("invalid partition")
-	}
-	if !n.ownedHere(t, index) {
-		return nil, nil, nil, notOwner(t, index)
-	}
-	p := n.partitionOf(t, index)
-	log, err := n.openLog(t, p)
-	if err != nil {
-		return nil, nil, nil, msg.Unavailable("partition %d of %s is unavailable: %v", index, topicName, err)
-	}
-	if err := n.verifyForMove(p, log); err != nil {
-		return nil, nil, nil, msg.Unavailable("partition %d of %s could not be verified for its move: %v; retry", index, topicName, err)
-	}
-	return t, p, log, nil
-}
-
 // sourceState describes what a move copies from p now, for the move to
 // target started at startedAtMs: Frozen only if p is frozen for that move,
 // every record accepted before the freeze is durable, and its log's
@@ -112,8 +88,41 @@ func addLeases(state *msg.MoveSourceState, snapshot lease.Snapshot) {
 	}
 }
 
+// sourceLog returns the open log of a partition this node owns, for the
+// move to target started at startedAtMs, which its replica must show. A
+// replica that does not show the move answers Conflict (asked again): one
+// behind may still list a deleted creation of the topic, owned here,
+// whose directory the node has not yet removed, and a move of the new
+// creation must copy nothing of it (the copy would hold the deleted
+// records past the final state's high-watermark, and recovery of the
+// installed copy would serve them).
+func (n *Node) sourceLog(topicName string, index int, target string, startedAtMs int64) (*partition, *storage.Log, error) {
+	t, err := n.topic(topicName)
+	if err != nil {
+		return nil, nil, err
+	}
+	if index < 0 || index >= t.info.Partitions {
+		return nil, nil, msg.Invalid("invalid partition")
+	}
+	if !n.ownedHere(t, index) {
+		return nil, nil, notOwner(t, index)
+	}
+	if a := t.assignments[index]; a.Target != target || a.MoveStartedAtMs != startedAtMs {
+		return nil, nil, msg.Conflict("partition %d of %s is not moving to %s (move of %d) here yet", index, topicName, target, startedAtMs)
+	}
+	p := n.partitionOf(t, index)
+	log, err := n.openLog(t, p)
+	if err != nil {
+		return nil, nil, msg.Unavailable("partition %d of %s is unavailable: %v", index, topicName, err)
+	}
+	if err := n.verifyForMove(p, log); err != nil {
+		return nil, nil, msg.Unavailable("partition %d of %s could not be verified for its move: %v; retry", index, topicName, err)
+	}
+	return p, log, nil
+}
+
 func (n *Node) moveStatus(r msg.MoveStatus) (msg.Result, error) {
-	_, p, log, err := n.ownedLog(r.Topic, r.Partition)
+	p, log, err := n.sourceLog(r.Topic, r.Partition, r.Target, r.MoveStartedAtMs)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +130,7 @@ func (n *Node) moveStatus(r msg.MoveStatus) (msg.Result, error) {
 }
 
 func (n *Node) moveRead(r msg.MoveRead) (msg.Result, error) {
-	_, _, log, err := n.ownedLog(r.Topic, r.Partition)
+	_, log, err := n.sourceLog(r.Topic, r.Partition, r.Target, r.MoveStartedAtMs)
 	if err != nil {
 		return nil, err
 	}
@@ -140,12 +149,7 @@ func (n *Node) moveRead(r msg.MoveRead) (msg.Result, error) {
 // leaves once every record accepted before the freeze is durable: with
 // unsynced records pending it waits for this Ready's sync round.
 func (n *Node) moveFreeze(id msg.RequestID, r msg.MoveFreeze) {
-	t, p, log, err := n.ownedLog(r.Topic, r.Partition)
-	if err == nil {
-		if a := t.assignments[r.Partition]; a.Target != r.Target || a.MoveStartedAtMs != r.MoveStartedAtMs {
-			err = msg.Conflict("partition %d of %s is not moving to %s (move of %d) here yet", r.Partition, r.Topic, r.Target, r.MoveStartedAtMs)
-		}
-	}
+	p, log, err := n.sourceLog(r.Topic, r.Partition, r.Target, r.MoveStartedAtMs)
 	if err != nil {
 		n.reply(id, nil, err)
 		return

@@ -483,12 +483,13 @@ func TestAStaleFlipOfAReplacedMoveFails(t *testing.T) {
 
 // TestAStatusAnswerSaysFrozenOnlyForTheAskingMove: a source frozen for
 // one move answers the status requests of any other move (another
-// target, or the same target under a newer move) as not frozen. A source
-// restarted frozen for a move its replica had not yet seen aborted used
-// to answer the next move's status requests with Frozen set; that
-// destination took it for its final state and, when the source died
-// after unfreezing and acknowledging more records, promoted a copy
-// without them (seed 2698 lost eleven).
+// target, or the same target under a newer move) with no state at all:
+// its replica does not show that move. A source restarted frozen for a
+// move its replica had not yet seen aborted used to answer the next
+// move's status requests with Frozen set; that destination took it for
+// its final state and, when the source died after unfreezing and
+// acknowledging more records, promoted a copy without them (seed 2698
+// lost eleven).
 func TestAStatusAnswerSaysFrozenOnlyForTheAskingMove(t *testing.T) {
 	c := newClusterHarness(t, 3)
 	leader := c.electWithTopic("t", 3)
@@ -504,15 +505,21 @@ func TestAStatusAnswerSaysFrozenOnlyForTheAskingMove(t *testing.T) {
 	c.nodes[source].moveFreeze(asForwarded(c.nodes[source], target), msg.MoveFreeze{Topic: "t", Partition: 0, Target: target, MoveStartedAtMs: started.MoveStartedAtMs})
 	c.settle()
 
-	status := func(asker string, startedAtMs int64) msg.MoveSourceState {
-		result, err := c.nodes[source].moveStatus(msg.MoveStatus{Topic: "t", Partition: 0, Target: asker, MoveStartedAtMs: startedAtMs})
-		require.NoError(t, err)
-		return result.(msg.MoveSourceState)
+	status := func(asker string, startedAtMs int64) (msg.Result, error) {
+		return c.nodes[source].moveStatus(msg.MoveStatus{Topic: "t", Partition: 0, Target: asker, MoveStartedAtMs: startedAtMs})
 	}
-	require.True(t, status(target, started.MoveStartedAtMs).Frozen, "frozen for the move that asks: a final state")
-	require.False(t, status(target, started.MoveStartedAtMs+1).Frozen, "another move to the same target")
-	require.False(t, status(c.otherThan(source, target), started.MoveStartedAtMs).Frozen, "a move to another target")
-	require.Equal(t, uint64(1), status(target, started.MoveStartedAtMs+1).HWM, "the state itself is the same")
+	result, err := status(target, started.MoveStartedAtMs)
+	require.NoError(t, err)
+	require.True(t, result.(msg.MoveSourceState).Frozen, "frozen for the move that asks: a final state")
+	require.Equal(t, uint64(1), result.(msg.MoveSourceState).HWM)
+	for _, other := range []struct {
+		target    string
+		startedMs int64
+	}{{target, started.MoveStartedAtMs + 1}, {c.otherThan(source, target), started.MoveStartedAtMs}} {
+		result, err := status(other.target, other.startedMs)
+		require.Equal(t, msg.CodeConflict, msg.CodeOf(err), "a move the replica does not show: %+v", other)
+		require.Nil(t, result)
+	}
 }
 
 // TestAFreezeDuringASyncRoundWaitsForTheRecordsAcceptedBeforeIt: with

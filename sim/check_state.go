@@ -45,10 +45,18 @@ type partitionRecord struct {
 	// servedDurable marks a partition whose recovered state was checked
 	// against the disk's durable bytes.
 	servedDurable bool
+	// openIdentity is the creation the open partition was of at the
+	// checker's last look: another one at the next look means the node
+	// deleted the directory and made it again in between (a delete and a
+	// create of the topic applied in one step), a new partition checked
+	// as a recovery.
+	openIdentity meta.TopicIdentity
 }
 
 // forget clears what the record knows of the current incarnation.
-func (r *partitionRecord) forget() { r.seen, r.lastCommitted, r.servedDurable = false, 0, false }
+func (r *partitionRecord) forget() {
+	r.seen, r.lastCommitted, r.servedDurable, r.openIdentity = false, 0, false, meta.TopicIdentity{}
+}
 
 func newStateChecker() *stateChecker {
 	return &stateChecker{open: map[string][]node.PartitionState{}}
@@ -169,11 +177,19 @@ func (s *stateChecker) beforeSyncs(n *simNode) {
 // checkOpenedServeDurable runs checkServedDurable on the partitions that
 // opened (and so recovered) since the checker's last look at n, even while
 // a sync round is in flight: that round could otherwise make the records
-// durable by chance before the check. open is n's OpenPartitions now.
+// durable by chance before the check. A directory open at both looks but
+// of another creation of its topic now was removed and made again
+// between them: it is forgotten first, so that checkPartition takes its
+// state as a recovery. open is n's OpenPartitions now.
 func (s *stateChecker) checkOpenedServeDurable(n *simNode, open []node.PartitionState) {
 	for _, state := range open {
-		if !record(n, state.Dir).servedDurable {
+		r := record(n, state.Dir)
+		if r.servedDurable && r.openIdentity != state.Identity {
+			r.forget()
+		}
+		if !r.servedDurable {
 			s.checkServedDurable(n, n.fs.DurableCloneDir(state.Dir), state)
+			r.openIdentity = state.Identity
 		}
 	}
 }

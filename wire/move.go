@@ -22,6 +22,8 @@ func (e *encoder) moveRequest(request msg.Request) {
 		e.typeNumber(typeMoveRead)
 		e.string(r.Topic, topicNameLimit)
 		e.int(r.Partition)
+		e.string(r.Target, nodeIDLimit)
+		e.varint(r.MoveStartedAtMs)
 		e.uvarint(r.Base)
 		e.varint(r.Position)
 	case msg.MoveFreeze:
@@ -50,7 +52,8 @@ func (d *decoder) moveRequest(t typeNumber) msg.Request {
 	case typeMoveStatus:
 		return msg.MoveStatus{Topic: d.string(topicNameLimit), Partition: d.int(), Target: d.string(nodeIDLimit), MoveStartedAtMs: d.varint()}
 	case typeMoveRead:
-		return msg.MoveRead{Topic: d.string(topicNameLimit), Partition: d.int(), Base: d.uvarint(), Position: d.varint()}
+		return msg.MoveRead{Topic: d.string(topicNameLimit), Partition: d.int(), Target: d.string(nodeIDLimit), MoveStartedAtMs: d.varint(),
+			Base: d.uvarint(), Position: d.varint()}
 	case typeMoveFreeze:
 		return msg.MoveFreeze{Topic: d.string(topicNameLimit), Partition: d.int(), Target: d.string(nodeIDLimit), MoveStartedAtMs: d.varint()}
 	case typeMoveSweepCheck:

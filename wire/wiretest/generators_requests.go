@@ -73,6 +73,7 @@ func moveRequest() *rapid.Generator[msg.Request] {
 		}),
 		rapid.Custom(func(t *rapid.T) msg.Request {
 			return msg.MoveRead{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition"),
+				Target: nodeID().Draw(t, "target"), MoveStartedAtMs: rapid.Int64().Draw(t, "started"),
 				Base: rapid.Uint64().Draw(t, "base"), Position: rapid.Int64().Draw(t, "position")}
 		}),
 		rapid.Custom(func(t *rapid.T) msg.Request {
