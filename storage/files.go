@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"path"
 	"slices"
@@ -216,6 +217,21 @@ func readFull(file File, buf []byte, position int64) error {
 // the aside of a topic's directory is never another topic's.
 const deletingSuffix = "~deleting"
 
+// asideName is where DeletePartition renames dir: dir with deletingSuffix,
+// or, when that would pass NameBytesMax (a topic name of more than 246
+// bytes), the name cut short and told apart from the other names cut
+// alike by a hash of the whole.
+func asideName(dir string) string {
+	parent, base := path.Split(dir)
+	if len(base)+len(deletingSuffix) <= NameBytesMax {
+		return dir + deletingSuffix
+	}
+	hash := fnv.New64a()
+	hash.Write([]byte(base))
+	tag := fmt.Sprintf("~%016x", hash.Sum64())
+	return parent + base[:NameBytesMax-len(tag)-len(deletingSuffix)] + tag + deletingSuffix
+}
+
 // DeletePartition removes a partition directory (or a topic's) and
 // everything in it, and makes the removal durable. The caller closes any
 // open Log of dir first (Store.Close). The name goes first, in one rename
@@ -226,7 +242,7 @@ const deletingSuffix = "~deleting"
 // own. What a stopped removal leaves aside (DeletingLeftover) goes at the
 // next DeletePartition of the name, or when the caller sweeps it.
 func DeletePartition(fs FS, dir string) error {
-	aside := dir + deletingSuffix
+	aside := asideName(dir)
 	if err := fs.RemoveAll(aside); err != nil { // a stopped removal's
 		return err
 	}

@@ -3,6 +3,7 @@ package storage
 import (
 	"io"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -440,6 +441,17 @@ func conformMissingNames(t *testing.T, fs FS) {
 }
 
 func conformBadPaths(t *testing.T, fs FS) {
+	long := strings.Repeat("n", NameBytesMax+1)
+	_, err := fs.Create(long)
+	require.ErrorIs(t, err, ErrNameTooLong, "a file name of %d bytes", len(long))
+	require.ErrorIs(t, fs.MkdirAll("d/"+long), ErrNameTooLong)
+	longest := strings.Repeat("n", NameBytesMax)
+	file, err := fs.Create(longest)
+	require.NoError(t, err, "a file name of %d bytes", NameBytesMax)
+	require.NoError(t, file.Close())
+	require.ErrorIs(t, fs.Rename(longest, longest+"~"), ErrNameTooLong)
+	require.NoError(t, fs.Remove(longest))
+
 	for _, name := range []string{"..", "../x", "a/../../x", "/etc/passwd", "./../x"} {
 		_, err := fs.Create(name)
 		require.ErrorIs(t, err, ErrBadPath, "Create %q", name)

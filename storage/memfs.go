@@ -417,7 +417,13 @@ func splitPath(name string) ([]string, error) {
 	if clean == "." {
 		return nil, nil
 	}
-	return strings.Split(clean, "/"), nil
+	elements := strings.Split(clean, "/")
+	for _, element := range elements {
+		if len(element) > NameBytesMax {
+			return nil, ErrNameTooLong
+		}
+	}
+	return elements, nil
 }
 
 func memPathError(op, name string, err error) error {

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"path"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -417,4 +418,34 @@ func TestMoveInstallAfterAFailedUndoKeepsTheAsideCopy(t *testing.T) {
 	log, recovery := openTestLog(t, fs, "topics/t/p00003", cfg)
 	require.Equal(t, uint64(7), recovery.HWM)
 	require.NoError(t, log.Close())
+}
+
+// TestDeletePartitionOfALongName: a topic's name may have 255 bytes, the
+// longest file name Linux allows; the directory's aside must fit too
+// (with the suffix appended, a name of 247 bytes or more could not be
+// renamed aside, and the topic's delete never removed its files). Names
+// cut short alike get asides of their own.
+func TestDeletePartitionOfALongName(t *testing.T) {
+	forEachLogFS(t, func(t *testing.T, fs FS) {
+		long := strings.Repeat("b", NameBytesMax)
+		twin := strings.Repeat("b", NameBytesMax-1) + "c"
+		for _, name := range []string{long, twin} {
+			log, _ := openTestLog(t, fs, "topics/"+name+"/p00000", smallLogConfig())
+			appendTestRecords(t, log, 0, 5)
+			require.NoError(t, log.Sync())
+			require.NoError(t, log.Close())
+		}
+		require.NotEqual(t, asideName("topics/"+long), asideName("topics/"+twin))
+		require.True(t, DeletingLeftover(path.Base(asideName("topics/"+long))))
+		require.LessOrEqual(t, len(path.Base(asideName("topics/"+long))), NameBytesMax)
+
+		require.NoError(t, DeletePartition(fs, "topics/"+long))
+		names, err := fs.List("topics")
+		require.NoError(t, err)
+		require.Equal(t, []string{twin}, names, "the long name went, its twin stayed")
+		require.NoError(t, DeletePartition(fs, "topics/"+twin))
+		names, err = fs.List("topics")
+		require.NoError(t, err)
+		require.Empty(t, names)
+	})
 }

@@ -472,6 +472,8 @@ func mapOSError(err error) error {
 		return errors.Join(ErrNoSpace, err)
 	case errors.Is(err, syscall.EIO):
 		return errors.Join(ErrIO, err)
+	case errors.Is(err, syscall.ENAMETOOLONG):
+		return errors.Join(ErrNameTooLong, err)
 	}
 	return err
 }
