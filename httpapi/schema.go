@@ -386,7 +386,51 @@ func parseInstance(payload []byte) (instance any, problem string) {
 	if err != nil {
 		return nil, "the payload is not JSON, and a topic with a schema accepts only JSON payloads (" + oneLine(err.Error()) + ")"
 	}
+	if rawKeyCount(payload) != parsedKeyCount(instance) {
+		// The parse kept the last of a key given twice in one object and
+		// the schema would judge that one, while a consumer's parser may
+		// take the first: a record the schema passed could break it there.
+		return nil, fmt.Sprintf("the payload gives the key %q twice in one object; a topic with a schema takes each key once, as its readers may keep either value",
+			findDuplicateKey(payload, nil))
+	}
 	return instance, ""
+}
+
+// rawKeyCount counts the keys of all the objects of a valid JSON text:
+// each ':' outside a string is one.
+func rawKeyCount(text []byte) int {
+	count, inString, escaped := 0, false, false
+	for _, c := range text {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case !inString && c == ':':
+			count++
+		}
+	}
+	return count
+}
+
+// parsedKeyCount counts the keys of all the objects of a parsed JSON
+// value: fewer than its text's when an object gave a key twice.
+func parsedKeyCount(value any) int {
+	count := 0
+	switch v := value.(type) {
+	case map[string]any:
+		count = len(v)
+		for _, child := range v { //determinism:ok a sum
+			count += parsedKeyCount(child)
+		}
+	case []any:
+		for _, child := range v {
+			count += parsedKeyCount(child)
+		}
+	}
+	return count
 }
 
 // violation returns the first way a parsed record breaks schema, "" if

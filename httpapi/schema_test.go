@@ -250,3 +250,36 @@ func BenchmarkSchemaValidate(b *testing.B) {
 		}
 	}
 }
+
+// TestASchemaTopicRefusesAKeyGivenTwice: the schema judges the last of a
+// key given twice in one object (the parse keeps it), a reader may keep
+// the first: {"id":"x","id":1} passed a schema asking for an integer id,
+// and a reader keeping the first value got a string. Such a payload is
+// refused at any depth, naming the key; keys that only look alike
+// (escaped or in another object) are not duplicates.
+func TestASchemaTopicRefusesAKeyGivenTwice(t *testing.T) {
+	registry := newTestSchemaRegistry()
+	version := msg.SchemaVersion{Version: 1, ID: 1, Document: []byte(`{"properties":{"id":{"type":"integer"}}}`)}
+	check := func(payload string) *ErrorResponse {
+		records := []msg.ProduceRecord{{Payload: []byte(payload), Partition: msg.PartitionNone}}
+		return registry.validate(context.Background(), "orders", version, records, nil)
+	}
+	for payload, key := range map[string]string{
+		`{"id":"x","id":1}`:                       "id",
+		`{"id":1,"a":{"b":1,"b":2}}`:              "b",
+		`{"id":1,"list":[{"c":1},{"c":1,"c":2}]}`: "c",
+		`{"id":1,"\u0069d":2}`:                    "id",
+	} {
+		failed := check(payload)
+		require.NotNil(t, failed, payload)
+		require.Contains(t, failed.Err.Error(), fmt.Sprintf("the key %q twice", key), payload)
+	}
+	for _, payload := range []string{
+		`{"id":1,"a":{"id":2},"b":[{"id":3},{"id":4}]}`,
+		`{"id":1,"text":"a:b \"c\":d \\"}`,
+		`{"id":1,"\u0069x":2}`,
+		`[1,2,{"id":1}]`,
+	} {
+		require.Nil(t, check(payload), payload)
+	}
+}
