@@ -121,7 +121,7 @@ func outcomeOf(r msg.Consume, hit string) string {
 
 func checkConsume(t *topic, r msg.Consume) error {
 	if r.Partition != msg.PartitionNone && (r.Partition < 0 || r.Partition >= t.info.Partitions) {
-		return msg.Invalid("invalid partition")
+		return invalidPartition(t, r.Partition)
 	}
 	if r.Max < 0 || r.Max > msg.ConsumeBatchMax {
 		return msg.Invalid("max must be between 1 and %d", msg.ConsumeBatchMax)
@@ -446,7 +446,7 @@ func (n *Node) replay(r msg.Replay) (msg.Result, error) {
 		return nil, err
 	}
 	if r.Partition < 0 || r.Partition >= t.info.Partitions {
-		return nil, msg.Invalid("invalid partition")
+		return nil, invalidPartition(t, r.Partition)
 	}
 	if !n.ownedHere(t, r.Partition) {
 		return nil, notOwner(t, r.Partition)

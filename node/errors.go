@@ -24,3 +24,9 @@ func storageCause(err error) string {
 	}
 	return "storage error"
 }
+
+// invalidPartition is the answer to a request naming a partition the
+// topic does not have (400), the same from every route.
+func invalidPartition(t *topic, index int) error {
+	return msg.Invalid("invalid partition %d: topic %s has %d partitions", index, t.info.Name, t.info.Partitions)
+}

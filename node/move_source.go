@@ -102,7 +102,7 @@ func (n *Node) sourceLog(topicName string, index int, target string, startedAtMs
 		return nil, nil, err
 	}
 	if index < 0 || index >= t.info.Partitions {
-		return nil, nil, msg.Invalid("invalid partition")
+		return nil, nil, invalidPartition(t, index)
 	}
 	if !n.ownedHere(t, index) {
 		return nil, nil, notOwner(t, index)

@@ -253,7 +253,7 @@ func (n *Node) checkRecord(t *topic, rec msg.ProduceRecord, local bool) error {
 		return msg.Unavailable("partition %d of %s is not known here yet (the topic grew); retry", rec.Partition, t.info.Name)
 	}
 	if rec.Partition != msg.PartitionNone && (rec.Partition < 0 || rec.Partition >= t.info.Partitions) {
-		return msg.Invalid("invalid partition %d: topic %s has %d partitions", rec.Partition, t.info.Name, t.info.Partitions)
+		return invalidPartition(t, rec.Partition)
 	}
 	if len(rec.Key) > msg.KeyBytesMax {
 		return msg.Invalid("key is %d bytes, at most %d allowed", len(rec.Key), msg.KeyBytesMax)

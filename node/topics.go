@@ -188,7 +188,7 @@ func (n *Node) getTopic(r msg.GetTopic) (msg.Result, error) {
 		return nil, err
 	}
 	if r.Partition != msg.PartitionNone && (r.Partition < 0 || r.Partition >= t.info.Partitions) {
-		return nil, msg.Invalid("invalid partition")
+		return nil, invalidPartition(t, r.Partition)
 	}
 	detail := msg.TopicDetail{TopicInfo: t.info, PartitionStats: []msg.PartitionStats{}}
 	for i := range t.info.Partitions {

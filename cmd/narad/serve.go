@@ -88,8 +88,9 @@ func newServerCommand(a *app) *cobra.Command {
 		Short: "Run a broker node; --dev for a zero-configuration local one",
 		Long: `Run a broker node. With --dev: authentication off, HTTP on
 127.0.0.1:<port>, node-to-node on 127.0.0.1:<port+1> (unless
-NARAD_CLUSTER_ADDR says otherwise), data in ~/.narad/data (or --data-dir),
-text logs. Without --dev it is the same as "narad serve".`,
+NARAD_CLUSTER_ADDR says otherwise; opened only with cluster peers, as a
+single node talks to none), data in ~/.narad/data (or --data-dir), text
+logs. Without --dev it is the same as "narad serve".`,
 		Example: `  narad server start --dev
   narad server start --dev --port 8000 --data-dir ./narad-data`,
 		Args: usageArgs(cobra.NoArgs),
