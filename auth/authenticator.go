@@ -260,6 +260,10 @@ func (a *Authenticator) withTurn(ctx context.Context, op string, f func() error)
 	return f()
 }
 
+// ThrottledFor is how long a throttled user waits for its next attempt:
+// the time its bucket takes to regain one (the Retry-After of a 429).
+func (a *Authenticator) ThrottledFor() time.Duration { return a.cfg.BucketRefill }
+
 // VerifyRuns is the number of bcrypt comparisons run so far.
 func (a *Authenticator) VerifyRuns() uint64 { return a.verifyRuns.Load() }
 

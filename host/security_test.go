@@ -333,7 +333,9 @@ func TestBruteForceIsThrottled(t *testing.T) {
 	require.Equal(t, map[int]int{http.StatusUnauthorized: burst, http.StatusTooManyRequests: 100 - burst}, counts)
 	require.Equal(t, uint64(burst), authenticator.VerifyRuns()-before, "bcrypt ran once per token, never for a throttled attempt")
 	mustAs(t, h, bob, get("/v1/topics"), http.StatusOK)
-	mustAs(t, h, as{"ann", "pw-ann"}, get("/v1/topics"), http.StatusTooManyRequests)
+	status, _, header := callAs(t, h, as{"ann", "pw-ann"}, get("/v1/topics"))
+	require.Equal(t, http.StatusTooManyRequests, status)
+	require.Equal(t, "12", header.Get("Retry-After"), "the time a token takes to come back")
 }
 
 // TestGeneratedRootPasswordLoggedOnce: without NARAD_ADMIN_PASSWORD the

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"time"
 
 	"narad/auth"
 	"narad/meta"
@@ -72,13 +74,22 @@ func (h *apiHandler) authenticate(r *http.Request, route string) (auth.Identity,
 	case nil:
 		return identity, nil
 	case auth.ErrThrottled:
-		response := jsonResponse(http.StatusTooManyRequests, errorBody{Error: messageThrottled})
-		return auth.Identity{}, &response
+		return auth.Identity{}, h.throttled()
 	case auth.ErrUnauthenticated:
 		return auth.Identity{}, unauthenticated()
 	}
 	response := unavailable("authentication unavailable; retry")
 	return auth.Identity{}, &response
+}
+
+// throttled is the 429 of a user whose bucket of attempts is empty, with
+// the time to its next attempt in Retry-After (whole seconds, rounded up).
+func (h *apiHandler) throttled() *Response {
+	response := jsonResponse(http.StatusTooManyRequests, errorBody{Error: messageThrottled})
+	response.Header = response.Header.Clone() // the JSON header is shared
+	seconds := (h.security.Auth.ThrottledFor() + time.Second - 1) / time.Second
+	response.Header.Set("Retry-After", strconv.Itoa(int(seconds)))
+	return &response
 }
 
 func unauthenticated() *Response {

@@ -200,8 +200,7 @@ func (h *apiHandler) checkCurrent(r *http.Request, username, current string) *Re
 	case err == nil:
 		return nil
 	case errors.Is(err, auth.ErrThrottled):
-		response := jsonResponse(http.StatusTooManyRequests, errorBody{Error: messageThrottled})
-		return &response
+		return h.throttled()
 	case errors.Is(err, auth.ErrUnauthenticated):
 		return forbidden("current_password is wrong")
 	}
