@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -152,6 +153,9 @@ func newContextAddCommand(a *app) *cobra.Command {
 			if !cmd.Flags().Changed("server") || a.serverFlag == "" {
 				return usagef("ctx add needs --server")
 			}
+			if err := checkServerURL(a.serverFlag); err != nil {
+				return err
+			}
 			password, _, err := a.passwordFrom(cmd, "password", a.passwordFlag, *fromStdin)
 			if err != nil {
 				return err
@@ -161,6 +165,16 @@ func newContextAddCommand(a *app) *cobra.Command {
 	}
 	fromStdin = addPasswordStdinFlag(cmd, "the password to save")
 	return cmd
+}
+
+// checkServerURL refuses a server a context could never reach: an
+// http:// or https:// URL with a host, nothing else.
+func checkServerURL(server string) error {
+	parsed, err := url.Parse(server)
+	if err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
+		return usagef("--server %q must be an http:// or https:// URL with a host, such as http://127.0.0.1:7942", server)
+	}
+	return nil
 }
 
 func (a *app) addContext(name string, saved savedContext) error {

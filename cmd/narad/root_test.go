@@ -207,6 +207,10 @@ func TestContextsErrors(t *testing.T) {
 	assert.Equal(t, 2, h.run("ctx", "add", "prod"), "--server is required")
 	assert.Contains(t, h.stderr.String(), "ctx add needs --server")
 	assert.Equal(t, 2, h.run("ctx", "add", "bad name", "-s", "http://x:1"))
+	for _, server := range []string{"notaurl", "ftp://x", "http://", "127.0.0.1:7942"} {
+		assert.Equal(t, 2, h.run("ctx", "add", "prod", "-s", server), "server %q", server)
+		assert.Contains(t, h.stderr.String(), "must be an http:// or https:// URL with a host", "server %q", server)
+	}
 	assert.Equal(t, 1, h.run("ctx", "select", "nope"))
 	assert.Contains(t, h.stderr.String(), `no context named "nope"`)
 	assert.Equal(t, 1, h.run("ctx", "rm", "nope"))
