@@ -12,27 +12,33 @@ package msg
 // seen aborted, after a restart) and take writes again once it has; a
 // destination that took that for its own final state would promote a
 // copy missing the records acknowledged after it (seed 2698). A source
-// whose replica does not show the move answers Conflict: what it holds
-// under the partition's directory may be of a deleted creation of the
-// topic, which the move must not copy.
+// whose replica does not show the move, of the topic's creation that
+// TopicIncarnation and TopicCreatedAtMs name, answers Conflict: what it
+// holds under the partition's directory may be of a deleted creation of
+// the topic, which the move must not copy (and a move's target and start
+// alone may repeat across two creations of a name).
 type MoveStatus struct {
-	Topic           string
-	Partition       int
-	Target          string
-	MoveStartedAtMs int64
+	Topic            string
+	Partition        int
+	Target           string
+	MoveStartedAtMs  int64
+	TopicIncarnation uint64
+	TopicCreatedAtMs int64
 }
 
 // MoveRead asks a partition's owner for the bytes of segment Base from
-// Position on, at most the log's chunk size, for the move to Target
-// started at MoveStartedAtMs: as for MoveStatus, a source whose replica
-// does not show that move answers Conflict. Result: MoveChunk.
+// Position on, at most the log's chunk size, for the move the other
+// fields name as in MoveStatus: a source whose replica does not show
+// that move answers Conflict. Result: MoveChunk.
 type MoveRead struct {
-	Topic           string
-	Partition       int
-	Target          string
-	MoveStartedAtMs int64
-	Base            uint64
-	Position        int64
+	Topic            string
+	Partition        int
+	Target           string
+	MoveStartedAtMs  int64
+	TopicIncarnation uint64
+	TopicCreatedAtMs int64
+	Base             uint64
+	Position         int64
 }
 
 // MoveFreeze asks a partition's owner to stop accepting writes (produce
@@ -48,6 +54,10 @@ type MoveFreeze struct {
 	// source freezes only for the move its replica shows, so a source
 	// whose replica is behind answers Conflict until it caught up.
 	MoveStartedAtMs int64
+	// TopicIncarnation and TopicCreatedAtMs name the creation of the
+	// topic the move is of, as in MoveStatus.
+	TopicIncarnation uint64
+	TopicCreatedAtMs int64
 }
 
 // MoveSweepCheck asks the metastore leader whether the sender may delete

@@ -99,7 +99,10 @@
 // them out): CatchUp copies the source's segments pass after pass
 // (MoveStatus, MoveRead) until within Moves.LagBytes or out of passes;
 // PrepareHandoff asks the source to freeze (MoveFreeze: no produce, no
-// commit; answered once its accepted records are durable);
+// commit; answered once its accepted records are durable). The source
+// answers all three only once its replica shows the move, of the topic's
+// creation the request names (sourceLog), and a state holding less than
+// the copy restarts it (movedest's copyAheadOf);
 // Finalize copies the fixed tail, records the source's HWM and committed
 // offset, and hands the sync, verification and install to the driver as a
 // Job (Ready.Jobs, answered by JobDone); the flip is the guarded CompleteMove (ForcePromote when the source

@@ -169,7 +169,7 @@ func TestDamageUnderASegmentIndexIsFoundBeforeAMove(t *testing.T) {
 	require.Greater(t, sealed, 2, "the records span sealed segments")
 	p.freeze.Begin("probe", 1, n.nowMs) // a freeze, to see when a state would be final
 	for range sealed - 1 {
-		status, err := n.moveStatus(msg.MoveStatus{Topic: "t", Partition: 0})
+		status, err := n.moveStatus(statusOf(n, "t", 0, "", 0))
 		require.NoError(t, err)
 		require.True(t, p.log.Unverified(), "one segment a request")
 		require.False(t, n.sourceState(p, p.log, "probe", 1).Frozen, "no final state before every segment is verified")
@@ -191,7 +191,7 @@ func TestDamageUnderASegmentIndexIsFoundBeforeAMove(t *testing.T) {
 // checks that it reports offset 7, and only it, corrupt.
 func sourceReportsRecord7(t *testing.T, c *clusterHarness, source string) msg.MoveSourceState {
 	t.Helper()
-	status, err := c.nodes[source].moveStatus(msg.MoveStatus{Topic: "t", Partition: 0})
+	status, err := c.nodes[source].moveStatus(statusOf(c.nodes[source], "t", 0, "", 0))
 	require.NoError(t, err)
 	state := status.(msg.MoveSourceState)
 	require.Equal(t, uint64(1), state.CorruptCount)

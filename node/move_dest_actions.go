@@ -22,12 +22,14 @@ func (n *Node) applyMoveOutput(s *moveSession, out movedest.Output, cause error)
 	switch action.Kind {
 	case movedest.ActionNone:
 	case movedest.ActionStatus:
-		n.requestFromSource(s, action, msg.MoveStatus{Topic: move.Topic, Partition: move.Partition, Target: move.Target, MoveStartedAtMs: move.StartedAtMs})
+		n.requestFromSource(s, action, msg.MoveStatus{Topic: move.Topic, Partition: move.Partition, Target: move.Target, MoveStartedAtMs: move.StartedAtMs,
+			TopicIncarnation: s.topic.Incarnation, TopicCreatedAtMs: s.topic.CreatedAtMs})
 	case movedest.ActionRead:
 		n.requestFromSource(s, action, msg.MoveRead{Topic: move.Topic, Partition: move.Partition, Target: move.Target, MoveStartedAtMs: move.StartedAtMs,
-			Base: action.Base, Position: action.Position})
+			TopicIncarnation: s.topic.Incarnation, TopicCreatedAtMs: s.topic.CreatedAtMs, Base: action.Base, Position: action.Position})
 	case movedest.ActionFreeze:
-		n.requestFromSource(s, action, msg.MoveFreeze{Topic: move.Topic, Partition: move.Partition, Target: move.Target, MoveStartedAtMs: move.StartedAtMs})
+		n.requestFromSource(s, action, msg.MoveFreeze{Topic: move.Topic, Partition: move.Partition, Target: move.Target, MoveStartedAtMs: move.StartedAtMs,
+			TopicIncarnation: s.topic.Incarnation, TopicCreatedAtMs: s.topic.CreatedAtMs})
 	case movedest.ActionFinalize:
 		n.startFinalizeJob(s, action)
 	case movedest.ActionFlip:
@@ -65,6 +67,8 @@ func (n *Node) noteMove(s *moveSession, note movedest.Note) {
 			s.key.topic, s.key.index, s.machine.Move().Source, note.SilentForMs))
 	case movedest.NoteInstalled:
 		chaos.Reached(chaos.MarkNodeMoveInstalled)
+	case movedest.NoteCopyAheadOfSource:
+		n.observer.Event("move-copy-ahead-of-source", fmt.Sprintf("%s/%d: source %s reported less than the copy holds; copying again", s.key.topic, s.key.index, s.machine.Move().Source))
 	case movedest.NoteRestartsExhausted:
 		n.observer.Event("move-restarts-exhausted", fmt.Sprintf("%s/%d: restarted %d times here; aborting the move", s.key.topic, s.key.index, note.Restarts))
 	}

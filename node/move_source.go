@@ -89,14 +89,17 @@ func addLeases(state *msg.MoveSourceState, snapshot lease.Snapshot) {
 }
 
 // sourceLog returns the open log of a partition this node owns, for the
-// move to target started at startedAtMs, which its replica must show. A
-// replica that does not show the move answers Conflict (asked again): one
-// behind may still list a deleted creation of the topic, owned here,
-// whose directory the node has not yet removed, and a move of the new
-// creation must copy nothing of it (the copy would hold the deleted
-// records past the final state's high-watermark, and recovery of the
-// installed copy would serve them).
-func (n *Node) sourceLog(topicName string, index int, target string, startedAtMs int64) (*partition, *storage.Log, error) {
+// move to target started at startedAtMs of the topic's creation named by
+// identity, which its replica must show. A replica that does not show
+// the move answers Conflict (asked again): one behind may still list a
+// deleted creation of the topic, owned here, whose directory the node has
+// not yet removed, and a move of the new creation must copy nothing of it
+// (the copy would hold the deleted records past the final state's
+// high-watermark, and recovery of the installed copy would serve them).
+// The creation is compared too, since a move's target and start may
+// repeat across two creations of a name (a start is unique only within
+// one assignment's history).
+func (n *Node) sourceLog(topicName string, index int, target string, startedAtMs int64, identity meta.TopicIdentity) (*partition, *storage.Log, error) {
 	t, err := n.topic(topicName)
 	if err != nil {
 		return nil, nil, err
@@ -107,7 +110,7 @@ func (n *Node) sourceLog(topicName string, index int, target string, startedAtMs
 	if !n.ownedHere(t, index) {
 		return nil, nil, notOwner(t, index)
 	}
-	if a := t.assignments[index]; a.Target != target || a.MoveStartedAtMs != startedAtMs {
+	if a := t.assignments[index]; a.Target != target || a.MoveStartedAtMs != startedAtMs || t.identity != identity {
 		return nil, nil, msg.Conflict("partition %d of %s is not moving to %s (move of %d) here yet", index, topicName, target, startedAtMs)
 	}
 	p := n.partitionOf(t, index)
@@ -122,7 +125,7 @@ func (n *Node) sourceLog(topicName string, index int, target string, startedAtMs
 }
 
 func (n *Node) moveStatus(r msg.MoveStatus) (msg.Result, error) {
-	p, log, err := n.sourceLog(r.Topic, r.Partition, r.Target, r.MoveStartedAtMs)
+	p, log, err := n.sourceLog(r.Topic, r.Partition, r.Target, r.MoveStartedAtMs, meta.TopicIdentity{Incarnation: r.TopicIncarnation, CreatedAtMs: r.TopicCreatedAtMs})
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +133,7 @@ func (n *Node) moveStatus(r msg.MoveStatus) (msg.Result, error) {
 }
 
 func (n *Node) moveRead(r msg.MoveRead) (msg.Result, error) {
-	_, log, err := n.sourceLog(r.Topic, r.Partition, r.Target, r.MoveStartedAtMs)
+	_, log, err := n.sourceLog(r.Topic, r.Partition, r.Target, r.MoveStartedAtMs, meta.TopicIdentity{Incarnation: r.TopicIncarnation, CreatedAtMs: r.TopicCreatedAtMs})
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +152,7 @@ func (n *Node) moveRead(r msg.MoveRead) (msg.Result, error) {
 // leaves once every record accepted before the freeze is durable: with
 // unsynced records pending it waits for this Ready's sync round.
 func (n *Node) moveFreeze(id msg.RequestID, r msg.MoveFreeze) {
-	p, log, err := n.sourceLog(r.Topic, r.Partition, r.Target, r.MoveStartedAtMs)
+	p, log, err := n.sourceLog(r.Topic, r.Partition, r.Target, r.MoveStartedAtMs, meta.TopicIdentity{Incarnation: r.TopicIncarnation, CreatedAtMs: r.TopicCreatedAtMs})
 	if err != nil {
 		n.reply(id, nil, err)
 		return

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"narad/meta"
 	"narad/msg"
 )
 
@@ -52,4 +53,80 @@ func TestAMoveCopiesNothingFromASourceThatHasNotSeenIt(t *testing.T) {
 	consumed := c.do(target, msg.Consume{Topic: "t", Partition: partition, Max: 10})
 	require.NoError(t, consumed.Err)
 	require.Empty(t, consumed.Result.(msg.ConsumeResult).Messages)
+}
+
+// TestAMoveOfANewCreationIsNotTakenForTheDeletedOnesMove: a move's
+// target and start may repeat across two creations of a topic's name (a
+// start is unique within one assignment's history, and the new
+// creation's starts over, from a proposer's clock that may read the
+// same). The stale source's replica shows the deleted creation moving to
+// the same target under the same start as the new creation's move; the
+// requests name the creation too, so it still copies nothing of it.
+func TestAMoveOfANewCreationIsNotTakenForTheDeletedOnesMove(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	partition := slices.IndexFunc(c.owners(leader, "t"), func(owner string) bool { return owner != leader })
+	source := c.owners(leader, "t")[partition]
+	target := c.otherThan(source, leader)
+	for i := range 5 {
+		require.NoError(t, c.do(source, producePinned("t", partition, fmt.Sprintf("deleted-%d", i))).Err)
+	}
+	c.nodes[target].cfg.Moves.LagBytes = 1
+	betweenThem := func(env msg.Envelope) bool {
+		return (env.From == source && env.To == target) || (env.From == target && env.To == source)
+	}
+	c.drop = betweenThem // the first creation's move never reaches its source
+	c.startMove(leader, "t", partition, target)
+	first, _ := c.nodes[source].meta.State().Assignment("t", partition)
+	require.Equal(t, target, first.Target, "the source's replica shows the first creation's move")
+
+	c.drop = func(env msg.Envelope) bool {
+		_, isRaft := env.Message.(msg.RaftMessage)
+		return betweenThem(env) || (isRaft && (env.To == source || env.From == source))
+	}
+	require.NoError(t, c.do(leader, msg.DeleteTopic{Name: "t"}).Err)
+	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "t", Partitions: 3}).Err)
+	require.Equal(t, source, c.owners(leader, "t")[partition], "the namesake is placed as the topic was")
+	_, err := c.nodes[leader].meta.Propose(meta.SetTarget{Topic: "t", Partition: partition, ExpectedOwner: source, Target: target, NowMs: first.MoveStartedAtMs})
+	require.NoError(t, err)
+	c.settle()
+	second, _ := c.nodes[leader].meta.State().Assignment("t", partition)
+	require.Equal(t, first.MoveStartedAtMs, second.MoveStartedAtMs, "the new creation's move starts when the first one did")
+
+	c.dropRaftOf(source) // the two talk again; the source's replica stays behind
+	for range 20 {
+		c.tick(100)
+	}
+	c.drop = nil
+	c.tickUntil(100, 200, func() bool {
+		return c.owners(leader, "t")[partition] == target && c.owners(target, "t")[partition] == target
+	})
+	replay := c.do(target, msg.Replay{Topic: "t", Partition: partition, Offset: 0})
+	require.NoError(t, replay.Err)
+	require.Nil(t, replay.Result.(msg.ReplayResult).Message, "the new topic's partition holds no record of the deleted one")
+}
+
+// freezeOf is the MoveFreeze a destination sends n for the move to
+// target started at startedAtMs, naming the creation of topicName that
+// n's replica shows.
+func freezeOf(n *Node, topicName string, partition int, target string, startedAtMs int64) msg.MoveFreeze {
+	identity := creationAt(n, topicName)
+	return msg.MoveFreeze{Topic: topicName, Partition: partition, Target: target, MoveStartedAtMs: startedAtMs,
+		TopicIncarnation: identity.Incarnation, TopicCreatedAtMs: identity.CreatedAtMs}
+}
+
+// statusOf is the MoveStatus of the same move.
+func statusOf(n *Node, topicName string, partition int, target string, startedAtMs int64) msg.MoveStatus {
+	identity := creationAt(n, topicName)
+	return msg.MoveStatus{Topic: topicName, Partition: partition, Target: target, MoveStartedAtMs: startedAtMs,
+		TopicIncarnation: identity.Incarnation, TopicCreatedAtMs: identity.CreatedAtMs}
+}
+
+// creationAt is the creation of topicName that n's replica shows.
+func creationAt(n *Node, topicName string) meta.TopicIdentity {
+	t, ok := n.lookupTopic(topicName)
+	if !ok {
+		return meta.TopicIdentity{}
+	}
+	return t.identity
 }

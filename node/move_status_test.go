@@ -58,7 +58,7 @@ func TestAFrozenStatusAnswerIsFinalOnlyOnceTheAcceptedRecordsAreDurable(t *testi
 	started, _ := src.meta.State().Assignment("t", partition)
 	// A freeze of this move (from the destination's earlier incarnation,
 	// say) arrives before the round: it waits for it.
-	src.moveFreeze(asForwarded(src, leader), msg.MoveFreeze{Topic: "t", Partition: partition, Target: target, MoveStartedAtMs: started.MoveStartedAtMs})
+	src.moveFreeze(asForwarded(src, leader), freezeOf(src, "t", partition, target, started.MoveStartedAtMs))
 	require.NoError(t, src.Step(held[0])) // the destination's status request, in the same round
 
 	// The driver persists the round, then sends the status answer and the

@@ -120,7 +120,7 @@ func TestAFrozenPartitionReroutesProduce(t *testing.T) {
 	c.startMove(leader, "t", 0, target)
 	frozen := c.nodes[source].partitions[partitionKey{"t", 0}]
 	started, _ := c.nodes[source].meta.State().Assignment("t", 0)
-	c.nodes[source].moveFreeze(asForwarded(c.nodes[source], target), msg.MoveFreeze{Topic: "t", Partition: 0, Target: target, MoveStartedAtMs: started.MoveStartedAtMs})
+	c.nodes[source].moveFreeze(asForwarded(c.nodes[source], target), freezeOf(c.nodes[source], "t", 0, target, started.MoveStartedAtMs))
 	c.settle()
 	require.Equal(t, target, frozen.freeze.Target())
 
@@ -325,7 +325,7 @@ func restartedFrozenSource(t *testing.T) (c *clusterHarness, leader, source stri
 	c.startMove(leader, "t", 0, target)
 	freezeID := asForwarded(c.nodes[source], target)
 	started, _ := c.nodes[source].meta.State().Assignment("t", 0)
-	c.nodes[source].moveFreeze(freezeID, msg.MoveFreeze{Topic: "t", Partition: 0, Target: target, MoveStartedAtMs: started.MoveStartedAtMs})
+	c.nodes[source].moveFreeze(freezeID, freezeOf(c.nodes[source], "t", 0, target, started.MoveStartedAtMs))
 	c.settle()
 	c.crash(source)
 	c.tick(100)
@@ -502,11 +502,11 @@ func TestAStatusAnswerSaysFrozenOnlyForTheAskingMove(t *testing.T) {
 	c.cut[target] = true // the destination never acts; the test asks in its place
 	c.startMove(leader, "t", 0, target)
 	started, _ := c.nodes[source].meta.State().Assignment("t", 0)
-	c.nodes[source].moveFreeze(asForwarded(c.nodes[source], target), msg.MoveFreeze{Topic: "t", Partition: 0, Target: target, MoveStartedAtMs: started.MoveStartedAtMs})
+	c.nodes[source].moveFreeze(asForwarded(c.nodes[source], target), freezeOf(c.nodes[source], "t", 0, target, started.MoveStartedAtMs))
 	c.settle()
 
 	status := func(asker string, startedAtMs int64) (msg.Result, error) {
-		return c.nodes[source].moveStatus(msg.MoveStatus{Topic: "t", Partition: 0, Target: asker, MoveStartedAtMs: startedAtMs})
+		return c.nodes[source].moveStatus(statusOf(c.nodes[source], "t", 0, asker, startedAtMs))
 	}
 	result, err := status(target, started.MoveStartedAtMs)
 	require.NoError(t, err)
@@ -543,7 +543,7 @@ func TestAFreezeDuringASyncRoundWaitsForTheRecordsAcceptedBeforeIt(t *testing.T)
 	inFlight := n.Ready()
 	c.send(source, producePinned("t", 0, "accepted-meanwhile"))
 	started, _ := n.meta.State().Assignment("t", 0)
-	n.moveFreeze(asForwarded(n, target), msg.MoveFreeze{Topic: "t", Partition: 0, Target: target, MoveStartedAtMs: started.MoveStartedAtMs})
+	n.moveFreeze(asForwarded(n, target), freezeOf(n, "t", 0, target, started.MoveStartedAtMs))
 	for _, s := range inFlight.Syncs {
 		require.NoError(t, s.Run())
 	}
@@ -735,7 +735,7 @@ func TestAFreezeForAMoveTheSourceHasNotAppliedIsRefused(t *testing.T) {
 	target := c.otherThan(source)
 	n := c.nodes[source]
 	require.NoError(t, c.do(source, producePinned("t", 0, "x")).Err)
-	n.moveFreeze(asForwarded(n, target), msg.MoveFreeze{Topic: "t", Partition: 0, Target: target, MoveStartedAtMs: c.nowMs})
+	n.moveFreeze(asForwarded(n, target), freezeOf(n, "t", 0, target, c.nowMs))
 	answer := freezeAnswer(n.Ready())
 	require.NotNil(t, answer)
 	require.Equal(t, msg.CodeConflict, msg.CodeOf(answer.Reply.Err))

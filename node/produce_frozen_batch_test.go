@@ -91,7 +91,7 @@ func frozenNeighbour(t *testing.T) (c *clusterHarness, a, b int, at string) {
 	}
 	c.startMove(leader, "t", a, target)
 	started, _ := c.nodes[source].meta.State().Assignment("t", a)
-	c.nodes[source].moveFreeze(asForwarded(c.nodes[source], target), msg.MoveFreeze{Topic: "t", Partition: a, Target: target, MoveStartedAtMs: started.MoveStartedAtMs})
+	c.nodes[source].moveFreeze(asForwarded(c.nodes[source], target), freezeOf(c.nodes[source], "t", a, target, started.MoveStartedAtMs))
 	c.settle()
 	require.True(t, c.nodes[source].partitions[partitionKey{"t", a}].freeze.Frozen())
 	require.False(t, c.nodes[source].frozen(&topic{info: msg.TopicInfo{Name: "t", Partitions: 6}}, b))

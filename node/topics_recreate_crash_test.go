@@ -89,7 +89,7 @@ func TestAStartRemovesWhatAStoppedRemovalLeftAside(t *testing.T) {
 // name created again answered 503 to every produce until a restart.
 func TestATopicOfTheLongestNameIsDeletedAndCreatedAgain(t *testing.T) {
 	h := newHarness(t)
-	name := strings.Repeat("b", storage.NameBytesMax)
+	name := strings.Repeat("b", storage.FileNameBytesMax)
 	h.createTopic(name, func(r *msg.CreateTopic) { r.Partitions = 3 })
 	h.produce(name, 0, "old-record")
 	h.ok(msg.DeleteTopic{Name: name})

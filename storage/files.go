@@ -30,7 +30,9 @@ const (
 const TemporarySuffix = temporarySuffix
 
 // FileNameBytesMax is the longest file name the file systems a node runs
-// on accept (NAME_MAX of ext4, xfs and tmpfs).
+// on accept (NAME_MAX of ext4, xfs and tmpfs). MemFS refuses longer ones
+// as the kernel does (ErrNameTooLong), so that the simulator meets the
+// limit production meets.
 const FileNameBytesMax = 255
 
 // segmentName is the file name of the segment whose first offset is base:
@@ -218,18 +220,18 @@ func readFull(file File, buf []byte, position int64) error {
 const deletingSuffix = "~deleting"
 
 // asideName is where DeletePartition renames dir: dir with deletingSuffix,
-// or, when that would pass NameBytesMax (a topic name of more than 246
+// or, when that would pass FileNameBytesMax (a topic name of more than 246
 // bytes), the name cut short and told apart from the other names cut
 // alike by a hash of the whole.
 func asideName(dir string) string {
 	parent, base := path.Split(dir)
-	if len(base)+len(deletingSuffix) <= NameBytesMax {
+	if len(base)+len(deletingSuffix) <= FileNameBytesMax {
 		return dir + deletingSuffix
 	}
 	hash := fnv.New64a()
 	hash.Write([]byte(base))
 	tag := fmt.Sprintf("~%016x", hash.Sum64())
-	return parent + base[:NameBytesMax-len(tag)-len(deletingSuffix)] + tag + deletingSuffix
+	return parent + base[:FileNameBytesMax-len(tag)-len(deletingSuffix)] + tag + deletingSuffix
 }
 
 // DeletePartition removes a partition directory (or a topic's) and

@@ -108,11 +108,7 @@ var (
 	ErrNoSpace = errors.New("storage: no space left on device")
 	ErrClosed  = errors.New("storage: file already closed")
 	ErrBadPath = errors.New("storage: path escapes the file system root")
-	// ErrNameTooLong: an element of the path is longer than NameBytesMax.
+	// ErrNameTooLong: an element of the path is longer than
+	// FileNameBytesMax.
 	ErrNameTooLong = errors.New("storage: file name too long")
 )
-
-// NameBytesMax is the longest element of a path, in bytes: Linux's
-// NAME_MAX on every common file system. MemFS refuses longer ones as the
-// kernel does, so that the simulator meets the limit production meets.
-const NameBytesMax = 255

@@ -441,13 +441,13 @@ func conformMissingNames(t *testing.T, fs FS) {
 }
 
 func conformBadPaths(t *testing.T, fs FS) {
-	long := strings.Repeat("n", NameBytesMax+1)
+	long := strings.Repeat("n", FileNameBytesMax+1)
 	_, err := fs.Create(long)
 	require.ErrorIs(t, err, ErrNameTooLong, "a file name of %d bytes", len(long))
 	require.ErrorIs(t, fs.MkdirAll("d/"+long), ErrNameTooLong)
-	longest := strings.Repeat("n", NameBytesMax)
+	longest := strings.Repeat("n", FileNameBytesMax)
 	file, err := fs.Create(longest)
-	require.NoError(t, err, "a file name of %d bytes", NameBytesMax)
+	require.NoError(t, err, "a file name of %d bytes", FileNameBytesMax)
 	require.NoError(t, file.Close())
 	require.ErrorIs(t, fs.Rename(longest, longest+"~"), ErrNameTooLong)
 	require.NoError(t, fs.Remove(longest))

@@ -419,7 +419,7 @@ func splitPath(name string) ([]string, error) {
 	}
 	elements := strings.Split(clean, "/")
 	for _, element := range elements {
-		if len(element) > NameBytesMax {
+		if len(element) > FileNameBytesMax {
 			return nil, ErrNameTooLong
 		}
 	}

@@ -427,8 +427,8 @@ func TestMoveInstallAfterAFailedUndoKeepsTheAsideCopy(t *testing.T) {
 // cut short alike get asides of their own.
 func TestDeletePartitionOfALongName(t *testing.T) {
 	forEachLogFS(t, func(t *testing.T, fs FS) {
-		long := strings.Repeat("b", NameBytesMax)
-		twin := strings.Repeat("b", NameBytesMax-1) + "c"
+		long := strings.Repeat("b", FileNameBytesMax)
+		twin := strings.Repeat("b", FileNameBytesMax-1) + "c"
 		for _, name := range []string{long, twin} {
 			log, _ := openTestLog(t, fs, "topics/"+name+"/p00000", smallLogConfig())
 			appendTestRecords(t, log, 0, 5)
@@ -437,7 +437,7 @@ func TestDeletePartitionOfALongName(t *testing.T) {
 		}
 		require.NotEqual(t, asideName("topics/"+long), asideName("topics/"+twin))
 		require.True(t, DeletingLeftover(path.Base(asideName("topics/"+long))))
-		require.LessOrEqual(t, len(path.Base(asideName("topics/"+long))), NameBytesMax)
+		require.LessOrEqual(t, len(path.Base(asideName("topics/"+long))), FileNameBytesMax)
 
 		require.NoError(t, DeletePartition(fs, "topics/"+long))
 		names, err := fs.List("topics")

@@ -18,12 +18,16 @@ func (e *encoder) moveRequest(request msg.Request) {
 		e.int(r.Partition)
 		e.string(r.Target, nodeIDLimit)
 		e.varint(r.MoveStartedAtMs)
+		e.uvarint(r.TopicIncarnation)
+		e.varint(r.TopicCreatedAtMs)
 	case msg.MoveRead:
 		e.typeNumber(typeMoveRead)
 		e.string(r.Topic, topicNameLimit)
 		e.int(r.Partition)
 		e.string(r.Target, nodeIDLimit)
 		e.varint(r.MoveStartedAtMs)
+		e.uvarint(r.TopicIncarnation)
+		e.varint(r.TopicCreatedAtMs)
 		e.uvarint(r.Base)
 		e.varint(r.Position)
 	case msg.MoveFreeze:
@@ -32,6 +36,8 @@ func (e *encoder) moveRequest(request msg.Request) {
 		e.int(r.Partition)
 		e.string(r.Target, nodeIDLimit)
 		e.varint(r.MoveStartedAtMs)
+		e.uvarint(r.TopicIncarnation)
+		e.varint(r.TopicCreatedAtMs)
 	case msg.MoveSweepCheck:
 		e.typeNumber(typeMoveSweepCheck)
 		e.string(r.Topic, topicNameLimit)
@@ -50,12 +56,14 @@ func (e *encoder) moveRequest(request msg.Request) {
 func (d *decoder) moveRequest(t typeNumber) msg.Request {
 	switch t {
 	case typeMoveStatus:
-		return msg.MoveStatus{Topic: d.string(topicNameLimit), Partition: d.int(), Target: d.string(nodeIDLimit), MoveStartedAtMs: d.varint()}
+		return msg.MoveStatus{Topic: d.string(topicNameLimit), Partition: d.int(), Target: d.string(nodeIDLimit), MoveStartedAtMs: d.varint(),
+			TopicIncarnation: d.uvarint(), TopicCreatedAtMs: d.varint()}
 	case typeMoveRead:
 		return msg.MoveRead{Topic: d.string(topicNameLimit), Partition: d.int(), Target: d.string(nodeIDLimit), MoveStartedAtMs: d.varint(),
-			Base: d.uvarint(), Position: d.varint()}
+			TopicIncarnation: d.uvarint(), TopicCreatedAtMs: d.varint(), Base: d.uvarint(), Position: d.varint()}
 	case typeMoveFreeze:
-		return msg.MoveFreeze{Topic: d.string(topicNameLimit), Partition: d.int(), Target: d.string(nodeIDLimit), MoveStartedAtMs: d.varint()}
+		return msg.MoveFreeze{Topic: d.string(topicNameLimit), Partition: d.int(), Target: d.string(nodeIDLimit), MoveStartedAtMs: d.varint(),
+			TopicIncarnation: d.uvarint(), TopicCreatedAtMs: d.varint()}
 	case typeMoveSweepCheck:
 		return msg.MoveSweepCheck{Topic: d.string(topicNameLimit), Partition: d.int()}
 	case typeDecommission:

@@ -60,7 +60,10 @@
 //     as frozen (by the freeze answer, or by the last answer before it
 //     died).
 //   - The bytes copied of a segment never exceed the source's size of it,
-//     and a read asks for the bytes right after those already copied.
+//     and a read asks for the bytes right after those already copied. A
+//     state that holds less than the copy (copyAheadOf) restarts it
+//     (NoteCopyAheadOfSource), so what Finalize installs ends at the
+//     final state's bytes.
 //   - NowMs never decreases from one input to the next (the node's clock
 //     does not).
 package movedest

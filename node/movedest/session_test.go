@@ -372,3 +372,41 @@ func TestASessionPastItsRestartsOnlyProposesTheAbort(t *testing.T) {
 	require.Empty(t, again.Notes, "the exhaustion is noted once")
 	require.Equal(t, Output{}, s.Tick(dead(2+config.ProposalTimeoutMs)), "a dead source changes nothing")
 }
+
+// TestAStateHoldingLessThanTheCopyRestartsIt: a source that reports less
+// of a segment than the copy holds, or no segment where the copy holds
+// one, is not reporting the log that was copied; finalized, the copy's
+// extra bytes would lie past the final high-watermark and its recovery
+// would serve them. The copy starts over, in CatchUp and at the freeze. A
+// copied segment below the source's first is one its retention removed
+// since, and goes on.
+func TestAStateHoldingLessThanTheCopyRestartsIt(t *testing.T) {
+	restarted := Output{Notes: []Note{{Kind: NoteCopyAheadOfSource}}, Action: Action{Kind: ActionRestart}}
+	copied := func() *Session {
+		s := New(testMove, testConfig, 0)
+		s.Tick(alive(1))
+		out := copyAll(t, s, alive(2), answerState(t, s, alive(2), state(false, 30, 40)))
+		require.Equal(t, ActionStatus, out.Action.Kind)
+		return s
+	}
+	for name, st := range map[string]*SourceState{
+		"a shorter segment":     state(false, 30, 20),
+		"a segment missing":     {HWM: 5, Segments: []Segment{{Base: 0, Size: 30}}},
+		"no segment at all":     {HWM: 0},
+		"a new log at the base": {HWM: 0, Segments: []Segment{{Base: 0, Size: 0}}},
+	} {
+		s := copied()
+		require.Equal(t, restarted, answerState(t, s, alive(3), st), name)
+	}
+
+	s := copied()
+	out := answerState(t, s, alive(3), state(false, 30, 40))
+	require.Equal(t, ActionFreeze, out.Action.Kind)
+	require.Equal(t, restarted, answerState(t, s, alive(4), state(true, 30, 20)), "a frozen state too")
+
+	s = copied()
+	aged := &SourceState{HWM: 20, Segments: []Segment{{Base: 10, Size: 40}, {Base: 20, Size: 50}}}
+	out = answerState(t, s, alive(3), aged)
+	require.NotEqual(t, ActionRestart, out.Action.Kind, "segment 0 aged out at the source")
+	require.Equal(t, ActionRead, out.Action.Kind, "the new segment is read")
+}

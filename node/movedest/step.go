@@ -79,6 +79,9 @@ func (s *Session) statusAnswered(seen Seen, answer Answer, out *Output) {
 	if !answer.OK || answer.State == nil {
 		return // asked again at the next tick
 	}
+	if s.restartIfAhead(*answer.State, out) {
+		return
+	}
 	first := !s.haveState
 	s.state, s.haveState = *answer.State, true
 	if s.phase != PhaseCatchUp {
@@ -118,6 +121,9 @@ func (s *Session) readAnswered(seen Seen, answer Answer, out *Output) {
 // final. Any other answer is asked again at the next tick.
 func (s *Session) freezeAnswered(seen Seen, answer Answer, out *Output) {
 	if !answer.OK || answer.State == nil || !answer.State.Frozen {
+		return
+	}
+	if s.restartIfAhead(*answer.State, out) {
 		return
 	}
 	invariant.Check(s.phase == PhaseHandoff, "movedest: %s/%d was answered a freeze in %s", s.move.Topic, s.move.Partition, s.phase)
@@ -207,4 +213,39 @@ func (s *Session) sourceLostAfterMs() int64 {
 func (s *Session) proposeAbort(seen Seen, out *Output) {
 	s.abortProposed, s.abortProposedAtMs = true, seen.NowMs
 	out.Action = Action{Kind: ActionAbort}
+}
+
+// restartIfAhead throws the copy away when it holds bytes state does not
+// (copyAheadOf): finalized, those bytes would lie past the final
+// high-watermark, where the installed copy's recovery would find and
+// serve them as records of the partition.
+func (s *Session) restartIfAhead(state SourceState, out *Output) bool {
+	if !s.copyAheadOf(state) {
+		return false
+	}
+	out.Notes = append(out.Notes, Note{Kind: NoteCopyAheadOfSource})
+	out.Action = Action{Kind: ActionRestart}
+	return true
+}
+
+// copyAheadOf reports whether the copy holds bytes state lacks: more of a
+// segment than its size, or a segment at or past state's first that state
+// does not list. (Segments below state's first are ones the source's
+// retention removed since they were copied, not bytes past its end.) A
+// source serves only durable bytes of the move its replica shows, so this
+// takes a source whose log is not the one copied: a deleted creation of
+// the topic under the same directory, say.
+func (s *Session) copyAheadOf(state SourceState) bool {
+	sizes := make(map[uint64]int64, len(state.Segments))
+	for _, segment := range state.Segments {
+		sizes[segment.Base] = segment.Size
+	}
+	for base, copied := range s.copied { //determinism:ok a yes or no
+		size, listed := sizes[base]
+		below := len(state.Segments) > 0 && base < state.Segments[0].Base
+		if copied > size && (listed || !below) {
+			return true
+		}
+	}
+	return false
 }

@@ -168,6 +168,9 @@ const (
 	// NoteRestartsExhausted: the move was restarted Config.RestartsMax
 	// times on this node; the session proposes the abort.
 	NoteRestartsExhausted
+	// NoteCopyAheadOfSource: the source reported a state that holds less
+	// than the copy (copyAheadOf); the copy restarts.
+	NoteCopyAheadOfSource
 )
 
 // Note reports a step of the protocol, for the node's events and

@@ -69,16 +69,19 @@ func moveRequest() *rapid.Generator[msg.Request] {
 	return rapid.OneOf(
 		rapid.Custom(func(t *rapid.T) msg.Request {
 			return msg.MoveStatus{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition"),
-				Target: nodeID().Draw(t, "target"), MoveStartedAtMs: rapid.Int64().Draw(t, "started")}
+				Target: nodeID().Draw(t, "target"), MoveStartedAtMs: rapid.Int64().Draw(t, "started"),
+				TopicIncarnation: rapid.Uint64().Draw(t, "incarnation"), TopicCreatedAtMs: rapid.Int64().Draw(t, "created")}
 		}),
 		rapid.Custom(func(t *rapid.T) msg.Request {
 			return msg.MoveRead{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition"),
 				Target: nodeID().Draw(t, "target"), MoveStartedAtMs: rapid.Int64().Draw(t, "started"),
+				TopicIncarnation: rapid.Uint64().Draw(t, "incarnation"), TopicCreatedAtMs: rapid.Int64().Draw(t, "created"),
 				Base: rapid.Uint64().Draw(t, "base"), Position: rapid.Int64().Draw(t, "position")}
 		}),
 		rapid.Custom(func(t *rapid.T) msg.Request {
 			return msg.MoveFreeze{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition"),
-				Target: nodeID().Draw(t, "target"), MoveStartedAtMs: rapid.Int64().Draw(t, "started")}
+				Target: nodeID().Draw(t, "target"), MoveStartedAtMs: rapid.Int64().Draw(t, "started"),
+				TopicIncarnation: rapid.Uint64().Draw(t, "incarnation"), TopicCreatedAtMs: rapid.Int64().Draw(t, "created")}
 		}),
 		rapid.Custom(func(t *rapid.T) msg.Request {
 			return msg.MoveSweepCheck{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition")}
