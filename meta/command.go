@@ -293,6 +293,12 @@ type CompleteMove struct {
 	ExpectedOwner       string `json:"expected_owner"`
 	ExpectedTarget      string `json:"expected_target"`
 	ExpectedStartedAtMs int64  `json:"expected_started_at_ms,omitempty"`
+	// ExpectedIncarnation and ExpectedCreatedAtMs, when either is set,
+	// name the creation of the topic the move is of: a move's target and
+	// start may repeat across two creations of a name, and a late end of
+	// a deleted creation's move must not end the new creation's.
+	ExpectedIncarnation uint64 `json:"expected_incarnation,omitempty"`
+	ExpectedCreatedAtMs int64  `json:"expected_created_at_ms,omitempty"`
 }
 
 // AbortMove clears the target, only if it is still ExpectedTarget and,
@@ -305,6 +311,12 @@ type AbortMove struct {
 	Partition           int    `json:"partition"`
 	ExpectedTarget      string `json:"expected_target"`
 	ExpectedStartedAtMs int64  `json:"expected_started_at_ms,omitempty"`
+	// ExpectedIncarnation and ExpectedCreatedAtMs, when either is set,
+	// name the creation of the topic the move is of: a move's target and
+	// start may repeat across two creations of a name, and a late end of
+	// a deleted creation's move must not end the new creation's.
+	ExpectedIncarnation uint64 `json:"expected_incarnation,omitempty"`
+	ExpectedCreatedAtMs int64  `json:"expected_created_at_ms,omitempty"`
 }
 
 // ForcePromote is CompleteMove when the source died: the same guard, a
@@ -315,6 +327,12 @@ type ForcePromote struct {
 	ExpectedOwner       string `json:"expected_owner"`
 	ExpectedTarget      string `json:"expected_target"`
 	ExpectedStartedAtMs int64  `json:"expected_started_at_ms,omitempty"`
+	// ExpectedIncarnation and ExpectedCreatedAtMs, when either is set,
+	// name the creation of the topic the move is of: a move's target and
+	// start may repeat across two creations of a name, and a late end of
+	// a deleted creation's move must not end the new creation's.
+	ExpectedIncarnation uint64 `json:"expected_incarnation,omitempty"`
+	ExpectedCreatedAtMs int64  `json:"expected_created_at_ms,omitempty"`
 }
 
 // PutUser creates or replaces a user. With CreateOnly it fails if the

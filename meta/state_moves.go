@@ -69,7 +69,8 @@ func (c CompleteMove) apply(s *State) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	return s.flipOwner(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget, c.ExpectedStartedAtMs)
+	return s.flipOwner(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget, c.ExpectedStartedAtMs,
+		TopicIdentity{Incarnation: c.ExpectedIncarnation, CreatedAtMs: c.ExpectedCreatedAtMs})
 }
 
 // apply flips ownership to the target (compare-and-swap), like
@@ -78,7 +79,8 @@ func (c ForcePromote) apply(s *State) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	return s.flipOwner(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget, c.ExpectedStartedAtMs)
+	return s.flipOwner(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget, c.ExpectedStartedAtMs,
+		TopicIdentity{Incarnation: c.ExpectedIncarnation, CreatedAtMs: c.ExpectedCreatedAtMs})
 }
 
 // apply clears the target if it is still the expected one.
@@ -86,7 +88,7 @@ func (c AbortMove) apply(s *State) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	a, err := s.assignment(c.Topic, c.Partition)
+	a, err := s.movingAssignment(c.Topic, c.Partition, TopicIdentity{Incarnation: c.ExpectedIncarnation, CreatedAtMs: c.ExpectedCreatedAtMs})
 	if err != nil {
 		return err
 	}
@@ -104,8 +106,8 @@ func (c AbortMove) apply(s *State) error {
 
 // flipOwner is the guarded Owner := Target; Target := "" of
 // docs/architecture.md#moves.
-func (s *State) flipOwner(topic string, partition int, expectedOwner, expectedTarget string, expectedStartedAtMs int64) error {
-	a, err := s.assignment(topic, partition)
+func (s *State) flipOwner(topic string, partition int, expectedOwner, expectedTarget string, expectedStartedAtMs int64, identity TopicIdentity) error {
+	a, err := s.movingAssignment(topic, partition, identity)
 	if err != nil {
 		return err
 	}
@@ -121,6 +123,20 @@ func (s *State) flipOwner(topic string, partition int, expectedOwner, expectedTa
 	a.Owner, a.Target, a.MoveStartedAtMs = a.Target, "", 0
 	s.markTopic(topic)
 	return nil
+}
+
+// movingAssignment is assignment for the end of a move of the topic's
+// creation named by identity (zero: no guard): another creation of the
+// name is refused (checkIdentity).
+func (s *State) movingAssignment(topic string, partition int, identity TopicIdentity) (*Assignment, error) {
+	a, err := s.assignment(topic, partition)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkIdentity(s.topics[topic], identity); err != nil {
+		return nil, err
+	}
+	return a, nil
 }
 
 // assignment returns a pointer to the live assignment of a partition.

@@ -464,6 +464,43 @@ func TestFlipOfAReplacedMoveFails(t *testing.T) {
 	require.Equal(t, Assignment{Owner: "m3", LastMoveStartedAtMs: 900}, assignmentOf(t, s, "t", 1))
 }
 
+// Property: the end of a move (flip, forced flip, abort) that names the
+// creation of its topic applies only to that creation. The topic is
+// deleted and created again, and the new creation's partition moves to
+// the same target under the same start as the deleted one's move: a late
+// flip or abort of the old move names the old creation and fails, one of
+// the new move passes, and one naming no creation (entries written
+// before the fields existed) is checked on the move alone.
+func TestTheEndOfAMoveOfADeletedCreationFails(t *testing.T) {
+	s := stateWith(t, baseSetup()...) // t/1 moves m2 -> m3, started at 150
+	record := topicRecordOf(t, s, "t")
+	old := record.Identity()
+	require.NoError(t, DeleteTopic{Name: "t"}.apply(s))
+	require.NoError(t, createTopic("t", "m1", "m2").apply(s))
+	require.NoError(t, SetTarget{Topic: "t", Partition: 1, ExpectedOwner: "m2", Target: "m3", NowMs: 150}.apply(s))
+	record = topicRecordOf(t, s, "t")
+	current := record.Identity()
+	require.NotEqual(t, old, current)
+	require.Equal(t, int64(150), assignmentOf(t, s, "t", 1).MoveStartedAtMs, "the same start as the deleted creation's move")
+
+	stale := CompleteMove{Topic: "t", Partition: 1, ExpectedOwner: "m2", ExpectedTarget: "m3", ExpectedStartedAtMs: 150,
+		ExpectedIncarnation: old.Incarnation, ExpectedCreatedAtMs: old.CreatedAtMs}
+	requireRejected(t, s, stale, ErrGuardFailed)
+	requireRejected(t, s, ForcePromote(stale), ErrGuardFailed)
+	requireRejected(t, s, AbortMove{Topic: "t", Partition: 1, ExpectedTarget: "m3", ExpectedStartedAtMs: 150,
+		ExpectedIncarnation: old.Incarnation, ExpectedCreatedAtMs: old.CreatedAtMs}, ErrGuardFailed)
+
+	require.NoError(t, AbortMove{Topic: "t", Partition: 1, ExpectedTarget: "m3", ExpectedStartedAtMs: 150,
+		ExpectedIncarnation: current.Incarnation, ExpectedCreatedAtMs: current.CreatedAtMs}.apply(s))
+	require.NoError(t, SetTarget{Topic: "t", Partition: 1, ExpectedOwner: "m2", Target: "m3", NowMs: 900}.apply(s))
+	require.NoError(t, CompleteMove{Topic: "t", Partition: 1, ExpectedOwner: "m2", ExpectedTarget: "m3", ExpectedStartedAtMs: 900,
+		ExpectedIncarnation: current.Incarnation, ExpectedCreatedAtMs: current.CreatedAtMs}.apply(s))
+	require.Equal(t, "m3", assignmentOf(t, s, "t", 1).Owner)
+	require.NoError(t, SetTarget{Topic: "t", Partition: 1, ExpectedOwner: "m3", Target: "m2", NowMs: 1_000}.apply(s))
+	require.NoError(t, CompleteMove{Topic: "t", Partition: 1, ExpectedOwner: "m3", ExpectedTarget: "m2", ExpectedStartedAtMs: 1_000}.apply(s),
+		"no creation named: the move alone")
+}
+
 // Property: an abort names the move it ends by its start, so a late or
 // repeated abort of a move (a proposal retried by a node that did not
 // learn its outcome) fails once the partition moves again to the same
@@ -833,4 +870,11 @@ func TestACreateOfAnEarlierReleaseIsNumberedAlikeEverywhere(t *testing.T) {
 	yLagging, _ := lagging.Topic("y")
 	require.Equal(t, yUpgraded.Identity(), yLagging.Identity(), "one entry, one identity on every replica")
 	require.Equal(t, uint64(1), yLagging.Incarnation)
+}
+
+func topicRecordOf(t *testing.T, s *State, name string) TopicRecord {
+	t.Helper()
+	record, found := s.Topic(name)
+	require.True(t, found, "topic %q", name)
+	return record
 }

@@ -33,10 +33,10 @@ func (n *Node) applyMoveOutput(s *moveSession, out movedest.Output, cause error)
 	case movedest.ActionFinalize:
 		n.startFinalizeJob(s, action)
 	case movedest.ActionFlip:
-		n.proposeFlip(move, action.Forced)
+		n.proposeFlip(s, action.Forced)
 	case movedest.ActionAbort:
 		n.propose(0, proposalMove, move.Topic, meta.AbortMove{Topic: move.Topic, Partition: move.Partition, ExpectedTarget: move.Target,
-			ExpectedStartedAtMs: move.StartedAtMs})
+			ExpectedStartedAtMs: move.StartedAtMs, ExpectedIncarnation: s.topic.Incarnation, ExpectedCreatedAtMs: s.topic.CreatedAtMs})
 	case movedest.ActionRestart:
 		n.restartSession(s, cause)
 	default:
@@ -324,14 +324,17 @@ func (n *Node) jobTopicGone(s *moveSession) bool {
 	return !ok || t.identity != s.topic || s.key.index >= len(t.assignments)
 }
 
-// proposeFlip proposes the guarded ownership flip: CompleteMove, or
-// ForcePromote when the copy replaces a dead source.
-func (n *Node) proposeFlip(move movedest.Move, forced bool) {
+// proposeFlip proposes the guarded ownership flip of s's move:
+// CompleteMove, or ForcePromote when the copy replaces a dead source.
+func (n *Node) proposeFlip(s *moveSession, forced bool) {
+	move := s.machine.Move()
 	var cmd meta.Command = meta.CompleteMove{Topic: move.Topic, Partition: move.Partition, ExpectedOwner: move.Source,
-		ExpectedTarget: move.Target, ExpectedStartedAtMs: move.StartedAtMs}
+		ExpectedTarget: move.Target, ExpectedStartedAtMs: move.StartedAtMs,
+		ExpectedIncarnation: s.topic.Incarnation, ExpectedCreatedAtMs: s.topic.CreatedAtMs}
 	if forced {
 		cmd = meta.ForcePromote{Topic: move.Topic, Partition: move.Partition, ExpectedOwner: move.Source,
-			ExpectedTarget: move.Target, ExpectedStartedAtMs: move.StartedAtMs}
+			ExpectedTarget: move.Target, ExpectedStartedAtMs: move.StartedAtMs,
+			ExpectedIncarnation: s.topic.Incarnation, ExpectedCreatedAtMs: s.topic.CreatedAtMs}
 	}
 	n.propose(0, proposalMove, move.Topic, cmd)
 }

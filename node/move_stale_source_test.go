@@ -110,23 +110,14 @@ func TestAMoveOfANewCreationIsNotTakenForTheDeletedOnesMove(t *testing.T) {
 // target started at startedAtMs, naming the creation of topicName that
 // n's replica shows.
 func freezeOf(n *Node, topicName string, partition int, target string, startedAtMs int64) msg.MoveFreeze {
-	identity := creationAt(n, topicName)
+	identity := n.creationOf(topicName)
 	return msg.MoveFreeze{Topic: topicName, Partition: partition, Target: target, MoveStartedAtMs: startedAtMs,
 		TopicIncarnation: identity.Incarnation, TopicCreatedAtMs: identity.CreatedAtMs}
 }
 
 // statusOf is the MoveStatus of the same move.
 func statusOf(n *Node, topicName string, partition int, target string, startedAtMs int64) msg.MoveStatus {
-	identity := creationAt(n, topicName)
+	identity := n.creationOf(topicName)
 	return msg.MoveStatus{Topic: topicName, Partition: partition, Target: target, MoveStartedAtMs: startedAtMs,
 		TopicIncarnation: identity.Incarnation, TopicCreatedAtMs: identity.CreatedAtMs}
-}
-
-// creationAt is the creation of topicName that n's replica shows.
-func creationAt(n *Node, topicName string) meta.TopicIdentity {
-	t, ok := n.lookupTopic(topicName)
-	if !ok {
-		return meta.TopicIdentity{}
-	}
-	return t.identity
 }

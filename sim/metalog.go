@@ -257,9 +257,12 @@ func (l *metaLog) applyCommand(command meta.Command) {
 	case meta.SetTarget:
 		l.setTarget(c)
 	case meta.CompleteMove:
-		l.flip(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget, c.ExpectedStartedAtMs)
+		if l.identityHolds(c.Topic, meta.TopicIdentity{Incarnation: c.ExpectedIncarnation, CreatedAtMs: c.ExpectedCreatedAtMs}) {
+			l.flip(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget, c.ExpectedStartedAtMs)
+		}
 	case meta.ForcePromote:
-		if l.flip(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget, c.ExpectedStartedAtMs) {
+		if l.identityHolds(c.Topic, meta.TopicIdentity{Incarnation: c.ExpectedIncarnation, CreatedAtMs: c.ExpectedCreatedAtMs}) &&
+			l.flip(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget, c.ExpectedStartedAtMs) {
 			l.movesForced++
 		}
 	case meta.AbortMove:
@@ -428,7 +431,7 @@ func (l *metaLog) flip(topic string, partition int, expectedOwner, expectedTarge
 
 func (l *metaLog) abortMove(c meta.AbortMove) {
 	a := l.assignment(c.Topic, c.Partition)
-	if a == nil || a.Target != c.ExpectedTarget {
+	if a == nil || a.Target != c.ExpectedTarget || !l.identityHolds(c.Topic, meta.TopicIdentity{Incarnation: c.ExpectedIncarnation, CreatedAtMs: c.ExpectedCreatedAtMs}) {
 		return
 	}
 	if c.ExpectedStartedAtMs != 0 && a.MoveStartedAtMs != c.ExpectedStartedAtMs {

@@ -216,4 +216,22 @@ func TestMetaLogRefusesWhatMetaRefuses(t *testing.T) {
 	require.NotContains(t, l.topics, "u", "naming a missing dead-letter topic")
 	l.applyCommand(meta.CreateTopic{Name: "u", Owners: []string{"n1"}, DeadLetterTopic: "t"})
 	require.Contains(t, l.topics, "u")
+
+	l.members["n2"] = &meta.Member{ID: "n2", Alive: true}
+	l.applyCommand(meta.SetTarget{Topic: "u", Partition: 0, ExpectedOwner: "n1", Target: "n2", NowMs: 50})
+	started := l.topics["u"][0].MoveStartedAtMs
+	require.Equal(t, "n2", l.topics["u"][0].Target)
+	ended := []meta.Command{
+		meta.CompleteMove{Topic: "u", Partition: 0, ExpectedOwner: "n1", ExpectedTarget: "n2", ExpectedStartedAtMs: started, ExpectedIncarnation: 99},
+		meta.ForcePromote{Topic: "u", Partition: 0, ExpectedOwner: "n1", ExpectedTarget: "n2", ExpectedStartedAtMs: started, ExpectedIncarnation: 99},
+		meta.AbortMove{Topic: "u", Partition: 0, ExpectedTarget: "n2", ExpectedStartedAtMs: started, ExpectedIncarnation: 99},
+	}
+	for _, command := range ended {
+		l.applyCommand(command)
+		require.Equal(t, meta.Assignment{Owner: "n1", Target: "n2", MoveStartedAtMs: started, LastMoveStartedAtMs: started}, l.topics["u"][0],
+			"%T of another creation of the topic", command)
+	}
+	l.applyCommand(meta.CompleteMove{Topic: "u", Partition: 0, ExpectedOwner: "n1", ExpectedTarget: "n2", ExpectedStartedAtMs: started,
+		ExpectedIncarnation: l.identities["u"].Incarnation, ExpectedCreatedAtMs: l.identities["u"].CreatedAtMs})
+	require.Equal(t, "n2", l.topics["u"][0].Owner, "the flip of this creation's move")
 }

@@ -94,9 +94,9 @@ func (m *metaModel) apply(command meta.Command) (refusal string, touched string)
 	case meta.SetTarget:
 		return m.setTarget(c), "topic " + c.Topic
 	case meta.CompleteMove:
-		return m.flip(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget, c.ExpectedStartedAtMs), "topic " + c.Topic
+		return m.flip(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget, c.ExpectedStartedAtMs, c.ExpectedIncarnation, c.ExpectedCreatedAtMs), "topic " + c.Topic
 	case meta.ForcePromote:
-		return m.flip(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget, c.ExpectedStartedAtMs), "topic " + c.Topic
+		return m.flip(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget, c.ExpectedStartedAtMs, c.ExpectedIncarnation, c.ExpectedCreatedAtMs), "topic " + c.Topic
 	case meta.AbortMove:
 		return m.abortMove(c), "topic " + c.Topic
 	}
@@ -316,8 +316,10 @@ func (m *metaModel) setTarget(c meta.SetTarget) string {
 
 // flip is the compare-and-swap of a move's end: the owner becomes the
 // target only if owner and target are the ones the proposer saw and, when
-// the proposer names the move's start, the move is still that one.
-func (m *metaModel) flip(topic string, partition int, expectedOwner, expectedTarget string, expectedStartedAtMs int64) string {
+// the proposer names the move's start, the move is still that one, and
+// when it names the topic's creation, the topic is still that one.
+func (m *metaModel) flip(topic string, partition int, expectedOwner, expectedTarget string, expectedStartedAtMs int64,
+	expectedIncarnation uint64, expectedCreatedAtMs int64) string {
 	if expectedOwner == "" || expectedTarget == "" {
 		return "malformed"
 	}
@@ -325,6 +327,8 @@ func (m *metaModel) flip(topic string, partition int, expectedOwner, expectedTar
 	switch {
 	case p == nil:
 		return why
+	case m.topics[topic].changedSince(expectedIncarnation, expectedCreatedAtMs):
+		return "the topic was created again since the check"
 	case p.owner != expectedOwner || p.target != expectedTarget:
 		return fmt.Sprintf("placement is %s -> %q", p.owner, p.target)
 	case expectedStartedAtMs != 0 && expectedStartedAtMs != p.startedAtMs:
@@ -343,6 +347,8 @@ func (m *metaModel) abortMove(c meta.AbortMove) string {
 	switch {
 	case p == nil:
 		return why
+	case m.topics[c.Topic].changedSince(c.ExpectedIncarnation, c.ExpectedCreatedAtMs):
+		return "the topic was created again since the check"
 	case p.target != c.ExpectedTarget:
 		return fmt.Sprintf("the target is %q", p.target)
 	case c.ExpectedStartedAtMs != 0 && c.ExpectedStartedAtMs != p.startedAtMs:
