@@ -82,7 +82,9 @@
 // target is another move); AbortMove
 // only if Target is the expected one (and, when given, the move's start
 // time, so that a late abort of a replaced move does not end the later
-// one); MarkMemberDead only if the last
+// one); all three, when they name it, only on the topic's creation they
+// name (a target and a start may repeat across two creations of a name);
+// MarkMemberDead only if the last
 // heartbeat is the one the proposer saw. A committed entry this binary
 // cannot decode stops the replica (assert): skipping it would let the
 // replicas diverge.

@@ -5,59 +5,49 @@ package msg
 // them); a client's Handle of one is refused. Decommission is the one
 // client request among them (POST|DELETE /v1/cluster/members/{id}/decommission).
 
-// MoveStatus asks a partition's owner what a move must copy.
-// Result: MoveSourceState, whose Frozen is set only when the source is
-// frozen for the asking move: Target and MoveStartedAtMs name it. A
-// source may be frozen for another move (one its replica has not yet
-// seen aborted, after a restart) and take writes again once it has; a
-// destination that took that for its own final state would promote a
-// copy missing the records acknowledged after it (seed 2698). A source
-// whose replica does not show the move, of the topic's creation that
-// TopicIncarnation and TopicCreatedAtMs name, answers Conflict: what it
-// holds under the partition's directory may be of a deleted creation of
-// the topic, which the move must not copy (and a move's target and start
-// alone may repeat across two creations of a name).
-type MoveStatus struct {
+// MoveOf names a move in the requests of the move protocol: the
+// partition, the move's target and start (its SetTarget's time), and the
+// creation of the topic it is of. A source answers a request only once
+// its own replica shows that move, and Conflict until then: one behind may
+// still list a deleted creation of the topic as owned here, and what it
+// holds under the partition's directory is then that creation's, which
+// the move must not copy; a target and a start alone may repeat across two
+// creations of a name.
+type MoveOf struct {
 	Topic            string
 	Partition        int
 	Target           string
 	MoveStartedAtMs  int64
 	TopicIncarnation uint64
 	TopicCreatedAtMs int64
+}
+
+// MoveStatus asks a partition's owner what a move must copy.
+// Result: MoveSourceState, whose Frozen is set only when the source is
+// frozen for the asking move. A source may be frozen for another move
+// (one its replica has not yet seen aborted, after a restart) and take
+// writes again once it has; a destination that took that for its own
+// final state would promote a copy missing the records acknowledged after
+// it (seed 2698).
+type MoveStatus struct {
+	MoveOf
 }
 
 // MoveRead asks a partition's owner for the bytes of segment Base from
-// Position on, at most the log's chunk size, for the move the other
-// fields name as in MoveStatus: a source whose replica does not show
-// that move answers Conflict. Result: MoveChunk.
+// Position on, at most the log's chunk size. Result: MoveChunk.
 type MoveRead struct {
-	Topic            string
-	Partition        int
-	Target           string
-	MoveStartedAtMs  int64
-	TopicIncarnation uint64
-	TopicCreatedAtMs int64
-	Base             uint64
-	Position         int64
+	MoveOf
+	Base     uint64
+	Position int64
 }
 
 // MoveFreeze asks a partition's owner to stop accepting writes (produce
-// and commits) to the partition for a move to Target, and to answer with
-// its final state once every record it accepted is durable. The freeze
-// ends when ownership changes, or when the source's abort of the stalled
-// move applies. Result: MoveSourceState with Frozen set.
+// and commits) to the partition for the move, and to answer with its
+// final state once every record it accepted is durable. The freeze ends
+// when ownership changes, or when the source's abort of the stalled move
+// applies. Result: MoveSourceState with Frozen set.
 type MoveFreeze struct {
-	Topic     string
-	Partition int
-	Target    string
-	// MoveStartedAtMs identifies the move (its SetTarget's time): the
-	// source freezes only for the move its replica shows, so a source
-	// whose replica is behind answers Conflict until it caught up.
-	MoveStartedAtMs int64
-	// TopicIncarnation and TopicCreatedAtMs name the creation of the
-	// topic the move is of, as in MoveStatus.
-	TopicIncarnation uint64
-	TopicCreatedAtMs int64
+	MoveOf
 }
 
 // MoveSweepCheck asks the metastore leader whether the sender may delete

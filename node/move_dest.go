@@ -53,6 +53,13 @@ type moveSession struct {
 	cursors []msg.FanoutCursor
 }
 
+// moveOf names s's move in its requests to the source.
+func (s *moveSession) moveOf() msg.MoveOf {
+	move := s.machine.Move()
+	return msg.MoveOf{Topic: move.Topic, Partition: move.Partition, Target: move.Target, MoveStartedAtMs: move.StartedAtMs,
+		TopicIncarnation: s.topic.Incarnation, TopicCreatedAtMs: s.topic.CreatedAtMs}
+}
+
 // moveJob is the Finalize work that touches the disk at length: sync the
 // staged copy, install it, and open it, which verifies that it recovers
 // to the final HWM with nothing lost and nothing corrupt but what the

@@ -22,14 +22,11 @@ func (n *Node) applyMoveOutput(s *moveSession, out movedest.Output, cause error)
 	switch action.Kind {
 	case movedest.ActionNone:
 	case movedest.ActionStatus:
-		n.requestFromSource(s, action, msg.MoveStatus{Topic: move.Topic, Partition: move.Partition, Target: move.Target, MoveStartedAtMs: move.StartedAtMs,
-			TopicIncarnation: s.topic.Incarnation, TopicCreatedAtMs: s.topic.CreatedAtMs})
+		n.requestFromSource(s, action, msg.MoveStatus{MoveOf: s.moveOf()})
 	case movedest.ActionRead:
-		n.requestFromSource(s, action, msg.MoveRead{Topic: move.Topic, Partition: move.Partition, Target: move.Target, MoveStartedAtMs: move.StartedAtMs,
-			TopicIncarnation: s.topic.Incarnation, TopicCreatedAtMs: s.topic.CreatedAtMs, Base: action.Base, Position: action.Position})
+		n.requestFromSource(s, action, msg.MoveRead{MoveOf: s.moveOf(), Base: action.Base, Position: action.Position})
 	case movedest.ActionFreeze:
-		n.requestFromSource(s, action, msg.MoveFreeze{Topic: move.Topic, Partition: move.Partition, Target: move.Target, MoveStartedAtMs: move.StartedAtMs,
-			TopicIncarnation: s.topic.Incarnation, TopicCreatedAtMs: s.topic.CreatedAtMs})
+		n.requestFromSource(s, action, msg.MoveFreeze{MoveOf: s.moveOf()})
 	case movedest.ActionFinalize:
 		n.startFinalizeJob(s, action)
 	case movedest.ActionFlip:

@@ -252,6 +252,13 @@ func (n *Node) anotherReceiver(id string) bool {
 // abortUncopiedMoves aborts the moves off a member that no destination
 // has started copying: a cancelled drain keeps what already moves.
 func (n *Node) abortUncopiedMoves(member string) {
+	// The creations the gathered moves are of, read with them: the answer
+	// comes after the destinations', and a topic deleted and created again
+	// meanwhile may move the same way (the abort names the gathered one).
+	creations := map[string]meta.TopicIdentity{}
+	for _, m := range n.meta.State().Moves() {
+		creations[m.Topic] = n.creationOf(m.Topic)
+	}
 	n.gatherMoves(false, func(result msg.MovesResult) {
 		for _, m := range result.Moves {
 			if m.From != member || m.BytesCopied > 0 || (m.Phase != "" && m.Phase != movedest.PhaseCatchUp.String()) {
@@ -259,7 +266,7 @@ func (n *Node) abortUncopiedMoves(member string) {
 			}
 			chaos.Reached(chaos.MarkNodeCancelAbortsMove)
 			n.observer.Event("move-abort-on-cancel", fmt.Sprintf("%s/%d to %s: the drain of %s was cancelled", m.Topic, m.Partition, m.To, member))
-			creation := n.creationOf(m.Topic)
+			creation := creations[m.Topic]
 			n.propose(0, proposalPlan, m.Topic, meta.AbortMove{Topic: m.Topic, Partition: m.Partition, ExpectedTarget: m.To,
 				ExpectedStartedAtMs: m.StartedAtMs, ExpectedIncarnation: creation.Incarnation, ExpectedCreatedAtMs: creation.CreatedAtMs})
 		}

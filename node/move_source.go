@@ -89,17 +89,15 @@ func addLeases(state *msg.MoveSourceState, snapshot lease.Snapshot) {
 }
 
 // sourceLog returns the open log of a partition this node owns, for the
-// move to target started at startedAtMs of the topic's creation named by
-// identity, which its replica must show. A replica that does not show
-// the move answers Conflict (asked again): one behind may still list a
-// deleted creation of the topic, owned here, whose directory the node has
-// not yet removed, and a move of the new creation must copy nothing of it
-// (the copy would hold the deleted records past the final state's
-// high-watermark, and recovery of the installed copy would serve them).
-// The creation is compared too, since a move's target and start may
-// repeat across two creations of a name (a start is unique only within
-// one assignment's history).
-func (n *Node) sourceLog(topicName string, index int, target string, startedAtMs int64, identity meta.TopicIdentity) (*partition, *storage.Log, error) {
+// move m names, which its replica must show (msg.MoveOf): a replica that
+// does not show it answers Conflict (asked again). One behind may still
+// list a deleted creation of the topic, owned here, whose directory the
+// node has not yet removed, and a move of the new creation must copy
+// nothing of it (the copy would hold the deleted records past the final
+// state's high-watermark, and recovery of the installed copy would serve
+// them).
+func (n *Node) sourceLog(m msg.MoveOf) (*partition, *storage.Log, error) {
+	topicName, index := m.Topic, m.Partition
 	t, err := n.topic(topicName)
 	if err != nil {
 		return nil, nil, err
@@ -110,8 +108,9 @@ func (n *Node) sourceLog(topicName string, index int, target string, startedAtMs
 	if !n.ownedHere(t, index) {
 		return nil, nil, notOwner(t, index)
 	}
-	if a := t.assignments[index]; a.Target != target || a.MoveStartedAtMs != startedAtMs || t.identity != identity {
-		return nil, nil, msg.Conflict("partition %d of %s is not moving to %s (move of %d) here yet", index, topicName, target, startedAtMs)
+	creation := meta.TopicIdentity{Incarnation: m.TopicIncarnation, CreatedAtMs: m.TopicCreatedAtMs}
+	if a := t.assignments[index]; a.Target != m.Target || a.MoveStartedAtMs != m.MoveStartedAtMs || t.identity != creation {
+		return nil, nil, msg.Conflict("partition %d of %s is not moving to %s (move of %d) here yet", index, topicName, m.Target, m.MoveStartedAtMs)
 	}
 	p := n.partitionOf(t, index)
 	log, err := n.openLog(t, p)
@@ -125,7 +124,7 @@ func (n *Node) sourceLog(topicName string, index int, target string, startedAtMs
 }
 
 func (n *Node) moveStatus(r msg.MoveStatus) (msg.Result, error) {
-	p, log, err := n.sourceLog(r.Topic, r.Partition, r.Target, r.MoveStartedAtMs, meta.TopicIdentity{Incarnation: r.TopicIncarnation, CreatedAtMs: r.TopicCreatedAtMs})
+	p, log, err := n.sourceLog(r.MoveOf)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +132,7 @@ func (n *Node) moveStatus(r msg.MoveStatus) (msg.Result, error) {
 }
 
 func (n *Node) moveRead(r msg.MoveRead) (msg.Result, error) {
-	_, log, err := n.sourceLog(r.Topic, r.Partition, r.Target, r.MoveStartedAtMs, meta.TopicIdentity{Incarnation: r.TopicIncarnation, CreatedAtMs: r.TopicCreatedAtMs})
+	_, log, err := n.sourceLog(r.MoveOf)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +151,7 @@ func (n *Node) moveRead(r msg.MoveRead) (msg.Result, error) {
 // leaves once every record accepted before the freeze is durable: with
 // unsynced records pending it waits for this Ready's sync round.
 func (n *Node) moveFreeze(id msg.RequestID, r msg.MoveFreeze) {
-	p, log, err := n.sourceLog(r.Topic, r.Partition, r.Target, r.MoveStartedAtMs, meta.TopicIdentity{Incarnation: r.TopicIncarnation, CreatedAtMs: r.TopicCreatedAtMs})
+	p, log, err := n.sourceLog(r.MoveOf)
 	if err != nil {
 		n.reply(id, nil, err)
 		return

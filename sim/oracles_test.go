@@ -60,6 +60,37 @@ func TestMetaModelRefusesTheFlipOfAReplacedMove(t *testing.T) {
 	}
 }
 
+// A flip or abort that names another creation of its topic (the deleted
+// one's move, whose target and start the new creation's move repeats)
+// changes nothing, as in meta; one naming the current creation, or none,
+// passes.
+func TestMetaModelRefusesTheEndOfAMoveOfAnotherCreation(t *testing.T) {
+	m := movedModel(t)
+	current := m.topics["t"]
+	other := current.incarnation + 1
+	steps := []struct {
+		command meta.Command
+		refused bool
+	}{
+		{meta.SetTarget{Topic: "t", ExpectedOwner: "n1", Target: "n2", NowMs: 100}, false},
+		{meta.CompleteMove{Topic: "t", ExpectedOwner: "n1", ExpectedTarget: "n2", ExpectedStartedAtMs: 100, ExpectedIncarnation: other}, true},
+		{meta.ForcePromote{Topic: "t", ExpectedOwner: "n1", ExpectedTarget: "n2", ExpectedStartedAtMs: 100, ExpectedIncarnation: other}, true},
+		{meta.AbortMove{Topic: "t", ExpectedTarget: "n2", ExpectedStartedAtMs: 100, ExpectedIncarnation: other}, true},
+		{meta.CompleteMove{Topic: "t", ExpectedOwner: "n1", ExpectedTarget: "n2", ExpectedStartedAtMs: 100, ExpectedCreatedAtMs: current.createdAtMs + 1}, true},
+		{meta.CompleteMove{Topic: "t", ExpectedOwner: "n1", ExpectedTarget: "n2", ExpectedStartedAtMs: 100,
+			ExpectedIncarnation: current.incarnation, ExpectedCreatedAtMs: current.createdAtMs}, false},
+	}
+	for i, step := range steps {
+		refusal, _ := m.apply(step.command)
+		if (refusal != "") != step.refused {
+			t.Fatalf("step %d %+v: refusal %q, want refused=%v", i, step.command, refusal, step.refused)
+		}
+	}
+	if got := m.topics["t"].partitions[0]; got.owner != "n2" {
+		t.Fatalf("placement %+v, want owned by n2 after the current creation's flip", got)
+	}
+}
+
 // A move's start outlives its flip, as in meta: a SetTarget proposed
 // before the last move started (a late copy of a planner's proposal that
 // passes the owner guard again once the partition moved back) starts

@@ -14,30 +14,15 @@ func (e *encoder) moveRequest(request msg.Request) {
 	switch r := request.(type) {
 	case msg.MoveStatus:
 		e.typeNumber(typeMoveStatus)
-		e.string(r.Topic, topicNameLimit)
-		e.int(r.Partition)
-		e.string(r.Target, nodeIDLimit)
-		e.varint(r.MoveStartedAtMs)
-		e.uvarint(r.TopicIncarnation)
-		e.varint(r.TopicCreatedAtMs)
+		e.moveOf(r.MoveOf)
 	case msg.MoveRead:
 		e.typeNumber(typeMoveRead)
-		e.string(r.Topic, topicNameLimit)
-		e.int(r.Partition)
-		e.string(r.Target, nodeIDLimit)
-		e.varint(r.MoveStartedAtMs)
-		e.uvarint(r.TopicIncarnation)
-		e.varint(r.TopicCreatedAtMs)
+		e.moveOf(r.MoveOf)
 		e.uvarint(r.Base)
 		e.varint(r.Position)
 	case msg.MoveFreeze:
 		e.typeNumber(typeMoveFreeze)
-		e.string(r.Topic, topicNameLimit)
-		e.int(r.Partition)
-		e.string(r.Target, nodeIDLimit)
-		e.varint(r.MoveStartedAtMs)
-		e.uvarint(r.TopicIncarnation)
-		e.varint(r.TopicCreatedAtMs)
+		e.moveOf(r.MoveOf)
 	case msg.MoveSweepCheck:
 		e.typeNumber(typeMoveSweepCheck)
 		e.string(r.Topic, topicNameLimit)
@@ -56,14 +41,11 @@ func (e *encoder) moveRequest(request msg.Request) {
 func (d *decoder) moveRequest(t typeNumber) msg.Request {
 	switch t {
 	case typeMoveStatus:
-		return msg.MoveStatus{Topic: d.string(topicNameLimit), Partition: d.int(), Target: d.string(nodeIDLimit), MoveStartedAtMs: d.varint(),
-			TopicIncarnation: d.uvarint(), TopicCreatedAtMs: d.varint()}
+		return msg.MoveStatus{MoveOf: d.moveOf()}
 	case typeMoveRead:
-		return msg.MoveRead{Topic: d.string(topicNameLimit), Partition: d.int(), Target: d.string(nodeIDLimit), MoveStartedAtMs: d.varint(),
-			TopicIncarnation: d.uvarint(), TopicCreatedAtMs: d.varint(), Base: d.uvarint(), Position: d.varint()}
+		return msg.MoveRead{MoveOf: d.moveOf(), Base: d.uvarint(), Position: d.varint()}
 	case typeMoveFreeze:
-		return msg.MoveFreeze{Topic: d.string(topicNameLimit), Partition: d.int(), Target: d.string(nodeIDLimit), MoveStartedAtMs: d.varint(),
-			TopicIncarnation: d.uvarint(), TopicCreatedAtMs: d.varint()}
+		return msg.MoveFreeze{MoveOf: d.moveOf()}
 	case typeMoveSweepCheck:
 		return msg.MoveSweepCheck{Topic: d.string(topicNameLimit), Partition: d.int()}
 	case typeDecommission:
@@ -174,4 +156,20 @@ func (d *decoder) moveSourceState() msg.MoveSourceState {
 		r.CorruptOffsets[i] = d.uvarint()
 	}
 	return r
+}
+
+// moveOf writes the fields that name a move (msg.MoveOf).
+func (e *encoder) moveOf(m msg.MoveOf) {
+	e.string(m.Topic, topicNameLimit)
+	e.int(m.Partition)
+	e.string(m.Target, nodeIDLimit)
+	e.varint(m.MoveStartedAtMs)
+	e.uvarint(m.TopicIncarnation)
+	e.varint(m.TopicCreatedAtMs)
+}
+
+// moveOf reads the fields that name a move (msg.MoveOf).
+func (d *decoder) moveOf() msg.MoveOf {
+	return msg.MoveOf{Topic: d.string(topicNameLimit), Partition: d.int(), Target: d.string(nodeIDLimit), MoveStartedAtMs: d.varint(),
+		TopicIncarnation: d.uvarint(), TopicCreatedAtMs: d.varint()}
 }

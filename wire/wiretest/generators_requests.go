@@ -67,22 +67,11 @@ func dataRequest() *rapid.Generator[msg.Request] {
 // moveRequest draws the requests of the move protocol.
 func moveRequest() *rapid.Generator[msg.Request] {
 	return rapid.OneOf(
+		rapid.Custom(func(t *rapid.T) msg.Request { return msg.MoveStatus{MoveOf: moveOf(t)} }),
 		rapid.Custom(func(t *rapid.T) msg.Request {
-			return msg.MoveStatus{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition"),
-				Target: nodeID().Draw(t, "target"), MoveStartedAtMs: rapid.Int64().Draw(t, "started"),
-				TopicIncarnation: rapid.Uint64().Draw(t, "incarnation"), TopicCreatedAtMs: rapid.Int64().Draw(t, "created")}
+			return msg.MoveRead{MoveOf: moveOf(t), Base: rapid.Uint64().Draw(t, "base"), Position: rapid.Int64().Draw(t, "position")}
 		}),
-		rapid.Custom(func(t *rapid.T) msg.Request {
-			return msg.MoveRead{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition"),
-				Target: nodeID().Draw(t, "target"), MoveStartedAtMs: rapid.Int64().Draw(t, "started"),
-				TopicIncarnation: rapid.Uint64().Draw(t, "incarnation"), TopicCreatedAtMs: rapid.Int64().Draw(t, "created"),
-				Base: rapid.Uint64().Draw(t, "base"), Position: rapid.Int64().Draw(t, "position")}
-		}),
-		rapid.Custom(func(t *rapid.T) msg.Request {
-			return msg.MoveFreeze{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition"),
-				Target: nodeID().Draw(t, "target"), MoveStartedAtMs: rapid.Int64().Draw(t, "started"),
-				TopicIncarnation: rapid.Uint64().Draw(t, "incarnation"), TopicCreatedAtMs: rapid.Int64().Draw(t, "created")}
-		}),
+		rapid.Custom(func(t *rapid.T) msg.Request { return msg.MoveFreeze{MoveOf: moveOf(t)} }),
 		rapid.Custom(func(t *rapid.T) msg.Request {
 			return msg.MoveSweepCheck{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition")}
 		}),
@@ -111,4 +100,11 @@ func fanoutRequest() *rapid.Generator[msg.Request] {
 		}),
 		rapid.Custom(func(t *rapid.T) msg.Request { return msg.ListChildren{Parent: topic().Draw(t, "parent")} }),
 	)
+}
+
+// moveOf draws the fields that name a move.
+func moveOf(t *rapid.T) msg.MoveOf {
+	return msg.MoveOf{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition"),
+		Target: nodeID().Draw(t, "target"), MoveStartedAtMs: rapid.Int64().Draw(t, "started"),
+		TopicIncarnation: rapid.Uint64().Draw(t, "incarnation"), TopicCreatedAtMs: rapid.Int64().Draw(t, "created")}
 }

@@ -115,18 +115,28 @@ func handles(n int) []string {
 func moveRequestSamples() []NamedRequest {
 	return []NamedRequest{
 		{"MoveStatus/zero", msg.MoveStatus{}},
-		{"MoveStatus/max", msg.MoveStatus{Topic: MaxTopic(), Partition: math.MaxInt, Target: MaxNodeID(), MoveStartedAtMs: math.MaxInt64, TopicIncarnation: math.MaxUint64, TopicCreatedAtMs: math.MaxInt64}},
-		{"MoveStatus/min", msg.MoveStatus{Topic: "t", Partition: math.MinInt, Target: "n", MoveStartedAtMs: math.MinInt64, TopicIncarnation: 1, TopicCreatedAtMs: math.MinInt64}},
+		{"MoveStatus/max", msg.MoveStatus{MoveOf: maxMoveOf()}},
+		{"MoveStatus/min", msg.MoveStatus{MoveOf: minMoveOf()}},
 		{"MoveRead/zero", msg.MoveRead{}},
-		{"MoveRead/max", msg.MoveRead{Topic: MaxTopic(), Partition: math.MaxInt, Target: MaxNodeID(), MoveStartedAtMs: math.MaxInt64, TopicIncarnation: math.MaxUint64, TopicCreatedAtMs: math.MaxInt64, Base: math.MaxUint64, Position: math.MaxInt64}},
-		{"MoveRead/min", msg.MoveRead{Topic: "t", Partition: math.MinInt, Target: "n", MoveStartedAtMs: math.MinInt64, TopicIncarnation: 1, TopicCreatedAtMs: math.MinInt64, Base: 1, Position: math.MinInt64}},
+		{"MoveRead/max", msg.MoveRead{MoveOf: maxMoveOf(), Base: math.MaxUint64, Position: math.MaxInt64}},
+		{"MoveRead/min", msg.MoveRead{MoveOf: minMoveOf(), Base: 1, Position: math.MinInt64}},
 		{"MoveFreeze/zero", msg.MoveFreeze{}},
-		{"MoveFreeze/max", msg.MoveFreeze{Topic: MaxTopic(), Partition: math.MaxInt, Target: MaxNodeID(), MoveStartedAtMs: math.MaxInt64, TopicIncarnation: math.MaxUint64, TopicCreatedAtMs: math.MaxInt64}},
-		{"MoveFreeze/min", msg.MoveFreeze{Topic: "t", Partition: math.MinInt, Target: "n", MoveStartedAtMs: math.MinInt64, TopicIncarnation: 1, TopicCreatedAtMs: math.MinInt64}},
+		{"MoveFreeze/max", msg.MoveFreeze{MoveOf: maxMoveOf()}},
+		{"MoveFreeze/min", msg.MoveFreeze{MoveOf: minMoveOf()}},
 		{"MoveSweepCheck/zero", msg.MoveSweepCheck{}},
 		{"MoveSweepCheck/max", msg.MoveSweepCheck{Topic: MaxTopic(), Partition: math.MaxInt}},
 		{"MoveSweepCheck/min", msg.MoveSweepCheck{Topic: "t", Partition: math.MinInt}},
 		{"Decommission/zero", msg.Decommission{}},
 		{"Decommission/cancel-max", msg.Decommission{ID: MaxNodeID(), Cancel: true}},
 	}
+}
+
+// maxMoveOf and minMoveOf name a move with every field at its bound.
+func maxMoveOf() msg.MoveOf {
+	return msg.MoveOf{Topic: MaxTopic(), Partition: math.MaxInt, Target: MaxNodeID(), MoveStartedAtMs: math.MaxInt64,
+		TopicIncarnation: math.MaxUint64, TopicCreatedAtMs: math.MaxInt64}
+}
+
+func minMoveOf() msg.MoveOf {
+	return msg.MoveOf{Topic: "t", Partition: math.MinInt, Target: "n", MoveStartedAtMs: math.MinInt64, TopicIncarnation: 1, TopicCreatedAtMs: math.MinInt64}
 }
