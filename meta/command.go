@@ -137,15 +137,32 @@ type PlacementLimits struct {
 	PartitionsPerNodeMax int `json:"partitions_per_node_max,omitempty"`
 }
 
+// ExpectedCreation names the creation of its topic a command was checked
+// against, when either field is set: the command applies only to that
+// creation, not to a topic deleted and created again under the name since
+// (ErrGuardFailed). Zero is no guard, as in entries written before a
+// command carried it.
+type ExpectedCreation struct {
+	ExpectedIncarnation uint64 `json:"expected_incarnation,omitempty"`
+	ExpectedCreatedAtMs int64  `json:"expected_created_at_ms,omitempty"`
+}
+
+// Expecting is the guard on the creation identity.
+func Expecting(identity TopicIdentity) ExpectedCreation {
+	return ExpectedCreation{ExpectedIncarnation: identity.Incarnation, ExpectedCreatedAtMs: identity.CreatedAtMs}
+}
+
+// Expected is the creation the guard names (zero: none).
+func (e ExpectedCreation) Expected() TopicIdentity {
+	return TopicIdentity{Incarnation: e.ExpectedIncarnation, CreatedAtMs: e.ExpectedCreatedAtMs}
+}
+
 // DeleteTopic deletes a topic and its assignments.
 type DeleteTopic struct {
 	Name string `json:"name"`
-	// ExpectedIncarnation and ExpectedCreatedAtMs, when either is set,
-	// are the Identity of the topic the proposer checked: the delete
-	// applies only to that topic, not to one deleted and created again
-	// under the name since (ErrGuardFailed).
-	ExpectedIncarnation uint64 `json:"expected_incarnation,omitempty"`
-	ExpectedCreatedAtMs int64  `json:"expected_created_at_ms,omitempty"`
+	// ExpectedCreation is the topic the proposer checked: the delete
+	// applies only to it.
+	ExpectedCreation
 	// ExpectedOwner, when set, is the user the proposer's caller was
 	// checked against as the topic's owner (a caller who is not an
 	// admin): the change applies only while the topic is still that
@@ -161,12 +178,9 @@ type DeleteTopic struct {
 // evolves that version additively (CheckSchemaEvolution).
 type AlterTopic struct {
 	Name string `json:"name"`
-	// ExpectedIncarnation and ExpectedCreatedAtMs, when either is set,
-	// are the Identity of the topic the proposer checked the change
-	// against: it applies only to that topic, not to one deleted and
-	// created again under the name since (ErrGuardFailed).
-	ExpectedIncarnation       uint64   `json:"expected_incarnation,omitempty"`
-	ExpectedCreatedAtMs       int64    `json:"expected_created_at_ms,omitempty"`
+	// ExpectedCreation is the topic the proposer checked the change
+	// against: it applies only to it.
+	ExpectedCreation
 	RetentionMs               *int64   `json:"retention_ms,omitempty"`
 	VisibilityTimeoutMs       *int64   `json:"visibility_timeout_ms,omitempty"`
 	MaxInFlightPerPartition   *int     `json:"max_in_flight_per_partition,omitempty"`
@@ -293,12 +307,10 @@ type CompleteMove struct {
 	ExpectedOwner       string `json:"expected_owner"`
 	ExpectedTarget      string `json:"expected_target"`
 	ExpectedStartedAtMs int64  `json:"expected_started_at_ms,omitempty"`
-	// ExpectedIncarnation and ExpectedCreatedAtMs, when either is set,
-	// name the creation of the topic the move is of: a move's target and
+	// ExpectedCreation is the topic the move is of: a move's target and
 	// start may repeat across two creations of a name, and a late end of
 	// a deleted creation's move must not end the new creation's.
-	ExpectedIncarnation uint64 `json:"expected_incarnation,omitempty"`
-	ExpectedCreatedAtMs int64  `json:"expected_created_at_ms,omitempty"`
+	ExpectedCreation
 }
 
 // AbortMove clears the target, only if it is still ExpectedTarget and,
@@ -311,12 +323,10 @@ type AbortMove struct {
 	Partition           int    `json:"partition"`
 	ExpectedTarget      string `json:"expected_target"`
 	ExpectedStartedAtMs int64  `json:"expected_started_at_ms,omitempty"`
-	// ExpectedIncarnation and ExpectedCreatedAtMs, when either is set,
-	// name the creation of the topic the move is of: a move's target and
+	// ExpectedCreation is the topic the move is of: a move's target and
 	// start may repeat across two creations of a name, and a late end of
 	// a deleted creation's move must not end the new creation's.
-	ExpectedIncarnation uint64 `json:"expected_incarnation,omitempty"`
-	ExpectedCreatedAtMs int64  `json:"expected_created_at_ms,omitempty"`
+	ExpectedCreation
 }
 
 // ForcePromote is CompleteMove when the source died: the same guard, a
@@ -327,12 +337,10 @@ type ForcePromote struct {
 	ExpectedOwner       string `json:"expected_owner"`
 	ExpectedTarget      string `json:"expected_target"`
 	ExpectedStartedAtMs int64  `json:"expected_started_at_ms,omitempty"`
-	// ExpectedIncarnation and ExpectedCreatedAtMs, when either is set,
-	// name the creation of the topic the move is of: a move's target and
+	// ExpectedCreation is the topic the move is of: a move's target and
 	// start may repeat across two creations of a name, and a late end of
 	// a deleted creation's move must not end the new creation's.
-	ExpectedIncarnation uint64 `json:"expected_incarnation,omitempty"`
-	ExpectedCreatedAtMs int64  `json:"expected_created_at_ms,omitempty"`
+	ExpectedCreation
 }
 
 // PutUser creates or replaces a user. With CreateOnly it fails if the

@@ -70,7 +70,7 @@ func (c CompleteMove) apply(s *State) error {
 		return err
 	}
 	return s.flipOwner(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget, c.ExpectedStartedAtMs,
-		TopicIdentity{Incarnation: c.ExpectedIncarnation, CreatedAtMs: c.ExpectedCreatedAtMs})
+		c.Expected())
 }
 
 // apply flips ownership to the target (compare-and-swap), like
@@ -80,7 +80,7 @@ func (c ForcePromote) apply(s *State) error {
 		return err
 	}
 	return s.flipOwner(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget, c.ExpectedStartedAtMs,
-		TopicIdentity{Incarnation: c.ExpectedIncarnation, CreatedAtMs: c.ExpectedCreatedAtMs})
+		c.Expected())
 }
 
 // apply clears the target if it is still the expected one.
@@ -88,7 +88,7 @@ func (c AbortMove) apply(s *State) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	a, err := s.movingAssignment(c.Topic, c.Partition, TopicIdentity{Incarnation: c.ExpectedIncarnation, CreatedAtMs: c.ExpectedCreatedAtMs})
+	a, err := s.movingAssignment(c.Topic, c.Partition, c.Expected())
 	if err != nil {
 		return err
 	}

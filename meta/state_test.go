@@ -484,17 +484,17 @@ func TestTheEndOfAMoveOfADeletedCreationFails(t *testing.T) {
 	require.Equal(t, int64(150), assignmentOf(t, s, "t", 1).MoveStartedAtMs, "the same start as the deleted creation's move")
 
 	stale := CompleteMove{Topic: "t", Partition: 1, ExpectedOwner: "m2", ExpectedTarget: "m3", ExpectedStartedAtMs: 150,
-		ExpectedIncarnation: old.Incarnation, ExpectedCreatedAtMs: old.CreatedAtMs}
+		ExpectedCreation: Expecting(old)}
 	requireRejected(t, s, stale, ErrGuardFailed)
 	requireRejected(t, s, ForcePromote(stale), ErrGuardFailed)
 	requireRejected(t, s, AbortMove{Topic: "t", Partition: 1, ExpectedTarget: "m3", ExpectedStartedAtMs: 150,
-		ExpectedIncarnation: old.Incarnation, ExpectedCreatedAtMs: old.CreatedAtMs}, ErrGuardFailed)
+		ExpectedCreation: Expecting(old)}, ErrGuardFailed)
 
 	require.NoError(t, AbortMove{Topic: "t", Partition: 1, ExpectedTarget: "m3", ExpectedStartedAtMs: 150,
-		ExpectedIncarnation: current.Incarnation, ExpectedCreatedAtMs: current.CreatedAtMs}.apply(s))
+		ExpectedCreation: Expecting(current)}.apply(s))
 	require.NoError(t, SetTarget{Topic: "t", Partition: 1, ExpectedOwner: "m2", Target: "m3", NowMs: 900}.apply(s))
 	require.NoError(t, CompleteMove{Topic: "t", Partition: 1, ExpectedOwner: "m2", ExpectedTarget: "m3", ExpectedStartedAtMs: 900,
-		ExpectedIncarnation: current.Incarnation, ExpectedCreatedAtMs: current.CreatedAtMs}.apply(s))
+		ExpectedCreation: Expecting(current)}.apply(s))
 	require.Equal(t, "m3", assignmentOf(t, s, "t", 1).Owner)
 	require.NoError(t, SetTarget{Topic: "t", Partition: 1, ExpectedOwner: "m3", Target: "m2", NowMs: 1_000}.apply(s))
 	require.NoError(t, CompleteMove{Topic: "t", Partition: 1, ExpectedOwner: "m3", ExpectedTarget: "m2", ExpectedStartedAtMs: 1_000}.apply(s),
@@ -776,10 +776,10 @@ func TestAChangeOfADeletedTopicMissesItsNamesake(t *testing.T) {
 
 	retention := int64(60_000)
 	alter := func(identity TopicIdentity) AlterTopic {
-		return AlterTopic{Name: "t", RetentionMs: &retention, ExpectedIncarnation: identity.Incarnation, ExpectedCreatedAtMs: identity.CreatedAtMs}
+		return AlterTopic{Name: "t", RetentionMs: &retention, ExpectedCreation: Expecting(identity)}
 	}
 	remove := func(identity TopicIdentity) DeleteTopic {
-		return DeleteTopic{Name: "t", ExpectedIncarnation: identity.Incarnation, ExpectedCreatedAtMs: identity.CreatedAtMs}
+		return DeleteTopic{Name: "t", ExpectedCreation: Expecting(identity)}
 	}
 	requireRejected(t, s, alter(first.Identity()), ErrGuardFailed)
 	requireRejected(t, s, remove(first.Identity()), ErrGuardFailed)

@@ -78,7 +78,7 @@ func (c DeleteTopic) apply(s *State) error {
 	if err := s.checkOwnedBy(c.ExpectedOwner, c.Name); err != nil {
 		return err
 	}
-	if err := checkIdentity(record, TopicIdentity{Incarnation: c.ExpectedIncarnation, CreatedAtMs: c.ExpectedCreatedAtMs}); err != nil {
+	if err := checkIdentity(record, c.Expected()); err != nil {
 		return err
 	}
 	if len(record.Schemas) > 0 {
@@ -147,7 +147,7 @@ func (c AlterTopic) apply(s *State) error {
 	if err := s.checkOwnedBy(c.ExpectedOwner, c.Name); err != nil {
 		return err
 	}
-	if err := checkIdentity(record, TopicIdentity{Incarnation: c.ExpectedIncarnation, CreatedAtMs: c.ExpectedCreatedAtMs}); err != nil {
+	if err := checkIdentity(record, c.Expected()); err != nil {
 		return err
 	}
 	if err := c.checkGrowth(s, record); err != nil {

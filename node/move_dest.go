@@ -210,11 +210,7 @@ func (n *Node) startSession(key partitionKey, source string, moveStartedAtMs int
 	move := movedest.Move{Topic: key.topic, Partition: key.index, Source: source, Target: n.cfg.NodeID, StartedAtMs: moveStartedAtMs}
 	machine := movedest.New(move, n.sessionConfig(), n.nowMs)
 	machine.Restarted(restarts)
-	var identity meta.TopicIdentity
-	if t, ok := n.lookupTopic(key.topic); ok {
-		identity = t.identity
-	}
-	n.moves[key] = &moveSession{key: key, topic: identity, machine: machine, staged: staged, stagedDir: dir}
+	n.moves[key] = &moveSession{key: key, topic: n.creationOf(key.topic), machine: machine, staged: staged, stagedDir: dir}
 }
 
 // mayStartSession reports whether a session of the move may start now:

@@ -33,7 +33,7 @@ func (n *Node) applyMoveOutput(s *moveSession, out movedest.Output, cause error)
 		n.proposeFlip(s, action.Forced)
 	case movedest.ActionAbort:
 		n.propose(0, proposalMove, move.Topic, meta.AbortMove{Topic: move.Topic, Partition: move.Partition, ExpectedTarget: move.Target,
-			ExpectedStartedAtMs: move.StartedAtMs, ExpectedIncarnation: s.topic.Incarnation, ExpectedCreatedAtMs: s.topic.CreatedAtMs})
+			ExpectedStartedAtMs: move.StartedAtMs, ExpectedCreation: meta.Expecting(s.topic)})
 	case movedest.ActionRestart:
 		n.restartSession(s, cause)
 	default:
@@ -327,11 +327,11 @@ func (n *Node) proposeFlip(s *moveSession, forced bool) {
 	move := s.machine.Move()
 	var cmd meta.Command = meta.CompleteMove{Topic: move.Topic, Partition: move.Partition, ExpectedOwner: move.Source,
 		ExpectedTarget: move.Target, ExpectedStartedAtMs: move.StartedAtMs,
-		ExpectedIncarnation: s.topic.Incarnation, ExpectedCreatedAtMs: s.topic.CreatedAtMs}
+		ExpectedCreation: meta.Expecting(s.topic)}
 	if forced {
 		cmd = meta.ForcePromote{Topic: move.Topic, Partition: move.Partition, ExpectedOwner: move.Source,
 			ExpectedTarget: move.Target, ExpectedStartedAtMs: move.StartedAtMs,
-			ExpectedIncarnation: s.topic.Incarnation, ExpectedCreatedAtMs: s.topic.CreatedAtMs}
+			ExpectedCreation: meta.Expecting(s.topic)}
 	}
 	n.propose(0, proposalMove, move.Topic, cmd)
 }

@@ -54,9 +54,8 @@ func (n *Node) planMoves() {
 		chaos.Reached(chaos.MarkNodePlanAbort)
 		n.observer.Event("move-abort-planned", fmt.Sprintf("%s/%d to %s: %s", abort.Topic, abort.Index, abort.Target, abort.Reason))
 		assignment, _ := n.meta.State().Assignment(abort.Topic, abort.Index)
-		creation := n.creationOf(abort.Topic)
 		n.propose(0, proposalPlan, abort.Topic, meta.AbortMove{Topic: abort.Topic, Partition: abort.Index, ExpectedTarget: abort.Target,
-			ExpectedStartedAtMs: assignment.MoveStartedAtMs, ExpectedIncarnation: creation.Incarnation, ExpectedCreatedAtMs: creation.CreatedAtMs})
+			ExpectedStartedAtMs: assignment.MoveStartedAtMs, ExpectedCreation: meta.Expecting(n.creationOf(abort.Topic))})
 	}
 	for _, change := range result.Changes {
 		invariant.Check(change.To != "" && change.From != change.To, "node: the plan moves %s/%d from %q to %q", change.Topic, change.Index, change.From, change.To)
@@ -266,9 +265,8 @@ func (n *Node) abortUncopiedMoves(member string) {
 			}
 			chaos.Reached(chaos.MarkNodeCancelAbortsMove)
 			n.observer.Event("move-abort-on-cancel", fmt.Sprintf("%s/%d to %s: the drain of %s was cancelled", m.Topic, m.Partition, m.To, member))
-			creation := creations[m.Topic]
 			n.propose(0, proposalPlan, m.Topic, meta.AbortMove{Topic: m.Topic, Partition: m.Partition, ExpectedTarget: m.To,
-				ExpectedStartedAtMs: m.StartedAtMs, ExpectedIncarnation: creation.Incarnation, ExpectedCreatedAtMs: creation.CreatedAtMs})
+				ExpectedStartedAtMs: m.StartedAtMs, ExpectedCreation: meta.Expecting(creations[m.Topic])})
 		}
 	})
 }
@@ -338,13 +336,4 @@ func contains(values []string, value string) bool {
 		}
 	}
 	return false
-}
-
-// creationOf is the creation of topicName this node's replica shows (zero
-// when it shows none), which the end of a move of it names.
-func (n *Node) creationOf(topicName string) meta.TopicIdentity {
-	if t, ok := n.lookupTopic(topicName); ok {
-		return t.identity
-	}
-	return meta.TopicIdentity{}
 }

@@ -192,9 +192,8 @@ func (n *Node) expireFreezes() {
 		}
 		chaos.Reached(chaos.MarkNodeFreezeExpired)
 		n.observer.Event("freeze-expired", fmt.Sprintf("%s: the move to %s did not complete; aborting it", p.dir, p.freeze.Target()))
-		creation := n.creationOf(p.key.topic)
 		abort := meta.AbortMove{Topic: p.key.topic, Partition: p.key.index, ExpectedTarget: p.freeze.Target(), ExpectedStartedAtMs: p.freeze.MoveStartedAtMs(),
-			ExpectedIncarnation: creation.Incarnation, ExpectedCreatedAtMs: creation.CreatedAtMs}
+			ExpectedCreation: meta.Expecting(n.creationOf(p.key.topic))}
 		if !n.propose(0, proposalMove, p.key.topic, abort) {
 			// No leader to propose to (this node restarted, or stands for
 			// election): ask again once one is likely known, not a whole

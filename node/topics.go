@@ -244,8 +244,8 @@ func (n *Node) alterTopic(id msg.RequestID, r msg.AlterTopic) {
 		RetentionMs: resolvedIf(r.RetentionMs, &info.RetentionMs), VisibilityTimeoutMs: resolvedIf(r.VisibilityTimeoutMs, &info.VisibilityTimeoutMs),
 		MaxInFlightPerPartition: resolvedIf(r.InFlightMax, &info.InFlightMax), MaxAckedAheadPerPartition: resolvedIf(r.AckedAheadMax, &info.AckedAheadMax),
 		MaxDeliveries: resolvedIf(r.MaxDeliveries, &info.MaxDeliveries), DeadLetterTopic: resolvedIf(r.DeadLetterTopic, &info.DeadLetterTopic),
-		ExpectedOwner:       r.ExpectedOwner,
-		ExpectedIncarnation: t.identity.Incarnation, ExpectedCreatedAtMs: t.identity.CreatedAtMs}
+		ExpectedOwner:    r.ExpectedOwner,
+		ExpectedCreation: meta.Expecting(t.identity)}
 	if info.Partitions > t.info.Partitions {
 		cmd.Partitions = &info.Partitions
 		cmd.NewOwners = n.placePartitions(info.Name, t.info.Partitions, info.Partitions)
@@ -306,7 +306,7 @@ func (n *Node) deleteTopic(id msg.RequestID, r msg.DeleteTopic) {
 		return
 	}
 	n.propose(id, proposalDeleteTopic, r.Name, meta.DeleteTopic{Name: r.Name, ExpectedOwner: r.ExpectedOwner,
-		ExpectedIncarnation: t.identity.Incarnation, ExpectedCreatedAtMs: t.identity.CreatedAtMs})
+		ExpectedCreation: meta.Expecting(t.identity)})
 }
 
 // dropTopicState forgets every partition of a topic that is gone (or was

@@ -70,6 +70,15 @@ func (n *Node) lookupTopic(name string) (*topic, bool) {
 	return t, true
 }
 
+// creationOf is the creation of topicName this node's replica shows (zero
+// when it shows none): what a move's requests and its end name.
+func (n *Node) creationOf(topicName string) meta.TopicIdentity {
+	if t, ok := n.lookupTopic(topicName); ok {
+		return t.identity
+	}
+	return meta.TopicIdentity{}
+}
+
 func topicInfoOf(r meta.TopicRecord) msg.TopicInfo {
 	info := msg.TopicInfo{
 		Name: r.Name, Partitions: r.Partitions, RetentionMs: r.RetentionMs,

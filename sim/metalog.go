@@ -246,7 +246,7 @@ func (l *metaLog) applyCommand(command meta.Command) {
 		l.createTopic(c)
 	case meta.DeleteTopic:
 		_, exists := l.topics[c.Name]
-		if exists && l.ownedBy(c.Name, c.ExpectedOwner) && l.identityHolds(c.Name, meta.TopicIdentity{Incarnation: c.ExpectedIncarnation, CreatedAtMs: c.ExpectedCreatedAtMs}) {
+		if exists && l.ownedBy(c.Name, c.ExpectedOwner) && l.identityHolds(c.Name, c.Expected()) {
 			l.deletions[c.Name] = append(l.deletions[c.Name], l.deletion(c.Name))
 			delete(l.topics, c.Name)
 			delete(l.identities, c.Name)
@@ -257,11 +257,11 @@ func (l *metaLog) applyCommand(command meta.Command) {
 	case meta.SetTarget:
 		l.setTarget(c)
 	case meta.CompleteMove:
-		if l.identityHolds(c.Topic, meta.TopicIdentity{Incarnation: c.ExpectedIncarnation, CreatedAtMs: c.ExpectedCreatedAtMs}) {
+		if l.identityHolds(c.Topic, c.Expected()) {
 			l.flip(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget, c.ExpectedStartedAtMs)
 		}
 	case meta.ForcePromote:
-		if l.identityHolds(c.Topic, meta.TopicIdentity{Incarnation: c.ExpectedIncarnation, CreatedAtMs: c.ExpectedCreatedAtMs}) &&
+		if l.identityHolds(c.Topic, c.Expected()) &&
 			l.flip(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget, c.ExpectedStartedAtMs) {
 			l.movesForced++
 		}
@@ -371,8 +371,7 @@ func (l *metaLog) identityHolds(name string, expected meta.TopicIdentity) bool {
 // growTopic adds the partitions of an AlterTopic that grows the topic.
 func (l *metaLog) growTopic(c meta.AlterTopic) {
 	assignments, exists := l.topics[c.Name]
-	guard := meta.TopicIdentity{Incarnation: c.ExpectedIncarnation, CreatedAtMs: c.ExpectedCreatedAtMs}
-	if !exists || !l.identityHolds(c.Name, guard) || !l.ownedBy(c.Name, c.ExpectedOwner) || l.overPerNodeLimit(c.NewOwners, c.Limits.PartitionsPerNodeMax) || c.Partitions == nil || *c.Partitions-len(assignments) != len(c.NewOwners) || !l.allReceiving(c.NewOwners) {
+	if !exists || !l.identityHolds(c.Name, c.Expected()) || !l.ownedBy(c.Name, c.ExpectedOwner) || l.overPerNodeLimit(c.NewOwners, c.Limits.PartitionsPerNodeMax) || c.Partitions == nil || *c.Partitions-len(assignments) != len(c.NewOwners) || !l.allReceiving(c.NewOwners) {
 		return
 	}
 	for _, owner := range c.NewOwners {
@@ -431,7 +430,7 @@ func (l *metaLog) flip(topic string, partition int, expectedOwner, expectedTarge
 
 func (l *metaLog) abortMove(c meta.AbortMove) {
 	a := l.assignment(c.Topic, c.Partition)
-	if a == nil || a.Target != c.ExpectedTarget || !l.identityHolds(c.Topic, meta.TopicIdentity{Incarnation: c.ExpectedIncarnation, CreatedAtMs: c.ExpectedCreatedAtMs}) {
+	if a == nil || a.Target != c.ExpectedTarget || !l.identityHolds(c.Topic, c.Expected()) {
 		return
 	}
 	if c.ExpectedStartedAtMs != 0 && a.MoveStartedAtMs != c.ExpectedStartedAtMs {

@@ -173,14 +173,14 @@ func TestMetaLogKeepsTopicIdentities(t *testing.T) {
 	l.applyCommand(meta.CreateTopic{Name: "t", Owners: []string{"n1"}, CreatedAtMs: 5, Numbered: true})
 	require.Equal(t, meta.TopicIdentity{Incarnation: 2, CreatedAtMs: 5}, l.identities["t"], "created again within the same millisecond")
 
-	l.applyCommand(meta.DeleteTopic{Name: "t", ExpectedIncarnation: first.Incarnation, ExpectedCreatedAtMs: first.CreatedAtMs})
+	l.applyCommand(meta.DeleteTopic{Name: "t", ExpectedCreation: meta.Expecting(first)})
 	require.Contains(t, l.topics, "t", "a delete checked against the first topic leaves the second")
 	two := 2
-	l.applyCommand(meta.AlterTopic{Name: "t", Partitions: &two, NewOwners: []string{"n1"}, ExpectedIncarnation: first.Incarnation, ExpectedCreatedAtMs: first.CreatedAtMs})
+	l.applyCommand(meta.AlterTopic{Name: "t", Partitions: &two, NewOwners: []string{"n1"}, ExpectedCreation: meta.Expecting(first)})
 	require.Len(t, l.topics["t"], 1, "so does an alter")
-	l.applyCommand(meta.AlterTopic{Name: "t", Partitions: &two, NewOwners: []string{"n1"}, ExpectedIncarnation: 2, ExpectedCreatedAtMs: 5})
+	l.applyCommand(meta.AlterTopic{Name: "t", Partitions: &two, NewOwners: []string{"n1"}, ExpectedCreation: meta.ExpectedCreation{ExpectedIncarnation: 2, ExpectedCreatedAtMs: 5}})
 	require.Len(t, l.topics["t"], 2, "an alter checked against it grows it")
-	l.applyCommand(meta.DeleteTopic{Name: "t", ExpectedIncarnation: 2, ExpectedCreatedAtMs: 5})
+	l.applyCommand(meta.DeleteTopic{Name: "t", ExpectedCreation: meta.ExpectedCreation{ExpectedIncarnation: 2, ExpectedCreatedAtMs: 5}})
 	require.NotContains(t, l.topics, "t")
 	require.NotContains(t, l.identities, "t")
 }
@@ -222,9 +222,9 @@ func TestMetaLogRefusesWhatMetaRefuses(t *testing.T) {
 	started := l.topics["u"][0].MoveStartedAtMs
 	require.Equal(t, "n2", l.topics["u"][0].Target)
 	ended := []meta.Command{
-		meta.CompleteMove{Topic: "u", Partition: 0, ExpectedOwner: "n1", ExpectedTarget: "n2", ExpectedStartedAtMs: started, ExpectedIncarnation: 99},
-		meta.ForcePromote{Topic: "u", Partition: 0, ExpectedOwner: "n1", ExpectedTarget: "n2", ExpectedStartedAtMs: started, ExpectedIncarnation: 99},
-		meta.AbortMove{Topic: "u", Partition: 0, ExpectedTarget: "n2", ExpectedStartedAtMs: started, ExpectedIncarnation: 99},
+		meta.CompleteMove{Topic: "u", Partition: 0, ExpectedOwner: "n1", ExpectedTarget: "n2", ExpectedStartedAtMs: started, ExpectedCreation: meta.ExpectedCreation{ExpectedIncarnation: 99}},
+		meta.ForcePromote{Topic: "u", Partition: 0, ExpectedOwner: "n1", ExpectedTarget: "n2", ExpectedStartedAtMs: started, ExpectedCreation: meta.ExpectedCreation{ExpectedIncarnation: 99}},
+		meta.AbortMove{Topic: "u", Partition: 0, ExpectedTarget: "n2", ExpectedStartedAtMs: started, ExpectedCreation: meta.ExpectedCreation{ExpectedIncarnation: 99}},
 	}
 	for _, command := range ended {
 		l.applyCommand(command)
@@ -232,6 +232,6 @@ func TestMetaLogRefusesWhatMetaRefuses(t *testing.T) {
 			"%T of another creation of the topic", command)
 	}
 	l.applyCommand(meta.CompleteMove{Topic: "u", Partition: 0, ExpectedOwner: "n1", ExpectedTarget: "n2", ExpectedStartedAtMs: started,
-		ExpectedIncarnation: l.identities["u"].Incarnation, ExpectedCreatedAtMs: l.identities["u"].CreatedAtMs})
+		ExpectedCreation: meta.Expecting(l.identities["u"])})
 	require.Equal(t, "n2", l.topics["u"][0].Owner, "the flip of this creation's move")
 }

@@ -52,9 +52,9 @@ type modelTopic struct {
 
 // changedSince reports whether a change guarded by the identity of the
 // topic it was checked against (zero: no guard) finds another topic.
-func (t *modelTopic) changedSince(expectedIncarnation uint64, expectedCreatedAtMs int64) bool {
-	guarded := expectedIncarnation != 0 || expectedCreatedAtMs != 0
-	return guarded && (expectedIncarnation != t.incarnation || expectedCreatedAtMs != t.createdAtMs)
+func (t *modelTopic) changedSince(expected meta.ExpectedCreation) bool {
+	guarded := expected.ExpectedIncarnation != 0 || expected.ExpectedCreatedAtMs != 0
+	return guarded && (expected.ExpectedIncarnation != t.incarnation || expected.ExpectedCreatedAtMs != t.createdAtMs)
 }
 
 // modelPlacement places one partition. Invariant: target is empty or
@@ -94,9 +94,9 @@ func (m *metaModel) apply(command meta.Command) (refusal string, touched string)
 	case meta.SetTarget:
 		return m.setTarget(c), "topic " + c.Topic
 	case meta.CompleteMove:
-		return m.flip(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget, c.ExpectedStartedAtMs, c.ExpectedIncarnation, c.ExpectedCreatedAtMs), "topic " + c.Topic
+		return m.flip(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget, c.ExpectedStartedAtMs, c.ExpectedCreation), "topic " + c.Topic
 	case meta.ForcePromote:
-		return m.flip(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget, c.ExpectedStartedAtMs, c.ExpectedIncarnation, c.ExpectedCreatedAtMs), "topic " + c.Topic
+		return m.flip(c.Topic, c.Partition, c.ExpectedOwner, c.ExpectedTarget, c.ExpectedStartedAtMs, c.ExpectedCreation), "topic " + c.Topic
 	case meta.AbortMove:
 		return m.abortMove(c), "topic " + c.Topic
 	}
@@ -212,7 +212,7 @@ func (m *metaModel) deleteTopic(c meta.DeleteTopic) string {
 		return "no such topic"
 	case c.ExpectedOwner != "" && t.owner != c.ExpectedOwner:
 		return "the topic is not the expected owner's"
-	case t.changedSince(c.ExpectedIncarnation, c.ExpectedCreatedAtMs):
+	case t.changedSince(c.ExpectedCreation):
 		return "the topic was created again since the check"
 	}
 	delete(m.topics, c.Name)
@@ -230,7 +230,7 @@ func (m *metaModel) alterTopic(c meta.AlterTopic) string {
 		return "no such topic"
 	case c.ExpectedOwner != "" && t.owner != c.ExpectedOwner:
 		return "the topic is not the expected owner's"
-	case t.changedSince(c.ExpectedIncarnation, c.ExpectedCreatedAtMs):
+	case t.changedSince(c.ExpectedCreation):
 		return "the topic was created again since the check"
 	case len(c.Schema) > 0:
 		t.unmodelled = true // the schema guard is not modelled
@@ -319,7 +319,7 @@ func (m *metaModel) setTarget(c meta.SetTarget) string {
 // the proposer names the move's start, the move is still that one, and
 // when it names the topic's creation, the topic is still that one.
 func (m *metaModel) flip(topic string, partition int, expectedOwner, expectedTarget string, expectedStartedAtMs int64,
-	expectedIncarnation uint64, expectedCreatedAtMs int64) string {
+	expected meta.ExpectedCreation) string {
 	if expectedOwner == "" || expectedTarget == "" {
 		return "malformed"
 	}
@@ -327,7 +327,7 @@ func (m *metaModel) flip(topic string, partition int, expectedOwner, expectedTar
 	switch {
 	case p == nil:
 		return why
-	case m.topics[topic].changedSince(expectedIncarnation, expectedCreatedAtMs):
+	case m.topics[topic].changedSince(expected):
 		return "the topic was created again since the check"
 	case p.owner != expectedOwner || p.target != expectedTarget:
 		return fmt.Sprintf("placement is %s -> %q", p.owner, p.target)
@@ -347,7 +347,7 @@ func (m *metaModel) abortMove(c meta.AbortMove) string {
 	switch {
 	case p == nil:
 		return why
-	case m.topics[c.Topic].changedSince(c.ExpectedIncarnation, c.ExpectedCreatedAtMs):
+	case m.topics[c.Topic].changedSince(c.ExpectedCreation):
 		return "the topic was created again since the check"
 	case p.target != c.ExpectedTarget:
 		return fmt.Sprintf("the target is %q", p.target)

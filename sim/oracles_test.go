@@ -73,12 +73,12 @@ func TestMetaModelRefusesTheEndOfAMoveOfAnotherCreation(t *testing.T) {
 		refused bool
 	}{
 		{meta.SetTarget{Topic: "t", ExpectedOwner: "n1", Target: "n2", NowMs: 100}, false},
-		{meta.CompleteMove{Topic: "t", ExpectedOwner: "n1", ExpectedTarget: "n2", ExpectedStartedAtMs: 100, ExpectedIncarnation: other}, true},
-		{meta.ForcePromote{Topic: "t", ExpectedOwner: "n1", ExpectedTarget: "n2", ExpectedStartedAtMs: 100, ExpectedIncarnation: other}, true},
-		{meta.AbortMove{Topic: "t", ExpectedTarget: "n2", ExpectedStartedAtMs: 100, ExpectedIncarnation: other}, true},
-		{meta.CompleteMove{Topic: "t", ExpectedOwner: "n1", ExpectedTarget: "n2", ExpectedStartedAtMs: 100, ExpectedCreatedAtMs: current.createdAtMs + 1}, true},
+		{meta.CompleteMove{Topic: "t", ExpectedOwner: "n1", ExpectedTarget: "n2", ExpectedStartedAtMs: 100, ExpectedCreation: meta.ExpectedCreation{ExpectedIncarnation: other}}, true},
+		{meta.ForcePromote{Topic: "t", ExpectedOwner: "n1", ExpectedTarget: "n2", ExpectedStartedAtMs: 100, ExpectedCreation: meta.ExpectedCreation{ExpectedIncarnation: other}}, true},
+		{meta.AbortMove{Topic: "t", ExpectedTarget: "n2", ExpectedStartedAtMs: 100, ExpectedCreation: meta.ExpectedCreation{ExpectedIncarnation: other}}, true},
+		{meta.CompleteMove{Topic: "t", ExpectedOwner: "n1", ExpectedTarget: "n2", ExpectedStartedAtMs: 100, ExpectedCreation: meta.ExpectedCreation{ExpectedCreatedAtMs: current.createdAtMs + 1}}, true},
 		{meta.CompleteMove{Topic: "t", ExpectedOwner: "n1", ExpectedTarget: "n2", ExpectedStartedAtMs: 100,
-			ExpectedIncarnation: current.incarnation, ExpectedCreatedAtMs: current.createdAtMs}, false},
+			ExpectedCreation: meta.ExpectedCreation{ExpectedIncarnation: current.incarnation, ExpectedCreatedAtMs: current.createdAtMs}}, false},
 	}
 	for i, step := range steps {
 		refusal, _ := m.apply(step.command)
