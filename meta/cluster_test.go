@@ -28,8 +28,10 @@ func TestClusterReplicatesInOrder(t *testing.T) {
 			c.requireApplied(c.propose(leader, createTopic("orders", "n1", "n2", "n3")), nil)
 			c.requireApplied(c.propose(leader, createTopic("orders", "n1")), ErrTopicExists)
 			c.requireApplied(c.propose(leader, SetTarget{Topic: "orders", Partition: 1, ExpectedOwner: "n2", Target: "n3", NowMs: 20}), nil)
-			c.requireApplied(c.propose(leader, CompleteMove{Topic: "orders", Partition: 1, ExpectedOwner: "n2", ExpectedTarget: "n3"}), nil)
-			c.requireApplied(c.propose(leader, CompleteMove{Topic: "orders", Partition: 1, ExpectedOwner: "n2", ExpectedTarget: "n3"}), ErrGuardFailed)
+			c.requireApplied(c.propose(leader, CompleteMove{Topic: "orders", Partition: 1, ExpectedOwner: "n2", ExpectedTarget: "n3",
+				ExpectedCreation: c.creation(leader, "orders")}), nil)
+			c.requireApplied(c.propose(leader, CompleteMove{Topic: "orders", Partition: 1, ExpectedOwner: "n2", ExpectedTarget: "n3",
+				ExpectedCreation: c.creation(leader, "orders")}), ErrGuardFailed)
 			c.requireConverged()
 			for _, id := range c.ids {
 				a, found := c.meta(id).State().Assignment("orders", 1)
@@ -64,6 +66,37 @@ func TestFollowerProposalsAreForwarded(t *testing.T) {
 	_, err := c.meta(otherThan(c.ids, leader)[0]).Propose(DeleteTopic{})
 	require.ErrorIs(t, err, ErrInvalidCommand, "an invalid command never reaches the log")
 	c.requireSameEntries()
+}
+
+// Property: Propose refuses every command that embeds ExpectedCreation
+// when it names none, and nothing reaches the log; the same command naming
+// the creation commits. (Apply still takes one naming none: entries
+// written before the guard existed; TestCompleteMoveAndForcePromote.)
+func TestAProposalOfAGuardedCommandMustNameTheCreation(t *testing.T) {
+	cryptotest.SetGlobalRandom(t, 12)
+	c := newTestCluster(t, 1, 12, false, nil)
+	leader := c.waitLeader()
+	c.heartbeatAll(leader, 10)
+	c.requireApplied(c.propose(leader, createTopic("orders", leader)), nil)
+	retention := int64(60_000)
+	unguarded := []Command{
+		DeleteTopic{Name: "orders"},
+		AlterTopic{Name: "orders", RetentionMs: &retention},
+		CompleteMove{Topic: "orders", Partition: 0, ExpectedOwner: leader, ExpectedTarget: "n2"},
+		ForcePromote{Topic: "orders", Partition: 0, ExpectedOwner: leader, ExpectedTarget: "n2"},
+		AbortMove{Topic: "orders", Partition: 0, ExpectedTarget: "n2"},
+	}
+	applied := c.meta(leader).AppliedIndex()
+	for _, cmd := range unguarded {
+		_, err := c.meta(leader).Propose(cmd)
+		require.ErrorIs(t, err, ErrInvalidCommand, "%T naming no creation", cmd)
+		require.ErrorContains(t, err, "names no creation")
+	}
+	c.stabilize()
+	require.Equal(t, applied, c.meta(leader).AppliedIndex(), "a refused proposal reached the log")
+	creation := c.creation(leader, "orders")
+	c.requireApplied(c.propose(leader, AlterTopic{Name: "orders", RetentionMs: &retention, ExpectedCreation: creation}), nil)
+	c.requireApplied(c.propose(leader, DeleteTopic{Name: "orders", ExpectedCreation: creation}), nil)
 }
 
 // Property: a restarted node proposing in the same term does not repeat a
@@ -373,7 +406,7 @@ func determinismScenario(t *testing.T, seed uint64) uint64 {
 	c.tick(3 * defaultElectionTicks)
 	c.heal()
 	leader = c.waitLeader()
-	c.propose(leader, DeleteTopic{Name: "t3"})
+	c.propose(leader, DeleteTopic{Name: "t3", ExpectedCreation: c.creation(leader, "t3")})
 	c.start(otherThan(c.ids, c.running()...)[0])
 	c.tick(10)
 	c.requireConverged()

@@ -157,6 +157,23 @@ func (e ExpectedCreation) Expected() TopicIdentity {
 	return TopicIdentity{Incarnation: e.ExpectedIncarnation, CreatedAtMs: e.ExpectedCreatedAtMs}
 }
 
+// creationGuarded is a command that embeds ExpectedCreation. Propose
+// refuses one that names no creation: a proposer of this release always
+// knows the topic it checked, and one that forgot would turn the guard
+// off without any test noticing. Apply still takes it (entries written
+// before the guard existed name none).
+type creationGuarded interface{ guardedCreation() ExpectedCreation }
+
+func (e ExpectedCreation) guardedCreation() ExpectedCreation { return e }
+
+// checkNamesCreation is Propose's check of a creationGuarded command.
+func checkNamesCreation(cmd Command) error {
+	if guarded, ok := cmd.(creationGuarded); ok && guarded.guardedCreation() == (ExpectedCreation{}) {
+		return invalidf("%T names no creation of its topic (ExpectedCreation)", cmd)
+	}
+	return nil
+}
+
 // DeleteTopic deletes a topic and its assignments.
 type DeleteTopic struct {
 	Name string `json:"name"`

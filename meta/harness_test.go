@@ -158,6 +158,15 @@ func (c *testCluster) meta(id string) *Meta {
 	return node.meta
 }
 
+// creation is the guard on the topic's creation as node id's replica
+// shows it (every proposal of a command that embeds ExpectedCreation must
+// name one).
+func (c *testCluster) creation(id, topic string) ExpectedCreation {
+	record, found := c.meta(id).State().Topic(topic)
+	require.True(c.t, found, "topic %s on %s", topic, id)
+	return Expecting(record.Identity())
+}
+
 // running lists the running nodes, sorted.
 func (c *testCluster) running() []string {
 	var ids []string

@@ -35,6 +35,9 @@ func (m *Meta) Propose(cmd Command) (ProposalID, error) {
 	if err := cmd.Validate(); err != nil {
 		return ProposalID{}, err
 	}
+	if err := checkNamesCreation(cmd); err != nil {
+		return ProposalID{}, err
+	}
 	id := m.nextProposalID()
 	data, err := EncodeCommand(id, cmd)
 	if err != nil {

@@ -216,7 +216,8 @@ func TestSnapshotInstalledReplicaHasTheSchemas(t *testing.T) {
 	create := createTopic("typed", leader)
 	create.Schema = compacted(t, personSchema)
 	c.requireApplied(c.propose(leader, create), nil)
-	c.requireApplied(c.propose(leader, AlterTopic{Name: "typed", Schema: compacted(t, string(schemaWith("email"))), SchemaAfterVersion: 1}), nil)
+	c.requireApplied(c.propose(leader, AlterTopic{Name: "typed", Schema: compacted(t, string(schemaWith("email"))), SchemaAfterVersion: 1,
+		ExpectedCreation: c.creation(leader, "typed")}), nil)
 	for i := range 60 {
 		c.requireApplied(c.propose(leader, MemberHeartbeat{ID: leader, HTTPAddr: leader + ":7942", ClusterAddr: leader + ":7943", NowMs: int64(100 + i)}), nil)
 	}
@@ -232,7 +233,8 @@ func TestSnapshotInstalledReplicaHasTheSchemas(t *testing.T) {
 	require.Equal(t, want.Schemas, got.Schemas)
 	require.Greater(t, c.meta(lagging).State().SchemaEpoch(), epoch, "the installed snapshot changed the schema epoch")
 	third := strings.Replace(string(schemaWith("email")), `"properties":{`, `"properties":{"phone":{"type":"string"},`, 1)
-	c.requireApplied(c.propose(leader, AlterTopic{Name: "typed", Schema: compacted(t, third), SchemaAfterVersion: 2}), nil)
+	c.requireApplied(c.propose(leader, AlterTopic{Name: "typed", Schema: compacted(t, third), SchemaAfterVersion: 2,
+		ExpectedCreation: c.creation(leader, "typed")}), nil)
 	c.requireConverged()
 	want, _ = c.meta(leader).State().Topic("typed")
 	got, _ = c.meta(lagging).State().Topic("typed")

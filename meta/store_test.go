@@ -129,7 +129,7 @@ func TestSingleNodeRestart(t *testing.T) {
 	require.Equal(t, applied, c.meta(leader).AppliedIndex())
 	require.Equal(t, []uint64{1}, c.meta(leader).State().ConfState().Voters)
 	leader = c.waitLeader()
-	c.requireApplied(c.propose(leader, DeleteTopic{Name: "t"}), nil)
+	c.requireApplied(c.propose(leader, DeleteTopic{Name: "t", ExpectedCreation: c.creation(leader, "t")}), nil)
 }
 
 // Property: a closed Meta refuses work; a failed Persist finishes the

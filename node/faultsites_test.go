@@ -138,7 +138,8 @@ func TestADelayedMoveProposalIsMadeOneProposalTimeoutLater(t *testing.T) {
 	h.createTopic("t")
 	chaos.Force(chaos.SiteNodeMoveProposalDelayed)
 	defer chaos.Reset()
-	h.node.propose(0, proposalMove, "t", meta.AbortMove{Topic: "t", Partition: 0, ExpectedTarget: "nobody"})
+	h.node.propose(0, proposalMove, "t", meta.AbortMove{Topic: "t", Partition: 0, ExpectedTarget: "nobody",
+		ExpectedCreation: meta.Expecting(h.node.creationOf("t"))})
 	require.Zero(t, pendingKinds(h.node)[proposalMove], "put off, not proposed")
 	h.node.Tick(h.nowMs + h.cfg.ProposalTimeoutMs - 1)
 	require.Zero(t, pendingKinds(h.node)[proposalMove])
@@ -152,7 +153,8 @@ func TestADuplicatedMoveProposalIsMadeAgainLater(t *testing.T) {
 	h.createTopic("t")
 	chaos.Force(chaos.SiteNodeMoveProposalDuplicated)
 	defer chaos.Reset()
-	h.node.propose(0, proposalMove, "t", meta.AbortMove{Topic: "t", Partition: 0, ExpectedTarget: "nobody"})
+	h.node.propose(0, proposalMove, "t", meta.AbortMove{Topic: "t", Partition: 0, ExpectedTarget: "nobody",
+		ExpectedCreation: meta.Expecting(h.node.creationOf("t"))})
 	require.Equal(t, 1, pendingKinds(h.node)[proposalMove], "proposed at once")
 	h.flush()
 	require.Zero(t, pendingKinds(h.node)[proposalMove], "its outcome arrived (the guard refused it)")

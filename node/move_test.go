@@ -466,7 +466,8 @@ func TestAStaleFlipOfAReplacedMoveFails(t *testing.T) {
 	staleFlips := len(held)
 	require.Positive(t, staleFlips)
 
-	_, err := c.nodes[leader].meta.Propose(meta.AbortMove{Topic: "t", Partition: partition, ExpectedTarget: target})
+	_, err := c.nodes[leader].meta.Propose(meta.AbortMove{Topic: "t", Partition: partition, ExpectedTarget: target,
+		ExpectedCreation: c.creation(leader, "t")})
 	require.NoError(t, err)
 	c.tick(100)
 	require.NoError(t, c.do(source, producePinned("t", partition, "between the moves")).Err)
@@ -713,7 +714,8 @@ func installedAwaitingFlip(t *testing.T) (*clusterHarness, string, string, strin
 func TestAnAbortAfterTheInstallRollsTheCopyBack(t *testing.T) {
 	c, leader, target, dir := installedAwaitingFlip(t)
 
-	_, err := c.nodes[leader].meta.Propose(meta.AbortMove{Topic: "t", Partition: 0, ExpectedTarget: target})
+	_, err := c.nodes[leader].meta.Propose(meta.AbortMove{Topic: "t", Partition: 0, ExpectedTarget: target,
+		ExpectedCreation: c.creation(leader, "t")})
 	require.NoError(t, err)
 	c.tick(100)
 	require.Empty(t, c.nodes[target].MoveSessions())
@@ -767,7 +769,8 @@ func TestASessionEndedWhileItsJobIsOutLeavesTheFilesToTheJob(t *testing.T) {
 	c, leader, _, target, out := finalizeJobHeld(t)
 	staged := out.job.pending.job.stagedDir
 
-	_, err := c.nodes[leader].meta.Propose(meta.AbortMove{Topic: "t", Partition: 0, ExpectedTarget: target})
+	_, err := c.nodes[leader].meta.Propose(meta.AbortMove{Topic: "t", Partition: 0, ExpectedTarget: target,
+		ExpectedCreation: c.creation(leader, "t")})
 	require.NoError(t, err)
 	c.tick(100)
 	require.Empty(t, c.nodes[target].MoveSessions(), "the aborted session ended")
@@ -795,7 +798,8 @@ func TestASessionEndedWhileItsJobIsOutLeavesTheFilesToTheJob(t *testing.T) {
 // partition stays its source's.
 func TestAnAbortedJobsCopyGoesOnceNoMoveTargetsTheNode(t *testing.T) {
 	c, leader, source, target, out := finalizeJobHeld(t)
-	_, err := c.nodes[leader].meta.Propose(meta.AbortMove{Topic: "t", Partition: 0, ExpectedTarget: target})
+	_, err := c.nodes[leader].meta.Propose(meta.AbortMove{Topic: "t", Partition: 0, ExpectedTarget: target,
+		ExpectedCreation: c.creation(leader, "t")})
 	require.NoError(t, err)
 	c.tick(100)
 	require.Empty(t, c.nodes[target].MoveSessions(), "the aborted session ended")
@@ -815,7 +819,7 @@ func (c *clusterHarness) proposeFlip(leader, source, target string) {
 	a, ok := c.nodes[leader].meta.State().Assignment("t", 0)
 	require.True(c.t, ok)
 	_, err := c.nodes[leader].meta.Propose(meta.CompleteMove{Topic: "t", Partition: 0, ExpectedOwner: source,
-		ExpectedTarget: target, ExpectedStartedAtMs: a.MoveStartedAtMs})
+		ExpectedTarget: target, ExpectedStartedAtMs: a.MoveStartedAtMs, ExpectedCreation: c.creation(leader, "t")})
 	require.NoError(c.t, err)
 }
 
@@ -917,7 +921,8 @@ func TestALateFinalizeJobOfAnEndedSessionIsDiscardedUnrun(t *testing.T) {
 	c, leader, _, target, key := lateFinalizeJob(t)
 	staged := c.nodes[target].moves[key].stagedDir
 
-	_, err := c.nodes[leader].meta.Propose(meta.AbortMove{Topic: "t", Partition: 0, ExpectedTarget: target})
+	_, err := c.nodes[leader].meta.Propose(meta.AbortMove{Topic: "t", Partition: 0, ExpectedTarget: target,
+		ExpectedCreation: c.creation(leader, "t")})
 	require.NoError(t, err)
 	c.tick(100)
 	require.Empty(t, c.nodes[target].MoveSessions(), "the aborted session ended")
@@ -1029,7 +1034,8 @@ func TestStagingMovesWhileACopyIsBuilt(t *testing.T) {
 	require.True(t, c.nodes[target].StagingMoves(), "a session builds its copy")
 	c.tickUntil(100, 100, func() bool { s := c.nodes[target].moves[key]; return s != nil && s.jobOut })
 
-	_, err := c.nodes[leader].meta.Propose(meta.AbortMove{Topic: "t", Partition: 0, ExpectedTarget: target})
+	_, err := c.nodes[leader].meta.Propose(meta.AbortMove{Topic: "t", Partition: 0, ExpectedTarget: target,
+		ExpectedCreation: c.creation(leader, "t")})
 	require.NoError(t, err)
 	c.tick(100)
 	require.Empty(t, c.nodes[target].MoveSessions())

@@ -60,9 +60,18 @@ func TestALateAnswerToAnEndedSessionDrivesNothing(t *testing.T) {
 	require.Zero(t, asked, "the first session's late answer drove no further request")
 }
 
+// creation is the guard on the topic's creation as node id's replica
+// shows it: a proposal that embeds meta.ExpectedCreation must name one.
+func (c *clusterHarness) creation(id, topicName string) meta.ExpectedCreation {
+	record, ok := c.nodes[id].meta.State().Topic(topicName)
+	require.True(c.t, ok, "topic %s on %s", topicName, id)
+	return meta.Expecting(record.Identity())
+}
+
 // abortMove proposes a move's abort through the leader and settles.
 func (c *clusterHarness) abortMove(leader, topicName string, index int, target string) {
-	_, err := c.nodes[leader].meta.Propose(meta.AbortMove{Topic: topicName, Partition: index, ExpectedTarget: target})
+	_, err := c.nodes[leader].meta.Propose(meta.AbortMove{Topic: topicName, Partition: index, ExpectedTarget: target,
+		ExpectedCreation: c.creation(leader, topicName)})
 	require.NoError(c.t, err)
 	c.tick(100)
 }
