@@ -42,7 +42,10 @@ func newPubCommand(a *app) *cobra.Command {
 		Long: `Produce a message. The body comes from the argument, from -f FILE, or from
 stdin (when neither is given, or the argument or FILE is "-"). With --count N
 the same body is sent N times, at --rate messages per second if given; with
---batch N they travel N records per request as an NDJSON batch.`,
+--batch N they travel N records per request as an NDJSON batch.
+
+A file or stdin is sent byte for byte, as one message: "echo hello" sends
+"hello" and a newline, "printf %s hello" sends "hello" alone.`,
 		Example: `  narad pub orders '{"id": 1}'
   narad pub orders -k customer-7 "hello"
   echo hello | narad pub orders
