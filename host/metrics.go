@@ -122,7 +122,7 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 		producedBytes:    counterVec("bytes_produced_total", "Payload bytes appended at this owner.", tp),
 		consumedMessages: counterVec("messages_consumed_total", "Records delivered (queue and replay).", tp),
 		consumedBytes:    counterVec("bytes_consumed_total", "Payload bytes delivered (queue and replay).", tp),
-		consumePolls:     counterVec("consume_polls_total", "Consume requests answered, by outcome (hit, timeout, cancelled, no_wait).", []string{"topic", "outcome"}),
+		consumePolls:     counterVec("consume_polls_total", "Consume requests answered, by outcome (hit, timeout, cancelled, no_wait, moved, waiters_full).", []string{"topic", "outcome"}),
 		consumeEmpty:     counterVec("consume_empty_total", "Consume requests answered with nothing.", []string{"topic"}),
 		consumeWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "narad", Name: "consume_wait_seconds",
 			Help: "How long consumes were parked, by outcome.", Buckets: []float64{.001, .01, .1, .5, 1, 5, 10, 30, 60}}, []string{"topic", "outcome"}),

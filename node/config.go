@@ -118,7 +118,8 @@ type Config struct {
 	// [MessageBytesMax, consumeReplyBytesLimit].
 	ConsumeReplyBytesMax int
 	// WaitersMax bounds the long polls parked at once; past it a consume
-	// that finds nothing answers at once with nothing.
+	// that finds nothing and asked to wait is refused (503), and one that
+	// did not ask to wait answers at once with nothing, as always.
 	WaitersMax int
 	// HeldRequestsMax bounds the requests held at once for a topic this
 	// replica does not know yet (topicwait.go); past it such a request is

@@ -73,9 +73,11 @@ func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 		n.consumeAcross(id, t, r, remote)
 	case n.atLeaseBudget():
 		n.reply(id, nil, n.leasesFull()) // nothing to deliver again here, and the budget holds the new records back
-	case r.WaitMs <= 0 || n.draining || n.waiters.parked() >= n.cfg.WaitersMax:
+	case r.WaitMs <= 0 || n.draining:
 		n.observer.ConsumeWait(r.Topic, "no_wait", 0)
 		n.reply(id, msg.ConsumeResult{Messages: []msg.Message{}, Batch: r.Max > 0}, nil)
+	case n.waitersFull():
+		n.refuseWait(id, r.Topic)
 	default:
 		wait := min(r.WaitMs, n.cfg.ConsumeWaitMaxMs)
 		if !localOnly(id) && r.Partition == msg.PartitionNone {
@@ -117,6 +119,19 @@ func outcomeOf(r msg.Consume, hit string) string {
 		return "no_wait"
 	}
 	return hit
+}
+
+// waitersFull reports whether the long polls parked here reached
+// WaitersMax: a consume that finds nothing and asked to wait is then
+// refused (refuseWait), not answered empty, so that its client backs off
+// instead of polling again at once.
+func (n *Node) waitersFull() bool { return n.waiters.parked() >= n.cfg.WaitersMax }
+
+// refuseWait answers a consume that found nothing and could not park.
+func (n *Node) refuseWait(id msg.RequestID, topicName string) {
+	n.observer.ConsumeWait(topicName, "waiters_full", 0)
+	n.reply(id, nil, msg.Unavailable("%d long polls are parked on this node, at most %d: retry later, or consume without waiting",
+		n.waiters.parked(), n.cfg.WaitersMax))
 }
 
 func checkConsume(t *topic, r msg.Consume) error {

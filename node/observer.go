@@ -10,7 +10,7 @@ type Observer interface {
 	Consumed(topic string, partition int, records int, bytes int64)
 	Acked(topic string, action msg.AckAction, outcome string)
 	// ConsumeWait reports how a consume ended (hit, timeout, cancelled,
-	// no_wait) and how long it was parked.
+	// no_wait, moved, waiters_full) and how long it was parked.
 	ConsumeWait(topic, outcome string, waitedMs int64)
 	CorruptSkipped(topic string, partition int)
 	ConsumerDropped(topic string, partition int, records uint64)

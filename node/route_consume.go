@@ -58,14 +58,15 @@ func (n *Node) passThrough(id msg.RequestID, reply msg.Reply) {
 // other owners. A consume that does not wait stays parked only while its
 // probes are in flight.
 func (n *Node) consumeAcross(id msg.RequestID, t *topic, r msg.Consume, owners []string) {
-	noWait := r.WaitMs <= 0 || n.draining || n.waiters.parked() >= n.cfg.WaitersMax
+	capped := r.WaitMs > 0 && !n.draining && n.waitersFull()
+	noWait := r.WaitMs <= 0 || n.draining || capped
 	deadline := n.nowMs + min(r.WaitMs, n.cfg.ConsumeWaitMaxMs)
 	if noWait {
 		deadline = n.nowMs + n.cfg.ForwardTimeoutMs
 	} else {
 		n.subscribeAll(t, deadline) // before the probes: a link keeps order
 	}
-	w := &waiter{id: id, request: r, parkedAtMs: n.nowMs, deadlineMs: deadline, probeOwners: owners, noWait: noWait}
+	w := &waiter{id: id, request: r, parkedAtMs: n.nowMs, deadlineMs: deadline, probeOwners: owners, noWait: noWait, capped: capped}
 	n.waiters.add(w)
 	n.probeNext(w)
 }
@@ -101,6 +102,10 @@ func (n *Node) probeNext(w *waiter) {
 	}
 	if w.noWait {
 		n.waiters.remove(w.id)
+		if w.capped {
+			n.refuseWait(w.id, w.request.Topic)
+			return
+		}
 		n.observer.ConsumeWait(w.request.Topic, "no_wait", 0)
 		n.reply(w.id, msg.ConsumeResult{Messages: []msg.Message{}, Batch: w.request.Max > 0}, nil)
 		return

@@ -24,6 +24,10 @@ type waiter struct {
 	// noWait marks a consume that asked not to wait: it is parked only
 	// while its probes of other owners are in flight.
 	noWait bool
+	// capped marks a noWait waiter that asked to wait but found the long
+	// polls at WaitersMax: if its probes find nothing it is refused
+	// (refuseWait), not answered empty.
+	capped bool
 	// remoteFirst marks a consume that asked the other owners before this
 	// node's partitions (remoteTurn); how its first round ends is
 	// recorded (remoteRoundEnded).

@@ -54,3 +54,51 @@ func TestParkedPollsNeverExceedTheCap(t *testing.T) {
 		"long polls parked at once are capped at WaitersMax (1)")
 	c.settle()
 }
+
+// pollOutcomes records the outcomes ConsumeWait reports.
+type pollOutcomes struct {
+	NopObserver
+	outcomes []string
+}
+
+func (o *pollOutcomes) ConsumeWait(_, outcome string, _ int64) { o.outcomes = append(o.outcomes, outcome) }
+
+// Property: a long poll that finds nothing while WaitersMax polls are
+// parked is refused with a 503 (its client backs off), counted as
+// waiters_full; a consume that does not wait is still answered empty,
+// and once a parked poll leaves, a long poll parks again.
+func TestALongPollPastTheCapIsRefused(t *testing.T) {
+	outcomes := &pollOutcomes{}
+	h := newHarness(t)
+	h.cfg.WaitersMax = 1
+	h.observer = outcomes
+	h.restart()
+	h.createTopic("t")
+	parked := h.send(msg.Consume{Topic: "t", Partition: msg.PartitionNone, WaitMs: 8_000})
+	require.NotContains(t, h.replies, parked, "the first long poll parks")
+	refused := h.fail(msg.Consume{Topic: "t", Partition: msg.PartitionNone, WaitMs: 8_000}, msg.CodeUnavailable)
+	require.Contains(t, refused.Message, "at most 1")
+	require.Equal(t, []string{"waiters_full"}, outcomes.outcomes)
+	empty := h.ok(msg.Consume{Topic: "t", Partition: msg.PartitionNone}).(msg.ConsumeResult)
+	require.Empty(t, empty.Messages, "a consume that does not wait is not refused")
+	h.node.Cancel(parked)
+	again := h.send(msg.Consume{Topic: "t", Partition: msg.PartitionNone, WaitMs: 8_000})
+	require.NotContains(t, h.replies, again, "the place the cancelled poll held is free")
+	require.Equal(t, 1, h.node.Stats().ParkedPolls)
+}
+
+// Property: in a cluster, a long poll past the cap still asks the other
+// owners (it is held while its probes are out, as one that does not wait
+// is), and when they have nothing it is refused with a 503, not answered
+// empty.
+func TestALongPollPastTheCapAsksTheOtherOwnersThenIsRefused(t *testing.T) {
+	c, poller := newCappedCluster(t)
+	c.send(poller, msg.Consume{Topic: "t", Partition: msg.PartitionNone, WaitMs: 8_000})
+	c.settle()
+	require.Equal(t, 1, c.nodes[poller].Stats().ParkedPolls)
+	refused := c.send(poller, msg.Consume{Topic: "t", Partition: msg.PartitionNone, WaitMs: 8_000})
+	c.settle()
+	reply, answered := c.replies[refused]
+	require.True(t, answered, "a poll past the cap is answered once its probes come back")
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(reply.Err), "%+v", reply)
+}
