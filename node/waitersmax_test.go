@@ -61,7 +61,9 @@ type pollOutcomes struct {
 	outcomes []string
 }
 
-func (o *pollOutcomes) ConsumeWait(_, outcome string, _ int64) { o.outcomes = append(o.outcomes, outcome) }
+func (o *pollOutcomes) ConsumeWait(_, outcome string, _ int64) {
+	o.outcomes = append(o.outcomes, outcome)
+}
 
 // Property: a long poll that finds nothing while WaitersMax polls are
 // parked is refused with a 503 (its client backs off), counted as
