@@ -26,6 +26,7 @@ func (Join) isPeerMessage()           {}
 func (JoinRelay) isPeerMessage()      {}
 func (JoinAccepted) isPeerMessage()   {}
 func (Heartbeat) isPeerMessage()      {}
+func (ForwardCancel) isPeerMessage()  {}
 
 // PeerAddress is one voter of the metastore: node id, raft id and cluster
 // address.
@@ -60,6 +61,15 @@ type ForwardRequest struct {
 type ForwardReply struct {
 	ID    uint64
 	Reply Reply
+}
+
+// ForwardCancel tells the receiving node that the client of the forward
+// with this ID left: a consume it holds parked for that forward is
+// answered now (with nothing), so that the poll neither keeps its place
+// among the receiver's parked polls nor takes records for nobody. A
+// forward already answered, or not parked, is unaffected.
+type ForwardCancel struct {
+	ID uint64
 }
 
 // Subscribe asks the receiving node (an owner of partitions of Topic) to

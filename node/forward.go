@@ -53,14 +53,36 @@ type routing struct {
 	produceForwards map[produceForwardKey]*route.Batch[func(msg.Reply)]
 	// passedConsumes holds the client consumes forwarded whole to their
 	// partition's owner, by request id, until the forward's continuation
-	// runs (a reply or its timeout, so at most the forwards in flight);
-	// true once the client cancelled: the records then go back.
-	passedConsumes map[msg.RequestID]bool
+	// runs (a reply or its timeout, so at most the forwards in flight).
+	passedConsumes map[msg.RequestID]*passedConsume
+	// parkable holds the consumes peers forwarded here that may park (a
+	// wait was asked), by their origin, with the id they are served under
+	// here, until their reply leaves (routeReplies): so at most the
+	// forwarded requests in service. A ForwardCancel finds its poll here.
+	parkable map[forwardOrigin]msg.RequestID
+}
+
+// passedConsume is a client consume forwarded whole to its partition's
+// owner.
+type passedConsume struct {
+	// owner and forward name the forward, for a ForwardCancel.
+	owner   string
+	forward uint64
+	// cancelled is set when the client left: the records of the answer
+	// then go back to the owner.
+	cancelled bool
+}
+
+// forwardOrigin names a forward by its sender and the sender's id.
+type forwardOrigin struct {
+	from string
+	id   uint64
 }
 
 func newRouting() routing {
 	return routing{forwards: route.NewForwards[func(msg.Reply)](0), served: route.NewServed[incoming, func(msg.Reply)](),
-		produceForwards: map[produceForwardKey]*route.Batch[func(msg.Reply)]{}, passedConsumes: map[msg.RequestID]bool{}}
+		produceForwards: map[produceForwardKey]*route.Batch[func(msg.Reply)]{}, passedConsumes: map[msg.RequestID]*passedConsume{},
+		parkable: map[forwardOrigin]msg.RequestID{}}
 }
 
 // localOnly reports whether a request must be served from this node's own
@@ -102,8 +124,28 @@ func (n *Node) handleInternal(req msg.Request, done func(msg.Reply)) {
 func (n *Node) stepForwardRequest(from string, m msg.ForwardRequest) {
 	invariant.Check(from != n.cfg.NodeID, "node: %T forwarded from this node", m.Request)
 	id := forwardedRequestBit | n.servedID(n.routing.served.Forwarded(incoming{from: from, id: m.ID, freeze: isFreeze(m.Request)}))
+	if consume, ok := m.Request.(msg.Consume); ok && consume.WaitMs > 0 {
+		n.routing.parkable[forwardOrigin{from: from, id: m.ID}] = id
+	}
 	n.subscribeProber(from, m.Request)
 	n.handle(id, m.Request)
+}
+
+// stepForwardCancel answers now, with nothing, the consume a peer
+// forwarded whose client left, if it is parked here: it no longer holds a
+// place among the parked polls, and reserves nothing for nobody.
+func (n *Node) stepForwardCancel(from string, m msg.ForwardCancel) {
+	id, ok := n.routing.parkable[forwardOrigin{from: from, id: m.ID}]
+	if !ok {
+		return
+	}
+	w, parked := n.waiters.get(id)
+	if !parked {
+		return
+	}
+	n.waiters.remove(id)
+	n.observer.ConsumeWait(w.request.Topic, "cancelled", n.nowMs-w.parkedAtMs)
+	n.reply(id, msg.ConsumeResult{Messages: []msg.Message{}, Batch: w.request.Max > 0}, nil)
 }
 
 // servedID turns the number of a served request into the low bits of its
@@ -157,6 +199,7 @@ func (n *Node) routeReplies(rd *Ready) {
 		case reply.ID&forwardedRequestBit != 0:
 			origin, ok := n.routing.served.TakeOrigin(uint64(reply.ID &^ forwardedRequestBit))
 			invariant.Check(ok, "node: reply to unknown forwarded request %d", reply.ID)
+			delete(n.routing.parkable, forwardOrigin{from: origin.from, id: origin.id})
 			n.sendForwardReply(rd, origin, reply)
 		case reply.ID&internalRequestBit != 0:
 			rd.internal = append(rd.internal, reply)

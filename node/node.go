@@ -497,12 +497,14 @@ func (n *Node) handleMoveRequest(id msg.RequestID, req msg.Request) {
 
 // Cancel drops a parked long poll; a request that was already answered or
 // is not parked is unaffected. A consume forwarded to its partition's
-// owner stays parked there: what the owner reserves for it goes back when
-// its answer arrives.
+// owner is cancelled there too (ForwardCancel): the owner answers it at
+// once, and what it reserved for it meanwhile goes back when that answer
+// arrives.
 func (n *Node) Cancel(id msg.RequestID) {
 	n.held = slices.DeleteFunc(n.held, func(h heldRequest) bool { return h.id == id })
-	if _, passed := n.routing.passedConsumes[id]; passed {
-		n.routing.passedConsumes[id] = true
+	if passed, ok := n.routing.passedConsumes[id]; ok && !passed.cancelled {
+		passed.cancelled = true
+		n.send(passed.owner, msg.ForwardCancel{ID: passed.forward})
 	}
 	if w, ok := n.waiters.get(id); ok {
 		n.waiters.remove(id)
@@ -546,6 +548,8 @@ func (n *Node) Step(env msg.Envelope) error {
 		n.stepJoinAccepted(m)
 	case msg.Heartbeat:
 		n.stepHeartbeat(env.From, m)
+	case msg.ForwardCancel:
+		n.stepForwardCancel(env.From, m)
 	default:
 		return fmt.Errorf("node %s: unknown peer message %T from %s", n.cfg.NodeID, env.Message, env.From)
 	}

@@ -32,17 +32,18 @@ func (n *Node) consumeElsewhere(id msg.RequestID, t *topic, r msg.Consume) {
 		r.WaitMs = 0 // shutting down: no consume waits, here or at its owner
 	}
 	wait := min(max(r.WaitMs, 0), n.cfg.ConsumeWaitMaxMs)
-	n.routing.passedConsumes[id] = false
-	n.forward(owner, r, wait+n.cfg.ForwardTimeoutMs, func(reply msg.Reply) { n.passConsumeThrough(id, owner, reply) })
+	passed := &passedConsume{owner: owner}
+	n.routing.passedConsumes[id] = passed
+	passed.forward = n.forward(owner, r, wait+n.cfg.ForwardTimeoutMs, func(reply msg.Reply) { n.passConsumeThrough(id, owner, reply) })
 }
 
 // passConsumeThrough answers a client with the owner's answer to its
 // forwarded consume, or, when the client cancelled meanwhile (it left),
 // hands the records reserved for it back to the owner.
 func (n *Node) passConsumeThrough(id msg.RequestID, owner string, reply msg.Reply) {
-	cancelled := n.routing.passedConsumes[id]
+	passed := n.routing.passedConsumes[id]
 	delete(n.routing.passedConsumes, id)
-	if cancelled {
+	if passed != nil && passed.cancelled {
 		n.releaseUnclaimed(owner, reply)
 		return
 	}

@@ -293,6 +293,8 @@ func messageKind(message msg.PeerMessage) string {
 		return "forward-" + typeName(m.Request)
 	case msg.ForwardReply:
 		return "forward-reply"
+	case msg.ForwardCancel:
+		return "forward-cancel"
 	case msg.Subscribe:
 		return "subscribe"
 	case msg.Notify:
@@ -341,6 +343,8 @@ func describeMessage(message msg.PeerMessage) string {
 		return fmt.Sprintf("forward #%d %s", m.ID, typeName(m.Request))
 	case msg.ForwardReply:
 		return fmt.Sprintf("forward-reply #%d err=%v", m.ID, m.Reply.Err)
+	case msg.ForwardCancel:
+		return fmt.Sprintf("forward-cancel #%d", m.ID)
 	case msg.Subscribe:
 		return fmt.Sprintf("subscribe %s %d ms", m.Topic, m.ForMs)
 	case msg.Notify:

@@ -95,6 +95,9 @@ func (e *encoder) peerMessage(message msg.PeerMessage) {
 		e.string(m.ClusterAddr, addressLimit)
 		e.varint(m.NowMs)
 		e.uvarint(m.Incarnation)
+	case msg.ForwardCancel:
+		e.typeNumber(typeForwardCancel)
+		e.uvarint(m.ID)
 	default:
 		e.unknown("envelope message", message)
 	}
@@ -121,6 +124,8 @@ func (d *decoder) peerMessage() msg.PeerMessage {
 		return msg.JoinAccepted{Voters: d.peerAddresses()}
 	case typeHeartbeat:
 		return msg.Heartbeat{HTTPAddr: d.string(addressLimit), ClusterAddr: d.string(addressLimit), NowMs: d.varint(), Incarnation: d.uvarint()}
+	case typeForwardCancel:
+		return msg.ForwardCancel{ID: d.uvarint()}
 	default:
 		d.unknown("envelope message", t)
 		return nil

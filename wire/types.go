@@ -15,15 +15,16 @@ type typeNumber uint64
 
 // Peer messages: msg.Envelope.Message.
 const (
-	typeRaftMessage    typeNumber = 1 // msg.RaftMessage
-	typeForwardRequest typeNumber = 2 // msg.ForwardRequest
-	typeForwardReply   typeNumber = 3 // msg.ForwardReply
-	typeSubscribe      typeNumber = 4 // msg.Subscribe
-	typeNotify         typeNumber = 5 // msg.Notify
-	typeJoin           typeNumber = 6 // msg.Join
-	typeJoinRelay      typeNumber = 7 // msg.JoinRelay
-	typeJoinAccepted   typeNumber = 8 // msg.JoinAccepted
-	typeHeartbeat      typeNumber = 9 // msg.Heartbeat
+	typeRaftMessage    typeNumber = 1  // msg.RaftMessage
+	typeForwardRequest typeNumber = 2  // msg.ForwardRequest
+	typeForwardReply   typeNumber = 3  // msg.ForwardReply
+	typeSubscribe      typeNumber = 4  // msg.Subscribe
+	typeNotify         typeNumber = 5  // msg.Notify
+	typeJoin           typeNumber = 6  // msg.Join
+	typeJoinRelay      typeNumber = 7  // msg.JoinRelay
+	typeJoinAccepted   typeNumber = 8  // msg.JoinAccepted
+	typeHeartbeat      typeNumber = 9  // msg.Heartbeat
+	typeForwardCancel  typeNumber = 10 // msg.ForwardCancel
 )
 
 // Requests: msg.ForwardRequest.Request.

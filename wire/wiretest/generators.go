@@ -39,6 +39,7 @@ func peerMessage() *rapid.Generator[msg.PeerMessage] {
 			return msg.Subscribe{Topic: topic().Draw(t, "topic"), ForMs: rapid.Int64().Draw(t, "for")}
 		}),
 		rapid.Custom(func(t *rapid.T) msg.PeerMessage { return msg.Notify{Topic: topic().Draw(t, "topic")} }),
+		rapid.Custom(func(t *rapid.T) msg.PeerMessage { return msg.ForwardCancel{ID: rapid.Uint64().Draw(t, "id")} }),
 		rapid.Custom(func(t *rapid.T) msg.PeerMessage { return join().Draw(t, "join") }),
 		rapid.Custom(func(t *rapid.T) msg.PeerMessage {
 			return msg.JoinRelay{NodeID: nodeID().Draw(t, "joiner"), Join: join().Draw(t, "join")}

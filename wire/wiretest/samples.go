@@ -89,6 +89,8 @@ func messageSamples() []Sample {
 		{"Subscribe/max", msg.Envelope{From: "a", To: "b", Message: msg.Subscribe{Topic: MaxTopic(), ForMs: math.MaxInt64}}},
 		{"Subscribe/min", msg.Envelope{From: "a", To: "b", Message: msg.Subscribe{Topic: "t", ForMs: math.MinInt64}}},
 		{"Notify/zero", msg.Envelope{Message: msg.Notify{}}},
+		{"ForwardCancel/zero", msg.Envelope{Message: msg.ForwardCancel{}}},
+		{"ForwardCancel/max-id", msg.Envelope{From: "a", To: "b", Message: msg.ForwardCancel{ID: math.MaxUint64}}},
 		{"Join/zero", msg.Envelope{Message: msg.Join{}}},
 		{"Join/max", msg.Envelope{From: "a", To: "b", Message: msg.Join{RaftID: math.MaxUint64, ClusterAddr: MaxAddress(), HTTPAddr: MaxAddress()}}},
 		{"JoinRelay/zero", msg.Envelope{Message: msg.JoinRelay{}}},
