@@ -24,6 +24,9 @@ var peerMessageTypes = map[raftpb.MessageType]bool{
 //   - a message of a type only a replica sends itself, or from raft id 0
 //     or, but for a proposal (relayed towards the leader with its
 //     proposer's id, it may come back), from this replica;
+//   - a message from a replica removed from the group (a decommissioned
+//     node still running, or its proposal relayed by another): raft
+//     would take its proposals, and its votes could disturb elections;
 //   - a proposal without entries, or one carrying a configuration change
 //     (a follower forwards commands only; configuration changes are
 //     proposed at the leader, ProposeConfChange);
@@ -40,6 +43,10 @@ func (m *Meta) checkPeerMessage(msg *raftpb.Message) string {
 		return "is not sent between replicas"
 	case from == 0 || (from == m.self.RaftID && msg.GetType() != raftpb.MsgProp):
 		return "names no other replica as its sender" // a proposal of this replica's may come back relayed
+	case m.state.removedRaftIDs[from]:
+		// A decommissioned node left running: its proposals, relayed by
+		// a replica that still takes it for the leader, would apply.
+		return "comes from a replica removed from the group"
 	}
 	switch msg.GetType() {
 	case raftpb.MsgProp:

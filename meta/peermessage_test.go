@@ -59,3 +59,33 @@ func TestStepRefusesMessagesRaftWouldPanicOn(t *testing.T) {
 	c.heartbeatAll(leader, 10)
 	c.requireApplied(c.propose(leader, createTopic("after", leader)), nil)
 }
+
+// Property: once a replica's removal applied, what it sends is refused:
+// a proposal of a decommissioned node left running (sent to the leader
+// it still knows, or relayed by a follower with its raft id) never
+// applies. Raft itself takes a proposal from anyone.
+func TestARemovedReplicasProposalsAreRefused(t *testing.T) {
+	c := newTestCluster(t, 4, 31, true, nil)
+	leader := c.waitLeader()
+	c.heartbeatAll(leader, 10)
+	victim := otherThan(c.ids, leader)[0]
+	c.requireApplied(c.proposeConfChange(leader, ConfChange{Kind: RemoveVoter, Peer: Peer{ID: victim}}), nil)
+	c.stabilize()
+	require.True(t, c.meta(victim).raw.BasicStatus().Lead != 0, "the removed replica still knows a leader, so it can propose")
+	_, err := c.meta(victim).Propose(createTopic("from-removed", leader))
+	require.NoError(t, err)
+	c.stabilize()
+	_, found := c.meta(leader).State().Topic("from-removed")
+	require.False(t, found, "the removed replica's proposal applied")
+
+	follower := c.meta(otherThan(c.ids, leader, victim)[0])
+	data, err := EncodeCommand(ProposalID{Node: victim, Sequence: 1}, createTopic("relayed", leader))
+	require.NoError(t, err)
+	kind, from, to := raftpb.MsgProp, c.nodes[victim].peer.RaftID, follower.self.RaftID
+	relayed := &raftpb.Message{Type: &kind, From: &from, To: &to, Entries: []*raftpb.Entry{{Data: data}}}
+	require.ErrorIs(t, follower.Step(relayed), ErrBadPeerMessage)
+	c.stabilize()
+	_, found = c.meta(leader).State().Topic("relayed")
+	require.False(t, found)
+	c.requireApplied(c.propose(leader, createTopic("after", leader)), nil)
+}

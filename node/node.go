@@ -427,7 +427,22 @@ func (n *Node) NextDeadlineMs() int64 {
 // most RequestIDDriverMax.
 func (n *Node) Handle(id msg.RequestID, req msg.Request) {
 	invariant.Check(id <= RequestIDDriverMax, "node: driver request id %d is above RequestIDDriverMax", id)
+	if err := n.retired(); err != nil {
+		n.reply(id, nil, err)
+		return
+	}
 	n.handle(id, req)
+}
+
+// retired refuses a client's request at a node whose own replica applied
+// its removal from the voters (its decommission is complete): its view of
+// the cluster no longer moves on, and its peers refuse what it sends
+// them, so it could only answer from a stale view or time out.
+func (n *Node) retired() error {
+	if !n.meta.State().Retired(n.cfg.NodeID) {
+		return nil
+	}
+	return msg.Unavailable("node %s was decommissioned (it left the cluster's voters): send requests to another node, and stop this one", n.cfg.NodeID)
 }
 
 // handle serves a request from a client, a peer (forwarded) or this node
@@ -519,6 +534,11 @@ func (n *Node) Cancel(id msg.RequestID) {
 func (n *Node) Step(env msg.Envelope) error {
 	if env.To != n.cfg.NodeID || env.From == "" || env.From == n.cfg.NodeID {
 		return fmt.Errorf("node %s: message %T from %q to %q is misaddressed", n.cfg.NodeID, env.Message, env.From, env.To)
+	}
+	if _, heartbeat := env.Message.(msg.Heartbeat); !heartbeat && n.meta.State().Retired(env.From) {
+		// A decommissioned node left running: nothing it asks for may
+		// change the cluster or reach its data (its heartbeat only warns).
+		return fmt.Errorf("node %s: message %T from %s, whose decommission is complete (it left the voters)", n.cfg.NodeID, env.Message, env.From)
 	}
 	// Any message proves the peer is up again (after a restart, say); a
 	// peer reachable one way only lets the next forward time out again.
@@ -752,6 +772,9 @@ func (n *Node) Abandon() error {
 // lost the leader, that was removed from the cluster (decommissioned) or
 // that has not joined yet is not ready.
 func (n *Node) Serving() error {
+	if err := n.retired(); err != nil {
+		return err
+	}
 	if _, ok := n.meta.Leader(); !ok {
 		return errors.New("no metadata leader known")
 	}

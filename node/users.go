@@ -30,6 +30,10 @@ func (n *Node) RootSeeded() bool { return n.rootSeeded }
 // CodeNotFound, CodeForbidden for what the root user refuses) leaves once
 // the change is applied on this replica. The driver checked who may ask.
 func (n *Node) ChangeUsers(id msg.RequestID, cmd meta.Command) {
+	if err := n.retired(); err != nil {
+		n.reply(id, nil, err)
+		return
+	}
 	var username string
 	switch c := cmd.(type) {
 	case meta.PutUser:

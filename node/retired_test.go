@@ -1,0 +1,44 @@
+package node
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"narad/meta"
+	"narad/msg"
+)
+
+// Property: a decommissioned node left running changes nothing and reaches
+// no data: once its replica applied its removal it refuses its own clients
+// (503 naming its decommission, and its readiness says so), and every
+// other node refuses what it sends them, a forwarded request or its raft
+// traffic, so a change asked of it (with credentials revoked since, say)
+// never applies. Before, such a node answered 503 "timed out" while its
+// proposals applied cluster-wide.
+func TestADecommissionedNodeLeftRunningChangesNothing(t *testing.T) {
+	c := newClusterHarness(t, 4)
+	leader := c.electWithTopic("t", 4)
+	leaving := c.otherThan(leader)
+	require.NoError(t, c.do(leader, msg.Decommission{ID: leaving}).Err)
+	c.tickUntil(100, 300, func() bool { return c.nodes[leaving].meta.State().Retired(leaving) })
+
+	reply := c.do(leaving, msg.CreateTopic{Name: "from-retired", Partitions: 3})
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(reply.Err))
+	require.Contains(t, reply.Err.Error(), "decommissioned")
+	require.ErrorContains(t, c.nodes[leaving].Serving(), "decommissioned")
+
+	n := c.nodes[leaving]
+	forwarded := msg.Envelope{From: leaving, To: leader, Message: msg.ForwardRequest{ID: 1, Request: msg.DeleteTopic{Name: "t"}, LocalOnly: true}}
+	require.ErrorContains(t, c.nodes[leader].Step(forwarded), "decommission is complete")
+	_, err := n.meta.Propose(meta.CreateTopic{Name: "proposed-by-retired", Owners: []string{leader, leader, leader}, RetentionMs: 3_600_000,
+		VisibilityTimeoutMs: 30_000, MaxInFlightPerPartition: 1_000, MaxAckedAheadPerPartition: 1_000, CreatedAtMs: c.nowMs, Numbered: true})
+	require.NoError(t, err, "its replica still knows a leader: the proposal travels, and is refused there")
+	c.tick(1_000)
+	for _, id := range c.except(leaving) {
+		_, found := c.nodes[id].meta.State().Topic("proposed-by-retired")
+		require.False(t, found, "%s applied a retired node's proposal", id)
+		_, found = c.nodes[id].meta.State().Topic("t")
+		require.True(t, found, "%s served a retired node's forwarded delete", id)
+	}
+}
