@@ -66,7 +66,9 @@ func (n *Node) ackOne(t *topic, handle string, action msg.AckAction) (freed bool
 		}
 		// Partitions only grow: the handle names one this replica has not
 		// applied yet. 410 would tell the client its ack can never land,
-		// while the lease may be live at the owner.
+		// while the lease may be live at the owner. (An ack from a client
+		// goes to the leader instead, ackRoute; this is an ack forwarded
+		// to a leader deposed meanwhile, or one with no leader known.)
 		return false, msg.Unavailable("partition %d of %s is not known to this node yet; retry", index, t.info.Name)
 	}
 	if !n.ownedHere(t, index) {

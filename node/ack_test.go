@@ -213,7 +213,22 @@ func TestAnAckThroughAReplicaBehindOnPartitionsIsRetryable(t *testing.T) {
 	handle := got.Result.(msg.ConsumeResult).Messages[0].ReceiptHandle
 
 	require.Len(t, c.owners(behind, "t"), 3, "the cut replica has not applied the growth")
-	ack := c.do(behind, msg.Ack{Topic: "t", Handles: []string{handle}, Action: msg.AckCommit})
+	// It goes to the leader (ackRoute), which the cut replica cannot reach:
+	// its forward times out, 503.
+	ack := c.await(c.send(behind, msg.Ack{Topic: "t", Handles: []string{handle}, Action: msg.AckCommit}), 100, 50)
 	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(ack.Err), "retryable: %v", ack.Err)
 	require.NoError(t, c.do(owners[added], msg.Ack{Topic: "t", Handles: []string{handle}, Action: msg.AckCommit}).Err, "the lease was live")
+}
+
+// Property: an ack whose handle names a partition the topic does not have
+// is answered 410 through any node, as the API says: a follower sends it
+// to the leader, which knows every growth, instead of answering 503
+// "retry" for ever (a client retrying until 204 or 410 never stopped).
+func TestAnAckOfAPartitionTheTopicDoesNotHaveIsGoneThroughAnyNode(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("jobs", 3)
+	for _, at := range c.ids {
+		reply := c.do(at, msg.Ack{Topic: "jobs", Handles: []string{"7:0:1099511627780:05b3016e0f49dff0"}, Action: msg.AckCommit})
+		require.Equal(t, msg.CodeGone, msg.CodeOf(reply.Err), "through %s (the leader is %s): %v", at, leader, reply.Err)
+	}
 }

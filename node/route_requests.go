@@ -58,16 +58,33 @@ func (n *Node) handlesByOwner(t *topic, handles []string) map[string][]int {
 	var byOwner map[string][]int
 	for i, handle := range handles {
 		index, _, _, err := lease.ParseHandle(handle)
-		if err != nil || index >= t.info.Partitions || n.ownedHere(t, index) {
+		if err != nil {
+			continue
+		}
+		owner, elsewhere := n.ackRoute(t, index)
+		if !elsewhere {
 			continue
 		}
 		if byOwner == nil {
 			byOwner = map[string][]int{}
 		}
-		owner := t.owner(index)
 		byOwner[owner] = append(byOwner[owner], i)
 	}
 	return byOwner
+}
+
+// ackRoute names the node a handle of partition index is acked at, when
+// not this one: its owner, or for a partition this replica does not have,
+// the metastore's leader, which knows every growth of the topic and
+// answers 410 when the handle names a partition the topic never had (a
+// larger creation's, deleted since, or a forged one), where a follower
+// can only tell its client to retry (it may lag behind a growth).
+func (n *Node) ackRoute(t *topic, index int) (string, bool) {
+	if index < t.info.Partitions {
+		return t.owner(index), !n.ownedHere(t, index)
+	}
+	leader, known := n.meta.Leader()
+	return leader, known && leader != n.cfg.NodeID
 }
 
 // ackAcross applies the local handles and forwards the rest.
