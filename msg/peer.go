@@ -27,6 +27,7 @@ func (JoinRelay) isPeerMessage()      {}
 func (JoinAccepted) isPeerMessage()   {}
 func (Heartbeat) isPeerMessage()      {}
 func (ForwardCancel) isPeerMessage()  {}
+func (Retired) isPeerMessage()        {}
 
 // PeerAddress is one voter of the metastore: node id, raft id and cluster
 // address.
@@ -71,6 +72,13 @@ type ForwardReply struct {
 type ForwardCancel struct {
 	ID uint64
 }
+
+// Retired tells the receiving node that its decommission is complete (it
+// left the metastore's voters) as the sender's replica shows: a node
+// removed from the group may never hear of the entry that removed it.
+// The receiver refuses its clients from then on; its peers refuse what it
+// sends them.
+type Retired struct{}
 
 // Subscribe asks the receiving node (an owner of partitions of Topic) to
 // send a Notify when records become visible on any of them, for the next

@@ -113,6 +113,9 @@ type Node struct {
 	// cluster is the membership work: subscriptions, dead detection,
 	// joining (membership.go).
 	cluster clusterState
+	// retirement is what this node knows of completed decommissions
+	// (retirement.go).
+	retirement retirement
 	// purgesPending names the deleted topics whose directory removal
 	// failed; retryPurges tries again at every tick, and meanwhile no
 	// partition of the name opens (openLog) nor does a move into one
@@ -299,7 +302,7 @@ func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observe
 		handles: lease.NewHandles(cfg.HandleKey), meta: replica, proposals: map[meta.ProposalID]*pendingProposal{}, known: map[string]meta.TopicIdentity{},
 		cursors: map[string]*topicCursors{}, partitions: map[partitionKey]*partition{}, waiters: newWaiterSet(),
 		dirty: map[partitionKey]*partition{}, dependents: map[partitionKey][]int{},
-		routing: newRouting(), cluster: newClusterState(), sweeper: newSweeper(nowMs, cfg.Moves.SweepIntervalMs),
+		routing: newRouting(), cluster: newClusterState(), retirement: retirement{toldMs: map[string]int64{}}, sweeper: newSweeper(nowMs, cfg.Moves.SweepIntervalMs),
 		moves: map[partitionKey]*moveSession{}, jobsOrphaned: map[partitionKey]meta.TopicIdentity{}, orphansUnremoved: map[partitionKey]bool{}, heldAsked: map[string]bool{}, purgesPending: map[string]bool{}, moveRestarts: map[partitionKey]moveRestartCount{}, moveObserver: moveObserverOf(observer),
 		appendObserver: appendObserverOf(observer), ackObserver: ackObserverOf(observer), deadLetterObserver: deadLetterObserverOf(observer),
 		fanoutObserver: fanoutObserverOf(observer), fanout: fanoutView{nextMs: math.MaxInt64}, deadLettersDue: map[partitionKey]struct{}{},
@@ -434,17 +437,6 @@ func (n *Node) Handle(id msg.RequestID, req msg.Request) {
 	n.handle(id, req)
 }
 
-// retired refuses a client's request at a node whose own replica applied
-// its removal from the voters (its decommission is complete): its view of
-// the cluster no longer moves on, and its peers refuse what it sends
-// them, so it could only answer from a stale view or time out.
-func (n *Node) retired() error {
-	if !n.meta.State().Retired(n.cfg.NodeID) {
-		return nil
-	}
-	return msg.Unavailable("node %s was decommissioned (it left the cluster's voters): send requests to another node, and stop this one", n.cfg.NodeID)
-}
-
 // handle serves a request from a client, a peer (forwarded) or this node
 // (an internal part).
 func (n *Node) handle(id msg.RequestID, req msg.Request) {
@@ -535,10 +527,8 @@ func (n *Node) Step(env msg.Envelope) error {
 	if env.To != n.cfg.NodeID || env.From == "" || env.From == n.cfg.NodeID {
 		return fmt.Errorf("node %s: message %T from %q to %q is misaddressed", n.cfg.NodeID, env.Message, env.From, env.To)
 	}
-	if _, heartbeat := env.Message.(msg.Heartbeat); !heartbeat && n.meta.State().Retired(env.From) {
-		// A decommissioned node left running: nothing it asks for may
-		// change the cluster or reach its data (its heartbeat only warns).
-		return fmt.Errorf("node %s: message %T from %s, whose decommission is complete (it left the voters)", n.cfg.NodeID, env.Message, env.From)
+	if err := n.refuseRetired(env); err != nil {
+		return err // a decommissioned node left running (retirement.go)
 	}
 	// Any message proves the peer is up again (after a restart, say); a
 	// peer reachable one way only lets the next forward time out again.
@@ -570,6 +560,8 @@ func (n *Node) Step(env msg.Envelope) error {
 		n.stepHeartbeat(env.From, m)
 	case msg.ForwardCancel:
 		n.stepForwardCancel(env.From, m)
+	case msg.Retired:
+		n.stepRetired(env.From)
 	default:
 		return fmt.Errorf("node %s: unknown peer message %T from %s", n.cfg.NodeID, env.Message, env.From)
 	}

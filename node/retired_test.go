@@ -42,3 +42,25 @@ func TestADecommissionedNodeLeftRunningChangesNothing(t *testing.T) {
 		require.True(t, found, "%s served a retired node's forwarded delete", id)
 	}
 }
+
+// Property: a decommissioned node whose replica never applied its own
+// removal (it was cut off when the leader removed it) learns of it from
+// the peers that refuse its messages, and refuses its clients from then
+// on, with a readiness that says so.
+func TestADecommissionedNodeThatMissedItsRemovalIsToldByItsPeers(t *testing.T) {
+	c := newClusterHarness(t, 4)
+	leader := c.electWithTopic("t", 4)
+	leaving := c.otherThan(leader)
+	require.NoError(t, c.do(leader, msg.Decommission{ID: leaving}).Err)
+	c.tickUntil(100, 300, func() bool { return c.holding(leader, "t", leaving) == 0 })
+	c.cut[leaving] = true
+	c.tickUntil(100, 300, func() bool { return c.nodes[leader].meta.State().Retired(leaving) })
+	require.False(t, c.nodes[leaving].meta.State().Retired(leaving), "cut off, its replica did not apply its removal")
+
+	c.cut[leaving] = false
+	c.tick(c.configs[leaving].MemberHeartbeatIntervalMs + 1_000) // it heartbeats; its peers answer
+	require.ErrorContains(t, c.nodes[leaving].Serving(), "decommissioned")
+	reply := c.do(leaving, msg.ListTopics{})
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(reply.Err))
+	require.Contains(t, reply.Err.Error(), "says")
+}

@@ -295,6 +295,8 @@ func messageKind(message msg.PeerMessage) string {
 		return "forward-reply"
 	case msg.ForwardCancel:
 		return "forward-cancel"
+	case msg.Retired:
+		return "retired"
 	case msg.Subscribe:
 		return "subscribe"
 	case msg.Notify:

@@ -25,7 +25,7 @@ const vocabularySourceDir = "../msg"
 // TestCodecCoversTheVocabulary fails until the codec, its type table and
 // these lists cover it.
 var (
-	coveredMessages = []string{"RaftMessage", "ForwardRequest", "ForwardReply", "Subscribe", "Notify", "Join", "JoinRelay", "JoinAccepted", "Heartbeat", "ForwardCancel"}
+	coveredMessages = []string{"RaftMessage", "ForwardRequest", "ForwardReply", "Subscribe", "Notify", "Join", "JoinRelay", "JoinAccepted", "Heartbeat", "ForwardCancel", "Retired"}
 	coveredRequests = []string{"CreateTopic", "ListTopics", "GetTopic", "AlterTopic", "DeleteTopic",
 		"Produce", "Consume", "Replay", "Ack", "ListMembers", "ListMoves",
 		"MoveStatus", "MoveRead", "MoveFreeze", "MoveSweepCheck", "Decommission",

@@ -9,7 +9,7 @@
 //   - The envelope encoding (EncodeEnvelope, DecodeEnvelope) of every peer
 //     message package msg defines (msg.PeerMessage: RaftMessage,
 //     ForwardRequest, ForwardReply, Subscribe, Notify, Join, JoinRelay,
-//     JoinAccepted, Heartbeat, ForwardCancel), of every msg.Request a ForwardRequest carries, and of
+//     JoinAccepted, Heartbeat, ForwardCancel, Retired), of every msg.Request a ForwardRequest carries, and of
 //     msg.Reply with every msg.Result.
 //   - The type number table (types.go), append-only: a number is never
 //     reused or renumbered.

@@ -98,6 +98,8 @@ func (e *encoder) peerMessage(message msg.PeerMessage) {
 	case msg.ForwardCancel:
 		e.typeNumber(typeForwardCancel)
 		e.uvarint(m.ID)
+	case msg.Retired:
+		e.typeNumber(typeRetired)
 	default:
 		e.unknown("envelope message", message)
 	}
@@ -126,6 +128,8 @@ func (d *decoder) peerMessage() msg.PeerMessage {
 		return msg.Heartbeat{HTTPAddr: d.string(addressLimit), ClusterAddr: d.string(addressLimit), NowMs: d.varint(), Incarnation: d.uvarint()}
 	case typeForwardCancel:
 		return msg.ForwardCancel{ID: d.uvarint()}
+	case typeRetired:
+		return msg.Retired{}
 	default:
 		d.unknown("envelope message", t)
 		return nil

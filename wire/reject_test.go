@@ -85,7 +85,7 @@ func header() []byte { return []byte{Version, 1, 'a', 1, 'b'} }
 // known but not valid in its place (a request number as a message, a
 // message number as a result...), is ErrUnknownType.
 func TestDecodeRejectsUnknownTypeNumbers(t *testing.T) {
-	asMessage := []typeNumber{0, 11, 15, typeCreateTopic, typeNoResult, 1 << 40}
+	asMessage := []typeNumber{0, 12, 15, typeCreateTopic, typeNoResult, 1 << 40}
 	for _, number := range asMessage {
 		_, err := DecodeEnvelope(binary.AppendUvarint(header(), uint64(number)))
 		require.ErrorIs(t, err, ErrUnknownType, "message type number %d", number)

@@ -25,6 +25,7 @@ const (
 	typeJoinAccepted   typeNumber = 8  // msg.JoinAccepted
 	typeHeartbeat      typeNumber = 9  // msg.Heartbeat
 	typeForwardCancel  typeNumber = 10 // msg.ForwardCancel
+	typeRetired        typeNumber = 11 // msg.Retired
 )
 
 // Requests: msg.ForwardRequest.Request.

@@ -27,7 +27,15 @@ const clusterProgressInterval = 5 * time.Second
 type devNode struct {
 	plannedNode
 	*proc.Process
+	// retired is set when the node's readiness said its decommission is
+	// complete (a `cluster decommission` of an earlier run): it serves
+	// nothing, and the wait does not wait for it.
+	retired bool
 }
+
+// retiredReadiness is what a node's /readyz says once its decommission is
+// complete (node.Node.Serving).
+const retiredReadiness = "was decommissioned"
 
 // runCluster starts the nodes of plan, waits until each is ready, and
 // supervises them until ctx ends; it always stops what it started.
@@ -54,6 +62,9 @@ func (a *app) runCluster(ctx context.Context, plan clusterPlan) error {
 	}
 	if err := a.waitClusterReady(ctx, nodes, exits); err != nil {
 		return err
+	}
+	if len(serving(nodes)) == 0 {
+		return errors.New("every node of the cluster was decommissioned: nothing serves (remove the data directory to start afresh)")
 	}
 	a.printClusterBanner(plan, nodes, commandName(executable))
 	return a.superviseCluster(ctx, nodes, exits)
@@ -144,6 +155,11 @@ func (a *app) probeReadiness(ctx context.Context, waiting []*devNode, start time
 	var still []*devNode
 	for _, n := range waiting {
 		if err := n.Ready(ctx); err != nil {
+			if strings.Contains(err.Error(), retiredReadiness) {
+				n.retired = true
+				fmt.Fprintf(a.stderr, "  %s was decommissioned in an earlier run (it left the voters): it serves nothing, and the others go on without it\n", n.id)
+				continue
+			}
 			lastAnswers[n.id] = err.Error()
 			still = append(still, n)
 			continue
@@ -190,12 +206,17 @@ func commandName(executable string) string {
 }
 
 func (a *app) printClusterBanner(plan clusterPlan, nodes []*devNode, command string) {
-	fmt.Fprintf(a.stdout, "narad cluster: %d nodes ready (auth on), data in %s\n", len(nodes), plan.dataDir)
+	ready := serving(nodes)
+	fmt.Fprintf(a.stdout, "narad cluster: %d nodes ready (auth on), data in %s\n", len(ready), plan.dataDir)
 	fmt.Fprintf(a.stdout, "  user admin, password %s (kept in %s)\n", plan.secrets.AdminPassword, filepath.Join(plan.dataDir, clusterSecretsFile))
 	for _, n := range nodes {
-		fmt.Fprintf(a.stdout, "  %s  %s  node-to-node %s  pid %d  log %s\n", n.id, n.url(), n.clusterAddr, n.Pid(), n.logPath)
+		state := ""
+		if n.retired {
+			state = "  (decommissioned: serves nothing)"
+		}
+		fmt.Fprintf(a.stdout, "  %s  %s  node-to-node %s  pid %d  log %s%s\n", n.id, n.url(), n.clusterAddr, n.Pid(), n.logPath, state)
 	}
-	first, second := nodes[0].url(), nodes[1].url()
+	first, second := ready[0].url(), ready[len(ready)-1].url()
 	fmt.Fprintf(a.stdout, `try, in another terminal (any node serves any request):
   export NARAD_USER=admin NARAD_PASS=%[5]s
   %[4]s -s %[1]s topic add orders --partitions 6
@@ -204,6 +225,17 @@ func (a *app) printClusterBanner(plan clusterPlan, nodes []*devNode, command str
   %[4]s -s %[2]s cluster members
 Ctrl-C stops all %[3]s
 `, first, second, countWord(len(nodes)), command, plan.secrets.AdminPassword)
+}
+
+// serving returns the nodes that were not found decommissioned.
+func serving(nodes []*devNode) []*devNode {
+	var ready []*devNode
+	for _, n := range nodes {
+		if !n.retired {
+			ready = append(ready, n)
+		}
+	}
+	return ready
 }
 
 func countWord(count int) string {

@@ -40,6 +40,7 @@ func peerMessage() *rapid.Generator[msg.PeerMessage] {
 		}),
 		rapid.Custom(func(t *rapid.T) msg.PeerMessage { return msg.Notify{Topic: topic().Draw(t, "topic")} }),
 		rapid.Custom(func(t *rapid.T) msg.PeerMessage { return msg.ForwardCancel{ID: rapid.Uint64().Draw(t, "id")} }),
+		rapid.Just[msg.PeerMessage](msg.Retired{}),
 		rapid.Custom(func(t *rapid.T) msg.PeerMessage { return join().Draw(t, "join") }),
 		rapid.Custom(func(t *rapid.T) msg.PeerMessage {
 			return msg.JoinRelay{NodeID: nodeID().Draw(t, "joiner"), Join: join().Draw(t, "join")}

@@ -90,6 +90,7 @@ func messageSamples() []Sample {
 		{"Subscribe/min", msg.Envelope{From: "a", To: "b", Message: msg.Subscribe{Topic: "t", ForMs: math.MinInt64}}},
 		{"Notify/zero", msg.Envelope{Message: msg.Notify{}}},
 		{"ForwardCancel/zero", msg.Envelope{Message: msg.ForwardCancel{}}},
+		{"Retired", msg.Envelope{From: "a", To: "b", Message: msg.Retired{}}},
 		{"ForwardCancel/max-id", msg.Envelope{From: "a", To: "b", Message: msg.ForwardCancel{ID: math.MaxUint64}}},
 		{"Join/zero", msg.Envelope{Message: msg.Join{}}},
 		{"Join/max", msg.Envelope{From: "a", To: "b", Message: msg.Join{RaftID: math.MaxUint64, ClusterAddr: MaxAddress(), HTTPAddr: MaxAddress()}}},
