@@ -43,6 +43,7 @@ type Metrics struct {
 	retentionBytes   *prometheus.CounterVec
 	retentionRecords *prometheus.CounterVec
 	errors           *prometheus.CounterVec
+	events           *prometheus.CounterVec
 	syncRound        prometheus.Histogram
 	roundRecords     prometheus.Histogram
 	gatherWaits      prometheus.Counter // rounds the loop held in the gather window
@@ -144,6 +145,7 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 		retentionBytes:   counterVec("storage_retention_bytes_deleted_total", "Bytes deleted by retention.", tp),
 		retentionRecords: counterVec("storage_retention_messages_deleted_total", "Records deleted by retention.", tp),
 		errors:           counterVec("errors_total", "Operational errors by component and kind.", []string{"component", "kind"}),
+		events:           counterVec("node_events_total", "Every node event by kind, the routine course of moves and decommissions included.", []string{"kind"}),
 		syncRound: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "narad",
 			Name: "storage_sync_round_duration_seconds", Help: "Time to persist one Ready (all its fsyncs).", Buckets: storageBuckets}),
 		roundRecords: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "narad",
@@ -280,9 +282,25 @@ func (m *Metrics) RetentionDeleted(topic string, partition int, bytes int64, rec
 	m.retentionRecords.WithLabelValues(topic, p).Add(float64(records))
 }
 
-// Event implements node.Observer: operator-visible events become warnings
-// in the log and a count by kind.
+// routineEvents are the node events that record the normal course of a
+// move, a decommission or a deletion: logged at info and counted in
+// narad_node_events_total only. Every other event is a warning, counted
+// in narad_errors_total as well.
+var routineEvents = map[string]bool{
+	"move-planned": true, "move-started": true, "move-catchup-done": true, "move-completed": true,
+	"partition-frozen": true, "partition-unfrozen": true, "partition-moved-away": true,
+	"voter-removal-proposed": true, "member-forget-proposed": true, "leadership-transfer": true,
+	"topic-purged": true, "stale-copy-deleted": true, "log-verified": true, "root-seeded": true,
+}
+
+// Event implements node.Observer: every event is logged and counted by
+// kind; those that are not routine are warnings and operational errors.
 func (m *Metrics) Event(kind, detail string) {
+	m.events.WithLabelValues(kind).Inc()
+	if routineEvents[kind] {
+		m.logger.Info("node event", "kind", kind, "detail", detail)
+		return
+	}
 	m.errors.WithLabelValues("node", kind).Inc()
 	m.logger.Warn("node event", "kind", kind, "detail", detail)
 }

@@ -115,3 +115,23 @@ func TestInboxGaugesShowTheQueuesDepth(t *testing.T) {
 	<-l.inbox
 	require.Equal(t, 2.0, values()["narad_loop_inbox_depth/requests"])
 }
+
+// Property: a routine node event (a move completed) is logged at info and
+// counted in narad_node_events_total only; any other (a log that failed)
+// is a warning and an operational error as well. (Every event used to be
+// a warning and an error: a rebalance filled the error count.)
+func TestRoutineEventsAreNoErrors(t *testing.T) {
+	var logged strings.Builder
+	m := NewMetrics(prometheus.NewRegistry(), slog.New(slog.NewTextHandler(&logged, nil)))
+	m.Event("move-completed", "orders/1 to n3")
+	m.Event("log-failed", "orders/2: fsync failed")
+	require.Equal(t, 1.0, counterValue(t, m.events.WithLabelValues("move-completed")))
+	require.Equal(t, 1.0, counterValue(t, m.events.WithLabelValues("log-failed")))
+	require.Equal(t, 0.0, counterValue(t, m.errors.WithLabelValues("node", "move-completed")))
+	require.Equal(t, 1.0, counterValue(t, m.errors.WithLabelValues("node", "log-failed")))
+	lines := strings.Split(strings.TrimSpace(logged.String()), "\n")
+	require.Len(t, lines, 2)
+	require.Contains(t, lines[0], "level=INFO")
+	require.Contains(t, lines[0], "kind=move-completed")
+	require.Contains(t, lines[1], "level=WARN")
+}

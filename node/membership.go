@@ -58,6 +58,9 @@ type clusterState struct {
 	// for the voters' addresses as a joiner does, until a JoinAccepted
 	// clears it.
 	voterAddressUnknown bool
+	// unknownPeerWarnedMs maps a raft id named in a raft-unknown-peer
+	// event to when (warnUnknownPeer).
+	unknownPeerWarnedMs map[uint64]int64
 	// movedAddrs maps a voter that told this node (a Join) it listens on
 	// another cluster address than the metastore records for it (a node
 	// restarted at a new address) to that address: ClusterAddrs serves it
@@ -96,7 +99,7 @@ type heartbeatSeen struct {
 func newClusterState() clusterState {
 	return clusterState{subscribers: map[string]map[string]int64{}, subscribedUntilMs: map[string]int64{},
 		notified: map[string][]string{}, deadProposed: map[string]deadProposal{}, removalRefused: map[string]bool{},
-		heardMs: map[string]int64{}, movedAddrs: map[string]movedAddr{}, heartbeats: heartbeatRound{beats: map[string]meta.MemberHeartbeat{}, retiredWarnedMs: map[string]int64{}}}
+		heardMs: map[string]int64{}, unknownPeerWarnedMs: map[uint64]int64{}, movedAddrs: map[string]movedAddr{}, heartbeats: heartbeatRound{beats: map[string]meta.MemberHeartbeat{}, retiredWarnedMs: map[string]int64{}}}
 }
 
 // maintainMembership runs on every tick: the leader marks silent members

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 
@@ -74,12 +75,31 @@ func (n *Node) addMetaReady(rd *Ready) {
 	for _, message := range metaReady.Messages {
 		peer, ok := n.meta.PeerByRaftID(message.GetTo())
 		if !ok {
-			n.observer.Event("raft-unknown-peer", fmt.Sprintf("raft id %d", message.GetTo()))
+			n.warnUnknownPeer(message.GetTo())
 			n.cluster.voterAddressUnknown = true
 			continue
 		}
 		rd.Messages = append(rd.Messages, msg.Envelope{From: n.cfg.NodeID, To: peer.ID, Message: msg.RaftMessage{Message: message}})
 	}
+}
+
+// unknownPeerWarnEveryMs: a raft id this replica cannot address (a voter
+// added while it was away, until a JoinAccepted names it) is named in a
+// raft-unknown-peer event at most once per this period, not at each of
+// raft's messages to it (ten a second while a node joins).
+const unknownPeerWarnEveryMs = 60_000
+
+// warnUnknownPeer names a raft id this replica cannot address, at most
+// once per unknownPeerWarnEveryMs for each; the map keeps only the ids
+// warned of within that period (raft ids of the group's configuration).
+func (n *Node) warnUnknownPeer(raftID uint64) {
+	warned := n.cluster.unknownPeerWarnedMs
+	if at, ok := warned[raftID]; ok && n.nowMs-at < unknownPeerWarnEveryMs {
+		return
+	}
+	maps.DeleteFunc(warned, func(_ uint64, at int64) bool { return n.nowMs-at >= unknownPeerWarnEveryMs })
+	warned[raftID] = n.nowMs
+	n.observer.Event("raft-unknown-peer", fmt.Sprintf("raft id %d: no address known for it (a voter added while this node was away?); asking the peers", raftID))
 }
 
 // advanceMeta completes the metastore's Ready: outcomes answer proposals,
