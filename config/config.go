@@ -137,6 +137,11 @@ type Storage struct {
 	// that reopening one reads none of its segments; 0 keeps none;
 	// otherwise at most closedLogsKeptBytesLimit.
 	ClosedLogsKeptBytesMax int64 `json:"closed_logs_kept_bytes_max"`
+	// DiskReserveBytes is the free space the node keeps on its data
+	// directory's file system: under it, it refuses writes into its
+	// partitions (503), so that its metastore and its restart still have
+	// room. 0 keeps none; otherwise at most diskReserveBytesLimit.
+	DiskReserveBytes int64 `json:"disk_reserve_bytes"`
 	// GroupSync lets one sync round make the records of several partitions
 	// durable with one syncfs(2) of the data directory's file system
 	// rather than an fdatasync per partition log (ext4 on Linux 5.17 or
@@ -227,6 +232,7 @@ func Default() Config {
 			SegmentBytes:           64 << 20,
 			GroupSync:              true,
 			ClosedLogsKeptBytesMax: 256 << 20,
+			DiskReserveBytes:       256 << 20,
 		},
 		Topic: Topic{
 			DefaultPartitions:                3,

@@ -14,7 +14,9 @@
 // open_logs_max (the cap of partition logs open at once, derived from the
 // process's descriptor limit when 0; NARAD_STORAGE_OPEN_LOGS_MAX),
 // closed_logs_kept_bytes_max (the memory of the closed logs kept for a
-// warm reopen; NARAD_STORAGE_CLOSED_LOGS_KEPT_BYTES_MAX) and group_sync
+// warm reopen; NARAD_STORAGE_CLOSED_LOGS_KEPT_BYTES_MAX), disk_reserve_bytes
+// (the free space under which the node refuses writes;
+// NARAD_STORAGE_DISK_RESERVE_BYTES) and group_sync
 // (one syncfs for the partitions of a sync round;
 // NARAD_STORAGE_GROUP_SYNC); the other internal storage keys of the
 // reference (fsync, flush_*, sync_*, …) are

@@ -62,6 +62,7 @@ var envVariables = []envVariable{
 	{name: "NARAD_MOVES_FORCE_PROMOTE_AFTER_MS", apply: integer(func(c *Config) *int64 { return &c.Moves.ForcePromoteAfterMs })},
 	{name: "NARAD_STORAGE_OPEN_LOGS_MAX", apply: integer(func(c *Config) *int { return &c.Storage.OpenLogsMax })},
 	{name: "NARAD_STORAGE_CLOSED_LOGS_KEPT_BYTES_MAX", apply: integer(func(c *Config) *int64 { return &c.Storage.ClosedLogsKeptBytesMax })},
+	{name: "NARAD_STORAGE_DISK_RESERVE_BYTES", apply: integer(func(c *Config) *int64 { return &c.Storage.DiskReserveBytes })},
 	{name: "NARAD_STORAGE_GROUP_SYNC", apply: boolean(func(c *Config) *bool { return &c.Storage.GroupSync })},
 	{name: "NARAD_HTTP_MAX_CONNECTIONS", apply: integer(func(c *Config) *int { return &c.HTTP.MaxConnections })},
 	{name: "NARAD_TOPIC_MAX_TOPICS", apply: integer(func(c *Config) *int { return &c.Topic.MaxTopics })},

@@ -52,6 +52,8 @@ const (
 	openLogsMaxLimit = 1 << 20
 	// closedLogsKeptBytesLimit bounds storage.closed_logs_kept_bytes_max.
 	closedLogsKeptBytesLimit = 64 << 30
+	// diskReserveBytesLimit bounds storage.disk_reserve_bytes.
+	diskReserveBytesLimit = 1 << 40
 	// partitionsMin is the fewest partitions a topic may have.
 	partitionsMin = 3
 	// partitionsCeiling bounds topic.max_partitions (partition directories
@@ -232,6 +234,9 @@ func (s Storage) validate(found *problems) {
 	}
 	if s.ClosedLogsKeptBytesMax < 0 || s.ClosedLogsKeptBytesMax > closedLogsKeptBytesLimit {
 		found.add("storage.closed_logs_kept_bytes_max", "must be in [0, %d] (got %d)", int64(closedLogsKeptBytesLimit), s.ClosedLogsKeptBytesMax)
+	}
+	if s.DiskReserveBytes < 0 || s.DiskReserveBytes > diskReserveBytesLimit {
+		found.add("storage.disk_reserve_bytes", "must be in [0, %d] (got %d)", int64(diskReserveBytesLimit), s.DiskReserveBytes)
 	}
 	if s.IdleLogEvictionMs != 0 && s.IdleLogEvictionMs < idleLogEvictionMsMin {
 		found.add("storage.idle_log_eviction_ms", "must be 0 (never) or ≥ %d (got %d)", idleLogEvictionMsMin, s.IdleLogEvictionMs)

@@ -97,6 +97,8 @@ func TestValidateRules(t *testing.T) {
 		{"open logs huge", func(c *Config) { c.Storage.OpenLogsMax = 1<<20 + 1 }, "storage.open_logs_max", "[1, 1048576]"},
 		{"kept logs negative", func(c *Config) { c.Storage.ClosedLogsKeptBytesMax = -1 }, "storage.closed_logs_kept_bytes_max", "[0, 68719476736]"},
 		{"kept logs huge", func(c *Config) { c.Storage.ClosedLogsKeptBytesMax = 64<<30 + 1 }, "storage.closed_logs_kept_bytes_max", "[0, 68719476736]"},
+		{"disk reserve negative", func(c *Config) { c.Storage.DiskReserveBytes = -1 }, "storage.disk_reserve_bytes", "[0, 1099511627776]"},
+		{"disk reserve huge", func(c *Config) { c.Storage.DiskReserveBytes = 1<<40 + 1 }, "storage.disk_reserve_bytes", "[0, 1099511627776]"},
 		{"idle eviction short", func(c *Config) { c.Storage.IdleLogEvictionMs = 59_999 }, "storage.idle_log_eviction_ms", "≥ 60000"},
 		{"max partitions high", func(c *Config) { c.Topic.MaxPartitions = 100_000 }, "topic.max_partitions", "[3, 99999]"},
 		{"default partitions low", func(c *Config) { c.Topic.DefaultPartitions = 2 }, "topic.default_partitions", "[3,"},

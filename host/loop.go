@@ -123,6 +123,11 @@ type loop struct {
 	// enabled: a Ready with at least groupSyncRoundsMin data rounds is
 	// persisted with node.RunTogether. Set before run starts.
 	groupSync storage.GroupSyncer
+	// disk reports the data directory's free space, read every
+	// diskCheckInterval (checkDisk) and told to the node; nil for a loop
+	// without one (the node then keeps no reserve). Set before run.
+	disk          freeSpace
+	nextDiskCheck time.Time
 	// serving holds the node's last Serving() answer (nil when ready),
 	// published by the loop for the readiness probe.
 	serving atomic.Pointer[servingState]
@@ -217,6 +222,7 @@ func (l *loop) run(ctx context.Context) error {
 	// A fresh single node elects itself over its first Readys: run them
 	// now rather than at the first request.
 	l.node.Tick(l.clock().UnixMilli())
+	l.checkDisk()
 	if err := l.flush(); err != nil {
 		l.setFailed(err)
 		return err
@@ -254,6 +260,7 @@ func (l *loop) run(ctx context.Context) error {
 // not count as client requests.
 func (l *loop) round(first input) {
 	l.node.Tick(l.clock().UnixMilli())
+	l.checkDisk()
 	requests := l.feedCounted(first)
 	var gatherUntil time.Time
 	for inputs := 1; inputs < inputsPerRoundMax; inputs++ {
@@ -272,6 +279,32 @@ func (l *loop) round(first input) {
 			return
 		}
 	}
+}
+
+// diskCheckInterval is how often the loop reads the free space of the data
+// directory's file system; between two reads the node counts its own
+// appends (node/disk.go).
+const diskCheckInterval = time.Second
+
+// freeSpace reports the bytes a file system has free (storage.OSFS).
+type freeSpace interface{ FreeBytes() (int64, error) }
+
+// checkDisk tells the node its free space, at most once per
+// diskCheckInterval. A failed read changes nothing: the node keeps its
+// last report and its own count since.
+func (l *loop) checkDisk() {
+	now := l.clock()
+	if l.disk == nil || now.Before(l.nextDiskCheck) {
+		return
+	}
+	l.nextDiskCheck = now.Add(diskCheckInterval)
+	free, err := l.disk.FreeBytes()
+	if err != nil {
+		l.logger.Warn("cannot read the data directory's free space", "error", err)
+		return
+	}
+	l.metrics.diskFree.Set(float64(free))
+	l.node.SetDiskFree(free)
 }
 
 // poll takes one queued input without waiting, peers' envelopes first.

@@ -38,6 +38,9 @@ type Metrics struct {
 	relaysMax        prometheus.Gauge
 	held             prometheus.Gauge
 	heldMax          prometheus.Gauge
+	diskFree         prometheus.Gauge
+	diskReserve      prometheus.Gauge
+	diskLow          prometheus.Gauge
 	corruptSkipped   *prometheus.CounterVec
 	consumerDropped  *prometheus.CounterVec
 	retentionBytes   *prometheus.CounterVec
@@ -140,6 +143,9 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 		relaysMax:        gauge("relays_in_flight_max", "Cap of relays_in_flight; past it exhausted records wait."),
 		held:             gauge("held_requests", "Requests waiting for their topic to reach this node's replica of the metadata (a topic just created elsewhere)."),
 		heldMax:          gauge("held_requests_max", "Cap of held_requests; past it such a request is answered 503 at once."),
+		diskFree:         gauge("disk_free_bytes", "Bytes the data directory's file system has free for the node (statfs, read about once a second)."),
+		diskReserve:      gauge("disk_reserve_bytes", "Free space the node keeps (storage.disk_reserve_bytes): under it, it refuses writes into its partitions."),
+		diskLow:          gauge("disk_low", "1 while the node's free space, as it estimates it, is under its reserve and it refuses writes into its partitions."),
 		corruptSkipped:   counterVec("consumer_corrupt_skipped_total", "Corrupt records skipped by consumers.", tp),
 		consumerDropped:  counterVec("consumer_dropped_messages", "Unacked records deleted by retention.", tp),
 		retentionBytes:   counterVec("storage_retention_bytes_deleted_total", "Bytes deleted by retention.", tp),
@@ -183,8 +189,8 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 
 func (m *Metrics) register(reg prometheus.Registerer) {
 	reg.MustRegister(m.producedMessages, m.producedBytes, m.consumedMessages, m.consumedBytes,
-		m.consumePolls, m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRejected, m.ackRepeated, m.ackExtended, m.nacks, m.deadLetters, m.relaysInFlight, m.relaysMax, m.held, m.heldMax, m.corruptSkipped,
-		m.consumerDropped, m.retentionBytes, m.retentionRecords, m.errors, m.syncRound, m.roundRecords,
+		m.consumePolls, m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRejected, m.ackRepeated, m.ackExtended, m.nacks, m.deadLetters, m.relaysInFlight, m.relaysMax, m.held, m.heldMax, m.diskFree, m.diskReserve, m.diskLow, m.corruptSkipped,
+		m.consumerDropped, m.retentionBytes, m.retentionRecords, m.errors, m.events, m.syncRound, m.roundRecords,
 		m.gatherWaits, m.consumesUnclaimed, m.bootSeconds, m.topics, m.partitions, m.openLogs, m.openLogsMax, m.zeroTailBytes, m.keptLogs, m.keptLogBytes, m.keptLogBytesMax, m.openLogIndexBytes, m.leasesHeld, m.leasesMax, m.logEvictions, m.parkedPolls, m.peerStepErrors, m.peerUnsent)
 }
 
@@ -259,6 +265,14 @@ func (m *Metrics) ConsumeWait(topic, outcome string, waitedMs int64) {
 	}
 }
 
+// boolGauge is a gauge's value for a flag: 1 when set.
+func boolGauge(set bool) float64 {
+	if set {
+		return 1
+	}
+	return 0
+}
+
 // DeadLettered implements node.DeadLetterObserver: the count is by the
 // record's source topic.
 func (m *Metrics) DeadLettered(origin msg.DeadLetterOrigin, _ string, _ msg.Placement) {
@@ -331,6 +345,7 @@ func (m *Metrics) setInventory(s node.Stats, partitions []node.PartitionState) {
 	m.relaysMax.Set(float64(s.RelaysInFlightMax))
 	m.held.Set(float64(s.HeldRequests))
 	m.heldMax.Set(float64(s.HeldRequestsMax))
+	m.diskLow.Set(boolGauge(s.DiskLow))
 	m.consumerLag.Reset()
 	m.inflight.Reset()
 	m.ackedAhead.Reset()

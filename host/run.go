@@ -95,6 +95,7 @@ func nodeConfig(cfg config.Config) node.Config {
 	n.ConsumeWaitMaxMs = cfg.HTTP.MaxConsumeWait.Milliseconds()
 	n.IdleLogCloseMs = cfg.Storage.IdleLogEvictionMs
 	n.ClosedLogsKeptBytesMax = cfg.Storage.ClosedLogsKeptBytesMax
+	n.DiskReserveBytes = cfg.Storage.DiskReserveBytes
 	n.HandleKey = drawHandleKey()
 	n.MemberHeartbeatIntervalMs, n.MemberDeadAfterMs = cfg.Cluster.HeartbeatIntervalMs, cfg.Cluster.DeadAfterMs
 	n.Moves.MaxInFlight, n.Moves.FreezeTTLMs = cfg.Moves.MaxInFlight, cfg.Moves.FreezeTTLMs

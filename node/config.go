@@ -39,6 +39,9 @@ const HandleKeyBytes = lease.HandleKeyBytes
 // alone would exceed any sane process limit.
 const openLogsLimit = 1 << 20
 
+// diskReserveBytesLimit bounds Config.DiskReserveBytes.
+const diskReserveBytesLimit = 1 << 40
+
 // closedLogsKeptBytesLimit bounds Config.ClosedLogsKeptBytesMax.
 const closedLogsKeptBytesLimit = 64 << 30
 
@@ -166,6 +169,11 @@ type Config struct {
 	// buffer and no descriptor.
 	// 0 keeps none. Within [0, closedLogsKeptBytesLimit].
 	ClosedLogsKeptBytesMax int64
+	// DiskReserveBytes is the disk space the node keeps free: under it
+	// (as the driver reports it, SetDiskFree) it refuses writes into its
+	// partitions (disk.go). 0 keeps no reserve. Within [0,
+	// diskReserveBytesLimit].
+	DiskReserveBytes int64
 	// Fanout bounds the copy of parent partitions into their children.
 	Fanout FanoutConfig
 	// RelaysInFlightMax caps the writes this node makes into topics on
@@ -200,6 +208,7 @@ func DefaultConfig() Config {
 		HWMEagerAfterEvictionMs:    1_000,
 		OpenLogsMax:                1024,
 		ClosedLogsKeptBytesMax:     256 << 20,
+		DiskReserveBytes:           256 << 20,
 		RelaysInFlightMax:          1024,
 		Fanout:                     DefaultFanoutConfig(),
 		MetaTickIntervalMs:         100,
@@ -264,6 +273,8 @@ func (c Config) Validate() error {
 	check(c.RetentionCheckIntervalMs > 0, "retention check interval must be > 0")
 	check(len(c.HandleKey) == lease.HandleKeyBytes, "handle key of %d bytes, want %d (drawn by the driver)", len(c.HandleKey), lease.HandleKeyBytes)
 	check(c.OpenLogsMax >= 1 && c.OpenLogsMax <= openLogsLimit, "open logs max %d not in [1, %d]", c.OpenLogsMax, openLogsLimit)
+	check(c.DiskReserveBytes >= 0 && c.DiskReserveBytes <= diskReserveBytesLimit,
+		"disk reserve bytes %d not in [0, %d]", c.DiskReserveBytes, int64(diskReserveBytesLimit))
 	check(c.ClosedLogsKeptBytesMax >= 0 && c.ClosedLogsKeptBytesMax <= closedLogsKeptBytesLimit,
 		"closed logs kept bytes max %d not in [0, %d]", c.ClosedLogsKeptBytesMax, int64(closedLogsKeptBytesLimit))
 	check(c.RelaysInFlightMax >= 1 && c.RelaysInFlightMax <= relaysLimit, "relays in flight max %d not in [1, %d]", c.RelaysInFlightMax, relaysLimit)

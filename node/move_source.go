@@ -35,7 +35,7 @@ func (n *Node) writable() error {
 		chaos.Reached(chaos.MarkNodeWriteFenced)
 		return msg.Unavailable("node %s lost contact with the metastore; retry on another node", n.cfg.NodeID)
 	}
-	return nil
+	return n.diskLow()
 }
 
 // frozen reports whether partition index of t is frozen here. A

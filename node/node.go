@@ -116,6 +116,8 @@ type Node struct {
 	// retirement is what this node knows of completed decommissions
 	// (retirement.go).
 	retirement retirement
+	// disk is what the node knows of its disk's free space (disk.go).
+	disk diskSpace
 	// purgesPending names the deleted topics whose directory removal
 	// failed; retryPurges tries again at every tick, and meanwhile no
 	// partition of the name opens (openLog) nor does a move into one
@@ -827,6 +829,12 @@ type Stats struct {
 	// (counted every leaseCountIntervalMs, moved by every change since),
 	// at most about LeasesMax (Config.LeasesMax).
 	LeasesHeld, LeasesMax int
+	// DiskFreeBytes is the disk free space as the node estimates it (the
+	// last SetDiskFree less what it appended since; 0 before a report);
+	// DiskLow is set while it is under Config.DiskReserveBytes and the
+	// node refuses writes into its partitions.
+	DiskFreeBytes int64
+	DiskLow       bool
 }
 
 // Stats returns the node's inventory numbers.
@@ -845,6 +853,8 @@ func (n *Node) Stats() Stats {
 	s.KeptLogBytesMax = n.cfg.ClosedLogsKeptBytesMax
 	s.OpenLogIndexBytes = n.store.OpenIndexBytes()
 	s.LeasesHeld, s.LeasesMax = n.leasesHeld(), n.cfg.LeasesMax
+	s.DiskFreeBytes, _ = n.diskFree()
+	s.DiskLow = n.diskLow() != nil
 	return s
 }
 

@@ -327,6 +327,7 @@ func (n *Node) append(t *topic, p *partition, rec msg.ProduceRecord) (uint64, er
 		n.failLog(p, err)
 		return 0, msg.Unavailable("produce failed: %s", storageCause(err))
 	}
+	n.noteAppended(rec)
 	n.observer.Produced(t.info.Name, p.key.index, 1, int64(len(rec.Payload)))
 	n.appendObserver.Appended(t.info.Name, p.key.index, offset)
 	return offset, nil

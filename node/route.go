@@ -41,16 +41,25 @@ func (n *Node) routeRecord(t *topic, rec msg.ProduceRecord, preferred int, join 
 	}
 	if rec.Partition != msg.PartitionNone {
 		if !usable(rec.Partition) {
+			if err := n.writable(); err != nil && t.owner(rec.Partition) == n.cfg.NodeID {
+				return 0, err // say why this node refuses: a stale heartbeat, or a disk under its reserve
+			}
 			return 0, msg.Unavailable("partition %d of %s is unavailable (owner %s is down or unreachable); retry", rec.Partition, t.info.Name, t.owner(rec.Partition))
 		}
 		return rec.Partition, nil
 	}
 	if owner := t.owner(preferred); len(rec.Key) > 0 && !n.ownerAvailable(owner, join) {
 		chaos.Reached(chaos.MarkNodeKeyedProduceOwnerDown)
+		if err := n.writable(); err != nil && owner == n.cfg.NodeID {
+			return 0, err
+		}
 		return 0, msg.Unavailable("partition %d of %s, where the key belongs, is unavailable (owner %s is down or unreachable); retry", preferred, t.info.Name, owner)
 	}
 	index, ok := route.RingNext(preferred, t.info.Partitions, usable)
 	if !ok {
+		if err := n.writable(); err != nil && len(n.ownersElsewhere(t, false)) == 0 {
+			return 0, err // this node owns every partition: say why it refuses
+		}
 		return 0, msg.Unavailable("no partition of %s is available (every owner is down or unreachable); retry", t.info.Name)
 	}
 	if index < 0 || index >= t.info.Partitions { // guarded: the arguments would allocate on every record

@@ -99,6 +99,16 @@ func (o *OSFS) EnableGroupSync() error {
 	return nil
 }
 
+// FreeBytes returns the bytes of Root's file system an unprivileged
+// writer may still use (statfs f_bavail). Safe from any goroutine.
+func (o *OSFS) FreeBytes() (int64, error) {
+	var stat unix.Statfs_t
+	if err := unix.Statfs(o.Root, &stat); err != nil {
+		return 0, mapOSError(os.NewSyscallError("statfs", err))
+	}
+	return int64(stat.Bavail) * int64(stat.Bsize), nil
+}
+
 // GroupSyncEnabled reports whether EnableGroupSync succeeded.
 func (o *OSFS) GroupSyncEnabled() bool { return o.root != nil }
 

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -92,4 +93,17 @@ func TestGroupSyncFileSystems(t *testing.T) {
 	for name, magic := range map[string]int64{"xfs": 0x58465342, "btrfs": 0x9123683E, "tmpfs": 0x01021994, "overlayfs": 0x794C7630, "nfs": 0x6969, "fuse": 0x65735546} {
 		require.False(t, groupSyncFileSystem(magic), name)
 	}
+}
+
+// FreeBytes reads the file system's free space: positive on the test's
+// own directory, and an error for a root that does not exist.
+func TestOSFSFreeBytes(t *testing.T) {
+	fs, err := NewOSFS(t.TempDir())
+	require.NoError(t, err)
+	free, err := fs.FreeBytes()
+	require.NoError(t, err)
+	require.Positive(t, free)
+	missing := &OSFS{Root: filepath.Join(t.TempDir(), "missing")}
+	_, err = missing.FreeBytes()
+	require.Error(t, err)
 }

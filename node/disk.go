@@ -1,0 +1,56 @@
+package node
+
+import "narad/msg"
+
+// The disk reserve. A node whose data directory's file system runs out of
+// room fails at its next metastore write (the node stops, and restarts
+// from its disk, which cannot take the restart's own writes either), so
+// it stops taking writes into its partitions while its free space is
+// under Config.DiskReserveBytes: a produce to one of its partitions is
+// 503 with Retry-After (writable), and a keyless record goes to another
+// owner's partition. The driver reports the free space (SetDiskFree, from
+// statfs, about once a second); between two reports the node counts what
+// it appended itself, so a burst cannot overrun the reserve while the
+// next report is due. A node never told (the simulator) has no reserve.
+
+// recordOverheadBytes is what one record costs on disk beyond its key and
+// payload (its frame and index entry), for the estimate between reports.
+const recordOverheadBytes = 64
+
+// diskSpace is what this node knows of its disk's free space. Only
+// SetDiskFree and append change it.
+type diskSpace struct {
+	// reported is set once the driver reported the free space.
+	reported bool
+	// freeBytes is the free space at the last report; writtenSince the
+	// bytes this node appended to its partition logs since.
+	freeBytes, writtenSince int64
+}
+
+// SetDiskFree tells the node how many bytes its data directory's file
+// system has free for it now.
+func (n *Node) SetDiskFree(freeBytes int64) {
+	n.disk = diskSpace{reported: true, freeBytes: freeBytes}
+}
+
+// diskFree is the free space as the node estimates it now: the last
+// report less what the node appended since; ok is false before a report.
+func (n *Node) diskFree() (bytes int64, ok bool) {
+	return n.disk.freeBytes - n.disk.writtenSince, n.disk.reported
+}
+
+// diskLow refuses writes while the estimated free space is under the
+// reserve.
+func (n *Node) diskLow() error {
+	free, ok := n.diskFree()
+	if !ok || n.cfg.DiskReserveBytes == 0 || free >= n.cfg.DiskReserveBytes {
+		return nil
+	}
+	return msg.Unavailable("node %s has %d bytes of disk free, under its reserve of %d (storage.disk_reserve_bytes): retry on another node, or free some space",
+		n.cfg.NodeID, max(free, 0), n.cfg.DiskReserveBytes)
+}
+
+// noteAppended counts a record appended since the last report.
+func (n *Node) noteAppended(rec msg.ProduceRecord) {
+	n.disk.writtenSince += int64(len(rec.Key)+len(rec.Payload)) + recordOverheadBytes
+}
