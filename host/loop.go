@@ -513,9 +513,12 @@ func (l *loop) waitJobs() {
 // and no move is staging a copy here (node.StagingMoves: the syncfs would
 // wait for the copy's unsynced bytes); otherwise each on its own, in
 // parallel when there are several (each touches only its own partition's
-// files): the first on the loop goroutine, which waits anyway, the others
-// on goroutines of their own, so a round of n logs starts n-1 goroutines
-// and wakes the loop once.
+// files): on the loop goroutine, which waits anyway, and on at most
+// syncWorkersMax-1 goroutines of their own, each taking the next Sync not
+// yet taken, so a round of n logs starts min(n, syncWorkersMax)-1
+// goroutines (each blocked fsync holds an OS thread: a round of thousands
+// of logs on a slow disk would otherwise reach Go's limit of 10,000
+// threads, which ends the process) and wakes the loop once.
 func (l *loop) persist(syncs []node.Sync) error {
 	start := l.clock()
 	defer func() {
@@ -535,15 +538,32 @@ func (l *loop) persist(syncs []node.Sync) error {
 	case 1:
 		return syncs[0].Run()
 	}
-	errs := make([]error, len(syncs))
-	var wg sync.WaitGroup
-	for i := range syncs[1:] {
-		wg.Go(func() { errs[i+1] = syncs[i+1].Run() })
+	return runParallel(len(syncs), syncWorkersMax, func(i int) error { return syncs[i].Run() })
+}
+
+// runParallel runs run(0), ..., run(n-1) on at most workersMax goroutines,
+// the caller's included, each taking the next index not yet taken, and
+// joins their errors in index order.
+func runParallel(n, workersMax int, run func(i int) error) error {
+	errs := make([]error, n)
+	var next atomic.Int64
+	work := func() {
+		for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+			errs[i] = run(int(i))
+		}
 	}
-	errs[0] = syncs[0].Run()
+	var wg sync.WaitGroup
+	for range min(n, workersMax) - 1 {
+		wg.Go(work)
+	}
+	work()
 	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// syncWorkersMax bounds the goroutines (the loop's own included) that run
+// one round's Syncs when they run each on its own (persist).
+const syncWorkersMax = 64
 
 // persistGroup runs the metastore's persist, if the Ready has one, on a
 // goroutine of its own, and every partition round together on the loop
