@@ -54,6 +54,9 @@ const relaysLimit = 1 << 16
 // consumeReplyBytesLimit bounds Config.ConsumeReplyBytesMax.
 const consumeReplyBytesLimit = 64 << 20
 
+// roundReadBytesLimit bounds Config.RoundReadBytesMax.
+const roundReadBytesLimit = 1 << 30
+
 // verifySegmentsPerMoveRequest bounds the sealed segments a move's source
 // reads to verify at each move request of the partition (verifyForMove):
 // one segment, at most storage.segment_bytes, per request on the loop.
@@ -120,6 +123,13 @@ type Config struct {
 	// one message, so it holds at most this plus one record). Within
 	// [MessageBytesMax, consumeReplyBytesLimit].
 	ConsumeReplyBytesMax int
+	// RoundReadBytesMax bounds the payload bytes the node reads for
+	// consume replies between two Readys, every consume together (each
+	// reply holds up to ConsumeReplyBytesMax, and a round takes up to a
+	// thousand requests): past it a consume is refused (503) and parked
+	// polls look again at the next Tick (reads.go). Within
+	// [ConsumeReplyBytesMax, roundReadBytesLimit].
+	RoundReadBytesMax int
 	// WaitersMax bounds the long polls parked at once; past it a consume
 	// that finds nothing and asked to wait is refused (503), and one that
 	// did not ask to wait answers at once with nothing, as always.
@@ -202,6 +212,7 @@ func DefaultConfig() Config {
 		HeldRequestsMax:            4_096,
 		LeasesMax:                  4 << 20,
 		ConsumeReplyBytesMax:       8 << 20,
+		RoundReadBytesMax:          64 << 20,
 		CommitPersistIntervalMs:    100,
 		RetentionCheckIntervalMs:   60_000,
 		IdleLogCloseMs:             1_800_000,
@@ -267,6 +278,8 @@ func (c Config) Validate() error {
 	check(c.TopicsMax >= 1 && c.TopicsMax <= placementLimit, "topics max %d not in [1, %d]", c.TopicsMax, placementLimit)
 	check(c.PartitionsPerNodeMax >= 1 && c.PartitionsPerNodeMax <= placementLimit,
 		"partitions per node max %d not in [1, %d]", c.PartitionsPerNodeMax, placementLimit)
+	check(c.RoundReadBytesMax >= c.ConsumeReplyBytesMax && c.RoundReadBytesMax <= roundReadBytesLimit,
+		"round read bytes max %d not in [%d, %d]", c.RoundReadBytesMax, c.ConsumeReplyBytesMax, roundReadBytesLimit)
 	check(c.ConsumeReplyBytesMax >= msg.MessageBytesMax && c.ConsumeReplyBytesMax <= consumeReplyBytesLimit,
 		"consume reply bytes max %d not in [%d, %d]", c.ConsumeReplyBytesMax, msg.MessageBytesMax, consumeReplyBytesLimit)
 	check(c.CommitPersistIntervalMs > 0, "commit persist interval must be > 0")

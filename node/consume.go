@@ -62,6 +62,10 @@ func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 		}
 		return
 	}
+	if err := n.spentReads(); err != nil {
+		n.reply(id, nil, err)
+		return
+	}
 	messages, readErr := n.reserve(t, r)
 	switch {
 	case len(messages) > 0:
@@ -147,8 +151,10 @@ func checkConsume(t *topic, r msg.Consume) error {
 // reserve reserves up to max(r.Max, 1) messages, starting at the topic's
 // rotating cursor so that partitions are served fairly; a partition
 // frozen for a move delivers nothing. It stops adding messages once they
-// hold ConsumeReplyBytesMax of payload, so a reply holds at most that
-// plus one record (and always at least one message). At the node's lease
+// hold ConsumeReplyBytesMax of payload (less once the round's reads near
+// their bound, RoundReadBytesMax: reads.go; none once they are spent), so
+// a reply holds at most that plus one record (and always at least one
+// message, unless the round's reads are spent). At the node's lease
 // budget (leases.go) it delivers only records delivered before and
 // released since. readErr is the first
 // record that could not be read from disk (not corruption, which is
@@ -156,8 +162,14 @@ func checkConsume(t *topic, r msg.Consume) error {
 // delivered nothing more in this call.
 func (n *Node) reserve(t *topic, r msg.Consume) (messages []msg.Message, readErr error) {
 	want := max(r.Max, 1)
+	budget := n.readBudget()
+	if budget == 0 {
+		n.reads.capped.add(t.info.Name) // its polls look again at the next Tick
+		return nil, nil
+	}
 	payloadBytes := 0
-	full := func() bool { return len(messages) == want || payloadBytes >= n.cfg.ConsumeReplyBytesMax }
+	full := func() bool { return len(messages) == want || payloadBytes >= budget }
+	defer func() { n.reads.bytes += payloadBytes }()
 	for _, index := range n.consumeOrder(t, r.Partition) {
 		if !n.ownedHere(t, index) && !(chaos.Planted(chaos.BugServeAfterFlipAway) && n.sweeper.candidates[partitionKey{t.info.Name, index}]) {
 			continue

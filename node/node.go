@@ -246,6 +246,8 @@ type Node struct {
 	// look skips for good what it passed, so a damaged run ends). At
 	// most one entry per topic; emptied by that Tick.
 	skipsCapped topicsToTell
+	// reads is what the consumes of this round read (reads.go).
+	reads roundReads
 
 	// Deadlines of periodic work, in node time.
 	nextCommitPersistMs int64
@@ -376,6 +378,7 @@ func (n *Node) Tick(nowMs int64) {
 	n.expireLeases()
 	n.sendDeadLetters()
 	n.wakeSkipsCapped()
+	n.wakeReadsCapped()
 	n.expireWaiters()
 	n.expireProposals()
 	n.expireForwards()

@@ -1,0 +1,53 @@
+package node
+
+import "narad/msg"
+
+// Reads of a round. A consume reply holds up to ConsumeReplyBytesMax of
+// records read from disk, and one round (the inputs between two Readys)
+// takes up to a thousand requests: without a bound of their own, a
+// round of large consumes read gigabytes into memory before the driver's
+// reply budget could refuse any of them. The node counts the payload
+// bytes its reserves read in the round (reserve) and stops at
+// Config.RoundReadBytesMax: a consume that would read more is refused with
+// a 503 (spentReads), and a parked poll that stops there is looked at
+// again at the next Tick (its topic goes into readsCapped). One message
+// alone always fits a reply, so a round reads at most the bound plus one
+// record per consume that started under it.
+
+// roundReads is what this round's consumes read. Only reserve, spentReads
+// and wakeReadsCapped change it.
+type roundReads struct {
+	// round is the node's round these counts are of; bytes the payload
+	// bytes read in it.
+	round uint64
+	bytes int
+	// capped holds the topics a poll of which found the round's reads
+	// spent: told at the next Tick (wakeReadsCapped).
+	capped topicsToTell
+}
+
+// readBudget is how many more payload bytes one reserve may read now:
+// ConsumeReplyBytesMax, or less once the round's reads near their bound
+// (0: spent).
+func (n *Node) readBudget() int {
+	if n.reads.round != n.round {
+		n.reads.round, n.reads.bytes = n.round, 0
+	}
+	return max(0, min(n.cfg.ConsumeReplyBytesMax, n.cfg.RoundReadBytesMax-n.reads.bytes))
+}
+
+// spentReads refuses a consume once the round's reads are spent.
+func (n *Node) spentReads() error {
+	if n.readBudget() > 0 {
+		return nil
+	}
+	return msg.Unavailable("this node read %d bytes of records for the consumes of this round, its bound: retry", n.reads.bytes)
+}
+
+// wakeReadsCapped tells the polls of the topics that found a round's
+// reads spent, so that they look again.
+func (n *Node) wakeReadsCapped() {
+	for _, name := range n.reads.capped.take() {
+		n.tellPolls(name)
+	}
+}

@@ -1,0 +1,65 @@
+package node
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"narad/msg"
+)
+
+// Property: the consumes of one round read at most RoundReadBytesMax of
+// records (plus one record for a consume that started under it): past
+// it a consume is refused with a 503 and reserves nothing; the next round
+// reads again.
+func TestTheConsumesOfARoundReadWithinTheirBound(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.ConsumeReplyBytesMax = msg.MessageBytesMax
+	h.cfg.RoundReadBytesMax = msg.MessageBytesMax
+	h.restart()
+	h.createTopic("t")
+	payload := strings.Repeat("x", 600_000)
+	for range 4 {
+		h.produce("t", 0, payload)
+	}
+	ids := []msg.RequestID{h.nextID + 1, h.nextID + 2, h.nextID + 3}
+	for _, id := range ids { // one round: no Ready between them
+		h.node.Handle(id, msg.Consume{Topic: "t", Partition: 0})
+	}
+	h.nextID += 3
+	h.flush()
+	require.NoError(t, h.replies[ids[0]].Err)
+	require.NoError(t, h.replies[ids[1]].Err, "under the bound when it started: one message always fits")
+	refused := h.replies[ids[2]]
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(refused.Err), "%+v", refused)
+	require.Contains(t, refused.Err.Error(), "this round")
+	next := h.ok(msg.Consume{Topic: "t", Partition: 0}).(msg.ConsumeResult)
+	require.Len(t, next.Messages, 1, "the next round reads again, the refused consume having reserved nothing")
+	require.Equal(t, uint64(2), next.Messages[0].Offset)
+}
+
+// Property: a parked poll that a round's spent reads left unanswered
+// looks again at the next Tick, and gets its record then (it would
+// otherwise wait for another record to arrive, or its wait to end).
+func TestAPollLeftByARoundsSpentReadsLooksAgainAtTheNextTick(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.ConsumeReplyBytesMax = msg.MessageBytesMax
+	h.cfg.RoundReadBytesMax = msg.MessageBytesMax
+	h.restart()
+	h.createTopic("t")
+	var polls []msg.RequestID
+	for range 3 {
+		polls = append(polls, h.send(msg.Consume{Topic: "t", Partition: 0, WaitMs: 8_000}))
+	}
+	payload := []byte(strings.Repeat("x", 600_000))
+	records := []msg.ProduceRecord{{Partition: 0, Payload: payload}, {Partition: 0, Payload: payload}, {Partition: 0, Payload: payload}}
+	h.ok(msg.Produce{Topic: "t", Records: records, Batch: true})
+	require.Contains(t, h.replies, polls[0])
+	require.Contains(t, h.replies, polls[1])
+	require.NotContains(t, h.replies, polls[2], "the round's reads were spent")
+	h.tick(1)
+	reply, answered := h.replies[polls[2]]
+	require.True(t, answered, "the poll looked again at the Tick")
+	require.Len(t, reply.Result.(msg.ConsumeResult).Messages, 1)
+}
