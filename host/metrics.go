@@ -36,6 +36,8 @@ type Metrics struct {
 	deadLetters      *prometheus.CounterVec
 	relaysInFlight   prometheus.Gauge
 	relaysMax        prometheus.Gauge
+	relayBytes       prometheus.Gauge
+	relayBytesMax    prometheus.Gauge
 	held             prometheus.Gauge
 	heldMax          prometheus.Gauge
 	diskFree         prometheus.Gauge
@@ -141,6 +143,8 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 			"Records that ran out of deliveries, acknowledged in their topic once their copy was durable in its dead-letter topic.", []string{"topic"}),
 		relaysInFlight:   gauge("relays_in_flight", "Writes this node makes into topics on its own behalf (dead letters) not yet durable."),
 		relaysMax:        gauge("relays_in_flight_max", "Cap of relays_in_flight; past it exhausted records wait."),
+		relayBytes:       gauge("relay_bytes_in_flight", "Key and payload bytes of relays_in_flight."),
+		relayBytesMax:    gauge("relay_bytes_in_flight_max", "Cap of relay_bytes_in_flight; past it a new relay waits (one alone always goes)."),
 		held:             gauge("held_requests", "Requests waiting for their topic to reach this node's replica of the metadata (a topic just created elsewhere)."),
 		heldMax:          gauge("held_requests_max", "Cap of held_requests; past it such a request is answered 503 at once."),
 		diskFree:         gauge("disk_free_bytes", "Bytes the data directory's file system has free for the node (statfs, read about once a second)."),
@@ -189,7 +193,7 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 
 func (m *Metrics) register(reg prometheus.Registerer) {
 	reg.MustRegister(m.producedMessages, m.producedBytes, m.consumedMessages, m.consumedBytes,
-		m.consumePolls, m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRejected, m.ackRepeated, m.ackExtended, m.nacks, m.deadLetters, m.relaysInFlight, m.relaysMax, m.held, m.heldMax, m.diskFree, m.diskReserve, m.diskLow, m.corruptSkipped,
+		m.consumePolls, m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRejected, m.ackRepeated, m.ackExtended, m.nacks, m.deadLetters, m.relaysInFlight, m.relaysMax, m.relayBytes, m.relayBytesMax, m.held, m.heldMax, m.diskFree, m.diskReserve, m.diskLow, m.corruptSkipped,
 		m.consumerDropped, m.retentionBytes, m.retentionRecords, m.errors, m.events, m.syncRound, m.roundRecords,
 		m.gatherWaits, m.consumesUnclaimed, m.bootSeconds, m.topics, m.partitions, m.openLogs, m.openLogsMax, m.zeroTailBytes, m.keptLogs, m.keptLogBytes, m.keptLogBytesMax, m.openLogIndexBytes, m.leasesHeld, m.leasesMax, m.logEvictions, m.parkedPolls, m.peerStepErrors, m.peerUnsent)
 }
@@ -343,6 +347,8 @@ func (m *Metrics) setInventory(s node.Stats, partitions []node.PartitionState) {
 	m.parkedPolls.Set(float64(s.ParkedPolls))
 	m.relaysInFlight.Set(float64(s.RelaysInFlight))
 	m.relaysMax.Set(float64(s.RelaysInFlightMax))
+	m.relayBytes.Set(float64(s.RelayBytesInFlight))
+	m.relayBytesMax.Set(float64(s.RelayBytesInFlightMax))
 	m.held.Set(float64(s.HeldRequests))
 	m.heldMax.Set(float64(s.HeldRequestsMax))
 	m.diskLow.Set(boolGauge(s.DiskLow))

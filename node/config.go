@@ -51,6 +51,9 @@ const placementLimit = 1 << 24
 // relaysLimit bounds Config.RelaysInFlightMax.
 const relaysLimit = 1 << 16
 
+// relayBytesLimit bounds Config.RelayBytesInFlightMax.
+const relayBytesLimit = 1 << 34
+
 // consumeReplyBytesLimit bounds Config.ConsumeReplyBytesMax.
 const consumeReplyBytesLimit = 64 << 20
 
@@ -190,6 +193,12 @@ type Config struct {
 	// its own behalf (dead letters) that are not yet durable; past it a
 	// new one is refused and retried later. Within [1, relaysLimit].
 	RelaysInFlightMax int
+	// RelayBytesInFlightMax caps the key and payload bytes of those
+	// writes (each holds its records until every owner made them
+	// durable, a batch of up to 8 MiB): past it a new one is refused and
+	// retried later; one alone is always taken. Within
+	// [msg.ProduceBatchBytesMax, relayBytesLimit].
+	RelayBytesInFlightMax int64
 }
 
 // DefaultConfig returns the defaults (docs/operations.md#settings).
@@ -221,6 +230,7 @@ func DefaultConfig() Config {
 		ClosedLogsKeptBytesMax:     256 << 20,
 		DiskReserveBytes:           256 << 20,
 		RelaysInFlightMax:          1024,
+		RelayBytesInFlightMax:      64 << 20,
 		Fanout:                     DefaultFanoutConfig(),
 		MetaTickIntervalMs:         100,
 		MemberHeartbeatIntervalMs:  5_000,
@@ -291,6 +301,8 @@ func (c Config) Validate() error {
 	check(c.ClosedLogsKeptBytesMax >= 0 && c.ClosedLogsKeptBytesMax <= closedLogsKeptBytesLimit,
 		"closed logs kept bytes max %d not in [0, %d]", c.ClosedLogsKeptBytesMax, int64(closedLogsKeptBytesLimit))
 	check(c.RelaysInFlightMax >= 1 && c.RelaysInFlightMax <= relaysLimit, "relays in flight max %d not in [1, %d]", c.RelaysInFlightMax, relaysLimit)
+	check(c.RelayBytesInFlightMax >= msg.ProduceBatchBytesMax && c.RelayBytesInFlightMax <= relayBytesLimit,
+		"relay bytes in flight max %d not in [%d, %d]", c.RelayBytesInFlightMax, msg.ProduceBatchBytesMax, int64(relayBytesLimit))
 	problems = append(problems, c.Fanout.problems()...)
 	check(c.IdleLogCloseMs == 0 || c.IdleLogCloseMs >= 60_000, "idle log close must be 0 or >= 60000 ms")
 	check(c.HWMEagerAfterEvictionMs >= 0 && c.HWMEagerAfterEvictionMs <= hwmEagerAfterEvictionMsLimit,

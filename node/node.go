@@ -811,6 +811,9 @@ type Stats struct {
 	// RelaysInFlight counts this node's own writes into topics (dead
 	// letters) not yet durable; at most RelaysInFlightMax.
 	RelaysInFlight, RelaysInFlightMax int
+	// RelayBytesInFlight is their key and payload bytes, at most
+	// RelayBytesInFlightMax (or one relay's).
+	RelayBytesInFlight, RelayBytesInFlightMax int64
 	// HeldRequests counts the requests waiting for their topic to reach
 	// this replica; at most HeldRequestsMax.
 	HeldRequests, HeldRequestsMax int
@@ -845,6 +848,7 @@ func (n *Node) Stats() Stats {
 	topics := n.meta.State().Topics()
 	s := Stats{Topics: len(topics), ParkedPolls: n.waiters.parked(), OpenLogs: len(n.store.OpenDirs()), MovesInFlight: len(n.meta.State().Moves()),
 		OpenLogsMax: n.store.OpenMax(), LogEvictions: n.logEvictions, RelaysInFlight: n.relays.inFlight, RelaysInFlightMax: n.cfg.RelaysInFlightMax,
+		RelayBytesInFlight: n.relays.bytesInFlight, RelayBytesInFlightMax: n.cfg.RelayBytesInFlightMax,
 		HeldRequests: len(n.held), HeldRequestsMax: n.cfg.HeldRequestsMax}
 	for _, record := range topics {
 		s.Partitions += record.Partitions

@@ -6,8 +6,10 @@ import "narad/msg"
 // (relay), which no client waits for.
 type relays struct {
 	// inFlight counts the relays started and not yet completed; at most
-	// Config.RelaysInFlightMax.
-	inFlight int
+	// Config.RelaysInFlightMax. bytesInFlight is their key and payload
+	// bytes: at most Config.RelayBytesInFlightMax, or one relay's.
+	inFlight      int
+	bytesInFlight int64
 }
 
 // relay writes records into a topic on this node's own behalf, placed and
@@ -25,15 +27,24 @@ type relays struct {
 // (msg.Produce.FanoutEpoch), 0 for any other write.
 //
 // A relay is refused (Unavailable, done not called) when
-// Config.RelaysInFlightMax relays are in flight. Schemas are not checked:
-// the caller decides what may enter the topic.
+// Config.RelaysInFlightMax relays are in flight, or when its records
+// would take the bytes in flight past Config.RelayBytesInFlightMax (one
+// relay alone always goes). Schemas are not checked: the caller decides
+// what may enter the topic.
 func (n *Node) relay(topicName string, fanoutEpoch uint64, records []msg.ProduceRecord, done func(msg.Reply)) error {
 	if n.relays.inFlight >= n.cfg.RelaysInFlightMax {
 		return msg.Unavailable("this node has %d writes between topics in flight, its limit; retry", n.relays.inFlight)
 	}
+	bytes := recordBytes(records)
+	if n.relays.inFlight > 0 && n.relays.bytesInFlight+bytes > n.cfg.RelayBytesInFlightMax {
+		return msg.Unavailable("this node has %d bytes of writes between topics in flight, near its limit of %d; retry",
+			n.relays.bytesInFlight, n.cfg.RelayBytesInFlightMax)
+	}
 	n.relays.inFlight++
+	n.relays.bytesInFlight += bytes
 	finish := func(reply msg.Reply) {
 		n.relays.inFlight--
+		n.relays.bytesInFlight -= bytes
 		n.fanoutWakeNow() // a fan-out cursor may wait for this slot
 		done(reply)
 	}
@@ -46,6 +57,15 @@ func (n *Node) relay(topicName string, fanoutEpoch uint64, records []msg.Produce
 	}
 	n.writePlaced(id, t, r, placements)
 	return nil
+}
+
+// recordBytes is the key and payload bytes of records.
+func recordBytes(records []msg.ProduceRecord) int64 {
+	total := 0
+	for _, record := range records {
+		total += len(record.Key) + len(record.Payload)
+	}
+	return int64(total)
 }
 
 // RelaysInFlight is how many writes between topics this node has in

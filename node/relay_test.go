@@ -114,3 +114,35 @@ func TestForwardedRelayCompletesWithTheOwnersReply(t *testing.T) {
 	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(cut.replies[0].Err))
 	require.Zero(t, c.nodes[at].RelaysInFlight())
 }
+
+// Property: the relays in flight hold at most RelayBytesInFlightMax of
+// keys and payloads: one that would pass it is refused at once (its
+// continuation never runs) while another is in flight, one alone always
+// goes, and the bytes come back when a relay completes.
+func TestRelaysInFlightAreBoundedInBytes(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.RelayBytesInFlightMax = msg.ProduceBatchBytesMax
+	h.restart()
+	h.createTopic("dead")
+	records := func(partition int) []msg.ProduceRecord { // 5 MiB: two of them pass the bound of 8
+		var batch []msg.ProduceRecord
+		for range 5 {
+			batch = append(batch, msg.ProduceRecord{Partition: partition, Payload: make([]byte, msg.MessageBytesMax-64)})
+		}
+		return batch
+	}
+	var first, second, third relayRecorder
+	require.NoError(t, h.node.relay("dead", 0, records(0), first.done), "one alone always goes")
+	require.Equal(t, int64(5*(msg.MessageBytesMax-64)), h.node.Stats().RelayBytesInFlight)
+	err := h.node.relay("dead", 0, records(1), second.done)
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(err), "past the bytes in flight")
+	h.flush()
+	require.Len(t, first.replies, 1)
+	require.NoError(t, first.replies[0].Err)
+	require.Empty(t, second.replies, "a refused relay's continuation never runs")
+	require.Zero(t, h.node.Stats().RelayBytesInFlight)
+	require.NoError(t, h.node.relay("dead", 0, records(1), third.done), "the bytes came back")
+	h.flush()
+	require.Len(t, third.replies, 1)
+	require.NoError(t, third.replies[0].Err)
+}
