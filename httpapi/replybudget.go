@@ -22,7 +22,7 @@ var errReplyBudget = msg.Unavailable("the server holds its cap of reply bytes in
 // cap is sent when no other is held.
 func newReplyBudget(bytesMax int64, reg prometheus.Registerer) *byteBudget {
 	return newByteBudget(bytesMax, true, budgetMetrics{
-		inFlight: "reply_bytes_in_flight", inFlightHelp: "Encoded consume and replay reply bytes held while they are written to their clients.",
+		inFlight: "reply_bytes_in_flight", inFlightHelp: "Encoded consume, replay and read reply bytes held while they are written to their clients.",
 		refused: "reply_budget_refused_total", refusedHelp: "Consumes and replays refused (503) because the replies in flight held their cap; a refused consume's records were handed back.",
 		bytesMax: "reply_bytes_in_flight_max", bytesMaxHelp: "Cap of the consume and replay reply bytes held at once.",
 	}, reg)
@@ -36,11 +36,17 @@ func newReplyBudget(bytesMax int64, reg prometheus.Registerer) *byteBudget {
 // its bytes (serve gives them back once it is written), or, when the
 // budget is full, a 503 instead: a consume's records are then handed back
 // to the node, delivered again at once with their delivery uncounted.
-// Other replies are encoded as they are: small and bounded by their own
-// caps, and never refused after the request took effect.
+// The reads of the cluster's state (a topic with its partitions' stats,
+// lists of topics, members, moves and children), which may run to
+// megabytes, are charged once encoded (holdReply). Other replies are
+// encoded as they are: small and bounded by their own caps, and never
+// refused after the request took effect.
 func (h *apiHandler) budgetReply(request msg.Request, reply msg.Reply) Response {
 	bound, budgeted := replyBytesBound(request, reply)
 	if !budgeted {
+		if stateRead(request) {
+			return h.holdReply(Encode(request, reply))
+		}
 		return Encode(request, reply)
 	}
 	if !h.replies.take(bound) {
@@ -59,6 +65,16 @@ func (h *apiHandler) budgetReply(request msg.Request, reply msg.Reply) Response 
 	h.replies.give(bound - held)
 	response.held = held
 	return response
+}
+
+// stateRead reports whether a request only reads the cluster's state: its
+// reply may be refused by the reply budget, since it changed nothing.
+func stateRead(request msg.Request) bool {
+	switch request.(type) {
+	case msg.GetTopic, msg.ListTopics, msg.ListMembers, msg.ListMoves, msg.ListChildren:
+		return true
+	}
+	return false
 }
 
 // holdReply charges a reply that is not a consume or replay but may be

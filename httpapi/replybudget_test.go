@@ -230,3 +230,28 @@ func TestSchemaReadBackHoldsReplyBytes(t *testing.T) {
 	require.Contains(t, body, `"schema":{"type":"object"}`)
 	gaugeReaches(t, registry, "narad_http_reply_bytes_in_flight", 0)
 }
+
+// A read of the cluster's state (here a topic's description) holds its
+// encoded bytes from the reply budget like a consume: refused with 503
+// while the budget is full (a topic of 99,999 partitions describes in
+// megabytes, and a list of topics in several), taken and held once
+// there is room. A write's reply is never refused.
+func TestStateReadsHoldReplyBytes(t *testing.T) {
+	backend := &tableBackend{}
+	cfg := DefaultCodecConfig()
+	cfg.ReplyBytesInFlightMax = 1 << 10
+	registry := prometheus.NewRegistry()
+	api := NewHandler(backend, NewCodec(cfg), registry, slog.New(slog.DiscardHandler)).(*front).routes
+	describe := msg.GetTopic{Name: "orders"}
+	reply := msg.Reply{Result: msg.TopicDetail{TopicInfo: msg.TopicInfo{Name: "orders", Partitions: 3}}}
+	require.True(t, api.replies.take(1<<10))
+	refused := api.budgetReply(describe, reply)
+	require.Equal(t, http.StatusServiceUnavailable, refused.Status)
+	created := api.budgetReply(msg.CreateTopic{Name: "orders", Partitions: 3}, msg.Reply{Result: msg.TopicInfo{Name: "orders", Partitions: 3}})
+	require.Equal(t, http.StatusCreated, created.Status, "a write's reply is never refused after it took effect")
+	api.replies.give(1 << 10)
+	held := api.budgetReply(describe, reply)
+	require.Equal(t, http.StatusOK, held.Status)
+	require.Equal(t, int64(len(held.Body)), held.held)
+	require.Equal(t, held.held, api.replies.Held())
+}

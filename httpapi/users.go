@@ -77,7 +77,7 @@ func (h *apiHandler) serveUsers(r *http.Request, route string, caller auth.Ident
 		for _, user := range users {
 			shown = append(shown, showUser(user))
 		}
-		return jsonResponse(http.StatusOK, shown)
+		return h.holdReply(jsonResponse(http.StatusOK, shown))
 	case RouteGetUser:
 		return h.getUser(r.PathValue("username"))
 	case RouteDeleteUser:
