@@ -290,8 +290,9 @@ const diskCheckInterval = time.Second
 type freeSpace interface{ FreeBytes() (int64, error) }
 
 // checkDisk tells the node its free space, at most once per
-// diskCheckInterval. A failed read changes nothing: the node keeps its
-// last report and its own count since.
+// diskCheckInterval. After a failed read the node keeps no reserve until
+// a read succeeds (its own count since the last one would only go down,
+// and end by refusing every write on a disk with room).
 func (l *loop) checkDisk() {
 	now := l.clock()
 	if l.disk == nil || now.Before(l.nextDiskCheck) {
@@ -300,7 +301,8 @@ func (l *loop) checkDisk() {
 	l.nextDiskCheck = now.Add(diskCheckInterval)
 	free, err := l.disk.FreeBytes()
 	if err != nil {
-		l.logger.Warn("cannot read the data directory's free space", "error", err)
+		l.logger.Warn("cannot read the data directory's free space; no disk reserve until it can", "error", err)
+		l.node.ForgetDiskFree()
 		return
 	}
 	l.metrics.diskFree.Set(float64(free))

@@ -425,3 +425,20 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buffer.String()
 }
+
+// Property: listing the users holds its reply's bytes from the reply
+// budget only while the reply is written: after any number of lists the
+// budget holds nothing (a list that kept its bytes filled the budget, and
+// every consume was then refused until a restart).
+func TestListingUsersGivesItsReplyBytesBack(t *testing.T) {
+	h := securedHost(t, rootPassword, io.Discard)
+	root := as{"admin", rootPassword}
+	waitSeeded(t, h, root)
+	for range 5 {
+		mustAs(t, h, root, get("/v1/users"), http.StatusOK)
+	}
+	metrics := mustAs(t, h, root, get("/metrics"), http.StatusOK)
+	held := regexp.MustCompile(`(?m)^narad_http_reply_bytes_in_flight (\S+)$`).FindStringSubmatch(metrics)
+	require.Len(t, held, 2, "the reply budget's gauge is exported")
+	require.Equal(t, "0", held[1], "reply bytes still held after every list was written")
+}

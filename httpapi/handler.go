@@ -108,13 +108,18 @@ func (h *apiHandler) serve(w http.ResponseWriter, r *http.Request, matched *capt
 	case decoded.Route == RouteMetrics:
 		h.metrics.ServeHTTP(w, r)
 	case userRoutes[decoded.Route]:
-		h.serveUsers(r, decoded.Route, caller).Write(w)
+		h.writeHeld(w, h.serveUsers(r, decoded.Route, caller))
 	default:
-		response := h.serveNode(r, decoded, caller)
-		response.Write(w)
-		if response.held > 0 {
-			h.replies.give(response.held)
-		}
+		h.writeHeld(w, h.serveNode(r, decoded, caller))
+	}
+}
+
+// writeHeld writes a response, then gives back what it held of the reply
+// budget (every response that may hold some goes through it).
+func (h *apiHandler) writeHeld(w http.ResponseWriter, response Response) {
+	response.Write(w)
+	if response.held > 0 {
+		h.replies.give(response.held)
 	}
 }
 

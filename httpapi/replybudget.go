@@ -23,8 +23,8 @@ var errReplyBudget = msg.Unavailable("the server holds its cap of reply bytes in
 func newReplyBudget(bytesMax int64, reg prometheus.Registerer) *byteBudget {
 	return newByteBudget(bytesMax, true, budgetMetrics{
 		inFlight: "reply_bytes_in_flight", inFlightHelp: "Encoded consume, replay and read reply bytes held while they are written to their clients.",
-		refused: "reply_budget_refused_total", refusedHelp: "Consumes and replays refused (503) because the replies in flight held their cap; a refused consume's records were handed back.",
-		bytesMax: "reply_bytes_in_flight_max", bytesMaxHelp: "Cap of the consume and replay reply bytes held at once.",
+		refused: "reply_budget_refused_total", refusedHelp: "Consumes, replays and reads refused (503) because the replies in flight held their cap; a refused consume's records were handed back.",
+		bytesMax: "reply_bytes_in_flight_max", bytesMaxHelp: "Cap of the consume, replay and read reply bytes held at once.",
 	}, reg)
 }
 

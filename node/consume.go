@@ -63,6 +63,7 @@ func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 		return
 	}
 	if err := n.spentReads(); err != nil {
+		n.reads.capped.add(t.info.Name) // a poll elsewhere that probed here is told at the next Tick
 		n.reply(id, nil, err)
 		return
 	}

@@ -33,6 +33,11 @@ func (n *Node) SetDiskFree(freeBytes int64) {
 	n.disk = diskSpace{reported: true, freeBytes: freeBytes}
 }
 
+// ForgetDiskFree tells the node its free space is no longer known (the
+// driver could not read it): it keeps no reserve until the next report,
+// rather than refusing every write on an estimate that only goes down.
+func (n *Node) ForgetDiskFree() { n.disk = diskSpace{} }
+
 // diskFree is the free space as the node estimates it now: the last
 // report less what the node appended since; ok is false before a report.
 func (n *Node) diskFree() (bytes int64, ok bool) {

@@ -34,3 +34,16 @@ func TestWritesStopAtTheDiskReserve(t *testing.T) {
 	require.False(t, h.node.Stats().DiskLow)
 	h.ok(produce)
 }
+
+// Property: once the driver says the free space is no longer known
+// (ForgetDiskFree), the node keeps no reserve: its own count of appends
+// since the last report would only go down.
+func TestAnUnknownFreeSpaceKeepsNoReserve(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("t")
+	h.node.SetDiskFree(h.cfg.DiskReserveBytes - 1)
+	h.fail(msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: 0, Payload: []byte("x")}}}, msg.CodeUnavailable)
+	h.node.ForgetDiskFree()
+	require.False(t, h.node.Stats().DiskLow)
+	h.ok(msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: 0, Payload: []byte("x")}}})
+}

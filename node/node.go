@@ -349,6 +349,9 @@ func (n *Node) Now() int64 { return n.nowMs }
 //  2. lease expiry: reservations past their visibility deadline are
 //     released and their topics' long polls woken; records that ran out
 //     of deliveries are written to their dead-letter topic (deadletter.go);
+//     polls that found a corrupt run's skips or the round's reads capped
+//     look again (consume.go, reads.go); a retirement this node learned
+//     of is noted (retirement.go);
 //  3. long polls whose wait ran out are answered empty;
 //  4. metastore proposals without an outcome in time answer a retryable
 //     "unknown outcome";
@@ -379,6 +382,7 @@ func (n *Node) Tick(nowMs int64) {
 	n.sendDeadLetters()
 	n.wakeSkipsCapped()
 	n.wakeReadsCapped()
+	n.noteRetirement()
 	n.expireWaiters()
 	n.expireProposals()
 	n.expireForwards()
@@ -435,7 +439,7 @@ func (n *Node) NextDeadlineMs() int64 {
 // most RequestIDDriverMax.
 func (n *Node) Handle(id msg.RequestID, req msg.Request) {
 	invariant.Check(id <= RequestIDDriverMax, "node: driver request id %d is above RequestIDDriverMax", id)
-	if err := n.retired(); err != nil {
+	if err := n.retiredRefusal(req); err != nil {
 		n.reply(id, nil, err)
 		return
 	}
@@ -532,7 +536,7 @@ func (n *Node) Step(env msg.Envelope) error {
 	if env.To != n.cfg.NodeID || env.From == "" || env.From == n.cfg.NodeID {
 		return fmt.Errorf("node %s: message %T from %q to %q is misaddressed", n.cfg.NodeID, env.Message, env.From, env.To)
 	}
-	if err := n.refuseRetired(env); err != nil {
+	if err := n.refuseRetiredPeer(env); err != nil {
 		return err // a decommissioned node left running (retirement.go)
 	}
 	// Any message proves the peer is up again (after a restart, say); a
@@ -769,8 +773,8 @@ func (n *Node) Abandon() error {
 // lost the leader, that was removed from the cluster (decommissioned) or
 // that has not joined yet is not ready.
 func (n *Node) Serving() error {
-	if err := n.retired(); err != nil {
-		return err
+	if n.knowsRetired() {
+		return n.retiredError()
 	}
 	if _, ok := n.meta.Leader(); !ok {
 		return errors.New("no metadata leader known")

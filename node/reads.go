@@ -10,7 +10,9 @@ import "narad/msg"
 // bytes its reserves read in the round (reserve) and stops at
 // Config.RoundReadBytesMax: a consume that would read more is refused with
 // a 503 (spentReads), and a parked poll that stops there is looked at
-// again at the next Tick (its topic goes into readsCapped). One message
+// again at the next Tick (its topic goes into reads.capped), as are the
+// polls parked on other nodes whose probe was refused (through their
+// subscriptions: tellPolls). One message
 // alone always fits a reply, so a round reads at most the bound plus one
 // record per consume that started under it.
 

@@ -9,13 +9,15 @@ import (
 	"narad/msg"
 )
 
-// Property: a decommissioned node left running changes nothing and reaches
-// no data: once its replica applied its removal it refuses its own clients
-// (503 naming its decommission, and its readiness says so), and every
-// other node refuses what it sends them, a forwarded request or its raft
-// traffic, so a change asked of it (with credentials revoked since, say)
-// never applies. Before, such a node answered 503 "timed out" while its
-// proposals applied cluster-wide.
+// Property: a decommissioned node left running changes nothing: once its
+// replica applied its removal it refuses every change asked of it at once
+// (503 naming its decommission, and its readiness says so), and the other
+// nodes refuse its proposals and its forwarded changes, so a change asked
+// of it (with credentials revoked since, say) never applies. Before, such
+// a node answered 503 "timed out" while its proposals applied
+// cluster-wide. Its clients' writes still go through it, to the owners,
+// for the dead-after period (a drain refuses no produce), and are refused
+// after it.
 func TestADecommissionedNodeLeftRunningChangesNothing(t *testing.T) {
 	c := newClusterHarness(t, 4)
 	leader := c.electWithTopic("t", 4)
@@ -41,6 +43,13 @@ func TestADecommissionedNodeLeftRunningChangesNothing(t *testing.T) {
 		_, found = c.nodes[id].meta.State().Topic("t")
 		require.True(t, found, "%s served a retired node's forwarded delete", id)
 	}
+
+	produced := c.do(leaving, msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Payload: []byte("late")}}})
+	require.NoError(t, produced.Err, "within its grace a retired node forwards its clients' writes")
+	c.tick(c.configs[leaving].MemberDeadAfterMs)
+	refused := c.do(leaving, msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Payload: []byte("later")}}})
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(refused.Err))
+	require.Contains(t, refused.Err.Error(), "decommissioned")
 }
 
 // Property: a decommissioned node whose replica never applied its own
@@ -60,7 +69,11 @@ func TestADecommissionedNodeThatMissedItsRemovalIsToldByItsPeers(t *testing.T) {
 	c.cut[leaving] = false
 	c.tick(c.configs[leaving].MemberHeartbeatIntervalMs + 1_000) // it heartbeats; its peers answer
 	require.ErrorContains(t, c.nodes[leaving].Serving(), "decommissioned")
-	reply := c.do(leaving, msg.ListTopics{})
+	reply := c.do(leaving, msg.CreateTopic{Name: "late", Partitions: 3})
 	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(reply.Err))
 	require.Contains(t, reply.Err.Error(), "says")
+	require.NoError(t, c.do(leaving, msg.ListTopics{}).Err, "reads are served during its grace")
+	c.tick(c.configs[leaving].MemberDeadAfterMs)
+	after := c.do(leaving, msg.ListTopics{})
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(after.Err), "and refused after it: %+v", after.Err)
 }

@@ -8,16 +8,27 @@ import (
 )
 
 // Retirement. A node whose decommission is complete (it left the voters)
-// may be left running. What it sends its peers is refused (Step), so it
-// changes nothing and reaches no data; and it refuses its own clients
-// (retired), once it knows. It knows when its replica applied its own
-// removal, or, since a replica removed from the group may never hear of
-// the entry that removed it, when a peer tells it so (msg.Retired): every
-// node that refuses a retired node's message tells it, at most once per
-// retiredTellEveryMs. A tell holds for MemberDeadAfterMs and is renewed by
-// the next: while the node keeps talking to its peers, they keep telling
-// it. (Should a peer whose replica lags take a node rejoined under a
-// retired id for the retired one, its tells stop once it caught up.)
+// may be left running, and clients may still send it requests until the
+// operator takes it out of their way. Such a node changes nothing: the
+// metastore refuses its Raft traffic (meta: a removed replica's messages,
+// its proposals included), and it refuses every change asked of it (a
+// topic's creation, change or deletion, a decommission, a user change)
+// with a 503 naming its decommission, at once; its users table no
+// longer follows the cluster's. So that a drain never refuses a produce,
+// it keeps serving the data plane (produce, consume, ack, replay, and the
+// reads of its view), forwarding to the owners, for MemberDeadAfterMs
+// after it learned of its decommission, its readiness already saying so
+// (a load balancer takes it out); then it refuses those too.
+//
+// It learns of its decommission when its replica applies its own removal,
+// or, since a replica removed from the group may never hear of the entry
+// that removed it, when a peer tells it so (msg.Retired): every node that
+// gets a message from a node its replica shows retired tells it, at most
+// once per retiredTellEveryMs. Once learned, it holds until the process
+// stops (a removal is for good: the id can never join again, and a peer
+// whose replica lags can only miss a retirement, never see one that is
+// not); a start again on its data learns it again from its replica or
+// its first message's answer.
 
 // retiredTellEveryMs bounds how often a node tells one retired node so.
 const retiredTellEveryMs = 1_000
@@ -25,64 +36,101 @@ const retiredTellEveryMs = 1_000
 // retirement is this node's knowledge of completed decommissions. Only
 // the node's own methods change it.
 type retirement struct {
-	// toldUntilMs: a peer said this node's decommission is complete; it
-	// refuses its clients until then (this node's clock). toldBy is that
-	// peer.
-	toldUntilMs int64
-	toldBy      string
+	// sinceMs is when this node learned its own decommission is complete
+	// (this node's clock); 0 while it is not known. Set once.
+	sinceMs int64
+	// toldBy is the peer that told this node so, "" when its own replica
+	// showed it first.
+	toldBy string
 	// toldMs maps a retired node this node told so to when (this node's
 	// clock); entries older than retiredTellEveryMs go at the next tell,
 	// so it holds only the retired nodes heard from within that period.
 	toldMs map[string]int64
 }
 
-// retired refuses a client's request at a node whose decommission is
-// complete, as its replica shows or a peer told it: its view of the
-// cluster no longer moves on and its peers refuse what it sends them, so
-// it could only answer from a stale view or time out.
-func (n *Node) retired() error {
-	switch {
-	case n.meta.State().Retired(n.cfg.NodeID):
-		return msg.Unavailable("node %s was decommissioned (it left the cluster's voters): send requests to another node, and stop this one", n.cfg.NodeID)
-	case n.nowMs < n.retirement.toldUntilMs:
-		return msg.Unavailable("node %s was decommissioned (it left the cluster's voters, node %s says): send requests to another node, and stop this one",
-			n.cfg.NodeID, n.retirement.toldBy)
+// knowsRetired reports whether this node knows its decommission is
+// complete.
+func (n *Node) knowsRetired() bool {
+	return n.retirement.sinceMs != 0 || n.meta.State().Retired(n.cfg.NodeID)
+}
+
+// noteRetirement records when this node learned of its decommission (at
+// each Tick, and at a tell), and says so once.
+func (n *Node) noteRetirement() {
+	if n.retirement.sinceMs != 0 || (n.retirement.toldBy == "" && !n.meta.State().Retired(n.cfg.NodeID)) {
+		return
+	}
+	n.retirement.sinceMs = max(n.nowMs, 1)
+	n.observer.Event("decommission-complete", "this node left the voters: it takes no change, serves its clients' reads and writes "+
+		"through the other nodes for the dead-after period, then refuses them; stop it")
+}
+
+// retiredError is the answer of a retired node to what it refuses.
+func (n *Node) retiredError() error {
+	by := ""
+	if n.retirement.toldBy != "" && !n.meta.State().Retired(n.cfg.NodeID) {
+		by = fmt.Sprintf(", node %s says", n.retirement.toldBy)
+	}
+	return msg.Unavailable("node %s was decommissioned (it left the cluster's voters%s): send requests to another node, and stop this one", n.cfg.NodeID, by)
+}
+
+// retiredRefusal is why a retired node refuses a client's request now,
+// or nil: a change at once, the data plane once its grace ran out (it
+// starts at the Tick that noted the retirement).
+func (n *Node) retiredRefusal(req msg.Request) error {
+	if !n.knowsRetired() {
+		return nil
+	}
+	graceOver := n.retirement.sinceMs != 0 && n.nowMs-n.retirement.sinceMs >= n.cfg.MemberDeadAfterMs
+	if changesMetadata(req) || graceOver {
+		return n.retiredError()
 	}
 	return nil
 }
 
-// refuseRetired reports whether a peer message comes from a retired node,
-// telling that node so: such a message is refused, but for its heartbeat,
-// which only warns (gatherHeartbeat).
-func (n *Node) refuseRetired(env msg.Envelope) error {
+// changesMetadata reports whether a client's request asks for a change of
+// the metastore.
+func changesMetadata(req msg.Request) bool {
+	switch req.(type) {
+	case msg.CreateTopic, msg.AlterTopic, msg.DeleteTopic, msg.Decommission, msg.AttachChild, msg.DetachChild:
+		return true
+	}
+	return false
+}
+
+// refuseRetiredPeer tells a peer whose decommission this node's replica
+// shows complete so (tellRetired), and refuses a forwarded change from
+// it. Its Raft traffic is refused by the metastore; the rest of what it
+// sends is served (a retired node forwards its clients' reads and writes
+// during its grace).
+func (n *Node) refuseRetiredPeer(env msg.Envelope) error {
 	if !n.meta.State().Retired(env.From) {
 		return nil
 	}
 	n.tellRetired(env.From)
-	if _, heartbeat := env.Message.(msg.Heartbeat); heartbeat {
-		return nil
+	if forward, ok := env.Message.(msg.ForwardRequest); ok && changesMetadata(forward.Request) {
+		return fmt.Errorf("node %s: a forwarded %T from %s, whose decommission is complete", n.cfg.NodeID, forward.Request, env.From)
 	}
-	return fmt.Errorf("node %s: message %T from %s, whose decommission is complete (it left the voters)", n.cfg.NodeID, env.Message, env.From)
+	return nil
 }
 
 // tellRetired sends a retired node a msg.Retired, at most once per
 // retiredTellEveryMs.
-func (n *Node) tellRetired(id string) {
+func (n *Node) tellRetired(from string) {
 	told := n.retirement.toldMs
-	if at, ok := told[id]; ok && n.nowMs-at < retiredTellEveryMs {
+	if at, ok := told[from]; ok && n.nowMs-at < retiredTellEveryMs {
 		return
 	}
 	maps.DeleteFunc(told, func(_ string, at int64) bool { return n.nowMs-at >= retiredTellEveryMs })
-	told[id] = n.nowMs
-	n.send(id, msg.Retired{})
+	told[from] = n.nowMs
+	n.send(from, msg.Retired{})
 }
 
 // stepRetired takes a peer's word that this node's decommission is
 // complete.
 func (n *Node) stepRetired(from string) {
-	if n.nowMs >= n.retirement.toldUntilMs {
-		n.observer.Event("decommission-complete", fmt.Sprintf("node %s says this node left the voters: refusing every request; stop this node", from))
+	if n.retirement.sinceMs == 0 {
+		n.retirement.toldBy = from
+		n.noteRetirement()
 	}
-	n.retirement.toldUntilMs = n.nowMs + n.cfg.MemberDeadAfterMs
-	n.retirement.toldBy = from
 }

@@ -30,8 +30,8 @@ func (n *Node) RootSeeded() bool { return n.rootSeeded }
 // CodeNotFound, CodeForbidden for what the root user refuses) leaves once
 // the change is applied on this replica. The driver checked who may ask.
 func (n *Node) ChangeUsers(id msg.RequestID, cmd meta.Command) {
-	if err := n.retired(); err != nil {
-		n.reply(id, nil, err)
+	if n.knowsRetired() {
+		n.reply(id, nil, n.retiredError())
 		return
 	}
 	var username string

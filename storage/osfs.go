@@ -100,13 +100,14 @@ func (o *OSFS) EnableGroupSync() error {
 }
 
 // FreeBytes returns the bytes of Root's file system an unprivileged
-// writer may still use (statfs f_bavail). Safe from any goroutine.
+// writer may still use (statfs f_bavail, counted in fragments of
+// f_frsize bytes, as df counts them). Safe from any goroutine.
 func (o *OSFS) FreeBytes() (int64, error) {
 	var stat unix.Statfs_t
 	if err := unix.Statfs(o.Root, &stat); err != nil {
 		return 0, mapOSError(os.NewSyscallError("statfs", err))
 	}
-	return int64(stat.Bavail) * int64(stat.Bsize), nil
+	return int64(stat.Bavail) * stat.Frsize, nil
 }
 
 // GroupSyncEnabled reports whether EnableGroupSync succeeded.
