@@ -50,12 +50,11 @@ type heartbeatRound struct {
 	// proposeAtMs is when the round is proposed (this node's clock); set
 	// when its first heartbeat arrives.
 	proposeAtMs int64
-	// retiredWarnedMs maps a retired node whose heartbeat this node
-	// dropped to when it last said so (this node's clock); an entry older
-	// than retiredBeatWarnEveryMs goes at the next prune
-	// (pruneMemberState), so it holds only the retired nodes that beat
-	// within that period.
-	retiredWarnedMs map[string]int64
+	// retiredWarned holds the retired nodes whose heartbeat this node
+	// dropped and said so within retiredBeatWarnEveryMs (this node's
+	// clock); pruned at each pruneMemberState too, so it holds only the
+	// retired nodes that beat within that period.
+	retiredWarned onceEvery[string]
 }
 
 // heartbeat tells the leader this node is alive now.
@@ -115,11 +114,9 @@ func (n *Node) gatherHeartbeat(id string, m msg.Heartbeat) {
 // warnRetiredBeat tells the operator that a retired node still runs, at
 // most once per retiredBeatWarnEveryMs for each.
 func (n *Node) warnRetiredBeat(id string) {
-	warned := n.cluster.heartbeats.retiredWarnedMs
-	if last, ok := warned[id]; ok && n.nowMs-last < retiredBeatWarnEveryMs {
+	if !n.cluster.heartbeats.retiredWarned.due(id, n.nowMs, retiredBeatWarnEveryMs) {
 		return
 	}
-	warned[id] = n.nowMs
 	n.observer.Event("heartbeat-dropped", id+": its decommission is complete (it left the voters); stop that node")
 }
 

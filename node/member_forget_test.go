@@ -171,7 +171,7 @@ func TestARetiredNodesHeartbeatIsWarnedOfOncePerPeriod(t *testing.T) {
 	beat()
 	require.Equal(t, 2, dropped(), "a beat a period after the warning warns again")
 	c.tick(retiredBeatWarnEveryMs)
-	require.NotContains(t, n.cluster.heartbeats.retiredWarnedMs, leaving, "the note goes once the node stopped beating")
+	require.NotContains(t, n.cluster.heartbeats.retiredWarned, leaving, "the note goes once the node stopped beating")
 	_, listed := n.meta.State().Member(leaving)
 	require.False(t, listed, "a retired node's heartbeat made it a member again")
 }

@@ -58,9 +58,9 @@ type clusterState struct {
 	// for the voters' addresses as a joiner does, until a JoinAccepted
 	// clears it.
 	voterAddressUnknown bool
-	// unknownPeerWarnedMs maps a raft id named in a raft-unknown-peer
-	// event to when (warnUnknownPeer).
-	unknownPeerWarnedMs map[uint64]int64
+	// unknownPeerWarned holds the raft ids named in a raft-unknown-peer
+	// event within its period (warnUnknownPeer).
+	unknownPeerWarned onceEvery[uint64]
 	// movedAddrs maps a voter that told this node (a Join) it listens on
 	// another cluster address than the metastore records for it (a node
 	// restarted at a new address) to that address: ClusterAddrs serves it
@@ -99,7 +99,7 @@ type heartbeatSeen struct {
 func newClusterState() clusterState {
 	return clusterState{subscribers: map[string]map[string]int64{}, subscribedUntilMs: map[string]int64{},
 		notified: map[string][]string{}, deadProposed: map[string]deadProposal{}, removalRefused: map[string]bool{},
-		heardMs: map[string]int64{}, unknownPeerWarnedMs: map[uint64]int64{}, movedAddrs: map[string]movedAddr{}, heartbeats: heartbeatRound{beats: map[string]meta.MemberHeartbeat{}, retiredWarnedMs: map[string]int64{}}}
+		heardMs: map[string]int64{}, unknownPeerWarned: onceEvery[uint64]{}, movedAddrs: map[string]movedAddr{}, heartbeats: heartbeatRound{beats: map[string]meta.MemberHeartbeat{}, retiredWarned: onceEvery[string]{}}}
 }
 
 // maintainMembership runs on every tick: the leader marks silent members
@@ -264,9 +264,7 @@ func (n *Node) pruneMemberState() {
 	maps.DeleteFunc(n.cluster.seen, func(id string, _ heartbeatSeen) bool { return gone(id) })
 	maps.DeleteFunc(n.cluster.deadProposed, func(id string, _ deadProposal) bool { return gone(id) })
 	maps.DeleteFunc(n.cluster.removalRefused, func(id string, _ bool) bool { return gone(id) })
-	maps.DeleteFunc(n.cluster.heartbeats.retiredWarnedMs, func(_ string, atMs int64) bool {
-		return n.nowMs-atMs >= retiredBeatWarnEveryMs
-	})
+	n.cluster.heartbeats.retiredWarned.prune(n.nowMs, retiredBeatWarnEveryMs)
 }
 
 // askToJoin sends a Join to every configured peer until this node is a

@@ -2,7 +2,6 @@ package node
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 
@@ -90,15 +89,11 @@ func (n *Node) addMetaReady(rd *Ready) {
 const unknownPeerWarnEveryMs = 60_000
 
 // warnUnknownPeer names a raft id this replica cannot address, at most
-// once per unknownPeerWarnEveryMs for each; the map keeps only the ids
-// warned of within that period (raft ids of the group's configuration).
+// once per unknownPeerWarnEveryMs for each.
 func (n *Node) warnUnknownPeer(raftID uint64) {
-	warned := n.cluster.unknownPeerWarnedMs
-	if at, ok := warned[raftID]; ok && n.nowMs-at < unknownPeerWarnEveryMs {
+	if !n.cluster.unknownPeerWarned.due(raftID, n.nowMs, unknownPeerWarnEveryMs) {
 		return
 	}
-	maps.DeleteFunc(warned, func(_ uint64, at int64) bool { return n.nowMs-at >= unknownPeerWarnEveryMs })
-	warned[raftID] = n.nowMs
 	n.observer.Event("raft-unknown-peer", fmt.Sprintf("raft id %d: no address known for it (a voter added while this node was away?); asking the peers", raftID))
 }
 

@@ -9,16 +9,24 @@ import (
 	"narad/msg"
 )
 
-// Property: the consumes of one round read at most RoundReadBytesMax of
-// records (plus one record for a consume that started under it): past
-// it a consume is refused with a 503 and reserves nothing; the next round
-// reads again.
-func TestTheConsumesOfARoundReadWithinTheirBound(t *testing.T) {
+// newHarnessReadingOneRecordARound is a node with topic t whose consumes
+// of one round read at most 1 MiB (one large record, and whatever else
+// started under the bound).
+func newHarnessReadingOneRecordARound(t *testing.T) *harness {
 	h := newHarness(t)
 	h.cfg.ConsumeReplyBytesMax = msg.MessageBytesMax
 	h.cfg.RoundReadBytesMax = msg.MessageBytesMax
 	h.restart()
 	h.createTopic("t")
+	return h
+}
+
+// Property: the consumes of one round read at most RoundReadBytesMax of
+// records (plus one record for a consume that started under it): past
+// it a consume is refused with a 503 and reserves nothing; the next round
+// reads again.
+func TestTheConsumesOfARoundReadWithinTheirBound(t *testing.T) {
+	h := newHarnessReadingOneRecordARound(t)
 	payload := strings.Repeat("x", 600_000)
 	for range 4 {
 		h.produce("t", 0, payload)
@@ -43,11 +51,7 @@ func TestTheConsumesOfARoundReadWithinTheirBound(t *testing.T) {
 // looks again at the next Tick, and gets its record then (it would
 // otherwise wait for another record to arrive, or its wait to end).
 func TestAPollLeftByARoundsSpentReadsLooksAgainAtTheNextTick(t *testing.T) {
-	h := newHarness(t)
-	h.cfg.ConsumeReplyBytesMax = msg.MessageBytesMax
-	h.cfg.RoundReadBytesMax = msg.MessageBytesMax
-	h.restart()
-	h.createTopic("t")
+	h := newHarnessReadingOneRecordARound(t)
 	var polls []msg.RequestID
 	for range 3 {
 		polls = append(polls, h.send(msg.Consume{Topic: "t", Partition: 0, WaitMs: 8_000}))

@@ -2,7 +2,6 @@ package node
 
 import (
 	"fmt"
-	"maps"
 
 	"narad/msg"
 )
@@ -42,10 +41,9 @@ type retirement struct {
 	// toldBy is the peer that told this node so, "" when its own replica
 	// showed it first.
 	toldBy string
-	// toldMs maps a retired node this node told so to when (this node's
-	// clock); entries older than retiredTellEveryMs go at the next tell,
-	// so it holds only the retired nodes heard from within that period.
-	toldMs map[string]int64
+	// told holds the retired nodes this node told so within
+	// retiredTellEveryMs (tellRetired).
+	told onceEvery[string]
 }
 
 // knowsRetired reports whether this node knows its decommission is
@@ -117,13 +115,9 @@ func (n *Node) refuseRetiredPeer(env msg.Envelope) error {
 // tellRetired sends a retired node a msg.Retired, at most once per
 // retiredTellEveryMs.
 func (n *Node) tellRetired(from string) {
-	told := n.retirement.toldMs
-	if at, ok := told[from]; ok && n.nowMs-at < retiredTellEveryMs {
-		return
+	if n.retirement.told.due(from, n.nowMs, retiredTellEveryMs) {
+		n.send(from, msg.Retired{})
 	}
-	maps.DeleteFunc(told, func(_ string, at int64) bool { return n.nowMs-at >= retiredTellEveryMs })
-	told[from] = n.nowMs
-	n.send(from, msg.Retired{})
 }
 
 // stepRetired takes a peer's word that this node's decommission is
