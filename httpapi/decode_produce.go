@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"net/url"
+	"unicode/utf8"
 
 	"narad/msg"
 )
@@ -41,6 +42,11 @@ func decodeProduce(c *Codec, r *http.Request) (msg.Request, []int, *ErrorRespons
 func (c *Codec) decodeProduceSingle(r *http.Request, query url.Values) (msg.ProduceRecord, *ErrorResponse) {
 	if failed := rejectDuplicates(query, "key", "partition"); failed != nil {
 		return msg.ProduceRecord{}, failed
+	}
+	if !utf8.ValidString(query.Get("key")) {
+		// A key comes back as JSON text: bytes that are not UTF-8 would
+		// come back changed (U+FFFD), two keys looking the same.
+		return msg.ProduceRecord{}, invalidf("key is not UTF-8 text (a key comes back as JSON text; percent-encode the UTF-8 bytes of a text key)")
 	}
 	partition, failed := optionalPartition(query)
 	if failed != nil {

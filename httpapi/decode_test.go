@@ -264,6 +264,8 @@ func TestDecodeProduceSingle(t *testing.T) {
 			wantStatus: 413, wantMessage: "request body too large"},
 		{name: "duplicate key", method: "POST", target: "/v1/topics/orders/produce?key=a&key=b", body: "x",
 			wantStatus: 400, wantMessage: `duplicate query parameter "key"`},
+		{name: "key not UTF-8", method: "POST", target: "/v1/topics/orders/produce?key=%FF%FE", body: "x",
+			wantStatus: 400, wantMessage: "key is not UTF-8 text (a key comes back as JSON text; percent-encode the UTF-8 bytes of a text key)"},
 		{name: "duplicate partition", method: "POST", target: "/v1/topics/orders/produce?partition=1&partition=1", body: "x",
 			wantStatus: 400, wantMessage: `duplicate query parameter "partition"`},
 		{name: "negative partition", method: "POST", target: "/v1/topics/orders/produce?partition=-1", body: "x",
