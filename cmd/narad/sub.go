@@ -23,6 +23,11 @@ const (
 	waitDefault = 10 * time.Second
 	// consumeRetryDelay spaces retries of a failed consume.
 	consumeRetryDelay = time.Second
+	// emptyPause is the pause after an empty answer to a consume that
+	// waited less than emptyPauseBelowWait (--wait 0, say), which would
+	// otherwise ask again at once, thousands of times a second.
+	emptyPause          = 200 * time.Millisecond
+	emptyPauseBelowWait = emptyPause
 	// ackAttemptTimeout bounds one ack attempt; acks run even after Ctrl-C
 	// so a printed message is not redelivered needlessly.
 	ackAttemptTimeout = 5 * time.Second
@@ -95,7 +100,7 @@ sub exits non-zero.`,
 	flags.BoolVar(&options.peek, "peek", false, "read-only tail with replay reads; takes no leases")
 	flags.Int64Var(&options.from, "from", 0, "with --peek and --partition: start at this offset")
 	flags.IntVar(&options.max, "max", 0, "stop after this many messages (0: run until interrupted)")
-	flags.DurationVar(&options.wait, "wait", waitDefault, "long-poll wait of each consume request")
+	flags.DurationVar(&options.wait, "wait", waitDefault, "long-poll wait of each consume request (under 200ms, sub pauses 200ms after an empty answer)")
 	return cmd
 }
 
@@ -189,6 +194,9 @@ func (a *app) consumeQueue(ctx context.Context, broker *client.Client, topic str
 		}
 		failing = nil
 		if message == nil {
+			if options.wait < emptyPauseBelowWait && proc.SleepContext(ctx, emptyPause) != nil {
+				break // a poll that waits little would ask again at once, thousands of times a second
+			}
 			continue
 		}
 		received++

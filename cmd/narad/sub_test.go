@@ -213,3 +213,17 @@ func TestSubEndsOnAPermanentFailure(t *testing.T) {
 		})
 	}
 }
+
+// Property: a sub that waits less than the empty pause (--wait 0) pauses
+// after each empty answer instead of asking again at once: in half a
+// second it sends a handful of consumes, where it sent thousands.
+func TestSubWithoutWaitPausesAfterAnEmptyAnswer(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on("GET /v1/topics/orders/consume", reply{status: http.StatusNoContent})
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	h.runContext(ctx, "-s", broker.server.URL, "sub", "orders", "--wait", "0")
+	consumes := len(broker.seen("GET /v1/topics/orders/consume"))
+	require.Positive(t, consumes)
+	require.LessOrEqual(t, consumes, int(500*time.Millisecond/emptyPause)+1, "one consume per pause at most")
+}
