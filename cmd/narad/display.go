@@ -69,7 +69,8 @@ func (s style) wrap(code, text string) string {
 // messagePrinter writes consumed or replayed messages.
 type messagePrinter struct {
 	out io.Writer
-	// raw prints the payload bytes only, one message per line.
+	// raw prints the payload alone (a JSON string as its text), one
+	// message per line (docs/api.md#cli).
 	raw      bool
 	location *time.Location
 	style    style
