@@ -138,7 +138,7 @@ func (a *app) report(command *cobra.Command, err error) int {
 		}
 		return exitUsage
 	case errors.As(err, &replyError):
-		fmt.Fprintf(a.stderr, "narad: %v\n", replyError)
+		fmt.Fprintf(a.stderr, "narad: %v\n", err) // with what wraps the reply's error, if anything
 		return exitError
 	default:
 		fmt.Fprintf(a.stderr, "narad: %v\n", err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"time"
 
 	"narad/client"
 	"narad/proc"
@@ -32,6 +33,14 @@ type peekSession struct {
 	// idleSweeps counts the idle sweeps since the stats were last read
 	// for partitions added while the peek runs.
 	idleSweeps int
+	// failing is the last replay failure not followed by a read that
+	// succeeded: an interrupt while the broker cannot be read is not a
+	// clean end. reportedAt is when a failure was last printed (at most
+	// one line per consumeRetryDelay), suppressed the failures not
+	// printed since.
+	failing    error
+	reportedAt time.Time
+	suppressed int
 }
 
 // peek tails every partition (or one) with replay reads until --max or
@@ -45,6 +54,9 @@ func (a *app) peek(ctx context.Context, broker *client.Client, topic string, opt
 	fmt.Fprintf(a.stderr, "peeking at %s (read-only; Ctrl-C to stop)\n", topic)
 	err := session.loop(ctx)
 	fmt.Fprintf(a.stderr, "%d message(s)\n", session.received)
+	if ctx.Err() != nil && session.failing != nil {
+		return fmt.Errorf("stopped while replays were failing: %w", session.failing)
+	}
 	if ctx.Err() != nil {
 		return nil // interrupted: a normal end
 	}
@@ -133,6 +145,7 @@ func (s *peekSession) readPartition(ctx context.Context, cursor *peekCursor) (in
 		if err != nil {
 			return read, s.replayFailed(ctx, cursor, err)
 		}
+		s.failing = nil
 		if message == nil {
 			return read, nil
 		}
@@ -157,11 +170,28 @@ func (s *peekSession) replayFailed(ctx context.Context, cursor *peekCursor, err 
 		cursor.next = oldestAfter(ctx, s.broker, s.topic, cursor.partition, cursor.next)
 		return nil
 	case retryable(err):
-		fmt.Fprintf(s.app.stderr, "replay p%d @%d failed: %v (will retry)\n", cursor.partition, cursor.next, err)
+		s.failing = err
+		s.reportFailure(cursor, err)
 		return nil
 	default:
 		return err
 	}
+}
+
+// reportFailure prints a retryable replay failure, at most one line per
+// consumeRetryDelay (a peek of many partitions failed once per partition
+// and sweep), saying how many it left out since the last.
+func (s *peekSession) reportFailure(cursor *peekCursor, err error) {
+	if time.Since(s.reportedAt) < consumeRetryDelay {
+		s.suppressed++
+		return
+	}
+	more := ""
+	if s.suppressed > 0 {
+		more = fmt.Sprintf("; %d more failed reads since the last report", s.suppressed)
+	}
+	fmt.Fprintf(s.app.stderr, "replay p%d @%d failed: %v (will retry%s)\n", cursor.partition, cursor.next, err, more)
+	s.reportedAt, s.suppressed = time.Now(), 0
 }
 
 // refresh re-reads the stats after an idle sweep when some partition had

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -226,4 +227,22 @@ func TestSubWithoutWaitPausesAfterAnEmptyAnswer(t *testing.T) {
 	consumes := len(broker.seen("GET /v1/topics/orders/consume"))
 	require.Positive(t, consumes)
 	require.LessOrEqual(t, consumes, int(500*time.Millisecond/emptyPause)+1, "one consume per pause at most")
+}
+
+// Property: a peek interrupted while every replay read fails exits
+// non-zero, as a queue sub does, and prints at most one failure line per
+// second, not one per partition and sweep.
+func TestSubPeekInterruptedWhileFailingExitsNonZero(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on("GET /v1/topics/orders", reply{200, twoPartitionStats}).
+		on(consumeRoute, reply{503, `{"error":"owner down"}`})
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	code := h.runContext(ctx, "-s", broker.server.URL, "sub", "orders", "--peek")
+	require.Equal(t, 1, code, "stderr:\n%s", h.stderr)
+	require.Contains(t, h.stderr.String(), "stopped while replays were failing")
+	failures := strings.Count(h.stderr.String(), "failed: ")
+	require.Positive(t, failures)
+	require.LessOrEqual(t, failures, 2, "one line a second at most:\n%s", h.stderr)
+	require.Greater(t, len(broker.seen(consumeRoute)), failures, "the reads went on meanwhile")
 }
