@@ -12,9 +12,9 @@ import "narad/msg"
 // a 503 (spentReads), and a parked poll that stops there is looked at
 // again at the next Tick (its topic goes into reads.capped), as are the
 // polls parked on other nodes whose probe was refused (through their
-// subscriptions: tellPolls). One message
-// alone always fits a reply, so a round reads at most the bound plus one
-// record per consume that started under it.
+// subscriptions: tellPolls). One message alone always fits a reply, so a
+// round reads at most the bound plus one record per consume that started
+// under it.
 
 // roundReads is what this round's consumes read. Only reserve, spentReads
 // and wakeReadsCapped change it.
