@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"mime"
@@ -264,9 +265,44 @@ func (c *Codec) readJSONBody(r *http.Request, value any) *ErrorResponse {
 		return failed
 	}
 	if err := decodeStrictJSON(body, value); err != nil {
-		return invalidf("invalid json: %v", err)
+		return invalidf("invalid json: %s", describeJSONError(err))
 	}
 	return nil
+}
+
+// describeJSONError says what was wrong with a body in the API's terms: a
+// value of the wrong type names its field and the JSON type it wants,
+// not the server's Go types.
+func describeJSONError(err error) string {
+	var typeError *json.UnmarshalTypeError
+	if !errors.As(err, &typeError) {
+		return err.Error()
+	}
+	if typeError.Field == "" {
+		return fmt.Sprintf("the body must be %s, not a JSON %s", jsonKind(typeError.Type), typeError.Value)
+	}
+	return fmt.Sprintf("field %q must be %s, not a JSON %s", typeError.Field, jsonKind(typeError.Type), typeError.Value)
+}
+
+// jsonKind names the JSON values a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "an object"
 }
 
 // decodeStrictJSON decodes exactly one JSON value with no unknown fields

@@ -98,6 +98,10 @@ func (a *app) replay(ctx context.Context, broker *client.Client, topic string, o
 }
 
 func (a *app) printReplaySummary(replayed, skipped, partition int, bounds replayRange) {
+	if bounds.from >= bounds.to {
+		fmt.Fprintf(a.stderr, "%d message(s) replayed from p%d: --from %d is at or past its end (%d)\n", replayed, partition, bounds.from, bounds.to)
+		return
+	}
 	fmt.Fprintf(a.stderr, "%d message(s) replayed from p%d [%d, %d)\n", replayed, partition, bounds.from, bounds.to)
 	if skipped > 0 {
 		fmt.Fprintf(a.stderr, "%d offset(s) skipped: aged out of retention or unreadable\n", skipped)

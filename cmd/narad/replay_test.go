@@ -80,3 +80,14 @@ func TestReplayErrors(t *testing.T) {
 	require.Contains(t, h.stderr.String(), "0 message(s) replayed from p9 [0, 1)\n")
 	assert.Contains(t, h.stderr.String(), "narad: http 400: invalid partition\n")
 }
+
+// A --from at or past the partition's end says so, instead of printing an
+// inverted range ("[50, 6)").
+func TestReplayFromPastTheEndSaysSo(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).
+		on("GET /v1/topics/orders", reply{200, `{"name":"orders","partition_stats":[{"index":0,"oldest_offset":3,"high_watermark":6}]}`})
+	h.againstOK(broker, "replay", "orders", "--partition", "0", "--from", "50")
+	assert.Empty(t, h.stdout.String())
+	assert.Equal(t, "0 message(s) replayed from p0: --from 50 is at or past its end (6)\n", h.stderr.String())
+}
