@@ -164,7 +164,6 @@ func Start(opts Options, logger *slog.Logger) (*Host, error) {
 	h.loop = newLoop(n, monotonicClock(begin), logger, metrics)
 	h.loop.groupSync = groupSync
 	h.loop.disk = fs
-	metrics.diskReserve.Set(float64(opts.Node.DiskReserveBytes))
 	h.loop.jobsWaitMax = opts.ShutdownGrace
 	reg.MustRegister(newInboxGauges(h.loop)...)
 	h.loop.authenticator, h.loop.seed = authenticator, seed

@@ -305,7 +305,6 @@ func (l *loop) checkDisk() {
 		l.node.ForgetDiskFree()
 		return
 	}
-	l.metrics.diskFree.Set(float64(free))
 	l.node.SetDiskFree(free)
 }
 

@@ -147,7 +147,7 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 		relayBytesMax:    gauge("relay_bytes_in_flight_max", "Cap of relay_bytes_in_flight; past it a new relay waits (one alone always goes)."),
 		held:             gauge("held_requests", "Requests waiting for their topic to reach this node's replica of the metadata (a topic just created elsewhere)."),
 		heldMax:          gauge("held_requests_max", "Cap of held_requests; past it such a request is answered 503 at once."),
-		diskFree:         gauge("disk_free_bytes", "Bytes the data directory's file system has free for the node (statfs, read about once a second)."),
+		diskFree:         gauge("disk_free_bytes", "Bytes the data directory's file system has free for the node as it estimates them: the last read (statfs, about once a second) less what it appended since."),
 		diskReserve:      gauge("disk_reserve_bytes", "Free space the node keeps (storage.disk_reserve_bytes): under it, it refuses writes into its partitions."),
 		diskLow:          gauge("disk_low", "1 while the node's free space, as it estimates it, is under its reserve and it refuses writes into its partitions."),
 		corruptSkipped:   counterVec("consumer_corrupt_skipped_total", "Corrupt records skipped by consumers.", tp),
@@ -351,6 +351,8 @@ func (m *Metrics) setInventory(s node.Stats, partitions []node.PartitionState) {
 	m.relayBytesMax.Set(float64(s.RelayBytesInFlightMax))
 	m.held.Set(float64(s.HeldRequests))
 	m.heldMax.Set(float64(s.HeldRequestsMax))
+	m.diskFree.Set(float64(s.DiskFreeBytes))
+	m.diskReserve.Set(float64(s.DiskReserveBytes))
 	m.diskLow.Set(boolGauge(s.DiskLow))
 	m.consumerLag.Reset()
 	m.inflight.Reset()

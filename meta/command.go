@@ -162,13 +162,11 @@ func (e ExpectedCreation) Expected() TopicIdentity {
 // knows the topic it checked, and one that forgot would turn the guard
 // off without any test noticing. Apply still takes it (entries written
 // before the guard existed name none).
-type creationGuarded interface{ guardedCreation() ExpectedCreation }
-
-func (e ExpectedCreation) guardedCreation() ExpectedCreation { return e }
+type creationGuarded interface{ Expected() TopicIdentity }
 
 // checkNamesCreation is Propose's check of a creationGuarded command.
 func checkNamesCreation(cmd Command) error {
-	if guarded, ok := cmd.(creationGuarded); ok && guarded.guardedCreation() == (ExpectedCreation{}) {
+	if guarded, ok := cmd.(creationGuarded); ok && guarded.Expected() == (TopicIdentity{}) {
 		return invalidf("%T names no creation of its topic (ExpectedCreation)", cmd)
 	}
 	return nil

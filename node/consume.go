@@ -62,9 +62,8 @@ func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 		}
 		return
 	}
-	if err := n.spentReads(); err != nil {
-		n.reads.capped.add(t.info.Name) // a poll elsewhere that probed here is told at the next Tick
-		n.reply(id, nil, err)
+	if n.readsSpent(t.info.Name) {
+		n.reply(id, nil, n.spentReads())
 		return
 	}
 	messages, readErr := n.reserve(t, r)
@@ -163,11 +162,10 @@ func checkConsume(t *topic, r msg.Consume) error {
 // delivered nothing more in this call.
 func (n *Node) reserve(t *topic, r msg.Consume) (messages []msg.Message, readErr error) {
 	want := max(r.Max, 1)
-	budget := n.readBudget()
-	if budget == 0 {
-		n.reads.capped.add(t.info.Name) // its polls look again at the next Tick
+	if n.readsSpent(t.info.Name) {
 		return nil, nil
 	}
+	budget := n.readBudget()
 	payloadBytes := 0
 	full := func() bool { return len(messages) == want || payloadBytes >= budget }
 	defer func() { n.reads.bytes += payloadBytes }()

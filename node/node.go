@@ -841,10 +841,11 @@ type Stats struct {
 	LeasesHeld, LeasesMax int
 	// DiskFreeBytes is the disk free space as the node estimates it (the
 	// last SetDiskFree less what it appended since; 0 before a report);
-	// DiskLow is set while it is under Config.DiskReserveBytes and the
-	// node refuses writes into its partitions.
-	DiskFreeBytes int64
-	DiskLow       bool
+	// DiskLow is set while it is under DiskReserveBytes
+	// (Config.DiskReserveBytes) and the node refuses writes into its
+	// partitions.
+	DiskFreeBytes, DiskReserveBytes int64
+	DiskLow                         bool
 }
 
 // Stats returns the node's inventory numbers.
@@ -865,7 +866,7 @@ func (n *Node) Stats() Stats {
 	s.OpenLogIndexBytes = n.store.OpenIndexBytes()
 	s.LeasesHeld, s.LeasesMax = n.leasesHeld(), n.cfg.LeasesMax
 	s.DiskFreeBytes, _ = n.diskFree()
-	s.DiskLow = n.diskLow() != nil
+	s.DiskReserveBytes, s.DiskLow = n.cfg.DiskReserveBytes, n.diskLow() != nil
 	return s
 }
 

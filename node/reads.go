@@ -9,15 +9,15 @@ import "narad/msg"
 // reply budget could refuse any of them. The node counts the payload
 // bytes its reserves read in the round (reserve) and stops at
 // Config.RoundReadBytesMax: a consume that would read more is refused with
-// a 503 (spentReads), and a parked poll that stops there is looked at
+// a 503 (readsSpent, spentReads), and a parked poll that stops there is looked at
 // again at the next Tick (its topic goes into reads.capped), as are the
 // polls parked on other nodes whose probe was refused (through their
 // subscriptions: tellPolls). One message alone always fits a reply, so a
 // round reads at most the bound plus one record per consume that started
 // under it.
 
-// roundReads is what this round's consumes read. Only reserve, spentReads
-// and wakeReadsCapped change it.
+// roundReads is what this round's consumes read. Only readBudget, reserve,
+// readsSpent and wakeReadsCapped change it.
 type roundReads struct {
 	// round is the node's round these counts are of; bytes the payload
 	// bytes read in it.
@@ -38,11 +38,19 @@ func (n *Node) readBudget() int {
 	return max(0, min(n.cfg.ConsumeReplyBytesMax, n.cfg.RoundReadBytesMax-n.reads.bytes))
 }
 
-// spentReads refuses a consume once the round's reads are spent.
-func (n *Node) spentReads() error {
+// readsSpent reports whether the round's reads are spent, noting the
+// topic then: its polls, here and (through their subscriptions) on the
+// nodes whose probe was refused, look again at the next Tick.
+func (n *Node) readsSpent(topicName string) bool {
 	if n.readBudget() > 0 {
-		return nil
+		return false
 	}
+	n.reads.capped.add(topicName)
+	return true
+}
+
+// spentReads is the answer to a consume once the round's reads are spent.
+func (n *Node) spentReads() error {
 	return msg.Unavailable("this node read %d bytes of records for the consumes of this round, its bound: retry", n.reads.bytes)
 }
 

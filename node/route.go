@@ -24,6 +24,17 @@ func (n *Node) ownerAvailable(owner string, join *route.Join) bool {
 	return ok && member.Alive && n.peerReachable(owner)
 }
 
+// refusesWrites is why owner refuses writes when it is this node (a stale
+// heartbeat, or a disk under its reserve: writable), for the answer to a
+// record that could go nowhere else; nil for another node, whose reason
+// this one cannot know.
+func (n *Node) refusesWrites(owner string) error {
+	if owner != n.cfg.NodeID {
+		return nil
+	}
+	return n.writable()
+}
+
 // routeRecord picks the partition of a record that may be sent to any
 // owner: the preferred one when its owner is available, else the next
 // available one in ring order. A record pinned by an explicit partition
@@ -41,8 +52,8 @@ func (n *Node) routeRecord(t *topic, rec msg.ProduceRecord, preferred int, join 
 	}
 	if rec.Partition != msg.PartitionNone {
 		if !usable(rec.Partition) {
-			if err := n.writable(); err != nil && t.owner(rec.Partition) == n.cfg.NodeID {
-				return 0, err // say why this node refuses: a stale heartbeat, or a disk under its reserve
+			if err := n.refusesWrites(t.owner(rec.Partition)); err != nil {
+				return 0, err
 			}
 			return 0, msg.Unavailable("partition %d of %s is unavailable (owner %s is down or unreachable); retry", rec.Partition, t.info.Name, t.owner(rec.Partition))
 		}
@@ -50,7 +61,7 @@ func (n *Node) routeRecord(t *topic, rec msg.ProduceRecord, preferred int, join 
 	}
 	if owner := t.owner(preferred); len(rec.Key) > 0 && !n.ownerAvailable(owner, join) {
 		chaos.Reached(chaos.MarkNodeKeyedProduceOwnerDown)
-		if err := n.writable(); err != nil && owner == n.cfg.NodeID {
+		if err := n.refusesWrites(owner); err != nil {
 			return 0, err
 		}
 		return 0, msg.Unavailable("partition %d of %s, where the key belongs, is unavailable (owner %s is down or unreachable); retry", preferred, t.info.Name, owner)
