@@ -46,6 +46,9 @@ const (
 	// MarkNodeKeyedProduceOwnerDown: a keyed record was refused because the
 	// owner of its key's partition is down or unreachable.
 	MarkNodeKeyedProduceOwnerDown Mark = "node-keyed-produce-owner-down"
+	// MarkNodeKeylessAvoidsLowDisk: a keyless record went past a partition
+	// whose owner's disk the metastore says is under its reserve.
+	MarkNodeKeylessAvoidsLowDisk Mark = "node-keyless-avoids-low-disk"
 	// MarkNodeLeaseExpired: reservations lapsed and their records became
 	// deliverable again.
 	MarkNodeLeaseExpired Mark = "node-lease-expired"
@@ -244,7 +247,7 @@ const (
 var Registered = []Mark{
 	MarkNodeAppendDuringSyncRound, MarkNodeAppendFailed, MarkNodeBatchAck, MarkNodeBatchSpansPartitions, MarkNodeCancelAbortsMove,
 	MarkNodeConsumeProbeHit, MarkNodeCorruptRecordSkipped, MarkNodeDestinationRested, MarkNodeFreezeExpired, MarkNodeInstallRepaired,
-	MarkNodeJoinAccepted, MarkNodeJoinProposed, MarkNodeJoinRelayed, MarkNodeKeyedProduceOwnerDown, MarkNodeLeaseExpired,
+	MarkNodeJoinAccepted, MarkNodeJoinProposed, MarkNodeJoinRelayed, MarkNodeKeyedProduceOwnerDown, MarkNodeKeylessAvoidsLowDisk, MarkNodeLeaseExpired,
 	MarkNodeLeadershipHandedOver, MarkNodeLogEvicted, MarkNodeClosedLogLeftClosed, MarkNodeLogFailed, MarkNodeLongPollTimedOut,
 	MarkNodeLongPollWoken, MarkNodeMemberMarkedDead, MarkNodeMoveAborted, MarkNodeMoveJobOrphaned, MarkNodeMoveCatchupGaveUp,
 	MarkNodeMoveForcePromote, MarkNodeMoveHandoff, MarkNodeMoveInstalled, MarkNodeMoveRestarted,

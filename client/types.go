@@ -231,6 +231,7 @@ type Member struct {
 	Status          string `json:"status"`
 	Draining        bool   `json:"draining"`
 	Voter           bool   `json:"voter"`
+	DiskLow         bool   `json:"disk_low"`
 	OwnedPartitions int    `json:"owned_partitions"`
 	OutboundMoves   int    `json:"outbound_moves"`
 	InboundMoves    int    `json:"inbound_moves"`

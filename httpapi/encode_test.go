@@ -166,7 +166,7 @@ func TestEncodeCluster(t *testing.T) {
 	runEncodeCases(t, []encodeCase{
 		{"members", msg.ListMembers{}, ok(msg.MembersResult{Members: []msg.Member{member}}), 200,
 			`{"members":[{"id":"node-1","addr":"10.0.0.1:7942","status":"alive","draining":false,` +
-				`"voter":false,"owned_partitions":6,"outbound_moves":0,"inbound_moves":0}]}`},
+				`"voter":false,"disk_low":false,"owned_partitions":6,"outbound_moves":0,"inbound_moves":0}]}`},
 		{"no members", msg.ListMembers{}, ok(msg.MembersResult{}), 200, `{"members":[]}`},
 		{"moves", msg.ListMoves{}, ok(msg.MovesResult{Moves: []msg.Move{move}}), 200,
 			`{"moves":[{"topic":"orders","partition":1,"from":"node-1","to":"node-2","phase":"catchup",` +

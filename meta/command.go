@@ -261,6 +261,9 @@ type MemberHeartbeat struct {
 	ClusterAddr string `json:"cluster_addr"`
 	NowMs       int64  `json:"now_ms"`
 	Incarnation uint64 `json:"incarnation,omitempty"`
+	// DiskLow: the member's free disk space is under its reserve; each
+	// beat that applies sets Member.DiskLow to it.
+	DiskLow bool `json:"disk_low,omitempty"`
 }
 
 // MemberHeartbeats applies the heartbeats the leader gathered from its

@@ -147,6 +147,11 @@ type Member struct {
 	Incarnation     uint64 `json:"incarnation,omitempty"`
 	// Draining is set while the member is being decommissioned.
 	Draining bool `json:"draining"`
+	// DiskLow is what the member's last applied heartbeat said of its
+	// disk: its free space under its reserve, so it refuses writes into
+	// its partitions. Others route keyless records and moves around it;
+	// it changes no guard of the metastore's.
+	DiskLow bool `json:"disk_low,omitempty"`
 }
 
 // Receiving reports whether the member may take partitions: alive and

@@ -20,7 +20,7 @@ func (c MemberHeartbeat) apply(s *State) error {
 		return nil // no later than the last beat: a late or repeated one
 	}
 	member.HTTPAddr, member.ClusterAddr = c.HTTPAddr, c.ClusterAddr
-	member.Alive = true
+	member.Alive, member.DiskLow = true, c.DiskLow
 	if c.Incarnation > member.Incarnation {
 		member.Incarnation, member.LastHeartbeatMs = c.Incarnation, c.NowMs
 	} else {

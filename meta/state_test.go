@@ -137,6 +137,30 @@ func TestMemberHeartbeat(t *testing.T) {
 	requireRejected(t, s, MemberHeartbeat{ID: "m1", NowMs: 5}, ErrInvalidCommand)
 }
 
+// A beat that applies sets the member's DiskLow to what it says, and one
+// that brings no news (no later than the last) leaves it.
+func TestAMemberHeartbeatCarriesItsDiskState(t *testing.T) {
+	s := stateWith(t)
+	beat := func(nowMs int64, diskLow bool) MemberHeartbeat {
+		return MemberHeartbeat{ID: "m1", HTTPAddr: "m1:1", ClusterAddr: "m1:2", NowMs: nowMs, DiskLow: diskLow}
+	}
+	diskLow := func() bool {
+		member, _ := s.Member("m1")
+		return member.DiskLow
+	}
+	require.NoError(t, beat(100, true).apply(s))
+	require.True(t, diskLow())
+	require.NoError(t, beat(100, false).apply(s))
+	require.True(t, diskLow(), "a beat no later than the last changes nothing")
+	require.NoError(t, beat(200, false).apply(s))
+	require.False(t, diskLow(), "the next beat says the disk has room")
+	require.NoError(t, beat(300, true).apply(s))
+	restored, err := decodeImage(s.encodeImage())
+	require.NoError(t, err)
+	member, _ := restored.Member("m1")
+	require.True(t, member.DiskLow, "a snapshot carries it")
+}
+
 // A member's next start (a later incarnation) stamps its heartbeats on its
 // own clock, which may be behind the earlier start's: its first beat
 // replaces LastHeartbeatMs, which then never goes back within that start;

@@ -134,4 +134,9 @@ type Heartbeat struct {
 	// that start, which may be behind an earlier start's (a clock set back
 	// across a restart).
 	Incarnation uint64
+	// DiskLow: the sender's free disk space is under its reserve
+	// (storage.disk_reserve_bytes), so it refuses writes into its
+	// partitions; other nodes send it no keyless records and the planner
+	// moves no partition to it while the metastore says so.
+	DiskLow bool
 }

@@ -193,7 +193,10 @@ type Member struct {
 	Draining bool   `json:"draining"`
 	// Voter: the member votes in the metastore's group (a decommissioned
 	// member leaves the voters once it owns nothing).
-	Voter           bool `json:"voter"`
+	Voter bool `json:"voter"`
+	// DiskLow: the member's last heartbeat said its free disk space was
+	// under its reserve (it refuses writes and takes no partitions).
+	DiskLow         bool `json:"disk_low"`
 	OwnedPartitions int  `json:"owned_partitions"`
 	OutboundMoves   int  `json:"outbound_moves"`
 	// InboundMoves counts the partitions moving to the member: a draining

@@ -11,7 +11,16 @@ import "narad/msg"
 // owner's partition. The driver reports the free space (SetDiskFree, from
 // statfs, about once a second); between two reports the node counts what
 // it appended itself, so a burst cannot overrun the reserve while the
-// next report is due. A node never told (the simulator) has no reserve.
+// next report is due. A node never told has no reserve (the simulator
+// tells its nodes in the worlds with disk pressure).
+//
+// Each heartbeat carries whether the node is under its reserve, and the
+// metastore keeps it (meta.Member.DiskLow): the other nodes then send it
+// no keyless record (diskLowElsewhere), the planner treats it as resting
+// (markResting: it takes no partition and keeps its own) and new topics
+// are placed on the members with room while there are any (receivers).
+// The view is up to a heartbeat interval old, so a record pinned to one
+// of its partitions still goes to it and gets its own answer.
 
 // recordOverheadBytes is what one record costs on disk beyond its key and
 // payload (its frame and index entry), for the estimate between reports.

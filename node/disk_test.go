@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -46,4 +47,76 @@ func TestAnUnknownFreeSpaceKeepsNoReserve(t *testing.T) {
 	h.node.ForgetDiskFree()
 	require.False(t, h.node.Stats().DiskLow)
 	h.ok(msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: 0, Payload: []byte("x")}}})
+}
+
+// TestTheClusterRoutesAroundANodeShortOfDisk: a node under its disk
+// reserve says so in its next heartbeat; every replica then lists it as
+// short of disk, keyless records produced elsewhere skip its partitions
+// without asking it, and once it has room again its next heartbeat says
+// that too.
+func TestTheClusterRoutesAroundANodeShortOfDisk(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 6)
+	short := c.otherThan(leader)
+	via := c.otherThan(leader, short) // short of disk too: it owns no partition it may write
+	interval := c.configs[leader].MemberHeartbeatIntervalMs
+	diskLowAtEveryReplica := func(id string, low bool) bool {
+		for _, replica := range c.ids {
+			if member, _ := c.nodes[replica].meta.State().Member(id); member.DiskLow != low {
+				return false
+			}
+		}
+		return true
+	}
+	for _, id := range []string{short, via} {
+		c.nodes[id].SetDiskFree(0)
+	}
+	c.tickUntil(100, int(2*interval/100), func() bool { return diskLowAtEveryReplica(short, true) && diskLowAtEveryReplica(via, true) })
+	require.True(t, diskLowAtEveryReplica(short, true), "every replica learns of the short disk from its heartbeat")
+	for _, listed := range c.do(leader, msg.ListMembers{}).Result.(msg.MembersResult).Members {
+		require.Equal(t, listed.ID != leader, listed.DiskLow, "the members list says whose disk is short: %+v", listed)
+	}
+
+	owners := c.owners(via, "t")
+	clear(c.forwarded)
+	for i := range 20 {
+		reply := c.do(via, msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Payload: fmt.Appendf(nil, "r%d", i)}}})
+		require.NoError(t, reply.Err)
+		placed := reply.Result.(msg.ProduceResult).Records[0]
+		require.Equal(t, leader, owners[placed.Partition], "record %d went to the only owner with room", i)
+	}
+	require.Zero(t, c.forwarded[short], "no record was sent to the node short of disk to be refused there")
+
+	c.nodes[short].SetDiskFree(1 << 40)
+	c.tickUntil(100, int(2*interval/100), func() bool { return diskLowAtEveryReplica(short, false) })
+	require.True(t, diskLowAtEveryReplica(short, false), "its next heartbeat says it has room")
+}
+
+// TestAJoinerShortOfDiskGetsNoPartitionUntilItHasRoom: the planner moves
+// nothing to a member whose disk is under its reserve, and a topic
+// created meanwhile places nothing on it; once it has room, it receives
+// its share.
+func TestAJoinerShortOfDiskGetsNoPartitionUntilItHasRoom(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 8)
+	c.join("n4")
+	c.nodes["n4"].SetDiskFree(0)
+	c.tickUntilServing("n4")
+	for range 100 { // ten seconds: many plan intervals
+		c.tick(100)
+		for _, move := range c.nodes[leader].meta.State().Moves() {
+			require.NotEqual(t, "n4", move.Target, "a move was planned to the joiner short of disk")
+		}
+		require.Zero(t, c.holding(leader, "t", "n4"), "a partition moved to the joiner short of disk")
+	}
+	member, _ := c.nodes[leader].meta.State().Member("n4")
+	require.True(t, member.Alive && member.DiskLow, "the joiner is a member, short of disk: %+v", member)
+	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "u", Partitions: 8}).Err)
+	require.Zero(t, countOf(c.owners(leader, "u"), "n4"), "a new topic is placed on the members with room")
+
+	c.nodes["n4"].SetDiskFree(1 << 40)
+	c.tickUntil(100, 300, func() bool {
+		return c.holding(leader, "t", "n4") == 2 && len(c.nodes[leader].meta.State().Moves()) == 0
+	})
+	require.Equal(t, 2, c.holding(leader, "t", "n4"), "with room, the joiner receives its share")
 }

@@ -127,13 +127,23 @@ func (n *Node) antiAffineSwap(parent *topic, owners []string, p int) int {
 	return -1
 }
 
-// receivers are the members that may take new partitions, sorted.
+// receivers are the members that may take new partitions, sorted: those
+// whose disk is not under its reserve (Member.DiskLow) when there is one,
+// else all of them (a partition placed on a node short of room takes
+// writes once the node has room again).
 func (n *Node) receivers() []string {
-	var ids []string
+	var ids, roomy []string
 	for _, m := range n.meta.State().Members() {
-		if n.receiving(m) {
-			ids = append(ids, m.ID)
+		if !n.receiving(m) {
+			continue
 		}
+		ids = append(ids, m.ID)
+		if !m.DiskLow {
+			roomy = append(roomy, m.ID)
+		}
+	}
+	if len(roomy) > 0 {
+		return roomy
 	}
 	return ids
 }

@@ -59,7 +59,8 @@ type heartbeatRound struct {
 
 // heartbeat tells the leader this node is alive now.
 func (n *Node) heartbeat(leaderID string) {
-	beat := msg.Heartbeat{HTTPAddr: n.cfg.AdvertiseAddr, ClusterAddr: n.cfg.ClusterAddr, NowMs: n.nowMs, Incarnation: n.incarnation}
+	beat := msg.Heartbeat{HTTPAddr: n.cfg.AdvertiseAddr, ClusterAddr: n.cfg.ClusterAddr, NowMs: n.nowMs, Incarnation: n.incarnation,
+		DiskLow: n.diskLow() != nil}
 	if leaderID == n.cfg.NodeID {
 		n.gatherHeartbeat(n.cfg.NodeID, beat)
 		return
@@ -83,7 +84,7 @@ func (n *Node) stepHeartbeat(from string, m msg.Heartbeat) {
 // gatherHeartbeat adds a valid heartbeat to the round, starting the round
 // if it is the first.
 func (n *Node) gatherHeartbeat(id string, m msg.Heartbeat) {
-	beat := meta.MemberHeartbeat{ID: id, HTTPAddr: m.HTTPAddr, ClusterAddr: m.ClusterAddr, NowMs: m.NowMs, Incarnation: m.Incarnation}
+	beat := meta.MemberHeartbeat{ID: id, HTTPAddr: m.HTTPAddr, ClusterAddr: m.ClusterAddr, NowMs: m.NowMs, Incarnation: m.Incarnation, DiskLow: m.DiskLow}
 	if err := beat.Validate(); err != nil {
 		n.observer.Event("heartbeat-dropped", id+": "+err.Error())
 		return
@@ -123,10 +124,10 @@ func (n *Node) warnRetiredBeat(id string) {
 // heartbeatIsNews reports whether applying beat changes more than its
 // member's heartbeat time: it creates or revives the member (marked dead,
 // or proposed dead by this leader for its current heartbeat, the mark
-// still on its way), or changes its addresses.
+// still on its way), or changes its addresses or its disk's state.
 func (n *Node) heartbeatIsNews(beat meta.MemberHeartbeat) bool {
 	member, found := n.meta.State().Member(beat.ID)
-	if !found || !member.Alive || member.HTTPAddr != beat.HTTPAddr || member.ClusterAddr != beat.ClusterAddr {
+	if !found || !member.Alive || member.HTTPAddr != beat.HTTPAddr || member.ClusterAddr != beat.ClusterAddr || member.DiskLow != beat.DiskLow {
 		return true
 	}
 	return n.proposedDead(member)

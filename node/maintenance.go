@@ -192,7 +192,7 @@ func (n *Node) listMembers() msg.MembersResult {
 		}
 		_, voter := state.PeerByNodeID(m.ID)
 		result.Members = append(result.Members, msg.Member{ID: m.ID, Addr: m.HTTPAddr, Status: status,
-			Draining: m.Draining, Voter: voter, OwnedPartitions: owned[m.ID], OutboundMoves: outbound[m.ID], InboundMoves: inbound[m.ID]})
+			Draining: m.Draining, Voter: voter, DiskLow: m.DiskLow, OwnedPartitions: owned[m.ID], OutboundMoves: outbound[m.ID], InboundMoves: inbound[m.ID]})
 	}
 	return result
 }

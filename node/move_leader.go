@@ -87,7 +87,7 @@ func (n *Node) planInput() planInputVersion {
 	h := fnv.New64a()
 	for _, m := range n.meta.State().Members() { // sorted by id
 		h.Write([]byte(m.ID))
-		h.Write([]byte{0, boolByte(m.Alive), boolByte(m.Draining), boolByte(n.resting(m.ID))})
+		h.Write([]byte{0, boolByte(m.Alive), boolByte(m.Draining), boolByte(n.resting(m.ID)), boolByte(m.DiskLow)})
 	}
 	return planInputVersion{topics: n.meta.State().TopicsVersion(), members: h.Sum64()}
 }

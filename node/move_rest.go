@@ -81,10 +81,16 @@ func (n *Node) flightOf(topic, owner, target string) flight {
 // resting reports whether the destination id rests now.
 func (n *Node) resting(id string) bool { return n.rest.untilMs[id] > n.nowMs }
 
-// markResting sets Resting on the input's members that rest now.
+// markResting sets Resting on the input's members that rest now, and on
+// those whose disk is under its reserve (Member.DiskLow): like a resting
+// destination, such a member takes no new partition and keeps its own
+// (moving them off would fill other disks with copies while it refuses
+// writes only until it has room again).
 func (n *Node) markResting(input *rebalance.Input) {
 	for i := range input.Members {
-		input.Members[i].Resting = n.resting(input.Members[i].ID)
+		id := input.Members[i].ID
+		member, _ := n.meta.State().Member(id)
+		input.Members[i].Resting = n.resting(id) || member.DiskLow
 	}
 }
 

@@ -24,6 +24,18 @@ func (n *Node) ownerAvailable(owner string, join *route.Join) bool {
 	return ok && member.Alive && n.peerReachable(owner)
 }
 
+// diskLowElsewhere reports whether owner is another node whose last
+// applied heartbeat said its disk is under its reserve. The view may be a
+// heartbeat interval old, so it only steers records that may go anywhere;
+// a pinned record goes to its owner, which answers for itself.
+func (n *Node) diskLowElsewhere(owner string) bool {
+	if owner == n.cfg.NodeID {
+		return false
+	}
+	member, ok := n.meta.State().Member(owner)
+	return ok && member.DiskLow
+}
+
 // refusesWrites is why owner refuses writes when it is this node (a stale
 // heartbeat, or a disk under its reserve: writable), for the answer to a
 // record that could go nowhere else; nil for another node, whose reason
@@ -67,6 +79,16 @@ func (n *Node) routeRecord(t *topic, rec msg.ProduceRecord, preferred int, join 
 		return 0, msg.Unavailable("partition %d of %s, where the key belongs, is unavailable (owner %s is down or unreachable); retry", preferred, t.info.Name, owner)
 	}
 	index, ok := route.RingNext(preferred, t.info.Partitions, usable)
+	if ok && len(rec.Key) == 0 && n.diskLowElsewhere(t.owner(index)) {
+		// a keyless record avoids an owner whose disk the metastore says is
+		// under its reserve, when another may take it: the owner would
+		// refuse it and the record come back for another try
+		roomy := func(index int) bool { return usable(index) && !n.diskLowElsewhere(t.owner(index)) }
+		if roomier, found := route.RingNext(index, t.info.Partitions, roomy); found {
+			chaos.Reached(chaos.MarkNodeKeylessAvoidsLowDisk)
+			index = roomier
+		}
+	}
 	if !ok {
 		if err := n.writable(); err != nil && len(n.ownersElsewhere(t, false)) == 0 {
 			return 0, err // this node owns every partition: say why it refuses

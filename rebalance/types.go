@@ -61,8 +61,9 @@ type Member struct {
 	Draining bool
 	// Resting is set by the leader for a member that is alive and not
 	// draining but whose last moves in failed (the node's cooling-off of
-	// a destination, docs/architecture.md#the-planner): it takes no new
-	// partition until the rest ends, and keeps its own.
+	// a destination, docs/architecture.md#the-planner), or whose disk is
+	// under its reserve: it takes no new partition until the rest ends or
+	// it has room, and keeps its own.
 	Resting bool
 }
 

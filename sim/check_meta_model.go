@@ -432,9 +432,9 @@ func memberDifference(want *modelMember, reported map[string]meta.Member, id str
 		return difference
 	}
 	switch {
-	case got.Alive != want.alive || got.Draining != want.draining || got.LastHeartbeatMs != want.lastHeartbeatMs:
-		return fmt.Sprintf("model alive=%t draining=%t heartbeat=%d, replica alive=%t draining=%t heartbeat=%d",
-			want.alive, want.draining, want.lastHeartbeatMs, got.Alive, got.Draining, got.LastHeartbeatMs)
+	case got.Alive != want.alive || got.Draining != want.draining || got.LastHeartbeatMs != want.lastHeartbeatMs || got.DiskLow != want.diskLow:
+		return fmt.Sprintf("model alive=%t draining=%t heartbeat=%d disk_low=%t, replica alive=%t draining=%t heartbeat=%d disk_low=%t",
+			want.alive, want.draining, want.lastHeartbeatMs, want.diskLow, got.Alive, got.Draining, got.LastHeartbeatMs, got.DiskLow)
 	}
 	return ""
 }

@@ -71,6 +71,8 @@ type modelPlacement struct {
 // left it. Invariant: lastHeartbeatMs never decreases.
 type modelMember struct {
 	alive, draining bool
+	// diskLow is what the last beat that counted said of the disk.
+	diskLow         bool
 	lastHeartbeatMs int64
 	// incarnation is the start the last beat that counted came from.
 	incarnation uint64
@@ -374,7 +376,7 @@ func (m *metaModel) heartbeat(c meta.MemberHeartbeat) string {
 	default:
 		member.lastHeartbeatMs = c.NowMs
 	}
-	member.alive = true
+	member.alive, member.diskLow = true, c.DiskLow
 	return ""
 }
 

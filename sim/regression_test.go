@@ -12,7 +12,8 @@ import (
 // TestRegressionSeeds runs every seed in testdata/seeds.txt: seeds that
 // once failed (each line: seed, profile, optionally nodes=N, moves,
 // users, deadletters, deadletters-aimed, fanout, sites=on (the core's fault
-// sites on; off otherwise), media-clusters (Options.MediaInClusters) and
+// sites on; off otherwise), media-clusters (Options.MediaInClusters),
+// disk-pressure (Options.DiskPressure) and
 // weather (a moves world's lulls, Options.Weather; off otherwise), then
 // why it is kept).
 func TestRegressionSeeds(t *testing.T) {
@@ -40,6 +41,7 @@ func TestRegressionSeeds(t *testing.T) {
 		opts.Faults = profile
 		opts.Sites = SitesOff        // as the seed failed, unless its line says sites=on
 		opts.MediaInClusters = false // likewise, unless it says media-clusters
+		opts.DiskPressure = false    // likewise, unless it says disk-pressure
 		if err := applySeedFlags(&opts, fields[2:]); err != nil {
 			t.Fatalf("bad seed line %q: %v", scanner.Text(), err)
 		}
@@ -82,6 +84,8 @@ func applySeedFlags(opts *Options, fields []string) error {
 			opts.Sites = SitesOn
 		case field == "media-clusters":
 			opts.MediaInClusters = true
+		case field == "disk-pressure":
+			opts.DiskPressure = true
 		case field == "weather":
 			opts.Weather = WeatherOn
 		default:
@@ -102,11 +106,11 @@ func TestSeedFlagsStopAtTheReason(t *testing.T) {
 		t.Fatalf("flags read from the reason: %+v", opts)
 	}
 	flagged := DefaultOptions(1)
-	flagged.MediaInClusters = false
-	if err := applySeedFlags(&flagged, strings.Fields("nodes=3 moves media-clusters weather a reason weather")); err != nil {
+	flagged.MediaInClusters, flagged.DiskPressure = false, false
+	if err := applySeedFlags(&flagged, strings.Fields("nodes=3 moves media-clusters disk-pressure weather a reason weather")); err != nil {
 		t.Fatal(err)
 	}
-	if !flagged.MediaInClusters || !flagged.Moves || flagged.Weather != WeatherOn {
+	if !flagged.MediaInClusters || !flagged.DiskPressure || !flagged.Moves || flagged.Weather != WeatherOn {
 		t.Fatalf("media-clusters or weather not read as a flag: %+v", flagged)
 	}
 	if DefaultOptions(1).Weather != WeatherOff {

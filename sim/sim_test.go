@@ -12,21 +12,22 @@ import (
 )
 
 var (
-	seedFlag     = flag.Uint64("seed", 1, "the seed to run (with -seeds, the first of the sweep)")
-	seedsFlag    = flag.Int("seeds", 0, "sweep this many seeds starting at -seed (0: run -seed only)")
-	durationFlag = flag.Duration("duration", 30*time.Second, "simulated time of the safety phase per seed")
-	faultsFlag   = flag.String("faults", "all", "fault profile: none, crash, disk, network, all")
-	nodesFlag    = flag.Int("nodes", 1, "nodes in the world: 1, or a cluster of 3 or 5")
-	movesFlag    = flag.Bool("moves", false, "in a cluster, add the moves scenario: scale-up, decommission, move-phase faults, write storms")
-	sitesFlag    = flag.String("sites", "auto", "the core's fault sites: auto (on in a seeded half of the runs), on, off")
-	usersFlag    = flag.Bool("users", false, "in a cluster, add the users scenario: root seeds on every node, user changes at random nodes")
-	deadFlag     = flag.Bool("deadletters", false, "give the topic a dead-letter topic and a small max_deliveries, with a consumer of the dead letters")
-	aimedFlag    = flag.Bool("deadletters-aimed", false, "with -deadletters in a cluster, add topics deleted while their dead letters are being written, whose forwarded writes are lost")
-	fanoutFlag   = flag.Bool("fanout", false, "add the fan-out scenario: a fan-out child and a delay child of the topic, checked at the end")
-	agedOutFlag  = flag.Bool("fanout-aged-out", false, "with -fanout on one node, give the topic an hour's retention and fail the copy child's disk for longer (the safety phase lasts at least AgedOutSafetyMs)")
-	mediaFlag    = flag.Bool("media-clusters", true, "let three-node moves worlds draw the media fault (=false turns it off there)")
-	weatherFlag  = flag.String("weather", "auto", "in a moves world, fault spells and lulls in the safety phase: auto (in a seeded half of the runs), on, off")
-	hashesFlag   = flag.Bool("hashes", false, "in a sweep, print each seed's trace hash (seed=S hash=H, and the failed checker if any), to compare two builds seed by seed")
+	seedFlag         = flag.Uint64("seed", 1, "the seed to run (with -seeds, the first of the sweep)")
+	seedsFlag        = flag.Int("seeds", 0, "sweep this many seeds starting at -seed (0: run -seed only)")
+	durationFlag     = flag.Duration("duration", 30*time.Second, "simulated time of the safety phase per seed")
+	faultsFlag       = flag.String("faults", "all", "fault profile: none, crash, disk, network, all")
+	nodesFlag        = flag.Int("nodes", 1, "nodes in the world: 1, or a cluster of 3 or 5")
+	movesFlag        = flag.Bool("moves", false, "in a cluster, add the moves scenario: scale-up, decommission, move-phase faults, write storms")
+	sitesFlag        = flag.String("sites", "auto", "the core's fault sites: auto (on in a seeded half of the runs), on, off")
+	usersFlag        = flag.Bool("users", false, "in a cluster, add the users scenario: root seeds on every node, user changes at random nodes")
+	deadFlag         = flag.Bool("deadletters", false, "give the topic a dead-letter topic and a small max_deliveries, with a consumer of the dead letters")
+	aimedFlag        = flag.Bool("deadletters-aimed", false, "with -deadletters in a cluster, add topics deleted while their dead letters are being written, whose forwarded writes are lost")
+	fanoutFlag       = flag.Bool("fanout", false, "add the fan-out scenario: a fan-out child and a delay child of the topic, checked at the end")
+	agedOutFlag      = flag.Bool("fanout-aged-out", false, "with -fanout on one node, give the topic an hour's retention and fail the copy child's disk for longer (the safety phase lasts at least AgedOutSafetyMs)")
+	mediaFlag        = flag.Bool("media-clusters", true, "let three-node moves worlds draw the media fault (=false turns it off there)")
+	diskPressureFlag = flag.Bool("disk-pressure", true, "run nodes short of disk in a seeded 30 % of the cluster worlds with disk faults (=false turns it off)")
+	weatherFlag      = flag.String("weather", "auto", "in a moves world, fault spells and lulls in the safety phase: auto (in a seeded half of the runs), on, off")
+	hashesFlag       = flag.Bool("hashes", false, "in a sweep, print each seed's trace hash (seed=S hash=H, and the failed checker if any), to compare two builds seed by seed")
 )
 
 func optionsFromFlags(t *testing.T, seed uint64) Options {
@@ -54,6 +55,7 @@ func optionsFromFlags(t *testing.T, seed uint64) Options {
 	opts.Fanout = *fanoutFlag
 	opts.FanoutAgedOut = *agedOutFlag
 	opts.MediaInClusters = *mediaFlag
+	opts.DiskPressure = *diskPressureFlag
 	opts.Faults = profile
 	opts.SafetyMs = durationFlag.Milliseconds()
 	if opts.FanoutAgedOut && opts.Nodes == 1 {

@@ -64,6 +64,9 @@ const (
 	// residentPositionsStream: how many bytes of sealed segments'
 	// positions the nodes' logs keep in memory.
 	residentPositionsStream = 52
+	// diskPressureStream: whether and when nodes run short of disk
+	// (disk_pressure.go).
+	diskPressureStream = 53
 	// memFSStream: the base of the simulated disks' streams (one per
 	// node: memFSStream plus the node's index).
 	memFSStream = 100
@@ -84,6 +87,6 @@ var (
 	singleStreams = []uint64{workloadStream, networkStream, faultStream, peerStream, moveStream, usersStream,
 		lateProposalStream, controlStream, sitesStream, caughtUpKillStream, mediaStream, deadLettersStream, movesFanoutStream,
 		installCrashStream, weatherStream, groupSyncStream, readFaultStream, namespaceFaultStream, clockSkewStream,
-		hwmEagerStream, warmReopenStream, segmentIndexStream, residentPositionsStream}
+		hwmEagerStream, warmReopenStream, segmentIndexStream, residentPositionsStream, diskPressureStream}
 	perNodeStreamBases = []uint64{memFSStream, handleKeyStream}
 )

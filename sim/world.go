@@ -87,6 +87,11 @@ type Options struct {
 	// corruption). A regression seed turns it off unless its line says
 	// media-clusters, as it failed before it was on.
 	MediaInClusters bool
+	// DiskPressure runs nodes short of disk in a seeded share of the
+	// cluster worlds with disk faults (disk_pressure.go). On by default; a
+	// regression seed turns it off unless its line says disk-pressure, as
+	// it failed before it was on.
+	DiskPressure bool
 	// Weather, in a moves world, splits the safety phase into storms and
 	// lulls in which no fault is drawn (weather.go). Off unless asked for:
 	// TestSim's -weather is auto.
@@ -99,7 +104,7 @@ type Options struct {
 
 // DefaultOptions returns a run of 30 simulated seconds with every fault.
 func DefaultOptions(seed uint64) Options {
-	return Options{Seed: seed, Nodes: 1, SafetyMs: 30_000, DrainMsMax: 120_000, Faults: ProfileAll, MediaInClusters: true}
+	return Options{Seed: seed, Nodes: 1, SafetyMs: 30_000, DrainMsMax: 120_000, Faults: ProfileAll, MediaInClusters: true, DiskPressure: true}
 }
 
 // World is one simulated run. Everything in it happens on the caller's
@@ -119,6 +124,9 @@ type World struct {
 	// namespaceFaultRng draws the create, rename and directory-sync
 	// failures armed beside a write failure (armNamespaceFault).
 	namespaceFaultRng *rand.Rand
+	// diskPressure runs nodes short of disk (disk_pressure.go); nil in a
+	// world without it.
+	diskPressure *diskPressure
 	// clockSkew draws the nodes' clock offsets (clock_skew.go).
 	clockSkew clockSkew
 
@@ -306,6 +314,7 @@ func NewWorld(opts Options) *World {
 		w.deadLetters = newDeadLetters(w)
 	}
 	w.agedOut = newFanoutAgedOut(w)
+	w.diskPressure = newDiskPressure(w)
 	w.groupSync = newRand(opts.Seed, groupSyncStream).IntN(100) < groupSyncPercent
 	w.hwmEager = newRand(opts.Seed, hwmEagerStream).IntN(100) < hwmEagerPercent
 	w.warmReopen = newRand(opts.Seed, warmReopenStream).IntN(100) < warmReopenPercent
@@ -555,6 +564,7 @@ func (w *World) startSafety() {
 		n.scheduleTick()
 	}
 	w.scheduleFault()
+	w.diskPressure.start()
 	if w.moves != nil {
 		w.moves.start()
 	}

@@ -9,7 +9,7 @@ import (
 // Version is the version of the envelope and frame formats. A decoder
 // refuses any other version with ErrVersion; a change of format that an
 // older node cannot read takes a new version.
-const Version = 13 // 2: Member carries Voter; 3: topics carry a JSON Schema, MoveStatus names its move; 4: CreateTopic carries its creator; 5: dead letters, and a frozen source's queue state; 6: topics carry fan-out links, and a frozen source its fan-out cursors; 7: the peer ack action Return (a probe's record handed back uncounted); 8: a heartbeat carries its node's incarnation; 9: topic changes carry the owner their caller was checked against; 10: a frozen source's queue state marks records handed back unseen, a produce carries its fan-out epoch, and a topic's creation its creator's creation time; 11: a produce part carries its schema id and the identity of the topic it was placed for, and a member the moves into it; 12: MoveRead names its move, and the move requests the creation of their topic; 13: ForwardCancel and Retired
+const Version = 14 // 2: Member carries Voter; 3: topics carry a JSON Schema, MoveStatus names its move; 4: CreateTopic carries its creator; 5: dead letters, and a frozen source's queue state; 6: topics carry fan-out links, and a frozen source its fan-out cursors; 7: the peer ack action Return (a probe's record handed back uncounted); 8: a heartbeat carries its node's incarnation; 9: topic changes carry the owner their caller was checked against; 10: a frozen source's queue state marks records handed back unseen, a produce carries its fan-out epoch, and a topic's creation its creator's creation time; 11: a produce part carries its schema id and the identity of the topic it was placed for, and a member the moves into it; 12: MoveRead names its move, and the move requests the creation of their topic; 13: ForwardCancel and Retired; 14: a heartbeat and a listed member carry DiskLow
 
 // Bounds of the codec, checked on decode (an input over a bound returns
 // ErrTooLarge before anything of the claimed size is allocated) and
@@ -191,7 +191,7 @@ const (
 	placementBytesMin       = 2  // partition, offset
 	consumedMessageBytesMin = 9  // nine one-byte fields (no dead-letter origin)
 	ackItemBytesMin         = 2  // handle length, error flag
-	memberBytesMin          = 8  // eight one-byte fields
+	memberBytesMin          = 9  // nine one-byte fields
 	moveBytesMin            = 8  // eight one-byte fields
 	moveSegmentBytesMin     = 3  // base, size, sealed flag
 	moveLeaseBytesMin       = 3  // offset, delivery count, returned unseen

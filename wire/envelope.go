@@ -95,6 +95,7 @@ func (e *encoder) peerMessage(message msg.PeerMessage) {
 		e.string(m.ClusterAddr, addressLimit)
 		e.varint(m.NowMs)
 		e.uvarint(m.Incarnation)
+		e.bool(m.DiskLow)
 	case msg.ForwardCancel:
 		e.typeNumber(typeForwardCancel)
 		e.uvarint(m.ID)
@@ -125,7 +126,7 @@ func (d *decoder) peerMessage() msg.PeerMessage {
 	case typeJoinAccepted:
 		return msg.JoinAccepted{Voters: d.peerAddresses()}
 	case typeHeartbeat:
-		return msg.Heartbeat{HTTPAddr: d.string(addressLimit), ClusterAddr: d.string(addressLimit), NowMs: d.varint(), Incarnation: d.uvarint()}
+		return msg.Heartbeat{HTTPAddr: d.string(addressLimit), ClusterAddr: d.string(addressLimit), NowMs: d.varint(), Incarnation: d.uvarint(), DiskLow: d.bool()}
 	case typeForwardCancel:
 		return msg.ForwardCancel{ID: d.uvarint()}
 	case typeRetired:

@@ -378,6 +378,7 @@ func (e *encoder) membersResult(r msg.MembersResult) {
 		e.string(m.Status, labelLimit)
 		e.bool(m.Draining)
 		e.bool(m.Voter)
+		e.bool(m.DiskLow)
 		e.int(m.OwnedPartitions)
 		e.int(m.OutboundMoves)
 		e.int(m.InboundMoves)
@@ -394,6 +395,7 @@ func (d *decoder) members() []msg.Member {
 			Status:          d.string(labelLimit),
 			Draining:        d.bool(),
 			Voter:           d.bool(),
+			DiskLow:         d.bool(),
 			OwnedPartitions: d.int(),
 			OutboundMoves:   d.int(),
 			InboundMoves:    d.int(),

@@ -53,9 +53,9 @@ func (a *app) printMembers(members []client.Member) {
 		return
 	}
 	table := newTable(a.stdout)
-	table.row("ID", "ADDR", "STATUS", "DRAINING", "VOTER", "PARTITIONS", "OUTBOUND MOVES", "INBOUND MOVES")
+	table.row("ID", "ADDR", "STATUS", "DRAINING", "VOTER", "DISK LOW", "PARTITIONS", "OUTBOUND MOVES", "INBOUND MOVES")
 	for _, member := range members {
-		table.row(member.ID, member.Addr, member.Status, yesOrDash(member.Draining), yesOrDash(member.Voter),
+		table.row(member.ID, member.Addr, member.Status, yesOrDash(member.Draining), yesOrDash(member.Voter), yesOrDash(member.DiskLow),
 			strconv.Itoa(member.OwnedPartitions), strconv.Itoa(member.OutboundMoves), strconv.Itoa(member.InboundMoves))
 	}
 	table.flush()

@@ -19,11 +19,24 @@ type drainState struct {
 	owned, outbound, inbound int
 	status                   string
 	voter                    bool
+	// noRoom: every other member that could take partitions (alive, not
+	// draining) is short of disk, so the planner moves nothing for now.
+	noRoom bool
 }
 
-func drainStateOf(member client.Member) drainState {
+func drainStateOf(member client.Member, members []client.Member) drainState {
+	receivers, roomy := 0, 0
+	for _, other := range members {
+		if other.ID == member.ID || other.Status != "alive" || other.Draining {
+			continue
+		}
+		receivers++
+		if !other.DiskLow {
+			roomy++
+		}
+	}
 	return drainState{owned: member.OwnedPartitions, outbound: member.OutboundMoves, inbound: member.InboundMoves,
-		status: member.Status, voter: member.Voter}
+		status: member.Status, voter: member.Voter, noRoom: receivers > 0 && roomy == 0}
 }
 
 // drained reports whether the member owns nothing and nothing moves out
@@ -39,6 +52,9 @@ func (s drainState) line(id string, elapsed time.Duration) string {
 	}
 	if s.status == "dead" {
 		text += "; it is dead: its partitions wait for it to come back"
+	}
+	if s.noRoom && s.owned > 0 {
+		text += "; every other member is short of disk (disk_low): the moves wait for room"
 	}
 	return text
 }
@@ -75,7 +91,7 @@ func (a *app) waitForDrain(ctx context.Context, broker *client.Client, id string
 				return fmt.Errorf("%s: %w", id, errDrainCancelled)
 			}
 			sawDraining = sawDraining || member.Draining
-			latest = drainStateOf(member)
+			latest = drainStateOf(member, members)
 			if latest.drained() {
 				a.printDrained(id, latest, time.Since(start))
 				return nil

@@ -62,6 +62,21 @@ func TestDecommissionWaitNamesADeadMember(t *testing.T) {
 	assert.Contains(t, h.stderr.String(), "n3: 2 partition(s) left, 0 moving out (0s); it is dead: its partitions wait for it to come back")
 }
 
+// While every other member that could take the partitions is short of
+// disk, the wait says why nothing moves.
+func TestDecommissionWaitSaysWhenNoOtherMemberHasRoom(t *testing.T) {
+	h := drainHarness(t)
+	short := reply{200, `{"members":[
+	  {"id":"n1","addr":"10.0.0.1:7943","status":"alive","voter":true,"disk_low":true,"owned_partitions":9},
+	  {"id":"n2","addr":"10.0.0.2:7943","status":"dead","voter":true,"owned_partitions":0},
+	  {"id":"n3","addr":"10.0.0.3:7943","status":"alive","draining":true,"voter":true,"owned_partitions":2}]}`}
+	broker := newFakeBroker(t).on("POST /v1/cluster/members/n3/decommission", reply{204, ""}).
+		on("GET /v1/cluster/members", short, membersReply(0, 0, "alive", true, true))
+	h.againstOK(broker, "cluster", "decommission", "n3", "--wait")
+	assert.Contains(t, h.stderr.String(), "n3: 2 partition(s) left, 0 moving out (0s); every other member is short of disk (disk_low): the moves wait for room")
+	assert.NotContains(t, strings.SplitN(h.stderr.String(), "\n", 3)[2], "short of disk", "said only while it is so")
+}
+
 func TestDecommissionWaitEndsWhenTheDrainIsCancelled(t *testing.T) {
 	h := drainHarness(t)
 	broker := newFakeBroker(t).on("POST /v1/cluster/members/n3/decommission", reply{204, ""}).

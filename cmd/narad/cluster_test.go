@@ -17,12 +17,12 @@ func TestClusterMembersTable(t *testing.T) {
 	h := newHarness(t)
 	broker := newFakeBroker(t).on("GET /v1/cluster/members", reply{200, `{"members":[
 	  {"id":"n1","addr":"10.0.0.1:7943","status":"alive","draining":false,"voter":true,"owned_partitions":12,"outbound_moves":0},
-	  {"id":"node-2","addr":"10.0.0.2:7943","status":"dead","draining":true,"owned_partitions":3,"outbound_moves":2,"inbound_moves":1}]}`})
+	  {"id":"node-2","addr":"10.0.0.2:7943","status":"dead","draining":true,"disk_low":true,"owned_partitions":3,"outbound_moves":2,"inbound_moves":1}]}`})
 	h.againstOK(broker, "cluster", "members")
 	assert.Equal(t, strings.Join([]string{
-		"ID      ADDR           STATUS  DRAINING  VOTER  PARTITIONS  OUTBOUND MOVES  INBOUND MOVES",
-		"n1      10.0.0.1:7943  alive   -         yes    12          0               0",
-		"node-2  10.0.0.2:7943  dead    yes       -      3           2               1",
+		"ID      ADDR           STATUS  DRAINING  VOTER  DISK LOW  PARTITIONS  OUTBOUND MOVES  INBOUND MOVES",
+		"n1      10.0.0.1:7943  alive   -         yes    -         12          0               0",
+		"node-2  10.0.0.2:7943  dead    yes       -      yes       3           2               1",
 		""}, "\n"), h.stdout.String())
 	h.againstOK(broker, "cluster", "members", "--json")
 	assert.Contains(t, h.stdout.String(), `"owned_partitions": 12`)

@@ -134,7 +134,7 @@ func ackItem() *rapid.Generator[msg.AckItemResult] {
 func member() *rapid.Generator[msg.Member] {
 	return rapid.Custom(func(t *rapid.T) msg.Member {
 		return msg.Member{ID: nodeID().Draw(t, "id"), Addr: rapid.StringN(0, -1, AddressBytesMax).Draw(t, "addr"),
-			Status: label().Draw(t, "status"), Draining: rapid.Bool().Draw(t, "draining"), Voter: rapid.Bool().Draw(t, "voter"),
+			Status: label().Draw(t, "status"), Draining: rapid.Bool().Draw(t, "draining"), Voter: rapid.Bool().Draw(t, "voter"), DiskLow: rapid.Bool().Draw(t, "disk low"),
 			OwnedPartitions: rapid.Int().Draw(t, "owned"), OutboundMoves: rapid.Int().Draw(t, "outbound"),
 			InboundMoves: rapid.Int().Draw(t, "inbound")}
 	})

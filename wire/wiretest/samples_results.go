@@ -63,7 +63,7 @@ func clusterResultSamples() []NamedResult {
 		{"MembersResult/some", msg.MembersResult{Members: []msg.Member{
 			{ID: "n1", Addr: "10.0.0.1:7942", Status: "alive", OwnedPartitions: 12},
 			{ID: strings.Repeat("i", NodeIDBytesMax), Addr: strings.Repeat("a", AddressBytesMax),
-				Status: strings.Repeat("s", LabelBytesMax), Draining: true, Voter: true, OwnedPartitions: math.MaxInt, OutboundMoves: math.MinInt, InboundMoves: math.MaxInt},
+				Status: strings.Repeat("s", LabelBytesMax), Draining: true, Voter: true, DiskLow: true, OwnedPartitions: math.MaxInt, OutboundMoves: math.MinInt, InboundMoves: math.MaxInt},
 			{},
 		}}},
 		{"MovesResult/empty", msg.MovesResult{Moves: []msg.Move{}}},
