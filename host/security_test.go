@@ -276,6 +276,8 @@ func TestUserRulesAndSecrets(t *testing.T) {
 	mustAs(t, h, admin2, del("/v1/users/ghost"), http.StatusNotFound)
 	mustAs(t, h, root, get("/v1/users/ghost"), http.StatusNotFound)
 
+	missing := mustAs(t, h, ann, put("/v1/users/ann/password", `{"new_password":"pw2"}`), http.StatusBadRequest)
+	require.Contains(t, missing, "current_password is required")
 	mustAs(t, h, ann, put("/v1/users/ann/password", `{"current_password":"wrong","new_password":"pw2"}`), http.StatusForbidden)
 	mustAs(t, h, ann, put("/v1/users/ann/password", `{"current_password":"pw-ann","new_password":"pw2"}`), http.StatusNoContent)
 	mustAs(t, h, ann, get("/v1/topics"), http.StatusUnauthorized)
@@ -284,6 +286,12 @@ func TestUserRulesAndSecrets(t *testing.T) {
 	mustAs(t, h, as{"ann", "pw2"}, get("/v1/topics"), http.StatusUnauthorized)
 	body := mustAs(t, h, root, put("/v1/users/ann/grants", `{"grants":[{"action":"consume","patterns":["b"]}]}`), http.StatusOK)
 	require.Contains(t, body, `"grants":[{"action":"consume","patterns":["b"]}]`)
+	for _, missing := range []string{`{}`, `{"grants":null}`} {
+		refused := mustAs(t, h, root, put("/v1/users/ann/grants", missing), http.StatusBadRequest)
+		require.Contains(t, refused, `\"grants\" is required`)
+	}
+	require.Contains(t, mustAs(t, h, root, get("/v1/users/ann"), http.StatusOK), `"grants":[{"action":"consume","patterns":["b"]}]`,
+		"a body without grants changed nothing")
 	mustAs(t, h, as{"ann", "pw3"}, post("/v1/topics/a1/produce", "application/json", `"x"`), http.StatusForbidden)
 
 	list := mustAs(t, h, root, get("/v1/users"), http.StatusOK)

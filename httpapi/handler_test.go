@@ -142,7 +142,7 @@ func TestHandlerTranslates(t *testing.T) {
 		{"GET", "/v1/topics/orders/consume", "", 204, "", ""},
 		{"GET", "/v1/topics/missing", "", 404, "application/json", `{"error":"topic missing not found"}` + "\n"},
 		{"POST", "/v1/topics", `{"name":"a","bogus":1}`, 400, "application/json",
-			`{"error":"invalid json: json: unknown field \"bogus\""}` + "\n"},
+			`{"error":"invalid json: unknown field \"bogus\""}` + "\n"},
 		{"GET", "/v1/nothing", "", 404, "text/plain; charset=utf-8", "404 page not found\n"},
 		{"DELETE", "/v1/topics/orders/consume", "", 405, "text/plain; charset=utf-8", "Method Not Allowed\n"},
 	}

@@ -17,14 +17,17 @@ package httpapi
 // with encoding/json and unknown fields disallowed, which is what earlier
 // versions did: the same lines are accepted, with the same field-name
 // matching (exact, else case-insensitive under Unicode folding), the same
-// string unquoting (invalid UTF-8 and unpaired surrogates become U+FFFD)
-// and the same treatment of null (no key, no partition, no base64 payload;
-// a JSON payload of null is the 4 bytes null). Rejected lines get the
-// messages encoding/json gave them, in the order it found them: a syntax
-// error first, then the first field error in line order, then data after
-// the object, then the payload and partition checks. One deliberate
-// difference: a field given twice is rejected (encoding/json kept the last
-// value).
+// string unquoting (unpaired surrogate escapes become U+FFFD) and the same
+// treatment of null (no key, no partition, no base64 payload; a JSON
+// payload of null is the 4 bytes null). Rejected lines get their errors in
+// the order encoding/json found them: a syntax error first (in its words),
+// then the first field error in line order (in the API's words, as a JSON
+// body's: the field and the JSON type it wants), then data after the
+// object, then the payload and partition checks. Deliberate differences:
+// a line that is not valid UTF-8 is rejected before anything else
+// (encoding/json turned its bad bytes into U+FFFD in strings and kept
+// them in a raw payload, which is then no JSON text), and a field given
+// twice is rejected (encoding/json kept the last value).
 
 import (
 	"bytes"
@@ -34,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -70,10 +74,9 @@ const (
 // lineFieldNames are the JSON names of the line fields.
 var lineFieldNames = [lineFieldCount]string{"key", "partition", "payload", "payload_base64"}
 
-// lineFieldGoTypes name the Go type of each field in a type error, as
-// encoding/json named the field of batchLine it failed to fill. The
-// payload takes any value, so its entry is never used.
-var lineFieldGoTypes = [lineFieldCount]string{"string", "int", "json.RawMessage", "string"}
+// lineFieldKinds name the JSON values each field takes, for a type error.
+// The payload takes any value, so its entry is never used.
+var lineFieldKinds = [lineFieldCount]string{"a string", "an integer", "any value", "a string"}
 
 // valueKind is the kind of a JSON value.
 type valueKind uint8
@@ -132,6 +135,9 @@ type lineDecoder struct {
 // decodeBatchLine decodes one NDJSON line into a record. A JSON payload is
 // stored as its raw JSON bytes, exactly as they appear in the line.
 func decodeBatchLine(line []byte) (msg.ProduceRecord, error) {
+	if !utf8.Valid(line) {
+		return msg.ProduceRecord{}, errLineNotUTF8
+	}
 	decoder := lineDecoder{line: line}
 	if !decoder.readTopLevel() {
 		return msg.ProduceRecord{}, syntaxError(line)
@@ -145,6 +151,10 @@ func decodeBatchLine(line []byte) (msg.ProduceRecord, error) {
 	}
 	return decoder.record()
 }
+
+// errLineNotUTF8 refuses a line with bytes that are not UTF-8: JSON text
+// is UTF-8, and a record's key and payload come back as JSON text.
+var errLineNotUTF8 = errors.New("not valid UTF-8 (a record's line is JSON text)")
 
 // syntaxError words the syntax error of a malformed line exactly as
 // encoding/json does, so clients keep seeing the messages they saw. It
@@ -211,8 +221,7 @@ func (d *lineDecoder) readTopLevel() bool {
 	}
 	value, ok := d.readValue()
 	if ok && value.kind != kindNull {
-		d.fail(errors.New("json: cannot unmarshal " + valueKindNames[value.kind] +
-			" into Go value of type httpapi.batchLine"))
+		d.fail(errors.New("a record must be a JSON object, not a JSON " + valueKindNames[value.kind]))
 	}
 	return ok
 }
@@ -390,8 +399,7 @@ func (d *lineDecoder) failf(format string, args ...any) {
 // failType records that field cannot hold a value of the kind described.
 func (d *lineDecoder) failType(described string, field lineField) {
 	if d.firstError == nil {
-		d.firstError = errors.New("json: cannot unmarshal " + described + " into Go struct field batchLine." +
-			lineFieldNames[field] + " of type " + lineFieldGoTypes[field])
+		d.firstError = errors.New("field " + strconv.Quote(lineFieldNames[field]) + " must be " + lineFieldKinds[field] + ", not a JSON " + described)
 	}
 }
 

@@ -5,10 +5,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -30,9 +32,12 @@ type batchLine struct {
 
 // referenceDecodeBatchLine is the encoding/json decoder of a batch line.
 func referenceDecodeBatchLine(text []byte) (msg.ProduceRecord, error) {
+	if !utf8.Valid(text) {
+		return msg.ProduceRecord{}, errLineNotUTF8
+	}
 	var line batchLine
 	if err := decodeStrictJSON(text, &line); err != nil {
-		return msg.ProduceRecord{}, err
+		return msg.ProduceRecord{}, referenceInAPIWords(err)
 	}
 	payload, err := referenceLinePayload(line)
 	if err != nil {
@@ -46,6 +51,19 @@ func referenceDecodeBatchLine(text []byte) (msg.ProduceRecord, error) {
 		partition = *line.Partition
 	}
 	return msg.ProduceRecord{Key: keyBytes(line.Key), Partition: partition, Payload: payload}, nil
+}
+
+// referenceInAPIWords words a type error of encoding/json as the API
+// does (the field and the JSON type it wants); other errors keep theirs.
+func referenceInAPIWords(err error) error {
+	var typeError *json.UnmarshalTypeError
+	switch {
+	case !errors.As(err, &typeError):
+		return err
+	case typeError.Field == "":
+		return errors.New("a record must be a JSON object, not a JSON " + typeError.Value)
+	}
+	return fmt.Errorf("field %q must be %s, not a JSON %s", typeError.Field, jsonKind(typeError.Type), typeError.Value)
 }
 
 // referenceLinePayload returns the raw JSON of payload, or the decoded
@@ -178,7 +196,6 @@ func TestDecodeBatchLineAccepts(t *testing.T) {
 		{`{"\u212aey":"k","payload_ba\u017fe64":"aGk="}`, "k", none, "hi"},
 		{`{"k\u0065y":"a\tb\u0000\/","payload":1}`, "a\tb\x00/", none, "1"},
 		{`{"key":"\ud800x\udc00\ud800\ud800\udc00","payload":1}`, "\uFFFDx\uFFFD\uFFFD\U00010000", none, "1"},
-		{"{\"key\":\"\xff\xc3\xa9\xe2\x82\",\"payload\":\"\xff\"}", "\uFFFD\u00e9\uFFFD\uFFFD", none, "\"\xff\""},
 	} {
 		record, err := decodeBatchLine([]byte(c.line))
 		require.NoError(t, err, c.line)
@@ -206,19 +223,22 @@ func TestDecodeBatchLineRejects(t *testing.T) {
 		{`{"payload_base64":"AA="}`, "invalid payload_base64: illegal base64 data at input byte 3"},
 		{`{"payload_base64":""}`, errPayloadEmpty.Error()},
 		{`{"payload":1,"partition":-1}`, errPartitionInvalid.Error()},
-		{`{"payload":1,"partition":1.5}`, "json: cannot unmarshal number 1.5 into Go struct field batchLine.partition of type int"},
-		{`{"payload":1,"partition":1e2}`, "json: cannot unmarshal number 1e2 into Go struct field batchLine.partition of type int"},
-		{`{"payload":1,"partition":9223372036854775808}`, "json: cannot unmarshal number 9223372036854775808 into Go struct field batchLine.partition of type int"},
-		{`{"payload":1,"partition":"1"}`, "json: cannot unmarshal string into Go struct field batchLine.partition of type int"},
-		{`{"payload":1,"partition":[1]}`, "json: cannot unmarshal array into Go struct field batchLine.partition of type int"},
-		{`{"key":7,"payload":1}`, "json: cannot unmarshal number into Go struct field batchLine.key of type string"},
-		{`{"key":true,"payload":1}`, "json: cannot unmarshal bool into Go struct field batchLine.key of type string"},
-		{`{"key":{"a":1},"payload":1}`, "json: cannot unmarshal object into Go struct field batchLine.key of type string"},
-		{`{"payload_base64":0}`, "json: cannot unmarshal number into Go struct field batchLine.payload_base64 of type string"},
-		{`{"key":1,"x":1,"payload":1}`, "json: cannot unmarshal number into Go struct field batchLine.key of type string"},
-		{`[{"payload":1}]`, "json: cannot unmarshal array into Go value of type httpapi.batchLine"},
-		{`"payload" trailing`, "json: cannot unmarshal string into Go value of type httpapi.batchLine"},
-		{`12x`, "json: cannot unmarshal number into Go value of type httpapi.batchLine"},
+		{`{"payload":1,"partition":1.5}`, `field "partition" must be an integer, not a JSON number 1.5`},
+		{`{"payload":1,"partition":1e2}`, `field "partition" must be an integer, not a JSON number 1e2`},
+		{`{"payload":1,"partition":9223372036854775808}`, `field "partition" must be an integer, not a JSON number 9223372036854775808`},
+		{`{"payload":1,"partition":"1"}`, `field "partition" must be an integer, not a JSON string`},
+		{`{"payload":1,"partition":[1]}`, `field "partition" must be an integer, not a JSON array`},
+		{`{"key":7,"payload":1}`, `field "key" must be a string, not a JSON number`},
+		{`{"key":true,"payload":1}`, `field "key" must be a string, not a JSON bool`},
+		{`{"key":{"a":1},"payload":1}`, `field "key" must be a string, not a JSON object`},
+		{`{"payload_base64":0}`, `field "payload_base64" must be a string, not a JSON number`},
+		{`{"key":1,"x":1,"payload":1}`, `field "key" must be a string, not a JSON number`},
+		{`[{"payload":1}]`, "a record must be a JSON object, not a JSON array"},
+		{`"payload" trailing`, "a record must be a JSON object, not a JSON string"},
+		{`12x`, "a record must be a JSON object, not a JSON number"},
+		{"{\"key\":\"\xff\xc3\xa9\xe2\x82\",\"payload\":1}", errLineNotUTF8.Error()},
+		{"{\"payload\":\"\xff\"}", errLineNotUTF8.Error()},
+		{"{\"payload\":1}\xc3", errLineNotUTF8.Error()},
 		{`{"payload":1} {"payload":2}`, errTrailingData.Error()},
 		{`{"payload":1},`, errTrailingData.Error()},
 		{`null x`, errTrailingData.Error()},

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"narad/msg"
 )
@@ -264,6 +265,11 @@ func (c *Codec) readJSONBody(r *http.Request, value any) *ErrorResponse {
 	if failed != nil {
 		return failed
 	}
+	if !utf8.Valid(body) {
+		// encoding/json would turn the bad bytes into U+FFFD: a password
+		// set so could never be typed again
+		return invalidf("invalid json: the body is not valid UTF-8")
+	}
 	if err := decodeStrictJSON(body, value); err != nil {
 		return invalidf("invalid json: %s", describeJSONError(err))
 	}
@@ -275,8 +281,11 @@ func (c *Codec) readJSONBody(r *http.Request, value any) *ErrorResponse {
 // not the server's Go types.
 func describeJSONError(err error) string {
 	var typeError *json.UnmarshalTypeError
-	if !errors.As(err, &typeError) {
-		return err.Error()
+	switch {
+	case errors.Is(err, io.EOF):
+		return "the body is empty"
+	case !errors.As(err, &typeError):
+		return strings.TrimPrefix(err.Error(), "json: ") // "invalid json: unknown field", not "invalid json: json: ..."
 	}
 	if typeError.Field == "" {
 		return fmt.Sprintf("the body must be %s, not a JSON %s", jsonKind(typeError.Type), typeError.Value)

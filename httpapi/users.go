@@ -46,7 +46,8 @@ type createUserBody struct {
 	Grants   []meta.Grant `json:"grants"`
 }
 
-// grantsBody is the body of PUT /v1/users/{username}/grants.
+// grantsBody is the body of PUT /v1/users/{username}/grants. Grants is
+// required: nil when absent or null, an empty list for none.
 type grantsBody struct {
 	Grants []meta.Grant `json:"grants"`
 }
@@ -139,6 +140,11 @@ func (h *apiHandler) setGrants(r *http.Request, caller auth.Identity) Response {
 	if failed := h.codec.readJSONBody(r, &body); failed != nil {
 		return failed.Response
 	}
+	if body.Grants == nil {
+		// an empty body or a misspelt field would otherwise take every
+		// grant away
+		return errorResponse(msg.Invalid(`"grants" is required: the full list of the user's grants, [] for none`))
+	}
 	if failed := checkUserInput(username, body.Grants); failed != nil {
 		return *failed
 	}
@@ -195,6 +201,10 @@ func (h *apiHandler) setPassword(r *http.Request, caller auth.Identity) Response
 
 // checkCurrent verifies the current password of a self-service change.
 func (h *apiHandler) checkCurrent(r *http.Request, username, current string) *Response {
+	if current == "" {
+		response := errorResponse(msg.Invalid("current_password is required to change your own password"))
+		return &response
+	}
 	_, err := h.security.Auth.Verify(r.Context(), username, current)
 	switch {
 	case err == nil:

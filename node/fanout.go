@@ -16,8 +16,10 @@ const (
 
 // checkFanoutRequest checks the names and the delay of an attach (or a
 // create with a parent) before anything is proposed; the role rules are
-// the metastore's, checked when the entry applies.
-func checkFanoutRequest(parent, child string, delayMs int64) error {
+// the metastore's, checked when the entry applies. delayField names the
+// delay in the request's body (delay_ms of an attach, fanout_delay_ms of a
+// create).
+func checkFanoutRequest(parent, child, delayField string, delayMs int64) error {
 	if err := validTopicName(parent); err != nil {
 		return err
 	}
@@ -31,7 +33,7 @@ func checkFanoutRequest(parent, child string, delayMs int64) error {
 		return msg.Invalid("a fan-out child's name is at most %d bytes (its cursor files are named after it), got %d", fanoutChildNameBytesMax, len(child))
 	}
 	if delayMs < 0 || delayMs > msg.FanoutDelayMsMax {
-		return msg.Invalid("delay_ms must be between 0 and %d (one year), got %d", msg.FanoutDelayMsMax, delayMs)
+		return msg.Invalid("%s must be between 0 and %d (one year), got %d", delayField, msg.FanoutDelayMsMax, delayMs)
 	}
 	return nil
 }
@@ -39,7 +41,7 @@ func checkFanoutRequest(parent, child string, delayMs int64) error {
 // attachChild proposes the link; the reply (the parent's topic) leaves
 // when the entry applies.
 func (n *Node) attachChild(id msg.RequestID, r msg.AttachChild) {
-	err := checkFanoutRequest(r.Parent, r.Child, r.DelayMs)
+	err := checkFanoutRequest(r.Parent, r.Child, "delay_ms", r.DelayMs)
 	if err == nil {
 		_, err = n.topic(r.Parent)
 	}
@@ -76,7 +78,7 @@ func (n *Node) childPlacement(r msg.CreateTopic) (*topic, error) {
 		}
 		return nil, nil
 	}
-	if err := checkFanoutRequest(r.Parent, r.Name, r.FanoutDelayMs); err != nil {
+	if err := checkFanoutRequest(r.Parent, r.Name, "fanout_delay_ms", r.FanoutDelayMs); err != nil {
 		return nil, err
 	}
 	parent, ok := n.lookupTopic(r.Parent)

@@ -656,3 +656,16 @@ func TestTheLagOfAnEvictedParentPartitionIsKnown(t *testing.T) {
 	require.Equal(t, msg.ChildLag{Name: "later", DelayMs: 60_000, LagMessages: 5, LagComplete: true}, h.lagOf("orders", "later"),
 		"five records still wait for the delay child on this node, which answered")
 }
+
+// A delay out of range is refused naming the field the request used:
+// delay_ms in an attach, fanout_delay_ms in a create with a parent.
+func TestAFanoutDelayOutOfRangeNamesItsField(t *testing.T) {
+	h := fanoutHarness(t)
+	tooLong := int64(msg.FanoutDelayMsMax + 1)
+	created := h.fail(msg.CreateTopic{Name: "late", Parent: "orders", FanoutDelayMs: tooLong}, msg.CodeInvalid)
+	require.Contains(t, created.Message, "fanout_delay_ms must be between 0 and")
+	h.createTopic("standalone")
+	attached := h.fail(msg.AttachChild{Parent: "orders", Child: "standalone", DelayMs: tooLong}, msg.CodeInvalid)
+	require.Contains(t, attached.Message, "delay_ms must be between 0 and")
+	require.NotContains(t, attached.Message, "fanout_delay_ms")
+}

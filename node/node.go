@@ -419,8 +419,13 @@ func (n *Node) Tick(nowMs int64) {
 // idle-log closing) is not listed here: it is checked on every Tick, and
 // since the next raft tick is at most MetaTickIntervalMs away, a driver that
 // sleeps until this deadline runs that work at most one raft tick late.
+// Polls left to look again at the next Tick (a round's reads spent, or a
+// reserve stopped at the skip bound) ask for it one millisecond on.
 func (n *Node) NextDeadlineMs() int64 {
 	next := min(n.nextCommitPersistMs, n.nextRetentionMs, n.nextMetaTickMs, n.cluster.nextDeadCheckMs, n.fanout.nextMs)
+	if len(n.reads.capped) > 0 || len(n.skipsCapped) > 0 {
+		next = min(next, n.nowMs+1)
+	}
 	if d, ok := n.waiters.nextDeadline(); ok {
 		next = min(next, d)
 	}

@@ -191,7 +191,7 @@ func applyError(topicName string, err error) *msg.Error {
 	case errors.Is(err, meta.ErrTopicExists):
 		return msg.Conflict("topic already exists")
 	case errors.Is(err, meta.ErrLimitReached):
-		return msg.Conflict("%s; add nodes or delete topics", strings.TrimPrefix(err.Error(), "meta: limit reached: "))
+		return limitReached(err)
 	case errors.Is(err, meta.ErrDeadLetterTopicNotFound):
 		return msg.NotFound("dead_letter_topic %s not found", strings.TrimPrefix(err.Error(), meta.ErrDeadLetterTopicNotFound.Error()+": topic "))
 	case errors.Is(err, meta.ErrTopicNotFound):
@@ -204,6 +204,24 @@ func applyError(topicName string, err error) *msg.Error {
 		return msg.Unavailable("a chosen owner is dead or draining; retry: %v", err)
 	}
 	return fanoutApplyError(err)
+}
+
+// limitReached is the answer to a change refused at one of the limits the
+// metastore's commands carry, with what would make room for it.
+func limitReached(err error) *msg.Error {
+	text := strings.TrimPrefix(err.Error(), "meta: limit reached: ")
+	var advice string
+	switch {
+	case strings.Contains(text, " children"):
+		advice = "detach or delete one of its children first"
+	case strings.Contains(text, " users"):
+		advice = "delete a user first"
+	case strings.Contains(text, " topics"):
+		advice = "delete a topic first"
+	default: // a member's partitions
+		advice = "add nodes or delete topics"
+	}
+	return msg.Conflict("%s; %s", text, advice)
 }
 
 // ownerChanged is the answer to a change whose caller was checked as
@@ -225,7 +243,9 @@ func fanoutApplyError(err error) *msg.Error {
 		return msg.Invalid("%s", text)
 	case errors.Is(err, meta.ErrNotAttached), errors.Is(err, meta.ErrTopicNotFound):
 		return msg.NotFound("%s", text)
-	case errors.Is(err, meta.ErrLimitReached), errors.Is(err, meta.ErrGuardFailed):
+	case errors.Is(err, meta.ErrLimitReached):
+		return limitReached(err)
+	case errors.Is(err, meta.ErrGuardFailed):
 		return msg.Conflict("%s", text)
 	case errors.Is(err, meta.ErrSchemaSpace):
 		return msg.TooLarge("%s", text)

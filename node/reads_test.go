@@ -56,12 +56,17 @@ func TestAPollLeftByARoundsSpentReadsLooksAgainAtTheNextTick(t *testing.T) {
 	for range 3 {
 		polls = append(polls, h.send(msg.Consume{Topic: "t", Partition: 0, WaitMs: 8_000}))
 	}
+	for range 3 {
+		h.tick(1) // the node's own deadlines settle in the future
+	}
+	require.Greater(t, h.node.NextDeadlineMs(), h.nowMs+1)
 	payload := []byte(strings.Repeat("x", 600_000))
 	records := []msg.ProduceRecord{{Partition: 0, Payload: payload}, {Partition: 0, Payload: payload}, {Partition: 0, Payload: payload}}
 	h.ok(msg.Produce{Topic: "t", Records: records, Batch: true})
 	require.Contains(t, h.replies, polls[0])
 	require.Contains(t, h.replies, polls[1])
 	require.NotContains(t, h.replies, polls[2], "the round's reads were spent")
+	require.Equal(t, h.nowMs+1, h.node.NextDeadlineMs(), "the driver is asked to tick at once, not at its next deadline")
 	h.tick(1)
 	reply, answered := h.replies[polls[2]]
 	require.True(t, answered, "the poll looked again at the Tick")

@@ -255,6 +255,10 @@ func (n *Node) alterTopic(id msg.RequestID, r msg.AlterTopic) {
 			return
 		}
 	}
+	if alterNamesOnlyPartitions(r) && *r.Partitions == t.info.Partitions { // set: alteredInfo refuses an alter of nothing
+		n.reply(id, t.info, nil) // the count it has: a grow retried after an unknown outcome had applied
+		return
+	}
 	n.propose(id, proposalAlterTopic, r.Name, cmd)
 }
 
@@ -265,7 +269,7 @@ func (n *Node) alteredInfo(info msg.TopicInfo, r msg.AlterTopic) (msg.TopicInfo,
 			"max_in_flight_per_partition, max_acked_ahead_per_partition, schema, max_deliveries, dead_letter_topic")
 	}
 	if r.Partitions != nil {
-		if *r.Partitions <= info.Partitions {
+		if *r.Partitions < info.Partitions {
 			return info, msg.Invalid("partitions can only grow: have %d, asked %d", info.Partitions, *r.Partitions)
 		}
 		info.Partitions = *r.Partitions
@@ -280,6 +284,13 @@ func (n *Node) alteredInfo(info msg.TopicInfo, r msg.AlterTopic) (msg.TopicInfo,
 		return info, err
 	}
 	return info, n.checkDeadLetters(info)
+}
+
+// alterNamesOnlyPartitions reports whether an alter asks for nothing but a
+// partition count.
+func alterNamesOnlyPartitions(r msg.AlterTopic) bool {
+	return r.RetentionMs == nil && r.VisibilityTimeoutMs == nil && r.InFlightMax == nil && r.AckedAheadMax == nil &&
+		len(r.Schema) == 0 && r.MaxDeliveries == nil && r.DeadLetterTopic == nil
 }
 
 // resolvedIf is resolved when asked is set (the request names the field),

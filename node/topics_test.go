@@ -98,6 +98,13 @@ func TestAlterTopic(t *testing.T) {
 	require.Equal(t, int64(5_000), info.VisibilityTimeoutMs, "visibility_timeout_ms is alterable (docs/api.md#alter-a-topic)")
 	require.Equal(t, 5, info.Partitions)
 	h.produce("orders", 4, "new partition works")
+	applied := h.node.MetaAppliedIndex()
+	again := h.ok(msg.AlterTopic{Name: "orders", Partitions: &partitions}).(msg.TopicInfo)
+	require.Equal(t, 5, again.Partitions, "a grow retried after it applied is answered with the topic as it is")
+	require.Equal(t, applied, h.node.MetaAppliedIndex(), "and proposes nothing")
+	visibility = 6_000
+	info = h.ok(msg.AlterTopic{Name: "orders", VisibilityTimeoutMs: &visibility, Partitions: &partitions}).(msg.TopicInfo)
+	require.Equal(t, []any{int64(6_000), 5}, []any{info.VisibilityTimeoutMs, info.Partitions}, "the same count beside another change")
 
 	shrink := 4
 	h.fail(msg.AlterTopic{Name: "orders", Partitions: &shrink}, msg.CodeInvalid)

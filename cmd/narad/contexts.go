@@ -198,10 +198,11 @@ func (a *app) addContext(name string, saved savedContext) error {
 
 func newContextSelectCommand(a *app) *cobra.Command {
 	return &cobra.Command{
-		Use:     "select <name>",
-		Short:   "Make a saved context the current one",
-		Example: "  narad ctx select prod",
-		Args:    usageArgs(cobra.ExactArgs(1)),
+		Use:        "select <name>",
+		SuggestFor: []string{"use", "switch", "set"}, // the words other tools use
+		Short:      "Make a saved context the current one",
+		Example:    "  narad ctx select prod",
+		Args:       usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			err := a.updateSavedContext(args[0], func(contexts *contextsFile) { contexts.Current = args[0] })
 			if err == nil {

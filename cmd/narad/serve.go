@@ -63,8 +63,8 @@ FILE, then NARAD_* environment variables, then these flags. An invalid
 configuration prints every problem and exits with status 2.
 
 Authentication is on by default: every request but /healthz, /readyz and
-/metrics needs HTTP Basic credentials. While no user exists the metastore
-leader creates the root user "admin" with NARAD_ADMIN_PASSWORD, or with a
+/metrics needs HTTP Basic credentials. While no root user exists the
+metastore leader creates one, "admin", with NARAD_ADMIN_PASSWORD, or with a
 random password that it logs once (a WARN line with component=audit).
 With cluster peers, NARAD_CLUSTER_SECRET (the same on every node) is then
 required. NARAD_SECURITY_ENABLED=false turns authentication off.

@@ -9,7 +9,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -174,7 +177,11 @@ func permanent(err error) bool {
 }
 
 // consumeQueue leases, prints and acks messages until --max or Ctrl-C.
+// A message it could not print (its output closed: `narad sub | head`)
+// is released for redelivery at once rather than left leased for the
+// visibility timeout; a closed output ends the command like Ctrl-C.
 func (a *app) consumeQueue(ctx context.Context, broker *client.Client, topic string, options subOptions) error {
+	defer writeErrorsOnBrokenPipe()()
 	fmt.Fprintf(a.stderr, "consuming %s (Ctrl-C to stop)\n", topic)
 	printer := a.newMessagePrinter(options.raw)
 	received, ackFailures := 0, 0
@@ -199,10 +206,11 @@ func (a *app) consumeQueue(ctx context.Context, broker *client.Client, topic str
 			}
 			continue
 		}
-		received++
 		if failure = printer.print(*message); failure != nil {
+			failure = a.notPrinted(ctx, broker, topic, *message, failure, options.noAck)
 			break
 		}
+		received++
 		if !options.noAck && !a.ackWithRetry(ctx, broker, topic, message.ReceiptHandle) {
 			ackFailures++
 		}
@@ -215,6 +223,34 @@ func (a *app) consumeQueue(ctx context.Context, broker *client.Client, topic str
 		failure = fmt.Errorf("stopped while consumes were failing: %w", failing)
 	}
 	return failure
+}
+
+// notPrinted releases a leased message the consumer could not print (unless
+// --no-ack: nothing is acknowledged then) and returns what ends the
+// command: nil when the output was closed, the print error otherwise.
+func (a *app) notPrinted(ctx context.Context, broker *client.Client, topic string, message client.Message, printErr error, noAck bool) error {
+	if !noAck {
+		released, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackAttemptTimeout)
+		defer cancel()
+		if err := broker.Nack(released, topic, message.ReceiptHandle); err != nil && !client.IsStatus(err, http.StatusGone) {
+			fmt.Fprintf(a.stderr, "releasing p%d @%d failed: %v — it is delivered again once its lease lapses\n", message.Partition, message.Offset, err)
+		}
+	}
+	if errors.Is(printErr, syscall.EPIPE) {
+		fmt.Fprintf(a.stderr, "output closed; p%d @%d was not printed and is delivered again\n", message.Partition, message.Offset)
+		return nil
+	}
+	return printErr
+}
+
+// writeErrorsOnBrokenPipe makes a write to a closed pipe on stdout fail
+// with EPIPE instead of ending the process (Go's default for standard
+// output), so that a consumer can release the message it could not
+// print; the function it returns restores the default.
+func writeErrorsOnBrokenPipe() (restore func()) {
+	pipes := make(chan os.Signal, 1)
+	signal.Notify(pipes, syscall.SIGPIPE)
+	return func() { signal.Stop(pipes) }
 }
 
 // consumeFailed decides what a failed consume means: nil to go on (after a

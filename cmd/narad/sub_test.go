@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -245,4 +246,37 @@ func TestSubPeekInterruptedWhileFailingExitsNonZero(t *testing.T) {
 	require.Positive(t, failures)
 	require.LessOrEqual(t, failures, 2, "one line a second at most:\n%s", h.stderr)
 	require.Greater(t, len(broker.seen(consumeRoute)), failures, "the reads went on meanwhile")
+}
+
+// closedPipe is an output whose reader has gone: every write fails with
+// EPIPE, as one to `head` after it exited.
+type closedPipe struct{}
+
+func (closedPipe) Write([]byte) (int, error) { return 0, syscall.EPIPE }
+
+// TestSubReleasesTheMessageItCouldNotPrint: when the output closes
+// (`narad sub | head -1`), the message taken but not printed is released
+// for redelivery at once (a nack), not left leased for the visibility
+// timeout nor acked, and the command ends cleanly.
+func TestSubReleasesTheMessageItCouldNotPrint(t *testing.T) {
+	h := newHarness(t)
+	h.app.stdout = closedPipe{}
+	broker := newFakeBroker(t).on(consumeRoute, reply{200, jsonMessage}).on(ackRoute, reply{204, ""})
+	h.againstOK(broker, "sub", "orders")
+	acks := broker.seen(ackRoute)
+	require.Len(t, acks, 1, "one release, no ack")
+	assert.Equal(t, "extend=0&receipt_handle=1%3A42%3A3", acks[0].Query)
+	assert.Len(t, broker.seen(consumeRoute), 1, "the consumer stopped")
+	assert.Contains(t, h.stderr.String(), "output closed; p1 @42 was not printed and is delivered again")
+	assert.Contains(t, h.stderr.String(), "0 message(s)")
+}
+
+// TestSubWithoutAcksReleasesNothing: with --no-ack nothing was to be
+// acknowledged, so a message it could not print is left as it is.
+func TestSubWithoutAcksReleasesNothing(t *testing.T) {
+	h := newHarness(t)
+	h.app.stdout = closedPipe{}
+	broker := newFakeBroker(t).on(consumeRoute, reply{200, jsonMessage})
+	h.againstOK(broker, "sub", "orders", "--no-ack")
+	assert.Empty(t, broker.seen(ackRoute))
 }

@@ -1,0 +1,29 @@
+package node
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"narad/meta"
+	"narad/msg"
+)
+
+// A change refused at a metastore limit is 409 with the advice that fits
+// the limit: nodes help with partitions per member, not with a parent's
+// children nor the count of users.
+func TestALimitReachedSaysWhatMakesRoom(t *testing.T) {
+	for _, c := range []struct{ text, advice string }{
+		{`topic "mp" has its limit of 108 children`, "detach or delete one of its children first"},
+		{"the cluster holds its limit of 10 users", "delete a user first"},
+		{"the cluster holds its limit of 5 topics", "delete a topic first"},
+		{"member n1 would own more than its limit of 4 partitions", "add nodes or delete topics"},
+	} {
+		err := fmt.Errorf("%w: %s", meta.ErrLimitReached, c.text)
+		for _, answer := range []*msg.Error{applyError("t", err), fanoutApplyError(err)} {
+			require.Equal(t, msg.CodeConflict, answer.Code)
+			require.Equal(t, c.text+"; "+c.advice, answer.Message)
+		}
+	}
+}
