@@ -116,6 +116,9 @@ func (n *Node) applyAck(t *topic, p *partition, log *storage.Log, offset, nonce 
 	if offset < log.Oldest() {
 		return msg.Gone("receipt handle is stale: offset %d aged out of retention (oldest retained: %d)", offset, log.Oldest())
 	}
+	if offset >= log.HWM() { // no record there was ever delivered: a forged or garbled handle
+		return msg.Gone("receipt handle is stale: offset %d is past the end of partition %d (next offset: %d)", offset, p.key.index, log.HWM())
+	}
 	var err error
 	held := p.leases.Held()
 	switch action {

@@ -113,6 +113,19 @@ func TestAckBelowRetentionIsStale(t *testing.T) {
 	require.Contains(t, err.Error(), "retention")
 }
 
+// A handle naming an offset past the partition's end was never issued
+// (forged or garbled): 410 says so, not that a lease lapsed.
+func TestAckPastThePartitionsEndIsStale(t *testing.T) {
+	h := newHarness(t)
+	ackedOnce(t, h, 2)
+	for _, action := range []msg.AckAction{msg.AckCommit, msg.AckExtend, msg.AckNack} {
+		err := h.ackHandle("orders", "0:999999:12345:0123456789abcdef", action)
+		require.Equal(t, msg.CodeGone, msg.CodeOf(err))
+		require.Contains(t, err.Error(), "offset 999999 is past the end of partition 0 (next offset: 2)")
+	}
+	require.Equal(t, uint64(1), h.stats("orders", 0).Committed, "nothing changed")
+}
+
 // TestBatchAckRepeatsPerHandle: in a batch, each handle already acked
 // succeeds and each stale one fails, independently.
 func TestBatchAckRepeatsPerHandle(t *testing.T) {
