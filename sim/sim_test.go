@@ -150,6 +150,9 @@ func sweepExpectedMarks(opts Options) []chaos.Mark {
 	if opts.Nodes > 1 {
 		expected = append(expected, ExpectedClusterMarks...)
 	}
+	if opts.Nodes > 1 && opts.DiskPressure {
+		expected = append(expected, ExpectedDiskPressureMarks...)
+	}
 	if singleNodeMediaSweep(opts) {
 		expected = append(expected, ExpectedSingleNodeMarks...)
 	}
