@@ -24,6 +24,11 @@ var (
 	// ErrUnavailable: the request ended while waiting for a bcrypt turn,
 	// or a hash found hashersMax requesters already hashing.
 	ErrUnavailable = errors.New("authentication unavailable")
+	// ErrNoUsersYet: the view holds no user at all (503): the node has not
+	// published its users yet (it is starting), or the cluster's root user
+	// is still being created. With security on a cluster always has its
+	// root once seeded, so an empty view says nothing of the credential.
+	ErrNoUsersYet = errors.New("no users known yet: the node is starting, or the root user is being created; retry")
 	// ErrPasswordInvalid: a password to hash is empty or over 72 bytes.
 	ErrPasswordInvalid = errors.New("password must have 1 to 72 bytes")
 )
@@ -148,10 +153,15 @@ func (a *Authenticator) Publish(users *Users) {
 func (a *Authenticator) Users() *Users { return a.users.Load() }
 
 // Verify authenticates a Basic credential: ErrUnauthenticated,
-// ErrThrottled, ErrUnavailable (ctx ended while waiting), or the caller.
+// ErrThrottled, ErrUnavailable (ctx ended while waiting), ErrNoUsersYet, or
+// the caller.
 func (a *Authenticator) Verify(ctx context.Context, username, password string) (Identity, error) {
 	users := a.users.Load()
 	user, known := users.User(username)
+	if !known && users.Len() == 0 {
+		a.metrics.attempts.WithLabelValues("no_users").Inc()
+		return Identity{}, ErrNoUsersYet
+	}
 	if !known {
 		a.metrics.attempts.WithLabelValues("unknown_user").Inc()
 		return Identity{}, ErrUnauthenticated

@@ -145,6 +145,21 @@ func TestAnotherUsersChangeKeepsAVerifiedCredential(t *testing.T) {
 // TestAPasswordPastTheBcryptLimitNeverVerifies: bcrypt compares only the
 // first 72 bytes, so a wrong password that starts with a 72-byte right
 // one would pass; no password that long can be set, and none verifies.
+// Before any user is known (a node starting, or a cluster whose root is
+// being created) a credential is neither right nor wrong: ErrNoUsersYet
+// (503), not ErrUnauthenticated (401, which a client does not retry).
+func TestNoUsersYetIsNotAWrongCredential(t *testing.T) {
+	a, _, _ := newTestAuthenticator(t)
+	ctx := context.Background()
+	_, err := a.Verify(ctx, "admin", "secret")
+	require.ErrorIs(t, err, ErrNoUsersYet)
+	a.Publish(NewUsers(1, []meta.User{{Username: "admin", PasswordHash: hashed(t, a, "secret"), Root: true}}))
+	_, err = a.Verify(ctx, "admin", "secret")
+	require.NoError(t, err)
+	_, err = a.Verify(ctx, "nobody", "secret")
+	require.ErrorIs(t, err, ErrUnauthenticated, "once users are known, an unknown one is a wrong credential")
+}
+
 func TestAPasswordPastTheBcryptLimitNeverVerifies(t *testing.T) {
 	a, _, _ := newTestAuthenticator(t)
 	ctx := context.Background()

@@ -5,7 +5,7 @@ import "github.com/prometheus/client_golang/prometheus"
 // metrics are the series of an Authenticator (narad_auth_*).
 type metrics struct {
 	// attempts counts Verify outcomes by result: cached, verified,
-	// unknown_user, wrong_password, rejected_cached, throttled,
+	// unknown_user, no_users, wrong_password, rejected_cached, throttled,
 	// unavailable.
 	attempts *prometheus.CounterVec
 	// bcryptRuns counts bcrypt runs by op: verify or hash.

@@ -167,6 +167,7 @@ func Start(opts Options, logger *slog.Logger) (*Host, error) {
 	h.loop.jobsWaitMax = opts.ShutdownGrace
 	reg.MustRegister(newInboxGauges(h.loop)...)
 	h.loop.authenticator, h.loop.seed = authenticator, seed
+	h.loop.publishUsers() // those the store holds, before the listener: a restart answers known users at once, not 401
 	h.backend = &backend{loop: h.loop}
 	if err := h.startCluster(reg); err != nil {
 		return nil, errors.Join(err, n.Close(), fs.Close())
@@ -324,11 +325,17 @@ func (h *Host) startLoop() {
 	h.goFunc(func() { tuneGC(ctx) })
 }
 
-// pollInventory refreshes the inventory gauges; it asks the loop, which
-// owns the node, through a Stats request-free path: the loop publishes
-// them after each tick.
+// inventoryPollInterval is how often the inventory gauges (caps, open
+// logs, the disk's free space and reserve, fan-out lags) are refreshed.
+const inventoryPollInterval = 5 * time.Second
+
+// pollInventory refreshes the inventory gauges at once (a node that starts
+// under its disk reserve shows it from its first scrape, not 0 for five
+// seconds) and then every inventoryPollInterval; it asks the loop, which
+// owns the node, to publish them.
 func (h *Host) pollInventory(ctx context.Context) {
-	ticker := time.NewTicker(5 * time.Second)
+	h.loop.requestStats()
+	ticker := time.NewTicker(inventoryPollInterval)
 	defer ticker.Stop()
 	for {
 		select {

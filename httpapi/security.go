@@ -77,6 +77,9 @@ func (h *apiHandler) authenticate(r *http.Request, route string) (auth.Identity,
 		return auth.Identity{}, h.throttled()
 	case auth.ErrUnauthenticated:
 		return auth.Identity{}, unauthenticated()
+	case auth.ErrNoUsersYet:
+		response := unavailable(auth.ErrNoUsersYet.Error())
+		return auth.Identity{}, &response
 	}
 	response := unavailable("authentication unavailable; retry")
 	return auth.Identity{}, &response

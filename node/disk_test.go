@@ -120,3 +120,24 @@ func TestAJoinerShortOfDiskGetsNoPartitionUntilItHasRoom(t *testing.T) {
 	})
 	require.Equal(t, 2, c.holding(leader, "t", "n4"), "with room, the joiner receives its share")
 }
+
+// A node that cannot reach any owner says when it is itself not serving
+// (a restart before it found the leader), so that the operator does not
+// go after owners that are up.
+func TestANodeNotServingSaysSoWhenNoOwnerIsReachable(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	restarted := c.otherThan(leader)
+	c.cut[restarted] = true
+	c.crash(restarted) // back with no leader known, and its peers out of reach
+	for range 20 {
+		c.tick(100) // its own partitions fence themselves: no heartbeat of it applies
+	}
+	for _, id := range c.ids {
+		c.nodes[restarted].PeerUnreachable(id)
+	}
+	require.Error(t, c.nodes[restarted].Serving())
+	keyless := c.do(restarted, msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Payload: []byte("x")}}})
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(keyless.Err), "%v", keyless.Err)
+	require.Contains(t, keyless.Err.Error(), "this node is not serving yet: no metadata leader known")
+}

@@ -76,7 +76,7 @@ func (n *Node) routeRecord(t *topic, rec msg.ProduceRecord, preferred int, join 
 		if err := n.refusesWrites(owner); err != nil {
 			return 0, err
 		}
-		return 0, msg.Unavailable("partition %d of %s, where the key belongs, is unavailable (owner %s is down or unreachable); retry", preferred, t.info.Name, owner)
+		return 0, msg.Unavailable("partition %d of %s, where the key belongs, is unavailable (owner %s is down or unreachable%s); retry", preferred, t.info.Name, owner, n.notServingNote())
 	}
 	index, ok := route.RingNext(preferred, t.info.Partitions, usable)
 	if ok && len(rec.Key) == 0 && n.diskLowElsewhere(t.owner(index)) {
@@ -93,12 +93,22 @@ func (n *Node) routeRecord(t *topic, rec msg.ProduceRecord, preferred int, join 
 		if err := n.writable(); err != nil && len(n.ownersElsewhere(t, false)) == 0 {
 			return 0, err // this node owns every partition: say why it refuses
 		}
-		return 0, msg.Unavailable("no partition of %s is available (every owner is down or unreachable); retry", t.info.Name)
+		return 0, msg.Unavailable("no partition of %s is available (every owner is down or unreachable%s); retry", t.info.Name, n.notServingNote())
 	}
 	if index < 0 || index >= t.info.Partitions { // guarded: the arguments would allocate on every record
 		invariant.Broken("node: record of %s routed to partition %d of %d", t.info.Name, index, t.info.Partitions)
 	}
 	return index, nil
+}
+
+// notServingNote says, for an answer that finds every owner out of reach,
+// when the cause may be this node itself: one starting up (no leader known
+// yet, its peers not yet connected) sees the others as unreachable.
+func (n *Node) notServingNote() string {
+	if err := n.Serving(); err != nil {
+		return "; this node is not serving yet: " + err.Error()
+	}
+	return ""
 }
 
 // remoteOwners lists the other nodes that own partitions of t (the pinned

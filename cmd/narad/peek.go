@@ -19,6 +19,13 @@ type peekCursor struct {
 	// ready is false until the partition's stats were available, so the
 	// starting offset is known.
 	ready bool
+	// end is the partition's high watermark at the last read of the
+	// stats, known when its owner answered then: a sweep reads only the
+	// partitions with records past their cursor, or whose end is unknown,
+	// so an idle peek of many partitions costs one describe per pause,
+	// not a replay read of each.
+	end      int64
+	endKnown bool
 }
 
 // peekSession is one run of sub --peek.
@@ -30,9 +37,6 @@ type peekSession struct {
 	printer  messagePrinter
 	cursors  []peekCursor
 	received int
-	// idleSweeps counts the idle sweeps since the stats were last read
-	// for partitions added while the peek runs.
-	idleSweeps int
 	// failing is the last replay failure not followed by a read that
 	// succeeded: an interrupt while the broker cannot be read is not a
 	// clean end. reportedAt is when a failure was last printed (at most
@@ -73,6 +77,7 @@ func (s *peekSession) start(ctx context.Context) error {
 		s.cursors = append(s.cursors, peekCursor{partition: stat.Index})
 	}
 	s.placeCursors(stats)
+	s.noteEnds(stats)
 	return nil
 }
 
@@ -101,6 +106,27 @@ func (s *peekSession) placeCursors(stats []client.PartitionStats) {
 	}
 }
 
+// noteEnds records each partition's high watermark from the stats (unknown
+// for a partition the stats do not have from its owner).
+func (s *peekSession) noteEnds(stats []client.PartitionStats) {
+	for i := range s.cursors {
+		cursor := &s.cursors[i]
+		cursor.endKnown = false
+		for _, stat := range stats {
+			if stat.Index == cursor.partition && stat.IsAvailable() {
+				cursor.end, cursor.endKnown = stat.HighWatermark, true
+			}
+		}
+	}
+}
+
+// behind reports whether a sweep should read the partition: ready, and
+// with records past its cursor at the last read of the stats, or with no
+// end known (the stats could not say; the read will).
+func (c peekCursor) behind() bool {
+	return c.ready && (!c.endKnown || c.next < c.end)
+}
+
 // loop sweeps the partitions until --max, Ctrl-C or a lasting error.
 func (s *peekSession) loop(ctx context.Context) error {
 	for ctx.Err() == nil {
@@ -124,7 +150,7 @@ func (s *peekSession) loop(ctx context.Context) error {
 func (s *peekSession) sweep(ctx context.Context) (bool, error) {
 	progressed := false
 	for i := range s.cursors {
-		if !s.cursors[i].ready {
+		if !s.cursors[i].behind() {
 			continue
 		}
 		read, err := s.readPartition(ctx, &s.cursors[i])
@@ -194,24 +220,20 @@ func (s *peekSession) reportFailure(cursor *peekCursor, err error) {
 	s.reportedAt, s.suppressed = time.Now(), 0
 }
 
-// refresh re-reads the stats after an idle sweep when some partition had
-// none yet, and every peekGrowthCheckSweeps idle sweeps when the peek
-// follows every partition, so that partitions added to the topic while
-// it runs are followed too.
+// refresh re-reads the stats after an idle sweep: the partitions' ends
+// say which to read next, a partition that had no stats yet gets its
+// cursor, and partitions added to the topic while the peek runs are
+// followed too. Stats that cannot be read leave every end unknown: the
+// next sweep reads each partition (and reports why it cannot).
 func (s *peekSession) refresh(ctx context.Context) {
-	s.idleSweeps++
-	growth := s.options.partition < 0 && s.idleSweeps >= peekGrowthCheckSweeps
-	unready := slices.ContainsFunc(s.cursors, func(c peekCursor) bool { return !c.ready })
-	if !growth && !unready {
-		return
-	}
-	s.idleSweeps = 0
 	stats, err := s.partitionStats(ctx)
 	if err != nil {
+		s.noteEnds(nil)
 		return
 	}
 	s.placeCursors(stats)
 	s.addPartitions(stats)
+	s.noteEnds(stats)
 }
 
 // addPartitions follows the partitions the stats list that the peek does

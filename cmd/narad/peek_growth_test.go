@@ -35,7 +35,7 @@ func TestPeekFollowsPartitionsAddedWhileItRuns(t *testing.T) {
 			}
 			_, _ = io.WriteString(w, `{"name":"orders","partitions":2,"partition_stats":[
 			  {"index":0,"oldest_offset":0,"next_offset":0,"high_watermark":0,"owner_node":"n1"},
-			  {"index":1,"oldest_offset":0,"next_offset":0,"high_watermark":0,"owner_node":"n1"}]}`)
+			  {"index":1,"oldest_offset":0,"next_offset":1,"high_watermark":1,"owner_node":"n1"}]}`)
 		case "/v1/topics/orders/consume":
 			query := r.URL.Query()
 			if query.Get("partition") == "1" && query.Get("offset") == "0" {
@@ -52,8 +52,8 @@ func TestPeekFollowsPartitionsAddedWhileItRuns(t *testing.T) {
 	defer server.Close()
 
 	h := newHarness(t)
-	// Peek reads the stats again every peekGrowthCheckSweeps idle sweeps
-	// (about 2 s); the deadline only keeps a broken peek from hanging the
+	// Peek reads the stats again after every idle sweep (400 ms); the
+	// deadline only keeps a broken peek from hanging the
 	// test, far above that on a loaded machine.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -37,12 +37,10 @@ const (
 	// peekReadsPerSweepMax bounds the replay reads of one partition per
 	// sweep, so one busy partition does not starve the others.
 	peekReadsPerSweepMax = 100
-	// peekIdleDelay is the pause after a sweep that read nothing.
+	// peekIdleDelay is the pause after a sweep that read nothing; the
+	// topic's stats are read after each, which say where records arrived
+	// (and find partitions added while a peek runs).
 	peekIdleDelay = 400 * time.Millisecond
-	// peekGrowthCheckSweeps is how many idle sweeps pass between reads of
-	// the topic's stats, which find partitions added while a peek runs
-	// (every 2 s of idleness).
-	peekGrowthCheckSweeps = 5
 )
 
 // subOptions are the flags of narad sub.

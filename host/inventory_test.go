@@ -1,0 +1,44 @@
+package host
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The inventory gauges are published as the host starts, not at the end
+// of the first poll interval: a node that starts under its disk reserve
+// (here a reserve of 1 TiB, more than the test machine's disk has free)
+// says so from its first scrape.
+func TestTheInventoryGaugesArePublishedAtTheStart(t *testing.T) {
+	opts := DefaultOptions(t.TempDir())
+	opts.HTTPAddr = "127.0.0.1:0"
+	opts.Node.DiskReserveBytes = 1 << 40
+	h, err := Start(opts, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Shutdown() })
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	h.pollInventory(stopped) // what the poller does as it starts, then it stops
+	status, _ := call(t, h, get("/v1/topics"))
+	require.Equal(t, http.StatusOK, status) // answered after the stats the poll asked for
+	_, metrics := call(t, h, get("/metrics"))
+	require.Equal(t, "narad_disk_low 1", metricLine(metrics, "narad_disk_low"))
+	require.Equal(t, "narad_disk_reserve_bytes 1.099511627776e+12", metricLine(metrics, "narad_disk_reserve_bytes"))
+}
+
+// metricLine is the sample line of an unlabelled metric in a scrape, or
+// "" when there is none.
+func metricLine(scrape, name string) string {
+	for line := range strings.Lines(scrape) {
+		if strings.HasPrefix(line, name+" ") {
+			return strings.TrimSuffix(line, "\n")
+		}
+	}
+	return ""
+}
