@@ -292,6 +292,8 @@ func TestUserRulesAndSecrets(t *testing.T) {
 	}
 	require.Contains(t, mustAs(t, h, root, get("/v1/users/ann"), http.StatusOK), `"grants":[{"action":"consume","patterns":["b"]}]`,
 		"a body without grants changed nothing")
+	require.Contains(t, mustAs(t, h, root, put("/v1/users/ann/grants", `{"grants":[]}`), http.StatusOK), `"grants":[]`, "[] takes every grant away")
+	mustAs(t, h, root, put("/v1/users/ann/grants", `{"grants":[{"action":"consume","patterns":["b"]}]}`), http.StatusOK)
 	mustAs(t, h, as{"ann", "pw3"}, post("/v1/topics/a1/produce", "application/json", `"x"`), http.StatusForbidden)
 
 	list := mustAs(t, h, root, get("/v1/users"), http.StatusOK)

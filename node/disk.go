@@ -20,7 +20,8 @@ import "narad/msg"
 // (markResting: it takes no partition and keeps its own) and new topics
 // are placed on the members with room while there are any (receivers).
 // The view is up to a heartbeat interval old, so a record pinned to one
-// of its partitions still goes to it and gets its own answer.
+// of its partitions, by number or key, still goes to it first and gets
+// its own answer.
 
 // recordOverheadBytes is what one record costs on disk beyond its key and
 // payload (its frame and index entry), for the estimate between reports.

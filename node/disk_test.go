@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -86,8 +87,16 @@ func TestTheClusterRoutesAroundANodeShortOfDisk(t *testing.T) {
 		require.Equal(t, leader, owners[placed.Partition], "record %d went to the only owner with room", i)
 	}
 	require.Zero(t, c.forwarded[short], "no record was sent to the node short of disk to be refused there")
+	key := keyFor(t, 6, slices.Index(owners, short))
+	keyed := c.do(via, msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Key: key, Payload: []byte("k")}}})
+	require.NoError(t, keyed.Err)
+	require.Equal(t, 1, c.forwarded[short], "a keyed record is sent to its owner, which answers for itself")
 
 	c.nodes[short].SetDiskFree(1 << 40)
+	own := c.do(short, msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Payload: []byte("own")}}})
+	require.NoError(t, own.Err)
+	require.Equal(t, short, owners[own.Result.(msg.ProduceResult).Records[0].Partition],
+		"with room again, a node writes its own partitions before its heartbeat says so")
 	c.tickUntil(100, int(2*interval/100), func() bool { return diskLowAtEveryReplica(short, false) })
 	require.True(t, diskLowAtEveryReplica(short, false), "its next heartbeat says it has room")
 }
@@ -113,6 +122,10 @@ func TestAJoinerShortOfDiskGetsNoPartitionUntilItHasRoom(t *testing.T) {
 	require.True(t, member.Alive && member.DiskLow, "the joiner is a member, short of disk: %+v", member)
 	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "u", Partitions: 8}).Err)
 	require.Zero(t, countOf(c.owners(leader, "u"), "n4"), "a new topic is placed on the members with room")
+	for range 30 { // the planner reads the new topic: nothing else changes until the joiner has room
+		c.tick(100)
+	}
+	require.Zero(t, c.holding(leader, "t", "n4"))
 
 	c.nodes["n4"].SetDiskFree(1 << 40)
 	c.tickUntil(100, 300, func() bool {
@@ -140,4 +153,27 @@ func TestANodeNotServingSaysSoWhenNoOwnerIsReachable(t *testing.T) {
 	keyless := c.do(restarted, msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Payload: []byte("x")}}})
 	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(keyless.Err), "%v", keyless.Err)
 	require.Contains(t, keyless.Err.Error(), "this node is not serving yet: no metadata leader known")
+}
+
+// A fan-out child's partition p stays off the node of its parent's
+// partition p even when only one member has room: it goes to a member
+// short of disk rather than beside the parent's copy.
+func TestAChildStaysApartFromItsParentWhenOneMemberHasRoom(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("orders", 3)
+	for _, id := range c.ids {
+		if id != leader {
+			c.nodes[id].SetDiskFree(0)
+		}
+	}
+	interval := c.configs[leader].MemberHeartbeatIntervalMs
+	c.tickUntil(100, int(2*interval/100), func() bool {
+		roomy, _ := c.nodes[leader].receiversByRoom()
+		return len(roomy) == 1
+	})
+	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "audit", Parent: "orders"}).Err)
+	parents, children := c.owners(leader, "orders"), c.owners(leader, "audit")
+	for p := range children {
+		require.NotEqual(t, parents[p], children[p], "child partition %d beside its parent's: parents %v, children %v", p, parents, children)
+	}
 }

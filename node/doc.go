@@ -26,8 +26,9 @@
 // owner for one topic within one Ready travel as one ForwardRequest (one
 // batch produce, within the batch limits), whose reply is split back into
 // the parts'; keyless records avoid owners that are dead (in the
-// metastore), short of disk (their last heartbeat said so: disk.go) or silent (a forward timed out within PeerDownMs, or the
-// driver reported the peer unreachable), and a part that fails retryably
+// metastore), short of disk (their last heartbeat said so: disk.go) or
+// silent (a forward timed out within PeerDownMs, or the driver reported
+// the peer unreachable), and a part that fails retryably
 // is re-placed at most route.ReroutesMax times. A record pinned to a
 // partition, by an explicit partition or by its key, whose owner is known
 // dead or silent is refused at once (Unavailable, a 503 with Retry-After),

@@ -92,10 +92,13 @@ func (n *Node) childPlacement(r msg.CreateTopic) (*topic, error) {
 // topic's, then moves each partition p off the owner of the parent's
 // partition p when another receiver exists, so that a node that loses a
 // parent partition does not hold its copy too (swapping with a later
-// partition where that keeps both apart, else taking the next receiver).
+// partition where that keeps both apart, else taking the next receiver:
+// one with room first, else one short of disk, whose shortage passes,
+// rather than the parent's node).
 func (n *Node) placeChildPartitions(parent *topic, name string, count int) []string {
 	owners := n.placePartitions(name, 0, count)
-	receivers := n.receivers()
+	roomy, all := n.receiversByRoom()
+	receivers := append(slices.Clone(roomy), all...)
 	for p := range owners {
 		if p >= parent.info.Partitions || owners[p] != parent.owner(p) {
 			continue
@@ -134,20 +137,26 @@ func (n *Node) antiAffineSwap(parent *topic, owners []string, p int) int {
 // else all of them (a partition placed on a node short of room takes
 // writes once the node has room again).
 func (n *Node) receivers() []string {
-	var ids, roomy []string
+	roomy, all := n.receiversByRoom()
+	if len(roomy) > 0 {
+		return roomy
+	}
+	return all
+}
+
+// receiversByRoom lists the members that may take new partitions, sorted:
+// those with room (not Member.DiskLow), and all of them.
+func (n *Node) receiversByRoom() (roomy, all []string) {
 	for _, m := range n.meta.State().Members() {
 		if !n.receiving(m) {
 			continue
 		}
-		ids = append(ids, m.ID)
+		all = append(all, m.ID)
 		if !m.DiskLow {
 			roomy = append(roomy, m.ID)
 		}
 	}
-	if len(roomy) > 0 {
-		return roomy
-	}
-	return ids
+	return roomy, all
 }
 
 // childrenJoin gathers the lag of a parent's children from the owners of

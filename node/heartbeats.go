@@ -30,8 +30,9 @@ import (
 // MemberHeartbeatIntervalMs/heartbeatGatherDivisor after its first
 // arrived, so a member's heartbeat is applied at most that much later
 // than its own proposal was. A heartbeat that is news (a node not yet a
-// member, a member marked dead, new addresses) is proposed at once with
-// the round: a node starting up may own partitions only once a member.
+// member, a member marked dead, new addresses, a disk that ran short or
+// has room again) is proposed at once with the round: a node starting up
+// may own partitions only once a member.
 const heartbeatGatherDivisor = 10
 
 // retiredBeatWarnEveryMs: the leader names a retired node that still

@@ -22,7 +22,7 @@ func (n *Node) checkPlacementLimits(newTopic bool, owners []string) error {
 	state := n.meta.State()
 	topics := state.Topics()
 	if newTopic && len(topics) >= n.cfg.TopicsMax {
-		return msg.Conflict("the cluster holds its limit of %d topics", n.cfg.TopicsMax)
+		return msg.Conflict("the cluster holds its limit of %d topics; delete a topic first", n.cfg.TopicsMax)
 	}
 	owned := map[string]int{}
 	for _, record := range topics {

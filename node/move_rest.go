@@ -85,7 +85,9 @@ func (n *Node) resting(id string) bool { return n.rest.untilMs[id] > n.nowMs }
 // those whose disk is under its reserve (Member.DiskLow): like a resting
 // destination, such a member takes no new partition and keeps its own
 // (moving them off would fill other disks with copies while it refuses
-// writes only until it has room again).
+// writes only until it has room again). narad_moves_resting_destinations
+// counts the failed destinations' rests only; disk_low is its own field
+// of the members list.
 func (n *Node) markResting(input *rebalance.Input) {
 	for i := range input.Members {
 		id := input.Members[i].ID

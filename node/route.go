@@ -26,8 +26,9 @@ func (n *Node) ownerAvailable(owner string, join *route.Join) bool {
 
 // diskLowElsewhere reports whether owner is another node whose last
 // applied heartbeat said its disk is under its reserve. The view may be a
-// heartbeat interval old, so it only steers records that may go anywhere;
-// a pinned record goes to its owner, which answers for itself.
+// heartbeat interval old, so it only steers keyless records; a record
+// pinned by partition or key is sent to its owner, which answers for
+// itself (a keyed one refused there moves on: routeRecord).
 func (n *Node) diskLowElsewhere(owner string) bool {
 	if owner == n.cfg.NodeID {
 		return false

@@ -138,8 +138,9 @@ func pageAfter(names []string, token string, limit int) []string {
 }
 
 // placePartitions chooses owners for partitions [from, to) of a topic:
-// round-robin over the alive, non-draining members sorted by id, starting
-// at a member picked by the topic's name so topics spread out.
+// round-robin over the receivers (alive, non-draining members, those with
+// room when there are any), sorted by id, starting at a member picked by
+// the topic's name so topics spread out.
 func (n *Node) placePartitions(topicName string, from, to int) []string {
 	receivers := n.receivers()
 	if len(receivers) == 0 {

@@ -66,7 +66,7 @@ func userApplyError(username string, err error) error {
 	case errors.Is(err, meta.ErrUserIsRoot):
 		return msg.Forbidden("the root user cannot be deleted or regranted")
 	case errors.Is(err, meta.ErrLimitReached):
-		return msg.Conflict("the cluster holds its limit of %d users; delete users first", meta.UsersMax)
+		return msg.Conflict("the cluster holds its limit of %d users; delete a user first", meta.UsersMax)
 	case errors.Is(err, meta.ErrUserChanged):
 		return msg.Conflict("user %q was deleted and created again meanwhile; nothing changed", username)
 	}

@@ -35,8 +35,9 @@
 // Members fall in four roles. A receiver is alive, not draining and not
 // resting. A shedder is alive and draining: it must end with no
 // partitions. A resting member is alive and not draining, but the leader
-// saw its last moves in fail (Member.Resting, a cooling-off the node
-// decides): it receives nothing until the rest ends. Anything else is
+// saw its last moves in fail, or its disk is under its reserve
+// (Member.Resting, which the node decides): it receives nothing until
+// the rest ends. Anything else is
 // down: a member that is not alive, or an id that is not a member at all.
 //
 // Aborts. A partition with a Target is a move in flight. The planner aborts
