@@ -119,6 +119,9 @@ type lineDecoder struct {
 	// depth counts the arrays and objects open at position; a syntax
 	// error once it would pass jsonNestingDepthMax.
 	depth int
+	// nonASCII is set once a string holding a byte of 0x80 or more was
+	// read (decodeBatchLine then checks the line is UTF-8).
+	nonASCII bool
 	// firstError is the first field error (unknown, duplicate or mistyped
 	// field) in line order; nil while there is none. Later ones are dropped,
 	// as encoding/json reports only the first.
@@ -135,18 +138,24 @@ type lineDecoder struct {
 // decodeBatchLine decodes one NDJSON line into a record. A JSON payload is
 // stored as its raw JSON bytes, exactly as they appear in the line.
 func decodeBatchLine(line []byte) (msg.ProduceRecord, error) {
-	if !utf8.Valid(line) {
+	decoder := lineDecoder{line: line}
+	parsed := decoder.readTopLevel()
+	if parsed {
+		decoder.skipSpace()
+	}
+	whole := parsed && decoder.position == len(line)
+	// A line read whole holds bytes of 0x80 or more only inside strings
+	// (anywhere else they are a syntax error), which note them: an ASCII
+	// line, the common case, costs no second pass for its UTF-8 check.
+	if (!whole || decoder.nonASCII) && !utf8.Valid(line) {
 		return msg.ProduceRecord{}, errLineNotUTF8
 	}
-	decoder := lineDecoder{line: line}
-	if !decoder.readTopLevel() {
+	switch {
+	case !parsed:
 		return msg.ProduceRecord{}, syntaxError(line)
-	}
-	if decoder.firstError != nil {
+	case decoder.firstError != nil:
 		return msg.ProduceRecord{}, decoder.firstError
-	}
-	decoder.skipSpace()
-	if decoder.position != len(line) {
+	case !whole:
 		return msg.ProduceRecord{}, errTrailingData
 	}
 	return decoder.record()
@@ -586,7 +595,7 @@ func (d *lineDecoder) readString() (jsonValue, bool) {
 			value.escaped = true
 			i += size
 		case c >= utf8.RuneSelf:
-			value.nonASCII = true
+			value.nonASCII, d.nonASCII = true, true
 			i++
 		default: // a control character
 			return value, false

@@ -153,6 +153,11 @@ func requireMatchesReference(t *testing.T, line []byte) {
 		require.EqualError(t, gotErr, "json: duplicate field "+strconv.Quote(duplicate), "line %q", line)
 	case hasDuplicate:
 		require.Error(t, gotErr, "line %q repeats field %q", line, duplicate)
+	case wantErr != nil && strings.HasPrefix(wantErr.Error(), "duplicate field ") && !json.Valid(line):
+		// the reference looks for repeated keys before it parses, so a
+		// malformed line that repeats one gets that error; the decoder
+		// reports the syntax error first, as it documents
+		require.Error(t, gotErr, "line %q", line)
 	case wantErr != nil:
 		require.EqualError(t, gotErr, wantErr.Error(), "line %q", line)
 	default:
