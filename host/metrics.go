@@ -269,14 +269,6 @@ func (m *Metrics) ConsumeWait(topic, outcome string, waitedMs int64) {
 	}
 }
 
-// boolGauge is a gauge's value for a flag: 1 when set.
-func boolGauge(set bool) float64 {
-	if set {
-		return 1
-	}
-	return 0
-}
-
 // DeadLettered implements node.DeadLetterObserver: the count is by the
 // record's source topic.
 func (m *Metrics) DeadLettered(origin msg.DeadLetterOrigin, _ string, _ msg.Placement) {
@@ -353,7 +345,7 @@ func (m *Metrics) setInventory(s node.Stats, partitions []node.PartitionState) {
 	m.heldMax.Set(float64(s.HeldRequestsMax))
 	m.diskFree.Set(float64(s.DiskFreeBytes))
 	m.diskReserve.Set(float64(s.DiskReserveBytes))
-	m.diskLow.Set(boolGauge(s.DiskLow))
+	m.diskLow.Set(boolFloat(s.DiskLow))
 	m.consumerLag.Reset()
 	m.inflight.Reset()
 	m.ackedAhead.Reset()

@@ -37,7 +37,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -230,7 +229,7 @@ func (d *lineDecoder) readTopLevel() bool {
 	}
 	value, ok := d.readValue()
 	if ok && value.kind != kindNull {
-		d.fail(errors.New("a record must be a JSON object, not a JSON " + valueKindNames[value.kind]))
+		d.fail(errors.New(typeMismatch("a record", "an object", valueKindNames[value.kind])))
 	}
 	return ok
 }
@@ -408,7 +407,7 @@ func (d *lineDecoder) failf(format string, args ...any) {
 // failType records that field cannot hold a value of the kind described.
 func (d *lineDecoder) failType(described string, field lineField) {
 	if d.firstError == nil {
-		d.firstError = errors.New("field " + strconv.Quote(lineFieldNames[field]) + " must be " + lineFieldKinds[field] + ", not a JSON " + described)
+		d.firstError = errors.New(typeMismatch(fieldNamed(lineFieldNames[field]), lineFieldKinds[field], described))
 	}
 }
 

@@ -61,7 +61,7 @@ func referenceInAPIWords(err error) error {
 	case !errors.As(err, &typeError):
 		return err
 	case typeError.Field == "":
-		return errors.New("a record must be a JSON object, not a JSON " + typeError.Value)
+		return errors.New("a record must be an object, not a JSON " + typeError.Value)
 	}
 	return fmt.Errorf("field %q must be %s, not a JSON %s", typeError.Field, jsonKind(typeError.Type), typeError.Value)
 }
@@ -238,9 +238,9 @@ func TestDecodeBatchLineRejects(t *testing.T) {
 		{`{"key":{"a":1},"payload":1}`, `field "key" must be a string, not a JSON object`},
 		{`{"payload_base64":0}`, `field "payload_base64" must be a string, not a JSON number`},
 		{`{"key":1,"x":1,"payload":1}`, `field "key" must be a string, not a JSON number`},
-		{`[{"payload":1}]`, "a record must be a JSON object, not a JSON array"},
-		{`"payload" trailing`, "a record must be a JSON object, not a JSON string"},
-		{`12x`, "a record must be a JSON object, not a JSON number"},
+		{`[{"payload":1}]`, "a record must be an object, not a JSON array"},
+		{`"payload" trailing`, "a record must be an object, not a JSON string"},
+		{`12x`, "a record must be an object, not a JSON number"},
 		{"{\"key\":\"\xff\xc3\xa9\xe2\x82\",\"payload\":1}", errLineNotUTF8.Error()},
 		{"{\"payload\":\"\xff\"}", errLineNotUTF8.Error()},
 		{"{\"payload\":1}\xc3", errLineNotUTF8.Error()},

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"maps"
 	"mime"
@@ -287,11 +286,22 @@ func describeJSONError(err error) string {
 	case !errors.As(err, &typeError):
 		return strings.TrimPrefix(err.Error(), "json: ") // "invalid json: unknown field", not "invalid json: json: ..."
 	}
-	if typeError.Field == "" {
-		return fmt.Sprintf("the body must be %s, not a JSON %s", jsonKind(typeError.Type), typeError.Value)
+	subject := "the body"
+	if typeError.Field != "" {
+		subject = fieldNamed(typeError.Field)
 	}
-	return fmt.Sprintf("field %q must be %s, not a JSON %s", typeError.Field, jsonKind(typeError.Type), typeError.Value)
+	return typeMismatch(subject, jsonKind(typeError.Type), typeError.Value)
 }
+
+// typeMismatch words a JSON value of the wrong type, in a body or a batch
+// line: what it is (the body, a record, a field), the JSON it must be, and
+// the JSON value it is ("number", "number 1.5", "array", ...).
+func typeMismatch(subject, wants, got string) string {
+	return subject + " must be " + wants + ", not a JSON " + got
+}
+
+// fieldNamed is a field as typeMismatch names it.
+func fieldNamed(name string) string { return "field " + strconv.Quote(name) }
 
 // jsonKind names the JSON values a Go type decodes from.
 func jsonKind(t reflect.Type) string {

@@ -29,14 +29,19 @@ func raftBytes(m RaftMessage) int64 {
 	return total
 }
 
+// RecordsBytes is the key and payload bytes of records.
+func RecordsBytes(records []ProduceRecord) int64 {
+	total := int64(0)
+	for _, record := range records {
+		total += int64(len(record.Key) + len(record.Payload))
+	}
+	return total
+}
+
 func requestBytes(request Request) int64 {
 	switch r := request.(type) {
 	case Produce:
-		total := int64(0)
-		for _, record := range r.Records {
-			total += int64(len(record.Key) + len(record.Payload))
-		}
-		return total
+		return RecordsBytes(r.Records)
 	case CreateTopic:
 		return int64(len(r.Schema))
 	case AlterTopic:

@@ -54,13 +54,20 @@ func (n *Node) diskFree() (bytes int64, ok bool) {
 	return n.disk.freeBytes - n.disk.writtenSince, n.disk.reported
 }
 
+// underReserve reports whether the estimated free space is under the
+// reserve (never before a report, nor with no reserve).
+func (n *Node) underReserve() bool {
+	free, ok := n.diskFree()
+	return ok && n.cfg.DiskReserveBytes > 0 && free < n.cfg.DiskReserveBytes
+}
+
 // diskLow refuses writes while the estimated free space is under the
 // reserve.
 func (n *Node) diskLow() error {
-	free, ok := n.diskFree()
-	if !ok || n.cfg.DiskReserveBytes == 0 || free >= n.cfg.DiskReserveBytes {
+	if !n.underReserve() {
 		return nil
 	}
+	free, _ := n.diskFree()
 	return msg.Unavailable("node %s has %d bytes of disk free, under its reserve of %d (storage.disk_reserve_bytes): retry on another node, or free some space",
 		n.cfg.NodeID, max(free, 0), n.cfg.DiskReserveBytes)
 }

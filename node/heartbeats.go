@@ -61,7 +61,7 @@ type heartbeatRound struct {
 // heartbeat tells the leader this node is alive now.
 func (n *Node) heartbeat(leaderID string) {
 	beat := msg.Heartbeat{HTTPAddr: n.cfg.AdvertiseAddr, ClusterAddr: n.cfg.ClusterAddr, NowMs: n.nowMs, Incarnation: n.incarnation,
-		DiskLow: n.diskLow() != nil}
+		DiskLow: n.underReserve()}
 	if leaderID == n.cfg.NodeID {
 		n.gatherHeartbeat(n.cfg.NodeID, beat)
 		return

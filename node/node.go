@@ -871,7 +871,7 @@ func (n *Node) Stats() Stats {
 	s.OpenLogIndexBytes = n.store.OpenIndexBytes()
 	s.LeasesHeld, s.LeasesMax = n.leasesHeld(), n.cfg.LeasesMax
 	s.DiskFreeBytes, _ = n.diskFree()
-	s.DiskReserveBytes, s.DiskLow = n.cfg.DiskReserveBytes, n.diskLow() != nil
+	s.DiskReserveBytes, s.DiskLow = n.cfg.DiskReserveBytes, n.underReserve()
 	return s
 }
 

@@ -35,7 +35,7 @@ func (n *Node) relay(topicName string, fanoutEpoch uint64, records []msg.Produce
 	if n.relays.inFlight >= n.cfg.RelaysInFlightMax {
 		return msg.Unavailable("this node has %d writes between topics in flight, its limit; retry", n.relays.inFlight)
 	}
-	bytes := recordBytes(records)
+	bytes := msg.RecordsBytes(records)
 	if n.relays.inFlight > 0 && n.relays.bytesInFlight+bytes > n.cfg.RelayBytesInFlightMax {
 		return msg.Unavailable("this node has %d bytes of writes between topics in flight, near its limit of %d; retry",
 			n.relays.bytesInFlight, n.cfg.RelayBytesInFlightMax)
@@ -57,15 +57,6 @@ func (n *Node) relay(topicName string, fanoutEpoch uint64, records []msg.Produce
 	}
 	n.writePlaced(id, t, r, placements)
 	return nil
-}
-
-// recordBytes is the key and payload bytes of records.
-func recordBytes(records []msg.ProduceRecord) int64 {
-	total := 0
-	for _, record := range records {
-		total += len(record.Key) + len(record.Payload)
-	}
-	return int64(total)
 }
 
 // RelaysInFlight is how many writes between topics this node has in

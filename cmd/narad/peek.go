@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"time"
 
 	"narad/client"
@@ -76,8 +75,7 @@ func (s *peekSession) start(ctx context.Context) error {
 	for _, stat := range stats {
 		s.cursors = append(s.cursors, peekCursor{partition: stat.Index})
 	}
-	s.placeCursors(stats)
-	s.noteEnds(stats)
+	s.takeStats(stats)
 	return nil
 }
 
@@ -90,34 +88,36 @@ func (s *peekSession) partitionStats(ctx context.Context) ([]client.PartitionSta
 	return topic.PartitionStats, err
 }
 
-// placeCursors readies the cursors whose partitions now report stats.
-func (s *peekSession) placeCursors(stats []client.PartitionStats) {
+// takeStats applies a read of the partitions' stats: each partition's end
+// (unknown for one whose owner did not answer), the cursor of a partition
+// that had no stats before (at its high watermark, or --from), and a
+// cursor for each partition the peek does not follow yet: added to the
+// topic since it started, all its records are new, so it is read from its
+// oldest retained offset.
+func (s *peekSession) takeStats(stats []client.PartitionStats) {
+	following := make(map[int]*peekCursor, len(s.cursors))
+	for i := range s.cursors {
+		s.cursors[i].endKnown = false
+		following[s.cursors[i].partition] = &s.cursors[i]
+	}
+	var added []peekCursor
 	for _, stat := range stats {
-		for i := range s.cursors {
-			cursor := &s.cursors[i]
-			if cursor.partition != stat.Index || cursor.ready || !stat.IsAvailable() {
-				continue
-			}
+		cursor, known := following[stat.Index]
+		switch {
+		case !stat.IsAvailable():
+			continue
+		case !known:
+			added = append(added, peekCursor{partition: stat.Index, next: stat.OldestOffset, ready: true, end: stat.HighWatermark, endKnown: true})
+			continue
+		case !cursor.ready:
 			cursor.next, cursor.ready = stat.HighWatermark, true
 			if s.options.fromGiven {
 				cursor.next = s.options.from
 			}
 		}
+		cursor.end, cursor.endKnown = stat.HighWatermark, true
 	}
-}
-
-// noteEnds records each partition's high watermark from the stats (unknown
-// for a partition the stats do not have from its owner).
-func (s *peekSession) noteEnds(stats []client.PartitionStats) {
-	for i := range s.cursors {
-		cursor := &s.cursors[i]
-		cursor.endKnown = false
-		for _, stat := range stats {
-			if stat.Index == cursor.partition && stat.IsAvailable() {
-				cursor.end, cursor.endKnown = stat.HighWatermark, true
-			}
-		}
-	}
+	s.cursors = append(s.cursors, added...)
 }
 
 // behind reports whether a sweep should read the partition: ready, and
@@ -228,22 +228,7 @@ func (s *peekSession) reportFailure(cursor *peekCursor, err error) {
 func (s *peekSession) refresh(ctx context.Context) {
 	stats, err := s.partitionStats(ctx)
 	if err != nil {
-		s.noteEnds(nil)
-		return
+		stats = nil // every end unknown
 	}
-	s.placeCursors(stats)
-	s.addPartitions(stats)
-	s.noteEnds(stats)
-}
-
-// addPartitions follows the partitions the stats list that the peek does
-// not: added to the topic since it started, all of their records are new,
-// so each is read from its oldest retained offset.
-func (s *peekSession) addPartitions(stats []client.PartitionStats) {
-	for _, stat := range stats {
-		known := slices.ContainsFunc(s.cursors, func(c peekCursor) bool { return c.partition == stat.Index })
-		if !known && stat.IsAvailable() {
-			s.cursors = append(s.cursors, peekCursor{partition: stat.Index, next: stat.OldestOffset, ready: true})
-		}
-	}
+	s.takeStats(stats)
 }
