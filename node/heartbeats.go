@@ -11,13 +11,16 @@ import (
 // Heartbeats. Every node tells the metastore it is alive once every
 // MemberHeartbeatIntervalMs, at the multiples of the interval on its own
 // clock, by a msg.Heartbeat to the leader it knows (the leader's own
-// heartbeat needs no message). The leader gathers the heartbeats that
-// arrive within MemberHeartbeatIntervalMs/heartbeatGatherDivisor of the
-// first of a round and proposes them as one entry (meta.MemberHeartbeats):
-// with clocks roughly in step, one entry per interval for the whole
-// cluster, where each member's own proposal cost one entry each (a raft
-// round and a metastore write on every replica). Clocks out of step only
-// split a round into more entries.
+// heartbeat needs no message). The leader gathers the heartbeats of a
+// round and proposes them as one entry (meta.MemberHeartbeats): one entry
+// per interval for the whole cluster, where each member's own proposal
+// cost one entry each (a raft round and a metastore write on every
+// replica). A round is proposed as soon as it holds a heartbeat of every
+// alive member, or heartbeatGatherMs after its first arrived, whichever
+// is first: with clocks in step the members' heartbeats arrive together
+// and the round goes at once; with clocks out of step (by up to half the
+// gather time either way) they still share one entry, where a fixed short
+// window made one entry per member.
 //
 // Each beat keeps its member's own clock: the write fence (writable)
 // compares a node's applied heartbeat with that node's clock only, and
@@ -26,14 +29,30 @@ import (
 // deposed, a cut link) is not resent: the next one follows an interval
 // later, and MemberDeadAfterMs spans at least three.
 
-// heartbeatGatherDivisor: the leader proposes a round of heartbeats
+// heartbeatGatherDivisor: the leader holds a round at least
 // MemberHeartbeatIntervalMs/heartbeatGatherDivisor after its first
-// arrived, so a member's heartbeat is applied at most that much later
-// than its own proposal was. A heartbeat that is news (a node not yet a
-// member, a member marked dead, new addresses, a disk that ran short or
-// has room again) is proposed at once with the round: a node starting up
-// may own partitions only once a member.
+// heartbeat arrived (unless every alive member's is in it).
 const heartbeatGatherDivisor = 10
+
+// heartbeatGatherMs is the longest the leader holds a round of heartbeats
+// after its first arrived. The write fence (writable) stops a node's
+// writes once its latest applied heartbeat is MemberDeadAfterMs/2 old on
+// its own clock, and an applied heartbeat is at most an interval plus the
+// gather time (plus a raft round) old when the next one applies: the
+// gather time takes half of the slack the fence leaves past an interval,
+// the other half is left for raft rounds and late messages. At most half
+// an interval, at least interval/heartbeatGatherDivisor. With the
+// defaults (an interval of 5 s, dead after 30 s) it is 2.5 s, and a
+// node one of whose heartbeats is lost stays writable (2 intervals and
+// the gather time, under 3); at the tightest configuration allowed (dead
+// after three intervals) it is a quarter of an interval. A heartbeat that
+// is news (a node not yet a member, a member marked dead, new addresses,
+// a disk that ran short or has room again) is proposed at once with the
+// round: a node starting up may own partitions only once a member.
+func (c Config) heartbeatGatherMs() int64 {
+	interval := c.MemberHeartbeatIntervalMs
+	return min(max((c.MemberDeadAfterMs/2-interval)/2, interval/heartbeatGatherDivisor), interval/2)
+}
 
 // retiredBeatWarnEveryMs: the leader names a retired node that still
 // heartbeats (one started again, or cut off before it learned of its
@@ -48,8 +67,10 @@ type heartbeatRound struct {
 	// most meta.HeartbeatsPerEntryMax); empty unless this node leads (a
 	// node that stopped leading drops them at its next look).
 	beats map[string]meta.MemberHeartbeat
-	// proposeAtMs is when the round is proposed (this node's clock); set
-	// when its first heartbeat arrives.
+	// proposeAtMs is when the round is proposed (this node's clock): set
+	// heartbeatGatherMs after its first heartbeat arrived, and brought to
+	// the present by a heartbeat that is news or that completes the round
+	// (roundHasEveryMember).
 	proposeAtMs int64
 	// retiredWarned holds the retired nodes whose heartbeat this node
 	// dropped and said so within retiredBeatWarnEveryMs (this node's
@@ -105,12 +126,25 @@ func (n *Node) gatherHeartbeat(id string, m msg.Heartbeat) {
 		n.observer.Event("heartbeat-dropped", id+": the round is full")
 		return
 	case len(round.beats) == 0:
-		round.proposeAtMs = n.nowMs + n.cfg.MemberHeartbeatIntervalMs/heartbeatGatherDivisor
-	}
-	if n.heartbeatIsNews(beat) {
-		round.proposeAtMs = n.nowMs
+		round.proposeAtMs = n.nowMs + n.cfg.heartbeatGatherMs()
 	}
 	round.beats[id] = beat
+	if n.heartbeatIsNews(beat) || n.roundHasEveryMember() {
+		round.proposeAtMs = n.nowMs
+	}
+}
+
+// roundHasEveryMember reports whether the round holds a heartbeat of every
+// alive member that is not retired: no other heartbeat is on its way, and
+// the round need not wait for one.
+func (n *Node) roundHasEveryMember() bool {
+	state := n.meta.State()
+	for _, member := range state.Members() {
+		if _, gathered := n.cluster.heartbeats.beats[member.ID]; !gathered && member.Alive && !state.Retired(member.ID) {
+			return false
+		}
+	}
+	return true
 }
 
 // warnRetiredBeat tells the operator that a retired node still runs, at
