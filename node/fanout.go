@@ -99,6 +99,10 @@ func (n *Node) placeChildPartitions(parent *topic, name string, count int) []str
 	owners := n.placePartitions(name, 0, count)
 	roomy, all := n.receiversByRoom()
 	receivers := append(slices.Clone(roomy), all...)
+	owned := n.partitionsOwned()
+	for _, owner := range owners {
+		owned[owner]++
+	}
 	for p := range owners {
 		if p >= parent.info.Partitions || owners[p] != parent.owner(p) {
 			continue
@@ -107,14 +111,30 @@ func (n *Node) placeChildPartitions(parent *topic, name string, count int) []str
 			owners[p], owners[q] = owners[q], owners[p]
 			continue
 		}
-		for _, other := range receivers {
-			if other != parent.owner(p) {
-				owners[p] = other
-				break
-			}
+		if other := n.apartFrom(receivers, parent.owner(p), owned); other != "" {
+			owned[owners[p]]--
+			owned[other]++
+			owners[p] = other
 		}
 	}
 	return owners
+}
+
+// apartFrom returns the first receiver other than avoid that owns fewer
+// than PartitionsPerNodeMax partitions (owned), else the first other than
+// avoid, else "".
+func (n *Node) apartFrom(receivers []string, avoid string, owned map[string]int) string {
+	first := ""
+	for _, other := range receivers {
+		switch {
+		case other == avoid:
+		case owned[other] < n.cfg.PartitionsPerNodeMax:
+			return other
+		case first == "":
+			first = other
+		}
+	}
+	return first
 }
 
 // antiAffineSwap finds a partition q whose owner may take p's place and

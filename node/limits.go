@@ -19,17 +19,10 @@ func (n *Node) placementLimits() meta.PlacementLimits {
 // racing on other nodes may pass it together; the metastore checks the
 // same limits again when it applies the change (placementLimits).
 func (n *Node) checkPlacementLimits(newTopic bool, owners []string) error {
-	state := n.meta.State()
-	topics := state.Topics()
-	if newTopic && len(topics) >= n.cfg.TopicsMax {
+	if newTopic && len(n.meta.State().TopicNames()) >= n.cfg.TopicsMax {
 		return msg.Conflict("the cluster holds its limit of %d topics; delete a topic first", n.cfg.TopicsMax)
 	}
-	owned := map[string]int{}
-	for _, record := range topics {
-		for _, a := range record.Assignments {
-			owned[a.Owner]++
-		}
-	}
+	owned := n.partitionsOwned()
 	for _, owner := range owners {
 		owned[owner]++
 		if owned[owner] > n.cfg.PartitionsPerNodeMax {

@@ -1,8 +1,11 @@
 package node
 
 import (
-	"narad/msg"
+	"fmt"
+	"hash/fnv"
 	"testing"
+
+	"narad/msg"
 
 	"github.com/stretchr/testify/require"
 )
@@ -28,4 +31,52 @@ func TestPlacementLimits(t *testing.T) {
 	require.Equal(t, 4, h.ok(msg.GetTopic{Name: "a", Partition: msg.PartitionNone}).(msg.TopicDetail).Partitions)
 	grow = 10
 	h.ok(msg.AlterTopic{Name: "a", Partitions: &grow})
+}
+
+// TestACreateThatFitsIsPlacedAroundAFullMember: with one member at its
+// partition limit and room on the others, a create that fits in the
+// cluster passes the full member over in the round-robin instead of
+// being refused for it.
+func TestACreateThatFitsIsPlacedAroundAFullMember(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	for _, id := range c.ids {
+		cfg := c.configs[id]
+		cfg.PartitionsPerNodeMax = 4
+		c.configs[id] = cfg
+		require.NoError(t, c.nodes[id].Abandon())
+		c.start(id)
+	}
+	leader := c.electWithTopic("a", 4)
+	owned := map[string]int{}
+	for _, owner := range c.owners(leader, "a") {
+		owned[owner]++
+	}
+	busy := ""
+	for id, count := range owned {
+		if count == 2 {
+			busy = id
+		}
+	}
+	require.NotEmpty(t, busy, "four partitions over three members: one owns two")
+	// a name whose round of eight starts at the member owning two: the
+	// plain round would give it three more, five in all
+	name := ""
+	for i := 0; name == ""; i++ {
+		candidate := fmt.Sprintf("b%d", i)
+		h := fnv.New32a()
+		h.Write([]byte(candidate))
+		if c.ids[h.Sum32()%uint32(len(c.ids))] == busy {
+			name = candidate
+		}
+	}
+	require.NoError(t, c.do(leader, msg.CreateTopic{Name: name, Partitions: 8}).Err, "twelve partitions fit in three members of four")
+	clear(owned)
+	for _, topicName := range []string{"a", name} {
+		for _, owner := range c.owners(leader, topicName) {
+			owned[owner]++
+		}
+	}
+	require.Equal(t, map[string]int{"n1": 4, "n2": 4, "n3": 4}, owned)
+	e := c.do(leader, msg.CreateTopic{Name: "c", Partitions: 3}).Err
+	require.Equal(t, msg.CodeConflict, msg.CodeOf(e), "every member is full: refused")
 }

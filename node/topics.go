@@ -140,7 +140,11 @@ func pageAfter(names []string, token string, limit int) []string {
 // placePartitions chooses owners for partitions [from, to) of a topic:
 // round-robin over the receivers (alive, non-draining members, those with
 // room when there are any), sorted by id, starting at a member picked by
-// the topic's name so topics spread out.
+// the topic's name so topics spread out. A receiver that owns
+// PartitionsPerNodeMax partitions already is passed over for the next one
+// in the round that owns fewer, so a create or grow that fits in the
+// cluster is not refused for one full member; when every receiver is
+// full the round stands, and checkPlacementLimits refuses it.
 func (n *Node) placePartitions(topicName string, from, to int) []string {
 	receivers := n.receivers()
 	if len(receivers) == 0 {
@@ -149,11 +153,38 @@ func (n *Node) placePartitions(topicName string, from, to int) []string {
 	h := fnv.New32a()
 	h.Write([]byte(topicName))
 	start := int(h.Sum32() % uint32(len(receivers)))
+	owned := n.partitionsOwned()
 	owners := make([]string, 0, to-from)
 	for i := from; i < to; i++ {
-		owners = append(owners, receivers[(start+i)%len(receivers)])
+		owner := n.nextWithRoom(receivers, start+i, owned)
+		owned[owner]++
+		owners = append(owners, owner)
 	}
 	return owners
+}
+
+// nextWithRoom returns the first receiver, from index i of the round on,
+// that owns fewer than PartitionsPerNodeMax partitions (owned), or the
+// one at i if none does.
+func (n *Node) nextWithRoom(receivers []string, i int, owned map[string]int) string {
+	for step := range receivers {
+		if candidate := receivers[(i+step)%len(receivers)]; owned[candidate] < n.cfg.PartitionsPerNodeMax {
+			return candidate
+		}
+	}
+	return receivers[i%len(receivers)]
+}
+
+// partitionsOwned counts the partitions each member owns in the applied
+// placement.
+func (n *Node) partitionsOwned() map[string]int {
+	owned := map[string]int{}
+	for _, record := range n.meta.State().Topics() {
+		for _, a := range record.Assignments {
+			owned[a.Owner]++
+		}
+	}
+	return owned
 }
 
 func orDefault[T int | int64](value, fallback T) T {
