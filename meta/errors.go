@@ -136,3 +136,30 @@ func (e *NotLeaderError) Is(target error) bool { return target == ErrNotLeader }
 func rejectf(sentinel error, format string, args ...any) error {
 	return fmt.Errorf("%w: %s", sentinel, fmt.Sprintf(format, args...))
 }
+
+// Limit names the bound a LimitError reached.
+type Limit uint8
+
+const (
+	LimitTopics              Limit = iota + 1 // PlacementLimits.TopicsMax
+	LimitPartitionsPerMember                  // PlacementLimits.PartitionsPerNodeMax
+	LimitUsers                                // PutUser.UsersMax
+	LimitChildren                             // FanoutChildrenMax
+)
+
+// LimitError is the rejection of a change that would pass a bound it
+// carries: errors.Is(err, ErrLimitReached) holds, and Limit says which
+// bound, so that an answer can advise without reading the text.
+type LimitError struct {
+	Limit Limit
+	// Text says what the limit is and what would pass it.
+	Text string
+}
+
+func (e *LimitError) Error() string        { return ErrLimitReached.Error() + ": " + e.Text }
+func (e *LimitError) Is(target error) bool { return target == ErrLimitReached }
+
+// limitf makes a LimitError.
+func limitf(limit Limit, format string, args ...any) error {
+	return &LimitError{Limit: limit, Text: fmt.Sprintf(format, args...)}
+}

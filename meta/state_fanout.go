@@ -68,7 +68,7 @@ func (s *State) checkAttach(parent, child *TopicRecord, delayMs int64) error {
 	case child.Parent != "":
 		return rejectf(ErrFanoutRole, "topic %q is already a child of %q (one parent)", child.Name, child.Parent)
 	case len(parent.Children) >= FanoutChildrenMax:
-		return rejectf(ErrLimitReached, "topic %q has its limit of %d children", parent.Name, FanoutChildrenMax)
+		return limitf(LimitChildren, "topic %q has its limit of %d children", parent.Name, FanoutChildrenMax)
 	}
 	if err := checkDelayCovered(parent.Name, parent.RetentionMs, delayMs); err != nil {
 		return err

@@ -15,7 +15,7 @@ func (c CreateTopic) apply(s *State) error {
 		return err
 	}
 	if c.Limits.TopicsMax > 0 && len(s.topics) >= c.Limits.TopicsMax {
-		return rejectf(ErrLimitReached, "the cluster holds its limit of %d topics", c.Limits.TopicsMax)
+		return limitf(LimitTopics, "the cluster holds its limit of %d topics", c.Limits.TopicsMax)
 	}
 	if err := s.checkPartitionsPerNode(c.Owners, c.Limits.PartitionsPerNodeMax); err != nil {
 		return err
@@ -211,7 +211,7 @@ func (s *State) checkPartitionsPerNode(added []string, perNodeMax int) error {
 	for _, owner := range added {
 		owned[owner]++
 		if owned[owner] > perNodeMax {
-			return rejectf(ErrLimitReached, "member %s would own more than its limit of %d partitions", owner, perNodeMax)
+			return limitf(LimitPartitionsPerMember, "member %s would own more than its limit of %d partitions", owner, perNodeMax)
 		}
 	}
 	return nil

@@ -16,7 +16,7 @@ func (c PutUser) apply(s *State) error {
 		return err
 	}
 	if !exists && c.UsersMax > 0 && len(s.users) >= c.UsersMax {
-		return rejectf(ErrLimitReached, "the cluster holds its limit of %d users", c.UsersMax)
+		return limitf(LimitUsers, "the cluster holds its limit of %d users", c.UsersMax)
 	}
 	user := &User{Username: c.Username, PasswordHash: slices.Clone(c.PasswordHash), Root: c.Root,
 		Grants: cloneGrants(c.Grants), CreatedAtMs: c.NowMs, UpdatedAtMs: c.NowMs}

@@ -14,13 +14,19 @@ import (
 // the limit: nodes help with partitions per member, not with a parent's
 // children nor the count of users.
 func TestALimitReachedSaysWhatMakesRoom(t *testing.T) {
-	for _, c := range []struct{ text, advice string }{
-		{`topic "mp" has its limit of 108 children`, "detach or delete one of its children first"},
-		{"the cluster holds its limit of 10 users", "delete a user first"},
-		{"the cluster holds its limit of 5 topics", "delete a topic first"},
-		{"member n1 would own more than its limit of 4 partitions", "add nodes or delete topics"},
+	for _, c := range []struct {
+		limit        meta.Limit
+		text, advice string
+	}{
+		{meta.LimitChildren, `topic "mp" has its limit of 108 children`, "detach or delete one of its children first"},
+		{meta.LimitUsers, "the cluster holds its limit of 10 users", "delete a user first"},
+		{meta.LimitTopics, "the cluster holds its limit of 5 topics", "delete a topic first"},
+		{meta.LimitPartitionsPerMember, "member n1 would own more than its limit of 4 partitions", "add nodes or delete topics"},
+		// the advice follows the limit, not words of the text (a node may be named "users")
+		{meta.LimitPartitionsPerMember, "member users would own more than its limit of 4 partitions", "add nodes or delete topics"},
 	} {
-		err := fmt.Errorf("%w: %s", meta.ErrLimitReached, c.text)
+		err := fmt.Errorf("wrapped: %w", &meta.LimitError{Limit: c.limit, Text: c.text})
+		require.ErrorIs(t, err, meta.ErrLimitReached)
 		for _, answer := range []*msg.Error{applyError("t", err), fanoutApplyError(err)} {
 			require.Equal(t, msg.CodeConflict, answer.Code)
 			require.Equal(t, c.text+"; "+c.advice, answer.Message)

@@ -209,19 +209,17 @@ func applyError(topicName string, err error) *msg.Error {
 // limitReached is the answer to a change refused at one of the limits the
 // metastore's commands carry, with what would make room for it.
 func limitReached(err error) *msg.Error {
-	text := strings.TrimPrefix(err.Error(), "meta: limit reached: ")
-	var advice string
-	switch {
-	case strings.Contains(text, " children"):
-		advice = "detach or delete one of its children first"
-	case strings.Contains(text, " users"):
-		advice = "delete a user first"
-	case strings.Contains(text, " topics"):
-		advice = "delete a topic first"
-	default: // a member's partitions
-		advice = "add nodes or delete topics"
+	var limit *meta.LimitError
+	if !errors.As(err, &limit) {
+		return msg.Conflict("%s", strings.TrimPrefix(err.Error(), "meta: "))
 	}
-	return msg.Conflict("%s; %s", text, advice)
+	advice := map[meta.Limit]string{
+		meta.LimitChildren:            "detach or delete one of its children first",
+		meta.LimitUsers:               "delete a user first",
+		meta.LimitTopics:              "delete a topic first",
+		meta.LimitPartitionsPerMember: "add nodes or delete topics",
+	}[limit.Limit]
+	return msg.Conflict("%s; %s", limit.Text, advice)
 }
 
 // ownerChanged is the answer to a change whose caller was checked as
