@@ -15,13 +15,13 @@ func TestPlacementLimitsAtApply(t *testing.T) {
 	limits := PlacementLimits{TopicsMax: 2, PartitionsPerNodeMax: 2}
 	withLimits := func(c CreateTopic) CreateTopic { c.Limits = limits; return c }
 
-	requireRejected(t, s, withLimits(createTopic("u", "m1", "m1")), ErrLimitReached)
+	requireLimit(t, s, withLimits(createTopic("u", "m1", "m1")), LimitPartitionsPerMember)
 	require.NoError(t, withLimits(createTopic("u", "m1", "m3")).apply(s))
-	requireRejected(t, s, withLimits(createTopic("v", "m3")), ErrLimitReached)
+	requireLimit(t, s, withLimits(createTopic("v", "m3")), LimitTopics)
 	require.NoError(t, createTopic("v", "m3").apply(s), "no limits, no bound")
 
 	grow := 4
-	requireRejected(t, s, AlterTopic{Name: "u", Partitions: &grow, NewOwners: []string{"m2", "m2"}, Limits: limits}, ErrLimitReached)
+	requireLimit(t, s, AlterTopic{Name: "u", Partitions: &grow, NewOwners: []string{"m2", "m2"}, Limits: limits}, LimitPartitionsPerMember)
 	grow = 3
 	require.NoError(t, AlterTopic{Name: "u", Partitions: &grow, NewOwners: []string{"m2"}, Limits: limits}.apply(s))
 
@@ -30,4 +30,14 @@ func TestPlacementLimitsAtApply(t *testing.T) {
 	_, decoded, err := DecodeCommand(encoded)
 	require.NoError(t, err)
 	require.Equal(t, limits, decoded.(CreateTopic).Limits)
+}
+
+// requireLimit requires cmd to be rejected at the limit named, changing
+// nothing.
+func requireLimit(t *testing.T, s *State, cmd Command, limit Limit) {
+	t.Helper()
+	requireRejected(t, s, cmd, ErrLimitReached)
+	var limitError *LimitError
+	require.ErrorAs(t, cmd.apply(s), &limitError) // again: a rejection changes nothing
+	require.Equal(t, limit, limitError.Limit)
 }

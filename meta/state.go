@@ -265,6 +265,9 @@ func (s *State) Topic(name string) (TopicRecord, bool) {
 // TopicNames returns the names of all topics, sorted.
 func (s *State) TopicNames() []string { return slices.Sorted(maps.Keys(s.topics)) }
 
+// TopicCount is the number of topics.
+func (s *State) TopicCount() int { return len(s.topics) }
+
 // TopicsVersion changes whenever a topic record may have changed (created,
 // altered, deleted, moved, linked, or replaced by an installed snapshot);
 // other commands (heartbeats, members, users) leave it. A reader may keep
@@ -334,6 +337,18 @@ func (s *State) Member(id string) (Member, bool) {
 		return Member{}, false
 	}
 	return *member, true
+}
+
+// HeartbeatingMembers counts the members that are alive and not retired:
+// those whose heartbeats the leader's round of heartbeats waits for.
+func (s *State) HeartbeatingMembers() int {
+	count := 0
+	for id, member := range s.members { //determinism:ok counts only
+		if member.Alive && !s.Retired(id) {
+			count++
+		}
+	}
+	return count
 }
 
 // Members returns all members, sorted by id.

@@ -100,7 +100,7 @@ func TestAttachChildLimit(t *testing.T) {
 	for i := range FanoutChildrenMax {
 		require.NoError(t, AttachChild{Parent: "p", Child: fmt.Sprintf("c%03d", i)}.apply(s))
 	}
-	requireRejected(t, s, AttachChild{Parent: "p", Child: fmt.Sprintf("c%03d", FanoutChildrenMax)}, ErrLimitReached)
+	requireLimit(t, s, AttachChild{Parent: "p", Child: fmt.Sprintf("c%03d", FanoutChildrenMax)}, LimitChildren)
 	require.NoError(t, s.checkFanoutLinks())
 }
 

@@ -759,7 +759,7 @@ func TestUsersAreBounded(t *testing.T) {
 	for i := range UsersMax {
 		require.NoError(t, PutUser{Username: fmt.Sprintf("u%d", i), PasswordHash: []byte("h"), CreateOnly: true, NowMs: 1, UsersMax: UsersMax}.apply(s))
 	}
-	requireRejected(t, s, PutUser{Username: "one-more", PasswordHash: []byte("h"), CreateOnly: true, NowMs: 2, UsersMax: UsersMax}, ErrLimitReached)
+	requireLimit(t, s, PutUser{Username: "one-more", PasswordHash: []byte("h"), CreateOnly: true, NowMs: 2, UsersMax: UsersMax}, LimitUsers)
 	require.NoError(t, PutUser{Username: "u7", PasswordHash: []byte("h2"), NowMs: 3, UsersMax: UsersMax}.apply(s), "a replacement adds no user")
 	require.NoError(t, DeleteUser{Username: "u7"}.apply(s))
 	require.NoError(t, PutUser{Username: "one-more", PasswordHash: []byte("h"), CreateOnly: true, NowMs: 4, UsersMax: UsersMax}.apply(s), "room again")

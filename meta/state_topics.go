@@ -196,18 +196,25 @@ func (c AlterTopic) checkGrowth(s *State, record *TopicRecord) error {
 	return s.checkPartitionsPerNode(c.NewOwners, c.Limits.PartitionsPerNodeMax)
 }
 
-// checkPartitionsPerNode rejects added owners that would take a member
-// past perNodeMax partitions (0: no bound).
-func (s *State) checkPartitionsPerNode(added []string, perNodeMax int) error {
-	if perNodeMax <= 0 || len(added) == 0 {
-		return nil
-	}
+// PartitionsOwned counts the partitions each member owns, by member id
+// (a member that owns none is absent). A new map, the caller's to change.
+func (s *State) PartitionsOwned() map[string]int {
 	owned := map[string]int{}
 	for _, record := range s.topics { //determinism:ok counts only
 		for _, a := range record.Assignments {
 			owned[a.Owner]++
 		}
 	}
+	return owned
+}
+
+// checkPartitionsPerNode rejects added owners that would take a member
+// past perNodeMax partitions (0: no bound).
+func (s *State) checkPartitionsPerNode(added []string, perNodeMax int) error {
+	if perNodeMax <= 0 || len(added) == 0 {
+		return nil
+	}
+	owned := s.PartitionsOwned()
 	for _, owner := range added {
 		owned[owner]++
 		if owned[owner] > perNodeMax {

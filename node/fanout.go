@@ -90,16 +90,19 @@ func (n *Node) childPlacement(r msg.CreateTopic) (*topic, error) {
 
 // placeChildPartitions places a child's partitions round-robin as any
 // topic's, then moves each partition p off the owner of the parent's
-// partition p when another receiver exists, so that a node that loses a
-// parent partition does not hold its copy too (swapping with a later
-// partition where that keeps both apart, else taking the next receiver:
-// one with room first, else one short of disk, whose shortage passes,
-// rather than the parent's node).
+// partition p when another receiver can take it, so that a node that
+// loses a parent partition does not hold its copy too (swapping with a
+// later partition where that keeps both apart, else taking the first
+// receiver under PartitionsPerNodeMax partitions: one with room on disk
+// first, else one short of disk, whose shortage passes, rather than the
+// parent's node). When no other receiver is under the partition limit
+// the partition stays with the parent's node: apartness is a preference,
+// the limit a bound.
 func (n *Node) placeChildPartitions(parent *topic, name string, count int) []string {
 	owners := n.placePartitions(name, 0, count)
 	roomy, all := n.receiversByRoom()
 	receivers := append(slices.Clone(roomy), all...)
-	owned := n.partitionsOwned()
+	owned := n.meta.State().PartitionsOwned()
 	for _, owner := range owners {
 		owned[owner]++
 	}
@@ -121,20 +124,14 @@ func (n *Node) placeChildPartitions(parent *topic, name string, count int) []str
 }
 
 // apartFrom returns the first receiver other than avoid that owns fewer
-// than PartitionsPerNodeMax partitions (owned), else the first other than
-// avoid, else "".
+// than PartitionsPerNodeMax partitions (owned), or "".
 func (n *Node) apartFrom(receivers []string, avoid string, owned map[string]int) string {
-	first := ""
 	for _, other := range receivers {
-		switch {
-		case other == avoid:
-		case owned[other] < n.cfg.PartitionsPerNodeMax:
+		if other != avoid && owned[other] < n.cfg.PartitionsPerNodeMax {
 			return other
-		case first == "":
-			first = other
 		}
 	}
-	return first
+	return ""
 }
 
 // antiAffineSwap finds a partition q whose owner may take p's place and

@@ -70,8 +70,13 @@ type heartbeatRound struct {
 	// proposeAtMs is when the round is proposed (this node's clock): set
 	// heartbeatGatherMs after its first heartbeat arrived, and brought to
 	// the present by a heartbeat that is news or that completes the round
-	// (roundHasEveryMember).
+	// (awaited, heard).
 	proposeAtMs int64
+	// awaited is how many members the round waits for (alive and not
+	// retired, counted when its first heartbeat arrived), and heard how
+	// many of those it holds a heartbeat of: at heard == awaited the
+	// round is whole and is proposed at once.
+	awaited, heard int
 	// retiredWarned holds the retired nodes whose heartbeat this node
 	// dropped and said so within retiredBeatWarnEveryMs (this node's
 	// clock); pruned at each pruneMemberState too, so it holds only the
@@ -127,24 +132,15 @@ func (n *Node) gatherHeartbeat(id string, m msg.Heartbeat) {
 		return
 	case len(round.beats) == 0:
 		round.proposeAtMs = n.nowMs + n.cfg.heartbeatGatherMs()
+		round.awaited, round.heard = n.meta.State().HeartbeatingMembers(), 0
+	}
+	if member, known := n.meta.State().Member(id); !gathered && known && member.Alive {
+		round.heard++ // not retired: checked above
 	}
 	round.beats[id] = beat
-	if n.heartbeatIsNews(beat) || n.roundHasEveryMember() {
-		round.proposeAtMs = n.nowMs
+	if n.heartbeatIsNews(beat) || round.heard >= round.awaited {
+		round.proposeAtMs = n.nowMs // news, or no other heartbeat is awaited
 	}
-}
-
-// roundHasEveryMember reports whether the round holds a heartbeat of every
-// alive member that is not retired: no other heartbeat is on its way, and
-// the round need not wait for one.
-func (n *Node) roundHasEveryMember() bool {
-	state := n.meta.State()
-	for _, member := range state.Members() {
-		if _, gathered := n.cluster.heartbeats.beats[member.ID]; !gathered && member.Alive && !state.Retired(member.ID) {
-			return false
-		}
-	}
-	return true
 }
 
 // warnRetiredBeat tells the operator that a retired node still runs, at

@@ -19,10 +19,10 @@ func (n *Node) placementLimits() meta.PlacementLimits {
 // racing on other nodes may pass it together; the metastore checks the
 // same limits again when it applies the change (placementLimits).
 func (n *Node) checkPlacementLimits(newTopic bool, owners []string) error {
-	if newTopic && len(n.meta.State().TopicNames()) >= n.cfg.TopicsMax {
+	if newTopic && n.meta.State().TopicCount() >= n.cfg.TopicsMax {
 		return msg.Conflict("the cluster holds its limit of %d topics; delete a topic first", n.cfg.TopicsMax)
 	}
-	owned := n.partitionsOwned()
+	owned := n.meta.State().PartitionsOwned()
 	for _, owner := range owners {
 		owned[owner]++
 		if owned[owner] > n.cfg.PartitionsPerNodeMax {

@@ -80,3 +80,41 @@ func TestACreateThatFitsIsPlacedAroundAFullMember(t *testing.T) {
 	e := c.do(leader, msg.CreateTopic{Name: "c", Partitions: 3}).Err
 	require.Equal(t, msg.CodeConflict, msg.CodeOf(e), "every member is full: refused")
 }
+
+// TestAChildThatFitsIsPlacedUnderTheLimitBeforeApartFromItsParent: with
+// each member one partition short of its limit, a child whose round would
+// put every partition with its parent's is kept apart where a member has
+// room and left with the parent's node where none has: apartness is a
+// preference, the partition limit a bound, and a child that fits is
+// created.
+func TestAChildThatFitsIsPlacedUnderTheLimitBeforeApartFromItsParent(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	for _, id := range c.ids {
+		cfg := c.configs[id]
+		cfg.PartitionsPerNodeMax = 3
+		c.configs[id] = cfg
+		require.NoError(t, c.nodes[id].Abandon())
+		c.start(id)
+	}
+	leader := c.electWithTopic("p", 3)
+	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "y", Partitions: 3}).Err)
+	start := func(name string) uint32 {
+		h := fnv.New32a()
+		h.Write([]byte(name))
+		return h.Sum32() % uint32(len(c.ids))
+	}
+	name := ""
+	for i := 0; name == ""; i++ {
+		if candidate := fmt.Sprintf("child%d", i); start(candidate) == start("p") {
+			name = candidate
+		}
+	}
+	require.NoError(t, c.do(leader, msg.CreateTopic{Name: name, Parent: "p"}).Err, "three more partitions fit in three members")
+	owned := map[string]int{}
+	for _, topicName := range []string{"p", "y", name} {
+		for _, owner := range c.owners(leader, topicName) {
+			owned[owner]++
+		}
+	}
+	require.Equal(t, map[string]int{"n1": 3, "n2": 3, "n3": 3}, owned)
+}

@@ -213,13 +213,17 @@ func limitReached(err error) *msg.Error {
 	if !errors.As(err, &limit) {
 		return msg.Conflict("%s", strings.TrimPrefix(err.Error(), "meta: "))
 	}
-	advice := map[meta.Limit]string{
-		meta.LimitChildren:            "detach or delete one of its children first",
-		meta.LimitUsers:               "delete a user first",
-		meta.LimitTopics:              "delete a topic first",
-		meta.LimitPartitionsPerMember: "add nodes or delete topics",
-	}[limit.Limit]
-	return msg.Conflict("%s; %s", limit.Text, advice)
+	switch limit.Limit {
+	case meta.LimitChildren:
+		return msg.Conflict("%s; detach or delete one of its children first", limit.Text)
+	case meta.LimitUsers:
+		return msg.Conflict("%s; delete a user first", limit.Text)
+	case meta.LimitTopics:
+		return msg.Conflict("%s; delete a topic first", limit.Text)
+	case meta.LimitPartitionsPerMember:
+		return msg.Conflict("%s; add nodes or delete topics", limit.Text)
+	}
+	return msg.Conflict("%s", limit.Text)
 }
 
 // ownerChanged is the answer to a change whose caller was checked as

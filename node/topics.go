@@ -139,52 +139,50 @@ func pageAfter(names []string, token string, limit int) []string {
 
 // placePartitions chooses owners for partitions [from, to) of a topic:
 // round-robin over the receivers (alive, non-draining members, those with
-// room when there are any), sorted by id, starting at a member picked by
-// the topic's name so topics spread out. A receiver that owns
+// room on disk when there are any), sorted by id, starting at a member
+// picked by the topic's name so topics spread out. A receiver that owns
 // PartitionsPerNodeMax partitions already is passed over for the next one
-// in the round that owns fewer, so a create or grow that fits in the
-// cluster is not refused for one full member; when every receiver is
-// full the round stands, and checkPlacementLimits refuses it.
+// in the round that owns fewer, then for a member short of disk that owns
+// fewer, so a create or grow that fits in the cluster is not refused for
+// a full member; when every member is full the round stands, and
+// checkPlacementLimits refuses it.
 func (n *Node) placePartitions(topicName string, from, to int) []string {
-	receivers := n.receivers()
+	roomy, all := n.receiversByRoom()
+	receivers := roomy
+	if len(receivers) == 0 {
+		receivers = all
+	}
 	if len(receivers) == 0 {
 		receivers = []string{n.cfg.NodeID} // the leader heartbeats first; its own entry applies before this one
 	}
 	h := fnv.New32a()
 	h.Write([]byte(topicName))
 	start := int(h.Sum32() % uint32(len(receivers)))
-	owned := n.partitionsOwned()
+	owned := n.meta.State().PartitionsOwned()
 	owners := make([]string, 0, to-from)
 	for i := from; i < to; i++ {
-		owner := n.nextWithRoom(receivers, start+i, owned)
+		owner, ok := n.nextWithRoom(receivers, start+i, owned)
+		if !ok {
+			owner, ok = n.nextWithRoom(all, start+i, owned)
+		}
+		if !ok {
+			owner = receivers[(start+i)%len(receivers)]
+		}
 		owned[owner]++
 		owners = append(owners, owner)
 	}
 	return owners
 }
 
-// nextWithRoom returns the first receiver, from index i of the round on,
-// that owns fewer than PartitionsPerNodeMax partitions (owned), or the
-// one at i if none does.
-func (n *Node) nextWithRoom(receivers []string, i int, owned map[string]int) string {
-	for step := range receivers {
-		if candidate := receivers[(i+step)%len(receivers)]; owned[candidate] < n.cfg.PartitionsPerNodeMax {
-			return candidate
+// nextWithRoom returns the first of the members, from index i of their
+// round on, that owns fewer than PartitionsPerNodeMax partitions (owned).
+func (n *Node) nextWithRoom(members []string, i int, owned map[string]int) (string, bool) {
+	for step := range members {
+		if candidate := members[(i+step)%len(members)]; owned[candidate] < n.cfg.PartitionsPerNodeMax {
+			return candidate, true
 		}
 	}
-	return receivers[i%len(receivers)]
-}
-
-// partitionsOwned counts the partitions each member owns in the applied
-// placement.
-func (n *Node) partitionsOwned() map[string]int {
-	owned := map[string]int{}
-	for _, record := range n.meta.State().Topics() {
-		for _, a := range record.Assignments {
-			owned[a.Owner]++
-		}
-	}
-	return owned
+	return "", false
 }
 
 func orDefault[T int | int64](value, fallback T) T {
