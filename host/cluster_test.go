@@ -388,3 +388,23 @@ func TestMetaSnapshotInterval(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(30), opts.Node.Meta.SnapshotEntries)
 }
+
+// TestOptionsFromRefusesConnectionsOverTheDescriptorShare: an
+// http.max_connections over a quarter of the descriptor limit is refused
+// with the configuration's other problems, before the host writes
+// anything to its data directory, together with an open_logs_max over
+// its share.
+func TestOptionsFromRefusesConnectionsOverTheDescriptorShare(t *testing.T) {
+	limit, err := descriptorLimit()
+	require.NoError(t, err)
+	cfg := config.Default()
+	cfg.Security.Enabled = false
+	cfg.Storage.DataDir = t.TempDir()
+	cfg.HTTP.MaxConnections = int(limit/connectionsShareDivisor) + 1
+	_, err = OptionsFrom(cfg)
+	require.ErrorContains(t, err, "http.max_connections")
+	cfg.Storage.OpenLogsMax = int(limit) + 1
+	_, err = OptionsFrom(cfg)
+	require.ErrorContains(t, err, "http.max_connections")
+	require.ErrorContains(t, err, "storage.open_logs_max")
+}

@@ -60,7 +60,10 @@ func OptionsFrom(cfg config.Config) (Options, error) {
 		return Options{}, err
 	}
 	overdraft := openLogsOverdraft(opts.Node.PartitionsMax)
-	if opts.Node.OpenLogsMax, err = openLogsCap(cfg.Storage.OpenLogsMax, overdraft, limit); err != nil {
+	var logsErr, connectionsErr error
+	opts.Node.OpenLogsMax, logsErr = openLogsCap(cfg.Storage.OpenLogsMax, overdraft, limit)
+	_, connectionsErr = connectionsCap(cfg.HTTP.MaxConnections, limit) // checked before anything is written; the host derives it again
+	if err := errors.Join(logsErr, connectionsErr); err != nil {
 		return Options{}, err
 	}
 	cluster, err := clusterFrom(cfg, opts.Node.NodeID)

@@ -187,7 +187,7 @@ func newBenchCommand(a *app) *cobra.Command {
 	flags.IntVar(&options.workers, "workers", 8, "concurrent producers")
 	flags.IntVar(&options.batch, "batch", 1, "records per produce request (1: single produce; >1: NDJSON batch)")
 	flags.BoolVar(&options.consume, "consume", false, "then drain the topic with consume+ack")
-	flags.IntVar(&options.consumeWorkers, "consume-workers", 8, "concurrent consumers (default: --workers)")
+	flags.IntVar(&options.consumeWorkers, "consume-workers", 0, "concurrent consumers (default: the value of --workers)")
 	flags.BoolVar(&options.create, "create", false, "create the topic if it does not exist")
 	flags.IntVar(&options.partitions, "partitions", 0, "partitions of a topic made by --create (0: server default)")
 	flags.BoolVar(&options.asJSON, "json", false, "print the figures as JSON")
