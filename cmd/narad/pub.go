@@ -119,10 +119,12 @@ func (a *app) messageBody(args []string, file string) ([]byte, error) {
 	return body, nil
 }
 
+// readMessageFile reads --file; a file that cannot be opened is a usage
+// error (exit 2), as a --schema or --payload one is.
 func readMessageFile(path string) ([]byte, error) {
 	file, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, usagef("--file: %v", err)
 	}
 	defer file.Close()
 	return readBounded(file, messageBytesMax)

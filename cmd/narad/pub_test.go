@@ -82,7 +82,7 @@ func TestPubBadInput(t *testing.T) {
 		{"negative rate", []string{"x", "--rate", "-1"}, "", "--rate", 2},
 		{"rate too slow to pace", []string{"x", "--rate", "1e-12", "--count", "3"}, "", "at least", 2},
 		{"batch too large", []string{"x", "--batch", "1001"}, "", "--batch", 2},
-		{"missing file", []string{"-f", path + ".missing"}, "", "no such file", 1},
+		{"missing file", []string{"-f", path + ".missing"}, "", "--file: open", 2}, // as --schema and --payload
 		{"too large", nil, strings.Repeat("a", messageBytesMax+1), "larger than", 1},
 	}
 	for _, tc := range cases {
