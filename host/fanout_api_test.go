@@ -104,6 +104,7 @@ func TestFanoutSchemaRulesOverHTTP(t *testing.T) {
 		{"create child without a schema", postJSON("/v1/topics", `{"name":"c2","parent":"typed"}`), 201, `"schema_version":1`},
 		{"the child took the parent's schema", get("/v1/topics/c2/schema"), 200, `"id"`},
 		{"alter the child's schema", patch("/v1/topics/c2", `{"schema":`+schema+`}`), 409, `manages its schema`},
+		{"an incompatible one is refused as a child's, not as incompatible", patch("/v1/topics/c2", `{"schema":`+other+`}`), 409, `manages its schema`},
 		{"alter the parent's schema", patch("/v1/topics/typed", `{"schema":{"type":"object","properties":{"id":{"type":"integer"},"note":{"type":"string"}}}}`), 200, `"schema_version":2`},
 		{"the child follows", get("/v1/topics/c2"), 200, `"schema_version":2`},
 		{"the child validates against it", post("/v1/topics/c2/produce", "application/json", `{"id":"x"}`), 400, `"error"`},

@@ -41,6 +41,9 @@ type Options struct {
 	HTTPAddr string
 	// PprofAddr, when set, serves /debug/pprof on a separate listener.
 	PprofAddr string
+	// clockForTests, when set, wraps the loop's clock (the tests of this
+	// package make it run fast); nil everywhere else.
+	clockForTests func(func() time.Time) func() time.Time
 	// The API connection server's timeouts (package httpserve), and how
 	// long graceful shutdown waits.
 	ReadTimeout, WriteTimeout, IdleTimeout, ShutdownGrace time.Duration
@@ -161,7 +164,11 @@ func Start(opts Options, logger *slog.Logger) (*Host, error) {
 	}
 	groupSync := enableGroupSync(fs, opts.GroupSync, logger)
 	h := &Host{opts: opts, logger: logger, loopErr: make(chan error, 1), fs: fs}
-	h.loop = newLoop(n, monotonicClock(begin), logger, metrics)
+	clock := monotonicClock(begin)
+	if opts.clockForTests != nil {
+		clock = opts.clockForTests(clock)
+	}
+	h.loop = newLoop(n, clock, logger, metrics)
 	h.loop.groupSync = groupSync
 	h.loop.disk = fs
 	h.loop.jobsWaitMax = opts.ShutdownGrace

@@ -352,7 +352,13 @@ func (l *loop) gatherOne(requests *int, until time.Time) bool {
 }
 
 // feedCounted feeds in and returns 1 for a client request, 0 otherwise.
+// The node's clock is brought to the present first (Tick does nothing
+// within the millisecond it last saw): an input taken late in a long
+// round, after a burst, would otherwise be handled at the round's start
+// time, and stamp its records, or release a delay child's copy, that many
+// milliseconds in the past.
 func (l *loop) feedCounted(in input) int {
+	l.node.Tick(l.clock().UnixMilli())
 	l.feed(in)
 	if in.reply != nil && !in.cancel {
 		return 1

@@ -3,6 +3,8 @@ package host
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -11,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -137,4 +140,43 @@ func gatherWaits(t *testing.T, h *Host) float64 {
 	value, err := strconv.ParseFloat(match[1], 64)
 	require.NoError(t, err)
 	return value
+}
+
+// TestEachInputIsHandledAtItsOwnTime: the loop reads its clock before
+// each input it feeds, not once per round, so a record handled late in a
+// long round is not stamped with the round's start (nor a delay child's
+// copy released against a stale clock). The clock here runs 2 ms ahead at
+// every read: each produce of a burst that shares rounds still gets a
+// time of its own.
+func TestEachInputIsHandledAtItsOwnTime(t *testing.T) {
+	opts := DefaultOptions(t.TempDir())
+	opts.HTTPAddr = "127.0.0.1:0"
+	var reads atomic.Int64
+	opts.clockForTests = func(clock func() time.Time) func() time.Time {
+		return func() time.Time { return clock().Add(time.Duration(reads.Add(1)) * 2 * time.Millisecond) }
+	}
+	h, err := Start(opts, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Shutdown() })
+	runSteps(t, h, []step{{"create", postJSON("/v1/topics", `{"name":"stamps","partitions":3}`), 201, ""}})
+	const producers = 24
+	var wg sync.WaitGroup
+	for range producers {
+		wg.Go(func() {
+			status, _ := call(t, h, post("/v1/topics/stamps/produce?partition=0", "text/plain", "x"))
+			assert.Equal(t, http.StatusAccepted, status)
+		})
+	}
+	wg.Wait()
+	stamps := map[int64]bool{}
+	for offset := range producers {
+		status, body := call(t, h, get(fmt.Sprintf("/v1/topics/stamps/consume?partition=0&offset=%d", offset)))
+		require.Equal(t, http.StatusOK, status, body)
+		var record struct {
+			TimestampMs int64 `json:"timestamp_ms"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(body), &record))
+		require.False(t, stamps[record.TimestampMs], "offset %d shares its time %d with another record of the burst", offset, record.TimestampMs)
+		stamps[record.TimestampMs] = true
+	}
 }

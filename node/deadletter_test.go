@@ -215,3 +215,24 @@ func TestADeadLetterSettledWhileItsLogIsClosedStaysAcknowledged(t *testing.T) {
 	require.False(t, delivered, "the dead-lettered record came back after a graceful restart: offset %d, delivery %d",
 		again.Offset, again.DeliveryCount)
 }
+
+// TestADeadLetterTopicsChildKeepsTheOrigin: a fan-out child of a
+// dead-letter topic receives each dead letter with its origin, as the
+// dead-letter topic serves it: a second group reading dead letters
+// through a child can tell where each came from.
+func TestADeadLetterTopicsChildKeepsTheOrigin(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("dead")
+	h.createTopic("dead-audit")
+	h.ok(msg.AttachChild{Parent: "dead", Child: "dead-audit"})
+	h.createTopic("orders", withDeadLetters(1, "dead"))
+	h.ok(msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Key: []byte("k"), Partition: 1, Payload: []byte("poison")}}})
+	h.consumeAndNack("orders")
+	h.flush()
+	h.tick(h.cfg.Fanout.LingerMs)
+	h.tick(h.cfg.Fanout.LingerMs)
+	copied, ok := h.consume("dead-audit")
+	require.True(t, ok, "the dead letter reached the child")
+	require.Equal(t, "poison", string(copied.Payload))
+	require.Equal(t, &msg.DeadLetterOrigin{Topic: "orders", Partition: 1, Offset: 0, DeliveryCount: 1}, copied.DeadLetter)
+}

@@ -405,7 +405,8 @@ func (n *Node) readBatch(p *partition, log *storage.Log, link meta.ChildLink, c 
 			break
 		}
 		bytes += size
-		records = append(records, msg.ProduceRecord{Key: record.Key, Partition: childPartition(p.key.index, child), Payload: record.Payload})
+		records = append(records, msg.ProduceRecord{Key: record.Key, Partition: childPartition(p.key.index, child), Payload: record.Payload,
+			Origin: messageOrigin(record.Origin)}) // a dead letter's copy in a child still says where it came from
 	}
 	return records, end, nil
 }

@@ -41,6 +41,9 @@ func (n *Node) checkSchemaChange(r msg.AlterTopic) error {
 		return err
 	}
 	record, _ := n.meta.State().Topic(r.Name)
+	if record.Parent != "" { // the metastore refuses it too; said first, before a compatibility complaint
+		return msg.Conflict("fan-out schema conflict: topic %q is a child of %q, which manages its schema", record.Name, record.Parent)
+	}
 	latest, found := record.LatestSchema()
 	if !found {
 		return nil
