@@ -90,6 +90,18 @@ func (c *clusterHarness) start(id string) {
 	c.nodes[id] = n
 }
 
+// reconfigure restarts every node from its disk with its configuration
+// changed by change.
+func (c *clusterHarness) reconfigure(change func(*Config)) {
+	for _, id := range c.ids {
+		cfg := c.configs[id]
+		change(&cfg)
+		c.configs[id] = cfg
+		require.NoError(c.t, c.nodes[id].Abandon())
+		c.start(id)
+	}
+}
+
 // crash drops a node as a kill would (unsynced writes lost) and starts it
 // again from what is durable.
 func (c *clusterHarness) crash(id string) {
@@ -284,6 +296,18 @@ func (c *clusterHarness) owners(at, topicName string) []string {
 		owners = append(owners, a.Owner)
 	}
 	return owners
+}
+
+// partitionsOwned counts the partitions of the topics each node owns, as
+// node at sees the placement.
+func (c *clusterHarness) partitionsOwned(at string, topicNames ...string) map[string]int {
+	owned := map[string]int{}
+	for _, name := range topicNames {
+		for _, owner := range c.owners(at, name) {
+			owned[owner]++
+		}
+	}
+	return owned
 }
 
 // otherThan returns the first node id that is none of the given ones.

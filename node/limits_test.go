@@ -39,20 +39,10 @@ func TestPlacementLimits(t *testing.T) {
 // being refused for it.
 func TestACreateThatFitsIsPlacedAroundAFullMember(t *testing.T) {
 	c := newClusterHarness(t, 3)
-	for _, id := range c.ids {
-		cfg := c.configs[id]
-		cfg.PartitionsPerNodeMax = 4
-		c.configs[id] = cfg
-		require.NoError(t, c.nodes[id].Abandon())
-		c.start(id)
-	}
+	c.reconfigure(func(cfg *Config) { cfg.PartitionsPerNodeMax = 4 })
 	leader := c.electWithTopic("a", 4)
-	owned := map[string]int{}
-	for _, owner := range c.owners(leader, "a") {
-		owned[owner]++
-	}
 	busy := ""
-	for id, count := range owned {
+	for id, count := range c.partitionsOwned(leader, "a") {
 		if count == 2 {
 			busy = id
 		}
@@ -70,13 +60,7 @@ func TestACreateThatFitsIsPlacedAroundAFullMember(t *testing.T) {
 		}
 	}
 	require.NoError(t, c.do(leader, msg.CreateTopic{Name: name, Partitions: 8}).Err, "twelve partitions fit in three members of four")
-	clear(owned)
-	for _, topicName := range []string{"a", name} {
-		for _, owner := range c.owners(leader, topicName) {
-			owned[owner]++
-		}
-	}
-	require.Equal(t, map[string]int{"n1": 4, "n2": 4, "n3": 4}, owned)
+	require.Equal(t, map[string]int{"n1": 4, "n2": 4, "n3": 4}, c.partitionsOwned(leader, "a", name))
 	e := c.do(leader, msg.CreateTopic{Name: "c", Partitions: 3}).Err
 	require.Equal(t, msg.CodeConflict, msg.CodeOf(e), "every member is full: refused")
 }
@@ -89,13 +73,7 @@ func TestACreateThatFitsIsPlacedAroundAFullMember(t *testing.T) {
 // created.
 func TestAChildThatFitsIsPlacedUnderTheLimitBeforeApartFromItsParent(t *testing.T) {
 	c := newClusterHarness(t, 3)
-	for _, id := range c.ids {
-		cfg := c.configs[id]
-		cfg.PartitionsPerNodeMax = 3
-		c.configs[id] = cfg
-		require.NoError(t, c.nodes[id].Abandon())
-		c.start(id)
-	}
+	c.reconfigure(func(cfg *Config) { cfg.PartitionsPerNodeMax = 3 })
 	leader := c.electWithTopic("p", 3)
 	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "y", Partitions: 3}).Err)
 	start := func(name string) uint32 {
@@ -110,11 +88,5 @@ func TestAChildThatFitsIsPlacedUnderTheLimitBeforeApartFromItsParent(t *testing.
 		}
 	}
 	require.NoError(t, c.do(leader, msg.CreateTopic{Name: name, Parent: "p"}).Err, "three more partitions fit in three members")
-	owned := map[string]int{}
-	for _, topicName := range []string{"p", "y", name} {
-		for _, owner := range c.owners(leader, topicName) {
-			owned[owner]++
-		}
-	}
-	require.Equal(t, map[string]int{"n1": 3, "n2": 3, "n3": 3}, owned)
+	require.Equal(t, map[string]int{"n1": 3, "n2": 3, "n3": 3}, c.partitionsOwned(leader, "p", "y", name))
 }

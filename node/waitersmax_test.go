@@ -13,13 +13,7 @@ import (
 // cluster and a node to poll through.
 func newCappedCluster(t *testing.T) (*clusterHarness, string) {
 	c := newClusterHarness(t, 3)
-	for _, id := range c.ids {
-		cfg := c.configs[id]
-		cfg.WaitersMax = 1
-		c.configs[id] = cfg
-		require.NoError(t, c.nodes[id].Abandon())
-		c.start(id)
-	}
+	c.reconfigure(func(cfg *Config) { cfg.WaitersMax = 1 })
 	leader := c.electWithTopic("t", 3)
 	return c, c.owners(leader, "t")[0]
 }
