@@ -18,7 +18,7 @@ import "narad/msg"
 // metastore keeps it (meta.Member.DiskLow): the other nodes then send it
 // no keyless record (diskLowElsewhere), the planner treats it as resting
 // (markResting: it takes no partition and keeps its own) and new topics
-// are placed on the members with room while there are any (receivers).
+// are placed on the members with room while there are any (placePartitions).
 // The view is up to a heartbeat interval old, so a record pinned to one
 // of its partitions, by number or key, still goes to it first and gets
 // its own answer.

@@ -98,14 +98,8 @@ func (n *Node) childPlacement(r msg.CreateTopic) (*topic, error) {
 // parent's node). When no other receiver is under the partition limit
 // the partition stays with the parent's node: apartness is a preference,
 // the limit a bound.
-func (n *Node) placeChildPartitions(parent *topic, name string, count int) []string {
-	owners := n.placePartitions(name, 0, count)
-	roomy, all := n.receiversByRoom()
-	receivers := append(slices.Clone(roomy), all...)
-	owned := n.meta.State().PartitionsOwned()
-	for _, owner := range owners {
-		owned[owner]++
-	}
+func (n *Node) placeChildPartitions(view *placementView, parent *topic, name string, count int) []string {
+	owners := n.placePartitions(view, name, 0, count)
 	for p := range owners {
 		if p >= parent.info.Partitions || owners[p] != parent.owner(p) {
 			continue
@@ -114,9 +108,9 @@ func (n *Node) placeChildPartitions(parent *topic, name string, count int) []str
 			owners[p], owners[q] = owners[q], owners[p]
 			continue
 		}
-		if other := n.apartFrom(receivers, parent.owner(p), owned); other != "" {
-			owned[owners[p]]--
-			owned[other]++
+		if other := n.apartFrom(view, parent.owner(p)); other != "" {
+			view.owned[owners[p]]--
+			view.owned[other]++
 			owners[p] = other
 		}
 	}
@@ -124,11 +118,14 @@ func (n *Node) placeChildPartitions(parent *topic, name string, count int) []str
 }
 
 // apartFrom returns the first receiver other than avoid that owns fewer
-// than PartitionsPerNodeMax partitions (owned), or "".
-func (n *Node) apartFrom(receivers []string, avoid string, owned map[string]int) string {
-	for _, other := range receivers {
-		if other != avoid && owned[other] < n.cfg.PartitionsPerNodeMax {
-			return other
+// than PartitionsPerNodeMax partitions: one with room on disk first, else
+// one short of disk; "" when there is none.
+func (n *Node) apartFrom(view *placementView, avoid string) string {
+	for _, receivers := range [][]string{view.roomy, view.all} {
+		for _, other := range receivers {
+			if other != avoid && view.owned[other] < n.cfg.PartitionsPerNodeMax {
+				return other
+			}
 		}
 	}
 	return ""
@@ -147,18 +144,6 @@ func (n *Node) antiAffineSwap(parent *topic, owners []string, p int) int {
 		}
 	}
 	return -1
-}
-
-// receivers are the members that may take new partitions, sorted: those
-// whose disk is not under its reserve (Member.DiskLow) when there is one,
-// else all of them (a partition placed on a node short of room takes
-// writes once the node has room again).
-func (n *Node) receivers() []string {
-	roomy, all := n.receiversByRoom()
-	if len(roomy) > 0 {
-		return roomy
-	}
-	return all
 }
 
 // receiversByRoom lists the members that may take new partitions, sorted:

@@ -15,16 +15,15 @@ func (n *Node) placementLimits() meta.PlacementLimits {
 // checkPlacementLimits refuses a change whose placement would take the
 // cluster past TopicsMax topics (newTopic: the change adds one) or a node
 // past PartitionsPerNodeMax partitions (owners: the owners of the
-// partitions it adds). The check reads this node's replica, so creates
+// partitions it adds; owned: each member's count with them, from the
+// placement's view). The check reads this node's replica, so creates
 // racing on other nodes may pass it together; the metastore checks the
 // same limits again when it applies the change (placementLimits).
-func (n *Node) checkPlacementLimits(newTopic bool, owners []string) error {
+func (n *Node) checkPlacementLimits(newTopic bool, owners []string, owned map[string]int) error {
 	if newTopic && n.meta.State().TopicCount() >= n.cfg.TopicsMax {
 		return msg.Conflict("the cluster holds its limit of %d topics; delete a topic first", n.cfg.TopicsMax)
 	}
-	owned := n.meta.State().PartitionsOwned()
 	for _, owner := range owners {
-		owned[owner]++
 		if owned[owner] > n.cfg.PartitionsPerNodeMax {
 			return msg.Conflict("node %s would own more than its limit of %d partitions; add nodes or delete topics",
 				owner, n.cfg.PartitionsPerNodeMax)

@@ -58,8 +58,9 @@ func (n *Node) createTopic(id msg.RequestID, r msg.CreateTopic) {
 	}
 	var owners []string
 	if err == nil {
-		owners = n.placeNewTopic(parent, info)
-		err = n.checkPlacementLimits(true, owners)
+		view := n.newPlacementView()
+		owners = n.placeNewTopic(view, parent, info)
+		err = n.checkPlacementLimits(true, owners, view.owned)
 	}
 	if err != nil {
 		n.reply(id, nil, err)
@@ -76,11 +77,11 @@ func (n *Node) createTopic(id msg.RequestID, r msg.CreateTopic) {
 
 // placeNewTopic places a new topic's partitions, anti-affine to its
 // parent's when it has one.
-func (n *Node) placeNewTopic(parent *topic, info msg.TopicInfo) []string {
+func (n *Node) placeNewTopic(view *placementView, parent *topic, info msg.TopicInfo) []string {
 	if parent != nil {
-		return n.placeChildPartitions(parent, info.Name, info.Partitions)
+		return n.placeChildPartitions(view, parent, info.Name, info.Partitions)
 	}
-	return n.placePartitions(info.Name, 0, info.Partitions)
+	return n.placePartitions(view, info.Name, 0, info.Partitions)
 }
 
 func (n *Node) newTopicInfo(r msg.CreateTopic) (msg.TopicInfo, error) {
@@ -137,6 +138,25 @@ func pageAfter(names []string, token string, limit int) []string {
 	return names[i:min(i+limit, len(names))]
 }
 
+// placementView is what choosing owners for a change's new partitions
+// reads from the applied state, once per change: the members that may
+// take partitions (receiversByRoom) and how many each owns. Only the
+// change's own placement changes it: placePartitions and
+// placeChildPartitions count what they place in owned, so that
+// checkPlacementLimits judges the counts the placement leads to.
+type placementView struct {
+	// roomy and all are the receivers, sorted: those with room on disk,
+	// and all of them.
+	roomy, all []string
+	// owned counts the partitions each member owns, with those placed.
+	owned map[string]int
+}
+
+func (n *Node) newPlacementView() *placementView {
+	roomy, all := n.receiversByRoom()
+	return &placementView{roomy: roomy, all: all, owned: n.meta.State().PartitionsOwned()}
+}
+
 // placePartitions chooses owners for partitions [from, to) of a topic:
 // round-robin over the receivers (alive, non-draining members, those with
 // room on disk when there are any), sorted by id, starting at a member
@@ -146,11 +166,10 @@ func pageAfter(names []string, token string, limit int) []string {
 // fewer, so a create or grow that fits in the cluster is not refused for
 // a full member; when every member is full the round stands, and
 // checkPlacementLimits refuses it.
-func (n *Node) placePartitions(topicName string, from, to int) []string {
-	roomy, all := n.receiversByRoom()
-	receivers := roomy
+func (n *Node) placePartitions(view *placementView, topicName string, from, to int) []string {
+	receivers := view.roomy
 	if len(receivers) == 0 {
-		receivers = all
+		receivers = view.all
 	}
 	if len(receivers) == 0 {
 		receivers = []string{n.cfg.NodeID} // the leader heartbeats first; its own entry applies before this one
@@ -158,17 +177,16 @@ func (n *Node) placePartitions(topicName string, from, to int) []string {
 	h := fnv.New32a()
 	h.Write([]byte(topicName))
 	start := int(h.Sum32() % uint32(len(receivers)))
-	owned := n.meta.State().PartitionsOwned()
 	owners := make([]string, 0, to-from)
 	for i := from; i < to; i++ {
-		owner, ok := n.nextWithRoom(receivers, start+i, owned)
+		owner, ok := n.nextWithRoom(receivers, start+i, view.owned)
 		if !ok {
-			owner, ok = n.nextWithRoom(all, start+i, owned)
+			owner, ok = n.nextWithRoom(view.all, start+i, view.owned)
 		}
 		if !ok {
 			owner = receivers[(start+i)%len(receivers)]
 		}
-		owned[owner]++
+		view.owned[owner]++
 		owners = append(owners, owner)
 	}
 	return owners
@@ -278,9 +296,10 @@ func (n *Node) alterTopic(id msg.RequestID, r msg.AlterTopic) {
 		ExpectedCreation: meta.Expecting(t.identity)}
 	if info.Partitions > t.info.Partitions {
 		cmd.Partitions = &info.Partitions
-		cmd.NewOwners = n.placePartitions(info.Name, t.info.Partitions, info.Partitions)
+		view := n.newPlacementView()
+		cmd.NewOwners = n.placePartitions(view, info.Name, t.info.Partitions, info.Partitions)
 		cmd.Limits = n.placementLimits()
-		if err := n.checkPlacementLimits(false, cmd.NewOwners); err != nil {
+		if err := n.checkPlacementLimits(false, cmd.NewOwners, view.owned); err != nil {
 			n.reply(id, nil, err)
 			return
 		}
