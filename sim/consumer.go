@@ -82,7 +82,7 @@ func (cl *client) settle(handles []string) {
 	case roll < 3 && cl.w.phase == phaseSafety: // a slow worker: ack after the leases lapsed (never while draining)
 		cl.later(slowAckMs, func() { cl.ackLate(handles) })
 		cl.later(1, cl.consumeNext)
-	case roll < 8: // forget: let the leases lapse
+	case roll < 8 && !cl.w.emptying: // forget: let the leases lapse (not while the emptied check waits)
 		cl.later(1, cl.consumeNext)
 	case roll < 14:
 		cl.ackSingle(handles, "0")

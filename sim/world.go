@@ -249,6 +249,10 @@ type World struct {
 	// staleCreationsRemoved counts the nodes' stale-partition-removed
 	// events (Report.StaleCreationsRemoved).
 	staleCreationsRemoved int
+	// emptying is set while checkQueueEmptied waits for the queue to
+	// empty: consumers then settle every delivery (settle), so that a
+	// record left in flight is acked within the check's bound.
+	emptying bool
 }
 
 type phase int
