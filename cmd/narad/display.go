@@ -120,9 +120,10 @@ func isTerminalControl(r rune) bool {
 
 // print writes one message as
 //
-//	[p<P> @<offset>] key=<k> HH:MM:SS.mmm <payload>
+//	[p<P> @<offset>] key=<k> from=<topic>/p<P>@<offset>x<deliveries> HH:MM:SS.mmm <payload>
 //
-// (key= only when the record has a key); binary payloads print
+// (key= only when the record has a key, from= only on a dead letter:
+// where it was copied from and after how many deliveries); binary payloads print
 // "(binary, N bytes)" and a hex dump; raw mode prints the payload bytes.
 func (p messagePrinter) print(message client.Message) error {
 	payload, err := message.Payload()
@@ -137,6 +138,9 @@ func (p messagePrinter) print(message client.Message) error {
 	line.WriteString(p.style.dim(fmt.Sprintf("[p%d @%d]", message.Partition, message.Offset)))
 	if message.Key != "" {
 		line.WriteString(" key=" + p.style.bold(p.shown(message.Key)))
+	}
+	if origin := message.DeadLetter; origin != nil {
+		line.WriteString(" from=" + p.shown(fmt.Sprintf("%s/p%d@%dx%d", origin.Topic, origin.Partition, origin.Offset, origin.DeliveryCount)))
 	}
 	line.WriteString(" " + p.style.dim(message.Time().In(p.location).Format("15:04:05.000")) + " ")
 	if message.IsBinary() {

@@ -33,3 +33,18 @@ func TestPrintedMessagesCannotDriveTheTerminal(t *testing.T) {
 	require.Contains(t, print(false, false), "\x1b[2J", "off a terminal the payload is as sent")
 	require.Contains(t, print(true, true), "\x1b[2J", "--raw prints the payload as sent")
 }
+
+// A dead letter prints where it came from (topic, partition, offset and
+// the deliveries it had there) after its key; other messages do not.
+func TestPrintedDeadLettersNameTheirOrigin(t *testing.T) {
+	message := client.Message{Topic: "orders.dead", Partition: 1, Offset: 4, Key: "k", RawPayload: json.RawMessage(`"x"`),
+		DeadLetter: &client.DeadLetter{Topic: "orders", Partition: 2, Offset: 17, DeliveryCount: 5}}
+	var out bytes.Buffer
+	printer := messagePrinter{out: &out, location: time.UTC}
+	require.NoError(t, printer.print(message))
+	require.Regexp(t, `^\[p1 @4\] key=k from=orders/p2@17x5 \d\d:\d\d:\d\d\.\d{3} x\n$`, out.String())
+	message.DeadLetter = nil
+	out.Reset()
+	require.NoError(t, printer.print(message))
+	require.NotContains(t, out.String(), "from=")
+}

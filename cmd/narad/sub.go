@@ -62,6 +62,8 @@ func newSubCommand(a *app) *cobra.Command {
 		Short: "Consume messages: a queue consumer, or a read-only tail with --peek",
 		Long: `Consume messages and print them as
   [p<partition> @<offset>] key=<key> HH:MM:SS.mmm <payload>
+(key= only when the message has one). A dead letter also shows its origin
+after the key, as from=<topic>/p<partition>@<offset>x<deliveries>.
 
 By default sub is a queue consumer: each message is leased, printed and then
 acknowledged. An ack that fails with a 5xx or a broken connection is sent
@@ -213,7 +215,9 @@ func (a *app) consumeQueue(ctx context.Context, broker *client.Client, topic str
 			ackFailures++
 		}
 	}
-	fmt.Fprintf(a.stderr, "%d message(s)\n", received)
+	if failure == nil || received > 0 {
+		fmt.Fprintf(a.stderr, "%d message(s)\n", received) // a refused first consume (404, 403) prints its error alone
+	}
 	switch {
 	case failure == nil && ackFailures > 0:
 		failure = fmt.Errorf("%d ack(s) failed; those messages will be delivered again", ackFailures)

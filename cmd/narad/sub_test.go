@@ -110,7 +110,8 @@ func TestSubFatalConsumeError(t *testing.T) {
 	h := newHarness(t)
 	broker := newFakeBroker(t).on(consumeRoute, reply{404, `{"error":"topic not found"}`})
 	assert.Equal(t, 1, h.against(broker, "sub", "orders"))
-	assert.Equal(t, "consuming orders (Ctrl-C to stop)\n0 message(s)\nnarad: http 404: topic not found\n", h.stderr.String())
+	assert.Equal(t, "consuming orders (Ctrl-C to stop)\nnarad: http 404: topic not found\n", h.stderr.String(),
+		"a refused first consume prints its error, not a count of nothing")
 	assert.Len(t, broker.seen(consumeRoute), 1, "a 4xx is not retried")
 }
 
