@@ -361,19 +361,36 @@ func (l *Log) trimZeroTail(s *segment, keep int64) error {
 // With index files, the cut size must be durable before the segment's
 // index is written (an index names its segment's size, and recovery
 // refuses one that differs): a segment whose frames a round synced
-// already is in no later round, so its cut is fsynced here, one fsync a
-// roll; one with unsynced frames is synced, cut included, by the next
-// round.
+// already, or that the round in flight covers whole (its fsync may have
+// run before the cut), is in no later round, so its cut is fsynced here,
+// one fsync a roll; one with frames no round covers is synced, cut
+// included, by the next round.
 func (l *Log) sealActive() error {
 	s := l.active()
 	cut := s.fileBytes > s.writtenBytes
 	if err := l.cutZeroTail(s); err != nil {
 		return err
 	}
-	if cut && l.cfg.SegmentIndexFiles && s.syncedBytes == s.sizeBytes {
+	if cut && l.cfg.SegmentIndexFiles && l.syncedByRounds(s) {
 		return s.file.Sync()
 	}
 	return nil
+}
+
+// syncedByRounds reports whether every frame of s is synced, or will be
+// once the round in flight completes: no later round syncs s.
+func (l *Log) syncedByRounds(s *segment) bool {
+	if s.syncedBytes == s.sizeBytes {
+		return true
+	}
+	if r := l.syncing; r != nil {
+		for i, captured := range r.segments {
+			if captured == s {
+				return r.syncedBytes[i] == s.sizeBytes
+			}
+		}
+	}
+	return false
 }
 
 // plantedVisibleBeforeDurable is planted bug BugVisibleBeforeDurable: the
