@@ -64,19 +64,32 @@ type transport interface {
 	Send(env msg.Envelope)
 	SetPeer(id, address string) error
 	RemovePeer(id string)
-	// DialFailures counts, per peer, the failed connection attempts so far.
-	DialFailures() map[string]uint64
+	// ConnectAttempts reports, per peer, the failed connection attempts
+	// so far and whether one failed last (the transport waits out a
+	// backoff before the next).
+	ConnectAttempts() map[string]connectAttempts
+}
+
+// connectAttempts is what the loop reads of one peer's connection
+// attempts.
+type connectAttempts struct {
+	// failures counts the failed attempts so far.
+	failures uint64
+	// backingOff is set while the transport waits out its reconnect
+	// backoff after a failed attempt: what is sent to the peer meanwhile
+	// waits for the next attempt.
+	backingOff bool
 }
 
 // peerTransport adapts *peer.Transport to transport.
 type peerTransport struct{ *peer.Transport }
 
-func (t peerTransport) DialFailures() map[string]uint64 {
-	failures := map[string]uint64{}
+func (t peerTransport) ConnectAttempts() map[string]connectAttempts {
+	attempts := map[string]connectAttempts{}
 	for id, stats := range t.Stats().Peers { //determinism:ok host is not the core; a map copy
-		failures[id] = stats.DialFailures + stats.AuthFailures
+		attempts[id] = connectAttempts{failures: stats.DialFailures + stats.AuthFailures, backingOff: stats.BackingOff}
 	}
-	return failures
+	return attempts
 }
 
 // clusterSetup is the cluster part of a server configuration, mapped.

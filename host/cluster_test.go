@@ -288,6 +288,8 @@ type fakeTransport struct {
 	set      map[string]string
 	removed  []string
 	failures map[string]uint64
+	// backingOff marks the peers whose transport waits out its backoff.
+	backingOff map[string]bool
 }
 
 func (f *fakeTransport) Send(env msg.Envelope) { f.sent = append(f.sent, env) }
@@ -295,8 +297,14 @@ func (f *fakeTransport) SetPeer(id, address string) error {
 	f.set[id] = address
 	return nil
 }
-func (f *fakeTransport) RemovePeer(id string)            { f.removed = append(f.removed, id) }
-func (f *fakeTransport) DialFailures() map[string]uint64 { return f.failures }
+func (f *fakeTransport) RemovePeer(id string) { f.removed = append(f.removed, id) }
+func (f *fakeTransport) ConnectAttempts() map[string]connectAttempts {
+	attempts := map[string]connectAttempts{}
+	for id, count := range f.failures {
+		attempts[id] = connectAttempts{failures: count, backingOff: f.backingOff[id]}
+	}
+	return attempts
+}
 
 // onLoop runs f on h's loop goroutine and waits for it.
 func onLoop(h *Host, f func()) {

@@ -94,20 +94,27 @@ func (l *loop) send(envelopes []msg.Envelope) {
 func (l *loop) isLeader() bool { return l.leader.Load() }
 
 // checkUnreachable tells the node about peers whose connection attempts
-// failed since the last look (at most every peerCheckInterval): their
-// forwards fail at once and produce avoids them, instead of waiting out
-// the forward timeout.
+// failed since the last look (at most every peerCheckInterval), and again
+// at every look while the transport waits out its backoff after such a
+// failure: their forwards fail at once and produce avoids them, instead
+// of waiting out the forward timeout. The node's mark of a peer down
+// (PeerDownMs) is shorter than the transport's longest backoff
+// (ReconnectBackoffMax); renewed only at each failure, it lapsed while
+// the transport still waited, and a forward sent then sat in the queue
+// until the next attempt failed or the forward timed out.
 func (l *loop) checkUnreachable() {
 	now := l.clock()
 	if l.transport == nil || now.Before(l.nextPeerCheck) {
 		return
 	}
 	l.nextPeerCheck = now.Add(peerCheckInterval)
-	failures := l.transport.DialFailures()
-	for id, count := range failures { //determinism:ok host is not the core; each peer on its own
-		if count > l.dialFailures[id] {
+	attempts := l.transport.ConnectAttempts()
+	failures := make(map[string]uint64, len(attempts))
+	for id, peer := range attempts { //determinism:ok host is not the core; each peer on its own
+		if peer.failures > l.dialFailures[id] || peer.backingOff {
 			l.node.PeerUnreachable(id)
 		}
+		failures[id] = peer.failures
 	}
 	l.dialFailures = failures
 }

@@ -197,3 +197,29 @@ func TestAConnectionClosedAtOnceKeepsBackingOff(t *testing.T) {
 		require.GreaterOrEqual(t, gapAfterShortConnection, cfg.ReconnectBackoffMax/2, "the short connection waits the next step, 800 ms")
 	})
 }
+
+// While the writer waits out its backoff after a failed attempt, Stats
+// says so (the host keeps the peer marked unreachable meanwhile: a
+// message queued then waits for the next attempt); the flag clears when
+// the pause ends.
+func TestStatsReportTheBackoffAfterAFailedAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testConfig("a", map[string]string{"b": "127.0.0.1:9"})
+		cfg.ReconnectBackoffMin, cfg.ReconnectBackoffMax = 100*time.Millisecond, 100*time.Millisecond
+		transport, err := New(cfg, func(msg.Envelope) { t.Error("nothing can be delivered") }, nil)
+		require.NoError(t, err)
+		defer transport.Close()
+		dials := &dialLog{}
+		transport.dial = dials.refuse
+		require.False(t, transport.Stats().Peers["b"].BackingOff, "no attempt yet")
+
+		transport.Send(msg.Envelope{From: "a", To: "b", Message: msg.Notify{Topic: "t"}})
+		synctest.Wait()
+		stats := transport.Stats().Peers["b"]
+		require.Equal(t, uint64(1), stats.DialFailures)
+		require.True(t, stats.BackingOff, "the attempt failed: the writer waits out its backoff")
+		time.Sleep(cfg.ReconnectBackoffMax)
+		synctest.Wait()
+		require.False(t, transport.Stats().Peers["b"].BackingOff, "the pause is over; the next Send dials at once")
+	})
+}

@@ -47,6 +47,10 @@ type outbound struct {
 	// connectionHealthyMin, each followed by a backoff pause.
 	shortConnections atomic.Uint64
 	connected        atomic.Bool // an authenticated connection is up now
+	// backingOff is set while the writer waits out its backoff after a
+	// failed connection attempt: what is queued meanwhile waits for the
+	// next attempt, so the peer is unreachable for now.
+	backingOff atomic.Bool
 
 	// locked fields are guarded by Transport.mu.
 	locked struct {

@@ -36,6 +36,11 @@ type PeerStats struct {
 	Address string
 	// Connected reports an authenticated connection up right now.
 	Connected bool
+	// BackingOff reports that the last connection attempt failed and the
+	// writer waits out its reconnect backoff before the next one: what
+	// is sent to the peer meanwhile waits (up to ReconnectBackoffMax)
+	// and is dropped if that attempt fails too.
+	BackingOff bool
 	// Queued is the number of envelopes waiting in the send queue, and
 	// QueuedBytes their payload bytes (msg.PayloadBytes).
 	Queued      int
@@ -89,6 +94,7 @@ func (p *outbound) statsLocked() PeerStats {
 	return PeerStats{
 		Address:          p.locked.address,
 		Connected:        p.connected.Load(),
+		BackingOff:       p.backingOff.Load(),
 		Queued:           len(p.queue),
 		QueuedBytes:      p.queuedBytes.Load(),
 		Sent:             p.sent.Load(),

@@ -60,7 +60,10 @@ func (t *Transport) runWriter(p *outbound) {
 		if err != nil {
 			p.queuedBytes.Add(-msg.PayloadBytes(first))
 			p.dropped.Add(uint64(1 + p.dropQueued()))
-			if !sleepUnlessStopped(p.ctx, w.backoff.next()) {
+			p.backingOff.Store(true)
+			slept := sleepUnlessStopped(p.ctx, w.backoff.next())
+			p.backingOff.Store(false)
+			if !slept {
 				return
 			}
 			continue
