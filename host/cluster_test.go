@@ -376,6 +376,44 @@ func TestUnreachablePeerIsReportedToTheNode(t *testing.T) {
 	assert.Equal(t, uint64(3), second["n2"], "the loop keeps the counts it reported")
 }
 
+// TestAPeerTheTransportBacksOffFromStaysMarkedDown: the node's mark of a
+// peer down lasts PeerDownMs (2 s) from its last report, and the
+// transport waits up to ReconnectBackoffMax (5 s) after a failed connect
+// before it tries again. The loop reports the peer at every look while
+// the transport backs off, so the mark does not lapse in the pause (a
+// forward sent then would wait in the queue for the next attempt instead
+// of a prompt 503); once the pause ends and no attempt fails, it lapses.
+// narad_peer_marked_down follows the node's mark.
+func TestAPeerTheTransportBacksOffFromStaysMarkedDown(t *testing.T) {
+	h := testHost(t)
+	fake := &fakeTransport{set: map[string]string{}, failures: map[string]uint64{"n2": 0}, backingOff: map[string]bool{}}
+	downMs := h.opts.Node.PeerDownMs
+	var marks []bool
+	onLoop(h, func() {
+		h.loop.transport = fake
+		defer func() { h.loop.transport = nil }()
+		nowMs := h.loop.clock().UnixMilli() + 1
+		look := func(afterMs int64) {
+			nowMs += afterMs
+			h.loop.node.Tick(nowMs)
+			h.loop.nextPeerCheck = time.Time{}
+			h.loop.checkUnreachable()
+			marks = append(marks, h.loop.node.PeerMarkedDown("n2"))
+		}
+		look(0)                                              // no attempt failed yet
+		fake.failures["n2"], fake.backingOff["n2"] = 1, true // a connect failed: the pause begins
+		look(10)
+		look(downMs - 10) // the first report's mark would end here
+		look(downMs)      // still pausing, no new failure
+		fake.backingOff["n2"] = false
+		look(1)
+		look(downMs) // the pause ended and nothing failed since
+	})
+	assert.Equal(t, []bool{false, true, true, true, true, false}, marks)
+	_, metrics := call(t, h, get("/metrics"))
+	assert.Contains(t, metrics, `narad_peer_marked_down{peer="n2"} 0`)
+}
+
 // Property: cluster.meta_snapshot_entries reaches the metastore, and the
 // kept tail never exceeds half the interval (so a small interval still
 // compacts, and a node that joins starts from a snapshot).

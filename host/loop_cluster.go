@@ -115,6 +115,12 @@ func (l *loop) checkUnreachable() {
 			l.node.PeerUnreachable(id)
 		}
 		failures[id] = peer.failures
+		l.metrics.peerMarkedDown.WithLabelValues(id).Set(boolFloat(l.node.PeerMarkedDown(id)))
+	}
+	for id := range l.dialFailures { //determinism:ok host is not the core; each peer on its own
+		if _, known := attempts[id]; !known {
+			l.metrics.peerMarkedDown.DeleteLabelValues(id) // a peer the cluster removed
+		}
 	}
 	l.dialFailures = failures
 }

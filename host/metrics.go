@@ -74,7 +74,10 @@ type Metrics struct {
 	parkedPolls      prometheus.Gauge
 	peerStepErrors   prometheus.Counter
 	peerUnsent       prometheus.Counter
-	moves            *moveMetrics
+	// peerMarkedDown is 1 per peer while the node refuses forwards to it
+	// (node.PeerMarkedDown), set by the loop at each peer check.
+	peerMarkedDown *prometheus.GaugeVec
+	moves          *moveMetrics
 	// flowMu guards flows: the produced or consumed counters (messages,
 	// bytes) of each partition seen, so that a record counted does not
 	// format and hash its labels again. Its keys are the label sets of
@@ -184,6 +187,8 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 			Help: "Envelopes from peers the node refused (unknown type, stale or malformed)."}),
 		peerUnsent: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "peer_unsent_total",
 			Help: "Envelopes dropped because this node runs without a cluster transport."}),
+		peerMarkedDown: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "narad", Name: "peer_marked_down",
+			Help: "1 while the node treats the peer as unreachable: requests for its partitions get a 503 at once instead of a forward."}, []string{"peer"}),
 	}
 	m.register(reg)
 	m.moves = newMoveMetrics(reg)
@@ -195,7 +200,7 @@ func (m *Metrics) register(reg prometheus.Registerer) {
 	reg.MustRegister(m.producedMessages, m.producedBytes, m.consumedMessages, m.consumedBytes,
 		m.consumePolls, m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRejected, m.ackRepeated, m.ackExtended, m.nacks, m.deadLetters, m.relaysInFlight, m.relaysMax, m.relayBytes, m.relayBytesMax, m.held, m.heldMax, m.diskFree, m.diskReserve, m.diskLow, m.corruptSkipped,
 		m.consumerDropped, m.retentionBytes, m.retentionRecords, m.errors, m.events, m.syncRound, m.roundRecords,
-		m.gatherWaits, m.consumesUnclaimed, m.bootSeconds, m.topics, m.partitions, m.openLogs, m.openLogsMax, m.zeroTailBytes, m.keptLogs, m.keptLogBytes, m.keptLogBytesMax, m.openLogIndexBytes, m.leasesHeld, m.leasesMax, m.logEvictions, m.parkedPolls, m.peerStepErrors, m.peerUnsent)
+		m.gatherWaits, m.consumesUnclaimed, m.bootSeconds, m.topics, m.partitions, m.openLogs, m.openLogsMax, m.zeroTailBytes, m.keptLogs, m.keptLogBytes, m.keptLogBytesMax, m.openLogIndexBytes, m.leasesHeld, m.leasesMax, m.logEvictions, m.parkedPolls, m.peerStepErrors, m.peerUnsent, m.peerMarkedDown)
 }
 
 func counterVec(name, help string, labels []string) *prometheus.CounterVec {

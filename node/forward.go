@@ -186,6 +186,12 @@ func (n *Node) peerReachable(id string) bool {
 	return n.routing.forwards.Reachable(id, n.nowMs)
 }
 
+// PeerMarkedDown reports whether the node treats peer id as unreachable
+// now (a forward to it timed out, or the driver reported it unreachable,
+// within PeerDownMs): requests for its partitions get a 503 at once
+// instead of a forward.
+func (n *Node) PeerMarkedDown(id string) bool { return !n.peerReachable(id) }
+
 // routeReplies moves the replies of forwarded requests into messages
 // (ForwardReply) and those of internal parts into rd.internal, leaving the
 // clients' replies in rd.Replies.
