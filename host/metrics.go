@@ -187,10 +187,9 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 			Help: "Envelopes from peers the node refused (unknown type, stale or malformed)."}),
 		peerUnsent: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "peer_unsent_total",
 			Help: "Envelopes dropped because this node runs without a cluster transport."}),
-		peerMarkedDown: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "narad", Name: "peer_marked_down",
-			Help: "1 while the node treats the peer as unreachable: requests for its partitions get a 503 at once instead of a forward."}, []string{"peer"}),
 	}
 	m.register(reg)
+	m.peerMarkedDown = newPeerMarkedDown(reg)
 	m.moves = newMoveMetrics(reg)
 	m.fanout = newFanoutMetrics(reg)
 	return m
@@ -200,7 +199,7 @@ func (m *Metrics) register(reg prometheus.Registerer) {
 	reg.MustRegister(m.producedMessages, m.producedBytes, m.consumedMessages, m.consumedBytes,
 		m.consumePolls, m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRejected, m.ackRepeated, m.ackExtended, m.nacks, m.deadLetters, m.relaysInFlight, m.relaysMax, m.relayBytes, m.relayBytesMax, m.held, m.heldMax, m.diskFree, m.diskReserve, m.diskLow, m.corruptSkipped,
 		m.consumerDropped, m.retentionBytes, m.retentionRecords, m.errors, m.events, m.syncRound, m.roundRecords,
-		m.gatherWaits, m.consumesUnclaimed, m.bootSeconds, m.topics, m.partitions, m.openLogs, m.openLogsMax, m.zeroTailBytes, m.keptLogs, m.keptLogBytes, m.keptLogBytesMax, m.openLogIndexBytes, m.leasesHeld, m.leasesMax, m.logEvictions, m.parkedPolls, m.peerStepErrors, m.peerUnsent, m.peerMarkedDown)
+		m.gatherWaits, m.consumesUnclaimed, m.bootSeconds, m.topics, m.partitions, m.openLogs, m.openLogsMax, m.zeroTailBytes, m.keptLogs, m.keptLogBytes, m.keptLogBytesMax, m.openLogIndexBytes, m.leasesHeld, m.leasesMax, m.logEvictions, m.parkedPolls, m.peerStepErrors, m.peerUnsent)
 }
 
 func counterVec(name, help string, labels []string) *prometheus.CounterVec {

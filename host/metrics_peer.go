@@ -7,6 +7,16 @@ import (
 	"narad/peer"
 )
 
+// newPeerMarkedDown registers narad_peer_marked_down: per peer, 1 while
+// the node refuses forwards to it (node.PeerMarkedDown), set by the loop
+// at each peer check (loop.checkUnreachable).
+func newPeerMarkedDown(reg prometheus.Registerer) *prometheus.GaugeVec {
+	gauge := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "narad", Name: "peer_marked_down",
+		Help: "1 while the node treats the peer as unreachable: requests for its partitions get a 503 at once instead of a forward."}, []string{"peer"})
+	reg.MustRegister(gauge)
+	return gauge
+}
+
 // peerCollector exposes the transport's counters (peer.Stats), read at
 // each scrape: the transport already counts, so nothing is copied on the
 // hot path.
