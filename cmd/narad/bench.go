@@ -26,6 +26,14 @@ const (
 	// benchDrainErrorsMax: a drain worker stops after this many failed
 	// consumes or acks in a row (the server is gone or refuses).
 	benchDrainErrorsMax = 5
+	// benchDrainGrace is how long, once the drain acked its target, the
+	// consumes still in flight may answer before they are cancelled. A
+	// consume answered with a record after the target releases it (nack):
+	// cancelled instead while its answer was on its way, it would leave
+	// the record leased for the topic's visibility timeout, and the next
+	// run on a topic holding more records would find that partition's
+	// head stuck (its acks then fail with 503, the acked-ahead set full).
+	benchDrainGrace = 500 * time.Millisecond
 	// benchIdleConnsPerWorker sizes the shared transport's idle pool.
 	benchIdleConnsPerWorker = 2
 	// benchKeysMax bounds --keys.
@@ -87,7 +95,10 @@ workers, --batch records per request (1: single produce; more: NDJSON batch),
 and report throughput and request latency percentiles. With --consume the
 topic is then drained with consume+ack from --consume-workers workers; a
 worker stops after %[1]d empty long polls in a row, or %[2]d failed requests in a
-row. Failed consumes and acks are reported and make the command fail.
+row. Failed consumes and acks are reported and make the command fail. The
+drain stops once it acked as many messages as the run produced; a record
+consumed past that (the topic held more) is released for redelivery, so
+the run leaves nothing leased behind it.
 
 A topic with a JSON Schema accepts only JSON that matches it: give
 --payload FILE, the message every request sends (it replaces --size), and
@@ -447,6 +458,8 @@ func runConsumeBench(ctx context.Context, broker *client.Client, topic string, w
 	drainContext, stop := context.WithCancel(ctx)
 	defer stop()
 	var consumed, failed atomic.Int64
+	var reached atomic.Bool
+	var reachedAt atomic.Pointer[time.Time]
 	if startProgress != nil {
 		progress := startProgress("consume", target, func() int { return int(consumed.Load()) })
 		defer progress.Stop()
@@ -458,10 +471,12 @@ func runConsumeBench(ctx context.Context, broker *client.Client, topic string, w
 	for range workerCount {
 		workers.Go(func() {
 			tally := drainTally{acked: func() {
-				if consumed.Add(1) >= int64(target) {
-					stop()
+				if consumed.Add(1) >= int64(target) && reached.CompareAndSwap(false, true) {
+					now := time.Now()
+					reachedAt.Store(&now)
+					time.AfterFunc(benchDrainGrace, stop)
 				}
-			}, failed: func(err error) {
+			}, reached: reached.Load, failed: func(err error) {
 				failed.Add(1)
 				firstError.CompareAndSwap(nil, err.Error())
 			}}
@@ -469,7 +484,11 @@ func runConsumeBench(ctx context.Context, broker *client.Client, topic string, w
 		})
 	}
 	workers.Wait()
-	figures := newPhaseFigures(int(consumed.Load()), time.Since(start), log.latencies)
+	elapsed := time.Since(start)
+	if at := reachedAt.Load(); at != nil {
+		elapsed = at.Sub(start) // the grace after the target is not the drain's
+	}
+	figures := newPhaseFigures(int(consumed.Load()), elapsed, log.latencies)
 	figures.Failed = int(failed.Load())
 	if text, found := firstError.Load().(string); found {
 		figures.FirstError = text
@@ -479,24 +498,32 @@ func runConsumeBench(ctx context.Context, broker *client.Client, topic string, w
 }
 
 // drainTally receives a drain worker's outcomes: acked per message acked,
-// failed per consume or ack that failed.
+// failed per consume or ack that failed; reached reports that the drain
+// acked its target (the worker then takes no more).
 type drainTally struct {
-	acked  func()
-	failed func(error)
+	acked   func()
+	reached func() bool
+	failed  func(error)
 }
 
-// drainWorker consumes and acks until its context ends, it sees
-// benchEmptyPollsMax empty polls in a row, or benchDrainErrorsMax failed
-// requests in a row. A poll cut by the end of the run's own context is no
-// failure; an ack, which that end does not cut, fails for real.
+// drainWorker consumes and acks until the drain reached its target, its
+// context ends, it sees benchEmptyPollsMax empty polls in a row, or
+// benchDrainErrorsMax failed requests in a row. A poll cut by the end of
+// the run's own context is no failure; an ack, which that end does not
+// cut, fails for real. A record consumed once the target was reached is
+// released, not acked (benchDrainGrace).
 func drainWorker(ctx context.Context, broker *client.Client, topic string, tally drainTally) []time.Duration {
 	var latencies []time.Duration
 	emptyPolls, errorsInARow := 0, 0
-	for emptyPolls < benchEmptyPollsMax && errorsInARow < benchDrainErrorsMax && ctx.Err() == nil {
+	for emptyPolls < benchEmptyPollsMax && errorsInARow < benchDrainErrorsMax && ctx.Err() == nil && !tally.reached() {
 		began := time.Now()
 		message, err := broker.Consume(ctx, topic, client.ConsumeOptions{Wait: benchConsumeWait})
 		if err != nil && ctx.Err() != nil {
 			return latencies // the run ended during the poll
+		}
+		if err == nil && message != nil && tally.reached() {
+			_ = broker.Nack(context.WithoutCancel(ctx), topic, message.ReceiptHandle) // else it lapses: a visibility timeout
+			return latencies
 		}
 		if err == nil && message != nil {
 			err = broker.Ack(context.WithoutCancel(ctx), topic, message.ReceiptHandle)

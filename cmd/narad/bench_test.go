@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -362,4 +363,60 @@ func TestBenchTopicsSpreadsTheProduceOverManyTopics(t *testing.T) {
 	for _, args := range [][]string{{"--topics", "0"}, {"--topics", "10001"}, {"--topics", "2", "--consume"}, {"--topics", "2", "--children", "1"}} {
 		assert.Equal(t, exitUsage, h.against(broker, append([]string{"bench", "orders"}, args...)...), args)
 	}
+}
+
+// A drain that reaches its target on a topic holding more records leaves
+// none leased: a consume answered after the target releases its record
+// (nack) instead of being cancelled while its answer is on its way (the
+// record would stay leased for the topic's visibility timeout, and a next
+// run on the topic would find that partition's head stuck). Here every
+// consume after the fifth answers 50 ms after the fifth ack arrived, once
+// the drain reached its target (well within benchDrainGrace); each record
+// the server handed out is acked or released.
+func TestBenchDrainReleasesWhatItConsumesPastItsTarget(t *testing.T) {
+	var mu sync.Mutex
+	consumes, handedOut, acks, nacks := 0, 0, 0, 0
+	targetReached := make(chan struct{})
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		route := r.Method + " " + r.URL.Path
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case route == produceRoute:
+			w.WriteHeader(http.StatusAccepted)
+			_, _ = io.WriteString(w, `{"partition":0,"offset":1}`)
+		case route == consumeRoute:
+			consumes++
+			if consumes > 5 {
+				mu.Unlock()
+				<-targetReached
+				time.Sleep(50 * time.Millisecond) // the client saw its fifth ack answered
+				mu.Lock()
+			}
+			handedOut++
+			_, _ = io.WriteString(w, textMessage)
+		case route == ackRoute && r.URL.Query().Get("extend") == "0":
+			nacks++
+			w.WriteHeader(http.StatusNoContent)
+		case route == ackRoute:
+			acks++
+			if acks == 5 {
+				close(targetReached)
+			}
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(server.Close)
+	h := newHarness(t)
+	h.runOK("-s", server.URL, "bench", "orders", "--count", "5", "--consume", "--consume-workers", "4")
+	server.Close() // waits for the handlers still answering
+	mu.Lock()
+	defer mu.Unlock()
+	assert.GreaterOrEqual(t, acks, 5)
+	assert.Equal(t, handedOut, acks+nacks, "a record handed out was neither acked nor released")
+	match := consumeLine.FindStringSubmatch(phaseLines(h.stdout.String())[1])
+	require.NotNil(t, match, h.stdout.String())
+	assert.Equal(t, strconv.Itoa(acks), match[1])
 }
