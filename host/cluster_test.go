@@ -404,12 +404,12 @@ func TestAPeerTheTransportBacksOffFromStaysMarkedDown(t *testing.T) {
 		fake.failures["n2"], fake.backingOff["n2"] = 1, true // a connect failed: the pause begins
 		look(10)
 		look(downMs - 10) // the first report's mark would end here
-		look(downMs)      // still pausing, no new failure
+		look(downMs)      // still pausing, no new failure: renewed
 		fake.backingOff["n2"] = false
-		look(1)
-		look(downMs) // the pause ended and nothing failed since
+		look(1)      // the pause ended: the transport dials at the next send
+		look(downMs) // and nothing failed since
 	})
-	assert.Equal(t, []bool{false, true, true, true, true, false}, marks)
+	assert.Equal(t, []bool{false, true, true, true, false, false}, marks)
 	_, metrics := call(t, h, get("/metrics"))
 	assert.Contains(t, metrics, `narad_peer_marked_down{peer="n2"} 0`)
 }
@@ -453,4 +453,43 @@ func TestOptionsFromRefusesConnectionsOverTheDescriptorShare(t *testing.T) {
 	_, err = OptionsFrom(cfg)
 	require.ErrorContains(t, err, "http.max_connections")
 	require.ErrorContains(t, err, "storage.open_logs_max")
+}
+
+// TestAPeerIsTriedAgainOnceTheBackoffEnds: the reports made while the
+// transport backs off must not outlast the pause. Once it ends the
+// transport dials at the next send, as it did when the mark from the
+// failure lapsed before those reports existed; a mark that went on for
+// PeerDownMs past the pause refused the partitions of a peer that had
+// come back (one that sends nothing here is not heard from to clear it).
+// A pause shorter than PeerDownMs leaves the failure's own mark as it was.
+func TestAPeerIsTriedAgainOnceTheBackoffEnds(t *testing.T) {
+	h := testHost(t)
+	fake := &fakeTransport{set: map[string]string{}, failures: map[string]uint64{"n2": 0}, backingOff: map[string]bool{}}
+	downMs := h.opts.Node.PeerDownMs
+	var marks []bool
+	onLoop(h, func() {
+		h.loop.transport = fake
+		defer func() { h.loop.transport = nil }()
+		nowMs := h.loop.clock().UnixMilli() + 1
+		look := func(afterMs int64) {
+			nowMs += afterMs
+			h.loop.node.Tick(nowMs)
+			h.loop.nextPeerCheck = time.Time{}
+			h.loop.checkUnreachable()
+			marks = append(marks, h.loop.node.PeerMarkedDown("n2"))
+		}
+		fake.failures["n2"], fake.backingOff["n2"] = 1, true // a long pause (5 s at most)
+		look(0)
+		for range 5 {
+			look(downMs / 2)
+		}
+		fake.backingOff["n2"] = false
+		look(1) // the pause is over: forwards may go, and dial it again
+		fake.failures["n2"], fake.backingOff["n2"] = 2, true
+		look(1) // that attempt failed: a short pause
+		fake.backingOff["n2"] = false
+		look(downMs / 2) // the failure's mark lasts PeerDownMs, as before
+		look(downMs / 2)
+	})
+	assert.Equal(t, []bool{true, true, true, true, true, true, false, true, true, false}, marks)
 }

@@ -95,9 +95,12 @@ type loop struct {
 	leader     atomic.Bool
 	metaStatus atomic.Pointer[meta.Status]
 	// dialFailures are the transport's counts last seen; nextPeerCheck is
-	// when to look again. Loop goroutine only.
+	// when to look again; pauseMarked holds the peers whose down mark the
+	// loop renewed while the transport waited out its backoff, to end
+	// with the pause (checkUnreachable). Loop goroutine only.
 	dialFailures  map[string]uint64
 	nextPeerCheck time.Time
+	pauseMarked   map[string]bool
 
 	// pending maps a request id to where its reply goes.
 	pending map[msg.RequestID]chan msg.Reply
@@ -167,7 +170,7 @@ func newLoop(n *node.Node, clock func() time.Time, logger *slog.Logger, metrics 
 	return &loop{
 		node: n, inbox: make(chan input, inboxCapacity), clock: clock, logger: logger, metrics: metrics,
 		peerInbox: make(chan msg.Envelope, peerInboxCapacity), peerRoom: make(chan struct{}, 1), peerBytesMax: peerInboxBytesMax, peerAddrs: map[string]string{},
-		pending: map[msg.RequestID]chan msg.Reply{}, done: make(chan struct{}),
+		pending: map[msg.RequestID]chan msg.Reply{}, done: make(chan struct{}), pauseMarked: map[string]bool{},
 	}
 }
 

@@ -94,14 +94,16 @@ func (l *loop) send(envelopes []msg.Envelope) {
 func (l *loop) isLeader() bool { return l.leader.Load() }
 
 // checkUnreachable tells the node about peers whose connection attempts
-// failed since the last look (at most every peerCheckInterval), and again
-// at every look while the transport waits out its backoff after such a
-// failure: their forwards fail at once and produce avoids them, instead
-// of waiting out the forward timeout. The node's mark of a peer down
-// (PeerDownMs) is shorter than the transport's longest backoff
-// (ReconnectBackoffMax); renewed only at each failure, it lapsed while
-// the transport still waited, and a forward sent then sat in the queue
-// until the next attempt failed or the forward timed out.
+// failed since the last look (at most every peerCheckInterval): their
+// forwards fail at once and produce avoids them, instead of waiting out
+// the forward timeout. The node's mark of a peer down (PeerDownMs) is
+// shorter than the transport's longest backoff (ReconnectBackoffMax):
+// one that lapses while the transport still waits out its pause after
+// the failure is renewed (a forward sent then would sit in the queue
+// until the next attempt failed or the forward timed out), and one so
+// renewed ends with the pause (the transport dials at the next send, as
+// it did when the failure's own mark lapsed; a renewed mark would refuse
+// a peer that came back for PeerDownMs more).
 func (l *loop) checkUnreachable() {
 	now := l.clock()
 	if l.transport == nil || now.Before(l.nextPeerCheck) {
@@ -111,18 +113,35 @@ func (l *loop) checkUnreachable() {
 	attempts := l.transport.ConnectAttempts()
 	failures := make(map[string]uint64, len(attempts))
 	for id, peer := range attempts { //determinism:ok host is not the core; each peer on its own
-		if peer.failures > l.dialFailures[id] || peer.backingOff {
-			l.node.PeerUnreachable(id)
-		}
+		l.markUnreachable(id, peer)
 		failures[id] = peer.failures
 		l.metrics.peerMarkedDown.WithLabelValues(id).Set(boolFloat(l.node.PeerMarkedDown(id)))
 	}
 	for id := range l.dialFailures { //determinism:ok host is not the core; each peer on its own
 		if _, known := attempts[id]; !known {
 			l.metrics.peerMarkedDown.DeleteLabelValues(id) // a peer the cluster removed
+			delete(l.pauseMarked, id)
 		}
 	}
 	l.dialFailures = failures
+}
+
+// markUnreachable tells the node what one peer's connection attempts
+// since the last look say (checkUnreachable): a failure marks it down
+// for PeerDownMs; the pause after it keeps it marked, and the end of the
+// pause ends a mark the pause renewed.
+func (l *loop) markUnreachable(id string, peer connectAttempts) {
+	switch {
+	case peer.failures > l.dialFailures[id]:
+		l.node.PeerUnreachable(id)
+		delete(l.pauseMarked, id) // the failure's own mark: PeerDownMs, as without a pause
+	case peer.backingOff && !l.node.PeerMarkedDown(id):
+		l.node.PeerUnreachable(id)
+		l.pauseMarked[id] = true
+	case !peer.backingOff && l.pauseMarked[id]:
+		l.node.PeerRetry(id)
+		delete(l.pauseMarked, id)
+	}
 }
 
 // refreshPeers hands the node's address book to the transport, at most

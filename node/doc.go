@@ -187,10 +187,11 @@
 //
 // Pipelined group commit: while a Ready's partition Syncs run, the driver
 // may keep feeding the node inputs (Handle, Step, Tick, Cancel, JobDone,
-// PeerUnreachable). Whatever those inputs produce (appends, replies,
-// messages, proposals) goes into the next Ready, which the driver takes
-// only after it called Advance for this one; so at most one sync round is
-// in flight, and the next one carries everything that arrived meanwhile.
+// PeerUnreachable, PeerRetry). Whatever those inputs produce (appends,
+// replies, messages, proposals) goes into the next Ready, which the
+// driver takes only after it called Advance for this one; so at most one
+// sync round is in flight, and the next one carries everything that
+// arrived meanwhile.
 // Between Ready() and Advance():
 //   - Appends to a log whose round is in flight are allowed: the round
 //     covers only frames written before it was taken, Advance makes only

@@ -192,6 +192,13 @@ func (n *Node) peerReachable(id string) bool {
 // instead of a forward.
 func (n *Node) PeerMarkedDown(id string) bool { return !n.peerReachable(id) }
 
+// PeerRetry tells the node that the driver will try peer id again at its
+// next send (the pause after a failed connection attempt is over): a
+// down mark it renewed through that pause ends now, rather than
+// PeerDownMs after its last renewal, as one from a failure does when it
+// lapses. A next attempt that fails marks the peer down again.
+func (n *Node) PeerRetry(id string) { n.routing.forwards.Heard(id) }
+
 // routeReplies moves the replies of forwarded requests into messages
 // (ForwardReply) and those of internal parts into rd.internal, leaving the
 // clients' replies in rd.Replies.
