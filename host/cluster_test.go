@@ -376,30 +376,39 @@ func TestUnreachablePeerIsReportedToTheNode(t *testing.T) {
 	assert.Equal(t, uint64(3), second["n2"], "the loop keeps the counts it reported")
 }
 
-// TestAPeerTheTransportBacksOffFromStaysMarkedDown: the node's mark of a
-// peer down lasts PeerDownMs (2 s) from its last report, and the
-// transport waits up to ReconnectBackoffMax (5 s) after a failed connect
-// before it tries again. The loop reports the peer at every look while
-// the transport backs off, so the mark does not lapse in the pause (a
-// forward sent then would wait in the queue for the next attempt instead
-// of a prompt 503); once the pause ends and no attempt fails, it lapses.
-// narad_peer_marked_down follows the node's mark.
-func TestAPeerTheTransportBacksOffFromStaysMarkedDown(t *testing.T) {
-	h := testHost(t)
+// peerMarkLooks runs script on h's loop with a fake transport to peer
+// "n2": each look advances the node's clock by afterMs, runs the loop's
+// peer check and records whether the node marks n2 down.
+func peerMarkLooks(h *Host, script func(fake *fakeTransport, look func(afterMs int64))) []bool {
 	fake := &fakeTransport{set: map[string]string{}, failures: map[string]uint64{"n2": 0}, backingOff: map[string]bool{}}
-	downMs := h.opts.Node.PeerDownMs
 	var marks []bool
 	onLoop(h, func() {
 		h.loop.transport = fake
 		defer func() { h.loop.transport = nil }()
 		nowMs := h.loop.clock().UnixMilli() + 1
-		look := func(afterMs int64) {
+		script(fake, func(afterMs int64) {
 			nowMs += afterMs
 			h.loop.node.Tick(nowMs)
 			h.loop.nextPeerCheck = time.Time{}
 			h.loop.checkUnreachable()
 			marks = append(marks, h.loop.node.PeerMarkedDown("n2"))
-		}
+		})
+	})
+	return marks
+}
+
+// TestAPeerTheTransportBacksOffFromStaysMarkedDown: the node's mark of a
+// peer down lasts PeerDownMs (2 s) from its last report, and the
+// transport waits up to ReconnectBackoffMax (5 s) after a failed connect
+// before it tries again. The loop renews a mark that lapses while the
+// transport backs off, so the peer stays marked through the pause (a
+// forward sent then would wait in the queue for the next attempt instead
+// of a prompt 503); the pause's end ends the renewed mark.
+// narad_peer_marked_down follows the node's mark.
+func TestAPeerTheTransportBacksOffFromStaysMarkedDown(t *testing.T) {
+	h := testHost(t)
+	downMs := h.opts.Node.PeerDownMs
+	marks := peerMarkLooks(h, func(fake *fakeTransport, look func(afterMs int64)) {
 		look(0)                                              // no attempt failed yet
 		fake.failures["n2"], fake.backingOff["n2"] = 1, true // a connect failed: the pause begins
 		look(10)
@@ -464,20 +473,8 @@ func TestOptionsFromRefusesConnectionsOverTheDescriptorShare(t *testing.T) {
 // A pause shorter than PeerDownMs leaves the failure's own mark as it was.
 func TestAPeerIsTriedAgainOnceTheBackoffEnds(t *testing.T) {
 	h := testHost(t)
-	fake := &fakeTransport{set: map[string]string{}, failures: map[string]uint64{"n2": 0}, backingOff: map[string]bool{}}
 	downMs := h.opts.Node.PeerDownMs
-	var marks []bool
-	onLoop(h, func() {
-		h.loop.transport = fake
-		defer func() { h.loop.transport = nil }()
-		nowMs := h.loop.clock().UnixMilli() + 1
-		look := func(afterMs int64) {
-			nowMs += afterMs
-			h.loop.node.Tick(nowMs)
-			h.loop.nextPeerCheck = time.Time{}
-			h.loop.checkUnreachable()
-			marks = append(marks, h.loop.node.PeerMarkedDown("n2"))
-		}
+	marks := peerMarkLooks(h, func(fake *fakeTransport, look func(afterMs int64)) {
 		fake.failures["n2"], fake.backingOff["n2"] = 1, true // a long pause (5 s at most)
 		look(0)
 		for range 5 {
