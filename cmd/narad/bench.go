@@ -458,8 +458,7 @@ func runConsumeBench(ctx context.Context, broker *client.Client, topic string, w
 	drainContext, stop := context.WithCancel(ctx)
 	defer stop()
 	var consumed, failed atomic.Int64
-	var reached atomic.Bool
-	var reachedAt atomic.Pointer[time.Time]
+	var reachedAt atomic.Pointer[time.Time] // when the drain acked its target; nil before
 	if startProgress != nil {
 		progress := startProgress("consume", target, func() int { return int(consumed.Load()) })
 		defer progress.Stop()
@@ -471,12 +470,13 @@ func runConsumeBench(ctx context.Context, broker *client.Client, topic string, w
 	for range workerCount {
 		workers.Go(func() {
 			tally := drainTally{acked: func() {
-				if consumed.Add(1) >= int64(target) && reached.CompareAndSwap(false, true) {
-					now := time.Now()
-					reachedAt.Store(&now)
+				if consumed.Add(1) < int64(target) {
+					return
+				}
+				if now := time.Now(); reachedAt.CompareAndSwap(nil, &now) {
 					time.AfterFunc(benchDrainGrace, stop)
 				}
-			}, reached: reached.Load, failed: func(err error) {
+			}, reached: func() bool { return reachedAt.Load() != nil }, failed: func(err error) {
 				failed.Add(1)
 				firstError.CompareAndSwap(nil, err.Error())
 			}}
