@@ -146,7 +146,8 @@ type compiledSchema struct {
 	graph    *schemaGraph
 	err      *msg.Error
 	lastUsed uint64 // guarded by the registry's mu
-	// bytes estimates the entry's memory (schemaEntryBytes); fixed.
+	// bytes estimates the entry's memory (schemaEntryBytes, plus its
+	// regexps once compiled: addEntryBytes); guarded by the registry's mu.
 	bytes int64
 }
 
@@ -232,6 +233,9 @@ func compileDocument(document []byte) (schema *jsonschema.Schema, err error) {
 	compiler := jsonschema.NewCompiler()
 	compiler.UseLoader(refusingLoader{})
 	compiler.DefaultDraft(jsonschema.Draft2020)
+	var compiled atomic.Bool
+	defer compiled.Store(true) // from then on the engine serves format "regex" while validating
+	compiler.UseRegexpEngine(newSchemaRegexpEngine(&compiled))
 	if err := compiler.AddResource(schemaResourceURL, parsed); err != nil {
 		return nil, err
 	}
@@ -267,9 +271,26 @@ func (s *schemaRegistry) compiled(ctx context.Context, version msg.SchemaVersion
 	entry.schema, entry.err = schema, err
 	if schema != nil {
 		entry.graph = newSchemaGraph(schema)
+		s.addEntryBytes(version.ID, entry, schemaRegexpBytes(entry.graph.schemas))
 	}
 	close(entry.ready)
 	return entry, err
+}
+
+// addEntryBytes adds to a cached entry's estimate what its compile
+// showed: the memory of its regexps, which its document does not tell.
+func (s *schemaRegistry) addEntryBytes(id uint64, entry *compiledSchema, bytes int64) {
+	if bytes == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cache[id] != entry {
+		return // forgotten or evicted meanwhile: counted nowhere
+	}
+	entry.bytes += bytes
+	s.cacheBytes += bytes
+	s.evictBeyondBound()
 }
 
 // evictBeyondBound drops the least recently used entries beyond the
@@ -344,7 +365,8 @@ func (s *schemaRegistry) validate(ctx context.Context, topic string, version msg
 		if problem == "" && !work.record(instance) {
 			s.metrics.rejections.WithLabelValues(topic, "schema_work").Inc()
 			return invalidf("validating %s against the schema of topic %s (version %d) could take more than the %d schema evaluations allowed to this request "+
-				"(%d, plus %d per payload byte): nest it less deeply, send fewer records at once, or use a schema whose oneOf/anyOf branches do not both recurse",
+				"(%d, plus %d per payload byte): nest it less deeply, send fewer records at once, or use a schema whose oneOf/anyOf branches do not both recurse "+
+				"(long strings matched by large patterns, and numbers with many digits or a large exponent, count too)",
 				recordName(i, lines), topic, version.Version, work.budget, schemaWorkFloor, schemaWorkPerPayloadByte)
 		}
 		if problem == "" {

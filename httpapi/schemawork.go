@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"maps"
 	"math"
 	"math/bits"
 	"slices"
+	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -39,6 +41,17 @@ const (
 	// request's payloads on top of the floor: a linear schema costs a few
 	// evaluations per node of a record, and a node takes a few bytes.
 	schemaWorkPerPayloadByte = 8
+	// numberDigitsPerWork, numberDigitsSquaredPerWork and
+	// numberExponentPerWork price the reading of a number (numberWork),
+	// about twice what it took on a two-core VM.
+	numberDigitsPerWork        = 64
+	numberDigitsSquaredPerWork = 1 << 16
+	numberExponentPerWork      = 16
+	// uniqueItemsComparisonsMax is how many times the library may read
+	// each number of an array with uniqueItems: it compares every pair
+	// of an array of at most 20 items (each comparison reads both), and
+	// hashes each item of a longer one once.
+	uniqueItemsComparisonsMax = 2 * 20
 )
 
 // schemaWorkBudget is the validation work allowed to a request whose
@@ -58,6 +71,18 @@ type schemaGraph struct {
 	index    map[*jsonschema.Schema]int32
 	inPlace  [][]int32
 	position []int32
+	// numbers[id] is what schema id costs a number instance beyond its
+	// evaluation (numberCost).
+	numbers []numberCost
+}
+
+// numberCost is the work a schema adds to the evaluation of a number:
+// the library reads the number into a big.Rat for each of conversions
+// (type integer, the numeric keywords, each number of const and enum),
+// and each number of const and enum of the schema's own (literalWork).
+type numberCost struct {
+	conversions uint64
+	literalWork uint64
 }
 
 // newSchemaGraph indexes every schema reachable from root.
@@ -93,7 +118,63 @@ func newSchemaGraph(root *jsonschema.Schema) *schemaGraph {
 		}
 	}
 	g.order()
+	g.numbers = make([]numberCost, len(g.schemas))
+	for i, s := range g.schemas {
+		g.numbers[i] = schemaNumberCost(s)
+	}
 	return g
+}
+
+// schemaNumberCost counts what s does with a number instance
+// (validator.go of the library: the type check of "integer", numValidate,
+// and equals for const and enum).
+func schemaNumberCost(s *jsonschema.Schema) numberCost {
+	var cost numberCost
+	if s.Types != nil && slices.Contains(s.Types.ToStrings(), "integer") {
+		cost.conversions++
+	}
+	if s.Minimum != nil || s.Maximum != nil || s.ExclusiveMinimum != nil || s.ExclusiveMaximum != nil || s.MultipleOf != nil {
+		cost.conversions++
+	}
+	literal := func(value any) {
+		if number, ok := value.(json.Number); ok {
+			cost.conversions++
+			cost.literalWork = addSaturating(cost.literalWork, numberWork(string(number)))
+		}
+	}
+	if s.Const != nil {
+		literal(*s.Const)
+	}
+	if s.Enum != nil {
+		for _, value := range s.Enum.Values {
+			literal(value)
+		}
+	}
+	return cost
+}
+
+// numberWork is the work of reading a JSON number into a big.Rat, as the
+// library does to compare it: it grows with the exponent (1e999999 took
+// 33 ms) and with the square of the digits (a million digits took 2.7 s),
+// so an 8-byte number could hold a core for tens of milliseconds per
+// evaluation where the count charges one unit (about a microsecond).
+func numberWork(text string) uint64 {
+	mantissa, exponent := text, ""
+	if at := strings.IndexAny(text, "eE"); at >= 0 {
+		mantissa, exponent = text[:at], text[at+1:]
+	}
+	var digits, magnitude uint64
+	for i := 0; i < len(mantissa); i++ {
+		if mantissa[i] >= '0' && mantissa[i] <= '9' {
+			digits++
+		}
+	}
+	for i := 0; i < len(exponent); i++ {
+		if c := exponent[i]; c >= '0' && c <= '9' {
+			magnitude = min(magnitude*10+uint64(c-'0'), 1<<40)
+		}
+	}
+	return 1 + digits/numberDigitsPerWork + digits*digits/numberDigitsSquaredPerWork + magnitude/numberExponentPerWork
 }
 
 // hub returns the node standing for every schema a dynamic or recursive
@@ -262,7 +343,7 @@ func (w *schemaWork) record(instance any) bool {
 	if w.slot == nil {
 		w.slot = make([]int32, len(w.graph.schemas))
 	}
-	_, ok := w.node(instance, []path{{id: 0, count: 1}})
+	_, _, ok := w.node(instance, []path{{id: 0, count: 1}})
 	return ok
 }
 
@@ -272,41 +353,88 @@ func (w *schemaWork) charge(work uint64) bool {
 }
 
 // node counts the work at one node of the record reached by entry, then
-// at its children; it returns the number of nodes of its subtree. The
-// order of an object's members does not matter: the count is a sum.
-func (w *schemaWork) node(instance any, entry []path) (uint64, bool) {
+// at its children; it returns the number of nodes of its subtree and the
+// work of reading its numbers once (numberWork). The order of an
+// object's members does not matter: the count is a sum.
+func (w *schemaWork) node(instance any, entry []path) (size, numbers uint64, ok bool) {
 	reached, ok := w.closure(entry)
-	if !ok {
-		return 0, false
+	if !ok || !w.value(instance, reached) {
+		return 0, 0, false
 	}
-	size := uint64(1)
+	size = 1
 	switch value := instance.(type) {
+	case json.Number:
+		numbers = numberWork(string(value))
 	case map[string]any:
 		for name, member := range value {
 			if !w.propertyNames(name, reached) {
-				return 0, false
+				return 0, 0, false
 			}
-			childSize, ok := w.node(member, w.property(name, reached))
+			childSize, childNumbers, ok := w.node(member, w.property(name, reached))
 			if !ok {
-				return 0, false
+				return 0, 0, false
 			}
-			size += childSize
+			size, numbers = size+childSize, addSaturating(numbers, childNumbers)
 		}
 	case []any:
 		for i, item := range value {
-			childSize, ok := w.node(item, w.item(i, reached))
+			childSize, childNumbers, ok := w.node(item, w.item(i, reached))
 			if !ok {
-				return 0, false
+				return 0, 0, false
 			}
-			size += childSize
+			size, numbers = size+childSize, addSaturating(numbers, childNumbers)
 		}
+		hashing := addSaturating(size, mulSaturating(numbers, uniqueItemsComparisonsMax))
 		for _, p := range reached {
-			if w.graph.schemas[p.id].UniqueItems && !w.charge(mulSaturating(p.count, size)) {
-				return 0, false
+			if w.graph.schemas[p.id].UniqueItems && !w.charge(mulSaturating(p.count, hashing)) {
+				return 0, 0, false
 			}
 		}
 	}
-	return size, true
+	return size, numbers, true
+}
+
+// value counts the work the schemas reached at a node do with its value
+// beyond their evaluation: matching a string against a pattern, or
+// compiling it for format "regex"; reading a number, for each schema
+// that compares it.
+func (w *schemaWork) value(instance any, reached []path) bool {
+	switch value := instance.(type) {
+	case string:
+		for _, p := range reached {
+			s := w.graph.schemas[p.id]
+			if s.Pattern != nil && !w.charge(mulSaturating(p.count, regexpWork(s.Pattern, len(value)))) {
+				return false
+			}
+			if s.Format != nil && s.Format.Name == "regex" && !w.charge(mulSaturating(p.count, regexpCompileWork(value))) {
+				return false
+			}
+		}
+	case json.Number:
+		read := numberWork(string(value))
+		for _, p := range reached {
+			cost := w.graph.numbers[p.id]
+			if cost.conversions == 0 {
+				continue
+			}
+			work := addSaturating(mulSaturating(cost.conversions, read), cost.literalWork)
+			if !w.charge(mulSaturating(p.count, work)) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// regexpCompileWork is the work of checking a string with format
+// "regex": parsing it, and compiling it when its size is within the
+// engine's bound (an instruction took about a microsecond).
+func regexpCompileWork(text string) uint64 {
+	work := 1 + uint64(len(text))
+	if insts, err := regexpInsts(text); err == nil && insts <= schemaRegexpInstsMax {
+		work += uint64(insts)
+	}
+	return work
 }
 
 // closure follows the in-place edges from entry in topological order,
@@ -369,8 +497,12 @@ func (w *schemaWork) property(name string, reached []path) []path {
 			entry = w.add(entry, child, p.count)
 			named = true
 		}
-		w.charge(uint64(len(s.PatternProperties))) // each pattern is matched: checked at the member's closure
 		for pattern, child := range s.PatternProperties {
+			// each pattern is matched: the work is checked at the member's
+			// closure, and no match runs once it is past the budget
+			if !w.charge(mulSaturating(p.count, regexpWork(pattern, len(name)))) {
+				break
+			}
 			if pattern.MatchString(name) {
 				entry = w.add(entry, child, p.count)
 				named = true
@@ -396,7 +528,7 @@ func (w *schemaWork) propertyNames(name string, reached []path) bool {
 	if len(entry) == 0 {
 		return true
 	}
-	_, ok := w.node(name, entry)
+	_, _, ok := w.node(name, entry)
 	return ok
 }
 
