@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -128,5 +129,17 @@ func TestSchemaRegexpsAreBounded(t *testing.T) {
 	require.NotNil(t, failed)
 	require.Contains(t, failed.Err.Message, "does not match the schema")
 	failed, _ = validateOne(t, draft7, jsonString("^[a-z]{1,64}$"))
+	require.Nil(t, failed)
+}
+
+// Property: a long array of ordinary numbers with uniqueItems stays
+// within the work its bytes allow: its numbers are read once each (the
+// library hashes the items of an array over 20 long).
+func TestSchemaWorkUniqueItemsOfOrdinaryNumbers(t *testing.T) {
+	items := make([]string, 200_000)
+	for i := range items {
+		items[i] = strconv.Itoa(i)
+	}
+	failed, _ := validateOne(t, `{"type":"array","uniqueItems":true,"items":{"type":"integer"}}`, "["+strings.Join(items, ",")+"]")
 	require.Nil(t, failed)
 }

@@ -47,11 +47,10 @@ const (
 	numberDigitsPerWork        = 64
 	numberDigitsSquaredPerWork = 1 << 16
 	numberExponentPerWork      = 16
-	// uniqueItemsComparisonsMax is how many times the library may read
-	// each number of an array with uniqueItems: it compares every pair
-	// of an array of at most 20 items (each comparison reads both), and
-	// hashes each item of a longer one once.
-	uniqueItemsComparisonsMax = 2 * 20
+	// uniqueItemsPairwiseMax is the longest array whose uniqueItems the
+	// library checks by comparing every pair (each comparison reads the
+	// numbers of both items); it hashes each item of a longer one once.
+	uniqueItemsPairwiseMax = 20
 )
 
 // schemaWorkBudget is the validation work allowed to a request whose
@@ -384,7 +383,11 @@ func (w *schemaWork) node(instance any, entry []path) (size, numbers uint64, ok 
 			}
 			size, numbers = size+childSize, addSaturating(numbers, childNumbers)
 		}
-		hashing := addSaturating(size, mulSaturating(numbers, uniqueItemsComparisonsMax))
+		reads := uint64(1)
+		if len(value) <= uniqueItemsPairwiseMax {
+			reads = 2 * uint64(len(value))
+		}
+		hashing := addSaturating(size, mulSaturating(numbers, reads))
 		for _, p := range reached {
 			if w.graph.schemas[p.id].UniqueItems && !w.charge(mulSaturating(p.count, hashing)) {
 				return 0, 0, false
