@@ -339,6 +339,9 @@ func (s *schemaRegistry) checkDocument(ctx context.Context, document []byte) *Er
 	if containers := meta.SchemaContainers(document); containers > SchemaContainersMax {
 		return failure(msg.Invalid("invalid schema: it has %d objects and arrays, at most %d", containers, SchemaContainersMax))
 	}
+	if schemaDocumentNumbersWork(document) > schemaWorkFloor {
+		return failure(msg.Invalid("invalid schema: its numbers would take more than %d units of work to read (numbers with many digits or a large exponent, such as 1e999999, cost the compiler and every produce)", schemaWorkFloor))
+	}
 	if _, _, err := s.compile(ctx, document); err != nil {
 		return failure(err)
 	}

@@ -143,3 +143,22 @@ func TestSchemaWorkUniqueItemsOfOrdinaryNumbers(t *testing.T) {
 	failed, _ := validateOne(t, `{"type":"array","uniqueItems":true,"items":{"type":"integer"}}`, "["+strings.Join(items, ",")+"]")
 	require.Nil(t, failed)
 }
+
+// Property: a schema whose numbers are costly to read is refused before
+// it is compiled (before, 200 numbers 1e999999 in 4.7 KB compiled for
+// seconds, past the timeout, holding a compile slot; 256 KiB of them
+// would hold one for minutes); a schema with ordinary numbers compiles.
+func TestSchemaWithCostlyNumbersIsRefused(t *testing.T) {
+	registry := newTestSchemaRegistry()
+	var bounds []string
+	for range 10 {
+		bounds = append(bounds, `{"minimum":1e999999}`)
+	}
+	failed := registry.checkDocument(context.Background(), []byte(`{"allOf":[`+strings.Join(bounds, ",")+`]}`))
+	require.NotNil(t, failed)
+	require.Equal(t, 400, failed.Status())
+	require.Contains(t, failed.Err.Message, "its numbers would take more than")
+	require.Zero(t, collectorValue(registry.metrics.compiles.WithLabelValues("ok"))+collectorValue(registry.metrics.compiles.WithLabelValues("timeout")), "refused before it compiled")
+
+	require.Nil(t, registry.checkDocument(context.Background(), []byte(`{"type":"number","minimum":-1.5e10,"maximum":1e300,"multipleOf":0.25,"enum":[1,2,3]}`)))
+}
