@@ -128,6 +128,18 @@ type CreateTopic struct {
 	// checked against as the owner of Parent: the create applies only
 	// while Parent is still that user's (ErrOwnerChanged).
 	ExpectedOwner string `json:"expected_owner,omitempty"`
+	// OwnersVoting is set by the proposers of this release: the apply
+	// also refuses an owner that left the voters (checkVoting). A member
+	// whose decommission is complete can be listed again, alive and not
+	// draining, by a heartbeat proposed before its retirement and applied
+	// after its removal, until the leader marks it draining again; a
+	// placement proposed from a replica from before its drain and applied
+	// then would give it a partition that nothing could move off (its
+	// copy has no source). An entry of an earlier release leaves it false
+	// and applies as it did on every replica, whichever release applies
+	// it; a replica of an earlier release stops at this field (strict
+	// decoding) rather than apply it otherwise.
+	OwnersVoting bool `json:"owners_voting,omitempty"`
 }
 
 // PlacementLimits bound what a topic change may add; a zero field is no
@@ -219,6 +231,9 @@ type AlterTopic struct {
 	// user's (CreatedBy), not to a topic deleted and created again by
 	// another user between the check and this apply (ErrOwnerChanged).
 	ExpectedOwner string `json:"expected_owner,omitempty"`
+	// OwnersVoting: NewOwners must not have left the voters, as for
+	// CreateTopic.OwnersVoting.
+	OwnersVoting bool `json:"owners_voting,omitempty"`
 }
 
 // AttachChild makes Child a fan-out child of Parent with a new attach

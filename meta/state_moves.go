@@ -58,8 +58,17 @@ func (s *State) checkTarget(target string) error {
 	if err := s.checkOwners([]string{target}); err != nil {
 		return err
 	}
-	if s.leftVoters(target) {
-		return rejectf(ErrMemberNotReceiving, "member %q left the voters", target)
+	return s.checkVoting([]string{target}, true)
+}
+
+// checkVoting, when asked to, refuses a placement on a member that left
+// the voters (its decommission complete): it no longer follows the
+// metastore.
+func (s *State) checkVoting(ids []string, asked bool) error {
+	for _, id := range ids {
+		if asked && s.leftVoters(id) {
+			return rejectf(ErrMemberNotReceiving, "member %q left the voters", id)
+		}
 	}
 	return nil
 }

@@ -902,3 +902,41 @@ func topicRecordOf(t *testing.T, s *State, name string) TopicRecord {
 	require.True(t, found, "topic %q", name)
 	return record
 }
+
+// TestNoNewPartitionGoesToAMemberThatLeftTheVoters: a member whose
+// decommission is complete can be listed again, alive and not draining,
+// by a heartbeat proposed before its retirement and applied after its
+// removal from the members (node: forgetRetiredMembers marks it draining
+// again, in a later entry). A create or a growth proposed from a replica
+// from before its drain and applied in that window placed a partition on
+// a node that no longer follows the metastore, which nothing could ever
+// move off it (its copy has no source). A placement of this release
+// (OwnersVoting) is refused there, as a move to it always was; an entry
+// of an earlier release applies as it did.
+func TestNoNewPartitionGoesToAMemberThatLeftTheVoters(t *testing.T) {
+	s, drained := fourVotersDraining(t)
+	require.NoError(t, createTopic("t", "m1").apply(s))
+	removal := ConfChange{Kind: RemoveVoter, Peer: drained, ExpectDraining: true, RecordNodeID: true}
+	require.NoError(t, s.checkConfChange(removal))
+	s.applyConfChange(removal, ConfState{Voters: []uint64{RaftIDOf("m1"), RaftIDOf("m2"), RaftIDOf("m3")}})
+	require.NoError(t, MarkMemberDead{ID: "m4", ObservedHeartbeatMs: 100}.apply(s))
+	require.NoError(t, RemoveMember{ID: "m4"}.apply(s))
+	require.NoError(t, heartbeat("m4", 90).apply(s), "a beat proposed before the retirement, applied late")
+	member, _ := s.Member("m4")
+	require.True(t, member.Receiving(), "listed again, alive and not draining")
+	require.True(t, s.Retired("m4"))
+
+	requireRejected(t, s, SetTarget{Topic: "t", Partition: 0, ExpectedOwner: "m1", Target: "m4", NowMs: 200}, ErrMemberNotReceiving)
+	create := createTopic("u", "m1", "m4")
+	create.OwnersVoting = true
+	requireRejected(t, s, create, ErrMemberNotReceiving)
+	grow, before := 2, topicRecordOf(t, s, "t")
+	alter := AlterTopic{Name: "t", ExpectedCreation: Expecting(before.Identity()), Partitions: &grow, NewOwners: []string{"m4"}}
+	alter.OwnersVoting = true
+	requireRejected(t, s, alter, ErrMemberNotReceiving)
+
+	create.OwnersVoting, alter.OwnersVoting = false, false
+	require.NoError(t, create.apply(s), "an entry of an earlier release applies as it did")
+	require.NoError(t, alter.apply(s), "an entry of an earlier release applies as it did")
+	require.Equal(t, "m4", topicRecordOf(t, s, "u").Assignments[1].Owner)
+}

@@ -14,6 +14,9 @@ func (c CreateTopic) apply(s *State) error {
 	if err := s.checkOwners(c.Owners); err != nil {
 		return err
 	}
+	if err := s.checkVoting(c.Owners, c.OwnersVoting); err != nil {
+		return err
+	}
 	if c.Limits.TopicsMax > 0 && len(s.topics) >= c.Limits.TopicsMax {
 		return limitf(LimitTopics, "the cluster holds its limit of %d topics", c.Limits.TopicsMax)
 	}
@@ -191,6 +194,9 @@ func (c AlterTopic) checkGrowth(s *State, record *TopicRecord) error {
 		return rejectf(ErrGuardFailed, "topic %q grows by %d partitions but %d new owners are given", c.Name, added, len(c.NewOwners))
 	}
 	if err := s.checkOwners(c.NewOwners); err != nil {
+		return err
+	}
+	if err := s.checkVoting(c.NewOwners, c.OwnersVoting); err != nil {
 		return err
 	}
 	return s.checkPartitionsPerNode(c.NewOwners, c.Limits.PartitionsPerNodeMax)

@@ -71,7 +71,7 @@ func (n *Node) createTopic(id msg.RequestID, r msg.CreateTopic) {
 		MaxInFlightPerPartition: info.InFlightMax, MaxAckedAheadPerPartition: info.AckedAheadMax,
 		CreatedAtMs: n.nowMs, CreatedBy: r.CreatedBy, CreatorCreatedAtMs: r.CreatorCreatedAtMs, Owners: owners, Schema: r.Schema, Limits: n.placementLimits(),
 		MaxDeliveries: info.MaxDeliveries, DeadLetterTopic: info.DeadLetterTopic,
-		Parent: r.Parent, FanoutDelayMs: r.FanoutDelayMs, ExpectedOwner: r.ExpectedOwner, Numbered: true,
+		Parent: r.Parent, FanoutDelayMs: r.FanoutDelayMs, ExpectedOwner: r.ExpectedOwner, Numbered: true, OwnersVoting: true,
 	})
 }
 
@@ -293,7 +293,8 @@ func (n *Node) alterTopic(id msg.RequestID, r msg.AlterTopic) {
 		MaxInFlightPerPartition: resolvedIf(r.InFlightMax, &info.InFlightMax), MaxAckedAheadPerPartition: resolvedIf(r.AckedAheadMax, &info.AckedAheadMax),
 		MaxDeliveries: resolvedIf(r.MaxDeliveries, &info.MaxDeliveries), DeadLetterTopic: resolvedIf(r.DeadLetterTopic, &info.DeadLetterTopic),
 		ExpectedOwner:    r.ExpectedOwner,
-		ExpectedCreation: meta.Expecting(t.identity)}
+		ExpectedCreation: meta.Expecting(t.identity),
+		OwnersVoting:     true}
 	if info.Partitions > t.info.Partitions {
 		cmd.Partitions = &info.Partitions
 		view := n.newPlacementView()

@@ -272,6 +272,17 @@ func (l *metaLog) applyCommand(command meta.Command) {
 	}
 }
 
+// anyLeftVoters reports whether a member named left the voters (meta's
+// checkVoting, which a placement of this release asks for).
+func (l *metaLog) anyLeftVoters(ids []string) bool {
+	for _, id := range ids {
+		if l.removedNodeIDs[id] || l.removedRaftIDs[meta.RaftIDOf(id)] {
+			return true
+		}
+	}
+	return false
+}
+
 // allReceiving reports whether every member named may get a new
 // partition (meta's checkOwners): a member, alive and not draining.
 func (l *metaLog) allReceiving(ids []string) bool {
@@ -306,7 +317,7 @@ func (l *metaLog) deletion(topic string) topicDeletion {
 func (l *metaLog) createTopic(c meta.CreateTopic) {
 	_, exists := l.topics[c.Name]
 	_, deadLetterExists := l.topics[c.DeadLetterTopic]
-	if exists || !l.creatorHolds(c.CreatedBy, c.CreatorCreatedAtMs) || !l.allReceiving(c.Owners) ||
+	if exists || !l.creatorHolds(c.CreatedBy, c.CreatorCreatedAtMs) || !l.allReceiving(c.Owners) || c.OwnersVoting && l.anyLeftVoters(c.Owners) ||
 		c.Limits.TopicsMax > 0 && len(l.topics) >= c.Limits.TopicsMax || l.overPerNodeLimit(c.Owners, c.Limits.PartitionsPerNodeMax) ||
 		c.DeadLetterTopic != "" && !deadLetterExists {
 		return // meta refuses it
@@ -371,7 +382,7 @@ func (l *metaLog) identityHolds(name string, expected meta.TopicIdentity) bool {
 // growTopic adds the partitions of an AlterTopic that grows the topic.
 func (l *metaLog) growTopic(c meta.AlterTopic) {
 	assignments, exists := l.topics[c.Name]
-	if !exists || !l.identityHolds(c.Name, c.Expected()) || !l.ownedBy(c.Name, c.ExpectedOwner) || l.overPerNodeLimit(c.NewOwners, c.Limits.PartitionsPerNodeMax) || c.Partitions == nil || *c.Partitions-len(assignments) != len(c.NewOwners) || !l.allReceiving(c.NewOwners) {
+	if !exists || !l.identityHolds(c.Name, c.Expected()) || !l.ownedBy(c.Name, c.ExpectedOwner) || l.overPerNodeLimit(c.NewOwners, c.Limits.PartitionsPerNodeMax) || c.Partitions == nil || *c.Partitions-len(assignments) != len(c.NewOwners) || !l.allReceiving(c.NewOwners) || c.OwnersVoting && l.anyLeftVoters(c.NewOwners) {
 		return
 	}
 	for _, owner := range c.NewOwners {

@@ -142,6 +142,16 @@ func (m *metaModel) allReceiving(ids []string) bool {
 	return true
 }
 
+// anyLeft reports whether a member named left the voters.
+func (m *metaModel) anyLeft(ids []string) bool {
+	for _, id := range ids {
+		if m.left[id] {
+			return true
+		}
+	}
+	return false
+}
+
 // ownedCounts counts the partitions each node owns.
 func (m *metaModel) ownedCounts() map[string]int {
 	counts := map[string]int{}
@@ -188,6 +198,8 @@ func (m *metaModel) createTopic(c meta.CreateTopic) string {
 		return "an owner is not a member"
 	case !m.allReceiving(c.Owners):
 		return "an owner is dead or draining"
+	case c.OwnersVoting && m.anyLeft(c.Owners):
+		return "an owner left the voters"
 	case c.Limits.TopicsMax > 0 && len(m.topics) >= c.Limits.TopicsMax:
 		return "the topic limit is reached"
 	case m.overPerNodeLimit(c.Owners, c.Limits.PartitionsPerNodeMax):
@@ -240,11 +252,11 @@ func (m *metaModel) alterTopic(c meta.AlterTopic) string {
 	if c.Partitions == nil {
 		return ""
 	}
-	return m.growTopic(t, *c.Partitions, c.NewOwners, c.Limits.PartitionsPerNodeMax)
+	return m.growTopic(t, *c.Partitions, c.NewOwners, c.Limits.PartitionsPerNodeMax, c.OwnersVoting)
 }
 
 // growTopic adds partitions placed on owners; the count only grows.
-func (m *metaModel) growTopic(t *modelTopic, count int, owners []string, perNodeMax int) string {
+func (m *metaModel) growTopic(t *modelTopic, count int, owners []string, perNodeMax int, voting bool) string {
 	switch {
 	case count < len(t.partitions):
 		return "the partition count may not shrink"
@@ -254,6 +266,8 @@ func (m *metaModel) growTopic(t *modelTopic, count int, owners []string, perNode
 		return "a new owner is not a member"
 	case !m.allReceiving(owners):
 		return "a new owner is dead or draining"
+	case voting && m.anyLeft(owners):
+		return "a new owner left the voters"
 	case m.overPerNodeLimit(owners, perNodeMax):
 		return "an owner would pass its partition limit"
 	}
