@@ -20,6 +20,15 @@ const (
 	// of patternsPerGrantMax patterns, held by every replica and every
 	// node's authenticator.
 	UsersMax = 10_000
+	// UsersBytesMax bounds the bytes of every user of a cluster together
+	// (userBytes: names, hashes, grants): a node proposes every user
+	// creation and grant change with it (PutUser.UsersBytesMax,
+	// SetGrants.UsersBytesMax), and one that would pass it is refused
+	// (ErrLimitReached). The users travel in every snapshot message
+	// beside the schemas (schemaBytesTotalMax), under the raft message
+	// bound; without it 90 users of 64 grants of 256 long patterns made
+	// an image past that bound, which no replica could then install.
+	UsersBytesMax = 16 << 20
 	// MaxDeliveriesMax bounds a topic's MaxDeliveries
 	// (docs/api.md#dead-letters).
 	MaxDeliveriesMax = 1000
@@ -395,6 +404,10 @@ type PutUser struct {
 	// many users (ErrLimitReached). The proposer sets it (UsersMax), so
 	// that entries of releases without the bound apply as they did.
 	UsersMax int `json:"users_max,omitempty"`
+	// UsersBytesMax, when not 0, refuses a change that would make the
+	// users of the cluster hold more bytes than that (userBytes); set by
+	// the proposer (UsersBytesMax) like UsersMax.
+	UsersBytesMax int `json:"users_bytes_max,omitempty"`
 }
 
 // DeleteUser deletes a user other than the root.
@@ -416,6 +429,8 @@ type SetGrants struct {
 	NowMs    int64   `json:"now_ms"`
 	// UserCreatedAtMs: as DeleteUser's.
 	UserCreatedAtMs int64 `json:"user_created_at_ms,omitempty"`
+	// UsersBytesMax: as PutUser's.
+	UsersBytesMax int `json:"users_bytes_max,omitempty"`
 }
 
 // SetPassword replaces the password hash of a user, root included,

@@ -142,6 +142,9 @@
 //     most SchemaVersionsKept), with ids that only grow and are never
 //     reused, even by a topic re-created under the same name; the schema
 //     bytes of all topics stay under schemaBytesTotalMax.
+//   - The users grow only within the bounds their commands carry
+//     (UsersMax users, UsersBytesMax bytes together), so that with the
+//     schemas they fit one snapshot message.
 //   - The voters of the configuration are exactly the peers of State.
 //
 // # Leadership barrier

@@ -145,6 +145,7 @@ const (
 	LimitPartitionsPerMember                  // PlacementLimits.PartitionsPerNodeMax
 	LimitUsers                                // PutUser.UsersMax
 	LimitChildren                             // FanoutChildrenMax
+	LimitUsersBytes                           // PutUser.UsersBytesMax, SetGrants.UsersBytesMax
 )
 
 // LimitError is the rejection of a change that would pass a bound it

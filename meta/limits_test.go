@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -40,4 +41,40 @@ func requireLimit(t *testing.T, s *State, cmd Command, limit Limit) {
 	var limitError *LimitError
 	require.ErrorAs(t, cmd.apply(s), &limitError) // again: a rejection changes nothing
 	require.Equal(t, limit, limitError.Limit)
+}
+
+// The users of a cluster are bounded in bytes together (UsersBytesMax)
+// when the command carries the bound: 90 users of 64 grants of 256 long
+// patterns would otherwise make a snapshot image past the raft message
+// bound, which no replica could install. A change that does not grow a
+// user passes even over the bound; the bound survives the codec.
+func TestUsersBytesAtApply(t *testing.T) {
+	s := stateWith(t, baseSetup()...)
+	patterns := make([]string, patternsPerGrantMax)
+	for i := range patterns {
+		patterns[i] = fmt.Sprintf("%0200d*", i)
+	}
+	big := []Grant{{Action: "produce", Patterns: patterns}, {Action: "consume", Patterns: patterns}}
+	bytesMax := 5 * userBytes(&User{Username: "user-0", PasswordHash: []byte("hash"), Grants: big}) / 2
+	put := func(name string) PutUser {
+		return PutUser{Username: name, PasswordHash: []byte("hash"), Grants: big, CreateOnly: true, NowMs: 1, UsersBytesMax: bytesMax}
+	}
+	require.NoError(t, put("user-0").apply(s))
+	require.NoError(t, put("user-1").apply(s))
+	requireLimit(t, s, put("user-2"), LimitUsersBytes)
+	unbounded := put("user-2")
+	unbounded.UsersBytesMax = 0
+	require.NoError(t, unbounded.apply(s), "an entry without the bound applies as it did")
+	require.Greater(t, s.usersBytes(), bytesMax)
+
+	requireLimit(t, s, SetGrants{Username: "user-0", Grants: append(big, Grant{Action: "admin"}), NowMs: 2, UsersBytesMax: bytesMax}, LimitUsersBytes)
+	require.NoError(t, SetGrants{Username: "user-0", Grants: big[:1], NowMs: 2, UsersBytesMax: bytesMax}.apply(s), "a change that shrinks passes over the bound")
+
+	for _, cmd := range []Command{put("x"), SetGrants{Username: "x", Grants: big, UsersBytesMax: bytesMax}} {
+		encoded, err := EncodeCommand(ProposalID{}, cmd)
+		require.NoError(t, err)
+		_, decoded, err := DecodeCommand(encoded)
+		require.NoError(t, err)
+		require.Equal(t, cmd, decoded)
+	}
 }

@@ -20,6 +20,9 @@ func (c PutUser) apply(s *State) error {
 	}
 	user := &User{Username: c.Username, PasswordHash: slices.Clone(c.PasswordHash), Root: c.Root,
 		Grants: cloneGrants(c.Grants), CreatedAtMs: c.NowMs, UpdatedAtMs: c.NowMs}
+	if err := s.checkUsersBytes(existing, user, c.UsersBytesMax); err != nil {
+		return err
+	}
 	if exists {
 		user.CreatedAtMs = existing.CreatedAtMs
 	}
@@ -81,6 +84,9 @@ func (c SetGrants) apply(s *State) error {
 	}
 	if user.Root {
 		return rejectf(ErrUserIsRoot, "user %q", c.Username)
+	}
+	if err := s.checkUsersBytes(user, &User{Username: user.Username, PasswordHash: user.PasswordHash, Grants: c.Grants}, c.UsersBytesMax); err != nil {
+		return err
 	}
 	user.Grants, user.UpdatedAtMs = cloneGrants(c.Grants), c.NowMs
 	s.markUser(c.Username)
@@ -146,4 +152,49 @@ func grantsEqual(a, b []Grant) bool {
 	return slices.EqualFunc(a, b, func(x, y Grant) bool {
 		return x.Action == y.Action && slices.Equal(x.Patterns, y.Patterns)
 	})
+}
+
+// checkUsersBytes refuses, when max is not 0, a change of the user before
+// (nil for a new one) into after that makes the users of the cluster hold
+// more than max bytes (userBytes). A change that does not grow the user
+// passes: users of entries from before the bound may hold more.
+func (s *State) checkUsersBytes(before, after *User, max int) error {
+	if max == 0 {
+		return nil
+	}
+	grown := userBytes(after)
+	if before != nil {
+		grown -= userBytes(before)
+	}
+	if grown <= 0 {
+		return nil
+	}
+	if total := s.usersBytes() + grown; total > max {
+		return limitf(LimitUsersBytes, "the users of the cluster would hold %d bytes (names, password hashes, grants), at most %d", total, max)
+	}
+	return nil
+}
+
+// usersBytes sums userBytes over every user.
+func (s *State) usersBytes() int {
+	total := 0
+	for _, user := range s.users { //determinism:ok a sum does not depend on order
+		total += userBytes(user)
+	}
+	return total
+}
+
+// userBytes is what a user holds in the state and its snapshot image:
+// its name, password hash, and grants, with a few bytes of framing for
+// each grant and pattern.
+func userBytes(u *User) int {
+	const userFraming, grantFraming, patternFraming = 64, 16, 4
+	total := userFraming + len(u.Username) + len(u.PasswordHash)
+	for _, grant := range u.Grants {
+		total += grantFraming + len(grant.Action)
+		for _, pattern := range grant.Patterns {
+			total += patternFraming + len(pattern)
+		}
+	}
+	return total
 }

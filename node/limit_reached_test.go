@@ -20,6 +20,7 @@ func TestALimitReachedSaysWhatMakesRoom(t *testing.T) {
 	}{
 		{meta.LimitChildren, `topic "mp" has its limit of 108 children`, "detach or delete one of its children first"},
 		{meta.LimitUsers, "the cluster holds its limit of 10 users", "delete a user first"},
+		{meta.LimitUsersBytes, "the users of the cluster would hold 17 bytes (names, password hashes, grants), at most 16", "delete a user or give fewer or shorter patterns"},
 		{meta.LimitTopics, "the cluster holds its limit of 5 topics", "delete a topic first"},
 		{meta.LimitPartitionsPerMember, "member n1 would own more than its limit of 4 partitions", "add nodes or delete topics"},
 		// the advice follows the limit, not words of the text (a node may be named "users")

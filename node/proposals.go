@@ -218,6 +218,8 @@ func limitReached(err error) *msg.Error {
 		return msg.Conflict("%s; detach or delete one of its children first", limit.Text)
 	case meta.LimitUsers:
 		return msg.Conflict("%s; delete a user first", limit.Text)
+	case meta.LimitUsersBytes:
+		return msg.Conflict("%s; delete a user or give fewer or shorter patterns", limit.Text)
 	case meta.LimitTopics:
 		return msg.Conflict("%s; delete a topic first", limit.Text)
 	case meta.LimitPartitionsPerMember:

@@ -37,12 +37,12 @@ func (n *Node) ChangeUsers(id msg.RequestID, cmd meta.Command) {
 	var username string
 	switch c := cmd.(type) {
 	case meta.PutUser:
-		c.NowMs, c.IfNoUsers, c.UsersMax, username = n.nowMs, false, meta.UsersMax, c.Username
+		c.NowMs, c.IfNoUsers, c.UsersMax, c.UsersBytesMax, username = n.nowMs, false, meta.UsersMax, meta.UsersBytesMax, c.Username
 		cmd = c
 	case meta.DeleteUser:
 		username = c.Username
 	case meta.SetGrants:
-		c.NowMs, username = n.nowMs, c.Username
+		c.NowMs, c.UsersBytesMax, username = n.nowMs, meta.UsersBytesMax, c.Username
 		cmd = c
 	case meta.SetPassword:
 		c.NowMs, username = n.nowMs, c.Username
@@ -66,7 +66,7 @@ func userApplyError(username string, err error) error {
 	case errors.Is(err, meta.ErrUserIsRoot):
 		return msg.Forbidden("the root user cannot be deleted or regranted")
 	case errors.Is(err, meta.ErrLimitReached):
-		return msg.Conflict("the cluster holds its limit of %d users; delete a user first", meta.UsersMax)
+		return limitReached(err)
 	case errors.Is(err, meta.ErrUserChanged):
 		return msg.Conflict("user %q was deleted and created again meanwhile; nothing changed", username)
 	}
