@@ -243,6 +243,12 @@ type AlterTopic struct {
 	// OwnersVoting: NewOwners must not have left the voters, as for
 	// CreateTopic.OwnersVoting.
 	OwnersVoting bool `json:"owners_voting,omitempty"`
+	// TupleItemsCompared is set by the proposers of this release: the
+	// schema's evolution is also compared under an "items" array (the
+	// tuple form of the drafts before 2020-12), position by position.
+	// An entry of an earlier release leaves it false and applies as it
+	// did on every replica, whichever release applies it.
+	TupleItemsCompared bool `json:"tuple_items_compared,omitempty"`
 }
 
 // AttachChild makes Child a fan-out child of Parent with a new attach

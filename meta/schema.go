@@ -133,20 +133,32 @@ func jsonShape(document []byte) (deepest, containers int) {
 // CheckSchemaEvolution checks that next only adds to previous: no property
 // of previous is missing from next, no property changes its type, and the
 // required fields are the same. Properties are compared where both
-// schemas declare them: under "properties" and "items", recursively. It
-// returns nil or a *SchemaEvolutionError (an ErrInvalidCommand for
-// documents that are not JSON).
+// schemas declare them: under "properties" and "items", recursively (an
+// "items" array, the tuple form of the drafts before 2020-12, position by
+// position). It returns nil or a *SchemaEvolutionError (an
+// ErrInvalidCommand for documents that are not JSON).
 func CheckSchemaEvolution(previous, next []byte) error {
+	return schemaComparison{tupleItems: true}.check(previous, next)
+}
+
+// schemaComparison holds the rules of one evolution check. tupleItems
+// compares under an "items" array; the alters of earlier releases did
+// not (AlterTopic.TupleItemsCompared), and apply as they did.
+type schemaComparison struct {
+	tupleItems bool
+}
+
+func (c schemaComparison) check(previous, next []byte) error {
 	var before, after any
 	if err := errors.Join(json.Unmarshal(previous, &before), json.Unmarshal(next, &after)); err != nil {
 		return invalidf("schema is not valid JSON: %v", err)
 	}
-	return compareSchemaNodes(before, after, "")
+	return c.compareNodes(before, after, "")
 }
 
-// compareSchemaNodes compares one schema node of the previous version with
+// compareNodes compares one schema node of the previous version with
 // the node at the same place in the next one.
-func compareSchemaNodes(before, after any, path string) error {
+func (c schemaComparison) compareNodes(before, after any, path string) error {
 	old, _ := before.(map[string]any)
 	now, _ := after.(map[string]any)
 	if oldType, newType := schemaTypes(old), schemaTypes(now); oldType != newType {
@@ -156,19 +168,46 @@ func compareSchemaNodes(before, after any, path string) error {
 	if err := compareRequired(old, now, path); err != nil {
 		return err
 	}
-	if err := compareProperties(old, now, path); err != nil {
+	if err := c.compareProperties(old, now, path); err != nil {
 		return err
 	}
-	oldItems, hasItems := old["items"].(map[string]any)
-	if !hasItems {
-		return nil
+	return c.compareItems(old["items"], now["items"], path)
+}
+
+// compareItems compares the "items" of a node: one schema for every
+// element or, with tupleItems, an array of schemas, one per position
+// (drafts before 2020-12), whose element i is compared with the next
+// version's schema for position i (its element i, or its one schema for
+// every element).
+func (c schemaComparison) compareItems(before, after any, path string) error {
+	switch old := before.(type) {
+	case map[string]any:
+		return c.compareNodes(old, after, path+"[]")
+	case []any:
+		if !c.tupleItems {
+			return nil
+		}
+		for i, element := range old {
+			var next any
+			switch now := after.(type) {
+			case map[string]any:
+				next = now
+			case []any:
+				if i < len(now) {
+					next = now[i]
+				}
+			}
+			if err := c.compareNodes(element, next, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
 	}
-	return compareSchemaNodes(oldItems, now["items"], path+"[]")
+	return nil
 }
 
 // compareProperties checks that every property of old is in now, and
 // compares each.
-func compareProperties(old, now map[string]any, path string) error {
+func (c schemaComparison) compareProperties(old, now map[string]any, path string) error {
 	oldProperties, _ := old["properties"].(map[string]any)
 	newProperties, _ := now["properties"].(map[string]any)
 	for _, name := range sortedKeys(oldProperties) {
@@ -177,7 +216,7 @@ func compareProperties(old, now map[string]any, path string) error {
 		if !kept {
 			return &SchemaEvolutionError{Rule: RuleNoPropertyRemoved, Property: child, Detail: "is missing from the new schema"}
 		}
-		if err := compareSchemaNodes(oldProperties[name], after, child); err != nil {
+		if err := c.compareNodes(oldProperties[name], after, child); err != nil {
 			return err
 		}
 	}
@@ -273,10 +312,10 @@ func (t TopicRecord) SchemaAt(version int) (SchemaVersion, bool) {
 // evolution against the latest and the bound on all schema bytes, and
 // drops the oldest version beyond SchemaVersionsKept. It changes nothing
 // when it fails.
-func (s *State) addSchema(record *TopicRecord, document json.RawMessage) error {
+func (s *State) addSchema(record *TopicRecord, document json.RawMessage, rules schemaComparison) error {
 	latest, found := record.LatestSchema()
 	if found {
-		if err := CheckSchemaEvolution(latest.Document, document); err != nil {
+		if err := rules.check(latest.Document, document); err != nil {
 			return err
 		}
 	}

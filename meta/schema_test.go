@@ -240,3 +240,69 @@ func TestSnapshotInstalledReplicaHasTheSchemas(t *testing.T) {
 	got, _ = c.meta(lagging).State().Topic("typed")
 	require.Equal(t, want.Schemas, got.Schemas, "the next version has the same id everywhere")
 }
+// tupleSchema declares its array's elements by position: "items" as an
+// array of schemas (drafts before 2020-12).
+const tupleSchema = `{"$schema":"http://json-schema.org/draft-07/schema#","type":"array",
+	"items":[{"type":"object","required":["x"],"properties":{"x":{"type":"string"}}},{"type":"integer"}]}`
+
+// Property: the rules compare under "items" in its array form too, each
+// position with the same position of the next version (or with the one
+// schema the next version gives every element).
+func TestSchemaEvolutionTupleItems(t *testing.T) {
+	cases := []struct {
+		name         string
+		next         string
+		wantRule     string
+		wantProperty string
+	}{
+		{name: "identical", next: tupleSchema},
+		{name: "position added", next: strings.Replace(tupleSchema, `{"type":"integer"}]`, `{"type":"integer"},{"type":"string"}]`, 1)},
+		{name: "property added", next: strings.Replace(tupleSchema, `"x":{"type":"string"}`, `"x":{"type":"string"},"y":{}`, 1)},
+		{name: "property removed", next: strings.Replace(tupleSchema, `"x":{"type":"string"}`, ``, 1),
+			wantRule: RuleNoPropertyRemoved, wantProperty: "[0].x"},
+		{name: "property and its requirement removed", next: strings.Replace(strings.Replace(tupleSchema, `"x":{"type":"string"}`, ``, 1), `"required":["x"],`, ``, 1),
+			wantRule: RuleNoRequiredDropped, wantProperty: "[0].x"},
+		{name: "property type changed", next: strings.Replace(tupleSchema, `"x":{"type":"string"}`, `"x":{"type":"number"}`, 1),
+			wantRule: RuleNoTypeChange, wantProperty: "[0].x"},
+		{name: "requirement dropped", next: strings.Replace(tupleSchema, `"required":["x"],`, ``, 1),
+			wantRule: RuleNoRequiredDropped, wantProperty: "[0].x"},
+		{name: "position type changed", next: strings.Replace(tupleSchema, `{"type":"integer"}]`, `{"type":"string"}]`, 1),
+			wantRule: RuleNoTypeChange, wantProperty: "[1]"},
+		{name: "one schema for every element", next: `{"$schema":"http://json-schema.org/draft-07/schema#","type":"array","items":{"type":"object"}}`,
+			wantRule: RuleNoRequiredDropped, wantProperty: "[0].x"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			require.True(t, json.Valid([]byte(c.next)), "the case's schema is JSON")
+			err := CheckSchemaEvolution([]byte(tupleSchema), []byte(c.next))
+			if c.wantRule == "" {
+				require.NoError(t, err)
+				return
+			}
+			var refusal *SchemaEvolutionError
+			require.True(t, errors.As(err, &refusal), "got %v", err)
+			require.Equal(t, c.wantRule, refusal.Rule)
+			require.Equal(t, c.wantProperty, refusal.Property)
+		})
+	}
+}
+
+
+// An alter of this release (TupleItemsCompared) is refused at apply when
+// it breaks the rules under an "items" array; one of an earlier release,
+// which did not compare there, applies as it did on every replica.
+func TestSchemaAlterComparesTupleItemsWhenItSaysSo(t *testing.T) {
+	s := stateWith(t, heartbeat("m1", 100))
+	create := createTopic("d7", "m1")
+	create.Schema = json.RawMessage(tupleSchema)
+	require.NoError(t, create.apply(s))
+	removed := json.RawMessage(strings.Replace(tupleSchema, `"x":{"type":"string"}`, ``, 1))
+
+	alter := AlterTopic{Name: "d7", Schema: removed, SchemaAfterVersion: 1, TupleItemsCompared: true}
+	requireRejected(t, s, alter, ErrInvalidCommand)
+	alter.TupleItemsCompared = false
+	require.NoError(t, alter.apply(s), "an alter of an earlier release applies as it did")
+	record, _ := s.Topic("d7")
+	latest, _ := record.LatestSchema()
+	require.Equal(t, 2, latest.Version)
+}

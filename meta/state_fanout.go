@@ -235,10 +235,10 @@ func (c AlterTopic) checkFanoutAlter(s *State, record *TopicRecord) error {
 // addChildSchemas gives each child of a parent the schema version just
 // added to the parent. Each child's latest equals the parent's previous
 // latest, so the evolution the parent passed passes here too.
-func (s *State) addChildSchemas(parent *TopicRecord, document []byte) {
+func (s *State) addChildSchemas(parent *TopicRecord, document []byte, rules schemaComparison) {
 	for _, link := range parent.Children {
 		child := s.topics[link.Name]
-		err := s.addSchema(child, document)
+		err := s.addSchema(child, document, rules)
 		assert(err == nil, "topic %q: the schema its parent %q took was refused: %v", link.Name, parent.Name, err)
 		s.markTopic(link.Name)
 	}

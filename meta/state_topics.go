@@ -42,7 +42,7 @@ func (c CreateTopic) apply(s *State) error {
 		}
 	}
 	if len(c.Schema) > 0 {
-		if err := s.addSchema(record, c.Schema); err != nil {
+		if err := s.addSchema(record, c.Schema, schemaComparison{}); err != nil { // a first version: nothing compared
 			return err
 		}
 	}
@@ -242,10 +242,11 @@ func (c AlterTopic) changeSchema(s *State, record *TopicRecord) error {
 		return rejectf(ErrGuardFailed, "topic %q: schema version %d was checked, but version %d is the latest",
 			c.Name, c.SchemaAfterVersion, latest.Version)
 	}
-	if err := s.addSchema(record, c.Schema); err != nil {
+	rules := schemaComparison{tupleItems: c.TupleItemsCompared}
+	if err := s.addSchema(record, c.Schema, rules); err != nil {
 		return err
 	}
-	s.addChildSchemas(record, c.Schema)
+	s.addChildSchemas(record, c.Schema, rules)
 	return nil
 }
 

@@ -292,9 +292,10 @@ func (n *Node) alterTopic(id msg.RequestID, r msg.AlterTopic) {
 		RetentionMs: resolvedIf(r.RetentionMs, &info.RetentionMs), VisibilityTimeoutMs: resolvedIf(r.VisibilityTimeoutMs, &info.VisibilityTimeoutMs),
 		MaxInFlightPerPartition: resolvedIf(r.InFlightMax, &info.InFlightMax), MaxAckedAheadPerPartition: resolvedIf(r.AckedAheadMax, &info.AckedAheadMax),
 		MaxDeliveries: resolvedIf(r.MaxDeliveries, &info.MaxDeliveries), DeadLetterTopic: resolvedIf(r.DeadLetterTopic, &info.DeadLetterTopic),
-		ExpectedOwner:    r.ExpectedOwner,
-		ExpectedCreation: meta.Expecting(t.identity),
-		OwnersVoting:     true}
+		ExpectedOwner:      r.ExpectedOwner,
+		ExpectedCreation:   meta.Expecting(t.identity),
+		OwnersVoting:       true,
+		TupleItemsCompared: true}
 	if info.Partitions > t.info.Partitions {
 		cmd.Partitions = &info.Partitions
 		view := n.newPlacementView()
