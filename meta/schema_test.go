@@ -240,6 +240,7 @@ func TestSnapshotInstalledReplicaHasTheSchemas(t *testing.T) {
 	got, _ = c.meta(lagging).State().Topic("typed")
 	require.Equal(t, want.Schemas, got.Schemas, "the next version has the same id everywhere")
 }
+
 // tupleSchema declares its array's elements by position: "items" as an
 // array of schemas (drafts before 2020-12).
 const tupleSchema = `{"$schema":"http://json-schema.org/draft-07/schema#","type":"array",
@@ -286,7 +287,6 @@ func TestSchemaEvolutionTupleItems(t *testing.T) {
 		})
 	}
 }
-
 
 // An alter of this release (TupleItemsCompared) is refused at apply when
 // it breaks the rules under an "items" array; one of an earlier release,
