@@ -109,13 +109,20 @@ func (a *app) waitForDrain(ctx context.Context, broker *client.Client, id string
 }
 
 // sayDecommissioned reports a decommission the broker accepted: the
-// member drains, or, no longer listed, its decommission was complete
-// already (a retry after the leader forgot the retired member). When the
-// members cannot be read, it says the member drains.
+// member drains, or its decommission was complete already (a retry after
+// it left the voters, listed or already forgotten by the leader). When
+// the members cannot be read, it says the member drains.
 func (a *app) sayDecommissioned(ctx context.Context, broker *client.Client, id string) {
 	members, err := broker.ClusterMembers(ctx)
-	if _, listed := findMember(members, id); err == nil && !listed {
+	member, listed := findMember(members, id)
+	switch {
+	case err == nil && !listed:
 		fmt.Fprintf(a.stderr, "%s's decommission is complete: it left the voters and is no longer a member\n", id)
+		return
+	case err == nil && member.Draining && !member.Voter && drainStateOf(member, members).drained():
+		// A retried decommission of a node that left the voters (still
+		// listed until it is marked dead): it drains no more.
+		fmt.Fprintf(a.stderr, "%s's decommission is complete: it left the voters; stop its process (never start it again under this id)\n", id)
 		return
 	}
 	fmt.Fprintf(a.stderr, "%s is draining (follow it with --wait, or with: narad cluster moves --watch)\n", id)

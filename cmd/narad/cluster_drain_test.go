@@ -153,3 +153,26 @@ func TestDecommissionWaitWaitsForAMoveIntoTheNode(t *testing.T) {
 	assert.Contains(t, h.stderr.String(), "n3 drained in")
 	assert.Len(t, broker.seen("GET /v1/cluster/members"), 2, "the first answer was not taken as drained")
 }
+
+// A decommission retried once the node has left the voters (listed,
+// drained, no longer a voter, until the leader forgets it) is no drain
+// starting: the command says the decommission is complete.
+func TestDecommissionOfANodeThatLeftTheVotersSaysItIsComplete(t *testing.T) {
+	h := drainHarness(t)
+	broker := newFakeBroker(t).on("POST /v1/cluster/members/n3/decommission", reply{204, ""}).
+		on("GET /v1/cluster/members", membersReply(0, 0, "alive", true, false))
+	h.againstOK(broker, "cluster", "decommission", "n3")
+	assert.Contains(t, h.stderr.String(), "n3's decommission is complete: it left the voters; stop its process")
+	assert.NotContains(t, h.stderr.String(), "is draining")
+}
+
+// A node that still owns partitions, or is still a voter, drains.
+func TestDecommissionWithoutWaitSaysTheNodeDrains(t *testing.T) {
+	for _, members := range []reply{membersReply(2, 1, "alive", true, true), membersReply(0, 0, "alive", true, true)} {
+		h := drainHarness(t)
+		broker := newFakeBroker(t).on("POST /v1/cluster/members/n3/decommission", reply{204, ""}).
+			on("GET /v1/cluster/members", members)
+		h.againstOK(broker, "cluster", "decommission", "n3")
+		assert.Contains(t, h.stderr.String(), "n3 is draining (follow it with --wait")
+	}
+}
