@@ -1,6 +1,7 @@
 package host
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,9 @@ import (
 // and waited for good on a node that no longer exists; a single node's
 // directory started as a member of a new cluster made a second,
 // diverging metastore. Both are refused at start, naming both sides.
+// The identity also holds the directory's own id (DataID), random, so
+// that the cluster can tell the same node id started on another
+// directory, which holds none of the member's records (node/datadir.go).
 const identityFile = "identity.json"
 
 // dataIdentity is the content of identityFile.
@@ -24,6 +28,15 @@ type dataIdentity struct {
 	NodeID string `json:"node_id"`
 	// Cluster is false for a single node (its own cluster, raft id 1).
 	Cluster bool `json:"cluster"`
+	// DataID names this directory, drawn at random when its identity is
+	// first written (or added to one written by a release without it);
+	// never changed after. The node's heartbeats carry it.
+	DataID string `json:"data_id,omitempty"`
+}
+
+// same reports whether two identities name the same node and mode.
+func (i dataIdentity) same(other dataIdentity) bool {
+	return i.NodeID == other.NodeID && i.Cluster == other.Cluster
 }
 
 func (i dataIdentity) describe() string {
@@ -45,18 +58,36 @@ func checkIdentity(opts *Options, dir storage.FS, logger *slog.Logger) error {
 	case err != nil:
 		return err
 	case !found:
-		return writeIdentity(dir, want)
-	case stored == want:
-		return nil
+		return keepIdentity(opts, dir, want)
+	case stored.same(want):
+		return keepIdentity(opts, dir, stored)
 	case !stored.Cluster && !want.Cluster && opts.NodeIDFromHostname:
 		logger.Info("the data directory names this node; the host name differs", "node_id", stored.NodeID, "host_name", want.NodeID)
 		opts.Node.NodeID = stored.NodeID
-		return nil
+		return keepIdentity(opts, dir, stored)
 	}
 	return fmt.Errorf("data directory %s belongs to %s, and this process is configured as %s: "+
 		"start it with that identity (cluster.node_id, and cluster settings only if it was a member of one), or use another data directory",
 		opts.DataDir, stored.describe(), want.describe())
 }
+
+// keepIdentity gives the node the directory's id, drawing one and writing
+// the identity first if it has none (a new directory, or one written by
+// a release without it).
+func keepIdentity(opts *Options, dir storage.FS, identity dataIdentity) error {
+	if identity.DataID == "" {
+		identity.DataID = rand.Text()[:dataIDChars]
+		if err := writeIdentity(dir, identity); err != nil {
+			return err
+		}
+	}
+	opts.Node.DataID = identity.DataID
+	return nil
+}
+
+// dataIDChars is the length of a drawn DataID: 16 characters of base32,
+// 80 random bits.
+const dataIDChars = 16
 
 func readIdentity(dir storage.FS) (dataIdentity, bool, error) {
 	data, err := storage.ReadFile(dir, identityFile)

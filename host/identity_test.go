@@ -64,3 +64,33 @@ func TestADataDirectoryKeepsItsMode(t *testing.T) {
 	opts.Cluster.Enabled = false
 	require.ErrorContains(t, checkIdentity(&opts, osfs, slog.New(slog.DiscardHandler)), "is damaged")
 }
+
+// A data directory has an id of its own, drawn at its first start and
+// kept after (the node's heartbeats carry it, so that the cluster can
+// tell its node id started on another directory); an identity written
+// by a release without it gets one, once.
+func TestADataDirectoryKeepsItsDataID(t *testing.T) {
+	dir := t.TempDir()
+	osfs, err := storage.NewOSFS(dir)
+	require.NoError(t, err)
+	opts := DefaultOptions(dir)
+	opts.Node.NodeID, opts.Cluster.Enabled = "n1", true
+	require.NoError(t, checkIdentity(&opts, osfs, slog.New(slog.DiscardHandler)))
+	first := opts.Node.DataID
+	require.Len(t, first, dataIDChars)
+	opts.Node.DataID = ""
+	require.NoError(t, checkIdentity(&opts, osfs, slog.New(slog.DiscardHandler)))
+	require.Equal(t, first, opts.Node.DataID, "kept across starts")
+
+	other, err := storage.NewOSFS(t.TempDir())
+	require.NoError(t, err)
+	require.NoError(t, checkIdentity(&opts, other, slog.New(slog.DiscardHandler)))
+	require.NotEqual(t, first, opts.Node.DataID, "another directory, another id")
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, identityFile), []byte(`{"node_id":"n1","cluster":true}`), 0o644))
+	require.NoError(t, checkIdentity(&opts, osfs, slog.New(slog.DiscardHandler)))
+	added := opts.Node.DataID
+	require.Len(t, added, dataIDChars)
+	require.NoError(t, checkIdentity(&opts, osfs, slog.New(slog.DiscardHandler)))
+	require.Equal(t, added, opts.Node.DataID, "added once, then kept")
+}

@@ -294,6 +294,10 @@ type MemberHeartbeat struct {
 	// DiskLow: the member's free disk space is under its reserve; each
 	// beat that applies sets Member.DiskLow to it.
 	DiskLow bool `json:"disk_low,omitempty"`
+	// DataID names the data directory the beat's node runs on. A beat
+	// from another directory than the member's (Member.DataID) changes
+	// nothing; the first beat that names one gives it to the member.
+	DataID string `json:"data_id,omitempty"`
 }
 
 // MemberHeartbeats applies the heartbeats the leader gathered from its

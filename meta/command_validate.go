@@ -15,6 +15,15 @@ func checkName(kind, name string, bytesMax int) error {
 	return nil
 }
 
+// checkOptionalName checks a name that may be empty, of at most bytesMax
+// bytes.
+func checkOptionalName(kind, name string, bytesMax int) error {
+	if len(name) > bytesMax {
+		return invalidf("%s %q has more than %d bytes", kind, name, bytesMax)
+	}
+	return nil
+}
+
 // checkNonNegative checks limits and timestamps that may not be negative.
 func checkNonNegative(kind string, value int64) error {
 	if value < 0 {
@@ -202,7 +211,7 @@ func (c MemberHeartbeat) Validate() error {
 	return errors.Join(checkName("member id", c.ID, nameBytesMax),
 		checkName("http address", c.HTTPAddr, nameBytesMax),
 		checkName("cluster address", c.ClusterAddr, nameBytesMax),
-		checkNonNegative("now_ms", c.NowMs))
+		checkNonNegative("now_ms", c.NowMs), checkOptionalName("data id", c.DataID, nameBytesMax))
 }
 
 // Validate implements Command: one to HeartbeatsPerEntryMax beats, each

@@ -56,6 +56,13 @@ type Meta struct {
 	confChangeTerm uint64
 	// ticks counts Tick calls; only Tick changes it.
 	ticks uint64
+	// logLostAt is the highest commit index a peer's heartbeat named past
+	// this replica's log (0: none). A leader commits to a follower no
+	// further than what the follower acknowledged having persisted, so
+	// such a heartbeat says this replica lost entries it had persisted:
+	// its node runs on another data directory than before, or one that
+	// lost its metastore file. Only Step changes it; never cleared.
+	logLostAt uint64
 	// snapshotsSent maps the raft id of a follower to the tick at which
 	// the latest MsgSnap to it was handed out (Ready); an entry leaves when
 	// the snapshot is reported (ReportSnapshot) or counted lost (Tick,
@@ -207,10 +214,20 @@ func (m *Meta) Step(msg *raftpb.Message) error {
 		return fmt.Errorf("%w: message for raft id %d reached %d", ErrMisdirected, msg.GetTo(), m.self.RaftID)
 	}
 	if reason := m.checkPeerMessage(msg); reason != "" {
+		if reason == reasonCommitsPastLog {
+			m.logLostAt = max(m.logLostAt, msg.GetCommit())
+		}
 		return fmt.Errorf("%w: %s %s from raft id %d", ErrBadPeerMessage, msg.GetType(), reason, msg.GetFrom())
 	}
 	return m.raw.Step(msg)
 }
+
+// LogLost reports whether a peer's heartbeat committed past this
+// replica's log, and the highest such commit index: this replica's raft
+// id had persisted entries that this replica does not hold. The leader
+// that sent it takes the replica for current and never sends it what it
+// lacks; a later leader catches it up.
+func (m *Meta) LogLost() (uint64, bool) { return m.logLostAt, m.logLostAt > 0 }
 
 // State returns the state machine. The pointer stays valid for the life of
 // the Meta; its contents change in Persist.

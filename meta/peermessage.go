@@ -53,7 +53,7 @@ func (m *Meta) checkPeerMessage(msg *raftpb.Message) string {
 		return checkForwardedProposal(msg)
 	case raftpb.MsgHeartbeat:
 		if last, err := m.storage.LastIndex(); err != nil || msg.GetCommit() > last {
-			return "commits past this replica's log"
+			return reasonCommitsPastLog
 		}
 	case raftpb.MsgAppResp:
 		if last, err := m.storage.LastIndex(); !msg.GetReject() && (err != nil || msg.GetIndex() > last) {
@@ -64,6 +64,10 @@ func (m *Meta) checkPeerMessage(msg *raftpb.Message) string {
 	}
 	return ""
 }
+
+// reasonCommitsPastLog is checkPeerMessage's reason for a heartbeat
+// that commits past this replica's log (Meta.LogLost).
+const reasonCommitsPastLog = "commits past this replica's log"
 
 func checkForwardedProposal(msg *raftpb.Message) string {
 	if len(msg.GetEntries()) == 0 {

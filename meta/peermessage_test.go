@@ -56,6 +56,11 @@ func TestStepRefusesMessagesRaftWouldPanicOn(t *testing.T) {
 	}
 	c.stabilize()
 	require.Equal(t, leader, c.waitLeader(), "nothing refused changed the leadership")
+	commit, lost := follower.LogLost()
+	require.True(t, lost, "a heartbeat committing past the log says the replica lost what it had persisted")
+	require.Equal(t, far, commit)
+	_, lost = leaderMeta.LogLost()
+	require.False(t, lost, "no other refusal says so")
 	c.heartbeatAll(leader, 10)
 	c.requireApplied(c.propose(leader, createTopic("after", leader)), nil)
 }

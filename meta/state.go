@@ -152,6 +152,13 @@ type Member struct {
 	// its partitions. Others route keyless records and moves around it;
 	// it changes no guard of the metastore's.
 	DiskLow bool `json:"disk_low,omitempty"`
+	// DataID names the data directory the member's partitions and
+	// metastore replica live in, from the first of its beats that named
+	// one; never changed after (a member removed and joined again starts
+	// over). The same node id started on another directory holds none of
+	// what the member acknowledged: its beats change nothing, so it is
+	// never alive, never writes, and its node serves nothing.
+	DataID string `json:"data_id,omitempty"`
 }
 
 // Receiving reports whether the member may take partitions: alive and

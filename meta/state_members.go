@@ -14,6 +14,8 @@ func (c MemberHeartbeat) apply(s *State) error {
 	case !found:
 		member = &Member{ID: c.ID}
 		s.members[c.ID] = member
+	case member.DataID != "" && c.DataID != "" && c.DataID != member.DataID:
+		return nil // the same node id on another data directory: not this member
 	case c.Incarnation < member.Incarnation:
 		return nil // a late beat of an earlier start
 	case c.Incarnation == member.Incarnation && c.NowMs <= member.LastHeartbeatMs:
@@ -21,6 +23,9 @@ func (c MemberHeartbeat) apply(s *State) error {
 	}
 	member.HTTPAddr, member.ClusterAddr = c.HTTPAddr, c.ClusterAddr
 	member.Alive, member.DiskLow = true, c.DiskLow
+	if member.DataID == "" {
+		member.DataID = c.DataID
+	}
 	if c.Incarnation > member.Incarnation {
 		member.Incarnation, member.LastHeartbeatMs = c.Incarnation, c.NowMs
 	} else {

@@ -940,3 +940,35 @@ func TestNoNewPartitionGoesToAMemberThatLeftTheVoters(t *testing.T) {
 	require.NoError(t, alter.apply(s), "an entry of an earlier release applies as it did")
 	require.Equal(t, "m4", topicRecordOf(t, s, "u").Assignments[1].Owner)
 }
+
+// A member is known by the data directory of its first beat that names
+// one: a beat of the same node id from another directory changes nothing
+// (the member stays dead once marked so), one that names none (a node of
+// an earlier release) counts, and the member's own beats go on counting.
+func TestAMemberKeepsItsDataDirectory(t *testing.T) {
+	s := newState()
+	beat := func(nowMs int64, dataID string) MemberHeartbeat {
+		b := heartbeat("m1", nowMs)
+		b.DataID = dataID
+		return b
+	}
+	require.NoError(t, beat(100, "").apply(s))
+	require.NoError(t, beat(200, "home").apply(s))
+	member, _ := s.Member("m1")
+	require.Equal(t, "home", member.DataID, "the first beat that names a directory gives it")
+
+	require.NoError(t, MarkMemberDead{ID: "m1", ObservedHeartbeatMs: 200}.apply(s))
+	require.NoError(t, beat(300, "elsewhere").apply(s))
+	member, _ = s.Member("m1")
+	require.Equal(t, Member{ID: "m1", HTTPAddr: member.HTTPAddr, ClusterAddr: member.ClusterAddr, LastHeartbeatMs: 200, DataID: "home"}, member,
+		"a beat from another directory changes nothing")
+
+	require.NoError(t, beat(400, "home").apply(s))
+	member, _ = s.Member("m1")
+	require.True(t, member.Alive)
+	require.NoError(t, beat(500, "").apply(s))
+	member, _ = s.Member("m1")
+	require.Equal(t, int64(500), member.LastHeartbeatMs, "a beat naming no directory counts")
+	require.Equal(t, "home", member.DataID)
+	requireRejected(t, s, beat(600, strings.Repeat("d", nameBytesMax+1)), ErrInvalidCommand)
+}

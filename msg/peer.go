@@ -139,4 +139,10 @@ type Heartbeat struct {
 	// partitions; other nodes send it no keyless records and the planner
 	// moves no partition to it while the metastore says so.
 	DiskLow bool
+	// DataID names the sender's data directory (written at its first
+	// start): the metastore keeps a member's first and refuses the beats
+	// of the same node id from another directory, whose partitions do not
+	// hold what the member acknowledged (meta.Member.DataID). Empty from
+	// a driver that names none.
+	DataID string
 }

@@ -70,6 +70,11 @@ const verifySegmentsPerMoveRequest = 1
 type Config struct {
 	// NodeID names this node in partition stats and membership.
 	NodeID string
+	// DataID names the data directory this node runs on (the driver
+	// writes it there at the directory's first start): its heartbeats
+	// carry it, and a node whose member the metastore knows by another
+	// serves nothing (datadir.go). Empty: the node names none.
+	DataID string
 	// AdvertiseAddr is the HTTP address clients reach this node at.
 	AdvertiseAddr string
 	// ClusterAddr is where peers reach this node (Raft and forwarding).

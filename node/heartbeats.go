@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 
@@ -82,12 +83,16 @@ type heartbeatRound struct {
 	// clock); pruned at each pruneMemberState too, so it holds only the
 	// retired nodes that beat within that period.
 	retiredWarned onceEvery[string]
+	// otherDataWarned holds the members whose beat from another data
+	// directory this node dropped and said so within
+	// retiredBeatWarnEveryMs; pruned like retiredWarned.
+	otherDataWarned onceEvery[string]
 }
 
 // heartbeat tells the leader this node is alive now.
 func (n *Node) heartbeat(leaderID string) {
 	beat := msg.Heartbeat{HTTPAddr: n.cfg.AdvertiseAddr, ClusterAddr: n.cfg.ClusterAddr, NowMs: n.nowMs, Incarnation: n.incarnation,
-		DiskLow: n.underReserve()}
+		DiskLow: n.underReserve(), DataID: n.cfg.DataID}
 	if leaderID == n.cfg.NodeID {
 		n.gatherHeartbeat(n.cfg.NodeID, beat)
 		return
@@ -111,7 +116,8 @@ func (n *Node) stepHeartbeat(from string, m msg.Heartbeat) {
 // gatherHeartbeat adds a valid heartbeat to the round, starting the round
 // if it is the first.
 func (n *Node) gatherHeartbeat(id string, m msg.Heartbeat) {
-	beat := meta.MemberHeartbeat{ID: id, HTTPAddr: m.HTTPAddr, ClusterAddr: m.ClusterAddr, NowMs: m.NowMs, Incarnation: m.Incarnation, DiskLow: m.DiskLow}
+	beat := meta.MemberHeartbeat{ID: id, HTTPAddr: m.HTTPAddr, ClusterAddr: m.ClusterAddr, NowMs: m.NowMs, Incarnation: m.Incarnation, DiskLow: m.DiskLow,
+		DataID: m.DataID}
 	if err := beat.Validate(); err != nil {
 		n.observer.Event("heartbeat-dropped", id+": "+err.Error())
 		return
@@ -120,6 +126,10 @@ func (n *Node) gatherHeartbeat(id string, m msg.Heartbeat) {
 		// its decommission is complete: a retired node stays out of the
 		// members once forgotten (forgetRetiredMembers), even if started again
 		n.warnRetiredBeat(id)
+		return
+	}
+	if member, known := n.meta.State().Member(id); known && member.DataID != "" && beat.DataID != "" && beat.DataID != member.DataID {
+		n.warnOtherDataDirBeat(id, member.DataID, beat.DataID) // the metastore would change nothing for it
 		return
 	}
 	round := &n.cluster.heartbeats
@@ -150,6 +160,17 @@ func (n *Node) warnRetiredBeat(id string) {
 		return
 	}
 	n.observer.Event("heartbeat-dropped", id+": its decommission is complete (it left the voters); stop that node")
+}
+
+// warnOtherDataDirBeat tells the operator, at most once per
+// retiredBeatWarnEveryMs for each member, that the member's node id runs
+// on another data directory than the member's.
+func (n *Node) warnOtherDataDirBeat(id, known, other string) {
+	if !n.cluster.heartbeats.otherDataWarned.due(id, n.nowMs, retiredBeatWarnEveryMs) {
+		return
+	}
+	n.observer.Event("heartbeat-dropped", fmt.Sprintf("%s: it runs on data directory %s, but member %s is the one on data directory %s, "+
+		"which holds its partitions and what it acknowledged; start %s on that directory", id, other, id, known, id))
 }
 
 // heartbeatIsNews reports whether applying beat changes more than its

@@ -99,7 +99,7 @@ type heartbeatSeen struct {
 func newClusterState() clusterState {
 	return clusterState{subscribers: map[string]map[string]int64{}, subscribedUntilMs: map[string]int64{},
 		notified: map[string][]string{}, deadProposed: map[string]deadProposal{}, removalRefused: map[string]bool{},
-		heardMs: map[string]int64{}, unknownPeerWarned: onceEvery[uint64]{}, movedAddrs: map[string]movedAddr{}, heartbeats: heartbeatRound{beats: map[string]meta.MemberHeartbeat{}, retiredWarned: onceEvery[string]{}}}
+		heardMs: map[string]int64{}, unknownPeerWarned: onceEvery[uint64]{}, movedAddrs: map[string]movedAddr{}, heartbeats: heartbeatRound{beats: map[string]meta.MemberHeartbeat{}, retiredWarned: onceEvery[string]{}, otherDataWarned: onceEvery[string]{}}}
 }
 
 // maintainMembership runs on every tick: the leader marks silent members
@@ -265,6 +265,7 @@ func (n *Node) pruneMemberState() {
 	maps.DeleteFunc(n.cluster.deadProposed, func(id string, _ deadProposal) bool { return gone(id) })
 	maps.DeleteFunc(n.cluster.removalRefused, func(id string, _ bool) bool { return gone(id) })
 	n.cluster.heartbeats.retiredWarned.prune(n.nowMs, retiredBeatWarnEveryMs)
+	n.cluster.heartbeats.otherDataWarned.prune(n.nowMs, retiredBeatWarnEveryMs)
 }
 
 // askToJoin sends a Join to every configured peer until this node is a

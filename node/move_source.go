@@ -23,6 +23,9 @@ import (
 // metastore stops writing before the leader can declare it dead and let
 // another node take its partitions over (force-promote).
 func (n *Node) writable() error {
+	if err := n.otherDataDirError(); err != nil {
+		return err
+	}
 	member, ok := n.meta.State().Member(n.cfg.NodeID)
 	switch {
 	case !ok || !member.Alive:

@@ -116,6 +116,10 @@ type Node struct {
 	// retirement is what this node knows of completed decommissions
 	// (retirement.go).
 	retirement retirement
+	// otherDataDirTold is when this node last said it serves nothing
+	// because it runs on another data directory than its member's
+	// (datadir.go); only noteOtherDataDir changes it.
+	otherDataDirTold onceEvery[string]
 	// disk is what the node knows of its disk's free space (disk.go).
 	disk diskSpace
 	// purgesPending names the deleted topics whose directory removal
@@ -306,7 +310,7 @@ func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observe
 		handles: lease.NewHandles(cfg.HandleKey), meta: replica, proposals: map[meta.ProposalID]*pendingProposal{}, known: map[string]meta.TopicIdentity{},
 		cursors: map[string]*topicCursors{}, partitions: map[partitionKey]*partition{}, waiters: newWaiterSet(),
 		dirty: map[partitionKey]*partition{}, dependents: map[partitionKey][]int{},
-		routing: newRouting(), cluster: newClusterState(), retirement: retirement{told: onceEvery[string]{}}, sweeper: newSweeper(nowMs, cfg.Moves.SweepIntervalMs),
+		routing: newRouting(), cluster: newClusterState(), retirement: retirement{told: onceEvery[string]{}}, otherDataDirTold: onceEvery[string]{}, sweeper: newSweeper(nowMs, cfg.Moves.SweepIntervalMs),
 		moves: map[partitionKey]*moveSession{}, jobsOrphaned: map[partitionKey]meta.TopicIdentity{}, orphansUnremoved: map[partitionKey]bool{}, heldAsked: map[string]bool{}, purgesPending: map[string]bool{}, moveRestarts: map[partitionKey]moveRestartCount{}, moveObserver: moveObserverOf(observer),
 		appendObserver: appendObserverOf(observer), ackObserver: ackObserverOf(observer), deadLetterObserver: deadLetterObserverOf(observer),
 		fanoutObserver: fanoutObserverOf(observer), fanout: fanoutView{nextMs: math.MaxInt64}, deadLettersDue: map[partitionKey]struct{}{},
@@ -383,6 +387,7 @@ func (n *Node) Tick(nowMs int64) {
 	n.wakeSkipsCapped()
 	n.wakeReadsCapped()
 	n.noteRetirement()
+	n.noteOtherDataDir()
 	n.expireWaiters()
 	n.expireProposals()
 	n.expireForwards()
@@ -781,6 +786,9 @@ func (n *Node) Serving() error {
 	if n.knowsRetired() {
 		return n.retiredError()
 	}
+	if err := n.logLostError(); err != nil {
+		return err
+	}
 	if _, ok := n.meta.Leader(); !ok {
 		return errors.New("no metadata leader known")
 	}
@@ -790,7 +798,7 @@ func (n *Node) Serving() error {
 	if _, member := n.meta.State().Member(n.cfg.NodeID); !member {
 		return errors.New("this node is not a cluster member yet")
 	}
-	return nil
+	return n.otherDataDirError()
 }
 
 // MetaStatus summarizes this node's replica of the metastore (term,

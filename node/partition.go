@@ -164,6 +164,9 @@ func (n *Node) forgetLeases(p *partition, log *storage.Log) {
 // that can close, or opens it past the cap for the produce whose logs are
 // being opened (makeRoomForLog).
 func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
+	if err := n.otherDataDirError(); err != nil {
+		return nil, err // its partitions' records are on another disk
+	}
 	if _, orphaned := n.jobsOrphaned[p.key]; orphaned {
 		// A move's finalize job is installing a copy into the directory
 		// on another goroutine: nothing may open it before the job is

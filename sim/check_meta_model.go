@@ -432,9 +432,9 @@ func memberDifference(want *modelMember, reported map[string]meta.Member, id str
 		return difference
 	}
 	switch {
-	case got.Alive != want.alive || got.Draining != want.draining || got.LastHeartbeatMs != want.lastHeartbeatMs || got.DiskLow != want.diskLow:
-		return fmt.Sprintf("model alive=%t draining=%t heartbeat=%d disk_low=%t, replica alive=%t draining=%t heartbeat=%d disk_low=%t",
-			want.alive, want.draining, want.lastHeartbeatMs, want.diskLow, got.Alive, got.Draining, got.LastHeartbeatMs, got.DiskLow)
+	case got.Alive != want.alive || got.Draining != want.draining || got.LastHeartbeatMs != want.lastHeartbeatMs || got.DiskLow != want.diskLow || got.DataID != want.dataID:
+		return fmt.Sprintf("model alive=%t draining=%t heartbeat=%d disk_low=%t data_id=%q, replica alive=%t draining=%t heartbeat=%d disk_low=%t data_id=%q",
+			want.alive, want.draining, want.lastHeartbeatMs, want.diskLow, want.dataID, got.Alive, got.Draining, got.LastHeartbeatMs, got.DiskLow, got.DataID)
 	}
 	return ""
 }

@@ -53,6 +53,7 @@ func clusterAddr(id string) string { return fmt.Sprintf("%s.cluster.sim:7943", i
 func (w *World) clusterConfig(cfg node.Config, n *simNode) node.Config {
 	id := n.id
 	cfg.ClusterAddr = clusterAddr(id)
+	cfg.DataID = "data-of-" + id // a node's disk is never replaced under its id here
 	cfg.AdvertiseAddr = fmt.Sprintf("%s.http.sim:7942", id)
 	cfg.Meta = meta.DefaultConfig(id, w.bootstrapPeers())
 	if n.joined {

@@ -76,6 +76,9 @@ type modelMember struct {
 	lastHeartbeatMs int64
 	// incarnation is the start the last beat that counted came from.
 	incarnation uint64
+	// dataID is the data directory the first beat that named one came
+	// from; a beat from another one does not count.
+	dataID string
 }
 
 func newMetaModel() *metaModel {
@@ -383,6 +386,8 @@ func (m *metaModel) heartbeat(c meta.MemberHeartbeat) string {
 	case member == nil:
 		member = &modelMember{incarnation: c.Incarnation, lastHeartbeatMs: c.NowMs}
 		m.members[c.ID] = member
+	case member.dataID != "" && c.DataID != "" && c.DataID != member.dataID:
+		return "" // the node id on another data directory: not this member
 	case c.Incarnation > member.incarnation:
 		member.incarnation, member.lastHeartbeatMs = c.Incarnation, c.NowMs // a new start's first beat
 	case c.Incarnation < member.incarnation || c.NowMs <= member.lastHeartbeatMs:
@@ -391,6 +396,9 @@ func (m *metaModel) heartbeat(c meta.MemberHeartbeat) string {
 		member.lastHeartbeatMs = c.NowMs
 	}
 	member.alive, member.diskLow = true, c.DiskLow
+	if member.dataID == "" {
+		member.dataID = c.DataID
+	}
 	return ""
 }
 

@@ -96,6 +96,7 @@ func (e *encoder) peerMessage(message msg.PeerMessage) {
 		e.varint(m.NowMs)
 		e.uvarint(m.Incarnation)
 		e.bool(m.DiskLow)
+		e.string(m.DataID, nodeIDLimit)
 	case msg.ForwardCancel:
 		e.typeNumber(typeForwardCancel)
 		e.uvarint(m.ID)
@@ -126,7 +127,8 @@ func (d *decoder) peerMessage() msg.PeerMessage {
 	case typeJoinAccepted:
 		return msg.JoinAccepted{Voters: d.peerAddresses()}
 	case typeHeartbeat:
-		return msg.Heartbeat{HTTPAddr: d.string(addressLimit), ClusterAddr: d.string(addressLimit), NowMs: d.varint(), Incarnation: d.uvarint(), DiskLow: d.bool()}
+		return msg.Heartbeat{HTTPAddr: d.string(addressLimit), ClusterAddr: d.string(addressLimit), NowMs: d.varint(), Incarnation: d.uvarint(), DiskLow: d.bool(),
+			DataID: d.string(nodeIDLimit)}
 	case typeForwardCancel:
 		return msg.ForwardCancel{ID: d.uvarint()}
 	case typeRetired:

@@ -55,7 +55,7 @@ func peerMessage() *rapid.Generator[msg.PeerMessage] {
 		rapid.Custom(func(t *rapid.T) msg.PeerMessage {
 			address := rapid.StringN(0, 32, AddressBytesMax)
 			return msg.Heartbeat{HTTPAddr: address.Draw(t, "http"), ClusterAddr: address.Draw(t, "cluster"), NowMs: rapid.Int64().Draw(t, "now"),
-				Incarnation: rapid.Uint64().Draw(t, "incarnation"), DiskLow: rapid.Bool().Draw(t, "disk low")}
+				Incarnation: rapid.Uint64().Draw(t, "incarnation"), DiskLow: rapid.Bool().Draw(t, "disk low"), DataID: nodeID().Draw(t, "data id")}
 		}),
 	)
 }

@@ -102,7 +102,7 @@ func messageSamples() []Sample {
 			Join: msg.Join{RaftID: math.MaxUint64, ClusterAddr: MaxAddress(), HTTPAddr: MaxAddress()}}}},
 		{"Notify/max", msg.Envelope{From: "a", To: "b", Message: msg.Notify{Topic: MaxTopic()}}},
 		{"Heartbeat/zero", msg.Envelope{Message: msg.Heartbeat{}}},
-		{"Heartbeat/max", msg.Envelope{From: "a", To: "b", Message: msg.Heartbeat{HTTPAddr: MaxAddress(), ClusterAddr: MaxAddress(), NowMs: math.MaxInt64, Incarnation: math.MaxUint64, DiskLow: true}}},
+		{"Heartbeat/max", msg.Envelope{From: "a", To: "b", Message: msg.Heartbeat{HTTPAddr: MaxAddress(), ClusterAddr: MaxAddress(), NowMs: math.MaxInt64, Incarnation: math.MaxUint64, DiskLow: true, DataID: MaxNodeID()}}},
 		{"Heartbeat/min", msg.Envelope{From: "a", To: "b", Message: msg.Heartbeat{HTTPAddr: "h", ClusterAddr: "c", NowMs: math.MinInt64}}},
 	}
 }

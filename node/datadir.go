@@ -1,0 +1,62 @@
+package node
+
+import (
+	"errors"
+
+	"narad/msg"
+)
+
+// A node id started on another data directory than the one it ran on (an
+// operator's mistake, or a disk replaced under the same id) holds none of
+// its partitions' records and none of its metastore replica. Its raft id
+// may still be a voter, and a leader that knows nothing of what the old
+// replica persisted catches the new one up; served from the new
+// directory, its partitions would start again at offset 0 and take
+// produces at offsets that hold acknowledged records on the other disk.
+//
+// The metastore keeps the data directory of a member's first beat that
+// named one (meta.Member.DataID) and lets no beat from another directory
+// count. A node whose member it knows by another directory serves
+// nothing: readiness says why, every partition log stays closed (nothing
+// is read, written or created under its directory), and it says so in
+// its log, once per retiredBeatWarnEveryMs.
+
+// otherDataDirError is why this node serves nothing because it runs on
+// another data directory than its member's, or nil.
+func (n *Node) otherDataDirError() error {
+	if n.cfg.DataID == "" {
+		return nil
+	}
+	member, known := n.meta.State().Member(n.cfg.NodeID)
+	if !known || member.DataID == "" || member.DataID == n.cfg.DataID {
+		return nil
+	}
+	return msg.Unavailable("node %s runs on data directory %s, but the cluster's member %s is the one on data directory %s, "+
+		"which holds its partitions and what it acknowledged: stop this process and start %s on its own data directory "+
+		"(if that directory is lost, its records are too: remove %s from the cluster before a node joins under its id)",
+		n.cfg.NodeID, n.cfg.DataID, n.cfg.NodeID, member.DataID, n.cfg.NodeID, n.cfg.NodeID)
+}
+
+// logLostError is why this node serves nothing because its metastore
+// replica lacks entries its raft id had persisted (meta.Meta.LogLost),
+// or nil: the same mistake, seen before the replica knows its member.
+func (n *Node) logLostError() error {
+	commit, lost := n.meta.LogLost()
+	if !lost || n.meta.AppliedIndex() >= commit {
+		return nil
+	}
+	return msg.Unavailable("node %s's metastore replica lacks entries it had persisted (the leader commits up to index %d, past its log): "+
+		"it runs on another data directory than its own, or one that lost its files; stop this process and start %s on its own data directory",
+		n.cfg.NodeID, commit, n.cfg.NodeID)
+}
+
+// noteOtherDataDir says in the log, at most once per
+// retiredBeatWarnEveryMs, that this node serves nothing because it runs
+// on another data directory than its member's.
+func (n *Node) noteOtherDataDir() {
+	err := errors.Join(n.logLostError(), n.otherDataDirError())
+	if err == nil || !n.otherDataDirTold.due(n.cfg.NodeID, n.nowMs, retiredBeatWarnEveryMs) {
+		return
+	}
+	n.observer.Event("other-data-directory", err.Error())
+}

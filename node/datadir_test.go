@@ -1,0 +1,83 @@
+package node
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"narad/meta"
+	"narad/msg"
+)
+
+// TestANodeOnAnotherDataDirectoryServesNothing: a member's node id
+// started on another data directory (an operator's mistake; reproduced on
+// real processes, where a node restarted on an empty directory, once a
+// new leader caught its replica up, took produces at offsets that held
+// acknowledged records on its own disk, which were gone once it was back
+// there). Its beats must not count, and it must serve nothing, saying why.
+// The harness keeps the node's disk and metastore file: only the data
+// directory's id differs, which is what the node and the metastore see.
+func TestANodeOnAnotherDataDirectoryServesNothing(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	c.reconfigure(func(cfg *Config) { cfg.DataID = "data-of-" + cfg.NodeID })
+	leader := c.electWithTopic("t", 3)
+	follower := c.otherThan(leader)
+	index := slices.Index(c.owners(leader, "t"), follower)
+	require.GreaterOrEqual(t, index, 0, "sanity: the follower owns a partition")
+	require.NoError(t, c.do(follower, producePinned("t", index, "acknowledged")).Err)
+	member, _ := c.nodes[leader].meta.State().Member(follower)
+	require.Equal(t, "data-of-"+follower, member.DataID, "the member is known by its data directory")
+
+	cfg := c.configs[follower]
+	cfg.DataID = "another-directory"
+	c.configs[follower] = cfg
+	require.NoError(t, c.nodes[follower].Abandon())
+	c.start(follower)
+	for range 20 {
+		c.tick(250)
+	}
+
+	serving := c.nodes[follower].Serving()
+	require.Error(t, serving)
+	require.Contains(t, serving.Error(), "start "+follower+" on its own data directory")
+	refused := c.do(follower, producePinned("t", index, "into the wrong directory"))
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(refused.Err), "%+v", refused)
+	member, _ = c.nodes[leader].meta.State().Member(follower)
+	require.Equal(t, "data-of-"+follower, member.DataID, "the member keeps its data directory")
+	require.False(t, member.Alive, "the beats from another directory do not count: it was marked dead")
+	forwarded := c.do(leader, producePinned("t", index, "forwarded"))
+	require.Error(t, forwarded.Err, "a produce for its partition is refused, not written into the other directory")
+
+	cfg.DataID = "data-of-" + follower // back on its own directory
+	c.configs[follower] = cfg
+	require.NoError(t, c.nodes[follower].Abandon())
+	c.start(follower)
+	for range 20 {
+		c.tick(250)
+	}
+	require.NoError(t, c.nodes[follower].Serving())
+	require.NoError(t, c.do(follower, producePinned("t", index, "back home")).Err)
+}
+
+// A node whose metastore replica lost entries it had persisted (its node
+// id started on an empty data directory) is stuck while the leader that
+// knew the old replica leads: that leader's heartbeats commit past its
+// log, and it takes the replica for current. The node said it was not a
+// voter; it must say what happened.
+func TestANodeWhoseReplicaLostItsLogSaysSo(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.elect()
+	follower := c.otherThan(leader)
+	require.NoError(t, c.nodes[follower].Serving())
+
+	kind, term := raftpb.MsgHeartbeat, c.nodes[follower].meta.Status().Term
+	from, to, commit := meta.RaftIDOf(leader), meta.RaftIDOf(follower), c.nodes[follower].meta.AppliedIndex()+100
+	beat := &raftpb.Message{Type: &kind, From: &from, To: &to, Term: &term, Commit: &commit}
+	c.nodes[follower].Step(msg.Envelope{From: leader, To: follower, Message: msg.RaftMessage{Message: beat}})
+	serving := c.nodes[follower].Serving()
+	require.Error(t, serving)
+	require.Contains(t, serving.Error(), "lacks entries it had persisted")
+	require.Contains(t, serving.Error(), "start "+follower+" on its own data directory")
+}
