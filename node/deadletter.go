@@ -132,7 +132,8 @@ func (n *Node) sendPartitionDeadLetters(key partitionKey) bool {
 
 // sendDeadLetterBatch takes up to a batch of exhausted records, reads
 // them and relays their copies, with their origins, in one write; it
-// reports false when the log cannot be opened (the records wait). An
+// reports false when the log cannot be opened or the node's relays hold
+// their bound of bytes (the records wait, exhausted, for a later tick). An
 // unreadable record is skipped as a consume would, and one that cannot
 // be read now goes back to the queue; records past the batch's bytes go
 // back among the exhausted for the next batch. The log is opened for
@@ -167,8 +168,8 @@ func (n *Node) sendDeadLetterBatch(t *topic, p *partition) bool {
 		batch.origins = append(batch.origins, origin)
 		records = append(records, msg.ProduceRecord{Key: record.Key, Partition: msg.PartitionNone, Payload: record.Payload, Origin: &origin})
 	}
-	if len(records) > 0 {
-		n.relayDeadLetters(batch, records)
+	if len(records) > 0 && !n.relayDeadLetters(batch, records) {
+		return false
 	}
 	return true
 }
@@ -181,14 +182,22 @@ func (n *Node) returnExhausted(table *lease.Table, rest []lease.Exhausted) {
 	}
 }
 
-// relayDeadLetters writes a batch into the dead-letter topic; a relay
-// refused at once puts its records back in the queue (reservable again).
-func (n *Node) relayDeadLetters(batch *deadLetterBatch, records []msg.ProduceRecord) {
+// relayDeadLetters writes a batch into the dead-letter topic and reports
+// whether the relay took it. A relay refused at once (the node's relays
+// hold their bound of bytes: fan-out copies, other dead letters) is this
+// node's own flow control, not a dead-letter topic that cannot take the
+// copies: the records go back among the exhausted, never delivered
+// again, and the next tick sends them (Config.RelayBytesInFlightMax:
+// refused and retried later). Putting them back in the queue delivered a
+// poison record past its max_deliveries whenever the relays were busy.
+func (n *Node) relayDeadLetters(batch *deadLetterBatch, records []msg.ProduceRecord) bool {
 	if err := n.relay(batch.topic, 0, records, func(reply msg.Reply) { n.deadLettersSettled(batch, reply) }); err != nil {
 		for _, origin := range batch.origins {
-			batch.table.DeadLetterFailed(origin.Offset)
+			batch.table.ReturnExhausted(origin.Offset)
 		}
+		return false
 	}
+	return true
 }
 
 // deadLettersSettled ends a batch of dead letters: once the copies are

@@ -236,3 +236,57 @@ func TestADeadLetterTopicsChildKeepsTheOrigin(t *testing.T) {
 	require.Equal(t, "poison", string(copied.Payload))
 	require.Equal(t, &msg.DeadLetterOrigin{Topic: "orders", Partition: 1, Offset: 0, DeliveryCount: 1}, copied.DeadLetter)
 }
+
+// TestExhaustedRecordsPastTheRelayBytesWaitForRoom: docs/api.md#dead-letters
+// says a record whose reservation ends unacked at max_deliveries is not
+// delivered again, and that past the relay bound exhausted records wait;
+// Config.RelayBytesInFlightMax says a relay past it is refused and retried
+// later. Nine records of about 1 MiB exhausted at once make three
+// batches: the third finds the first two holding the relay bytes. It
+// (With the default bound of 64 MiB it takes seventeen such batches.) It
+// used to be put back in the queue (DeadLetterFailed, as if the
+// dead-letter topic had refused it), so the poison record was delivered
+// again, past its max_deliveries of 1, instead of following the others a
+// round later.
+func TestExhaustedRecordsPastTheRelayBytesWaitForRoom(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.RelayBytesInFlightMax = msg.ProduceBatchBytesMax // its least: two full batches of dead letters
+	h.restart()
+	h.createTopic("dead")
+	h.createTopic("orders", withDeadLetters(1, "dead"))
+	const records = 9
+	payload := make([]byte, msg.MessageBytesMax-16)
+	for range records {
+		h.ok(msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Partition: 0, Payload: payload}}})
+	}
+	var handles []string
+	for len(handles) < records {
+		result := h.ok(msg.Consume{Topic: "orders", Partition: 0, Max: records}).(msg.ConsumeResult)
+		require.NotEmpty(t, result.Messages)
+		for _, message := range result.Messages {
+			handles = append(handles, message.ReceiptHandle)
+		}
+	}
+	reply := h.do(msg.Ack{Topic: "orders", Handles: handles, Action: msg.AckNack, Batch: true})
+	require.NoError(t, reply.Err)
+	for _, item := range reply.Result.(msg.AckResult).Results {
+		require.NoError(t, item.Err)
+	}
+
+	again, delivered := h.consume("orders")
+	require.False(t, delivered, "an exhausted record was delivered again: offset %d, delivery %d (max_deliveries 1)",
+		again.Offset, again.DeliveryCount)
+	for range 5 {
+		h.tick(1)
+	}
+	require.Equal(t, uint64(records), h.stats("orders", 0).Committed, "every exhausted record moved to the dead-letter topic")
+	copied := map[uint64]uint32{}
+	for range records {
+		message, ok := h.consume("dead")
+		require.True(t, ok)
+		copied[message.DeadLetter.Offset] = message.DeadLetter.DeliveryCount
+	}
+	for offset := range uint64(records) {
+		require.Equal(t, uint32(1), copied[offset], "the copy of offset %d, after its one delivery", offset)
+	}
+}
