@@ -204,17 +204,31 @@ func (n *Node) relayDeadLetters(batch *deadLetterBatch, records []msg.ProduceRec
 // durable in the dead-letter topic each record is acknowledged in its
 // source; if the write failed, the records are reservable again (and
 // exhaust again). The lease table they came from must still be the
-// partition's, unfrozen.
+// partition's. A partition frozen for a move meanwhile cannot commit (the
+// commit belongs to the move): its records go back among the exhausted,
+// never delivered again, and are written again once the freeze ends
+// without a flip (a copy may be written twice), or exhausted again at
+// the new owner, which the move's counts tell.
 func (n *Node) deadLettersSettled(batch *deadLetterBatch, reply msg.Reply) {
 	p, ok := n.partitions[batch.key]
 	if !ok || p.leases != batch.table {
 		chaos.Reached(chaos.MarkNodeDeadLetterOrphaned) // the partition was dropped or moved meanwhile
 		return
 	}
-	if reply.Err != nil || p.freeze.Frozen() {
+	if p.freeze.Frozen() {
 		chaos.Reached(chaos.MarkNodeDeadLetterFailed)
-		n.observer.Event("dead-letter-failed", fmt.Sprintf("%s offsets %d.. (%d records) to %s: %v (frozen %t); the records stay in their topic",
-			p.dir, batch.origins[0].Offset, len(batch.origins), batch.topic, reply.Err, p.freeze.Frozen()))
+		n.observer.Event("dead-letter-frozen", fmt.Sprintf("%s offsets %d.. (%d records) to %s: %v; the partition froze for a move meanwhile: the records wait, exhausted",
+			p.dir, batch.origins[0].Offset, len(batch.origins), batch.topic, reply.Err))
+		for _, origin := range batch.origins {
+			batch.table.ReturnExhausted(origin.Offset)
+		}
+		n.deadLettersDue[batch.key] = struct{}{} // sent again at a tick once unfrozen (the unfreeze wakes the polls)
+		return
+	}
+	if reply.Err != nil {
+		chaos.Reached(chaos.MarkNodeDeadLetterFailed)
+		n.observer.Event("dead-letter-failed", fmt.Sprintf("%s offsets %d.. (%d records) to %s: %v; the records stay in their topic",
+			p.dir, batch.origins[0].Offset, len(batch.origins), batch.topic, reply.Err))
 		for _, origin := range batch.origins {
 			batch.table.DeadLetterFailed(origin.Offset)
 		}

@@ -290,3 +290,37 @@ func TestExhaustedRecordsPastTheRelayBytesWaitForRoom(t *testing.T) {
 		require.Equal(t, uint32(1), copied[offset], "the copy of offset %d, after its one delivery", offset)
 	}
 }
+
+// TestADeadLetterSettledWhileFrozenIsNotDeliveredAgain: a dead letter
+// whose copy becomes durable while its source partition is frozen for a
+// move cannot be acknowledged (the commit belongs to the move), but the
+// record still ran out of deliveries: docs/api.md#dead-letters says it is
+// not delivered again. It used to go back in the queue as if the
+// dead-letter topic had refused it, so once the move ended without a flip
+// (aborted) the poison record was delivered a second time, past its
+// max_deliveries of 1, though its copy was durable. It waits exhausted
+// instead, as the partition's other exhausted records wait out a freeze,
+// and is written again after it (a copy may be written twice).
+func TestADeadLetterSettledWhileFrozenIsNotDeliveredAgain(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("dead")
+	h.createTopic("orders", withDeadLetters(1, "dead"))
+	h.produce("orders", 0, "poison")
+	message, ok := h.consume("orders")
+	require.True(t, ok)
+
+	h.nextID++
+	h.node.Handle(h.nextID, msg.Ack{Topic: "orders", Handles: []string{message.ReceiptHandle}, Action: msg.AckNack})
+	source := h.node.partitions[partitionKey{"orders", 0}]
+	require.True(t, source.freeze.Begin("elsewhere", 1, h.nowMs), "a move freezes the source while its dead letter is written")
+	h.flush() // the copy is durable: it settles on a frozen partition
+	require.NoError(t, h.replies[h.nextID].Err)
+	require.Zero(t, source.leases.Committed(), "not acknowledged while frozen")
+	source.freeze.End(h.nowMs) // the move ended without a flip
+
+	again, delivered := h.consume("orders")
+	require.False(t, delivered, "the exhausted record was delivered again: offset %d, delivery %d (max_deliveries 1)",
+		again.Offset, again.DeliveryCount)
+	h.tick(1)
+	require.Equal(t, uint64(1), h.stats("orders", 0).Committed, "written to the dead-letter topic once unfrozen")
+}

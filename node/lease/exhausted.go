@@ -62,13 +62,24 @@ func (t *Table) DeadLettered(offset uint64) bool {
 func (t *Table) OnExhausted(hook func()) { t.exhaustedHook = hook }
 
 // ReturnExhausted puts a record TakeExhausted handed out back among the
-// exhausted, as it was: the node took more than its batch could carry.
-// It reports false, changing nothing, when the offset is no longer being
-// dead-lettered.
+// exhausted, as it was, to be taken again later: the node took more than
+// its batch could carry, or could not write or settle the batch now (its
+// relays full, the partition frozen for a move). A record that no longer
+// exhausts under the current config (dead letters turned off, or a
+// higher MaxDeliveries, while it was out) goes back in the queue instead,
+// as SetConfig does with the exhausted ones. It reports false, changing
+// nothing, when the offset is no longer being dead-lettered.
 func (t *Table) ReturnExhausted(offset uint64) bool {
 	e, ok := t.takeDeadLettering(offset)
 	if !ok {
 		return false
+	}
+	if !t.exhausts(e) {
+		e.state = stateReleased
+		t.released.add(e)
+		t.lapsedUnreported++
+		t.checkIfEnabled()
+		return true
 	}
 	e.state = stateExhausted
 	t.exhausted.add(e)

@@ -30,7 +30,10 @@ const (
 )
 
 type modelOffset struct {
-	state      modelState
+	state modelState
+	// count is the deliveries that reached a consumer, the current
+	// reservation included while it is in flight: a Return takes its
+	// delivery back (to 0 after a first delivery returned).
 	count      uint32
 	nonce      uint64
 	deadlineMs int64
@@ -215,6 +218,51 @@ func (m *model) nack(offset, nonce uint64, nowMs int64) error {
 	return nil
 }
 
+// returnUnseen is Return: a live reservation goes back for redelivery
+// with its delivery taken back; it never exhausts its record.
+func (m *model) returnUnseen(offset, nonce uint64, nowMs int64) error {
+	slot, err := m.live(offset, nonce, nowMs)
+	if err != nil {
+		return err
+	}
+	slot.state = modelReleased
+	slot.count--
+	return nil
+}
+
+func (m *model) reserveReleased(nowMs int64, hwm uint64, visibilityMs int64) (lease.Reservation, bool) {
+	m.observe(nowMs)
+	if m.count(modelReleased, 0) == 0 {
+		return lease.Reservation{}, false
+	}
+	return m.reserve(nowMs, hwm, visibilityMs)
+}
+
+// deliverable is reserve's answer without its expiry and its change.
+func (m *model) deliverable(hwm uint64) bool {
+	if m.inFlight()+m.count(modelExhausted, 0)+m.count(modelDeadLettering, 0) >= m.cfg.InFlightMax {
+		return false
+	}
+	for offset := m.committed; offset < hwm; offset++ {
+		if offset < uint64(len(m.offsets)) && m.offsets[offset].state != modelUndelivered && m.offsets[offset].state != modelReleased {
+			continue
+		}
+		return m.ackedAhead() < m.cfg.AckedAheadMax || offset == m.committed
+	}
+	return false
+}
+
+func (m *model) returnExhausted(offset uint64) bool {
+	if offset >= uint64(len(m.offsets)) || m.offsets[offset].state != modelDeadLettering {
+		return false
+	}
+	m.offsets[offset].state = m.unacked(m.offsets[offset].count)
+	if m.offsets[offset].state == modelReleased {
+		m.lapsed++
+	}
+	return true
+}
+
 func (m *model) expire(nowMs int64) int {
 	m.observe(nowMs)
 	lapsed := m.lapsed
@@ -269,10 +317,11 @@ func (m *model) snapshot() lease.Snapshot {
 		if slot.state == modelUndelivered {
 			continue
 		}
-		entry := lease.SnapshotEntry{Offset: offset, State: states[slot.state], DeliveryCount: slot.count}
+		entry := lease.SnapshotEntry{Offset: offset, State: states[slot.state], DeliveryCount: max(slot.count, 1)}
 		if slot.state == modelAcked {
 			entry.DeliveryCount = 0
 		}
+		entry.ReturnedUnseen = slot.state == modelReleased && slot.count == 0
 		snapshot.Entries = append(snapshot.Entries, entry)
 	}
 	return snapshot
@@ -368,6 +417,41 @@ func (m *machine) Extend(t *rapid.T) {
 func (m *machine) Nack(t *rapid.T) {
 	offset, nonce := m.pickHandle(t)
 	sameError(t, "nack", m.table.Nack(offset, nonce, m.nowMs), m.model.nack(offset, nonce, m.nowMs))
+}
+
+func (m *machine) Return(t *rapid.T) {
+	offset, nonce := m.pickHandle(t)
+	sameError(t, "return", m.table.Return(offset, nonce, m.nowMs), m.model.returnUnseen(offset, nonce, m.nowMs))
+}
+
+func (m *machine) ReserveReleased(t *rapid.T) {
+	hwm := m.hwm - rapid.Uint64Range(0, min(m.hwm, 2)).Draw(t, "hwm lag")
+	visibilityMs := rapid.Int64Range(1, 50).Draw(t, "visibility ms")
+	got, gotOK := m.table.ReserveReleased(m.nowMs, hwm, visibilityMs)
+	want, wantOK := m.model.reserveReleased(m.nowMs, hwm, visibilityMs)
+	if got != want || gotOK != wantOK {
+		t.Fatalf("reserve released(now %d, hwm %d): got %+v %v, want %+v %v", m.nowMs, hwm, got, gotOK, want, wantOK)
+	}
+	if gotOK {
+		m.handles = append(m.handles, got)
+	}
+}
+
+func (m *machine) Deliverable(t *rapid.T) {
+	hwm := m.hwm - rapid.Uint64Range(0, min(m.hwm, 2)).Draw(t, "hwm lag")
+	if got, want := m.table.Deliverable(hwm), m.model.deliverable(hwm); got != want {
+		t.Fatalf("deliverable(hwm %d) = %v, want %v", hwm, got, want)
+	}
+}
+
+func (m *machine) ReturnExhausted(t *rapid.T) {
+	offset := rapid.Uint64Range(0, m.hwm+1).Draw(t, "made-up returned dead letter")
+	if index := rapid.IntRange(0, len(m.taken)).Draw(t, "returned dead letter"); index < len(m.taken) {
+		offset = m.taken[index]
+	}
+	if got, want := m.table.ReturnExhausted(offset), m.model.returnExhausted(offset); got != want {
+		t.Fatalf("return exhausted %d: %v, want %v", offset, got, want)
+	}
 }
 
 func (m *machine) Expire(t *rapid.T) {
