@@ -100,8 +100,12 @@ func (n *Node) sendDeadLetters() {
 	}
 	sortKeys(keys)
 	for _, key := range keys {
-		if !n.sendPartitionDeadLetters(key) {
+		due, relaysFull := n.sendPartitionDeadLetters(key)
+		if !due {
 			delete(n.deadLettersDue, key)
+		}
+		if relaysFull {
+			return // the relays refused a batch for its bytes: the partitions after it stay due, unread, for a later tick
 		}
 	}
 }
@@ -111,38 +115,41 @@ func (n *Node) sendDeadLetters() {
 // still wait (the partition stays due). A frozen partition waits: its
 // commit belongs to the move, and the new owner exhausts the records
 // again. A partition that left this node, or whose topic has no
-// dead-letter topic, is no longer due.
-func (n *Node) sendPartitionDeadLetters(key partitionKey) bool {
+// dead-letter topic, is no longer due. relaysFull reports that the
+// relays refused a batch for its bytes: no other partition tries now.
+func (n *Node) sendPartitionDeadLetters(key partitionKey) (due, relaysFull bool) {
 	p, ok := n.partitions[key]
 	t, known := n.lookupTopic(key.topic)
 	if !ok || !known || p.leases == nil || p.leases.ExhaustedPending() == 0 || t.info.DeadLetterTopic == "" || !n.ownedHere(t, key.index) {
-		return false
+		return false, false
 	}
 	for !p.freeze.Frozen() && p.leases.ExhaustedPending() > 0 {
 		if n.relays.inFlight >= n.cfg.RelaysInFlightMax {
 			chaos.Reached(chaos.MarkNodeDeadLettersWaitForRelays)
-			return true
+			return true, false
 		}
-		if !n.sendDeadLetterBatch(t, p) {
-			return true
+		opened, relayed := n.sendDeadLetterBatch(t, p)
+		if !opened || !relayed {
+			return true, !relayed
 		}
 	}
-	return p.leases.ExhaustedPending() > 0
+	return p.leases.ExhaustedPending() > 0, false
 }
 
 // sendDeadLetterBatch takes up to a batch of exhausted records, reads
-// them and relays their copies, with their origins, in one write; it
-// reports false when the log cannot be opened or the node's relays hold
-// their bound of bytes (the records wait, exhausted, for a later tick). An
+// them and relays their copies, with their origins, in one write. It
+// reports opened false when the log cannot be opened, and relayed false
+// when the node's relays refused the write for their bound of bytes: the
+// records wait, exhausted, for a later tick. An
 // unreadable record is skipped as a consume would, and one that cannot
 // be read now goes back to the queue; records past the batch's bytes go
 // back among the exhausted for the next batch. The log is opened for
 // each batch: a relay's own append may have closed it to make room for
 // the dead-letter partition's log (seed 1 of -deadletters).
-func (n *Node) sendDeadLetterBatch(t *topic, p *partition) bool {
+func (n *Node) sendDeadLetterBatch(t *topic, p *partition) (opened, relayed bool) {
 	log, err := n.openLog(t, p)
 	if err != nil {
-		return false
+		return false, true
 	}
 	batch := &deadLetterBatch{key: p.key, table: p.leases, topic: t.info.DeadLetterTopic}
 	var records []msg.ProduceRecord
@@ -169,9 +176,9 @@ func (n *Node) sendDeadLetterBatch(t *topic, p *partition) bool {
 		records = append(records, msg.ProduceRecord{Key: record.Key, Partition: msg.PartitionNone, Payload: record.Payload, Origin: &origin})
 	}
 	if len(records) > 0 && !n.relayDeadLetters(batch, records) {
-		return false
+		return true, false
 	}
-	return true
+	return true, true
 }
 
 // returnExhausted puts records taken beyond a batch back among the
