@@ -33,7 +33,7 @@ func (n *Node) otherDataDirError() error {
 	}
 	return msg.Unavailable("node %s runs on data directory %s, but the cluster's member %s is the one on data directory %s, "+
 		"which holds its partitions and what it acknowledged: stop this process and start %s on its own data directory "+
-		"(if that directory is lost, its records are too: remove %s from the cluster before a node joins under its id)",
+		"(if that directory is lost, so are the records only it held, and %s cannot come back under its id)",
 		n.cfg.NodeID, n.cfg.DataID, n.cfg.NodeID, member.DataID, n.cfg.NodeID, n.cfg.NodeID)
 }
 
