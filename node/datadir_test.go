@@ -81,3 +81,37 @@ func TestANodeWhoseReplicaLostItsLogSaysSo(t *testing.T) {
 	require.Contains(t, serving.Error(), "lacks entries it had persisted")
 	require.Contains(t, serving.Error(), "start "+follower+" on its own data directory")
 }
+
+// A node started again is not ready until the metastore applied a
+// heartbeat of this start: before, its readiness said ready while every
+// write into its partitions was refused, for a second or two, as "lost
+// contact with the metastore" (a user's tour of cluster operations).
+func TestARestartedNodeIsReadyOnceItsHeartbeatApplied(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	follower := c.otherThan(leader)
+	index := slices.Index(c.owners(leader, "t"), follower)
+	require.NoError(t, c.nodes[follower].Serving())
+
+	require.NoError(t, c.nodes[follower].Abandon())
+	c.nowMs += c.configs[follower].MemberDeadAfterMs / 2 // down a while, not yet marked dead
+	c.start(follower)
+	beats := true // the node's heartbeats are held back while the test looks at it
+	c.drop = func(env msg.Envelope) bool {
+		_, beat := env.Message.(msg.Heartbeat)
+		return beat && env.From == follower && !beats
+	}
+	beats = false
+	c.tickUntil(10, 300, func() bool { _, known := c.nodes[follower].meta.Leader(); return known })
+	serving := c.nodes[follower].Serving()
+	require.Error(t, serving, "ready while its writes are fenced")
+	require.Contains(t, serving.Error(), "started again and waits for the metastore to apply its first heartbeat")
+	refused := c.do(follower, producePinned("t", index, "fenced"))
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(refused.Err))
+
+	beats = true
+	c.tickUntil(10, 300, func() bool { return c.nodes[follower].Serving() == nil })
+	require.NoError(t, c.nodes[follower].Serving())
+	require.NoError(t, c.nodes[follower].writable(), "ready means it may write")
+	require.NoError(t, c.do(follower, producePinned("t", index, "once ready")).Err)
+}

@@ -26,19 +26,31 @@ func (n *Node) writable() error {
 	if err := n.otherDataDirError(); err != nil {
 		return err
 	}
+	if err := n.writeFence(); err != nil {
+		return err
+	}
+	return n.diskLow()
+}
+
+// writeFence is writable's check of the node's contact with the
+// metastore, which readiness shares (Serving): a node that may not write
+// now is not ready either.
+func (n *Node) writeFence() error {
 	member, ok := n.meta.State().Member(n.cfg.NodeID)
 	switch {
 	case !ok || !member.Alive:
 		return msg.Unavailable("node %s is not an alive member; retry on another node", n.cfg.NodeID)
-	case n.nowMs-member.LastHeartbeatMs >= n.cfg.MemberDeadAfterMs/2,
-		member.Incarnation != n.incarnation && member.LastHeartbeatMs > n.nowMs:
-		// The second case: the stamp is an earlier start's, ahead of this
-		// start's clock (set back across the restart), so it says nothing
-		// of this start's contact with the metastore.
+	case member.Incarnation != n.incarnation && (n.nowMs-member.LastHeartbeatMs >= n.cfg.MemberDeadAfterMs/2 || member.LastHeartbeatMs > n.nowMs):
+		// The stamp is an earlier start's: stale, or ahead of this start's
+		// clock (set back across the restart), it says nothing of this
+		// start's contact with the metastore.
+		chaos.Reached(chaos.MarkNodeWriteFenced)
+		return msg.Unavailable("node %s started again and waits for the metastore to apply its first heartbeat; retry on another node", n.cfg.NodeID)
+	case n.nowMs-member.LastHeartbeatMs >= n.cfg.MemberDeadAfterMs/2:
 		chaos.Reached(chaos.MarkNodeWriteFenced)
 		return msg.Unavailable("node %s lost contact with the metastore; retry on another node", n.cfg.NodeID)
 	}
-	return n.diskLow()
+	return nil
 }
 
 // frozen reports whether partition index of t is frozen here. A

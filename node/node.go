@@ -798,7 +798,10 @@ func (n *Node) Serving() error {
 	if _, member := n.meta.State().Member(n.cfg.NodeID); !member {
 		return errors.New("this node is not a cluster member yet")
 	}
-	return n.otherDataDirError()
+	if err := n.otherDataDirError(); err != nil {
+		return err
+	}
+	return n.writeFence()
 }
 
 // MetaStatus summarizes this node's replica of the metastore (term,
