@@ -17,6 +17,10 @@ import (
 const (
 	// joinRetryMs is how often a joining node asks the members to add it.
 	joinRetryMs = 1_000
+	// joinWaitWarnEveryMs is how often a node that is still asking to
+	// join says so in its log (its peers' transport says a failed dial
+	// once, then at debug level only).
+	joinWaitWarnEveryMs = 30_000
 	// subscribeForMsMax bounds how long one Subscribe lasts at the owner,
 	// unless its own longest wait plus a forward timeout is longer
 	// (subscriptionForMsMax).
@@ -58,6 +62,10 @@ type clusterState struct {
 	// for the voters' addresses as a joiner does, until a JoinAccepted
 	// clears it.
 	voterAddressUnknown bool
+	// joinAskedSinceMs is when this node first asked to join without being
+	// a voter since (0: not asking), and joinWarnAtMs when it next says
+	// it is still asking; only noteJoinWait and askToJoin change them.
+	joinAskedSinceMs, joinWarnAtMs int64
 	// unknownPeerWarned holds the raft ids named in a raft-unknown-peer
 	// event within its period (warnUnknownPeer).
 	unknownPeerWarned onceEvery[uint64]
@@ -280,8 +288,10 @@ func (n *Node) askToJoin() {
 	_, voter := n.meta.State().PeerByNodeID(n.cfg.NodeID)
 	moved := voter && n.addressMoved()
 	if n.meta.State().RaftIDUsed(self.RaftID) && !(voter && n.cluster.voterAddressUnknown) && !moved {
+		n.cluster.joinAskedSinceMs = 0
 		return // a voter that can address its peers, or removed
 	}
+	n.noteJoinWait(voter)
 	join := msg.Join{RaftID: self.RaftID, ClusterAddr: n.cfg.ClusterAddr, HTTPAddr: n.cfg.AdvertiseAddr}
 	asked := map[string]bool{n.cfg.NodeID: true}
 	for _, peer := range n.cfg.Meta.Peers {
@@ -299,6 +309,33 @@ func (n *Node) askToJoin() {
 			n.send(peer.ID, join)
 		}
 	}
+}
+
+// noteJoinWait says, every joinWaitWarnEveryMs, that this node is still
+// asking its peers to add it: a wrong peer list, or peers down, left a
+// joining node silent (its readiness said only that no leader was known).
+func (n *Node) noteJoinWait(voter bool) {
+	if voter {
+		n.cluster.joinAskedSinceMs = 0
+		return
+	}
+	if n.cluster.joinAskedSinceMs == 0 {
+		n.cluster.joinAskedSinceMs, n.cluster.joinWarnAtMs = max(n.nowMs, 1), n.nowMs+joinWaitWarnEveryMs
+		return
+	}
+	if n.nowMs < n.cluster.joinWarnAtMs {
+		return
+	}
+	n.cluster.joinWarnAtMs = n.nowMs + joinWaitWarnEveryMs
+	waited := n.nowMs - n.cluster.joinAskedSinceMs
+	peers := make([]string, 0, len(n.cfg.Meta.Peers))
+	for _, peer := range n.cfg.Meta.Peers {
+		if peer.ID != n.cfg.NodeID {
+			peers = append(peers, peer.ID+"@"+peer.ClusterAddr)
+		}
+	}
+	n.observer.Event("join-waiting", fmt.Sprintf("no member added this node in %d s of asking %s; check cluster.peers and that those nodes run and can reach %s",
+		waited/1000, strings.Join(peers, ", "), n.cfg.ClusterAddr))
 }
 
 // addressMoved reports whether this node listens on another cluster
