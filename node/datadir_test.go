@@ -1,6 +1,8 @@
 package node
 
 import (
+	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -9,6 +11,7 @@ import (
 
 	"narad/meta"
 	"narad/msg"
+	"narad/storage"
 )
 
 // TestANodeOnAnotherDataDirectoryServesNothing: a member's node id
@@ -114,4 +117,48 @@ func TestARestartedNodeIsReadyOnceItsHeartbeatApplied(t *testing.T) {
 	require.NoError(t, c.nodes[follower].Serving())
 	require.NoError(t, c.nodes[follower].writable(), "ready means it may write")
 	require.NoError(t, c.do(follower, producePinned("t", index, "once ready")).Err)
+}
+
+// A move into a node whose member the metastore knows by another data
+// directory must not complete: the node serves nothing, and a flip would
+// make it the owner of records that live only in the wrong directory (the
+// source lets its copy go), so that its own directory, once it is back
+// there, serves the partition empty. Reproduced with the node restarted on
+// an empty directory and its replica caught up by a new leader, while the
+// member is still listed alive.
+func TestAMoveIntoANodeOnAnotherDataDirectoryDoesNotComplete(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	c.reconfigure(func(cfg *Config) { cfg.DataID, cfg.MemberDeadAfterMs = "data-of-"+cfg.NodeID, 30_000 })
+	leader := c.electWithTopic("t", 3)
+	index, source, target := c.partitionAwayFromLeader(leader, "acknowledged")
+
+	elsewhere := c.configs[target]
+	elsewhere.DataID = "another-directory"
+	require.NoError(t, c.nodes[target].Abandon())
+	c.disks[target] = storage.NewMemFS(rand.New(rand.NewPCG(99, 1)))
+	c.metaPaths[target] = filepath.Join(t.TempDir(), "elsewhere.db")
+	c.configs[target] = elsewhere
+	c.start(target)
+
+	c.cut[leader] = true // a new leader, which knows nothing of the old replica, catches it up
+	c.tickUntil(100, 300, func() bool {
+		now, ok := c.leader()
+		return ok && now != leader && c.nodes[target].otherDataDirError() != nil
+	})
+	delete(c.cut, leader)
+	now, _ := c.leader()
+	member, _ := c.nodes[now].meta.State().Member(target)
+	require.True(t, member.Alive, "sanity: the member is still listed alive")
+
+	c.startMove(now, "t", index, target)
+	for range 100 {
+		c.tick(100)
+	}
+	require.Equal(t, source, c.owners(now, "t")[index], "a node on another data directory took a partition over")
+	_, err := c.nodes[target].fs.Stat(PartitionDir("t", index))
+	require.Error(t, err, "nothing of the partition was installed in the other directory")
+
+	replayed := c.do(source, msg.Replay{Topic: "t", Partition: index, Offset: 0})
+	require.NoError(t, replayed.Err)
+	require.Equal(t, "acknowledged", string(replayed.Result.(msg.ReplayResult).Message.Payload), "the source keeps the partition's records")
 }

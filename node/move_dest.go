@@ -126,8 +126,16 @@ func (n *Node) moveRunning(key partitionKey) bool {
 }
 
 // driveMoves starts a session for every partition targeting this node,
-// ends the sessions whose move ended, and steps the idle ones.
+// ends the sessions whose move ended, and steps the idle ones. A node
+// whose member the metastore knows by another data directory runs none
+// (datadir.go): its copy would land in the wrong directory, and its flip
+// would leave the partition's records there alone (the source lets its
+// copy go), so that the member's own directory serves it empty. The
+// move waits, and is aborted once the member is marked dead.
 func (n *Node) driveMoves() {
+	if n.otherDataDirError() != nil {
+		return
+	}
 	n.movesScratch = n.meta.State().AppendMoves(n.movesScratch[:0])
 	for _, m := range n.movesScratch {
 		key := partitionKey{m.Topic, m.Partition}

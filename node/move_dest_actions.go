@@ -324,6 +324,10 @@ func (n *Node) jobTopicGone(s *moveSession) bool {
 // proposeFlip proposes the guarded ownership flip of s's move:
 // CompleteMove, or ForcePromote when the copy replaces a dead source.
 func (n *Node) proposeFlip(s *moveSession, forced bool) {
+	if err := n.otherDataDirError(); err != nil {
+		n.observer.Event("move-flip-withheld", err.Error()) // see driveMoves
+		return
+	}
 	move := s.machine.Move()
 	var cmd meta.Command = meta.CompleteMove{Topic: move.Topic, Partition: move.Partition, ExpectedOwner: move.Source,
 		ExpectedTarget: move.Target, ExpectedStartedAtMs: move.StartedAtMs,
