@@ -162,3 +162,26 @@ func TestAMoveIntoANodeOnAnotherDataDirectoryDoesNotComplete(t *testing.T) {
 	require.NoError(t, replayed.Err)
 	require.Equal(t, "acknowledged", string(replayed.Result.(msg.ReplayResult).Message.Payload), "the source keeps the partition's records")
 }
+
+// Readiness shares the write fence, no more (docs/api.md, /readyz): a
+// node started again within half of MemberDeadAfterMs of its last
+// applied heartbeat is ready, and may write, on its earlier start's
+// heartbeat, before any of this start applied; one started again later
+// waits for a heartbeat of this start.
+func TestANodeStartedAgainSoonIsReadyOnItsEarlierStartsHeartbeat(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	follower := c.otherThan(leader)
+	index := slices.Index(c.owners(leader, "t"), follower)
+	require.NoError(t, c.nodes[follower].Abandon())
+	c.start(follower)
+	c.drop = func(env msg.Envelope) bool {
+		_, beat := env.Message.(msg.Heartbeat)
+		return beat && env.From == follower
+	}
+	c.tickUntil(10, 300, func() bool { _, known := c.nodes[follower].meta.Leader(); return known })
+	member, _ := c.nodes[follower].meta.State().Member(follower)
+	require.NotEqual(t, c.nodes[follower].incarnation, member.Incarnation, "sanity: no heartbeat of this start applied")
+	require.NoError(t, c.nodes[follower].Serving())
+	require.NoError(t, c.do(follower, producePinned("t", index, "on the earlier start's heartbeat")).Err)
+}
