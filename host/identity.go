@@ -99,7 +99,8 @@ func readIdentity(dir storage.FS) (dataIdentity, bool, error) {
 	}
 	var identity dataIdentity
 	if err := json.Unmarshal(data, &identity); err != nil || identity.NodeID == "" {
-		return dataIdentity{}, false, fmt.Errorf("the data directory's identity %s is damaged (%q): restore it, naming this node as {\"node_id\": ..., \"cluster\": ...}", identityFile, data)
+		return dataIdentity{}, false, fmt.Errorf("the data directory's identity %s is damaged (%q): restore it, naming this node and this directory as {\"node_id\": ..., \"cluster\": ..., \"data_id\": ...} "+
+			"(a cluster member's data_id is the one its cluster knows it by: started without it, the node draws another, serves nothing, and its /readyz names the one to write back)", identityFile, data)
 	}
 	return identity, true, nil
 }

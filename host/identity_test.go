@@ -94,3 +94,25 @@ func TestADataDirectoryKeepsItsDataID(t *testing.T) {
 	require.NoError(t, checkIdentity(&opts, osfs, slog.New(slog.DiscardHandler)))
 	require.Equal(t, added, opts.Node.DataID, "added once, then kept")
 }
+
+// A damaged identity restored as its refusal says keeps the directory's
+// data_id: restored without it (as the refusal said before data_id
+// existed), a cluster member's directory drew another id, and the node,
+// on its own directory, served nothing; its readiness must name the id
+// to write back.
+func TestADamagedIdentityIsRestoredWithItsDataID(t *testing.T) {
+	dir := t.TempDir()
+	osfs, err := storage.NewOSFS(dir)
+	require.NoError(t, err)
+	opts := DefaultOptions(dir)
+	opts.Node.NodeID, opts.Cluster.Enabled = "n1", true
+	require.NoError(t, checkIdentity(&opts, osfs, slog.New(slog.DiscardHandler)))
+	known := opts.Node.DataID
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, identityFile), []byte("{"), 0o644))
+	refused := checkIdentity(&opts, osfs, slog.New(slog.DiscardHandler))
+	require.ErrorContains(t, refused, `"data_id": ...`, "the refusal names every field to restore")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, identityFile), []byte(`{"node_id":"n1","cluster":true,"data_id":"`+known+`"}`), 0o644))
+	require.NoError(t, checkIdentity(&opts, osfs, slog.New(slog.DiscardHandler)))
+	require.Equal(t, known, opts.Node.DataID)
+}

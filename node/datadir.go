@@ -33,8 +33,9 @@ func (n *Node) otherDataDirError() error {
 	}
 	return msg.Unavailable("node %s runs on data directory %s, but the cluster's member %s is the one on data directory %s, "+
 		"which holds its partitions and what it acknowledged: stop this process and start %s on its own data directory "+
-		"(if that directory is lost, so are the records only it held, and %s cannot come back under its id)",
-		n.cfg.NodeID, n.cfg.DataID, n.cfg.NodeID, member.DataID, n.cfg.NodeID, n.cfg.NodeID)
+		"(if this is that directory, its identity.json lost its data_id: write %q back there; "+
+		"if that directory is lost, so are the records only it held, and %s cannot come back under its id)",
+		n.cfg.NodeID, n.cfg.DataID, n.cfg.NodeID, member.DataID, n.cfg.NodeID, member.DataID, n.cfg.NodeID)
 }
 
 // logLostError is why this node serves nothing because its metastore

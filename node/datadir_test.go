@@ -45,6 +45,7 @@ func TestANodeOnAnotherDataDirectoryServesNothing(t *testing.T) {
 	serving := c.nodes[follower].Serving()
 	require.Error(t, serving)
 	require.Contains(t, serving.Error(), "start "+follower+" on its own data directory")
+	require.Contains(t, serving.Error(), `write "data-of-`+follower+`" back`, "the id to restore, if this is its directory")
 	refused := c.do(follower, producePinned("t", index, "into the wrong directory"))
 	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(refused.Err), "%+v", refused)
 	member, _ = c.nodes[leader].meta.State().Member(follower)
