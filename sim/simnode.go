@@ -342,7 +342,8 @@ func (n *simNode) drive() {
 		}
 		n.w.maybeFailSync(n, rd)
 		err := n.runSyncs(rd)
-		n.w.at(latency, func() { n.persist(rd, incarnation, err) })
+		round := rd // only a round with syncs goes to the heap, in the closure
+		n.w.at(latency, func() { n.persist(round, incarnation, err) })
 	}
 }
 
