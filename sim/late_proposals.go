@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -106,6 +107,7 @@ func (lp *lateProposals) sent(l *link, env msg.Envelope, kind string, bytes []by
 	if lp.w.phase != phaseSafety || command == "" || lp.rng.IntN(100) >= lateProposalPercent {
 		return
 	}
+	bytes = slices.Clone(bytes) // the network reuses its buffer once the message arrived
 	if lp.rng.IntN(100) < lateProposalHeldPercent {
 		lp.held[partition] = append(lp.held[partition], heldProposal{l: l, command: command, kind: kind, bytes: bytes})
 		return
@@ -132,7 +134,7 @@ func (lp *lateProposals) withhold(l *link, env msg.Envelope, kind string, bytes 
 	}
 	if withheld {
 		lp.w.tracef("late proposals: withhold %s of %s", command, move)
-		lp.held[partition] = append(lp.held[partition], heldProposal{l: l, command: command, kind: kind, bytes: bytes})
+		lp.held[partition] = append(lp.held[partition], heldProposal{l: l, command: command, kind: kind, bytes: slices.Clone(bytes)})
 	}
 	return withheld
 }

@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strings"
 
 	"go.etcd.io/raft/v3/raftpb"
@@ -62,10 +61,15 @@ type peerNetwork struct {
 	links [][]*link
 	// slow is set while a slow-network fault lasts.
 	slow bool
-	// encoded is send's scratch buffer: a message is encoded into it,
-	// then copied out at its exact size (encoding into a fresh slice grew
-	// it several times per message). Holds nothing between sends.
-	encoded []byte
+	// buffers are encoding buffers free for reuse: a message is encoded
+	// into one (encoding into a fresh slice grew it several times per
+	// message), which goes back here once the message arrived or was
+	// lost. Whoever keeps a message's bytes longer (late proposals) keeps
+	// a copy.
+	buffers [][]byte
+	// arrivals are arrival events free for reuse, each with its run
+	// function made once: a message in flight costs no allocation.
+	arrivals []*arrival
 	// partitions are the active cuts by id, so that healing everything and
 	// a cut's own end do not undo each other. nextPartition numbers them.
 	partitions    map[int][]*link
@@ -118,9 +122,7 @@ func (p *peerNetwork) send(from *simNode, env msg.Envelope) {
 		p.w.fail("peer-network", "%s sent %s from %q to %q, not a peer", from.id, messageKind(env.Message), env.From, env.To)
 		return
 	}
-	var err error
-	p.encoded, err = wire.EncodeEnvelope(p.encoded[:0], env)
-	bytes := slices.Clone(p.encoded)
+	bytes, err := wire.EncodeEnvelope(p.takeBuffer(), env)
 	if err != nil {
 		p.w.fail("codec", "%s -> %s: %s cannot be encoded: %v", env.From, env.To, messageKind(env.Message), err)
 		return
@@ -136,26 +138,74 @@ func (p *peerNetwork) send(from *simNode, env msg.Envelope) {
 	l := p.links[from.index][to.index]
 	if p.w.deadLetters.losesAimedWrite(env) {
 		p.dropped["dead-letters-aimed"]++
+		p.putBuffer(bytes)
 		return
 	}
 	if p.w.lateProposals != nil && p.w.lateProposals.withhold(l, env, kind, bytes) {
+		p.putBuffer(bytes)
 		return
 	}
-	p.transmit(l, kind, bytes)
+	queued := p.transmit(l, kind, bytes)
 	if p.w.lateProposals != nil {
 		p.w.lateProposals.sent(l, env, kind, bytes)
 	}
+	if !queued {
+		p.putBuffer(bytes)
+	}
+}
+
+// takeBuffer returns an empty encoding buffer, reused if one is free.
+func (p *peerNetwork) takeBuffer() []byte {
+	if len(p.buffers) == 0 {
+		return nil
+	}
+	last := p.buffers[len(p.buffers)-1]
+	p.buffers = p.buffers[:len(p.buffers)-1]
+	return last[:0]
+}
+
+// putBuffer hands back an encoding buffer nothing refers to any more.
+func (p *peerNetwork) putBuffer(b []byte) {
+	if cap(b) > 0 && cap(b) <= peerBufferKeptBytesMax {
+		p.buffers = append(p.buffers, b)
+	}
+}
+
+// peerBufferKeptBytesMax bounds the buffers kept for reuse: a rare large
+// message (a snapshot) does not stay allocated.
+const peerBufferKeptBytesMax = 64 << 10
+
+// arrival is a message in flight on a link, the arrival event's state.
+type arrival struct {
+	p     *peerNetwork
+	l     *link
+	epoch uint64
+	kind  string
+	bytes []byte
+	// run is a.arrive, made once per arrival.
+	run func()
+}
+
+// arrive hands the arrival back for reuse, then delivers its message and
+// hands back its buffer (the decoded message shares none of its bytes).
+func (a *arrival) arrive() {
+	p, l, epoch, kind, bytes := a.p, a.l, a.epoch, a.kind, a.bytes
+	a.l, a.kind, a.bytes = nil, "", nil
+	p.arrivals = append(p.arrivals, a)
+	p.arrive(l, epoch, kind, bytes)
+	p.putBuffer(bytes)
 }
 
 // transmit schedules the arrival of bytes on the link, after every message
-// sent on it before.
-func (p *peerNetwork) transmit(l *link, kind string, bytes []byte) {
+// sent on it before, and reports whether it did (the arrival then owns
+// the buffer).
+func (p *peerNetwork) transmit(l *link, kind string, bytes []byte) bool {
 	if l.cuts > 0 || !l.to.up() {
 		p.dialFailed(l)
 	}
 	if l.cuts > 0 {
 		p.dropped["partitioned"]++
-		return
+		return false
 	}
 	delayMsMax := l.delayMsMax
 	if p.slow {
@@ -163,8 +213,17 @@ func (p *peerNetwork) transmit(l *link, kind string, bytes []byte) {
 	}
 	arrivalMs := max(p.w.nowMs+int64(peerDelayMsMin+p.rng.IntN(delayMsMax)), l.lastArrivalMs)
 	l.lastArrivalMs = arrivalMs
-	epoch := l.epoch
-	p.w.queue.push(arrivalMs, func() { p.arrive(l, epoch, kind, bytes) })
+	var a *arrival
+	if last := len(p.arrivals) - 1; last >= 0 {
+		a = p.arrivals[last]
+		p.arrivals = p.arrivals[:last]
+	} else {
+		a = &arrival{p: p}
+		a.run = a.arrive
+	}
+	a.l, a.epoch, a.kind, a.bytes = l, l.epoch, kind, bytes
+	p.w.queue.push(arrivalMs, a.run)
+	return true
 }
 
 // arrive decodes a message and hands it to its receiver, unless its
