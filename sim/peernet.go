@@ -3,7 +3,10 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
+	"strconv"
 	"strings"
+	"sync"
 
 	"go.etcd.io/raft/v3/raftpb"
 
@@ -131,7 +134,7 @@ func (p *peerNetwork) send(from *simNode, env msg.Envelope) {
 	p.sent[kind]++
 	p.w.trace.addBytes(p.w.nowMs, bytes)
 	if traced(env.Message) {
-		p.w.tracef("net %s>%s %s", env.From, env.To, describeMessage(env.Message))
+		p.w.trace.addParts(p.w.nowMs, "net ", env.From, ">", env.To, " ", describeMessage(env.Message))
 	}
 	p.w.raft.observe(env)
 	p.w.leases.forwarded(from, env)
@@ -349,7 +352,7 @@ func messageKind(message msg.PeerMessage) string {
 		}
 		return "raft"
 	case msg.ForwardRequest:
-		return "forward-" + typeName(m.Request)
+		return forwardKind(m.Request)
 	case msg.ForwardReply:
 		return "forward-reply"
 	case msg.ForwardCancel:
@@ -373,12 +376,32 @@ func messageKind(message msg.PeerMessage) string {
 // qualifier: the trace and the counters do not change when a type moves
 // between packages.
 func typeName(value any) string {
+	t := reflect.TypeOf(value)
+	if name, ok := typeNames.Load(t); ok {
+		return name.(string)
+	}
 	name := fmt.Sprintf("%T", value)
 	unqualified := name[strings.LastIndex(name, ".")+1:]
 	if strings.HasPrefix(name, "*") {
-		return "*" + unqualified
+		unqualified = "*" + unqualified
 	}
+	typeNames.Store(t, unqualified)
 	return unqualified
+}
+
+// typeNames caches typeName by type, forwardKinds messageKind of a
+// forward by the type of its request: both are asked for every message.
+var typeNames, forwardKinds sync.Map
+
+// forwardKind is messageKind of a forward of request.
+func forwardKind(request any) string {
+	t := reflect.TypeOf(request)
+	if kind, ok := forwardKinds.Load(t); ok {
+		return kind.(string)
+	}
+	kind := "forward-" + typeName(request)
+	forwardKinds.Store(t, kind)
+	return kind
 }
 
 // traced reports whether a message gets a trace line: Raft's steady
@@ -398,10 +421,10 @@ func traced(message msg.PeerMessage) bool {
 
 func describeMessage(message msg.PeerMessage) string {
 	switch m := message.(type) {
-	case msg.RaftMessage:
-		return fmt.Sprintf("raft %s term %d", m.Message.GetType(), m.Message.GetTerm())
+	case msg.RaftMessage: // as "raft %s term %d" formats them
+		return "raft " + m.Message.GetType().String() + " term " + strconv.FormatUint(m.Message.GetTerm(), 10)
 	case msg.ForwardRequest:
-		return fmt.Sprintf("forward #%d %s", m.ID, typeName(m.Request))
+		return "forward #" + strconv.FormatUint(uint64(m.ID), 10) + " " + typeName(m.Request)
 	case msg.ForwardReply:
 		return fmt.Sprintf("forward-reply #%d err=%v", m.ID, m.Reply.Err)
 	case msg.ForwardCancel:
