@@ -39,6 +39,10 @@ func (d *decoder) raftMessage() msg.RaftMessage {
 	if d.err != nil {
 		return msg.RaftMessage{}
 	}
+	if m, ok := decodeScalarRaft(d.input[:n]); ok { // no lists to check
+		d.input = d.input[n:]
+		return msg.RaftMessage{Message: m}
+	}
 	if err := checkRaftLists(d.input[:n]); err != nil {
 		d.fail(err)
 		return msg.RaftMessage{}

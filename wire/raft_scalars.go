@@ -1,0 +1,105 @@
+package wire
+
+import (
+	"math"
+
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// Most Raft messages (heartbeats and their answers, append answers, votes)
+// carry only varint fields. decodeScalarRaft decodes such a message
+// itself, into one allocation instead of protobuf's one per field and one
+// for the message; any other message is left to protobuf.
+
+// The varint fields of raftpb.Message that decodeScalarRaft reads (the
+// enum type, the ids, the terms and indexes, reject and its hint).
+const (
+	raftTypeField       protowire.Number = 1
+	raftToField         protowire.Number = 2
+	raftFromField       protowire.Number = 3
+	raftTermField       protowire.Number = 4
+	raftLogTermField    protowire.Number = 5
+	raftIndexField      protowire.Number = 6
+	raftCommitField     protowire.Number = 8
+	raftRejectField     protowire.Number = 10
+	raftRejectHintField protowire.Number = 11
+	raftVoteField       protowire.Number = 13
+)
+
+// raftScalars holds a decoded message together with its fields' values,
+// which its pointer fields point into.
+type raftScalars struct {
+	message raftpb.Message
+	kind    raftpb.MessageType
+	reject  bool
+	values  [raftVoteField + 1]uint64
+}
+
+// decodeScalarRaft decodes b as protobuf would if every field of b is one
+// of the varint fields above, each at most once, with a known message
+// type; it reports false, having allocated nothing, for anything else
+// (protobuf then decodes it, or refuses it).
+func decodeScalarRaft(b []byte) (*raftpb.Message, bool) {
+	var values [raftVoteField + 1]uint64
+	var seen uint32
+	for len(b) > 0 {
+		number, kind, n := protowire.ConsumeTag(b)
+		if n < 0 || kind != protowire.VarintType || !isScalarRaftField(number) || seen&(1<<number) != 0 {
+			return nil, false
+		}
+		v, m := protowire.ConsumeVarint(b[n:])
+		if m < 0 {
+			return nil, false
+		}
+		seen |= 1 << number
+		values[number] = v
+		b = b[n+m:]
+	}
+	if seen&(1<<raftTypeField) != 0 {
+		if values[raftTypeField] > math.MaxInt32 {
+			return nil, false
+		}
+		if _, known := raftpb.MessageType_name[int32(values[raftTypeField])]; !known {
+			return nil, false // a closed enum's unknown value goes to protobuf's unknown fields
+		}
+	}
+	return buildScalarRaft(values, seen), true
+}
+
+func isScalarRaftField(number protowire.Number) bool {
+	switch number {
+	case raftTypeField, raftToField, raftFromField, raftTermField, raftLogTermField, raftIndexField,
+		raftCommitField, raftRejectField, raftRejectHintField, raftVoteField:
+		return true
+	}
+	return false
+}
+
+// buildScalarRaft makes the message of the fields seen, each present
+// exactly when it was on the wire, as protobuf's pointer fields are.
+func buildScalarRaft(values [raftVoteField + 1]uint64, seen uint32) *raftpb.Message {
+	s := &raftScalars{values: values}
+	m := &s.message
+	has := func(number protowire.Number) bool { return seen&(1<<number) != 0 }
+	if has(raftTypeField) {
+		s.kind = raftpb.MessageType(int32(values[raftTypeField]))
+		m.Type = &s.kind
+	}
+	if has(raftRejectField) {
+		s.reject = protowire.DecodeBool(values[raftRejectField])
+		m.Reject = &s.reject
+	}
+	for _, field := range [...]struct {
+		number protowire.Number
+		into   **uint64
+	}{
+		{raftToField, &m.To}, {raftFromField, &m.From}, {raftTermField, &m.Term}, {raftLogTermField, &m.LogTerm},
+		{raftIndexField, &m.Index}, {raftCommitField, &m.Commit}, {raftRejectHintField, &m.RejectHint}, {raftVoteField, &m.Vote},
+	} {
+		if has(field.number) {
+			*field.into = &s.values[field.number]
+		}
+	}
+	return m
+}
