@@ -97,6 +97,9 @@ func decodeEnvelope(commandType CommandType, envelope []byte) (ProposalID, Comma
 	case TypeDetachChild:
 		return decodeAs[DetachChild](envelope)
 	case TypeMemberHeartbeats:
+		if id, cmd, ok := decodeHeartbeatsCanonical(envelope); ok {
+			return id, cmd, nil
+		}
 		return decodeAs[MemberHeartbeats](envelope)
 	}
 	return ProposalID{}, nil, fmt.Errorf("%w: type %d", ErrUnknownCommand, commandType)
