@@ -75,10 +75,21 @@ type call struct {
 	finished  bool
 	// onDone gets the response, or nil when the client timed out.
 	onDone func(response *httpapi.Response)
+	// description is describe's answer, made at its first call for
+	// describedBy and describedKind (a call is described in several trace
+	// lines).
+	description   string
+	describedBy   *client
+	describedKind string
 }
 
+// describe is "client kind request-URI".
 func (c *call) describe() string {
-	return fmt.Sprintf("%s %s %s", c.client.name, c.kind, c.httpRequest.URL.RequestURI())
+	if c.description == "" || c.describedBy != c.client || c.describedKind != c.kind {
+		c.description = c.client.name + " " + c.kind + " " + c.httpRequest.URL.RequestURI()
+		c.describedBy, c.describedKind = c.client, c.kind
+	}
+	return c.description
 }
 
 // The host and remote address of every simulated request, as
