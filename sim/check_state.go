@@ -280,7 +280,7 @@ func (s *stateChecker) recovered(w *World, r *partitionRecord, state node.Partit
 func (s *stateChecker) checkServedDurable(n *simNode, durable *storage.MemFS, state node.PartitionState) {
 	r := record(n, state.Dir)
 	r.servedDurable = true
-	log, recovery, err := storage.OpenLog(durable, state.Dir, n.config().Log)
+	log, recovery, err := storage.OpenLog(durable, state.Dir, n.logConfigOf())
 	if err == nil {
 		err = log.Close()
 	}

@@ -95,6 +95,10 @@ type simNode struct {
 	// at most one entry per directory the node ever opened. Only the
 	// state checker changes it.
 	stateRecords map[string]*partitionRecord
+	// logConfig is config().Log, made once: the world's constants alone
+	// make it, and the state checker recovers a partition with it at
+	// every reopen. Nil until first asked (logConfigOf).
+	logConfig *storage.LogConfig
 	// appliedKnown is the node's applied metastore index after its last
 	// Advance (or its start): what it had learned before the input it is
 	// handling. The removal checker reads it.
@@ -168,6 +172,15 @@ func (n *simNode) config() node.Config {
 		cfg.RetentionCheckIntervalMs = agedOutRetentionCheckMs
 	}
 	return cfg
+}
+
+// logConfigOf is the node's log configuration, config().Log.
+func (n *simNode) logConfigOf() storage.LogConfig {
+	if n.logConfig == nil {
+		cfg := n.config().Log
+		n.logConfig = &cfg
+	}
+	return *n.logConfig
 }
 
 // handleKey is the node's receipt handle key for this start, drawn from
