@@ -65,9 +65,12 @@ func (n *Node) addMetaReady(rd *Ready) {
 		return
 	}
 	invariant.Check(n.metaReady == nil, "node: a metastore Ready is still in flight")
-	metaReady := n.meta.Ready()
-	n.metaReady = &metaReady
-	if metaReady.NeedsStore() || n.meta.Persist(metaReady) != nil {
+	n.metaReadyHeld = n.meta.Ready()
+	metaReady := &n.metaReadyHeld
+	n.metaReady = metaReady
+	if metaReady.NeedsStore() || n.meta.Persist(*metaReady) != nil {
+		own := *metaReady // the Sync keeps a copy of its own
+		n.metaReady = &own
 		rd.Syncs = append(rd.Syncs, Sync{Dir: metaDir, meta: n.meta, metaReady: n.metaReady})
 	}
 	rd.Messages = slices.Grow(rd.Messages, len(metaReady.Messages))
@@ -104,7 +107,7 @@ func (n *Node) advanceMeta() {
 		return
 	}
 	outcomes := n.meta.Advance(*n.metaReady)
-	n.metaReady = nil
+	n.metaReady, n.metaReadyHeld = nil, meta.Ready{} // keeps no entry or message alive
 	if applied := n.meta.AppliedIndex(); applied != n.reconciledIndex {
 		n.reconciledIndex = applied // Readys that only carry Raft heartbeats change nothing
 		n.reconcileTopics()

@@ -56,6 +56,10 @@ type Node struct {
 	// metaReady is the metastore Ready handed out in the current node
 	// Ready, until Advance; nil when none.
 	metaReady *meta.Ready
+	// metaReadyHeld holds the metastore Ready in flight while it needs no
+	// Sync (metaReady points at it): most carry only Raft messages, and
+	// cost no allocation of their own.
+	metaReadyHeld meta.Ready
 	// proposals wait for their outcome, by proposal id.
 	proposals map[meta.ProposalID]*pendingProposal
 	// reconciledIndex is the metastore applied index reconcileTopics last
