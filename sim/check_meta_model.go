@@ -65,6 +65,24 @@ type metaModelChecker struct {
 	// unit test's hand-made log does that: metaLog fails the run on a
 	// real one); the models cannot follow then, and stop.
 	gap bool
+	// decoded keeps the records read from the replicas' stores, by their
+	// stored bytes: most records are the same from one read to the next,
+	// and decoding is a function of the bytes alone.
+	decoded *decodedRecords
+}
+
+// decodedRecords holds decoded topic and member records by their encoded
+// bytes; the reports only read them. Emptied when it grows past
+// decodedRecordsMax.
+type decodedRecords struct {
+	topics  map[string]meta.TopicRecord
+	members map[string]meta.Member
+}
+
+const decodedRecordsMax = 4096
+
+func newDecodedRecords() *decodedRecords {
+	return &decodedRecords{topics: map[string]meta.TopicRecord{}, members: map[string]meta.Member{}}
 }
 
 // committedEntry is one committed entry: its command, nil for entries
@@ -198,7 +216,7 @@ func (c *metaModelChecker) advance(r *replicaModel, applied uint64) {
 // compare reads the replica's state from its store and fails
 // the run if it differs from the model at the same applied entry.
 func (c *metaModelChecker) compare(n *simNode, r *replicaModel) {
-	report, err := readReplica(n.store)
+	report, err := readReplicaWith(n.store, c.decodedRecords())
 	if err != nil {
 		c.w.fail("meta-model", "%s: cannot read its store: %v", n.id, err)
 		return
@@ -236,7 +254,7 @@ func (c *metaModelChecker) compareTouched(n *simNode, r *replicaModel) {
 	if len(abouts) == 0 {
 		return
 	}
-	report := replicaReport{topics: map[string]meta.TopicRecord{}, members: map[string]meta.Member{}}
+	report := replicaReport{topics: map[string]meta.TopicRecord{}, members: map[string]meta.Member{}, decoded: c.decodedRecords()}
 	if err := n.store.View(func(tx *bolt.Tx) error { return report.readItems(tx, abouts) }); err != nil {
 		c.w.fail("meta-model", "%s: cannot read its store: %v", n.id, err)
 		return
@@ -314,15 +332,32 @@ type replicaReport struct {
 	applied uint64
 	topics  map[string]meta.TopicRecord
 	members map[string]meta.Member
+	// decoded, if set, holds records already decoded, by their bytes.
+	decoded *decodedRecords
 }
 
 // readReplica reads the applied index, the topics and the members from
 // the replica's store, in a read-only transaction that sees what the last
 // committed transaction left in its file.
 func readReplica(store *meta.Store) (replicaReport, error) {
-	report := replicaReport{topics: map[string]meta.TopicRecord{}, members: map[string]meta.Member{}}
+	return readReplicaWith(store, nil)
+}
+
+// readReplicaWith is readReplica taking the records of the same bytes
+// from decoded (nil: none).
+func readReplicaWith(store *meta.Store, decoded *decodedRecords) (replicaReport, error) {
+	report := replicaReport{topics: map[string]meta.TopicRecord{}, members: map[string]meta.Member{}, decoded: decoded}
 	err := store.View(func(tx *bolt.Tx) error { return report.read(tx) })
 	return report, err
+}
+
+// decodedRecords returns the checker's records decoded so far, emptied
+// once large.
+func (c *metaModelChecker) decodedRecords() *decodedRecords {
+	if c.decoded == nil || len(c.decoded.topics)+len(c.decoded.members) > decodedRecordsMax {
+		c.decoded = newDecodedRecords()
+	}
+	return c.decoded
 }
 
 func (r *replicaReport) read(tx *bolt.Tx) error {
@@ -351,13 +386,35 @@ func (r *replicaReport) openBuckets(tx *bolt.Tx) (topics, members *bolt.Bucket, 
 
 // keepTopic and keepMember decode one record of the store into r.
 func (r *replicaReport) keepTopic(key, value []byte) error {
+	if r.decoded != nil {
+		if record, ok := r.decoded.topics[string(value)]; ok {
+			r.topics[string(key)] = record
+			return nil
+		}
+	}
 	var record meta.TopicRecord
-	return decodeInto(value, &record, func() { r.topics[string(key)] = record })
+	return decodeInto(value, &record, func() {
+		r.topics[string(key)] = record
+		if r.decoded != nil {
+			r.decoded.topics[string(value)] = record
+		}
+	})
 }
 
 func (r *replicaReport) keepMember(key, value []byte) error {
+	if r.decoded != nil {
+		if member, ok := r.decoded.members[string(value)]; ok {
+			r.members[string(key)] = member
+			return nil
+		}
+	}
 	var member meta.Member
-	return decodeInto(value, &member, func() { r.members[string(key)] = member })
+	return decodeInto(value, &member, func() {
+		r.members[string(key)] = member
+		if r.decoded != nil {
+			r.decoded.members[string(value)] = member
+		}
+	})
 }
 
 func decodeInto(data []byte, into any, keep func()) error {
