@@ -33,7 +33,9 @@ type raftScalars struct {
 	message raftpb.Message
 	kind    raftpb.MessageType
 	reject  bool
-	values  [raftVoteField + 1]uint64
+	// values holds the uint64 fields, in the order of buildScalarRaft's
+	// list.
+	values [8]uint64
 }
 
 // decodeScalarRaft decodes b as protobuf would if every field of b is one
@@ -79,7 +81,7 @@ func isScalarRaftField(number protowire.Number) bool {
 // buildScalarRaft makes the message of the fields seen, each present
 // exactly when it was on the wire, as protobuf's pointer fields are.
 func buildScalarRaft(values [raftVoteField + 1]uint64, seen uint32) *raftpb.Message {
-	s := &raftScalars{values: values}
+	s := &raftScalars{}
 	m := &s.message
 	has := func(number protowire.Number) bool { return seen&(1<<number) != 0 }
 	if has(raftTypeField) {
@@ -90,7 +92,7 @@ func buildScalarRaft(values [raftVoteField + 1]uint64, seen uint32) *raftpb.Mess
 		s.reject = protowire.DecodeBool(values[raftRejectField])
 		m.Reject = &s.reject
 	}
-	for _, field := range [...]struct {
+	for i, field := range [...]struct {
 		number protowire.Number
 		into   **uint64
 	}{
@@ -98,7 +100,8 @@ func buildScalarRaft(values [raftVoteField + 1]uint64, seen uint32) *raftpb.Mess
 		{raftIndexField, &m.Index}, {raftCommitField, &m.Commit}, {raftRejectHintField, &m.RejectHint}, {raftVoteField, &m.Vote},
 	} {
 		if has(field.number) {
-			*field.into = &s.values[field.number]
+			s.values[i] = values[field.number]
+			*field.into = &s.values[i]
 		}
 	}
 	return m
