@@ -3,7 +3,6 @@ package sim
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
 	"strings"
 
@@ -91,15 +90,43 @@ func (cl *client) payloadOf(id string) string {
 // hash, so that a byte of it changed, lost or taken from another record
 // shows (sim review: a padding of one letter repeated hid any change).
 func paddingOf(id string, length int) string {
-	h := fnv.New64a()
-	h.Write([]byte(id))
-	state := h.Sum64()
+	state := paddingSeed(id)
 	padding := make([]byte, length)
 	for i := range padding {
-		state = state*6364136223846793005 + 1442695040888963407
-		padding[i] = 'a' + byte(state>>59)%26
+		state = nextPaddingState(state)
+		padding[i] = paddingLetter(state)
 	}
 	return string(padding)
+}
+
+// paddingSeed is the 64-bit FNV-1a hash of id (hash/fnv's New64a), which
+// seeds id's padding.
+func paddingSeed(id string) uint64 {
+	state := uint64(14695981039346656037)
+	for i := 0; i < len(id); i++ {
+		state ^= uint64(id[i])
+		state *= 1099511628211
+	}
+	return state
+}
+
+func nextPaddingState(state uint64) uint64 {
+	return state*6364136223846793005 + 1442695040888963407
+}
+
+func paddingLetter(state uint64) byte { return 'a' + byte(state>>59)%26 }
+
+// isPaddingOf reports whether padding == paddingOf(id, len(padding)),
+// without building it.
+func isPaddingOf(id, padding string) bool {
+	state := paddingSeed(id)
+	for i := 0; i < len(padding); i++ {
+		state = nextPaddingState(state)
+		if padding[i] != paddingLetter(state) {
+			return false
+		}
+	}
+	return true
 }
 
 // idOfPayload strips a storm's padding from a payload.
@@ -127,7 +154,7 @@ func payloadChanged(args []any) bool {
 // is the id's.
 func checkedIDOfPayload(payload string) (string, error) {
 	id, padding, padded := strings.Cut(payload, payloadPadSeparator)
-	if padded && padding != paddingOf(id, len(padding)) {
+	if padded && !isPaddingOf(id, padding) {
 		return "", fmt.Errorf("%w: the payload of %s is not the one produced (its padding changed)", errPayloadChanged, id)
 	}
 	return id, nil

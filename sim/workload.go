@@ -197,11 +197,29 @@ type wireMessage struct {
 // text (single produce) or as a JSON string (batch); both come back as a
 // JSON string.
 func (m wireMessage) id() (string, error) {
-	var payload string
-	if err := json.Unmarshal(m.Payload, &payload); err != nil {
-		return "", fmt.Errorf("payload %s is not an id: %w", m.Payload, err)
+	payload, plain := plainJSONString(m.Payload)
+	if !plain {
+		if err := json.Unmarshal(m.Payload, &payload); err != nil {
+			return "", fmt.Errorf("payload %s is not an id: %w", m.Payload, err)
+		}
 	}
 	return checkedIDOfPayload(payload)
+}
+
+// plainJSONString returns the string a JSON string of printable ASCII
+// without escapes holds (what encoding/json decodes it to); ok is false
+// for anything else.
+func plainJSONString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	inner := raw[1 : len(raw)-1]
+	for _, c := range inner {
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	return string(inner), true
 }
 
 // alterNext changes the topic's visibility timeout now and then during the
