@@ -959,9 +959,12 @@ func (m *MemFS) DurableCloneDir(dir string) *MemFS {
 			return m.DurableClone() // no such durable directory: nothing to save
 		}
 	}
-	outsideBytes := durableBytes(m.root) - durableBytes(source)
-	if m.capacityBytes > 0 && m.capacityBytes-outsideBytes <= 0 {
-		return m.DurableClone()
+	var outsideBytes int64
+	if m.capacityBytes > 0 { // a disk without a capacity has no use for the walk of its whole tree
+		outsideBytes = durableBytes(m.root) - durableBytes(source)
+		if m.capacityBytes-outsideBytes <= 0 {
+			return m.DurableClone()
+		}
 	}
 	clone := NewMemFS(rand.New(rand.NewPCG(0, 0)))
 	clone.fileChunkBytes = m.fileChunkBytes
