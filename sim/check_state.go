@@ -188,7 +188,7 @@ func (s *stateChecker) checkOpenedServeDurable(n *simNode, open []node.Partition
 			r.forget()
 		}
 		if !r.servedDurable {
-			s.checkServedDurable(n, n.fs.DurableCloneDir(state.Dir), state)
+			s.checkServedDurable(n, n.fs.DurableCloneDirView(state.Dir), state) // used up within this call
 			r.openIdentity = state.Identity
 		}
 	}
@@ -273,8 +273,9 @@ func (s *stateChecker) recovered(w *World, r *partitionRecord, state node.Partit
 	r.lastCommitted = state.Committed
 }
 
-// checkServedDurable recovers a partition again from durable, a copy of
-// the durable bytes of n's disk, and fails the run if that reaches a lower
+// checkServedDurable recovers a partition again from durable, a copy (or
+// a view, valid within this call) of the durable bytes of n's disk, and
+// fails the run if that reaches a lower
 // high-watermark than the node serves: a crash now would take back
 // records it may already have delivered.
 func (s *stateChecker) checkServedDurable(n *simNode, durable *storage.MemFS, state node.PartitionState) {

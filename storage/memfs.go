@@ -166,6 +166,10 @@ type MemFS struct {
 	// fileChunkBytes is the chunk size of the content of new files, > 0.
 	// Set by NewMemFS; tests lower it to exercise chunk boundaries.
 	fileChunkBytes int64
+	// sharesContent is set on a view made by DurableCloneDirView: the
+	// files it copies share their bytes with the source's (memContent's
+	// shared).
+	sharesContent bool
 }
 
 // memFaultRule is the injected-fault configuration of one FaultOp.
@@ -253,6 +257,11 @@ type memContent struct {
 	size int64
 	// chunkBytes is the chunk size, > 0. Set at creation.
 	chunkBytes int64
+	// shared is set when the chunks may be another content's too
+	// (sharePrefix): no byte of them is written in place. overwrite
+	// copies every chunk first (and clears shared), and each chunk's
+	// capacity is its length, so that an append reallocates it.
+	shared bool
 }
 
 // memUndo is a range of durable bytes saved before they were changed.
@@ -948,7 +957,15 @@ func (m *MemFS) DurableClone() *MemFS {
 // the durable bytes outside dir, so that a write to it fails exactly when
 // it would fail in a whole DurableClone; when those bytes alone fill m's
 // capacity, it is the whole DurableClone.
-func (m *MemFS) DurableCloneDir(dir string) *MemFS {
+func (m *MemFS) DurableCloneDir(dir string) *MemFS { return m.durableCloneDir(dir, false) }
+
+// DurableCloneDirView is DurableCloneDir whose files share their bytes
+// with m's instead of copying them: cheap, and valid only until m next
+// changes (a checker's look within one step). Writes to the view never
+// reach m: the view copies what it changes.
+func (m *MemFS) DurableCloneDirView(dir string) *MemFS { return m.durableCloneDir(dir, true) }
+
+func (m *MemFS) durableCloneDir(dir string, share bool) *MemFS {
 	elements, err := splitPath(dir)
 	if err != nil || len(elements) == 0 {
 		return m.DurableClone()
@@ -967,7 +984,7 @@ func (m *MemFS) DurableCloneDir(dir string) *MemFS {
 		}
 	}
 	clone := NewMemFS(rand.New(rand.NewPCG(0, 0)))
-	clone.fileChunkBytes = m.fileChunkBytes
+	clone.fileChunkBytes, clone.sharesContent = m.fileChunkBytes, share
 	if m.capacityBytes > 0 {
 		clone.capacityBytes = m.capacityBytes - outsideBytes
 	}
@@ -1056,7 +1073,10 @@ func (m *MemFS) cloneDurableDir(source *memNode, dirPath string, keep func(strin
 // cloneCrashedFile returns a fresh copy of what of file survives a crash.
 func (m *MemFS) cloneCrashedFile(file *memFile, filePath string, keep func(string, int64) int64) *memFile {
 	prefixBytes, rebuilt := m.survivingContent(file, filePath, keep)
-	if rebuilt == nil {
+	if rebuilt == nil && m.sharesContent {
+		prefix := file.content.sharePrefix(prefixBytes)
+		rebuilt = &prefix
+	} else if rebuilt == nil {
 		prefix := file.content.clonePrefix(prefixBytes)
 		rebuilt = &prefix
 	}
@@ -1190,6 +1210,12 @@ func (c *memContent) overwrite(p []byte, off int64) {
 	if off < 0 || off+int64(len(p)) > c.size { // guarded: assert's arguments would allocate on every write
 		assert(false, "memfs overwrite of [%d, %d) beyond %d bytes", off, off+int64(len(p)), c.size)
 	}
+	if c.shared && len(p) > 0 {
+		for i, chunk := range c.chunks {
+			c.chunks[i] = slices.Clone(chunk)
+		}
+		c.shared = false
+	}
 	for len(p) > 0 {
 		n := copy(c.chunks[off/c.chunkBytes][off%c.chunkBytes:], p)
 		p = p[n:]
@@ -1246,9 +1272,25 @@ func (c *memContent) resize(size int64) {
 	clear(c.chunks[count:]) // let the dropped chunks be collected
 	c.chunks = c.chunks[:count]
 	if count > 0 {
-		c.chunks[count-1] = c.chunks[count-1][:size-(count-1)*c.chunkBytes]
+		kept := size - (count-1)*c.chunkBytes
+		c.chunks[count-1] = c.chunks[count-1][:kept]
+		if c.shared {
+			c.chunks[count-1] = c.chunks[count-1][:kept:kept] // an append after the cut reallocates
+		}
 	}
 	c.size = size
+}
+
+// sharePrefix returns the first size bytes of the content as a content
+// that shares c's chunks (shared, each capped at its length).
+func (c *memContent) sharePrefix(size int64) memContent {
+	assert(size <= c.size, "memfs share of %d bytes of a %d-byte content", size, c.size)
+	share := memContent{chunkBytes: c.chunkBytes, shared: true, size: size}
+	for i := 0; int64(i)*c.chunkBytes < size; i++ {
+		n := min(int64(len(c.chunks[i])), size-int64(i)*c.chunkBytes)
+		share.chunks = append(share.chunks, c.chunks[i][:n:n])
+	}
+	return share
 }
 
 // clonePrefix returns a copy of the first size bytes of the content.
