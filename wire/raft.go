@@ -21,6 +21,11 @@ var raftUnmarshal = proto.UnmarshalOptions{RecursionLimit: raftRecursionDepthMax
 // message is a bug of the sender: a RaftMessage always carries one.
 func (e *encoder) raftMessage(m *raftpb.Message) {
 	assert(m != nil, "a RaftMessage with a nil Message")
+	if scalar, ok := scalarRaftOf(m); ok { // most messages: without protobuf's reflection
+		e.length(scalar.size(), raftMessageLimit)
+		e.buf = scalar.appendTo(e.buf)
+		return
+	}
 	size := proto.Size(m)
 	e.length(size, raftMessageLimit)
 	e.grow(size)

@@ -106,3 +106,59 @@ func buildScalarRaft(values [raftVoteField + 1]uint64, seen uint32) *raftpb.Mess
 	}
 	return m
 }
+
+// scalarRaft is a message of varint fields alone, ready to encode:
+// each field's value by number, and the set of numbers present.
+type scalarRaft struct {
+	values [raftVoteField + 1]uint64
+	set    uint32
+}
+
+// scalarRaftOf returns m's fields if m holds only the varint fields above
+// and no unknown field; ok is false for any other message.
+func scalarRaftOf(m *raftpb.Message) (s scalarRaft, ok bool) {
+	if len(m.Entries) > 0 || m.Snapshot != nil || m.Context != nil || len(m.Responses) > 0 ||
+		len(m.ProtoReflect().GetUnknown()) > 0 {
+		return scalarRaft{}, false
+	}
+	for _, field := range [...]struct {
+		number protowire.Number
+		value  *uint64
+	}{
+		{raftToField, m.To}, {raftFromField, m.From}, {raftTermField, m.Term}, {raftLogTermField, m.LogTerm},
+		{raftIndexField, m.Index}, {raftCommitField, m.Commit}, {raftRejectHintField, m.RejectHint}, {raftVoteField, m.Vote},
+	} {
+		if field.value != nil {
+			s.values[field.number], s.set = *field.value, s.set|1<<field.number
+		}
+	}
+	if m.Type != nil {
+		s.values[raftTypeField], s.set = uint64(int64(*m.Type)), s.set|1<<raftTypeField // an enum is an int32, sign-extended
+	}
+	if m.Reject != nil {
+		s.values[raftRejectField], s.set = protowire.EncodeBool(*m.Reject), s.set|1<<raftRejectField
+	}
+	return s, true
+}
+
+// size is the length of the message's encoding.
+func (s scalarRaft) size() int {
+	size := 0
+	for number := raftTypeField; number <= raftVoteField; number++ {
+		if s.set&(1<<number) != 0 {
+			size += protowire.SizeTag(number) + protowire.SizeVarint(s.values[number])
+		}
+	}
+	return size
+}
+
+// appendTo appends the message's encoding as protobuf's deterministic
+// marshalling writes it: the fields in number order.
+func (s scalarRaft) appendTo(b []byte) []byte {
+	for number := raftTypeField; number <= raftVoteField; number++ {
+		if s.set&(1<<number) != 0 {
+			b = protowire.AppendVarint(protowire.AppendTag(b, number, protowire.VarintType), s.values[number])
+		}
+	}
+	return b
+}

@@ -73,6 +73,34 @@ func TestDecodeScalarRaftAgreesWithProtobuf(t *testing.T) {
 	require.Greater(t, fast, 5_000)
 }
 
+// The encoding of a message of varint fields alone is protobuf's, byte
+// for byte; any other message is left to protobuf.
+func TestScalarRaftEncodesAsProtobuf(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	fast := 0
+	for range 20_000 {
+		m := randomScalarRaft(rng)
+		if rng.IntN(10) == 0 {
+			m.Context = []byte{} // present, though empty
+		}
+		want, err := raftMarshal.Marshal(m)
+		require.NoError(t, err)
+		s, ok := scalarRaftOf(m)
+		if !ok {
+			require.True(t, len(m.Entries) > 0 || m.Context != nil, "%v left to protobuf", m)
+			continue
+		}
+		fast++
+		require.Equal(t, len(want), s.size(), "%v", m)
+		require.Equal(t, string(want), string(s.appendTo(nil)), "%v", m)
+	}
+	require.Greater(t, fast, 10_000)
+	withUnknown := &raftpb.Message{Term: proto.Uint64(1)}
+	withUnknown.ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), 5))
+	_, ok := scalarRaftOf(withUnknown)
+	require.False(t, ok, "a message with unknown fields is protobuf's to encode")
+}
+
 // A heartbeat decodes in one allocation.
 func TestDecodeScalarRaftAllocatesOnce(t *testing.T) {
 	encoded, err := raftMarshal.Marshal(&raftpb.Message{Type: raftpb.MessageType_MsgHeartbeat.Enum(), To: proto.Uint64(2),
