@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"narad/httpapi"
@@ -129,7 +130,7 @@ func (cl *client) send(c *call) {
 		return
 	}
 	c.request = request
-	cl.w.tracef("%s send %s to %s", cl.name, c.describe(), c.target.id)
+	cl.w.trace.addParts(cl.w.nowMs, cl.name, " send ", c.describe(), " to ", c.target.id)
 	cl.w.network.toNode(c)
 	timeout := c.timeoutMs
 	if timeout == 0 {
@@ -143,7 +144,9 @@ func (cl *client) complete(c *call, response *httpapi.Response) {
 		return
 	}
 	c.finished = true
-	cl.w.tracef("%s got %d for %s", cl.name, response.Status, c.kind)
+	line := append(cl.w.trace.begin(cl.w.nowMs), cl.name...) // "%s got %d for %s"
+	line = append(strconv.AppendInt(append(line, " got "...), int64(response.Status), 10), " for "...)
+	cl.w.trace.end(append(line, c.kind...))
 	c.onDone(response)
 }
 

@@ -134,7 +134,7 @@ func (p *peerNetwork) send(from *simNode, env msg.Envelope) {
 	p.sent[kind]++
 	p.w.trace.addBytes(p.w.nowMs, bytes)
 	if traced(env.Message) {
-		p.w.trace.addParts(p.w.nowMs, "net ", env.From, ">", env.To, " ", describeMessage(env.Message))
+		p.traceSent(env)
 	}
 	p.w.raft.observe(env)
 	p.w.leases.forwarded(from, env)
@@ -155,6 +155,18 @@ func (p *peerNetwork) send(from *simNode, env msg.Envelope) {
 	if !queued {
 		p.putBuffer(bytes)
 	}
+}
+
+// traceSent adds the trace line "net FROM>TO description" of a message.
+func (p *peerNetwork) traceSent(env msg.Envelope) {
+	line := append(append(append(p.w.trace.begin(p.w.nowMs), "net "...), env.From...), '>')
+	line = append(append(line, env.To...), ' ')
+	if m, ok := env.Message.(msg.RaftMessage); ok { // describeMessage's "raft %s term %d", without allocating
+		line = append(append(append(line, "raft "...), m.Message.GetType().String()...), " term "...)
+		p.w.trace.end(strconv.AppendUint(line, m.Message.GetTerm(), 10))
+		return
+	}
+	p.w.trace.end(append(line, describeMessage(env.Message)...))
 }
 
 // takeBuffer returns an empty encoding buffer, reused if one is free.

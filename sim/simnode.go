@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
+	"strconv"
 
 	"narad/chaos"
 	"narad/httpapi"
@@ -289,7 +290,9 @@ func (n *simNode) receive(c *call) {
 		n.nextID++
 		c.node, c.nodeIncarnation, c.requestID = n, n.incarnation, n.nextID
 		n.calls[n.nextID] = c
-		n.w.tracef("%s handle #%d %s", n.id, n.nextID, c.describe())
+		line := append(n.w.trace.begin(n.w.nowMs), n.id...) // "%s handle #%d %s"
+		line = append(strconv.AppendUint(append(line, " handle #"...), uint64(n.nextID), 10), ' ')
+		n.w.trace.end(append(line, c.describe()...))
 		n.node.Handle(n.nextID, c.request)
 	})
 }
@@ -483,7 +486,9 @@ func (n *simNode) reply(reply msg.Reply) {
 	if !n.w.opts.BlackBox {
 		n.w.checker.replied(n, c, reply)
 	}
-	n.w.tracef("%s reply #%d %d", n.id, reply.ID, response.Status)
+	line := append(n.w.trace.begin(n.w.nowMs), n.id...) // "%s reply #%d %d"
+	line = append(strconv.AppendUint(append(line, " reply #"...), uint64(reply.ID), 10), ' ')
+	n.w.trace.end(strconv.AppendInt(line, int64(response.Status), 10))
 	n.w.network.toClient(c, response)
 }
 

@@ -27,6 +27,8 @@ type trace struct {
 	// stamp is addBytes's buffer for the time (a local one escaped to the
 	// hash's interface and was allocated on every message).
 	stamp [8]byte
+	// slot is the tail slot of the line between begin and end.
+	slot int
 }
 
 func newTrace(verbose io.Writer) *trace {
@@ -64,18 +66,31 @@ func (t *trace) appendLine(slot int, nowMs int64, format string, args []any) []b
 // addParts adds the line made of parts, as add does the line it formats
 // (a hot line costs no formatting and no boxed argument).
 func (t *trace) addParts(nowMs int64, parts ...string) {
-	slot := t.next
-	if len(t.tail) < traceTailLines {
-		t.tail = append(t.tail, nil)
-		slot = len(t.tail) - 1
-	} else {
-		t.next = (t.next + 1) % traceTailLines
-	}
-	line := appendStamp(t.tail[slot][:0], nowMs)
+	line := t.begin(nowMs)
 	for _, part := range parts {
 		line = append(line, part...)
 	}
-	t.tail[slot] = line
+	t.end(line)
+}
+
+// begin returns the buffer of the next line, holding its time stamp, for
+// the caller to append the line's text to and hand to end: a hot line
+// built so costs no formatting and no boxed argument, and reads as add
+// would format it.
+func (t *trace) begin(nowMs int64) []byte {
+	t.slot = t.next
+	if len(t.tail) < traceTailLines {
+		t.tail = append(t.tail, nil)
+		t.slot = len(t.tail) - 1
+	} else {
+		t.next = (t.next + 1) % traceTailLines
+	}
+	return appendStamp(t.tail[t.slot][:0], nowMs)
+}
+
+// end adds the line begin started.
+func (t *trace) end(line []byte) {
+	t.tail[t.slot] = line
 	t.hash.Write(line)
 	t.hash.Write(lineEnd)
 	t.events++
