@@ -19,6 +19,10 @@ type stateChecker struct {
 	// scratch is afterStep's buffer for a node's open partitions, reused
 	// from step to step; open keeps copies, never scratch itself.
 	scratch []node.PartitionState
+	// records is checkOpenedServeDurable's buffer of the records of the
+	// open partitions it looked at, in their order: afterStep checks them
+	// without looking them up again.
+	records []*partitionRecord
 }
 
 // partitionRecord is what the state checker knows of one partition
@@ -155,8 +159,8 @@ func (s *stateChecker) afterStep(w *World, touched []*simNode) {
 		if n.holding {
 			continue // the metastore's round may be applying a topic change
 		}
-		for _, state := range open {
-			s.checkPartition(w, n, state)
+		for i, state := range open {
+			s.checkPartitionRecord(w, s.records[i], state)
 		}
 		s.forgetClosed(w, n, open)
 	}
@@ -182,8 +186,10 @@ func (s *stateChecker) beforeSyncs(n *simNode) {
 // between them: it is forgotten first, so that checkPartition takes its
 // state as a recovery. open is n's OpenPartitions now.
 func (s *stateChecker) checkOpenedServeDurable(n *simNode, open []node.PartitionState) {
+	s.records = s.records[:0]
 	for _, state := range open {
 		r := record(n, state.Dir)
+		s.records = append(s.records, r)
 		if r.servedDurable && r.openIdentity != state.Identity {
 			r.forget()
 		}
@@ -232,7 +238,11 @@ func samePartitions(previous, open []node.PartitionState) bool {
 }
 
 func (s *stateChecker) checkPartition(w *World, n *simNode, state node.PartitionState) {
-	r := record(n, state.Dir)
+	s.checkPartitionRecord(w, record(n, state.Dir), state)
+}
+
+// checkPartitionRecord is checkPartition given the partition's record.
+func (s *stateChecker) checkPartitionRecord(w *World, r *partitionRecord, state node.PartitionState) {
 	if !r.seen {
 		s.recovered(w, r, state)
 		return
