@@ -181,7 +181,7 @@ func (c *capture) decode(r *http.Request) (Decoded, *ErrorResponse) {
 		// A parameter given twice is 400 on every route, also those whose
 		// decoder reads no query (docs/api.md#conventions); the metrics
 		// exposition takes repeated name[] filters.
-		if _, failed := parseQuery(r); failed != nil {
+		if failed := checkQuery(r); failed != nil {
 			return decoded, failed
 		}
 	}

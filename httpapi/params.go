@@ -43,6 +43,49 @@ func parseQuery(r *http.Request) (url.Values, *ErrorResponse) {
 	return values, nil
 }
 
+// checkQuery is parseQuery's failure, or nil, without building the map
+// when the query is plain (no escape, '+' or ';': each name is then its
+// text as written) and short, as the common query is: its route's
+// decoder parses it again. Any other query is parsed (url.ParseQuery
+// also bounds the number of parameters).
+func checkQuery(r *http.Request) *ErrorResponse {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	query := r.URL.RawQuery
+	if strings.ContainsAny(query, "%+;") || strings.Count(query, "&") >= plainQueryPairsMax || plainQueryRepeatsName(query) {
+		_, failed := parseQuery(r)
+		return failed
+	}
+	return nil
+}
+
+// plainQueryPairsMax bounds the pairs of a query checkQuery reads itself
+// (its scan for a repeated name is quadratic).
+const plainQueryPairsMax = 32
+
+// plainQueryRepeatsName reports whether a query without escapes names a
+// parameter twice, as url.ParseQuery reads names: the text of each
+// non-empty '&'-separated pair before its first '='.
+func plainQueryRepeatsName(query string) bool {
+	for rest := query; rest != ""; {
+		var pair string
+		pair, rest, _ = strings.Cut(rest, "&")
+		if pair == "" {
+			continue
+		}
+		name, _, _ := strings.Cut(pair, "=")
+		for later := rest; later != ""; {
+			var other string
+			other, later, _ = strings.Cut(later, "&")
+			if otherName, _, _ := strings.Cut(other, "="); other != "" && otherName == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // duplicateParameter names the first parameter, in name order, given
 // more than once (one at least is).
 func duplicateParameter(values url.Values) *ErrorResponse {
