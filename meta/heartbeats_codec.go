@@ -56,6 +56,9 @@ func (s *canonicalScan) beat() (beat MemberHeartbeat) {
 			s.literal("false")
 		}
 	}
+	if s.skip(`,"data_id":`) {
+		beat.DataID = s.string()
+	}
 	s.literal("}")
 	return beat
 }

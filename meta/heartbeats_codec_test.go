@@ -26,7 +26,7 @@ func randomHeartbeats(rng *rand.Rand) (ProposalID, MemberHeartbeats) {
 	default:
 		for range 1 + rng.IntN(6) {
 			cmd.Beats = append(cmd.Beats, MemberHeartbeat{ID: text(), HTTPAddr: text(), ClusterAddr: text(),
-				NowMs: int64(number()), Incarnation: number() * uint64(rng.IntN(2)), DiskLow: rng.IntN(2) == 0})
+				NowMs: int64(number()), Incarnation: number() * uint64(rng.IntN(2)), DiskLow: rng.IntN(2) == 0, DataID: text()})
 		}
 	}
 	return id, cmd
@@ -69,7 +69,7 @@ func TestHeartbeatsCanonicalAgreesWithJSON(t *testing.T) {
 func hasSpecial(cmd MemberHeartbeats, id ProposalID) bool {
 	strs := []string{id.Node}
 	for _, b := range cmd.Beats {
-		strs = append(strs, b.ID, b.HTTPAddr, b.ClusterAddr)
+		strs = append(strs, b.ID, b.HTTPAddr, b.ClusterAddr, b.DataID)
 	}
 	for _, s := range strs {
 		for _, c := range []byte(s) {
