@@ -16,7 +16,9 @@ func randomHeartbeats(rng *rand.Rand) (ProposalID, MemberHeartbeats) {
 		}
 		return s
 	}
-	number := func() uint64 { return []uint64{0, 1, 10, 1 << 53, 1<<63 - 1, 1 << 63, 1<<64 - 1, rng.Uint64()}[rng.IntN(8)] }
+	number := func() uint64 {
+		return []uint64{0, 1, 10, 1 << 53, 1<<63 - 1, 1 << 63, 1<<64 - 1, rng.Uint64()}[rng.IntN(8)]
+	}
 	id := ProposalID{Node: text(), Term: number(), Sequence: number()}
 	var cmd MemberHeartbeats
 	switch rng.IntN(4) {
