@@ -70,12 +70,7 @@ func TestADataDirectoryKeepsItsMode(t *testing.T) {
 // tell its node id started on another directory); an identity written
 // by a release without it gets one, once.
 func TestADataDirectoryKeepsItsDataID(t *testing.T) {
-	dir := t.TempDir()
-	osfs, err := storage.NewOSFS(dir)
-	require.NoError(t, err)
-	opts := DefaultOptions(dir)
-	opts.Node.NodeID, opts.Cluster.Enabled = "n1", true
-	require.NoError(t, checkIdentity(&opts, osfs, slog.New(slog.DiscardHandler)))
+	dir, osfs, opts := startedMember(t)
 	first := opts.Node.DataID
 	require.Len(t, first, dataIDChars)
 	opts.Node.DataID = ""
@@ -101,12 +96,7 @@ func TestADataDirectoryKeepsItsDataID(t *testing.T) {
 // on its own directory, served nothing; its readiness must name the id
 // to write back.
 func TestADamagedIdentityIsRestoredWithItsDataID(t *testing.T) {
-	dir := t.TempDir()
-	osfs, err := storage.NewOSFS(dir)
-	require.NoError(t, err)
-	opts := DefaultOptions(dir)
-	opts.Node.NodeID, opts.Cluster.Enabled = "n1", true
-	require.NoError(t, checkIdentity(&opts, osfs, slog.New(slog.DiscardHandler)))
+	dir, osfs, opts := startedMember(t)
 	known := opts.Node.DataID
 
 	require.NoError(t, os.WriteFile(filepath.Join(dir, identityFile), []byte("{"), 0o644))
@@ -115,4 +105,17 @@ func TestADamagedIdentityIsRestoredWithItsDataID(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, identityFile), []byte(`{"node_id":"n1","cluster":true,"data_id":"`+known+`"}`), 0o644))
 	require.NoError(t, checkIdentity(&opts, osfs, slog.New(slog.DiscardHandler)))
 	require.Equal(t, known, opts.Node.DataID)
+}
+
+// startedMember is a new data directory whose identity checkIdentity
+// wrote for cluster member n1, with the options it filled in.
+func startedMember(t *testing.T) (string, storage.FS, Options) {
+	t.Helper()
+	dir := t.TempDir()
+	osfs, err := storage.NewOSFS(dir)
+	require.NoError(t, err)
+	opts := DefaultOptions(dir)
+	opts.Node.NodeID, opts.Cluster.Enabled = "n1", true
+	require.NoError(t, checkIdentity(&opts, osfs, slog.New(slog.DiscardHandler)))
+	return dir, osfs, opts
 }
