@@ -63,6 +63,14 @@ type Meta struct {
 	// its node runs on another data directory than before, or one that
 	// lost its metastore file. Only Step changes it; never cleared.
 	logLostAt uint64
+	// logLostTerm is the term of the heartbeat that set logLostAt: that
+	// term's leader holds this replica's acknowledged index above its log
+	// and probes it without end (each rejection brings the same append
+	// back at once, since the leader never backs off below what the
+	// replica acknowledged), so its appends are dropped while this
+	// replica's log stays below logLostAt. A later term's leader probes
+	// afresh and catches the replica up.
+	logLostTerm uint64
 	// snapshotsSent maps the raft id of a follower to the tick at which
 	// the latest MsgSnap to it was handed out (Ready); an entry leaves when
 	// the snapshot is reported (ReportSnapshot) or counted lost (Tick,
@@ -215,7 +223,7 @@ func (m *Meta) Step(msg *raftpb.Message) error {
 	}
 	if reason := m.checkPeerMessage(msg); reason != "" {
 		if reason == reasonCommitsPastLog {
-			m.logLostAt = max(m.logLostAt, msg.GetCommit())
+			m.logLostAt, m.logLostTerm = max(m.logLostAt, msg.GetCommit()), max(m.logLostTerm, msg.GetTerm())
 		}
 		return fmt.Errorf("%w: %s %s from raft id %d", ErrBadPeerMessage, msg.GetType(), reason, msg.GetFrom())
 	}

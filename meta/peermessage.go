@@ -55,6 +55,10 @@ func (m *Meta) checkPeerMessage(msg *raftpb.Message) string {
 		if last, err := m.storage.LastIndex(); err != nil || msg.GetCommit() > last {
 			return reasonCommitsPastLog
 		}
+	case raftpb.MsgApp:
+		if last, err := m.storage.LastIndex(); m.logLostAt > 0 && msg.GetTerm() == m.logLostTerm && (err != nil || last < m.logLostAt) {
+			return "comes from a leader that takes this replica's lost log for current"
+		}
 	case raftpb.MsgAppResp:
 		if last, err := m.storage.LastIndex(); !msg.GetReject() && (err != nil || msg.GetIndex() > last) {
 			return "acknowledges entries past this replica's log"

@@ -94,3 +94,25 @@ func TestARemovedReplicasProposalsAreRefused(t *testing.T) {
 	require.False(t, found)
 	c.requireApplied(c.propose(leader, createTopic("after", leader)), nil)
 }
+
+// Property: once a heartbeat said this replica lost entries it had
+// acknowledged, that term's appends are refused (its leader would probe
+// the replica without end: it never backs off below what the replica
+// acknowledged); a later term's leader probes afresh and is heard.
+func TestALeaderThatTakesALostLogForCurrentIsNotHeard(t *testing.T) {
+	c := newTestCluster(t, 3, 1, true, nil)
+	leader := c.waitLeader()
+	c.stabilize()
+	follower := c.meta(otherThan(c.ids, leader)[0])
+	from, to := c.meta(leader).self.RaftID, follower.self.RaftID
+	term := follower.raw.BasicStatus().GetTerm()
+	far, app, beat := uint64(1<<40), raftpb.MsgApp, raftpb.MsgHeartbeat
+	appendAt := func(term uint64) *raftpb.Message {
+		return &raftpb.Message{Type: &app, From: &from, To: &to, Term: &term, Index: &far, LogTerm: &term}
+	}
+	require.Empty(t, follower.checkPeerMessage(appendAt(term)), "heard before anything said its log was lost")
+
+	require.ErrorIs(t, follower.Step(&raftpb.Message{Type: &beat, From: &from, To: &to, Term: &term, Commit: &far}), ErrBadPeerMessage)
+	require.ErrorIs(t, follower.Step(appendAt(term)), ErrBadPeerMessage)
+	require.Empty(t, follower.checkPeerMessage(appendAt(term+1)), "a later term's leader is heard")
+}

@@ -186,3 +186,32 @@ func TestANodeStartedAgainSoonIsReadyOnItsEarlierStartsHeartbeat(t *testing.T) {
 	require.NoError(t, c.nodes[follower].Serving())
 	require.NoError(t, c.do(follower, producePinned("t", index, "on the earlier start's heartbeat")).Err)
 }
+
+// A replica that lost entries it had acknowledged (its node on an empty
+// data directory) is not probed without end: the leader never backs off
+// below what the replica acknowledged, so each rejection of its append
+// brought the same append back at once (986 appends in five seconds of
+// the harness, as fast as the network carries them). The replica drops
+// that leader's appends; a later leader catches it up (above).
+func TestAReplicaThatLostItsLogIsNotProbedWithoutEnd(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	follower := c.otherThan(leader)
+	appends := 0
+	c.drop = func(env msg.Envelope) bool {
+		if r, ok := env.Message.(msg.RaftMessage); ok && env.To == follower && r.Message.GetType() == raftpb.MsgApp {
+			appends++
+		}
+		return appends > 5_000 // ends the storm, should there be one
+	}
+	require.NoError(t, c.nodes[follower].Abandon())
+	c.disks[follower] = storage.NewMemFS(rand.New(rand.NewPCG(99, 1)))
+	c.metaPaths[follower] = filepath.Join(t.TempDir(), "elsewhere.db")
+	c.start(follower)
+	for range 50 {
+		c.tick(100) // member heartbeats make entries, which the leader appends
+	}
+	require.Less(t, appends, 50, "the leader probed the replica that lost its log without end")
+	_, lost := c.nodes[follower].meta.LogLost()
+	require.True(t, lost)
+}
