@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 
+	"narad/meta"
 	"narad/msg"
 )
 
@@ -27,8 +28,12 @@ func (n *Node) otherDataDirError() error {
 	if n.cfg.DataID == "" {
 		return nil
 	}
-	member, known := n.meta.State().Member(n.cfg.NodeID)
-	if !known || member.DataID == "" || member.DataID == n.cfg.DataID {
+	return n.otherDataDirOf(n.meta.State().Member(n.cfg.NodeID))
+}
+
+// otherDataDirOf is otherDataDirError given this node's member.
+func (n *Node) otherDataDirOf(member meta.Member, known bool) error {
+	if n.cfg.DataID == "" || !known || member.DataID == "" || member.DataID == n.cfg.DataID {
 		return nil
 	}
 	return msg.Unavailable("node %s runs on data directory %s, but the cluster's member %s is the one on data directory %s, "+

@@ -128,7 +128,8 @@ func (n *Node) gatherHeartbeat(id string, m msg.Heartbeat) {
 		n.warnRetiredBeat(id)
 		return
 	}
-	if member, known := n.meta.State().Member(id); known && member.DataID != "" && beat.DataID != "" && beat.DataID != member.DataID {
+	member, known := n.meta.State().Member(id)
+	if known && member.DataID != "" && beat.DataID != "" && beat.DataID != member.DataID {
 		n.warnOtherDataDirBeat(id, member.DataID, beat.DataID) // the metastore would change nothing for it
 		return
 	}
@@ -144,7 +145,7 @@ func (n *Node) gatherHeartbeat(id string, m msg.Heartbeat) {
 		round.proposeAtMs = n.nowMs + n.cfg.heartbeatGatherMs()
 		round.awaited, round.heard = n.meta.State().HeartbeatingMembers(), 0
 	}
-	if member, known := n.meta.State().Member(id); !gathered && known && member.Alive {
+	if !gathered && known && member.Alive {
 		round.heard++ // not retired: checked above
 	}
 	round.beats[id] = beat

@@ -23,20 +23,21 @@ import (
 // metastore stops writing before the leader can declare it dead and let
 // another node take its partitions over (force-promote).
 func (n *Node) writable() error {
-	if err := n.otherDataDirError(); err != nil {
-		return err
-	}
 	if err := n.writeFence(); err != nil {
 		return err
 	}
 	return n.diskLow()
 }
 
-// writeFence is writable's check of the node's contact with the
+// writeFence is writable's check of the node's standing in the
 // metastore, which readiness shares (Serving): a node that may not write
-// now is not ready either.
+// now is not ready either. Its member must be known by this data
+// directory (datadir.go), alive, and heard from lately.
 func (n *Node) writeFence() error {
 	member, ok := n.meta.State().Member(n.cfg.NodeID)
+	if err := n.otherDataDirOf(member, ok); err != nil {
+		return err
+	}
 	switch {
 	case !ok || !member.Alive:
 		return msg.Unavailable("node %s is not an alive member; retry on another node", n.cfg.NodeID)

@@ -802,9 +802,6 @@ func (n *Node) Serving() error {
 	if _, member := n.meta.State().Member(n.cfg.NodeID); !member {
 		return errors.New("this node is not a cluster member yet")
 	}
-	if err := n.otherDataDirError(); err != nil {
-		return err
-	}
 	return n.writeFence()
 }
 
