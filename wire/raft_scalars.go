@@ -27,14 +27,39 @@ const (
 	raftVoteField       protowire.Number = 13
 )
 
+// scalarRaft is a message of varint fields alone, as on the wire: each
+// field's value by number, and the set of numbers present. Both
+// directions go through it.
+type scalarRaft struct {
+	values [raftVoteField + 1]uint64
+	set    uint32
+}
+
+func (s scalarRaft) has(number protowire.Number) bool { return s.set&(1<<number) != 0 }
+
+// raftUint64Field is one of raftpb.Message's uint64 fields: its number
+// and the message's pointer field.
+type raftUint64Field struct {
+	number protowire.Number
+	field  **uint64
+}
+
+// raftUint64Fields lists m's uint64 fields, the ones the scalar codec
+// reads and writes besides the type and reject.
+func raftUint64Fields(m *raftpb.Message) [8]raftUint64Field {
+	return [...]raftUint64Field{
+		{raftToField, &m.To}, {raftFromField, &m.From}, {raftTermField, &m.Term}, {raftLogTermField, &m.LogTerm},
+		{raftIndexField, &m.Index}, {raftCommitField, &m.Commit}, {raftRejectHintField, &m.RejectHint}, {raftVoteField, &m.Vote},
+	}
+}
+
 // raftScalars holds a decoded message together with its fields' values,
 // which its pointer fields point into.
 type raftScalars struct {
 	message raftpb.Message
 	kind    raftpb.MessageType
 	reject  bool
-	// values holds the uint64 fields, in the order of buildScalarRaft's
-	// list.
+	// values holds the uint64 fields, in raftUint64Fields' order.
 	values [8]uint64
 }
 
@@ -43,30 +68,29 @@ type raftScalars struct {
 // type; it reports false, having allocated nothing, for anything else
 // (protobuf then decodes it, or refuses it).
 func decodeScalarRaft(b []byte) (*raftpb.Message, bool) {
-	var values [raftVoteField + 1]uint64
-	var seen uint32
+	var s scalarRaft
 	for len(b) > 0 {
 		number, kind, n := protowire.ConsumeTag(b)
-		if n < 0 || kind != protowire.VarintType || !isScalarRaftField(number) || seen&(1<<number) != 0 {
+		if n < 0 || kind != protowire.VarintType || !isScalarRaftField(number) || s.has(number) {
 			return nil, false
 		}
 		v, m := protowire.ConsumeVarint(b[n:])
 		if m < 0 {
 			return nil, false
 		}
-		seen |= 1 << number
-		values[number] = v
+		s.set |= 1 << number
+		s.values[number] = v
 		b = b[n+m:]
 	}
-	if seen&(1<<raftTypeField) != 0 {
-		if values[raftTypeField] > math.MaxInt32 {
+	if s.has(raftTypeField) {
+		if s.values[raftTypeField] > math.MaxInt32 {
 			return nil, false
 		}
-		if _, known := raftpb.MessageType_name[int32(values[raftTypeField])]; !known {
+		if _, known := raftpb.MessageType_name[int32(s.values[raftTypeField])]; !known {
 			return nil, false // a closed enum's unknown value goes to protobuf's unknown fields
 		}
 	}
-	return buildScalarRaft(values, seen), true
+	return s.message(), true
 }
 
 func isScalarRaftField(number protowire.Number) bool {
@@ -78,40 +102,27 @@ func isScalarRaftField(number protowire.Number) bool {
 	return false
 }
 
-// buildScalarRaft makes the message of the fields seen, each present
-// exactly when it was on the wire, as protobuf's pointer fields are.
-func buildScalarRaft(values [raftVoteField + 1]uint64, seen uint32) *raftpb.Message {
-	s := &raftScalars{}
-	m := &s.message
-	has := func(number protowire.Number) bool { return seen&(1<<number) != 0 }
-	if has(raftTypeField) {
-		s.kind = raftpb.MessageType(int32(values[raftTypeField]))
-		m.Type = &s.kind
+// message makes the message of the fields present, each set exactly when
+// it was on the wire, as protobuf's pointer fields are, in one
+// allocation.
+func (s scalarRaft) message() *raftpb.Message {
+	r := &raftScalars{}
+	m := &r.message
+	if s.has(raftTypeField) {
+		r.kind = raftpb.MessageType(int32(s.values[raftTypeField]))
+		m.Type = &r.kind
 	}
-	if has(raftRejectField) {
-		s.reject = protowire.DecodeBool(values[raftRejectField])
-		m.Reject = &s.reject
+	if s.has(raftRejectField) {
+		r.reject = protowire.DecodeBool(s.values[raftRejectField])
+		m.Reject = &r.reject
 	}
-	for i, field := range [...]struct {
-		number protowire.Number
-		into   **uint64
-	}{
-		{raftToField, &m.To}, {raftFromField, &m.From}, {raftTermField, &m.Term}, {raftLogTermField, &m.LogTerm},
-		{raftIndexField, &m.Index}, {raftCommitField, &m.Commit}, {raftRejectHintField, &m.RejectHint}, {raftVoteField, &m.Vote},
-	} {
-		if has(field.number) {
-			s.values[i] = values[field.number]
-			*field.into = &s.values[i]
+	for i, f := range raftUint64Fields(m) {
+		if s.has(f.number) {
+			r.values[i] = s.values[f.number]
+			*f.field = &r.values[i]
 		}
 	}
 	return m
-}
-
-// scalarRaft is a message of varint fields alone, ready to encode:
-// each field's value by number, and the set of numbers present.
-type scalarRaft struct {
-	values [raftVoteField + 1]uint64
-	set    uint32
 }
 
 // scalarRaftOf returns m's fields if m holds only the varint fields above
@@ -121,15 +132,9 @@ func scalarRaftOf(m *raftpb.Message) (s scalarRaft, ok bool) {
 		len(m.ProtoReflect().GetUnknown()) > 0 {
 		return scalarRaft{}, false
 	}
-	for _, field := range [...]struct {
-		number protowire.Number
-		value  *uint64
-	}{
-		{raftToField, m.To}, {raftFromField, m.From}, {raftTermField, m.Term}, {raftLogTermField, m.LogTerm},
-		{raftIndexField, m.Index}, {raftCommitField, m.Commit}, {raftRejectHintField, m.RejectHint}, {raftVoteField, m.Vote},
-	} {
-		if field.value != nil {
-			s.values[field.number], s.set = *field.value, s.set|1<<field.number
+	for _, f := range raftUint64Fields(m) {
+		if *f.field != nil {
+			s.values[f.number], s.set = **f.field, s.set|1<<f.number
 		}
 	}
 	if m.Type != nil {
@@ -145,7 +150,7 @@ func scalarRaftOf(m *raftpb.Message) (s scalarRaft, ok bool) {
 func (s scalarRaft) size() int {
 	size := 0
 	for number := raftTypeField; number <= raftVoteField; number++ {
-		if s.set&(1<<number) != 0 {
+		if s.has(number) {
 			size += protowire.SizeTag(number) + protowire.SizeVarint(s.values[number])
 		}
 	}
@@ -156,7 +161,7 @@ func (s scalarRaft) size() int {
 // marshalling writes it: the fields in number order.
 func (s scalarRaft) appendTo(b []byte) []byte {
 	for number := raftTypeField; number <= raftVoteField; number++ {
-		if s.set&(1<<number) != 0 {
+		if s.has(number) {
 			b = protowire.AppendVarint(protowire.AppendTag(b, number, protowire.VarintType), s.values[number])
 		}
 	}
