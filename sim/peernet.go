@@ -161,12 +161,17 @@ func (p *peerNetwork) send(from *simNode, env msg.Envelope) {
 func (p *peerNetwork) traceSent(env msg.Envelope) {
 	line := append(append(append(p.w.trace.begin(p.w.nowMs), "net "...), env.From...), '>')
 	line = append(append(line, env.To...), ' ')
-	if m, ok := env.Message.(msg.RaftMessage); ok { // describeMessage's "raft %s term %d", without allocating
-		line = append(append(append(line, "raft "...), m.Message.GetType().String()...), " term "...)
-		p.w.trace.end(strconv.AppendUint(line, m.Message.GetTerm(), 10))
+	if m, ok := env.Message.(msg.RaftMessage); ok { // describeMessage's, without allocating
+		p.w.trace.end(appendRaftDescription(line, m))
 		return
 	}
 	p.w.trace.end(append(line, describeMessage(env.Message)...))
+}
+
+// appendRaftDescription appends describeMessage's "raft TYPE term N".
+func appendRaftDescription(line []byte, m msg.RaftMessage) []byte {
+	line = append(append(append(line, "raft "...), m.Message.GetType().String()...), " term "...)
+	return strconv.AppendUint(line, m.Message.GetTerm(), 10)
 }
 
 // takeBuffer returns an empty encoding buffer, reused if one is free.
@@ -433,8 +438,8 @@ func traced(message msg.PeerMessage) bool {
 
 func describeMessage(message msg.PeerMessage) string {
 	switch m := message.(type) {
-	case msg.RaftMessage: // as "raft %s term %d" formats them
-		return "raft " + m.Message.GetType().String() + " term " + strconv.FormatUint(m.Message.GetTerm(), 10)
+	case msg.RaftMessage:
+		return string(appendRaftDescription(nil, m))
 	case msg.ForwardRequest:
 		return "forward #" + strconv.FormatUint(uint64(m.ID), 10) + " " + typeName(m.Request)
 	case msg.ForwardReply:
