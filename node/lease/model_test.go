@@ -386,12 +386,18 @@ func (m *machine) pickHandle(t *rapid.T) (offset, nonce uint64) {
 }
 
 func (m *machine) Reserve(t *rapid.T) {
+	m.reserveLike(t, "reserve", m.table.Reserve, m.model.reserve)
+}
+
+// reserveLike draws a high-watermark and a visibility, reserves with the
+// table's and the model's reserve, and requires them to agree.
+func (m *machine) reserveLike(t *rapid.T, name string, table, model func(nowMs int64, hwm uint64, visibilityMs int64) (lease.Reservation, bool)) {
 	hwm := m.hwm - rapid.Uint64Range(0, min(m.hwm, 2)).Draw(t, "hwm lag")
 	visibilityMs := rapid.Int64Range(1, 50).Draw(t, "visibility ms")
-	got, gotOK := m.table.Reserve(m.nowMs, hwm, visibilityMs)
-	want, wantOK := m.model.reserve(m.nowMs, hwm, visibilityMs)
+	got, gotOK := table(m.nowMs, hwm, visibilityMs)
+	want, wantOK := model(m.nowMs, hwm, visibilityMs)
 	if got != want || gotOK != wantOK {
-		t.Fatalf("reserve(now %d, hwm %d): got %+v %v, want %+v %v", m.nowMs, hwm, got, gotOK, want, wantOK)
+		t.Fatalf("%s(now %d, hwm %d): got %+v %v, want %+v %v", name, m.nowMs, hwm, got, gotOK, want, wantOK)
 	}
 	if gotOK {
 		m.handles = append(m.handles, got)
@@ -425,16 +431,7 @@ func (m *machine) Return(t *rapid.T) {
 }
 
 func (m *machine) ReserveReleased(t *rapid.T) {
-	hwm := m.hwm - rapid.Uint64Range(0, min(m.hwm, 2)).Draw(t, "hwm lag")
-	visibilityMs := rapid.Int64Range(1, 50).Draw(t, "visibility ms")
-	got, gotOK := m.table.ReserveReleased(m.nowMs, hwm, visibilityMs)
-	want, wantOK := m.model.reserveReleased(m.nowMs, hwm, visibilityMs)
-	if got != want || gotOK != wantOK {
-		t.Fatalf("reserve released(now %d, hwm %d): got %+v %v, want %+v %v", m.nowMs, hwm, got, gotOK, want, wantOK)
-	}
-	if gotOK {
-		m.handles = append(m.handles, got)
-	}
+	m.reserveLike(t, "reserve released", m.table.ReserveReleased, m.model.reserveReleased)
 }
 
 func (m *machine) Deliverable(t *rapid.T) {
