@@ -73,6 +73,11 @@ type Config struct {
 	// Join starts a fresh store with no configuration: the node waits to be
 	// added by a ConfChange proposed on the leader. Ignored on restart.
 	Join bool
+	// DataID names the data directory this replica's store lives in (the
+	// node's, Member.DataID once its first heartbeat applied). A vote
+	// request that names another directory for this replica is refused
+	// (votes.go). Empty: the replica names none and votes as raft says.
+	DataID string
 	// ElectionTicks is the election timeout in ticks (raft randomizes it
 	// to [ElectionTicks, 2*ElectionTicks)). Greater than HeartbeatTicks.
 	ElectionTicks int

@@ -23,7 +23,12 @@
 //
 //   - Tick(): one raft tick (the driver picks the period; ElectionTicks
 //     and HeartbeatTicks count them).
-//   - Step(msg): a raft message from a peer.
+//   - Step(msg): a raft message from a peer. Messages raft would panic
+//     on, or that no replica sends, are refused (peermessage.go), and so
+//     is a vote request that names another data directory for this
+//     replica than its own (Config.DataID; votes.go): a replica whose
+//     store was lost must not elect a candidate lacking what it had
+//     acknowledged.
 //   - Propose(cmd) on any replica that knows a leader (raft forwards a
 //     follower's proposal; ErrNoLeader otherwise, so the node answers
 //     503), and ProposeConfChange(change) on the leader only (a follower

@@ -65,6 +65,8 @@ func (m *Meta) checkPeerMessage(msg *raftpb.Message) string {
 		}
 	case raftpb.MsgSnap:
 		return checkSnapshot(msg.GetSnapshot())
+	case raftpb.MsgVote, raftpb.MsgPreVote:
+		return m.voteOfAnotherDataDir(msg)
 	}
 	return ""
 }

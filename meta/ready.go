@@ -52,6 +52,7 @@ func (m *Meta) Ready() Ready {
 	}
 	assert(m.usable() == nil, "Ready called on an unusable instance: %v", m.usable())
 	rd := m.raw.Ready()
+	m.nameVoters(rd.Messages)
 	messages := rd.Messages
 	if m.noteSnapshotsSent(rd.Messages) {
 		messages = loseSnapshots(messages)

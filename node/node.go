@@ -292,6 +292,7 @@ func New(cfg Config, fs storage.FS, metaStore *meta.Store, nowMs int64, observer
 	}
 	base := incarnation << incarnationNonceShift // this start's numbers: proposals, receipt nonces, forwards
 	cfg.Meta.ProposalSequenceBase = base
+	cfg.Meta.DataID = cfg.DataID
 	replica, err := meta.New(cfg.Meta, metaStore)
 	if err != nil {
 		_ = metaStore.Close()
