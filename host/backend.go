@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"narad/httpserve"
 	"narad/msg"
@@ -27,6 +28,14 @@ var errLoopStopped = errors.New("node loop stopped")
 // receive a late reply, and is left to the garbage collector.
 var replyChannels = sync.Pool{New: func() any { return make(chan msg.Reply, 1) }}
 
+// watchCloseAfter is how long a consume that may park waits for its
+// reply before its connection is watched for a client that leaves
+// (httpserve.WatchClose). Most long polls are answered at once, from
+// records at hand, and watching costs each a goroutine, a read and a
+// wake-up to stop it; a client that leaves within this time is noticed
+// this much later.
+const watchCloseAfter = 2 * time.Millisecond
+
 // Do implements httpapi.Backend.
 func (b *backend) Do(ctx context.Context, req msg.Request) msg.Reply {
 	id := b.loop.newRequestID()
@@ -38,20 +47,36 @@ func (b *backend) Do(ctx context.Context, req msg.Request) msg.Reply {
 	if consume, ok := req.(msg.Consume); ok && consume.WaitMs > 0 {
 		// It may park: a client that leaves must cancel ctx, which the
 		// connection server notices only when asked (docs/operations.md#http-connections).
+		timer := time.NewTimer(watchCloseAfter)
+		reply, answered := b.await(ctx, id, replyCh, timer.C)
+		timer.Stop()
+		if answered {
+			return reply
+		}
 		httpserve.WatchClose(ctx)
 	}
+	reply, _ := b.await(ctx, id, replyCh, nil)
+	return reply
+}
+
+// await waits for the reply to request id, until stop fires (answered
+// false; a nil stop never fires), the client leaves (ctx) or the loop
+// stops.
+func (b *backend) await(ctx context.Context, id msg.RequestID, replyCh chan msg.Reply, stop <-chan time.Time) (reply msg.Reply, answered bool) {
 	select {
 	case reply := <-replyCh:
 		replyChannels.Put(replyCh) // the loop sends one reply per request, and forgets the channel before it sends
-		return reply
+		return reply, true
 	case <-ctx.Done():
 		// The loop may still answer; the buffered channel absorbs it, and
 		// the loop, given the channel with the cancel, hands back the
 		// records of a consume answered that nobody will read.
 		_ = b.send(context.Background(), input{id: id, cancel: true, reply: replyCh})
-		return msg.Reply{ID: id, Err: msg.Unavailable("request cancelled: %v", ctx.Err())}
+		return msg.Reply{ID: id, Err: msg.Unavailable("request cancelled: %v", ctx.Err())}, true
 	case <-b.loop.done:
-		return b.replyAfterStop(id, replyCh)
+		return b.replyAfterStop(id, replyCh), true
+	case <-stop:
+		return msg.Reply{}, false
 	}
 }
 

@@ -17,9 +17,10 @@
 //     peerRefreshInterval) to the transport;
 //   - the HTTP server's goroutines (package httpserve, one per
 //     connection), which only decode requests, hand them to the loop
-//     through a bounded inbox, and wait for their reply; while a consume
-//     that may park waits, a second goroutine of its connection reads it
-//     to notice a client that leaves (httpserve.WatchClose);
+//     through a bounded inbox, and wait for their reply; once a consume
+//     that may park has waited watchCloseAfter (most are answered at
+//     once), a second goroutine of its connection reads it to notice a
+//     client that leaves (httpserve.WatchClose);
 //   - in a cluster, the goroutines of the node-to-node transport (package
 //     peer): its readers hand envelopes to the loop through a second
 //     bounded inbox (peers first, so client floods cannot delay Raft), and
