@@ -40,7 +40,7 @@ func decodeCreateTopic(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) 
 		return nil, invalidf("fanout_delay_ms requires parent")
 	}
 	if body.Parent != "" && !validTopicName(body.Parent) {
-		return nil, invalidf("invalid parent topic name %q", body.Parent)
+		return nil, invalidf("invalid parent topic name %s", quoteClipped(body.Parent))
 	}
 	request := msg.CreateTopic{
 		Parent:              body.Parent,
@@ -254,7 +254,7 @@ func decodeAttachChild(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) 
 	case body.Child == "":
 		return nil, invalidf("child is required")
 	case !validTopicName(body.Child):
-		return nil, invalidf("invalid child topic name %q", body.Child)
+		return nil, invalidf("invalid child topic name %s", quoteClipped(body.Child))
 	case body.DelayMs < 0:
 		return nil, invalidf("delay_ms must be >= 0")
 	}
@@ -276,7 +276,7 @@ func decodeDetachChild(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) 
 	}
 	child := r.PathValue("child")
 	if !validTopicName(child) {
-		return nil, invalidf("invalid child topic name %q", child)
+		return nil, invalidf("invalid child topic name %s", quoteClipped(child))
 	}
 	return msg.DetachChild{Parent: parent, Child: child}, nil
 }

@@ -193,5 +193,5 @@ func foldKey(key string) string {
 
 // errDuplicateKey is the decode error of a key given twice.
 func errDuplicateKey(key string) error {
-	return fmt.Errorf("duplicate field %q", key)
+	return fmt.Errorf("duplicate field %s", quoteClipped(key))
 }

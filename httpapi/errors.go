@@ -3,6 +3,8 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
+	"strconv"
+	"unicode/utf8"
 
 	"narad/msg"
 )
@@ -76,6 +78,40 @@ func failure(err *msg.Error) *ErrorResponse {
 // invalidf builds a 400 decode failure.
 func invalidf(format string, args ...any) *ErrorResponse {
 	return failure(msg.Invalid(format, args...))
+}
+
+// echoBytesMax bounds the client text (a name, a key, a value) that an
+// error message quotes. Quoted whole, a field name that filled a 16 MiB
+// batch line made a 49 MB answer (each byte escaped), built and held
+// outside every budget.
+const echoBytesMax = 128
+
+// quoteClipped quotes text for an error message, as %q does, keeping at
+// most echoBytesMax bytes of it (cut at a character's start); a longer
+// text is quoted cut, followed by its length.
+func quoteClipped[T string | []byte](text T) string {
+	if len(text) <= echoBytesMax {
+		return strconv.Quote(string(text))
+	}
+	cut := echoBytesMax
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return strconv.Quote(string(text[:cut])) + "... (" + strconv.Itoa(len(text)) + " bytes)"
+}
+
+// clipMessage cuts text that may hold client text whole (a message of
+// encoding/json's, a number as written) to at most 2*echoBytesMax bytes,
+// marked with "...".
+func clipMessage[T string | []byte](text T) string {
+	if len(text) <= 2*echoBytesMax {
+		return string(text)
+	}
+	cut := 2 * echoBytesMax
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return string(text[:cut]) + "..."
 }
 
 // assert panics with a message naming what broke when ok is false.

@@ -135,7 +135,7 @@ func schemaVersionParam(r *http.Request) (int, *ErrorResponse) {
 	}
 	version, err := strconv.Atoi(query.Get("version"))
 	if err != nil || version < 1 {
-		return 0, invalidf("invalid version %q: want an integer >= 1", query.Get("version"))
+		return 0, invalidf("invalid version %s: want an integer >= 1", quoteClipped(query.Get("version")))
 	}
 	return version, nil
 }

@@ -307,10 +307,10 @@ func (d *lineDecoder) matchField(name jsonValue) (lineField, bool) {
 	field, known := lookupField(text)
 	switch {
 	case !known:
-		d.failf("json: unknown field %q", text)
+		d.failf("json: unknown field %s", quoteClipped(text))
 		return 0, false
 	case d.seen[field]:
-		d.failf("json: duplicate field %q", text)
+		d.failf("json: duplicate field %s", quoteClipped(text))
 		return 0, false
 	}
 	d.seen[field] = true
@@ -355,7 +355,7 @@ func (d *lineDecoder) storePartition(value jsonValue) {
 	text := d.line[value.start:value.end]
 	partition, ok := parseJSONInt(text)
 	if !ok {
-		d.failType("number "+string(text), fieldPartition)
+		d.failType("number "+clipMessage(text), fieldPartition)
 		return
 	}
 	d.partition = partition

@@ -91,7 +91,7 @@ func plainQueryRepeatsName(query string) bool {
 func duplicateParameter(values url.Values) *ErrorResponse {
 	for _, name := range slices.Sorted(maps.Keys(values)) {
 		if len(values[name]) > 1 {
-			return invalidf("duplicate query parameter %q", name)
+			return invalidf("duplicate query parameter %s", quoteClipped(name))
 		}
 	}
 	assert(false, "duplicateParameter found no parameter given twice")
@@ -103,7 +103,7 @@ func duplicateParameter(values url.Values) *ErrorResponse {
 func rejectDuplicates(query url.Values, names ...string) *ErrorResponse {
 	for _, name := range names {
 		if len(query[name]) > 1 {
-			return invalidf("duplicate query parameter %q", name)
+			return invalidf("duplicate query parameter %s", quoteClipped(name))
 		}
 	}
 	return nil
@@ -327,13 +327,13 @@ func describeJSONError(err error) string {
 	case errors.Is(err, io.EOF):
 		return "the body is empty"
 	case !errors.As(err, &typeError):
-		return strings.TrimPrefix(err.Error(), "json: ") // "invalid json: unknown field", not "invalid json: json: ..."
+		return clipMessage(strings.TrimPrefix(err.Error(), "json: ")) // "invalid json: unknown field", not "invalid json: json: ..."
 	}
 	subject := "the body"
 	if typeError.Field != "" {
 		subject = fieldNamed(typeError.Field)
 	}
-	return typeMismatch(subject, jsonKind(typeError.Type), typeError.Value)
+	return typeMismatch(subject, jsonKind(typeError.Type), clipMessage(typeError.Value))
 }
 
 // typeMismatch words a JSON value of the wrong type, in a body or a batch

@@ -415,8 +415,8 @@ func parseInstance(payload []byte) (instance any, problem string) {
 		// The parse kept the last of a key given twice in one object and
 		// the schema would judge that one, while a consumer's parser may
 		// take the first: a record the schema passed could break it there.
-		return nil, fmt.Sprintf("the payload gives the key %q twice in one object; a topic with a schema takes each key once, as its readers may keep either value",
-			findDuplicateKey(payload, nil))
+		return nil, fmt.Sprintf("the payload gives the key %s twice in one object; a topic with a schema takes each key once, as its readers may keep either value",
+			quoteClipped(findDuplicateKey(payload, nil)))
 	}
 	return instance, ""
 }
