@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 )
 
 // answerRefusal answers a request the server refused itself, then the
@@ -20,6 +21,8 @@ func (c *conn) answerRefusal(err error) {
 	out = strconv.AppendInt(out, int64(failure.status), 10)
 	out = append(out, ' ')
 	out = append(out, http.StatusText(failure.status)...)
+	out = append(out, "\r\nDate: "...) // an origin server's 4xx must carry one (RFC 9110 6.6.1)
+	out = append(out, c.server.dates.get(time.Now())...)
 	out = append(out, "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: "...)
 	out = strconv.AppendInt(out, int64(len(body)), 10)
 	out = append(out, "\r\n\r\n"...)

@@ -229,6 +229,7 @@ func TestRefusals(t *testing.T) {
 			response, body := conn.response(t, "GET")
 			require.Equal(t, tc.status, response.StatusCode)
 			require.Contains(t, body, `{"error":`)
+			require.NotEmpty(t, response.Header.Get("Date"), "a 4xx of an origin server carries Date (RFC 9110 6.6.1)")
 			require.True(t, response.Close)
 			require.True(t, conn.closed(t))
 			require.Equal(t, tc.reason, refused.Load())
