@@ -66,7 +66,7 @@ func newByteBudget(bytesMax int64, admitAlone bool, names budgetMetrics, reg pro
 // largest body.
 func newBodyBudget(bytesMax int64, reg prometheus.Registerer) *byteBudget {
 	return newByteBudget(bytesMax, false, budgetMetrics{
-		inFlight: "request_body_bytes_in_flight", inFlightHelp: "Request body bytes held (buffers sized by the bytes that arrived) by requests not yet answered.",
+		inFlight: "request_body_bytes_in_flight", inFlightHelp: "Request body bytes held (buffers sized by the bytes that arrived, 4 KiB at first) by requests not yet answered.",
 		refused: "request_body_budget_refused_total", refusedHelp: "Requests refused (503) because request bodies in flight held their cap.",
 		bytesMax: "request_body_bytes_in_flight_max", bytesMaxHelp: "Cap of the request body bytes held at once.",
 	}, reg)

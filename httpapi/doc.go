@@ -58,7 +58,8 @@
 //   - Every list in a reply body is a JSON array, never null.
 //   - Decoding reads at most the configured body caps plus one byte, into
 //     a buffer that grows with the bytes that arrived (at most twice
-//     them): an announced Content-Length reserves nothing. The bytes read
+//     them, or readStartBytes, 4 KiB, before the first arrived): an
+//     announced Content-Length reserves nothing more. The bytes read
 //     count against CodecConfig.BodyBytesInFlightMax until the answer; a
 //     read past it answers 503.
 //   - An encoded consume or replay reply counts against

@@ -198,9 +198,12 @@ func readBody(r *http.Request, bytesMax int64) ([]byte, *ErrorResponse) {
 	return body, nil
 }
 
-// readStartBytes is the first buffer of a body read; it doubles as the
-// bytes arrive.
-const readStartBytes = 64 << 10
+// readStartBytes is the first buffer of a body read, reserved before any
+// of its bytes arrived; it doubles as they arrive. The connection's own
+// input buffer is as large: a request that sent its header and nothing
+// more holds this much of the body budget (at 64 KiB, 4,096 such
+// connections held the default 256 MiB budget, and every produce got 503).
+const readStartBytes = 4 << 10
 
 // errBodyOverCap: a body read by readGrowing holds more than its cap.
 var errBodyOverCap = errors.New("request body over its cap")
