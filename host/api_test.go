@@ -174,6 +174,9 @@ func TestClusterHealthAndMetricsRoutes(t *testing.T) {
 		`narad_inflight_size{partition=`,
 		`narad_consumer_lag_messages{partition=`,
 		`narad_topics_total 1`,
+		`narad_topics_max 10000`,
+		`narad_owned_partitions 3`, // m's three partitions, all on this node
+		`narad_owned_partitions_max 20000`,
 		`narad_moves_inflight 0`,
 		`narad_moves_sessions 0`,
 		`narad_moves_frozen_partitions 0`,

@@ -78,6 +78,9 @@ type Metrics struct {
 	// (node.PeerMarkedDown), set by the loop at each peer check.
 	peerMarkedDown *prometheus.GaugeVec
 	moves          *moveMetrics
+	// placement shows the placement limits and this node's count under
+	// them, so that their 409s can be seen coming.
+	placement placementGauges
 	// flowMu guards flows: the produced or consumed counters (messages,
 	// bytes) of each partition seen, so that a record counted does not
 	// format and hash its labels again. Its keys are the label sets of
@@ -189,7 +192,7 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 			Help: "Envelopes dropped because this node runs without a cluster transport."}),
 	}
 	m.register(reg)
-	m.peerMarkedDown = newPeerMarkedDown(reg)
+	m.peerMarkedDown, m.placement = newPeerMarkedDown(reg), newPlacementGauges(reg)
 	m.moves = newMoveMetrics(reg)
 	m.fanout = newFanoutMetrics(reg)
 	return m
@@ -329,6 +332,7 @@ func (m *Metrics) setInventory(s node.Stats, partitions []node.PartitionState) {
 	m.moves.frozen.Set(float64(s.FrozenPartitions))
 	m.topics.Set(float64(s.Topics))
 	m.partitions.Set(float64(s.Partitions))
+	m.placement.set(s)
 	m.openLogs.Set(float64(s.OpenLogs))
 	m.openLogsMax.Set(float64(s.OpenLogsMax))
 	m.zeroTailBytes.Set(float64(s.ZeroTailBytes))

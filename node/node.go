@@ -817,6 +817,13 @@ func (n *Node) MetaAppliedIndex() uint64 { return n.meta.AppliedIndex() }
 // Stats are the node's inventory numbers, for metrics.
 type Stats struct {
 	Topics, Partitions, OpenLogs, ParkedPolls int
+	// TopicsMax is the cluster's bound of Topics (Config.TopicsMax) as
+	// this node holds it; a create past it is refused.
+	TopicsMax int
+	// OwnedPartitions counts the partitions this node owns in its replica
+	// of the placement, the count Config.PartitionsPerNodeMax
+	// (OwnedPartitionsMax) bounds: past it a create or a grow is refused.
+	OwnedPartitions, OwnedPartitionsMax int
 	// OpenLogsMax is the cap of OpenLogs; LogEvictions counts the logs
 	// closed since start to stay under it.
 	OpenLogsMax  int
@@ -872,9 +879,15 @@ func (n *Node) Stats() Stats {
 	s := Stats{Topics: len(topics), ParkedPolls: n.waiters.parked(), OpenLogs: len(n.store.OpenDirs()), MovesInFlight: len(n.meta.State().Moves()),
 		OpenLogsMax: n.store.OpenMax(), LogEvictions: n.logEvictions, RelaysInFlight: n.relays.inFlight, RelaysInFlightMax: n.cfg.RelaysInFlightMax,
 		RelayBytesInFlight: n.relays.bytesInFlight, RelayBytesInFlightMax: n.cfg.RelayBytesInFlightMax,
-		HeldRequests: len(n.held), HeldRequestsMax: n.cfg.HeldRequestsMax}
+		HeldRequests: len(n.held), HeldRequestsMax: n.cfg.HeldRequestsMax,
+		TopicsMax: n.cfg.TopicsMax, OwnedPartitionsMax: n.cfg.PartitionsPerNodeMax}
 	for _, record := range topics {
 		s.Partitions += record.Partitions
+		for _, a := range record.Assignments {
+			if a.Owner == n.cfg.NodeID {
+				s.OwnedPartitions++
+			}
+		}
 	}
 	s.MoveSessions, s.FrozenPartitions = len(n.moves), len(n.FrozenPartitions())
 	s.RestingDestinations = n.restingDestinations()
