@@ -84,7 +84,7 @@ func (a *app) replay(ctx context.Context, broker *client.Client, topic string, o
 			continue
 		}
 		if err != nil || message == nil {
-			a.printReplaySummary(replayed, skipped, options.partition, bounds)
+			a.printReplaySummary(replayed, skipped, options, bounds)
 			return err
 		}
 		if err := printer.print(*message); err != nil {
@@ -93,13 +93,21 @@ func (a *app) replay(ctx context.Context, broker *client.Client, topic string, o
 		replayed++
 		offset = max(message.Offset, offset) + 1
 	}
-	a.printReplaySummary(replayed, skipped, options.partition, bounds)
+	a.printReplaySummary(replayed, skipped, options, bounds)
 	return nil
 }
 
-func (a *app) printReplaySummary(replayed, skipped, partition int, bounds replayRange) {
-	if bounds.from >= bounds.to {
+// printReplaySummary says what was read. An empty range names --from
+// only when it was given: without it the range starts at the oldest
+// retained record, and an empty partition is not a wrong flag.
+func (a *app) printReplaySummary(replayed, skipped int, options replayOptions, bounds replayRange) {
+	partition := options.partition
+	if bounds.from >= bounds.to && options.fromGiven {
 		fmt.Fprintf(a.stderr, "%d message(s) replayed from p%d: --from %d is at or past its end (%d)\n", replayed, partition, bounds.from, bounds.to)
+		return
+	}
+	if bounds.from >= bounds.to {
+		fmt.Fprintf(a.stderr, "%d message(s) replayed from p%d: it retains no record below offset %d\n", replayed, partition, bounds.to)
 		return
 	}
 	fmt.Fprintf(a.stderr, "%d message(s) replayed from p%d [%d, %d)\n", replayed, partition, bounds.from, bounds.to)

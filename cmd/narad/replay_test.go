@@ -91,3 +91,14 @@ func TestReplayFromPastTheEndSaysSo(t *testing.T) {
 	assert.Empty(t, h.stdout.String())
 	assert.Equal(t, "0 message(s) replayed from p0: --from 50 is at or past its end (6)\n", h.stderr.String())
 }
+
+// An empty partition replayed without --from says it holds nothing, not
+// that a --from the user never gave is past its end.
+func TestReplayOfAnEmptyPartitionNamesNoFlag(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).
+		on("GET /v1/topics/orders", reply{200, `{"name":"orders","partition_stats":[{"index":0,"oldest_offset":0,"high_watermark":0}]}`})
+	h.againstOK(broker, "replay", "orders", "--partition", "0")
+	assert.Empty(t, h.stdout.String())
+	assert.Equal(t, "0 message(s) replayed from p0: it retains no record below offset 0\n", h.stderr.String())
+}
