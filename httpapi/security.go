@@ -78,11 +78,22 @@ func (h *apiHandler) authenticate(r *http.Request, route string) (auth.Identity,
 	case auth.ErrUnauthenticated:
 		return auth.Identity{}, unauthenticated()
 	case auth.ErrNoUsersYet:
-		response := unavailable(auth.ErrNoUsersYet.Error())
+		response := unavailable(h.noUsersYet())
 		return auth.Identity{}, &response
 	}
 	response := unavailable("authentication unavailable; retry")
 	return auth.Identity{}, &response
+}
+
+// noUsersYet says why no user is known: with the node's readiness answer
+// when it is not ready, since a node that will not become ready by
+// waiting (on another data directory, say) would send its client to
+// retry for ever.
+func (h *apiHandler) noUsersYet() string {
+	if err := h.backend.Ready(); err != nil {
+		return auth.ErrNoUsersYet.Error() + "; this node is not ready: " + err.Error()
+	}
+	return auth.ErrNoUsersYet.Error()
 }
 
 // throttled is the 429 of a user whose bucket of attempts is empty, with
