@@ -47,7 +47,7 @@ func (o *serveOptions) register(flags *pflag.FlagSet) {
 	flags.StringVar(&o.addr, "addr", "", "HTTP listen address host:port (default :7942)")
 	flags.IntVar(&o.clusterPort, "cluster-port", 0, "node-to-node port (keeps the host of cluster.addr; default 7943)")
 	flags.StringVar(&o.nodeID, "node-id", "", "this node's id (default: the host name)")
-	flags.StringVar(&o.dataDir, "data-dir", "", "data directory (default: data)")
+	flags.StringVar(&o.dataDir, "data-dir", "", "data directory (default: storage.data_dir, \"data\"; with --dev ~/.narad/data)")
 	flags.StringVar(&o.logLevel, "log-level", "", "debug, info, warn or error (default info)")
 	flags.StringVar(&o.logFormat, "log-format", "", "json or text (default json)")
 	flags.StringVar(&o.pprofAddr, "pprof-addr", "", "serve /debug/pprof on this host:port (unauthenticated)")
