@@ -476,3 +476,43 @@ func TestResyncRefusesAFrameEndingTheLastPayload(t *testing.T) {
 	require.Equal(t, uint64(11), offset)
 	require.NoError(t, log.Close())
 }
+
+// A close that leaves a sealed segment past the persisted HWM (records
+// appended after the last round rolled it), then damage to the frame just
+// below that HWM, whose intact successor ends the sealed segment: the
+// successor claims an offset below the next segment's base, which was
+// appended, so the first recovery takes it as every later one does (the
+// first writes an HWM past the segment). Refused by the first alone, the
+// two disagreed on the corrupt offsets, and a move's copy, recovered under
+// the source's HWM, was refused at every try.
+func TestRecoveriesAgreeOnASealedSegmentPastThePersistedHWM(t *testing.T) {
+	fs, cfg := newLogMemFS(1), smallLogConfig()
+	const frameBytes = frameHeaderBytes + recordOverheadBytes + 200 // 17 fit a segment of smallLogConfig
+	record := func(i uint64) Record { return Record{TimeMs: int64(i), Payload: bytes.Repeat([]byte{byte(i)}, 200)} }
+	log, _ := openTestLog(t, fs, "p", cfg)
+	for i := range uint64(18) {
+		_, err := log.Append(record(i))
+		require.NoError(t, err)
+		if i == 15 {
+			require.NoError(t, log.Sync()) // persists 16: records 16 and 17 are never synced
+		}
+	}
+	require.Equal(t, uint64(17), log.active().base, "record 17 rolled the segment holding 16")
+	require.NoError(t, log.Close())
+	flipByte(t, fs, segmentPath("p", 0), 15*frameBytes+frameHeaderBytes+100) // the payload of 15
+
+	source, first := openTestLog(t, fs, "p", cfg)
+	require.Equal(t, []uint64{15}, first.CorruptOffsets)
+	got, err := source.Read(16)
+	require.NoError(t, err)
+	requireSameRecord(t, record(16), got)
+	stageCopy(t, fs, "copy", cfg, source)
+	_, err = VerifyStaged(fs, "copy", cfg, source.HWM(), source.Corruption())
+	require.NoError(t, err, "the copy recovers with the source's corruption")
+	require.NoError(t, source.Close())
+
+	again, second := openTestLog(t, fs, "p", cfg)
+	require.Equal(t, first.CorruptOffsets, second.CorruptOffsets)
+	require.Equal(t, first.HWM, second.HWM)
+	require.NoError(t, again.Close())
+}

@@ -222,15 +222,19 @@
 //
 // Either frame is taken only if corroborated: the frame right after it is
 // valid and claims the next offset, or it ends where the segment's content
-// ends (end of file or zero tail) and claims an offset below the persisted
-// HWM, which must exist. A frame inside a payload is followed by the rest
-// of the payload or by the genuine next frame, whose offset does not
-// follow its own, so it is refused; a torn tail after a frame does not
-// corroborate it either (the rest of a payload looks the same). The
-// walk's frame is also taken uncorroborated when the scan's corroborated
-// frame lies after it and claims a higher offset, or when the scan finds
-// none and it claims an offset below the persisted HWM, so an intact frame
-// between two damaged ones is kept. Otherwise a frame nothing corroborates is
+// ends (end of file or zero tail) and claims an offset that must exist:
+// below the persisted HWM, or, in a sealed segment, below the next
+// segment's base (a roll starts a segment at Next; the first recovery
+// after a close or crash that left a sealed segment above the persisted
+// HWM writes an HWM past it, so every later recovery would take such a
+// frame, and the first must agree). A frame inside a payload is followed
+// by the rest of the payload or by the genuine next frame, whose offset
+// does not follow its own, so it is refused; a torn tail after a frame
+// does not corroborate it either (the rest of a payload looks the same).
+// The walk's frame is also taken uncorroborated when the scan's
+// corroborated frame lies after it and claims a higher offset, or when
+// the scan finds none and it claims an offset that must exist, so an
+// intact frame between two damaged ones is kept. Otherwise a frame nothing corroborates is
 // reported corrupt with the damaged ones: lost and said so, never served
 // wrongly.
 //

@@ -372,7 +372,7 @@ func (r *recoverer) resync(badPosition int64, expected, nextBase uint64) (scanne
 		}
 	}
 	scanned, scannedFound, err := r.resyncByScan(badPosition, expected, nextBase)
-	if err != nil || !walkedFound || !r.keepWalked(walked, scanned, scannedFound) {
+	if err != nil || !walkedFound || !r.keepWalked(walked, scanned, scannedFound, nextBase) {
 		return scanned, scannedFound, err
 	}
 	return walked, true, nil
@@ -385,13 +385,27 @@ func (r *recoverer) resync(badPosition int64, expected, nextBase uint64) (scanne
 // the scan's frame is taken unless it claims more than the walked one and
 // lies after it. Then the walked frame is an intact one before further
 // damage (an intact frame between two damaged ones) and is kept, as it is
-// when the scan finds nothing and it claims an offset below the persisted
-// HWM, which must exist.
-func (r *recoverer) keepWalked(walked, scanned scannedFrame, scannedFound bool) bool {
+// when the scan finds nothing and it claims an offset that was appended
+// (appended).
+func (r *recoverer) keepWalked(walked, scanned scannedFrame, scannedFound bool, nextBase uint64) bool {
 	if scannedFound {
 		return scanned.offset > walked.offset && scanned.position > walked.position
 	}
-	return walked.offset < r.persistedHWM
+	return r.appended(walked.offset, nextBase)
+}
+
+// appended reports whether offset was surely appended to the log, so that
+// a frame claiming it may end the content of the segment the segment of
+// nextBase follows: it is below the persisted HWM, or below the base of a
+// next segment (a roll starts a segment at Next, so every offset before
+// it was appended, synced or not). The second matters to the first
+// recovery after a close or a crash that left a sealed segment above the
+// persisted HWM: that recovery writes an HWM past the segment, so every
+// later one takes what the first would have refused, and the two would
+// disagree on the corrupt offsets (a move's copy, recovered under the
+// source's HWM, is then refused for it).
+func (r *recoverer) appended(offset, nextBase uint64) bool {
+	return offset < r.persistedHWM || (nextBase != math.MaxUint64 && offset < nextBase)
 }
 
 // resyncByLength follows the length fields from the damaged frame. Damage
@@ -478,8 +492,9 @@ func canFollow(frame scannedFrame, badPosition int64, expected, nextBase uint64)
 // corroborated reports whether the content after a frame resync found
 // agrees that it is a genuine one: the next frame is valid and claims the
 // next offset, or the candidate ends where the segment's valid content
-// ends (the end of the file, or a zero tail) and claims an acknowledged
-// offset, below the persisted HWM, which must exist. A frame encoded in a
+// ends (the end of the file, or a zero tail) and claims an offset that
+// must exist (appended: below the persisted HWM, or, in a sealed segment,
+// below the next segment's base). A frame encoded in a
 // payload is followed by the rest of that payload, or by the genuine next
 // frame whose offset does not follow its own, so it fails; one at the very
 // end of the log's last payload would claim an offset never written, at or
@@ -496,7 +511,7 @@ func (r *recoverer) corroborated(candidate scannedFrame, nextBase uint64) (bool,
 			return true, nil
 		}
 	}
-	if candidate.offset >= r.persistedHWM {
+	if !r.appended(candidate.offset, nextBase) {
 		return false, nil
 	}
 	return r.zeroFrom(end)
