@@ -76,7 +76,22 @@ func (s *peekSession) start(ctx context.Context) error {
 		s.cursors = append(s.cursors, peekCursor{partition: stat.Index})
 	}
 	s.takeStats(stats)
+	s.readOneFirst()
 	return nil
+}
+
+// readOneFirst makes the first sweep read one ready partition, even one
+// at its tail. Any user may read the stats, but a replay read needs
+// consume on the topic: a peek of an idle topic read nothing, so one by a
+// user without the grant waited in silence (and ended 0 when interrupted)
+// until a record arrived. The read's 403 (or 401) now ends it at once.
+func (s *peekSession) readOneFirst() {
+	for i := range s.cursors {
+		if s.cursors[i].ready {
+			s.cursors[i].endKnown = false
+			return
+		}
+	}
 }
 
 func (s *peekSession) partitionStats(ctx context.Context) ([]client.PartitionStats, error) {

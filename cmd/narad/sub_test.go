@@ -158,12 +158,13 @@ const twoPartitionStatsGrown = `{"name":"orders","partitions":2,"partition_stats
 func TestSubPeekStartsAtTheTail(t *testing.T) {
 	h := newHarness(t)
 	broker := newFakeBroker(t).on("GET /v1/topics/orders", reply{200, twoPartitionStats}, reply{200, twoPartitionStatsGrown}).
-		on(consumeRoute, reply{204, ""}, reply{200, jsonMessage})
+		on(consumeRoute, reply{204, ""}, reply{204, ""}, reply{200, jsonMessage})
 	h.againstOK(broker, "sub", "orders", "--peek", "--max", "1")
 	reads := broker.seen(consumeRoute)
-	require.GreaterOrEqual(t, len(reads), 2)
-	assert.Equal(t, "offset=5&partition=0", reads[0].Query, "partition 0 starts at its high watermark")
-	assert.Equal(t, "offset=42&partition=1", reads[1].Query, "partition 1 starts at its high watermark")
+	require.GreaterOrEqual(t, len(reads), 3)
+	assert.Equal(t, "offset=5&partition=0", reads[0].Query, "the first sweep reads one partition at its tail: may the caller read?")
+	assert.Equal(t, "offset=5&partition=0", reads[1].Query, "partition 0 starts at its high watermark")
+	assert.Equal(t, "offset=42&partition=1", reads[2].Query, "partition 1 starts at its high watermark")
 	assert.Equal(t, "[p1 @42] key=user-7 22:13:20.123 {\"id\":7}\n", h.stdout.String())
 	assert.Empty(t, broker.seen(ackRoute), "peek takes no leases and sends no acks")
 	assert.Contains(t, h.stderr.String(), "1 message(s)\n")
@@ -294,8 +295,9 @@ func TestSubWithoutAcksReleasesNothing(t *testing.T) {
 // TestAnIdlePeekReadsOnlyTheStats: while no partition has records past
 // its cursor, a peek reads the topic's stats once per pause and replays
 // nothing (it read every partition at each pause: about 270 reads a
-// second on 108 partitions); a partition whose end moves is the only one
-// read.
+// second on 108 partitions) but the one read at the start that checks
+// the caller may read the topic; a partition whose end moves is the only
+// one read.
 func TestAnIdlePeekReadsOnlyTheStats(t *testing.T) {
 	h := newHarness(t)
 	var stats strings.Builder
@@ -311,11 +313,29 @@ func TestAnIdlePeekReadsOnlyTheStats(t *testing.T) {
 		`{"index":5,"oldest_offset":0,"next_offset":4,"high_watermark":4`, 1)
 	message := `{"topic":"orders","partition":5,"offset":3,"payload":"late","timestamp":1700000000}`
 	broker := newFakeBroker(t).on("GET /v1/topics/orders", reply{200, stats.String()}, reply{200, stats.String()},
-		reply{200, stats.String()}, reply{200, grown}).on(consumeRoute, reply{200, message})
+		reply{200, stats.String()}, reply{200, grown}).on(consumeRoute, reply{204, ""}, reply{200, message})
 	h.againstOK(broker, "sub", "orders", "--peek", "--max", "1")
 	reads := broker.seen(consumeRoute)
-	require.Len(t, reads, 1, "only the partition whose end moved was read")
-	assert.Equal(t, "offset=3&partition=5", reads[0].Query)
+	require.Len(t, reads, 2, "the check at the start, then only the partition whose end moved was read")
+	assert.Equal(t, "offset=3&partition=0", reads[0].Query, "the check: one partition at its tail")
+	assert.Equal(t, "offset=3&partition=5", reads[1].Query)
 	assert.Len(t, broker.seen("GET /v1/topics/orders"), 4, "one read of the stats at the start and after each pause")
 	assert.Equal(t, "[p5 @3] 22:13:20.000 late\n", h.stdout.String())
+}
+
+// Any user may read a topic's stats, but a replay read needs consume on
+// the topic. A peek of an idle topic by a user without the grant read
+// only the stats, so it waited in silence until a record arrived, and
+// exited 0 when interrupted (review finding). It must end at once with
+// the 403. The deadline only bounds the test.
+func TestPeekWithoutTheConsumeGrantEndsAtOnce(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on("GET /v1/topics/orders", reply{200, twoPartitionStats}).
+		on(consumeRoute, reply{403, `{"error":"user \"none\" has no consume grant on topic \"orders\""}`})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	code := h.runContext(ctx, "-s", broker.server.URL, "sub", "orders", "--peek")
+	require.NoError(t, ctx.Err(), "peek ended on its own; stderr:\n%s", h.stderr)
+	assert.Equal(t, exitError, code, "stderr:\n%s", h.stderr)
+	assert.Contains(t, h.stderr.String(), "http 403: user \"none\" has no consume grant")
 }
