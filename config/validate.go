@@ -26,6 +26,10 @@ const (
 	// connection proves it, so a short one is a guessable key to the
 	// metastore (`narad cluster up` makes 24 random bytes).
 	clusterSecretBytesMin = 16
+	// adminPasswordBytesMax is the longest root password: bcrypt hashes
+	// at most 72 bytes, so auth refuses longer passwords, and a longer
+	// NARAD_ADMIN_PASSWORD could never be used to sign in.
+	adminPasswordBytesMax = 72
 	// clusterPeersMax bounds the peer list.
 	clusterPeersMax = 1000
 	// segmentBytesMin and segmentBytesMax bound a log segment.
@@ -214,6 +218,9 @@ func (c Config) validateSecurity(found *problems) {
 	}
 	if secret := c.Security.ClusterSecret; secret != "" && len(secret) < clusterSecretBytesMin {
 		found.add("security.cluster_secret", "NARAD_CLUSTER_SECRET must be at least %d bytes (got %d)", clusterSecretBytesMin, len(secret))
+	}
+	if len(c.Security.AdminPassword) > adminPasswordBytesMax {
+		found.add("security.admin_password", "NARAD_ADMIN_PASSWORD must be at most %d bytes (got %d)", adminPasswordBytesMax, len(c.Security.AdminPassword))
 	}
 	if (c.HTTP.TLSCertFile == "") != (c.HTTP.TLSKeyFile == "") {
 		found.add("http.tls_cert_file", "NARAD_HTTP_TLS_CERT_FILE and NARAD_HTTP_TLS_KEY_FILE are set together or not at all")

@@ -79,6 +79,7 @@ func TestValidateRules(t *testing.T) {
 		{"initial member duplicate", func(c *Config) { c.Cluster.InitialMembers = []string{"n1", "n1"} }, "cluster.initial_members", "duplicate"},
 		{"secret required", func(c *Config) { cluster3(c); c.Security.ClusterSecret = "" }, "security.cluster_secret", "NARAD_CLUSTER_SECRET"},
 		{"secret too short", func(c *Config) { cluster3(c); c.Security.ClusterSecret = "fifteen-bytes.." }, "security.cluster_secret", "at least 16 bytes (got 15)"},
+		{"admin password too long", func(c *Config) { c.Security.AdminPassword = strings.Repeat("a", 73) }, "security.admin_password", "at most 72 bytes (got 73)"},
 		{"tls cert without key", func(c *Config) { c.HTTP.TLSCertFile = "c.pem" }, "http.tls_cert_file", "NARAD_HTTP_TLS_KEY_FILE"},
 		{"tls key without cert", func(c *Config) { c.HTTP.TLSKeyFile = "k.pem" }, "http.tls_cert_file", "set together"},
 		{"tls partial", func(c *Config) { c.Cluster.TLSCertFile = "c.pem" }, "cluster.tls_cert_file", "1 of 3"},
