@@ -276,6 +276,30 @@ func TestPasswordsFromStandardInput(t *testing.T) {
 	assert.Len(t, broker.seen("POST /v1/users"), 1, "a refused command sends nothing")
 }
 
+// Changing one's own password needs the current one, which the command
+// took only from --current-password: on the command line, where ps and
+// the shell's history show it, even when the new one came with
+// --password-stdin (review finding). Unless the flag is given, the
+// current password of one's own is the one the command connects with;
+// another user's change (an admin's reset) sends none.
+func TestChangingOnesOwnPasswordSendsTheConnectionsAsCurrent(t *testing.T) {
+	broker := newFakeBroker(t).on("PUT /v1/users/alice/password", reply{204, ""}).
+		on("PUT /v1/users/bob/password", reply{204, ""})
+	h := newHarness(t)
+	h.env["NARAD_USER"], h.env["NARAD_PASS"] = "alice", "old-pw"
+	h.app.stdin = strings.NewReader("new-pw\n")
+	h.againstOK(broker, "user", "passwd", "alice", "--password-stdin")
+	assert.JSONEq(t, `{"current_password":"old-pw","new_password":"new-pw"}`, broker.seen("PUT /v1/users/alice/password")[0].Body)
+
+	h.againstOK(broker, "user", "passwd", "alice", "--current-password", "given", "--new-password", "n2")
+	assert.JSONEq(t, `{"current_password":"given","new_password":"n2"}`, broker.seen("PUT /v1/users/alice/password")[1].Body,
+		"the flag, when given, wins")
+
+	h.againstOK(broker, "user", "passwd", "bob", "--new-password", "reset")
+	assert.JSONEq(t, `{"new_password":"reset"}`, broker.seen("PUT /v1/users/bob/password")[0].Body,
+		"alice's password is never sent as bob's")
+}
+
 // An unknown subcommand is a usage error that suggests the names spelled
 // nearest to it, or the command it is another tool's word for; one near
 // nothing suggests nothing.

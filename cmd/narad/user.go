@@ -150,8 +150,8 @@ func newUserPasswdCommand(a *app) *cobra.Command {
 	var fromStdin *bool
 	cmd := &cobra.Command{
 		Use:   "passwd <username> (--new-password P | --password-stdin) [--current-password C]",
-		Short: "Change a password (your own with --current-password; an admin another's without)",
-		Example: `  narad -u alice -p old user passwd alice --current-password old --new-password new
+		Short: "Change a password (your own: the current one is the one you connect with; an admin another's)",
+		Example: `  narad -u alice -p old user passwd alice --new-password new
   narad -u admin -p root user passwd alice --new-password reset
   printf '%s\n' "$NEW" | narad -u admin user passwd alice --password-stdin   # -p from NARAD_PASS`,
 		Args: usageArgs(cobra.ExactArgs(1)),
@@ -162,6 +162,10 @@ func newUserPasswdCommand(a *app) *cobra.Command {
 			}
 			if !given {
 				return usagef("user passwd needs --new-password or --password-stdin")
+			}
+			current, err := a.currentPassword(cmd, args[0], current)
+			if err != nil {
+				return err
 			}
 			broker, err := a.newClient(cmd)
 			if err != nil {
@@ -174,10 +178,27 @@ func newUserPasswdCommand(a *app) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&current, "current-password", "", "the current password (required to change your own)")
+	cmd.Flags().StringVar(&current, "current-password", "", "the current password (to change your own; default: the password you connect with)")
 	cmd.Flags().StringVar(&next, "new-password", "", "the new password (1 to 72 bytes)")
 	fromStdin = addPasswordStdinFlag(cmd, "the new password")
 	return cmd
+}
+
+// currentPassword is the current password a password change sends: the
+// flag's when given; else, for the caller's own password, the password
+// it connects with (-p, NARAD_PASS or its context), which the server
+// checks as the current one anyway. Without that default the current
+// password could only be given as a flag, which ps and the shell's
+// history show, even when the new one came with --password-stdin.
+func (a *app) currentPassword(cmd *cobra.Command, username, flagValue string) (string, error) {
+	if cmd.Flags().Changed("current-password") {
+		return flagValue, nil
+	}
+	target, err := a.resolveConnection(cmd)
+	if err != nil || target.user != username {
+		return "", err
+	}
+	return target.password, nil
 }
 
 func newUserRemoveCommand(a *app) *cobra.Command {
