@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"time"
 
@@ -139,9 +140,37 @@ func (a *app) report(command *cobra.Command, err error) int {
 		return exitUsage
 	case errors.As(err, &replyError):
 		fmt.Fprintf(a.stderr, "narad: %v\n", err) // with what wraps the reply's error, if anything
+		if replyError.Status == http.StatusUnauthorized && command != nil {
+			fmt.Fprintf(a.stderr, "narad: %s\n", a.unauthenticatedHint(command))
+		}
 		return exitError
 	default:
 		fmt.Fprintf(a.stderr, "narad: %v\n", err)
 		return exitError
 	}
+}
+
+// unauthenticatedHint says, after a 401, which credentials went and how
+// to give others. The server's "authentication required" says neither,
+// and a context's saved credentials are silently left out for a server
+// named by -s or NARAD_ADDR (docs/api.md#cli).
+func (a *app) unauthenticatedHint(command *cobra.Command) string {
+	const how = "give -u and -p, NARAD_USER and NARAD_PASS, or a context (narad ctx add)"
+	target, err := a.resolveConnection(command)
+	if err != nil {
+		return how
+	}
+	switch {
+	case target.user != "" && target.password == "":
+		return fmt.Sprintf("user %q was sent without a password; %s", target.user, how)
+	case target.user != "":
+		return fmt.Sprintf("the server refused user %q with the password given; %s", target.user, how)
+	}
+	contexts, err := a.loadContexts()
+	selected := contexts.Contexts[contexts.Current]
+	if err == nil && selected.User != "" && !sameServer(target.server, selected.Server) {
+		return fmt.Sprintf("no credentials were sent: those of context %q go only to its server %s; %s",
+			contexts.Current, selected.Server, how)
+	}
+	return "no credentials were sent; " + how
 }

@@ -325,3 +325,26 @@ func TestAnUnknownSubcommandSuggestsTheNearestNames(t *testing.T) {
 	require.Contains(t, h.stderr.String(), `unknown command "zzzz" for "narad topic"`)
 	require.NotContains(t, h.stderr.String(), "did you mean")
 }
+
+// A 401 printed only the server's "authentication required", which says
+// neither which credentials went nor how to give them, and a context's
+// saved credentials are left out, silently, for a server named by -s
+// (review finding). The hint says which case it was and the fix.
+func TestAnUnauthenticatedAnswerSaysWhichCredentialsWent(t *testing.T) {
+	broker := newFakeBroker(t).on("GET /v1/topics", reply{401, `{"error":"authentication required"}`})
+	how := "give -u and -p, NARAD_USER and NARAD_PASS, or a context (narad ctx add)"
+	h := newHarness(t)
+	assert.Equal(t, exitError, h.against(broker, "topic", "ls"))
+	assert.Equal(t, "narad: http 401: authentication required\nnarad: no credentials were sent; "+how+"\n", h.stderr.String())
+
+	assert.Equal(t, exitError, h.against(broker, "-u", "alice", "topic", "ls"))
+	assert.Contains(t, h.stderr.String(), `user "alice" was sent without a password`)
+
+	assert.Equal(t, exitError, h.against(broker, "-u", "alice", "-p", "wrong", "topic", "ls"))
+	assert.Contains(t, h.stderr.String(), `the server refused user "alice" with the password given`)
+
+	h.runOK("ctx", "add", "prod", "-s", "http://10.0.0.5:7942", "-u", "admin", "-p", "saved")
+	assert.Equal(t, exitError, h.against(broker, "topic", "ls"))
+	assert.Contains(t, h.stderr.String(), `no credentials were sent: those of context "prod" go only to its server http://10.0.0.5:7942`)
+	assert.NotContains(t, h.stderr.String(), "saved", "no password is printed")
+}
