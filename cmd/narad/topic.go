@@ -58,8 +58,16 @@ func (s *topicSettings) register(flags *pflag.FlagSet, partitionsHelp string) {
 }
 
 func (s topicSettings) check() error {
-	if s.partitions < 0 || s.retention < 0 || s.visibility < 0 || s.maxInFlight < 0 || s.maxAckedAhead < 0 || s.maxDeliveries < 0 {
-		return usagef("topic settings must not be negative")
+	// Each is named, so the message says which flag to mend.
+	negative := []struct {
+		flag     string
+		negative bool
+	}{{"--partitions", s.partitions < 0}, {"--retention", s.retention < 0}, {"--visibility", s.visibility < 0},
+		{"--max-in-flight", s.maxInFlight < 0}, {"--max-acked-ahead", s.maxAckedAhead < 0}, {"--max-deliveries", s.maxDeliveries < 0}}
+	for _, setting := range negative {
+		if setting.negative {
+			return usagef("%s must not be negative", setting.flag)
+		}
 	}
 	if err := wholeMilliseconds("--retention", s.retention); err != nil {
 		return err

@@ -221,6 +221,25 @@ func TestTopicDeadLetterFlags(t *testing.T) {
 	assert.Len(t, broker.seen(""), 4, "nothing is sent for a negative --max-deliveries")
 }
 
+// A negative setting was refused as "topic settings must not be
+// negative", naming no flag (review finding): the message names the one
+// to mend, and nothing is sent.
+func TestANegativeTopicSettingNamesItsFlag(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t)
+	for _, flag := range []string{"--partitions", "--retention", "--visibility", "--max-in-flight", "--max-acked-ahead", "--max-deliveries"} {
+		value := "-1"
+		if flag == "--retention" || flag == "--visibility" {
+			value = "-1s"
+		}
+		for _, verb := range []string{"add", "edit"} {
+			require.Equal(t, exitUsage, h.against(broker, "topic", verb, "orders", flag, value), "%s %s", verb, flag)
+			assert.Contains(t, h.stderr.String(), "narad: "+flag+" must not be negative\n", "%s %s", verb, flag)
+		}
+	}
+	assert.Empty(t, broker.seen(""), "nothing is sent")
+}
+
 // TestTopicInfoKeepsConsumerProgress: `narad topic info` prints the
 // describe answer as JSON (docs/api.md#cli), and a describe carries
 // committed_offset and in_flight per partition (docs/api.md#describe-a-topic,
