@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"narad/storage"
+	"narad/wire"
 )
 
 // identityFile, in the data directory, names the node the directory
@@ -30,7 +31,8 @@ type dataIdentity struct {
 	Cluster bool `json:"cluster"`
 	// DataID names this directory, drawn at random when its identity is
 	// first written (or added to one written by a release without it);
-	// never changed after. The node's heartbeats carry it.
+	// never changed after. The node's heartbeats carry it, so it is at
+	// most wire.NodeIDBytesMax bytes (readIdentity refuses a longer one).
 	DataID string `json:"data_id,omitempty"`
 }
 
@@ -98,9 +100,14 @@ func readIdentity(dir storage.FS) (dataIdentity, bool, error) {
 		return dataIdentity{}, false, fmt.Errorf("read the data directory's identity: %w", err)
 	}
 	var identity dataIdentity
-	if err := json.Unmarshal(data, &identity); err != nil || identity.NodeID == "" {
+	if err := json.Unmarshal(data, &identity); err != nil || identity.NodeID == "" || len(identity.DataID) > wire.NodeIDBytesMax {
+		// A data_id longer than the wire carries (restored by hand, say)
+		// is damaged too: accepted, it ended the process at the node's
+		// first heartbeat, when the peer writer's encoder asserted the
+		// bound.
 		return dataIdentity{}, false, fmt.Errorf("the data directory's identity %s is damaged (%q): restore it, naming this node and this directory as {\"node_id\": ..., \"cluster\": ..., \"data_id\": ...} "+
-			"(a cluster member's data_id is the one its cluster knows it by: started without it, the node draws another, serves nothing, and its /readyz names the one to write back)", identityFile, data)
+			"(a cluster member's data_id is the one its cluster knows it by, at most %d bytes: started without it, the node draws another, serves nothing, and its /readyz names the one to write back)",
+			identityFile, data, wire.NodeIDBytesMax)
 	}
 	return identity, true, nil
 }

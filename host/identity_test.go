@@ -4,11 +4,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"narad/msg"
 	"narad/storage"
+	"narad/wire"
 )
 
 func startNamed(t *testing.T, dir, id string, fromHostname bool) (*Host, error) {
@@ -118,4 +121,26 @@ func startedMember(t *testing.T) (string, storage.FS, Options) {
 	opts.Node.NodeID, opts.Cluster.Enabled = "n1", true
 	require.NoError(t, checkIdentity(&opts, osfs, slog.New(slog.DiscardHandler)))
 	return dir, osfs, opts
+}
+
+// A data_id longer than a heartbeat carries is refused at start as a
+// damaged identity: accepted, the node panicked in its peer writer at
+// its first heartbeat (wire asserts the bound on what it encodes), and
+// again at every restart (peer review, reproduced on a cluster).
+func TestADataIDTheWireCannotCarryIsRefused(t *testing.T) {
+	dir, osfs, opts := startedMember(t)
+	longest := strings.Repeat("d", wire.NodeIDBytesMax)
+	write := func(dataID string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, identityFile), []byte(`{"node_id":"n1","cluster":true,"data_id":"`+dataID+`"}`), 0o644))
+	}
+	write(longest + "d")
+	refused := checkIdentity(&opts, osfs, slog.New(slog.DiscardHandler))
+	require.ErrorContains(t, refused, "is damaged")
+	require.ErrorContains(t, refused, "at most 64 bytes", "the refusal says what is wrong with it")
+
+	write(longest)
+	require.NoError(t, checkIdentity(&opts, osfs, slog.New(slog.DiscardHandler)))
+	require.Equal(t, longest, opts.Node.DataID)
+	_, err := wire.EncodeEnvelope(nil, msg.Envelope{From: "n1", To: "n2", Message: msg.Heartbeat{DataID: opts.Node.DataID}})
+	require.NoError(t, err, "the longest data_id accepted travels in a heartbeat")
 }
