@@ -73,7 +73,8 @@ type transport interface {
 // connectAttempts is what the loop reads of one peer's connection
 // attempts.
 type connectAttempts struct {
-	// failures counts the failed attempts so far.
+	// failures counts the failed attempts so far: failed connects and
+	// handshakes, and connections the peer closed at once.
 	failures uint64
 	// backingOff is set while the transport waits out its reconnect
 	// backoff after a failed attempt: what is sent to the peer meanwhile
@@ -87,9 +88,19 @@ type peerTransport struct{ *peer.Transport }
 func (t peerTransport) ConnectAttempts() map[string]connectAttempts {
 	attempts := map[string]connectAttempts{}
 	for id, stats := range t.Stats().Peers { //determinism:ok host is not the core; a map copy
-		attempts[id] = connectAttempts{failures: stats.DialFailures + stats.AuthFailures, backingOff: stats.BackingOff}
+		attempts[id] = connectAttemptsOf(stats)
 	}
 	return attempts
+}
+
+// connectAttemptsOf reads one peer's attempts from its transport stats.
+// A connection the peer closed within a second counts as a failed
+// attempt, as the transport takes it (it backs off before the next): a
+// peer that closes at the first frame (another wire version) lost what
+// was written, and was never reported unreachable, so every forward to
+// it waited out its timeout.
+func connectAttemptsOf(stats peer.PeerStats) connectAttempts {
+	return connectAttempts{failures: stats.DialFailures + stats.AuthFailures + stats.ShortConnections, backingOff: stats.BackingOff}
 }
 
 // clusterSetup is the cluster part of a server configuration, mapped.

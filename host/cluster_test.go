@@ -27,6 +27,7 @@ import (
 	"narad/meta"
 	"narad/msg"
 	"narad/node"
+	"narad/peer"
 	"narad/proc"
 )
 
@@ -489,4 +490,14 @@ func TestAPeerIsTriedAgainOnceTheBackoffEnds(t *testing.T) {
 		look(downMs / 2)
 	})
 	assert.Equal(t, []bool{true, true, true, true, true, true, false, true, true, false}, marks)
+}
+
+// A connection the peer closed at once counts as a failed attempt: a peer
+// of another wire version authenticates, then closes at the first frame,
+// and was never reported unreachable, so each forward to it waited out
+// the forward timeout, again after every lapse of the mark (peer review,
+// seen with a node of another wire version in a three-node cluster).
+func TestAShortConnectionIsAFailedAttempt(t *testing.T) {
+	attempts := connectAttemptsOf(peer.PeerStats{DialFailures: 1, AuthFailures: 2, ShortConnections: 4, BackingOff: true})
+	require.Equal(t, connectAttempts{failures: 7, backingOff: true}, attempts)
 }

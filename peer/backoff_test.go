@@ -223,3 +223,31 @@ func TestStatsReportTheBackoffAfterAFailedAttempt(t *testing.T) {
 		require.False(t, transport.Stats().Peers["b"].BackingOff, "the pause is over; the next Send dials at once")
 	})
 }
+
+// The pause after a connection the peer closed at once is a backoff like
+// the one after a failed attempt, and Stats says so: a peer that refuses
+// every frame (one of another wire version closes at the first) was
+// reported reachable through every pause, so the host kept forwarding
+// into a queue that waited out the pause, and each forward timed out
+// (peer review).
+func TestStatsReportTheBackoffAfterAShortConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testConfig("a", map[string]string{"b": "127.0.0.1:9"})
+		cfg.ReconnectBackoffMin, cfg.ReconnectBackoffMax = 100*time.Millisecond, 100*time.Millisecond
+		transport, err := New(cfg, func(msg.Envelope) {}, nil)
+		require.NoError(t, err)
+		defer transport.Close()
+		dialer := &scriptedDialer{accept: 1, frames: make(chan []byte, 1)}
+		transport.dial = dialer.dial
+		defer dialer.listener.Wait()
+
+		transport.Send(msg.Envelope{From: "a", To: "b", Message: msg.Notify{Topic: "t"}})
+		synctest.Wait()
+		stats := transport.Stats().Peers["b"]
+		require.Equal(t, uint64(1), stats.ShortConnections, "b closed the connection after its first frame")
+		require.True(t, stats.BackingOff, "the writer waits out its backoff before it dials again")
+		time.Sleep(cfg.ReconnectBackoffMax)
+		synctest.Wait()
+		require.False(t, transport.Stats().Peers["b"].BackingOff, "the pause is over; the next Send dials at once")
+	})
+}

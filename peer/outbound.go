@@ -48,8 +48,9 @@ type outbound struct {
 	shortConnections atomic.Uint64
 	connected        atomic.Bool // an authenticated connection is up now
 	// backingOff is set while the writer waits out its backoff after a
-	// failed connection attempt: what is queued meanwhile waits for the
-	// next attempt, so the peer is unreachable for now.
+	// failed connection attempt or a short connection: what is queued
+	// meanwhile waits for the next attempt, so the peer is unreachable
+	// for now.
 	backingOff atomic.Bool
 
 	// locked fields are guarded by Transport.mu.

@@ -36,10 +36,11 @@ type PeerStats struct {
 	Address string
 	// Connected reports an authenticated connection up right now.
 	Connected bool
-	// BackingOff reports that the last connection attempt failed and the
-	// writer waits out its reconnect backoff before the next one: what
-	// is sent to the peer meanwhile waits (up to ReconnectBackoffMax)
-	// and is dropped if that attempt fails too.
+	// BackingOff reports that the last connection attempt failed, or the
+	// last connection was short (ShortConnections), and the writer waits
+	// out its reconnect backoff before the next attempt: what is sent to
+	// the peer meanwhile waits (up to ReconnectBackoffMax) and is dropped
+	// if that attempt fails too.
 	BackingOff bool
 	// Queued is the number of envelopes waiting in the send queue, and
 	// QueuedBytes their payload bytes (msg.PayloadBytes).

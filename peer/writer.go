@@ -60,10 +60,7 @@ func (t *Transport) runWriter(p *outbound) {
 		if err != nil {
 			p.queuedBytes.Add(-msg.PayloadBytes(first))
 			p.dropped.Add(uint64(1 + p.dropQueued()))
-			p.backingOff.Store(true)
-			slept := sleepUnlessStopped(p.ctx, w.backoff.next())
-			p.backingOff.Store(false)
-			if !slept {
+			if !w.pause() {
 				return
 			}
 			continue
@@ -89,6 +86,15 @@ func (w *writer) settleBackoff(lasted time.Duration) bool {
 		return true
 	}
 	w.p.shortConnections.Add(1)
+	return w.pause()
+}
+
+// pause waits out the next backoff step, flagged in backingOff so that
+// Stats shows the peer unreachable for as long as what is queued must
+// wait. It reports false when p is stopped.
+func (w *writer) pause() bool {
+	w.p.backingOff.Store(true)
+	defer w.p.backingOff.Store(false)
 	return sleepUnlessStopped(w.p.ctx, w.backoff.next())
 }
 
