@@ -255,6 +255,8 @@ func TestThreeHostsFormOneCluster(t *testing.T) {
 	}
 	assert.Regexp(t, `narad_peer_delivered_total [1-9]`, metrics)
 	assert.Contains(t, metrics, "narad_peer_step_errors_total 0")
+	assert.Contains(t, metrics, "narad_peer_inbound_connections 2", "both other nodes dialed the leader")
+	assert.Contains(t, metrics, "narad_peer_handshakes_in_flight 0")
 }
 
 // leadersByMetrics returns the hosts whose narad_meta_leader gauge is 1.

@@ -30,6 +30,7 @@ type peerCollector struct {
 	delivered, unroutable, inboundRefused                  *prometheus.Desc
 	inboundAuthFailures, inboundBroken                     *prometheus.Desc
 	inboundHandshakeErrors, handshakesShed                 *prometheus.Desc
+	inboundConnections, handshakesInFlight                 *prometheus.Desc
 }
 
 func newPeerCollector(stats func() peer.Stats) *peerCollector {
@@ -57,6 +58,10 @@ func newPeerCollector(stats func() peer.Stats) *peerCollector {
 			"Accepted connections whose handshake failed otherwise (timeout, not a peer, wrong node, TLS).", nil),
 		handshakesShed: desc("handshakes_shed_total", "Handshakes closed to admit a newer connection: too many in flight.", nil),
 		inboundBroken:  desc("inbound_broken_total", "Authenticated connections closed for a bad frame or envelope.", nil),
+		inboundConnections: desc("inbound_connections",
+			"Authenticated connections from peers open now (at most 1,024).", nil),
+		handshakesInFlight: desc("handshakes_in_flight",
+			"Accepted connections on the peer port still in their handshake (at most 64; past it the oldest is shed).", nil),
 	}
 }
 
@@ -64,7 +69,7 @@ func newPeerCollector(stats func() peer.Stats) *peerCollector {
 func (c *peerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.sent, c.dropped, c.connections, c.dialFailures, c.authFailures, c.shortConnections,
 		c.connected, c.queued, c.queuedBytes, c.delivered, c.unroutable, c.inboundRefused, c.inboundAuthFailures, c.inboundBroken,
-		c.inboundHandshakeErrors, c.handshakesShed} {
+		c.inboundHandshakeErrors, c.handshakesShed, c.inboundConnections, c.handshakesInFlight} {
 		ch <- d
 	}
 }
@@ -96,6 +101,8 @@ func (c *peerCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.inboundBroken, stats.InboundBroken)
 	counter(c.inboundHandshakeErrors, stats.InboundHandshakeErrors)
 	counter(c.handshakesShed, stats.HandshakesShed)
+	gauge(c.inboundConnections, float64(stats.InboundConnections))
+	gauge(c.handshakesInFlight, float64(stats.HandshakesInFlight))
 }
 
 func boolFloat(b bool) float64 {

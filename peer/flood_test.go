@@ -125,3 +125,35 @@ func TestAFloodFromManyAddressesShedsTheOldestHandshake(t *testing.T) {
 	}
 	require.Equal(t, 10, shedIndex(handshaking), "the oldest of a host holding floodHandshakesMin")
 }
+
+// Stats show what the peer port holds now: the authenticated connections
+// and the handshakes in flight, which anyone who reaches the port can fill
+// up to their bound (only counters of refusals and sheds were visible).
+func TestStatsShowWhatThePeerPortHolds(t *testing.T) {
+	checkGoroutinesEnd(t)
+	b := startTransport(t, testConfig("b", nil))
+	a := startTransport(t, testConfig("a", map[string]string{"b": b.Addr()}))
+	a.Send(msg.Envelope{From: "a", To: "b", Message: msg.Notify{Topic: "t"}})
+	b.inbox.next()
+	require.Equal(t, 1, b.Stats().InboundConnections)
+	require.Zero(t, b.Stats().HandshakesInFlight)
+
+	var silent []net.Conn
+	closeSilent := func() {
+		for _, conn := range silent {
+			conn.Close()
+		}
+	}
+	defer closeSilent()
+	for range handshakesInFlightMax + 5 {
+		conn, err := net.DialTimeout("tcp", b.Addr(), waitMax)
+		require.NoError(t, err)
+		silent = append(silent, conn)
+	}
+	requireEventually(t, func() bool { return b.Stats().HandshakesShed == 5 }, "the oldest handshakes not shed")
+	stats := b.Stats()
+	require.Equal(t, handshakesInFlightMax, stats.HandshakesInFlight, "the silent connections fill the bound")
+	require.Equal(t, 1, stats.InboundConnections, "a shed handshake is no authenticated connection")
+	closeSilent()
+	requireEventually(t, func() bool { return b.Stats().HandshakesInFlight == 0 }, "closed handshakes still counted")
+}

@@ -28,6 +28,13 @@ type Stats struct {
 	InboundBroken uint64
 	// Delivered counts envelopes handed to the deliver function.
 	Delivered uint64
+	// InboundConnections is the number of authenticated inbound
+	// connections open now (at most inboundConnectionsMax), and
+	// HandshakesInFlight the accepted connections still in their
+	// handshake (at most handshakesInFlightMax): what the peer port
+	// holds, which anyone who reaches it can make it hold up to the
+	// second bound.
+	InboundConnections, HandshakesInFlight int
 }
 
 // PeerStats is the outbound side of one peer.
@@ -82,11 +89,26 @@ func (t *Transport) Stats() Stats {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	stats.InboundConnections = t.authenticatedLocked()
+	stats.HandshakesInFlight = len(t.mu.handshaking)
 	stats.Peers = make(map[string]PeerStats, len(t.mu.peers))
 	for id, p := range t.mu.peers {
 		stats.Peers[id] = p.statsLocked()
 	}
 	return stats
+}
+
+// authenticatedLocked counts the authenticated inbound connections (a
+// shed handshake is in inbound until its reader ends, without an id).
+// The caller holds Transport.mu.
+func (t *Transport) authenticatedLocked() int {
+	count := 0
+	for _, id := range t.mu.inbound {
+		if id != "" {
+			count++
+		}
+	}
+	return count
 }
 
 // statsLocked snapshots p; the caller holds Transport.mu.
