@@ -183,9 +183,18 @@ func (c Config) validateAddresses(found *problems) {
 	}
 }
 
+// addressBytesMax bounds an address (a listener's, a peer's): the
+// node-to-node messages carry members' addresses of at most this many
+// bytes (wire.AddressBytesMax), and a longer one ended the process at
+// its first heartbeat.
+const addressBytesMax = 1 << 10
+
 // checkListenAddr accepts host:port with a numeric port in 1..65535; the
 // host may be empty (all interfaces).
 func checkListenAddr(addr string) error {
+	if len(addr) > addressBytesMax {
+		return fmt.Errorf("an address must be at most %d bytes (got %d)", addressBytesMax, len(addr))
+	}
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("want host:port, got %q", addr)
