@@ -129,6 +129,9 @@ func newMetaGauges(status func() meta.Status) []prometheus.Collector {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "narad", Name: "meta_snapshots_installed_total",
 			Help: "Metadata snapshots received from the leader and installed since this process started (a replica too far behind, or a node that joined after compaction)."},
 			func() float64 { return float64(status().SnapshotsInstalled) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "narad", Name: "meta_snapshots_too_large_total",
+			Help: "Metadata snapshots this node, leading, did not send because their message was over the transport's bound (meta.SnapshotMessageBytesMax): a follower that needs one cannot catch up; fewer topics or partitions shrink it."},
+			func() float64 { return float64(status().SnapshotsTooLarge) }),
 	}
 }
 

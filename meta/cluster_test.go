@@ -556,3 +556,25 @@ func TestRestartRightAfterInstallingASnapshot(t *testing.T) {
 	member, _ := c.meta(lagging).State().Member(leader)
 	require.Equal(t, int64(1000), member.LastHeartbeatMs, "the restarted replica applies new entries")
 }
+
+// Property: a snapshot over SnapshotMessageBytesMax is not sent (the
+// transport could not carry it, and its encoder ended the process): the
+// leader lives, counts it in its Status, and keeps trying; the follower
+// lags meanwhile, and catches up once a snapshot fits.
+func TestASnapshotTooLargeToSendIsCountedNotSent(t *testing.T) {
+	const ackTicks = 15
+	c, leader, joiner := compactedClusterWithJoiner(t, 23, ackTicks)
+	c.meta(leader).snapshotBytesMax = 64 // smaller than any snapshot of this state
+	c.requireApplied(c.proposeConfChange(leader, ConfChange{Kind: AddVoter, Peer: joiner}), nil)
+	c.tick(3 * ackTicks)
+	status := c.meta(leader).Status()
+	require.Zero(t, c.snapshotsDelivered, "a snapshot over the bound left the leader")
+	require.GreaterOrEqual(t, status.SnapshotsTooLarge, uint64(2), "the leader counted each snapshot it kept back, and tried again")
+	require.Greater(t, status.SnapshotTooLargeBytes, 64)
+	require.Zero(t, c.meta(joiner.ID).AppliedIndex(), "the joiner has nothing without a snapshot")
+
+	c.meta(leader).snapshotBytesMax = SnapshotMessageBytesMax
+	c.tick(2 * ackTicks)
+	require.Equal(t, 1, c.snapshotsDelivered, "once it fits, the snapshot is sent")
+	c.requireConverged()
+}

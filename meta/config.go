@@ -16,8 +16,9 @@ const (
 	// alike.
 	commandBytesMax = 1 << 20
 	// messageBytesMax bounds one encoded raft message accepted by
-	// UnmarshalMessage; snapshots of the metadata travel in one message.
-	messageBytesMax = 64 << 20
+	// UnmarshalMessage; snapshots of the metadata travel in one message,
+	// and are sent only within it (SnapshotMessageBytesMax).
+	messageBytesMax = SnapshotMessageBytesMax
 	// raftIDMax is the largest raft id: raft reserves the two above it for
 	// its local storage threads.
 	raftIDMax = math.MaxUint64 - 2

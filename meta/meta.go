@@ -37,6 +37,13 @@ type Meta struct {
 	// snapshotsInstalled counts the leader's snapshots installed by this
 	// instance (installSnapshot); only increases.
 	snapshotsInstalled uint64
+	// snapshotsTooLarge counts the snapshots this replica, leading, did not
+	// send because their message was over snapshotBytesMax
+	// (SnapshotMessageBytesMax; tests lower it); snapshotTooLargeBytes is
+	// the size of the last one. Only noteSnapshotsSent changes them.
+	snapshotsTooLarge     uint64
+	snapshotTooLargeBytes int
+	snapshotBytesMax      int
 	// learned are peers this replica was told of (LearnPeers: while it
 	// joins, or while it cannot address a voter):
 	// like Config.Peers, they map raft ids to addresses until the state
@@ -108,6 +115,12 @@ type Status struct {
 	// SnapshotsInstalled counts the snapshots received from a leader and
 	// installed since this instance started.
 	SnapshotsInstalled uint64
+	// SnapshotsTooLarge counts the snapshots this instance did not send
+	// because their message was over SnapshotMessageBytesMax, and
+	// SnapshotTooLargeBytes is the size of the last one: a follower
+	// that needs one cannot catch up.
+	SnapshotsTooLarge     uint64
+	SnapshotTooLargeBytes int
 	// Leader is the leader's node id, empty when unknown.
 	Leader   string
 	IsLeader bool
@@ -149,7 +162,8 @@ func newMeta(cfg Config, store *Store, p persisted) (*Meta, error) {
 	}
 	self, _ := cfg.self()
 	m := &Meta{config: cfg, self: self, store: store, storage: storage, state: state, sequence: cfg.ProposalSequenceBase,
-		applied: p.applied, snapshotIndex: p.snapshot.GetMetadata().GetIndex(), snapshotsSent: map[uint64]uint64{}}
+		applied: p.applied, snapshotIndex: p.snapshot.GetMetadata().GetIndex(), snapshotsSent: map[uint64]uint64{},
+		snapshotBytesMax: SnapshotMessageBytesMax}
 	m.raw, err = raft.NewRawNode(m.raftConfig(state.confState))
 	return m, err
 }
@@ -277,7 +291,8 @@ func (m *Meta) Barrier() bool {
 // Status summarizes the replica.
 func (m *Meta) Status() Status {
 	status := Status{NodeID: m.config.NodeID, RaftID: m.self.RaftID, Applied: m.applied.index,
-		SnapshotIndex: m.snapshotIndex, SnapshotsInstalled: m.snapshotsInstalled}
+		SnapshotIndex: m.snapshotIndex, SnapshotsInstalled: m.snapshotsInstalled,
+		SnapshotsTooLarge: m.snapshotsTooLarge, SnapshotTooLargeBytes: m.snapshotTooLargeBytes}
 	if m.usable() != nil {
 		return status
 	}

@@ -7,6 +7,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
 
 	"narad/chaos"
 )
@@ -81,16 +82,32 @@ func (m *Meta) installSnapshot(tx *bolt.Tx, snapshot *raftpb.Snapshot) error {
 	return m.state.writeAll(tx)
 }
 
+// SnapshotMessageBytesMax bounds the encoding of a snapshot message
+// (MsgSnap) this replica sends. The node-to-node transport carries a raft
+// message of about 100 MiB at most (wire.RaftMessageBytesMax; a test of
+// package wire checks that this bound fits in it), and one larger ended
+// the sending process. The state's parts are bounded (users, schemas),
+// but the topics' placement grows with the topics and partitions the
+// configuration allows.
+const SnapshotMessageBytesMax = 96 << 20
+
 // noteSnapshotsSent records the tick at which each MsgSnap among a Ready's
-// messages was handed out. It reports whether fault site
-// SiteMetaSnapshotLost fired for one of them: the MsgSnaps are then lost
-// on the way (loseSnapshots), and sent again once counted lost.
+// messages was handed out. It reports whether they are lost on the way
+// (loseSnapshots), to be sent again once counted lost: when fault site
+// SiteMetaSnapshotLost fired for one of them, or when one is over
+// SnapshotMessageBytesMax (counted in snapshotsTooLarge): its follower
+// then lags, and the leader lives and says so (Status).
 func (m *Meta) noteSnapshotsSent(messages []*raftpb.Message) (lose bool) {
 	for _, msg := range messages {
-		if msg.GetType() == raftpb.MsgSnap {
-			m.snapshotsSent[msg.GetTo()] = m.ticks
-			lose = lose || chaos.Buggify(chaos.SiteMetaSnapshotLost)
+		if msg.GetType() != raftpb.MsgSnap {
+			continue
 		}
+		m.snapshotsSent[msg.GetTo()] = m.ticks
+		if size := proto.Size(msg); size > m.snapshotBytesMax {
+			m.snapshotsTooLarge, m.snapshotTooLargeBytes = m.snapshotsTooLarge+1, size
+			lose = true
+		}
+		lose = lose || chaos.Buggify(chaos.SiteMetaSnapshotLost)
 	}
 	return lose
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/raft/v3/raftpb"
 
+	"narad/meta"
 	"narad/msg"
 	"narad/storage"
 	"narad/wire/wiretest"
@@ -168,6 +169,7 @@ func TestBoundRelations(t *testing.T) {
 	require.GreaterOrEqual(t, FrameBytesMax, msg.ProduceBatchBytesMax+RecordsMax*(KeyBytesMax+produceRecordFieldsBytesMax))
 	require.Less(t, len(errorMessageCutSuffix), ErrorMessageBytesMax)
 	require.Less(t, ChunkBytesMax, FrameBytesMax-envelopeHeaderBytesMax)
+	require.LessOrEqual(t, meta.SnapshotMessageBytesMax, RaftMessageBytesMax, "the metastore sends no snapshot the codec cannot carry")
 }
 
 // TestChunkBytesMaxCoversStorage: every chunk size a valid log config may
