@@ -24,8 +24,8 @@ const (
 	// consumer offset being replaced adds one for a moment).
 	LogFilesOpenMax = sealedFilesOpenMax + 2
 	// stagedFilesOpenMax bounds the staged segments of a move's copy whose
-	// files stay open once synced: the newest, which a catch-up pass may
-	// extend.
+	// files stay open: the newest, which the next chunks and a catch-up
+	// pass extend.
 	stagedFilesOpenMax = 2
 	// stagedSegmentBytesMax bounds a staged segment a move copies: a log
 	// rolls a segment once a frame took it past its size, so none holds

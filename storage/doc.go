@@ -32,7 +32,8 @@
 // hwm file does not cover, those the last round wrote (a round that seals
 // a segment writes the hwm file, so one or two unless a round's records
 // spanned more), and the hwm file. A move's staged copy keeps likewise
-// the newest stagedFilesOpenMax of its synced segments open.
+// the files of its newest stagedFilesOpenMax segments open, and of no
+// other, synced or not (its Sync reopens one to fsync it).
 //
 // # The sync round, and why an acknowledged record is never hidden
 //

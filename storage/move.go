@@ -96,9 +96,10 @@ type StagedCopy struct {
 // stagedSegment is one segment file of a staged copy.
 type stagedSegment struct {
 	base uint64
-	// file is the open segment file; nil once Sync made every byte of a
-	// segment durable and it is not among the newest stagedFilesOpenMax
-	// (segmentFor reopens it for a chunk that extends it).
+	// file is the open segment file; nil once it is not among the newest
+	// stagedFilesOpenMax and either a later segment was created
+	// (closeOlderFiles) or Sync made its every byte durable (segmentFor
+	// reopens it for a chunk that extends it, syncStaged to fsync it).
 	file File
 	// sizeBytes is what WriteChunk appended; syncedBytes what Sync made
 	// durable. Invariant: syncedBytes <= sizeBytes.
@@ -195,7 +196,32 @@ func (s *StagedCopy) segmentFor(base uint64, position int64) (*stagedSegment, er
 	staged := &stagedSegment{base: base, file: file}
 	s.segments = append(s.segments[:index], append([]*stagedSegment{staged}, s.segments[index:]...)...)
 	s.segmentCreated = true
+	if err := s.closeOlderFiles(staged); err != nil {
+		return nil, s.fail(err)
+	}
 	return staged, nil
+}
+
+// closeOlderFiles closes the files of the staged segments older than the
+// newest stagedFilesOpenMax, synced or not, but for keep. A chunk that
+// starts a segment ends the copy's writes into those before it (a
+// catch-up pass that extends one reopens it), and the node syncs a copy
+// once, after its last chunk: holding their files until then held a
+// descriptor per segment, a thousand for a partition of 64 GiB (storage
+// review). syncStaged reopens such a segment to fsync it: an fsync makes
+// durable what any descriptor of the file wrote, and (Linux 4.16 and
+// later) reports a writeback error no descriptor reported yet.
+func (s *StagedCopy) closeOlderFiles(keep *stagedSegment) error {
+	for _, staged := range s.segments[:max(0, len(s.segments)-stagedFilesOpenMax)] {
+		if staged.file == nil || staged == keep {
+			continue
+		}
+		if err := staged.file.Close(); err != nil {
+			return err
+		}
+		staged.file = nil
+	}
+	return nil
 }
 
 // StagedSize is the number of bytes staged for segment base (0 if none):
@@ -250,12 +276,25 @@ func (s *StagedCopy) syncSegments() error {
 		if staged.syncedBytes == staged.sizeBytes {
 			continue
 		}
-		if err := staged.file.Sync(); err != nil {
+		if err := s.syncStaged(staged); err != nil {
 			return err
 		}
 		staged.syncedBytes = staged.sizeBytes
 	}
 	return s.releaseFiles()
+}
+
+// syncStaged fsyncs one staged segment, through a descriptor opened for
+// it when closeOlderFiles closed its own.
+func (s *StagedCopy) syncStaged(staged *stagedSegment) error {
+	if staged.file != nil {
+		return staged.file.Sync()
+	}
+	file, err := s.fs.Open(segmentPath(s.dir, staged.base))
+	if err != nil {
+		return err
+	}
+	return errors.Join(file.Sync(), file.Close())
 }
 
 // releaseFiles closes the files of the staged segments whose every byte
