@@ -23,7 +23,12 @@ func newRootCommand(a *app) *cobra.Command {
 
 The server to talk to is chosen per field (server, user, password):
 flags -s/-u/-p, then NARAD_ADDR / NARAD_USER / NARAD_PASS, then the selected
-context (see "narad ctx"), then http://127.0.0.1:7942 without credentials.`,
+context (see "narad ctx"), then http://127.0.0.1:7942 without credentials.
+
+Exit status: 0 on success; 1 when the server refused the request or could
+not be reached (the message, on stderr, is the server's); 2 for a usage
+error (a missing or malformed argument or flag, a file that cannot be
+opened) or an invalid server configuration.`,
 		Example: `  narad server start --dev          # a local broker, no auth
   narad topic add orders
   narad pub orders '{"id": 1}'
