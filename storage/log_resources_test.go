@@ -121,16 +121,11 @@ func TestRecoveryHoldsFewFilesWhateverTheSegments(t *testing.T) {
 	memFS := newLogMemFS(47)
 	cfg := smallLogConfig()
 	log, _ := openTestLog(t, memFS, "p", cfg)
-	payload := bytes.Repeat([]byte{1}, 1000)
-	for i := range 600 {
-		_, err := log.Append(Record{TimeMs: int64(i), Payload: payload})
-		require.NoError(t, err)
-		if i%10 == 9 {
-			require.NoError(t, log.Sync())
-		}
+	for from := 0; from < 600; from += 10 {
+		appendKilobyteRecords(t, log, from, 10)
+		require.NoError(t, log.Sync())
 	}
-	_, err := log.Append(Record{TimeMs: 600, Payload: payload}) // written, never synced: recovery settles it
-	require.NoError(t, err)
+	appendKilobyteRecords(t, log, 600, 1) // written, never synced: recovery settles it
 	require.NoError(t, log.Close())
 
 	counted := &countingFS{FS: memFS}
@@ -145,6 +140,18 @@ func TestRecoveryHoldsFewFilesWhateverTheSegments(t *testing.T) {
 	require.LessOrEqual(t, counted.open, LogFilesOpenMax, "after reads across the segments")
 	require.NoError(t, reopened.Close())
 	require.Zero(t, counted.open, "a closed log holds no file")
+}
+
+// appendKilobyteRecords appends count records of 1,000-byte payloads
+// whose TimeMs is from, from+1, ...: with smallLogConfig, a few records
+// to a segment.
+func appendKilobyteRecords(t *testing.T, log *Log, from, count int) {
+	t.Helper()
+	payload := bytes.Repeat([]byte{1}, 1000)
+	for i := from; i < from+count; i++ {
+		_, err := log.Append(Record{TimeMs: int64(i), Payload: payload})
+		require.NoError(t, err)
+	}
 }
 
 // countingFS counts the files open through it and their peak.

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"bytes"
 	"errors"
 	"path"
 	"strings"
@@ -461,11 +460,7 @@ func TestAStagedCopyHoldsFewFilesWhateverTheSegments(t *testing.T) {
 	memFS := newLogMemFS(5)
 	cfg := smallLogConfig()
 	source, _ := openTestLog(t, memFS, "src", cfg)
-	payload := bytes.Repeat([]byte{1}, 1000)
-	for i := range 300 {
-		_, err := source.Append(Record{TimeMs: int64(i), Payload: payload})
-		require.NoError(t, err)
-	}
+	appendKilobyteRecords(t, source, 0, 300)
 	require.NoError(t, source.Sync())
 	require.Greater(t, len(source.Segments()), 50)
 	counted := &countingFS{FS: memFS}
