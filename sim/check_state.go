@@ -23,6 +23,9 @@ type stateChecker struct {
 	// open partitions it looked at, in their order: afterStep checks them
 	// without looking them up again.
 	records []*partitionRecord
+	// recoveryWindow is the read window checkServedDurable's recoveries
+	// reuse (storage.OpenLogReusing); nothing it recovers points into it.
+	recoveryWindow []byte
 }
 
 // partitionRecord is what the state checker knows of one partition
@@ -291,7 +294,7 @@ func (s *stateChecker) recovered(w *World, r *partitionRecord, state node.Partit
 func (s *stateChecker) checkServedDurable(n *simNode, durable *storage.MemFS, state node.PartitionState) {
 	r := record(n, state.Dir)
 	r.servedDurable = true
-	log, recovery, err := storage.OpenLog(durable, state.Dir, n.logConfigOf())
+	log, recovery, err := storage.OpenLogReusing(durable, state.Dir, n.logConfigOf(), &s.recoveryWindow)
 	if err == nil {
 		err = log.Close()
 	}

@@ -161,6 +161,15 @@ func OpenLog(fs FS, dir string, cfg LogConfig) (*Log, Recovery, error) {
 	return openLog(fs, dir, cfg, nil, nil)
 }
 
+// OpenLogReusing is OpenLog with recovery's read window kept in *buffer
+// between calls (recoverLog): a caller that recovers many logs one after
+// another, as the simulator's state checker does, allocates the window
+// (up to 2×FrameBytesMax) once instead of at each open. buffer must not
+// be shared by two recoveries at once.
+func OpenLogReusing(fs FS, dir string, cfg LogConfig, buffer *[]byte) (*Log, Recovery, error) {
+	return openLog(fs, dir, cfg, buffer, nil)
+}
+
 // openLog is OpenLog with recovery's reusable window buffer (recoverLog)
 // and the directories a Store knows it made durable (ensureDirKnown; nil:
 // none).
