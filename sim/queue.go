@@ -50,33 +50,40 @@ func (q *eventQueue) len() int { return len(q.items) }
 
 func (q *eventQueue) peekMs() int64 { return q.items[0].atMs }
 
-// up moves items[i] towards the root until its parent is before it.
+// up moves items[i] towards the root until its parent is before it. The
+// moving event is held aside and written once, where it stops: the
+// parents it passes each move down one level, instead of a swap each.
 func (q *eventQueue) up(i int) {
+	moving := q.items[i]
 	for i > 0 {
 		parent := (i - 1) / 2
-		if !q.items[i].before(&q.items[parent]) {
-			return
+		if !moving.before(&q.items[parent]) {
+			break
 		}
-		q.items[i], q.items[parent] = q.items[parent], q.items[i]
+		q.items[i] = q.items[parent]
 		i = parent
 	}
+	q.items[i] = moving
 }
 
-// down moves items[i] towards the leaves until it is before its children.
+// down moves items[i] towards the leaves until it is before its children,
+// held aside as up does.
 func (q *eventQueue) down(i int) {
 	n := len(q.items)
+	moving := q.items[i]
 	for {
-		first := i
-		if left := 2*i + 1; left < n && q.items[left].before(&q.items[first]) {
-			first = left
+		first := 2*i + 1
+		if first >= n {
+			break
 		}
-		if right := 2*i + 2; right < n && q.items[right].before(&q.items[first]) {
+		if right := first + 1; right < n && q.items[right].before(&q.items[first]) {
 			first = right
 		}
-		if first == i {
-			return
+		if !q.items[first].before(&moving) {
+			break
 		}
-		q.items[i], q.items[first] = q.items[first], q.items[i]
+		q.items[i] = q.items[first]
 		i = first
 	}
+	q.items[i] = moving
 }
