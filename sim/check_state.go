@@ -19,9 +19,9 @@ type stateChecker struct {
 	// scratch is afterStep's buffer for a node's open partitions, reused
 	// from step to step; open keeps copies, never scratch itself.
 	scratch []node.PartitionState
-	// records is checkOpenedServeDurable's buffer of the records of the
-	// open partitions it looked at, in their order: afterStep checks them
-	// without looking them up again.
+	// records are the records of the open partitions
+	// checkOpenedServeDurable last looked at, in their order (that node's
+	// openRecords): afterStep checks them without looking them up again.
 	records []*partitionRecord
 	// recoveryWindow is the read window checkServedDurable's recoveries
 	// reuse (storage.OpenLogReusing); nothing it recovers points into it.
@@ -34,6 +34,8 @@ type stateChecker struct {
 type partitionRecord struct {
 	// key names the directory in failures: "id:dir".
 	key string
+	// dir is the directory: the key stateRecords holds the record under.
+	dir string
 	// durableHWM and durableCommitted are the high-watermark and committed
 	// offset that completed sync rounds (or a recovery, or a graceful
 	// stop) made durable.
@@ -74,7 +76,7 @@ func newStateChecker() *stateChecker {
 func record(n *simNode, dir string) *partitionRecord {
 	r, ok := n.stateRecords[dir]
 	if !ok {
-		r = &partitionRecord{key: n.id + ":" + dir}
+		r = &partitionRecord{key: n.id + ":" + dir, dir: dir}
 		n.stateRecords[dir] = r
 	}
 	return r
@@ -189,10 +191,9 @@ func (s *stateChecker) beforeSyncs(n *simNode) {
 // between them: it is forgotten first, so that checkPartition takes its
 // state as a recovery. open is n's OpenPartitions now.
 func (s *stateChecker) checkOpenedServeDurable(n *simNode, open []node.PartitionState) {
-	s.records = s.records[:0]
-	for _, state := range open {
-		r := record(n, state.Dir)
-		s.records = append(s.records, r)
+	s.records = openRecords(n, open)
+	for i, state := range open {
+		r := s.records[i]
 		if r.servedDurable && r.openIdentity != state.Identity {
 			r.forget()
 		}
@@ -201,6 +202,25 @@ func (s *stateChecker) checkOpenedServeDurable(n *simNode, open []node.Partition
 			r.openIdentity = state.Identity
 		}
 	}
+}
+
+// openRecords returns the records of open's partitions, in its order, and
+// keeps them as n.openRecords. A node's open partitions seldom change from
+// one step to the next, and a directory's record is made once and kept: a
+// record of the last look at the same position and of the same directory
+// is the one a lookup by name would find, without hashing the name.
+func openRecords(n *simNode, open []node.PartitionState) []*partitionRecord {
+	previous := n.openRecords
+	records := previous[:0] // in place: position i is read before it is written
+	for i, state := range open {
+		if i < len(previous) && previous[i].dir == state.Dir {
+			records = append(records, previous[i])
+		} else {
+			records = append(records, record(n, state.Dir))
+		}
+	}
+	n.openRecords = records
+	return records
 }
 
 // forgetClosed forgets the partitions of n that were open at its previous

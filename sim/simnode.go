@@ -96,6 +96,10 @@ type simNode struct {
 	// at most one entry per directory the node ever opened. Only the
 	// state checker changes it.
 	stateRecords map[string]*partitionRecord
+	// openRecords is the state checker's list of the records of the
+	// partitions open at its last look at this node, in OpenPartitions
+	// order (openRecords): each is stateRecords' record of its directory.
+	openRecords []*partitionRecord
 	// logConfig is config().Log, made once: the world's constants alone
 	// make it, and the state checker recovers a partition with it at
 	// every reopen. Nil until first asked (logConfigOf).
