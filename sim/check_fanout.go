@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -124,8 +123,8 @@ func (r *fanoutReader) read(c *call, topic string, response *httpapi.Response) {
 		r.cl.unexpected(c, response)
 		return
 	}
-	var m wireMessage
-	id, err := "", json.Unmarshal(response.Body, &m)
+	m, err := decodeWireMessage(response.Body)
+	id := ""
 	if err == nil {
 		id, err = m.id()
 	}

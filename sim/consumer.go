@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -58,14 +57,9 @@ func decodeMessages(response *httpapi.Response, batch bool) ([]wireMessage, erro
 	case response.Status != http.StatusOK:
 		return nil, fmt.Errorf("consume answered %d: %s", response.Status, response.Body)
 	case batch:
-		var body struct {
-			Messages []wireMessage `json:"messages"`
-		}
-		err := json.Unmarshal(response.Body, &body)
-		return body.Messages, err
+		return decodeWireMessageList(response.Body)
 	}
-	var m wireMessage
-	err := json.Unmarshal(response.Body, &m)
+	m, err := decodeWireMessage(response.Body)
 	return []wireMessage{m}, err
 }
 

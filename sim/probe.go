@@ -231,8 +231,8 @@ func (w *World) judgeReplay(partition int) func(c *call, response *httpapi.Respo
 		if !w.answered(c, response, http.StatusOK) {
 			return false
 		}
-		var m wireMessage
-		id, err := "", json.Unmarshal(response.Body, &m)
+		m, err := decodeWireMessage(response.Body)
+		id := ""
 		if err == nil {
 			id, err = m.id()
 		}

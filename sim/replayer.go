@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 
@@ -63,8 +62,8 @@ func (cl *client) replayed(c *call, partition int, offset uint64, response *http
 		cl.w.history.readEmpty(partition, offset, c.sentMs, cl.w.nowMs)
 		cl.nextPartition()
 	case response.Status == http.StatusOK:
-		var m wireMessage
-		id, err := "", json.Unmarshal(response.Body, &m)
+		m, err := decodeWireMessage(response.Body)
+		id := ""
 		if err == nil {
 			id, err = m.id()
 		}
