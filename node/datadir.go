@@ -23,12 +23,20 @@ import (
 // its log, once per retiredBeatWarnEveryMs.
 
 // otherDataDirError is why this node serves nothing because it runs on
-// another data directory than its member's, or nil.
+// another data directory than its member's, or nil. A nil answer is kept
+// until the replica applies something (Node.dataDirClearAt): the ticks,
+// the fan-out's opens and the moves ask it many times in between.
 func (n *Node) otherDataDirError() error {
 	if n.cfg.DataID == "" {
 		return nil
 	}
-	return n.otherDataDirOf(n.meta.State().Member(n.cfg.NodeID))
+	applied := n.meta.AppliedIndex()
+	if n.dataDirClear && n.dataDirClearAt == applied {
+		return nil
+	}
+	err := n.otherDataDirOf(n.meta.State().Member(n.cfg.NodeID))
+	n.dataDirClear, n.dataDirClearAt = err == nil, applied
+	return err
 }
 
 // otherDataDirOf is otherDataDirError given this node's member.
