@@ -111,11 +111,14 @@ type replicaModel struct {
 	touchedCompared int
 }
 
-// modelVerdict is what the model did with one entry.
+// modelVerdict is what the model did with one entry. The command is
+// kept as it is, and formatted only when a failure describes the verdict
+// (describeVerdicts): formatting every applied entry's for every replica
+// was 0.8% of a five-node moves run, for text almost never read.
 type modelVerdict struct {
 	index   uint64
 	about   string
-	command string
+	command meta.Command
 	refusal string
 }
 
@@ -208,7 +211,7 @@ func (c *metaModelChecker) advance(r *replicaModel, applied uint64) {
 		if !isHeartbeat(entry.command) {
 			r.due = true
 			r.since = append(r.since, modelVerdict{index: entry.index, about: about,
-				command: fmt.Sprintf("%T%+v", entry.command, entry.command), refusal: refusal})
+				command: entry.command, refusal: refusal})
 		}
 	}
 }
@@ -319,7 +322,7 @@ func describeVerdicts(verdicts []modelVerdict, about string) string {
 		if v.refusal != "" {
 			outcome = "refused (" + v.refusal + ")"
 		}
-		parts = append(parts, fmt.Sprintf("#%d %s: model %s", v.index, v.command, outcome))
+		parts = append(parts, fmt.Sprintf("#%d %T%+v: model %s", v.index, v.command, v.command, outcome))
 	}
 	if len(parts) == 0 {
 		return "none"

@@ -120,7 +120,7 @@ func TestMetaModelNamesTheEntryAReplicaDiffersOn(t *testing.T) {
 	m.apply(meta.SetTarget{Topic: "t", ExpectedOwner: "n1", Target: "n2", NowMs: 200})
 	stale := meta.CompleteMove{Topic: "t", ExpectedOwner: "n1", ExpectedTarget: "n2", ExpectedStartedAtMs: 100}
 	refusal, about := m.apply(stale)
-	r.since = append(r.since, modelVerdict{index: 9, about: about, command: "CompleteMove", refusal: refusal})
+	r.since = append(r.since, modelVerdict{index: 9, about: about, command: stale, refusal: refusal})
 	report := replicaReport{
 		topics:  map[string]meta.TopicRecord{"t": {Name: "t", Partitions: 1, Assignments: []meta.Assignment{{Owner: "n2"}}}},
 		members: map[string]meta.Member{"n1": {ID: "n1", Alive: true, LastHeartbeatMs: 1}, "n2": {ID: "n2", Alive: true, LastHeartbeatMs: 1}},
@@ -129,8 +129,8 @@ func TestMetaModelNamesTheEntryAReplicaDiffersOn(t *testing.T) {
 	if gotAbout != "topic t" || difference == "" {
 		t.Fatalf("differences: %q %q, want topic t to differ", gotAbout, difference)
 	}
-	if verdicts := describeVerdicts(r.since, gotAbout); !strings.Contains(verdicts, "#9") || !strings.Contains(verdicts, "refused") {
-		t.Fatalf("verdicts %q do not name the refused entry 9", verdicts)
+	if verdicts := describeVerdicts(r.since, gotAbout); !strings.Contains(verdicts, "#9 meta.CompleteMove{") || !strings.Contains(verdicts, "refused") {
+		t.Fatalf("verdicts %q do not name the refused entry 9 and its command", verdicts)
 	}
 	report.topics["t"] = meta.TopicRecord{Name: "t", Partitions: 1, Assignments: []meta.Assignment{{Owner: "n1", Target: "n2", MoveStartedAtMs: 200}}}
 	if about, difference := differences(m, report); about != "" {
