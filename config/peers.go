@@ -102,6 +102,40 @@ func (c Cluster) validatePeerEntries(found *problems) []Peer {
 	return peers
 }
 
+// AdvertiseAddr is the HTTP address a cluster member advertises to the
+// other nodes and to clients (its heartbeats and join requests carry it):
+// httpAddr, with a wildcard host replaced by the host of selfClusterAddr,
+// the member's own cluster.peers entry.
+func AdvertiseAddr(httpAddr, selfClusterAddr string) string {
+	host, port, err := net.SplitHostPort(httpAddr)
+	if err != nil || !isWildcardHost(host) {
+		return httpAddr
+	}
+	clusterHost, _, err := net.SplitHostPort(selfClusterAddr)
+	if err != nil {
+		return httpAddr
+	}
+	return net.JoinHostPort(clusterHost, port)
+}
+
+// validateAdvertised checks the address this member advertises
+// (AdvertiseAddr): derived from two addresses, each within
+// addressBytesMax, it can be longer than the node-to-node messages carry,
+// and ended the process at its first heartbeat.
+func (c Config) validateAdvertised(found *problems) {
+	for _, entry := range c.Cluster.Peers {
+		peer, err := ParsePeer(entry)
+		if err != nil || peer.ID != c.Cluster.NodeID {
+			continue // a bad entry is reported by Cluster.validate
+		}
+		if advertised := AdvertiseAddr(c.HTTP.Addr, peer.Addr); len(advertised) > addressBytesMax {
+			found.add("http.addr", "the address this node advertises (%q with the host of its cluster.peers entry) must be at most %d bytes (got %d)",
+				c.HTTP.Addr, addressBytesMax, len(advertised))
+		}
+		return
+	}
+}
+
 // validateSelf checks that this node is a peer whose address matches
 // cluster.addr (same port; same host unless cluster.addr listens on all
 // interfaces).

@@ -116,6 +116,7 @@ func (c Config) Validate() error {
 	c.HTTP.validate(&found)
 	c.validateAddresses(&found)
 	c.Cluster.validate(&found)
+	c.validateAdvertised(&found)
 	c.validateSecurity(&found)
 	c.Storage.validate(&found)
 	c.Topic.validate(&found)

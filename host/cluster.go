@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"time"
 
@@ -136,7 +135,7 @@ func clusterFrom(cfg config.Config, nodeID string) (clusterSetup, error) {
 	return clusterSetup{
 		meta:          metaConfig(nodeID, peers, cfg.Cluster.Joins(nodeID), cfg.Cluster.MetaSnapshotEntries),
 		clusterAddr:   self.Addr,
-		advertiseAddr: advertiseAddr(cfg.HTTP.Addr, self.Addr),
+		advertiseAddr: config.AdvertiseAddr(cfg.HTTP.Addr, self.Addr),
 		options: ClusterOptions{Enabled: true, ListenAddr: cfg.Cluster.Addr, Peers: otherPeers(peers, nodeID),
 			Secret: cfg.Security.ClusterSecret, TLS: tlsConfig},
 	}, nil
@@ -167,21 +166,6 @@ func metaConfig(nodeID string, peers []config.Peer, join bool, snapshotEntries i
 	cfg.SnapshotEntries = uint64(snapshotEntries)
 	cfg.SnapshotTailEntries = min(cfg.SnapshotTailEntries, cfg.SnapshotEntries/2)
 	return cfg
-}
-
-// advertiseAddr is the HTTP address other nodes and clients can reach:
-// http.addr, with a wildcard host replaced by the host of this node's
-// cluster address.
-func advertiseAddr(httpAddr, selfClusterAddr string) string {
-	host, port, err := net.SplitHostPort(httpAddr)
-	if err != nil || (host != "" && host != "0.0.0.0" && host != "::") {
-		return httpAddr
-	}
-	clusterHost, _, err := net.SplitHostPort(selfClusterAddr)
-	if err != nil {
-		return httpAddr
-	}
-	return net.JoinHostPort(clusterHost, port)
 }
 
 func otherPeers(peers []config.Peer, selfID string) map[string]string {

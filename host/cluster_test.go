@@ -103,7 +103,7 @@ func TestAdvertiseAddr(t *testing.T) {
 		{"127.0.0.1:7952", "127.0.0.1:7953", "127.0.0.1:7952"},
 		{"192.168.1.5:7942", "10.0.0.2:7943", "192.168.1.5:7942"}, // an explicit host is kept
 	} {
-		assert.Equal(t, c.want, advertiseAddr(c.httpAddr, c.clusterAddr), "http %s, cluster %s", c.httpAddr, c.clusterAddr)
+		assert.Equal(t, c.want, config.AdvertiseAddr(c.httpAddr, c.clusterAddr), "http %s, cluster %s", c.httpAddr, c.clusterAddr)
 	}
 }
 
