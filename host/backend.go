@@ -48,9 +48,9 @@ func (b *backend) Do(ctx context.Context, req msg.Request) msg.Reply {
 		// It may park: a client that leaves must cancel ctx, which the
 		// connection server notices only when asked (docs/operations.md#http-connections).
 		timer := time.NewTimer(watchCloseAfter)
-		reply, answered := b.await(ctx, id, replyCh, timer.C)
+		reply, finished := b.await(ctx, id, replyCh, timer.C)
 		timer.Stop()
-		if answered {
+		if finished {
 			return reply
 		}
 		httpserve.WatchClose(ctx)
@@ -59,10 +59,11 @@ func (b *backend) Do(ctx context.Context, req msg.Request) msg.Reply {
 	return reply
 }
 
-// await waits for the reply to request id, until stop fires (answered
-// false; a nil stop never fires), the client leaves (ctx) or the loop
-// stops.
-func (b *backend) await(ctx context.Context, id msg.RequestID, replyCh chan msg.Reply, stop <-chan time.Time) (reply msg.Reply, answered bool) {
+// await waits for the reply to request id, and returns it, or the
+// answer for a client that left (ctx) or a loop that stopped, with
+// finished true; when stop fires first (a nil stop never fires), it
+// returns finished false, and the request is still the loop's.
+func (b *backend) await(ctx context.Context, id msg.RequestID, replyCh chan msg.Reply, stop <-chan time.Time) (reply msg.Reply, finished bool) {
 	select {
 	case reply := <-replyCh:
 		replyChannels.Put(replyCh) // the loop sends one reply per request, and forgets the channel before it sends
