@@ -2,7 +2,8 @@ package msg
 
 // PayloadBytes is the bulk an envelope carries: the keys and payloads of
 // records (produced, consumed, replayed), the chunk of a move's read, the
-// schema of a topic change and the data of Raft entries and snapshots. The
+// lists of a move's source state (moveStateBytes), the schema of a topic
+// change and the data of Raft entries and snapshots. The
 // rest of a message (ids, names, offsets) is small and bounded by its
 // type, so this is what a queue of envelopes must count to bound its
 // memory (peer's send queue does).
@@ -65,6 +66,31 @@ func resultBytes(result Result) int64 {
 		return int64(len(r.Message.Key) + len(r.Message.Payload))
 	case MoveChunk:
 		return int64(len(r.Data))
+	case MoveSourceState:
+		return moveStateBytes(r)
 	}
 	return 0
+}
+
+// Per element of a move's source state, the bytes its fixed fields take:
+// a lease's offset, delivery count and flag; a segment's base, size and
+// flag; a corrupt offset; a fan-out cursor's epoch and next offset (its
+// child's name counts too).
+const (
+	moveLeaseBytes       = 8 + 4 + 1
+	moveSegmentBytes     = 8 + 8 + 1
+	moveOffsetBytes      = 8
+	moveCursorFixedBytes = 8 + 8
+)
+
+// moveStateBytes counts the lists of a move's source state: a frozen
+// source's leases alone reach MoveLeasesMax entries, tens of MiB, which
+// the queues of envelopes did not count (peer review).
+func moveStateBytes(s MoveSourceState) int64 {
+	total := int64(len(s.Leases))*moveLeaseBytes + int64(len(s.Segments))*moveSegmentBytes +
+		int64(len(s.CorruptOffsets))*moveOffsetBytes
+	for _, cursor := range s.Cursors {
+		total += int64(len(cursor.Child)) + moveCursorFixedBytes
+	}
+	return total
 }

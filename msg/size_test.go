@@ -24,6 +24,8 @@ func TestPayloadBytes(t *testing.T) {
 		{ForwardReply{ID: 1, Reply: Reply{Result: ReplayResult{Message: &Message{Payload: []byte("xyz")}}}}, 3},
 		{ForwardReply{ID: 1, Reply: Reply{Result: ReplayResult{}}}, 0},
 		{ForwardReply{ID: 1, Reply: Reply{Result: MoveChunk{Data: make([]byte, 100)}}}, 100},
+		{ForwardReply{ID: 1, Reply: Reply{Result: MoveSourceState{Leases: make([]MoveLease, 1000), Segments: make([]MoveSegment, 2),
+			CorruptOffsets: []uint64{7}, Cursors: []FanoutCursor{{Child: "child"}}}}}, 1000*13 + 2*17 + 8 + 5 + 16},
 		{RaftMessage{Message: raft}, 11},
 		{RaftMessage{}, 0},
 		{Heartbeat{NowMs: 1}, 0},
