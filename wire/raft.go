@@ -61,14 +61,31 @@ func (d *decoder) raftMessage() msg.RaftMessage {
 	return msg.RaftMessage{Message: m}
 }
 
-// The fields of raftpb.Message whose elements checkRaftLists counts:
-// Message.entries and Message.responses, and the path to the ConfState's
-// id lists, Message.snapshot, Snapshot.metadata, SnapshotMetadata.conf_state,
-// whose fields 1 to 4 are the lists.
+// The field numbers of raftpb.Message this codec reads itself: the
+// varint fields decodeScalarRaft decodes (the enum type, the ids, the
+// terms and indexes, reject and its hint), and the lists checkRaftLists
+// counts (entries, responses, and the snapshot, on the path to the
+// ConfState's id lists).
 const (
-	raftEntriesField           protowire.Number = 7
-	raftResponsesField         protowire.Number = 14
-	raftSnapshotField          protowire.Number = 9
+	raftTypeField       protowire.Number = 1
+	raftToField         protowire.Number = 2
+	raftFromField       protowire.Number = 3
+	raftTermField       protowire.Number = 4
+	raftLogTermField    protowire.Number = 5
+	raftIndexField      protowire.Number = 6
+	raftEntriesField    protowire.Number = 7
+	raftCommitField     protowire.Number = 8
+	raftSnapshotField   protowire.Number = 9
+	raftRejectField     protowire.Number = 10
+	raftRejectHintField protowire.Number = 11
+	raftVoteField       protowire.Number = 13
+	raftResponsesField  protowire.Number = 14
+)
+
+// The path from a snapshot to its ConfState's id lists:
+// Snapshot.metadata, SnapshotMetadata.conf_state, whose fields 1 to 4 are
+// the lists.
+const (
 	raftSnapshotMetadataField  protowire.Number = 2
 	raftMetadataConfStateField protowire.Number = 1
 	raftConfStateListLast      protowire.Number = 4

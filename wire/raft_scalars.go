@@ -12,21 +12,6 @@ import (
 // itself, into one allocation instead of protobuf's one per field and one
 // for the message; any other message is left to protobuf.
 
-// The varint fields of raftpb.Message that decodeScalarRaft reads (the
-// enum type, the ids, the terms and indexes, reject and its hint).
-const (
-	raftTypeField       protowire.Number = 1
-	raftToField         protowire.Number = 2
-	raftFromField       protowire.Number = 3
-	raftTermField       protowire.Number = 4
-	raftLogTermField    protowire.Number = 5
-	raftIndexField      protowire.Number = 6
-	raftCommitField     protowire.Number = 8
-	raftRejectField     protowire.Number = 10
-	raftRejectHintField protowire.Number = 11
-	raftVoteField       protowire.Number = 13
-)
-
 // scalarRaft is a message of varint fields alone, as on the wire: each
 // field's value by number, and the set of numbers present. Both
 // directions go through it.
