@@ -65,8 +65,11 @@ func (s *State) checkTarget(target string) error {
 // the voters (its decommission complete): it no longer follows the
 // metastore.
 func (s *State) checkVoting(ids []string, asked bool) error {
+	if !asked {
+		return nil
+	}
 	for _, id := range ids {
-		if asked && s.leftVoters(id) {
+		if s.leftVoters(id) {
 			return rejectf(ErrMemberNotReceiving, "member %q left the voters", id)
 		}
 	}

@@ -887,14 +887,10 @@ func (n *Node) Stats() Stats {
 		OpenLogsMax: n.store.OpenMax(), LogEvictions: n.logEvictions, RelaysInFlight: n.relays.inFlight, RelaysInFlightMax: n.cfg.RelaysInFlightMax,
 		RelayBytesInFlight: n.relays.bytesInFlight, RelayBytesInFlightMax: n.cfg.RelayBytesInFlightMax,
 		HeldRequests: len(n.held), HeldRequestsMax: n.cfg.HeldRequestsMax,
-		TopicsMax: n.cfg.TopicsMax, OwnedPartitionsMax: n.cfg.PartitionsPerNodeMax}
+		TopicsMax: n.cfg.TopicsMax, OwnedPartitionsMax: n.cfg.PartitionsPerNodeMax,
+		OwnedPartitions: n.meta.State().PartitionsOwned()[n.cfg.NodeID]} // the count the limit checks
 	for _, record := range topics {
 		s.Partitions += record.Partitions
-		for _, a := range record.Assignments {
-			if a.Owner == n.cfg.NodeID {
-				s.OwnedPartitions++
-			}
-		}
 	}
 	s.MoveSessions, s.FrozenPartitions = len(n.moves), len(n.FrozenPartitions())
 	s.RestingDestinations = n.restingDestinations()
