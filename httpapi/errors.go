@@ -87,17 +87,13 @@ func invalidf(format string, args ...any) *ErrorResponse {
 const echoBytesMax = 128
 
 // quoteClipped quotes text for an error message, as %q does, keeping at
-// most echoBytesMax bytes of it (cut at a character's start); a longer
-// text is quoted cut, followed by its length.
+// most echoBytesMax bytes of it; a longer text is quoted cut, followed by
+// its length.
 func quoteClipped[T string | []byte](text T) string {
 	if len(text) <= echoBytesMax {
 		return strconv.Quote(string(text))
 	}
-	cut := echoBytesMax
-	for cut > 0 && !utf8.RuneStart(text[cut]) {
-		cut--
-	}
-	return strconv.Quote(string(text[:cut])) + "... (" + strconv.Itoa(len(text)) + " bytes)"
+	return strconv.Quote(string(cutAtRune(text, echoBytesMax))) + "... (" + strconv.Itoa(len(text)) + " bytes)"
 }
 
 // clipMessage cuts text that may hold client text whole (a message of
@@ -107,11 +103,17 @@ func clipMessage[T string | []byte](text T) string {
 	if len(text) <= 2*echoBytesMax {
 		return string(text)
 	}
-	cut := 2 * echoBytesMax
+	return string(cutAtRune(text, 2*echoBytesMax)) + "..."
+}
+
+// cutAtRune returns, of a text longer than bytesMax, the longest prefix
+// that holds at most bytesMax bytes and ends before a character's start.
+func cutAtRune[T string | []byte](text T, bytesMax int) T {
+	cut := bytesMax
 	for cut > 0 && !utf8.RuneStart(text[cut]) {
 		cut--
 	}
-	return string(text[:cut]) + "..."
+	return text[:cut]
 }
 
 // assert panics with a message naming what broke when ok is false.
