@@ -676,11 +676,12 @@ func (l *loop) publishServing() {
 	}
 	status := l.node.MetaStatus()
 	l.leader.Store(status.IsLeader)
-	if last := l.metaStatus.Load(); last != nil && status.SnapshotsTooLarge > last.SnapshotsTooLarge {
+	last := l.metaStatus.Load()
+	if last != nil && status.SnapshotsTooLarge > last.SnapshotsTooLarge {
 		l.logger.Warn("a metadata snapshot is too large to send: a follower that needs one cannot catch up until it fits (fewer topics or partitions)",
 			"event", "meta-snapshot-too-large", "bytes", status.SnapshotTooLargeBytes, "bytes_max", meta.SnapshotMessageBytesMax)
 	}
-	if last := l.metaStatus.Load(); last == nil || *last != status {
+	if last == nil || *last != status {
 		changed := status
 		l.metaStatus.Store(&changed)
 	}
