@@ -484,9 +484,13 @@ func (n *Node) replay(r msg.Replay) (msg.Result, error) {
 	}
 	record, err := log.Read(r.Offset)
 	switch {
-	case errors.Is(err, storage.ErrBeyondHWM) && n.localWriteRefusal(t, r.Partition) != nil:
+	case errors.Is(err, storage.ErrBeyondHWM) && (n.frozen(t, r.Partition) || n.writeFence() != nil):
 		// Frozen for a move or fenced: the new owner may already hold
 		// records past this copy's end, so "nothing there" could be false.
+		// A disk under its reserve is neither: it only refuses appends, so
+		// the end read here is the partition's end (localWriteRefusal,
+		// which counts it, answered such a replay 503 for as long as the
+		// disk stayed low).
 		return nil, msg.Unavailable("partition %d of %s is frozen or fenced here; retry", r.Partition, r.Topic)
 	case errors.Is(err, storage.ErrBeyondHWM):
 		return msg.ReplayResult{}, nil
