@@ -128,8 +128,8 @@ func (n *Node) sendPartitionDeadLetters(key partitionKey) (due, relaysFull bool)
 			chaos.Reached(chaos.MarkNodeDeadLettersWaitForRelays)
 			return true, false
 		}
-		opened, relayed := n.sendDeadLetterBatch(t, p)
-		if !opened || !relayed {
+		read, relayed := n.sendDeadLetterBatch(t, p)
+		if !read || !relayed {
 			return true, !relayed
 		}
 	}
@@ -138,15 +138,18 @@ func (n *Node) sendPartitionDeadLetters(key partitionKey) (due, relaysFull bool)
 
 // sendDeadLetterBatch takes up to a batch of exhausted records, reads
 // them and relays their copies, with their origins, in one write. It
-// reports opened false when the log cannot be opened, and relayed false
-// when the node's relays refused the write for their bound of bytes: the
-// records wait, exhausted, for a later tick. An
-// unreadable record is skipped as a consume would, and one that cannot
-// be read now goes back to the queue; records past the batch's bytes go
-// back among the exhausted for the next batch. The log is opened for
-// each batch: a relay's own append may have closed it to make room for
-// the dead-letter partition's log (seed 1 of -deadletters).
-func (n *Node) sendDeadLetterBatch(t *topic, p *partition) (opened, relayed bool) {
+// reports read false when the log cannot be opened or a record cannot be
+// read now (a disk error, not corruption), and relayed false when the
+// node's relays refused the write for their bound of bytes: the records
+// not relayed wait, exhausted, for a later tick. An unreadable (corrupt
+// or aged out) record is skipped as a consume would; one that cannot be
+// read now stays exhausted, never delivered again (put back in the queue,
+// it was delivered past its max_deliveries once the disk read again),
+// while the others of the batch go; records past the batch's bytes go
+// back among the exhausted for the next batch. The log is opened for each
+// batch: a relay's own append may have closed it to make room for the
+// dead-letter partition's log (seed 1 of -deadletters).
+func (n *Node) sendDeadLetterBatch(t *topic, p *partition) (read, relayed bool) {
 	log, err := n.openLog(t, p)
 	if err != nil {
 		return false, true
@@ -154,6 +157,7 @@ func (n *Node) sendDeadLetterBatch(t *topic, p *partition) (opened, relayed bool
 	batch := &deadLetterBatch{key: p.key, table: p.leases, topic: t.info.DeadLetterTopic}
 	var records []msg.ProduceRecord
 	bytes := 0
+	read = true
 	taken := p.leases.TakeExhausted(n.nowMs, deadLetterBatchRecordsMax)
 	for i, exhausted := range taken {
 		record, err := log.Read(exhausted.Offset)
@@ -162,7 +166,8 @@ func (n *Node) sendDeadLetterBatch(t *topic, p *partition) (opened, relayed bool
 			n.skipUnreadable(t, p, log, exhausted.Offset, err)
 			continue
 		case err != nil:
-			p.leases.DeadLetterFailed(exhausted.Offset)
+			p.leases.ReturnExhausted(exhausted.Offset)
+			read = false
 			continue
 		}
 		size := len(record.Key) + len(record.Payload)
@@ -176,9 +181,9 @@ func (n *Node) sendDeadLetterBatch(t *topic, p *partition) (opened, relayed bool
 		records = append(records, msg.ProduceRecord{Key: record.Key, Partition: msg.PartitionNone, Payload: record.Payload, Origin: &origin})
 	}
 	if len(records) > 0 && !n.relayDeadLetters(batch, records) {
-		return true, false
+		return read, false
 	}
-	return true, true
+	return read, true
 }
 
 // returnExhausted puts records taken beyond a batch back among the
