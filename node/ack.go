@@ -50,6 +50,7 @@ func (n *Node) afterLocalAcks(t *topic, action msg.AckAction, freed bool) {
 		n.sendDeadLetters()
 	}
 	n.wake(t.info.Name)
+	n.tellHeldBack() // acks at a frontier may have taken the node under its lease budget
 }
 
 // ackOne applies one handle of an ack; freed reports that it made a

@@ -40,6 +40,12 @@ type leaseBudget struct {
 	held int
 	// nextCountMs is when the next count is due (node clock).
 	nextCountMs int64
+	// heldBack holds the topics of which a reserve at the budget left a
+	// record undelivered (one never delivered before): their polls, here
+	// and on the nodes whose probes were refused, are told once the count
+	// falls under the budget (tellHeldBack). Nothing else tells them: an
+	// ack wakes only its own topic's polls.
+	heldBack topicsToTell
 }
 
 // countLeases recounts the lease tables when due.
@@ -55,6 +61,7 @@ func (n *Node) countLeases() {
 		}
 	}
 	n.leaseBudget.held = held
+	n.tellHeldBack()
 }
 
 // reserveLease reserves p's next record: any, under the budget; at it,
@@ -64,12 +71,30 @@ func (n *Node) countLeases() {
 func (n *Node) reserveLease(t *topic, p *partition, log *storage.Log) (lease.Reservation, bool) {
 	held := p.leases.Held()
 	reserve := p.leases.Reserve
-	if n.atLeaseBudget() {
+	atBudget := n.atLeaseBudget()
+	if atBudget {
 		reserve = p.leases.ReserveReleased
 	}
 	reservation, ok := reserve(n.nowMs, log.HWM(), t.info.VisibilityTimeoutMs)
 	n.leasesChanged(held, p.leases.Held())
+	if !ok && atBudget && p.leases.Deliverable(log.HWM()) {
+		n.leaseBudget.heldBack.add(t.info.Name)
+	}
 	return reservation, ok
+}
+
+// tellHeldBack tells the polls of the topics whose records the budget
+// held back, once the count is under it (after acks, and at each count):
+// a poll of another topic than the acked one, parked before the budget
+// was reached, otherwise waited out its wait and was answered empty with
+// its record deliverable since.
+func (n *Node) tellHeldBack() {
+	if n.atLeaseBudget() {
+		return
+	}
+	for _, name := range n.leaseBudget.heldBack.take() {
+		n.tellPolls(name)
+	}
 }
 
 // leasesChanged moves the count by a change of one lease table's Held,

@@ -124,3 +124,40 @@ func budgetHarness(t *testing.T, leasesMax int, changes ...func(*msg.CreateTopic
 	h.createTopic("orders", changes...)
 	return h
 }
+
+// TestAPollHeldBackByTheLeaseBudgetIsServedOnceUnderIt: a long poll of
+// one topic, parked before the node reached its lease budget, whose
+// record came while the budget held new deliveries back, is served as
+// soon as the node is under the budget again: at once when an ack of
+// another topic takes it under, at the next count when the leases go
+// otherwise (a topic deleted). Only the acked topic's polls were woken,
+// so such a poll waited out its wait and was answered empty with its
+// record deliverable since.
+func TestAPollHeldBackByTheLeaseBudgetIsServedOnceUnderIt(t *testing.T) {
+	h := budgetHarness(t, 1)
+	h.createTopic("other")
+	poll := h.send(msg.Consume{Topic: "other", Partition: msg.PartitionNone, WaitMs: 5_000})
+	h.produce("orders", 0, "a")
+	leased, ok := h.consume("orders")
+	require.True(t, ok)
+	h.produce("other", 0, "b")
+	require.NotContains(t, h.replies, poll, "at the budget, the new record is held back")
+
+	require.NoError(t, h.ackHandle("orders", leased.ReceiptHandle, msg.AckCommit))
+	require.Contains(t, h.replies, poll, "the ack that took the node under its budget serves the held-back poll")
+	messages := h.replies[poll].Result.(msg.ConsumeResult).Messages
+	require.Len(t, messages, 1)
+	require.Equal(t, "b", string(messages[0].Payload))
+	require.NoError(t, h.ackHandle("other", messages[0].ReceiptHandle, msg.AckCommit))
+
+	again := h.send(msg.Consume{Topic: "other", Partition: msg.PartitionNone, WaitMs: 5_000})
+	h.produce("orders", 0, "c")
+	_, ok = h.consume("orders")
+	require.True(t, ok, "the acks freed the budget for one lease")
+	h.produce("other", 0, "d")
+	require.NotContains(t, h.replies, again, "at the budget again")
+	h.ok(msg.DeleteTopic{Name: "orders"})
+	h.tick(leaseCountIntervalMs)
+	require.Contains(t, h.replies, again, "the count that finds the node under its budget serves the held-back poll")
+	require.Len(t, h.replies[again].Result.(msg.ConsumeResult).Messages, 1)
+}
