@@ -161,11 +161,7 @@ func (p *peerNetwork) send(from *simNode, env msg.Envelope) {
 func (p *peerNetwork) traceSent(env msg.Envelope) {
 	line := append(append(append(p.w.trace.begin(p.w.nowMs), "net "...), env.From...), '>')
 	line = append(append(line, env.To...), ' ')
-	if m, ok := env.Message.(msg.RaftMessage); ok { // describeMessage's, without allocating
-		p.w.trace.end(appendRaftDescription(line, m))
-		return
-	}
-	p.w.trace.end(append(line, describeMessage(env.Message)...))
+	p.w.trace.end(appendMessageDescription(line, env.Message))
 }
 
 // appendRaftDescription appends describeMessage's "raft TYPE term N".
@@ -436,23 +432,37 @@ func traced(message msg.PeerMessage) bool {
 	return true
 }
 
+// describeMessage describes a message for the trace.
 func describeMessage(message msg.PeerMessage) string {
+	return string(appendMessageDescription(nil, message))
+}
+
+// appendMessageDescription appends describeMessage's text to line: a sent
+// message's trace line is built in the trace's buffer, without formatting
+// or a string of its own (the common kinds box and allocate nothing).
+func appendMessageDescription(line []byte, message msg.PeerMessage) []byte {
 	switch m := message.(type) {
 	case msg.RaftMessage:
-		return string(appendRaftDescription(nil, m))
+		return appendRaftDescription(line, m)
 	case msg.ForwardRequest:
-		return "forward #" + strconv.FormatUint(uint64(m.ID), 10) + " " + typeName(m.Request)
+		line = strconv.AppendUint(append(line, "forward #"...), m.ID, 10)
+		return append(append(line, ' '), typeName(m.Request)...)
 	case msg.ForwardReply:
-		return fmt.Sprintf("forward-reply #%d err=%v", m.ID, m.Reply.Err)
+		line = strconv.AppendUint(append(line, "forward-reply #"...), m.ID, 10)
+		if m.Reply.Err == nil {
+			return append(line, " err=<nil>"...)
+		}
+		return fmt.Appendf(line, " err=%v", m.Reply.Err)
 	case msg.ForwardCancel:
-		return fmt.Sprintf("forward-cancel #%d", m.ID)
+		return strconv.AppendUint(append(line, "forward-cancel #"...), m.ID, 10)
 	case msg.Subscribe:
-		return fmt.Sprintf("subscribe %s %d ms", m.Topic, m.ForMs)
+		line = append(append(append(line, "subscribe "...), m.Topic...), ' ')
+		return append(strconv.AppendInt(line, m.ForMs, 10), " ms"...)
 	case msg.Notify:
-		return "notify " + m.Topic
+		return append(append(line, "notify "...), m.Topic...)
 	case msg.Heartbeat:
-		return fmt.Sprintf("heartbeat at %d", m.NowMs)
+		return strconv.AppendInt(append(line, "heartbeat at "...), m.NowMs, 10)
 	default:
-		return messageKind(message)
+		return append(line, messageKind(message)...)
 	}
 }
