@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -102,19 +101,84 @@ const (
 
 // newHTTPRequest builds the server-side request a client's call arrives
 // as: the fields httptest.NewRequest sets for a path target, without
-// parsing request text through a 4 KiB reader for every call.
+// parsing request text through a 4 KiB reader for every call. The request,
+// its URL, its body's reader and its Content-Type value are one allocation.
 func newHTTPRequest(method, target, contentType string, body string) *http.Request {
-	u, err := url.ParseRequestURI(target)
-	assert(err == nil, "request target %q: %v", target, err)
-	r := &http.Request{Method: method, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: http.Header{},
+	built := &builtRequest{}
+	parseRequestTarget(&built.url, target)
+	r := &built.request
+	*r = http.Request{Method: method, URL: &built.url, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: http.Header{},
 		Body: http.NoBody, Host: simRequestHost, RemoteAddr: simRemoteAddr, RequestURI: target}
 	if body != "" {
-		r.Body, r.ContentLength = io.NopCloser(strings.NewReader(body)), int64(len(body))
+		built.body.Reset(body)
+		r.Body, r.ContentLength = &built.body, int64(len(body))
 	}
 	if contentType != "" {
-		r.Header.Set("Content-Type", contentType)
+		built.contentType[0] = contentType
+		r.Header["Content-Type"] = built.contentType[:] // as Header.Set stores it: the key is canonical
 	}
 	return r
+}
+
+// builtRequest holds what newHTTPRequest allocates for one request; the
+// request points into it and nothing else does.
+type builtRequest struct {
+	// request is the request handed out; its URL is url, its Body is body
+	// when it has one, and its Content-Type header's values are contentType.
+	request     http.Request
+	url         url.URL
+	body        requestBody
+	contentType [1]string
+}
+
+// requestBody is a request's body, read from a string; closing it does
+// nothing (io.NopCloser's behaviour, without boxing a reader of its own).
+type requestBody struct{ strings.Reader }
+
+func (*requestBody) Close() error { return nil }
+
+// parseRequestTarget sets u to what url.ParseRequestURI parses target as.
+// A target of plainPath and a non-empty query of no control character,
+// the form of every call the workload makes, parses to that path and raw
+// query alone: it has no scheme, and its path neither holds nor needs an
+// escape. Any other goes through ParseRequestURI.
+func parseRequestTarget(u *url.URL, target string) {
+	path, query, hasQuery := strings.Cut(target, "?")
+	if plainPath(path) && (!hasQuery || query != "" && !hasControlByte(query)) {
+		*u = url.URL{Path: path, RawQuery: query}
+		return
+	}
+	parsed, err := url.ParseRequestURI(target)
+	assert(err == nil, "request target %q: %v", target, err)
+	*u = *parsed
+}
+
+// plainPath reports whether path starts with '/' and holds only letters,
+// digits, '/' and the unreserved "-._~": characters URL paths neither
+// escape nor unescape.
+func plainPath(path string) bool {
+	if !strings.HasPrefix(path, "/") {
+		return false
+	}
+	for i := 0; i < len(path); i++ {
+		c := path[i]
+		letterOrDigit := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+		if !letterOrDigit && !strings.ContainsRune("/-._~", rune(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// hasControlByte reports whether s holds a byte url.Parse refuses: an
+// ASCII control character.
+func hasControlByte(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] == 0x7f {
+			return true
+		}
+	}
+	return false
 }
 
 // send decodes the request as the server would and puts it on the wire.
