@@ -104,11 +104,9 @@ func pairMarks(mark func(kind, phase string) chaos.Mark, kinds, phases []string)
 type moveWatcher struct {
 	w   *World
 	rng *rand.Rand
-	// phases maps a destination's id to the phase of each of its sessions
-	// (by partition name) at its last look; frozen maps a node's id to the
-	// partitions it kept frozen then. Only watch changes them.
-	phases map[string]map[string]string
-	frozen map[string]map[string]bool
+	// looks[i] is what the last look saw at the node of index i; grown as
+	// nodes are added, reset while the node is down. Only watch changes it.
+	looks []nodeLook
 	// landed counts the faults that landed, by coverage mark, in this run.
 	landed map[chaos.Mark]int
 	// caughtUpRng draws the caught-up kills; caughtUpDrawn holds the moves
@@ -118,7 +116,7 @@ type moveWatcher struct {
 }
 
 func newMoveWatcher(w *World, rng *rand.Rand) *moveWatcher {
-	return &moveWatcher{w: w, rng: rng, phases: map[string]map[string]string{}, frozen: map[string]map[string]bool{},
+	return &moveWatcher{w: w, rng: rng,
 		landed: map[chaos.Mark]int{}, caughtUpRng: newRand(w.opts.Seed, caughtUpKillStream), caughtUpDrawn: map[string]bool{}}
 }
 
@@ -126,26 +124,43 @@ func newMoveWatcher(w *World, rng *rand.Rand) *moveWatcher {
 func (s *movesScenario) watch(touched []*simNode) {
 	s.watchLateJoiner(touched)
 	moving := s.w.metaLog.anyMoveInFlight()
+	for len(s.watcher.looks) < len(s.w.nodes) {
+		s.watcher.looks = append(s.watcher.looks, nodeLook{})
+	}
 	for _, n := range touched {
+		look := &s.watcher.looks[n.index]
 		if !n.up() {
-			delete(s.watcher.phases, n.id)
-			delete(s.watcher.frozen, n.id)
+			*look = nodeLook{}
 			continue
 		}
-		if moving || len(s.watcher.phases[n.id]) > 0 {
-			s.watcher.lookAtSessions(n)
+		if moving || len(look.phases) > 0 {
+			s.watcher.lookAtSessions(n, look)
 		}
-		if n.up() && (moving || len(s.watcher.frozen[n.id]) > 0) {
-			s.watcher.lookAtFreezes(n)
+		if n.up() && (moving || len(look.frozen) > 0) {
+			s.watcher.lookAtFreezes(n, look)
 		}
 	}
 }
 
+// nodeLook is what the move watcher saw at a node at its last look.
+type nodeLook struct {
+	// phases maps the partition name of each of the node's sessions to
+	// its phase; sessions are those sessions, as MoveSessions listed
+	// them (sorted, one per partition). Set together by lookAtSessions.
+	phases   map[string]string
+	sessions []msg.Move
+	// frozen holds the names of the partitions the node kept frozen;
+	// frozenList lists them as FrozenPartitions did (sorted, one per
+	// partition). Set together by lookAtFreezes.
+	frozen     map[string]bool
+	frozenList []node.FrozenPartition
+}
+
 // lookAtSessions notices the sessions of n that entered a phase.
-func (m *moveWatcher) lookAtSessions(n *simNode) {
-	previous := m.phases[n.id]
+func (m *moveWatcher) lookAtSessions(n *simNode, look *nodeLook) {
+	previous := look.phases
 	sessions := n.node.MoveSessions()
-	if samePhases(previous, sessions) {
+	if sameSessionPhases(look.sessions, sessions) || samePhases(previous, sessions) {
 		// No session entered a phase (the common case), but a copy in
 		// CatchUp catches up within its phase.
 		m.lookForCaughtUp(n, sessions)
@@ -168,14 +183,14 @@ func (m *moveWatcher) lookAtSessions(n *simNode) {
 			return // a fault took it down
 		}
 	}
-	m.phases[n.id] = current
+	look.phases, look.sessions = current, sessions
 }
 
 // lookAtFreezes notices the partitions n froze since the last look.
-func (m *moveWatcher) lookAtFreezes(n *simNode) {
-	previous := m.frozen[n.id]
+func (m *moveWatcher) lookAtFreezes(n *simNode, look *nodeLook) {
+	previous := look.frozen
 	partitions := n.node.FrozenPartitions()
-	if sameFrozen(previous, partitions) {
+	if sameFrozenList(look.frozenList, partitions) || sameFrozen(previous, partitions) {
 		return // the common case: nothing froze or thawed
 	}
 	current := map[string]bool{}
@@ -189,7 +204,7 @@ func (m *moveWatcher) lookAtFreezes(n *simNode) {
 			return
 		}
 	}
-	m.frozen[n.id] = current
+	look.frozen, look.frozenList = current, partitions
 }
 
 // samePhases reports whether sessions are exactly those of previous, each
@@ -204,6 +219,15 @@ func samePhases(previous map[string]string, sessions []msg.Move) bool {
 		}
 	}
 	return true
+}
+
+// sameSessionPhases reports whether sessions are those of the previous
+// look's list, in the same order and phases: samePhases then holds (a
+// list holds one session per partition), found without naming them.
+func sameSessionPhases(previous, sessions []msg.Move) bool {
+	return slices.EqualFunc(previous, sessions, func(a, b msg.Move) bool {
+		return a.Partition == b.Partition && a.Topic == b.Topic && a.Phase == b.Phase
+	})
 }
 
 // lookForCaughtUp calls caughtUp for each session of n in CatchUp whose
@@ -236,6 +260,15 @@ func sameFrozen(previous map[string]bool, partitions []node.FrozenPartition) boo
 		}
 	}
 	return true
+}
+
+// sameFrozenList reports whether partitions are those of the previous
+// look's list, in the same order: sameFrozen then holds, found without
+// naming them.
+func sameFrozenList(previous, partitions []node.FrozenPartition) bool {
+	return slices.EqualFunc(previous, partitions, func(a, b node.FrozenPartition) bool {
+		return a.Partition == b.Partition && a.Topic == b.Topic
+	})
 }
 
 func (m *moveWatcher) phaseEntered(dest *simNode, session msg.Move) {
