@@ -13,9 +13,10 @@ import (
 // reads the nodes' partition state (never the clients' view) and compares
 // it with what the sync rounds made durable.
 type stateChecker struct {
-	// open lists, per node id, the partitions open at the checker's last
-	// look at the node, in OpenPartitions order.
-	open map[string][]node.PartitionState
+	// open lists, by node index, the partitions open at the checker's
+	// last look at the node, in OpenPartitions order; grown as nodes are
+	// added.
+	open [][]node.PartitionState
 	// scratch is afterStep's buffer for a node's open partitions, reused
 	// from step to step; open keeps copies, never scratch itself.
 	scratch []node.PartitionState
@@ -68,7 +69,7 @@ func (r *partitionRecord) forget() {
 }
 
 func newStateChecker() *stateChecker {
-	return &stateChecker{open: map[string][]node.PartitionState{}}
+	return &stateChecker{}
 }
 
 // record is the checker's record of a partition directory of n, made at
@@ -86,7 +87,7 @@ func record(n *simNode, dir string) *partitionRecord {
 // checks that the partitions recovered by the start serve only durable
 // records: before any later sync round can make them durable by chance.
 func (s *stateChecker) nodeStarted(n *simNode) {
-	delete(s.open, n.id)
+	*s.lastOpen(n) = nil
 	for _, r := range n.stateRecords { //determinism:ok only clears
 		r.forget()
 	}
@@ -232,7 +233,8 @@ func openRecords(n *simNode, open []node.PartitionState) []*partitionRecord {
 // the log's sync round was in flight, say, before a later write failed
 // the log): recovery fsyncs them before it serves them.
 func (s *stateChecker) forgetClosed(w *World, n *simNode, open []node.PartitionState) {
-	previous := s.open[n.id]
+	last := s.lastOpen(n)
+	previous := *last
 	if samePartitions(previous, open) {
 		return
 	}
@@ -240,12 +242,20 @@ func (s *stateChecker) forgetClosed(w *World, n *simNode, open []node.PartitionS
 	for _, state := range open {
 		current[state.Dir] = true
 	}
-	s.open[n.id] = slices.Clone(open)
+	*last = slices.Clone(open)
 	for _, state := range previous {
 		if !current[state.Dir] {
 			record(n, state.Dir).forget()
 		}
 	}
+}
+
+// lastOpen is where the partitions open at the last look at n are kept.
+func (s *stateChecker) lastOpen(n *simNode) *[]node.PartitionState {
+	for len(s.open) <= n.index {
+		s.open = append(s.open, nil)
+	}
+	return &s.open[n.index]
 }
 
 func samePartitions(previous, open []node.PartitionState) bool {
