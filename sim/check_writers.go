@@ -19,12 +19,15 @@ type writerChecker struct {
 	// names[partition] is partitionName of the topic's partition, built
 	// with the first row (the partition count is fixed after setup).
 	names []string
-	// contested[partition] is the partition's past owners when it had more
-	// than one, else nil: the metaLog's pastOwners as of its version
-	// contestedVersion, looked up once per change instead of by name for
-	// every partition of every touched node after every step.
-	contested        [][]string
+	// contested[partition][node index] says whether the node is one of the
+	// partition's past owners when it had more than one (all false when
+	// it had one): the metaLog's pastOwners as of its version
+	// contestedVersion and the nodes of contestedNodes, looked up once
+	// per change instead of by name for every partition of every touched
+	// node after every step.
+	contested        [][]bool
 	contestedVersion int
+	contestedNodes   int
 }
 
 func newWriterChecker(w *World) *writerChecker { return &writerChecker{w: w} }
@@ -41,13 +44,8 @@ func (c *writerChecker) afterStep(touched []*simNode) {
 	for len(c.accepting) < len(c.w.nodes) {
 		c.accepting = append(c.accepting, make([]bool, c.w.partitions))
 	}
-	if c.contested == nil || c.contestedVersion != c.w.metaLog.pastOwnersVersion {
-		c.contested, c.contestedVersion = make([][]string, c.w.partitions), c.w.metaLog.pastOwnersVersion
-		for partition, name := range c.names {
-			if past := c.w.metaLog.pastOwners[name]; len(past) > 1 {
-				c.contested[partition] = past
-			}
-		}
+	if c.contested == nil || c.contestedVersion != c.w.metaLog.pastOwnersVersion || c.contestedNodes != len(c.w.nodes) {
+		c.findContested()
 	}
 	for _, n := range touched {
 		c.refresh(n)
@@ -61,6 +59,20 @@ func (c *writerChecker) afterStep(touched []*simNode) {
 	}
 }
 
+// findContested sets contested from the metaLog's past owners.
+func (c *writerChecker) findContested() {
+	c.contested = make([][]bool, c.w.partitions)
+	c.contestedVersion, c.contestedNodes = c.w.metaLog.pastOwnersVersion, len(c.w.nodes)
+	for partition, name := range c.names {
+		c.contested[partition] = make([]bool, len(c.w.nodes))
+		if past := c.w.metaLog.pastOwners[name]; len(past) > 1 {
+			for _, n := range c.w.nodes {
+				c.contested[partition][n.index] = slices.Contains(past, n.id)
+			}
+		}
+	}
+}
+
 // refresh records what n answers now. Only the partitions that had more
 // than one owner in the committed log are asked, and only of their past
 // owners: a replica's placement is a committed prefix, so no other node
@@ -69,8 +81,7 @@ func (c *writerChecker) afterStep(touched []*simNode) {
 func (c *writerChecker) refresh(n *simNode) {
 	row := c.accepting[n.index]
 	for partition := range row {
-		past := c.contested[partition]
-		row[partition] = n.up() && past != nil && slices.Contains(past, n.id) && n.node.AcceptsWrites(c.w.topic, partition)
+		row[partition] = n.up() && c.contested[partition][n.index] && n.node.AcceptsWrites(c.w.topic, partition)
 	}
 }
 
