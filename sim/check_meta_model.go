@@ -51,8 +51,9 @@ type metaModelChecker struct {
 	// is the entry at index base+1+i. Only grows.
 	log  []committedEntry
 	base uint64
-	// replicas holds each node's model, by node id.
-	replicas map[string]*replicaModel
+	// replicas holds each node's model, by node index; nil until the
+	// node's first comparison, grown as nodes are added.
+	replicas []*replicaModel
 	// comparisons counts the full comparisons made, for the report;
 	// touchedComparisons those of the touched records alone.
 	comparisons, touchedComparisons int
@@ -123,7 +124,7 @@ type modelVerdict struct {
 }
 
 func newMetaModelChecker(w *World, base uint64) *metaModelChecker {
-	return &metaModelChecker{w: w, base: base, replicas: map[string]*replicaModel{}, refusals: map[string]int{}, countedIndex: base}
+	return &metaModelChecker{w: w, base: base, refusals: map[string]int{}, countedIndex: base}
 }
 
 // committed takes the next committed entry, as metaLog applies it;
@@ -153,7 +154,7 @@ func (c *metaModelChecker) afterStep(touched []*simNode) {
 		if c.w.failure != nil || !n.up() {
 			continue
 		}
-		r := c.replica(n.id)
+		r := c.replica(n)
 		applied := n.node.MetaAppliedIndex()
 		c.advance(r, applied)
 		switch {
@@ -173,18 +174,21 @@ func (c *metaModelChecker) finish() {
 	}
 	for _, n := range c.w.nodes {
 		if c.w.failure == nil && n.up() {
-			r := c.replica(n.id)
+			r := c.replica(n)
 			c.advance(r, n.node.MetaAppliedIndex())
 			c.compare(n, r)
 		}
 	}
 }
 
-func (c *metaModelChecker) replica(id string) *replicaModel {
-	r := c.replicas[id]
+func (c *metaModelChecker) replica(n *simNode) *replicaModel {
+	for len(c.replicas) <= n.index {
+		c.replicas = append(c.replicas, nil)
+	}
+	r := c.replicas[n.index]
 	if r == nil {
 		r = &replicaModel{model: newMetaModel(), index: c.base}
-		c.replicas[id] = r
+		c.replicas[n.index] = r
 	}
 	return r
 }
