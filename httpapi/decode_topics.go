@@ -42,6 +42,9 @@ func decodeCreateTopic(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) 
 	if body.Parent != "" && !validTopicName(body.Parent) {
 		return nil, invalidf("invalid parent topic name %s", quoteClipped(body.Parent))
 	}
+	if failed := checkDeadLetterName(body.DeadLetterTopic); failed != nil {
+		return nil, failed
+	}
 	request := msg.CreateTopic{
 		Parent:              body.Parent,
 		FanoutDelayMs:       body.FanoutDelayMs,
@@ -68,6 +71,17 @@ func schemaOf(schema json.RawMessage) []byte {
 		return nil
 	}
 	return schema
+}
+
+// checkDeadLetterName refuses a dead_letter_topic that breaks the topic
+// name rule ("" names none) before it reaches the node or the grant
+// check, both of which would echo it whole: a body may carry a megabyte
+// of it.
+func checkDeadLetterName(name string) *ErrorResponse {
+	if name == "" || validTopicName(name) {
+		return nil
+	}
+	return invalidf("invalid dead_letter_topic name %s", quoteClipped(name))
 }
 
 // namedValue is a numeric body field with its JSON name; set is false for
@@ -161,6 +175,11 @@ func decodeAlterTopic(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) {
 		Schema:              schemaOf(body.Schema),
 		MaxDeliveries:       body.MaxDeliveries,
 		DeadLetterTopic:     body.DeadLetterTopic,
+	}
+	if body.DeadLetterTopic != nil {
+		if failed := checkDeadLetterName(*body.DeadLetterTopic); failed != nil {
+			return nil, failed
+		}
 	}
 	fields := alterFields(request)
 	if !anySet(fields) && request.Schema == nil && request.DeadLetterTopic == nil {
