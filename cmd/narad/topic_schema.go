@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -35,6 +36,11 @@ func (a *app) readSchemaFile(path string) (json.RawMessage, error) {
 	}
 	if !json.Valid(document) {
 		return nil, usagef("--schema: %s is not valid JSON", path)
+	}
+	if string(bytes.TrimSpace(document)) == "null" {
+		// The API reads a null schema as none: the topic would be created
+		// without one (or the edit change nothing), and the command succeed.
+		return nil, usagef("--schema: %s holds null, not a JSON Schema (an object or a boolean)", path)
 	}
 	return document, nil
 }

@@ -41,6 +41,10 @@ func TestTopicAddBadInput(t *testing.T) {
 	assert.Contains(t, h.stderr.String(), "--delay needs --parent")
 	assert.Equal(t, 2, h.against(broker, "topic", "add", "orders", "--retention", "-1h"))
 	assert.Equal(t, 2, h.against(broker, "topic", "add", "orders", "--retention", "soon"))
+	assert.Equal(t, 2, h.against(broker, "topic", "add", "orders", "--schema", writeSchemaFile(t, " null\n")),
+		"a null schema is none to the API: the topic was created without one, exit 0")
+	assert.Contains(t, h.stderr.String(), "holds null, not a JSON Schema")
+	assert.Equal(t, 2, h.against(broker, "topic", "edit", "orders", "--schema", writeSchemaFile(t, "null")))
 	assert.Empty(t, broker.seen(""), "nothing is sent for bad input")
 }
 
