@@ -127,7 +127,7 @@ func newTopicAddCommand(a *app) *cobra.Command {
 			return a.createTopic(cmd, request)
 		},
 	}
-	settings.register(cmd.Flags(), "number of partitions (at least 3; 0 = server default)")
+	settings.register(cmd.Flags(), "number of partitions (at least 3; 0 = server default, or with --parent the parent's count)")
 	cmd.Flags().StringVar(&parent, "parent", "", "attach the new topic as a fan-out child of this topic")
 	cmd.Flags().DurationVar(&delay, "delay", 0, "fan-out delay of a child topic (needs --parent)")
 	return cmd

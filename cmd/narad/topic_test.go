@@ -34,6 +34,18 @@ func TestTopicAddMinimal(t *testing.T) {
 	assert.JSONEq(t, `{"name":"orders"}`, broker.seen("")[0].Body)
 }
 
+// Property: a child's create sends no partition count unless given, and
+// the help says the server then takes the parent's count (it said the
+// server default, which the API applies only to a topic without parent).
+func TestTopicAddChildTakesTheParentsCount(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on("POST /v1/topics", reply{201, ordersJSON})
+	h.againstOK(broker, "topic", "add", "audit", "--parent", "orders")
+	assert.JSONEq(t, `{"name":"audit","parent":"orders"}`, broker.seen("")[0].Body)
+	h.runOK("topic", "add", "--help")
+	assert.Contains(t, h.stdout.String(), "0 = server default, or with --parent the parent's count")
+}
+
 func TestTopicAddBadInput(t *testing.T) {
 	h := newHarness(t)
 	broker := newFakeBroker(t)
