@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"testing"
 
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
 	"narad/msg"
 	"narad/wire"
 )
@@ -35,7 +38,17 @@ func benchmarkConsume() msg.Envelope {
 	return msg.Envelope{From: "node-2", To: "node-1", Message: msg.ForwardReply{ID: 1 << 33, Reply: reply}}
 }
 
+// benchmarkHeartbeat is a Raft heartbeat, of the messages a cluster at
+// rest sends most, which the codec reads without protobuf.
+func benchmarkHeartbeat() msg.Envelope {
+	heartbeat := &raftpb.Message{Type: raftpb.MessageType_MsgHeartbeat.Enum(), To: proto.Uint64(2), From: proto.Uint64(1),
+		Term: proto.Uint64(7), Commit: proto.Uint64(1 << 20)}
+	return msg.Envelope{From: "node-1", To: "node-2", Message: msg.RaftMessage{Message: heartbeat}}
+}
+
 func BenchmarkForwardProduce1000(b *testing.B) { benchmarkRoundTrip(b, benchmarkProduce()) }
+
+func BenchmarkRaftHeartbeat(b *testing.B) { benchmarkRoundTrip(b, benchmarkHeartbeat()) }
 
 func BenchmarkForwardReplyConsume100(b *testing.B) { benchmarkRoundTrip(b, benchmarkConsume()) }
 

@@ -1,7 +1,8 @@
 package wire
 
 import (
-	"math"
+	"maps"
+	"slices"
 
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -56,7 +57,7 @@ func decodeScalarRaft(b []byte) (*raftpb.Message, bool) {
 	var s scalarRaft
 	for len(b) > 0 {
 		number, kind, n := protowire.ConsumeTag(b)
-		if n < 0 || kind != protowire.VarintType || !isScalarRaftField(number) || s.has(number) {
+		if n < 0 || kind != protowire.VarintType || !scalarRaftFields.has(uint64(number)) || s.has(number) {
 			return nil, false
 		}
 		v, m := protowire.ConsumeVarint(b[n:])
@@ -67,24 +68,34 @@ func decodeScalarRaft(b []byte) (*raftpb.Message, bool) {
 		s.values[number] = v
 		b = b[n+m:]
 	}
-	if s.has(raftTypeField) {
-		if s.values[raftTypeField] > math.MaxInt32 {
-			return nil, false
-		}
-		if _, known := raftpb.MessageType_name[int32(s.values[raftTypeField])]; !known {
-			return nil, false // a closed enum's unknown value goes to protobuf's unknown fields
-		}
+	if s.has(raftTypeField) && !knownRaftTypes.has(s.values[raftTypeField]) {
+		return nil, false // a closed enum's unknown value goes to protobuf's unknown fields
 	}
 	return s.message(), true
 }
 
-func isScalarRaftField(number protowire.Number) bool {
-	switch number {
-	case raftTypeField, raftToField, raftFromField, raftTermField, raftLogTermField, raftIndexField,
-		raftCommitField, raftRejectField, raftRejectHintField, raftVoteField:
-		return true
+// fieldSet is a set of field numbers, or of enum values, below 64.
+type fieldSet uint64
+
+func (f fieldSet) has(value uint64) bool { return value < 64 && f&(1<<value) != 0 }
+
+// scalarRaftFields are the varint fields decodeScalarRaft decodes.
+const scalarRaftFields = fieldSet(1<<raftTypeField | 1<<raftToField | 1<<raftFromField | 1<<raftTermField |
+	1<<raftLogTermField | 1<<raftIndexField | 1<<raftCommitField | 1<<raftRejectField | 1<<raftRejectHintField | 1<<raftVoteField)
+
+// knownRaftTypes are the values raftpb.MessageType names, as a set: a
+// lookup per decoded message in protobuf's table of names cost a map
+// access each.
+var knownRaftTypes = fieldSetOf(slices.Collect(maps.Keys(raftpb.MessageType_name)))
+
+// fieldSetOf makes the set of values, each of which must be below 64.
+func fieldSetOf(values []int32) fieldSet {
+	var set fieldSet
+	for _, v := range values {
+		assert(v >= 0 && v < 64, "a raft message type %d outside 0 to 63", v)
+		set |= 1 << v
 	}
-	return false
+	return set
 }
 
 // message makes the message of the fields present, each set exactly when
