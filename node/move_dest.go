@@ -138,8 +138,11 @@ func (n *Node) driveMoves() {
 	}
 	n.movesScratch = n.meta.State().AppendMoves(n.movesScratch[:0])
 	for _, m := range n.movesScratch {
+		if m.Target != n.cfg.NodeID {
+			continue
+		}
 		key := partitionKey{m.Topic, m.Partition}
-		if _, orphaned := n.jobsOrphaned[key]; m.Target == n.cfg.NodeID && n.moves[key] == nil && !orphaned && n.mayStartSession(key, m.StartedAtMs) {
+		if _, orphaned := n.jobsOrphaned[key]; n.moves[key] == nil && !orphaned && n.mayStartSession(key, m.StartedAtMs) {
 			n.startSession(key, m.Owner, m.StartedAtMs)
 		}
 	}
@@ -153,13 +156,18 @@ func (n *Node) driveMoves() {
 	}
 }
 
+// sessionKeys returns the keys of the moves into this node, sorted. The
+// list is kept until a session starts or ends (Node.moveKeys): every
+// tick drives the sessions. The caller must not change it.
 func (n *Node) sessionKeys() []partitionKey {
-	keys := make([]partitionKey, 0, len(n.moves))
-	for key := range n.moves { //determinism:ok sorted below
-		keys = append(keys, key)
+	if n.moveKeys == nil && len(n.moves) > 0 {
+		n.moveKeys = make([]partitionKey, 0, len(n.moves))
+		for key := range n.moves { //determinism:ok sorted below
+			n.moveKeys = append(n.moveKeys, key)
+		}
+		sortKeys(n.moveKeys)
 	}
-	sortKeys(keys)
-	return keys
+	return n.moveKeys
 }
 
 // endTopicSessions ends, as aborted, the moves into this node of a topic
@@ -219,6 +227,7 @@ func (n *Node) startSession(key partitionKey, source string, moveStartedAtMs int
 	machine := movedest.New(move, n.sessionConfig(), n.nowMs)
 	machine.Restarted(restarts)
 	n.moves[key] = &moveSession{key: key, topic: n.creationOf(key.topic), machine: machine, staged: staged, stagedDir: dir}
+	n.moveKeys = nil
 }
 
 // mayStartSession reports whether a session of the move may start now:
@@ -336,6 +345,7 @@ func outcomeOfSession(progress movedest.Progress) string {
 // job may be writing them on another goroutine.
 func (n *Node) endSession(s *moveSession, rollBack bool) {
 	delete(n.moves, s.key)
+	n.moveKeys = nil
 	if s.jobOut {
 		chaos.Reached(chaos.MarkNodeMoveJobOrphaned)
 		n.jobsOrphaned[s.key] = s.topic

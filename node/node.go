@@ -158,6 +158,11 @@ type Node struct {
 	// moveJobs the finalize jobs for the next Ready (move_dest.go).
 	moves    map[partitionKey]*moveSession
 	moveJobs []movePending
+	// moveKeys are the keys of moves, sorted, as sessionKeys listed them
+	// last; nil once a session starts or ends, until it lists them again.
+	// Nothing writes into it: a loop over it outlives the sessions it
+	// ends.
+	moveKeys []partitionKey
 	// movesScratch is driveMoves' copy of the metastore's moves, reused
 	// from tick to tick; it means nothing between calls.
 	movesScratch []meta.Move
