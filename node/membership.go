@@ -90,6 +90,21 @@ type clusterState struct {
 	// nextDeadCheckMs and nextJoinMs schedule the periodic work.
 	nextDeadCheckMs int64
 	nextJoinMs      int64
+	// selfMoved is addressMoved's last answer: every tick asks, and it
+	// changes only when an entry applies or the address this node listens
+	// on is another.
+	selfMoved selfAddressCheck
+}
+
+// selfAddressCheck is whether this node listened on another address than
+// the metastore recorded for it, at an applied index.
+type selfAddressCheck struct {
+	// known is set once the check ran; at and listening are the applied
+	// index and the node's address then, moved its answer.
+	known     bool
+	at        uint64
+	listening string
+	moved     bool
 }
 
 // movedAddr is a voter's cluster address learned from its Join, and the
@@ -343,8 +358,14 @@ func (n *Node) noteJoinWait(voter bool) {
 // a new address): its peers must be told, or their raft messages keep
 // going to the old one.
 func (n *Node) addressMoved() bool {
+	check := selfAddressCheck{known: true, at: n.meta.AppliedIndex(), listening: n.cfg.ClusterAddr}
+	if last := n.cluster.selfMoved; last.known && last.at == check.at && last.listening == check.listening {
+		return last.moved
+	}
 	recorded := n.recordedClusterAddr(n.cfg.NodeID)
-	return n.cfg.ClusterAddr != "" && recorded != "" && recorded != n.cfg.ClusterAddr
+	check.moved = n.cfg.ClusterAddr != "" && recorded != "" && recorded != n.cfg.ClusterAddr
+	n.cluster.selfMoved = check
+	return check.moved
 }
 
 // recordedClusterAddr is the cluster address the metastore records for a
