@@ -180,20 +180,8 @@ func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
 		n.observer.Event("log-open-failed", fmt.Sprintf("%s: its topic stamp: %v", p.dir, err))
 		return nil, err
 	}
-	open := n.store.Log
-	if !n.store.IsOpen(p.dir) {
-		pastCap, err := n.makeRoomForLog()
-		if err != nil {
-			n.openRefused.add(t.info.Name) // a poll that found the log closed to it is woken by nothing else
-			return nil, err
-		}
-		if pastCap {
-			open = n.store.LogPastCap
-		}
-	}
-	log, recovery, err := open(p.dir, n.nowMs)
+	log, recovery, err := n.storeLog(t, p)
 	if err != nil {
-		n.observer.Event("log-open-failed", fmt.Sprintf("%s: %v", p.dir, err))
 		return nil, err
 	}
 	if p.log != log {
@@ -219,6 +207,29 @@ func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
 		n.observer.ConsumerDropped(t.info.Name, p.key.index, dropped)
 	}
 	return log, nil
+}
+
+// storeLog returns the partition's log from the store: the open one (one
+// lookup, as the fan-out asks for its open logs at every tick), else the
+// one it opens once there is room for it (makeRoomForLog).
+func (n *Node) storeLog(t *topic, p *partition) (*storage.Log, storage.Recovery, error) {
+	if log, open := n.store.Use(p.dir, n.nowMs); open {
+		return log, storage.Recovery{}, nil
+	}
+	pastCap, err := n.makeRoomForLog()
+	if err != nil {
+		n.openRefused.add(t.info.Name) // a poll that found the log closed to it is woken by nothing else
+		return nil, storage.Recovery{}, err
+	}
+	open := n.store.Log
+	if pastCap {
+		open = n.store.LogPastCap
+	}
+	log, recovery, err := open(p.dir, n.nowMs)
+	if err != nil {
+		n.observer.Event("log-open-failed", fmt.Sprintf("%s: %v", p.dir, err))
+	}
+	return log, recovery, err
 }
 
 // makeRoomForLog closes least recently used logs until one more fits

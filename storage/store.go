@@ -116,7 +116,7 @@ func NewStore(fs FS, cfg LogConfig, openMax int, keptBytesMax int64) *Store {
 // already open. Opening a log while the cap is reached fails with
 // ErrOpenLogsFull: the caller chooses what to close (LeastRecent, then Close).
 func (s *Store) Log(dir string, nowMs int64) (*Log, Recovery, error) {
-	if log, ok := s.use(dir, nowMs); ok {
+	if log, ok := s.Use(dir, nowMs); ok {
 		return log, Recovery{}, nil
 	}
 	if s.Full() {
@@ -125,8 +125,9 @@ func (s *Store) Log(dir string, nowMs int64) (*Log, Recovery, error) {
 	return s.openNew(dir, nowMs)
 }
 
-// use records a use of dir's log at nowMs and returns it, if it is open.
-func (s *Store) use(dir string, nowMs int64) (*Log, bool) {
+// Use records a use of dir's log at nowMs and returns it, if it is open;
+// it opens nothing.
+func (s *Store) Use(dir string, nowMs int64) (*Log, bool) {
 	entry, ok := s.open[dir]
 	if !ok {
 		return nil, false
@@ -258,7 +259,7 @@ func (s *Store) add(dir string, log *Log, nowMs int64) {
 // goes (the node: the partitions of one produce, closed back under the
 // cap once they are synced; PastCap tells when).
 func (s *Store) LogPastCap(dir string, nowMs int64) (*Log, Recovery, error) {
-	if log, ok := s.use(dir, nowMs); ok {
+	if log, ok := s.Use(dir, nowMs); ok {
 		return log, Recovery{}, nil
 	}
 	return s.openNew(dir, nowMs)
