@@ -20,7 +20,7 @@ type fanoutView struct {
 	// topicsVersion is the meta.State.TopicsVersion the view was built at.
 	topicsVersion uint64
 	// parents are the topics with children, sorted by name.
-	parents []meta.TopicRecord
+	parents []fanoutParent
 	// nextMs is the earliest time a cursor has work that waits for the
 	// clock (a linger, a retry, a delayed record); math.MaxInt64 when
 	// none does.
@@ -37,6 +37,14 @@ type fanoutView struct {
 	// owned is driveFanout's scratch list of the parent partitions this
 	// node owns; it holds nothing between passes.
 	owned []ownedParent
+}
+
+// fanoutParent is a topic with children, and the partitions of it this
+// node owns by the record's assignments, in increasing order: a pass
+// drives those, and looks at no other partition of the topic.
+type fanoutParent struct {
+	record meta.TopicRecord
+	owned  []int
 }
 
 // ownedParent is a parent partition this node owns, with its topic's
@@ -79,14 +87,12 @@ func (n *Node) driveFanout() {
 	n.fanout.nextMs = math.MaxInt64
 	owned := n.fanout.owned[:0]
 	for _, parent := range n.fanout.parents {
-		t, ok := n.lookupTopic(parent.Name)
+		t, ok := n.lookupTopic(parent.record.Name)
 		if !ok {
 			continue
 		}
-		for index := range t.info.Partitions {
-			if n.ownedHere(t, index) {
-				owned = append(owned, ownedParent{topic: t, index: index, links: parent.Children})
-			}
+		for _, index := range parent.owned {
+			owned = append(owned, ownedParent{topic: t, index: index, links: parent.record.Children})
 		}
 	}
 	n.fanout.turn++
@@ -106,10 +112,10 @@ func (n *Node) refreshFanoutView() {
 	if version == n.fanout.topicsVersion && n.fanout.parents != nil {
 		return
 	}
-	n.fanout.topicsVersion, n.fanout.parents = version, []meta.TopicRecord{}
+	n.fanout.topicsVersion, n.fanout.parents = version, []fanoutParent{}
 	for _, record := range n.meta.State().Topics() {
 		if len(record.Children) > 0 {
-			n.fanout.parents = append(n.fanout.parents, record)
+			n.fanout.parents = append(n.fanout.parents, fanoutParent{record: record, owned: n.ownedPartitions(record)})
 		}
 	}
 	for _, p := range n.sortedPartitions() {
@@ -123,6 +129,19 @@ func (n *Node) refreshFanoutView() {
 		p.cursorLinks, p.cursorLinksKnown = slices.Clone(record.Children), true
 		n.removeStaleCursors(p, record.Children)
 	}
+}
+
+// ownedPartitions lists the partitions of the topic this node owns by
+// the record's assignments: those ownedHere accepts, of the topic that
+// lookupTopic makes of the record.
+func (n *Node) ownedPartitions(record meta.TopicRecord) []int {
+	var owned []int
+	for index := range record.Partitions {
+		if record.Assignments[index].Owner == n.cfg.NodeID {
+			owned = append(owned, index)
+		}
+	}
+	return owned
 }
 
 // driveParentPartition loads the partition's cursors and steps each.
