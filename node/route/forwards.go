@@ -1,6 +1,7 @@
 package route
 
 import (
+	"math"
 	"slices"
 
 	"narad/chaos"
@@ -26,6 +27,10 @@ type Forwards[C any] struct {
 	lastID uint64
 	// downUntilMs holds the peers marked down, until when.
 	downUntilMs map[string]int64
+	// dueFromMs is a time before which no outstanding forward is due: the
+	// earliest deadline Due saw, lowered by each Start since (a forward
+	// that goes leaves it low, which costs Due a look, never a miss).
+	dueFromMs int64
 }
 
 // NewForwards returns an empty table whose ids start above base.
@@ -47,6 +52,7 @@ func (f *Forwards[C]) Start(to string, deadlineMs int64, continuation C) uint64 
 	_, taken := f.outgoing[f.lastID]
 	invariant.Check(!taken && to != "", "route: forward %d to %q is taken or has no peer", f.lastID, to)
 	f.outgoing[f.lastID] = Forward[C]{To: to, DeadlineMs: deadlineMs, Continuation: continuation}
+	f.dueFromMs = min(f.dueFromMs, deadlineMs)
 	return f.lastID
 }
 
@@ -67,13 +73,19 @@ func (f *Forwards[C]) Answered(from string, id uint64) (continuation C, ok bool)
 }
 
 // Due returns the ids of the forwards whose deadline is at or before
-// nowMs, in increasing order.
+// nowMs, in increasing order. The node asks at every tick: before
+// dueFromMs it looks at none of them.
 func (f *Forwards[C]) Due(nowMs int64) []uint64 {
+	if nowMs < f.dueFromMs {
+		return nil
+	}
 	var due []uint64
+	f.dueFromMs = math.MaxInt64
 	for id, forward := range f.outgoing { //determinism:ok collected then sorted
 		if forward.DeadlineMs <= nowMs {
 			due = append(due, id)
 		}
+		f.dueFromMs = min(f.dueFromMs, forward.DeadlineMs)
 	}
 	slices.Sort(due)
 	return due
