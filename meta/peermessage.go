@@ -6,14 +6,19 @@ import (
 	"go.etcd.io/raft/v3/tracker"
 )
 
-// peerMessageTypes are the raft messages one replica sends another.
-// Every other type is local to a replica (a tick's MsgBeat, a campaign's
-// MsgHup, storage and status reports): stepped from a peer it would
-// drive this replica's raft from outside, or make it panic.
-var peerMessageTypes = map[raftpb.MessageType]bool{
-	raftpb.MsgApp: true, raftpb.MsgAppResp: true, raftpb.MsgVote: true, raftpb.MsgVoteResp: true,
-	raftpb.MsgPreVote: true, raftpb.MsgPreVoteResp: true, raftpb.MsgSnap: true, raftpb.MsgHeartbeat: true,
-	raftpb.MsgHeartbeatResp: true, raftpb.MsgTransferLeader: true, raftpb.MsgTimeoutNow: true, raftpb.MsgProp: true,
+// sentBetweenReplicas reports whether a raft message of the type is one
+// replica sends another. Every other type is local to a replica (a
+// tick's MsgBeat, a campaign's MsgHup, storage and status reports):
+// stepped from a peer it would drive this replica's raft from outside, or
+// make it panic. (A switch, not a map: every message received asks.)
+func sentBetweenReplicas(kind raftpb.MessageType) bool {
+	switch kind {
+	case raftpb.MsgApp, raftpb.MsgAppResp, raftpb.MsgVote, raftpb.MsgVoteResp,
+		raftpb.MsgPreVote, raftpb.MsgPreVoteResp, raftpb.MsgSnap, raftpb.MsgHeartbeat,
+		raftpb.MsgHeartbeatResp, raftpb.MsgTransferLeader, raftpb.MsgTimeoutNow, raftpb.MsgProp:
+		return true
+	}
+	return false
 }
 
 // checkPeerMessage returns why raft must not step msg from a peer, or "".
@@ -39,7 +44,7 @@ var peerMessageTypes = map[raftpb.MessageType]bool{
 //     restore.
 func (m *Meta) checkPeerMessage(msg *raftpb.Message) string {
 	switch from := msg.GetFrom(); {
-	case !peerMessageTypes[msg.GetType()]:
+	case !sentBetweenReplicas(msg.GetType()):
 		return "is not sent between replicas"
 	case from == 0 || (from == m.self.RaftID && msg.GetType() != raftpb.MsgProp):
 		return "names no other replica as its sender" // a proposal of this replica's may come back relayed
