@@ -417,32 +417,44 @@ func (m *MemFS) reachable(node *memNode) bool {
 
 // ---- Paths ----
 
-// splitPath cleans name and splits it into its elements; the root has none.
-func splitPath(name string) ([]string, error) {
+// cleanPath cleans name and checks it: relative, inside the root, and
+// no element longer than FileNameBytesMax. The root is "". Its elements
+// are read off with nextElement, so that resolving a path, which every
+// file operation does, allocates no list of them.
+func cleanPath(name string) (string, error) {
 	clean := path.Clean(name)
 	if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
-		return nil, ErrBadPath
+		return "", ErrBadPath
 	}
 	if clean == "." {
-		return nil, nil
+		return "", nil
 	}
-	elements := strings.Split(clean, "/")
-	for _, element := range elements {
-		if len(element) > FileNameBytesMax {
-			return nil, ErrNameTooLong
+	for rest := clean; rest != ""; {
+		var element string
+		if element, rest = nextElement(rest); len(element) > FileNameBytesMax {
+			return "", ErrNameTooLong
 		}
 	}
-	return elements, nil
+	return clean, nil
+}
+
+// nextElement splits a path cleanPath returned into its first element
+// and the path after it ("" after the last).
+func nextElement(clean string) (element, rest string) {
+	element, rest, _ = strings.Cut(clean, "/")
+	return element, rest
 }
 
 func memPathError(op, name string, err error) error {
 	return fmt.Errorf("storage: memfs %s %q: %w", op, name, err)
 }
 
-// walk returns the node at the path made of elements.
-func (m *MemFS) walk(elements []string) (*memNode, error) {
+// walk returns the node at a path cleanPath returned.
+func (m *MemFS) walk(clean string) (*memNode, error) {
 	node := m.root
-	for _, element := range elements {
+	for rest := clean; rest != ""; {
+		var element string
+		element, rest = nextElement(rest)
 		if node.file != nil {
 			return nil, errMemNotDir
 		}
@@ -456,11 +468,11 @@ func (m *MemFS) walk(elements []string) (*memNode, error) {
 
 // resolve returns the node at name.
 func (m *MemFS) resolve(op, name string) (*memNode, error) {
-	elements, err := splitPath(name)
+	clean, err := cleanPath(name)
 	if err != nil {
 		return nil, memPathError(op, name, err)
 	}
-	node, err := m.walk(elements)
+	node, err := m.walk(clean)
 	if err != nil {
 		return nil, memPathError(op, name, err)
 	}
@@ -480,21 +492,25 @@ func (m *MemFS) resolveDir(op, name string) (*memNode, error) {
 // element. The root has no parent: it cannot be created, removed or
 // renamed.
 func (m *MemFS) resolveParent(op, name string) (*memNode, string, error) {
-	elements, err := splitPath(name)
-	if err == nil && len(elements) == 0 {
+	clean, err := cleanPath(name)
+	if err == nil && clean == "" {
 		err = ErrBadPath
 	}
 	if err != nil {
 		return nil, "", memPathError(op, name, err)
 	}
-	parent, err := m.walk(elements[:len(elements)-1])
+	parentPath, base := "", clean
+	if slash := strings.LastIndexByte(clean, '/'); slash >= 0 {
+		parentPath, base = clean[:slash], clean[slash+1:]
+	}
+	parent, err := m.walk(parentPath)
 	if err == nil && parent.file != nil {
 		err = errMemNotDir
 	}
 	if err != nil {
 		return nil, "", memPathError(op, name, err)
 	}
-	return parent, elements[len(elements)-1], nil
+	return parent, base, nil
 }
 
 // ---- Tree links ----
@@ -750,12 +766,14 @@ func (m *MemFS) replace(source, target, newParent *memNode, newBase string) {
 
 // MkdirAll implements FS.
 func (m *MemFS) MkdirAll(name string) error {
-	elements, err := splitPath(name)
+	clean, err := cleanPath(name)
 	if err != nil {
 		return memPathError("mkdir", name, err)
 	}
 	dir := m.root
-	for _, element := range elements {
+	for rest := clean; rest != ""; {
+		var element string
+		element, rest = nextElement(rest)
 		child := dir.children[element]
 		if child == nil {
 			child = newDirNode()
@@ -966,12 +984,14 @@ func (m *MemFS) DurableCloneDir(dir string) *MemFS { return m.durableCloneDir(di
 func (m *MemFS) DurableCloneDirView(dir string) *MemFS { return m.durableCloneDir(dir, true) }
 
 func (m *MemFS) durableCloneDir(dir string, share bool) *MemFS {
-	elements, err := splitPath(dir)
-	if err != nil || len(elements) == 0 {
+	clean, err := cleanPath(dir)
+	if err != nil || clean == "" {
 		return m.DurableClone()
 	}
 	source := m.root
-	for _, name := range elements {
+	for rest := clean; rest != ""; {
+		var name string
+		name, rest = nextElement(rest)
 		if source = source.durableChildren[name]; source == nil || source.file != nil {
 			return m.DurableClone() // no such durable directory: nothing to save
 		}
@@ -989,9 +1009,11 @@ func (m *MemFS) durableCloneDir(dir string, share bool) *MemFS {
 		clone.capacityBytes = m.capacityBytes - outsideBytes
 	}
 	parent := clone.root
-	for i, name := range elements {
+	for rest := clean; rest != ""; {
+		var name string
+		name, rest = nextElement(rest)
 		var copied *memNode
-		if i == len(elements)-1 {
+		if rest == "" { // the last element: the directory itself
 			copied = clone.cloneDurableDir(source, dir, keepNoUnsyncedByte)
 		} else {
 			copied = newDirNode()
