@@ -2,6 +2,7 @@ package wire
 
 import (
 	"maps"
+	"math/bits"
 	"slices"
 
 	"go.etcd.io/raft/v3/raftpb"
@@ -145,10 +146,9 @@ func scalarRaftOf(m *raftpb.Message) (s scalarRaft, ok bool) {
 // size is the length of the message's encoding.
 func (s scalarRaft) size() int {
 	size := 0
-	for number := raftTypeField; number <= raftVoteField; number++ {
-		if s.has(number) {
-			size += protowire.SizeTag(number) + protowire.SizeVarint(s.values[number])
-		}
+	for set := s.set; set != 0; set &= set - 1 { // the fields present, lowest number first
+		number := protowire.Number(bits.TrailingZeros32(set))
+		size += protowire.SizeTag(number) + protowire.SizeVarint(s.values[number])
 	}
 	return size
 }
@@ -156,10 +156,9 @@ func (s scalarRaft) size() int {
 // appendTo appends the message's encoding as protobuf's deterministic
 // marshalling writes it: the fields in number order.
 func (s scalarRaft) appendTo(b []byte) []byte {
-	for number := raftTypeField; number <= raftVoteField; number++ {
-		if s.has(number) {
-			b = protowire.AppendVarint(protowire.AppendTag(b, number, protowire.VarintType), s.values[number])
-		}
+	for set := s.set; set != 0; set &= set - 1 { // the fields present, lowest number first
+		number := protowire.Number(bits.TrailingZeros32(set))
+		b = protowire.AppendVarint(protowire.AppendTag(b, number, protowire.VarintType), s.values[number])
 	}
 	return b
 }
