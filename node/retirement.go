@@ -44,18 +44,34 @@ type retirement struct {
 	// told holds the retired nodes this node told so within
 	// retiredTellEveryMs (tellRetired).
 	told onceEvery[string]
+	// shown is whether this node's replica showed it retired at applied
+	// index shownAt, once shownKnown is set (shownRetired).
+	shown, shownKnown bool
+	shownAt           uint64
+}
+
+// shownRetired reports whether this node's replica shows its own
+// decommission complete (State.Retired). Every tick and every request
+// ask, and the answer changes only when an entry applies: the state is
+// read once per applied index.
+func (n *Node) shownRetired() bool {
+	if applied := n.meta.AppliedIndex(); !n.retirement.shownKnown || n.retirement.shownAt != applied {
+		n.retirement.shown = n.meta.State().Retired(n.cfg.NodeID)
+		n.retirement.shownAt, n.retirement.shownKnown = applied, true
+	}
+	return n.retirement.shown
 }
 
 // knowsRetired reports whether this node knows its decommission is
 // complete.
 func (n *Node) knowsRetired() bool {
-	return n.retirement.sinceMs != 0 || n.meta.State().Retired(n.cfg.NodeID)
+	return n.retirement.sinceMs != 0 || n.shownRetired()
 }
 
 // noteRetirement records when this node learned of its decommission (at
 // each Tick, and at a tell), and says so once.
 func (n *Node) noteRetirement() {
-	if n.retirement.sinceMs != 0 || (n.retirement.toldBy == "" && !n.meta.State().Retired(n.cfg.NodeID)) {
+	if n.retirement.sinceMs != 0 || (n.retirement.toldBy == "" && !n.shownRetired()) {
 		return
 	}
 	n.retirement.sinceMs = max(n.nowMs, 1)
