@@ -77,13 +77,13 @@ func decodeEnvelope(commandType CommandType, envelope []byte) (ProposalID, Comma
 	case TypeRemoveMember:
 		return decodeAs[RemoveMember](envelope)
 	case TypeSetTarget:
-		return decodeAs[SetTarget](envelope)
+		return decodeCanonicalOr(envelope, (*canonicalScan).setTarget)
 	case TypeCompleteMove:
-		return decodeAs[CompleteMove](envelope)
+		return decodeCanonicalOr(envelope, (*canonicalScan).completeMove)
 	case TypeAbortMove:
-		return decodeAs[AbortMove](envelope)
+		return decodeCanonicalOr(envelope, (*canonicalScan).abortMove)
 	case TypeForcePromote:
-		return decodeAs[ForcePromote](envelope)
+		return decodeCanonicalOr(envelope, (*canonicalScan).forcePromote)
 	case TypePutUser:
 		return decodeAs[PutUser](envelope)
 	case TypeDeleteUser:
@@ -97,10 +97,7 @@ func decodeEnvelope(commandType CommandType, envelope []byte) (ProposalID, Comma
 	case TypeDetachChild:
 		return decodeAs[DetachChild](envelope)
 	case TypeMemberHeartbeats:
-		if id, cmd, ok := decodeHeartbeatsCanonical(envelope); ok {
-			return id, cmd, nil
-		}
-		return decodeAs[MemberHeartbeats](envelope)
+		return decodeCanonicalOr(envelope, (*canonicalScan).heartbeats)
 	}
 	return ProposalID{}, nil, fmt.Errorf("%w: type %d", ErrUnknownCommand, commandType)
 }

@@ -3,15 +3,26 @@ package meta
 import "strconv"
 
 // Every replica decodes every round of member heartbeats it applies, the
-// commonest entry of a cluster's log; encoding/json's reflection was most
-// of the cost. decodeHeartbeatsCanonical reads the envelope of a
-// MemberHeartbeats in the one form EncodeCommand writes it (keys in
-// declaration order, no white space, plain ASCII strings, integers), with
-// exactly encoding/json's result; anything else is left to decodeAs.
+// commonest entry of a cluster's log, and the start and every end of a
+// move (move_codec.go); encoding/json's reflection was most of the cost.
+// decodeCanonical reads the envelope of such a command in the one form
+// EncodeCommand writes it (keys in declaration order, no white space,
+// plain ASCII strings, integers), with exactly encoding/json's result;
+// anything else is left to decodeAs.
 
-// decodeHeartbeatsCanonical decodes an envelope of MemberHeartbeats in
-// its canonical form; ok is false for any other input.
-func decodeHeartbeatsCanonical(envelope []byte) (id ProposalID, cmd MemberHeartbeats, ok bool) {
+// decodeCanonicalOr decodes an envelope of a T whose body (the command
+// object) body reads in its canonical form, and any other envelope
+// strictly with encoding/json (decodeAs).
+func decodeCanonicalOr[T Command](envelope []byte, body func(*canonicalScan) T) (ProposalID, Command, error) {
+	if id, cmd, ok := decodeCanonical(envelope, body); ok {
+		return id, cmd, nil
+	}
+	return decodeAs[T](envelope)
+}
+
+// decodeCanonical decodes an envelope in its canonical form, its command
+// object read by body; ok is false for any other input.
+func decodeCanonical[T Command](envelope []byte, body func(*canonicalScan) T) (id ProposalID, cmd T, ok bool) {
 	s := canonicalScan{rest: envelope, ok: true}
 	s.literal(`{"proposal":{"node":`)
 	id.Node = s.string()
@@ -19,7 +30,19 @@ func decodeHeartbeatsCanonical(envelope []byte) (id ProposalID, cmd MemberHeartb
 	id.Term = s.uint()
 	s.literal(`,"sequence":`)
 	id.Sequence = s.uint()
-	s.literal(`},"command":{"beats":`)
+	s.literal(`},"command":`)
+	cmd = body(&s)
+	s.literal("}")
+	if !s.ok || len(s.rest) > 0 {
+		var none T
+		return ProposalID{}, none, false
+	}
+	return id, cmd, true
+}
+
+// heartbeats reads a MemberHeartbeats object.
+func (s *canonicalScan) heartbeats() (cmd MemberHeartbeats) {
+	s.literal(`{"beats":`)
 	if !s.skip("null") {
 		cmd.Beats = []MemberHeartbeat{}
 		s.literal("[")
@@ -30,11 +53,8 @@ func decodeHeartbeatsCanonical(envelope []byte) (id ProposalID, cmd MemberHeartb
 			cmd.Beats = append(cmd.Beats, s.beat())
 		}
 	}
-	s.literal("}}")
-	if !s.ok || len(s.rest) > 0 {
-		return ProposalID{}, MemberHeartbeats{}, false
-	}
-	return id, cmd, true
+	s.literal("}")
+	return cmd
 }
 
 // beat reads one MemberHeartbeat object.
@@ -136,6 +156,16 @@ func (s *canonicalScan) uint() uint64 {
 		s.ok = false
 	}
 	return v
+}
+
+// intValue reads an integer into an int as encoding/json does: one out
+// of an int's range is not canonical.
+func (s *canonicalScan) intValue() int {
+	v := s.int()
+	if int64(int(v)) != v {
+		s.ok = false
+	}
+	return int(v)
 }
 
 // int reads an integer into an int64 as encoding/json does.
