@@ -62,6 +62,10 @@ type Node struct {
 	metaReadyHeld meta.Ready
 	// proposals wait for their outcome, by proposal id.
 	proposals map[meta.ProposalID]*pendingProposal
+	// proposalsDueFromMs is a time before which no proposal's deadline
+	// falls: the earliest expireProposals saw, lowered by each proposal
+	// since (one that got its outcome leaves it early: a look, no miss).
+	proposalsDueFromMs int64
 	// reconciledIndex is the metastore applied index reconcileTopics last
 	// saw.
 	reconciledIndex uint64

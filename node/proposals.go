@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -84,6 +85,7 @@ func (n *Node) proposeNow(id msg.RequestID, kind proposalKind, topicName string,
 	}
 	n.proposals[proposal] = &pendingProposal{kind: kind, request: id, topic: topicName,
 		proposedAtMs: n.nowMs, deadlineMs: n.nowMs + n.cfg.ProposalTimeoutMs, command: cmd}
+	n.proposalsDueFromMs = min(n.proposalsDueFromMs, n.nowMs+n.cfg.ProposalTimeoutMs)
 	return true
 }
 
@@ -263,11 +265,16 @@ func fanoutApplyError(err error) *msg.Error {
 // time: the change may still apply later, so the answer is a retryable
 // "unknown outcome".
 func (n *Node) expireProposals() {
+	if n.nowMs < n.proposalsDueFromMs {
+		return // the common case at every tick: no look at the table
+	}
 	var expired []meta.ProposalID
+	n.proposalsDueFromMs = math.MaxInt64
 	for id, pending := range n.proposals { //determinism:ok collected then sorted
 		if pending.deadlineMs <= n.nowMs {
 			expired = append(expired, id)
 		}
+		n.proposalsDueFromMs = min(n.proposalsDueFromMs, pending.deadlineMs)
 	}
 	slices.SortFunc(expired, compareProposals)
 	for _, id := range expired {
