@@ -279,9 +279,11 @@ func (n *Node) forgetRetiredMembers() {
 func (n *Node) pruneMemberState() {
 	state := n.meta.State()
 	gone := func(id string) bool {
-		_, member := state.Member(id)
+		if _, member := state.Member(id); member {
+			return false // the common answer, without the scan of the voters
+		}
 		_, voter := state.PeerByNodeID(id)
-		return !member && !voter
+		return !voter
 	}
 	maps.DeleteFunc(n.cluster.heardMs, func(id string, _ int64) bool { return gone(id) })
 	maps.DeleteFunc(n.cluster.seen, func(id string, _ heartbeatSeen) bool { return gone(id) })
