@@ -170,6 +170,10 @@ type MemFS struct {
 	// files it copies share their bytes with the source's (memContent's
 	// shared).
 	sharesContent bool
+	// syncNames is SyncDir's list of the names of the directory it syncs,
+	// reused from call to call (the node syncs a directory with every
+	// file it makes); it means nothing between calls.
+	syncNames []string
 }
 
 // memFaultRule is the injected-fault configuration of one FaultOp.
@@ -600,11 +604,16 @@ func firstMovedOnDurablePath(dir *memNode) *memNode {
 
 // sortedNames returns the keys of entries in name order.
 func sortedNames(entries map[string]*memNode) []string {
-	names := make([]string, 0, len(entries)) // sized once: collecting an iterator grew it step by step
-	for name := range entries {              //determinism:ok sorted below
+	return appendSortedNames(make([]string, 0, len(entries)), entries) // sized once: collecting an iterator grew it step by step
+}
+
+// appendSortedNames appends the names of entries to names, sorted.
+func appendSortedNames(names []string, entries map[string]*memNode) []string {
+	start := len(names)
+	for name := range entries { //determinism:ok sorted below
 		names = append(names, name)
 	}
-	slices.Sort(names)
+	slices.Sort(names[start:])
 	return names
 }
 
@@ -882,12 +891,15 @@ func (m *MemFS) SyncDir(dir string) error {
 	if err := m.injectFault(FaultSyncDir, dir); err != nil {
 		return memPathError("syncdir", dir, err)
 	}
-	for _, name := range sortedNames(node.durableChildren) {
+	m.syncNames = appendSortedNames(m.syncNames[:0], node.durableChildren)
+	for _, name := range m.syncNames {
 		persistDeparture(node, node.durableChildren[name])
 	}
-	for _, name := range sortedNames(node.children) {
+	m.syncNames = appendSortedNames(m.syncNames[:0], node.children)
+	for _, name := range m.syncNames {
 		persistLocation(node.children[name])
 	}
+	clear(m.syncNames[:cap(m.syncNames)]) // it keeps no name of a node that may go
 	m.stats.DirSyncs++
 	m.checkInvariantsIfEnabled()
 	return nil
