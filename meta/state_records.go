@@ -88,7 +88,7 @@ func (s *State) recordValue(key recordKey) ([]byte, bool) {
 	case string(bucketTopics):
 		return encodePresent(s.topics[key.key])
 	case string(bucketMembers):
-		return encodePresent(s.members[key.key])
+		return encodeMember(s.members[key.key])
 	case string(bucketUsers):
 		return encodePresent(s.users[key.key])
 	}
