@@ -25,7 +25,8 @@ type Meta struct {
 	store *Store
 	// storage is raft's log; Persist keeps it equal to the store's.
 	storage *raft.MemoryStorage
-	raw     *raft.RawNode
+	// raw is raft's node (raftNode: it knows when raft has nothing new).
+	raw *raftNode
 	// state is the state machine. The pointer never changes (a snapshot
 	// is installed in place); only Persist changes its contents.
 	state *State
@@ -164,7 +165,7 @@ func newMeta(cfg Config, store *Store, p persisted) (*Meta, error) {
 	m := &Meta{config: cfg, self: self, store: store, storage: storage, state: state, sequence: cfg.ProposalSequenceBase,
 		applied: p.applied, snapshotIndex: p.snapshot.GetMetadata().GetIndex(), snapshotsSent: map[uint64]uint64{},
 		snapshotBytesMax: SnapshotMessageBytesMax}
-	m.raw, err = raft.NewRawNode(m.raftConfig(state.confState))
+	m.raw, err = newRaftNode(m.raftConfig(state.confState))
 	return m, err
 }
 
