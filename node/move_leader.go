@@ -215,11 +215,14 @@ func (n *Node) transferLeadership(why string) bool {
 	return false
 }
 
-// decommission starts or cancels a member's drain. A cancel also aborts
-// the moves off the member whose destination has not copied a byte yet
-// (handleOutcomes calls abortUncopiedMoves once the cancel applied).
+// decommission starts or cancels a member's drain. A cancel of a drain
+// this replica shows also aborts the moves off the member whose
+// destination has not copied a byte yet (handleOutcomes calls
+// abortUncopiedMoves once the cancel applied); a cancel of a member not
+// draining aborts nothing.
 func (n *Node) decommission(id msg.RequestID, r msg.Decommission) {
-	if _, listed := n.meta.State().Member(r.ID); !listed {
+	member, listed := n.meta.State().Member(r.ID)
+	if !listed {
 		n.reply(id, nil, n.decommissionOfUnlisted(r.ID, r.Cancel))
 		return
 	}
@@ -229,8 +232,11 @@ func (n *Node) decommission(id msg.RequestID, r msg.Decommission) {
 		return
 	}
 	kind := proposalDecommission
-	if r.Cancel {
+	switch {
+	case r.Cancel && member.Draining:
 		kind = proposalCancelDecommission
+	case r.Cancel:
+		kind = proposalCancelUndrained
 	}
 	n.propose(id, kind, r.ID, meta.SetDraining{ID: r.ID, Draining: !r.Cancel})
 }

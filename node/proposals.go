@@ -26,7 +26,16 @@ const (
 	// proposalPlan is the leader's planner work (targets and aborts).
 	proposalPlan
 	proposalDecommission
+	// proposalCancelDecommission cancels a drain this node's replica
+	// showed when it was asked: once it applied, the moves off the member
+	// that no destination has started copying are aborted.
 	proposalCancelDecommission
+	// proposalCancelUndrained cancels the drain of a member this node's
+	// replica showed not draining: it clears a drain the replica has not
+	// applied yet, if any, and aborts no move (the moves off the member
+	// are a rebalance's, which no drain started; docs/api.md#cluster says
+	// such a cancel changes nothing).
+	proposalCancelUndrained
 	// proposalUser is a user change a driver asked for (ChangeUsers).
 	proposalUser
 	// proposalSeedRoot is this node's seed of the root user.
@@ -128,9 +137,10 @@ func (n *Node) proposalResult(pending *pendingProposal, applyErr error) (msg.Res
 	if pending.kind == proposalUser {
 		return nil, userApplyError(pending.topic, applyErr)
 	}
-	decommission := pending.kind == proposalDecommission || pending.kind == proposalCancelDecommission
+	cancel := pending.kind == proposalCancelDecommission || pending.kind == proposalCancelUndrained
+	decommission := pending.kind == proposalDecommission || cancel
 	if decommission && errors.Is(applyErr, meta.ErrMemberNotFound) { // forgotten meanwhile, or never a member
-		return nil, n.decommissionOfUnlisted(pending.topic, pending.kind == proposalCancelDecommission)
+		return nil, n.decommissionOfUnlisted(pending.topic, cancel)
 	}
 	if applyErr != nil && decommission && errors.Is(applyErr, meta.ErrMemberLeftVoters) {
 		return nil, errDecommissionComplete(pending.topic)
@@ -142,7 +152,7 @@ func (n *Node) proposalResult(pending *pendingProposal, applyErr error) (msg.Res
 	if applyErr != nil {
 		return nil, applyError(pending.topic, applyErr)
 	}
-	if pending.kind == proposalDeleteTopic || pending.kind == proposalDecommission || pending.kind == proposalDetach {
+	if pending.kind == proposalDeleteTopic || pending.kind == proposalDecommission || pending.kind == proposalCancelUndrained || pending.kind == proposalDetach {
 		return nil, nil
 	}
 	if pending.kind == proposalCancelDecommission {

@@ -1,0 +1,38 @@
+package node
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"narad/msg"
+)
+
+// TestACancelOfAMemberNotDrainingAbortsNoMove: docs/api.md says a cancel
+// of a member that is not draining changes nothing. It used to abort
+// every move off the member that had not started copying (a rebalance's
+// moves, which no drain had started), as a cancel of its drain would.
+func TestACancelOfAMemberNotDrainingAbortsNoMove(t *testing.T) {
+	c := newClusterHarness(t, 4)
+	leader := c.electWithTopic("t", 8)
+	index := slices.IndexFunc(c.owners(leader, "t"), func(owner string) bool { return owner != leader })
+	source := c.owners(leader, "t")[index]
+	target := c.otherThan(source, leader)
+	c.drop = func(env msg.Envelope) bool { // the destination never gets to copy
+		forward, ok := env.Message.(msg.ForwardRequest)
+		if !ok {
+			return false
+		}
+		_, status := forward.Request.(msg.MoveStatus)
+		return status
+	}
+	c.startMove(leader, "t", index, target)
+	require.Len(t, c.nodes[leader].meta.State().Moves(), 1, "the move is in flight")
+
+	require.NoError(t, c.do(leader, msg.Decommission{ID: source, Cancel: true}).Err)
+	c.tick(100)
+	moves := c.nodes[leader].meta.State().Moves()
+	require.Len(t, moves, 1, "a cancel of a member that is not draining aborted a move off it")
+	require.Equal(t, target, moves[0].Target)
+}
