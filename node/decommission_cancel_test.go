@@ -36,3 +36,25 @@ func TestACancelOfAMemberNotDrainingAbortsNoMove(t *testing.T) {
 	require.Len(t, moves, 1, "a cancel of a member that is not draining aborted a move off it")
 	require.Equal(t, target, moves[0].Target)
 }
+
+// TestARetriedDecommissionOfADrainingMemberIsDone: docs/api.md#cluster
+// says a decommission of a member already draining changes nothing and
+// is 204. It was refused 409 ("no other member can take its
+// partitions") once every other member was dead or draining, as a new
+// drain is: a client whose first answer was lost got a conflict for a
+// drain that runs.
+func TestARetriedDecommissionOfADrainingMemberIsDone(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.elect()
+	leaving := c.otherThan(leader)
+	remaining := c.otherThan(leader, leaving)
+	require.NoError(t, c.do(leader, msg.Decommission{ID: leaving}).Err)
+	require.NoError(t, c.do(leader, msg.Decommission{ID: leader}).Err)
+	c.cutUntilMarkedDead(leader, remaining)
+
+	require.NoError(t, c.do(leader, msg.Decommission{ID: leaving}).Err, "the retry of a drain that runs")
+	member, _ := c.nodes[leader].meta.State().Member(leaving)
+	require.True(t, member.Draining)
+	refused := c.do(leader, msg.Decommission{ID: remaining}).Err
+	require.Equal(t, msg.CodeConflict, msg.CodeOf(refused), "a new drain with no member to take its partitions: %v", refused)
+}

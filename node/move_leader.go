@@ -226,7 +226,7 @@ func (n *Node) decommission(id msg.RequestID, r msg.Decommission) {
 		n.reply(id, nil, n.decommissionOfUnlisted(r.ID, r.Cancel))
 		return
 	}
-	if !r.Cancel && !n.anotherReceiver(r.ID) {
+	if !r.Cancel && !member.Draining && !n.anotherReceiver(r.ID) { // a drain that runs is a retry: 204, as docs/api.md#cluster says
 		n.reply(id, nil, msg.Conflict("no other member can take %s's partitions: every other member is dead or draining "+
 			"(a single node cannot be decommissioned); add a node, or bring one back, first", r.ID))
 		return
