@@ -255,7 +255,8 @@ func (n *Node) anotherReceiver(id string) bool {
 }
 
 // abortUncopiedMoves aborts the moves off a member that no destination
-// has started copying: a cancelled drain keeps what already moves.
+// has started copying: a cancelled drain keeps what already moves, and
+// what may (a destination that did not say).
 func (n *Node) abortUncopiedMoves(member string) {
 	// The creations the gathered moves are of, read with them: the answer
 	// comes after the destinations', and a topic deleted and created again
@@ -264,9 +265,11 @@ func (n *Node) abortUncopiedMoves(member string) {
 	for _, m := range n.meta.State().Moves() {
 		creations[m.Topic] = n.creationOf(m.Topic)
 	}
-	n.gatherMoves(false, func(result msg.MovesResult) {
+	n.gatherMoves(false, func(result msg.MovesResult, unheard []string) {
 		for _, m := range result.Moves {
-			if m.From != member || m.BytesCopied > 0 || (m.Phase != "" && m.Phase != movedest.PhaseCatchUp.String()) {
+			// A destination that said nothing (unavailable, or its answer
+			// lost) may be copying: its moves go on.
+			if m.From != member || m.BytesCopied > 0 || (m.Phase != "" && m.Phase != movedest.PhaseCatchUp.String()) || contains(unheard, m.To) {
 				continue
 			}
 			chaos.Reached(chaos.MarkNodeCancelAbortsMove)
@@ -280,24 +283,30 @@ func (n *Node) abortUncopiedMoves(member string) {
 // listMovesRouted lists the moves of the applied state with the progress
 // their destinations report.
 func (n *Node) listMovesRouted(id msg.RequestID) {
-	n.gatherMoves(localOnly(id), func(result msg.MovesResult) { n.reply(id, result, nil) })
+	n.gatherMoves(localOnly(id), func(result msg.MovesResult, _ []string) { n.reply(id, result, nil) })
 }
 
 // gatherMoves lists the moves of the applied state with this node's
-// progress and, unless local, the progress the other destinations report.
-func (n *Node) gatherMoves(local bool, done func(msg.MovesResult)) {
+// progress and, unless local, the progress the other destinations report;
+// done also gets the destinations other than this node that reported
+// nothing (not asked: local, or unavailable; or their answer failed).
+func (n *Node) gatherMoves(local bool, done func(result msg.MovesResult, unheard []string)) {
 	result := msg.MovesResult{Moves: []msg.Move{}}
-	targets := []string{}
+	targets, unheard := []string{}, []string{}
 	for _, m := range n.meta.State().Moves() {
 		entry := msg.Move{Topic: m.Topic, Partition: m.Partition, From: m.Owner, To: m.Target, StartedAtMs: m.StartedAtMs}
 		n.fillProgress(&entry)
 		result.Moves = append(result.Moves, entry)
-		if m.Target != n.cfg.NodeID && !contains(targets, m.Target) && n.ownerAvailable(m.Target, nil) {
+		switch {
+		case m.Target == n.cfg.NodeID || contains(targets, m.Target) || contains(unheard, m.Target):
+		case !local && n.ownerAvailable(m.Target, nil):
 			targets = append(targets, m.Target)
+		default:
+			unheard = append(unheard, m.Target)
 		}
 	}
-	if local || len(targets) == 0 {
-		done(result)
+	if len(targets) == 0 {
+		done(result, unheard)
 		return
 	}
 	pending := len(targets)
@@ -305,10 +314,12 @@ func (n *Node) gatherMoves(local bool, done func(msg.MovesResult)) {
 		n.forward(target, msg.ListMoves{}, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) {
 			if theirs, ok := reply.Result.(msg.MovesResult); ok && reply.Err == nil {
 				mergeProgress(result.Moves, target, theirs.Moves)
+			} else {
+				unheard = append(unheard, target)
 			}
 			pending--
 			if pending == 0 {
-				done(result)
+				done(result, unheard)
 			}
 		})
 	}
