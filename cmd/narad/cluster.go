@@ -81,7 +81,7 @@ func newMovesCommand(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.Flags().BoolVar(&watch, "watch", false, "re-poll every second until interrupted")
+	cmd.Flags().BoolVar(&watch, "watch", false, "re-poll every second until interrupted (a failure a retry may mend, such as a 503 while a node restarts, is reported and polled again)")
 	return cmd
 }
 
@@ -97,14 +97,22 @@ func (a *app) showMoves(ctx context.Context, broker *client.Client, asJSON bool)
 	return nil
 }
 
-// watchMoves polls until ctx ends; an interrupt is a normal end.
+// watchMoves polls until ctx ends; an interrupt is a normal end. A poll
+// that fails in a way a retry may mend (a node restarting: 503, a refused
+// connection) is reported on stderr and polled again, as decommission
+// --wait does: a watch of a drain outlives such a moment.
 func (a *app) watchMoves(ctx context.Context, broker *client.Client, asJSON bool) error {
 	for {
 		if !asJSON {
 			fmt.Fprintln(a.stdout, a.style().dim(time.Now().In(a.location).Format("15:04:05")))
 		}
-		if err := a.showMoves(ctx, broker, asJSON); err != nil && ctx.Err() == nil {
+		err := a.showMoves(ctx, broker, asJSON)
+		switch {
+		case err == nil || ctx.Err() != nil:
+		case !retryable(err):
 			return err
+		default:
+			fmt.Fprintf(a.stderr, "reading the moves failed: %v (retrying)\n", err)
 		}
 		if proc.SleepContext(ctx, movesWatchInterval) != nil {
 			return nil

@@ -125,3 +125,30 @@ func TestClusterMovesWatchPollsUntilInterrupted(t *testing.T) {
 	tables := strings.Count(h.stdout.String(), "TOPIC   PARTITION")
 	assert.True(t, tables == 1 || tables == 2, "tables printed: %d", tables)
 }
+
+func TestClusterMovesWatchGoesOnPastARetryableFailure(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	broker := newFakeBroker(t).on("GET /v1/cluster/moves",
+		reply{503, `{"error":"the node is starting; retry"}`},
+		reply{200, `{"moves":[{"topic":"orders","partition":1,"from":"n1","to":"n2"}]}`})
+	broker.onRequest = func(count int) {
+		if count == 3 {
+			cancel()
+		}
+	}
+	code := h.runContext(ctx, "-s", broker.server.URL, "cluster", "moves", "--watch")
+	assert.Equal(t, 0, code, "a 503 is retried, and an interrupt is a normal end: %s", h.stderr.String())
+	assert.GreaterOrEqual(t, len(broker.seen("")), 2, "polled again after the 503")
+	assert.Contains(t, h.stderr.String(), "(retrying)")
+	assert.Contains(t, h.stdout.String(), "orders", "the poll after the 503 printed its table")
+}
+
+func TestClusterMovesWatchStopsAtAFailureNoRetryMends(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on("GET /v1/cluster/moves", reply{403, `{"error":"admin only"}`})
+	code := h.runContext(context.Background(), "-s", broker.server.URL, "cluster", "moves", "--watch")
+	assert.NotEqual(t, 0, code)
+	assert.Len(t, broker.seen(""), 1, "a 403 is not polled again")
+}
