@@ -249,12 +249,23 @@ func (n *Node) producePartAnswered(j *produceJoin, owner string, indexes []int, 
 // are refused; when none is but another partition of the owner's is, the
 // refusal was likely that one's, and nothing is (the records are sent
 // again as they were, using a re-placement); when the owner moves nothing
-// (it fenced itself, say), all of them are.
+// (it fenced itself, say), all of them are. A partition that another node
+// owns by now in the applied placement is never refused: the refusal was
+// its old owner's "not the owner", and sent again its records go to the
+// new one (excluded, it pushed a keyed record off its key's partition though
+// nobody froze or refused it there).
 func (n *Node) refusedPartitions(j *produceJoin, owner string, indexes []int) []int {
-	all := j.partitionsOf(indexes)
-	moving := func(partition int) bool {
+	ownedBy := func(partition int) (meta.Assignment, bool) {
 		a, ok := n.meta.State().Assignment(j.topic, partition)
-		return ok && a.Owner == owner && a.Target != ""
+		return a, ok && a.Owner == owner
+	}
+	all := slices.DeleteFunc(j.partitionsOf(indexes), func(partition int) bool {
+		_, owned := ownedBy(partition)
+		return !owned
+	})
+	moving := func(partition int) bool {
+		a, owned := ownedBy(partition)
+		return owned && a.Target != ""
 	}
 	if refused := slices.DeleteFunc(slices.Clone(all), func(partition int) bool { return !moving(partition) }); len(refused) > 0 {
 		return refused
