@@ -77,11 +77,23 @@ func (n *Node) holdForTopic(id msg.RequestID, req msg.Request) bool {
 		return true
 	}
 	n.heldSeq++
-	n.held = append(n.held, heldRequest{id: id, request: req, topic: name, deadlineMs: n.nowMs + n.cfg.ForwardTimeoutMs, seq: n.heldSeq})
+	n.held = append(n.held, heldRequest{id: id, request: req, topic: name, deadlineMs: n.nowMs + n.heldForMs(id), seq: n.heldSeq})
 	if !localOnly(id) {
 		n.askLeaderAbout(leader, name)
 	}
 	return true
+}
+
+// heldForMs is how long a request waits for its topic: a client's for a
+// forward's timeout; a peer's (a forwarded request) for half of it, so its
+// 503 reaches the sender before the sender's own timeout. Held as long,
+// it always came after: the sender took this healthy node for down
+// (PeerDownMs) and answered its client so.
+func (n *Node) heldForMs(id msg.RequestID) int64 {
+	if localOnly(id) {
+		return n.cfg.ForwardTimeoutMs / 2
+	}
+	return n.cfg.ForwardTimeoutMs
 }
 
 // askLeaderAbout asks the metastore leader whether a topic this replica

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -82,4 +83,27 @@ func TestAHeldRequestIsNotAnsweredByAQuestionAskedBeforeIt(t *testing.T) {
 	c.drop = nil
 	reply := c.await(late, 100, 30)
 	require.NoError(t, reply.Err, "once the replica learns the topic, the late request is served")
+}
+
+// TestAForwardHeldForItsTopicIsAnsweredBeforeTheSenderGivesUp: an owner
+// whose replica does not know a topic yet holds a forwarded produce for
+// it; when the topic does not come in time, the owner's 503 reaches the
+// sender within the sender's forward timeout, so the sender passes it on
+// and does not take the healthy owner for down (held for the whole
+// timeout, the answer always came after the sender gave up on it).
+func TestAForwardHeldForItsTopicIsAnsweredBeforeTheSenderGivesUp(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.elect()
+	lagging := c.except(leader)[0]
+	c.dropRaftOf(lagging)
+	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "new", Partitions: 3}).Err)
+	partition := slices.Index(c.owners(leader, "new"), lagging)
+	require.GreaterOrEqual(t, partition, 0, "sanity: the lagging node owns a partition")
+
+	reply := c.await(c.send(leader, producePinned("new", partition, "a")), 10, 300)
+	require.Error(t, reply.Err)
+	require.Contains(t, reply.Err.Error(), "is not known to this node yet", "the owner's own answer, not the sender's timeout")
+	again := c.await(c.send(leader, producePinned("new", partition, "b")), 10, 300)
+	require.Error(t, again.Err, "sanity: the owner still does not know the topic")
+	require.NotContains(t, again.Err.Error(), "down or unreachable", "the owner is not taken for down")
 }
