@@ -216,15 +216,53 @@ func (n *Node) driveParentPartition(t *topic, p *partition, links []meta.ChildLi
 		link := links[(uint64(i)+n.fanout.turn)%uint64(len(links))]
 		c := p.fanout[link.Name]
 		if c == nil || c.epoch != link.Epoch {
-			if c, err = n.loadCursor(p, log, link); err != nil {
-				n.observer.Event("fanout-cursor-load-failed", fmt.Sprintf("%s: %v", cursorPath(p.dir, link.Name), err))
+			if c = n.loadLinkCursor(p, log, link); c == nil {
 				continue
 			}
-			p.fanout[link.Name] = c
 		}
 		n.stepCursor(t, p, log, link, c)
 	}
 	n.scheduleCursorWrites(p)
+}
+
+// cursorLoadFailure holds back the next load of a child's cursor whose
+// file could not be read, as a failed batch holds back its cursor.
+type cursorLoadFailure struct {
+	// retryAtMs is when the load is tried again: Fanout.RetryMs after
+	// the last failure.
+	retryAtMs int64
+	// loggedMs is when a failure was last logged: at most once per
+	// Fanout.StallLogIntervalMs.
+	loggedMs int64
+}
+
+// loadLinkCursor loads link's cursor into p and returns it; nil when the
+// load failed, now or at its last try, whose retry is not due yet. The
+// load was tried, and a warning logged, at every tick (ten a second on a
+// host) for as long as the file could not be read.
+func (n *Node) loadLinkCursor(p *partition, log *storage.Log, link meta.ChildLink) *fanoutCursor {
+	failure, failed := p.cursorLoadFailures[link.Name]
+	if failed && n.nowMs < failure.retryAtMs {
+		n.fanoutWakeAt(failure.retryAtMs)
+		return nil
+	}
+	c, err := n.loadCursor(p, log, link)
+	if err == nil {
+		delete(p.cursorLoadFailures, link.Name)
+		p.fanout[link.Name] = c
+		return c
+	}
+	if !failed || n.nowMs-failure.loggedMs >= n.cfg.Fanout.StallLogIntervalMs {
+		failure.loggedMs = n.nowMs
+		n.observer.Event("fanout-cursor-load-failed", fmt.Sprintf("%s: %v; retrying", cursorPath(p.dir, link.Name), err))
+	}
+	failure.retryAtMs = n.nowMs + n.cfg.Fanout.RetryMs
+	n.fanoutWakeAt(failure.retryAtMs)
+	if p.cursorLoadFailures == nil {
+		p.cursorLoadFailures = map[string]cursorLoadFailure{}
+	}
+	p.cursorLoadFailures[link.Name] = failure
+	return nil
 }
 
 // cursorsLoaded reports whether every link has its cursor, of the link's

@@ -273,6 +273,11 @@ func (n *Node) removeStaleCursors(p *partition, links []meta.ChildLink) {
 			delete(p.fanout, child)
 		}
 	}
+	for child := range p.cursorLoadFailures { //determinism:ok deletions only
+		if !linked(links, child) {
+			delete(p.cursorLoadFailures, child)
+		}
+	}
 	names, err := n.fs.List(p.dir)
 	if err != nil {
 		return // no directory yet: nothing to remove

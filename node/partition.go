@@ -57,6 +57,11 @@ type partition struct {
 	// by child name, once loaded from their files (fanout_copy.go); each
 	// cursor's epoch is the attach epoch of its link when it was loaded.
 	fanout map[string]*fanoutCursor
+	// cursorLoadFailures holds back, by child, the next load of a cursor
+	// whose file could not be read (fanout_copy.go): an entry goes at the
+	// child's next successful load, or with its link
+	// (removeStaleCursors).
+	cursorLoadFailures map[string]cursorLoadFailure
 	// fanoutWakeMs is when the cursors next have work (math.MaxInt64:
 	// caught up); while the log is closed for idleness it is not reopened
 	// for them before then.
