@@ -22,7 +22,7 @@ func newFanoutMetrics(reg prometheus.Registerer) *fanoutMetrics {
 	pc := []string{"parent", "child"}
 	f := &fanoutMetrics{
 		copied:  counterVec("fanout_committed_total", "Records copied from a parent into a child and durable there (at least once: a retry after a crash or a move counts again).", pc),
-		stalled: counterVec("fanout_stalled_total", "Copy batches a child refused or failed; only that child's cursor waits to retry.", pc),
+		stalled: counterVec("fanout_stalled_total", "Copy batches that did not reach the child: it refused or failed them, the parent's records could not be read, or this node's relays held their bytes bound; only that child's cursor waits to retry.", pc),
 		dropped: counterVec("fanout_child_dropped_messages", "Parent records that expired before their copy reached the child (data loss for the child).", pc),
 		lag: gaugeVec("fanout_lag_messages", "Parent records not yet copied into the child, per parent partition this node owns.",
 			[]string{"parent", "child", "partition"}),
