@@ -24,18 +24,18 @@ import (
 
 // otherDataDirError is why this node serves nothing because it runs on
 // another data directory than its member's, or nil. A nil answer is kept
-// until the replica applies something (Node.dataDirClearAt): the ticks,
-// the fan-out's opens and the moves ask it many times in between.
+// until the replica applies something (Node.dataDirClear): the ticks, the
+// fan-out's opens and the moves ask it many times in between.
 func (n *Node) otherDataDirError() error {
 	if n.cfg.DataID == "" {
 		return nil
 	}
 	applied := n.meta.AppliedIndex()
-	if n.dataDirClear && n.dataDirClearAt == applied {
+	if clear, ok := n.dataDirClear.lookup(applied); ok && clear {
 		return nil
 	}
 	err := n.otherDataDirOf(n.meta.State().Member(n.cfg.NodeID))
-	n.dataDirClear, n.dataDirClearAt = err == nil, applied
+	n.dataDirClear.keep(applied, err == nil)
 	return err
 }
 

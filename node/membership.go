@@ -90,19 +90,14 @@ type clusterState struct {
 	// nextDeadCheckMs and nextJoinMs schedule the periodic work.
 	nextDeadCheckMs int64
 	nextJoinMs      int64
-	// selfMoved is addressMoved's last answer: every tick asks, and it
-	// changes only when an entry applies or the address this node listens
-	// on is another.
-	selfMoved selfAddressCheck
+	// selfMoved is addressMoved's answer per applied index, with the
+	// address this node listened on then: every tick asks.
+	selfMoved appliedMemo[selfAddressCheck]
 }
 
-// selfAddressCheck is whether this node listened on another address than
-// the metastore recorded for it, at an applied index.
+// selfAddressCheck is whether this node, listening on listening, did so
+// on another address than the metastore recorded for it.
 type selfAddressCheck struct {
-	// known is set once the check ran; at and listening are the applied
-	// index and the node's address then, moved its answer.
-	known     bool
-	at        uint64
 	listening string
 	moved     bool
 }
@@ -360,14 +355,13 @@ func (n *Node) noteJoinWait(voter bool) {
 // a new address): its peers must be told, or their raft messages keep
 // going to the old one.
 func (n *Node) addressMoved() bool {
-	check := selfAddressCheck{known: true, at: n.meta.AppliedIndex(), listening: n.cfg.ClusterAddr}
-	if last := n.cluster.selfMoved; last.known && last.at == check.at && last.listening == check.listening {
+	applied := n.meta.AppliedIndex()
+	if last, ok := n.cluster.selfMoved.lookup(applied); ok && last.listening == n.cfg.ClusterAddr {
 		return last.moved
 	}
 	recorded := n.recordedClusterAddr(n.cfg.NodeID)
-	check.moved = n.cfg.ClusterAddr != "" && recorded != "" && recorded != n.cfg.ClusterAddr
-	n.cluster.selfMoved = check
-	return check.moved
+	moved := n.cfg.ClusterAddr != "" && recorded != "" && recorded != n.cfg.ClusterAddr
+	return n.cluster.selfMoved.keep(applied, selfAddressCheck{listening: n.cfg.ClusterAddr, moved: moved}).moved
 }
 
 // recordedClusterAddr is the cluster address the metastore records for a

@@ -131,13 +131,10 @@ type Node struct {
 	// because it runs on another data directory than its member's
 	// (datadir.go); only noteOtherDataDir changes it.
 	otherDataDirTold onceEvery[string]
-	// dataDirClearAt is the metastore's applied index at which
-	// otherDataDirError last found this node on its member's data
-	// directory (dataDirClear set), asked several times a tick. Only an
-	// applied entry or snapshot changes the member, and each moves the
-	// applied index: while it stays, the answer is still nil.
-	dataDirClearAt uint64
-	dataDirClear   bool
+	// dataDirClear is whether otherDataDirError found this node on its
+	// member's data directory, per applied index (it is asked several
+	// times a tick).
+	dataDirClear appliedMemo[bool]
 	// disk is what the node knows of its disk's free space (disk.go).
 	disk diskSpace
 	// purgesPending names the deleted topics whose directory removal

@@ -44,10 +44,9 @@ type retirement struct {
 	// told holds the retired nodes this node told so within
 	// retiredTellEveryMs (tellRetired).
 	told onceEvery[string]
-	// shown is whether this node's replica showed it retired at applied
-	// index shownAt, once shownKnown is set (shownRetired).
-	shown, shownKnown bool
-	shownAt           uint64
+	// shown is whether this node's replica shows it retired, per applied
+	// index (shownRetired).
+	shown appliedMemo[bool]
 }
 
 // shownRetired reports whether this node's replica shows its own
@@ -55,11 +54,11 @@ type retirement struct {
 // ask, and the answer changes only when an entry applies: the state is
 // read once per applied index.
 func (n *Node) shownRetired() bool {
-	if applied := n.meta.AppliedIndex(); !n.retirement.shownKnown || n.retirement.shownAt != applied {
-		n.retirement.shown = n.meta.State().Retired(n.cfg.NodeID)
-		n.retirement.shownAt, n.retirement.shownKnown = applied, true
+	applied := n.meta.AppliedIndex()
+	if shown, ok := n.retirement.shown.lookup(applied); ok {
+		return shown
 	}
-	return n.retirement.shown
+	return n.retirement.shown.keep(applied, n.meta.State().Retired(n.cfg.NodeID))
 }
 
 // knowsRetired reports whether this node knows its decommission is
