@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"narad/chaos"
-	"narad/invariant"
 	"narad/meta"
 	"narad/msg"
 	"narad/storage"
@@ -38,9 +37,6 @@ type fanoutView struct {
 	// owned is driveFanout's scratch list of the parent partitions this
 	// node owns; it holds nothing between passes.
 	owned []ownedParent
-	// removalsSeen is Node.partitionsRemoved when the parents' partitions
-	// were last looked up: while it stays, those they hold are tracked.
-	removalsSeen uint64
 }
 
 // fanoutParent is a topic with children, and the partitions of it this
@@ -49,19 +45,14 @@ type fanoutView struct {
 type fanoutParent struct {
 	record meta.TopicRecord
 	owned  []int
-	// partitions holds the state of each owned partition once a pass
-	// looked it up (nil before), valid while no partition is removed
-	// (fanoutView.removalsSeen): every pass drives each of them.
-	partitions []*partition
 }
 
 // ownedParent is a parent partition this node owns, with its topic's
-// links, and where its parent keeps its looked up state.
+// links.
 type ownedParent struct {
 	topic *topic
 	index int
 	links []meta.ChildLink
-	slot  **partition
 }
 
 // FanoutObserver hears of the copies of fan-out (host metrics); an
@@ -94,22 +85,20 @@ func fanoutObserverOf(observer Observer) FanoutObserver {
 func (n *Node) driveFanout() {
 	n.refreshFanoutView()
 	n.fanout.nextMs = math.MaxInt64
-	n.forgetRemovedParents()
 	owned := n.fanout.owned[:0]
-	for i := range n.fanout.parents {
-		parent := &n.fanout.parents[i]
+	for _, parent := range n.fanout.parents {
 		t, ok := n.lookupTopic(parent.record.Name)
 		if !ok {
 			continue
 		}
-		for j, index := range parent.owned {
-			owned = append(owned, ownedParent{topic: t, index: index, links: parent.record.Children, slot: &parent.partitions[j]})
+		for _, index := range parent.owned {
+			owned = append(owned, ownedParent{topic: t, index: index, links: parent.record.Children})
 		}
 	}
 	n.fanout.turn++
 	for i := range owned {
 		o := owned[(uint64(i)+n.fanout.turn)%uint64(len(owned))]
-		n.driveParentPartition(o.topic, n.ownedParentPartition(o), o.links)
+		n.driveParentPartition(o.topic, o.index, o.links)
 	}
 	clear(owned) // the scratch list keeps no topics alive
 	n.fanout.owned = owned[:0]
@@ -126,8 +115,7 @@ func (n *Node) refreshFanoutView() {
 	n.fanout.topicsVersion, n.fanout.parents = version, []fanoutParent{}
 	for _, record := range n.meta.State().Topics() {
 		if len(record.Children) > 0 {
-			owned := n.ownedPartitions(record)
-			n.fanout.parents = append(n.fanout.parents, fanoutParent{record: record, owned: owned, partitions: make([]*partition, len(owned))})
+			n.fanout.parents = append(n.fanout.parents, fanoutParent{record: record, owned: n.ownedPartitions(record)})
 		}
 	}
 	for _, p := range n.sortedPartitions() {
@@ -156,40 +144,9 @@ func (n *Node) ownedPartitions(record meta.TopicRecord) []int {
 	return owned
 }
 
-// forgetRemovedParents empties the parents' looked up partitions once a
-// partition was removed: the one looked up may be gone, or another made
-// in its place.
-func (n *Node) forgetRemovedParents() {
-	if n.fanout.removalsSeen == n.partitionsRemoved {
-		return
-	}
-	for _, parent := range n.fanout.parents {
-		clear(parent.partitions)
-	}
-	n.fanout.removalsSeen = n.partitionsRemoved
-}
-
-// ownedParentPartition returns the state of o's partition (partitionOf),
-// looked up once and kept in its parent while no partition is removed.
-func (n *Node) ownedParentPartition(o ownedParent) *partition {
-	if n.fanout.removalsSeen != n.partitionsRemoved {
-		return n.partitionOf(o.topic, o.index) // removed during this pass: the next one forgets them all
-	}
-	if *o.slot == nil {
-		*o.slot = n.partitionOf(o.topic, o.index)
-	}
-	p := *o.slot
-	invariant.Costly(func() error {
-		if n.partitions[p.key] != p || p.key != (partitionKey{o.topic.info.Name, o.index}) {
-			return fmt.Errorf("node: the fan-out kept partition %s, which is not the one tracked for %s/%d", p.dir, o.topic.info.Name, o.index)
-		}
-		return nil
-	})
-	return p
-}
-
 // driveParentPartition loads the partition's cursors and steps each.
-func (n *Node) driveParentPartition(t *topic, p *partition, links []meta.ChildLink) {
+func (n *Node) driveParentPartition(t *topic, index int, links []meta.ChildLink) {
+	p := n.partitionOf(t, index)
 	if p.log == nil && p.fanout != nil && n.nowMs < p.fanoutWakeMs && !n.cursorWritesDue(p) && cursorsLoaded(p.fanout, links) {
 		n.fanoutWakeAt(p.fanoutWakeMs) // its cursors wait: no reason to reopen the log
 		if filesLag(p.fanout) {

@@ -102,10 +102,7 @@ type Node struct {
 	// or exactly the values of partitions in key order; addPartition and
 	// removePartition empty it.
 	partitionOrder []*partition
-	// partitionsRemoved counts removePartition's calls: a partition
-	// looked up while it stays put is still the one tracked.
-	partitionsRemoved uint64
-	waiters           *waiterSet
+	waiters        *waiterSet
 
 	// routing tracks requests that cross nodes (forward.go).
 	routing routing

@@ -147,7 +147,6 @@ func (n *Node) removePartition(p *partition) {
 	}
 	delete(n.partitions, p.key)
 	n.partitionOrder = nil
-	n.partitionsRemoved++
 }
 
 // forgetLeases drops the lease table of a partition whose log came back
