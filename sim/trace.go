@@ -1,10 +1,7 @@
 package sim
 
 import (
-	"encoding/binary"
 	"fmt"
-	"hash"
-	"hash/fnv"
 	"io"
 	"strconv"
 )
@@ -16,7 +13,7 @@ const traceTailLines = 60
 // pointers, paths or wall times) and keeps the last lines for failure
 // reports. With verbose set it also prints every line.
 type trace struct {
-	hash hash.Hash64
+	hash traceHash
 	// tail holds the last lines, a ring once full: next is the oldest.
 	// Each slot's buffer is reused by the line that replaces it, so a
 	// line costs no allocation once the ring is full.
@@ -24,19 +21,13 @@ type trace struct {
 	next    int
 	events  int
 	verbose io.Writer
-	// stamp is addBytes's buffer for the time (a local one escaped to the
-	// hash's interface and was allocated on every message).
-	stamp [8]byte
 	// slot is the tail slot of the line between begin and end.
 	slot int
 }
 
 func newTrace(verbose io.Writer) *trace {
-	return &trace{hash: fnv.New64a(), tail: make([][]byte, 0, traceTailLines), verbose: verbose}
+	return &trace{hash: newTraceHash(), tail: make([][]byte, 0, traceTailLines), verbose: verbose}
 }
-
-// lineEnd ends every hashed line.
-var lineEnd = []byte{'\n'}
 
 func (t *trace) add(nowMs int64, format string, args ...any) {
 	var line []byte
@@ -47,8 +38,7 @@ func (t *trace) add(nowMs int64, format string, args ...any) {
 		line = t.appendLine(t.next, nowMs, format, args)
 		t.next = (t.next + 1) % traceTailLines
 	}
-	t.hash.Write(line)
-	t.hash.Write(lineEnd)
+	t.hash.add(line, '\n')
 	t.events++
 	if t.verbose != nil {
 		fmt.Fprintf(t.verbose, "%s\n", line)
@@ -91,8 +81,7 @@ func (t *trace) begin(nowMs int64) []byte {
 // end adds the line begin started.
 func (t *trace) end(line []byte) {
 	t.tail[t.slot] = line
-	t.hash.Write(line)
-	t.hash.Write(lineEnd)
+	t.hash.add(line, '\n')
 	t.events++
 	if t.verbose != nil {
 		fmt.Fprintf(t.verbose, "%s\n", line)
@@ -113,14 +102,13 @@ func appendStamp(line []byte, nowMs int64) []byte {
 // addBytes hashes an event given as bytes (a peer message as encoded),
 // without a trace line.
 func (t *trace) addBytes(nowMs int64, b []byte) {
-	binary.LittleEndian.PutUint64(t.stamp[:], uint64(nowMs))
-	t.hash.Write(t.stamp[:])
-	t.hash.Write(b)
+	t.hash.mix(uint64(nowMs))
+	t.hash.add(b, 0)
 	t.events++
 }
 
 // sum is the trace hash.
-func (t *trace) sum() uint64 { return t.hash.Sum64() }
+func (t *trace) sum() uint64 { return t.hash.sum }
 
 // last returns the kept lines, oldest first.
 func (t *trace) last() []string {
