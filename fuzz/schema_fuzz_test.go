@@ -44,6 +44,8 @@ func FuzzCreateTopicSchema(f *testing.F) {
 		`{"$ref":"https://example.com/s.json"}`, `{"$ref":"file:///etc/passwd"}`, `{"$ref":"other.json"}`,
 		`{"$id":"http://example.com/root.json","$ref":"item.json"}`, `{"$schema":"http://json-schema.org/draft-07/schema#","type":"string"}`,
 		`{"$schema":"https://example.com/custom-meta"}`, `{"$defs":{"n":{"$ref":"#/$defs/n"}},"$ref":"#/$defs/n"}`,
+		`{"allOf":[{"$ref":"#"}]}`, `{"anyOf":[{"type":"string"},{"$dynamicRef":"#node"}],"$dynamicAnchor":"node"}`,
+		`{"type":"object","properties":{"children":{"type":"array","items":{"$ref":"#"}}}}`,
 		`{"$dynamicRef":"#meta"}`, `{"pattern":"(a*)*b"}`, `{"pattern":"((("}`, `{"pattern":"` + strings.Repeat("(a|b)", 500) + `"}`,
 		`{"type":["string",1]}`, `{"format":"email"}`, `{"minimum":"x"}`, `{"multipleOf":0}`, `{"enum":[]}`,
 		`{"description":"<>&\u2028"}`, strings.Repeat(`{"not":`, 60) + `{}` + strings.Repeat(`}`, 60),

@@ -85,6 +85,8 @@ func TestSchemaRoutes(t *testing.T) {
 // Property: a schema that is not a self-contained, compilable JSON Schema
 // is refused at create with 400 (413 when too large), and no topic is
 // made. Nothing is ever fetched: remote and file references are refused.
+// References that loop without reaching into the value are refused; a
+// cycle through items compiles.
 func TestSchemaCreateRefusals(t *testing.T) {
 	h := testHost(t)
 	cases := []struct{ name, schema, want string }{
@@ -95,6 +97,7 @@ func TestSchemaCreateRefusals(t *testing.T) {
 		{"file ref", `{"$ref":"file:///etc/passwd"}`, `never loaded from a URL or a file`},
 		{"relative ref", `{"$ref":"other.json"}`, `never loaded from a URL or a file`},
 		{"dangling local ref", `{"$ref":"#/$defs/missing"}`, `invalid schema`},
+		{"ref loop in place", `{"$defs":{"a":{"allOf":[{"$ref":"#/$defs/a"}]}},"$ref":"#/$defs/a"}`, `#/$defs/a --allOf--> #/$defs/a/allOf/0 --$ref--> #/$defs/a`},
 		{"too deep", strings.Repeat(`{"items":`, 70) + `{}` + strings.Repeat(`}`, 70), `nests 71 levels deep`},
 	}
 	for _, c := range cases {

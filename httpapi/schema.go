@@ -328,7 +328,8 @@ func (s *schemaRegistry) setCacheGauges() {
 }
 
 // checkDocument checks a schema sent to create or alter a topic: its
-// size (413), its shape and nesting, and that it compiles in time.
+// size (413), its shape and nesting, that it compiles in time, and that
+// its references do not loop in place (schemacycle.go).
 func (s *schemaRegistry) checkDocument(ctx context.Context, document []byte) *ErrorResponse {
 	if len(document) > msg.SchemaBytesMax {
 		return failure(msg.TooLarge("schema is %d bytes, at most %d (256 KiB)", len(document), msg.SchemaBytesMax))
@@ -342,8 +343,14 @@ func (s *schemaRegistry) checkDocument(ctx context.Context, document []byte) *Er
 	if schemaDocumentNumbersWork(document) > schemaWorkFloor {
 		return failure(msg.Invalid("invalid schema: its numbers would take more than %d units of work to read (numbers with many digits or a large exponent, such as 1e999999, cost the compiler and every produce)", schemaWorkFloor))
 	}
-	if _, _, err := s.compile(ctx, document); err != nil {
+	schema, _, err := s.compile(ctx, document)
+	if err != nil {
 		return failure(err)
+	}
+	if cycle := newSchemaGraph(schema).inPlaceCycle(); cycle != "" {
+		return failure(msg.Invalid("invalid schema: its references loop without reaching into the value (%s): "+
+			"validating a record that reaches it would apply the same schema to the same value again and again (the validator refuses such a record); "+
+			"a schema may refer to itself only through properties, items or another keyword that applies it to a member or an item", cycle))
 	}
 	return nil
 }

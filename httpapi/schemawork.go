@@ -96,6 +96,12 @@ type schemaGraph struct {
 	index    map[*jsonschema.Schema]int32
 	inPlace  [][]int32
 	position []int32
+	// cycle is the first cycle of in-place edges the ordering walk met:
+	// each schema applies the next to the same instance, and the last
+	// applies the first; nil when there is none. A schema sent to create
+	// or alter a topic is refused with one (versions stored before that
+	// check may still have one).
+	cycle []int32
 	// numbers[id] is what schema id costs a number instance beyond its
 	// evaluation (numberCost).
 	numbers []numberCost
@@ -239,7 +245,8 @@ func (g *schemaGraph) add(s *jsonschema.Schema) int32 {
 
 // order sets position to a topological order of the in-place edges:
 // reverse post-order of a depth-first walk, iterative so that a deep
-// schema cannot exhaust the stack.
+// schema cannot exhaust the stack. An edge back to a schema still open
+// on the walk's stack closes a cycle: the first one sets cycle.
 func (g *schemaGraph) order() {
 	const unvisited, open, done = 0, 1, 2
 	state := make([]uint8, len(g.schemas))
@@ -259,6 +266,12 @@ func (g *schemaGraph) order() {
 				if state[target] == unvisited {
 					state[target] = open
 					stack = append(stack, frame{id: target})
+				} else if state[target] == open && g.cycle == nil {
+					// the open schemas are those on the stack, a path of edges
+					from := slices.IndexFunc(stack, func(f frame) bool { return f.id == target })
+					for _, f := range stack[from:] {
+						g.cycle = append(g.cycle, f.id)
+					}
 				}
 				continue
 			}
