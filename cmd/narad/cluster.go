@@ -142,11 +142,16 @@ func dashIfEmpty(text string) string {
 	return text
 }
 
+// moveProgress is the share copied, at most 100 %: bytes_copied counts
+// the bytes of segments the source's retention removed after they were
+// copied, bytes_total only the source's size now, so the first can pass
+// the second while the catch-up goes on (and the answer does not say how
+// much of what is left the copy holds).
 func moveProgress(move client.Move) string {
 	if move.BytesTotal <= 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%d%%", move.BytesCopied*100/move.BytesTotal)
+	return fmt.Sprintf("%d%%", min(move.BytesCopied, move.BytesTotal)*100/move.BytesTotal)
 }
 
 func moveAge(move client.Move, now time.Time) string {
