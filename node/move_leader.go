@@ -335,11 +335,15 @@ func (n *Node) fillProgress(entry *msg.Move) {
 	entry.Phase, entry.BytesCopied, entry.BytesTotal = progress.Phase.String(), progress.BytesCopied, progress.BytesTotal
 }
 
-// mergeProgress copies a destination's progress into the list.
+// mergeProgress copies a destination's progress into the list: that of
+// the same move, started at the same time. A destination that has not
+// applied an abort yet lists the aborted move and its session's progress,
+// which is not that of the move started again in its place.
 func mergeProgress(moves []msg.Move, target string, theirs []msg.Move) {
 	for _, m := range theirs {
 		for i := range moves {
-			if moves[i].Topic == m.Topic && moves[i].Partition == m.Partition && moves[i].To == target && m.Phase != "" {
+			if moves[i].Topic == m.Topic && moves[i].Partition == m.Partition && moves[i].To == target &&
+				moves[i].StartedAtMs == m.StartedAtMs && m.Phase != "" {
 				moves[i].Phase, moves[i].BytesCopied, moves[i].BytesTotal = m.Phase, m.BytesCopied, m.BytesTotal
 			}
 		}
