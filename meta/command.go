@@ -149,6 +149,14 @@ type CreateTopic struct {
 	// it; a replica of an earlier release stops at this field (strict
 	// decoding) rather than apply it otherwise.
 	OwnersVoting bool `json:"owners_voting,omitempty"`
+	// NamesFolded is set by the proposers of this release: the apply also
+	// refuses a name equal to an existing topic's ignoring the case of
+	// ASCII letters (ErrTopicExistsIgnoringCase; checkNameCase). An entry
+	// of an earlier release leaves it false and applies as it did on every
+	// replica, whichever release applies it (such a pair of topics keeps
+	// working); a replica of an earlier release stops at this field
+	// (strict decoding) rather than create the topic anyway.
+	NamesFolded bool `json:"names_folded,omitempty"`
 }
 
 // PlacementLimits bound what a topic change may add; a zero field is no

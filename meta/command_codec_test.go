@@ -17,7 +17,7 @@ func everyCommand() []Command {
 	return []Command{
 		CreateTopic{Name: "t", RetentionMs: 1, VisibilityTimeoutMs: 2, MaxInFlightPerPartition: 3,
 			MaxAckedAheadPerPartition: 4, CreatedAtMs: 5, CreatedBy: "ann", Owners: []string{"a", "b"}, Numbered: true,
-			Schema: []byte(`{"type":"object"}`)},
+			NamesFolded: true, Schema: []byte(`{"type":"object"}`)},
 		DeleteTopic{Name: "t", ExpectedOwner: "ann", ExpectedCreation: ExpectedCreation{ExpectedIncarnation: 3, ExpectedCreatedAtMs: 5}},
 		AlterTopic{Name: "t", ExpectedCreation: ExpectedCreation{ExpectedIncarnation: 3, ExpectedCreatedAtMs: 5}, RetentionMs: &retention, VisibilityTimeoutMs: &visibility, MaxInFlightPerPartition: &inFlight,
 			MaxAckedAheadPerPartition: &ackedAhead, Partitions: &partitions, NewOwners: []string{"c", "d", "e"},

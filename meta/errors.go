@@ -73,9 +73,16 @@ var (
 	ErrSchemaSpace = errors.New("meta: no room for another schema version")
 	// ErrLimitReached: the change would pass a bound it carries
 	// (PlacementLimits).
-	ErrLimitReached  = errors.New("meta: limit reached")
-	ErrTopicExists   = errors.New("meta: topic already exists")
-	ErrTopicNotFound = errors.New("meta: topic not found")
+	ErrLimitReached = errors.New("meta: limit reached")
+	ErrTopicExists  = errors.New("meta: topic already exists")
+	// ErrTopicExistsIgnoringCase: a create (of a release that asks for
+	// the check, CreateTopic.NamesFolded) whose name equals an existing
+	// topic's but for the case of its letters. A partition's directory is
+	// named after its topic, so on a case-insensitive file system the two
+	// topics would share their directories, and each would remove the
+	// other's data as stale.
+	ErrTopicExistsIgnoringCase = errors.New("meta: topic exists under the name in another case")
+	ErrTopicNotFound           = errors.New("meta: topic not found")
 	// ErrDeadLetterTopicNotFound: a topic names a dead-letter topic that
 	// does not exist (or no longer does).
 	ErrDeadLetterTopicNotFound = errors.New("meta: dead-letter topic not found")

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -70,6 +71,9 @@ func (m *model) applyTopic(cmd Command) error {
 	case CreateTopic:
 		if m.topics[c.Name] != nil {
 			return ErrTopicExists
+		}
+		if c.NamesFolded && m.namedIgnoringCase(c.Name) {
+			return ErrTopicExistsIgnoringCase
 		}
 		if err := m.receiving(c.Owners); err != nil {
 			return err
@@ -144,6 +148,16 @@ func (m *model) alter(c AlterTopic) error {
 		topic.lastStarted = append(topic.lastStarted, 0)
 	}
 	return nil
+}
+
+// namedIgnoringCase: a topic holds name in another case.
+func (m *model) namedIgnoringCase(name string) bool {
+	for existing := range m.topics {
+		if strings.ToLower(existing) == strings.ToLower(name) {
+			return true
+		}
+	}
+	return false
 }
 
 // receiving: new partitions go only to alive members that are not
@@ -376,7 +390,7 @@ func (m *model) image() stateImage {
 }
 
 var (
-	topicNames = []string{"a", "b"}
+	topicNames = []string{"a", "b", "A"}          // "A" is "a" in another case
 	memberIDs  = []string{"m1", "m2", "m3", "m4"} // m4 is not a member until it heartbeats
 	usernames  = []string{"admin", "ann", "bob"}
 )
@@ -400,6 +414,7 @@ func drawCommand(t *rapid.T, m *model) Command {
 	switch kind {
 	case 0:
 		create := createTopic(topic, rapid.SliceOfN(rapid.SampledFrom(memberIDs), 0, 3).Draw(t, "owners")...)
+		create.NamesFolded = rapid.IntRange(0, 3).Draw(t, "an earlier release's create") != 0
 		if rapid.Bool().Draw(t, "create with dead letters") {
 			create.MaxDeliveries = rapid.IntRange(0, 2).Draw(t, "create max deliveries")
 			create.DeadLetterTopic = rapid.SampledFrom(topicNames).Draw(t, "create dead-letter topic")

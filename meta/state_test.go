@@ -896,6 +896,44 @@ func TestACreateOfAnEarlierReleaseIsNumberedAlikeEverywhere(t *testing.T) {
 	require.Equal(t, uint64(1), yLagging.Incarnation)
 }
 
+// TestATopicNameEqualIgnoringCaseIsRefused: a partition's directory is
+// named after its topic, so on a case-insensitive file system "orders"
+// and "Orders" would share theirs, and each would remove the other's data
+// as stale. A create of this release (NamesFolded) whose name equals an
+// existing topic's ignoring case is refused, plain or as a fan-out child,
+// naming the topic it clashes with. A pair of such topics an earlier
+// release created keeps working, and such an entry of an earlier release
+// applies as it did on every replica.
+func TestATopicNameEqualIgnoringCaseIsRefused(t *testing.T) {
+	s := stateWith(t, append(baseSetup(), createTopic("orders", "m1"))...)
+	for _, name := range []string{"Orders", "ORDERS", "oRdErS"} {
+		requireRejected(t, s, createTopic(name, "m1"), ErrTopicExistsIgnoringCase)
+		child := createTopic(name, "m1")
+		child.Parent = "t"
+		requireRejected(t, s, child, ErrTopicExistsIgnoringCase)
+	}
+	require.ErrorContains(t, createTopic("Orders", "m1").apply(s), `topic "orders" exists`, "the refusal names the topic")
+	for _, name := range []string{"orders.", "order", "0rders", "orders_x"} {
+		require.NoError(t, createTopic(name, "m1").apply(s), "%q differs in more than case", name)
+	}
+
+	earlier := createTopic("ORDERS", "m2")
+	earlier.NamesFolded = false
+	require.NoError(t, earlier.apply(s), "an entry of an earlier release applies as it did")
+	require.ErrorContains(t, createTopic("Orders", "m1").apply(s), `topic "ORDERS" exists`,
+		"of two namesakes, the refusal names the least, whatever the map's order")
+	retention := int64(7_200_000)
+	for _, name := range []string{"orders", "ORDERS"} {
+		require.NoError(t, AlterTopic{Name: name, RetentionMs: &retention}.apply(s), "%s keeps working", name)
+		require.NoError(t, SetTarget{Topic: name, Partition: 0, ExpectedOwner: topicRecordOf(t, s, name).Assignments[0].Owner,
+			Target: "m3", NowMs: 200}.apply(s), "%s keeps working", name)
+	}
+	require.NoError(t, DeleteTopic{Name: "orders"}.apply(s))
+	requireRejected(t, s, createTopic("Orders", "m1"), ErrTopicExistsIgnoringCase)
+	require.NoError(t, DeleteTopic{Name: "ORDERS"}.apply(s))
+	require.NoError(t, createTopic("Orders", "m1").apply(s), "the name is free once no topic holds it in any case")
+}
+
 func topicRecordOf(t *testing.T, s *State, name string) TopicRecord {
 	t.Helper()
 	record, found := s.Topic(name)

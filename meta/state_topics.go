@@ -8,6 +8,9 @@ func (c CreateTopic) apply(s *State) error {
 	if _, exists := s.topics[c.Name]; exists {
 		return rejectf(ErrTopicExists, "topic %q", c.Name)
 	}
+	if err := s.checkNameCase(c.Name, c.NamesFolded); err != nil {
+		return err
+	}
 	if err := s.checkCreator(c.CreatedBy, c.CreatorCreatedAtMs); err != nil {
 		return err
 	}
@@ -57,6 +60,59 @@ func (c CreateTopic) apply(s *State) error {
 		return s.attach(s.topics[c.Parent], record, c.FanoutDelayMs, c.CreatedAtMs)
 	}
 	return nil
+}
+
+// checkNameCase refuses, when the create asks for it (folded), a new
+// topic name equal to an existing topic's ignoring case: their partition
+// directories would be one on a case-insensitive file system
+// (docs/api.md#conventions). Only a create is checked: two such topics
+// an earlier release created keep working.
+func (s *State) checkNameCase(name string, folded bool) error {
+	if !folded {
+		return nil
+	}
+	if existing := s.topicNamedIgnoringCase(name); existing != "" {
+		return rejectf(ErrTopicExistsIgnoringCase, "topic %q exists, and %q differs from it only in case", existing, name)
+	}
+	return nil
+}
+
+// topicNamedIgnoringCase returns the least (by bytes) name of an existing
+// topic other than name that equals it ignoring case; "" when none does.
+func (s *State) topicNamedIgnoringCase(name string) string {
+	found := ""
+	for existing := range s.topics { //determinism:ok the least match is kept, whatever the order
+		if existing != name && equalFoldASCII(existing, name) && (found == "" || existing < found) {
+			found = existing
+		}
+	}
+	return found
+}
+
+// equalFoldASCII reports whether a and b are equal once their ASCII
+// letters are folded to lower case. A topic name is ASCII (the node's
+// rule, docs/api.md#conventions), and unlike strings.EqualFold the answer
+// does not depend on the Unicode tables of the Go release that built the
+// binary, so replicas built by different releases decide alike.
+func equalFoldASCII(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range len(a) {
+		if lowerASCII(a[i]) != lowerASCII(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// lowerASCII folds an ASCII upper-case letter to lower case and leaves
+// every other byte as it is.
+func lowerASCII(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + ('a' - 'A')
+	}
+	return c
 }
 
 // checkParent checks the attach of the new topic to its parent, as if

@@ -202,6 +202,9 @@ func applyError(topicName string, err error) *msg.Error {
 		return msg.TooLarge("%v", err)
 	case errors.Is(err, meta.ErrTopicExists):
 		return msg.Conflict("topic already exists")
+	case errors.Is(err, meta.ErrTopicExistsIgnoringCase):
+		return msg.Conflict("%s: topic names must differ in more than case",
+			strings.TrimPrefix(err.Error(), meta.ErrTopicExistsIgnoringCase.Error()+": "))
 	case errors.Is(err, meta.ErrLimitReached):
 		return limitReached(err)
 	case errors.Is(err, meta.ErrDeadLetterTopicNotFound):

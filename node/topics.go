@@ -45,9 +45,10 @@ func (n *Node) topic(name string) (*topic, error) {
 // placement of its partitions, to the metastore; the 201 leaves when the
 // entry is applied (handleOutcomes).
 func (n *Node) createTopic(id msg.RequestID, r msg.CreateTopic) {
-	// Whether the name is taken is left to the metastore (ErrTopicExists,
-	// a 409 when the entry applies): this replica may lag, and a 409 from
-	// its copy could deny a topic whose delete was already answered.
+	// Whether the name is taken, as it is or in another case, is left to
+	// the metastore (ErrTopicExists, ErrTopicExistsIgnoringCase: a 409
+	// when the entry applies): this replica may lag, and a 409 from its
+	// copy could deny a topic whose delete was already answered.
 	parent, err := n.childPlacement(r)
 	if err == nil && parent != nil && r.Partitions == 0 {
 		r.Partitions = parent.info.Partitions
@@ -72,6 +73,7 @@ func (n *Node) createTopic(id msg.RequestID, r msg.CreateTopic) {
 		CreatedAtMs: n.nowMs, CreatedBy: r.CreatedBy, CreatorCreatedAtMs: r.CreatorCreatedAtMs, Owners: owners, Schema: r.Schema, Limits: n.placementLimits(),
 		MaxDeliveries: info.MaxDeliveries, DeadLetterTopic: info.DeadLetterTopic,
 		Parent: r.Parent, FanoutDelayMs: r.FanoutDelayMs, ExpectedOwner: r.ExpectedOwner, Numbered: true, OwnersVoting: true,
+		NamesFolded: true,
 	})
 }
 

@@ -45,6 +45,25 @@ func TestCreateTopicTwiceConflicts(t *testing.T) {
 	require.Equal(t, "topic already exists", e.Message)
 }
 
+// TestCreateTopicOfANameTakenInAnotherCaseConflicts: a partition's
+// directory is named after its topic, so on a case-insensitive file
+// system "orders" and "Orders" would be one; the create is a 409 that
+// names the topic it clashes with, plain or as a fan-out child, and
+// creates nothing.
+func TestCreateTopicOfANameTakenInAnotherCaseConflicts(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	h.createTopic("audit")
+	for _, req := range []msg.CreateTopic{{Name: "Orders"}, {Name: "ORDERS", Parent: "audit"}} {
+		e := h.fail(req, msg.CodeConflict)
+		require.Contains(t, e.Message, `topic "orders" exists`, "the answer names the topic")
+		require.Contains(t, e.Message, "differ in more than case")
+	}
+	page := h.ok(msg.ListTopics{}).(msg.TopicPage)
+	require.Equal(t, []string{"audit", "orders"}, topicNames(page), "a refused create creates nothing")
+	h.createTopic("orders2")
+}
+
 func TestListTopicsKeysetPagination(t *testing.T) {
 	h := newHarness(t)
 	for i := range 5 {

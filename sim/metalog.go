@@ -3,6 +3,7 @@ package sim
 import (
 	"slices"
 	"strconv"
+	"strings"
 
 	"go.etcd.io/raft/v3/raftpb"
 
@@ -317,7 +318,7 @@ func (l *metaLog) deletion(topic string) topicDeletion {
 func (l *metaLog) createTopic(c meta.CreateTopic) {
 	_, exists := l.topics[c.Name]
 	_, deadLetterExists := l.topics[c.DeadLetterTopic]
-	if exists || !l.creatorHolds(c.CreatedBy, c.CreatorCreatedAtMs) || !l.allReceiving(c.Owners) || c.OwnersVoting && l.anyLeftVoters(c.Owners) ||
+	if exists || c.NamesFolded && l.namedIgnoringCase(c.Name) || !l.creatorHolds(c.CreatedBy, c.CreatorCreatedAtMs) || !l.allReceiving(c.Owners) || c.OwnersVoting && l.anyLeftVoters(c.Owners) ||
 		c.Limits.TopicsMax > 0 && len(l.topics) >= c.Limits.TopicsMax || l.overPerNodeLimit(c.Owners, c.Limits.PartitionsPerNodeMax) ||
 		c.DeadLetterTopic != "" && !deadLetterExists {
 		return // meta refuses it
@@ -336,6 +337,17 @@ func (l *metaLog) createTopic(c meta.CreateTopic) {
 		identity.Incarnation = l.topicSequence
 	}
 	l.identities[c.Name] = identity
+}
+
+// namedIgnoringCase reports whether a topic holds name in another case
+// (meta's checkNameCase, which a create of this release asks for).
+func (l *metaLog) namedIgnoringCase(name string) bool {
+	for existing := range l.topics { //determinism:ok a yes or no
+		if existing != name && strings.EqualFold(existing, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // overPerNodeLimit reports whether owners of new partitions would take a

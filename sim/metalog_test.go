@@ -189,7 +189,8 @@ func TestMetaLogKeepsTopicIdentities(t *testing.T) {
 // delete or growth was checked against another owner (its creator, or ""
 // once that user is deleted), and places no topic whose creator was
 // deleted meanwhile, past the topic or per-node partition limit, or
-// naming a missing dead-letter topic, as meta refuses each.
+// naming a missing dead-letter topic, or (a create of this release)
+// whose name a topic holds in another case, as meta refuses each.
 func TestMetaLogRefusesWhatMetaRefuses(t *testing.T) {
 	w := NewWorld(DefaultOptions(1))
 	l := w.metaLog
@@ -234,4 +235,9 @@ func TestMetaLogRefusesWhatMetaRefuses(t *testing.T) {
 	l.applyCommand(meta.CompleteMove{Topic: "u", Partition: 0, ExpectedOwner: "n1", ExpectedTarget: "n2", ExpectedStartedAtMs: started,
 		ExpectedCreation: meta.Expecting(l.identities["u"])})
 	require.Equal(t, "n2", l.topics["u"][0].Owner, "the flip of this creation's move")
+
+	l.applyCommand(meta.CreateTopic{Name: "U", Owners: []string{"n1"}, NamesFolded: true})
+	require.NotContains(t, l.topics, "U", "a name a topic holds in another case")
+	l.applyCommand(meta.CreateTopic{Name: "U", Owners: []string{"n1"}})
+	require.Contains(t, l.topics, "U", "an entry of an earlier release applies as it did")
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"strings"
 
 	"narad/meta"
 )
@@ -197,6 +198,8 @@ func (m *metaModel) createTopic(c meta.CreateTopic) string {
 		return "malformed"
 	case m.topics[c.Name] != nil:
 		return "the topic exists"
+	case c.NamesFolded && m.namedIgnoringCase(c.Name):
+		return "a topic holds the name in another case"
 	case !m.allMembers(c.Owners):
 		return "an owner is not a member"
 	case !m.allReceiving(c.Owners):
@@ -220,6 +223,18 @@ func (m *metaModel) createTopic(c meta.CreateTopic) string {
 	}
 	m.topics[c.Name] = t
 	return ""
+}
+
+// namedIgnoringCase reports whether a topic holds name in another case
+// (a create of this release is refused then: on a case-insensitive file
+// system both would name one directory).
+func (m *metaModel) namedIgnoringCase(name string) bool {
+	for existing := range m.topics { //determinism:ok a yes or no
+		if existing != name && strings.EqualFold(existing, name) {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *metaModel) deleteTopic(c meta.DeleteTopic) string {

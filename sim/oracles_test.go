@@ -60,6 +60,18 @@ func TestMetaModelRefusesTheFlipOfAReplacedMove(t *testing.T) {
 	}
 }
 
+// A create of this release whose name a topic holds in another case is
+// refused, as in meta; one of an earlier release is not.
+func TestMetaModelRefusesANameTakenInAnotherCase(t *testing.T) {
+	m := movedModel(t)
+	if refusal, _ := m.apply(meta.CreateTopic{Name: "T", Owners: []string{"n1"}, NamesFolded: true}); refusal == "" {
+		t.Fatal("a create of T beside t was accepted")
+	}
+	if refusal, _ := m.apply(meta.CreateTopic{Name: "T", Owners: []string{"n1"}}); refusal != "" {
+		t.Fatalf("an earlier release's create of T refused: %s", refusal)
+	}
+}
+
 // A flip or abort that names another creation of its topic (the deleted
 // one's move, whose target and start the new creation's move repeats)
 // changes nothing, as in meta; one naming the current creation, or none,
