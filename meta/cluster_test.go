@@ -13,7 +13,8 @@ import (
 // the rules of this release's proposers.
 func createTopic(name string, owners ...string) CreateTopic {
 	return CreateTopic{Name: name, RetentionMs: 3_600_000, VisibilityTimeoutMs: 30_000, MaxInFlightPerPartition: 1024,
-		MaxAckedAheadPerPartition: 1024, CreatedAtMs: 1_000, Owners: owners, Numbered: true, NamesFolded: true}
+		MaxAckedAheadPerPartition: 1024, CreatedAtMs: 1_000, Owners: owners, Numbered: true, NamesFolded: true,
+		DeadLetterLinksChecked: true}
 }
 
 // Property: a cluster elects a leader, and proposals commit and apply on

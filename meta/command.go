@@ -157,6 +157,13 @@ type CreateTopic struct {
 	// working); a replica of an earlier release stops at this field
 	// (strict decoding) rather than create the topic anyway.
 	NamesFolded bool `json:"names_folded,omitempty"`
+	// DeadLetterLinksChecked is set by the proposers of this release: a
+	// create with a Parent is also refused when its DeadLetterTopic is
+	// that parent (checkDeadLetterLink). An entry of an earlier release
+	// leaves it false and applies as it did on every replica, whichever
+	// release applies it; a replica of an earlier release stops at this
+	// field (strict decoding) rather than apply it otherwise.
+	DeadLetterLinksChecked bool `json:"dead_letter_links_checked,omitempty"`
 }
 
 // PlacementLimits bound what a topic change may add; a zero field is no
@@ -257,6 +264,11 @@ type AlterTopic struct {
 	// An entry of an earlier release leaves it false and applies as it
 	// did on every replica, whichever release applies it.
 	TupleItemsCompared bool `json:"tuple_items_compared,omitempty"`
+	// DeadLetterLinksChecked is set by the proposers of this release: a
+	// DeadLetterTopic that is the topic's fan-out parent, or one of its
+	// children, is refused (checkDeadLetterLinks), as for
+	// CreateTopic.DeadLetterLinksChecked.
+	DeadLetterLinksChecked bool `json:"dead_letter_links_checked,omitempty"`
 }
 
 // AttachChild makes Child a fan-out child of Parent with a new attach
@@ -273,6 +285,11 @@ type AttachChild struct {
 	// checked against as the owner of both topics: the attach applies
 	// only while both are still that user's (ErrOwnerChanged).
 	ExpectedOwner string `json:"expected_owner,omitempty"`
+	// DeadLetterLinksChecked is set by the proposers of this release: an
+	// attach is refused when Child's dead-letter topic is Parent, or
+	// Parent's is Child (checkDeadLetterLink), as for
+	// CreateTopic.DeadLetterLinksChecked.
+	DeadLetterLinksChecked bool `json:"dead_letter_links_checked,omitempty"`
 }
 
 // DetachChild removes the fan-out link of Child to Parent; both topics

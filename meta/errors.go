@@ -112,7 +112,9 @@ var (
 	ErrQuorumAtRisk      = errors.New("meta: removal would leave too few live voters for a quorum")
 	ErrUnknownConfChange = errors.New("meta: unknown configuration change kind")
 	// ErrFanoutRole: an attach breaks a role rule of fan-out (depth 1,
-	// one parent, not its own child, not attached twice).
+	// one parent, not its own child, not attached twice), or dead letters
+	// would run along a fan-out link (a child's to its parent, a
+	// parent's to its child) or reach a delay child.
 	ErrFanoutRole = errors.New("meta: fan-out role conflict")
 	// ErrFanoutSchema: a child's schema differs from its parent's, or a
 	// change of a child's schema, which its parent manages.

@@ -35,7 +35,7 @@ func (c AttachChild) apply(s *State) error {
 	if err := s.checkOwnedBy(c.ExpectedOwner, c.Child); err != nil {
 		return err
 	}
-	if err := s.checkAttach(parent, child, c.DelayMs); err != nil {
+	if err := s.checkAttach(parent, child, c.DelayMs, c.DeadLetterLinksChecked); err != nil {
 		return err
 	}
 	return s.attach(parent, child, c.DelayMs, c.AttachedAtMs)
@@ -54,8 +54,10 @@ func (s *State) linkedPair(parentName, childName string) (*TopicRecord, *TopicRe
 	return parent, child, nil
 }
 
-// checkAttach checks every rule of an attach; it changes nothing.
-func (s *State) checkAttach(parent, child *TopicRecord, delayMs int64) error {
+// checkAttach checks every rule of an attach; it changes nothing. With
+// deadLetterLinks (a command of this release) it also refuses a link
+// along which a topic would send its dead letters (checkDeadLetterLink).
+func (s *State) checkAttach(parent, child *TopicRecord, delayMs int64, deadLetterLinks bool) error {
 	switch {
 	case parent.Name == child.Name:
 		return rejectf(ErrFanoutRole, "topic %q cannot be its own child", parent.Name)
@@ -76,7 +78,54 @@ func (s *State) checkAttach(parent, child *TopicRecord, delayMs int64) error {
 	if source := s.deadLetterSourceOf(child.Name); delayMs > 0 && source != "" {
 		return rejectf(ErrFanoutRole, "topic %q is the dead-letter topic of %q: a dead letter would reach it before its delay", child.Name, source)
 	}
+	if deadLetterLinks {
+		if err := checkDeadLetterLink(parent, child); err != nil {
+			return err
+		}
+	}
 	return s.checkChildSchema(parent, child)
+}
+
+// checkDeadLetterLink refuses a fan-out link along which one of its two
+// topics sends its dead letters (docs/api.md#dead-letters).
+func checkDeadLetterLink(parent, child *TopicRecord) error {
+	switch {
+	case child.DeadLetterTopic == parent.Name:
+		return deadLettersToParent(child.Name, parent.Name)
+	case parent.DeadLetterTopic == child.Name:
+		return deadLettersToChild(parent.Name, child.Name)
+	}
+	return nil
+}
+
+// checkDeadLetterLinks checks a dead-letter topic (setting) an alter
+// gives to record against record's fan-out links: it may be neither
+// record's parent nor one of its children. Only the setting is checked:
+// a parent's own setting, left as it is, is not this change's.
+func (s *State) checkDeadLetterLinks(record *TopicRecord, setting string) error {
+	if record.Parent != "" && setting == record.Parent {
+		return deadLettersToParent(record.Name, setting)
+	}
+	if target, found := s.topics[setting]; found && target.Parent == record.Name {
+		return deadLettersToChild(record.Name, setting)
+	}
+	return nil
+}
+
+// deadLettersToParent is the refusal of a child whose dead letters go to
+// its own parent: the parent would copy each back to it, and to every
+// sibling, without end.
+func deadLettersToParent(child, parent string) error {
+	return rejectf(ErrFanoutRole, "topic %q cannot send its dead letters to its fan-out parent %q: "+
+		"the parent would copy each back to it and to every sibling, without end", child, parent)
+}
+
+// deadLettersToChild is the refusal of a parent whose dead letters go to
+// one of its children: the child would get each twice, once through the
+// fan-out and once as a dead letter.
+func deadLettersToChild(parent, child string) error {
+	return rejectf(ErrFanoutRole, "topic %q cannot send its dead letters to its fan-out child %q: "+
+		"the child would get each twice, through the fan-out and as a dead letter", parent, child)
 }
 
 // deadLetterSourceOf names the first topic (by name) whose dead-letter
@@ -206,7 +255,7 @@ func (s *State) checkCreateChild(c CreateTopic, record *TopicRecord) error {
 	if !found {
 		return rejectf(ErrTopicNotFound, "topic %q", c.Parent)
 	}
-	return s.checkAttach(parent, record, c.FanoutDelayMs)
+	return s.checkAttach(parent, record, c.FanoutDelayMs, c.DeadLetterLinksChecked)
 }
 
 // checkFanoutAlter checks what an alter may not do to a fan-out topic:

@@ -218,3 +218,62 @@ func TestDelayChildTakesNoDeadLetters(t *testing.T) {
 	requireRejected(t, s, AttachChild{Parent: "p", Child: "d", DelayMs: 1}, ErrFanoutRole)
 	require.NoError(t, AttachChild{Parent: "p", Child: "d"}.apply(s), "a plain child may take dead letters")
 }
+
+// deadLettersTo is an alter of this release that sends name's dead
+// letters to target.
+func deadLettersTo(name, target string) AlterTopic {
+	return AlterTopic{Name: name, MaxDeliveries: new(3), DeadLetterTopic: new(target), DeadLetterLinksChecked: true}
+}
+
+// Property: dead letters never run along a fan-out link. A child whose
+// dead-letter topic is its own parent would have each dead letter copied
+// back to it, and to every sibling, without end; a parent whose
+// dead-letter topic is its child would deliver each dead letter there
+// twice. Commands of this release refuse both, on create, alter and
+// attach, and change nothing; other chains pass.
+func TestDeadLettersDoNotRunAlongAFanoutLink(t *testing.T) {
+	s := stateWith(t, append(fanoutSetup(), AttachChild{Parent: "p", Child: "c", DeadLetterLinksChecked: true})...)
+	child := createTopic("new", "m1")
+	child.Parent, child.MaxDeliveries, child.DeadLetterTopic = "p", 3, "p"
+	requireRejected(t, s, child, ErrFanoutRole)
+	child.MaxDeliveries = 0 // kept but unused: a later alter of max_deliveries alone would start the loop
+	requireRejected(t, s, child, ErrFanoutRole)
+	require.ErrorContains(t, child.apply(s), `topic "new" cannot send its dead letters to its fan-out parent "p"`)
+
+	requireRejected(t, s, deadLettersTo("c", "p"), ErrFanoutRole)
+	requireRejected(t, s, deadLettersTo("p", "c"), ErrFanoutRole)
+	require.ErrorContains(t, deadLettersTo("p", "c").apply(s), `topic "p" cannot send its dead letters to its fan-out child "c"`)
+
+	require.NoError(t, deadLettersTo("d", "p").apply(s), "a standalone topic may send its dead letters to a parent")
+	requireRejected(t, s, AttachChild{Parent: "p", Child: "d", DeadLetterLinksChecked: true}, ErrFanoutRole)
+	require.NoError(t, deadLettersTo("p", "e").apply(s), "a parent may send its dead letters to a standalone topic")
+	requireRejected(t, s, AttachChild{Parent: "p", Child: "e", DeadLetterLinksChecked: true}, ErrFanoutRole)
+
+	require.NoError(t, deadLettersTo("c", "d").apply(s), "a child may send its dead letters elsewhere, even on to its parent")
+	child.DeadLetterTopic = "c"
+	require.NoError(t, child.apply(s), "a child may send its dead letters to a sibling")
+	require.NoError(t, s.checkImage(s.image()))
+}
+
+// Property: entries of an earlier release that send dead letters along a
+// fan-out link apply as they did on every replica, and the topics keep
+// working: their other changes pass, and so does a dead-letter change of
+// one side that the other side's setting does not concern.
+func TestEarlierDeadLetterLinksKeepWorking(t *testing.T) {
+	s := stateWith(t, fanoutSetup()...)
+	toParent, toChild := deadLettersTo("c", "p"), deadLettersTo("p", "c")
+	toParent.DeadLetterLinksChecked, toChild.DeadLetterLinksChecked = false, false
+	require.NoError(t, toParent.apply(s))
+	require.NoError(t, AttachChild{Parent: "p", Child: "c"}.apply(s), "an attach of an earlier release")
+	require.NoError(t, toChild.apply(s), "an alter of an earlier release")
+
+	retention := int64(3 * 3_600_000)
+	require.NoError(t, AlterTopic{Name: "c", RetentionMs: &retention, MaxDeliveries: new(5)}.apply(s))
+	require.NoError(t, AlterTopic{Name: "p", RetentionMs: &retention, MaxDeliveries: new(5)}.apply(s))
+	requireRejected(t, s, deadLettersTo("c", "p"), ErrFanoutRole)
+	require.NoError(t, deadLettersTo("c", "d").apply(s), "the parent's setting is not the child's change")
+	requireRejected(t, s, deadLettersTo("p", "c"), ErrFanoutRole)
+	off := AlterTopic{Name: "p", MaxDeliveries: new(0), DeadLetterTopic: new(""), DeadLetterLinksChecked: true}
+	require.NoError(t, off.apply(s), "the double delivery can be turned off")
+	require.Empty(t, topicOf(t, s, "p").DeadLetterTopic)
+}

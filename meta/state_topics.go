@@ -191,7 +191,13 @@ func (c AlterTopic) changeDeadLetters(s *State, record *TopicRecord) (int, strin
 	if c.DeadLetterTopic == nil {
 		return maxDeliveries, deadLetterTopic, nil
 	}
-	return maxDeliveries, deadLetterTopic, s.checkDeadLetterTopic(deadLetterTopic)
+	if err := s.checkDeadLetterTopic(deadLetterTopic); err != nil {
+		return 0, "", err
+	}
+	if c.DeadLetterLinksChecked {
+		return maxDeliveries, deadLetterTopic, s.checkDeadLetterLinks(record, deadLetterTopic)
+	}
+	return maxDeliveries, deadLetterTopic, nil
 }
 
 // apply changes the fields that are set, checking all before changing any.

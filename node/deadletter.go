@@ -30,7 +30,7 @@ func (n *Node) checkDeadLetters(info msg.TopicInfo) error {
 	if err := validTopicName(info.DeadLetterTopic); err != nil {
 		return msg.Invalid("invalid dead_letter_topic: %v", err)
 	}
-	return nil // a delay child as the dead-letter topic is refused by the metastore (409)
+	return nil // a delay child, the parent or a child as the dead-letter topic is refused by the metastore (409)
 }
 
 // storageOrigin and messageOrigin translate a dead letter's origin

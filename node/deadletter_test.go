@@ -324,3 +324,31 @@ func TestADeadLetterSettledWhileFrozenIsNotDeliveredAgain(t *testing.T) {
 	h.tick(1)
 	require.Equal(t, uint64(1), h.stats("orders", 0).Committed, "written to the dead-letter topic once unfrozen")
 }
+
+// TestDeadLettersAlongAFanoutLinkConflict: a child whose dead-letter
+// topic is its own parent would get each dead letter back, with every
+// sibling, without end; a parent whose dead-letter topic is its child
+// would deliver each dead letter there twice. Both are 409 on create,
+// alter and attach, and change nothing.
+func TestDeadLettersAlongAFanoutLinkConflict(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	e := h.fail(msg.CreateTopic{Name: "audit", Parent: "orders", MaxDeliveries: 2, DeadLetterTopic: "orders"}, msg.CodeConflict)
+	require.Contains(t, e.Message, `topic "audit" cannot send its dead letters to its fan-out parent "orders"`)
+	h.fail(msg.GetTopic{Name: "audit", Partition: msg.PartitionNone}, msg.CodeNotFound)
+
+	h.createTopic("audit", func(r *msg.CreateTopic) { r.Parent = "orders" })
+	h.fail(msg.AlterTopic{Name: "audit", MaxDeliveries: new(2), DeadLetterTopic: new("orders")}, msg.CodeConflict)
+	e = h.fail(msg.AlterTopic{Name: "orders", MaxDeliveries: new(2), DeadLetterTopic: new("audit")}, msg.CodeConflict)
+	require.Contains(t, e.Message, `topic "orders" cannot send its dead letters to its fan-out child "audit"`)
+	require.Empty(t, h.ok(msg.GetTopic{Name: "orders", Partition: msg.PartitionNone}).(msg.TopicDetail).DeadLetterTopic)
+
+	h.createTopic("billing", withDeadLetters(2, "orders"))
+	h.fail(msg.AttachChild{Parent: "orders", Child: "billing"}, msg.CodeConflict)
+	h.createTopic("dead")
+	h.ok(msg.AlterTopic{Name: "orders", MaxDeliveries: new(2), DeadLetterTopic: new("dead")})
+	h.fail(msg.AttachChild{Parent: "orders", Child: "dead"}, msg.CodeConflict)
+	h.ok(msg.AlterTopic{Name: "audit", MaxDeliveries: new(2), DeadLetterTopic: new("dead")}) // another chain: allowed
+	require.Equal(t, []string{"audit"}, h.ok(msg.GetTopic{Name: "orders", Partition: msg.PartitionNone}).(msg.TopicDetail).Children,
+		"the refused attaches linked nothing")
+}

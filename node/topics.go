@@ -73,7 +73,7 @@ func (n *Node) createTopic(id msg.RequestID, r msg.CreateTopic) {
 		CreatedAtMs: n.nowMs, CreatedBy: r.CreatedBy, CreatorCreatedAtMs: r.CreatorCreatedAtMs, Owners: owners, Schema: r.Schema, Limits: n.placementLimits(),
 		MaxDeliveries: info.MaxDeliveries, DeadLetterTopic: info.DeadLetterTopic,
 		Parent: r.Parent, FanoutDelayMs: r.FanoutDelayMs, ExpectedOwner: r.ExpectedOwner, Numbered: true, OwnersVoting: true,
-		NamesFolded: true,
+		NamesFolded: true, DeadLetterLinksChecked: true,
 	})
 }
 
@@ -294,10 +294,11 @@ func (n *Node) alterTopic(id msg.RequestID, r msg.AlterTopic) {
 		RetentionMs: resolvedIf(r.RetentionMs, &info.RetentionMs), VisibilityTimeoutMs: resolvedIf(r.VisibilityTimeoutMs, &info.VisibilityTimeoutMs),
 		MaxInFlightPerPartition: resolvedIf(r.InFlightMax, &info.InFlightMax), MaxAckedAheadPerPartition: resolvedIf(r.AckedAheadMax, &info.AckedAheadMax),
 		MaxDeliveries: resolvedIf(r.MaxDeliveries, &info.MaxDeliveries), DeadLetterTopic: resolvedIf(r.DeadLetterTopic, &info.DeadLetterTopic),
-		ExpectedOwner:      r.ExpectedOwner,
-		ExpectedCreation:   meta.Expecting(t.identity),
-		OwnersVoting:       true,
-		TupleItemsCompared: true}
+		ExpectedOwner:          r.ExpectedOwner,
+		ExpectedCreation:       meta.Expecting(t.identity),
+		OwnersVoting:           true,
+		TupleItemsCompared:     true,
+		DeadLetterLinksChecked: true}
 	if info.Partitions > t.info.Partitions {
 		cmd.Partitions = &info.Partitions
 		view := n.newPlacementView()
