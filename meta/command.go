@@ -32,6 +32,11 @@ const (
 	// MaxDeliveriesMax bounds a topic's MaxDeliveries
 	// (docs/api.md#dead-letters).
 	MaxDeliveriesMax = 1000
+	// LeaseCapMax bounds a topic's MaxInFlightPerPartition and
+	// MaxAckedAheadPerPartition, which are at least 1: the largest cap a
+	// node's lease table of a partition takes (the node holds the two
+	// bounds equal at compile time).
+	LeaseCapMax = 1 << 20
 	// HeartbeatsPerEntryMax bounds the heartbeats one MemberHeartbeats
 	// carries: one per member, and a cluster has at most wire.MembersMax.
 	HeartbeatsPerEntryMax = 4096
@@ -95,12 +100,15 @@ type Command interface {
 // CreateTopic creates a topic with every partition already placed, and
 // with version 1 of its JSON Schema when Schema is set.
 type CreateTopic struct {
-	Name                      string `json:"name"`
-	RetentionMs               int64  `json:"retention_ms"`
-	VisibilityTimeoutMs       int64  `json:"visibility_timeout_ms"`
-	MaxInFlightPerPartition   int    `json:"max_in_flight_per_partition"`
-	MaxAckedAheadPerPartition int    `json:"max_acked_ahead_per_partition"`
-	CreatedAtMs               int64  `json:"created_at_ms"`
+	Name                string `json:"name"`
+	RetentionMs         int64  `json:"retention_ms"`
+	VisibilityTimeoutMs int64  `json:"visibility_timeout_ms"`
+	// MaxInFlightPerPartition and MaxAckedAheadPerPartition are the
+	// partitions' lease caps, 1 to LeaseCapMax: the proposer resolved a
+	// default of its own, so 0 is no value and is refused.
+	MaxInFlightPerPartition   int   `json:"max_in_flight_per_partition"`
+	MaxAckedAheadPerPartition int   `json:"max_acked_ahead_per_partition"`
+	CreatedAtMs               int64 `json:"created_at_ms"`
 	// CreatedBy is the user who created the topic ("owner" in the API).
 	CreatedBy string `json:"created_by,omitempty"`
 	// CreatorCreatedAtMs, when not 0, is CreatedBy's CreatedAtMs as the
@@ -232,8 +240,10 @@ type AlterTopic struct {
 	// ExpectedCreation is the topic the proposer checked the change
 	// against: it applies only to it.
 	ExpectedCreation
-	RetentionMs               *int64   `json:"retention_ms,omitempty"`
-	VisibilityTimeoutMs       *int64   `json:"visibility_timeout_ms,omitempty"`
+	RetentionMs         *int64 `json:"retention_ms,omitempty"`
+	VisibilityTimeoutMs *int64 `json:"visibility_timeout_ms,omitempty"`
+	// MaxInFlightPerPartition and MaxAckedAheadPerPartition, when set,
+	// are 1 to LeaseCapMax, as in CreateTopic.
 	MaxInFlightPerPartition   *int     `json:"max_in_flight_per_partition,omitempty"`
 	MaxAckedAheadPerPartition *int     `json:"max_acked_ahead_per_partition,omitempty"`
 	Partitions                *int     `json:"partitions,omitempty"`

@@ -79,12 +79,31 @@ func (c CreateTopic) Validate() error {
 	return errors.Join(checkName("topic name", c.Name, nameBytesMax),
 		checkNonNegative("retention_ms", c.RetentionMs),
 		checkNonNegative("visibility_timeout_ms", c.VisibilityTimeoutMs),
-		checkNonNegative("max_in_flight_per_partition", int64(c.MaxInFlightPerPartition)),
-		checkNonNegative("max_acked_ahead_per_partition", int64(c.MaxAckedAheadPerPartition)),
+		checkLeaseCap("max_in_flight_per_partition", c.MaxInFlightPerPartition),
+		checkLeaseCap("max_acked_ahead_per_partition", c.MaxAckedAheadPerPartition),
 		checkNonNegative("created_at_ms", c.CreatedAtMs),
 		checkOwners(c.Owners), checkOptionalSchema(c.Schema),
 		checkDeadLetters(c.Name, c.MaxDeliveries, c.DeadLetterTopic), checkOptionalParent(c.Parent, c.FanoutDelayMs),
 		checkExpectedOwner(c.ExpectedOwner))
+}
+
+// checkLeaseCap checks a partition's lease cap: 1 to LeaseCapMax. The
+// node resolves a 0 (its default) and bounds both before proposing, and
+// a lease table takes nothing else (it stops on an assert), so a value
+// out of that range, from a proposer that did neither, stops here.
+func checkLeaseCap(kind string, value int) error {
+	if value < 1 || value > LeaseCapMax {
+		return invalidf("%s %d is outside [1, %d]", kind, value, LeaseCapMax)
+	}
+	return nil
+}
+
+// checkOptionalLeaseCap checks a lease cap when one is given.
+func checkOptionalLeaseCap(kind string, value *int) error {
+	if value == nil {
+		return nil
+	}
+	return checkLeaseCap(kind, *value)
 }
 
 // checkExpectedOwner checks an owner guard when one is given.
@@ -176,8 +195,8 @@ func (c AlterTopic) Validate() error {
 	}
 	return errors.Join(checkOptional("retention_ms", c.RetentionMs),
 		checkOptional("visibility_timeout_ms", c.VisibilityTimeoutMs),
-		checkOptional("max_in_flight_per_partition", c.MaxInFlightPerPartition),
-		checkOptional("max_acked_ahead_per_partition", c.MaxAckedAheadPerPartition),
+		checkOptionalLeaseCap("max_in_flight_per_partition", c.MaxInFlightPerPartition),
+		checkOptionalLeaseCap("max_acked_ahead_per_partition", c.MaxAckedAheadPerPartition),
 		checkNonNegative("schema_after_version", int64(c.SchemaAfterVersion)),
 		checkOwners(c.NewOwners), checkOptionalSchema(c.Schema), c.checkDeadLetterFields())
 }

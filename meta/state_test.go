@@ -119,6 +119,31 @@ func TestAlterTopic(t *testing.T) {
 	requireRejected(t, s, AlterTopic{Name: "t", VisibilityTimeoutMs: &negative}, ErrInvalidCommand)
 }
 
+// TestLeaseCapsAreBounded: a partition's lease table takes caps of 1 to
+// LeaseCapMax only, and stops on an assert otherwise. The node resolves
+// its default for a 0 and bounds both before proposing; a create or alter
+// from a proposer that did not is refused (before proposing and when it
+// applies) and changes nothing.
+func TestLeaseCapsAreBounded(t *testing.T) {
+	s := stateWith(t, baseSetup()...)
+	for _, bad := range []int{0, -1, LeaseCapMax + 1} {
+		inFlight, ackedAhead := createTopic("u", "m1"), createTopic("u", "m1")
+		inFlight.MaxInFlightPerPartition, ackedAhead.MaxAckedAheadPerPartition = bad, bad
+		for _, create := range []CreateTopic{inFlight, ackedAhead} {
+			require.ErrorIs(t, create.Validate(), ErrInvalidCommand, "a create with caps %d and %d", create.MaxInFlightPerPartition, create.MaxAckedAheadPerPartition)
+			requireRejected(t, s, create, ErrInvalidCommand)
+		}
+		requireRejected(t, s, AlterTopic{Name: "t", MaxInFlightPerPartition: new(bad)}, ErrInvalidCommand)
+		requireRejected(t, s, AlterTopic{Name: "t", MaxAckedAheadPerPartition: new(bad)}, ErrInvalidCommand)
+	}
+	edges := createTopic("u", "m1")
+	edges.MaxInFlightPerPartition, edges.MaxAckedAheadPerPartition = 1, LeaseCapMax
+	require.NoError(t, edges.apply(s))
+	require.NoError(t, AlterTopic{Name: "t", MaxInFlightPerPartition: new(LeaseCapMax), MaxAckedAheadPerPartition: new(1)}.apply(s))
+	record := topicRecordOf(t, s, "t")
+	require.Equal(t, [2]int{LeaseCapMax, 1}, [2]int{record.MaxInFlightPerPartition, record.MaxAckedAheadPerPartition})
+}
+
 func TestMemberHeartbeat(t *testing.T) {
 	s := stateWith(t)
 	require.NoError(t, heartbeat("m1", 100).apply(s))

@@ -32,6 +32,10 @@ const _ = uint(msg.MaxDeliveriesMax-meta.MaxDeliveriesMax) + uint(meta.MaxDelive
 // offsets) within msg.MoveLeasesMax. This fails to compile otherwise.
 const _ = uint(msg.MoveLeasesMax - 2*lease.CapMax)
 
+// The metastore refuses a lease cap a table would not take, and no
+// more: the two bounds must be one.
+const _ = uint(meta.LeaseCapMax-lease.CapMax) + uint(lease.CapMax-meta.LeaseCapMax)
+
 // HandleKeyBytes is the size of Config.HandleKey.
 const HandleKeyBytes = lease.HandleKeyBytes
 

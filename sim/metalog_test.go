@@ -97,6 +97,14 @@ type leader struct {
 	last entryID
 }
 
+// proposedCreate is a CreateTopic as a node proposes it, its lease caps
+// resolved: meta refuses a create without them, and so does the log's
+// view, which validates every committed entry.
+func proposedCreate(name string, createdAtMs int64, owners ...string) meta.CreateTopic {
+	return meta.CreateTopic{Name: name, Owners: owners, CreatedAtMs: createdAtMs,
+		MaxInFlightPerPartition: 1024, MaxAckedAheadPerPartition: 1024}
+}
+
 // append sends one command entry (nil: an empty entry) after the last one,
 // with the given commit index.
 func (l *leader) append(command meta.Command, commit uint64) entryID {
@@ -124,7 +132,7 @@ func TestMetaLogFollowsCommittedPlacement(t *testing.T) {
 	for _, id := range []string{"n1", "n2", "n3"} {
 		l.append(meta.MemberHeartbeat{ID: id, HTTPAddr: id + ":1", ClusterAddr: id + ":2", NowMs: 1}, 3)
 	}
-	created := l.append(meta.CreateTopic{Name: "sim", Owners: []string{"n1", "n2", "n3"}, CreatedAtMs: 1}, 3)
+	created := l.append(proposedCreate("sim", 1, "n1", "n2", "n3"), 3)
 	require.Nil(t, w.metaLog.owners("sim"), "appended, not committed")
 	target := l.append(meta.SetTarget{Topic: "sim", Partition: 0, ExpectedOwner: "n1", Target: "n3", NowMs: 2}, created.index)
 	require.Equal(t, []string{"n1", "n2", "n3"}, w.metaLog.owners("sim"))

@@ -56,12 +56,12 @@ func TestMetaLogFollowsMembersAndVoters(t *testing.T) {
 	for _, id := range []string{"n1", "n2", "n3"} {
 		l.append(meta.MemberHeartbeat{ID: id, HTTPAddr: id + ":1", ClusterAddr: id + ":2", NowMs: 10}, 3)
 	}
-	l.append(meta.CreateTopic{Name: "sim", Owners: []string{"n1", "n2", "n3"}, CreatedAtMs: 1}, 3)
+	l.append(proposedCreate("sim", 1, "n1", "n2", "n3"), 3)
 	l.append(meta.MarkMemberDead{ID: "n3", ObservedHeartbeatMs: 9}, 3) // a stale guard: refused
 	l.append(meta.MarkMemberDead{ID: "n2", ObservedHeartbeatMs: 10}, 3)
 	l.append(meta.SetDraining{ID: "n1", Draining: true}, 3)
-	l.append(meta.CreateTopic{Name: "late", Owners: []string{"n3", "n1"}, CreatedAtMs: 2}, 3) // n1 drains: refused
-	l.append(meta.CreateTopic{Name: "stale", Owners: []string{"n2"}, CreatedAtMs: 2}, 3)      // n2 is dead: refused
+	l.append(proposedCreate("late", 2, "n3", "n1"), 3) // n1 drains: refused
+	l.append(proposedCreate("stale", 2, "n2"), 3)      // n2 is dead: refused
 	l.append(meta.SetTarget{Topic: "sim", Partition: 0, ExpectedOwner: "n1", Target: "n3", NowMs: 2}, 3)
 	l.append(meta.CompleteMove{Topic: "sim", Partition: 0, ExpectedOwner: "n1", ExpectedTarget: "n3"}, 3)
 	l.append(meta.SetTarget{Topic: "sim", Partition: 1, ExpectedOwner: "n2", Target: "n3", NowMs: 3}, 3)
