@@ -151,7 +151,7 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 		relaysMax:        gauge("relays_in_flight_max", "Cap of relays_in_flight; past it exhausted records wait."),
 		relayBytes:       gauge("relay_bytes_in_flight", "Key and payload bytes of relays_in_flight."),
 		relayBytesMax:    gauge("relay_bytes_in_flight_max", "Cap of relay_bytes_in_flight; past it a new relay waits (one alone always goes)."),
-		held:             gauge("held_requests", "Requests waiting for their topic to reach this node's replica of the metadata (a topic just created elsewhere)."),
+		held:             gauge("held_requests", "Requests waiting for their topic, or the partition they pin, to reach this node's replica of the metadata (a topic just created or grown elsewhere)."),
 		heldMax:          gauge("held_requests_max", "Cap of held_requests; past it such a request is answered 503 at once."),
 		diskFree:         gauge("disk_free_bytes", "Bytes the data directory's file system has free for the node as it estimates them: the last read (statfs, about once a second) less what it appended since."),
 		diskReserve:      gauge("disk_reserve_bytes", "Free space the node keeps (storage.disk_reserve_bytes): under it, it refuses writes into its partitions."),

@@ -8,12 +8,17 @@ import (
 // Bounds on what a command may carry, checked by Validate on the proposer
 // and again when the command is applied.
 const (
-	nameBytesMax         = 255  // topic, member and user names, addresses
-	usernameBytesMax     = 64   // docs/api.md#authentication
-	partitionsMax        = 4096 // per topic; the broker's policy is lower
+	nameBytesMax         = 255 // topic, member and user names, addresses
+	usernameBytesMax     = 64  // docs/api.md#authentication
 	passwordHashBytesMax = 1024
-	grantsPerUserMax     = 64
-	patternsPerGrantMax  = 256
+	// PartitionsMax bounds the partitions of one topic: every replica
+	// refuses a create or a growth past it, on the proposer and again when
+	// it applies, so no version of any topic has a partition at or past
+	// this index (a node's own policy, node.Config.PartitionsMax, set per
+	// node, is usually lower).
+	PartitionsMax       = 4096
+	grantsPerUserMax    = 64
+	patternsPerGrantMax = 256
 	// UsersMax bounds the users of a cluster: a node proposes every user
 	// creation with it (PutUser.UsersMax), and one past it is refused
 	// (ErrLimitReached). Each user may hold up to grantsPerUserMax grants

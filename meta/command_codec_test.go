@@ -118,7 +118,7 @@ func TestDecodeCommandRejects(t *testing.T) {
 
 // Property: the proposer cannot encode a command over the bound.
 func TestEncodeCommandTooLarge(t *testing.T) {
-	owners := make([]string, partitionsMax)
+	owners := make([]string, PartitionsMax)
 	for i := range owners {
 		owners[i] = strings.Repeat("o", nameBytesMax)
 	}
@@ -144,7 +144,7 @@ func TestValidateRefusesBadCommands(t *testing.T) {
 		SetTarget{Topic: "t", Partition: -1, ExpectedOwner: "a", Target: "b"},
 		SetTarget{Topic: "t", Partition: 0, ExpectedOwner: "a", Target: "a"},
 		CompleteMove{Topic: "t", Partition: 0, ExpectedOwner: "a"},
-		AbortMove{Topic: "t", Partition: partitionsMax, ExpectedTarget: "b"},
+		AbortMove{Topic: "t", Partition: PartitionsMax, ExpectedTarget: "b"},
 		PutUser{Username: strings.Repeat("u", usernameBytesMax+1), PasswordHash: []byte("h")},
 		PutUser{Username: "u", PasswordHash: make([]byte, passwordHashBytesMax+1)},
 		SetGrants{Username: "u", Grants: make([]Grant, grantsPerUserMax+1)},

@@ -44,8 +44,8 @@ func checkOwners(owners []string) error {
 
 // checkPartition checks a partition index on its own.
 func checkPartition(partition int) error {
-	if partition < 0 || partition >= partitionsMax {
-		return invalidf("partition %d is outside [0, %d)", partition, partitionsMax)
+	if partition < 0 || partition >= PartitionsMax {
+		return invalidf("partition %d is outside [0, %d)", partition, PartitionsMax)
 	}
 	return nil
 }
@@ -73,8 +73,8 @@ func checkGrants(grants []Grant) error {
 
 // Validate implements Command.
 func (c CreateTopic) Validate() error {
-	if len(c.Owners) < 1 || len(c.Owners) > partitionsMax {
-		return invalidf("topic %q: %d partitions, want 1 to %d", c.Name, len(c.Owners), partitionsMax)
+	if len(c.Owners) < 1 || len(c.Owners) > PartitionsMax {
+		return invalidf("topic %q: %d partitions, want 1 to %d", c.Name, len(c.Owners), PartitionsMax)
 	}
 	return errors.Join(checkName("topic name", c.Name, nameBytesMax),
 		checkNonNegative("retention_ms", c.RetentionMs),
@@ -190,8 +190,8 @@ func (c AlterTopic) Validate() error {
 	if c.Partitions == nil && len(c.NewOwners) > 0 {
 		return invalidf("alter of topic %q places new partitions without a partition count", c.Name)
 	}
-	if c.Partitions != nil && (*c.Partitions < 1 || *c.Partitions > partitionsMax) {
-		return invalidf("topic %q: %d partitions, want 1 to %d", c.Name, *c.Partitions, partitionsMax)
+	if c.Partitions != nil && (*c.Partitions < 1 || *c.Partitions > PartitionsMax) {
+		return invalidf("topic %q: %d partitions, want 1 to %d", c.Name, *c.Partitions, PartitionsMax)
 	}
 	return errors.Join(checkOptional("retention_ms", c.RetentionMs),
 		checkOptional("visibility_timeout_ms", c.VisibilityTimeoutMs),

@@ -147,8 +147,9 @@ type Config struct {
 	// did not ask to wait answers at once with nothing, as always.
 	WaitersMax int
 	// HeldRequestsMax bounds the requests held at once for a topic this
-	// replica does not know yet (topicwait.go); past it such a request is
-	// answered 503 at once.
+	// replica does not know yet, or for a partition past the count it has
+	// applied (topicwait.go); past it such a request is answered 503 at
+	// once.
 	HeldRequestsMax int
 	// LeasesMax bounds the offsets the lease tables of the node hold
 	// together (lease.Table.Held: records delivered and not acked, acks

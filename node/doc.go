@@ -16,8 +16,11 @@
 //
 // # Across nodes
 //
-// Any node accepts any request. A partition is written and its queue
-// served only by its owner; other nodes forward (ForwardRequest, answered
+// Any node accepts any request. One that names a topic this replica does
+// not know yet, or pins a partition past the count it has applied (a
+// change made through another node, not applied here yet), waits for it
+// (topicwait.go). A partition is written and its queue served only by its
+// owner; other nodes forward (ForwardRequest, answered
 // by a ForwardReply; a forwarded request is served from the receiver's own
 // partitions and never forwarded again). A produce is split by owner and
 // answered when every part was fsynced by its owner. A keyless record goes

@@ -28,5 +28,11 @@ func storageCause(err error) string {
 // invalidPartition is the answer to a request naming a partition the
 // topic does not have (400), the same from every route.
 func invalidPartition(t *topic, index int) error {
-	return msg.Invalid("invalid partition %d: topic %s has %d partitions", index, t.info.Name, t.info.Partitions)
+	return partitionOutOfRange(t.info.Name, t.info.Partitions, index)
+}
+
+// partitionOutOfRange is invalidPartition for a topic of the given count
+// (the leader's, when it answers a request held here: topicwait.go).
+func partitionOutOfRange(name string, partitions, index int) error {
+	return msg.Invalid("invalid partition %d: topic %s has %d partitions", index, name, partitions)
 }

@@ -145,8 +145,9 @@ type Node struct {
 	// rest is the leader's memory of how the moves it saw ended, and of
 	// the destinations it rests (move_rest.go).
 	rest destinationRest
-	// held are requests waiting for their topic to reach this replica
-	// (topicwait.go), in arrival order; at most Config.HeldRequestsMax.
+	// held are requests waiting for their topic, or the partition they
+	// pin, to reach this replica (topicwait.go), in arrival order; at most
+	// Config.HeldRequestsMax.
 	// heldAsked names the topics whose GetTopic to the leader is in
 	// flight for them: one per topic, whatever the requests held for it.
 	held      []heldRequest
@@ -475,11 +476,16 @@ func (n *Node) Handle(id msg.RequestID, req msg.Request) {
 }
 
 // handle serves a request from a client, a peer (forwarded) or this node
-// (an internal part).
+// (an internal part), unless it must wait for this replica (hold).
 func (n *Node) handle(id msg.RequestID, req msg.Request) {
-	if n.holdForTopic(id, req) {
+	if n.hold(id, req) {
 		return
 	}
+	n.serve(id, req)
+}
+
+// serve answers a request from this replica's applied state.
+func (n *Node) serve(id msg.RequestID, req msg.Request) {
 	switch r := req.(type) {
 	case msg.CreateTopic:
 		n.createTopic(id, r)
@@ -856,8 +862,8 @@ type Stats struct {
 	// RelayBytesInFlight is their key and payload bytes, at most
 	// RelayBytesInFlightMax (or one relay's).
 	RelayBytesInFlight, RelayBytesInFlightMax int64
-	// HeldRequests counts the requests waiting for their topic to reach
-	// this replica; at most HeldRequestsMax.
+	// HeldRequests counts the requests waiting for their topic, or the
+	// partition they pin, to reach this replica; at most HeldRequestsMax.
 	HeldRequests, HeldRequestsMax int
 	// ZeroTailBytes is the disk the partition logs hold preallocated as
 	// zero tails (storage/doc.go): those of the open logs, and those the

@@ -247,7 +247,9 @@ func (n *Node) placeRecord(t *topic, rec msg.ProduceRecord, local bool) (int, er
 // checkRecord checks one record against the topic as this replica knows
 // it. A record forwarded here (local) names a partition the forwarding
 // node placed: past this replica's count, it was placed after a growth
-// this replica has not applied yet, so the answer is retryable, not 400.
+// this replica has not applied yet, so the answer is retryable, not 400
+// (such a part waits for the growth first, but on the metastore leader:
+// topicwait.go).
 func (n *Node) checkRecord(t *topic, rec msg.ProduceRecord, local bool) error {
 	if local && rec.Partition >= t.info.Partitions {
 		return msg.Unavailable("partition %d of %s is not known here yet (the topic grew); retry", rec.Partition, t.info.Name)

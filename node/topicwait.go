@@ -1,27 +1,58 @@
 package node
 
 import (
+	"fmt"
 	"slices"
 
+	"narad/meta"
 	"narad/msg"
 )
 
-// A topic just created through another node may not have reached this
-// node's replica yet. Rather than answer 404 for a topic that exists, a
-// request naming a topic this replica does not know is held: a client's
-// request asks the metastore leader first (404 only if the leader does
-// not know it either); every held request is served again as soon as the
-// topic appears here, and answered 503 (retry) if it does not in time.
+// A topic just created or grown through another node may not have
+// reached this node's replica yet. Rather than answer 404 for a topic that
+// exists, or 400 for a partition that exists, a request naming a topic
+// this replica does not know, or pinned to a partition past the count it
+// has applied, is held (awaited decides, for every route): a client's
+// request asks the metastore leader first, whose answer settles it when
+// the leader does not know the topic either (404) or has fewer partitions
+// than the pin (400), and otherwise confirms what it waits for; every
+// held request is served again as soon as this replica has what it waits
+// for (or its topic is gone), and answered 503 (retry) if it does not in
+// time, or, a pin nobody confirmed, from the applied state (400).
 
-// heldRequest is a request waiting for its topic to reach this replica.
+// heldRequest is a request waiting for its topic, or a partition of it,
+// to reach this replica.
 type heldRequest struct {
-	id         msg.RequestID
-	request    msg.Request
-	topic      string
+	id      msg.RequestID
+	request msg.Request
+	// awaiting is what the request waited for when last looked at: the
+	// topic, or, once the topic is known here, the partition it pins.
+	awaiting   awaiting
 	deadlineMs int64
 	// seq numbers the request among all held (Node.heldSeq): a leader's
 	// answer covers only those held before its question left.
 	seq uint64
+	// confirmed: what the request waits for exists, said the node that
+	// forwarded it (a peer's request) or the leader's answer; such a
+	// request is answered 503 at its deadline, never 400.
+	confirmed bool
+}
+
+// awaiting is what a request waits for on this replica.
+type awaiting struct {
+	// topic is the topic the request names; never "".
+	topic string
+	// partition is the highest partition the request pins, past the count
+	// this replica has applied; msg.PartitionNone while the topic itself
+	// is not known here.
+	partition int
+}
+
+func (w awaiting) String() string {
+	if w.partition == msg.PartitionNone {
+		return fmt.Sprintf("topic %q", w.topic)
+	}
+	return fmt.Sprintf("partition %d of topic %q", w.partition, w.topic)
 }
 
 // topicOf names the topic a request is about ("" for none, or a create
@@ -54,39 +85,92 @@ func topicOf(req msg.Request) string {
 	return ""
 }
 
-// holdForTopic holds the request if its topic is unknown here but may
-// exist; it reports whether it did (the caller then serves nothing).
-func (n *Node) holdForTopic(id msg.RequestID, req msg.Request) bool {
+// pinnedPartition is the highest partition a request pins (a produce's
+// records, a consume's, a replay's); ok is false, and highest
+// msg.PartitionNone, when it pins none, or one that no version of any
+// topic can have (possiblePartition), which is answered at once. It
+// allocates nothing: every request is looked at (awaited).
+func pinnedPartition(req msg.Request) (highest int, ok bool) {
+	highest = msg.PartitionNone
+	switch r := req.(type) {
+	case msg.Produce:
+		for _, rec := range r.Records {
+			if rec.Partition != msg.PartitionNone && !possiblePartition(rec.Partition) {
+				return msg.PartitionNone, false
+			}
+			highest = max(highest, rec.Partition)
+		}
+	case msg.Consume:
+		highest = r.Partition
+	case msg.Replay:
+		highest = r.Partition
+	}
+	if !possiblePartition(highest) {
+		return msg.PartitionNone, false
+	}
+	return highest, true
+}
+
+// possiblePartition reports whether some version of some topic may have
+// partition index: meta.PartitionsMax bounds every topic on every replica,
+// whatever each node's own Config.PartitionsMax.
+func possiblePartition(index int) bool {
+	return index >= 0 && index < meta.PartitionsMax
+}
+
+// awaited decides whether a request must wait for this replica, and for
+// what: its topic, when the replica does not know it, or the partition it
+// pins, when the topic is known with fewer partitions. It is the one
+// place that decides, for a request that arrives (hold) and for one held
+// (serveHeld).
+func (n *Node) awaited(req msg.Request) (awaiting, bool) {
 	name := topicOf(req)
 	if name == "" || validTopicName(name) != nil {
-		return false
+		return awaiting{}, false
 	}
-	if _, known := n.lookupTopic(name); known { // cached: no copy of the record per request
+	t, known := n.lookupTopic(name) // cached: no copy of the record per request
+	if !known {
+		return awaiting{topic: name, partition: msg.PartitionNone}, true
+	}
+	pin, pinned := pinnedPartition(req)
+	if !pinned || pin < t.info.Partitions {
+		return awaiting{}, false
+	}
+	return awaiting{topic: name, partition: pin}, true
+}
+
+// hold holds the request if it must wait for this replica (awaited); it
+// reports whether it took the request (held, or answered 503), and the
+// caller then serves nothing.
+func (n *Node) hold(id msg.RequestID, req msg.Request) bool {
+	w, waits := n.awaited(req)
+	if !waits {
 		return false
 	}
 	leader, leaderKnown := n.meta.Leader()
 	if leaderKnown && leader == n.cfg.NodeID {
-		return false // the leader's replica is the authority: 404 stands
+		return false // the leader's replica is the authority: its 404 or 400 stands
 	}
 	if !leaderKnown {
-		n.reply(id, nil, msg.Unavailable("topic %q is not known here and no metadata leader is known to ask; retry", name))
+		n.reply(id, nil, msg.Unavailable("%s is not known here and no metadata leader is known to ask; retry", w))
 		return true
 	}
 	if len(n.held) >= n.cfg.HeldRequestsMax {
-		n.reply(id, nil, msg.Unavailable("topic %q is not known here yet, and %d requests already wait for their topics (the limit); retry", name, len(n.held)))
+		n.reply(id, nil, msg.Unavailable("%s is not known here yet, and %d requests already wait for what this replica has not applied (the limit); retry", w, len(n.held)))
 		return true
 	}
 	n.heldSeq++
-	n.held = append(n.held, heldRequest{id: id, request: req, topic: name, deadlineMs: n.nowMs + n.heldForMs(id), seq: n.heldSeq})
+	n.held = append(n.held, heldRequest{id: id, request: req, awaiting: w, deadlineMs: n.nowMs + n.heldForMs(id), seq: n.heldSeq, confirmed: localOnly(id)})
 	if !localOnly(id) {
-		n.askLeaderAbout(leader, name)
+		n.askLeaderAbout(leader, w.topic)
 	}
 	return true
 }
 
-// heldForMs is how long a request waits for its topic: a client's for a
-// forward's timeout; a peer's (a forwarded request) for half of it, so its
-// 503 reaches the sender before the sender's own timeout. Held as long,
+// heldForMs is how long a request waits for its topic or partition: a
+// client's for a forward's timeout; a peer's (a forwarded request) for
+// half of it, so its 503 reaches the sender before the sender's own
+// timeout. Held as long,
 // it always came after: the sender took this healthy node for down
 // (PeerDownMs) and answered its client so.
 func (n *Node) heldForMs(id msg.RequestID) int64 {
@@ -96,12 +180,12 @@ func (n *Node) heldForMs(id msg.RequestID) int64 {
 	return n.cfg.ForwardTimeoutMs
 }
 
-// askLeaderAbout asks the metastore leader whether a topic this replica
-// does not know exists, once at a time per topic. Its "not found" is
-// the answer of the clients' requests held before the question left; one
-// held after it may be for a topic created since, and is asked about
-// again (diff review: a slow "not found" answered a request held after a
-// create that was acknowledged meanwhile).
+// askLeaderAbout asks the metastore leader about a topic for the clients'
+// requests held for it, once at a time per topic. Its answer covers the
+// requests held before the question left; one held after it may be for a
+// topic created or grown since, and is asked about again (diff review: a
+// slow "not found" answered a request held after a create that was
+// acknowledged meanwhile).
 func (n *Node) askLeaderAbout(leader, name string) {
 	if n.heldAsked[name] {
 		return
@@ -110,37 +194,91 @@ func (n *Node) askLeaderAbout(leader, name string) {
 	covered := n.heldSeq
 	n.forward(leader, msg.GetTopic{Name: name, Partition: msg.PartitionNone}, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) {
 		delete(n.heldAsked, name)
-		if msg.CodeOf(reply.Err) != msg.CodeNotFound {
-			return // it exists (the held requests wait for this replica) or the question failed (they wait out their deadline)
+		detail, found := reply.Result.(msg.TopicDetail)
+		switch {
+		case reply.Err == nil && found:
+			n.settleHeldClients(name, covered, foundVerdict(detail.TopicInfo))
+		case msg.CodeOf(reply.Err) == msg.CodeNotFound:
+			n.settleHeldClients(name, covered, notFoundVerdict(reply.Err))
+		default:
+			return // the question failed: the held requests wait out their deadline
 		}
-		n.releaseHeldClients(name, covered, reply.Err)
-		if leader, ok := n.meta.Leader(); ok && leader != n.cfg.NodeID && n.clientHeldFor(name) {
+		if leader, ok := n.meta.Leader(); ok && leader != n.cfg.NodeID && n.clientUnconfirmed(name) {
 			n.askLeaderAbout(leader, name)
 		}
 	})
 }
 
-// releaseHeldClients answers err to the clients' requests held for the
-// topic before the question that err answers (seq up to covered); a
-// peer's request waits for its own deadline, as its sender asked its
-// leader already.
-func (n *Node) releaseHeldClients(topic string, covered uint64, err error) {
-	n.held = slices.DeleteFunc(n.held, func(h heldRequest) bool {
-		if h.topic != topic || localOnly(h.id) || h.seq > covered {
-			return false
+// heldVerdict is a leader's answer about a topic, applied to a client's
+// request held for it, pinned to pin (msg.PartitionNone: none), and held
+// before the question left (covered) or after: err answers the request;
+// confirmed says that what it waits for exists.
+type heldVerdict func(pin int, covered bool) (confirmed bool, err error)
+
+// foundVerdict: the leader has the topic with info.Partitions. A pin
+// below that count exists, also for a request held since the question
+// left (a topic only grows; deleted since, the request is answered 503
+// at its deadline, and its retry 404). A pin at or past it is out of
+// range (400) for a request the answer covers; one held since may be
+// for a growth acknowledged meanwhile, and is asked about again.
+func foundVerdict(info msg.TopicInfo) heldVerdict {
+	return func(pin int, covered bool) (bool, error) {
+		switch {
+		case pin < info.Partitions:
+			return true, nil
+		case covered:
+			return false, partitionOutOfRange(info.Name, info.Partitions, pin)
 		}
-		n.reply(h.id, nil, err)
-		return true
+		return false, nil
+	}
+}
+
+// notFoundVerdict: the leader does not have the topic: err (404) answers
+// the requests the answer covers; one held since the question left may
+// be for a topic created meanwhile, and is asked about again.
+func notFoundVerdict(err error) heldVerdict {
+	return func(_ int, covered bool) (bool, error) {
+		if covered {
+			return false, err
+		}
+		return false, nil
+	}
+}
+
+// settleHeldClients applies a leader's answer about the topic to the
+// clients' requests held for it (seq up to covered: held before the
+// question left). A peer's request waits for its own deadline, as its
+// sender asked its leader already.
+func (n *Node) settleHeldClients(topic string, covered uint64, verdict heldVerdict) {
+	kept := n.held[:0]
+	for _, h := range n.held {
+		if h.awaiting.topic == topic && !localOnly(h.id) {
+			pin, _ := pinnedPartition(h.request)
+			confirmed, err := verdict(pin, h.seq <= covered)
+			if err != nil {
+				n.reply(h.id, nil, err)
+				continue
+			}
+			h.confirmed = h.confirmed || confirmed
+		}
+		kept = append(kept, h)
+	}
+	clear(n.held[len(kept):]) // keeps no answered request alive
+	n.held = kept
+}
+
+// clientUnconfirmed reports whether a client's request waits for the
+// topic, or a partition of it, that the leader has not confirmed.
+func (n *Node) clientUnconfirmed(topic string) bool {
+	return slices.ContainsFunc(n.held, func(h heldRequest) bool {
+		return h.awaiting.topic == topic && !localOnly(h.id) && !h.confirmed
 	})
 }
 
-// clientHeldFor reports whether a client's request waits for the topic.
-func (n *Node) clientHeldFor(topic string) bool {
-	return slices.ContainsFunc(n.held, func(h heldRequest) bool { return h.topic == topic && !localOnly(h.id) })
-}
-
-// serveHeld serves the held requests whose topic appeared, and answers
-// 503 to those whose wait ran out.
+// serveHeld serves the held requests that need wait no more: this
+// replica has what they waited for, or the topic whose partition they
+// waited for is gone (the applied state answers them: 404); it answers
+// those whose wait ran out.
 func (n *Node) serveHeld() {
 	if len(n.held) == 0 {
 		return
@@ -148,18 +286,21 @@ func (n *Node) serveHeld() {
 	waiting := n.held[:0:0]
 	var ready []heldRequest
 	for _, h := range n.held {
-		_, known := n.lookupTopic(h.topic) // cached: no copy of the record per request
+		w, waits := n.awaited(h.request)
 		switch {
-		case known:
+		case !waits || (w.partition == msg.PartitionNone && h.awaiting.partition != msg.PartitionNone):
 			ready = append(ready, h)
-		case h.deadlineMs <= n.nowMs:
-			n.reply(h.id, nil, msg.Unavailable("topic %q is not known to this node yet; retry", h.topic))
-		default:
+		case h.deadlineMs > n.nowMs:
+			h.awaiting = w
 			waiting = append(waiting, h)
+		case w.partition == msg.PartitionNone || h.confirmed:
+			n.reply(h.id, nil, msg.Unavailable("%s is not known to this node yet; retry", w))
+		default:
+			ready = append(ready, h) // a pin nobody confirmed: the applied state answers (400)
 		}
 	}
 	n.held = waiting
 	for _, h := range ready {
-		n.handle(h.id, h.request)
+		n.serve(h.id, h.request)
 	}
 }
