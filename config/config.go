@@ -157,7 +157,7 @@ type Topic struct {
 	// within [partitionsMin, MaxPartitions].
 	DefaultPartitions int `json:"default_partitions"`
 	// MaxPartitions is the most partitions a topic may have; within
-	// [partitionsMin, partitionsCeiling].
+	// [partitionsMin, PartitionsCeiling].
 	MaxPartitions int `json:"max_partitions"`
 	// DefaultRetentionAgeMs is used when a create asks for 0; 0 keeps
 	// records forever, otherwise ≥ retentionMsMin.

@@ -60,9 +60,11 @@ const (
 	diskReserveBytesLimit = 1 << 40
 	// partitionsMin is the fewest partitions a topic may have.
 	partitionsMin = 3
-	// partitionsCeiling bounds topic.max_partitions (partition directories
-	// carry five digits).
-	partitionsCeiling = 99_999
+	// PartitionsCeiling bounds topic.max_partitions: the metastore refuses
+	// a topic of more partitions on every node, whatever the node's own
+	// setting (meta.PartitionsMax; host holds the two equal at compile
+	// time).
+	PartitionsCeiling = 4096
 	// retentionMsMin is the shortest non-zero retention (one hour).
 	retentionMsMin = 3_600_000
 	// visibilityTimeoutMsMax is the longest lease (12 hours), the bound
@@ -261,8 +263,8 @@ func (s Storage) validate(found *problems) {
 }
 
 func (t Topic) validate(found *problems) {
-	if t.MaxPartitions < partitionsMin || t.MaxPartitions > partitionsCeiling {
-		found.add("topic.max_partitions", "must be in [%d, %d] (got %d)", partitionsMin, partitionsCeiling, t.MaxPartitions)
+	if t.MaxPartitions < partitionsMin || t.MaxPartitions > PartitionsCeiling {
+		found.add("topic.max_partitions", "must be in [%d, %d] (got %d)", partitionsMin, PartitionsCeiling, t.MaxPartitions)
 	}
 	if t.DefaultPartitions < partitionsMin || t.DefaultPartitions > t.MaxPartitions {
 		found.add("topic.default_partitions", "must be in [%d, topic.max_partitions=%d] (got %d)", partitionsMin, t.MaxPartitions, t.DefaultPartitions)

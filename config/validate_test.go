@@ -101,7 +101,7 @@ func TestValidateRules(t *testing.T) {
 		{"disk reserve negative", func(c *Config) { c.Storage.DiskReserveBytes = -1 }, "storage.disk_reserve_bytes", "[0, 1099511627776]"},
 		{"disk reserve huge", func(c *Config) { c.Storage.DiskReserveBytes = 1<<40 + 1 }, "storage.disk_reserve_bytes", "[0, 1099511627776]"},
 		{"idle eviction short", func(c *Config) { c.Storage.IdleLogEvictionMs = 59_999 }, "storage.idle_log_eviction_ms", "≥ 60000"},
-		{"max partitions high", func(c *Config) { c.Topic.MaxPartitions = 100_000 }, "topic.max_partitions", "[3, 99999]"},
+		{"max partitions high", func(c *Config) { c.Topic.MaxPartitions = 4097 }, "topic.max_partitions", "[3, 4096]"},
 		{"default partitions low", func(c *Config) { c.Topic.DefaultPartitions = 2 }, "topic.default_partitions", "[3,"},
 		{"default above max", func(c *Config) { c.Topic.DefaultPartitions = 109 }, "topic.default_partitions", "max_partitions=108"},
 		{"retention short", func(c *Config) { c.Topic.DefaultRetentionAgeMs = 3_599_999 }, "topic.default_retention_age_ms", "≥ 3600000"},

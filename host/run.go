@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"narad/config"
+	"narad/meta"
 	"narad/msg"
 	"narad/node"
 	"narad/storage"
@@ -79,6 +80,10 @@ func OptionsFrom(cfg config.Config) (Options, error) {
 
 // nodeConfig maps the settings of a single node; clusterFrom adds those
 // of a cluster.
+// topic.max_partitions is bounded by the metastore's bound on one topic:
+// a node allowed more would propose topics every replica refuses.
+const _ = uint(config.PartitionsCeiling-meta.PartitionsMax) + uint(meta.PartitionsMax-config.PartitionsCeiling)
+
 func nodeConfig(cfg config.Config) node.Config {
 	n := node.DefaultConfig()
 	n.NodeID = cfg.Cluster.NodeID

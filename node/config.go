@@ -282,7 +282,8 @@ func (c Config) Validate() error {
 	}
 	check(c.NodeID != "" && len(c.NodeID) <= NodeIDBytesMax, "node id must be 1 to %d bytes, got %d", NodeIDBytesMax, len(c.NodeID))
 	check(c.AdvertiseAddr != "" && c.ClusterAddr != "", "advertise (HTTP) and cluster addresses must not be empty")
-	check(c.PartitionsMax >= msg.PartitionsMin, "partitions max %d below %d", c.PartitionsMax, msg.PartitionsMin)
+	check(c.PartitionsMax >= msg.PartitionsMin && c.PartitionsMax <= meta.PartitionsMax,
+		"partitions max %d outside [%d, %d]", c.PartitionsMax, msg.PartitionsMin, meta.PartitionsMax)
 	check(c.DefaultPartitions >= msg.PartitionsMin && c.DefaultPartitions <= c.PartitionsMax,
 		"default partitions %d outside [%d, %d]", c.DefaultPartitions, msg.PartitionsMin, c.PartitionsMax)
 	check(c.DefaultRetentionMs == retentionForever || c.DefaultRetentionMs >= msg.RetentionMsMin,

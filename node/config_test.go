@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"narad/meta"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -20,4 +22,15 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 	for _, want := range []string{"node id must be 1 to 64 bytes", "default partitions 2", "waiters max"} {
 		require.Contains(t, err.Error(), want)
 	}
+}
+
+// Property: a node may not allow topics of more partitions than the
+// metastore takes (it would propose creates every replica refuses).
+func TestConfigPartitionsMaxIsWithinTheMetastoresBound(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.HandleKey = testHandleKey
+	cfg.PartitionsMax = meta.PartitionsMax
+	require.NoError(t, cfg.Validate())
+	cfg.PartitionsMax = meta.PartitionsMax + 1
+	require.ErrorContains(t, cfg.Validate(), "partitions max 4097 outside [3, 4096]")
 }

@@ -90,6 +90,17 @@ func TestARequestPinnedToAPartitionNotAppliedHereWaitsForIt(t *testing.T) {
 		require.NotNil(t, message, "the record at offset 0 is read")
 		require.Equal(t, "grown", string(message.Payload))
 	})
+	t.Run("describe one partition", func(t *testing.T) {
+		g := newGrownBehind(t)
+		id := g.c.send(g.behind, msg.GetTopic{Name: "t", Partition: g.partition})
+		g.requireHeld(t, id, "description")
+		g.c.drop = nil
+		reply := g.c.await(id, 100, 20)
+		require.NoError(t, reply.Err, "the held description is served once the growth is applied")
+		stats := reply.Result.(msg.TopicDetail).PartitionStats
+		require.Len(t, stats, 1, "the pinned partition is described")
+		require.Equal(t, g.partition, stats[0].Index)
+	})
 }
 
 // TestAPinnedPartitionThatDoesNotExistIsStillA400: a pin past the count

@@ -86,7 +86,7 @@ func topicOf(req msg.Request) string {
 }
 
 // pinnedPartition is the highest partition a request pins (a produce's
-// records, a consume's, a replay's); ok is false, and highest
+// records, a consume's, a replay's, a description's of one partition); ok is false, and highest
 // msg.PartitionNone, when it pins none, or one that no version of any
 // topic can have (possiblePartition), which is answered at once. It
 // allocates nothing: every request is looked at (awaited).
@@ -103,6 +103,11 @@ func pinnedPartition(req msg.Request) (highest int, ok bool) {
 	case msg.Consume:
 		highest = r.Partition
 	case msg.Replay:
+		highest = r.Partition
+	case msg.GetTopic:
+		if r.Partition == msg.PartitionNone {
+			return msg.PartitionNone, false
+		}
 		highest = r.Partition
 	}
 	if !possiblePartition(highest) {
