@@ -344,6 +344,7 @@ func (m *Metrics) setInventory(s node.Stats, partitions []node.PartitionState) {
 	m.keptLogBytesMax.Set(float64(s.KeptLogBytesMax))
 	m.logEvictions.Add(float64(s.LogEvictions - m.logEvictionsSeen))
 	m.logEvictionsSeen = s.LogEvictions
+	m.setFanoutWork(s)
 	m.parkedPolls.Set(float64(s.ParkedPolls))
 	m.relaysInFlight.Set(float64(s.RelaysInFlight))
 	m.relaysMax.Set(float64(s.RelaysInFlightMax))

@@ -16,6 +16,12 @@ type fanoutMetrics struct {
 	dropped *prometheus.CounterVec
 	// lag is rebuilt from the node's cursors at every inventory poll.
 	lag *prometheus.GaugeVec
+	// cursors and steps follow node.Stats.FanoutCursors and
+	// FanoutCursorSteps at every inventory poll; stepsSeen is the
+	// FanoutCursorSteps already added to steps.
+	cursors   prometheus.Gauge
+	steps     prometheus.Counter
+	stepsSeen uint64
 }
 
 func newFanoutMetrics(reg prometheus.Registerer) *fanoutMetrics {
@@ -26,9 +32,19 @@ func newFanoutMetrics(reg prometheus.Registerer) *fanoutMetrics {
 		dropped: counterVec("fanout_child_dropped_messages", "Parent records that expired before their copy reached the child (data loss for the child).", pc),
 		lag: gaugeVec("fanout_lag_messages", "Parent records not yet copied into the child, per parent partition this node owns.",
 			[]string{"parent", "child", "partition"}),
+		cursors: gauge("fanout_cursors", "Fan-out cursors loaded on this node: one per child and parent partition it owns."),
+		steps: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "fanout_cursor_steps_total",
+			Help: "Times the node's loop stepped a fan-out cursor (looked for a batch to copy); a cursor that waits (caught up, or for its linger, retry or due time) is not stepped."}),
 	}
-	reg.MustRegister(f.copied, f.stalled, f.dropped, f.lag)
+	reg.MustRegister(f.copied, f.stalled, f.dropped, f.lag, f.cursors, f.steps)
 	return f
+}
+
+// setFanoutWork publishes the cursors and their steps.
+func (m *Metrics) setFanoutWork(s node.Stats) {
+	m.fanout.cursors.Set(float64(s.FanoutCursors))
+	m.fanout.steps.Add(float64(s.FanoutCursorSteps - m.fanout.stepsSeen))
+	m.fanout.stepsSeen = s.FanoutCursorSteps
 }
 
 // FanoutCopied implements node.FanoutObserver.

@@ -37,6 +37,10 @@ type fanoutView struct {
 	// owned is driveFanout's scratch list of the parent partitions this
 	// node owns; it holds nothing between passes.
 	owned []ownedParent
+	// cursorSteps counts the cursors stepped since the node started (the
+	// fan-out's share of the loop's work, for Stats); only
+	// driveParentPartition adds to it.
+	cursorSteps uint64
 }
 
 // fanoutParent is a topic with children, and the partitions of it this
@@ -144,14 +148,12 @@ func (n *Node) ownedPartitions(record meta.TopicRecord) []int {
 	return owned
 }
 
-// driveParentPartition loads the partition's cursors and steps each.
+// driveParentPartition loads the partition's cursors and steps each,
+// unless they wait (cursorsWait).
 func (n *Node) driveParentPartition(t *topic, index int, links []meta.ChildLink) {
 	p := n.partitionOf(t, index)
-	if p.log == nil && p.fanout != nil && n.nowMs < p.fanoutWakeMs && !n.cursorWritesDue(p) && cursorsLoaded(p.fanout, links) {
-		n.fanoutWakeAt(p.fanoutWakeMs) // its cursors wait: no reason to reopen the log
-		if filesLag(p.fanout) {
-			n.fanoutWakeAt(p.cursorFiles.persistAtMs) // nor for their files before they may be written
-		}
+	if n.cursorsWait(p) {
+		n.fanoutWakeAt(p.fanoutWakeMs) // no reason to step them, nor to reopen a closed log
 		return
 	}
 	log, err := n.openLog(t, p)
@@ -164,7 +166,7 @@ func (n *Node) driveParentPartition(t *topic, index int, links []meta.ChildLink)
 	n.driving = p
 	defer func() { n.driving = nil }()
 	n.fanout.partitionWakeMs = math.MaxInt64
-	defer func() { p.fanoutWakeMs = n.fanout.partitionWakeMs }()
+	defer func() { p.fanoutWakeMs, p.fanoutPassVersion = n.fanout.partitionWakeMs, n.fanout.topicsVersion }()
 	if p.fanout == nil {
 		p.fanout = map[string]*fanoutCursor{}
 		n.removeStaleCursors(p, links)
@@ -178,8 +180,26 @@ func (n *Node) driveParentPartition(t *topic, index int, links []meta.ChildLink)
 			}
 		}
 		n.stepCursor(t, p, log, link, c)
+		n.fanout.cursorSteps++
 	}
 	n.scheduleCursorWrites(p)
+}
+
+// cursorsWait reports, in constant time, that p's cursors have nothing
+// to do before p.fanoutWakeMs, so that a pass leaves them alone (and a
+// closed log closed): their last pass asked for no earlier wake, it
+// stepped the links the topics hold now (a link attached since has no
+// cursor yet), and nothing woke them since (fanoutDue: records made
+// durable, a batch answered, the log reopened). A cursor asks for a wake
+// whenever it waits for the clock (a linger, a retry, a due time, its
+// file's write); one that caught up, or whose batch is in flight, waits
+// for fanoutDue. Stepping every cursor of every open parent log at every
+// tick instead cost the loop, which ticks once per round, about half a
+// microsecond per cursor: three idle parents of 108 partitions with 108
+// children each took most of its time, and every client's produce slowed
+// twentyfold.
+func (n *Node) cursorsWait(p *partition) bool {
+	return p.fanout != nil && n.nowMs < p.fanoutWakeMs && p.fanoutPassVersion == n.fanout.topicsVersion
 }
 
 // cursorLoadFailure holds back the next load of a child's cursor whose
@@ -220,19 +240,6 @@ func (n *Node) loadLinkCursor(p *partition, log *storage.Log, link meta.ChildLin
 	}
 	p.cursorLoadFailures[link.Name] = failure
 	return nil
-}
-
-// cursorsLoaded reports whether every link has its cursor, of the link's
-// epoch: a child attached (or attached again) since the cursors were
-// loaded needs the log opened to load its own, or it would get nothing
-// until something else reopened the log.
-func cursorsLoaded(cursors map[string]*fanoutCursor, links []meta.ChildLink) bool {
-	for _, link := range links {
-		if c := cursors[link.Name]; c == nil || c.epoch != link.Epoch {
-			return false
-		}
-	}
-	return true
 }
 
 // stepCursor sends the cursor's next batch when one is ready: not while a
@@ -289,6 +296,7 @@ func (n *Node) settleCursors(p *partition, hwm uint64) error {
 	if p.closedIntact {
 		return nil
 	}
+	n.fanoutDue(p) // the clamp and the rewind may leave files to write (cursorsWait)
 	if err := n.clampCursorFiles(p, hwm); err != nil {
 		return err
 	}

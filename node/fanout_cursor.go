@@ -458,21 +458,20 @@ func filesLag(cursors map[string]*fanoutCursor) bool {
 	return false
 }
 
-// cursorWritesDue reports whether scheduleCursorWrites would ask for the
-// files of p's cursors to be written now: some lag, and the interval
-// since the last write ended. A lag before then needs only a wake.
-func (n *Node) cursorWritesDue(p *partition) bool {
-	return n.nowMs >= p.cursorFiles.persistAtMs && filesLag(p.fanout) // the clock first: no map iteration while it waits
-}
-
 // scheduleCursorWrites asks the partition's next sync round to write the
 // cursors that advanced, at most once per CursorPersistIntervalMs (each
 // write is two fsyncs: a crash copies the batches since the last one
 // again), and otherwise wakes the node when the interval ends. A request
 // whose round never came (the log failed, which drops the partition from
 // the next Ready) is made again.
+//
+// While files lag it always asks for a wake, at the end of the interval
+// (and no sooner than the next millisecond), so that a partition whose
+// cursors otherwise wait (cursorsWait) is driven again to write them, or
+// to ask again for a write whose round never came.
 func (n *Node) scheduleCursorWrites(p *partition) {
 	if _, dirty := n.dirty[p.key]; dirty && p.cursorFiles.due {
+		n.fanoutWakeAt(max(p.cursorFiles.persistAtMs, n.nowMs+1))
 		return
 	}
 	p.cursorFiles.due = false
@@ -486,6 +485,7 @@ func (n *Node) scheduleCursorWrites(p *partition) {
 	p.cursorFiles.persistAtMs = n.nowMs + n.cfg.Fanout.CursorPersistIntervalMs
 	p.cursorFiles.due = true
 	n.markDirty(p)
+	n.fanoutWakeAt(p.cursorFiles.persistAtMs)
 }
 
 // takeCursorWrites hands the cursor files due to the sync round being

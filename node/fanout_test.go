@@ -669,3 +669,45 @@ func TestAFanoutDelayOutOfRangeNamesItsField(t *testing.T) {
 	require.Contains(t, attached.Message, "delay_ms must be between 0 and")
 	require.NotContains(t, attached.Message, "fanout_delay_ms")
 }
+
+// Idle cursors cost a tick nothing: once every child has copied a
+// parent's records (and the cursor files are written), no tick steps the
+// cursors again until something gives them work, although the parent's
+// logs stay open. Stepping every cursor of every open parent log at every
+// tick made three idle parents of 108 partitions with 108 children each
+// take most of a host loop's time (the loop ticks once per round), and
+// slowed every client's produce twentyfold. A record still wakes them.
+func TestIdleFanoutCursorsAreNotSteppedAtEveryTick(t *testing.T) {
+	const partitions, children = 8, 8
+	h := newHarness(t)
+	h.createTopic("orders", func(r *msg.CreateTopic) { r.Partitions = partitions; r.RetentionMs = 24 * 3_600_000 })
+	for i := range children {
+		h.createTopic(fmt.Sprint("audit", i), func(r *msg.CreateTopic) { r.Partitions = partitions })
+		h.ok(msg.AttachChild{Parent: "orders", Child: fmt.Sprint("audit", i)})
+	}
+	h.tick(1)
+	for partition := range partitions {
+		h.produce("orders", partition, "x")
+	}
+	h.tick(h.cfg.Fanout.LingerMs)
+	h.tick(h.cfg.Fanout.CursorPersistIntervalMs)
+	h.tick(h.cfg.Fanout.CursorPersistIntervalMs)
+	require.Equal(t, partitions*children, h.node.Stats().FanoutCursors)
+	for i := range children {
+		require.Equal(t, []string{"x"}, h.replayAll(fmt.Sprint("audit", i), 5), "audit%d got the record", i)
+	}
+	const ticks = 1_000
+	before := h.node.Stats().FanoutCursorSteps
+	for range ticks {
+		h.tick(1)
+	}
+	require.True(t, h.node.store.IsOpen(PartitionDir("orders", 0)), "the parent's logs stay open")
+	steps := h.node.Stats().FanoutCursorSteps - before
+	require.Zero(t, steps, "%d idle cursors were stepped %d times in %d ticks", partitions*children, steps, ticks)
+	h.produce("orders", 3, "y")
+	h.tick(h.cfg.Fanout.LingerMs)
+	h.tick(1)
+	for i := range children {
+		require.Equal(t, []string{"x", "y"}, h.replayAll(fmt.Sprint("audit", i), 3), "a record made durable wakes the cursors: audit%d", i)
+	}
+}

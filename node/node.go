@@ -890,6 +890,12 @@ type Stats struct {
 	// partitions.
 	DiskFreeBytes, DiskReserveBytes int64
 	DiskLow                         bool
+	// FanoutCursors counts the fan-out cursors loaded here (one per child
+	// and parent partition this node drives), and FanoutCursorSteps the
+	// times the driver stepped one since the start: a cursor that waits
+	// (caught up, or for its linger, retry or due time) is not stepped.
+	FanoutCursors     int
+	FanoutCursorSteps uint64
 }
 
 // Stats returns the node's inventory numbers.
@@ -913,7 +919,17 @@ func (n *Node) Stats() Stats {
 	s.LeasesHeld, s.LeasesMax = n.leasesHeld(), n.cfg.LeasesMax
 	s.DiskFreeBytes, _ = n.diskFree()
 	s.DiskReserveBytes, s.DiskLow = n.cfg.DiskReserveBytes, n.underReserve()
+	s.FanoutCursors, s.FanoutCursorSteps = n.fanoutCursors(), n.fanout.cursorSteps
 	return s
+}
+
+// fanoutCursors counts the cursors loaded in the partitions.
+func (n *Node) fanoutCursors() int {
+	cursors := 0
+	for _, p := range n.partitions { //determinism:ok a sum
+		cursors += len(p.fanout)
+	}
+	return cursors
 }
 
 // zeroTailBytes sums the zero tails of the open logs and of the logs the

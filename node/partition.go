@@ -63,9 +63,15 @@ type partition struct {
 	// (removeStaleCursors).
 	cursorLoadFailures map[string]cursorLoadFailure
 	// fanoutWakeMs is when the cursors next have work (math.MaxInt64:
-	// caught up); while the log is closed for idleness it is not reopened
-	// for them before then.
+	// caught up, or waiting for a batch's answer); before then, while
+	// fanoutPassVersion is the topics' version, a pass neither steps them
+	// nor reopens a closed log for them (cursorsWait). fanoutDue brings it
+	// to now.
 	fanoutWakeMs int64
+	// fanoutPassVersion is the meta.State.TopicsVersion of the last pass
+	// over the cursors (set with fanoutWakeMs): a change of the topics
+	// since (a link attached or detached) makes them due.
+	fanoutPassVersion uint64
 	// cursorFiles says when the cursors that advanced are written to
 	// their files, in the partition's sync round (fanout_cursor.go).
 	cursorFiles cursorFiles
