@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -109,4 +110,43 @@ func TestFanoutSchemaRulesOverHTTP(t *testing.T) {
 		{"the child follows", get("/v1/topics/c2"), 200, `"schema_version":2`},
 		{"the child validates against it", post("/v1/topics/c2/produce", "application/json", `{"id":"x"}`), 400, `"error"`},
 	})
+}
+
+// The lag of a fan-out child is one series per parent and child, summed
+// over the parent partitions this node owns. A series per partition made
+// the scrape, and the loop's poll that rebuilds it, grow with a parent's
+// partitions times its children: 11,664 series for one parent of 108
+// partitions, and about half a million on a node within its topic and
+// partition limits (ten such parents already held the loop 170 ms at
+// every poll).
+func TestFanoutLagIsOneSeriesPerChild(t *testing.T) {
+	h := testHost(t)
+	steps := []step{
+		{"create parent", postJSON("/v1/topics", `{"name":"orders","partitions":12,"retention_ms":86400000}`), 201, ""},
+		{"create a delay child", postJSON("/v1/topics", `{"name":"later","parent":"orders","fanout_delay_ms":3600000}`), 201, ""},
+	}
+	for i := range 3 {
+		steps = append(steps, step{fmt.Sprintf("create child c%d", i), postJSON("/v1/topics", fmt.Sprintf(`{"name":"c%d","parent":"orders"}`, i)), 201, ""})
+	}
+	runSteps(t, h, steps)
+	require.Eventually(t, func() bool {
+		_, body := call(t, h, get("/v1/topics/orders/children"))
+		return strings.Count(body, `"lag_complete":true`) == 4
+	}, 5*time.Second, 10*time.Millisecond, "every cursor of the parent is loaded")
+	for partition := range 5 {
+		runSteps(t, h, []step{{"produce", post(fmt.Sprintf("/v1/topics/orders/produce?partition=%d", 2*partition), "text/plain", "x"), 202, ""}})
+	}
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	h.pollInventory(stopped) // publish the gauges now
+	_, scrape := call(t, h, get("/metrics"))
+	var series []string
+	for line := range strings.Lines(scrape) {
+		if strings.HasPrefix(line, "narad_fanout_lag_messages{") {
+			series = append(series, strings.TrimSuffix(line, "\n"))
+		}
+	}
+	require.Len(t, series, 4, "one lag series per child, not per child and partition: %q", series)
+	require.Contains(t, series, `narad_fanout_lag_messages{child="later",parent="orders"} 5`,
+		"the delay child's lag is its five records due in an hour, summed over the partitions")
 }

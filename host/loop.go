@@ -729,7 +729,7 @@ func (l *loop) post(control func(*node.Node)) {
 func (l *loop) requestStats() {
 	l.post(func(n *node.Node) {
 		l.metrics.setInventory(n.Stats(), n.OpenPartitions())
-		l.metrics.setFanoutLags(n.FanoutLags())
+		l.metrics.setFanoutLags(n.FanoutLinkLags())
 	})
 }
 

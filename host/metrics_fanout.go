@@ -1,8 +1,6 @@
 package host
 
 import (
-	"strconv"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"narad/node"
@@ -30,8 +28,7 @@ func newFanoutMetrics(reg prometheus.Registerer) *fanoutMetrics {
 		copied:  counterVec("fanout_committed_total", "Records copied from a parent into a child and durable there (at least once: a retry after a crash or a move counts again).", pc),
 		stalled: counterVec("fanout_stalled_total", "Copy batches that did not reach the child: it refused or failed them, the parent's records could not be read, or this node's relays held their bytes bound; only that child's cursor waits to retry.", pc),
 		dropped: counterVec("fanout_child_dropped_messages", "Parent records that expired before their copy reached the child (data loss for the child).", pc),
-		lag: gaugeVec("fanout_lag_messages", "Parent records not yet copied into the child, per parent partition this node owns.",
-			[]string{"parent", "child", "partition"}),
+		lag:     gaugeVec("fanout_lag_messages", "Parent records not yet copied into the child, summed over the parent partitions this node owns.", pc),
 		cursors: gauge("fanout_cursors", "Fan-out cursors loaded on this node: one per child and parent partition it owns."),
 		steps: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "fanout_cursor_steps_total",
 			Help: "Times the node's loop stepped a fan-out cursor (looked for a batch to copy); a cursor that waits (caught up, or for its linger, retry or due time) is not stepped."}),
@@ -62,11 +59,11 @@ func (m *Metrics) FanoutDropped(parent, child string, _ int, records uint64) {
 	m.fanout.dropped.WithLabelValues(parent, child).Add(float64(records))
 }
 
-// setFanoutLags rebuilds the lag gauges, so that cursors that went away
-// (a detach, a move) disappear.
-func (m *Metrics) setFanoutLags(lags []node.FanoutLag) {
+// setFanoutLags rebuilds the lag gauges, one per child, so that links
+// that went away (a detach, a move of the last partition) disappear.
+func (m *Metrics) setFanoutLags(lags []node.FanoutLinkLag) {
 	m.fanout.lag.Reset()
 	for _, lag := range lags {
-		m.fanout.lag.WithLabelValues(lag.Parent, lag.Child, strconv.Itoa(lag.Partition)).Set(float64(lag.Messages))
+		m.fanout.lag.WithLabelValues(lag.Parent, lag.Child).Set(float64(lag.Messages))
 	}
 }
