@@ -387,21 +387,34 @@ func (n *Node) noteCommitted(p *partition, log *storage.Log) {
 	}
 }
 
-// wake serves the parked long polls of a topic, oldest first.
+// wake serves the parked long polls of a topic, oldest first. Each
+// partition is asked at most once for the polls pinned to it, and the
+// partitions once for the unpinned polls, whatever the number of polls:
+// a poll that found nothing tells that the next one of its kind would
+// find nothing either (serving a poll only takes records). Asking for
+// every poll, each a reservation that reopens an evicted log, let 4,000
+// polls parked on the empty partitions of a topic take two thirds of the
+// node loop's time while a few clients produced to one of its
+// partitions, and every other client's produce slowed by a third.
 func (n *Node) wake(topicName string) {
 	t, ok := n.lookupTopic(topicName)
 	if !ok {
 		return
 	}
 	unpinnedEmpty := false
+	var pinnedEmpty map[int]bool // the partitions that had nothing for a poll pinned to them
 	for _, w := range n.waiters.topic(topicName) {
-		unpinned := w.request.Partition == msg.PartitionNone
-		if unpinned && unpinnedEmpty {
-			continue // an unpinned poll found nothing: neither will the next
+		partition := w.request.Partition
+		unpinned := partition == msg.PartitionNone
+		if unpinned && unpinnedEmpty || !unpinned && pinnedEmpty[partition] {
+			continue
 		}
 		messages, _ := n.reserve(t, w.request) // a read error leaves the poll parked until its wait ends
 		if len(messages) == 0 {
 			unpinnedEmpty = unpinnedEmpty || unpinned
+			if !unpinned {
+				pinnedEmpty = addPartition(pinnedEmpty, partition)
+			}
 			continue
 		}
 		n.waiters.remove(w.id)
@@ -409,6 +422,15 @@ func (n *Node) wake(topicName string) {
 		n.observer.ConsumeWait(topicName, "hit", n.nowMs-w.parkedAtMs)
 		n.reply(w.id, msg.ConsumeResult{Messages: messages, Batch: w.request.Max > 0}, nil)
 	}
+}
+
+// addPartition adds a partition to a set made at its first use.
+func addPartition(set map[int]bool, partition int) map[int]bool {
+	if set == nil {
+		set = map[int]bool{}
+	}
+	set[partition] = true
+	return set
 }
 
 // expireWaiters answers the long polls whose wait ran out.

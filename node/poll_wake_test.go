@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"narad/chaos"
 	"narad/msg"
 )
 
@@ -263,4 +264,43 @@ func TestANodeWhoseRecordsAreAllItsOwnAsksTheOthersFirstRarely(t *testing.T) {
 		require.Len(t, got.Result.(msg.ConsumeResult).Messages, 1, "served from its own partition")
 	}
 	require.Equal(t, 1, probes, "one round asked the other owners first; the rest waited out its back-off")
+}
+
+// A wake asks each partition once for the polls pinned to it, however
+// many wait there: a poll that found nothing tells that the next one
+// pinned to the same partition would find nothing either. Asking for
+// every poll let 4,000 polls parked on a topic's empty partitions take
+// two thirds of a host loop's time while clients produced to another of
+// its partitions. Counted here by the looks at the pinned partitions,
+// whose logs were evicted (room for two open logs): each look that finds
+// nothing to reserve leaves its log closed and says so
+// (MarkNodeClosedLogLeftClosed).
+func TestAWakeAsksEachPartitionOnceForItsPinnedPolls(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.OpenLogsMax = 2
+	h.restart()
+	const partitions, polls, produces = 6, 60, 10
+	h.createTopic("orders", func(r *msg.CreateTopic) { r.Partitions = partitions })
+	var parked []msg.RequestID
+	for i := range polls {
+		parked = append(parked, h.send(msg.Consume{Topic: "orders", Partition: 1 + i%(partitions-1), WaitMs: 60_000}))
+	}
+	chaos.Record(nil, 0)
+	defer chaos.Reset()
+	for i := range produces {
+		h.produce("orders", 0, fmt.Sprint("y", i))
+		h.ok(msg.Consume{Topic: "orders", Partition: 0}) // taken before the next wake
+	}
+	looks := 0
+	for _, mark := range chaos.Marks() {
+		if mark.Name == string(chaos.MarkNodeClosedLogLeftClosed) {
+			looks = mark.Count
+		}
+	}
+	require.Positive(t, looks, "the pinned partitions' logs were closed when the wakes looked at them")
+	require.LessOrEqual(t, looks, produces*(partitions-1),
+		"%d wakes of %d polls pinned to %d empty partitions look at each partition at most once per wake", produces, polls, partitions-1)
+	for _, id := range parked {
+		require.NotContains(t, h.replies, id, "the polls pinned to empty partitions still wait")
+	}
 }
