@@ -127,6 +127,7 @@ func (n *Node) applyAck(t *topic, p *partition, log *storage.Log, offset, nonce 
 		err = p.leases.Ack(offset, nonce, n.nowMs)
 	case msg.AckExtend:
 		_, err = p.leases.Extend(offset, nonce, n.nowMs, t.info.VisibilityTimeoutMs)
+		n.noteLeaseDeadlines(p)
 	case msg.AckNack:
 		err = p.leases.Nack(offset, nonce, n.nowMs)
 	case msg.AckReturn:

@@ -442,47 +442,58 @@ func (n *Node) expireWaiters() {
 	}
 }
 
-// leaseDeadlineDue reports whether any reservation's deadline has passed.
-func (n *Node) leaseDeadlineDue() bool { return n.nextLeaseDeadlineMs() <= n.nowMs }
-
-// nextLeaseDeadlineMs is the earliest reservation deadline of any
-// partition, math.MaxInt64 with none. Asked on every tick, it walks the
-// cached partition slice, not the map.
+// nextLeaseDeadlineMs is at or before the earliest reservation deadline
+// of any partition (math.MaxInt64 with none): the deadline floor, read
+// in constant time. Asked at every tick and after every round, a walk
+// over every partition's table took a tenth to a sixth of a busy node's
+// CPU with 20,000 partitions.
 func (n *Node) nextLeaseDeadlineMs() int64 {
+	invariant.Costly(n.checkLeaseDeadlineFloor)
+	return n.leaseBudget.deadlineFloorMs
+}
+
+// checkLeaseDeadlineFloor verifies that no lease table holds a deadline
+// below the floor.
+func (n *Node) checkLeaseDeadlineFloor() error {
+	for _, p := range n.sortedPartitions() {
+		if p.leases == nil {
+			continue
+		}
+		if d, ok := p.leases.NextDeadline(); ok && d < n.leaseBudget.deadlineFloorMs {
+			return fmt.Errorf("node: %s holds a lease deadline %d below the floor %d", p.dir, d, n.leaseBudget.deadlineFloorMs)
+		}
+	}
+	return nil
+}
+
+// expireLeases releases reservations past their deadline and wakes the
+// topics that got records back; it walks the tables only once the
+// deadline floor is due, and leaves the floor at the earliest deadline
+// left.
+func (n *Node) expireLeases() {
+	if n.nextLeaseDeadlineMs() > n.nowMs {
+		return // the common case on every tick: no walk, no allocation
+	}
+	var woken []string
 	next := int64(math.MaxInt64)
 	for _, p := range n.sortedPartitions() {
 		if p.leases == nil {
 			continue
 		}
+		if d, ok := p.leases.NextDeadline(); ok && d <= n.nowMs {
+			expired := p.leases.Expire(n.nowMs)
+			if expired > 0 {
+				chaos.Reached(chaos.MarkNodeLeaseExpired)
+			}
+			if expired > 0 && (len(woken) == 0 || woken[len(woken)-1] != p.key.topic) {
+				woken = append(woken, p.key.topic)
+			}
+		}
 		if d, ok := p.leases.NextDeadline(); ok {
 			next = min(next, d)
 		}
 	}
-	return next
-}
-
-// expireLeases releases reservations past their deadline and wakes the
-// topics that got records back.
-func (n *Node) expireLeases() {
-	if !n.leaseDeadlineDue() {
-		return // the common case on every tick: no sort, no allocation
-	}
-	var woken []string
-	for _, p := range n.sortedPartitions() {
-		if p.leases == nil {
-			continue
-		}
-		if d, ok := p.leases.NextDeadline(); !ok || d > n.nowMs {
-			continue
-		}
-		expired := p.leases.Expire(n.nowMs)
-		if expired > 0 {
-			chaos.Reached(chaos.MarkNodeLeaseExpired)
-		}
-		if expired > 0 && (len(woken) == 0 || woken[len(woken)-1] != p.key.topic) {
-			woken = append(woken, p.key.topic)
-		}
-	}
+	n.leaseBudget.deadlineFloorMs = next // before the polls told below take new leases
 	for _, name := range woken {
 		n.tellPolls(name)
 	}

@@ -312,11 +312,11 @@ func TestADeadLetterSettledWhileFrozenIsNotDeliveredAgain(t *testing.T) {
 	h.nextID++
 	h.node.Handle(h.nextID, msg.Ack{Topic: "orders", Handles: []string{message.ReceiptHandle}, Action: msg.AckNack})
 	source := h.node.partitions[partitionKey{"orders", 0}]
-	require.True(t, source.freeze.Begin("elsewhere", 1, h.nowMs), "a move freezes the source while its dead letter is written")
+	require.True(t, h.node.beginFreeze(source, "elsewhere", 1), "a move freezes the source while its dead letter is written")
 	h.flush() // the copy is durable: it settles on a frozen partition
 	require.NoError(t, h.replies[h.nextID].Err)
 	require.Zero(t, source.leases.Committed(), "not acknowledged while frozen")
-	source.freeze.End(h.nowMs) // the move ended without a flip
+	h.node.endFreeze(source) // the move ended without a flip
 
 	again, delivered := h.consume("orders")
 	require.False(t, delivered, "the exhausted record was delivered again: offset %d, delivery %d (max_deliveries 1)",

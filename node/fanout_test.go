@@ -243,7 +243,7 @@ func TestFanoutStalledChildDoesNotStopTheParent(t *testing.T) {
 	h.ok(msg.AttachChild{Parent: "orders", Child: "other"})
 	h.tick(1)
 	other, _ := h.node.lookupTopic("other")
-	h.node.partitionOf(other, 0).freeze.Begin("elsewhere", 1, h.nowMs) // it takes no writes while frozen
+	h.node.beginFreeze(h.node.partitionOf(other, 0), "elsewhere", 1) // it takes no writes while frozen
 	h.produce("orders", 0, "x")
 	h.tick(h.cfg.Fanout.LingerMs + 1)
 	require.Greater(t, h.node.partitions[partitionKey{"orders", 0}].fanout["other"].retryAtMs, h.nowMs, "the failed batch holds its cursor back")
@@ -252,7 +252,7 @@ func TestFanoutStalledChildDoesNotStopTheParent(t *testing.T) {
 	require.Equal(t, []string{"x", "y"}, h.replayAll("audit", 0))
 	require.Zero(t, h.stats("other", 0).HighWatermark, "the stalled cursor copied nothing")
 	require.Equal(t, uint64(2), h.lagOf("orders", "other").LagMessages)
-	h.node.partitionOf(other, 0).freeze.End(h.nowMs)
+	h.node.endFreeze(h.node.partitionOf(other, 0))
 	h.tick(h.cfg.Fanout.RetryMs)
 	require.Equal(t, []string{"x", "y"}, h.replayAll("other", 0), "the stalled cursor catches up after its retry")
 }

@@ -164,6 +164,7 @@ func (n *Node) cutLeaseShort(p *partition, reservation *lease.Reservation, visib
 		return
 	}
 	deadlineMs, err := p.leases.Extend(reservation.Offset, reservation.Nonce, n.nowMs, max(1, visibilityMs/leaseCutShortDivisor))
+	n.noteLeaseDeadlines(p)
 	if err == nil {
 		reservation.DeadlineMs = deadlineMs
 	}

@@ -46,6 +46,22 @@ type leaseBudget struct {
 	// falls under the budget (tellHeldBack). Nothing else tells them: an
 	// ack wakes only its own topic's polls.
 	heldBack topicsToTell
+	// deadlineFloorMs is at or below the earliest reservation deadline of
+	// every lease table (math.MaxInt64: none held one at the last scan):
+	// each deadline a table takes lowers it (noteLeaseDeadlines), and
+	// expireLeases, which scans the tables only once it is due, sets it
+	// to the exact earliest. Acks and lapses leave it low, which costs at
+	// most one scan that finds nothing.
+	deadlineFloorMs int64
+}
+
+// noteLeaseDeadlines lowers the deadline floor to p's earliest
+// reservation deadline; called after every change that may give p's
+// table a deadline (a reservation, an extend, a table carried by a move).
+func (n *Node) noteLeaseDeadlines(p *partition) {
+	if d, ok := p.leases.NextDeadline(); ok {
+		n.leaseBudget.deadlineFloorMs = min(n.leaseBudget.deadlineFloorMs, d)
+	}
 }
 
 // countLeases recounts the lease tables when due.
@@ -77,6 +93,7 @@ func (n *Node) reserveLease(t *topic, p *partition, log *storage.Log) (lease.Res
 	}
 	reservation, ok := reserve(n.nowMs, log.HWM(), t.info.VisibilityTimeoutMs)
 	n.leasesChanged(held, p.leases.Held())
+	n.noteLeaseDeadlines(p)
 	if !ok && atBudget && p.leases.Deliverable(log.HWM()) {
 		n.leaseBudget.heldBack.add(t.info.Name)
 	}

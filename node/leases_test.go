@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -160,4 +161,64 @@ func TestAPollHeldBackByTheLeaseBudgetIsServedOnceUnderIt(t *testing.T) {
 	h.tick(leaseCountIntervalMs)
 	require.Contains(t, h.replies, again, "the count that finds the node under its budget serves the held-back poll")
 	require.Len(t, h.replies[again].Result.(msg.ConsumeResult).Messages, 1)
+}
+
+// The tick finds lease deadlines without walking every partition: the
+// node keeps a floor at or below the earliest deadline, lowered by each
+// reservation and extend, and set to the exact earliest by the walk
+// expireLeases makes once the floor is due. A walk at every tick and
+// after every round (twice) took a tenth to a sixth of a busy node's
+// CPU with 20,000 partitions. The floor never passes a deadline (checked
+// at each read under the invariants tag), and a lapse still wakes a
+// parked poll at its deadline.
+func TestTheLeaseDeadlineFloorFollowsTheReservations(t *testing.T) {
+	const visibilityMs = 1_000
+	h := newHarness(t)
+	h.createTopic("orders", func(r *msg.CreateTopic) { r.VisibilityTimeoutMs = visibilityMs })
+	floor := func() int64 { return h.node.leaseBudget.deadlineFloorMs }
+	require.Equal(t, int64(math.MaxInt64), floor(), "no reservation, no floor")
+	h.produce("orders", 0, "a")
+	first, ok := h.consume("orders")
+	require.True(t, ok)
+	deadline := h.nowMs + visibilityMs
+	require.Equal(t, deadline, floor(), "a reservation lowers the floor to its deadline")
+	require.LessOrEqual(t, h.node.NextDeadlineMs(), deadline, "the driver is asked back by the deadline")
+	require.NoError(t, h.ackHandle("orders", first.ReceiptHandle, msg.AckCommit))
+	require.Equal(t, deadline, floor(), "an ack leaves the floor where it was: no walk")
+	h.tick(visibilityMs)
+	require.Equal(t, int64(math.MaxInt64), floor(), "the walk at the floor found no deadline left")
+
+	h.produce("orders", 0, "b")
+	_, ok = h.consume("orders")
+	require.True(t, ok)
+	poll := h.send(msg.Consume{Topic: "orders", Partition: 0, WaitMs: 5_000})
+	require.NotContains(t, h.replies, poll, "the only record is leased: the poll waits")
+	h.tick(visibilityMs - 1)
+	require.NotContains(t, h.replies, poll, "the lease has not lapsed yet")
+	h.tick(1)
+	reply, answered := h.replies[poll]
+	require.True(t, answered, "the lapse at the deadline wakes the poll")
+	require.Equal(t, uint32(2), reply.Result.(msg.ConsumeResult).Messages[0].DeliveryCount)
+}
+
+// The tick's freeze check looks at the frozen partitions only: the node
+// keeps them in a set that follows every freeze and its end, and forgets
+// a partition it stops tracking (here its topic's delete). A walk over
+// every partition at every tick took a tenth to a fifth of a busy
+// node's CPU with 20,000 partitions.
+func TestTheFrozenSetFollowsTheFreezes(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders", func(r *msg.CreateTopic) { r.Partitions = 8 })
+	for partition := range 8 {
+		h.produce("orders", partition, "x")
+	}
+	third := h.node.partitions[partitionKey{"orders", 3}]
+	require.True(t, h.node.beginFreeze(third, "elsewhere", 1))
+	require.Equal(t, []FrozenPartition{{Topic: "orders", Partition: 3, Target: "elsewhere"}}, h.node.FrozenPartitions())
+	require.Equal(t, []*partition{third}, h.node.frozenInKeyOrder(), "the tick looks at the frozen partition only")
+	h.node.endFreeze(third)
+	require.Empty(t, h.node.frozenInKeyOrder())
+	require.True(t, h.node.beginFreeze(third, "elsewhere", 2))
+	h.ok(msg.DeleteTopic{Name: "orders"})
+	require.Empty(t, h.node.frozenInKeyOrder(), "a partition no longer tracked leaves the set")
 }

@@ -167,7 +167,7 @@ func TestDamageUnderASegmentIndexIsFoundBeforeAMove(t *testing.T) {
 	require.True(t, p.log.Unverified(), "recovery took the sealed segments from their indexes")
 	sealed := len(p.log.Segments()) - 1
 	require.Greater(t, sealed, 2, "the records span sealed segments")
-	p.freeze.Begin("probe", 1, n.nowMs) // a freeze, to see when a state would be final
+	n.beginFreeze(p, "probe", 1) // a freeze, to see when a state would be final
 	for range sealed - 1 {
 		status, err := n.moveStatus(statusOf(n, "t", 0, "", 0))
 		require.NoError(t, err)
@@ -178,7 +178,7 @@ func TestDamageUnderASegmentIndexIsFoundBeforeAMove(t *testing.T) {
 	sourceReportsRecord7(t, c, source) // the last request scanned the last one
 	require.False(t, p.log.Unverified())
 	require.True(t, n.sourceState(p, p.log, "probe", 1).Frozen)
-	p.freeze.End(n.nowMs)
+	n.endFreeze(p)
 	target := moveWithGap(t, c, leader, source)
 	for _, i := range []int{0, 6, 8, 19} {
 		replayed := c.do(target, msg.Replay{Topic: "t", Partition: 0, Offset: uint64(i)})

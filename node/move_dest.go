@@ -414,6 +414,7 @@ func (n *Node) adoptMovedLeases(s *moveSession) {
 	}
 	p.leases = lease.RestoreTable(*s.leases, n.nonceFloor, n.leaseConfig(t))
 	n.leasesChanged(0, p.leases.Held())
+	n.noteLeaseDeadlines(p)
 	n.watchExhausted(p)
 	chaos.Reached(chaos.MarkNodeMoveCarriedLeases)
 }

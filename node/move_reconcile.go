@@ -19,7 +19,7 @@ import (
 func (n *Node) freezeMovesFromHere() {
 	for _, m := range n.meta.State().Moves() {
 		if t, ok := n.lookupTopic(m.Topic); ok && m.Owner == n.cfg.NodeID && m.Partition < t.info.Partitions {
-			n.partitionOf(t, m.Partition).freeze.Begin(m.Target, m.StartedAtMs, n.nowMs)
+			n.beginFreeze(n.partitionOf(t, m.Partition), m.Target, m.StartedAtMs)
 		}
 	}
 }
@@ -42,7 +42,7 @@ func (n *Node) reconcileMoves() {
 		if p.freeze.Outdated(a.Target, a.MoveStartedAtMs) {
 			chaos.Reached(chaos.MarkNodePartitionUnfrozen)
 			target := p.freeze.Target()
-			n.moveObserver.FreezeEnded(p.freeze.End(n.nowMs))
+			n.endFreeze(p)
 			n.observer.Event("partition-unfrozen", fmt.Sprintf("%s: the move to %s ended without a flip", p.dir, target))
 			n.notifySubscribers(p.key.topic) // its records are served again: polls parked here or elsewhere may take them
 			n.wake(p.key.topic)
@@ -78,7 +78,7 @@ func (n *Node) releasePinnedPolls(key partitionKey) {
 func (n *Node) letGo(p *partition, newOwner string) {
 	chaos.Reached(chaos.MarkNodePartitionFlippedAway)
 	if p.freeze.Frozen() {
-		n.moveObserver.FreezeEnded(p.freeze.End(n.nowMs))
+		n.endFreeze(p)
 	}
 	n.observer.Event("partition-moved-away", fmt.Sprintf("%s now owned by %s", p.dir, newOwner))
 	n.failDependents(p, msg.NotOwner("partition %d of %s moved to %s", p.key.index, p.key.topic, newOwner))

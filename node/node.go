@@ -275,11 +275,15 @@ type Node struct {
 	nextCommitPersistMs int64
 	// leaseBudget counts the lease tables against Config.LeasesMax
 	// (leases.go).
-	leaseBudget     leaseBudget
-	nextRetentionMs int64
-	nextMetaTickMs  int64
-	nextHeartbeatMs int64
-	nextPlanMs      int64
+	leaseBudget leaseBudget
+	// frozenPartitions holds exactly the partitions whose freeze holds
+	// (partition.freeze.Frozen), so that expireFreezes looks at those
+	// only; changed by beginFreeze, endFreeze and removePartition.
+	frozenPartitions map[partitionKey]*partition
+	nextRetentionMs  int64
+	nextMetaTickMs   int64
+	nextHeartbeatMs  int64
+	nextPlanMs       int64
 }
 
 // New recovers a node at time nowMs: partition logs from fs (lazily, on
@@ -338,6 +342,8 @@ func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observe
 		nextMetaTickMs:      nowMs + cfg.MetaTickIntervalMs,
 		nextHeartbeatMs:     nowMs,
 		lastEvictionMs:      math.MinInt64,
+		leaseBudget:         leaseBudget{deadlineFloorMs: math.MaxInt64},
+		frozenPartitions:    map[partitionKey]*partition{},
 	}
 }
 

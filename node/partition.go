@@ -152,6 +152,7 @@ func (n *Node) removePartition(p *partition) {
 		n.nonceFloor = max(n.nonceFloor, p.leases.LastNonce())
 	}
 	delete(n.partitions, p.key)
+	delete(n.frozenPartitions, p.key)
 	n.partitionOrder = nil
 }
 
