@@ -22,7 +22,8 @@ var (
 	// ErrThrottled: the user's bucket of attempts is empty (429).
 	ErrThrottled = errors.New("too many failed authentication attempts")
 	// ErrUnavailable: the request ended while waiting for a bcrypt turn,
-	// or a hash found hashersMax requesters already hashing.
+	// a verification waited Config.BcryptWaitMax for one, or a hash found
+	// hashersMax requesters already hashing.
 	ErrUnavailable = errors.New("authentication unavailable")
 	// ErrNoUsersYet: the view holds no user at all (503): the node has not
 	// published its users yet (it is starting), or the cluster's root user
@@ -56,7 +57,9 @@ type Authenticator struct {
 	hashTurns chan struct{}
 	// verifyRuns counts the bcrypt comparisons run; only increases.
 	verifyRuns atomic.Uint64
-	metrics    *metrics
+	// bcryptWaiting counts the bcrypt runs waiting for a turn now.
+	bcryptWaiting atomic.Int64
+	metrics       *metrics
 
 	// mu guards the tables below.
 	mu sync.Mutex
@@ -229,8 +232,11 @@ func (a *Authenticator) await(ctx context.Context, f *flight) (bool, error) {
 	}
 }
 
-// fly runs the comparison of flight f and records its outcome.
+// fly runs the comparison of flight f, once a turn is free within
+// Config.BcryptWaitMax, and records its outcome.
 func (a *Authenticator) fly(ctx context.Context, f *flight, username string, hash []byte, password string, mac credentialMAC) {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.BcryptWaitMax)
+	defer cancel()
 	err := a.withTurn(ctx, "verify", func() error {
 		return bcrypt.CompareHashAndPassword(hash, []byte(password))
 	})
@@ -257,9 +263,12 @@ func (a *Authenticator) fly(ctx context.Context, f *flight, username string, has
 // withTurn runs f (a bcrypt run) once a turn is free; ErrUnavailable if
 // ctx ends first.
 func (a *Authenticator) withTurn(ctx context.Context, op string, f func() error) error {
+	a.bcryptWaiting.Add(1)
 	select {
 	case a.bcryptTurns <- struct{}{}:
+		a.bcryptWaiting.Add(-1)
 	case <-ctx.Done():
+		a.bcryptWaiting.Add(-1)
 		return ErrUnavailable
 	}
 	defer func() { <-a.bcryptTurns }()

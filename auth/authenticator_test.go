@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -331,4 +332,46 @@ func TestConcurrentIdenticalAttemptsShareOneBcrypt(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Equal(t, uint64(1), a.VerifyRuns())
+}
+
+// A verification waits at most BcryptWaitMax for a bcrypt turn, then is
+// ErrUnavailable (503, retry) with its token given back, and the waiting
+// runs show in narad_auth_bcrypt_waiting. Without the bound, failed
+// attempts at many users' names (five each before their buckets empty)
+// queued ahead of another user's first request, which waited until its
+// client gave up: with the bad attempts of 50 users' names queued, a
+// first request waited 1.9 s, and 10,000 users make such a queue minutes
+// long. Run in a bubble: the wait is on the bubble's clock.
+func TestAVerificationWaitsForATurnAtMostItsBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+		cfg := DefaultConfig()
+		cfg.BcryptCost, cfg.Now, cfg.BcryptWaitMax = bcrypt.MinCost, clock.Now, time.Second
+		a, err := New(cfg, prometheus.NewRegistry())
+		require.NoError(t, err)
+		a.Publish(NewUsers(1, []meta.User{{Username: "ann", PasswordHash: hashed(t, a, "pw")}}))
+		for range cfg.BcryptConcurrencyMax { // every turn held, as by runs that do not end
+			a.bcryptTurns <- struct{}{}
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := a.Verify(context.Background(), "ann", "pw")
+			done <- err
+		}()
+		synctest.Wait()
+		require.Equal(t, int64(1), a.bcryptWaiting.Load(), "the verification waits for a turn")
+		start := time.Now()
+		require.ErrorIs(t, <-done, ErrUnavailable, "no turn came within the bound")
+		require.Equal(t, cfg.BcryptWaitMax, time.Since(start), "it waited the bound, no longer")
+		require.Zero(t, a.bcryptWaiting.Load())
+		a.mu.Lock()
+		_, spent := a.buckets["ann"]
+		a.mu.Unlock()
+		require.False(t, spent, "the attempt's token went back: ann's bucket is full")
+		for range cfg.BcryptConcurrencyMax {
+			<-a.bcryptTurns
+		}
+		_, err = a.Verify(context.Background(), "ann", "pw")
+		require.NoError(t, err, "with a turn free the same credential verifies")
+	})
 }

@@ -19,6 +19,7 @@ const (
 	defaultBucketsMax           = 4096
 	defaultBucketBurst          = 5
 	defaultBucketRefill         = 12 * time.Second
+	defaultBcryptWaitMax        = 5 * time.Second
 	// hashersMax bounds the requesters with a hash running or waiting
 	// (Authenticator.hashers), each holding a request open; past it a
 	// hash is refused (ErrUnavailable, 503) rather than the table grown.
@@ -49,6 +50,12 @@ type Config struct {
 	// BucketRefill the time to regain one token.
 	BucketBurst  int
 	BucketRefill time.Duration
+	// BcryptWaitMax bounds how long a verification waits for a bcrypt
+	// turn: past it the check is ErrUnavailable (503, retry) and its
+	// token goes back to the user's bucket. Without it, failed attempts
+	// at many users' names queued ahead of a user's first request, which
+	// waited until its client gave up.
+	BcryptWaitMax time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -60,6 +67,7 @@ func DefaultConfig() Config {
 		VerifiedUsersMax: defaultVerifiedUsersMax, RejectedPerUserMax: defaultRejectedPerUserMax,
 		RejectedUsersMax: defaultRejectedUsersMax, RejectedTTL: defaultRejectedTTL,
 		BucketsMax: defaultBucketsMax, BucketBurst: defaultBucketBurst, BucketRefill: defaultBucketRefill,
+		BcryptWaitMax: defaultBcryptWaitMax,
 	}
 }
 
@@ -77,6 +85,7 @@ func (c Config) Validate() error {
 	check(c.RejectedPerUserMax > 0 && c.RejectedUsersMax > 0, "rejected bounds %d per user, %d users must be > 0", c.RejectedPerUserMax, c.RejectedUsersMax)
 	check(c.RejectedTTL > 0, "rejected ttl %v must be > 0", c.RejectedTTL)
 	check(c.BucketsMax > 0 && c.BucketBurst > 0 && c.BucketRefill > 0, "bucket bounds (%d buckets, burst %d, refill %v) must be > 0", c.BucketsMax, c.BucketBurst, c.BucketRefill)
+	check(c.BcryptWaitMax > 0, "bcrypt wait max %v must be > 0", c.BcryptWaitMax)
 	return errors.Join(problems...)
 }
 

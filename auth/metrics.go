@@ -19,7 +19,10 @@ func newMetrics(a *Authenticator, reg prometheus.Registerer) *metrics {
 		bcryptRuns: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "narad", Subsystem: "auth",
 			Name: "bcrypt_runs_total", Help: "bcrypt runs by operation (verify, hash)."}, []string{"op"}),
 	}
-	reg.MustRegister(m.attempts, m.bcryptRuns, &tableCollector{a: a})
+	waiting := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "narad", Subsystem: "auth", Name: "bcrypt_waiting",
+		Help: "bcrypt runs (verify or hash) waiting for a turn now; a verification waits at most Config.BcryptWaitMax."},
+		func() float64 { return float64(a.bcryptWaiting.Load()) })
+	reg.MustRegister(m.attempts, m.bcryptRuns, waiting, &tableCollector{a: a})
 	return m
 }
 
