@@ -138,7 +138,10 @@ func TestFanoutLagIsOneSeriesPerChild(t *testing.T) {
 	}
 	stopped, cancel := context.WithCancel(context.Background())
 	cancel()
-	h.pollInventory(stopped) // publish the gauges now
+	// Publish the gauges now; a read through the loop is answered after
+	// the stats the poll asked for.
+	h.pollInventory(stopped)
+	runSteps(t, h, []step{{"a read after the poll", get("/v1/topics"), 200, ""}})
 	_, scrape := call(t, h, get("/metrics"))
 	var series []string
 	for line := range strings.Lines(scrape) {
