@@ -402,18 +402,18 @@ func (n *Node) wake(topicName string) {
 		return
 	}
 	unpinnedEmpty := false
-	var pinnedEmpty map[int]bool // the partitions that had nothing for a poll pinned to them
+	var pinnedEmpty []bool // [partition]: it had nothing for a poll pinned to it; made at its first use
 	for _, w := range n.waiters.topic(topicName) {
 		partition := w.request.Partition
 		unpinned := partition == msg.PartitionNone
-		if unpinned && unpinnedEmpty || !unpinned && pinnedEmpty[partition] {
+		if unpinned && unpinnedEmpty || !unpinned && partition < len(pinnedEmpty) && pinnedEmpty[partition] {
 			continue
 		}
 		messages, _ := n.reserve(t, w.request) // a read error leaves the poll parked until its wait ends
 		if len(messages) == 0 {
 			unpinnedEmpty = unpinnedEmpty || unpinned
 			if !unpinned {
-				pinnedEmpty = addPartition(pinnedEmpty, partition)
+				pinnedEmpty = markPartition(pinnedEmpty, partition, t.info.Partitions)
 			}
 			continue
 		}
@@ -424,10 +424,17 @@ func (n *Node) wake(topicName string) {
 	}
 }
 
-// addPartition adds a partition to a set made at its first use.
-func addPartition(set map[int]bool, partition int) map[int]bool {
+// markPartition marks a partition in a set of a topic's partitions held
+// as a slice by index (a map's lookup per parked poll was most of a wake
+// with thousands parked), made at its first use with room for the
+// topic's count; a poll pinned past that count (which reserve refused)
+// grows it.
+func markPartition(set []bool, partition, partitions int) []bool {
 	if set == nil {
-		set = map[int]bool{}
+		set = make([]bool, partitions)
+	}
+	if partition >= len(set) {
+		set = append(set, make([]bool, partition+1-len(set))...)
 	}
 	set[partition] = true
 	return set
