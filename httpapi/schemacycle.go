@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"maps"
 	"slices"
 	"strings"
 
@@ -54,33 +53,16 @@ func schemaPlace(location string) string {
 }
 
 // inPlaceKeyword names the keyword by which s applies target to its own
-// instance (one of inPlaceSchemas, or a hub of the graph): the first
+// instance (one of inPlaceApplicators, or a hub of the graph): the first
 // that does, when a $ref names a schema under another keyword of s.
 func inPlaceKeyword(s, target *jsonschema.Schema) string {
-	var dynamic *jsonschema.Schema
-	if s.DynamicRef != nil {
-		dynamic = s.DynamicRef.Ref
-	}
-	applicators := []struct {
-		keyword string
-		schemas []*jsonschema.Schema
-	}{
-		{"$ref", []*jsonschema.Schema{s.Ref}}, {"$dynamicRef", []*jsonschema.Schema{dynamic}},
-		{"$recursiveRef", []*jsonschema.Schema{s.RecursiveRef}}, {"not", []*jsonschema.Schema{s.Not}},
-		{"if", []*jsonschema.Schema{s.If}}, {"then", []*jsonschema.Schema{s.Then}}, {"else", []*jsonschema.Schema{s.Else}},
-		{"allOf", s.AllOf}, {"anyOf", s.AnyOf}, {"oneOf", s.OneOf},
-		{"dependentSchemas", slices.Collect(maps.Values(s.DependentSchemas))},
-	}
-	for _, applicator := range applicators {
+	for _, applicator := range inPlaceApplicators(s) {
 		if slices.Contains(applicator.schemas, target) {
 			return applicator.keyword
 		}
 	}
-	switch {
-	case isHub(target) && s.DynamicRef != nil:
+	if s.DynamicRef != nil { // a hub stands for the schemas with its anchor
 		return "$dynamicRef"
-	case isHub(target):
-		return "$recursiveRef"
 	}
-	return "dependencies" // the schema form of the drafts before 2019-09
+	return "$recursiveRef"
 }

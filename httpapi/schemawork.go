@@ -286,33 +286,51 @@ func (g *schemaGraph) order() {
 	}
 }
 
-// inPlaceSchemas lists the schemas that apply to the instance s applies
-// to, but for those a dynamic or recursive reference may resolve to
-// besides its static target (any schema with its anchor: the graph's
-// hubs).
-func inPlaceSchemas(s *jsonschema.Schema) []*jsonschema.Schema {
-	var targets []*jsonschema.Schema
-	add := func(schemas ...*jsonschema.Schema) {
-		for _, target := range schemas {
-			if target != nil {
-				targets = append(targets, target)
-			}
-		}
-	}
-	add(s.Ref, s.Not, s.If, s.Then, s.Else)
-	add(s.AllOf...)
-	add(s.AnyOf...)
-	add(s.OneOf...)
-	add(s.RecursiveRef)
+// inPlaceApplicator is a keyword of a schema with the schemas it applies
+// to the schema's own instance.
+type inPlaceApplicator struct {
+	keyword string
+	schemas []*jsonschema.Schema
+}
+
+// inPlaceApplicators lists s's keywords that apply schemas to the
+// instance s applies to, in the order inPlaceSchemas walks them; a
+// keyword s does not use holds nil. A dynamic or recursive reference
+// lists its static target only: it may resolve to any schema with its
+// anchor besides (the graph's hubs).
+func inPlaceApplicators(s *jsonschema.Schema) []inPlaceApplicator {
+	var dynamic *jsonschema.Schema
 	if s.DynamicRef != nil {
-		add(s.DynamicRef.Ref)
+		dynamic = s.DynamicRef.Ref
 	}
+	var dependents, dependencies []*jsonschema.Schema
 	for _, name := range slices.Sorted(maps.Keys(s.DependentSchemas)) {
-		add(s.DependentSchemas[name])
+		dependents = append(dependents, s.DependentSchemas[name])
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.Dependencies)) {
 		if dependency, ok := s.Dependencies[name].(*jsonschema.Schema); ok {
-			add(dependency)
+			dependencies = append(dependencies, dependency)
+		}
+	}
+	return []inPlaceApplicator{
+		{"$ref", []*jsonschema.Schema{s.Ref}}, {"not", []*jsonschema.Schema{s.Not}},
+		{"if", []*jsonschema.Schema{s.If}}, {"then", []*jsonschema.Schema{s.Then}}, {"else", []*jsonschema.Schema{s.Else}},
+		{"allOf", s.AllOf}, {"anyOf", s.AnyOf}, {"oneOf", s.OneOf},
+		{"$recursiveRef", []*jsonschema.Schema{s.RecursiveRef}}, {"$dynamicRef", []*jsonschema.Schema{dynamic}},
+		{"dependentSchemas", dependents}, {"dependencies", dependencies},
+	}
+}
+
+// inPlaceSchemas lists the schemas that apply to the instance s applies
+// to (inPlaceApplicators), but for those a dynamic or recursive
+// reference may resolve to besides its static target.
+func inPlaceSchemas(s *jsonschema.Schema) []*jsonschema.Schema {
+	var targets []*jsonschema.Schema
+	for _, applicator := range inPlaceApplicators(s) {
+		for _, target := range applicator.schemas {
+			if target != nil {
+				targets = append(targets, target)
+			}
 		}
 	}
 	return targets
