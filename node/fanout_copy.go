@@ -94,7 +94,7 @@ func fanoutObserverOf(observer Observer) FanoutObserver {
 // nanoseconds each even when all waited, a millisecond per tick for a
 // node of 20,000.
 func (n *Node) driveFanout() {
-	if n.nowMs < n.fanout.nextMs && n.fanout.topicsVersion == n.meta.State().TopicsVersion() && n.fanout.parents != nil {
+	if n.nowMs < n.fanout.nextMs && n.fanoutViewCurrent() {
 		return
 	}
 	n.refreshFanoutView()
@@ -118,15 +118,20 @@ func (n *Node) driveFanout() {
 	n.fanout.owned = owned[:0]
 }
 
+// fanoutViewCurrent reports whether the list of parents was built from
+// the metastore's topics as they are.
+func (n *Node) fanoutViewCurrent() bool {
+	return n.fanout.parents != nil && n.fanout.topicsVersion == n.meta.State().TopicsVersion()
+}
+
 // refreshFanoutView rebuilds the list of parents when the metastore's
 // topics changed (links and owners are topic changes), and drops the
 // cursors of links that went away.
 func (n *Node) refreshFanoutView() {
-	version := n.meta.State().TopicsVersion()
-	if version == n.fanout.topicsVersion && n.fanout.parents != nil {
+	if n.fanoutViewCurrent() {
 		return
 	}
-	n.fanout.topicsVersion, n.fanout.parents = version, []fanoutParent{}
+	n.fanout.topicsVersion, n.fanout.parents = n.meta.State().TopicsVersion(), []fanoutParent{}
 	for _, record := range n.meta.State().Topics() {
 		if len(record.Children) > 0 {
 			n.fanout.parents = append(n.fanout.parents, fanoutParent{record: record, owned: n.ownedPartitions(record)})

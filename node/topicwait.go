@@ -86,10 +86,11 @@ func topicOf(req msg.Request) string {
 }
 
 // pinnedPartition is the highest partition a request pins (a produce's
-// records, a consume's, a replay's, a description's of one partition); ok is false, and highest
-// msg.PartitionNone, when it pins none, or one that no version of any
-// topic can have (possiblePartition), which is answered at once. It
-// allocates nothing: every request is looked at (awaited).
+// records, a consume's, a replay's, a description's of one partition);
+// ok is false, and highest msg.PartitionNone, when it pins none, or one
+// that no version of any topic can have (possiblePartition), which is
+// answered at once. It allocates nothing: every request is looked at
+// (awaited).
 func pinnedPartition(req msg.Request) (highest int, ok bool) {
 	highest = msg.PartitionNone
 	switch r := req.(type) {
@@ -105,9 +106,6 @@ func pinnedPartition(req msg.Request) (highest int, ok bool) {
 	case msg.Replay:
 		highest = r.Partition
 	case msg.GetTopic:
-		if r.Partition == msg.PartitionNone {
-			return msg.PartitionNone, false
-		}
 		highest = r.Partition
 	}
 	if !possiblePartition(highest) {
@@ -175,9 +173,8 @@ func (n *Node) hold(id msg.RequestID, req msg.Request) bool {
 // heldForMs is how long a request waits for its topic or partition: a
 // client's for a forward's timeout; a peer's (a forwarded request) for
 // half of it, so its 503 reaches the sender before the sender's own
-// timeout. Held as long,
-// it always came after: the sender took this healthy node for down
-// (PeerDownMs) and answered its client so.
+// timeout. Held as long, it always came after: the sender took this
+// healthy node for down (PeerDownMs) and answered its client so.
 func (n *Node) heldForMs(id msg.RequestID) int64 {
 	if localOnly(id) {
 		return n.cfg.ForwardTimeoutMs / 2
