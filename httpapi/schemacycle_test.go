@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -80,5 +82,23 @@ func TestSchemaGraphFindsEveryInPlaceCycle(t *testing.T) {
 		require.NoError(t, err, name)
 		require.Empty(t, newSchemaGraph(compiled).inPlaceCycle(), "%s has no in-place cycle", name)
 		require.Nil(t, newTestSchemaRegistry().checkDocument(context.Background(), []byte(schema)), name)
+	}
+}
+
+// Property: a schema with an in-place cycle under each of several
+// patternProperties is refused naming the same cycle every time (the
+// first pattern's, in the patterns' sorted order), not one that depends
+// on the order a map of patterns is walked in.
+func TestTheCycleNamedDoesNotDependOnMapOrder(t *testing.T) {
+	var patterns, defs []string
+	for _, name := range []string{"a", "b", "c", "d", "e", "f"} {
+		patterns = append(patterns, fmt.Sprintf(`"^%s":{"$ref":"#/$defs/%s"}`, name, name))
+		defs = append(defs, fmt.Sprintf(`"%s":{"allOf":[{"$ref":"#/$defs/%s"}]}`, name, name))
+	}
+	schema := `{"type":"object","patternProperties":{` + strings.Join(patterns, ",") + `},"$defs":{` + strings.Join(defs, ",") + `}}`
+	for range 30 {
+		compiled, err := compileDocument([]byte(schema))
+		require.NoError(t, err)
+		require.Equal(t, "#/$defs/a --allOf--> #/$defs/a/allOf/0 --$ref--> #/$defs/a", newSchemaGraph(compiled).inPlaceCycle())
 	}
 }

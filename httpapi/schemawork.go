@@ -352,8 +352,9 @@ func childSchemas(s *jsonschema.Schema) []*jsonschema.Schema {
 	for _, name := range slices.Sorted(maps.Keys(s.Properties)) {
 		add(s.Properties[name])
 	}
-	for _, pattern := range s.PatternProperties {
-		add(pattern)
+	patterns := slices.SortedFunc(maps.Keys(s.PatternProperties), func(a, b jsonschema.Regexp) int { return strings.Compare(a.String(), b.String()) })
+	for _, pattern := range patterns { // sorted: the graph's order decides which cycle a refusal names
+		add(s.PatternProperties[pattern])
 	}
 	for _, maybe := range []any{s.AdditionalProperties, s.AdditionalItems, s.Items} {
 		switch value := maybe.(type) {
