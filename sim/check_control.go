@@ -30,16 +30,31 @@ const (
 	// controlCheckTimeout bounds porcupine's check of the history; a check
 	// that times out is a failure ("unknown" is never a pass).
 	controlCheckTimeout = 30 * time.Second
+	// controlPartitionsMax bounds the partition count the operator grows
+	// its topics to.
+	controlPartitionsMax = 2 * msg.PartitionsMin
 )
 
-// controlPlane is an operator that creates, alters and deletes a few
-// small topics (the fewest partitions allowed) during the safety phase, and the record of what
-// it saw. At the end, porcupine checks that every topic name behaved as
-// a linearizable register (control-plane): a create answered 201 found no
-// topic, 409 found one; an alter answered 200 found one and set its
-// visibility timeout; a delete answered 204 found one, 404 none. An
-// operation with no answer, or a 5xx, may or may not have happened: the
-// model allows both (porcupine's nondeterministic model).
+// controlPlane is an operator that creates, alters, grows and deletes a
+// few small topics (the fewest partitions allowed at their creation, at
+// most controlPartitionsMax) during the safety phase, and the record of
+// what it saw. At the end, porcupine checks that every topic name behaved
+// as a linearizable register (control-plane): a create answered 201 found
+// no topic, 409 found one; an alter answered 200 found one and set its
+// visibility timeout; a grow answered 200 found one (its answer gives the
+// count asked for), 404 none, and 409 changed nothing; a delete answered
+// 204 found one, 404 none. An operation with no answer, or a 5xx, may or
+// may not have happened: the model allows both (porcupine's
+// nondeterministic model).
+//
+// A grow to the count a node's replica has already is answered 200 from
+// that replica, and one below it 400: both are reads of a replica, which
+// may lag, so the model takes them in any state, with no effect (a grow
+// that added partitions is answered once applied, like any write). What
+// checks that the grown partitions serve is the liveness probe after the
+// heal (controlTopicProbes): every partition the committed log gives a
+// control topic is replayed through every node, never answered 400 or
+// 404.
 //
 // A write is answered by its proposer once applied there, so every
 // answer of a create, alter or delete is in the history (a create's 409
@@ -69,7 +84,7 @@ type controlPlane struct {
 var controlKinds = []struct {
 	kind    string
 	percent int
-}{{"write", 20}, {"read", 20}, {"create", 25}, {"alter", 10}, {"delete", 25}}
+}{{"write", 20}, {"read", 20}, {"create", 20}, {"alter", 5}, {"grow", 15}, {"delete", 20}}
 
 // controlKindOf maps a roll in [0, 100) to an operation's kind.
 func controlKindOf(roll int) string {
@@ -82,12 +97,14 @@ func controlKindOf(roll int) string {
 	panic("sim: control roll out of range")
 }
 
-// controlInput is one operation: kind is "create", "alter" or "delete";
-// visibilityMs the value a create or an alter sets.
+// controlInput is one operation: kind is "create", "alter", "grow" or
+// "delete"; visibilityMs the value a create or an alter sets, partitions
+// the count a grow asks for.
 type controlInput struct {
 	topic        string
 	kind         string
 	visibilityMs int
+	partitions   int
 }
 
 // controlOutput is its answer: the status, 0 when none came or it was a
@@ -98,7 +115,8 @@ type controlOutput struct {
 
 // controlStatuses are the answers a correct server gives the operator
 // (0 standing for none, or a 5xx).
-var controlStatuses = []int{0, http.StatusCreated, http.StatusConflict, http.StatusOK, http.StatusNoContent, http.StatusNotFound}
+var controlStatuses = []int{0, http.StatusCreated, http.StatusConflict, http.StatusOK, http.StatusNoContent, http.StatusNotFound,
+	http.StatusBadRequest}
 
 // controlState is a topic name's register.
 type controlState struct {
@@ -152,6 +170,10 @@ func (cp *controlPlane) next() {
 	case "alter":
 		body := fmt.Sprintf(`{"visibility_timeout_ms":%d}`, in.visibilityMs)
 		c = &call{kind: "ctl-alter", httpRequest: newHTTPRequest(http.MethodPatch, "/v1/topics/"+in.topic, "application/json", body)}
+	case "grow":
+		in.partitions = cp.growTo(in.topic)
+		body := fmt.Sprintf(`{"partitions":%d}`, in.partitions)
+		c = &call{kind: "ctl-grow", httpRequest: newHTTPRequest(http.MethodPatch, "/v1/topics/"+in.topic, "application/json", body)}
 	default:
 		cp.purge.arm(in.topic)
 		c = &call{kind: "ctl-delete", httpRequest: newHTTPRequest(http.MethodDelete, "/v1/topics/"+in.topic, "", "")}
@@ -177,11 +199,12 @@ func (cp *controlPlane) done(c *call, in controlInput, response *httpapi.Respons
 		cp.w.fail("control-plane", "%s answered %d: %s", c.describe(), status, response.Body)
 		return
 	}
-	if status == http.StatusOK && in.kind == "alter" && !alterSetVisibility(response.Body, in.visibilityMs) {
-		cp.w.fail("control-plane", "%s answered 200 with %s, not the visibility it set", c.describe(), response.Body)
+	if problem := controlAnswerProblem(in, status, response); problem != "" {
+		cp.w.fail("control-plane", "%s answered %d with %s: %s", c.describe(), status, response.Body, problem)
 		return
 	}
 	cp.operations = append(cp.operations, op)
+	cp.records.answered(in, status)
 	if in.kind == "create" {
 		if status == http.StatusCreated {
 			cp.records.created(in.topic, cp.w.nowMs)
@@ -189,6 +212,44 @@ func (cp *controlPlane) done(c *call, in controlInput, response *httpapi.Respons
 		cp.purge.created(in.topic, status)
 	}
 	cp.scheduleNext()
+}
+
+// growTo draws the count a grow asks for: mostly more than the operator
+// believes the topic has (controlRecords.partitions), up to
+// controlPartitionsMax; sometimes the same count (a grow retried), or
+// one fewer (a shrink, refused).
+func (cp *controlPlane) growTo(topic string) int {
+	believed := cp.records.partitionsOf(topic)
+	switch roll := cp.rng.IntN(100); {
+	case roll < 15:
+		return believed
+	case roll < 30 && believed > msg.PartitionsMin:
+		return believed - 1
+	}
+	return min(believed+1+cp.rng.IntN(2), controlPartitionsMax)
+}
+
+// controlAnswerProblem names what is wrong with an answer's body, beyond
+// its status: an alter's 200 gives the visibility it set, a grow's 200
+// the count it asked for, and a grow's 400 refuses a shrink; "" when
+// nothing is.
+func controlAnswerProblem(in controlInput, status int, response *httpapi.Response) string {
+	switch {
+	case status == http.StatusOK && in.kind == "alter" && !alterSetVisibility(response.Body, in.visibilityMs):
+		return "not the visibility it set"
+	case status == http.StatusOK && in.kind == "grow" && !grewTo(response.Body, in.partitions):
+		return fmt.Sprintf("not the %d partitions it asked for", in.partitions)
+	case status == http.StatusBadRequest && (in.kind != "grow" || !strings.Contains(string(response.Body), "partitions can only grow")):
+		return "a 400 that is not a grow's refused shrink"
+	}
+	return ""
+}
+
+func grewTo(body []byte, partitions int) bool {
+	var info struct {
+		Partitions int `json:"partitions"`
+	}
+	return json.Unmarshal(body, &info) == nil && info.Partitions == partitions
 }
 
 func alterSetVisibility(body []byte, visibilityMs int) bool {
@@ -234,17 +295,21 @@ var controlModel = porcupine.NondeterministicModel{
 	Step: func(state, input, output any) []any {
 		s, in, out := state.(controlState), input.(controlInput), output.(controlOutput)
 		applied, effect := controlEffect(s, in)
-		switch out.status {
-		case 0:
+		switch {
+		case out.status == 0:
 			return []any{s, applied}
-		case effect:
+		case out.status == effect:
 			return []any{applied}
+		case in.kind == "grow" && out.status == http.StatusBadRequest:
+			return []any{s} // a replica's refusal of a shrink, which may lag
+		case in.kind == "grow" && out.status == http.StatusConflict && s.exists:
+			return []any{s} // a replica that lagged proposed a growth the log had passed
 		}
 		return nil
 	},
 	DescribeOperation: func(input, output any) string {
 		in, out := input.(controlInput), output.(controlOutput)
-		return fmt.Sprintf("%s %s (visibility %d) -> %d", in.kind, in.topic, in.visibilityMs, out.status)
+		return fmt.Sprintf("%s %s (visibility %d, partitions %d) -> %d", in.kind, in.topic, in.visibilityMs, in.partitions, out.status)
 	},
 }
 
@@ -260,6 +325,8 @@ func controlEffect(s controlState, in controlInput) (controlState, int) {
 		return s, http.StatusNotFound
 	case in.kind == "alter":
 		return controlState{exists: true, visibilityMs: in.visibilityMs}, http.StatusOK
+	case in.kind == "grow":
+		return s, http.StatusOK
 	}
 	return controlState{}, http.StatusNoContent
 }

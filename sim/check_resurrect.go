@@ -40,6 +40,12 @@ type controlRecords struct {
 	produced int
 	// judged counts the reads of acknowledged records the check judged.
 	judged int
+	// partitions is, by topic name, the count the operator believes the
+	// topic has: msg.PartitionsMin from a create answered 201 (or none
+	// seen), the count a grow answered 200 asked for when more. Its writes
+	// and reads cover that many partitions; a belief that is wrong (an
+	// operation with no answer took effect) only costs refusals.
+	partitions map[string]int
 }
 
 // controlWrite is where an acknowledged record of the operator went.
@@ -49,7 +55,25 @@ type controlWrite struct {
 }
 
 func newControlRecords(cp *controlPlane) *controlRecords {
-	return &controlRecords{cp: cp, createdMs: map[string][]int64{}, written: map[string]controlWrite{}}
+	return &controlRecords{cp: cp, createdMs: map[string][]int64{}, written: map[string]controlWrite{}, partitions: map[string]int{}}
+}
+
+// partitionsOf is the count the operator believes topic has.
+func (r *controlRecords) partitionsOf(topic string) int {
+	return max(r.partitions[topic], msg.PartitionsMin)
+}
+
+// answered updates the belief from an answer of the register's
+// operations: a create answered 201, a delete answered 204 and a 404 to
+// anything leave the name with (or for) a new creation's count; a grow
+// answered 200 has at least the count it asked for.
+func (r *controlRecords) answered(in controlInput, status int) {
+	switch {
+	case status == http.StatusCreated, status == http.StatusNoContent, status == http.StatusNotFound:
+		delete(r.partitions, in.topic)
+	case status == http.StatusOK && in.kind == "grow":
+		r.partitions[in.topic] = max(r.partitionsOf(in.topic), in.partitions)
+	}
 }
 
 // created notes a create answered 201.
@@ -57,12 +81,12 @@ func (r *controlRecords) created(topic string, returnMs int64) {
 	r.createdMs[topic] = append(r.createdMs[topic], returnMs)
 }
 
-// write produces one record into each partition of the topic, in one
-// batch, then goes on.
+// write produces one record into each partition the operator believes
+// the topic has, in one batch, then goes on.
 func (r *controlRecords) write(topic string) {
 	var lines strings.Builder
 	var payloads []string
-	for partition := range msg.PartitionsMin {
+	for partition := range r.partitionsOf(topic) {
 		r.produced++
 		payload := fmt.Sprintf("ctlw%d", r.produced)
 		payloads = append(payloads, payload)
@@ -81,8 +105,9 @@ func (r *controlRecords) write(topic string) {
 	r.cp.cl.send(c)
 }
 
-// read walks every partition of the topic from offset 0, judging each
-// record, until each ends or a read is refused, then goes on.
+// read walks every partition the operator believes the topic has from
+// offset 0, judging each record, until each ends or a read is refused,
+// then goes on.
 func (r *controlRecords) read(topic string, partition int, offset uint64) {
 	target := fmt.Sprintf("/v1/topics/%s/consume?partition=%d&offset=%d", topic, partition, offset)
 	c := &call{kind: "ctl-replay", target: r.cp.w.clientNode(r.cp.rng), httpRequest: newHTTPRequest(http.MethodGet, target, "", "")}
@@ -94,7 +119,7 @@ func (r *controlRecords) read(topic string, partition int, offset uint64) {
 		switch {
 		case ok && offset+1 < controlReadOffsetsMax:
 			r.read(topic, partition, offset+1)
-		case partition+1 < msg.PartitionsMin:
+		case partition+1 < r.partitionsOf(topic):
 			r.read(topic, partition+1, 0) // ended, absent, moved or refused: the next partition
 		default:
 			r.cp.scheduleNext()

@@ -262,9 +262,12 @@
 //     another handout or ack of the record, a node's start, a flip, a
 //     dead letter, a media fault or the site that cuts leases short
 //     could have ended it; and an operator's topic
-//     creates, alters and deletes are checked with porcupine as one
-//     linearizable register per topic name (control-plane); the operator
-//     also writes records into its topics and replays them, and a record
+//     creates, alters, grows and deletes are checked with porcupine as one
+//     linearizable register per topic name (control-plane; a grow's 400
+//     for a shrink, or 200 for the count it has, is a replica's read and
+//     judged only by its body); the operator
+//     also writes records into every partition it believes its topics
+//     have (grown ones too) and replays them, and a record
 //     acknowledged into one creation of a name must never be read after a
 //     later create of the name was answered 201 (control-resurrection:
 //     partition directories carry their creation's stamp). Each
@@ -281,7 +284,10 @@
 //     committed state plans nothing: the cluster is balanced), the late
 //     joiner of a moves world serves within 5 s of its start, and through
 //     every node not retired all members are alive, the owners are the
-//     committed ones, and every partition can be replayed.
+//     committed ones, and every partition can be replayed, the
+//     partitions the operator's grows added to its topics too
+//     (control-grow: a 400 or 404 for a partition the committed log has
+//     fails the run).
 //   - The queue empties (check_emptied.go): after the drain, every
 //     partition of the topic, as its owner describes it through the API,
 //     reaches a committed offset equal to its high watermark with nothing

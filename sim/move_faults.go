@@ -279,7 +279,7 @@ func (m *moveWatcher) phaseEntered(dest *simNode, session msg.Move) {
 		return
 	}
 	w.fanoutMoveLanded(session)
-	if session.Phase == "catchup" {
+	if session.Phase == "catchup" && session.Topic == w.topic { // storms write to the workload's topic
 		w.moves.storm.maybeStart(session.Partition)
 	}
 	source := w.nodeByID(session.From)
@@ -288,11 +288,12 @@ func (m *moveWatcher) phaseEntered(dest *simNode, session msg.Move) {
 	}
 }
 
-// caughtUp may kill the source of a move whose destination copied all of
-// the source's last state before the source froze (caughtUpKillPercent).
+// caughtUp may kill the source of a move of the workload's topic whose
+// destination copied all of the source's last state before the source
+// froze (caughtUpKillPercent).
 func (m *moveWatcher) caughtUp(session msg.Move) {
 	move := fmt.Sprintf("%s@%d", partitionName(session.Topic, session.Partition), session.StartedAtMs)
-	if !m.w.drawsFaults() || m.caughtUpDrawn[move] {
+	if !m.w.drawsFaults() || m.caughtUpDrawn[move] || session.Topic != m.w.topic { // the witness writes to the workload's topic
 		return
 	}
 	m.caughtUpDrawn[move] = true

@@ -280,7 +280,7 @@ func (s *movesScenario) drainingSet(id string, draining bool) {
 // flipped: a partition changed hands; a storm's partition that did cut
 // over is the hot-partition case the storms are for.
 func (s *movesScenario) flipped(topic string, partition int) {
-	if s.storm.stormed[partition] {
+	if topic == s.w.topic && s.storm.stormed[partition] {
 		delete(s.storm.stormed, partition)
 		chaos.Reached(markStormMoveCutOver)
 	}
@@ -289,7 +289,9 @@ func (s *movesScenario) flipped(topic string, partition int) {
 // aborted: a partition's move was aborted; a storm on it did not end in
 // a cut-over.
 func (s *movesScenario) aborted(topic string, partition int) {
-	delete(s.storm.stormed, partition)
+	if topic == s.w.topic {
+		delete(s.storm.stormed, partition)
+	}
 }
 
 // voterRemoved: a drained node left the voters; the operator shuts it

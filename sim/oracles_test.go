@@ -1,14 +1,15 @@
 package sim
 
 import (
-	"github.com/stretchr/testify/require"
 	"math"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/stretchr/testify/require"
 
+	"narad/httpapi"
 	"narad/meta"
 	"narad/msg"
 )
@@ -234,6 +235,19 @@ func TestControlModel(t *testing.T) {
 			controlOp(2, math.MaxInt64, "delete", 0, 0), controlOp(4, 5, "alter", 2000, 200)}, true},
 		{"concurrent creates: one wins", []porcupine.Operation{controlOp(0, 5, "create", 1000, 201),
 			controlOp(1, 4, "create", 2000, 201)}, false},
+		{"a grow finds the topic", []porcupine.Operation{controlOp(0, 1, "create", 1000, 201),
+			controlOp(2, 3, "grow", 0, 200), controlOp(4, 5, "delete", 0, 204), controlOp(6, 7, "grow", 0, 404)}, true},
+		{"a grow answered 200 after the delete", []porcupine.Operation{controlOp(0, 1, "create", 1000, 201),
+			controlOp(2, 3, "delete", 0, 204), controlOp(4, 5, "grow", 0, 200)}, false},
+		{"a grow's 404 while the topic exists", []porcupine.Operation{controlOp(0, 1, "create", 1000, 201),
+			controlOp(2, 3, "grow", 0, 404)}, false},
+		{"a grow's 409 changed nothing", []porcupine.Operation{controlOp(0, 1, "create", 1000, 201),
+			controlOp(2, 3, "grow", 0, 409), controlOp(4, 5, "create", 2000, 409)}, true},
+		{"a grow's 409 without a topic", []porcupine.Operation{controlOp(0, 1, "grow", 0, 409)}, false},
+		{"a replica's 400 for a shrink, in any state", []porcupine.Operation{controlOp(0, 1, "grow", 0, 400),
+			controlOp(2, 3, "create", 1000, 201), controlOp(4, 5, "grow", 0, 400)}, true},
+		{"an alter is never 400", []porcupine.Operation{controlOp(0, 1, "create", 1000, 201),
+			controlOp(2, 3, "alter", 2000, 400)}, false},
 	}
 	for _, c := range cases {
 		for i := range c.ops {
@@ -362,4 +376,38 @@ func TestLeaseModelHoldsOneIssuersHandlesToOrderAcrossFlips(t *testing.T) {
 		require.Equal(t, c.wantsFail, w.failure != nil, "%s: %v", c.name, w.failure)
 		require.Equal(t, 1, w.leases.afterFlip, "%s: the success came after a flip", c.name)
 	}
+}
+
+// Property: an answer to the operator is judged beyond its status: a
+// grow's 200 gives the count it asked for, and the only 400 it may get
+// is a grow's refused shrink.
+func TestControlAnswerProblem(t *testing.T) {
+	grow := controlInput{topic: "ctl0", kind: "grow", partitions: 5}
+	answer := func(body string) *httpapi.Response { return &httpapi.Response{Body: []byte(body)} }
+	require.Empty(t, controlAnswerProblem(grow, http.StatusOK, answer(`{"name":"ctl0","partitions":5}`)))
+	require.NotEmpty(t, controlAnswerProblem(grow, http.StatusOK, answer(`{"name":"ctl0","partitions":4}`)))
+	require.Empty(t, controlAnswerProblem(grow, http.StatusBadRequest, answer(`{"error":"partitions can only grow: have 6, asked 5"}`)))
+	require.NotEmpty(t, controlAnswerProblem(grow, http.StatusBadRequest, answer(`{"error":"invalid json"}`)))
+	alter := controlInput{topic: "ctl0", kind: "alter", visibilityMs: 2_000}
+	require.NotEmpty(t, controlAnswerProblem(alter, http.StatusBadRequest, answer(`{"error":"partitions can only grow"}`)))
+	require.Empty(t, controlAnswerProblem(alter, http.StatusOK, answer(`{"visibility_timeout_ms":2000}`)))
+}
+
+// Property: the liveness probe of a grown partition fails the run on a
+// 400 or 404 for a partition the committed log has, retries a 5xx, and
+// judges nothing past the committed count.
+func TestControlReplayProbeJudgesGrownPartitions(t *testing.T) {
+	options := DefaultOptions(1)
+	options.Nodes = 3
+	w := NewWorld(options)
+	w.metaLog.topics["ctl0"] = make([]meta.Assignment, 5)
+	probe := &call{client: newClient(w, "probe", roleAdmin), kind: "ctl-replay", httpRequest: newHTTPRequest(http.MethodGet, "/v1/topics/ctl0/consume?partition=4&offset=0", "", "")}
+	require.False(t, w.judgeControlReplay("ctl0", 4)(probe, &httpapi.Response{Status: http.StatusServiceUnavailable}), "a 503 is retried")
+	require.Nil(t, w.failure)
+	require.True(t, w.judgeControlReplay("ctl0", 4)(probe, &httpapi.Response{Status: http.StatusNoContent}))
+	require.True(t, w.judgeControlReplay("ctl0", 5)(probe, &httpapi.Response{Status: http.StatusBadRequest}), "past the committed count")
+	require.Nil(t, w.failure)
+	require.False(t, w.judgeControlReplay("ctl0", 4)(probe, &httpapi.Response{Status: http.StatusBadRequest, Body: []byte(`{"error":"invalid partition"}`)}))
+	require.NotNil(t, w.failure)
+	require.Equal(t, "control-grow", w.failure.Checker)
 }

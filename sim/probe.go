@@ -212,8 +212,50 @@ func (w *World) livenessProbes() []probeSpec {
 			url := fmt.Sprintf("/v1/topics/%s/consume?partition=%d&offset=0", w.topic, partition)
 			probes = append(probes, probeSpec{target: n, kind: fmt.Sprintf("replay-p%d", partition), url: url, judge: w.judgeReplay(partition)})
 		}
+		probes = append(probes, w.controlTopicProbes(n)...)
 	}
 	return probes
+}
+
+// controlTopicProbes replay offset 0 of every partition the committed log
+// gives the operator's topics (grown by it, check_control.go) through n.
+func (w *World) controlTopicProbes(n *simNode) []probeSpec {
+	var probes []probeSpec
+	for i := range controlTopicsCount {
+		topic := fmt.Sprintf("ctl%d", i)
+		for partition := range w.metaLog.topics[topic] {
+			url := fmt.Sprintf("/v1/topics/%s/consume?partition=%d&offset=0", topic, partition)
+			probes = append(probes, probeSpec{target: n, kind: fmt.Sprintf("ctl-replay-%s-p%d", topic, partition), url: url,
+				judge: w.judgeControlReplay(topic, partition)})
+		}
+	}
+	return probes
+}
+
+// judgeControlReplay accepts a replay of offset 0 of a partition of the
+// operator's topic that the committed log has: its record, nothing yet,
+// or 410 (the record lost to a fault). A 400 or 404 fails the run: the
+// node refused a partition, or a topic, the log committed and the
+// cluster has healed since (a node that never applied a growth, or
+// refused a pin to a partition it had not applied yet instead of waiting
+// for it). A partition the log no longer has (a delete applied late) is
+// not judged.
+func (w *World) judgeControlReplay(topic string, partition int) func(c *call, response *httpapi.Response) bool {
+	return func(c *call, response *httpapi.Response) bool {
+		switch {
+		case partition >= len(w.metaLog.topics[topic]):
+			return true
+		case response == nil || response.Status >= 500 || response.Status == http.StatusMisdirectedRequest:
+			return false
+		case response.Status == http.StatusOK:
+			return w.control.records.judge(c, topic, response.Body)
+		case response.Status == http.StatusNoContent || response.Status == http.StatusGone:
+			return true
+		}
+		w.fail("control-grow", "%s: %d for partition %d of %s, which the log gives %d partitions: %s", c.describe(), response.Status,
+			partition, topic, len(w.metaLog.topics[topic]), response.Body)
+		return false
+	}
 }
 
 // judgeReplay accepts a replay of offset 0 of a partition: the record
