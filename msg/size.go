@@ -3,10 +3,15 @@ package msg
 // PayloadBytes is the bulk an envelope carries: the keys and payloads of
 // records (produced, consumed, replayed), the chunk of a move's read, the
 // lists of a move's source state (moveStateBytes), the schema of a topic
-// change and the data of Raft entries and snapshots. The
-// rest of a message (ids, names, offsets) is small and bounded by its
+// change, the data of Raft entries and snapshots, and every list an
+// answer or an ack carries (listBytes: placements, receipt handles and
+// their outcomes, topics of a page, partition stats, members, moves,
+// children), each element at its fixed fields' size plus its strings.
+// The rest of a message (ids, names, offsets) is small and bounded by its
 // type, so this is what a queue of envelopes must count to bound its
-// memory (peer's send queue does).
+// memory (peer's send queue and the loop's peer inbox do): a produce of
+// a hundred thousand empty records answered through another node is
+// megabytes of placements and no payload.
 func PayloadBytes(env Envelope) int64 {
 	switch m := env.Message.(type) {
 	case RaftMessage:
@@ -47,6 +52,8 @@ func requestBytes(request Request) int64 {
 		return int64(len(r.Schema))
 	case AlterTopic:
 		return int64(len(r.Schema))
+	case Ack:
+		return stringsBytes(r.Handles)
 	}
 	return 0
 }
@@ -56,20 +63,92 @@ func resultBytes(result Result) int64 {
 	case ConsumeResult:
 		total := int64(0)
 		for _, m := range r.Messages {
-			total += int64(len(m.Key) + len(m.Payload))
+			total += messageBytes(m)
 		}
 		return total
 	case ReplayResult:
 		if r.Message == nil {
 			return 0
 		}
-		return int64(len(r.Message.Key) + len(r.Message.Payload))
+		return messageBytes(*r.Message)
 	case MoveChunk:
 		return int64(len(r.Data))
 	case MoveSourceState:
 		return moveStateBytes(r)
 	}
-	return 0
+	return listBytes(result)
+}
+
+// Per element of an answer's list, the bytes its fixed fields take (its
+// strings count too): a consumed record's partition, offset, commit time
+// and delivery count; a placement; an ack outcome's error; a topic's
+// settings; a partition's stats; a member's flags and counts; a move's
+// partition, byte counts and start; a child's lag.
+const (
+	messageFixedBytes        = 8 + 8 + 8 + 4
+	placementBytes           = 8 + 8
+	ackOutcomeFixedBytes     = 16
+	topicFixedBytes          = 8 * 10
+	partitionStatsFixedBytes = 8*9 + 1
+	memberFixedBytes         = 8*4 + 3
+	moveFixedBytes           = 8 * 4
+	childLagFixedBytes       = 8*2 + 1
+)
+
+// messageBytes counts a consumed or replayed record: its key and payload,
+// and the fixed fields and receipt handle that come with each.
+func messageBytes(m Message) int64 {
+	return int64(len(m.Key)+len(m.Payload)+len(m.ReceiptHandle)) + messageFixedBytes
+}
+
+// listBytes counts the lists of the answers that carry no records.
+func listBytes(result Result) int64 {
+	total := int64(0)
+	switch r := result.(type) {
+	case ProduceResult:
+		total = int64(len(r.Records)) * placementBytes
+	case AckResult:
+		for _, item := range r.Results {
+			total += int64(len(item.Handle)) + ackOutcomeFixedBytes
+		}
+	case TopicPage:
+		for _, info := range r.Topics {
+			total += topicBytes(info)
+		}
+	case TopicDetail:
+		total = topicBytes(r.TopicInfo)
+		for _, stats := range r.PartitionStats {
+			total += int64(len(stats.OwnerNode)) + partitionStatsFixedBytes
+		}
+	case MembersResult:
+		for _, m := range r.Members {
+			total += int64(len(m.ID)+len(m.Addr)+len(m.Status)) + memberFixedBytes
+		}
+	case MovesResult:
+		for _, m := range r.Moves {
+			total += int64(len(m.Topic)+len(m.From)+len(m.To)+len(m.Phase)) + moveFixedBytes
+		}
+	case ChildrenResult:
+		for _, child := range r.Children {
+			total += int64(len(child.Name)) + childLagFixedBytes
+		}
+	}
+	return total
+}
+
+// topicBytes counts a topic's settings and names.
+func topicBytes(info TopicInfo) int64 {
+	return int64(len(info.Name)+len(info.Owner)+len(info.DeadLetterTopic)+len(info.Role)+len(info.Parent)+len(info.AttachEpoch)) +
+		stringsBytes(info.Children) + topicFixedBytes
+}
+
+// stringsBytes sums the lengths of strings.
+func stringsBytes(values []string) int64 {
+	total := int64(0)
+	for _, value := range values {
+		total += int64(len(value))
+	}
+	return total
 }
 
 // Per element of a move's source state, the bytes its fixed fields take:
