@@ -59,7 +59,7 @@ type Config struct {
 	SendQueueMax int
 	// SendQueueBytesMax bounds the payload bytes of the messages queued
 	// for one peer (msg.PayloadBytes: record keys and payloads, Raft entry
-	// data), so that a slow peer cannot make forwards of large batches
+	// data, move chunks, the lists answers carry), so that a slow peer cannot make forwards of large batches
 	// pile up to SendQueueMax times their size. Past it Send drops the
 	// message and counts it, as on a full queue; a single message larger
 	// than the bound is still queued when nothing else is.
