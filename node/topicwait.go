@@ -15,7 +15,9 @@ import (
 // has applied, is held (awaited decides, for every route): a client's
 // request asks the metastore leader first, whose answer settles it when
 // the leader does not know the topic either (404) or has fewer partitions
-// than the pin (400), and otherwise confirms what it waits for; every
+// than the pin (400), and otherwise confirms what it waits for (the
+// leader's own requests wait only while its log holds a change of the
+// topic it has not applied, meta.TopicCountPending); every
 // held request is served again as soon as this replica has what it waits
 // for (or its topic is gone), and answered 503 (retry) if it does not in
 // time, or, a pin nobody confirmed, from the applied state (400).
@@ -144,15 +146,22 @@ func (n *Node) awaited(req msg.Request) (awaiting, bool) {
 
 // hold holds the request if it must wait for this replica (awaited); it
 // reports whether it took the request (held, or answered 503), and the
-// caller then serves nothing.
+// caller then serves nothing. On the metastore leader it waits only while
+// the leader's log holds a change of the topic's existence or count past
+// what it applied (committed and not applied yet, or not committed yet:
+// a new leader's log holds entries of its predecessor's it has not
+// applied, and a leader applies what it commits at its next Ready);
+// held for it, it counts as confirmed (503 at its deadline, never 400).
+// With nothing pending, the leader's applied state answers at once.
 func (n *Node) hold(id msg.RequestID, req msg.Request) bool {
 	w, waits := n.awaited(req)
 	if !waits {
 		return false
 	}
 	leader, leaderKnown := n.meta.Leader()
-	if leaderKnown && leader == n.cfg.NodeID {
-		return false // the leader's replica is the authority: its 404 or 400 stands
+	leads := leaderKnown && leader == n.cfg.NodeID
+	if leads && !n.meta.TopicCountPending(w.topic) {
+		return false // the leader's replica, with nothing pending, is the authority: its 404 or 400 stands
 	}
 	if !leaderKnown {
 		n.reply(id, nil, msg.Unavailable("%s is not known here and no metadata leader is known to ask; retry", w))
@@ -163,8 +172,8 @@ func (n *Node) hold(id msg.RequestID, req msg.Request) bool {
 		return true
 	}
 	n.heldSeq++
-	n.held = append(n.held, heldRequest{id: id, request: req, awaiting: w, deadlineMs: n.nowMs + n.heldForMs(id), seq: n.heldSeq, confirmed: localOnly(id)})
-	if !localOnly(id) {
+	n.held = append(n.held, heldRequest{id: id, request: req, awaiting: w, deadlineMs: n.nowMs + n.heldForMs(id), seq: n.heldSeq, confirmed: localOnly(id) || leads})
+	if !localOnly(id) && !leads {
 		n.askLeaderAbout(leader, w.topic)
 	}
 	return true
@@ -279,8 +288,10 @@ func (n *Node) clientUnconfirmed(topic string) bool {
 
 // serveHeld serves the held requests that need wait no more: this
 // replica has what they waited for, or the topic whose partition they
-// waited for is gone (the applied state answers them: 404); it answers
-// those whose wait ran out.
+// waited for is gone (the applied state answers them: 404), or this
+// replica leads and applied every change of the topic its log holds
+// (its applied state answers them: 404 or 400); it answers those whose
+// wait ran out.
 func (n *Node) serveHeld() {
 	if len(n.held) == 0 {
 		return
@@ -292,6 +303,8 @@ func (n *Node) serveHeld() {
 		switch {
 		case !waits || (w.partition == msg.PartitionNone && h.awaiting.partition != msg.PartitionNone):
 			ready = append(ready, h)
+		case n.leaderSettles(w.topic):
+			ready = append(ready, h) // the leader applied every change of the topic: its 404 or 400 is final
 		case h.deadlineMs > n.nowMs:
 			h.awaiting = w
 			waiting = append(waiting, h)
@@ -305,4 +318,11 @@ func (n *Node) serveHeld() {
 	for _, h := range ready {
 		n.serve(h.id, h.request)
 	}
+}
+
+// leaderSettles reports whether this replica leads the metastore and its
+// log holds no change of the topic's existence or count past what it
+// applied: its applied state then answers for the cluster.
+func (n *Node) leaderSettles(topic string) bool {
+	return n.meta.IsLeader() && !n.meta.TopicCountPending(topic)
 }

@@ -1,0 +1,126 @@
+package node
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"narad/msg"
+)
+
+// raftOf returns the raft message an envelope carries, if it carries one.
+func raftOf(env msg.Envelope) (*raftpb.Message, bool) {
+	raft, ok := env.Message.(msg.RaftMessage)
+	return raft.Message, ok
+}
+
+// TestTheLeaderHoldsAPinBetweenTheCommitAndTheApplyOfAGrowth: a produce
+// pinned to a partition of a growth the leader has committed but not
+// applied yet (its next Ready applies it) is held by the leader and
+// served once the growth is applied, not refused 400 from the count it
+// applied; with the growth applied and nothing pending, a pin past the
+// new count is a 400 at once, as before.
+func TestTheLeaderHoldsAPinBetweenTheCommitAndTheApplyOfAGrowth(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 3)
+	var acknowledgements []msg.Envelope
+	c.drop = func(env msg.Envelope) bool {
+		message, ok := raftOf(env)
+		if ok && env.To == leader && message.GetType() == raftpb.MsgAppResp {
+			acknowledgements = append(acknowledgements, env)
+			return true
+		}
+		return false
+	}
+	grow := 6
+	alter := c.send(c.otherThan(leader), msg.AlterTopic{Name: "t", Partitions: &grow})
+	c.settle()
+	require.NotEmpty(t, acknowledgements, "sanity: the followers appended the growth")
+	c.drop = nil
+	for _, env := range acknowledgements {
+		require.NoError(t, c.nodes[env.To].Step(env))
+	}
+	status := c.nodes[leader].meta.Status()
+	require.Greater(t, status.Commit, status.Applied, "sanity: the leader committed the growth and has not applied it")
+
+	pinned := c.send(leader, producePinned("t", 5, "grown"))
+	c.settle()
+	require.NoError(t, c.replies[alter].Err, "sanity: the growth applied")
+	reply, answered := c.replies[pinned]
+	require.True(t, answered, "the held produce is served once the leader applied the growth")
+	require.NoError(t, reply.Err, "a partition the leader committed is not refused as out of range")
+	require.Equal(t, 5, reply.Result.(msg.ProduceResult).Records[0].Partition, "written where it was pinned")
+
+	past := c.send(leader, producePinned("t", 6, "past"))
+	require.Zero(t, c.nodes[leader].Stats().HeldRequests, "with nothing pending the leader's count is final: not held")
+	c.settle()
+	require.Equal(t, msg.CodeInvalid, msg.CodeOf(c.replies[past].Err), "past the leader's applied count with nothing pending: %v", c.replies[past].Err)
+}
+
+// TestANewLeaderHoldsAForwardedPinUntilItAppliesItsPredecessorsGrowth: a
+// growth committed and applied by the old leader and a follower reaches
+// the new leader's log, but not its applied state until the new leader
+// commits an entry of its own term. A consume pinned to a new partition,
+// taken by the follower and forwarded to its owner, the new leader,
+// waits there for the growth instead of coming back 400.
+func TestANewLeaderHoldsAForwardedPinUntilItAppliesItsPredecessorsGrowth(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	old := c.electWithTopic("t", 3)
+	growth := c.nodes[old].meta.Status().Commit + 1
+	uninformed := map[string]bool{}
+	for _, id := range c.except(old) {
+		uninformed[id] = true
+	}
+	c.drop = func(env msg.Envelope) bool { return withholdCommit(c, env, uninformed, growth) }
+	grow := 6
+	require.NoError(t, c.do(old, msg.AlterTopic{Name: "t", Partitions: &grow}).Err)
+	owners := c.owners(old, "t")
+	partition := 5
+	for partition >= 3 && owners[partition] == old {
+		partition--
+	}
+	require.GreaterOrEqual(t, partition, 3, "sanity: a new partition is owned by a follower: %v", owners)
+	next, follower := owners[partition], c.otherThan(old, owners[partition])
+	delete(uninformed, follower)
+	for range 3 {
+		c.tick(100) // the follower learns the commit; next does not
+	}
+	record, _ := c.nodes[follower].meta.State().Topic("t")
+	require.Equal(t, 6, record.Partitions, "sanity: the follower applied the growth")
+
+	require.NoError(t, c.nodes[old].meta.TransferLeadership(next))
+	c.drop = func(env msg.Envelope) bool {
+		message, ok := raftOf(env)
+		return withholdCommit(c, env, uninformed, growth) || (ok && env.To == next && message.GetType() == raftpb.MsgAppResp)
+	}
+	c.settle()
+	require.True(t, c.nodes[next].meta.IsLeader(), "sanity: the leadership moved to the owner of the new partition")
+	record, _ = c.nodes[next].meta.State().Topic("t")
+	require.Equal(t, 3, record.Partitions, "sanity: the new leader has not applied the growth")
+
+	consume := c.send(follower, msg.Consume{Topic: "t", Partition: partition})
+	c.settle()
+	reply, answered := c.replies[consume]
+	require.False(t, answered, "a consume pinned to a partition in the new leader's log waits there; answered %v", reply.Err)
+	require.Equal(t, 1, c.nodes[next].Stats().HeldRequests, "held by the new leader")
+	c.drop = nil
+	reply = c.await(consume, 100, 20)
+	require.NoError(t, reply.Err, "served once the new leader applied the growth")
+	require.IsType(t, msg.ConsumeResult{}, reply.Result)
+}
+
+// withholdCommit delivers a raft message to a node in uninformed with its
+// commit index lowered below growth (and so drops it, having stepped the
+// copy): the node appends the entry but never learns it committed.
+func withholdCommit(c *clusterHarness, env msg.Envelope, uninformed map[string]bool, growth uint64) bool {
+	message, ok := raftOf(env)
+	if !ok || !uninformed[env.To] || message.GetCommit() < growth {
+		return false
+	}
+	lowered := proto.Clone(message).(*raftpb.Message)
+	lowered.Commit = new(growth - 1)
+	require.NoError(c.t, c.nodes[env.To].Step(msg.Envelope{From: env.From, To: env.To, Message: msg.RaftMessage{Message: lowered}}))
+	return true
+}
