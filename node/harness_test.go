@@ -17,7 +17,7 @@ import (
 // in-memory disk: every request is handled and every Ready persisted,
 // answered and advanced before the call returns.
 type harness struct {
-	t   *testing.T
+	t   testing.TB
 	cfg Config
 	fs  *storage.MemFS
 	// metaPath is the metastore's bbolt file (a real file: bbolt cannot
@@ -42,7 +42,7 @@ const harnessStartMs int64 = 1_700_000_000_000
 // draws a fresh one at every start).
 var testHandleKey = bytes.Repeat([]byte{0x5a}, HandleKeyBytes)
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.HandleKey = testHandleKey

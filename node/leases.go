@@ -46,21 +46,22 @@ type leaseBudget struct {
 	// falls under the budget (tellHeldBack). Nothing else tells them: an
 	// ack wakes only its own topic's polls.
 	heldBack topicsToTell
-	// deadlineFloorMs is at or below the earliest reservation deadline of
-	// every lease table (math.MaxInt64: none held one at the last scan):
-	// each deadline a table takes lowers it (noteLeaseDeadlines), and
-	// expireLeases, which scans the tables only once it is due, sets it
-	// to the exact earliest. Acks and lapses leave it low, which costs at
-	// most one scan that finds nothing.
-	deadlineFloorMs int64
+	// due orders the partitions whose tables hold a reservation deadline
+	// by a lower bound of their earliest one: each deadline a table takes
+	// lowers its partition's (noteLeaseDeadlines), and expireLeases looks
+	// only at the partitions due, and puts them back at the exact
+	// earliest deadline they have left. Acks and lapses leave a
+	// partition's due time low, which costs it at most one look that
+	// finds nothing.
+	due leaseDue
 }
 
-// noteLeaseDeadlines lowers the deadline floor to p's earliest
+// noteLeaseDeadlines lowers p's due time to its table's earliest
 // reservation deadline; called after every change that may give p's
 // table a deadline (a reservation, an extend, a table carried by a move).
 func (n *Node) noteLeaseDeadlines(p *partition) {
 	if d, ok := p.leases.NextDeadline(); ok {
-		n.leaseBudget.deadlineFloorMs = min(n.leaseBudget.deadlineFloorMs, d)
+		n.leaseBudget.due.note(p, d)
 	}
 }
 

@@ -164,29 +164,29 @@ func TestAPollHeldBackByTheLeaseBudgetIsServedOnceUnderIt(t *testing.T) {
 }
 
 // The tick finds lease deadlines without walking every partition: the
-// node keeps a floor at or below the earliest deadline, lowered by each
-// reservation and extend, and set to the exact earliest by the walk
-// expireLeases makes once the floor is due. A walk at every tick and
-// after every round (twice) took a tenth to a sixth of a busy node's
-// CPU with 20,000 partitions. The floor never passes a deadline (checked
-// at each read under the invariants tag), and a lapse still wakes a
-// parked poll at its deadline.
-func TestTheLeaseDeadlineFloorFollowsTheReservations(t *testing.T) {
+// node keeps the partitions whose tables hold a deadline in a heap by a
+// due time at or below their earliest one, lowered by each reservation
+// and extend, and set to the exact earliest when expireLeases takes the
+// partition once due. A walk at every tick and after every round (twice)
+// took a tenth to a sixth of a busy node's CPU with 20,000 partitions.
+// No due time passes a deadline (checked at each read under the
+// invariants tag), and a lapse still wakes a parked poll at its deadline.
+func TestTheLeaseDueHeapFollowsTheReservations(t *testing.T) {
 	const visibilityMs = 1_000
 	h := newHarness(t)
 	h.createTopic("orders", func(r *msg.CreateTopic) { r.VisibilityTimeoutMs = visibilityMs })
-	floor := func() int64 { return h.node.leaseBudget.deadlineFloorMs }
-	require.Equal(t, int64(math.MaxInt64), floor(), "no reservation, no floor")
+	floor := func() int64 { return h.node.leaseBudget.due.nextMs() }
+	require.Equal(t, int64(math.MaxInt64), floor(), "no reservation, nothing due")
 	h.produce("orders", 0, "a")
 	first, ok := h.consume("orders")
 	require.True(t, ok)
 	deadline := h.nowMs + visibilityMs
-	require.Equal(t, deadline, floor(), "a reservation lowers the floor to its deadline")
+	require.Equal(t, deadline, floor(), "a reservation brings its partition's due time to its deadline")
 	require.LessOrEqual(t, h.node.NextDeadlineMs(), deadline, "the driver is asked back by the deadline")
 	require.NoError(t, h.ackHandle("orders", first.ReceiptHandle, msg.AckCommit))
-	require.Equal(t, deadline, floor(), "an ack leaves the floor where it was: no walk")
+	require.Equal(t, deadline, floor(), "an ack leaves the due time where it was: no walk")
 	h.tick(visibilityMs)
-	require.Equal(t, int64(math.MaxInt64), floor(), "the walk at the floor found no deadline left")
+	require.Equal(t, int64(math.MaxInt64), floor(), "the look at the due partition found no deadline left")
 
 	h.produce("orders", 0, "b")
 	_, ok = h.consume("orders")
@@ -199,6 +199,37 @@ func TestTheLeaseDeadlineFloorFollowsTheReservations(t *testing.T) {
 	reply, answered := h.replies[poll]
 	require.True(t, answered, "the lapse at the deadline wakes the poll")
 	require.Equal(t, uint32(2), reply.Result.(msg.ConsumeResult).Messages[0].DeliveryCount)
+}
+
+// A topic with a visibility timeout of a millisecond is due at every
+// tick; expiry takes only its partitions, and the partitions of a topic
+// with a long timeout stay in the heap untouched at their own deadline.
+// A partition the node stops tracking leaves the heap.
+func TestAShortVisibilityTimeoutTakesOnlyItsOwnPartitions(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("slow", func(r *msg.CreateTopic) { r.Partitions, r.VisibilityTimeoutMs = 4, 60_000 })
+	h.createTopic("fast", func(r *msg.CreateTopic) { r.Partitions, r.VisibilityTimeoutMs = 3, 1 })
+	for partition := range 4 {
+		h.produce("slow", partition, "s")
+		h.ok(msg.Consume{Topic: "slow", Partition: partition})
+	}
+	slowDeadline := h.nowMs + 60_000
+	due := &h.node.leaseBudget.due
+	require.Equal(t, 4, due.Len(), "each slow partition with a reservation is in the heap")
+	h.produce("fast", 0, "f")
+	for range 3 {
+		h.ok(msg.Consume{Topic: "fast", Partition: 0})
+		require.Equal(t, 5, due.Len())
+		require.Equal(t, h.nowMs+1, due.nextMs(), "the fast partition is due first")
+		h.tick(1)
+		require.Equal(t, 4, due.Len(), "the lapse took the fast partition out, and only it")
+		require.Equal(t, slowDeadline, due.nextMs(), "the slow partitions wait at their deadline")
+		for _, p := range due.heap {
+			require.Equal(t, "slow", p.key.topic)
+		}
+	}
+	h.ok(msg.DeleteTopic{Name: "slow"})
+	require.Zero(t, due.Len(), "a partition no longer tracked leaves the heap")
 }
 
 // The tick's freeze check looks at the frozen partitions only: the node

@@ -43,7 +43,7 @@ func corruptSource(t *testing.T) (c *clusterHarness, leader, source string) {
 
 // damagePayload flips a byte of the first frame in dir's first segment
 // whose bytes hold payload, durably: the frame's CRC no longer matches.
-func damagePayload(t *testing.T, fs storage.FS, dir, payload string) {
+func damagePayload(t testing.TB, fs storage.FS, dir, payload string) {
 	t.Helper()
 	names, err := fs.List(dir)
 	require.NoError(t, err)

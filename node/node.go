@@ -342,7 +342,6 @@ func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observe
 		nextMetaTickMs:      nowMs + cfg.MetaTickIntervalMs,
 		nextHeartbeatMs:     nowMs,
 		lastEvictionMs:      math.MinInt64,
-		leaseBudget:         leaseBudget{deadlineFloorMs: math.MaxInt64},
 		frozenPartitions:    map[partitionKey]*partition{},
 	}
 }

@@ -97,6 +97,13 @@ type partition struct {
 	// settled then): the commit-persist tick and Close open the log to
 	// note it. Set by noteFrontier, cleared by saveFrontier.
 	frontierUnsaved bool
+	// leaseDueMs is at or below the earliest reservation deadline of the
+	// lease table while leaseDueSlot is not 0: the partition is then in
+	// the node's lease due heap (leaseBudget.due), at leaseDueSlot-1. A
+	// tracked partition whose table holds a deadline is always there.
+	// Only leaseDue's methods change them.
+	leaseDueMs   int64
+	leaseDueSlot int
 }
 
 // PartitionDir is the directory of a partition's log on its owner's disk.
@@ -153,6 +160,7 @@ func (n *Node) removePartition(p *partition) {
 	}
 	delete(n.partitions, p.key)
 	delete(n.frozenPartitions, p.key)
+	n.leaseBudget.due.remove(p)
 	n.partitionOrder = nil
 }
 
