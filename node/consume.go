@@ -386,57 +386,35 @@ func (n *Node) noteCommitted(p *partition, log *storage.Log) {
 	}
 }
 
-// wake serves the parked long polls of a topic, oldest first. Each
-// partition is asked at most once for the polls pinned to it, and the
-// partitions once for the unpinned polls, whatever the number of polls:
-// a poll that found nothing tells that the next one of its kind would
-// find nothing either (serving a poll only takes records). Asking for
+// wake serves the parked long polls of a topic, oldest first (the order
+// of serving: waiterSet). Each partition is asked at most once for the
+// polls pinned to it, and the partitions once for the unpinned polls,
+// whatever the number of polls: a poll that found nothing tells that the
+// next one of its kind would find nothing either (wakeWalk). Asking for
 // every poll, each a reservation that reopens an evicted log, let 4,000
 // polls parked on the empty partitions of a topic take two thirds of the
 // node loop's time while a few clients produced to one of its
 // partitions, and every other client's produce slowed by a third.
 func (n *Node) wake(topicName string) {
-	t, ok := n.lookupTopic(topicName)
-	if !ok {
-		return
-	}
-	unpinnedEmpty := false
-	var pinnedEmpty []bool // [partition]: it had nothing for a poll pinned to it; made at its first use
-	for _, w := range n.waiters.topic(topicName) {
-		partition := w.request.Partition
-		unpinned := partition == msg.PartitionNone
-		if unpinned && unpinnedEmpty || !unpinned && partition < len(pinnedEmpty) && pinnedEmpty[partition] {
-			continue
-		}
-		messages, _ := n.reserve(t, w.request) // a read error leaves the poll parked until its wait ends
-		if len(messages) == 0 {
-			unpinnedEmpty = unpinnedEmpty || unpinned
-			if !unpinned {
-				pinnedEmpty = markPartition(pinnedEmpty, partition, t.info.Partitions)
-			}
-			continue
-		}
-		n.waiters.remove(w.id)
-		chaos.Reached(chaos.MarkNodeLongPollWoken)
-		n.observer.ConsumeWait(topicName, "hit", n.nowMs-w.parkedAtMs)
-		n.reply(w.id, msg.ConsumeResult{Messages: messages, Batch: w.request.Max > 0}, nil)
+	if t, ok := n.lookupTopic(topicName); ok {
+		walk := n.waiters.wakeAll(topicName)
+		n.serveWoken(t, &walk)
 	}
 }
 
-// markPartition marks a partition in a set of a topic's partitions held
-// as a slice by index (a map's lookup per parked poll was most of a wake
-// with thousands parked), made at its first use with room for the
-// topic's count; a poll pinned past that count (which reserve refused)
-// grows it.
-func markPartition(set []bool, partition, partitions int) []bool {
-	if set == nil {
-		set = make([]bool, partitions)
+// serveWoken asks the polls of a wake's walk for records, and answers
+// those that got some.
+func (n *Node) serveWoken(t *topic, walk *wakeWalk) {
+	for w, ok := walk.next(); ok; w, ok = walk.next() {
+		messages, _ := n.reserve(t, w.request) // a read error leaves the poll parked until its wait ends
+		if len(messages) == 0 {
+			continue // its group leaves the walk
+		}
+		walk.served()
+		chaos.Reached(chaos.MarkNodeLongPollWoken)
+		n.observer.ConsumeWait(t.info.Name, "hit", n.nowMs-w.parkedAtMs)
+		n.reply(w.id, msg.ConsumeResult{Messages: messages, Batch: w.request.Max > 0}, nil)
 	}
-	if partition >= len(set) {
-		set = append(set, make([]bool, partition+1-len(set))...)
-	}
-	set[partition] = true
-	return set
 }
 
 // expireWaiters answers the long polls whose wait ran out.

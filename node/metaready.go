@@ -155,8 +155,8 @@ func (n *Node) subscribeNewOwners(name string) {
 		return
 	}
 	latest := int64(-1)
-	for _, w := range n.waiters.topic(name) {
-		if !w.noWait && w.request.Partition == msg.PartitionNone {
+	for _, w := range n.waiters.unpinned(name) {
+		if !w.noWait {
 			latest = max(latest, w.deadlineMs)
 		}
 	}

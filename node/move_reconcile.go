@@ -58,10 +58,7 @@ func (n *Node) reconcileMoves() {
 // to the new owner); a peer's is answered with nothing at once, and its
 // client polls again, at the new owner.
 func (n *Node) releasePinnedPolls(key partitionKey) {
-	for _, w := range n.waiters.topic(key.topic) {
-		if w.request.Partition != key.index {
-			continue
-		}
+	for _, w := range n.waiters.pinnedTo(key.topic, key.index) { // a copy: a poll handled again may park again
 		n.waiters.remove(w.id)
 		n.observer.ConsumeWait(key.topic, "moved", n.nowMs-w.parkedAtMs)
 		if localOnly(w.id) {

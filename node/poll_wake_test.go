@@ -304,3 +304,33 @@ func TestAWakeAsksEachPartitionOnceForItsPinnedPolls(t *testing.T) {
 		require.NotContains(t, h.replies, id, "the polls pinned to empty partitions still wait")
 	}
 }
+
+// The order of serving (waiterSet): the polls a wake may serve are served
+// in the order they parked, an unpinned poll and a poll pinned to the
+// partition that got a record alike; a poll pinned to another partition
+// neither takes the record nor holds the others back.
+func TestAWakeServesTheEarliestParkedPollThatCanTakeTheRecord(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders", func(r *msg.CreateTopic) { r.Partitions = 3 })
+	polls := map[string]msg.RequestID{}
+	for _, poll := range []struct {
+		name      string
+		partition int
+	}{{"pinned0-first", 0}, {"unpinned-first", msg.PartitionNone}, {"pinned0-second", 0}, {"pinned1", 1}, {"unpinned-second", msg.PartitionNone}} {
+		polls[poll.name] = h.send(msg.Consume{Topic: "orders", Partition: poll.partition, WaitMs: 60_000})
+	}
+	for _, step := range []struct {
+		partition int
+		served    string
+	}{{0, "pinned0-first"}, {0, "unpinned-first"}, {1, "pinned1"}, {0, "pinned0-second"}, {1, "unpinned-second"}} {
+		answered := len(h.replies)
+		placement := h.produce("orders", step.partition, "x")
+		reply, ok := h.replies[polls[step.served]]
+		require.True(t, ok, "a record on partition %d serves %s, the earliest parked poll that can take it", step.partition, step.served)
+		require.Equal(t, answered+2, len(h.replies), "the produce and one poll are answered")
+		messages := reply.Result.(msg.ConsumeResult).Messages
+		require.Len(t, messages, 1)
+		require.Equal(t, placement.Offset, messages[0].Offset)
+		require.Equal(t, step.partition, messages[0].Partition)
+	}
+}

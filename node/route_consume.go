@@ -178,14 +178,13 @@ func (n *Node) probeAnswered(id msg.RequestID, topicName, owner string, reply ms
 // probeForNotify lets the oldest idle waiting poll of the topic probe the
 // owner; it reports whether one did.
 func (n *Node) probeForNotify(topicName, owner string) bool {
-	for _, w := range n.waiters.topic(topicName) {
-		if w.probing == "" && !w.noWait && w.request.Partition == msg.PartitionNone {
-			w.probeOwners = []string{owner}
-			n.probeNext(w)
-			return true
-		}
+	w := n.waiters.firstUnpinned(topicName, func(w *waiter) bool { return w.probing == "" && !w.noWait })
+	if w == nil {
+		return false
 	}
-	return false
+	w.probeOwners = []string{owner}
+	n.probeNext(w)
+	return true
 }
 
 // releaseUnclaimed hands back the records of a consume's reply that no
