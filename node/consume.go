@@ -291,6 +291,13 @@ func (n *Node) tellPolls(topicName string) {
 	n.wake(topicName)
 }
 
+// tellPollsOf is tellPolls for records that became servable only in the
+// given partitions of the topic (wakePartitions).
+func (n *Node) tellPollsOf(topicName string, partitions []int) {
+	n.notifySubscribers(topicName)
+	n.wakePartitions(topicName, partitions)
+}
+
 // topicsToTell is a set of topics whose polls are to be told to look
 // again later (tellPolls); nil when empty. The node's own methods add to
 // it and take it whole.
@@ -311,6 +318,57 @@ func (s *topicsToTell) take() []string {
 	names := slices.Sorted(maps.Keys(*s))
 	*s = nil
 	return names
+}
+
+// partitionsToTell is, by topic, the partitions whose polls are to be
+// told to look again later: a topic marked whole (the cause named no
+// partition) is told whole (tellPolls), another only for its partitions
+// listed (tellPollsOf). nil when empty. Advance fills it and tells it.
+type partitionsToTell map[string]*partitionsOfTopic
+
+// partitionsOfTopic are the partitions of one topic to tell: every one
+// when whole is set (indexes then unused), else those of indexes (a
+// partition may be listed more than once).
+type partitionsOfTopic struct {
+	whole   bool
+	indexes []int
+}
+
+// addTopic marks every partition of a topic.
+func (s *partitionsToTell) addTopic(topicName string) {
+	s.of(topicName).whole = true
+}
+
+// add marks one partition of a topic.
+func (s *partitionsToTell) add(topicName string, index int) {
+	of := s.of(topicName)
+	of.indexes = append(of.indexes, index)
+}
+
+func (s *partitionsToTell) of(topicName string) *partitionsOfTopic {
+	if *s == nil {
+		*s = partitionsToTell{}
+	}
+	of := (*s)[topicName]
+	if of == nil {
+		of = &partitionsOfTopic{}
+		(*s)[topicName] = of
+	}
+	return of
+}
+
+// tellPartitions tells the polls of a set's topics, in the order of their
+// names, and empties the set.
+func (n *Node) tellPartitions(s *partitionsToTell) {
+	set := *s
+	*s = nil
+	for _, name := range slices.Sorted(maps.Keys(set)) {
+		if of := set[name]; of.whole {
+			n.tellPolls(name)
+		} else {
+			n.tellPollsOf(name, of.indexes)
+		}
+	}
 }
 
 // skippable reports whether a read error is one a consume skips past: a
@@ -398,6 +456,19 @@ func (n *Node) noteCommitted(p *partition, log *storage.Log) {
 func (n *Node) wake(topicName string) {
 	if t, ok := n.lookupTopic(topicName); ok {
 		walk := n.waiters.wakeAll(topicName)
+		n.serveWoken(t, &walk)
+	}
+}
+
+// wakePartitions is wake for records that became servable only in the
+// given partitions of the topic: the polls pinned to its other
+// partitions could take none of them and are not looked at (with 4,000
+// polls pinned to the empty partitions of a topic, walking them at every
+// round that made another partition's records visible was a tenth of the
+// node's time).
+func (n *Node) wakePartitions(topicName string, partitions []int) {
+	if t, ok := n.lookupTopic(topicName); ok {
+		walk := n.waiters.wakeOf(topicName, partitions)
 		n.serveWoken(t, &walk)
 	}
 }

@@ -184,7 +184,8 @@
 //     Sync fixed becomes visible to consumers here (and nothing appended
 //     after the Ready was taken), freezes whose records are all durable
 //     are answered, and waiting long polls are served (their replies
-//     appear in the next Ready).
+//     appear in the next Ready): the unpinned ones and those pinned to a
+//     partition whose records became visible, oldest parked first.
 //  4. Jobs: run each of Ready.Jobs off the loop (Job.Run on any
 //     goroutine), then hand its end back with JobDone, as an input.
 //

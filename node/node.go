@@ -707,16 +707,16 @@ func (n *Node) Advance(rd Ready) {
 	n.advanceMeta()
 	n.completeInternal(rd)
 	n.holdLateReplies(rd)
-	var topics topicsToTell
+	var told partitionsToTell
 	for _, s := range rd.Syncs {
 		if s.meta != nil {
 			continue
 		}
 		for _, name := range n.openRefused.take() { // the rounds may have freed the logs they were refused
-			topics.add(name)
+			told.addTopic(name)
 		}
 		if s.Data() {
-			topics.add(topicOfDir(s.Dir))
+			told.add(s.partition.key.topic, s.partition.key.index) // only its own records became visible
 			n.fanoutDue(s.partition)
 		}
 		if s.partition != nil {
@@ -724,9 +724,7 @@ func (n *Node) Advance(rd Ready) {
 			n.retainDeferred(s.partition)
 		}
 	}
-	for _, name := range topics.take() {
-		n.tellPolls(name)
-	}
+	n.tellPartitions(&told)
 }
 
 // completeSyncs ends the partitions' sync rounds of a persisted Ready:

@@ -274,35 +274,81 @@ func TestANodeWhoseRecordsAreAllItsOwnAsksTheOthersFirstRarely(t *testing.T) {
 // its partitions. Counted here by the looks at the pinned partitions,
 // whose logs were evicted (room for two open logs): each look that finds
 // nothing to reserve leaves its log closed and says so
-// (MarkNodeClosedLogLeftClosed).
+// (MarkNodeClosedLogLeftClosed). The wakes counted are the acks' (an ack
+// names no partition to its wake, which asks them all).
 func TestAWakeAsksEachPartitionOnceForItsPinnedPolls(t *testing.T) {
-	h := newHarness(t)
-	h.cfg.OpenLogsMax = 2
-	h.restart()
-	const partitions, polls, produces = 6, 60, 10
-	h.createTopic("orders", func(r *msg.CreateTopic) { r.Partitions = partitions })
-	var parked []msg.RequestID
-	for i := range polls {
-		parked = append(parked, h.send(msg.Consume{Topic: "orders", Partition: 1 + i%(partitions-1), WaitMs: 60_000}))
-	}
+	h, parked := parkPinnedPolls(t)
 	chaos.Record(nil, 0)
 	defer chaos.Reset()
+	const produces = 10
 	for i := range produces {
 		h.produce("orders", 0, fmt.Sprint("y", i))
-		h.ok(msg.Consume{Topic: "orders", Partition: 0}) // taken before the next wake
+		taken := h.ok(msg.Consume{Topic: "orders", Partition: 0}).(msg.ConsumeResult) // taken before the next wake
+		require.Len(t, taken.Messages, 1)
+		require.NoError(t, h.ackHandle("orders", taken.Messages[0].ReceiptHandle, msg.AckCommit))
 	}
-	looks := 0
-	for _, mark := range chaos.Marks() {
-		if mark.Name == string(chaos.MarkNodeClosedLogLeftClosed) {
-			looks = mark.Count
-		}
-	}
+	looks := closedLogLooks()
 	require.Positive(t, looks, "the pinned partitions' logs were closed when the wakes looked at them")
-	require.LessOrEqual(t, looks, produces*(partitions-1),
-		"%d wakes of %d polls pinned to %d empty partitions look at each partition at most once per wake", produces, polls, partitions-1)
+	require.LessOrEqual(t, looks, produces*(pinnedPartitions-1),
+		"%d wakes of %d polls pinned to %d empty partitions look at each partition at most once per wake", produces, len(parked), pinnedPartitions-1)
 	for _, id := range parked {
 		require.NotContains(t, h.replies, id, "the polls pinned to empty partitions still wait")
 	}
+}
+
+// Records made visible on one partition wake the unpinned polls and the
+// polls pinned to it, and look at no other partition: with 4,000 polls
+// pinned to a topic's empty partitions, walking them at each round that
+// made another partition's records visible was a tenth of the node's
+// time. Counted as in TestAWakeAsksEachPartitionOnceForItsPinnedPolls,
+// and an ack's wake, which asks every partition, shows the count works.
+func TestRecordsOnOnePartitionLookAtNoOtherPinnedPartition(t *testing.T) {
+	h, parked := parkPinnedPolls(t)
+	chaos.Record(nil, 0)
+	defer chaos.Reset()
+	var handles []string
+	for i := range 10 {
+		h.produce("orders", 0, fmt.Sprint("y", i))
+		taken := h.ok(msg.Consume{Topic: "orders", Partition: 0}).(msg.ConsumeResult)
+		require.Len(t, taken.Messages, 1)
+		handles = append(handles, taken.Messages[0].ReceiptHandle)
+	}
+	require.Zero(t, closedLogLooks(), "records on partition 0 look at none of the partitions the polls are pinned to")
+	require.NoError(t, h.ackHandle("orders", handles[0], msg.AckCommit))
+	require.Positive(t, closedLogLooks(), "an ack's wake looks at the pinned partitions (the count is not blind)")
+	for _, id := range parked {
+		require.NotContains(t, h.replies, id, "the polls pinned to empty partitions still wait")
+	}
+}
+
+// pinnedPartitions is the count of partitions of the topic of
+// parkPinnedPolls.
+const pinnedPartitions = 6
+
+// parkPinnedPolls makes a node with room for two open logs, a topic
+// "orders" of pinnedPartitions partitions, and 60 polls parked pinned to
+// its partitions but the first.
+func parkPinnedPolls(t *testing.T) (*harness, []msg.RequestID) {
+	h := newHarness(t)
+	h.cfg.OpenLogsMax = 2
+	h.restart()
+	h.createTopic("orders", func(r *msg.CreateTopic) { r.Partitions = pinnedPartitions })
+	var parked []msg.RequestID
+	for i := range 60 {
+		parked = append(parked, h.send(msg.Consume{Topic: "orders", Partition: 1 + i%(pinnedPartitions-1), WaitMs: 60_000}))
+	}
+	return h, parked
+}
+
+// closedLogLooks counts the looks since chaos.Record that found a closed
+// log with nothing to reserve.
+func closedLogLooks() int {
+	for _, mark := range chaos.Marks() {
+		if mark.Name == string(chaos.MarkNodeClosedLogLeftClosed) {
+			return mark.Count
+		}
+	}
+	return 0
 }
 
 // The order of serving (waiterSet): the polls a wake may serve are served
