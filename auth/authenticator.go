@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"hash"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,9 @@ var (
 	ErrUnauthenticated = errors.New("authentication required")
 	// ErrThrottled: the user's bucket of attempts is empty (429).
 	ErrThrottled = errors.New("too many failed authentication attempts")
+	// ErrSourceThrottled: the bucket of attempts of the client's address
+	// is empty (429); it is also ErrThrottled (errors.Is).
+	ErrSourceThrottled = fmt.Errorf("%w from this address", ErrThrottled)
 	// ErrUnavailable: the request ended while waiting for a bcrypt turn,
 	// a verification waited Config.BcryptWaitMax for one, or a hash found
 	// hashersMax requesters already hashing.
@@ -72,8 +76,12 @@ type Authenticator struct {
 	// buckets maps a user to its bucket of attempts; a user absent has a
 	// full bucket. At most cfg.BucketsMax entries.
 	buckets map[string]bucket
-	// flights are the bcrypt comparisons in progress, by credential, so
-	// that identical concurrent attempts share one.
+	// sources are the buckets of failed attempts of the client
+	// addresses; at most cfg.SourcesMax of them.
+	sources *sourceBuckets
+	// flights are the bcrypt comparisons in progress, by credential and
+	// source, so that identical concurrent attempts from one source share
+	// one.
 	flights map[flightKey]*flight
 	// hashers maps a requester to the turn its hashes take one at a
 	// time (hashing.go); an entry lives while a hash of its requester
@@ -81,11 +89,14 @@ type Authenticator struct {
 	hashers map[string]*hasher
 }
 
-// flightKey names a comparison: the credential and the password hash it
-// is compared with.
+// flightKey names a comparison: the credential, the password hash it is
+// compared with, and the source it came from (whose token the comparison
+// takes, so that a credential from another source is not refused for the
+// failures of this one).
 type flightKey struct {
-	hash string
-	mac  credentialMAC
+	hash   string
+	mac    credentialMAC
+	source Source
 }
 
 // verifiedEntry is a credential that passed bcrypt against the user's
@@ -111,6 +122,18 @@ type bucket struct {
 	at     time.Time
 }
 
+// attempt is one credential check of a known user.
+type attempt struct {
+	// source is the client address the check came from.
+	source   Source
+	username string
+	// hash is the user's password hash in the view the check started on.
+	hash     []byte
+	password string
+	// mac is the keyed hash of username and password.
+	mac credentialMAC
+}
+
 // flight is one bcrypt comparison; done closes once ok and err are set.
 type flight struct {
 	done chan struct{}
@@ -134,7 +157,8 @@ func New(cfg Config, reg prometheus.Registerer) (*Authenticator, error) {
 	a := &Authenticator{cfg: cfg, macKey: key, bcryptTurns: make(chan struct{}, cfg.BcryptConcurrencyMax),
 		hashTurns: make(chan struct{}, cfg.hashTurnsMax()),
 		verified:  map[string]verifiedEntry{}, rejected: map[string][]rejectedEntry{},
-		buckets: map[string]bucket{}, flights: map[flightKey]*flight{}, hashers: map[string]*hasher{}}
+		buckets: map[string]bucket{}, flights: map[flightKey]*flight{}, hashers: map[string]*hasher{},
+		sources: newSourceBuckets(cfg.SourceBucketBurst, cfg.SourceBucketRefill, cfg.SourcesMax)}
 	a.macs.New = func() any { return hmac.New(sha256.New, key) }
 	a.users.Store(NewUsers(0, nil))
 	a.metrics = newMetrics(a, reg)
@@ -155,10 +179,11 @@ func (a *Authenticator) Publish(users *Users) {
 // Users returns the current view.
 func (a *Authenticator) Users() *Users { return a.users.Load() }
 
-// Verify authenticates a Basic credential: ErrUnauthenticated,
-// ErrThrottled, ErrUnavailable (ctx ended while waiting), ErrNoUsersYet, or
-// the caller.
-func (a *Authenticator) Verify(ctx context.Context, username, password string) (Identity, error) {
+// Verify authenticates a Basic credential sent from source:
+// ErrUnauthenticated, ErrThrottled (the user's bucket is empty, or, as
+// ErrSourceThrottled, the source's), ErrUnavailable (ctx ended while
+// waiting), ErrNoUsersYet, or the caller.
+func (a *Authenticator) Verify(ctx context.Context, source Source, username, password string) (Identity, error) {
 	users := a.users.Load()
 	user, known := users.User(username)
 	if !known && users.Len() == 0 {
@@ -166,19 +191,17 @@ func (a *Authenticator) Verify(ctx context.Context, username, password string) (
 		return Identity{}, ErrNoUsersYet
 	}
 	if !known {
-		a.metrics.attempts.WithLabelValues("unknown_user").Inc()
-		return Identity{}, ErrUnauthenticated
+		return Identity{}, a.failWithoutBcrypt(source, "unknown_user")
 	}
 	if len(password) > passwordBytesMax {
 		// No password this long was ever set, and bcrypt compares only
 		// the first 72 bytes: a wrong password that starts with the right
 		// one would pass.
-		a.metrics.attempts.WithLabelValues("wrong_password").Inc()
-		return Identity{}, ErrUnauthenticated
+		return Identity{}, a.failWithoutBcrypt(source, "wrong_password")
 	}
 	identity := Identity{Username: user.Username, Root: user.Root, Grants: user.Grants, CreatedAtMs: user.CreatedAtMs}
-	mac := a.mac(username, password)
-	ok, err := a.check(ctx, username, user.PasswordHash, password, mac)
+	ok, err := a.check(ctx, attempt{source: source, username: username, hash: user.PasswordHash,
+		password: password, mac: a.mac(username, password)})
 	if err != nil {
 		return Identity{}, err
 	}
@@ -188,37 +211,77 @@ func (a *Authenticator) Verify(ctx context.Context, username, password string) (
 	return identity, nil
 }
 
+// failWithoutBcrypt answers a credential that fails with no bcrypt run
+// (an unknown user, a password no user can have): it costs its source a
+// token like any failure, and is ErrSourceThrottled once the source has
+// none, so that a source guessing names learns nothing more.
+func (a *Authenticator) failWithoutBcrypt(source Source, result string) error {
+	a.mu.Lock()
+	taken := a.sources.take(source, a.cfg.Now())
+	a.mu.Unlock()
+	if !taken {
+		a.metrics.attempts.WithLabelValues("source_throttled").Inc()
+		return ErrSourceThrottled
+	}
+	a.metrics.attempts.WithLabelValues(result).Inc()
+	return ErrUnauthenticated
+}
+
 // check answers from the caches, or runs (or joins) a bcrypt comparison.
-func (a *Authenticator) check(ctx context.Context, username string, hash []byte, password string, mac credentialMAC) (bool, error) {
+// The caches answer whatever the buckets hold: they cost nothing, and a
+// verified credential must not be locked out by a stranger's failures.
+func (a *Authenticator) check(ctx context.Context, at attempt) (bool, error) {
 	now := a.cfg.Now()
 	a.mu.Lock()
-	if entry, ok := a.verified[username]; ok && entry.hash == string(hash) && hmac.Equal(entry.mac[:], mac[:]) {
+	if entry, ok := a.verified[at.username]; ok && entry.hash == string(at.hash) && hmac.Equal(entry.mac[:], at.mac[:]) {
 		a.mu.Unlock()
 		a.metrics.attempts.WithLabelValues("cached").Inc()
 		return true, nil
 	}
-	if a.rejectedLocked(username, hash, mac, now) {
+	if a.rejectedLocked(at.username, at.hash, at.mac, now) {
 		a.mu.Unlock()
 		a.metrics.attempts.WithLabelValues("rejected_cached").Inc()
 		return false, nil
 	}
-	key := flightKey{hash: string(hash), mac: mac}
-	f, joined := a.flights[key]
-	if !joined {
-		if !a.takeLocked(username, now) {
-			a.mu.Unlock()
-			a.metrics.attempts.WithLabelValues("throttled").Inc()
-			return false, ErrThrottled
-		}
-		f = &flight{done: make(chan struct{})}
-		a.flights[key] = f
-	}
-	a.mu.Unlock()
-	if joined {
+	key := at.flightKey()
+	if f, joined := a.flights[key]; joined {
+		a.mu.Unlock()
 		return a.await(ctx, f)
 	}
-	a.fly(ctx, f, username, hash, password, mac)
+	// The source first: a throttled one waits for no turn and spends no
+	// user's token. It takes its token only with its bcrypt turn
+	// (takeSourceToken).
+	if !a.sources.allows(at.source, now) {
+		a.mu.Unlock()
+		a.metrics.attempts.WithLabelValues("source_throttled").Inc()
+		return false, ErrSourceThrottled
+	}
+	if !a.takeLocked(at.username, now) {
+		a.mu.Unlock()
+		a.metrics.attempts.WithLabelValues("throttled").Inc()
+		return false, ErrThrottled
+	}
+	f := &flight{done: make(chan struct{})}
+	a.flights[key] = f
+	a.mu.Unlock()
+	a.fly(ctx, f, at)
 	return f.ok, f.err
+}
+
+func (at attempt) flightKey() flightKey {
+	return flightKey{hash: string(at.hash), mac: at.mac, source: at.source}
+}
+
+// takeSourceToken takes the token of a bcrypt run from the bucket of the
+// attempt's source, once the run has its turn: a token taken earlier,
+// while waiting, would let a source's own first logins, queued behind
+// others' (many users behind one address, after a restart), empty its
+// bucket with no failure at all; taken now, a source holds at most
+// BcryptConcurrencyMax of them in runs, while every run still needs one.
+func (a *Authenticator) takeSourceToken(source Source) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.sources.take(source, a.cfg.Now())
 }
 
 // await waits for another request's comparison of the same credential.
@@ -234,35 +297,49 @@ func (a *Authenticator) await(ctx context.Context, f *flight) (bool, error) {
 
 // fly runs the comparison of flight f, once a turn is free within
 // Config.BcryptWaitMax, and records its outcome.
-func (a *Authenticator) fly(ctx context.Context, f *flight, username string, hash []byte, password string, mac credentialMAC) {
+func (a *Authenticator) fly(ctx context.Context, f *flight, at attempt) {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.BcryptWaitMax)
 	defer cancel()
-	err := a.withTurn(ctx, "verify", func() error {
-		return bcrypt.CompareHashAndPassword(hash, []byte(password))
+	err := a.withTurn(ctx, func() error {
+		if !a.takeSourceToken(at.source) {
+			return ErrSourceThrottled
+		}
+		a.countRun("verify")
+		return bcrypt.CompareHashAndPassword(at.hash, []byte(at.password))
 	})
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	delete(a.flights, flightKey{hash: string(hash), mac: mac})
+	delete(a.flights, at.flightKey())
 	switch {
 	case err == nil:
 		f.ok = true
-		a.refundLocked(username)
-		a.rememberVerifiedLocked(username, verifiedEntry{hash: string(hash), mac: mac})
+		a.refundLocked(at)
+		a.rememberVerifiedLocked(at.username, verifiedEntry{hash: string(at.hash), mac: at.mac})
 		a.metrics.attempts.WithLabelValues("verified").Inc()
-	case errors.Is(err, ErrUnavailable):
+	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrSourceThrottled):
+		// No comparison ran, and the source's token was not taken.
 		f.err = err
-		a.refundLocked(username)
-		a.metrics.attempts.WithLabelValues("unavailable").Inc()
+		a.refundUserLocked(at.username, a.cfg.Now())
+		a.metrics.attempts.WithLabelValues(unrunResult(err)).Inc()
 	default:
-		a.rememberRejectedLocked(username, rejectedEntry{hash: string(hash), mac: mac, expires: a.cfg.Now().Add(a.cfg.RejectedTTL)})
+		a.rememberRejectedLocked(at.username, rejectedEntry{hash: string(at.hash), mac: at.mac, expires: a.cfg.Now().Add(a.cfg.RejectedTTL)})
 		a.metrics.attempts.WithLabelValues("wrong_password").Inc()
 	}
 	close(f.done)
 }
 
-// withTurn runs f (a bcrypt run) once a turn is free; ErrUnavailable if
-// ctx ends first.
-func (a *Authenticator) withTurn(ctx context.Context, op string, f func() error) error {
+// unrunResult is the narad_auth_attempts_total result of a check whose
+// comparison did not run.
+func unrunResult(err error) string {
+	if errors.Is(err, ErrSourceThrottled) {
+		return "source_throttled"
+	}
+	return "unavailable"
+}
+
+// withTurn runs f (a bcrypt run, which counts itself with countRun) once
+// a turn is free; ErrUnavailable if ctx ends first.
+func (a *Authenticator) withTurn(ctx context.Context, f func() error) error {
 	a.bcryptWaiting.Add(1)
 	select {
 	case a.bcryptTurns <- struct{}{}:
@@ -272,16 +349,26 @@ func (a *Authenticator) withTurn(ctx context.Context, op string, f func() error)
 		return ErrUnavailable
 	}
 	defer func() { <-a.bcryptTurns }()
+	return f()
+}
+
+// countRun counts a bcrypt run of op (verify or hash).
+func (a *Authenticator) countRun(op string) {
 	a.metrics.bcryptRuns.WithLabelValues(op).Inc()
 	if op == "verify" {
 		a.verifyRuns.Add(1)
 	}
-	return f()
 }
 
-// ThrottledFor is how long a throttled user waits for its next attempt:
-// the time its bucket takes to regain one (the Retry-After of a 429).
-func (a *Authenticator) ThrottledFor() time.Duration { return a.cfg.BucketRefill }
+// ThrottledFor is how long a check that failed with err (ErrThrottled or
+// ErrSourceThrottled) waits for its next attempt: the time the bucket
+// that refused it takes to regain one (the Retry-After of a 429).
+func (a *Authenticator) ThrottledFor(err error) time.Duration {
+	if errors.Is(err, ErrSourceThrottled) {
+		return a.cfg.SourceBucketRefill
+	}
+	return a.cfg.BucketRefill
+}
 
 // VerifyRuns is the number of bcrypt comparisons run so far.
 func (a *Authenticator) VerifyRuns() uint64 { return a.verifyRuns.Load() }

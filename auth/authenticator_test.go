@@ -18,6 +18,9 @@ import (
 	"narad/meta"
 )
 
+// testSource is the client address of the tests' checks.
+var testSource = SourceOf("192.0.2.1:1234")
+
 // fakeClock is a settable clock for the buckets and the negative cache.
 type fakeClock struct {
 	mu  sync.Mutex
@@ -83,31 +86,31 @@ func TestVerifyCachesAndInvalidatesOnAPasswordChange(t *testing.T) {
 	grants := []meta.Grant{{Action: ActionProduce, Patterns: []string{"o*"}}}
 	a.Publish(NewUsers(1, []meta.User{{Username: "ann", PasswordHash: hashed(t, a, "pw1"), Grants: grants}}))
 
-	id, err := a.Verify(ctx, "ann", "pw1")
+	id, err := a.Verify(ctx, testSource, "ann", "pw1")
 	require.NoError(t, err)
 	require.Equal(t, Identity{Username: "ann", Grants: grants}, id)
-	_, err = a.Verify(ctx, "ann", "pw1")
+	_, err = a.Verify(ctx, testSource, "ann", "pw1")
 	require.NoError(t, err)
 	require.Equal(t, 1.0, bcryptRuns(a, "verify"), "the second check is answered from the cache")
 
-	_, err = a.Verify(ctx, "bob", "pw1")
+	_, err = a.Verify(ctx, testSource, "bob", "pw1")
 	require.ErrorIs(t, err, ErrUnauthenticated)
 	require.Equal(t, 1.0, bcryptRuns(a, "verify"), "an unknown user costs no bcrypt")
 
 	for range 3 {
-		_, err = a.Verify(ctx, "ann", "wrong")
+		_, err = a.Verify(ctx, testSource, "ann", "wrong")
 		require.ErrorIs(t, err, ErrUnauthenticated)
 	}
 	require.Equal(t, 2.0, bcryptRuns(a, "verify"), "a repeated wrong password is answered from the negative cache")
 
 	a.Publish(NewUsers(2, []meta.User{{Username: "ann", PasswordHash: hashed(t, a, "pw2")}}))
-	_, err = a.Verify(ctx, "ann", "pw1")
+	_, err = a.Verify(ctx, testSource, "ann", "pw1")
 	require.ErrorIs(t, err, ErrUnauthenticated, "the old password fails on the next request after a change")
-	id, err = a.Verify(ctx, "ann", "pw2")
+	id, err = a.Verify(ctx, testSource, "ann", "pw2")
 	require.NoError(t, err)
 	require.Empty(t, id.Grants, "the grants of the new version")
 	a.Publish(NewUsers(3, []meta.User{{Username: "ann", PasswordHash: hashed(t, a, "pw2")}}))
-	_, err = a.Verify(ctx, "ann", "pw2")
+	_, err = a.Verify(ctx, testSource, "ann", "pw2")
 	require.NoError(t, err, "the user deleted and created again with the same password: a new hash")
 	require.Equal(t, 5.0, bcryptRuns(a, "verify"), "a new hash is compared again")
 
@@ -125,20 +128,20 @@ func TestAnotherUsersChangeKeepsAVerifiedCredential(t *testing.T) {
 	grants := []meta.Grant{{Action: ActionProduce, Patterns: []string{"o*"}}}
 	a.Publish(NewUsers(1, []meta.User{{Username: "admin", PasswordHash: rootHash, Root: true},
 		{Username: "ann", PasswordHash: annHash}}))
-	_, err := a.Verify(ctx, "admin", "root-pw")
+	_, err := a.Verify(ctx, testSource, "admin", "root-pw")
 	require.NoError(t, err)
 	for i := range defaultBucketBurst {
-		_, err := a.Verify(ctx, "admin", "guess-"+string(rune('a'+i)))
+		_, err := a.Verify(ctx, testSource, "admin", "guess-"+string(rune('a'+i)))
 		require.ErrorIs(t, err, ErrUnauthenticated)
 	}
 	a.Publish(NewUsers(2, []meta.User{{Username: "admin", PasswordHash: rootHash, Root: true},
 		{Username: "ann", PasswordHash: hashed(t, a, "ann-pw2"), Grants: grants}}))
-	id, err := a.Verify(ctx, "admin", "root-pw")
+	id, err := a.Verify(ctx, testSource, "admin", "root-pw")
 	require.NoError(t, err, "ann's change did not send the root back to an empty bucket")
 	require.True(t, id.Root)
 	a.Publish(NewUsers(3, []meta.User{{Username: "admin", PasswordHash: rootHash, Root: true, Grants: grants},
 		{Username: "ann", PasswordHash: hashed(t, a, "ann-pw2"), Grants: grants}}))
-	id, err = a.Verify(ctx, "admin", "root-pw")
+	id, err = a.Verify(ctx, testSource, "admin", "root-pw")
 	require.NoError(t, err)
 	require.Equal(t, grants, id.Grants, "grants come from the current view")
 }
@@ -152,12 +155,12 @@ func TestAnotherUsersChangeKeepsAVerifiedCredential(t *testing.T) {
 func TestNoUsersYetIsNotAWrongCredential(t *testing.T) {
 	a, _, _ := newTestAuthenticator(t)
 	ctx := context.Background()
-	_, err := a.Verify(ctx, "admin", "secret")
+	_, err := a.Verify(ctx, testSource, "admin", "secret")
 	require.ErrorIs(t, err, ErrNoUsersYet)
 	a.Publish(NewUsers(1, []meta.User{{Username: "admin", PasswordHash: hashed(t, a, "secret"), Root: true}}))
-	_, err = a.Verify(ctx, "admin", "secret")
+	_, err = a.Verify(ctx, testSource, "admin", "secret")
 	require.NoError(t, err)
-	_, err = a.Verify(ctx, "nobody", "secret")
+	_, err = a.Verify(ctx, testSource, "nobody", "secret")
 	require.ErrorIs(t, err, ErrUnauthenticated, "once users are known, an unknown one is a wrong credential")
 }
 
@@ -166,11 +169,11 @@ func TestAPasswordPastTheBcryptLimitNeverVerifies(t *testing.T) {
 	ctx := context.Background()
 	password := strings.Repeat("p", passwordBytesMax)
 	a.Publish(NewUsers(1, []meta.User{{Username: "carol", PasswordHash: hashed(t, a, password)}}))
-	_, err := a.Verify(ctx, "carol", password)
+	_, err := a.Verify(ctx, testSource, "carol", password)
 	require.NoError(t, err, "the longest password verifies")
-	_, err = a.Verify(ctx, "carol", password+"-not-the-password")
+	_, err = a.Verify(ctx, testSource, "carol", password+"-not-the-password")
 	require.ErrorIs(t, err, ErrUnauthenticated)
-	_, err = a.Verify(ctx, "carol", password+"p")
+	_, err = a.Verify(ctx, testSource, "carol", password+"p")
 	require.ErrorIs(t, err, ErrUnauthenticated)
 }
 
@@ -179,15 +182,15 @@ func TestBucketThrottlesAndRefills(t *testing.T) {
 	ctx := context.Background()
 	a.Publish(NewUsers(1, []meta.User{{Username: "ann", PasswordHash: hashed(t, a, "right")}}))
 	for i := range defaultBucketBurst {
-		_, err := a.Verify(ctx, "ann", "wrong-"+string(rune('a'+i)))
+		_, err := a.Verify(ctx, testSource, "ann", "wrong-"+string(rune('a'+i)))
 		require.ErrorIs(t, err, ErrUnauthenticated)
 	}
-	_, err := a.Verify(ctx, "ann", "right")
+	_, err := a.Verify(ctx, testSource, "ann", "right")
 	require.ErrorIs(t, err, ErrThrottled, "an empty bucket refuses even the right password")
 	clock.advance(defaultBucketRefill)
-	_, err = a.Verify(ctx, "ann", "right")
+	_, err = a.Verify(ctx, testSource, "ann", "right")
 	require.NoError(t, err, "one token back after one refill period")
-	_, err = a.Verify(ctx, "ann", "wrong-z")
+	_, err = a.Verify(ctx, testSource, "ann", "wrong-z")
 	require.ErrorIs(t, err, ErrUnauthenticated, "the success gave its token back")
 }
 
@@ -202,12 +205,12 @@ func TestTablesStayBounded(t *testing.T) {
 	}
 	a.Publish(NewUsers(1, users))
 	for _, user := range users {
-		_, err := a.Verify(ctx, user.Username, "pw")
+		_, err := a.Verify(ctx, testSource, user.Username, "pw")
 		require.NoError(t, err)
 	}
 	throttled := 0
 	for _, user := range users {
-		if _, err := a.Verify(ctx, user.Username, "nope"); err == ErrThrottled {
+		if _, err := a.Verify(ctx, testSource, user.Username, "nope"); err == ErrThrottled {
 			throttled++
 		}
 	}
@@ -237,7 +240,7 @@ func TestHashesNeverHoldEveryBcryptTurn(t *testing.T) {
 	_, err := a.HashPassword(ctx, "bob", "another")
 	require.ErrorIs(t, err, ErrUnavailable, "a third hash waits for the hashes' share, not for the free turns")
 
-	_, err = a.Verify(context.Background(), "ann", "pw")
+	_, err = a.Verify(context.Background(), testSource, "ann", "pw")
 	require.NoError(t, err, "a verification runs on the turns the hashes cannot take")
 	require.Equal(t, 1.0, bcryptRuns(a, "verify"))
 }
@@ -321,7 +324,7 @@ func TestConcurrentIdenticalAttemptsShareOneBcrypt(t *testing.T) {
 	failures := make(chan error, 20)
 	for range 20 {
 		wg.Go(func() {
-			if _, err := a.Verify(context.Background(), "ann", "pw"); err != nil {
+			if _, err := a.Verify(context.Background(), testSource, "ann", "pw"); err != nil {
 				failures <- err
 			}
 		})
@@ -355,7 +358,7 @@ func TestAVerificationWaitsForATurnAtMostItsBound(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() {
-			_, err := a.Verify(context.Background(), "ann", "pw")
+			_, err := a.Verify(context.Background(), testSource, "ann", "pw")
 			done <- err
 		}()
 		synctest.Wait()
@@ -368,10 +371,11 @@ func TestAVerificationWaitsForATurnAtMostItsBound(t *testing.T) {
 		_, spent := a.buckets["ann"]
 		a.mu.Unlock()
 		require.False(t, spent, "the attempt's token went back: ann's bucket is full")
+		require.Zero(t, a.sourcesTracked(), "and so did its source's")
 		for range cfg.BcryptConcurrencyMax {
 			<-a.bcryptTurns
 		}
-		_, err = a.Verify(context.Background(), "ann", "pw")
+		_, err = a.Verify(context.Background(), testSource, "ann", "pw")
 		require.NoError(t, err, "with a turn free the same credential verifies")
 	})
 }

@@ -29,12 +29,12 @@ func benchAuthenticator(b *testing.B) *Authenticator {
 func BenchmarkVerifyCached(b *testing.B) {
 	a := benchAuthenticator(b)
 	ctx := context.Background()
-	if _, err := a.Verify(ctx, "ann", "pw"); err != nil {
+	if _, err := a.Verify(ctx, testSource, "ann", "pw"); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := a.Verify(ctx, "ann", "pw"); err != nil {
+		if _, err := a.Verify(ctx, testSource, "ann", "pw"); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -50,7 +50,7 @@ func BenchmarkVerifyFirst(b *testing.B) {
 	for b.Loop() {
 		version++
 		a.Publish(NewUsers(version, users))
-		if _, err := a.Verify(ctx, "ann", "pw"); err != nil {
+		if _, err := a.Verify(ctx, testSource, "ann", "pw"); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -20,6 +20,9 @@ const (
 	defaultBucketBurst          = 5
 	defaultBucketRefill         = 12 * time.Second
 	defaultBcryptWaitMax        = 5 * time.Second
+	defaultSourcesMax           = 16384
+	defaultSourceBucketBurst    = 20
+	defaultSourceBucketRefill   = 3 * time.Second
 	// hashersMax bounds the requesters with a hash running or waiting
 	// (Authenticator.hashers), each holding a request open; past it a
 	// hash is refused (ErrUnavailable, 503) rather than the table grown.
@@ -56,6 +59,20 @@ type Config struct {
 	// at many users' names queued ahead of a user's first request, which
 	// waited until its client gave up.
 	BcryptWaitMax time.Duration
+	// SourceBucketBurst is the size of a client address's bucket of
+	// failed attempts (Source), checked before any bcrypt work;
+	// SourceBucketRefill the time to regain one. Without it one address
+	// guessing at thousands of users' names, each with a full bucket of
+	// its own, kept every bcrypt turn busy, and other users' first
+	// requests waited BcryptWaitMax for a 503. The burst is larger than a
+	// user's, since one address may hold many users (a NAT, a proxy).
+	SourceBucketBurst  int
+	SourceBucketRefill time.Duration
+	// SourcesMax bounds the addresses with a bucket that is not full. A
+	// new address past it takes the place of the fullest bucket (the one
+	// that failed least lately): the table never grows, and a new address
+	// is never refused for want of room.
+	SourcesMax int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -67,7 +84,8 @@ func DefaultConfig() Config {
 		VerifiedUsersMax: defaultVerifiedUsersMax, RejectedPerUserMax: defaultRejectedPerUserMax,
 		RejectedUsersMax: defaultRejectedUsersMax, RejectedTTL: defaultRejectedTTL,
 		BucketsMax: defaultBucketsMax, BucketBurst: defaultBucketBurst, BucketRefill: defaultBucketRefill,
-		BcryptWaitMax: defaultBcryptWaitMax,
+		BcryptWaitMax:     defaultBcryptWaitMax,
+		SourceBucketBurst: defaultSourceBucketBurst, SourceBucketRefill: defaultSourceBucketRefill, SourcesMax: defaultSourcesMax,
 	}
 }
 
@@ -86,6 +104,7 @@ func (c Config) Validate() error {
 	check(c.RejectedTTL > 0, "rejected ttl %v must be > 0", c.RejectedTTL)
 	check(c.BucketsMax > 0 && c.BucketBurst > 0 && c.BucketRefill > 0, "bucket bounds (%d buckets, burst %d, refill %v) must be > 0", c.BucketsMax, c.BucketBurst, c.BucketRefill)
 	check(c.BcryptWaitMax > 0, "bcrypt wait max %v must be > 0", c.BcryptWaitMax)
+	check(c.SourcesMax > 0 && c.SourceBucketBurst > 0 && c.SourceBucketRefill > 0, "source bucket bounds (%d sources, burst %d, refill %v) must be > 0", c.SourcesMax, c.SourceBucketBurst, c.SourceBucketRefill)
 	return errors.Join(problems...)
 }
 

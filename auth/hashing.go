@@ -46,7 +46,8 @@ func (a *Authenticator) HashPassword(ctx context.Context, requester, password st
 	}
 	defer func() { <-a.hashTurns }()
 	var hash []byte
-	err = a.withTurn(ctx, "hash", func() error {
+	err = a.withTurn(ctx, func() error {
+		a.countRun("hash")
 		var err error
 		hash, err = bcrypt.GenerateFromPassword([]byte(password), a.cfg.BcryptCost)
 		return err

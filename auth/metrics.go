@@ -1,12 +1,17 @@
 package auth
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // metrics are the series of an Authenticator (narad_auth_*).
 type metrics struct {
 	// attempts counts Verify outcomes by result: cached, verified,
-	// unknown_user, no_users, wrong_password, rejected_cached, throttled,
-	// unavailable.
+	// unknown_user, no_users, wrong_password, rejected_cached, throttled
+	// (the user's bucket is empty), source_throttled (the client
+	// address's bucket is), unavailable.
 	attempts *prometheus.CounterVec
 	// bcryptRuns counts bcrypt runs by op: verify or hash.
 	bcryptRuns *prometheus.CounterVec
@@ -22,7 +27,10 @@ func newMetrics(a *Authenticator, reg prometheus.Registerer) *metrics {
 	waiting := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "narad", Subsystem: "auth", Name: "bcrypt_waiting",
 		Help: "bcrypt runs (verify or hash) waiting for a turn now; a verification waits at most Config.BcryptWaitMax."},
 		func() float64 { return float64(a.bcryptWaiting.Load()) })
-	reg.MustRegister(m.attempts, m.bcryptRuns, waiting, &tableCollector{a: a})
+	sources := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "narad", Subsystem: "auth", Name: "sources_tracked",
+		Help: fmt.Sprintf("Client addresses (IPv6: /64 prefixes) whose bucket of failed authentication attempts is not full; at most %d.", a.cfg.SourcesMax)},
+		func() float64 { return float64(a.sourcesTracked()) })
+	reg.MustRegister(m.attempts, m.bcryptRuns, waiting, sources, &tableCollector{a: a})
 	return m
 }
 

@@ -73,13 +73,21 @@ func (a *Authenticator) takeLocked(username string, now time.Time) bool {
 	return true
 }
 
-// refundLocked gives back the token of an attempt that did not fail.
-func (a *Authenticator) refundLocked(username string) {
+// refundLocked gives back the tokens of an attempt whose comparison
+// passed, to its user's bucket and its source's. a.mu is held.
+func (a *Authenticator) refundLocked(at attempt) {
+	now := a.cfg.Now()
+	a.sources.refund(at.source, now)
+	a.refundUserLocked(at.username, now)
+}
+
+// refundUserLocked gives a token back to the user's bucket.
+func (a *Authenticator) refundUserLocked(username string, now time.Time) {
 	b, present := a.buckets[username]
 	if !present {
 		return
 	}
-	b = a.refill(b, a.cfg.Now())
+	b = a.refill(b, now)
 	b.tokens++
 	if b.tokens >= float64(a.cfg.BucketBurst) {
 		delete(a.buckets, username) // full: the same as absent
@@ -104,6 +112,13 @@ func (a *Authenticator) pruneBucketsLocked(now time.Time) {
 			delete(a.buckets, username)
 		}
 	}
+}
+
+// sourcesTracked is the number of sources whose bucket is not full.
+func (a *Authenticator) sourcesTracked() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.sources.len()
 }
 
 // tableSizes returns the sizes of the verified, rejected, bucket and

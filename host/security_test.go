@@ -55,6 +55,12 @@ type as struct {
 
 func callAs(t *testing.T, h *Host, who as, c apiCall) (int, string, http.Header) {
 	t.Helper()
+	return callFrom(t, h, http.DefaultClient, who, c)
+}
+
+// callFrom is callAs through client (from another client address, say).
+func callFrom(t *testing.T, h *Host, client *http.Client, who as, c apiCall) (int, string, http.Header) {
+	t.Helper()
 	req, err := http.NewRequest(c.method, "http://"+h.Addr()+c.path, strings.NewReader(c.body))
 	require.NoError(t, err)
 	if c.contentType != "" {
@@ -63,7 +69,7 @@ func callAs(t *testing.T, h *Host, who as, c apiCall) (int, string, http.Header)
 	if who.user != "" {
 		req.SetBasicAuth(who.user, who.password)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)

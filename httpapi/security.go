@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -69,15 +70,15 @@ func (h *apiHandler) authenticate(r *http.Request, route string) (auth.Identity,
 	if !ok {
 		return auth.Identity{}, unauthenticated()
 	}
-	identity, err := h.security.Auth.Verify(r.Context(), username, password)
-	switch err {
-	case nil:
+	identity, err := h.security.Auth.Verify(r.Context(), auth.SourceOf(r.RemoteAddr), username, password)
+	switch {
+	case err == nil:
 		return identity, nil
-	case auth.ErrThrottled:
-		return auth.Identity{}, h.throttled()
-	case auth.ErrUnauthenticated:
+	case errors.Is(err, auth.ErrThrottled):
+		return auth.Identity{}, h.throttled(err)
+	case err == auth.ErrUnauthenticated:
 		return auth.Identity{}, unauthenticated()
-	case auth.ErrNoUsersYet:
+	case err == auth.ErrNoUsersYet:
 		response := unavailable(h.noUsersYet())
 		return auth.Identity{}, &response
 	}
@@ -96,12 +97,14 @@ func (h *apiHandler) noUsersYet() string {
 	return auth.ErrNoUsersYet.Error()
 }
 
-// throttled is the 429 of a user whose bucket of attempts is empty, with
-// the time to its next attempt in Retry-After (whole seconds, rounded up).
-func (h *apiHandler) throttled() *Response {
+// throttled is the 429 of a check refused by an empty bucket of attempts
+// (err: the user's or the client address's), with the time to its next
+// attempt in Retry-After (whole seconds, rounded up): the refill time of
+// the bucket that refused it. The body is the same for both.
+func (h *apiHandler) throttled(err error) *Response {
 	response := jsonResponse(http.StatusTooManyRequests, errorBody{Error: messageThrottled})
 	response.Header = response.Header.Clone() // the JSON header is shared
-	seconds := (h.security.Auth.ThrottledFor() + time.Second - 1) / time.Second
+	seconds := (h.security.Auth.ThrottledFor(err) + time.Second - 1) / time.Second
 	response.Header.Set("Retry-After", strconv.Itoa(int(seconds)))
 	return &response
 }

@@ -205,12 +205,12 @@ func (h *apiHandler) checkCurrent(r *http.Request, username, current string) *Re
 		response := errorResponse(msg.Invalid("current_password is required to change your own password"))
 		return &response
 	}
-	_, err := h.security.Auth.Verify(r.Context(), username, current)
+	_, err := h.security.Auth.Verify(r.Context(), auth.SourceOf(r.RemoteAddr), username, current)
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, auth.ErrThrottled):
-		return h.throttled()
+		return h.throttled(err)
 	case errors.Is(err, auth.ErrUnauthenticated):
 		return forbidden("current_password is wrong")
 	}
