@@ -1,7 +1,7 @@
 package msg
 
-// PayloadBytes is the bulk an envelope carries: the keys and payloads of
-// records (produced, consumed, replayed), the chunk of a move's read, the
+// PayloadBytes is the bulk an envelope carries: the records produced,
+// consumed or replayed (keys, payloads, and each one's fixed fields), the chunk of a move's read, the
 // lists of a move's source state (moveStateBytes), the schema of a topic
 // change, the data of Raft entries and snapshots, and every list an
 // answer or an ack carries (listBytes: placements, receipt handles and
@@ -10,8 +10,9 @@ package msg
 // The rest of a message (ids, names, offsets) is small and bounded by its
 // type, so this is what a queue of envelopes must count to bound its
 // memory (peer's send queue and the loop's peer inbox do): a produce of
-// a hundred thousand empty records answered through another node is
-// megabytes of placements and no payload.
+// ProduceBatchRecordsMax empty records forwarded to another node, and its
+// answer, carry no payload, yet each is tens of kilobytes of records or
+// placements, so a queue of 4,096 of them is hundreds of megabytes.
 func PayloadBytes(env Envelope) int64 {
 	switch m := env.Message.(type) {
 	case RaftMessage:
@@ -35,6 +36,28 @@ func raftBytes(m RaftMessage) int64 {
 	return total
 }
 
+// Per record of a produce, the bytes its fixed fields take: its partition
+// and the lengths of its key and payload; a dead letter's origin adds its
+// partition, offset and delivery count, and its topic's name.
+const (
+	produceRecordFixedBytes    = 8 + 4 + 4
+	deadLetterOriginFixedBytes = 8 + 8 + 4
+)
+
+// produceBytes counts a produce's records: their keys and payloads, and
+// the fixed fields and origin that come with each. An empty record is
+// not nothing: a batch of ProduceBatchRecordsMax of them forwarded to
+// another node is as large as the placements of its answer.
+func produceBytes(records []ProduceRecord) int64 {
+	total := RecordsBytes(records) + int64(len(records))*produceRecordFixedBytes
+	for _, record := range records {
+		if record.Origin != nil {
+			total += int64(len(record.Origin.Topic)) + deadLetterOriginFixedBytes
+		}
+	}
+	return total
+}
+
 // RecordsBytes is the key and payload bytes of records.
 func RecordsBytes(records []ProduceRecord) int64 {
 	total := int64(0)
@@ -47,7 +70,7 @@ func RecordsBytes(records []ProduceRecord) int64 {
 func requestBytes(request Request) int64 {
 	switch r := request.(type) {
 	case Produce:
-		return RecordsBytes(r.Records)
+		return produceBytes(r.Records)
 	case CreateTopic:
 		return int64(len(r.Schema))
 	case AlterTopic:

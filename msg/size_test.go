@@ -18,7 +18,11 @@ func TestPayloadBytes(t *testing.T) {
 		message PeerMessage
 		want    int64
 	}{
-		{ForwardRequest{ID: 1, Request: produce}, 10},
+		{ForwardRequest{ID: 1, Request: produce}, 10 + 2*produceRecordFixedBytes},
+		{ForwardRequest{ID: 1, Request: Produce{Topic: "t", Records: make([]ProduceRecord, ProduceBatchRecordsMax)}},
+			ProduceBatchRecordsMax * produceRecordFixedBytes},
+		{ForwardRequest{ID: 1, Request: Produce{Topic: "dlq", Records: []ProduceRecord{{Payload: []byte("p"),
+			Origin: &DeadLetterOrigin{Topic: "orders"}}}}}, 1 + produceRecordFixedBytes + 6 + deadLetterOriginFixedBytes},
 		{ForwardRequest{ID: 1, Request: CreateTopic{Name: "t", Schema: []byte(`{"type":"object"}`)}}, 17},
 		{ForwardRequest{ID: 1, Request: Consume{Topic: "t"}}, 0},
 		{ForwardReply{ID: 1, Reply: Reply{Result: consumed}}, 7 + 2*messageFixedBytes},
