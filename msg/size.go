@@ -5,8 +5,8 @@ package msg
 // lists of a move's source state (moveStateBytes), the schema of a topic
 // change, the data of Raft entries and snapshots, and every list an
 // answer or an ack carries (listBytes: placements, receipt handles and
-// their outcomes, topics of a page, partition stats, members, moves,
-// children), each element at its fixed fields' size plus its strings.
+// their outcomes, a topic and its children, topics of a page, partition
+// stats, members, moves, children), each element at its fixed fields' size plus its strings.
 // The rest of a message (ids, names, offsets) is small and bounded by its
 // type, so this is what a queue of envelopes must count to bound its
 // memory (peer's send queue and the loop's peer inbox do): a produce of
@@ -134,6 +134,8 @@ func listBytes(result Result) int64 {
 		for _, item := range r.Results {
 			total += int64(len(item.Handle)) + ackOutcomeFixedBytes
 		}
+	case TopicInfo:
+		total = topicBytes(r)
 	case TopicPage:
 		for _, info := range r.Topics {
 			total += topicBytes(info)

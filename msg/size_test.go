@@ -44,6 +44,7 @@ func TestPayloadBytes(t *testing.T) {
 		{ForwardReply{ID: 1, Reply: Reply{Result: MembersResult{Members: []Member{{ID: "n1", Addr: "h:1", Status: "alive"}}}}}, 10 + memberFixedBytes},
 		{ForwardReply{ID: 1, Reply: Reply{Result: MovesResult{Moves: []Move{{Topic: "t", From: "n1", To: "n2", Phase: "copy"}}}}}, 9 + moveFixedBytes},
 		{ForwardReply{ID: 1, Reply: Reply{Result: ChildrenResult{Children: []ChildLag{{Name: "kid"}}}}}, 3 + childLagFixedBytes},
+		{ForwardReply{ID: 1, Reply: Reply{Result: TopicInfo{Name: "p", Children: []string{"c1", "c2"}}}}, 5 + topicFixedBytes},
 		{ForwardReply{ID: 1, Reply: Reply{Result: MoveVerdict{}}}, 0},
 	} {
 		require.Equal(t, c.want, PayloadBytes(Envelope{From: "a", To: "b", Message: c.message}), "%T %+v", c.message, c.message)
