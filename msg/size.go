@@ -1,12 +1,13 @@
 package msg
 
 // PayloadBytes is the bulk an envelope carries: the records produced,
-// consumed or replayed (keys, payloads, and each one's fixed fields), the chunk of a move's read, the
-// lists of a move's source state (moveStateBytes), the schema of a topic
-// change, the data of Raft entries and snapshots, and every list an
-// answer or an ack carries (listBytes: placements, receipt handles and
-// their outcomes, a topic and its children, topics of a page, partition
-// stats, members, moves, children), each element at its fixed fields' size plus its strings.
+// consumed or replayed (keys, payloads, and each one's fixed fields),
+// the chunk of a move's read, the lists of a move's source state
+// (moveStateBytes), the schema of a topic change, the data of Raft
+// entries and snapshots, and every list an answer or an ack carries
+// (listBytes: placements, receipt handles and their outcomes, a topic and
+// its children, topics of a page, partition stats, members, moves,
+// children), each element at its fixed fields' size plus its strings.
 // The rest of a message (ids, names, offsets) is small and bounded by its
 // type, so this is what a queue of envelopes must count to bound its
 // memory (peer's send queue and the loop's peer inbox do): a produce of
