@@ -61,6 +61,14 @@ type ListTopics struct {
 type GetTopic struct {
 	Name      string
 	Partition int
+	// Confirm marks a node's question to the metastore leader about a
+	// topic it holds requests for (they name it, or pin a partition of
+	// it, past what that node applied): the receiver answers it only
+	// once its log holds no create or growth of the topic past what it
+	// applied, or 503 when that takes longer than a forwarded request
+	// waits, so that its answer is never an older count than one already
+	// committed. Only nodes set it; a client's description never does.
+	Confirm bool
 }
 
 // AlterTopic changes a topic; nil fields are left as they are. A zero

@@ -124,3 +124,92 @@ func withholdCommit(c *clusterHarness, env msg.Envelope, uninformed map[string]b
 	require.NoError(c.t, c.nodes[env.To].Step(msg.Envelope{From: env.From, To: env.To, Message: msg.RaftMessage{Message: lowered}}))
 	return true
 }
+
+// leaderBehind is a cluster whose topic "t" grew from 3 to 6 partitions
+// through the old leader, and whose growth reached the logs of the two
+// others, but not their applied states. One of them, leader, leads now,
+// and will not apply the growth until it commits an entry of its own
+// term: the acknowledgements of its appends are dropped until drop is
+// lifted. The other is follower.
+type leaderBehind struct {
+	c        *clusterHarness
+	leader   string
+	follower string
+}
+
+func newLeaderBehind(t *testing.T) leaderBehind {
+	c := newClusterHarness(t, 3)
+	old := c.electWithTopic("t", 3)
+	growth := c.nodes[old].meta.Status().Commit + 1
+	uninformed := map[string]bool{}
+	for _, id := range c.except(old) {
+		uninformed[id] = true
+	}
+	c.drop = func(env msg.Envelope) bool { return withholdCommit(c, env, uninformed, growth) }
+	grow := 6
+	require.NoError(t, c.do(old, msg.AlterTopic{Name: "t", Partitions: &grow}).Err)
+	next := c.otherThan(old)
+	require.NoError(t, c.nodes[old].meta.TransferLeadership(next))
+	c.drop = func(env msg.Envelope) bool {
+		message, ok := raftOf(env)
+		return withholdCommit(c, env, uninformed, growth) || (ok && env.To == next && message.GetType() == raftpb.MsgAppResp)
+	}
+	c.settle()
+	g := leaderBehind{c: c, leader: next, follower: c.otherThan(old, next)}
+	require.True(t, c.nodes[g.leader].meta.IsLeader(), "sanity: the leadership moved")
+	for _, id := range []string{g.leader, g.follower} {
+		record, _ := c.nodes[id].meta.State().Topic("t")
+		require.Equal(t, 3, record.Partitions, "sanity: %s has not applied the growth", id)
+	}
+	require.True(t, c.nodes[g.leader].meta.TopicCountPending("t"), "sanity: the new leader's log holds the growth")
+	return g
+}
+
+// TestANewLeaderAnswersAFollowersQuestionOnlyOnceItAppliedItsPredecessorsGrowth:
+// a produce pinned to a new partition, taken by a follower that has not
+// applied the growth, is held there, and the question it asks the new
+// leader is answered once the new leader applied the growth, with its
+// count, not at once with the count it applied (the held produce then
+// came back 400). The description's fan-out, which forwards the same
+// request kind, is answered at once.
+func TestANewLeaderAnswersAFollowersQuestionOnlyOnceItAppliedItsPredecessorsGrowth(t *testing.T) {
+	g := newLeaderBehind(t)
+	c := g.c
+	pinned := c.send(g.follower, producePinned("t", 5, "grown"))
+	c.settle()
+	reply, answered := c.replies[pinned]
+	require.False(t, answered, "a produce pinned to a partition in the leader's log is not refused; answered %v", reply.Err)
+	require.Equal(t, 1, c.nodes[g.leader].Stats().HeldRequests, "the new leader holds the follower's question")
+
+	require.Contains(t, c.owners(g.follower, "t"), g.leader, "sanity: the new leader owns a partition the follower describes")
+	described := c.send(g.follower, msg.GetTopic{Name: "t", Partition: msg.PartitionNone})
+	c.settle()
+	reply, answered = c.replies[described]
+	require.True(t, answered, "the description's fan-out is answered while the growth is pending")
+	require.NoError(t, reply.Err)
+	for _, stats := range reply.Result.(msg.TopicDetail).PartitionStats {
+		require.True(t, stats.Available, "partition %d of %s is described", stats.Index, stats.OwnerNode)
+	}
+
+	c.drop = nil
+	reply = c.await(pinned, 100, 20)
+	require.NoError(t, reply.Err, "served once the growth is applied")
+	require.Equal(t, 5, reply.Result.(msg.ProduceResult).Records[0].Partition, "written where it was pinned")
+}
+
+// TestAQuestionTheLeaderCouldNotAnswerInTimeLeavesA503: while the new
+// leader's log still holds the growth it has not applied, it answers the
+// follower's question 503 when the question's wait runs out; the
+// follower's held produce, pinned to a partition of the growth, is then
+// answered 503 at its deadline (retry), not 400 from the count the
+// follower applied.
+func TestAQuestionTheLeaderCouldNotAnswerInTimeLeavesA503(t *testing.T) {
+	g := newLeaderBehind(t)
+	c := g.c
+	pinned := c.send(g.follower, producePinned("t", 5, "grown"))
+	c.settle()
+	require.Equal(t, 1, c.nodes[g.leader].Stats().HeldRequests, "sanity: the new leader holds the follower's question")
+	reply := c.await(pinned, 100, 20)
+	require.True(t, c.nodes[g.leader].meta.TopicCountPending("t"), "sanity: the growth is still pending at the leader")
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(reply.Err), "a pin the leader could not deny is a 503, not a 400: %v", reply.Err)
+}

@@ -16,11 +16,15 @@ import (
 // request asks the metastore leader first, whose answer settles it when
 // the leader does not know the topic either (404) or has fewer partitions
 // than the pin (400), and otherwise confirms what it waits for (the
-// leader's own requests wait only while its log holds a change of the
-// topic it has not applied, meta.TopicCountPending); every
-// held request is served again as soon as this replica has what it waits
-// for (or its topic is gone), and answered 503 (retry) if it does not in
-// time, or, a pin nobody confirmed, from the applied state (400).
+// leader's own requests, and its answer to the question, wait only while
+// its log holds a change of the topic it has not applied,
+// meta.TopicCountPending: answered earlier, from its applied state, the
+// question would deny what its log already holds); every held request
+// is served again as soon as this replica has what it waits for (or its
+// topic is gone), and answered 503 (retry) if it does not in time, or, a
+// pin the leader neither confirmed nor answered 503 about (its log still
+// held the change when the question's wait there ran out), from the
+// applied state (400).
 
 // heldRequest is a request waiting for its topic, or a partition of it,
 // to reach this replica.
@@ -38,6 +42,14 @@ type heldRequest struct {
 	// forwarded it (a peer's request) or the leader's answer; such a
 	// request is answered 503 at its deadline, never 400.
 	confirmed bool
+	// unsure: the leader answered 503 to a question that left after the
+	// request was held (its log held a change of the topic it had not
+	// applied for as long as a forwarded request waits there): a 400
+	// from this replica's applied state may deny a partition already
+	// committed, so the request is answered 503 at its deadline, and not
+	// asked about again. A question that got no answer (timed out, or
+	// its leader unreachable) leaves it false.
+	unsure bool
 }
 
 // awaiting is what a request waits for on this replica.
@@ -46,7 +58,9 @@ type awaiting struct {
 	topic string
 	// partition is the highest partition the request pins, past the count
 	// this replica has applied; msg.PartitionNone while the topic itself
-	// is not known here.
+	// is not known here. For another node's question about the topic
+	// (msg.GetTopic.Confirm), which pins none, it is the count applied
+	// here: the question waits for what the log holds past it.
 	partition int
 }
 
@@ -125,8 +139,12 @@ func possiblePartition(index int) bool {
 
 // awaited decides whether a request must wait for this replica, and for
 // what: its topic, when the replica does not know it, or the partition it
-// pins, when the topic is known with fewer partitions. It is the one
-// place that decides, for a request that arrives (hold) and for one held
+// pins, when the topic is known with fewer partitions, or, for another
+// node's question about the topic (msg.GetTopic.Confirm), any change of
+// the topic's count its log holds past what it applied. A description
+// does not wait for that: the fan-out of one to the partitions' owners
+// forwards it, and is answered at once. It is the one place that
+// decides, for a request that arrives (hold) and for one held
 // (serveHeld).
 func (n *Node) awaited(req msg.Request) (awaiting, bool) {
 	name := topicOf(req)
@@ -137,11 +155,13 @@ func (n *Node) awaited(req msg.Request) (awaiting, bool) {
 	if !known {
 		return awaiting{topic: name, partition: msg.PartitionNone}, true
 	}
-	pin, pinned := pinnedPartition(req)
-	if !pinned || pin < t.info.Partitions {
-		return awaiting{}, false
+	if pin, pinned := pinnedPartition(req); pinned && pin >= t.info.Partitions {
+		return awaiting{topic: name, partition: pin}, true
 	}
-	return awaiting{topic: name, partition: pin}, true
+	if question, ok := req.(msg.GetTopic); ok && question.Confirm && n.meta.TopicCountPending(name) {
+		return awaiting{topic: name, partition: t.info.Partitions}, true // what the log holds past the applied count
+	}
+	return awaiting{}, false
 }
 
 // hold holds the request if it must wait for this replica (awaited); it
@@ -196,14 +216,17 @@ func (n *Node) heldForMs(id msg.RequestID) int64 {
 // requests held before the question left; one held after it may be for a
 // topic created or grown since, and is asked about again (diff review: a
 // slow "not found" answered a request held after a create that was
-// acknowledged meanwhile).
+// acknowledged meanwhile). The question is a description marked Confirm:
+// the leader answers it once it applied every change of the topic's count
+// its log holds, or 503 (unsure) when that takes longer than a forwarded
+// request waits there.
 func (n *Node) askLeaderAbout(leader, name string) {
 	if n.heldAsked[name] {
 		return
 	}
 	n.heldAsked[name] = true
 	covered := n.heldSeq
-	n.forward(leader, msg.GetTopic{Name: name, Partition: msg.PartitionNone}, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) {
+	n.forward(leader, msg.GetTopic{Name: name, Partition: msg.PartitionNone, Confirm: true}, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) {
 		delete(n.heldAsked, name)
 		detail, found := reply.Result.(msg.TopicDetail)
 		switch {
@@ -211,6 +234,8 @@ func (n *Node) askLeaderAbout(leader, name string) {
 			n.settleHeldClients(name, covered, foundVerdict(detail.TopicInfo))
 		case msg.CodeOf(reply.Err) == msg.CodeNotFound:
 			n.settleHeldClients(name, covered, notFoundVerdict(reply.Err))
+		case msg.CodeOf(reply.Err) == msg.CodeUnavailable && n.peerReachable(leader):
+			n.unsettleHeldClients(name, covered) // the leader's own 503: a forward that failed here marks its peer down
 		default:
 			return // the question failed: the held requests wait out their deadline
 		}
@@ -278,11 +303,24 @@ func (n *Node) settleHeldClients(topic string, covered uint64, verdict heldVerdi
 	n.held = kept
 }
 
+// unsettleHeldClients marks the clients' requests held for the topic
+// before the question left (seq up to covered) unsure: the leader could
+// not tell.
+func (n *Node) unsettleHeldClients(topic string, covered uint64) {
+	for i := range n.held {
+		h := &n.held[i]
+		if h.awaiting.topic == topic && !localOnly(h.id) && h.seq <= covered {
+			h.unsure = true
+		}
+	}
+}
+
 // clientUnconfirmed reports whether a client's request waits for the
-// topic, or a partition of it, that the leader has not confirmed.
+// topic, or a partition of it, that the leader has neither confirmed
+// nor been unsure of.
 func (n *Node) clientUnconfirmed(topic string) bool {
 	return slices.ContainsFunc(n.held, func(h heldRequest) bool {
-		return h.awaiting.topic == topic && !localOnly(h.id) && !h.confirmed
+		return h.awaiting.topic == topic && !localOnly(h.id) && !h.confirmed && !h.unsure
 	})
 }
 
@@ -308,7 +346,7 @@ func (n *Node) serveHeld() {
 		case h.deadlineMs > n.nowMs:
 			h.awaiting = w
 			waiting = append(waiting, h)
-		case w.partition == msg.PartitionNone || h.confirmed:
+		case w.partition == msg.PartitionNone || h.confirmed || h.unsure:
 			n.reply(h.id, nil, msg.Unavailable("%s is not known to this node yet; retry", w))
 		default:
 			ready = append(ready, h) // a pin nobody confirmed: the applied state answers (400)

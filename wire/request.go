@@ -20,6 +20,7 @@ func (e *encoder) request(request msg.Request) {
 		e.typeNumber(typeGetTopic)
 		e.string(r.Name, topicNameLimit)
 		e.int(r.Partition)
+		e.bool(r.Confirm)
 	case msg.AlterTopic:
 		e.typeNumber(typeAlterTopic)
 		e.alterTopic(r)
@@ -81,7 +82,7 @@ func (d *decoder) request() msg.Request {
 	case typeListTopics:
 		return msg.ListTopics{Limit: d.int(), PageToken: d.string(pageTokenLimit)}
 	case typeGetTopic:
-		return msg.GetTopic{Name: d.string(topicNameLimit), Partition: d.int()}
+		return msg.GetTopic{Name: d.string(topicNameLimit), Partition: d.int(), Confirm: d.bool()}
 	case typeAlterTopic:
 		return d.alterTopic()
 	case typeDeleteTopic:

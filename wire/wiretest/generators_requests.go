@@ -22,7 +22,7 @@ func Request() *rapid.Generator[msg.Request] {
 			return msg.ListTopics{Limit: rapid.Int().Draw(t, "limit"), PageToken: topic().Draw(t, "token")}
 		}),
 		rapid.Custom(func(t *rapid.T) msg.Request {
-			return msg.GetTopic{Name: topic().Draw(t, "name"), Partition: rapid.Int().Draw(t, "partition")}
+			return msg.GetTopic{Name: topic().Draw(t, "name"), Partition: rapid.Int().Draw(t, "partition"), Confirm: rapid.Bool().Draw(t, "confirm")}
 		}),
 		rapid.Custom(func(t *rapid.T) msg.Request {
 			return msg.AlterTopic{Name: topic().Draw(t, "name"), Partitions: optional(t, "partitions", rapid.Int()),

@@ -42,6 +42,7 @@ func topicRequestSamples() []NamedRequest {
 		{"ListTopics/max", msg.ListTopics{Limit: msg.TopicsPageMax, PageToken: MaxTopic()}},
 		{"GetTopic/all-partitions", msg.GetTopic{Name: "orders", Partition: msg.PartitionNone}},
 		{"GetTopic/max", msg.GetTopic{Name: MaxTopic(), Partition: math.MaxInt}},
+		{"GetTopic/confirm", msg.GetTopic{Name: "orders", Partition: msg.PartitionNone, Confirm: true}},
 		{"AlterTopic/all-nil", msg.AlterTopic{Name: "orders"}},
 		{"AlterTopic/all-zero", msg.AlterTopic{Name: "orders", Partitions: &zero, RetentionMs: &zero64,
 			VisibilityTimeoutMs: &zero64, InFlightMax: &zero, AckedAheadMax: &zero}},
