@@ -121,7 +121,6 @@ func (n *Node) applyAck(t *topic, p *partition, log *storage.Log, offset, nonce 
 		return msg.Gone("receipt handle is stale: offset %d is past the end of partition %d (next offset: %d)", offset, p.key.index, log.HWM())
 	}
 	var err error
-	held := p.leases.Held()
 	switch action {
 	case msg.AckCommit:
 		err = p.leases.Ack(offset, nonce, n.nowMs)
@@ -135,7 +134,6 @@ func (n *Node) applyAck(t *topic, p *partition, log *storage.Log, offset, nonce 
 	default:
 		invariant.Broken("node: unknown ack action %d", action)
 	}
-	n.leasesChanged(held, p.leases.Held())
 	switch {
 	case errors.Is(err, lease.ErrAcked):
 		return err

@@ -382,9 +382,7 @@ func (n *Node) skipUnreadable(t *topic, p *partition, log *storage.Log, offset u
 	case errors.Is(err, storage.ErrCorrupt):
 		chaos.Reached(chaos.MarkNodeCorruptRecordSkipped)
 		n.observer.CorruptSkipped(t.info.Name, p.key.index)
-		held := p.leases.Held()
 		p.leases.Skip(offset)
-		n.leasesChanged(held, p.leases.Held())
 	case errors.Is(err, storage.ErrAgedOut):
 		if dropped := p.leases.AdvanceTo(log.Oldest()); dropped > 0 {
 			n.observer.ConsumerDropped(t.info.Name, p.key.index, dropped)

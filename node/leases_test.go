@@ -76,11 +76,11 @@ func TestAtTheLeaseBudgetLapsedRecordsAreDeliveredAgain(t *testing.T) {
 	require.Equal(t, uint32(1), m.DeliveryCount, "new records go out again")
 }
 
-// TestTheLeaseBudgetCountsARestoredTable: a table a move restored after
-// the last count is counted at once, so an ack that collapses its acked
-// run does not take off the count what other tables hold (found in
-// review: the budget fell to 0 with 3 held, and a batch then took the
-// tables to 7 past a bound of 4).
+// TestTheLeaseBudgetCountsARestoredTable: a table a move restored is
+// counted at once, so an ack that collapses its acked run does not take
+// off the count what other tables hold (found in review: the budget fell
+// to 0 with 3 held, and a batch then took the tables to 7 past a bound
+// of 4).
 func TestTheLeaseBudgetCountsARestoredTable(t *testing.T) {
 	h := budgetHarness(t, 4, func(c *msg.CreateTopic) { c.Partitions = 3 })
 	for i := range 10 {
@@ -96,7 +96,9 @@ func TestTheLeaseBudgetCountsARestoredTable(t *testing.T) {
 		restored.Entries = append(restored.Entries, lease.SnapshotEntry{Offset: offset, State: lease.EntryAcked})
 	}
 	orders, _ := h.node.lookupTopic("orders")
-	h.node.partitionOf(orders, 1).leases = nil
+	dropped := h.node.partitionOf(orders, 1)
+	h.node.uncountLeasesOf(dropped)
+	dropped.leases = nil
 	h.node.adoptMovedLeases(&moveSession{key: partitionKey{"orders", 1}, leases: &restored})
 	held := func() (count int) {
 		for _, p := range h.node.partitions {
@@ -106,14 +108,41 @@ func TestTheLeaseBudgetCountsARestoredTable(t *testing.T) {
 		}
 		return count
 	}
-	require.LessOrEqual(t, held(), h.node.Stats().LeasesHeld, "the restored table is counted")
+	require.Equal(t, held(), h.node.Stats().LeasesHeld, "the restored table is counted")
 
 	redelivered := h.ok(msg.Consume{Topic: "orders", Partition: 1}).(msg.ConsumeResult)
 	require.NoError(t, h.ackHandle("orders", redelivered.Messages[0].ReceiptHandle, msg.AckCommit))
 	require.Equal(t, 3, held(), "the ack at the frontier collapsed the restored run")
-	require.LessOrEqual(t, held(), h.node.Stats().LeasesHeld, "the count stays an upper bound")
+	require.Equal(t, held(), h.node.Stats().LeasesHeld, "the count follows the collapse")
 	h.ok(msg.Consume{Topic: "orders", Partition: 0, Max: 10})
 	require.LessOrEqual(t, held(), h.cfg.LeasesMax)
+}
+
+// TestTheLeaseCountIsExactWithoutARecount: every change of a table moves
+// the count as it happens, including a table the node drops (its topic
+// deleted), which used to stay counted until the next walk of every
+// partition, 100 ms later. The invariants build recounts the tables
+// against the count, and a table dropped without leaving the count is
+// found.
+func TestTheLeaseCountIsExactWithoutARecount(t *testing.T) {
+	h := budgetHarness(t, 100, func(c *msg.CreateTopic) { c.Partitions = 3 })
+	h.createTopic("other")
+	for i := range 3 {
+		h.produce("orders", i, fmt.Sprint(i))
+	}
+	h.produce("other", 0, "x")
+	h.ok(msg.Consume{Topic: "orders", Partition: msg.PartitionNone, Max: 3})
+	h.ok(msg.Consume{Topic: "other", Partition: msg.PartitionNone})
+	require.Equal(t, 4, h.node.Stats().LeasesHeld)
+	require.NoError(t, h.node.checkLeaseTally())
+
+	h.ok(msg.DeleteTopic{Name: "orders"})
+	require.Equal(t, 1, h.node.Stats().LeasesHeld, "the deleted topic's tables leave the count at once")
+	require.NoError(t, h.node.checkLeaseTally())
+
+	other, _ := h.node.lookupTopic("other")
+	h.node.partitionOf(other, 0).leases = nil // dropped without leaving the count
+	require.ErrorContains(t, h.node.checkLeaseTally(), "the lease tally counts 1 held offsets, the tables hold 0")
 }
 
 // budgetHarness is a node whose lease budget is leasesMax, with a topic

@@ -413,7 +413,7 @@ func (n *Node) adoptMovedLeases(s *moveSession) {
 		return
 	}
 	p.leases = lease.RestoreTable(*s.leases, n.nonceFloor, n.leaseConfig(t))
-	n.leasesChanged(0, p.leases.Held())
+	n.countLeasesOf(p)
 	n.noteLeaseDeadlines(p)
 	n.watchExhausted(p)
 	chaos.Reached(chaos.MarkNodeMoveCarriedLeases)

@@ -403,7 +403,7 @@ func (n *Node) Tick(nowMs int64) {
 		return
 	}
 	n.nowMs = nowMs
-	n.countLeases()
+	n.checkLeaseBudget()
 	n.runDelayed()
 	n.tickMeta()
 	n.expireLeases()
@@ -882,9 +882,9 @@ type Stats struct {
 	// OpenLogIndexBytes is the memory of the open logs' indexes (4 bytes
 	// a record): OpenLogsMax bounds their number, their records their size.
 	OpenLogIndexBytes int64
-	// LeasesHeld bounds from above the offsets the lease tables hold
-	// (counted every leaseCountIntervalMs, moved by every change since),
-	// at most about LeasesMax (Config.LeasesMax).
+	// LeasesHeld is the number of offsets the lease tables hold (moved
+	// by every change of a table), at most about LeasesMax
+	// (Config.LeasesMax).
 	LeasesHeld, LeasesMax int
 	// DiskFreeBytes is the disk free space as the node estimates it (the
 	// last SetDiskFree less what it appended since; 0 before a report);

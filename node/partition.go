@@ -158,6 +158,7 @@ func (n *Node) removePartition(p *partition) {
 	if p.leases != nil {
 		n.nonceFloor = max(n.nonceFloor, p.leases.LastNonce())
 	}
+	n.uncountLeasesOf(p)
 	delete(n.partitions, p.key)
 	delete(n.frozenPartitions, p.key)
 	n.leaseBudget.due.remove(p)
@@ -176,6 +177,7 @@ func (n *Node) forgetLeases(p *partition, log *storage.Log) {
 	n.observer.Event("leases-forgotten", fmt.Sprintf("%s: the log recovered to %d, below the %d its lease table had seen",
 		p.dir, log.HWM(), p.leases.HighWatermarkSeen()))
 	n.nonceFloor = max(n.nonceFloor, p.leases.LastNonce())
+	n.uncountLeasesOf(p)
 	p.leases = nil
 }
 
@@ -218,6 +220,7 @@ func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
 	}
 	if p.leases == nil {
 		p.leases = lease.New(log.Committed(), n.nonceFloor, n.leaseConfig(t))
+		n.countLeasesOf(p)
 		n.watchExhausted(p)
 	}
 	// A log reopened after a failure (or idleness) recovers the committed

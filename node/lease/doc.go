@@ -30,8 +30,9 @@
 // AdvanceTo (retention removed old segments), SetConfig (topic alter) and
 // RestoreTable (a move installed the partition here). Outputs are the
 // reservations and errors those calls return, the committed frontier the
-// node persists, the earliest deadline it schedules a tick for, and the
-// Snapshot a move carries to the new owner.
+// node persists, the earliest deadline it schedules a tick for, the
+// Snapshot a move carries to the new owner, and the Tally a table moves by
+// every change of its Held (CountInto), where the node sums its tables.
 //
 // # Invariants
 //

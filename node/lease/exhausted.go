@@ -147,7 +147,7 @@ func (t *Table) dropDeadLetteringBelow(oldest uint64) {
 		if t.entries[offset].heapIndex != -1 {
 			invariant.Broken("lease: entry %d being dead-lettered must be in no heap", offset)
 		}
-		delete(t.entries, offset)
+		t.dropEntry(offset)
 		t.deadLettering--
 	}
 }

@@ -86,7 +86,7 @@ func (t *Table) takeForDelivery(offset uint64) *entry {
 		invariant.Broken("lease: new delivery %d must be at the cursor %d", offset, t.nextUndelivered)
 	}
 	e := &entry{offset: offset}
-	t.entries[offset] = e
+	t.putEntry(e)
 	t.nextUndelivered++
 	t.settleCursor()
 	if len(t.entries) > t.deliveredCeiling {

@@ -139,7 +139,7 @@ func (t *Table) forget(e *entry) {
 	if e.heapIndex != -1 {
 		invariant.Broken("lease: entry %d must leave its heap before it is forgotten", e.offset)
 	}
-	delete(t.entries, e.offset)
+	t.dropEntry(e.offset)
 }
 
 // resolve marks an unresolved offset at or above the frontier as done:
@@ -152,7 +152,7 @@ func (t *Table) resolve(offset uint64) {
 		t.committed++
 		t.collapse()
 	} else {
-		t.ackedAhead[offset] = struct{}{}
+		t.putAcked(offset)
 	}
 	if len(t.ackedAhead) > t.ackedAheadCeiling {
 		invariant.Broken("lease: acked ahead %d must stay within ceiling %d (acked-ahead max %d)",
@@ -168,7 +168,7 @@ func (t *Table) collapse() {
 		if _, acked := t.ackedAhead[t.committed]; !acked {
 			return
 		}
-		delete(t.ackedAhead, t.committed)
+		t.dropAcked(t.committed)
 		t.committed++
 	}
 }
@@ -199,7 +199,7 @@ func (t *Table) AdvanceTo(oldest uint64) (dropped uint64) {
 func (t *Table) dropAckedBelow(oldest uint64) (count uint64) {
 	for offset := range t.ackedAhead { //determinism:ok only deletes and counts
 		if offset < oldest {
-			delete(t.ackedAhead, offset)
+			t.dropAcked(offset)
 			count++
 		}
 	}

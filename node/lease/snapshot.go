@@ -182,12 +182,12 @@ func RestoreTable(s Snapshot, nonceBase uint64, cfg Config) *Table {
 // restoreEntry installs one snapshot entry; entries come in offset order.
 func (t *Table) restoreEntry(se SnapshotEntry) {
 	if se.State == EntryAcked {
-		t.ackedAhead[se.Offset] = struct{}{}
+		t.putAcked(se.Offset)
 		t.noteHighWatermark(se.Offset + 1)
 		return
 	}
 	e := &entry{offset: se.Offset, deliveryCount: se.DeliveryCount, returnedUnseen: se.ReturnedUnseen, state: stateReleased}
-	t.entries[se.Offset] = e
+	t.putEntry(e)
 	if t.exhausts(e) { // it ran out of deliveries at the source: dead letters take it
 		e.state = stateExhausted
 		t.exhausted.add(e)

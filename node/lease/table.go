@@ -90,6 +90,71 @@ type Table struct {
 	// ackedAheadCeiling bounds len(ackedAhead) the same way; Skip raises
 	// it because skips ignore the cap.
 	ackedAheadCeiling int
+	// tally is where the table counts its Held (nil: nowhere). Invariant:
+	// it holds Held of this table; every change of entries or ackedAhead
+	// moves it (putEntry, dropEntry, putAcked, dropAcked). CountInto.
+	tally *Tally
+}
+
+// Tally sums Held over the tables that count into it (CountInto): each
+// table moves it by every change of its own Held as the change happens,
+// so the sum is exact at every moment without a walk of the tables (the
+// node's lease budget, over thousands of partitions). The zero value is
+// an empty tally.
+type Tally struct {
+	// held is the sum of Held over the tables counting into the tally.
+	// Invariant: >= 0.
+	held int
+}
+
+// Held is the sum of Held over the tables that count into the tally.
+func (y *Tally) Held() int { return y.held }
+
+// add moves the tally by delta; a nil tally counts nothing.
+func (y *Tally) add(delta int) {
+	if y == nil {
+		return
+	}
+	y.held += delta
+	if y.held < 0 {
+		invariant.Broken("lease: a tally of held offsets must not fall below 0 (%d after %d)", y.held, delta)
+	}
+}
+
+// CountInto makes the table count its Held into tally from now on (nil:
+// into none): what it holds leaves the tally it counted into before and
+// joins the new one. A table its owner drops leaves its tally first.
+func (t *Table) CountInto(tally *Tally) {
+	t.tally.add(-t.Held())
+	t.tally = tally
+	t.tally.add(t.Held())
+}
+
+// The maps behind Held change only through the four below, which move
+// the tally by what they change.
+
+func (t *Table) putEntry(e *entry) {
+	before := len(t.entries)
+	t.entries[e.offset] = e
+	t.tally.add(len(t.entries) - before)
+}
+
+func (t *Table) dropEntry(offset uint64) {
+	before := len(t.entries)
+	delete(t.entries, offset)
+	t.tally.add(len(t.entries) - before)
+}
+
+func (t *Table) putAcked(offset uint64) {
+	before := len(t.ackedAhead)
+	t.ackedAhead[offset] = struct{}{}
+	t.tally.add(len(t.ackedAhead) - before)
+}
+
+func (t *Table) dropAcked(offset uint64) {
+	before := len(t.ackedAhead)
+	delete(t.ackedAhead, offset)
+	t.tally.add(len(t.ackedAhead) - before)
 }
 
 // HighWatermarkSeen is the largest HWM the table has been told of: it
