@@ -67,7 +67,8 @@ type GetTopic struct {
 	// once its log holds no create or growth of the topic past what it
 	// applied, or 503 when that takes longer than a forwarded request
 	// waits, so that its answer is never an older count than one already
-	// committed. Only nodes set it; a client's description never does.
+	// committed; and with the topic's info alone, no partition stats.
+	// Only nodes set it; a client's description never does.
 	Confirm bool
 }
 

@@ -241,6 +241,9 @@ func (n *Node) getTopic(r msg.GetTopic) (msg.Result, error) {
 		return nil, invalidPartition(t, r.Partition)
 	}
 	detail := msg.TopicDetail{TopicInfo: t.info, PartitionStats: []msg.PartitionStats{}}
+	if r.Confirm {
+		return detail, nil // the asker reads the topic's info: no log opened, no stats sent
+	}
 	for i := range t.info.Partitions {
 		if r.Partition == msg.PartitionNone || r.Partition == i {
 			detail.PartitionStats = append(detail.PartitionStats, n.partitionStats(t, i))
