@@ -21,10 +21,11 @@ import (
 // meta.TopicCountPending: answered earlier, from its applied state, the
 // question would deny what its log already holds); every held request
 // is served again as soon as this replica has what it waits for (or its
-// topic is gone), and answered 503 (retry) if it does not in time, or, a
-// pin the leader neither confirmed nor answered 503 about (its log still
-// held the change when the question's wait there ran out), from the
-// applied state (400).
+// topic is gone), and answered 503 (retry) if it does not in time. A pin
+// nobody settled is 503 too, never a 400 from this replica's count: that
+// count may be behind a growth the client was acknowledged through
+// another node, and a client that takes a 400 as final would drop its
+// record while the leader was merely out of reach.
 
 // heldRequest is a request waiting for its topic, or a partition of it,
 // to reach this replica.
@@ -39,16 +40,15 @@ type heldRequest struct {
 	// answer covers only those held before its question left.
 	seq uint64
 	// confirmed: what the request waits for exists, said the node that
-	// forwarded it (a peer's request) or the leader's answer; such a
-	// request is answered 503 at its deadline, never 400.
+	// forwarded it (a peer's request) or the leader's answer; the leader
+	// is not asked about it again.
 	confirmed bool
 	// unsure: the leader answered 503 to a question that left after the
 	// request was held (its log held a change of the topic it had not
-	// applied for as long as a forwarded request waits there): a 400
-	// from this replica's applied state may deny a partition already
-	// committed, so the request is answered 503 at its deadline, and not
-	// asked about again. A question that got no answer (timed out, or
-	// its leader unreachable) leaves it false.
+	// applied for as long as a forwarded request waits there); it is not
+	// asked about again. A question that got no answer (timed out, or its
+	// leader unreachable) leaves it false. Either way, like every request
+	// still held at its deadline, it is answered 503 then.
 	unsure bool
 }
 
@@ -171,8 +171,8 @@ func (n *Node) awaited(req msg.Request) (awaiting, bool) {
 // what it applied (committed and not applied yet, or not committed yet:
 // a new leader's log holds entries of its predecessor's it has not
 // applied, and a leader applies what it commits at its next Ready);
-// held for it, it counts as confirmed (503 at its deadline, never 400).
-// With nothing pending, the leader's applied state answers at once.
+// held for it, it counts as confirmed (it asks nobody). With nothing
+// pending, the leader's applied state answers at once.
 func (n *Node) hold(id msg.RequestID, req msg.Request) bool {
 	w, waits := n.awaited(req)
 	if !waits {
@@ -346,10 +346,8 @@ func (n *Node) serveHeld() {
 		case h.deadlineMs > n.nowMs:
 			h.awaiting = w
 			waiting = append(waiting, h)
-		case w.partition == msg.PartitionNone || h.confirmed || h.unsure:
+		default: // nobody settled it: this replica's count may be behind one acknowledged elsewhere
 			n.reply(h.id, nil, msg.Unavailable("%s is not known to this node yet; retry", w))
-		default:
-			ready = append(ready, h) // a pin nobody confirmed: the applied state answers (400)
 		}
 	}
 	n.held = waiting
