@@ -231,3 +231,22 @@ func TestAPinHeldAfterTheLeaderWasAskedIsNotAnsweredByTheOldCount(t *testing.T) 
 	reply := c.await(late, 100, 20)
 	require.NoError(t, reply.Err, "once the replica applies the growth, the late request is served")
 }
+
+// TestAGrowToTheCountAReplicaHasGoesThroughTheLog: a grow to the count a
+// lagging replica has (3, while the topic grew to 6 through the leader)
+// is not answered 200 from that replica's copy, which would tell the
+// client the topic has 3 partitions; it goes through the log, where it
+// is a shrink the topic grew past (409, retry), and once the replica has
+// applied the growth a grow to 6 is 200 with 6.
+func TestAGrowToTheCountAReplicaHasGoesThroughTheLog(t *testing.T) {
+	g := newGrownBehind(t)
+	three := 3
+	id := g.c.send(g.behind, msg.AlterTopic{Name: "t", Partitions: &three})
+	g.c.drop = nil
+	reply := g.c.await(id, 100, 30)
+	require.Equal(t, msg.CodeConflict, msg.CodeOf(reply.Err), "the log has 6 partitions: %v %+v", reply.Err, reply.Result)
+	six := 6
+	again := g.c.do(g.behind, msg.AlterTopic{Name: "t", Partitions: &six})
+	require.NoError(t, again.Err)
+	require.Equal(t, 6, again.Result.(msg.TopicInfo).Partitions)
+}

@@ -311,10 +311,13 @@ func (n *Node) alterTopic(id msg.RequestID, r msg.AlterTopic) {
 			n.reply(id, nil, err)
 			return
 		}
-	}
-	if alterNamesOnlyPartitions(r) && *r.Partitions == t.info.Partitions { // set: alteredInfo refuses an alter of nothing
-		n.reply(id, t.info, nil) // the count it has: a grow retried after an unknown outcome had applied
-		return
+	} else if alterNamesOnlyPartitions(r) { // set: alteredInfo refuses an alter of nothing
+		// The count it has here (a grow retried after an unknown outcome
+		// had applied) goes through the log too, adding none, so that its
+		// 200 says the topic has that count now: answered from this
+		// replica, which may lag, it was a deleted topic's, or a count the
+		// topic had grown past.
+		cmd.Partitions = &info.Partitions
 	}
 	n.propose(id, proposalAlterTopic, r.Name, cmd)
 }

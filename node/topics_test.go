@@ -120,7 +120,7 @@ func TestAlterTopic(t *testing.T) {
 	applied := h.node.MetaAppliedIndex()
 	again := h.ok(msg.AlterTopic{Name: "orders", Partitions: &partitions}).(msg.TopicInfo)
 	require.Equal(t, 5, again.Partitions, "a grow retried after it applied is answered with the topic as it is")
-	require.Equal(t, applied, h.node.MetaAppliedIndex(), "and proposes nothing")
+	require.Greater(t, h.node.MetaAppliedIndex(), applied, "once the log says so: a lagging replica's copy is no answer")
 	visibility = 6_000
 	info = h.ok(msg.AlterTopic{Name: "orders", VisibilityTimeoutMs: &visibility, Partitions: &partitions}).(msg.TopicInfo)
 	require.Equal(t, []any{int64(6_000), 5}, []any{info.VisibilityTimeoutMs, info.Partitions}, "the same count beside another change")

@@ -264,9 +264,8 @@
 //     could have ended it; and an operator's topic
 //     creates, alters, grows and deletes are checked with porcupine as one
 //     linearizable register per topic name (control-plane; a grow's 400
-//     for a shrink, and its 200, which a replica gives alone for the
-//     count it has, may be a lagging replica's reads and are judged only
-//     by their bodies); the operator
+//     for a shrink is a lagging replica's read, judged only by its body);
+//     the operator
 //     also writes records into every partition it believes its topics
 //     have (grown ones too) and replays them, and a record
 //     acknowledged into one creation of a name must never be read after a
