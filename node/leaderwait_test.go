@@ -67,15 +67,7 @@ func TestTheLeaderHoldsAPinBetweenTheCommitAndTheApplyOfAGrowth(t *testing.T) {
 // waits there for the growth instead of coming back 400.
 func TestANewLeaderHoldsAForwardedPinUntilItAppliesItsPredecessorsGrowth(t *testing.T) {
 	c := newClusterHarness(t, 3)
-	old := c.electWithTopic("t", 3)
-	growth := c.nodes[old].meta.Status().Commit + 1
-	uninformed := map[string]bool{}
-	for _, id := range c.except(old) {
-		uninformed[id] = true
-	}
-	c.drop = func(env msg.Envelope) bool { return withholdCommit(c, env, uninformed, growth) }
-	grow := 6
-	require.NoError(t, c.do(old, msg.AlterTopic{Name: "t", Partitions: &grow}).Err)
+	old, uninformed, growth := growWithCommitWithheld(t, c)
 	owners := c.owners(old, "t")
 	partition := 5
 	for partition >= 3 && owners[partition] == old {
@@ -90,12 +82,7 @@ func TestANewLeaderHoldsAForwardedPinUntilItAppliesItsPredecessorsGrowth(t *test
 	record, _ := c.nodes[follower].meta.State().Topic("t")
 	require.Equal(t, 6, record.Partitions, "sanity: the follower applied the growth")
 
-	require.NoError(t, c.nodes[old].meta.TransferLeadership(next))
-	c.drop = func(env msg.Envelope) bool {
-		message, ok := raftOf(env)
-		return withholdCommit(c, env, uninformed, growth) || (ok && env.To == next && message.GetType() == raftpb.MsgAppResp)
-	}
-	c.settle()
+	transferUnacknowledged(t, c, old, next, uninformed, growth)
 	require.True(t, c.nodes[next].meta.IsLeader(), "sanity: the leadership moved to the owner of the new partition")
 	record, _ = c.nodes[next].meta.State().Topic("t")
 	require.Equal(t, 3, record.Partitions, "sanity: the new leader has not applied the growth")
@@ -109,6 +96,36 @@ func TestANewLeaderHoldsAForwardedPinUntilItAppliesItsPredecessorsGrowth(t *test
 	reply = c.await(consume, 100, 20)
 	require.NoError(t, reply.Err, "served once the new leader applied the growth")
 	require.IsType(t, msg.ConsumeResult{}, reply.Result)
+}
+
+// growWithCommitWithheld elects a leader with topic "t" of 3 partitions
+// and grows it to 6 there, while the other nodes (uninformed, which the
+// caller may shrink) append the growth, entry growth, but never learn it
+// committed (withholdCommit).
+func growWithCommitWithheld(t *testing.T, c *clusterHarness) (old string, uninformed map[string]bool, growth uint64) {
+	old = c.electWithTopic("t", 3)
+	growth = c.nodes[old].meta.Status().Commit + 1
+	uninformed = map[string]bool{}
+	for _, id := range c.except(old) {
+		uninformed[id] = true
+	}
+	c.drop = func(env msg.Envelope) bool { return withholdCommit(c, env, uninformed, growth) }
+	grow := 6
+	require.NoError(t, c.do(old, msg.AlterTopic{Name: "t", Partitions: &grow}).Err)
+	return old, uninformed, growth
+}
+
+// transferUnacknowledged moves the leadership from old to next, which
+// then commits nothing of its own term (the acknowledgements of its
+// appends are dropped) and so never applies the growth, while the
+// uninformed still never learn that it committed.
+func transferUnacknowledged(t *testing.T, c *clusterHarness, old, next string, uninformed map[string]bool, growth uint64) {
+	require.NoError(t, c.nodes[old].meta.TransferLeadership(next))
+	c.drop = func(env msg.Envelope) bool {
+		message, ok := raftOf(env)
+		return withholdCommit(c, env, uninformed, growth) || (ok && env.To == next && message.GetType() == raftpb.MsgAppResp)
+	}
+	c.settle()
 }
 
 // withholdCommit delivers a raft message to a node in uninformed with its
@@ -139,22 +156,9 @@ type leaderBehind struct {
 
 func newLeaderBehind(t *testing.T) leaderBehind {
 	c := newClusterHarness(t, 3)
-	old := c.electWithTopic("t", 3)
-	growth := c.nodes[old].meta.Status().Commit + 1
-	uninformed := map[string]bool{}
-	for _, id := range c.except(old) {
-		uninformed[id] = true
-	}
-	c.drop = func(env msg.Envelope) bool { return withholdCommit(c, env, uninformed, growth) }
-	grow := 6
-	require.NoError(t, c.do(old, msg.AlterTopic{Name: "t", Partitions: &grow}).Err)
+	old, uninformed, growth := growWithCommitWithheld(t, c)
 	next := c.otherThan(old)
-	require.NoError(t, c.nodes[old].meta.TransferLeadership(next))
-	c.drop = func(env msg.Envelope) bool {
-		message, ok := raftOf(env)
-		return withholdCommit(c, env, uninformed, growth) || (ok && env.To == next && message.GetType() == raftpb.MsgAppResp)
-	}
-	c.settle()
+	transferUnacknowledged(t, c, old, next, uninformed, growth)
 	g := leaderBehind{c: c, leader: next, follower: c.otherThan(old, next)}
 	require.True(t, c.nodes[g.leader].meta.IsLeader(), "sanity: the leadership moved")
 	for _, id := range []string{g.leader, g.follower} {

@@ -60,29 +60,44 @@ func TestAHeldRequestIsNotAnsweredByAQuestionAskedBeforeIt(t *testing.T) {
 	lagging := c.except(leader)[0]
 	c.dropRaftOf(lagging)
 	raftDrop := c.drop
-	var answer []msg.Envelope
-	c.drop = func(env msg.Envelope) bool {
-		if _, ok := env.Message.(msg.ForwardReply); ok && env.From == leader && env.To == lagging && answer == nil {
-			answer = append(answer, env) // the first answer is slow
-			return true
-		}
-		return raftDrop(env)
-	}
+	answer := c.holdFirstAnswer(leader, lagging, raftDrop)
 	early := c.send(lagging, producePinned("new", 0, "before the create"))
 	c.settle()
-	require.Len(t, answer, 1)
+	require.Len(t, *answer, 1)
 	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "new", Partitions: 3}).Err)
 	late := c.send(lagging, producePinned("new", 0, "after the create"))
+	c.requireOnlyTheEarlySettled(*answer, early, late, msg.CodeNotFound, 30)
+}
+
+// holdFirstAnswer holds back the leader's first forwarded answer to node
+// (the slow answer to a question), kept in the slice returned; every
+// other envelope is dropped as otherwise says.
+func (c *clusterHarness) holdFirstAnswer(leader, node string, otherwise func(msg.Envelope) bool) *[]msg.Envelope {
+	var answer []msg.Envelope
+	c.drop = func(env msg.Envelope) bool {
+		if _, ok := env.Message.(msg.ForwardReply); ok && env.From == leader && env.To == node && answer == nil {
+			answer = append(answer, env)
+			return true
+		}
+		return otherwise(env)
+	}
+	return &answer
+}
+
+// requireOnlyTheEarlySettled delivers the held answer: the request held
+// before its question left (early) gets its code, the one held after
+// (late) is not answered by it, and is served once nothing is dropped.
+func (c *clusterHarness) requireOnlyTheEarlySettled(answer []msg.Envelope, early, late msg.RequestID, code msg.Code, steps int) {
 	c.settle()
 	c.deliver(answer)
 	c.settle()
-	require.Equal(t, msg.CodeNotFound, msg.CodeOf(c.replies[early].Err), "the early request gets its answer")
+	require.Equal(c.t, code, msg.CodeOf(c.replies[early].Err), "the early request gets the answer to its question")
 	if reply, ok := c.replies[late]; ok {
-		require.NotEqual(t, msg.CodeNotFound, msg.CodeOf(reply.Err), "the late one is not answered by the early question")
+		require.NotEqual(c.t, code, msg.CodeOf(reply.Err), "the late one is not answered by the early question")
 	}
 	c.drop = nil
-	reply := c.await(late, 100, 30)
-	require.NoError(t, reply.Err, "once the replica learns the topic, the late request is served")
+	reply := c.await(late, 100, steps)
+	require.NoError(c.t, reply.Err, "once the replica has what it waited for, the late request is served")
 }
 
 // TestAForwardHeldForItsTopicIsAnsweredBeforeTheSenderGivesUp: an owner
