@@ -39,17 +39,13 @@ type heldRequest struct {
 	// seq numbers the request among all held (Node.heldSeq): a leader's
 	// answer covers only those held before its question left.
 	seq uint64
-	// confirmed: what the request waits for exists, said the node that
-	// forwarded it (a peer's request) or the leader's answer; the leader
-	// is not asked about it again.
-	confirmed bool
-	// unsure: the leader answered 503 to a question that left after the
-	// request was held (its log held a change of the topic it had not
-	// applied for as long as a forwarded request waits there); it is not
-	// asked about again. A question that got no answer (timed out, or its
-	// leader unreachable) leaves it false. Either way, like every request
-	// still held at its deadline, it is answered 503 then.
-	unsure bool
+	// settled: nobody is to be asked about it again: what it waits for
+	// exists, said the node that forwarded it (a peer's request) or the
+	// leader's answer, or the leader could not tell in time (its log held
+	// a change of the topic it had not applied for as long as a forwarded
+	// request waits there). Like every request still held at its
+	// deadline, it is answered 503 then.
+	settled bool
 }
 
 // awaiting is what a request waits for on this replica.
@@ -171,7 +167,7 @@ func (n *Node) awaited(req msg.Request) (awaiting, bool) {
 // what it applied (committed and not applied yet, or not committed yet:
 // a new leader's log holds entries of its predecessor's it has not
 // applied, and a leader applies what it commits at its next Ready);
-// held for it, it counts as confirmed (it asks nobody). With nothing
+// held for it, it counts as settled (it asks nobody). With nothing
 // pending, the leader's applied state answers at once.
 func (n *Node) hold(id msg.RequestID, req msg.Request) bool {
 	w, waits := n.awaited(req)
@@ -192,7 +188,7 @@ func (n *Node) hold(id msg.RequestID, req msg.Request) bool {
 		return true
 	}
 	n.heldSeq++
-	n.held = append(n.held, heldRequest{id: id, request: req, awaiting: w, deadlineMs: n.nowMs + n.heldForMs(id), seq: n.heldSeq, confirmed: localOnly(id) || leads})
+	n.held = append(n.held, heldRequest{id: id, request: req, awaiting: w, deadlineMs: n.nowMs + n.heldForMs(id), seq: n.heldSeq, settled: localOnly(id) || leads})
 	if !localOnly(id) && !leads {
 		n.askLeaderAbout(leader, w.topic)
 	}
@@ -218,7 +214,7 @@ func (n *Node) heldForMs(id msg.RequestID) int64 {
 // slow "not found" answered a request held after a create that was
 // acknowledged meanwhile). The question is a description marked Confirm:
 // the leader answers it once it applied every change of the topic's count
-// its log holds, or 503 (unsure) when that takes longer than a forwarded
+// its log holds, or 503 (unsureVerdict) when that takes longer than a forwarded
 // request waits there.
 func (n *Node) askLeaderAbout(leader, name string) {
 	if n.heldAsked[name] {
@@ -235,11 +231,11 @@ func (n *Node) askLeaderAbout(leader, name string) {
 		case msg.CodeOf(reply.Err) == msg.CodeNotFound:
 			n.settleHeldClients(name, covered, notFoundVerdict(reply.Err))
 		case msg.CodeOf(reply.Err) == msg.CodeUnavailable && n.peerReachable(leader):
-			n.unsettleHeldClients(name, covered) // the leader's own 503: a forward that failed here marks its peer down
+			n.settleHeldClients(name, covered, unsureVerdict) // the leader's own 503: a forward that failed here marks its peer down
 		default:
 			return // the question failed: the held requests wait out their deadline
 		}
-		if leader, ok := n.meta.Leader(); ok && leader != n.cfg.NodeID && n.clientUnconfirmed(name) {
+		if leader, ok := n.meta.Leader(); ok && leader != n.cfg.NodeID && n.clientUnsettled(name) {
 			n.askLeaderAbout(leader, name)
 		}
 	})
@@ -248,8 +244,8 @@ func (n *Node) askLeaderAbout(leader, name string) {
 // heldVerdict is a leader's answer about a topic, applied to a client's
 // request held for it, pinned to pin (msg.PartitionNone: none), and held
 // before the question left (covered) or after: err answers the request;
-// confirmed says that what it waits for exists.
-type heldVerdict func(pin int, covered bool) (confirmed bool, err error)
+// settled says that nobody is to be asked about it again.
+type heldVerdict func(pin int, covered bool) (settled bool, err error)
 
 // foundVerdict: the leader has the topic with info.Partitions. A pin
 // below that count exists, also for a request held since the question
@@ -281,6 +277,12 @@ func notFoundVerdict(err error) heldVerdict {
 	}
 }
 
+// unsureVerdict: the leader answered 503, its log holding a change of
+// the topic it had not applied for as long as a forwarded request waits
+// there: the requests the answer covers are not asked about again (503
+// at their deadline); one held since the question left is.
+func unsureVerdict(_ int, covered bool) (bool, error) { return covered, nil }
+
 // settleHeldClients applies a leader's answer about the topic to the
 // clients' requests held for it (seq up to covered: held before the
 // question left). A peer's request waits for its own deadline, as its
@@ -290,12 +292,12 @@ func (n *Node) settleHeldClients(topic string, covered uint64, verdict heldVerdi
 	for _, h := range n.held {
 		if h.awaiting.topic == topic && !localOnly(h.id) {
 			pin, _ := pinnedPartition(h.request)
-			confirmed, err := verdict(pin, h.seq <= covered)
+			settled, err := verdict(pin, h.seq <= covered)
 			if err != nil {
 				n.reply(h.id, nil, err)
 				continue
 			}
-			h.confirmed = h.confirmed || confirmed
+			h.settled = h.settled || settled
 		}
 		kept = append(kept, h)
 	}
@@ -303,24 +305,11 @@ func (n *Node) settleHeldClients(topic string, covered uint64, verdict heldVerdi
 	n.held = kept
 }
 
-// unsettleHeldClients marks the clients' requests held for the topic
-// before the question left (seq up to covered) unsure: the leader could
-// not tell.
-func (n *Node) unsettleHeldClients(topic string, covered uint64) {
-	for i := range n.held {
-		h := &n.held[i]
-		if h.awaiting.topic == topic && !localOnly(h.id) && h.seq <= covered {
-			h.unsure = true
-		}
-	}
-}
-
-// clientUnconfirmed reports whether a client's request waits for the
-// topic, or a partition of it, that the leader has neither confirmed
-// nor been unsure of.
-func (n *Node) clientUnconfirmed(topic string) bool {
+// clientUnsettled reports whether a client's request held for the topic,
+// or a partition of it, is still to be asked about.
+func (n *Node) clientUnsettled(topic string) bool {
 	return slices.ContainsFunc(n.held, func(h heldRequest) bool {
-		return h.awaiting.topic == topic && !localOnly(h.id) && !h.confirmed && !h.unsure
+		return h.awaiting.topic == topic && !localOnly(h.id) && !h.settled
 	})
 }
 
