@@ -325,12 +325,18 @@ func (n *Node) serveHeld() {
 	}
 	waiting := n.held[:0:0]
 	var ready []heldRequest
+	settles := map[string]bool{} // leaderSettles by topic, asked once per call: each ask decodes the log's unapplied tail
 	for _, h := range n.held {
 		w, waits := n.awaited(h.request)
+		settled, asked := settles[w.topic]
+		if waits && !asked {
+			settled = n.leaderSettles(w.topic)
+			settles[w.topic] = settled
+		}
 		switch {
 		case !waits || (w.partition == msg.PartitionNone && h.awaiting.partition != msg.PartitionNone):
 			ready = append(ready, h)
-		case n.leaderSettles(w.topic):
+		case settled:
 			ready = append(ready, h) // the leader applied every change of the topic: its 404 or 400 is final
 		case h.deadlineMs > n.nowMs:
 			h.awaiting = w
