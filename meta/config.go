@@ -25,6 +25,13 @@ const (
 	// votersLearnedMax bounds the peers a joining replica keeps from
 	// LearnPeers.
 	votersLearnedMax = 1 << 12
+	// ReadRequestsMax bounds the read requests (RequestRead) a leader
+	// has outstanding at once; past it RequestRead is ErrReadsFull. The
+	// node asks at most one per Ready and a quorum answers within a
+	// heartbeat round trip, so the bound is reached only when the
+	// followers are slow to answer, and then more requests would only
+	// add heartbeats.
+	ReadRequestsMax = 16
 )
 
 // campaignSiteEveryElections is how many election timeouts apart a

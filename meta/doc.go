@@ -34,6 +34,8 @@
 //     503), and ProposeConfChange(change) on the leader only (a follower
 //     answers ErrNoLeader or a *NotLeaderError naming the leader).
 //   - TransferLeadership, ReportSnapshot, ReportUnreachable.
+//   - RequestRead(tag) on the leader past its barrier: a read index
+//     (see Leadership barriers below).
 //
 // # Outputs, and the order the driver handles them in
 //
@@ -55,6 +57,10 @@
 //     since raft sends a follower nothing while a snapshot is pending.
 //  3. Advance(rd): returns the Outcomes of this node's proposals applied
 //     in step 1, each with its ProposalID and nil or a rejection error.
+//
+// rd.Reads, the confirmations of this replica's read requests, need
+// nothing persisted: the driver may take them when it takes the Ready,
+// and act on each once AppliedIndex reached its Index.
 //
 // Applying committed entries before the messages leave is allowed: they
 // were committed, so they are durable on a quorum. A crash anywhere in the
@@ -152,14 +158,38 @@
 //     schemas they fit one snapshot message.
 //   - The voters of the configuration are exactly the peers of State.
 //
-// # Leadership barrier
+// # Leadership barriers
 //
-// Barrier uses the own-term-entry approach, not ReadIndex: raft appends an
-// empty entry when a leader is elected, and once the leader has applied an
-// entry of its own term its state machine includes everything committed
-// before. The planner and placement run only while Barrier holds.
-// CheckQuorum is on (a leader cut off from a quorum steps down) and so is
-// PreVote (a node rejoining after a partition does not depose the leader).
+// Barrier uses the own-term-entry approach: raft appends an empty entry
+// when a leader is elected, and once the leader has applied an entry of
+// its own term its state machine includes everything committed before.
+// The planner and placement run only while Barrier holds: what they
+// propose goes through the log, whose guards refuse it if a newer leader
+// changed the state meanwhile. CheckQuorum is on (a leader cut off from a
+// quorum steps down) and so is PreVote (a node rejoining after a
+// partition does not depose the leader).
+//
+// Barrier does not say that the replica still leads: cut off from the
+// quorum, it believes so until CheckQuorum steps it down (up to an
+// election timeout), while a newer leader may commit and acknowledge
+// changes it never sees. An answer that denies something (a topic not
+// found, a partition past the count) must know that no newer leader
+// exists, and takes a read index: RequestRead(tag) calls raft's
+// ReadIndex (ReadOnlySafe: the leader broadcasts a heartbeat carrying the
+// request, and a quorum's answer confirms it; no lease on the clock). The
+// confirmation comes in a later Ready's Reads as ReadConfirmed{Tag,
+// Index}: Index is the commit index the leader had when the request
+// reached raft, so once AppliedIndex reached it the applied state holds
+// everything committed before the request; a sole voter confirms at
+// once. Only a leader past Barrier asks (ErrBarrierPending, else raft
+// would park the request until the leader commits in its term), and at
+// most ReadRequestsMax requests are outstanding (ErrReadsFull). None is
+// confirmed once the leadership it was asked in ends: raft forgets them,
+// and so does Meta (ReadsOutstanding no longer counts them), so the
+// caller needs its own deadline. The request's context is its number and
+// the tag; raft gives read states only for this replica's requests (a
+// peer's MsgReadIndex or MsgReadIndexResp is refused), so the tag is
+// always the caller's.
 //
 // # Determinism
 //

@@ -19,6 +19,9 @@ var (
 	// ErrBarrierPending: this leader has not yet applied an entry of its
 	// own term, so it cannot vouch for the configuration it would change.
 	ErrBarrierPending = errors.New("meta: leader has not caught up with its log yet")
+	// ErrReadsFull: ReadRequestsMax read requests are outstanding; the
+	// caller answers 503.
+	ErrReadsFull = errors.New("meta: too many read requests outstanding")
 	// ErrConfChangeInProgress: a configuration change of this term is not
 	// applied yet; raft allows one at a time.
 	ErrConfChangeInProgress = errors.New("meta: a configuration change is already in progress")

@@ -47,6 +47,9 @@ type testCluster struct {
 	applied map[string]map[uint64]string
 	// outcomes per node, in the order Advance returned them.
 	outcomes map[string][]Outcome
+	// reads per node: the confirmations of its read requests, in the
+	// order its Readys carried them.
+	reads map[string][]ReadConfirmed
 	// snapshotsDelivered counts MsgSnap messages stepped into a node;
 	// lastSnapshotDelivered is the index of the latest one.
 	snapshotsDelivered    int
@@ -98,7 +101,7 @@ func clusterPeers(n int) []Peer {
 func newTestCluster(t testing.TB, n int, seed uint64, noSync bool, tune func(*Config)) *testCluster {
 	c := &testCluster{t: t, dir: t.TempDir(), noSync: noSync, tune: tune, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		nodes: map[string]*testNode{}, cut: map[string]map[string]bool{}, hash: fnv.New64a(),
-		applied: map[string]map[uint64]string{}, outcomes: map[string][]Outcome{}, crashAfterPersist: map[string]bool{},
+		applied: map[string]map[uint64]string{}, outcomes: map[string][]Outcome{}, reads: map[string][]ReadConfirmed{}, crashAfterPersist: map[string]bool{},
 		crashAfterInstall: map[string]bool{}}
 	peers := clusterPeers(n)
 	for _, peer := range peers {
@@ -192,6 +195,7 @@ func (c *testCluster) processReady() {
 func (c *testCluster) handleReady(node *testNode) {
 	rd := node.meta.Ready()
 	c.recordApplied(node, rd)
+	c.reads[node.id] = append(c.reads[node.id], rd.Reads...)
 	require.NoError(c.t, node.meta.Persist(rd), "persist on %s", node.id)
 	if c.crashAfterPersist[node.id] && appliesCommand(rd) {
 		delete(c.crashAfterPersist, node.id)

@@ -84,6 +84,13 @@ type Meta struct {
 	// the snapshot is reported (ReportSnapshot) or counted lost (Tick,
 	// after SnapshotAckTicks).
 	snapshotsSent map[uint64]uint64
+	// readSeq numbers this instance's read requests (RequestRead); only
+	// increases.
+	readSeq uint64
+	// reads are the read requests raft has not confirmed yet, oldest
+	// first; at most ReadRequestsMax. Those of a leadership that ended
+	// are forgotten (forgetLostReads), as raft forgot them.
+	reads []pendingRead
 	// outcomes gathered by Persist for this node's proposals, handed out
 	// by Advance.
 	outcomes []Outcome
@@ -280,8 +287,9 @@ func (m *Meta) Leader() (string, bool) {
 // Barrier reports whether this replica leads and has applied an entry of
 // its own term. Raft appends an empty entry when a leader is elected, so
 // once that entry is applied the leader's state machine reflects every
-// entry committed before its term: the own-term-entry barrier (not
-// ReadIndex). The planner and placement run only when it holds.
+// entry committed before its term: the own-term-entry barrier. It does
+// not prove that no newer leader exists; a read index does (RequestRead).
+// The planner and placement run only when it holds.
 func (m *Meta) Barrier() bool {
 	if !m.IsLeader() {
 		return false

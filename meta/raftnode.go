@@ -61,6 +61,7 @@ func (r *raftNode) Ready() raft.Ready                 { r.quiet = false; return 
 func (r *raftNode) Advance(rd raft.Ready)             { r.quiet = false; r.raw.Advance(rd) }
 func (r *raftNode) TransferLeader(to uint64)          { r.quiet = false; r.raw.TransferLeader(to) }
 func (r *raftNode) ReportUnreachable(id uint64)       { r.quiet = false; r.raw.ReportUnreachable(id) }
+func (r *raftNode) ReadIndex(context []byte)          { r.quiet = false; r.raw.ReadIndex(context) }
 
 func (r *raftNode) ReportSnapshot(id uint64, status raft.SnapshotStatus) {
 	r.quiet = false

@@ -16,14 +16,19 @@ const (
 )
 
 // Ready is the work a replica hands its driver: persist it (Persist),
-// then send Messages, then Advance. Only Messages is for the driver; the
-// rest is opaque.
+// then send Messages, then Advance. Only Messages and Reads are for the
+// driver; the rest is opaque.
 type Ready struct {
 	// Messages go to peers after Persist returned: To is a raft id
 	// (Meta.PeerByRaftID gives the address). Any of them may be lost; a
 	// lost MsgSnap is sent again after SnapshotAckTicks. The messages must
 	// not be modified.
 	Messages []*raftpb.Message
+	// Reads are this replica's read requests (RequestRead) raft confirmed
+	// since the last Ready, in the order it confirmed them. They need
+	// nothing persisted: the driver may act on them once the replica
+	// applied up to their Index.
+	Reads []ReadConfirmed
 	// raft is raft's Ready; number matches Meta.readyNumber.
 	raft   raft.Ready
 	number uint64
@@ -59,7 +64,7 @@ func (m *Meta) Ready() Ready {
 	}
 	m.readyNumber++
 	m.phase = phaseTaken
-	return Ready{Messages: messages, raft: rd, number: m.readyNumber}
+	return Ready{Messages: messages, Reads: m.confirmReads(rd.ReadStates), raft: rd, number: m.readyNumber}
 }
 
 // Persist writes the Ready in one bbolt transaction: a received snapshot
