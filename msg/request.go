@@ -63,12 +63,14 @@ type GetTopic struct {
 	Partition int
 	// Confirm marks a node's question to the metastore leader about a
 	// topic it holds requests for (they name it, or pin a partition of
-	// it, past what that node applied): the receiver answers it only
-	// once its log holds no create or growth of the topic past what it
-	// applied, or 503 when that takes longer than a forwarded request
-	// waits, so that its answer is never an older count than one already
-	// committed; and with the topic's info alone, no partition stats.
-	// Only nodes set it; a client's description never does.
+	// it, past what that node applied): only the leader answers it (any
+	// other replica 503), past a read barrier (a quorum confirmed it
+	// still led after the question came) and once its log holds no
+	// create or growth of the topic past what it applied, or 503 when
+	// that takes longer than a forwarded request waits, so that its
+	// answer is never an older count than one already committed; and
+	// with the topic's info alone, no partition stats. Only nodes set
+	// it; a client's description never does.
 	Confirm bool
 }
 

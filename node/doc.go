@@ -19,7 +19,11 @@
 // Any node accepts any request. One that names a topic this replica does
 // not know yet, or pins a partition past the count it has applied (a
 // change made through another node, not applied here yet), waits for it
-// (topicwait.go). A partition is written and its queue served only by its
+// (topicwait.go); the metastore leader's replica says 404 or 400 about a
+// topic, to its own clients or to another node's question, only past a
+// read barrier (readbarrier.go: a raft read index requested since the
+// request came, confirmed by a quorum and applied), since it may have
+// been deposed without knowing it. A partition is written and its queue served only by its
 // owner; other nodes forward (ForwardRequest, answered
 // by a ForwardReply; a forwarded request is served from the receiver's own
 // partitions and never forwarded again). A produce is split by owner and
@@ -151,7 +155,11 @@
 //     while a connection lasts; it may lose any of them.
 //
 // Outputs are gathered in a Ready, taken with Ready() when HasReady()
-// reports true. Taking a Ready starts its sync round: every log it touches
+// reports true (also when the leader wants a read barrier asked for: the
+// Ready carries its heartbeats; raft's confirmation arrives in a later
+// metastore Ready, which the node takes in its own Ready, and the held
+// requests it settles are answered at that Ready's Advance, nothing for
+// the driver to pass on). Taking a Ready starts its sync round: every log it touches
 // writes its buffered frames and fixes the range the round makes durable
 // (up to Next() at that moment). The driver handles a Ready in this order:
 //

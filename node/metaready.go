@@ -68,6 +68,7 @@ func (n *Node) addMetaReady(rd *Ready) {
 	n.metaReadyHeld = n.meta.Ready()
 	metaReady := &n.metaReadyHeld
 	n.metaReady = metaReady
+	n.confirmReads(metaReady.Reads)
 	if metaReady.NeedsStore() || n.meta.Persist(*metaReady) != nil {
 		own := *metaReady // the Sync keeps a copy of its own
 		n.metaReady = &own
@@ -101,16 +102,22 @@ func (n *Node) warnUnknownPeer(raftID uint64) {
 }
 
 // advanceMeta completes the metastore's Ready: outcomes answer proposals,
-// and the applied state may have deleted or re-created topics.
+// the applied state may have deleted or re-created topics, and it or a
+// read raft confirmed may settle held requests.
 func (n *Node) advanceMeta() {
 	if n.metaReady == nil {
 		return
 	}
 	outcomes := n.meta.Advance(*n.metaReady)
 	n.metaReady, n.metaReadyHeld = nil, meta.Ready{} // keeps no entry or message alive
-	if applied := n.meta.AppliedIndex(); applied != n.reconciledIndex {
-		n.reconciledIndex = applied // Readys that only carry Raft heartbeats change nothing
+	applied := n.meta.AppliedIndex()
+	moved := applied != n.reconciledIndex // Readys that only carry Raft heartbeats change nothing
+	if moved {
+		n.reconciledIndex = applied
 		n.reconcileTopics()
+	}
+	if moved || n.leaderReads.fresh {
+		n.leaderReads.fresh = false
 		n.serveHeld()
 	}
 	n.handleOutcomes(outcomes)

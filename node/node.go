@@ -154,6 +154,9 @@ type Node struct {
 	heldAsked map[string]bool
 	// heldSeq numbers the held requests (heldRequest.seq).
 	heldSeq uint64
+	// leaderReads is the read barrier the leader's answers about topics
+	// wait for (readbarrier.go).
+	leaderReads readBarrier
 	// sweeper deletes stale copies of partitions (move_sweep.go).
 	sweeper sweeper
 	// moves are the sessions of moves into this node, by partition;
@@ -619,7 +622,7 @@ func (n *Node) Step(env msg.Envelope) error {
 // HasReady reports whether Ready has anything to hand out.
 func (n *Node) HasReady() bool {
 	return len(n.replies) > 0 || len(n.dirty) > 0 || len(n.messages) > 0 || len(n.produceForwards) > 0 ||
-		len(n.earlyReplies) > 0 || len(n.moveJobs) > 0 || n.meta.HasReady()
+		len(n.earlyReplies) > 0 || len(n.moveJobs) > 0 || n.leaderReads.wanted || n.meta.HasReady()
 }
 
 // SharesRound reports whether the Ready being gathered holds work that
@@ -635,6 +638,7 @@ func (n *Node) SharesRound() bool {
 // Ready hands out the gathered outputs. The driver must handle it (see
 // the package doc) and call Advance before calling any other method.
 func (n *Node) Ready() Ready {
+	n.requestRead() // first: past the bound it answers 503s, which this Ready carries
 	if chaos.Planted(chaos.BugAckBeforeSync) && len(n.replies) > 0 {
 		return n.readyRepliesFirst()
 	}

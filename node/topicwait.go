@@ -15,17 +15,19 @@ import (
 // has applied, is held (awaited decides, for every route): a client's
 // request asks the metastore leader first, whose answer settles it when
 // the leader does not know the topic either (404) or has fewer partitions
-// than the pin (400), and otherwise confirms what it waits for (the
-// leader's own requests, and its answer to the question, wait only while
-// its log holds a change of the topic it has not applied,
-// meta.TopicCountPending: answered earlier, from its applied state, the
-// question would deny what its log already holds); every held request
-// is served again as soon as this replica has what it waits for (or its
-// topic is gone), and answered 503 (retry) if it does not in time. A pin
-// nobody settled is 503 too, never a 400 from this replica's count: that
-// count may be behind a growth the client was acknowledged through
-// another node, and a client that takes a 400 as final would drop its
-// record while the leader was merely out of reach.
+// than the pin (400), and otherwise confirms what it waits for. The
+// leader answers its own requests, and the question, only past a read
+// barrier requested since they arrived (readbarrier.go: it may have been
+// deposed without knowing it), and only while its log holds no change of
+// the topic it has not applied, meta.TopicCountPending (answered
+// earlier, from its applied state, the question would deny what its log
+// already holds). Every held request is served again as soon as this
+// replica has what it waits for (or its topic is gone), and answered 503
+// (retry) if it does not in time. A pin nobody settled is 503 too, never
+// a 400 from this replica's count: that count may be behind a growth the
+// client was acknowledged through another node, and a client that takes
+// a 400 as final would drop its record while the leader was merely out
+// of reach.
 
 // heldRequest is a request waiting for its topic, or a partition of it,
 // to reach this replica.
@@ -37,14 +39,16 @@ type heldRequest struct {
 	awaiting   awaiting
 	deadlineMs int64
 	// seq numbers the request among all held (Node.heldSeq): a leader's
-	// answer covers only those held before its question left.
+	// answer covers only those held before its question left, and a read
+	// barrier only those held before its read was requested.
 	seq uint64
 	// settled: nobody is to be asked about it again: what it waits for
 	// exists, said the node that forwarded it (a peer's request) or the
 	// leader's answer, or the leader could not tell in time (its log held
-	// a change of the topic it had not applied for as long as a forwarded
-	// request waits there). Like every request still held at its
-	// deadline, it is answered 503 then.
+	// a change of the topic it had not applied, or no read barrier came,
+	// for as long as a forwarded request waits there), or this node leads
+	// (it answers for itself past its read barrier). Like every request
+	// still held at its deadline, it is answered 503 then.
 	settled bool
 }
 
@@ -54,9 +58,9 @@ type awaiting struct {
 	topic string
 	// partition is the highest partition the request pins, past the count
 	// this replica has applied; msg.PartitionNone while the topic itself
-	// is not known here. For another node's question about the topic
-	// (msg.GetTopic.Confirm), which pins none, it is the count applied
-	// here: the question waits for what the log holds past it.
+	// is not known here, and for another node's question about the topic
+	// (msg.GetTopic.Confirm), which pins none and waits for the leader's
+	// barrier whatever this replica holds.
 	partition int
 }
 
@@ -135,17 +139,20 @@ func possiblePartition(index int) bool {
 
 // awaited decides whether a request must wait for this replica, and for
 // what: its topic, when the replica does not know it, or the partition it
-// pins, when the topic is known with fewer partitions, or, for another
-// node's question about the topic (msg.GetTopic.Confirm), any change of
-// the topic's count its log holds past what it applied. A description
-// does not wait for that: the fan-out of one to the partitions' owners
-// forwards it, and is answered at once. It is the one place that
-// decides, for a request that arrives (hold) and for one held
-// (serveHeld).
+// pins, when the topic is known with fewer partitions. Another node's
+// question about the topic (msg.GetTopic.Confirm) always waits: only the
+// leader answers it, past its read barrier (hold, serveHeld). A
+// description does not wait for more than its topic: the fan-out of one
+// to the partitions' owners forwards it, and is answered at once. It is
+// the one place that decides, for a request that arrives (hold) and for
+// one held (serveHeld).
 func (n *Node) awaited(req msg.Request) (awaiting, bool) {
 	name := topicOf(req)
 	if name == "" || validTopicName(name) != nil {
 		return awaiting{}, false
+	}
+	if isQuestion(req) {
+		return awaiting{topic: name, partition: msg.PartitionNone}, true
 	}
 	t, known := n.lookupTopic(name) // cached: no copy of the record per request
 	if !known {
@@ -154,21 +161,27 @@ func (n *Node) awaited(req msg.Request) (awaiting, bool) {
 	if pin, pinned := pinnedPartition(req); pinned && pin >= t.info.Partitions {
 		return awaiting{topic: name, partition: pin}, true
 	}
-	if question, ok := req.(msg.GetTopic); ok && question.Confirm && n.meta.TopicCountPending(name) {
-		return awaiting{topic: name, partition: t.info.Partitions}, true // what the log holds past the applied count
-	}
 	return awaiting{}, false
+}
+
+// isQuestion reports whether a request is another node's question to
+// the metastore leader about a topic (askLeaderAbout).
+func isQuestion(req msg.Request) bool {
+	question, ok := req.(msg.GetTopic)
+	return ok && question.Confirm
 }
 
 // hold holds the request if it must wait for this replica (awaited); it
 // reports whether it took the request (held, or answered 503), and the
-// caller then serves nothing. On the metastore leader it waits only while
-// the leader's log holds a change of the topic's existence or count past
-// what it applied (committed and not applied yet, or not committed yet:
-// a new leader's log holds entries of its predecessor's it has not
-// applied, and a leader applies what it commits at its next Ready);
-// held for it, it counts as settled (it asks nobody). With nothing
-// pending, the leader's applied state answers at once.
+// caller then serves nothing. On the metastore leader it counts as
+// settled (it asks nobody) and waits for a read barrier requested since
+// it arrived (readbarrier.go), and for the leader's log to hold no change
+// of the topic's existence or count past what it applied (committed and
+// not applied yet, or not committed yet: a new leader's log holds entries
+// of its predecessor's it has not applied, and a leader applies what it
+// commits at its next Ready); then the leader's applied state answers.
+// A replica that does not lead answers a question 503: its state may be
+// behind the leader's, and the asker asks the leader it knows next.
 func (n *Node) hold(id msg.RequestID, req msg.Request) bool {
 	w, waits := n.awaited(req)
 	if !waits {
@@ -176,20 +189,23 @@ func (n *Node) hold(id msg.RequestID, req msg.Request) bool {
 	}
 	leader, leaderKnown := n.meta.Leader()
 	leads := leaderKnown && leader == n.cfg.NodeID
-	if leads && !n.meta.TopicCountPending(w.topic) {
-		return false // the leader's replica, with nothing pending, is the authority: its 404 or 400 stands
-	}
-	if !leaderKnown {
+	switch {
+	case isQuestion(req) && !leads:
+		n.reply(id, nil, msg.Unavailable("this node does not lead the metastore, and cannot answer for %s; retry", w))
+		return true
+	case !leaderKnown:
 		n.reply(id, nil, msg.Unavailable("%s is not known here and no metadata leader is known to ask; retry", w))
 		return true
-	}
-	if len(n.held) >= n.cfg.HeldRequestsMax {
+	case len(n.held) >= n.cfg.HeldRequestsMax:
 		n.reply(id, nil, msg.Unavailable("%s is not known here yet, and %d requests already wait for what this replica has not applied (the limit); retry", w, len(n.held)))
 		return true
 	}
 	n.heldSeq++
 	n.held = append(n.held, heldRequest{id: id, request: req, awaiting: w, deadlineMs: n.nowMs + n.heldForMs(id), seq: n.heldSeq, settled: localOnly(id) || leads})
-	if !localOnly(id) && !leads {
+	switch {
+	case leads:
+		n.wantRead()
+	case !localOnly(id):
 		n.askLeaderAbout(leader, w.topic)
 	}
 	return true
@@ -213,9 +229,10 @@ func (n *Node) heldForMs(id msg.RequestID) int64 {
 // topic created or grown since, and is asked about again (diff review: a
 // slow "not found" answered a request held after a create that was
 // acknowledged meanwhile). The question is a description marked Confirm:
-// the leader answers it once it applied every change of the topic's count
-// its log holds, or 503 (unsureVerdict) when that takes longer than a forwarded
-// request waits there.
+// the leader answers it past a read barrier requested since the question
+// came, once it applied every change of the topic's count its log holds,
+// or 503 (unsureVerdict) when that takes longer than a forwarded request
+// waits there, or at once when it does not lead any more.
 func (n *Node) askLeaderAbout(leader, name string) {
 	if n.heldAsked[name] {
 		return
@@ -278,8 +295,9 @@ func notFoundVerdict(err error) heldVerdict {
 }
 
 // unsureVerdict: the leader answered 503, its log holding a change of
-// the topic it had not applied for as long as a forwarded request waits
-// there: the requests the answer covers are not asked about again (503
+// the topic it had not applied, or its read barrier not confirmed, for as
+// long as a forwarded request waits there (or it no longer led): the
+// requests the answer covers are not asked about again (503
 // at their deadline); one held since the question left is.
 func unsureVerdict(_ int, covered bool) (bool, error) { return covered, nil }
 
@@ -314,18 +332,23 @@ func (n *Node) clientUnsettled(topic string) bool {
 }
 
 // serveHeld serves the held requests that need wait no more: this
-// replica has what they waited for, or the topic whose partition they
-// waited for is gone (the applied state answers them: 404), or this
-// replica leads and applied every change of the topic its log holds
-// (its applied state answers them: 404 or 400); it answers those whose
-// wait ran out.
+// replica has what they waited for, or, on a replica that does not lead,
+// the topic whose partition they waited for is gone (the applied state
+// answers them: 404), or this replica leads, passed a read barrier
+// requested since they arrived, and applied every change of the topic
+// its log holds (its applied state answers them: 404 or 400, or the
+// answer to a question); it answers those whose wait ran out, and wants
+// a read for those the leader is to answer that no read covers yet.
 func (n *Node) serveHeld() {
 	if len(n.held) == 0 {
 		return
 	}
+	n.passReads()
+	leads := n.meta.IsLeader()
 	waiting := n.held[:0:0]
 	var ready []heldRequest
 	settles := map[string]bool{} // leaderSettles by topic, asked once per call: each ask decodes the log's unapplied tail
+	uncovered := false
 	for _, h := range n.held {
 		w, waits := n.awaited(h.request)
 		settled, asked := settles[w.topic]
@@ -334,26 +357,39 @@ func (n *Node) serveHeld() {
 			settles[w.topic] = settled
 		}
 		switch {
-		case !waits || (w.partition == msg.PartitionNone && h.awaiting.partition != msg.PartitionNone):
+		case !waits || (!leads && w.partition == msg.PartitionNone && h.awaiting.partition != msg.PartitionNone):
 			ready = append(ready, h)
-		case settled:
-			ready = append(ready, h) // the leader applied every change of the topic: its 404 or 400 is final
+		case settled && n.barrierPassed(h):
+			ready = append(ready, h) // the leader, past a barrier since the request came, applied every change of the topic: its answer is final
 		case h.deadlineMs > n.nowMs:
 			h.awaiting = w
 			waiting = append(waiting, h)
+			uncovered = uncovered || h.seq > n.leaderReads.requested
 		default: // nobody settled it: this replica's count may be behind one acknowledged elsewhere
-			n.reply(h.id, nil, msg.Unavailable("%s is not known to this node yet; retry", w))
+			n.reply(h.id, nil, heldUnavailable(h, w))
 		}
 	}
 	n.held = waiting
+	if uncovered && n.meta.Barrier() {
+		n.wantRead()
+	}
 	for _, h := range ready {
 		n.serve(h.id, h.request)
 	}
 }
 
+// heldUnavailable is the 503 of a request whose wait ran out.
+func heldUnavailable(h heldRequest, w awaiting) error {
+	if isQuestion(h.request) {
+		return msg.Unavailable("the metadata leader could not confirm what it holds of %s in time; retry", w)
+	}
+	return msg.Unavailable("%s is not known to this node yet; retry", w)
+}
+
 // leaderSettles reports whether this replica leads the metastore and its
 // log holds no change of the topic's existence or count past what it
-// applied: its applied state then answers for the cluster.
+// applied: its applied state then answers for the cluster, past a read
+// barrier (barrierPassed).
 func (n *Node) leaderSettles(topic string) bool {
 	return n.meta.IsLeader() && !n.meta.TopicCountPending(topic)
 }
