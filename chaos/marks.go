@@ -55,6 +55,17 @@ const (
 	// MarkNodeLeadershipHandedOver: a draining metadata leader handed its
 	// leadership to another member.
 	MarkNodeLeadershipHandedOver Mark = "node-leadership-handed-over"
+	// MarkNodeHeldServed: a request held for a topic or partition this
+	// replica had not applied yet was served once it had it (or, on a
+	// replica that does not lead, once the topic was gone).
+	MarkNodeHeldServed Mark = "node-held-served"
+	// MarkNodeHeldAnsweredByLeader: the metastore leader answered a held
+	// request from its state past a read barrier: its own client's 404
+	// or 400, or another node's question.
+	MarkNodeHeldAnsweredByLeader Mark = "node-held-answered-by-leader"
+	// MarkNodeHeldTimedOut: a held request's wait ran out before anyone
+	// settled it; it was answered 503.
+	MarkNodeHeldTimedOut Mark = "node-held-timed-out"
 	// MarkNodeLogEvicted: an idle partition log was closed to stay within
 	// the open-log bound.
 	MarkNodeLogEvicted Mark = "node-log-evicted"
@@ -248,6 +259,7 @@ var Registered = []Mark{
 	MarkNodeAppendDuringSyncRound, MarkNodeAppendFailed, MarkNodeBatchAck, MarkNodeBatchSpansPartitions, MarkNodeCancelAbortsMove,
 	MarkNodeConsumeProbeHit, MarkNodeCorruptRecordSkipped, MarkNodeDestinationRested, MarkNodeFreezeExpired, MarkNodeInstallRepaired,
 	MarkNodeJoinAccepted, MarkNodeJoinProposed, MarkNodeJoinRelayed, MarkNodeKeyedProduceOwnerDown, MarkNodeKeylessAvoidsLowDisk, MarkNodeLeaseExpired,
+	MarkNodeHeldServed, MarkNodeHeldAnsweredByLeader, MarkNodeHeldTimedOut,
 	MarkNodeLeadershipHandedOver, MarkNodeLogEvicted, MarkNodeClosedLogLeftClosed, MarkNodeLogFailed, MarkNodeLongPollTimedOut,
 	MarkNodeLongPollWoken, MarkNodeMemberMarkedDead, MarkNodeMoveAborted, MarkNodeMoveJobOrphaned, MarkNodeMoveCatchupGaveUp,
 	MarkNodeMoveForcePromote, MarkNodeMoveHandoff, MarkNodeMoveInstalled, MarkNodeMoveRestarted,

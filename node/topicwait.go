@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"narad/chaos"
 	"narad/meta"
 	"narad/msg"
 )
@@ -358,14 +359,17 @@ func (n *Node) serveHeld() {
 		}
 		switch {
 		case !waits || (!leads && w.partition == msg.PartitionNone && h.awaiting.partition != msg.PartitionNone):
+			chaos.Reached(chaos.MarkNodeHeldServed)
 			ready = append(ready, h)
 		case settled && n.barrierPassed(h):
+			chaos.Reached(chaos.MarkNodeHeldAnsweredByLeader)
 			ready = append(ready, h) // the leader, past a barrier since the request came, applied every change of the topic: its answer is final
 		case h.deadlineMs > n.nowMs:
 			h.awaiting = w
 			waiting = append(waiting, h)
 			uncovered = uncovered || h.seq > n.leaderReads.requested
 		default: // nobody settled it: this replica's count may be behind one acknowledged elsewhere
+			chaos.Reached(chaos.MarkNodeHeldTimedOut)
 			n.reply(h.id, nil, heldUnavailable(h, w))
 		}
 	}

@@ -76,6 +76,7 @@ var ExpectedMarks = []chaos.Mark{
 	chaos.MarkNodeLeaseExpired,
 	chaos.MarkNodeLogEvicted,
 	chaos.MarkNodeClosedLogLeftClosed,
+	chaos.MarkNodeHeldAnsweredByLeader,
 	chaos.MarkNodeLogFailed,
 	chaos.MarkNodeLongPollTimedOut,
 	chaos.MarkNodeLongPollWoken,
@@ -98,6 +99,7 @@ var ExpectedMarks = []chaos.Mark{
 // the node's paths across nodes.
 var ExpectedClusterMarks = []chaos.Mark{
 	chaos.MarkNodeConsumeProbeHit,
+	chaos.MarkNodeHeldTimedOut,
 	chaos.MarkNodeMemberMarkedDead,
 	chaos.MarkNodeProduceForwarded,
 	chaos.MarkNodeProduceRerouted,

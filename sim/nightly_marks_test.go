@@ -47,6 +47,11 @@ var nightlyMoveMarks = []nightlyMark{
 	// dead (the frozen-source kill of the moves faults): 2 of 40
 	// three-node seeds.
 	{chaos.MarkNodeMoveForcePromote, 150},
+	// A request held on a replica behind a topic's creation or growth
+	// was served once the replica applied it (the control plane's
+	// operator wrote to a partition through a node that lagged): 10 of
+	// seeds 7236000-7236119 of the three-node moves world.
+	{chaos.MarkNodeHeldServed, 60},
 	// The frozen-source kill that leads to it landed: 4 of 40.
 	{markFrozenSourceKilled, 100},
 	// An unfrozen source whose destination's copy caught up was killed
