@@ -486,13 +486,37 @@ func (n *Node) serveWoken(t *topic, walk *wakeWalk) {
 	}
 }
 
-// expireWaiters answers the long polls whose wait ran out.
+// expireWaiters answers the long polls whose wait ran out: with nothing,
+// unless a poll that asked the other owners first, its round still out,
+// finds records here (serveExpired).
 func (n *Node) expireWaiters() {
 	for _, w := range n.waiters.popExpired(n.nowMs) {
+		if w.remoteFirst && n.serveExpired(w) {
+			continue
+		}
 		chaos.Reached(chaos.MarkNodeLongPollTimedOut)
 		n.observer.ConsumeWait(w.request.Topic, "timeout", n.nowMs-w.parkedAtMs)
 		n.reply(w.id, msg.ConsumeResult{Messages: []msg.Message{}, Batch: w.request.Max > 0}, nil)
 	}
+}
+
+// serveExpired serves a poll whose wait ran out (out of the set already)
+// from this node's partitions, and reports whether it got records. A poll
+// that asked the other owners first looks here only when its round ends
+// (serveHere), and records that were here when it parked wake nobody: a
+// wait shorter than the round was answered empty with them deliverable.
+func (n *Node) serveExpired(w *waiter) bool {
+	t, ok := n.lookupTopic(w.request.Topic)
+	if !ok {
+		return false
+	}
+	messages, _ := n.reserve(t, w.request) // a read error: answered empty, as before
+	if len(messages) == 0 {
+		return false
+	}
+	n.observer.ConsumeWait(w.request.Topic, outcomeOf(w.request, "hit"), n.nowMs-w.parkedAtMs)
+	n.reply(w.id, msg.ConsumeResult{Messages: messages, Batch: w.request.Max > 0}, nil)
+	return true
 }
 
 // nextLeaseDeadlineMs is at or before the earliest reservation deadline

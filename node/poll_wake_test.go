@@ -380,3 +380,35 @@ func TestAWakeServesTheEarliestParkedPollThatCanTakeTheRecord(t *testing.T) {
 		require.Equal(t, step.partition, messages[0].Partition)
 	}
 }
+
+// A consume that asks the other owners first (every remoteFirstEvery-th)
+// parks while its probes are out and looks at this node's partitions only
+// when its round ends. Records already here when it parked wake nobody,
+// so a wait shorter than the round was answered empty with them
+// deliverable (a wake of any cause used to rescue some, among them the
+// wake of every topic at each applied heartbeat round). Its wait ending
+// mid-round, it looks here first.
+func TestAPollAskingTheOthersFirstLooksHereWhenItsWaitEnds(t *testing.T) {
+	c, poller, _, _ := pollSetup(t)
+	for i := range remoteFirstEvery {
+		require.NoError(t, c.do(poller, producePinned("t", 0, fmt.Sprintf("local-%d", i))).Err)
+	}
+	for i := range remoteFirstEvery - 1 {
+		got := c.do(poller, msg.Consume{Topic: "t", Partition: msg.PartitionNone})
+		require.NoError(t, got.Err)
+		require.Len(t, got.Result.(msg.ConsumeResult).Messages, 1, "consume %d is served from the poller's own partition", i)
+	}
+	c.drop = func(env msg.Envelope) bool { // the probes of the other owners go unanswered
+		forward, ok := env.Message.(msg.ForwardRequest)
+		_, consume := forward.Request.(msg.Consume)
+		return ok && consume && env.From == poller
+	}
+	poll := c.send(poller, msg.Consume{Topic: "t", Partition: msg.PartitionNone, WaitMs: 500})
+	c.tick(100)
+	require.NotContains(t, c.replies, poll, "the poll asks the other owners first, and waits for their answer")
+	reply := c.await(poll, 100, 10)
+	require.NoError(t, reply.Err)
+	messages := reply.Result.(msg.ConsumeResult).Messages
+	require.Len(t, messages, 1, "the record deliverable here all along is served when the wait ends, not an empty answer")
+	require.Equal(t, fmt.Sprintf("local-%d", remoteFirstEvery-1), string(messages[0].Payload))
+}
