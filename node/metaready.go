@@ -134,20 +134,24 @@ func (n *Node) rememberTopics() {
 // reconcileTopics brings the node's partitions in line with the applied
 // state: a topic that disappeared (or was re-created under its name) loses
 // its local data; a changed topic passes new caps to its lease tables and
-// may serve parked polls.
+// may serve parked polls. Entries that change no topic record (the
+// members' heartbeats, members, users) change nothing a parked poll could
+// take, and wake none: waking every topic's polls at each, every pinned
+// partition was looked at once per heartbeat round.
 func (n *Node) reconcileTopics() {
-	changed := false
-	if version := n.meta.State().TopicsVersion(); !n.topicsReconciled || version != n.reconciledTopics {
+	version := n.meta.State().TopicsVersion()
+	changed := !n.topicsReconciled || version != n.reconciledTopics
+	if changed {
 		n.reconciledTopics, n.topicsReconciled = version, true
 		n.reconcileTopicRecords()
-		changed = true
 	}
 	n.reconcileMoves()
+	if !changed {
+		return
+	}
 	for _, name := range n.waiters.topicNames() {
-		if changed {
-			n.subscribeNewOwners(name)
-		}
-		n.wake(name) // more partitions or larger caps may serve parked polls
+		n.subscribeNewOwners(name)
+		n.wake(name) // wakes every partition's polls: caps, a partition gained (a flip) or an install may serve any of them
 	}
 }
 

@@ -329,10 +329,17 @@ const pinnedPartitions = 6
 // "orders" of pinnedPartitions partitions, and 60 polls parked pinned to
 // its partitions but the first.
 func parkPinnedPolls(t *testing.T) (*harness, []msg.RequestID) {
+	return parkPinnedPollsWith(t, func(*Config) {}, func(*msg.CreateTopic) {})
+}
+
+// parkPinnedPollsWith is parkPinnedPolls with the node's config and the
+// topic's creation changed first (configure, create).
+func parkPinnedPollsWith(t *testing.T, configure func(*Config), create func(*msg.CreateTopic)) (*harness, []msg.RequestID) {
 	h := newHarness(t)
 	h.cfg.OpenLogsMax = 2
+	configure(&h.cfg)
 	h.restart()
-	h.createTopic("orders", func(r *msg.CreateTopic) { r.Partitions = pinnedPartitions })
+	h.createTopic("orders", create, func(r *msg.CreateTopic) { r.Partitions = pinnedPartitions })
 	var parked []msg.RequestID
 	for i := range 60 {
 		parked = append(parked, h.send(msg.Consume{Topic: "orders", Partition: 1 + i%(pinnedPartitions-1), WaitMs: 60_000}))
