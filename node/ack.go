@@ -19,13 +19,13 @@ func (n *Node) ack(r msg.Ack) (msg.Result, error) {
 		return nil, msg.Invalid("an ack carries 1 to %d receipt handles, got %d", msg.AckBatchHandlesMax, len(r.Handles))
 	}
 	result := msg.AckResult{Results: make([]msg.AckItemResult, len(r.Handles)), Batch: r.Batch}
-	freed := false
+	var applied localAcks
 	for i, handle := range r.Handles {
-		freedOne, err := n.ackOne(t, handle, r.Action)
+		index, freed, err := n.ackOne(t, handle, r.Action)
 		result.Results[i] = msg.AckItemResult{Handle: handle, Err: err}
-		freed = freed || freedOne
+		applied.note(index, freed)
 	}
-	n.afterLocalAcks(t, r.Action, freed)
+	n.afterLocalAcks(t, r.Action, applied)
 	if !r.Batch {
 		return result, result.Results[0].Err
 	}
@@ -33,49 +33,80 @@ func (n *Node) ack(r msg.Ack) (msg.Result, error) {
 	return result, nil
 }
 
+// localAcks is what the handles of one ack applied here did.
+type localAcks struct {
+	// partitions are those of the handles that named a partition owned
+	// here, in the order of the handles, a partition listed again only
+	// after another: at most msg.AckBatchHandlesMax.
+	partitions []int
+	// freed is set once a handle freed a record a cap held back.
+	freed bool
+}
+
+// note adds what one handle did (ackOne): index is msg.PartitionNone
+// when it reached no partition owned here.
+func (a *localAcks) note(index int, freed bool) {
+	a.freed = a.freed || freed
+	if index != msg.PartitionNone && (len(a.partitions) == 0 || a.partitions[len(a.partitions)-1] != index) {
+		a.partitions = append(a.partitions, index)
+	}
+}
+
 // afterLocalAcks serves what acks applied here may have made deliverable:
 // a nack or return releases its record, and an ack that freed a slot of a
 // partition its caps held back (freed) lets its next record go. Either
-// may answer a poll parked here (wake) or on another node (Notify to the
-// subscribers); a nack may also exhaust its record.
-func (n *Node) afterLocalAcks(t *topic, action msg.AckAction, freed bool) {
+// may answer a poll parked here (woken: the unpinned ones and those
+// pinned to the acks' partitions, the only ones whose records an ack
+// changes) or on another node (Notify to the subscribers); a nack may
+// also exhaust its record.
+func (n *Node) afterLocalAcks(t *topic, action msg.AckAction, applied localAcks) {
 	if action == msg.AckExtend {
 		return
 	}
 	released := action == msg.AckNack || action == msg.AckReturn
-	if released || freed {
+	if released || applied.freed {
 		n.notifySubscribers(t.info.Name)
 	}
 	if released {
 		n.sendDeadLetters()
 	}
-	n.wake(t.info.Name)
+	if len(applied.partitions) > 0 {
+		n.wakePartitions(t.info.Name, applied.partitions)
+	}
 	n.tellHeldBack() // acks at a frontier may have taken the node under its lease budget
 }
 
-// ackOne applies one handle of an ack; freed reports that it made a
-// record deliverable that a cap held back (an in-flight slot, or room in
-// the acked-ahead set).
-func (n *Node) ackOne(t *topic, handle string, action msg.AckAction) (freed bool, err error) {
+// ackOne applies one handle of an ack; index is the partition it named
+// when owned here (msg.PartitionNone before that is known: nothing here
+// changed), and freed reports that it made a record deliverable that a
+// cap held back (an in-flight slot, or room in the acked-ahead set).
+func (n *Node) ackOne(t *topic, handle string, action msg.AckAction) (index int, freed bool, err error) {
 	index, offset, nonce, err := n.handles.Verify(t.info.Name, handle) // nonce 0 when forged: matches no reservation
 	if err != nil {
-		return false, msg.Invalid("receipt handle is malformed")
+		return msg.PartitionNone, false, msg.Invalid("receipt handle is malformed")
 	}
 	if index >= t.info.Partitions {
 		if n.meta.IsLeader() { // the replica that knows every growth: a larger topic's, deleted since, or forged
-			return false, msg.Gone("receipt handle is stale")
+			return msg.PartitionNone, false, msg.Gone("receipt handle is stale")
 		}
 		// Partitions only grow: the handle names one this replica has not
 		// applied yet. 410 would tell the client its ack can never land,
 		// while the lease may be live at the owner. (An ack from a client
 		// goes to the leader instead, ackRoute; this is an ack forwarded
 		// to a leader deposed meanwhile, or one with no leader known.)
-		return false, msg.Unavailable("partition %d of %s is not known to this node yet; retry", index, t.info.Name)
+		return msg.PartitionNone, false, msg.Unavailable("partition %d of %s is not known to this node yet; retry", index, t.info.Name)
 	}
 	if !n.ownedHere(t, index) {
-		return false, notOwner(t, index)
+		return msg.PartitionNone, false, notOwner(t, index)
 	}
-	p := n.partitionOf(t, index)
+	freed, err = n.ackOwned(t, n.partitionOf(t, index), handle, offset, nonce, action)
+	return index, freed, err
+}
+
+// ackOwned applies one handle, of the record at offset of p, a partition
+// owned here; freed is as for ackOne.
+func (n *Node) ackOwned(t *topic, p *partition, handle string, offset, nonce uint64, action msg.AckAction) (freed bool, err error) {
+	index := p.key.index
 	if p.freeze.Frozen() && action == msg.AckCommit {
 		return false, frozenError(t, index)
 	}
@@ -86,7 +117,7 @@ func (n *Node) ackOne(t *topic, handle string, action msg.AckAction) (freed bool
 	deliverable := p.leases.Deliverable(log.HWM())
 	if action == msg.AckCommit && chaos.Planted(chaos.BugAckAnsweredNotApplied) && nonce%3 == 0 {
 		if p.leases.Nack(offset, nonce, n.nowMs) == nil { // planted: answered 204, released to be delivered again
-			n.wake(t.info.Name)
+			n.wakePartitions(t.info.Name, []int{index})
 			return false, nil
 		}
 	}

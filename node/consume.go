@@ -61,7 +61,7 @@ func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 		}
 		return
 	}
-	if n.readsSpent(t.info.Name) {
+	if n.readsSpent(t.info.Name, r.Partition) {
 		n.reply(id, nil, n.spentReads())
 		return
 	}
@@ -161,7 +161,7 @@ func checkConsume(t *topic, r msg.Consume) error {
 // delivered nothing more in this call.
 func (n *Node) reserve(t *topic, r msg.Consume) (messages []msg.Message, readErr error) {
 	want := max(r.Max, 1)
-	if n.readsSpent(t.info.Name) {
+	if n.readsSpent(t.info.Name, r.Partition) {
 		return nil, nil
 	}
 	budget := n.readBudget()
@@ -250,7 +250,7 @@ func (n *Node) reserveOne(t *topic, p *partition) (msg.Message, bool, error) {
 		}
 		n.skipUnreadable(t, p, log, reservation.Offset, err)
 	}
-	n.skipsCapped.add(t.info.Name) // good records may lie beyond: nothing else would tell the polls that found none
+	n.skipsCapped.add(t.info.Name, p.key.index) // good records may lie beyond: nothing else would tell the polls that found none
 	return msg.Message{}, false, nil
 }
 
@@ -275,99 +275,64 @@ func (n *Node) nothingToReserveClosed(p *partition) bool {
 	return true
 }
 
-// wakeSkipsCapped tells the polls of the topics whose reserves stopped at
-// the skip bound, so that they look again (and skip on). A look that
-// stops at the bound again notes its topic for the next Tick.
+// wakeSkipsCapped tells the polls that may take a record of the
+// partitions whose reserves stopped at the skip bound, so that they look
+// again (and skip on). A look that stops at the bound again notes its
+// partition for the next Tick.
 func (n *Node) wakeSkipsCapped() {
-	for _, name := range n.skipsCapped.take() {
-		n.tellPolls(name)
-	}
+	n.tellPartitions(&n.skipsCapped)
 }
 
-// tellPolls makes the polls of a topic look again: those parked here
-// (wake) and, through their subscriptions, those parked on other nodes.
-func (n *Node) tellPolls(topicName string) {
-	n.notifySubscribers(topicName)
-	n.wake(topicName)
-}
-
-// tellPollsOf is tellPolls for records that became servable only in the
-// given partitions of the topic (wakePartitions).
+// tellPollsOf makes the polls that may take a record of the given
+// partitions of a topic look again: those parked here (wakePartitions)
+// and, through their subscriptions, those parked on other nodes.
 func (n *Node) tellPollsOf(topicName string, partitions []int) {
 	n.notifySubscribers(topicName)
 	n.wakePartitions(topicName, partitions)
 }
 
-// topicsToTell is a set of topics whose polls are to be told to look
-// again later (tellPolls); nil when empty. The node's own methods add to
-// it and take it whole.
-type topicsToTell map[string]bool
-
-func (s *topicsToTell) add(topicName string) {
-	if *s == nil {
-		*s = topicsToTell{}
-	}
-	(*s)[topicName] = true
-}
-
-// take empties the set and returns its topics, sorted.
-func (s *topicsToTell) take() []string {
-	if *s == nil {
-		return nil
-	}
-	names := slices.Sorted(maps.Keys(*s))
-	*s = nil
-	return names
-}
-
 // partitionsToTell is, by topic, the partitions whose polls are to be
-// told to look again later: a topic marked whole (the cause named no
-// partition) is told whole (tellPolls), another only for its partitions
-// listed (tellPollsOf). nil when empty. Advance fills it and tells it.
-type partitionsToTell map[string]*partitionsOfTopic
+// told to look again later (tellPollsOf): the topic's unpinned polls,
+// which every wake walks, and those pinned to a partition of the set.
+// A topic's set holds each partition once (at most the topic's count, so
+// a set that lives across rounds stops growing), and is empty when only
+// the unpinned polls are to be told. nil when empty. The node's own
+// methods add to it and tell it whole (tellPartitions).
+type partitionsToTell map[string]map[int]bool
 
-// partitionsOfTopic are the partitions of one topic to tell: every one
-// when whole is set (indexes then unused), else those of indexes (a
-// partition may be listed more than once).
-type partitionsOfTopic struct {
-	whole   bool
-	indexes []int
-}
-
-// addTopic marks every partition of a topic.
-func (s *partitionsToTell) addTopic(topicName string) {
-	s.of(topicName).whole = true
-}
-
-// add marks one partition of a topic.
+// add marks the polls that may take a record of a partition of a topic;
+// msg.PartitionNone marks only the unpinned ones.
 func (s *partitionsToTell) add(topicName string, index int) {
-	of := s.of(topicName)
-	of.indexes = append(of.indexes, index)
-}
-
-func (s *partitionsToTell) of(topicName string) *partitionsOfTopic {
 	if *s == nil {
 		*s = partitionsToTell{}
 	}
 	of := (*s)[topicName]
 	if of == nil {
-		of = &partitionsOfTopic{}
+		of = map[int]bool{}
 		(*s)[topicName] = of
 	}
-	return of
+	if index != msg.PartitionNone {
+		of[index] = true
+	}
+}
+
+// addAll marks what another set marks.
+func (s *partitionsToTell) addAll(other partitionsToTell) {
+	for name, of := range other { //determinism:ok a set: the order of adding changes nothing
+		s.add(name, msg.PartitionNone)
+		for index := range of { //determinism:ok as above
+			s.add(name, index)
+		}
+	}
 }
 
 // tellPartitions tells the polls of a set's topics, in the order of their
-// names, and empties the set.
+// names, and empties the set (first: a poll told may mark it again).
 func (n *Node) tellPartitions(s *partitionsToTell) {
 	set := *s
 	*s = nil
 	for _, name := range slices.Sorted(maps.Keys(set)) {
-		if of := set[name]; of.whole {
-			n.tellPolls(name)
-		} else {
-			n.tellPollsOf(name, of.indexes)
-		}
+		n.tellPollsOf(name, slices.Sorted(maps.Keys(set[name])))
 	}
 }
 
@@ -554,31 +519,27 @@ func (n *Node) checkLeaseDue() error {
 }
 
 // expireLeases releases reservations past their deadline and wakes the
-// topics that got records back; it looks only at the partitions due
-// (leaseDue), and puts back those whose tables still hold a deadline, at
-// the earliest one.
+// polls that may take the records they gave back (those of the
+// partitions that got some, once per topic); it looks only at the
+// partitions due (leaseDue), and puts back those whose tables still hold
+// a deadline, at the earliest one.
 func (n *Node) expireLeases() {
 	if n.nextLeaseDeadlineMs() > n.nowMs {
 		return // the common case on every tick: no walk, no allocation
 	}
 	due := n.leaseBudget.due.takeDue(n.nowMs)
-	var woken []string
+	var told partitionsToTell
 	for _, p := range due {
 		if p.leases == nil {
 			continue // forgotten (forgetLeases): a new table notes its own deadlines
 		}
 		if d, ok := p.leases.NextDeadline(); ok && d <= n.nowMs && p.leases.Expire(n.nowMs) > 0 {
 			chaos.Reached(chaos.MarkNodeLeaseExpired)
-			if len(woken) == 0 || woken[len(woken)-1] != p.key.topic {
-				woken = append(woken, p.key.topic)
-			}
+			told.add(p.key.topic, p.key.index)
 		}
 		n.noteLeaseDeadlines(p) // before the polls told below take new leases
 	}
-	slices.Sort(woken) // the topics in name order, each once, as a walk in key order told them
-	for _, name := range slices.Compact(woken) {
-		n.tellPolls(name)
-	}
+	n.tellPartitions(&told)
 }
 
 func (n *Node) replay(r msg.Replay) (msg.Result, error) {

@@ -244,8 +244,7 @@ func (n *Node) deadLettersSettled(batch *deadLetterBatch, reply msg.Reply) {
 		for _, origin := range batch.origins {
 			batch.table.DeadLetterFailed(origin.Offset)
 		}
-		n.notifySubscribers(batch.key.topic) // reservable again: polls parked elsewhere may take them
-		n.wake(batch.key.topic)
+		n.tellPollsOf(batch.key.topic, []int{batch.key.index}) // reservable again: polls parked here or elsewhere may take them
 		return
 	}
 	result, _ := reply.Result.(msg.ProduceResult)
@@ -259,6 +258,5 @@ func (n *Node) deadLettersSettled(batch *deadLetterBatch, reply msg.Reply) {
 		}
 	}
 	n.noteFrontier(p)
-	n.notifySubscribers(batch.key.topic) // a freed in-flight slot may serve a poll parked here or elsewhere
-	n.wake(batch.key.topic)
+	n.tellPollsOf(batch.key.topic, []int{batch.key.index}) // a freed in-flight slot may serve a poll parked here or elsewhere
 }

@@ -44,13 +44,13 @@ type leaseBudget struct {
 	tally lease.Tally
 	// nextCheckMs is when the next checkLeaseBudget is due (node clock).
 	nextCheckMs int64
-	// heldBack holds the topics of which a reserve at the budget left a
-	// record undelivered (one never delivered before): their polls, here
-	// and on the nodes whose probes were refused, are told once the count
-	// falls under the budget (tellHeldBack, after acks and at each
-	// checkLeaseBudget). Nothing else tells them: an ack wakes only its
-	// own topic's polls.
-	heldBack topicsToTell
+	// heldBack holds the partitions of which a reserve at the budget left
+	// a record undelivered (one never delivered before): the polls that
+	// may take it, here and on the nodes whose probes were refused, are
+	// told once the count falls under the budget (tellHeldBack, after
+	// acks and at each checkLeaseBudget). Nothing else tells them: an ack
+	// wakes only the polls of its own partitions.
+	heldBack partitionsToTell
 	// due orders the partitions whose tables hold a reservation deadline
 	// by a lower bound of their earliest one: each deadline a table takes
 	// lowers its partition's (noteLeaseDeadlines), and expireLeases looks
@@ -123,13 +123,13 @@ func (n *Node) reserveLease(t *topic, p *partition, log *storage.Log) (lease.Res
 	reservation, ok := reserve(n.nowMs, log.HWM(), t.info.VisibilityTimeoutMs)
 	n.noteLeaseDeadlines(p)
 	if !ok && atBudget && p.leases.Deliverable(log.HWM()) {
-		n.leaseBudget.heldBack.add(t.info.Name)
+		n.leaseBudget.heldBack.add(t.info.Name, p.key.index)
 	}
 	return reservation, ok
 }
 
-// tellHeldBack tells the polls of the topics whose records the budget
-// held back, once the count is under it (after acks, and at each
+// tellHeldBack tells the polls that may take the records the budget held
+// back, once the count is under it (after acks, and at each
 // checkLeaseBudget):
 // a poll of another topic than the acked one, parked before the budget
 // was reached, otherwise waited out its wait and was answered empty with
@@ -138,9 +138,7 @@ func (n *Node) tellHeldBack() {
 	if n.atLeaseBudget() {
 		return
 	}
-	for _, name := range n.leaseBudget.heldBack.take() {
-		n.tellPolls(name)
-	}
+	n.tellPartitions(&n.leaseBudget.heldBack)
 }
 
 // leasesHeld is the number of offsets the lease tables hold.

@@ -35,16 +35,19 @@ const retentionReopensPerPassMax = 4
 // up to retentionReopensPerPassMax closed logs that have sealed segments
 // (a partition nobody used since a restart or an idle close would
 // otherwise keep its expired data), and moves consumer frontiers past what
-// was deleted.
+// was deleted; then it tells the polls of the partitions whose dropped
+// reservations freed a slot, once per topic.
 func (n *Node) applyRetention() {
 	n.reopenForRetention()
+	var told partitionsToTell
 	for _, p := range n.sortedPartitions() {
 		t, ok := n.lookupTopic(p.key.topic)
 		if !ok || p.log == nil || t.info.RetentionMs == retentionForever {
 			continue
 		}
-		n.retain(t, p)
+		n.retain(t, p, &told)
 	}
+	n.tellPartitions(&told)
 }
 
 // reopenForRetention opens closed logs of owned partitions that hold more
@@ -113,8 +116,9 @@ func (n *Node) segmentFiles(dir string) int {
 	return count
 }
 
-// retain applies t's retention to p's open log.
-func (n *Node) retain(t *topic, p *partition) {
+// retain applies t's retention to p's open log, and marks p in told when
+// that made a record deliverable.
+func (n *Node) retain(t *topic, p *partition, told *partitionsToTell) {
 	if p.log.Syncing() {
 		p.retentionDeferred = true
 		return
@@ -134,14 +138,13 @@ func (n *Node) retain(t *topic, p *partition) {
 	if !deliverable && p.leases.Deliverable(p.log.HWM()) {
 		// Dropped reservations freed in-flight slots: parked polls, here
 		// and on the nodes subscribed, may take the next record now.
-		n.notifySubscribers(p.key.topic)
-		n.wake(p.key.topic)
+		told.add(p.key.topic, p.key.index)
 	}
 }
 
 // retainDeferred retains a partition whose retention waited for its
-// sync round, which has completed (Advance).
-func (n *Node) retainDeferred(p *partition) {
+// sync round, which has completed (Advance, which tells told).
+func (n *Node) retainDeferred(p *partition, told *partitionsToTell) {
 	if !p.retentionDeferred {
 		return
 	}
@@ -150,7 +153,7 @@ func (n *Node) retainDeferred(p *partition) {
 	if !ok || p.log == nil || t.info.RetentionMs == retentionForever {
 		return
 	}
-	n.retain(t, p)
+	n.retain(t, p, told)
 }
 
 // closeIdleLogs closes logs unused for IdleLogCloseMs; they reopen on

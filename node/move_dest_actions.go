@@ -232,8 +232,7 @@ func (n *Node) keepOrphanedJob(s *moveSession, job *moveJob) {
 	n.takeOver(s.key)
 	// Servable only now: the Notify sent at the flip, and the probes
 	// since, found the partition closed to them while the job was out.
-	n.notifySubscribers(s.key.topic)
-	n.wake(s.key.topic)
+	n.tellPollsOf(s.key.topic, []int{s.key.index})
 }
 
 // OrphanedJob reports whether the directory of partition index of topic

@@ -25,11 +25,13 @@ func (n *Node) freezeMovesFromHere() {
 }
 
 // reconcileMoves brings the node's partitions in line with the applied
-// placement: a partition whose move target changed is unfrozen, and one
-// this node no longer owns is let go (the flip: its log is closed, its
-// queue state dropped; the directory stays until the stale-copy sweep
-// proves it may go).
+// placement: a partition whose move target changed is unfrozen (and the
+// polls that may take its records told, once per topic), and one this
+// node no longer owns is let go (the flip: its log is closed, its queue
+// state dropped; the directory stays until the stale-copy sweep proves
+// it may go).
 func (n *Node) reconcileMoves() {
+	var unfrozen partitionsToTell
 	for _, p := range n.sortedPartitions() {
 		a, ok := n.meta.State().Assignment(p.key.topic, p.key.index)
 		if !ok {
@@ -44,10 +46,10 @@ func (n *Node) reconcileMoves() {
 			target := p.freeze.Target()
 			n.endFreeze(p)
 			n.observer.Event("partition-unfrozen", fmt.Sprintf("%s: the move to %s ended without a flip", p.dir, target))
-			n.notifySubscribers(p.key.topic) // its records are served again: polls parked here or elsewhere may take them
-			n.wake(p.key.topic)
+			unfrozen.add(p.key.topic, p.key.index) // its records are served again: polls parked here or elsewhere may take them
 		}
 	}
+	n.tellPartitions(&unfrozen)
 	n.driveMoves()
 }
 

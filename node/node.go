@@ -254,23 +254,23 @@ type Node struct {
 	// latest at lastEvictionMs (math.MinInt64 before the first).
 	logEvictions   uint64
 	lastEvictionMs int64
-	// openRefused holds the topics a log of which the open-log cap
-	// refused to open (makeRoomForLog) since the last Advance that
-	// completed partition rounds: their polls, here and on other nodes,
-	// are told at the next such Advance, whose rounds may have freed the
-	// logs. Told at every Advance, a probe from another node refused
-	// again, while a log stayed held with no round to free it, was
-	// answered and notified again at once, without end (a planted bug's
-	// sweep ran out of memory that way). At most one entry per topic;
-	// emptied by that Advance.
-	openRefused topicsToTell
-	// skipsCapped holds the topics a reserve of which stopped after
-	// corruptSkipsPerReserveMax corrupt records, with the partition maybe
-	// holding good records beyond them: their polls, here and on other
-	// nodes, are told at the next Tick, whose look goes on skipping (each
-	// look skips for good what it passed, so a damaged run ends). At
-	// most one entry per topic; emptied by that Tick.
-	skipsCapped topicsToTell
+	// openRefused holds the partitions whose log the open-log cap refused
+	// to open (makeRoomForLog) since the last Advance that completed
+	// partition rounds: the polls that may take their records, here and
+	// on other nodes, are told at the next such Advance, whose rounds may
+	// have freed the logs. Told at every Advance, a probe from another
+	// node refused again, while a log stayed held with no round to free
+	// it, was answered and notified again at once, without end (a planted
+	// bug's sweep ran out of memory that way). Each partition at most
+	// once; emptied by that Advance.
+	openRefused partitionsToTell
+	// skipsCapped holds the partitions a reserve of which stopped after
+	// corruptSkipsPerReserveMax corrupt records, maybe holding good
+	// records beyond them: the polls that may take those, here and on
+	// other nodes, are told at the next Tick, whose look goes on skipping
+	// (each look skips for good what it passed, so a damaged run ends).
+	// Each partition at most once; emptied by that Tick.
+	skipsCapped partitionsToTell
 	// reads is what the consumes of this round read (reads.go).
 	reads roundReads
 
@@ -378,7 +378,8 @@ func (n *Node) Now() int64 { return n.nowMs }
 //  1. the metastore's raft ticks (at most metaTicksPerTickMax), then this
 //     node's heartbeat when due (and a sole voter's campaign);
 //  2. lease expiry: reservations past their visibility deadline are
-//     released and their topics' long polls woken; records that ran out
+//     released and the long polls that may take them woken (those of
+//     their partitions and the unpinned ones); records that ran out
 //     of deliveries are written to their dead-letter topic (deadletter.go);
 //     polls that found a corrupt run's skips or the round's reads capped
 //     look again (consume.go, reads.go); a retirement this node learned
@@ -716,16 +717,15 @@ func (n *Node) Advance(rd Ready) {
 		if s.meta != nil {
 			continue
 		}
-		for _, name := range n.openRefused.take() { // the rounds may have freed the logs they were refused
-			told.addTopic(name)
-		}
+		told.addAll(n.openRefused) // the rounds may have freed the logs they were refused
+		n.openRefused = nil
 		if s.Data() {
 			told.add(s.partition.key.topic, s.partition.key.index) // only its own records became visible
 			n.fanoutDue(s.partition)
 		}
 		if s.partition != nil {
 			n.answerFreezes(s.partition)
-			n.retainDeferred(s.partition)
+			n.retainDeferred(s.partition, &told)
 		}
 	}
 	n.tellPartitions(&told)

@@ -241,7 +241,7 @@ func (n *Node) storeLog(t *topic, p *partition) (*storage.Log, storage.Recovery,
 	}
 	pastCap, err := n.makeRoomForLog()
 	if err != nil {
-		n.openRefused.add(t.info.Name) // a poll that found the log closed to it is woken by nothing else
+		n.openRefused.add(t.info.Name, p.key.index) // a poll that found the log closed to it is woken by nothing else
 		return nil, storage.Recovery{}, err
 	}
 	open := n.store.Log

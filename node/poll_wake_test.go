@@ -274,34 +274,34 @@ func TestANodeWhoseRecordsAreAllItsOwnAsksTheOthersFirstRarely(t *testing.T) {
 // its partitions. Counted here by the looks at the pinned partitions,
 // whose logs were evicted (room for two open logs): each look that finds
 // nothing to reserve leaves its log closed and says so
-// (MarkNodeClosedLogLeftClosed). The wakes counted are the acks' (an ack
-// names no partition to its wake, which asks them all).
+// (MarkNodeClosedLogLeftClosed). The wakes counted are the alters' of the
+// topic's in-flight cap (a change that may serve any partition wakes the
+// polls of them all).
 func TestAWakeAsksEachPartitionOnceForItsPinnedPolls(t *testing.T) {
 	h, parked := parkPinnedPolls(t)
 	chaos.Record(nil, 0)
 	defer chaos.Reset()
-	const produces = 10
-	for i := range produces {
-		h.produce("orders", 0, fmt.Sprint("y", i))
-		taken := h.ok(msg.Consume{Topic: "orders", Partition: 0}).(msg.ConsumeResult) // taken before the next wake
-		require.Len(t, taken.Messages, 1)
-		require.NoError(t, h.ackHandle("orders", taken.Messages[0].ReceiptHandle, msg.AckCommit))
+	const wakes = 10
+	for i := range wakes {
+		inFlight := 2 + i
+		h.ok(msg.AlterTopic{Name: "orders", InFlightMax: &inFlight})
 	}
 	looks := closedLogLooks()
 	require.Positive(t, looks, "the pinned partitions' logs were closed when the wakes looked at them")
-	require.LessOrEqual(t, looks, produces*(pinnedPartitions-1),
-		"%d wakes of %d polls pinned to %d empty partitions look at each partition at most once per wake", produces, len(parked), pinnedPartitions-1)
+	require.LessOrEqual(t, looks, wakes*(pinnedPartitions-1),
+		"%d wakes of %d polls pinned to %d empty partitions look at each partition at most once per wake", wakes, len(parked), pinnedPartitions-1)
 	for _, id := range parked {
 		require.NotContains(t, h.replies, id, "the polls pinned to empty partitions still wait")
 	}
 }
 
-// Records made visible on one partition wake the unpinned polls and the
-// polls pinned to it, and look at no other partition: with 4,000 polls
-// pinned to a topic's empty partitions, walking them at each round that
-// made another partition's records visible was a tenth of the node's
-// time. Counted as in TestAWakeAsksEachPartitionOnceForItsPinnedPolls,
-// and an ack's wake, which asks every partition, shows the count works.
+// Records made visible on one partition, and acks of its records, wake
+// the unpinned polls and the polls pinned to it, and look at no other
+// partition: with 4,000 polls pinned to a topic's empty partitions,
+// walking them at each round that made another partition's records
+// visible was a tenth of the node's time. Counted as in
+// TestAWakeAsksEachPartitionOnceForItsPinnedPolls, and an alter's wake,
+// which asks every partition, shows the count works.
 func TestRecordsOnOnePartitionLookAtNoOtherPinnedPartition(t *testing.T) {
 	h, parked := parkPinnedPolls(t)
 	chaos.Record(nil, 0)
@@ -315,7 +315,11 @@ func TestRecordsOnOnePartitionLookAtNoOtherPinnedPartition(t *testing.T) {
 	}
 	require.Zero(t, closedLogLooks(), "records on partition 0 look at none of the partitions the polls are pinned to")
 	require.NoError(t, h.ackHandle("orders", handles[0], msg.AckCommit))
-	require.Positive(t, closedLogLooks(), "an ack's wake looks at the pinned partitions (the count is not blind)")
+	require.NoError(t, h.do(msg.Ack{Topic: "orders", Handles: handles[1:], Action: msg.AckCommit, Batch: true}).Err)
+	require.Zero(t, closedLogLooks(), "acks of partition 0 look at none of the partitions the polls are pinned to")
+	inFlight := 5
+	h.ok(msg.AlterTopic{Name: "orders", InFlightMax: &inFlight})
+	require.Positive(t, closedLogLooks(), "an alter's wake looks at the pinned partitions (the count is not blind)")
 	for _, id := range parked {
 		require.NotContains(t, h.replies, id, "the polls pinned to empty partitions still wait")
 	}
@@ -340,11 +344,20 @@ func parkPinnedPollsWith(t *testing.T, configure func(*Config), create func(*msg
 	configure(&h.cfg)
 	h.restart()
 	h.createTopic("orders", create, func(r *msg.CreateTopic) { r.Partitions = pinnedPartitions })
+	return h, parkOnTheOtherPartitions(h)
+}
+
+// parkOnTheOtherPartitions parks 60 polls pinned to the partitions of
+// "orders" but the first.
+func parkOnTheOtherPartitions(h *harness) []msg.RequestID {
 	var parked []msg.RequestID
 	for i := range 60 {
 		parked = append(parked, h.send(msg.Consume{Topic: "orders", Partition: 1 + i%(pinnedPartitions-1), WaitMs: 60_000}))
 	}
-	return h, parked
+	for _, id := range parked {
+		require.NotContains(h.t, h.replies, id, "the partitions the polls are pinned to are empty")
+	}
+	return parked
 }
 
 // closedLogLooks counts the looks since chaos.Record that found a closed

@@ -9,12 +9,12 @@ import "narad/msg"
 // reply budget could refuse any of them. The node counts the payload
 // bytes its reserves read in the round (reserve) and stops at
 // Config.RoundReadBytesMax: a consume that would read more is refused with
-// a 503 (readsSpent, spentReads), and a parked poll that stops there is looked at
-// again at the next Tick (its topic goes into reads.capped), as are the
-// polls parked on other nodes whose probe was refused (through their
-// subscriptions: tellPolls). One message alone always fits a reply, so a
-// round reads at most the bound plus one record per consume that started
-// under it.
+// a 503 (readsSpent, spentReads), and a parked poll that stops there is
+// looked at again at the next Tick (the partition it is pinned to, or its
+// topic's unpinned polls, go into reads.capped), as are the polls parked
+// on other nodes whose probe was refused (through their subscriptions:
+// tellPollsOf). One message alone always fits a reply, so a round reads
+// at most the bound plus one record per consume that started under it.
 
 // roundReads is what this round's consumes read. Only readBudget, reserve,
 // readsSpent and wakeReadsCapped change it.
@@ -23,9 +23,10 @@ type roundReads struct {
 	// bytes read in it.
 	round uint64
 	bytes int
-	// capped holds the topics a poll of which found the round's reads
-	// spent: told at the next Tick (wakeReadsCapped).
-	capped topicsToTell
+	// capped holds the polls that found the round's reads spent, by the
+	// partition they are pinned to (msg.PartitionNone: the unpinned polls
+	// of the topic): told at the next Tick (wakeReadsCapped).
+	capped partitionsToTell
 }
 
 // readBudget is how many more payload bytes one reserve may read now:
@@ -38,14 +39,16 @@ func (n *Node) readBudget() int {
 	return max(0, min(n.cfg.ConsumeReplyBytesMax, n.cfg.RoundReadBytesMax-n.reads.bytes))
 }
 
-// readsSpent reports whether the round's reads are spent, noting the
-// topic then: its polls, here and (through their subscriptions) on the
-// nodes whose probe was refused, look again at the next Tick.
-func (n *Node) readsSpent(topicName string) bool {
+// readsSpent reports whether the round's reads are spent for a consume
+// of a topic pinned to partition (msg.PartitionNone: unpinned), noting
+// it then: the polls that may take what it could not, here and (through
+// their subscriptions) on the nodes whose probe was refused, look again
+// at the next Tick.
+func (n *Node) readsSpent(topicName string, partition int) bool {
 	if n.readBudget() > 0 {
 		return false
 	}
-	n.reads.capped.add(topicName)
+	n.reads.capped.add(topicName, partition)
 	return true
 }
 
@@ -54,10 +57,8 @@ func (n *Node) spentReads() error {
 	return msg.Unavailable("this node read %d bytes of records for the consumes of this round, its bound: retry", n.reads.bytes)
 }
 
-// wakeReadsCapped tells the polls of the topics that found a round's
-// reads spent, so that they look again.
+// wakeReadsCapped tells the polls that found a round's reads spent, so
+// that they look again.
 func (n *Node) wakeReadsCapped() {
-	for _, name := range n.reads.capped.take() {
-		n.tellPolls(name)
-	}
+	n.tellPartitions(&n.reads.capped)
 }

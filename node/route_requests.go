@@ -96,16 +96,18 @@ func (n *Node) ackAcross(id msg.RequestID, t *topic, r msg.Ack, byOwner map[stri
 			remote[i] = true
 		}
 	}
-	local, freed := false, false
+	local := false
+	var applied localAcks
 	for i, handle := range r.Handles {
 		if !remote[i] {
-			freedOne, err := n.ackOne(t, handle, r.Action)
+			index, freed, err := n.ackOne(t, handle, r.Action)
 			j.results[i] = msg.AckItemResult{Handle: handle, Err: err}
-			local, freed = true, freed || freedOne
+			local = true
+			applied.note(index, freed)
 		}
 	}
 	if local {
-		n.afterLocalAcks(t, r.Action, freed)
+		n.afterLocalAcks(t, r.Action, applied)
 	}
 	owners := make([]string, 0, len(byOwner))
 	for owner := range byOwner { //determinism:ok sorted below
