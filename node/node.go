@@ -154,6 +154,10 @@ type Node struct {
 	heldAsked map[string]bool
 	// heldSeq numbers the held requests (heldRequest.seq).
 	heldSeq uint64
+	// heldRefusedFull counts the requests answered 503 at once since the
+	// start because HeldRequestsMax were held (Stats.HeldRefusedFull);
+	// it only increases.
+	heldRefusedFull uint64
 	// leaderReads is the read barrier the leader's answers about topics
 	// wait for (readbarrier.go).
 	leaderReads readBarrier
@@ -872,6 +876,18 @@ type Stats struct {
 	// HeldRequests counts the requests waiting for their topic, or the
 	// partition they pin, to reach this replica; at most HeldRequestsMax.
 	HeldRequests, HeldRequestsMax int
+	// HeldRefusedFull counts the requests answered 503 at once since the
+	// start because HeldRequestsMax were held, and HeldRefusedReadsFull
+	// those the metastore leader answered 503 at once because MetaReadsMax
+	// reads were outstanding (none covered them).
+	HeldRefusedFull, HeldRefusedReadsFull uint64
+	// MetaReadsOutstanding counts the metastore leader's read requests
+	// (the quorum confirmations its 404s and 400s about a topic wait for,
+	// readbarrier.go) raft has not confirmed yet, at most MetaReadsMax
+	// (meta.ReadRequestsMax); 0 on a replica that does not lead.
+	// MetaReadsConfirmed counts those confirmed since the start.
+	MetaReadsOutstanding, MetaReadsMax int
+	MetaReadsConfirmed                 uint64
 	// ZeroTailBytes is the disk the partition logs hold preallocated as
 	// zero tails (storage/doc.go): those of the open logs, and those the
 	// logs closed since the node started left behind. A partition not
@@ -927,6 +943,9 @@ func (n *Node) Stats() Stats {
 	s.DiskFreeBytes, _ = n.diskFree()
 	s.DiskReserveBytes, s.DiskLow = n.cfg.DiskReserveBytes, n.underReserve()
 	s.FanoutCursors, s.FanoutCursorSteps = n.fanoutCursors(), n.fanout.cursorSteps
+	s.HeldRefusedFull, s.HeldRefusedReadsFull = n.heldRefusedFull, n.leaderReads.refusedRequests
+	s.MetaReadsOutstanding, s.MetaReadsMax = n.meta.ReadsOutstanding(), meta.ReadRequestsMax
+	s.MetaReadsConfirmed = n.leaderReads.confirmedTotal
 	return s
 }
 

@@ -55,6 +55,12 @@ type readBarrier struct {
 	// fresh is set when a confirmation came in the metastore Ready just
 	// taken: its Advance looks at the held requests again.
 	fresh bool
+	// confirmedTotal counts the confirmations raft handed back since the
+	// node started (Stats.MetaReadsConfirmed), and refusedRequests the
+	// held requests answered 503 at once because ReadRequestsMax reads
+	// were outstanding (refuseUncovered; Stats.HeldRefusedReadsFull).
+	// Both only increase.
+	confirmedTotal, refusedRequests uint64
 }
 
 // confirmedRead is a read raft confirmed: it covers the held requests
@@ -98,6 +104,7 @@ func (n *Node) refuseUncovered() {
 	kept := n.held[:0]
 	for _, h := range n.held {
 		if h.seq > n.leaderReads.requested {
+			n.leaderReads.refusedRequests++
 			n.reply(h.id, nil, msg.Unavailable("%s: the metadata leader has %d reads of its own state outstanding (the limit); retry", h.awaiting, meta.ReadRequestsMax))
 			continue
 		}
@@ -110,6 +117,7 @@ func (n *Node) refuseUncovered() {
 // confirmReads takes the reads raft confirmed (a metastore Ready's
 // Reads); Advance looks at the held requests again (fresh).
 func (n *Node) confirmReads(confirmed []meta.ReadConfirmed) {
+	n.leaderReads.confirmedTotal += uint64(len(confirmed))
 	for _, c := range confirmed {
 		if c.Tag > n.leaderReads.latest.covers && c.Tag > n.leaderReads.passed {
 			n.leaderReads.latest = confirmedRead{covers: c.Tag, index: c.Index}

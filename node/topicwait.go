@@ -198,6 +198,7 @@ func (n *Node) hold(id msg.RequestID, req msg.Request) bool {
 		n.reply(id, nil, msg.Unavailable("%s is not known here and no metadata leader is known to ask; retry", w))
 		return true
 	case len(n.held) >= n.cfg.HeldRequestsMax:
+		n.heldRefusedFull++
 		n.reply(id, nil, msg.Unavailable("%s is not known here yet, and %d requests already wait for what this replica has not applied (the limit); retry", w, len(n.held)))
 		return true
 	}

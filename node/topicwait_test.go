@@ -40,6 +40,7 @@ func TestRequestsHeldForAnUnknownTopicAreBounded(t *testing.T) {
 	require.Error(t, refused.Err)
 	require.Contains(t, refused.Err.Error(), "the limit")
 	require.Equal(t, 2, c.nodes[lagging].Stats().HeldRequests)
+	require.Equal(t, uint64(1), c.nodes[lagging].Stats().HeldRefusedFull, "counted for narad_held_requests_refused_total")
 	require.Equal(t, 1, asked, "one question to the leader for the topic")
 
 	c.drop = nil
