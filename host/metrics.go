@@ -78,6 +78,9 @@ type Metrics struct {
 	// (node.PeerMarkedDown), set by the loop at each peer check.
 	peerMarkedDown *prometheus.GaugeVec
 	moves          *moveMetrics
+	// reads are the metastore leader's reads and the held requests
+	// refused at once (metrics_reads.go).
+	reads *readMetrics
 	// placement shows the placement limits and this node's count under
 	// them, so that their 409s can be seen coming.
 	placement placementGauges
@@ -193,7 +196,7 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 	}
 	m.register(reg)
 	m.peerMarkedDown, m.placement = newPeerMarkedDown(reg), newPlacementGauges(reg)
-	m.moves = newMoveMetrics(reg)
+	m.moves, m.reads = newMoveMetrics(reg), newReadMetrics(reg)
 	m.fanout = newFanoutMetrics(reg)
 	return m
 }
@@ -352,6 +355,7 @@ func (m *Metrics) setInventory(s node.Stats, partitions []node.PartitionState) {
 	m.relayBytesMax.Set(float64(s.RelayBytesInFlightMax))
 	m.held.Set(float64(s.HeldRequests))
 	m.heldMax.Set(float64(s.HeldRequestsMax))
+	m.reads.set(s)
 	m.diskFree.Set(float64(s.DiskFreeBytes))
 	m.diskReserve.Set(float64(s.DiskReserveBytes))
 	m.diskLow.Set(boolFloat(s.DiskLow))

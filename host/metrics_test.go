@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"narad/msg"
+	"narad/node"
 )
 
 // A partition's produced and consumed counters, kept after their first
@@ -134,4 +135,61 @@ func TestRoutineEventsAreNoErrors(t *testing.T) {
 	require.Contains(t, lines[0], "level=INFO")
 	require.Contains(t, lines[0], "kind=move-completed")
 	require.Contains(t, lines[1], "level=WARN")
+}
+
+// A produce to a topic nobody created waits, on the single node that
+// leads the metastore, for a read its sole vote confirms, then is 404:
+// the scrape shows the read confirmed, none outstanding, their bound, and
+// no request refused at either bound of the held requests.
+func TestTheLeadersReadBarrierShowsInTheScrape(t *testing.T) {
+	h := testHost(t)
+	runSteps(t, h, []step{
+		{"produce to a topic nobody created", post("/v1/topics/nobody/produce", "text/plain", "x"), 404, ""},
+	})
+	polled := make(chan struct{}) // the inventory poll, without waiting for its ticker
+	h.loop.post(func(n *node.Node) {
+		h.loop.metrics.setInventory(n.Stats(), n.OpenPartitions())
+		close(polled)
+	})
+	<-polled
+	_, scrape := call(t, h, get("/metrics"))
+	body := linesStarting(scrape, "narad_meta_reads_", "narad_held_requests")
+	for _, metric := range []string{
+		"narad_meta_reads_confirmed_total 1\n",
+		"narad_meta_reads_outstanding 0\n",
+		"narad_meta_reads_outstanding_max 16\n",
+		`narad_held_requests_refused_total{reason="held_full"} 0` + "\n",
+		`narad_held_requests_refused_total{reason="reads_full"} 0` + "\n",
+		"narad_held_requests 0\n",
+		"narad_held_requests_max 4096\n",
+	} {
+		require.Contains(t, body, metric)
+	}
+}
+
+// linesStarting returns the lines of a scrape that start with one of the
+// prefixes, each ended by a newline.
+func linesStarting(scrape string, prefixes ...string) string {
+	var kept strings.Builder
+	for _, line := range strings.Split(scrape, "\n") {
+		for _, prefix := range prefixes {
+			if strings.HasPrefix(line, prefix) {
+				kept.WriteString(line + "\n")
+				break
+			}
+		}
+	}
+	return kept.String()
+}
+
+// The read and refusal counters follow the node's running totals: each
+// inventory poll adds what the node counted since the one before, so a
+// total published twice counts once.
+func TestReadCountersAddOnlyWhatIsNew(t *testing.T) {
+	m := NewMetrics(prometheus.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	m.reads.set(node.Stats{MetaReadsConfirmed: 3, HeldRefusedReadsFull: 2, HeldRefusedFull: 1})
+	m.reads.set(node.Stats{MetaReadsConfirmed: 5, HeldRefusedReadsFull: 2, HeldRefusedFull: 1})
+	require.Equal(t, 5.0, counterValue(t, m.reads.confirmed))
+	require.Equal(t, 2.0, counterValue(t, m.reads.refused.WithLabelValues("reads_full")))
+	require.Equal(t, 1.0, counterValue(t, m.reads.refused.WithLabelValues("held_full")))
 }

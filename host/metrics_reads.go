@@ -1,0 +1,60 @@
+package host
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"narad/node"
+)
+
+// readMetrics show the metastore leader's reads of its own state (the
+// quorum confirmations its 404s and 400s about a topic wait for,
+// node/readbarrier.go) against their bound, and the requests refused at
+// once for a bound of the held requests (narad_held_requests and its max
+// are in Metrics). The node counts; the loop publishes the counts at
+// each inventory poll.
+type readMetrics struct {
+	// outstanding are the leader's reads no quorum confirmed yet;
+	// outstandingMax is their bound (meta.ReadRequestsMax).
+	outstanding, outstandingMax prometheus.Gauge
+	// confirmed follows node.Stats.MetaReadsConfirmed; confirmedSeen is
+	// the value last added.
+	confirmed     prometheus.Counter
+	confirmedSeen uint64
+	// refused counts the requests answered 503 at once by reason
+	// (held_full, reads_full); refusedSeen is the node's counts last
+	// added.
+	refused     *prometheus.CounterVec
+	refusedSeen heldRefusals
+}
+
+// heldRefusals are the node's counts of held requests refused at once
+// (node.Stats.HeldRefusedFull, HeldRefusedReadsFull).
+type heldRefusals struct{ full, readsFull uint64 }
+
+func newReadMetrics(reg prometheus.Registerer) *readMetrics {
+	r := &readMetrics{
+		outstanding: gauge("meta_reads_outstanding",
+			"Read requests of this node, leading the metastore, not yet confirmed by a quorum: its 404s and 400s about a topic, and its answers to other nodes' questions, wait for one."),
+		outstandingMax: gauge("meta_reads_outstanding_max",
+			"Cap of meta_reads_outstanding (meta.ReadRequestsMax); at it the held requests no read covers are answered 503 at once."),
+		confirmed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "meta_reads_confirmed_total",
+			Help: "Read requests of this node, leading the metastore, that a quorum confirmed: each lets every request held before it was asked be answered."}),
+		refused: counterVec("held_requests_refused_total",
+			"Requests answered 503 at once for a bound of the held requests: held_full (held_requests_max were held), reads_full (the metastore leader had meta_reads_outstanding_max reads outstanding, none asked since the request came).",
+			[]string{"reason"}),
+	}
+	reg.MustRegister(r.outstanding, r.outstandingMax, r.confirmed, r.refused)
+	return r
+}
+
+// set publishes the node's numbers, adding to the counters what the node
+// counted since the last call (setInventory's caller runs on the loop).
+func (r *readMetrics) set(s node.Stats) {
+	r.outstanding.Set(float64(s.MetaReadsOutstanding))
+	r.outstandingMax.Set(float64(s.MetaReadsMax))
+	r.confirmed.Add(float64(s.MetaReadsConfirmed - r.confirmedSeen))
+	r.confirmedSeen = s.MetaReadsConfirmed
+	r.refused.WithLabelValues("held_full").Add(float64(s.HeldRefusedFull - r.refusedSeen.full))
+	r.refused.WithLabelValues("reads_full").Add(float64(s.HeldRefusedReadsFull - r.refusedSeen.readsFull))
+	r.refusedSeen = heldRefusals{full: s.HeldRefusedFull, readsFull: s.HeldRefusedReadsFull}
+}
