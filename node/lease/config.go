@@ -45,3 +45,14 @@ func (c Config) Validate() error {
 	}
 	return errors.Join(problems...)
 }
+
+// MayReserveMoreThan reports whether a table whose configuration changed
+// from before to c may reserve a record it could not reserve under
+// before: a cap raised, or exhausted records put back in the queue (dead
+// letters turned off, or a higher MaxDeliveries: Table.SetConfig). A
+// change that only lowers a cap, or turns dead letters on, makes nothing
+// reservable, and needs to wake no poll.
+func (c Config) MayReserveMoreThan(before Config) bool {
+	putsBack := before.MaxDeliveries > 0 && (c.MaxDeliveries == 0 || c.MaxDeliveries > before.MaxDeliveries)
+	return c.InFlightMax > before.InFlightMax || c.AckedAheadMax > before.AckedAheadMax || putsBack
+}
