@@ -133,26 +133,34 @@ func (n *Node) rememberTopics() {
 
 // reconcileTopics brings the node's partitions in line with the applied
 // state: a topic that disappeared (or was re-created under its name) loses
-// its local data; a changed topic passes new caps to its lease tables and
-// may serve parked polls. Entries that change no topic record (the
-// members' heartbeats, members, users) change nothing a parked poll could
-// take, and wake none: waking every topic's polls at each, every pinned
-// partition was looked at once per heartbeat round.
+// its local data, and its parked polls are answered 404
+// (dropTopicState); a changed topic passes new caps to its lease tables.
+// The polls it wakes are those a change may serve: the polls pinned to
+// the partitions whose caps let more records go (refreshLeaseConfig) or
+// that this node gained (noteGainedPartitions), with their topic's
+// unpinned polls; an unfrozen partition's are woken by reconcileMoves.
+// Entries that change no topic record (the members' heartbeats, members,
+// users) wake none, nor does a change of another topic, or one that makes
+// nothing servable here (a retention, a schema, a move's target set):
+// waking every topic's polls at each change looked at every pinned
+// partition once per topic created, altered or moved anywhere in the
+// cluster.
 func (n *Node) reconcileTopics() {
 	version := n.meta.State().TopicsVersion()
 	changed := !n.topicsReconciled || version != n.reconciledTopics
+	var servable partitionsToTell
 	if changed {
 		n.reconciledTopics, n.topicsReconciled = version, true
-		n.reconcileTopicRecords()
+		servable = n.reconcileTopicRecords()
 	}
-	n.reconcileMoves()
+	n.reconcileMoves() // first: a partition gained by a move is adopted there (its queue state)
 	if !changed {
 		return
 	}
 	for _, name := range n.waiters.topicNames() {
 		n.subscribeNewOwners(name)
-		n.wake(name) // wakes every partition's polls: caps, a partition gained (a flip) or an install may serve any of them
 	}
+	n.tellPartitions(&servable)
 }
 
 // subscribeNewOwners subscribes the topic's parked polls at its owners as
@@ -182,8 +190,9 @@ func (n *Node) subscribeNewOwners(name string) {
 }
 
 // reconcileTopicRecords drops the state of the topics that disappeared or
-// were re-created, and passes the current caps to the lease tables.
-func (n *Node) reconcileTopicRecords() {
+// were re-created, passes the current caps to the lease tables, and
+// returns the partitions whose polls the change may serve.
+func (n *Node) reconcileTopicRecords() partitionsToTell {
 	records := n.meta.State().Topics() // copies every topic: once per change of the topics
 	current := make(map[string]meta.TopicRecord, len(records))
 	for _, record := range records {
@@ -195,55 +204,56 @@ func (n *Node) reconcileTopicRecords() {
 			delete(n.known, name)
 		}
 	}
+	var servable partitionsToTell
 	for _, record := range records {
 		n.known[record.Name] = record.Identity()
-		n.refreshLeaseConfig(record)
+		n.refreshLeaseConfig(record, &servable)
 	}
-	n.notifyGainedPartitions(records)
+	n.noteGainedPartitions(records, &servable)
+	return servable
 }
 
-// notifyGainedPartitions tells the subscribers of a topic that this node
-// gained one of its partitions (a move's flip, a forced promotion, a
-// partition added): its records are deliverable here at once (a move
-// carries no reservation), and a poll parked elsewhere would otherwise
-// wait out its wait for a record that was ready.
-func (n *Node) notifyGainedPartitions(records []meta.TopicRecord) {
+// noteGainedPartitions marks in servable the partitions this node gained
+// since the last reconcile (a move's flip, a forced promotion, a
+// partition added, an installed snapshot): their records are deliverable
+// here at once (a move carries no reservation), to this node's unpinned
+// polls and, through their subscriptions, to polls parked elsewhere,
+// which would otherwise wait out their wait for a record that was ready.
+// No poll here is pinned to a partition this node did not own (it went to
+// the owner), so none but the unpinned ones is woken for it.
+func (n *Node) noteGainedPartitions(records []meta.TopicRecord, servable *partitionsToTell) {
 	owned := make(map[partitionKey]bool, len(n.ownedAtReconcile))
 	for _, record := range records { // sorted by name
-		gained := false
 		for index, assignment := range record.Assignments {
 			if assignment.Owner != n.cfg.NodeID {
 				continue
 			}
 			key := partitionKey{record.Name, index}
 			owned[key] = true
-			gained = gained || (n.ownedAtReconcile != nil && !n.ownedAtReconcile[key])
-		}
-		if gained {
-			n.notifySubscribers(record.Name)
+			if n.ownedAtReconcile != nil && !n.ownedAtReconcile[key] {
+				servable.add(record.Name, index)
+			}
 		}
 	}
 	n.ownedAtReconcile = owned
 }
 
-// refreshLeaseConfig passes a topic's caps to its lease tables. A change
-// may make records available (a larger in-flight or acked-ahead cap,
-// exhausted records put back in the queue): the nodes subscribed to the
-// topic are told, as for a produce, since the polls parked there cannot
-// see this node's partitions change (this node's own polls are woken by
-// reconcileTopics).
-func (n *Node) refreshLeaseConfig(record meta.TopicRecord) {
+// refreshLeaseConfig passes a topic's caps to its lease tables, and marks
+// in servable the partitions whose table may now reserve a record it
+// could not (lease.Config.MayReserveMoreThan: a cap raised, exhausted
+// records put back in the queue): the polls parked here that may take
+// them, and through their subscriptions those parked elsewhere, which
+// cannot see this node's partitions change. A lowered cap marks none.
+func (n *Node) refreshLeaseConfig(record meta.TopicRecord, servable *partitionsToTell) {
 	t, _ := n.lookupTopic(record.Name)
-	changed := false
 	for i := range record.Partitions {
 		if p := n.partitions[partitionKey{record.Name, i}]; p != nil && p.leases != nil {
 			cfg := n.leaseConfig(t)
-			changed = changed || p.leases.Config() != cfg
+			if cfg.MayReserveMoreThan(p.leases.Config()) {
+				servable.add(record.Name, i)
+			}
 			p.leases.SetConfig(cfg)
 		}
-	}
-	if changed {
-		n.notifySubscribers(record.Name)
 	}
 }
 

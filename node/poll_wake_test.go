@@ -283,7 +283,7 @@ func TestAWakeAsksEachPartitionOnceForItsPinnedPolls(t *testing.T) {
 	defer chaos.Reset()
 	const wakes = 10
 	for i := range wakes {
-		inFlight := 2 + i
+		inFlight := h.cfg.DefaultInFlightMax + 1 + i // raised each time: a lowered cap wakes nothing
 		h.ok(msg.AlterTopic{Name: "orders", InFlightMax: &inFlight})
 	}
 	looks := closedLogLooks()
@@ -300,8 +300,9 @@ func TestAWakeAsksEachPartitionOnceForItsPinnedPolls(t *testing.T) {
 // partition: with 4,000 polls pinned to a topic's empty partitions,
 // walking them at each round that made another partition's records
 // visible was a tenth of the node's time. Counted as in
-// TestAWakeAsksEachPartitionOnceForItsPinnedPolls, and an alter's wake,
-// which asks every partition, shows the count works.
+// TestAWakeAsksEachPartitionOnceForItsPinnedPolls, and the wake of an alter
+// that raises the in-flight cap, which asks every partition, shows the
+// count works.
 func TestRecordsOnOnePartitionLookAtNoOtherPinnedPartition(t *testing.T) {
 	h, parked := parkPinnedPolls(t)
 	chaos.Record(nil, 0)
@@ -317,7 +318,7 @@ func TestRecordsOnOnePartitionLookAtNoOtherPinnedPartition(t *testing.T) {
 	require.NoError(t, h.ackHandle("orders", handles[0], msg.AckCommit))
 	require.NoError(t, h.do(msg.Ack{Topic: "orders", Handles: handles[1:], Action: msg.AckCommit, Batch: true}).Err)
 	require.Zero(t, closedLogLooks(), "acks of partition 0 look at none of the partitions the polls are pinned to")
-	inFlight := 5
+	inFlight := h.cfg.DefaultInFlightMax + 1 // raised: a lowered cap wakes nothing
 	h.ok(msg.AlterTopic{Name: "orders", InFlightMax: &inFlight})
 	require.Positive(t, closedLogLooks(), "an alter's wake looks at the pinned partitions (the count is not blind)")
 	for _, id := range parked {
