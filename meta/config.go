@@ -26,11 +26,10 @@ const (
 	// LearnPeers.
 	votersLearnedMax = 1 << 12
 	// ReadRequestsMax bounds the read requests (RequestRead) a leader
-	// has outstanding at once; past it RequestRead is ErrReadsFull. The
-	// node asks at most one per Ready and a quorum answers within a
-	// heartbeat round trip, so the bound is reached only when the
-	// followers are slow to answer, and then more requests would only
-	// add heartbeats.
+	// has outstanding at once; past it RequestRead is ErrReadsFull. It is
+	// a backstop for callers: the node asks one at a time (its next read
+	// waits for the last to be confirmed or lost), since more reads out
+	// at once would only add heartbeats.
 	ReadRequestsMax = 16
 )
 

@@ -19,14 +19,24 @@ import (
 // the request arrived, confirmed by a quorum, and applied here up to its
 // index. The decision is then taken again (awaited, leaderSettles) from
 // the state at that point, which holds everything committed before the
-// request arrived. A positive answer (the topic, or the pinned
-// partition, is here) needs none: it is never held. A request whose
-// barrier does not come by its deadline is answered 503, as every
-// unsettled held request is.
+// request arrived. A client's request that finds its topic and pinned
+// partition here needs none: it is never held. Another node's question
+// always is, whatever this replica holds: the asker draws its 400s from
+// the count in the answer, and a deposed leader's count may be stale. A
+// request whose barrier does not come by its deadline is answered 503,
+// as every unsettled held request is.
 //
-// The reads are shared: the node asks for at most one per Ready, covering
-// every request held until then (Node.heldSeq), and only while some held
-// request is not covered yet.
+// The reads are shared, one at a time: the node asks for one only while
+// none is outstanding, covering every request held until then
+// (Node.heldSeq), and only while some held request is not covered yet;
+// the requests held while a read is out are covered by the next, asked
+// once it is confirmed (serveHeld wants it). A request so waits at most
+// two quorum round trips, and a flood of requests for unknown topics
+// costs one read (one heartbeat to each follower) per round trip, not
+// one per Ready: asking one per Ready reached meta.ReadRequestsMax on a
+// healthy leader whose followers answered a little later than it took
+// Readys, and refused requests 503 that a quorum would have confirmed
+// within milliseconds (diff review).
 
 // readBarrier is the node's side of the leader's read requests. Its
 // numbers are held requests' seq (Node.heldSeq).
@@ -75,18 +85,21 @@ type confirmedRead struct {
 func (n *Node) wantRead() { n.leaderReads.wanted = true }
 
 // requestRead asks the metastore for the read wanted, covering every
-// request held so far; the caller (Ready) runs it before it gathers
-// replies, since past ReadRequestsMax the requests it would have covered
-// are answered 503 at once. A replica that does not lead, or whose
-// leadership has not passed its barrier, asks nothing: its held requests
-// wait, and serveHeld wants a read again once it is past the barrier.
+// request held so far, unless a read is outstanding: serveHeld wants one
+// again once that one is confirmed (or lost with the leadership). The
+// caller (Ready) runs it before it gathers replies, since past
+// ReadRequestsMax (a backstop the one read at a time never reaches) the
+// requests it would have covered are answered 503 at once. A replica
+// that does not lead, or whose leadership has not passed its barrier,
+// asks nothing: its held requests wait, and serveHeld wants a read again
+// once it is past the barrier.
 func (n *Node) requestRead() {
 	if !n.leaderReads.wanted {
 		return
 	}
 	n.leaderReads.wanted = false
 	covers := n.heldSeq
-	if covers <= n.leaderReads.requested {
+	if covers <= n.leaderReads.requested || n.meta.ReadsOutstanding() > 0 {
 		return
 	}
 	err := n.meta.RequestRead(covers)
