@@ -179,7 +179,7 @@ sim:
 help_sim-profile := Profile sweeps of 1-, 3- and 5-node worlds (without PGO) and merge them into SIM_PGO, the profile make sim builds with.
 sim-profile:
 	@test -n '$(SIM_PGO)' || { echo 'make sim-profile: SIM_PGO is empty' >&2; exit 1; }
-	@dir="$$(mktemp -d)"; trap 'rm -rf "$$dir"' EXIT; \
+	@set -e; dir="$$(mktemp -d)"; trap 'rm -rf "$$dir"' EXIT; \
 	$(GO) test -c -pgo=off -o "$$dir/sim.test" ./sim; \
 	for world in '1 150' '3 40 -moves' '5 30 -moves'; do \
 		set -- $$world; \
@@ -187,7 +187,9 @@ sim-profile:
 		(cd sim && "$$dir/sim.test" -test.run '^TestSim$$' -test.cpuprofile "$$dir/nodes-$$1.prof" \
 			-seeds=$$2 -seed=$(SIM_PROFILE_SEED) -nodes=$$1 $${3:-} | grep -E '^sim: seeds='); \
 	done; \
-	$(GO) tool pprof -proto "$$dir"/nodes-*.prof > '$(SIM_PGO)'; \
+	$(GO) tool pprof -proto "$$dir"/nodes-*.prof > "$$dir/merged.pgo"; \
+	test -s "$$dir/merged.pgo" || { echo 'make sim-profile: the merged profile is empty' >&2; exit 1; }; \
+	mv "$$dir/merged.pgo" '$(SIM_PGO)'; \
 	echo "==> sim-profile: wrote $(SIM_PGO) ($$(wc -c < '$(SIM_PGO)') bytes)"
 
 help_nightly := Simulator worlds in rotation (1, 3, 5 nodes; moves; every fault profile) on fresh seeds for DURATION (1h); marks reached, sites fired, reproduce commands.
