@@ -328,9 +328,15 @@ func (s *partitionsToTell) addAll(other partitionsToTell) {
 
 // tellPartitions tells the polls of a set's topics, in the order of their
 // names, and empties the set (first: a poll told may mark it again).
+// An empty set returns at once: the callers run every Ready and Advance,
+// nearly always with nothing to tell, and sorting the keys of even a nil
+// map allocates the iterator's state (about 4 % of the simulator's CPU).
 func (n *Node) tellPartitions(s *partitionsToTell) {
 	set := *s
 	*s = nil
+	if len(set) == 0 {
+		return
+	}
 	for _, name := range slices.Sorted(maps.Keys(set)) {
 		n.tellPollsOf(name, slices.Sorted(maps.Keys(set[name])))
 	}
