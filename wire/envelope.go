@@ -44,7 +44,8 @@ func DecodeEnvelope(b []byte) (msg.Envelope, error) {
 	}
 	d := decoder{input: b}
 	d.version()
-	env := msg.Envelope{From: d.string(nodeIDLimit), To: d.string(nodeIDLimit)}
+	var env msg.Envelope
+	env.From, env.To = d.stringPair(nodeIDLimit)
 	env.Message = d.peerMessage()
 	if err := d.finish(); err != nil {
 		return msg.Envelope{}, err
