@@ -358,12 +358,15 @@ func (s *State) HeartbeatingMembers() int {
 	return count
 }
 
-// Members returns all members, sorted by id.
+// Members returns all members, sorted by id. The copies are sorted in
+// place: one allocation, where sorting the ids first took eight for five
+// members (dead-member detection calls it on the node's ticks).
 func (s *State) Members() []Member {
 	members := make([]Member, 0, len(s.members))
-	for _, id := range slices.Sorted(maps.Keys(s.members)) {
-		members = append(members, *s.members[id])
+	for _, member := range s.members { //determinism:ok sorted below
+		members = append(members, *member)
 	}
+	slices.SortFunc(members, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
 	return members
 }
 

@@ -1035,3 +1035,22 @@ func TestAMemberKeepsItsDataDirectory(t *testing.T) {
 	require.Equal(t, "home", member.DataID)
 	requireRejected(t, s, beat(600, strings.Repeat("d", nameBytesMax+1)), ErrInvalidCommand)
 }
+
+// Members returns copies of the members sorted by id, in one allocation:
+// the node's dead-member detection calls it on its ticks.
+func TestMembersSortedInOneAllocation(t *testing.T) {
+	s := newState()
+	for _, id := range []string{"n4", "n2", "n5", "n1", "n3"} {
+		s.members[id] = &Member{ID: id, HTTPAddr: "addr-" + id}
+	}
+	members := s.Members()
+	ids := make([]string, 0, len(members))
+	for _, member := range members {
+		ids = append(ids, member.ID)
+		require.Equal(t, "addr-"+member.ID, member.HTTPAddr)
+	}
+	require.Equal(t, []string{"n1", "n2", "n3", "n4", "n5"}, ids)
+	members[0].HTTPAddr = "changed"
+	require.Equal(t, "addr-n1", s.members["n1"].HTTPAddr, "a copy, not the state's member")
+	require.Equal(t, 1.0, testing.AllocsPerRun(100, func() { _ = s.Members() }))
+}
