@@ -54,14 +54,6 @@ CI_MOVES_SEEDS ?= 20
 CI_MOVES_SEED ?= 2020
 CI_PLANTED_SEEDS ?= 50
 SIM_TIMEOUT ?= 60m
-# The CPU profile that make sim and make nightly build the simulator with
-# (profile-guided optimization: the same runs, seed for seed, in less
-# time); empty: build without one. make sim-profile makes it again.
-SIM_PGO ?= sim/default.pgo
-sim_pgo_flag = $(if $(SIM_PGO),-pgo=$(abspath $(SIM_PGO)))
-# make sim-profile: the sweep of each world it profiles, from a seed range
-# of its own (not those of make sim or make test).
-SIM_PROFILE_SEED ?= 9100000
 
 # Real-process soak, and the wall time of make nightly (which takes 1h
 # when DURATION is not given on the command line or in the environment).
@@ -79,17 +71,17 @@ MOVE_BENCH_TIMEOUT ?= 40m
 
 # The targets, in the order `make help` lists them. Each one has a
 # help_<target> line; `make help` fails if one is missing.
-TARGETS := help build run cluster test bench move-bench fuzz sim sim-profile nightly soak fmt clean
+TARGETS := help build run cluster test bench move-bench fuzz sim nightly soak fmt clean
 .PHONY: $(TARGETS)
 
 help_help := List the targets and the variables that tune them.
 help:
 	@echo 'Usage: make <target> [VARIABLE=value ...]'
 	@echo
-	@$(foreach target,$(TARGETS),$(if $(help_$(target)),printf '  %-12s %s\n' '$(target)' '$(help_$(target))';,echo 'make help: target $(target) has no help_$(target) line' >&2; exit 1;))
+	@$(foreach target,$(TARGETS),$(if $(help_$(target)),printf '  %-10s %s\n' '$(target)' '$(help_$(target))';,echo 'make help: target $(target) has no help_$(target) line' >&2; exit 1;))
 	@echo
 	@echo 'Variables: TEST_TIMEOUT=$(TEST_TIMEOUT) BENCH=$(BENCH) BENCHTIME=$(BENCHTIME) FUZZTIME=$(FUZZTIME)'
-	@echo '           SEEDS=$(SEEDS) SEED=$(SEED) SIM_NODES=$(SIM_NODES) SIM_PGO=$(SIM_PGO) DURATION=$(DURATION) RUN_ARGS=$(RUN_ARGS)'
+	@echo '           SEEDS=$(SEEDS) SEED=$(SEED) SIM_NODES=$(SIM_NODES) DURATION=$(DURATION) RUN_ARGS=$(RUN_ARGS)'
 	@echo '           NIGHTLY_SEED=$(NIGHTLY_SEED) (make nightly runs for DURATION when given, else 1h)'
 	@echo '           NIGHTLY_PROCS=$(NIGHTLY_PROCS) (make nightly: worker processes; empty: one per CPU)'
 	@echo '           NODES=$(NODES) BASE_PORT=$(BASE_PORT) CLUSTER_DIR=$(CLUSTER_DIR)'
@@ -172,29 +164,13 @@ sim:
 	@for nodes in $(SIM_NODES); do \
 		moves=$$([ "$$nodes" -gt 1 ] && echo -moves || true); \
 		echo "==> sim: $(SEEDS) seeds from $(SEED), $$nodes node(s) $$moves"; \
-		$(GO) test $(sim_pgo_flag) -timeout $(SIM_TIMEOUT) ./sim -run '^TestSim$$' -seeds=$(SEEDS) -seed=$(SEED) -nodes=$$nodes $$moves -v \
+		$(GO) test -timeout $(SIM_TIMEOUT) ./sim -run '^TestSim$$' -seeds=$(SEEDS) -seed=$(SEED) -nodes=$$nodes $$moves -v \
 			| grep -E '^(sim:|--- |ok|FAIL|PASS)|failed:|reproduce:'; \
 	done
 
-help_sim-profile := Profile sweeps of 1-, 3- and 5-node worlds (without PGO) and merge them into SIM_PGO, the profile make sim builds with.
-sim-profile:
-	@test -n '$(SIM_PGO)' || { echo 'make sim-profile: SIM_PGO is empty' >&2; exit 1; }
-	@set -e; dir="$$(mktemp -d)"; trap 'rm -rf "$$dir"' EXIT; \
-	$(GO) test -c -pgo=off -o "$$dir/sim.test" ./sim; \
-	for world in '1 150' '3 40 -moves' '5 30 -moves'; do \
-		set -- $$world; \
-		echo "==> sim-profile: $$2 seeds from $(SIM_PROFILE_SEED), $$1 node(s) $${3:-}"; \
-		(cd sim && "$$dir/sim.test" -test.run '^TestSim$$' -test.cpuprofile "$$dir/nodes-$$1.prof" \
-			-seeds=$$2 -seed=$(SIM_PROFILE_SEED) -nodes=$$1 $${3:-} | grep -E '^sim: seeds='); \
-	done; \
-	$(GO) tool pprof -proto "$$dir"/nodes-*.prof > "$$dir/merged.pgo"; \
-	test -s "$$dir/merged.pgo" || { echo 'make sim-profile: the merged profile is empty' >&2; exit 1; }; \
-	mv "$$dir/merged.pgo" '$(SIM_PGO)'; \
-	echo "==> sim-profile: wrote $(SIM_PGO) ($$(wc -c < '$(SIM_PGO)') bytes)"
-
 help_nightly := Simulator worlds in rotation (1, 3, 5 nodes; moves; every fault profile) on fresh seeds for DURATION (1h); marks reached, sites fired, reproduce commands.
 nightly:
-	$(GO) test $(sim_pgo_flag) -count=1 -timeout 0 ./sim -run '^TestNightly$$' -v -nightly=$(nightly_duration) $(if $(NIGHTLY_SEED),-nightly-seed=$(NIGHTLY_SEED)) $(if $(NIGHTLY_PROCS),-nightly-procs=$(NIGHTLY_PROCS))
+	$(GO) test -count=1 -timeout 0 ./sim -run '^TestNightly$$' -v -nightly=$(nightly_duration) $(if $(NIGHTLY_SEED),-nightly-seed=$(NIGHTLY_SEED)) $(if $(NIGHTLY_PROCS),-nightly-procs=$(NIGHTLY_PROCS))
 
 help_soak := Real-process chaos soak: fault cycles for DURATION (30m), then a replay audit; more flags in SOAK_ARGS (-scenario=decommission -seed=N).
 soak:
