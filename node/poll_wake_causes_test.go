@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"narad/chaos"
 	"narad/msg"
 )
 
@@ -28,8 +27,7 @@ import (
 func TestAHeartbeatLooksAtNoPinnedPartition(t *testing.T) {
 	h, parked := parkPinnedPollsWith(t, func(*Config) {}, func(c *msg.CreateTopic) { c.InFlightMax = 1 })
 	_, capped := parkBehindTheInFlightCap(t, h)
-	chaos.Record(nil, 0)
-	defer chaos.Reset()
+	countLooks(t)
 	applied := h.node.meta.AppliedIndex()
 	for range 14 { // 7 s: past the member heartbeat interval
 		h.tick(500)
@@ -101,8 +99,7 @@ func takeOneAndPark(t *testing.T, h *harness, payload string) (msg.Message, msg.
 func TestANackWakesOnlyThePollsOfItsPartition(t *testing.T) {
 	h, parked := parkPinnedPolls(t)
 	taken, poll := takeOneAndPark(t, h, "released")
-	chaos.Record(nil, 0)
-	defer chaos.Reset()
+	countLooks(t)
 	require.NoError(t, h.ackHandle("orders", taken.ReceiptHandle, msg.AckNack))
 	require.Zero(t, closedLogLooks(), "a nack on partition 0 looks at none of the partitions the polls are pinned to")
 	requireServed(t, h, poll, "released")
@@ -115,8 +112,7 @@ func TestANackWakesOnlyThePollsOfItsPartition(t *testing.T) {
 func TestAnAckFreeingASlotWakesOnlyThePollsOfItsPartition(t *testing.T) {
 	h, parked := parkPinnedPollsWith(t, func(*Config) {}, func(c *msg.CreateTopic) { c.InFlightMax = 1 })
 	first, capped := parkBehindTheInFlightCap(t, h)
-	chaos.Record(nil, 0)
-	defer chaos.Reset()
+	countLooks(t)
 	require.NoError(t, h.ackHandle("orders", first.ReceiptHandle, msg.AckCommit))
 	require.Zero(t, closedLogLooks(), "an ack on partition 0 looks at none of the partitions the polls are pinned to")
 	requireServed(t, h, capped, "second")
@@ -129,8 +125,7 @@ func TestAnAckFreeingASlotWakesOnlyThePollsOfItsPartition(t *testing.T) {
 func TestAnExpiredLeaseWakesOnlyThePollsOfItsPartition(t *testing.T) {
 	h, parked := parkPinnedPollsWith(t, func(*Config) {}, func(c *msg.CreateTopic) { c.VisibilityTimeoutMs = 1_000 })
 	_, poll := takeOneAndPark(t, h, "lapsed")
-	chaos.Record(nil, 0)
-	defer chaos.Reset()
+	countLooks(t)
 	h.tick(1_000)
 	require.Zero(t, closedLogLooks(), "a lapse on partition 0 looks at none of the partitions the polls are pinned to")
 	requireServed(t, h, poll, "lapsed")
@@ -161,8 +156,7 @@ func TestRetentionFreeingASlotWakesOnlyThePollsOfItsPartition(t *testing.T) {
 	parked := parkOnTheOtherPartitions(h)
 	capped := h.send(msg.Consume{Topic: "orders", Partition: 0, WaitMs: 10_000})
 	require.NotContains(t, h.replies, capped, "the partition is at its in-flight cap: the poll waits")
-	chaos.Record(nil, 0)
-	defer chaos.Reset()
+	countLooks(t)
 	h.tick(2_000) // retention deletes the sealed segments, the lease of offset 0 with them
 	require.Positive(t, h.stats("orders", 0).OldestOffset)
 	require.Zero(t, closedLogLooks(), "retention on partition 0 looks at none of the partitions the polls are pinned to")
@@ -184,8 +178,7 @@ func TestADeadLetterSettledWakesOnlyThePollsOfItsPartition(t *testing.T) {
 	h.createTopic("orders", withDeadLetters(1, "dead"), func(c *msg.CreateTopic) { c.Partitions, c.InFlightMax = pinnedPartitions, 1 })
 	parked := parkOnTheOtherPartitions(h)
 	first, capped := parkBehindTheInFlightCap(t, h)
-	chaos.Record(nil, 0)
-	defer chaos.Reset()
+	countLooks(t)
 	require.NoError(t, h.ackHandle("orders", first.ReceiptHandle, msg.AckNack))
 	require.Zero(t, closedLogLooks(), "the dead letter of partition 0 looks at none of the partitions the polls are pinned to")
 	requireServed(t, h, capped, "second")
@@ -218,8 +211,7 @@ func TestAPollPastTheSkipBoundWakesOnlyThePollsOfItsPartition(t *testing.T) {
 	}
 	h.start()
 	parked := parkOnTheOtherPartitions(h)
-	chaos.Record(nil, 0)
-	defer chaos.Reset()
+	countLooks(t)
 	poll := h.send(msg.Consume{Topic: "orders", Partition: 0, WaitMs: 10_000})
 	require.NotContains(t, h.replies, poll, "the reserve stopped at the skip bound")
 	h.tick(10)
@@ -244,8 +236,7 @@ func TestAPollLeftBySpentReadsWakesOnlyThePollsOfItsPartition(t *testing.T) {
 	for range 3 {
 		polls = append(polls, h.send(msg.Consume{Topic: "orders", Partition: 0, WaitMs: 8_000}))
 	}
-	chaos.Record(nil, 0)
-	defer chaos.Reset()
+	countLooks(t)
 	payload := []byte(strings.Repeat("x", 600_000))
 	records := []msg.ProduceRecord{{Partition: 0, Payload: payload}, {Partition: 0, Payload: payload}, {Partition: 0, Payload: payload}}
 	h.ok(msg.Produce{Topic: "orders", Records: records, Batch: true})
@@ -278,8 +269,7 @@ func TestAPollHeldBackByTheLeaseBudgetWakesOnlyThePollsOfItsPartition(t *testing
 	require.True(t, ok)
 	h.produce("orders", 0, "held")
 	require.NotContains(t, h.replies, poll, "at the budget, the new record is held back")
-	chaos.Record(nil, 0)
-	defer chaos.Reset()
+	countLooks(t)
 	require.NoError(t, h.ackHandle("other", leased.ReceiptHandle, msg.AckCommit))
 	require.Zero(t, closedLogLooks(), "the end of the budget looks at none of the partitions the polls are pinned to")
 	requireServed(t, h, poll, "held")

@@ -279,8 +279,7 @@ func TestANodeWhoseRecordsAreAllItsOwnAsksTheOthersFirstRarely(t *testing.T) {
 // polls of them all).
 func TestAWakeAsksEachPartitionOnceForItsPinnedPolls(t *testing.T) {
 	h, parked := parkPinnedPolls(t)
-	chaos.Record(nil, 0)
-	defer chaos.Reset()
+	countLooks(t)
 	const wakes = 10
 	for i := range wakes {
 		inFlight := h.cfg.DefaultInFlightMax + 1 + i // raised each time: a lowered cap wakes nothing
@@ -305,8 +304,7 @@ func TestAWakeAsksEachPartitionOnceForItsPinnedPolls(t *testing.T) {
 // count works.
 func TestRecordsOnOnePartitionLookAtNoOtherPinnedPartition(t *testing.T) {
 	h, parked := parkPinnedPolls(t)
-	chaos.Record(nil, 0)
-	defer chaos.Reset()
+	countLooks(t)
 	var handles []string
 	for i := range 10 {
 		h.produce("orders", 0, fmt.Sprint("y", i))
@@ -359,6 +357,13 @@ func parkOnTheOtherPartitions(h *harness) []msg.RequestID {
 		require.NotContains(h.t, h.replies, id, "the partitions the polls are pinned to are empty")
 	}
 	return parked
+}
+
+// countLooks starts counting the looks at closed logs (closedLogLooks)
+// for the rest of the test.
+func countLooks(t *testing.T) {
+	chaos.Record(nil, 0)
+	t.Cleanup(chaos.Reset)
 }
 
 // closedLogLooks counts the looks since chaos.Record that found a closed

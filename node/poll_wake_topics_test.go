@@ -5,7 +5,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"narad/chaos"
 	"narad/msg"
 )
 
@@ -22,8 +21,7 @@ import (
 // woke every parked poll of every topic.
 func TestCreatingAnotherTopicLooksAtNoPinnedPartition(t *testing.T) {
 	h, parked := parkPinnedPolls(t)
-	chaos.Record(nil, 0)
-	defer chaos.Reset()
+	countLooks(t)
 	h.createTopic("other", func(c *msg.CreateTopic) { c.Partitions = 3 })
 	require.Zero(t, closedLogLooks(), "creating another topic looks at none of the partitions the polls of orders are pinned to")
 	requireStillWaiting(t, h, parked)
@@ -36,8 +34,7 @@ func TestCreatingAnotherTopicLooksAtNoPinnedPartition(t *testing.T) {
 func TestAlteringATopicLooksAtNoPollOfAnother(t *testing.T) {
 	h, parked := parkPinnedPolls(t)
 	h.createTopic("other", func(c *msg.CreateTopic) { c.InFlightMax = 1 })
-	chaos.Record(nil, 0)
-	defer chaos.Reset()
+	countLooks(t)
 	two, retention, one := 2, int64(3_600_000), 1
 	h.ok(msg.AlterTopic{Name: "other", InFlightMax: &two, RetentionMs: &retention})
 	require.Zero(t, closedLogLooks(), "altering other looks at none of the partitions the polls of orders are pinned to")
@@ -59,8 +56,7 @@ func TestARaisedCapServesItsTopicsCappedPollOnly(t *testing.T) {
 	require.Len(t, taken.Messages, 1)
 	capped := h.send(msg.Consume{Topic: "capped", Partition: 0, WaitMs: 60_000})
 	require.NotContains(t, h.replies, capped, "the partition is at its in-flight cap: the poll waits")
-	chaos.Record(nil, 0)
-	defer chaos.Reset()
+	countLooks(t)
 	two := 2
 	h.ok(msg.AlterTopic{Name: "capped", InFlightMax: &two})
 	requireServed(t, h, capped, "second")
@@ -74,8 +70,7 @@ func TestARaisedCapServesItsTopicsCappedPollOnly(t *testing.T) {
 // partition.
 func TestGrowthServesAnUnpinnedPollAndLooksAtNoPinnedPartition(t *testing.T) {
 	h, parked := parkPinnedPolls(t)
-	chaos.Record(nil, 0)
-	defer chaos.Reset()
+	countLooks(t)
 	grown := pinnedPartitions + 1
 	h.ok(msg.AlterTopic{Name: "orders", Partitions: &grown})
 	require.Zero(t, closedLogLooks(), "growth looks at none of the partitions the polls are pinned to")
@@ -98,8 +93,7 @@ func TestDeletingATopicAnswersItsParkedPollsAndNoOther(t *testing.T) {
 		h.send(msg.Consume{Topic: "doomed", Partition: 0, WaitMs: 60_000}),
 		h.send(msg.Consume{Topic: "doomed", Partition: msg.PartitionNone, WaitMs: 60_000}),
 	}
-	chaos.Record(nil, 0)
-	defer chaos.Reset()
+	countLooks(t)
 	h.ok(msg.DeleteTopic{Name: "doomed"})
 	for _, id := range doomed {
 		reply, answered := h.replies[id]
