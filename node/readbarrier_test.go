@@ -141,3 +141,43 @@ func TestALeaderPastItsBarrierStillDenies(t *testing.T) {
 	require.NoError(t, detail.Err)
 	require.Equal(t, 3, detail.Result.(msg.TopicDetail).Partitions, "the leader does")
 }
+
+// TestAQuestionToANodeThatLeadsNoMoreIsAskedAgainOfTheNewLeader: a
+// follower asks the leader it knows about a topic it holds a request
+// for; before the question arrives, that node hands the leadership over
+// and answers 503 (it answers for the cluster no more). The follower,
+// which knows the new leader by then, asks it instead of taking the 503
+// for the leader's doubt, and its client gets the new leader's 404, not a
+// 503 when the hold runs out (review finding).
+func TestAQuestionToANodeThatLeadsNoMoreIsAskedAgainOfTheNewLeader(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	old := c.electWithTopic("t", 3)
+	asker := c.except(old)[0]
+	next := c.otherThan(old, asker)
+	var question []msg.Envelope
+	c.drop = func(env msg.Envelope) bool {
+		forward, isForward := env.Message.(msg.ForwardRequest)
+		get, isGet := forward.Request.(msg.GetTopic)
+		if isForward && isGet && get.Confirm && env.To == old {
+			question = append(question, env)
+			return true
+		}
+		return false
+	}
+	held := c.send(asker, produceTo("nobody"))
+	c.settle()
+	require.Len(t, question, 1, "the asker asked the leader it knew")
+	require.NoError(t, c.nodes[old].meta.TransferLeadership(next))
+	for step := 0; step < 50 && !c.nodes[next].meta.Barrier(); step++ {
+		c.tick(10)
+	}
+	leader, known := c.nodes[asker].meta.Leader()
+	require.True(t, known && leader == next && !c.nodes[old].meta.IsLeader(), "the leadership moved, and the asker knows it")
+	require.NotContains(t, c.replies, held, "%v", c.replies[held].Err)
+	c.drop = nil
+	c.deliver(question)
+	c.settle()
+	reply, answered := c.replies[held]
+	require.True(t, answered, "the new leader was asked and answered")
+	require.Equal(t, msg.CodeNotFound, msg.CodeOf(reply.Err), "%v", reply.Err)
+}

@@ -234,7 +234,9 @@ func (n *Node) heldForMs(id msg.RequestID) int64 {
 // the leader answers it past a read barrier requested since the question
 // came, once it applied every change of the topic's count its log holds,
 // or 503 (unsureVerdict) when that takes longer than a forwarded request
-// waits there, or at once when it does not lead any more.
+// waits there, or at once when it does not lead any more (then, if
+// another leader is known here by the time the 503 comes, that one is
+// asked: the 503 said nothing about the topic).
 func (n *Node) askLeaderAbout(leader, name string) {
 	if n.heldAsked[name] {
 		return
@@ -250,6 +252,9 @@ func (n *Node) askLeaderAbout(leader, name string) {
 		case msg.CodeOf(reply.Err) == msg.CodeNotFound:
 			n.settleHeldClients(name, covered, notFoundVerdict(reply.Err))
 		case msg.CodeOf(reply.Err) == msg.CodeUnavailable && n.peerReachable(leader):
+			if current, known := n.meta.Leader(); known && current != leader {
+				break // asked a node that leads no more (its 503 says only that): ask the leader known now, below
+			}
 			n.settleHeldClients(name, covered, unsureVerdict) // the leader's own 503: a forward that failed here marks its peer down
 		default:
 			return // the question failed: the held requests wait out their deadline
