@@ -21,26 +21,21 @@ type readMetrics struct {
 	confirmed     prometheus.Counter
 	confirmedSeen uint64
 	// refused counts the requests answered 503 at once by reason
-	// (held_full, reads_full); refusedSeen is the node's counts last
-	// added.
+	// (held_full); refusedSeen is the node's count last added.
 	refused     *prometheus.CounterVec
-	refusedSeen heldRefusals
+	refusedSeen uint64
 }
-
-// heldRefusals are the node's counts of held requests refused at once
-// (node.Stats.HeldRefusedFull, HeldRefusedReadsFull).
-type heldRefusals struct{ full, readsFull uint64 }
 
 func newReadMetrics(reg prometheus.Registerer) *readMetrics {
 	r := &readMetrics{
 		outstanding: gauge("meta_reads_outstanding",
 			"Read requests of this node, leading the metastore, not yet confirmed by a quorum: its 404s and 400s about a topic, and its answers to other nodes' questions, wait for one."),
 		outstandingMax: gauge("meta_reads_outstanding_max",
-			"Cap of meta_reads_outstanding (meta.ReadRequestsMax); at it the held requests no read covers are answered 503 at once."),
+			"Cap of meta_reads_outstanding (meta.ReadRequestsMax), a backstop: the node asks one read at a time."),
 		confirmed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "meta_reads_confirmed_total",
 			Help: "Read requests of this node, leading the metastore, that a quorum confirmed: each lets every request held before it was asked be answered."}),
 		refused: counterVec("held_requests_refused_total",
-			"Requests answered 503 at once for a bound of the held requests: held_full (held_requests_max were held), reads_full (the metastore leader had meta_reads_outstanding_max reads outstanding, none asked since the request came).",
+			"Requests answered 503 at once for a bound of the held requests: held_full (held_requests_max were held).",
 			[]string{"reason"}),
 	}
 	reg.MustRegister(r.outstanding, r.outstandingMax, r.confirmed, r.refused)
@@ -54,7 +49,6 @@ func (r *readMetrics) set(s node.Stats) {
 	r.outstandingMax.Set(float64(s.MetaReadsMax))
 	r.confirmed.Add(float64(s.MetaReadsConfirmed - r.confirmedSeen))
 	r.confirmedSeen = s.MetaReadsConfirmed
-	r.refused.WithLabelValues("held_full").Add(float64(s.HeldRefusedFull - r.refusedSeen.full))
-	r.refused.WithLabelValues("reads_full").Add(float64(s.HeldRefusedReadsFull - r.refusedSeen.readsFull))
-	r.refusedSeen = heldRefusals{full: s.HeldRefusedFull, readsFull: s.HeldRefusedReadsFull}
+	r.refused.WithLabelValues("held_full").Add(float64(s.HeldRefusedFull - r.refusedSeen))
+	r.refusedSeen = s.HeldRefusedFull
 }

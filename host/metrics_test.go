@@ -159,7 +159,6 @@ func TestTheLeadersReadBarrierShowsInTheScrape(t *testing.T) {
 		"narad_meta_reads_outstanding 0\n",
 		"narad_meta_reads_outstanding_max 16\n",
 		`narad_held_requests_refused_total{reason="held_full"} 0` + "\n",
-		`narad_held_requests_refused_total{reason="reads_full"} 0` + "\n",
 		"narad_held_requests 0\n",
 		"narad_held_requests_max 4096\n",
 	} {
@@ -187,9 +186,9 @@ func linesStarting(scrape string, prefixes ...string) string {
 // total published twice counts once.
 func TestReadCountersAddOnlyWhatIsNew(t *testing.T) {
 	m := NewMetrics(prometheus.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)))
-	m.reads.set(node.Stats{MetaReadsConfirmed: 3, HeldRefusedReadsFull: 2, HeldRefusedFull: 1})
-	m.reads.set(node.Stats{MetaReadsConfirmed: 5, HeldRefusedReadsFull: 2, HeldRefusedFull: 1})
+	m.reads.set(node.Stats{MetaReadsConfirmed: 3, HeldRefusedFull: 1})
+	m.reads.set(node.Stats{MetaReadsConfirmed: 5, HeldRefusedFull: 1})
+	m.reads.set(node.Stats{MetaReadsConfirmed: 5, HeldRefusedFull: 4})
 	require.Equal(t, 5.0, counterValue(t, m.reads.confirmed))
-	require.Equal(t, 2.0, counterValue(t, m.reads.refused.WithLabelValues("reads_full")))
-	require.Equal(t, 1.0, counterValue(t, m.reads.refused.WithLabelValues("held_full")))
+	require.Equal(t, 4.0, counterValue(t, m.reads.refused.WithLabelValues("held_full")))
 }

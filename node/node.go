@@ -643,7 +643,7 @@ func (n *Node) SharesRound() bool {
 // Ready hands out the gathered outputs. The driver must handle it (see
 // the package doc) and call Advance before calling any other method.
 func (n *Node) Ready() Ready {
-	n.requestRead() // first: past the bound it answers 503s, which this Ready carries
+	n.requestRead()
 	if chaos.Planted(chaos.BugAckBeforeSync) && len(n.replies) > 0 {
 		return n.readyRepliesFirst()
 	}
@@ -877,10 +877,8 @@ type Stats struct {
 	// partition they pin, to reach this replica; at most HeldRequestsMax.
 	HeldRequests, HeldRequestsMax int
 	// HeldRefusedFull counts the requests answered 503 at once since the
-	// start because HeldRequestsMax were held, and HeldRefusedReadsFull
-	// those the metastore leader answered 503 at once because MetaReadsMax
-	// reads were outstanding (none covered them).
-	HeldRefusedFull, HeldRefusedReadsFull uint64
+	// start because HeldRequestsMax were held.
+	HeldRefusedFull uint64
 	// MetaReadsOutstanding counts the metastore leader's read requests
 	// (the quorum confirmations its 404s and 400s about a topic wait for,
 	// readbarrier.go) raft has not confirmed yet, at most MetaReadsMax
@@ -943,7 +941,7 @@ func (n *Node) Stats() Stats {
 	s.DiskFreeBytes, _ = n.diskFree()
 	s.DiskReserveBytes, s.DiskLow = n.cfg.DiskReserveBytes, n.underReserve()
 	s.FanoutCursors, s.FanoutCursorSteps = n.fanoutCursors(), n.fanout.cursorSteps
-	s.HeldRefusedFull, s.HeldRefusedReadsFull = n.heldRefusedFull, n.leaderReads.refusedRequests
+	s.HeldRefusedFull = n.heldRefusedFull
 	s.MetaReadsOutstanding, s.MetaReadsMax = n.meta.ReadsOutstanding(), meta.ReadRequestsMax
 	s.MetaReadsConfirmed = n.leaderReads.confirmedTotal
 	return s

@@ -3,8 +3,8 @@ package node
 import (
 	"errors"
 
+	"narad/invariant"
 	"narad/meta"
-	"narad/msg"
 )
 
 // The metastore leader's replica answers for the cluster about a topic
@@ -66,11 +66,8 @@ type readBarrier struct {
 	// taken: its Advance looks at the held requests again.
 	fresh bool
 	// confirmedTotal counts the confirmations raft handed back since the
-	// node started (Stats.MetaReadsConfirmed), and refusedRequests the
-	// held requests answered 503 at once because ReadRequestsMax reads
-	// were outstanding (refuseUncovered; Stats.HeldRefusedReadsFull).
-	// Both only increase.
-	confirmedTotal, refusedRequests uint64
+	// node started (Stats.MetaReadsConfirmed); it only increases.
+	confirmedTotal uint64
 }
 
 // confirmedRead is a read raft confirmed: it covers the held requests
@@ -86,13 +83,11 @@ func (n *Node) wantRead() { n.leaderReads.wanted = true }
 
 // requestRead asks the metastore for the read wanted, covering every
 // request held so far, unless a read is outstanding: serveHeld wants one
-// again once that one is confirmed (or lost with the leadership). The
-// caller (Ready) runs it before it gathers replies, since past
-// ReadRequestsMax (a backstop the one read at a time never reaches) the
-// requests it would have covered are answered 503 at once. A replica
-// that does not lead, or whose leadership has not passed its barrier,
-// asks nothing: its held requests wait, and serveHeld wants a read again
-// once it is past the barrier.
+// again once that one is confirmed (or lost with the leadership). One at
+// a time, it never meets meta.ReadRequestsMax, the metastore's backstop.
+// A replica that does not lead, or whose leadership has not passed its
+// barrier, asks nothing: its held requests wait, and serveHeld wants a
+// read again once it is past the barrier.
 func (n *Node) requestRead() {
 	if !n.leaderReads.wanted {
 		return
@@ -103,28 +98,12 @@ func (n *Node) requestRead() {
 		return
 	}
 	err := n.meta.RequestRead(covers)
-	switch {
-	case err == nil:
+	if errors.Is(err, meta.ErrReadsFull) {
+		invariant.Broken("node: the metastore holds %d reads outstanding, though the node asks one at a time", n.meta.ReadsOutstanding())
+	}
+	if err == nil {
 		n.leaderReads.requested = covers
-	case errors.Is(err, meta.ErrReadsFull):
-		n.refuseUncovered()
 	}
-}
-
-// refuseUncovered answers 503 to the held requests no read requested
-// covers: the metastore has ReadRequestsMax outstanding.
-func (n *Node) refuseUncovered() {
-	kept := n.held[:0]
-	for _, h := range n.held {
-		if h.seq > n.leaderReads.requested {
-			n.leaderReads.refusedRequests++
-			n.reply(h.id, nil, msg.Unavailable("%s: the metadata leader has %d reads of its own state outstanding (the limit); retry", h.awaiting, meta.ReadRequestsMax))
-			continue
-		}
-		kept = append(kept, h)
-	}
-	clear(n.held[len(kept):]) // keeps no answered request alive
-	n.held = kept
 }
 
 // confirmReads takes the reads raft confirmed (a metastore Ready's
