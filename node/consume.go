@@ -36,6 +36,13 @@ const (
 // cannot stall the loop.
 const corruptSkipsPerReserveMax = 64
 
+// readRetryIntervalMs is how long after a reserve failed to read a
+// partition (a record the disk could not read, a log that would not open)
+// the polls that may take its records look again (retryFailedReads): a
+// transient error costs a parked poll at most this long, and a disk that
+// keeps failing is read once per interval, not at every round.
+const readRetryIntervalMs = 1_000
+
 func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 	t, err := n.topic(r.Topic)
 	if err != nil {
@@ -226,6 +233,7 @@ func (n *Node) reserveOne(t *topic, p *partition) (msg.Message, bool, error) {
 	}
 	log, err := n.openLog(t, p)
 	if err != nil {
+		n.noteReadFailed(t, p)
 		return msg.Message{}, false, err // a pinned consume answers it (503), as a read error
 	}
 	for range corruptSkipsPerReserveMax {
@@ -246,6 +254,7 @@ func (n *Node) reserveOne(t *topic, p *partition) (msg.Message, bool, error) {
 			returned := p.leases.Return(reservation.Offset, reservation.Nonce, n.nowMs)
 			invariant.Check(returned == nil, "node: return of the unread reservation %d of %s: %v", reservation.Offset, p.dir, returned)
 			n.observer.Event("read-failed", fmt.Sprintf("%s@%d: %v", p.dir, reservation.Offset, err))
+			n.noteReadFailed(t, p)
 			return msg.Message{}, false, err
 		}
 		n.skipUnreadable(t, p, log, reservation.Offset, err)
@@ -281,6 +290,25 @@ func (n *Node) nothingToReserveClosed(p *partition) bool {
 // partition for the next Tick.
 func (n *Node) wakeSkipsCapped() {
 	n.tellPartitions(&n.skipsCapped)
+}
+
+// noteReadFailed notes p for retryFailedReads: its polls look again
+// readRetryIntervalMs after the first failure noted since the last retry.
+func (n *Node) noteReadFailed(t *topic, p *partition) {
+	if len(n.readFailed) == 0 {
+		n.readRetryAtMs = n.nowMs + readRetryIntervalMs
+	}
+	n.readFailed.add(t.info.Name, p.key.index)
+}
+
+// retryFailedReads tells the polls of the partitions whose reads failed,
+// once their retry is due. A look that fails again notes its partition
+// for the next retry.
+func (n *Node) retryFailedReads() {
+	if len(n.readFailed) == 0 || n.nowMs < n.readRetryAtMs {
+		return
+	}
+	n.tellPartitions(&n.readFailed)
 }
 
 // tellPollsOf makes the polls that may take a record of the given

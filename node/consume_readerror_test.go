@@ -116,3 +116,31 @@ func TestAConsumeReadErrorNamesNoFile(t *testing.T) {
 	require.NotContains(t, pinned.Err.Error(), PartitionDir("orders", 0), "a consume's read error names the segment file")
 	require.NotContains(t, pinned.Err.Error(), ".log", "a consume's read error names the segment file")
 }
+
+// TestAParkedPollLooksAgainAfterAReadError: a long poll whose look found
+// its only record unreadable (an I/O error, not corruption) parks, and
+// nothing else would wake it: no record becomes visible, no lease lapses.
+// It waited until its wait ended (10 s) with the record readable again
+// after a second. It looks again readRetryIntervalMs after the failure,
+// and again after each failure while the disk keeps failing.
+func TestAParkedPollLooksAgainAfterAReadError(t *testing.T) {
+	h, failReads := readFailingHarness(t)
+	*failReads = true
+	poll := h.send(msg.Consume{Topic: "orders", Partition: msg.PartitionNone, WaitMs: 10_000})
+	_, answered := h.replies[poll]
+	require.False(t, answered, "the poll parks: its only record could not be read")
+
+	h.tick(readRetryIntervalMs) // still failing: looked at, fails again, noted again
+	_, answered = h.replies[poll]
+	require.False(t, answered, "the disk still fails")
+
+	*failReads = false
+	for waited := int64(0); waited < 2*readRetryIntervalMs; waited += 100 {
+		h.tick(100)
+	}
+	reply, answered := h.replies[poll]
+	require.True(t, answered, "the parked poll looks again after the read error, not only when its wait ends")
+	require.NoError(t, reply.Err)
+	require.Len(t, reply.Result.(msg.ConsumeResult).Messages, 1, "it gets the record")
+	require.Less(t, h.nowMs-harnessStartMs, int64(10_000), "answered before the wait ended")
+}

@@ -275,6 +275,15 @@ type Node struct {
 	// (each look skips for good what it passed, so a damaged run ends).
 	// Each partition at most once; emptied by that Tick.
 	skipsCapped partitionsToTell
+	// readFailed holds the partitions a reserve of which failed to read
+	// a record or to open the log (a disk error, a copy being installed):
+	// the polls that may take their records, here and on other nodes, are
+	// told at the first Tick from readRetryAtMs on (retryFailedReads), as
+	// nothing else would wake a poll that found a backlog it could not
+	// read. Each partition at most once; emptied by that Tick. A disk that
+	// keeps failing is read again once per readRetryIntervalMs.
+	readFailed    partitionsToTell
+	readRetryAtMs int64
 	// reads is what the consumes of this round read (reads.go).
 	reads roundReads
 
@@ -418,6 +427,7 @@ func (n *Node) Tick(nowMs int64) {
 	n.sendDeadLetters()
 	n.wakeSkipsCapped()
 	n.wakeReadsCapped()
+	n.retryFailedReads()
 	n.noteRetirement()
 	n.noteOtherDataDir()
 	n.expireWaiters()
@@ -457,11 +467,15 @@ func (n *Node) Tick(nowMs int64) {
 // since the next raft tick is at most MetaTickIntervalMs away, a driver that
 // sleeps until this deadline runs that work at most one raft tick late.
 // Polls left to look again at the next Tick (a round's reads spent, or a
-// reserve stopped at the skip bound) ask for it one millisecond on.
+// reserve stopped at the skip bound) ask for it one millisecond on; those
+// whose look failed to read, for readRetryIntervalMs after the failure.
 func (n *Node) NextDeadlineMs() int64 {
 	next := min(n.nextCommitPersistMs, n.nextRetentionMs, n.nextMetaTickMs, n.cluster.nextDeadCheckMs, n.fanout.nextMs)
 	if len(n.reads.capped) > 0 || len(n.skipsCapped) > 0 {
 		next = min(next, n.nowMs+1)
+	}
+	if len(n.readFailed) > 0 {
+		next = min(next, n.readRetryAtMs)
 	}
 	if d, ok := n.waiters.nextDeadline(); ok {
 		next = min(next, d)
