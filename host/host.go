@@ -272,13 +272,15 @@ func (h *Host) listen(reg *prometheus.Registry, authenticator *auth.Authenticato
 	if h.connectionsMax, err = connectionsCap(h.opts.HTTPConnectionsMax, limit); err != nil {
 		return errors.Join(err, inner.Close())
 	}
-	var listener net.Listener = newLimitListener(inner, h.connectionsMax, tlsConfig, reg)
+	limited := newLimitListener(inner, h.connectionsMax, tlsConfig, reg)
+	var listener net.Listener = limited
 	if tlsConfig != nil {
 		listener = tls.NewListener(listener, tlsConfig)
 	}
 	h.listener = listener
 	handler := httpapi.NewHandler(h.backend, codec, reg, h.logger, h.securityOption(authenticator))
 	h.loop.metrics.forgetTopicsIn(handler)
+	limited.answerProbesWith(handler) // before the first Accept: Serve below
 	h.server = httpserve.New(httpserve.Options{
 		Handler:     handler,
 		ReadTimeout: h.opts.ReadTimeout, WriteTimeout: h.opts.WriteTimeout, IdleTimeout: h.opts.IdleTimeout,

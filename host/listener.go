@@ -2,11 +2,13 @@ package host
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 
@@ -51,7 +53,20 @@ const (
 	// answered by the accept loop (plain HTTP) or closed unanswered (TLS),
 	// and counted as refused all the same.
 	refusalsMax = 64
+	// requestLineKeptBytesMax bounds the start of a refused request's
+	// first line that its refusal keeps, to tell a probe (probePaths);
+	// a longer target is no probe's.
+	requestLineKeptBytesMax = 64
 )
+
+// probePaths are the routes a refusal serves instead of refusing them:
+// liveness and readiness. A probe answered 503 during a flood of idle
+// connections would have its node restarted, or taken out of service,
+// though it is healthy. They cost the refusal no more than its 503 (a
+// flag and the node's readiness, no body, no loop round), within the
+// refusal's own bounds (refusalsMax at once). /metrics is not among
+// them: a scrape can be megabytes.
+var probePaths = map[string]bool{"/healthz": true, "/readyz": true}
 
 // refusalBody is the body of the answer to a connection over the limit;
 // refusal is the whole answer, with the Retry-After of every 503
@@ -104,6 +119,10 @@ type limitListener struct {
 	// mu guards open. Invariant: 0 <= open <= max.
 	mu   sync.Mutex
 	open int
+	// probes answers the probePaths of refused connections; nil: refused
+	// like the rest. Set by answerProbesWith before the first Accept,
+	// then read only.
+	probes http.Handler
 	// gauges and counters of the limit.
 	openGauge prometheus.Gauge
 	refused   prometheus.Counter
@@ -128,6 +147,10 @@ func newLimitListener(inner net.Listener, max int, tlsConfig *tls.Config, reg pr
 	reg.MustRegister(l.openGauge, l.refused, l.refusing, maxGauge)
 	return l
 }
+
+// answerProbesWith makes refusals answer the probes (probePaths) with
+// handler, the API's. Call it before the first Accept.
+func (l *limitListener) answerProbesWith(handler http.Handler) { l.probes = handler }
 
 // Accept returns the next connection under the limit, refusing those
 // over it.
@@ -171,7 +194,7 @@ func (l *limitListener) refuse(conn net.Conn) {
 	l.refusing.Inc()
 	go func() {
 		defer l.endRefusal(refusing)
-		answerRefusal(refusing, l.tlsConfig)
+		answerRefusal(refusing, l.tlsConfig, l.probes)
 	}()
 }
 
@@ -285,10 +308,11 @@ func closeWrite(conn net.Conn) error {
 
 // answerRefusal answers the request on conn (over TLS when tlsConfig is
 // not nil) with the refusal once its header has arrived (or
-// refusalRequestTimeout passed), sends its FIN and discards the rest of
-// the client's input until the client closes, so that the close resets
-// nothing (for at most refusalLingerTimeout); then closes conn.
-func answerRefusal(conn *refusalConn, tlsConfig *tls.Config) {
+// refusalRequestTimeout passed), or, for a probe (probePaths), with
+// probes' answer; sends its FIN and discards the rest of the client's
+// input until the client closes, so that the close resets nothing (for
+// at most refusalLingerTimeout); then closes conn.
+func answerRefusal(conn *refusalConn, tlsConfig *tls.Config, probes http.Handler) {
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(refusalRequestTimeout))
 	var answer net.Conn = conn
@@ -300,9 +324,13 @@ func answerRefusal(conn *refusalConn, tlsConfig *tls.Config) {
 		defer secured.Close()
 		answer = secured
 	}
-	awaitRequestHeader(answer)
+	line, whole := awaitRequestHeader(answer)
+	reply := refusal
+	if whole {
+		reply = probeAnswer(probes, line)
+	}
 	_ = conn.SetDeadline(time.Now().Add(refusalLingerTimeout))
-	if _, err := answer.Write(refusal); err != nil {
+	if _, err := answer.Write(reply); err != nil {
 		return
 	}
 	if secured, ok := answer.(*tls.Conn); ok {
@@ -322,18 +350,96 @@ var requestHeaderEnd = []byte("\r\n\r\n")
 // deadline) or refusalDrainBytesMax read: an answer written before the
 // client sent its request reaches some clients as an unsolicited response
 // on an idle connection, and they fail the request instead of reading it
-// (Go's HTTP transport does, under load).
-func awaitRequestHeader(conn io.Reader) {
+// (Go's HTTP transport does, under load). It returns the first
+// requestLineKeptBytesMax bytes of the input (the start of the request
+// line), and whether the header's end was read.
+func awaitRequestHeader(conn io.Reader) (start []byte, whole bool) {
 	buffer := make([]byte, 4096)
 	kept := 0 // bytes of the previous read kept at the buffer's start: a header's end may straddle two reads
 	for total := 0; total < refusalDrainBytesMax; {
 		n, err := conn.Read(buffer[kept:])
-		if bytes.Contains(buffer[:kept+n], requestHeaderEnd) || err != nil {
-			return
+		if len(start) < requestLineKeptBytesMax {
+			start = append(start, buffer[kept:kept+min(n, requestLineKeptBytesMax-len(start))]...)
+		}
+		if bytes.Contains(buffer[:kept+n], requestHeaderEnd) {
+			return start, true
+		}
+		if err != nil {
+			return start, false
 		}
 		total += n
 		kept = copy(buffer, buffer[max(kept+n-len(requestHeaderEnd)+1, 0):kept+n])
 	}
+	return start, false
+}
+
+// probeAnswer is the whole answer to a refused request that starts with
+// line: probes' answer, closing the connection, for a GET of one of the
+// probePaths; the refusal otherwise (probes nil included).
+func probeAnswer(probes http.Handler, line []byte) []byte {
+	target, ok := probeTarget(line)
+	if !ok || probes == nil {
+		return refusal
+	}
+	request, err := http.NewRequest(http.MethodGet, target, http.NoBody)
+	if err != nil {
+		return refusal
+	}
+	recorded := &recordedAnswer{header: http.Header{}}
+	probes.ServeHTTP(recorded, request)
+	return recorded.bytes()
+}
+
+// probeTarget returns the request target of a request line that GETs one
+// of the probePaths (a query allowed), and whether it does.
+func probeTarget(line []byte) (string, bool) {
+	rest, ok := bytes.CutPrefix(line, []byte("GET "))
+	if !ok {
+		return "", false
+	}
+	target, _, ok := bytes.Cut(rest, []byte(" "))
+	if !ok {
+		return "", false
+	}
+	path, _, _ := bytes.Cut(target, []byte("?"))
+	return string(target), probePaths[string(path)]
+}
+
+// recordedAnswer is an http.ResponseWriter that keeps a small answer
+// whole (a probe's: a few dozen bytes), to write it out in one piece.
+type recordedAnswer struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (a *recordedAnswer) Header() http.Header { return a.header }
+
+func (a *recordedAnswer) WriteHeader(status int) {
+	if a.status == 0 {
+		a.status = status
+	}
+}
+
+func (a *recordedAnswer) Write(p []byte) (int, error) {
+	a.WriteHeader(http.StatusOK)
+	return a.body.Write(p)
+}
+
+// bytes is the answer on the wire: its status, the handler's Content-Type
+// and Retry-After, Connection: close and the body's length.
+func (a *recordedAnswer) bytes() []byte {
+	status := cmp.Or(a.status, http.StatusOK)
+	var out bytes.Buffer
+	fmt.Fprintf(&out, "HTTP/1.1 %d %s\r\n", status, http.StatusText(status))
+	for _, name := range []string{"Content-Type", "Retry-After"} {
+		if value := a.header.Get(name); value != "" {
+			fmt.Fprintf(&out, "%s: %s\r\n", name, value)
+		}
+	}
+	fmt.Fprintf(&out, "Connection: close\r\nContent-Length: %d\r\n\r\n", a.body.Len())
+	out.Write(a.body.Bytes())
+	return out.Bytes()
 }
 
 func (l *limitListener) admit() bool {

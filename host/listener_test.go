@@ -32,9 +32,10 @@ func TestHTTPConnectionLimit(t *testing.T) {
 		t.Cleanup(func() { _ = conn.Close() })
 		return conn
 	}
-	// served asks for healthz on conn.
+	// served asks for the metrics on conn (not a probe: those are
+	// answered over the limit too).
 	served := func(conn net.Conn) (*http.Response, error) {
-		if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n"); err != nil {
+		if _, err := io.WriteString(conn, "GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n"); err != nil {
 			return nil, err
 		}
 		response, err := http.ReadResponse(bufio.NewReader(conn), nil)
@@ -149,7 +150,7 @@ func TestATLSRefusalSetsNoDeadlinePastItsEnd(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		answerRefusal(newRefusalConn(recorder), &tls.Config{Certificates: []tls.Certificate{certificate}})
+		answerRefusal(newRefusalConn(recorder), &tls.Config{Certificates: []tls.Certificate{certificate}}, nil)
 	}()
 	secured := tls.Client(client, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
 	require.NoError(t, secured.Handshake())
@@ -281,7 +282,7 @@ func TestHTTPConnectionLimitOverTLS(t *testing.T) {
 // the answer: 503, with Retry-After and the error in its body.
 func requireRefused(t *testing.T, over net.Conn) {
 	t.Helper()
-	_, err := io.WriteString(over, "GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")
+	_, err := io.WriteString(over, "GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n")
 	require.NoError(t, err)
 	requireAnsweredRefused(t, over)
 }
@@ -296,4 +297,53 @@ func requireAnsweredRefused(t *testing.T, over net.Conn) {
 	body, err := io.ReadAll(response.Body)
 	require.NoError(t, err)
 	require.Contains(t, string(body), "too many connections")
+}
+
+// Past the HTTP connection limit the liveness and readiness probes are
+// still answered, by the refusal, with the API's own answers (and the
+// connection closed): a flood of idle connections made /healthz answer
+// 503, and an orchestrator's liveness probe would have restarted a
+// healthy node. Any other request over the limit is refused as before.
+func TestProbesOverTheConnectionLimitAreAnswered(t *testing.T) {
+	h, _ := startLimited(t, 1, false)
+	held, err := net.Dial("tcp", h.Addr())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = held.Close() })
+	require.Equal(t, http.StatusOK, mustServe(t, held).StatusCode, "the one slot is taken")
+	reader := bufio.NewReader(held)
+	require.Eventually(t, func() bool { // the node elects itself and joins
+		_, err := io.WriteString(held, "GET /readyz HTTP/1.1\r\nHost: test\r\n\r\n")
+		require.NoError(t, err)
+		response, err := http.ReadResponse(reader, nil)
+		require.NoError(t, err)
+		_, err = io.Copy(io.Discard, response.Body)
+		require.NoError(t, err)
+		return response.StatusCode == http.StatusOK
+	}, 10*time.Second, 10*time.Millisecond, "the node gets ready")
+
+	for _, probe := range []struct{ target, body string }{
+		{"/healthz", `{"status":"ok"}`}, {"/readyz", `{"status":"ready"}`}, {"/healthz?verbose=1", `{"status":"ok"}`},
+	} {
+		over, err := net.Dial("tcp", h.Addr())
+		require.NoError(t, err)
+		_, err = io.WriteString(over, "GET "+probe.target+" HTTP/1.1\r\nHost: test\r\n\r\n")
+		require.NoError(t, err)
+		response, err := http.ReadResponse(bufio.NewReader(over), nil)
+		require.NoError(t, err)
+		body, err := io.ReadAll(response.Body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, response.StatusCode, "%s over the limit: %s", probe.target, body)
+		require.JSONEq(t, probe.body, string(body), "%s over the limit", probe.target)
+		require.True(t, response.Close, "the probe's connection closes after it")
+		require.Equal(t, "application/json", response.Header.Get("Content-Type"))
+		_ = over.Close()
+	}
+	for _, refused := range []string{"POST /healthz", "GET /healthzz", "GET /v1/topics", "HEAD /readyz"} {
+		over, err := net.Dial("tcp", h.Addr())
+		require.NoError(t, err)
+		_, err = io.WriteString(over, refused+" HTTP/1.1\r\nHost: test\r\nContent-Length: 0\r\n\r\n")
+		require.NoError(t, err)
+		requireAnsweredRefused(t, over)
+		_ = over.Close()
+	}
 }
