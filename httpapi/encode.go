@@ -147,10 +147,18 @@ func encodeAck(request msg.Ack, result msg.AckResult) Response {
 		return noContent()
 	}
 	body := ackBatchBody{Results: make([]ackItemBody, 0, len(result.Results))}
+	retry := false
 	for _, item := range result.Results {
 		body.Results = append(body.Results, ackItem(item))
+		retry = retry || body.Results[len(body.Results)-1].Status == http.StatusServiceUnavailable
 	}
-	return jsonResponse(http.StatusOK, body)
+	response := jsonResponse(http.StatusOK, body)
+	if retry {
+		// An item's 503 is a 503 of that handle: its Retry-After goes on
+		// the whole answer, the one place a client looks for it.
+		response.Header = http.Header{"Content-Type": {"application/json"}, "Retry-After": {strconv.Itoa(RetryAfterSeconds)}}
+	}
+	return response
 }
 
 func ackItem(item msg.AckItemResult) ackItemBody {

@@ -325,3 +325,20 @@ func TestAppendPayloadForms(t *testing.T) {
 		require.Equal(t, c.encoding, encoding, "%q", c.payload)
 	}
 }
+
+// A batch ack is 200 whatever its items are, and its 503 items carried no
+// Retry-After, though docs/api.md says every 503 does: the answer carries
+// it when an item is 503, and only then.
+func TestABatchAckWithAnUnavailableItemCarriesRetryAfter(t *testing.T) {
+	batch := msg.Ack{Topic: "t", Handles: []string{"1:2:3", "0:0:1"}, Batch: true}
+	unavailable := Encode(batch, ok(msg.AckResult{Batch: true, Results: []msg.AckItemResult{
+		{Handle: "1:2:3"}, {Handle: "0:0:1", Err: msg.Unavailable("acked-ahead set is full; head of queue may be stuck")},
+	}}))
+	require.Equal(t, http.StatusOK, unavailable.Status)
+	require.Equal(t, "1", unavailable.Header.Get("Retry-After"))
+	require.Equal(t, "application/json", unavailable.Header.Get("Content-Type"))
+	settled := Encode(batch, ok(msg.AckResult{Batch: true, Results: []msg.AckItemResult{
+		{Handle: "1:2:3"}, {Handle: "0:0:1", Err: msg.Gone("receipt handle is stale")},
+	}}))
+	require.Empty(t, settled.Header.Get("Retry-After"), "no item to retry")
+}

@@ -304,7 +304,8 @@ func readFailure(err error) *ErrorResponse {
 }
 
 // readJSONBody reads a JSON body of at most the codec's JSON cap and
-// decodes it strictly into value.
+// decodes it strictly into value, a struct: any other JSON than an object
+// is refused, null included.
 func (c *Codec) readJSONBody(r *http.Request, value any) *ErrorResponse {
 	body, failed := readBody(r, c.config.JSONBodyBytesMax)
 	if failed != nil {
@@ -315,11 +316,19 @@ func (c *Codec) readJSONBody(r *http.Request, value any) *ErrorResponse {
 		// set so could never be typed again
 		return invalidf("invalid json: the body is not valid UTF-8")
 	}
+	if bytes.Equal(bytes.TrimSpace(body), jsonNull) {
+		// encoding/json leaves a struct as it was for null: the body would
+		// read as {} and be refused for a missing field, or not at all
+		return invalidf("invalid json: %s", typeMismatch("the body", "an object", "null"))
+	}
 	if err := decodeStrictJSON(body, value); err != nil {
 		return invalidf("invalid json: %s", describeJSONError(err))
 	}
 	return nil
 }
+
+// jsonNull is the JSON null literal.
+var jsonNull = []byte("null")
 
 // describeJSONError says what was wrong with a body in the API's terms: a
 // value of the wrong type names its field and the JSON type it wants,
