@@ -175,3 +175,38 @@ func TestARetiredNodesHeartbeatIsWarnedOfOncePerPeriod(t *testing.T) {
 	_, listed := n.meta.State().Member(leaving)
 	require.False(t, listed, "a retired node's heartbeat made it a member again")
 }
+
+// A decommissioned node left running kept asking the metastore leader
+// about the partitions it had moved away (the stale-copy sweep), at every
+// sweep pass, for good: the leader, which forgets a retired member, sent
+// no answer it could receive, and each ask timed out (11
+// forward-timed-out errors every 10 s in a three-node cluster). A node
+// that knows it is retired sweeps nothing: its data directory holds
+// nothing the cluster needs, and the operator throws it away.
+func TestARetiredNodeAsksNothingMoreAboutItsOldCopies(t *testing.T) {
+	c := newClusterHarness(t, 4)
+	leader := c.electWithTopic("t", 8)
+	leaving := c.except(leader)[0]
+	require.Positive(t, c.partitionsOwned(leader, "t")[leaving], "the leaving node owns partitions to move away")
+	asked := 0
+	c.drop = func(env msg.Envelope) bool { // no verdict reaches it: its copies stay candidates
+		forward, isForward := env.Message.(msg.ForwardRequest)
+		if !isForward || env.From != leaving {
+			return false
+		}
+		if _, sweep := forward.Request.(msg.MoveSweepCheck); sweep {
+			asked++
+			return true
+		}
+		return false
+	}
+	require.NoError(t, c.do(leader, msg.Decommission{ID: leaving}).Err)
+	c.tickUntil(100, 600, func() bool { return c.nodes[leaving].knowsRetired() })
+	c.tick(100) // its Tick notes the retirement
+	require.NotEmpty(t, c.nodes[leaving].sweeper.candidates, "its old copies are still candidates")
+	asked = 0
+	for range 600 { // a minute: six sweep passes
+		c.tick(100)
+	}
+	require.Zero(t, asked, "a retired node asked the leader about its old copies")
+}

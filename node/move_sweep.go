@@ -116,7 +116,7 @@ func partitionIndexOf(entry string) (int, bool) {
 
 // sweepStaleCopies asks the leader about every candidate, once per pass.
 func (n *Node) sweepStaleCopies() {
-	if n.nowMs < n.sweeper.nextMs || len(n.sweeper.candidates) == 0 {
+	if n.nowMs < n.sweeper.nextMs || len(n.sweeper.candidates) == 0 || n.knowsRetired() {
 		return
 	}
 	n.sweeper.nextMs = n.nowMs + n.sweeper.intervalMs
