@@ -88,7 +88,9 @@ func TestVerifyCachesAndInvalidatesOnAPasswordChange(t *testing.T) {
 
 	id, err := a.Verify(ctx, testSource, "ann", "pw1")
 	require.NoError(t, err)
-	require.Equal(t, Identity{Username: "ann", Grants: grants}, id)
+	require.Equal(t, "ann", id.Username)
+	require.Equal(t, grants, id.Grants)
+	require.False(t, id.Root)
 	_, err = a.Verify(ctx, testSource, "ann", "pw1")
 	require.NoError(t, err)
 	require.Equal(t, 1.0, bcryptRuns(a, "verify"), "the second check is answered from the cache")
@@ -378,4 +380,43 @@ func TestAVerificationWaitsForATurnAtMostItsBound(t *testing.T) {
 		_, err = a.Verify(context.Background(), testSource, "ann", "pw")
 		require.NoError(t, err, "with a turn free the same credential verifies")
 	})
+}
+
+// Current tells whether a verified credential still holds in the users
+// view published now: not once its user is deleted, created again, or
+// given another password; with a grant change it holds, with the new
+// grants.
+func TestCurrentFollowsTheUsersPublishedSinceAVerify(t *testing.T) {
+	a, _, _ := newTestAuthenticator(t)
+	produce := []meta.Grant{{Action: ActionProduce, Patterns: []string{"o*"}}}
+	ann := meta.User{Username: "ann", PasswordHash: hashed(t, a, "pw1"), Grants: produce, CreatedAtMs: 10}
+	a.Publish(NewUsers(1, []meta.User{ann}))
+	id, err := a.Verify(context.Background(), testSource, "ann", "pw1")
+	require.NoError(t, err)
+	current, holds := a.Current(id)
+	require.True(t, holds)
+	require.Equal(t, produce, current.Grants)
+
+	regranted := ann
+	regranted.Grants = nil
+	a.Publish(NewUsers(2, []meta.User{regranted}))
+	current, holds = a.Current(id)
+	require.True(t, holds, "a grant change leaves the credential valid")
+	require.False(t, current.Allowed(ActionProduce, "orders"), "with the grants of now")
+
+	rehashed := ann
+	rehashed.PasswordHash = hashed(t, a, "pw2")
+	a.Publish(NewUsers(3, []meta.User{rehashed}))
+	_, holds = a.Current(id)
+	require.False(t, holds, "another password")
+
+	recreated := ann
+	recreated.CreatedAtMs = 20
+	a.Publish(NewUsers(4, []meta.User{recreated}))
+	_, holds = a.Current(id)
+	require.False(t, holds, "a namesake created after a delete")
+
+	a.Publish(NewUsers(5, nil))
+	_, holds = a.Current(id)
+	require.False(t, holds, "deleted")
 }

@@ -130,6 +130,10 @@ type Identity struct {
 	// user from a namesake created after a delete (what the caller creates
 	// is guarded by it).
 	CreatedAtMs int64
+	// passwordHash is the hash the credential was verified against (nil
+	// for an Identity not made by Verify): a password changed since makes
+	// the credential stale (Authenticator.Current).
+	passwordHash []byte
 }
 
 // Admin reports whether the caller is root or holds the admin grant.

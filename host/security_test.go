@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -457,4 +458,61 @@ func TestListingUsersGivesItsReplyBytesBack(t *testing.T) {
 	held := regexp.MustCompile(`(?m)^narad_http_reply_bytes_in_flight (\S+)$`).FindStringSubmatch(metrics)
 	require.Len(t, held, 2, "the reply budget's gauge is exported")
 	require.Equal(t, "0", held[1], "reply bytes still held after every list was written")
+}
+
+// A long poll parked before its user was deleted, its password changed
+// or its consume grant revoked took the record produced after: 200 with a
+// receipt handle its client could no longer use, the record leased to it
+// for the visibility timeout. It is answered as its next request would be
+// (401, 403), and its record goes back, delivered again at once with its
+// delivery uncounted.
+func TestAParkedPollWhoseUserLostTheRightGetsNoRecord(t *testing.T) {
+	h := securedHost(t, rootPassword, io.Discard)
+	root := as{"admin", rootPassword}
+	waitSeeded(t, h, root)
+	mustAs(t, h, root, postJSON("/v1/topics", `{"name":"q"}`), http.StatusCreated)
+	for _, c := range []struct {
+		name    string
+		change  func(user string) apiCall
+		changed int // the change's own answer
+		status  int
+	}{
+		{"deleted", func(user string) apiCall { return del("/v1/users/" + user) }, http.StatusNoContent, http.StatusUnauthorized},
+		{"password", func(user string) apiCall { return put("/v1/users/"+user+"/password", `{"new_password":"another-pw"}`) },
+			http.StatusNoContent, http.StatusUnauthorized},
+		{"revoked", func(user string) apiCall { return put("/v1/users/"+user+"/grants", `{"grants":[]}`) }, http.StatusOK, http.StatusForbidden},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			who := addUser(t, h, "u-"+c.name, `[{"action":"consume","patterns":["q"]}]`)
+			answered := make(chan int, 1)
+			go func() {
+				req, err := http.NewRequest(http.MethodGet, "http://"+h.Addr()+"/v1/topics/q/consume?wait=2s", nil)
+				if err != nil {
+					answered <- 0
+					return
+				}
+				req.SetBasicAuth(who.user, who.password)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					answered <- 0
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+				answered <- resp.StatusCode
+			}()
+			time.Sleep(300 * time.Millisecond) // for the order only: the poll is authenticated and parked first
+			mustAs(t, h, root, c.change(who.user), c.changed)
+			mustAs(t, h, root, post("/v1/topics/q/produce?partition=0", "text/plain", "for-"+c.name), http.StatusAccepted)
+			require.Equal(t, c.status, <-answered, "the parked poll of a user that lost the right")
+			body := mustAs(t, h, root, get("/v1/topics/q/consume?partition=0"), http.StatusOK)
+			require.Contains(t, body, "for-"+c.name, "the record is delivered again at once")
+			require.Contains(t, body, `"delivery_count":1`, "its refused delivery is uncounted")
+			var message struct {
+				ReceiptHandle string `json:"receipt_handle"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(body), &message))
+			mustAs(t, h, root, post("/v1/topics/q/ack?receipt_handle="+message.ReceiptHandle, "", ""), http.StatusNoContent)
+		})
+	}
 }

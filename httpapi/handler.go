@@ -142,6 +142,9 @@ func (h *apiHandler) serveNode(r *http.Request, decoded Decoded, caller auth.Ide
 	}
 	reply := h.backend.Do(r.Context(), request)
 	h.auditDecommission(request, reply, caller)
+	if refused := h.authorizeDelivery(caller, request, reply); refused != nil {
+		return *refused
+	}
 	return h.budgetReply(request, reply)
 }
 

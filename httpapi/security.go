@@ -274,3 +274,29 @@ func (h *apiHandler) auditDecommission(request msg.Request, reply msg.Reply, cal
 func (h *apiHandler) audit(action string, attrs ...slog.Attr) {
 	h.logger.LogAttrs(context.Background(), slog.LevelInfo, action, append([]slog.Attr{slog.String("component", "audit")}, attrs...)...)
 }
+
+// authorizeDelivery checks a consume's records against the users view of
+// now, before its answer hands them over, and refuses it as the caller's
+// next request would be refused (401: the user deleted, created again or
+// its password changed; 403: its consume grant revoked) when the caller
+// lost the right since it was authenticated: a long poll parks for up to
+// the consume wait cap, and took records produced after its user was
+// deleted, leased for the visibility timeout to a client that could never
+// ack them. The records go back to the node (Backend.HandBack), delivered
+// again at once with their delivery uncounted. nil when the answer may go.
+func (h *apiHandler) authorizeDelivery(caller auth.Identity, request msg.Request, reply msg.Reply) *Response {
+	consume, isConsume := request.(msg.Consume)
+	result, delivers := reply.Result.(msg.ConsumeResult)
+	if !isConsume || !delivers || len(result.Messages) == 0 || h.security == nil || !h.security.Enabled {
+		return nil
+	}
+	current, holds := h.security.Auth.Current(caller)
+	refused := unauthenticated()
+	if holds {
+		refused = requireGrant(current.Allowed(auth.ActionConsume, consume.Topic), current, auth.ActionConsume, consume.Topic)
+	}
+	if refused != nil {
+		h.backend.HandBack(reply)
+	}
+	return refused
+}
