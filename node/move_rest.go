@@ -245,3 +245,18 @@ func (n *Node) restingDestinations() int {
 	}
 	return count
 }
+
+// RestsEndMs is when the last of the destinations resting now ends its
+// rest (node time), 0 when none rests: until then the planner gives it no
+// partition, however unbalanced the placement. Only a leader rests
+// destinations; the simulator's liveness check waits this long for the
+// placement to settle.
+func (n *Node) RestsEndMs() int64 {
+	var end int64
+	for _, until := range n.rest.untilMs { //determinism:ok a maximum
+		if until > n.nowMs {
+			end = max(end, until)
+		}
+	}
+	return end
+}

@@ -153,7 +153,10 @@ func (w *World) checkClusterLiveness() {
 		w.fail("liveness", "no single leader with its barrier after healing: leaders %v of terms %v", nodeIDs(leaders), terms)
 		return
 	}
-	w.loop(func() bool { return w.placementUnsettled() != "" && w.nowMs < deadlineMs })
+	w.loop(func() bool {
+		deadlineMs = w.placementDeadlineMs(deadlineMs) // a rest's end counts once it is known, and after it ended
+		return w.placementUnsettled() != "" && w.nowMs < deadlineMs
+	})
 	if unsettled := w.placementUnsettled(); w.failure == nil && unsettled != "" {
 		w.fail("liveness", "the placement did not settle after healing: %s", unsettled)
 		return
@@ -175,6 +178,25 @@ func (w *World) checkClusterLiveness() {
 		w.fail("liveness", "%s through %s did not succeed within %d ms of the drain (last owners mismatch: %q; replicas: %s)",
 			probes[done].kind, probes[done].target.id, livenessProbeMsMax, w.owners.describeMismatch, w.replicaSummary())
 	}
+}
+
+// placementDeadlineMs is how long the liveness check waits for the
+// placement to settle: deadlineMs, or longer while a leader rests a
+// destination that failed moves in a row (each rest since its last
+// completed move twice as long, up to 16 times moveDestinationRestMs):
+// until the rest ends plus livenessProbeMsMax for the moves it then
+// gets. A destination that failed four times in a row rests 48 s, past
+// the usual deadline, and the planner rightly gives it nothing meanwhile.
+func (w *World) placementDeadlineMs(deadlineMs int64) int64 {
+	for _, n := range w.activeNodes() {
+		if !n.up() {
+			continue
+		}
+		if endMs := n.node.RestsEndMs(); endMs > 0 {
+			deadlineMs = max(deadlineMs, endMs-n.clockOffsetMs+livenessProbeMsMax)
+		}
+	}
+	return deadlineMs
 }
 
 // replicaSummary lists each running node's metastore replica: term,
