@@ -26,11 +26,16 @@ const (
 
 var contextNamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
-// savedContext is one named server with optional credentials.
+// savedContext is one named server with optional credentials and the CA
+// file of an https:// server whose certificate the system does not know.
+// A binary older than ca_file reads the file and ignores the field (but
+// drops it if it rewrites the file).
 type savedContext struct {
 	Server   string `json:"server"`
 	User     string `json:"user,omitempty"`
 	Password string `json:"password,omitempty"`
+	// CAFile is an absolute path, so the context works from any directory.
+	CAFile string `json:"ca_file,omitempty"`
 }
 
 // contextsFile is the JSON content of contexts.json.
@@ -136,18 +141,21 @@ func newContextCommand(a *app) *cobra.Command {
 	group.Long = `A context is a named server with optional credentials, saved in
 $NARAD_CONFIG_DIR/contexts.json (default: <user config dir>/narad/contexts.json,
 mode 0600). The selected context is used when neither a flag nor NARAD_ADDR,
-NARAD_USER, NARAD_PASS says otherwise.`
+NARAD_USER, NARAD_PASS says otherwise. A context added with --ca-file keeps
+that file's path and trusts its CA for the context's own server (a
+--ca-file given later overrides it).`
 	return group
 }
 
 func newContextAddCommand(a *app) *cobra.Command {
 	var fromStdin *bool
 	cmd := &cobra.Command{
-		Use:   "add <name> --server URL [--user U (--password P | --password-stdin)]",
+		Use:   "add <name> --server URL [--user U (--password P | --password-stdin)] [--ca-file F]",
 		Short: "Save a context (the first one saved becomes current)",
 		Example: `  narad ctx add prod --server http://10.0.0.5:7942 -u admin -p secret
   printf '%s\n' "$PROD_PASSWORD" | narad ctx add prod -s http://10.0.0.5:7942 -u admin --password-stdin
-  narad ctx add local -s http://127.0.0.1:7942`,
+  narad ctx add local -s http://127.0.0.1:7942
+  narad ctx add secure -s https://host:7942 -u alice --password-stdin --ca-file ca.pem`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("server") || a.serverFlag == "" {
@@ -156,11 +164,15 @@ func newContextAddCommand(a *app) *cobra.Command {
 			if err := checkServerURL(a.serverFlag); err != nil {
 				return err
 			}
+			caFile, err := a.contextCAFile(cmd)
+			if err != nil {
+				return err
+			}
 			password, _, err := a.passwordFrom(cmd, "password", a.passwordFlag, *fromStdin)
 			if err != nil {
 				return err
 			}
-			return a.addContext(args[0], savedContext{Server: a.serverFlag, User: a.userFlag, Password: password})
+			return a.addContext(args[0], savedContext{Server: a.serverFlag, User: a.userFlag, Password: password, CAFile: caFile})
 		},
 	}
 	fromStdin = addPasswordStdinFlag(cmd, "the password to save")
@@ -175,6 +187,27 @@ func checkServerURL(server string) error {
 		return usagef("--server %q must be an http:// or https:// URL with a host, such as http://127.0.0.1:7942", server)
 	}
 	return nil
+}
+
+// contextCAFile returns the absolute path of ctx add's --ca-file, or ""
+// without one. A file that holds no certificate, or a CA for an http://
+// server (never used), is a usage error: found now, not at every later
+// command.
+func (a *app) contextCAFile(cmd *cobra.Command) (string, error) {
+	if !cmd.Flags().Changed("ca-file") || a.caFileFlag == "" {
+		return "", nil
+	}
+	if parsed, _ := url.Parse(a.serverFlag); parsed.Scheme != "https" {
+		return "", usagef("--ca-file is for an https:// server, not %s", a.serverFlag)
+	}
+	path, err := filepath.Abs(a.caFileFlag)
+	if err != nil {
+		return "", usagef("--ca-file: %w", err)
+	}
+	if _, err := loadCAFile(path); err != nil {
+		return "", usagef("--ca-file: %w", err)
+	}
+	return path, nil
 }
 
 func (a *app) addContext(name string, saved savedContext) error {
@@ -238,14 +271,17 @@ func (a *app) printContexts(contexts contextsFile) {
 	table := newTable(a.stdout)
 	for _, name := range slices.Sorted(maps.Keys(contexts.Contexts)) {
 		saved := contexts.Contexts[name]
-		marker, user := " ", ""
+		marker, user, caFile := " ", "", ""
 		if name == contexts.Current {
 			marker = "*"
 		}
 		if saved.User != "" {
 			user = "user=" + saved.User
 		}
-		table.row(marker, name, saved.Server, user)
+		if saved.CAFile != "" {
+			caFile = "ca=" + saved.CAFile
+		}
+		table.row(marker, name, saved.Server, user, caFile)
 	}
 	table.flush()
 }

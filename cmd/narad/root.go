@@ -108,13 +108,16 @@ type connection struct {
 	server   string
 	user     string
 	password string
+	// caFile is the PEM file of the CAs to trust ("": the system's).
+	caFile string
 }
 
 // resolveConnection applies the precedence of docs/api.md#cli to each field:
 // flag > NARAD_ADDR / NARAD_USER / NARAD_PASS > selected context > default.
 // The selected context's user and password go only to the context's own
 // server: named another (-s, NARAD_ADDR), the CLI would hand a saved
-// password, production's admin say, to whatever listens there.
+// password, production's admin say, to whatever listens there. The CA
+// file is --ca-file's, else the selected context's for its own server.
 func (a *app) resolveConnection(cmd *cobra.Command) (connection, error) {
 	contexts, err := a.loadContexts()
 	if err != nil {
@@ -123,14 +126,15 @@ func (a *app) resolveConnection(cmd *cobra.Command) (connection, error) {
 	selected := contexts.Contexts[contexts.Current]
 	flags := cmd.Flags()
 	server := pick(flags.Changed("server"), a.serverFlag, a.getenv("NARAD_ADDR"), selected.Server, serverDefault)
-	contextUser, contextPassword := selected.User, selected.Password
+	contextUser, contextPassword, contextCAFile := selected.User, selected.Password, selected.CAFile
 	if !sameServer(server, selected.Server) {
-		contextUser, contextPassword = "", ""
+		contextUser, contextPassword, contextCAFile = "", "", ""
 	}
 	return connection{
 		server:   server,
 		user:     pick(flags.Changed("user"), a.userFlag, a.getenv("NARAD_USER"), contextUser, ""),
 		password: pick(flags.Changed("password"), a.passwordFlag, a.getenv("NARAD_PASS"), contextPassword, ""),
+		caFile:   pick(flags.Changed("ca-file"), a.caFileFlag, "", contextCAFile, ""),
 	}, nil
 }
 
@@ -161,10 +165,13 @@ func (a *app) newClient(cmd *cobra.Command, options ...client.Option) (*client.C
 		return nil, err
 	}
 	options = append([]client.Option{client.WithBasicAuth(target.user, target.password)}, options...)
-	if a.caFileFlag != "" {
-		pool, err := loadCAFile(a.caFileFlag)
+	if target.caFile != "" {
+		pool, err := loadCAFile(target.caFile)
+		if err != nil && !cmd.Flags().Changed("ca-file") {
+			return nil, fmt.Errorf("the CA file saved with the selected context (give --ca-file, or narad ctx add it again): %w", err)
+		}
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--ca-file: %w", err)
 		}
 		options = append(options, client.WithRootCAs(pool))
 	}
@@ -176,11 +183,11 @@ func (a *app) newClient(cmd *cobra.Command, options ...client.Option) (*client.C
 func loadCAFile(caFile string) (*x509.CertPool, error) {
 	data, err := os.ReadFile(caFile)
 	if err != nil {
-		return nil, fmt.Errorf("--ca-file: %w", err)
+		return nil, err
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(data) {
-		return nil, fmt.Errorf("--ca-file %s holds no PEM certificate", caFile)
+		return nil, fmt.Errorf("%s holds no PEM certificate", caFile)
 	}
 	return pool, nil
 }

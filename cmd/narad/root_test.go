@@ -2,7 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"encoding/pem"
+	"io"
+	"log"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -45,20 +49,20 @@ func TestConnectionPrecedence(t *testing.T) {
 		want     connection
 	}{
 		{"default", nil, nil, nil, connection{server: "http://127.0.0.1:7942"}},
-		{"context", &selected, nil, nil, connection{"http://context:7942", "ctx-user", "ctx-pass"}},
+		{"context", &selected, nil, nil, connection{"http://context:7942", "ctx-user", "ctx-pass", ""}},
 		{"env over context, the context's password staying with its server", &selected,
-			map[string]string{"NARAD_ADDR": "http://env:1", "NARAD_USER": "env-user"}, nil, connection{"http://env:1", "env-user", ""}},
+			map[string]string{"NARAD_ADDR": "http://env:1", "NARAD_USER": "env-user"}, nil, connection{"http://env:1", "env-user", "", ""}},
 		{"another server gets none of the context's credentials", &selected, nil, []string{"-s", "http://other:7942"},
-			connection{"http://other:7942", "", ""}},
+			connection{"http://other:7942", "", "", ""}},
 		{"the context's own server named gets them", &selected, nil, []string{"-s", "http://context:7942/"},
-			connection{"http://context:7942/", "ctx-user", "ctx-pass"}},
+			connection{"http://context:7942/", "ctx-user", "ctx-pass", ""}},
 		{"env credentials go anywhere", &selected, map[string]string{"NARAD_USER": "env-user", "NARAD_PASS": "env-pass"},
-			[]string{"-s", "http://other:7942"}, connection{"http://other:7942", "env-user", "env-pass"}},
+			[]string{"-s", "http://other:7942"}, connection{"http://other:7942", "env-user", "env-pass", ""}},
 		{"flags over env", &selected, map[string]string{"NARAD_ADDR": "http://env:1", "NARAD_PASS": "env-pass"},
-			[]string{"-s", "http://flag:2", "-u", "flag-user"}, connection{"http://flag:2", "flag-user", "env-pass"}},
+			[]string{"-s", "http://flag:2", "-u", "flag-user"}, connection{"http://flag:2", "flag-user", "env-pass", ""}},
 		{"long flags", nil, nil, []string{"--server", "http://flag:3", "--user", "u", "--password", "p"},
-			connection{"http://flag:3", "u", "p"}},
-		{"explicit empty flag wins", &selected, nil, []string{"-p", ""}, connection{"http://context:7942", "ctx-user", ""}},
+			connection{"http://flag:3", "u", "p", ""}},
+		{"explicit empty flag wins", &selected, nil, []string{"-p", ""}, connection{"http://context:7942", "ctx-user", "", ""}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -258,7 +262,7 @@ func TestPasswordsFromStandardInput(t *testing.T) {
 	h = newHarness(t)
 	h.app.stdin = strings.NewReader("saved-secret\n")
 	h.runOK("ctx", "add", "prod", "-s", "http://10.0.0.5:7942", "-u", "admin", "--password-stdin")
-	assert.Equal(t, connection{"http://10.0.0.5:7942", "admin", "saved-secret"}, resolveFor(t, h))
+	assert.Equal(t, connection{"http://10.0.0.5:7942", "admin", "saved-secret", ""}, resolveFor(t, h))
 
 	for _, args := range [][]string{
 		{"user", "add", "ops", "--password-stdin", "--user-password", "x"},
@@ -347,4 +351,54 @@ func TestAnUnauthenticatedAnswerSaysWhichCredentialsWent(t *testing.T) {
 	assert.Equal(t, exitError, h.against(broker, "topic", "ls"))
 	assert.Contains(t, h.stderr.String(), `no credentials were sent: those of context "prod" go only to its server http://10.0.0.5:7942`)
 	assert.NotContains(t, h.stderr.String(), "saved", "no password is printed")
+}
+
+// ctx add took --ca-file but saved only server, user and password, so
+// every later command against the context's https:// server failed with
+// "certificate signed by unknown authority" unless --ca-file came again
+// (external audit finding). The context keeps the file's absolute path
+// and trusts it for its own server; a --ca-file given later overrides it.
+func TestAContextKeepsItsCAFile(t *testing.T) {
+	server := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"topics":[],"next_page_token":""}`)
+	}))
+	server.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes below
+	server.StartTLS()
+	t.Cleanup(server.Close)
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "ca.pem")
+	require.NoError(t, os.WriteFile(caFile,
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: server.Certificate().Raw}), 0o600))
+	otherFile := filepath.Join(dir, "other.pem") // another CA
+	writeSelfSigned(t, otherFile, filepath.Join(dir, "other-key.pem"))
+
+	h := newHarness(t)
+	t.Chdir(dir)
+	h.runOK("ctx", "add", "secure", "-s", server.URL, "-u", "alice", "-p", "pw", "--ca-file", "ca.pem")
+	h.runOK("topic", "ls")
+
+	h.runOK("ctx", "ls")
+	assert.Equal(t, "*  secure  "+server.URL+"  user=alice  ca="+caFile+"\n", h.stdout.String(),
+		"the path is saved absolute, to work from any directory")
+	data, err := os.ReadFile(filepath.Join(h.configDir, "contexts.json"))
+	require.NoError(t, err)
+	var saved map[string]any
+	require.NoError(t, json.Unmarshal(data, &saved))
+	assert.Equal(t, map[string]any{"server": server.URL, "user": "alice", "password": "pw", "ca_file": caFile},
+		saved["contexts"].(map[string]any)["secure"], "one field added: older binaries still read the file")
+
+	assert.Equal(t, exitError, h.run("--ca-file", otherFile, "topic", "ls"), "--ca-file overrides the context's")
+	assert.Contains(t, h.stderr.String(), "certificate")
+	assert.Equal(t, exitError, h.run("-s", "https://127.0.0.1:1", "topic", "ls"))
+	assert.NotContains(t, h.stderr.String(), "CA file", "the context's CA goes only with its server")
+
+	require.NoError(t, os.Remove(caFile))
+	assert.Equal(t, exitError, h.run("topic", "ls"))
+	assert.Contains(t, h.stderr.String(), "the CA file saved with the selected context")
+
+	assert.Equal(t, exitUsage, h.run("ctx", "add", "plain", "-s", "http://127.0.0.1:1", "--ca-file", otherFile))
+	assert.Contains(t, h.stderr.String(), "--ca-file is for an https:// server")
+	assert.Equal(t, exitUsage, h.run("ctx", "add", "broken", "-s", server.URL, "--ca-file", caFile))
+	assert.Contains(t, h.stderr.String(), "--ca-file: ")
 }
