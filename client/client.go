@@ -253,7 +253,7 @@ func (c *Client) newHTTPRequest(ctx context.Context, req request) (*http.Request
 	if err != nil {
 		var urlError *url.Error
 		if errors.As(err, &urlError) {
-			urlError.URL = redactUserinfo(urlError.URL) // a URL that does not parse is quoted whole
+			urlError.URL = RedactUserinfo(urlError.URL) // a URL that does not parse is quoted whole
 		}
 		return nil, err
 	}
@@ -267,10 +267,10 @@ func (c *Client) newHTTPRequest(ctx context.Context, req request) (*http.Request
 	return httpRequest, nil
 }
 
-// redactUserinfo hides the password of a URL's user information, for a
-// URL net/url cannot parse (and so cannot redact): everything between
+// RedactUserinfo hides the password of a URL's user information, also of
+// a URL net/url cannot parse (and so cannot redact): everything between
 // the scheme's "//" and the last "@" before the path.
-func redactUserinfo(rawURL string) string {
+func RedactUserinfo(rawURL string) string {
 	start := strings.Index(rawURL, "//")
 	if start < 0 {
 		return rawURL

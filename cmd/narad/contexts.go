@@ -13,6 +13,8 @@ import (
 	"slices"
 
 	"github.com/spf13/cobra"
+
+	"narad/client"
 )
 
 const (
@@ -161,7 +163,7 @@ func newContextAddCommand(a *app) *cobra.Command {
 			if !cmd.Flags().Changed("server") || a.serverFlag == "" {
 				return usagef("ctx add needs --server")
 			}
-			if err := checkServerURL(a.serverFlag); err != nil {
+			if err := checkServerURL("--server", a.serverFlag); err != nil {
 				return err
 			}
 			caFile, err := a.contextCAFile(cmd)
@@ -179,12 +181,14 @@ func newContextAddCommand(a *app) *cobra.Command {
 	return cmd
 }
 
-// checkServerURL refuses a server a context could never reach: an
-// http:// or https:// URL with a host, nothing else.
-func checkServerURL(server string) error {
+// checkServerURL refuses a server no request could reach: an http:// or
+// https:// URL with a host, nothing else. source names where the server
+// came from (--server, NARAD_ADDR, a context).
+func checkServerURL(source, server string) error {
 	parsed, err := url.Parse(server)
 	if err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
-		return usagef("--server %q must be an http:// or https:// URL with a host, such as http://127.0.0.1:7942", server)
+		return usagef("%s %q must be an http:// or https:// URL with a host, such as http://127.0.0.1:7942",
+			source, client.RedactUserinfo(server))
 	}
 	return nil
 }

@@ -62,12 +62,13 @@ func TestSubExitsNonZeroWhenAnAckFails(t *testing.T) {
 	}
 }
 
-// A server URL that does not parse is not printed with its password.
+// A server URL that does not parse is not printed with its password (it
+// is a usage error, refused before any request).
 func TestAServerURLThatDoesNotParseHidesItsPassword(t *testing.T) {
 	h := newHarness(t)
 	h.env["NARAD_ADDR"] = "http://admin:s3cret-pw@127.0.0.1:79x2"
 	code := h.run("topic", "ls")
-	require.Equal(t, 1, code)
+	require.Equal(t, exitUsage, code)
 	require.NotContains(t, h.stderr.String(), "s3cret-pw")
 	require.Contains(t, h.stderr.String(), "admin:xxxxx@127.0.0.1:79x2")
 }

@@ -117,7 +117,9 @@ type connection struct {
 // The selected context's user and password go only to the context's own
 // server: named another (-s, NARAD_ADDR), the CLI would hand a saved
 // password, production's admin say, to whatever listens there. The CA
-// file is --ca-file's, else the selected context's for its own server.
+// file is --ca-file's, else the selected context's for its own server. A
+// server that is no http(s):// URL with a host (-s "") is a usage error,
+// found before any request.
 func (a *app) resolveConnection(cmd *cobra.Command) (connection, error) {
 	contexts, err := a.loadContexts()
 	if err != nil {
@@ -126,6 +128,9 @@ func (a *app) resolveConnection(cmd *cobra.Command) (connection, error) {
 	selected := contexts.Contexts[contexts.Current]
 	flags := cmd.Flags()
 	server := pick(flags.Changed("server"), a.serverFlag, a.getenv("NARAD_ADDR"), selected.Server, serverDefault)
+	if err := checkServerURL(serverSource(flags.Changed("server"), a.getenv("NARAD_ADDR"), contexts.Current), server); err != nil {
+		return connection{}, err
+	}
 	contextUser, contextPassword, contextCAFile := selected.User, selected.Password, selected.CAFile
 	if !sameServer(server, selected.Server) {
 		contextUser, contextPassword, contextCAFile = "", "", ""
@@ -136,6 +141,18 @@ func (a *app) resolveConnection(cmd *cobra.Command) (connection, error) {
 		password: pick(flags.Changed("password"), a.passwordFlag, a.getenv("NARAD_PASS"), contextPassword, ""),
 		caFile:   pick(flags.Changed("ca-file"), a.caFileFlag, "", contextCAFile, ""),
 	}, nil
+}
+
+// serverSource names where pick took the server from, for an error about
+// it (the default is never wrong).
+func serverSource(flagGiven bool, envValue, contextName string) string {
+	switch {
+	case flagGiven:
+		return "--server"
+	case envValue != "":
+		return "NARAD_ADDR"
+	}
+	return fmt.Sprintf("context %q's server", contextName)
 }
 
 // sameServer reports whether two server URLs name the same server, a

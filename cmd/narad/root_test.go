@@ -402,3 +402,39 @@ func TestAContextKeepsItsCAFile(t *testing.T) {
 	assert.Equal(t, exitUsage, h.run("ctx", "add", "broken", "-s", server.URL, "--ca-file", caFile))
 	assert.Contains(t, h.stderr.String(), "--ca-file: ")
 }
+
+// A server that is no URL with a host reached the HTTP client, which
+// failed with `Get "http:/v1/...": http: no Host in request URL`, exit 1,
+// where --help calls a malformed flag a usage error, exit 2 (external
+// audit finding: narad -s "" replay ...). It is refused up front, naming
+// where it came from, with any password in it hidden.
+func TestAServerThatIsNoURLWithAHostIsAUsageError(t *testing.T) {
+	cases := []struct {
+		flags   []string
+		env     string
+		context string
+		want    string
+	}{
+		{flags: []string{"-s", ""}, want: `--server "" must be an http:// or https:// URL with a host`},
+		{flags: []string{"--server", "127.0.0.1:7942"}, want: `--server "127.0.0.1:7942" must be`},
+		{flags: []string{"-s", "ftp://ops:s3cret-pw@host:21"}, want: `--server "ftp://ops:xxxxx@host:21" must be`},
+		{flags: []string{"-s", "http:///v1"}, want: `--server "http:///v1" must be`},
+		{env: "localhost:7942", want: `NARAD_ADDR "localhost:7942" must be`},
+		{context: "hand-edited", want: `context "prod"'s server "hand-edited" must be`},
+	}
+	for _, c := range cases {
+		h := newHarness(t)
+		if c.env != "" {
+			h.env["NARAD_ADDR"] = c.env
+		}
+		if c.context != "" {
+			writeContexts(t, h, contextsFile{Current: "prod", Contexts: map[string]savedContext{"prod": {Server: c.context}}})
+		}
+		args := append(append([]string{}, c.flags...), "replay", "load", "--partition", "0")
+		assert.Equal(t, exitUsage, h.run(args...), "%v", c)
+		assert.Contains(t, h.stderr.String(), c.want, "%v", c)
+		assert.Contains(t, h.stderr.String(), "Usage:", "%v", c)
+		assert.NotContains(t, h.stderr.String(), "s3cret-pw", "%v", c)
+		assert.NotContains(t, h.stderr.String(), "no Host", "%v", c)
+	}
+}
