@@ -20,8 +20,14 @@ type replayOptions struct {
 	raw       bool
 }
 
-// replayRange is the half-open offset range [from, to) to read.
-type replayRange struct{ from, to int64 }
+// replayRange is the half-open offset range [from, to) to read, with the
+// partition's stats when they were read (a --from and a --to need none).
+type replayRange struct {
+	from, to int64
+	// statsRead tells whether oldest and highWatermark are the partition's.
+	statsRead             bool
+	oldest, highWatermark int64
+}
 
 func newReplayCommand(a *app) *cobra.Command {
 	var options replayOptions
@@ -97,23 +103,32 @@ func (a *app) replay(ctx context.Context, broker *client.Client, topic string, o
 	return nil
 }
 
-// printReplaySummary says what was read. An empty range names --from
-// only when it was given: without it the range starts at the oldest
-// retained record, and an empty partition is not a wrong flag.
+// printReplaySummary says what was read. An empty range says why in the
+// partition's terms: empty, every record aged out, or nothing retained
+// below --to; it names --from only when it was given.
 func (a *app) printReplaySummary(replayed, skipped int, options replayOptions, bounds replayRange) {
 	partition := options.partition
-	if bounds.from >= bounds.to && options.fromGiven {
-		fmt.Fprintf(a.stderr, "%d message(s) replayed from p%d: --from %d is at or past its end (%d)\n", replayed, partition, bounds.from, bounds.to)
-		return
-	}
 	if bounds.from >= bounds.to {
-		fmt.Fprintf(a.stderr, "%d message(s) replayed from p%d: it retains no record below offset %d\n", replayed, partition, bounds.to)
+		fmt.Fprintf(a.stderr, "%d message(s) replayed from p%d: %s\n", replayed, partition, emptyRangeReason(options, bounds))
 		return
 	}
 	fmt.Fprintf(a.stderr, "%d message(s) replayed from p%d [%d, %d)\n", replayed, partition, bounds.from, bounds.to)
 	if skipped > 0 {
 		fmt.Fprintf(a.stderr, "%d offset(s) skipped: aged out of retention or unreadable\n", skipped)
 	}
+}
+
+// emptyRangeReason says why [from, to) holds no record.
+func emptyRangeReason(options replayOptions, bounds replayRange) string {
+	switch {
+	case bounds.statsRead && bounds.highWatermark == 0:
+		return "it is empty (no record was ever produced to it)"
+	case options.fromGiven:
+		return fmt.Sprintf("--from %d is at or past its end (%d)", bounds.from, bounds.to)
+	case options.toGiven:
+		return fmt.Sprintf("it retains no record below --to %d (the oldest it retains is at offset %d)", bounds.to, bounds.oldest)
+	}
+	return fmt.Sprintf("it holds no record: its %d record(s) aged out of retention", bounds.highWatermark)
 }
 
 // replayBounds fills the defaults of --from and --to from the partition's
@@ -131,6 +146,7 @@ func replayBounds(ctx context.Context, broker *client.Client, topic string, opti
 		return bounds, fmt.Errorf("partition %d of %s is unavailable (its owner may be down)", options.partition, topic)
 	}
 	stats := described.PartitionStats[0]
+	bounds.statsRead, bounds.oldest, bounds.highWatermark = true, stats.OldestOffset, stats.HighWatermark
 	if !options.fromGiven {
 		bounds.from = stats.OldestOffset
 	}

@@ -93,12 +93,32 @@ func TestReplayFromPastTheEndSaysSo(t *testing.T) {
 }
 
 // An empty partition replayed without --from says it holds nothing, not
-// that a --from the user never gave is past its end.
+// that a --from the user never gave is past its end. It said "it retains
+// no record below offset 0", which says nothing useful (external audit
+// finding): the summary says the partition is empty, or that its records
+// aged out, or that none it retains is below --to.
 func TestReplayOfAnEmptyPartitionNamesNoFlag(t *testing.T) {
-	h := newHarness(t)
-	broker := newFakeBroker(t).
-		on("GET /v1/topics/orders", reply{200, `{"name":"orders","partition_stats":[{"index":0,"oldest_offset":0,"high_watermark":0}]}`})
-	h.againstOK(broker, "replay", "orders", "--partition", "0")
-	assert.Empty(t, h.stdout.String())
-	assert.Equal(t, "0 message(s) replayed from p0: it retains no record below offset 0\n", h.stderr.String())
+	stats := func(oldest, highWatermark int) reply {
+		return reply{200, fmt.Sprintf(`{"name":"orders","partition_stats":[{"index":0,"oldest_offset":%d,"high_watermark":%d}]}`,
+			oldest, highWatermark)}
+	}
+	cases := []struct {
+		stats reply
+		flags []string
+		want  string
+	}{
+		{stats(0, 0), nil, "it is empty (no record was ever produced to it)"},
+		{stats(0, 0), []string{"--from", "0"}, "it is empty (no record was ever produced to it)"},
+		{stats(7, 7), nil, "it holds no record: its 7 record(s) aged out of retention"},
+		{stats(7, 9), []string{"--to", "5"}, "it retains no record below --to 5 (the oldest it retains is at offset 7)"},
+		{stats(3, 6), []string{"--from", "6"}, "--from 6 is at or past its end (6)"},
+	}
+	for _, c := range cases {
+		h := newHarness(t)
+		broker := newFakeBroker(t).on("GET /v1/topics/orders", c.stats)
+		h.againstOK(broker, append([]string{"replay", "orders", "--partition", "0"}, c.flags...)...)
+		assert.Empty(t, h.stdout.String())
+		assert.Equal(t, "0 message(s) replayed from p0: "+c.want+"\n", h.stderr.String(), "%v", c)
+		assert.Empty(t, broker.seen(consumeRoute), "nothing to read")
+	}
 }
