@@ -191,13 +191,13 @@ or it was interrupted (the drain itself goes on).`,
 			if err != nil {
 				return err
 			}
-			if err := broker.Decommission(cmd.Context(), args[0], cancel); err != nil {
+			if cancel {
+				return a.cancelDecommission(cmd.Context(), broker, args[0])
+			}
+			if err := broker.Decommission(cmd.Context(), args[0], false); err != nil {
 				return err
 			}
 			switch {
-			case cancel:
-				fmt.Fprintf(a.stderr, "decommission of %s cancelled\n", args[0])
-				return nil
 			case !wait:
 				a.sayDecommissioned(cmd.Context(), broker, args[0])
 				return nil

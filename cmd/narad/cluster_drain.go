@@ -128,6 +128,27 @@ func (a *app) sayDecommissioned(ctx context.Context, broker *client.Client, id s
 	fmt.Fprintf(a.stderr, "%s is draining (follow it with --wait, or with: narad cluster moves --watch)\n", id)
 }
 
+// cancelDecommission cancels a member's drain and says whether one was
+// stopped. The API answers 204 either way (a cancel is idempotent), so
+// the member's draining flag is read first; when the members cannot be
+// read, the message claims neither.
+func (a *app) cancelDecommission(ctx context.Context, broker *client.Client, id string) error {
+	members, membersErr := broker.ClusterMembers(ctx)
+	member, listed := findMember(members, id)
+	if err := broker.Decommission(ctx, id, true); err != nil {
+		return err
+	}
+	switch {
+	case membersErr == nil && listed && member.Draining:
+		fmt.Fprintf(a.stderr, "decommission of %s cancelled: it drains no more (moves off it that had started copying go on)\n", id)
+	case membersErr == nil && listed:
+		fmt.Fprintf(a.stderr, "%s was not draining: there was no decommission to cancel\n", id)
+	default:
+		fmt.Fprintf(a.stderr, "%s is not draining (decommission cancelled, or none was under way)\n", id)
+	}
+	return nil
+}
+
 func findMember(members []client.Member, id string) (client.Member, bool) {
 	for _, member := range members {
 		if member.ID == id {

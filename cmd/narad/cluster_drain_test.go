@@ -176,3 +176,26 @@ func TestDecommissionWithoutWaitSaysTheNodeDrains(t *testing.T) {
 		assert.Contains(t, h.stderr.String(), "n3 is draining (follow it with --wait")
 	}
 }
+
+// A cancel is idempotent (204 whether the member drained or not), and the
+// CLI printed "decommission of n1 cancelled" of a node that was not
+// draining (external audit finding). It reads the member's draining flag
+// first and says which it was; members it cannot read, it claims neither.
+func TestDecommissionCancelSaysWhetherADrainWasStopped(t *testing.T) {
+	cases := []struct {
+		members reply
+		want    string
+	}{
+		{membersReply(2, 1, "alive", true, true), "decommission of n3 cancelled: it drains no more"},
+		{membersReply(9, 0, "alive", false, true), "n3 was not draining: there was no decommission to cancel"},
+		{reply{403, `{"error":"forbidden"}`}, "n3 is not draining (decommission cancelled, or none was under way)"},
+	}
+	for _, c := range cases {
+		h := drainHarness(t)
+		broker := newFakeBroker(t).on("DELETE /v1/cluster/members/n3/decommission", reply{204, ""}).
+			on("GET /v1/cluster/members", c.members)
+		h.againstOK(broker, "cluster", "decommission", "n3", "--cancel")
+		assert.True(t, strings.HasPrefix(h.stderr.String(), c.want), "stderr %q, want %q", h.stderr.String(), c.want)
+		assert.Len(t, broker.seen("DELETE /v1/cluster/members/n3/decommission"), 1, "the cancel is sent in every case")
+	}
+}

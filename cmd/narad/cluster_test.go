@@ -81,10 +81,11 @@ func TestClusterDecommission(t *testing.T) {
 	h.againstOK(broker, "cluster", "decommission", "n3", "--cancel")
 	assert.Contains(t, h.stderr.String(), "decommission of n3 cancelled")
 	requests := broker.seen("")
-	require.Len(t, requests, 3)
+	require.Len(t, requests, 4)
 	assert.Equal(t, "POST", requests[0].Method)
 	assert.Equal(t, "GET", requests[1].Method, "the members, to tell a drain from a decommission complete already")
-	assert.Equal(t, "DELETE", requests[2].Method)
+	assert.Equal(t, "GET", requests[2].Method, "the members, to tell a drain cancelled from none")
+	assert.Equal(t, "DELETE", requests[3].Method)
 
 	// A retry after the retired member was forgotten: 204, and it is not listed.
 	forgotten := newFakeBroker(t).on("POST "+route, reply{204, ""}).
