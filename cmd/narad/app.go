@@ -164,7 +164,7 @@ func (a *app) unauthenticatedHint(command *cobra.Command) string {
 	case target.user != "" && target.password == "":
 		return fmt.Sprintf("user %q was sent without a password; %s", target.user, how)
 	case target.user != "":
-		return fmt.Sprintf("the server refused user %q with the password given; %s", target.user, how)
+		return fmt.Sprintf("the server refused user %q with the password %s; %s", target.user, a.passwordSource(command), how)
 	}
 	contexts, err := a.loadContexts()
 	selected := contexts.Contexts[contexts.Current]
@@ -173,4 +173,26 @@ func (a *app) unauthenticatedHint(command *cobra.Command) string {
 			contexts.Current, selected.Server, how)
 	}
 	return "no credentials were sent; " + how
+}
+
+// passwordSource says where resolveConnection took the password sent
+// from: -p, NARAD_PASS or the selected context, whose password -u alone
+// sends under another user (docs/api.md#cli).
+func (a *app) passwordSource(command *cobra.Command) string {
+	switch {
+	case command.Flags().Changed("password"):
+		return "from -p"
+	case a.getenv("NARAD_PASS") != "":
+		return "from NARAD_PASS"
+	}
+	contexts, err := a.loadContexts()
+	if err != nil {
+		return "saved in the selected context"
+	}
+	selected := contexts.Contexts[contexts.Current]
+	source := fmt.Sprintf("saved in context %q", contexts.Current)
+	if target, err := a.resolveConnection(command); err == nil && selected.User != "" && selected.User != target.user {
+		source += fmt.Sprintf(" for user %q (-u alone does not replace it)", selected.User)
+	}
+	return source
 }

@@ -345,7 +345,7 @@ func TestAnUnauthenticatedAnswerSaysWhichCredentialsWent(t *testing.T) {
 	assert.Contains(t, h.stderr.String(), `user "alice" was sent without a password`)
 
 	assert.Equal(t, exitError, h.against(broker, "-u", "alice", "-p", "wrong", "topic", "ls"))
-	assert.Contains(t, h.stderr.String(), `the server refused user "alice" with the password given`)
+	assert.Contains(t, h.stderr.String(), `the server refused user "alice" with the password from -p; `+how)
 
 	h.runOK("ctx", "add", "prod", "-s", "http://10.0.0.5:7942", "-u", "admin", "-p", "saved")
 	assert.Equal(t, exitError, h.against(broker, "topic", "ls"))
@@ -437,4 +437,27 @@ func TestAServerThatIsNoURLWithAHostIsAUsageError(t *testing.T) {
 		assert.NotContains(t, h.stderr.String(), "s3cret-pw", "%v", c)
 		assert.NotContains(t, h.stderr.String(), "no Host", "%v", c)
 	}
+}
+
+// With a context selected, -u alone sends the context's saved password
+// under the user given (docs/api.md#cli), and a 401 said 'the server
+// refused user "bob" with the password given', though none was given
+// (external audit finding). The hint says where the password came from.
+func TestAnUnauthenticatedAnswerSaysWhereThePasswordCameFrom(t *testing.T) {
+	broker := newFakeBroker(t).on("GET /v1/topics", reply{401, `{"error":"authentication required"}`})
+	h := newHarness(t)
+	h.runOK("ctx", "add", "prod", "-s", broker.server.URL, "-u", "admin", "-p", "saved-secret")
+
+	assert.Equal(t, exitError, h.run("-u", "bob", "topic", "ls"))
+	assert.Contains(t, h.stderr.String(),
+		`the server refused user "bob" with the password saved in context "prod" for user "admin" (-u alone does not replace it); give -u and -p`)
+	assert.Equal(t, exitError, h.run("topic", "ls"))
+	assert.Contains(t, h.stderr.String(), `the server refused user "admin" with the password saved in context "prod"; give`)
+	assert.Equal(t, exitError, h.run("-u", "bob", "-p", "x", "topic", "ls"))
+	assert.Contains(t, h.stderr.String(), `the server refused user "bob" with the password from -p; `)
+	h.env["NARAD_PASS"] = "from-env"
+	assert.Equal(t, exitError, h.run("-u", "bob", "topic", "ls"))
+	assert.Contains(t, h.stderr.String(), `the server refused user "bob" with the password from NARAD_PASS; `)
+	assert.NotContains(t, h.stderr.String(), "saved-secret")
+	assert.NotContains(t, h.stderr.String(), "from-env")
 }
