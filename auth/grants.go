@@ -17,16 +17,11 @@ const (
 	ActionAdmin   = "admin"   // global: carries no patterns
 )
 
-// Bounds of a grant list, the ones the metastore enforces.
-const (
-	grantsMax           = 64
-	patternsPerGrantMax = 256
-)
+// patternsPerGrantMax bounds the patterns of a grant, as the metastore
+// does (meta.CheckGrants).
+const patternsPerGrantMax = 256
 
-var (
-	usernamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
-	patternPattern  = regexp.MustCompile(`^[A-Za-z0-9._-]{0,255}\*?$`)
-)
+var usernamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // ValidUsername checks a user name (docs/api.md#authentication).
 func ValidUsername(name string) error {
@@ -36,19 +31,18 @@ func ValidUsername(name string) error {
 	return nil
 }
 
-// ValidGrants checks a grant list: known actions, admin without
-// patterns, scoped actions with at least one non-empty pattern, each
-// pattern a name or a prefix ending in '*', within the bounds.
+// ValidGrants checks a grant list: the actions it knows, admin without
+// patterns, scoped actions with at least one pattern; then the rule of
+// the metastore, the one it refuses a proposal with (meta.CheckGrants):
+// the bounds, every pattern one that can match a topic name, no pattern
+// given twice for an action.
 func ValidGrants(grants []meta.Grant) error {
-	if len(grants) > grantsMax {
-		return fmt.Errorf("%d grants, at most %d", len(grants), grantsMax)
-	}
 	for _, grant := range grants {
 		if err := validGrant(grant); err != nil {
 			return err
 		}
 	}
-	return nil
+	return meta.CheckGrants(grants)
 }
 
 func validGrant(grant meta.Grant) error {
@@ -64,11 +58,6 @@ func validGrant(grant meta.Grant) error {
 	}
 	if len(grant.Patterns) == 0 || len(grant.Patterns) > patternsPerGrantMax {
 		return fmt.Errorf("grant %s needs 1 to %d patterns", grant.Action, patternsPerGrantMax)
-	}
-	for _, pattern := range grant.Patterns {
-		if pattern == "" || !patternPattern.MatchString(pattern) {
-			return fmt.Errorf("invalid pattern %q: want a topic name, or a prefix of one ending in *", pattern)
-		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -106,6 +107,9 @@ func TestValidGrants(t *testing.T) {
 		nil,
 		{{Action: ActionAdmin}},
 		{{Action: ActionProduce, Patterns: []string{"orders", "logs.*", "*"}}, {Action: ActionCreate, Patterns: []string{"x"}}},
+		{{Action: ActionProduce, Patterns: []string{".*", "..*", "...", ".a", strings.Repeat("a", 255), strings.Repeat("a", 254) + "*"}}},
+		{{Action: ActionProduce, Patterns: []string{"a"}}, {Action: ActionConsume, Patterns: []string{"a"}}},
+		{{Action: ActionProduce, Patterns: []string{"a"}}, {Action: ActionProduce, Patterns: []string{"b"}}},
 	}
 	for _, grants := range good {
 		require.NoError(t, ValidGrants(grants), "%v", grants)
@@ -118,7 +122,7 @@ func TestValidGrants(t *testing.T) {
 		{{Action: ActionConsume, Patterns: []string{"a*b"}}},
 		{{Action: ActionConsume, Patterns: []string{"a b"}}},
 		{{Action: ActionConsume, Patterns: []string{strings.Repeat("a", 256)}}},
-		make([]meta.Grant, grantsMax+1),
+		tooManyGrants(),
 	}
 	for _, grants := range bad {
 		require.Error(t, ValidGrants(grants), "%v", grants)
@@ -127,5 +131,37 @@ func TestValidGrants(t *testing.T) {
 	require.NoError(t, ValidUsername("..."), "only . and .. are path segments")
 	for _, name := range []string{"", "a b", strings.Repeat("u", 65), "é", ".", ".."} {
 		require.Error(t, ValidUsername(name), "%q", name)
+	}
+}
+
+func tooManyGrants() []meta.Grant {
+	grants := make([]meta.Grant, 65)
+	for i := range grants {
+		grants[i] = meta.Grant{Action: ActionProduce, Patterns: []string{fmt.Sprint("t", i)}}
+	}
+	return grants
+}
+
+// External audit finding: the API took patterns that match no topic name
+// (".", ".."), kept a pattern given twice, and took a 255-byte prefix with
+// its '*' (256 bytes) that the metastore then refused with its internal
+// error. ValidGrants now applies the metastore's rule (meta.CheckGrants),
+// and refuses each with a message that says what is wrong.
+func TestValidGrantsRefusesWhatTheMetastoreRefusesAndWhatMatchesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		grants []meta.Grant
+		want   string
+	}{
+		{[]meta.Grant{{Action: ActionProduce, Patterns: []string{"."}}}, `invalid pattern "."`},
+		{[]meta.Grant{{Action: ActionProduce, Patterns: []string{".."}}}, `invalid pattern ".."`},
+		{[]meta.Grant{{Action: ActionProduce, Patterns: []string{strings.Repeat("a", 255) + "*"}}}, "up to 254 of them"},
+		{[]meta.Grant{{Action: ActionProduce, Patterns: []string{"a", "a"}}}, `grant produce gives pattern "a" twice`},
+		{[]meta.Grant{{Action: ActionProduce, Patterns: []string{"a"}}, {Action: ActionProduce, Patterns: []string{"b", "a"}}},
+			`grant produce gives pattern "a" twice`},
+		{[]meta.Grant{{Action: ActionAdmin}, {Action: ActionAdmin}}, "grant admin is given twice"},
+	} {
+		err := ValidGrants(tc.grants)
+		require.ErrorContains(t, err, tc.want, "%v", tc.grants)
+		require.NotContains(t, err.Error(), "meta:", "the metastore's prefix is not the API's")
 	}
 }

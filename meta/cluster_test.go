@@ -3,6 +3,7 @@ package meta
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"testing/cryptotest"
 
@@ -579,4 +580,41 @@ func TestASnapshotTooLargeToSendIsCountedNotSent(t *testing.T) {
 	c.tick(2 * ackTicks)
 	require.Equal(t, 1, c.snapshotsDelivered, "once it fits, the snapshot is sent")
 	c.requireConverged()
+}
+
+// External audit finding: a grant pattern that can match no topic name
+// (".") or given twice, and a 255-byte prefix with its '*', are refused
+// at Propose with the rule the HTTP API answers 400 with (CheckGrants),
+// and nothing reaches the log; apply still takes them, since entries
+// written before the rule may hold them.
+func TestAProposalOfAUserWithGrantsThatMatchNothingIsRefused(t *testing.T) {
+	cryptotest.SetGlobalRandom(t, 14)
+	c := newTestCluster(t, 1, 14, false, nil)
+	leader := c.waitLeader()
+	c.heartbeatAll(leader, 10)
+	c.requireApplied(c.propose(leader, PutUser{Username: "ann", PasswordHash: []byte("h"), CreateOnly: true, NowMs: 1}), nil)
+	bad := [][]Grant{
+		{{Action: "produce", Patterns: []string{"."}}},
+		{{Action: "produce", Patterns: []string{"a", "a"}}},
+		{{Action: "produce", Patterns: []string{strings.Repeat("a", 253) + "**"}}},
+	}
+	applied := c.meta(leader).AppliedIndex()
+	for _, grants := range bad {
+		for _, cmd := range []Command{
+			PutUser{Username: "bob", PasswordHash: []byte("h"), Grants: grants, CreateOnly: true, NowMs: 2},
+			SetGrants{Username: "ann", Grants: grants, NowMs: 2},
+		} {
+			_, err := c.meta(leader).Propose(cmd)
+			require.ErrorIs(t, err, ErrInvalidCommand, "%T %v", cmd, grants)
+			require.ErrorContains(t, err, fmt.Sprint(CheckGrants(grants)))
+		}
+	}
+	c.stabilize()
+	require.Equal(t, applied, c.meta(leader).AppliedIndex(), "a refused proposal reached the log")
+	c.requireApplied(c.propose(leader, SetGrants{Username: "ann", Grants: []Grant{{Action: "produce", Patterns: []string{"a", "b*"}}}, NowMs: 3}), nil)
+
+	s := stateWith(t, baseSetup()...)
+	old := PutUser{Username: "old", PasswordHash: []byte("h"), Grants: bad[0], CreateOnly: true, NowMs: 1}
+	require.NoError(t, old.apply(s), "an entry written before the rule applies as it did")
+	require.NoError(t, SetGrants{Username: "old", Grants: bad[1], NowMs: 2}.apply(s))
 }

@@ -1,6 +1,10 @@
 package meta
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // invalidf builds an ErrInvalidCommand rejection.
 func invalidf(format string, args ...any) error {
@@ -50,8 +54,12 @@ func checkPartition(partition int) error {
 	return nil
 }
 
-// checkGrants checks a grant list against its bounds.
-func checkGrants(grants []Grant) error {
+// checkGrantBounds checks a grant list against the byte and count bounds
+// every entry was held to, the only check when a command applies: entries
+// written before CheckGrants existed may hold patterns it refuses (".",
+// a name given twice), and must apply as they did. Propose checks
+// CheckGrants as well (checkProposedGrants).
+func checkGrantBounds(grants []Grant) error {
 	if len(grants) > grantsPerUserMax {
 		return invalidf("%d grants, at most %d", len(grants), grantsPerUserMax)
 	}
@@ -67,6 +75,83 @@ func checkGrants(grants []Grant) error {
 				return invalidf("grant pattern %q is over %d bytes", pattern, nameBytesMax)
 			}
 		}
+	}
+	return nil
+}
+
+// CheckGrants is the rule of a grant list's shape (docs/api.md
+// #authentication), the one the HTTP API answers 400 with (auth.ValidGrants,
+// which adds the actions it knows) and Propose refuses a user change
+// with: at most 64 grants of at most 256 patterns each; every pattern one
+// that can match a topic name (CheckGrantPattern); no action given twice
+// the same pattern (in one grant or two). Its errors are plain, without
+// ErrInvalidCommand, for the API to quote.
+func CheckGrants(grants []Grant) error {
+	if len(grants) > grantsPerUserMax {
+		return fmt.Errorf("%d grants, at most %d", len(grants), grantsPerUserMax)
+	}
+	type actionPattern struct{ action, pattern string }
+	seen := map[actionPattern]bool{}
+	for _, grant := range grants {
+		if len(grant.Patterns) > patternsPerGrantMax {
+			return fmt.Errorf("grant %s has %d patterns, at most %d", grant.Action, len(grant.Patterns), patternsPerGrantMax)
+		}
+		if len(grant.Patterns) == 0 {
+			// an action given twice without patterns (admin) is a duplicate too
+			if seen[actionPattern{grant.Action, ""}] {
+				return fmt.Errorf("grant %s is given twice", grant.Action)
+			}
+			seen[actionPattern{grant.Action, ""}] = true
+		}
+		for _, pattern := range grant.Patterns {
+			if err := CheckGrantPattern(pattern); err != nil {
+				return err
+			}
+			if seen[actionPattern{grant.Action, pattern}] {
+				return fmt.Errorf("grant %s gives pattern %q twice", grant.Action, pattern)
+			}
+			seen[actionPattern{grant.Action, pattern}] = true
+		}
+	}
+	return nil
+}
+
+// CheckGrantPattern accepts a pattern that matches at least one topic
+// name: a topic name itself (1 to 255 of [A-Za-z0-9._-], not "." or ".."),
+// or a prefix of one, 0 to 254 of those characters, followed by '*' ("*"
+// alone matches every name). A prefix of 255 would match only itself, a
+// name: give the name. Any other pattern could never match a topic.
+func CheckGrantPattern(pattern string) error {
+	prefix, wildcard := strings.CutSuffix(pattern, "*")
+	valid := len(pattern) <= nameBytesMax && (wildcard || (pattern != "" && pattern != "." && pattern != ".."))
+	for i := 0; valid && i < len(prefix); i++ {
+		valid = grantPatternByte(prefix[i])
+	}
+	if !valid {
+		return fmt.Errorf("invalid pattern %q: want a topic name (1 to %d of A-Z a-z 0-9 . _ -, not . or ..), "+
+			"or a prefix of one (up to %d of them) ending in *", pattern, nameBytesMax, nameBytesMax-1)
+	}
+	return nil
+}
+
+func grantPatternByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+}
+
+// checkProposedGrants is Propose's check of the grants a user change
+// carries (CheckGrants), on top of Validate's.
+func checkProposedGrants(cmd Command) error {
+	var grants []Grant
+	switch c := cmd.(type) {
+	case PutUser:
+		grants = c.Grants
+	case SetGrants:
+		grants = c.Grants
+	default:
+		return nil
+	}
+	if err := CheckGrants(grants); err != nil {
+		return invalidf("%v", err)
 	}
 	return nil
 }
@@ -298,7 +383,7 @@ func (c AbortMove) Validate() error {
 // Validate implements Command.
 func (c PutUser) Validate() error {
 	return errors.Join(checkPasswordHash(c.Username, c.PasswordHash),
-		checkName("username", c.Username, usernameBytesMax), checkGrants(c.Grants),
+		checkName("username", c.Username, usernameBytesMax), checkGrantBounds(c.Grants),
 		checkNonNegative("now_ms", c.NowMs))
 }
 
@@ -321,6 +406,6 @@ func (c DeleteUser) Validate() error { return checkName("username", c.Username, 
 
 // Validate implements Command.
 func (c SetGrants) Validate() error {
-	return errors.Join(checkName("username", c.Username, usernameBytesMax), checkGrants(c.Grants),
+	return errors.Join(checkName("username", c.Username, usernameBytesMax), checkGrantBounds(c.Grants),
 		checkNonNegative("now_ms", c.NowMs))
 }

@@ -38,6 +38,9 @@ func (m *Meta) Propose(cmd Command) (ProposalID, error) {
 	if err := checkNamesCreation(cmd); err != nil {
 		return ProposalID{}, err
 	}
+	if err := checkProposedGrants(cmd); err != nil {
+		return ProposalID{}, err
+	}
 	id := m.nextProposalID()
 	data, err := EncodeCommand(id, cmd)
 	if err != nil {
