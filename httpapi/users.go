@@ -114,7 +114,7 @@ func (h *apiHandler) createUser(r *http.Request, caller auth.Identity) Response 
 	if err := h.security.Users.ChangeUsers(r.Context(), cmd); err != nil {
 		return errorResponse(err)
 	}
-	h.audit("user.create", slog.String("user", body.Username), slog.String("by", caller.Username), slog.Any("grants", body.Grants))
+	h.audit("user.create", slog.String("user", body.Username), slog.String("by", caller.Username), slog.Any("grants", nonNil(body.Grants)))
 	return h.userAfterChange(http.StatusCreated, body.Username)
 }
 
@@ -161,7 +161,7 @@ func (h *apiHandler) setGrants(r *http.Request, caller auth.Identity) Response {
 	if err := h.security.Users.ChangeUsers(r.Context(), meta.SetGrants{Username: username, Grants: body.Grants, UserCreatedAtMs: user.CreatedAtMs}); err != nil {
 		return errorResponse(err)
 	}
-	h.audit("user.grants", slog.String("user", username), slog.String("by", caller.Username), slog.Any("grants", body.Grants))
+	h.audit("user.grants", slog.String("user", username), slog.String("by", caller.Username), slog.Any("grants", nonNil(body.Grants)))
 	return h.userAfterChange(http.StatusOK, username)
 }
 

@@ -107,3 +107,15 @@ func TestGrantsThatMatchNoTopicOrRepeatAreRefusedWithNothingChanged(t *testing.T
 	answer := asAdmin(handler, http.MethodPut, "/v1/users/frank/grants", `{"grants":[{"action":"produce","patterns":["a","b*",".x"]}]}`)
 	require.Equal(t, http.StatusOK, answer.Code, answer.Body.String())
 }
+
+// External audit finding 5: the audit line of user.create showed
+// "grants":null for a user created without grants, where the API shows [].
+func TestAuditLineOfAUserCreatedWithoutGrantsShowsAnEmptyList(t *testing.T) {
+	handler, _, logs := usersAPI(t)
+	answer := asAdmin(handler, http.MethodPost, "/v1/users", `{"username":"gina","password":"pw"}`)
+	require.Equal(t, http.StatusCreated, answer.Code, answer.Body.String())
+	require.Contains(t, answer.Body.String(), `"grants":[]`)
+	require.Contains(t, logs.String(), `"msg":"user.create"`)
+	require.Contains(t, logs.String(), `"grants":[]`)
+	require.NotContains(t, logs.String(), `"grants":null`)
+}
