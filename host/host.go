@@ -175,6 +175,7 @@ func Start(opts Options, logger *slog.Logger) (*Host, error) {
 	reg.MustRegister(newInboxGauges(h.loop)...)
 	h.loop.authenticator, h.loop.seed = authenticator, seed
 	h.loop.publishUsers() // those the store holds, before the listener: a restart answers known users at once, not 401
+	h.loop.dropSeedOfExistingRoot()
 	h.backend = &backend{loop: h.loop}
 	if err := h.startCluster(reg); err != nil {
 		return nil, errors.Join(err, n.Close(), fs.Close())

@@ -83,6 +83,27 @@ func (s *rootSeed) logSeeded(logger *slog.Logger) {
 	s.password = ""
 }
 
+// dropSeedOfExistingRoot logs, once at start, that NARAD_ADMIN_PASSWORD
+// is ignored when the users this node read from its disk already hold a
+// root: the password only seeds the root of a new cluster, and without
+// the line an operator who set it to reset the root's password saw
+// nothing say it was not used. Never the password. A node that learns of
+// the root only later (a new member) logs nothing: its seed just never
+// applies. Before the loop runs.
+func (l *loop) dropSeedOfExistingRoot() {
+	if l.seed == nil || l.seed.generated {
+		return
+	}
+	for _, user := range l.authenticator.Users().List() {
+		if user.Root {
+			l.logger.Warn("NARAD_ADMIN_PASSWORD ignored: it is used only to seed the root user of a new cluster, and the root user exists; "+
+				"change its password with PUT /v1/users/"+user.Username+"/password", "component", "security", "user", user.Username)
+			l.seed = nil
+			return
+		}
+	}
+}
+
 // ChangeUsers implements httpapi.UserChanger.
 func (b *backend) ChangeUsers(ctx context.Context, cmd meta.Command) error {
 	id := b.loop.newRequestID()

@@ -37,7 +37,13 @@ const rootPassword = "root-pw"
 // frozen authentication clock (buckets never refill) and the root seeded.
 func securedHost(t *testing.T, adminPassword string, logs io.Writer) *Host {
 	t.Helper()
-	opts := DefaultOptions(t.TempDir())
+	return securedHostAt(t, t.TempDir(), adminPassword, logs)
+}
+
+// securedHostAt is securedHost on the data directory dir.
+func securedHostAt(t *testing.T, dir, adminPassword string, logs io.Writer) *Host {
+	t.Helper()
+	opts := DefaultOptions(dir)
 	opts.HTTPAddr = "127.0.0.1:0"
 	opts.Codec.ConsumeWaitMaxMs, opts.Node.ConsumeWaitMaxMs = 2_000, 2_000
 	frozen := time.Unix(1_700_000_000, 0)
@@ -372,6 +378,27 @@ func TestGeneratedRootPasswordLoggedOnce(t *testing.T) {
 	require.Len(t, password, 32, "192 bits in URL-safe base64")
 	require.Equal(t, 1, strings.Count(logs.String(), password))
 	mustAs(t, h, as{"admin", password}, get("/v1/users"), http.StatusOK)
+}
+
+// External audit finding 4: NARAD_ADMIN_PASSWORD set on a node whose
+// users already hold the root was ignored without a word. A restart with
+// it set (another password) logs one line saying so, never the
+// password; the root keeps its password.
+func TestAdminPasswordIgnoredOnceARootExistsIsLogged(t *testing.T) {
+	dir := t.TempDir()
+	var first syncBuffer
+	h := securedHostAt(t, dir, rootPassword, &first)
+	waitSeeded(t, h, as{"admin", rootPassword})
+	require.NotContains(t, first.String(), "NARAD_ADMIN_PASSWORD ignored", "the seed was used")
+	require.NoError(t, h.Shutdown())
+
+	var logs syncBuffer
+	restarted := securedHostAt(t, dir, "another-pw", &logs)
+	require.Equal(t, 1, strings.Count(logs.String(), "NARAD_ADMIN_PASSWORD ignored"), logs.String())
+	require.Contains(t, logs.String(), "level=WARN")
+	require.NotContains(t, logs.String(), "another-pw")
+	mustAs(t, restarted, as{"admin", rootPassword}, get("/v1/users"), http.StatusOK)
+	mustAs(t, restarted, as{"admin", "another-pw"}, get("/v1/users"), http.StatusUnauthorized)
 }
 
 // TestHTTPOverTLS serves the API with a certificate the test makes.
