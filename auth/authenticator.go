@@ -74,7 +74,8 @@ type Authenticator struct {
 	// cfg.RejectedUsersMax users, cfg.RejectedPerUserMax each.
 	rejected map[string][]rejectedEntry
 	// buckets maps a user to its bucket of attempts; a user absent has a
-	// full bucket. At most cfg.BucketsMax entries.
+	// full bucket. At most max(cfg.BucketsMax, users of the view)
+	// entries (bucketsRoomLocked).
 	buckets map[string]bucket
 	// sources are the buckets of failed attempts of the client
 	// addresses; at most cfg.SourcesMax of them.

@@ -210,18 +210,56 @@ func TestTablesStayBounded(t *testing.T) {
 		_, err := a.Verify(ctx, testSource, user.Username, "pw")
 		require.NoError(t, err)
 	}
-	throttled := 0
 	for _, user := range users {
-		if _, err := a.Verify(ctx, testSource, user.Username, "nope"); err == ErrThrottled {
-			throttled++
-		}
+		_, err := a.Verify(ctx, testSource, user.Username, "nope")
+		require.ErrorIs(t, err, ErrUnauthenticated, "a user past BucketsMax still gets a bucket")
 	}
-	verified, rejected, buckets, _ := a.tableSizes()
+	verified, rejected, buckets, _, bucketsRoom := a.tableSizes()
 	require.LessOrEqual(t, verified, 2)
 	require.LessOrEqual(t, rejected, 2)
-	require.LessOrEqual(t, buckets, 2)
-	require.Equal(t, 2, throttled, "users past the bucket table's bound are refused, not added")
+	require.Equal(t, 4, buckets, "one bucket per user of the view")
+	require.Equal(t, 4, bucketsRoom)
 	require.Equal(t, 12, seriesCount(t, reg, "narad_auth_table_entries", "narad_auth_table_entries_max"), "six tables, each with its size and its bound")
+}
+
+// External audit finding: with BucketsMax users holding a bucket that
+// was not full, every other user's uncached check, the right password
+// included, was refused with 429. A user of the view now always finds
+// room; no bucket that is not full is dropped to make it (a victim's
+// empty bucket stays empty however many other names fail); and the
+// buckets of deleted users go when room is needed.
+func TestEveryUserFindsABucketAndNoneIsResetForRoom(t *testing.T) {
+	a, _, _ := newTestAuthenticator(t)
+	a.cfg.BucketsMax = 2
+	ctx := context.Background()
+	hash := hashed(t, a, "pw")
+	view := func(version uint64, names ...string) {
+		var users []meta.User
+		for _, name := range names {
+			users = append(users, meta.User{Username: name, PasswordHash: hash})
+		}
+		a.Publish(NewUsers(version, users))
+	}
+	view(1, "u1", "u2", "u3", "u4", "u5")
+	for i := range defaultBucketBurst {
+		_, err := a.Verify(ctx, testSource, "u1", fmt.Sprint("guess-", i))
+		require.ErrorIs(t, err, ErrUnauthenticated)
+	}
+	for _, name := range []string{"u2", "u3"} {
+		_, err := a.Verify(ctx, testSource, name, "nope")
+		require.ErrorIs(t, err, ErrUnauthenticated)
+	}
+	_, err := a.Verify(ctx, testSource, "u4", "pw")
+	require.NoError(t, err, "u4's right password, with BucketsMax buckets not full")
+	_, err = a.Verify(ctx, testSource, "u1", "pw")
+	require.ErrorIs(t, err, ErrThrottled, "u1's empty bucket was not dropped to make room")
+
+	view(2, "u4", "u5")
+	_, err = a.Verify(ctx, testSource, "u5", "nope")
+	require.ErrorIs(t, err, ErrUnauthenticated)
+	_, _, buckets, _, bucketsRoom := a.tableSizes()
+	require.Equal(t, 1, buckets, "the deleted users' buckets went to make room")
+	require.Equal(t, 2, bucketsRoom)
 }
 
 // TestHashesNeverHoldEveryBcryptTurn: while hashes hold their share of
@@ -281,7 +319,7 @@ func TestOneRequestersHashesRunOneAtATime(t *testing.T) {
 	cancel()
 	require.ErrorIs(t, <-second, ErrUnavailable, "ann's second hash waited for her first")
 	require.Equal(t, 1.0, bcryptRuns(a, "hash"), "only bob's ran")
-	_, _, _, hashers := a.tableSizes()
+	_, _, _, hashers, _ := a.tableSizes()
 	require.Equal(t, 1, hashers, "only ann's running hash is left")
 
 	<-a.hashTurns
@@ -289,7 +327,7 @@ func TestOneRequestersHashesRunOneAtATime(t *testing.T) {
 	a.leaveHasher("ann", running)
 	_, err = a.HashPassword(context.Background(), "ann", "second")
 	require.NoError(t, err, "ann's next hash runs once her first is done")
-	_, _, _, hashers = a.tableSizes()
+	_, _, _, hashers, _ = a.tableSizes()
 	require.Zero(t, hashers)
 
 	for i := range hashersMax {
@@ -298,7 +336,7 @@ func TestOneRequestersHashesRunOneAtATime(t *testing.T) {
 	}
 	_, err = a.HashPassword(context.Background(), "one-more", "pw")
 	require.ErrorIs(t, err, ErrUnavailable, "past hashersMax requesters a hash is refused")
-	_, _, _, hashers = a.tableSizes()
+	_, _, _, hashers, _ = a.tableSizes()
 	require.Equal(t, hashersMax, hashers)
 }
 

@@ -47,7 +47,10 @@ type Config struct {
 	RejectedPerUserMax int
 	RejectedUsersMax   int
 	RejectedTTL        time.Duration
-	// BucketsMax bounds the users with a token bucket that is not full.
+	// BucketsMax bounds the users with a token bucket that is not full,
+	// or the users of the view when there are more: a bucket is a known
+	// user's, one each, so a user's check is never refused for want of
+	// room, and no bucket that is not full is dropped to make some.
 	BucketsMax int
 	// BucketBurst is the size of a user's bucket of bcrypt attempts;
 	// BucketRefill the time to regain one token.

@@ -48,13 +48,13 @@ func (c *tableCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *tableCollector) Collect(ch chan<- prometheus.Metric) {
-	verified, rejected, buckets, hashers := c.a.tableSizes()
+	verified, rejected, buckets, hashers, bucketsRoom := c.a.tableSizes()
 	cfg := c.a.cfg
 	for _, row := range []struct {
 		table       string
 		size, bound int
 	}{{"verified", verified, cfg.VerifiedUsersMax}, {"rejected", rejected, cfg.RejectedUsersMax},
-		{"buckets", buckets, cfg.BucketsMax}, {"bcrypt_turns", len(c.a.bcryptTurns), cfg.BcryptConcurrencyMax},
+		{"buckets", buckets, bucketsRoom}, {"bcrypt_turns", len(c.a.bcryptTurns), cfg.BcryptConcurrencyMax},
 		{"bcrypt_hash_turns", len(c.a.hashTurns), cfg.hashTurnsMax()}, {"hashers", hashers, hashersMax}} {
 		ch <- prometheus.MustNewConstMetric(tableEntriesDesc, prometheus.GaugeValue, float64(row.size), row.table)
 		ch <- prometheus.MustNewConstMetric(tableLimitDesc, prometheus.GaugeValue, float64(row.bound), row.table)

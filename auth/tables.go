@@ -50,15 +50,25 @@ func (a *Authenticator) rememberRejectedLocked(username string, entry rejectedEn
 }
 
 // takeLocked takes a token from the user's bucket; false when it is
-// empty, or when BucketsMax users already have a bucket that is not full
-// (a limit reached is a refusal, never growth). a.mu is held.
+// empty. A user of the view always finds room: the table holds one
+// bucket per user at most, and past bucketsRoomLocked it is pruned of
+// the buckets that refilled and of the users no longer in the view,
+// after which only users of the view, each with a bucket not full, are
+// left, fewer than the view holds. No bucket that is not full is ever
+// dropped for room, so no flood of failures at other names gives a user
+// a full bucket again. (BucketsMax users holding a bucket that is not
+// full used to refuse every other user's uncached check, the right
+// password included, with 429.) a.mu is held.
 func (a *Authenticator) takeLocked(username string, now time.Time) bool {
 	b, present := a.buckets[username]
 	if !present {
-		if len(a.buckets) >= a.cfg.BucketsMax {
+		room := a.bucketsRoomLocked()
+		if len(a.buckets) >= room {
 			a.pruneBucketsLocked(now)
 		}
-		if len(a.buckets) >= a.cfg.BucketsMax {
+		if len(a.buckets) >= room {
+			// only a user deleted since its check began: the table is
+			// full of the view's users, every one of them in it
 			return false
 		}
 		b = bucket{tokens: float64(a.cfg.BucketBurst), at: now}
@@ -71,6 +81,13 @@ func (a *Authenticator) takeLocked(username string, now time.Time) bool {
 	b.tokens--
 	a.buckets[username] = b
 	return true
+}
+
+// bucketsRoomLocked is the bound of the bucket table: BucketsMax, or the
+// users of the view when there are more (a bucket per user). a.mu is
+// held.
+func (a *Authenticator) bucketsRoomLocked() int {
+	return max(a.cfg.BucketsMax, a.users.Load().Len())
 }
 
 // refundLocked gives back the tokens of an attempt whose comparison
@@ -105,10 +122,14 @@ func (a *Authenticator) refill(b bucket, now time.Time) bucket {
 	return b
 }
 
-// pruneBucketsLocked drops the buckets that refilled to full.
+// pruneBucketsLocked drops the buckets that refilled to full (the same
+// as absent) and those of users the view no longer holds (deleted: one
+// created again under the name starts with a full bucket, as a new user
+// does).
 func (a *Authenticator) pruneBucketsLocked(now time.Time) {
+	users := a.users.Load()
 	for username, b := range a.buckets {
-		if a.refill(b, now).tokens >= float64(a.cfg.BucketBurst) {
+		if _, known := users.User(username); !known || a.refill(b, now).tokens >= float64(a.cfg.BucketBurst) {
 			delete(a.buckets, username)
 		}
 	}
@@ -122,9 +143,9 @@ func (a *Authenticator) sourcesTracked() int {
 }
 
 // tableSizes returns the sizes of the verified, rejected, bucket and
-// hasher tables, for the metrics.
-func (a *Authenticator) tableSizes() (verified, rejected, buckets, hashers int) {
+// hasher tables, and the bucket table's bound, for the metrics.
+func (a *Authenticator) tableSizes() (verified, rejected, buckets, hashers, bucketsRoom int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.verified), len(a.rejected), len(a.buckets), len(a.hashers)
+	return len(a.verified), len(a.rejected), len(a.buckets), len(a.hashers), a.bucketsRoomLocked()
 }
