@@ -458,3 +458,51 @@ func TestCurrentFollowsTheUsersPublishedSinceAVerify(t *testing.T) {
 	_, holds = a.Current(id)
 	require.False(t, holds, "deleted")
 }
+
+// What docs/api.md#authentication says of a user locked out by another's
+// wrong passwords (external audit finding 3): the right password is 429,
+// from any address, unless this node cached that credential (then it
+// passes from any address); one new wrong password per refill keeps the
+// lock; a password change does not end it; the attempts stopping does,
+// after one refill.
+func TestALockedOutUserPassesOnlyFromTheCache(t *testing.T) {
+	a, clock, _ := newTestAuthenticator(t)
+	ctx := context.Background()
+	attacker, other := SourceOf("198.51.100.7:1"), SourceOf("203.0.113.9:1")
+	users := func(version uint64, password string) *Users {
+		return NewUsers(version, []meta.User{{Username: "ann", PasswordHash: hashed(t, a, password)}})
+	}
+	a.Publish(users(1, "pw"))
+	lock := func(label string) {
+		for i := range defaultBucketBurst {
+			_, err := a.Verify(ctx, attacker, "ann", fmt.Sprint(label, i))
+			require.ErrorIs(t, err, ErrUnauthenticated)
+		}
+	}
+	lock("guess-")
+	for round := range 3 {
+		clock.advance(defaultBucketRefill)
+		_, err := a.Verify(ctx, attacker, "ann", fmt.Sprint("again-", round))
+		require.ErrorIs(t, err, ErrUnauthenticated, "one new wrong password per refill")
+		for _, source := range []Source{testSource, other} {
+			_, err = a.Verify(ctx, source, "ann", "pw")
+			require.ErrorIs(t, err, ErrThrottled, "the right password, not cached")
+		}
+	}
+	a.Publish(users(2, "pw2"))
+	_, err := a.Verify(ctx, testSource, "ann", "pw2")
+	require.ErrorIs(t, err, ErrThrottled, "a password change does not end the lock")
+	clock.advance(defaultBucketRefill)
+	_, err = a.Verify(ctx, testSource, "ann", "pw2")
+	require.NoError(t, err, "a refill after the attempts stop")
+
+	clock.advance(time.Duration(defaultBucketBurst) * defaultBucketRefill)
+	lock("later-")
+	for _, source := range []Source{testSource, other} {
+		_, err = a.Verify(ctx, source, "ann", "pw2")
+		require.NoError(t, err, "a cached credential passes the lock, from any address")
+	}
+	a.Publish(users(3, "pw3"))
+	_, err = a.Verify(ctx, testSource, "ann", "pw3")
+	require.ErrorIs(t, err, ErrThrottled, "a password change drops the cached credential")
+}
