@@ -124,9 +124,10 @@ type limitListener struct {
 	// then read only.
 	probes http.Handler
 	// gauges and counters of the limit.
-	openGauge prometheus.Gauge
-	refused   prometheus.Counter
-	refusing  prometheus.Gauge
+	openGauge      prometheus.Gauge
+	refused        prometheus.Counter
+	probesAnswered prometheus.Counter
+	refusing       prometheus.Gauge
 }
 
 // newLimitListener wraps inner and registers the connection metrics;
@@ -137,15 +138,27 @@ func newLimitListener(inner net.Listener, max int, tlsConfig *tls.Config, reg pr
 		openGauge: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "narad", Subsystem: "http",
 			Name: "connections_open", Help: "HTTP connections open now."}),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Subsystem: "http",
-			Name: "connections_refused_total", Help: "HTTP connections refused because the connection limit was reached: answered 503, or closed unanswered past the refusals under way."}),
+			Name: "connections_refused_total", Help: "HTTP connections refused because the connection limit was reached: answered 503 (past the refusals under way, a plain one at once, a TLS one closed unanswered); probes answered over the limit are not counted."}),
+		probesAnswered: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Subsystem: "http",
+			Name: "connection_probes_answered_total", Help: "Liveness and readiness probes (GET /healthz, /readyz) answered on connections over the connection limit."}),
 		refusing: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "narad", Subsystem: "http",
 			Name: "connection_refusals_in_flight", Help: fmt.Sprintf("Refusals of connections over the limit under way (at most %d).", refusalsMax)}),
 	}
 	maxGauge := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "narad", Subsystem: "http",
 		Name: "connections_max", Help: "Limit of the HTTP connections open at once."})
 	maxGauge.Set(float64(max))
-	reg.MustRegister(l.openGauge, l.refused, l.refusing, maxGauge)
+	reg.MustRegister(l.openGauge, l.refused, l.probesAnswered, l.refusing, maxGauge)
 	return l
+}
+
+// countRefusal counts the end of a refusal under way: a probe answered,
+// or a connection refused.
+func (l *limitListener) countRefusal(probed bool) {
+	if probed {
+		l.probesAnswered.Inc()
+		return
+	}
+	l.refused.Inc()
 }
 
 // answerProbesWith makes refusals answer the probes (probePaths) with
@@ -163,7 +176,6 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if l.admit() {
 			return &limitedConn{Conn: conn, listener: l}, nil
 		}
-		l.refused.Inc()
 		l.refuse(conn)
 	}
 }
@@ -178,6 +190,7 @@ func (l *limitListener) refuse(conn net.Conn) {
 	select {
 	case l.refusals <- struct{}{}:
 	default:
+		l.refused.Inc()
 		if l.tlsConfig == nil {
 			_ = conn.SetWriteDeadline(time.Now().Add(refusalWriteTimeout))
 			_, _ = conn.Write(refusal)
@@ -188,13 +201,14 @@ func (l *limitListener) refuse(conn net.Conn) {
 	refusing := newRefusalConn(conn)
 	if !l.startRefusal(refusing) {
 		<-l.refusals
+		l.refused.Inc()
 		_ = conn.Close()
 		return
 	}
 	l.refusing.Inc()
 	go func() {
 		defer l.endRefusal(refusing)
-		answerRefusal(refusing, l.tlsConfig, l.probes)
+		answerRefusal(refusing, l.tlsConfig, l.probes, l.countRefusal)
 	}()
 }
 
@@ -311,24 +325,28 @@ func closeWrite(conn net.Conn) error {
 // refusalRequestTimeout passed), or, for a probe (probePaths), with
 // probes' answer; sends its FIN and discards the rest of the client's
 // input until the client closes, so that the close resets nothing (for
-// at most refusalLingerTimeout); then closes conn.
-func answerRefusal(conn *refusalConn, tlsConfig *tls.Config, probes http.Handler) {
+// at most refusalLingerTimeout); then closes conn. It calls count with
+// whether it answers a probe, before it writes the answer (a failed TLS
+// handshake counts as a refusal).
+func answerRefusal(conn *refusalConn, tlsConfig *tls.Config, probes http.Handler, count func(probed bool)) {
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(refusalRequestTimeout))
 	var answer net.Conn = conn
 	if tlsConfig != nil {
 		secured := tls.Server(conn, tlsConfig)
 		if secured.Handshake() != nil {
+			count(false)
 			return
 		}
 		defer secured.Close()
 		answer = secured
 	}
 	line, whole := awaitRequestHeader(answer)
-	reply := refusal
+	reply, probed := refusal, false
 	if whole {
-		reply = probeAnswer(probes, line)
+		reply, probed = probeAnswer(probes, line)
 	}
+	count(probed)
 	_ = conn.SetDeadline(time.Now().Add(refusalLingerTimeout))
 	if _, err := answer.Write(reply); err != nil {
 		return
@@ -374,20 +392,21 @@ func awaitRequestHeader(conn io.Reader) (start []byte, whole bool) {
 }
 
 // probeAnswer is the whole answer to a refused request that starts with
-// line: probes' answer, closing the connection, for a GET of one of the
-// probePaths; the refusal otherwise (probes nil included).
-func probeAnswer(probes http.Handler, line []byte) []byte {
+// line, and whether it is a probe's: probes' answer, closing the
+// connection, for a GET of one of the probePaths; the refusal otherwise
+// (probes nil included).
+func probeAnswer(probes http.Handler, line []byte) (answer []byte, probed bool) {
 	target, ok := probeTarget(line)
 	if !ok || probes == nil {
-		return refusal
+		return refusal, false
 	}
 	request, err := http.NewRequest(http.MethodGet, target, http.NoBody)
 	if err != nil {
-		return refusal
+		return refusal, false
 	}
 	recorded := &recordedAnswer{header: http.Header{}}
 	probes.ServeHTTP(recorded, request)
-	return recorded.bytes()
+	return recorded.bytes(), true
 }
 
 // probeTarget returns the request target of a request line that GETs one

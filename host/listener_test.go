@@ -150,7 +150,7 @@ func TestATLSRefusalSetsNoDeadlinePastItsEnd(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		answerRefusal(newRefusalConn(recorder), &tls.Config{Certificates: []tls.Certificate{certificate}}, nil)
+		answerRefusal(newRefusalConn(recorder), &tls.Config{Certificates: []tls.Certificate{certificate}}, nil, func(bool) {})
 	}()
 	secured := tls.Client(client, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
 	require.NoError(t, secured.Handshake())
@@ -346,4 +346,7 @@ func TestProbesOverTheConnectionLimitAreAnswered(t *testing.T) {
 		requireAnsweredRefused(t, over)
 		_ = over.Close()
 	}
+	metrics := metricsText(t, held)
+	require.Contains(t, metrics, "narad_http_connection_probes_answered_total 3", "the probes answered over the limit are counted")
+	require.Contains(t, metrics, "narad_http_connections_refused_total 4", "as probes, not as refused connections")
 }
