@@ -32,8 +32,10 @@ type app struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
-	// getenv reads environment variables (NARAD_*, NO_COLOR).
-	getenv func(string) string
+	// getenv reads environment variables (NARAD_*, NO_COLOR); environ
+	// lists them all (nil: none to check, as in most tests).
+	getenv  func(string) string
+	environ func() []string
 	// stdinIsTerminal allows interactive prompts; stdoutIsTerminal allows
 	// ANSI styling (unless NO_COLOR is set).
 	stdinIsTerminal  bool
@@ -70,6 +72,7 @@ func newProcessApp() *app {
 		stdout:           os.Stdout,
 		stderr:           os.Stderr,
 		getenv:           os.Getenv,
+		environ:          os.Environ,
 		stdinIsTerminal:  term.IsTerminal(int(os.Stdin.Fd())),
 		stdoutIsTerminal: term.IsTerminal(int(os.Stdout.Fd())),
 		location:         time.Local,

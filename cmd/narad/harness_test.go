@@ -122,7 +122,14 @@ func newHarness(t *testing.T) *harness {
 	h.env = map[string]string{"NARAD_CONFIG_DIR": h.configDir}
 	h.app = &app{
 		stdin: strings.NewReader(""), stdout: h.stdout, stderr: h.stderr,
-		getenv:        func(name string) string { return h.env[name] },
+		getenv: func(name string) string { return h.env[name] },
+		environ: func() []string {
+			var entries []string
+			for name, value := range h.env {
+				entries = append(entries, name+"="+value)
+			}
+			return entries
+		},
 		location:      time.UTC,
 		userConfigDir: func() (string, error) { return filepath.Join(h.homeDir, ".config"), nil },
 		userHomeDir:   func() (string, error) { return h.homeDir, nil },

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -113,7 +114,29 @@ func (a *app) serve(cmd *cobra.Command, options serveOptions) error {
 	if options.dev { // the banner's commands work only once the node listens
 		started = func() { a.printDevBanner(cfg) }
 	}
-	return a.runHost(cmd.Context(), cfg, newLogger(a, cfg.Log), started)
+	logger := newLogger(a, cfg.Log)
+	a.warnUnknownEnv(logger)
+	err = a.runHost(cmd.Context(), cfg, logger, started)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%w (another process listens there: give another with --port or --addr; make run takes RUN_ARGS='--port N')", err)
+	}
+	return err
+}
+
+// warnUnknownEnv logs, once at start, each NARAD_* variable that no
+// setting reads, with the one it most likely meant: a mistyped variable
+// otherwise changes nothing and says nothing (config.UnknownEnvNames).
+func (a *app) warnUnknownEnv(logger *slog.Logger) {
+	if a.environ == nil {
+		return
+	}
+	for _, unknown := range config.UnknownEnvNames(a.environ()) {
+		hint := "see docs/operations.md#settings for the variables"
+		if unknown.Suggestion != "" {
+			hint = "did you mean " + unknown.Suggestion + "?"
+		}
+		logger.Warn("environment variable ignored: no setting reads it; "+hint, "variable", unknown.Name)
+	}
 }
 
 // serverConfig layers defaults → file → environment → (dev) → flags and

@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -172,4 +175,29 @@ func TestAnUnsupportedCodecIsAConfigurationError(t *testing.T) {
 	require.Equal(t, exitUsage, code, h.stderr.String())
 	require.Contains(t, h.stderr.String(), "storage.codec")
 	require.Contains(t, h.stderr.String(), "log.level", "every problem is reported at once")
+}
+
+// A NARAD_* variable no setting reads was ignored without a word (an
+// audit's NARAD_STORAGE_DATA_DIR left the data in ./data): the server
+// logs it at start with the variable it most likely meant, and starts.
+func TestServeNamesAnEnvironmentVariableNoSettingReads(t *testing.T) {
+	h := newHarness(t)
+	h.env["NARAD_STORAGE_DATA_DIR"] = t.TempDir()
+	h.runOK("server", "start", "--dev", "--data-dir", t.TempDir())
+	require.NotNil(t, h.hostConfig, "it starts all the same")
+	assert.Contains(t, h.stderr.String(), "environment variable ignored")
+	assert.Contains(t, h.stderr.String(), "NARAD_STORAGE_DATA_DIR")
+	assert.Contains(t, h.stderr.String(), "did you mean NARAD_DATA_DIR?")
+}
+
+// A port in use says how to choose another, as the quick start's
+// make run takes one in RUN_ARGS.
+func TestServeOnAPortInUseSaysHowToChooseAnother(t *testing.T) {
+	h := newHarness(t)
+	h.app.runHost = func(context.Context, config.Config, *slog.Logger, func()) error {
+		return fmt.Errorf("listen on 127.0.0.1:7942: %w", &net.OpError{Op: "listen", Net: "tcp", Err: os.NewSyscallError("bind", syscall.EADDRINUSE)})
+	}
+	assert.Equal(t, 1, h.run("server", "start", "--dev", "--data-dir", t.TempDir()))
+	assert.Contains(t, h.stderr.String(), "address already in use")
+	assert.Contains(t, h.stderr.String(), "--port")
 }
