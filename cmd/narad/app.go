@@ -46,6 +46,10 @@ type app struct {
 	// data directory (os.UserConfigDir and os.UserHomeDir in production).
 	userConfigDir func() (string, error)
 	userHomeDir   func() (string, error)
+	// selfCommand is how the user runs this executable from the working
+	// directory ("narad" on PATH, else a path: commandName), for the
+	// commands a banner suggests; nil: "narad".
+	selfCommand func() string
 	// runHost starts the server and blocks until ctx ends.
 	runHost func(ctx context.Context, cfg config.Config, logger *slog.Logger, started func()) error
 	// startCeiling, when set, starts the server bench --ceiling measures
@@ -79,6 +83,13 @@ func newProcessApp() *app {
 		userConfigDir:    os.UserConfigDir,
 		userHomeDir:      os.UserHomeDir,
 		runHost:          runHost,
+		selfCommand: func() string {
+			executable, err := os.Executable()
+			if err != nil {
+				return "narad"
+			}
+			return commandName(executable)
+		},
 	}
 }
 

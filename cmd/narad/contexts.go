@@ -292,8 +292,11 @@ func (a *app) printContexts(contexts contextsFile) {
 
 func newContextRemoveCommand(a *app) *cobra.Command {
 	return &cobra.Command{
-		Use:     "rm <name>",
-		Short:   "Remove a saved context",
+		Use:   "rm <name>",
+		Short: "Remove a saved context",
+		Long: `Remove a saved context. Removing the selected one leaves none selected
+(commands then use -s, NARAD_ADDR or http://127.0.0.1:7942): select
+another with narad ctx select.`,
 		Example: "  narad ctx rm staging",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -79,6 +79,7 @@ NARAD_HTTP_TLS_CERT_FILE and NARAD_HTTP_TLS_KEY_FILE serve HTTPS.`,
 		},
 	}
 	options.register(cmd.Flags())
+	cmd.Flags().Lookup("data-dir").Usage = "data directory (default: storage.data_dir, \"data\")" // serve has no --dev
 	return cmd
 }
 
@@ -270,11 +271,15 @@ func (a *app) printDevBanner(cfg config.Config) {
 	if cfg.HTTP.Addr != net.JoinHostPort(devLoopback, strconv.Itoa(portDefault)) {
 		server = "-s http://" + cfg.HTTP.Addr + " " // the commands' default server is another
 	}
-	fmt.Fprintf(a.stderr, `narad dev server: http://%s (auth off, data in %s)
+	command := "narad"
+	if a.selfCommand != nil {
+		command = a.selfCommand() // make run's is ./bin/narad, not on PATH
+	}
+	fmt.Fprintf(a.stderr, `narad dev server: http://%[1]s (auth off, data in %[2]s)
 try, in another terminal:
-  narad %stopic add orders
-  narad %spub orders hello
-  narad %ssub orders
-  curl localhost:%s/v1/topics
-`, cfg.HTTP.Addr, cfg.Storage.DataDir, server, server, server, port)
+  %[5]s %[3]stopic add orders
+  %[5]s %[3]spub orders hello
+  %[5]s %[3]ssub orders
+  curl localhost:%[4]s/v1/topics
+`, cfg.HTTP.Addr, cfg.Storage.DataDir, server, port, command)
 }

@@ -201,3 +201,15 @@ func TestServeOnAPortInUseSaysHowToChooseAnother(t *testing.T) {
 	assert.Contains(t, h.stderr.String(), "address already in use")
 	assert.Contains(t, h.stderr.String(), "--port")
 }
+
+// The dev banner's commands name the executable as the user can run it:
+// after make run it is ./bin/narad, not on PATH, and the banner said
+// "narad topic add orders", which the shell could not find.
+func TestTheDevBannerNamesTheExecutableAsItCanBeRun(t *testing.T) {
+	h := newHarness(t)
+	h.app.selfCommand = func() string { return "./bin/narad" }
+	h.runOK("server", "start", "--dev", "--data-dir", t.TempDir())
+	for _, hint := range []string{"./bin/narad topic add orders", "./bin/narad pub orders hello", "./bin/narad sub orders"} {
+		assert.Contains(t, h.stderr.String(), hint)
+	}
+}

@@ -17,7 +17,7 @@ func newTopicAttachCommand(a *app) *cobra.Command {
 child, keys kept (no backfill of older records). With --delay the child is a
 delay child: a record reaches it no earlier than its commit time plus the
 delay, and clients may not produce to it directly. The parent's retention
-must exceed the delay by an hour. A parent has at most 108 children; a child
+must be at least the delay plus an hour. A parent has at most 108 children; a child
 has one parent and cannot itself be a parent.`,
 		Example: `  narad topic attach orders orders-audit
   narad topic attach orders orders-reminders --delay 24h`,
