@@ -169,8 +169,8 @@ func TestClusterHealthAndMetricsRoutes(t *testing.T) {
 		`narad_http_requests_total{method="POST",route="POST /v1/topics/{topic}/produce",status="202"} 1`,
 		`narad_messages_produced_total{partition=`,
 		`narad_storage_sync_round_duration_seconds_count`,
-		`narad_storage_round_records_sum 1`, // the one record produced, in one round
-		`narad_consume_wait_seconds_count{outcome="no_wait",topic="m"} 1`,
+		`narad_storage_round_records_sum 1`,                           // the one record produced, in one round
+		`narad_consume_wait_seconds_count{outcome="hit",topic="m"} 1`, // the consume delivered the record
 		`narad_inflight_size{partition=`,
 		`narad_consumer_lag_messages{partition=`,
 		`narad_topics_total 1`,

@@ -53,7 +53,7 @@ func TestADeletedTopicLeavesNoSeries(t *testing.T) {
 	})
 	_, before := call(t, h, get("/metrics"))
 	require.Contains(t, before, `narad_messages_produced_total{partition="0",topic="orders"} 2`)
-	require.Contains(t, before, `narad_consume_polls_total{outcome="no_wait",topic="orders"} 1`)
+	require.Contains(t, before, `narad_consume_polls_total{outcome="hit",topic="orders"} 1`)
 	require.Contains(t, before, `narad_produce_rejections_total{reason="schema",topic="orders"} 1`)
 
 	runSteps(t, h, []step{{"delete orders", del("/v1/topics/orders"), 204, ""}})

@@ -75,7 +75,7 @@ func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 	messages, readErr := n.reserve(t, r)
 	switch {
 	case len(messages) > 0:
-		n.observer.ConsumeWait(r.Topic, outcomeOf(r, "hit"), 0)
+		n.observer.ConsumeWait(r.Topic, "hit", 0)
 		n.reply(id, msg.ConsumeResult{Messages: messages, Batch: r.Max > 0}, nil)
 	case readErr != nil && r.Partition != msg.PartitionNone:
 		n.reply(id, nil, msg.Unavailable("partition %d of %s could not be read: %s", r.Partition, r.Topic, storageCause(readErr)))
@@ -122,13 +122,6 @@ func (n *Node) remoteRoundEnded(topicName string, hit bool) {
 	}
 	c.remoteBackoffMs = min(max(2*c.remoteBackoffMs, remoteBackoffMsMin), remoteBackoffMsMax)
 	c.remoteQuietUntilMs = n.nowMs + c.remoteBackoffMs
-}
-
-func outcomeOf(r msg.Consume, hit string) string {
-	if r.WaitMs <= 0 {
-		return "no_wait"
-	}
-	return hit
 }
 
 // waitersFull reports whether the long polls parked here reached
@@ -513,7 +506,7 @@ func (n *Node) serveExpired(w *waiter) bool {
 	if len(messages) == 0 {
 		return false
 	}
-	n.observer.ConsumeWait(w.request.Topic, outcomeOf(w.request, "hit"), n.nowMs-w.parkedAtMs)
+	n.observer.ConsumeWait(w.request.Topic, "hit", n.nowMs-w.parkedAtMs)
 	n.reply(w.id, msg.ConsumeResult{Messages: messages, Batch: w.request.Max > 0}, nil)
 	return true
 }

@@ -9,8 +9,10 @@ type Observer interface {
 	Produced(topic string, partition int, records int, bytes int64)
 	Consumed(topic string, partition int, records int, bytes int64)
 	Acked(topic string, action msg.AckAction, outcome string)
-	// ConsumeWait reports how a consume ended (hit, timeout, cancelled,
-	// no_wait, moved, waiters_full) and how long it was parked.
+	// ConsumeWait reports how a consume ended and how long it was parked:
+	// hit (it delivered records, whether it waited or not), no_wait (it
+	// did not wait and was answered at once with nothing), timeout (its
+	// wait ran out with nothing), cancelled, moved, waiters_full.
 	ConsumeWait(topic, outcome string, waitedMs int64)
 	CorruptSkipped(topic string, partition int)
 	ConsumerDropped(topic string, partition int, records uint64)

@@ -135,7 +135,7 @@ func (n *Node) serveHere(w *waiter) bool {
 		return false
 	}
 	n.waiters.remove(w.id)
-	n.observer.ConsumeWait(w.request.Topic, outcomeOf(w.request, "hit"), n.nowMs-w.parkedAtMs)
+	n.observer.ConsumeWait(w.request.Topic, "hit", n.nowMs-w.parkedAtMs)
 	n.reply(w.id, msg.ConsumeResult{Messages: messages, Batch: w.request.Max > 0}, nil)
 	return true
 }
@@ -170,7 +170,7 @@ func (n *Node) probeAnswered(id msg.RequestID, topicName, owner string, reply ms
 		n.remoteRoundEnded(topicName, true)
 	}
 	n.waiters.remove(id)
-	n.observer.ConsumeWait(topicName, outcomeOf(w.request, "hit"), n.nowMs-w.parkedAtMs)
+	n.observer.ConsumeWait(topicName, "hit", n.nowMs-w.parkedAtMs)
 	n.reply(id, msg.ConsumeResult{Messages: result.Messages, Batch: w.request.Max > 0}, nil)
 	n.probeForNotify(topicName, owner) // the owner may hold more for the next poll
 }

@@ -98,3 +98,20 @@ func TestALongPollPastTheCapAsksTheOtherOwnersThenIsRefused(t *testing.T) {
 	require.True(t, answered, "a poll past the cap is answered once its probes come back")
 	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(reply.Err), "%+v", reply)
 }
+
+// Property: a consume that does not wait and delivers records is a hit,
+// not no_wait: no_wait is a consume answered at once with nothing, which
+// the host counts in narad_consume_empty_total (metrics audit finding 1).
+func TestANoWaitConsumeThatDeliversIsAHit(t *testing.T) {
+	outcomes := &pollOutcomes{}
+	h := newHarness(t)
+	h.observer = outcomes
+	h.restart()
+	h.createTopic("t")
+	h.produce("t", 0, "a")
+	got := h.ok(msg.Consume{Topic: "t", Partition: msg.PartitionNone}).(msg.ConsumeResult)
+	require.Len(t, got.Messages, 1)
+	empty := h.ok(msg.Consume{Topic: "t", Partition: msg.PartitionNone}).(msg.ConsumeResult)
+	require.Empty(t, empty.Messages)
+	require.Equal(t, []string{"hit", "no_wait"}, outcomes.outcomes)
+}
