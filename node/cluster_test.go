@@ -37,6 +37,8 @@ type clusterHarness struct {
 	// running them, as a driver whose job is still on its goroutine.
 	holdJobs bool
 	held     []heldJob
+	// observers, when set before a (re)start, receive each node's events.
+	observers map[string]Observer
 	// disks, metaPaths and configs let restart bring a node back.
 	disks     map[string]*storage.MemFS
 	metaPaths map[string]string
@@ -85,7 +87,7 @@ func newClusterHarness(t *testing.T, size int) *clusterHarness {
 func (c *clusterHarness) start(id string) {
 	store, err := meta.OpenStore(c.metaPaths[id], meta.StoreOptions{NoSync: true})
 	require.NoError(c.t, err)
-	n, err := New(c.configs[id], c.disks[id], store, c.nowMs, nil)
+	n, err := New(c.configs[id], c.disks[id], store, c.nowMs, c.observers[id])
 	require.NoError(c.t, err)
 	c.nodes[id] = n
 }

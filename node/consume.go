@@ -75,7 +75,9 @@ func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 	messages, readErr := n.reserve(t, r)
 	switch {
 	case len(messages) > 0:
-		n.observer.ConsumeWait(r.Topic, "hit", 0)
+		if !isProbe(id, r) {
+			n.observer.ConsumeWait(r.Topic, "hit", 0)
+		}
 		n.reply(id, msg.ConsumeResult{Messages: messages, Batch: r.Max > 0}, nil)
 	case readErr != nil && r.Partition != msg.PartitionNone:
 		n.reply(id, nil, msg.Unavailable("partition %d of %s could not be read: %s", r.Partition, r.Topic, storageCause(readErr)))
@@ -84,7 +86,9 @@ func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 	case n.atLeaseBudget():
 		n.reply(id, nil, n.leasesFull()) // nothing to deliver again here, and the budget holds the new records back
 	case r.WaitMs <= 0 || n.draining:
-		n.observer.ConsumeWait(r.Topic, "no_wait", 0)
+		if !isProbe(id, r) {
+			n.observer.ConsumeWait(r.Topic, "no_wait", 0)
+		}
 		n.reply(id, msg.ConsumeResult{Messages: []msg.Message{}, Batch: r.Max > 0}, nil)
 	case n.waitersFull():
 		n.refuseWait(id, r.Topic)
@@ -122,6 +126,15 @@ func (n *Node) remoteRoundEnded(topicName string, hit bool) {
 	}
 	c.remoteBackoffMs = min(max(2*c.remoteBackoffMs, remoteBackoffMsMin), remoteBackoffMsMax)
 	c.remoteQuietUntilMs = n.nowMs + c.remoteBackoffMs
+}
+
+// isProbe reports whether a consume is another node's probe (probe): an
+// unpinned consume forwarded here. Its client's consume is counted once,
+// by the node that asked (ConsumeWait), not at each owner it probed; a
+// pinned consume forwarded whole is counted here, where it is served, and
+// not by the node that passed it on.
+func isProbe(id msg.RequestID, r msg.Consume) bool {
+	return localOnly(id) && r.Partition == msg.PartitionNone
 }
 
 // waitersFull reports whether the long polls parked here reached
