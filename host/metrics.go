@@ -23,6 +23,9 @@ type Metrics struct {
 	producedBytes    *prometheus.CounterVec
 	consumedMessages *prometheus.CounterVec
 	consumedBytes    *prometheus.CounterVec
+	// returned counts the records handed back undelivered (AckReturn),
+	// each counted in consumedMessages when it was reserved.
+	returned         *prometheus.CounterVec
 	consumePolls     *prometheus.CounterVec
 	consumeEmpty     *prometheus.CounterVec
 	consumeWait      *prometheus.HistogramVec
@@ -135,21 +138,21 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 		flows:            map[flowKey]flowCounters{},
 		producedMessages: counterVec("messages_produced_total", "Records appended at this owner.", tp),
 		producedBytes:    counterVec("bytes_produced_total", "Payload bytes appended at this owner.", tp),
-		consumedMessages: counterVec("messages_consumed_total", "Records delivered (queue and replay).", tp),
-		consumedBytes:    counterVec("bytes_consumed_total", "Payload bytes delivered (queue and replay).", tp),
+		consumedMessages: counterVec("messages_consumed_total", "Records reserved for consumes at this owner, and records read by replays; records handed back undelivered (messages_returned_total) are counted, and counted again when delivered again.", tp),
+		consumedBytes:    counterVec("bytes_consumed_total", "Payload bytes of the records counted in messages_consumed_total.", tp),
+		returned:         counterVec("messages_returned_total", "Records reserved here and handed back undelivered (a consume reply no client read or the reply budget refused, a probe's records for a poll answered meanwhile); each was counted in messages_consumed_total.", []string{"topic"}),
 		consumePolls:     counterVec("consume_polls_total", "Consume requests answered, by outcome: hit (delivered records, waiting or not), no_wait (did not wait, answered at once with nothing), timeout (waited, answered with nothing), cancelled, moved, waiters_full.", []string{"topic", "outcome"}),
 		consumeEmpty:     counterVec("consume_empty_total", "Consume requests answered with nothing: the no_wait and timeout outcomes.", []string{"topic"}),
 		consumeWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "narad", Name: "consume_wait_seconds",
 			Help: "How long consumes were parked, by outcome.", Buckets: []float64{.001, .01, .1, .5, 1, 5, 10, 30, 60}}, []string{"topic", "outcome"}),
-		consumerLag: gaugeVec("consumer_lag_messages", "High-watermark minus committed offset, per open partition.", tp),
-		inflight:    gaugeVec("inflight_size", "Reserved, unacked records, per open partition.", tp),
-		ackedAhead:  gaugeVec("acked_ahead_size", "Records acked above the committed offset, per open partition.", tp),
-		ackRejected: counterVec("ack_rejected_total", "Acks refused: cap (acked-ahead set full) or stale (410).", []string{"reason"}),
-		ackRepeated: counterVec("ack_repeated_total", "Acks of records already acknowledged (a retried ack that had landed), answered 204.", []string{"topic"}),
-		ackExtended: counterVec("ack_extended_total", "Leases extended.", []string{"topic"}),
-		nacks:       counterVec("nack_total", "Leases released for redelivery.", []string{"topic"}),
-		deadLetters: counterVec("dead_letters_total",
-			"Records that ran out of deliveries, acknowledged in their topic once their copy was durable in its dead-letter topic.", []string{"topic"}),
+		consumerLag:      gaugeVec("consumer_lag_messages", "High-watermark minus committed offset, per open partition.", tp),
+		inflight:         gaugeVec("inflight_size", "Reserved, unacked records, per open partition.", tp),
+		ackedAhead:       gaugeVec("acked_ahead_size", "Records acked above the committed offset, per open partition.", tp),
+		ackRejected:      counterVec("ack_rejected_total", "Acks refused: cap (acked-ahead set full) or stale (410).", []string{"reason"}),
+		ackRepeated:      counterVec("ack_repeated_total", "Acks of records already acknowledged (a retried ack that had landed), answered 204.", []string{"topic"}),
+		ackExtended:      counterVec("ack_extended_total", "Leases extended.", []string{"topic"}),
+		nacks:            counterVec("nack_total", "Leases released for redelivery.", []string{"topic"}),
+		deadLetters:      counterVec("dead_letters_total", "Records that ran out of deliveries, acknowledged in their topic once their copy was durable in its dead-letter topic.", []string{"topic"}),
 		relaysInFlight:   gauge("relays_in_flight", "Writes this node makes into topics on its own behalf (dead letters) not yet durable."),
 		relaysMax:        gauge("relays_in_flight_max", "Cap of relays_in_flight; past it exhausted records wait."),
 		relayBytes:       gauge("relay_bytes_in_flight", "Key and payload bytes of relays_in_flight."),
@@ -202,7 +205,7 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 }
 
 func (m *Metrics) register(reg prometheus.Registerer) {
-	reg.MustRegister(m.producedMessages, m.producedBytes, m.consumedMessages, m.consumedBytes,
+	reg.MustRegister(m.producedMessages, m.producedBytes, m.consumedMessages, m.consumedBytes, m.returned,
 		m.consumePolls, m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRejected, m.ackRepeated, m.ackExtended, m.nacks, m.deadLetters, m.relaysInFlight, m.relaysMax, m.relayBytes, m.relayBytesMax, m.held, m.heldMax, m.diskFree, m.diskReserve, m.diskLow, m.corruptSkipped,
 		m.consumerDropped, m.retentionBytes, m.retentionRecords, m.errors, m.events, m.syncRound, m.roundRecords,
 		m.gatherWaits, m.consumesUnclaimed, m.bootSeconds, m.topics, m.partitions, m.openLogs, m.openLogsMax, m.zeroTailBytes, m.keptLogs, m.keptLogBytes, m.keptLogBytesMax, m.openLogIndexBytes, m.leasesHeld, m.leasesMax, m.logEvictions, m.parkedPolls, m.peerStepErrors, m.peerUnsent)
@@ -263,6 +266,8 @@ func (m *Metrics) Acked(topic string, action msg.AckAction, outcome string) {
 		return
 	}
 	switch action {
+	case msg.AckReturn:
+		m.returned.WithLabelValues(topic).Inc()
 	case msg.AckExtend:
 		m.ackExtended.WithLabelValues(topic).Inc()
 	case msg.AckNack:
@@ -411,7 +416,7 @@ type partialDeleter interface {
 
 // topicSeries are the vectors with a topic label.
 func (m *Metrics) topicSeries() []partialDeleter {
-	return []partialDeleter{m.producedMessages, m.producedBytes, m.consumedMessages, m.consumedBytes, m.consumePolls,
+	return []partialDeleter{m.producedMessages, m.producedBytes, m.consumedMessages, m.consumedBytes, m.returned, m.consumePolls,
 		m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRepeated, m.ackExtended, m.nacks,
 		m.deadLetters, m.corruptSkipped, m.consumerDropped, m.retentionBytes, m.retentionRecords}
 }

@@ -3,6 +3,7 @@ package host
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,28 @@ func requireRedeliveredAtOnce(t *testing.T, h *Host) {
 	require.Equal(t, 1, m.DeliveryCount, "the answer nobody read was no delivery")
 	_, metrics := call(t, h, get("/metrics"))
 	require.Contains(t, metrics, "narad_consume_unclaimed_total 1\n")
+	// Both reservations count in narad_messages_consumed_total; the one
+	// handed back counts in narad_messages_returned_total too, so that
+	// their difference is the deliveries (metrics audit finding 3).
+	require.Contains(t, metrics, `narad_messages_returned_total{topic="queue"} 1`+"\n")
+	require.Equal(t, "2", consumedOf(metrics, "queue"))
+}
+
+// consumedOf sums a topic's narad_messages_consumed_total series in a
+// scrape (its partitions), as a string.
+func consumedOf(scrape, topic string) string {
+	total := 0.0
+	for _, line := range strings.Split(scrape, "\n") {
+		if !strings.HasPrefix(line, "narad_messages_consumed_total{") || !strings.Contains(line, `topic="`+topic+`"`) {
+			continue
+		}
+		fields := strings.Fields(line)
+		value, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err == nil {
+			total += value
+		}
+	}
+	return strconv.FormatFloat(total, 'f', -1, 64)
 }
 
 // A client that leaves in the round its consume is answered: the loop
