@@ -145,23 +145,23 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 		consumeEmpty:     counterVec("consume_empty_total", "Consume requests answered with nothing: the no_wait and timeout outcomes.", []string{"topic"}),
 		consumeWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "narad", Name: "consume_wait_seconds",
 			Help: "How long consumes were parked, by outcome.", Buckets: []float64{.001, .01, .1, .5, 1, 5, 10, 30, 60}}, []string{"topic", "outcome"}),
-		consumerLag:      gaugeVec("consumer_lag_messages", "High-watermark minus committed offset, per open partition.", tp),
-		inflight:         gaugeVec("inflight_size", "Reserved, unacked records, per open partition.", tp),
-		ackedAhead:       gaugeVec("acked_ahead_size", "Records acked above the committed offset, per open partition.", tp),
+		consumerLag:      sampledGaugeVec("consumer_lag_messages", "High-watermark minus committed offset, per open partition.", tp),
+		inflight:         sampledGaugeVec("inflight_size", "Reserved, unacked records, per open partition.", tp),
+		ackedAhead:       sampledGaugeVec("acked_ahead_size", "Records acked above the committed offset, per open partition.", tp),
 		ackRejected:      counterVec("ack_rejected_total", "Acks refused: cap (acked-ahead set full) or stale (410).", []string{"reason"}),
 		ackRepeated:      counterVec("ack_repeated_total", "Acks of records already acknowledged (a retried ack that had landed), answered 204.", []string{"topic"}),
 		ackExtended:      counterVec("ack_extended_total", "Leases extended.", []string{"topic"}),
 		nacks:            counterVec("nack_total", "Leases released for redelivery.", []string{"topic"}),
 		deadLetters:      counterVec("dead_letters_total", "Records that ran out of deliveries, acknowledged in their topic once their copy was durable in its dead-letter topic.", []string{"topic"}),
-		relaysInFlight:   gauge("relays_in_flight", "Writes this node makes into topics on its own behalf (dead letters) not yet durable."),
-		relaysMax:        gauge("relays_in_flight_max", "Cap of relays_in_flight; past it exhausted records wait."),
-		relayBytes:       gauge("relay_bytes_in_flight", "Key and payload bytes of relays_in_flight."),
-		relayBytesMax:    gauge("relay_bytes_in_flight_max", "Cap of relay_bytes_in_flight; past it a new relay waits (one alone always goes)."),
-		held:             gauge("held_requests", "Requests waiting for their topic, or the partition they pin, to reach this node's replica of the metadata (a topic just created or grown elsewhere)."),
-		heldMax:          gauge("held_requests_max", "Cap of held_requests; past it such a request is answered 503 at once."),
-		diskFree:         gauge("disk_free_bytes", "Bytes the data directory's file system has free for the node as it estimates them: the last read (statfs, about once a second) less what it appended since."),
-		diskReserve:      gauge("disk_reserve_bytes", "Free space the node keeps (storage.disk_reserve_bytes): under it, it refuses writes into its partitions."),
-		diskLow:          gauge("disk_low", "1 while the node's free space, as it estimates it, is under its reserve and it refuses writes into its partitions."),
+		relaysInFlight:   sampledGauge("relays_in_flight", "Writes this node makes into topics on its own behalf (dead letters) not yet durable."),
+		relaysMax:        sampledGauge("relays_in_flight_max", "Cap of relays_in_flight; past it exhausted records wait."),
+		relayBytes:       sampledGauge("relay_bytes_in_flight", "Key and payload bytes of relays_in_flight."),
+		relayBytesMax:    sampledGauge("relay_bytes_in_flight_max", "Cap of relay_bytes_in_flight; past it a new relay waits (one alone always goes)."),
+		held:             sampledGauge("held_requests", "Requests waiting for their topic, or the partition they pin, to reach this node's replica of the metadata (a topic just created or grown elsewhere)."),
+		heldMax:          sampledGauge("held_requests_max", "Cap of held_requests; past it such a request is answered 503 at once."),
+		diskFree:         sampledGauge("disk_free_bytes", "Bytes the data directory's file system has free for the node as it estimates them: the last read (statfs, about once a second) less what it appended since."),
+		diskReserve:      sampledGauge("disk_reserve_bytes", "Free space the node keeps (storage.disk_reserve_bytes): under it, it refuses writes into its partitions."),
+		diskLow:          sampledGauge("disk_low", "1 while the node's free space, as it estimates it, is under its reserve and it refuses writes into its partitions."),
 		corruptSkipped:   counterVec("consumer_corrupt_skipped_total", "Corrupt records skipped by consumers.", tp),
 		consumerDropped:  counterVec("consumer_dropped_messages", "Unacked records deleted by retention.", tp),
 		retentionBytes:   counterVec("storage_retention_bytes_deleted_total", "Bytes deleted by retention.", tp),
@@ -177,21 +177,21 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 		consumesUnclaimed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "consume_unclaimed_total",
 			Help: "Consume answers whose client had left before reading them, or that the reply budget refused; their records were handed back for redelivery, the delivery uncounted."}),
 		bootSeconds:       gauge("boot_duration_seconds", "Time from start to serving."),
-		topics:            gauge("topics_total", "Topics known to this node."),
-		partitions:        gauge("partitions_total", "Partitions of the known topics."),
-		openLogs:          gauge("open_partition_logs", "Partition logs open now."),
-		openLogsMax:       gauge("open_partition_logs_max", "Cap of the partition logs open at once."),
-		keptLogs:          gauge("storage_kept_closed_logs", "Partition logs closed for room or idleness and kept in memory, so that their next open reads none of their segments."),
-		keptLogBytes:      gauge("storage_kept_closed_log_bytes", "Memory of the kept closed logs (their indexes)."),
-		leasesHeld:        gauge("leases_held", "Offsets the node's lease tables hold (records delivered and not acked, acks above a frontier), an upper bound, counted every 100 ms and moved by every change since."),
-		leasesMax:         gauge("leases_max", "Bound of narad_leases_held; past it a consume served here answers 503."),
-		openLogIndexBytes: gauge("storage_open_log_index_bytes", "Memory of the open partition logs' indexes (4 bytes a record of their segments)."),
-		keptLogBytesMax:   gauge("storage_kept_closed_log_bytes_max", "Cap of storage_kept_closed_log_bytes (storage.closed_logs_kept_bytes_max); past it the least recently closed are forgotten."),
-		zeroTailBytes: gauge("storage_zero_tail_bytes",
+		topics:            sampledGauge("topics_total", "Topics known to this node."),
+		partitions:        sampledGauge("partitions_total", "Partitions of the known topics."),
+		openLogs:          sampledGauge("open_partition_logs", "Partition logs open."),
+		openLogsMax:       sampledGauge("open_partition_logs_max", "Cap of the partition logs open at once."),
+		keptLogs:          sampledGauge("storage_kept_closed_logs", "Partition logs closed for room or idleness and kept in memory, so that their next open reads none of their segments."),
+		keptLogBytes:      sampledGauge("storage_kept_closed_log_bytes", "Memory of the kept closed logs (their indexes)."),
+		leasesHeld:        sampledGauge("leases_held", "Offsets the node's lease tables hold (records delivered and not acked, acks above a frontier); the node's own count is exact, moved by every change of a table."),
+		leasesMax:         sampledGauge("leases_max", "Bound of narad_leases_held; past it a consume served here answers 503."),
+		openLogIndexBytes: sampledGauge("storage_open_log_index_bytes", "Memory of the open partition logs' indexes (4 bytes a record of their segments)."),
+		keptLogBytesMax:   sampledGauge("storage_kept_closed_log_bytes_max", "Cap of storage_kept_closed_log_bytes (storage.closed_logs_kept_bytes_max); past it the least recently closed are forgotten."),
+		zeroTailBytes: sampledGauge("storage_zero_tail_bytes",
 			"Disk preallocated as zeros ahead of the partition logs' frames (open logs, and logs closed since start): at most 1 MiB per open log, 64 KiB per closed one."),
 		logEvictions: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "partition_log_evictions_total",
 			Help: "Partition logs closed to stay under the cap of open logs (they reopen on demand)."}),
-		parkedPolls: gauge("consume_parked_polls", "Long polls waiting now."),
+		parkedPolls: sampledGauge("consume_parked_polls", "Long polls parked on this node."),
 		peerStepErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "peer_step_errors_total",
 			Help: "Envelopes from peers the node refused (unknown type, stale or malformed)."}),
 		peerUnsent: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "peer_unsent_total",
@@ -221,6 +221,20 @@ func gaugeVec(name, help string, labels []string) *prometheus.GaugeVec {
 
 func gauge(name, help string) prometheus.Gauge {
 	return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "narad", Name: name, Help: help})
+}
+
+// sampledNote ends the help of the gauges setInventory (and
+// setFanoutLags) publishes: the loop reads the node's numbers at start
+// and every inventoryPollInterval, so a scrape shows the last sample.
+const sampledNote = " Sampled at start and every 5 s, not live."
+
+// sampledGauge is a gauge setInventory sets; its help says so.
+func sampledGauge(name, help string) prometheus.Gauge { return gauge(name, help+sampledNote) }
+
+// sampledGaugeVec is a gauge vector setInventory (or setFanoutLags)
+// rebuilds; its help says so.
+func sampledGaugeVec(name, help string, labels []string) *prometheus.GaugeVec {
+	return gaugeVec(name, help+sampledNote, labels)
 }
 
 // Produced implements node.Observer.

@@ -28,8 +28,8 @@ func newFanoutMetrics(reg prometheus.Registerer) *fanoutMetrics {
 		copied:  counterVec("fanout_committed_total", "Records copied from a parent into a child and durable there (at least once: a retry after a crash or a move counts again).", pc),
 		stalled: counterVec("fanout_stalled_total", "Copy batches that did not reach the child: it refused or failed them, the parent's records could not be read, or this node's relays held their bytes bound; only that child's cursor waits to retry.", pc),
 		dropped: counterVec("fanout_child_dropped_messages", "Parent records that expired before their copy reached the child (data loss for the child).", pc),
-		lag:     gaugeVec("fanout_lag_messages", "Parent records not yet copied into the child, summed over the parent partitions this node owns.", pc),
-		cursors: gauge("fanout_cursors", "Fan-out cursors loaded on this node: one per child and parent partition it owns."),
+		lag:     sampledGaugeVec("fanout_lag_messages", "Parent records not yet copied into the child, summed over the parent partitions this node owns.", pc),
+		cursors: sampledGauge("fanout_cursors", "Fan-out cursors loaded on this node: one per child and parent partition it owns."),
 		steps: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "fanout_cursor_steps_total",
 			Help: "Times the node's loop stepped a fan-out cursor (looked for a batch to copy); a cursor that waits (caught up, or for its linger, retry or due time) is not stepped."}),
 	}

@@ -23,10 +23,10 @@ type moveMetrics struct {
 
 func newMoveMetrics(reg prometheus.Registerer) *moveMetrics {
 	m := &moveMetrics{
-		inflight: gauge("moves_inflight", "Partition moves in flight in the cluster (targets set)."),
-		sessions: gauge("moves_sessions", "Moves into this node that it is copying now."),
-		frozen:   gauge("moves_frozen_partitions", "Partitions this node keeps frozen (no produce) as the source of a move."),
-		resting: gauge("moves_resting_destinations",
+		inflight: sampledGauge("moves_inflight", "Partition moves in flight in the cluster (targets set)."),
+		sessions: sampledGauge("moves_sessions", "Moves into this node that it is copying."),
+		frozen:   sampledGauge("moves_frozen_partitions", "Partitions this node keeps frozen (no produce) as the source of a move."),
+		resting: sampledGauge("moves_resting_destinations",
 			"Members the leader gives no new partition for a while, after moves to them kept ending without their flip (0 on followers)."),
 		total: counterVec("moves_total", "Moves into this node that ended, by outcome (completed, force_promoted, aborted).",
 			[]string{"outcome"}),

@@ -20,9 +20,9 @@ type placementGauges struct {
 
 func newPlacementGauges(reg prometheus.Registerer) placementGauges {
 	g := placementGauges{
-		topicsMax: gauge("topics_max", "Bound of the cluster's topics (topic.max_topics); past it a create answers 409."),
-		owned:     gauge("owned_partitions", "Partitions this node owns, the count topic.max_partitions_per_node bounds."),
-		ownedMax: gauge("owned_partitions_max",
+		topicsMax: sampledGauge("topics_max", "Bound of the cluster's topics (topic.max_topics); past it a create answers 409."),
+		owned:     sampledGauge("owned_partitions", "Partitions this node owns, the count topic.max_partitions_per_node bounds."),
+		ownedMax: sampledGauge("owned_partitions_max",
 			"Bound of owned_partitions (topic.max_partitions_per_node); a create or grow that would pass it answers 409."),
 	}
 	reg.MustRegister(g.topicsMax, g.owned, g.ownedMax)

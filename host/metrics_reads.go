@@ -28,9 +28,9 @@ type readMetrics struct {
 
 func newReadMetrics(reg prometheus.Registerer) *readMetrics {
 	r := &readMetrics{
-		outstanding: gauge("meta_reads_outstanding",
+		outstanding: sampledGauge("meta_reads_outstanding",
 			"Read requests of this node, leading the metastore, not yet confirmed by a quorum: its 404s and 400s about a topic, and its answers to other nodes' questions, wait for one."),
-		outstandingMax: gauge("meta_reads_outstanding_max",
+		outstandingMax: sampledGauge("meta_reads_outstanding_max",
 			"Cap of meta_reads_outstanding (meta.ReadRequestsMax), a backstop: the node asks one read at a time."),
 		confirmed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "meta_reads_confirmed_total",
 			Help: "Read requests of this node, leading the metastore, that a quorum confirmed: each lets every request held before it was asked be answered."}),

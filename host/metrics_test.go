@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -191,4 +192,33 @@ func TestReadCountersAddOnlyWhatIsNew(t *testing.T) {
 	m.reads.set(node.Stats{MetaReadsConfirmed: 5, HeldRefusedFull: 4})
 	require.Equal(t, 5.0, counterValue(t, m.reads.confirmed))
 	require.Equal(t, 4.0, counterValue(t, m.reads.refused.WithLabelValues("held_full")))
+}
+
+// The gauges the loop publishes from the node's inventory are samples,
+// taken at start and every inventoryPollInterval; their help says so
+// rather than "now" or "exact at every moment" (metrics audit finding 4).
+func TestInventoryGaugesSayTheyAreSampled(t *testing.T) {
+	require.Equal(t, 5*time.Second, inventoryPollInterval, "sampledNote names the interval")
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	m.setInventory(node.Stats{}, []node.PartitionState{{Topic: "t"}})
+	m.setFanoutLags([]node.FanoutLinkLag{{Parent: "p", Child: "c"}})
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	help := map[string]string{}
+	for _, family := range families {
+		help[family.GetName()] = family.GetHelp()
+	}
+	for _, name := range []string{"moves_inflight", "moves_sessions", "moves_frozen_partitions", "moves_resting_destinations",
+		"topics_total", "partitions_total", "topics_max", "owned_partitions", "owned_partitions_max",
+		"open_partition_logs", "open_partition_logs_max", "storage_zero_tail_bytes", "storage_kept_closed_logs",
+		"storage_kept_closed_log_bytes", "storage_kept_closed_log_bytes_max", "storage_open_log_index_bytes",
+		"leases_held", "leases_max", "fanout_cursors", "consume_parked_polls", "relays_in_flight", "relays_in_flight_max",
+		"relay_bytes_in_flight", "relay_bytes_in_flight_max", "held_requests", "held_requests_max",
+		"meta_reads_outstanding", "meta_reads_outstanding_max", "disk_free_bytes", "disk_reserve_bytes", "disk_low",
+		"consumer_lag_messages", "inflight_size", "acked_ahead_size", "fanout_lag_messages"} {
+		require.Contains(t, help, "narad_"+name)
+		require.Contains(t, help["narad_"+name], "every 5 s", name)
+		require.NotRegexp(t, `\bnow\b`, help["narad_"+name], name)
+	}
 }
