@@ -91,6 +91,13 @@ func TestFanoutCopiesOverHTTP(t *testing.T) {
 		{"lag drained", get("/v1/topics/orders/children"), 200, `"lag_messages":0,"lag_complete":true`},
 		{"copy counted", get("/metrics"), 200, `narad_fanout_committed_total{child="audit",parent="orders"} 1`},
 	})
+	// A detach drops the link's series, as a deletion does (metrics audit
+	// finding 5: they stayed until a topic was deleted).
+	runSteps(t, h, []step{{"detach", del("/v1/topics/orders/children/audit"), 204, ""}})
+	require.Eventually(t, func() bool {
+		_, body := call(t, h, get("/metrics"))
+		return !strings.Contains(body, `narad_fanout_committed_total{child="audit"`)
+	}, 5*time.Second, 10*time.Millisecond, "the detached link's series are gone")
 }
 
 // A child's schema must be absent (it takes its parent's) or identical,

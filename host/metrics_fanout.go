@@ -67,3 +67,11 @@ func (m *Metrics) setFanoutLags(lags []node.FanoutLinkLag) {
 		m.fanout.lag.WithLabelValues(lag.Parent, lag.Child).Set(float64(lag.Messages))
 	}
 }
+
+// FanoutLinkGone implements node.FanoutDetachObserver: a detached link
+// (or one whose topic was deleted) leaves no series behind.
+func (m *Metrics) FanoutLinkGone(parent, child string) {
+	for _, vec := range []partialDeleter{m.fanout.copied, m.fanout.stalled, m.fanout.dropped, m.fanout.lag} {
+		vec.DeletePartialMatch(prometheus.Labels{"parent": parent, "child": child})
+	}
+}

@@ -73,6 +73,14 @@ type FanoutObserver interface {
 	FanoutDropped(parent, child string, partition int, records uint64)
 }
 
+// FanoutDetachObserver hears that a link this node had in its view of
+// the parents is gone from the applied state (detached, or either topic
+// deleted): the host drops the link's series then. An Observer that
+// implements it gets the calls.
+type FanoutDetachObserver interface {
+	FanoutLinkGone(parent, child string)
+}
+
 type nopFanoutObserver struct{}
 
 func (nopFanoutObserver) FanoutCopied(string, string, int, int)     {}
@@ -131,12 +139,14 @@ func (n *Node) refreshFanoutView() {
 	if n.fanoutViewCurrent() {
 		return
 	}
+	before := n.fanout.parents
 	n.fanout.topicsVersion, n.fanout.parents = n.meta.State().TopicsVersion(), []fanoutParent{}
 	for _, record := range n.meta.State().Topics() {
 		if len(record.Children) > 0 {
 			n.fanout.parents = append(n.fanout.parents, fanoutParent{record: record, owned: n.ownedPartitions(record)})
 		}
 	}
+	n.tellLinksGone(before)
 	for _, p := range n.sortedPartitions() {
 		if p.fanout == nil {
 			continue
@@ -147,6 +157,24 @@ func (n *Node) refreshFanoutView() {
 		}
 		p.cursorLinks, p.cursorLinksKnown = slices.Clone(record.Children), true
 		n.removeStaleCursors(p, record.Children)
+	}
+}
+
+// tellLinksGone tells the observer of each link of the view before that
+// the applied state no longer holds, in the view's order (a detached
+// link's series would otherwise stay until a topic's deletion).
+func (n *Node) tellLinksGone(before []fanoutParent) {
+	detach, ok := n.observer.(FanoutDetachObserver)
+	if !ok {
+		return
+	}
+	for _, parent := range before {
+		record, exists := n.meta.State().Topic(parent.record.Name)
+		for _, link := range parent.record.Children {
+			if !exists || !linked(record.Children, link.Name) {
+				detach.FanoutLinkGone(parent.record.Name, link.Name)
+			}
+		}
 	}
 }
 
