@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -24,7 +25,7 @@ type scrapeLimit struct {
 func newScrapeLimit(next http.Handler, reg prometheus.Registerer) *scrapeLimit {
 	limit := &scrapeLimit{next: next, slots: make(chan struct{}, scrapesMax),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Subsystem: "http", Name: "scrapes_refused_total",
-			Help: "Scrapes of /metrics refused (503) because scrapesMax (4) were being served."})}
+			Help: "Scrapes of /metrics refused (503) because " + strconv.Itoa(scrapesMax) + " were being served at once."})}
 	reg.MustRegister(limit.refused)
 	return limit
 }
