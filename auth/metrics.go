@@ -25,7 +25,7 @@ func newMetrics(a *Authenticator, reg prometheus.Registerer) *metrics {
 			Name: "bcrypt_runs_total", Help: "bcrypt runs by operation (verify, hash)."}, []string{"op"}),
 	}
 	waiting := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "narad", Subsystem: "auth", Name: "bcrypt_waiting",
-		Help: "bcrypt runs (verify or hash) waiting for a turn now; a verification waits at most Config.BcryptWaitMax."},
+		Help: fmt.Sprintf("bcrypt runs (verify or hash) waiting for a turn now; a verification waits at most %s for one, then answers 503.", a.cfg.BcryptWaitMax)},
 		func() float64 { return float64(a.bcryptWaiting.Load()) })
 	sources := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "narad", Subsystem: "auth", Name: "sources_tracked",
 		Help: fmt.Sprintf("Client addresses (IPv6: /64 prefixes) whose bucket of failed authentication attempts is not full; at most %d.", a.cfg.SourcesMax)},
