@@ -123,9 +123,9 @@ func (a *Authenticator) refill(b bucket, now time.Time) bucket {
 }
 
 // pruneBucketsLocked drops the buckets that refilled to full (the same
-// as absent) and those of users the view no longer holds (deleted: one
-// created again under the name starts with a full bucket, as a new user
-// does).
+// as absent) and those of users the view no longer holds (deleted). It
+// runs only at the table's bound: a user deleted and created again under
+// its name before then keeps the old bucket, refilling as any other.
 func (a *Authenticator) pruneBucketsLocked(now time.Time) {
 	users := a.users.Load()
 	for username, b := range a.buckets {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/crypto/bcrypt"
 
 	"narad/auth"
 	"narad/httpapi"
@@ -85,7 +86,7 @@ func (s *rootSeed) logSeeded(logger *slog.Logger) {
 
 // dropSeedOfExistingRoot logs, once at start, that NARAD_ADMIN_PASSWORD
 // is ignored when the users this node read from its disk already hold a
-// root: the password only seeds the root of a new cluster, and without
+// root whose password is another (one bcrypt comparison at start): the password only seeds the root of a new cluster, and without
 // the line an operator who set it to reset the root's password saw
 // nothing say it was not used. Never the password. A node that learns of
 // the root only later (a new member) logs nothing: its seed just never
@@ -95,12 +96,18 @@ func (l *loop) dropSeedOfExistingRoot() {
 		return
 	}
 	for _, user := range l.authenticator.Users().List() {
-		if user.Root {
-			l.logger.Warn("NARAD_ADMIN_PASSWORD ignored: it is used only to seed the root user of a new cluster, and the root user exists; "+
-				"change its password with PUT /v1/users/"+user.Username+"/password", "component", "security", "user", user.Username)
-			l.seed = nil
-			return
+		if !user.Root {
+			continue
 		}
+		// The same password (a deployment, or narad cluster up, that sets
+		// it at every start) says nothing: only one that differs from the
+		// root's, which someone may have set to reset it, is worth a line.
+		if bcrypt.CompareHashAndPassword(user.PasswordHash, []byte(l.seed.password)) != nil {
+			l.logger.Warn("NARAD_ADMIN_PASSWORD ignored: it is used only to seed the root user of a new cluster, and the root user exists "+
+				"with another password; change it with PUT /v1/users/"+user.Username+"/password", "component", "security", "user", user.Username)
+		}
+		l.seed = nil
+		return
 	}
 }
 

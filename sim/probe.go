@@ -18,6 +18,11 @@ const (
 	// drain: a leader, every member alive, every node serving every
 	// partition.
 	livenessProbeMsMax = 30_000
+	// restsWaitMsMax bounds how much longer than livenessProbeMsMax the
+	// placement may take to settle while a leader rests a destination: the
+	// longest rest (16 times moveDestinationRestMs), then
+	// livenessProbeMsMax for the moves it then gets.
+	restsWaitMsMax = 16*moveDestinationRestMs + livenessProbeMsMax
 )
 
 // probeSpec is one request an operator's client repeats until its answer
@@ -153,8 +158,12 @@ func (w *World) checkClusterLiveness() {
 		w.fail("liveness", "no single leader with its barrier after healing: leaders %v of terms %v", nodeIDs(leaders), terms)
 		return
 	}
+	latestMs := deadlineMs + restsWaitMsMax
 	w.loop(func() bool {
-		deadlineMs = w.placementDeadlineMs(deadlineMs) // a rest's end counts once it is known, and after it ended
+		// a rest's end counts once it is known, and after it ended; never
+		// past latestMs, so a destination that fails again after each rest
+		// (a bug) fails the check instead of holding it for good
+		deadlineMs = min(w.placementDeadlineMs(deadlineMs), latestMs)
 		return w.placementUnsettled() != "" && w.nowMs < deadlineMs
 	})
 	if unsettled := w.placementUnsettled(); w.failure == nil && unsettled != "" {
@@ -187,6 +196,9 @@ func (w *World) checkClusterLiveness() {
 // until the rest ends plus livenessProbeMsMax for the moves it then
 // gets. A destination that failed four times in a row rests 48 s, past
 // the usual deadline, and the planner rightly gives it nothing meanwhile.
+//
+// The extensions together stay under restsWaitMsMax past the usual
+// deadline: the longest rest, then livenessProbeMsMax.
 func (w *World) placementDeadlineMs(deadlineMs int64) int64 {
 	for _, n := range w.activeNodes() {
 		if !n.up() {

@@ -118,7 +118,10 @@ func (a *app) serve(cmd *cobra.Command, options serveOptions) error {
 	logger := newLogger(a, cfg.Log)
 	a.warnUnknownEnv(logger)
 	err = a.runHost(cmd.Context(), cfg, logger, started)
-	if errors.Is(err, syscall.EADDRINUSE) {
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE) && strings.Contains(err.Error(), "pprof"):
+		return fmt.Errorf("%w (another process listens there: give another --pprof-addr)", err)
+	case errors.Is(err, syscall.EADDRINUSE):
 		return fmt.Errorf("%w (another process listens there: give another with --port or --addr; make run takes RUN_ARGS='--port N')", err)
 	}
 	return err
