@@ -88,9 +88,37 @@ func applySeedFlags(opts *Options, fields []string) error {
 			opts.DiskPressure = true
 		case field == "weather":
 			opts.Weather = WeatherOn
+		case strings.ContainsAny(field, "=") || strings.HasPrefix(field, "-"):
+			// a flag word misspelled, or copied from a reproduce line
+			// (-moves=true), would start the reason and change nothing
+			return fmt.Errorf("%q is no flag word of a seed line (%s)", field, seedFlagWords)
 		default:
-			return nil
+			return checkSeedOptions(*opts)
 		}
+	}
+	return checkSeedOptions(*opts)
+}
+
+// seedFlagWords are the words applySeedFlags reads.
+const seedFlagWords = "nodes=N moves users deadletters deadletters-aimed fanout fanout-aged-out sites=on media-clusters disk-pressure weather"
+
+// checkSeedOptions refuses, as TestSim refuses its flags (ignoredFlags),
+// a seed line whose words make a world the simulator has not, or name a
+// setting that changes nothing in its world.
+func checkSeedOptions(opts Options) error {
+	switch {
+	case opts.Nodes != 1 && opts.Nodes != 3 && opts.Nodes != 5:
+		return fmt.Errorf("nodes=%d: the simulator has worlds of 1, 3 and 5 nodes", opts.Nodes)
+	case opts.Nodes == 1 && (opts.Moves || opts.Users):
+		return fmt.Errorf("moves and users need a cluster (nodes=3 or nodes=5)")
+	case opts.DeadLettersAimed && (!opts.DeadLetters || opts.Nodes == 1):
+		return fmt.Errorf("deadletters-aimed needs deadletters in a cluster")
+	case opts.FanoutAgedOut && (!opts.Fanout || opts.Nodes != 1):
+		return fmt.Errorf("fanout-aged-out needs fanout on one node")
+	case opts.Weather == WeatherOn && !opts.Moves:
+		return fmt.Errorf("weather needs moves")
+	case opts.MediaInClusters && !(opts.Nodes == 3 && opts.Moves):
+		return fmt.Errorf("media-clusters changes only three-node moves worlds")
 	}
 	return nil
 }
@@ -118,5 +146,41 @@ func TestSeedFlagsStopAtTheReason(t *testing.T) {
 	}
 	if err := applySeedFlags(&opts, []string{"nodes=x"}); err == nil {
 		t.Fatal("a bad node count was accepted")
+	}
+}
+
+// A seed line's flag word misspelled, or copied from a reproduce line
+// (moves=true, -moves), started the reason and changed nothing: the seed
+// ran another world than the one that failed. Such a word, and a world
+// TestSim would refuse, are errors.
+func TestASeedLineWithAWrongFlagWordIsRefused(t *testing.T) {
+	for _, line := range []string{"nodes=3 moves=true a reason", "nodes=3 -moves a reason", "nodes=4 moves a reason",
+		"nodes=1 moves a reason", "nodes=5 moves media-clusters a reason", "weather a reason"} {
+		opts := DefaultOptions(1)
+		opts.MediaInClusters, opts.DiskPressure = false, false
+		if err := applySeedFlags(&opts, strings.Fields(line)); err == nil {
+			t.Errorf("seed line %q accepted", line)
+		}
+	}
+}
+
+// A reproduce line runs the world that failed: a regression seed or a
+// planted-bug sweep runs with disk pressure and the media fault off, and
+// the line left both out, so run as printed it took TestSim's defaults
+// (both on) and another trace. It names -disk-pressure always and
+// -media-clusters where it changes something (three-node moves worlds;
+// TestSim refuses it elsewhere).
+func TestAReproduceLineNamesDiskPressureAndTheMediaFault(t *testing.T) {
+	failed := func(nodes int, moves, media, pressure bool) string {
+		return Report{Seed: 24, Nodes: nodes, Moves: moves, MediaInClusters: media, DiskPressure: pressure, Profile: "all",
+			SafetyMs: 30_000, Failure: &Failure{Checker: "x", Detail: "y"}}.FailureText()
+	}
+	line := failed(3, true, false, false)
+	if !strings.Contains(line, " -disk-pressure=false") || !strings.Contains(line, " -media-clusters=false") {
+		t.Fatalf("three-node moves world: %s", line)
+	}
+	line = failed(1, false, true, true)
+	if !strings.Contains(line, " -disk-pressure=true") || strings.Contains(line, "-media-clusters") {
+		t.Fatalf("one-node world: %s", line)
 	}
 }

@@ -18,7 +18,11 @@ type Report struct {
 	Moves bool
 	// Weather says whether the run's safety phase had lulls (-weather).
 	Weather bool
-	Users   bool
+	// MediaInClusters and DiskPressure are the run's options of the same
+	// names (-media-clusters, -disk-pressure): off in regression seeds and
+	// the planted-bug sweeps unless asked, so the reproduce line names them.
+	MediaInClusters, DiskPressure bool
+	Users                         bool
 	// Fanout says whether it ran the fan-out scenario.
 	Fanout  bool
 	Profile string
@@ -124,7 +128,7 @@ type Report struct {
 func (w *World) report() Report {
 	doomedRounds, doomedDelivered := w.deadLetters.doomedCounts()
 	return Report{
-		Seed: w.opts.Seed, Nodes: w.opts.Nodes, Moves: w.moves != nil, Weather: w.weather != nil, Users: w.users != nil, Fanout: w.opts.Fanout, Profile: w.opts.Faults.Name, SafetyMs: w.opts.SafetyMs, TraceHash: w.trace.sum(), Events: w.trace.events,
+		Seed: w.opts.Seed, Nodes: w.opts.Nodes, Moves: w.moves != nil, Weather: w.weather != nil, MediaInClusters: w.opts.MediaInClusters, DiskPressure: w.opts.DiskPressure, Users: w.users != nil, Fanout: w.opts.Fanout, Profile: w.opts.Faults.Name, SafetyMs: w.opts.SafetyMs, TraceHash: w.trace.sum(), Events: w.trace.events,
 		SimMs: w.nowMs, accounting: w.history.account(), Faults: sortedCounts(w.faults), Marks: chaos.Marks(), SitesFired: firedSites(),
 		PeerSent: sortedCounts(w.peers.sent), PeerDropped: sortedCounts(w.peers.dropped), StepErrors: sortedCounts(w.stepErrors),
 		PeerUnreachable: total(w.peers.unreachable),
@@ -202,9 +206,20 @@ func (r Report) FailureText() string {
 	for _, line := range r.TraceTail {
 		fmt.Fprintf(&b, "  %s\n", line)
 	}
-	fmt.Fprintf(&b, "reproduce: go test ./sim -run 'TestSim$' -seed=%d -nodes=%d -moves=%t -users=%t -deadletters=%t -deadletters-aimed=%t -fanout=%t -fanout-aged-out=%t -faults=%s -sites=%s -weather=%s -duration=%dms -v\n",
-		r.Seed, r.Nodes, r.Moves, r.Users, r.DeadLetters, r.DeadLettersAimed, r.Fanout, r.FanoutAgedOut, r.Profile, r.sitesFlag(), r.weatherFlag(), r.SafetyMs)
+	fmt.Fprintf(&b, "reproduce: go test ./sim -run 'TestSim$' -seed=%d -nodes=%d -moves=%t -users=%t -deadletters=%t -deadletters-aimed=%t -fanout=%t -fanout-aged-out=%t -faults=%s -sites=%s -weather=%s -disk-pressure=%t%s -duration=%dms -v\n",
+		r.Seed, r.Nodes, r.Moves, r.Users, r.DeadLetters, r.DeadLettersAimed, r.Fanout, r.FanoutAgedOut, r.Profile, r.sitesFlag(), r.weatherFlag(),
+		r.DiskPressure, r.mediaFlag(), r.SafetyMs)
 	return b.String()
+}
+
+// mediaFlag is the -media-clusters flag of the reproduce line: only
+// three-node moves worlds draw the media fault, and TestSim refuses the
+// flag turned off elsewhere.
+func (r Report) mediaFlag() string {
+	if r.Nodes != 3 || !r.Moves {
+		return ""
+	}
+	return fmt.Sprintf(" -media-clusters=%t", r.MediaInClusters)
 }
 
 func countsString(counts []chaos.Count) string {
