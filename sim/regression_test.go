@@ -106,18 +106,10 @@ const seedFlagWords = "nodes=N moves users deadletters deadletters-aimed fanout 
 // a seed line whose words make a world the simulator has not, or name a
 // setting that changes nothing in its world.
 func checkSeedOptions(opts Options) error {
-	switch {
-	case opts.Nodes != 1 && opts.Nodes != 3 && opts.Nodes != 5:
-		return fmt.Errorf("nodes=%d: the simulator has worlds of 1, 3 and 5 nodes", opts.Nodes)
-	case opts.Nodes == 1 && (opts.Moves || opts.Users):
-		return fmt.Errorf("moves and users need a cluster (nodes=3 or nodes=5)")
-	case opts.DeadLettersAimed && (!opts.DeadLetters || opts.Nodes == 1):
-		return fmt.Errorf("deadletters-aimed needs deadletters in a cluster")
-	case opts.FanoutAgedOut && (!opts.Fanout || opts.Nodes != 1):
-		return fmt.Errorf("fanout-aged-out needs fanout on one node")
-	case opts.Weather == WeatherOn && !opts.Moves:
-		return fmt.Errorf("weather needs moves")
-	case opts.MediaInClusters && !(opts.Nodes == 3 && opts.Moves):
+	if err := worldError(opts, ""); err != nil {
+		return err
+	}
+	if opts.MediaInClusters && !(opts.Nodes == 3 && opts.Moves) {
 		return fmt.Errorf("media-clusters changes only three-node moves worlds")
 	}
 	return nil

@@ -75,19 +75,31 @@ func optionsFromFlags(t *testing.T, seed uint64) Options {
 // sweep that seems to test a scenario while it runs without it; sim
 // review). The reproduce lines name every flag, the false ones too.
 func ignoredFlags(opts Options) error {
+	if err := worldError(opts, "-"); err != nil {
+		return err
+	}
+	if !*mediaFlag && !(opts.Nodes == 3 && opts.Moves) {
+		return fmt.Errorf("-media-clusters=false changes only three-node moves worlds")
+	}
+	return nil
+}
+
+// worldError refuses options that make no world of the simulator (a node
+// count it has none of) or set a scenario on that their world ignores;
+// dash is how the names are written: "-" for TestSim's flags, "" for a
+// seed line's words.
+func worldError(opts Options, dash string) error {
 	switch {
 	case opts.Nodes != 1 && opts.Nodes != 3 && opts.Nodes != 5:
-		return fmt.Errorf("-nodes=%d: the simulator has worlds of 1, 3 and 5 nodes", opts.Nodes)
+		return fmt.Errorf("%snodes=%d: the simulator has worlds of 1, 3 and 5 nodes", dash, opts.Nodes)
 	case opts.Nodes == 1 && (opts.Moves || opts.Users):
-		return fmt.Errorf("-moves and -users need a cluster: add -nodes=3 or -nodes=5")
+		return fmt.Errorf("%[1]smoves and %[1]susers need a cluster: add %[1]snodes=3 or %[1]snodes=5", dash)
 	case opts.DeadLettersAimed && (!opts.DeadLetters || opts.Nodes == 1):
-		return fmt.Errorf("-deadletters-aimed needs -deadletters in a cluster")
+		return fmt.Errorf("%[1]sdeadletters-aimed needs %[1]sdeadletters in a cluster", dash)
 	case opts.FanoutAgedOut && (!opts.Fanout || opts.Nodes != 1):
-		return fmt.Errorf("-fanout-aged-out needs -fanout on one node")
-	case *weatherFlag == "on" && !opts.Moves:
-		return fmt.Errorf("-weather=on needs -moves")
-	case !*mediaFlag && !(opts.Nodes == 3 && opts.Moves):
-		return fmt.Errorf("-media-clusters=false changes only three-node moves worlds")
+		return fmt.Errorf("%[1]sfanout-aged-out needs %[1]sfanout on one node", dash)
+	case opts.Weather == WeatherOn && !opts.Moves:
+		return fmt.Errorf("%[1]sweather=on needs %[1]smoves", dash)
 	}
 	return nil
 }
