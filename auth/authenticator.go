@@ -200,7 +200,7 @@ func (a *Authenticator) Verify(ctx context.Context, source Source, username, pas
 		// one would pass.
 		return Identity{}, a.failWithoutBcrypt(source, "wrong_password")
 	}
-	identity := Identity{Username: user.Username, Root: user.Root, Grants: user.Grants, CreatedAtMs: user.CreatedAtMs, passwordHash: user.PasswordHash}
+	identity := identityOf(user)
 	ok, err := a.check(ctx, attempt{source: source, username: username, hash: user.PasswordHash,
 		password: password, mac: a.mac(username, password)})
 	if err != nil {

@@ -1,6 +1,10 @@
 package auth
 
-import "bytes"
+import (
+	"bytes"
+
+	"narad/meta"
+)
 
 // Current returns the caller id in the users view published now, and
 // whether its credential still holds there: false when the user was
@@ -14,6 +18,12 @@ func (a *Authenticator) Current(id Identity) (Identity, bool) {
 	if !known || user.CreatedAtMs != id.CreatedAtMs || !bytes.Equal(user.PasswordHash, id.passwordHash) {
 		return Identity{}, false
 	}
+	return identityOf(user), true
+}
+
+// identityOf is the Identity of a user of a view, with the password hash
+// its credential is checked against.
+func identityOf(user meta.User) Identity {
 	return Identity{Username: user.Username, Root: user.Root, Grants: user.Grants, CreatedAtMs: user.CreatedAtMs,
-		passwordHash: user.PasswordHash}, true
+		passwordHash: user.PasswordHash}
 }

@@ -2,7 +2,6 @@ package node
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -200,16 +199,7 @@ func TestAPollPastTheSkipBoundWakesOnlyThePollsOfItsPartition(t *testing.T) {
 	h.cfg.Log.HWMLagBytesMax, h.cfg.Log.HWMLagMsMax = 0, 0 // every acknowledged record below the persisted HWM
 	h.restart()
 	h.createTopic("orders", func(c *msg.CreateTopic) { c.Partitions = pinnedPartitions })
-	for i := range damaged + 1 {
-		h.produce("orders", 0, fmt.Sprintf("record-%03d", i))
-	}
-	require.NoError(t, h.node.Abandon())
-	h.node = nil
-	h.fs.Crash()
-	for i := range damaged {
-		damagePayload(t, h.fs, PartitionDir("orders", 0), fmt.Sprintf("record-%03d", i))
-	}
-	h.start()
+	writeDamagedRun(t, h, "orders", damaged)
 	parked := parkOnTheOtherPartitions(h)
 	countLooks(t)
 	poll := h.send(msg.Consume{Topic: "orders", Partition: 0, WaitMs: 10_000})
@@ -237,9 +227,7 @@ func TestAPollLeftBySpentReadsWakesOnlyThePollsOfItsPartition(t *testing.T) {
 		polls = append(polls, h.send(msg.Consume{Topic: "orders", Partition: 0, WaitMs: 8_000}))
 	}
 	countLooks(t)
-	payload := []byte(strings.Repeat("x", 600_000))
-	records := []msg.ProduceRecord{{Partition: 0, Payload: payload}, {Partition: 0, Payload: payload}, {Partition: 0, Payload: payload}}
-	h.ok(msg.Produce{Topic: "orders", Records: records, Batch: true})
+	produceThreeLargeRecords(h, "orders")
 	require.Contains(t, h.replies, polls[0])
 	require.Contains(t, h.replies, polls[1])
 	require.NotContains(t, h.replies, polls[2], "the round's reads were spent")

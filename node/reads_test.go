@@ -60,9 +60,7 @@ func TestAPollLeftByARoundsSpentReadsLooksAgainAtTheNextTick(t *testing.T) {
 		h.tick(1) // the node's own deadlines settle in the future
 	}
 	require.Greater(t, h.node.NextDeadlineMs(), h.nowMs+1)
-	payload := []byte(strings.Repeat("x", 600_000))
-	records := []msg.ProduceRecord{{Partition: 0, Payload: payload}, {Partition: 0, Payload: payload}, {Partition: 0, Payload: payload}}
-	h.ok(msg.Produce{Topic: "t", Records: records, Batch: true})
+	produceThreeLargeRecords(h, "t")
 	require.Contains(t, h.replies, polls[0])
 	require.Contains(t, h.replies, polls[1])
 	require.NotContains(t, h.replies, polls[2], "the round's reads were spent")
@@ -71,4 +69,13 @@ func TestAPollLeftByARoundsSpentReadsLooksAgainAtTheNextTick(t *testing.T) {
 	reply, answered := h.replies[polls[2]]
 	require.True(t, answered, "the poll looked again at the Tick")
 	require.Len(t, reply.Result.(msg.ConsumeResult).Messages, 1)
+}
+
+// produceThreeLargeRecords produces three records of 600 KB to partition
+// 0 of topicName in one batch: three polls parked there can take two of
+// them within one round's reads, not the third.
+func produceThreeLargeRecords(h *harness, topicName string) {
+	payload := []byte(strings.Repeat("x", 600_000))
+	records := []msg.ProduceRecord{{Partition: 0, Payload: payload}, {Partition: 0, Payload: payload}, {Partition: 0, Payload: payload}}
+	h.ok(msg.Produce{Topic: topicName, Records: records, Batch: true})
 }
