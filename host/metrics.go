@@ -330,6 +330,7 @@ var routineEvents = map[string]bool{
 	"partition-frozen": true, "partition-unfrozen": true, "partition-moved-away": true,
 	"voter-removal-proposed": true, "member-forget-proposed": true, "leadership-transfer": true,
 	"topic-purged": true, "stale-copy-deleted": true, "log-verified": true, "root-seeded": true,
+	"proposal-repeated": true,
 }
 
 // Event implements node.Observer: every event is logged and counted by

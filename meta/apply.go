@@ -1,6 +1,8 @@
 package meta
 
 import (
+	"fmt"
+
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 )
@@ -23,13 +25,19 @@ func (m *Meta) applyEntry(entry *raftpb.Entry) {
 
 // applyCommandEntry applies a command; an empty entry is the leader's
 // first entry of its term. A committed entry this binary cannot decode
-// stops the replica: skipping it would make replicas diverge.
+// stops the replica: skipping it would make replicas diverge. A
+// term-bound command appended in another term than it was proposed in is
+// refused (ErrStaleProposal).
 func (m *Meta) applyCommandEntry(entry *raftpb.Entry) {
 	if len(entry.GetData()) == 0 {
 		return
 	}
 	id, cmd, err := DecodeCommand(entry.GetData())
 	assert(err == nil, "committed entry %d does not decode (%v): every replica must know every command in the log", entry.GetIndex(), err)
+	if termBound(entry.GetData()) && id.Term != entry.GetTerm() {
+		m.recordOutcome(id, entry.GetIndex(), fmt.Errorf("%w: proposed in term %d, appended in term %d", ErrStaleProposal, id.Term, entry.GetTerm()))
+		return
+	}
 	m.recordOutcome(id, entry.GetIndex(), cmd.apply(m.state))
 }
 

@@ -11,10 +11,24 @@ import (
 // every encoded command.
 const commandHeaderBytes = 2
 
-// commandVersion1 is the first (and so far only) version of every command
-// body. When a body changes incompatibly, its command gets version 2 with
-// its own struct, and the decoder keeps reading version 1 and converting.
-const commandVersion1 = 1
+// The version byte. Versions 1 and 2 carry the same bodies; they differ
+// in when an entry applies:
+//   - commandVersion1: whenever it commits. Entries written by earlier
+//     releases are read and applied as they were.
+//   - commandVersion2, written since: only if raft appended it in the term
+//     it was proposed in (ProposalID.Term). Otherwise it is refused with
+//     ErrStaleProposal and changes nothing: a proposal forwarded to a
+//     leader that lost its leadership cannot apply once a later leader has
+//     committed an entry, so a proposer that applied an entry of a later
+//     term knows its proposal will never apply (see Outcome).
+//
+// When a body changes incompatibly, its command gets a new version with
+// its own struct, and the decoder keeps reading the old ones and
+// converting.
+const (
+	commandVersion1 = 1
+	commandVersion2 = 2
+)
 
 // commandEnvelope is the JSON body of an encoded command.
 type commandEnvelope struct {
@@ -35,7 +49,7 @@ func EncodeCommand(id ProposalID, cmd Command) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: encode envelope of %T: %v", ErrMalformedCommand, cmd, err)
 	}
-	data := append([]byte{byte(cmd.Type()), commandVersion1}, envelope...)
+	data := append([]byte{byte(cmd.Type()), commandVersion2}, envelope...)
 	if len(data) > commandBytesMax {
 		return nil, fmt.Errorf("%w: %T encodes to %d bytes, at most %d", ErrCommandTooLarge, cmd, len(data), commandBytesMax)
 	}
@@ -53,11 +67,16 @@ func DecodeCommand(data []byte) (ProposalID, Command, error) {
 		return ProposalID{}, nil, fmt.Errorf("%w: %d bytes, want %d to %d", ErrMalformedCommand, len(data), commandHeaderBytes, commandBytesMax)
 	}
 	commandType, version := CommandType(data[0]), data[1]
-	if version != commandVersion1 {
+	if version != commandVersion1 && version != commandVersion2 {
 		return ProposalID{}, nil, fmt.Errorf("%w: type %d version %d", ErrUnknownCommand, commandType, version)
 	}
 	return decodeEnvelope(commandType, data[commandHeaderBytes:])
 }
+
+// termBound reports whether an encoded command applies only in the term
+// it was proposed in (commandVersion2). data is at least
+// commandHeaderBytes long (DecodeCommand accepted it).
+func termBound(data []byte) bool { return data[1] == commandVersion2 }
 
 // decodeEnvelope decodes the JSON envelope of a command of the given type.
 func decodeEnvelope(commandType CommandType, envelope []byte) (ProposalID, Command, error) {

@@ -49,7 +49,8 @@ func everyCommand() []Command {
 }
 
 // Property: every command encodes and decodes to itself, with its number
-// and version in the first two bytes.
+// and version (2: bound to its term) in the first two bytes; version 1,
+// the same body, still decodes.
 func TestCommandRoundTrip(t *testing.T) {
 	id := ProposalID{Node: "n1", Term: 3, Sequence: 42}
 	seen := map[CommandType]bool{}
@@ -57,11 +58,15 @@ func TestCommandRoundTrip(t *testing.T) {
 		require.NoError(t, cmd.Validate(), "%T", cmd)
 		data, err := EncodeCommand(id, cmd)
 		require.NoError(t, err)
-		require.Equal(t, []byte{byte(cmd.Type()), commandVersion1}, data[:2])
+		require.Equal(t, []byte{byte(cmd.Type()), commandVersion2}, data[:2])
 		gotID, got, err := DecodeCommand(data)
 		require.NoError(t, err, "%T", cmd)
 		require.Equal(t, id, gotID)
 		require.Equal(t, cmd, got)
+		written := append([]byte{data[0], commandVersion1}, data[2:]...)
+		_, got, err = DecodeCommand(written)
+		require.NoError(t, err, "%T", cmd)
+		require.Equal(t, cmd, got, "the same command written as version 1 by an earlier release")
 		seen[cmd.Type()] = true
 	}
 	require.Len(t, seen, int(TypeMemberHeartbeats), "every command number has an example")
@@ -93,7 +98,8 @@ func TestDecodeCommandRejects(t *testing.T) {
 	}{
 		{"unknown number", withHeader(99, commandVersion1), ErrUnknownCommand},
 		{"number zero", withHeader(0, commandVersion1), ErrUnknownCommand},
-		{"unknown version", withHeader(TypeDeleteTopic, 2), ErrUnknownCommand},
+		{"unknown version", withHeader(TypeDeleteTopic, 3), ErrUnknownCommand},
+		{"version zero", withHeader(TypeDeleteTopic, 0), ErrUnknownCommand},
 		{"empty", nil, ErrMalformedCommand},
 		{"header only", good[:2], ErrMalformedCommand},
 		{"truncated", good[:len(good)-3], ErrMalformedCommand},

@@ -67,6 +67,10 @@ var (
 	// ErrGuardFailed: a guarded command found the state changed since its
 	// proposer looked (compare-and-swap failed).
 	ErrGuardFailed = errors.New("meta: guard failed")
+	// ErrStaleProposal: a term-bound command reached the log in a later
+	// term than the one it was proposed in (a forward that outlived its
+	// leader): it changes nothing, and its proposer may propose it again.
+	ErrStaleProposal = errors.New("meta: proposal from an earlier term")
 	// ErrOwnerChanged: a change guarded by the owner its caller was
 	// checked against found the topic owned by someone else (or by no
 	// one): it was deleted and created again meanwhile.

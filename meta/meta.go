@@ -108,7 +108,8 @@ type Outcome struct {
 	// Index is the log index of the applied entry.
 	Index uint64
 	// Err is nil when the command was applied, else the rejection
-	// (ErrGuardFailed, ErrTopicExists, ...); a rejection changed nothing.
+	// (ErrGuardFailed, ErrTopicExists, ErrStaleProposal, ...); a
+	// rejection changed nothing.
 	Err error
 }
 
@@ -265,6 +266,11 @@ func (m *Meta) State() *State { return m.state }
 
 // AppliedIndex is the index of the last applied entry (durable with it).
 func (m *Meta) AppliedIndex() uint64 { return m.applied.index }
+
+// AppliedTerm is the term of the last applied entry. A proposal of this
+// replica proposed in an earlier term whose Outcome has not arrived yet
+// never applies (commandVersion2): its proposer may propose it again.
+func (m *Meta) AppliedTerm() uint64 { return m.applied.term }
 
 // IsLeader reports whether this replica leads.
 func (m *Meta) IsLeader() bool {

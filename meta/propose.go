@@ -23,7 +23,9 @@ type confContext struct {
 // Propose proposes a command. It returns the proposal's id, whose Outcome
 // Advance reports once the entry is applied here; a proposal may also be
 // lost (leadership changes before it commits, or a forwarded proposal is
-// dropped on the way), so the proposer needs a timeout. Any replica that
+// dropped on the way), so the proposer needs a timeout; once this replica
+// applied an entry of a later term than the id's (AppliedTerm), a
+// proposal whose Outcome has not arrived never applies. Any replica that
 // knows a leader may propose: a follower's proposal travels to the leader
 // inside raft (MsgProp), and its Outcome arrives when this replica applies
 // the entry, so the proposer reads its own write. With no leader known:

@@ -121,6 +121,7 @@ func (n *Node) advanceMeta() {
 		n.serveHeld()
 	}
 	n.handleOutcomes(outcomes)
+	n.settleStaleProposals()
 	n.maintainMeta()
 }
 

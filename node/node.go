@@ -66,6 +66,10 @@ type Node struct {
 	// falls: the earliest expireProposals saw, lowered by each proposal
 	// since (one that got its outcome leaves it early: a look, no miss).
 	proposalsDueFromMs int64
+	// proposalsSettledTerm is the metastore applied term the last
+	// settleStaleProposals saw: the proposals of earlier terms are gone
+	// from proposals.
+	proposalsSettledTerm uint64
 	// reconciledIndex is the metastore applied index reconcileTopics last
 	// saw.
 	reconciledIndex uint64

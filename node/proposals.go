@@ -121,6 +121,10 @@ func (n *Node) handleOutcomes(outcomes []meta.Outcome) {
 			continue // timed out already
 		}
 		delete(n.proposals, outcome.ID)
+		if errors.Is(outcome.Err, meta.ErrStaleProposal) {
+			n.proposeAgain(pending)
+			continue
+		}
 		if pending.kind == proposalSeedRoot {
 			n.seededRoot(outcome.Err)
 		}
@@ -131,6 +135,52 @@ func (n *Node) handleOutcomes(outcomes []meta.Outcome) {
 			n.answer(pending.request)(n.proposalResult(pending, outcome.Err))
 		}
 	}
+}
+
+// settleStaleProposals handles the proposals of an earlier term than the
+// last entry the replica applied: none of them will apply, since a
+// command applies only in the term it was proposed in, and every entry of
+// an earlier term that commits precedes a later leader's first entry (see
+// meta.Propose). Each is proposed again or dropped (proposeAgain) at
+// once, instead of at its proposal timeout.
+func (n *Node) settleStaleProposals() {
+	term := n.meta.AppliedTerm()
+	if term <= n.proposalsSettledTerm {
+		return // the common case: no new term applied
+	}
+	n.proposalsSettledTerm = term
+	var stale []meta.ProposalID
+	for id := range n.proposals { //determinism:ok collected then sorted
+		if id.Term < term {
+			stale = append(stale, id)
+		}
+	}
+	slices.SortFunc(stale, compareProposals)
+	for _, id := range stale {
+		pending := n.proposals[id]
+		delete(n.proposals, id)
+		n.proposeAgain(pending)
+	}
+}
+
+// proposeAgain proposes a client's change again, under its first
+// deadline, once its proposal is known never to apply; a refusal now is
+// answered as at the first try, and definitely (the change did not
+// apply). The node's own proposals are dropped: heartbeats, moves, plans
+// and the root seed each propose again on their own schedule, from the
+// state as it is now.
+func (n *Node) proposeAgain(pending *pendingProposal) {
+	if pending.request == 0 {
+		return
+	}
+	n.observer.Event("proposal-repeated", fmt.Sprintf("%T of a request: its first proposal can no longer apply", pending.command))
+	proposal, err := n.meta.Propose(pending.command)
+	if err != nil {
+		n.reply(pending.request, nil, proposeError(err))
+		return
+	}
+	n.proposals[proposal] = pending
+	n.proposalsDueFromMs = min(n.proposalsDueFromMs, pending.deadlineMs)
 }
 
 func (n *Node) proposalResult(pending *pendingProposal, applyErr error) (msg.Result, error) {

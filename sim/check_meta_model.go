@@ -127,18 +127,21 @@ func newMetaModelChecker(w *World, base uint64) *metaModelChecker {
 	return &metaModelChecker{w: w, base: base, refusals: map[string]int{}, countedIndex: base}
 }
 
-// committed takes the next committed entry, as metaLog applies it;
-// leftVoters names the member a configuration change removed from the
-// voters ("" for none).
-func (c *metaModelChecker) committed(index uint64, entryType raftpb.EntryType, data []byte, leftVoters string) {
+// committed takes the next committed entry, appended in term, as metaLog
+// applies it; leftVoters names the member a configuration change removed
+// from the voters ("" for none). A command appended in another term than
+// it was proposed in is kept as an entry with none (staleProposal).
+func (c *metaModelChecker) committed(index, term uint64, entryType raftpb.EntryType, data []byte, leftVoters string) {
 	if c.gap || index != c.base+uint64(len(c.log))+1 {
 		c.gap = true
 		return
 	}
 	entry := committedEntry{index: index, leftVoters: leftVoters}
 	if entryType == raftpb.EntryNormal && len(data) > 0 {
-		if _, command, err := meta.DecodeCommand(data); err == nil {
+		if id, command, err := meta.DecodeCommand(data); err == nil && !staleProposal(data, id.Term, term) {
 			entry.command = command
+		} else if err == nil {
+			c.refusals["meta-model-refused-stale-term"]++
 		}
 	}
 	c.log = append(c.log, entry)

@@ -198,6 +198,20 @@ func (l *metaLog) chainTo(tip entryID, index uint64) ([]entryID, bool) {
 	return chain, true
 }
 
+// termBoundVersion is the version byte (the second byte of an encoded
+// command) of the commands that apply only in the term they were
+// proposed in: the metastore refuses one that raft appended in another
+// term, and it changes nothing (docs/architecture.md, "The metastore").
+const termBoundVersion = 2
+
+// staleProposal reports whether a committed command, proposed in
+// proposalTerm and appended in entryTerm, is one the metastore refuses
+// for its term. Written here from the rule, not called from meta: the
+// shadow state and the meta model check meta's apply against it.
+func staleProposal(data []byte, proposalTerm, entryTerm uint64) bool {
+	return len(data) > 1 && data[1] == termBoundVersion && proposalTerm != entryTerm
+}
+
 // apply applies one committed entry to the shadow state; entries that do
 // not touch members or placement are skipped.
 func (l *metaLog) apply(id entryID) {
@@ -205,20 +219,23 @@ func (l *metaLog) apply(id entryID) {
 	if entry.entryType == raftpb.EntryConfChange {
 		removed := l.applyConfChange(id, entry.data)
 		if l.w.metaModel != nil {
-			l.w.metaModel.committed(id.index, entry.entryType, entry.data, removed)
+			l.w.metaModel.committed(id.index, id.term, entry.entryType, entry.data, removed)
 		}
 		return
 	}
 	if l.w.metaModel != nil {
-		l.w.metaModel.committed(id.index, entry.entryType, entry.data, "")
+		l.w.metaModel.committed(id.index, id.term, entry.entryType, entry.data, "")
 	}
 	if entry.entryType != raftpb.EntryNormal || len(entry.data) == 0 {
 		return
 	}
-	_, command, err := meta.DecodeCommand(entry.data)
+	proposal, command, err := meta.DecodeCommand(entry.data)
 	if err != nil {
 		l.w.fail("meta-view", "committed entry %d of term %d does not decode: %v", id.index, id.term, err)
 		return
+	}
+	if staleProposal(entry.data, proposal.Term, id.term) {
+		return // meta refuses it without a change
 	}
 	if valid, ok := command.(interface{ Validate() error }); ok && valid.Validate() != nil {
 		return // meta rejects it without a change
