@@ -210,3 +210,38 @@ func TestARetiredNodeAsksNothingMoreAboutItsOldCopies(t *testing.T) {
 	}
 	require.Zero(t, asked, "a retired node asked the leader about its old copies")
 }
+
+// A retired member stays listed, and its address known to every replica,
+// through the grace in which it still forwards its clients' requests
+// (cluster.dead_after_ms after it learned of its removal), even when it
+// is marked dead sooner (its last heartbeat applied before the removal).
+// Forgotten sooner, a node that joined after it could not reply to its
+// forwards, and it placed the records again: two copies behind one 202
+// (audit of a decommission under load: forgotten 0.7 s before its grace
+// ended).
+func TestARetiredMemberIsNotForgottenWithinItsForwardingGrace(t *testing.T) {
+	c := newClusterHarness(t, 4)
+	leader := c.elect()
+	leaving := c.except(leader)[0]
+	c.tick(400) // a heartbeat of every member applied
+	c.drop = func(env msg.Envelope) bool { // its last heartbeat applied now, before its removal
+		_, beat := env.Message.(msg.Heartbeat)
+		return beat && env.From == leaving
+	}
+	require.NoError(t, c.do(leader, msg.Decommission{ID: leaving}).Err)
+	c.tickUntil(100, 300, func() bool { return c.nodes[leaving].retirement.sinceMs != 0 })
+	retiredAtMs := c.nowMs // when the retired node learned of its removal: its grace starts
+	c.cut[leaving] = true  // stopped
+	var deadAtMs int64
+	c.tickUntil(100, 200, func() bool {
+		m, listed := c.nodes[leader].meta.State().Member(leaving)
+		if listed && !m.Alive && deadAtMs == 0 {
+			deadAtMs = c.nowMs
+		}
+		return !listed
+	})
+	graceEndsMs := retiredAtMs + c.configs[leaving].MemberDeadAfterMs
+	require.NotZero(t, deadAtMs)
+	require.Less(t, deadAtMs, graceEndsMs, "marked dead within the grace: the case this is about")
+	require.GreaterOrEqual(t, c.nowMs, graceEndsMs, "forgotten at %d ms, within the grace that ends at %d ms", c.nowMs, graceEndsMs)
+}

@@ -55,6 +55,11 @@ type clusterState struct {
 	// removalRefused holds the drained members whose removal from the
 	// voters the metastore refused, so that is logged once.
 	removalRefused map[string]bool
+	// retiredSeenMs maps a retired member to when this node, leading,
+	// first saw it retired (this node's clock); forgetRetiredMembers
+	// forgets none sooner than retiredForgetAfterMs after. Emptied when
+	// the node stops leading: a later leader counts afresh, later.
+	retiredSeenMs map[string]int64
 	// voterAddressUnknown is set when the metastore had a message for a
 	// raft id this replica cannot address (a voter added while this node
 	// was down, leading now: the replica cannot catch up on the entry
@@ -117,6 +122,7 @@ type heartbeatSeen struct {
 func newClusterState() clusterState {
 	return clusterState{subscribers: map[string]map[string]int64{}, subscribedUntilMs: map[string]int64{},
 		notified: map[string][]string{}, deadProposed: map[string]deadProposal{}, removalRefused: map[string]bool{},
+		retiredSeenMs: map[string]int64{},
 		heardMs: map[string]int64{}, unknownPeerWarned: onceEvery[uint64]{}, movedAddrs: map[string]movedAddr{}, heartbeats: heartbeatRound{beats: map[string]meta.MemberHeartbeat{}, retiredWarned: onceEvery[string]{}, otherDataWarned: onceEvery[string]{}}}
 }
 
@@ -241,9 +247,14 @@ func (n *Node) detectDeadMembers() {
 // or forwarded late by a deposed leader) and list the member again, alive
 // and not draining: it is first marked draining again here, and until
 // then no placement takes it (receives, receivers, the planner's input);
-// it dies and goes again.
+// it dies and goes again. None is forgotten sooner than
+// retiredForgetAfterMs after this leader first saw it retired.
 func (n *Node) forgetRetiredMembers() {
-	if !n.meta.IsLeader() || !n.meta.Barrier() || n.proposalPending(proposalForgetMember) {
+	if !n.meta.IsLeader() || !n.meta.Barrier() {
+		clear(n.cluster.retiredSeenMs)
+		return
+	}
+	if n.proposalPending(proposalForgetMember) {
 		return
 	}
 	state := n.meta.State()
@@ -256,7 +267,10 @@ func (n *Node) forgetRetiredMembers() {
 			n.propose(0, proposalForgetMember, "", meta.SetDraining{ID: m.ID, Draining: true})
 			return
 		}
-		if m.Alive || state.MemberPlaced(m.ID) {
+		if _, seen := n.cluster.retiredSeenMs[m.ID]; !seen {
+			n.cluster.retiredSeenMs[m.ID] = n.nowMs
+		}
+		if m.Alive || state.MemberPlaced(m.ID) || n.nowMs-n.cluster.retiredSeenMs[m.ID] < n.retiredForgetAfterMs() {
 			continue
 		}
 		if n.propose(0, proposalForgetMember, "", meta.RemoveMember{ID: m.ID}) {
@@ -265,6 +279,19 @@ func (n *Node) forgetRetiredMembers() {
 		}
 		return
 	}
+}
+
+// retiredForgetAfterMs is how long after a member's retirement the
+// leader may forget it: past the grace in which the retired node still
+// forwards its clients' requests (cluster.dead_after_ms after it learned
+// of its removal, a heartbeat interval or so after the leader applied
+// it), and past a forward's timeout. Forgotten, its address goes from
+// every replica, so a forward of its answered by a node that joined
+// after it (one whose configured peers do not name it) could not be
+// replied to: the retired node would time out and place the record
+// again elsewhere, a second copy behind a single 202.
+func (n *Node) retiredForgetAfterMs() int64 {
+	return n.cfg.MemberDeadAfterMs + n.cfg.MemberHeartbeatIntervalMs + n.cfg.ForwardTimeoutMs
 }
 
 // pruneMemberState drops what this node keeps of ids that are neither
@@ -284,6 +311,7 @@ func (n *Node) pruneMemberState() {
 	maps.DeleteFunc(n.cluster.seen, func(id string, _ heartbeatSeen) bool { return gone(id) })
 	maps.DeleteFunc(n.cluster.deadProposed, func(id string, _ deadProposal) bool { return gone(id) })
 	maps.DeleteFunc(n.cluster.removalRefused, func(id string, _ bool) bool { return gone(id) })
+	maps.DeleteFunc(n.cluster.retiredSeenMs, func(id string, _ int64) bool { return gone(id) })
 	n.cluster.heartbeats.retiredWarned.prune(n.nowMs, retiredBeatWarnEveryMs)
 	n.cluster.heartbeats.otherDataWarned.prune(n.nowMs, retiredBeatWarnEveryMs)
 }
