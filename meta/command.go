@@ -279,6 +279,12 @@ type AlterTopic struct {
 	// An entry of an earlier release leaves it false and applies as it
 	// did on every replica, whichever release applies it.
 	TupleItemsCompared bool `json:"tuple_items_compared,omitempty"`
+	// PrefixItemsCompared is set by the proposers of this release: the
+	// schema's evolution is also compared under "prefixItems" (the tuple
+	// form of 2020-12), position by position, as under an "items" array.
+	// An entry of an earlier release leaves it false and applies as it
+	// did on every replica, whichever release applies it.
+	PrefixItemsCompared bool `json:"prefix_items_compared,omitempty"`
 	// DeadLetterLinksChecked is set by the proposers of this release: a
 	// DeadLetterTopic that is the topic's fan-out parent, or one of its
 	// children, is refused (checkDeadLetterLinks), as for

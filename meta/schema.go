@@ -54,7 +54,8 @@ type SchemaEvolutionError struct {
 	// Rule is one of the Rule constants.
 	Rule string
 	// Property is the dotted path of the property ("address.city"; a "[]"
-	// step enters array items); empty for the schema's root.
+	// step enters array items, a "[i]" step position i of a tuple); empty
+	// for the schema's root.
 	Property string
 	// Detail says what changed, for a person.
 	Detail string
@@ -135,17 +136,20 @@ func jsonShape(document []byte) (deepest, containers int) {
 // required fields are the same. Properties are compared where both
 // schemas declare them: under "properties" and "items", recursively (an
 // "items" array, the tuple form of the drafts before 2020-12, position by
-// position). It returns nil or a *SchemaEvolutionError (an
+// position), and under "prefixItems" (the tuple form of 2020-12) position
+// by position too. It returns nil or a *SchemaEvolutionError (an
 // ErrInvalidCommand for documents that are not JSON).
 func CheckSchemaEvolution(previous, next []byte) error {
-	return schemaComparison{tupleItems: true}.check(previous, next)
+	return schemaComparison{tupleItems: true, prefixItems: true}.check(previous, next)
 }
 
 // schemaComparison holds the rules of one evolution check. tupleItems
-// compares under an "items" array; the alters of earlier releases did
-// not (AlterTopic.TupleItemsCompared), and apply as they did.
+// compares under an "items" array, prefixItems under "prefixItems"; the
+// alters of earlier releases did not (AlterTopic.TupleItemsCompared,
+// AlterTopic.PrefixItemsCompared), and apply as they did.
 type schemaComparison struct {
-	tupleItems bool
+	tupleItems  bool
+	prefixItems bool
 }
 
 func (c schemaComparison) check(previous, next []byte) error {
@@ -171,7 +175,13 @@ func (c schemaComparison) compareNodes(before, after any, path string) error {
 	if err := c.compareProperties(old, now, path); err != nil {
 		return err
 	}
-	return c.compareItems(old["items"], now["items"], path)
+	if err := c.compareItems(old["items"], now["items"], path); err != nil {
+		return err
+	}
+	if !c.prefixItems {
+		return nil
+	}
+	return c.comparePositions(old["prefixItems"], now["prefixItems"], now["items"], path)
 }
 
 // compareItems compares the "items" of a node: one schema for every
@@ -187,19 +197,34 @@ func (c schemaComparison) compareItems(before, after any, path string) error {
 		if !c.tupleItems {
 			return nil
 		}
-		for i, element := range old {
-			var next any
-			switch now := after.(type) {
-			case map[string]any:
-				next = now
-			case []any:
-				if i < len(now) {
-					next = now[i]
-				}
+		return c.comparePositions(old, after, after, path)
+	}
+	return nil
+}
+
+// comparePositions compares the schemas of a tuple, one per position (an
+// "items" array, or "prefixItems"), with the next version's: its element
+// i with the next version's schema for position i, which is element i of
+// after when after is an array that long, else rest when it is one
+// schema for the elements past the tuple (the next version's "items"),
+// else none. Position i is named "[i]" in the path.
+func (c schemaComparison) comparePositions(before, after, rest any, path string) error {
+	old, _ := before.([]any)
+	for i, element := range old {
+		var next any
+		switch now := after.(type) {
+		case []any:
+			if i < len(now) {
+				next = now[i]
 			}
-			if err := c.compareNodes(element, next, fmt.Sprintf("%s[%d]", path, i)); err != nil {
-				return err
+		}
+		if next == nil {
+			if schema, isSchema := rest.(map[string]any); isSchema {
+				next = schema
 			}
+		}
+		if err := c.compareNodes(element, next, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -295,3 +295,58 @@ func TestSchemaAlterComparesTupleItemsWhenItSaysSo(t *testing.T) {
 	latest, _ := record.LatestSchema()
 	require.Equal(t, 2, latest.Version)
 }
+
+// prefixSchema declares an array property's first elements by position
+// with "prefixItems" (the tuple form of 2020-12), the audit's example.
+const prefixSchema = `{"type":"object","properties":{"a":{"type":"array","prefixItems":[{"type":"integer"},
+	{"type":"object","properties":{"x":{"type":"string"}},"required":["x"]}]}}}`
+
+// Property: the rules compare under "prefixItems" as under an "items"
+// array: each position with the same position of the next version (or,
+// past its prefixItems, with the one schema its "items" gives the
+// elements after them), a position named "[i]".
+func TestSchemaEvolutionPrefixItems(t *testing.T) {
+	requireEvolutions(t, prefixSchema, []evolutionCase{
+		{name: "identical", next: prefixSchema},
+		{name: "position added", next: strings.Replace(prefixSchema, `"required":["x"]}]`, `"required":["x"]},{"type":"string"}]`, 1)},
+		{name: "property added", next: strings.Replace(prefixSchema, `"x":{"type":"string"}`, `"x":{"type":"string"},"y":{}`, 1)},
+		{name: "constraint added", next: strings.Replace(prefixSchema, `{"type":"integer"}`, `{"type":"integer","minimum":0}`, 1)},
+		{name: "the audit's change", next: strings.Replace(strings.Replace(prefixSchema, `{"type":"integer"}`, `{"type":"string"}`, 1),
+			`"properties":{"x":{"type":"string"}},"required":["x"]`, `"properties":{},"required":[]`, 1),
+			wantRule: RuleNoTypeChange, wantProperty: "a[0]"},
+		{name: "position type changed", next: strings.Replace(prefixSchema, `{"type":"integer"}`, `{"type":"string"}`, 1),
+			wantRule: RuleNoTypeChange, wantProperty: "a[0]"},
+		{name: "property removed", next: strings.Replace(prefixSchema, `"x":{"type":"string"}`, ``, 1),
+			wantRule: RuleNoPropertyRemoved, wantProperty: "a[1].x"},
+		{name: "property type changed", next: strings.Replace(prefixSchema, `"x":{"type":"string"}`, `"x":{"type":"number"}`, 1),
+			wantRule: RuleNoTypeChange, wantProperty: "a[1].x"},
+		{name: "requirement dropped", next: strings.Replace(prefixSchema, `"required":["x"]`, `"required":[]`, 1),
+			wantRule: RuleNoRequiredDropped, wantProperty: "a[1].x"},
+		{name: "position removed", next: strings.Replace(prefixSchema, `,
+	{"type":"object","properties":{"x":{"type":"string"}},"required":["x"]}`, ``, 1),
+			wantRule: RuleNoTypeChange, wantProperty: "a[1]"},
+		{name: "position moved to items", next: strings.Replace(prefixSchema, `,
+	{"type":"object","properties":{"x":{"type":"string"}},"required":["x"]}]`, `],"items":{"type":"object","properties":{"x":{"type":"string"}},"required":["x"]}`, 1)},
+		{name: "prefixItems replaced by one items schema", next: `{"type":"object","properties":{"a":{"type":"array","items":{"type":"object"}}}}`,
+			wantRule: RuleNoTypeChange, wantProperty: "a[0]"},
+	})
+}
+
+// An alter of this release (PrefixItemsCompared) is refused at apply when
+// it breaks the rules under "prefixItems"; one of an earlier release,
+// which did not compare there, applies as it did on every replica.
+func TestSchemaAlterComparesPrefixItemsWhenItSaysSo(t *testing.T) {
+	s := stateWith(t, heartbeat("m1", 100))
+	create := createTopic("tuple", "m1")
+	create.Schema = json.RawMessage(prefixSchema)
+	require.NoError(t, create.apply(s))
+	removed := json.RawMessage(strings.Replace(prefixSchema, `"x":{"type":"string"}`, ``, 1))
+
+	alter := AlterTopic{Name: "tuple", Schema: removed, SchemaAfterVersion: 1, TupleItemsCompared: true, PrefixItemsCompared: true}
+	requireRejected(t, s, alter, ErrInvalidCommand)
+	alter.PrefixItemsCompared = false
+	require.NoError(t, alter.apply(s), "an alter of an earlier release applies as it did")
+	record, _ := s.Topic("tuple")
+	latest, _ := record.LatestSchema()
+	require.Equal(t, 2, latest.Version)
+}

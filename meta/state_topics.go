@@ -304,7 +304,7 @@ func (c AlterTopic) changeSchema(s *State, record *TopicRecord) error {
 		return rejectf(ErrGuardFailed, "topic %q: schema version %d was checked, but version %d is the latest",
 			c.Name, c.SchemaAfterVersion, latest.Version)
 	}
-	rules := schemaComparison{tupleItems: c.TupleItemsCompared}
+	rules := schemaComparison{tupleItems: c.TupleItemsCompared, prefixItems: c.PrefixItemsCompared}
 	if err := s.addSchema(record, c.Schema, rules); err != nil {
 		return err
 	}

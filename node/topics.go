@@ -301,6 +301,7 @@ func (n *Node) alterTopic(id msg.RequestID, r msg.AlterTopic) {
 		ExpectedCreation:       meta.Expecting(t.identity),
 		OwnersVoting:           true,
 		TupleItemsCompared:     true,
+		PrefixItemsCompared:    true,
 		DeadLetterLinksChecked: true}
 	if info.Partitions > t.info.Partitions {
 		cmd.Partitions = &info.Partitions
