@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -415,6 +416,10 @@ func parseInstance(payload []byte) (instance any, problem string) {
 		return nil, "the payload is not JSON, and a topic with a schema accepts only JSON payloads (it is not valid UTF-8)"
 	}
 	instance, err := jsonschema.UnmarshalJSON(bytes.NewReader(payload))
+	if err != nil && nestsTooDeep(payload, err) {
+		return nil, fmt.Sprintf("the payload nests its arrays and objects more than %d levels deep, and a topic with a schema takes "+
+			"at most %d levels (the bound of the JSON parser that reads it for the schema)", jsonNestingDepthMax, jsonNestingDepthMax)
+	}
 	if err != nil {
 		return nil, "the payload is not JSON, and a topic with a schema accepts only JSON payloads (" + oneLine(err.Error()) + ")"
 	}
@@ -426,6 +431,36 @@ func parseInstance(payload []byte) (instance any, problem string) {
 			quoteClipped(findDuplicateKey(payload, nil)))
 	}
 	return instance, ""
+}
+
+// nestsTooDeep reports whether err, the parse error of payload, is the
+// parser's refusal of arrays and objects nested past jsonNestingDepthMax
+// (encoding/json's bound): the payload up to the error opens more than
+// that many at once. Any other error comes before such a depth.
+func nestsTooDeep(payload []byte, err error) bool {
+	var syntax *json.SyntaxError
+	if !errors.As(err, &syntax) || syntax.Offset < 0 {
+		return false
+	}
+	depth, inString, escaped := 0, false, false
+	for _, c := range payload[:min(int64(len(payload)), syntax.Offset+1)] {
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			if depth++; depth > jsonNestingDepthMax {
+				return true
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return false
 }
 
 // rawKeyCount counts the keys of all the objects of a valid JSON text:

@@ -283,3 +283,31 @@ func TestASchemaTopicRefusesAKeyGivenTwice(t *testing.T) {
 		require.Nil(t, check(payload), payload)
 	}
 }
+
+// A payload nested deeper than the JSON parser's bound (10,000 levels of
+// arrays and objects) was refused as "not JSON ... exceeded max depth";
+// it is refused naming the bound, while one at the bound is taken, and a
+// payload malformed before that depth (or only inside a string) is still
+// "not JSON".
+func TestASchemaTopicNamesThePayloadNestingBound(t *testing.T) {
+	registry := newTestSchemaRegistry()
+	version := msg.SchemaVersion{Version: 1, ID: 1, Document: []byte(`true`)}
+	check := func(payload string) *ErrorResponse {
+		records := []msg.ProduceRecord{{Payload: []byte(payload), Partition: msg.PartitionNone}}
+		return registry.validate(context.Background(), "orders", version, records, nil)
+	}
+	nested := func(depth int) string { return strings.Repeat(`[`, depth) + strings.Repeat(`]`, depth) }
+
+	require.Nil(t, check(nested(jsonNestingDepthMax)), "at the bound")
+	for _, payload := range []string{nested(jsonNestingDepthMax + 1), `{"a":` + nested(jsonNestingDepthMax) + `}`} {
+		failed := check(payload)
+		require.NotNil(t, failed)
+		require.Contains(t, failed.Err.Error(), "nests its arrays and objects more than 10000 levels deep")
+		require.NotContains(t, failed.Err.Error(), "not JSON")
+	}
+	for _, payload := range []string{`[x` + nested(jsonNestingDepthMax+1), `"` + strings.Repeat(`[`, jsonNestingDepthMax+1) + `" x`} {
+		failed := check(payload)
+		require.NotNil(t, failed)
+		require.Contains(t, failed.Err.Error(), "the payload is not JSON")
+	}
+}
