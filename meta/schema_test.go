@@ -48,6 +48,12 @@ func TestSchemaEvolutionRules(t *testing.T) {
 			wantRule: RuleNoRequiredDropped, wantProperty: "address.city"},
 		{name: "required added", next: strings.Replace(personSchema, `"required":["name"]`, `"required":["name","age"]`, 1),
 			wantRule: RuleNoRequiredAdded, wantProperty: "age"},
+		{name: "every record refused by a constraint", next: strings.Replace(personSchema, `{"type":"object",`, `{"type":"object","not":{},`, 1)},
+		// false accepts nothing, but the next version would be compared
+		// with it alone, and could no longer declare the root's type.
+		{name: "the schema false", next: `false`, wantRule: RuleNoTypeChange, wantProperty: ""},
+		{name: "the schema true", next: `true`, wantRule: RuleNoTypeChange, wantProperty: ""},
+		{name: "the empty schema", next: ` {} `, wantRule: RuleNoTypeChange, wantProperty: ""},
 		{name: "required added with a new property", next: strings.Replace(personSchema, `"required":["name"],"properties":{`,
 			`"required":["name","id"],"properties":{"id":{"type":"string"},`, 1),
 			wantRule: RuleNoRequiredAdded, wantProperty: "id"},
