@@ -36,10 +36,12 @@ func TestALimitReachedSaysWhatMakesRoom(t *testing.T) {
 }
 
 // The schemas of all topics past their bound refuse a create, an alter
-// or an attach with 413, as docs/api.md#alter-a-topic says.
+// or an attach with 413, as docs/api.md#alter-a-topic says, in words
+// without the metastore package's prefix ("meta: ").
 func TestSchemaSpaceIsTooLarge(t *testing.T) {
 	err := fmt.Errorf("%w: the schemas of all topics would hold 33554433 bytes, at most 33554432", meta.ErrSchemaSpace)
 	for _, answer := range []*msg.Error{applyError("t", err), fanoutApplyError(err)} {
 		require.Equal(t, msg.CodeTooLarge, answer.Code, "%s", answer.Message)
+		require.Equal(t, "no room for another schema version: the schemas of all topics would hold 33554433 bytes, at most 33554432", answer.Message)
 	}
 }

@@ -249,7 +249,7 @@ func applyError(topicName string, err error) *msg.Error {
 	case errors.Is(err, meta.ErrUserChanged):
 		return msg.Conflict("%s; nothing changed", strings.TrimPrefix(err.Error(), "meta: "))
 	case errors.Is(err, meta.ErrSchemaSpace):
-		return msg.TooLarge("%v", err)
+		return msg.TooLarge("%s", strings.TrimPrefix(err.Error(), "meta: "))
 	case errors.Is(err, meta.ErrTopicExists):
 		return msg.Conflict("topic already exists")
 	case errors.Is(err, meta.ErrTopicExistsIgnoringCase):
