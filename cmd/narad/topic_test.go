@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"narad/meta"
 )
 
 const ordersJSON = `{"name":"orders","partitions":6,"retention_ms":259200000,"visibility_timeout_ms":60000,
@@ -44,6 +47,14 @@ func TestTopicAddChildTakesTheParentsCount(t *testing.T) {
 	assert.JSONEq(t, `{"name":"audit","parent":"orders"}`, broker.seen("")[0].Body)
 	h.runOK("topic", "add", "--help")
 	assert.Contains(t, h.stdout.String(), "0 = server default, or with --parent the parent's count")
+}
+
+// Property: the schema command's help says how many versions the
+// server keeps (it said "the last few").
+func TestTopicSchemaHelpSaysHowManyVersionsAreKept(t *testing.T) {
+	h := newHarness(t)
+	h.runOK("topic", "schema", "--help")
+	assert.Contains(t, h.stdout.String(), fmt.Sprintf("keeps the last %d versions of each topic", meta.SchemaVersionsKept))
 }
 
 func TestTopicAddBadInput(t *testing.T) {
