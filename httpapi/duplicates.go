@@ -25,9 +25,11 @@ type jsonFrame struct {
 	keys map[string]bool
 	// expectKey is true when the next token is a key (or the closing
 	// brace), false when it is the value of the last key, whose type is
-	// value.
+	// value and whose field (in an object that decodes into a struct; ""
+	// for a key that names none) is field.
 	expectKey bool
 	value     reflect.Type
+	field     string
 }
 
 // findDuplicateKey reports the first key that appears twice in one object
@@ -39,12 +41,21 @@ type jsonFrame struct {
 // keys that would fill one field are a duplicate; in any other object (a
 // map, a schema, a payload) keys match exactly.
 func findDuplicateKey(data []byte, into reflect.Type) string {
+	key, _ := locateDuplicateKey(data, into)
+	return key
+}
+
+// locateDuplicateKey is findDuplicateKey that also names the field of
+// the top-level struct whose value holds the duplicate ("schema" for a
+// key given twice inside a topic's schema); "" when the duplicate is at
+// the top level or under a key that names no field.
+func locateDuplicateKey(data []byte, into reflect.Type) (key, within string) {
 	decoder := json.NewDecoder(bytes.NewReader(data))
 	var stack []*jsonFrame
 	for {
 		token, err := decoder.Token()
 		if err != nil || len(stack) > jsonNestingDepthMax {
-			return ""
+			return "", ""
 		}
 		var top *jsonFrame
 		if len(stack) > 0 {
@@ -53,7 +64,10 @@ func findDuplicateKey(data []byte, into reflect.Type) string {
 		if top != nil && !top.array && top.expectKey {
 			if key, isKey := token.(string); isKey {
 				if duplicate := top.sawKey(key); duplicate != "" {
-					return duplicate
+					if len(stack) > 1 && !stack[0].array {
+						within = stack[0].field
+					}
+					return duplicate, within
 				}
 				continue
 			}
@@ -85,11 +99,11 @@ type jsonField struct {
 // returns the name to report (the field's JSON name in a struct, else the
 // key), else "".
 func (f *jsonFrame) sawKey(key string) string {
-	f.expectKey, f.value = false, nil
+	f.expectKey, f.value, f.field = false, nil, ""
 	if f.fields != nil {
 		folded := foldKey(key)
 		if field, known := f.fields[folded]; known {
-			f.value = field.typ
+			f.value, f.field = field.typ, field.name
 			key = field.name
 		} else {
 			key = folded
@@ -191,7 +205,12 @@ func foldKey(key string) string {
 	return folded.String()
 }
 
-// errDuplicateKey is the decode error of a key given twice.
-func errDuplicateKey(key string) error {
+// errDuplicateKey is the decode error of a key given twice, inside the
+// value of the top-level field within when it is set ("schema: duplicate
+// field ...": the key is the schema's, not the request's).
+func errDuplicateKey(key, within string) error {
+	if within != "" {
+		return fmt.Errorf("%s: duplicate field %s", within, quoteClipped(key))
+	}
 	return fmt.Errorf("duplicate field %s", quoteClipped(key))
 }

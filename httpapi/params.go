@@ -383,8 +383,8 @@ func jsonKind(t reflect.Type) string {
 // and no key given twice in one object (the last would silently win);
 // whitespace may follow it, nothing else.
 func decodeStrictJSON(data []byte, value any) error {
-	if key := findDuplicateKey(data, reflect.TypeOf(value)); key != "" {
-		return errDuplicateKey(key)
+	if key, within := locateDuplicateKey(data, reflect.TypeOf(value)); key != "" {
+		return errDuplicateKey(key, within)
 	}
 	decoder := json.NewDecoder(bytes.NewReader(data))
 	decoder.DisallowUnknownFields()
