@@ -275,9 +275,14 @@ func (n *Node) reserveOne(t *topic, p *partition) (msg.Message, bool, error) {
 // record below the high watermark it closed at is deliverable. A consume
 // then leaves the log closed: reopening it to find nothing would recover
 // it again (a scan of every segment) and, at the open-log cap, evict
-// another.
+// another. So it does when p has no log at all (logAbsent): opening one
+// would make its files.
 func (n *Node) nothingToReserveClosed(p *partition) bool {
 	if !p.closedIntact {
+		if n.logAbsent(p) {
+			chaos.Reached(chaos.MarkNodeClosedLogLeftClosed)
+			return true
+		}
 		return false
 	}
 	if deadlineMs, ok := p.leases.NextDeadline(); ok && deadlineMs <= n.nowMs {

@@ -232,6 +232,27 @@ func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
 	return log, nil
 }
 
+// logAbsent reports whether p has no log on this node's disk and none can
+// appear but through openLog: not opened since the node started, no move
+// installing a copy into its directory, no deleted namesake's files being
+// removed, and no directory. A read of such a partition (a consume's
+// look, a topic's stats) finds nothing, and need not make the log's files
+// (a directory, an empty segment, the hwm file and the durable topic
+// stamp) to find it: a consumer of many never-written partitions had the
+// node make and sync files for each, on the loop, every other client
+// waiting (audit: 0.44 s per consume of a 108-partition topic, 620 ms
+// stalls of other produces). The price is one stat a look.
+func (n *Node) logAbsent(p *partition) bool {
+	if p.log != nil || p.closedIntact || p.leases != nil {
+		return false
+	}
+	if _, orphaned := n.jobsOrphaned[p.key]; orphaned || n.purgesPending[p.key.topic] || n.otherDataDirError() != nil {
+		return false
+	}
+	_, err := n.fs.Stat(p.dir)
+	return errors.Is(err, storage.ErrNotExist)
+}
+
 // storeLog returns the partition's log from the store: the open one (one
 // lookup, as the fan-out asks for its open logs at every tick), else the
 // one it opens once there is room for it (makeRoomForLog).

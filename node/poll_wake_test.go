@@ -343,6 +343,12 @@ func parkPinnedPollsWith(t *testing.T, configure func(*Config), create func(*msg
 	configure(&h.cfg)
 	h.restart()
 	h.createTopic("orders", create, func(r *msg.CreateTopic) { r.Partitions = pinnedPartitions })
+	for i := 1; i < pinnedPartitions; i++ {
+		// Directories of their own, as partitions written to before have:
+		// a look at a partition with no files makes none (logAbsent), and
+		// leaves no log to evict.
+		require.NoError(t, h.fs.MkdirAll(PartitionDir("orders", i)))
+	}
 	return h, parkOnTheOtherPartitions(h)
 }
 

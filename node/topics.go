@@ -258,6 +258,10 @@ func (n *Node) partitionStats(t *topic, index int) msg.PartitionStats {
 		return stats // another node's: its stats arrive with forwarding
 	}
 	p := n.partitionOf(t, index)
+	if n.logAbsent(p) {
+		stats.Available = true // never written here: empty, and no files made to say so
+		return stats
+	}
 	s := p.closed // a log closed intact is described as it closed, not reopened for it
 	if !p.closedIntact {
 		log, err := n.openLog(t, p)
