@@ -224,7 +224,8 @@ func TestARetiredMemberIsNotForgottenWithinItsForwardingGrace(t *testing.T) {
 	leader := c.elect()
 	leaving := c.except(leader)[0]
 	c.tick(400) // a heartbeat of every member applied
-	c.drop = func(env msg.Envelope) bool { // its last heartbeat applied now, before its removal
+	// Its last heartbeat is the one applied now, before its removal.
+	c.drop = func(env msg.Envelope) bool {
 		_, beat := env.Message.(msg.Heartbeat)
 		return beat && env.From == leaving
 	}

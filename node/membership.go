@@ -122,8 +122,7 @@ type heartbeatSeen struct {
 func newClusterState() clusterState {
 	return clusterState{subscribers: map[string]map[string]int64{}, subscribedUntilMs: map[string]int64{},
 		notified: map[string][]string{}, deadProposed: map[string]deadProposal{}, removalRefused: map[string]bool{},
-		retiredSeenMs: map[string]int64{},
-		heardMs: map[string]int64{}, unknownPeerWarned: onceEvery[uint64]{}, movedAddrs: map[string]movedAddr{}, heartbeats: heartbeatRound{beats: map[string]meta.MemberHeartbeat{}, retiredWarned: onceEvery[string]{}, otherDataWarned: onceEvery[string]{}}}
+		retiredSeenMs: map[string]int64{}, heardMs: map[string]int64{}, unknownPeerWarned: onceEvery[uint64]{}, movedAddrs: map[string]movedAddr{}, heartbeats: heartbeatRound{beats: map[string]meta.MemberHeartbeat{}, retiredWarned: onceEvery[string]{}, otherDataWarned: onceEvery[string]{}}}
 }
 
 // maintainMembership runs on every tick: the leader marks silent members
