@@ -170,6 +170,8 @@ func (n *Node) applyAck(t *topic, p *partition, log *storage.Log, offset, nonce 
 		return err
 	case errors.Is(err, lease.ErrStale) && action != msg.AckCommit && p.leases.Acknowledged(offset):
 		return msg.Gone("receipt handle is stale: the record was already acked")
+	case errors.Is(err, lease.ErrStale) && nonce == 0: // its tag did not verify here (lease.Handles.Verify)
+		return msg.Gone("receipt handle is stale: it was issued before the partition moved or its owner restarted (or is not a handle of this topic); the record will be delivered again")
 	case errors.Is(err, lease.ErrStale):
 		return msg.Gone("receipt handle is stale: the lease expired or was re-reserved")
 	case errors.Is(err, lease.ErrAckedAheadFull):

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"testing"
@@ -177,6 +178,55 @@ func TestAckAtTheNewOwnerAfterAMove(t *testing.T) {
 	}
 	again := c.do(target, msg.Consume{Topic: "t", Partition: 0})
 	require.Equal(t, uint64(2), again.Result.(msg.ConsumeResult).Messages[0].Offset)
+}
+
+// TestAHandleOfAnotherOwnerSaysWhyItIsStale: a handle minted under
+// another key (by the partition's previous owner, or by its owner before
+// a restart: a driver draws a key at every start) verifies to no
+// reservation, and its 410 says so rather than that a lease lapsed (a
+// consumer whose ack was refused 503 during a handover and retried after
+// the move read "the lease expired" of a 1 s old lease); a lapsed lease
+// under the owner's own key still says it lapsed.
+func TestAHandleOfAnotherOwnerSaysWhyItIsStale(t *testing.T) {
+	const moved = "it was issued before the partition moved or its owner restarted"
+	c := newClusterHarness(t, 3)
+	c.reconfigure(func(cfg *Config) { cfg.HandleKey = bytes.Repeat([]byte{cfg.NodeID[1]}, HandleKeyBytes) })
+	leader := c.electWithTopic("t", 3)
+	source := c.owners(leader, "t")[0]
+	target := c.otherThan(source)
+	for i := range 2 {
+		require.NoError(t, c.do(source, producePinned("t", 0, fmt.Sprintf("r%d", i))).Err)
+	}
+	got := c.do(source, msg.Consume{Topic: "t", Partition: 0, Max: 2})
+	messages := got.Result.(msg.ConsumeResult).Messages
+	require.Len(t, messages, 2)
+	c.startMove(leader, "t", 0, target)
+	c.tickUntil(100, 100, func() bool { return c.owners(leader, "t")[0] == target })
+	for i, action := range []msg.AckAction{msg.AckCommit, msg.AckExtend} {
+		for _, at := range []string{target, source} {
+			err := c.do(at, msg.Ack{Topic: "t", Handles: []string{messages[i].ReceiptHandle}, Action: action}).Err
+			require.Equal(t, msg.CodeGone, msg.CodeOf(err), "at %s, action %d", at, action)
+			require.ErrorContains(t, err, moved, "at %s, action %d", at, action)
+			require.ErrorContains(t, err, "the record will be delivered again")
+		}
+	}
+
+	h := newHarness(t)
+	h.createTopic("orders", func(c *msg.CreateTopic) { c.VisibilityTimeoutMs = 1_000 })
+	h.produce("orders", 0, "x")
+	h.produce("orders", 0, "y")
+	lapsed, _ := h.consume("orders")
+	before, _ := h.consume("orders")
+	h.tick(500)
+	require.NoError(t, h.ackHandle("orders", before.ReceiptHandle, msg.AckExtend))
+	h.tick(500)
+	err := h.ackHandle("orders", lapsed.ReceiptHandle, msg.AckCommit)
+	require.ErrorContains(t, err, "receipt handle is stale: the lease expired or was re-reserved")
+	h.cfg.HandleKey = bytes.Repeat([]byte{0x77}, HandleKeyBytes)
+	h.restart()
+	err = h.ackHandle("orders", before.ReceiptHandle, msg.AckCommit)
+	require.Equal(t, msg.CodeGone, msg.CodeOf(err))
+	require.ErrorContains(t, err, moved)
 }
 
 // TestAForwardedAckThatTimesOutIsRetryable: an ack forwarded to an owner
