@@ -173,7 +173,13 @@ out of the voters (never below three). The command returns once the drain
 has started; with --wait it follows the drain, printing on stderr how many
 partitions are left whenever that changes, and returns once the node owns
 none (exit 0), or with exit 1 if the drain was cancelled, --timeout passed
-or it was interrupted (the drain itself goes on).`,
+or it was interrupted (the drain itself goes on).
+
+Once out of the voters, the node still forwards its clients' requests to
+the owners for cluster.dead_after_ms (NARAD_CLUSTER_DEAD_AFTER_MS, 30s by
+default) after it learned of its removal, and refuses them 503 after
+that: move the clients still sending to it to other nodes within that
+window, then stop its process (never start it again under this id).`,
 		Example: `  narad cluster decommission n3
   narad cluster decommission n3 --wait --timeout 30m
   narad cluster decommission n3 --cancel`,

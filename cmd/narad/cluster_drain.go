@@ -122,7 +122,7 @@ func (a *app) sayDecommissioned(ctx context.Context, broker *client.Client, id s
 	case err == nil && member.Draining && !member.Voter && drainStateOf(member, members).drained():
 		// A retried decommission of a node that left the voters (still
 		// listed until it is marked dead): it drains no more.
-		fmt.Fprintf(a.stderr, "%s's decommission is complete: it left the voters; stop its process (never start it again under this id)\n", id)
+		fmt.Fprintf(a.stderr, "%s's decommission is complete: it left the voters; stop its process (never start it again under this id)%s\n", id, clientsWindow(id))
 		return
 	}
 	fmt.Fprintf(a.stderr, "%s is draining (follow it with --wait, or with: narad cluster moves --watch)\n", id)
@@ -149,6 +149,16 @@ func (a *app) cancelDecommission(ctx context.Context, broker *client.Client, id 
 	return nil
 }
 
+// clientsWindow is what a decommission's last line says of the clients
+// still sending to the removed node: it forwards their requests to the
+// owners for cluster.dead_after_ms after it learned of its removal, then
+// answers them 503. The CLI cannot read the setting (no API shows it), so
+// it names it with its default.
+func clientsWindow(id string) string {
+	return fmt.Sprintf("; clients still sending to %s are served (forwarded to the owners) only for cluster.dead_after_ms "+
+		"(NARAD_CLUSTER_DEAD_AFTER_MS, 30s by default) after its removal, then refused 503: move them to other nodes before that", id)
+}
+
 func findMember(members []client.Member, id string) (client.Member, bool) {
 	for _, member := range members {
 		if member.ID == id {
@@ -161,7 +171,7 @@ func findMember(members []client.Member, id string) (client.Member, bool) {
 func (a *app) printDrained(id string, state drainState, elapsed time.Duration) {
 	took := shortDuration(elapsed.Round(time.Second))
 	if !state.voter {
-		fmt.Fprintf(a.stderr, "%s drained in %s and is not a voter: stop its process (never start it again under this id)\n", id, took)
+		fmt.Fprintf(a.stderr, "%s drained in %s and is not a voter: stop its process (never start it again under this id)%s\n", id, took, clientsWindow(id))
 		return
 	}
 	fmt.Fprintf(a.stderr, "%s drained in %s: it owns no partition; the leader takes it out of the voters next, "+

@@ -43,6 +43,8 @@ func TestDecommissionWaitFollowsTheDrainToTheEnd(t *testing.T) {
 	assert.Contains(t, lines[3], "n3: 1 partition(s) left, 1 moving out")
 	assert.Contains(t, lines[4], "n3 drained in")
 	assert.Contains(t, lines[4], "is not a voter: stop its process")
+	assert.Contains(t, lines[4], "clients still sending to n3 are served (forwarded to the owners) only for cluster.dead_after_ms "+
+		"(NARAD_CLUSTER_DEAD_AFTER_MS, 30s by default) after its removal, then refused 503", "the window in which its clients must move")
 	assert.Len(t, broker.seen("GET /v1/cluster/members"), 5)
 }
 
@@ -163,6 +165,7 @@ func TestDecommissionOfANodeThatLeftTheVotersSaysItIsComplete(t *testing.T) {
 		on("GET /v1/cluster/members", membersReply(0, 0, "alive", true, false))
 	h.againstOK(broker, "cluster", "decommission", "n3")
 	assert.Contains(t, h.stderr.String(), "n3's decommission is complete: it left the voters; stop its process")
+	assert.Contains(t, h.stderr.String(), "after its removal, then refused 503")
 	assert.NotContains(t, h.stderr.String(), "is draining")
 }
 
@@ -197,5 +200,18 @@ func TestDecommissionCancelSaysWhetherADrainWasStopped(t *testing.T) {
 		h.againstOK(broker, "cluster", "decommission", "n3", "--cancel")
 		assert.True(t, strings.HasPrefix(h.stderr.String(), c.want), "stderr %q, want %q", h.stderr.String(), c.want)
 		assert.Len(t, broker.seen("DELETE /v1/cluster/members/n3/decommission"), 1, "the cancel is sent in every case")
+	}
+}
+
+// The help says what happens to the clients still sending to a node
+// removed: forwarded for cluster.dead_after_ms, refused 503 after that
+// (grow/drain audit: neither the help nor the last line said so).
+func TestDecommissionHelpNamesTheClientsWindow(t *testing.T) {
+	h := newHarness(t)
+	h.runOK("cluster", "decommission", "--help")
+	help := strings.Join(strings.Fields(h.stdout.String()), " ")
+	for _, want := range []string{"cluster.dead_after_ms (NARAD_CLUSTER_DEAD_AFTER_MS, 30s by default)", "refuses them 503",
+		"move the clients still sending to it to other nodes within that window"} {
+		assert.Contains(t, help, want)
 	}
 }
