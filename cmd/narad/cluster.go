@@ -218,7 +218,7 @@ window, then stop its process (never start it again under this id).`,
 			return a.waitForDrain(ctx, broker, args[0], a.drainPoll())
 		},
 	}
-	cmd.Flags().BoolVar(&cancel, "cancel", false, "cancel a decommission in progress")
+	cmd.Flags().BoolVar(&cancel, "cancel", false, "cancel a decommission in progress (the planner then moves partitions back onto the node to rebalance)")
 	cmd.Flags().BoolVar(&wait, "wait", false, "follow the drain until the node owns no partition")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --wait: stop waiting after this long (0: no limit)")
 	return cmd

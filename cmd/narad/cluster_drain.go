@@ -140,7 +140,8 @@ func (a *app) cancelDecommission(ctx context.Context, broker *client.Client, id 
 	}
 	switch {
 	case membersErr == nil && listed && member.Draining:
-		fmt.Fprintf(a.stderr, "decommission of %s cancelled: it drains no more (moves off it that had started copying go on)\n", id)
+		fmt.Fprintf(a.stderr, "decommission of %s cancelled: it drains no more (moves off it that had started copying go on), "+
+			"and the planner now moves partitions back onto it until it holds its share\n", id)
 	case membersErr == nil && listed:
 		fmt.Fprintf(a.stderr, "%s was not draining: there was no decommission to cancel\n", id)
 	default:

@@ -203,6 +203,20 @@ func TestDecommissionCancelSaysWhetherADrainWasStopped(t *testing.T) {
 	}
 }
 
+// A drain cancelled halfway makes the node a receiver again, and the
+// planner at once moves partitions back onto it: the cancel's line and
+// the flag's help say so (grow/drain audit: the moves back surprised).
+func TestDecommissionCancelSaysPartitionsMoveBack(t *testing.T) {
+	h := drainHarness(t)
+	broker := newFakeBroker(t).on("DELETE /v1/cluster/members/n3/decommission", reply{204, ""}).
+		on("GET /v1/cluster/members", membersReply(2, 1, "alive", true, true))
+	h.againstOK(broker, "cluster", "decommission", "n3", "--cancel")
+	assert.Contains(t, h.stderr.String(), "the planner now moves partitions back onto it until it holds its share")
+	h = newHarness(t)
+	h.runOK("cluster", "decommission", "--help")
+	assert.Contains(t, h.stdout.String(), "the planner then moves partitions back onto the node to rebalance")
+}
+
 // The help says what happens to the clients still sending to a node
 // removed: forwarded for cluster.dead_after_ms, refused 503 after that
 // (grow/drain audit: neither the help nor the last line said so).
