@@ -16,8 +16,23 @@ import (
 const movesWatchInterval = time.Second
 
 func newClusterCommand(a *app) *cobra.Command {
-	return newGroupCommand("cluster", "Inspect the cluster, decommission nodes, run a local one",
+	cmd := newGroupCommand("cluster", "Inspect the cluster, decommission nodes, run a local one",
 		newMembersCommand(a), newMovesCommand(a), newDecommissionCommand(a), newClusterUpCommand(a))
+	cmd.Long = `Inspect the cluster, decommission nodes, run a local one.
+
+To add a node to a running cluster, start "narad serve --node-id <new id>"
+on it with:
+  NARAD_CLUSTER_SECRET           the cluster's secret (of a cluster up:
+                                 cluster_secret in <data-dir>/secrets.json)
+  NARAD_CLUSTER_ADDR             its own node-to-node address, host:port
+  NARAD_CLUSTER_PEERS            itself and at least one member, such as
+                                 n4@host4:7943,n1@host1:7943
+  NARAD_CLUSTER_INITIAL_MEMBERS  the members in that list, itself left out
+                                 (n1)
+It asks to join until the leader adds it as a voter, then receives its
+share of partitions. Never reuse a node id. More in docs/operations.md
+("A cluster of your own").`
+	return cmd
 }
 
 func newMembersCommand(a *app) *cobra.Command {

@@ -53,7 +53,9 @@ a subdirectory of --data-dir and writes its log next to it (n1.log, ...);
 the same directory is reused by the next run, so topics survive a restart.
 The root user is "admin"; its password and the nodes' cluster secret are
 made on the first run, kept in secrets.json (mode 0600) in --data-dir, and
-the password is printed with the addresses.
+the password is printed with the addresses. A node joining this cluster
+needs the secret (cluster_secret in secrets.json) as NARAD_CLUSTER_SECRET:
+see "narad cluster --help" for how to add a node.
 
 The command waits until every node answers /readyz, prints their addresses
 and an example, and then runs until Ctrl-C, which stops all the nodes

@@ -208,7 +208,9 @@ func commandName(executable string) string {
 func (a *app) printClusterBanner(plan clusterPlan, nodes []*devNode, command string) {
 	ready := serving(nodes)
 	fmt.Fprintf(a.stdout, "narad cluster: %d nodes ready (auth on), data in %s\n", len(ready), plan.dataDir)
-	fmt.Fprintf(a.stdout, "  user admin, password %s (kept in %s)\n", plan.secrets.AdminPassword, filepath.Join(plan.dataDir, clusterSecretsFile))
+	secrets := filepath.Join(plan.dataDir, clusterSecretsFile)
+	fmt.Fprintf(a.stdout, "  user admin, password %s (kept in %s)\n", plan.secrets.AdminPassword, secrets)
+	fmt.Fprintf(a.stdout, "  a node joining this cluster needs its secret, cluster_secret in %s, as NARAD_CLUSTER_SECRET (narad cluster --help)\n", secrets)
 	for _, n := range nodes {
 		state := ""
 		if n.retired {

@@ -152,3 +152,31 @@ func TestClusterUpRefusesTakenPorts(t *testing.T) {
 	}
 	t.Fatalf("no plan on free ports passed: %v", errs)
 }
+
+// How to add a node to a running cluster is in the cluster command's
+// help, with the variables it needs, and cluster up names the secret a
+// joining node needs (grow/drain audit: the auditor had to find both in
+// operations.md and secrets.json).
+func TestClusterHelpSaysHowToAddANode(t *testing.T) {
+	h := newHarness(t)
+	h.runOK("cluster", "--help")
+	for _, want := range []string{"To add a node to a running cluster", "NARAD_CLUSTER_SECRET", "NARAD_CLUSTER_ADDR",
+		"NARAD_CLUSTER_PEERS", "NARAD_CLUSTER_INITIAL_MEMBERS", "cluster_secret in <data-dir>/secrets.json"} {
+		assert.Contains(t, h.stdout.String(), want)
+	}
+	h = newHarness(t)
+	h.runOK("cluster", "up", "--help")
+	assert.Contains(t, strings.Join(strings.Fields(h.stdout.String()), " "), "needs the secret (cluster_secret in secrets.json) as NARAD_CLUSTER_SECRET")
+
+	h = newHarness(t)
+	dir := t.TempDir()
+	plan := planCluster(dir, 3, 8000)
+	plan.secrets = clusterSecrets{AdminPassword: "pw", ClusterSecret: "s3cret"}
+	var nodes []*devNode
+	for _, n := range plan.nodes {
+		nodes = append(nodes, &devNode{plannedNode: n, Process: proc.NewProcess(proc.Spec{ID: n.id, HTTPAddr: n.httpAddr})})
+	}
+	h.app.printClusterBanner(plan, nodes, "narad")
+	assert.Contains(t, h.stdout.String(), "a node joining this cluster needs its secret, cluster_secret in "+
+		filepath.Join(dir, "secrets.json")+", as NARAD_CLUSTER_SECRET")
+}
