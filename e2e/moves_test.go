@@ -216,7 +216,7 @@ func (c *testCluster) logMoveReport(ctx context.Context, t *testing.T) moveSumma
 		}
 	}
 	for _, kind := range []string{"move-planned", "move-started", "move-catchup-done", "move-completed", "move-aborted", "move-restarted",
-		"freeze-expired", "move-abort-planned", "voter-removal-proposed", "voter-removal-refused", "leadership-transfer"} {
+		"freeze-expired", "move-abort-planned", "voter-removal-proposed", "voter-removal-deferred", "voter-removal-refused", "leadership-transfer"} {
 		if count := len(eventsOfKind(events, kind)); count > 0 {
 			t.Logf("  log events %s: %d", kind, count)
 		}

@@ -328,7 +328,7 @@ func (m *Metrics) RetentionDeleted(topic string, partition int, bytes int64, rec
 var routineEvents = map[string]bool{
 	"move-planned": true, "move-started": true, "move-catchup-done": true, "move-completed": true,
 	"partition-frozen": true, "partition-unfrozen": true, "partition-moved-away": true,
-	"voter-removal-proposed": true, "member-forget-proposed": true, "leadership-transfer": true,
+	"voter-removal-proposed": true, "voter-removal-deferred": true, "member-forget-proposed": true, "leadership-transfer": true,
 	"topic-purged": true, "stale-copy-deleted": true, "log-verified": true, "root-seeded": true,
 	"proposal-repeated": true,
 }

@@ -171,6 +171,11 @@ func (n *Node) removeVoter(id string) bool {
 	case n.cluster.removalRefused[id]:
 		// said once already: a drained member of a three-voter cluster
 		// stays a voter, and the leader retries every round
+	case errors.Is(err, meta.ErrTooFewVoters):
+		// The normal end of a drain in a three-voter cluster (never
+		// below three voters): a routine event, not an error.
+		n.cluster.removalRefused[id] = true
+		n.observer.Event("voter-removal-deferred", fmt.Sprintf("%s is drained and stays a voter while the cluster has three: %v (said once)", id, err))
 	default:
 		n.cluster.removalRefused[id] = true
 		n.observer.Event("voter-removal-refused", fmt.Sprintf("%s: %v (it stays a voter; said once)", id, err))
