@@ -54,6 +54,13 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if x.body.held > 0 {
 		f.budget.give(x.body.held) // the decoded request, which may point into the body, is answered
 	}
+	if r.Context().Err() != nil {
+		// The connection's context ends only when the client closed its
+		// end (noticed for a long poll) or the connection ended: the answer
+		// reaches nobody.
+		f.metrics.observeAbandoned(routeLabel, method, x.body.read)
+		return
+	}
 	f.metrics.observe(routeLabel, method, &x.writer, x.body.read, time.Since(start))
 }
 

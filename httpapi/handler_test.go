@@ -388,3 +388,36 @@ func TestHandlerLeavesTheServersRequestAsItWas(t *testing.T) {
 	require.Empty(t, get.Pattern)
 	require.Empty(t, get.PathValue("topic"))
 }
+
+// TestHandlerAbandonedRequestIsNoAnswer: a request whose client left
+// before the answer (its context cancelled while the backend worked) is
+// counted in narad_http_requests_abandoned_total, not as an answered 503
+// in narad_http_requests_total and the duration histogram, for every kind
+// of request that waits on the backend.
+func TestHandlerAbandonedRequestIsNoAnswer(t *testing.T) {
+	cases := []struct{ method, path, body, route string }{
+		{"GET", "/v1/topics/orders/consume?wait=10s", "", "GET /v1/topics/{topic}/consume"},
+		{"POST", "/v1/topics/orders/produce", "hello", "POST /v1/topics/{topic}/produce"},
+		{"POST", "/v1/topics", `{"name":"orders"}`, "POST /v1/topics"},
+		{"GET", "/v1/topics/orders", "", "GET /v1/topics/{topic}"},
+	}
+	for _, tc := range cases {
+		backend := &tableBackend{block: true, entered: make(chan struct{}), cancelled: make(chan error, 1)}
+		registry := prometheus.NewRegistry()
+		handler := NewHandler(backend, newTestCodec(), registry, slog.New(slog.DiscardHandler))
+		ctx, cancel := context.WithCancel(context.Background())
+		request := httptest.NewRequestWithContext(ctx, tc.method, tc.path, strings.NewReader(tc.body))
+		go func() {
+			<-backend.entered
+			cancel()
+		}()
+		handler.ServeHTTP(httptest.NewRecorder(), request)
+		require.ErrorIs(t, <-backend.cancelled, context.Canceled, tc.path)
+		require.Empty(t, series(t, registry, "narad_http_requests_total"), "%s %s", tc.method, tc.path)
+		require.Empty(t, series(t, registry, "narad_http_request_duration_seconds"), "%s %s", tc.method, tc.path)
+		require.Equal(t, map[string]float64{`method="` + tc.method + `",route="` + tc.route + `"`: 1},
+			series(t, registry, "narad_http_requests_abandoned_total"), "%s %s", tc.method, tc.path)
+		require.Equal(t, map[string]float64{`route="` + tc.route + `"`: float64(len(tc.body))},
+			series(t, registry, "narad_http_request_bytes_in_total"), "%s %s", tc.method, tc.path)
+	}
+}

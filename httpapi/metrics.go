@@ -29,6 +29,10 @@ type HTTPMetrics struct {
 	bytesIn  *prometheus.CounterVec   // route
 	bytesOut *prometheus.CounterVec   // route
 	inFlight prometheus.Gauge
+	// abandoned counts, by route and method, the requests whose client
+	// left (or whose connection ended) before their answer; they are
+	// not in requests or duration, which count answers.
+	abandoned *prometheus.CounterVec
 	// seriesMu guards series, the series of each label set seen so far,
 	// so that a request updates them without hashing its labels again.
 	// Its keys are the label sets of requests and duration, which the
@@ -75,9 +79,13 @@ func NewHTTPMetrics(reg prometheus.Registerer) *HTTPMetrics {
 			Namespace: "narad", Subsystem: "http", Name: "requests_in_flight",
 			Help: "HTTP requests being served.",
 		}),
+		abandoned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "narad", Subsystem: "http", Name: "requests_abandoned_total",
+			Help: "HTTP requests whose client left, or whose connection ended, before the answer (a long poll given up, above all); not in requests_total.",
+		}, []string{"route", "method"}),
 	}
 	metrics.series = map[seriesKey]requestSeries{}
-	reg.MustRegister(metrics.requests, metrics.duration, metrics.bytesIn, metrics.bytesOut, metrics.inFlight)
+	reg.MustRegister(metrics.requests, metrics.duration, metrics.bytesIn, metrics.bytesOut, metrics.inFlight, metrics.abandoned)
 	return metrics
 }
 
@@ -87,6 +95,15 @@ func (m *HTTPMetrics) observe(route, method string, recorder *statusRecorder, by
 	series.duration.Observe(elapsed.Seconds())
 	series.bytesIn.Add(float64(bytesIn))
 	series.bytesOut.Add(float64(recorder.bytes))
+}
+
+// observeAbandoned counts a request whose client left before its answer:
+// the body bytes it read, but no status, duration or bytes out, since
+// nobody got an answer (a cancelled backend call answers 503, which would
+// otherwise count as a server failure).
+func (m *HTTPMetrics) observeAbandoned(route, method string, bytesIn int64) {
+	m.abandoned.WithLabelValues(route, method).Inc()
+	m.bytesIn.WithLabelValues(route).Add(float64(bytesIn))
 }
 
 // seriesOf returns the series of a label set, looking them up in the
