@@ -730,7 +730,29 @@ func (l *loop) requestStats() {
 	l.post(func(n *node.Node) {
 		l.metrics.setInventory(n.Stats(), n.OpenPartitions())
 		l.metrics.setFanoutLags(n.FanoutLinkLags())
+		l.metrics.setStateBounds(l.userCount(n), l.schemaBytes())
 	})
+}
+
+// userCount is the number of users this replica applied: those published
+// to the authenticator, which the loop republishes after every persist
+// that changed them, else the node's (a copy of each). Loop goroutine only.
+func (l *loop) userCount(n *node.Node) int {
+	if l.authenticator != nil {
+		if users := l.authenticator.Users(); users != nil {
+			return users.Len()
+		}
+	}
+	return len(n.Users())
+}
+
+// schemaBytes is the size of the schemas published to the HTTP layer,
+// which the loop rebuilds whenever the node's schemas changed.
+func (l *loop) schemaBytes() int {
+	if view := l.schemas.Load(); view != nil {
+		return schemaBytesOf(view.byTopic)
+	}
+	return 0
 }
 
 func (l *loop) releaseWaiters() {

@@ -87,6 +87,9 @@ type Metrics struct {
 	// placement shows the placement limits and this node's count under
 	// them, so that their 409s can be seen coming.
 	placement placementGauges
+	// stateBounds show the metastore's users and schema bytes under their
+	// cluster-wide bounds.
+	stateBounds stateBoundGauges
 	// flowMu guards flows: the produced or consumed counters (messages,
 	// bytes) of each partition seen, so that a record counted does not
 	// format and hash its labels again. Its keys are the label sets of
@@ -200,7 +203,7 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 	m.register(reg)
 	m.peerMarkedDown, m.placement = newPeerMarkedDown(reg), newPlacementGauges(reg)
 	m.moves, m.reads = newMoveMetrics(reg), newReadMetrics(reg)
-	m.fanout = newFanoutMetrics(reg)
+	m.fanout, m.stateBounds = newFanoutMetrics(reg), newStateBoundGauges(reg)
 	return m
 }
 
