@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -95,6 +96,10 @@ func (h *apiHandler) serve(w http.ResponseWriter, r *http.Request, matched *capt
 		refused.Write(w)
 		return
 	}
+	if refused := refuseContentEncoding(r); refused != nil {
+		refused.Write(w)
+		return
+	}
 	decoded, failed := matched.decode(r)
 	if failed != nil {
 		failed.Write(w)
@@ -112,6 +117,29 @@ func (h *apiHandler) serve(w http.ResponseWriter, r *http.Request, matched *capt
 	default:
 		h.writeHeld(w, h.serveNode(r, decoded, caller))
 	}
+}
+
+// refuseContentEncoding answers 415 to a request whose body is sent with
+// a Content-Encoding other than identity (docs/api.md#conventions): the
+// server decodes none, and a gzipped produce would otherwise be stored
+// compressed, a gzipped JSON body refused as malformed JSON. A request
+// without a body is served whatever the header says.
+func refuseContentEncoding(r *http.Request) *Response {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	for _, field := range r.Header.Values("Content-Encoding") {
+		for coding := range strings.SplitSeq(field, ",") {
+			coding = strings.TrimSpace(coding)
+			if coding == "" || strings.EqualFold(coding, "identity") {
+				continue
+			}
+			response := jsonResponse(http.StatusUnsupportedMediaType, errorBody{Error: "request body has Content-Encoding " +
+				quoteClipped(coding) + ": the server decodes no content coding; send the body as is (identity)"})
+			return &response
+		}
+	}
+	return nil
 }
 
 // writeHeld writes a response, then gives back what it held of the reply

@@ -421,3 +421,38 @@ func TestHandlerAbandonedRequestIsNoAnswer(t *testing.T) {
 			series(t, registry, "narad_http_request_bytes_in_total"), "%s %s", tc.method, tc.path)
 	}
 }
+
+// TestHandlerRefusesContentEncoding: a body sent with a content coding
+// the server does not decode is 415, naming it, and reaches no backend
+// (hostile-client audit: a gzipped produce was stored compressed);
+// identity, and a coding on a request without a body, are served.
+func TestHandlerRefusesContentEncoding(t *testing.T) {
+	fixture := newHandlerFixture(t)
+	send := func(method, path, body string, codings ...string) (int, string) {
+		request, err := http.NewRequest(method, fixture.server.URL+path, strings.NewReader(body))
+		require.NoError(t, err)
+		for _, coding := range codings {
+			request.Header.Add("Content-Encoding", coding)
+		}
+		response, err := fixture.server.Client().Do(request)
+		require.NoError(t, err)
+		defer response.Body.Close()
+		data, err := io.ReadAll(response.Body)
+		require.NoError(t, err)
+		return response.StatusCode, string(data)
+	}
+	status, body := send("POST", "/v1/topics/orders/produce", "\x1f\x8b\x08\x00", "gzip")
+	require.Equal(t, 415, status)
+	require.Equal(t, `{"error":"request body has Content-Encoding \"gzip\": the server decodes no content coding; send the body as is (identity)"}`+"\n", body)
+	status, body = send("POST", "/v1/topics", `{"name":"orders"}`, "identity, br")
+	require.Equal(t, 415, status)
+	require.Contains(t, body, `Content-Encoding \"br\"`)
+	status, _ = send("POST", "/v1/topics", `{"name":"orders"}`, "Identity", "x-"+strings.Repeat("z", 1000))
+	require.Equal(t, 415, status, "every field counts")
+	require.Empty(t, fixture.backend.received, "a refused body reaches no backend")
+
+	status, body = send("POST", "/v1/topics/orders/produce", "hello", "identity")
+	require.Equal(t, 202, status, body)
+	status, _ = send("GET", "/v1/topics/orders/consume", "", "gzip")
+	require.Equal(t, 204, status, "no body, nothing to decode")
+}
