@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"narad/meta"
+	"narad/msg"
 )
 
 // The actions a grant may carry.
@@ -26,7 +27,7 @@ var usernamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 // ValidUsername checks a user name (docs/api.md#authentication).
 func ValidUsername(name string) error {
 	if !usernamePattern.MatchString(name) || name == "." || name == ".." {
-		return fmt.Errorf("invalid username %q: want 1-64 of [A-Za-z0-9._-], not . or .. (a path segment of the user's URL)", name)
+		return fmt.Errorf("invalid username %s: want 1-64 of [A-Za-z0-9._-], not . or .. (a path segment of the user's URL)", msg.QuoteClipped(name))
 	}
 	return nil
 }
@@ -54,10 +55,19 @@ func validGrant(grant meta.Grant) error {
 		return nil
 	case ActionProduce, ActionConsume, ActionCreate:
 	default:
-		return fmt.Errorf("unknown grant action %q: want produce, consume, create or admin", grant.Action)
+		return fmt.Errorf("unknown grant action %s: want produce, consume, create or admin", msg.QuoteClipped(grant.Action))
 	}
 	if len(grant.Patterns) == 0 || len(grant.Patterns) > patternsPerGrantMax {
 		return fmt.Errorf("grant %s needs 1 to %d patterns", grant.Action, patternsPerGrantMax)
+	}
+	for _, pattern := range grant.Patterns {
+		// the metastore's check (meta.CheckGrantPattern) quotes a pattern
+		// whole: one longer than any it accepts is refused here, in its
+		// words, clipped
+		if len(pattern) > msg.TopicNameBytesMax {
+			return fmt.Errorf("invalid pattern %s: want a topic name (1 to %d of A-Z a-z 0-9 . _ -, not . or ..), "+
+				"or a prefix of one (up to %d of them) ending in *", msg.QuoteClipped(pattern), msg.TopicNameBytesMax, msg.TopicNameBytesMax-1)
+		}
 	}
 	return nil
 }

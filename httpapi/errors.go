@@ -3,8 +3,6 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
-	"strconv"
-	"unicode/utf8"
 
 	"narad/msg"
 )
@@ -80,21 +78,13 @@ func invalidf(format string, args ...any) *ErrorResponse {
 	return failure(msg.Invalid(format, args...))
 }
 
-// echoBytesMax bounds the client text (a name, a key, a value) that an
-// error message quotes. Quoted whole, a field name that filled a 16 MiB
-// batch line made a 49 MB answer (each byte escaped), built and held
-// outside every budget.
-const echoBytesMax = 128
+// echoBytesMax bounds the client text an error message quotes
+// (msg.EchoBytesMax).
+const echoBytesMax = msg.EchoBytesMax
 
 // quoteClipped quotes text for an error message, as %q does, keeping at
-// most echoBytesMax bytes of it; a longer text is quoted cut, followed by
-// its length.
-func quoteClipped[T string | []byte](text T) string {
-	if len(text) <= echoBytesMax {
-		return strconv.Quote(string(text))
-	}
-	return strconv.Quote(string(cutAtRune(text, echoBytesMax))) + "... (" + strconv.Itoa(len(text)) + " bytes)"
-}
+// most echoBytesMax bytes of it (msg.QuoteClipped).
+func quoteClipped[T string | []byte](text T) string { return msg.QuoteClipped(text) }
 
 // clipMessage cuts text that may hold client text whole (a message of
 // encoding/json's, a number as written) to at most 2*echoBytesMax bytes,
@@ -103,17 +93,7 @@ func clipMessage[T string | []byte](text T) string {
 	if len(text) <= 2*echoBytesMax {
 		return string(text)
 	}
-	return string(cutAtRune(text, 2*echoBytesMax)) + "..."
-}
-
-// cutAtRune returns, of a text longer than bytesMax, the longest prefix
-// that holds at most bytesMax bytes and ends before a character's start.
-func cutAtRune[T string | []byte](text T, bytesMax int) T {
-	cut := bytesMax
-	for cut > 0 && !utf8.RuneStart(text[cut]) {
-		cut--
-	}
-	return text[:cut]
+	return string(msg.CutAtRune(text, 2*echoBytesMax)) + "..."
 }
 
 // assert panics with a message naming what broke when ok is false.

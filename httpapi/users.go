@@ -90,7 +90,7 @@ func (h *apiHandler) serveUsers(r *http.Request, route string, caller auth.Ident
 func (h *apiHandler) getUser(username string) Response {
 	user, found := h.security.Auth.Users().User(username)
 	if !found {
-		return errorResponse(msg.NotFound("user %q not found", username))
+		return userNotFound(username)
 	}
 	return jsonResponse(http.StatusOK, showUser(user))
 }
@@ -121,6 +121,9 @@ func (h *apiHandler) createUser(r *http.Request, caller auth.Identity) Response 
 func (h *apiHandler) deleteUser(r *http.Request, caller auth.Identity) Response {
 	username := r.PathValue("username")
 	user, found := h.security.Auth.Users().User(username)
+	if !found && auth.ValidUsername(username) != nil {
+		return userNotFound(username) // none can exist; the metastore's answer would quote the name whole
+	}
 	if found && user.Root {
 		return *forbidden("the root user cannot be deleted")
 	}
@@ -181,7 +184,7 @@ func (h *apiHandler) setPassword(r *http.Request, caller auth.Identity) Response
 	case found && target.Root && !caller.Root:
 		return *forbidden("only the root user changes its password")
 	case !found:
-		return errorResponse(msg.NotFound("user %q not found", username))
+		return userNotFound(username)
 	}
 	if self && h.security.Enabled {
 		if failed := h.checkCurrent(r, username, body.CurrentPassword); failed != nil {
@@ -260,11 +263,17 @@ func checkUserInput(username string, grants []meta.Grant) *Response {
 	return nil
 }
 
+// userNotFound answers 404 for a user, quoting at most echoBytesMax
+// bytes of a name from the client.
+func userNotFound(username string) Response {
+	return errorResponse(msg.NotFound("user %s not found", quoteClipped(username)))
+}
+
 // userAfterChange answers with the user as published after the change.
 func (h *apiHandler) userAfterChange(status int, username string) Response {
 	user, found := h.security.Auth.Users().User(username)
 	if !found {
-		return errorResponse(msg.NotFound("user %q not found", username))
+		return userNotFound(username)
 	}
 	return jsonResponse(status, showUser(user))
 }

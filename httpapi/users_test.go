@@ -119,3 +119,31 @@ func TestAuditLineOfAUserCreatedWithoutGrantsShowsAnEmptyList(t *testing.T) {
 	require.Contains(t, logs.String(), `"grants":[]`)
 	require.NotContains(t, logs.String(), `"grants":null`)
 }
+
+// The users API quotes at most echoBytesMax bytes of a name or grant the
+// client sent (hostile-client audit: a 100,000-character username came
+// back in a 100,111-byte 400).
+func TestUsersErrorsQuoteClientTextClipped(t *testing.T) {
+	handler, backend, _ := usersAPI(t)
+	long := strings.Repeat("a", 100_000)
+	pathLong := strings.Repeat("b", 30_000)
+	cases := []struct {
+		method, path, body string
+		status             int
+	}{
+		{"POST", "/v1/users", `{"username":"` + long + `","password":"a-long-password"}`, 400},
+		{"POST", "/v1/users", `{"username":"ann","password":"a-long-password","grants":[{"action":"` + long + `","patterns":["x"]}]}`, 400},
+		{"POST", "/v1/users", `{"username":"ann","password":"a-long-password","grants":[{"action":"produce","patterns":["` + long + `"]}]}`, 400},
+		{"GET", "/v1/users/" + pathLong, "", 404},
+		{"DELETE", "/v1/users/" + pathLong, "", 404},
+		{"PUT", "/v1/users/" + pathLong + "/grants", `{"grants":[]}`, 400},
+		{"PUT", "/v1/users/" + pathLong + "/password", `{"new_password":"a-long-password"}`, 404},
+	}
+	for _, tc := range cases {
+		recorder := asAdmin(handler, tc.method, tc.path, tc.body)
+		require.Equal(t, tc.status, recorder.Code, "%s %.40s: %.300s", tc.method, tc.path, recorder.Body.String())
+		require.Less(t, recorder.Body.Len(), 400, "%s %.40s: %.300s", tc.method, tc.path, recorder.Body.String())
+		require.Contains(t, recorder.Body.String(), `... (`, "%s %.40s says the length", tc.method, tc.path)
+	}
+	require.Empty(t, backend.changes, "nothing reached the metastore")
+}
