@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -254,4 +255,36 @@ func TestStateReadsHoldReplyBytes(t *testing.T) {
 	require.Equal(t, http.StatusOK, held.Status)
 	require.Equal(t, int64(len(held.Body)), held.held)
 	require.Equal(t, held.held, api.replies.Held())
+}
+
+// failingWriter is a connection whose client has gone: every body write
+// fails.
+type failingWriter struct {
+	header http.Header
+	status int
+}
+
+func (w *failingWriter) Header() http.Header       { return w.header }
+func (w *failingWriter) WriteHeader(status int)    { w.status = status }
+func (w *failingWriter) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
+
+// A consume reply whose write fails keeps its records leased until the
+// visibility timeout: they are not handed back, and the answer counts as
+// the 200 it was (docs/operations.md, narad_messages_returned_total). The
+// connection server sends a reply of up to 32 KiB only after the handler
+// returned, and a write that succeeds does not say the client read it,
+// so this layer cannot tell a reply nobody read from one that arrived
+// (hostile-client audit: the docs read as if it were handed back). Its
+// reply budget is given back all the same.
+func TestConsumeReplyWhoseWriteFailsStaysLeased(t *testing.T) {
+	backend := &bigConsumeBackend{tableBackend: &tableBackend{}, messages: 3, payloadBytes: 100}
+	registry := prometheus.NewRegistry()
+	handler := NewHandler(backend, newTestCodec(), registry, slog.New(slog.DiscardHandler))
+	writer := &failingWriter{header: http.Header{}}
+	handler.ServeHTTP(writer, httptest.NewRequest(http.MethodGet, "/v1/topics/t/consume?max=3", nil))
+	require.Equal(t, http.StatusOK, writer.status)
+	require.Empty(t, backend.handedBack, "the records stay leased")
+	require.Equal(t, map[string]float64{`method="GET",route="GET /v1/topics/{topic}/consume",status="200"`: 1},
+		series(t, registry, "narad_http_requests_total"))
+	require.Equal(t, 0.0, series(t, registry, "narad_http_reply_bytes_in_flight")[""])
 }
