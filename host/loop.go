@@ -728,9 +728,10 @@ func (l *loop) post(control func(*node.Node)) {
 
 func (l *loop) requestStats() {
 	l.post(func(n *node.Node) {
-		l.metrics.setInventory(n.Stats(), n.OpenPartitions())
+		stats := n.Stats()
+		l.metrics.setInventory(stats, n.OpenPartitions())
 		l.metrics.setFanoutLags(n.FanoutLinkLags())
-		l.metrics.setStateBounds(l.userCount(n), l.schemaBytes())
+		l.metrics.setStateBounds(l.userCount(n), stats.UsersBytes, l.schemaBytes())
 	})
 }
 

@@ -14,9 +14,12 @@ import (
 type stateBoundGauges struct {
 	// users counts the users; usersMax is their bound.
 	users, usersMax prometheus.Gauge
+	// usersBytes is what the users hold (names, password hashes, grants);
+	// usersBytesMax is its bound.
+	usersBytes, usersBytesMax prometheus.Gauge
 	// schemaBytes is the size of every kept schema version of every topic,
-	// the total the metastore bounds.
-	schemaBytes prometheus.Gauge
+	// the total the metastore bounds at schemaBytesMax.
+	schemaBytes, schemaBytesMax prometheus.Gauge
 }
 
 func newStateBoundGauges(reg prometheus.Registerer) stateBoundGauges {
@@ -24,22 +27,33 @@ func newStateBoundGauges(reg prometheus.Registerer) stateBoundGauges {
 		users: sampledGauge("users", "Users of the cluster, the count users_max bounds."),
 		usersMax: sampledGauge("users_max",
 			"Bound of the cluster's users; a user create past it is refused (409)."),
+		usersBytes: sampledGauge("users_bytes",
+			"Bytes the cluster's users hold (names, password hashes, grants), the total users_bytes_max bounds."),
+		usersBytesMax: sampledGauge("users_bytes_max",
+			"Bound of users_bytes; a user create or grant change past it is refused (409)."),
 		schemaBytes: sampledGauge("schema_bytes",
-			"Bytes of the kept schema versions of every topic together, the total the cluster bounds at 32 MiB (past it a create or alter answers 413)."),
+			"Bytes of the kept schema versions of every topic together, the total schema_bytes_max bounds."),
+		schemaBytesMax: sampledGauge("schema_bytes_max",
+			"Bound of schema_bytes; a create or alter with a schema past it is refused (413)."),
 	}
 	g.usersMax.Set(meta.UsersMax)
-	reg.MustRegister(g.users, g.usersMax, g.schemaBytes)
+	g.usersBytesMax.Set(meta.UsersBytesMax)
+	g.schemaBytesMax.Set(meta.SchemaBytesTotalMax)
+	reg.MustRegister(g.users, g.usersMax, g.usersBytes, g.usersBytesMax, g.schemaBytes, g.schemaBytesMax)
 	return g
 }
 
 // set publishes the numbers (setStateBounds' caller runs on the loop).
-func (g stateBoundGauges) set(users, schemaBytes int) {
+func (g stateBoundGauges) set(users, usersBytes, schemaBytes int) {
 	g.users.Set(float64(users))
+	g.usersBytes.Set(float64(usersBytes))
 	g.schemaBytes.Set(float64(schemaBytes))
 }
 
 // setStateBounds updates the gauges of the users and schemas held.
-func (m *Metrics) setStateBounds(users, schemaBytes int) { m.stateBounds.set(users, schemaBytes) }
+func (m *Metrics) setStateBounds(users, usersBytes, schemaBytes int) {
+	m.stateBounds.set(users, usersBytes, schemaBytes)
+}
 
 // schemaBytesOf sums the documents of every topic's kept schema versions,
 // as the metastore counts them against its bound.

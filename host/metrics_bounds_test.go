@@ -38,10 +38,14 @@ func TestStateBoundGauges(t *testing.T) {
 	require.Contains(t, scrape, "\nnarad_users 2\n", "the root user and alice")
 	require.Contains(t, scrape, "\nnarad_users_max 10000\n")
 	require.Contains(t, scrape, "\nnarad_schema_bytes "+strconv.Itoa(len(orderSchema)+len(orderSchemaV2))+"\n", "both kept versions")
+	require.Contains(t, scrape, "\nnarad_schema_bytes_max 3.3554432e+07\n")
+	require.Contains(t, scrape, "\nnarad_users_bytes_max 1.6777216e+07\n")
+	require.Regexp(t, `\nnarad_users_bytes [1-9][0-9]{2,}\n`, scrape, "two users' names, hashes and grants")
 
 	plain := testHost(t)
 	sampleInventory(plain)
 	_, scrape = call(t, plain, get("/metrics"))
 	require.Contains(t, scrape, "\nnarad_users 0\n")
+	require.Contains(t, scrape, "\nnarad_users_bytes 0\n")
 	require.Contains(t, scrape, "\nnarad_schema_bytes 0\n")
 }

@@ -215,7 +215,7 @@ func TestInventoryGaugesSayTheyAreSampled(t *testing.T) {
 	}
 	for _, name := range []string{"moves_inflight", "moves_sessions", "moves_frozen_partitions", "moves_resting_destinations",
 		"topics_total", "partitions_total", "topics_max", "owned_partitions", "owned_partitions_max",
-		"users", "users_max", "schema_bytes",
+		"users", "users_max", "users_bytes", "users_bytes_max", "schema_bytes", "schema_bytes_max",
 		"open_partition_logs", "open_partition_logs_max", "storage_zero_tail_bytes", "storage_kept_closed_logs",
 		"storage_kept_closed_log_bytes", "storage_kept_closed_log_bytes_max", "storage_open_log_index_bytes",
 		"leases_held", "leases_max", "fanout_cursors", "consume_parked_polls", "relays_in_flight", "relays_in_flight_max",

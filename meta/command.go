@@ -30,7 +30,7 @@ const (
 	// creation and grant change with it (PutUser.UsersBytesMax,
 	// SetGrants.UsersBytesMax), and one that would pass it is refused
 	// (ErrLimitReached). The users travel in every snapshot message
-	// beside the schemas (schemaBytesTotalMax), under the raft message
+	// beside the schemas (SchemaBytesTotalMax), under the raft message
 	// bound; without it 90 users of 64 grants of 256 long patterns made
 	// an image past that bound, which no replica could then install.
 	UsersBytesMax = 16 << 20

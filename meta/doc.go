@@ -152,7 +152,7 @@
 //   - A topic's Schemas are consecutive versions from oldest to latest (at
 //     most SchemaVersionsKept), with ids that only grow and are never
 //     reused, even by a topic re-created under the same name; the schema
-//     bytes of all topics stay under schemaBytesTotalMax.
+//     bytes of all topics stay under SchemaBytesTotalMax.
 //   - The users grow only within the bounds their commands carry
 //     (UsersMax users, UsersBytesMax bytes together), so that with the
 //     schemas they fit one snapshot message.

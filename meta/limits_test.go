@@ -65,7 +65,7 @@ func TestUsersBytesAtApply(t *testing.T) {
 	unbounded := put("user-2")
 	unbounded.UsersBytesMax = 0
 	require.NoError(t, unbounded.apply(s), "an entry without the bound applies as it did")
-	require.Greater(t, s.usersBytes(), bytesMax)
+	require.Greater(t, s.UsersBytes(), bytesMax)
 
 	requireLimit(t, s, SetGrants{Username: "user-0", Grants: append(big, Grant{Action: "admin"}), NowMs: 2, UsersBytesMax: bytesMax}, LimitUsersBytes)
 	require.NoError(t, SetGrants{Username: "user-0", Grants: big[:1], NowMs: 2, UsersBytesMax: bytesMax}.apply(s), "a change that shrinks passes over the bound")

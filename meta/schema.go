@@ -21,10 +21,10 @@ const (
 	// metastore keeps: the latest and those before it. An older version is
 	// dropped when a newer one is added beyond the bound.
 	SchemaVersionsKept = 8
-	// schemaBytesTotalMax bounds the schema bytes of all topics together,
+	// SchemaBytesTotalMax bounds the schema bytes of all topics together,
 	// so that the state machine (which travels in one snapshot message of
 	// messageBytesMax) stays well within its bound.
-	schemaBytesTotalMax = 32 << 20
+	SchemaBytesTotalMax = 32 << 20
 )
 
 // SchemaVersion is one version of a topic's JSON Schema. Document bytes
@@ -344,8 +344,8 @@ func (s *State) addSchema(record *TopicRecord, document json.RawMessage, rules s
 			return err
 		}
 	}
-	if total := s.schemaBytes() + len(document); total > schemaBytesTotalMax {
-		return rejectf(ErrSchemaSpace, "the schemas of all topics would hold %d bytes, at most %d", total, schemaBytesTotalMax)
+	if total := s.schemaBytes() + len(document); total > SchemaBytesTotalMax {
+		return rejectf(ErrSchemaSpace, "the schemas of all topics would hold %d bytes, at most %d", total, SchemaBytesTotalMax)
 	}
 	s.schemaSequence++
 	s.schemaEpoch++

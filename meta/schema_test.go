@@ -162,7 +162,7 @@ func extraProperties(n int) string {
 func TestSchemaSpaceIsBounded(t *testing.T) {
 	s := stateWith(t, heartbeat("m1", 100))
 	document := json.RawMessage(`{"description":"` + strings.Repeat("x", SchemaBytesMax-100) + `"}`)
-	topics := schemaBytesTotalMax / len(document)
+	topics := SchemaBytesTotalMax / len(document)
 	for i := range topics {
 		create := createTopic(fmt.Sprintf("t%d", i), "m1")
 		create.Schema = document

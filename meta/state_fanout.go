@@ -161,8 +161,8 @@ func (s *State) checkChildSchema(parent, child *TopicRecord) error {
 	if childHas {
 		return nil
 	}
-	if total := s.schemaBytes() + schemaBytesOf(parent.Schemas); total > schemaBytesTotalMax {
-		return rejectf(ErrSchemaSpace, "the schemas of all topics would hold %d bytes, at most %d", total, schemaBytesTotalMax)
+	if total := s.schemaBytes() + schemaBytesOf(parent.Schemas); total > SchemaBytesTotalMax {
+		return rejectf(ErrSchemaSpace, "the schemas of all topics would hold %d bytes, at most %d", total, SchemaBytesTotalMax)
 	}
 	return nil
 }
@@ -274,8 +274,8 @@ func (c AlterTopic) checkFanoutAlter(s *State, record *TopicRecord) error {
 	}
 	if len(c.Schema) > 0 && len(record.Children) > 0 {
 		added := len(c.Schema) * (1 + len(record.Children))
-		if total := s.schemaBytes() + added; total > schemaBytesTotalMax {
-			return rejectf(ErrSchemaSpace, "the schemas of all topics would hold %d bytes, at most %d", total, schemaBytesTotalMax)
+		if total := s.schemaBytes() + added; total > SchemaBytesTotalMax {
+			return rejectf(ErrSchemaSpace, "the schemas of all topics would hold %d bytes, at most %d", total, SchemaBytesTotalMax)
 		}
 	}
 	return nil

@@ -169,14 +169,15 @@ func (s *State) checkUsersBytes(before, after *User, max int) error {
 	if grown <= 0 {
 		return nil
 	}
-	if total := s.usersBytes() + grown; total > max {
+	if total := s.UsersBytes() + grown; total > max {
 		return limitf(LimitUsersBytes, "the users of the cluster would hold %d bytes (names, password hashes, grants), at most %d", total, max)
 	}
 	return nil
 }
 
-// usersBytes sums userBytes over every user.
-func (s *State) usersBytes() int {
+// UsersBytes sums userBytes over every user: the total UsersBytesMax
+// bounds.
+func (s *State) UsersBytes() int {
 	total := 0
 	for _, user := range s.users { //determinism:ok a sum does not depend on order
 		total += userBytes(user)

@@ -894,6 +894,9 @@ type Stats struct {
 	// HeldRequests counts the requests waiting for their topic, or the
 	// partition they pin, to reach this replica; at most HeldRequestsMax.
 	HeldRequests, HeldRequestsMax int
+	// UsersBytes is what the users of this replica hold against
+	// meta.UsersBytesMax (names, password hashes, grants).
+	UsersBytes int
 	// HeldRefusedFull counts the requests answered 503 at once since the
 	// start because HeldRequestsMax were held.
 	HeldRefusedFull uint64
@@ -962,6 +965,7 @@ func (n *Node) Stats() Stats {
 	s.HeldRefusedFull = n.heldRefusedFull
 	s.MetaReadsOutstanding, s.MetaReadsMax = n.meta.ReadsOutstanding(), meta.ReadRequestsMax
 	s.MetaReadsConfirmed = n.leaderReads.confirmedTotal
+	s.UsersBytes = n.meta.State().UsersBytes()
 	return s
 }
 
