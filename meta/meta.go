@@ -269,8 +269,14 @@ func (m *Meta) AppliedIndex() uint64 { return m.applied.index }
 
 // AppliedTerm is the term of the last applied entry. A proposal of this
 // replica proposed in an earlier term whose Outcome has not arrived yet
-// never applies (commandVersion2): its proposer may propose it again.
+// never applies (commandVersion2), unless a snapshot installed since it
+// was proposed (SnapshotsInstalled) holds it: a snapshot reports no
+// outcome of the entries it covers.
 func (m *Meta) AppliedTerm() uint64 { return m.applied.term }
+
+// SnapshotsInstalled counts the leader's snapshots this replica installed
+// since it started.
+func (m *Meta) SnapshotsInstalled() uint64 { return m.snapshotsInstalled }
 
 // IsLeader reports whether this replica leads.
 func (m *Meta) IsLeader() bool {

@@ -25,7 +25,9 @@ type confContext struct {
 // lost (leadership changes before it commits, or a forwarded proposal is
 // dropped on the way), so the proposer needs a timeout; once this replica
 // applied an entry of a later term than the id's (AppliedTerm), a
-// proposal whose Outcome has not arrived never applies. Any replica that
+// proposal whose Outcome has not arrived never applies, unless this
+// replica installed a snapshot since (SnapshotsInstalled): it may hold
+// the entry, and reports no outcome for it. Any replica that
 // knows a leader may propose: a follower's proposal travels to the leader
 // inside raft (MsgProp), and its Outcome arrives when this replica applies
 // the entry, so the proposer reads its own write. With no leader known:

@@ -61,6 +61,10 @@ type pendingProposal struct {
 	deadlineMs   int64
 	// command is what was proposed.
 	command meta.Command
+	// snapshotsAtPropose is the metastore's SnapshotsInstalled when it was
+	// proposed: a snapshot installed since may hold its entry, which then
+	// applied without an outcome (settleStaleProposals leaves it be).
+	snapshotsAtPropose uint64
 }
 
 // propose sends cmd to the metastore on behalf of request id. On failure
@@ -93,7 +97,8 @@ func (n *Node) proposeNow(id msg.RequestID, kind proposalKind, topicName string,
 		return false
 	}
 	n.proposals[proposal] = &pendingProposal{kind: kind, request: id, topic: topicName,
-		proposedAtMs: n.nowMs, deadlineMs: n.nowMs + n.cfg.ProposalTimeoutMs, command: cmd}
+		proposedAtMs: n.nowMs, deadlineMs: n.nowMs + n.cfg.ProposalTimeoutMs, command: cmd,
+		snapshotsAtPropose: n.meta.SnapshotsInstalled()}
 	n.proposalsDueFromMs = min(n.proposalsDueFromMs, n.nowMs+n.cfg.ProposalTimeoutMs)
 	return true
 }
@@ -142,16 +147,20 @@ func (n *Node) handleOutcomes(outcomes []meta.Outcome) {
 // command applies only in the term it was proposed in, and every entry of
 // an earlier term that commits precedes a later leader's first entry (see
 // meta.Propose). Each is proposed again or dropped (proposeAgain) at
-// once, instead of at its proposal timeout.
+// once, instead of at its proposal timeout. One proposed before a
+// snapshot the replica installed is left to its timeout: the snapshot may
+// hold its entry, applied with no outcome, and proposed again it would
+// apply twice (a create answered 409 for the topic it made).
 func (n *Node) settleStaleProposals() {
 	term := n.meta.AppliedTerm()
 	if term <= n.proposalsSettledTerm {
 		return // the common case: no new term applied
 	}
 	n.proposalsSettledTerm = term
+	snapshots := n.meta.SnapshotsInstalled()
 	var stale []meta.ProposalID
-	for id := range n.proposals { //determinism:ok collected then sorted
-		if id.Term < term {
+	for id, pending := range n.proposals { //determinism:ok collected then sorted
+		if id.Term < term && pending.snapshotsAtPropose == snapshots {
 			stale = append(stale, id)
 		}
 	}
@@ -179,6 +188,7 @@ func (n *Node) proposeAgain(pending *pendingProposal) {
 		n.reply(pending.request, nil, proposeError(err))
 		return
 	}
+	pending.snapshotsAtPropose = n.meta.SnapshotsInstalled()
 	n.proposals[proposal] = pending
 	n.proposalsDueFromMs = min(n.proposalsDueFromMs, pending.deadlineMs)
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -69,4 +70,51 @@ func handedOn(t *testing.T, env msg.Envelope, from, to string) msg.Envelope {
 	raftID := meta.RaftIDOf(to)
 	copied.To = &raftID
 	return msg.Envelope{From: from, To: to, Message: msg.RaftMessage{Message: copied}}
+}
+
+// TestAProposalASnapshotMayHoldIsNotProposedAgain: a follower whose
+// proposal committed while it was cut off, and that then installs a later
+// leader's snapshot holding it, learns no outcome for it (a snapshot
+// reports none) though it applied an entry of a later term. Proposed
+// again, it would apply twice: a create answered 409 for the topic it
+// made. It is left to its proposal timeout (503 "may still apply").
+func TestAProposalASnapshotMayHoldIsNotProposedAgain(t *testing.T) {
+	c := newClusterHarness(t, 5)
+	c.reconfigure(func(cfg *Config) {
+		cfg.Meta.SnapshotEntries, cfg.Meta.SnapshotTailEntries = 4, 1
+		cfg.ProposalTimeoutMs = 60_000
+	})
+	oldLeader := c.elect()
+	follower := c.otherThan(oldLeader)
+	forwarded := false // the follower is cut off right after its proposal leaves
+	c.drop = func(env msg.Envelope) bool {
+		raftMessage, isRaft := env.Message.(msg.RaftMessage)
+		if isRaft && env.From == follower && raftMessage.Message.GetType() == raftpb.MsgProp {
+			forwarded = true
+			return false
+		}
+		return forwarded && (env.From == follower || env.To == follower)
+	}
+	created := c.send(follower, msg.CreateTopic{Name: "once", Partitions: 3})
+	c.tickUntil(100, 20, func() bool { return forwarded })
+	c.drop, c.cut[follower] = nil, true
+	c.tickUntil(100, 50, func() bool { _, exists := c.nodes[oldLeader].meta.State().Topic("once"); return exists })
+
+	c.cut[oldLeader] = true // the next leader's term, among the other three
+	c.tickUntil(100, 100, func() bool { now, ok := c.leader(); return ok && now != oldLeader })
+	newLeader, _ := c.leader()
+	for i := range 6 { // entries past the snapshot interval: the log is compacted
+		require.NoError(t, c.do(newLeader, msg.CreateTopic{Name: fmt.Sprintf("later-%d", i), Partitions: 3}).Err)
+	}
+	installed := c.nodes[follower].meta.SnapshotsInstalled()
+	c.cut[follower] = false
+	c.tickUntil(100, 100, func() bool { return c.nodes[follower].meta.SnapshotsInstalled() > installed })
+	c.tick(100)
+	_, exists := c.nodes[follower].meta.State().Topic("once")
+	require.True(t, exists, "the snapshot holds the create")
+	if reply, answered := c.replies[created]; answered {
+		require.NotEqual(t, msg.CodeConflict, msg.CodeOf(reply.Err), "the create was proposed again: %v", reply.Err)
+	}
+	reply := c.await(created, 1_000, 61)
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(reply.Err), "its outcome is unknown here: %v", reply.Err)
 }
