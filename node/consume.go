@@ -279,11 +279,7 @@ func (n *Node) reserveOne(t *topic, p *partition) (msg.Message, bool, error) {
 // would make its files.
 func (n *Node) nothingToReserveClosed(p *partition) bool {
 	if !p.closedIntact {
-		if n.logAbsent(p) {
-			chaos.Reached(chaos.MarkNodeClosedLogLeftClosed)
-			return true
-		}
-		return false
+		return n.logAbsent(p)
 	}
 	if deadlineMs, ok := p.leases.NextDeadline(); ok && deadlineMs <= n.nowMs {
 		return false

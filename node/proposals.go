@@ -127,7 +127,7 @@ func (n *Node) handleOutcomes(outcomes []meta.Outcome) {
 		}
 		delete(n.proposals, outcome.ID)
 		if errors.Is(outcome.Err, meta.ErrStaleProposal) {
-			n.proposeAgain(pending)
+			n.proposeAgainUnlessSnapshot(pending)
 			continue
 		}
 		if pending.kind == proposalSeedRoot {
@@ -171,6 +171,25 @@ func (n *Node) settleStaleProposals() {
 		n.proposeAgain(pending)
 	}
 }
+
+// proposeAgainUnlessSnapshot proposes again a change whose entry the
+// metastore refused as stale, unless a snapshot installed since it was
+// proposed may hold another copy of it, applied with no outcome (a
+// proposal relayed twice): a client's change is then answered as a
+// timed-out one would be.
+func (n *Node) proposeAgainUnlessSnapshot(pending *pendingProposal) {
+	if pending.snapshotsAtPropose == n.meta.SnapshotsInstalled() {
+		n.proposeAgain(pending)
+		return
+	}
+	if pending.request != 0 {
+		n.reply(pending.request, nil, errProposalUnknown)
+	}
+}
+
+// errProposalUnknown answers a change whose outcome this node cannot
+// know: it may have applied, or may still.
+var errProposalUnknown = msg.Unavailable("metadata change timed out; it may still apply: check, then retry")
 
 // proposeAgain proposes a client's change again, under its first
 // deadline, once its proposal is known never to apply; a refusal now is
@@ -354,7 +373,7 @@ func (n *Node) expireProposals() {
 		pending := n.proposals[id]
 		delete(n.proposals, id)
 		if pending.request != 0 {
-			n.reply(pending.request, nil, msg.Unavailable("metadata change timed out; it may still apply: check, then retry"))
+			n.reply(pending.request, nil, errProposalUnknown)
 		}
 	}
 }
