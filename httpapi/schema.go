@@ -442,25 +442,7 @@ func nestsTooDeep(payload []byte, err error) bool {
 	if !errors.As(err, &syntax) || syntax.Offset < 0 {
 		return false
 	}
-	depth, inString, escaped := 0, false, false
-	for _, c := range payload[:min(int64(len(payload)), syntax.Offset+1)] {
-		switch {
-		case inString && escaped:
-			escaped = false
-		case inString && c == '\\':
-			escaped = true
-		case c == '"':
-			inString = !inString
-		case inString:
-		case c == '{' || c == '[':
-			if depth++; depth > jsonNestingDepthMax {
-				return true
-			}
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	return false
+	return meta.JSONNesting(payload[:min(int64(len(payload)), syntax.Offset+1)]) > jsonNestingDepthMax
 }
 
 // rawKeyCount counts the keys of all the objects of a valid JSON text:

@@ -86,15 +86,16 @@ func CheckSchemaDocument(document []byte) error {
 	if !strings.HasPrefix(first, "{") && !strings.HasPrefix(first, "true") && !strings.HasPrefix(first, "false") {
 		return invalidf("schema must be a JSON object or a boolean")
 	}
-	if depth := jsonNesting(document); depth > SchemaNestingMax {
+	if depth := JSONNesting(document); depth > SchemaNestingMax {
 		return invalidf("schema nests %d levels deep, at most %d", depth, SchemaNestingMax)
 	}
 	return nil
 }
 
-// jsonNesting returns the deepest nesting of arrays and objects of valid
-// JSON.
-func jsonNesting(document []byte) int {
+// JSONNesting returns the deepest nesting of arrays and objects of JSON:
+// of a valid document, or of the bytes of one up to where a parser
+// stopped (the HTTP layer names the parser's depth bound so).
+func JSONNesting(document []byte) int {
 	deepest, _ := jsonShape(document)
 	return deepest
 }

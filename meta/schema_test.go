@@ -99,7 +99,7 @@ func TestCheckSchemaDocument(t *testing.T) {
 	} {
 		require.ErrorIs(t, CheckSchemaDocument([]byte(document)), ErrInvalidCommand, name)
 	}
-	require.Equal(t, 3, jsonNesting([]byte(`{"a":[{"b":"[[[{{"}]}`)), "brackets in strings do not count")
+	require.Equal(t, 3, JSONNesting([]byte(`{"a":[{"b":"[[[{{"}]}`)), "brackets in strings do not count")
 }
 
 // schemaWith returns personSchema with one more string property.
@@ -283,23 +283,36 @@ func TestSchemaEvolutionTupleItems(t *testing.T) {
 	})
 }
 
-// An alter of this release (TupleItemsCompared) is refused at apply when
-// it breaks the rules under an "items" array; one of an earlier release,
-// which did not compare there, applies as it did on every replica.
-func TestSchemaAlterComparesTupleItemsWhenItSaysSo(t *testing.T) {
-	s := stateWith(t, heartbeat("m1", 100))
-	create := createTopic("d7", "m1")
-	create.Schema = json.RawMessage(tupleSchema)
-	require.NoError(t, create.apply(s))
-	removed := json.RawMessage(strings.Replace(tupleSchema, `"x":{"type":"string"}`, ``, 1))
+// An alter of this release (TupleItemsCompared, PrefixItemsCompared) is
+// refused at apply when it breaks the rules under an "items" array or
+// under "prefixItems"; one of an earlier release, which did not compare
+// there, applies as it did on every replica.
+func TestSchemaAlterComparesTuplesWhenItSaysSo(t *testing.T) {
+	for _, tc := range []struct {
+		name, schema string
+		// says sets the alter's flag of the comparison under test.
+		says func(alter *AlterTopic, compared bool)
+	}{
+		{"items array", tupleSchema, func(a *AlterTopic, compared bool) { a.TupleItemsCompared = compared }},
+		{"prefixItems", prefixSchema, func(a *AlterTopic, compared bool) { a.TupleItemsCompared, a.PrefixItemsCompared = true, compared }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := stateWith(t, heartbeat("m1", 100))
+			create := createTopic("tuple", "m1")
+			create.Schema = json.RawMessage(tc.schema)
+			require.NoError(t, create.apply(s))
+			removed := json.RawMessage(strings.Replace(tc.schema, `"x":{"type":"string"}`, ``, 1))
 
-	alter := AlterTopic{Name: "d7", Schema: removed, SchemaAfterVersion: 1, TupleItemsCompared: true}
-	requireRejected(t, s, alter, ErrInvalidCommand)
-	alter.TupleItemsCompared = false
-	require.NoError(t, alter.apply(s), "an alter of an earlier release applies as it did")
-	record, _ := s.Topic("d7")
-	latest, _ := record.LatestSchema()
-	require.Equal(t, 2, latest.Version)
+			alter := AlterTopic{Name: "tuple", Schema: removed, SchemaAfterVersion: 1}
+			tc.says(&alter, true)
+			requireRejected(t, s, alter, ErrInvalidCommand)
+			tc.says(&alter, false)
+			require.NoError(t, alter.apply(s), "an alter of an earlier release applies as it did")
+			record, _ := s.Topic("tuple")
+			latest, _ := record.LatestSchema()
+			require.Equal(t, 2, latest.Version)
+		})
+	}
 }
 
 // prefixSchema declares an array property's first elements by position
@@ -336,23 +349,4 @@ func TestSchemaEvolutionPrefixItems(t *testing.T) {
 		{name: "prefixItems replaced by one items schema", next: `{"type":"object","properties":{"a":{"type":"array","items":{"type":"object"}}}}`,
 			wantRule: RuleNoTypeChange, wantProperty: "a[0]"},
 	})
-}
-
-// An alter of this release (PrefixItemsCompared) is refused at apply when
-// it breaks the rules under "prefixItems"; one of an earlier release,
-// which did not compare there, applies as it did on every replica.
-func TestSchemaAlterComparesPrefixItemsWhenItSaysSo(t *testing.T) {
-	s := stateWith(t, heartbeat("m1", 100))
-	create := createTopic("tuple", "m1")
-	create.Schema = json.RawMessage(prefixSchema)
-	require.NoError(t, create.apply(s))
-	removed := json.RawMessage(strings.Replace(prefixSchema, `"x":{"type":"string"}`, ``, 1))
-
-	alter := AlterTopic{Name: "tuple", Schema: removed, SchemaAfterVersion: 1, TupleItemsCompared: true, PrefixItemsCompared: true}
-	requireRejected(t, s, alter, ErrInvalidCommand)
-	alter.PrefixItemsCompared = false
-	require.NoError(t, alter.apply(s), "an alter of an earlier release applies as it did")
-	record, _ := s.Topic("tuple")
-	latest, _ := record.LatestSchema()
-	require.Equal(t, 2, latest.Version)
 }

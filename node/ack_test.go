@@ -149,15 +149,9 @@ func TestBatchAckRepeatsPerHandle(t *testing.T) {
 // records are delivered again.
 func TestAckAtTheNewOwnerAfterAMove(t *testing.T) {
 	c := newClusterHarness(t, 3)
-	leader := c.electWithTopic("t", 3)
-	source := c.owners(leader, "t")[0]
-	target := c.otherThan(source)
-	for i := range 5 {
-		require.NoError(t, c.do(source, producePinned("t", 0, fmt.Sprintf("r%d", i))).Err)
-	}
-	got := c.do(source, msg.Consume{Topic: "t", Partition: 0, Max: 5})
+	leader, source, target, messages := consumedAtTheSource(t, c, 5)
 	var handles []string
-	for _, m := range got.Result.(msg.ConsumeResult).Messages {
+	for _, m := range messages {
 		handles = append(handles, m.ReceiptHandle)
 	}
 	require.NoError(t, c.do(source, msg.Ack{Topic: "t", Handles: []string{handles[0], handles[1], handles[3]}, Action: msg.AckCommit, Batch: true}).Err)
@@ -180,6 +174,22 @@ func TestAckAtTheNewOwnerAfterAMove(t *testing.T) {
 	require.Equal(t, uint64(2), again.Result.(msg.ConsumeResult).Messages[0].Offset)
 }
 
+// consumedAtTheSource elects a leader with a topic "t", produces count
+// records to partition 0 at its owner (the source of a move to come, to
+// target) and consumes them there.
+func consumedAtTheSource(t *testing.T, c *clusterHarness, count int) (leader, source, target string, messages []msg.Message) {
+	leader = c.electWithTopic("t", 3)
+	source = c.owners(leader, "t")[0]
+	target = c.otherThan(source)
+	for i := range count {
+		require.NoError(t, c.do(source, producePinned("t", 0, fmt.Sprintf("r%d", i))).Err)
+	}
+	got := c.do(source, msg.Consume{Topic: "t", Partition: 0, Max: count})
+	messages = got.Result.(msg.ConsumeResult).Messages
+	require.Len(t, messages, count)
+	return leader, source, target, messages
+}
+
 // TestAHandleOfAnotherOwnerSaysWhyItIsStale: a handle minted under
 // another key (by the partition's previous owner, or by its owner before
 // a restart: a driver draws a key at every start) verifies to no
@@ -191,15 +201,7 @@ func TestAHandleOfAnotherOwnerSaysWhyItIsStale(t *testing.T) {
 	const moved = "it was issued before the partition moved or its owner restarted"
 	c := newClusterHarness(t, 3)
 	c.reconfigure(func(cfg *Config) { cfg.HandleKey = bytes.Repeat([]byte{cfg.NodeID[1]}, HandleKeyBytes) })
-	leader := c.electWithTopic("t", 3)
-	source := c.owners(leader, "t")[0]
-	target := c.otherThan(source)
-	for i := range 2 {
-		require.NoError(t, c.do(source, producePinned("t", 0, fmt.Sprintf("r%d", i))).Err)
-	}
-	got := c.do(source, msg.Consume{Topic: "t", Partition: 0, Max: 2})
-	messages := got.Result.(msg.ConsumeResult).Messages
-	require.Len(t, messages, 2)
+	leader, source, target, messages := consumedAtTheSource(t, c, 2)
 	c.startMove(leader, "t", 0, target)
 	c.tickUntil(100, 100, func() bool { return c.owners(leader, "t")[0] == target })
 	for i, action := range []msg.AckAction{msg.AckCommit, msg.AckExtend} {
