@@ -33,7 +33,8 @@ func (m *Meta) applyCommandEntry(entry *raftpb.Entry) {
 		return
 	}
 	id, cmd, err := DecodeCommand(entry.GetData())
-	assert(err == nil, "committed entry %d does not decode (%v): every replica must know every command in the log", entry.GetIndex(), err)
+	assert(err == nil, "committed entry %d does not decode (%v): every replica must know every command in the log; "+
+		"this binary is likely of an older release than the one that wrote the entry: start this node on the release the others run", entry.GetIndex(), err)
 	if termBound(entry.GetData()) && id.Term != entry.GetTerm() {
 		m.recordOutcome(id, entry.GetIndex(), fmt.Errorf("%w: proposed in term %d, appended in term %d", ErrStaleProposal, id.Term, entry.GetTerm()))
 		return
