@@ -24,6 +24,7 @@ import (
 	"narad/node"
 	"narad/peer"
 	"narad/storage"
+	"narad/wire"
 )
 
 // Options configures a host. Callers start from DefaultOptions.
@@ -187,7 +188,8 @@ func Start(opts Options, logger *slog.Logger) (*Host, error) {
 	h.startLoop()
 	h.logDescriptorBudget()
 	metrics.bootSeconds.Set(time.Since(begin).Seconds())
-	logger.Info("narad node serving", "node", opts.Node.NodeID, "http", h.Addr(), "cluster", h.ClusterAddr(), "data", opts.DataDir)
+	logger.Info("narad node serving", "node", opts.Node.NodeID, "http", h.Addr(), "cluster", h.ClusterAddr(), "data", opts.DataDir,
+		"wire_version", wire.Version)
 	return h, nil
 }
 

@@ -40,6 +40,7 @@ func newStateBoundGauges(reg prometheus.Registerer) stateBoundGauges {
 	g.usersBytesMax.Set(meta.UsersBytesMax)
 	g.schemaBytesMax.Set(meta.SchemaBytesTotalMax)
 	reg.MustRegister(g.users, g.usersMax, g.usersBytes, g.usersBytesMax, g.schemaBytes, g.schemaBytesMax)
+	registerWireVersion(reg) // a constant beside the constant bounds
 	return g
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"narad/node"
+	"narad/wire"
 )
 
 // sampleInventory runs the inventory sample now, without waiting for its
@@ -45,6 +46,7 @@ func TestStateBoundGauges(t *testing.T) {
 	plain := testHost(t)
 	sampleInventory(plain)
 	_, scrape = call(t, plain, get("/metrics"))
+	require.Contains(t, scrape, "\nnarad_wire_version "+strconv.Itoa(wire.Version)+"\n", "which peers this node can talk to")
 	require.Contains(t, scrape, "\nnarad_users 0\n")
 	require.Contains(t, scrape, "\nnarad_users_bytes 0\n")
 	require.Contains(t, scrape, "\nnarad_schema_bytes 0\n")

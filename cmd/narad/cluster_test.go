@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"narad/client"
+	"narad/wire"
 )
 
 func TestClusterMembersTable(t *testing.T) {
@@ -116,6 +118,7 @@ func TestVersionCommand(t *testing.T) {
 	h := newHarness(t)
 	h.runOK("version")
 	assert.True(t, strings.HasPrefix(h.stdout.String(), "narad "), h.stdout.String())
+	assert.Contains(t, h.stdout.String(), fmt.Sprintf("wire version %d (", wire.Version), "which releases can run side by side")
 }
 
 func TestCompletionScripts(t *testing.T) {

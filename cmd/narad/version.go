@@ -5,6 +5,8 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"narad/wire"
 )
 
 // version is set at build time: go build -ldflags "-X main.version=v1.2.3".
@@ -22,6 +24,7 @@ func newVersionCommand(a *app) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			info, _ := debug.ReadBuildInfo()
 			fmt.Fprintln(a.stdout, versionText(version, info))
+			fmt.Fprintf(a.stdout, "node-to-node wire version %d (nodes of different wire versions refuse each other)\n", wire.Version)
 			return nil
 		},
 	}
