@@ -183,13 +183,15 @@ func (n *Node) proposeAgainUnlessSnapshot(pending *pendingProposal) {
 		return
 	}
 	if pending.request != 0 {
-		n.reply(pending.request, nil, errProposalUnknown)
+		n.reply(pending.request, nil, errProposalUnknown())
 	}
 }
 
 // errProposalUnknown answers a change whose outcome this node cannot
 // know: it may have applied, or may still.
-var errProposalUnknown = msg.Unavailable("metadata change timed out; it may still apply: check, then retry")
+func errProposalUnknown() *msg.Error {
+	return msg.Unavailable("metadata change timed out; it may still apply: check, then retry")
+}
 
 // proposeAgain proposes a client's change again, under its first
 // deadline, once its proposal is known never to apply; a refusal now is
@@ -373,7 +375,7 @@ func (n *Node) expireProposals() {
 		pending := n.proposals[id]
 		delete(n.proposals, id)
 		if pending.request != 0 {
-			n.reply(pending.request, nil, errProposalUnknown)
+			n.reply(pending.request, nil, errProposalUnknown())
 		}
 	}
 }
