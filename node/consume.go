@@ -75,10 +75,7 @@ func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 	messages, readErr := n.reserve(t, r)
 	switch {
 	case len(messages) > 0:
-		if !isProbe(id, r) {
-			n.observer.ConsumeWait(r.Topic, "hit", 0)
-		}
-		n.reply(id, msg.ConsumeResult{Messages: messages, Batch: r.Max > 0}, nil)
+		n.answerAtOnce(id, r, "hit", messages)
 	case readErr != nil && r.Partition != msg.PartitionNone:
 		n.reply(id, nil, msg.Unavailable("partition %d of %s could not be read: %s", r.Partition, r.Topic, storageCause(readErr)))
 	case len(remote) > 0:
@@ -86,10 +83,7 @@ func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 	case n.atLeaseBudget():
 		n.reply(id, nil, n.leasesFull()) // nothing to deliver again here, and the budget holds the new records back
 	case r.WaitMs <= 0 || n.draining:
-		if !isProbe(id, r) {
-			n.observer.ConsumeWait(r.Topic, "no_wait", 0)
-		}
-		n.reply(id, msg.ConsumeResult{Messages: []msg.Message{}, Batch: r.Max > 0}, nil)
+		n.answerAtOnce(id, r, "no_wait", []msg.Message{})
 	case n.waitersFull():
 		n.refuseWait(id, r.Topic)
 	default:
@@ -126,6 +120,15 @@ func (n *Node) remoteRoundEnded(topicName string, hit bool) {
 	}
 	c.remoteBackoffMs = min(max(2*c.remoteBackoffMs, remoteBackoffMsMin), remoteBackoffMsMax)
 	c.remoteQuietUntilMs = n.nowMs + c.remoteBackoffMs
+}
+
+// answerAtOnce answers a consume that did not park with its records,
+// counted by its outcome unless it is another node's probe.
+func (n *Node) answerAtOnce(id msg.RequestID, r msg.Consume, outcome string, messages []msg.Message) {
+	if !isProbe(id, r) {
+		n.observer.ConsumeWait(r.Topic, outcome, 0)
+	}
+	n.reply(id, msg.ConsumeResult{Messages: messages, Batch: r.Max > 0}, nil)
 }
 
 // isProbe reports whether a consume is another node's probe (probe): an

@@ -12,15 +12,22 @@ import (
 // they report, with a topic of three partitions (one per node).
 func newCountedCluster(t *testing.T) (*clusterHarness, map[string]*pollOutcomes) {
 	c := newClusterHarness(t, 3)
-	outcomes := map[string]*pollOutcomes{}
-	c.observers = map[string]Observer{}
-	for _, id := range c.ids {
-		outcomes[id] = &pollOutcomes{}
-		c.observers[id] = outcomes[id]
-	}
-	c.reconfigure(func(*Config) {})
+	outcomes := observeEach(c, func() *pollOutcomes { return &pollOutcomes{} })
 	c.electWithTopic("t", 3)
 	return c, outcomes
+}
+
+// observeEach gives every node of c an observer of its own, made by
+// fresh, and restarts the nodes with them; it returns them by node id.
+func observeEach[T Observer](c *clusterHarness, fresh func() T) map[string]T {
+	observers := map[string]T{}
+	c.observers = map[string]Observer{}
+	for _, id := range c.ids {
+		observers[id] = fresh()
+		c.observers[id] = observers[id]
+	}
+	c.reconfigure(func(*Config) {})
+	return observers
 }
 
 // Property: a client's consume is counted once, at the node that served

@@ -15,13 +15,7 @@ import (
 // operational error at every such decommission (grow/drain audit).
 func TestADrainedVoterOfThreeIsDeferredNotRefused(t *testing.T) {
 	c := newClusterHarness(t, 3)
-	recorders := map[string]*detailRecorder{}
-	c.observers = map[string]Observer{}
-	for _, id := range c.ids {
-		recorders[id] = &detailRecorder{}
-		c.observers[id] = recorders[id]
-	}
-	c.reconfigure(func(*Config) {})
+	recorders := observeEach(c, func() *detailRecorder { return &detailRecorder{} })
 	leader := c.electWithTopic("t", 6)
 	leaving := c.otherThan(leader)
 	require.NoError(t, c.do(leader, msg.Decommission{ID: leaving}).Err)
