@@ -729,7 +729,7 @@ func (l *loop) post(control func(*node.Node)) {
 func (l *loop) requestStats() {
 	l.post(func(n *node.Node) {
 		stats := n.Stats()
-		l.metrics.setInventory(stats, n.OpenPartitions())
+		l.metrics.setInventory(stats, n.PartitionBacklogs())
 		l.metrics.setFanoutLags(n.FanoutLinkLags())
 		l.metrics.setStateBounds(l.userCount(n), stats.UsersBytes, l.schemaBytes())
 	})

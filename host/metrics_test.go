@@ -153,7 +153,7 @@ func TestTheLeadersReadBarrierShowsInTheScrape(t *testing.T) {
 	})
 	polled := make(chan struct{}) // the inventory poll, without waiting for its ticker
 	h.loop.post(func(n *node.Node) {
-		h.loop.metrics.setInventory(n.Stats(), n.OpenPartitions())
+		h.loop.metrics.setInventory(n.Stats(), n.PartitionBacklogs())
 		close(polled)
 	})
 	<-polled

@@ -1021,6 +1021,34 @@ func (n *Node) OpenPartitions() []PartitionState {
 	return n.AppendOpenPartitions(make([]PartitionState, 0, len(n.partitions)))
 }
 
+// PartitionBacklogs reports, sorted by topic and partition, the state of
+// every partition this node writes whose log it opened since it started:
+// an open log's as it stands, a closed one's (idle, evicted or failed) as
+// it closed, with its lease table's present counts and frontier. Nothing
+// appends to a closed log, so its figures stay true until it opens again. A partition not opened since the node started is
+// missing: knowing its backlog would cost opening its files. Dir is the
+// partition's directory; the host's metrics read it every few seconds.
+func (n *Node) PartitionBacklogs() []PartitionState {
+	out := make([]PartitionState, 0, len(n.partitions))
+	for _, p := range n.sortedPartitions() {
+		if p.log == nil && p.leases == nil {
+			continue
+		}
+		state := PartitionState{
+			Dir: p.dir, Topic: p.key.topic, Identity: n.known[p.key.topic], Partition: p.key.index,
+			HWM: p.closed.HWM, InFlight: p.leases.InFlight(), AckedAhead: p.leases.AckedAhead(),
+			// acks while closed move the lease table's frontier, saved to
+			// the log only when it opens again (noteFrontier)
+			Committed: max(p.closedCommitted, min(p.leases.Committed(), p.closed.HWM)),
+		}
+		if p.log != nil {
+			state.HWM, state.Committed = p.log.HWM(), p.log.Committed()
+		}
+		out = append(out, state)
+	}
+	return out
+}
+
 // OpenLogDirs lists the directories of the partition logs the node's
 // store holds open, sorted. The simulator asks it when the node removes a
 // directory: no open log may lose its files.

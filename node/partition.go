@@ -84,6 +84,10 @@ type partition struct {
 	// evicted or failed): the lag of a fan-out cursor of a closed log is
 	// counted from its HWM. Set by dropLog only.
 	closed storage.LogStats
+	// closedCommitted is the committed consumer offset of the log when it
+	// last closed, beside closed: the backlog a closed log reports
+	// (PartitionBacklogs). Set by dropLog only.
+	closedCommitted uint64
 	// closedIntact is set while the log is closed after a clean close
 	// (evicted or idle: nothing unsynced, no error): its files then hold
 	// what closed describes, so that a reserve whose lease table has none
@@ -341,7 +345,7 @@ func (n *Node) evicting() bool {
 // clean (closedIntact).
 func (n *Node) dropLog(p *partition, intact bool) {
 	if p.log != nil {
-		p.closed = p.log.Stats()
+		p.closed, p.closedCommitted = p.log.Stats(), p.log.Committed()
 	}
 	p.closedIntact = intact && p.log != nil
 	p.log = nil

@@ -1,0 +1,61 @@
+package node
+
+import (
+	"testing"
+
+	"narad/msg"
+
+	"github.com/stretchr/testify/require"
+)
+
+// backlogOf is the backlog PartitionBacklogs reports for a partition, and
+// whether it reports one.
+func (h *harness) backlogOf(topicName string, index int) (PartitionState, bool) {
+	for _, state := range h.node.PartitionBacklogs() {
+		if state.Topic == topicName && state.Partition == index {
+			return state, true
+		}
+	}
+	return PartitionState{}, false
+}
+
+// A partition's backlog outlives its open log: a log closed for room still
+// reports the high watermark it closed with, its committed offset moved
+// by acks taken while it was closed, and its leases; a restart forgets
+// what no request has opened since.
+func TestABacklogIsReportedWhileItsLogIsClosed(t *testing.T) {
+	h := cappedHarness(t)
+	h.createTopic("orders")
+	for range 5 {
+		h.produce("orders", 0, "x")
+	}
+	first, ok := h.consume("orders")
+	require.True(t, ok)
+	second, ok := h.consume("orders")
+	require.True(t, ok)
+	require.NoError(t, h.ackHandle("orders", first.ReceiptHandle, msg.AckCommit))
+	h.tick(h.cfg.CommitPersistIntervalMs) // the committed offset persisted, the log may close
+
+	h.createTopic("other", func(c *msg.CreateTopic) { c.Partitions = 2 * openLogsTestMax })
+	for index := range 2 * openLogsTestMax {
+		h.produce("other", index, "y")
+	}
+	require.NotContains(t, h.node.OpenLogDirs(), PartitionDir("orders", 0), "produces elsewhere closed the log for room")
+	backlog, ok := h.backlogOf("orders", 0)
+	require.True(t, ok, "a closed log still reports its backlog")
+	require.Equal(t, [4]uint64{5, 1, 1, 0}, [4]uint64{backlog.HWM, backlog.Committed, uint64(backlog.InFlight), uint64(backlog.AckedAhead)},
+		"hwm, committed, in flight, acked ahead of the closed log")
+
+	require.NoError(t, h.ackHandle("orders", second.ReceiptHandle, msg.AckCommit))
+	backlog, ok = h.backlogOf("orders", 0)
+	require.True(t, ok)
+	require.Equal(t, [3]uint64{5, 2, 0}, [3]uint64{backlog.HWM, backlog.Committed, uint64(backlog.InFlight)}, "an ack moves the backlog (it reopens the log)")
+
+	h.restart()
+	_, ok = h.backlogOf("orders", 0)
+	require.False(t, ok, "a partition not opened since the restart reports nothing")
+	h.ok(msg.Replay{Topic: "orders", Partition: 0, Offset: 0})
+	backlog, ok = h.backlogOf("orders", 0)
+	require.True(t, ok, "opened again, the partition reports its backlog")
+	require.Equal(t, [2]uint64{5, 2}, [2]uint64{backlog.HWM, backlog.Committed}, "as persisted before the restart")
+}
