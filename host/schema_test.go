@@ -2,6 +2,7 @@ package host
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -80,6 +81,38 @@ func TestSchemaRoutes(t *testing.T) {
 		landed += stats.HighWatermark
 	}
 	require.Equal(t, 3, landed, "the accepted single and batch of two landed; no record of a refused batch did")
+}
+
+// orderSchemaV2Reordered is orderSchemaV2 with its keys in another order
+// and whitespace between them: the same schema.
+const orderSchemaV2Reordered = `{ "properties": { "note": {"maxLength": 3, "type": "string"},
+	"qty": {"minimum": 0, "type": "integer"}, "id": {"type": "string"} }, "required": ["id"], "type": "object" }`
+
+// Property: an alter sending the topic's latest schema again (a retry),
+// as sent or only reordered and spaced out, makes no version: it answers
+// 200 with the version unchanged, applies its other fields, and keeps
+// the older versions and the stored bytes; a real change still makes the
+// next version.
+func TestSchemaAlterOfTheLatestSchemaMakesNoVersion(t *testing.T) {
+	h := testHost(t)
+	steps := []step{
+		{"create with schema", postJSON("/v1/topics", `{"name":"orders","schema":`+orderSchema+`}`), 201, `"schema_version":1`},
+		{"version 2", patch("/v1/topics/orders", `{"schema":`+orderSchemaV2+`}`), 200, `"schema_version":2`},
+	}
+	for i := range 9 {
+		steps = append(steps, step{fmt.Sprintf("retry %d", i), patch("/v1/topics/orders", `{"schema":`+orderSchemaV2+`}`), 200, `"schema_version":2`})
+	}
+	steps = append(steps, []step{
+		{"reordered, with a retention", patch("/v1/topics/orders", `{"retention_ms":7200000,"schema":`+orderSchemaV2Reordered+`}`), 200,
+			`"retention_ms":7200000`},
+		{"still version 2", get("/v1/topics/orders"), 200, `"schema_version":2`},
+		{"read back latest as first sent", get("/v1/topics/orders/schema"), 200, `{"version":2,"schema":` + orderSchemaV2 + `}`},
+		{"version 1 still kept", get("/v1/topics/orders/schema?version=1"), 200, `{"version":1,"schema":` + orderSchema + `}`},
+		{"no version 3", get("/v1/topics/orders/schema?version=3"), 404, `no schema version 3`},
+		{"a real change", patch("/v1/topics/orders", `{"schema":`+strings.Replace(orderSchemaV2, `"properties":{`, `"properties":{"extra":{"type":"string"},`, 1)+`}`),
+			200, `"schema_version":3`},
+	}...)
+	runSteps(t, h, steps)
 }
 
 // Property: a schema that is not a self-contained, compilable JSON Schema

@@ -239,7 +239,9 @@ type DeleteTopic struct {
 // NewOwners places the added partitions, in order. Schema, when set, is
 // added as the next schema version, guarded: only if the latest version
 // is still SchemaAfterVersion (0: the topic has none), and only if it
-// evolves that version additively (CheckSchemaEvolution).
+// evolves that version additively (CheckSchemaEvolution). With
+// SameSchemaKept, a Schema that is the latest version's (SameSchema)
+// adds none and passes whatever SchemaAfterVersion says.
 type AlterTopic struct {
 	Name string `json:"name"`
 	// ExpectedCreation is the topic the proposer checked the change
@@ -290,6 +292,14 @@ type AlterTopic struct {
 	// children, is refused (checkDeadLetterLinks), as for
 	// CreateTopic.DeadLetterLinksChecked.
 	DeadLetterLinksChecked bool `json:"dead_letter_links_checked,omitempty"`
+	// SameSchemaKept is set by the proposers of this release: a Schema
+	// that is the same schema as the topic's latest version (SameSchema)
+	// makes no version, and its guard is not checked (the latest is what
+	// the alter asks for, whoever applied it first: a retry, or a racing
+	// twin), so the alter changes only its other fields. An entry of an
+	// earlier release leaves it false and adds a version even then, as it
+	// did on every replica, whichever release applies it.
+	SameSchemaKept bool `json:"same_schema_kept,omitempty"`
 }
 
 // AttachChild makes Child a fan-out child of Parent with a new attach

@@ -22,7 +22,7 @@ func everyCommand() []Command {
 		AlterTopic{Name: "t", ExpectedCreation: ExpectedCreation{ExpectedIncarnation: 3, ExpectedCreatedAtMs: 5}, RetentionMs: &retention, VisibilityTimeoutMs: &visibility, MaxInFlightPerPartition: &inFlight,
 			MaxAckedAheadPerPartition: &ackedAhead, Partitions: &partitions, NewOwners: []string{"c", "d", "e"},
 			Schema: []byte(`{"type":"object","properties":{"a":{"type":"string"}}}`), SchemaAfterVersion: 1,
-			TupleItemsCompared: true, PrefixItemsCompared: true, DeadLetterLinksChecked: true},
+			TupleItemsCompared: true, PrefixItemsCompared: true, DeadLetterLinksChecked: true, SameSchemaKept: true},
 		MemberHeartbeat{ID: "a", HTTPAddr: "a:1", ClusterAddr: "a:2", NowMs: 3},
 		MarkMemberDead{ID: "a", ObservedHeartbeatMs: 3},
 		SetDraining{ID: "a", Draining: true},

@@ -122,7 +122,10 @@
 // checked against; ErrGuardFailed otherwise) and only if it evolves the
 // latest additively (CheckSchemaEvolution: no property removed, no type
 // changed, no required field dropped or added; the refusal is a
-// *SchemaEvolutionError naming the rule and the property). meta checks a
+// *SchemaEvolutionError naming the rule and the property). An alter of
+// this release (SameSchemaKept) whose Schema is the latest version's
+// (SameSchema: equal once decoded, whitespace and key order aside) adds
+// none, whatever its guard says, and applies its other fields. meta checks a
 // document's size, shape and nesting (CheckSchemaDocument) but never
 // compiles it: the HTTP layer does, before proposing. SchemaEpoch changes
 // whenever a topic's latest schema may have, so a driver knows when to

@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -314,6 +315,41 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// SameSchema reports whether two schema documents are the same schema,
+// so that an alter sending the latest version again makes no new one
+// (AlterTopic.SameSchemaKept). They are when they decode to the same
+// value: whitespace and the order of an object's keys aside, strings
+// compared as decoded (an escape such as \u0041 is the letter it
+// names), numbers as written (1, 1.0 and 1e0 differ), and of a key given
+// twice in one object the last (the HTTP layer refuses such a schema).
+// Both are compared in one canonical form: decoded, numbers kept as
+// their text, and encoded again with the keys of every object sorted.
+// A document that is not JSON is the same as none.
+func SameSchema(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return json.Valid(a)
+	}
+	canonicalA, errA := canonicalJSON(a)
+	canonicalB, errB := canonicalJSON(b)
+	return errA == nil && errB == nil && bytes.Equal(canonicalA, canonicalB)
+}
+
+// canonicalJSON is one JSON document decoded (its numbers kept as
+// written) and encoded again, whose encoding sorts the keys of every
+// object.
+func canonicalJSON(document []byte) ([]byte, error) {
+	if !json.Valid(document) {
+		return nil, invalidf("schema is not valid JSON")
+	}
+	decoder := json.NewDecoder(bytes.NewReader(document))
+	decoder.UseNumber()
+	var value any
+	if err := decoder.Decode(&value); err != nil {
+		return nil, err
+	}
+	return json.Marshal(value)
 }
 
 // LatestSchema returns the topic's newest schema version.

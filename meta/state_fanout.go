@@ -272,7 +272,7 @@ func (c AlterTopic) checkFanoutAlter(s *State, record *TopicRecord) error {
 			}
 		}
 	}
-	if len(c.Schema) > 0 && len(record.Children) > 0 {
+	if len(c.Schema) > 0 && len(record.Children) > 0 && !c.keepsSchema(record) {
 		added := len(c.Schema) * (1 + len(record.Children))
 		if total := s.schemaBytes() + added; total > SchemaBytesTotalMax {
 			return rejectf(ErrSchemaSpace, "the schemas of all topics would hold %d bytes, at most %d", total, SchemaBytesTotalMax)

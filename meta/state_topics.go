@@ -293,10 +293,10 @@ func (s *State) checkPartitionsPerNode(added []string, perNodeMax int) error {
 }
 
 // changeSchema adds the new schema version, if one is set, after checking
-// the guard. It is the last check of apply: it changes record only when
-// it succeeds.
+// the guard; none when the alter keeps the latest (keepsSchema). It is
+// the last check of apply: it changes record only when it succeeds.
 func (c AlterTopic) changeSchema(s *State, record *TopicRecord) error {
-	if len(c.Schema) == 0 {
+	if len(c.Schema) == 0 || c.keepsSchema(record) {
 		return nil
 	}
 	latest, _ := record.LatestSchema()
@@ -310,6 +310,17 @@ func (c AlterTopic) changeSchema(s *State, record *TopicRecord) error {
 	}
 	s.addChildSchemas(record, c.Schema, rules)
 	return nil
+}
+
+// keepsSchema reports whether the alter's schema is the topic's latest
+// version already (SameSchema), under the rules of SameSchemaKept: it
+// then adds no version, to the topic or to its children.
+func (c AlterTopic) keepsSchema(record *TopicRecord) bool {
+	if !c.SameSchemaKept || len(c.Schema) == 0 {
+		return false
+	}
+	latest, found := record.LatestSchema()
+	return found && SameSchema(latest.Document, c.Schema)
 }
 
 // setIf sets *field to *value when value is set.

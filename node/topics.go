@@ -306,7 +306,8 @@ func (n *Node) alterTopic(id msg.RequestID, r msg.AlterTopic) {
 		OwnersVoting:           true,
 		TupleItemsCompared:     true,
 		PrefixItemsCompared:    true,
-		DeadLetterLinksChecked: true}
+		DeadLetterLinksChecked: true,
+		SameSchemaKept:         true}
 	if info.Partitions > t.info.Partitions {
 		cmd.Partitions = &info.Partitions
 		view := n.newPlacementView()
