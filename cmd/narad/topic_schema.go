@@ -55,8 +55,9 @@ func newTopicSchemaCommand(a *app) *cobra.Command {
 A topic gets a schema with "narad topic add --schema FILE" and a new version
 with "narad topic edit --schema FILE". A new version may only add to the
 previous one: no property removed, no type changed, the same required
-fields. The server keeps the last 8 versions of each topic; older ones
-answer 404.`,
+fields. The same schema as the latest (whitespace and key order aside)
+makes no new version, so a retried edit is harmless.
+The server keeps the last 8 versions of each topic; older ones answer 404.`,
 		Example: `  narad topic schema orders
   narad topic schema orders --version 1
   narad topic schema orders | jq .schema > orders.schema.json`,
