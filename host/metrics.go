@@ -333,7 +333,7 @@ var routineEvents = map[string]bool{
 	"partition-frozen": true, "partition-unfrozen": true, "partition-moved-away": true,
 	"voter-removal-proposed": true, "voter-removal-deferred": true, "member-forget-proposed": true, "leadership-transfer": true,
 	"topic-purged": true, "stale-copy-deleted": true, "log-verified": true, "root-seeded": true,
-	"proposal-repeated": true,
+	"proposal-repeated": true, "fanout-waits-for-move": true,
 }
 
 // Event implements node.Observer: every event is logged and counted by
@@ -349,8 +349,8 @@ func (m *Metrics) Event(kind, detail string) {
 }
 
 // setInventory updates the inventory gauges from the node's numbers. The
-// per-partition series are rebuilt each time, so partitions of deleted
-// topics (and closed logs) disappear.
+// per-partition series (of node.PartitionBacklogs) are rebuilt each
+// time, so partitions of deleted topics, or moved away, disappear.
 func (m *Metrics) setInventory(s node.Stats, partitions []node.PartitionState) {
 	m.moves.inflight.Set(float64(s.MovesInFlight))
 	m.moves.sessions.Set(float64(s.MoveSessions))

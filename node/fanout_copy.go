@@ -572,6 +572,26 @@ func (n *Node) cursorStalled(parent string, p *partition, c *fanoutCursor, err e
 	n.fanoutObserver.FanoutStalled(parent, c.child, p.key.index)
 	if c.stalledLogMs == 0 || n.nowMs-c.stalledLogMs >= n.cfg.Fanout.StallLogIntervalMs {
 		c.stalledLogMs = n.nowMs
-		n.observer.Event("fanout-stalled", fmt.Sprintf("%s -> %s at offset %d: %v; retrying", p.dir, c.child, c.next, err))
+		kind := "fanout-stalled"
+		if msg.CodeOf(err) == msg.CodeUnavailable && n.topicMoving(c.child) {
+			kind = "fanout-waits-for-move" // a freeze's refusal, the normal course of a move
+		}
+		n.observer.Event(kind, fmt.Sprintf("%s -> %s at offset %d: %v; retrying", p.dir, c.child, c.next, err))
 	}
+}
+
+// topicMoving reports whether a partition of the topic has a move in
+// flight in the applied placement: a copy to it that is refused as
+// unavailable then most likely met the move's freeze.
+func (n *Node) topicMoving(name string) bool {
+	record, ok := n.meta.State().Topic(name)
+	if !ok {
+		return false
+	}
+	for _, assignment := range record.Assignments {
+		if assignment.Target != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -52,6 +52,12 @@ func TestAnotherClientsFrozenRecordDoesNotMoveMyKey(t *testing.T) {
 // destination never copies) and b not; at is another live node.
 func frozenNeighbour(t *testing.T) (c *clusterHarness, a, b int, at string) {
 	c = newClusterHarness(t, 3)
+	a, b, at = frozenNeighbourIn(t, c)
+	return c, a, b, at
+}
+
+// frozenNeighbourIn is frozenNeighbour in a harness of the caller's.
+func frozenNeighbourIn(t *testing.T, c *clusterHarness) (a, b int, at string) {
 	leader := c.electWithTopic("t", 6)
 	owners := c.owners(leader, "t")
 	// a source owning two partitions, a target that is neither it nor the
@@ -96,7 +102,7 @@ func frozenNeighbour(t *testing.T) (c *clusterHarness, a, b int, at string) {
 	require.True(t, c.nodes[source].partitions[partitionKey{"t", a}].freeze.Frozen())
 	require.False(t, c.nodes[source].frozen(&topic{info: msg.TopicInfo{Name: "t", Partitions: 6}}, b))
 
-	return c, a, b, at
+	return a, b, at
 }
 
 // TestSustainedProduceToAFrozenPartitionSparesItsOwnersOtherPartitions:
@@ -127,4 +133,49 @@ func TestSustainedProduceToAFrozenPartitionSparesItsOwnersOtherPartitions(t *tes
 	require.True(t, ok, "the record for b is answered")
 	require.NoError(t, reply.Err, "a record pinned to live, unfrozen partition %d is written while %d is frozen", b, a)
 	require.Equal(t, b, reply.Result.(msg.ProduceResult).Records[0].Partition)
+}
+
+// TestAPinnedRecordAtTheOwnerOfAFrozenPartitionIsToldOfTheFreeze: a record
+// pinned to a partition frozen for a move, sent to its owner, gets the
+// freeze's 503 ("frozen for a move"), not one that names the live owner
+// as down (grow/drain audit: 448 such answers sent operators looking for a
+// dead node during a decommission).
+func TestAPinnedRecordAtTheOwnerOfAFrozenPartitionIsToldOfTheFreeze(t *testing.T) {
+	c, a, _, _ := frozenNeighbour(t)
+	source := ""
+	for _, id := range c.ids {
+		if c.nodes[id].frozen(&topic{info: msg.TopicInfo{Name: "t", Partitions: 6}}, a) {
+			source = id
+		}
+	}
+	require.NotEmpty(t, source)
+	reply := c.await(c.send(source, producePinned("t", a, "pinned")), 100, 30)
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(reply.Err))
+	require.Contains(t, reply.Err.Error(), fmt.Sprintf("partition %d of t is frozen for a move; retry", a))
+}
+
+// TestACopyHeldBackByItsChildsMoveIsRoutine: a fan-out copy refused by the
+// freeze of a child partition that moves is the routine event
+// fanout-waits-for-move, not the warning fanout-stalled, which counted an
+// operational error at every planned move of a child under load
+// (grow/drain audit).
+func TestACopyHeldBackByItsChildsMoveIsRoutine(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	recorders := observeEach(c, func() *detailRecorder { return &detailRecorder{} })
+	a, _, at := frozenNeighbourIn(t, c)
+	leader, ok := c.leader()
+	require.True(t, ok)
+	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "par", Partitions: 6}).Err)
+	require.NoError(t, c.do(leader, msg.AttachChild{Parent: "par", Child: "t"}).Err)
+	c.settle()
+	require.NoError(t, c.do(at, producePinned("par", a, "copied later")).Err)
+	for range 30 {
+		c.tick(100)
+	}
+	var events []string
+	for _, id := range c.ids {
+		events = append(events, recorders[id].events...)
+	}
+	require.Positive(t, eventCount(events, "fanout-waits-for-move"), "%v", events)
+	require.Zero(t, eventCount(events, "fanout-stalled"), "%v", events)
 }

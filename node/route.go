@@ -65,6 +65,9 @@ func (n *Node) routeRecord(t *topic, rec msg.ProduceRecord, preferred int, join 
 	}
 	if rec.Partition != msg.PartitionNone {
 		if !usable(rec.Partition) {
+			if n.frozen(t, rec.Partition) { // a freeze here, at the owner: not a dead one
+				return 0, frozenError(t, rec.Partition)
+			}
 			if err := n.refusesWrites(t.owner(rec.Partition)); err != nil {
 				return 0, err
 			}
