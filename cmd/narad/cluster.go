@@ -186,9 +186,13 @@ func newDecommissionCommand(a *app) *cobra.Command {
 copy while produce goes on, and once it owns nothing the leader takes it
 out of the voters (never below three). The command returns once the drain
 has started; with --wait it follows the drain, printing on stderr how many
-partitions are left whenever that changes, and returns once the node owns
-none (exit 0), or with exit 1 if the drain was cancelled, --timeout passed
-or it was interrupted (the drain itself goes on).
+partitions are left whenever that changes, and returns (exit 0) once the
+node owns none and, in a cluster of more than three voters, the leader
+took it out of the voters (it waits up to 30 s more for that, then says
+why the node may still be one); a voter of a three-voter cluster stays
+one, and the wait says so. It returns with exit 1 if the drain was
+cancelled, --timeout passed or it was interrupted (the drain itself goes
+on).
 
 Once out of the voters, the node still forwards its clients' requests to
 the owners for cluster.dead_after_ms (NARAD_CLUSTER_DEAD_AFTER_MS, 30s by
@@ -223,7 +227,7 @@ window, then stop its process (never start it again under this id).`,
 				a.sayDecommissioned(cmd.Context(), broker, args[0])
 				return nil
 			}
-			fmt.Fprintf(a.stderr, "%s is draining; waiting until it owns no partition (Ctrl-C stops waiting, not the drain)\n", args[0])
+			fmt.Fprintf(a.stderr, "%s is draining; waiting until it owns no partition, then for it to leave the voters (Ctrl-C stops waiting, not the drain)\n", args[0])
 			ctx := cmd.Context()
 			if timeout > 0 {
 				var stop context.CancelFunc
@@ -234,7 +238,7 @@ window, then stop its process (never start it again under this id).`,
 		},
 	}
 	cmd.Flags().BoolVar(&cancel, "cancel", false, "cancel a decommission in progress (the planner then moves partitions back onto the node to rebalance)")
-	cmd.Flags().BoolVar(&wait, "wait", false, "follow the drain until the node owns no partition")
+	cmd.Flags().BoolVar(&wait, "wait", false, "follow the drain until the node owns no partition and leaves the voters")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --wait: stop waiting after this long (0: no limit)")
 	return cmd
 }

@@ -13,6 +13,16 @@ import (
 // drainPollInterval is how often decommission --wait reads the members.
 const drainPollInterval = time.Second
 
+// voterRemovalPolls bounds how many polls decommission --wait gives the
+// leader, once the member drained, to take it out of the voters (30 s at
+// drainPollInterval: the leader does at its next planning round, within a
+// few seconds, unless too few live voters would be left).
+const voterRemovalPolls = 30
+
+// votersMin is the metastore's floor of voters: the leader never takes a
+// drained member out of the voters when that would leave fewer.
+const votersMin = 3
+
 // drainState is what decommission --wait shows of the draining member at
 // one poll; a line is printed when it changes.
 type drainState struct {
@@ -72,6 +82,7 @@ func (a *app) waitForDrain(ctx context.Context, broker *client.Client, id string
 	var latest, printed drainState
 	var seen, sawDraining bool
 	var printedAt time.Time
+	drainedPolls := 0 // polls since the member drained, while it stays a voter
 	for {
 		members, err := broker.ClusterMembers(ctx)
 		switch {
@@ -93,9 +104,13 @@ func (a *app) waitForDrain(ctx context.Context, broker *client.Client, id string
 			sawDraining = sawDraining || member.Draining
 			latest = drainStateOf(member, members)
 			if latest.drained() {
-				a.printDrained(id, latest, time.Since(start))
-				return nil
+				if a.drainEnded(id, latest, voterCount(members), drainedPolls, time.Since(start)) {
+					return nil
+				}
+				drainedPolls++
+				break
 			}
+			drainedPolls = 0
 			if !seen || latest != printed || time.Since(printedAt) >= progressInterval {
 				fmt.Fprintln(a.stderr, latest.line(id, time.Since(start)))
 				printed, printedAt = latest, time.Now()
@@ -123,6 +138,10 @@ func (a *app) sayDecommissioned(ctx context.Context, broker *client.Client, id s
 		// A retried decommission of a node that left the voters (still
 		// listed until it is marked dead): it drains no more.
 		fmt.Fprintf(a.stderr, "%s's decommission is complete: it left the voters; stop its process (never start it again under this id)%s\n", id, clientsWindow(id))
+		return
+	case err == nil && member.Draining && drainStateOf(member, members).drained() && voterCount(members) <= votersMin:
+		fmt.Fprintf(a.stderr, "%s is drained and stays a voter, since the cluster has %d voters and keeps at least %d: keep it running\n",
+			id, voterCount(members), votersMin)
 		return
 	}
 	fmt.Fprintf(a.stderr, "%s is draining (follow it with --wait, or with: narad cluster moves --watch)\n", id)
@@ -169,14 +188,41 @@ func findMember(members []client.Member, id string) (client.Member, bool) {
 	return client.Member{}, false
 }
 
-func (a *app) printDrained(id string, state drainState, elapsed time.Duration) {
+// drainEnded says what a drained member's wait has come to, and whether
+// the wait ends: once the member is out of the voters, the line that says
+// to stop it; a voter of a cluster with votersMin voters stays one (the
+// normal case, said at once); any other voter is waited for up to
+// voterRemovalPolls polls (polls: those since it drained), for the
+// leader to take it out, then the wait ends saying why it may not have.
+func (a *app) drainEnded(id string, state drainState, voters, polls int, elapsed time.Duration) bool {
 	took := shortDuration(elapsed.Round(time.Second))
-	if !state.voter {
+	switch {
+	case !state.voter:
 		fmt.Fprintf(a.stderr, "%s drained in %s and is not a voter: stop its process (never start it again under this id)%s\n", id, took, clientsWindow(id))
-		return
+	case voters <= votersMin:
+		fmt.Fprintf(a.stderr, "%s drained in %s: it owns no partition and stays a voter, since the cluster has %d voters and keeps at least %d: "+
+			"keep it running (stopped, it leaves the metastore one failure from losing its quorum)\n", id, took, voters, votersMin)
+	case polls == 0:
+		fmt.Fprintf(a.stderr, "%s drained in %s: it owns no partition; waiting for the leader to take it out of the voters\n", id, took)
+		return false
+	case polls < voterRemovalPolls:
+		return false
+	default:
+		fmt.Fprintf(a.stderr, "%s drained, but is still a voter after %s: the leader does not take it out while too few live voters would be left "+
+			"(see narad cluster members and the leader's voter-removal-refused warning); it owns no partition\n", id, took)
 	}
-	fmt.Fprintf(a.stderr, "%s drained in %s: it owns no partition; the leader takes it out of the voters next, "+
-		"unless fewer than three voters, or too few live ones, would be left (see narad cluster members)\n", id, took)
+	return true
+}
+
+// voterCount counts the metastore's voters among members.
+func voterCount(members []client.Member) int {
+	voters := 0
+	for _, member := range members {
+		if member.Voter {
+			voters++
+		}
+	}
+	return voters
 }
 
 // drainUnfinished is the error of a wait that ended before the drain did.

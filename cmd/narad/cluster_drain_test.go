@@ -19,6 +19,16 @@ func membersReply(owned, outbound int, status string, draining, voter bool) repl
 		status, draining, voter, owned, outbound)}
 }
 
+// votersReply is a GET /v1/cluster/members answer with n3 drained,
+// draining and voter as given, beside others-many alive voters.
+func votersReply(others int, voter bool) reply {
+	members := ""
+	for i := range others {
+		members += fmt.Sprintf(`{"id":"v%d","status":"alive","voter":true,"owned_partitions":4},`, i)
+	}
+	return reply{200, fmt.Sprintf(`{"members":[%s{"id":"n3","status":"alive","draining":true,"voter":%t,"owned_partitions":0}]}`, members, voter)}
+}
+
 func drainHarness(t *testing.T) *harness {
 	h := newHarness(t)
 	h.app.drainPollEvery = time.Millisecond
@@ -48,12 +58,48 @@ func TestDecommissionWaitFollowsTheDrainToTheEnd(t *testing.T) {
 	assert.Len(t, broker.seen("GET /v1/cluster/members"), 5)
 }
 
+// A drained voter of a three-voter cluster stays one: the wait says so
+// at once (it would wait in vain), and a retried decommission says so
+// too, not that the node is draining.
 func TestDecommissionWaitSaysWhenTheNodeStaysAVoter(t *testing.T) {
 	h := drainHarness(t)
 	broker := newFakeBroker(t).on("POST /v1/cluster/members/n3/decommission", reply{204, ""}).
-		on("GET /v1/cluster/members", membersReply(0, 0, "alive", true, true))
+		on("GET /v1/cluster/members", votersReply(2, true))
 	h.againstOK(broker, "cluster", "decommission", "n3", "--wait")
-	assert.Contains(t, h.stderr.String(), "n3 drained in 0s: it owns no partition; the leader takes it out of the voters next")
+	assert.Contains(t, h.stderr.String(), "n3 drained in 0s: it owns no partition and stays a voter, since the cluster has 3 voters and keeps at least 3: keep it running")
+	assert.Len(t, broker.seen("GET /v1/cluster/members"), 1, "no poll past the one that saw the drain")
+
+	h = drainHarness(t)
+	h.againstOK(broker, "cluster", "decommission", "n3")
+	assert.Contains(t, h.stderr.String(), "n3 is drained and stays a voter, since the cluster has 3 voters and keeps at least 3: keep it running")
+	assert.NotContains(t, h.stderr.String(), "follow it with --wait")
+}
+
+// With more voters than the floor, the wait goes on past the drain until
+// the leader took the node out of the voters, and only then says to stop
+// it (grow/drain audit: it ended at the drain, a second before the
+// removal, and never printed the stop line the docs promise).
+func TestDecommissionWaitFollowsTheNodeOutOfTheVoters(t *testing.T) {
+	h := drainHarness(t)
+	broker := newFakeBroker(t).on("POST /v1/cluster/members/n3/decommission", reply{204, ""}).
+		on("GET /v1/cluster/members", votersReply(4, true), votersReply(4, true), votersReply(4, true), votersReply(4, false))
+	h.againstOK(broker, "cluster", "decommission", "n3", "--wait")
+	assert.Contains(t, h.stderr.String(), "n3 drained in 0s: it owns no partition; waiting for the leader to take it out of the voters")
+	assert.Contains(t, h.stderr.String(), "is not a voter: stop its process")
+	assert.Equal(t, 1, strings.Count(h.stderr.String(), "waiting for the leader"), "said once")
+}
+
+// A drained voter the leader keeps (too few live voters would be left) does
+// not hold the wait forever: it ends after voterRemovalPolls polls,
+// saying why.
+func TestDecommissionWaitGivesUpOnAVoterTheLeaderKeeps(t *testing.T) {
+	h := drainHarness(t)
+	broker := newFakeBroker(t).on("POST /v1/cluster/members/n3/decommission", reply{204, ""}).
+		on("GET /v1/cluster/members", votersReply(4, true))
+	h.againstOK(broker, "cluster", "decommission", "n3", "--wait")
+	assert.Contains(t, h.stderr.String(), "n3 drained, but is still a voter after")
+	assert.Contains(t, h.stderr.String(), "too few live voters")
+	assert.Len(t, broker.seen("GET /v1/cluster/members"), 1+voterRemovalPolls, "the poll that saw the drain, then those given to the leader")
 }
 
 func TestDecommissionWaitNamesADeadMember(t *testing.T) {
@@ -171,7 +217,7 @@ func TestDecommissionOfANodeThatLeftTheVotersSaysItIsComplete(t *testing.T) {
 
 // A node that still owns partitions, or is still a voter, drains.
 func TestDecommissionWithoutWaitSaysTheNodeDrains(t *testing.T) {
-	for _, members := range []reply{membersReply(2, 1, "alive", true, true), membersReply(0, 0, "alive", true, true)} {
+	for _, members := range []reply{membersReply(2, 1, "alive", true, true), votersReply(4, true)} {
 		h := drainHarness(t)
 		broker := newFakeBroker(t).on("POST /v1/cluster/members/n3/decommission", reply{204, ""}).
 			on("GET /v1/cluster/members", members)
