@@ -27,12 +27,17 @@ var internalStorageKeys = map[string]bool{
 }
 
 // LoadFile reads the JSON file at path over the defaults.
-func LoadFile(path string) (Config, error) {
+func LoadFile(path string) (Config, error) { return LoadFileOver(Default(), path) }
+
+// LoadFileOver reads the JSON file at path over base: a key the file
+// leaves out keeps base's value (the defaults of `server start --dev`,
+// say).
+func LoadFileOver(base Config, path string) (Config, error) {
 	data, err := readFileBounded(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("%w %s: %w", ErrFile, path, err)
 	}
-	cfg, err := Parse(data)
+	cfg, err := parseOver(base, data)
 	if err != nil {
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}
@@ -58,11 +63,14 @@ func readFileBounded(path string) ([]byte, error) {
 // Parse decodes a JSON configuration over the defaults. Keys that are
 // left out keep their default; unknown keys, internal storage keys and
 // trailing data are errors.
-func Parse(data []byte) (Config, error) {
+func Parse(data []byte) (Config, error) { return parseOver(Default(), data) }
+
+// parseOver is Parse over base instead of the defaults.
+func parseOver(base Config, data []byte) (Config, error) {
 	if err := rejectInternalStorageKeys(data); err != nil {
 		return Config{}, err
 	}
-	cfg := Default()
+	cfg := base
 	if err := decodeStrict(data, &cfg); err != nil {
 		return Config{}, fmt.Errorf("%w: %w", ErrFile, err)
 	}

@@ -29,7 +29,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, started fu
 	started()
 	select {
 	case <-ctx.Done():
-		logger.Info("shutting down", "grace", opts.ShutdownGrace)
+		logger.Info("shutting down", "cause", context.Cause(ctx), "grace", opts.ShutdownGrace)
 		return h.Shutdown()
 	case err := <-h.Failed():
 		logger.Error("node failed; exiting so it restarts from its disk", "err", err)

@@ -73,10 +73,17 @@ func newAuthenticator(opts *Options, reg prometheus.Registerer) (*auth.Authentic
 }
 
 // logSeeded writes the audit line of the root seeding, once; the
-// generated password appears in it and nowhere else.
+// generated password appears in it and nowhere else. It is a warning,
+// written as an error when the log's level hides warnings: a node
+// started with log.level error showed nothing, and its root's password,
+// shown once, was lost (first-day operator audit).
 func (s *rootSeed) logSeeded(logger *slog.Logger) {
 	if s.generated {
-		logger.Warn("root user seeded with a generated password, shown once: store it and change it",
+		level := slog.LevelWarn
+		if !logger.Enabled(context.Background(), level) {
+			level = slog.LevelError
+		}
+		logger.Log(context.Background(), level, "root user seeded with a generated password, shown once: store it and change it",
 			"component", "audit", "action", "root.seed", "user", node.RootUsername, "password", s.password)
 	} else {
 		logger.Info("root user seeded from NARAD_ADMIN_PASSWORD", "component", "audit", "action", "root.seed", "user", node.RootUsername)

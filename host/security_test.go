@@ -43,13 +43,19 @@ func securedHost(t *testing.T, adminPassword string, logs io.Writer) *Host {
 // securedHostAt is securedHost on the data directory dir.
 func securedHostAt(t *testing.T, dir, adminPassword string, logs io.Writer) *Host {
 	t.Helper()
+	return securedHostLogging(t, dir, adminPassword, slog.New(slog.NewTextHandler(logs, nil)))
+}
+
+// securedHostLogging is securedHostAt logging to logger.
+func securedHostLogging(t *testing.T, dir, adminPassword string, logger *slog.Logger) *Host {
+	t.Helper()
 	opts := DefaultOptions(dir)
 	opts.HTTPAddr = "127.0.0.1:0"
 	opts.Codec.ConsumeWaitMaxMs, opts.Node.ConsumeWaitMaxMs = 2_000, 2_000
 	frozen := time.Unix(1_700_000_000, 0)
 	opts.Security = SecurityOptions{Enabled: true, AdminPassword: adminPassword, Auth: auth.DefaultConfig()}
 	opts.Security.Auth.BcryptCost, opts.Security.Auth.Now = bcrypt.MinCost, func() time.Time { return frozen }
-	h, err := Start(opts, slog.New(slog.NewTextHandler(logs, nil)))
+	h, err := Start(opts, logger)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Shutdown() })
 	return h
@@ -367,17 +373,35 @@ func TestBruteForceIsThrottled(t *testing.T) {
 func TestGeneratedRootPasswordLoggedOnce(t *testing.T) {
 	var logs syncBuffer
 	h := securedHost(t, "", &logs)
-	var password string
+	password := loggedRootPassword(t, &logs, "WARN")
+	require.Equal(t, 1, strings.Count(logs.String(), password))
+	mustAs(t, h, as{"admin", password}, get("/v1/users"), http.StatusOK)
+}
+
+// With log.level error, which hides warnings, the generated password is
+// still logged, as an error: it is shown nowhere else, and a node started
+// so had a root nobody could log in as (first-day operator audit).
+func TestGeneratedRootPasswordSurvivesLogLevelError(t *testing.T) {
+	var logs syncBuffer
+	h := securedHostLogging(t, t.TempDir(), "", slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError})))
+	password := loggedRootPassword(t, &logs, "ERROR")
+	mustAs(t, h, as{"admin", password}, get("/v1/users"), http.StatusOK)
+}
+
+// loggedRootPassword waits for the audit line of the root's generated
+// password, at level, and returns the password.
+func loggedRootPassword(t *testing.T, logs *syncBuffer, level string) string {
+	t.Helper()
+	line := regexp.MustCompile(`level=` + level + ` msg="root user seeded[^\n]*component=audit[^\n]*password=([A-Za-z0-9_-]+)`)
 	for range 500 {
-		if match := regexp.MustCompile(`level=WARN msg="root user seeded[^\n]*component=audit[^\n]*password=([A-Za-z0-9_-]+)`).FindStringSubmatch(logs.String()); match != nil {
-			password = match[1]
-			break
+		if match := line.FindStringSubmatch(logs.String()); match != nil {
+			require.Len(t, match[1], 32, "192 bits in URL-safe base64")
+			return match[1]
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	require.Len(t, password, 32, "192 bits in URL-safe base64")
-	require.Equal(t, 1, strings.Count(logs.String(), password))
-	mustAs(t, h, as{"admin", password}, get("/v1/users"), http.StatusOK)
+	require.Failf(t, "no password logged", "at level %s: %s", level, logs.String())
+	return ""
 }
 
 // External audit finding 4: NARAD_ADMIN_PASSWORD set on a node whose

@@ -89,10 +89,12 @@ func newServerCommand(a *app) *cobra.Command {
 		Use:   "start",
 		Short: "Run a broker node; --dev for a zero-configuration local one",
 		Long: `Run a broker node. With --dev: authentication off, HTTP on
-127.0.0.1:<port>, node-to-node on 127.0.0.1:<port+1> (unless
-NARAD_CLUSTER_ADDR says otherwise; opened only with cluster peers, as a
-single node talks to none), data in ~/.narad/data (or --data-dir), text
-logs. Without --dev it is the same as "narad serve".`,
+127.0.0.1:<port>, node-to-node on 127.0.0.1:<port+1> (opened only with
+cluster peers, as a single node talks to none), data in ~/.narad/data,
+text logs. Each of these but authentication is only a default: an
+address, data directory or log format given by --config, a NARAD_*
+variable or a flag is kept (the HTTP address must still be loopback).
+Without --dev it is the same as "narad serve".`,
 		Example: `  narad server start --dev
   narad server start --dev --port 8000 --data-dir ./narad-data`,
 		Args: usageArgs(cobra.NoArgs),
@@ -143,27 +145,40 @@ func (a *app) warnUnknownEnv(logger *slog.Logger) {
 	}
 }
 
-// serverConfig layers defaults → file → environment → (dev) → flags and
-// validates the result. Any problem is an exit-2 error listing them all.
+// serverConfig layers defaults → (dev defaults) → file → environment →
+// flags and validates the result. Any problem is an exit-2 error listing them all.
 func (a *app) serverConfig(flags *pflag.FlagSet, options serveOptions) (config.Config, error) {
 	cfg := config.Default()
 	var err error
+	devDataDir := ""
+	if options.dev {
+		devDefaults(&cfg, options)
+	}
+	if options.dev && !flags.Changed("data-dir") {
+		if devDataDir, err = a.devDataDir(); err != nil {
+			return cfg, err
+		}
+		cfg.Storage.DataDir = devDataDir
+	}
 	if options.configPath != "" {
-		if cfg, err = config.LoadFile(options.configPath); err != nil {
+		if cfg, err = config.LoadFileOver(cfg, options.configPath); err != nil {
 			return cfg, invalidConfig(err)
 		}
 	}
 	if err := config.ApplyEnv(&cfg, a.getenv); err != nil {
 		return cfg, invalidConfig(err)
 	}
+	options.apply(&cfg, flags)
 	if options.dev {
-		if err := a.applyDev(&cfg, flags, options); err != nil {
-			return cfg, err
+		cfg.Security.Enabled = false // what --dev is, whatever else says
+		if cfg.Storage.DataDir == devDataDir && devDataDir != "" {
+			if err := os.MkdirAll(devDataDir, devDataDirMode); err != nil {
+				return cfg, err
+			}
 		}
 	}
-	options.apply(&cfg, flags)
 	if options.dev && !loopbackAddr(cfg.HTTP.Addr) {
-		return cfg, usageError{fmt.Errorf("--dev serves without authentication, so only on a loopback address; --addr %s is not one (run without --dev to listen elsewhere, with security on)", cfg.HTTP.Addr)}
+		return cfg, usageError{fmt.Errorf("--dev serves without authentication, so only on a loopback address; %s (from --addr, NARAD_HTTP_ADDR or http.addr) is not one (run without --dev to listen elsewhere, with security on)", cfg.HTTP.Addr)}
 	}
 	if err := errors.Join(cfg.Validate(), host.Unsupported(cfg)); err != nil {
 		return cfg, invalidConfig(err)
@@ -201,26 +216,24 @@ func loopbackAddr(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// applyDev sets the --dev settings; explicit flags still win afterwards
-// (serverConfig refuses an address that is not loopback).
-func (a *app) applyDev(cfg *config.Config, flags *pflag.FlagSet, options serveOptions) error {
-	cfg.Security.Enabled = false
+// devDefaults puts the --dev settings in place of the defaults, before
+// the file, the environment and the flags are layered on them: an
+// address or log format any of those gives is kept (serverConfig still
+// refuses an address that is not loopback), as is a data directory in
+// place of devDataDir's.
+func devDefaults(cfg *config.Config, options serveOptions) {
 	cfg.HTTP.Addr = net.JoinHostPort(devLoopback, strconv.Itoa(options.port))
-	if a.getenv("NARAD_CLUSTER_ADDR") == "" {
-		cfg.Cluster.Addr = net.JoinHostPort(devLoopback, strconv.Itoa(options.port+1))
-	}
-	if !flags.Changed("log-format") {
-		cfg.Log.Format = "text"
-	}
-	if flags.Changed("data-dir") {
-		return nil
-	}
+	cfg.Cluster.Addr = net.JoinHostPort(devLoopback, strconv.Itoa(options.port+1))
+	cfg.Log.Format = "text"
+}
+
+// devDataDir is the data directory of --dev: ~/.narad/data.
+func (a *app) devDataDir() (string, error) {
 	home, err := a.userHomeDir()
 	if err != nil {
-		return fmt.Errorf("find the home directory for the dev data directory (use --data-dir): %w", err)
+		return "", fmt.Errorf("find the home directory for the dev data directory (use --data-dir): %w", err)
 	}
-	cfg.Storage.DataDir = filepath.Join(home, ".narad", "data")
-	return os.MkdirAll(cfg.Storage.DataDir, devDataDirMode)
+	return filepath.Join(home, ".narad", "data"), nil
 }
 
 // apply sets the configuration from the flags that were given.

@@ -213,3 +213,35 @@ func TestTheDevBannerNamesTheExecutableAsItCanBeRun(t *testing.T) {
 		assert.Contains(t, h.stderr.String(), hint)
 	}
 }
+
+// --dev fills in defaults only: an address, data directory or log format
+// the environment or the file gives is kept, as the layering file →
+// environment → flags promises; it replaced them silently (first-day
+// operator audit: NARAD_DATA_DIR was ignored, NARAD_HTTP_ADDR on every
+// interface served on 127.0.0.1:7942 without a word). A non-loopback
+// address is refused, naming where it can come from.
+func TestServerStartDevKeepsWhatTheEnvironmentAndTheFileSet(t *testing.T) {
+	h := newHarness(t)
+	dataDir := filepath.Join(t.TempDir(), "env-data")
+	h.env["NARAD_DATA_DIR"] = dataDir
+	h.env["NARAD_HTTP_ADDR"] = "127.0.0.1:9100"
+	h.env["NARAD_LOG_FORMAT"] = "json"
+	h.runOK("server", "start", "--dev")
+	cfg := *h.hostConfig
+	assert.Equal(t, dataDir, cfg.Storage.DataDir)
+	assert.Equal(t, "127.0.0.1:9100", cfg.HTTP.Addr)
+	assert.Equal(t, "json", cfg.Log.Format)
+	assert.False(t, cfg.Security.Enabled, "--dev is without authentication whatever else is set")
+
+	h = newHarness(t)
+	file := filepath.Join(t.TempDir(), "narad.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{"storage":{"data_dir":"`+dataDir+`"}}`), 0o600))
+	h.runOK("server", "start", "--dev", "--config", file)
+	assert.Equal(t, dataDir, h.hostConfig.Storage.DataDir, "the file's data directory")
+
+	h = newHarness(t)
+	h.env["NARAD_HTTP_ADDR"] = "0.0.0.0:9100"
+	assert.Equal(t, exitUsage, h.run("server", "start", "--dev", "--data-dir", t.TempDir()))
+	assert.Contains(t, h.stderr.String(), "0.0.0.0:9100 (from --addr, NARAD_HTTP_ADDR or http.addr) is not one")
+	assert.Nil(t, h.hostConfig, "no server was started")
+}
