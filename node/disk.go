@@ -1,6 +1,10 @@
 package node
 
-import "narad/msg"
+import (
+	"fmt"
+
+	"narad/msg"
+)
 
 // The disk reserve. A node whose data directory's file system runs out of
 // room fails at its next metastore write (the node stops, and restarts
@@ -38,9 +42,24 @@ type diskSpace struct {
 }
 
 // SetDiskFree tells the node how many bytes its data directory's file
-// system has free for it now.
+// system has free for it now. The first report under the reserve, and
+// the first back above it, are said as events (disk-low, a warning;
+// disk-low-ended): a node started with a reserve larger than its free
+// space refused every write and logged nothing (first-day operator
+// audit).
 func (n *Node) SetDiskFree(freeBytes int64) {
 	n.disk = diskSpace{reported: true, freeBytes: freeBytes}
+	switch low := n.underReserve(); {
+	case low && !n.diskLowSaid:
+		n.observer.Event("disk-low", fmt.Sprintf("node %s has %d bytes of disk free, under its reserve of %d (storage.disk_reserve_bytes): "+
+			"it refuses writes into its partitions until space is freed", n.cfg.NodeID, max(freeBytes, 0), n.cfg.DiskReserveBytes))
+	case !low && n.diskLowSaid:
+		n.observer.Event("disk-low-ended", fmt.Sprintf("node %s has %d bytes of disk free, above its reserve of %d: it takes writes again",
+			n.cfg.NodeID, freeBytes, n.cfg.DiskReserveBytes))
+	default:
+		return
+	}
+	n.diskLowSaid = !n.diskLowSaid
 }
 
 // ForgetDiskFree tells the node its free space is no longer known (the

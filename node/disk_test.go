@@ -177,3 +177,20 @@ func TestAChildStaysApartFromItsParentWhenOneMemberHasRoom(t *testing.T) {
 		require.NotEqual(t, parents[p], children[p], "child partition %d beside its parent's: parents %v, children %v", p, parents, children)
 	}
 }
+
+// Property: the node says when it goes under its reserve (disk-low, once,
+// with the figures) and when it is back above it (disk-low-ended, once):
+// a node started with a reserve above its free space refused every write
+// and said nothing (first-day operator audit).
+func TestGoingUnderTheDiskReserveIsSaidOnce(t *testing.T) {
+	h := newHarness(t)
+	recorder := &eventRecorder{}
+	h.observer = recorder
+	h.restart()
+	h.node.SetDiskFree(h.cfg.DiskReserveBytes - 1)
+	h.node.SetDiskFree(h.cfg.DiskReserveBytes - 2)
+	h.node.SetDiskFree(h.cfg.DiskReserveBytes + 1)
+	h.node.SetDiskFree(h.cfg.DiskReserveBytes + 2)
+	h.node.SetDiskFree(0)
+	require.Equal(t, []string{"disk-low", "disk-low-ended", "disk-low"}, recorder.events)
+}

@@ -138,6 +138,10 @@ type Node struct {
 	dataDirClear appliedMemo[bool]
 	// disk is what the node knows of its disk's free space (disk.go).
 	disk diskSpace
+	// diskLowSaid is whether the last event about the reserve said the
+	// node is under it (disk-low) rather than back above it; only
+	// SetDiskFree changes it.
+	diskLowSaid bool
 	// purgesPending names the deleted topics whose directory removal
 	// failed; retryPurges tries again at every tick, and meanwhile no
 	// partition of the name opens (openLog) nor does a move into one
