@@ -61,6 +61,8 @@ func (a *app) contextsPath() (string, error) {
 }
 
 // loadContexts reads the contexts file; a missing file is an empty one.
+// A file that cannot be read or parsed is a usage error (exit 2, as the
+// root help says of a file that cannot be opened).
 func (a *app) loadContexts() (contextsFile, error) {
 	empty := contextsFile{Contexts: map[string]savedContext{}}
 	path, err := a.contextsPath()
@@ -72,11 +74,11 @@ func (a *app) loadContexts() (contextsFile, error) {
 		return empty, nil
 	}
 	if err != nil {
-		return empty, fmt.Errorf("read contexts file: %w", err)
+		return empty, usagef("read contexts file: %w", err)
 	}
 	contexts := empty
 	if err := json.Unmarshal(data, &contexts); err != nil {
-		return empty, fmt.Errorf("contexts file %s: %w", path, err)
+		return empty, usagef("contexts file %s: %w", path, err)
 	}
 	if contexts.Contexts == nil {
 		contexts.Contexts = map[string]savedContext{}
@@ -173,6 +175,9 @@ func newContextAddCommand(a *app) *cobra.Command {
 			password, _, err := a.passwordFrom(cmd, "password", a.passwordFlag, *fromStdin)
 			if err != nil {
 				return err
+			}
+			if password != "" && a.userFlag == "" {
+				return usagef("a context's password goes with its --user: give --user too, or no password")
 			}
 			return a.addContext(args[0], savedContext{Server: a.serverFlag, User: a.userFlag, Password: password, CAFile: caFile})
 		},

@@ -123,7 +123,7 @@ func TestLiveHTTPSWithCAFile(t *testing.T) {
 	cli.runOK("-s", server, "--ca-file", certFile, "bench", "orders", "--count", "10", "--workers", "2")
 	require.Equal(t, 1, cli.run("-s", server, "topic", "ls"))
 	require.Contains(t, cli.stderr.String(), "certificate")
-	require.Equal(t, 1, cli.run("-s", server, "--ca-file", keyFile, "topic", "ls"))
+	require.Equal(t, exitUsage, cli.run("-s", server, "--ca-file", keyFile, "topic", "ls"), "a file that cannot be used, as the root help says")
 	require.Contains(t, cli.stderr.String(), "no PEM certificate")
 }
 

@@ -121,12 +121,18 @@ type connection struct {
 // server that is no http(s):// URL with a host (-s "") is a usage error,
 // found before any request.
 func (a *app) resolveConnection(cmd *cobra.Command) (connection, error) {
+	flags := cmd.Flags()
 	contexts, err := a.loadContexts()
-	if err != nil {
-		return connection{}, err
+	switch {
+	case err != nil && (flags.Changed("server") || a.getenv("NARAD_ADDR") != ""):
+		// the server is named without the contexts: a broken file holds
+		// up no command that needs nothing of it
+		fmt.Fprintf(a.stderr, "narad: ignoring the contexts file: %v (fix it, or remove it with its contexts)\n", err)
+		contexts = contextsFile{}
+	case err != nil:
+		return connection{}, usagef("%w (fix it, or remove it with its contexts; or name the server with -s or NARAD_ADDR)", err)
 	}
 	selected := contexts.Contexts[contexts.Current]
-	flags := cmd.Flags()
 	server := pick(flags.Changed("server"), a.serverFlag, a.getenv("NARAD_ADDR"), selected.Server, serverDefault)
 	if err := checkServerURL(serverSource(flags.Changed("server"), a.getenv("NARAD_ADDR"), contexts.Current), server); err != nil {
 		return connection{}, err
@@ -185,10 +191,10 @@ func (a *app) newClient(cmd *cobra.Command, options ...client.Option) (*client.C
 	if target.caFile != "" {
 		pool, err := loadCAFile(target.caFile)
 		if err != nil && !cmd.Flags().Changed("ca-file") {
-			return nil, fmt.Errorf("the CA file saved with the selected context (give --ca-file, or narad ctx add it again): %w", err)
+			return nil, usagef("the CA file saved with the selected context (give --ca-file, or narad ctx add it again): %w", err)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("--ca-file: %w", err)
+			return nil, usagef("--ca-file: %w", err)
 		}
 		options = append(options, client.WithRootCAs(pool))
 	}

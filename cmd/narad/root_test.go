@@ -223,9 +223,28 @@ func TestContextsErrors(t *testing.T) {
 
 	require.NoError(t, os.MkdirAll(h.configDir, 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(h.configDir, "contexts.json"), []byte("{broken"), 0o600))
-	assert.Equal(t, 1, h.run("ctx", "ls"))
+	assert.Equal(t, exitUsage, h.run("ctx", "ls"))
 	assert.Contains(t, h.stderr.String(), "contexts file")
-	assert.Equal(t, 1, h.run("topic", "ls"), "a broken contexts file stops commands that need a server")
+	assert.Equal(t, exitUsage, h.run("topic", "ls"), "a broken contexts file stops commands that need its server")
+	assert.Contains(t, h.stderr.String(), "or name the server with -s or NARAD_ADDR")
+	assert.Equal(t, exitUsage, h.run("ctx", "add", "x", "-s", "http://127.0.0.1:1"), "nor is it written over")
+
+	// A server named without the contexts needs nothing of the file: the
+	// command goes on, saying it ignored it (first-day operator audit).
+	h.stderr.Reset()
+	assert.Equal(t, exitError, h.run("-s", "http://127.0.0.1:1", "topic", "ls"), "refused by the (absent) server, not by the file")
+	assert.Contains(t, h.stderr.String(), "ignoring the contexts file")
+	assert.Contains(t, h.stderr.String(), "connection refused")
+}
+
+// A context's password without its user is refused: the usage line
+// pairs them, and the saved password was never sent.
+func TestAContextsPasswordNeedsItsUser(t *testing.T) {
+	h := newHarness(t)
+	assert.Equal(t, exitUsage, h.run("ctx", "add", "a1", "-s", "http://127.0.0.1:1", "-p", "pw"))
+	assert.Contains(t, h.stderr.String(), "give --user too")
+	h.runOK("ctx", "ls")
+	assert.Equal(t, "no contexts\n", h.stdout.String(), "nothing saved")
 }
 
 // A missing required flag is a usage error like the others: the usage,
@@ -394,7 +413,7 @@ func TestAContextKeepsItsCAFile(t *testing.T) {
 	assert.NotContains(t, h.stderr.String(), "CA file", "the context's CA goes only with its server")
 
 	require.NoError(t, os.Remove(caFile))
-	assert.Equal(t, exitError, h.run("topic", "ls"))
+	assert.Equal(t, exitUsage, h.run("topic", "ls"), "a file that cannot be opened")
 	assert.Contains(t, h.stderr.String(), "the CA file saved with the selected context")
 
 	assert.Equal(t, exitUsage, h.run("ctx", "add", "plain", "-s", "http://127.0.0.1:1", "--ca-file", otherFile))
