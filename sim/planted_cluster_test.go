@@ -49,6 +49,7 @@ func TestPlantedClusterBugsAreCaught(t *testing.T) {
 		}
 		caught++
 		fmt.Printf("planted %s: caught at seed %d by %s: %s\n", bug, result.seed, result.checker, shorten(result.detail, 160))
+		fmt.Printf("  reproduce: %s\n", plantedReproduce(bug, result.seed))
 	}
 	fmt.Printf("planted: %d of %d caught (three nodes with moves, at most %d seeds each, wall %.0f s)\n",
 		caught, len(chaos.ClusterBugs), seeds, time.Since(start).Seconds())
@@ -77,6 +78,13 @@ func catchInMovesWorld(bug chaos.Bug, seeds int) plantedCatch {
 		}
 	}
 	return plantedCatch{bug: bug}
+}
+
+// plantedReproduce is the command that runs a catch of catchInMovesWorld
+// again alone: the same world (TestSim's flags at their defaults make
+// the rest of its options) with the bug planted.
+func plantedReproduce(bug chaos.Bug, seed uint64) string {
+	return fmt.Sprintf("go test -tags plantedbugs ./sim -run '^TestSim$' -plant=%s -seed=%d -nodes=3 -moves -disk-pressure=false -v", bug, seed)
 }
 
 // shorten cuts text to at most limit bytes, on one line.

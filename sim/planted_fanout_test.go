@@ -22,6 +22,7 @@ func TestPlantedFanoutBugsAreCaught(t *testing.T) {
 				report := Run(fanoutOptions(3)(seed))
 				if report.Failure != nil && report.Failure.Checker == "fanout-complete" {
 					t.Logf("%s caught after %d seed(s) by %s", bug, seed, report.Failure)
+					t.Logf("reproduce: go test -tags plantedbugs ./sim -run '^TestSim$' -plant=%s -seed=%d -nodes=3 -moves -fanout -weather=off -v", bug, seed)
 					return
 				}
 				if report.Failure != nil {

@@ -4,6 +4,7 @@ package sim
 
 import (
 	"testing"
+	"time"
 
 	"narad/chaos"
 )
@@ -71,6 +72,10 @@ func catch(t *testing.T, bug chaos.Bug, blackBox bool, nodes, seedsMax int) {
 		}
 		if report.Failure != nil {
 			t.Logf("%s (black-box only: %v, %d nodes) caught after %d seed(s) by %s", bug, blackBox, nodes, seed, report.Failure)
+			if !blackBox { // TestSim runs every checker
+				t.Logf("reproduce: go test -tags plantedbugs ./sim -run '^TestSim$' -plant=%s -seed=%d -nodes=%d -duration=%s -v",
+					bug, seed, nodes, time.Duration(opts.SafetyMs)*time.Millisecond)
+			}
 			return
 		}
 	}

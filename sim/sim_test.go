@@ -107,6 +107,7 @@ func worldError(opts Options, dash string) error {
 // TestSim runs -seed, or sweeps -seeds seeds from -seed, and prints the
 // trace hash of each run and a summary line of the sweep.
 func TestSim(t *testing.T) {
+	plantFromFlag(t)
 	if *seedsFlag == 0 {
 		report := Run(optionsFromFlags(t, *seedFlag))
 		fmt.Printf("trace-hash: %016x\n%s\n", report.TraceHash, report.Summary())
