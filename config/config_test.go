@@ -77,19 +77,19 @@ func TestParseIsStrict(t *testing.T) {
 		file      string
 		wantError string
 	}{
-		{"unknown section", `{"bogus": {}}`, `unknown field "bogus"`},
-		{"unknown cluster key", `{"cluster": {"leader": "n1"}}`, `unknown field "leader"`},
-		{"unknown http key", `{"http": {"tls": true}}`, `unknown field "tls"`},
+		{"unknown section", `{"bogus": {}}`, "bogus: unknown key"},
+		{"unknown cluster key", `{"cluster": {"leader": "n1"}}`, "cluster.leader: unknown key"},
+		{"unknown http key", `{"http": {"tls": true}}`, "http.tls: unknown key"},
 		{"trailing object", `{} {}`, "trailing data"},
 		{"trailing garbage", `{"log": {"level": "debug"}} x`, "trailing data"},
 		{"internal storage key", `{"storage": {"fsync": "always"}}`, "storage.fsync is an internal setting"},
 		{"another internal key", `{"storage": {"flush_bytes": 1, "sync_bytes": 2}}`, "storage.flush_bytes is an internal setting"},
-		{"secret in file", `{"security": {"admin_password": "x"}}`, `unknown field "admin_password"`},
-		{"duration as number", `{"http": {"read_timeout": 10}}`, `want a duration string`},
-		{"bad duration", `{"http": {"read_timeout": "ten seconds"}}`, `invalid duration`},
-		{"wrong type", `{"topic": {"max_partitions": "many"}}`, "cannot unmarshal"},
+		{"secret in file", `{"security": {"admin_password": "x"}}`, "security.admin_password is read only from NARAD_ADMIN_PASSWORD"},
+		{"duration as number", `{"http": {"read_timeout": 10}}`, `http.read_timeout: want a duration string such as "10s", got 10`},
+		{"bad duration", `{"http": {"read_timeout": "ten seconds"}}`, `http.read_timeout: want a duration string such as "10s", got "ten seconds"`},
+		{"wrong type", `{"topic": {"max_partitions": "many"}}`, `topic.max_partitions: want an integer, got "many"`},
 		{"not json", `max_partitions = 3`, "invalid character"},
-		{"empty file", ``, "EOF"},
+		{"empty file", ``, "empty: want a JSON object"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

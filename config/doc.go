@@ -4,9 +4,11 @@
 // command-line flags on top.
 //
 // Layering (each step overrides the previous one): Default() → LoadFile
-// (strict JSON: unknown keys and trailing data are rejected; keys left out
-// keep their defaults) → ApplyEnv → flags (cmd/narad) → Validate, which
-// reports every problem at once.
+// (strict JSON: unknown keys, keys given twice, values of the wrong type
+// and trailing data are rejected, every one at once, each at its key's
+// full path, in the file's terms; keys left out keep their defaults; see
+// filekeys.go) → ApplyEnv → flags (cmd/narad) → Validate, which reports
+// every problem at once.
 //
 // Differences from the reference configuration: besides data_dir, codec,
 // compression_level and idle_log_eviction_ms, the storage section also

@@ -1,30 +1,21 @@
 package config
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
-	"slices"
+	"reflect"
 	"time"
 )
 
 // configFileBytesMax bounds the configuration file; a real one is a few KiB.
 const configFileBytesMax = 1 << 20
 
-// ErrFile marks a configuration file that cannot be read or decoded.
+// ErrFile marks a configuration file that cannot be read or decoded;
+// every problem of a file that decodes badly matches it.
 var ErrFile = errors.New("bad configuration file")
-
-// internalStorageKeys are storage settings of the reference that are
-// internal there and here (segment_bytes excepted, see the package doc).
-var internalStorageKeys = map[string]bool{
-	"fsync": true, "flush_bytes": true, "flush_records": true, "flush_interval_ms": true,
-	"sync_interval_ms": true, "sync_bytes": true, "high_watermark_sync_interval_ms": true,
-	"ingress_wal_sync_interval_ms": true, "retention_check_interval_ms": true,
-}
 
 // LoadFile reads the JSON file at path over the defaults.
 func LoadFile(path string) (Config, error) { return LoadFileOver(Default(), path) }
@@ -37,11 +28,7 @@ func LoadFileOver(base Config, path string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("%w %s: %w", ErrFile, path, err)
 	}
-	cfg, err := parseOver(base, data)
-	if err != nil {
-		return Config{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return cfg, nil
+	return parseOver(base, data, path)
 }
 
 func readFileBounded(path string) ([]byte, error) {
@@ -61,53 +48,26 @@ func readFileBounded(path string) ([]byte, error) {
 }
 
 // Parse decodes a JSON configuration over the defaults. Keys that are
-// left out keep their default; unknown keys, internal storage keys and
-// trailing data are errors.
-func Parse(data []byte) (Config, error) { return parseOver(Default(), data) }
+// left out keep their default; unknown, duplicate and internal keys,
+// values of the wrong type and trailing data are errors (see parseOver).
+func Parse(data []byte) (Config, error) { return parseOver(Default(), data, "") }
 
-// parseOver is Parse over base instead of the defaults.
-func parseOver(base Config, data []byte) (Config, error) {
-	if err := rejectInternalStorageKeys(data); err != nil {
-		return Config{}, err
+// parseOver is Parse over base instead of the defaults, for the file
+// named file ("" for none), which every problem then names. A file that
+// is not one JSON value is reported alone; otherwise every problem of
+// the file is reported at once (joined, one per line, each at its key and
+// matching ErrFile), up to fileProblemsMax of them.
+func parseOver(base Config, data []byte, file string) (Config, error) {
+	found := fileProblems{file: file}
+	if err := scanFile(data, "", &found); err != nil {
+		return Config{}, fileProblem{file: file, message: err.Error()}
 	}
 	cfg := base
-	if err := decodeStrict(data, &cfg); err != nil {
-		return Config{}, fmt.Errorf("%w: %w", ErrFile, err)
+	decodeFile(data, &cfg, &found)
+	if err := found.err(); err != nil {
+		return Config{}, err
 	}
 	return cfg, nil
-}
-
-// rejectInternalStorageKeys names the first internal storage key (in sorted
-// order) with a clearer message than "unknown field". Malformed JSON is left
-// for decodeStrict to report.
-func rejectInternalStorageKeys(data []byte) error {
-	var shape struct {
-		Storage map[string]json.RawMessage `json:"storage"`
-	}
-	if json.Unmarshal(data, &shape) != nil {
-		return nil
-	}
-	for _, key := range slices.Sorted(maps.Keys(shape.Storage)) {
-		if internalStorageKeys[key] {
-			return fmt.Errorf("%w: storage.%s is an internal setting and cannot be configured", ErrFile, key)
-		}
-	}
-	return nil
-}
-
-// decodeStrict decodes exactly one JSON value into out, rejecting unknown
-// fields and anything after the value.
-func decodeStrict(data []byte, out any) error {
-	decoder := json.NewDecoder(bytes.NewReader(data))
-	decoder.DisallowUnknownFields()
-	if err := decoder.Decode(out); err != nil {
-		return err
-	}
-	var extra json.RawMessage
-	if err := decoder.Decode(&extra); err != io.EOF {
-		return errors.New("trailing data after the configuration object")
-	}
-	return nil
 }
 
 // httpJSON is the file form of HTTP: durations as Go duration strings.
@@ -128,42 +88,55 @@ type httpJSON struct {
 	MaxReplyBytesInFlight int64 `json:"max_reply_bytes_in_flight"`
 }
 
-// MarshalJSON writes the durations as Go duration strings.
-func (h HTTP) MarshalJSON() ([]byte, error) {
-	return json.Marshal(httpJSON{
+// wire is h in its file form.
+func (h HTTP) wire() httpJSON {
+	return httpJSON{
 		Addr: h.Addr, ReadTimeout: jsonDuration(h.ReadTimeout), WriteTimeout: jsonDuration(h.WriteTimeout),
 		IdleTimeout: jsonDuration(h.IdleTimeout), ShutdownGrace: jsonDuration(h.ShutdownGrace),
 		MaxConsumeWait: jsonDuration(h.MaxConsumeWait), PprofAddr: h.PprofAddr,
 		TLSCertFile: h.TLSCertFile, TLSKeyFile: h.TLSKeyFile,
 		MaxConnections: h.MaxConnections, MaxBodyBytesInFlight: h.MaxBodyBytesInFlight,
 		MaxReplyBytesInFlight: h.MaxReplyBytesInFlight,
-	})
+	}
 }
 
-// UnmarshalJSON reads the file form strictly; keys left out keep the
-// receiver's current values (the defaults, when called from Parse).
+// http is the HTTP configuration of the file form w.
+func (w httpJSON) http() HTTP {
+	return HTTP{
+		Addr: w.Addr, ReadTimeout: time.Duration(w.ReadTimeout), WriteTimeout: time.Duration(w.WriteTimeout),
+		IdleTimeout: time.Duration(w.IdleTimeout), ShutdownGrace: time.Duration(w.ShutdownGrace),
+		MaxConsumeWait: time.Duration(w.MaxConsumeWait), PprofAddr: w.PprofAddr,
+		TLSCertFile: w.TLSCertFile, TLSKeyFile: w.TLSKeyFile,
+		MaxConnections: w.MaxConnections, MaxBodyBytesInFlight: w.MaxBodyBytesInFlight,
+		MaxReplyBytesInFlight: w.MaxReplyBytesInFlight,
+	}
+}
+
+// MarshalJSON writes the durations as Go duration strings.
+func (h HTTP) MarshalJSON() ([]byte, error) { return json.Marshal(h.wire()) }
+
+// UnmarshalJSON reads the file form strictly, as the http section of a
+// file (parseOver); keys left out keep the receiver's current values.
 func (h *HTTP) UnmarshalJSON(data []byte) error {
-	current, err := h.MarshalJSON()
-	if err != nil {
+	found := fileProblems{}
+	if err := scanFile(data, "http", &found); err != nil {
+		return fileProblem{message: "http: " + err.Error()}
+	}
+	wire := h.wire()
+	decodeSection("http", data, reflect.ValueOf(&wire).Elem(), &found)
+	if err := found.err(); err != nil {
 		return err
 	}
-	var wire httpJSON
-	if err := json.Unmarshal(current, &wire); err != nil {
-		return err
-	}
-	if err := decodeStrict(data, &wire); err != nil {
-		return fmt.Errorf("http: %w", err)
-	}
-	*h = HTTP{
-		Addr: wire.Addr, ReadTimeout: time.Duration(wire.ReadTimeout), WriteTimeout: time.Duration(wire.WriteTimeout),
-		IdleTimeout: time.Duration(wire.IdleTimeout), ShutdownGrace: time.Duration(wire.ShutdownGrace),
-		MaxConsumeWait: time.Duration(wire.MaxConsumeWait), PprofAddr: wire.PprofAddr,
-		TLSCertFile: wire.TLSCertFile, TLSKeyFile: wire.TLSKeyFile,
-		MaxConnections: wire.MaxConnections, MaxBodyBytesInFlight: wire.MaxBodyBytesInFlight,
-		MaxReplyBytesInFlight: wire.MaxReplyBytesInFlight,
-	}
+	*h = wire.http()
 	return nil
 }
+
+// errWantDuration is the error of a duration that is not a Go duration
+// string (decodeValue says what it got).
+var errWantDuration = errors.New(durationWanted)
+
+// durationWanted says what a duration of the file must be.
+const durationWanted = `a duration string such as "10s"`
 
 // jsonDuration is a time.Duration written as a Go duration string.
 type jsonDuration time.Duration
@@ -175,11 +148,11 @@ func (d jsonDuration) MarshalJSON() ([]byte, error) {
 func (d *jsonDuration) UnmarshalJSON(data []byte) error {
 	var text string
 	if err := json.Unmarshal(data, &text); err != nil {
-		return fmt.Errorf("want a duration string such as \"10s\", got %s", data)
+		return errWantDuration
 	}
 	parsed, err := time.ParseDuration(text)
 	if err != nil {
-		return err
+		return errWantDuration
 	}
 	*d = jsonDuration(parsed)
 	return nil
