@@ -192,14 +192,28 @@ func containsPeer(peers []Peer, id string) bool {
 	return false
 }
 
+// validateTLS checks that the three files of mutual TLS are set
+// together. The configuration does not record whether a value came from
+// the file or the environment, so the message names the empty ones both
+// ways.
 func (c Cluster) validateTLS(found *problems) {
-	set := 0
-	for _, file := range []string{c.TLSCertFile, c.TLSKeyFile, c.TLSCAFile} {
-		if file != "" {
-			set++
+	files := []struct{ key, variable, value string }{
+		{"cluster.tls_cert_file", "NARAD_CLUSTER_TLS_CERT_FILE", c.TLSCertFile},
+		{"cluster.tls_key_file", "NARAD_CLUSTER_TLS_KEY_FILE", c.TLSKeyFile},
+		{"cluster.tls_ca_file", "NARAD_CLUSTER_TLS_CA_FILE", c.TLSCAFile},
+	}
+	var empty []string
+	for _, file := range files {
+		if file.value == "" {
+			empty = append(empty, file.key+" ("+file.variable+")")
 		}
 	}
-	if set != 0 && set != 3 {
-		found.add("cluster.tls_cert_file", "tls_cert_file, tls_key_file and tls_ca_file must be set together (%d of 3 set)", set)
+	if len(empty) != 0 && len(empty) != len(files) {
+		verb := "is"
+		if len(empty) > 1 {
+			verb = "are"
+		}
+		found.add("cluster.tls_cert_file", "cluster.tls_cert_file, cluster.tls_key_file and cluster.tls_ca_file are set together or not at all (%d of 3 set): %s %s empty",
+			len(files)-len(empty), strings.Join(empty, " and "), verb)
 	}
 }

@@ -234,8 +234,14 @@ func (c Config) validateSecurity(found *problems) {
 	if len(c.Security.AdminPassword) > adminPasswordBytesMax {
 		found.add("security.admin_password", "NARAD_ADMIN_PASSWORD must be at most %d bytes (got %d)", adminPasswordBytesMax, len(c.Security.AdminPassword))
 	}
-	if (c.HTTP.TLSCertFile == "") != (c.HTTP.TLSKeyFile == "") {
-		found.add("http.tls_cert_file", "NARAD_HTTP_TLS_CERT_FILE and NARAD_HTTP_TLS_KEY_FILE are set together or not at all")
+	// The configuration does not record whether a value came from the
+	// file or the environment, so the message names both.
+	const cert, key = "http.tls_cert_file (NARAD_HTTP_TLS_CERT_FILE)", "http.tls_key_file (NARAD_HTTP_TLS_KEY_FILE)"
+	if c.HTTP.TLSCertFile != "" && c.HTTP.TLSKeyFile == "" {
+		found.add("http.tls_cert_file", "set together with http.tls_key_file or not at all: %s is set, %s is empty", cert, key)
+	}
+	if c.HTTP.TLSCertFile == "" && c.HTTP.TLSKeyFile != "" {
+		found.add("http.tls_cert_file", "set together with http.tls_key_file or not at all: %s is set, %s is empty", key, cert)
 	}
 }
 

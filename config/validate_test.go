@@ -199,3 +199,26 @@ func TestPeerList(t *testing.T) {
 	_, err = Cluster{Peers: []string{"n1@a:1", "broken"}}.PeerList()
 	assert.ErrorIs(t, err, ErrPeer)
 }
+
+// A half-set TLS pair was reported in terms of the variables only
+// (NARAD_HTTP_TLS_*), to an operator who had set http.tls_cert_file in
+// the file (audit finding). The configuration does not record where a
+// value came from, so the message names both the keys and the variables.
+func TestValidateNamesTheTLSKeysAndTheirVariables(t *testing.T) {
+	cases := []struct {
+		mutate func(*Config)
+		want   string
+	}{
+		{func(c *Config) { c.HTTP.TLSCertFile = "c.pem" },
+			"http.tls_cert_file: set together with http.tls_key_file or not at all: http.tls_cert_file (NARAD_HTTP_TLS_CERT_FILE) is set, http.tls_key_file (NARAD_HTTP_TLS_KEY_FILE) is empty"},
+		{func(c *Config) { c.HTTP.TLSKeyFile = "k.pem" },
+			"http.tls_cert_file: set together with http.tls_key_file or not at all: http.tls_key_file (NARAD_HTTP_TLS_KEY_FILE) is set, http.tls_cert_file (NARAD_HTTP_TLS_CERT_FILE) is empty"},
+		{func(c *Config) { c.Cluster.TLSCertFile, c.Cluster.TLSCAFile = "c.pem", "ca.pem" },
+			"cluster.tls_cert_file: cluster.tls_cert_file, cluster.tls_key_file and cluster.tls_ca_file are set together or not at all (2 of 3 set): cluster.tls_key_file (NARAD_CLUSTER_TLS_KEY_FILE) is empty"},
+	}
+	for _, tc := range cases {
+		cfg := Default()
+		tc.mutate(&cfg)
+		assert.EqualError(t, cfg.Validate(), tc.want)
+	}
+}
