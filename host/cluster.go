@@ -2,11 +2,9 @@ package host
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"narad/config"
@@ -117,9 +115,10 @@ type clusterSetup struct {
 }
 
 // clusterFrom maps cluster.peers (already validated) onto the metastore
-// configuration and the transport options. With no peers it returns a
-// zero setup: a single node.
-func clusterFrom(cfg config.Config, nodeID string) (clusterSetup, error) {
+// configuration and the transport options, with tlsConfig, the mutual TLS
+// that loadClusterTLS loaded (nil: none). With no peers it returns a zero
+// setup: a single node.
+func clusterFrom(cfg config.Config, nodeID string, tlsConfig *tls.Config) (clusterSetup, error) {
 	peers, err := cfg.Cluster.PeerList()
 	if err != nil || len(peers) == 0 {
 		return clusterSetup{}, err
@@ -127,10 +126,6 @@ func clusterFrom(cfg config.Config, nodeID string) (clusterSetup, error) {
 	self, found := findPeer(peers, nodeID)
 	if !found {
 		return clusterSetup{}, fmt.Errorf("cluster.peers has no entry for this node %q", nodeID)
-	}
-	tlsConfig, err := loadClusterTLS(cfg.Cluster)
-	if err != nil {
-		return clusterSetup{}, err
 	}
 	return clusterSetup{
 		meta:          metaConfig(nodeID, peers, cfg.Cluster.Joins(nodeID), cfg.Cluster.MetaSnapshotEntries),
@@ -176,32 +171,6 @@ func otherPeers(peers []config.Peer, selfID string) map[string]string {
 		}
 	}
 	return others
-}
-
-// loadClusterTLS builds the mutual TLS configuration from the three files
-// (all or none: config validation checks it), or returns nil.
-func loadClusterTLS(c config.Cluster) (*tls.Config, error) {
-	if c.TLSCertFile == "" && c.TLSKeyFile == "" && c.TLSCAFile == "" {
-		return nil, nil
-	}
-	certificate, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("cluster TLS certificate: %w", err)
-	}
-	caPEM, err := os.ReadFile(c.TLSCAFile)
-	if err != nil {
-		return nil, fmt.Errorf("cluster TLS CA: %w", err)
-	}
-	authorities := x509.NewCertPool()
-	if !authorities.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("cluster TLS CA %s holds no PEM certificate", c.TLSCAFile)
-	}
-	return &tls.Config{
-		Certificates: []tls.Certificate{certificate},
-		RootCAs:      authorities, ClientCAs: authorities,
-		ClientAuth: tls.RequireAndVerifyClientCert,
-		MinVersion: tls.VersionTLS13,
-	}, nil
 }
 
 // startTransport creates and starts the transport of a cluster node;

@@ -127,10 +127,10 @@ func TestClusterTLSIsMutual(t *testing.T) {
 
 	require.NoError(t, os.WriteFile(cfg.Cluster.TLSCAFile, []byte("not pem"), 0o600))
 	_, err = OptionsFrom(cfg)
-	require.ErrorContains(t, err, "holds no PEM certificate")
+	require.ErrorContains(t, err, "cluster.tls_ca_file (NARAD_CLUSTER_TLS_CA_FILE): "+cfg.Cluster.TLSCAFile+" holds no PEM certificate")
 	cfg.Cluster.TLSKeyFile = filepath.Join(t.TempDir(), "missing.key")
 	_, err = OptionsFrom(cfg)
-	require.ErrorContains(t, err, "cluster TLS certificate")
+	require.ErrorContains(t, err, "cluster.tls_key_file (NARAD_CLUSTER_TLS_KEY_FILE): open "+cfg.Cluster.TLSKeyFile)
 }
 
 // writeTestPKI writes a self-signed CA and a node certificate signed by it,

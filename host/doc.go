@@ -37,6 +37,19 @@
 // Every goroutine starts through Host.goFunc, registered with a WaitGroup,
 // so shutdown can wait for all of them.
 //
+// Start order (host.go's Start): what can refuse a start without writing
+// refuses it before anything is written. OptionsFrom reads the TLS files
+// with the rest of the configuration (tlsfiles.go); Start binds the API's
+// listener, pprof's and, in a cluster, starts the transport (envelopes
+// from peers queue for the loop, which does not run yet); then it checks
+// an existing data directory, reading only (another node's identity,
+// partition data without a metastore file), and only then creates the
+// directory, opens the metastore (its file lock keeps a second process
+// off the directory), recovers the node and writes a new directory's
+// identity. The API and pprof are served once the node is recovered (a
+// client that connects before waits in the listen backlog; requests
+// queue in the inbox until the loop runs).
+//
 // Group commit: while the loop persists one Ready, new requests queue in
 // the inbox; the next iteration handles all of them (up to
 // inputsPerRoundMax inputs) before the next Ready, so they share one sync

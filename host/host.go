@@ -1,10 +1,12 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -112,16 +114,22 @@ func monotonicClock(boot time.Time) func() time.Time {
 
 // Host is a running node: its loop, its HTTP server and its metrics.
 type Host struct {
-	opts     Options
-	logger   *slog.Logger
-	loop     *loop
-	backend  *backend
-	server   *httpserve.Server
+	opts    Options
+	logger  *slog.Logger
+	loop    *loop
+	backend *backend
+	server  *httpserve.Server
+	// listener is the API's (limited, under TLS when tls), bound by bind
+	// and served by serve.
 	listener net.Listener
-	// connectionsMax is the HTTP connection limit in force (set by listen).
+	limited  *limitListener
+	tls      bool
+	// connectionsMax is the HTTP connection limit in force (set by bind).
 	connectionsMax int
-	pprof          *http.Server
-	cancel         context.CancelFunc
+	// pprofListener, bound by bind when pprof is on, is served by pprof.
+	pprofListener net.Listener
+	pprof         *http.Server
+	cancel        context.CancelFunc
 	// transport carries envelopes to and from peers; nil for a single
 	// node. Started before the loop, closed after it stopped.
 	transport *peer.Transport
@@ -135,62 +143,157 @@ type Host struct {
 }
 
 // Start recovers the node from its data directory and starts serving.
+//
+// What can refuse the start without writing refuses it before anything
+// is written: the listeners are bound first (bind: the API's, with its
+// TLS certificate, pprof's, the cluster transport's), and an existing
+// data directory is checked (checkDataDir: its identity, partition data
+// without a metastore) before the directory, its metastore, incarnation
+// or identity is created. A start refused for any of these leaves the
+// directory as it found it, absent, empty or as it was: a port taken
+// wrote a new directory's identity under the id that start had, and a
+// corrected start was refused as another node (outside audit). The
+// listeners are served only once the node is recovered.
 func Start(opts Options, logger *slog.Logger) (*Host, error) {
 	begin := time.Now()
-	fs, err := storage.NewOSFS(opts.DataDir)
-	if err != nil {
-		return nil, fmt.Errorf("data dir %s: %w", opts.DataDir, err)
-	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := NewMetrics(reg, logger)
-	registerFsyncs(reg, fs.Fsyncs, fs.GroupSyncs)
 	authenticator, seed, err := newAuthenticator(&opts, reg)
 	if err != nil {
 		return nil, err
 	}
-	metaStore, err := openMetaStore(opts.DataDir)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkIdentity(&opts, fs, logger); err != nil {
-		return nil, errors.Join(err, metaStore.Close())
-	}
-	if len(opts.Node.HandleKey) == 0 {
-		opts.Node.HandleKey = drawHandleKey()
-	}
-	n, err := node.New(opts.Node, fs, metaStore, begin.UnixMilli(), metrics)
-	if err != nil {
-		return nil, err
-	}
-	groupSync := enableGroupSync(fs, opts.GroupSync, logger)
-	h := &Host{opts: opts, logger: logger, loopErr: make(chan error, 1), fs: fs}
+	h := &Host{opts: opts, logger: logger, loopErr: make(chan error, 1)}
 	clock := monotonicClock(begin)
 	if opts.clockForTests != nil {
 		clock = opts.clockForTests(clock)
 	}
-	h.loop = newLoop(n, clock, logger, metrics)
-	h.loop.groupSync = groupSync
+	h.loop = newLoop(nil, clock, logger, metrics) // its node once recovered, before it runs
+	if err := h.bind(reg); err != nil {
+		return nil, err
+	}
+	n, fs, err := openNode(&h.opts, begin.UnixMilli(), metrics, logger)
+	if err != nil {
+		return nil, errors.Join(err, h.unbind())
+	}
+	h.fs = fs
+	registerFsyncs(reg, fs.Fsyncs, fs.GroupSyncs)
+	h.loop.node = n
+	h.loop.groupSync = enableGroupSync(fs, h.opts.GroupSync, logger)
 	h.loop.disk = fs
-	h.loop.jobsWaitMax = opts.ShutdownGrace
+	h.loop.jobsWaitMax = h.opts.ShutdownGrace
 	reg.MustRegister(newInboxGauges(h.loop)...)
 	h.loop.authenticator, h.loop.seed = authenticator, seed
-	h.loop.publishUsers() // those the store holds, before the listener: a restart answers known users at once, not 401
+	h.loop.publishUsers() // those the store holds, before the API is served: a restart answers known users at once, not 401
 	h.loop.dropSeedOfExistingRoot()
 	h.backend = &backend{loop: h.loop}
-	if err := h.startCluster(reg); err != nil {
-		return nil, errors.Join(err, n.Close(), fs.Close())
-	}
-	if err := h.listen(reg, authenticator); err != nil {
-		close(h.loop.done) // the loop never ran: peer readers waiting on it give up
-		return nil, errors.Join(err, h.closeTransport(), n.Close(), fs.Close())
-	}
+	h.serve(reg, authenticator)
 	h.startLoop()
 	h.logDescriptorBudget()
 	metrics.bootSeconds.Set(time.Since(begin).Seconds())
-	logger.Info("narad node serving", "node", opts.Node.NodeID, "http", h.Addr(), "cluster", h.ClusterAddr(), "data", opts.DataDir,
-		"wire_version", wire.Version)
+	warnExposure(logger, h.opts.Security.Enabled, h.Addr(), h.PprofAddr())
+	logger.Info("narad node serving", "node", h.opts.Node.NodeID, "http", h.Addr(), "tls", onOff(h.tls), "auth", onOff(h.opts.Security.Enabled),
+		"pprof", cmp.Or(h.PprofAddr(), "off"), "cluster", h.ClusterAddr(), "data", h.opts.DataDir, "wire_version", wire.Version)
 	return h, nil
+}
+
+// openNode opens the data directory and recovers the node from it, once
+// checkDataDir found nothing there that refuses the start: it creates
+// the directory if missing, opens (or creates) the metastore, whose file
+// lock keeps a second process off the directory, checks the identity
+// again under that lock, and recovers the node. A new directory's
+// identity is written once the node recovered, before anything of it
+// reaches a peer. It updates opts with the node id and data id the
+// directory gives.
+func openNode(opts *Options, nowMs int64, metrics *Metrics, logger *slog.Logger) (*node.Node, *storage.OSFS, error) {
+	if err := checkDataDir(*opts); err != nil {
+		return nil, nil, err
+	}
+	fs, err := storage.NewOSFS(opts.DataDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("data dir %s: %w", opts.DataDir, err)
+	}
+	metaStore, err := openMetaStore(opts.DataDir)
+	if err != nil {
+		return nil, nil, errors.Join(err, fs.Close())
+	}
+	identity, write, err := resolveIdentity(opts, fs, logger)
+	if err != nil {
+		return nil, nil, errors.Join(err, metaStore.Close(), fs.Close())
+	}
+	if len(opts.Node.HandleKey) == 0 {
+		opts.Node.HandleKey = drawHandleKey()
+	}
+	n, err := node.New(opts.Node, fs, metaStore, nowMs, metrics) // closes the store when it fails
+	if err != nil {
+		return nil, nil, errors.Join(err, fs.Close())
+	}
+	if write {
+		if err := writeIdentity(fs, identity); err != nil {
+			return nil, nil, errors.Join(err, n.Close(), fs.Close())
+		}
+	}
+	return n, fs, nil
+}
+
+// checkDataDir refuses, reading only, a start that an existing data
+// directory refuses: one that belongs to another node (resolveIdentity),
+// or whose topics/ holds partition data while it has no metastore file
+// (node.CheckDataWithoutMetastore: the start would create a new one
+// beside it). A directory that does not exist (or cannot be read, which
+// storage.NewOSFS then reports) has nothing to refuse. The same checks
+// run again under the metastore's lock (openNode, the node's recovery).
+func checkDataDir(opts Options) error {
+	if _, err := os.Stat(opts.DataDir); err != nil {
+		return nil
+	}
+	dir, err := storage.NewOSFS(opts.DataDir) // the directory exists: this creates nothing
+	if err != nil {
+		return nil
+	}
+	defer dir.Close()
+	if _, _, err := resolveIdentity(&opts, dir, slog.New(slog.DiscardHandler)); err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(opts.DataDir, metaStoreDir, metaStoreFile)); errors.Is(err, iofs.ErrNotExist) {
+		return node.CheckDataWithoutMetastore(dir)
+	}
+	return nil
+}
+
+// onOff names a setting's state in the start line.
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}
+
+// warnExposure warns, once at start, of what a node serves without
+// credentials beyond this machine: the API with authentication off on an
+// address that is not loopback, and pprof (never authenticated) on such
+// an address; httpAddr and pprofAddr are the bound addresses ("": no
+// pprof). The node-to-node transport warns of its own (startTransport).
+func warnExposure(logger *slog.Logger, securityOn bool, httpAddr, pprofAddr string) {
+	if !securityOn && !loopbackAddr(httpAddr) {
+		logger.Warn("authentication is off (security.enabled false) and the API listens beyond loopback: whoever reaches it can produce, consume, delete topics and manage users",
+			"http", httpAddr)
+	}
+	if pprofAddr != "" && !loopbackAddr(pprofAddr) {
+		logger.Warn("pprof listens beyond loopback: /debug/pprof is served without authentication to whoever reaches it (profiles, goroutine stacks, the command line)",
+			"pprof", pprofAddr)
+	}
+}
+
+// loopbackAddr reports whether a bound host:port is on a loopback
+// interface (a wildcard address is not).
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // logDescriptorBudget logs the descriptor limit and the caps held under
@@ -255,7 +358,12 @@ func (h *Host) ClusterAddr() string {
 	return h.transport.Addr()
 }
 
-func (h *Host) listen(reg *prometheus.Registry, authenticator *auth.Authenticator) error {
+// bind binds the node's listeners without serving them: the API's (its
+// TLS certificate loaded), pprof's when set, and in a cluster the
+// transport's, started (what peers send queues for the loop, which runs
+// once the node is recovered). A client of the API waits in the listen
+// backlog until serve. On error nothing stays bound.
+func (h *Host) bind(reg *prometheus.Registry) error {
 	if err := h.opts.Codec.Validate(); err != nil {
 		return fmt.Errorf("codec config: %w", err)
 	}
@@ -263,53 +371,55 @@ func (h *Host) listen(reg *prometheus.Registry, authenticator *auth.Authenticato
 	if err != nil {
 		return err
 	}
-	codec := httpapi.NewCodec(h.opts.Codec)
+	limit, err := descriptorLimit()
+	if err != nil {
+		return err
+	}
+	if h.connectionsMax, err = connectionsCap(h.opts.HTTPConnectionsMax, limit); err != nil {
+		return err
+	}
 	inner, err := net.Listen("tcp", h.opts.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", h.opts.HTTPAddr, err)
 	}
-	limit, err := descriptorLimit()
-	if err != nil {
-		return errors.Join(err, inner.Close())
+	h.limited = newLimitListener(inner, h.connectionsMax, tlsConfig, reg)
+	h.listener, h.tls = h.limited, tlsConfig != nil
+	if h.tls {
+		h.listener = tls.NewListener(h.listener, tlsConfig)
 	}
-	if h.connectionsMax, err = connectionsCap(h.opts.HTTPConnectionsMax, limit); err != nil {
-		return errors.Join(err, inner.Close())
+	if err := h.bindPprof(); err != nil {
+		return errors.Join(err, h.listener.Close())
 	}
-	limited := newLimitListener(inner, h.connectionsMax, tlsConfig, reg)
-	var listener net.Listener = limited
-	if tlsConfig != nil {
-		listener = tls.NewListener(listener, tlsConfig)
+	if err := h.startCluster(reg); err != nil {
+		return errors.Join(err, h.closePprofListener(), h.listener.Close())
 	}
-	h.listener = listener
-	handler := httpapi.NewHandler(h.backend, codec, reg, h.logger, h.securityOption(authenticator))
+	return nil
+}
+
+// unbind releases what bind holds, for a start that fails before it
+// serves.
+func (h *Host) unbind() error {
+	close(h.loop.done) // the loop never ran: peer readers waiting on it give up
+	return errors.Join(h.closeTransport(), h.closePprofListener(), h.listener.Close())
+}
+
+// serve serves the API, and pprof when set, on the listeners bind bound.
+func (h *Host) serve(reg *prometheus.Registry, authenticator *auth.Authenticator) {
+	handler := httpapi.NewHandler(h.backend, httpapi.NewCodec(h.opts.Codec), reg, h.logger, h.securityOption(authenticator))
 	h.loop.metrics.forgetTopicsIn(handler)
-	limited.answerProbesWith(handler) // before the first Accept: Serve below
+	h.limited.answerProbesWith(handler) // before the first Accept: Serve below
 	h.server = httpserve.New(httpserve.Options{
 		Handler:     handler,
 		ReadTimeout: h.opts.ReadTimeout, WriteTimeout: h.opts.WriteTimeout, IdleTimeout: h.opts.IdleTimeout,
 		Refused: newRefusedCounter(reg), Logger: h.logger,
 	})
-	// The pprof listener is bound before the API is served: when it cannot
-	// be, the start fails holding no port (the API's listener closes
-	// unserved; it stayed bound and served before).
-	if err := h.listenPprof(); err != nil {
-		return errors.Join(err, listener.Close())
-	}
 	h.goFunc(func() {
-		if err := h.server.Serve(listener); !errors.Is(err, httpserve.ErrServerClosed) {
+		if err := h.server.Serve(h.listener); !errors.Is(err, httpserve.ErrServerClosed) {
 			h.logger.Error("http server failed", "err", err)
 		}
 	})
-	return nil
-}
-
-func (h *Host) listenPprof() error {
-	if h.opts.PprofAddr == "" {
-		return nil
-	}
-	listener, err := net.Listen("tcp", h.opts.PprofAddr)
-	if err != nil {
-		return fmt.Errorf("listen on pprof address %s: %w", h.opts.PprofAddr, err)
+	if h.pprofListener == nil {
+		return
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -319,14 +429,42 @@ func (h *Host) listenPprof() error {
 	// Header and idle timeouts bound slow or idle clients; none on writes,
 	// which a profile of ?seconds=N takes N seconds to start.
 	h.pprof = &http.Server{Handler: mux, ReadHeaderTimeout: pprofHeaderTimeout, IdleTimeout: pprofIdleTimeout}
-	h.goFunc(func() { h.serve(h.pprof, listener) })
+	h.goFunc(func() {
+		if err := h.pprof.Serve(h.pprofListener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			h.logger.Error("pprof server failed", "err", err)
+		}
+	})
+}
+
+// bindPprof binds the pprof listener when an address is set. It is bound
+// with the API's, before either is served: when it cannot be, the start
+// fails holding no port (the API's listener stayed bound and served
+// before).
+func (h *Host) bindPprof() error {
+	if h.opts.PprofAddr == "" {
+		return nil
+	}
+	listener, err := net.Listen("tcp", h.opts.PprofAddr)
+	if err != nil {
+		return fmt.Errorf("listen on pprof address %s: %w", h.opts.PprofAddr, err)
+	}
+	h.pprofListener = listener
 	return nil
 }
 
-func (h *Host) serve(server *http.Server, listener net.Listener) {
-	if err := server.Serve(listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		h.logger.Error("http server failed", "err", err)
+func (h *Host) closePprofListener() error {
+	if h.pprofListener == nil {
+		return nil
 	}
+	return h.pprofListener.Close()
+}
+
+// PprofAddr is the address pprof listens on, "" without one.
+func (h *Host) PprofAddr() string {
+	if h.pprofListener == nil {
+		return ""
+	}
+	return h.pprofListener.Addr().String()
 }
 
 func (h *Host) startLoop() {

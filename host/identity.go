@@ -49,42 +49,53 @@ func (i dataIdentity) describe() string {
 }
 
 // checkIdentity compares the options with the data directory's identity,
-// writing it on the directory's first start. A single node whose id was
+// writing it on the directory's first start (resolveIdentity, then
+// writeIdentity when it must).
+func checkIdentity(opts *Options, dir storage.FS, logger *slog.Logger) error {
+	identity, write, err := resolveIdentity(opts, dir, logger)
+	if err != nil || !write {
+		return err
+	}
+	return writeIdentity(dir, identity)
+}
+
+// resolveIdentity compares the options with the data directory's
+// identity, writing nothing: it returns the identity the directory keeps
+// and whether it must be written (a new directory, or one written by a
+// release without a data id, which it draws). A single node whose id was
 // not configured (the host name stands in) takes the directory's id: a
 // host renamed, or a container created again, keeps its data. Any other
-// difference is an error, and nothing is changed.
-func checkIdentity(opts *Options, dir storage.FS, logger *slog.Logger) error {
+// difference is an error. It gives opts the node id and data id.
+func resolveIdentity(opts *Options, dir storage.FS, logger *slog.Logger) (dataIdentity, bool, error) {
 	want := dataIdentity{NodeID: opts.Node.NodeID, Cluster: opts.Cluster.Enabled}
 	stored, found, err := readIdentity(dir)
 	switch {
 	case err != nil:
-		return err
+		return dataIdentity{}, false, err
 	case !found:
-		return keepIdentity(opts, dir, want)
+		return keepIdentity(opts, want)
 	case stored.same(want):
-		return keepIdentity(opts, dir, stored)
+		return keepIdentity(opts, stored)
 	case !stored.Cluster && !want.Cluster && opts.NodeIDFromHostname:
 		logger.Info("the data directory names this node; the host name differs", "node_id", stored.NodeID, "host_name", want.NodeID)
 		opts.Node.NodeID = stored.NodeID
-		return keepIdentity(opts, dir, stored)
+		return keepIdentity(opts, stored)
 	}
-	return fmt.Errorf("data directory %s belongs to %s, and this process is configured as %s: "+
+	return dataIdentity{}, false, fmt.Errorf("data directory %s belongs to %s, and this process is configured as %s: "+
 		"start it with that identity (cluster.node_id, and cluster settings only if it was a member of one), or use another data directory",
 		opts.DataDir, stored.describe(), want.describe())
 }
 
-// keepIdentity gives the node the directory's id, drawing one and writing
-// the identity first if it has none (a new directory, or one written by
-// a release without it).
-func keepIdentity(opts *Options, dir storage.FS, identity dataIdentity) error {
-	if identity.DataID == "" {
+// keepIdentity gives the node the directory's id, drawing one if it has
+// none (a new directory, or one written by a release without it): then
+// the identity must be written.
+func keepIdentity(opts *Options, identity dataIdentity) (dataIdentity, bool, error) {
+	drawn := identity.DataID == ""
+	if drawn {
 		identity.DataID = rand.Text()[:dataIDChars]
-		if err := writeIdentity(dir, identity); err != nil {
-			return err
-		}
 	}
 	opts.Node.DataID = identity.DataID
-	return nil
+	return identity, drawn, nil
 }
 
 // dataIDChars is the length of a drawn DataID: 16 characters of base32,

@@ -64,10 +64,14 @@ func OptionsFrom(cfg config.Config) (Options, error) {
 	var logsErr, connectionsErr error
 	opts.Node.OpenLogsMax, logsErr = openLogsCap(cfg.Storage.OpenLogsMax, overdraft, limit)
 	_, connectionsErr = connectionsCap(cfg.HTTP.MaxConnections, limit) // checked before anything is written; the host derives it again
-	if err := errors.Join(logsErr, connectionsErr); err != nil {
+	// Every TLS file named is read and checked here, with the rest of the
+	// configuration (tlsfiles.go); Start reads the API's again.
+	_, httpTLSErr := opts.Security.tlsConfig()
+	clusterTLS, clusterTLSErr := loadClusterTLS(cfg.Cluster)
+	if err := errors.Join(logsErr, connectionsErr, httpTLSErr, clusterTLSErr); err != nil {
 		return Options{}, err
 	}
-	cluster, err := clusterFrom(cfg, opts.Node.NodeID)
+	cluster, err := clusterFrom(cfg, opts.Node.NodeID, clusterTLS)
 	if err != nil {
 		return Options{}, err
 	}

@@ -146,9 +146,9 @@ func (o SecurityOptions) tlsConfig() (*tls.Config, error) {
 	if o.TLSCertFile == "" && o.TLSKeyFile == "" {
 		return nil, nil
 	}
-	certificate, err := tls.LoadX509KeyPair(o.TLSCertFile, o.TLSKeyFile)
+	certificate, err := loadKeyPair(httpTLSFiles(o.TLSCertFile, o.TLSKeyFile))
 	if err != nil {
-		return nil, fmt.Errorf("http tls: %w", err)
+		return nil, err
 	}
 	return &tls.Config{Certificates: []tls.Certificate{certificate}, MinVersion: tls.VersionTLS12}, nil
 }

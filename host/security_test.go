@@ -455,7 +455,7 @@ func TestHTTPOverTLS(t *testing.T) {
 	opts.Security.TLSKeyFile = filepath.Join(t.TempDir(), "missing.pem")
 	opts.DataDir = t.TempDir()
 	_, err = Start(opts, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	require.ErrorContains(t, err, "http tls")
+	require.ErrorContains(t, err, "http.tls_key_file (NARAD_HTTP_TLS_KEY_FILE): open "+opts.Security.TLSKeyFile)
 }
 
 // writeCertificate writes a self-signed certificate for 127.0.0.1.

@@ -2,9 +2,11 @@ package node
 
 import (
 	"errors"
+	"fmt"
 
 	"narad/meta"
 	"narad/msg"
+	"narad/storage"
 )
 
 // A node id started on another data directory than the one it ran on (an
@@ -73,4 +75,30 @@ func (n *Node) noteOtherDataDir() {
 		return
 	}
 	n.observer.Event("other-data-directory", err.Error())
+}
+
+// CheckDataWithoutMetastore refuses a data directory whose topics/ holds
+// partition data, for a start that would create its metastore: the new
+// metastore would know none of it (ErrDataWithoutMetastore, as recovery
+// refuses a metastore that never saw a member). The host calls it before
+// it creates the metastore, so that the refused start leaves the
+// directory as it was, for the operator to restore the metastore into:
+// it wrote a new one there, and the directory's identity.
+func CheckDataWithoutMetastore(fs storage.FS) error {
+	names, err := fs.List(topicsDir)
+	if errors.Is(err, storage.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list topics: %w", err)
+	}
+	if len(names) > 0 {
+		return dataWithoutMetastore(len(names))
+	}
+	return nil
+}
+
+func dataWithoutMetastore(topics int) error {
+	return fmt.Errorf("%w: %d topic directories but a new metastore; restore the metastore or move the data away",
+		ErrDataWithoutMetastore, topics)
 }

@@ -525,8 +525,7 @@ func (n *Node) sweepOrphans() error {
 		// A metastore that never saw a member is new: the data beside it
 		// belongs to a metastore that was lost or moved. Deleting it as
 		// orphans would be silent data loss.
-		return fmt.Errorf("%w: %d topic directories but a new metastore; restore the metastore or move the data away",
-			ErrDataWithoutMetastore, len(names))
+		return dataWithoutMetastore(len(names))
 	}
 	for _, name := range names {
 		if _, ok := n.meta.State().Topic(name); ok {

@@ -123,6 +123,8 @@ func (a *app) serve(cmd *cobra.Command, options serveOptions) error {
 	switch {
 	case errors.Is(err, syscall.EADDRINUSE) && strings.Contains(err.Error(), "pprof"):
 		return fmt.Errorf("%w (another process listens there: give another --pprof-addr)", err)
+	case errors.Is(err, syscall.EADDRINUSE) && strings.Contains(err.Error(), "cluster transport"):
+		return fmt.Errorf("%w (another process listens there: give another with --cluster-port or cluster.addr)", err)
 	case errors.Is(err, syscall.EADDRINUSE):
 		return fmt.Errorf("%w (another process listens there: give another with --port or --addr; make run takes RUN_ARGS='--port N')", err)
 	}

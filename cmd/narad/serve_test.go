@@ -245,3 +245,28 @@ func TestServerStartDevKeepsWhatTheEnvironmentAndTheFileSet(t *testing.T) {
 	assert.Contains(t, h.stderr.String(), "0.0.0.0:9100 (from --addr, NARAD_HTTP_ADDR or http.addr) is not one")
 	assert.Nil(t, h.hostConfig, "no server was started")
 }
+
+// A TLS file that cannot be used is a configuration error, exit 2, naming
+// its setting and variable, and no host starts: it exited 1 once the
+// host had written its data directory (outside audit).
+func TestServeWithAMissingTLSFileIsAConfigurationError(t *testing.T) {
+	h := newHarness(t)
+	missing := filepath.Join(t.TempDir(), "nope.pem")
+	h.env["NARAD_HTTP_TLS_CERT_FILE"], h.env["NARAD_HTTP_TLS_KEY_FILE"] = missing, missing
+	assert.Equal(t, exitUsage, h.run("serve", "--data-dir", t.TempDir()))
+	assert.Nil(t, h.hostConfig, "the host is not started")
+	assert.Contains(t, h.stderr.String(), "narad: invalid configuration:\n")
+	assert.Contains(t, h.stderr.String(), "  http.tls_cert_file (NARAD_HTTP_TLS_CERT_FILE): open "+missing+": no such file or directory")
+}
+
+// The cluster transport's port in use names the flag that moves it, not
+// --port.
+func TestServeOnAClusterPortInUseNamesTheClusterPort(t *testing.T) {
+	h := newHarness(t)
+	h.app.runHost = func(context.Context, config.Config, *slog.Logger, func()) error {
+		return fmt.Errorf("cluster transport: peer: listen on :7943: %w", &net.OpError{Op: "listen", Net: "tcp", Err: os.NewSyscallError("bind", syscall.EADDRINUSE)})
+	}
+	assert.Equal(t, 1, h.run("serve", "--data-dir", t.TempDir()))
+	assert.Contains(t, h.stderr.String(), "--cluster-port")
+	assert.NotContains(t, h.stderr.String(), "--port or --addr")
+}
