@@ -125,8 +125,10 @@ func (a *app) serve(cmd *cobra.Command, options serveOptions) error {
 		return fmt.Errorf("%w (another process listens there: give another --pprof-addr)", err)
 	case errors.Is(err, syscall.EADDRINUSE) && strings.Contains(err.Error(), "cluster transport"):
 		return fmt.Errorf("%w (another process listens there: give another with --cluster-port or cluster.addr)", err)
-	case errors.Is(err, syscall.EADDRINUSE):
+	case errors.Is(err, syscall.EADDRINUSE) && options.dev: // make run's server
 		return fmt.Errorf("%w (another process listens there: give another with --port or --addr; make run takes RUN_ARGS='--port N')", err)
+	case errors.Is(err, syscall.EADDRINUSE):
+		return fmt.Errorf("%w (another process listens there: give another with --port, --addr, NARAD_HTTP_ADDR or http.addr)", err)
 	}
 	return err
 }

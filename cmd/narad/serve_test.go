@@ -200,6 +200,14 @@ func TestServeOnAPortInUseSaysHowToChooseAnother(t *testing.T) {
 	assert.Equal(t, 1, h.run("server", "start", "--dev", "--data-dir", t.TempDir()))
 	assert.Contains(t, h.stderr.String(), "address already in use")
 	assert.Contains(t, h.stderr.String(), "--port")
+	assert.Contains(t, h.stderr.String(), "RUN_ARGS", "the dev server is make run's")
+
+	// narad serve is not make run's: its hint names the settings instead
+	// (first-day operator audit).
+	h.stderr.Reset()
+	assert.Equal(t, 1, h.run("serve", "--data-dir", t.TempDir()))
+	assert.Contains(t, h.stderr.String(), "NARAD_HTTP_ADDR or http.addr")
+	assert.NotContains(t, h.stderr.String(), "RUN_ARGS")
 }
 
 // The dev banner's commands name the executable as the user can run it:
