@@ -21,6 +21,18 @@ func startNamed(t *testing.T, dir, id string, fromHostname bool) (*Host, error) 
 	return Start(opts, slog.New(slog.DiscardHandler))
 }
 
+// stoppedWithARecord runs node id on dir long enough to create topic
+// orders (3 partitions) and write one record to its partition 1, then
+// stops it.
+func stoppedWithARecord(t *testing.T, dir, id string) {
+	t.Helper()
+	h, err := startNamed(t, dir, id, false)
+	require.NoError(t, err)
+	runSteps(t, h, []step{{"create", postJSON("/v1/topics", `{"name":"orders","partitions":3}`), 201, ""},
+		{"produce", post("/v1/topics/orders/produce?partition=1", "text/plain", "x"), 202, ""}})
+	require.NoError(t, h.Shutdown())
+}
+
 // A single node's data directory names its node: started under another
 // configured id it is refused, saying which (the node owned none of the
 // directory's partitions and answered 503 for good; host review, high);
@@ -28,16 +40,12 @@ func startNamed(t *testing.T, dir, id string, fromHostname bool) (*Host, error) 
 // directory's id and its data.
 func TestADataDirectoryKeepsItsNodeID(t *testing.T) {
 	dir := t.TempDir()
-	h, err := startNamed(t, dir, "a", false)
-	require.NoError(t, err)
-	runSteps(t, h, []step{{"create", postJSON("/v1/topics", `{"name":"orders","partitions":3}`), 201, ""},
-		{"produce", post("/v1/topics/orders/produce?partition=1", "text/plain", "x"), 202, ""}})
-	require.NoError(t, h.Shutdown())
+	stoppedWithARecord(t, dir, "a")
 
-	_, err = startNamed(t, dir, "b", false)
+	_, err := startNamed(t, dir, "b", false)
 	require.ErrorContains(t, err, `belongs to the single node "a", and this process is configured as the single node "b"`)
 
-	h, err = startNamed(t, dir, "renamed-host", true)
+	h, err := startNamed(t, dir, "renamed-host", true)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, h.Shutdown()) }()
 	runSteps(t, h, []step{{"produce after the rename", post("/v1/topics/orders/produce?partition=1", "text/plain", "y"), 202, ""}})

@@ -111,15 +111,11 @@ func TestAStartRefusedOnAPortLeavesTheDataDirectoryAsItWas(t *testing.T) {
 // to another node and has no metastore (it created metastore/).
 func TestADataDirectoryRefusedAtStartIsLeftAsItWas(t *testing.T) {
 	dir := t.TempDir()
-	h, err := startNamed(t, dir, "a", false)
-	require.NoError(t, err)
-	runSteps(t, h, []step{{"create", postJSON("/v1/topics", `{"name":"orders","partitions":3}`), 201, ""},
-		{"produce", post("/v1/topics/orders/produce?partition=1", "text/plain", "x"), 202, ""}})
-	require.NoError(t, h.Shutdown())
+	stoppedWithARecord(t, dir, "a")
 	require.NoError(t, os.RemoveAll(filepath.Join(dir, metaStoreDir)))
 
 	withIdentity := dirListing(t, dir)
-	_, err = startNamed(t, dir, "a", false)
+	_, err := startNamed(t, dir, "a", false)
 	require.ErrorIs(t, err, node.ErrDataWithoutMetastore)
 	require.ErrorContains(t, err, "restore the metastore or move the data away")
 	require.Equal(t, withIdentity, dirListing(t, dir))
