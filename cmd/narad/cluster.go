@@ -186,13 +186,13 @@ func newDecommissionCommand(a *app) *cobra.Command {
 copy while produce goes on, and once it owns nothing the leader takes it
 out of the voters (never below three). The command returns once the drain
 has started; with --wait it follows the drain, printing on stderr how many
-partitions are left whenever that changes, and returns (exit 0) once the
-node owns none and, in a cluster of more than three voters, the leader
-took it out of the voters (it waits up to 30 s more for that, then says
-why the node may still be one); a voter of a three-voter cluster stays
-one, and the wait says so. It returns with exit 1 if the drain was
-cancelled, --timeout passed or it was interrupted (the drain itself goes
-on).
+partitions are left whenever that changes, and returns with exit 0 once
+the node owns none and the leader took it out of the voters: only then
+may it be stopped. A voter of a three-voter cluster stays one, which the
+wait says at once, and in a larger cluster it waits up to 30 s for the
+removal, then says why the node may still be one; both end with exit 1
+(keep the node running), as does a drain cancelled, --timeout passing or
+an interrupt (the drain itself goes on).
 
 Once out of the voters, the node still forwards its clients' requests to
 the owners for cluster.dead_after_ms (NARAD_CLUSTER_DEAD_AFTER_MS, 30s by

@@ -104,8 +104,8 @@ func (a *app) waitForDrain(ctx context.Context, broker *client.Client, id string
 			sawDraining = sawDraining || member.Draining
 			latest = drainStateOf(member, members)
 			if latest.drained() {
-				if a.drainEnded(id, latest, voterCount(members), drainedPolls, time.Since(start)) {
-					return nil
+				if ended, err := a.drainEnded(id, latest, voterCount(members), drainedPolls, time.Since(start)); ended {
+					return err
 				}
 				drainedPolls++
 				break
@@ -139,7 +139,7 @@ func (a *app) sayDecommissioned(ctx context.Context, broker *client.Client, id s
 		// listed until it is marked dead): it drains no more.
 		fmt.Fprintf(a.stderr, "%s's decommission is complete: it left the voters; stop its process (never start it again under this id)%s\n", id, clientsWindow(id))
 		return
-	case err == nil && member.Draining && drainStateOf(member, members).drained() && voterCount(members) <= votersMin:
+	case err == nil && member.Draining && drainStateOf(member, members).drained() && staysVoter(voterCount(members)):
 		fmt.Fprintf(a.stderr, "%s is drained and stays a voter, since the cluster has %d voters and keeps at least %d: keep it running\n",
 			id, voterCount(members), votersMin)
 		return
@@ -189,30 +189,37 @@ func findMember(members []client.Member, id string) (client.Member, bool) {
 }
 
 // drainEnded says what a drained member's wait has come to, and whether
-// the wait ends: once the member is out of the voters, the line that says
-// to stop it; a voter of a cluster with votersMin voters stays one (the
-// normal case, said at once); any other voter is waited for up to
-// voterRemovalPolls polls (polls: those since it drained), for the
-// leader to take it out, then the wait ends saying why it may not have.
-func (a *app) drainEnded(id string, state drainState, voters, polls int, elapsed time.Duration) bool {
+// the wait ends, with the error it ends with: nil (exit 0) only once the
+// member is out of the voters, with the line that says to stop it. A
+// member that stays a voter may not be stopped (the metastore would be
+// one failure from losing its quorum), so a script that stops the node
+// when the wait succeeds must not see a success: a voter of a cluster
+// with votersMin voters stays one (the normal case, said at once), and
+// any other voter is waited for up to voterRemovalPolls polls (polls:
+// those since it drained), for the leader to take it out, then the wait
+// ends saying why it may not have.
+func (a *app) drainEnded(id string, state drainState, voters, polls int, elapsed time.Duration) (bool, error) {
 	took := shortDuration(elapsed.Round(time.Second))
 	switch {
 	case !state.voter:
 		fmt.Fprintf(a.stderr, "%s drained in %s and is not a voter: stop its process (never start it again under this id)%s\n", id, took, clientsWindow(id))
-	case voters <= votersMin:
-		fmt.Fprintf(a.stderr, "%s drained in %s: it owns no partition and stays a voter, since the cluster has %d voters and keeps at least %d: "+
-			"keep it running (stopped, it leaves the metastore one failure from losing its quorum)\n", id, took, voters, votersMin)
+		return true, nil
+	case staysVoter(voters):
+		return true, fmt.Errorf("%s drained in %s: it owns no partition and stays a voter, since the cluster has %d voters and keeps at least %d: "+
+			"keep it running (stopped, it leaves the metastore one failure from losing its quorum)", id, took, voters, votersMin)
 	case polls == 0:
 		fmt.Fprintf(a.stderr, "%s drained in %s: it owns no partition; waiting for the leader to take it out of the voters\n", id, took)
-		return false
+		return false, nil
 	case polls < voterRemovalPolls:
-		return false
-	default:
-		fmt.Fprintf(a.stderr, "%s drained, but is still a voter after %s: the leader does not take it out while too few live voters would be left "+
-			"(see narad cluster members and the leader's voter-removal-refused warning); it owns no partition\n", id, took)
+		return false, nil
 	}
-	return true
+	return true, fmt.Errorf("%s drained, but is still a voter after %s: the leader does not take it out while too few live voters would be left "+
+		"(see narad cluster members and the leader's voter-removal-refused warning); it owns no partition: keep it running", id, took)
 }
+
+// staysVoter reports whether a drained voter of a cluster of voters
+// voters stays one: the leader never goes below votersMin.
+func staysVoter(voters int) bool { return voters <= votersMin }
 
 // voterCount counts the metastore's voters among members.
 func voterCount(members []client.Member) int {

@@ -65,7 +65,7 @@ func TestDecommissionWaitSaysWhenTheNodeStaysAVoter(t *testing.T) {
 	h := drainHarness(t)
 	broker := newFakeBroker(t).on("POST /v1/cluster/members/n3/decommission", reply{204, ""}).
 		on("GET /v1/cluster/members", votersReply(2, true))
-	h.againstOK(broker, "cluster", "decommission", "n3", "--wait")
+	assert.Equal(t, exitError, h.against(broker, "cluster", "decommission", "n3", "--wait"), "not a success: the node must not be stopped")
 	assert.Contains(t, h.stderr.String(), "n3 drained in 0s: it owns no partition and stays a voter, since the cluster has 3 voters and keeps at least 3: keep it running")
 	assert.Len(t, broker.seen("GET /v1/cluster/members"), 1, "no poll past the one that saw the drain")
 
@@ -96,7 +96,7 @@ func TestDecommissionWaitGivesUpOnAVoterTheLeaderKeeps(t *testing.T) {
 	h := drainHarness(t)
 	broker := newFakeBroker(t).on("POST /v1/cluster/members/n3/decommission", reply{204, ""}).
 		on("GET /v1/cluster/members", votersReply(4, true))
-	h.againstOK(broker, "cluster", "decommission", "n3", "--wait")
+	assert.Equal(t, exitError, h.against(broker, "cluster", "decommission", "n3", "--wait"), "not a success: the node must not be stopped")
 	assert.Contains(t, h.stderr.String(), "n3 drained, but is still a voter after")
 	assert.Contains(t, h.stderr.String(), "too few live voters")
 	assert.Len(t, broker.seen("GET /v1/cluster/members"), 1+voterRemovalPolls, "the poll that saw the drain, then those given to the leader")
@@ -105,7 +105,7 @@ func TestDecommissionWaitGivesUpOnAVoterTheLeaderKeeps(t *testing.T) {
 func TestDecommissionWaitNamesADeadMember(t *testing.T) {
 	h := drainHarness(t)
 	broker := newFakeBroker(t).on("POST /v1/cluster/members/n3/decommission", reply{204, ""}).
-		on("GET /v1/cluster/members", membersReply(2, 0, "dead", true, true), membersReply(0, 0, "alive", true, true))
+		on("GET /v1/cluster/members", membersReply(2, 0, "dead", true, true), membersReply(0, 0, "alive", true, false))
 	h.againstOK(broker, "cluster", "decommission", "n3", "--wait")
 	assert.Contains(t, h.stderr.String(), "n3: 2 partition(s) left, 0 moving out (0s); it is dead: its partitions wait for it to come back")
 }
@@ -119,7 +119,7 @@ func TestDecommissionWaitSaysWhenNoOtherMemberHasRoom(t *testing.T) {
 	  {"id":"n2","addr":"10.0.0.2:7943","status":"dead","voter":true,"owned_partitions":0},
 	  {"id":"n3","addr":"10.0.0.3:7943","status":"alive","draining":true,"voter":true,"owned_partitions":2}]}`}
 	broker := newFakeBroker(t).on("POST /v1/cluster/members/n3/decommission", reply{204, ""}).
-		on("GET /v1/cluster/members", short, membersReply(0, 0, "alive", true, true))
+		on("GET /v1/cluster/members", short, membersReply(0, 0, "alive", true, false))
 	h.againstOK(broker, "cluster", "decommission", "n3", "--wait")
 	assert.Contains(t, h.stderr.String(), "n3: 2 partition(s) left, 0 moving out (0s); every other member is short of disk (disk_low): the moves wait for room")
 	assert.NotContains(t, strings.SplitN(h.stderr.String(), "\n", 3)[2], "short of disk", "said only while it is so")
