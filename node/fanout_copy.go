@@ -573,20 +573,27 @@ func (n *Node) cursorStalled(parent string, p *partition, c *fanoutCursor, err e
 	if c.stalledLogMs == 0 || n.nowMs-c.stalledLogMs >= n.cfg.Fanout.StallLogIntervalMs {
 		c.stalledLogMs = n.nowMs
 		kind := "fanout-stalled"
-		if msg.CodeOf(err) == msg.CodeUnavailable && n.topicMoving(c.child) {
+		if msg.CodeOf(err) == msg.CodeUnavailable && n.childMoving(c.child, p.key.index) {
 			kind = "fanout-waits-for-move" // a freeze's refusal, the normal course of a move
 		}
 		n.observer.Event(kind, fmt.Sprintf("%s -> %s at offset %d: %v; retrying", p.dir, c.child, c.next, err))
 	}
 }
 
-// topicMoving reports whether a partition of the topic has a move in
-// flight in the applied placement: a copy to it that is refused as
-// unavailable then most likely met the move's freeze.
-func (n *Node) topicMoving(name string) bool {
-	record, ok := n.meta.State().Topic(name)
+// childMoving reports whether the child's partition that the copies of
+// parent partition index go to (childPartition) has a move in flight in
+// the applied placement, or, for copies placed by key or round-robin (a
+// child of fewer partitions), any partition of the child: a copy refused
+// as unavailable then most likely met the move's freeze, where a refusal
+// by another partition (a disk under its reserve, an owner down) is no
+// routine event (whole-change review).
+func (n *Node) childMoving(child string, index int) bool {
+	record, ok := n.meta.State().Topic(child)
 	if !ok {
 		return false
+	}
+	if index < len(record.Assignments) {
+		return record.Assignments[index].Target != ""
 	}
 	for _, assignment := range record.Assignments {
 		if assignment.Target != "" {

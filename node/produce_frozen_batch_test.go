@@ -162,7 +162,9 @@ func TestAPinnedRecordAtTheOwnerOfAFrozenPartitionIsToldOfTheFreeze(t *testing.T
 func TestACopyHeldBackByItsChildsMoveIsRoutine(t *testing.T) {
 	c := newClusterHarness(t, 3)
 	recorders := observeEach(c, func() *detailRecorder { return &detailRecorder{} })
-	a, _, at := frozenNeighbourIn(t, c)
+	a, b, at := frozenNeighbourIn(t, c)
+	require.True(t, c.nodes[at].childMoving("t", a), "the copies of parent partition %d go to the moving partition", a)
+	require.False(t, c.nodes[at].childMoving("t", b), "those of %d to one that does not move: a refusal there is no move's", b)
 	leader, ok := c.leader()
 	require.True(t, ok)
 	require.NoError(t, c.do(leader, msg.CreateTopic{Name: "par", Partitions: 6}).Err)
