@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Bounds on the JSON Schemas of topics (docs/api.md#topic-schemas). The
@@ -338,7 +339,11 @@ func SameSchema(a, b []byte) bool {
 
 // canonicalJSON is one JSON document decoded (its numbers kept as
 // written) and encoded again, whose encoding sorts the keys of every
-// object.
+// object. A document with a string or key that decodes to U+FFFD has
+// none: the decoder makes every lone surrogate escape (\ud800, \udbff)
+// that character, so two different documents would compare the same
+// (whole-change review); such a document is the same only as its own
+// bytes.
 func canonicalJSON(document []byte) ([]byte, error) {
 	if !json.Valid(document) {
 		return nil, invalidf("schema is not valid JSON")
@@ -349,7 +354,28 @@ func canonicalJSON(document []byte) ([]byte, error) {
 	if err := decoder.Decode(&value); err != nil {
 		return nil, err
 	}
+	if holdsReplacement(value) {
+		return nil, invalidf("schema holds U+FFFD or a lone surrogate")
+	}
 	return json.Marshal(value)
+}
+
+// holdsReplacement reports whether a decoded JSON value has a string or
+// an object key holding U+FFFD.
+func holdsReplacement(value any) bool {
+	switch v := value.(type) {
+	case string:
+		return strings.ContainsRune(v, utf8.RuneError)
+	case []any:
+		return slices.ContainsFunc(v, holdsReplacement)
+	case map[string]any:
+		for key, element := range v { //determinism:ok only a boolean leaves, the same whatever the order
+			if strings.ContainsRune(key, utf8.RuneError) || holdsReplacement(element) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // LatestSchema returns the topic's newest schema version.

@@ -29,6 +29,11 @@ func TestSameSchema(t *testing.T) {
 		{`true`, `false`, false},
 		{`{}`, `{`, false},
 		{`{`, `{`, false},
+		// lone surrogates decode alike (U+FFFD): only the same bytes are the same
+		{`{"const":"\ud800"}`, `{"const":"\udbff"}`, false},
+		{`{"const":"\ud800"}`, `{"const": "\ud800"}`, false},
+		{`{"\ud800":1}`, `{"\udbff":1}`, false},
+		{`{"const":"\ufffd"}`, `{"const":"\ud800"}`, false},
 	} {
 		require.Equal(t, tc.same, SameSchema([]byte(tc.a), []byte(tc.b)), "%s vs %s", tc.a, tc.b)
 		require.Equal(t, tc.same, SameSchema([]byte(tc.b), []byte(tc.a)), "%s vs %s", tc.b, tc.a)
