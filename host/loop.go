@@ -726,13 +726,31 @@ func (l *loop) post(control func(*node.Node)) {
 	}
 }
 
+// requestStats samples the node's inventory on the loop, then sets the
+// gauges from it on the caller's goroutine (pollInventory's), not the
+// loop's: rebuilding a series per partition holding a backlog costs
+// milliseconds per thousand partitions (56 ms for 20,000, measured),
+// which held every request waiting for the loop (whole-change review).
+// It returns without setting them when the loop has stopped.
 func (l *loop) requestStats() {
+	var stats node.Stats
+	var partitions []node.PartitionState
+	var lags []node.FanoutLinkLag
+	var users, schemaBytes int
+	sampled := make(chan struct{})
 	l.post(func(n *node.Node) {
-		stats := n.Stats()
-		l.metrics.setInventory(stats, n.PartitionBacklogs())
-		l.metrics.setFanoutLags(n.FanoutLinkLags())
-		l.metrics.setStateBounds(l.userCount(n), stats.UsersBytes, l.schemaBytes())
+		stats, partitions, lags = n.Stats(), n.PartitionBacklogs(), n.FanoutLinkLags()
+		users, schemaBytes = l.userCount(n), l.schemaBytes()
+		close(sampled)
 	})
+	select {
+	case <-sampled:
+	case <-l.done:
+		return
+	}
+	l.metrics.setInventory(stats, partitions)
+	l.metrics.setFanoutLags(lags)
+	l.metrics.setStateBounds(users, stats.UsersBytes, schemaBytes)
 }
 
 // userCount is the number of users this replica applied: those published

@@ -59,3 +59,20 @@ func TestABacklogIsReportedWhileItsLogIsClosed(t *testing.T) {
 	require.True(t, ok, "opened again, the partition reports its backlog")
 	require.Equal(t, [2]uint64{5, 2}, [2]uint64{backlog.HWM, backlog.Committed}, "as persisted before the restart")
 }
+
+// A closed log's backlog counts the acks its lease table took while it was
+// closed: a dead letter settled after the relay's own append evicted its
+// source's log moves only the table's frontier (the log learns it when it
+// opens again), and the record, acknowledged, is no backlog. A closed log
+// without a backlog reports nothing (lag 0).
+func TestAClosedLogsBacklogCountsTheAcksTakenWhileClosed(t *testing.T) {
+	h := oneOpenLogWithDeadLetters(t)
+	h.produce("orders", 0, "poison")
+	h.consumeAndNack("orders") // its only delivery ends unacked: it goes to "dead"
+	h.flush()
+	source := h.node.partitions[partitionKey{"orders", 0}]
+	require.Nil(t, source.log, "the relay's append closed the source's log")
+	require.True(t, source.frontierUnsaved, "the frontier moved in the lease table only")
+	backlog, reported := h.backlogOf("orders", 0)
+	require.False(t, reported, "acknowledged by its dead letter, the record is no backlog: %+v", backlog)
+}

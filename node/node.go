@@ -1026,16 +1026,21 @@ func (n *Node) OpenPartitions() []PartitionState {
 }
 
 // PartitionBacklogs reports, sorted by topic and partition, the state of
-// every partition this node writes whose log it opened since it started:
-// an open log's as it stands, a closed one's (idle, evicted or failed) as
-// it closed, with its lease table's present counts and frontier. Nothing
-// appends to a closed log, so its figures stay true until it opens again. A partition not opened since the node started is
-// missing: knowing its backlog would cost opening its files. Dir is the
-// partition's directory; the host's metrics read it every few seconds.
+// every partition this node writes whose log is open, as it stands, and
+// of each whose log closed since the node started (idle, evicted or
+// failed) and that holds a backlog (records not committed, leased or
+// acked ahead), as it closed, with its lease table's present counts and
+// frontier. Nothing appends to a closed log, so its figures stay true
+// until it opens again. A closed log without a backlog is left out (its
+// lag is 0: the series it would keep, one per partition ever opened, is
+// what a scrape need not carry), and so is a partition not opened since
+// the node started: knowing its backlog would cost opening its files.
+// Dir is the partition's directory; the host's metrics read this every
+// few seconds.
 func (n *Node) PartitionBacklogs() []PartitionState {
-	out := make([]PartitionState, 0, len(n.partitions))
+	var out []PartitionState
 	for _, p := range n.sortedPartitions() {
-		if p.log == nil && p.leases == nil {
+		if p.log == nil && !p.closedKnown {
 			continue
 		}
 		state := PartitionState{
@@ -1047,6 +1052,8 @@ func (n *Node) PartitionBacklogs() []PartitionState {
 		}
 		if p.log != nil {
 			state.HWM, state.Committed = p.log.HWM(), p.log.Committed()
+		} else if state.HWM == state.Committed && state.InFlight == 0 && state.AckedAhead == 0 {
+			continue
 		}
 		out = append(out, state)
 	}

@@ -86,8 +86,12 @@ type partition struct {
 	closed storage.LogStats
 	// closedCommitted is the committed consumer offset of the log when it
 	// last closed, beside closed: the backlog a closed log reports
-	// (PartitionBacklogs). Set by dropLog only.
+	// (PartitionBacklogs). closedKnown is set once a log of the partition
+	// closed since the node started, so that closed and closedCommitted
+	// describe it (a partition moved in, its leases adopted but its log
+	// never opened here, has neither). Set by dropLog only.
 	closedCommitted uint64
+	closedKnown     bool
 	// closedIntact is set while the log is closed after a clean close
 	// (evicted or idle: nothing unsynced, no error): its files then hold
 	// what closed describes, so that a reserve whose lease table has none
@@ -345,7 +349,7 @@ func (n *Node) evicting() bool {
 // clean (closedIntact).
 func (n *Node) dropLog(p *partition, intact bool) {
 	if p.log != nil {
-		p.closed, p.closedCommitted = p.log.Stats(), p.log.Committed()
+		p.closed, p.closedCommitted, p.closedKnown = p.log.Stats(), p.log.Committed(), true
 	}
 	p.closedIntact = intact && p.log != nil
 	p.log = nil
