@@ -195,7 +195,7 @@ func TestTheStartLineSaysWhatIsExposed(t *testing.T) {
 	require.NoError(t, h.Shutdown())
 	line := startLine(t, logs.String())
 	assert.Contains(t, line, " tls=on auth=off pprof="+pprofAddr+" ")
-	assert.NotContains(t, logs.String(), "level=WARN", "loopback only: nothing to warn of")
+	assert.NotContains(t, logs.String(), "beyond loopback", "loopback only: no exposure to warn of")
 
 	logs.Reset()
 	opts = DefaultOptions(t.TempDir())
