@@ -62,7 +62,8 @@ func (p fileProblem) Error() string {
 // Is makes every fileProblem match ErrFile.
 func (p fileProblem) Is(target error) bool { return target == ErrFile }
 
-// fileProblems collects the problems of one file, in the file's order.
+// fileProblems collects the problems of one file: the keys given twice
+// first (the scan), then the others in the file's order.
 type fileProblems struct {
 	file string
 	list []error
@@ -141,8 +142,9 @@ func (f *scanFrame) nextValuePath() string {
 
 // scanFile checks that data, the value at the path root ("" for the
 // whole file), is one JSON value, nested at most fileNestingMax deep, and
-// adds a problem for every key given twice in one object, at its path. What makes data no JSON value (a syntax error,
-// an empty file, trailing data) is returned, to be reported alone.
+// adds a problem for every key given twice in one object, at its path.
+// What makes data no JSON value (a syntax error, an empty file, trailing
+// data) is returned, to be reported alone.
 func scanFile(data []byte, root string, found *fileProblems) error {
 	decoder := json.NewDecoder(bytes.NewReader(data))
 	decoder.UseNumber() // a number too large for a float64 is a value, not a syntax error

@@ -48,17 +48,6 @@ func (i dataIdentity) describe() string {
 	return fmt.Sprintf("the single node %q", i.NodeID)
 }
 
-// checkIdentity compares the options with the data directory's identity,
-// writing it on the directory's first start (resolveIdentity, then
-// writeIdentity when it must).
-func checkIdentity(opts *Options, dir storage.FS, logger *slog.Logger) error {
-	identity, write, err := resolveIdentity(opts, dir, logger)
-	if err != nil || !write {
-		return err
-	}
-	return writeIdentity(dir, identity)
-}
-
 // resolveIdentity compares the options with the data directory's
 // identity, writing nothing: it returns the identity the directory keeps
 // and whether it must be written (a new directory, or one written by a

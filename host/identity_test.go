@@ -14,6 +14,17 @@ import (
 	"narad/wire"
 )
 
+// checkIdentity is what a start does with the directory's identity:
+// resolveIdentity, then writeIdentity when it must (openNode does so once
+// the node recovered).
+func checkIdentity(opts *Options, dir storage.FS, logger *slog.Logger) error {
+	identity, write, err := resolveIdentity(opts, dir, logger)
+	if err != nil || !write {
+		return err
+	}
+	return writeIdentity(dir, identity)
+}
+
 func startNamed(t *testing.T, dir, id string, fromHostname bool) (*Host, error) {
 	t.Helper()
 	opts := DefaultOptions(dir)

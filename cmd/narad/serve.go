@@ -154,15 +154,12 @@ func (a *app) warnUnknownEnv(logger *slog.Logger) {
 func (a *app) serverConfig(flags *pflag.FlagSet, options serveOptions) (config.Config, error) {
 	cfg := config.Default()
 	var err error
-	devDataDir := ""
+	devDataDir, homeErr := "", error(nil)
 	if options.dev {
 		devDefaults(&cfg, options)
-	}
-	if options.dev && !flags.Changed("data-dir") {
-		if devDataDir, err = a.devDataDir(); err != nil {
-			return cfg, err
+		if devDataDir, homeErr = a.devDataDir(); homeErr == nil {
+			cfg.Storage.DataDir = devDataDir
 		}
-		cfg.Storage.DataDir = devDataDir
 	}
 	if options.configPath != "" {
 		if cfg, err = config.LoadFileOver(cfg, options.configPath); err != nil {
@@ -175,6 +172,9 @@ func (a *app) serverConfig(flags *pflag.FlagSet, options serveOptions) (config.C
 	options.apply(&cfg, flags)
 	if options.dev {
 		cfg.Security.Enabled = false // what --dev is, whatever else says
+		if homeErr != nil && cfg.Storage.DataDir == config.Default().Storage.DataDir {
+			return cfg, homeErr // no home for the dev directory, and nothing gave another
+		}
 		if cfg.Storage.DataDir == devDataDir && devDataDir != "" {
 			if err := os.MkdirAll(devDataDir, devDataDirMode); err != nil {
 				return cfg, err
@@ -184,7 +184,7 @@ func (a *app) serverConfig(flags *pflag.FlagSet, options serveOptions) (config.C
 	if options.dev && !loopbackAddr(cfg.HTTP.Addr) {
 		return cfg, usageError{fmt.Errorf("--dev serves without authentication, so only on a loopback address; %s (from --addr, NARAD_HTTP_ADDR or http.addr) is not one (run without --dev to listen elsewhere, with security on)", cfg.HTTP.Addr)}
 	}
-	if err := errors.Join(cfg.Validate(), host.Unsupported(cfg)); err != nil {
+	if err := errors.Join(cfg.Validate(), host.Unsupported(cfg), host.CheckTLSFiles(cfg)); err != nil {
 		return cfg, invalidConfig(err)
 	}
 	// What the host refuses on a valid configuration (the node's own
