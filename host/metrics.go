@@ -18,6 +18,12 @@ import (
 // lines. It implements node.Observer.
 type Metrics struct {
 	logger *slog.Logger
+	// inventory serialises the inventory setters (setInventory,
+	// setFanoutLags, setStateBounds): the inventory poll's goroutine sets
+	// them (loop.requestStats), and the counters they keep (the last
+	// figures seen, to add the difference) must not be read and written
+	// by two at once.
+	inventory sync.Mutex
 
 	producedMessages *prometheus.CounterVec
 	producedBytes    *prometheus.CounterVec
@@ -352,6 +358,8 @@ func (m *Metrics) Event(kind, detail string) {
 // per-partition series (of node.PartitionBacklogs) are rebuilt each
 // time, so partitions of deleted topics, or moved away, disappear.
 func (m *Metrics) setInventory(s node.Stats, partitions []node.PartitionState) {
+	m.inventory.Lock()
+	defer m.inventory.Unlock()
 	m.moves.inflight.Set(float64(s.MovesInFlight))
 	m.moves.sessions.Set(float64(s.MoveSessions))
 	m.moves.resting.Set(float64(s.RestingDestinations))

@@ -53,6 +53,8 @@ func (g stateBoundGauges) set(users, usersBytes, schemaBytes int) {
 
 // setStateBounds updates the gauges of the users and schemas held.
 func (m *Metrics) setStateBounds(users, usersBytes, schemaBytes int) {
+	m.inventory.Lock()
+	defer m.inventory.Unlock()
 	m.stateBounds.set(users, usersBytes, schemaBytes)
 }
 

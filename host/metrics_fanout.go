@@ -62,6 +62,8 @@ func (m *Metrics) FanoutDropped(parent, child string, _ int, records uint64) {
 // setFanoutLags rebuilds the lag gauges, one per child, so that links
 // that went away (a detach, a move of the last partition) disappear.
 func (m *Metrics) setFanoutLags(lags []node.FanoutLinkLag) {
+	m.inventory.Lock()
+	defer m.inventory.Unlock()
 	m.fanout.lag.Reset()
 	for _, lag := range lags {
 		m.fanout.lag.WithLabelValues(lag.Parent, lag.Child).Set(float64(lag.Messages))
