@@ -321,6 +321,21 @@ func TestRetentionReachesLogsClosedSinceRestart(t *testing.T) {
 	require.Positive(t, h.stats("orders", 0).OldestOffset, "expired sealed segments were deleted without any client touching the partition")
 }
 
+// A node restarted after its records expired applies retention within
+// retentionFirstCheckAfterMs, not a whole check interval later: it served
+// expired records for a minute after each start, and one restarting more
+// often never applied retention (retention audit).
+func TestRetentionRunsSoonAfterAStart(t *testing.T) {
+	h := segmentedHarness(t)
+	require.Greater(t, h.cfg.RetentionCheckIntervalMs, int64(retentionFirstCheckAfterMs))
+	h.nowMs += h.cfg.DefaultRetentionMs + 1 // the records expired while the node was down
+	h.restart()
+	h.tick(retentionFirstCheckAfterMs - 1)
+	require.Zero(t, h.stats("orders", 0).OldestOffset, "not before the first check")
+	h.tick(1)
+	require.Positive(t, h.stats("orders", 0).OldestOffset, "expired sealed segments deleted at the first check after the start")
+}
+
 // A log closed intact is described by what it held when it closed: a
 // stats request does not reopen (and so recover) it, nor does a retention
 // pass while none of its segments has expired. Once one has, retention

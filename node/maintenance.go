@@ -27,6 +27,14 @@ func (n *Node) scheduleCommitPersist() {
 	}
 }
 
+// retentionFirstCheckAfterMs is when a node's first retention pass runs
+// after its start (at most; a shorter check interval comes first): a
+// whole interval, as before, served expired records up to that long
+// after a restart, and a node restarting more often never applied
+// retention and could fill its disk (retention audit). The few seconds
+// let a restarted replica catch up with the metastore first.
+const retentionFirstCheckAfterMs = 5_000
+
 // retentionReopensPerPassMax bounds how many closed logs one retention
 // pass opens (each open recovers the log on the loop).
 const retentionReopensPerPassMax = 4

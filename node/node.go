@@ -362,7 +362,7 @@ func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observe
 		appendObserver: appendObserverOf(observer), ackObserver: ackObserverOf(observer), deadLetterObserver: deadLetterObserverOf(observer),
 		fanoutObserver: fanoutObserverOf(observer), fanout: fanoutView{nextMs: math.MaxInt64}, deadLettersDue: map[partitionKey]struct{}{},
 		nextCommitPersistMs: nowMs + cfg.CommitPersistIntervalMs,
-		nextRetentionMs:     nowMs + cfg.RetentionCheckIntervalMs,
+		nextRetentionMs:     nowMs + min(cfg.RetentionCheckIntervalMs, retentionFirstCheckAfterMs),
 		nextMetaTickMs:      nowMs + cfg.MetaTickIntervalMs,
 		nextHeartbeatMs:     nowMs,
 		lastEvictionMs:      math.MinInt64,
