@@ -96,6 +96,7 @@ func (p *planner) takeMove(source, destination *node) Change {
 		invariant.Broken("rebalance: planned %s/%d from %q but it is %q -> %q", partition.Topic, partition.Index,
 			source.id, partition.Owner, partition.Target)
 	}
+	p.keepApartFrom(PartitionRef{partition.Topic, partition.Index}, destination.id)
 	source.leaving--
 	source.load--
 	destination.deficit--
@@ -105,6 +106,21 @@ func (p *planner) takeMove(source, destination *node) Change {
 			destination.id, source.load, destination.load, source.share, destination.share)
 	}
 	return Change{Topic: partition.Topic, Index: partition.Index, From: source.id, To: destination.id}
+}
+
+// keepApartFrom adds destination to the Apart list of each counterpart
+// of moved, which the plan just sent there: a later move of the same
+// plan then prefers to keep that counterpart off it.
+func (p *planner) keepApartFrom(moved PartitionRef, destination string) {
+	if p.input.Apart == nil {
+		p.input.Apart = map[PartitionRef][]string{}
+	}
+	for _, counterpart := range p.input.Counterparts[moved] {
+		list := p.input.Apart[counterpart]
+		if at, found := slices.BinarySearch(list, destination); !found {
+			p.input.Apart[counterpart] = slices.Insert(slices.Clone(list), at, destination)
+		}
+	}
 }
 
 // takePartition removes and returns the movable partition that leaves

@@ -87,7 +87,10 @@
 // except that when that partition should stay apart from the destination
 // (Input.Apart: a fan-out child's partition p and its parent's partition
 // p), the first partition in that order that need not goes instead, if
-// there is one. Only which partition moves changes, never how many.
+// there is one; a move the plan already made counts (Input.Counterparts:
+// the destination joins its counterparts' Apart), so one plan does not
+// take a pair to one node in two moves. Only which partition moves
+// changes, never how many.
 //
 // # Why it converges (proof sketch)
 //

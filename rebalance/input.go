@@ -44,18 +44,20 @@ func InputFromState(state StateReader, maxInFlightMoves int) Input {
 		// will once marked draining again (node: forgetRetiredMembers)
 		members = append(members, Member{ID: member.ID, Alive: member.Alive, Draining: member.Draining || state.Retired(member.ID)})
 	}
-	return Input{Partitions: partitions, Members: members, MaxInFlightMoves: maxInFlightMoves, Apart: apartOf(topics)}
+	apart, counterparts := apartOf(topics)
+	return Input{Partitions: partitions, Members: members, MaxInFlightMoves: maxInFlightMoves, Apart: apart, Counterparts: counterparts}
 }
 
 // apartOf lists, for the partitions of fan-out parents and children, the
 // nodes where the partition of the same index of the other side is (its
 // owner and its target), sorted; nil without fan-out.
-func apartOf(topics []meta.TopicRecord) map[PartitionRef][]string {
+func apartOf(topics []meta.TopicRecord) (map[PartitionRef][]string, map[PartitionRef][]PartitionRef) {
 	byName := map[string]meta.TopicRecord{}
 	for _, topic := range topics {
 		byName[topic.Name] = topic
 	}
 	var apart map[PartitionRef][]string
+	var counterparts map[PartitionRef][]PartitionRef
 	for _, topic := range topics {
 		parent, isChild := byName[topic.Parent]
 		if !isChild {
@@ -63,14 +65,16 @@ func apartOf(topics []meta.TopicRecord) map[PartitionRef][]string {
 		}
 		for index := range min(len(topic.Assignments), len(parent.Assignments)) {
 			if apart == nil {
-				apart = map[PartitionRef][]string{}
+				apart, counterparts = map[PartitionRef][]string{}, map[PartitionRef][]PartitionRef{}
 			}
 			child, of := PartitionRef{topic.Name, index}, PartitionRef{parent.Name, index}
 			apart[child] = addNodes(apart[child], parent.Assignments[index])
 			apart[of] = addNodes(apart[of], topic.Assignments[index])
+			counterparts[child] = append(counterparts[child], of)
+			counterparts[of] = append(counterparts[of], child)
 		}
 	}
-	return apart
+	return apart, counterparts
 }
 
 // addNodes adds the owner and target of a placement to a sorted set.

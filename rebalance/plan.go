@@ -2,6 +2,7 @@ package rebalance
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 )
 
@@ -83,7 +84,8 @@ type node struct {
 
 // planner holds the working state of one Plan call.
 type planner struct {
-	// input is sorted and valid; the planner never changes it.
+	// input is sorted and valid; the planner changes only its own copy
+	// of Apart (keepApartFrom), never the caller's.
 	input Input
 	// nodes are the members, in id order.
 	nodes []*node
@@ -100,6 +102,7 @@ type planner struct {
 
 // newPlanner builds the planner for a sorted, valid input.
 func newPlanner(in Input) *planner {
+	in.Apart = maps.Clone(in.Apart) // keepApartFrom writes it
 	p := &planner{input: in, nodes: make([]*node, 0, len(in.Members)),
 		nodeByID: make(map[string]*node, len(in.Members))}
 	for _, member := range in.Members {

@@ -308,6 +308,30 @@ func TestPlanKeepsFanoutPartitionsApart(t *testing.T) {
 	require.Equal(t, []Change{{Topic: "c", Index: 1, From: "n1", To: "n2"}}, result.Changes, "no partition can stay apart: the usual order")
 }
 
+// Property: a plan does not take a fan-out pair to one node in two of its
+// moves: a node that joins takes the parent's partition 2 from n1, then
+// from n2 the child's partition 1, not its partition 2, which would lead
+// (upgrade audit: a joining node took a parent and its child whole).
+func TestAPlanKeepsAPairApartAcrossItsMoves(t *testing.T) {
+	in := Input{Members: receivers("n1", "n2", "n3"), MaxInFlightMoves: 8,
+		Apart: map[PartitionRef][]string{}, Counterparts: map[PartitionRef][]PartitionRef{}}
+	for index := range 3 {
+		child, parent := PartitionRef{"c", index}, PartitionRef{"p", index}
+		in.Partitions = append(in.Partitions, Partition{Topic: "c", Index: index, Owner: "n2"})
+		in.Apart[child], in.Apart[parent] = []string{"n1"}, []string{"n2"}
+		in.Counterparts[child], in.Counterparts[parent] = []PartitionRef{parent}, []PartitionRef{child}
+	}
+	for index := range 3 {
+		in.Partitions = append(in.Partitions, Partition{Topic: "p", Index: index, Owner: "n1"})
+	}
+	apartBefore := fmt.Sprint(in.Apart)
+	result, err := Plan(in)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []Change{{Topic: "p", Index: 2, From: "n1", To: "n3"}, {Topic: "c", Index: 1, From: "n2", To: "n3"}},
+		result.Changes, "c/2 would have joined p/2 on n3")
+	require.Equal(t, apartBefore, fmt.Sprint(in.Apart), "the caller's input is left as it was")
+}
+
 // Property: the input lists the nodes of the other side of every fan-out
 // pair of partitions.
 func TestInputFromStateKeepsFanoutApart(t *testing.T) {
@@ -320,4 +344,7 @@ func TestInputFromStateKeepsFanoutApart(t *testing.T) {
 	require.Equal(t, map[PartitionRef][]string{
 		{"c", 0}: {"n1"}, {"c", 1}: {"n2"}, {"p", 0}: {"n2"}, {"p", 1}: {"n1", "n3"},
 	}, in.Apart)
+	require.Equal(t, map[PartitionRef][]PartitionRef{
+		{"c", 0}: {{"p", 0}}, {"c", 1}: {{"p", 1}}, {"p", 0}: {{"c", 0}}, {"p", 1}: {{"c", 1}},
+	}, in.Counterparts)
 }

@@ -30,6 +30,14 @@ type Input struct {
 	// children's partitions p are. A move prefers a partition it keeps
 	// apart (docs/api.md#fan-out-children); it never stops a move.
 	Apart map[PartitionRef][]string
+	// Counterparts lists, for the same partitions, the partitions of the
+	// other side (a child's partition p: its parent's partition p; a
+	// parent's: its children's partitions p): when Plan moves one, it
+	// adds the destination to their Apart, so that a plan does not take a
+	// pair to one node in two moves (a joining node took a parent's and
+	// its child's partition p together: upgrade audit). Plan writes
+	// Apart's lists of them; nil without fan-out.
+	Counterparts map[PartitionRef][]PartitionRef
 }
 
 // PartitionRef names a partition.
