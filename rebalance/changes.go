@@ -1,6 +1,7 @@
 package rebalance
 
 import (
+	"maps"
 	"slices"
 
 	"narad/chaos"
@@ -112,10 +113,17 @@ func (p *planner) takeMove(source, destination *node) Change {
 // of moved, which the plan just sent there: a later move of the same
 // plan then prefers to keep that counterpart off it.
 func (p *planner) keepApartFrom(moved PartitionRef, destination string) {
-	if p.input.Apart == nil {
-		p.input.Apart = map[PartitionRef][]string{}
+	counterparts := p.input.Counterparts[moved]
+	if len(counterparts) == 0 {
+		return
 	}
-	for _, counterpart := range p.input.Counterparts[moved] {
+	if !p.apartCopied {
+		p.input.Apart, p.apartCopied = maps.Clone(p.input.Apart), true
+		if p.input.Apart == nil {
+			p.input.Apart = map[PartitionRef][]string{}
+		}
+	}
+	for _, counterpart := range counterparts {
 		list := p.input.Apart[counterpart]
 		if at, found := slices.BinarySearch(list, destination); !found {
 			p.input.Apart[counterpart] = slices.Insert(slices.Clone(list), at, destination)

@@ -2,7 +2,6 @@ package rebalance
 
 import (
 	"cmp"
-	"maps"
 	"slices"
 )
 
@@ -85,8 +84,11 @@ type node struct {
 // planner holds the working state of one Plan call.
 type planner struct {
 	// input is sorted and valid; the planner changes only its own copy
-	// of Apart (keepApartFrom), never the caller's.
+	// of Apart (keepApartFrom, which makes it at its first write: most
+	// plans move nothing), never the caller's.
 	input Input
+	// apartCopied is set once input.Apart is the planner's own copy.
+	apartCopied bool
 	// nodes are the members, in id order.
 	nodes []*node
 	// nodeByID indexes nodes; it is only read through lookups, never
@@ -102,7 +104,6 @@ type planner struct {
 
 // newPlanner builds the planner for a sorted, valid input.
 func newPlanner(in Input) *planner {
-	in.Apart = maps.Clone(in.Apart) // keepApartFrom writes it
 	p := &planner{input: in, nodes: make([]*node, 0, len(in.Members)),
 		nodeByID: make(map[string]*node, len(in.Members))}
 	for _, member := range in.Members {

@@ -184,12 +184,16 @@ func (a *app) serverConfig(flags *pflag.FlagSet, options serveOptions) (config.C
 	if options.dev && !loopbackAddr(cfg.HTTP.Addr) {
 		return cfg, usageError{fmt.Errorf("--dev serves without authentication, so only on a loopback address; %s (from --addr, NARAD_HTTP_ADDR or http.addr) is not one (run without --dev to listen elsewhere, with security on)", cfg.HTTP.Addr)}
 	}
-	if err := errors.Join(cfg.Validate(), host.Unsupported(cfg), host.CheckTLSFiles(cfg)); err != nil {
-		return cfg, invalidConfig(err)
+	if err := errors.Join(cfg.Validate(), host.Unsupported(cfg)); err != nil {
+		// the TLS files' problems too, which OptionsFrom would report only
+		// once these were mended (it reads the files, so it is not asked
+		// to again below)
+		return cfg, invalidConfig(errors.Join(err, host.CheckTLSFiles(cfg)))
 	}
 	// What the host refuses on a valid configuration (the node's own
-	// bounds, the descriptor limit) is a configuration error too: exit 2,
-	// not the exit 1 of a node that failed, which a supervisor restarts.
+	// bounds, the descriptor limit, a TLS file it cannot use) is a
+	// configuration error too: exit 2, not the exit 1 of a node that
+	// failed, which a supervisor restarts.
 	if _, err := host.OptionsFrom(cfg); err != nil {
 		return cfg, invalidConfig(err)
 	}
