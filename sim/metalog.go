@@ -32,6 +32,10 @@ type metaLog struct {
 	// starts at the bootstrap entries (index 1..nodes, term 1), which every
 	// node writes itself and no leader sends.
 	applied entryID
+	// settledVerdict caches World.placementUnsettled for the applied entry
+	// it names: the verdict reads only the shadow state, which changes only
+	// when an entry is applied, and the settle wait asks after every event.
+	settledVerdict placementVerdict
 	// members, voters and topics are the shadow state: the members
 	// (created by a heartbeat, marked dead, draining, removed by
 	// RemoveMember), the Raft voters by raft id (the bootstrap nodes, then

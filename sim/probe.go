@@ -334,6 +334,24 @@ func nodeIDs(nodes []*simNode) []string {
 // receives a partition, or the planner, run over the committed state as
 // the leader runs it, still plans a change or an abort.
 func (w *World) placementUnsettled() string {
+	verdict := &w.metaLog.settledVerdict
+	if !verdict.known || verdict.applied != w.metaLog.applied || verdict.inFlightMax != w.moveInFlightMax() {
+		*verdict = placementVerdict{known: true, applied: w.metaLog.applied, inFlightMax: w.moveInFlightMax(), unsettled: w.judgePlacement()}
+	}
+	return verdict.unsettled
+}
+
+// placementVerdict is placementUnsettled's answer for one applied entry
+// and in-flight bound; known is false until the first verdict.
+type placementVerdict struct {
+	known       bool
+	applied     entryID
+	inFlightMax int
+	unsettled   string
+}
+
+// judgePlacement is placementUnsettled without its cache.
+func (w *World) judgePlacement() string {
 	if moving := w.metaLog.movesInFlight(); moving > 0 {
 		return fmt.Sprintf("%d moves neither finished nor aborted", moving)
 	}
