@@ -51,13 +51,56 @@ func TestABacklogIsReportedWhileItsLogIsClosed(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, [3]uint64{5, 2, 0}, [3]uint64{backlog.HWM, backlog.Committed, uint64(backlog.InFlight)}, "an ack moves the backlog (it reopens the log)")
 
+	h.tick(h.cfg.CommitPersistIntervalMs) // the second ack persisted
 	h.restart()
 	_, ok = h.backlogOf("orders", 0)
-	require.False(t, ok, "a partition not opened since the restart reports nothing")
+	require.False(t, ok, "before its first tick the restarted node has read no partition's files")
+	h.tick(1)
+	backlog, ok = h.backlogOf("orders", 0)
+	require.True(t, ok, "a partition not opened since the restart reports the backlog its files hold")
+	require.Equal(t, [2]uint64{5, 2}, [2]uint64{backlog.HWM, backlog.Committed}, "as persisted before the restart")
+	require.NotContains(t, h.node.OpenLogDirs(), PartitionDir("orders", 0), "read without opening the log")
+	_, ok = h.backlogOf("orders", 1)
+	require.False(t, ok, "a partition without a record reports nothing")
+
 	h.ok(msg.Replay{Topic: "orders", Partition: 0, Offset: 0})
 	backlog, ok = h.backlogOf("orders", 0)
 	require.True(t, ok, "opened again, the partition reports its backlog")
-	require.Equal(t, [2]uint64{5, 2}, [2]uint64{backlog.HWM, backlog.Committed}, "as persisted before the restart")
+	require.Equal(t, [2]uint64{5, 2}, [2]uint64{backlog.HWM, backlog.Committed}, "as the opened log has it")
+	require.NotContains(t, h.node.backlogPeeks.found, partitionKey{"orders", 0}, "the open log reports it now: the read figures are forgotten")
+	require.Contains(t, h.node.backlogPeeks.found, partitionKey{"other", 0}, "the others' stay")
+}
+
+// After a restart, the backlogs read from the files follow the partition:
+// an ack of a record (by a consumer that reserved it after the restart)
+// moves it, and a deleted topic's partitions report nothing.
+func TestABacklogReadAfterARestartFollowsAcksAndDeletes(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	for range 3 {
+		h.produce("orders", 0, "x")
+	}
+	h.restart()
+	h.tick(1)
+	backlog, ok := h.backlogOf("orders", 0)
+	require.True(t, ok)
+	require.Equal(t, [2]uint64{3, 0}, [2]uint64{backlog.HWM, backlog.Committed})
+
+	message, ok := h.consume("orders")
+	require.True(t, ok)
+	require.NoError(t, h.ackHandle("orders", message.ReceiptHandle, msg.AckCommit))
+	backlog, ok = h.backlogOf("orders", 0)
+	require.True(t, ok)
+	require.Equal(t, [2]uint64{3, 1}, [2]uint64{backlog.HWM, backlog.Committed}, "the consume opened the log, which reports the ack")
+
+	h.restart()
+	h.tick(1)
+	_, ok = h.backlogOf("orders", 0)
+	require.True(t, ok)
+	h.ok(msg.DeleteTopic{Name: "orders"})
+	_, ok = h.backlogOf("orders", 0)
+	require.False(t, ok, "a deleted topic's partition reports no backlog")
+	require.Empty(t, h.node.backlogPeeks.found)
 }
 
 // A closed log's backlog counts the acks its lease table took while it was

@@ -106,7 +106,10 @@ type Node struct {
 	// or exactly the values of partitions in key order; addPartition and
 	// removePartition empty it.
 	partitionOrder []*partition
-	waiters        *waiterSet
+	// backlogPeeks reads the persisted backlogs of the partitions whose
+	// logs are closed at the start (backlog_peek.go).
+	backlogPeeks backlogPeeks
+	waiters      *waiterSet
 
 	// routing tracks requests that cross nodes (forward.go).
 	routing routing
@@ -451,6 +454,7 @@ func (n *Node) Tick(nowMs int64) {
 	n.retryPurges()
 	n.retryOrphanRemovals()
 	n.driveFanout()
+	n.peekBacklogs()
 	if nowMs >= n.nextCommitPersistMs {
 		n.nextCommitPersistMs = nowMs + n.cfg.CommitPersistIntervalMs
 		n.saveFrontiers()
@@ -479,7 +483,7 @@ func (n *Node) Tick(nowMs int64) {
 // whose look failed to read, for readRetryIntervalMs after the failure.
 func (n *Node) NextDeadlineMs() int64 {
 	next := min(n.nextCommitPersistMs, n.nextRetentionMs, n.nextMetaTickMs, n.cluster.nextDeadCheckMs, n.fanout.nextMs)
-	if len(n.reads.capped) > 0 || len(n.skipsCapped) > 0 {
+	if len(n.reads.capped) > 0 || len(n.skipsCapped) > 0 || !n.backlogPeeks.listed || len(n.backlogPeeks.pending) > 0 {
 		next = min(next, n.nowMs+1)
 	}
 	if len(n.readFailed) > 0 {
@@ -1033,10 +1037,11 @@ func (n *Node) OpenPartitions() []PartitionState {
 // frontier. Nothing appends to a closed log, so its figures stay true
 // until it opens again. A closed log without a backlog is left out (its
 // lag is 0: the series it would keep, one per partition ever opened, is
-// what a scrape need not carry), and so is a partition not opened since
-// the node started: knowing its backlog would cost opening its files.
-// Dir is the partition's directory; the host's metrics read this every
-// few seconds.
+// what a scrape need not carry). A partition whose log has not opened
+// since the node started is reported as its files held it, once the
+// node has read them (backlog_peek.go), with its lease table's present
+// counts if it has one. Dir is the partition's directory; the host's
+// metrics read this every few seconds.
 func (n *Node) PartitionBacklogs() []PartitionState {
 	var out []PartitionState
 	for _, p := range n.sortedPartitions() {
@@ -1056,6 +1061,12 @@ func (n *Node) PartitionBacklogs() []PartitionState {
 			continue
 		}
 		out = append(out, state)
+	}
+	if peeked := n.peekedBacklogs(); len(peeked) > 0 {
+		out = append(out, peeked...)
+		slices.SortFunc(out, func(a, b PartitionState) int {
+			return compareKeys(partitionKey{a.Topic, a.Partition}, partitionKey{b.Topic, b.Partition})
+		})
 	}
 	return out
 }

@@ -55,3 +55,25 @@ func readCommittedState(fs FS, dir string) (committedState, error) {
 func writeCommittedFile(fs FS, dir string, offset uint64) error {
 	return WriteFileAtomic(fs, path.Join(dir, committedFileName), encodeCommitted(offset))
 }
+
+// PersistedBacklog reads what the files of dir say of its backlog without
+// opening (recovering) the log: the high watermark its hwm file holds and
+// the committed consumer offset of its consumer.offset file (0 without
+// one), at most that high watermark. ok is false when dir holds no
+// persisted high watermark, or a consumer.offset that does not decode:
+// only the log's recovery can tell more. The high watermark may be behind
+// the log's end (the hwm file is written lazily, after the rounds it
+// covers: a crash can leave acknowledged frames past it, which recovery
+// takes), and the committed offset may be below the oldest record
+// retention kept: the log, once open, knows both exactly.
+func PersistedBacklog(fs FS, dir string) (hwm, committed uint64, ok bool, err error) {
+	hwm, ok, err = PersistedHWM(fs, dir)
+	if err != nil || !ok {
+		return 0, 0, false, err
+	}
+	state, err := readCommittedState(fs, dir)
+	if err != nil || (state.exists && !state.valid) {
+		return 0, 0, false, err
+	}
+	return hwm, min(state.offset, hwm), true, nil
+}
