@@ -159,7 +159,7 @@ func TestClusterHealthAndMetricsRoutes(t *testing.T) {
 	})
 	polled := make(chan struct{}) // the inventory poll, without waiting for its ticker
 	h.loop.post(func(n *node.Node) {
-		h.loop.metrics.setInventory(n.Stats(), n.PartitionBacklogs())
+		h.loop.metrics.setInventory(n.Stats(), n.PartitionBacklogs(), h.loop.metrics.seriesDropped.Load())
 		close(polled)
 	})
 	<-polled

@@ -737,10 +737,12 @@ func (l *loop) requestStats() {
 	var partitions []node.PartitionState
 	var lags []node.FanoutLinkLag
 	var users, schemaBytes int
+	var dropped uint64
 	sampled := make(chan struct{})
 	l.post(func(n *node.Node) {
 		stats, partitions, lags = n.Stats(), n.PartitionBacklogs(), n.FanoutLinkLags()
 		users, schemaBytes = l.userCount(n), l.schemaBytes()
+		dropped = l.metrics.seriesDropped.Load() // the drops run on the loop too: none between the sample and this
 		close(sampled)
 	})
 	select {
@@ -748,8 +750,8 @@ func (l *loop) requestStats() {
 	case <-l.done:
 		return
 	}
-	l.metrics.setInventory(stats, partitions)
-	l.metrics.setFanoutLags(lags)
+	l.metrics.setInventory(stats, partitions, dropped)
+	l.metrics.setFanoutLags(lags, dropped)
 	l.metrics.setStateBounds(users, stats.UsersBytes, schemaBytes)
 }
 

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -24,6 +25,13 @@ type Metrics struct {
 	// figures seen, to add the difference) must not be read and written
 	// by two at once.
 	inventory sync.Mutex
+	// seriesDropped counts the drops of series that a sample rebuilds (a
+	// deleted topic's, a detached fan-out link's); a drop bumps it under
+	// inventory. A sample taken on the loop carries the count as of its
+	// taking, and a setter given a sample older than a drop keeps the
+	// series as they are rather than set the dropped ones again (the next
+	// sample, 5 s on, rebuilds them).
+	seriesDropped atomic.Uint64
 
 	producedMessages *prometheus.CounterVec
 	producedBytes    *prometheus.CounterVec
@@ -356,8 +364,10 @@ func (m *Metrics) Event(kind, detail string) {
 
 // setInventory updates the inventory gauges from the node's numbers. The
 // per-partition series (of node.PartitionBacklogs) are rebuilt each
-// time, so partitions of deleted topics, or moved away, disappear.
-func (m *Metrics) setInventory(s node.Stats, partitions []node.PartitionState) {
+// time, so partitions of deleted topics, or moved away, disappear;
+// dropped is seriesDropped as of the sample (it is not rebuilt from a
+// sample older than a drop).
+func (m *Metrics) setInventory(s node.Stats, partitions []node.PartitionState, dropped uint64) {
 	m.inventory.Lock()
 	defer m.inventory.Unlock()
 	m.moves.inflight.Set(float64(s.MovesInFlight))
@@ -390,6 +400,9 @@ func (m *Metrics) setInventory(s node.Stats, partitions []node.PartitionState) {
 	m.diskFree.Set(float64(s.DiskFreeBytes))
 	m.diskReserve.Set(float64(s.DiskReserveBytes))
 	m.diskLow.Set(boolFloat(s.DiskLow))
+	if m.seriesDropped.Load() != dropped {
+		return // taken before a topic's series were dropped: it would bring them back
+	}
 	m.consumerLag.Reset()
 	m.inflight.Reset()
 	m.ackedAhead.Reset()
@@ -406,6 +419,9 @@ func (m *Metrics) setInventory(s node.Stats, partitions []node.PartitionState) {
 // that point at them, so topic churn leaves no series behind and a topic
 // re-created under the name counts from zero.
 func (m *Metrics) TopicDropped(topic string) {
+	m.inventory.Lock()
+	defer m.inventory.Unlock()
+	m.seriesDropped.Add(1)
 	byTopic := prometheus.Labels{"topic": topic}
 	for _, vec := range m.topicSeries() {
 		vec.DeletePartialMatch(byTopic)

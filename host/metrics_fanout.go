@@ -61,9 +61,12 @@ func (m *Metrics) FanoutDropped(parent, child string, _ int, records uint64) {
 
 // setFanoutLags rebuilds the lag gauges, one per child, so that links
 // that went away (a detach, a move of the last partition) disappear.
-func (m *Metrics) setFanoutLags(lags []node.FanoutLinkLag) {
+func (m *Metrics) setFanoutLags(lags []node.FanoutLinkLag, dropped uint64) {
 	m.inventory.Lock()
 	defer m.inventory.Unlock()
+	if m.seriesDropped.Load() != dropped {
+		return // taken before a link's series were dropped (setInventory)
+	}
 	m.fanout.lag.Reset()
 	for _, lag := range lags {
 		m.fanout.lag.WithLabelValues(lag.Parent, lag.Child).Set(float64(lag.Messages))
@@ -73,6 +76,9 @@ func (m *Metrics) setFanoutLags(lags []node.FanoutLinkLag) {
 // FanoutLinkGone implements node.FanoutDetachObserver: a detached link
 // (or one whose topic was deleted) leaves no series behind.
 func (m *Metrics) FanoutLinkGone(parent, child string) {
+	m.inventory.Lock()
+	defer m.inventory.Unlock()
+	m.seriesDropped.Add(1)
 	for _, vec := range []partialDeleter{m.fanout.copied, m.fanout.stalled, m.fanout.dropped, m.fanout.lag} {
 		vec.DeletePartialMatch(prometheus.Labels{"parent": parent, "child": child})
 	}

@@ -153,7 +153,7 @@ func TestTheLeadersReadBarrierShowsInTheScrape(t *testing.T) {
 	})
 	polled := make(chan struct{}) // the inventory poll, without waiting for its ticker
 	h.loop.post(func(n *node.Node) {
-		h.loop.metrics.setInventory(n.Stats(), n.PartitionBacklogs())
+		h.loop.metrics.setInventory(n.Stats(), n.PartitionBacklogs(), h.loop.metrics.seriesDropped.Load())
 		close(polled)
 	})
 	<-polled
@@ -205,8 +205,8 @@ func TestInventoryGaugesSayTheyAreSampled(t *testing.T) {
 	require.Equal(t, 5*time.Second, inventoryPollInterval, "sampledNote names the interval")
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	m.setInventory(node.Stats{}, []node.PartitionState{{Topic: "t"}})
-	m.setFanoutLags([]node.FanoutLinkLag{{Parent: "p", Child: "c"}})
+	m.setInventory(node.Stats{}, []node.PartitionState{{Topic: "t"}}, 0)
+	m.setFanoutLags([]node.FanoutLinkLag{{Parent: "p", Child: "c"}}, 0)
 	families, err := reg.Gather()
 	require.NoError(t, err)
 	help := map[string]string{}
@@ -257,4 +257,47 @@ func TestHelpTextsMatchTheDocs(t *testing.T) {
 	for name, text := range help {
 		require.NotContains(t, text, "scrapesMax", name)
 	}
+}
+
+// A sample of the partitions taken before a topic was deleted, and set
+// after the delete dropped the topic's series, does not bring them back;
+// likewise a fan-out lag sample older than its link's detach. The next
+// sample rebuilds the series.
+func TestASampleOlderThanADropDoesNotBringItsSeriesBack(t *testing.T) {
+	m := NewMetrics(prometheus.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	old := []node.PartitionState{{Topic: "gone", HWM: 7}, {Topic: "kept", HWM: 3}}
+	m.setInventory(node.Stats{}, old, m.seriesDropped.Load())
+	require.Equal(t, 2, seriesCount(m.consumerLag))
+
+	sampledAt := m.seriesDropped.Load() // the sample below is taken here, on the loop
+	m.TopicDropped("gone")
+	m.setInventory(node.Stats{Topics: 1}, old, sampledAt)
+	require.Equal(t, 1, seriesCount(m.consumerLag), "the deleted topic's series stays dropped")
+	require.Equal(t, 1.0, gaugeValue(t, m.topics), "the other gauges take the sample")
+	m.setInventory(node.Stats{}, old[1:], m.seriesDropped.Load())
+	require.Equal(t, 1, seriesCount(m.consumerLag), "a sample taken after the drop rebuilds the series")
+
+	m.setFanoutLags([]node.FanoutLinkLag{{Parent: "p", Child: "c", Messages: 4}}, m.seriesDropped.Load())
+	sampledAt = m.seriesDropped.Load()
+	m.FanoutLinkGone("p", "c")
+	m.setFanoutLags([]node.FanoutLinkLag{{Parent: "p", Child: "c", Messages: 4}}, sampledAt)
+	require.Equal(t, 0, seriesCount(m.fanout.lag), "the detached link's series stays dropped")
+}
+
+// seriesCount is how many series a collector has.
+func seriesCount(c prometheus.Collector) int {
+	ch := make(chan prometheus.Metric, 64)
+	go func() { c.Collect(ch); close(ch) }()
+	count := 0
+	for range ch {
+		count++
+	}
+	return count
+}
+
+// gaugeValue reads a gauge.
+func gaugeValue(t *testing.T, g prometheus.Gauge) float64 {
+	var m dto.Metric
+	require.NoError(t, g.Write(&m))
+	return m.GetGauge().GetValue()
 }
