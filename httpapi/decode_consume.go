@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -63,7 +64,7 @@ func decodeReplay(topic string, partition int, query url.Values) (msg.Request, *
 	}
 	offset, err := strconv.ParseUint(query.Get("offset"), 10, 64)
 	if err != nil {
-		return nil, invalidf("invalid offset: want an integer >= 0")
+		return nil, invalidf("%s", outOfRange("offset", 0, math.MaxUint64))
 	}
 	return msg.Replay{Topic: topic, Partition: partition, Offset: offset}, nil
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"strconv"
 
@@ -123,8 +124,8 @@ func (h *apiHandler) schemaVersion(ctx context.Context, name string, version int
 	return jsonResponse(http.StatusOK, schemaBody{Version: chosen.Version, Schema: jsonRawDocument(chosen.Document)})
 }
 
-// schemaVersionParam reads the optional ?version=N (N >= 1; 0 when
-// absent: the latest).
+// schemaVersionParam reads the optional ?version=N (N from 1 to
+// math.MaxInt; 0 when absent: the latest).
 func schemaVersionParam(r *http.Request) (int, *ErrorResponse) {
 	query, failed := parseQuery(r)
 	if failed != nil {
@@ -135,7 +136,7 @@ func schemaVersionParam(r *http.Request) (int, *ErrorResponse) {
 	}
 	version, err := strconv.Atoi(query.Get("version"))
 	if err != nil || version < 1 {
-		return 0, invalidf("invalid version %s: want an integer >= 1", quoteClipped(query.Get("version")))
+		return 0, invalidf("%s", outOfRange("version "+quoteClipped(query.Get("version")), 1, math.MaxInt))
 	}
 	return version, nil
 }

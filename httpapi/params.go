@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"maps"
+	"math"
 	"mime"
 	"net"
 	"net/http"
@@ -144,7 +145,7 @@ func topicNameByte(b byte) bool {
 }
 
 // optionalPartition parses the first "partition" parameter: absent is
-// msg.PartitionNone, present must be an integer >= 0.
+// msg.PartitionNone, present must be an integer from 0 to math.MaxInt.
 func optionalPartition(query url.Values) (int, *ErrorResponse) {
 	if !query.Has("partition") {
 		return msg.PartitionNone, nil
@@ -156,8 +157,9 @@ func optionalPartition(query url.Values) (int, *ErrorResponse) {
 	return partition, nil
 }
 
-// errInvalidPartition: a partition parameter is not an integer >= 0.
-var errInvalidPartition = msg.Invalid("invalid partition: want an integer >= 0")
+// errInvalidPartition: a partition parameter is not an integer from 0 to
+// math.MaxInt (made once: a produce may carry one).
+var errInvalidPartition = msg.Invalid("%s", outOfRange("partition", 0, math.MaxInt))
 
 // boundedInt parses the first value of name as an integer in
 // [lowest, highest]; absent gives fallback.
@@ -167,9 +169,19 @@ func boundedInt(query url.Values, name string, lowest, highest, fallback int) (i
 	}
 	value, err := strconv.Atoi(query.Get(name))
 	if err != nil || value < lowest || value > highest {
-		return 0, invalidf("invalid %s: want an integer from %d to %d", name, lowest, highest)
+		return 0, invalidf("%s", outOfRange(name, uint64(lowest), uint64(highest)))
 	}
 	return value, nil
+}
+
+// outOfRange is the refusal of every integer query parameter: it names
+// the range, both ends, so that it stays true of any text refused, a
+// number too large for the parameter's type included ("want an integer
+// >= 0" was said of an offset past 2^64-1, which is one). The ends are
+// never negative.
+func outOfRange(name string, lowest, highest uint64) string {
+	return "invalid " + name + ": want an integer from " +
+		strconv.FormatUint(lowest, 10) + " to " + strconv.FormatUint(highest, 10)
 }
 
 // readBody reads the whole body, failing with 413 past bytesMax. It reads
