@@ -25,6 +25,9 @@ type peekCursor struct {
 	// not a replay read of each.
 	end      int64
 	endKnown bool
+	// skipped is the run of offsets 410s made the cursor skip, said when
+	// a read does not skip (or the peek ends).
+	skipped skipRun
 }
 
 // peekSession is one run of sub --peek.
@@ -56,6 +59,9 @@ func (a *app) peek(ctx context.Context, broker *client.Client, topic string, opt
 	}
 	fmt.Fprintf(a.stderr, "peeking at %s (read-only; Ctrl-C to stop)\n", topic)
 	err := session.loop(ctx)
+	for i := range session.cursors {
+		a.saySkipped(session.cursors[i].partition, session.cursors[i].skipped.end())
+	}
 	fmt.Fprintf(a.stderr, "%d message(s)\n", session.received)
 	if ctx.Err() != nil && session.failing != nil {
 		return fmt.Errorf("stopped while replays were failing: %w", session.failing)
@@ -178,37 +184,52 @@ func (s *peekSession) sweep(ctx context.Context) (bool, error) {
 }
 
 // readPartition reads forward from the cursor until the tail (204), the
-// per-sweep bound or --max.
+// per-sweep bound of reads or --max, and returns how many reads moved the
+// cursor: a record printed, or offsets skipped on a 410 (a skip is
+// progress: a sweep that only skipped paused before the next, each record
+// of a corrupt stretch costing a pause).
 func (s *peekSession) readPartition(ctx context.Context, cursor *peekCursor) (int, error) {
-	read := 0
-	for read < peekReadsPerSweepMax && !s.options.limitReached(s.received) {
+	moved := 0
+	for reads := 0; reads < peekReadsPerSweepMax && !s.options.limitReached(s.received); reads++ {
 		message, err := s.broker.Replay(ctx, s.topic, cursor.partition, cursor.next)
+		if client.IsStatus(err, http.StatusGone) {
+			s.skipGone(ctx, cursor, err)
+			moved++
+			continue
+		}
+		s.app.saySkipped(cursor.partition, cursor.skipped.end())
 		if err != nil {
-			return read, s.replayFailed(ctx, cursor, err)
+			return moved, s.replayFailed(ctx, cursor, err)
 		}
 		s.failing = nil
 		if message == nil {
-			return read, nil
+			return moved, nil
 		}
 		if err := s.printer.print(*message); err != nil {
-			return read, err
+			return moved, err
 		}
-		read++
+		moved++
 		s.received++
 		cursor.next = max(message.Offset, cursor.next) + 1
 	}
-	return read, nil
+	return moved, nil
 }
 
-// replayFailed handles a failed replay read: 410 jumps the cursor forward
-// (to the oldest retained offset, or past an unreadable record); other
-// retryable errors are reported and retried on a later sweep.
+// skipGone jumps the cursor past a 410 (to the oldest retained offset,
+// or past an unreadable record) and adds the offsets it skipped to the
+// cursor's run, saying the run this ends.
+func (s *peekSession) skipGone(ctx context.Context, cursor *peekCursor, err error) {
+	s.failing = nil
+	next := oldestAfter(ctx, s.broker, s.topic, cursor.partition, cursor.next)
+	s.app.saySkipped(cursor.partition, cursor.skipped.add(cursor.next, next, goneReason(err)))
+	cursor.next = next
+}
+
+// replayFailed handles a failed replay read other than a 410: retryable
+// errors are reported and retried on a later sweep.
 func (s *peekSession) replayFailed(ctx context.Context, cursor *peekCursor, err error) error {
 	switch {
 	case ctx.Err() != nil:
-		return nil
-	case client.IsStatus(err, http.StatusGone):
-		cursor.next = oldestAfter(ctx, s.broker, s.topic, cursor.partition, cursor.next)
 		return nil
 	case retryable(err):
 		s.failing = err

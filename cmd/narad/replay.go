@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -36,8 +38,10 @@ func newReplayCommand(a *app) *cobra.Command {
 		Short: "Print a partition's records in [from, to) without consuming them",
 		Long: `Read a partition's records in offset order with read-only replay reads.
 --from defaults to the oldest retained offset and --to (exclusive) to the
-high watermark. Records that aged out or cannot be read are skipped; the
-replay stops early at the end of the log.`,
+high watermark. Records that aged out or cannot be read (410) are skipped,
+with one line on stderr per run of them,
+  p<partition>: skipped <n> offset(s) [<first>, <end>): <why>
+and the replay stops early at the end of the log.`,
 		Example: `  narad replay orders --partition 0
   narad replay orders --partition 2 --from 100 --to 200 --raw`,
 		Args: usageArgs(cobra.ExactArgs(1)),
@@ -81,14 +85,17 @@ func (a *app) replay(ctx context.Context, broker *client.Client, topic string, o
 	}
 	printer := a.newMessagePrinter(options.raw)
 	replayed, skipped := 0, 0
+	var run skipRun
 	for offset := bounds.from; offset < bounds.to; {
 		message, err := broker.Replay(ctx, topic, options.partition, offset)
 		if client.IsStatus(err, http.StatusGone) {
 			next := oldestAfter(ctx, broker, topic, options.partition, offset)
 			skipped += int(min(next, bounds.to) - offset)
+			a.saySkipped(options.partition, run.add(offset, min(next, bounds.to), goneReason(err)))
 			offset = next
 			continue
 		}
+		a.saySkipped(options.partition, run.end())
 		if err != nil || message == nil {
 			a.printReplaySummary(replayed, skipped, options, bounds)
 			return err
@@ -99,8 +106,59 @@ func (a *app) replay(ctx context.Context, broker *client.Client, topic string, o
 		replayed++
 		offset = max(message.Offset, offset) + 1
 	}
+	a.saySkipped(options.partition, run.end())
 	a.printReplaySummary(replayed, skipped, options, bounds)
 	return nil
+}
+
+// skipRun is a run of offsets of one partition that replay reads skipped
+// on a 410, with why. The run is said on stderr in one line when it ends,
+// not once per offset: each record of a corrupt stretch that recovery
+// skipped answers its own 410.
+type skipRun struct {
+	from, to int64 // [from, to); none when equal
+	reason   string
+}
+
+// add joins [from, to), skipped for reason, to the run, and returns the
+// run it ends (none when it continues it).
+func (r *skipRun) add(from, to int64, reason string) skipRun {
+	if r.from < r.to && r.to == from && r.reason == reason {
+		r.to = max(r.to, to)
+		return skipRun{}
+	}
+	ended := *r
+	*r = skipRun{from: from, to: to, reason: reason}
+	return ended
+}
+
+// end ends the run (a read that did not skip) and returns it.
+func (r *skipRun) end() skipRun {
+	ended := *r
+	*r = skipRun{}
+	return ended
+}
+
+// saySkipped says a run of skipped offsets on stderr; none says nothing.
+func (a *app) saySkipped(partition int, run skipRun) {
+	if run.from >= run.to {
+		return
+	}
+	fmt.Fprintf(a.stderr, "p%d: skipped %d offset(s) [%d, %d): %s\n", partition, run.to-run.from, run.from, run.to, run.reason)
+}
+
+// goneReason says why a replay read was answered 410, in the terms of the
+// server's message (docs/api.md#replay): aged out of retention, or
+// unreadable; any other 410 in its own words.
+func goneReason(err error) string {
+	var replyError *client.Error
+	switch {
+	case !errors.As(err, &replyError) || strings.Contains(replyError.Message, "aged out"):
+		return "aged out of retention"
+	case strings.Contains(replyError.Message, "unreadable"):
+		return "unreadable (corrupt, skipped by recovery)"
+	}
+	return "gone (" + replyError.Message + ")"
 }
 
 // printReplaySummary says what was read. An empty range says why in the

@@ -59,7 +59,8 @@ func TestReplaySkipsAgedOutOffsets(t *testing.T) {
 		on(consumeRoute, reply{410, `{"error":"offset 1 aged out of retention (oldest retained: 4)"}`}, replayed(4), replayed(5))
 	h.againstOK(broker, "replay", "orders", "--partition", "0", "--from", "1", "--to", "6")
 	assert.Equal(t, []string{"offset=1&partition=0", "offset=4&partition=0", "offset=5&partition=0"}, offsetsRead(t, broker))
-	assert.Equal(t, "2 message(s) replayed from p0 [1, 6)\n3 offset(s) skipped: aged out of retention or unreadable\n", h.stderr.String())
+	assert.Equal(t, "p0: skipped 3 offset(s) [1, 4): aged out of retention\n"+
+		"2 message(s) replayed from p0 [1, 6)\n3 offset(s) skipped: aged out of retention or unreadable\n", h.stderr.String())
 }
 
 func TestReplayErrors(t *testing.T) {
@@ -121,4 +122,23 @@ func TestReplayOfAnEmptyPartitionNamesNoFlag(t *testing.T) {
 		assert.Equal(t, "0 message(s) replayed from p0: "+c.want+"\n", h.stderr.String(), "%v", c)
 		assert.Empty(t, broker.seen(consumeRoute), "nothing to read")
 	}
+}
+
+// A replay says on stderr which offsets it skipped and why, one line per
+// run of skipped offsets (not per offset), and goes on: it said only a
+// total at the end, and sub --peek said nothing at all.
+func TestReplaySaysEachSkippedRange(t *testing.T) {
+	h := newHarness(t)
+	unreadable := func(offset int) reply {
+		return reply{410, fmt.Sprintf(`{"error":"offset %d is unreadable (corrupt record skipped by recovery)"}`, offset)}
+	}
+	broker := newFakeBroker(t).
+		on("GET /v1/topics/orders", reply{200, `{"name":"orders","partition_stats":[{"index":0,"oldest_offset":4,"high_watermark":10}]}`}).
+		on(consumeRoute, reply{410, `{"error":"offset 1 aged out of retention (oldest retained: 4)"}`}, replayed(4),
+			unreadable(5), unreadable(6), unreadable(7), replayed(8), replayed(9))
+	h.againstOK(broker, "replay", "orders", "--partition", "0", "--from", "1", "--to", "10")
+	assert.Equal(t, "[p0 @4] 22:13:20.004 m4\n[p0 @8] 22:13:20.008 m8\n[p0 @9] 22:13:20.009 m9\n", h.stdout.String())
+	assert.Equal(t, "p0: skipped 3 offset(s) [1, 4): aged out of retention\n"+
+		"p0: skipped 3 offset(s) [5, 8): unreadable (corrupt, skipped by recovery)\n"+
+		"3 message(s) replayed from p0 [1, 10)\n6 offset(s) skipped: aged out of retention or unreadable\n", h.stderr.String())
 }

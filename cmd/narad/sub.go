@@ -73,7 +73,10 @@ acknowledged. A 410 means the lease lapsed: the message will be delivered
 again. With --no-ack the lease lapses and the message is delivered again
 later. With --peek sub reads every partition from
 its tail (or from --from, which needs --partition) without taking leases, so
-other consumers are not affected. A consume that fails with a 5xx, a 429 or a
+other consumers are not affected; offsets that aged out of retention or are
+unreadable (410) are skipped, with one line on stderr per run of them,
+  p<partition>: skipped <n> offset(s) [<first>, <end>): <why>
+A consume that fails with a 5xx, a 429 or a
 broken connection is retried every second; interrupted while they fail,
 sub exits non-zero.`,
 		Example: `  narad sub orders

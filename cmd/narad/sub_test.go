@@ -339,3 +339,39 @@ func TestPeekWithoutTheConsumeGrantEndsAtOnce(t *testing.T) {
 	assert.Equal(t, exitError, code, "stderr:\n%s", h.stderr)
 	assert.Contains(t, h.stderr.String(), "http 403: user \"none\" has no consume grant")
 }
+
+// sub --peek says on stderr which offsets a 410 made it skip, and why, one
+// line per run (it skipped them without a word), and goes on reading; a
+// run still open when the peek ends is said too.
+func TestSubPeekSaysWhatItSkipped(t *testing.T) {
+	h := newHarness(t)
+	stats := `{"name":"orders","partition_stats":[{"index":1,"oldest_offset":41,"high_watermark":50}]}`
+	unreadable := func(offset int) reply {
+		return reply{410, fmt.Sprintf(`{"error":"offset %d is unreadable (corrupt record skipped by recovery)"}`, offset)}
+	}
+	message := func(offset int) reply {
+		return reply{200, fmt.Sprintf(`{"topic":"orders","partition":1,"offset":%d,"payload":"m%d","timestamp_ms":1700000000000}`, offset, offset)}
+	}
+	broker := newFakeBroker(t).on("GET /v1/topics/orders", reply{200, stats}).
+		on(consumeRoute, reply{410, `{"error":"offset 3 aged out of retention (oldest retained: 41)"}`},
+			message(41), unreadable(42), unreadable(43), message(44))
+	h.againstOK(broker, "sub", "orders", "--peek", "--partition", "1", "--from", "3", "--max", "2")
+	assert.Equal(t, "[p1 @41] 22:13:20.000 m41\n[p1 @44] 22:13:20.000 m44\n", h.stdout.String())
+	assert.Contains(t, h.stderr.String(), "p1: skipped 38 offset(s) [3, 41): aged out of retention\n"+
+		"p1: skipped 2 offset(s) [42, 44): unreadable (corrupt, skipped by recovery)\n")
+
+	h = newHarness(t)
+	broker = newFakeBroker(t).on("GET /v1/topics/orders", reply{200, stats}).
+		on(consumeRoute, message(41), unreadable(42))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	broker.onRequest = func(count int) {
+		if len(broker.seen(consumeRoute)) == 4 {
+			cancel()
+		}
+	}
+	assert.Equal(t, 0, h.runContext(ctx, "-s", broker.server.URL, "sub", "orders", "--peek", "--partition", "1", "--from", "41"),
+		"a skip leaves the exit status as documented: an interrupt is a normal end")
+	assert.Regexp(t, `\np1: skipped [23] offset\(s\) \[42, 4[45]\): unreadable \(corrupt, skipped by recovery\)\n`, h.stderr.String(),
+		"the run open at the interrupt is said (the read the interrupt cut may have landed or not)")
+}
