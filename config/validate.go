@@ -67,6 +67,9 @@ const (
 	PartitionsCeiling = 4096
 	// retentionMsMin is the shortest non-zero retention (one hour).
 	retentionMsMin = 3_600_000
+	// retentionMsMax is the longest retention (100 years), the bound a
+	// topic's own retention_ms is held to.
+	retentionMsMax = msg.RetentionMsMax
 	// visibilityTimeoutMsMax is the longest lease (12 hours), the bound
 	// a topic's own visibility_timeout_ms is held to.
 	visibilityTimeoutMsMax = msg.VisibilityTimeoutMsMax
@@ -111,7 +114,7 @@ func (p *problems) add(key, format string, args ...any) {
 
 // Validate reports every problem of the configuration at once (joined; one
 // Problem per broken rule), or nil. The rules are the bounds of
-// docs/operations.md#settings: data_dir non-empty; retention 0 or ≥ 1 h;
+// docs/operations.md#settings: data_dir non-empty; retention 0 or 1 h to 100 years;
 // partition bounds; caps > 0; segment_bytes ≥ 4096.
 func (c Config) Validate() error {
 	var found problems
@@ -275,8 +278,9 @@ func (t Topic) validate(found *problems) {
 	if t.DefaultPartitions < partitionsMin || t.DefaultPartitions > t.MaxPartitions {
 		found.add("topic.default_partitions", "must be in [%d, topic.max_partitions=%d] (got %d)", partitionsMin, t.MaxPartitions, t.DefaultPartitions)
 	}
-	if t.DefaultRetentionAgeMs != 0 && t.DefaultRetentionAgeMs < retentionMsMin {
-		found.add("topic.default_retention_age_ms", "must be 0 (forever) or ≥ %d (1h) (got %d)", retentionMsMin, t.DefaultRetentionAgeMs)
+	if t.DefaultRetentionAgeMs != 0 && (t.DefaultRetentionAgeMs < retentionMsMin || t.DefaultRetentionAgeMs > retentionMsMax) {
+		found.add("topic.default_retention_age_ms", "must be 0 (forever) or ≥ %d (1h) and ≤ %d (100 years) (got %d)",
+			retentionMsMin, retentionMsMax, t.DefaultRetentionAgeMs)
 	}
 	if t.DefaultVisibilityTimeoutMs <= 0 || t.DefaultVisibilityTimeoutMs > visibilityTimeoutMsMax {
 		found.add("topic.default_visibility_timeout_ms", "must be in [1, %d] (got %d)", visibilityTimeoutMsMax, t.DefaultVisibilityTimeoutMs)

@@ -106,6 +106,7 @@ func TestValidateRules(t *testing.T) {
 		{"default above max", func(c *Config) { c.Topic.DefaultPartitions = 109 }, "topic.default_partitions", "max_partitions=108"},
 		{"retention short", func(c *Config) { c.Topic.DefaultRetentionAgeMs = 3_599_999 }, "topic.default_retention_age_ms", "≥ 3600000"},
 		{"retention negative", func(c *Config) { c.Topic.DefaultRetentionAgeMs = -1 }, "topic.default_retention_age_ms", "0 (forever)"},
+		{"retention past 100 years", func(c *Config) { c.Topic.DefaultRetentionAgeMs = 3_153_600_000_001 }, "topic.default_retention_age_ms", "≤ 3153600000000 (100 years)"},
 		{"visibility zero", func(c *Config) { c.Topic.DefaultVisibilityTimeoutMs = 0 }, "topic.default_visibility_timeout_ms", "[1,"},
 		{"in flight cap zero", func(c *Config) { c.Topic.DefaultMaxInFlightPerPartition = 0 }, "topic.default_max_in_flight_per_partition", "[1,"},
 		{"acked ahead cap huge", func(c *Config) { c.Topic.DefaultMaxAckedAheadPerPartition = 1<<20 + 1 }, "topic.default_max_acked_ahead_per_partition", "[1,"},

@@ -61,6 +61,9 @@ func decodeCreateTopic(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) 
 	if failed := rejectNegative(createFields(request)); failed != nil {
 		return nil, failed
 	}
+	if failed := rejectLongRetention(request.RetentionMs); failed != nil {
+		return nil, failed
+	}
 	return request, nil
 }
 
@@ -110,6 +113,16 @@ func rejectNegative(fields []namedValue) *ErrorResponse {
 		if field.set && field.value < 0 {
 			return invalidf("%s must be >= 0", field.name)
 		}
+	}
+	return nil
+}
+
+// rejectLongRetention refuses a retention_ms past msg.RetentionMsMax (the
+// node checks its lower bound, after the default replaced a 0). Nothing
+// bounded it above: a retention of 290 million years was taken.
+func rejectLongRetention(retentionMs int64) *ErrorResponse {
+	if retentionMs > msg.RetentionMsMax {
+		return invalidf("retention_ms must be at most %d (100 years), got %d", msg.RetentionMsMax, retentionMs)
 	}
 	return nil
 }
@@ -187,6 +200,11 @@ func decodeAlterTopic(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) {
 	}
 	if failed := rejectNegative(fields); failed != nil {
 		return nil, failed
+	}
+	if body.RetentionMs != nil {
+		if failed := rejectLongRetention(*body.RetentionMs); failed != nil {
+			return nil, failed
+		}
 	}
 	return request, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"narad/client"
+	"narad/msg"
 )
 
 // confirmLineBytesMax bounds the answer read at a [y/N] prompt.
@@ -46,7 +47,7 @@ type topicSettings struct {
 
 func (s *topicSettings) register(flags *pflag.FlagSet, partitionsHelp string) {
 	flags.IntVar(&s.partitions, "partitions", 0, partitionsHelp)
-	flags.DurationVar(&s.retention, "retention", 0, "how long records are kept, e.g. 24h (at least 1h; 0 = server default)")
+	flags.DurationVar(&s.retention, "retention", 0, "how long records are kept, e.g. 24h (1h to 876000h, 100 years; 0 = server default)")
 	flags.DurationVar(&s.visibility, "visibility", 0, "lease of a consumed message before it is redelivered, e.g. 30s")
 	flags.IntVar(&s.maxInFlight, "max-in-flight", 0, "most unacknowledged messages per partition")
 	flags.IntVar(&s.maxAckedAhead, "max-acked-ahead", 0, "most out-of-order acks held per partition")
@@ -69,11 +70,18 @@ func (s topicSettings) check() error {
 			return usagef("%s must not be negative", setting.flag)
 		}
 	}
+	if s.retention > retentionMax {
+		return usagef("--retention must be at most %dh (100 years)", retentionMax/time.Hour)
+	}
 	if err := wholeMilliseconds("--retention", s.retention); err != nil {
 		return err
 	}
 	return wholeMilliseconds("--visibility", s.visibility)
 }
+
+// retentionMax is the longest --retention the server takes
+// (msg.RetentionMsMax): refused here, nothing is sent.
+const retentionMax = msg.RetentionMsMax * time.Millisecond
 
 // wholeMilliseconds refuses a duration the API cannot carry: the API
 // counts milliseconds, and a fraction would be dropped silently (a
@@ -191,7 +199,8 @@ func retentionText(retentionMs int64) string {
 	}
 	if retentionMs > math.MaxInt64/int64(time.Millisecond) {
 		// Past a time.Duration's 292 years: whole days, which cannot
-		// overflow (the server takes any retention of an hour or more).
+		// overflow (a topic created before the server bounded retention
+		// at 100 years may have any retention of an hour or more).
 		return strconv.FormatInt(retentionMs/(24*time.Hour).Milliseconds(), 10) + "d"
 	}
 	return shortDuration(time.Duration(retentionMs) * time.Millisecond)

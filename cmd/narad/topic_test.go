@@ -302,3 +302,19 @@ func TestTopicListLongRetention(t *testing.T) {
 		assert.False(t, strings.HasPrefix(fields[2], "-"), "retention printed as a negative duration: %q", line)
 	}
 }
+
+// --retention past the server's bound (msg.RetentionMsMax, 100 years) is
+// refused before anything is sent, naming the flag and the bound; the
+// bound itself is sent.
+func TestTopicRetentionFlagIsBounded(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t)
+	for _, verb := range []string{"add", "edit"} {
+		require.Equal(t, exitUsage, h.against(broker, "topic", verb, "orders", "--retention", "876001h"), verb)
+		assert.Contains(t, h.stderr.String(), "narad: --retention must be at most 876000h (100 years)\n", verb)
+	}
+	assert.Empty(t, broker.seen(""), "nothing is sent")
+	broker.on("POST /v1/topics", reply{201, `{"name":"orders","partitions":3,"retention_ms":3153600000000}`})
+	h.againstOK(broker, "topic", "add", "orders", "--retention", "876000h")
+	assert.Contains(t, broker.seen("POST /v1/topics")[0].Body, `"retention_ms":3153600000000`)
+}
