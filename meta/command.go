@@ -177,6 +177,10 @@ type CreateTopic struct {
 	// release applies it; a replica of an earlier release stops at this
 	// field (strict decoding) rather than apply it otherwise.
 	DeadLetterLinksChecked bool `json:"dead_letter_links_checked,omitempty"`
+	// SameSchemaAttached is set by the proposers of this release: a create
+	// with a Parent and a Schema is taken when the schema is the same as
+	// the parent's latest (SameSchema), as AttachChild.SameSchemaAttached.
+	SameSchemaAttached bool `json:"same_schema_attached,omitempty"`
 }
 
 // PlacementLimits bound what a topic change may add; a zero field is no
@@ -321,6 +325,17 @@ type AttachChild struct {
 	// Parent's is Child (checkDeadLetterLink), as for
 	// CreateTopic.DeadLetterLinksChecked.
 	DeadLetterLinksChecked bool `json:"dead_letter_links_checked,omitempty"`
+	// SameSchemaAttached is set by the proposers of this release: a child
+	// with a schema may attach when its latest is the same schema as the
+	// parent's latest (SameSchema: equal once decoded, key order and
+	// whitespace aside), the comparison an alter makes (SameSchemaKept);
+	// the stored documents keep their senders' key order, so two equal
+	// schemas sent in another order could never be linked. An entry of
+	// an earlier release leaves it false and compares the documents byte
+	// for byte, as every replica did, whichever release applies it; a
+	// replica of an earlier release stops at this field (strict decoding)
+	// rather than refuse what the others take.
+	SameSchemaAttached bool `json:"same_schema_attached,omitempty"`
 }
 
 // DetachChild removes the fan-out link of Child to Parent; both topics

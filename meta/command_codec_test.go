@@ -17,7 +17,7 @@ func everyCommand() []Command {
 	return []Command{
 		CreateTopic{Name: "t", RetentionMs: 1, VisibilityTimeoutMs: 2, MaxInFlightPerPartition: 3,
 			MaxAckedAheadPerPartition: 4, CreatedAtMs: 5, CreatedBy: "ann", Owners: []string{"a", "b"}, Numbered: true,
-			NamesFolded: true, DeadLetterLinksChecked: true, Schema: []byte(`{"type":"object"}`)},
+			NamesFolded: true, DeadLetterLinksChecked: true, SameSchemaAttached: true, Schema: []byte(`{"type":"object"}`)},
 		DeleteTopic{Name: "t", ExpectedOwner: "ann", ExpectedCreation: ExpectedCreation{ExpectedIncarnation: 3, ExpectedCreatedAtMs: 5}},
 		AlterTopic{Name: "t", ExpectedCreation: ExpectedCreation{ExpectedIncarnation: 3, ExpectedCreatedAtMs: 5}, RetentionMs: &retention, VisibilityTimeoutMs: &visibility, MaxInFlightPerPartition: &inFlight,
 			MaxAckedAheadPerPartition: &ackedAhead, Partitions: &partitions, NewOwners: []string{"c", "d", "e"},
@@ -41,7 +41,7 @@ func everyCommand() []Command {
 		DeleteUser{Username: "ann"},
 		SetGrants{Username: "ann", Grants: grants, NowMs: 8},
 		SetPassword{Username: "ann", PasswordHash: []byte("h2"), NowMs: 9},
-		AttachChild{Parent: "t", Child: "c", DelayMs: 1000, AttachedAtMs: 10, DeadLetterLinksChecked: true},
+		AttachChild{Parent: "t", Child: "c", DelayMs: 1000, AttachedAtMs: 10, DeadLetterLinksChecked: true, SameSchemaAttached: true},
 		DetachChild{Parent: "t", Child: "c"},
 		MemberHeartbeats{Beats: []MemberHeartbeat{{ID: "a", HTTPAddr: "a:1", ClusterAddr: "a:2", NowMs: 3},
 			{ID: "b", HTTPAddr: "b:1", ClusterAddr: "b:2", NowMs: 4}}},

@@ -35,7 +35,8 @@ func (c AttachChild) apply(s *State) error {
 	if err := s.checkOwnedBy(c.ExpectedOwner, c.Child); err != nil {
 		return err
 	}
-	if err := s.checkAttach(parent, child, c.DelayMs, c.DeadLetterLinksChecked); err != nil {
+	rules := attachRules{deadLetterLinks: c.DeadLetterLinksChecked, sameSchema: c.SameSchemaAttached}
+	if err := s.checkAttach(parent, child, c.DelayMs, rules); err != nil {
 		return err
 	}
 	return s.attach(parent, child, c.DelayMs, c.AttachedAtMs)
@@ -54,10 +55,18 @@ func (s *State) linkedPair(parentName, childName string) (*TopicRecord, *TopicRe
 	return parent, child, nil
 }
 
-// checkAttach checks every rule of an attach; it changes nothing. With
-// deadLetterLinks (a command of this release) it also refuses a link
-// along which a topic would send its dead letters (checkDeadLetterLink).
-func (s *State) checkAttach(parent, child *TopicRecord, delayMs int64, deadLetterLinks bool) error {
+// attachRules are the rules of an attach that depend on the release of
+// its proposer: deadLetterLinks (DeadLetterLinksChecked) also refuses a
+// link along which a topic would send its dead letters
+// (checkDeadLetterLink); sameSchema (SameSchemaAttached) compares a
+// child's schema with its parent's as SameSchema does, not byte for byte.
+type attachRules struct {
+	deadLetterLinks bool
+	sameSchema      bool
+}
+
+// checkAttach checks every rule of an attach; it changes nothing.
+func (s *State) checkAttach(parent, child *TopicRecord, delayMs int64, rules attachRules) error {
 	switch {
 	case parent.Name == child.Name:
 		return rejectf(ErrFanoutRole, "topic %q cannot be its own child", parent.Name)
@@ -78,12 +87,12 @@ func (s *State) checkAttach(parent, child *TopicRecord, delayMs int64, deadLette
 	if source := s.deadLetterSourceOf(child.Name); delayMs > 0 && source != "" {
 		return rejectf(ErrFanoutRole, "topic %q is the dead-letter topic of %q: a dead letter would reach it before its delay", child.Name, source)
 	}
-	if deadLetterLinks {
+	if rules.deadLetterLinks {
 		if err := checkDeadLetterLink(parent, child); err != nil {
 			return err
 		}
 	}
-	return s.checkChildSchema(parent, child)
+	return s.checkChildSchema(parent, child, rules.sameSchema)
 }
 
 // checkDeadLetterLink refuses a fan-out link along which one of its two
@@ -150,12 +159,19 @@ func checkDelayCovered(parentName string, retentionMs, delayMs int64) error {
 }
 
 // checkChildSchema checks that the child has no schema or the parent's
-// latest byte for byte, and that adopting the parent's versions fits the
-// bound on schema bytes.
-func (s *State) checkChildSchema(parent, child *TopicRecord) error {
+// latest (the same schema with sameSchema, else byte for byte), and that
+// adopting the parent's versions fits the bound on schema bytes. A child
+// that keeps its own schema takes the parent's later versions, each
+// checked against the child's latest as against the parent's: the same
+// schema decodes to the same value, which that check compares.
+func (s *State) checkChildSchema(parent, child *TopicRecord, sameSchema bool) error {
 	childLatest, childHas := child.LatestSchema()
 	parentLatest, parentHas := parent.LatestSchema()
-	if childHas && (!parentHas || !bytes.Equal(childLatest.Document, parentLatest.Document)) {
+	same := bytes.Equal
+	if sameSchema {
+		same = SameSchema
+	}
+	if childHas && (!parentHas || !same(childLatest.Document, parentLatest.Document)) {
 		return rejectf(ErrFanoutSchema, "topic %q has a schema other than its parent %q's; a child's schema must be absent or identical", child.Name, parent.Name)
 	}
 	if childHas {
@@ -255,7 +271,7 @@ func (s *State) checkCreateChild(c CreateTopic, record *TopicRecord) error {
 	if !found {
 		return rejectf(ErrTopicNotFound, "topic %q", c.Parent)
 	}
-	return s.checkAttach(parent, record, c.FanoutDelayMs, c.DeadLetterLinksChecked)
+	return s.checkAttach(parent, record, c.FanoutDelayMs, attachRules{deadLetterLinks: c.DeadLetterLinksChecked, sameSchema: c.SameSchemaAttached})
 }
 
 // checkFanoutAlter checks what an alter may not do to a fan-out topic:
