@@ -197,15 +197,12 @@ func containsPeer(peers []Peer, id string) bool {
 // the file or the environment, so the message names the empty ones both
 // ways.
 func (c Cluster) validateTLS(found *problems) {
-	files := []struct{ key, variable, value string }{
-		{"cluster.tls_cert_file", "NARAD_CLUSTER_TLS_CERT_FILE", c.TLSCertFile},
-		{"cluster.tls_key_file", "NARAD_CLUSTER_TLS_KEY_FILE", c.TLSKeyFile},
-		{"cluster.tls_ca_file", "NARAD_CLUSTER_TLS_CA_FILE", c.TLSCAFile},
-	}
+	cert, key, ca := c.TLSFiles()
+	files := []TLSFile{cert, key, ca}
 	var empty []string
 	for _, file := range files {
-		if file.value == "" {
-			empty = append(empty, file.key+" ("+file.variable+")")
+		if file.Path == "" {
+			empty = append(empty, file.Named())
 		}
 	}
 	if len(empty) != 0 && len(empty) != len(files) {
@@ -213,7 +210,7 @@ func (c Cluster) validateTLS(found *problems) {
 		if len(empty) > 1 {
 			verb = "are"
 		}
-		found.add("cluster.tls_cert_file", "cluster.tls_cert_file, cluster.tls_key_file and cluster.tls_ca_file are set together or not at all (%d of 3 set): %s %s empty",
-			len(files)-len(empty), strings.Join(empty, " and "), verb)
+		found.add(cert.Key, "%s, %s and %s are set together or not at all (%d of 3 set): %s %s empty",
+			cert.Key, key.Key, ca.Key, len(files)-len(empty), strings.Join(empty, " and "), verb)
 	}
 }

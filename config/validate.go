@@ -239,12 +239,13 @@ func (c Config) validateSecurity(found *problems) {
 	}
 	// The configuration does not record whether a value came from the
 	// file or the environment, so the message names both.
-	const cert, key = "http.tls_cert_file (NARAD_HTTP_TLS_CERT_FILE)", "http.tls_key_file (NARAD_HTTP_TLS_KEY_FILE)"
-	if c.HTTP.TLSCertFile != "" && c.HTTP.TLSKeyFile == "" {
-		found.add("http.tls_cert_file", "set together with http.tls_key_file or not at all: %s is set, %s is empty", cert, key)
-	}
-	if c.HTTP.TLSCertFile == "" && c.HTTP.TLSKeyFile != "" {
-		found.add("http.tls_cert_file", "set together with http.tls_key_file or not at all: %s is set, %s is empty", key, cert)
+	cert, key := HTTPTLSFiles(c.HTTP.TLSCertFile, c.HTTP.TLSKeyFile)
+	if (cert.Path == "") != (key.Path == "") {
+		set, empty := cert, key
+		if cert.Path == "" {
+			set, empty = key, cert
+		}
+		found.add(cert.Key, "set together with %s or not at all: %s is set, %s is empty", key.Key, set.Named(), empty.Named())
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"narad/auth"
+	"narad/config"
 	"narad/httpapi"
 	"narad/httpserve"
 	"narad/meta"
@@ -275,25 +276,14 @@ func onOff(on bool) string {
 // an address; httpAddr and pprofAddr are the bound addresses ("": no
 // pprof). The node-to-node transport warns of its own (startTransport).
 func warnExposure(logger *slog.Logger, securityOn bool, httpAddr, pprofAddr string) {
-	if !securityOn && !loopbackAddr(httpAddr) {
+	if !securityOn && !config.LoopbackAddr(httpAddr) {
 		logger.Warn("authentication is off (security.enabled false) and the API listens beyond loopback: whoever reaches it can produce, consume, delete topics and manage users",
 			"http", httpAddr)
 	}
-	if pprofAddr != "" && !loopbackAddr(pprofAddr) {
+	if pprofAddr != "" && !config.LoopbackAddr(pprofAddr) {
 		logger.Warn("pprof listens beyond loopback: /debug/pprof is served without authentication to whoever reaches it (profiles, goroutine stacks, the command line)",
 			"pprof", pprofAddr)
 	}
-}
-
-// loopbackAddr reports whether a bound host:port is on a loopback
-// interface (a wildcard address is not).
-func loopbackAddr(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // logDescriptorBudget logs the descriptor limit and the caps held under

@@ -21,32 +21,26 @@ import (
 // incarnation and metastore, and ended the process with exit 1, which a
 // supervisor restarts (outside audit).
 
-// tlsFile is a PEM file a setting names.
-type tlsFile struct {
-	// key and variable name the setting: its JSON path and its NARAD_*
-	// variable.
-	key, variable string
-	path          string
-}
+// tlsFile is a PEM file a setting names (its names are config's).
+type tlsFile struct{ config.TLSFile }
 
 func httpTLSFiles(certFile, keyFile string) (cert, key tlsFile) {
-	return tlsFile{"http.tls_cert_file", "NARAD_HTTP_TLS_CERT_FILE", certFile},
-		tlsFile{"http.tls_key_file", "NARAD_HTTP_TLS_KEY_FILE", keyFile}
+	httpCert, httpKey := config.HTTPTLSFiles(certFile, keyFile)
+	return tlsFile{httpCert}, tlsFile{httpKey}
 }
 
 func clusterTLSFiles(c config.Cluster) (cert, key, ca tlsFile) {
-	return tlsFile{"cluster.tls_cert_file", "NARAD_CLUSTER_TLS_CERT_FILE", c.TLSCertFile},
-		tlsFile{"cluster.tls_key_file", "NARAD_CLUSTER_TLS_KEY_FILE", c.TLSKeyFile},
-		tlsFile{"cluster.tls_ca_file", "NARAD_CLUSTER_TLS_CA_FILE", c.TLSCAFile}
+	clusterCert, clusterKey, clusterCA := c.TLSFiles()
+	return tlsFile{clusterCert}, tlsFile{clusterKey}, tlsFile{clusterCA}
 }
 
 // problem names the file's setting in front of err.
 func (f tlsFile) problem(err error) error {
-	return fmt.Errorf("%s (%s): %w", f.key, f.variable, err)
+	return fmt.Errorf("%s: %w", f.Named(), err)
 }
 
 func (f tlsFile) read() ([]byte, error) {
-	data, err := os.ReadFile(f.path)
+	data, err := os.ReadFile(f.Path)
 	if err != nil {
 		return nil, f.problem(err)
 	}
@@ -66,9 +60,9 @@ func loadKeyPair(cert, key tlsFile) (tls.Certificate, error) {
 	if err == nil {
 		return pair, nil
 	}
-	certErr, keyErr = checkCertificatePEM(cert.path, certPEM), checkPrivateKeyPEM(key.path, keyPEM)
+	certErr, keyErr = checkCertificatePEM(cert.Path, certPEM), checkPrivateKeyPEM(key.Path, keyPEM)
 	if certErr == nil && keyErr == nil { // each file is sound on its own: they are not a pair
-		return tls.Certificate{}, fmt.Errorf("%s, %s (%s, %s): %w", cert.key, key.key, cert.variable, key.variable, err)
+		return tls.Certificate{}, fmt.Errorf("%s, %s (%s, %s): %w", cert.Key, key.Key, cert.Variable, key.Variable, err)
 	}
 	if certErr != nil {
 		certErr = cert.problem(certErr)
@@ -154,7 +148,7 @@ func loadAuthorities(file tlsFile) (*x509.CertPool, error) {
 	}
 	authorities := x509.NewCertPool()
 	if !authorities.AppendCertsFromPEM(data) {
-		return nil, file.problem(fmt.Errorf("%s holds no PEM certificate", file.path))
+		return nil, file.problem(fmt.Errorf("%s holds no PEM certificate", file.Path))
 	}
 	return authorities, nil
 }

@@ -181,7 +181,7 @@ func (a *app) serverConfig(flags *pflag.FlagSet, options serveOptions) (config.C
 			}
 		}
 	}
-	if options.dev && !loopbackAddr(cfg.HTTP.Addr) {
+	if options.dev && !config.LoopbackAddr(cfg.HTTP.Addr) {
 		return cfg, usageError{fmt.Errorf("--dev serves without authentication, so only on a loopback address; %s (from --addr, NARAD_HTTP_ADDR or http.addr) is not one (run without --dev to listen elsewhere, with security on)", cfg.HTTP.Addr)}
 	}
 	if err := errors.Join(cfg.Validate(), host.Unsupported(cfg)); err != nil {
@@ -208,20 +208,6 @@ func invalidConfig(err error) error {
 		message.WriteString("\n  " + line)
 	}
 	return exitCodeError{code: exitUsage, message: message.String()}
-}
-
-// loopbackAddr reports whether a host:port listens on loopback only (an
-// empty host listens on every interface).
-func loopbackAddr(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil || host == "" {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // devDefaults puts the --dev settings in place of the defaults, before
