@@ -79,8 +79,8 @@ func (n *Node) noteOtherDataDir() {
 
 // CheckDataWithoutMetastore refuses a data directory whose topics/ holds
 // partition data, for a start that would create its metastore: the new
-// metastore would know none of it (ErrDataWithoutMetastore, as recovery
-// refuses a metastore that never saw a member). The host calls it before
+// metastore would know none of it (ErrDataWithoutMetastore, as New
+// refuses a metastore that never saw a member: acceptStart). The host calls it before
 // it creates the metastore, so that the refused start leaves the
 // directory as it was, for the operator to restore the metastore into:
 // it wrote a new one there, and the directory's identity.
@@ -96,6 +96,20 @@ func CheckDataWithoutMetastore(fs storage.FS) error {
 		return dataWithoutMetastore(len(names))
 	}
 	return nil
+}
+
+// acceptStart refuses a start whose topics/ holds partition data beside a
+// metastore that never saw a member (ErrDataWithoutMetastore: the data
+// belongs to a metastore that was lost or moved, and sweeping it as
+// orphans would be silent data loss), and otherwise stores the start's
+// incarnation: a refused start changes nothing on disk.
+func acceptStart(fs storage.FS, state *meta.State, incarnation uint64) error {
+	if len(state.Members()) == 0 {
+		if err := CheckDataWithoutMetastore(fs); err != nil {
+			return err
+		}
+	}
+	return storeIncarnation(fs, incarnation)
 }
 
 func dataWithoutMetastore(topics int) error {

@@ -17,10 +17,10 @@ const (
 	incarnationMax = 1<<(64-incarnationNonceShift) - 1
 )
 
-// nextIncarnation reads, increments and durably stores the node's start
-// counter, so receipt handles of an earlier incarnation never match a
-// reservation of this one (they answer 410 after a restart:
-// docs/api.md#ack).
+// nextIncarnation reads the node's start counter and returns the next
+// one, which storeIncarnation makes durable once the start is accepted:
+// receipt handles of an earlier incarnation never match a reservation of
+// this one (they answer 410 after a restart: docs/api.md#ack).
 func nextIncarnation(fs storage.FS) (uint64, error) {
 	var previous uint64
 	data, err := storage.ReadFile(fs, incarnationFile)
@@ -33,9 +33,14 @@ func nextIncarnation(fs storage.FS) (uint64, error) {
 	default:
 		previous = binary.BigEndian.Uint64(data)
 	}
-	next := previous%incarnationMax + 1
-	if err := storage.WriteFileAtomic(fs, incarnationFile, binary.BigEndian.AppendUint64(nil, next)); err != nil {
-		return 0, fmt.Errorf("write incarnation: %w", err)
+	return previous%incarnationMax + 1, nil
+}
+
+// storeIncarnation durably stores the start counter nextIncarnation
+// returned.
+func storeIncarnation(fs storage.FS, incarnation uint64) error {
+	if err := storage.WriteFileAtomic(fs, incarnationFile, binary.BigEndian.AppendUint64(nil, incarnation)); err != nil {
+		return fmt.Errorf("write incarnation: %w", err)
 	}
-	return next, nil
+	return nil
 }

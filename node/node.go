@@ -326,10 +326,13 @@ func New(cfg Config, fs storage.FS, metaStore *meta.Store, nowMs int64, observer
 	if observer == nil {
 		observer = NopObserver{}
 	}
-	// The incarnation advances before the replica opens: each start's
+	// The replica opens with this start's incarnation: each start's
 	// proposal sequence begins above every earlier start's, so a proposal
 	// of an earlier start that commits late (a forwarded MsgProp held up
-	// on its way) never matches one of this start's in the same term.
+	// on its way) never matches one of this start's in the same term. The
+	// incarnation is stored once the start is accepted and before the
+	// replica can propose anything: a refused start changes nothing on
+	// disk (it advanced the incarnation before refusing).
 	incarnation, err := nextIncarnation(fs)
 	if err != nil {
 		_ = metaStore.Close()
@@ -341,6 +344,10 @@ func New(cfg Config, fs storage.FS, metaStore *meta.Store, nowMs int64, observer
 	replica, err := meta.New(cfg.Meta, metaStore)
 	if err != nil {
 		_ = metaStore.Close()
+		return nil, err
+	}
+	if err := acceptStart(fs, replica.State(), incarnation); err != nil {
+		_ = replica.Close()
 		return nil, err
 	}
 	n := newNode(cfg, fs, replica, nowMs, observer)

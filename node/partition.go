@@ -525,12 +525,10 @@ func (n *Node) sweepOrphans() error {
 	if err != nil {
 		return fmt.Errorf("list topics: %w", err)
 	}
-	if len(names) > 0 && len(n.meta.State().Members()) == 0 {
-		// A metastore that never saw a member is new: the data beside it
-		// belongs to a metastore that was lost or moved. Deleting it as
-		// orphans would be silent data loss.
-		return dataWithoutMetastore(len(names))
-	}
+	// New refused data beside a metastore that never saw a member
+	// (acceptStart): deleting it as orphans would be silent data loss.
+	invariant.Check(len(names) == 0 || len(n.meta.State().Members()) > 0,
+		"sweepOrphans found %d topic directories beside a metastore without members", len(names))
 	for _, name := range names {
 		if _, ok := n.meta.State().Topic(name); ok {
 			continue

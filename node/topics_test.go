@@ -1,6 +1,7 @@
 package node
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"narad/meta"
 	"narad/msg"
+	"narad/storage"
 )
 
 func TestCreateTopicAppliesDefaults(t *testing.T) {
@@ -189,6 +191,35 @@ func TestDataWithoutItsMetastoreIsNotSwept(t *testing.T) {
 	require.ErrorIs(t, err, ErrDataWithoutMetastore)
 	_, statErr := h.fs.Stat(PartitionDir("orders", 0))
 	require.NoError(t, statErr, "the data is still there")
+}
+
+// TestARefusedStartLeavesTheIncarnation: New refused a metastore that
+// never saw a member beside partition data only after it had advanced the
+// incarnation on disk, so each refused start (a supervisor retrying one)
+// changed the directory the operator was told to restore into. The
+// refusal now comes first: the incarnation file is as it was.
+func TestARefusedStartLeavesTheIncarnation(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	h.produce("orders", 0, "precious")
+	require.NoError(t, h.node.Close())
+	h.node = nil
+	before, err := storage.ReadFile(h.fs, incarnationFile)
+	require.NoError(t, err)
+	for range 2 {
+		store, err := meta.OpenStore(filepath.Join(t.TempDir(), "new-meta.db"), meta.StoreOptions{NoSync: true})
+		require.NoError(t, err)
+		_, err = New(h.cfg, h.fs, store, h.nowMs, nil)
+		require.ErrorIs(t, err, ErrDataWithoutMetastore)
+		after, err := storage.ReadFile(h.fs, incarnationFile)
+		require.NoError(t, err)
+		require.Equal(t, before, after, "a refused start leaves the incarnation on disk as it was")
+	}
+	store, err := meta.OpenStore(h.metaPath, meta.StoreOptions{NoSync: true})
+	require.NoError(t, err)
+	h.node, err = New(h.cfg, h.fs, store, h.nowMs, nil)
+	require.NoError(t, err, "the start with its own metastore goes on")
+	require.Equal(t, binary.BigEndian.Uint64(before)+1, h.node.incarnation, "and takes the next incarnation")
 }
 
 // TestOnlyTheOwnerServesAPartition: with a second member in the
