@@ -50,7 +50,7 @@ func (n *Node) attachChild(id msg.RequestID, r msg.AttachChild) {
 		return
 	}
 	n.propose(id, proposalAttach, r.Parent, meta.AttachChild{Parent: r.Parent, Child: r.Child, DelayMs: r.DelayMs, AttachedAtMs: n.nowMs,
-		ExpectedOwner: r.ExpectedOwner, DeadLetterLinksChecked: true})
+		ExpectedOwner: r.ExpectedOwner, DeadLetterLinksChecked: true, SameSchemaAttached: true})
 }
 
 // detachChild proposes the removal of the link.

@@ -73,7 +73,7 @@ func (n *Node) createTopic(id msg.RequestID, r msg.CreateTopic) {
 		CreatedAtMs: n.nowMs, CreatedBy: r.CreatedBy, CreatorCreatedAtMs: r.CreatorCreatedAtMs, Owners: owners, Schema: r.Schema, Limits: n.placementLimits(),
 		MaxDeliveries: info.MaxDeliveries, DeadLetterTopic: info.DeadLetterTopic,
 		Parent: r.Parent, FanoutDelayMs: r.FanoutDelayMs, ExpectedOwner: r.ExpectedOwner, Numbered: true, OwnersVoting: true,
-		NamesFolded: true, DeadLetterLinksChecked: true,
+		NamesFolded: true, DeadLetterLinksChecked: true, SameSchemaAttached: true,
 	})
 }
 
