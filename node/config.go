@@ -136,9 +136,10 @@ type Config struct {
 	// [MessageBytesMax, consumeReplyBytesLimit].
 	ConsumeReplyBytesMax int
 	// RoundReadBytesMax bounds the payload bytes the node reads for
-	// consume replies between two Readys, every consume together (each
-	// reply holds up to ConsumeReplyBytesMax, and a round takes up to a
-	// thousand requests): past it a consume is refused (503) and parked
+	// consume and replay replies between two Readys, every one together
+	// (each reply holds up to ConsumeReplyBytesMax, and a round takes up
+	// to a thousand requests): past it a consume or replay is refused
+	// (503) and parked
 	// polls look again at the next Tick (reads.go). Within
 	// [ConsumeReplyBytesMax, roundReadBytesLimit].
 	RoundReadBytesMax int

@@ -597,6 +597,9 @@ func (n *Node) replay(r msg.Replay) (msg.Result, error) {
 	if !n.ownedHere(t, r.Partition) {
 		return nil, notOwner(t, r.Partition)
 	}
+	if n.readBudget() == 0 {
+		return nil, n.spentReads() // a replay reads as a consume does: into the round's reads
+	}
 	p := n.partitionOf(t, r.Partition)
 	log, err := n.openLog(t, p)
 	if err != nil {
@@ -621,6 +624,7 @@ func (n *Node) replay(r msg.Replay) (msg.Result, error) {
 	case err != nil:
 		return nil, msg.Internal("replay failed: %s", storageCause(err))
 	}
+	n.reads.bytes += len(record.Payload)
 	n.observer.Consumed(t.info.Name, r.Partition, 1, int64(len(record.Payload)))
 	return msg.ReplayResult{Message: &msg.Message{
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,

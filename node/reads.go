@@ -7,17 +7,19 @@ import "narad/msg"
 // takes up to a thousand requests: without a bound of their own, a
 // round of large consumes read gigabytes into memory before the driver's
 // reply budget could refuse any of them. The node counts the payload
-// bytes its reserves read in the round (reserve) and stops at
-// Config.RoundReadBytesMax: a consume that would read more is refused with
-// a 503 (readsSpent, spentReads), and a parked poll that stops there is
+// bytes its reserves and replays read in the round (reserve, replay) and
+// stops at Config.RoundReadBytesMax: a consume or replay that would read
+// more is refused with a 503 (readsSpent, spentReads; a round of a
+// thousand replays of 1 MiB records read a gigabyte before replays
+// counted), and a parked poll that stops there is
 // looked at again at the next Tick (the partition it is pinned to, or its
 // topic's unpinned polls, go into reads.capped), as are the polls parked
 // on other nodes whose probe was refused (through their subscriptions:
 // tellPollsOf). One message alone always fits a reply, so a round reads
 // at most the bound plus one record per consume that started under it.
 
-// roundReads is what this round's consumes read. Only readBudget, reserve,
-// readsSpent and wakeReadsCapped change it.
+// roundReads is what this round's consumes and replays read. Only
+// readBudget, reserve, replay, readsSpent and wakeReadsCapped change it.
 type roundReads struct {
 	// round is the node's round these counts are of; bytes the payload
 	// bytes read in it.
@@ -54,7 +56,7 @@ func (n *Node) readsSpent(topicName string, partition int) bool {
 
 // spentReads is the answer to a consume once the round's reads are spent.
 func (n *Node) spentReads() error {
-	return msg.Unavailable("this node read %d bytes of records for the consumes of this round, its bound: retry", n.reads.bytes)
+	return msg.Unavailable("this node read %d bytes of records for the consumes and replays of this round, its bound: retry", n.reads.bytes)
 }
 
 // wakeReadsCapped tells the polls that found a round's reads spent, so

@@ -47,6 +47,34 @@ func TestTheConsumesOfARoundReadWithinTheirBound(t *testing.T) {
 	require.Equal(t, uint64(2), next.Messages[0].Offset)
 }
 
+// Property: replays read into the same round's bound as consumes (a
+// thousand replays of 1 MiB records, one round, read a gigabyte before):
+// past it a replay is refused with a 503, and a consume of the round finds
+// the reads spent too; the next round replays again.
+func TestTheReplaysOfARoundReadWithinTheRoundsBound(t *testing.T) {
+	h := newHarnessReadingOneRecordARound(t)
+	payload := strings.Repeat("x", 600_000)
+	for range 3 {
+		h.produce("t", 0, payload)
+	}
+	ids := []msg.RequestID{h.nextID + 1, h.nextID + 2, h.nextID + 3, h.nextID + 4}
+	for i, id := range ids[:3] { // one round: no Ready between them
+		h.node.Handle(id, msg.Replay{Topic: "t", Partition: 0, Offset: uint64(i)})
+	}
+	h.node.Handle(ids[3], msg.Consume{Topic: "t", Partition: 0})
+	h.nextID += 4
+	h.flush()
+	require.NoError(t, h.replies[ids[0]].Err)
+	require.NoError(t, h.replies[ids[1]].Err, "under the bound when it started: one record always fits")
+	for _, id := range ids[2:] {
+		refused := h.replies[id]
+		require.Equal(t, msg.CodeUnavailable, msg.CodeOf(refused.Err), "%+v", refused)
+		require.Contains(t, refused.Err.Error(), "consumes and replays of this round")
+	}
+	again := h.ok(msg.Replay{Topic: "t", Partition: 0, Offset: 2}).(msg.ReplayResult)
+	require.Equal(t, uint64(2), again.Message.Offset, "the next round replays again")
+}
+
 // Property: a parked poll that a round's spent reads left unanswered
 // looks again at the next Tick, and gets its record then (it would
 // otherwise wait for another record to arrive, or its wait to end).
