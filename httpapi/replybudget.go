@@ -32,7 +32,8 @@ func newReplyBudget(bytesMax int64, reg prometheus.Registerer) *byteBudget {
 // budget: it first takes a bound of the encoded size (replyBytesBound),
 // so that the encoding itself (up to six times the bytes of a text
 // payload of control characters) never runs past the cap, then gives
-// back what the encoded body did not use. It returns response holding
+// back what the encoded body did not use (fitted: its buffer, not
+// only its bytes, is what stays held). It returns response holding
 // its bytes (serve gives them back once it is written), or, when the
 // budget is full, a 503 instead: a consume's records are then handed back
 // to the node, delivered again at once with their delivery uncounted.
@@ -57,7 +58,8 @@ func (h *apiHandler) budgetReply(request msg.Request, reply msg.Reply) Response 
 		return errorResponse(errReplyBudget)
 	}
 	response := Encode(request, reply)
-	held := int64(len(response.Body))
+	response.Body = fitted(response.Body)
+	held := int64(cap(response.Body))
 	if held > bound { // never (TestReplyBytesBoundIsAnUpperBound): sent uncharged rather than fail after the request took effect
 		h.replies.give(bound)
 		return response
@@ -65,6 +67,22 @@ func (h *apiHandler) budgetReply(request msg.Request, reply msg.Reply) Response 
 	h.replies.give(bound - held)
 	response.held = held
 	return response
+}
+
+// fitSlackMax is the most room a held reply's buffer may keep past its
+// bytes: the budget charges what the buffer holds (its capacity), and an
+// encoder's buffer is sized for the worst case (a message's for base64)
+// or doubled as it grew (a state read's), up to twice its bytes.
+const fitSlackMax = 4 << 10
+
+// fitted returns body in a buffer of its own size when body's buffer
+// keeps more than fitSlackMax past it (a copy, of a large reply only), so
+// that what the budget charges is about what the reply holds.
+func fitted(body []byte) []byte {
+	if cap(body)-len(body) <= fitSlackMax {
+		return body
+	}
+	return append(make([]byte, 0, len(body)), body...)
 }
 
 // stateRead reports whether a request only reads the cluster's state: its
@@ -82,7 +100,8 @@ func stateRead(request msg.Request) bool {
 // budget, or answers 503 when the budget is full; the request changed
 // nothing.
 func (h *apiHandler) holdReply(response Response) Response {
-	bytes := int64(len(response.Body))
+	response.Body = fitted(response.Body)
+	bytes := int64(cap(response.Body))
 	if response.Status != http.StatusOK || bytes == 0 {
 		return response
 	}

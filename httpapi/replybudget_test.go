@@ -174,7 +174,7 @@ func TestReplyBytesBoundIsAnUpperBound(t *testing.T) {
 // it is encoded: a batch of text payloads that could encode to six times
 // their size is refused (503, records handed back) when that bound does
 // not fit beside a reply already held, and the bytes held once encoded
-// are the body's.
+// are the body's buffer's.
 func TestReplyBudgetChargesTheBoundBeforeEncoding(t *testing.T) {
 	backend := &bigConsumeBackend{tableBackend: &tableBackend{}, messages: 4, payloadBytes: 100}
 	cfg := DefaultCodecConfig()
@@ -187,7 +187,7 @@ func TestReplyBudgetChargesTheBoundBeforeEncoding(t *testing.T) {
 	require.Less(t, bound, int64(4<<10), "plain text payloads bound close to their size")
 	response := api.budgetReply(request, reply)
 	require.Equal(t, http.StatusOK, response.Status)
-	require.Equal(t, int64(len(response.Body)), response.held)
+	require.Equal(t, int64(cap(response.Body)), response.held, "the buffer is what stays held")
 	require.Equal(t, (4<<10)+response.held, api.replies.Held())
 	api.replies.give(response.held)
 
@@ -253,7 +253,7 @@ func TestStateReadsHoldReplyBytes(t *testing.T) {
 	api.replies.give(1 << 10)
 	held := api.budgetReply(describe, reply)
 	require.Equal(t, http.StatusOK, held.Status)
-	require.Equal(t, int64(len(held.Body)), held.held)
+	require.Equal(t, int64(cap(held.Body)), held.held, "its buffer, as held")
 	require.Equal(t, held.held, api.replies.Held())
 }
 
@@ -287,4 +287,25 @@ func TestConsumeReplyWhoseWriteFailsStaysLeased(t *testing.T) {
 	require.Equal(t, map[string]float64{`method="GET",route="GET /v1/topics/{topic}/consume",status="200"`: 1},
 		series(t, registry, "narad_http_requests_total"))
 	require.Equal(t, 0.0, series(t, registry, "narad_http_reply_bytes_in_flight")[""])
+}
+
+// A held reply is charged what its buffer holds, not only its bytes, and
+// a large one keeps no more than fitSlackMax past them: a message's buffer
+// is sized for base64 (a third more than a text payload needs), and a
+// state read's doubled as it grew, so the budget charged half or less of
+// what the replies held.
+func TestAHeldReplyIsChargedItsBuffer(t *testing.T) {
+	api := NewHandler(&tableBackend{}, NewCodec(DefaultCodecConfig()), prometheus.NewRegistry(), slog.New(slog.DiscardHandler)).(*front).routes
+	text := &msg.Message{Topic: "t", Payload: bytes.Repeat([]byte("a"), 1<<20)}
+	response := api.budgetReply(msg.Replay{Topic: "t"}, msg.Reply{Result: msg.ReplayResult{Message: text}})
+	require.Equal(t, http.StatusOK, response.Status)
+	require.Equal(t, int64(cap(response.Body)), response.held)
+	require.LessOrEqual(t, response.held, int64(len(response.Body)+fitSlackMax), "no base64-sized room is kept")
+	require.Equal(t, response.held, api.replies.Held())
+
+	long := make([]byte, 0, 3<<20)
+	long = append(long, bytes.Repeat([]byte("x"), 1<<20)...)
+	held := api.holdReply(Response{Status: http.StatusOK, Body: long})
+	require.Equal(t, int64(1<<20), held.held, "a doubled buffer is cut to the reply")
+	require.Equal(t, 1<<20, cap(held.Body))
 }
