@@ -73,7 +73,7 @@ func (b *backend) await(ctx context.Context, id msg.RequestID, replyCh chan msg.
 		// the loop, given the channel with the cancel, hands back the
 		// records of a consume answered that nobody will read.
 		_ = b.send(context.Background(), input{id: id, cancel: true, reply: replyCh})
-		return msg.Reply{ID: id, Err: msg.Unavailable("request cancelled: %v", ctx.Err())}, true
+		return msg.Reply{ID: id, Err: cancelled(ctx)}, true
 	case <-b.loop.done:
 		return b.replyAfterStop(id, replyCh), true
 	case <-stop:
@@ -145,3 +145,14 @@ func (b *backend) HandBack(reply msg.Reply) {
 
 // ShuttingDown implements httpapi.Backend.
 func (b *backend) ShuttingDown() bool { return b.shuttingDown.Load() }
+
+// cancelled is the answer to a request whose context ended before the
+// loop answered it, in the client's terms rather than Go's ("context
+// canceled"): the client closed its side of the connection (a half-close
+// still reads the answer), or the request's time ran out.
+func cancelled(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return msg.Unavailable("request cancelled: its time ran out before the node answered; retry")
+	}
+	return msg.Unavailable("request cancelled: the client closed its side of the connection before the node answered")
+}

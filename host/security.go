@@ -130,7 +130,7 @@ func (b *backend) ChangeUsers(ctx context.Context, cmd meta.Command) error {
 		return reply.Err
 	case <-ctx.Done():
 		_ = b.send(context.Background(), input{id: id, cancel: true})
-		return msg.Unavailable("request cancelled: %v", ctx.Err())
+		return cancelled(ctx)
 	case <-b.loop.done:
 		return b.replyAfterStop(id, replyCh).Err
 	}
