@@ -11,12 +11,12 @@ import "narad/msg"
 // stops at Config.RoundReadBytesMax: a consume or replay that would read
 // more is refused with a 503 (readsSpent, spentReads; a round of a
 // thousand replays of 1 MiB records read a gigabyte before replays
-// counted), and a parked poll that stops there is
-// looked at again at the next Tick (the partition it is pinned to, or its
-// topic's unpinned polls, go into reads.capped), as are the polls parked
-// on other nodes whose probe was refused (through their subscriptions:
-// tellPollsOf). One message alone always fits a reply, so a round reads
-// at most the bound plus one record per consume that started under it.
+// counted), and a parked poll that stops there is looked at again at the
+// next Tick (the partition it is pinned to, or its topic's unpinned
+// polls, go into reads.capped), as are the polls parked on other nodes
+// whose probe was refused (through their subscriptions: tellPollsOf). One
+// message alone always fits a reply, so a round reads at most the bound
+// plus one record per consume or replay that started under it.
 
 // roundReads is what this round's consumes and replays read. Only
 // readBudget, reserve, replay, readsSpent and wakeReadsCapped change it.
@@ -54,7 +54,8 @@ func (n *Node) readsSpent(topicName string, partition int) bool {
 	return true
 }
 
-// spentReads is the answer to a consume once the round's reads are spent.
+// spentReads is the answer to a consume or replay once the round's reads
+// are spent.
 func (n *Node) spentReads() error {
 	return msg.Unavailable("this node read %d bytes of records for the consumes and replays of this round, its bound: retry", n.reads.bytes)
 }
