@@ -39,9 +39,11 @@ func newPeerCollector(stats func() peer.Stats) *peerCollector {
 		return prometheus.NewDesc(prometheus.BuildFQName("narad", "peer", name), help, labels, nil)
 	}
 	return &peerCollector{
-		stats:        stats,
-		sent:         desc("sent_total", "Envelopes written to the peer's connection.", perPeer),
-		dropped:      desc("dropped_total", "Envelopes to the peer discarded (queue full, unreachable, write failed).", perPeer),
+		stats: stats,
+		sent:  desc("sent_total", "Envelopes written to the peer's connection.", perPeer),
+		dropped: desc("dropped_total",
+			"Envelopes to the peer discarded (their share of the send queue full, unreachable, write failed), by kind: control (Raft messages, heartbeats, joins) or data (forwarded requests and their answers).",
+			[]string{"peer", "kind"}),
 		connections:  desc("connections_total", "Authenticated connections to the peer established.", perPeer),
 		dialFailures: desc("dial_failures_total", "Failed TCP connects to the peer.", perPeer),
 		authFailures: desc("auth_failures_total", "Handshakes with the peer that failed after connecting.", perPeer),
@@ -85,7 +87,8 @@ func (c *peerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for id, p := range stats.Peers { //determinism:ok host is not the core; the registry sorts series
 		counter(c.sent, p.Sent, id)
-		counter(c.dropped, p.Dropped, id)
+		counter(c.dropped, p.DroppedData, id, "data")
+		counter(c.dropped, p.DroppedControl, id, "control")
 		counter(c.connections, p.Connections, id)
 		counter(c.dialFailures, p.DialFailures, id)
 		counter(c.authFailures, p.AuthFailures, id)

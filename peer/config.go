@@ -53,16 +53,21 @@ type Config struct {
 	// generator mixes it with both node ids, so nodes that share a seed
 	// still spread their reconnects to a restarted peer.
 	BackoffSeed uint64
-	// SendQueueMax bounds the messages queued for one peer. When the queue
-	// is full Send drops the message and counts it: Raft tolerates loss,
-	// and forwarded requests time out and are retried by their sender.
+	// SendQueueMax bounds the data messages queued for one peer: all but
+	// the cluster's control traffic (Raft messages, heartbeats, joins),
+	// which has its own bounds (controlQueueMax, controlQueueBytesMax) so
+	// that a flood of client data cannot crowd it out. When the data share
+	// is full Send drops the message and counts it: forwarded requests
+	// time out and are retried by their sender.
 	SendQueueMax int
-	// SendQueueBytesMax bounds the payload bytes of the messages queued
-	// for one peer (msg.PayloadBytes: record keys and payloads, Raft entry
-	// data, move chunks, the lists answers carry), so that a slow peer cannot make forwards of large batches
-	// pile up to SendQueueMax times their size. Past it Send drops the
-	// message and counts it, as on a full queue; a single message larger
-	// than the bound is still queued when nothing else is.
+	// SendQueueBytesMax bounds the payload bytes of the data messages
+	// queued for one peer (msg.PayloadBytes: record keys and payloads,
+	// move chunks, the lists answers carry), so that a slow peer cannot
+	// make forwards of large batches pile up to SendQueueMax times their
+	// size. Past it Send drops the message and counts it, as on a full
+	// queue; a single message larger than the bound is still queued when
+	// no other data bytes are, and a message without payload is bounded
+	// by SendQueueMax alone.
 	SendQueueBytesMax int64
 }
 

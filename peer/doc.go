@@ -31,7 +31,11 @@
 // changes), and the bytes peers send. Outputs: deliver calls, frames on
 // the wire, Stats, logs. Nothing here blocks the caller of Send: a full
 // queue drops the message and counts it, because Raft tolerates loss and
-// forwarded requests time out and are retried by their sender. For the
+// forwarded requests time out and are retried by their sender. The
+// cluster's control traffic (Raft messages, heartbeats, joins) and the
+// client data (forwards and their answers) are bounded apart, in one FIFO
+// queue, so that a flood of client data never drops the control
+// traffic (queueclass.go). For the
 // same reason a connection that fails loses what was in flight, and a
 // failed connection attempt drops what was queued for the peer, so a
 // long outage never ends in a burst of stale messages.
@@ -41,9 +45,10 @@
 //   - Every goroutine starts through Transport.goFuncLocked, counted by
 //     one WaitGroup, and none starts once Close has begun; Close closes
 //     every socket and cancels every wait, then waits for all of them.
-//   - Every queue and buffer is bounded: Config.SendQueueMax envelopes
-//     and Config.SendQueueBytesMax payload bytes (msg.PayloadBytes) per
-//     peer,
+//   - Every queue and buffer is bounded: per peer, Config.SendQueueMax
+//     data envelopes and Config.SendQueueBytesMax of their payload bytes
+//     (msg.PayloadBytes), and controlQueueMax control envelopes and
+//     controlQueueBytesMax of theirs,
 //     inboundConnectionsMax authenticated connections and, apart from
 //     them, handshakesInFlightMax connections still in their handshake
 //     (the oldest is shed to admit a new one, of a remote host holding

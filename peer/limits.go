@@ -29,6 +29,22 @@ const (
 	// sendQueueBytesMaxLimit bounds Config.SendQueueBytesMax, for the
 	// same reason.
 	sendQueueBytesMaxLimit = 4 << 30
+	// controlQueueMax and controlQueueBytesMax bound the control envelopes
+	// (classControl: Raft messages, membership heartbeats, joins) queued
+	// for one peer, apart from Config.SendQueueMax and
+	// Config.SendQueueBytesMax, which bound the rest (classData: client
+	// requests forwarded, their answers, move chunks), so that a flood of
+	// client data never drops the metastore's traffic: missed heartbeats
+	// would mean elections and members marked dead. Control traffic is
+	// small and paced by the cluster itself (Raft's own flow control:
+	// meta's MaxInflightMsgs appends of MaxSizePerMsg at most, a heartbeat
+	// per tick), so a flood of it means a stalled peer, and past either
+	// bound it is dropped and counted (PeerStats.DroppedControl). A single
+	// control envelope over controlQueueBytesMax (a metastore snapshot,
+	// up to meta.SnapshotMessageBytesMax) is still queued when no other
+	// control bytes are.
+	controlQueueMax      = 1024
+	controlQueueBytesMax = 16 << 20
 	// inboundConnectionsMax bounds the authenticated inbound connections
 	// open at once. Past it a new connection is closed at once and counted
 	// (Stats.InboundRefused).
@@ -77,4 +93,5 @@ func init() {
 		"kept write buffer %d below one batch %d", bufferKeepBytesMax, writeBatchBytesMax)
 	assert(nodeIDBytesMax <= 255, "node id bound %d does not fit its one-byte length", nodeIDBytesMax)
 	assert(macBytes == 32, "an HMAC-SHA256 tag is 32 bytes, not %d", macBytes)
+	assert(controlQueueMax > 0 && controlQueueBytesMax > 0, "control queue bounds must be positive")
 }

@@ -21,8 +21,11 @@ import (
 type outbound struct {
 	// id is the peer's node id. Immutable.
 	id string
-	// queue holds envelopes for the writer. Capacity Config.SendQueueMax:
-	// Send never blocks on it, it drops instead.
+	// queue holds envelopes for the writer, of both classes in the order
+	// Send took them. Capacity Config.SendQueueMax + controlQueueMax, the
+	// sum of the classes' bounds in envelopes, so that it has room for
+	// every envelope its class admits: Send never blocks on it, it drops
+	// instead.
 	queue chan msg.Envelope
 	// ctx is canceled, under Transport.mu, by RemovePeer or Close; the
 	// writer then ends.
@@ -31,15 +34,18 @@ type outbound struct {
 	// random draws the backoff jitter. Only the writer goroutine uses it.
 	random *rand.Rand
 
-	// queuedBytes sums msg.PayloadBytes of the envelopes in queue (and of
-	// one the writer carries to its next connection): Send adds, the
-	// writer takes off as it encodes or drops them.
-	queuedBytes atomic.Int64
+	// classes counts, per queueClass, the envelopes in queue (and one the
+	// writer carries to its next connection) and their msg.PayloadBytes:
+	// Send adds within the class's bounds (Transport.bounds), the writer
+	// takes off as it encodes or drops them.
+	classes [queueClasses]classQueue
 
 	// Counters, written by Send and the writer, read by Stats.
-	offered      atomic.Uint64 // envelopes handed to Send: each ends sent or dropped, or is still queued
-	sent         atomic.Uint64 // envelopes written to a connection
-	dropped      atomic.Uint64 // envelopes discarded: queue full, peer unreachable, write failed, not encodable
+	offered atomic.Uint64 // envelopes handed to Send: each ends sent or dropped, or is still queued
+	sent    atomic.Uint64 // envelopes written to a connection
+	// dropped counts, per queueClass, the envelopes discarded: queue full,
+	// peer unreachable, write failed, not encodable.
+	dropped      [queueClasses]atomic.Uint64
 	connections  atomic.Uint64 // authenticated connections established
 	dialFailures atomic.Uint64 // TCP connects that failed
 	authFailures atomic.Uint64 // handshakes (TLS or secret) that failed after connecting
@@ -70,7 +76,7 @@ type outbound struct {
 // newOutboundLocked creates the peer entry for id; the caller holds
 // Transport.mu.
 func (t *Transport) newOutboundLocked(id, address string) *outbound {
-	p := &outbound{id: id, queue: make(chan msg.Envelope, t.cfg.SendQueueMax)}
+	p := &outbound{id: id, queue: make(chan msg.Envelope, t.cfg.SendQueueMax+controlQueueMax)}
 	p.ctx, p.cancel = context.WithCancel(t.ctx)
 	p.random = rand.New(rand.NewPCG(t.cfg.BackoffSeed, jitterStream(t.cfg.NodeID, id)))
 	p.locked.address = address
@@ -97,8 +103,9 @@ func (p *outbound) stopLocked() {
 }
 
 // Send queues env for the peer env.To and returns at once. The envelope is
-// dropped and counted when the peer is unknown or its queue is full (in
-// envelopes, or in payload bytes);
+// dropped and counted when the peer is unknown or its class's share of the
+// queue is full (in envelopes, or in payload bytes: classOf, bounds), so
+// that client data never crowds out Raft messages and heartbeats;
 // delivery is never guaranteed (a connection can break with messages in
 // flight). env.From must be this node's id.
 func (t *Transport) Send(env msg.Envelope) {
@@ -109,18 +116,46 @@ func (t *Transport) Send(env msg.Envelope) {
 		return
 	}
 	p.offered.Add(1)
-	size := msg.PayloadBytes(env)
-	if queued := p.queuedBytes.Add(size); queued > t.cfg.SendQueueBytesMax && queued > size {
-		p.queuedBytes.Add(-size)
-		p.dropped.Add(1)
+	class, size := classOf(env), msg.PayloadBytes(env)
+	if !p.classes[class].admit(size, t.bounds(class)) {
+		p.dropped[class].Add(1)
 		return
 	}
 	select {
 	case p.queue <- env:
-	default:
-		p.queuedBytes.Add(-size)
-		p.dropped.Add(1)
+	default: // never: the channel holds every envelope the classes admit
+		p.classes[class].settle(size)
+		p.dropped[class].Add(1)
 	}
+}
+
+// bounds returns the bounds of class in one peer's queue.
+func (t *Transport) bounds(class queueClass) classBounds {
+	if class == classControl {
+		return classBounds{envelopes: controlQueueMax, bytes: controlQueueBytesMax}
+	}
+	return classBounds{envelopes: int64(t.cfg.SendQueueMax), bytes: t.cfg.SendQueueBytesMax}
+}
+
+// settle takes env, which the writer encoded or drops, off its class's
+// counts.
+func (p *outbound) settle(env msg.Envelope) {
+	p.classes[classOf(env)].settle(msg.PayloadBytes(env))
+}
+
+// drop settles env and counts it dropped.
+func (p *outbound) drop(env msg.Envelope) {
+	p.settle(env)
+	p.dropped[classOf(env)].Add(1)
+}
+
+// droppedTotal sums the drops of every class.
+func (p *outbound) droppedTotal() uint64 {
+	total := uint64(0)
+	for class := range queueClasses {
+		total += p.dropped[class].Load()
+	}
+	return total
 }
 
 // unsettled is how many envelopes Send took for p that were neither
@@ -128,7 +163,7 @@ func (t *Transport) Send(env msg.Envelope) {
 func (p *outbound) unsettled() uint64 {
 	// dropped and sent are read before offered, so a Send between the
 	// loads can only make the difference larger, never wrap it.
-	settled := p.dropped.Load() + p.sent.Load()
+	settled := p.droppedTotal() + p.sent.Load()
 	return p.offered.Load() - settled
 }
 
@@ -235,17 +270,16 @@ func (p *outbound) wait() (msg.Envelope, bool) {
 }
 
 // dropQueued empties the queue (at most its capacity, as Sends may keep
-// coming) and returns how many envelopes it dropped.
-func (p *outbound) dropQueued() int {
-	for dropped := range cap(p.queue) {
+// coming), counting each envelope dropped.
+func (p *outbound) dropQueued() {
+	for range cap(p.queue) {
 		select {
 		case env := <-p.queue:
-			p.queuedBytes.Add(-msg.PayloadBytes(env))
+			p.drop(env)
 		default:
-			return dropped
+			return
 		}
 	}
-	return cap(p.queue)
 }
 
 // addressOf returns where p is dialed now.

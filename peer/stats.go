@@ -50,16 +50,19 @@ type PeerStats struct {
 	// if that attempt fails too.
 	BackingOff bool
 	// Queued is the number of envelopes waiting in the send queue, and
-	// QueuedBytes their payload bytes (msg.PayloadBytes).
+	// QueuedBytes their payload bytes (msg.PayloadBytes), of both classes.
 	Queued      int
 	QueuedBytes int64
 	// Sent counts envelopes written to a connection. Written is not
 	// delivered: a connection can break with frames in flight.
 	Sent uint64
-	// Dropped counts envelopes discarded: queue full, peer unreachable
-	// (what was queued when an attempt failed), write failed, or of a
-	// type the codec does not encode.
-	Dropped uint64
+	// Dropped counts envelopes discarded: their class's share of the
+	// queue full, peer unreachable (what was queued when an attempt
+	// failed), write failed, or of a type the codec does not encode. It
+	// is DroppedData plus DroppedControl: client traffic, and the
+	// cluster's own (Raft messages, heartbeats, joins; classOf).
+	Dropped                     uint64
+	DroppedData, DroppedControl uint64
 	// Connections counts authenticated connections established;
 	// Reconnects those after the first.
 	Connections, Reconnects uint64
@@ -114,14 +117,17 @@ func (t *Transport) authenticatedLocked() int {
 // statsLocked snapshots p; the caller holds Transport.mu.
 func (p *outbound) statsLocked() PeerStats {
 	connections := p.connections.Load()
+	droppedData, droppedControl := p.dropped[classData].Load(), p.dropped[classControl].Load()
 	return PeerStats{
 		Address:          p.locked.address,
 		Connected:        p.connected.Load(),
 		BackingOff:       p.backingOff.Load(),
 		Queued:           len(p.queue),
-		QueuedBytes:      p.queuedBytes.Load(),
+		QueuedBytes:      p.classes[classData].bytes.Load() + p.classes[classControl].bytes.Load(),
 		Sent:             p.sent.Load(),
-		Dropped:          p.dropped.Load(),
+		Dropped:          droppedData + droppedControl,
+		DroppedData:      droppedData,
+		DroppedControl:   droppedControl,
 		Connections:      connections,
 		Reconnects:       max(connections, 1) - 1,
 		DialFailures:     p.dialFailures.Load(),

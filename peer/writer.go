@@ -24,10 +24,12 @@ type writer struct {
 	hasCarried bool
 	// payload is the scratch buffer one envelope is encoded into.
 	payload []byte
-	// batch holds the frames of the next write; batchMessages counts them.
+	// batch holds the frames of the next write; batchMessages counts them,
+	// and batchClasses counts them by queueClass.
 	// Invariant: batchMessages <= writeBatchMessagesMax.
 	batch         []byte
 	batchMessages int
+	batchClasses  [queueClasses]uint64
 	// failing is set after a failed connection attempt and cleared by a
 	// successful one: repeated failures are logged at debug level only.
 	failing bool
@@ -58,8 +60,8 @@ func (t *Transport) runWriter(p *outbound) {
 		}
 		connection, err := w.connect()
 		if err != nil {
-			p.queuedBytes.Add(-msg.PayloadBytes(first))
-			p.dropped.Add(uint64(1 + p.dropQueued()))
+			p.drop(first)
+			p.dropQueued()
 			if !w.pause() {
 				return
 			}
@@ -247,16 +249,17 @@ func (w *writer) gather() {
 // validates what it sends.)
 func (w *writer) add(env msg.Envelope) {
 	assert(w.batchMessages < writeBatchMessagesMax, "batch of %d messages is full", w.batchMessages)
-	w.p.queuedBytes.Add(-msg.PayloadBytes(env))
 	payload, err := wire.EncodeEnvelope(w.payload[:0], env)
 	if err != nil {
-		w.p.dropped.Add(1)
+		w.p.drop(env)
 		w.t.logger.Error("cannot send message", "peer", w.p.id, "type", messageType(env), "err", err)
 		return
 	}
+	w.p.settle(env)
 	w.payload = keepBuffer(payload)
 	w.batch = wire.AppendFrame(w.batch, payload)
 	w.batchMessages++
+	w.batchClasses[classOf(env)]++
 }
 
 // flush writes the batch within WriteTimeout. The batch's envelopes count
@@ -270,9 +273,12 @@ func (w *writer) flush(conn net.Conn) error {
 	if err == nil {
 		_, err = conn.Write(w.batch)
 	}
-	w.batch, w.batchMessages = keepBuffer(w.batch[:0]), 0
+	classes := w.batchClasses
+	w.batch, w.batchMessages, w.batchClasses = keepBuffer(w.batch[:0]), 0, [queueClasses]uint64{}
 	if err != nil {
-		w.p.dropped.Add(messages)
+		for class, count := range classes {
+			w.p.dropped[class].Add(count)
+		}
 		return err
 	}
 	w.p.sent.Add(messages)
