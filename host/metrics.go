@@ -19,6 +19,8 @@ import (
 // lines. It implements node.Observer.
 type Metrics struct {
 	logger *slog.Logger
+	// eventLogs rate-limits the warnings Event logs, per kind.
+	eventLogs eventLogLimiter
 	// inventory serialises the inventory setters (setInventory,
 	// setFanoutLags, setStateBounds): the inventory poll's goroutine sets
 	// them (loop.requestStats), and the counters they keep (the last
@@ -350,8 +352,10 @@ var routineEvents = map[string]bool{
 	"proposal-repeated": true, "fanout-waits-for-move": true, "disk-low-ended": true,
 }
 
-// Event implements node.Observer: every event is logged and counted by
-// kind; those that are not routine are warnings and operational errors.
+// Event implements node.Observer: every event is counted by kind and
+// logged; those that are not routine are warnings and operational errors,
+// and their lines are rate-limited per kind (eventLogInterval), the next
+// line of a kind saying how many were suppressed.
 func (m *Metrics) Event(kind, detail string) {
 	m.events.WithLabelValues(kind).Inc()
 	if routineEvents[kind] {
@@ -359,6 +363,14 @@ func (m *Metrics) Event(kind, detail string) {
 		return
 	}
 	m.errors.WithLabelValues("node", kind).Inc()
+	logged, suppressed := m.eventLogs.allow(kind)
+	if !logged {
+		return
+	}
+	if suppressed > 0 {
+		m.logger.Warn("node event", "kind", kind, "detail", detail, "suppressed", suppressed)
+		return
+	}
 	m.logger.Warn("node event", "kind", kind, "detail", detail)
 }
 
