@@ -93,7 +93,7 @@ const (
 
 func openMetaStore(dataDir string) (*meta.Store, error) {
 	dir := filepath.Join(dataDir, metaStoreDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil { // as the partitions' (storage.OSFS): the node's user alone
 		return nil, fmt.Errorf("metastore dir: %w", err)
 	}
 	store, err := meta.OpenStore(filepath.Join(dir, metaStoreFile), meta.StoreOptions{LockTimeout: metaStoreLockTimeout})

@@ -33,9 +33,19 @@ type OSFS struct {
 	rootDevice uint64
 }
 
+// The modes of what the FS creates: the records of every topic are in
+// these files, which no grant guards, so only the node's own OS user may
+// read them (another account on the host read every topic with the
+// group and world read bits of 0o755 and 0o644). A directory or file
+// that exists keeps its mode.
+const (
+	dirMode  os.FileMode = 0o700
+	fileMode os.FileMode = 0o600
+)
+
 // NewOSFS returns an FS rooted at dir, creating dir if needed.
 func NewOSFS(dir string) (*OSFS, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil { //determinism:ok
+	if err := os.MkdirAll(dir, dirMode); err != nil { //determinism:ok
 		return nil, mapOSError(err)
 	}
 	return &OSFS{Root: dir, fsyncs: &atomic.Uint64{}, groupSyncs: &atomic.Uint64{}}, nil
@@ -261,7 +271,7 @@ func (o *OSFS) Create(name string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644) //determinism:ok
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_TRUNC, fileMode) //determinism:ok
 	if err != nil {
 		return nil, mapOSError(err)
 	}
@@ -333,7 +343,7 @@ func (o *OSFS) MkdirAll(name string) error {
 	if err != nil {
 		return err
 	}
-	return mapOSError(os.MkdirAll(p, 0o755)) //determinism:ok
+	return mapOSError(os.MkdirAll(p, dirMode)) //determinism:ok
 }
 
 // List implements FS.
