@@ -66,6 +66,12 @@ func (h *apiHandler) authenticate(r *http.Request, route string) (auth.Identity,
 	if h.security == nil || !h.security.Enabled || exemptRoutes[route] {
 		return nobody, nil
 	}
+	if len(r.Header.Values("Authorization")) > 1 {
+		// one credential per request: which of two the server took would
+		// depend on its reading, and a proxy's may differ
+		response := jsonResponse(http.StatusBadRequest, errorBody{Error: "the Authorization header is given more than once"})
+		return auth.Identity{}, &response
+	}
 	username, password, ok := r.BasicAuth()
 	if !ok {
 		return auth.Identity{}, unauthenticated()
