@@ -103,8 +103,18 @@ func New(baseURL string, options ...Option) *Client {
 	if c.rootCAs != nil {
 		c.httpClient = withRootCAs(c.httpClient, c.rootCAs)
 	}
+	followsNone := *c.httpClient // a copy: a client given by WithHTTPClient may be shared
+	followsNone.CheckRedirect = refuseRedirect
+	c.httpClient = &followsNone
 	return c
 }
+
+// refuseRedirect keeps a redirect's answer as the answer: Go's client
+// would follow it with the Basic credentials to the same host on any port
+// and scheme (an https:// server redirecting to http:// would have the
+// password sent in clear), and a broker never redirects. send turns it
+// into an error that says so.
+func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // RootCAsTransport is a transport that applies a pool of trusted CAs
 // itself (one that wraps an *http.Transport, say): WithRootCAs hands it
@@ -236,6 +246,10 @@ func (c *Client) send(ctx context.Context, req request, accepted ...int) (int, [
 		}
 	}
 	replyError := newError(response.StatusCode, body)
+	if response.StatusCode >= 300 && response.StatusCode < 400 {
+		replyError.Message = fmt.Sprintf("the server answered %d, a redirect to %q: the client follows no redirect (the credentials would go along); give it the node's own address",
+			response.StatusCode, RedactUserinfo(response.Header.Get("Location")))
+	}
 	replyError.RetryAfter = parseRetryAfter(response.Header.Get("Retry-After"))
 	return response.StatusCode, body, replyError
 }

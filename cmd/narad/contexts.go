@@ -188,11 +188,19 @@ func newContextAddCommand(a *app) *cobra.Command {
 
 // checkServerURL refuses a server no request could reach: an http:// or
 // https:// URL with a host, nothing else. source names where the server
-// came from (--server, NARAD_ADDR, a context).
+// came from (--server, NARAD_ADDR, a context). A URL carrying a user
+// (user:password@) is refused too: Go's client would send it as Basic
+// credentials, beside the sources of credentials the CLI documents
+// (whose precedence it would escape, and whose 401 hint it would
+// contradict), and a password in a URL shows in ps and the history.
 func checkServerURL(source, server string) error {
 	parsed, err := url.Parse(server)
 	if err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
 		return usagef("%s %q must be an http:// or https:// URL with a host, such as http://127.0.0.1:7942",
+			source, client.RedactUserinfo(server))
+	}
+	if parsed.User != nil {
+		return usagef("%s %q carries a user: give credentials with -u/-p, NARAD_USER/NARAD_PASS or a context, and the URL without them",
 			source, client.RedactUserinfo(server))
 	}
 	return nil

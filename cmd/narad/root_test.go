@@ -215,6 +215,11 @@ func TestContextsErrors(t *testing.T) {
 		assert.Equal(t, 2, h.run("ctx", "add", "prod", "-s", server), "server %q", server)
 		assert.Contains(t, h.stderr.String(), "must be an http:// or https:// URL with a host", "server %q", server)
 	}
+	assert.Equal(t, 2, h.run("ctx", "add", "prod", "-s", "http://lp3:urlpw@127.0.0.1:7942"), "a URL carrying a user")
+	assert.Contains(t, h.stderr.String(), "carries a user: give credentials with -u/-p")
+	assert.NotContains(t, h.stderr.String(), "urlpw", "the password is not echoed")
+	assert.Equal(t, 2, h.run("topic", "ls", "-s", "http://lp3:urlpw@127.0.0.1:7942"))
+	assert.Contains(t, h.stderr.String(), `--server "http://lp3:xxxxx@127.0.0.1:7942" carries a user`)
 	assert.Equal(t, 1, h.run("ctx", "select", "nope"))
 	assert.Contains(t, h.stderr.String(), `no context named "nope"`)
 	assert.Equal(t, 1, h.run("ctx", "rm", "nope"))
