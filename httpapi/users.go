@@ -110,7 +110,7 @@ func (h *apiHandler) createUser(r *http.Request, caller auth.Identity) Response 
 	if failed != nil {
 		return *failed
 	}
-	cmd := meta.PutUser{Username: body.Username, PasswordHash: hash, Grants: body.Grants, CreateOnly: true}
+	cmd := meta.PutUser{Username: body.Username, PasswordHash: hash, Grants: body.Grants, CreateOnly: true, NameFoldChecked: true}
 	if err := h.security.Users.ChangeUsers(r.Context(), cmd); err != nil {
 		return errorResponse(err)
 	}

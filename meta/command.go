@@ -489,6 +489,14 @@ type PutUser struct {
 	// users of the cluster hold more bytes than that (userBytes); set by
 	// the proposer (UsersBytesMax) like UsersMax.
 	UsersBytesMax int `json:"users_bytes_max,omitempty"`
+	// NameFoldChecked is set by the proposers of this release: a create
+	// is refused (ErrUserExists) when another user's name differs from
+	// this one only in the case of its letters ("Admin" beside the root
+	// "admin" reads as the root in the audit log and in user ls), as
+	// topics are. An entry of an earlier release leaves it false and
+	// applies as it did; a replica of an earlier release stops at the
+	// field (strict decoding) rather than take such a user.
+	NameFoldChecked bool `json:"name_fold_checked,omitempty"`
 }
 
 // DeleteUser deletes a user other than the root.

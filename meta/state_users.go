@@ -15,6 +15,11 @@ func (c PutUser) apply(s *State) error {
 	if err := c.checkReplace(s, existing, exists); err != nil {
 		return err
 	}
+	if !exists && c.NameFoldChecked {
+		if other := s.userNameFolded(c.Username); other != "" {
+			return rejectf(ErrUserExists, "user %q differs from %q only in case", other, c.Username)
+		}
+	}
 	if !exists && c.UsersMax > 0 && len(s.users) >= c.UsersMax {
 		return limitf(LimitUsers, "the cluster holds its limit of %d users", c.UsersMax)
 	}
@@ -198,4 +203,16 @@ func userBytes(u *User) int {
 		}
 	}
 	return total
+}
+
+// userNameFolded returns the least user name, other than name, equal to
+// it once ASCII letters are folded (user names are ASCII), or "".
+func (s *State) userNameFolded(name string) string {
+	found := ""
+	for existing := range s.users { //determinism:ok the least one is kept
+		if existing != name && equalFoldASCII(existing, name) && (found == "" || existing < found) {
+			found = existing
+		}
+	}
+	return found
 }

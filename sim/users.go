@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"narad/meta"
 	"narad/msg"
@@ -23,8 +24,10 @@ const (
 	usersRaceOneIn = 4
 )
 
-// usersNames are the users the scenario creates, changes and deletes.
-var usersNames = []string{"u1", "u2", "u3"}
+// usersNames are the users the scenario creates, changes and deletes;
+// "U1" is "u1" in other case, which a create of this release refuses
+// while the other exists (meta.PutUser.NameFoldChecked).
+var usersNames = []string{"u1", "u2", "u3", "U1"}
 
 // usersScenario sends user changes (node.ChangeUsers, as the HTTP layer
 // does) to random nodes through the safety phase, while faults change
@@ -111,7 +114,7 @@ func (s *usersScenario) draw() meta.Command {
 	hash := []byte(fmt.Sprintf("hash-%d", s.rng.IntN(4)))
 	switch s.rng.IntN(6) {
 	case 0, 1:
-		return meta.PutUser{Username: name, PasswordHash: hash, Grants: grants, CreateOnly: true}
+		return meta.PutUser{Username: name, PasswordHash: hash, Grants: grants, CreateOnly: true, NameFoldChecked: true}
 	case 2:
 		return meta.SetGrants{Username: name, Grants: grants}
 	case 3:
@@ -190,7 +193,8 @@ func (l *metaLog) applyUser(command meta.Command) {
 	switch c := command.(type) {
 	case meta.PutUser:
 		_, exists := u.users[c.Username]
-		if (c.IfNoUsers && len(u.users) > 0) || (exists && c.CreateOnly) || (c.Root && !exists && u.hasRoot()) {
+		if (c.IfNoUsers && len(u.users) > 0) || (exists && c.CreateOnly) || (c.Root && !exists && u.hasRoot()) ||
+			(!exists && c.NameFoldChecked && u.caseTwin(c.Username)) {
 			return
 		}
 		createdAtMs := c.NowMs
@@ -297,4 +301,15 @@ func (w *World) userChangesSent() int {
 		return 0
 	}
 	return w.users.sent
+}
+
+// caseTwin reports whether another user's name is name in other case (a
+// create that checks for one is refused: meta.PutUser.NameFoldChecked).
+func (u *shadowUsers) caseTwin(name string) bool {
+	for existing := range u.users { //determinism:ok the answer is yes or no
+		if existing != name && strings.ToLower(existing) == strings.ToLower(name) {
+			return true
+		}
+	}
+	return false
 }
