@@ -105,8 +105,11 @@ var (
 	// dead or draining.
 	ErrMemberNotReceiving = errors.New("meta: member dead or draining")
 	ErrUserExists         = errors.New("meta: user already exists")
-	ErrUserNotFound       = errors.New("meta: user not found")
-	ErrUserIsRoot         = errors.New("meta: the root user cannot be deleted or regranted, and no existing user becomes root")
+	// ErrUserNameCase: a create whose name another user's differs from
+	// only in case (PutUser.NameFoldChecked); it is an ErrUserExists.
+	ErrUserNameCase = fmt.Errorf("%w in other case", ErrUserExists)
+	ErrUserNotFound = errors.New("meta: user not found")
+	ErrUserIsRoot   = errors.New("meta: the root user cannot be deleted or regranted, and no existing user becomes root")
 	// ErrUserChanged: a change checked against a user that was deleted
 	// and created again under its name before the change applied.
 	ErrUserChanged  = errors.New("meta: user changed since the change was checked")

@@ -17,7 +17,7 @@ func (c PutUser) apply(s *State) error {
 	}
 	if !exists && c.NameFoldChecked {
 		if other := s.userNameFolded(c.Username); other != "" {
-			return rejectf(ErrUserExists, "user %q differs from %q only in case", other, c.Username)
+			return rejectf(ErrUserNameCase, "user %q differs from %q only in case", other, c.Username)
 		}
 	}
 	if !exists && c.UsersMax > 0 && len(s.users) >= c.UsersMax {

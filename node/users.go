@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"narad/meta"
 	"narad/msg"
@@ -59,6 +60,8 @@ func userApplyError(username string, err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, meta.ErrUserNameCase):
+		return msg.Conflict("%s", strings.TrimPrefix(err.Error(), meta.ErrUserNameCase.Error()+": "))
 	case errors.Is(err, meta.ErrUserExists):
 		return msg.Conflict("user already exists")
 	case errors.Is(err, meta.ErrUserNotFound):
