@@ -9,7 +9,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,12 +50,24 @@ const (
 	// refusalDrainBytesMax bounds the input a refusal reads, before its
 	// answer and after it; a client that sends more may see a reset.
 	refusalDrainBytesMax = 1 << 20
-	// refusalsMax bounds the refusals under way at once (each holds its
+	// refusalsMax bounds the refusals under way at once, each holding its
 	// descriptor and a goroutine for at most refusalRequestTimeout plus
-	// refusalLingerTimeout); past it a connection over the limit is
-	// answered by the accept loop (plain HTTP) or closed unanswered (TLS),
-	// and counted as refused all the same.
+	// refusalLingerTimeout. Past it a new connection over the limit sheds
+	// one of them (shedIndex) and takes its place: the shed one is closed,
+	// answered 503 first if it is plain and was not answered yet. The
+	// newcomer is not refused unread: a probe sends its request at once
+	// and is answered unless refusalsMax more connections arrive before
+	// its request does, while a flood of connections that send nothing
+	// only sheds its own. Only the refusals whose request arrived, whose
+	// answer is being decided and written (microseconds), are never shed;
+	// when all are such, the new connection is answered by the accept loop
+	// (plain HTTP) or closed unanswered (TLS), and counted as refused.
 	refusalsMax = 64
+	// refusalsFloodMin is how many refusals under way from one remote
+	// host make it the one whose refusals are shed first, as for the peer
+	// port's handshakes: a flood from one address sheds its own, not the
+	// probe of an orchestrator at another.
+	refusalsFloodMin = refusalsMax / 4
 	// requestLineKeptBytesMax bounds the start of a refused request's
 	// first line that its refusal keeps, to tell a probe (probePaths);
 	// a longer target is no probe's.
@@ -105,15 +120,15 @@ type limitListener struct {
 	// tlsConfig is the server's TLS configuration, nil for plain HTTP;
 	// refusals speak TLS with it. Fixed at creation.
 	tlsConfig *tls.Config
-	// refusals holds a token per refusal under way (capacity
-	// refusalsMax).
-	refusals chan struct{}
-	// refusalsMu guards answering and closed: the connections of the
-	// refusals under way, which Close cuts short, and whether Close ran
-	// (no refusal starts after it). refusalsDone counts the refusals'
-	// goroutines, which Close waits for.
+	// refusalsMu guards underWay, closed and the phase and shed of every
+	// refusal under way. underWay holds the refusals under way in the order
+	// of their arrival (len <= refusalsMax): each holds its descriptor and
+	// its goroutine; a refusal shed leaves it at once (its socket closed),
+	// its goroutine soon after. closed: Close ran (no refusal starts after
+	// it). refusalsDone counts the refusals' goroutines, which Close waits
+	// for.
 	refusalsMu   sync.Mutex
-	answering    map[*refusalConn]struct{}
+	underWay     []*refusalConn
 	closed       bool
 	refusalsDone sync.WaitGroup
 	// mu guards open. Invariant: 0 <= open <= max.
@@ -128,32 +143,35 @@ type limitListener struct {
 	refused        prometheus.Counter
 	probesAnswered prometheus.Counter
 	refusing       prometheus.Gauge
+	shed           prometheus.Counter
 }
 
 // newLimitListener wraps inner and registers the connection metrics;
 // tlsConfig is the TLS configuration of the listener above it (nil: plain
 // HTTP), which the refusals use.
 func newLimitListener(inner net.Listener, max int, tlsConfig *tls.Config, reg prometheus.Registerer) *limitListener {
-	l := &limitListener{Listener: inner, max: max, tlsConfig: tlsConfig, refusals: make(chan struct{}, refusalsMax),
+	l := &limitListener{Listener: inner, max: max, tlsConfig: tlsConfig,
 		openGauge: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "narad", Subsystem: "http",
 			Name: "connections_open", Help: "HTTP connections open now."}),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Subsystem: "http",
-			Name: "connections_refused_total", Help: "HTTP connections refused because the connection limit was reached: answered 503 (past the refusals under way, a plain one at once, a TLS one closed unanswered); probes answered over the limit are not counted."}),
+			Name: "connections_refused_total", Help: "HTTP connections refused because the connection limit was reached: answered 503 (a refusal shed before its request arrived: a plain one answered at once, a TLS one closed unanswered); probes answered over the limit are not counted."}),
 		probesAnswered: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Subsystem: "http",
 			Name: "connection_probes_answered_total", Help: "Liveness and readiness probes (GET /healthz, /readyz) answered on connections over the connection limit."}),
 		refusing: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "narad", Subsystem: "http",
 			Name: "connection_refusals_in_flight", Help: fmt.Sprintf("Refusals of connections over the limit under way (at most %d).", refusalsMax)}),
+		shed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Subsystem: "http",
+			Name: "connection_refusals_shed_total", Help: fmt.Sprintf("Refusals under way closed to make room for a newer connection over the limit, at %d under way (a plain one not answered yet is answered 503 first).", refusalsMax)}),
 	}
 	maxGauge := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "narad", Subsystem: "http",
 		Name: "connections_max", Help: "Limit of the HTTP connections open at once."})
 	maxGauge.Set(float64(max))
-	reg.MustRegister(l.openGauge, l.refused, l.probesAnswered, l.refusing, maxGauge)
+	reg.MustRegister(l.openGauge, l.refused, l.probesAnswered, l.refusing, l.shed, maxGauge)
 	return l
 }
 
-// countRefusal counts the end of a refusal under way: a probe answered,
+// count counts a refusal once its answer is decided: a probe answered,
 // or a connection refused.
-func (l *limitListener) countRefusal(probed bool) {
+func (l *limitListener) count(probed bool) {
 	if probed {
 		l.probesAnswered.Inc()
 		return
@@ -181,15 +199,26 @@ func (l *limitListener) Accept() (net.Conn, error) {
 }
 
 // refuse answers a connection over the limit 503 and closes it, beside
-// the accept loop, unless refusalsMax are under way: then a plain
-// connection is answered at once in the accept loop, within
-// refusalWriteTimeout, and closed (its unread request, if any, may reset
-// it), and a TLS one, whose answer would need a handshake, is closed
+// the accept loop. At refusalsMax refusals under way it sheds one to make
+// room (admitRefusal); when none can be shed (all are writing their
+// answer) a plain connection is answered at once in the accept loop,
+// within refusalWriteTimeout, and closed (its unread request, if any, may
+// reset it), and a TLS one, whose answer would need a handshake, is closed
 // unanswered. Best effort: the client may be gone.
 func (l *limitListener) refuse(conn net.Conn) {
-	select {
-	case l.refusals <- struct{}{}:
-	default:
+	refusing := newRefusalConn(conn)
+	victim, started := l.admitRefusal(refusing)
+	if victim != nil {
+		l.shedRefusal(victim)
+		// Let the refusals' goroutines read before the next accept: under
+		// a flood Accept never blocks, and the loop ran its whole time
+		// slice, accepting hundreds, shedding refusals whose goroutine had
+		// not yet read the probe request waiting for it (in
+		// TestProbesAreAnsweredThroughAFloodOfSilentConnections, a probe
+		// in 20 or so was refused so).
+		runtime.Gosched()
+	}
+	if !started {
 		l.refused.Inc()
 		if l.tlsConfig == nil {
 			_ = conn.SetWriteDeadline(time.Now().Add(refusalWriteTimeout))
@@ -198,43 +227,148 @@ func (l *limitListener) refuse(conn net.Conn) {
 		_ = conn.Close()
 		return
 	}
-	refusing := newRefusalConn(conn)
-	if !l.startRefusal(refusing) {
-		<-l.refusals
-		l.refused.Inc()
-		_ = conn.Close()
-		return
-	}
-	l.refusing.Inc()
 	go func() {
 		defer l.endRefusal(refusing)
-		answerRefusal(refusing, l.tlsConfig, l.probes, l.countRefusal)
+		answerRefusal(refusing, l.tlsConfig, l.probes, l)
 	}()
 }
 
-// startRefusal records a refusal under way on conn, unless the listener
-// is closed.
-func (l *limitListener) startRefusal(conn *refusalConn) bool {
+// The phases of a refusal under way, for shedding.
+const (
+	// refusalAwaiting: in its TLS handshake or waiting for the request's
+	// header; not counted yet.
+	refusalAwaiting = iota
+	// refusalAnswering: its request arrived (or it failed); the refusal
+	// decides and writes its answer and counts it. Never shed.
+	refusalAnswering
+	// refusalLingering: the answer is out; the refusal discards what the
+	// client still sends until it closes.
+	refusalLingering
+)
+
+// admitRefusal records a refusal under way on conn, unless the listener
+// is closed. At refusalsMax it first takes one out to make room
+// (shedIndex), marked shed, and returns it for the caller to close; when
+// none can be shed, conn is not admitted.
+func (l *limitListener) admitRefusal(conn *refusalConn) (victim *refusalConn, started bool) {
 	l.refusalsMu.Lock()
 	defer l.refusalsMu.Unlock()
 	if l.closed {
+		return nil, false
+	}
+	if len(l.underWay) >= refusalsMax {
+		index := shedIndex(l.underWay)
+		if index < 0 {
+			return nil, false
+		}
+		victim = l.underWay[index]
+		victim.shed = true
+		l.underWay = slices.Delete(l.underWay, index, index+1)
+	}
+	l.underWay = append(l.underWay, conn)
+	l.refusalsDone.Add(1)
+	l.refusing.Set(float64(len(l.underWay)))
+	return victim, true
+}
+
+// shedIndex picks the refusal under way to shed, -1 when all are
+// answering (refusalAnswering). When one remote host holds at least
+// refusalsFloodMin of the others (on a tie, the host that reached the
+// count first), it is one of that host's, so that a flood from one
+// address sheds its own refusals and not a probe from another. Of those,
+// the lowest shedRank, oldest first: a connection that has sent nothing
+// since its refusal began reading goes before one that may have sent its
+// request already (whose goroutine has not read yet), so that a probe is
+// not shed for a scheduling delay while silent ones remain. refusalsMu is
+// held.
+func shedIndex(underWay []*refusalConn) int {
+	counts := make(map[string]int, len(underWay))
+	busiest := ""
+	for _, conn := range underWay {
+		if conn.phase == refusalAnswering {
+			continue
+		}
+		counts[conn.host]++
+		if counts[conn.host] > counts[busiest] {
+			busiest = conn.host
+		}
+	}
+	chosen, chosenRank := -1, 0
+	for index, conn := range underWay {
+		if conn.phase == refusalAnswering || counts[busiest] >= refusalsFloodMin && conn.host != busiest {
+			continue
+		}
+		if rank := conn.shedRank(); chosen < 0 || rank < chosenRank {
+			chosen, chosenRank = index, rank
+		}
+	}
+	return chosen
+}
+
+// shedRank orders the refusals that may be shed, first shed first:
+// waiting for a request of which nothing arrived although the refusal
+// reads (silent), of which only a part arrived (a whole probe request
+// arrives in one read), answered already and lingering, and last one
+// whose goroutine has not read yet. refusalsMu is held (for phase).
+func (c *refusalConn) shedRank() int {
+	switch {
+	case c.phase == refusalLingering:
+		return 2
+	case !c.reading.Load():
+		return 3
+	case c.heard.Load() == 0:
+		return 0
+	}
+	return 1
+}
+
+// shedRefusal closes a refusal admitRefusal took out, which its goroutine
+// then neither answers nor counts: one still awaiting its request is
+// counted as refused here and, on plain HTTP, answered 503 at once, as
+// the accept loop answers past the refusals under way (a TLS one would
+// need its goroutine's handshake and is closed unanswered).
+func (l *limitListener) shedRefusal(victim *refusalConn) {
+	l.shed.Inc()
+	if victim.phase == refusalAwaiting { // fixed once shed: its goroutine no longer moves it
+		l.refused.Inc()
+		if l.tlsConfig == nil {
+			_ = victim.Conn.SetWriteDeadline(time.Now().Add(refusalWriteTimeout))
+			_, _ = victim.Conn.Write(refusal)
+		}
+	}
+	victim.cutShort()
+	_ = victim.Conn.Close()
+}
+
+// settle moves a refusal under way to refusalAnswering, so that it is no
+// longer shed: false when it was shed already (its goroutine then writes
+// nothing and counts nothing; shedRefusal did).
+func (l *limitListener) settle(conn *refusalConn) bool {
+	l.refusalsMu.Lock()
+	defer l.refusalsMu.Unlock()
+	if conn.shed {
 		return false
 	}
-	if l.answering == nil {
-		l.answering = map[*refusalConn]struct{}{}
-	}
-	l.answering[conn] = struct{}{}
-	l.refusalsDone.Add(1)
+	conn.phase = refusalAnswering
 	return true
 }
 
-// endRefusal forgets a refusal that ended and gives its token back.
+// answered moves a refusal under way whose answer is out to
+// refusalLingering, where it may be shed again.
+func (l *limitListener) answered(conn *refusalConn) {
+	l.refusalsMu.Lock()
+	defer l.refusalsMu.Unlock()
+	conn.phase = refusalLingering
+}
+
+// endRefusal forgets a refusal whose goroutine ended.
 func (l *limitListener) endRefusal(conn *refusalConn) {
 	l.refusalsMu.Lock()
-	delete(l.answering, conn)
+	if index := slices.Index(l.underWay, conn); index >= 0 {
+		l.underWay = slices.Delete(l.underWay, index, index+1)
+		l.refusing.Set(float64(len(l.underWay)))
+	}
 	l.refusalsMu.Unlock()
-	l.refusing.Dec()
-	<-l.refusals
 	l.refusalsDone.Done()
 }
 
@@ -245,7 +379,7 @@ func (l *limitListener) Close() error {
 	err := l.Listener.Close()
 	l.refusalsMu.Lock()
 	l.closed = true
-	for conn := range l.answering { //determinism:ok host is not the core; order does not matter
+	for _, conn := range l.underWay {
 		conn.cutShort()
 	}
 	l.refusalsMu.Unlock()
@@ -259,13 +393,24 @@ var aLongTimeAgo = time.Unix(1, 0)
 
 // refusalConn is the connection of a refusal under way. No deadline set
 // on it is later than the refusal's end (crypto/tls sets one 5 s away for
-// a close_notify), and once it is cut short (the listener closed), every
-// deadline set on it is in the past, so the refusal cannot extend it
-// again.
+// a close_notify), and once it is cut short (the listener closed, or the
+// refusal shed), every deadline set on it is in the past, so the refusal
+// cannot extend it again.
 type refusalConn struct {
 	net.Conn
-	// last is the refusal's end, fixed at creation.
+	// last is the refusal's end, host the remote host; fixed at creation.
 	last time.Time
+	host string
+	// phase (a refusal* constant) and shed are guarded by the listener's
+	// refusalsMu: the refusal's goroutine moves phase forward unless shed
+	// is set, which the accept loop sets once, when it sheds the refusal.
+	phase int
+	shed  bool
+	// reading is set at the refusal's first read, heard counts the bytes
+	// read: for shedRank, which the accept loop reads while the
+	// refusal's goroutine reads the connection.
+	reading atomic.Bool
+	heard   atomic.Int64
 	// mu orders cutShort with the deadlines set; cut is set once, by
 	// cutShort.
 	mu  sync.Mutex
@@ -275,7 +420,19 @@ type refusalConn struct {
 // newRefusalConn starts the refusal of conn: it ends within
 // refusalRequestTimeout plus refusalLingerTimeout.
 func newRefusalConn(conn net.Conn) *refusalConn {
-	return &refusalConn{Conn: conn, last: time.Now().Add(refusalRequestTimeout + refusalLingerTimeout)}
+	host := conn.RemoteAddr().String()
+	if split, _, err := net.SplitHostPort(host); err == nil {
+		host = split
+	}
+	return &refusalConn{Conn: conn, last: time.Now().Add(refusalRequestTimeout + refusalLingerTimeout), host: host}
+}
+
+// Read notes, for shedRank, that the refusal reads and what it heard.
+func (c *refusalConn) Read(p []byte) (int, error) {
+	c.reading.Store(true)
+	n, err := c.Conn.Read(p)
+	c.heard.Add(int64(n))
+	return n, err
 }
 
 func (c *refusalConn) cutShort() {
@@ -320,35 +477,55 @@ func closeWrite(conn net.Conn) error {
 	return errors.ErrUnsupported
 }
 
+// refusalSteps is what a refusal under way tells its listener (the
+// limitListener's methods of these names).
+type refusalSteps interface {
+	// settle: the refusal is about to decide its answer (its request's
+	// header arrived, or did not, or its TLS handshake failed); false if
+	// it was shed, and then it writes and counts nothing.
+	settle(conn *refusalConn) bool
+	// count: the answer decided, a probe's or the refusal.
+	count(probed bool)
+	// answered: the answer is out.
+	answered(conn *refusalConn)
+}
+
 // answerRefusal answers the request on conn (over TLS when tlsConfig is
 // not nil) with the refusal once its header has arrived (or
 // refusalRequestTimeout passed), or, for a probe (probePaths), with
 // probes' answer; sends its FIN and discards the rest of the client's
 // input until the client closes, so that the close resets nothing (for
-// at most refusalLingerTimeout); then closes conn. It calls count with
-// whether it answers a probe, before it writes the answer (a failed TLS
-// handshake counts as a refusal).
-func answerRefusal(conn *refusalConn, tlsConfig *tls.Config, probes http.Handler, count func(probed bool)) {
+// at most refusalLingerTimeout); then closes conn. It counts whether it
+// answers a probe before it writes the answer (a failed TLS handshake
+// counts as a refusal), unless the refusal was shed first (steps).
+func answerRefusal(conn *refusalConn, tlsConfig *tls.Config, probes http.Handler, steps refusalSteps) {
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(refusalRequestTimeout))
 	var answer net.Conn = conn
 	if tlsConfig != nil {
 		secured := tls.Server(conn, tlsConfig)
 		if secured.Handshake() != nil {
-			count(false)
+			if steps.settle(conn) {
+				steps.count(false)
+			}
 			return
 		}
 		defer secured.Close()
 		answer = secured
 	}
 	line, whole := awaitRequestHeader(answer)
+	if !steps.settle(conn) {
+		return
+	}
 	reply, probed := refusal, false
 	if whole {
 		reply, probed = probeAnswer(probes, line)
 	}
-	count(probed)
+	steps.count(probed)
 	_ = conn.SetDeadline(time.Now().Add(refusalLingerTimeout))
-	if _, err := answer.Write(reply); err != nil {
+	_, err := answer.Write(reply)
+	steps.answered(conn)
+	if err != nil {
 		return
 	}
 	if secured, ok := answer.(*tls.Conn); ok {

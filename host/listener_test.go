@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -109,29 +110,78 @@ func TestHTTPConnectionLimitAnswersClientsThatSentABody(t *testing.T) {
 }
 
 // Past refusalsMax refusals under way (64 connections over the limit
-// that send nothing hold theirs for refusalRequestTimeout), a plain
-// connection over the limit is still answered 503, at once, by the accept
-// loop: it was closed unanswered.
-func TestHTTPConnectionLimitAnswersPastTheRefusalsUnderWay(t *testing.T) {
+// that send nothing hold theirs for refusalRequestTimeout), a new
+// connection over the limit sheds the oldest refusal, which is answered
+// 503 at once and closed, and waits for its own request: the accept loop
+// answered it 503 at once, unread, so that a flood of silent connections
+// refused every probe.
+func TestHTTPConnectionLimitShedsTheOldestRefusal(t *testing.T) {
 	h, _ := startLimited(t, 1, false)
 	held, err := net.Dial("tcp", h.Addr())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = held.Close() })
 	require.Equal(t, http.StatusOK, mustServe(t, held).StatusCode)
+	var silent []net.Conn
 	for range refusalsMax {
-		silent, err := net.Dial("tcp", h.Addr())
+		conn, err := net.Dial("tcp", h.Addr())
 		require.NoError(t, err)
-		t.Cleanup(func() { _ = silent.Close() })
+		t.Cleanup(func() { _ = conn.Close() })
+		silent = append(silent, conn)
 	}
 	require.Eventually(t, func() bool {
 		return strings.Contains(metricsText(t, held), fmt.Sprintf("narad_http_connection_refusals_in_flight %d\n", refusalsMax))
 	}, 5*time.Second, 10*time.Millisecond, "every refusal under way")
+	time.Sleep(50 * time.Millisecond) // every refusal reads: the oldest is the one shed
 
 	over, err := net.Dial("tcp", h.Addr())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = over.Close() })
+	require.NoError(t, silent[0].SetReadDeadline(time.Now().Add(refusalRequestTimeout/2)))
+	requireAnsweredRefused(t, silent[0]) // shed: answered before its refusal's wait ended
+	_, err = silent[0].Read(make([]byte, 1))
+	require.ErrorIs(t, err, io.EOF, "and closed")
+
 	require.NoError(t, over.SetReadDeadline(time.Now().Add(refusalRequestTimeout/2)))
-	requireAnsweredRefused(t, over) // before any refusal under way could end and take it
+	requireRefused(t, over) // answered once its request arrived
+	metrics := metricsText(t, held)
+	require.Contains(t, metrics, "narad_http_connection_refusals_shed_total 1\n")
+	require.Contains(t, metrics, "narad_http_connections_refused_total 2\n")
+}
+
+// The refusal shed is never one that is answering; of a remote host
+// holding refusalsFloodMin of the others, if one does; of those, a silent
+// one (its refusal reads and heard nothing), else one that sent part of a
+// request, else one answered and lingering, else one whose refusal has
+// not read yet; the oldest of its kind.
+func TestShedIndex(t *testing.T) {
+	refusal := func(host string, phase int, reading bool, heard int64) *refusalConn {
+		conn := &refusalConn{host: host, phase: phase}
+		conn.reading.Store(reading)
+		conn.heard.Store(heard)
+		return conn
+	}
+	answering := refusal("a", refusalAnswering, true, 40)
+	starting := refusal("a", refusalAwaiting, false, 0)
+	lingering := refusal("a", refusalLingering, true, 40)
+	partial := refusal("a", refusalAwaiting, true, 3)
+	silent := refusal("a", refusalAwaiting, true, 0)
+	require.Equal(t, -1, shedIndex(nil))
+	require.Equal(t, -1, shedIndex([]*refusalConn{answering, answering}))
+	require.Equal(t, 1, shedIndex([]*refusalConn{answering, starting, starting}))
+	require.Equal(t, 2, shedIndex([]*refusalConn{starting, answering, lingering, lingering}))
+	require.Equal(t, 2, shedIndex([]*refusalConn{lingering, starting, partial, partial}))
+	require.Equal(t, 4, shedIndex([]*refusalConn{starting, lingering, partial, answering, silent, silent}))
+
+	probe := refusal("probe", refusalAwaiting, true, 0)
+	flood := []*refusalConn{probe}
+	for range refusalsFloodMin - 1 {
+		flood = append(flood, refusal("flood", refusalAwaiting, false, 0))
+	}
+	require.Equal(t, 0, shedIndex(flood), "below refusalsFloodMin from one host, the kind decides")
+	flood = append(flood, refusal("flood", refusalAwaiting, false, 0))
+	require.Equal(t, 1, shedIndex(flood), "at refusalsFloodMin from one host, one of that host's")
+	flood = append(flood, refusal("flood", refusalAnswering, true, 0), refusal("flood", refusalAwaiting, true, 0))
+	require.Equal(t, len(flood)-1, shedIndex(flood), "of that host's, the silent one")
 }
 
 // A TLS refusal sets no deadline past refusalRequestTimeout plus
@@ -150,7 +200,7 @@ func TestATLSRefusalSetsNoDeadlinePastItsEnd(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		answerRefusal(newRefusalConn(recorder), &tls.Config{Certificates: []tls.Certificate{certificate}}, nil, func(bool) {})
+		answerRefusal(newRefusalConn(recorder), &tls.Config{Certificates: []tls.Certificate{certificate}}, nil, unshedSteps{})
 	}()
 	secured := tls.Client(client, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
 	require.NoError(t, secured.Handshake())
@@ -160,6 +210,13 @@ func TestATLSRefusalSetsNoDeadlinePastItsEnd(t *testing.T) {
 	require.False(t, recorder.latest().After(start.Add(refusalRequestTimeout+refusalLingerTimeout+time.Second)),
 		"a deadline %v after the refusal's start", recorder.latest().Sub(start))
 }
+
+// unshedSteps are the steps of a refusal that no listener sheds.
+type unshedSteps struct{}
+
+func (unshedSteps) settle(*refusalConn) bool { return true }
+func (unshedSteps) count(bool)               {}
+func (unshedSteps) answered(*refusalConn)    {}
 
 // deadlineRecorder remembers the latest deadline set on its connection.
 type deadlineRecorder struct {
@@ -349,4 +406,92 @@ func TestProbesOverTheConnectionLimitAreAnswered(t *testing.T) {
 	metrics := metricsText(t, held)
 	require.Contains(t, metrics, "narad_http_connection_probes_answered_total 3", "the probes answered over the limit are counted")
 	require.Contains(t, metrics, "narad_http_connections_refused_total 4", "as probes, not as refused connections")
+}
+
+// A flood of connections over the limit that send nothing fails no probe:
+// past refusalsMax refusals under way, the accept loop answered each new
+// connection 503 at once, unread, a probe's included, so that 100 silent
+// connections a second made 47 of 52 /readyz answer 503 (an audit, with
+// http.max_connections 64); a liveness probe failing so gets a healthy node
+// restarted. A new connection now sheds the oldest refusal under way
+// instead, and a probe, which sends its request at once, is answered.
+func TestProbesAreAnsweredThroughAFloodOfSilentConnections(t *testing.T) {
+	h, _ := startLimited(t, 1, false)
+	held, err := net.Dial("tcp", h.Addr())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = held.Close() })
+	requireReady(t, held)
+
+	var dialed atomic.Int64
+	stop, flooded := make(chan struct{}), make(chan struct{})
+	go func() { // silent connections, as fast as one goroutine dials them; the last 256 kept open
+		defer close(flooded)
+		var open []net.Conn
+		defer func() {
+			for _, conn := range open {
+				_ = conn.Close()
+			}
+		}()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			conn, err := net.Dial("tcp", h.Addr())
+			if err != nil {
+				continue
+			}
+			dialed.Add(1)
+			open = append(open, conn)
+			if len(open) > 256 {
+				_ = open[0].Close()
+				open = open[1:]
+			}
+		}
+	}()
+	require.Eventually(t, func() bool {
+		return strings.Contains(metricsText(t, held), fmt.Sprintf("narad_http_connection_refusals_in_flight %d\n", refusalsMax))
+	}, 5*time.Second, 10*time.Millisecond, "every refusal under way")
+	const probes = 20
+	before := dialed.Load()
+	for i := range probes {
+		target := []string{"/healthz", "/readyz"}[i%2]
+		for dialed.Load() < before+int64(i+1)*refusalsMax { // refusalsMax silent ones since the last probe: every refusal under way shed at least once
+			time.Sleep(time.Millisecond)
+		}
+		over, err := net.Dial("tcp", h.Addr())
+		require.NoError(t, err)
+		require.NoError(t, over.SetDeadline(time.Now().Add(refusalRequestTimeout/2)))
+		_, err = io.WriteString(over, "GET "+target+" HTTP/1.1\r\nHost: test\r\n\r\n")
+		require.NoError(t, err)
+		response, err := http.ReadResponse(bufio.NewReader(over), nil)
+		require.NoError(t, err, "probe %d, %s", i, target)
+		body, err := io.ReadAll(response.Body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, response.StatusCode, "probe %d, %s through the flood: %s", i, target, body)
+		_ = over.Close()
+	}
+	close(stop)
+	<-flooded
+	t.Logf("%d silent connections during %d probes", dialed.Load()-before, probes)
+	metrics := metricsText(t, held)
+	require.Contains(t, metrics, fmt.Sprintf("narad_http_connection_probes_answered_total %d\n", probes))
+	require.Regexp(t, `narad_http_connection_refusals_shed_total [1-9]`, metrics)
+}
+
+// requireReady waits, on an admitted connection, until the node answers
+// /readyz 200 (it elects itself and joins).
+func requireReady(t *testing.T, held net.Conn) {
+	t.Helper()
+	reader := bufio.NewReader(held)
+	require.Eventually(t, func() bool {
+		_, err := io.WriteString(held, "GET /readyz HTTP/1.1\r\nHost: test\r\n\r\n")
+		require.NoError(t, err)
+		response, err := http.ReadResponse(reader, nil)
+		require.NoError(t, err)
+		_, err = io.Copy(io.Discard, response.Body)
+		require.NoError(t, err)
+		return response.StatusCode == http.StatusOK
+	}, 10*time.Second, 10*time.Millisecond, "the node gets ready")
 }
