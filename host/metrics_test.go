@@ -253,7 +253,7 @@ func TestHelpTextsMatchTheDocs(t *testing.T) {
 	require.Contains(t, help["narad_relays_in_flight"], "fan-out copies")
 	require.Contains(t, help["narad_ack_rejected_total"], "error (")
 	require.Contains(t, help["narad_leases_max"], "released since")
-	require.Contains(t, help["narad_http_scrapes_refused_total"], "because 4 were")
+	require.Contains(t, help["narad_http_scrapes_refused_total"], "4 being rendered, 2 of the client")
 	for name, text := range help {
 		require.NotContains(t, text, "scrapesMax", name)
 	}

@@ -23,8 +23,9 @@
 //     authorization by route at this node (grants, topic owner, admin),
 //     Backend.Do, Encode and Write. Consume, replay and schema replies
 //     hold their bytes from the reply budget (replybudget.go: a bound of
-//     the encoding is taken before it runs), and /metrics serves at most
-//     scrapesMax scrapes at once (scrapelimit.go). The users routes are served by the
+//     the encoding is taken before it runs), and /metrics renders at most
+//     scrapesMax scrapes at once, each whole into a buffer held from the
+//     reply budget while it is written (scrapelimit.go). The users routes are served by the
 //     handler itself: it validates, hashes passwords with bcrypt and hands
 //     user changes to a UserChanger; answers and audit lines
 //     (component=audit) never carry a password or a hash.
@@ -67,6 +68,12 @@
 //     written; past it the request answers 503 and a consume's records go
 //     back to the node (Backend.HandBack). A reply larger than the cap is
 //     sent when no other is held.
+//   - A rendered /metrics scrape counts against the same cap while it is
+//     written, the scrapes together within half of it (one alone whatever
+//     its size), at most scrapesPerClientMax under way per client address;
+//     past any of these, or scrapesMax rendering, it answers 503. Its
+//     slot is held while rendering only: a client that does not read
+//     holds bytes of the budget, never a slot.
 //   - Strict input: a JSON body with a key given twice in one object, or a
 //     query parameter given twice, is 400 on every route; an error body
 //     names no file on disk and no socket address.

@@ -45,13 +45,14 @@ func NewHandler(b Backend, codec *Codec, reg *prometheus.Registry, logger *slog.
 	assert(b != nil && codec != nil && reg != nil && logger != nil,
 		"NewHandler needs a backend, a codec, a registry and a logger")
 	metrics := NewHTTPMetrics(reg)
+	replies := newReplyBudget(codec.config.ReplyBytesInFlightMax, reg)
 	routes := &apiHandler{
 		backend: b,
 		codec:   codec,
-		metrics: newScrapeLimit(promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}), reg),
+		metrics: newScrapeLimit(promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}), replies, reg),
 		schemas: newSchemaRegistry(newSchemaMetrics(reg)),
 		logger:  logger,
-		replies: newReplyBudget(codec.config.ReplyBytesInFlightMax, reg),
+		replies: replies,
 	}
 	for _, option := range options {
 		option(routes)
