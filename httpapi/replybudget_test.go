@@ -309,3 +309,33 @@ func TestAHeldReplyIsChargedItsBuffer(t *testing.T) {
 	require.Equal(t, int64(1<<20), held.held, "a doubled buffer is cut to the reply")
 	require.Equal(t, 1<<20, cap(held.Body))
 }
+
+// Every budgeted reply stays charged while it is written, at least its
+// bytes and at most the bound taken before encoding, whatever its
+// buffer's capacity: charging the buffer, a reply whose buffer passed the
+// bound (the allocator's size classes, a text payload in a buffer sized
+// for base64) went out uncharged.
+func TestEveryBudgetedReplyStaysCharged(t *testing.T) {
+	api := NewHandler(&tableBackend{}, NewCodec(DefaultCodecConfig()), prometheus.NewRegistry(), slog.New(slog.DiscardHandler)).(*front).routes
+	for size := 100; size <= 1<<20; size = size*11/10 + 1 {
+		for _, payload := range [][]byte{bytes.Repeat([]byte("a"), size), bytes.Repeat([]byte{0xff}, size)} {
+			message := msg.Message{Topic: "t", Payload: payload, ReceiptHandle: "h"}
+			for _, exchange := range []struct {
+				request msg.Request
+				reply   msg.Reply
+			}{
+				{msg.Consume{Topic: "t", Max: 1}, msg.Reply{Result: msg.ConsumeResult{Messages: []msg.Message{message}, Batch: true}}},
+				{msg.Consume{Topic: "t"}, msg.Reply{Result: msg.ConsumeResult{Messages: []msg.Message{message}}}},
+				{msg.Replay{Topic: "t"}, msg.Reply{Result: msg.ReplayResult{Message: &message}}},
+			} {
+				bound, _ := replyBytesBound(exchange.request, exchange.reply)
+				response := api.budgetReply(exchange.request, exchange.reply)
+				require.Equal(t, http.StatusOK, response.Status)
+				require.GreaterOrEqual(t, response.held, int64(len(response.Body)), "%T of %d bytes", exchange.request, size)
+				require.LessOrEqual(t, response.held, bound)
+				require.Equal(t, response.held, api.replies.Held())
+				api.replies.give(response.held)
+			}
+		}
+	}
+}

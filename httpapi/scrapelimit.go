@@ -73,14 +73,11 @@ func (l *scrapeLimit) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer l.leave(client)
-	select {
-	case l.slots <- struct{}{}:
-	default:
+	rendered, ok := l.renderInSlot(r)
+	if !ok {
 		l.refuse(w, msg.Unavailable("%d scrapes of /metrics are being rendered; retry", scrapesMax))
 		return
 	}
-	rendered := renderScrape(l.next, r)
-	<-l.slots
 	body := rendered.bytes()
 	held := int64(len(body))
 	if !l.take(held) {
@@ -95,6 +92,19 @@ func (l *scrapeLimit) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(rendered.status)
 	_, _ = w.Write(body) // a failed write means the client went away
+}
+
+// renderInSlot renders a scrape under one of the slots, released however
+// the rendering ends (a panic, which the recovery above answers, kept it
+// for good); ok is false when every slot is taken.
+func (l *scrapeLimit) renderInSlot(r *http.Request) (rendered *renderedScrape, ok bool) {
+	select {
+	case l.slots <- struct{}{}:
+	default:
+		return nil, false
+	}
+	defer func() { <-l.slots }()
+	return renderScrape(l.next, r), true
 }
 
 func (l *scrapeLimit) refuse(w http.ResponseWriter, err error) {

@@ -197,3 +197,27 @@ func TestScrapersThatNeverReadDoNotStopAScrape(t *testing.T) {
 	close(release)
 	stalled.Wait()
 }
+
+// A scrape whose rendering panics gives its slot back: the recovery above
+// answers the panic and the server goes on, and each such scrape kept a
+// slot for good, until every scrape was 503.
+func TestAPanickingScrapeGivesItsSlotBack(t *testing.T) {
+	panicking := true
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if panicking {
+			panic("a collector failed")
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	limit := newScrapeLimit(next, newReplyBudget(1<<20, prometheus.NewRegistry()), prometheus.NewRegistry())
+	for range scrapesMax + 1 {
+		func() {
+			defer func() { _ = recover() }()
+			limit.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		}()
+	}
+	panicking = false
+	recorder := httptest.NewRecorder()
+	limit.ServeHTTP(recorder, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	require.Equal(t, http.StatusOK, recorder.Code, recorder.Body.String())
+}

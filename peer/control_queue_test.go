@@ -188,6 +188,9 @@ func TestClassOfEveryPeerMessage(t *testing.T) {
 	for _, message := range data {
 		require.Equal(t, classData, classOf(msg.Envelope{Message: message}), "%T", message)
 	}
+	proposal := msg.RaftMessage{Message: &raftpb.Message{Type: new(raftpb.MsgProp)}}
+	require.Equal(t, classData, classOf(msg.Envelope{Message: proposal}), "a proposal clients cause is data")
+	require.Equal(t, classControl, classOf(raftEnvelope(0)), "an append is control")
 	require.Equal(t, "control", classControl.String())
 	require.Equal(t, "data", classData.String())
 }

@@ -36,10 +36,16 @@ const (
 	// requests forwarded, their answers, move chunks), so that a flood of
 	// client data never drops the metastore's traffic: missed heartbeats
 	// would mean elections and members marked dead. Control traffic is
-	// small and paced by the cluster itself (Raft's own flow control:
-	// meta's MaxInflightMsgs appends of MaxSizePerMsg at most, a heartbeat
-	// per tick), so a flood of it means a stalled peer, and past either
-	// bound it is dropped and counted (PeerStats.DroppedControl). A single
+	// paced by the cluster itself (a heartbeat per tick; appends under
+	// Raft's flow control, whose window, MaxInflightMsgs appends of
+	// MaxSizePerMsg, can pass the byte bound: appends past it are dropped
+	// and sent again by Raft, while envelopes without payload, heartbeats
+	// and votes, are bounded by their count alone), and proposals that
+	// clients cause are data (classOf); a flood of control traffic means a
+	// stalled peer, and past either bound it is dropped and counted
+	// (PeerStats.DroppedControl). Both classes share one FIFO, so control
+	// envelopes are never dropped for data but do wait behind the data
+	// queued before them (at most Config.SendQueueBytesMax). A single
 	// control envelope over controlQueueBytesMax (a metastore snapshot,
 	// up to meta.SnapshotMessageBytesMax) is still queued when no other
 	// control bytes are.

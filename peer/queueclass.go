@@ -3,6 +3,8 @@ package peer
 import (
 	"sync/atomic"
 
+	"go.etcd.io/raft/v3/raftpb"
+
 	"narad/msg"
 )
 
@@ -39,11 +41,20 @@ func (c queueClass) String() string {
 	return "data"
 }
 
-// classOf decides an envelope's class from its message's type alone: a
-// type a client can make a node send in numbers is data.
+// classOf decides an envelope's class from its message's type: a type a
+// client can make a node send in numbers is data. So is a Raft MsgProp: a
+// follower forwards one to the leader for each metadata change a client
+// asks of it (a topic, a user, a schema), unpaced by Raft's flow control;
+// a dropped one is a proposal that times out and is retried, while the
+// leader's appends, heartbeats and votes stay control.
 func classOf(env msg.Envelope) queueClass {
-	switch env.Message.(type) {
-	case msg.RaftMessage, msg.Heartbeat, msg.Join, msg.JoinRelay, msg.JoinAccepted, msg.Retired:
+	switch message := env.Message.(type) {
+	case msg.RaftMessage:
+		if message.Message != nil && message.Message.GetType() == raftpb.MsgProp {
+			return classData
+		}
+		return classControl
+	case msg.Heartbeat, msg.Join, msg.JoinRelay, msg.JoinAccepted, msg.Retired:
 		return classControl
 	}
 	return classData

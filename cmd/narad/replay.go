@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -87,7 +88,7 @@ func (a *app) replay(ctx context.Context, broker *client.Client, topic string, o
 	replayed, skipped := 0, 0
 	var run skipRun
 	for offset := bounds.from; offset < bounds.to; {
-		message, err := broker.Replay(ctx, topic, options.partition, offset)
+		message, err := replayRetrying(ctx, broker, topic, options.partition, offset)
 		if client.IsStatus(err, http.StatusGone) {
 			next := oldestAfter(ctx, broker, topic, options.partition, offset)
 			skipped += int(min(next, bounds.to) - offset)
@@ -109,6 +110,30 @@ func (a *app) replay(ctx context.Context, broker *client.Client, topic string, o
 	a.saySkipped(options.partition, run.end())
 	a.printReplaySummary(replayed, skipped, options, bounds)
 	return nil
+}
+
+// replayUnavailableRetriesMax bounds the retries of one replay read
+// answered 503 (the owner's reads of its round were spent, say, or the
+// partition was handed over), each after the answer's Retry-After: a
+// replay under consume load stopped partway at the first one.
+const replayUnavailableRetriesMax = 10
+
+// replayRetrying reads one offset, retrying a 503 up to
+// replayUnavailableRetriesMax times.
+func replayRetrying(ctx context.Context, broker *client.Client, topic string, partition int, offset int64) (*client.Message, error) {
+	for retries := 0; ; retries++ {
+		message, err := broker.Replay(ctx, topic, partition, offset)
+		var replyError *client.Error
+		if retries == replayUnavailableRetriesMax || !errors.As(err, &replyError) || replyError.Status != http.StatusServiceUnavailable {
+			return message, err
+		}
+		wait := max(replyError.RetryAfter, time.Second)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
 }
 
 // skipRun is a run of offsets of one partition that replay reads skipped

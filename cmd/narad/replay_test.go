@@ -142,3 +142,16 @@ func TestReplaySaysEachSkippedRange(t *testing.T) {
 		"p0: skipped 3 offset(s) [5, 8): unreadable (corrupt, skipped by recovery)\n"+
 		"3 message(s) replayed from p0 [1, 10)\n6 offset(s) skipped: aged out of retention or unreadable\n", h.stderr.String())
 }
+
+// A replay read answered 503 (the owner's reads of its round spent, say)
+// is read again after its Retry-After (a second at least), not the end of
+// the replay: under consume load it stopped partway.
+func TestReplayRetriesAnUnavailableRead(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t).on(consumeRoute,
+		reply{503, `{"error":"this node read 67108864 bytes of records for the consumes and replays of this round, its bound: retry"}`},
+		replayed(0))
+	h.againstOK(broker, "replay", "orders", "--partition", "0", "--from", "0", "--to", "1")
+	assert.Equal(t, []string{"offset=0&partition=0", "offset=0&partition=0"}, offsetsRead(t, broker))
+	assert.Equal(t, "1 message(s) replayed from p0 [0, 1)\n", h.stderr.String())
+}
