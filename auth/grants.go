@@ -12,10 +12,10 @@ import (
 
 // The actions a grant may carry.
 const (
-	ActionProduce = "produce"
-	ActionConsume = "consume" // ack, extend and nack included
-	ActionCreate  = "create"  // the creator becomes the topic's owner
-	ActionAdmin   = "admin"   // global: carries no patterns
+	ActionProduce = meta.GrantProduce
+	ActionConsume = "consume"       // ack, extend and nack included
+	ActionCreate  = "create"        // the creator becomes the topic's owner
+	ActionAdmin   = meta.GrantAdmin // global: carries no patterns
 )
 
 // patternsPerGrantMax bounds the patterns of a grant, as the metastore
@@ -74,12 +74,7 @@ func validGrant(grant meta.Grant) error {
 
 // Matches reports whether pattern matches the topic name: a literal
 // matches itself, "p*" every name starting with p ("*" every name).
-func Matches(pattern, topic string) bool {
-	if prefix, wildcard := strings.CutSuffix(pattern, "*"); wildcard {
-		return strings.HasPrefix(topic, prefix)
-	}
-	return pattern == topic
-}
+func Matches(pattern, topic string) bool { return meta.PatternMatches(pattern, topic) }
 
 // patternCovers reports whether every name outer matches, inner matches.
 func patternCovers(outer, inner string) bool {
@@ -142,10 +137,5 @@ func (id Identity) Admin() bool { return id.Root || holdsAdmin(id.Grants) }
 // admin may do anything; others need a grant of the action whose pattern
 // matches.
 func (id Identity) Allowed(action, topic string) bool {
-	if id.Admin() {
-		return true
-	}
-	return slices.ContainsFunc(id.Grants, func(g meta.Grant) bool {
-		return g.Action == action && slices.ContainsFunc(g.Patterns, func(p string) bool { return Matches(p, topic) })
-	})
+	return id.Root || meta.GrantsAllow(id.Grants, action, topic)
 }

@@ -349,7 +349,7 @@ var routineEvents = map[string]bool{
 	"partition-frozen": true, "partition-unfrozen": true, "partition-moved-away": true,
 	"voter-removal-proposed": true, "voter-removal-deferred": true, "member-forget-proposed": true, "leadership-transfer": true,
 	"topic-purged": true, "stale-copy-deleted": true, "log-verified": true, "root-seeded": true,
-	"proposal-repeated": true, "fanout-waits-for-move": true, "disk-low-ended": true,
+	"proposal-repeated": true, "fanout-waits-for-move": true, "disk-low-ended": true, "dead-letters-authorised": true,
 }
 
 // Event implements node.Observer: every event is counted by kind and

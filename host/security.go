@@ -69,6 +69,7 @@ func newAuthenticator(opts *Options, reg prometheus.Registerer) (*auth.Authentic
 		return nil, nil, fmt.Errorf("admin password: %w", err)
 	}
 	opts.Node.RootSeedHash = seed.hash
+	opts.Node.EnforceGrants = true // its callers are authenticated: so are the writes it makes on their topics' behalf
 	return authenticator, seed, nil
 }
 

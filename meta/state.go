@@ -184,6 +184,41 @@ type Grant struct {
 	Patterns []string `json:"patterns,omitempty"`
 }
 
+// The actions of a grant that GrantsAllow reads; auth names them all.
+const (
+	GrantProduce = "produce"
+	GrantAdmin   = "admin" // global: carries no patterns
+)
+
+// GrantsAllow reports whether grants allow action on topic: the admin
+// grant allows everything, else a grant of the action with a pattern
+// that matches (PatternMatches). The HTTP layer checks callers with it
+// (auth.Identity.Allowed), and the node the owner of a topic it writes
+// on the topic's behalf.
+func GrantsAllow(grants []Grant, action, topic string) bool {
+	for _, grant := range grants {
+		if grant.Action == GrantAdmin {
+			return true
+		}
+	}
+	for _, grant := range grants {
+		if grant.Action == action && slices.ContainsFunc(grant.Patterns, func(p string) bool { return PatternMatches(p, topic) }) {
+			return true
+		}
+	}
+	return false
+}
+
+// PatternMatches reports whether pattern matches the topic name: a
+// literal matches itself, "p*" every name starting with p ("*" every
+// name).
+func PatternMatches(pattern, topic string) bool {
+	if prefix, wildcard := strings.CutSuffix(pattern, "*"); wildcard {
+		return strings.HasPrefix(topic, prefix)
+	}
+	return pattern == topic
+}
+
 // ConfState is the raft voter configuration (never joint: meta changes
 // one voter at a time).
 type ConfState struct {

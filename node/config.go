@@ -98,6 +98,12 @@ type Config struct {
 	// of the root user "admin" that this node proposes while it leads the
 	// metastore and no user exists. Empty: this node never seeds.
 	RootSeedHash []byte
+	// EnforceGrants is set when the driver authenticates its callers
+	// (security on): the writes the node makes on a topic's behalf, its
+	// dead letters, then need the topic's owner to hold produce on the
+	// dead-letter topic as the users stand when they are written, not only
+	// when the setting was made (deadLettersAllowed).
+	EnforceGrants bool
 	// MemberDeadAfterMs is how long without a heartbeat before the leader
 	// marks a member dead (its partitions are then skipped by produce
 	// until it heartbeats again). Greater than MemberHeartbeatIntervalMs.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"narad/chaos"
+	"narad/meta"
 	"narad/msg"
 	"narad/node/lease"
 	"narad/storage"
@@ -122,6 +123,9 @@ func (n *Node) sendPartitionDeadLetters(key partitionKey) (due, relaysFull bool)
 	t, known := n.lookupTopic(key.topic)
 	if !ok || !known || p.leases == nil || p.leases.ExhaustedPending() == 0 || t.info.DeadLetterTopic == "" || !n.ownedHere(t, key.index) {
 		return false, false
+	}
+	if !n.deadLettersAllowed(t) {
+		return true, false // they wait, exhausted, for the owner's grant or another setting
 	}
 	for !p.freeze.Frozen() && p.leases.ExhaustedPending() > 0 {
 		if n.relays.inFlight >= n.cfg.RelaysInFlightMax {
@@ -259,4 +263,38 @@ func (n *Node) deadLettersSettled(batch *deadLetterBatch, reply msg.Reply) {
 	}
 	n.noteFrontier(p)
 	n.tellPollsOf(batch.key.topic, []int{batch.key.index}) // a freed in-flight slot may serve a poll parked here or elsewhere
+}
+
+// deadLettersAllowed reports whether t's dead letters may be written into
+// its dead-letter topic now. With EnforceGrants, a topic with an owner
+// needs that owner to hold produce there, as the users stand: naming a
+// dead-letter topic needed the grant (the HTTP layer checks it), but a
+// grant revoked later let the owner go on writing into that topic,
+// producing records to its own topic and nacking them (security audit).
+// Until the grant is back or the setting changes, the dead letters wait,
+// exhausted, never delivered again; the topic is named once in a
+// dead-letters-unauthorised warning, and a dead-letters-authorised event
+// says when they go again. A topic without an owner (made with security
+// off, or whose owner was deleted) is an admin's, which needs no grant.
+func (n *Node) deadLettersAllowed(t *topic) bool {
+	owner := t.info.Owner
+	allowed := true
+	if n.cfg.EnforceGrants && owner != "" {
+		user, found := n.meta.State().User(owner)
+		allowed = found && (user.Root || meta.GrantsAllow(user.Grants, meta.GrantProduce, t.info.DeadLetterTopic))
+	}
+	_, blocked := n.deadLettersBlocked[t.info.Name]
+	switch {
+	case !allowed && !blocked:
+		if n.deadLettersBlocked == nil {
+			n.deadLettersBlocked = map[string]struct{}{}
+		}
+		n.deadLettersBlocked[t.info.Name] = struct{}{}
+		n.observer.Event("dead-letters-unauthorised", fmt.Sprintf("topic %s: its owner %q holds no produce grant on its dead-letter topic %s; its exhausted records wait until it does or the setting changes",
+			t.info.Name, owner, t.info.DeadLetterTopic))
+	case allowed && blocked:
+		delete(n.deadLettersBlocked, t.info.Name)
+		n.observer.Event("dead-letters-authorised", fmt.Sprintf("topic %s: its dead letters go to %s again", t.info.Name, t.info.DeadLetterTopic))
+	}
+	return allowed
 }

@@ -119,6 +119,10 @@ type Node struct {
 	// waiting for their dead-letter topic: their lease tables add them
 	// (watchExhausted), sendDeadLetters removes those with none left.
 	deadLettersDue map[partitionKey]struct{}
+	// deadLettersBlocked names the topics whose dead letters wait for
+	// their owner's produce grant on the dead-letter topic; only
+	// deadLettersAllowed changes it.
+	deadLettersBlocked map[string]struct{}
 	// fanout is the list of parents the cursors copy from and the next
 	// time they wait for (fanout_copy.go).
 	fanout fanoutView

@@ -165,6 +165,7 @@ func (n *simNode) config() node.Config {
 	}
 	if n.w.users != nil {
 		cfg.RootSeedHash = rootSeedOf(n.id)
+		cfg.EnforceGrants = true // as a secured node's driver sets it
 	}
 	if n.w.deadLetters != nil {
 		cfg.RelaysInFlightMax = deadLetterRelaysInFlightMax
