@@ -367,16 +367,7 @@ func TestProbesOverTheConnectionLimitAreAnswered(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = held.Close() })
 	require.Equal(t, http.StatusOK, mustServe(t, held).StatusCode, "the one slot is taken")
-	reader := bufio.NewReader(held)
-	require.Eventually(t, func() bool { // the node elects itself and joins
-		_, err := io.WriteString(held, "GET /readyz HTTP/1.1\r\nHost: test\r\n\r\n")
-		require.NoError(t, err)
-		response, err := http.ReadResponse(reader, nil)
-		require.NoError(t, err)
-		_, err = io.Copy(io.Discard, response.Body)
-		require.NoError(t, err)
-		return response.StatusCode == http.StatusOK
-	}, 10*time.Second, 10*time.Millisecond, "the node gets ready")
+	requireReady(t, held) // the node elects itself and joins
 
 	for _, probe := range []struct{ target, body string }{
 		{"/healthz", `{"status":"ok"}`}, {"/readyz", `{"status":"ready"}`}, {"/healthz?verbose=1", `{"status":"ok"}`},

@@ -79,7 +79,7 @@ func (l *scrapeLimit) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body := rendered.bytes()
-	held := int64(len(body))
+	held := int64(cap(body))
 	if !l.take(held) {
 		l.replies.refused.Inc()
 		l.refuse(w, errReplyBudget)
@@ -192,13 +192,7 @@ func (s *renderedScrape) Write(p []byte) (int, error) {
 	return s.body.Write(p)
 }
 
-// bytes is the rendered body, in a slice of its own length when the
-// buffer's growth left more than an eighth of it unused: the bytes held
-// while it is written are the bytes charged.
-func (s *renderedScrape) bytes() []byte {
-	body := s.body.Bytes()
-	if cap(body)-len(body) > len(body)/8 {
-		body = bytes.Clone(body)
-	}
-	return body
-}
+// bytes is the rendered body, in a buffer within fitSlackMax of its
+// length (fitted, as a held reply's): its capacity is what is charged
+// while it is written.
+func (s *renderedScrape) bytes() []byte { return fitted(s.body.Bytes()) }
