@@ -121,7 +121,7 @@ type Node struct {
 	deadLettersDue map[partitionKey]struct{}
 	// deadLettersBlocked names the topics whose dead letters wait for
 	// their owner's produce grant on the dead-letter topic; only
-	// deadLettersAllowed changes it.
+	// deadLettersAllowed and dropTopicState change it.
 	deadLettersBlocked map[string]struct{}
 	// fanout is the list of parents the cursors copy from and the next
 	// time they wait for (fanout_copy.go).

@@ -409,6 +409,7 @@ func (n *Node) dropTopicState(name string) {
 		n.reply(id, nil, gone)
 	}
 	delete(n.cursors, name)
+	delete(n.deadLettersBlocked, name) // a topic created again under the name starts unblocked
 	n.topicCache = nil // its entry shares the cursors just dropped
 	// Parents' cursors into the topic go with it: a copy batch in flight
 	// then finds no cursor when it is answered (batchDone) and reports
