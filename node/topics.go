@@ -410,7 +410,7 @@ func (n *Node) dropTopicState(name string) {
 	}
 	delete(n.cursors, name)
 	delete(n.deadLettersBlocked, name) // a topic created again under the name starts unblocked
-	n.topicCache = nil // its entry shares the cursors just dropped
+	n.topicCache = nil                 // its entry shares the cursors just dropped
 	// Parents' cursors into the topic go with it: a copy batch in flight
 	// then finds no cursor when it is answered (batchDone) and reports
 	// nothing of a topic whose metric series were dropped; the cursor
