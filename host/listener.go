@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"narad/auth"
 	"narad/httpapi"
 	"narad/httpserve"
 )
@@ -420,10 +421,7 @@ type refusalConn struct {
 // newRefusalConn starts the refusal of conn: it ends within
 // refusalRequestTimeout plus refusalLingerTimeout.
 func newRefusalConn(conn net.Conn) *refusalConn {
-	host := conn.RemoteAddr().String()
-	if split, _, err := net.SplitHostPort(host); err == nil {
-		host = split
-	}
+	host := auth.SourceOf(conn.RemoteAddr().String()).String() // an IPv6 client counts by its /64, as failed sign-ins do
 	return &refusalConn{Conn: conn, last: time.Now().Add(refusalRequestTimeout + refusalLingerTimeout), host: host}
 }
 

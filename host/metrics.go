@@ -367,11 +367,11 @@ func (m *Metrics) Event(kind, detail string) {
 	if !logged {
 		return
 	}
+	attributes := []any{"kind", kind, "detail", detail}
 	if suppressed > 0 {
-		m.logger.Warn("node event", "kind", kind, "detail", detail, "suppressed", suppressed)
-		return
+		attributes = append(attributes, "suppressed", suppressed)
 	}
-	m.logger.Warn("node event", "kind", kind, "detail", detail)
+	m.logger.Warn("node event", attributes...)
 }
 
 // setInventory updates the inventory gauges from the node's numbers. The

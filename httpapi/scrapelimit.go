@@ -2,13 +2,13 @@ package httpapi
 
 import (
 	"bytes"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"narad/auth"
 	"narad/msg"
 )
 
@@ -67,7 +67,7 @@ func newScrapeLimit(next http.Handler, replies *byteBudget, reg prometheus.Regis
 }
 
 func (l *scrapeLimit) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	client := clientHost(r.RemoteAddr)
+	client := auth.SourceOf(r.RemoteAddr).String() // an IPv6 client counts by its /64, as failed sign-ins do
 	if !l.enter(client) {
 		l.refuse(w, msg.Unavailable("this client has %d scrapes of /metrics under way; retry", scrapesPerClientMax))
 		return
@@ -150,14 +150,6 @@ func (l *scrapeLimit) give(bytes int64) {
 	defer l.mu.Unlock()
 	l.held -= bytes
 	l.replies.give(bytes)
-}
-
-// clientHost is the host part of a request's remote address.
-func clientHost(remoteAddr string) string {
-	if host, _, err := net.SplitHostPort(remoteAddr); err == nil {
-		return host
-	}
-	return remoteAddr
 }
 
 // renderedScrape is an http.ResponseWriter that keeps the exposition

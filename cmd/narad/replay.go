@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"narad/client"
+	"narad/proc"
 )
 
 // replayOptions are the flags of narad replay.
@@ -123,15 +124,11 @@ const replayUnavailableRetriesMax = 10
 func replayRetrying(ctx context.Context, broker *client.Client, topic string, partition int, offset int64) (*client.Message, error) {
 	for retries := 0; ; retries++ {
 		message, err := broker.Replay(ctx, topic, partition, offset)
-		var replyError *client.Error
-		if retries == replayUnavailableRetriesMax || !errors.As(err, &replyError) || replyError.Status != http.StatusServiceUnavailable {
+		if retries == replayUnavailableRetriesMax || !client.IsStatus(err, http.StatusServiceUnavailable) {
 			return message, err
 		}
-		wait := max(replyError.RetryAfter, time.Second)
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(wait):
+		if err := proc.SleepContext(ctx, max(client.RetryAfterOf(err), time.Second)); err != nil {
+			return nil, err
 		}
 	}
 }
