@@ -2,7 +2,6 @@ package host
 
 import (
 	"bytes"
-	"cmp"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -579,9 +578,9 @@ func probeAnswer(probes http.Handler, line []byte) (answer []byte, probed bool) 
 	if err != nil {
 		return refusal, false
 	}
-	recorded := &recordedAnswer{header: http.Header{}}
+	recorded := httpapi.NewRecorder()
 	probes.ServeHTTP(recorded, request)
-	return recorded.bytes(), true
+	return onTheWire(recorded), true
 }
 
 // probeTarget returns the request target of a request line that GETs one
@@ -599,40 +598,20 @@ func probeTarget(line []byte) (string, bool) {
 	return string(target), probePaths[string(path)]
 }
 
-// recordedAnswer is an http.ResponseWriter that keeps a small answer
-// whole (a probe's: a few dozen bytes), to write it out in one piece.
-type recordedAnswer struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (a *recordedAnswer) Header() http.Header { return a.header }
-
-func (a *recordedAnswer) WriteHeader(status int) {
-	if a.status == 0 {
-		a.status = status
-	}
-}
-
-func (a *recordedAnswer) Write(p []byte) (int, error) {
-	a.WriteHeader(http.StatusOK)
-	return a.body.Write(p)
-}
-
-// bytes is the answer on the wire: its status, the handler's Content-Type
-// and Retry-After, Connection: close and the body's length.
-func (a *recordedAnswer) bytes() []byte {
-	status := cmp.Or(a.status, http.StatusOK)
+// onTheWire is a probe's recorded answer as it goes on the wire: its
+// status, the handler's Content-Type and Retry-After, Connection: close
+// and the body's length.
+func onTheWire(answer *httpapi.Recorder) []byte {
+	status := answer.Status()
 	var out bytes.Buffer
 	fmt.Fprintf(&out, "HTTP/1.1 %d %s\r\n", status, http.StatusText(status))
 	for _, name := range []string{"Content-Type", "Retry-After"} {
-		if value := a.header.Get(name); value != "" {
+		if value := answer.Header().Get(name); value != "" {
 			fmt.Fprintf(&out, "%s: %s\r\n", name, value)
 		}
 	}
-	fmt.Fprintf(&out, "Connection: close\r\nContent-Length: %d\r\n\r\n", a.body.Len())
-	out.Write(a.body.Bytes())
+	fmt.Fprintf(&out, "Connection: close\r\nContent-Length: %d\r\n\r\n", len(answer.Body()))
+	out.Write(answer.Body())
 	return out.Bytes()
 }
 

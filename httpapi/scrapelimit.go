@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"net/http"
 	"strconv"
 	"sync"
@@ -78,7 +77,7 @@ func (l *scrapeLimit) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		l.refuse(w, msg.Unavailable("%d scrapes of /metrics are being rendered; retry", scrapesMax))
 		return
 	}
-	body := rendered.bytes()
+	body := fitted(rendered.Body()) // as a held reply's: its capacity is what is charged while it is written
 	held := int64(cap(body))
 	if !l.take(held) {
 		l.replies.refused.Inc()
@@ -86,18 +85,18 @@ func (l *scrapeLimit) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer l.give(held)
-	for name, values := range rendered.header {
+	for name, values := range rendered.Header() {
 		w.Header()[name] = values
 	}
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(rendered.status)
+	w.WriteHeader(rendered.Status())
 	_, _ = w.Write(body) // a failed write means the client went away
 }
 
 // renderInSlot renders a scrape under one of the slots, released however
 // the rendering ends (a panic, which the recovery above answers, kept it
 // for good); ok is false when every slot is taken.
-func (l *scrapeLimit) renderInSlot(r *http.Request) (rendered *renderedScrape, ok bool) {
+func (l *scrapeLimit) renderInSlot(r *http.Request) (rendered *Recorder, ok bool) {
 	select {
 	case l.slots <- struct{}{}:
 	default:
@@ -152,39 +151,11 @@ func (l *scrapeLimit) give(bytes int64) {
 	l.replies.give(bytes)
 }
 
-// renderedScrape is an http.ResponseWriter that keeps the exposition
-// whole: its status, its header (Content-Type, Content-Encoding, Vary)
-// and its body.
-type renderedScrape struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-// renderScrape runs next (the Prometheus handler) into a buffer.
-func renderScrape(next http.Handler, r *http.Request) *renderedScrape {
-	rendered := &renderedScrape{header: http.Header{}}
+// renderScrape runs next (the Prometheus handler) into a Recorder: the
+// exposition whole, with its status and its header (Content-Type,
+// Content-Encoding, Vary).
+func renderScrape(next http.Handler, r *http.Request) *Recorder {
+	rendered := NewRecorder()
 	next.ServeHTTP(rendered, r)
-	if rendered.status == 0 {
-		rendered.status = http.StatusOK
-	}
 	return rendered
 }
-
-func (s *renderedScrape) Header() http.Header { return s.header }
-
-func (s *renderedScrape) WriteHeader(status int) {
-	if s.status == 0 {
-		s.status = status
-	}
-}
-
-func (s *renderedScrape) Write(p []byte) (int, error) {
-	s.WriteHeader(http.StatusOK)
-	return s.body.Write(p)
-}
-
-// bytes is the rendered body, in a buffer within fitSlackMax of its
-// length (fitted, as a held reply's): its capacity is what is charged
-// while it is written.
-func (s *renderedScrape) bytes() []byte { return fitted(s.body.Bytes()) }
