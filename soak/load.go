@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"narad/client"
@@ -61,9 +62,12 @@ type LoadCounters struct {
 	ProduceRequests int
 	// Refused counts produce requests answered with a status other than
 	// 202, by status; Unanswered those that got no answer (connection
-	// refused or reset, timeout).
-	Refused    map[int]int
-	Unanswered int
+	// refused or reset, timeout), of which NotConnected found no process
+	// listening (connection refused: the node picked was down), so the
+	// rest are answers a running node owed and did not give in time.
+	Refused      map[int]int
+	Unanswered   int
+	NotConnected int
 	// Abandoned counts records never answered 202 because the load
 	// stopped or the answer was final (a 4xx).
 	Abandoned int
@@ -304,7 +308,13 @@ func (l *load) accepted(topic string, req produceRequest, placements []client.Pl
 func (l *load) refused(node string, req produceRequest, err error) bool {
 	var reply *client.Error
 	if !errors.As(err, &reply) {
-		l.count(func(c *LoadCounters) { c.Unanswered++ })
+		down := foundNodeDown(err)
+		l.count(func(c *LoadCounters) {
+			c.Unanswered++
+			if down {
+				c.NotConnected++
+			}
+		})
 		return true
 	}
 	l.count(func(c *LoadCounters) { c.Refused[reply.Status]++ })
@@ -316,6 +326,11 @@ func (l *load) refused(node string, req produceRequest, err error) bool {
 	l.problem("%s", text)
 	return false
 }
+
+// foundNodeDown reports whether a produce that got no answer found no
+// process listening at the node's address (connection refused): the node
+// was down, so no running node owed it an answer.
+func foundNodeDown(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
 
 // consumer is one consuming goroutine of one topic; only that goroutine
 // uses it.

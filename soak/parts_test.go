@@ -1,8 +1,10 @@
 package soak
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -237,4 +239,35 @@ func TestFrozenForReadsTheSourceLogSinceTheMoveStarted(t *testing.T) {
 	assert.False(t, frozenFor(path, move), "a freeze of an earlier move of the partition")
 	assert.True(t, logsMention([]string{path}, "partition-frozen", "topics/soak-cold/p00002 "))
 	assert.False(t, logsMention([]string{path, filepath.Join(t.TempDir(), "missing.log")}, "voter-removal-proposed", "n1 "))
+}
+
+// A produce to an address where nothing listens counts as finding the
+// node down; one that a listening server leaves unanswered until the
+// client's time runs out does not.
+func TestUnansweredProducesTellANodeDownFromASilentOne(t *testing.T) {
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	downAddr := closed.Addr().String()
+	require.NoError(t, closed.Close())
+	_, err = client.New("http://"+downAddr, client.WithTimeout(2*time.Second)).
+		Produce(context.Background(), "t", []byte("x"), client.ProduceOptions{})
+	require.Error(t, err)
+	require.True(t, foundNodeDown(err), "connection refused: %v", err)
+
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer silent.Close()
+	go func() {
+		for {
+			conn, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			defer conn.Close() // held open, never answered, until the test ends
+		}
+	}()
+	_, err = client.New("http://"+silent.Addr().String(), client.WithTimeout(200*time.Millisecond)).
+		Produce(context.Background(), "t", []byte("x"), client.ProduceOptions{})
+	require.Error(t, err)
+	require.False(t, foundNodeDown(err), "a timeout is not a node down: %v", err)
 }

@@ -64,8 +64,8 @@ func (report *Report) Lines() []string {
 		if s.Err != nil {
 			status = "FAILED: " + s.Err.Error()
 		}
-		lines = append(lines, fmt.Sprintf("step %s at %s took %s (produce refused %d, unanswered %d): %s; %s",
-			s.Name, s.At.Round(time.Second), s.Took.Round(time.Millisecond), s.Refused, s.Unanswered, s.Note, status))
+		lines = append(lines, fmt.Sprintf("step %s at %s took %s (produce refused %d, unanswered %d, %d of them at a node down): %s; %s",
+			s.Name, s.At.Round(time.Second), s.Took.Round(time.Millisecond), s.Refused, s.Unanswered, s.NotConnected, s.Note, status))
 	}
 	for _, note := range report.Notes {
 		lines = append(lines, "note: "+note)
@@ -104,8 +104,8 @@ func (report *Report) loadLines() []string {
 		fmt.Sprintf("records: %d answered 202 of %d sent (%d abandoned when the load stopped or was refused for good); "+
 			"%s: %d answered 202 in %s of producing, %.0f records/s", report.Audit.Acknowledged, report.Attempted, l.Abandoned,
 			hotTopic, report.Audit.AcknowledgedIn[hotTopic], report.Producing.Round(time.Second), report.hotRate()),
-		fmt.Sprintf("produce requests: %d sent; %d refused %s; %d without an answer",
-			l.ProduceRequests, l.refusedTotal(), formatCounts(l.Refused), l.Unanswered),
+		fmt.Sprintf("produce requests: %d sent; %d refused %s; %d without an answer (%d of them refused at connect: the node was down)",
+			l.ProduceRequests, l.refusedTotal(), formatCounts(l.Refused), l.Unanswered, l.NotConnected),
 		fmt.Sprintf("delivery: %d of %d acknowledged records consumed at least once (drain %s); %d deliveries, %d records redelivered; "+
 			"consume errors %d, ack errors %d, stale acks %d", report.Delivered, report.Audit.Acknowledged, report.DrainTook.Round(time.Second),
 			report.Deliveries, report.Redelivered, l.ConsumeErrors, l.AckErrors, l.AcksStale),

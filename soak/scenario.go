@@ -67,8 +67,9 @@ type StepResult struct {
 	Note     string
 	Err      error
 	// Refused and Unanswered count the produce requests refused or left
-	// without an answer while the step ran.
-	Refused, Unanswered int
+	// without an answer while the step ran; NotConnected, those of the
+	// unanswered that found the node down (LoadCounters).
+	Refused, Unanswered, NotConnected int
 }
 
 // scenario runs the steps: cycles of every fault until the duration is
@@ -154,10 +155,11 @@ func (r *run) runStep(ctx context.Context, cycle int, s step) {
 		err = errors.Join(err, r.restartStopped(ctx))
 	}
 	result := StepResult{Name: name, At: began.Sub(r.began), Took: time.Since(began), Note: note, Err: err,
-		Refused: after.refusedTotal() - before.refusedTotal(), Unanswered: after.Unanswered - before.Unanswered}
+		Refused: after.refusedTotal() - before.refusedTotal(), Unanswered: after.Unanswered - before.Unanswered,
+		NotConnected: after.NotConnected - before.NotConnected}
 	r.report.Steps = append(r.report.Steps, result)
-	r.logf("step %s done in %s: %s; produce refused %d, unanswered %d; error: %v", name, result.Took.Round(time.Millisecond),
-		note, result.Refused, result.Unanswered, err)
+	r.logf("step %s done in %s: %s; produce refused %d, unanswered %d (%d found the node down); error: %v", name,
+		result.Took.Round(time.Millisecond), note, result.Refused, result.Unanswered, result.NotConnected, err)
 	if err := r.ledger.flush(); err != nil {
 		r.report.fail("ledger file: %v", err)
 	}
