@@ -42,7 +42,7 @@ var (
 	ErrPartitionRequiredForReplay = msg.Invalid("partition required for replay-mode consume")
 	ErrReceiptHandleRequired      = msg.Invalid("receipt_handle required")
 	ErrReceiptHandleMalformed     = msg.Invalid("receipt handle is malformed")
-	ErrInvalidExtend              = msg.Invalid(`invalid extend: want "true" (renew lease) or "0" (release for redelivery)`)
+	ErrInvalidExtend              = msg.Invalid(`invalid extend: want "true" or "1" (renew the lease), "0" (release for redelivery), or "false" or none (ack)`)
 	ErrEmptyMessage               = msg.Invalid("message body is empty")
 	ErrEmptyBatch                 = msg.Invalid("batch produce has no records")
 	ErrAlterNothing               = msg.Invalid("at least one field is required")
