@@ -87,7 +87,7 @@ func (n *Node) ackOne(t *topic, handle string, action msg.AckAction) (index int,
 	}
 	if index >= t.info.Partitions {
 		if n.meta.IsLeader() { // the replica that knows every growth: a larger topic's, deleted since, or forged
-			return msg.PartitionNone, false, msg.Gone("receipt handle is stale")
+			return msg.PartitionNone, false, msg.Gone("receipt handle is stale: topic %s has no partition %d", t.info.Name, index)
 		}
 		// Partitions only grow: the handle names one this replica has not
 		// applied yet. 410 would tell the client its ack can never land,

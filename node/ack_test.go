@@ -295,5 +295,6 @@ func TestAnAckOfAPartitionTheTopicDoesNotHaveIsGoneThroughAnyNode(t *testing.T) 
 	for _, at := range c.ids {
 		reply := c.do(at, msg.Ack{Topic: "jobs", Handles: []string{"7:0:1099511627780:05b3016e0f49dff0"}, Action: msg.AckCommit})
 		require.Equal(t, msg.CodeGone, msg.CodeOf(reply.Err), "through %s (the leader is %s): %v", at, leader, reply.Err)
+		require.ErrorContains(t, reply.Err, "topic jobs has no partition 7", "the 410 says why, through %s", at)
 	}
 }
