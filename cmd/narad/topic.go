@@ -53,7 +53,7 @@ func (s *topicSettings) register(flags *pflag.FlagSet, partitionsHelp string) {
 	flags.IntVar(&s.maxAckedAhead, "max-acked-ahead", 0, "most out-of-order acks held per partition")
 	flags.StringVar(&s.schemaFile, "schema", "", "JSON Schema file that every message must match (\"-\" reads stdin; at most 256 KiB)")
 	flags.IntVar(&s.maxDeliveries, "max-deliveries", 0,
-		"deliveries a message gets before it moves to the dead-letter topic (1 to 1000; 0 = never; needs --dead-letter-topic)")
+		"deliveries a message gets before it moves to the dead-letter topic (1 to 1000; 0 = never; needs a dead-letter topic: --dead-letter-topic, or on edit the one the topic has)")
 	flags.StringVar(&s.deadLetterTopic, "dead-letter-topic", "",
 		"existing topic that takes the messages which ran out of deliveries (\"\" with --max-deliveries 0 turns it off)")
 }

@@ -241,6 +241,8 @@ func TestTopicDeadLetterFlags(t *testing.T) {
 	assert.JSONEq(t, `{"max_deliveries":0,"dead_letter_topic":""}`, broker.seen("")[1].Body, "turning it off sends both, empty")
 	h.againstOK(broker, "topic", "edit", "orders", "--max-deliveries", "7")
 	assert.JSONEq(t, `{"max_deliveries":7}`, broker.seen("")[2].Body)
+	h.againstOK(broker, "topic", "edit", "--help")
+	assert.Contains(t, h.stdout.String(), "or on edit the one the topic has", "the help does not ask for --dead-letter-topic again")
 	h.againstOK(broker, "topic", "info", "orders")
 	assert.Contains(t, h.stdout.String(), `"max_deliveries": 5`)
 	assert.Contains(t, h.stdout.String(), `"dead_letter_topic": "orders.dead"`)
