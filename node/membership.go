@@ -373,8 +373,9 @@ func (n *Node) noteJoinWait(voter bool) {
 			peers = append(peers, peer.ID+"@"+peer.ClusterAddr)
 		}
 	}
-	n.observer.Event("join-waiting", fmt.Sprintf("no member added this node in %d s of asking %s; check cluster.peers and that those nodes run and can reach %s",
-		waited/1000, strings.Join(peers, ", "), n.cfg.ClusterAddr))
+	n.observer.Event("join-waiting", fmt.Sprintf("no member added this node in %d s of asking %s; check cluster.peers and that those nodes run and can reach %s, "+
+		"and that no member ever had the id %s (ids are never reused: the metastore leader then logs join-refused)",
+		waited/1000, strings.Join(peers, ", "), n.cfg.ClusterAddr, n.cfg.NodeID))
 }
 
 // addressMoved reports whether this node listens on another cluster

@@ -15,7 +15,9 @@ import (
 // A joining node that no member adds (its peer list names no running
 // node) says so in its log every joinWaitWarnEveryMs, naming the peers it
 // asks: it used to go silent after its transport's first failed dial,
-// and its readiness said only that no leader was known.
+// and its readiness said only that no leader was known. The warning also
+// names the other cause an operator meets: an id that a removed member
+// had, which the leader refuses (join-refused in its log only).
 func TestAJoinerNobodyAddsSaysSo(t *testing.T) {
 	peers := []meta.Peer{{ID: "n1", RaftID: meta.RaftIDOf("n1"), ClusterAddr: "127.0.0.1:7943"},
 		{ID: "n6", RaftID: meta.RaftIDOf("n6"), ClusterAddr: "127.0.0.6:7943"}}
@@ -53,4 +55,5 @@ func TestAJoinerNobodyAddsSaysSo(t *testing.T) {
 	require.Len(t, said, 2, "once per period")
 	require.Contains(t, said[0], "n1@127.0.0.1:7943")
 	require.Contains(t, said[0], "check cluster.peers")
+	require.Contains(t, said[0], "no member ever had the id n6", "a reused id is refused by the leader alone: the joiner names the cause too")
 }
