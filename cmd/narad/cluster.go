@@ -186,7 +186,8 @@ func newDecommissionCommand(a *app) *cobra.Command {
 copy while produce goes on, and once it owns nothing the leader takes it
 out of the voters (never below three). The command returns once the drain
 has started; with --wait it follows the drain, printing on stderr how many
-partitions are left whenever that changes, and returns with exit 0 once
+partitions are left whenever that changes (and every 5 s while it does
+not, with the time the wait has taken), and returns with exit 0 once
 the node owns none and the leader took it out of the voters: only then
 may it be stopped. A voter of a three-voter cluster stays one, which the
 wait says at once, and in a larger cluster it waits up to 30 s for the

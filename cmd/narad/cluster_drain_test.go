@@ -275,3 +275,14 @@ func TestDecommissionHelpNamesTheClientsWindow(t *testing.T) {
 		assert.Contains(t, help, want)
 	}
 }
+
+// The help says the wait repeats an unchanged line every progressInterval
+// (drain audit: it said a line came only when the count changed, and a
+// dead source's drain printed the same count every 5 s).
+func TestDecommissionHelpSaysAnUnchangedLineRepeats(t *testing.T) {
+	require.Equal(t, 5*time.Second, progressInterval, "the help names it as 5 s")
+	h := newHarness(t)
+	h.runOK("cluster", "decommission", "--help")
+	help := strings.Join(strings.Fields(h.stdout.String()), " ")
+	assert.Contains(t, help, "whenever that changes (and every 5 s while it does not")
+}
