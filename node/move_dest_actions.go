@@ -54,13 +54,13 @@ func (n *Node) noteMove(s *moveSession, note movedest.Note) {
 		chaos.Reached(chaos.MarkNodeMoveHandoff)
 	case movedest.NoteForcePromote:
 		chaos.Reached(chaos.MarkNodeMoveForcePromote)
-		n.observer.Event("move-force-promote", fmt.Sprintf("%s/%d: source %s dead since %d ms; promoting the copy at hwm %d",
+		n.observer.Event("move-force-promote", fmt.Sprintf("%s/%d: source %s dead, silent for %d ms; promoting the copy at hwm %d",
 			s.key.topic, s.key.index, s.machine.Move().Source, note.SilentForMs, note.HWM))
 	case movedest.NoteStalled:
 		chaos.Reached(chaos.MarkNodeMoveStalled)
 	case movedest.NoteSourceLost:
 		chaos.Reached(chaos.MarkNodeMoveSourceLost)
-		n.observer.Event("move-source-lost", fmt.Sprintf("%s/%d: source %s dead since %d ms and the copy may not be promoted; aborting the move",
+		n.observer.Event("move-source-lost", fmt.Sprintf("%s/%d: source %s dead, silent for %d ms, and the copy may not be promoted; aborting the move",
 			s.key.topic, s.key.index, s.machine.Move().Source, note.SilentForMs))
 	case movedest.NoteInstalled:
 		chaos.Reached(chaos.MarkNodeMoveInstalled)

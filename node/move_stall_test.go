@@ -1,7 +1,9 @@
 package node
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -72,6 +74,8 @@ func TestAMoveWhoseSourceDiedFreesItsSlotForADrain(t *testing.T) {
 	target := c.otherThan(source, leader)
 	leaving := c.otherThan(source, leader, target)
 	require.Contains(t, owners, leaving, "the node to drain owns partitions")
+	events := &detailRecorder{}
+	c.nodes[target].observer = events
 	require.NoError(t, c.do(source, producePinned("t", partition, "r")).Err)
 	c.drop = func(env msg.Envelope) bool { // no freeze reaches the source: its copy is never final
 		forward, ok := env.Message.(msg.ForwardRequest)
@@ -91,4 +95,10 @@ func TestAMoveWhoseSourceDiedFreesItsSlotForADrain(t *testing.T) {
 	require.Equal(t, source, assignment.Owner, "the copy was not promoted")
 	require.Empty(t, assignment.Target, "the move was aborted")
 	require.Empty(t, c.nodes[target].MoveSessions(), "the destination's session ended")
+	lost := slices.IndexFunc(events.events, func(event string) bool { return strings.HasPrefix(event, "move-source-lost: ") })
+	require.GreaterOrEqual(t, lost, 0, "the destination said why it aborted")
+	// The figure is the source's silence, not the time since it was
+	// marked dead (the warning said "dead since" it, for a node marked
+	// dead cluster.dead_after_ms after it went silent).
+	require.Contains(t, events.events[lost], fmt.Sprintf("source %s dead, silent for ", source))
 }
