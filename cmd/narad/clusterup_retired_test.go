@@ -50,3 +50,16 @@ func TestClusterUpGoesOnWithoutADecommissionedNode(t *testing.T) {
 	require.Contains(t, stderr.String(), "n2 was decommissioned in an earlier run")
 	require.Equal(t, []*devNode{ready, electing}, serving([]*devNode{ready, retired, electing}))
 }
+
+// The banner of a run whose other nodes were decommissioned earlier
+// counts its one node ready as such (it printed "1 nodes ready").
+func TestClusterUpBannerCountsOneNodeReady(t *testing.T) {
+	h := newHarness(t)
+	plan := planCluster(t.TempDir(), 3, 8000)
+	var nodes []*devNode
+	for _, n := range plan.nodes {
+		nodes = append(nodes, &devNode{plannedNode: n, Process: proc.NewProcess(proc.Spec{ID: n.id, HTTPAddr: n.httpAddr}), retired: n.id != "n1"})
+	}
+	h.app.printClusterBanner(plan, nodes, "narad")
+	require.Contains(t, h.stdout.String(), "narad cluster: 1 node ready (auth on)")
+}

@@ -207,7 +207,7 @@ func commandName(executable string) string {
 
 func (a *app) printClusterBanner(plan clusterPlan, nodes []*devNode, command string) {
 	ready := serving(nodes)
-	fmt.Fprintf(a.stdout, "narad cluster: %d nodes ready (auth on), data in %s\n", len(ready), plan.dataDir)
+	fmt.Fprintf(a.stdout, "narad cluster: %s ready (auth on), data in %s\n", nodeCount(len(ready)), plan.dataDir)
 	secrets := filepath.Join(plan.dataDir, clusterSecretsFile)
 	fmt.Fprintf(a.stdout, "  user admin, password %s (kept in %s)\n", plan.secrets.AdminPassword, secrets)
 	fmt.Fprintf(a.stdout, "  a node joining this cluster needs its secret, cluster_secret in %s, as NARAD_CLUSTER_SECRET (narad cluster --help)\n", secrets)
@@ -238,6 +238,15 @@ func serving(nodes []*devNode) []*devNode {
 		}
 	}
 	return ready
+}
+
+// nodeCount is "1 node" or "N nodes": a run whose other nodes were
+// decommissioned earlier has one node ready.
+func nodeCount(count int) string {
+	if count == 1 {
+		return "1 node"
+	}
+	return fmt.Sprintf("%d nodes", count)
 }
 
 func countWord(count int) string {
