@@ -44,13 +44,13 @@ func (a *app) runCluster(ctx context.Context, plan clusterPlan) error {
 	if err != nil {
 		return fmt.Errorf("find the narad executable to start the nodes: %w", err)
 	}
+	if err := checkPortsFree(plan); err != nil { // before anything is written: a refused start leaves no directory
+		return err
+	}
 	if err := os.MkdirAll(plan.dataDir, clusterDirMode); err != nil {
 		return fmt.Errorf("cluster data directory: %w", err)
 	}
 	if plan.secrets, err = loadClusterSecrets(plan.dataDir); err != nil {
-		return err
-	}
-	if err := checkPortsFree(plan); err != nil {
 		return err
 	}
 	fmt.Fprintf(a.stderr, "narad cluster: starting %d nodes; data and logs in %s\n", len(plan.nodes), plan.dataDir)

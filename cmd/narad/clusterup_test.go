@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net"
 	"os"
 	"path/filepath"
@@ -151,6 +152,21 @@ func TestClusterUpRefusesTakenPorts(t *testing.T) {
 		errs = append(errs, err)
 	}
 	t.Fatalf("no plan on free ports passed: %v", errs)
+}
+
+// A cluster up refused for a taken port writes nothing: no data directory
+// and no secrets.json, whose secrets a later run on free ports would have
+// kept (operations audit: the refused run left secrets.json behind).
+func TestClusterUpRefusedForATakenPortLeavesNoDirectory(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	dir := filepath.Join(t.TempDir(), "cluster")
+	h := newHarness(t)
+	err = h.app.runCluster(context.Background(), planCluster(dir, 1, taken.Addr().(*net.TCPAddr).Port))
+	require.ErrorContains(t, err, "is taken")
+	_, err = os.Stat(dir)
+	require.True(t, os.IsNotExist(err), "the refused run made %s: %v", dir, err)
 }
 
 // How to add a node to a running cluster is in the cluster command's
