@@ -69,7 +69,8 @@
 // deliveries; and no dead letter is of a record that was neither poison
 // nor received by a consumer at the limit.
 // The report adds duplicates (ids stored more than once), records stored
-// without a 202, produce requests refused (by status) and unanswered,
+// without a 202, produce requests refused (by status) and unanswered
+// (those whose connect a node that was down refused counted apart),
 // deliveries, moves by outcome and freeze durations (from the nodes' JSON
 // logs), node events by kind, and each step's outcome.
 //
