@@ -16,6 +16,21 @@ import (
 	"narad/meta"
 )
 
+// signInsWithPassword is an authenticator, its metrics in reg, that knows
+// users, each with the password "pw".
+func signInsWithPassword(t *testing.T, reg *prometheus.Registry, users ...meta.User) *auth.Authenticator {
+	t.Helper()
+	authenticator, err := auth.New(auth.DefaultConfig(), reg)
+	require.NoError(t, err)
+	hash, err := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
+	require.NoError(t, err)
+	for i := range users {
+		users[i].PasswordHash = hash
+	}
+	authenticator.Publish(auth.NewUsers(1, users))
+	return authenticator
+}
+
 // A request with two Authorization headers is refused (400), whichever
 // comes first: the server took the first, so a caller's own credential
 // placed first and an admin's second acted as the caller, and placed the
@@ -23,14 +38,9 @@ import (
 // fooled either way.
 func TestTwoAuthorizationHeadersAreRefused(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	authenticator, err := auth.New(auth.DefaultConfig(), reg)
-	require.NoError(t, err)
-	hash, err := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
-	require.NoError(t, err)
-	authenticator.Publish(auth.NewUsers(1, []meta.User{
-		{Username: "bob", PasswordHash: hash, Grants: []meta.Grant{{Action: auth.ActionProduce, Patterns: []string{"t"}}}},
-		{Username: "root", PasswordHash: hash, Grants: []meta.Grant{{Action: auth.ActionAdmin}}},
-	}))
+	authenticator := signInsWithPassword(t, reg,
+		meta.User{Username: "bob", Grants: []meta.Grant{{Action: auth.ActionProduce, Patterns: []string{"t"}}}},
+		meta.User{Username: "root", Grants: []meta.Grant{{Action: auth.ActionAdmin}}})
 	handler := NewHandler(instantBackend{}, newTestCodec(), reg, slog.New(slog.DiscardHandler),
 		WithSecurity(Security{Enabled: true, Auth: authenticator, Users: instantBackend{}}))
 	basic := func(user string) string { return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":pw")) }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/crypto/bcrypt"
 
 	"narad/auth"
 	"narad/meta"
@@ -45,12 +44,8 @@ func (b *createdMeanwhileBackend) Do(_ context.Context, req msg.Request) msg.Rep
 // the request.
 func TestOwnerCheckOfAnUnknownTopicAnswers404(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	authenticator, err := auth.New(auth.DefaultConfig(), reg)
-	require.NoError(t, err)
-	hash, err := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
-	require.NoError(t, err)
-	authenticator.Publish(auth.NewUsers(1, []meta.User{{Username: "bob", PasswordHash: hash,
-		Grants: []meta.Grant{{Action: auth.ActionCreate, Patterns: []string{"bob.*"}}}}}))
+	authenticator := signInsWithPassword(t, reg,
+		meta.User{Username: "bob", Grants: []meta.Grant{{Action: auth.ActionCreate, Patterns: []string{"bob.*"}}}})
 	backend := &createdMeanwhileBackend{}
 	handler := NewHandler(backend, newTestCodec(), reg, slog.New(slog.DiscardHandler),
 		WithSecurity(Security{Enabled: true, Auth: authenticator, Users: instantBackend{}}))
@@ -123,14 +118,9 @@ func expectedOwnerOf(t *testing.T, req msg.Request) string {
 // if another user deleted the topic and created it again meanwhile; an
 // admin's change, which no owner check stood for, is not guarded.
 func TestAnOwnersTopicChangeCarriesTheOwnerItWasCheckedAgainst(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	authenticator, err := auth.New(auth.DefaultConfig(), reg)
-	require.NoError(t, err)
-	hash, err := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
-	require.NoError(t, err)
-	authenticator.Publish(auth.NewUsers(1, []meta.User{
-		{Username: "bob", PasswordHash: hash, Grants: []meta.Grant{{Action: auth.ActionCreate, Patterns: []string{"bob.*"}}}},
-		{Username: "root", PasswordHash: hash, Root: true}}))
+	authenticator := signInsWithPassword(t, prometheus.NewRegistry(),
+		meta.User{Username: "bob", Grants: []meta.Grant{{Action: auth.ActionCreate, Patterns: []string{"bob.*"}}}},
+		meta.User{Username: "root", Root: true})
 	changes := []struct{ method, path, body string }{
 		{http.MethodDelete, "/v1/topics/bob.t", ""},
 		{http.MethodPatch, "/v1/topics/bob.t", `{"retention_ms":1000}`},
