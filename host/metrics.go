@@ -10,17 +10,25 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"narad/httpapi"
+	"narad/loglimit"
 	"narad/msg"
 	"narad/node"
 )
+
+// eventLogsPerSecond is how many warnings of one kind Event logs per
+// second: the node emits some per request (forward-timed-out, one for
+// each forward a flooded peer did not answer), and a line each buried the
+// log. The metrics count every one.
+const eventLogsPerSecond = 1
 
 // Metrics holds the node-level Prometheus metrics
 // (docs/operations.md#metrics) and turns node events into them and into log
 // lines. It implements node.Observer.
 type Metrics struct {
 	logger *slog.Logger
-	// eventLogs rate-limits the warnings Event logs, per kind.
-	eventLogs eventLogLimiter
+	// eventLogs rate-limits the warnings Event logs to eventLogsPerSecond
+	// per kind. Fixed at creation.
+	eventLogs *loglimit.Limiter
 	// inventory serialises the inventory setters (setInventory,
 	// setFanoutLags, setStateBounds): the inventory poll's goroutine sets
 	// them (loop.requestStats), and the counters they keep (the last
@@ -153,7 +161,7 @@ func registerFsyncs(reg prometheus.Registerer, fsyncs, groupSyncs func() uint64)
 func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 	tp := []string{"topic", "partition"}
 	m := &Metrics{
-		logger:           logger,
+		logger: logger, eventLogs: loglimit.New(eventLogsPerSecond),
 		flows:            map[flowKey]flowCounters{},
 		producedMessages: counterVec("messages_produced_total", "Records appended at this owner.", tp),
 		producedBytes:    counterVec("bytes_produced_total", "Payload bytes appended at this owner.", tp),
@@ -354,8 +362,8 @@ var routineEvents = map[string]bool{
 
 // Event implements node.Observer: every event is counted by kind and
 // logged; those that are not routine are warnings and operational errors,
-// and their lines are rate-limited per kind (eventLogInterval), the next
-// line of a kind saying how many were suppressed.
+// and their lines are rate-limited per kind (eventLogsPerSecond), the
+// next line of a kind saying how many were suppressed.
 func (m *Metrics) Event(kind, detail string) {
 	m.events.WithLabelValues(kind).Inc()
 	if routineEvents[kind] {
@@ -363,7 +371,7 @@ func (m *Metrics) Event(kind, detail string) {
 		return
 	}
 	m.errors.WithLabelValues("node", kind).Inc()
-	logged, suppressed := m.eventLogs.allow(kind)
+	logged, suppressed := m.eventLogs.Allow(kind)
 	if !logged {
 		return
 	}

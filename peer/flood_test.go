@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"narad/loglimit"
 	"narad/msg"
 )
 
@@ -51,9 +52,8 @@ func TestHandshakeFloodDoesNotStarveARealPeer(t *testing.T) {
 func TestFailureLogsAreRateLimited(t *testing.T) {
 	var output bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&output, nil))
-	limiter := newLogLimiter(3)
 	now := time.Unix(1_000, 0)
-	limiter.now = func() time.Time { return now }
+	limiter := failureWarnings{limiter: loglimit.NewWithClock(3, func() time.Time { return now })}
 	for range 10 {
 		limiter.warn(logger, "peer handshake failed")
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"narad/loglimit"
 	"narad/msg"
 )
 
@@ -76,7 +77,7 @@ type Transport struct {
 	}
 	// failureLogs rate-limits the warnings about failed inbound
 	// connections.
-	failureLogs *logLimiter
+	failureLogs failureWarnings
 }
 
 // New validates cfg and returns a transport that is not yet listening.
@@ -111,7 +112,7 @@ func New(cfg Config, deliver func(msg.Envelope), logger *slog.Logger) (*Transpor
 	t.mu.shed = map[net.Conn]bool{}
 	t.mu.current = map[string]net.Conn{}
 	t.mu.deliveries = map[string]*sync.Mutex{}
-	t.failureLogs = newLogLimiter(inboundFailureLogsPerSecond)
+	t.failureLogs = failureWarnings{limiter: loglimit.New(inboundFailureLogsPerSecond)}
 	for id, address := range peers {
 		t.setPeerLocked(id, address)
 	}
