@@ -90,11 +90,7 @@ func (n *Node) ownedPartitionKeys() []partitionKey {
 // files cannot be read or say too little (storage.PersistedBacklog), is
 // left out: its log reports it when it opens, and a read error then.
 func (n *Node) peekBacklog(key partitionKey) {
-	t, ok := n.lookupTopic(key.topic)
-	if !ok || key.index >= t.info.Partitions || !n.ownedHere(t, key.index) {
-		return
-	}
-	if p, tracked := n.partitions[key]; tracked && (p.log != nil || p.closedKnown) {
+	if !n.backlogUnknown(key) {
 		return
 	}
 	hwm, committed, ok, err := storage.PersistedBacklog(n.fs, PartitionDir(key.topic, key.index))
@@ -107,6 +103,18 @@ func (n *Node) peekBacklog(key partitionKey) {
 	n.backlogPeeks.found[key] = peekedBacklog{identity: n.known[key.topic], hwm: hwm, committed: committed}
 }
 
+// backlogUnknown reports whether the node knows key's backlog only from
+// its files: the partition is owned here and its log was neither opened
+// nor closed since the start (the node knows better then).
+func (n *Node) backlogUnknown(key partitionKey) bool {
+	t, ok := n.lookupTopic(key.topic)
+	if !ok || key.index >= t.info.Partitions || !n.ownedHere(t, key.index) {
+		return false
+	}
+	p, tracked := n.partitions[key]
+	return !tracked || (p.log == nil && !p.closedKnown)
+}
+
 // peekedBacklogs returns, for PartitionBacklogs, the persisted backlogs
 // still standing for partitions whose log has not opened or closed since
 // the start, sorted by key, with the lease table's acks and leases when
@@ -116,14 +124,11 @@ func (n *Node) peekedBacklogs() []PartitionState {
 	var out []PartitionState
 	for _, key := range slices.SortedFunc(maps.Keys(found), compareKeys) {
 		peeked := found[key]
-		t, ok := n.lookupTopic(key.topic)
-		p, tracked := n.partitions[key]
-		switch {
-		case !ok || n.known[key.topic] != peeked.identity || key.index >= t.info.Partitions || !n.ownedHere(t, key.index),
-			tracked && (p.log != nil || p.closedKnown):
+		if n.known[key.topic] != peeked.identity || !n.backlogUnknown(key) {
 			delete(found, key)
 			continue
 		}
+		p, tracked := n.partitions[key]
 		state := PartitionState{Dir: PartitionDir(key.topic, key.index), Topic: key.topic, Identity: peeked.identity,
 			Partition: key.index, HWM: peeked.hwm, Committed: peeked.committed}
 		if tracked && p.leases != nil {
