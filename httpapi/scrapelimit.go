@@ -93,9 +93,11 @@ func (l *scrapeLimit) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body) // a failed write means the client went away
 }
 
-// renderInSlot renders a scrape under one of the slots, released however
-// the rendering ends (a panic, which the recovery above answers, kept it
-// for good); ok is false when every slot is taken.
+// renderInSlot renders a scrape (the Prometheus handler's exposition
+// whole, with its status and its header: Content-Type, Content-Encoding,
+// Vary) under one of the slots, released however the rendering ends (a
+// panic, which the recovery above answers, kept it for good); ok is false
+// when every slot is taken.
 func (l *scrapeLimit) renderInSlot(r *http.Request) (rendered *Recorder, ok bool) {
 	select {
 	case l.slots <- struct{}{}:
@@ -103,7 +105,9 @@ func (l *scrapeLimit) renderInSlot(r *http.Request) (rendered *Recorder, ok bool
 		return nil, false
 	}
 	defer func() { <-l.slots }()
-	return renderScrape(l.next, r), true
+	rendered = NewRecorder()
+	l.next.ServeHTTP(rendered, r)
+	return rendered, true
 }
 
 func (l *scrapeLimit) refuse(w http.ResponseWriter, err error) {
@@ -149,13 +153,4 @@ func (l *scrapeLimit) give(bytes int64) {
 	defer l.mu.Unlock()
 	l.held -= bytes
 	l.replies.give(bytes)
-}
-
-// renderScrape runs next (the Prometheus handler) into a Recorder: the
-// exposition whole, with its status and its header (Content-Type,
-// Content-Encoding, Vary).
-func renderScrape(next http.Handler, r *http.Request) *Recorder {
-	rendered := NewRecorder()
-	next.ServeHTTP(rendered, r)
-	return rendered
 }
