@@ -72,10 +72,6 @@ func validGrant(grant meta.Grant) error {
 	return nil
 }
 
-// Matches reports whether pattern matches the topic name: a literal
-// matches itself, "p*" every name starting with p ("*" every name).
-func Matches(pattern, topic string) bool { return meta.PatternMatches(pattern, topic) }
-
 // patternCovers reports whether every name outer matches, inner matches.
 func patternCovers(outer, inner string) bool {
 	outerPrefix, outerWildcard := strings.CutSuffix(outer, "*")
