@@ -326,9 +326,9 @@ func (n *Node) askToJoin() {
 	self, _ := n.meta.PeerByNodeID(n.cfg.NodeID)
 	_, voter := n.meta.State().PeerByNodeID(n.cfg.NodeID)
 	moved := voter && n.addressMoved()
-	if n.meta.State().RaftIDUsed(self.RaftID) && !(voter && n.cluster.voterAddressUnknown) && !moved {
+	if (n.meta.State().RaftIDUsed(self.RaftID) && !(voter && n.cluster.voterAddressUnknown) && !moved) || n.joiningUnderRetiredID() {
 		n.cluster.joinAskedSinceMs = 0
-		return // a voter that can address its peers, or removed
+		return // a voter that can address its peers, or removed, or told its id is retired
 	}
 	n.noteJoinWait(voter)
 	join := msg.Join{RaftID: self.RaftID, ClusterAddr: n.cfg.ClusterAddr, HTTPAddr: n.cfg.AdvertiseAddr}
@@ -374,7 +374,7 @@ func (n *Node) noteJoinWait(voter bool) {
 		}
 	}
 	n.observer.Event("join-waiting", fmt.Sprintf("no member added this node in %d s of asking %s; check cluster.peers and that those nodes run and can reach %s, "+
-		"and that no member ever had the id %s (ids are never reused: the metastore leader then logs join-refused)",
+		"and that no member ever had the id %s (ids are never reused: a member that hears this node then tells it so, and it logs join-refused)",
 		waited/1000, strings.Join(peers, ", "), n.cfg.ClusterAddr, n.cfg.NodeID))
 }
 
@@ -647,6 +647,7 @@ func (n *Node) ClusterAddrs() map[string]string {
 	for id, moved := range n.cluster.movedAddrs { //determinism:ok a map is built
 		addrs[id] = moved.addr
 	}
+	n.retiredAskerAddrs(addrs)
 	delete(addrs, n.cfg.NodeID)
 	return addrs
 }

@@ -2,6 +2,8 @@ package node
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"narad/msg"
 )
@@ -32,6 +34,17 @@ import (
 // retiredTellEveryMs bounds how often a node tells one retired node so.
 const retiredTellEveryMs = 1_000
 
+// A node started to join under a retired id (an operator reusing the id
+// of a decommissioned node, on an empty directory) is told so as well.
+// Its Join names its cluster address, which the members' replicas may no
+// longer record (a retired member is forgotten once dead), so a member
+// keeps it as the address of that id for retiredAskerKeepMs after its
+// last Join, for at most retiredAskersMax ids (the oldest goes first).
+const (
+	retiredAskerKeepMs = 60_000
+	retiredAskersMax   = 16
+)
+
 // retirement is this node's knowledge of completed decommissions. Only
 // the node's own methods change it.
 type retirement struct {
@@ -47,6 +60,17 @@ type retirement struct {
 	// shown is whether this node's replica shows it retired, per applied
 	// index (shownRetired).
 	shown appliedMemo[bool]
+	// askers maps a retired id that sent this node a Join to the cluster
+	// address it gave and when (this node's clock); only noteRetiredAsker
+	// changes it, and ClusterAddrs serves the entries younger than
+	// retiredAskerKeepMs.
+	askers map[string]retiredAsker
+}
+
+// retiredAsker is where a retired id's Join came from, and when.
+type retiredAsker struct {
+	addr   string
+	lastMs int64
 }
 
 // shownRetired reports whether this node's replica shows its own
@@ -84,6 +108,10 @@ func (n *Node) retiredError() error {
 	if n.retirement.toldBy != "" && !n.meta.State().Retired(n.cfg.NodeID) {
 		by = fmt.Sprintf(", node %s says", n.retirement.toldBy)
 	}
+	if n.joiningUnderRetiredID() {
+		return msg.Unavailable("the id %s was decommissioned (it left the cluster's voters%s) and this node cannot join under it: "+
+			"start it under a new node id, on an empty data directory", n.cfg.NodeID, by)
+	}
 	return msg.Unavailable("node %s was decommissioned (it left the cluster's voters%s): send requests to another node, and stop this one", n.cfg.NodeID, by)
 }
 
@@ -120,6 +148,9 @@ func (n *Node) refuseRetiredPeer(env msg.Envelope) error {
 	if !n.meta.State().Retired(env.From) {
 		return nil
 	}
+	if join, ok := env.Message.(msg.Join); ok {
+		n.noteRetiredAsker(env.From, join.ClusterAddr)
+	}
 	n.tellRetired(env.From)
 	if forward, ok := env.Message.(msg.ForwardRequest); ok && changesMetadata(forward.Request) {
 		return fmt.Errorf("node %s: a forwarded %T from %s, whose decommission is complete", n.cfg.NodeID, forward.Request, env.From)
@@ -135,11 +166,61 @@ func (n *Node) tellRetired(from string) {
 	}
 }
 
-// stepRetired takes a peer's word that this node's decommission is
-// complete.
-func (n *Node) stepRetired(from string) {
-	if n.retirement.sinceMs == 0 {
-		n.retirement.toldBy = from
-		n.noteRetirement()
+// noteRetiredAsker keeps the cluster address a retired id's Join gave,
+// so that the tell reaches it; it drops the entries past
+// retiredAskerKeepMs and, at retiredAskersMax, the oldest.
+func (n *Node) noteRetiredAsker(id, addr string) {
+	if addr == "" {
+		return
 	}
+	maps.DeleteFunc(n.retirement.askers, func(_ string, asker retiredAsker) bool {
+		return n.nowMs-asker.lastMs >= retiredAskerKeepMs
+	})
+	if _, known := n.retirement.askers[id]; !known && len(n.retirement.askers) >= retiredAskersMax {
+		oldest := ""
+		for _, other := range slices.Sorted(maps.Keys(n.retirement.askers)) {
+			if oldest == "" || n.retirement.askers[other].lastMs < n.retirement.askers[oldest].lastMs {
+				oldest = other
+			}
+		}
+		delete(n.retirement.askers, oldest)
+	}
+	if n.retirement.askers == nil {
+		n.retirement.askers = map[string]retiredAsker{}
+	}
+	n.retirement.askers[id] = retiredAsker{addr: addr, lastMs: n.nowMs}
+}
+
+// retiredAskerAddrs adds to addrs the addresses of the retired ids that
+// asked to join within retiredAskerKeepMs, over what the replica records.
+func (n *Node) retiredAskerAddrs(addrs map[string]string) {
+	for id, asker := range n.retirement.askers { //determinism:ok a map is built
+		if n.nowMs-asker.lastMs < retiredAskerKeepMs {
+			addrs[id] = asker.addr
+		}
+	}
+}
+
+// stepRetired takes a peer's word that this node's decommission is
+// complete. A node that joins under a retired id (its replica never had
+// it as a voter) is told the same: it says why it cannot join, once.
+func (n *Node) stepRetired(from string) {
+	if n.retirement.sinceMs != 0 {
+		return
+	}
+	n.retirement.toldBy = from
+	if !n.joiningUnderRetiredID() {
+		n.noteRetirement()
+		return
+	}
+	n.retirement.sinceMs = max(n.nowMs, 1)
+	n.observer.Event("join-refused", fmt.Sprintf("node %s says the id %s left the cluster's voters (its decommission or removal is complete), "+
+		"and ids are never reused: start this node under a new node id, on an empty data directory", from, n.cfg.NodeID))
+}
+
+// joiningUnderRetiredID reports whether this node started to join and a
+// peer told it its id is retired: its replica never had it as a voter.
+func (n *Node) joiningUnderRetiredID() bool {
+	self, _ := n.meta.PeerByNodeID(n.cfg.NodeID)
+	return n.cfg.Meta.Join && n.retirement.toldBy != "" && !n.meta.State().RaftIDUsed(self.RaftID)
 }
