@@ -119,14 +119,26 @@ func (n *Node) applyDefaults(info *msg.TopicInfo) error {
 	if info.Partitions < msg.PartitionsMin || info.Partitions > n.cfg.PartitionsMax {
 		return msg.Invalid("partitions must be between %d and %d, got %d", msg.PartitionsMin, n.cfg.PartitionsMax, info.Partitions)
 	}
-	if info.InFlightMax > lease.CapMax || info.AckedAheadMax > lease.CapMax {
-		return msg.Invalid("max_in_flight_per_partition and max_acked_ahead_per_partition must be at most %d", lease.CapMax)
+	if err := checkCap("max_in_flight_per_partition", info.InFlightMax); err != nil {
+		return err
+	}
+	if err := checkCap("max_acked_ahead_per_partition", info.AckedAheadMax); err != nil {
+		return err
 	}
 	if info.VisibilityTimeoutMs > msg.VisibilityTimeoutMsMax {
 		return msg.Invalid("visibility_timeout_ms must be at most %d (12h), got %d", msg.VisibilityTimeoutMsMax, info.VisibilityTimeoutMs)
 	}
 	if info.RetentionMs != retentionForever && info.RetentionMs < msg.RetentionMsMin {
 		return msg.Invalid("retention_ms must be at least %d (1h), got %d", msg.RetentionMsMin, info.RetentionMs)
+	}
+	return nil
+}
+
+// checkCap refuses a per-partition cap past lease.CapMax, naming the
+// field and the value sent.
+func checkCap(field string, value int) error {
+	if value > lease.CapMax {
+		return msg.Invalid("%s must be at most %d, got %d", field, lease.CapMax, value)
 	}
 	return nil
 }
