@@ -137,6 +137,9 @@ func (b *batchBuilder) addLine(line []byte, lineNumber int) *ErrorResponse {
 		return failure(msg.TooLarge("batch produce has more than %d records", msg.ProduceBatchRecordsMax))
 	}
 	record, err := decodeBatchLine(line)
+	if err != nil && nestsTooDeep(line, err) {
+		return invalidf("invalid ndjson line %d: %s", lineNumber, tooDeepMessage("the line"))
+	}
 	if err != nil {
 		return invalidf("invalid ndjson line %d: %v", lineNumber, err)
 	}

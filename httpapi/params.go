@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"math"
@@ -334,9 +335,19 @@ func (c *Codec) readJSONBody(r *http.Request, value any) *ErrorResponse {
 		return invalidf("invalid json: %s", typeMismatch("the body", "an object", "null"))
 	}
 	if err := decodeStrictJSON(body, value); err != nil {
+		if nestsTooDeep(body, err) {
+			return invalidf("invalid json: %s", tooDeepMessage("the body"))
+		}
 		return invalidf("invalid json: %s", describeJSONError(err))
 	}
 	return nil
+}
+
+// tooDeepMessage says that subject, a JSON text, nests past the parser's
+// bound, which it names (encoding/json's own words name neither).
+func tooDeepMessage(subject string) string {
+	return fmt.Sprintf("%s nests its arrays and objects more than %d levels deep (at most %d)",
+		subject, jsonNestingDepthMax, jsonNestingDepthMax)
 }
 
 // jsonNull is the JSON null literal.
