@@ -48,9 +48,9 @@ type topicSettings struct {
 func (s *topicSettings) register(flags *pflag.FlagSet, partitionsHelp string) {
 	flags.IntVar(&s.partitions, "partitions", 0, partitionsHelp)
 	flags.DurationVar(&s.retention, "retention", 0, "how long records are kept, e.g. 24h (1h to 876000h, 100 years; 0 = server default)")
-	flags.DurationVar(&s.visibility, "visibility", 0, "lease of a consumed message before it is redelivered, e.g. 30s")
-	flags.IntVar(&s.maxInFlight, "max-in-flight", 0, "most unacknowledged messages per partition")
-	flags.IntVar(&s.maxAckedAhead, "max-acked-ahead", 0, "most out-of-order acks held per partition")
+	flags.DurationVar(&s.visibility, "visibility", 0, "lease of a consumed message before it is redelivered, e.g. 30s (1ms to 12h; 0 = server default)")
+	flags.IntVar(&s.maxInFlight, "max-in-flight", 0, "most unacknowledged messages per partition (1 to 1048576; 0 = server default)")
+	flags.IntVar(&s.maxAckedAhead, "max-acked-ahead", 0, "most out-of-order acks held per partition (1 to 1048576; 0 = server default)")
 	flags.StringVar(&s.schemaFile, "schema", "", "JSON Schema file that every message must match (\"-\" reads stdin; at most 256 KiB)")
 	flags.IntVar(&s.maxDeliveries, "max-deliveries", 0,
 		"deliveries a message gets before it moves to the dead-letter topic (1 to 1000; 0 = never; needs a dead-letter topic: --dead-letter-topic, or on edit the one the topic has)")
@@ -135,9 +135,9 @@ func newTopicAddCommand(a *app) *cobra.Command {
 			return a.createTopic(cmd, request)
 		},
 	}
-	settings.register(cmd.Flags(), "number of partitions (at least 3; 0 = server default, or with --parent the parent's count)")
+	settings.register(cmd.Flags(), "number of partitions (3 to the server's topic.max_partitions, 108 by default; 0 = server default, or with --parent the parent's count)")
 	cmd.Flags().StringVar(&parent, "parent", "", "attach the new topic as a fan-out child of this topic")
-	cmd.Flags().DurationVar(&delay, "delay", 0, "fan-out delay of a child topic (needs --parent)")
+	cmd.Flags().DurationVar(&delay, "delay", 0, "fan-out delay of a child topic (needs --parent; at most 8760h, and the parent must keep records at least the delay plus 1h)")
 	return cmd
 }
 
@@ -285,7 +285,7 @@ func newTopicEditCommand(a *app) *cobra.Command {
 			return printJSON(a.stdout, topic)
 		},
 	}
-	settings.register(cmd.Flags(), "grow the topic to this many partitions (never shrinks)")
+	settings.register(cmd.Flags(), "grow the topic to this many partitions (never shrinks; at most the server's topic.max_partitions, 108 by default)")
 	return cmd
 }
 

@@ -320,3 +320,23 @@ func TestTopicRetentionFlagIsBounded(t *testing.T) {
 	h.againstOK(broker, "topic", "add", "orders", "--retention", "876000h")
 	assert.Contains(t, broker.seen("POST /v1/topics")[0].Body, `"retention_ms":3153600000000`)
 }
+
+// Property: the help of topic add and topic edit says each numeric
+// setting's range and what 0 means, as --retention and --max-deliveries
+// did: --visibility, --max-in-flight and --max-acked-ahead said neither,
+// and add's --partitions gave no upper bound, so a user learned them only
+// from a 400.
+func TestTopicSettingsHelpSaysEachRange(t *testing.T) {
+	h := newHarness(t)
+	for _, verb := range []string{"add", "edit"} {
+		h.stdout.Reset()
+		h.runOK("topic", verb, "--help")
+		help := h.stdout.String()
+		assert.Contains(t, help, "1ms to 12h; 0 = server default", verb)
+		assert.Contains(t, help, "most unacknowledged messages per partition (1 to 1048576; 0 = server default)", verb)
+		assert.Contains(t, help, "most out-of-order acks held per partition (1 to 1048576; 0 = server default)", verb)
+	}
+	h.stdout.Reset()
+	h.runOK("topic", "add", "--help")
+	assert.Contains(t, h.stdout.String(), "number of partitions (3 to the server's topic.max_partitions, 108 by default;")
+}
