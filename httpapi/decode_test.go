@@ -177,7 +177,7 @@ func TestDecodeCreateTopicErrors(t *testing.T) {
 		{name: "create with negative delay", method: "POST", target: "/v1/topics", body: `{"name":"a","parent":"p","fanout_delay_ms":-5}`,
 			wantStatus: 400, wantMessage: "fanout_delay_ms must be >= 0"},
 		{name: "create with a bad parent name", method: "POST", target: "/v1/topics", body: `{"name":"a","parent":"p q"}`,
-			wantStatus: 400, wantMessage: `invalid parent topic name "p q"`},
+			wantStatus: 400, wantMessage: `invalid parent topic name "p q": want 1 to 255 characters of A-Z a-z 0-9 . _ -, and not "." or ".."`},
 	})
 }
 
@@ -188,13 +188,13 @@ func TestDecodeFanoutErrors(t *testing.T) {
 		{name: "attach negative delay", method: "POST", target: "/v1/topics/orders/children", body: `{"child":"c","delay_ms":-1}`,
 			wantStatus: 400, wantMessage: "delay_ms must be >= 0"},
 		{name: "attach bad child name", method: "POST", target: "/v1/topics/orders/children", body: `{"child":".."}`,
-			wantStatus: 400, wantMessage: `invalid child topic name ".."`},
+			wantStatus: 400, wantMessage: `invalid child topic name "..": want 1 to 255 characters of A-Z a-z 0-9 . _ -, and not "." or ".."`},
 		{name: "attach unknown field", method: "POST", target: "/v1/topics/orders/children", body: `{"child":"c","x":1}`,
 			wantStatus: 400, wantMessage: `invalid json: unknown field "x"`},
 		{name: "attach bad parent", method: "POST", target: "/v1/topics/a%20b/children", body: `{"child":"c"}`,
 			wantStatus: 400, wantMessage: nameRule},
 		{name: "detach bad child", method: "DELETE", target: "/v1/topics/orders/children/a%20b",
-			wantStatus: 400, wantMessage: `invalid child topic name "a b"`},
+			wantStatus: 400, wantMessage: `invalid child topic name "a b": want 1 to 255 characters of A-Z a-z 0-9 . _ -, and not "." or ".."`},
 		{name: "attach", method: "POST", target: "/v1/topics/orders/children", body: `{"child":"audit","delay_ms":60000}`,
 			wantRoute: RouteAttachChild, want: msg.AttachChild{Parent: "orders", Child: "audit", DelayMs: 60_000}},
 		{name: "list children", method: "GET", target: "/v1/topics/orders/children",
@@ -234,9 +234,9 @@ func TestDecodeTopicErrors(t *testing.T) {
 		// node and the grant check quoted it whole, a megabyte of it.
 		{name: "create bad dead-letter name", method: "POST", target: "/v1/topics",
 			body:       `{"name":"a","max_deliveries":1,"dead_letter_topic":"` + strings.Repeat("/", 1000) + `"}`,
-			wantStatus: 400, wantMessage: `invalid dead_letter_topic name "` + strings.Repeat("/", echoBytesMax) + `"... (1000 bytes)`},
+			wantStatus: 400, wantMessage: `invalid dead_letter_topic name "` + strings.Repeat("/", echoBytesMax) + `"... (1000 bytes): want 1 to 255 characters of A-Z a-z 0-9 . _ -, and not "." or ".."`},
 		{name: "alter bad dead-letter name", method: "PATCH", target: "/v1/topics/orders", body: `{"dead_letter_topic":".."}`,
-			wantStatus: 400, wantMessage: `invalid dead_letter_topic name ".."`},
+			wantStatus: 400, wantMessage: `invalid dead_letter_topic name "..": want 1 to 255 characters of A-Z a-z 0-9 . _ -, and not "." or ".."`},
 		{name: "alter dead letters off", method: "PATCH", target: "/v1/topics/orders", body: `{"max_deliveries":0,"dead_letter_topic":""}`,
 			wantRoute: RouteAlterTopic, want: msg.AlterTopic{Name: "orders", MaxDeliveries: new(int), DeadLetterTopic: new(string)}},
 		{name: "alter negative partitions", method: "PATCH", target: "/v1/topics/orders", body: `{"partitions":-3}`,

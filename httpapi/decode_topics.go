@@ -40,7 +40,7 @@ func decodeCreateTopic(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) 
 		return nil, invalidf("fanout_delay_ms requires parent")
 	}
 	if body.Parent != "" && !validTopicName(body.Parent) {
-		return nil, invalidf("invalid parent topic name %s", quoteClipped(body.Parent))
+		return nil, invalidTopicNameIn("parent topic", body.Parent)
 	}
 	if failed := checkDeadLetterName(body.DeadLetterTopic); failed != nil {
 		return nil, failed
@@ -84,7 +84,7 @@ func checkDeadLetterName(name string) *ErrorResponse {
 	if name == "" || validTopicName(name) {
 		return nil
 	}
-	return invalidf("invalid dead_letter_topic name %s", quoteClipped(name))
+	return invalidTopicNameIn("dead_letter_topic", name)
 }
 
 // namedValue is a numeric body field with its JSON name; set is false for
@@ -291,7 +291,7 @@ func decodeAttachChild(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) 
 	case body.Child == "":
 		return nil, invalidf("child is required")
 	case !validTopicName(body.Child):
-		return nil, invalidf("invalid child topic name %s", quoteClipped(body.Child))
+		return nil, invalidTopicNameIn("child topic", body.Child)
 	case body.DelayMs < 0:
 		return nil, invalidf("delay_ms must be >= 0")
 	}
@@ -313,7 +313,7 @@ func decodeDetachChild(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) 
 	}
 	child := r.PathValue("child")
 	if !validTopicName(child) {
-		return nil, invalidf("invalid child topic name %s", quoteClipped(child))
+		return nil, invalidTopicNameIn("child topic", child)
 	}
 	return msg.DetachChild{Parent: parent, Child: child}, nil
 }

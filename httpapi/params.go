@@ -123,8 +123,17 @@ func pathTopic(r *http.Request) (string, *ErrorResponse) {
 
 // errInvalidTopicName: a name breaks the rule of docs/api.md#conventions. The
 // name is not echoed: it may be long.
-var errInvalidTopicName = msg.Invalid(
-	`invalid topic name: want 1 to 255 characters of A-Z a-z 0-9 . _ -, and not "." or ".."`)
+var errInvalidTopicName = msg.Invalid("invalid topic name: " + topicNameRule)
+
+// topicNameRule is what a topic name must be, as the errors about one say.
+const topicNameRule = `want 1 to 255 characters of A-Z a-z 0-9 . _ -, and not "." or ".."`
+
+// invalidTopicNameIn refuses name, given in the field called field
+// (parent, child, dead_letter_topic), quoting it clipped and saying the
+// rule it breaks.
+func invalidTopicNameIn(field, name string) *ErrorResponse {
+	return invalidf("invalid %s name %s: %s", field, quoteClipped(name), topicNameRule)
+}
 
 // validTopicName reports whether name matches ^[A-Za-z0-9._-]{1,255}$ and
 // is neither "." nor ".." (a topic name becomes a directory name).
