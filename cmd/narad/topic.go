@@ -228,6 +228,9 @@ func newTopicInfoCommand(a *app) *cobra.Command {
 		Example: "  narad topic info orders\n  narad topic info orders --partition 2",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if partition < 0 {
+				return usagef("--partition must not be negative")
+			}
 			broker, err := a.newClient(cmd)
 			if err != nil {
 				return err

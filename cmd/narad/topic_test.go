@@ -340,3 +340,14 @@ func TestTopicSettingsHelpSaysEachRange(t *testing.T) {
 	h.runOK("topic", "add", "--help")
 	assert.Contains(t, h.stdout.String(), "number of partitions (3 to the server's topic.max_partitions, 108 by default;")
 }
+
+// Property: topic info refuses a negative --partition as a usage error
+// (exit 2) before any request, as sub, pub and replay do; it sent
+// ?partition=-1 and ended with the server's 400 (exit 1).
+func TestTopicInfoNegativePartitionIsAUsageError(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t)
+	assert.Equal(t, 2, h.against(broker, "topic", "info", "orders", "--partition", "-1"))
+	assert.Contains(t, h.stderr.String(), "narad: --partition must not be negative\n")
+	assert.Empty(t, broker.seen(""), "nothing is sent for bad input")
+}
