@@ -141,6 +141,12 @@ func TestDecodeCreateTopicErrors(t *testing.T) {
 			wantStatus: 400, wantMessage: "invalid json: the body must be an object, not a JSON null"},
 		{name: "create fractional partitions", method: "POST", target: "/v1/topics", body: `{"name":"a","partitions":1.5}`,
 			wantStatus: 400, wantMessage: `invalid json: field "partitions" must be an integer, not a JSON number 1.5`},
+		// An integer past 64 bits was "must be an integer, not a JSON number
+		// 9223372036854775808": it is one, and the answer named no range.
+		{name: "create retention past int64", method: "POST", target: "/v1/topics", body: `{"name":"a","retention_ms":9223372036854775808}`,
+			wantStatus: 400, wantMessage: `invalid json: field "retention_ms" must be an integer from -9223372036854775808 to 9223372036854775807, not 9223372036854775808`},
+		{name: "alter partitions below int64", method: "PATCH", target: "/v1/topics/a", body: `{"partitions":-99999999999999999999}`,
+			wantStatus: 400, wantMessage: `invalid json: field "partitions" must be an integer from -9223372036854775808 to 9223372036854775807, not -99999999999999999999`},
 		{name: "create body over 1 MiB", method: "POST", target: "/v1/topics",
 			body:       `{"name":"a","owner":"` + strings.Repeat("x", 1<<20) + `"}`,
 			wantStatus: 413, wantMessage: "request body too large"},

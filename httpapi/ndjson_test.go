@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -63,8 +64,15 @@ func referenceInAPIWords(err error) error {
 	case typeError.Field == "":
 		return errors.New("a record must be an object, not a JSON " + typeError.Value)
 	}
+	if integer := referenceIntegerPast64Bits.FindStringSubmatch(typeError.Value); integer != nil && jsonKind(typeError.Type) == "an integer" {
+		return fmt.Errorf("field %q must be an integer from -9223372036854775808 to 9223372036854775807, not %s", typeError.Field, integer[1])
+	}
 	return fmt.Errorf("field %q must be %s, not a JSON %s", typeError.Field, jsonKind(typeError.Type), typeError.Value)
 }
+
+// referenceIntegerPast64Bits matches what encoding/json reports of an
+// integer literal it cannot fit in an integer field.
+var referenceIntegerPast64Bits = regexp.MustCompile(`^number (-?[0-9]+)$`)
 
 // referenceLinePayload returns the raw JSON of payload, or the decoded
 // payload_base64.
@@ -230,7 +238,7 @@ func TestDecodeBatchLineRejects(t *testing.T) {
 		{`{"payload":1,"partition":-1}`, errPartitionInvalid.Error()},
 		{`{"payload":1,"partition":1.5}`, `field "partition" must be an integer, not a JSON number 1.5`},
 		{`{"payload":1,"partition":1e2}`, `field "partition" must be an integer, not a JSON number 1e2`},
-		{`{"payload":1,"partition":9223372036854775808}`, `field "partition" must be an integer, not a JSON number 9223372036854775808`},
+		{`{"payload":1,"partition":9223372036854775808}`, `field "partition" must be an integer from -9223372036854775808 to 9223372036854775807, not 9223372036854775808`},
 		{`{"payload":1,"partition":"1"}`, `field "partition" must be an integer, not a JSON string`},
 		{`{"payload":1,"partition":[1]}`, `field "partition" must be an integer, not a JSON array`},
 		{`{"key":7,"payload":1}`, `field "key" must be a string, not a JSON number`},

@@ -384,7 +384,18 @@ func describeJSONError(err error) string {
 // line: what it is (the body, a record, a field), the JSON it must be, and
 // the JSON value it is ("number", "number 1.5", "array", ...).
 func typeMismatch(subject, wants, got string) string {
+	if literal, isNumber := strings.CutPrefix(got, "number "); isNumber && wants == "an integer" && integerLiteral(literal) {
+		// an integer, past what 64 bits hold: "must be an integer" would deny it is one
+		return fmt.Sprintf("%s must be an integer from %d to %d, not %s", subject, math.MinInt64, math.MaxInt64, literal)
+	}
 	return subject + " must be " + wants + ", not a JSON " + got
+}
+
+// integerLiteral reports whether a JSON number is written as an integer:
+// digits, after an optional minus, with no fraction or exponent.
+func integerLiteral(number string) bool {
+	digits := strings.TrimPrefix(number, "-")
+	return digits != "" && strings.Trim(digits, "0123456789") == ""
 }
 
 // fieldNamed is a field as typeMismatch names it.
