@@ -2,9 +2,11 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"regexp"
 
+	"narad/meta"
 	"narad/msg"
 )
 
@@ -88,30 +90,45 @@ func checkDeadLetterName(name string) *ErrorResponse {
 }
 
 // namedValue is a numeric body field with its JSON name; set is false for
-// an absent optional field.
+// an absent optional field. rule says the values it takes, for the
+// answer to a negative one.
 type namedValue struct {
 	name  string
 	value int64
 	set   bool
+	rule  string
 }
+
+// The rules of the numeric fields, as a refusal of a negative one says
+// them (docs/api.md#create-a-topic); the node checks the upper bounds.
+var (
+	partitionsRule     = fmt.Sprintf("0 (the default) or from %d to topic.max_partitions (108 unless configured)", msg.PartitionsMin)
+	growPartitionsRule = "at least the topic's count (it only grows) and at most topic.max_partitions (108 unless configured)"
+	retentionRule      = fmt.Sprintf("0 (the default) or from %d to %d (100 years)", msg.RetentionMsMin, msg.RetentionMsMax)
+	visibilityRule     = fmt.Sprintf("0 (the default) or from 1 to %d (12h)", msg.VisibilityTimeoutMsMax)
+	capRule            = fmt.Sprintf("0 (the default) or from 1 to %d", meta.LeaseCapMax)
+	maxDeliveriesRule  = fmt.Sprintf("between 0 (off) and %d", msg.MaxDeliveriesMax)
+	delayRule          = fmt.Sprintf("between 0 and %d (one year)", msg.FanoutDelayMsMax)
+)
 
 func createFields(request msg.CreateTopic) []namedValue {
 	return []namedValue{
-		{"partitions", int64(request.Partitions), true},
-		{"retention_ms", request.RetentionMs, true},
-		{"visibility_timeout_ms", request.VisibilityTimeoutMs, true},
-		{"max_in_flight_per_partition", int64(request.InFlightMax), true},
-		{"max_acked_ahead_per_partition", int64(request.AckedAheadMax), true},
-		{"max_deliveries", int64(request.MaxDeliveries), true},
-		{"fanout_delay_ms", request.FanoutDelayMs, true},
+		{"partitions", int64(request.Partitions), true, partitionsRule},
+		{"retention_ms", request.RetentionMs, true, retentionRule},
+		{"visibility_timeout_ms", request.VisibilityTimeoutMs, true, visibilityRule},
+		{"max_in_flight_per_partition", int64(request.InFlightMax), true, capRule},
+		{"max_acked_ahead_per_partition", int64(request.AckedAheadMax), true, capRule},
+		{"max_deliveries", int64(request.MaxDeliveries), true, maxDeliveriesRule},
+		{"fanout_delay_ms", request.FanoutDelayMs, true, delayRule},
 	}
 }
 
-// rejectNegative fails on the first set field below zero.
+// rejectNegative fails on the first set field below zero, saying what
+// the field takes.
 func rejectNegative(fields []namedValue) *ErrorResponse {
 	for _, field := range fields {
 		if field.set && field.value < 0 {
-			return invalidf("%s must be >= 0", field.name)
+			return invalidf("%s must be %s, got %d", field.name, field.rule, field.value)
 		}
 	}
 	return nil
@@ -211,27 +228,27 @@ func decodeAlterTopic(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) {
 
 func alterFields(request msg.AlterTopic) []namedValue {
 	return []namedValue{
-		optionalInt("partitions", request.Partitions),
-		optionalInt64("retention_ms", request.RetentionMs),
-		optionalInt64("visibility_timeout_ms", request.VisibilityTimeoutMs),
-		optionalInt("max_in_flight_per_partition", request.InFlightMax),
-		optionalInt("max_acked_ahead_per_partition", request.AckedAheadMax),
-		optionalInt("max_deliveries", request.MaxDeliveries),
+		optionalInt("partitions", request.Partitions, growPartitionsRule),
+		optionalInt64("retention_ms", request.RetentionMs, retentionRule),
+		optionalInt64("visibility_timeout_ms", request.VisibilityTimeoutMs, visibilityRule),
+		optionalInt("max_in_flight_per_partition", request.InFlightMax, capRule),
+		optionalInt("max_acked_ahead_per_partition", request.AckedAheadMax, capRule),
+		optionalInt("max_deliveries", request.MaxDeliveries, maxDeliveriesRule),
 	}
 }
 
-func optionalInt(name string, value *int) namedValue {
+func optionalInt(name string, value *int, rule string) namedValue {
 	if value == nil {
-		return namedValue{name: name}
+		return namedValue{name: name, rule: rule}
 	}
-	return namedValue{name: name, value: int64(*value), set: true}
+	return namedValue{name: name, value: int64(*value), set: true, rule: rule}
 }
 
-func optionalInt64(name string, value *int64) namedValue {
+func optionalInt64(name string, value *int64, rule string) namedValue {
 	if value == nil {
-		return namedValue{name: name}
+		return namedValue{name: name, rule: rule}
 	}
-	return namedValue{name: name, value: *value, set: true}
+	return namedValue{name: name, value: *value, set: true, rule: rule}
 }
 
 func anySet(fields []namedValue) bool {
@@ -293,7 +310,7 @@ func decodeAttachChild(c *Codec, r *http.Request) (msg.Request, *ErrorResponse) 
 	case !validTopicName(body.Child):
 		return nil, invalidTopicNameIn("child topic", body.Child)
 	case body.DelayMs < 0:
-		return nil, invalidf("delay_ms must be >= 0")
+		return nil, invalidf("delay_ms must be %s, got %d", delayRule, body.DelayMs)
 	}
 	return msg.AttachChild{Parent: parent, Child: body.Child, DelayMs: body.DelayMs}, nil
 }
