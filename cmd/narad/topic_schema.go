@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 )
@@ -33,6 +34,10 @@ func (a *app) readSchemaFile(path string) (json.RawMessage, error) {
 	}
 	if len(document) > schemaBytesMax {
 		return nil, usagef("--schema: %s is larger than the server's limit of %d bytes (256 KiB)", path, schemaBytesMax)
+	}
+	if !utf8.Valid(document) {
+		// json.Valid takes bad bytes in a string; the server refuses them
+		return nil, usagef("--schema: %s is not valid UTF-8 (JSON text is)", path)
 	}
 	if !json.Valid(document) {
 		return nil, usagef("--schema: %s is not valid JSON", path)

@@ -351,3 +351,19 @@ func TestTopicInfoNegativePartitionIsAUsageError(t *testing.T) {
 	assert.Contains(t, h.stderr.String(), "narad: --partition must not be negative\n")
 	assert.Empty(t, broker.seen(""), "nothing is sent for bad input")
 }
+
+// Property: a --schema file that is not UTF-8 is a usage error naming the
+// file (exit 2), before any request, like one that is not JSON:
+// encoding/json's Valid takes bad bytes inside a string, so it was sent
+// and refused by the server with "invalid json: the body is not valid
+// UTF-8", exit 1, naming the request body instead of the file.
+func TestTopicSchemaFileNotUTF8IsAUsageError(t *testing.T) {
+	h := newHarness(t)
+	broker := newFakeBroker(t)
+	file := writeSchemaFile(t, "{\"description\":\"\xff\"}")
+	for _, verb := range []string{"add", "edit"} {
+		assert.Equal(t, 2, h.against(broker, "topic", verb, "orders", "--schema", file), verb)
+		assert.Contains(t, h.stderr.String(), "is not valid UTF-8", verb)
+	}
+	assert.Empty(t, broker.seen(""), "nothing is sent for bad input")
+}
