@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	"narad/msg"
+)
 
 // Config is the whole server configuration. Every field is set by
 // Default, possibly overridden by LoadFile, ApplyEnv and the CLI's flags, and
@@ -236,7 +240,7 @@ func Default() Config {
 		},
 		Topic: Topic{
 			DefaultPartitions:                3,
-			MaxPartitions:                    108,
+			MaxPartitions:                    msg.PartitionsMaxDefault,
 			DefaultRetentionAgeMs:            7 * 24 * 3600 * 1000,
 			DefaultVisibilityTimeoutMs:       30_000,
 			DefaultMaxInFlightPerPartition:   1024,

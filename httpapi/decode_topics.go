@@ -102,8 +102,8 @@ type namedValue struct {
 // The rules of the numeric fields, as a refusal of a negative one says
 // them (docs/api.md#create-a-topic); the node checks the upper bounds.
 var (
-	partitionsRule     = fmt.Sprintf("0 (the default) or from %d to topic.max_partitions (108 unless configured)", msg.PartitionsMin)
-	growPartitionsRule = "at least the topic's count (it only grows) and at most topic.max_partitions (108 unless configured)"
+	partitionsRule     = fmt.Sprintf("0 (the default) or from %d to topic.max_partitions (%d unless configured)", msg.PartitionsMin, msg.PartitionsMaxDefault)
+	growPartitionsRule = fmt.Sprintf("at least the topic's count (it only grows) and at most topic.max_partitions (%d unless configured)", msg.PartitionsMaxDefault)
 	retentionRule      = fmt.Sprintf("0 (the default) or from %d to %d (100 years)", msg.RetentionMsMin, msg.RetentionMsMax)
 	visibilityRule     = fmt.Sprintf("0 (the default) or from 1 to %d (12h)", msg.VisibilityTimeoutMsMax)
 	capRule            = fmt.Sprintf("0 (the default) or from 1 to %d", meta.LeaseCapMax)

@@ -15,6 +15,7 @@ const (
 	SchemaBytesMax         = 256 << 10                  // bytes of one JSON Schema document
 	AckBatchHandlesMax     = 1000                       // handles of one batch ack
 	PartitionsMin          = 3                          // a topic has at least this many partitions
+	PartitionsMaxDefault   = 108                        // topic.max_partitions unless configured
 	RetentionMsMin         = 3_600_000                  // a topic's retention, unless it keeps forever
 	RetentionMsMax         = 100 * 365 * 24 * 3_600_000 // a topic's retention: 100 years
 	VisibilityTimeoutMsMax = 12 * 3_600_000             // a topic's lease of a consumed record: 12 hours

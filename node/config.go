@@ -226,7 +226,7 @@ func DefaultConfig() Config {
 		ClusterAddr:                "127.0.0.1:7943",
 		Log:                        storage.DefaultLogConfig(),
 		DefaultPartitions:          3,
-		PartitionsMax:              108,
+		PartitionsMax:              msg.PartitionsMaxDefault,
 		DefaultRetentionMs:         7 * 24 * 3_600_000,
 		DefaultVisibilityTimeoutMs: 30_000,
 		DefaultInFlightMax:         1024,

@@ -135,7 +135,8 @@ func newTopicAddCommand(a *app) *cobra.Command {
 			return a.createTopic(cmd, request)
 		},
 	}
-	settings.register(cmd.Flags(), "number of partitions (3 to the server's topic.max_partitions, 108 by default; 0 = server default, or with --parent the parent's count)")
+	settings.register(cmd.Flags(), fmt.Sprintf("number of partitions (%d to the server's topic.max_partitions, %d by default; 0 = server default, or with --parent the parent's count)",
+		msg.PartitionsMin, msg.PartitionsMaxDefault))
 	cmd.Flags().StringVar(&parent, "parent", "", "attach the new topic as a fan-out child of this topic")
 	cmd.Flags().DurationVar(&delay, "delay", 0, "fan-out delay of a child topic (needs --parent; at most 8760h, and the parent must keep records at least the delay plus 1h)")
 	return cmd
@@ -288,7 +289,7 @@ func newTopicEditCommand(a *app) *cobra.Command {
 			return printJSON(a.stdout, topic)
 		},
 	}
-	settings.register(cmd.Flags(), "grow the topic to this many partitions (never shrinks; at most the server's topic.max_partitions, 108 by default)")
+	settings.register(cmd.Flags(), fmt.Sprintf("grow the topic to this many partitions (never shrinks; at most the server's topic.max_partitions, %d by default)", msg.PartitionsMaxDefault))
 	return cmd
 }
 
