@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"syscall"
 
 	"narad/config"
 	"narad/meta"
@@ -24,7 +25,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, started fu
 	}
 	h, err := Start(opts, logger)
 	if err != nil {
-		return err
+		return diskFullHint(err, cfg.Storage.DataDir)
 	}
 	started()
 	select {
@@ -32,9 +33,22 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, started fu
 		logger.Info("shutting down", "cause", context.Cause(ctx), "grace", opts.ShutdownGrace)
 		return h.Shutdown()
 	case err := <-h.Failed():
+		err = diskFullHint(err, cfg.Storage.DataDir)
 		logger.Error("node failed; exiting so it restarts from its disk", "err", err)
 		return errors.Join(err, h.Shutdown())
 	}
+}
+
+// diskFullHint adds what to do to a failure caused by a full file system:
+// "no space left on device" alone read as a broken node, and a node so
+// stopped cannot start again until space is freed, since its start writes
+// too (disk-full operator audit). Other errors are returned as they are.
+func diskFullHint(err error, dataDir string) error {
+	if !errors.Is(err, storage.ErrNoSpace) && !errors.Is(err, syscall.ENOSPC) {
+		return err
+	}
+	return fmt.Errorf("%w\nthe file system of the data directory %s is full: free space on it, then start the node again "+
+		"(storage.disk_reserve_bytes keeps room only from this node's own records, not from other programs' files)", err, dataDir)
 }
 
 // OptionsFrom maps the server configuration onto host options, refusing
