@@ -57,6 +57,12 @@ the password is printed with the addresses. A node joining this cluster
 needs the secret (cluster_secret in secrets.json) as NARAD_CLUSTER_SECRET:
 see "narad cluster --help" for how to add a node.
 
+The nodes get none of this shell's NARAD_* variables (a stray one could
+change the cluster), and there is no --config: every other setting keeps
+its default. storage.disk_reserve_bytes among them: a node whose data
+directory's file system has less than 256 MiB free refuses every write
+into its partitions (503, "under its reserve"; disk-low in its log).
+
 The command waits until every node answers /readyz, prints their addresses
 and an example, and then runs until Ctrl-C, which stops all the nodes
 gracefully (SIGTERM, then SIGKILL after 15 s). A node that dies meanwhile

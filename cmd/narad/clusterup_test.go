@@ -183,6 +183,12 @@ func TestClusterHelpSaysHowToAddANode(t *testing.T) {
 	h = newHarness(t)
 	h.runOK("cluster", "up", "--help")
 	assert.Contains(t, strings.Join(strings.Fields(h.stdout.String()), " "), "needs the secret (cluster_secret in secrets.json) as NARAD_CLUSTER_SECRET")
+	// The nodes drop the caller's NARAD_* variables (spec): the help says
+	// so, and that the disk reserve stays at its default (disk-full audit:
+	// NARAD_STORAGE_DISK_RESERVE_BYTES was silently ignored, and on a
+	// small disk every produce of the new cluster was 503).
+	assert.Contains(t, strings.Join(strings.Fields(h.stdout.String()), " "), "The nodes get none of this shell's NARAD_* variables")
+	assert.Contains(t, strings.Join(strings.Fields(h.stdout.String()), " "), "storage.disk_reserve_bytes among them")
 
 	h = newHarness(t)
 	dir := t.TempDir()
