@@ -3,13 +3,16 @@ package host
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"narad/httpserve"
 	"narad/msg"
 	"narad/node"
+	"narad/storage"
 )
 
 // backend is what httpapi calls: it passes requests to the loop and waits
@@ -103,15 +106,23 @@ func (b *backend) send(ctx context.Context, in input) error {
 	}
 }
 
-// errStorageFailed is what clients are told once the node stopped on a
-// storage failure: the failure itself names files on disk, which the log
-// gives and an answer never does (docs/api.md#conventions).
-var errStorageFailed = errors.New("node storage failed; the node stopped and must restart")
+// storageFailure is what clients are told of a storage failure that
+// stops the node: its kind, never the files it names, which the log gives
+// and an answer never does (docs/api.md#conventions). A full disk is said
+// as such, since freeing space is what brings the node back (disk-full
+// audit: a topic created on a full disk answered only "node storage
+// failed; retry").
+func storageFailure(err error) string {
+	if errors.Is(err, storage.ErrNoSpace) || errors.Is(err, syscall.ENOSPC) {
+		return "node storage failed: no space left on the node's disk"
+	}
+	return "node storage failed"
+}
 
 // stoppedError says why the loop is no longer serving.
 func (b *backend) stoppedError() error {
-	if b.loop.failure() != nil {
-		return errStorageFailed
+	if err := b.loop.failure(); err != nil {
+		return fmt.Errorf("%s; the node stopped and must restart", storageFailure(err))
 	}
 	return errLoopStopped
 }

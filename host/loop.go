@@ -458,7 +458,7 @@ func (l *loop) flush() error {
 			l.deliverAll(rd.EarlyReplies) // likewise
 		}
 		if err := l.persist(rd.Syncs); err != nil {
-			l.failPending(msg.Unavailable("node storage failed; retry")) // the log line names the files
+			l.failPending(msg.Unavailable("%s; retry", storageFailure(err))) // the log line names the files
 			return fmt.Errorf("persist: %w", err)
 		}
 		l.publishSchemas()

@@ -30,3 +30,16 @@ func TestDiskFullHint(t *testing.T) {
 	other := &fs.PathError{Op: "write", Path: "/data/incarnation.tmp", Err: syscall.EIO}
 	require.Same(t, other, diskFullHint(other, "/data"), "an error other than a full disk is returned as it is")
 }
+
+// TestStorageFailureSaysAFullDisk: the answers of a node stopped by a
+// storage failure say a full disk as such (disk-full audit: a topic
+// created on a full disk answered only "node storage failed; retry"),
+// and name no file either way.
+func TestStorageFailureSaysAFullDisk(t *testing.T) {
+	full := errors.Join(storage.ErrNoSpace, &fs.PathError{Op: "write", Path: "/data/consumer.offset.tmp", Err: syscall.ENOSPC})
+	require.Equal(t, "node storage failed: no space left on the node's disk", storageFailure(full))
+	metastore := errors.Join(errors.New("meta: instance finished"), &fs.PathError{Op: "write", Path: "/data/meta.db", Err: syscall.ENOSPC})
+	require.Equal(t, "node storage failed: no space left on the node's disk", storageFailure(metastore))
+	broken := &fs.PathError{Op: "write", Path: "/data/consumer.offset.tmp", Err: syscall.EIO}
+	require.Equal(t, "node storage failed", storageFailure(broken))
+}
