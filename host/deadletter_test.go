@@ -29,7 +29,7 @@ func TestDeadLetterSettingRoutes(t *testing.T) {
 		{"create: over the bound", postJSON("/v1/topics", `{"name":"a","max_deliveries":1001,"dead_letter_topic":"dead"}`), 400,
 			`max_deliveries must be between 0 (off) and 1000, got 1001`},
 		{"create: negative", postJSON("/v1/topics", `{"name":"a","max_deliveries":-1,"dead_letter_topic":"dead"}`), 400,
-			`max_deliveries must be >= 0`},
+			`max_deliveries must be between 0 (off) and 1000, got -1`},
 		{"create: bad name", postJSON("/v1/topics", `{"name":"a","max_deliveries":1,"dead_letter_topic":"a/b"}`), 400,
 			`invalid dead_letter_topic`},
 		{"create: wrong type", postJSON("/v1/topics", `{"name":"a","max_deliveries":"3"}`), 400, `invalid json`},
