@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"narad/httpserve"
 	"narad/msg"
 	"narad/node"
-	"narad/storage"
 )
 
 // backend is what httpapi calls: it passes requests to the loop and waits
@@ -113,7 +111,7 @@ func (b *backend) send(ctx context.Context, in input) error {
 // audit: a topic created on a full disk answered only "node storage
 // failed; retry").
 func storageFailure(err error) string {
-	if errors.Is(err, storage.ErrNoSpace) || errors.Is(err, syscall.ENOSPC) {
+	if diskFull(err) {
 		return "node storage failed: no space left on the node's disk"
 	}
 	return "node storage failed"

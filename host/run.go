@@ -44,11 +44,16 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, started fu
 // stopped cannot start again until space is freed, since its start writes
 // too (disk-full operator audit). Other errors are returned as they are.
 func diskFullHint(err error, dataDir string) error {
-	if !errors.Is(err, storage.ErrNoSpace) && !errors.Is(err, syscall.ENOSPC) {
+	if !diskFull(err) {
 		return err
 	}
 	return fmt.Errorf("%w\nthe file system of the data directory %s is full: free space on it, then start the node again "+
 		"(storage.disk_reserve_bytes keeps room only from this node's own records, not from other programs' files)", err, dataDir)
+}
+
+// diskFull reports whether err comes of a full file system.
+func diskFull(err error) bool {
+	return errors.Is(err, storage.ErrNoSpace) || errors.Is(err, syscall.ENOSPC)
 }
 
 // OptionsFrom maps the server configuration onto host options, refusing
