@@ -16,7 +16,7 @@ const (
 	// descriptorsPerLogBudget is what one open partition log is budgeted:
 	// the files it holds open (storage.LogFilesOpenMax: its hwm file, its
 	// active segment and the few sealed ones it keeps open) and a consumer
-	// offset file being replaced.
+	// offset file being written.
 	descriptorsPerLogBudget = storage.LogFilesOpenMax + 1
 	// logsShareDivisor: open logs may use 1/2 of the descriptor limit.
 	logsShareDivisor = 2

@@ -21,7 +21,7 @@ const (
 	sealedFilesOpenMax = 2
 	// LogFilesOpenMax bounds the files an open log holds open: its hwm
 	// file, its active segment and sealedFilesOpenMax sealed ones (a
-	// consumer offset being replaced adds one for a moment).
+	// consumer offset file being written adds one for a moment).
 	LogFilesOpenMax = sealedFilesOpenMax + 2
 	// stagedFilesOpenMax bounds the staged segments of a move's copy whose
 	// files stay open: the newest, which the next chunks and a catch-up

@@ -11,7 +11,8 @@
 //
 //	00000000000000000000.log  segments, named by their first offset (20 digits)
 //	hwm                       the persisted high watermark, two checksummed slots
-//	consumer.offset           the committed consumer offset, 8 bytes + CRC32C
+//	consumer.offset           the committed consumer offset, 8 bytes + CRC32C,
+//	consumer.offset.b         in two files written in turn, in place (offset.go)
 //	00000000000000000000.index  a sealed segment's index (segindex.go), CRC32C
 //
 // A segment is a sequence of frames. A frame is a header (magic, envelope
@@ -266,8 +267,9 @@
 // append. With two or more frames past the persisted HWM the next one
 // corroborates it.
 //
-// The committed consumer offset is then clamped into [Oldest, HWM]; a
-// damaged consumer.offset resets it to Oldest (redelivery, never loss).
+// The committed consumer offset, the highest valid value of its two files,
+// is then clamped into [Oldest, HWM]; with no valid file among those
+// present it resets to Oldest (redelivery, never loss).
 //
 // # Segment index files
 //

@@ -322,7 +322,7 @@ func (s *StagedCopy) writeState() error {
 	if err := writeHWMFile(s.fs, s.dir, s.hwm); err != nil {
 		return err
 	}
-	if err := writeCommittedFile(s.fs, s.dir, s.committed); err != nil {
+	if err := writeFreshCommittedFiles(s.fs, s.dir, s.committed); err != nil {
 		return err
 	}
 	s.stateDirty = false

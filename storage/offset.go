@@ -7,19 +7,35 @@ import (
 	"path"
 )
 
-// The consumer.offset file holds the committed consumer offset (the
-// contiguous acknowledged frontier): 8 bytes big-endian, then a CRC32C of
-// those 8 bytes. It is replaced atomically (WriteFileAtomic), so it is
-// never torn; the CRC catches bit rot.
+// The committed consumer offset (the contiguous acknowledged frontier)
+// lives in two files of the same format, consumer.offset and
+// consumer.offset.b: 8 bytes big-endian, then a CRC32C of those 8 bytes.
+// A round overwrites the file holding the lower value (or a damaged or
+// missing one) in place and fsyncs it, so a torn write can only damage
+// the file being written while the other keeps the previous value;
+// recovery takes the highest valid value. A file that is not there yet is
+// created by atomic replace (WriteFileAtomic), so the in-place writes
+// need no directory sync and change no metadata: an atomic replace of a
+// partition every persist interval (a temporary file, its fsync, a rename
+// and a directory fsync, which journal file systems commit each time)
+// held every round that carried one for milliseconds. A release that
+// reads consumer.offset alone (those before this one) finds the value of
+// one of the last two rounds that persisted it.
 const committedFileBytes = 8 + 4
 
-// encodeCommitted returns the content of a consumer.offset file.
+// committedFiles is how many files hold the committed offset.
+const committedFiles = 2
+
+// committedFileNames are the files, by index.
+var committedFileNames = [committedFiles]string{committedFileName, committedFileName + ".b"}
+
+// encodeCommitted returns the content of a committed offset file.
 func encodeCommitted(offset uint64) []byte {
 	data := binary.BigEndian.AppendUint64(make([]byte, 0, committedFileBytes), offset)
 	return binary.BigEndian.AppendUint32(data, crc32.Checksum(data, castagnoli))
 }
 
-// decodeCommitted parses a consumer.offset file.
+// decodeCommitted parses a committed offset file.
 func decodeCommitted(data []byte) (uint64, bool) {
 	if len(data) != committedFileBytes {
 		return 0, false
@@ -30,37 +46,115 @@ func decodeCommitted(data []byte) (uint64, bool) {
 	return binary.BigEndian.Uint64(data), true
 }
 
-// committedState is what recovery found in the consumer.offset file.
+// committedState is what recovery found in the committed offset files.
 type committedState struct {
+	// offset is the highest valid value, 0 without one.
 	offset uint64
-	// exists: the file is present; valid: its content decoded.
+	// exists: a file is present; valid: one decoded. A file present with
+	// none valid is damage (a torn in-place write damages one file only).
+	exists, valid bool
+	// files is each file's own state.
+	files [committedFiles]committedFile
+}
+
+// committedFile is what one committed offset file holds.
+type committedFile struct {
+	value         uint64
 	exists, valid bool
 }
 
-// readCommittedState reads the consumer.offset file of dir. A missing file
-// is not an error.
+// readCommittedState reads the committed offset files of dir. Missing
+// files are not an error.
 func readCommittedState(fs FS, dir string) (committedState, error) {
-	data, err := ReadFile(fs, path.Join(dir, committedFileName))
-	if errors.Is(err, ErrNotExist) {
-		return committedState{}, nil
+	var state committedState
+	for i, name := range committedFileNames {
+		data, err := ReadFile(fs, path.Join(dir, name))
+		if errors.Is(err, ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return committedState{}, err
+		}
+		value, valid := decodeCommitted(data)
+		state.files[i] = committedFile{value: value, exists: true, valid: valid}
+		state.exists = true
+		if valid && (!state.valid || value > state.offset) {
+			state.offset, state.valid = value, true
+		}
 	}
-	if err != nil {
-		return committedState{}, err
-	}
-	offset, valid := decodeCommitted(data)
-	return committedState{offset: offset, exists: true, valid: valid}, nil
+	return state, nil
 }
 
-// writeCommittedFile persists offset as the committed offset of dir.
-func writeCommittedFile(fs FS, dir string, offset uint64) error {
-	return WriteFileAtomic(fs, path.Join(dir, committedFileName), encodeCommitted(offset))
+// olderFile is the file the next write overwrites: a missing or damaged
+// one, else the one with the lower value, so the highest stays intact.
+func (s committedState) olderFile() int {
+	if !s.files[0].valid || (s.files[1].valid && s.files[0].value <= s.files[1].value) {
+		return 0
+	}
+	return 1
+}
+
+// setCommittedFiles records in l which committed offset files hold a
+// whole value and which one the next round writes, as state found them.
+func (l *Log) setCommittedFiles(state committedState) {
+	for i, file := range state.files {
+		l.committedInPlace[i] = file.valid
+	}
+	l.committedNext = state.olderFile()
+}
+
+// committedTarget is where a round writes the committed offset: the
+// file, and whether it exists already (written in place) or not (created
+// by atomic replace).
+type committedTarget struct {
+	index  int
+	exists bool
+}
+
+// writeCommittedFile persists offset as the committed offset of dir, in
+// the target file, and makes it durable.
+func writeCommittedFile(fs FS, dir string, target committedTarget, offset uint64) error {
+	name := path.Join(dir, committedFileNames[target.index])
+	if !target.exists {
+		return WriteFileAtomic(fs, name, encodeCommitted(offset))
+	}
+	file, err := writeCommittedInPlace(fs, name, offset)
+	if err != nil {
+		return err
+	}
+	return errors.Join(file.Sync(), file.Close())
+}
+
+// writeCommittedInPlace overwrites the committed offset file name with
+// offset, without making it durable, and returns it open.
+func writeCommittedInPlace(fs FS, name string, offset uint64) (File, error) {
+	file, err := fs.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	n, err := file.WriteAt(encodeCommitted(offset), 0)
+	if err != nil {
+		return nil, errors.Join(err, file.Close())
+	}
+	assert(n == committedFileBytes, "short committed offset write without error: %d bytes", n)
+	return file, nil
+}
+
+// writeFreshCommittedFiles makes offset the committed offset of a
+// directory whose files may hold anything: consumer.offset by atomic
+// replace, and consumer.offset.b removed (a staged copy's state).
+func writeFreshCommittedFiles(fs FS, dir string, offset uint64) error {
+	if err := fs.Remove(path.Join(dir, committedFileNames[1])); err != nil && !errors.Is(err, ErrNotExist) {
+		return err
+	}
+	return WriteFileAtomic(fs, path.Join(dir, committedFileNames[0]), encodeCommitted(offset))
 }
 
 // PersistedBacklog reads what the files of dir say of its backlog without
 // opening (recovering) the log: the high watermark its hwm file holds and
-// the committed consumer offset of its consumer.offset file (0 without
+// the committed consumer offset of its committed offset files (0 without
 // one), at most that high watermark. ok is false when dir holds no
-// persisted high watermark, or a consumer.offset that does not decode:
+// persisted high watermark, or committed offset files none of which decodes:
 // only the log's recovery can tell more. The high watermark may be behind
 // the log's end (the hwm file is written lazily, after the rounds it
 // covers: a crash can leave acknowledged frames past it, which recovery

@@ -810,6 +810,7 @@ func (r *recoverer) settleCommitted(log *Log) error {
 	if err != nil {
 		return err
 	}
+	log.setCommittedFiles(state)
 	committed := max(state.offset, log.Oldest())
 	if chaos.Planted(chaos.BugForgetCommitted) {
 		committed = log.Oldest()

@@ -115,6 +115,7 @@ func (l *Log) reopenFiles() (*hwmFile, File, error) {
 	if l.committedSynced != max(committed.offset, l.Oldest()) || committed.exists && !committed.valid {
 		return nil, nil, errNotReopenable
 	}
+	l.setCommittedFiles(committed)
 	active, err := l.fs.Open(segmentPath(l.dir, l.active().base))
 	if err != nil {
 		return nil, nil, err

@@ -141,7 +141,7 @@ func TestAWarmReopenDeclinesAChangedDirectory(t *testing.T) {
 			require.NoError(t, writeHWMFile(fs, dir, log.HWM()-1))
 		},
 		"the committed offset rewritten": func(t *testing.T, fs *MemFS, log *Log) {
-			require.NoError(t, writeCommittedFile(fs, dir, 1))
+			require.NoError(t, writeFreshCommittedFiles(fs, dir, 1))
 		},
 		"a temporary file left": func(t *testing.T, fs *MemFS, log *Log) {
 			file, err := fs.Create(path.Join(dir, "x"+temporarySuffix))

@@ -49,9 +49,11 @@ type SyncRound struct {
 	hwmSlot      []byte
 	hwmSlotIndex int
 	hwmFile      File
-	// committed: write committedOffset in the committed file.
+	// committed: write committedOffset in the committed offset file
+	// committedTarget names.
 	committed       bool
 	committedOffset uint64
+	committedTarget committedTarget
 	// records is how many appended records the round makes durable.
 	records int
 	// err is a failure found at PrepareSync (the log was closed or failed,
@@ -119,6 +121,7 @@ func (l *Log) PrepareSync(data, committed bool) *SyncRound {
 	}
 	if committed {
 		r.committed, r.committedOffset = true, l.committed
+		r.committedTarget = committedTarget{index: l.committedNext, exists: l.committedInPlace[l.committedNext]}
 	}
 	l.syncing = r
 	return r
@@ -188,7 +191,7 @@ func (r *SyncRound) runAfterData() error {
 		}
 	}
 	if r.committed {
-		return writeCommittedFile(r.fs, r.dir, r.committedOffset)
+		return writeCommittedFile(r.fs, r.dir, r.committedTarget, r.committedOffset)
 	}
 	return nil
 }
@@ -196,8 +199,8 @@ func (r *SyncRound) runAfterData() error {
 // RunTogether runs rounds of logs on group's file system as Run of each
 // would, with group.SyncGroup calls in place of their fsyncs: one for the
 // data and directories of them all, then, when any round writes its hwm
-// slot or committed offset, one for those (and, for committed offsets,
-// one for the directories of their renames). The order of a round is
+// slot or committed offset, one for those (and, for committed offset
+// files created, one for the directories of their renames). The order of a round is
 // kept across the group: no hwm slot or committed offset is written
 // before the data of every round is durable. It fails as a whole: a
 // failed Ready fails its node (node package doc). Nil rounds are skipped.
@@ -226,11 +229,18 @@ func RunTogether(group GroupSyncer, rounds []*SyncRound) error {
 }
 
 // writeAfterDataTogether is the part of each round after its data is
-// durable (runAfterData), for rounds whose data is: the hwm slots are
-// written and made durable with the committed offsets' temporary files.
-func writeAfterDataTogether(group GroupSyncer, rounds []*SyncRound) error {
-	var slots []File
-	var committed []NamedData
+// durable (runAfterData), for rounds whose data is: the hwm slots and the
+// committed offsets written in place are made durable together, with the
+// temporary files of the committed offset files created.
+func writeAfterDataTogether(group GroupSyncer, rounds []*SyncRound) (err error) {
+	var written []File
+	var inPlace []File
+	defer func() {
+		for _, file := range inPlace {
+			err = errors.Join(err, file.Close())
+		}
+	}()
+	var created []NamedData
 	var fs FS
 	for _, r := range rounds {
 		if r == nil {
@@ -240,18 +250,28 @@ func writeAfterDataTogether(group GroupSyncer, rounds []*SyncRound) error {
 			if err := writeHWMSlotUnsynced(r.hwmFile, r.hwmSlot, r.hwmSlotIndex); err != nil {
 				return err
 			}
-			slots = append(slots, r.hwmFile)
+			written = append(written, r.hwmFile)
 		}
-		if r.committed {
-			committed = append(committed, NamedData{Name: path.Join(r.dir, committedFileName), Data: encodeCommitted(r.committedOffset)})
-			fs = r.fs
+		if !r.committed {
+			continue
 		}
+		name := path.Join(r.dir, committedFileNames[r.committedTarget.index])
+		if !r.committedTarget.exists {
+			created, fs = append(created, NamedData{Name: name, Data: encodeCommitted(r.committedOffset)}), r.fs
+			continue
+		}
+		file, err := writeCommittedInPlace(r.fs, name, r.committedOffset)
+		if err != nil {
+			return err
+		}
+		inPlace = append(inPlace, file)
 	}
-	if len(committed) > 0 {
-		return WriteFilesAtomicTogether(fs, group, committed, slots)
+	written = append(written, inPlace...)
+	if len(created) > 0 {
+		return WriteFilesAtomicTogether(fs, group, created, written)
 	}
-	if len(slots) > 0 {
-		return group.SyncGroup(slots, nil)
+	if len(written) > 0 {
+		return group.SyncGroup(written, nil)
 	}
 	return nil
 }
@@ -299,6 +319,8 @@ func (l *Log) completeRound(r *SyncRound) {
 	}
 	if r.committed {
 		l.committedSynced = r.committedOffset
+		l.committedInPlace[r.committedTarget.index] = true
+		l.committedNext = 1 - r.committedTarget.index
 	}
 	if r.data {
 		assert(r.hwm >= l.hwm && r.hwm <= l.next, "sync round hwm %d not in [%d, %d]", r.hwm, l.hwm, l.next)

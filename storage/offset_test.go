@@ -1,0 +1,57 @@
+package storage
+
+import (
+	"path"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The committed offset alternates between its two files, each overwritten
+// in place once it exists: a damaged file (a torn in-place write) leaves
+// the other's value, the previous one, with no reset; consumer.offset
+// alone, what an earlier release reads, holds one of the last two values.
+func TestCommittedOffsetAlternatesBetweenTwoFiles(t *testing.T) {
+	forEachLogFS(t, func(t *testing.T, fs FS) {
+		log, _ := openTestLog(t, fs, "p", smallLogConfig())
+		appendTestRecords(t, log, 0, 10)
+		require.NoError(t, log.Sync())
+		for _, offset := range []uint64{3, 5, 7, 9} {
+			log.SetCommitted(offset)
+			require.NoError(t, log.SyncCommitted())
+		}
+		require.NoError(t, log.Close())
+		state, err := readCommittedState(fs, "p")
+		require.NoError(t, err)
+		require.Equal(t, [committedFiles]committedFile{{value: 7, exists: true, valid: true}, {value: 9, exists: true, valid: true}}, state.files,
+			"each round writes the file holding the lower value")
+		_, err = fs.Stat(path.Join("p", committedFileName+temporarySuffix))
+		require.ErrorIs(t, err, ErrNotExist)
+
+		flipByte(t, fs, path.Join("p", committedFileNames[1]), 3) // as a torn write of the 9 would
+		log, recovery := openTestLog(t, fs, "p", smallLogConfig())
+		require.False(t, recovery.CommittedReset, "the other file holds a whole value")
+		require.Equal(t, uint64(7), log.Committed())
+		log.SetCommitted(8)
+		require.NoError(t, log.SyncCommitted())
+		require.NoError(t, log.Close())
+		state, err = readCommittedState(fs, "p")
+		require.NoError(t, err)
+		require.Equal(t, [committedFiles]committedFile{{value: 7, exists: true, valid: true}, {value: 8, exists: true, valid: true}}, state.files,
+			"the damaged file is the one written next, replaced whole")
+	})
+}
+
+// A staged copy's state leaves consumer.offset alone holding its value:
+// a consumer.offset.b left in the directory would otherwise win with a
+// higher value of another life of it.
+func TestFreshCommittedFilesLeaveOneValue(t *testing.T) {
+	fs := newLogMemFS(3)
+	require.NoError(t, fs.MkdirAll("p"))
+	require.NoError(t, WriteFileAtomic(fs, path.Join("p", committedFileNames[1]), encodeCommitted(50)))
+	require.NoError(t, writeFreshCommittedFiles(fs, "p", 4))
+	state, err := readCommittedState(fs, "p")
+	require.NoError(t, err)
+	require.Equal(t, committedState{offset: 4, exists: true, valid: true,
+		files: [committedFiles]committedFile{{value: 4, exists: true, valid: true}}}, state)
+}
