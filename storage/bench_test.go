@@ -144,3 +144,56 @@ func benchmarkRawFsync(b *testing.B, batchBytes int) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "syncs/s")
 }
+
+// BenchmarkSyncCommitted persists a moving committed consumer offset, as
+// the node does every persist interval for each partition consumers ack.
+//
+//	go test ./storage -run XXX -bench SyncCommitted -benchdir /path/on/disk
+func BenchmarkSyncCommitted(b *testing.B) {
+	fs, err := NewOSFS(benchRoot(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	log, _, err := OpenLog(fs, "p", DefaultLogConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { log.Close() }()
+	record := Record{Payload: make([]byte, 16)}
+	for range 1 << 12 {
+		if _, err := log.Append(record); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := log.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	offset := uint64(0)
+	for b.Loop() {
+		offset = offset%(1<<12) + 1
+		if offset == 1 { // the offset only moves forward: a new log each lap
+			b.StopTimer()
+			log.Close()
+			if err := DeletePartition(fs, "p"); err != nil {
+				b.Fatal(err)
+			}
+			if log, _, err = OpenLog(fs, "p", DefaultLogConfig()); err != nil {
+				b.Fatal(err)
+			}
+			for range 1 << 12 {
+				if _, err := log.Append(record); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := log.Sync(); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+		log.SetCommitted(offset)
+		if err := log.SyncCommitted(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "persists/s")
+}
