@@ -69,6 +69,9 @@ const (
 	// BugLeaseExpiresEarly gives a reservation a fiftieth of the topic's
 	// visibility timeout.
 	BugLeaseExpiresEarly
+	// BugCommittedInOneFile writes the committed consumer offset in place
+	// always in the same file, so a torn write leaves no whole value.
+	BugCommittedInOneFile
 )
 
 // FanoutBugs lists the planted bugs of fan-out. They are not in Bugs:
@@ -78,7 +81,7 @@ var FanoutBugs = []Bug{BugForgetFanoutCursor}
 
 // Bugs lists every planted bug, for tests that try each.
 var Bugs = []Bug{BugAckBeforeSync, BugVisibleBeforeDurable, BugForgetCommitted, BugRepeatedAckStale, BugRecoveryServesUnsynced,
-	BugRoundCoversLaterAppends, BugAckAnsweredNotApplied, BugLeaseExpiresEarly}
+	BugRoundCoversLaterAppends, BugAckAnsweredNotApplied, BugLeaseExpiresEarly, BugCommittedInOneFile}
 
 // ClusterBugs lists the planted bugs that only a cluster with moves can
 // show, for the test that tries each in such a world.
@@ -116,6 +119,8 @@ func (b Bug) String() string {
 		return "ack-answered-not-applied"
 	case BugLeaseExpiresEarly:
 		return "lease-expires-early"
+	case BugCommittedInOneFile:
+		return "committed-in-one-file"
 	}
 	return b.clusterString()
 }

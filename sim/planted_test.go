@@ -23,7 +23,11 @@ const plantedSeedsMax = 50
 // round's fsyncs, not only after the step), so at 50 seeds a change that
 // moves the simulator's draws made it survive about one time in twenty,
 // and did (CI, December 2026). At this bound a miss is about one in a
-// thousand.
+// thousand. committed-in-one-file needs a write of the committed offset
+// torn by a crash (a failed write or fsync of the disk profile) in the
+// file that held the only whole value: seeds 1-300 catch it 15 times on
+// three nodes (5 %, a miss in 120 seeds about one in 500) and only 4 times
+// on one, too rare to require there.
 const plantedRareSeedsMax = 120
 
 // TestPlantedBugsAreCaught plants each bug in turn and sweeps seeds until
@@ -32,7 +36,8 @@ const plantedRareSeedsMax = 120
 // checkers (client histories: accounting and porcupine), which must catch
 // the bugs that lose or change acknowledged data on their own. Forgetting
 // the committed offset only causes redeliveries, which at-least-once
-// allows, so only the state checker can see it; a repeated ack answered
+// allows, so only the state checker can see it (as it sees a committed
+// offset lost to a torn write); a repeated ack answered
 // 410 loses nothing either, and only the ack checker, which hears which
 // acks landed from the nodes, can see it; serving unsynced frames after a
 // recovery risks only records that were never acknowledged, so only the
@@ -45,13 +50,15 @@ func TestPlantedBugsAreCaught(t *testing.T) {
 		t.Run(bug.String(), func(t *testing.T) {
 			chaos.Plant(bug)
 			defer chaos.Plant(0)
-			catch(t, bug, false, 1, plantedSeedsMax)
+			if bug != chaos.BugCommittedInOneFile {
+				catch(t, bug, false, 1, plantedSeedsMax)
+			}
 			if bug != chaos.BugForgetCommitted && bug != chaos.BugRepeatedAckStale && bug != chaos.BugRecoveryServesUnsynced &&
-				bug != chaos.BugRoundCoversLaterAppends {
+				bug != chaos.BugRoundCoversLaterAppends && bug != chaos.BugCommittedInOneFile {
 				catch(t, bug, true, 1, plantedSeedsMax)
 			}
 			clusterSeedsMax := plantedSeedsMax
-			if bug == chaos.BugRecoveryServesUnsynced {
+			if bug == chaos.BugRecoveryServesUnsynced || bug == chaos.BugCommittedInOneFile {
 				clusterSeedsMax = plantedRareSeedsMax
 			}
 			catch(t, bug, false, 3, clusterSeedsMax)

@@ -321,6 +321,9 @@ func (l *Log) completeRound(r *SyncRound) {
 		l.committedSynced = r.committedOffset
 		l.committedInPlace[r.committedTarget.index] = true
 		l.committedNext = 1 - r.committedTarget.index
+		if chaos.Planted(chaos.BugCommittedInOneFile) {
+			l.committedNext = 0 // planted: a torn write in place leaves no whole value
+		}
 	}
 	if r.data {
 		assert(r.hwm >= l.hwm && r.hwm <= l.next, "sync round hwm %d not in [%d, %d]", r.hwm, l.hwm, l.next)
