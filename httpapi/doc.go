@@ -37,7 +37,8 @@
 // schemaCompilesMax at once, a loader that refuses every URL and file).
 // For a produce it asks the Backend for the topic's latest applied
 // version, validates every record with the compiled version (cached by
-// its id, at most schemaCacheEntriesMax; the work of validating a
+// its id, at most schemaCacheEntriesMax, until the host tells it the
+// topic was dropped (ForgetTopic); the work of validating a
 // request's records is bounded first, schemawork.go), and submits the request naming
 // that version (msg.Produce.SchemaID); if the node answers
 // msg.ErrSchemaChanged, a newer version applied meanwhile, and the

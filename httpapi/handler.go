@@ -63,8 +63,8 @@ func NewHandler(b Backend, codec *Codec, reg *prometheus.Registry, logger *slog.
 
 // TopicForgetter is implemented by the handler NewHandler returns: the
 // host calls ForgetTopic when its node drops a deleted (or re-created)
-// topic, so the series this layer keeps per topic (schema rejections) go
-// with it.
+// topic, so the series this layer keeps per topic (schema rejections) and
+// its compiled schema versions go with it.
 type TopicForgetter interface {
 	ForgetTopic(topic string)
 }
@@ -73,6 +73,7 @@ type TopicForgetter interface {
 // deletion applies may count one more rejection under the name.
 func (f *front) ForgetTopic(topic string) {
 	f.routes.schemas.metrics.rejections.DeletePartialMatch(prometheus.Labels{"topic": topic})
+	f.routes.schemas.forgetTopic(topic)
 }
 
 // apiHandler serves every route of the codec. Its fields are set by

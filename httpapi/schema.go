@@ -130,7 +130,8 @@ type schemaRegistry struct {
 
 	mu sync.Mutex
 	// cache maps a version's id (unique to a topic and version over the
-	// cluster's life) to its compile; at most schemaCacheEntriesMax, and
+	// cluster's life) to its compile, until its topic is dropped
+	// (forgetTopic); at most schemaCacheEntriesMax, and
 	// cacheBytes (the sum of their bytes) at most schemaCacheBytesMax but
 	// for the newest entry, which stays even alone past it.
 	cache      map[uint64]*compiledSchema
@@ -147,6 +148,8 @@ type compiledSchema struct {
 	graph    *schemaGraph
 	err      *msg.Error
 	lastUsed uint64 // guarded by the registry's mu
+	// topic is the topic whose version this is, for forgetTopic.
+	topic string
 	// bytes estimates the entry's memory (schemaEntryBytes, plus its
 	// regexps once compiled: addEntryBytes); guarded by the registry's mu.
 	bytes int64
@@ -243,9 +246,9 @@ func compileDocument(document []byte) (schema *jsonschema.Schema, err error) {
 	return compiler.Compile(schemaResourceURL)
 }
 
-// compiled returns the compiled schema of a version, compiling it on a
-// miss; concurrent misses of one version share one compile.
-func (s *schemaRegistry) compiled(ctx context.Context, version msg.SchemaVersion) (*compiledSchema, *msg.Error) {
+// compiled returns the compiled schema of a version of topic, compiling
+// it on a miss; concurrent misses of one version share one compile.
+func (s *schemaRegistry) compiled(ctx context.Context, topic string, version msg.SchemaVersion) (*compiledSchema, *msg.Error) {
 	s.mu.Lock()
 	s.uses++
 	entry, found := s.cache[version.ID]
@@ -255,7 +258,7 @@ func (s *schemaRegistry) compiled(ctx context.Context, version msg.SchemaVersion
 		<-entry.ready
 		return entry, entry.err
 	}
-	entry = &compiledSchema{ready: make(chan struct{}), lastUsed: s.uses, bytes: schemaEntryBytes(version.Document)}
+	entry = &compiledSchema{ready: make(chan struct{}), lastUsed: s.uses, topic: topic, bytes: schemaEntryBytes(version.Document)}
 	s.cache[version.ID] = entry
 	s.cacheBytes += entry.bytes
 	s.evictBeyondBound()
@@ -312,6 +315,24 @@ func (s *schemaRegistry) evictBeyondBound() {
 	s.setCacheGauges()
 }
 
+// forgetTopic drops the cached versions of a topic the node dropped
+// (deleted, or re-created under its name): their ids are never used
+// again, and kept they would hold their memory until newer versions
+// pushed them out, for good on a node whose schema topics all went. A
+// validation of the old topic still running may cache one again; the
+// bounds then drop it in time.
+func (s *schemaRegistry) forgetTopic(topic string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, entry := range s.cache {
+		if entry.topic == topic {
+			s.cacheBytes -= entry.bytes
+			delete(s.cache, id)
+		}
+	}
+	s.setCacheGauges()
+}
+
 func (s *schemaRegistry) forget(id uint64, entry *compiledSchema) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -363,7 +384,7 @@ func (s *schemaRegistry) checkDocument(ctx context.Context, document []byte) *Er
 // records past schemaWorkBudget (counted before the library runs).
 // lines[i] is record i's line, nil for a single produce.
 func (s *schemaRegistry) validate(ctx context.Context, topic string, version msg.SchemaVersion, records []msg.ProduceRecord, lines []int) *ErrorResponse {
-	compiled, err := s.compiled(ctx, version)
+	compiled, err := s.compiled(ctx, topic, version)
 	if err != nil {
 		if err.Code == msg.CodeInvalid { // an applied version that does not compile here
 			return failure(msg.Internal("schema version %d of topic %s does not compile on this node: %s", version.Version, topic, err.Message))

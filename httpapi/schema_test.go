@@ -3,7 +3,9 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -118,7 +120,7 @@ func TestSchemaCompileIsBounded(t *testing.T) {
 	require.NotNil(t, err)
 	require.Equal(t, msg.CodeUnavailable, err.Code, "every slot is held by a timed-out compile")
 	version := msg.SchemaVersion{Version: 3, ID: 7, Document: []byte(`{}`)}
-	_, err = registry.compiled(context.Background(), version)
+	_, err = registry.compiled(context.Background(), "t", version)
 	require.NotNil(t, err)
 	require.Equal(t, msg.CodeUnavailable, err.Code, "an applied version that cannot compile now is retryable")
 	require.Empty(t, registry.cache, "and not cached")
@@ -126,7 +128,7 @@ func TestSchemaCompileIsBounded(t *testing.T) {
 	require.Eventually(t, func() bool { return collectorValue(registry.metrics.compiling) == 0 }, 10*time.Second, time.Millisecond)
 	require.Zero(t, collectorValue(registry.metrics.abandoned))
 	registry.compileFunc = compileDocument
-	_, err = registry.compiled(context.Background(), version)
+	_, err = registry.compiled(context.Background(), "t", version)
 	require.Nil(t, err)
 	require.Equal(t, 1.0, collectorValue(registry.metrics.compiles.WithLabelValues("ok")))
 	require.Equal(t, float64(schemaCompilesMax), collectorValue(registry.metrics.compiles.WithLabelValues("timeout")))
@@ -145,9 +147,9 @@ func TestSchemaCacheIsBounded(t *testing.T) {
 	}
 	for id := range uint64(schemaCacheEntriesMax + 10) {
 		version := msg.SchemaVersion{Version: 1, ID: id + 1, Document: []byte(fmt.Sprintf(`{"maxLength":%d}`, id))}
-		_, err := registry.compiled(context.Background(), version)
+		_, err := registry.compiled(context.Background(), "t", version)
 		require.Nil(t, err)
-		_, err = registry.compiled(context.Background(), version)
+		_, err = registry.compiled(context.Background(), "t", version)
 		require.Nil(t, err)
 	}
 	require.Equal(t, schemaCacheEntriesMax+10, compiles, "each version compiled once")
@@ -173,7 +175,7 @@ func TestSchemaCacheBytesAreBounded(t *testing.T) {
 	require.Greater(t, entryBytes, int64(SchemaContainersMax-1)*schemaBytesPerContainer)
 	fits := int(schemaCacheBytesMax / entryBytes)
 	for id := range uint64(fits + 3) {
-		_, err := registry.compiled(context.Background(), large(id+1))
+		_, err := registry.compiled(context.Background(), "t", large(id+1))
 		require.Nil(t, err)
 	}
 	require.Len(t, registry.cache, fits)
@@ -185,9 +187,33 @@ func TestSchemaCacheBytesAreBounded(t *testing.T) {
 	require.True(t, kept)
 
 	huge := msg.SchemaVersion{Version: 1, ID: 1 << 40, Document: []byte(fmt.Sprintf(`{"anyOf":[%s{}]}`, strings.Repeat(`{},`, schemaCacheBytesMax/schemaBytesPerContainer)))}
-	_, err := registry.compiled(context.Background(), huge)
+	_, err := registry.compiled(context.Background(), "t", huge)
 	require.Nil(t, err)
 	require.Len(t, registry.cache, 1, "alone past the bound")
+}
+
+// Property: the compiled versions of a topic the node dropped (deleted or
+// re-created) leave the cache when the host tells the handler, and the
+// other topics' stay: a node whose schema topics are all gone holds none.
+func TestSchemaCacheForgetsADroppedTopic(t *testing.T) {
+	backend := &tableBackend{schemas: map[string][]msg.SchemaVersion{"orders": {anyObject}, "audit": {idRequired}}}
+	registry := prometheus.NewRegistry()
+	handler := NewHandler(backend, newTestCodec(), registry, slog.New(slog.DiscardHandler))
+	server := httptest.NewServer(handler)
+	t.Cleanup(server.Close)
+	for _, topic := range []string{"orders", "audit"} {
+		response, err := server.Client().Post(server.URL+"/v1/topics/"+topic+"/produce", "application/json", strings.NewReader(`{"id":1}`))
+		require.NoError(t, err)
+		response.Body.Close()
+		require.Equal(t, http.StatusAccepted, response.StatusCode, topic)
+	}
+	require.Equal(t, 2.0, series(t, registry, "narad_schema_cache_entries")[""])
+	handler.(TopicForgetter).ForgetTopic("orders")
+	require.Equal(t, 1.0, series(t, registry, "narad_schema_cache_entries")[""], "the dropped topic's version went")
+	require.Equal(t, float64(schemaEntryBytes(idRequired.Document)), series(t, registry, "narad_schema_cache_bytes")[""], "and its bytes")
+	handler.(TopicForgetter).ForgetTopic("audit")
+	require.Zero(t, series(t, registry, "narad_schema_cache_entries")[""])
+	require.Zero(t, series(t, registry, "narad_schema_cache_bytes")[""])
 }
 
 // Property: a schema sent to create or alter a topic with more objects

@@ -118,7 +118,7 @@ func TestSchemaRegexpsAreBounded(t *testing.T) {
 
 	within := `{"properties":{` + strings.Join(properties[:10], ",") + `}}`
 	require.Nil(t, registry.checkDocument(ctx, []byte(within)))
-	entry, err := registry.compiled(ctx, msg.SchemaVersion{Version: 1, ID: 9, Document: []byte(within)})
+	entry, err := registry.compiled(ctx, "t", msg.SchemaVersion{Version: 1, ID: 9, Document: []byte(within)})
 	require.Nil(t, err)
 	require.NotNil(t, entry.schema)
 	cached := collectorValue(registry.metrics.cacheBytes)
