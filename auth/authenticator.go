@@ -167,11 +167,15 @@ func New(cfg Config, reg prometheus.Registerer) (*Authenticator, error) {
 }
 
 // Publish replaces the users view; a view older than the current one is
-// ignored.
+// ignored. The tables forget the users the new view no longer holds.
 func (a *Authenticator) Publish(users *Users) {
 	for {
 		current := a.users.Load()
-		if users.version < current.version || a.users.CompareAndSwap(current, users) {
+		if users.version < current.version {
+			return
+		}
+		if a.users.CompareAndSwap(current, users) {
+			a.forgetDeletedUsers(users)
 			return
 		}
 	}

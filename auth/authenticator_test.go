@@ -222,6 +222,37 @@ func TestTablesStayBounded(t *testing.T) {
 	require.Equal(t, 12, seriesCount(t, reg, "narad_auth_table_entries", "narad_auth_table_entries_max"), "six tables, each with its size and its bound")
 }
 
+// Users created and deleted in turn leave nothing in the tables: a view
+// that no longer holds a user drops its verified and rejected credentials
+// and its bucket at once (they filled the tables to their bounds before),
+// and keeps those of the users it still holds.
+func TestADeletedUsersEntriesGoWithIt(t *testing.T) {
+	a, _, _ := newTestAuthenticator(t)
+	ctx := context.Background()
+	hash := hashed(t, a, "pw")
+	ann, bob := meta.User{Username: "ann", PasswordHash: hash}, meta.User{Username: "bob", PasswordHash: hash}
+	a.Publish(NewUsers(1, []meta.User{ann, bob}))
+	for _, name := range []string{"ann", "bob"} {
+		_, err := a.Verify(ctx, testSource, name, "pw")
+		require.NoError(t, err)
+		_, err = a.Verify(ctx, testSource, name, "nope")
+		require.ErrorIs(t, err, ErrUnauthenticated)
+	}
+	verified, rejected, buckets, _, _ := a.tableSizes()
+	require.Equal(t, []int{2, 2, 2}, []int{verified, rejected, buckets})
+
+	a.Publish(NewUsers(2, []meta.User{ann}))
+	verified, rejected, buckets, _, _ = a.tableSizes()
+	require.Equal(t, []int{1, 1, 1}, []int{verified, rejected, buckets}, "bob's entries went, ann's stay")
+	_, err := a.Verify(ctx, testSource, "ann", "pw")
+	require.NoError(t, err)
+	require.Equal(t, 4.0, bcryptRuns(a, "verify"), "ann's check is still answered from the cache")
+
+	a.Publish(NewUsers(3, nil))
+	verified, rejected, buckets, _, _ = a.tableSizes()
+	require.Equal(t, []int{0, 0, 0}, []int{verified, rejected, buckets})
+}
+
 // External audit finding: with BucketsMax users holding a bucket that
 // was not full, every other user's uncached check, the right password
 // included, was refused with 429. A user of the view now always finds

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"crypto/hmac"
+	"maps"
 	"slices"
 	"time"
 )
@@ -123,9 +124,8 @@ func (a *Authenticator) refill(b bucket, now time.Time) bucket {
 }
 
 // pruneBucketsLocked drops the buckets that refilled to full (the same
-// as absent) and those of users the view no longer holds (deleted). It
-// runs only at the table's bound: a user deleted and created again under
-// its name before then keeps the old bucket, refilling as any other.
+// as absent) and those of users the view no longer holds (deleted since
+// forgetDeletedUsers ran). It runs only at the table's bound.
 func (a *Authenticator) pruneBucketsLocked(now time.Time) {
 	users := a.users.Load()
 	for username, b := range a.buckets {
@@ -133,6 +133,24 @@ func (a *Authenticator) pruneBucketsLocked(now time.Time) {
 			delete(a.buckets, username)
 		}
 	}
+}
+
+// forgetDeletedUsers drops the verified and rejected credentials and the
+// buckets of the users view no longer holds: a deleted user's check is
+// refused as unknown, before any table is read, so its entries only took
+// room, and with users created and deleted in turn the tables filled to
+// their bounds with them. A check of the user under way may remember one
+// again; the bounds drop it in time.
+func (a *Authenticator) forgetDeletedUsers(view *Users) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	deleted := func(username string) bool {
+		_, known := view.User(username)
+		return !known
+	}
+	maps.DeleteFunc(a.verified, func(username string, _ verifiedEntry) bool { return deleted(username) })
+	maps.DeleteFunc(a.rejected, func(username string, _ []rejectedEntry) bool { return deleted(username) })
+	maps.DeleteFunc(a.buckets, func(username string, _ bucket) bool { return deleted(username) })
 }
 
 // sourcesTracked is the number of sources whose bucket is not full.
