@@ -87,8 +87,12 @@ func (n *Node) diskLow() error {
 		return nil
 	}
 	free, _ := n.diskFree()
-	return msg.Unavailable("node %s has %d bytes of disk free, under its reserve of %d (storage.disk_reserve_bytes): retry on another node, or free some space",
-		n.cfg.NodeID, max(free, 0), n.cfg.DiskReserveBytes)
+	advice := "free some space on its data directory's file system" // a single node has no other to send to (disk-full audit)
+	if len(n.meta.State().Peers()) > 1 {
+		advice = "retry on another node, or free some space"
+	}
+	return msg.Unavailable("node %s has %d bytes of disk free, under its reserve of %d (storage.disk_reserve_bytes): %s",
+		n.cfg.NodeID, max(free, 0), n.cfg.DiskReserveBytes, advice)
 }
 
 // noteAppended counts a record appended since the last report.

@@ -28,6 +28,8 @@ func TestWritesStopAtTheDiskReserve(t *testing.T) {
 	h.ok(produce) // taken while above it; now under
 	refused := h.fail(produce, msg.CodeUnavailable)
 	require.Contains(t, refused.Message, "storage.disk_reserve_bytes")
+	require.Contains(t, refused.Message, "free some space on its data directory's file system")
+	require.NotContains(t, refused.Message, "another node", "a single node has no other")
 	require.True(t, h.node.Stats().DiskLow)
 	require.NoError(t, h.do(msg.Replay{Topic: "t", Partition: 0, Offset: 2}).Err)
 	require.Nil(t, h.ok(msg.Replay{Topic: "t", Partition: 0, Offset: 3}).(msg.ReplayResult).Message, "the refused record was not appended")
