@@ -154,40 +154,18 @@ func BenchmarkSyncCommitted(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	log, _, err := OpenLog(fs, "p", DefaultLogConfig())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { log.Close() }()
-	record := Record{Payload: make([]byte, 16)}
-	for range 1 << 12 {
-		if _, err := log.Append(record); err != nil {
-			b.Fatal(err)
+	var log *Log
+	defer func() {
+		if log != nil {
+			log.Close()
 		}
-	}
-	if err := log.Sync(); err != nil {
-		b.Fatal(err)
-	}
+	}()
 	offset := uint64(0)
 	for b.Loop() {
-		offset = offset%(1<<12) + 1
+		offset = offset%benchCommittedLap + 1
 		if offset == 1 { // the offset only moves forward: a new log each lap
 			b.StopTimer()
-			log.Close()
-			if err := DeletePartition(fs, "p"); err != nil {
-				b.Fatal(err)
-			}
-			if log, _, err = OpenLog(fs, "p", DefaultLogConfig()); err != nil {
-				b.Fatal(err)
-			}
-			for range 1 << 12 {
-				if _, err := log.Append(record); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := log.Sync(); err != nil {
-				b.Fatal(err)
-			}
+			log = freshCommittedBenchLog(b, fs, log)
 			b.StartTimer()
 		}
 		log.SetCommitted(offset)
@@ -196,4 +174,32 @@ func BenchmarkSyncCommitted(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "persists/s")
+}
+
+// benchCommittedLap is how many records BenchmarkSyncCommitted's log
+// holds: its offsets to commit before it starts on a new one.
+const benchCommittedLap = 1 << 12
+
+// freshCommittedBenchLog closes old (if any), deletes its partition and
+// opens it again with benchCommittedLap synced records.
+func freshCommittedBenchLog(b *testing.B, fs FS, old *Log) *Log {
+	if old != nil {
+		old.Close()
+	}
+	if err := DeletePartition(fs, "p"); err != nil {
+		b.Fatal(err)
+	}
+	log, _, err := OpenLog(fs, "p", DefaultLogConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range benchCommittedLap {
+		if _, err := log.Append(Record{Payload: make([]byte, 16)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := log.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	return log
 }
