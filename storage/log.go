@@ -72,13 +72,12 @@ type Log struct {
 	// committed <= hwm (ApplyRetention raises committed along with Oldest).
 	// Changed by SetCommitted, SyncCommitted and ApplyRetention.
 	committed, committedSynced uint64
-	// committedNext is the committed offset file the next round writes
-	// (offset.go): the one not holding committedSynced. committedInPlace
-	// says of each file that it holds a whole value, so a write may
-	// overwrite it in place (else it is created by atomic replace). Set by
-	// recovery and reopen, then only by completeRound.
-	committedNext    int
-	committedInPlace [committedFiles]bool
+	// committedFiles is what each committed offset file holds on disk, and
+	// committedNext the one the next round writes in place (offset.go):
+	// the one not holding committedSynced. Set by recovery and reopen,
+	// then only by completeRound.
+	committedFiles [committedFiles]committedFile
+	committedNext  int
 	// failure is the first write-path I/O error, wrapped in ErrLogFailed.
 	// Once set it never changes and every later call returns it.
 	failure error

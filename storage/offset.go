@@ -14,7 +14,8 @@ import (
 // missing one) in place and fsyncs it, so a torn write can only damage
 // the file being written while the other keeps the previous value;
 // recovery takes the highest valid value. A file that is not there yet is
-// created by atomic replace (WriteFileAtomic), so the in-place writes
+// created by atomic replace (WriteFileAtomic), and an offset below a
+// file's value replaces both (committedTargetFor), so the in-place writes
 // need no directory sync and change no metadata: an atomic replace of a
 // partition every persist interval (a temporary file, its fsync, a rename
 // and a directory fsync, which journal file systems commit each time)
@@ -94,26 +95,56 @@ func (s committedState) olderFile() int {
 	return 1
 }
 
-// setCommittedFiles records in l which committed offset files hold a
-// whole value and which one the next round writes, as state found them.
+// setCommittedFiles records in l what the committed offset files hold
+// and which one the next round writes, as state found them.
 func (l *Log) setCommittedFiles(state committedState) {
-	for i, file := range state.files {
-		l.committedInPlace[i] = file.valid
-	}
+	l.committedFiles = state.files
 	l.committedNext = state.olderFile()
 }
 
 // committedTarget is where a round writes the committed offset: the
-// file, and whether it exists already (written in place) or not (created
-// by atomic replace).
+// file, and whether it holds a whole value already (written in place) or
+// not (created by atomic replace); or, with fresh, both files at once
+// (writeFreshCommittedFiles).
 type committedTarget struct {
 	index  int
 	exists bool
+	fresh  bool
+}
+
+// committedTargetFor is where the next round writes offset: in place in
+// the file the last round did not write, unless offset is below the value
+// of a file on disk (recovery clamped the offset down: its log lost
+// records): written in place beside that file it would lose to it at the
+// next recovery, once new records took the lost offsets, and they would
+// never be delivered; so both files are replaced then.
+func (l *Log) committedTargetFor(offset uint64) committedTarget {
+	for _, file := range l.committedFiles {
+		if file.valid && file.value > offset {
+			return committedTarget{fresh: true}
+		}
+	}
+	return committedTarget{index: l.committedNext, exists: l.committedFiles[l.committedNext].valid}
+}
+
+// wroteCommitted records a round's write of offset to target.
+func (l *Log) wroteCommitted(target committedTarget, offset uint64) {
+	written := committedFile{value: offset, exists: true, valid: true}
+	if target.fresh {
+		l.committedFiles = [committedFiles]committedFile{written}
+		l.committedNext = 1
+		return
+	}
+	l.committedFiles[target.index] = written
+	l.committedNext = 1 - target.index
 }
 
 // writeCommittedFile persists offset as the committed offset of dir, in
 // the target file, and makes it durable.
 func writeCommittedFile(fs FS, dir string, target committedTarget, offset uint64) error {
+	if target.fresh {
+		return writeFreshCommittedFiles(fs, dir, offset)
+	}
 	name := path.Join(dir, committedFileNames[target.index])
 	if !target.exists {
 		return WriteFileAtomic(fs, name, encodeCommitted(offset))
@@ -142,7 +173,9 @@ func writeCommittedInPlace(fs FS, name string, offset uint64) (File, error) {
 
 // writeFreshCommittedFiles makes offset the committed offset of a
 // directory whose files may hold anything: consumer.offset by atomic
-// replace, and consumer.offset.b removed (a staged copy's state).
+// replace, and consumer.offset.b removed (a staged copy's state, or an
+// offset that moved down). The directory sync of the replace makes the
+// removal durable too.
 func writeFreshCommittedFiles(fs FS, dir string, offset uint64) error {
 	if err := fs.Remove(path.Join(dir, committedFileNames[1])); err != nil && !errors.Is(err, ErrNotExist) {
 		return err

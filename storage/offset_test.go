@@ -55,3 +55,32 @@ func TestFreshCommittedFilesLeaveOneValue(t *testing.T) {
 	require.Equal(t, committedState{offset: 4, exists: true, valid: true,
 		files: [committedFiles]committedFile{{value: 4, exists: true, valid: true}}}, state)
 }
+
+// A committed offset clamped down at recovery (its log lost records: disk
+// damage) is persisted so that it stays down once new records take the
+// lost offsets: written in place beside a file holding the old, higher
+// value, it would lose to it at the next recovery, and the new records
+// between the two would never be delivered.
+func TestACommittedOffsetClampedDownStaysDown(t *testing.T) {
+	fs := newLogMemFS(14)
+	log, _ := openTestLog(t, fs, "p", smallLogConfig())
+	appendTestRecords(t, log, 0, 10)
+	require.NoError(t, log.Sync())
+	for _, offset := range []uint64{8, 10} {
+		log.SetCommitted(offset)
+		require.NoError(t, log.SyncCommitted())
+	}
+	name, position := framePosition(t, log, 5)
+	truncateFile(t, fs, name, position)
+	log, recovery := openTestLog(t, fs, "p", smallLogConfig())
+	require.True(t, recovery.CommittedReset)
+	require.Equal(t, uint64(5), log.Committed())
+	require.NoError(t, log.SyncCommitted())
+	appendTestRecords(t, log, 5, 10)
+	require.NoError(t, log.Sync())
+	require.NoError(t, log.Close())
+
+	log, recovery = openTestLog(t, fs, "p", smallLogConfig())
+	require.False(t, recovery.CommittedReset)
+	require.Equal(t, uint64(5), log.Committed(), "the new records 5 to 9 are still to deliver")
+}

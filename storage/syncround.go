@@ -121,7 +121,7 @@ func (l *Log) PrepareSync(data, committed bool) *SyncRound {
 	}
 	if committed {
 		r.committed, r.committedOffset = true, l.committed
-		r.committedTarget = committedTarget{index: l.committedNext, exists: l.committedInPlace[l.committedNext]}
+		r.committedTarget = l.committedTargetFor(l.committed)
 	}
 	l.syncing = r
 	return r
@@ -255,6 +255,12 @@ func writeAfterDataTogether(group GroupSyncer, rounds []*SyncRound) (err error) 
 		if !r.committed {
 			continue
 		}
+		if r.committedTarget.fresh { // rare: an offset recovery moved down
+			if err := writeFreshCommittedFiles(r.fs, r.dir, r.committedOffset); err != nil {
+				return err
+			}
+			continue
+		}
 		name := path.Join(r.dir, committedFileNames[r.committedTarget.index])
 		if !r.committedTarget.exists {
 			created, fs = append(created, NamedData{Name: name, Data: encodeCommitted(r.committedOffset)}), r.fs
@@ -319,8 +325,7 @@ func (l *Log) completeRound(r *SyncRound) {
 	}
 	if r.committed {
 		l.committedSynced = r.committedOffset
-		l.committedInPlace[r.committedTarget.index] = true
-		l.committedNext = 1 - r.committedTarget.index
+		l.wroteCommitted(r.committedTarget, r.committedOffset)
 		if chaos.Planted(chaos.BugCommittedInOneFile) {
 			l.committedNext = 0 // planted: a torn write in place leaves no whole value
 		}
