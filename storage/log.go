@@ -601,8 +601,8 @@ func (l *Log) SetCommitted(offset uint64) {
 // CommittedDirty reports a committed offset not yet made durable.
 func (l *Log) CommittedDirty() bool { return l.committed != l.committedSynced }
 
-// SyncCommitted persists the committed offset by atomic replace. On error
-// the log is failed.
+// SyncCommitted persists the committed offset (in place, in the file the
+// last round did not write: offset.go). On error the log is failed.
 func (l *Log) SyncCommitted() error {
 	round := l.PrepareSync(false, true)
 	if round == nil {

@@ -84,3 +84,28 @@ func TestACommittedOffsetClampedDownStaysDown(t *testing.T) {
 	require.False(t, recovery.CommittedReset)
 	require.Equal(t, uint64(5), log.Committed(), "the new records 5 to 9 are still to deliver")
 }
+
+// A log closed and reopened warm goes on writing its committed offset in
+// place in the file the last round did not write (helper review: the
+// reopened log started at consumer.offset by atomic replace, the rename
+// and directory sync in-place writes spare).
+func TestAWarmReopenKeepsWhichCommittedFileIsNext(t *testing.T) {
+	fs := newLogMemFS(15)
+	store := NewStore(fs, smallLogConfig(), 2, 1<<20)
+	log, _, err := store.Log("p", 1)
+	require.NoError(t, err)
+	appendTestRecords(t, log, 0, 10)
+	require.NoError(t, log.Sync())
+	for _, offset := range []uint64{3, 5, 7} {
+		log.SetCommitted(offset)
+		require.NoError(t, log.SyncCommitted())
+	}
+	files, next := log.committedFiles, log.committedNext
+	require.NoError(t, store.Evict("p"))
+	reopened, _, err := store.Log("p", 2)
+	require.NoError(t, err)
+	require.NotSame(t, log, reopened)
+	require.Equal(t, files, reopened.committedFiles)
+	require.Equal(t, next, reopened.committedNext)
+	require.Equal(t, 1, next, "7 went to consumer.offset, 5 stays in consumer.offset.b")
+}

@@ -87,7 +87,8 @@ func (l *Log) reopen() (log *Log, ok bool, err error) {
 	last.file, last.openedBytes = active, last.writtenBytes
 	log = &Log{fs: l.fs, dir: l.dir, cfg: l.cfg, segments: l.segments, next: l.next, hwm: l.hwm, hwmFile: hwmFile,
 		rollBeforeAppend: l.rollBeforeAppend, unsyncedFrom: len(l.segments) - 1, directoryDirty: l.directoryDirty,
-		indexedThrough: l.indexedThrough, uses: l.uses, committed: l.committed, committedSynced: l.committedSynced}
+		indexedThrough: l.indexedThrough, uses: l.uses, committed: l.committed, committedSynced: l.committedSynced,
+		committedFiles: l.committedFiles, committedNext: l.committedNext}
 	chaos.Reached(chaos.MarkStorageReopenedWarm)
 	if invariantsEnabled {
 		log.checkInvariants()
