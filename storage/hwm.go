@@ -79,8 +79,13 @@ func (s hwmState) highest() (uint64, bool) {
 
 // olderSlot is the slot the next write should overwrite: an invalid one,
 // else the one with the lower value, so the highest stays intact.
-func (s hwmState) olderSlot() int {
-	if !s.valid[0] || (s.valid[1] && s.values[0] <= s.values[1]) {
+func (s hwmState) olderSlot() int { return olderOfTwo(s.valid, s.values) }
+
+// olderOfTwo is which of two copies of a value that only grows a write
+// should overwrite: an invalid one, else the lower, so the highest stays
+// intact (the hwm file's slots, the committed offset's files).
+func olderOfTwo(valid [2]bool, values [2]uint64) int {
+	if !valid[0] || (valid[1] && values[0] <= values[1]) {
 		return 0
 	}
 	return 1

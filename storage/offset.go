@@ -49,13 +49,29 @@ func decodeCommitted(data []byte) (uint64, bool) {
 
 // committedState is what recovery found in the committed offset files.
 type committedState struct {
-	// offset is the highest valid value, 0 without one.
-	offset uint64
-	// exists: a file is present; valid: one decoded. A file present with
-	// none valid is damage (a torn in-place write damages one file only).
-	exists, valid bool
 	// files is each file's own state.
 	files [committedFiles]committedFile
+}
+
+// highest is the highest valid value, 0 without one.
+func (s committedState) highest() uint64 {
+	var value uint64
+	for _, file := range s.files {
+		if file.valid {
+			value = max(value, file.value)
+		}
+	}
+	return value
+}
+
+// damaged reports a file present with none valid: no whole value left
+// (a torn in-place write damages one file only).
+func (s committedState) damaged() bool {
+	present, valid := false, false
+	for _, file := range s.files {
+		present, valid = present || file.exists, valid || file.valid
+	}
+	return present && !valid
 }
 
 // committedFile is what one committed offset file holds.
@@ -78,10 +94,6 @@ func readCommittedState(fs FS, dir string) (committedState, error) {
 		}
 		value, valid := decodeCommitted(data)
 		state.files[i] = committedFile{value: value, exists: true, valid: valid}
-		state.exists = true
-		if valid && (!state.valid || value > state.offset) {
-			state.offset, state.valid = value, true
-		}
 	}
 	return state, nil
 }
@@ -89,10 +101,7 @@ func readCommittedState(fs FS, dir string) (committedState, error) {
 // olderFile is the file the next write overwrites: a missing or damaged
 // one, else the one with the lower value, so the highest stays intact.
 func (s committedState) olderFile() int {
-	if !s.files[0].valid || (s.files[1].valid && s.files[0].value <= s.files[1].value) {
-		return 0
-	}
-	return 1
+	return olderOfTwo([2]bool{s.files[0].valid, s.files[1].valid}, [2]uint64{s.files[0].value, s.files[1].value})
 }
 
 // setCommittedFiles records in l what the committed offset files hold
@@ -107,9 +116,9 @@ func (l *Log) setCommittedFiles(state committedState) {
 // not (created by atomic replace); or, with fresh, both files at once
 // (writeFreshCommittedFiles).
 type committedTarget struct {
-	index  int
-	exists bool
-	fresh  bool
+	index int
+	whole bool
+	fresh bool
 }
 
 // committedTargetFor is where the next round writes offset: in place in
@@ -124,7 +133,7 @@ func (l *Log) committedTargetFor(offset uint64) committedTarget {
 			return committedTarget{fresh: true}
 		}
 	}
-	return committedTarget{index: l.committedNext, exists: l.committedFiles[l.committedNext].valid}
+	return committedTarget{index: l.committedNext, whole: l.committedFiles[l.committedNext].valid}
 }
 
 // wroteCommitted records a round's write of offset to target.
@@ -146,7 +155,7 @@ func writeCommittedFile(fs FS, dir string, target committedTarget, offset uint64
 		return writeFreshCommittedFiles(fs, dir, offset)
 	}
 	name := path.Join(dir, committedFileNames[target.index])
-	if !target.exists {
+	if !target.whole {
 		return WriteFileAtomic(fs, name, encodeCommitted(offset))
 	}
 	file, err := writeCommittedInPlace(fs, name, offset)
@@ -199,8 +208,8 @@ func PersistedBacklog(fs FS, dir string) (hwm, committed uint64, ok bool, err er
 		return 0, 0, false, err
 	}
 	state, err := readCommittedState(fs, dir)
-	if err != nil || (state.exists && !state.valid) {
+	if err != nil || state.damaged() {
 		return 0, 0, false, err
 	}
-	return hwm, min(state.offset, hwm), true, nil
+	return hwm, min(state.highest(), hwm), true, nil
 }

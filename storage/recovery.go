@@ -811,12 +811,12 @@ func (r *recoverer) settleCommitted(log *Log) error {
 		return err
 	}
 	log.setCommittedFiles(state)
-	committed := max(state.offset, log.Oldest())
+	committed := max(state.highest(), log.Oldest())
 	if chaos.Planted(chaos.BugForgetCommitted) {
 		committed = log.Oldest()
 	}
 	log.committedSynced = committed
-	if state.exists && !state.valid {
+	if state.damaged() {
 		committed, log.committedSynced = log.Oldest(), math.MaxUint64
 		r.report.CommittedReset = true
 	}

@@ -113,7 +113,7 @@ func (l *Log) reopenFiles() (*hwmFile, File, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if l.committedSynced != max(committed.offset, l.Oldest()) || committed.exists && !committed.valid {
+	if l.committedSynced != max(committed.highest(), l.Oldest()) || committed.damaged() {
 		return nil, nil, errNotReopenable
 	}
 	l.setCommittedFiles(committed)

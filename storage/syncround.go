@@ -262,7 +262,7 @@ func writeAfterDataTogether(group GroupSyncer, rounds []*SyncRound) (err error) 
 			continue
 		}
 		name := path.Join(r.dir, committedFileNames[r.committedTarget.index])
-		if !r.committedTarget.exists {
+		if !r.committedTarget.whole {
 			created, fs = append(created, NamedData{Name: name, Data: encodeCommitted(r.committedOffset)}), r.fs
 			continue
 		}
