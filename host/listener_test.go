@@ -405,7 +405,11 @@ func TestProbesOverTheConnectionLimitAreAnswered(t *testing.T) {
 // connections a second made 47 of 52 /readyz answer 503 (an audit, with
 // http.max_connections 64); a liveness probe failing so gets a healthy node
 // restarted. A new connection now sheds the oldest refusal under way
-// instead, and a probe, which sends its request at once, is answered.
+// instead, and a probe, which sends its request at once, is answered
+// unless refusalsMax more connections arrive before its request is read:
+// while a probe is out the flood dials at most half that many (a starved
+// machine, under the race detector beside other tests, read a probe's
+// request only after the flood had dialed past it and shed it).
 func TestProbesAreAnsweredThroughAFloodOfSilentConnections(t *testing.T) {
 	h, _ := startLimited(t, 1, false)
 	held, err := net.Dial("tcp", h.Addr())
@@ -414,6 +418,7 @@ func TestProbesAreAnsweredThroughAFloodOfSilentConnections(t *testing.T) {
 	requireReady(t, held)
 
 	var dialed atomic.Int64
+	probeFrom := atomic.Int64{} // while a probe is out: the flood's dial count when it left, plus one; else 0
 	stop, flooded := make(chan struct{}), make(chan struct{})
 	go func() { // silent connections, as fast as one goroutine dials them; the last 256 kept open
 		defer close(flooded)
@@ -428,6 +433,10 @@ func TestProbesAreAnsweredThroughAFloodOfSilentConnections(t *testing.T) {
 			case <-stop:
 				return
 			default:
+			}
+			if from := probeFrom.Load(); from > 0 && dialed.Load()-(from-1) >= refusalsMax/2 {
+				time.Sleep(time.Millisecond) // the probe out must not be shed by this flood alone
+				continue
 			}
 			conn, err := net.Dial("tcp", h.Addr())
 			if err != nil {
@@ -451,6 +460,7 @@ func TestProbesAreAnsweredThroughAFloodOfSilentConnections(t *testing.T) {
 		for dialed.Load() < before+int64(i+1)*refusalsMax { // refusalsMax silent ones since the last probe: every refusal under way shed at least once
 			time.Sleep(time.Millisecond)
 		}
+		probeFrom.Store(dialed.Load() + 1)
 		over, err := net.Dial("tcp", h.Addr())
 		require.NoError(t, err)
 		require.NoError(t, over.SetDeadline(time.Now().Add(refusalRequestTimeout/2)))
@@ -462,6 +472,7 @@ func TestProbesAreAnsweredThroughAFloodOfSilentConnections(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, response.StatusCode, "probe %d, %s through the flood: %s", i, target, body)
 		_ = over.Close()
+		probeFrom.Store(0)
 	}
 	close(stop)
 	<-flooded
