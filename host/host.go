@@ -182,6 +182,8 @@ func Start(opts Options, logger *slog.Logger) (*Host, error) {
 	h.loop.node = n
 	h.loop.groupSync = enableGroupSync(fs, h.opts.GroupSync, logger)
 	h.loop.disk = fs
+	h.loop.metaRoom = &metaRoom{path: filepath.Join(h.opts.DataDir, metaStoreDir, metaStoreFile)}
+	h.loop.metaRoom.register(reg)
 	h.loop.jobsWaitMax = h.opts.ShutdownGrace
 	reg.MustRegister(newInboxGauges(h.loop)...)
 	h.loop.authenticator, h.loop.seed = authenticator, seed

@@ -131,6 +131,10 @@ type loop struct {
 	// without one (the node then keeps no reserve). Set before run.
 	disk          freeSpace
 	nextDiskCheck time.Time
+	// metaRoom keeps the metastore's file allocated ahead of its end,
+	// checked with the free space (checkDisk); nil for a loop without
+	// one. Set before run.
+	metaRoom *metaRoom
 	// serving holds the node's last Serving() answer (nil when ready),
 	// published by the loop for the readiness probe.
 	serving atomic.Pointer[servingState]
@@ -302,6 +306,9 @@ func (l *loop) checkDisk() {
 		return
 	}
 	l.nextDiskCheck = now.Add(diskCheckInterval)
+	if l.metaRoom != nil {
+		l.metaRoom.keep(l.logger)
+	}
 	free, err := l.disk.FreeBytes()
 	if err != nil {
 		l.logger.Warn("cannot read the data directory's free space; no disk reserve until it can", "error", err)
