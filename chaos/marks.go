@@ -226,6 +226,9 @@ const (
 	// MarkFanoutCursorMoved: a move's destination installed the cursors
 	// its source reported with the copy.
 	MarkFanoutCursorMoved Mark = "fanout-cursor-moved"
+	// MarkFanoutCursorFilesRefused: a sync round's cursor files found no
+	// room on the disk and kept their earlier offsets.
+	MarkFanoutCursorFilesRefused Mark = "fanout-cursor-files-refused"
 	// MarkFanoutRecordsAgedOut: parent records expired before their copy;
 	// the cursor skipped to the oldest retained record.
 	MarkFanoutRecordsAgedOut Mark = "fanout-records-aged-out"
@@ -273,6 +276,7 @@ var Registered = []Mark{
 	MarkNodeDeadLetterFrontierSaved, MarkNodeMoveCarriedLeases,
 	MarkFanoutCursorStarted, MarkFanoutCursorResumed, MarkFanoutBatchCopied, MarkFanoutBatchFailed,
 	MarkFanoutDelayHeld, MarkFanoutCursorMoved, MarkFanoutRecordsAgedOut, MarkFanoutWaitedForRelay,
+	MarkFanoutCursorFilesRefused,
 	MarkStorageSegmentReopened, MarkStorageRecoveredPastHWM, MarkStorageReopenedWarm,
 	MarkStorageSegmentIndexWritten, MarkStorageSegmentIndexLoaded, MarkStorageVerifyFoundDamage, MarkStorageSegmentPagedIn,
 }

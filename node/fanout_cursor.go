@@ -25,8 +25,9 @@ import (
 // atomically by the partition's sync round (at most once per
 // CursorPersistIntervalMs), and only with an offset whose records are
 // already durable at the child's owners (commit before advance: a crash
-// repeats a batch, never skips one). Because it lives in the partition's
-// directory, a move carries it to the new owner.
+// repeats a batch, never skips one). A round the disk has no room for
+// leaves the files as they were (cursorsRefused). Because it lives in the
+// partition's directory, a move carries it to the new owner.
 const (
 	cursorFilePrefix = "fanout-"
 	cursorFileSuffix = ".offset"
@@ -468,6 +469,37 @@ type cursorFiles struct {
 	// staleLinks is set when the cursor files of links that went away
 	// must be removed once the round in flight ended.
 	staleLinks bool
+	// noSpaceSaidMs is when the last round whose cursor files the disk
+	// had no room for was said (fanout-cursor-write-refused), at most
+	// once per noSpaceSayEveryMs per partition; 0 before.
+	noSpaceSaidMs int64
+}
+
+// noSpaceSayEveryMs spaces the fanout-cursor-write-refused warnings of
+// one partition: its rounds retry every CursorPersistIntervalMs while the
+// disk stays full.
+const noSpaceSayEveryMs = 60_000
+
+// cursorsRefused records, for a round's cursor files, that the disk had
+// no room for them (storage.ErrNoSpace). Only Sync.Run or RunTogether
+// sets it; Advance reads it once they ended.
+type cursorsRefused struct {
+	noSpace bool
+	err     error
+}
+
+// refusedForSpace absorbs a cursor write that failed for want of room:
+// the files keep their earlier offsets, as safe as the new ones (a
+// cursor's file only ever lags behind it: a crash copies again from
+// there, never skips), and the partition writes them again at its next
+// interval. A full disk stopped the node there, at a write it could do
+// without (disk-full audit). Any other failure stays the round's.
+func (r *cursorsRefused) refusedForSpace(err error) error {
+	if r == nil || !errors.Is(err, storage.ErrNoSpace) {
+		return err
+	}
+	r.noSpace, r.err = true, err
+	return nil
 }
 
 // cursorWrite is one cursor file a sync round writes.
@@ -562,13 +594,18 @@ func writeCursorFiles(fs storage.FS, writes []cursorWrite) error {
 	return nil
 }
 
-// cursorsWritten records the cursor files a completed round wrote, and
-// removes the files of links that went away meanwhile.
-func (n *Node) cursorsWritten(p *partition, writes []cursorWrite) {
+// cursorsWritten records the cursor files a completed round wrote (none
+// when the disk had no room for them: refused), and removes the files of
+// links that went away meanwhile.
+func (n *Node) cursorsWritten(p *partition, writes []cursorWrite, refused *cursorsRefused) {
 	if p == nil || !p.cursorFiles.inFlight {
 		return
 	}
 	p.cursorFiles.inFlight = false
+	if refused != nil && refused.noSpace {
+		n.cursorWritesRefused(p, len(writes), refused.err)
+		writes = nil
+	}
 	for _, write := range writes {
 		if c := p.fanout[write.child]; c != nil && c.epoch == write.epoch {
 			c.persisted, c.unwritten = write.next, false
@@ -579,6 +616,21 @@ func (n *Node) cursorsWritten(p *partition, writes []cursorWrite) {
 		record, _ := n.meta.State().Topic(p.key.topic)
 		n.removeStaleCursors(p, record.Children)
 	}
+}
+
+// cursorWritesRefused says, at most once per noSpaceSayEveryMs for the
+// partition, that its cursor files found no room. They still lag behind
+// their cursors, so the wake the round's write asked for, at the end of
+// its interval, asks for them again (scheduleCursorWrites).
+func (n *Node) cursorWritesRefused(p *partition, files int, err error) {
+	chaos.Reached(chaos.MarkFanoutCursorFilesRefused)
+	if p.cursorFiles.noSpaceSaidMs != 0 && n.nowMs-p.cursorFiles.noSpaceSaidMs < noSpaceSayEveryMs {
+		return
+	}
+	p.cursorFiles.noSpaceSaidMs = n.nowMs
+	n.observer.Event("fanout-cursor-write-refused", fmt.Sprintf("%s: the disk has no room for %d fan-out cursor file(s) (%v): "+
+		"they keep their earlier offsets (a crash would copy the records since then again) and are written again every %d ms until it has",
+		p.dir, files, err, n.cfg.Fanout.CursorPersistIntervalMs))
 }
 
 // closeCursors writes the cursor files that lag behind their cursors, at

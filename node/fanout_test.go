@@ -743,3 +743,80 @@ func TestAFanoutPassWaitsForAWake(t *testing.T) {
 	h.tick(1)
 	require.Equal(t, []string{"z"}, h.replayAll("audit2", 1), "a child attached while every cursor waited gets its copies")
 }
+
+// Property: a round whose cursor files the disk has no room for does not
+// fail: the node goes on (a full disk stopped it there, at a write it can
+// do without), the file keeps its earlier offset, the refusal is said
+// once, and a later round writes the file once the disk has room.
+func TestACursorWriteOnAFullDiskWaitsForRoom(t *testing.T) {
+	events := &eventRecorder{}
+	h := newHarness(t)
+	h.observer = events
+	h.restart()
+	h.createTopic("orders")
+	h.createTopic("audit")
+	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
+	h.tick(1)
+	h.tick(h.cfg.Fanout.CursorPersistIntervalMs) // the fresh cursors' files say 0
+	h.produce("orders", 2, "a")
+	h.tick(h.cfg.Fanout.LingerMs + 1) // copied; the file says 0
+
+	for range 3 { // three intervals on a full disk: each round's cursor write is refused
+		h.fs.FailNextMatching(storage.FaultCreate, storage.ErrNoSpace, 1, func(name string) bool {
+			return strings.HasSuffix(name, cursorFileSuffix+storage.TemporarySuffix)
+		})
+		h.tick(h.cfg.Fanout.CursorPersistIntervalMs)
+		require.Equal(t, uint64(0), cursorFileOf(t, h.fs, "orders", 2, "audit").NextOffset, "the file keeps its earlier offset")
+	}
+	require.Equal(t, 1, countOf(events.events, "fanout-cursor-write-refused"), "said once, not at each retry: %v", events.events)
+
+	h.tick(h.cfg.Fanout.CursorPersistIntervalMs) // room again
+	require.Equal(t, uint64(1), cursorFileOf(t, h.fs, "orders", 2, "audit").NextOffset, "written once the disk has room")
+	h.produce("orders", 2, "b")
+	h.tick(h.cfg.Fanout.LingerMs + 1)
+	require.Equal(t, []string{"a", "b"}, h.replayAll("audit", 2), "the node went on copying")
+}
+
+// Property: the same holds for rounds run together (group sync): a
+// cursor write the disk has no room for leaves every round's files as
+// they were, and the rounds' records are durable and answered.
+func TestCursorWritesOnAFullDiskRunTogetherWaitForRoom(t *testing.T) {
+	events := &eventRecorder{}
+	h := newHarness(t)
+	h.observer = events
+	h.restart()
+	h.createTopic("orders")
+	h.createTopic("audit")
+	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
+	h.tick(1)
+	h.tick(h.cfg.Fanout.CursorPersistIntervalMs)
+	h.produce("orders", 1, "a")
+	h.produce("orders", 2, "b")
+	h.tick(h.cfg.Fanout.LingerMs + 1) // copied; the files say 0
+
+	h.nowMs += h.cfg.Fanout.CursorPersistIntervalMs
+	h.node.Tick(h.nowMs)
+	h.nextID++
+	h.node.Handle(h.nextID, msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Partition: 0, Payload: []byte("c")}}})
+	rd := h.node.Ready()
+	writes := 0
+	for _, s := range rd.Syncs {
+		writes += s.CursorWrites()
+	}
+	require.Equal(t, 2, writes, "both parent partitions' rounds write their cursor")
+	h.fs.FailNextMatching(storage.FaultCreate, storage.ErrNoSpace, 1, func(name string) bool {
+		return strings.HasSuffix(name, cursorFileSuffix+storage.TemporarySuffix)
+	})
+	require.NoError(t, RunTogether(h.fs, rd.Syncs), "the rounds do not fail for their cursor files")
+	h.takeReplies(rd.Replies)
+	h.node.Advance(rd)
+	h.flush()
+	require.NoError(t, h.replies[h.nextID].Err, "the round's produce is answered")
+	require.Equal(t, uint64(0), cursorFileOf(t, h.fs, "orders", 1, "audit").NextOffset)
+	require.Equal(t, uint64(0), cursorFileOf(t, h.fs, "orders", 2, "audit").NextOffset)
+	require.Equal(t, 2, countOf(events.events, "fanout-cursor-write-refused"), "said once per partition: %v", events.events)
+
+	h.tick(h.cfg.Fanout.CursorPersistIntervalMs)
+	require.Equal(t, uint64(1), cursorFileOf(t, h.fs, "orders", 1, "audit").NextOffset, "written once the disk has room")
+	require.Equal(t, uint64(1), cursorFileOf(t, h.fs, "orders", 2, "audit").NextOffset)
+}

@@ -697,8 +697,11 @@ func (n *Node) Ready() Ready {
 		}
 		// The round starts now: it covers what was appended so far, and
 		// appends before Advance wait for the next one.
-		rd.Syncs = append(rd.Syncs, Sync{Dir: p.dir, log: p.log, round: p.log.PrepareSync(true, true), partition: p,
-			fs: n.fs, cursors: n.takeCursorWrites(p)})
+		sync := Sync{Dir: p.dir, log: p.log, round: p.log.PrepareSync(true, true), partition: p, fs: n.fs, cursors: n.takeCursorWrites(p)}
+		if len(sync.cursors) > 0 {
+			sync.refused = &cursorsRefused{}
+		}
+		rd.Syncs = append(rd.Syncs, sync)
 	}
 	n.addMetaReady(&rd)
 	n.addMoveJobs(&rd)
@@ -783,7 +786,7 @@ func (n *Node) completeSyncs(rd Ready) {
 		if err := s.log.CompleteSync(s.round, nil); err != nil {
 			n.observer.Event("log-close-failed", fmt.Sprintf("%s: %v", s.Dir, err))
 		}
-		n.cursorsWritten(s.partition, s.cursors)
+		n.cursorsWritten(s.partition, s.cursors, s.refused)
 	}
 }
 

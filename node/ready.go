@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 
 	"narad/invariant"
@@ -63,6 +64,9 @@ type Sync struct {
 	// its fsyncs (each replaced atomically; fanout_cursor.go).
 	fs      storage.FS
 	cursors []cursorWrite
+	// refused is set by the run when the disk had no room for the
+	// cursor files (nil when the round writes none).
+	refused *cursorsRefused
 	// meta and metaReady, when set, make this the metastore's persist
 	// step (one bbolt transaction) instead of a partition's round.
 	meta      *meta.Meta
@@ -78,7 +82,7 @@ func (s Sync) Run() error {
 	if err := s.round.Run(); err != nil {
 		return err
 	}
-	return writeCursorFiles(s.fs, s.cursors)
+	return s.refused.refusedForSpace(writeCursorFiles(s.fs, s.cursors))
 }
 
 // Metastore reports whether this is the metastore's persist (one bbolt
@@ -132,8 +136,15 @@ func RunTogether(group storage.GroupSyncer, syncs []Sync) error {
 	if len(cursors) == 0 {
 		return nil
 	}
-	if err := storage.WriteFilesAtomicTogether(fs, group, cursors, nil); err != nil {
-		return fmt.Errorf("fan-out cursors of %d partitions: %w", len(syncs), err)
+	written := storage.WriteFilesAtomicTogether(fs, group, cursors, nil)
+	var err error
+	for _, s := range syncs { // the files of every round were refused together: each keeps its earlier ones
+		if len(s.cursors) > 0 {
+			err = errors.Join(err, s.refused.refusedForSpace(written))
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("fan-out cursors of %d partitions: %w", len(syncs), written)
 	}
 	return nil
 }
