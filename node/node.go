@@ -388,6 +388,7 @@ func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observe
 // sole voter campaigns (a fresh one waits for its bootstrap configuration
 // to apply: maintainMeta runs again then).
 func (n *Node) recover() error {
+	n.retirement.atStart = n.shownRetired()
 	n.rememberTopics()
 	if err := n.sweepOrphans(); err != nil {
 		return err

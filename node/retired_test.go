@@ -77,3 +77,27 @@ func TestADecommissionedNodeThatMissedItsRemovalIsToldByItsPeers(t *testing.T) {
 	after := c.do(leaving, msg.ListTopics{})
 	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(after.Err), "and refused after it: %+v", after.Err)
 }
+
+// Property: a decommissioned node started again on its data, whose
+// replica shows its decommission complete, gets no second grace: it
+// refuses its clients' writes at once, naming the decommission, rather
+// than forwarding them to owners that may have forgotten it (their
+// replies unroutable, each forward timed out into a copy of the record at
+// the next owner: three copies and a 503 after 6 s, observability audit).
+func TestADecommissionedNodeStartedAgainHasNoSecondGrace(t *testing.T) {
+	c := newClusterHarness(t, 4)
+	leader := c.electWithTopic("t", 4)
+	leaving := c.otherThan(leader)
+	require.NoError(t, c.do(leader, msg.Decommission{ID: leaving}).Err)
+	c.tickUntil(100, 300, func() bool { return c.nodes[leaving].meta.State().Retired(leaving) })
+	c.tick(1)
+	produced := c.do(leaving, msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Payload: []byte("in grace")}}})
+	require.NoError(t, produced.Err, "within its grace a retired node forwards its clients' writes")
+
+	c.crash(leaving)
+	c.tick(1)
+	refused := c.do(leaving, msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Payload: []byte("after restart")}}})
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(refused.Err))
+	require.Contains(t, refused.Err.Error(), "decommissioned")
+	require.ErrorContains(t, c.nodes[leaving].Serving(), "decommissioned")
+}

@@ -29,7 +29,12 @@ import (
 // stops (a removal is for good: the id can never join again, and a peer
 // whose replica lags can only miss a retirement, never see one that is
 // not); a start again on its data learns it again from its replica or
-// its first message's answer.
+// its first message's answer. A start whose replica shows the
+// decommission complete already gets no grace: it had it before it
+// stopped, and by now the cluster may have forgotten it, so that the
+// owners it forwarded to could not answer it (their replies unroutable)
+// and each forward timed out into a copy of the record at the next
+// owner (observability audit: three copies and a 503 after 6 s).
 
 // retiredTellEveryMs bounds how often a node tells one retired node so.
 const retiredTellEveryMs = 1_000
@@ -54,6 +59,9 @@ type retirement struct {
 	// toldBy is the peer that told this node so, "" when its own replica
 	// showed it first.
 	toldBy string
+	// atStart is set when the replica showed it at this node's start:
+	// the grace was spent before. Set once, by New.
+	atStart bool
 	// told holds the retired nodes this node told so within
 	// retiredTellEveryMs (tellRetired).
 	told onceEvery[string]
@@ -98,6 +106,11 @@ func (n *Node) noteRetirement() {
 		return
 	}
 	n.retirement.sinceMs = max(n.nowMs, 1)
+	if n.retirement.atStart {
+		n.observer.Event("decommission-complete", "this node left the voters before it started: it takes no change and refuses "+
+			"its clients' reads and writes (it served them through the other nodes before it stopped); stop it")
+		return
+	}
 	n.observer.Event("decommission-complete", "this node left the voters: it takes no change, serves its clients' reads and writes "+
 		"through the other nodes for the dead-after period, then refuses them; stop it")
 }
@@ -122,7 +135,7 @@ func (n *Node) retiredRefusal(req msg.Request) error {
 	if !n.knowsRetired() {
 		return nil
 	}
-	graceOver := n.retirement.sinceMs != 0 && n.nowMs-n.retirement.sinceMs >= n.cfg.MemberDeadAfterMs
+	graceOver := n.retirement.atStart || (n.retirement.sinceMs != 0 && n.nowMs-n.retirement.sinceMs >= n.cfg.MemberDeadAfterMs)
 	if changesMetadata(req) || graceOver {
 		return n.retiredError()
 	}
