@@ -22,9 +22,9 @@ var errReplyBudget = msg.Unavailable("the server holds its cap of reply bytes in
 // cap is sent when no other is held.
 func newReplyBudget(bytesMax int64, reg prometheus.Registerer) *byteBudget {
 	return newByteBudget(bytesMax, true, budgetMetrics{
-		inFlight: "reply_bytes_in_flight", inFlightHelp: "Encoded consume, replay and read reply bytes held while they are written to their clients.",
-		refused: "reply_budget_refused_total", refusedHelp: "Consumes, replays and reads refused (503) because the replies in flight held their cap; a refused consume's records were handed back.",
-		bytesMax: "reply_bytes_in_flight_max", bytesMaxHelp: "Cap of the consume, replay and read reply bytes held at once.",
+		inFlight: "reply_bytes_in_flight", inFlightHelp: "Bytes of encoded consume, replay and read replies, and of rendered /metrics scrapes, held while they are written to their clients.",
+		refused: "reply_budget_refused_total", refusedHelp: "Consumes, replays, reads and /metrics scrapes refused (503) because the replies in flight held their cap (a scrape: the scrapes' share of it); a refused consume's records were handed back.",
+		bytesMax: "reply_bytes_in_flight_max", bytesMaxHelp: "Cap of the consume, replay, read and scrape reply bytes held at once.",
 	}, reg)
 }
 
