@@ -193,6 +193,7 @@ func Start(opts Options, logger *slog.Logger) (*Host, error) {
 	h.serve(reg, authenticator)
 	h.startLoop()
 	h.logDescriptorBudget()
+	metrics.parkedPollsMax.Set(float64(h.opts.Node.WaitersMax))
 	metrics.bootSeconds.Set(time.Since(begin).Seconds())
 	warnExposure(logger, h.opts.Security.Enabled, h.Addr(), h.PprofAddr())
 	logger.Info("narad node serving", "node", h.opts.Node.NodeID, "http", h.Addr(), "tls", onOff(h.tls), "auth", onOff(h.opts.Security.Enabled),

@@ -42,3 +42,17 @@ func metricLine(scrape, name string) string {
 	}
 	return ""
 }
+
+// The bound of the parked long polls is on /metrics beside their gauge,
+// as every other bounded resource's is: narad_consume_parked_polls had
+// nothing to be compared with (observability audit).
+func TestTheParkedPollsBoundIsPublished(t *testing.T) {
+	opts := DefaultOptions(t.TempDir())
+	opts.HTTPAddr = "127.0.0.1:0"
+	opts.Node.WaitersMax = 3
+	h, err := Start(opts, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Shutdown() })
+	_, metrics := call(t, h, get("/metrics"))
+	require.Equal(t, "narad_consume_parked_polls_max 3", metricLine(metrics, "narad_consume_parked_polls_max"))
+}

@@ -99,8 +99,11 @@ type Metrics struct {
 	logEvictions     prometheus.Counter
 	logEvictionsSeen uint64
 	parkedPolls      prometheus.Gauge
-	peerStepErrors   prometheus.Counter
-	peerUnsent       prometheus.Counter
+	// parkedPollsMax is the bound of parkedPolls (node.Config.WaitersMax),
+	// set once as the host starts.
+	parkedPollsMax prometheus.Gauge
+	peerStepErrors prometheus.Counter
+	peerUnsent     prometheus.Counter
 	// peerMarkedDown is 1 per peer while the node refuses forwards to it
 	// (node.PeerMarkedDown), set by the loop at each peer check.
 	peerMarkedDown *prometheus.GaugeVec
@@ -226,7 +229,7 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 	}
 	m.register(reg)
 	m.peerMarkedDown, m.placement = newPeerMarkedDown(reg), newPlacementGauges(reg)
-	m.moves, m.reads = newMoveMetrics(reg), newReadMetrics(reg)
+	m.moves, m.reads, m.parkedPollsMax = newMoveMetrics(reg), newReadMetrics(reg), newParkedPollsMax(reg)
 	m.fanout, m.stateBounds = newFanoutMetrics(reg), newStateBoundGauges(reg)
 	return m
 }
@@ -236,6 +239,16 @@ func (m *Metrics) register(reg prometheus.Registerer) {
 		m.consumePolls, m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRejected, m.ackRepeated, m.ackExtended, m.nacks, m.deadLetters, m.relaysInFlight, m.relaysMax, m.relayBytes, m.relayBytesMax, m.held, m.heldMax, m.diskFree, m.diskReserve, m.diskLow, m.corruptSkipped,
 		m.consumerDropped, m.retentionBytes, m.retentionRecords, m.errors, m.events, m.syncRound, m.roundRecords,
 		m.gatherWaits, m.consumesUnclaimed, m.bootSeconds, m.topics, m.partitions, m.openLogs, m.openLogsMax, m.zeroTailBytes, m.keptLogs, m.keptLogBytes, m.keptLogBytesMax, m.openLogIndexBytes, m.leasesHeld, m.leasesMax, m.logEvictions, m.parkedPolls, m.peerStepErrors, m.peerUnsent)
+}
+
+// newParkedPollsMax registers narad_consume_parked_polls_max, the bound
+// of narad_consume_parked_polls, which Start sets once: the gauge of
+// the parked polls had no bound beside it to compare with.
+func newParkedPollsMax(reg prometheus.Registerer) prometheus.Gauge {
+	bound := gauge("consume_parked_polls_max",
+		"Bound of narad_consume_parked_polls; past it a consume that would wait is answered 503 (narad_consume_polls_total outcome waiters_full).")
+	reg.MustRegister(bound)
+	return bound
 }
 
 func counterVec(name, help string, labels []string) *prometheus.CounterVec {
