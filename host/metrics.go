@@ -79,8 +79,9 @@ type Metrics struct {
 	syncRound        prometheus.Histogram
 	roundRecords     prometheus.Histogram
 	gatherWaits      prometheus.Counter // rounds the loop held in the gather window
-	// consumesUnclaimed counts consume replies whose client left before
-	// reading them; their records were handed back.
+	// consumesUnclaimed counts consume replies not sent (the client left,
+	// the reply budget refused them, the caller lost its right); their
+	// records were handed back.
 	consumesUnclaimed prometheus.Counter
 	bootSeconds       prometheus.Gauge
 	topics            prometheus.Gauge
@@ -170,7 +171,7 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 		producedBytes:    counterVec("bytes_produced_total", "Payload bytes appended at this owner.", tp),
 		consumedMessages: counterVec("messages_consumed_total", "Records reserved for consumes at this owner, and records read by replays; records handed back undelivered (messages_returned_total) are counted, and counted again when delivered again.", tp),
 		consumedBytes:    counterVec("bytes_consumed_total", "Payload bytes of the records counted in messages_consumed_total.", tp),
-		returned:         counterVec("messages_returned_total", "Records reserved here and handed back undelivered (a consume reply no client read or the reply budget refused, a probe's records for a poll answered meanwhile); each was counted in messages_consumed_total.", []string{"topic"}),
+		returned:         counterVec("messages_returned_total", "Records reserved here and handed back undelivered (a consume reply whose client left before it was sent, that the reply budget refused, or whose caller lost the right to consume while it waited; a probe's records for a poll answered meanwhile); each was counted in messages_consumed_total.", []string{"topic"}),
 		consumePolls:     counterVec("consume_polls_total", "Consume requests answered, by outcome: hit (delivered records, waiting or not), no_wait (did not wait, answered at once with nothing), timeout (waited, answered with nothing), cancelled, moved, waiters_full.", []string{"topic", "outcome"}),
 		consumeEmpty:     counterVec("consume_empty_total", "Consume requests answered with nothing: the no_wait and timeout outcomes.", []string{"topic"}),
 		consumeWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "narad", Name: "consume_wait_seconds",
@@ -205,7 +206,7 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 		gatherWaits: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "loop_gather_waits_total",
 			Help: "Rounds that waited (up to the gather window) for more requests to share their sync round."}),
 		consumesUnclaimed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "consume_unclaimed_total",
-			Help: "Consume answers whose client had left before reading them, or that the reply budget refused; their records were handed back for redelivery, the delivery uncounted."}),
+			Help: "Consume answers not sent: their client had left before they were sent, the reply budget refused them, or their caller lost the right to consume while it waited (401 or 403); their records were handed back for redelivery, the delivery uncounted."}),
 		bootSeconds:       gauge("boot_duration_seconds", "Time from start to serving."),
 		topics:            sampledGauge("topics_total", "Topics known to this node."),
 		partitions:        sampledGauge("partitions_total", "Partitions of the known topics."),
