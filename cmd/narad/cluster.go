@@ -38,8 +38,22 @@ share of partitions. Never reuse a node id. More in docs/operations.md
 func newMembersCommand(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:     "members",
-		Short:   "List the cluster's members with their partition counts",
+		Use:   "members",
+		Short: "List the cluster's members with their partition counts",
+		Long: `List the cluster's members, sorted by id, one line each:
+  ADDR            its HTTP API address
+  STATUS          alive, or dead (no heartbeat for cluster.dead_after_ms)
+  DRAINING        yes once its decommission started (until cancelled)
+  VOTER           yes while it votes in the metastore
+  DISK LOW        yes when its last heartbeat said its free space was under
+                  storage.disk_reserve_bytes: it refuses writes into its
+                  partitions, and the planner moves no partition to it;
+                  it gets no keyless records or new partitions while
+                  another member has room
+  PARTITIONS      the partitions it owns
+  OUTBOUND MOVES  moves of its partitions to other members in flight
+  INBOUND MOVES   moves onto it in flight
+A draining member is drained when the last three are 0.`,
 		Example: "  narad cluster members\n  narad cluster members --json",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
