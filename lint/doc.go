@@ -61,6 +61,10 @@
 //     site is a constant of the registry in chaos/sites.go; and every
 //     constant of that registry is named by some core code, so no site is
 //     listed without a caller.
+//  8. Events ("event-documented"): every node event kind that node or
+//     host code raises with a literal kind (observer.Event("kind", ...))
+//     is named in backquotes in docs/operations.md, so that an operator
+//     who reads one in a log can look it up.
 //
 // Invariants: the rules read the repository and never change it; a file
 // that does not parse, or a core package that does not type-check, is itself
