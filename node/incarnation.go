@@ -37,10 +37,39 @@ func nextIncarnation(fs storage.FS) (uint64, error) {
 }
 
 // storeIncarnation durably stores the start counter nextIncarnation
-// returned.
+// returned: by atomic replace, or, on a disk with no room for the new
+// file, over the old file's 8 bytes (overwriteIncarnation).
 func storeIncarnation(fs storage.FS, incarnation uint64) error {
-	if err := storage.WriteFileAtomic(fs, incarnationFile, binary.BigEndian.AppendUint64(nil, incarnation)); err != nil {
+	data := binary.BigEndian.AppendUint64(nil, incarnation)
+	err := storage.WriteFileAtomic(fs, incarnationFile, data)
+	if errors.Is(err, storage.ErrNoSpace) {
+		if overwriteErr := overwriteIncarnation(fs, data); overwriteErr != nil {
+			err = errors.Join(err, overwriteErr)
+		} else {
+			err = nil
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("write incarnation: %w", err)
 	}
 	return nil
+}
+
+// overwriteIncarnation writes the counter over the existing file in place
+// and syncs it, for a start on a full disk: the file's block takes the
+// new value where a new file would need one (a node stopped by a full
+// disk could not start again before space was freed, though everything
+// else a start writes has room: the metastore's ahead of its file, the
+// logs' zero tails). The 8 bytes lie in the file's first sector, which a
+// disk writes whole, so a crash leaves the old value or the new one. A
+// first start has no file to overwrite, and fails as before.
+func overwriteIncarnation(fs storage.FS, data []byte) error {
+	file, err := fs.Open(incarnationFile)
+	if err != nil {
+		return err
+	}
+	if _, err := file.WriteAt(data, 0); err != nil {
+		return errors.Join(err, file.Close())
+	}
+	return errors.Join(file.Sync(), file.Close())
 }
