@@ -56,3 +56,28 @@ func TestTheParkedPollsBoundIsPublished(t *testing.T) {
 	_, metrics := call(t, h, get("/metrics"))
 	require.Equal(t, "narad_consume_parked_polls_max 3", metricLine(metrics, "narad_consume_parked_polls_max"))
 }
+
+// A produce refused for the disk reserve moves
+// narad_disk_reserve_refusals_total at the next inventory poll: the
+// reserve's refusals were visible only as 503s among all others
+// (observability audit).
+func TestProducesRefusedForTheDiskReserveAreCounted(t *testing.T) {
+	opts := DefaultOptions(t.TempDir())
+	opts.HTTPAddr = "127.0.0.1:0"
+	opts.Node.DiskReserveBytes = 1 << 40
+	h, err := Start(opts, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Shutdown() })
+	runSteps(t, h, []step{
+		{"create", postJSON("/v1/topics", `{"name":"jobs","partitions":3}`), 201, ""},
+		{"pinned", post("/v1/topics/jobs/produce?partition=1", "text/plain", "x"), 503, "storage.disk_reserve_bytes"},
+		{"keyless", post("/v1/topics/jobs/produce", "text/plain", "y"), 503, "storage.disk_reserve_bytes"},
+	})
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	h.pollInventory(stopped)
+	status, _ := call(t, h, get("/v1/topics"))
+	require.Equal(t, http.StatusOK, status) // answered after the stats the poll asked for
+	_, metrics := call(t, h, get("/metrics"))
+	require.Equal(t, "narad_disk_reserve_refusals_total 2", metricLine(metrics, "narad_disk_reserve_refusals_total"))
+}

@@ -49,27 +49,31 @@ type Metrics struct {
 	consumedBytes    *prometheus.CounterVec
 	// returned counts the records handed back undelivered (AckReturn),
 	// each counted in consumedMessages when it was reserved.
-	returned         *prometheus.CounterVec
-	consumePolls     *prometheus.CounterVec
-	consumeEmpty     *prometheus.CounterVec
-	consumeWait      *prometheus.HistogramVec
-	consumerLag      *prometheus.GaugeVec
-	inflight         *prometheus.GaugeVec
-	ackedAhead       *prometheus.GaugeVec
-	ackRejected      *prometheus.CounterVec
-	ackRepeated      *prometheus.CounterVec
-	ackExtended      *prometheus.CounterVec
-	nacks            *prometheus.CounterVec
-	deadLetters      *prometheus.CounterVec
-	relaysInFlight   prometheus.Gauge
-	relaysMax        prometheus.Gauge
-	relayBytes       prometheus.Gauge
-	relayBytesMax    prometheus.Gauge
-	held             prometheus.Gauge
-	heldMax          prometheus.Gauge
-	diskFree         prometheus.Gauge
-	diskReserve      prometheus.Gauge
-	diskLow          prometheus.Gauge
+	returned       *prometheus.CounterVec
+	consumePolls   *prometheus.CounterVec
+	consumeEmpty   *prometheus.CounterVec
+	consumeWait    *prometheus.HistogramVec
+	consumerLag    *prometheus.GaugeVec
+	inflight       *prometheus.GaugeVec
+	ackedAhead     *prometheus.GaugeVec
+	ackRejected    *prometheus.CounterVec
+	ackRepeated    *prometheus.CounterVec
+	ackExtended    *prometheus.CounterVec
+	nacks          *prometheus.CounterVec
+	deadLetters    *prometheus.CounterVec
+	relaysInFlight prometheus.Gauge
+	relaysMax      prometheus.Gauge
+	relayBytes     prometheus.Gauge
+	relayBytesMax  prometheus.Gauge
+	held           prometheus.Gauge
+	heldMax        prometheus.Gauge
+	diskFree       prometheus.Gauge
+	diskReserve    prometheus.Gauge
+	diskLow        prometheus.Gauge
+	// diskRefusals follows node.Stats.DiskReserveRefusals;
+	// diskRefusalsSeen is the count it was last brought to.
+	diskRefusals     prometheus.Counter
+	diskRefusalsSeen uint64
 	corruptSkipped   *prometheus.CounterVec
 	consumerDropped  *prometheus.CounterVec
 	retentionBytes   *prometheus.CounterVec
@@ -176,23 +180,25 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 		consumeEmpty:     counterVec("consume_empty_total", "Consume requests answered with nothing: the no_wait and timeout outcomes.", []string{"topic"}),
 		consumeWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "narad", Name: "consume_wait_seconds",
 			Help: "How long consumes were parked, by outcome.", Buckets: []float64{.001, .01, .1, .5, 1, 5, 10, 30, 60}}, []string{"topic", "outcome"}),
-		consumerLag:      sampledGaugeVec("consumer_lag_messages", "High-watermark minus committed offset, per open partition log and per partition with a backlog whose log is closed (as it closed, or, not opened since start, as its files hold it).", tp),
-		inflight:         sampledGaugeVec("inflight_size", "Reserved, unacked records, for the partitions of narad_consumer_lag_messages.", tp),
-		ackedAhead:       sampledGaugeVec("acked_ahead_size", "Records acked above the committed offset, for the partitions of narad_consumer_lag_messages.", tp),
-		ackRejected:      counterVec("ack_rejected_total", "Acks refused, by reason: stale (410), cap (503: the acked-ahead set full), error (any other failure of the lease table, 500).", []string{"reason"}),
-		ackRepeated:      counterVec("ack_repeated_total", "Acks of records already acknowledged (a retried ack that had landed), answered 204.", []string{"topic"}),
-		ackExtended:      counterVec("ack_extended_total", "Leases extended.", []string{"topic"}),
-		nacks:            counterVec("nack_total", "Leases released for redelivery.", []string{"topic"}),
-		deadLetters:      counterVec("dead_letters_total", "Records that ran out of deliveries, acknowledged in their topic once their copy was durable in its dead-letter topic.", []string{"topic"}),
-		relaysInFlight:   sampledGauge("relays_in_flight", "Writes this node makes into topics on its own behalf (batches of dead letters, batches of fan-out copies) not yet durable."),
-		relaysMax:        sampledGauge("relays_in_flight_max", "Cap of relays_in_flight; past it exhausted records wait."),
-		relayBytes:       sampledGauge("relay_bytes_in_flight", "Key and payload bytes of relays_in_flight."),
-		relayBytesMax:    sampledGauge("relay_bytes_in_flight_max", "Cap of relay_bytes_in_flight; past it a new relay waits (one alone always goes)."),
-		held:             sampledGauge("held_requests", "Requests waiting for their topic, or the partition they pin, to reach this node's replica of the metadata (a topic just created or grown elsewhere)."),
-		heldMax:          sampledGauge("held_requests_max", "Cap of held_requests; past it such a request is answered 503 at once."),
-		diskFree:         sampledGauge("disk_free_bytes", "Bytes the data directory's file system has free for the node as it estimates them: the last read (statfs, about once a second) less what it appended since."),
-		diskReserve:      sampledGauge("disk_reserve_bytes", "Free space the node keeps (storage.disk_reserve_bytes): under it, it refuses writes into its partitions."),
-		diskLow:          sampledGauge("disk_low", "1 while the node's free space, as it estimates it, is under its reserve and it refuses writes into its partitions."),
+		consumerLag:    sampledGaugeVec("consumer_lag_messages", "High-watermark minus committed offset, per open partition log and per partition with a backlog whose log is closed (as it closed, or, not opened since start, as its files hold it).", tp),
+		inflight:       sampledGaugeVec("inflight_size", "Reserved, unacked records, for the partitions of narad_consumer_lag_messages.", tp),
+		ackedAhead:     sampledGaugeVec("acked_ahead_size", "Records acked above the committed offset, for the partitions of narad_consumer_lag_messages.", tp),
+		ackRejected:    counterVec("ack_rejected_total", "Acks refused, by reason: stale (410), cap (503: the acked-ahead set full), error (any other failure of the lease table, 500).", []string{"reason"}),
+		ackRepeated:    counterVec("ack_repeated_total", "Acks of records already acknowledged (a retried ack that had landed), answered 204.", []string{"topic"}),
+		ackExtended:    counterVec("ack_extended_total", "Leases extended.", []string{"topic"}),
+		nacks:          counterVec("nack_total", "Leases released for redelivery.", []string{"topic"}),
+		deadLetters:    counterVec("dead_letters_total", "Records that ran out of deliveries, acknowledged in their topic once their copy was durable in its dead-letter topic.", []string{"topic"}),
+		relaysInFlight: sampledGauge("relays_in_flight", "Writes this node makes into topics on its own behalf (batches of dead letters, batches of fan-out copies) not yet durable."),
+		relaysMax:      sampledGauge("relays_in_flight_max", "Cap of relays_in_flight; past it exhausted records wait."),
+		relayBytes:     sampledGauge("relay_bytes_in_flight", "Key and payload bytes of relays_in_flight."),
+		relayBytesMax:  sampledGauge("relay_bytes_in_flight_max", "Cap of relay_bytes_in_flight; past it a new relay waits (one alone always goes)."),
+		held:           sampledGauge("held_requests", "Requests waiting for their topic, or the partition they pin, to reach this node's replica of the metadata (a topic just created or grown elsewhere)."),
+		heldMax:        sampledGauge("held_requests_max", "Cap of held_requests; past it such a request is answered 503 at once."),
+		diskFree:       sampledGauge("disk_free_bytes", "Bytes the data directory's file system has free for the node as it estimates them: the last read (statfs, about once a second) less what it appended since."),
+		diskReserve:    sampledGauge("disk_reserve_bytes", "Free space the node keeps (storage.disk_reserve_bytes): under it, it refuses writes into its partitions."),
+		diskLow:        sampledGauge("disk_low", "1 while the node's free space, as it estimates it, is under its reserve and it refuses writes into its partitions."),
+		diskRefusals: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "disk_reserve_refusals_total",
+			Help: "Writes into this node's partitions answered 503 because its free space was under its reserve (a produce, or a record of a batch, pinned here or with no other owner to go to; a keyless record another owner took is not one). Brought up to date with the sampled gauges."}),
 		corruptSkipped:   counterVec("consumer_corrupt_skipped_total", "Corrupt records skipped by consumers.", tp),
 		consumerDropped:  counterVec("consumer_dropped_messages", "Unacked records deleted by retention.", tp),
 		retentionBytes:   counterVec("storage_retention_bytes_deleted_total", "Bytes deleted by retention.", tp),
@@ -237,7 +243,7 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 
 func (m *Metrics) register(reg prometheus.Registerer) {
 	reg.MustRegister(m.producedMessages, m.producedBytes, m.consumedMessages, m.consumedBytes, m.returned,
-		m.consumePolls, m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRejected, m.ackRepeated, m.ackExtended, m.nacks, m.deadLetters, m.relaysInFlight, m.relaysMax, m.relayBytes, m.relayBytesMax, m.held, m.heldMax, m.diskFree, m.diskReserve, m.diskLow, m.corruptSkipped,
+		m.consumePolls, m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRejected, m.ackRepeated, m.ackExtended, m.nacks, m.deadLetters, m.relaysInFlight, m.relaysMax, m.relayBytes, m.relayBytesMax, m.held, m.heldMax, m.diskFree, m.diskReserve, m.diskLow, m.diskRefusals, m.corruptSkipped,
 		m.consumerDropped, m.retentionBytes, m.retentionRecords, m.errors, m.events, m.syncRound, m.roundRecords,
 		m.gatherWaits, m.consumesUnclaimed, m.bootSeconds, m.topics, m.partitions, m.openLogs, m.openLogsMax, m.zeroTailBytes, m.keptLogs, m.keptLogBytes, m.keptLogBytesMax, m.openLogIndexBytes, m.leasesHeld, m.leasesMax, m.logEvictions, m.parkedPolls, m.peerStepErrors, m.peerUnsent)
 }
@@ -434,6 +440,8 @@ func (m *Metrics) setInventory(s node.Stats, partitions []node.PartitionState, d
 	m.diskFree.Set(float64(s.DiskFreeBytes))
 	m.diskReserve.Set(float64(s.DiskReserveBytes))
 	m.diskLow.Set(boolFloat(s.DiskLow))
+	m.diskRefusals.Add(float64(s.DiskReserveRefusals - m.diskRefusalsSeen))
+	m.diskRefusalsSeen = s.DiskReserveRefusals
 	if m.seriesDropped.Load() != dropped {
 		return // taken before a topic's series were dropped: it would bring them back
 	}

@@ -39,6 +39,14 @@ type diskSpace struct {
 	// freeBytes is the free space at the last report; writtenSince the
 	// bytes this node appended to its partition logs since.
 	freeBytes, writtenSince int64
+	// refusal is the answer to a write refused for the reserve, built at
+	// the first refusal since the estimate last changed (diskLow); nil
+	// otherwise. A refusal site knows its error is this one by identity
+	// (refusedForDisk).
+	refusal *msg.Error
+	// refused counts the writes refused for the reserve since the start
+	// (Stats.DiskReserveRefusals); only refusedForDisk adds to it.
+	refused uint64
 }
 
 // SetDiskFree tells the node how many bytes its data directory's file
@@ -48,7 +56,7 @@ type diskSpace struct {
 // space refused every write and logged nothing (first-day operator
 // audit).
 func (n *Node) SetDiskFree(freeBytes int64) {
-	n.disk = diskSpace{reported: true, freeBytes: freeBytes}
+	n.disk = diskSpace{reported: true, freeBytes: freeBytes, refused: n.disk.refused}
 	switch low := n.underReserve(); {
 	case low && !n.diskLowSaid:
 		n.observer.Event("disk-low", fmt.Sprintf("node %s has %d bytes of disk free, under its reserve of %d (storage.disk_reserve_bytes): "+
@@ -65,7 +73,7 @@ func (n *Node) SetDiskFree(freeBytes int64) {
 // ForgetDiskFree tells the node its free space is no longer known (the
 // driver could not read it): it keeps no reserve until the next report,
 // rather than refusing every write on an estimate that only goes down.
-func (n *Node) ForgetDiskFree() { n.disk = diskSpace{} }
+func (n *Node) ForgetDiskFree() { n.disk = diskSpace{refused: n.disk.refused} }
 
 // diskFree is the free space as the node estimates it now: the last
 // report less what the node appended since; ok is false before a report.
@@ -81,11 +89,30 @@ func (n *Node) underReserve() bool {
 }
 
 // diskLow refuses writes while the estimated free space is under the
-// reserve.
+// reserve, with the same answer until the estimate changes.
 func (n *Node) diskLow() error {
 	if !n.underReserve() {
 		return nil
 	}
+	if n.disk.refusal == nil {
+		n.disk.refusal = n.diskRefusal()
+	}
+	return n.disk.refusal
+}
+
+// refusedForDisk counts err when it is the refusal of a write for the
+// reserve (diskLow's), at a site that answers with it or sends the
+// record on; the checks that only ask whether a write may go do not
+// count. It returns err.
+func (n *Node) refusedForDisk(err error) error {
+	if refusal, ok := err.(*msg.Error); ok && refusal == n.disk.refusal {
+		n.disk.refused++
+	}
+	return err
+}
+
+// diskRefusal builds the answer to a write refused for the reserve.
+func (n *Node) diskRefusal() *msg.Error {
 	free, _ := n.diskFree()
 	advice := "free some space on its data directory's file system" // a single node has no other to send to (disk-full audit)
 	if len(n.meta.State().Peers()) > 1 {
@@ -98,4 +125,5 @@ func (n *Node) diskLow() error {
 // noteAppended counts a record appended since the last report.
 func (n *Node) noteAppended(rec msg.ProduceRecord) {
 	n.disk.writtenSince += int64(len(rec.Key)+len(rec.Payload)) + recordOverheadBytes
+	n.disk.refusal = nil // its free space is stale
 }

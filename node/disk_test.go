@@ -39,6 +39,32 @@ func TestWritesStopAtTheDiskReserve(t *testing.T) {
 	h.ok(produce)
 }
 
+// Property: the writes a node answers 503 for its disk reserve are
+// counted (Stats.DiskReserveRefusals, narad_disk_reserve_refusals_total),
+// a produce pinned to a partition, a keyless one and a batch alike, and
+// across reports; a write that goes through is not, nor is the check of
+// whether one may (a keyless record placed: every partition here).
+func TestWritesRefusedForTheDiskReserveAreCounted(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("t")
+	h.node.SetDiskFree(h.cfg.DiskReserveBytes + 1<<20)
+	h.ok(msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: 0, Payload: []byte("kept")}}})
+	require.Zero(t, h.node.Stats().DiskReserveRefusals)
+
+	h.node.SetDiskFree(h.cfg.DiskReserveBytes - 1)
+	h.fail(msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: 1, Payload: []byte("pinned")}}}, msg.CodeUnavailable)
+	h.fail(msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Payload: []byte("keyless")}}}, msg.CodeUnavailable)
+	h.fail(msg.Produce{Topic: "t", Batch: true, Records: []msg.ProduceRecord{
+		{Partition: msg.PartitionNone, Payload: []byte("a")}, {Partition: msg.PartitionNone, Payload: []byte("b")}}}, msg.CodeUnavailable)
+	refused := h.node.Stats().DiskReserveRefusals
+	require.Equal(t, uint64(3), refused, "each refused produce counted once")
+	h.node.SetDiskFree(h.cfg.DiskReserveBytes - 2) // a new report: the count goes on
+	h.fail(msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: 2, Payload: []byte("again")}}}, msg.CodeUnavailable)
+	require.Equal(t, refused+1, h.node.Stats().DiskReserveRefusals)
+	require.False(t, h.node.AcceptsWrites("t", 0), "a check does not count")
+	require.Equal(t, refused+1, h.node.Stats().DiskReserveRefusals)
+}
+
 // Property: once the driver says the free space is no longer known
 // (ForgetDiskFree), the node keeps no reserve: its own count of appends
 // since the last report would only go down.

@@ -955,6 +955,9 @@ type Stats struct {
 	// partitions.
 	DiskFreeBytes, DiskReserveBytes int64
 	DiskLow                         bool
+	// DiskReserveRefusals counts the writes into this node's partitions
+	// answered 503 since the start because it was under its reserve.
+	DiskReserveRefusals uint64
 	// FanoutCursors counts the fan-out cursors loaded here (one per child
 	// and parent partition this node drives), and FanoutCursorSteps the
 	// times the driver stepped one since the start: a cursor that waits
@@ -983,7 +986,7 @@ func (n *Node) Stats() Stats {
 	s.OpenLogIndexBytes = n.store.OpenIndexBytes()
 	s.LeasesHeld, s.LeasesMax = n.leasesHeld(), n.cfg.LeasesMax
 	s.DiskFreeBytes, _ = n.diskFree()
-	s.DiskReserveBytes, s.DiskLow = n.cfg.DiskReserveBytes, n.underReserve()
+	s.DiskReserveBytes, s.DiskLow, s.DiskReserveRefusals = n.cfg.DiskReserveBytes, n.underReserve(), n.disk.refused
 	s.FanoutCursors, s.FanoutCursorSteps = n.fanoutCursors(), n.fanout.cursorSteps
 	s.HeldRefusedFull = n.heldRefusedFull
 	s.MetaReadsOutstanding, s.MetaReadsMax = n.meta.ReadsOutstanding(), meta.ReadRequestsMax

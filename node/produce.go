@@ -235,7 +235,7 @@ func (n *Node) localWriteRefusal(t *topic, index int) error {
 func (n *Node) placeRecord(t *topic, rec msg.ProduceRecord, local bool) (int, error) {
 	preferred := n.choosePartition(t, rec)
 	if local {
-		return preferred, n.localWriteRefusal(t, preferred)
+		return preferred, n.refusedForDisk(n.localWriteRefusal(t, preferred))
 	}
 	index, err := n.routeRecord(t, rec, preferred, nil)
 	if err == nil && index != preferred {
