@@ -180,25 +180,23 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 		consumeEmpty:     counterVec("consume_empty_total", "Consume requests answered with nothing: the no_wait and timeout outcomes.", []string{"topic"}),
 		consumeWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "narad", Name: "consume_wait_seconds",
 			Help: "How long consumes were parked, by outcome.", Buckets: []float64{.001, .01, .1, .5, 1, 5, 10, 30, 60}}, []string{"topic", "outcome"}),
-		consumerLag:    sampledGaugeVec("consumer_lag_messages", "High-watermark minus committed offset, per open partition log and per partition with a backlog whose log is closed (as it closed, or, not opened since start, as its files hold it).", tp),
-		inflight:       sampledGaugeVec("inflight_size", "Reserved, unacked records, for the partitions of narad_consumer_lag_messages.", tp),
-		ackedAhead:     sampledGaugeVec("acked_ahead_size", "Records acked above the committed offset, for the partitions of narad_consumer_lag_messages.", tp),
-		ackRejected:    counterVec("ack_rejected_total", "Acks refused, by reason: stale (410), cap (503: the acked-ahead set full), error (any other failure of the lease table, 500).", []string{"reason"}),
-		ackRepeated:    counterVec("ack_repeated_total", "Acks of records already acknowledged (a retried ack that had landed), answered 204.", []string{"topic"}),
-		ackExtended:    counterVec("ack_extended_total", "Leases extended.", []string{"topic"}),
-		nacks:          counterVec("nack_total", "Leases released for redelivery.", []string{"topic"}),
-		deadLetters:    counterVec("dead_letters_total", "Records that ran out of deliveries, acknowledged in their topic once their copy was durable in its dead-letter topic.", []string{"topic"}),
-		relaysInFlight: sampledGauge("relays_in_flight", "Writes this node makes into topics on its own behalf (batches of dead letters, batches of fan-out copies) not yet durable."),
-		relaysMax:      sampledGauge("relays_in_flight_max", "Cap of relays_in_flight; past it exhausted records wait."),
-		relayBytes:     sampledGauge("relay_bytes_in_flight", "Key and payload bytes of relays_in_flight."),
-		relayBytesMax:  sampledGauge("relay_bytes_in_flight_max", "Cap of relay_bytes_in_flight; past it a new relay waits (one alone always goes)."),
-		held:           sampledGauge("held_requests", "Requests waiting for their topic, or the partition they pin, to reach this node's replica of the metadata (a topic just created or grown elsewhere)."),
-		heldMax:        sampledGauge("held_requests_max", "Cap of held_requests; past it such a request is answered 503 at once."),
-		diskFree:       sampledGauge("disk_free_bytes", "Bytes the data directory's file system has free for the node as it estimates them: the last read (statfs, about once a second) less what it appended since."),
-		diskReserve:    sampledGauge("disk_reserve_bytes", "Free space the node keeps (storage.disk_reserve_bytes): under it, it refuses writes into its partitions."),
-		diskLow:        sampledGauge("disk_low", "1 while the node's free space, as it estimates it, is under its reserve and it refuses writes into its partitions."),
-		diskRefusals: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "disk_reserve_refusals_total",
-			Help: "Writes into this node's partitions answered 503 because its free space was under its reserve (a produce, or a record of a batch, pinned here or with no other owner to go to; a keyless record another owner took is not one). Brought up to date with the sampled gauges."}),
+		consumerLag:      sampledGaugeVec("consumer_lag_messages", "High-watermark minus committed offset, per open partition log and per partition with a backlog whose log is closed (as it closed, or, not opened since start, as its files hold it).", tp),
+		inflight:         sampledGaugeVec("inflight_size", "Reserved, unacked records, for the partitions of narad_consumer_lag_messages.", tp),
+		ackedAhead:       sampledGaugeVec("acked_ahead_size", "Records acked above the committed offset, for the partitions of narad_consumer_lag_messages.", tp),
+		ackRejected:      counterVec("ack_rejected_total", "Acks refused, by reason: stale (410), cap (503: the acked-ahead set full), error (any other failure of the lease table, 500).", []string{"reason"}),
+		ackRepeated:      counterVec("ack_repeated_total", "Acks of records already acknowledged (a retried ack that had landed), answered 204.", []string{"topic"}),
+		ackExtended:      counterVec("ack_extended_total", "Leases extended.", []string{"topic"}),
+		nacks:            counterVec("nack_total", "Leases released for redelivery.", []string{"topic"}),
+		deadLetters:      counterVec("dead_letters_total", "Records that ran out of deliveries, acknowledged in their topic once their copy was durable in its dead-letter topic.", []string{"topic"}),
+		relaysInFlight:   sampledGauge("relays_in_flight", "Writes this node makes into topics on its own behalf (batches of dead letters, batches of fan-out copies) not yet durable."),
+		relaysMax:        sampledGauge("relays_in_flight_max", "Cap of relays_in_flight; past it exhausted records wait."),
+		relayBytes:       sampledGauge("relay_bytes_in_flight", "Key and payload bytes of relays_in_flight."),
+		relayBytesMax:    sampledGauge("relay_bytes_in_flight_max", "Cap of relay_bytes_in_flight; past it a new relay waits (one alone always goes)."),
+		held:             sampledGauge("held_requests", "Requests waiting for their topic, or the partition they pin, to reach this node's replica of the metadata (a topic just created or grown elsewhere)."),
+		heldMax:          sampledGauge("held_requests_max", "Cap of held_requests; past it such a request is answered 503 at once."),
+		diskFree:         sampledGauge("disk_free_bytes", "Bytes the data directory's file system has free for the node as it estimates them: the last read (statfs, about once a second) less what it appended since."),
+		diskReserve:      sampledGauge("disk_reserve_bytes", "Free space the node keeps (storage.disk_reserve_bytes): under it, it refuses writes into its partitions."),
+		diskLow:          sampledGauge("disk_low", "1 while the node's free space, as it estimates it, is under its reserve and it refuses writes into its partitions."),
 		corruptSkipped:   counterVec("consumer_corrupt_skipped_total", "Corrupt records skipped by consumers.", tp),
 		consumerDropped:  counterVec("consumer_dropped_messages", "Unacked records deleted by retention.", tp),
 		retentionBytes:   counterVec("storage_retention_bytes_deleted_total", "Bytes deleted by retention.", tp),
@@ -236,14 +234,14 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 	}
 	m.register(reg)
 	m.peerMarkedDown, m.placement = newPeerMarkedDown(reg), newPlacementGauges(reg)
-	m.moves, m.reads, m.parkedPollsMax = newMoveMetrics(reg), newReadMetrics(reg), newParkedPollsMax(reg)
+	m.moves, m.reads, m.parkedPollsMax, m.diskRefusals = newMoveMetrics(reg), newReadMetrics(reg), newParkedPollsMax(reg), newDiskRefusals(reg)
 	m.fanout, m.stateBounds = newFanoutMetrics(reg), newStateBoundGauges(reg)
 	return m
 }
 
 func (m *Metrics) register(reg prometheus.Registerer) {
 	reg.MustRegister(m.producedMessages, m.producedBytes, m.consumedMessages, m.consumedBytes, m.returned,
-		m.consumePolls, m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRejected, m.ackRepeated, m.ackExtended, m.nacks, m.deadLetters, m.relaysInFlight, m.relaysMax, m.relayBytes, m.relayBytesMax, m.held, m.heldMax, m.diskFree, m.diskReserve, m.diskLow, m.diskRefusals, m.corruptSkipped,
+		m.consumePolls, m.consumeEmpty, m.consumeWait, m.consumerLag, m.inflight, m.ackedAhead, m.ackRejected, m.ackRepeated, m.ackExtended, m.nacks, m.deadLetters, m.relaysInFlight, m.relaysMax, m.relayBytes, m.relayBytesMax, m.held, m.heldMax, m.diskFree, m.diskReserve, m.diskLow, m.corruptSkipped,
 		m.consumerDropped, m.retentionBytes, m.retentionRecords, m.errors, m.events, m.syncRound, m.roundRecords,
 		m.gatherWaits, m.consumesUnclaimed, m.bootSeconds, m.topics, m.partitions, m.openLogs, m.openLogsMax, m.zeroTailBytes, m.keptLogs, m.keptLogBytes, m.keptLogBytesMax, m.openLogIndexBytes, m.leasesHeld, m.leasesMax, m.logEvictions, m.parkedPolls, m.peerStepErrors, m.peerUnsent)
 }
@@ -256,6 +254,15 @@ func newParkedPollsMax(reg prometheus.Registerer) prometheus.Gauge {
 		"Bound of narad_consume_parked_polls; past it a consume that would wait is answered 503 (narad_consume_polls_total outcome waiters_full).")
 	reg.MustRegister(bound)
 	return bound
+}
+
+// newDiskRefusals registers narad_disk_reserve_refusals_total, which
+// setInventory brings up to node.Stats.DiskReserveRefusals.
+func newDiskRefusals(reg prometheus.Registerer) prometheus.Counter {
+	refusals := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "disk_reserve_refusals_total",
+		Help: "Writes into this node's partitions answered 503 because its free space was under its reserve (a produce or a batch pinned here, or with no other owner to go to; a keyless record another owner took is not one). Brought up to date with the sampled gauges."})
+	reg.MustRegister(refusals)
+	return refusals
 }
 
 func counterVec(name, help string, labels []string) *prometheus.CounterVec {
