@@ -182,3 +182,30 @@ func TestPersistHWMNextRoundWritesItOnce(t *testing.T) {
 	require.NoError(t, log.Close())
 	require.Equal(t, before.Syncs, fs.Stats().Syncs, "nothing lags at the close: no fsync")
 }
+
+// A recovery that finds records past the hwm file raises it in place,
+// into the file's older slot, as a sync round does: on a disk with no
+// room for a new file (a restart on a full disk after a crash, when the
+// lazily written hwm file lags) the log still opens, and the raised hwm
+// is durable. An atomic replace needed a new block there, and the
+// partition stayed unavailable until space was freed (full-disk audit).
+func TestRecoveryRaisesTheHWMInPlaceOnAFullDisk(t *testing.T) {
+	fs := newLogMemFS(7)
+	cfg := lazyLogConfig(1 << 20)
+	log, _ := openTestLog(t, fs, "p", cfg)
+	appendTestRecords(t, log, 0, 3)
+	require.NoError(t, log.Sync())
+	require.NoError(t, log.Close()) // the hwm file says 3
+	log, _ = openTestLog(t, fs, "p", cfg)
+	appendTestRecords(t, log, 3, 20)
+	require.NoError(t, log.Sync()) // acknowledged; the hwm file lags at 3
+	fs.Crash()
+	fs.FailNext(FaultCreate, ErrNoSpace, 1_000) // no file can be created
+	log, recovery := openTestLog(t, fs, "p", cfg)
+	fs.FailNext(FaultCreate, nil, 0)
+	require.Equal(t, uint64(3), recovery.PersistedHWM)
+	require.Equal(t, uint64(20), recovery.HWM)
+	requireTestRecords(t, log, 0, 20)
+	_, again := openTestLog(t, fs.DurableClone(), "p", cfg)
+	require.Equal(t, uint64(20), again.PersistedHWM, "the raised HWM is durable")
+}

@@ -745,11 +745,31 @@ func (r *recoverer) settleHWM(next uint64) (*hwmFile, error) {
 	if err := r.syncUnacknowledged(); err != nil {
 		return nil, err
 	}
+	if r.hwmState.wellFormed && anyValid && highest < next {
+		return r.raiseHWMInPlace(next)
+	}
 	if err := writeHWMFile(r.fs, r.dir, next); err != nil {
 		return nil, err
 	}
 	state := hwmState{exists: true, valid: [hwmSlots]bool{true, true}, values: [hwmSlots]uint64{next, next}, wellFormed: true}
 	return openHWMFile(r.fs, r.dir, state)
+}
+
+// raiseHWMInPlace writes a high watermark above the file's into its older
+// slot, as a sync round does: the other slot keeps the old one, durably.
+// A new file by atomic replace needs a block the disk may not have: after
+// a crash (the hwm file is written lazily) a restart on a full disk left
+// every partition that took records since its last hwm write unavailable
+// (full-disk audit).
+func (r *recoverer) raiseHWMInPlace(next uint64) (*hwmFile, error) {
+	file, err := openHWMFile(r.fs, r.dir, r.hwmState)
+	if err != nil {
+		return nil, err
+	}
+	if err := file.write(next); err != nil {
+		return nil, errors.Join(err, file.file.Close())
+	}
+	return file, nil
 }
 
 // syncUnacknowledged makes durable every frame at or above the persisted
