@@ -388,7 +388,11 @@ func newNode(cfg Config, fs storage.FS, replica *meta.Meta, nowMs int64, observe
 // sole voter campaigns (a fresh one waits for its bootstrap configuration
 // to apply: maintainMeta runs again then).
 func (n *Node) recover() error {
-	n.retirement.atStart = n.shownRetired()
+	atStart, err := n.retiredAtStart()
+	if err != nil {
+		return err
+	}
+	n.retirement.atStart = atStart
 	n.rememberTopics()
 	if err := n.sweepOrphans(); err != nil {
 		return err

@@ -55,7 +55,10 @@ func TestADecommissionedNodeLeftRunningChangesNothing(t *testing.T) {
 // Property: a decommissioned node whose replica never applied its own
 // removal (it was cut off when the leader removed it) learns of it from
 // the peers that refuse its messages, and refuses its clients from then
-// on, with a readiness that says so.
+// on, with a readiness that says so, after the grace of its reads and
+// writes. Started again, it has no second grace, though its replica still
+// misses its removal (the owners may have forgotten it, and could not
+// answer its forwards).
 func TestADecommissionedNodeThatMissedItsRemovalIsToldByItsPeers(t *testing.T) {
 	c := newClusterHarness(t, 4)
 	leader := c.electWithTopic("t", 4)
@@ -76,6 +79,16 @@ func TestADecommissionedNodeThatMissedItsRemovalIsToldByItsPeers(t *testing.T) {
 	c.tick(c.configs[leaving].MemberDeadAfterMs)
 	after := c.do(leaving, msg.ListTopics{})
 	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(after.Err), "and refused after it: %+v", after.Err)
+
+	// Started again, its replica still does not show its removal, and a
+	// peer tells it again: it gets no second grace.
+	c.crash(leaving)
+	c.tick(c.configs[leaving].MemberHeartbeatIntervalMs + 1_000)
+	require.ErrorContains(t, c.nodes[leaving].Serving(), "decommissioned")
+	require.False(t, c.nodes[leaving].meta.State().Retired(leaving), "its replica still missed its removal")
+	produced := c.do(leaving, msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Payload: []byte("x")}}})
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(produced.Err), "its writes refused at once: %+v", produced.Err)
+	require.Contains(t, produced.Err.Error(), "decommissioned")
 }
 
 // Property: a decommissioned node started again on its data, whose

@@ -1,11 +1,13 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 
 	"narad/msg"
+	"narad/storage"
 )
 
 // Retirement. A node whose decommission is complete (it left the voters)
@@ -29,12 +31,20 @@ import (
 // stops (a removal is for good: the id can never join again, and a peer
 // whose replica lags can only miss a retirement, never see one that is
 // not); a start again on its data learns it again from its replica or
-// its first message's answer. A start whose replica shows the
-// decommission complete already gets no grace: it had it before it
-// stopped, and by now the cluster may have forgotten it, so that the
-// owners it forwarded to could not answer it (their replies unroutable)
-// and each forward timed out into a copy of the record at the next
-// owner (observability audit: three copies and a 503 after 6 s).
+// its first message's answer. A node gets its grace once: as it learns
+// of its decommission it writes retiredMarkerFile in its data directory,
+// and a start that finds the file, or a replica that shows the
+// decommission, refuses its clients at once. Started again, a node had
+// its grace before it stopped, and by then the cluster may have
+// forgotten it, so that the owners it forwarded to could not answer it
+// (their replies unroutable) and each forward timed out into a copy of
+// the record at the next owner (observability audit: three copies and a
+// 503 after 6 s). The file matters for a node that learned from a peer:
+// its replica never shows it.
+
+// retiredMarkerFile, in the data directory, says this node learned that
+// its decommission is complete (its content is empty).
+const retiredMarkerFile = "decommissioned"
 
 // retiredTellEveryMs bounds how often a node tells one retired node so.
 const retiredTellEveryMs = 1_000
@@ -59,8 +69,9 @@ type retirement struct {
 	// toldBy is the peer that told this node so, "" when its own replica
 	// showed it first.
 	toldBy string
-	// atStart is set when the replica showed it at this node's start:
-	// the grace was spent before. Set once, by New.
+	// atStart is set when the replica showed it at this node's start, or
+	// retiredMarkerFile was there: the grace was spent before. Set once,
+	// by New.
 	atStart bool
 	// told holds the retired nodes this node told so within
 	// retiredTellEveryMs (tellRetired).
@@ -96,13 +107,13 @@ func (n *Node) shownRetired() bool {
 // knowsRetired reports whether this node knows its decommission is
 // complete.
 func (n *Node) knowsRetired() bool {
-	return n.retirement.sinceMs != 0 || n.shownRetired()
+	return n.retirement.sinceMs != 0 || n.retirement.atStart || n.shownRetired()
 }
 
 // noteRetirement records when this node learned of its decommission (at
 // each Tick, and at a tell), and says so once.
 func (n *Node) noteRetirement() {
-	if n.retirement.sinceMs != 0 || (n.retirement.toldBy == "" && !n.shownRetired()) {
+	if n.retirement.sinceMs != 0 || (n.retirement.toldBy == "" && !n.retirement.atStart && !n.shownRetired()) {
 		return
 	}
 	n.retirement.sinceMs = max(n.nowMs, 1)
@@ -111,8 +122,29 @@ func (n *Node) noteRetirement() {
 			"its clients' reads and writes (it served them through the other nodes before it stopped); stop it")
 		return
 	}
+	if err := storage.WriteFileAtomic(n.fs, retiredMarkerFile, nil); err != nil {
+		n.observer.Event("decommission-marker-failed", fmt.Sprintf("%s: %v (a start again on this directory would forward its clients' "+
+			"reads and writes for the dead-after period once more)", retiredMarkerFile, err))
+	}
 	n.observer.Event("decommission-complete", "this node left the voters: it takes no change, serves its clients' reads and writes "+
 		"through the other nodes for the dead-after period, then refuses them; stop it")
+}
+
+// retiredAtStart reports whether this node's decommission was complete
+// before it started: its replica shows it, or an earlier start learned it
+// (retiredMarkerFile).
+func (n *Node) retiredAtStart() (bool, error) {
+	if n.shownRetired() {
+		return true, nil
+	}
+	_, err := n.fs.Stat(retiredMarkerFile)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, storage.ErrNotExist):
+		return false, nil
+	}
+	return false, fmt.Errorf("read %s: %w", retiredMarkerFile, err)
 }
 
 // retiredError is the answer of a retired node to what it refuses.
