@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"path"
 
 	"narad/storage"
 )
@@ -56,12 +57,16 @@ func storeIncarnation(fs storage.FS, incarnation uint64) error {
 }
 
 // overwriteIncarnation writes the counter over the existing file in place
-// and syncs it, for a start on a full disk: the file's block takes the
-// new value where a new file would need one (a node stopped by a full
-// disk could not start again before space was freed, though everything
-// else a start writes has room: the metastore's ahead of its file, the
-// logs' zero tails). The 8 bytes lie in the file's first sector, which a
-// disk writes whole, so a crash leaves the old value or the new one. A
+// and syncs it, then its directory, for a start on a full disk: the
+// file's block takes the new value where a new file would need one (a
+// node stopped by a full disk could not start again before space was
+// freed, though the rest of a start has room: the metastore's ahead of
+// its file, the hwm raised in place). The 8 bytes lie in the file's first
+// sector, which a disk writes whole, so a crash leaves the old value or
+// the new one. The directory sync covers an atomic replace whose rename
+// went through before its own directory sync failed: the file written
+// over is then the renamed one, and the rename must be durable too, or a
+// crash would bring back the old file and this start's number with it. A
 // first start has no file to overwrite, and fails as before.
 func overwriteIncarnation(fs storage.FS, data []byte) error {
 	file, err := fs.Open(incarnationFile)
@@ -71,5 +76,8 @@ func overwriteIncarnation(fs storage.FS, data []byte) error {
 	if _, err := file.WriteAt(data, 0); err != nil {
 		return errors.Join(err, file.Close())
 	}
-	return errors.Join(file.Sync(), file.Close())
+	if err := errors.Join(file.Sync(), file.Close()); err != nil {
+		return err
+	}
+	return fs.SyncDir(path.Dir(incarnationFile))
 }

@@ -26,9 +26,31 @@ func TestANodeStartsAgainOnAFullDisk(t *testing.T) {
 	h.node = nil
 	h.start()
 	require.Equal(t, before+1, h.node.incarnation, "the counter went up")
+	require.NoError(t, h.node.Abandon())
+	h.fs.Crash()
 	again, err := nextIncarnation(h.fs)
 	require.NoError(t, err)
-	require.Equal(t, before+2, again, "and is durable: the next start reads it")
+	require.Equal(t, before+2, again, "and is durable: the next start after a crash reads it")
+}
+
+// Property: an atomic replace of the incarnation whose directory sync
+// found no room, after its rename, is made durable by the overwrite:
+// after a crash the next start does not get this start's number again
+// (review).
+func TestAnIncarnationRenamedButNotSyncedIsMadeDurable(t *testing.T) {
+	h := newHarness(t)
+	h.restart()
+	before := h.node.incarnation
+	require.NoError(t, h.node.Close())
+	h.fs.FailNextMatching(storage.FaultSyncDir, storage.ErrNoSpace, 1, func(string) bool { return true })
+	h.node = nil
+	h.start()
+	require.Equal(t, before+1, h.node.incarnation)
+	require.NoError(t, h.node.Abandon())
+	h.fs.Crash()
+	again, err := nextIncarnation(h.fs)
+	require.NoError(t, err)
+	require.Equal(t, before+2, again, "this start's number is not handed out again")
 }
 
 // Property: the first start on a full disk still fails (there is no file
