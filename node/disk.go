@@ -101,14 +101,14 @@ func (n *Node) diskLow() error {
 }
 
 // refusedForDisk counts err when it is the refusal of a write for the
-// reserve (diskLow's), at a site that answers with it or sends the
-// record on; the checks that only ask whether a write may go do not
-// count. It returns err.
-func (n *Node) refusedForDisk(err error) error {
+// reserve (diskLow's, known by identity: no other error is counted),
+// where a client's produce gets its answer (produce); the checks that
+// only ask whether a write may go, and the node's own writes between
+// topics, do not count.
+func (n *Node) refusedForDisk(err error) {
 	if refusal, ok := err.(*msg.Error); ok && refusal == n.disk.refusal {
 		n.disk.refused++
 	}
-	return err
 }
 
 // diskRefusal builds the answer to a write refused for the reserve.

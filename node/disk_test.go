@@ -62,7 +62,27 @@ func TestWritesRefusedForTheDiskReserveAreCounted(t *testing.T) {
 	h.fail(msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: 2, Payload: []byte("again")}}}, msg.CodeUnavailable)
 	require.Equal(t, refused+1, h.node.Stats().DiskReserveRefusals)
 	require.False(t, h.node.AcceptsWrites("t", 0), "a check does not count")
-	require.Equal(t, refused+1, h.node.Stats().DiskReserveRefusals)
+	h.fail(msg.Produce{Topic: "missing", Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Payload: []byte("x")}}}, msg.CodeNotFound)
+	require.Equal(t, refused+1, h.node.Stats().DiskReserveRefusals, "nor does another refusal")
+}
+
+// Property: the node's own writes between topics refused for the reserve
+// (fan-out copies, which retry every second while it lasts) are not
+// counted as refusals: no client was refused (review: ten copies' retries
+// counted ten).
+func TestCopiesRefusedForTheDiskReserveAreNotCounted(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders")
+	h.createTopic("audit")
+	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
+	h.tick(1)
+	h.produce("orders", 1, "a")
+	h.node.SetDiskFree(h.cfg.DiskReserveBytes - 1) // before the copy goes
+	for range 10 {
+		h.tick(h.cfg.Fanout.RetryMs)
+	}
+	require.Empty(t, h.replayAll("audit", 1), "the copy was refused")
+	require.Zero(t, h.node.Stats().DiskReserveRefusals)
 }
 
 // Property: once the driver says the free space is no longer known
@@ -119,6 +139,7 @@ func TestTheClusterRoutesAroundANodeShortOfDisk(t *testing.T) {
 	keyed := c.do(via, msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Key: key, Payload: []byte("k")}}})
 	require.NoError(t, keyed.Err)
 	require.Equal(t, 1, c.forwarded[short], "a keyed record is sent to its owner, which answers for itself")
+	require.Equal(t, uint64(1), c.nodes[short].Stats().DiskReserveRefusals, "and counts its refusal of a client's record")
 
 	c.nodes[short].SetDiskFree(1 << 40)
 	own := c.do(short, msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: msg.PartitionNone, Payload: []byte("own")}}})

@@ -15,6 +15,9 @@ import (
 // only with the sync round of every touched partition, wherever it is.
 func (n *Node) produce(id msg.RequestID, r msg.Produce) {
 	t, placements, err := n.placeRecords(r, localOnly(id))
+	if clientWrite(r) {
+		n.refusedForDisk(err)
+	}
 	if err == nil && !localOnly(id) {
 		err = checkValidatedSchema(t, r)
 	}
@@ -180,6 +183,21 @@ func (t *touchedPartitions) sorted() []*partition {
 	return t.one[:]
 }
 
+// clientWrite reports whether a produce carries a client's records, not
+// the node's own writes between topics (fan-out copies, dead letters),
+// which retry on their own while a refusal lasts.
+func clientWrite(r msg.Produce) bool {
+	if r.FanoutEpoch != 0 {
+		return false
+	}
+	for _, rec := range r.Records {
+		if rec.Origin != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // placeRecords validates every record and picks its partition before
 // anything is written, so that bad input changes nothing. A request served
 // locally only (forwarded here) must name partitions this node owns; any
@@ -235,7 +253,7 @@ func (n *Node) localWriteRefusal(t *topic, index int) error {
 func (n *Node) placeRecord(t *topic, rec msg.ProduceRecord, local bool) (int, error) {
 	preferred := n.choosePartition(t, rec)
 	if local {
-		return preferred, n.refusedForDisk(n.localWriteRefusal(t, preferred))
+		return preferred, n.localWriteRefusal(t, preferred)
 	}
 	index, err := n.routeRecord(t, rec, preferred, nil)
 	if err == nil && index != preferred {

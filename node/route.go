@@ -45,7 +45,7 @@ func (n *Node) refusesWrites(owner string) error {
 	if owner != n.cfg.NodeID {
 		return nil
 	}
-	return n.refusedForDisk(n.writable())
+	return n.writable()
 }
 
 // routeRecord picks the partition of a record that may be sent to any
@@ -95,7 +95,7 @@ func (n *Node) routeRecord(t *topic, rec msg.ProduceRecord, preferred int, join 
 	}
 	if !ok {
 		if err := n.writable(); err != nil && len(n.ownersElsewhere(t, false)) == 0 {
-			return 0, n.refusedForDisk(err) // this node owns every partition: say why it refuses
+			return 0, err // this node owns every partition: say why it refuses
 		}
 		return 0, msg.Unavailable("no partition of %s is available (every owner is down or unreachable%s); retry", t.info.Name, n.notServingNote())
 	}
