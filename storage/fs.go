@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"io"
+	"slices"
 )
 
 // FS is the file system the partition log runs on: the operations the log
@@ -112,3 +113,29 @@ var (
 	// FileNameBytesMax.
 	ErrNameTooLong = errors.New("storage: file name too long")
 )
+
+// OnlyNoSpace reports whether err says that a file system had no room and
+// nothing else: ErrNoSpace, as an FS returns it (alone, or joined with
+// the os error it stands for), wrapped, or joined only with more of the
+// same. errors.Is(err, ErrNoSpace) holds as well for a join that also
+// carries another failure (an EIO of another file, a failed close),
+// which a caller that shrugs off a full disk must not shrug off.
+func OnlyNoSpace(err error) bool {
+	switch e := err.(type) {
+	case nil:
+		return false
+	case interface{ Unwrap() []error }:
+		members := e.Unwrap()
+		paired := slices.Contains(members, ErrNoSpace)
+		for _, member := range members {
+			_, joined := member.(interface{ Unwrap() []error })
+			if member != ErrNoSpace && !OnlyNoSpace(member) && (!paired || joined) {
+				return false
+			}
+		}
+		return len(members) > 0
+	case interface{ Unwrap() error }:
+		return OnlyNoSpace(e.Unwrap())
+	}
+	return err == ErrNoSpace
+}
