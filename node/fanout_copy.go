@@ -199,11 +199,17 @@ func (n *Node) driveParentPartition(t *topic, index int, links []meta.ChildLink)
 		n.fanoutWakeAt(p.fanoutWakeMs) // no reason to step them, nor to reopen a closed log
 		return
 	}
-	log, err := n.openLog(t, p)
-	if err != nil {
-		n.fanoutWakeAt(n.nowMs + 1) // reported by openLog; retried next tick
+	if n.nowMs < p.fanoutOpen.retryAtMs {
+		n.fanoutWakeAt(p.fanoutOpen.retryAtMs)
 		return
 	}
+	log, err := n.openLog(t, p)
+	if err != nil {
+		p.fanoutOpen.failed(n.nowMs, n.cfg.Fanout.RetryMs) // reported by openLog
+		n.fanoutWakeAt(p.fanoutOpen.retryAtMs)
+		return
+	}
+	p.fanoutOpen = fanoutOpenRetry{}
 	// The copies into children on this node open their logs as it steps
 	// its cursors: those opens must not close the parent's, which its
 	// cursor writes mark dirty below.
@@ -244,6 +250,25 @@ func (n *Node) driveParentPartition(t *topic, index int, links []meta.ChildLink)
 // twentyfold.
 func (n *Node) cursorsWait(p *partition) bool {
 	return p.fanout != nil && n.nowMs < p.fanoutWakeMs && p.fanoutPassVersion == n.fanout.topicsVersion
+}
+
+// fanoutOpenRetry holds back the cursors' next open of a parent
+// partition's log that failed to open: at once after a passing refusal
+// (the open logs at their cap), then after twice as long each time, up to
+// Fanout.RetryMs. A log that cannot open for long (a full disk) was
+// retried every millisecond, logging hundreds of warnings a second
+// (full-disk audit). Only driveParentPartition and fanoutDue change it.
+type fanoutOpenRetry struct {
+	// stepMs is the wait after the last failure; 0 before one.
+	stepMs int64
+	// retryAtMs is when the next open may be tried.
+	retryAtMs int64
+}
+
+// failed records an open that failed at nowMs.
+func (r *fanoutOpenRetry) failed(nowMs, stepMaxMs int64) {
+	r.stepMs = min(max(2*r.stepMs, 1), stepMaxMs)
+	r.retryAtMs = nowMs + r.stepMs
 }
 
 // cursorLoadFailure holds back the next load of a child's cursor whose
@@ -457,7 +482,11 @@ func (n *Node) skipAgedOut(t *topic, p *partition, log *storage.Log, c *fanoutCu
 // driver would otherwise leave it closed and the records uncopied until
 // something else opened it.
 func (n *Node) fanoutDue(p *partition) {
-	if p == nil || p.fanout == nil {
+	if p == nil {
+		return
+	}
+	p.fanoutOpen = fanoutOpenRetry{} // its log is open
+	if p.fanout == nil {
 		return
 	}
 	p.fanoutWakeMs = n.nowMs

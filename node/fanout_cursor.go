@@ -493,9 +493,11 @@ type cursorsRefused struct {
 // cursor's file only ever lags behind it: a crash copies again from
 // there, never skips), and the partition writes them again at its next
 // interval. A full disk stopped the node there, at a write it could do
-// without (disk-full audit). Any other failure stays the round's.
+// without (disk-full audit). Any other failure stays the round's, joined
+// with a full disk or not (storage.OnlyNoSpace): in a group sync the
+// error is the file system's, and may be another file's.
 func (r *cursorsRefused) refusedForSpace(err error) error {
-	if r == nil || !errors.Is(err, storage.ErrNoSpace) {
+	if r == nil || !storage.OnlyNoSpace(err) {
 		return err
 	}
 	r.noSpace, r.err = true, err
@@ -634,8 +636,17 @@ func (n *Node) cursorWritesRefused(p *partition, files int, err error) {
 }
 
 // closeCursors writes the cursor files that lag behind their cursors, at
-// a graceful stop (no round is in flight then).
+// a graceful stop (no round is in flight then). A disk with no room for
+// them leaves them lagging, as a round does, and the stop stays graceful
+// (full-disk audit: it exited 1).
 func (n *Node) closeCursors(p *partition) error {
 	p.cursorFiles.due = true
-	return writeCursorFiles(n.fs, n.takeCursorWrites(p))
+	writes := n.takeCursorWrites(p)
+	refused := &cursorsRefused{}
+	err := refused.refusedForSpace(writeCursorFiles(n.fs, writes))
+	if refused.noSpace {
+		p.cursorFiles.noSpaceSaidMs = 0 // said at the stop whatever was said before
+		n.cursorWritesRefused(p, len(writes), refused.err)
+	}
+	return err
 }

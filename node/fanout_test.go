@@ -820,3 +820,61 @@ func TestCursorWritesOnAFullDiskRunTogetherWaitForRoom(t *testing.T) {
 	require.Equal(t, uint64(1), cursorFileOf(t, h.fs, "orders", 1, "audit").NextOffset, "written once the disk has room")
 	require.Equal(t, uint64(1), cursorFileOf(t, h.fs, "orders", 2, "audit").NextOffset)
 }
+
+// Property: a parent partition whose log cannot open (a full disk: its
+// files cannot be created) is retried at once, then after twice as long
+// each time up to Fanout.RetryMs, not every millisecond: the cursors'
+// retries logged hundreds of log-open-failed warnings a second
+// (full-disk audit). Once it opens, the copy goes.
+func TestAParentLogThatCannotOpenIsRetriedLessAndLessOften(t *testing.T) {
+	events := &eventRecorder{}
+	h := newHarness(t)
+	h.observer = events
+	h.restart()
+	h.fs.FailNextMatching(storage.FaultCreate, storage.ErrNoSpace, 1_000_000, func(name string) bool {
+		return strings.HasPrefix(name, "topics/orders/")
+	})
+	h.createTopic("orders")
+	h.createTopic("audit")
+	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
+	for range 2_000 {
+		h.tick(1)
+	}
+	failures := countOf(events.events, "log-open-failed")
+	require.Positive(t, failures, "the opens failed")
+	require.LessOrEqual(t, failures, 3*(10+2), "about ten tries per partition to reach the 1 s step, then one a second: %d", failures)
+
+	h.fs.FailNextMatching(storage.FaultCreate, nil, 0, nil)
+	h.tick(h.cfg.Fanout.RetryMs)
+	h.produce("orders", 1, "a")
+	h.tick(h.cfg.Fanout.LingerMs + 1)
+	require.Equal(t, []string{"a"}, h.replayAll("audit", 1), "copies go once the log opens")
+}
+
+// Property: a graceful close whose cursor files find the disk full
+// closes without an error (the stop stays graceful: it exited 1), the
+// files keep their earlier offsets, and it says so.
+func TestAGracefulCloseOnAFullDiskLeavesTheCursorFilesLagging(t *testing.T) {
+	events := &eventRecorder{}
+	h := newHarness(t)
+	h.observer = events
+	h.restart()
+	h.createTopic("orders")
+	h.createTopic("audit")
+	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
+	h.tick(1)
+	h.tick(h.cfg.Fanout.CursorPersistIntervalMs) // the fresh cursors' files say 0
+	h.produce("orders", 2, "a")
+	h.tick(h.cfg.Fanout.LingerMs + 1) // copied; the file's interval has not ended
+	h.fs.FailNextMatching(storage.FaultCreate, storage.ErrNoSpace, 1_000, func(name string) bool {
+		return strings.HasSuffix(name, cursorFileSuffix+storage.TemporarySuffix)
+	})
+	require.NoError(t, h.node.Close())
+	h.fs.FailNextMatching(storage.FaultCreate, nil, 0, nil)
+	require.Equal(t, uint64(0), cursorFileOf(t, h.fs, "orders", 2, "audit").NextOffset, "the file keeps its earlier offset")
+	require.Contains(t, events.events, "fanout-cursor-write-refused")
+	h.node = nil
+	h.start()
+	h.tick(h.cfg.Fanout.LingerMs + 1)
+	require.Equal(t, []string{"a", "a"}, h.replayAll("audit", 2), "copied again from the earlier offset: a duplicate, never a gap")
+}

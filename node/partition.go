@@ -72,6 +72,9 @@ type partition struct {
 	// over the cursors (set with fanoutWakeMs): a change of the topics
 	// since (a link attached or detached) makes them due.
 	fanoutPassVersion uint64
+	// fanoutOpen holds back the cursors' next open of the log after one
+	// failed (fanout_copy.go).
+	fanoutOpen fanoutOpenRetry
 	// cursorFiles says when the cursors that advanced are written to
 	// their files, in the partition's sync round (fanout_cursor.go).
 	cursorFiles cursorFiles
