@@ -130,8 +130,10 @@ func TestASingleNodeSeedSkipsACorruptRecord(t *testing.T) {
 // Recovery once took those zeros for the zero tail it writes ahead,
 // lowered the high-watermark below acknowledged records and handed their
 // offsets out again ("recovered high-watermark 32 below the durable 33",
-// seed 6100003; the control plane's writes changed that seed's draws).
-const zeroedEndSeed = 6100004
+// seed 6100003; the control plane's writes changed that seed's draws,
+// and 6100004's went when recovery came to raise the high-watermark in
+// place).
+const zeroedEndSeed = 6100032
 
 // TestAZeroedSegmentEndIsKeptAsCorrupt: the zeroed frames are kept as
 // corrupt (skipped, their records excused), and every checker passes.
