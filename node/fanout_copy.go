@@ -199,7 +199,7 @@ func (n *Node) driveParentPartition(t *topic, index int, links []meta.ChildLink)
 		n.fanoutWakeAt(p.fanoutWakeMs) // no reason to step them, nor to reopen a closed log
 		return
 	}
-	if n.nowMs < p.fanoutOpen.retryAtMs {
+	if p.log == nil && n.nowMs < p.fanoutOpen.retryAtMs { // a log opened since (a produce) needs no wait
 		n.fanoutWakeAt(p.fanoutOpen.retryAtMs)
 		return
 	}
@@ -257,7 +257,10 @@ func (n *Node) cursorsWait(p *partition) bool {
 // (the open logs at their cap), then after twice as long each time, up to
 // Fanout.RetryMs. A log that cannot open for long (a full disk) was
 // retried every millisecond, logging hundreds of warnings a second
-// (full-disk audit). Only driveParentPartition and fanoutDue change it.
+// (full-disk audit). Only driveParentPartition changes it: it resets it
+// once the log opened there. It is not reset where an open settles the
+// cursors (fanoutDue): the open may still fail after (review: a clamp
+// that kept failing was retried every millisecond again).
 type fanoutOpenRetry struct {
 	// stepMs is the wait after the last failure; 0 before one.
 	stepMs int64
@@ -485,7 +488,6 @@ func (n *Node) fanoutDue(p *partition) {
 	if p == nil {
 		return
 	}
-	p.fanoutOpen = fanoutOpenRetry{} // its log is open
 	if p.fanout == nil {
 		return
 	}

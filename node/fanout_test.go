@@ -878,3 +878,43 @@ func TestAGracefulCloseOnAFullDiskLeavesTheCursorFilesLagging(t *testing.T) {
 	h.tick(h.cfg.Fanout.LingerMs + 1)
 	require.Equal(t, []string{"a", "a"}, h.replayAll("audit", 2), "copied again from the earlier offset: a duplicate, never a gap")
 }
+
+// Property: an open whose settling of the cursors keeps failing (a
+// cursor file above the recovered high watermark, whose clamp finds the
+// disk full) backs off like any failed open: the settling made the
+// cursors due, which reset the backoff, and the clamp was retried every
+// millisecond, each a close and a recovery of the log (review).
+func TestAClampThatKeepsFailingBacksOff(t *testing.T) {
+	events := &eventRecorder{}
+	h := newHarness(t)
+	h.observer = events
+	h.restart()
+	h.createTopic("orders")
+	h.createTopic("audit")
+	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
+	h.tick(1)
+	h.produce("orders", 1, "a")
+	h.tick(h.cfg.Fanout.LingerMs + 1)
+	h.tick(h.cfg.Fanout.CursorPersistIntervalMs)
+	require.Equal(t, uint64(1), cursorFileOf(t, h.fs, "orders", 1, "audit").NextOffset)
+	h.crash()
+	path := cursorPath(PartitionDir("orders", 1), "audit")
+	data, err := storage.ReadFile(h.fs, path)
+	require.NoError(t, err)
+	var file cursorFile
+	epoch, err := decodeCursorFile(data, &file)
+	require.NoError(t, err)
+	data, err = encodeCursorFile(epoch, 5) // above the recovered hwm 1: as after a damaged tail
+	require.NoError(t, err)
+	require.NoError(t, storage.WriteFileAtomic(h.fs, path, data))
+	h.fs.FailNextMatching(storage.FaultCreate, storage.ErrNoSpace, 1_000_000, func(name string) bool {
+		return strings.HasSuffix(name, cursorFileSuffix+storage.TemporarySuffix)
+	})
+	events.events = nil
+	for range 2_000 {
+		h.tick(1)
+	}
+	failures := countOf(events.events, "fanout-cursor-clamp-failed")
+	require.Positive(t, failures)
+	require.LessOrEqual(t, failures, 12, "about ten tries to reach the 1 s step, then one a second: %d", failures)
+}
