@@ -489,7 +489,7 @@ func mapOSError(err error) error {
 		return errors.Join(ErrExist, err)
 	case errors.Is(err, os.ErrClosed):
 		return errors.Join(ErrClosed, err)
-	case errors.Is(err, syscall.ENOSPC):
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT): // a quota reached is a full disk to the node
 		return errors.Join(ErrNoSpace, err)
 	case errors.Is(err, syscall.EIO):
 		return errors.Join(ErrIO, err)

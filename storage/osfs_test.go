@@ -1,7 +1,9 @@
 package storage
 
 import (
+	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -106,4 +108,15 @@ func TestOSFSFreeBytes(t *testing.T) {
 	missing := &OSFS{Root: filepath.Join(t.TempDir(), "missing")}
 	_, err = missing.FreeBytes()
 	require.Error(t, err)
+}
+
+// A full disk and a disk quota reached both read as ErrNoSpace, and only
+// that (OnlyNoSpace): a node lets its fan-out cursor files lag for either.
+func TestOSErrorsOfAFullDiskMapToErrNoSpace(t *testing.T) {
+	for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT} {
+		err := mapOSError(&os.PathError{Op: "write", Path: "p/x.tmp", Err: errno})
+		require.ErrorIs(t, err, ErrNoSpace, "%v", errno)
+		require.True(t, OnlyNoSpace(err), "%v", errno)
+	}
+	require.False(t, OnlyNoSpace(mapOSError(&os.PathError{Op: "fsync", Path: "p/y", Err: syscall.EIO})))
 }
