@@ -260,7 +260,7 @@ func newParkedPollsMax(reg prometheus.Registerer) prometheus.Gauge {
 // setInventory brings up to node.Stats.DiskReserveRefusals.
 func newDiskRefusals(reg prometheus.Registerer) prometheus.Counter {
 	refusals := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "narad", Name: "disk_reserve_refusals_total",
-		Help: "Clients' produces (or batches) this node refused 503 because its free space was under its reserve (pinned or keyed to its partitions, or with no other owner to go to); a keyless record another owner took, and the node's own fan-out copies and dead letters, are not counted. Brought up to date with the sampled gauges."})
+		Help: "Clients' produces (or batches) this node refused 503 because its free space was under its reserve (pinned or keyed to its partitions, or with no other owner to go to), a part another node forwarded here included, even when that node then placed it elsewhere; the node's own fan-out copies and dead letters are not counted. Brought up to date with the sampled gauges."})
 	reg.MustRegister(refusals)
 	return refusals
 }
