@@ -16,18 +16,8 @@ import (
 // (here a reserve of 1 TiB, more than the test machine's disk has free)
 // says so from its first scrape.
 func TestTheInventoryGaugesArePublishedAtTheStart(t *testing.T) {
-	opts := DefaultOptions(t.TempDir())
-	opts.HTTPAddr = "127.0.0.1:0"
-	opts.Node.DiskReserveBytes = 1 << 40
-	h, err := Start(opts, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = h.Shutdown() })
-	stopped, cancel := context.WithCancel(context.Background())
-	cancel()
-	h.pollInventory(stopped) // what the poller does as it starts, then it stops
-	status, _ := call(t, h, get("/v1/topics"))
-	require.Equal(t, http.StatusOK, status) // answered after the stats the poll asked for
-	_, metrics := call(t, h, get("/metrics"))
+	h := startUnderTheDiskReserve(t)
+	metrics := scrapeAfterAPoll(t, h)
 	require.Equal(t, "narad_disk_low 1", metricLine(metrics, "narad_disk_low"))
 	require.Equal(t, "narad_disk_reserve_bytes 1.099511627776e+12", metricLine(metrics, "narad_disk_reserve_bytes"))
 }
@@ -62,22 +52,38 @@ func TestTheParkedPollsBoundIsPublished(t *testing.T) {
 // reserve's refusals were visible only as 503s among all others
 // (observability audit).
 func TestProducesRefusedForTheDiskReserveAreCounted(t *testing.T) {
+	h := startUnderTheDiskReserve(t)
+	runSteps(t, h, []step{
+		{"create", postJSON("/v1/topics", `{"name":"jobs","partitions":3}`), 201, ""},
+		{"pinned", post("/v1/topics/jobs/produce?partition=1", "text/plain", "x"), 503, "storage.disk_reserve_bytes"},
+		{"keyless", post("/v1/topics/jobs/produce", "text/plain", "y"), 503, "storage.disk_reserve_bytes"},
+	})
+	metrics := scrapeAfterAPoll(t, h)
+	require.Equal(t, "narad_disk_reserve_refusals_total 2", metricLine(metrics, "narad_disk_reserve_refusals_total"))
+}
+
+// startUnderTheDiskReserve starts a node whose reserve, 1 TiB, is more
+// than the test machine's disk has free.
+func startUnderTheDiskReserve(t *testing.T) *Host {
+	t.Helper()
 	opts := DefaultOptions(t.TempDir())
 	opts.HTTPAddr = "127.0.0.1:0"
 	opts.Node.DiskReserveBytes = 1 << 40
 	h, err := Start(opts, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Shutdown() })
-	runSteps(t, h, []step{
-		{"create", postJSON("/v1/topics", `{"name":"jobs","partitions":3}`), 201, ""},
-		{"pinned", post("/v1/topics/jobs/produce?partition=1", "text/plain", "x"), 503, "storage.disk_reserve_bytes"},
-		{"keyless", post("/v1/topics/jobs/produce", "text/plain", "y"), 503, "storage.disk_reserve_bytes"},
-	})
+	return h
+}
+
+// scrapeAfterAPoll runs one inventory poll, as the poller does as it
+// starts, and scrapes /metrics once the stats it asked for are in.
+func scrapeAfterAPoll(t *testing.T, h *Host) string {
+	t.Helper()
 	stopped, cancel := context.WithCancel(context.Background())
 	cancel()
 	h.pollInventory(stopped)
 	status, _ := call(t, h, get("/v1/topics"))
 	require.Equal(t, http.StatusOK, status) // answered after the stats the poll asked for
 	_, metrics := call(t, h, get("/metrics"))
-	require.Equal(t, "narad_disk_reserve_refusals_total 2", metricLine(metrics, "narad_disk_reserve_refusals_total"))
+	return metrics
 }

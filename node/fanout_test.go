@@ -36,6 +36,28 @@ func fanoutHarness(t *testing.T) *harness {
 	return h
 }
 
+// observedFanoutHarness: a node whose events are recorded, with a parent
+// "orders" and a child "audit" attached, and their cursors started.
+func observedFanoutHarness(t *testing.T) (*harness, *eventRecorder) {
+	events := &eventRecorder{}
+	h := newHarness(t)
+	h.observer = events
+	h.restart()
+	h.createTopic("orders")
+	h.createTopic("audit")
+	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
+	h.tick(1)
+	return h, events
+}
+
+// refuseCursorFiles makes the next count creations of cursor files'
+// temporaries fail as on a full disk.
+func refuseCursorFiles(h *harness, count int) {
+	h.fs.FailNextMatching(storage.FaultCreate, storage.ErrNoSpace, count, func(name string) bool {
+		return strings.HasSuffix(name, cursorFileSuffix+storage.TemporarySuffix)
+	})
+}
+
 func (h *harness) lagOf(parent, child string) msg.ChildLag {
 	h.t.Helper()
 	result := h.ok(msg.ListChildren{Parent: parent}).(msg.ChildrenResult)
@@ -749,22 +771,13 @@ func TestAFanoutPassWaitsForAWake(t *testing.T) {
 // do without), the file keeps its earlier offset, the refusal is said
 // once, and a later round writes the file once the disk has room.
 func TestACursorWriteOnAFullDiskWaitsForRoom(t *testing.T) {
-	events := &eventRecorder{}
-	h := newHarness(t)
-	h.observer = events
-	h.restart()
-	h.createTopic("orders")
-	h.createTopic("audit")
-	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
-	h.tick(1)
+	h, events := observedFanoutHarness(t)
 	h.tick(h.cfg.Fanout.CursorPersistIntervalMs) // the fresh cursors' files say 0
 	h.produce("orders", 2, "a")
 	h.tick(h.cfg.Fanout.LingerMs + 1) // copied; the file says 0
 
 	for range 3 { // three intervals on a full disk: each round's cursor write is refused
-		h.fs.FailNextMatching(storage.FaultCreate, storage.ErrNoSpace, 1, func(name string) bool {
-			return strings.HasSuffix(name, cursorFileSuffix+storage.TemporarySuffix)
-		})
+		refuseCursorFiles(h, 1)
 		h.tick(h.cfg.Fanout.CursorPersistIntervalMs)
 		require.Equal(t, uint64(0), cursorFileOf(t, h.fs, "orders", 2, "audit").NextOffset, "the file keeps its earlier offset")
 	}
@@ -781,14 +794,7 @@ func TestACursorWriteOnAFullDiskWaitsForRoom(t *testing.T) {
 // cursor write the disk has no room for leaves every round's files as
 // they were, and the rounds' records are durable and answered.
 func TestCursorWritesOnAFullDiskRunTogetherWaitForRoom(t *testing.T) {
-	events := &eventRecorder{}
-	h := newHarness(t)
-	h.observer = events
-	h.restart()
-	h.createTopic("orders")
-	h.createTopic("audit")
-	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
-	h.tick(1)
+	h, events := observedFanoutHarness(t)
 	h.tick(h.cfg.Fanout.CursorPersistIntervalMs)
 	h.produce("orders", 1, "a")
 	h.produce("orders", 2, "b")
@@ -804,9 +810,7 @@ func TestCursorWritesOnAFullDiskRunTogetherWaitForRoom(t *testing.T) {
 		writes += s.CursorWrites()
 	}
 	require.Equal(t, 2, writes, "both parent partitions' rounds write their cursor")
-	h.fs.FailNextMatching(storage.FaultCreate, storage.ErrNoSpace, 1, func(name string) bool {
-		return strings.HasSuffix(name, cursorFileSuffix+storage.TemporarySuffix)
-	})
+	refuseCursorFiles(h, 1)
 	require.NoError(t, RunTogether(h.fs, rd.Syncs), "the rounds do not fail for their cursor files")
 	h.takeReplies(rd.Replies)
 	h.node.Advance(rd)
@@ -855,20 +859,11 @@ func TestAParentLogThatCannotOpenIsRetriedLessAndLessOften(t *testing.T) {
 // closes without an error (the stop stays graceful: it exited 1), the
 // files keep their earlier offsets, and it says so.
 func TestAGracefulCloseOnAFullDiskLeavesTheCursorFilesLagging(t *testing.T) {
-	events := &eventRecorder{}
-	h := newHarness(t)
-	h.observer = events
-	h.restart()
-	h.createTopic("orders")
-	h.createTopic("audit")
-	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
-	h.tick(1)
+	h, events := observedFanoutHarness(t)
 	h.tick(h.cfg.Fanout.CursorPersistIntervalMs) // the fresh cursors' files say 0
 	h.produce("orders", 2, "a")
 	h.tick(h.cfg.Fanout.LingerMs + 1) // copied; the file's interval has not ended
-	h.fs.FailNextMatching(storage.FaultCreate, storage.ErrNoSpace, 1_000, func(name string) bool {
-		return strings.HasSuffix(name, cursorFileSuffix+storage.TemporarySuffix)
-	})
+	refuseCursorFiles(h, 1_000)
 	require.NoError(t, h.node.Close())
 	h.fs.FailNextMatching(storage.FaultCreate, nil, 0, nil)
 	require.Equal(t, uint64(0), cursorFileOf(t, h.fs, "orders", 2, "audit").NextOffset, "the file keeps its earlier offset")
@@ -885,14 +880,7 @@ func TestAGracefulCloseOnAFullDiskLeavesTheCursorFilesLagging(t *testing.T) {
 // cursors due, which reset the backoff, and the clamp was retried every
 // millisecond, each a close and a recovery of the log (review).
 func TestAClampThatKeepsFailingBacksOff(t *testing.T) {
-	events := &eventRecorder{}
-	h := newHarness(t)
-	h.observer = events
-	h.restart()
-	h.createTopic("orders")
-	h.createTopic("audit")
-	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
-	h.tick(1)
+	h, events := observedFanoutHarness(t)
 	h.produce("orders", 1, "a")
 	h.tick(h.cfg.Fanout.LingerMs + 1)
 	h.tick(h.cfg.Fanout.CursorPersistIntervalMs)
@@ -907,9 +895,7 @@ func TestAClampThatKeepsFailingBacksOff(t *testing.T) {
 	data, err = encodeCursorFile(epoch, 5) // above the recovered hwm 1: as after a damaged tail
 	require.NoError(t, err)
 	require.NoError(t, storage.WriteFileAtomic(h.fs, path, data))
-	h.fs.FailNextMatching(storage.FaultCreate, storage.ErrNoSpace, 1_000_000, func(name string) bool {
-		return strings.HasSuffix(name, cursorFileSuffix+storage.TemporarySuffix)
-	})
+	refuseCursorFiles(h, 1_000_000)
 	events.events = nil
 	for range 2_000 {
 		h.tick(1)
