@@ -485,10 +485,7 @@ func (n *Node) skipAgedOut(t *topic, p *partition, log *storage.Log, c *fanoutCu
 // driver would otherwise leave it closed and the records uncopied until
 // something else opened it.
 func (n *Node) fanoutDue(p *partition) {
-	if p == nil {
-		return
-	}
-	if p.fanout == nil {
+	if p == nil || p.fanout == nil {
 		return
 	}
 	p.fanoutWakeMs = n.nowMs
