@@ -481,8 +481,8 @@ type cursorFiles struct {
 const noSpaceSayEveryMs = 60_000
 
 // cursorsRefused records, for a round's cursor files, that the disk had
-// no room for them (storage.ErrNoSpace). Only Sync.Run or RunTogether
-// sets it; Advance reads it once they ended.
+// no room for them (storage.OnlyNoSpace). Only Sync.Run, RunTogether and
+// closeCursors set it; Advance reads it once the round ended.
 type cursorsRefused struct {
 	noSpace bool
 	err     error
@@ -631,7 +631,7 @@ func (n *Node) cursorWritesRefused(p *partition, files int, err error) {
 	}
 	p.cursorFiles.noSpaceSaidMs = n.nowMs
 	n.observer.Event("fanout-cursor-write-refused", fmt.Sprintf("%s: the disk has no room for %d fan-out cursor file(s) (%v): "+
-		"they keep their earlier offsets (a crash would copy the records since then again) and are written again every %d ms until it has",
+		"they keep their earlier offsets (a restart would copy the records since then again) and are written again every %d ms until it has",
 		p.dir, files, err, n.cfg.Fanout.CursorPersistIntervalMs))
 }
 

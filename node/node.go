@@ -959,8 +959,9 @@ type Stats struct {
 	// partitions.
 	DiskFreeBytes, DiskReserveBytes int64
 	DiskLow                         bool
-	// DiskReserveRefusals counts the writes into this node's partitions
-	// answered 503 since the start because it was under its reserve.
+	// DiskReserveRefusals counts the clients' produces this node refused
+	// (503) since the start because it was under its reserve
+	// (refusedForDisk).
 	DiskReserveRefusals uint64
 	// FanoutCursors counts the fan-out cursors loaded here (one per child
 	// and parent partition this node drives), and FanoutCursorSteps the
