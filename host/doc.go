@@ -64,6 +64,13 @@
 // syncs run, though the node contract would allow it (loop.go's flush
 // says why).
 //
+// Disk (loop.go's checkDisk, metaroom.go): about once a second, between
+// rounds, the loop tells the node its data directory's free space (the
+// node keeps its disk reserve from it) and keeps the metastore's file
+// allocated 32 MiB past its end, so that a disk filled by other programs
+// does not stop the node at its next metastore write
+// (narad_metastore_room_ahead_bytes).
+//
 // Cluster configuration (cluster.peers) becomes the metastore's voters
 // (raft ids from meta.RaftIDOf), the node's reachable cluster and HTTP
 // addresses, and the transport's peers, secret and mutual TLS (run.go,
