@@ -115,11 +115,24 @@ func (n *Node) refusedForDisk(err error) {
 func (n *Node) diskRefusal() *msg.Error {
 	free, _ := n.diskFree()
 	advice := "free some space on its data directory's file system" // a single node has no other to send to (disk-full audit)
-	if len(n.meta.State().Peers()) > 1 {
+	if len(n.meta.State().Peers()) > 1 && n.memberWithRoom() {
 		advice = "retry on another node, or free some space"
 	}
 	return msg.Unavailable("node %s has %d bytes of disk free, under its reserve of %d (storage.disk_reserve_bytes): %s",
 		n.cfg.NodeID, max(free, 0), n.cfg.DiskReserveBytes, advice)
+}
+
+// memberWithRoom reports whether another alive member's last heartbeat
+// said it has room: with none, "retry on another node" sends a client
+// nowhere useful (second disk-full audit: every node of a cluster on one
+// full file system said it).
+func (n *Node) memberWithRoom() bool {
+	for _, member := range n.meta.State().Members() {
+		if member.ID != n.cfg.NodeID && member.Receiving() && !member.DiskLow {
+			return true
+		}
+	}
+	return false
 }
 
 // noteAppended counts a record appended since the last report.

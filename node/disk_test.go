@@ -243,3 +243,39 @@ func TestGoingUnderTheDiskReserveIsSaidOnce(t *testing.T) {
 	h.node.SetDiskFree(0)
 	require.Equal(t, []string{"disk-low", "disk-low-ended", "disk-low"}, recorder.events)
 }
+
+// Property: a node under its reserve tells a refused client to retry on
+// another node only while another member has room; when every member's
+// heartbeat says it is short, it says to free space (second disk-full
+// audit: a cluster on one full file system sent its clients from node
+// to node).
+func TestTheReserveRefusalSendsClientsElsewhereOnlyWhereThereIsRoom(t *testing.T) {
+	c := newClusterHarness(t, 3)
+	leader := c.electWithTopic("t", 6)
+	short := c.otherThan(leader)
+	pinned := msg.Produce{Topic: "t", Records: []msg.ProduceRecord{{Partition: slices.Index(c.owners(short, "t"), short), Payload: []byte("x")}}}
+	c.nodes[short].SetDiskFree(0)
+	refused := c.do(short, pinned)
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(refused.Err))
+	require.Contains(t, refused.Err.Error(), "retry on another node", "the others have room")
+
+	interval := c.configs[leader].MemberHeartbeatIntervalMs
+	allShort := func() bool {
+		for _, member := range c.nodes[short].meta.State().Members() {
+			if !member.DiskLow {
+				return false
+			}
+		}
+		return true
+	}
+	for _, id := range c.ids {
+		c.nodes[id].SetDiskFree(0)
+	}
+	c.tickUntil(100, int(2*interval/100), allShort)
+	require.True(t, allShort(), "every heartbeat says its node is short")
+	c.nodes[short].SetDiskFree(0) // a new estimate: the answer is built again
+	refused = c.do(short, pinned)
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(refused.Err))
+	require.NotContains(t, refused.Err.Error(), "another node", "no member has room")
+	require.Contains(t, refused.Err.Error(), "free some space")
+}
