@@ -733,19 +733,21 @@ func (r *recoverer) settleHWM(next uint64) (*hwmFile, error) {
 		r.report.LostAcknowledged = r.persistedHWM - next
 	}
 	highest, anyValid := r.hwmState.highest()
-	if r.hwmState.wellFormed && anyValid && highest == next {
+	usable := r.hwmState.wellFormed && anyValid // its slots can be written in place
+	if usable && highest == next {
 		return openHWMFile(r.fs, r.dir, r.hwmState)
 	}
-	if chaos.Planted(chaos.BugRecoveryServesUnsynced) && r.hwmState.wellFormed && anyValid && highest < next {
+	raise := usable && highest < next // records past it: the usual crash, the file written lazily
+	if chaos.Planted(chaos.BugRecoveryServesUnsynced) && raise {
 		return openHWMFile(r.fs, r.dir, r.hwmState)
 	}
-	if r.hwmState.wellFormed && anyValid && highest < next {
+	if raise {
 		chaos.Reached(chaos.MarkStorageRecoveredPastHWM)
 	}
 	if err := r.syncUnacknowledged(); err != nil {
 		return nil, err
 	}
-	if r.hwmState.wellFormed && anyValid && highest < next {
+	if raise {
 		return r.raiseHWMInPlace(next)
 	}
 	if err := writeHWMFile(r.fs, r.dir, next); err != nil {
