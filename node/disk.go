@@ -44,8 +44,9 @@ type diskSpace struct {
 	// otherwise. A refusal site knows its error is this one by identity
 	// (refusedForDisk).
 	refusal *msg.Error
-	// refused counts the writes refused for the reserve since the start
-	// (Stats.DiskReserveRefusals); only refusedForDisk adds to it.
+	// refused counts the clients' produces refused for the reserve since
+	// the start (Stats.DiskReserveRefusals); only refusedForDisk adds to
+	// it.
 	refused uint64
 }
 
@@ -115,7 +116,7 @@ func (n *Node) refusedForDisk(err error) {
 func (n *Node) diskRefusal() *msg.Error {
 	free, _ := n.diskFree()
 	advice := "free some space on its data directory's file system" // a single node has no other to send to (disk-full audit)
-	if len(n.meta.State().Peers()) > 1 && n.memberWithRoom() {
+	if n.memberWithRoom() {
 		advice = "retry on another node, or free some space"
 	}
 	return msg.Unavailable("node %s has %d bytes of disk free, under its reserve of %d (storage.disk_reserve_bytes): %s",

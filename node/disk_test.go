@@ -109,19 +109,11 @@ func TestTheClusterRoutesAroundANodeShortOfDisk(t *testing.T) {
 	short := c.otherThan(leader)
 	via := c.otherThan(leader, short) // short of disk too: it owns no partition it may write
 	interval := c.configs[leader].MemberHeartbeatIntervalMs
-	diskLowAtEveryReplica := func(id string, low bool) bool {
-		for _, replica := range c.ids {
-			if member, _ := c.nodes[replica].meta.State().Member(id); member.DiskLow != low {
-				return false
-			}
-		}
-		return true
-	}
 	for _, id := range []string{short, via} {
 		c.nodes[id].SetDiskFree(0)
 	}
-	c.tickUntil(100, int(2*interval/100), func() bool { return diskLowAtEveryReplica(short, true) && diskLowAtEveryReplica(via, true) })
-	require.True(t, diskLowAtEveryReplica(short, true), "every replica learns of the short disk from its heartbeat")
+	c.tickUntil(100, int(2*interval/100), func() bool { return c.diskLowAtEveryReplica(short, true) && c.diskLowAtEveryReplica(via, true) })
+	require.True(t, c.diskLowAtEveryReplica(short, true), "every replica learns of the short disk from its heartbeat")
 	for _, listed := range c.do(leader, msg.ListMembers{}).Result.(msg.MembersResult).Members {
 		require.Equal(t, listed.ID != leader, listed.DiskLow, "the members list says whose disk is short: %+v", listed)
 	}
@@ -146,8 +138,8 @@ func TestTheClusterRoutesAroundANodeShortOfDisk(t *testing.T) {
 	require.NoError(t, own.Err)
 	require.Equal(t, short, owners[own.Result.(msg.ProduceResult).Records[0].Partition],
 		"with room again, a node writes its own partitions before its heartbeat says so")
-	c.tickUntil(100, int(2*interval/100), func() bool { return diskLowAtEveryReplica(short, false) })
-	require.True(t, diskLowAtEveryReplica(short, false), "its next heartbeat says it has room")
+	c.tickUntil(100, int(2*interval/100), func() bool { return c.diskLowAtEveryReplica(short, false) })
+	require.True(t, c.diskLowAtEveryReplica(short, false), "its next heartbeat says it has room")
 }
 
 // TestAJoinerShortOfDiskGetsNoPartitionUntilItHasRoom: the planner moves
@@ -261,12 +253,7 @@ func TestTheReserveRefusalSendsClientsElsewhereOnlyWhereThereIsRoom(t *testing.T
 
 	interval := c.configs[leader].MemberHeartbeatIntervalMs
 	allShort := func() bool {
-		for _, member := range c.nodes[short].meta.State().Members() {
-			if !member.DiskLow {
-				return false
-			}
-		}
-		return true
+		return !slices.ContainsFunc(c.ids, func(id string) bool { return !c.diskLowAtEveryReplica(id, true) })
 	}
 	for _, id := range c.ids {
 		c.nodes[id].SetDiskFree(0)
@@ -278,4 +265,15 @@ func TestTheReserveRefusalSendsClientsElsewhereOnlyWhereThereIsRoom(t *testing.T
 	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(refused.Err))
 	require.NotContains(t, refused.Err.Error(), "another node", "no member has room")
 	require.Contains(t, refused.Err.Error(), "free some space")
+}
+
+// diskLowAtEveryReplica reports whether every replica holds low as member
+// id's DiskLow.
+func (c *clusterHarness) diskLowAtEveryReplica(id string, low bool) bool {
+	for _, replica := range c.ids {
+		if member, _ := c.nodes[replica].meta.State().Member(id); member.DiskLow != low {
+			return false
+		}
+	}
+	return true
 }

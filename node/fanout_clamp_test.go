@@ -42,13 +42,7 @@ func TestAnUnreadableCursorFileDoesNotKeepTheParentClosed(t *testing.T) {
 // unreadable; once it reads again the child gets its records.
 func TestAnUnreadableCursorFileIsRetriedWithoutAWarningPerTick(t *testing.T) {
 	events := &detailRecorder{}
-	h := newHarness(t)
-	h.observer = events
-	h.restart()
-	h.createTopic("orders")
-	h.createTopic("audit")
-	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
-	h.tick(1)
+	h := observedFanoutHarness(t, events)
 	h.tick(h.cfg.Fanout.CursorPersistIntervalMs)
 	path := cursorPath(PartitionDir("orders", 0), "audit")
 	require.NoError(t, h.fs.Remove(path))

@@ -484,8 +484,8 @@ const noSpaceSayEveryMs = 60_000
 // no room for them (storage.OnlyNoSpace). Only Sync.Run, RunTogether and
 // closeCursors set it; Advance reads it once the round ended.
 type cursorsRefused struct {
-	noSpace bool
-	err     error
+	// err is the full disk's error; nil while the files were not refused.
+	err error
 }
 
 // refusedForSpace absorbs a cursor write that failed for want of room:
@@ -500,7 +500,7 @@ func (r *cursorsRefused) refusedForSpace(err error) error {
 	if r == nil || !storage.OnlyNoSpace(err) {
 		return err
 	}
-	r.noSpace, r.err = true, err
+	r.err = err
 	return nil
 }
 
@@ -604,7 +604,7 @@ func (n *Node) cursorsWritten(p *partition, writes []cursorWrite, refused *curso
 		return
 	}
 	p.cursorFiles.inFlight = false
-	if refused != nil && refused.noSpace {
+	if refused != nil && refused.err != nil {
 		n.cursorWritesRefused(p, len(writes), refused.err)
 		writes = nil
 	}
@@ -644,7 +644,7 @@ func (n *Node) closeCursors(p *partition) error {
 	writes := n.takeCursorWrites(p)
 	refused := &cursorsRefused{}
 	err := refused.refusedForSpace(writeCursorFiles(n.fs, writes))
-	if refused.noSpace {
+	if refused.err != nil {
 		p.cursorFiles.noSpaceSaidMs = 0 // said at the stop whatever was said before
 		n.cursorWritesRefused(p, len(writes), refused.err)
 	}

@@ -36,18 +36,18 @@ func fanoutHarness(t *testing.T) *harness {
 	return h
 }
 
-// observedFanoutHarness: a node whose events are recorded, with a parent
-// "orders" and a child "audit" attached, and their cursors started.
-func observedFanoutHarness(t *testing.T) (*harness, *eventRecorder) {
-	events := &eventRecorder{}
+// observedFanoutHarness: a node whose events observer receives, with a
+// parent "orders" and a child "audit" attached, and their cursors
+// started.
+func observedFanoutHarness(t *testing.T, observer Observer) *harness {
 	h := newHarness(t)
-	h.observer = events
+	h.observer = observer
 	h.restart()
 	h.createTopic("orders")
 	h.createTopic("audit")
 	h.ok(msg.AttachChild{Parent: "orders", Child: "audit"})
 	h.tick(1)
-	return h, events
+	return h
 }
 
 // refuseCursorFiles makes the next count creations of cursor files'
@@ -771,7 +771,8 @@ func TestAFanoutPassWaitsForAWake(t *testing.T) {
 // do without), the file keeps its earlier offset, the refusal is said
 // once, and a later round writes the file once the disk has room.
 func TestACursorWriteOnAFullDiskWaitsForRoom(t *testing.T) {
-	h, events := observedFanoutHarness(t)
+	events := &eventRecorder{}
+	h := observedFanoutHarness(t, events)
 	h.tick(h.cfg.Fanout.CursorPersistIntervalMs) // the fresh cursors' files say 0
 	h.produce("orders", 2, "a")
 	h.tick(h.cfg.Fanout.LingerMs + 1) // copied; the file says 0
@@ -794,7 +795,8 @@ func TestACursorWriteOnAFullDiskWaitsForRoom(t *testing.T) {
 // cursor write the disk has no room for leaves every round's files as
 // they were, and the rounds' records are durable and answered.
 func TestCursorWritesOnAFullDiskRunTogetherWaitForRoom(t *testing.T) {
-	h, events := observedFanoutHarness(t)
+	events := &eventRecorder{}
+	h := observedFanoutHarness(t, events)
 	h.tick(h.cfg.Fanout.CursorPersistIntervalMs)
 	h.produce("orders", 1, "a")
 	h.produce("orders", 2, "b")
@@ -859,7 +861,8 @@ func TestAParentLogThatCannotOpenIsRetriedLessAndLessOften(t *testing.T) {
 // closes without an error (the stop stays graceful: it exited 1), the
 // files keep their earlier offsets, and it says so.
 func TestAGracefulCloseOnAFullDiskLeavesTheCursorFilesLagging(t *testing.T) {
-	h, events := observedFanoutHarness(t)
+	events := &eventRecorder{}
+	h := observedFanoutHarness(t, events)
 	h.tick(h.cfg.Fanout.CursorPersistIntervalMs) // the fresh cursors' files say 0
 	h.produce("orders", 2, "a")
 	h.tick(h.cfg.Fanout.LingerMs + 1) // copied; the file's interval has not ended
@@ -880,7 +883,8 @@ func TestAGracefulCloseOnAFullDiskLeavesTheCursorFilesLagging(t *testing.T) {
 // cursors due, which reset the backoff, and the clamp was retried every
 // millisecond, each a close and a recovery of the log (review).
 func TestAClampThatKeepsFailingBacksOff(t *testing.T) {
-	h, events := observedFanoutHarness(t)
+	events := &eventRecorder{}
+	h := observedFanoutHarness(t, events)
 	h.produce("orders", 1, "a")
 	h.tick(h.cfg.Fanout.LingerMs + 1)
 	h.tick(h.cfg.Fanout.CursorPersistIntervalMs)

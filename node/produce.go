@@ -15,7 +15,7 @@ import (
 // only with the sync round of every touched partition, wherever it is.
 func (n *Node) produce(id msg.RequestID, r msg.Produce) {
 	t, placements, err := n.placeRecords(r, localOnly(id))
-	if clientWrite(r) {
+	if err != nil && clientWrite(r) { // the check of the records only on the rare refusal, off the produce path
 		n.refusedForDisk(err)
 	}
 	if err == nil && !localOnly(id) {
