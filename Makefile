@@ -17,10 +17,12 @@ NARAD_BIN := bin/narad
 RUN_ARGS ?=
 # `make cluster`: node count (3 or 5), HTTP port of n1 (node i uses
 # base+10*(i-1), its node-to-node port one above), data directory (empty:
-# ~/.narad/cluster/<nodes>-nodes-port-<base>).
+# ~/.narad/cluster/<nodes>-nodes-port-<base>), and how long after a node
+# died it is started again (empty: never; 10s, say).
 NODES ?= 3
 BASE_PORT ?= 7942
 CLUSTER_DIR ?=
+RESTART_AFTER ?=
 
 # Per test binary; the default 10m is too short for the race step.
 TEST_TIMEOUT ?= 20m
@@ -84,7 +86,7 @@ help:
 	@echo '           SEEDS=$(SEEDS) SEED=$(SEED) SIM_NODES=$(SIM_NODES) DURATION=$(DURATION) RUN_ARGS=$(RUN_ARGS)'
 	@echo '           NIGHTLY_SEED=$(NIGHTLY_SEED) (make nightly runs for DURATION when given, else 1h)'
 	@echo '           NIGHTLY_PROCS=$(NIGHTLY_PROCS) (make nightly: worker processes; empty: one per CPU)'
-	@echo '           NODES=$(NODES) BASE_PORT=$(BASE_PORT) CLUSTER_DIR=$(CLUSTER_DIR)'
+	@echo '           NODES=$(NODES) BASE_PORT=$(BASE_PORT) CLUSTER_DIR=$(CLUSTER_DIR) RESTART_AFTER=$(RESTART_AFTER)'
 	@echo '           MOVE_BENCH_BYTES=$(MOVE_BENCH_BYTES) MOVE_BENCH_TIMEOUT=$(MOVE_BENCH_TIMEOUT)'
 
 help_build := Compile every package and the binary $(NARAD_BIN) from ./cmd/narad.
@@ -96,9 +98,9 @@ help_run := Build, then run a zero-config single node on loopback (server start 
 run: build
 	./$(NARAD_BIN) server start --dev $(RUN_ARGS)
 
-help_cluster := Build, then run a local NODES=3 (or 5) node cluster on loopback until Ctrl-C (narad cluster up).
+help_cluster := Build, then run a local NODES=3 (or 5) node cluster on loopback until Ctrl-C (narad cluster up; RESTART_AFTER=10s starts a dead node again).
 cluster: build
-	./$(NARAD_BIN) cluster up --nodes $(NODES) --base-port $(BASE_PORT) $(if $(CLUSTER_DIR),--data-dir '$(CLUSTER_DIR)')
+	./$(NARAD_BIN) cluster up --nodes $(NODES) --base-port $(BASE_PORT) $(if $(CLUSTER_DIR),--data-dir '$(CLUSTER_DIR)') $(if $(RESTART_AFTER),--restart-after '$(RESTART_AFTER)')
 
 # The RACE_DIRS that exist now, as ./dir/... patterns (go list then drops
 # the ones that hold no package yet).

@@ -174,3 +174,67 @@ func (b *lockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buffer.String()
 }
+
+// TestClusterUpStartsADeadNodeAgain runs `narad cluster up --restart-after
+// 1s`, kills one node with kill -9 (as the help suggests trying), and
+// expects cluster up to say it died, start it again on its data as a new
+// process, and report it ready again once it answers /readyz; an interrupt
+// then stops all three, the restarted one included.
+func TestClusterUpStartsADeadNodeAgain(t *testing.T) {
+	basePort := freePortRange(t, 3)
+	cmd := exec.Command(binary, "cluster", "up", "--base-port", fmt.Sprint(basePort), "--data-dir", t.TempDir(), "--restart-after", "1s")
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			_ = cmd.Wait()
+		}
+	})
+	banner := readUntil(t, stdout, "Ctrl-C stops all three", clusterUpStartTimeout, stderr)
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	found := regexp.MustCompile(`(?m)^  n2 .* pid (\d+) `).FindStringSubmatch(banner)
+	require.NotNil(t, found, "the banner names n2's pid:\n%s", banner)
+	var pid int
+	_, err = fmt.Sscan(found[1], &pid)
+	require.NoError(t, err)
+
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	waitForText(t, stderr, "n2 ready again on http://", clusterUpStartTimeout)
+	log := stderr.String()
+	require.Contains(t, log, "n2 exited (signal: killed)")
+	require.Contains(t, log, "starting it again in 1s (--restart-after)")
+	again := regexp.MustCompile(`n2 started again \(pid (\d+)\)`).FindStringSubmatch(log)
+	require.NotNil(t, again, "cluster up says n2's new pid:\n%s", log)
+	require.NotEqual(t, found[1], again[1], "n2 runs as a new process")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n2 := fmt.Sprintf("127.0.0.1:%d", basePort+10)
+	_, err = client.New("http://" + n2).Readyz(ctx)
+	require.NoError(t, err, "n2 serves again after cluster up said so")
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	require.NoError(t, waitTimeout(cmd, 30*time.Second), "cluster up exits 0 on an interrupt; stderr:\n%s", stderr)
+	require.Error(t, syscall.Kill(pid, 0), "the killed process is gone")
+	conn, err := net.DialTimeout("tcp", n2, time.Second)
+	if err == nil {
+		conn.Close()
+	}
+	require.Error(t, err, "the restarted n2 was stopped with the run")
+}
+
+// waitForText polls text until it contains want, failing the test after
+// timeout.
+func waitForText(t *testing.T, text fmt.Stringer, want string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(text.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q within %s; so far:\n%s", want, timeout, text)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -27,6 +27,14 @@ const (
 	// clusterStopTimeout bounds the wait for a SIGTERMed node (its own
 	// shutdown grace is 10 s); past it the node is killed.
 	clusterStopTimeout = 15 * time.Second
+	// clusterRestartAfterMin and clusterRestartAfterMax bound
+	// --restart-after when it is not 0 (off): below a second a node that
+	// keeps dying would be started again as fast as it dies.
+	clusterRestartAfterMin = time.Second
+	clusterRestartAfterMax = time.Hour
+	// clusterProbeTimeout bounds one readiness probe of a node started
+	// again, so that a node that hangs does not hold up the supervision.
+	clusterProbeTimeout = time.Second
 )
 
 // clusterSizes are the node counts `cluster up` accepts: odd, so a
@@ -35,9 +43,10 @@ var clusterSizes = []int{3, 5}
 
 // clusterUpOptions are the flags of `cluster up`.
 type clusterUpOptions struct {
-	nodes    int
-	basePort int
-	dataDir  string
+	nodes        int
+	basePort     int
+	dataDir      string
+	restartAfter time.Duration
 }
 
 func newClusterUpCommand(a *app) *cobra.Command {
@@ -66,9 +75,17 @@ into its partitions (503, "under its reserve"; disk-low in its log).
 The command waits until every node answers /readyz, prints their addresses
 and an example, and then runs until Ctrl-C, which stops all the nodes
 gracefully (SIGTERM, then SIGKILL after 15 s). A node that dies meanwhile
-(try kill -9 on one) is reported and the others keep running.`,
+(try kill -9 on one) is reported and the others keep running. With
+--restart-after D, a node that died is started again on its data D later,
+and said ready again once it answers /readyz: time enough to watch the
+others lead and serve without it, then take it back. A node that dies
+before it answered /readyz since its last start is not started again (it
+would likely die again; the end of its log is printed). Without
+--restart-after, a dead node comes back only when the whole run is
+stopped and started again.`,
 		Example: `  narad cluster up
   narad cluster up --nodes 5 --base-port 8000 --data-dir ./cluster-data
+  narad cluster up --restart-after 10s    # then kill -9 a node's pid
   make cluster`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -83,6 +100,7 @@ gracefully (SIGTERM, then SIGKILL after 15 s). A node that dies meanwhile
 	flags.IntVar(&options.nodes, "nodes", options.nodes, "number of nodes: 3 or 5")
 	flags.IntVar(&options.basePort, "base-port", options.basePort, "HTTP port of n1; node i uses base+10*(i-1), node-to-node one above")
 	flags.StringVar(&options.dataDir, "data-dir", "", "directory for the nodes' data and logs (default ~/.narad/cluster/<nodes>-nodes-port-<base>)")
+	flags.DurationVar(&options.restartAfter, "restart-after", 0, "start a node that died again after this long (1s to 1h; 0, the default: never)")
 	return cmd
 }
 
@@ -108,6 +126,9 @@ type clusterPlan struct {
 	// secrets are the admin password and cluster secret every node gets;
 	// set by runCluster from the data directory.
 	secrets clusterSecrets
+	// restartAfter is how long after a node died it is started again
+	// (--restart-after); 0 never.
+	restartAfter time.Duration
 }
 
 // planFromOptions validates the flags and resolves the data directory.
@@ -127,7 +148,9 @@ func (a *app) planFromOptions(cmd *cobra.Command, options clusterUpOptions) (clu
 	if err != nil {
 		return clusterPlan{}, fmt.Errorf("data directory %s: %w", dataDir, err)
 	}
-	return planCluster(absolute, options.nodes, options.basePort), nil
+	plan := planCluster(absolute, options.nodes, options.basePort)
+	plan.restartAfter = options.restartAfter
+	return plan, nil
 }
 
 func (o clusterUpOptions) validate() error {
@@ -137,6 +160,9 @@ func (o clusterUpOptions) validate() error {
 	highest := o.basePort + clusterPortStride*(o.nodes-1) + 1
 	if o.basePort < clusterPortMin || highest > 65535 {
 		return usagef("--base-port %d: the ports %d..%d must lie in %d..65535", o.basePort, o.basePort, highest, clusterPortMin)
+	}
+	if o.restartAfter != 0 && (o.restartAfter < clusterRestartAfterMin || o.restartAfter > clusterRestartAfterMax) {
+		return usagef("--restart-after %s must be 0 (never) or from %s to %s", o.restartAfter, clusterRestartAfterMin, clusterRestartAfterMax)
 	}
 	return nil
 }

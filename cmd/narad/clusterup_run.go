@@ -22,8 +22,8 @@ const clusterDirMode os.FileMode = 0o700
 // still waits for.
 const clusterProgressInterval = 5 * time.Second
 
-// devNode is a `narad serve` child of `cluster up`, started once and
-// never restarted.
+// devNode is a `narad serve` child of `cluster up`, started once, and
+// again after it died when --restart-after is set (supervisor).
 type devNode struct {
 	plannedNode
 	*proc.Process
@@ -31,6 +31,11 @@ type devNode struct {
 	// complete (a `cluster decommission` of an earlier run): it serves
 	// nothing, and the wait does not wait for it.
 	retired bool
+	// startedAt is when its current process started; answered is set
+	// once that process answered /readyz 200. Both are set by launch and
+	// the readiness probes, on the goroutine that runs the cluster.
+	startedAt time.Time
+	answered  bool
 }
 
 // retiredReadiness is what a node's /readyz says once its decommission is
@@ -67,7 +72,7 @@ func (a *app) runCluster(ctx context.Context, plan clusterPlan) error {
 		return errors.New("every node of the cluster was decommissioned: nothing serves (remove the data directory to start afresh)")
 	}
 	a.printClusterBanner(plan, nodes, commandName(executable))
-	return a.superviseCluster(ctx, nodes, exits)
+	return a.newSupervisor(plan, executable, nodes, exits).run(ctx)
 }
 
 // checkPortsFree refuses to start when a port of the plan is taken: a
@@ -105,15 +110,24 @@ func startNode(plan clusterPlan, planned plannedNode, executable string, exits c
 		return nil, fmt.Errorf("%s: data directory: %w", planned.id, err)
 	}
 	n := &devNode{plannedNode: planned, Process: proc.NewProcess(plan.spec(executable, os.Environ(), planned))}
-	if err := n.Start(); err != nil {
+	if err := n.launch(exits); err != nil {
 		return nil, fmt.Errorf("%s: start %s: %w", planned.id, executable, err)
 	}
+	return n, nil
+}
+
+// launch starts a process of n and sends n on exits once it was reaped.
+func (n *devNode) launch(exits chan<- *devNode) error {
+	if err := n.Start(); err != nil {
+		return err
+	}
+	n.startedAt, n.answered = time.Now(), false
 	exited := n.Exited()
 	go func() {
 		<-exited
-		exits <- n // buffered for every node: never blocks
+		exits <- n // buffered for every node, and a node exits once a start: never blocks
 	}()
-	return n, nil
+	return nil
 }
 
 // waitClusterReady polls every node's /readyz until all answer 200,
@@ -164,6 +178,7 @@ func (a *app) probeReadiness(ctx context.Context, waiting []*devNode, start time
 			still = append(still, n)
 			continue
 		}
+		n.answered = true
 		fmt.Fprintf(a.stderr, "  %s ready on %s after %s\n", n.id, n.url(), time.Since(start).Round(100*time.Millisecond))
 	}
 	return still
@@ -257,25 +272,6 @@ func countWord(count int) string {
 		return "five"
 	default:
 		return fmt.Sprint(count)
-	}
-}
-
-// superviseCluster waits for ctx to end, reporting nodes that exit
-// meanwhile (the others keep running). It returns an error only when
-// every node has exited.
-func (a *app) superviseCluster(ctx context.Context, nodes []*devNode, exits <-chan *devNode) error {
-	alive := len(nodes)
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case n := <-exits:
-			alive--
-			fmt.Fprintf(a.stderr, "narad cluster: %s exited (%v); %d node(s) keep running; its log: %s\n", n.id, exitText(n.ExitErr()), alive, n.logPath)
-			if alive == 0 {
-				return errors.New("every node of the cluster has exited")
-			}
-		}
 	}
 }
 

@@ -95,6 +95,10 @@ func TestClusterUpRejectsBadFlags(t *testing.T) {
 		{"cluster", "up", "--base-port", "80"},
 		{"cluster", "up", "--base-port", "65530"},
 		{"cluster", "up", "extra"},
+		{"cluster", "up", "--restart-after", "500ms"},
+		{"cluster", "up", "--restart-after", "2h"},
+		{"cluster", "up", "--restart-after", "-1s"},
+		{"cluster", "up", "--restart-after", "soon"},
 	} {
 		h := newHarness(t)
 		assert.Equal(t, exitUsage, h.run(args...), "%v", args)
@@ -118,7 +122,7 @@ func TestClusterUpHelpExplainsItself(t *testing.T) {
 	h := newHarness(t)
 	h.runOK("cluster", "up", "--help")
 	help := h.stdout.String()
-	for _, want := range []string{"--nodes", "--base-port", "--data-dir", "Ctrl-C", "7942/7943, 7952/7953, 7962/7963", "/readyz"} {
+	for _, want := range []string{"--nodes", "--base-port", "--data-dir", "Ctrl-C", "7942/7943, 7952/7953, 7962/7963", "/readyz", "--restart-after"} {
 		assert.Contains(t, help, want)
 	}
 }
