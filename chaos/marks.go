@@ -226,6 +226,9 @@ const (
 	// MarkFanoutCursorMoved: a move's destination installed the cursors
 	// its source reported with the copy.
 	MarkFanoutCursorMoved Mark = "fanout-cursor-moved"
+	// MarkNodeCommittedOffsetRefused: a sync round's committed offset
+	// found no room on the disk for its file and stayed unpersisted.
+	MarkNodeCommittedOffsetRefused Mark = "node-committed-offset-refused"
 	// MarkFanoutCursorFilesRefused: a sync round's cursor files found no
 	// room on the disk and kept their earlier offsets.
 	MarkFanoutCursorFilesRefused Mark = "fanout-cursor-files-refused"
@@ -276,7 +279,7 @@ var Registered = []Mark{
 	MarkNodeDeadLetterFrontierSaved, MarkNodeMoveCarriedLeases,
 	MarkFanoutCursorStarted, MarkFanoutCursorResumed, MarkFanoutBatchCopied, MarkFanoutBatchFailed,
 	MarkFanoutDelayHeld, MarkFanoutCursorMoved, MarkFanoutRecordsAgedOut, MarkFanoutWaitedForRelay,
-	MarkFanoutCursorFilesRefused,
+	MarkFanoutCursorFilesRefused, MarkNodeCommittedOffsetRefused,
 	MarkStorageSegmentReopened, MarkStorageRecoveredPastHWM, MarkStorageReopenedWarm,
 	MarkStorageSegmentIndexWritten, MarkStorageSegmentIndexLoaded, MarkStorageVerifyFoundDamage, MarkStorageSegmentPagedIn,
 }

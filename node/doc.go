@@ -174,7 +174,10 @@
 //     round owns. The partitions' Syncs may instead run together
 //     (RunTogether: one storage.GroupSyncer call makes the data of every
 //     round durable before any round writes its hwm slot or committed
-//     offset), the metastore's beside them. If any Sync fails, the node instance is finished: the
+//     offset), the metastore's beside them. A write the disk has no room
+//     for that can wait (a fan-out cursor's file, a committed offset's file
+//     being created) does not fail its Sync: it is written again later
+//     (fanout_cursor.go, maintenance.go). If any Sync fails, the node instance is finished: the
 //     driver must not deliver this Ready's replies or messages and must
 //     not call Advance; it answers every outstanding request as failed and
 //     restarts the node from its disk (a crash, in the simulator). After a

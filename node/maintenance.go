@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"narad/chaos"
 	"narad/msg"
 )
 
@@ -18,13 +19,31 @@ func (n *Node) saveFrontiers() {
 }
 
 // scheduleCommitPersist queues a sync of every open log whose committed
-// consumer offset changed since it was last persisted.
+// consumer offset changed since it was last persisted, a round refused for
+// want of room included (committedWriteRefused): each interval retries it.
 func (n *Node) scheduleCommitPersist() {
 	for _, p := range n.sortedPartitions() {
 		if p.log != nil && p.log.CommittedDirty() {
 			n.markDirty(p)
 		}
 	}
+}
+
+// committedWriteRefused says, at most once per noSpaceSayEveryMs for the
+// partition, that the disk had no room for its committed offset's file
+// (storage.SyncRound.CommittedRefused): the first write of each of its
+// two files creates it. The offset stays unpersisted (a crash delivers
+// the records acknowledged since the last persist again) and the next
+// commit persist tries again.
+func (n *Node) committedWriteRefused(p *partition, err error) {
+	chaos.Reached(chaos.MarkNodeCommittedOffsetRefused)
+	if p.committedNoSpaceSaidMs != 0 && n.nowMs-p.committedNoSpaceSaidMs < noSpaceSayEveryMs {
+		return
+	}
+	p.committedNoSpaceSaidMs = n.nowMs
+	n.observer.Event("committed-offset-write-refused", fmt.Sprintf("%s: the disk has no room for the committed consumer offset's file (%v): "+
+		"acknowledged records since its last persist would be delivered again after a crash; written again every %d ms until it has",
+		p.dir, err, n.cfg.CommitPersistIntervalMs))
 }
 
 // retentionFirstCheckAfterMs is when a node's first retention pass runs

@@ -791,6 +791,9 @@ func (n *Node) completeSyncs(rd Ready) {
 		if err := s.log.CompleteSync(s.round, nil); err != nil {
 			n.observer.Event("log-close-failed", fmt.Sprintf("%s: %v", s.Dir, err))
 		}
+		if err := s.round.CommittedRefused(); err != nil {
+			n.committedWriteRefused(s.partition, err)
+		}
 		n.cursorsWritten(s.partition, s.cursors, s.refused)
 	}
 }
@@ -824,7 +827,10 @@ func (n *Node) reply(id msg.RequestID, result msg.Result, err error) {
 
 // Close persists every changed committed consumer offset and closes the
 // logs. The driver calls it once, at graceful shutdown, after the last
-// Ready was handled; the node must not be used afterwards.
+// Ready was handled; the node must not be used afterwards. An offset
+// whose file the disk has no room for (a file to create) fails the close
+// with that error; the logs close all the same, and the next start
+// delivers the records acknowledged since its last persist again.
 func (n *Node) Close() error {
 	var errs []error
 	for _, p := range n.sortedPartitions() {

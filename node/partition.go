@@ -103,6 +103,10 @@ type partition struct {
 	// Set by dropLog, cleared by openLog; so while it is set, log is nil
 	// and leases (made at the first open) is not.
 	closedIntact bool
+	// committedNoSpaceSaidMs is when a round whose committed offset the
+	// disk had no room for was last said (committed-offset-write-refused),
+	// at most once per noSpaceSayEveryMs; 0 before (maintenance.go).
+	committedNoSpaceSaidMs int64
 	// frontierUnsaved is set while the lease table's frontier moved past
 	// the log's committed offset with the log closed (a dead letter
 	// settled then): the commit-persist tick and Close open the log to

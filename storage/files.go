@@ -103,31 +103,42 @@ func WriteFilesAtomic(fs FS, files []NamedData) error {
 // files the caller wrote and wants durable at the same time) and one for
 // the parent directories after the renames. group must sync fs's files.
 func WriteFilesAtomicTogether(fs FS, group GroupSyncer, files []NamedData, alsoSync []File) error {
-	temporaries := make([]File, 0, len(files))
-	closeAll := func() error {
-		var errs []error
-		for _, file := range temporaries {
-			errs = append(errs, file.Close())
-		}
-		temporaries = temporaries[:0]
-		return errors.Join(errs...)
+	temporaries, err := writeTemporaries(fs, files)
+	if err != nil {
+		return err
 	}
+	return replaceWithTemporaries(fs, group, files, temporaries, alsoSync)
+}
+
+// writeTemporaries creates the temporary file of each file and writes its
+// data there, without syncing it. On failure it closes those it created
+// and returns the error; nothing else was written.
+func writeTemporaries(fs FS, files []NamedData) ([]File, error) {
+	temporaries := make([]File, 0, len(files))
 	for _, named := range files {
 		file, err := fs.Create(named.Name + temporarySuffix)
 		if err != nil {
-			return errors.Join(err, closeAll())
+			return nil, errors.Join(err, closeEach(temporaries))
 		}
 		temporaries = append(temporaries, file)
 		n, err := file.Write(named.Data)
 		if err != nil {
-			return errors.Join(err, closeAll())
+			return nil, errors.Join(err, closeEach(temporaries))
 		}
 		assert(n == len(named.Data), "short write without error: %d of %d bytes", n, len(named.Data))
 	}
+	return temporaries, nil
+}
+
+// replaceWithTemporaries ends WriteFilesAtomicTogether once the
+// temporaries of files are written: one group.SyncGroup for them and
+// alsoSync, then the renames, then one for the parent directories. It
+// closes the temporaries.
+func replaceWithTemporaries(fs FS, group GroupSyncer, files []NamedData, temporaries, alsoSync []File) error {
 	if err := group.SyncGroup(slices.Concat(alsoSync, temporaries), nil); err != nil {
-		return errors.Join(err, closeAll())
+		return errors.Join(err, closeEach(temporaries))
 	}
-	if err := closeAll(); err != nil {
+	if err := closeEach(temporaries); err != nil {
 		return err
 	}
 	dirs, err := renameTemporaries(fs, files)
@@ -135,6 +146,15 @@ func WriteFilesAtomicTogether(fs FS, group GroupSyncer, files []NamedData, alsoS
 		return err
 	}
 	return group.SyncGroup(nil, dirs)
+}
+
+// closeEach closes each of files and joins their errors.
+func closeEach(files []File) error {
+	var errs []error
+	for _, file := range files {
+		errs = append(errs, file.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // renameTemporaries renames each file's temporary over it and returns the

@@ -602,13 +602,18 @@ func (l *Log) SetCommitted(offset uint64) {
 func (l *Log) CommittedDirty() bool { return l.committed != l.committedSynced }
 
 // SyncCommitted persists the committed offset (in place, in the file the
-// last round did not write: offset.go). On error the log is failed.
+// last round did not write: offset.go). On error the log is failed, but
+// for a disk with no room for the write (SyncRound.CommittedRefused):
+// that error is returned, the log stays usable and the offset dirty.
 func (l *Log) SyncCommitted() error {
 	round := l.PrepareSync(false, true)
 	if round == nil {
 		return l.usable()
 	}
-	return l.CompleteSync(round, round.Run())
+	if err := l.CompleteSync(round, round.Run()); err != nil {
+		return err
+	}
+	return round.CommittedRefused()
 }
 
 // Stats returns a snapshot of the log's bounds and size.

@@ -14,7 +14,9 @@ import (
 // missing one) in place and fsyncs it, so a torn write can only damage
 // the file being written while the other keeps the previous value;
 // recovery takes the highest valid value. A file that is not there yet is
-// created by atomic replace (WriteFileAtomic), and an offset below a
+// created by atomic replace (WriteFileAtomic), which needs a block: a disk
+// with no room for it refuses the round's write and keeps the offset dirty
+// (SyncRound.refuseCommitted), as it does an in-place write. An offset below a
 // file's value replaces both (committedTargetFor), so the in-place writes
 // need no directory sync and change no metadata: an atomic replace of a
 // partition every persist interval (a temporary file, its fsync, a rename

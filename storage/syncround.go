@@ -54,6 +54,10 @@ type SyncRound struct {
 	committed       bool
 	committedOffset uint64
 	committedTarget committedTarget
+	// committedRefused is the full disk's error when the disk had no room
+	// for the committed offset's write (refuseCommitted): only Run and
+	// RunTogether set it, CompleteSync reads it once the round ended.
+	committedRefused error
 	// records is how many appended records the round makes durable.
 	records int
 	// err is a failure found at PrepareSync (the log was closed or failed,
@@ -90,8 +94,37 @@ func (r *SyncRound) CommittedOffset() uint64 {
 // Data reports whether the round makes appended records durable.
 func (r *SyncRound) Data() bool { return r != nil && r.data }
 
-// Committed reports whether the round persists the committed offset.
-func (r *SyncRound) Committed() bool { return r != nil && r.committed }
+// Committed reports whether the round persists the committed offset: it
+// does not once its run found no room for it (CommittedRefused).
+func (r *SyncRound) Committed() bool { return r != nil && r.committed && r.committedRefused == nil }
+
+// CommittedRefused is the full disk's error when the round's run found no
+// room for the committed offset, nil otherwise. The offset then stays
+// dirty (CommittedDirty), and the log usable.
+func (r *SyncRound) CommittedRefused() error {
+	if r == nil {
+		return nil
+	}
+	return r.committedRefused
+}
+
+// refuseCommitted absorbs a write of the committed offset that failed for
+// want of room (OnlyNoSpace): the files keep what they held, an offset
+// no higher than the one in memory (a crash delivers the records since
+// then again, never skips one), and a later round writes the offset
+// again. The first write of each file creates it, which needs a block: a
+// disk filled by other programs stopped the node at the first ack of a
+// partition never acked before (full-disk audit). A write of both files
+// afresh (an offset recovery moved down) is not absorbed: until it is
+// durable, a file holds an offset above records appended since, which a
+// crash would skip. Any other failure stays the round's.
+func (r *SyncRound) refuseCommitted(err error) error {
+	if r.committedTarget.fresh || !OnlyNoSpace(err) {
+		return err
+	}
+	r.committedRefused = err
+	return nil
+}
 
 // Syncing reports whether a round of the log is in flight (prepared, not
 // yet completed).
@@ -191,7 +224,7 @@ func (r *SyncRound) runAfterData() error {
 		}
 	}
 	if r.committed {
-		return writeCommittedFile(r.fs, r.dir, r.committedTarget, r.committedOffset)
+		return r.refuseCommitted(writeCommittedFile(r.fs, r.dir, r.committedTarget, r.committedOffset))
 	}
 	return nil
 }
@@ -231,7 +264,10 @@ func RunTogether(group GroupSyncer, rounds []*SyncRound) error {
 // writeAfterDataTogether is the part of each round after its data is
 // durable (runAfterData), for rounds whose data is: the hwm slots and the
 // committed offsets written in place are made durable together, with the
-// temporary files of the committed offset files created.
+// temporary files of the committed offset files created. A committed
+// offset write the disk has no room for is refused (refuseCommitted); the
+// files created are refused together, as their temporaries are written
+// before anything is synced.
 func writeAfterDataTogether(group GroupSyncer, rounds []*SyncRound) (err error) {
 	var written []File
 	var inPlace []File
@@ -241,6 +277,7 @@ func writeAfterDataTogether(group GroupSyncer, rounds []*SyncRound) (err error) 
 		}
 	}()
 	var created []NamedData
+	var creators []*SyncRound
 	var fs FS
 	for _, r := range rounds {
 		if r == nil {
@@ -264,17 +301,41 @@ func writeAfterDataTogether(group GroupSyncer, rounds []*SyncRound) (err error) 
 		name := path.Join(r.dir, committedFileNames[r.committedTarget.index])
 		if !r.committedTarget.whole {
 			created, fs = append(created, NamedData{Name: name, Data: encodeCommitted(r.committedOffset)}), r.fs
+			creators = append(creators, r)
 			continue
 		}
 		file, err := writeCommittedInPlace(r.fs, name, r.committedOffset)
 		if err != nil {
-			return err
+			if err := r.refuseCommitted(err); err != nil {
+				return err
+			}
+			continue
 		}
 		inPlace = append(inPlace, file)
 	}
 	written = append(written, inPlace...)
 	if len(created) > 0 {
-		return WriteFilesAtomicTogether(fs, group, created, written)
+		return createCommittedTogether(fs, group, created, creators, written)
+	}
+	if len(written) > 0 {
+		return group.SyncGroup(written, nil)
+	}
+	return nil
+}
+
+// createCommittedTogether creates the committed offset files of creators,
+// as WriteFilesAtomicTogether does, making written durable with their
+// temporaries; or, when the disk has no room for the temporaries, refuses
+// every creator's offset and makes written durable alone.
+func createCommittedTogether(fs FS, group GroupSyncer, created []NamedData, creators []*SyncRound, written []File) error {
+	temporaries, err := writeTemporaries(fs, created)
+	if err == nil {
+		return replaceWithTemporaries(fs, group, created, temporaries, written)
+	}
+	for _, r := range creators {
+		if err := r.refuseCommitted(err); err != nil {
+			return err
+		}
 	}
 	if len(written) > 0 {
 		return group.SyncGroup(written, nil)
@@ -323,7 +384,7 @@ func (l *Log) completeRound(r *SyncRound) {
 		l.hwmFile.value, l.hwmFile.nextSlot = r.hwm, 1-r.hwmSlotIndex
 		l.writeDueIndexes()
 	}
-	if r.committed {
+	if r.Committed() {
 		l.committedSynced = r.committedOffset
 		l.wroteCommitted(r.committedTarget, r.committedOffset)
 		if chaos.Planted(chaos.BugCommittedInOneFile) {
