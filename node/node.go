@@ -692,17 +692,13 @@ func (n *Node) Ready() Ready {
 	invariant.Check(!n.advancePending, "node: Ready taken before the previous one was advanced")
 	n.round++
 	n.advancePending = true
+	rounds := n.prepareRounds() // before the replies are taken: a log failed there answers its own 503
 	rd := Ready{Replies: n.replies, Messages: n.messages, ProduceForwards: n.produceForwards, EarlyReplies: n.earlyReplies}
 	n.duplicateProduceForwards(&rd)
 	rd.ProduceForwards = dropFailedForwards(rd.ProduceForwards)
-	evicting := n.evicting()
-	for _, p := range n.sortedDirty() {
-		if evicting {
-			p.log.PersistHWMNextRound()
-		}
-		// The round starts now: it covers what was appended so far, and
-		// appends before Advance wait for the next one.
-		sync := Sync{Dir: p.dir, log: p.log, round: p.log.PrepareSync(true, true), partition: p, fs: n.fs, cursors: n.takeCursorWrites(p)}
+	for _, prepared := range rounds {
+		p := prepared.partition
+		sync := Sync{Dir: p.dir, log: p.log, round: prepared.round, partition: p, fs: n.fs, cursors: n.takeCursorWrites(p)}
 		if len(sync.cursors) > 0 {
 			sync.refused = &cursorsRefused{}
 		}
@@ -715,6 +711,37 @@ func (n *Node) Ready() Ready {
 	clear(n.routing.produceForwards)
 	n.resetRound()
 	return rd
+}
+
+// preparedRound is a dirty partition's sync round, prepared for a Ready.
+type preparedRound struct {
+	partition *partition
+	round     *storage.SyncRound
+}
+
+// prepareRounds starts the sync round of every dirty partition: each
+// covers what was appended so far, and appends before Advance wait for
+// the next one. A round whose buffered records the disk had no room for
+// (records past the log's preallocated tail: its write, on the loop,
+// failed the log) fails its log instead, as a failed append does: the
+// requests waiting for it are answered 503, never 202, and the log is
+// recovered from its disk at its next open. Its round failed the Ready,
+// and so stopped the node, on a disk filled by other programs.
+func (n *Node) prepareRounds() []preparedRound {
+	evicting := n.evicting()
+	var rounds []preparedRound
+	for _, p := range n.sortedDirty() {
+		if evicting {
+			p.log.PersistHWMNextRound()
+		}
+		round := p.log.PrepareSync(true, true)
+		if err := round.Err(); errors.Is(err, storage.ErrNoSpace) {
+			n.failLog(p, err)
+			continue
+		}
+		rounds = append(rounds, preparedRound{partition: p, round: round})
+	}
+	return rounds
 }
 
 // dropFailedForwards removes the produce forwards that failed before they

@@ -94,6 +94,16 @@ func (r *SyncRound) CommittedOffset() uint64 {
 // Data reports whether the round makes appended records durable.
 func (r *SyncRound) Data() bool { return r != nil && r.data }
 
+// Err is the failure PrepareSync found (the log was closed or failed, or
+// its buffered write failed, which failed the log), nil for a round in
+// flight; Run returns it.
+func (r *SyncRound) Err() error {
+	if r == nil {
+		return nil
+	}
+	return r.err
+}
+
 // Committed reports whether the round persists the committed offset: it
 // does not once its run found no room for it (CommittedRefused).
 func (r *SyncRound) Committed() bool { return r != nil && r.committed && r.committedRefused == nil }
