@@ -80,7 +80,8 @@ gracefully (SIGTERM, then SIGKILL after 15 s). A node that dies meanwhile
 and said ready again once it answers /readyz: time enough to watch the
 others lead and serve without it, then take it back. A node that dies
 before it answered /readyz since its last start is not started again (it
-would likely die again; the end of its log is printed). Without
+would likely die again; what it logged is printed), nor one that stopped
+cleanly (status 0: stopped on purpose, as a decommissioned node is). Without
 --restart-after, a dead node comes back only when the whole run is
 stopped and started again.`,
 		Example: `  narad cluster up
@@ -162,7 +163,7 @@ func (o clusterUpOptions) validate() error {
 		return usagef("--base-port %d: the ports %d..%d must lie in %d..65535", o.basePort, o.basePort, highest, clusterPortMin)
 	}
 	if o.restartAfter != 0 && (o.restartAfter < clusterRestartAfterMin || o.restartAfter > clusterRestartAfterMax) {
-		return usagef("--restart-after %s must be 0 (never) or from %s to %s", o.restartAfter, clusterRestartAfterMin, clusterRestartAfterMax)
+		return usagef("--restart-after %s must be 0 (never) or from 1s to 1h", o.restartAfter)
 	}
 	return nil
 }

@@ -31,11 +31,17 @@ type devNode struct {
 	// complete (a `cluster decommission` of an earlier run): it serves
 	// nothing, and the wait does not wait for it.
 	retired bool
-	// startedAt is when its current process started; answered is set
-	// once that process answered /readyz 200. Both are set by launch and
-	// the readiness probes, on the goroutine that runs the cluster.
+	// startedAt is when its current process started, and logStart the
+	// size of its log then (what that process wrote comes after);
+	// answered is set once that process answered /readyz 200, slowSaid
+	// once the supervisor said it was not ready in time, down once the
+	// supervisor took its exit. All are set by launch, the readiness
+	// probes and the supervisor, on the goroutine that runs the cluster.
 	startedAt time.Time
+	logStart  int64
 	answered  bool
+	slowSaid  bool
+	down      bool
 }
 
 // retiredReadiness is what a node's /readyz says once its decommission is
@@ -118,10 +124,14 @@ func startNode(plan clusterPlan, planned plannedNode, executable string, exits c
 
 // launch starts a process of n and sends n on exits once it was reaped.
 func (n *devNode) launch(exits chan<- *devNode) error {
+	n.logStart = 0
+	if info, err := os.Stat(n.logPath); err == nil {
+		n.logStart = info.Size() // the new process appends after it
+	}
 	if err := n.Start(); err != nil {
 		return err
 	}
-	n.startedAt, n.answered = time.Now(), false
+	n.startedAt, n.answered, n.down, n.slowSaid = time.Now(), false, false, false
 	exited := n.Exited()
 	go func() {
 		<-exited

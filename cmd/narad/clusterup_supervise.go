@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -59,6 +60,9 @@ func (s *supervisor) run(ctx context.Context) error {
 			}
 		case n := <-s.due:
 			delete(s.pending, n.id)
+			if ctx.Err() != nil {
+				return nil // Ctrl-C came with the restart: nothing starts now
+			}
 			s.restart(n)
 			if s.running() == 0 && len(s.pending) == 0 {
 				return errors.New("every node of the cluster has exited")
@@ -73,16 +77,18 @@ func (s *supervisor) run(ctx context.Context) error {
 // its restart.
 func (s *supervisor) exited(n *devNode) {
 	s.returning = removeNode(s.returning, n)
-	alive := s.running()
+	n.down = true
 	stderr := s.a.stderr
-	fmt.Fprintf(stderr, "narad cluster: %s exited (%v); %d node(s) keep running; its log: %s\n", n.id, exitText(n.ExitErr()), alive, n.logPath)
+	fmt.Fprintf(stderr, "narad cluster: %s exited (%v); %d node(s) keep running; its log: %s\n", n.id, exitText(n.ExitErr()), s.up(), n.logPath)
 	switch {
 	case n.retired:
 	case s.plan.restartAfter == 0:
 		fmt.Fprintf(stderr, "  it stays down: start cluster up with --restart-after to have a node that dies started again\n")
+	case n.ExitErr() == nil:
+		fmt.Fprintf(stderr, "  not started again: it stopped cleanly (status 0), so it was stopped on purpose (a decommissioned node, say); Ctrl-C and cluster up start it again\n")
 	case !n.answered:
-		fmt.Fprintf(stderr, "  not started again: it died before it answered /readyz since its start %s ago; the end of its log:\n%s\n",
-			time.Since(n.startedAt).Round(100*time.Millisecond), proc.LogTail(n.logPath))
+		fmt.Fprintf(stderr, "  not started again: it died before it answered /readyz since its start %s ago; what it logged:\n%s",
+			time.Since(n.startedAt).Round(100*time.Millisecond), logSince(n.logPath, n.logStart))
 	default:
 		s.pending[n.id] = time.AfterFunc(s.plan.restartAfter, func() { s.due <- n })
 		fmt.Fprintf(stderr, "  starting it again in %s (--restart-after)\n", s.plan.restartAfter)
@@ -114,8 +120,11 @@ func (s *supervisor) probeReturning(ctx context.Context) {
 		case strings.Contains(err.Error(), retiredReadiness):
 			n.retired = true
 			fmt.Fprintf(s.a.stderr, "narad cluster: %s was decommissioned meanwhile: it serves nothing\n", n.id)
-		case time.Since(n.startedAt) > clusterReadyTimeout:
-			fmt.Fprintf(s.a.stderr, "narad cluster: %s is not ready %s after it was started again (%v); see %s\n", n.id, clusterReadyTimeout, err, n.logPath)
+		case time.Since(n.startedAt) > clusterReadyTimeout && !n.slowSaid:
+			n.slowSaid = true
+			fmt.Fprintf(s.a.stderr, "narad cluster: %s is not ready %s after it was started again (%v); it keeps running, see %s\n",
+				n.id, clusterReadyTimeout, err, n.logPath)
+			still = append(still, n)
 		default:
 			still = append(still, n)
 		}
@@ -132,6 +141,38 @@ func (s *supervisor) running() int {
 		}
 	}
 	return count
+}
+
+// up counts the nodes whose exit the supervisor has not taken: when
+// several die at once, each report counts one fewer.
+func (s *supervisor) up() int {
+	count := 0
+	for _, n := range s.nodes {
+		if !n.down {
+			count++
+		}
+	}
+	return count
+}
+
+// logSince is what the log at path holds from offset on (what one process
+// wrote), at most its last proc.LogTailBytes, ending in a newline.
+func logSince(path string, offset int64) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error() + "\n"
+	}
+	data = data[min(offset, int64(len(data))):]
+	if len(data) > proc.LogTailBytes {
+		data = data[len(data)-proc.LogTailBytes:]
+	}
+	if len(data) == 0 {
+		return "  (nothing)\n"
+	}
+	if data[len(data)-1] != '\n' {
+		data = append(data, '\n')
+	}
+	return string(data)
 }
 
 // cancelPending stops the restarts not yet due: the run is ending.
