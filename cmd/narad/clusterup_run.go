@@ -78,7 +78,7 @@ func (a *app) runCluster(ctx context.Context, plan clusterPlan) error {
 		return errors.New("every node of the cluster was decommissioned: nothing serves (remove the data directory to start afresh)")
 	}
 	a.printClusterBanner(plan, nodes, commandName(executable))
-	return a.newSupervisor(plan, executable, nodes, exits).run(ctx)
+	return a.newSupervisor(plan, nodes, exits).run(ctx)
 }
 
 // checkPortsFree refuses to start when a port of the plan is taken: a

@@ -15,14 +15,14 @@ import (
 // ready, until the run ends. It reports every exit. With --restart-after
 // (plan.restartAfter) it starts a node that died again on its data once
 // that delay has passed, and reports when it answers /readyz again, unless
-// the node died before it had answered since its last start: that one
-// would most likely die again (a port taken, a damaged directory), so it
-// stays down and the end of its log is printed. Everything runs on the
-// goroutine of run; timers only hand nodes back to it.
+// the node died before it had answered since its last start (it would most
+// likely die again: a port taken, a damaged directory; what that start
+// logged is printed) or stopped cleanly (exit status 0: stopped on
+// purpose, as a decommissioned node is). Everything runs on the goroutine
+// of run; timers only hand nodes back to it.
 type supervisor struct {
-	a          *app
-	plan       clusterPlan
-	executable string
+	a    *app
+	plan clusterPlan
 	// nodes are the run's nodes, the same slice runCluster stops at its end.
 	nodes []*devNode
 	// exits receives a node each time its process was reaped.
@@ -38,8 +38,8 @@ type supervisor struct {
 	returning []*devNode
 }
 
-func (a *app) newSupervisor(plan clusterPlan, executable string, nodes []*devNode, exits chan *devNode) *supervisor {
-	return &supervisor{a: a, plan: plan, executable: executable, nodes: nodes, exits: exits,
+func (a *app) newSupervisor(plan clusterPlan, nodes []*devNode, exits chan *devNode) *supervisor {
+	return &supervisor{a: a, plan: plan, nodes: nodes, exits: exits,
 		due: make(chan *devNode, len(nodes)), pending: map[string]*time.Timer{}}
 }
 

@@ -44,7 +44,7 @@ func TestClusterUpRestartsOnlyANodeThatDiedAfterServing(t *testing.T) {
 	retired := exitedNode(t, "n4", true)
 	retired.retired = true
 	nodes := []*devNode{served, starting, stopped, retired}
-	s := (&app{stderr: &stderr}).newSupervisor(plan, "narad", nodes, make(chan *devNode, len(nodes)))
+	s := (&app{stderr: &stderr}).newSupervisor(plan, nodes, make(chan *devNode, len(nodes)))
 	defer s.cancelPending()
 	for _, n := range nodes {
 		s.exited(n)
