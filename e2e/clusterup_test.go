@@ -9,6 +9,7 @@ import (
 	"net"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,21 +31,7 @@ const clusterUpStartTimeout = 60 * time.Second
 // exit 0.
 func TestClusterUpStartsAndStopsThreeNodes(t *testing.T) {
 	basePort := freePortRange(t, 3)
-	dataDir := t.TempDir()
-	cmd := exec.Command(binary, "cluster", "up", "--base-port", fmt.Sprint(basePort), "--data-dir", dataDir)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	stderr := &lockedBuffer{}
-	cmd.Stderr = stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Signal(syscall.SIGINT)
-			_ = cmd.Wait()
-		}
-	})
-	banner := readUntil(t, stdout, "Ctrl-C stops all three", clusterUpStartTimeout, stderr)
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	cmd, stderr, banner := startClusterUp(t, basePort)
 
 	addrs := []string{}
 	for i := range 3 {
@@ -58,7 +45,7 @@ func TestClusterUpStartsAndStopsThreeNodes(t *testing.T) {
 		_, err := client.New("http://" + addr).Readyz(ctx)
 		require.NoError(t, err, "node %s is not ready after cluster up said so", addr)
 	}
-	_, err = client.New("http://" + addrs[2]).ClusterMembers(ctx)
+	_, err := client.New("http://" + addrs[2]).ClusterMembers(ctx)
 	require.True(t, client.IsStatus(err, 401), "the nodes run with authentication on: %v", err)
 	password := regexp.MustCompile(`user admin, password (\S+)`).FindStringSubmatch(banner)
 	require.NotNil(t, password, "the banner prints the admin password:\n%s", banner)
@@ -82,6 +69,29 @@ func TestClusterUpStartsAndStopsThreeNodes(t *testing.T) {
 		}
 		require.Error(t, err, "node %s still listens after cluster up stopped", addr)
 	}
+}
+
+// startClusterUp runs `narad cluster up` on basePort with a data
+// directory of the test and args, and returns it once its banner is out
+// (the banner, and its stderr so far and to come); the test's cleanup
+// interrupts it if the test did not stop it.
+func startClusterUp(t *testing.T, basePort int, args ...string) (*exec.Cmd, *lockedBuffer, string) {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"cluster", "up", "--base-port", fmt.Sprint(basePort), "--data-dir", t.TempDir()}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			_ = cmd.Wait()
+		}
+	})
+	banner := readUntil(t, stdout, "Ctrl-C stops all three", clusterUpStartTimeout, stderr)
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	return cmd, stderr, banner
 }
 
 // readUntil reads lines from r until one contains marker and returns all
@@ -182,24 +192,10 @@ func (b *lockedBuffer) String() string {
 // then stops all three, the restarted one included.
 func TestClusterUpStartsADeadNodeAgain(t *testing.T) {
 	basePort := freePortRange(t, 3)
-	cmd := exec.Command(binary, "cluster", "up", "--base-port", fmt.Sprint(basePort), "--data-dir", t.TempDir(), "--restart-after", "1s")
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	stderr := &lockedBuffer{}
-	cmd.Stderr = stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Signal(syscall.SIGINT)
-			_ = cmd.Wait()
-		}
-	})
-	banner := readUntil(t, stdout, "Ctrl-C stops all three", clusterUpStartTimeout, stderr)
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	cmd, stderr, banner := startClusterUp(t, basePort, "--restart-after", "1s")
 	found := regexp.MustCompile(`(?m)^  n2 .* pid (\d+) `).FindStringSubmatch(banner)
 	require.NotNil(t, found, "the banner names n2's pid:\n%s", banner)
-	var pid int
-	_, err = fmt.Sscan(found[1], &pid)
+	pid, err := strconv.Atoi(found[1])
 	require.NoError(t, err)
 
 	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
