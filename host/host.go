@@ -586,6 +586,11 @@ func (h *Host) Shutdown() error {
 	default:
 		closeErr = h.loop.node.Close()
 	}
+	var unpersisted *node.UnpersistedOffsets
+	if errors.As(closeErr, &unpersisted) && closeErr == error(unpersisted) { // alone: a full disk, and nothing lost
+		h.logger.Warn("stopped with committed offsets unpersisted", "error", closeErr)
+		closeErr = nil
+	}
 	h.logger.Info("narad node stopped", "node", h.opts.Node.NodeID)
 	return errors.Join(serverErr, loopErr, transportErr, closeErr, h.fs.Close())
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"go.etcd.io/raft/v3/raftpb"
 
@@ -855,17 +856,24 @@ func (n *Node) reply(id msg.RequestID, result msg.Result, err error) {
 // Close persists every changed committed consumer offset and closes the
 // logs. The driver calls it once, at graceful shutdown, after the last
 // Ready was handled; the node must not be used afterwards. An offset
-// whose file the disk has no room for (a file to create) fails the close
-// with that error; the logs close all the same, and the next start
-// delivers the records acknowledged since its last persist again.
+// whose file the disk has no room for (a file to create) is left
+// unpersisted, as a sync round leaves it (committed-offset-write-refused):
+// the logs close all the same, the next start delivers the records
+// acknowledged since its last persist again, and when nothing else failed
+// Close returns an *UnpersistedOffsets naming the partitions, which a
+// driver reports and need not treat as a failure.
 func (n *Node) Close() error {
 	var errs []error
+	unpersisted := &UnpersistedOffsets{}
 	for _, p := range n.sortedPartitions() {
 		if p.frontierUnsaved {
 			n.saveFrontier(p)
 		}
 		if p.log != nil && p.log.CommittedDirty() {
-			if err := p.log.SyncCommitted(); err != nil {
+			if err := p.log.SyncCommitted(); refusedForRoom(err) {
+				n.committedWriteRefused(p, err)
+				unpersisted.Dirs, unpersisted.Cause = append(unpersisted.Dirs, p.dir), err
+			} else if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", p.dir, err))
 			}
 		}
@@ -879,8 +887,47 @@ func (n *Node) Close() error {
 	if err := n.meta.Close(); err != nil {
 		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
+	if len(unpersisted.Dirs) == 0 {
+		return errors.Join(errs...)
+	}
+	if len(errs) == 0 {
+		return unpersisted
+	}
+	return errors.Join(append(errs, unpersisted)...)
 }
+
+// refusedForRoom reports whether err, from Log.SyncCommitted, is the disk
+// having no room for the committed offset's write alone, the log still
+// usable (storage.SyncRound.CommittedRefused).
+func refusedForRoom(err error) bool {
+	return err != nil && !errors.Is(err, storage.ErrLogFailed) && storage.OnlyNoSpace(err)
+}
+
+// UnpersistedOffsets is Close's error when the disk had no room for some
+// partitions' committed offsets: their files keep the offsets of their
+// last persist, so the next start delivers the records acknowledged
+// since then again (duplicates, never a gap). Close returns it alone
+// when nothing else failed.
+type UnpersistedOffsets struct {
+	// Dirs are the partitions' directories, sorted; Cause is the last
+	// refusal, a full disk.
+	Dirs  []string
+	Cause error
+}
+
+// unpersistedDirsShown bounds the directories UnpersistedOffsets names.
+const unpersistedDirsShown = 5
+
+func (u *UnpersistedOffsets) Error() string {
+	named := strings.Join(u.Dirs[:min(len(u.Dirs), unpersistedDirsShown)], ", ")
+	if len(u.Dirs) > unpersistedDirsShown {
+		named += fmt.Sprintf(" and %d more", len(u.Dirs)-unpersistedDirsShown)
+	}
+	return fmt.Sprintf("the committed consumer offsets of %d partition(s) (%s) were not persisted: the disk has no room for their files (%v); "+
+		"the records acknowledged since their last persist will be delivered again", len(u.Dirs), named, u.Cause)
+}
+
+func (u *UnpersistedOffsets) Unwrap() error { return u.Cause }
 
 // Abandon drops the node as a crash would: nothing is persisted or
 // synced; the metastore's file is closed (its committed transactions

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -556,13 +557,25 @@ func (n *simNode) stop() {
 		return // the released polls' replies need no sync; a produce might
 	}
 	states := partitionStates(n)
-	if err := n.node.Close(); err != nil {
+	err := n.node.Close()
+	var unpersisted *node.UnpersistedOffsets
+	switch {
+	case errors.As(err, &unpersisted) && err == error(unpersisted):
+		// An injected full disk refused only committed offsets' files:
+		// those stay as they were, the rest of the stop is durable.
+		n.w.countFault("stop-offsets-unpersisted")
+		n.w.tracef("%s close left offsets unpersisted: %v", n.id, err)
+		for _, dir := range unpersisted.Dirs {
+			delete(states, dir)
+		}
+		n.w.checker.stopped(n, states)
+	case err != nil:
 		// An injected disk fault failed the final persist: what it was
 		// writing may not be durable, so the stop ends as a crash does.
 		n.w.countFault("stop-failed")
 		n.w.tracef("%s close failed: %v", n.id, err)
 		n.fs.Crash()
-	} else {
+	default:
 		n.w.checker.stopped(n, states)
 	}
 	n.down()
