@@ -188,6 +188,14 @@ type Consume struct {
 	Partition int // PartitionNone: any partition
 	Max       int
 	WaitMs    int64
+	// TopicIncarnation and TopicCreatedAtMs, on a consume a node
+	// forwards, are the identity of the topic it routed the consume for
+	// (meta.TopicRecord's Identity); zero on a client's request. The
+	// owner refuses, retryably, one routed for another topic of the name
+	// (deleted and created again, one of the two nodes not caught up):
+	// served, it would hand out the other creation's records.
+	TopicIncarnation uint64
+	TopicCreatedAtMs int64
 }
 
 // Replay reads one record at an explicit offset, read-only.
@@ -195,6 +203,9 @@ type Replay struct {
 	Topic     string
 	Partition int
 	Offset    uint64
+	// TopicIncarnation and TopicCreatedAtMs: as for Consume.
+	TopicIncarnation uint64
+	TopicCreatedAtMs int64
 }
 
 // AckAction is what an ack request does to a reservation.

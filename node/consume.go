@@ -8,6 +8,7 @@ import (
 
 	"narad/chaos"
 	"narad/invariant"
+	"narad/meta"
 	"narad/msg"
 	"narad/node/lease"
 	"narad/storage"
@@ -45,6 +46,9 @@ const readRetryIntervalMs = 1_000
 
 func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 	t, err := n.topic(r.Topic)
+	if err == nil {
+		err = checkRoutedFor(t, r.TopicIncarnation, r.TopicCreatedAtMs)
+	}
 	if err != nil {
 		n.reply(id, nil, err)
 		return
@@ -93,6 +97,22 @@ func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 		}
 		n.waiters.add(&waiter{id: id, request: r, parkedAtMs: n.nowMs, deadlineMs: n.nowMs + wait})
 	}
+}
+
+// checkRoutedFor refuses, retryably, a consume or replay another node
+// routed here for another topic of the name than t (the identity it
+// carries, meta.TopicRecord's): the topic was deleted and created again,
+// and one of the two nodes has not applied it yet. Served, it would hand
+// the client the records of the other creation (a node that restarted
+// while the topic was deleted and created again served the deleted
+// creation's records to the new one's reader, nightly seed 7516619). A
+// client's request carries no identity and is taken as it is.
+func checkRoutedFor(t *topic, incarnation uint64, createdAtMs int64) error {
+	routedFor := meta.TopicIdentity{Incarnation: incarnation, CreatedAtMs: createdAtMs}
+	if routedFor == (meta.TopicIdentity{}) || routedFor == t.identity {
+		return nil
+	}
+	return msg.Unavailable("topic %q was deleted and created again, and this node or the one that forwarded the request has not applied it yet; retry", t.info.Name)
 }
 
 // remoteTurn reports whether this unpinned consume asks the other owners
@@ -589,6 +609,9 @@ func (n *Node) expireLeases() {
 func (n *Node) replay(r msg.Replay) (msg.Result, error) {
 	t, err := n.topic(r.Topic)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkRoutedFor(t, r.TopicIncarnation, r.TopicCreatedAtMs); err != nil {
 		return nil, err
 	}
 	if r.Partition < 0 || r.Partition >= t.info.Partitions {

@@ -34,6 +34,7 @@ func (n *Node) consumeElsewhere(id msg.RequestID, t *topic, r msg.Consume) {
 	wait := min(max(r.WaitMs, 0), n.cfg.ConsumeWaitMaxMs)
 	passed := &passedConsume{owner: owner}
 	n.routing.passedConsumes[id] = passed
+	r.TopicIncarnation, r.TopicCreatedAtMs = t.identity.Incarnation, t.identity.CreatedAtMs
 	passed.forward = n.forward(owner, r, wait+n.cfg.ForwardTimeoutMs, func(reply msg.Reply) { n.passConsumeThrough(id, owner, reply) })
 }
 
@@ -145,6 +146,9 @@ func (n *Node) probe(w *waiter, owner string) {
 	w.probing = owner
 	id, topicName := w.id, w.request.Topic
 	probe := msg.Consume{Topic: topicName, Partition: msg.PartitionNone, Max: w.request.Max}
+	if t, ok := n.lookupTopic(topicName); ok {
+		probe.TopicIncarnation, probe.TopicCreatedAtMs = t.identity.Incarnation, t.identity.CreatedAtMs
+	}
 	n.forward(owner, probe, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) { n.probeAnswered(id, topicName, owner, reply) })
 }
 

@@ -19,6 +19,7 @@ func (n *Node) replayRouted(id msg.RequestID, r msg.Replay) {
 		n.reply(id, nil, msg.Unavailable("partition %d of %s is unavailable (owner %s is down or unreachable); retry", r.Partition, r.Topic, owner))
 		return
 	}
+	r.TopicIncarnation, r.TopicCreatedAtMs = t.identity.Incarnation, t.identity.CreatedAtMs
 	n.forward(owner, r, n.cfg.ForwardTimeoutMs, func(reply msg.Reply) { n.passThrough(id, reply) })
 }
 

@@ -83,3 +83,33 @@ func TestAFailedTopicRemovalIsRetriedBeforeANamesakeOpens(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "new-record", string(m.Payload), "the namesake starts empty")
 }
+
+// Property: a consume or replay another node routed here for another
+// creation of the topic (the identity it carries differs from this
+// node's topic: one of the two has not applied a delete and re-create
+// yet) is refused retryably, 503, never served: a restarted owner whose
+// replica still held the deleted creation served its record to the new
+// creation's reader (nightly seed 7516619). A client's request carries
+// no identity and is served as before, and so is one routed for this
+// node's own creation.
+func TestAConsumeOrReplayRoutedForAnotherCreationIsRefused(t *testing.T) {
+	h := newHarness(t)
+	h.createTopic("orders", func(r *msg.CreateTopic) { r.Partitions = 3 })
+	h.produce("orders", 0, "a")
+	topic, ok := h.node.lookupTopic("orders")
+	require.True(t, ok)
+	own := topic.identity
+	other := own
+	other.Incarnation++
+
+	refused := h.do(msg.Replay{Topic: "orders", Partition: 0, TopicIncarnation: other.Incarnation, TopicCreatedAtMs: other.CreatedAtMs})
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(refused.Err), "%v", refused.Err)
+	refused = h.do(msg.Consume{Topic: "orders", Partition: 0, TopicIncarnation: other.Incarnation, TopicCreatedAtMs: other.CreatedAtMs})
+	require.Equal(t, msg.CodeUnavailable, msg.CodeOf(refused.Err), "%v", refused.Err)
+	require.Contains(t, refused.Err.Error(), "deleted and created again")
+
+	replayed := h.ok(msg.Replay{Topic: "orders", Partition: 0, TopicIncarnation: own.Incarnation, TopicCreatedAtMs: own.CreatedAtMs}).(msg.ReplayResult)
+	require.Equal(t, "a", string(replayed.Message.Payload), "routed for this creation: served")
+	consumed := h.ok(msg.Consume{Topic: "orders", Partition: 0}).(msg.ConsumeResult)
+	require.Len(t, consumed.Messages, 1, "a client's consume carries no identity: served")
+}

@@ -62,6 +62,8 @@ func (e *encoder) dataRequest(request msg.Request) {
 		e.string(r.Topic, topicNameLimit)
 		e.int(r.Partition)
 		e.uvarint(r.Offset)
+		e.uvarint(r.TopicIncarnation)
+		e.varint(r.TopicCreatedAtMs)
 	case msg.Ack:
 		e.typeNumber(typeAck)
 		e.ack(r)
@@ -94,7 +96,7 @@ func (d *decoder) request() msg.Request {
 	case typeConsume:
 		return d.consume()
 	case typeReplay:
-		return msg.Replay{Topic: d.string(topicNameLimit), Partition: d.int(), Offset: d.uvarint()}
+		return msg.Replay{Topic: d.string(topicNameLimit), Partition: d.int(), Offset: d.uvarint(), TopicIncarnation: d.uvarint(), TopicCreatedAtMs: d.varint()}
 	case typeAck:
 		return d.ack()
 	case typeListMembers:
@@ -238,10 +240,13 @@ func (e *encoder) consume(r msg.Consume) {
 	e.int(r.Partition)
 	e.int(r.Max)
 	e.varint(r.WaitMs)
+	e.uvarint(r.TopicIncarnation)
+	e.varint(r.TopicCreatedAtMs)
 }
 
 func (d *decoder) consume() msg.Consume {
-	return msg.Consume{Topic: d.string(topicNameLimit), Partition: d.int(), Max: d.int(), WaitMs: d.varint()}
+	return msg.Consume{Topic: d.string(topicNameLimit), Partition: d.int(), Max: d.int(), WaitMs: d.varint(),
+		TopicIncarnation: d.uvarint(), TopicCreatedAtMs: d.varint()}
 }
 
 func (e *encoder) ack(r msg.Ack) {

@@ -49,10 +49,12 @@ func dataRequest() *rapid.Generator[msg.Request] {
 	return rapid.OneOf(
 		rapid.Custom(func(t *rapid.T) msg.Request {
 			return msg.Consume{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition"),
-				Max: rapid.Int().Draw(t, "max"), WaitMs: rapid.Int64().Draw(t, "wait")}
+				Max: rapid.Int().Draw(t, "max"), WaitMs: rapid.Int64().Draw(t, "wait"),
+				TopicIncarnation: rapid.Uint64().Draw(t, "incarnation"), TopicCreatedAtMs: rapid.Int64().Draw(t, "created")}
 		}),
 		rapid.Custom(func(t *rapid.T) msg.Request {
-			return msg.Replay{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition"), Offset: rapid.Uint64().Draw(t, "offset")}
+			return msg.Replay{Topic: topic().Draw(t, "topic"), Partition: rapid.Int().Draw(t, "partition"), Offset: rapid.Uint64().Draw(t, "offset"),
+				TopicIncarnation: rapid.Uint64().Draw(t, "incarnation"), TopicCreatedAtMs: rapid.Int64().Draw(t, "created")}
 		}),
 		rapid.Custom(func(t *rapid.T) msg.Request {
 			action := msg.AckAction(rapid.IntRange(int(msg.AckCommit), int(msg.AckReturn)).Draw(t, "action"))
