@@ -475,10 +475,21 @@ type cursorFiles struct {
 	noSpaceSaidMs int64
 }
 
-// noSpaceSayEveryMs spaces the fanout-cursor-write-refused warnings of
-// one partition: its rounds retry every CursorPersistIntervalMs while the
-// disk stays full.
+// noSpaceSayEveryMs spaces the fanout-cursor-write-refused and
+// committed-offset-write-refused warnings of one partition: its rounds
+// retry their writes every interval while the disk stays full.
 const noSpaceSayEveryMs = 60_000
+
+// noSpaceSayDue reports whether a full-disk warning last said at *saidMs
+// (0: never) may be said again now, at most once per noSpaceSayEveryMs,
+// and if so records now there.
+func (n *Node) noSpaceSayDue(saidMs *int64) bool {
+	if *saidMs != 0 && n.nowMs-*saidMs < noSpaceSayEveryMs {
+		return false
+	}
+	*saidMs = n.nowMs
+	return true
+}
 
 // cursorsRefused records, for a round's cursor files, that the disk had
 // no room for them (storage.OnlyNoSpace). Only Sync.Run, RunTogether and
@@ -626,10 +637,9 @@ func (n *Node) cursorsWritten(p *partition, writes []cursorWrite, refused *curso
 // its interval, asks for them again (scheduleCursorWrites).
 func (n *Node) cursorWritesRefused(p *partition, files int, err error) {
 	chaos.Reached(chaos.MarkFanoutCursorFilesRefused)
-	if p.cursorFiles.noSpaceSaidMs != 0 && n.nowMs-p.cursorFiles.noSpaceSaidMs < noSpaceSayEveryMs {
+	if !n.noSpaceSayDue(&p.cursorFiles.noSpaceSaidMs) {
 		return
 	}
-	p.cursorFiles.noSpaceSaidMs = n.nowMs
 	n.observer.Event("fanout-cursor-write-refused", fmt.Sprintf("%s: the disk has no room for %d fan-out cursor file(s) (%v): "+
 		"they keep their earlier offsets (a restart would copy the records since then again) and are written again every %d ms until it has",
 		p.dir, files, err, n.cfg.Fanout.CursorPersistIntervalMs))

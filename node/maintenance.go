@@ -37,10 +37,9 @@ func (n *Node) scheduleCommitPersist() {
 // commit persist tries again.
 func (n *Node) committedWriteRefused(p *partition, err error) {
 	chaos.Reached(chaos.MarkNodeCommittedOffsetRefused)
-	if p.committedNoSpaceSaidMs != 0 && n.nowMs-p.committedNoSpaceSaidMs < noSpaceSayEveryMs {
+	if !n.noSpaceSayDue(&p.committedNoSpaceSaidMs) {
 		return
 	}
-	p.committedNoSpaceSaidMs = n.nowMs
 	n.observer.Event("committed-offset-write-refused", fmt.Sprintf("%s: the disk has no room for the committed consumer offset's file (%v): "+
 		"acknowledged records since its last persist would be delivered again after a crash; written again every %d ms until it has",
 		p.dir, err, n.cfg.CommitPersistIntervalMs))

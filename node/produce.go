@@ -15,7 +15,7 @@ import (
 // only with the sync round of every touched partition, wherever it is.
 func (n *Node) produce(id msg.RequestID, r msg.Produce) {
 	t, placements, err := n.placeRecords(r, localOnly(id))
-	if err != nil && clientWrite(r) { // the check of the records only on the rare refusal, off the produce path
+	if err != nil && r.FanoutEpoch == 0 && hasClientRecords(r) { // the records are looked at only on the rare refusal
 		n.refusedForDisk(err)
 	}
 	if err == nil && !localOnly(id) {
@@ -181,21 +181,6 @@ func (t *touchedPartitions) sorted() []*partition {
 		return nil
 	}
 	return t.one[:]
-}
-
-// clientWrite reports whether a produce carries a client's records, not
-// the node's own writes between topics (fan-out copies, dead letters),
-// which retry on their own while a refusal lasts.
-func clientWrite(r msg.Produce) bool {
-	if r.FanoutEpoch != 0 {
-		return false
-	}
-	for _, rec := range r.Records {
-		if rec.Origin != nil {
-			return false
-		}
-	}
-	return true
 }
 
 // placeRecords validates every record and picks its partition before
