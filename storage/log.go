@@ -207,18 +207,26 @@ func ensureDir(fs FS, dir string) error { return ensureDirKnown(fs, dir, nil) }
 // install's rename and the sync of its parent), so a known directory
 // that exists needs no sync. A nil known syncs every ancestor, as
 // ensureDir must for what another process may have left.
+//
+// The directories this call finds missing leave known before it makes
+// them: known may still hold them from before a removal, and a sync that
+// fails part way must leave every one it made unknown, or the next call,
+// finding them present, would skip their syncs (nightly seed 7562330).
 func ensureDirKnown(fs FS, dir string, known map[string]struct{}) error {
 	missing, err := missingDirs(fs, dir)
 	if err != nil {
 		return err
 	}
 	if len(missing) > 0 {
+		for _, made := range missing {
+			delete(known, made)
+		}
 		if err := fs.MkdirAll(dir); err != nil {
 			return err
 		}
 	}
 	for current := dir; current != "." && current != "/"; current = parentDir(current) {
-		if _, ok := known[current]; ok && !slices.Contains(missing, current) {
+		if _, ok := known[current]; ok {
 			continue
 		}
 		if err := fs.SyncDir(parentDir(current)); err != nil {
