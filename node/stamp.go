@@ -112,6 +112,9 @@ func (n *Node) stampPartition(t *topic, p *partition) error {
 	identity, err := readStamp(n.fs, p.dir)
 	switch {
 	case err == nil && identity == t.identity:
+		if err := n.syncFoundStamp(p); err != nil {
+			return n.openUnstamped(p, err) // as a failed write of it
+		}
 		p.stamped = true
 		return nil
 	case err == nil:
@@ -128,6 +131,21 @@ func (n *Node) stampPartition(t *topic, p *partition) error {
 	}
 	p.stamped = true
 	return nil
+}
+
+// syncFoundStamp makes durable the stamp found in place in the directory
+// of a log that opened unstamped (stampRetryAtMs set): a try that renamed
+// it there and then failed at the sync of the directory leaves it in
+// place, and that log's rounds sync the directory only when they create a
+// segment (its first round did, before the stamp was there), so a crash
+// could take it away after more records were acknowledged there. A stamp
+// found anywhere else is durable, or the first round of the log opened
+// next syncs its directory (recovery leaves it dirty) before any record.
+func (n *Node) syncFoundStamp(p *partition) error {
+	if p.stampRetryAtMs == 0 {
+		return nil
+	}
+	return n.fs.SyncDir(p.dir)
 }
 
 // stampRetryMs is how long a partition that opened unstamped serves

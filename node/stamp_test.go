@@ -202,3 +202,25 @@ func countPrefix(lines []string, prefix string) int {
 	}
 	return count
 }
+
+// TestAStampFoundAfterAFailedSyncOfItsDirectoryIsMadeDurable: a log that
+// opened unstamped (a full disk) tries its stamp again; the stamp is
+// renamed into place but the sync of the directory fails, and the next
+// try finds it there. The log's rounds sync the directory only when they
+// create a segment (its first one synced it before the stamp was there),
+// so the node makes the stamp durable before it takes the directory as
+// stamped: a crash after the next acknowledged records keeps it.
+func TestAStampFoundAfterAFailedSyncOfItsDirectoryIsMadeDurable(t *testing.T) {
+	h := startUnstamped(t, storage.ErrNoSpace, nil)
+	h.produce("orders", 0, "unstamped")
+	dir := PartitionDir("orders", 0)
+	h.fs.FailNext(storage.FaultCreate, nil, 0) // space again
+	h.fs.FailNextMatching(storage.FaultSyncDir, storage.ErrIO, 1, func(name string) bool { return name == dir })
+	h.tick(stampRetryMs)
+	h.fail(msg.Produce{Topic: "orders", Records: []msg.ProduceRecord{{Partition: 0, Payload: []byte("refused")}}}, msg.CodeUnavailable)
+	h.produce("orders", 0, "stamped")
+
+	identity, err := readStamp(h.fs.DurableClone(), dir)
+	require.NoError(t, err, "the stamp found in place is durable once the directory is taken as stamped")
+	require.Equal(t, h.topicIdentityOf("orders"), identity)
+}
