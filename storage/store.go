@@ -42,9 +42,10 @@ type Store struct {
 	// ensured holds the directories whose entries in their parents this
 	// Store made durable (ensureDirKnown, by an open or EnsureDir): a log
 	// reopened there (after an eviction, say) syncs no directory, and a
-	// partition's first open syncs only what is new above it. At most
-	// ensuredDirsMax entries (those of deleted topics linger): cleared
-	// when full. Changed by openNew and EnsureDir only.
+	// partition's first open syncs only what is new above it. An entry
+	// of a removed directory lingers until ensureDirKnown finds it missing
+	// and drops it, before making it again. At most ensuredDirsMax
+	// entries: cleared when full. Changed by openNew and EnsureDir only.
 	ensured map[string]struct{}
 	// recoveryBuffer is the read window every recovery of an open reuses
 	// (up to 2×FrameBytesMax; nothing an open log holds points into it).
