@@ -219,8 +219,11 @@
 //     idle), retention waits for the next tick after the round, and a log
 //     closed meanwhile (its storage failed, say) keeps its files open until
 //     the round completes; a log that failed meanwhile raises no HWM at
-//     Advance (it reopens from its disk, recovering what is durable),
-//     while the replies of the round, whose fsyncs succeeded, stand. The
+//     Advance (it reopens from its disk, recovering what is durable, once
+//     that round completed: until then its partition answers 503, as
+//     recovery would remove the round's temporary files and write the
+//     hwm file under it), while the replies of the round, whose fsyncs
+//     succeeded, stand. The
 //     directory of a partition this node writes
 //     is removed only while applying the metastore (a deleted topic, a
 //     partition moved away), which happens in Advance after the rounds

@@ -103,6 +103,13 @@ type partition struct {
 	// Set by dropLog, cleared by openLog; so while it is set, log is nil
 	// and leases (made at the first open) is not.
 	closedIntact bool
+	// failedInFlight is the log failLog closed while its sync round was
+	// in flight (pipelined group commit: the round runs off the loop),
+	// until openLog sees that round completed: recovery of the directory
+	// meanwhile would remove the round's temporary files and write the
+	// hwm file under it, so openLog refuses (503) while it is Syncing. Set
+	// by failLog, cleared by openLog.
+	failedInFlight *storage.Log
 	// committedNoSpaceSaidMs is when a round whose committed offset the
 	// disk had no room for was last said (committed-offset-write-refused),
 	// at most once per noSpaceSayEveryMs; 0 before (maintenance.go).
@@ -212,6 +219,12 @@ func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
 	}
 	if n.purgesPending[p.key.topic] {
 		return nil, msg.Unavailable("the files of a deleted topic of this name are still being removed here; retry")
+	}
+	if p.failedInFlight != nil {
+		if p.failedInFlight.Syncing() {
+			return nil, msg.Unavailable("its storage failed while a sync round was on disk; retry")
+		}
+		p.failedInFlight = nil
 	}
 	if err := n.stampPartition(t, p); err != nil {
 		n.observer.Event("log-open-failed", fmt.Sprintf("%s: its topic stamp: %v", p.dir, err))
@@ -434,6 +447,9 @@ func (n *Node) leaseConfig(t *topic) lease.Config {
 func (n *Node) failLog(p *partition, cause error) {
 	chaos.Reached(chaos.MarkNodeLogFailed)
 	n.observer.Event("log-failed", fmt.Sprintf("%s: %v", p.dir, cause))
+	if p.log != nil && p.log.Syncing() {
+		p.failedInFlight = p.log
+	}
 	_ = n.store.Close(p.dir) // the log is failed; its close error adds nothing
 	n.dropLog(p, false)
 	n.failDependents(p, msg.Unavailable("partition %d of %s: storage failed, retry: %s", p.key.index, p.key.topic, storageCause(cause)))
