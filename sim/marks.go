@@ -52,6 +52,9 @@ const (
 	// markGroupSyncRound: a node ran the partition rounds of a Ready, two
 	// or more of them with records, together (node.RunTogether).
 	markGroupSyncRound chaos.Mark = "sim-group-sync-round"
+	// markSyncsRanAfterInput: a node ran the partition rounds of a Ready
+	// late (Options.LateSyncs), after it took an input since the Ready.
+	markSyncsRanAfterInput chaos.Mark = "sim-syncs-ran-after-input"
 	// markInstallCrashed: a destination was killed between the two
 	// renames of a move's install.
 	markInstallCrashed chaos.Mark = "sim-install-crashed"
@@ -115,6 +118,10 @@ var ExpectedClusterMarks = []chaos.Mark{
 // must reach. A keyless record went past an owner short of disk: about
 // one run in four (the pressure comes to 30 % of them).
 var ExpectedDiskPressureMarks = []chaos.Mark{chaos.MarkNodeKeylessAvoidsLowDisk}
+
+// ExpectedLateSyncMarks are the further marks a sweep with every fault
+// and late syncs on (Options.LateSyncs) must reach.
+var ExpectedLateSyncMarks = []chaos.Mark{markSyncsRanAfterInput}
 
 // MissingMarks lists the marks of expected absent from reached, sorted.
 func MissingMarks(reached map[string]int, expected []chaos.Mark) []chaos.Mark {

@@ -16,7 +16,7 @@ var notYetRequired = map[chaos.Mark]string{}
 
 // requiredMarks returns every mark some sweep definition requires.
 func requiredMarks() []chaos.Mark {
-	lists := [][]chaos.Mark{ExpectedMarks, ExpectedSingleNodeMarks, ExpectedClusterMarks, ExpectedDiskPressureMarks, ExpectedMoveMarks, ciMoveMarks, MoveFaultMarks(), ExpectedDeadLetterMarks,
+	lists := [][]chaos.Mark{ExpectedMarks, ExpectedSingleNodeMarks, ExpectedClusterMarks, ExpectedDiskPressureMarks, ExpectedLateSyncMarks, ExpectedMoveMarks, ciMoveMarks, MoveFaultMarks(), ExpectedDeadLetterMarks,
 		ExpectedDeadLetterAimedMarks, ExpectedFanoutMarks, FanoutFaultMarks(), ExpectedFanoutAgedOutMarks, nightlyMoveMarkList()}
 	return slices.Concat(lists...)
 }

@@ -73,6 +73,7 @@ func catchInMovesWorld(bug chaos.Bug, seeds int) plantedCatch {
 		opts.Moves = true
 		opts.Weather = WeatherAuto // as TestSim's sweeps run
 		opts.DiskPressure = false  // as the catches were measured: it came later and reshuffles a share of the runs
+		opts.LateSyncs = false     // likewise
 		if report := Run(opts); report.Failure != nil {
 			return plantedCatch{bug: bug, seed: seed, checker: report.Failure.Checker, detail: report.Failure.Detail}
 		}

@@ -13,7 +13,7 @@ import (
 // once failed (each line: seed, profile, optionally nodes=N, moves,
 // users, deadletters, deadletters-aimed, fanout, sites=on (the core's fault
 // sites on; off otherwise), media-clusters (Options.MediaInClusters),
-// disk-pressure (Options.DiskPressure) and
+// disk-pressure (Options.DiskPressure), late-syncs (Options.LateSyncs) and
 // weather (a moves world's lulls, Options.Weather; off otherwise), then
 // why it is kept).
 func TestRegressionSeeds(t *testing.T) {
@@ -42,6 +42,7 @@ func TestRegressionSeeds(t *testing.T) {
 		opts.Sites = SitesOff        // as the seed failed, unless its line says sites=on
 		opts.MediaInClusters = false // likewise, unless it says media-clusters
 		opts.DiskPressure = false    // likewise, unless it says disk-pressure
+		opts.LateSyncs = false       // likewise, unless it says late-syncs
 		if err := applySeedFlags(&opts, fields[2:]); err != nil {
 			t.Fatalf("bad seed line %q: %v", scanner.Text(), err)
 		}
@@ -86,6 +87,8 @@ func applySeedFlags(opts *Options, fields []string) error {
 			opts.MediaInClusters = true
 		case field == "disk-pressure":
 			opts.DiskPressure = true
+		case field == "late-syncs":
+			opts.LateSyncs = true
 		case field == "weather":
 			opts.Weather = WeatherOn
 		case strings.ContainsAny(field, "=") || strings.HasPrefix(field, "-"):
@@ -100,7 +103,7 @@ func applySeedFlags(opts *Options, fields []string) error {
 }
 
 // seedFlagWords are the words applySeedFlags reads.
-const seedFlagWords = "nodes=N moves users deadletters deadletters-aimed fanout fanout-aged-out sites=on media-clusters disk-pressure weather"
+const seedFlagWords = "nodes=N moves users deadletters deadletters-aimed fanout fanout-aged-out sites=on media-clusters disk-pressure late-syncs weather"
 
 // checkSeedOptions refuses, as TestSim refuses its flags (ignoredFlags),
 // a seed line whose words make a world the simulator has not, or name a
@@ -126,11 +129,11 @@ func TestSeedFlagsStopAtTheReason(t *testing.T) {
 		t.Fatalf("flags read from the reason: %+v", opts)
 	}
 	flagged := DefaultOptions(1)
-	flagged.MediaInClusters, flagged.DiskPressure = false, false
-	if err := applySeedFlags(&flagged, strings.Fields("nodes=3 moves media-clusters disk-pressure weather a reason weather")); err != nil {
+	flagged.MediaInClusters, flagged.DiskPressure, flagged.LateSyncs = false, false, false
+	if err := applySeedFlags(&flagged, strings.Fields("nodes=3 moves media-clusters disk-pressure late-syncs weather a reason weather")); err != nil {
 		t.Fatal(err)
 	}
-	if !flagged.MediaInClusters || !flagged.DiskPressure || !flagged.Moves || flagged.Weather != WeatherOn {
+	if !flagged.MediaInClusters || !flagged.DiskPressure || !flagged.LateSyncs || !flagged.Moves || flagged.Weather != WeatherOn {
 		t.Fatalf("media-clusters or weather not read as a flag: %+v", flagged)
 	}
 	if DefaultOptions(1).Weather != WeatherOff {
@@ -159,20 +162,21 @@ func TestASeedLineWithAWrongFlagWordIsRefused(t *testing.T) {
 // A reproduce line runs the world that failed: a regression seed or a
 // planted-bug sweep runs with disk pressure and the media fault off, and
 // the line left both out, so run as printed it took TestSim's defaults
-// (both on) and another trace. It names -disk-pressure always and
-// -media-clusters where it changes something (three-node moves worlds;
-// TestSim refuses it elsewhere).
+// (both on) and another trace. It names -disk-pressure and -late-syncs
+// always and -media-clusters where it changes something (three-node
+// moves worlds; TestSim refuses it elsewhere).
 func TestAReproduceLineNamesDiskPressureAndTheMediaFault(t *testing.T) {
 	failed := func(nodes int, moves, media, pressure bool) string {
-		return Report{Seed: 24, Nodes: nodes, Moves: moves, MediaInClusters: media, DiskPressure: pressure, Profile: "all",
-			SafetyMs: 30_000, Failure: &Failure{Checker: "x", Detail: "y"}}.FailureText()
+		return Report{Seed: 24, Nodes: nodes, Moves: moves, MediaInClusters: media, DiskPressure: pressure, LateSyncs: pressure,
+			Profile: "all", SafetyMs: 30_000, Failure: &Failure{Checker: "x", Detail: "y"}}.FailureText()
 	}
 	line := failed(3, true, false, false)
-	if !strings.Contains(line, " -disk-pressure=false") || !strings.Contains(line, " -media-clusters=false") {
+	if !strings.Contains(line, " -disk-pressure=false") || !strings.Contains(line, " -late-syncs=false") ||
+		!strings.Contains(line, " -media-clusters=false") {
 		t.Fatalf("three-node moves world: %s", line)
 	}
 	line = failed(1, false, true, true)
-	if !strings.Contains(line, " -disk-pressure=true") || strings.Contains(line, "-media-clusters") {
+	if !strings.Contains(line, " -disk-pressure=true") || !strings.Contains(line, " -late-syncs=true") || strings.Contains(line, "-media-clusters") {
 		t.Fatalf("one-node world: %s", line)
 	}
 }

@@ -18,11 +18,12 @@ type Report struct {
 	Moves bool
 	// Weather says whether the run's safety phase had lulls (-weather).
 	Weather bool
-	// MediaInClusters and DiskPressure are the run's options of the same
-	// names (-media-clusters, -disk-pressure): off in regression seeds and
-	// the planted-bug sweeps unless asked, so the reproduce line names them.
-	MediaInClusters, DiskPressure bool
-	Users                         bool
+	// MediaInClusters, DiskPressure and LateSyncs are the run's options
+	// of the same names (-media-clusters, -disk-pressure, -late-syncs):
+	// off in regression seeds and the planted-bug sweeps unless asked, so
+	// the reproduce line names them.
+	MediaInClusters, DiskPressure, LateSyncs bool
+	Users                                    bool
 	// Fanout says whether it ran the fan-out scenario.
 	Fanout  bool
 	Profile string
@@ -128,7 +129,7 @@ type Report struct {
 func (w *World) report() Report {
 	doomedRounds, doomedDelivered := w.deadLetters.doomedCounts()
 	return Report{
-		Seed: w.opts.Seed, Nodes: w.opts.Nodes, Moves: w.moves != nil, Weather: w.weather != nil, MediaInClusters: w.opts.MediaInClusters, DiskPressure: w.opts.DiskPressure, Users: w.users != nil, Fanout: w.opts.Fanout, Profile: w.opts.Faults.Name, SafetyMs: w.opts.SafetyMs, TraceHash: w.trace.sum(), Events: w.trace.events,
+		Seed: w.opts.Seed, Nodes: w.opts.Nodes, Moves: w.moves != nil, Weather: w.weather != nil, MediaInClusters: w.opts.MediaInClusters, DiskPressure: w.opts.DiskPressure, LateSyncs: w.opts.LateSyncs, Users: w.users != nil, Fanout: w.opts.Fanout, Profile: w.opts.Faults.Name, SafetyMs: w.opts.SafetyMs, TraceHash: w.trace.sum(), Events: w.trace.events,
 		SimMs: w.nowMs, accounting: w.history.account(), Faults: sortedCounts(w.faults), Marks: chaos.Marks(), SitesFired: firedSites(),
 		PeerSent: sortedCounts(w.peers.sent), PeerDropped: sortedCounts(w.peers.dropped), StepErrors: sortedCounts(w.stepErrors),
 		PeerUnreachable: total(w.peers.unreachable),
@@ -206,9 +207,9 @@ func (r Report) FailureText() string {
 	for _, line := range r.TraceTail {
 		fmt.Fprintf(&b, "  %s\n", line)
 	}
-	fmt.Fprintf(&b, "reproduce: go test ./sim -run 'TestSim$' -seed=%d -nodes=%d -moves=%t -users=%t -deadletters=%t -deadletters-aimed=%t -fanout=%t -fanout-aged-out=%t -faults=%s -sites=%s -weather=%s -disk-pressure=%t%s -duration=%dms -v\n",
+	fmt.Fprintf(&b, "reproduce: go test ./sim -run 'TestSim$' -seed=%d -nodes=%d -moves=%t -users=%t -deadletters=%t -deadletters-aimed=%t -fanout=%t -fanout-aged-out=%t -faults=%s -sites=%s -weather=%s -disk-pressure=%t -late-syncs=%t%s -duration=%dms -v\n",
 		r.Seed, r.Nodes, r.Moves, r.Users, r.DeadLetters, r.DeadLettersAimed, r.Fanout, r.FanoutAgedOut, r.Profile, r.sitesFlag(), r.weatherFlag(),
-		r.DiskPressure, r.mediaFlag(), r.SafetyMs)
+		r.DiskPressure, r.LateSyncs, r.mediaFlag(), r.SafetyMs)
 	return b.String()
 }
 

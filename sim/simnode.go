@@ -51,6 +51,10 @@ type simNode struct {
 	// persisting.
 	persisting, holding bool
 	inbox               []func()
+	// inputsTaken counts the inputs fed to the node (takesInputNow), so
+	// that a late round knows whether any came between its Ready and its
+	// run (markSyncsRanAfterInput).
+	inputsTaken int
 	// calls are the client requests this incarnation holds, by id;
 	// userChanges the users scenario's changes, described for the trace.
 	calls       map[msg.RequestID]*call
@@ -282,6 +286,7 @@ func (n *simNode) takesInputNow() bool {
 		return false
 	}
 	n.touched = true
+	n.inputsTaken++
 	n.node.Tick(n.clockMs())
 	return true
 }
@@ -359,14 +364,49 @@ func (n *simNode) drive() {
 			return
 		}
 		n.touched = true
-		if !n.w.opts.BlackBox {
-			n.w.checker.beforeSyncs(n)
+		if n.w.lateSyncs != nil && !rd.Metastore() {
+			n.runSyncsLate(rd, incarnation, latency)
+			continue
 		}
-		n.w.maybeFailSync(n, rd)
-		err := n.runSyncs(rd)
+		err := n.startSyncs(rd)
 		round := rd // only a round with syncs goes to the heap, in the closure
 		n.w.at(latency, func() { n.persist(round, incarnation, err) })
 	}
+}
+
+// startSyncs checks the partitions opened since the last round, arms
+// this round's sync failure if the faults draw one, and runs its syncs.
+func (n *simNode) startSyncs(rd node.Ready) error {
+	if !n.w.opts.BlackBox {
+		n.w.checker.beforeSyncs(n)
+	}
+	n.w.maybeFailSync(n, rd)
+	return n.runSyncs(rd)
+}
+
+// runSyncsLate runs the partition rounds of a Ready some time into the
+// round (before its end, when it completes), as the host's sync
+// goroutines may start them after the loop took more inputs (pipelined
+// group commit): whatever those inputs did to the node's disk meanwhile
+// (a log failed and opened again, a retention, a cursor or stamp written)
+// comes before the round's fsyncs, not after. A crash before they ran
+// loses what they would have made durable; nothing of the round was
+// answered yet. A Ready with the metastore's persist is not overlapped
+// (node doc), so its syncs run as it is taken.
+func (n *simNode) runSyncsLate(rd node.Ready, incarnation int, latencyMs int64) {
+	var err error
+	inputsBefore := n.inputsTaken
+	n.w.at(n.w.lateSyncs.Int64N(latencyMs), func() {
+		if incarnation != n.incarnation || !n.up() {
+			return
+		}
+		if n.inputsTaken > inputsBefore {
+			chaos.Reached(markSyncsRanAfterInput)
+		}
+		n.touched = true
+		err = n.startSyncs(rd)
+	})
+	n.w.at(latencyMs, func() { n.persist(rd, incarnation, err) })
 }
 
 // killBeforeSyncs lands the pending kill at a data round: before its

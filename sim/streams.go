@@ -67,6 +67,9 @@ const (
 	// diskPressureStream: whether and when nodes run short of disk
 	// (disk_pressure.go).
 	diskPressureStream = 53
+	// lateSyncStream: whether the nodes run a Ready's partition rounds
+	// late (simNode.runSyncsLate), and when in each round.
+	lateSyncStream = 54
 	// memFSStream: the base of the simulated disks' streams (one per
 	// node: memFSStream plus the node's index).
 	memFSStream = 100
@@ -87,6 +90,7 @@ var (
 	singleStreams = []uint64{workloadStream, networkStream, faultStream, peerStream, moveStream, usersStream,
 		lateProposalStream, controlStream, sitesStream, caughtUpKillStream, mediaStream, deadLettersStream, movesFanoutStream,
 		installCrashStream, weatherStream, groupSyncStream, readFaultStream, namespaceFaultStream, clockSkewStream,
-		hwmEagerStream, warmReopenStream, segmentIndexStream, residentPositionsStream, diskPressureStream}
+		hwmEagerStream, warmReopenStream, segmentIndexStream, residentPositionsStream, diskPressureStream,
+		lateSyncStream}
 	perNodeStreamBases = []uint64{memFSStream, handleKeyStream}
 )

@@ -92,6 +92,12 @@ type Options struct {
 	// regression seed turns it off unless its line says disk-pressure, as
 	// it failed before it was on.
 	DiskPressure bool
+	// LateSyncs runs, in a seeded half of the runs, the partition rounds
+	// of each Ready some time into the round rather than as the node
+	// takes it (World.lateSyncs, simNode.runSyncsLate). On by default; a
+	// regression seed turns it off unless its line says late-syncs, as it
+	// failed before it was on.
+	LateSyncs bool
 	// Weather, in a moves world, splits the safety phase into storms and
 	// lulls in which no fault is drawn (weather.go). Off unless asked for:
 	// TestSim's -weather is auto.
@@ -104,7 +110,8 @@ type Options struct {
 
 // DefaultOptions returns a run of 30 simulated seconds with every fault.
 func DefaultOptions(seed uint64) Options {
-	return Options{Seed: seed, Nodes: 1, SafetyMs: 30_000, DrainMsMax: 120_000, Faults: ProfileAll, MediaInClusters: true, DiskPressure: true}
+	return Options{Seed: seed, Nodes: 1, SafetyMs: 30_000, DrainMsMax: 120_000, Faults: ProfileAll, MediaInClusters: true, DiskPressure: true,
+		LateSyncs: true}
 }
 
 // World is one simulated run. Everything in it happens on the caller's
@@ -178,6 +185,12 @@ type World struct {
 	// simulator's nodes evict all the time and the lazy hwm file (and
 	// recovery past it) must stay under test. Fixed at NewWorld.
 	hwmEager bool
+	// lateSyncs draws when, within each round, the nodes run the rounds
+	// of a Ready without the metastore's persist (simNode.runSyncsLate);
+	// nil when they run them as they take the Ready. Drawn for
+	// lateSyncPercent of the runs with Options.LateSyncs. Fixed at
+	// NewWorld.
+	lateSyncs *rand.Rand
 	// warmReopen: the nodes keep the logs they close for room or
 	// idleness and reopen them warm, without recovery
 	// (node.Config.ClosedLogsKeptBytesMax, on in production); drawn for
@@ -321,6 +334,9 @@ func NewWorld(opts Options) *World {
 	w.diskPressure = newDiskPressure(w)
 	w.groupSync = newRand(opts.Seed, groupSyncStream).IntN(100) < groupSyncPercent
 	w.hwmEager = newRand(opts.Seed, hwmEagerStream).IntN(100) < hwmEagerPercent
+	if late := newRand(opts.Seed, lateSyncStream); opts.LateSyncs && late.IntN(100) < lateSyncPercent {
+		w.lateSyncs = late
+	}
 	w.warmReopen = newRand(opts.Seed, warmReopenStream).IntN(100) < warmReopenPercent
 	w.segmentIndexes = newRand(opts.Seed, segmentIndexStream).IntN(100) < segmentIndexPercent
 	w.residentPositionsBytes = newRand(opts.Seed, residentPositionsStream).IntN(residentPositionsBytesSimMax + 1)
@@ -368,6 +384,10 @@ func metastoreTempDir() (string, error) {
 // groupSyncPercent is the share of runs whose nodes run the partition
 // rounds of a Ready together (World.groupSync).
 const groupSyncPercent = 50
+
+// lateSyncPercent is the share of runs whose nodes run the partition
+// rounds of a Ready late (World.lateSyncs).
+const lateSyncPercent = 50
 
 // hwmEagerPercent is the share of runs whose nodes write the hwm files
 // with every round while they evict logs (World.hwmEager).
