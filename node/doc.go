@@ -223,7 +223,9 @@
 //     that round completed: until then its partition answers 503, as
 //     recovery would remove the round's temporary files and write the
 //     hwm file under it), while the replies of the round, whose fsyncs
-//     succeeded, stand. The
+//     succeeded, stand. A round that writes a partition's fan-out cursor
+//     files alone leaves its log clean: the log is not evicted meanwhile,
+//     and one closed (failed, idle) opens again only after the round. The
 //     directory of a partition this node writes
 //     is removed only while applying the metastore (a deleted topic, a
 //     partition moved away), which happens in Advance after the rounds

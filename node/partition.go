@@ -226,6 +226,14 @@ func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
 		}
 		p.failedInFlight = nil
 	}
+	if p.cursorFiles.inFlight && !n.store.IsOpen(p.dir) {
+		// A round that writes only fan-out cursor files leaves its log
+		// not Syncing, so the log may have closed meanwhile (failed, or
+		// idle): recovery of the directory would remove the temporary
+		// cursor files the round is about to rename (logBusy keeps it
+		// from eviction).
+		return nil, msg.Unavailable("its fan-out cursor files are being written by a sync round; retry")
+	}
 	if err := n.stampPartition(t, p); err != nil {
 		n.observer.Event("log-open-failed", fmt.Sprintf("%s: its topic stamp: %v", p.dir, err))
 		return nil, err
@@ -395,9 +403,10 @@ func (n *Node) openOutsideProducing() int {
 }
 
 // logBusy reports whether the partition of dir waits for the sync round
-// of the Ready being gathered, is one the produce being opened appends
-// to, or is the parent whose cursors are being driven: its log must stay
-// open until then.
+// of the Ready being gathered, has a round in flight that writes its
+// fan-out cursor files, is one the produce being opened appends to, or is
+// the parent whose cursors are being driven: its log must stay open until
+// then.
 func (n *Node) logBusy(dir string) bool {
 	key := partitionKeyOfDir(dir)
 	if _, dirty := n.dirty[key]; dirty {
@@ -407,7 +416,10 @@ func (n *Node) logBusy(dir string) bool {
 		return true
 	}
 	p, ok := n.partitions[key]
-	return ok && p.freeze.Waiting()
+	// A round in flight that writes the partition's cursor files alone
+	// leaves its log neither dirty nor Syncing; closed, the log would be
+	// opened again by recovery, which removes those files' temporaries.
+	return ok && (p.freeze.Waiting() || p.cursorFiles.inFlight)
 }
 
 // partitionKeyOfDir is the inverse of PartitionDir.
