@@ -26,7 +26,7 @@ var (
 	agedOutFlag      = flag.Bool("fanout-aged-out", false, "with -fanout on one node, give the topic an hour's retention and fail the copy child's disk for longer (the safety phase lasts at least AgedOutSafetyMs)")
 	mediaFlag        = flag.Bool("media-clusters", true, "let three-node moves worlds draw the media fault (=false turns it off there)")
 	diskPressureFlag = flag.Bool("disk-pressure", true, "run nodes short of disk in a seeded 30 % of the cluster worlds with disk faults (=false turns it off)")
-	lateSyncsFlag    = flag.Bool("late-syncs", true, "in a seeded half of the runs, run each Ready's partition rounds some time into the round, after the inputs the node takes meanwhile, as the host's sync goroutines may (=false turns it off)")
+	lateSyncsFlag    = flag.Bool("late-syncs", true, "in a seeded half of the runs, run each Ready's partition rounds some time into the round, after the inputs the node takes meanwhile, as the node contract's pipelining lets a driver do (=false turns it off)")
 	weatherFlag      = flag.String("weather", "auto", "in a moves world, fault spells and lulls in the safety phase: auto (in a seeded half of the runs), on, off")
 	hashesFlag       = flag.Bool("hashes", false, "in a sweep, print each seed's trace hash (seed=S hash=H, and the failed checker if any), to compare two builds seed by seed")
 )

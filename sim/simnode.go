@@ -385,11 +385,13 @@ func (n *simNode) startSyncs(rd node.Ready) error {
 }
 
 // runSyncsLate runs the partition rounds of a Ready some time into the
-// round (before its end, when it completes), as the host's sync
-// goroutines may start them after the loop took more inputs (pipelined
-// group commit): whatever those inputs did to the node's disk meanwhile
-// (a log failed and opened again, a retention, a cursor or stamp written)
-// comes before the round's fsyncs, not after. A crash before they ran
+// round (before its end, when it completes), as a driver that uses the
+// node contract's pipelined group commit may: the contract lets it feed
+// inputs while a Ready's syncs run off the loop (the host persists each
+// Ready itself today; the simulator drives the overlap). Whatever those
+// inputs did to the node's disk meanwhile (a log failed and opened again,
+// a retention, a cursor or stamp written) then comes before the round's
+// fsyncs, not after. A crash before they ran
 // loses what they would have made durable; nothing of the round was
 // answered yet. A Ready with the metastore's persist is not overlapped
 // (node doc), so its syncs run as it is taken.
