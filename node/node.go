@@ -699,6 +699,7 @@ func (n *Node) Ready() Ready {
 	rd.ProduceForwards = dropFailedForwards(rd.ProduceForwards)
 	for _, prepared := range rounds {
 		p := prepared.partition
+		p.roundInFlight = true
 		sync := Sync{Dir: p.dir, log: p.log, round: prepared.round, partition: p, fs: n.fs, cursors: n.takeCursorWrites(p)}
 		if len(sync.cursors) > 0 {
 			sync.refused = &cursorsRefused{}
@@ -816,6 +817,7 @@ func (n *Node) completeSyncs(rd Ready) {
 		if s.meta != nil {
 			continue
 		}
+		s.partition.roundInFlight = false
 		if err := s.log.CompleteSync(s.round, nil); err != nil {
 			n.observer.Event("log-close-failed", fmt.Sprintf("%s: %v", s.Dir, err))
 		}

@@ -103,13 +103,15 @@ type partition struct {
 	// Set by dropLog, cleared by openLog; so while it is set, log is nil
 	// and leases (made at the first open) is not.
 	closedIntact bool
-	// failedInFlight is the log failLog closed while its sync round was
-	// in flight (pipelined group commit: the round runs off the loop),
-	// until openLog sees that round completed: recovery of the directory
-	// meanwhile would remove the round's temporary files and write the
-	// hwm file under it, so openLog refuses (503) while it is Syncing. Set
-	// by failLog, cleared by openLog.
-	failedInFlight *storage.Log
+	// roundInFlight is set while a Ready's sync round of the partition
+	// (its data, committed offset or fan-out cursor files) is out: taken,
+	// not yet advanced. With pipelined group commit the round runs off
+	// the loop, so the log stays open meanwhile (logBusy), and one closed
+	// anyway (its storage failed) opens again only after the round:
+	// recovery of the directory would remove the round's temporary files
+	// and write the hwm file under it. Set by Ready, cleared by
+	// completeSyncs.
+	roundInFlight bool
 	// committedNoSpaceSaidMs is when a round whose committed offset the
 	// disk had no room for was last said (committed-offset-write-refused),
 	// at most once per noSpaceSayEveryMs; 0 before (maintenance.go).
@@ -220,19 +222,8 @@ func (n *Node) openLog(t *topic, p *partition) (*storage.Log, error) {
 	if n.purgesPending[p.key.topic] {
 		return nil, msg.Unavailable("the files of a deleted topic of this name are still being removed here; retry")
 	}
-	if p.failedInFlight != nil {
-		if p.failedInFlight.Syncing() {
-			return nil, msg.Unavailable("its storage failed while a sync round was on disk; retry")
-		}
-		p.failedInFlight = nil
-	}
-	if p.cursorFiles.inFlight && !n.store.IsOpen(p.dir) {
-		// A round that writes only fan-out cursor files leaves its log
-		// not Syncing, so the log may have closed meanwhile (failed, or
-		// idle): recovery of the directory would remove the temporary
-		// cursor files the round is about to rename (logBusy keeps it
-		// from eviction).
-		return nil, msg.Unavailable("its fan-out cursor files are being written by a sync round; retry")
+	if p.roundInFlight && p.log == nil { // closed under its round (roundInFlight)
+		return nil, msg.Unavailable("partition %d of %s closed while a sync round of it was on disk; retry", p.key.index, p.key.topic)
 	}
 	if err := n.stampPartition(t, p); err != nil {
 		n.observer.Event("log-open-failed", fmt.Sprintf("%s: its topic stamp: %v", p.dir, err))
@@ -403,10 +394,10 @@ func (n *Node) openOutsideProducing() int {
 }
 
 // logBusy reports whether the partition of dir waits for the sync round
-// of the Ready being gathered, has a round in flight that writes its
-// fan-out cursor files, is one the produce being opened appends to, or is
-// the parent whose cursors are being driven: its log must stay open until
-// then.
+// of the Ready being gathered, has a round in flight (roundInFlight: one
+// that writes only its fan-out cursor files leaves its log clean), is one
+// the produce being opened appends to, or is the parent whose cursors are
+// being driven: its log must stay open until then.
 func (n *Node) logBusy(dir string) bool {
 	key := partitionKeyOfDir(dir)
 	if _, dirty := n.dirty[key]; dirty {
@@ -416,10 +407,7 @@ func (n *Node) logBusy(dir string) bool {
 		return true
 	}
 	p, ok := n.partitions[key]
-	// A round in flight that writes the partition's cursor files alone
-	// leaves its log neither dirty nor Syncing; closed, the log would be
-	// opened again by recovery, which removes those files' temporaries.
-	return ok && (p.freeze.Waiting() || p.cursorFiles.inFlight)
+	return ok && (p.freeze.Waiting() || p.roundInFlight)
 }
 
 // partitionKeyOfDir is the inverse of PartitionDir.
@@ -459,9 +447,6 @@ func (n *Node) leaseConfig(t *topic) lease.Config {
 func (n *Node) failLog(p *partition, cause error) {
 	chaos.Reached(chaos.MarkNodeLogFailed)
 	n.observer.Event("log-failed", fmt.Sprintf("%s: %v", p.dir, cause))
-	if p.log != nil && p.log.Syncing() {
-		p.failedInFlight = p.log
-	}
 	_ = n.store.Close(p.dir) // the log is failed; its close error adds nothing
 	n.dropLog(p, false)
 	n.failDependents(p, msg.Unavailable("partition %d of %s: storage failed, retry: %s", p.key.index, p.key.topic, storageCause(cause)))
