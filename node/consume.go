@@ -47,7 +47,7 @@ const readRetryIntervalMs = 1_000
 func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 	t, err := n.topic(r.Topic)
 	if err == nil {
-		err = checkRoutedFor(t, r.TopicIncarnation, r.TopicCreatedAtMs)
+		err = checkRoutedFor(t, r.TopicIncarnation, r.TopicCreatedAtMs, "consume")
 	}
 	if err != nil {
 		n.reply(id, nil, err)
@@ -107,12 +107,12 @@ func (n *Node) consume(id msg.RequestID, r msg.Consume) {
 // while the topic was deleted and created again served the deleted
 // creation's records to the new one's reader, nightly seed 7516619). A
 // client's request carries no identity and is taken as it is.
-func checkRoutedFor(t *topic, incarnation uint64, createdAtMs int64) error {
+func checkRoutedFor(t *topic, incarnation uint64, createdAtMs int64, request string) error {
 	routedFor := meta.TopicIdentity{Incarnation: incarnation, CreatedAtMs: createdAtMs}
 	if routedFor == (meta.TopicIdentity{}) || routedFor == t.identity {
 		return nil
 	}
-	return msg.Unavailable("topic %q was deleted and created again, and this node or the one that forwarded the request has not applied it yet; retry", t.info.Name)
+	return topicRecreated(t.info.Name, request)
 }
 
 // remoteTurn reports whether this unpinned consume asks the other owners
@@ -611,7 +611,7 @@ func (n *Node) replay(r msg.Replay) (msg.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkRoutedFor(t, r.TopicIncarnation, r.TopicCreatedAtMs); err != nil {
+	if err := checkRoutedFor(t, r.TopicIncarnation, r.TopicCreatedAtMs, "replay"); err != nil {
 		return nil, err
 	}
 	if r.Partition < 0 || r.Partition >= t.info.Partitions {

@@ -298,7 +298,7 @@ func (n *Node) rerouteProducePart(j *produceJoin, indexes []int, cause error) {
 		return
 	}
 	if t.identity != j.identity { // its placements name partitions of the topic that was deleted
-		j.parts.Fail(topicRecreated(j.topic))
+		j.parts.Fail(topicRecreated(j.topic, "produce"))
 		return
 	}
 	for _, i := range indexes {
@@ -314,10 +314,11 @@ func (n *Node) rerouteProducePart(j *produceJoin, indexes []int, cause error) {
 	n.sendProduceParts(j, t, indexes)
 }
 
-// topicRecreated refuses a produce part placed for a topic deleted and
-// created again under its name while the part was in flight.
-func topicRecreated(name string) error {
-	return msg.Unavailable("topic %q was deleted and created again while this produce was in flight; retry", name)
+// topicRecreated refuses a request (a produce part, a consume, a replay)
+// placed or routed for a topic deleted and created again under its name:
+// the node that routed it, or this one, had not applied that yet.
+func topicRecreated(name, request string) error {
+	return msg.Unavailable("topic %q was deleted and created again while this %s was on its way to the partition's owner; retry", name, request)
 }
 
 // finishProduceJoin answers the client. Parts that succeeded before

@@ -80,7 +80,7 @@ func checkPlacedPart(t *topic, r msg.Produce) error {
 		return nil
 	}
 	if placedFor != t.identity {
-		return topicRecreated(t.info.Name)
+		return topicRecreated(t.info.Name, "produce")
 	}
 	if r.SchemaID == t.schemaID || r.FanoutEpoch != 0 || !hasClientRecords(r) {
 		return nil

@@ -391,10 +391,10 @@ func (n *simNode) startSyncs(rd node.Ready) error {
 // Ready itself today; the simulator drives the overlap). Whatever those
 // inputs did to the node's disk meanwhile (a log failed and opened again,
 // a retention, a cursor or stamp written) then comes before the round's
-// fsyncs, not after. A crash before they ran
-// loses what they would have made durable; nothing of the round was
-// answered yet. A Ready with the metastore's persist is not overlapped
-// (node doc), so its syncs run as it is taken.
+// fsyncs, not after. A crash before they ran loses what they would have
+// made durable; nothing of the round was answered yet. A Ready with the
+// metastore's persist is not overlapped (node doc), so its syncs run as
+// it is taken.
 func (n *simNode) runSyncsLate(rd node.Ready, incarnation int, latencyMs int64) {
 	var err error
 	inputsBefore := n.inputsTaken
